@@ -1,0 +1,79 @@
+// Provisioning of organizations, apps, connections and keys: the service code the admin CLI
+// (and later the dashboard) calls. Raw keys are returned once and stored only as hashes.
+import type { ApiKeyStore } from '../auth/api-key-store.js';
+import type { DbPool } from '../db/pool.js';
+import { newId, newSecret, secretPrefixes, sha256Hex } from '../ids.js';
+
+export const DEFAULT_MODEL_POLICY = ['vendor_a/*', 'vendor_b/*'] as const;
+export const SERVICE_KEY_SCOPES = ['product_users:read', 'product_users:write'] as const;
+
+const hint = (raw: string): string => `${raw.slice(0, 10)}…`;
+
+export async function createOrganization(db: DbPool, name: string): Promise<string> {
+  const orgId = newId('org');
+  await db.query('INSERT INTO organizations (id, name) VALUES ($1, $2)', [orgId, name]);
+  await db.query('INSERT INTO wallets (org_id) VALUES ($1)', [orgId]);
+  return orgId;
+}
+
+export async function createApp(db: DbPool, orgId: string, name: string): Promise<string> {
+  const appId = newId('app');
+  await db.query('INSERT INTO apps (id, org_id, name) VALUES ($1, $2, $3)', [appId, orgId, name]);
+  return appId;
+}
+
+export async function createAppConnection(
+  db: DbPool,
+  orgId: string,
+  appId: string,
+  name: string,
+): Promise<string> {
+  const connectionId = newId('conn');
+  await db.query(
+    'INSERT INTO app_connections (id, org_id, app_id, name) VALUES ($1, $2, $3, $4)',
+    [connectionId, orgId, appId, name],
+  );
+  return connectionId;
+}
+
+export async function createApiKey(
+  db: DbPool,
+  connection: { orgId: string; appId: string; appConnectionId: string },
+  modelPolicy: readonly string[] = DEFAULT_MODEL_POLICY,
+): Promise<{ id: string; rawKey: string }> {
+  const rawKey = newSecret(secretPrefixes.apiKey);
+  const id = newId('key');
+  await db.query(
+    `INSERT INTO api_keys (id, org_id, app_id, app_connection_id, key_hash, key_hint, model_policy)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    [id, connection.orgId, connection.appId, connection.appConnectionId, sha256Hex(rawKey), hint(rawKey), modelPolicy],
+  );
+  return { id, rawKey };
+}
+
+export async function createServiceKey(
+  db: DbPool,
+  orgId: string,
+  scopes: readonly string[] = SERVICE_KEY_SCOPES,
+): Promise<{ id: string; rawKey: string }> {
+  const rawKey = newSecret(secretPrefixes.serviceKey);
+  const id = newId('svc');
+  await db.query(
+    'INSERT INTO service_keys (id, org_id, key_hash, key_hint, scopes) VALUES ($1, $2, $3, $4, $5)',
+    [id, orgId, sha256Hex(rawKey), hint(rawKey), scopes],
+  );
+  return { id, rawKey };
+}
+
+/** Revokes an API key; every instance stops accepting it within a second. */
+export async function revokeApiKey(db: DbPool, apiKeys: ApiKeyStore, keyId: string): Promise<boolean> {
+  const { rows } = await db.query<{ key_hash: string }>(
+    `UPDATE api_keys SET status = 'revoked', revoked_at = now()
+      WHERE id = $1 AND status = 'active' RETURNING key_hash`,
+    [keyId],
+  );
+  const row = rows[0];
+  if (!row) return false;
+  await apiKeys.invalidate(row.key_hash);
+  return true;
+}

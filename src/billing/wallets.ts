@@ -1,0 +1,64 @@
+// Organization wallets: Postgres holds every transaction (the durable truth); Redis holds
+// the live balance the reserve script checks. A wallet missing from Redis is rebuilt as
+// sum(transactions) − sum(wallet_cost of recorded usage).
+import type { Redis } from 'ioredis';
+import type { DbPool } from '../db/pool.js';
+import { numericToNano, nanoToNumeric } from '../money.js';
+import type { RedisKeys } from '../redis/keys.js';
+import type { RedisScripts } from '../redis/scripts.js';
+
+export class WalletService {
+  constructor(
+    private readonly db: DbPool,
+    private readonly redis: Redis,
+    private readonly keys: RedisKeys,
+    private readonly scripts: RedisScripts,
+  ) {}
+
+  /** The balance according to Postgres alone. */
+  async ledgerBalanceNano(orgId: string): Promise<bigint> {
+    const { rows } = await this.db.query<{ funded: string; spent: string }>(
+      `SELECT (SELECT COALESCE(sum(amount), 0) FROM wallet_transactions WHERE org_id = $1)::text AS funded,
+              (SELECT COALESCE(sum(wallet_cost), 0) FROM usage_records WHERE org_id = $1)::text AS spent`,
+      [orgId],
+    );
+    const row = rows[0]!;
+    return numericToNano(row.funded) - numericToNano(row.spent);
+  }
+
+  /** Installs the wallet in Redis from Postgres unless it is already there. */
+  async loadIntoRedis(orgId: string): Promise<void> {
+    const balance = await this.ledgerBalanceNano(orgId);
+    await this.scripts.walletLoad([this.keys.wallet(orgId)], [balance.toString()]);
+  }
+
+  /** The live balance (Redis; loaded from Postgres first if needed) and what is held. */
+  async liveBalance(orgId: string): Promise<{ balanceNano: bigint; reservedNano: bigint }> {
+    await this.loadIntoRedis(orgId);
+    const [balance, reserved] = await this.redis.hmget(this.keys.wallet(orgId), 'balance', 'reserved');
+    return { balanceNano: BigInt(balance ?? '0'), reservedNano: BigInt(reserved ?? '0') };
+  }
+
+  /** Adds funds: recorded in Postgres first, then applied to the live balance if loaded. */
+  async topUp(orgId: string, amountNano: bigint): Promise<void> {
+    await this.db.query(
+      `INSERT INTO wallet_transactions (org_id, kind, amount) VALUES ($1, 'topup', $2)`,
+      [orgId, nanoToNumeric(amountNano)],
+    );
+    await this.scripts.walletAdjust([this.keys.wallet(orgId)], ['add', amountNano.toString()]);
+  }
+
+  /** Sets the balance to an exact amount, recording the difference it made. */
+  async setBalance(orgId: string, targetNano: bigint): Promise<void> {
+    const outcome = (await this.scripts.walletAdjust(
+      [this.keys.wallet(orgId)],
+      ['set', targetNano.toString()],
+    )) as [number, string?];
+    const previous =
+      outcome[0] === 1 ? BigInt(outcome[1] ?? '0') : await this.ledgerBalanceNano(orgId);
+    await this.db.query(
+      `INSERT INTO wallet_transactions (org_id, kind, amount) VALUES ($1, 'set', $2)`,
+      [orgId, nanoToNumeric(targetNano - previous)],
+    );
+  }
+}

@@ -1,0 +1,43 @@
+// The CLI's composition root: the same config and adapters as the gateway, for one command.
+import { Redis } from 'ioredis';
+import { ApiKeyStore } from '../auth/api-key-store.js';
+import { WalletService } from '../billing/wallets.js';
+import { loadConfig, type Config } from '../config.js';
+import { ensureDatabase, migrate } from '../db/migrate.js';
+import { createDbPool, type DbPool } from '../db/pool.js';
+import { createRedisKeys, type RedisKeys } from '../redis/keys.js';
+import { defineScripts, type RedisScripts } from '../redis/scripts.js';
+
+export interface CliContext {
+  readonly config: Config;
+  readonly db: DbPool;
+  readonly redis: Redis;
+  readonly keys: RedisKeys;
+  readonly scripts: RedisScripts;
+  readonly wallets: WalletService;
+  readonly apiKeys: ApiKeyStore;
+  close(): Promise<void>;
+}
+
+export async function openCliContext(): Promise<CliContext> {
+  const config = loadConfig();
+  await ensureDatabase(config.DATABASE_URL);
+  const db = createDbPool(config.DATABASE_URL, 2);
+  await migrate(db);
+  const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2 });
+  const keys = createRedisKeys(config.REDIS_KEY_PREFIX);
+  const scripts = defineScripts(redis);
+  return {
+    config,
+    db,
+    redis,
+    keys,
+    scripts,
+    wallets: new WalletService(db, redis, keys, scripts),
+    apiKeys: new ApiKeyStore(db, redis, keys, 0),
+    async close() {
+      await redis.quit();
+      await db.end();
+    },
+  };
+}

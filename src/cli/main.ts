@@ -1,0 +1,66 @@
+// The `gw` admin CLI: JSON on stdout; errors on stderr with a non-zero exit code.
+import { ConfigError } from '../config.js';
+import { AmountError } from '../money.js';
+import { apiKeyCommand, apiKeyHelp } from './api-key.js';
+import { openCliContext, type CliContext } from './context.js';
+import { mockVendorsCommand } from './mock-vendors.js';
+import { UsageError } from './output.js';
+import { seedCommand, seedHelp } from './seed.js';
+import { walletCommand, walletHelp } from './wallet.js';
+
+const help = `gw — admin CLI for the gw inference gateway
+
+Usage: gw <command> [flags]   (every command prints JSON)
+
+${seedHelp}
+
+${walletHelp}
+
+${apiKeyHelp}
+
+gw mock-vendors [--port N] [--host H] [--latency-ms N] [--tokens-per-second N] [--output-tokens N]
+  Serves both mock vendors on one port (vendor_a at /v1/messages, vendor_b at
+  /v1/chat/completions) until SIGINT/SIGTERM.
+
+Environment: DATABASE_URL, REDIS_URL, REDIS_KEY_PREFIX as for the gateway (see README).`;
+
+type DataCommand = (context: CliContext, argv: string[]) => Promise<void>;
+const dataCommands: Record<string, DataCommand> = {
+  seed: seedCommand,
+  wallet: walletCommand,
+  'api-key': apiKeyCommand,
+};
+
+export async function runCli(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+    process.stdout.write(`${help}\n`);
+    return;
+  }
+  if (rest.includes('--help') || rest.includes('-h')) {
+    process.stdout.write(`${help}\n`);
+    return;
+  }
+  if (command === 'mock-vendors') {
+    await mockVendorsCommand(rest);
+    return;
+  }
+  const run = dataCommands[command];
+  if (!run) return fail(new UsageError(`unknown command ${command}; see gw --help`));
+  let context: CliContext | undefined;
+  try {
+    context = await openCliContext();
+    await run(context, rest);
+  } catch (error) {
+    fail(error);
+  } finally {
+    await context?.close();
+  }
+}
+
+function fail(error: unknown): void {
+  const known = error instanceof UsageError || error instanceof AmountError || error instanceof ConfigError;
+  const message = known ? (error as Error).message : `unexpected error: ${(error as Error).message}`;
+  process.stderr.write(`${JSON.stringify({ error: { message } })}\n`);
+  process.exitCode = known ? 2 : 1;
+}

@@ -1,0 +1,45 @@
+// gw seed: one organization with a funded wallet, an app, a connection, an API key and a
+// service key, printed as one JSON object.
+import {
+  createApiKey,
+  createApp,
+  createAppConnection,
+  createOrganization,
+  createServiceKey,
+  DEFAULT_MODEL_POLICY,
+} from '../admin/provisioning.js';
+import { modelPolicyAllows } from '../catalog/models.js';
+import { parseAmountToNano } from '../money.js';
+import type { CliContext } from './context.js';
+import { parseFlags, printJson } from './output.js';
+
+export const seedHelp = `gw seed [--json] [--name NAME] [--wallet AMOUNT]
+  Creates an organization (wallet funded with AMOUNT, default 100.00), an app, an app
+  connection, an API key (models: ${DEFAULT_MODEL_POLICY.join(', ')}) and a service key with
+  both product-user scopes. Prints {"org_id","app_id","app_connection_id","api_key",
+  "service_key","models"}. The raw keys are shown only here.`;
+
+export async function seedCommand(context: CliContext, argv: string[]): Promise<void> {
+  const { values } = parseFlags(argv, {
+    json: { type: 'boolean', default: true },
+    name: { type: 'string', default: 'Seeded organization' },
+    wallet: { type: 'string', default: '100.00' },
+  });
+  const walletNano = parseAmountToNano(values.wallet);
+  const { db } = context;
+  const orgId = await createOrganization(db, values.name);
+  await context.wallets.topUp(orgId, walletNano);
+  const appId = await createApp(db, orgId, 'Seeded app');
+  const appConnectionId = await createAppConnection(db, orgId, appId, 'Seeded connection');
+  const apiKey = await createApiKey(db, { orgId, appId, appConnectionId });
+  const serviceKey = await createServiceKey(db, orgId);
+  const { rows } = await db.query<{ id: string }>('SELECT id FROM models WHERE enabled ORDER BY id');
+  printJson({
+    org_id: orgId,
+    app_id: appId,
+    app_connection_id: appConnectionId,
+    api_key: apiKey.rawKey,
+    service_key: serviceKey.rawKey,
+    models: rows.map((row) => row.id).filter((id) => modelPolicyAllows(DEFAULT_MODEL_POLICY, id)),
+  });
+}

@@ -1,0 +1,31 @@
+// gw wallet topup|set|show: the organization wallet.
+import { formatNano, parseAmountToNano } from '../money.js';
+import type { CliContext } from './context.js';
+import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
+
+export const walletHelp = `gw wallet topup --org-id O --amount 100.00   adds funds
+gw wallet set   --org-id O --amount 0.00     sets the balance exactly
+gw wallet show  --org-id O                   prints balance and amount held by in-flight requests`;
+
+export async function walletCommand(context: CliContext, argv: string[]): Promise<void> {
+  const [action, ...rest] = argv;
+  const { values } = parseFlags(rest, { 'org-id': { type: 'string' }, amount: { type: 'string' } });
+  const orgId = requireFlag(values['org-id'], 'org-id');
+  const exists = await context.db.query('SELECT 1 FROM wallets WHERE org_id = $1', [orgId]);
+  if (exists.rowCount === 0) throw new UsageError(`no wallet for organization ${orgId}`);
+  if (action === 'topup') {
+    await context.wallets.topUp(orgId, parseAmountToNano(requireFlag(values.amount, 'amount')));
+  } else if (action === 'set') {
+    await context.wallets.setBalance(orgId, parseAmountToNano(requireFlag(values.amount, 'amount')));
+  } else if (action !== 'show') {
+    throw new UsageError(`unknown wallet action ${action ?? '(none)'}\n${walletHelp}`);
+  }
+  const { balanceNano, reservedNano } = await context.wallets.liveBalance(orgId);
+  printJson({
+    org_id: orgId,
+    balance: formatNano(balanceNano),
+    reserved: formatNano(reservedNano),
+    available: formatNano(balanceNano - reservedNano),
+    currency: 'USD',
+  });
+}

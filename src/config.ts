@@ -1,0 +1,67 @@
+// Configuration: environment variables, parsed once by zod at boot and passed down frozen.
+import { z } from 'zod';
+
+const optionalUrl = z
+  .string()
+  .trim()
+  .transform((value) => (value === '' ? undefined : value))
+  .pipe(z.url().optional());
+
+const optionalSecret = z
+  .string()
+  .transform((value) => (value === '' ? undefined : value))
+  .optional();
+
+const booleanFlag = z
+  .enum(['true', 'false', '1', '0'])
+  .transform((value) => value === 'true' || value === '1');
+
+export const configSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  REDIS_URL: z.url().default('redis://127.0.0.1:6379'),
+  REDIS_KEY_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]{1,40}$/, 'letters, digits, _ . - only (1-40 chars)')
+    .default('gw'),
+  DATABASE_URL: z.url().default('postgres://127.0.0.1:5432/gw'),
+  VENDOR_A_BASE_URL: optionalUrl.optional(),
+  VENDOR_A_API_KEY: optionalSecret,
+  VENDOR_B_BASE_URL: optionalUrl.optional(),
+  VENDOR_B_API_KEY: optionalSecret,
+  MAX_BODY_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(4 * 1024 * 1024),
+  UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(100).default(120_000),
+  RESERVATION_TTL_MS: z.coerce.number().int().min(1000).default(600_000),
+  AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).default(30_000),
+  TOKEN_WORKERS: z.coerce.number().int().min(1).max(64).default(2),
+  USAGE_BATCH_MAX_ROWS: z.coerce.number().int().min(1).max(10_000).default(500),
+  USAGE_FLUSH_INTERVAL_MS: z.coerce.number().int().min(1).default(50),
+  USAGE_CLAIM_IDLE_MS: z.coerce.number().int().min(100).default(30_000),
+  SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  MOCK_VENDOR_LATENCY_MS: z.coerce.number().int().min(0).default(0),
+  MOCK_VENDOR_TOKENS_PER_SECOND: z.coerce.number().int().min(0).default(0),
+  METRICS_ENABLED: booleanFlag.default(true),
+});
+
+export type Config = Readonly<z.infer<typeof configSchema>>;
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/** Parses the environment. Throws ConfigError naming every bad variable (never its value). */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = configSchema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map(
+      (issue) => `${issue.path.join('.') || '(environment)'}: ${issue.message}`,
+    );
+    throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
+  }
+  return Object.freeze(parsed.data);
+}

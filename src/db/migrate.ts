@@ -1,0 +1,91 @@
+// Migrations: numbered SQL files in src/db/migrations, applied once each, in order, under an
+// advisory lock so that many instances booting together apply them exactly once.
+import { readdir, readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+import pg from 'pg';
+import type { DbPool } from './pool.js';
+
+/** The SQL lives beside the TypeScript sources; dist/ code reads it from src/. */
+const migrationsDir = fileURLToPath(new URL('../../../src/db/migrations/', import.meta.url));
+const sourceMigrationsDir = fileURLToPath(new URL('./migrations/', import.meta.url));
+const MIGRATION_LOCK_ID = 7_207_431_001;
+
+async function migrationFiles(): Promise<{ dir: string; names: string[] }> {
+  for (const dir of [sourceMigrationsDir, migrationsDir]) {
+    try {
+      const names = (await readdir(dir)).filter((name) => /^\d{3}_[\w-]+\.sql$/.test(name));
+      if (names.length > 0) return { dir, names: names.sort() };
+    } catch {
+      // try the next location
+    }
+  }
+  throw new Error('no migration files found');
+}
+
+/** Creates the database named in the URL when it does not exist (local development, CI). */
+export async function ensureDatabase(databaseUrl: string): Promise<void> {
+  const url = new URL(databaseUrl);
+  const name = decodeURIComponent(url.pathname.slice(1));
+  if (!name) return;
+  const probe = new pg.Client({ connectionString: databaseUrl });
+  try {
+    await probe.connect();
+    return;
+  } catch (error) {
+    if ((error as { code?: string }).code !== '3D000') throw error; // 3D000: no such database
+  } finally {
+    await probe.end().catch(() => undefined);
+  }
+  url.pathname = '/postgres';
+  const admin = new pg.Client({ connectionString: url.toString() });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);
+  } catch (error) {
+    if ((error as { code?: string }).code !== '42P04') throw error; // created concurrently
+  } finally {
+    await admin.end();
+  }
+}
+
+export async function migrate(pool: DbPool): Promise<string[]> {
+  const { dir, names } = await migrationFiles();
+  const client = await pool.connect();
+  const applied: string[] = [];
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_ID]);
+    await client.query(
+      `CREATE TABLE IF NOT EXISTS schema_migrations (
+         name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`,
+    );
+    const done = new Set(
+      (await client.query<{ name: string }>('SELECT name FROM schema_migrations')).rows.map(
+        (row) => row.name,
+      ),
+    );
+    for (const name of names) {
+      if (done.has(name)) continue;
+      const sql = await readFile(path.join(dir, name), 'utf8');
+      await client.query('BEGIN');
+      try {
+        await client.query(sql);
+        await client.query('INSERT INTO schema_migrations (name) VALUES ($1)', [name]);
+        await client.query('COMMIT');
+      } catch (error) {
+        await client.query('ROLLBACK');
+        throw new Error(`migration ${name} failed: ${(error as Error).message}`);
+      }
+      applied.push(name);
+    }
+    // Partitions for this month and the next exist before any usage arrives.
+    await client.query(
+      `SELECT gw_ensure_usage_partition(date_trunc('month', now() AT TIME ZONE 'UTC')::date),
+              gw_ensure_usage_partition((date_trunc('month', now() AT TIME ZONE 'UTC') + interval '1 month')::date)`,
+    );
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_ID]).catch(() => undefined);
+    client.release();
+  }
+  return applied;
+}

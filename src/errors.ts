@@ -1,0 +1,116 @@
+// The error catalogue: every error code the gateway answers with, its HTTP status and its
+// message. One place, so docs/errors.md and /openapi.json can be checked against it.
+// Messages are safe to log: they never contain a key, token, provider secret or prompt.
+
+export const errorCatalogue = {
+  // Request shape
+  gw_invalid_json: { status: 400, summary: 'the body is not valid JSON' },
+  gw_invalid_request: { status: 400, summary: 'the body or a parameter fails validation' },
+  gw_body_too_large: { status: 413, summary: 'the body exceeds MAX_BODY_BYTES' },
+  gw_route_not_found: { status: 404, summary: 'no such route' },
+  gw_method_not_allowed: { status: 405, summary: 'the route exists but not for this method' },
+  // API keys (inference routes)
+  gw_malformed_or_missing_key: { status: 401, summary: 'API key missing or malformed' },
+  gw_unknown_key: { status: 401, summary: 'API key unknown' },
+  gw_key_inactive: { status: 401, summary: 'API key revoked or otherwise inactive' },
+  gw_model_not_allowed: { status: 403, summary: "the model is outside the key's model policy" },
+  gw_unsupported_model: { status: 404, summary: 'the gateway cannot route the model' },
+  // Service keys (management routes)
+  gw_malformed_or_missing_service_key: {
+    status: 401,
+    summary: 'Authorization header missing or malformed on a service-key route',
+  },
+  gw_unknown_service_key: { status: 401, summary: 'no active record matches the service key' },
+  gw_service_key_inactive: { status: 403, summary: 'service key expired, revoked or disabled' },
+  gw_service_key_scope_required: { status: 403, summary: 'service key lacks the required scope' },
+  // Product users and money
+  gw_invalid_app_id: { status: 400, summary: 'app_id missing or empty' },
+  gw_invalid_external_user_id: { status: 400, summary: 'external_user_id missing or empty' },
+  gw_product_user_not_found: { status: 404, summary: 'no user for that app_id/external_user_id' },
+  gw_product_user_credits_required: {
+    status: 400,
+    summary: 'the connection requires product-user attribution and none was sent',
+  },
+  gw_cap_exceeded: { status: 403, summary: 'an organization, connection or user cap blocks it' },
+  gw_product_user_allowance_insufficient: {
+    status: 403,
+    summary: "the user's allowance plus credits cannot cover the estimated cost",
+  },
+  gw_product_user_credits_insufficient: {
+    status: 403,
+    summary: 'legacy alias of gw_product_user_allowance_insufficient',
+  },
+  gw_reservation_insufficient_balance: {
+    status: 402,
+    summary: 'the organization wallet cannot reserve the estimated cost',
+  },
+  // Upstream
+  gw_upstream_rate_limited: { status: 429, summary: 'the vendor rate-limited the request' },
+  gw_upstream_error: { status: 502, summary: 'the vendor failed or answered unusably' },
+  gw_upstream_timeout: { status: 504, summary: 'the vendor did not answer in time' },
+  // Gateway
+  gw_unavailable: { status: 503, summary: 'the gateway is shutting down or a dependency is down' },
+  gw_internal_error: { status: 500, summary: 'a bug; the request id identifies it in the logs' },
+} as const satisfies Record<string, { status: number; summary: string }>;
+
+export type ErrorCode = keyof typeof errorCatalogue;
+
+/** An expected failure, returned as a value and rendered in the spec's error shape. */
+export interface GwError {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly message: string;
+  /** Extra fields merged into `error` (e.g. `provider_specific_fields`); never secrets. */
+  readonly details?: Readonly<Record<string, unknown>>;
+  /** Extra response headers (e.g. `retry-after`). */
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+export function gwError(
+  code: ErrorCode,
+  message: string,
+  extras: Pick<GwError, 'details' | 'headers'> = {},
+): GwError {
+  return { code, status: errorCatalogue[code].status, message, ...extras };
+}
+
+export function isGwError(value: unknown): value is GwError {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    'code' in value &&
+    typeof (value as { code: unknown }).code === 'string' &&
+    (value as { code: string }).code in errorCatalogue &&
+    'status' in value
+  );
+}
+
+/** How an error body is dressed: the messages protocol adds the vendor's `type` fields. */
+export type ErrorFlavor = 'default' | 'messages';
+
+const messagesErrorTypeByStatus: Record<number, string> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  402: 'billing_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  500: 'api_error',
+  502: 'api_error',
+  503: 'overloaded_error',
+  504: 'api_error',
+};
+
+export function errorBody(error: GwError, flavor: ErrorFlavor = 'default'): string {
+  const inner: Record<string, unknown> = {
+    ...error.details,
+    code: error.code,
+    message: error.message,
+  };
+  if (flavor === 'messages') {
+    inner.type = messagesErrorTypeByStatus[error.status] ?? 'api_error';
+    return JSON.stringify({ type: 'error', error: inner });
+  }
+  return JSON.stringify({ error: inner });
+}

@@ -1,0 +1,119 @@
+// HttpResponse over a uWS response: corking, backpressure and abort rules live here only.
+import { STATUS_CODES } from 'node:http';
+import type { HttpResponse as UwsResponse } from 'uWebSockets.js';
+import type { HttpResponse } from './types.js';
+
+const statusLines = new Map<number, string>();
+function statusLine(status: number): string {
+  let line = statusLines.get(status);
+  if (line === undefined) {
+    line = `${status} ${STATUS_CODES[status] ?? 'Unknown'}`;
+    statusLines.set(status, line);
+  }
+  return line;
+}
+
+export class UwsHttpResponse implements HttpResponse {
+  aborted = false;
+  headersSent = false;
+  private ended = false;
+  private status = 200;
+  private headers: Readonly<Record<string, string>> = {};
+  private abortListeners: Array<() => void> = [];
+  private drainWaiters: Array<() => void> = [];
+
+  constructor(
+    private readonly native: UwsResponse,
+    private readonly requestId: string,
+    private readonly onFinished: () => void,
+  ) {}
+
+  /** Called by the adapter from the native onAborted callback. */
+  markAborted(): void {
+    if (this.aborted || this.ended) return;
+    this.aborted = true;
+    this.settleDrainWaiters();
+    for (const listener of this.abortListeners) listener();
+    this.abortListeners = [];
+    this.onFinished();
+  }
+
+  onAborted(listener: () => void): void {
+    if (this.aborted) listener();
+    else this.abortListeners.push(listener);
+  }
+
+  writeHead(status: number, headers: Readonly<Record<string, string>> = {}): void {
+    if (this.headersSent) return;
+    this.status = status;
+    this.headers = headers;
+  }
+
+  write(chunk: string | Uint8Array): boolean {
+    if (this.aborted || this.ended) return true;
+    let writable = true;
+    this.native.cork(() => {
+      this.flushHead();
+      writable = this.native.write(chunk);
+    });
+    if (!writable) {
+      this.native.onWritable(() => {
+        this.settleDrainWaiters();
+        return true;
+      });
+    }
+    return writable;
+  }
+
+  drained(): Promise<void> {
+    if (this.aborted || this.ended) return Promise.resolve();
+    return new Promise((resolve) => this.drainWaiters.push(resolve));
+  }
+
+  end(body?: string | Uint8Array): void {
+    if (this.aborted || this.ended) return;
+    this.ended = true;
+    this.native.cork(() => {
+      this.flushHead();
+      this.native.end(body);
+    });
+    this.settleDrainWaiters();
+    this.onFinished();
+  }
+
+  destroy(): void {
+    if (this.aborted || this.ended) return;
+    this.ended = true;
+    this.native.close();
+    this.settleDrainWaiters();
+    this.onFinished();
+  }
+
+  /** Ends with a body and closes the connection (used when the request body is refused). */
+  endAndClose(status: number, headers: Readonly<Record<string, string>>, body: string): void {
+    if (this.aborted || this.ended) return;
+    this.ended = true;
+    this.status = status;
+    this.headers = headers;
+    this.native.cork(() => {
+      this.flushHead();
+      this.native.end(body, true);
+    });
+    this.onFinished();
+  }
+
+  private flushHead(): void {
+    if (this.headersSent) return;
+    this.headersSent = true;
+    this.native.writeStatus(statusLine(this.status));
+    this.native.writeHeader('x-request-id', this.requestId);
+    for (const name in this.headers) this.native.writeHeader(name, this.headers[name]!);
+  }
+
+  private settleDrainWaiters(): void {
+    const waiters = this.drainWaiters;
+    if (waiters.length === 0) return;
+    this.drainWaiters = [];
+    for (const resolve of waiters) resolve();
+  }
+}

@@ -1,0 +1,175 @@
+// The one HTTP adapter over uWebSockets.js: routing, body reading with a size limit, request
+// ids, error containment and in-flight tracking for graceful shutdown.
+import type { HttpRequest as UwsRequest, HttpResponse as UwsResponse, us_listen_socket } from 'uWebSockets.js';
+import { errorBody, gwError, type ErrorFlavor } from '../errors.js';
+import { newRequestId } from '../ids.js';
+import type { Logger } from '../log.js';
+import { sendError } from './respond.js';
+import { UwsHttpResponse } from './response.js';
+import type { HttpRequest, Route } from './types.js';
+import { loadNativeUws } from './uws.js';
+
+export interface HttpServerOptions {
+  readonly routes: readonly Route[];
+  readonly maxBodyBytes: number;
+  readonly logger: Logger;
+}
+
+export interface HttpServer {
+  /** Resolves with the bound port. */
+  listen(host: string, port: number): Promise<number>;
+  /** Stops accepting connections; in-flight requests continue. */
+  stopAccepting(): void;
+  /** Resolves when no request is in flight, or after `timeoutMs`. Returns how many remain. */
+  whenIdle(timeoutMs: number): Promise<number>;
+  readonly inFlight: number;
+}
+
+const jsonHeaders = { 'content-type': 'application/json' } as const;
+
+export function createHttpServer(options: HttpServerOptions): HttpServer {
+  const uws = loadNativeUws();
+  const app = uws.App();
+  const routesByKey = new Map<string, Route>();
+  const methodsByPath = new Map<string, Set<string>>();
+  for (const route of options.routes) {
+    routesByKey.set(`${route.method} ${route.path}`, route);
+    const methods = methodsByPath.get(route.path) ?? new Set<string>();
+    methods.add(route.method);
+    methodsByPath.set(route.path, methods);
+  }
+
+  let inFlight = 0;
+  let idleWaiters: Array<() => void> = [];
+  let listenSocket: us_listen_socket | undefined;
+  const finished = (): void => {
+    inFlight -= 1;
+    if (inFlight === 0 && idleWaiters.length > 0) {
+      const waiters = idleWaiters;
+      idleWaiters = [];
+      for (const resolve of waiters) resolve();
+    }
+  };
+
+  app.any('/*', (native: UwsResponse, nativeRequest: UwsRequest) => {
+    // uWS's request object is valid only synchronously: copy everything first.
+    const method = nativeRequest.getMethod().toUpperCase();
+    const path = nativeRequest.getUrl();
+    const query = nativeRequest.getQuery() ?? '';
+    const headers: Record<string, string> = {};
+    nativeRequest.forEach((name, value) => {
+      headers[name] = value;
+    });
+    const requestId = newRequestId();
+    const receivedAtMs = Date.now();
+    inFlight += 1;
+    const response = new UwsHttpResponse(native, requestId, finished);
+    native.onAborted(() => response.markAborted());
+
+    const route = routesByKey.get(`${method} ${path}`);
+    if (!route) {
+      const allowed = methodsByPath.get(path);
+      const error = allowed
+        ? gwError('gw_method_not_allowed', `${method} is not supported on ${path}`, {
+            headers: { allow: [...allowed].join(', ') },
+          })
+        : gwError('gw_route_not_found', `no route for ${method} ${path}`);
+      sendError(response, error);
+      return;
+    }
+    const flavor: ErrorFlavor = route.errorFlavor ?? 'default';
+
+    const run = (body: Buffer): void => {
+      const request: HttpRequest = { method, path, query, headers, body, requestId, receivedAtMs };
+      let outcome: Promise<void> | void;
+      try {
+        outcome = route.handler(request, response);
+      } catch (error) {
+        failed(error);
+        return;
+      }
+      if (outcome) outcome.catch(failed);
+    };
+    const failed = (error: unknown): void => {
+      options.logger.error({ err: error, requestId, path }, 'unhandled error in route handler');
+      if (response.aborted) return;
+      if (response.headersSent) {
+        response.destroy();
+        return;
+      }
+      sendError(
+        response,
+        gwError('gw_internal_error', `internal error; request id ${requestId}`),
+        flavor,
+      );
+    };
+    const tooLarge = (): void =>
+      response.endAndClose(
+        413,
+        jsonHeaders,
+        errorBody(
+          gwError('gw_body_too_large', `the request body exceeds ${options.maxBodyBytes} bytes`),
+          flavor,
+        ),
+      );
+
+    const contentLength = headers['content-length'];
+    const hasBody =
+      (contentLength !== undefined && contentLength !== '0') ||
+      headers['transfer-encoding'] !== undefined;
+    if (!hasBody) {
+      run(Buffer.alloc(0));
+      return;
+    }
+    if (contentLength !== undefined && Number(contentLength) > options.maxBodyBytes) {
+      tooLarge();
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let received = 0;
+    native.onData((chunk, isLast) => {
+      if (response.aborted || received < 0) return;
+      received += chunk.byteLength;
+      if (received > options.maxBodyBytes) {
+        received = -1;
+        tooLarge();
+        return;
+      }
+      // uWS neuters the chunk when this callback returns: copy it.
+      chunks.push(Buffer.from(chunk.slice(0)));
+      if (isLast) run(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+    });
+  });
+
+  return {
+    get inFlight() {
+      return inFlight;
+    },
+    listen(host, port) {
+      return new Promise((resolve, reject) => {
+        app.listen(host, port, (socket) => {
+          if (!socket) {
+            reject(new Error(`could not listen on ${host}:${port}`));
+            return;
+          }
+          listenSocket = socket;
+          resolve(uws.us_socket_local_port(socket));
+        });
+      });
+    },
+    stopAccepting() {
+      if (listenSocket) uws.us_listen_socket_close(listenSocket);
+      listenSocket = undefined;
+    },
+    whenIdle(timeoutMs) {
+      if (inFlight === 0) return Promise.resolve(0);
+      return new Promise((resolve) => {
+        const timer = setTimeout(() => resolve(inFlight), timeoutMs);
+        idleWaiters.push(() => {
+          clearTimeout(timer);
+          resolve(0);
+        });
+      });
+    },
+  };
+}

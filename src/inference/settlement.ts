@@ -1,0 +1,52 @@
+// Settlement: turns what the upstream reported into costs and a usage record.
+import type { UsageRecord, UsageStatus } from '../ledger/usage-record.js';
+import { costNano } from '../money.js';
+import type { Admission } from './admission.js';
+
+export interface RequestOutcome {
+  readonly status: UsageStatus;
+  readonly upstreamStatus: number | null;
+  readonly stream: boolean;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly startedAtMs: number;
+}
+
+export const SETTLEMENT_CURRENCY = 'USD';
+
+export function buildUsageRecord(admission: Admission, outcome: RequestOutcome): UsageRecord {
+  const { model, identity } = admission;
+  const sellCostNano = costNano(
+    [outcome.inputTokens, model.inputPrice],
+    [outcome.outputTokens, model.outputPrice],
+  );
+  const vendorCostNano = costNano(
+    [outcome.inputTokens, model.inputCost],
+    [outcome.outputTokens, model.outputCost],
+  );
+  const createdAt = new Date();
+  return {
+    requestId: admission.requestId,
+    createdAt,
+    orgId: identity.orgId,
+    appId: identity.appId,
+    appConnectionId: identity.appConnectionId,
+    apiKeyId: identity.keyId,
+    productUserId: admission.productUser?.id ?? null,
+    model: model.id,
+    vendor: model.vendor,
+    route: 'system',
+    credentialId: null,
+    stream: outcome.stream,
+    status: outcome.status,
+    upstreamStatus: outcome.upstreamStatus,
+    inputTokens: outcome.inputTokens,
+    outputTokens: outcome.outputTokens,
+    currency: SETTLEMENT_CURRENCY,
+    sellCostNano,
+    vendorCostNano,
+    walletCostNano: admission.walletPays ? sellCostNano : 0n,
+    reservedNano: admission.reservedNano,
+    latencyMs: Math.max(0, createdAt.getTime() - outcome.startedAtMs),
+  };
+}

@@ -1,0 +1,62 @@
+// Writes usage records into the partitioned usage_records table, many rows per statement.
+// Replays are harmless: ON CONFLICT (request_id, created_at) DO NOTHING.
+import type { DbPool } from '../db/pool.js';
+import { nanoToNumeric } from '../money.js';
+import type { UsageRecord } from './usage-record.js';
+
+export class PostgresUsageSink {
+  private readonly knownPartitions = new Set<string>();
+
+  constructor(private readonly db: DbPool) {}
+
+  async write(records: readonly UsageRecord[]): Promise<void> {
+    if (records.length === 0) return;
+    await this.ensurePartitions(records);
+    const column = <T>(pick: (record: UsageRecord) => T): T[] => records.map(pick);
+    await this.db.query(
+      `INSERT INTO usage_records (request_id, created_at, org_id, app_id, app_connection_id,
+         api_key_id, product_user_id, model, vendor, route, credential_id, stream, status,
+         upstream_status, input_tokens, output_tokens, total_tokens, currency, sell_cost,
+         vendor_cost, wallet_cost, reserved_amount, latency_ms)
+       SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::text[], $5::text[],
+         $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::boolean[],
+         $13::text[], $14::integer[], $15::integer[], $16::integer[], $17::integer[], $18::text[],
+         $19::numeric[], $20::numeric[], $21::numeric[], $22::numeric[], $23::integer[])
+       ON CONFLICT (request_id, created_at) DO NOTHING`,
+      [
+        column((r) => r.requestId),
+        column((r) => r.createdAt.toISOString()),
+        column((r) => r.orgId),
+        column((r) => r.appId),
+        column((r) => r.appConnectionId),
+        column((r) => r.apiKeyId),
+        column((r) => r.productUserId),
+        column((r) => r.model),
+        column((r) => r.vendor),
+        column((r) => r.route),
+        column((r) => r.credentialId),
+        column((r) => r.stream),
+        column((r) => r.status),
+        column((r) => r.upstreamStatus),
+        column((r) => r.inputTokens),
+        column((r) => r.outputTokens),
+        column((r) => r.inputTokens + r.outputTokens),
+        column((r) => r.currency),
+        column((r) => nanoToNumeric(r.sellCostNano)),
+        column((r) => nanoToNumeric(r.vendorCostNano)),
+        column((r) => nanoToNumeric(r.walletCostNano)),
+        column((r) => nanoToNumeric(r.reservedNano)),
+        column((r) => r.latencyMs),
+      ],
+    );
+  }
+
+  private async ensurePartitions(records: readonly UsageRecord[]): Promise<void> {
+    for (const record of records) {
+      const month = record.createdAt.toISOString().slice(0, 7);
+      if (this.knownPartitions.has(month)) continue;
+      await this.db.query('SELECT gw_ensure_usage_partition($1::date)', [`${month}-01`]);
+      this.knownPartitions.add(month);
+    }
+  }
+}

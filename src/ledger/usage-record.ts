@@ -1,0 +1,106 @@
+// The usage record: what a settled request leaves in the ledger. It travels as a Redis
+// stream entry (flat string fields) and lands as one row of usage_records.
+
+export type UsageStatus = 'completed' | 'incomplete' | 'upstream_error' | 'client_aborted';
+
+export interface UsageRecord {
+  readonly requestId: string;
+  /** Settle time; part of the ledger's primary key, so it is fixed before the stream. */
+  readonly createdAt: Date;
+  readonly orgId: string;
+  readonly appId: string;
+  readonly appConnectionId: string;
+  readonly apiKeyId: string;
+  readonly productUserId: string | null;
+  readonly model: string;
+  readonly vendor: string;
+  readonly route: 'system' | 'byok';
+  readonly credentialId: string | null;
+  readonly stream: boolean;
+  readonly status: UsageStatus;
+  readonly upstreamStatus: number | null;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly currency: string;
+  readonly sellCostNano: bigint;
+  readonly vendorCostNano: bigint;
+  readonly walletCostNano: bigint;
+  readonly reservedNano: bigint;
+  readonly latencyMs: number;
+}
+
+/** Flattens a record into stream entry fields: [name, value, name, value, ...]. */
+export function usageRecordToFields(record: UsageRecord): string[] {
+  return [
+    'request_id', record.requestId,
+    'created_at', record.createdAt.toISOString(),
+    'org_id', record.orgId,
+    'app_id', record.appId,
+    'app_connection_id', record.appConnectionId,
+    'api_key_id', record.apiKeyId,
+    'product_user_id', record.productUserId ?? '',
+    'model', record.model,
+    'vendor', record.vendor,
+    'route', record.route,
+    'credential_id', record.credentialId ?? '',
+    'stream', record.stream ? '1' : '0',
+    'status', record.status,
+    'upstream_status', record.upstreamStatus === null ? '' : String(record.upstreamStatus),
+    'input_tokens', String(record.inputTokens),
+    'output_tokens', String(record.outputTokens),
+    'currency', record.currency,
+    'sell_cost_nano', record.sellCostNano.toString(),
+    'vendor_cost_nano', record.vendorCostNano.toString(),
+    'wallet_cost_nano', record.walletCostNano.toString(),
+    'reserved_nano', record.reservedNano.toString(),
+    'latency_ms', String(record.latencyMs),
+  ]; // prettier-ignore
+}
+
+export class UsageRecordFormatError extends Error {
+  override readonly name = 'UsageRecordFormatError';
+}
+
+/** Rebuilds a record from stream entry fields. Throws on an entry that is not a record. */
+export function usageRecordFromFields(fields: readonly string[]): UsageRecord {
+  const map = new Map<string, string>();
+  for (let index = 0; index + 1 < fields.length; index += 2) map.set(fields[index]!, fields[index + 1]!);
+  const text = (name: string): string => {
+    const value = map.get(name);
+    if (value === undefined) throw new UsageRecordFormatError(`usage entry lacks ${name}`);
+    return value;
+  };
+  const integer = (name: string): number => {
+    const value = Number(text(name));
+    if (!Number.isSafeInteger(value)) throw new UsageRecordFormatError(`usage entry ${name} is not an integer`);
+    return value;
+  };
+  const optional = (name: string): string | null => (text(name) === '' ? null : text(name));
+  const route = text('route');
+  const status = text('status');
+  const upstreamStatus = optional('upstream_status');
+  return {
+    requestId: text('request_id'),
+    createdAt: new Date(text('created_at')),
+    orgId: text('org_id'),
+    appId: text('app_id'),
+    appConnectionId: text('app_connection_id'),
+    apiKeyId: text('api_key_id'),
+    productUserId: optional('product_user_id'),
+    model: text('model'),
+    vendor: text('vendor'),
+    route: route === 'byok' ? 'byok' : 'system',
+    credentialId: optional('credential_id'),
+    stream: text('stream') === '1',
+    status: status as UsageStatus,
+    upstreamStatus: upstreamStatus === null ? null : Number(upstreamStatus),
+    inputTokens: integer('input_tokens'),
+    outputTokens: integer('output_tokens'),
+    currency: text('currency'),
+    sellCostNano: BigInt(text('sell_cost_nano')),
+    vendorCostNano: BigInt(text('vendor_cost_nano')),
+    walletCostNano: BigInt(text('wallet_cost_nano')),
+    reservedNano: BigInt(text('reserved_nano')),
+    latencyMs: integer('latency_ms'),
+  };
+}

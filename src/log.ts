@@ -1,0 +1,31 @@
+// Structured logs (pino). Nothing secret is logged: we never pass headers, bodies, prompts or
+// completions to the logger, and the redaction list is a second line of defence.
+import { pino, type Logger } from 'pino';
+
+export type { Logger };
+
+export function createLogger(level: string, name = 'gw'): Logger {
+  return pino({
+    name,
+    level,
+    redact: {
+      paths: [
+        'authorization',
+        '*.authorization',
+        'headers["x-api-key"]',
+        '*.headers["x-api-key"]',
+        'apiKey',
+        '*.apiKey',
+        'secret',
+        '*.secret',
+        'token',
+        '*.token',
+        'body',
+        '*.body',
+        'messages',
+        '*.messages',
+      ],
+      censor: '[redacted]',
+    },
+  });
+}

@@ -1,0 +1,180 @@
+// Composition root: parses config, builds the adapters, wires the services, starts the
+// server, and shuts it all down in order on SIGTERM. Nothing else constructs infrastructure.
+import { randomUUID } from 'node:crypto';
+import { pathToFileURL } from 'node:url';
+import { Redis } from 'ioredis';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import { ApiKeyStore } from './auth/api-key-store.js';
+import { RedisBudgetStore } from './billing/redis-budget-store.js';
+import { WalletService } from './billing/wallets.js';
+import { ModelCatalog } from './catalog/models.js';
+import { loadConfig, type Config } from './config.js';
+import { ensureDatabase, migrate } from './db/migrate.js';
+import { createDbPool } from './db/pool.js';
+import { createHttpServer } from './http/server.js';
+import { loadNativeUws } from './http/uws.js';
+import { PostgresUsageSink } from './ledger/postgres-usage-sink.js';
+import { UsageStreamWriter } from './ledger/usage-writer.js';
+import { createLogger, type Logger } from './log.js';
+import { startMockVendors } from './mock-vendors/server.js';
+import { ProductUserDirectory } from './product-users/directory.js';
+import { MOCK_SYSTEM_KEY, type SystemRoutes, type VendorRoute } from './providers/system-routes.js';
+import { UpstreamClient } from './providers/upstream.js';
+import { createRedisKeys } from './redis/keys.js';
+import { defineScripts, preloadScripts } from './redis/scripts.js';
+import { chatCompletionsRoute } from './routes/chat-completions.js';
+import { healthRoutes } from './routes/health.js';
+import { metricsRoute } from './routes/metrics.js';
+import { PiscinaTokenCounter } from './tokens/token-counter.js';
+
+const CATALOG_REFRESH_MS = 60_000;
+
+export interface RunningGateway {
+  readonly port: number;
+  /** Graceful stop: stop accepting, drain in-flight requests, flush usage, close everything. */
+  stop(): Promise<void>;
+}
+
+export async function startGateway(config: Config, logger: Logger): Promise<RunningGateway> {
+  loadNativeUws(); // refuse the pure-JS fallback before anything else starts
+
+  await ensureDatabase(config.DATABASE_URL);
+  const db = createDbPool(config.DATABASE_URL, 20);
+  await migrate(db);
+
+  const redisOptions = { maxRetriesPerRequest: 2, enableAutoPipelining: true } as const;
+  const redis = new Redis(config.REDIS_URL, redisOptions);
+  const subscriber = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
+  const writerRedis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
+  const keys = createRedisKeys(config.REDIS_KEY_PREFIX);
+  const scripts = defineScripts(redis);
+  await preloadScripts(redis);
+
+  const catalog = new ModelCatalog(db);
+  await catalog.refresh();
+  const catalogTimer = setInterval(() => {
+    catalog.refresh().catch((error: unknown) => logger.warn({ err: error }, 'catalog refresh failed'));
+  }, CATALOG_REFRESH_MS);
+  catalogTimer.unref();
+
+  const apiKeys = new ApiKeyStore(db, redis, keys, config.AUTH_CACHE_TTL_MS);
+  await subscriber.subscribe(keys.invalidationChannel());
+  subscriber.on('message', (_channel: string, message: string) => apiKeys.handleInvalidation(message));
+
+  const wallets = new WalletService(db, redis, keys, scripts);
+  const budget = new RedisBudgetStore(redis, keys, scripts, wallets, config.RESERVATION_TTL_MS);
+  const productUsers = new ProductUserDirectory(db);
+  const tokenCounter = new PiscinaTokenCounter(config.TOKEN_WORKERS);
+  const upstream = new UpstreamClient(config.UPSTREAM_TIMEOUT_MS);
+
+  const mock =
+    config.VENDOR_A_BASE_URL === undefined || config.VENDOR_B_BASE_URL === undefined
+      ? await startMockVendors({
+          host: '127.0.0.1',
+          port: 0,
+          latencyMs: config.MOCK_VENDOR_LATENCY_MS,
+          tokensPerSecond: config.MOCK_VENDOR_TOKENS_PER_SECOND,
+        })
+      : undefined;
+  const vendorRoute = (baseUrl: string | undefined, apiKey: string | undefined): VendorRoute =>
+    baseUrl !== undefined
+      ? { baseUrl, apiKey, mock: false }
+      : { baseUrl: mock!.url, apiKey: MOCK_SYSTEM_KEY, mock: true };
+  const systemRoutes: SystemRoutes = {
+    vendor_a: vendorRoute(config.VENDOR_A_BASE_URL, config.VENDOR_A_API_KEY),
+    vendor_b: vendorRoute(config.VENDOR_B_BASE_URL, config.VENDOR_B_API_KEY),
+  };
+
+  const writer = new UsageStreamWriter(writerRedis, keys, new PostgresUsageSink(db), logger, {
+    consumerName: `gw-${process.pid}-${randomUUID().slice(0, 8)}`,
+    batchMaxRows: config.USAGE_BATCH_MAX_ROWS,
+    flushIntervalMs: config.USAGE_FLUSH_INTERVAL_MS,
+    claimIdleMs: config.USAGE_CLAIM_IDLE_MS,
+  });
+  writer.start();
+
+  const registry = new Registry();
+  if (config.METRICS_ENABLED) collectDefaultMetrics({ register: registry });
+
+  let draining = false;
+  const services = { apiKeys, catalog, productUsers, tokenCounter, budget };
+  const server = createHttpServer({
+    maxBodyBytes: config.MAX_BODY_BYTES,
+    logger,
+    routes: [
+      ...healthRoutes(
+        {
+          check: async () => {
+            const [redisOk, dbOk] = await Promise.all([
+              redis.ping().then((reply) => reply === 'PONG', () => false),
+              db.query('SELECT 1').then(() => true, () => false),
+            ]);
+            return { redis: redisOk, postgres: dbOk };
+          },
+        },
+        () => draining,
+      ),
+      ...(config.METRICS_ENABLED ? [metricsRoute(registry)] : []),
+      chatCompletionsRoute({ services, upstream, systemRoutes, logger }),
+    ],
+  });
+  const port = await server.listen(config.HOST, config.PORT);
+  logger.info(
+    { port, vendorA: systemRoutes.vendor_a.mock ? 'mock' : 'configured', vendorB: systemRoutes.vendor_b.mock ? 'mock' : 'configured' },
+    'gw listening',
+  );
+
+  return {
+    port,
+    async stop() {
+      draining = true;
+      server.stopAccepting();
+      const remaining = await server.whenIdle(config.SHUTDOWN_GRACE_MS);
+      if (remaining > 0) logger.warn({ remaining }, 'shutdown grace elapsed with requests in flight');
+      clearInterval(catalogTimer);
+      await writer.stop();
+      await tokenCounter.close();
+      await upstream.close();
+      await mock?.close();
+      await Promise.all([redis.quit(), subscriber.quit(), writerRedis.quit()]);
+      await db.end();
+    },
+  };
+}
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    process.stderr.write(`gw: ${(error as Error).message}\n`);
+    process.exit(78); // EX_CONFIG
+  }
+  const logger = createLogger(config.LOG_LEVEL);
+  let gateway: RunningGateway;
+  try {
+    gateway = await startGateway(config, logger);
+  } catch (error) {
+    logger.fatal({ err: error }, 'gw failed to start');
+    process.exit(1);
+  }
+  let stopping = false;
+  const shutdown = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    gateway.stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error({ err: error }, 'unclean shutdown');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  void main();
+}

@@ -1,0 +1,72 @@
+// Money: integer nano-units (1e-9 of the currency unit) as bigint inside the gateway and as
+// integer strings in Redis; decimal strings with 12 fractional digits on the wire; numeric in
+// Postgres. Never a float.
+import { Decimal } from 'decimal.js';
+
+export const NANO_PER_UNIT = 1_000_000_000n;
+const WIRE_FRACTION_DIGITS = 12;
+const decimalAmount = /^(?:0|[1-9]\d{0,17})(?:\.\d{1,12})?$/;
+
+/** Formats nano-units as the wire's decimal string: "1.500000000000". */
+export function formatNano(nano: bigint): string {
+  const negative = nano < 0n;
+  const magnitude = negative ? -nano : nano;
+  const units = magnitude / NANO_PER_UNIT;
+  const fraction = (magnitude % NANO_PER_UNIT).toString().padStart(9, '0');
+  return `${negative ? '-' : ''}${units}.${fraction}${'0'.repeat(WIRE_FRACTION_DIGITS - 9)}`;
+}
+
+export class AmountError extends Error {
+  override readonly name = 'AmountError';
+}
+
+/**
+ * Parses a non-negative decimal amount ("10", "0.50", "1.000000000000") into nano-units.
+ * Digits beyond the ninth fractional place must be zero: amounts are never silently rounded.
+ */
+export function parseAmountToNano(text: string): bigint {
+  const trimmed = text.trim();
+  if (!decimalAmount.test(trimmed)) {
+    throw new AmountError('amount must be a non-negative decimal with at most 12 fractional digits');
+  }
+  const [units = '0', fraction = ''] = trimmed.split('.');
+  if (/[1-9]/.test(fraction.slice(9))) {
+    throw new AmountError('amount has more precision than a nano-unit (1e-9)');
+  }
+  return BigInt(units) * NANO_PER_UNIT + BigInt(fraction.slice(0, 9).padEnd(9, '0'));
+}
+
+/** Postgres numeric text ("12.345000000000") → nano-units, rounding up any sub-nano remainder. */
+export function numericToNano(text: string): bigint {
+  return BigInt(new Decimal(text).times(1e9).toDecimalPlaces(0, Decimal.ROUND_CEIL).toFixed(0));
+}
+
+/** nano-units → the numeric text Postgres stores (9 fractional digits are exact). */
+export function nanoToNumeric(nano: bigint): string {
+  return formatNano(nano);
+}
+
+/** A per-token price in 1e-18 currency units (atto-units), so catalogue prices stay exact. */
+export interface TokenPrice {
+  readonly attoPerToken: bigint;
+}
+
+const ATTO_PER_NANO = 1_000_000_000n;
+
+export function tokenPriceFromDecimal(pricePerToken: string): TokenPrice {
+  const atto = new Decimal(pricePerToken).times('1e18');
+  if (!atto.isInteger() || atto.isNegative()) {
+    throw new AmountError('a per-token price must be non-negative with at most 18 decimals');
+  }
+  return { attoPerToken: BigInt(atto.toFixed(0)) };
+}
+
+/**
+ * The billable cost of some priced token counts: the exact sum, rounded up once to the
+ * nano-unit. Used for estimates and for settlement alike.
+ */
+export function costNano(...items: ReadonlyArray<readonly [tokens: number, price: TokenPrice]>): bigint {
+  let atto = 0n;
+  for (const [tokens, price] of items) atto += BigInt(tokens) * price.attoPerToken;
+  return (atto + ATTO_PER_NANO - 1n) / ATTO_PER_NANO;
+}

@@ -1,0 +1,30 @@
+// vendor_b (chat completions) request translation: the client's body, with the vendor's
+// model name and, when streaming, usage always requested (the gateway needs it to settle).
+
+type JsonObject = Record<string, unknown>;
+
+export const VENDOR_B_CHAT_PATH = '/v1/chat/completions';
+
+export interface VendorBChatOptions {
+  readonly upstreamModel: string;
+  readonly stream: boolean;
+}
+
+/** Serializes the upstream body. `body` has already lost the gateway's own fields. */
+export function buildVendorBChatBody(body: JsonObject, options: VendorBChatOptions): string {
+  const upstream: JsonObject = { ...body, model: options.upstreamModel };
+  if (options.stream) {
+    const clientOptions =
+      typeof body.stream_options === 'object' && body.stream_options !== null
+        ? (body.stream_options as JsonObject)
+        : {};
+    upstream.stream_options = { ...clientOptions, include_usage: true };
+  }
+  return JSON.stringify(upstream);
+}
+
+export function vendorBHeaders(apiKey: string | undefined): Record<string, string> {
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (apiKey !== undefined) headers.authorization = `Bearer ${apiKey}`;
+  return headers;
+}

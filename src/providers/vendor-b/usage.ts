@@ -1,0 +1,20 @@
+// Reads token usage from vendor_b's responses.
+
+export interface TokenUsage {
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+}
+
+function isCount(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+}
+
+/** Usage from a chat.completion object or a usage chunk, if present and well-formed. */
+export function readVendorBUsage(payload: unknown): TokenUsage | undefined {
+  if (typeof payload !== 'object' || payload === null) return undefined;
+  const usage = (payload as { usage?: unknown }).usage;
+  if (typeof usage !== 'object' || usage === null) return undefined;
+  const { prompt_tokens: input, completion_tokens: output } = usage as Record<string, unknown>;
+  if (!isCount(input) || !isCount(output)) return undefined;
+  return { inputTokens: input, outputTokens: output };
+}
