@@ -24,7 +24,7 @@ export const configSchema = z.object({
     .string()
     .regex(/^[A-Za-z0-9_.-]{1,40}$/, 'letters, digits, _ . - only (1-40 chars)')
     .default('gw'),
-  DATABASE_URL: z.url().default('postgres://127.0.0.1:5432/gw'),
+  DATABASE_URL: z.url().default('postgres://postgres@127.0.0.1:5432/gw'),
   VENDOR_A_BASE_URL: optionalUrl.optional(),
   VENDOR_A_API_KEY: optionalSecret,
   VENDOR_B_BASE_URL: optionalUrl.optional(),

@@ -1,0 +1,73 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  AmountError,
+  costNano,
+  formatNano,
+  numericToNano,
+  parseAmountToNano,
+  tokenPriceFromDecimal,
+} from './money.js';
+
+describe('money formatting', () => {
+  it('formats nano-units with exactly 12 fractional digits', () => {
+    expect(formatNano(1_500_000_000n)).toBe('1.500000000000');
+    expect(formatNano(0n)).toBe('0.000000000000');
+    expect(formatNano(1n)).toBe('0.000000001000');
+    expect(formatNano(-2_000_000_001n)).toBe('-2.000000001000');
+  });
+
+  it('round-trips every amount through the wire format', () => {
+    fc.assert(
+      fc.property(fc.bigInt({ min: 0n, max: 9_000_000_000_000_000_000n }), (nano) => {
+        const text = formatNano(nano);
+        expect(text).toMatch(/^\d+\.\d{12}$/);
+        expect(parseAmountToNano(text)).toBe(nano);
+        expect(numericToNano(text)).toBe(nano);
+      }),
+    );
+  });
+
+  it('refuses amounts it would have to round, and malformed ones', () => {
+    expect(() => parseAmountToNano('0.0000000001')).toThrow(AmountError);
+    expect(() => parseAmountToNano('-1')).toThrow(AmountError);
+    expect(() => parseAmountToNano('1e3')).toThrow(AmountError);
+    expect(() => parseAmountToNano('abc')).toThrow(AmountError);
+    expect(parseAmountToNano('10')).toBe(10_000_000_000n);
+    expect(parseAmountToNano('0.50')).toBe(500_000_000n);
+  });
+});
+
+describe('costNano', () => {
+  const cheap = tokenPriceFromDecimal('0.00000015'); // $0.15 per million tokens
+
+  it('is exact and rounds the sum up to the nano-unit once', () => {
+    // 7 × 0.00000015 = 0.00000105 = 1050 nano exactly
+    expect(costNano([7, cheap])).toBe(1050n);
+    // 1 token at 0.0000000001 (0.1 nano) → rounds up to 1 nano
+    expect(costNano([1, tokenPriceFromDecimal('0.0000000001')])).toBe(1n);
+    // two parts of 0.5 nano each sum to exactly 1 nano (rounded once, not twice)
+    const half = tokenPriceFromDecimal('0.0000000005');
+    expect(costNano([1, half], [1, half])).toBe(1n);
+  });
+
+  it('never undercharges: cost × 1e9 ≤ nano < cost × 1e9 + 1', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 2_000_000 }),
+        fc.integer({ min: 0, max: 2_000_000 }),
+        fc.bigInt({ min: 0n, max: 10n ** 15n }),
+        fc.bigInt({ min: 0n, max: 10n ** 15n }),
+        (input, output, inputAtto, outputAtto) => {
+          const exactAtto = BigInt(input) * inputAtto + BigInt(output) * outputAtto;
+          const nano = costNano(
+            [input, { attoPerToken: inputAtto }],
+            [output, { attoPerToken: outputAtto }],
+          );
+          expect(nano * 1_000_000_000n >= exactAtto).toBe(true);
+          expect((nano - 1n) * 1_000_000_000n < exactAtto || nano === 0n).toBe(true);
+        },
+      ),
+    );
+  });
+});

@@ -1,0 +1,24 @@
+// Where the tests find the real services. Each test file isolates itself with its own Redis
+// key prefix and its own organizations; all files share one test database.
+import { randomBytes } from 'node:crypto';
+
+export const TEST_DATABASE_URL =
+  process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/gw_test';
+export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/** A Redis key prefix no other test file uses. */
+export function uniquePrefix(label: string): string {
+  return `t-${label}-${randomBytes(4).toString('hex')}`;
+}
+
+/** The environment a gateway process or CLI call under test runs with. */
+export function baseEnv(prefix: string): Record<string, string> {
+  return {
+    DATABASE_URL: TEST_DATABASE_URL,
+    REDIS_URL: TEST_REDIS_URL,
+    REDIS_KEY_PREFIX: prefix,
+    LOG_LEVEL: 'warn',
+    HOST: '127.0.0.1',
+    PORT: '0',
+  };
+}

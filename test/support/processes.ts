@@ -1,0 +1,93 @@
+// Starts real gateway processes and runs the real CLI, as a user would.
+import { spawn, type ChildProcess, execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const execFileAsync = promisify(execFile);
+
+export interface GatewayProcess {
+  readonly url: string;
+  readonly port: number;
+  readonly child: ChildProcess;
+  /** Everything the process wrote to stdout and stderr so far. */
+  output(): string;
+  /** Sends a signal and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export async function startGateway(env: Record<string, string>): Promise<GatewayProcess> {
+  const child = spawn(process.execPath, ['dist/src/main.js'], {
+    cwd: root,
+    env: { ...process.env, ...env, LOG_LEVEL: env.LOG_LEVEL ?? 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${output}`)), 20_000);
+    const onData = (chunk: Buffer): void => {
+      output += chunk.toString();
+      const match = /"port":(\d+)[^\n]*"msg":"gw listening"/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve(Number(match[1]));
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`gateway exited with ${code} before listening:\n${output}`));
+    });
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    child,
+    output: () => output,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+      child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+export interface CliResult {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+export async function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
+  try {
+    const { stdout, stderr } = await execFileAsync(process.execPath, ['bin/gw.js', ...args], {
+      cwd: root,
+      env: { ...process.env, ...env },
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failure = error as { code?: number; stdout?: string; stderr?: string };
+    return { code: failure.code ?? 1, stdout: failure.stdout ?? '', stderr: failure.stderr ?? '' };
+  }
+}
+
+export async function runCliJson<T>(args: string[], env: Record<string, string>): Promise<T> {
+  const result = await runCli(args, env);
+  if (result.code !== 0) throw new Error(`gw ${args.join(' ')} failed (${result.code}): ${result.stderr}`);
+  return JSON.parse(result.stdout) as T;
+}
+
+export interface SeededOrg {
+  readonly org_id: string;
+  readonly app_id: string;
+  readonly app_connection_id: string;
+  readonly api_key: string;
+  readonly service_key: string;
+  readonly models: string[];
+}
+
+export function seed(env: Record<string, string>, extraArgs: string[] = []): Promise<SeededOrg> {
+  return runCliJson<SeededOrg>(['seed', '--json', ...extraArgs], env);
+}

@@ -1,0 +1,127 @@
+// The batch writer against real Redis and Postgres: rows land, replays are harmless, and
+// entries a dead instance read but never acknowledged are claimed and written.
+import { afterAll, describe, expect, it } from 'vitest';
+import { RedisBudgetStore } from '../src/billing/redis-budget-store.js';
+import { WalletService } from '../src/billing/wallets.js';
+import { createDbPool } from '../src/db/pool.js';
+import { newRequestId } from '../src/ids.js';
+import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
+import type { UsageRecord } from '../src/ledger/usage-record.js';
+import { UsageStreamWriter } from '../src/ledger/usage-writer.js';
+import { createLogger } from '../src/log.js';
+import { createRedisKeys, USAGE_CONSUMER_GROUP } from '../src/redis/keys.js';
+import { defineScripts } from '../src/redis/scripts.js';
+import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
+import { deletePrefix, eventually, testRedis } from './support/services.js';
+
+const prefix = uniquePrefix('writer');
+const redis = testRedis();
+const writerRedis = testRedis();
+const db = createDbPool(TEST_DATABASE_URL, 4);
+const keys = createRedisKeys(prefix);
+const scripts = defineScripts(redis);
+const store = new RedisBudgetStore(redis, keys, scripts, new WalletService(db, redis, keys, scripts), 60_000);
+const logger = createLogger('silent');
+
+function usage(orgId: string, sellCostNano: bigint): UsageRecord {
+  return {
+    requestId: newRequestId(),
+    createdAt: new Date(),
+    orgId,
+    appId: 'app_w',
+    appConnectionId: 'conn_w',
+    apiKeyId: 'key_w',
+    productUserId: 'pu_w',
+    model: 'vendor_b/gpt-4o-mini',
+    vendor: 'vendor_b',
+    route: 'system',
+    credentialId: null,
+    stream: true,
+    status: 'completed',
+    upstreamStatus: 200,
+    inputTokens: 11,
+    outputTokens: 7,
+    currency: 'USD',
+    sellCostNano,
+    vendorCostNano: sellCostNano,
+    walletCostNano: 0n,
+    reservedNano: sellCostNano * 2n,
+    latencyMs: 3,
+  };
+}
+
+function writer(name: string, claimIdleMs: number): UsageStreamWriter {
+  return new UsageStreamWriter(writerRedis, keys, new PostgresUsageSink(db), logger, {
+    consumerName: name,
+    batchMaxRows: 100,
+    flushIntervalMs: 20,
+    claimIdleMs,
+  });
+}
+
+async function ledgerRows(orgId: string): Promise<Array<{ request_id: string; sell_cost: string; total_tokens: number }>> {
+  const { rows } = await db.query<{ request_id: string; sell_cost: string; total_tokens: number }>(
+    'SELECT request_id, sell_cost::text, total_tokens FROM usage_records WHERE org_id = $1 ORDER BY request_id',
+    [orgId],
+  );
+  return rows;
+}
+
+afterAll(async () => {
+  await deletePrefix(redis, prefix);
+  await Promise.all([redis.quit(), writerRedis.quit()]);
+  await db.end();
+});
+
+describe('usage writer', () => {
+  it('writes settled records to usage_records with exact decimals, then trims the stream', async () => {
+    const orgId = `org_w1_${Date.now()}`;
+    const records = [usage(orgId, 1_234_567_891n), usage(orgId, 1n)];
+    for (const record of records) await store.settle(record);
+    const running = writer('w1', 30_000);
+    running.start();
+    const rows = await eventually(async () => {
+      const found = await ledgerRows(orgId);
+      return found.length === 2 ? found : undefined;
+    });
+    await running.stop();
+    const byId = new Map(rows.map((row) => [row.request_id, row]));
+    expect(byId.get(records[0]!.requestId)?.sell_cost).toBe('1.234567891000');
+    expect(byId.get(records[1]!.requestId)?.sell_cost).toBe('0.000000001000');
+    expect(rows[0]!.total_tokens).toBe(18);
+    expect(await redis.xlen(keys.usageStream(orgId))).toBe(0);
+  });
+
+  it('claims entries a dead consumer read but never acknowledged', async () => {
+    const orgId = `org_w2_${Date.now()}`;
+    const record = usage(orgId, 42n);
+    await store.settle(record);
+    const stream = keys.usageStream(orgId);
+    await redis.xgroup('CREATE', stream, USAGE_CONSUMER_GROUP, '0', 'MKSTREAM').catch(() => undefined);
+    // A consumer that reads the entry and dies before writing it.
+    const read = await redis.call('XREADGROUP', 'GROUP', USAGE_CONSUMER_GROUP, 'dead-instance', 'COUNT', '10', 'STREAMS', stream, '>');
+    expect(read).not.toBeNull();
+    expect(await ledgerRows(orgId)).toEqual([]);
+
+    const survivor = writer('survivor', 200);
+    await new Promise((resolve) => setTimeout(resolve, 250)); // let the entry go idle
+    survivor.start();
+    const rows = await eventually(async () => {
+      const found = await ledgerRows(orgId);
+      return found.length === 1 ? found : undefined;
+    });
+    await survivor.stop();
+    expect(rows[0]!.request_id).toBe(record.requestId);
+    const pending = (await redis.xpending(stream, USAGE_CONSUMER_GROUP)) as [number, ...unknown[]];
+    expect(pending[0]).toBe(0);
+  });
+
+  it('writes a replayed entry once (ON CONFLICT DO NOTHING)', async () => {
+    const orgId = `org_w3_${Date.now()}`;
+    const record = usage(orgId, 5n);
+    const sink = new PostgresUsageSink(db);
+    await sink.write([record]);
+    await sink.write([record]);
+    expect(await ledgerRows(orgId)).toHaveLength(1);
+  });
+});
