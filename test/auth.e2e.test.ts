@@ -1,0 +1,86 @@
+// API-key authentication on the inference route, across two gateway instances.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { baseEnv, uniquePrefix } from './support/env.js';
+import { bearer, postJson } from './support/http.js';
+import { runCliJson, seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
+import { deletePrefix, testRedis } from './support/services.js';
+
+const prefix = uniquePrefix('auth');
+const env = baseEnv(prefix);
+const redis = testRedis();
+let first: GatewayProcess;
+let second: GatewayProcess;
+let org: SeededOrg;
+
+const chat = { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
+type ErrorBody = { error: { code: string; message: string } };
+
+beforeAll(async () => {
+  [first, second] = await Promise.all([startGateway(env), startGateway(env)]);
+  org = await seed(env);
+});
+
+afterAll(async () => {
+  await Promise.all([first?.stop(), second?.stop()]);
+  await deletePrefix(redis, prefix);
+  await redis.quit();
+});
+
+describe('API-key authentication', () => {
+  it('401 gw_malformed_or_missing_key without a key', async () => {
+    const response = await postJson<ErrorBody>(`${first.url}/v1/chat/completions`, chat);
+    expect(response.status).toBe(401);
+    expect(response.body.error.code).toBe('gw_malformed_or_missing_key');
+  });
+
+  it('401 gw_malformed_or_missing_key for a key of the wrong shape', async () => {
+    for (const header of ['Bearer not-a-gw-key', 'Basic abc', 'Bearer gw_short']) {
+      const response = await postJson<ErrorBody>(`${first.url}/v1/chat/completions`, chat, { authorization: header });
+      expect(response.status).toBe(401);
+      expect(response.body.error.code).toBe('gw_malformed_or_missing_key');
+    }
+  });
+
+  it('401 gw_unknown_key for a well-formed key nobody issued; the message never echoes it', async () => {
+    const fake = `gw_${'A'.repeat(43)}`;
+    const response = await postJson<ErrorBody>(`${first.url}/v1/chat/completions`, chat, bearer(fake));
+    expect(response.status).toBe(401);
+    expect(response.body.error.code).toBe('gw_unknown_key');
+    expect(response.body.error.message).not.toContain(fake);
+  });
+
+  it('refuses a service key on the inference route', async () => {
+    const response = await postJson<ErrorBody>(`${first.url}/v1/chat/completions`, chat, bearer(org.service_key));
+    expect(response.status).toBe(401);
+    expect(response.body.error.code).toBe('gw_unknown_key');
+    expect(response.body.error.message).toMatch(/service keys cannot/);
+  });
+
+  it('a revoked key answers gw_key_inactive on every instance within a second', async () => {
+    const issued = await runCliJson<{ id: string; api_key: string }>(
+      ['api-key', 'create', '--app-connection-id', org.app_connection_id],
+      env,
+    );
+    // Both instances have it cached.
+    for (const gateway of [first, second]) {
+      expect((await postJson(`${gateway.url}/v1/chat/completions`, chat, bearer(issued.api_key))).status).toBe(200);
+    }
+    expect(await runCliJson(['api-key', 'revoke', '--id', issued.id], env)).toEqual({ id: issued.id, revoked: true });
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    for (const gateway of [first, second]) {
+      const response = await postJson<ErrorBody>(`${gateway.url}/v1/chat/completions`, chat, bearer(issued.api_key));
+      expect(response.status).toBe(401);
+      expect(response.body.error.code).toBe('gw_key_inactive');
+    }
+  });
+
+  it('gw_model_not_allowed (403) for a model outside the key policy', async () => {
+    const narrow = await runCliJson<{ api_key: string }>(
+      ['api-key', 'create', '--app-connection-id', org.app_connection_id, '--model-policy', 'vendor_a/*'],
+      env,
+    );
+    const response = await postJson<ErrorBody>(`${first.url}/v1/chat/completions`, chat, bearer(narrow.api_key));
+    expect(response.status).toBe(403);
+    expect(response.body.error.code).toBe('gw_model_not_allowed');
+  });
+});

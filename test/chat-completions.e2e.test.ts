@@ -1,0 +1,246 @@
+// The hot path end to end: a real gateway process, real Redis and Postgres, the built-in
+// mock vendor. Every completed request has its usage row and its exact cost.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { countInputTokens } from '../src/tokens/count.js';
+import { chatCompletionTexts } from '../src/tokens/request-texts.js';
+import { baseEnv, uniquePrefix } from './support/env.js';
+import { bearer, postJson, postSse } from './support/http.js';
+import { runCliJson, seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
+import { deletePrefix, eventually, testDb, testRedis } from './support/services.js';
+
+const prefix = uniquePrefix('chat');
+const env = baseEnv(prefix);
+const db = testDb();
+const redis = testRedis();
+let gateway: GatewayProcess;
+let org: SeededOrg;
+
+// vendor_b/gpt-4o-mini sells at $0.15 / M input and $0.60 / M output tokens.
+const INPUT_NANO_PER_TOKEN = 150n; // 0.00000015 × 1e9
+const OUTPUT_NANO_PER_TOKEN = 600n;
+
+interface UsageRow {
+  request_id: string;
+  org_id: string;
+  product_user_id: string | null;
+  model: string;
+  stream: boolean;
+  status: string;
+  input_tokens: number;
+  output_tokens: number;
+  total_tokens: number;
+  sell_cost: string;
+  wallet_cost: string;
+}
+
+async function usageRow(requestId: string): Promise<UsageRow> {
+  return eventually(async () => {
+    const { rows } = await db.query<UsageRow>(
+      `SELECT request_id, org_id, product_user_id, model, stream, status, input_tokens,
+              output_tokens, total_tokens, sell_cost::text, wallet_cost::text
+         FROM usage_records WHERE request_id = $1`,
+      [requestId],
+    );
+    return rows[0];
+  }, 3000);
+}
+
+const formatNanoForTest = (nano: bigint): string =>
+  `${nano / 1_000_000_000n}.${(nano % 1_000_000_000n).toString().padStart(9, '0')}000`;
+
+beforeAll(async () => {
+  gateway = await startGateway(env);
+  org = await seed(env);
+});
+
+afterAll(async () => {
+  await gateway?.stop();
+  await deletePrefix(redis, prefix);
+  await redis.quit();
+  await db.end();
+});
+
+describe('POST /v1/chat/completions (vendor_b, non-streaming)', () => {
+  it('answers in the chat-completions format and records exact usage and cost', async () => {
+    const body = {
+      model: 'vendor_b/gpt-4o-mini',
+      messages: [{ role: 'user', content: 'Say hello to the gateway. mock:output_tokens=5' }],
+    };
+    const before = await runCliJson<{ balance: string }>(['wallet', 'show', '--org-id', org.org_id], env);
+    const response = await postJson<{
+      object: string;
+      choices: Array<{ message: { role: string; content: string }; finish_reason: string }>;
+      usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+    }>(`${gateway.url}/v1/chat/completions`, body, {
+      ...bearer(org.api_key),
+      'x-gw-external-user-id': 'user-nonstream',
+    });
+    expect(response.status).toBe(200);
+    expect(response.body.object).toBe('chat.completion');
+    expect(response.body.choices[0]!.message.role).toBe('assistant');
+    expect(typeof response.body.choices[0]!.message.content).toBe('string');
+    expect(response.body.usage.completion_tokens).toBe(5);
+    expect(response.body.usage.prompt_tokens).toBe(countInputTokens(chatCompletionTexts(body)));
+    const requestId = response.headers.get('x-request-id')!;
+    expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
+
+    const row = await usageRow(requestId);
+    const expectedNano =
+      BigInt(response.body.usage.prompt_tokens) * INPUT_NANO_PER_TOKEN + 5n * OUTPUT_NANO_PER_TOKEN;
+    expect(row).toMatchObject({
+      org_id: org.org_id,
+      model: 'vendor_b/gpt-4o-mini',
+      stream: false,
+      status: 'completed',
+      input_tokens: response.body.usage.prompt_tokens,
+      output_tokens: 5,
+      total_tokens: response.body.usage.total_tokens,
+      sell_cost: formatNanoForTest(expectedNano),
+      wallet_cost: formatNanoForTest(expectedNano),
+    });
+    expect(row.product_user_id).toMatch(/^pu_/);
+
+    const after = await runCliJson<{ balance: string; reserved: string }>(
+      ['wallet', 'show', '--org-id', org.org_id],
+      env,
+    );
+    const toNano = (text: string): bigint => BigInt(text.replace('.', '').slice(0, -3));
+    expect(toNano(before.balance) - toNano(after.balance)).toBe(expectedNano);
+    expect(after.reserved).toBe('0.000000000000');
+  });
+});
+
+describe('POST /v1/chat/completions (vendor_b, streaming)', () => {
+  const streamBody = (extra: Record<string, unknown> = {}) => ({
+    model: 'vendor_b/gpt-4o-mini',
+    stream: true,
+    messages: [{ role: 'user', content: 'Stream me four tokens. mock:output_tokens=4' }],
+    ...extra,
+  });
+
+  it('streams SSE ending in [DONE], strips the usage chunk the client did not ask for, and records usage', async () => {
+    const response = await postSse(`${gateway.url}/v1/chat/completions`, streamBody(), bearer(org.api_key));
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('text/event-stream');
+    expect(response.data.at(-1)).toBe('[DONE]');
+    const chunks = response.data.slice(0, -1).map((data) => JSON.parse(data) as { choices: unknown[]; usage?: unknown });
+    expect(chunks.every((chunk) => chunk.choices.length > 0)).toBe(true);
+    const row = await usageRow(response.headers.get('x-request-id')!);
+    expect(row).toMatchObject({ stream: true, status: 'completed', output_tokens: 4 });
+    expect(row.product_user_id).toBeNull();
+  });
+
+  it('forwards the usage chunk when the client asks for it', async () => {
+    const response = await postSse(
+      `${gateway.url}/v1/chat/completions`,
+      streamBody({ stream_options: { include_usage: true } }),
+      bearer(org.api_key),
+    );
+    expect(response.data.at(-1)).toBe('[DONE]');
+    const usageChunk = JSON.parse(response.data.at(-2)!) as {
+      choices: unknown[];
+      usage: { completion_tokens: number; prompt_tokens: number };
+    };
+    expect(usageChunk.choices).toEqual([]);
+    expect(usageChunk.usage.completion_tokens).toBe(4);
+    const row = await usageRow(response.headers.get('x-request-id')!);
+    expect(row.input_tokens).toBe(usageChunk.usage.prompt_tokens);
+  });
+
+  it('ends a stream the vendor cut without [DONE] and settles what was produced', async () => {
+    const response = await postSse(
+      `${gateway.url}/v1/chat/completions`,
+      {
+        model: 'vendor_b/gpt-4o-mini',
+        stream: true,
+        messages: [{ role: 'user', content: 'Cut me off. mock:output_tokens=10 mock:fault=cut_stream' }],
+      },
+      bearer(org.api_key),
+    );
+    expect(response.status).toBe(200);
+    expect(response.data).not.toContain('[DONE]');
+    const row = await usageRow(response.headers.get('x-request-id')!);
+    expect(row.status).toBe('incomplete');
+    expect(row.output_tokens).toBeGreaterThan(0);
+    expect(row.output_tokens).toBeLessThan(10);
+  });
+});
+
+describe('request errors', () => {
+  it('refuses a body over the limit with 413 in the spec shape', async () => {
+    const small = await startGateway({ ...env, MAX_BODY_BYTES: '2048' });
+    try {
+      const response = await postJson<{ error: { code: string; message: string } }>(
+        `${small.url}/v1/chat/completions`,
+        { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: 'x'.repeat(4096) }] },
+        bearer(org.api_key),
+      );
+      expect(response.status).toBe(413);
+      expect(response.body.error.code).toBe('gw_body_too_large');
+      expect(typeof response.body.error.message).toBe('string');
+      expect(response.headers.get('x-request-id')).toBeTruthy();
+    } finally {
+      await small.stop();
+    }
+  });
+
+  it('answers 400 gw_invalid_json for a body that is not JSON', async () => {
+    const response = await postJson<{ error: { code: string } }>(
+      `${gateway.url}/v1/chat/completions`,
+      '{"model": ',
+      bearer(org.api_key),
+    );
+    expect(response.status).toBe(400);
+    expect(response.body.error.code).toBe('gw_invalid_json');
+  });
+
+  it('answers 400 gw_invalid_request naming the field', async () => {
+    const response = await postJson<{ error: { code: string; message: string } }>(
+      `${gateway.url}/v1/chat/completions`,
+      { model: 'vendor_b/gpt-4o-mini', messages: [] },
+      bearer(org.api_key),
+    );
+    expect(response.status).toBe(400);
+    expect(response.body.error.code).toBe('gw_invalid_request');
+    expect(response.body.error.message).toMatch(/^messages:/);
+  });
+
+  it('answers 404 gw_unsupported_model for a model it cannot route', async () => {
+    const response = await postJson<{ error: { code: string } }>(
+      `${gateway.url}/v1/chat/completions`,
+      { model: 'vendor_b/no-such-model', messages: [{ role: 'user', content: 'hi' }] },
+      bearer(org.api_key),
+    );
+    expect(response.status).toBe(404);
+    expect(response.body.error.code).toBe('gw_unsupported_model');
+  });
+
+  it('answers 402 when the wallet cannot reserve, and changes nothing', async () => {
+    const poor = await seed(env, ['--wallet', '0.000001']);
+    const response = await postJson<{ error: { code: string; message: string } }>(
+      `${gateway.url}/v1/chat/completions`,
+      { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 1000 },
+      bearer(poor.api_key),
+    );
+    expect(response.status).toBe(402);
+    expect(response.body.error.code).toBe('gw_reservation_insufficient_balance');
+    const wallet = await runCliJson<{ balance: string; reserved: string }>(['wallet', 'show', '--org-id', poor.org_id], env);
+    expect(wallet).toMatchObject({ balance: '0.000001000000', reserved: '0.000000000000' });
+    const { rows } = await db.query('SELECT 1 FROM usage_records WHERE org_id = $1', [poor.org_id]);
+    expect(rows).toHaveLength(0);
+  });
+
+  it('answers unknown routes with 404 in the spec shape and a request id', async () => {
+    const response = await fetch(`${gateway.url}/v2/nothing`);
+    expect(response.status).toBe(404);
+    expect(((await response.json()) as { error: { code: string } }).error.code).toBe('gw_route_not_found');
+    expect(response.headers.get('x-request-id')).toBeTruthy();
+  });
+
+  it('serves /healthz and /readyz', async () => {
+    expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200);
+    const ready = await fetch(`${gateway.url}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toMatchObject({ status: 'ready', checks: { redis: true, postgres: true } });
+  });
+});

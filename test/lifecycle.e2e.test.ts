@@ -1,0 +1,97 @@
+// Process lifecycle: bad config stops boot with a clear message, SIGTERM drains in-flight
+// streams, and a killed instance loses no usage record.
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { baseEnv, uniquePrefix } from './support/env.js';
+import { bearer, postJson, postSse } from './support/http.js';
+import { seed, startGateway, type SeededOrg } from './support/processes.js';
+import { deletePrefix, eventually, testDb, testRedis } from './support/services.js';
+
+const prefix = uniquePrefix('life');
+const env = baseEnv(prefix);
+const db = testDb();
+const redis = testRedis();
+const root = fileURLToPath(new URL('../', import.meta.url));
+let org: SeededOrg;
+
+beforeAll(async () => {
+  org = await seed(env);
+});
+
+afterAll(async () => {
+  await deletePrefix(redis, prefix);
+  await redis.quit();
+  await db.end();
+});
+
+function runToExit(extraEnv: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['dist/src/main.js'], {
+      cwd: root,
+      env: { ...process.env, ...env, ...extraEnv },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('exit', (code) => resolve({ code, stderr }));
+  });
+}
+
+describe('configuration', () => {
+  it('refuses to boot on a bad value and names the variable', async () => {
+    const result = await runToExit({ PORT: 'eighty', REDIS_KEY_PREFIX: 'bad prefix!' });
+    expect(result.code).toBe(78);
+    expect(result.stderr).toContain('PORT');
+    expect(result.stderr).toContain('REDIS_KEY_PREFIX');
+  });
+});
+
+describe('shutdown and crashes', () => {
+  it('on SIGTERM lets an in-flight stream finish, then exits 0', async () => {
+    const gateway = await startGateway(env);
+    const streaming = postSse(
+      `${gateway.url}/v1/chat/completions`,
+      {
+        model: 'vendor_b/gpt-4o-mini',
+        stream: true,
+        messages: [{ role: 'user', content: 'slow one mock:latency_ms=600 mock:output_tokens=3' }],
+      },
+      bearer(org.api_key),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const exited = gateway.stop('SIGTERM');
+    const response = await streaming;
+    expect(response.status).toBe(200);
+    expect(response.data.at(-1)).toBe('[DONE]');
+    expect(await exited).toBe(0);
+    const requestId = response.headers.get('x-request-id')!;
+    const { rows } = await db.query('SELECT status FROM usage_records WHERE request_id = $1', [requestId]);
+    expect(rows).toEqual([{ status: 'completed' }]);
+  });
+
+  it('a gateway killed right after answering loses no usage record', async () => {
+    const doomed = await startGateway({ ...env, USAGE_FLUSH_INTERVAL_MS: '5000', USAGE_CLAIM_IDLE_MS: '500' });
+    const requestIds: string[] = [];
+    for (let index = 0; index < 5; index += 1) {
+      const response = await postJson(
+        `${doomed.url}/v1/chat/completions`,
+        { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: `crash ${index}` }] },
+        bearer(org.api_key),
+      );
+      expect(response.status).toBe(200);
+      requestIds.push(response.headers.get('x-request-id')!);
+    }
+    await doomed.stop('SIGKILL');
+    const survivor = await startGateway({ ...env, USAGE_CLAIM_IDLE_MS: '500' });
+    try {
+      const rows = await eventually(async () => {
+        const { rows: found } = await db.query('SELECT request_id FROM usage_records WHERE request_id = ANY($1::uuid[])', [requestIds]);
+        return found.length === requestIds.length ? found : undefined;
+      }, 10_000);
+      expect(rows).toHaveLength(5);
+    } finally {
+      await survivor.stop();
+    }
+  });
+});
