@@ -2,7 +2,9 @@
 // the usage chunk when the client did not ask for it, and holds back `data: [DONE]` — the
 // route writes it after settling, so a client that saw [DONE] always has a usage record.
 import { SseParser } from '../sse.js';
-import { readVendorBUsage, type TokenUsage } from './usage.js';
+import type { StreamRelay } from '../exchange.js';
+import type { TokenUsage } from '../usage.js';
+import { readVendorBUsage } from './usage.js';
 
 export const DONE_EVENT = 'data: [DONE]\n\n';
 
@@ -12,7 +14,8 @@ interface ChunkShape {
   }>;
 }
 
-export class VendorBStreamRelay {
+export class VendorBStreamRelay implements StreamRelay {
+  readonly finalEvent = DONE_EVENT;
   private readonly parser = new SseParser();
   /** Usage reported by the vendor (the final chunk), once seen. */
   usage: TokenUsage | undefined;

@@ -1,13 +1,5 @@
 // Reads token usage from vendor_b's responses.
-
-export interface TokenUsage {
-  readonly inputTokens: number;
-  readonly outputTokens: number;
-}
-
-function isCount(value: unknown): value is number {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
-}
+import { isTokenCount, type TokenUsage } from '../usage.js';
 
 /** Usage from a chat.completion object or a usage chunk, if present and well-formed. */
 export function readVendorBUsage(payload: unknown): TokenUsage | undefined {
@@ -15,6 +7,6 @@ export function readVendorBUsage(payload: unknown): TokenUsage | undefined {
   const usage = (payload as { usage?: unknown }).usage;
   if (typeof usage !== 'object' || usage === null) return undefined;
   const { prompt_tokens: input, completion_tokens: output } = usage as Record<string, unknown>;
-  if (!isCount(input) || !isCount(output)) return undefined;
+  if (!isTokenCount(input) || !isTokenCount(output)) return undefined;
   return { inputTokens: input, outputTokens: output };
 }

@@ -1,0 +1,36 @@
+// What the generic proxy needs from a provider for one request: the upstream request, how to
+// read usage from a JSON answer, and a relay for a streamed answer. One implementation per
+// (client protocol, vendor) pair lives in the vendor's folder.
+import type { ErrorFlavor, GwError } from '../errors.js';
+import type { TokenUsage } from './usage.js';
+
+export interface StreamRelay {
+  /** Feeds upstream bytes; returns what to send to the client now ('' for nothing). */
+  push(chunk: Uint8Array): string;
+  /** Flushes at upstream end. */
+  end(): string;
+  /** Usage reported by the vendor, once seen. */
+  readonly usage: TokenUsage | undefined;
+  /** True once the vendor's stream completed (its terminal event arrived). */
+  readonly done: boolean;
+  /** Generated text relayed so far: counted when the stream ends without usage. */
+  readonly producedText: readonly string[];
+  /** The terminal event, written to the client only after settlement. */
+  readonly finalEvent: string;
+}
+
+export interface UpstreamExchange {
+  readonly vendorLabel: string;
+  readonly path: string;
+  readonly headers: Record<string, string>;
+  readonly body: string;
+  /** How errors are dressed for the client's protocol. */
+  readonly errorFlavor: ErrorFlavor;
+  /** Usage of a JSON answer, if reported. */
+  readJsonUsage(payload: unknown): TokenUsage | undefined;
+  /** The client's JSON body for the vendor's JSON answer (identity for native routes). */
+  translateJson(payload: unknown, rawBytes: Buffer): Uint8Array | string;
+  createStreamRelay(): StreamRelay;
+  /** The client-facing error for a vendor error answer. */
+  mapUpstreamError(status: number, bodyText: string, retryAfter: string | undefined): GwError;
+}
