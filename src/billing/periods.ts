@@ -1,0 +1,51 @@
+// Monthly allowance periods. Calendar months (UTC) without an anchor; with an anchor, months
+// start at the anchor's day and time of day, clamped to the month's length (an anchor on the
+// 31st starts February's period on the 28th/29th). Lua never sees dates: only the period key.
+
+export interface Period {
+  readonly start: Date;
+  /** Exclusive. */
+  readonly end: Date;
+  /** Stable name of the period, used in Redis keys: the start as epoch milliseconds. */
+  readonly key: string;
+}
+
+function daysInMonth(year: number, monthIndex: number): number {
+  return new Date(Date.UTC(year, monthIndex + 1, 0)).getUTCDate();
+}
+
+/** The period start in a given month for an anchor (or the 1st at 00:00 without one). */
+function startInMonth(year: number, monthIndex: number, anchor: Date | null): Date {
+  // Normalize year/month overflow (monthIndex may be -1 or 12).
+  const normalized = new Date(Date.UTC(year, monthIndex, 1));
+  const y = normalized.getUTCFullYear();
+  const m = normalized.getUTCMonth();
+  if (!anchor) return normalized;
+  const day = Math.min(anchor.getUTCDate(), daysInMonth(y, m));
+  return new Date(
+    Date.UTC(
+      y,
+      m,
+      day,
+      anchor.getUTCHours(),
+      anchor.getUTCMinutes(),
+      anchor.getUTCSeconds(),
+      anchor.getUTCMilliseconds(),
+    ),
+  );
+}
+
+/** The monthly period containing `at`. */
+export function monthlyPeriod(at: Date, anchor: Date | null): Period {
+  const year = at.getUTCFullYear();
+  const month = at.getUTCMonth();
+  let start = startInMonth(year, month, anchor);
+  let end: Date;
+  if (start.getTime() > at.getTime()) {
+    end = start;
+    start = startInMonth(year, month - 1, anchor);
+  } else {
+    end = startInMonth(year, month + 1, anchor);
+  }
+  return { start, end, key: String(start.getTime()) };
+}
