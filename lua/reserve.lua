@@ -1,43 +1,99 @@
--- reserve: atomically check the paying wallet and hold the request's estimated cost.
+-- reserve: one atomic check-and-hold over every account a request touches: the org cap, the
+-- app-connection cap, the product user's allowance (base cap + credits) and the paying wallet.
+-- Either every hold is placed or none is.
 --
--- KEYS[1] wallet            hash { balance, reserved, r:<request_id> }
--- KEYS[2] wallet_expiries   zset request_id -> hold expiry (ms)
+-- KEYS[1]  wallet             hash { balance, reserved, r:<request_id> }
+-- KEYS[2]  wallet_expiries    zset request_id -> hold expiry (ms)
+-- KEYS[3]  org_cap            hash { spent, reserved, r:<request_id> } for the current period
+-- KEYS[4]  org_cap_expiries
+-- KEYS[5]  conn_cap           hash { spent, reserved, r:<request_id> } for the current period
+-- KEYS[6]  conn_cap_expiries
+-- KEYS[7]  user_spend         hash { spent, reserved, r:<request_id> } for the user's period
+-- KEYS[8]  user_spend_expiries
+-- KEYS[9]  user_credits       hash { loaded, g:<grant_id> -> remaining }
+-- KEYS[10] user_grants        zset grant_id -> expiry (ms)
 --
 -- ARGV[1] request_id
--- ARGV[2] amount_nano       integer string: the worst-case cost to hold
+-- ARGV[2] amount_nano         the worst-case cost to hold
 -- ARGV[3] now_ms
--- ARGV[4] expires_at_ms     when the hold lapses if never settled (crashed instance)
--- ARGV[5] wallet_pays       '1' when the org wallet pays, '0' when something else does
+-- ARGV[4] expires_at_ms       when the holds lapse if never settled (crashed instance)
+-- ARGV[5] wallet_pays         '1' | '0'
+-- ARGV[6] org_cap_nano        '' when the org has no cap
+-- ARGV[7] conn_cap_nano       '' when the connection has no cap
+-- ARGV[8] user_cap_nano       '' when the user has no cap (unlimited base allowance)
+-- ARGV[9] user_mode           'none' (no product user) | 'enforce' | 'track_only' | 'disabled'
 --
 -- Returns {code, ...}:
---   {0}                         held
---   {1}                         wallet not loaded: load it from Postgres, then retry
---   {2, available_nano}         the wallet cannot cover amount_nano (nothing held)
---
--- Amounts are only compared here (tonumber); every change goes through HINCRBY.
+--   {0}                                   held
+--   {1, name, ...}                        accounts to load from Postgres first
+--                                         (names: wallet, org_cap, conn_cap, user)
+--   {2, available}                        the wallet cannot cover amount_nano
+--   {3, scope, cap, spent, reserved}      a cap blocks it (scope: org | app_connection)
+--   {4, cap, spent, base_remaining, credits, available}
+--                                         the user's allowance cannot cover it (enforce)
+-- Amounts are compared with tonumber; every change is HINCRBY. Nothing is held on failure.
 --#include release-hold
 --#include sweep-expired
+--#include hold
+--#include credits-available
 
-local wallet, wallet_expiries = KEYS[1], KEYS[2]
 local request_id, amount, now_ms, expires_at_ms = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local wallet_pays, org_cap, conn_cap, user_cap, user_mode = ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9]
+local need = tonumber(amount)
+local has_user = user_mode ~= 'none'
 
-if ARGV[5] ~= '1' then
-  return {0}
+local function fmt(value)
+  return string.format('%.0f', value)
 end
 
-if redis.call('EXISTS', wallet) == 0 then
-  return {1}
+local missing = {}
+if wallet_pays == '1' and redis.call('EXISTS', KEYS[1]) == 0 then missing[#missing + 1] = 'wallet' end
+if org_cap ~= '' and redis.call('EXISTS', KEYS[3]) == 0 then missing[#missing + 1] = 'org_cap' end
+if conn_cap ~= '' and redis.call('EXISTS', KEYS[5]) == 0 then missing[#missing + 1] = 'conn_cap' end
+if has_user and (redis.call('EXISTS', KEYS[7]) == 0 or redis.call('HEXISTS', KEYS[9], 'loaded') == 0) then
+  missing[#missing + 1] = 'user'
+end
+if #missing > 0 then
+  return {1, unpack(missing)}
 end
 
-sweep_expired(wallet, wallet_expiries, now_ms, 20)
-
-local state = redis.call('HMGET', wallet, 'balance', 'reserved')
-local available = tonumber(state[1]) - tonumber(state[2] or '0')
-if available < tonumber(amount) then
-  return {2, tostring(math.max(available, 0))}
+local function limit_state(account, expiries)
+  sweep_expired(account, expiries, now_ms, 20)
+  local state = redis.call('HMGET', account, 'spent', 'reserved')
+  return tonumber(state[1] or '0'), tonumber(state[2] or '0')
 end
 
-redis.call('HINCRBY', wallet, 'reserved', amount)
-redis.call('HSET', wallet, 'r:' .. request_id, amount)
-redis.call('ZADD', wallet_expiries, expires_at_ms, request_id)
+for _, cap in ipairs({{org_cap, 3, 'org'}, {conn_cap, 5, 'app_connection'}}) do
+  if cap[1] ~= '' then
+    local spent, reserved = limit_state(KEYS[cap[2]], KEYS[cap[2] + 1])
+    if spent + reserved + need > tonumber(cap[1]) then
+      return {3, cap[3], cap[1], fmt(spent), fmt(reserved)}
+    end
+  end
+end
+
+if has_user then
+  local spent, reserved = limit_state(KEYS[7], KEYS[8])
+  if user_mode == 'enforce' and user_cap ~= '' then
+    local base_remaining = math.max(0, tonumber(user_cap) - spent)
+    local credits = credits_available(KEYS[9], KEYS[10], now_ms)
+    local available = math.max(0, base_remaining + credits - reserved)
+    if need > available then
+      return {4, user_cap, fmt(spent), fmt(base_remaining), fmt(credits), fmt(available)}
+    end
+  end
+end
+
+if wallet_pays == '1' then
+  sweep_expired(KEYS[1], KEYS[2], now_ms, 20)
+  local state = redis.call('HMGET', KEYS[1], 'balance', 'reserved')
+  local available = tonumber(state[1]) - tonumber(state[2] or '0')
+  if available < need then
+    return {2, fmt(math.max(available, 0))}
+  end
+  hold(KEYS[1], KEYS[2], request_id, amount, expires_at_ms)
+end
+if org_cap ~= '' then hold(KEYS[3], KEYS[4], request_id, amount, expires_at_ms) end
+if conn_cap ~= '' then hold(KEYS[5], KEYS[6], request_id, amount, expires_at_ms) end
+if has_user then hold(KEYS[7], KEYS[8], request_id, amount, expires_at_ms) end
 return {0}

@@ -31,6 +31,10 @@ export const errorCatalogue = {
     status: 400,
     summary: 'the connection requires product-user attribution and none was sent',
   },
+  gw_product_user_blocked: {
+    status: 403,
+    summary: 'the product user is blocked (whatever their balance)',
+  },
   gw_cap_exceeded: { status: 403, summary: 'an organization, connection or user cap blocks it' },
   gw_product_user_allowance_insufficient: {
     status: 403,
@@ -64,12 +68,17 @@ export interface GwError {
   readonly details?: Readonly<Record<string, unknown>>;
   /** Extra response headers (e.g. `retry-after`). */
   readonly headers?: Readonly<Record<string, string>>;
+  /**
+   * The `error.code` written in the body when it differs from `code` (the allowance
+   * rejection carries the HTTP status there and its code under provider_specific_fields).
+   */
+  readonly wireCode?: string;
 }
 
 export function gwError(
   code: ErrorCode,
   message: string,
-  extras: Pick<GwError, 'details' | 'headers'> = {},
+  extras: Pick<GwError, 'details' | 'headers' | 'wireCode'> = {},
 ): GwError {
   return { code, status: errorCatalogue[code].status, message, ...extras };
 }
@@ -105,7 +114,7 @@ const messagesErrorTypeByStatus: Record<number, string> = {
 export function errorBody(error: GwError, flavor: ErrorFlavor = 'default'): string {
   const inner: Record<string, unknown> = {
     ...error.details,
-    code: error.code,
+    code: error.wireCode ?? error.code,
     message: error.message,
   };
   if (flavor === 'messages') {

@@ -5,6 +5,8 @@ import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { ApiKeyStore } from './auth/api-key-store.js';
+import { AccountLoader } from './billing/account-loader.js';
+import { CapPolicyStore } from './billing/cap-policies.js';
 import { RedisBudgetStore } from './billing/redis-budget-store.js';
 import { WalletService } from './billing/wallets.js';
 import { ModelCatalog } from './catalog/models.js';
@@ -58,11 +60,16 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
   catalogTimer.unref();
 
   const apiKeys = new ApiKeyStore(db, redis, keys, config.AUTH_CACHE_TTL_MS);
-  await subscriber.subscribe(keys.invalidationChannel());
-  subscriber.on('message', (_channel: string, message: string) => apiKeys.handleInvalidation(message));
 
   const wallets = new WalletService(db, redis, keys, scripts);
-  const budget = new RedisBudgetStore(redis, keys, scripts, wallets, config.RESERVATION_TTL_MS);
+  const loader = new AccountLoader(db, keys, scripts, wallets);
+  const budget = new RedisBudgetStore(redis, keys, scripts, loader, config.RESERVATION_TTL_MS);
+  const capPolicies = new CapPolicyStore(db);
+  await subscriber.subscribe(keys.invalidationChannel());
+  subscriber.on('message', (_channel: string, message: string) => {
+    apiKeys.handleInvalidation(message);
+    capPolicies.handleInvalidation(message);
+  });
   const productUsers = new ProductUserDirectory(db);
   const tokenCounter = new PiscinaTokenCounter(config.TOKEN_WORKERS);
   const upstream = new UpstreamClient(config.UPSTREAM_TIMEOUT_MS);
@@ -97,7 +104,7 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
   if (config.METRICS_ENABLED) collectDefaultMetrics({ register: registry });
 
   let draining = false;
-  const services = { apiKeys, catalog, productUsers, tokenCounter, budget };
+  const services = { apiKeys, catalog, productUsers, capPolicies, tokenCounter, budget };
   const server = createHttpServer({
     maxBodyBytes: config.MAX_BODY_BYTES,
     logger,

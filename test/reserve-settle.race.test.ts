@@ -1,6 +1,8 @@
 // reserve.lua / settle.lua against real Redis: never overdrawn under concurrency, holds that
 // lapse are released, and a repeated settle changes nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AccountLoader } from '../src/billing/account-loader.js';
+import type { RequestAccounts } from '../src/billing/budget-store.js';
 import { RedisBudgetStore } from '../src/billing/redis-budget-store.js';
 import { WalletService } from '../src/billing/wallets.js';
 import { createDbPool } from '../src/db/pool.js';
@@ -18,8 +20,19 @@ const keys = createRedisKeys(prefix);
 const scripts = defineScripts(redis);
 const wallets = new WalletService(db, redis, keys, scripts);
 
+const loader = new AccountLoader(db, keys, scripts, wallets);
+
 function storeWithTtl(ttlMs: number): RedisBudgetStore {
-  return new RedisBudgetStore(redis, keys, scripts, wallets, ttlMs);
+  return new RedisBudgetStore(redis, keys, scripts, loader, ttlMs);
+}
+
+/** Only the org wallet pays: no caps, no product user. */
+function walletOnly(orgId: string, walletPays = true): RequestAccounts {
+  return { orgId, appConnectionId: 'conn_x', orgCap: null, connectionCap: null, user: null, walletPays };
+}
+
+async function fundWallet(orgId: string, nano: bigint): Promise<void> {
+  await scripts.accountLoad([keys.wallet(orgId)], ['balance', nano.toString(), '']);
 }
 
 function record(orgId: string, requestId: string, walletCostNano: bigint): UsageRecord {
@@ -69,61 +82,58 @@ describe('reserve.lua', () => {
     const orgId = `org_race_${Date.now()}`;
     const holdNano = 1_000_000n; // $0.001 each
     const fits = 37;
-    await scripts.walletLoad([keys.wallet(orgId)], [(holdNano * BigInt(fits) + 999n).toString()]);
+    await fundWallet(orgId, holdNano * BigInt(fits) + 999n);
     const store = storeWithTtl(60_000);
     const outcomes = await Promise.all(
       Array.from({ length: 200 }, () =>
-        store.reserve({ requestId: newRequestId(), orgId, amountNano: holdNano, walletPays: true }),
+        store.reserve({ requestId: newRequestId(), accounts: walletOnly(orgId), amountNano: holdNano }),
       ),
     );
-    const held = outcomes.filter((outcome) => outcome.ok).length;
+    const held = outcomes.filter((outcome) => outcome.kind === 'held').length;
     expect(held).toBe(fits);
     for (const outcome of outcomes) {
-      if (!outcome.ok) {
-        expect(outcome.error.code).toBe('gw_reservation_insufficient_balance');
-        expect(outcome.error.status).toBe(402);
-      }
+      if (outcome.kind !== 'held') expect(outcome.kind).toBe('wallet_short');
     }
     expect((await walletState(orgId)).reserved).toBe(holdNano * BigInt(fits));
   });
 
   it('settles actual cost, releases the rest, and ignores a repeated settle', async () => {
     const orgId = `org_settle_${Date.now()}`;
-    await scripts.walletLoad([keys.wallet(orgId)], ['5000000']);
+    await fundWallet(orgId, 5_000_000n);
     const store = storeWithTtl(60_000);
     const requestId = newRequestId();
-    expect(await store.reserve({ requestId, orgId, amountNano: 3_000_000n, walletPays: true })).toEqual({ ok: true });
+    expect(await store.reserve({ requestId, accounts: walletOnly(orgId), amountNano: 3_000_000n })).toEqual({ kind: 'held' });
     expect(await walletState(orgId)).toEqual({ balance: 5_000_000n, reserved: 3_000_000n });
 
-    expect(await store.settle(record(orgId, requestId, 1_234_567n))).toBe('settled');
+    expect(await store.settle(record(orgId, requestId, 1_234_567n), walletOnly(orgId))).toBe('settled');
     expect(await walletState(orgId)).toEqual({ balance: 3_765_433n, reserved: 0n });
-    expect(await store.settle(record(orgId, requestId, 1_234_567n))).toBe('already_settled');
+    expect(await store.settle(record(orgId, requestId, 1_234_567n), walletOnly(orgId))).toBe('already_settled');
     expect(await walletState(orgId)).toEqual({ balance: 3_765_433n, reserved: 0n });
     expect(await redis.xlen(keys.usageStream(orgId))).toBe(1);
   });
 
   it('releases a hold whose instance never settled once its TTL passes', async () => {
     const orgId = `org_ttl_${Date.now()}`;
-    await scripts.walletLoad([keys.wallet(orgId)], ['2000000']);
+    await fundWallet(orgId, 2_000_000n);
     const shortLived = storeWithTtl(1000);
     const crashed = newRequestId();
-    expect((await shortLived.reserve({ requestId: crashed, orgId, amountNano: 2_000_000n, walletPays: true })).ok).toBe(true);
+    expect((await shortLived.reserve({ requestId: crashed, accounts: walletOnly(orgId), amountNano: 2_000_000n })).kind).toBe('held');
     // Wallet fully held: the next request cannot reserve.
-    const blocked = await shortLived.reserve({ requestId: newRequestId(), orgId, amountNano: 1n, walletPays: true });
-    expect(blocked.ok).toBe(false);
+    const blocked = await shortLived.reserve({ requestId: newRequestId(), accounts: walletOnly(orgId), amountNano: 1n });
+    expect(blocked).toEqual({ kind: 'wallet_short', availableNano: 0n });
     await new Promise((resolve) => setTimeout(resolve, 1100));
     // The next reserve sweeps the lapsed hold first.
-    expect((await shortLived.reserve({ requestId: newRequestId(), orgId, amountNano: 1_500_000n, walletPays: true })).ok).toBe(true);
+    expect((await shortLived.reserve({ requestId: newRequestId(), accounts: walletOnly(orgId), amountNano: 1_500_000n })).kind).toBe('held');
     expect(await walletState(orgId)).toEqual({ balance: 2_000_000n, reserved: 1_500_000n });
     // A late settle of the lapsed request still charges and records, without double release.
-    expect(await shortLived.settle(record(orgId, crashed, 100n))).toBe('settled');
+    expect(await shortLived.settle(record(orgId, crashed, 100n), walletOnly(orgId))).toBe('settled');
     expect(await walletState(orgId)).toEqual({ balance: 1_999_900n, reserved: 1_500_000n });
   });
 
   it('holds nothing when the wallet does not pay', async () => {
     const orgId = `org_byok_${Date.now()}`;
     const store = storeWithTtl(60_000);
-    expect(await store.reserve({ requestId: newRequestId(), orgId, amountNano: 10n ** 12n, walletPays: false })).toEqual({ ok: true });
+    expect(await store.reserve({ requestId: newRequestId(), accounts: walletOnly(orgId, false), amountNano: 10n ** 12n })).toEqual({ kind: 'held' });
     expect(await redis.exists(keys.wallet(orgId))).toBe(0);
   });
 });

@@ -1,6 +1,7 @@
 // The batch writer against real Redis and Postgres: rows land, replays are harmless, and
 // entries a dead instance read but never acknowledged are claimed and written.
 import { afterAll, describe, expect, it } from 'vitest';
+import { AccountLoader } from '../src/billing/account-loader.js';
 import { RedisBudgetStore } from '../src/billing/redis-budget-store.js';
 import { WalletService } from '../src/billing/wallets.js';
 import { createDbPool } from '../src/db/pool.js';
@@ -20,7 +21,17 @@ const writerRedis = testRedis();
 const db = createDbPool(TEST_DATABASE_URL, 4);
 const keys = createRedisKeys(prefix);
 const scripts = defineScripts(redis);
-const store = new RedisBudgetStore(redis, keys, scripts, new WalletService(db, redis, keys, scripts), 60_000);
+const loader = new AccountLoader(db, keys, scripts, new WalletService(db, redis, keys, scripts));
+const store = new RedisBudgetStore(redis, keys, scripts, loader, 60_000);
+const settle = (record: UsageRecord) =>
+  store.settle(record, {
+    orgId: record.orgId,
+    appConnectionId: record.appConnectionId,
+    orgCap: null,
+    connectionCap: null,
+    user: null,
+    walletPays: false,
+  });
 const logger = createLogger('silent');
 
 function usage(orgId: string, sellCostNano: bigint): UsageRecord {
@@ -77,7 +88,7 @@ describe('usage writer', () => {
   it('writes settled records to usage_records with exact decimals, then trims the stream', async () => {
     const orgId = `org_w1_${Date.now()}`;
     const records = [usage(orgId, 1_234_567_891n), usage(orgId, 1n)];
-    for (const record of records) await store.settle(record);
+    for (const record of records) await settle(record);
     const running = writer('w1', 30_000);
     running.start();
     const rows = await eventually(async () => {
@@ -95,7 +106,7 @@ describe('usage writer', () => {
   it('claims entries a dead consumer read but never acknowledged', async () => {
     const orgId = `org_w2_${Date.now()}`;
     const record = usage(orgId, 42n);
-    await store.settle(record);
+    await settle(record);
     const stream = keys.usageStream(orgId);
     await redis.xgroup('CREATE', stream, USAGE_CONSUMER_GROUP, '0', 'MKSTREAM').catch(() => undefined);
     // A consumer that reads the entry and dies before writing it.

@@ -1,24 +1,70 @@
-// What the request path needs from the money layer: one atomic reserve before the upstream
-// call and one idempotent settle after it. The Redis implementation is redis-budget-store.ts.
-import type { GwError } from '../errors.js';
+// What the request path needs from the money layer: one atomic reserve over every account a
+// request touches, before the upstream call, and one idempotent settle after it. The store
+// reports facts; the caller turns them into the spec's errors. Redis implementation:
+// redis-budget-store.ts.
+import type { CreditMode } from '../auth/api-key-store.js';
 import type { UsageRecord } from '../ledger/usage-record.js';
+import type { Period } from './periods.js';
 
-export interface ReserveRequest {
-  readonly requestId: string;
+/** A spending cap over a period (org or app connection). */
+export interface CapAccount {
+  readonly capNano: bigint;
+  readonly period: Period;
+}
+
+/** A product user's allowance account for the current period. */
+export interface UserAccount {
+  readonly productUserId: string;
+  /** Base cap for the period; null: no cap (unlimited base allowance). */
+  readonly capNano: bigint | null;
+  readonly creditMode: CreditMode;
+  readonly period: Period;
+}
+
+/** Every account a request touches, besides the org wallet. */
+export interface RequestAccounts {
   readonly orgId: string;
-  /** Worst-case cost of the request (input + max output), nano-units. */
-  readonly amountNano: bigint;
+  readonly appConnectionId: string;
+  readonly orgCap: CapAccount | null;
+  readonly connectionCap: CapAccount | null;
+  readonly user: UserAccount | null;
   /** False when something other than the org wallet pays (e.g. a BYOK credential). */
   readonly walletPays: boolean;
 }
 
-export type ReserveOutcome = { readonly ok: true } | { readonly ok: false; readonly error: GwError };
+export interface ReserveRequest {
+  readonly requestId: string;
+  readonly accounts: RequestAccounts;
+  /** Worst-case cost of the request (input + max output), nano-units. */
+  readonly amountNano: bigint;
+}
+
+export type ReserveOutcome =
+  | { readonly kind: 'held' }
+  | { readonly kind: 'wallet_short'; readonly availableNano: bigint }
+  | {
+      readonly kind: 'cap_exceeded';
+      readonly scope: 'org' | 'app_connection';
+      readonly capNano: bigint;
+      readonly spentNano: bigint;
+      readonly reservedNano: bigint;
+    }
+  | {
+      readonly kind: 'allowance_short';
+      readonly capNano: bigint;
+      readonly spentNano: bigint;
+      readonly baseRemainingNano: bigint;
+      readonly creditsNano: bigint;
+      /** What the user can still spend now, after other in-flight holds. */
+      readonly availableNano: bigint;
+    };
 
 export interface BudgetStore {
   reserve(request: ReserveRequest): Promise<ReserveOutcome>;
   /**
-   * Moves the actual cost from held to spent, releases the rest and appends the usage record
-   * to the ledger stream, atomically. Settling the same request twice changes nothing.
+   * Releases the request's holds, charges the actual cost (base allowance first, then
+   * credits) and appends the usage record to the ledger stream, atomically. Settling the same
+   * request twice changes nothing.
    */
-  settle(record: UsageRecord): Promise<'settled' | 'already_settled'>;
+  settle(record: UsageRecord, accounts: RequestAccounts): Promise<'settled' | 'already_settled'>;
 }

@@ -1,19 +1,20 @@
-// BudgetStore on Redis Lua: reserve.lua and settle.lua, one round trip each.
-import { gwError } from '../errors.js';
+// BudgetStore on Redis Lua: reserve.lua and settle.lua, one round trip each (plus a load
+// from Postgres the first time an account is used in a period).
+import type { Redis } from 'ioredis';
 import type { UsageRecord } from '../ledger/usage-record.js';
 import { usageRecordToFields } from '../ledger/usage-record.js';
-import { formatNano } from '../money.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts } from '../redis/scripts.js';
-import type { Redis } from 'ioredis';
-import type { BudgetStore, ReserveOutcome, ReserveRequest } from './budget-store.js';
-import type { WalletService } from './wallets.js';
+import type { AccountLoader, AccountName } from './account-loader.js';
+import type { BudgetStore, RequestAccounts, ReserveOutcome, ReserveRequest } from './budget-store.js';
 
 /** Status codes returned by reserve.lua (mirrors its header). */
 export enum ReserveCode {
   Held = 0,
-  WalletNotLoaded = 1,
-  InsufficientBalance = 2,
+  NotLoaded = 1,
+  WalletShort = 2,
+  CapExceeded = 3,
+  AllowanceShort = 4,
 }
 
 /** Status codes returned by settle.lua. */
@@ -23,6 +24,8 @@ export enum SettleCode {
 }
 
 const SETTLED_MARKER_TTL_S = 7 * 24 * 3600;
+/** Placeholder key for an account a request does not use (same slot, never written). */
+const UNUSED = 'unused';
 
 export class RedisBudgetStore implements BudgetStore {
   /** Orgs whose usage stream is known to be in the writers' registry. */
@@ -32,61 +35,100 @@ export class RedisBudgetStore implements BudgetStore {
     private readonly redis: Redis,
     private readonly keys: RedisKeys,
     private readonly scripts: RedisScripts,
-    private readonly wallets: WalletService,
+    private readonly loader: AccountLoader,
     private readonly reservationTtlMs: number,
   ) {}
 
   async reserve(request: ReserveRequest): Promise<ReserveOutcome> {
-    const keys = [this.keys.wallet(request.orgId), this.keys.walletReservations(request.orgId)];
-    const call = (): Promise<unknown> => {
+    const { accounts } = request;
+    const keys = this.accountKeys(accounts);
+    const call = async (): Promise<Array<string | number>> => {
       const now = Date.now();
-      return this.scripts.reserve(keys, [
+      return (await this.scripts.reserve(keys, [
         request.requestId,
         request.amountNano.toString(),
         now,
         now + this.reservationTtlMs,
-        request.walletPays ? '1' : '0',
-      ]);
+        accounts.walletPays ? '1' : '0',
+        accounts.orgCap?.capNano.toString() ?? '',
+        accounts.connectionCap?.capNano.toString() ?? '',
+        accounts.user?.capNano?.toString() ?? '',
+        accounts.user?.creditMode ?? 'none',
+      ])) as Array<string | number>;
     };
-    let result = (await call()) as [ReserveCode, string?];
-    if (result[0] === ReserveCode.WalletNotLoaded) {
-      await this.wallets.loadIntoRedis(request.orgId);
-      result = (await call()) as [ReserveCode, string?];
+    let result = await call();
+    if (result[0] === ReserveCode.NotLoaded) {
+      await this.loader.load(result.slice(1) as AccountName[], accounts);
+      result = await call();
     }
+    const amount = (index: number): bigint => BigInt(result[index] ?? '0');
     switch (result[0]) {
       case ReserveCode.Held:
-        return { ok: true };
-      case ReserveCode.InsufficientBalance:
+        return { kind: 'held' };
+      case ReserveCode.WalletShort:
+        return { kind: 'wallet_short', availableNano: amount(1) };
+      case ReserveCode.CapExceeded:
         return {
-          ok: false,
-          error: gwError(
-            'gw_reservation_insufficient_balance',
-            `the organization wallet cannot reserve ${formatNano(request.amountNano)} for this request ` +
-              `(available ${formatNano(BigInt(result[1] ?? '0'))})`,
-          ),
+          kind: 'cap_exceeded',
+          scope: result[1] === 'org' ? 'org' : 'app_connection',
+          capNano: amount(2),
+          spentNano: amount(3),
+          reservedNano: amount(4),
+        };
+      case ReserveCode.AllowanceShort:
+        return {
+          kind: 'allowance_short',
+          capNano: amount(1),
+          spentNano: amount(2),
+          baseRemainingNano: amount(3),
+          creditsNano: amount(4),
+          availableNano: amount(5),
         };
       default:
         throw new Error(`reserve.lua returned unexpected code ${String(result[0])}`);
     }
   }
 
-  async settle(record: UsageRecord): Promise<'settled' | 'already_settled'> {
+  async settle(record: UsageRecord, accounts: RequestAccounts): Promise<'settled' | 'already_settled'> {
     await this.registerStream(record.orgId);
     const result = (await this.scripts.settle(
       [
-        this.keys.wallet(record.orgId),
-        this.keys.walletReservations(record.orgId),
+        ...this.accountKeys(accounts),
         this.keys.settled(record.orgId, record.requestId),
         this.keys.usageStream(record.orgId),
       ],
       [
         record.requestId,
+        record.sellCostNano.toString(),
         record.walletCostNano.toString(),
         SETTLED_MARKER_TTL_S,
+        Date.now(),
+        accounts.user?.capNano?.toString() ?? '',
+        accounts.user?.creditMode ?? 'none',
         ...usageRecordToFields(record),
       ],
-    )) as [SettleCode, string?];
+    )) as [SettleCode, string?, string?];
     return result[0] === SettleCode.Settled ? 'settled' : 'already_settled';
+  }
+
+  /** KEYS[1..10] of reserve.lua and settle.lua, in their order. */
+  private accountKeys(accounts: RequestAccounts): string[] {
+    const { orgId } = accounts;
+    const withExpiries = (key: string): [string, string] => [key, this.keys.holdExpiries(key)];
+    const unused = this.keys.orgCap(orgId, UNUSED);
+    const user = accounts.user;
+    return [
+      ...withExpiries(this.keys.wallet(orgId)),
+      ...withExpiries(accounts.orgCap ? this.keys.orgCap(orgId, accounts.orgCap.period.key) : unused),
+      ...withExpiries(
+        accounts.connectionCap
+          ? this.keys.connectionCap(orgId, accounts.appConnectionId, accounts.connectionCap.period.key)
+          : unused,
+      ),
+      ...withExpiries(user ? this.keys.userSpend(orgId, user.productUserId, user.period.key) : unused),
+      user ? this.keys.userCredits(orgId, user.productUserId) : unused,
+      user ? this.keys.userGrants(orgId, user.productUserId) : unused,
+    ];
   }
 
   private async registerStream(orgId: string): Promise<void> {

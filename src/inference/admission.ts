@@ -1,18 +1,25 @@
 // Admission: everything between a parsed request and the upstream call — authenticate,
-// check the model, attribute the product user, estimate the worst-case cost, and reserve it.
+// check the model, attribute the product user, estimate the worst-case cost, and hold it on
+// every account the request touches (one atomic reserve).
 import type { ApiKeyIdentity, ApiKeyStore } from '../auth/api-key-store.js';
-import type { BudgetStore } from '../billing/budget-store.js';
+import type { BudgetStore, RequestAccounts } from '../billing/budget-store.js';
+import type { CapPolicyStore } from '../billing/cap-policies.js';
+import { monthlyPeriod } from '../billing/periods.js';
+import { LEGACY_ERRORS_HEADER, reservationError } from '../billing/rejections.js';
+import { userAllowancePolicy } from '../billing/user-allowance.js';
 import { modelPolicyAllows, type CatalogModel, type ModelCatalog } from '../catalog/models.js';
 import { gwError, isGwError, type GwError } from '../errors.js';
 import { costNano } from '../money.js';
 import { AttributionError, readAttribution } from '../product-users/attribution.js';
 import type { ProductUserDirectory, ResolvedProductUser } from '../product-users/directory.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
+import { SETTLEMENT_CURRENCY } from './settlement.js';
 
 export interface AdmissionServices {
   readonly apiKeys: ApiKeyStore;
   readonly catalog: ModelCatalog;
   readonly productUsers: ProductUserDirectory;
+  readonly capPolicies: CapPolicyStore;
   readonly tokenCounter: TokenCounter;
   readonly budget: BudgetStore;
 }
@@ -33,12 +40,17 @@ export interface Admission {
   readonly identity: ApiKeyIdentity;
   readonly model: CatalogModel;
   readonly productUser: ResolvedProductUser | null;
+  readonly accounts: RequestAccounts;
   readonly estimatedInputTokens: number;
-  /** The output budget reserved for (and sent upstream as max tokens). */
+  /** The output budget held for; sent upstream as the max tokens when `outputClamped`. */
   readonly maxOutputTokens: number;
+  /** True when limit_output lowered the client's max tokens to what the allowance covers. */
+  readonly outputClamped: boolean;
   readonly reservedNano: bigint;
-  readonly walletPays: boolean;
 }
+
+/** Under limit_output, a request is clamped no lower than this many output tokens. */
+export const MIN_OUTPUT_TOKENS = 16;
 
 export async function admit(
   services: AdmissionServices,
@@ -77,33 +89,79 @@ export async function admit(
         profile: attribution.profile,
       })
     : null;
+  if (productUser?.status === 'blocked') {
+    return gwError('gw_product_user_blocked', 'this product user is blocked');
+  }
+
+  const [orgRule, connectionRule, directRule] = await Promise.all([
+    services.capPolicies.orgCap(identity.orgId),
+    services.capPolicies.connectionCap(identity.appConnectionId),
+    productUser ? services.capPolicies.productUserCap(productUser.id) : Promise.resolve(null),
+  ]);
+  const now = new Date();
+  const calendarMonth = monthlyPeriod(now, null);
+  const allowance = userAllowancePolicy(identity, directRule, connectionRule);
+  const accounts: RequestAccounts = {
+    orgId: identity.orgId,
+    appConnectionId: identity.appConnectionId,
+    walletPays: true, // system route; BYOK credentials (their own issue) will pay instead
+    orgCap: orgRule ? { capNano: orgRule.amountNano, period: calendarMonth } : null,
+    connectionCap: connectionRule ? { capNano: connectionRule.amountNano, period: calendarMonth } : null,
+    user: productUser
+      ? {
+          productUserId: productUser.id,
+          capNano: allowance.capNano,
+          creditMode: allowance.creditMode,
+          period: monthlyPeriod(now, productUser.allowanceStartsAt),
+        }
+      : null,
+  };
 
   const estimatedInputTokens = await services.tokenCounter.countInput(input.inputTexts);
-  const maxOutputTokens = Math.min(
-    input.requestedMaxTokens ?? model.maxOutputTokens,
-    model.maxOutputTokens,
-  );
-  const reservedNano = costNano(
-    [estimatedInputTokens, model.inputPrice],
-    [maxOutputTokens, model.outputPrice],
-  );
-  const walletPays = true; // system route; BYOK credentials (their own issue) will pay instead
-  const reservation = await services.budget.reserve({
-    requestId: input.requestId,
-    orgId: identity.orgId,
-    amountNano: reservedNano,
-    walletPays,
-  });
-  if (!reservation.ok) return reservation.error;
+  const requestedOutput = Math.min(input.requestedMaxTokens ?? model.maxOutputTokens, model.maxOutputTokens);
+  const estimate = (outputTokens: number): bigint =>
+    costNano([estimatedInputTokens, model.inputPrice], [outputTokens, model.outputPrice]);
+
+  let maxOutputTokens = requestedOutput;
+  let reservedNano = estimate(maxOutputTokens);
+  let outcome = await services.budget.reserve({ requestId: input.requestId, accounts, amountNano: reservedNano });
+  if (outcome.kind === 'allowance_short' && allowance.overrunPolicy === 'limit_output') {
+    const affordable = affordableOutputTokens(outcome.availableNano, estimatedInputTokens, model);
+    if (affordable >= Math.min(MIN_OUTPUT_TOKENS, requestedOutput) && affordable < requestedOutput) {
+      maxOutputTokens = affordable;
+      reservedNano = estimate(maxOutputTokens);
+      outcome = await services.budget.reserve({ requestId: input.requestId, accounts, amountNano: reservedNano });
+    }
+  }
+  if (outcome.kind !== 'held') {
+    return reservationError(outcome, estimate(requestedOutput), {
+      legacyClient: input.headers[LEGACY_ERRORS_HEADER] === 'true',
+      currency: SETTLEMENT_CURRENCY,
+    });
+  }
 
   return {
     requestId: input.requestId,
     identity,
     model,
     productUser,
+    accounts,
     estimatedInputTokens,
     maxOutputTokens,
+    outputClamped: maxOutputTokens < requestedOutput,
     reservedNano,
-    walletPays,
   };
+}
+
+/** The most output tokens `availableNano` pays for after the input (0 when not even that). */
+function affordableOutputTokens(availableNano: bigint, inputTokens: number, model: CatalogModel): number {
+  const inputNano = costNano([inputTokens, model.inputPrice]);
+  if (availableNano <= inputNano) return 0;
+  const perTokenAtto = model.outputPrice.attoPerToken;
+  if (perTokenAtto === 0n) return model.maxOutputTokens;
+  // Largest n with ceil((inputAtto + n·price) / 1e9) ≤ available: compute in atto-units.
+  const inputAtto = BigInt(inputTokens) * model.inputPrice.attoPerToken;
+  const budgetAtto = availableNano * 1_000_000_000n - inputAtto;
+  const tokens = budgetAtto / perTokenAtto;
+  return Number(tokens > BigInt(model.maxOutputTokens) ? BigInt(model.maxOutputTokens) : tokens);
 }

@@ -15,7 +15,7 @@ export async function settleWithRetry(
   const record = buildUsageRecord(admission, outcome);
   for (let attempt = 1; ; attempt += 1) {
     try {
-      await deps.services.budget.settle(record);
+      await deps.services.budget.settle(record, admission.accounts);
       return;
     } catch (error) {
       if (attempt >= SETTLE_ATTEMPTS) {

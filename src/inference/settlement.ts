@@ -45,7 +45,7 @@ export function buildUsageRecord(admission: Admission, outcome: RequestOutcome):
     currency: SETTLEMENT_CURRENCY,
     sellCostNano,
     vendorCostNano,
-    walletCostNano: admission.walletPays ? sellCostNano : 0n,
+    walletCostNano: admission.accounts.walletPays ? sellCostNano : 0n,
     reservedNano: admission.reservedNano,
     latencyMs: Math.max(0, createdAt.getTime() - outcome.startedAtMs),
   };

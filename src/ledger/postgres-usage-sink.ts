@@ -1,6 +1,6 @@
 // Writes usage records into the partitioned usage_records table, many rows per statement.
 // Replays are harmless: ON CONFLICT (request_id, created_at) DO NOTHING.
-import type { DbPool } from '../db/pool.js';
+import type { DbClient, DbPool } from '../db/pool.js';
 import { nanoToNumeric } from '../money.js';
 import type { UsageRecord } from './usage-record.js';
 
@@ -12,16 +12,32 @@ export class PostgresUsageSink {
   async write(records: readonly UsageRecord[]): Promise<void> {
     if (records.length === 0) return;
     await this.ensurePartitions(records);
+    const client = await this.db.connect();
+    try {
+      await client.query('BEGIN');
+      await this.insertRecords(client, records);
+      await this.insertConsumptions(client, records);
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
+  private async insertRecords(client: DbClient, records: readonly UsageRecord[]): Promise<void> {
     const column = <T>(pick: (record: UsageRecord) => T): T[] => records.map(pick);
-    await this.db.query(
+    await client.query(
       `INSERT INTO usage_records (request_id, created_at, org_id, app_id, app_connection_id,
          api_key_id, product_user_id, model, vendor, route, credential_id, stream, status,
          upstream_status, input_tokens, output_tokens, total_tokens, currency, sell_cost,
-         vendor_cost, wallet_cost, reserved_amount, latency_ms)
+         vendor_cost, wallet_cost, reserved_amount, latency_ms, credits_cost)
        SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::text[], $5::text[],
          $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::boolean[],
          $13::text[], $14::integer[], $15::integer[], $16::integer[], $17::integer[], $18::text[],
-         $19::numeric[], $20::numeric[], $21::numeric[], $22::numeric[], $23::integer[])
+         $19::numeric[], $20::numeric[], $21::numeric[], $22::numeric[], $23::integer[],
+         $24::numeric[])
        ON CONFLICT (request_id, created_at) DO NOTHING`,
       [
         column((r) => r.requestId),
@@ -47,6 +63,25 @@ export class PostgresUsageSink {
         column((r) => nanoToNumeric(r.walletCostNano)),
         column((r) => nanoToNumeric(r.reservedNano)),
         column((r) => r.latencyMs),
+        column((r) => nanoToNumeric(r.creditsCostNano ?? 0n)),
+      ],
+    );
+  }
+
+  private async insertConsumptions(client: DbClient, records: readonly UsageRecord[]): Promise<void> {
+    const rows = records.flatMap((record) =>
+      (record.creditConsumption ?? []).map((entry) => ({ record, entry })),
+    );
+    if (rows.length === 0) return;
+    await client.query(
+      `INSERT INTO credit_consumptions (request_id, grant_id, amount, created_at)
+       SELECT * FROM unnest($1::uuid[], $2::text[], $3::numeric[], $4::timestamptz[])
+       ON CONFLICT (request_id, grant_id) DO NOTHING`,
+      [
+        rows.map(({ record }) => record.requestId),
+        rows.map(({ entry }) => entry.grantId),
+        rows.map(({ entry }) => nanoToNumeric(entry.amountNano)),
+        rows.map(({ record }) => record.createdAt.toISOString()),
       ],
     );
   }

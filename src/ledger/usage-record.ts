@@ -27,6 +27,18 @@ export interface UsageRecord {
   readonly walletCostNano: bigint;
   readonly reservedNano: bigint;
   readonly latencyMs: number;
+  /** Set by settle.lua: the part of sell_cost that credit grants paid, and which grants. */
+  readonly creditsCostNano?: bigint;
+  readonly creditConsumption?: ReadonlyArray<{ readonly grantId: string; readonly amountNano: bigint }>;
+}
+
+/** "grant_a:120,grant_b:5" (as settle.lua writes it) → consumption entries. */
+function parseConsumption(text: string): Array<{ grantId: string; amountNano: bigint }> {
+  if (text === '') return [];
+  return text.split(',').map((part) => {
+    const separator = part.lastIndexOf(':');
+    return { grantId: part.slice(0, separator), amountNano: BigInt(part.slice(separator + 1)) };
+  });
 }
 
 /** Flattens a record into stream entry fields: [name, value, name, value, ...]. */
@@ -102,5 +114,7 @@ export function usageRecordFromFields(fields: readonly string[]): UsageRecord {
     walletCostNano: BigInt(text('wallet_cost_nano')),
     reservedNano: BigInt(text('reserved_nano')),
     latencyMs: integer('latency_ms'),
+    creditsCostNano: BigInt(map.get('credits_cost_nano') ?? '0'),
+    creditConsumption: parseConsumption(map.get('credit_consumption') ?? ''),
   };
 }

@@ -4,8 +4,18 @@
 export interface RedisKeys {
   /** Org wallet account: hash { balance, reserved, r:<request_id> → held amount }. */
   wallet(orgId: string): string;
-  /** Expiry index of the wallet's reservations: zset request_id → expiry (ms). */
-  walletReservations(orgId: string): string;
+  /** Org cap account for one period: hash { spent, reserved, r:<request_id> }. */
+  orgCap(orgId: string, periodKey: string): string;
+  /** App-connection cap account (the connection's combined usage) for one period. */
+  connectionCap(orgId: string, appConnectionId: string, periodKey: string): string;
+  /** A product user's spend in one allowance period: hash { spent, reserved, r:<request_id> }. */
+  userSpend(orgId: string, productUserId: string, periodKey: string): string;
+  /** A product user's live credit grants: hash { loaded, g:<grant_id> → remaining }. */
+  userCredits(orgId: string, productUserId: string): string;
+  /** Expiry of each of the user's grants: zset grant_id → expiry (ms). */
+  userGrants(orgId: string, productUserId: string): string;
+  /** The hold-expiry index of any account key above. */
+  holdExpiries(accountKey: string): string;
   /** Marks a settled request (idempotency), with a TTL. */
   settled(orgId: string, requestId: string): string;
   /** The org's usage stream, drained into Postgres by the batch writer. */
@@ -22,7 +32,13 @@ export function createRedisKeys(prefix: string): RedisKeys {
   const org = (orgId: string): string => `${prefix}:{o:${orgId}}`;
   return {
     wallet: (orgId) => `${org(orgId)}:wallet`,
-    walletReservations: (orgId) => `${org(orgId)}:wallet:resv`,
+    orgCap: (orgId, periodKey) => `${org(orgId)}:cap:org:${periodKey}`,
+    connectionCap: (orgId, connectionId, periodKey) =>
+      `${org(orgId)}:cap:conn:${connectionId}:${periodKey}`,
+    userSpend: (orgId, userId, periodKey) => `${org(orgId)}:pu:${userId}:spend:${periodKey}`,
+    userCredits: (orgId, userId) => `${org(orgId)}:pu:${userId}:credits`,
+    userGrants: (orgId, userId) => `${org(orgId)}:pu:${userId}:grants`,
+    holdExpiries: (accountKey) => `${accountKey}:resv`,
     settled: (orgId, requestId) => `${org(orgId)}:settled:${requestId}`,
     usageStream: (orgId) => `${org(orgId)}:usage`,
     usageStreamRegistry: () => `${prefix}:usage-streams`,

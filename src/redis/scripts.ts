@@ -28,9 +28,11 @@ export function loadLuaSource(name: string): string {
 }
 
 const scriptDefinitions = {
-  reserve: { file: 'reserve', keys: 2 },
-  settle: { file: 'settle', keys: 4 },
-  walletLoad: { file: 'wallet-load', keys: 1 },
+  reserve: { file: 'reserve', keys: 10 },
+  settle: { file: 'settle', keys: 12 },
+  accountLoad: { file: 'account-load', keys: 1 },
+  creditsLoad: { file: 'credits-load', keys: 2 },
+  creditsChange: { file: 'credits-change', keys: 2 },
   walletAdjust: { file: 'wallet-adjust', keys: 1 },
 } as const;
 

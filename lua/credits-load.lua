@@ -1,0 +1,18 @@
+-- credits-load: merges a user's credit grants rebuilt from Postgres into Redis. Per-grant
+-- HSETNX: a grant added or consumed concurrently is never overwritten, never lost.
+--
+-- KEYS[1] user_credits   hash { loaded, g:<grant_id> -> remaining }
+-- KEYS[2] user_grants    zset grant_id -> expiry (ms)
+-- ARGV[1] ttl_ms         how long the loaded set may stay before it is rebuilt
+-- ARGV[2..] grant_id, remaining_nano, expires_at_ms, ... (triples)
+--
+-- Returns the number of grants installed.
+local installed = 0
+for index = 2, #ARGV, 3 do
+  installed = installed + redis.call('HSETNX', KEYS[1], 'g:' .. ARGV[index], ARGV[index + 1])
+  redis.call('ZADD', KEYS[2], ARGV[index + 2], ARGV[index])
+end
+redis.call('HSET', KEYS[1], 'loaded', '1')
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[2], ARGV[1])
+return installed

@@ -1,0 +1,89 @@
+// Cap rules as the request path needs them: cached per org, connection and product user,
+// dropped on every instance when an admin changes a cap (Redis pub/sub message 'caps').
+import type { CreditMode, OverrunPolicy } from '../auth/api-key-store.js';
+import type { DbPool } from '../db/pool.js';
+import { numericToNano } from '../money.js';
+
+export interface CapRule {
+  readonly id: string;
+  readonly amountNano: bigint;
+  /** On an app_connection rule: the default cap of each of its product users. */
+  readonly perUserAmountNano: bigint | null;
+  readonly currency: string;
+  /** On a product_user rule: overrides of the connection's settings (null: inherit). */
+  readonly creditMode: CreditMode | null;
+  readonly overrunPolicy: OverrunPolicy | null;
+  readonly updatedAt: Date;
+}
+
+interface CapRuleRow {
+  id: string;
+  amount: string;
+  per_user_amount: string | null;
+  currency: string;
+  credit_mode: CreditMode | null;
+  overrun_policy: OverrunPolicy | null;
+  updated_at: Date;
+}
+
+type Scope = 'org' | 'app_connection' | 'product_user';
+const scopeColumn: Record<Scope, string> = {
+  org: 'org_id',
+  app_connection: 'app_connection_id',
+  product_user: 'product_user_id',
+};
+
+export const CAPS_INVALIDATION_MESSAGE = 'caps';
+
+export class CapPolicyStore {
+  private readonly cache = new Map<string, { rule: CapRule | null; expiresAtMs: number }>();
+
+  constructor(
+    private readonly db: DbPool,
+    private readonly ttlMs = 10_000,
+    private readonly maxEntries = 200_000,
+  ) {}
+
+  orgCap(orgId: string): Promise<CapRule | null> {
+    return this.lookup('org', orgId);
+  }
+
+  connectionCap(appConnectionId: string): Promise<CapRule | null> {
+    return this.lookup('app_connection', appConnectionId);
+  }
+
+  productUserCap(productUserId: string): Promise<CapRule | null> {
+    return this.lookup('product_user', productUserId);
+  }
+
+  handleInvalidation(message: string): void {
+    if (message === CAPS_INVALIDATION_MESSAGE) this.cache.clear();
+  }
+
+  private async lookup(scope: Scope, id: string): Promise<CapRule | null> {
+    const cacheKey = `${scope}:${id}`;
+    const now = Date.now();
+    const cached = this.cache.get(cacheKey);
+    if (cached && cached.expiresAtMs > now) return cached.rule;
+    const { rows } = await this.db.query<CapRuleRow>(
+      `SELECT id, amount::text, per_user_amount::text, currency, credit_mode, overrun_policy, updated_at
+         FROM cap_rules WHERE scope = $1 AND ${scopeColumn[scope]} = $2 AND status = 'active'`,
+      [scope, id],
+    );
+    const row = rows[0];
+    const rule: CapRule | null = row
+      ? {
+          id: row.id,
+          amountNano: numericToNano(row.amount),
+          perUserAmountNano: row.per_user_amount === null ? null : numericToNano(row.per_user_amount),
+          currency: row.currency.trim(),
+          creditMode: row.credit_mode,
+          overrunPolicy: row.overrun_policy,
+          updatedAt: row.updated_at,
+        }
+      : null;
+    if (this.cache.size >= this.maxEntries) this.cache.clear();
+    this.cache.set(cacheKey, { rule, expiresAtMs: now + this.ttlMs });
+    return rule;
+  }
+}

@@ -1,0 +1,63 @@
+// The spec's errors for a reservation the money layer refused.
+import { gwError, type GwError } from '../errors.js';
+import { formatNano } from '../money.js';
+import type { ReserveOutcome } from './budget-store.js';
+
+/** Header by which an old client asks for the legacy allowance error code. */
+export const LEGACY_ERRORS_HEADER = 'x-gw-legacy-errors';
+
+type Refusal = Exclude<ReserveOutcome, { kind: 'held' }>;
+
+export function reservationError(
+  refusal: Refusal,
+  estimatedCostNano: bigint,
+  options: { readonly legacyClient: boolean; readonly currency: string },
+): GwError {
+  const money = (nano: bigint): string => `${formatNano(nano)} ${options.currency}`;
+  switch (refusal.kind) {
+    case 'wallet_short':
+      return gwError(
+        'gw_reservation_insufficient_balance',
+        `the organization wallet cannot reserve ${money(estimatedCostNano)} for this request ` +
+          `(available ${money(refusal.availableNano)})`,
+      );
+    case 'cap_exceeded': {
+      const which = refusal.scope === 'org' ? 'organization' : 'app connection';
+      return gwError(
+        'gw_cap_exceeded',
+        `the ${which} cap of ${money(refusal.capNano)} per month would be exceeded: ` +
+          `${money(refusal.spentNano)} spent, ${money(refusal.reservedNano)} held by requests in flight, ` +
+          `this request may cost ${money(estimatedCostNano)}`,
+        { details: { cap_scope: refusal.scope } },
+      );
+    }
+    case 'allowance_short': {
+      const code = options.legacyClient
+        ? 'gw_product_user_credits_insufficient'
+        : 'gw_product_user_allowance_insufficient';
+      const shortfall = estimatedCostNano - refusal.availableNano;
+      const message =
+        `estimated request cost ${money(estimatedCostNano)} exceeds the product user's remaining ` +
+        `allowance of ${money(refusal.availableNano)}`;
+      return gwError(code, message, {
+        wireCode: '403',
+        details: {
+          provider_specific_fields: {
+            error: {
+              code,
+              message,
+              params: {
+                cap_amount: formatNano(refusal.capNano),
+                remaining_base_allowance: formatNano(refusal.baseRemainingNano),
+                promotional_credit_balance: formatNano(refusal.creditsNano),
+                available_allowance: formatNano(refusal.availableNano),
+                estimated_request_cost: formatNano(estimatedCostNano),
+                shortfall: formatNano(shortfall > 0n ? shortfall : 0n),
+              },
+            },
+          },
+        },
+      });
+    }
+  }
+}
