@@ -1,0 +1,195 @@
+// reserve.lua / settle.lua with caps, allowances and credits, against real Redis: exactly K
+// of N concurrent requests get through a cap, credits pay after the base allowance
+// (earliest-expiring grant first), expired grants count for nothing.
+import { afterAll, describe, expect, it } from 'vitest';
+import { AccountLoader } from '../src/billing/account-loader.js';
+import type { RequestAccounts, UserAccount } from '../src/billing/budget-store.js';
+import { monthlyPeriod } from '../src/billing/periods.js';
+import { RedisBudgetStore } from '../src/billing/redis-budget-store.js';
+import { WalletService } from '../src/billing/wallets.js';
+import { createDbPool } from '../src/db/pool.js';
+import { newRequestId } from '../src/ids.js';
+import type { UsageRecord } from '../src/ledger/usage-record.js';
+import { usageRecordFromFields } from '../src/ledger/usage-record.js';
+import { createRedisKeys } from '../src/redis/keys.js';
+import { defineScripts } from '../src/redis/scripts.js';
+import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
+import { deletePrefix, testRedis } from './support/services.js';
+
+const prefix = uniquePrefix('allow');
+const redis = testRedis();
+const db = createDbPool(TEST_DATABASE_URL, 4);
+const keys = createRedisKeys(prefix);
+const scripts = defineScripts(redis);
+const wallets = new WalletService(db, redis, keys, scripts);
+const store = new RedisBudgetStore(redis, keys, scripts, new AccountLoader(db, keys, scripts, wallets), 60_000);
+const period = monthlyPeriod(new Date(), null);
+let sequence = 0;
+
+afterAll(async () => {
+  await deletePrefix(redis, prefix);
+  await redis.quit();
+  await db.end();
+});
+
+function uniqueOrg(): string {
+  sequence += 1;
+  return `org_allow_${Date.now()}_${sequence}`;
+}
+
+function user(id: string, capNano: bigint | null, creditMode: UserAccount['creditMode'] = 'enforce'): UserAccount {
+  return { productUserId: id, capNano, creditMode, period };
+}
+
+function accounts(orgId: string, parts: Partial<RequestAccounts>): RequestAccounts {
+  return { orgId, appConnectionId: 'conn_a', orgCap: null, connectionCap: null, user: null, walletPays: false, ...parts };
+}
+
+function record(orgId: string, requestId: string, costNano: bigint): UsageRecord {
+  return {
+    requestId,
+    createdAt: new Date(),
+    orgId,
+    appId: 'app_a',
+    appConnectionId: 'conn_a',
+    apiKeyId: 'key_a',
+    productUserId: null,
+    model: 'vendor_b/gpt-4o-mini',
+    vendor: 'vendor_b',
+    route: 'system',
+    credentialId: null,
+    stream: false,
+    status: 'completed',
+    upstreamStatus: 200,
+    inputTokens: 1,
+    outputTokens: 1,
+    currency: 'USD',
+    sellCostNano: costNano,
+    vendorCostNano: costNano,
+    walletCostNano: 0n,
+    reservedNano: costNano,
+    latencyMs: 1,
+  };
+}
+
+/** Fires N reserves at once, settles every held one at its full cost, returns how many held. */
+async function race(n: number, costNano: bigint, accountsFor: (index: number) => RequestAccounts) {
+  const attempts = Array.from({ length: n }, (_, index) => ({ requestId: newRequestId(), accounts: accountsFor(index) }));
+  const outcomes = await Promise.all(
+    attempts.map((attempt) => store.reserve({ requestId: attempt.requestId, accounts: attempt.accounts, amountNano: costNano })),
+  );
+  await Promise.all(
+    attempts.map((attempt, index) =>
+      outcomes[index]!.kind === 'held'
+        ? store.settle(record(attempt.accounts.orgId, attempt.requestId, costNano), attempt.accounts)
+        : undefined,
+    ),
+  );
+  return outcomes;
+}
+
+async function spent(key: string): Promise<bigint> {
+  return BigInt((await redis.hget(key, 'spent')) ?? '-1');
+}
+
+describe('product-user allowance', () => {
+  it('lets exactly K of 200 concurrent requests through a user cap (enforce)', async () => {
+    const orgId = uniqueOrg();
+    const cost = 1_000n;
+    const k = 23;
+    const outcomes = await race(200, cost, () => accounts(orgId, { user: user('pu_race', cost * BigInt(k)) }));
+    expect(outcomes.filter((outcome) => outcome.kind === 'held')).toHaveLength(k);
+    expect(new Set(outcomes.filter((o) => o.kind !== 'held').map((o) => o.kind))).toEqual(new Set(['allowance_short']));
+    expect(await spent(keys.userSpend(orgId, 'pu_race', period.key))).toBe(cost * BigInt(k));
+  });
+
+  it('never rejects under track_only or disabled, and still records spend', async () => {
+    for (const mode of ['track_only', 'disabled'] as const) {
+      const orgId = uniqueOrg();
+      const outcomes = await race(20, 1_000n, () => accounts(orgId, { user: user('pu_track', 1_000n, mode) }));
+      expect(outcomes.every((outcome) => outcome.kind === 'held')).toBe(true);
+      expect(await spent(keys.userSpend(orgId, 'pu_track', period.key))).toBe(20_000n);
+    }
+  });
+
+  it('spends credits after the base allowance, earliest-expiring grant first; expired grants count for nothing', async () => {
+    const orgId = uniqueOrg();
+    const userId = 'pu_credits';
+    const credits = [keys.userCredits(orgId, userId), keys.userGrants(orgId, userId)];
+    const now = Date.now();
+    await scripts.creditsChange(credits, ['add', 'grant_late', '50', String(now + 86_400_000)]);
+    await scripts.creditsChange(credits, ['add', 'grant_soon', '30', String(now + 3_600_000)]);
+    await scripts.creditsChange(credits, ['add', 'grant_expired', '1000', String(now - 1000)]);
+    const account = accounts(orgId, { user: user(userId, 100n) });
+
+    const tooMuch = await store.reserve({ requestId: newRequestId(), accounts: account, amountNano: 181n });
+    expect(tooMuch).toEqual({
+      kind: 'allowance_short',
+      capNano: 100n,
+      spentNano: 0n,
+      baseRemainingNano: 100n,
+      creditsNano: 80n,
+      availableNano: 180n,
+    });
+
+    const requestId = newRequestId();
+    expect(await store.reserve({ requestId, accounts: account, amountNano: 180n })).toEqual({ kind: 'held' });
+    // While it is held, nothing else fits.
+    const squeezed = await store.reserve({ requestId: newRequestId(), accounts: account, amountNano: 1n });
+    expect(squeezed.kind).toBe('allowance_short');
+
+    expect(await store.settle(record(orgId, requestId, 150n), account)).toBe('settled');
+    expect(await redis.hget(credits[0]!, 'g:grant_soon')).toBe('0');
+    expect(await redis.hget(credits[0]!, 'g:grant_late')).toBe('30');
+    expect(await redis.hget(credits[0]!, 'g:grant_expired')).toBe('1000');
+    expect(await spent(keys.userSpend(orgId, userId, period.key))).toBe(150n);
+
+    const entries = (await redis.xrange(keys.usageStream(orgId), '-', '+')) as Array<[string, string[]]>;
+    const settled = usageRecordFromFields(entries.at(-1)![1]);
+    expect(settled.creditsCostNano).toBe(50n);
+    expect(settled.creditConsumption).toEqual([
+      { grantId: 'grant_soon', amountNano: 30n },
+      { grantId: 'grant_late', amountNano: 20n },
+    ]);
+
+    // Base allowance is gone (150 ≥ 100); 30 of credits remain.
+    const after = await store.reserve({ requestId: newRequestId(), accounts: account, amountNano: 31n });
+    expect(after).toMatchObject({ kind: 'allowance_short', baseRemainingNano: 0n, creditsNano: 30n, availableNano: 30n });
+  });
+});
+
+describe('org and app-connection caps', () => {
+  it('lets exactly K of 200 concurrent requests from many users through an org cap', async () => {
+    const orgId = uniqueOrg();
+    const outcomes = await race(200, 500n, (index) =>
+      accounts(orgId, { orgCap: { capNano: 500n * 17n, period }, user: user(`pu_${index}`, null) }),
+    );
+    expect(outcomes.filter((outcome) => outcome.kind === 'held')).toHaveLength(17);
+    const refused = outcomes.find((outcome) => outcome.kind !== 'held');
+    expect(refused).toMatchObject({ kind: 'cap_exceeded', scope: 'org', capNano: 8_500n });
+    expect(await spent(keys.orgCap(orgId, period.key))).toBe(8_500n);
+  });
+
+  it('applies an app-connection cap to the connection combined', async () => {
+    const orgId = uniqueOrg();
+    const outcomes = await race(200, 700n, (index) =>
+      accounts(orgId, { connectionCap: { capNano: 700n * 31n + 699n, period }, user: user(`pu_${index % 50}`, 10n ** 9n) }),
+    );
+    expect(outcomes.filter((outcome) => outcome.kind === 'held')).toHaveLength(31);
+    expect(outcomes.find((outcome) => outcome.kind !== 'held')).toMatchObject({ kind: 'cap_exceeded', scope: 'app_connection' });
+    expect(await spent(keys.connectionCap(orgId, 'conn_a', period.key))).toBe(700n * 31n);
+  });
+
+  it('places no hold anywhere when one account refuses', async () => {
+    const orgId = uniqueOrg();
+    const account = accounts(orgId, {
+      orgCap: { capNano: 10_000n, period },
+      connectionCap: { capNano: 10_000n, period },
+      user: user('pu_atomic', 100n),
+    });
+    expect((await store.reserve({ requestId: newRequestId(), accounts: account, amountNano: 500n })).kind).toBe('allowance_short');
+    expect(await redis.hget(keys.orgCap(orgId, period.key), 'reserved')).toBe('0');
+    expect(await redis.hget(keys.connectionCap(orgId, 'conn_a', period.key), 'reserved')).toBe('0');
+    expect(await redis.hget(keys.userSpend(orgId, 'pu_atomic', period.key), 'reserved')).toBe('0');
+  });
+});
