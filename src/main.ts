@@ -5,6 +5,7 @@ import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { ApiKeyStore } from './auth/api-key-store.js';
+import { ServiceKeyStore } from './auth/service-key-store.js';
 import { AccountLoader } from './billing/account-loader.js';
 import { CapPolicyStore } from './billing/cap-policies.js';
 import { RedisBudgetStore } from './billing/redis-budget-store.js';
@@ -20,6 +21,9 @@ import { UsageStreamWriter } from './ledger/usage-writer.js';
 import { createLogger, type Logger } from './log.js';
 import { startMockVendors } from './mock-vendors/server.js';
 import { ProductUserDirectory } from './product-users/directory.js';
+import { LiveBalanceReader } from './product-users/live-balance.js';
+import { ProductUserManagement } from './product-users/management.js';
+import { ProductUserProfiles } from './product-users/profile.js';
 import { MOCK_SYSTEM_KEY, type SystemRoutes, type VendorRoute } from './providers/system-routes.js';
 import { UpstreamClient } from './providers/upstream.js';
 import { createRedisKeys } from './redis/keys.js';
@@ -27,6 +31,7 @@ import { defineScripts, preloadScripts } from './redis/scripts.js';
 import { chatCompletionsRoute } from './routes/chat-completions.js';
 import { healthRoutes } from './routes/health.js';
 import { metricsRoute } from './routes/metrics.js';
+import { productUserRoutes } from './routes/product-users.js';
 import { PiscinaTokenCounter } from './tokens/token-counter.js';
 
 const CATALOG_REFRESH_MS = 60_000;
@@ -65,12 +70,15 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
   const loader = new AccountLoader(db, keys, scripts, wallets);
   const budget = new RedisBudgetStore(redis, keys, scripts, loader, config.RESERVATION_TTL_MS);
   const capPolicies = new CapPolicyStore(db);
+  const productUsers = new ProductUserDirectory(db);
+  const serviceKeys = new ServiceKeyStore(db);
   await subscriber.subscribe(keys.invalidationChannel());
   subscriber.on('message', (_channel: string, message: string) => {
     apiKeys.handleInvalidation(message);
     capPolicies.handleInvalidation(message);
+    productUsers.handleInvalidation(message);
+    serviceKeys.handleInvalidation(message);
   });
-  const productUsers = new ProductUserDirectory(db);
   const tokenCounter = new PiscinaTokenCounter(config.TOKEN_WORKERS);
   const upstream = new UpstreamClient(config.UPSTREAM_TIMEOUT_MS);
 
@@ -123,6 +131,12 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
       ),
       ...(config.METRICS_ENABLED ? [metricsRoute(registry)] : []),
       chatCompletionsRoute({ services, upstream, systemRoutes, logger }),
+      ...productUserRoutes({
+        db,
+        serviceKeys,
+        profiles: new ProductUserProfiles(db, new LiveBalanceReader(redis, keys, loader)),
+        management: new ProductUserManagement(db, redis, keys, scripts),
+      }),
     ],
   });
   const port = await server.listen(config.HOST, config.PORT);

@@ -55,12 +55,14 @@ export async function createServiceKey(
   db: DbPool,
   orgId: string,
   scopes: readonly string[] = SERVICE_KEY_SCOPES,
+  expiresAt: Date | null = null,
 ): Promise<{ id: string; rawKey: string }> {
   const rawKey = newSecret(secretPrefixes.serviceKey);
   const id = newId('svc');
   await db.query(
-    'INSERT INTO service_keys (id, org_id, key_hash, key_hint, scopes) VALUES ($1, $2, $3, $4, $5)',
-    [id, orgId, sha256Hex(rawKey), hint(rawKey), scopes],
+    `INSERT INTO service_keys (id, org_id, key_hash, key_hint, scopes, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6)`,
+    [id, orgId, sha256Hex(rawKey), hint(rawKey), scopes, expiresAt],
   );
   return { id, rawKey };
 }

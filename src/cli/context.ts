@@ -5,6 +5,7 @@ import { WalletService } from '../billing/wallets.js';
 import { loadConfig, type Config } from '../config.js';
 import { ensureDatabase, migrate } from '../db/migrate.js';
 import { createDbPool, type DbPool } from '../db/pool.js';
+import { ProductUserManagement } from '../product-users/management.js';
 import { createRedisKeys, type RedisKeys } from '../redis/keys.js';
 import { defineScripts, type RedisScripts } from '../redis/scripts.js';
 
@@ -16,6 +17,7 @@ export interface CliContext {
   readonly scripts: RedisScripts;
   readonly wallets: WalletService;
   readonly apiKeys: ApiKeyStore;
+  readonly productUsers: ProductUserManagement;
   close(): Promise<void>;
 }
 
@@ -35,6 +37,7 @@ export async function openCliContext(): Promise<CliContext> {
     scripts,
     wallets: new WalletService(db, redis, keys, scripts),
     apiKeys: new ApiKeyStore(db, redis, keys, 0),
+    productUsers: new ProductUserManagement(db, redis, keys, scripts),
     async close() {
       await redis.quit();
       await db.end();

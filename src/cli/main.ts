@@ -2,10 +2,13 @@
 import { ConfigError } from '../config.js';
 import { AmountError } from '../money.js';
 import { apiKeyCommand, apiKeyHelp } from './api-key.js';
+import { capCommand, capHelp } from './cap.js';
 import { openCliContext, type CliContext } from './context.js';
 import { mockVendorsCommand } from './mock-vendors.js';
 import { UsageError } from './output.js';
+import { creditsCommand, productUserCommand, productUserHelp } from './product-user.js';
 import { seedCommand, seedHelp } from './seed.js';
+import { serviceKeyCommand, serviceKeyHelp } from './service-key.js';
 import { walletCommand, walletHelp } from './wallet.js';
 
 const help = `gw — admin CLI for the gw inference gateway
@@ -18,6 +21,12 @@ ${walletHelp}
 
 ${apiKeyHelp}
 
+${serviceKeyHelp}
+
+${capHelp}
+
+${productUserHelp}
+
 gw mock-vendors [--port N] [--host H] [--latency-ms N] [--tokens-per-second N] [--output-tokens N]
   Serves both mock vendors on one port (vendor_a at /v1/messages, vendor_b at
   /v1/chat/completions) until SIGINT/SIGTERM.
@@ -29,6 +38,10 @@ const dataCommands: Record<string, DataCommand> = {
   seed: seedCommand,
   wallet: walletCommand,
   'api-key': apiKeyCommand,
+  'service-key': serviceKeyCommand,
+  cap: capCommand,
+  'product-user': productUserCommand,
+  credits: creditsCommand,
 };
 
 export async function runCli(argv: string[]): Promise<void> {

@@ -26,6 +26,11 @@ interface CacheEntry {
   readonly expiresAtMs: number;
 }
 
+/** The pub/sub message that makes every instance forget one cached product user. */
+export function productUserInvalidation(appId: string, externalUserId: string): string {
+  return `pu:${JSON.stringify([appId, externalUserId])}`;
+}
+
 export function emailHash(email: string): string {
   return `sha256:${sha256Hex(email.trim().toLowerCase())}`;
 }
@@ -69,8 +74,10 @@ export class ProductUserDirectory {
     return user;
   }
 
-  /** Forgets a cached user (status or anchor changed elsewhere). */
-  forget(appId: string, externalUserId: string): void {
+  /** Applies an invalidation message received over pub/sub (status or anchor changed). */
+  handleInvalidation(message: string): void {
+    if (!message.startsWith('pu:')) return;
+    const [appId, externalUserId] = JSON.parse(message.slice(3)) as [string, string];
     this.cache.delete(`${appId}\u0000${externalUserId}`);
   }
 

@@ -1,0 +1,76 @@
+// gw product-user block|unblock and gw credits grant|revoke.
+import { parseAmountToNano } from '../money.js';
+import type { CliContext } from './context.js';
+import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
+
+export const productUserHelp = `gw product-user block|unblock --app-id A --external-user-id U
+  A blocked user's requests are refused (gw_product_user_blocked) whatever their balance.
+gw credits grant --app-id A --external-user-id U --amount 0.50 [--expires-at RFC3339] [--reason TEXT]
+gw credits revoke --grant-id G
+  Grants credits to a product user (created if missing) or revokes what is left of a grant.`;
+
+async function findUser(context: CliContext, appId: string, externalUserId: string) {
+  const { rows } = await context.db.query<{ id: string; org_id: string }>(
+    'SELECT id, org_id FROM product_users WHERE app_id = $1 AND external_user_id = $2',
+    [appId, externalUserId],
+  );
+  return rows[0];
+}
+
+export async function productUserCommand(context: CliContext, argv: string[]): Promise<void> {
+  const [action, ...rest] = argv;
+  if (action !== 'block' && action !== 'unblock') {
+    throw new UsageError(`unknown product-user action ${action ?? '(none)'}\n${productUserHelp}`);
+  }
+  const { values } = parseFlags(rest, { 'app-id': { type: 'string' }, 'external-user-id': { type: 'string' } });
+  const appId = requireFlag(values['app-id'], 'app-id');
+  const externalUserId = requireFlag(values['external-user-id'], 'external-user-id');
+  const user = await findUser(context, appId, externalUserId);
+  if (!user) throw new UsageError(`no product user ${externalUserId} in app ${appId}`);
+  const status = action === 'block' ? 'blocked' : 'active';
+  await context.productUsers.setStatus(user.org_id, appId, externalUserId, status);
+  printJson({ product_end_user_id: user.id, app_id: appId, external_user_id: externalUserId, status });
+}
+
+export async function creditsCommand(context: CliContext, argv: string[]): Promise<void> {
+  const [action, ...rest] = argv;
+  const { values } = parseFlags(rest, {
+    'app-id': { type: 'string' },
+    'external-user-id': { type: 'string' },
+    amount: { type: 'string' },
+    'expires-at': { type: 'string' },
+    reason: { type: 'string' },
+    currency: { type: 'string', default: 'USD' },
+    'grant-id': { type: 'string' },
+  });
+  if (action === 'grant') {
+    const appId = requireFlag(values['app-id'], 'app-id');
+    const externalUserId = requireFlag(values['external-user-id'], 'external-user-id');
+    const amountNano = parseAmountToNano(requireFlag(values.amount, 'amount'));
+    if (amountNano <= 0n) throw new UsageError('--amount must be greater than zero');
+    const expiresAt = values['expires-at'] ? new Date(values['expires-at']) : null;
+    if (expiresAt && Number.isNaN(expiresAt.getTime())) throw new UsageError('--expires-at must be an RFC 3339 timestamp');
+    const { rows } = await context.db.query<{ org_id: string }>('SELECT org_id FROM apps WHERE id = $1', [appId]);
+    if (!rows[0]) throw new UsageError(`no app ${appId}`);
+    const { user } = await context.productUsers.upsert({ orgId: rows[0].org_id, appId, externalUserId });
+    const { grant } = await context.productUsers.grantCredits({
+      orgId: user.org_id,
+      productUserId: user.id,
+      amountNano,
+      currency: values.currency,
+      expiresAt,
+      reason: values.reason ?? null,
+      idempotencyKey: null,
+    });
+    printJson(grant);
+    return;
+  }
+  if (action === 'revoke') {
+    const grantId = requireFlag(values['grant-id'], 'grant-id');
+    const grant = await context.productUsers.revokeGrant(grantId);
+    if (!grant) throw new UsageError(`no active grant ${grantId}`);
+    printJson(grant);
+    return;
+  }
+  throw new UsageError(`unknown credits action ${action ?? '(none)'}\n${productUserHelp}`);
+}

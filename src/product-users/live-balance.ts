@@ -1,0 +1,48 @@
+// A product user's live numbers from Redis (loaded from Postgres first when missing): spend
+// in the current period and the remaining amount of each credit grant.
+import type { Redis } from 'ioredis';
+import type { AccountLoader } from '../billing/account-loader.js';
+import type { UserAccount } from '../billing/budget-store.js';
+import type { RedisKeys } from '../redis/keys.js';
+
+export interface LiveUserBalance {
+  readonly spentThisPeriodNano: bigint;
+  /** Remaining nano-units by grant id (expired grants included; callers filter by expiry). */
+  readonly grantRemainingNano: ReadonlyMap<string, bigint>;
+}
+
+export class LiveBalanceReader {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: RedisKeys,
+    private readonly loader: AccountLoader,
+  ) {}
+
+  async read(orgId: string, user: UserAccount): Promise<LiveUserBalance> {
+    const spendKey = this.keys.userSpend(orgId, user.productUserId, user.period.key);
+    const creditsKey = this.keys.userCredits(orgId, user.productUserId);
+    const [spendExists, creditsLoaded] = await Promise.all([
+      this.redis.exists(spendKey),
+      this.redis.hexists(creditsKey, 'loaded'),
+    ]);
+    if (spendExists === 0 || creditsLoaded === 0) {
+      await this.loader.load(['user'], {
+        orgId,
+        appConnectionId: '',
+        orgCap: null,
+        connectionCap: null,
+        user,
+        walletPays: false,
+      });
+    }
+    const [spent, credits] = await Promise.all([
+      this.redis.hget(spendKey, 'spent'),
+      this.redis.hgetall(creditsKey),
+    ]);
+    const grantRemainingNano = new Map<string, bigint>();
+    for (const [field, value] of Object.entries(credits)) {
+      if (field.startsWith('g:')) grantRemainingNano.set(field.slice(2), BigInt(value));
+    }
+    return { spentThisPeriodNano: BigInt(spent ?? '0'), grantRemainingNano };
+  }
+}

@@ -1,0 +1,205 @@
+// Writes on product users shared by the management API and the admin CLI: the profile
+// upsert (with the allowance anchor rules), credit grants and block/unblock. Every change
+// that affects the request path is pushed to the gateway instances' caches.
+import type { Redis } from 'ioredis';
+import type { DbPool } from '../db/pool.js';
+import { newId } from '../ids.js';
+import { formatNano, nanoToNumeric, numericToNano } from '../money.js';
+import { NEVER_EXPIRES_MS } from '../billing/account-loader.js';
+import type { RedisKeys } from '../redis/keys.js';
+import type { RedisScripts } from '../redis/scripts.js';
+import { emailHash, productUserInvalidation } from './directory.js';
+import type { ProductUserRow } from './profile.js';
+
+export class ProductUserRuleError extends Error {
+  override readonly name = 'ProductUserRuleError';
+}
+
+export interface ProfileUpsert {
+  readonly orgId: string;
+  readonly appId: string;
+  readonly externalUserId: string;
+  readonly displayName?: string;
+  readonly email?: string;
+  /** undefined: keep the stored anchor; null: calendar periods. */
+  readonly allowanceStartsAt?: Date | null;
+}
+
+export interface CreditGrantInput {
+  readonly orgId: string;
+  readonly productUserId: string;
+  readonly amountNano: bigint;
+  readonly currency: string;
+  readonly expiresAt: Date | null;
+  readonly reason: string | null;
+  readonly idempotencyKey: string | null;
+}
+
+export interface CreditGrant {
+  grant_id: string;
+  product_end_user_id: string;
+  amount: string;
+  currency: string;
+  expires_at: string | null;
+  reason: string | null;
+  status: string;
+  created_at: string;
+}
+
+interface GrantRow {
+  id: string;
+  product_user_id: string;
+  amount: string;
+  currency: string;
+  expires_at: Date | null;
+  reason: string | null;
+  status: string;
+  created_at: Date;
+  org_id: string;
+}
+
+function grantFromRow(row: GrantRow): CreditGrant {
+  return {
+    grant_id: row.id,
+    product_end_user_id: row.product_user_id,
+    amount: formatNano(numericToNano(row.amount)),
+    currency: row.currency.trim(),
+    expires_at: row.expires_at ? row.expires_at.toISOString() : null,
+    reason: row.reason,
+    status: row.status,
+    created_at: row.created_at.toISOString(),
+  };
+}
+
+export class ProductUserManagement {
+  constructor(
+    private readonly db: DbPool,
+    private readonly redis: Redis,
+    private readonly keys: RedisKeys,
+    private readonly scripts: RedisScripts,
+  ) {}
+
+  /** Creates or updates a user; `created` tells which. Throws ProductUserRuleError on a bad anchor. */
+  async upsert(input: ProfileUpsert): Promise<{ user: ProductUserRow; created: boolean }> {
+    const client = await this.db.connect();
+    try {
+      await client.query('BEGIN');
+      const { rows: existing } = await client.query<{ id: string; allowance_starts_at: Date | null }>(
+        `SELECT id, allowance_starts_at FROM product_users WHERE app_id = $1 AND external_user_id = $2 FOR UPDATE`,
+        [input.appId, input.externalUserId],
+      );
+      const stored = existing[0];
+      const anchor = input.allowanceStartsAt;
+      if (anchor) {
+        if (anchor.getTime() > Date.now()) {
+          throw new ProductUserRuleError('allowance_starts_at cannot be in the future');
+        }
+        if (stored?.allowance_starts_at && anchor.getTime() < stored.allowance_starts_at.getTime()) {
+          throw new ProductUserRuleError('allowance_starts_at cannot be older than the stored anchor');
+        }
+      }
+      const keepAnchor = anchor === undefined;
+      const { rows } = await client.query<ProductUserRow & { inserted: boolean }>(
+        `INSERT INTO product_users (id, org_id, app_id, external_user_id, display_name, email_hash,
+                                    allowance_starts_at)
+         VALUES ($1, $2, $3, $4, COALESCE($5, ''), $6, $7)
+         ON CONFLICT (app_id, external_user_id) DO UPDATE SET
+           display_name = COALESCE($5, product_users.display_name),
+           email_hash = COALESCE($6, product_users.email_hash),
+           allowance_starts_at = CASE WHEN $8 THEN product_users.allowance_starts_at ELSE $7 END,
+           updated_at = now()
+         RETURNING id, org_id, app_id, external_user_id, display_name, email_hash, status, metadata,
+                   allowance_starts_at, last_app_connection_id, (xmax = 0) AS inserted`,
+        [
+          newId('pu'),
+          input.orgId,
+          input.appId,
+          input.externalUserId,
+          input.displayName ?? null,
+          input.email !== undefined ? emailHash(input.email) : null,
+          anchor ?? null,
+          keepAnchor,
+        ],
+      );
+      await client.query('COMMIT');
+      const { inserted, ...user } = rows[0]!;
+      await this.announce(user.app_id, user.external_user_id);
+      return { user, created: inserted };
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
+  async setStatus(orgId: string, appId: string, externalUserId: string, status: 'active' | 'blocked'): Promise<boolean> {
+    const { rowCount } = await this.db.query(
+      `UPDATE product_users SET status = $4, updated_at = now()
+        WHERE org_id = $1 AND app_id = $2 AND external_user_id = $3`,
+      [orgId, appId, externalUserId, status],
+    );
+    if (rowCount === 0) return false;
+    await this.announce(appId, externalUserId);
+    return true;
+  }
+
+  /** Grants credits once per idempotency key; `created` is false for a replay. */
+  async grantCredits(input: CreditGrantInput): Promise<{ grant: CreditGrant; created: boolean }> {
+    const inserted = await this.db.query<GrantRow>(
+      `INSERT INTO credit_grants (id, org_id, product_user_id, amount, currency, reason, idempotency_key, expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+       ON CONFLICT (product_user_id, idempotency_key) DO NOTHING
+       RETURNING id, product_user_id, amount::text, currency, expires_at, reason, status, created_at, org_id`,
+      [
+        newId('grant'),
+        input.orgId,
+        input.productUserId,
+        nanoToNumeric(input.amountNano),
+        input.currency,
+        input.reason,
+        input.idempotencyKey,
+        input.expiresAt,
+      ],
+    );
+    const row = inserted.rows[0];
+    if (!row) {
+      const { rows } = await this.db.query<GrantRow>(
+        `SELECT id, product_user_id, amount::text, currency, expires_at, reason, status, created_at, org_id
+           FROM credit_grants WHERE product_user_id = $1 AND idempotency_key = $2`,
+        [input.productUserId, input.idempotencyKey],
+      );
+      return { grant: grantFromRow(rows[0]!), created: false };
+    }
+    await this.scripts.creditsChange(this.creditKeys(row.org_id, row.product_user_id), [
+      'add',
+      row.id,
+      input.amountNano.toString(),
+      String(row.expires_at ? row.expires_at.getTime() : NEVER_EXPIRES_MS),
+    ]);
+    return { grant: grantFromRow(row), created: true };
+  }
+
+  /** Revokes a grant: what is left of it can no longer be spent. */
+  async revokeGrant(grantId: string): Promise<CreditGrant | undefined> {
+    const { rows } = await this.db.query<GrantRow>(
+      `UPDATE credit_grants SET status = 'revoked', revoked_at = now()
+        WHERE id = $1 AND status = 'active'
+        RETURNING id, product_user_id, amount::text, currency, expires_at, reason, status, created_at, org_id`,
+      [grantId],
+    );
+    const row = rows[0];
+    if (!row) return undefined;
+    await this.scripts.creditsChange(this.creditKeys(row.org_id, row.product_user_id), ['remove', row.id]);
+    return grantFromRow(row);
+  }
+
+  private creditKeys(orgId: string, productUserId: string): string[] {
+    return [this.keys.userCredits(orgId, productUserId), this.keys.userGrants(orgId, productUserId)];
+  }
+
+  /** Tells every gateway instance to forget its cached copy of this user. */
+  private async announce(appId: string, externalUserId: string): Promise<void> {
+    await this.redis.publish(this.keys.invalidationChannel(), productUserInvalidation(appId, externalUserId));
+  }
+}
