@@ -55,6 +55,11 @@ async function handleChatCompletion(
 
   // From here on every path settles: the hold is released and the usage recorded.
   stripAttributionFields(body);
+  if (admission.outputClamped) {
+    // limit_output: the allowance covers only this much output.
+    if (parsed.max_completion_tokens != null) body.max_completion_tokens = admission.maxOutputTokens;
+    else body.max_tokens = admission.maxOutputTokens;
+  }
   const stream = parsed.stream === true;
   const route = deps.systemRoutes.vendor_b;
   const exchange = vendorBChatExchange({

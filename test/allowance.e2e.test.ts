@@ -1,0 +1,197 @@
+// Allowances, caps and credits enforced on real requests through three gateway instances
+// sharing Redis and Postgres: exactly K of 200 racing requests succeed, and Redis counters,
+// the profile and the Postgres ledger agree to the nano-unit.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { countInputTokens } from '../src/tokens/count.js';
+import { chatCompletionTexts } from '../src/tokens/request-texts.js';
+import { baseEnv, uniquePrefix } from './support/env.js';
+import { bearer, getJson, postJson } from './support/http.js';
+import { runCliJson, seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
+import { deletePrefix, eventually, testDb, testRedis } from './support/services.js';
+
+const prefix = uniquePrefix('allowe2e');
+const env = baseEnv(prefix);
+const db = testDb();
+const redis = testRedis();
+let gateways: GatewayProcess[];
+
+const OUTPUT_TOKENS = 8;
+const body = (user: string) => ({
+  model: 'vendor_b/gpt-4o-mini',
+  max_tokens: OUTPUT_TOKENS,
+  messages: [{ role: 'user', content: 'count to eight' }],
+  user,
+});
+// Every request costs exactly this: the estimate (same tokenizer, max_tokens = output) equals it.
+const inputTokens = countInputTokens(chatCompletionTexts(body('x')));
+const costNano = BigInt(inputTokens) * 150n + BigInt(OUTPUT_TOKENS) * 600n;
+const decimal = (nano: bigint) => `${nano / 1_000_000_000n}.${(nano % 1_000_000_000n).toString().padStart(9, '0')}000`;
+
+type ErrorBody = { error: { code: string; message: string; provider_specific_fields?: { error: { code: string; message: string; params: Record<string, string> } } } };
+
+/** Sends n requests at once, spread over the three instances. */
+async function burst(n: number, key: string, userFor: (index: number) => string, headers: Record<string, string> = {}) {
+  return Promise.all(
+    Array.from({ length: n }, (_, index) =>
+      postJson<ErrorBody>(`${gateways[index % gateways.length]!.url}/v1/chat/completions`, body(userFor(index)), {
+        ...bearer(key),
+        ...headers,
+      }),
+    ),
+  );
+}
+
+async function ledgerSum(column: 'product_user_id' | 'app_connection_id' | 'org_id', id: string, expectedRows: number) {
+  return eventually(async () => {
+    const { rows } = await db.query<{ total: string; count: string }>(
+      `SELECT COALESCE(sum(sell_cost), 0)::text AS total, count(*)::text AS count
+         FROM usage_records WHERE ${column} = $1 AND status = 'completed'`,
+      [id],
+    );
+    return Number(rows[0]!.count) === expectedRows ? rows[0]!.total : undefined;
+  }, 10_000);
+}
+
+beforeAll(async () => {
+  gateways = await Promise.all([startGateway(env), startGateway(env), startGateway(env)]);
+});
+
+afterAll(async () => {
+  await Promise.all(gateways.map((gateway) => gateway.stop()));
+  await deletePrefix(redis, prefix);
+  await redis.quit();
+  await db.end();
+});
+
+describe('exact enforcement under concurrency (3 instances)', () => {
+  it('a product-user allowance covering K requests lets exactly K of 200 through', async () => {
+    const org = await seed(env);
+    const k = 17;
+    await runCliJson(
+      ['cap', 'set', '--scope', 'product_user', '--app-id', org.app_id, '--external-user-id', 'racer',
+        '--amount', decimal(costNano * BigInt(k)), '--credit-mode', 'enforce', '--overrun-policy', 'reject'],
+      env,
+    );
+    const responses = await burst(200, org.api_key, () => 'racer');
+    expect(responses.filter((response) => response.status === 200)).toHaveLength(k);
+    const refused = responses.filter((response) => response.status !== 200);
+    expect(refused.every((response) => response.status === 403)).toBe(true);
+    expect(new Set(refused.map((response) => response.body.error.provider_specific_fields?.error.code))).toEqual(
+      new Set(['gw_product_user_allowance_insufficient']),
+    );
+
+    const { rows } = await db.query<{ id: string }>('SELECT id FROM product_users WHERE app_id = $1 AND external_user_id = $2', [org.app_id, 'racer']);
+    expect(await ledgerSum('product_user_id', rows[0]!.id, k)).toBe(decimal(costNano * BigInt(k)));
+    const profile = await getJson<{ allowance: Record<string, string> }>(
+      `${gateways[0]!.url}/product-users/by-external-id?app_id=${org.app_id}&external_user_id=racer`,
+      bearer(org.service_key),
+    );
+    expect(profile.body.allowance).toMatchObject({
+      spent_this_period: decimal(costNano * BigInt(k)),
+      remaining_base_allowance: '0.000000000000',
+      available_allowance: '0.000000000000',
+    });
+  });
+
+  it('an app-connection cap shared by many users lets exactly K of 200 through', async () => {
+    const org = await seed(env);
+    const k = 23;
+    await runCliJson(['cap', 'set', '--scope', 'app_connection', '--app-connection-id', org.app_connection_id, '--amount', decimal(costNano * BigInt(k))], env);
+    const responses = await burst(200, org.api_key, (index) => `conn-user-${index}`);
+    expect(responses.filter((response) => response.status === 200)).toHaveLength(k);
+    const refused = responses.filter((response) => response.status !== 200);
+    expect(new Set(refused.map((response) => `${response.status} ${response.body.error.code}`))).toEqual(new Set(['403 gw_cap_exceeded']));
+    expect(refused[0]!.body.error.message).toMatch(/app connection cap/);
+    expect(await ledgerSum('app_connection_id', org.app_connection_id, k)).toBe(decimal(costNano * BigInt(k)));
+  });
+
+  it('an org cap lets exactly K of 200 through', async () => {
+    const org = await seed(env);
+    const k = 11;
+    await runCliJson(['cap', 'set', '--scope', 'org', '--org-id', org.org_id, '--amount', decimal(costNano * BigInt(k))], env);
+    const responses = await burst(200, org.api_key, (index) => `org-user-${index % 7}`);
+    expect(responses.filter((response) => response.status === 200)).toHaveLength(k);
+    expect(responses.find((response) => response.status !== 200)!.body.error).toMatchObject({ code: 'gw_cap_exceeded' });
+    expect(await ledgerSum('org_id', org.org_id, k)).toBe(decimal(costNano * BigInt(k)));
+  });
+});
+
+describe('allowance rules on single requests', () => {
+  let org: SeededOrg;
+  beforeAll(async () => {
+    org = await seed(env);
+  });
+  const send = (user: string, extra: Record<string, unknown> = {}, headers: Record<string, string> = {}) =>
+    postJson<ErrorBody & { usage: { completion_tokens: number } }>(
+      `${gateways[0]!.url}/v1/chat/completions`,
+      { ...body(user), ...extra },
+      { ...bearer(org.api_key), ...headers },
+    );
+
+  it('rejects with the exact 403 shape, and the legacy code for legacy clients', async () => {
+    await runCliJson(['cap', 'set', '--scope', 'product_user', '--app-id', org.app_id, '--external-user-id', 'poor', '--amount', '0.000001', '--overrun-policy', 'reject'], env);
+    await runCliJson(['credits', 'grant', '--app-id', org.app_id, '--external-user-id', 'poor', '--amount', '0.000000500'], env);
+    const response = await send('poor');
+    expect(response.status).toBe(403);
+    const { error } = response.body;
+    expect(error.code).toBe('403');
+    expect(error.provider_specific_fields!.error.code).toBe('gw_product_user_allowance_insufficient');
+    expect(error.provider_specific_fields!.error.message).toBe(error.message);
+    expect(error.message).toContain(decimal(costNano));
+    expect(error.provider_specific_fields!.error.params).toEqual({
+      cap_amount: '0.000001000000',
+      remaining_base_allowance: '0.000001000000',
+      promotional_credit_balance: '0.000000500000',
+      available_allowance: '0.000001500000',
+      estimated_request_cost: decimal(costNano),
+      shortfall: decimal(costNano - 1_500n),
+    });
+    const legacy = await send('poor', {}, { 'x-gw-legacy-errors': 'true' });
+    expect(legacy.body.error.provider_specific_fields!.error.code).toBe('gw_product_user_credits_insufficient');
+  });
+
+  it('limit_output clamps max_tokens to what the allowance covers', async () => {
+    // Room for the input and exactly 20 output tokens.
+    const allowance = BigInt(inputTokens) * 150n + 20n * 600n;
+    await runCliJson(['cap', 'set', '--scope', 'product_user', '--app-id', org.app_id, '--external-user-id', 'clamped', '--amount', decimal(allowance), '--overrun-policy', 'limit_output'], env);
+    const response = await send('clamped', { max_tokens: 500, messages: [{ role: 'user', content: 'count to eight' }, { role: 'user', content: 'mock:output_tokens=400' }] });
+    expect(response.status).toBe(200);
+    expect(response.body.usage.completion_tokens).toBeLessThanOrEqual(20);
+  });
+
+  it('spends credits once the base allowance is gone', async () => {
+    await runCliJson(['cap', 'set', '--scope', 'product_user', '--app-id', org.app_id, '--external-user-id', 'credited', '--amount', '0', '--overrun-policy', 'reject'], env);
+    expect((await send('credited')).status).toBe(403);
+    await runCliJson(['credits', 'grant', '--app-id', org.app_id, '--external-user-id', 'credited', '--amount', decimal(costNano * 2n)], env);
+    expect((await send('credited')).status).toBe(200);
+    expect((await send('credited')).status).toBe(200);
+    expect((await send('credited')).status).toBe(403);
+  });
+
+  it('never rejects for allowance under track_only', async () => {
+    await runCliJson(['cap', 'set', '--scope', 'product_user', '--app-id', org.app_id, '--external-user-id', 'tracked', '--amount', '0', '--credit-mode', 'track_only'], env);
+    expect((await send('tracked')).status).toBe(200);
+  });
+
+  it('rejects a blocked user whatever the balance, until unblocked', async () => {
+    await send('blocky');
+    await runCliJson(['product-user', 'block', '--app-id', org.app_id, '--external-user-id', 'blocky'], env);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const blocked = await send('blocky');
+    expect([blocked.status, blocked.body.error.code]).toEqual([403, 'gw_product_user_blocked']);
+    await runCliJson(['product-user', 'unblock', '--app-id', org.app_id, '--external-user-id', 'blocky'], env);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect((await send('blocky')).status).toBe(200);
+  });
+
+  it('requires attribution on a connection that says so', async () => {
+    const strict = await seed(env);
+    await runCliJson(['cap', 'set', '--scope', 'app_connection', '--app-connection-id', strict.app_connection_id, '--amount', '100', '--requires-product-user', 'true'], env);
+    const response = await postJson<ErrorBody>(
+      `${gateways[1]!.url}/v1/chat/completions`,
+      { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: 'anonymous' }] },
+      bearer(strict.api_key),
+    );
+    expect([response.status, response.body.error.code]).toEqual([400, 'gw_product_user_credits_required']);
+  });
+});

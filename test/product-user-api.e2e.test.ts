@@ -1,0 +1,280 @@
+// The service-key management API, as an app's backend would call it.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { baseEnv, uniquePrefix } from './support/env.js';
+import { bearer, getJson, postJson } from './support/http.js';
+import { runCliJson, seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
+import { deletePrefix, eventually, testRedis } from './support/services.js';
+
+const prefix = uniquePrefix('puapi');
+const env = baseEnv(prefix);
+const redis = testRedis();
+let gateway: GatewayProcess;
+let org: SeededOrg;
+
+type ErrorBody = { error: { code: string; message: string } };
+const DECIMAL = /^\d+\.\d{12}$/;
+const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
+
+const profileUrl = (appId: string, externalUserId: string) =>
+  `${gateway.url}/product-users/by-external-id?app_id=${encodeURIComponent(appId)}&external_user_id=${encodeURIComponent(externalUserId)}`;
+
+async function put(body: Record<string, unknown>, key = org.service_key) {
+  const response = await fetch(`${gateway.url}/product-users/by-external-id`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json', ...bearer(key) },
+    body: JSON.stringify(body),
+  });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+beforeAll(async () => {
+  gateway = await startGateway(env);
+  org = await seed(env);
+});
+
+afterAll(async () => {
+  await gateway?.stop();
+  await deletePrefix(redis, prefix);
+  await redis.quit();
+});
+
+describe('service-key authentication', () => {
+  it('401 gw_malformed_or_missing_service_key without a key, with a malformed one, or with an API key', async () => {
+    for (const headers of [{}, { authorization: 'Bearer nope' }, bearer(org.api_key)]) {
+      const response = await getJson<ErrorBody>(profileUrl(org.app_id, 'anyone'), headers);
+      expect(response.status).toBe(401);
+      expect(response.body.error.code).toBe('gw_malformed_or_missing_service_key');
+    }
+  });
+
+  it('401 gw_unknown_service_key for a key nobody issued', async () => {
+    const response = await getJson<ErrorBody>(profileUrl(org.app_id, 'anyone'), bearer(`gw_svc_${'x'.repeat(43)}`));
+    expect(response.status).toBe(401);
+    expect(response.body.error.code).toBe('gw_unknown_service_key');
+  });
+
+  it('403 gw_service_key_scope_required for a read-only key on a write route', async () => {
+    const readOnly = await runCliJson<{ service_key: string }>(
+      ['service-key', 'create', '--org-id', org.org_id, '--scopes', 'product_users:read'],
+      env,
+    );
+    const response = await put({ app_id: org.app_id, external_user_id: 'scoped' }, readOnly.service_key);
+    expect(response.status).toBe(403);
+    expect((response.body as ErrorBody).error.code).toBe('gw_service_key_scope_required');
+    expect((await getJson(profileUrl(org.app_id, 'scoped'), bearer(readOnly.service_key))).status).toBe(404);
+  });
+
+  it('403 gw_service_key_inactive once revoked, disabled or expired', async () => {
+    const revoked = await runCliJson<{ id: string; service_key: string }>(['service-key', 'create', '--org-id', org.org_id], env);
+    const disabled = await runCliJson<{ id: string; service_key: string }>(['service-key', 'create', '--org-id', org.org_id], env);
+    const expired = await runCliJson<{ service_key: string }>(
+      ['service-key', 'create', '--org-id', org.org_id, '--expires-at', '2020-01-01T00:00:00Z'],
+      env,
+    );
+    await runCliJson(['service-key', 'revoke', '--id', revoked.id], env);
+    await runCliJson(['service-key', 'disable', '--id', disabled.id], env);
+    for (const key of [revoked.service_key, disabled.service_key, expired.service_key]) {
+      const response = await getJson<ErrorBody>(profileUrl(org.app_id, 'anyone'), bearer(key));
+      expect(response.status).toBe(403);
+      expect(response.body.error.code).toBe('gw_service_key_inactive');
+    }
+  });
+
+  it('refuses a service key on inference routes and does not serve the /api/v1 prefix', async () => {
+    const inference = await postJson<ErrorBody>(
+      `${gateway.url}/v1/chat/completions`,
+      { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] },
+      bearer(org.service_key),
+    );
+    expect(inference.status).toBe(401);
+    const prefixed = await fetch(`${gateway.url}/api/v1/product-users/by-external-id?app_id=${org.app_id}&external_user_id=x`, {
+      headers: bearer(org.service_key),
+    });
+    expect(prefixed.status).toBe(404);
+  });
+});
+
+describe('GET /product-users/by-external-id', () => {
+  it('400 gw_invalid_app_id / gw_invalid_external_user_id and 404 gw_product_user_not_found', async () => {
+    const noApp = await getJson<ErrorBody>(`${gateway.url}/product-users/by-external-id?external_user_id=u`, bearer(org.service_key));
+    expect([noApp.status, noApp.body.error.code]).toEqual([400, 'gw_invalid_app_id']);
+    const emptyApp = await getJson<ErrorBody>(profileUrl('', 'u'), bearer(org.service_key));
+    expect([emptyApp.status, emptyApp.body.error.code]).toEqual([400, 'gw_invalid_app_id']);
+    const noUser = await getJson<ErrorBody>(profileUrl(org.app_id, ''), bearer(org.service_key));
+    expect([noUser.status, noUser.body.error.code]).toEqual([400, 'gw_invalid_external_user_id']);
+    const missing = await getJson<ErrorBody>(profileUrl(org.app_id, 'never-seen'), bearer(org.service_key));
+    expect([missing.status, missing.body.error.code]).toEqual([404, 'gw_product_user_not_found']);
+    // Read-only: still not there.
+    expect((await getJson(profileUrl(org.app_id, 'never-seen'), bearer(org.service_key))).status).toBe(404);
+  });
+
+  it('returns every profile field with its type, the allowance formulas and the usage totals', async () => {
+    const user = 'profile-user';
+    await runCliJson(['cap', 'set', '--scope', 'product_user', '--app-id', org.app_id, '--external-user-id', user, '--amount', '1.00'], env);
+    await runCliJson(['credits', 'grant', '--app-id', org.app_id, '--external-user-id', user, '--amount', '0.25'], env);
+    const chat = await postJson<{ usage: { prompt_tokens: number; completion_tokens: number } }>(
+      `${gateway.url}/v1/chat/completions`,
+      { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: 'hello mock:output_tokens=8' }], user },
+      bearer(org.api_key),
+    );
+    expect(chat.status).toBe(200);
+    const costNano = BigInt(chat.body.usage.prompt_tokens) * 150n + 8n * 600n;
+    const decimal = (nano: bigint) => `${nano / 1_000_000_000n}.${(nano % 1_000_000_000n).toString().padStart(9, '0')}000`;
+
+    const profile = await eventually(async () => {
+      const response = await getJson<Record<string, any>>(profileUrl(org.app_id, user), bearer(org.service_key));
+      return response.body.usage?.total?.request_count === 1 ? response : undefined;
+    });
+    expect(profile.status).toBe(200);
+    const body = profile.body;
+    expect(body).toMatchObject({ org_id: org.org_id, app_id: org.app_id, external_user_id: user, status: 'active' });
+    expect(body.product_end_user_id).toMatch(/^pu_/);
+    expect(typeof body.display_name).toBe('string');
+    expect(typeof body.email_hash).toBe('string');
+    expect(body.metadata).toEqual({});
+    expect(body.allowance_starts_at).toBeNull();
+    expect(body.last_app_connection_id).toBe(org.app_connection_id);
+
+    const allowance = body.allowance;
+    expect(allowance).toMatchObject({
+      app_connection_id: org.app_connection_id,
+      cap_source: 'product_end_user',
+      credit_mode: 'enforce',
+      overrun_policy: 'limit_output',
+      currency: 'USD',
+      period: 'monthly',
+      cap_amount: '1.000000000000',
+      spent_this_period: decimal(costNano),
+      remaining_base_allowance: decimal(1_000_000_000n - costNano),
+      available_credits: '0.250000000000',
+      available_allowance: decimal(1_250_000_000n - costNano),
+    });
+    expect(allowance.cap_rule_id).toMatch(/^cap_/);
+    expect(allowance.period_start).toMatch(TIMESTAMP);
+    expect(allowance.period_end).toMatch(TIMESTAMP);
+    expect(body.cap).toMatchObject({
+      source: 'product_end_user',
+      cap_rule_id: allowance.cap_rule_id,
+      amount: '1.000000000000',
+      currency: 'USD',
+      period: 'monthly',
+      spent_this_period: decimal(costNano),
+      reset_at: allowance.period_end,
+      status: 'active',
+    });
+    expect(body.cap.updated_at).toMatch(TIMESTAMP);
+    expect(body.credits).toMatchObject({
+      currency: 'USD',
+      available_credits: '0.250000000000',
+      active_grant_count: 1,
+      expiring_soon_amount: '0.000000000000',
+      spent_this_month: '0.000000000000',
+      spent_total: '0.000000000000',
+      last_used_at: null,
+    });
+    expect(body.credits.last_grant_at).toMatch(TIMESTAMP);
+    expect(body.usage.total).toEqual({
+      sell_cost: decimal(costNano),
+      input_tokens: chat.body.usage.prompt_tokens,
+      output_tokens: 8,
+      total_tokens: chat.body.usage.prompt_tokens + 8,
+      request_count: 1,
+    });
+    expect(body.usage.this_month).toEqual(body.usage.total);
+    for (const field of ['cap_amount', 'spent_this_period', 'remaining_base_allowance', 'available_credits', 'available_allowance']) {
+      expect(allowance[field]).toMatch(DECIMAL);
+    }
+  });
+});
+
+describe('PUT /product-users/by-external-id', () => {
+  it('creates (201) then updates (200); stores the e-mail only as its hash', async () => {
+    const created = await put({ app_id: org.app_id, external_user_id: 'put-user', display_name: 'Grace', email: 'grace@example.com' });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ display_name: 'Grace', external_user_id: 'put-user', allowance_starts_at: null });
+    expect(created.body.email_hash).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(JSON.stringify(created.body)).not.toContain('grace@example.com');
+    const updated = await put({ app_id: org.app_id, external_user_id: 'put-user', display_name: 'Grace H.' });
+    expect(updated.status).toBe(200);
+    expect(updated.body).toMatchObject({ display_name: 'Grace H.', email_hash: created.body.email_hash });
+  });
+
+  it('applies the allowance_starts_at rules: omitted keeps, null restores, future or older → 400', async () => {
+    const anchor = '2026-01-15T08:00:00.000Z';
+    expect((await put({ app_id: org.app_id, external_user_id: 'anchored', allowance_starts_at: anchor })).body.allowance_starts_at).toBe(anchor);
+    expect((await put({ app_id: org.app_id, external_user_id: 'anchored', display_name: 'x' })).body.allowance_starts_at).toBe(anchor);
+    const older = await put({ app_id: org.app_id, external_user_id: 'anchored', allowance_starts_at: '2025-12-01T00:00:00Z' });
+    expect(older.status).toBe(400);
+    expect((older.body as ErrorBody).error.code).toBe('gw_invalid_request');
+    const future = await put({ app_id: org.app_id, external_user_id: 'anchored', allowance_starts_at: new Date(Date.now() + 86_400_000).toISOString() });
+    expect(future.status).toBe(400);
+    expect((await put({ app_id: org.app_id, external_user_id: 'anchored' })).body.allowance_starts_at).toBe(anchor);
+    expect((await put({ app_id: org.app_id, external_user_id: 'anchored', allowance_starts_at: null })).body.allowance_starts_at).toBeNull();
+  });
+
+  it('400 for a missing app_id or an app of another organization', async () => {
+    const other = await seed(env);
+    const missing = await put({ app_id: '', external_user_id: 'x' });
+    expect((missing.body as ErrorBody).error.code).toBe('gw_invalid_app_id');
+    const foreign = await put({ app_id: other.app_id, external_user_id: 'x' });
+    expect([foreign.status, (foreign.body as ErrorBody).error.code]).toEqual([400, 'gw_invalid_app_id']);
+  });
+});
+
+describe('credit grants and the credit summary', () => {
+  it('grants once per Idempotency-Key and reports the summary (USD default, 3-letter currency)', async () => {
+    await put({ app_id: org.app_id, external_user_id: 'granted' });
+    const grant = (amount: string, key: string) =>
+      fetch(`${gateway.url}/product-users/by-external-id/credit-grants`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'idempotency-key': key, ...bearer(org.service_key) },
+        body: JSON.stringify({
+          app_id: org.app_id,
+          external_user_id: 'granted',
+          amount,
+          expires_at: new Date(Date.now() + 3 * 86_400_000).toISOString(),
+          reason: 'welcome',
+        }),
+      });
+    const first = await grant('0.50', 'welcome-1');
+    expect(first.status).toBe(201);
+    const firstBody = (await first.json()) as Record<string, any>;
+    expect(firstBody).toMatchObject({ amount: '0.500000000000', currency: 'USD', reason: 'welcome', status: 'active' });
+    const replay = await grant('0.50', 'welcome-1');
+    expect(replay.status).toBe(200);
+    expect(((await replay.json()) as Record<string, any>).grant_id).toBe(firstBody.grant_id);
+
+    const summary = await getJson<Record<string, unknown>>(
+      `${gateway.url}/product-users/by-external-id/credit-summary?app_id=${org.app_id}&external_user_id=granted`,
+      bearer(org.service_key),
+    );
+    expect(summary.status).toBe(200);
+    expect(summary.body).toMatchObject({
+      currency: 'USD',
+      available_credits: '0.500000000000',
+      active_grant_count: 1,
+      expiring_soon_amount: '0.500000000000',
+      spent_this_month: '0.000000000000',
+      spent_total: '0.000000000000',
+    });
+    const euro = await getJson<Record<string, unknown>>(
+      `${gateway.url}/product-users/by-external-id/credit-summary?app_id=${org.app_id}&external_user_id=granted&currency=EUR`,
+      bearer(org.service_key),
+    );
+    expect(euro.body).toMatchObject({ currency: 'EUR', available_credits: '0.000000000000', active_grant_count: 0 });
+    const bad = await getJson<ErrorBody>(
+      `${gateway.url}/product-users/by-external-id/credit-summary?app_id=${org.app_id}&external_user_id=granted&currency=dollars`,
+      bearer(org.service_key),
+    );
+    expect([bad.status, bad.body.error.code]).toEqual([400, 'gw_invalid_request']);
+  });
+
+  it('refuses a bad amount and changes nothing', async () => {
+    const response = await postJson<ErrorBody>(
+      `${gateway.url}/product-users/by-external-id/credit-grants`,
+      { app_id: org.app_id, external_user_id: 'granted', amount: '-1' },
+      bearer(org.service_key),
+    );
+    expect([response.status, response.body.error.code]).toEqual([400, 'gw_invalid_request']);
+  });
+});
