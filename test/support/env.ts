@@ -17,7 +17,6 @@ export function baseEnv(prefix: string): Record<string, string> {
     DATABASE_URL: TEST_DATABASE_URL,
     REDIS_URL: TEST_REDIS_URL,
     REDIS_KEY_PREFIX: prefix,
-    LOG_LEVEL: 'warn',
     HOST: '127.0.0.1',
     PORT: '0',
   };
