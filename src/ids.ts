@@ -35,7 +35,9 @@ export function sha256Hex(text: string): string {
 }
 
 /** Readable ids for rows: a short type prefix and 20 base62 characters (~119 bits). */
-export function newId(prefix: 'org' | 'app' | 'conn' | 'key' | 'svc' | 'pu' | 'cap' | 'grant'): string {
+export function newId(
+  prefix: 'org' | 'app' | 'conn' | 'key' | 'svc' | 'pu' | 'cap' | 'grant',
+): string {
   return `${prefix}_${randomBase62(20)}`;
 }
 

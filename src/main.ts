@@ -60,7 +60,9 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
   const catalog = new ModelCatalog(db);
   await catalog.refresh();
   const catalogTimer = setInterval(() => {
-    catalog.refresh().catch((error: unknown) => logger.warn({ err: error }, 'catalog refresh failed'));
+    catalog
+      .refresh()
+      .catch((error: unknown) => logger.warn({ err: error }, 'catalog refresh failed'));
   }, CATALOG_REFRESH_MS);
   catalogTimer.unref();
 
@@ -121,8 +123,14 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
         {
           check: async () => {
             const [redisOk, dbOk] = await Promise.all([
-              redis.ping().then((reply) => reply === 'PONG', () => false),
-              db.query('SELECT 1').then(() => true, () => false),
+              redis.ping().then(
+                (reply) => reply === 'PONG',
+                () => false,
+              ),
+              db.query('SELECT 1').then(
+                () => true,
+                () => false,
+              ),
             ]);
             return { redis: redisOk, postgres: dbOk };
           },
@@ -141,7 +149,11 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
   });
   const port = await server.listen(config.HOST, config.PORT);
   logger.info(
-    { port, vendorA: systemRoutes.vendor_a.mock ? 'mock' : 'configured', vendorB: systemRoutes.vendor_b.mock ? 'mock' : 'configured' },
+    {
+      port,
+      vendorA: systemRoutes.vendor_a.mock ? 'mock' : 'configured',
+      vendorB: systemRoutes.vendor_b.mock ? 'mock' : 'configured',
+    },
     'gw listening',
   );
 
@@ -151,7 +163,8 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
       draining = true;
       server.stopAccepting();
       const remaining = await server.whenIdle(config.SHUTDOWN_GRACE_MS);
-      if (remaining > 0) logger.warn({ remaining }, 'shutdown grace elapsed with requests in flight');
+      if (remaining > 0)
+        logger.warn({ remaining }, 'shutdown grace elapsed with requests in flight');
       clearInterval(catalogTimer);
       await writer.stop();
       await tokenCounter.close();

@@ -27,7 +27,9 @@ export class AmountError extends Error {
 export function parseAmountToNano(text: string): bigint {
   const trimmed = text.trim();
   if (!decimalAmount.test(trimmed)) {
-    throw new AmountError('amount must be a non-negative decimal with at most 12 fractional digits');
+    throw new AmountError(
+      'amount must be a non-negative decimal with at most 12 fractional digits',
+    );
   }
   const [units = '0', fraction = ''] = trimmed.split('.');
   if (/[1-9]/.test(fraction.slice(9))) {
@@ -65,7 +67,9 @@ export function tokenPriceFromDecimal(pricePerToken: string): TokenPrice {
  * The billable cost of some priced token counts: the exact sum, rounded up once to the
  * nano-unit. Used for estimates and for settlement alike.
  */
-export function costNano(...items: ReadonlyArray<readonly [tokens: number, price: TokenPrice]>): bigint {
+export function costNano(
+  ...items: ReadonlyArray<readonly [tokens: number, price: TokenPrice]>
+): bigint {
   let atto = 0n;
   for (const [tokens, price] of items) atto += BigInt(tokens) * price.attoPerToken;
   return (atto + ATTO_PER_NANO - 1n) / ATTO_PER_NANO;

@@ -6,7 +6,13 @@ import { countInputTokens } from '../src/tokens/count.js';
 import { chatCompletionTexts } from '../src/tokens/request-texts.js';
 import { baseEnv, uniquePrefix } from './support/env.js';
 import { bearer, getJson, postJson } from './support/http.js';
-import { runCliJson, seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
+import {
+  runCliJson,
+  seed,
+  startGateway,
+  type GatewayProcess,
+  type SeededOrg,
+} from './support/processes.js';
 import { deletePrefix, eventually, testDb, testRedis } from './support/services.js';
 
 const prefix = uniquePrefix('allowe2e');
@@ -25,23 +31,45 @@ const body = (user: string) => ({
 // Every request costs exactly this: the estimate (same tokenizer, max_tokens = output) equals it.
 const inputTokens = countInputTokens(chatCompletionTexts(body('x')));
 const costNano = BigInt(inputTokens) * 150n + BigInt(OUTPUT_TOKENS) * 600n;
-const decimal = (nano: bigint) => `${nano / 1_000_000_000n}.${(nano % 1_000_000_000n).toString().padStart(9, '0')}000`;
+const decimal = (nano: bigint) =>
+  `${nano / 1_000_000_000n}.${(nano % 1_000_000_000n).toString().padStart(9, '0')}000`;
 
-type ErrorBody = { error: { code: string; message: string; provider_specific_fields?: { error: { code: string; message: string; params: Record<string, string> } } } };
+type ErrorBody = {
+  error: {
+    code: string;
+    message: string;
+    provider_specific_fields?: {
+      error: { code: string; message: string; params: Record<string, string> };
+    };
+  };
+};
 
 /** Sends n requests at once, spread over the three instances. */
-async function burst(n: number, key: string, userFor: (index: number) => string, headers: Record<string, string> = {}) {
+async function burst(
+  n: number,
+  key: string,
+  userFor: (index: number) => string,
+  headers: Record<string, string> = {},
+) {
   return Promise.all(
     Array.from({ length: n }, (_, index) =>
-      postJson<ErrorBody>(`${gateways[index % gateways.length]!.url}/v1/chat/completions`, body(userFor(index)), {
-        ...bearer(key),
-        ...headers,
-      }),
+      postJson<ErrorBody>(
+        `${gateways[index % gateways.length]!.url}/v1/chat/completions`,
+        body(userFor(index)),
+        {
+          ...bearer(key),
+          ...headers,
+        },
+      ),
     ),
   );
 }
 
-async function ledgerSum(column: 'product_user_id' | 'app_connection_id' | 'org_id', id: string, expectedRows: number) {
+async function ledgerSum(
+  column: 'product_user_id' | 'app_connection_id' | 'org_id',
+  id: string,
+  expectedRows: number,
+) {
   return eventually(async () => {
     const { rows } = await db.query<{ total: string; count: string }>(
       `SELECT COALESCE(sum(sell_cost), 0)::text AS total, count(*)::text AS count
@@ -68,19 +96,36 @@ describe('exact enforcement under concurrency (3 instances)', () => {
     const org = await seed(env);
     const k = 17;
     await runCliJson(
-      ['cap', 'set', '--scope', 'product_user', '--app-id', org.app_id, '--external-user-id', 'racer',
-        '--amount', decimal(costNano * BigInt(k)), '--credit-mode', 'enforce', '--overrun-policy', 'reject'],
+      [
+        'cap',
+        'set',
+        '--scope',
+        'product_user',
+        '--app-id',
+        org.app_id,
+        '--external-user-id',
+        'racer',
+        '--amount',
+        decimal(costNano * BigInt(k)),
+        '--credit-mode',
+        'enforce',
+        '--overrun-policy',
+        'reject',
+      ],
       env,
     );
     const responses = await burst(200, org.api_key, () => 'racer');
     expect(responses.filter((response) => response.status === 200)).toHaveLength(k);
     const refused = responses.filter((response) => response.status !== 200);
     expect(refused.every((response) => response.status === 403)).toBe(true);
-    expect(new Set(refused.map((response) => response.body.error.provider_specific_fields?.error.code))).toEqual(
-      new Set(['gw_product_user_allowance_insufficient']),
-    );
+    expect(
+      new Set(refused.map((response) => response.body.error.provider_specific_fields?.error.code)),
+    ).toEqual(new Set(['gw_product_user_allowance_insufficient']));
 
-    const { rows } = await db.query<{ id: string }>('SELECT id FROM product_users WHERE app_id = $1 AND external_user_id = $2', [org.app_id, 'racer']);
+    const { rows } = await db.query<{ id: string }>(
+      'SELECT id FROM product_users WHERE app_id = $1 AND external_user_id = $2',
+      [org.app_id, 'racer'],
+    );
     expect(await ledgerSum('product_user_id', rows[0]!.id, k)).toBe(decimal(costNano * BigInt(k)));
     const profile = await getJson<{ allowance: Record<string, string> }>(
       `${gateways[0]!.url}/product-users/by-external-id?app_id=${org.app_id}&external_user_id=racer`,
@@ -96,22 +141,52 @@ describe('exact enforcement under concurrency (3 instances)', () => {
   it('an app-connection cap shared by many users lets exactly K of 200 through', async () => {
     const org = await seed(env);
     const k = 23;
-    await runCliJson(['cap', 'set', '--scope', 'app_connection', '--app-connection-id', org.app_connection_id, '--amount', decimal(costNano * BigInt(k))], env);
+    await runCliJson(
+      [
+        'cap',
+        'set',
+        '--scope',
+        'app_connection',
+        '--app-connection-id',
+        org.app_connection_id,
+        '--amount',
+        decimal(costNano * BigInt(k)),
+      ],
+      env,
+    );
     const responses = await burst(200, org.api_key, (index) => `conn-user-${index}`);
     expect(responses.filter((response) => response.status === 200)).toHaveLength(k);
     const refused = responses.filter((response) => response.status !== 200);
-    expect(new Set(refused.map((response) => `${response.status} ${response.body.error.code}`))).toEqual(new Set(['403 gw_cap_exceeded']));
+    expect(
+      new Set(refused.map((response) => `${response.status} ${response.body.error.code}`)),
+    ).toEqual(new Set(['403 gw_cap_exceeded']));
     expect(refused[0]!.body.error.message).toMatch(/app connection cap/);
-    expect(await ledgerSum('app_connection_id', org.app_connection_id, k)).toBe(decimal(costNano * BigInt(k)));
+    expect(await ledgerSum('app_connection_id', org.app_connection_id, k)).toBe(
+      decimal(costNano * BigInt(k)),
+    );
   });
 
   it('an org cap lets exactly K of 200 through', async () => {
     const org = await seed(env);
     const k = 11;
-    await runCliJson(['cap', 'set', '--scope', 'org', '--org-id', org.org_id, '--amount', decimal(costNano * BigInt(k))], env);
+    await runCliJson(
+      [
+        'cap',
+        'set',
+        '--scope',
+        'org',
+        '--org-id',
+        org.org_id,
+        '--amount',
+        decimal(costNano * BigInt(k)),
+      ],
+      env,
+    );
     const responses = await burst(200, org.api_key, (index) => `org-user-${index % 7}`);
     expect(responses.filter((response) => response.status === 200)).toHaveLength(k);
-    expect(responses.find((response) => response.status !== 200)!.body.error).toMatchObject({ code: 'gw_cap_exceeded' });
+    expect(responses.find((response) => response.status !== 200)!.body.error).toMatchObject({
+      code: 'gw_cap_exceeded',
+    });
     expect(await ledgerSum('org_id', org.org_id, k)).toBe(decimal(costNano * BigInt(k)));
   });
 });
@@ -121,7 +196,11 @@ describe('allowance rules on single requests', () => {
   beforeAll(async () => {
     org = await seed(env);
   });
-  const send = (user: string, extra: Record<string, unknown> = {}, headers: Record<string, string> = {}) =>
+  const send = (
+    user: string,
+    extra: Record<string, unknown> = {},
+    headers: Record<string, string> = {},
+  ) =>
     postJson<ErrorBody & { usage: { completion_tokens: number } }>(
       `${gateways[0]!.url}/v1/chat/completions`,
       { ...body(user), ...extra },
@@ -129,13 +208,43 @@ describe('allowance rules on single requests', () => {
     );
 
   it('rejects with the exact 403 shape, and the legacy code for legacy clients', async () => {
-    await runCliJson(['cap', 'set', '--scope', 'product_user', '--app-id', org.app_id, '--external-user-id', 'poor', '--amount', '0.000001', '--overrun-policy', 'reject'], env);
-    await runCliJson(['credits', 'grant', '--app-id', org.app_id, '--external-user-id', 'poor', '--amount', '0.000000500'], env);
+    await runCliJson(
+      [
+        'cap',
+        'set',
+        '--scope',
+        'product_user',
+        '--app-id',
+        org.app_id,
+        '--external-user-id',
+        'poor',
+        '--amount',
+        '0.000001',
+        '--overrun-policy',
+        'reject',
+      ],
+      env,
+    );
+    await runCliJson(
+      [
+        'credits',
+        'grant',
+        '--app-id',
+        org.app_id,
+        '--external-user-id',
+        'poor',
+        '--amount',
+        '0.000000500',
+      ],
+      env,
+    );
     const response = await send('poor');
     expect(response.status).toBe(403);
     const { error } = response.body;
     expect(error.code).toBe('403');
-    expect(error.provider_specific_fields!.error.code).toBe('gw_product_user_allowance_insufficient');
+    expect(error.provider_specific_fields!.error.code).toBe(
+      'gw_product_user_allowance_insufficient',
+    );
     expect(error.provider_specific_fields!.error.message).toBe(error.message);
     expect(error.message).toContain(decimal(costNano));
     expect(error.provider_specific_fields!.error.params).toEqual({
@@ -147,51 +256,142 @@ describe('allowance rules on single requests', () => {
       shortfall: decimal(costNano - 1_500n),
     });
     const legacy = await send('poor', {}, { 'x-gw-legacy-errors': 'true' });
-    expect(legacy.body.error.provider_specific_fields!.error.code).toBe('gw_product_user_credits_insufficient');
+    expect(legacy.body.error.provider_specific_fields!.error.code).toBe(
+      'gw_product_user_credits_insufficient',
+    );
   });
 
   it('limit_output clamps max_tokens to what the allowance covers', async () => {
     // Room for the input and exactly 20 output tokens.
     const allowance = BigInt(inputTokens) * 150n + 20n * 600n;
-    await runCliJson(['cap', 'set', '--scope', 'product_user', '--app-id', org.app_id, '--external-user-id', 'clamped', '--amount', decimal(allowance), '--overrun-policy', 'limit_output'], env);
-    const response = await send('clamped', { max_tokens: 500, messages: [{ role: 'user', content: 'count to eight' }, { role: 'user', content: 'mock:output_tokens=400' }] });
+    await runCliJson(
+      [
+        'cap',
+        'set',
+        '--scope',
+        'product_user',
+        '--app-id',
+        org.app_id,
+        '--external-user-id',
+        'clamped',
+        '--amount',
+        decimal(allowance),
+        '--overrun-policy',
+        'limit_output',
+      ],
+      env,
+    );
+    const response = await send('clamped', {
+      max_tokens: 500,
+      messages: [
+        { role: 'user', content: 'count to eight' },
+        { role: 'user', content: 'mock:output_tokens=400' },
+      ],
+    });
     expect(response.status).toBe(200);
     expect(response.body.usage.completion_tokens).toBeLessThanOrEqual(20);
   });
 
   it('spends credits once the base allowance is gone', async () => {
-    await runCliJson(['cap', 'set', '--scope', 'product_user', '--app-id', org.app_id, '--external-user-id', 'credited', '--amount', '0', '--overrun-policy', 'reject'], env);
+    await runCliJson(
+      [
+        'cap',
+        'set',
+        '--scope',
+        'product_user',
+        '--app-id',
+        org.app_id,
+        '--external-user-id',
+        'credited',
+        '--amount',
+        '0',
+        '--overrun-policy',
+        'reject',
+      ],
+      env,
+    );
     expect((await send('credited')).status).toBe(403);
-    await runCliJson(['credits', 'grant', '--app-id', org.app_id, '--external-user-id', 'credited', '--amount', decimal(costNano * 2n)], env);
+    await runCliJson(
+      [
+        'credits',
+        'grant',
+        '--app-id',
+        org.app_id,
+        '--external-user-id',
+        'credited',
+        '--amount',
+        decimal(costNano * 2n),
+      ],
+      env,
+    );
     expect((await send('credited')).status).toBe(200);
     expect((await send('credited')).status).toBe(200);
     expect((await send('credited')).status).toBe(403);
   });
 
   it('never rejects for allowance under track_only', async () => {
-    await runCliJson(['cap', 'set', '--scope', 'product_user', '--app-id', org.app_id, '--external-user-id', 'tracked', '--amount', '0', '--credit-mode', 'track_only'], env);
+    await runCliJson(
+      [
+        'cap',
+        'set',
+        '--scope',
+        'product_user',
+        '--app-id',
+        org.app_id,
+        '--external-user-id',
+        'tracked',
+        '--amount',
+        '0',
+        '--credit-mode',
+        'track_only',
+      ],
+      env,
+    );
     expect((await send('tracked')).status).toBe(200);
   });
 
   it('rejects a blocked user whatever the balance, until unblocked', async () => {
     await send('blocky');
-    await runCliJson(['product-user', 'block', '--app-id', org.app_id, '--external-user-id', 'blocky'], env);
+    await runCliJson(
+      ['product-user', 'block', '--app-id', org.app_id, '--external-user-id', 'blocky'],
+      env,
+    );
     await new Promise((resolve) => setTimeout(resolve, 300));
     const blocked = await send('blocky');
     expect([blocked.status, blocked.body.error.code]).toEqual([403, 'gw_product_user_blocked']);
-    await runCliJson(['product-user', 'unblock', '--app-id', org.app_id, '--external-user-id', 'blocky'], env);
+    await runCliJson(
+      ['product-user', 'unblock', '--app-id', org.app_id, '--external-user-id', 'blocky'],
+      env,
+    );
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect((await send('blocky')).status).toBe(200);
   });
 
   it('requires attribution on a connection that says so', async () => {
     const strict = await seed(env);
-    await runCliJson(['cap', 'set', '--scope', 'app_connection', '--app-connection-id', strict.app_connection_id, '--amount', '100', '--requires-product-user', 'true'], env);
+    await runCliJson(
+      [
+        'cap',
+        'set',
+        '--scope',
+        'app_connection',
+        '--app-connection-id',
+        strict.app_connection_id,
+        '--amount',
+        '100',
+        '--requires-product-user',
+        'true',
+      ],
+      env,
+    );
     const response = await postJson<ErrorBody>(
       `${gateways[1]!.url}/v1/chat/completions`,
       { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: 'anonymous' }] },
       bearer(strict.api_key),
     );
-    expect([response.status, response.body.error.code]).toEqual([400, 'gw_product_user_credits_required']);
+    expect([response.status, response.body.error.code]).toEqual([
+      400,
+      'gw_product_user_credits_required',
+    ]);
   });
 });

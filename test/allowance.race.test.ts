@@ -22,7 +22,13 @@ const db = createDbPool(TEST_DATABASE_URL, 4);
 const keys = createRedisKeys(prefix);
 const scripts = defineScripts(redis);
 const wallets = new WalletService(db, redis, keys, scripts);
-const store = new RedisBudgetStore(redis, keys, scripts, new AccountLoader(db, keys, scripts, wallets), 60_000);
+const store = new RedisBudgetStore(
+  redis,
+  keys,
+  scripts,
+  new AccountLoader(db, keys, scripts, wallets),
+  60_000,
+);
 const period = monthlyPeriod(new Date(), null);
 let sequence = 0;
 
@@ -37,12 +43,24 @@ function uniqueOrg(): string {
   return `org_allow_${Date.now()}_${sequence}`;
 }
 
-function user(id: string, capNano: bigint | null, creditMode: UserAccount['creditMode'] = 'enforce'): UserAccount {
+function user(
+  id: string,
+  capNano: bigint | null,
+  creditMode: UserAccount['creditMode'] = 'enforce',
+): UserAccount {
   return { productUserId: id, capNano, creditMode, period };
 }
 
 function accounts(orgId: string, parts: Partial<RequestAccounts>): RequestAccounts {
-  return { orgId, appConnectionId: 'conn_a', orgCap: null, connectionCap: null, user: null, walletPays: false, ...parts };
+  return {
+    orgId,
+    appConnectionId: 'conn_a',
+    orgCap: null,
+    connectionCap: null,
+    user: null,
+    walletPays: false,
+    ...parts,
+  };
 }
 
 function record(orgId: string, requestId: string, costNano: bigint): UsageRecord {
@@ -74,14 +92,26 @@ function record(orgId: string, requestId: string, costNano: bigint): UsageRecord
 
 /** Fires N reserves at once, settles every held one at its full cost, returns how many held. */
 async function race(n: number, costNano: bigint, accountsFor: (index: number) => RequestAccounts) {
-  const attempts = Array.from({ length: n }, (_, index) => ({ requestId: newRequestId(), accounts: accountsFor(index) }));
+  const attempts = Array.from({ length: n }, (_, index) => ({
+    requestId: newRequestId(),
+    accounts: accountsFor(index),
+  }));
   const outcomes = await Promise.all(
-    attempts.map((attempt) => store.reserve({ requestId: attempt.requestId, accounts: attempt.accounts, amountNano: costNano })),
+    attempts.map((attempt) =>
+      store.reserve({
+        requestId: attempt.requestId,
+        accounts: attempt.accounts,
+        amountNano: costNano,
+      }),
+    ),
   );
   await Promise.all(
     attempts.map((attempt, index) =>
       outcomes[index]!.kind === 'held'
-        ? store.settle(record(attempt.accounts.orgId, attempt.requestId, costNano), attempt.accounts)
+        ? store.settle(
+            record(attempt.accounts.orgId, attempt.requestId, costNano),
+            attempt.accounts,
+          )
         : undefined,
     ),
   );
@@ -97,16 +127,22 @@ describe('product-user allowance', () => {
     const orgId = uniqueOrg();
     const cost = 1_000n;
     const k = 23;
-    const outcomes = await race(200, cost, () => accounts(orgId, { user: user('pu_race', cost * BigInt(k)) }));
+    const outcomes = await race(200, cost, () =>
+      accounts(orgId, { user: user('pu_race', cost * BigInt(k)) }),
+    );
     expect(outcomes.filter((outcome) => outcome.kind === 'held')).toHaveLength(k);
-    expect(new Set(outcomes.filter((o) => o.kind !== 'held').map((o) => o.kind))).toEqual(new Set(['allowance_short']));
+    expect(new Set(outcomes.filter((o) => o.kind !== 'held').map((o) => o.kind))).toEqual(
+      new Set(['allowance_short']),
+    );
     expect(await spent(keys.userSpend(orgId, 'pu_race', period.key))).toBe(cost * BigInt(k));
   });
 
   it('never rejects under track_only or disabled, and still records spend', async () => {
     for (const mode of ['track_only', 'disabled'] as const) {
       const orgId = uniqueOrg();
-      const outcomes = await race(20, 1_000n, () => accounts(orgId, { user: user('pu_track', 1_000n, mode) }));
+      const outcomes = await race(20, 1_000n, () =>
+        accounts(orgId, { user: user('pu_track', 1_000n, mode) }),
+      );
       expect(outcomes.every((outcome) => outcome.kind === 'held')).toBe(true);
       expect(await spent(keys.userSpend(orgId, 'pu_track', period.key))).toBe(20_000n);
     }
@@ -122,7 +158,11 @@ describe('product-user allowance', () => {
     await scripts.creditsChange(credits, ['add', 'grant_expired', '1000', String(now - 1000)]);
     const account = accounts(orgId, { user: user(userId, 100n) });
 
-    const tooMuch = await store.reserve({ requestId: newRequestId(), accounts: account, amountNano: 181n });
+    const tooMuch = await store.reserve({
+      requestId: newRequestId(),
+      accounts: account,
+      amountNano: 181n,
+    });
     expect(tooMuch).toEqual({
       kind: 'allowance_short',
       capNano: 100n,
@@ -133,9 +173,15 @@ describe('product-user allowance', () => {
     });
 
     const requestId = newRequestId();
-    expect(await store.reserve({ requestId, accounts: account, amountNano: 180n })).toEqual({ kind: 'held' });
+    expect(await store.reserve({ requestId, accounts: account, amountNano: 180n })).toEqual({
+      kind: 'held',
+    });
     // While it is held, nothing else fits.
-    const squeezed = await store.reserve({ requestId: newRequestId(), accounts: account, amountNano: 1n });
+    const squeezed = await store.reserve({
+      requestId: newRequestId(),
+      accounts: account,
+      amountNano: 1n,
+    });
     expect(squeezed.kind).toBe('allowance_short');
 
     expect(await store.settle(record(orgId, requestId, 150n), account)).toBe('settled');
@@ -144,7 +190,9 @@ describe('product-user allowance', () => {
     expect(await redis.hget(credits[0]!, 'g:grant_expired')).toBe('1000');
     expect(await spent(keys.userSpend(orgId, userId, period.key))).toBe(150n);
 
-    const entries = (await redis.xrange(keys.usageStream(orgId), '-', '+')) as Array<[string, string[]]>;
+    const entries = (await redis.xrange(keys.usageStream(orgId), '-', '+')) as Array<
+      [string, string[]]
+    >;
     const settled = usageRecordFromFields(entries.at(-1)![1]);
     expect(settled.creditsCostNano).toBe(50n);
     expect(settled.creditConsumption).toEqual([
@@ -153,8 +201,17 @@ describe('product-user allowance', () => {
     ]);
 
     // Base allowance is gone (150 ≥ 100); 30 of credits remain.
-    const after = await store.reserve({ requestId: newRequestId(), accounts: account, amountNano: 31n });
-    expect(after).toMatchObject({ kind: 'allowance_short', baseRemainingNano: 0n, creditsNano: 30n, availableNano: 30n });
+    const after = await store.reserve({
+      requestId: newRequestId(),
+      accounts: account,
+      amountNano: 31n,
+    });
+    expect(after).toMatchObject({
+      kind: 'allowance_short',
+      baseRemainingNano: 0n,
+      creditsNano: 30n,
+      availableNano: 30n,
+    });
   });
 });
 
@@ -173,10 +230,16 @@ describe('org and app-connection caps', () => {
   it('applies an app-connection cap to the connection combined', async () => {
     const orgId = uniqueOrg();
     const outcomes = await race(200, 700n, (index) =>
-      accounts(orgId, { connectionCap: { capNano: 700n * 31n + 699n, period }, user: user(`pu_${index % 50}`, 10n ** 9n) }),
+      accounts(orgId, {
+        connectionCap: { capNano: 700n * 31n + 699n, period },
+        user: user(`pu_${index % 50}`, 10n ** 9n),
+      }),
     );
     expect(outcomes.filter((outcome) => outcome.kind === 'held')).toHaveLength(31);
-    expect(outcomes.find((outcome) => outcome.kind !== 'held')).toMatchObject({ kind: 'cap_exceeded', scope: 'app_connection' });
+    expect(outcomes.find((outcome) => outcome.kind !== 'held')).toMatchObject({
+      kind: 'cap_exceeded',
+      scope: 'app_connection',
+    });
     expect(await spent(keys.connectionCap(orgId, 'conn_a', period.key))).toBe(700n * 31n);
   });
 
@@ -187,7 +250,10 @@ describe('org and app-connection caps', () => {
       connectionCap: { capNano: 10_000n, period },
       user: user('pu_atomic', 100n),
     });
-    expect((await store.reserve({ requestId: newRequestId(), accounts: account, amountNano: 500n })).kind).toBe('allowance_short');
+    expect(
+      (await store.reserve({ requestId: newRequestId(), accounts: account, amountNano: 500n }))
+        .kind,
+    ).toBe('allowance_short');
     expect(await redis.hget(keys.orgCap(orgId, period.key), 'reserved')).toBe('0');
     expect(await redis.hget(keys.connectionCap(orgId, 'conn_a', period.key), 'reserved')).toBe('0');
     expect(await redis.hget(keys.userSpend(orgId, 'pu_atomic', period.key), 'reserved')).toBe('0');

@@ -2,7 +2,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baseEnv, uniquePrefix } from './support/env.js';
 import { bearer, postJson } from './support/http.js';
-import { runCliJson, seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
+import {
+  runCliJson,
+  seed,
+  startGateway,
+  type GatewayProcess,
+  type SeededOrg,
+} from './support/processes.js';
 import { deletePrefix, testRedis } from './support/services.js';
 
 const prefix = uniquePrefix('auth');
@@ -35,7 +41,9 @@ describe('API-key authentication', () => {
 
   it('401 gw_malformed_or_missing_key for a key of the wrong shape', async () => {
     for (const header of ['Bearer not-a-gw-key', 'Basic abc', 'Bearer gw_short']) {
-      const response = await postJson<ErrorBody>(`${first.url}/v1/chat/completions`, chat, { authorization: header });
+      const response = await postJson<ErrorBody>(`${first.url}/v1/chat/completions`, chat, {
+        authorization: header,
+      });
       expect(response.status).toBe(401);
       expect(response.body.error.code).toBe('gw_malformed_or_missing_key');
     }
@@ -43,14 +51,22 @@ describe('API-key authentication', () => {
 
   it('401 gw_unknown_key for a well-formed key nobody issued; the message never echoes it', async () => {
     const fake = `gw_${'A'.repeat(43)}`;
-    const response = await postJson<ErrorBody>(`${first.url}/v1/chat/completions`, chat, bearer(fake));
+    const response = await postJson<ErrorBody>(
+      `${first.url}/v1/chat/completions`,
+      chat,
+      bearer(fake),
+    );
     expect(response.status).toBe(401);
     expect(response.body.error.code).toBe('gw_unknown_key');
     expect(response.body.error.message).not.toContain(fake);
   });
 
   it('refuses a service key on the inference route', async () => {
-    const response = await postJson<ErrorBody>(`${first.url}/v1/chat/completions`, chat, bearer(org.service_key));
+    const response = await postJson<ErrorBody>(
+      `${first.url}/v1/chat/completions`,
+      chat,
+      bearer(org.service_key),
+    );
     expect(response.status).toBe(401);
     expect(response.body.error.code).toBe('gw_unknown_key');
     expect(response.body.error.message).toMatch(/service keys cannot/);
@@ -63,12 +79,21 @@ describe('API-key authentication', () => {
     );
     // Both instances have it cached.
     for (const gateway of [first, second]) {
-      expect((await postJson(`${gateway.url}/v1/chat/completions`, chat, bearer(issued.api_key))).status).toBe(200);
+      expect(
+        (await postJson(`${gateway.url}/v1/chat/completions`, chat, bearer(issued.api_key))).status,
+      ).toBe(200);
     }
-    expect(await runCliJson(['api-key', 'revoke', '--id', issued.id], env)).toEqual({ id: issued.id, revoked: true });
+    expect(await runCliJson(['api-key', 'revoke', '--id', issued.id], env)).toEqual({
+      id: issued.id,
+      revoked: true,
+    });
     await new Promise((resolve) => setTimeout(resolve, 1000));
     for (const gateway of [first, second]) {
-      const response = await postJson<ErrorBody>(`${gateway.url}/v1/chat/completions`, chat, bearer(issued.api_key));
+      const response = await postJson<ErrorBody>(
+        `${gateway.url}/v1/chat/completions`,
+        chat,
+        bearer(issued.api_key),
+      );
       expect(response.status).toBe(401);
       expect(response.body.error.code).toBe('gw_key_inactive');
     }
@@ -76,10 +101,21 @@ describe('API-key authentication', () => {
 
   it('gw_model_not_allowed (403) for a model outside the key policy', async () => {
     const narrow = await runCliJson<{ api_key: string }>(
-      ['api-key', 'create', '--app-connection-id', org.app_connection_id, '--model-policy', 'vendor_a/*'],
+      [
+        'api-key',
+        'create',
+        '--app-connection-id',
+        org.app_connection_id,
+        '--model-policy',
+        'vendor_a/*',
+      ],
       env,
     );
-    const response = await postJson<ErrorBody>(`${first.url}/v1/chat/completions`, chat, bearer(narrow.api_key));
+    const response = await postJson<ErrorBody>(
+      `${first.url}/v1/chat/completions`,
+      chat,
+      bearer(narrow.api_key),
+    );
     expect(response.status).toBe(403);
     expect(response.body.error.code).toBe('gw_model_not_allowed');
   });

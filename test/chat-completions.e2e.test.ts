@@ -5,7 +5,13 @@ import { countInputTokens } from '../src/tokens/count.js';
 import { chatCompletionTexts } from '../src/tokens/request-texts.js';
 import { baseEnv, uniquePrefix } from './support/env.js';
 import { bearer, postJson, postSse } from './support/http.js';
-import { runCliJson, seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
+import {
+  runCliJson,
+  seed,
+  startGateway,
+  type GatewayProcess,
+  type SeededOrg,
+} from './support/processes.js';
 import { deletePrefix, eventually, testDb, testRedis } from './support/services.js';
 
 const prefix = uniquePrefix('chat');
@@ -66,7 +72,10 @@ describe('POST /v1/chat/completions (vendor_b, non-streaming)', () => {
       model: 'vendor_b/gpt-4o-mini',
       messages: [{ role: 'user', content: 'Say hello to the gateway. mock:output_tokens=5' }],
     };
-    const before = await runCliJson<{ balance: string }>(['wallet', 'show', '--org-id', org.org_id], env);
+    const before = await runCliJson<{ balance: string }>(
+      ['wallet', 'show', '--org-id', org.org_id],
+      env,
+    );
     const response = await postJson<{
       object: string;
       choices: Array<{ message: { role: string; content: string }; finish_reason: string }>;
@@ -119,11 +128,17 @@ describe('POST /v1/chat/completions (vendor_b, streaming)', () => {
   });
 
   it('streams SSE ending in [DONE], strips the usage chunk the client did not ask for, and records usage', async () => {
-    const response = await postSse(`${gateway.url}/v1/chat/completions`, streamBody(), bearer(org.api_key));
+    const response = await postSse(
+      `${gateway.url}/v1/chat/completions`,
+      streamBody(),
+      bearer(org.api_key),
+    );
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('text/event-stream');
     expect(response.data.at(-1)).toBe('[DONE]');
-    const chunks = response.data.slice(0, -1).map((data) => JSON.parse(data) as { choices: unknown[]; usage?: unknown });
+    const chunks = response.data
+      .slice(0, -1)
+      .map((data) => JSON.parse(data) as { choices: unknown[]; usage?: unknown });
     expect(chunks.every((chunk) => chunk.choices.length > 0)).toBe(true);
     const row = await usageRow(response.headers.get('x-request-id')!);
     expect(row).toMatchObject({ stream: true, status: 'completed', output_tokens: 4 });
@@ -153,7 +168,9 @@ describe('POST /v1/chat/completions (vendor_b, streaming)', () => {
       {
         model: 'vendor_b/gpt-4o-mini',
         stream: true,
-        messages: [{ role: 'user', content: 'Cut me off. mock:output_tokens=10 mock:fault=cut_stream' }],
+        messages: [
+          { role: 'user', content: 'Cut me off. mock:output_tokens=10 mock:fault=cut_stream' },
+        ],
       },
       bearer(org.api_key),
     );
@@ -219,12 +236,19 @@ describe('request errors', () => {
     const poor = await seed(env, ['--wallet', '0.000001']);
     const response = await postJson<{ error: { code: string; message: string } }>(
       `${gateway.url}/v1/chat/completions`,
-      { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 1000 },
+      {
+        model: 'vendor_b/gpt-4o-mini',
+        messages: [{ role: 'user', content: 'hi' }],
+        max_tokens: 1000,
+      },
       bearer(poor.api_key),
     );
     expect(response.status).toBe(402);
     expect(response.body.error.code).toBe('gw_reservation_insufficient_balance');
-    const wallet = await runCliJson<{ balance: string; reserved: string }>(['wallet', 'show', '--org-id', poor.org_id], env);
+    const wallet = await runCliJson<{ balance: string; reserved: string }>(
+      ['wallet', 'show', '--org-id', poor.org_id],
+      env,
+    );
     expect(wallet).toMatchObject({ balance: '0.000001000000', reserved: '0.000000000000' });
     const { rows } = await db.query('SELECT 1 FROM usage_records WHERE org_id = $1', [poor.org_id]);
     expect(rows).toHaveLength(0);
@@ -233,7 +257,9 @@ describe('request errors', () => {
   it('answers unknown routes with 404 in the spec shape and a request id', async () => {
     const response = await fetch(`${gateway.url}/v2/nothing`);
     expect(response.status).toBe(404);
-    expect(((await response.json()) as { error: { code: string } }).error.code).toBe('gw_route_not_found');
+    expect(((await response.json()) as { error: { code: string } }).error.code).toBe(
+      'gw_route_not_found',
+    );
     expect(response.headers.get('x-request-id')).toBeTruthy();
   });
 
@@ -241,6 +267,9 @@ describe('request errors', () => {
     expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200);
     const ready = await fetch(`${gateway.url}/readyz`);
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toMatchObject({ status: 'ready', checks: { redis: true, postgres: true } });
+    expect(await ready.json()).toMatchObject({
+      status: 'ready',
+      checks: { redis: true, postgres: true },
+    });
   });
 });

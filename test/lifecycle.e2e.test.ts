@@ -25,7 +25,9 @@ afterAll(async () => {
   await db.end();
 });
 
-function runToExit(extraEnv: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
+function runToExit(
+  extraEnv: Record<string, string>,
+): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['dist/src/main.js'], {
       cwd: root,
@@ -66,12 +68,18 @@ describe('shutdown and crashes', () => {
     expect(response.data.at(-1)).toBe('[DONE]');
     expect(await exited).toBe(0);
     const requestId = response.headers.get('x-request-id')!;
-    const { rows } = await db.query('SELECT status FROM usage_records WHERE request_id = $1', [requestId]);
+    const { rows } = await db.query('SELECT status FROM usage_records WHERE request_id = $1', [
+      requestId,
+    ]);
     expect(rows).toEqual([{ status: 'completed' }]);
   });
 
   it('a gateway killed right after answering loses no usage record', async () => {
-    const doomed = await startGateway({ ...env, USAGE_FLUSH_INTERVAL_MS: '5000', USAGE_CLAIM_IDLE_MS: '500' });
+    const doomed = await startGateway({
+      ...env,
+      USAGE_FLUSH_INTERVAL_MS: '5000',
+      USAGE_CLAIM_IDLE_MS: '500',
+    });
     const requestIds: string[] = [];
     for (let index = 0; index < 5; index += 1) {
       const response = await postJson(
@@ -86,7 +94,10 @@ describe('shutdown and crashes', () => {
     const survivor = await startGateway({ ...env, USAGE_CLAIM_IDLE_MS: '500' });
     try {
       const rows = await eventually(async () => {
-        const { rows: found } = await db.query('SELECT request_id FROM usage_records WHERE request_id = ANY($1::uuid[])', [requestIds]);
+        const { rows: found } = await db.query(
+          'SELECT request_id FROM usage_records WHERE request_id = ANY($1::uuid[])',
+          [requestIds],
+        );
         return found.length === requestIds.length ? found : undefined;
       }, 10_000);
       expect(rows).toHaveLength(5);

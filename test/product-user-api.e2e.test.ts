@@ -2,7 +2,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baseEnv, uniquePrefix } from './support/env.js';
 import { bearer, getJson, postJson } from './support/http.js';
-import { runCliJson, seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
+import {
+  runCliJson,
+  seed,
+  startGateway,
+  type GatewayProcess,
+  type SeededOrg,
+} from './support/processes.js';
 import { deletePrefix, eventually, testRedis } from './support/services.js';
 
 const prefix = uniquePrefix('puapi');
@@ -12,6 +18,17 @@ let gateway: GatewayProcess;
 let org: SeededOrg;
 
 type ErrorBody = { error: { code: string; message: string } };
+interface ProfileBody {
+  [field: string]: unknown;
+  allowance: Record<string, string>;
+  cap: Record<string, string>;
+  credits: Record<string, unknown>;
+  usage: {
+    this_month: Record<string, unknown>;
+    total: Record<string, unknown> & { request_count?: number };
+  };
+}
+type GrantBody = Record<string, unknown> & { grant_id: string };
 const DECIMAL = /^\d+\.\d{12}$/;
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 
@@ -48,7 +65,10 @@ describe('service-key authentication', () => {
   });
 
   it('401 gw_unknown_service_key for a key nobody issued', async () => {
-    const response = await getJson<ErrorBody>(profileUrl(org.app_id, 'anyone'), bearer(`gw_svc_${'x'.repeat(43)}`));
+    const response = await getJson<ErrorBody>(
+      profileUrl(org.app_id, 'anyone'),
+      bearer(`gw_svc_${'x'.repeat(43)}`),
+    );
     expect(response.status).toBe(401);
     expect(response.body.error.code).toBe('gw_unknown_service_key');
   });
@@ -58,15 +78,26 @@ describe('service-key authentication', () => {
       ['service-key', 'create', '--org-id', org.org_id, '--scopes', 'product_users:read'],
       env,
     );
-    const response = await put({ app_id: org.app_id, external_user_id: 'scoped' }, readOnly.service_key);
+    const response = await put(
+      { app_id: org.app_id, external_user_id: 'scoped' },
+      readOnly.service_key,
+    );
     expect(response.status).toBe(403);
     expect((response.body as ErrorBody).error.code).toBe('gw_service_key_scope_required');
-    expect((await getJson(profileUrl(org.app_id, 'scoped'), bearer(readOnly.service_key))).status).toBe(404);
+    expect(
+      (await getJson(profileUrl(org.app_id, 'scoped'), bearer(readOnly.service_key))).status,
+    ).toBe(404);
   });
 
   it('403 gw_service_key_inactive once revoked, disabled or expired', async () => {
-    const revoked = await runCliJson<{ id: string; service_key: string }>(['service-key', 'create', '--org-id', org.org_id], env);
-    const disabled = await runCliJson<{ id: string; service_key: string }>(['service-key', 'create', '--org-id', org.org_id], env);
+    const revoked = await runCliJson<{ id: string; service_key: string }>(
+      ['service-key', 'create', '--org-id', org.org_id],
+      env,
+    );
+    const disabled = await runCliJson<{ id: string; service_key: string }>(
+      ['service-key', 'create', '--org-id', org.org_id],
+      env,
+    );
     const expired = await runCliJson<{ service_key: string }>(
       ['service-key', 'create', '--org-id', org.org_id, '--expires-at', '2020-01-01T00:00:00Z'],
       env,
@@ -87,47 +118,88 @@ describe('service-key authentication', () => {
       bearer(org.service_key),
     );
     expect(inference.status).toBe(401);
-    const prefixed = await fetch(`${gateway.url}/api/v1/product-users/by-external-id?app_id=${org.app_id}&external_user_id=x`, {
-      headers: bearer(org.service_key),
-    });
+    const prefixed = await fetch(
+      `${gateway.url}/api/v1/product-users/by-external-id?app_id=${org.app_id}&external_user_id=x`,
+      {
+        headers: bearer(org.service_key),
+      },
+    );
     expect(prefixed.status).toBe(404);
   });
 });
 
 describe('GET /product-users/by-external-id', () => {
   it('400 gw_invalid_app_id / gw_invalid_external_user_id and 404 gw_product_user_not_found', async () => {
-    const noApp = await getJson<ErrorBody>(`${gateway.url}/product-users/by-external-id?external_user_id=u`, bearer(org.service_key));
+    const noApp = await getJson<ErrorBody>(
+      `${gateway.url}/product-users/by-external-id?external_user_id=u`,
+      bearer(org.service_key),
+    );
     expect([noApp.status, noApp.body.error.code]).toEqual([400, 'gw_invalid_app_id']);
     const emptyApp = await getJson<ErrorBody>(profileUrl('', 'u'), bearer(org.service_key));
     expect([emptyApp.status, emptyApp.body.error.code]).toEqual([400, 'gw_invalid_app_id']);
     const noUser = await getJson<ErrorBody>(profileUrl(org.app_id, ''), bearer(org.service_key));
     expect([noUser.status, noUser.body.error.code]).toEqual([400, 'gw_invalid_external_user_id']);
-    const missing = await getJson<ErrorBody>(profileUrl(org.app_id, 'never-seen'), bearer(org.service_key));
+    const missing = await getJson<ErrorBody>(
+      profileUrl(org.app_id, 'never-seen'),
+      bearer(org.service_key),
+    );
     expect([missing.status, missing.body.error.code]).toEqual([404, 'gw_product_user_not_found']);
     // Read-only: still not there.
-    expect((await getJson(profileUrl(org.app_id, 'never-seen'), bearer(org.service_key))).status).toBe(404);
+    expect(
+      (await getJson(profileUrl(org.app_id, 'never-seen'), bearer(org.service_key))).status,
+    ).toBe(404);
   });
 
   it('returns every profile field with its type, the allowance formulas and the usage totals', async () => {
     const user = 'profile-user';
-    await runCliJson(['cap', 'set', '--scope', 'product_user', '--app-id', org.app_id, '--external-user-id', user, '--amount', '1.00'], env);
-    await runCliJson(['credits', 'grant', '--app-id', org.app_id, '--external-user-id', user, '--amount', '0.25'], env);
+    await runCliJson(
+      [
+        'cap',
+        'set',
+        '--scope',
+        'product_user',
+        '--app-id',
+        org.app_id,
+        '--external-user-id',
+        user,
+        '--amount',
+        '1.00',
+      ],
+      env,
+    );
+    await runCliJson(
+      ['credits', 'grant', '--app-id', org.app_id, '--external-user-id', user, '--amount', '0.25'],
+      env,
+    );
     const chat = await postJson<{ usage: { prompt_tokens: number; completion_tokens: number } }>(
       `${gateway.url}/v1/chat/completions`,
-      { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: 'hello mock:output_tokens=8' }], user },
+      {
+        model: 'vendor_b/gpt-4o-mini',
+        messages: [{ role: 'user', content: 'hello mock:output_tokens=8' }],
+        user,
+      },
       bearer(org.api_key),
     );
     expect(chat.status).toBe(200);
     const costNano = BigInt(chat.body.usage.prompt_tokens) * 150n + 8n * 600n;
-    const decimal = (nano: bigint) => `${nano / 1_000_000_000n}.${(nano % 1_000_000_000n).toString().padStart(9, '0')}000`;
+    const decimal = (nano: bigint) =>
+      `${nano / 1_000_000_000n}.${(nano % 1_000_000_000n).toString().padStart(9, '0')}000`;
 
     const profile = await eventually(async () => {
-      const response = await getJson<Record<string, any>>(profileUrl(org.app_id, user), bearer(org.service_key));
+      const response = await getJson<ProfileBody>(
+        profileUrl(org.app_id, user),
+        bearer(org.service_key),
+      );
       return response.body.usage?.total?.request_count === 1 ? response : undefined;
     });
     expect(profile.status).toBe(200);
     const body = profile.body;
-    expect(body).toMatchObject({ org_id: org.org_id, app_id: org.app_id, external_user_id: user, status: 'active' });
+    expect(body).toMatchObject({
+      org_id: org.org_id,
+      app_id: org.app_id,
+      external_user_id: user,
+      status: 'active',
+    });
     expect(body.product_end_user_id).toMatch(/^pu_/);
     expect(typeof body.display_name).toBe('string');
     expect(typeof body.email_hash).toBe('string');
@@ -181,7 +253,13 @@ describe('GET /product-users/by-external-id', () => {
       request_count: 1,
     });
     expect(body.usage.this_month).toEqual(body.usage.total);
-    for (const field of ['cap_amount', 'spent_this_period', 'remaining_base_allowance', 'available_credits', 'available_allowance']) {
+    for (const field of [
+      'cap_amount',
+      'spent_this_period',
+      'remaining_base_allowance',
+      'available_credits',
+      'available_allowance',
+    ]) {
       expect(allowance[field]).toMatch(DECIMAL);
     }
   });
@@ -189,27 +267,62 @@ describe('GET /product-users/by-external-id', () => {
 
 describe('PUT /product-users/by-external-id', () => {
   it('creates (201) then updates (200); stores the e-mail only as its hash', async () => {
-    const created = await put({ app_id: org.app_id, external_user_id: 'put-user', display_name: 'Grace', email: 'grace@example.com' });
+    const created = await put({
+      app_id: org.app_id,
+      external_user_id: 'put-user',
+      display_name: 'Grace',
+      email: 'grace@example.com',
+    });
     expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ display_name: 'Grace', external_user_id: 'put-user', allowance_starts_at: null });
+    expect(created.body).toMatchObject({
+      display_name: 'Grace',
+      external_user_id: 'put-user',
+      allowance_starts_at: null,
+    });
     expect(created.body.email_hash).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect(JSON.stringify(created.body)).not.toContain('grace@example.com');
-    const updated = await put({ app_id: org.app_id, external_user_id: 'put-user', display_name: 'Grace H.' });
+    const updated = await put({
+      app_id: org.app_id,
+      external_user_id: 'put-user',
+      display_name: 'Grace H.',
+    });
     expect(updated.status).toBe(200);
-    expect(updated.body).toMatchObject({ display_name: 'Grace H.', email_hash: created.body.email_hash });
+    expect(updated.body).toMatchObject({
+      display_name: 'Grace H.',
+      email_hash: created.body.email_hash,
+    });
   });
 
   it('applies the allowance_starts_at rules: omitted keeps, null restores, future or older → 400', async () => {
     const anchor = '2026-01-15T08:00:00.000Z';
-    expect((await put({ app_id: org.app_id, external_user_id: 'anchored', allowance_starts_at: anchor })).body.allowance_starts_at).toBe(anchor);
-    expect((await put({ app_id: org.app_id, external_user_id: 'anchored', display_name: 'x' })).body.allowance_starts_at).toBe(anchor);
-    const older = await put({ app_id: org.app_id, external_user_id: 'anchored', allowance_starts_at: '2025-12-01T00:00:00Z' });
+    expect(
+      (await put({ app_id: org.app_id, external_user_id: 'anchored', allowance_starts_at: anchor }))
+        .body.allowance_starts_at,
+    ).toBe(anchor);
+    expect(
+      (await put({ app_id: org.app_id, external_user_id: 'anchored', display_name: 'x' })).body
+        .allowance_starts_at,
+    ).toBe(anchor);
+    const older = await put({
+      app_id: org.app_id,
+      external_user_id: 'anchored',
+      allowance_starts_at: '2025-12-01T00:00:00Z',
+    });
     expect(older.status).toBe(400);
     expect((older.body as ErrorBody).error.code).toBe('gw_invalid_request');
-    const future = await put({ app_id: org.app_id, external_user_id: 'anchored', allowance_starts_at: new Date(Date.now() + 86_400_000).toISOString() });
+    const future = await put({
+      app_id: org.app_id,
+      external_user_id: 'anchored',
+      allowance_starts_at: new Date(Date.now() + 86_400_000).toISOString(),
+    });
     expect(future.status).toBe(400);
-    expect((await put({ app_id: org.app_id, external_user_id: 'anchored' })).body.allowance_starts_at).toBe(anchor);
-    expect((await put({ app_id: org.app_id, external_user_id: 'anchored', allowance_starts_at: null })).body.allowance_starts_at).toBeNull();
+    expect(
+      (await put({ app_id: org.app_id, external_user_id: 'anchored' })).body.allowance_starts_at,
+    ).toBe(anchor);
+    expect(
+      (await put({ app_id: org.app_id, external_user_id: 'anchored', allowance_starts_at: null }))
+        .body.allowance_starts_at,
+    ).toBeNull();
   });
 
   it('400 for a missing app_id or an app of another organization', async () => {
@@ -217,7 +330,10 @@ describe('PUT /product-users/by-external-id', () => {
     const missing = await put({ app_id: '', external_user_id: 'x' });
     expect((missing.body as ErrorBody).error.code).toBe('gw_invalid_app_id');
     const foreign = await put({ app_id: other.app_id, external_user_id: 'x' });
-    expect([foreign.status, (foreign.body as ErrorBody).error.code]).toEqual([400, 'gw_invalid_app_id']);
+    expect([foreign.status, (foreign.body as ErrorBody).error.code]).toEqual([
+      400,
+      'gw_invalid_app_id',
+    ]);
   });
 });
 
@@ -227,7 +343,11 @@ describe('credit grants and the credit summary', () => {
     const grant = (amount: string, key: string) =>
       fetch(`${gateway.url}/product-users/by-external-id/credit-grants`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'idempotency-key': key, ...bearer(org.service_key) },
+        headers: {
+          'content-type': 'application/json',
+          'idempotency-key': key,
+          ...bearer(org.service_key),
+        },
         body: JSON.stringify({
           app_id: org.app_id,
           external_user_id: 'granted',
@@ -238,11 +358,16 @@ describe('credit grants and the credit summary', () => {
       });
     const first = await grant('0.50', 'welcome-1');
     expect(first.status).toBe(201);
-    const firstBody = (await first.json()) as Record<string, any>;
-    expect(firstBody).toMatchObject({ amount: '0.500000000000', currency: 'USD', reason: 'welcome', status: 'active' });
+    const firstBody = (await first.json()) as GrantBody;
+    expect(firstBody).toMatchObject({
+      amount: '0.500000000000',
+      currency: 'USD',
+      reason: 'welcome',
+      status: 'active',
+    });
     const replay = await grant('0.50', 'welcome-1');
     expect(replay.status).toBe(200);
-    expect(((await replay.json()) as Record<string, any>).grant_id).toBe(firstBody.grant_id);
+    expect(((await replay.json()) as GrantBody).grant_id).toBe(firstBody.grant_id);
 
     const summary = await getJson<Record<string, unknown>>(
       `${gateway.url}/product-users/by-external-id/credit-summary?app_id=${org.app_id}&external_user_id=granted`,
@@ -261,7 +386,11 @@ describe('credit grants and the credit summary', () => {
       `${gateway.url}/product-users/by-external-id/credit-summary?app_id=${org.app_id}&external_user_id=granted&currency=EUR`,
       bearer(org.service_key),
     );
-    expect(euro.body).toMatchObject({ currency: 'EUR', available_credits: '0.000000000000', active_grant_count: 0 });
+    expect(euro.body).toMatchObject({
+      currency: 'EUR',
+      available_credits: '0.000000000000',
+      active_grant_count: 0,
+    });
     const bad = await getJson<ErrorBody>(
       `${gateway.url}/product-users/by-external-id/credit-summary?app_id=${org.app_id}&external_user_id=granted&currency=dollars`,
       bearer(org.service_key),

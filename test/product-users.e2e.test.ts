@@ -60,12 +60,22 @@ describe('product-user attribution', () => {
   it('prefers the header, then metadata.external_user_id, then user', async () => {
     await postJson(
       `${gateways[0]!.url}/v1/chat/completions`,
-      { model: 'vendor_b/gpt-4o-mini', messages: message, user: 'u-field', metadata: { external_user_id: 'u-meta' } },
+      {
+        model: 'vendor_b/gpt-4o-mini',
+        messages: message,
+        user: 'u-field',
+        metadata: { external_user_id: 'u-meta' },
+      },
       { ...bearer(org.api_key), 'x-gw-external-user-id': 'u-header' },
     );
     await postJson(
       `${gateways[0]!.url}/v1/chat/completions`,
-      { model: 'vendor_b/gpt-4o-mini', messages: message, user: 'u-field2', metadata: { external_user_id: 'u-meta2' } },
+      {
+        model: 'vendor_b/gpt-4o-mini',
+        messages: message,
+        user: 'u-field2',
+        metadata: { external_user_id: 'u-meta2' },
+      },
       bearer(org.api_key),
     );
     await postJson(
@@ -91,7 +101,11 @@ describe('product-user attribution', () => {
           external_user_id: 'profiled',
           name: 'Not A Profile Field',
           email: 'not-profile@example.com',
-          product_user: { display_name: 'Ada', email: 'Ada@Example.com', metadata: { plan: 'pro' } },
+          product_user: {
+            display_name: 'Ada',
+            email: 'Ada@Example.com',
+            metadata: { plan: 'pro' },
+          },
         },
       },
       bearer(org.api_key),
@@ -121,6 +135,10 @@ describe('product-user attribution', () => {
       bearer(org.api_key),
     );
     const [user] = await usersNamed('flat-user');
-    expect(user).toMatchObject({ display_name: 'Flat', email_hash: emailHash('flat@example.com'), metadata: { tier: 2 } });
+    expect(user).toMatchObject({
+      display_name: 'Flat',
+      email_hash: emailHash('flat@example.com'),
+      metadata: { tier: 2 },
+    });
   });
 });

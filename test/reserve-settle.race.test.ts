@@ -28,7 +28,14 @@ function storeWithTtl(ttlMs: number): RedisBudgetStore {
 
 /** Only the org wallet pays: no caps, no product user. */
 function walletOnly(orgId: string, walletPays = true): RequestAccounts {
-  return { orgId, appConnectionId: 'conn_x', orgCap: null, connectionCap: null, user: null, walletPays };
+  return {
+    orgId,
+    appConnectionId: 'conn_x',
+    orgCap: null,
+    connectionCap: null,
+    user: null,
+    walletPays,
+  };
 }
 
 async function fundWallet(orgId: string, nano: bigint): Promise<void> {
@@ -86,7 +93,11 @@ describe('reserve.lua', () => {
     const store = storeWithTtl(60_000);
     const outcomes = await Promise.all(
       Array.from({ length: 200 }, () =>
-        store.reserve({ requestId: newRequestId(), accounts: walletOnly(orgId), amountNano: holdNano }),
+        store.reserve({
+          requestId: newRequestId(),
+          accounts: walletOnly(orgId),
+          amountNano: holdNano,
+        }),
       ),
     );
     const held = outcomes.filter((outcome) => outcome.kind === 'held').length;
@@ -102,12 +113,18 @@ describe('reserve.lua', () => {
     await fundWallet(orgId, 5_000_000n);
     const store = storeWithTtl(60_000);
     const requestId = newRequestId();
-    expect(await store.reserve({ requestId, accounts: walletOnly(orgId), amountNano: 3_000_000n })).toEqual({ kind: 'held' });
+    expect(
+      await store.reserve({ requestId, accounts: walletOnly(orgId), amountNano: 3_000_000n }),
+    ).toEqual({ kind: 'held' });
     expect(await walletState(orgId)).toEqual({ balance: 5_000_000n, reserved: 3_000_000n });
 
-    expect(await store.settle(record(orgId, requestId, 1_234_567n), walletOnly(orgId))).toBe('settled');
+    expect(await store.settle(record(orgId, requestId, 1_234_567n), walletOnly(orgId))).toBe(
+      'settled',
+    );
     expect(await walletState(orgId)).toEqual({ balance: 3_765_433n, reserved: 0n });
-    expect(await store.settle(record(orgId, requestId, 1_234_567n), walletOnly(orgId))).toBe('already_settled');
+    expect(await store.settle(record(orgId, requestId, 1_234_567n), walletOnly(orgId))).toBe(
+      'already_settled',
+    );
     expect(await walletState(orgId)).toEqual({ balance: 3_765_433n, reserved: 0n });
     expect(await redis.xlen(keys.usageStream(orgId))).toBe(1);
   });
@@ -117,23 +134,51 @@ describe('reserve.lua', () => {
     await fundWallet(orgId, 2_000_000n);
     const shortLived = storeWithTtl(1000);
     const crashed = newRequestId();
-    expect((await shortLived.reserve({ requestId: crashed, accounts: walletOnly(orgId), amountNano: 2_000_000n })).kind).toBe('held');
+    expect(
+      (
+        await shortLived.reserve({
+          requestId: crashed,
+          accounts: walletOnly(orgId),
+          amountNano: 2_000_000n,
+        })
+      ).kind,
+    ).toBe('held');
     // Wallet fully held: the next request cannot reserve.
-    const blocked = await shortLived.reserve({ requestId: newRequestId(), accounts: walletOnly(orgId), amountNano: 1n });
+    const blocked = await shortLived.reserve({
+      requestId: newRequestId(),
+      accounts: walletOnly(orgId),
+      amountNano: 1n,
+    });
     expect(blocked).toEqual({ kind: 'wallet_short', availableNano: 0n });
     await new Promise((resolve) => setTimeout(resolve, 1100));
     // The next reserve sweeps the lapsed hold first.
-    expect((await shortLived.reserve({ requestId: newRequestId(), accounts: walletOnly(orgId), amountNano: 1_500_000n })).kind).toBe('held');
+    expect(
+      (
+        await shortLived.reserve({
+          requestId: newRequestId(),
+          accounts: walletOnly(orgId),
+          amountNano: 1_500_000n,
+        })
+      ).kind,
+    ).toBe('held');
     expect(await walletState(orgId)).toEqual({ balance: 2_000_000n, reserved: 1_500_000n });
     // A late settle of the lapsed request still charges and records, without double release.
-    expect(await shortLived.settle(record(orgId, crashed, 100n), walletOnly(orgId))).toBe('settled');
+    expect(await shortLived.settle(record(orgId, crashed, 100n), walletOnly(orgId))).toBe(
+      'settled',
+    );
     expect(await walletState(orgId)).toEqual({ balance: 1_999_900n, reserved: 1_500_000n });
   });
 
   it('holds nothing when the wallet does not pay', async () => {
     const orgId = `org_byok_${Date.now()}`;
     const store = storeWithTtl(60_000);
-    expect(await store.reserve({ requestId: newRequestId(), accounts: walletOnly(orgId, false), amountNano: 10n ** 12n })).toEqual({ kind: 'held' });
+    expect(
+      await store.reserve({
+        requestId: newRequestId(),
+        accounts: walletOnly(orgId, false),
+        amountNano: 10n ** 12n,
+      }),
+    ).toEqual({ kind: 'held' });
     expect(await redis.exists(keys.wallet(orgId))).toBe(0);
   });
 });

@@ -70,7 +70,9 @@ function writer(name: string, claimIdleMs: number): UsageStreamWriter {
   });
 }
 
-async function ledgerRows(orgId: string): Promise<Array<{ request_id: string; sell_cost: string; total_tokens: number }>> {
+async function ledgerRows(
+  orgId: string,
+): Promise<Array<{ request_id: string; sell_cost: string; total_tokens: number }>> {
   const { rows } = await db.query<{ request_id: string; sell_cost: string; total_tokens: number }>(
     'SELECT request_id, sell_cost::text, total_tokens FROM usage_records WHERE org_id = $1 ORDER BY request_id',
     [orgId],
@@ -108,9 +110,21 @@ describe('usage writer', () => {
     const record = usage(orgId, 42n);
     await settle(record);
     const stream = keys.usageStream(orgId);
-    await redis.xgroup('CREATE', stream, USAGE_CONSUMER_GROUP, '0', 'MKSTREAM').catch(() => undefined);
+    await redis
+      .xgroup('CREATE', stream, USAGE_CONSUMER_GROUP, '0', 'MKSTREAM')
+      .catch(() => undefined);
     // A consumer that reads the entry and dies before writing it.
-    const read = await redis.call('XREADGROUP', 'GROUP', USAGE_CONSUMER_GROUP, 'dead-instance', 'COUNT', '10', 'STREAMS', stream, '>');
+    const read = await redis.call(
+      'XREADGROUP',
+      'GROUP',
+      USAGE_CONSUMER_GROUP,
+      'dead-instance',
+      'COUNT',
+      '10',
+      'STREAMS',
+      stream,
+      '>',
+    );
     expect(read).not.toBeNull();
     expect(await ledgerRows(orgId)).toEqual([]);
 

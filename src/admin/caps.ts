@@ -92,7 +92,12 @@ export async function setCap(
          requires_product_user = COALESCE($4, requires_product_user),
          updated_at = now()
        WHERE id = $1`,
-      [connectionId, settings.creditMode ?? null, settings.overrunPolicy ?? null, settings.requiresProductUser ?? null],
+      [
+        connectionId,
+        settings.creditMode ?? null,
+        settings.overrunPolicy ?? null,
+        settings.requiresProductUser ?? null,
+      ],
     );
   }
   // Rules and connection settings are cached on every instance: drop them now (the shared
@@ -108,7 +113,8 @@ export async function setCap(
     app_connection_id: rule.app_connection_id,
     product_end_user_id: rule.product_user_id,
     amount: formatNano(numericToNano(rule.amount)),
-    per_user_amount: rule.per_user_amount === null ? null : formatNano(numericToNano(rule.per_user_amount)),
+    per_user_amount:
+      rule.per_user_amount === null ? null : formatNano(numericToNano(rule.per_user_amount)),
     currency: rule.currency.trim(),
     period: rule.period,
     credit_mode: rule.credit_mode,
@@ -131,7 +137,11 @@ async function owningOrg(db: DbPool, target: CapTarget): Promise<string> {
 }
 
 /** Redis-cached API-key identities of a connection (they carry its settings). */
-async function connectionKeyCacheEntries(db: DbPool, keys: RedisKeys, connectionId: string | null): Promise<string[]> {
+async function connectionKeyCacheEntries(
+  db: DbPool,
+  keys: RedisKeys,
+  connectionId: string | null,
+): Promise<string[]> {
   if (!connectionId) return [keys.apiKey('none')];
   const { rows } = await db.query<{ key_hash: string }>(
     'SELECT key_hash FROM api_keys WHERE app_connection_id = $1',

@@ -29,10 +29,12 @@ export async function createAppConnection(
   name: string,
 ): Promise<string> {
   const connectionId = newId('conn');
-  await db.query(
-    'INSERT INTO app_connections (id, org_id, app_id, name) VALUES ($1, $2, $3, $4)',
-    [connectionId, orgId, appId, name],
-  );
+  await db.query('INSERT INTO app_connections (id, org_id, app_id, name) VALUES ($1, $2, $3, $4)', [
+    connectionId,
+    orgId,
+    appId,
+    name,
+  ]);
   return connectionId;
 }
 
@@ -46,7 +48,15 @@ export async function createApiKey(
   await db.query(
     `INSERT INTO api_keys (id, org_id, app_id, app_connection_id, key_hash, key_hint, model_policy)
      VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-    [id, connection.orgId, connection.appId, connection.appConnectionId, sha256Hex(rawKey), hint(rawKey), modelPolicy],
+    [
+      id,
+      connection.orgId,
+      connection.appId,
+      connection.appConnectionId,
+      sha256Hex(rawKey),
+      hint(rawKey),
+      modelPolicy,
+    ],
   );
   return { id, rawKey };
 }
@@ -68,7 +78,11 @@ export async function createServiceKey(
 }
 
 /** Revokes an API key; every instance stops accepting it within a second. */
-export async function revokeApiKey(db: DbPool, apiKeys: ApiKeyStore, keyId: string): Promise<boolean> {
+export async function revokeApiKey(
+  db: DbPool,
+  apiKeys: ApiKeyStore,
+  keyId: string,
+): Promise<boolean> {
   const { rows } = await db.query<{ key_hash: string }>(
     `UPDATE api_keys SET status = 'revoked', revoked_at = now()
       WHERE id = $1 AND status = 'active' RETURNING key_hash`,

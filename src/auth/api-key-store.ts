@@ -63,13 +63,19 @@ export class ApiKeyStore {
   async authenticate(headers: Readonly<Record<string, string>>): Promise<ApiKeyIdentity | GwError> {
     const raw = readApiKey(headers);
     if (raw === undefined || raw === '') {
-      return gwError('gw_malformed_or_missing_key', 'missing API key: send Authorization: Bearer gw_…');
+      return gwError(
+        'gw_malformed_or_missing_key',
+        'missing API key: send Authorization: Bearer gw_…',
+      );
     }
     if (raw.startsWith(secretPrefixes.serviceKey)) {
       return gwError('gw_unknown_key', 'service keys cannot make inference calls; use an API key');
     }
     if (!API_KEY_FORMAT.test(raw)) {
-      return gwError('gw_malformed_or_missing_key', 'malformed API key: expected gw_ followed by the secret');
+      return gwError(
+        'gw_malformed_or_missing_key',
+        'malformed API key: expected gw_ followed by the secret',
+      );
     }
     const identity = await this.lookup(sha256Hex(raw));
     if (!identity) return gwError('gw_unknown_key', 'unknown API key');
@@ -106,9 +112,15 @@ export class ApiKeyStore {
     } else {
       identity = await this.loadFromDatabase(keyHash);
       if (!identity) return undefined;
-      await this.redis.set(this.keys.apiKey(keyHash), JSON.stringify(identity), 'EX', REDIS_CACHE_TTL_S);
+      await this.redis.set(
+        this.keys.apiKey(keyHash),
+        JSON.stringify(identity),
+        'EX',
+        REDIS_CACHE_TTL_S,
+      );
     }
-    if (this.cacheTtlMs > 0) this.cache.set(keyHash, { identity, expiresAtMs: now + this.cacheTtlMs });
+    if (this.cacheTtlMs > 0)
+      this.cache.set(keyHash, { identity, expiresAtMs: now + this.cacheTtlMs });
     return identity;
   }
 

@@ -27,14 +27,24 @@ export class AccountLoader {
   async load(names: readonly AccountName[], accounts: RequestAccounts): Promise<void> {
     for (const name of names) {
       if (name === 'wallet') await this.wallets.loadIntoRedis(accounts.orgId);
-      else if (name === 'org_cap' && accounts.orgCap) await this.loadOrgCap(accounts.orgId, accounts.orgCap);
+      else if (name === 'org_cap' && accounts.orgCap)
+        await this.loadOrgCap(accounts.orgId, accounts.orgCap);
       else if (name === 'conn_cap' && accounts.connectionCap)
-        await this.loadConnectionCap(accounts.orgId, accounts.appConnectionId, accounts.connectionCap);
+        await this.loadConnectionCap(
+          accounts.orgId,
+          accounts.appConnectionId,
+          accounts.connectionCap,
+        );
       else if (name === 'user' && accounts.user) await this.loadUser(accounts.orgId, accounts.user);
     }
   }
 
-  private async spentBetween(column: 'org_id' | 'app_connection_id' | 'product_user_id', id: string, from: Date, to: Date): Promise<bigint> {
+  private async spentBetween(
+    column: 'org_id' | 'app_connection_id' | 'product_user_id',
+    id: string,
+    from: Date,
+    to: Date,
+  ): Promise<bigint> {
     const { rows } = await this.db.query<{ spent: string }>(
       `SELECT COALESCE(sum(sell_cost), 0)::text AS spent FROM usage_records
         WHERE ${column} = $1 AND created_at >= $2 AND created_at < $3`,
@@ -43,7 +53,11 @@ export class AccountLoader {
     return numericToNano(rows[0]!.spent);
   }
 
-  private async installSpent(key: string, spent: bigint, cap: CapAccount | UserAccount): Promise<void> {
+  private async installSpent(
+    key: string,
+    spent: bigint,
+    cap: CapAccount | UserAccount,
+  ): Promise<void> {
     const expireAt = cap.period.end.getTime() + PERIOD_ACCOUNT_GRACE_MS;
     await this.scripts.accountLoad([key], ['spent', spent.toString(), String(expireAt)]);
   }
@@ -53,15 +67,41 @@ export class AccountLoader {
     await this.installSpent(this.keys.orgCap(orgId, cap.period.key), spent, cap);
   }
 
-  private async loadConnectionCap(orgId: string, connectionId: string, cap: CapAccount): Promise<void> {
-    const spent = await this.spentBetween('app_connection_id', connectionId, cap.period.start, cap.period.end);
-    await this.installSpent(this.keys.connectionCap(orgId, connectionId, cap.period.key), spent, cap);
+  private async loadConnectionCap(
+    orgId: string,
+    connectionId: string,
+    cap: CapAccount,
+  ): Promise<void> {
+    const spent = await this.spentBetween(
+      'app_connection_id',
+      connectionId,
+      cap.period.start,
+      cap.period.end,
+    );
+    await this.installSpent(
+      this.keys.connectionCap(orgId, connectionId, cap.period.key),
+      spent,
+      cap,
+    );
   }
 
   private async loadUser(orgId: string, user: UserAccount): Promise<void> {
-    const spent = await this.spentBetween('product_user_id', user.productUserId, user.period.start, user.period.end);
-    await this.installSpent(this.keys.userSpend(orgId, user.productUserId, user.period.key), spent, user);
-    const { rows } = await this.db.query<{ id: string; remaining: string; expires_at: Date | null }>(
+    const spent = await this.spentBetween(
+      'product_user_id',
+      user.productUserId,
+      user.period.start,
+      user.period.end,
+    );
+    await this.installSpent(
+      this.keys.userSpend(orgId, user.productUserId, user.period.key),
+      spent,
+      user,
+    );
+    const { rows } = await this.db.query<{
+      id: string;
+      remaining: string;
+      expires_at: Date | null;
+    }>(
       `SELECT g.id, (g.amount - COALESCE(sum(c.amount), 0))::text AS remaining, g.expires_at
          FROM credit_grants g LEFT JOIN credit_consumptions c ON c.grant_id = g.id
         WHERE g.product_user_id = $1 AND g.status = 'active'
@@ -75,7 +115,10 @@ export class AccountLoader {
       String(row.expires_at ? row.expires_at.getTime() : NEVER_EXPIRES_MS),
     ]);
     await this.scripts.creditsLoad(
-      [this.keys.userCredits(orgId, user.productUserId), this.keys.userGrants(orgId, user.productUserId)],
+      [
+        this.keys.userCredits(orgId, user.productUserId),
+        this.keys.userGrants(orgId, user.productUserId),
+      ],
       [String(CREDITS_TTL_MS), ...triples],
     );
   }

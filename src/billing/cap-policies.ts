@@ -75,7 +75,8 @@ export class CapPolicyStore {
       ? {
           id: row.id,
           amountNano: numericToNano(row.amount),
-          perUserAmountNano: row.per_user_amount === null ? null : numericToNano(row.per_user_amount),
+          perUserAmountNano:
+            row.per_user_amount === null ? null : numericToNano(row.per_user_amount),
           currency: row.currency.trim(),
           creditMode: row.credit_mode,
           overrunPolicy: row.overrun_policy,

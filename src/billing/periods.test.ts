@@ -30,7 +30,11 @@ describe('monthlyPeriod', () => {
   });
 
   it('always contains the instant, tiles time without gaps, and lasts 28-31 days', () => {
-    const instant = fc.date({ min: new Date('2000-01-01T00:00:00Z'), max: new Date('2100-01-01T00:00:00Z'), noInvalidDate: true });
+    const instant = fc.date({
+      min: new Date('2000-01-01T00:00:00Z'),
+      max: new Date('2100-01-01T00:00:00Z'),
+      noInvalidDate: true,
+    });
     fc.assert(
       fc.property(instant, fc.option(instant, { nil: null }), (at, anchor) => {
         const period = monthlyPeriod(at, anchor);
@@ -44,7 +48,9 @@ describe('monthlyPeriod', () => {
         // Its start day is the anchor's day, clamped to the month's length.
         if (anchor) {
           const start = period.start;
-          const monthDays = new Date(Date.UTC(start.getUTCFullYear(), start.getUTCMonth() + 1, 0)).getUTCDate();
+          const monthDays = new Date(
+            Date.UTC(start.getUTCFullYear(), start.getUTCMonth() + 1, 0),
+          ).getUTCDate();
           expect(start.getUTCDate()).toBe(Math.min(anchor.getUTCDate(), monthDays));
         } else {
           expect(period.start.getUTCDate()).toBe(1);

@@ -6,7 +6,12 @@ import { usageRecordToFields } from '../ledger/usage-record.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts } from '../redis/scripts.js';
 import type { AccountLoader, AccountName } from './account-loader.js';
-import type { BudgetStore, RequestAccounts, ReserveOutcome, ReserveRequest } from './budget-store.js';
+import type {
+  BudgetStore,
+  RequestAccounts,
+  ReserveOutcome,
+  ReserveRequest,
+} from './budget-store.js';
 
 /** Status codes returned by reserve.lua (mirrors its header). */
 export enum ReserveCode {
@@ -89,7 +94,10 @@ export class RedisBudgetStore implements BudgetStore {
     }
   }
 
-  async settle(record: UsageRecord, accounts: RequestAccounts): Promise<'settled' | 'already_settled'> {
+  async settle(
+    record: UsageRecord,
+    accounts: RequestAccounts,
+  ): Promise<'settled' | 'already_settled'> {
     await this.registerStream(record.orgId);
     const result = (await this.scripts.settle(
       [
@@ -119,13 +127,21 @@ export class RedisBudgetStore implements BudgetStore {
     const user = accounts.user;
     return [
       ...withExpiries(this.keys.wallet(orgId)),
-      ...withExpiries(accounts.orgCap ? this.keys.orgCap(orgId, accounts.orgCap.period.key) : unused),
+      ...withExpiries(
+        accounts.orgCap ? this.keys.orgCap(orgId, accounts.orgCap.period.key) : unused,
+      ),
       ...withExpiries(
         accounts.connectionCap
-          ? this.keys.connectionCap(orgId, accounts.appConnectionId, accounts.connectionCap.period.key)
+          ? this.keys.connectionCap(
+              orgId,
+              accounts.appConnectionId,
+              accounts.connectionCap.period.key,
+            )
           : unused,
       ),
-      ...withExpiries(user ? this.keys.userSpend(orgId, user.productUserId, user.period.key) : unused),
+      ...withExpiries(
+        user ? this.keys.userSpend(orgId, user.productUserId, user.period.key) : unused,
+      ),
       user ? this.keys.userCredits(orgId, user.productUserId) : unused,
       user ? this.keys.userGrants(orgId, user.productUserId) : unused,
     ];

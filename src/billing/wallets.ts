@@ -35,7 +35,11 @@ export class WalletService {
   /** The live balance (Redis; loaded from Postgres first if needed) and what is held. */
   async liveBalance(orgId: string): Promise<{ balanceNano: bigint; reservedNano: bigint }> {
     await this.loadIntoRedis(orgId);
-    const [balance, reserved] = await this.redis.hmget(this.keys.wallet(orgId), 'balance', 'reserved');
+    const [balance, reserved] = await this.redis.hmget(
+      this.keys.wallet(orgId),
+      'balance',
+      'reserved',
+    );
     return { balanceNano: BigInt(balance ?? '0'), reservedNano: BigInt(reserved ?? '0') };
   }
 

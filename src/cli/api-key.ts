@@ -24,14 +24,22 @@ export async function apiKeyCommand(context: CliContext, argv: string[]): Promis
     const connection = rows[0];
     if (!connection) throw new UsageError(`no app connection ${connectionId}`);
     const policy = values['model-policy']
-      ? values['model-policy'].split(',').map((pattern) => pattern.trim()).filter(Boolean)
+      ? values['model-policy']
+          .split(',')
+          .map((pattern) => pattern.trim())
+          .filter(Boolean)
       : [...DEFAULT_MODEL_POLICY];
     const key = await createApiKey(
       context.db,
       { orgId: connection.org_id, appId: connection.app_id, appConnectionId: connectionId },
       policy,
     );
-    printJson({ id: key.id, api_key: key.rawKey, app_connection_id: connectionId, model_policy: policy });
+    printJson({
+      id: key.id,
+      api_key: key.rawKey,
+      app_connection_id: connectionId,
+      model_policy: policy,
+    });
     return;
   }
   if (action === 'revoke') {

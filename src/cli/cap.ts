@@ -19,7 +19,11 @@ gw cap set --scope product_user --app-id A --external-user-id U --amount 1.00
 const CREDIT_MODES = ['enforce', 'track_only', 'disabled'] as const;
 const OVERRUN_POLICIES = ['limit_output', 'reject'] as const;
 
-function oneOf<T extends string>(value: string | undefined, allowed: readonly T[], flag: string): T | undefined {
+function oneOf<T extends string>(
+  value: string | undefined,
+  allowed: readonly T[],
+  flag: string,
+): T | undefined {
   if (value === undefined) return undefined;
   if (!(allowed as readonly string[]).includes(value)) {
     throw new UsageError(`--${flag} must be one of ${allowed.join(', ')}`);
@@ -29,7 +33,8 @@ function oneOf<T extends string>(value: string | undefined, allowed: readonly T[
 
 export async function capCommand(context: CliContext, argv: string[]): Promise<void> {
   const [action, ...rest] = argv;
-  if (action !== 'set') throw new UsageError(`unknown cap action ${action ?? '(none)'}\n${capHelp}`);
+  if (action !== 'set')
+    throw new UsageError(`unknown cap action ${action ?? '(none)'}\n${capHelp}`);
   const { values } = parseFlags(rest, {
     scope: { type: 'string' },
     'org-id': { type: 'string' },
@@ -45,26 +50,49 @@ export async function capCommand(context: CliContext, argv: string[]): Promise<v
     'requires-product-user': { type: 'string' },
   });
   if (values.period !== 'monthly') throw new UsageError('--period: only monthly is supported');
-  if (!/^[A-Z]{3}$/.test(values.currency)) throw new UsageError('--currency must be a 3-letter ISO code');
+  if (!/^[A-Z]{3}$/.test(values.currency))
+    throw new UsageError('--currency must be a 3-letter ISO code');
   const scope = oneOf(values.scope, ['org', 'app_connection', 'product_user'] as const, 'scope');
   let target: CapTarget;
   if (scope === 'org') {
     target = { scope, orgId: requireFlag(values['org-id'], 'org-id') };
   } else if (scope === 'app_connection') {
-    target = { scope, appConnectionId: requireFlag(values['app-connection-id'], 'app-connection-id') };
+    target = {
+      scope,
+      appConnectionId: requireFlag(values['app-connection-id'], 'app-connection-id'),
+    };
   } else if (scope === 'product_user') {
     const appId = requireFlag(values['app-id'], 'app-id');
     const externalUserId = requireFlag(values['external-user-id'], 'external-user-id');
-    const { rows } = await context.db.query<{ org_id: string }>('SELECT org_id FROM apps WHERE id = $1', [appId]);
+    const { rows } = await context.db.query<{ org_id: string }>(
+      'SELECT org_id FROM apps WHERE id = $1',
+      [appId],
+    );
     if (!rows[0]) throw new UsageError(`no app ${appId}`);
-    const { user } = await context.productUsers.upsert({ orgId: rows[0].org_id, appId, externalUserId });
+    const { user } = await context.productUsers.upsert({
+      orgId: rows[0].org_id,
+      appId,
+      externalUserId,
+    });
     target = { scope, productUserId: user.id };
   } else {
     throw new UsageError('--scope is required (org, app_connection or product_user)');
   }
-  const requires = oneOf(values['requires-product-user'], ['true', 'false'] as const, 'requires-product-user');
-  const creditMode: CreditMode | undefined = oneOf(values['credit-mode'], CREDIT_MODES, 'credit-mode');
-  const overrunPolicy: OverrunPolicy | undefined = oneOf(values['overrun-policy'], OVERRUN_POLICIES, 'overrun-policy');
+  const requires = oneOf(
+    values['requires-product-user'],
+    ['true', 'false'] as const,
+    'requires-product-user',
+  );
+  const creditMode: CreditMode | undefined = oneOf(
+    values['credit-mode'],
+    CREDIT_MODES,
+    'credit-mode',
+  );
+  const overrunPolicy: OverrunPolicy | undefined = oneOf(
+    values['overrun-policy'],
+    OVERRUN_POLICIES,
+    'overrun-policy',
+  );
   if (scope === 'org' && (creditMode || overrunPolicy || requires || values['per-user-amount'])) {
     throw new UsageError('an org cap takes only --amount, --currency and --period');
   }

@@ -72,8 +72,11 @@ export async function runCli(argv: string[]): Promise<void> {
 }
 
 function fail(error: unknown): void {
-  const known = error instanceof UsageError || error instanceof AmountError || error instanceof ConfigError;
-  const message = known ? (error as Error).message : `unexpected error: ${(error as Error).message}`;
+  const known =
+    error instanceof UsageError || error instanceof AmountError || error instanceof ConfigError;
+  const message = known
+    ? (error as Error).message
+    : `unexpected error: ${(error as Error).message}`;
   process.stderr.write(`${JSON.stringify({ error: { message } })}\n`);
   process.exitCode = known ? 2 : 1;
 }

@@ -22,14 +22,22 @@ export async function productUserCommand(context: CliContext, argv: string[]): P
   if (action !== 'block' && action !== 'unblock') {
     throw new UsageError(`unknown product-user action ${action ?? '(none)'}\n${productUserHelp}`);
   }
-  const { values } = parseFlags(rest, { 'app-id': { type: 'string' }, 'external-user-id': { type: 'string' } });
+  const { values } = parseFlags(rest, {
+    'app-id': { type: 'string' },
+    'external-user-id': { type: 'string' },
+  });
   const appId = requireFlag(values['app-id'], 'app-id');
   const externalUserId = requireFlag(values['external-user-id'], 'external-user-id');
   const user = await findUser(context, appId, externalUserId);
   if (!user) throw new UsageError(`no product user ${externalUserId} in app ${appId}`);
   const status = action === 'block' ? 'blocked' : 'active';
   await context.productUsers.setStatus(user.org_id, appId, externalUserId, status);
-  printJson({ product_end_user_id: user.id, app_id: appId, external_user_id: externalUserId, status });
+  printJson({
+    product_end_user_id: user.id,
+    app_id: appId,
+    external_user_id: externalUserId,
+    status,
+  });
 }
 
 export async function creditsCommand(context: CliContext, argv: string[]): Promise<void> {
@@ -49,10 +57,18 @@ export async function creditsCommand(context: CliContext, argv: string[]): Promi
     const amountNano = parseAmountToNano(requireFlag(values.amount, 'amount'));
     if (amountNano <= 0n) throw new UsageError('--amount must be greater than zero');
     const expiresAt = values['expires-at'] ? new Date(values['expires-at']) : null;
-    if (expiresAt && Number.isNaN(expiresAt.getTime())) throw new UsageError('--expires-at must be an RFC 3339 timestamp');
-    const { rows } = await context.db.query<{ org_id: string }>('SELECT org_id FROM apps WHERE id = $1', [appId]);
+    if (expiresAt && Number.isNaN(expiresAt.getTime()))
+      throw new UsageError('--expires-at must be an RFC 3339 timestamp');
+    const { rows } = await context.db.query<{ org_id: string }>(
+      'SELECT org_id FROM apps WHERE id = $1',
+      [appId],
+    );
     if (!rows[0]) throw new UsageError(`no app ${appId}`);
-    const { user } = await context.productUsers.upsert({ orgId: rows[0].org_id, appId, externalUserId });
+    const { user } = await context.productUsers.upsert({
+      orgId: rows[0].org_id,
+      appId,
+      externalUserId,
+    });
     const { grant } = await context.productUsers.grantCredits({
       orgId: user.org_id,
       productUserId: user.id,

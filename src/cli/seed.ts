@@ -33,7 +33,9 @@ export async function seedCommand(context: CliContext, argv: string[]): Promise<
   const appConnectionId = await createAppConnection(db, orgId, appId, 'Seeded connection');
   const apiKey = await createApiKey(db, { orgId, appId, appConnectionId });
   const serviceKey = await createServiceKey(db, orgId);
-  const { rows } = await db.query<{ id: string }>('SELECT id FROM models WHERE enabled ORDER BY id');
+  const { rows } = await db.query<{ id: string }>(
+    'SELECT id FROM models WHERE enabled ORDER BY id',
+  );
   printJson({
     org_id: orgId,
     app_id: appId,

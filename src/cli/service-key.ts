@@ -17,21 +17,37 @@ export async function serviceKeyCommand(context: CliContext, argv: string[]): Pr
   });
   if (action === 'create') {
     const orgId = requireFlag(values['org-id'], 'org-id');
-    const scopes = values.scopes !== undefined
-      ? values.scopes.split(',').map((scope) => scope.trim()).filter(Boolean)
-      : [...SERVICE_KEY_SCOPES];
-    const unknown = scopes.filter((scope) => !(SERVICE_KEY_SCOPES as readonly string[]).includes(scope));
+    const scopes =
+      values.scopes !== undefined
+        ? values.scopes
+            .split(',')
+            .map((scope) => scope.trim())
+            .filter(Boolean)
+        : [...SERVICE_KEY_SCOPES];
+    const unknown = scopes.filter(
+      (scope) => !(SERVICE_KEY_SCOPES as readonly string[]).includes(scope),
+    );
     if (unknown.length > 0) throw new UsageError(`unknown scopes: ${unknown.join(', ')}`);
     const expiresAt = values['expires-at'] ? new Date(values['expires-at']) : null;
-    if (expiresAt && Number.isNaN(expiresAt.getTime())) throw new UsageError('--expires-at must be an RFC 3339 timestamp');
+    if (expiresAt && Number.isNaN(expiresAt.getTime()))
+      throw new UsageError('--expires-at must be an RFC 3339 timestamp');
     const key = await createServiceKey(context.db, orgId, scopes, expiresAt);
-    printJson({ id: key.id, service_key: key.rawKey, org_id: orgId, scopes, expires_at: expiresAt?.toISOString() ?? null });
+    printJson({
+      id: key.id,
+      service_key: key.rawKey,
+      org_id: orgId,
+      scopes,
+      expires_at: expiresAt?.toISOString() ?? null,
+    });
     return;
   }
   if (action === 'revoke' || action === 'disable') {
     const id = requireFlag(values.id, 'id');
     const status = action === 'revoke' ? 'revoked' : 'disabled';
-    const { rowCount } = await context.db.query('UPDATE service_keys SET status = $2 WHERE id = $1', [id, status]);
+    const { rowCount } = await context.db.query(
+      'UPDATE service_keys SET status = $2 WHERE id = $1',
+      [id, status],
+    );
     if (rowCount === 0) throw new UsageError(`no service key ${id}`);
     await context.redis.publish(context.keys.invalidationChannel(), 'service-keys');
     printJson({ id, status });

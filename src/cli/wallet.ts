@@ -16,7 +16,10 @@ export async function walletCommand(context: CliContext, argv: string[]): Promis
   if (action === 'topup') {
     await context.wallets.topUp(orgId, parseAmountToNano(requireFlag(values.amount, 'amount')));
   } else if (action === 'set') {
-    await context.wallets.setBalance(orgId, parseAmountToNano(requireFlag(values.amount, 'amount')));
+    await context.wallets.setBalance(
+      orgId,
+      parseAmountToNano(requireFlag(values.amount, 'amount')),
+    );
   } else if (action !== 'show') {
     throw new UsageError(`unknown wallet action ${action ?? '(none)'}\n${walletHelp}`);
   }

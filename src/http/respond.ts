@@ -10,7 +10,11 @@ export function sendJson(response: HttpResponse, status: number, body: unknown):
 }
 
 /** Sends an already-serialized JSON body (e.g. an upstream's bytes). */
-export function sendRawJson(response: HttpResponse, status: number, body: string | Uint8Array): void {
+export function sendRawJson(
+  response: HttpResponse,
+  status: number,
+  body: string | Uint8Array,
+): void {
   response.writeHead(status, jsonHeaders);
   response.end(body);
 }

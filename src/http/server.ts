@@ -1,6 +1,10 @@
 // The one HTTP adapter over uWebSockets.js: routing, body reading with a size limit, request
 // ids, error containment and in-flight tracking for graceful shutdown.
-import type { HttpRequest as UwsRequest, HttpResponse as UwsResponse, us_listen_socket } from 'uWebSockets.js';
+import type {
+  HttpRequest as UwsRequest,
+  HttpResponse as UwsResponse,
+  us_listen_socket,
+} from 'uWebSockets.js';
 import { errorBody, gwError, type ErrorFlavor } from '../errors.js';
 import { newRequestId } from '../ids.js';
 import type { Logger } from '../log.js';

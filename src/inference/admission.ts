@@ -61,7 +61,10 @@ export async function admit(
 
   const model = services.catalog.get(input.modelId);
   if (!model) {
-    return gwError('gw_unsupported_model', `model ${input.modelId} is not routable; see GET /v1/models`);
+    return gwError(
+      'gw_unsupported_model',
+      `model ${input.modelId} is not routable; see GET /v1/models`,
+    );
   }
   if (!modelPolicyAllows(identity.modelPolicy, model.id)) {
     return gwError('gw_model_not_allowed', `this API key may not use model ${model.id}`);
@@ -106,7 +109,9 @@ export async function admit(
     appConnectionId: identity.appConnectionId,
     walletPays: true, // system route; BYOK credentials (their own issue) will pay instead
     orgCap: orgRule ? { capNano: orgRule.amountNano, period: calendarMonth } : null,
-    connectionCap: connectionRule ? { capNano: connectionRule.amountNano, period: calendarMonth } : null,
+    connectionCap: connectionRule
+      ? { capNano: connectionRule.amountNano, period: calendarMonth }
+      : null,
     user: productUser
       ? {
           productUserId: productUser.id,
@@ -118,19 +123,33 @@ export async function admit(
   };
 
   const estimatedInputTokens = await services.tokenCounter.countInput(input.inputTexts);
-  const requestedOutput = Math.min(input.requestedMaxTokens ?? model.maxOutputTokens, model.maxOutputTokens);
+  const requestedOutput = Math.min(
+    input.requestedMaxTokens ?? model.maxOutputTokens,
+    model.maxOutputTokens,
+  );
   const estimate = (outputTokens: number): bigint =>
     costNano([estimatedInputTokens, model.inputPrice], [outputTokens, model.outputPrice]);
 
   let maxOutputTokens = requestedOutput;
   let reservedNano = estimate(maxOutputTokens);
-  let outcome = await services.budget.reserve({ requestId: input.requestId, accounts, amountNano: reservedNano });
+  let outcome = await services.budget.reserve({
+    requestId: input.requestId,
+    accounts,
+    amountNano: reservedNano,
+  });
   if (outcome.kind === 'allowance_short' && allowance.overrunPolicy === 'limit_output') {
     const affordable = affordableOutputTokens(outcome.availableNano, estimatedInputTokens, model);
-    if (affordable >= Math.min(MIN_OUTPUT_TOKENS, requestedOutput) && affordable < requestedOutput) {
+    if (
+      affordable >= Math.min(MIN_OUTPUT_TOKENS, requestedOutput) &&
+      affordable < requestedOutput
+    ) {
       maxOutputTokens = affordable;
       reservedNano = estimate(maxOutputTokens);
-      outcome = await services.budget.reserve({ requestId: input.requestId, accounts, amountNano: reservedNano });
+      outcome = await services.budget.reserve({
+        requestId: input.requestId,
+        accounts,
+        amountNano: reservedNano,
+      });
     }
   }
   if (outcome.kind !== 'held') {
@@ -154,7 +173,11 @@ export async function admit(
 }
 
 /** The most output tokens `availableNano` pays for after the input (0 when not even that). */
-function affordableOutputTokens(availableNano: bigint, inputTokens: number, model: CatalogModel): number {
+function affordableOutputTokens(
+  availableNano: bigint,
+  inputTokens: number,
+  model: CatalogModel,
+): number {
   const inputNano = costNano([inputTokens, model.inputPrice]);
   if (availableNano <= inputNano) return 0;
   const perTokenAtto = model.outputPrice.attoPerToken;

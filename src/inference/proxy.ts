@@ -118,7 +118,10 @@ async function relayJson(
       outputTokens: 0,
     });
     if (!clientGone) {
-      const failure = gwError('gw_upstream_error', `${exchange.vendorLabel} closed the response early`);
+      const failure = gwError(
+        'gw_upstream_error',
+        `${exchange.vendorLabel} closed the response early`,
+      );
       sendError(response, failure, exchange.errorFlavor);
     }
     return;
@@ -138,7 +141,10 @@ async function relayJson(
     outputTokens: usage?.outputTokens ?? admission.maxOutputTokens,
   });
   if (payload === undefined) {
-    const failure = gwError('gw_upstream_error', `${exchange.vendorLabel} answered with invalid JSON`);
+    const failure = gwError(
+      'gw_upstream_error',
+      `${exchange.vendorLabel} answered with invalid JSON`,
+    );
     return sendError(response, failure, exchange.errorFlavor);
   }
   response.writeHead(200, { 'content-type': 'application/json' });
@@ -177,8 +183,7 @@ async function relayStream(
       ? 'completed'
       : 'incomplete';
   const outputTokens =
-    relay.usage?.outputTokens ??
-    (await deps.services.tokenCounter.countOutput(relay.producedText));
+    relay.usage?.outputTokens ?? (await deps.services.tokenCounter.countOutput(relay.producedText));
   await settle({
     status,
     upstreamStatus: upstreamResponse.statusCode,
@@ -190,7 +195,10 @@ async function relayStream(
   else response.end(); // closes without it: the client knows the stream is incomplete
 }
 
-async function readBounded(body: Dispatcher.ResponseData['body'], maxBytes: number): Promise<string> {
+async function readBounded(
+  body: Dispatcher.ResponseData['body'],
+  maxBytes: number,
+): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   try {

@@ -68,7 +68,10 @@ export class PostgresUsageSink {
     );
   }
 
-  private async insertConsumptions(client: DbClient, records: readonly UsageRecord[]): Promise<void> {
+  private async insertConsumptions(
+    client: DbClient,
+    records: readonly UsageRecord[],
+  ): Promise<void> {
     const rows = records.flatMap((record) =>
       (record.creditConsumption ?? []).map((entry) => ({ record, entry })),
     );

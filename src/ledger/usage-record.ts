@@ -29,7 +29,10 @@ export interface UsageRecord {
   readonly latencyMs: number;
   /** Set by settle.lua: the part of sell_cost that credit grants paid, and which grants. */
   readonly creditsCostNano?: bigint;
-  readonly creditConsumption?: ReadonlyArray<{ readonly grantId: string; readonly amountNano: bigint }>;
+  readonly creditConsumption?: ReadonlyArray<{
+    readonly grantId: string;
+    readonly amountNano: bigint;
+  }>;
 }
 
 /** "grant_a:120,grant_b:5" (as settle.lua writes it) → consumption entries. */
@@ -76,7 +79,8 @@ export class UsageRecordFormatError extends Error {
 /** Rebuilds a record from stream entry fields. Throws on an entry that is not a record. */
 export function usageRecordFromFields(fields: readonly string[]): UsageRecord {
   const map = new Map<string, string>();
-  for (let index = 0; index + 1 < fields.length; index += 2) map.set(fields[index]!, fields[index + 1]!);
+  for (let index = 0; index + 1 < fields.length; index += 2)
+    map.set(fields[index]!, fields[index + 1]!);
   const text = (name: string): string => {
     const value = map.get(name);
     if (value === undefined) throw new UsageRecordFormatError(`usage entry lacks ${name}`);
@@ -84,7 +88,8 @@ export function usageRecordFromFields(fields: readonly string[]): UsageRecord {
   };
   const integer = (name: string): number => {
     const value = Number(text(name));
-    if (!Number.isSafeInteger(value)) throw new UsageRecordFormatError(`usage entry ${name} is not an integer`);
+    if (!Number.isSafeInteger(value))
+      throw new UsageRecordFormatError(`usage entry ${name} is not an integer`);
     return value;
   };
   const optional = (name: string): string | null => (text(name) === '' ? null : text(name));

@@ -140,7 +140,10 @@ export class UsageStreamWriter {
         cursor = reply[0];
         const entries = reply[1].filter((entry): entry is StreamEntry => entry !== null);
         if (entries.length > 0) {
-          this.logger.warn({ stream, count: entries.length }, 'usage writer: claimed stale entries');
+          this.logger.warn(
+            { stream, count: entries.length },
+            'usage writer: claimed stale entries',
+          );
           await this.persist([[stream, entries]]);
         }
       } while (cursor !== '0-0' && this.running);
@@ -157,7 +160,10 @@ export class UsageStreamWriter {
           records.push(usageRecordFromFields(fields));
         } catch (error) {
           unreadable.push([stream, id]);
-          this.logger.error({ err: error, stream, id }, 'usage writer: unreadable entry kept in stream');
+          this.logger.error(
+            { err: error, stream, id },
+            'usage writer: unreadable entry kept in stream',
+          );
         }
       }
     }
@@ -166,7 +172,10 @@ export class UsageStreamWriter {
         await this.sink.write(records);
         break;
       } catch (error) {
-        this.logger.error({ err: error, rows: records.length }, 'usage writer: Postgres write failed');
+        this.logger.error(
+          { err: error, rows: records.length },
+          'usage writer: Postgres write failed',
+        );
         if (!this.running) throw error; // leave the entries pending; another instance claims them
         await sleep(RETRY_BACKOFF_MS);
       }

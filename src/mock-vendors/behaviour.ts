@@ -1,7 +1,8 @@
 // What a mock vendor does with one request: decided by the API key it receives (so any number
 // of gateway instances see the same behaviour) and by directives in the last user message.
 
-export type MockFault = 'rate_limit' | 'quota' | 'server_error' | 'overloaded' | 'cut_stream' | 'bad_key';
+export type MockFault =
+  'rate_limit' | 'quota' | 'server_error' | 'overloaded' | 'cut_stream' | 'bad_key';
 
 export interface MockDirectives {
   readonly fault: MockFault | undefined;
@@ -9,7 +10,13 @@ export interface MockDirectives {
   readonly latencyMs: number | undefined;
 }
 
-const FAULTS: readonly MockFault[] = ['rate_limit', 'quota', 'server_error', 'overloaded', 'cut_stream'];
+const FAULTS: readonly MockFault[] = [
+  'rate_limit',
+  'quota',
+  'server_error',
+  'overloaded',
+  'cut_stream',
+];
 
 /** Directives like `mock:fault=cut_stream mock:output_tokens=5 mock:latency_ms=200`. */
 export function readDirectives(lastUserText: string): MockDirectives {

@@ -3,15 +3,45 @@
 
 /** Each of these, with its leading space, is one token (checked by the mock-vendor tests). */
 export const ONE_TOKEN_WORDS = [
-  ' the', ' of', ' and', ' to', ' in', ' is', ' that', ' for', ' it', ' on', ' with', ' as',
-  ' was', ' at', ' by', ' this', ' be', ' from', ' are', ' or', ' an', ' have', ' not', ' they',
-  ' which', ' but', ' one', ' all', ' were', ' we', ' when', ' there',
+  ' the',
+  ' of',
+  ' and',
+  ' to',
+  ' in',
+  ' is',
+  ' that',
+  ' for',
+  ' it',
+  ' on',
+  ' with',
+  ' as',
+  ' was',
+  ' at',
+  ' by',
+  ' this',
+  ' be',
+  ' from',
+  ' are',
+  ' or',
+  ' an',
+  ' have',
+  ' not',
+  ' they',
+  ' which',
+  ' but',
+  ' one',
+  ' all',
+  ' were',
+  ' we',
+  ' when',
+  ' there',
 ] as const;
 
 /** `count` tokens of text, one word (= one token) per entry. */
 export function outputWords(count: number): string[] {
   const words: string[] = [];
-  for (let index = 0; index < count; index += 1) words.push(ONE_TOKEN_WORDS[index % ONE_TOKEN_WORDS.length]!);
+  for (let index = 0; index < count; index += 1)
+    words.push(ONE_TOKEN_WORDS[index % ONE_TOKEN_WORDS.length]!);
   return words;
 }
 
@@ -29,7 +59,8 @@ export function valueForSchema(schema: SchemaLike | undefined): unknown {
   switch (schema.type) {
     case 'object': {
       const value: Record<string, unknown> = {};
-      for (const [name, property] of Object.entries(schema.properties ?? {})) value[name] = valueForSchema(property);
+      for (const [name, property] of Object.entries(schema.properties ?? {}))
+        value[name] = valueForSchema(property);
       return value;
     }
     case 'number':

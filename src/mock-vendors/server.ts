@@ -78,11 +78,30 @@ export async function startMockVendors(input: MockVendorOptions = {}): Promise<R
     let body: Record<string, unknown>;
     try {
       body = JSON.parse(request.body.toString('utf8')) as Record<string, unknown>;
-      if (typeof body !== 'object' || body === null || !Array.isArray(body.messages)) throw new Error('messages');
+      if (typeof body !== 'object' || body === null || !Array.isArray(body.messages))
+        throw new Error('messages');
     } catch {
-      return sendMockError(response, protocol === vendorA ? vendorAError('invalid_request', 'messages: field required') : { status: 400, headers: {}, body: { error: { message: 'messages is required', type: 'invalid_request_error', param: 'messages', code: null } } });
+      return sendMockError(
+        response,
+        protocol === vendorA
+          ? vendorAError('invalid_request', 'messages: field required')
+          : {
+              status: 400,
+              headers: {},
+              body: {
+                error: {
+                  message: 'messages is required',
+                  type: 'invalid_request_error',
+                  param: 'messages',
+                  code: null,
+                },
+              },
+            },
+      );
     }
-    const maxTokens = [body.max_tokens, body.max_completion_tokens].find((value) => typeof value === 'number') as number | undefined;
+    const maxTokens = [body.max_tokens, body.max_completion_tokens].find(
+      (value) => typeof value === 'number',
+    ) as number | undefined;
     if (protocol.requireMaxTokens && maxTokens === undefined) {
       return sendMockError(response, vendorAError('invalid_request', 'max_tokens: Field required'));
     }
@@ -107,7 +126,9 @@ export async function startMockVendors(input: MockVendorOptions = {}): Promise<R
       return sendJson(response, 200, answer.json);
     }
     response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-    const events = cut ? answer.events.slice(0, Math.max(1, Math.floor(answer.events.length / 2))) : answer.events;
+    const events = cut
+      ? answer.events.slice(0, Math.max(1, Math.floor(answer.events.length / 2)))
+      : answer.events;
     const pauseMs = options.tokensPerSecond > 0 ? 1000 / options.tokensPerSecond : 0;
     for (const event of events) {
       if (response.aborted) return;
@@ -144,12 +165,18 @@ export async function startMockVendors(input: MockVendorOptions = {}): Promise<R
       method: 'GET',
       path: '/v1/models',
       handler: (request, response) => {
-        const messagesClient = request.headers['anthropic-version'] !== undefined || request.headers['vendor-version'] !== undefined;
+        const messagesClient =
+          request.headers['anthropic-version'] !== undefined ||
+          request.headers['vendor-version'] !== undefined;
         const protocol = messagesClient ? vendorA : vendorB;
         if (faultForKey(protocol.apiKey(request.headers)) === 'bad_key') {
           return sendMockError(response, protocol.error('bad_key'));
         }
-        sendJson(response, 200, messagesClient ? vendorAModels(MODELS.vendor_a) : vendorBModels(MODELS.vendor_b));
+        sendJson(
+          response,
+          200,
+          messagesClient ? vendorAModels(MODELS.vendor_a) : vendorBModels(MODELS.vendor_b),
+        );
       },
     },
   ];
@@ -169,4 +196,3 @@ export async function startMockVendors(input: MockVendorOptions = {}): Promise<R
     },
   };
 }
-

@@ -25,11 +25,13 @@ function isToolResultTurn(messages: unknown): boolean {
 function chosenTool(body: JsonObject): ToolDefinition | undefined {
   const tools = Array.isArray(body.tools) ? (body.tools as ToolDefinition[]) : [];
   const choice = body.tool_choice as { type?: string; name?: string } | undefined;
-  if (tools.length === 0 || choice?.type === 'none' || isToolResultTurn(body.messages)) return undefined;
+  if (tools.length === 0 || choice?.type === 'none' || isToolResultTurn(body.messages))
+    return undefined;
   return tools.find((tool) => choice?.type === 'tool' && tool.name === choice.name) ?? tools[0];
 }
 
-const sse = (type: string, data: JsonObject): string => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+const sse = (type: string, data: JsonObject): string =>
+  `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
 
 export function vendorAAnswer(request: MockRequest): MockAnswer {
   const { body, inputTokens, outputTokens, limitedByMax } = request;
@@ -44,8 +46,19 @@ export function vendorAAnswer(request: MockRequest): MockAnswer {
   events.push(
     sse('message_start', {
       message: {
-        id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null,
-        usage: { input_tokens: inputTokens, output_tokens: 1, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
+        id,
+        type: 'message',
+        role: 'assistant',
+        model,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: {
+          input_tokens: inputTokens,
+          output_tokens: 1,
+          cache_creation_input_tokens: 0,
+          cache_read_input_tokens: 0,
+        },
       },
     }),
   );
@@ -57,37 +70,78 @@ export function vendorAAnswer(request: MockRequest): MockAnswer {
     generated = countTextTokens(name) + countTextTokens(json);
     stopReason = 'tool_use';
     content = [{ type: 'tool_use', id: toolId, name, input }];
-    events.push(sse('content_block_start', { index: 0, content_block: { type: 'tool_use', id: toolId, name, input: {} } }));
+    events.push(
+      sse('content_block_start', {
+        index: 0,
+        content_block: { type: 'tool_use', id: toolId, name, input: {} },
+      }),
+    );
     events.push(sse('ping', {}));
     for (const part of fragments(json, 4)) {
-      events.push(sse('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: part } }));
+      events.push(
+        sse('content_block_delta', {
+          index: 0,
+          delta: { type: 'input_json_delta', partial_json: part },
+        }),
+      );
     }
   } else {
     const words = outputWords(outputTokens);
     generated = words.length;
     stopReason = limitedByMax ? 'max_tokens' : 'end_turn';
     content = [{ type: 'text', text: words.join('').trimStart() }];
-    events.push(sse('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }));
+    events.push(
+      sse('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
+    );
     events.push(sse('ping', {}));
     words.forEach((word, index) => {
-      events.push(sse('content_block_delta', { index: 0, delta: { type: 'text_delta', text: index === 0 ? word.trimStart() : word } }));
+      events.push(
+        sse('content_block_delta', {
+          index: 0,
+          delta: { type: 'text_delta', text: index === 0 ? word.trimStart() : word },
+        }),
+      );
     });
   }
   events.push(sse('content_block_stop', { index: 0 }));
-  events.push(sse('message_delta', { delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: generated } }));
+  events.push(
+    sse('message_delta', {
+      delta: { stop_reason: stopReason, stop_sequence: null },
+      usage: { output_tokens: generated },
+    }),
+  );
   events.push(sse('message_stop', {}));
 
   return {
     json: {
-      id, type: 'message', role: 'assistant', model, content, stop_reason: stopReason, stop_sequence: null,
-      usage: { input_tokens: inputTokens, output_tokens: generated, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
+      id,
+      type: 'message',
+      role: 'assistant',
+      model,
+      content,
+      stop_reason: stopReason,
+      stop_sequence: null,
+      usage: {
+        input_tokens: inputTokens,
+        output_tokens: generated,
+        cache_creation_input_tokens: 0,
+        cache_read_input_tokens: 0,
+      },
     },
     events,
   };
 }
 
-export function vendorAError(fault: Exclude<MockFault, 'cut_stream'> | 'invalid_request', message?: string): MockError {
-  const error = (status: number, type: string, text: string, headers: Record<string, string> = {}): MockError => ({
+export function vendorAError(
+  fault: Exclude<MockFault, 'cut_stream'> | 'invalid_request',
+  message?: string,
+): MockError {
+  const error = (
+    status: number,
+    type: string,
+    text: string,
+    headers: Record<string, string> = {},
+  ): MockError => ({
     status,
     headers,
     body: { type: 'error', error: { type, message: text } },
@@ -96,7 +150,9 @@ export function vendorAError(fault: Exclude<MockFault, 'cut_stream'> | 'invalid_
     case 'bad_key':
       return error(401, 'authentication_error', 'invalid x-api-key');
     case 'rate_limit':
-      return error(429, 'rate_limit_error', 'Number of requests has exceeded your rate limit.', { 'retry-after': '2' });
+      return error(429, 'rate_limit_error', 'Number of requests has exceeded your rate limit.', {
+        'retry-after': '2',
+      });
     case 'quota':
       // The vendor answers an exhausted prepaid balance with 402 billing_error.
       return error(402, 'billing_error', 'Your credit balance is too low to access the API.');
@@ -110,6 +166,11 @@ export function vendorAError(fault: Exclude<MockFault, 'cut_stream'> | 'invalid_
 }
 
 export function vendorAModels(modelIds: readonly string[]): JsonObject {
-  const data = modelIds.map((id) => ({ type: 'model', id, display_name: id, created_at: '2025-01-01T00:00:00Z' }));
+  const data = modelIds.map((id) => ({
+    type: 'model',
+    id,
+    display_name: id,
+    created_at: '2025-01-01T00:00:00Z',
+  }));
   return { data, has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null };
 }

@@ -66,7 +66,11 @@ export class ProductUserDirectory {
     }
     const user = await this.upsert(input);
     this.cache.delete(cacheKey);
-    this.cache.set(cacheKey, { user, writtenFingerprint: wanted, expiresAtMs: now + this.cacheTtlMs });
+    this.cache.set(cacheKey, {
+      user,
+      writtenFingerprint: wanted,
+      expiresAtMs: now + this.cacheTtlMs,
+    });
     if (this.cache.size > this.maxCachedUsers) {
       const oldest = this.cache.keys().next();
       if (!oldest.done) this.cache.delete(oldest.value);

@@ -84,7 +84,10 @@ export class ProductUserManagement {
     const client = await this.db.connect();
     try {
       await client.query('BEGIN');
-      const { rows: existing } = await client.query<{ id: string; allowance_starts_at: Date | null }>(
+      const { rows: existing } = await client.query<{
+        id: string;
+        allowance_starts_at: Date | null;
+      }>(
         `SELECT id, allowance_starts_at FROM product_users WHERE app_id = $1 AND external_user_id = $2 FOR UPDATE`,
         [input.appId, input.externalUserId],
       );
@@ -94,8 +97,13 @@ export class ProductUserManagement {
         if (anchor.getTime() > Date.now()) {
           throw new ProductUserRuleError('allowance_starts_at cannot be in the future');
         }
-        if (stored?.allowance_starts_at && anchor.getTime() < stored.allowance_starts_at.getTime()) {
-          throw new ProductUserRuleError('allowance_starts_at cannot be older than the stored anchor');
+        if (
+          stored?.allowance_starts_at &&
+          anchor.getTime() < stored.allowance_starts_at.getTime()
+        ) {
+          throw new ProductUserRuleError(
+            'allowance_starts_at cannot be older than the stored anchor',
+          );
         }
       }
       const keepAnchor = anchor === undefined;
@@ -133,7 +141,12 @@ export class ProductUserManagement {
     }
   }
 
-  async setStatus(orgId: string, appId: string, externalUserId: string, status: 'active' | 'blocked'): Promise<boolean> {
+  async setStatus(
+    orgId: string,
+    appId: string,
+    externalUserId: string,
+    status: 'active' | 'blocked',
+  ): Promise<boolean> {
     const { rowCount } = await this.db.query(
       `UPDATE product_users SET status = $4, updated_at = now()
         WHERE org_id = $1 AND app_id = $2 AND external_user_id = $3`,
@@ -190,16 +203,25 @@ export class ProductUserManagement {
     );
     const row = rows[0];
     if (!row) return undefined;
-    await this.scripts.creditsChange(this.creditKeys(row.org_id, row.product_user_id), ['remove', row.id]);
+    await this.scripts.creditsChange(this.creditKeys(row.org_id, row.product_user_id), [
+      'remove',
+      row.id,
+    ]);
     return grantFromRow(row);
   }
 
   private creditKeys(orgId: string, productUserId: string): string[] {
-    return [this.keys.userCredits(orgId, productUserId), this.keys.userGrants(orgId, productUserId)];
+    return [
+      this.keys.userCredits(orgId, productUserId),
+      this.keys.userGrants(orgId, productUserId),
+    ];
   }
 
   /** Tells every gateway instance to forget its cached copy of this user. */
   private async announce(appId: string, externalUserId: string): Promise<void> {
-    await this.redis.publish(this.keys.invalidationChannel(), productUserInvalidation(appId, externalUserId));
+    await this.redis.publish(
+      this.keys.invalidationChannel(),
+      productUserInvalidation(appId, externalUserId),
+    );
   }
 }

@@ -70,7 +70,11 @@ export class ProductUserProfiles {
     private readonly live: LiveBalanceReader,
   ) {}
 
-  async findUser(orgId: string, appId: string, externalUserId: string): Promise<ProductUserRow | undefined> {
+  async findUser(
+    orgId: string,
+    appId: string,
+    externalUserId: string,
+  ): Promise<ProductUserRow | undefined> {
     const { rows } = await this.db.query<ProductUserRow>(
       `SELECT ${PRODUCT_USER_COLUMNS} FROM product_users
         WHERE org_id = $1 AND app_id = $2 AND external_user_id = $3`,
@@ -116,7 +120,11 @@ export class ProductUserProfiles {
       'SELECT id, currency, expires_at, created_at, status FROM credit_grants WHERE product_user_id = $1',
       [user.id],
     );
-    const { rows: spendRows } = await this.db.query<{ month: string; total: string; last_used: Date | null }>(
+    const { rows: spendRows } = await this.db.query<{
+      month: string;
+      total: string;
+      last_used: Date | null;
+    }>(
       `SELECT COALESCE(sum(c.amount) FILTER (WHERE c.created_at >= $2), 0)::text AS month,
               COALESCE(sum(c.amount), 0)::text AS total, max(c.created_at) AS last_used
          FROM credit_consumptions c JOIN credit_grants g ON g.id = c.grant_id
@@ -137,7 +145,10 @@ export class ProductUserProfiles {
       if (remaining <= 0n) continue;
       available += remaining;
       activeCount += 1;
-      if (grant.expires_at && grant.expires_at.getTime() - now.getTime() <= EXPIRING_SOON_WINDOW_MS) {
+      if (
+        grant.expires_at &&
+        grant.expires_at.getTime() - now.getTime() <= EXPIRING_SOON_WINDOW_MS
+      ) {
         expiringSoon += remaining;
       }
     }
@@ -158,7 +169,12 @@ export class ProductUserProfiles {
     };
   }
 
-  private userAccount(user: ProductUserRow, now: Date, capNano: bigint | null, creditMode: CreditMode) {
+  private userAccount(
+    user: ProductUserRow,
+    now: Date,
+    capNano: bigint | null,
+    creditMode: CreditMode,
+  ) {
     return {
       productUserId: user.id,
       capNano,
@@ -180,7 +196,12 @@ export class ProductUserProfiles {
     );
     const connectionId = user.last_app_connection_id;
     const { rows: connectionRows } = connectionId
-      ? await this.db.query<CapRuleRow & { connection_credit_mode: CreditMode; connection_overrun_policy: OverrunPolicy }>(
+      ? await this.db.query<
+          CapRuleRow & {
+            connection_credit_mode: CreditMode;
+            connection_overrun_policy: OverrunPolicy;
+          }
+        >(
           `SELECT r.id, r.amount::text, r.per_user_amount::text, r.currency, r.credit_mode,
                   r.overrun_policy, r.updated_at, c.credit_mode AS connection_credit_mode,
                   c.overrun_policy AS connection_overrun_policy

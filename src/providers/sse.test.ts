@@ -42,9 +42,12 @@ describe('SseParser', () => {
 
   it('gives the same events however the bytes are split (golden)', () => {
     fc.assert(
-      fc.property(fc.array(fc.integer({ min: 0, max: bytes.length }), { maxLength: 40 }), (cuts) => {
-        expect(parseSplit(bytes, cuts)).toEqual(whole);
-      }),
+      fc.property(
+        fc.array(fc.integer({ min: 0, max: bytes.length }), { maxLength: 40 }),
+        (cuts) => {
+          expect(parseSplit(bytes, cuts)).toEqual(whole);
+        },
+      ),
       { numRuns: 300 },
     );
   });

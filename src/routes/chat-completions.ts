@@ -39,7 +39,10 @@ async function handleChatCompletion(
   if (model && !ROUTABLE_VENDORS.has(model.vendor)) {
     return sendError(
       response,
-      gwError('gw_unsupported_model', `model ${model.id} is not served on /v1/chat/completions yet`),
+      gwError(
+        'gw_unsupported_model',
+        `model ${model.id} is not served on /v1/chat/completions yet`,
+      ),
     );
   }
 
@@ -57,7 +60,8 @@ async function handleChatCompletion(
   stripAttributionFields(body);
   if (admission.outputClamped) {
     // limit_output: the allowance covers only this much output.
-    if (parsed.max_completion_tokens != null) body.max_completion_tokens = admission.maxOutputTokens;
+    if (parsed.max_completion_tokens != null)
+      body.max_completion_tokens = admission.maxOutputTokens;
     else body.max_tokens = admission.maxOutputTokens;
   }
   const stream = parsed.stream === true;

@@ -4,7 +4,11 @@
 //   GET  /product-users/by-external-id/credit-summary    the credits object
 //   POST /product-users/by-external-id/credit-grants     grant credits (Idempotency-Key)
 import { z } from 'zod';
-import type { ServiceKeyIdentity, ServiceKeyScope, ServiceKeyStore } from '../auth/service-key-store.js';
+import type {
+  ServiceKeyIdentity,
+  ServiceKeyScope,
+  ServiceKeyStore,
+} from '../auth/service-key-store.js';
 import type { DbPool } from '../db/pool.js';
 import { gwError, isGwError, type GwError } from '../errors.js';
 import { sendError, sendJson } from '../http/respond.js';
@@ -12,7 +16,11 @@ import type { HttpRequest, HttpResponse, Route } from '../http/types.js';
 import { parseJsonBody } from '../inference/parse-body.js';
 import { AmountError, parseAmountToNano } from '../money.js';
 import { ProductUserRuleError, type ProductUserManagement } from '../product-users/management.js';
-import { DEFAULT_CURRENCY, type ProductUserProfiles, type ProductUserRow } from '../product-users/profile.js';
+import {
+  DEFAULT_CURRENCY,
+  type ProductUserProfiles,
+  type ProductUserRow,
+} from '../product-users/profile.js';
 
 export interface ProductUserRouteDeps {
   readonly db: DbPool;
@@ -61,8 +69,16 @@ export function productUserRoutes(deps: ProductUserRouteDeps): Route[] {
   return [
     { method: 'GET', path: BASE, handler: guarded(deps, 'product_users:read', getProfile) },
     { method: 'PUT', path: BASE, handler: guarded(deps, 'product_users:write', putProfile) },
-    { method: 'GET', path: `${BASE}/credit-summary`, handler: guarded(deps, 'product_users:read', getCreditSummary) },
-    { method: 'POST', path: `${BASE}/credit-grants`, handler: guarded(deps, 'product_users:write', postCreditGrant) },
+    {
+      method: 'GET',
+      path: `${BASE}/credit-summary`,
+      handler: guarded(deps, 'product_users:read', getCreditSummary),
+    },
+    {
+      method: 'POST',
+      path: `${BASE}/credit-grants`,
+      handler: guarded(deps, 'product_users:write', postCreditGrant),
+    },
   ];
 }
 
@@ -77,8 +93,12 @@ async function identifyUser(
   if (!externalUserId || externalUserId.trim() === '') {
     return gwError('gw_invalid_external_user_id', 'external_user_id is required');
   }
-  const { rowCount } = await deps.db.query('SELECT 1 FROM apps WHERE id = $1 AND org_id = $2', [appId, caller.orgId]);
-  if (rowCount === 0) return gwError('gw_invalid_app_id', 'no app with this app_id in your organization');
+  const { rowCount } = await deps.db.query('SELECT 1 FROM apps WHERE id = $1 AND org_id = $2', [
+    appId,
+    caller.orgId,
+  ]);
+  if (rowCount === 0)
+    return gwError('gw_invalid_app_id', 'no app with this app_id in your organization');
   return { appId, externalUserId };
 }
 
@@ -90,7 +110,10 @@ async function findFromQuery(
   const pair = await identifyUser(deps, caller, query.get('app_id'), query.get('external_user_id'));
   if (isGwError(pair)) return pair;
   const user = await deps.profiles.findUser(caller.orgId, pair.appId, pair.externalUserId);
-  return user ?? gwError('gw_product_user_not_found', 'no product user with this app_id and external_user_id');
+  return (
+    user ??
+    gwError('gw_product_user_not_found', 'no product user with this app_id and external_user_id')
+  );
 }
 
 const getProfile: Handler = async (deps, caller, request, response) => {
@@ -103,7 +126,10 @@ const getCreditSummary: Handler = async (deps, caller, request, response) => {
   const query = new URLSearchParams(request.query);
   const currency = query.get('currency') ?? DEFAULT_CURRENCY;
   if (!currencyCode.safeParse(currency).success) {
-    return sendError(response, gwError('gw_invalid_request', 'currency: must be a 3-letter ISO currency code'));
+    return sendError(
+      response,
+      gwError('gw_invalid_request', 'currency: must be a 3-letter ISO currency code'),
+    );
   }
   const user = await findFromQuery(deps, caller, query);
   if (isGwError(user)) return sendError(response, user);
@@ -123,13 +149,20 @@ const putProfile: Handler = async (deps, caller, request, response) => {
       ...(body.display_name !== undefined && { displayName: body.display_name }),
       ...(body.email !== undefined && { email: body.email }),
       ...(body.allowance_starts_at !== undefined && {
-        allowanceStartsAt: body.allowance_starts_at === null ? null : new Date(body.allowance_starts_at),
+        allowanceStartsAt:
+          body.allowance_starts_at === null ? null : new Date(body.allowance_starts_at),
       }),
     });
     sendJson(response, created ? 201 : 200, await deps.profiles.profile(user));
   } catch (error) {
     if (error instanceof ProductUserRuleError) {
-      return sendError(response, gwError('gw_invalid_request', `allowance_starts_at: ${error.message.replace('allowance_starts_at ', '')}`));
+      return sendError(
+        response,
+        gwError(
+          'gw_invalid_request',
+          `allowance_starts_at: ${error.message.replace('allowance_starts_at ', '')}`,
+        ),
+      );
     }
     throw error;
   }
@@ -148,17 +181,25 @@ const postCreditGrant: Handler = async (deps, caller, request, response) => {
   try {
     amountNano = parseAmountToNano(body.amount);
   } catch (error) {
-    if (error instanceof AmountError) return sendError(response, gwError('gw_invalid_request', `amount: ${error.message}`));
+    if (error instanceof AmountError)
+      return sendError(response, gwError('gw_invalid_request', `amount: ${error.message}`));
     throw error;
   }
-  if (amountNano <= 0n) return sendError(response, gwError('gw_invalid_request', 'amount: must be greater than zero'));
+  if (amountNano <= 0n)
+    return sendError(response, gwError('gw_invalid_request', 'amount: must be greater than zero'));
   const expiresAt = body.expires_at ? new Date(body.expires_at) : null;
   if (expiresAt && expiresAt.getTime() <= Date.now()) {
     return sendError(response, gwError('gw_invalid_request', 'expires_at: must be in the future'));
   }
   const idempotencyKey = request.headers['idempotency-key'];
-  if (idempotencyKey !== undefined && (idempotencyKey.length === 0 || idempotencyKey.length > 255)) {
-    return sendError(response, gwError('gw_invalid_request', 'Idempotency-Key: must be 1 to 255 characters'));
+  if (
+    idempotencyKey !== undefined &&
+    (idempotencyKey.length === 0 || idempotencyKey.length > 255)
+  ) {
+    return sendError(
+      response,
+      gwError('gw_invalid_request', 'Idempotency-Key: must be 1 to 255 characters'),
+    );
   }
   const { grant, created } = await deps.management.grantCredits({
     orgId: caller.orgId,

@@ -23,7 +23,9 @@ export async function startGateway(env: Record<string, string>): Promise<Gateway
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => resolve(code)),
+  );
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${output}`)), 20_000);
     const onData = (chunk: Buffer): void => {
@@ -75,7 +77,8 @@ export async function runCli(args: string[], env: Record<string, string>): Promi
 
 export async function runCliJson<T>(args: string[], env: Record<string, string>): Promise<T> {
   const result = await runCli(args, env);
-  if (result.code !== 0) throw new Error(`gw ${args.join(' ')} failed (${result.code}): ${result.stderr}`);
+  if (result.code !== 0)
+    throw new Error(`gw ${args.join(' ')} failed (${result.code}): ${result.stderr}`);
   return JSON.parse(result.stdout) as T;
 }
 

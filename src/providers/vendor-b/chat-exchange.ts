@@ -20,7 +20,10 @@ export function vendorBChatExchange(input: ChatExchangeInput): UpstreamExchange 
     vendorLabel: 'vendor_b',
     path: VENDOR_B_CHAT_PATH,
     headers: vendorBHeaders(input.route.apiKey),
-    body: buildVendorBChatBody(input.body, { upstreamModel: input.upstreamModel, stream: input.stream }),
+    body: buildVendorBChatBody(input.body, {
+      upstreamModel: input.upstreamModel,
+      stream: input.stream,
+    }),
     errorFlavor: 'default',
     readJsonUsage: readVendorBUsage,
     translateJson: (_payload, rawBytes) => rawBytes,
