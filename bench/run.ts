@@ -1,0 +1,169 @@
+// npm run bench [-- --runs 3 --duration 5 --connections 50,1 --scenario stream --record]
+// Measures, in one run on loopback, the mock vendor alone, the bare uWS→undici passthrough
+// (the ceiling) and the gateway's full path, and prints medians with ratios to the ceiling.
+import { appendFileSync, readFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { parseArgs } from 'node:util';
+import { measure, median, type LoadSpec, type Measurement } from './measure.js';
+import { renderTable, type Row } from './report.js';
+import {
+  gwCli,
+  startGatewayTarget,
+  startMock,
+  startPassthrough,
+  stopAll,
+  type Target,
+} from './targets.js';
+
+const { values: flags } = parseArgs({
+  options: {
+    runs: { type: 'string', default: '3' },
+    duration: { type: 'string', default: '5' },
+    connections: { type: 'string', default: '50,1' },
+    scenario: { type: 'string' },
+    record: { type: 'boolean', default: false },
+  },
+});
+const runs = Number(flags.runs);
+const durationSeconds = Number(flags.duration);
+const connectionCounts = flags.connections.split(',').map(Number);
+
+interface Scenario {
+  readonly name: string;
+  readonly body: Record<string, unknown>;
+  /** Targets to measure besides the ceiling. */
+  readonly targets: ReadonlyArray<'mock' | 'gateway'>;
+  readonly distinctUsers: number;
+}
+
+const prompt = {
+  model: 'vendor_b/gpt-4o-mini',
+  max_tokens: 16,
+  messages: [{ role: 'user', content: 'Say hello in a few words.' }],
+};
+const allScenarios: Scenario[] = [
+  { name: 'json', body: prompt, targets: ['mock', 'gateway'], distinctUsers: 8 },
+  {
+    name: 'stream',
+    body: { ...prompt, stream: true },
+    targets: ['mock', 'gateway'],
+    distinctUsers: 8,
+  },
+  { name: 'json-10k-capped-users', body: prompt, targets: ['gateway'], distinctUsers: 10_000 },
+];
+const scenarios = allScenarios.filter(
+  (scenario) => !flags.scenario || scenario.name.includes(flags.scenario),
+);
+
+async function main(): Promise<void> {
+  const mock = await startMock();
+  const passthrough = await startPassthrough(mock.url);
+  const gateway = await startGatewayTarget(mock.url);
+  const targets: Target[] = [mock, passthrough, gateway];
+  try {
+    const org = await gwCli<{ api_key: string; app_connection_id: string }>(
+      ['seed', '--json', '--wallet', '1000000'],
+      gateway.env,
+    );
+    // Every product user has a cap (the connection's per-user default) and a connection cap.
+    await gwCli(
+      [
+        'cap',
+        'set',
+        '--scope',
+        'app_connection',
+        '--app-connection-id',
+        org.app_connection_id,
+        '--amount',
+        '1000000',
+        '--per-user-amount',
+        '100',
+      ],
+      gateway.env,
+    );
+    const vendorHeaders = { authorization: 'Bearer mock-bench-key' };
+    const gatewayHeaders = { authorization: `Bearer ${org.api_key}` };
+
+    const rows: Row[] = [];
+    for (const scenario of scenarios) {
+      for (const connections of connectionCounts) {
+        const spec = (target: Target): LoadSpec => ({
+          url: target.url,
+          connections,
+          durationSeconds,
+          body: JSON.stringify(scenario.body),
+          headers: target === gateway ? gatewayHeaders : vendorHeaders,
+          ...(target === gateway && {
+            headersFor: (sequence: number) => ({
+              'x-gw-external-user-id': `bench-user-${sequence % scenario.distinctUsers}`,
+            }),
+          }),
+        });
+        const measured = [
+          passthrough,
+          ...scenario.targets.map((name) => (name === 'mock' ? mock : gateway)),
+        ];
+        const samples = new Map<Target, Measurement[]>(measured.map((target) => [target, []]));
+        for (const target of measured) await measure({ ...spec(target), durationSeconds: 1 }); // warm-up
+        for (let run = 0; run < runs; run += 1) {
+          // Interleaved, so drift on a shared machine hits every target alike.
+          for (const target of measured) samples.get(target)!.push(await measure(spec(target)));
+        }
+        const medianOf = (target: Target): Measurement => {
+          const list = samples.get(target)!;
+          return {
+            requestsPerSecond: median(list.map((m) => m.requestsPerSecond)),
+            p50Ms: median(list.map((m) => m.p50Ms)),
+            p99Ms: median(list.map((m) => m.p99Ms)),
+            errors: list.reduce((sum, m) => sum + m.errors, 0),
+          };
+        };
+        const ceiling = medianOf(passthrough);
+        for (const target of measured) {
+          rows.push({
+            scenario: scenario.name,
+            connections,
+            target: target.name,
+            median: medianOf(target),
+            ceiling: target === passthrough ? undefined : ceiling,
+          });
+        }
+        process.stderr.write(`measured ${scenario.name} @ ${connections} connections\n`);
+      }
+    }
+    const table = renderTable(rows);
+    process.stdout.write(`${table}\n`);
+    if (flags.record) record(table);
+  } finally {
+    stopAll(targets);
+  }
+}
+
+function record(table: string): void {
+  const cpu = cpus()[0]?.model ?? 'unknown CPU';
+  const command = `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim();
+  const entry = [
+    '',
+    `## ${new Date().toISOString().slice(0, 10)} — ${cpus().length} cores (${cpu}), Node ${process.version}`,
+    '',
+    `Command: \`${command}\` (medians of ${runs} runs × ${durationSeconds} s, interleaved; non-2xx counted as errors)`,
+    '',
+    table,
+    '',
+  ].join('\n');
+  const path = new URL('../../bench/RESULTS.md', import.meta.url);
+  let existing = '';
+  try {
+    existing = readFileSync(path, 'utf8');
+  } catch {
+    existing =
+      '# Bench results\n\nRatios are against the bare uWS→undici passthrough measured in the same run.\n';
+    appendFileSync(path, existing);
+  }
+  appendFileSync(path, entry);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`bench failed: ${(error as Error).stack ?? String(error)}\n`);
+  process.exit(1);
+});

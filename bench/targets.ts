@@ -1,0 +1,105 @@
+// Starts the bench's targets as child processes (each on its own event loop): the mock
+// vendor, the bare passthrough and the gateway; seeds the gateway's organization.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const execFileAsync = promisify(execFile);
+
+export interface Target {
+  readonly name: string;
+  readonly url: string;
+  readonly child: ChildProcess;
+}
+
+/** Spawns a node script and resolves once `ready` finds what it needs in its stdout. */
+function spawnUntil(
+  args: string[],
+  env: Record<string, string>,
+  ready: (output: string) => string | undefined,
+): Promise<{ child: ChildProcess; value: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, {
+      cwd: root,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    const timer = setTimeout(
+      () => reject(new Error(`${args.join(' ')} did not start:\n${output}`)),
+      30_000,
+    );
+    const onData = (chunk: Buffer): void => {
+      output += chunk.toString();
+      const value = ready(output);
+      if (value !== undefined) {
+        clearTimeout(timer);
+        resolve({ child, value });
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.once('exit', (code) =>
+      reject(new Error(`${args.join(' ')} exited with ${code}:\n${output}`)),
+    );
+  });
+}
+
+const jsonPort = (output: string): string | undefined => /"port":(\d+)/.exec(output)?.[1];
+
+export async function startMock(): Promise<Target> {
+  const { child, value } = await spawnUntil(
+    ['bin/gw.js', 'mock-vendors', '--port', '0'],
+    {},
+    jsonPort,
+  );
+  return { name: 'mock', url: `http://127.0.0.1:${value}`, child };
+}
+
+export async function startPassthrough(upstreamUrl: string): Promise<Target> {
+  const { child, value } = await spawnUntil(
+    ['dist/bench/passthrough.js'],
+    { UPSTREAM_URL: upstreamUrl, PORT: '0' },
+    jsonPort,
+  );
+  return { name: 'passthrough', url: `http://127.0.0.1:${value}`, child };
+}
+
+export interface GatewayTarget extends Target {
+  readonly env: Record<string, string>;
+}
+
+export async function startGatewayTarget(upstreamUrl: string): Promise<GatewayTarget> {
+  const env = {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_URL: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/gw_bench',
+    REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
+    REDIS_KEY_PREFIX: `gwbench-${randomBytes(4).toString('hex')}`,
+    VENDOR_A_BASE_URL: upstreamUrl,
+    VENDOR_B_BASE_URL: upstreamUrl,
+    VENDOR_A_API_KEY: 'mock-bench-key',
+    VENDOR_B_API_KEY: 'mock-bench-key',
+    LOG_LEVEL: 'info',
+  };
+  const { child, value } = await spawnUntil(
+    ['dist/src/main.js'],
+    env,
+    (output) => /"port":(\d+)[^\n]*"msg":"gw listening"/.exec(output)?.[1],
+  );
+  return { name: 'gateway', url: `http://127.0.0.1:${value}`, child, env };
+}
+
+export async function gwCli<T>(args: string[], env: Record<string, string>): Promise<T> {
+  const { stdout } = await execFileAsync(process.execPath, ['bin/gw.js', ...args], {
+    cwd: root,
+    env: { ...process.env, ...env },
+  });
+  return JSON.parse(stdout) as T;
+}
+
+export function stopAll(targets: readonly Target[]): void {
+  for (const target of targets) target.child.kill('SIGTERM');
+}
