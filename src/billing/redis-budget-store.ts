@@ -28,7 +28,9 @@ export enum SettleCode {
   AlreadySettled = 1,
 }
 
-const SETTLED_MARKER_TTL_S = 7 * 24 * 3600;
+/** Settle retries come within milliseconds; the marker outlives them by far, without costing
+ * Redis one key per request for days. */
+const SETTLED_MARKER_TTL_S = 300;
 /** Placeholder key for an account a request does not use (same slot, never written). */
 const UNUSED = 'unused';
 

@@ -77,8 +77,20 @@ export class UsageStreamWriter {
           this.lastClaimMs = Date.now();
           await this.claimStale();
         }
+        const cycleStartedMs = Date.now();
         const batch = await this.read(true);
-        if (batch.length > 0) await this.persist(batch);
+        if (batch.length === 0) continue;
+        const rows = await this.persist(batch);
+        // A batch that was not full: wait out the flush interval so the next one is bigger
+        // (one insert per interval under load instead of one per request).
+        const elapsedMs = Date.now() - cycleStartedMs;
+        if (
+          rows < this.options.batchMaxRows &&
+          elapsedMs < this.options.flushIntervalMs &&
+          this.running
+        ) {
+          await sleep(this.options.flushIntervalMs - elapsedMs);
+        }
       } catch (error) {
         this.logger.error({ err: error }, 'usage writer: iteration failed; retrying');
         await sleep(RETRY_BACKOFF_MS);

@@ -1,0 +1,91 @@
+// Micro-benchmark: sequential reserve + settle round trips against the local Redis, with a
+// product user, an org cap and a connection cap (the hot path's two Redis calls).
+import { Redis } from 'ioredis';
+import { AccountLoader } from '../../src/billing/account-loader.js';
+import type { RequestAccounts } from '../../src/billing/budget-store.js';
+import { monthlyPeriod } from '../../src/billing/periods.js';
+import { RedisBudgetStore } from '../../src/billing/redis-budget-store.js';
+import { WalletService } from '../../src/billing/wallets.js';
+import { createDbPool } from '../../src/db/pool.js';
+import { newRequestId } from '../../src/ids.js';
+import type { UsageRecord } from '../../src/ledger/usage-record.js';
+import { createRedisKeys } from '../../src/redis/keys.js';
+import { defineScripts } from '../../src/redis/scripts.js';
+
+const iterations = Number(process.argv[2] ?? 3000);
+const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
+  enableAutoPipelining: true,
+});
+const db = createDbPool(
+  process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/gw_bench',
+  2,
+);
+const keys = createRedisKeys(`micro-${process.pid}`);
+const scripts = defineScripts(redis);
+const store = new RedisBudgetStore(
+  redis,
+  keys,
+  scripts,
+  new AccountLoader(db, keys, scripts, new WalletService(db, redis, keys, scripts)),
+  60_000,
+);
+const period = monthlyPeriod(new Date(), null);
+const orgId = 'org_micro';
+const accounts: RequestAccounts = {
+  orgId,
+  appConnectionId: 'conn_micro',
+  walletPays: true,
+  orgCap: { capNano: 10n ** 15n, period },
+  connectionCap: { capNano: 10n ** 15n, period },
+  user: { productUserId: 'pu_micro', capNano: 10n ** 12n, creditMode: 'enforce', period },
+};
+await scripts.accountLoad([keys.wallet(orgId)], ['balance', (10n ** 15n).toString(), '']);
+
+function record(requestId: string): UsageRecord {
+  return {
+    requestId,
+    createdAt: new Date(),
+    orgId,
+    appId: 'app',
+    appConnectionId: 'conn_micro',
+    apiKeyId: 'key',
+    productUserId: 'pu_micro',
+    model: 'vendor_b/gpt-4o-mini',
+    vendor: 'vendor_b',
+    route: 'system',
+    credentialId: null,
+    stream: false,
+    status: 'completed',
+    upstreamStatus: 200,
+    inputTokens: 20,
+    outputTokens: 16,
+    currency: 'USD',
+    sellCostNano: 12_600n,
+    vendorCostNano: 12_600n,
+    walletCostNano: 12_600n,
+    reservedNano: 12_600n,
+    latencyMs: 1,
+  };
+}
+
+const timings = { reserve: 0, settle: 0 };
+for (let index = 0; index < iterations; index += 1) {
+  const requestId = newRequestId();
+  let started = performance.now();
+  await store.reserve({ requestId, accounts, amountNano: 12_600n });
+  timings.reserve += performance.now() - started;
+  started = performance.now();
+  await store.settle(record(requestId), accounts);
+  timings.settle += performance.now() - started;
+}
+process.stdout.write(
+  `reserve ${((timings.reserve / iterations) * 1000).toFixed(0)} µs, settle ${((timings.settle / iterations) * 1000).toFixed(0)} µs per call (${iterations} sequential)\n`,
+);
+let cursor = '0';
+do {
+  const [next, found] = await redis.scan(cursor, 'MATCH', `micro-${process.pid}:*`, 'COUNT', 1000);
+  cursor = next;
+  if (found.length > 0) await redis.del(...found);
+} while (cursor !== '0');
+await redis.quit();
+await db.end();
