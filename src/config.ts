@@ -46,6 +46,9 @@ export const configSchema = z.object({
   MOCK_VENDOR_LATENCY_MS: z.coerce.number().int().min(0).default(0),
   MOCK_VENDOR_TOKENS_PER_SECOND: z.coerce.number().int().min(0).default(0),
   METRICS_ENABLED: booleanFlag.default(true),
+  CREDENTIALS_MASTER_KEY: optionalSecret,
+  CREDENTIALS_MASTER_KEY_ID: z.string().regex(/^[\w.-]{1,32}$/).default('k1'),
+  CREDENTIALS_PREVIOUS_KEYS: optionalSecret,
 });
 
 export type Config = Readonly<z.infer<typeof configSchema>>;

@@ -55,7 +55,7 @@ export async function runCli(argv: string[]): Promise<void> {
     return;
   }
   if (command === 'mock-vendors') {
-    await mockVendorsCommand(rest);
+    await mockVendorsCommand(rest).catch(fail);
     return;
   }
   const run = dataCommands[command];

@@ -1,0 +1,64 @@
+// Encryption of provider secrets at rest: AES-256-GCM under a master key from the
+// environment. Each ciphertext records the id of the key that sealed it, so master keys can
+// rotate: add the new key as current, keep the old one as previous, run `gw credentials rewrap`.
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+
+export interface SealedSecret {
+  readonly keyId: string;
+  readonly iv: Buffer;
+  readonly ciphertext: Buffer;
+  readonly authTag: Buffer;
+}
+
+export class SecretBoxError extends Error {
+  override readonly name = 'SecretBoxError';
+}
+
+/** Parses "id:base64key" entries (comma separated); every key must be 32 bytes. */
+export function parseMasterKeys(current: string | undefined, currentId: string, previous: string | undefined): SecretBox | undefined {
+  if (!current) return undefined;
+  const keys = new Map<string, Buffer>();
+  const decode = (id: string, base64: string): void => {
+    const key = Buffer.from(base64, 'base64');
+    if (key.length !== 32) throw new SecretBoxError(`master key ${id} must be 32 bytes of base64`);
+    keys.set(id, key);
+  };
+  decode(currentId, current);
+  for (const entry of (previous ?? '').split(',').filter(Boolean)) {
+    const separator = entry.indexOf(':');
+    if (separator <= 0) throw new SecretBoxError('previous master keys must look like id:base64key');
+    decode(entry.slice(0, separator), entry.slice(separator + 1));
+  }
+  return new SecretBox(currentId, keys);
+}
+
+export class SecretBox {
+  constructor(
+    readonly currentKeyId: string,
+    private readonly keys: ReadonlyMap<string, Buffer>,
+  ) {}
+
+  seal(secret: string): SealedSecret {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', this.keys.get(this.currentKeyId)!, iv);
+    const ciphertext = Buffer.concat([cipher.update(secret, 'utf8'), cipher.final()]);
+    return { keyId: this.currentKeyId, iv, ciphertext, authTag: cipher.getAuthTag() };
+  }
+
+  open(sealed: SealedSecret): string {
+    const key = this.keys.get(sealed.keyId);
+    if (!key) throw new SecretBoxError(`master key ${sealed.keyId} is not configured`);
+    const decipher = createDecipheriv('aes-256-gcm', key, sealed.iv);
+    decipher.setAuthTag(sealed.authTag);
+    try {
+      return Buffer.concat([decipher.update(sealed.ciphertext), decipher.final()]).toString('utf8');
+    } catch {
+      throw new SecretBoxError(`a credential sealed under ${sealed.keyId} failed authentication`);
+    }
+  }
+}
+
+/** What is shown instead of a secret: a short hash, never the secret or a part of it. */
+export function fingerprint(secret: string): string {
+  return `sha256:${createHash('sha256').update(secret).digest('hex').slice(0, 16)}`;
+}
