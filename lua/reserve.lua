@@ -12,6 +12,8 @@
 -- KEYS[8]  user_spend_expiries
 -- KEYS[9]  user_credits       hash { loaded, g:<grant_id> -> remaining }
 -- KEYS[10] user_grants        zset grant_id -> expiry (ms)
+-- KEYS[11] cred_cooldowns     hash credential_id -> cooling down until (ms)
+-- KEYS[12] cred_rotation      hash tier -> rotation counter
 --
 -- ARGV[1] request_id
 -- ARGV[2] amount_nano         the worst-case cost to hold
@@ -22,23 +24,29 @@
 -- ARGV[7] conn_cap_nano       '' when the connection has no cap
 -- ARGV[8] user_cap_nano       '' when the user has no cap (unlimited base allowance)
 -- ARGV[9] user_mode           'none' (no product user) | 'enforce' | 'track_only' | 'disabled'
+-- ARGV[10] credentials        eligible BYOK credentials by priority tier: 'id1,id2|id3' ('' none)
+-- ARGV[11] byok_only          '1' when the system route must not serve if no credential can
 --
+-- A picked credential pays the vendor, so the org wallet is then not held.
 -- Returns {code, ...}:
---   {0}                                   held
+--   {0, credential_id}                    held ('' : the system route serves)
 --   {1, name, ...}                        accounts to load from Postgres first
 --                                         (names: wallet, org_cap, conn_cap, user)
 --   {2, available}                        the wallet cannot cover amount_nano
 --   {3, scope, cap, spent, reserved}      a cap blocks it (scope: org | app_connection)
 --   {4, cap, spent, base_remaining, credits, available}
 --                                         the user's allowance cannot cover it (enforce)
+--   {5}                                   byok_only and every credential is cooling down
 -- Amounts are compared with tonumber; every change is HINCRBY. Nothing is held on failure.
 --#include release-hold
 --#include sweep-expired
 --#include hold
 --#include credits-available
+--#include pick-credential
 
 local request_id, amount, now_ms, expires_at_ms = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local wallet_pays, org_cap, conn_cap, user_cap, user_mode = ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9]
+local credentials, byok_only = ARGV[10], ARGV[11]
 local need = tonumber(amount)
 local has_user = user_mode ~= 'none'
 
@@ -55,6 +63,13 @@ if has_user and (redis.call('EXISTS', KEYS[7]) == 0 or redis.call('HEXISTS', KEY
 end
 if #missing > 0 then
   return {1, unpack(missing)}
+end
+
+local credential = pick_credential(KEYS[11], KEYS[12], credentials, now_ms)
+if credential then
+  wallet_pays = '0'
+elseif credentials ~= '' and byok_only == '1' then
+  return {5}
 end
 
 local function limit_state(account, expiries)
@@ -96,4 +111,4 @@ end
 if org_cap ~= '' then hold(KEYS[3], KEYS[4], request_id, amount, expires_at_ms) end
 if conn_cap ~= '' then hold(KEYS[5], KEYS[6], request_id, amount, expires_at_ms) end
 if has_user then hold(KEYS[7], KEYS[8], request_id, amount, expires_at_ms) end
-return {0}
+return {0, credential or ''}

@@ -48,6 +48,10 @@ export const errorCatalogue = {
     status: 402,
     summary: 'the organization wallet cannot reserve the estimated cost',
   },
+  gw_provider_credentials_unavailable: {
+    status: 503,
+    summary: 'routing mode byok_only and every eligible provider credential is cooling down',
+  },
   // Upstream
   gw_upstream_rate_limited: { status: 429, summary: 'the vendor rate-limited the request' },
   gw_upstream_error: { status: 502, summary: 'the vendor failed or answered unusably' },

@@ -14,6 +14,8 @@ import { ModelCatalog } from './catalog/models.js';
 import { loadConfig, type Config } from './config.js';
 import { ensureDatabase, migrate } from './db/migrate.js';
 import { createDbPool } from './db/pool.js';
+import { CredentialDirectory } from './credentials/credential-directory.js';
+import { parseMasterKeys } from './credentials/secret-box.js';
 import { createHttpServer } from './http/server.js';
 import { loadNativeUws } from './http/uws.js';
 import { PostgresUsageSink } from './ledger/postgres-usage-sink.js';
@@ -74,12 +76,19 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
   const capPolicies = new CapPolicyStore(db);
   const productUsers = new ProductUserDirectory(db);
   const serviceKeys = new ServiceKeyStore(db);
+  const secretBox = parseMasterKeys(
+    config.CREDENTIALS_MASTER_KEY,
+    config.CREDENTIALS_MASTER_KEY_ID,
+    config.CREDENTIALS_PREVIOUS_KEYS,
+  );
+  const credentials = new CredentialDirectory(db, secretBox);
   await subscriber.subscribe(keys.invalidationChannel());
   subscriber.on('message', (_channel: string, message: string) => {
     apiKeys.handleInvalidation(message);
     capPolicies.handleInvalidation(message);
     productUsers.handleInvalidation(message);
     serviceKeys.handleInvalidation(message);
+    credentials.handleInvalidation(message);
   });
   const tokenCounter = new PiscinaTokenCounter(config.TOKEN_WORKERS);
   const upstream = new UpstreamClient(config.UPSTREAM_TIMEOUT_MS);
@@ -114,7 +123,15 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
   if (config.METRICS_ENABLED) collectDefaultMetrics({ register: registry });
 
   let draining = false;
-  const services = { apiKeys, catalog, productUsers, capPolicies, tokenCounter, budget };
+  const services = {
+    apiKeys,
+    catalog,
+    productUsers,
+    capPolicies,
+    credentials,
+    tokenCounter,
+    budget,
+  };
   const server = createHttpServer({
     maxBodyBytes: config.MAX_BODY_BYTES,
     logger,

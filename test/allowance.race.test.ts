@@ -59,6 +59,7 @@ function accounts(orgId: string, parts: Partial<RequestAccounts>): RequestAccoun
     connectionCap: null,
     user: null,
     walletPays: false,
+    credentials: null,
     ...parts,
   };
 }
@@ -173,9 +174,7 @@ describe('product-user allowance', () => {
     });
 
     const requestId = newRequestId();
-    expect(await store.reserve({ requestId, accounts: account, amountNano: 180n })).toEqual({
-      kind: 'held',
-    });
+    expect(await store.reserve({ requestId, accounts: account, amountNano: 180n })).toEqual({ kind: 'held', credentialId: null });
     // While it is held, nothing else fits.
     const squeezed = await store.reserve({
       requestId: newRequestId(),

@@ -35,6 +35,7 @@ function walletOnly(orgId: string, walletPays = true): RequestAccounts {
     connectionCap: null,
     user: null,
     walletPays,
+    credentials: null,
   };
 }
 
@@ -115,7 +116,7 @@ describe('reserve.lua', () => {
     const requestId = newRequestId();
     expect(
       await store.reserve({ requestId, accounts: walletOnly(orgId), amountNano: 3_000_000n }),
-    ).toEqual({ kind: 'held' });
+    ).toEqual({ kind: 'held', credentialId: null });
     expect(await walletState(orgId)).toEqual({ balance: 5_000_000n, reserved: 3_000_000n });
 
     expect(await store.settle(record(orgId, requestId, 1_234_567n), walletOnly(orgId))).toBe(
@@ -178,7 +179,7 @@ describe('reserve.lua', () => {
         accounts: walletOnly(orgId, false),
         amountNano: 10n ** 12n,
       }),
-    ).toEqual({ kind: 'held' });
+    ).toEqual({ kind: 'held', credentialId: null });
     expect(await redis.exists(keys.wallet(orgId))).toBe(0);
   });
 });

@@ -31,6 +31,7 @@ const settle = (record: UsageRecord) =>
     connectionCap: null,
     user: null,
     walletPays: false,
+    credentials: null,
   });
 const logger = createLogger('silent');
 

@@ -35,6 +35,7 @@ const accounts: RequestAccounts = {
   orgId,
   appConnectionId: 'conn_micro',
   walletPays: true,
+  credentials: null,
   orgCap: { capNano: 10n ** 15n, period },
   connectionCap: { capNano: 10n ** 15n, period },
   user: { productUserId: 'pu_micro', capNano: 10n ** 12n, creditMode: 'enforce', period },

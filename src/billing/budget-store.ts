@@ -21,6 +21,13 @@ export interface UserAccount {
   readonly period: Period;
 }
 
+/** BYOK credentials eligible for a request, by priority tier (tier 1 first). */
+export interface CredentialChoice {
+  readonly tiers: ReadonlyArray<readonly string[]>;
+  /** True when the system route must not serve if no credential can. */
+  readonly byokOnly: boolean;
+}
+
 /** Every account a request touches, besides the org wallet. */
 export interface RequestAccounts {
   readonly orgId: string;
@@ -28,8 +35,10 @@ export interface RequestAccounts {
   readonly orgCap: CapAccount | null;
   readonly connectionCap: CapAccount | null;
   readonly user: UserAccount | null;
-  /** False when something other than the org wallet pays (e.g. a BYOK credential). */
+  /** False when something other than the org wallet pays (a picked BYOK credential does too). */
   readonly walletPays: boolean;
+  /** BYOK credentials to pick from (null: the system route serves). */
+  readonly credentials: CredentialChoice | null;
 }
 
 export interface ReserveRequest {
@@ -40,7 +49,8 @@ export interface ReserveRequest {
 }
 
 export type ReserveOutcome =
-  | { readonly kind: 'held' }
+  | { readonly kind: 'held'; readonly credentialId: string | null }
+  | { readonly kind: 'no_credential' }
   | { readonly kind: 'wallet_short'; readonly availableNano: bigint }
   | {
       readonly kind: 'cap_exceeded';
@@ -59,8 +69,27 @@ export type ReserveOutcome =
       readonly availableNano: bigint;
     };
 
+export type FailoverOutcome =
+  | { readonly kind: 'credential'; readonly credentialId: string }
+  | { readonly kind: 'system' }
+  | { readonly kind: 'wallet_short'; readonly availableNano: bigint }
+  | { readonly kind: 'no_credential' };
+
+export interface FailoverRequest {
+  readonly requestId: string;
+  readonly accounts: RequestAccounts;
+  readonly failedCredentialId: string;
+  readonly cooldownUntilMs: number;
+  readonly amountNano: bigint;
+}
+
 export interface BudgetStore {
   reserve(request: ReserveRequest): Promise<ReserveOutcome>;
+  /**
+   * Cools a failed BYOK credential down (for every instance) and picks the next one, or the
+   * system route (holding the amount on the org wallet, which then pays).
+   */
+  failover(request: FailoverRequest): Promise<FailoverOutcome>;
   /**
    * Releases the request's holds, charges the actual cost (base allowance first, then
    * credits) and appends the usage record to the ledger stream, atomically. Settling the same

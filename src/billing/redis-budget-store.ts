@@ -8,10 +8,16 @@ import type { RedisScripts } from '../redis/scripts.js';
 import type { AccountLoader, AccountName } from './account-loader.js';
 import type {
   BudgetStore,
+  CredentialChoice,
+  FailoverOutcome,
+  FailoverRequest,
   RequestAccounts,
   ReserveOutcome,
   ReserveRequest,
 } from './budget-store.js';
+
+const credentialTiers = (choice: CredentialChoice | null): string =>
+  choice ? choice.tiers.map((tier) => tier.join(',')).join('|') : '';
 
 /** Status codes returned by reserve.lua (mirrors its header). */
 export enum ReserveCode {
@@ -20,6 +26,7 @@ export enum ReserveCode {
   WalletShort = 2,
   CapExceeded = 3,
   AllowanceShort = 4,
+  NoCredential = 5,
 }
 
 /** Status codes returned by settle.lua. */
@@ -48,7 +55,11 @@ export class RedisBudgetStore implements BudgetStore {
 
   async reserve(request: ReserveRequest): Promise<ReserveOutcome> {
     const { accounts } = request;
-    const keys = this.accountKeys(accounts);
+    const keys = [
+      ...this.accountKeys(accounts),
+      this.keys.credentialCooldowns(accounts.orgId),
+      this.keys.credentialRotation(accounts.orgId),
+    ];
     const call = async (): Promise<Array<string | number>> => {
       const now = Date.now();
       return (await this.scripts.reserve(keys, [
@@ -61,6 +72,8 @@ export class RedisBudgetStore implements BudgetStore {
         accounts.connectionCap?.capNano.toString() ?? '',
         accounts.user?.capNano?.toString() ?? '',
         accounts.user?.creditMode ?? 'none',
+        credentialTiers(accounts.credentials),
+        accounts.credentials?.byokOnly ? '1' : '0',
       ])) as Array<string | number>;
     };
     let result = await call();
@@ -71,7 +84,9 @@ export class RedisBudgetStore implements BudgetStore {
     const amount = (index: number): bigint => BigInt(result[index] ?? '0');
     switch (result[0]) {
       case ReserveCode.Held:
-        return { kind: 'held' };
+        return { kind: 'held', credentialId: result[1] ? String(result[1]) : null };
+      case ReserveCode.NoCredential:
+        return { kind: 'no_credential' };
       case ReserveCode.WalletShort:
         return { kind: 'wallet_short', availableNano: amount(1) };
       case ReserveCode.CapExceeded:
@@ -93,6 +108,46 @@ export class RedisBudgetStore implements BudgetStore {
         };
       default:
         throw new Error(`reserve.lua returned unexpected code ${String(result[0])}`);
+    }
+  }
+
+  async failover(request: FailoverRequest): Promise<FailoverOutcome> {
+    const { accounts } = request;
+    const keys = [
+      this.keys.wallet(accounts.orgId),
+      this.keys.holdExpiries(this.keys.wallet(accounts.orgId)),
+      this.keys.credentialCooldowns(accounts.orgId),
+      this.keys.credentialRotation(accounts.orgId),
+    ];
+    const call = async (): Promise<Array<string | number>> => {
+      const now = Date.now();
+      return (await this.scripts.failover(keys, [
+        request.requestId,
+        request.failedCredentialId,
+        request.cooldownUntilMs,
+        credentialTiers(accounts.credentials),
+        accounts.credentials?.byokOnly ? '1' : '0',
+        request.amountNano.toString(),
+        now,
+        now + this.reservationTtlMs,
+      ])) as Array<string | number>;
+    };
+    let result = await call();
+    if (result[0] === ReserveCode.NotLoaded) {
+      await this.loader.load(['wallet'], accounts);
+      result = await call();
+    }
+    switch (result[0]) {
+      case ReserveCode.Held:
+        return result[1]
+          ? { kind: 'credential', credentialId: String(result[1]) }
+          : { kind: 'system' };
+      case ReserveCode.WalletShort:
+        return { kind: 'wallet_short', availableNano: BigInt(result[1] ?? '0') };
+      case ReserveCode.NoCredential:
+        return { kind: 'no_credential' };
+      default:
+        throw new Error(`failover.lua returned unexpected code ${String(result[0])}`);
     }
   }
 

@@ -15,6 +15,11 @@ export function reservationError(
 ): GwError {
   const money = (nano: bigint): string => `${formatNano(nano)} ${options.currency}`;
   switch (refusal.kind) {
+    case 'no_credential':
+      return gwError(
+        'gw_provider_credentials_unavailable',
+        'every provider credential for this model is rate limited or out of quota, and the routing mode forbids the system route',
+      );
     case 'wallet_short':
       return gwError(
         'gw_reservation_insufficient_balance',

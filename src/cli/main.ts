@@ -3,6 +3,7 @@ import { ConfigError } from '../config.js';
 import { AmountError } from '../money.js';
 import { apiKeyCommand, apiKeyHelp } from './api-key.js';
 import { capCommand, capHelp } from './cap.js';
+import { credentialsCommand, credentialsHelp } from './credentials.js';
 import { openCliContext, type CliContext } from './context.js';
 import { mockVendorsCommand } from './mock-vendors.js';
 import { UsageError } from './output.js';
@@ -27,6 +28,8 @@ ${capHelp}
 
 ${productUserHelp}
 
+${credentialsHelp}
+
 gw mock-vendors [--port N] [--host H] [--latency-ms N] [--tokens-per-second N] [--output-tokens N]
   Serves both mock vendors on one port (vendor_a at /v1/messages, vendor_b at
   /v1/chat/completions) until SIGINT/SIGTERM.
@@ -42,6 +45,7 @@ const dataCommands: Record<string, DataCommand> = {
   cap: capCommand,
   'product-user': productUserCommand,
   credits: creditsCommand,
+  credentials: credentialsCommand,
 };
 
 export async function runCli(argv: string[]): Promise<void> {

@@ -12,6 +12,7 @@ import { gwError, isGwError, type GwError } from '../errors.js';
 import { costNano } from '../money.js';
 import { AttributionError, readAttribution } from '../product-users/attribution.js';
 import type { ProductUserDirectory, ResolvedProductUser } from '../product-users/directory.js';
+import type { CredentialDirectory } from '../credentials/credential-directory.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
 import { SETTLEMENT_CURRENCY } from './settlement.js';
 
@@ -20,6 +21,7 @@ export interface AdmissionServices {
   readonly catalog: ModelCatalog;
   readonly productUsers: ProductUserDirectory;
   readonly capPolicies: CapPolicyStore;
+  readonly credentials: CredentialDirectory;
   readonly tokenCounter: TokenCounter;
   readonly budget: BudgetStore;
 }
@@ -47,6 +49,8 @@ export interface Admission {
   /** True when limit_output lowered the client's max tokens to what the allowance covers. */
   readonly outputClamped: boolean;
   readonly reservedNano: bigint;
+  /** The BYOK credential picked to serve it (null: the system route). */
+  readonly credentialId: string | null;
 }
 
 /** Under limit_output, a request is clamped no lower than this many output tokens. */
@@ -96,10 +100,11 @@ export async function admit(
     return gwError('gw_product_user_blocked', 'this product user is blocked');
   }
 
-  const [orgRule, connectionRule, directRule] = await Promise.all([
+  const [orgRule, connectionRule, directRule, credentials] = await Promise.all([
     services.capPolicies.orgCap(identity.orgId),
     services.capPolicies.connectionCap(identity.appConnectionId),
     productUser ? services.capPolicies.productUserCap(productUser.id) : Promise.resolve(null),
+    services.credentials.choiceFor(identity.orgId, identity.appConnectionId, model),
   ]);
   const now = new Date();
   const calendarMonth = monthlyPeriod(now, null);
@@ -107,7 +112,8 @@ export async function admit(
   const accounts: RequestAccounts = {
     orgId: identity.orgId,
     appConnectionId: identity.appConnectionId,
-    walletPays: true, // system route; BYOK credentials (their own issue) will pay instead
+    walletPays: true, // unless reserve picks a BYOK credential, which pays the vendor itself
+    credentials,
     orgCap: orgRule ? { capNano: orgRule.amountNano, period: calendarMonth } : null,
     connectionCap: connectionRule
       ? { capNano: connectionRule.amountNano, period: calendarMonth }
@@ -169,6 +175,7 @@ export async function admit(
     maxOutputTokens,
     outputClamped: maxOutputTokens < requestedOutput,
     reservedNano,
+    credentialId: outcome.credentialId,
   };
 }
 

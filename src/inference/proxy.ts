@@ -7,7 +7,10 @@ import { sendError } from '../http/respond.js';
 import type { HttpResponse } from '../http/types.js';
 import type { Logger } from '../log.js';
 import type { UpstreamExchange } from '../providers/exchange.js';
-import type { VendorRoute } from '../providers/system-routes.js';
+import type { SystemRoutes, VendorRoute } from '../providers/system-routes.js';
+import { credentialCooldownMs } from '../providers/credential-failures.js';
+import { reservationError } from '../billing/rejections.js';
+import { SETTLEMENT_CURRENCY } from './settlement.js';
 import type { UpstreamClient } from '../providers/upstream.js';
 import type { Admission, AdmissionServices } from './admission.js';
 import { settleWithRetry } from './settle-retry.js';
@@ -16,13 +19,14 @@ import type { RequestOutcome } from './settlement.js';
 export interface ProxyDeps {
   readonly services: AdmissionServices;
   readonly upstream: UpstreamClient;
+  readonly systemRoutes: SystemRoutes;
   readonly logger: Logger;
 }
 
 export interface ProxyRequest {
   readonly admission: Admission;
-  readonly exchange: UpstreamExchange;
-  readonly route: VendorRoute;
+  /** Builds the upstream exchange for a route (the system route, or a BYOK credential's). */
+  readonly buildExchange: (route: VendorRoute) => UpstreamExchange;
   readonly stream: boolean;
   readonly startedAtMs: number;
 }
@@ -33,79 +37,126 @@ const SSE_HEADERS = {
   'x-accel-buffering': 'no',
 } as const;
 const MAX_ERROR_BODY_BYTES = 64 * 1024;
+/** Bounds the failover chain (each step cools a credential down, so it cannot loop). */
+const MAX_ATTEMPTS = 10;
 
-type OutcomeFields = Omit<RequestOutcome, 'stream' | 'startedAtMs'>;
+type OutcomeFields = Omit<RequestOutcome, 'stream' | 'startedAtMs' | 'credentialId'>;
+type Settle = (fields: OutcomeFields) => Promise<void>;
 
 export async function proxyToVendor(
   deps: ProxyDeps,
   request: ProxyRequest,
   response: HttpResponse,
 ): Promise<void> {
-  const { admission, exchange, route } = request;
+  const { admission } = request;
   const abort = new AbortController();
   response.onAborted(() => abort.abort());
-  const settle = (fields: OutcomeFields): Promise<void> =>
+  let credentialId = admission.credentialId;
+  const settle: Settle = (fields) =>
     settleWithRetry(deps, admission, {
       ...fields,
       stream: request.stream,
       startedAtMs: request.startedAtMs,
+      credentialId,
     });
 
-  let upstreamResponse: Dispatcher.ResponseData;
-  try {
-    upstreamResponse = await deps.upstream.request({
-      baseUrl: route.baseUrl,
-      path: exchange.path,
-      headers: exchange.headers,
-      body: exchange.body,
-      signal: abort.signal,
-    });
-  } catch (error) {
-    const clientGone = response.aborted;
-    // A prompt the vendor started on is billed by the vendor: charge the estimated input.
-    await settle({
-      status: clientGone ? 'client_aborted' : 'upstream_error',
-      upstreamStatus: null,
-      inputTokens: clientGone ? admission.estimatedInputTokens : 0,
-      outputTokens: 0,
-    });
-    if (clientGone) return;
-    const code = (error as { code?: string }).code;
-    deps.logger.warn({ requestId: admission.requestId, code }, 'upstream request failed');
-    const failure = code?.includes('TIMEOUT')
-      ? gwError('gw_upstream_timeout', `${exchange.vendorLabel} did not answer in time`)
-      : gwError('gw_upstream_error', `${exchange.vendorLabel} could not be reached`);
-    return sendError(response, failure, exchange.errorFlavor);
-  }
+  for (let attempt = 1; ; attempt += 1) {
+    const route = await routeFor(deps, admission, credentialId);
+    const exchange = request.buildExchange(route);
+    let upstreamResponse: Dispatcher.ResponseData;
+    try {
+      upstreamResponse = await deps.upstream.request({
+        baseUrl: route.baseUrl,
+        path: exchange.path,
+        headers: exchange.headers,
+        body: exchange.body,
+        signal: abort.signal,
+      });
+    } catch (error) {
+      const clientGone = response.aborted;
+      // A prompt the vendor started on is billed by the vendor: charge the estimated input.
+      await settle({
+        status: clientGone ? 'client_aborted' : 'upstream_error',
+        upstreamStatus: null,
+        inputTokens: clientGone ? admission.estimatedInputTokens : 0,
+        outputTokens: 0,
+      });
+      if (clientGone) return;
+      const code = (error as { code?: string }).code;
+      deps.logger.warn({ requestId: admission.requestId, code }, 'upstream request failed');
+      const failure = code?.includes('TIMEOUT')
+        ? gwError('gw_upstream_timeout', `${exchange.vendorLabel} did not answer in time`)
+        : gwError('gw_upstream_error', `${exchange.vendorLabel} could not be reached`);
+      return sendError(response, failure, exchange.errorFlavor);
+    }
 
-  if (upstreamResponse.statusCode >= 400) {
+    if (upstreamResponse.statusCode < 400) {
+      if (request.stream) {
+        await relayStream(deps, request, exchange, upstreamResponse, response, abort, settle);
+      } else {
+        await relayJson(request, exchange, upstreamResponse, response, settle);
+      }
+      return;
+    }
+
     const errorText = await readBounded(upstreamResponse.body, MAX_ERROR_BODY_BYTES);
+    const retryAfter = headerText(upstreamResponse.headers['retry-after']);
+    const cooldownMs = credentialId
+      ? credentialCooldownMs(upstreamResponse.statusCode, errorText, retryAfter)
+      : undefined;
+    if (credentialId && cooldownMs !== undefined && attempt < MAX_ATTEMPTS && !response.aborted) {
+      // Nothing reached the client yet: cool this credential down everywhere and try the next.
+      const next = await deps.services.budget.failover({
+        requestId: admission.requestId,
+        accounts: admission.accounts,
+        failedCredentialId: credentialId,
+        cooldownUntilMs: Date.now() + cooldownMs,
+        amountNano: admission.reservedNano,
+      });
+      deps.logger.info(
+        { requestId: admission.requestId, credentialId, status: upstreamResponse.statusCode, next: next.kind },
+        'provider credential failed over',
+      );
+      if (next.kind === 'credential' || next.kind === 'system') {
+        credentialId = next.kind === 'credential' ? next.credentialId : null;
+        continue;
+      }
+      await settle({ status: 'upstream_error', upstreamStatus: upstreamResponse.statusCode, inputTokens: 0, outputTokens: 0 });
+      const refusal = reservationError(next, admission.reservedNano, { legacyClient: false, currency: SETTLEMENT_CURRENCY });
+      return sendError(response, refusal, exchange.errorFlavor);
+    }
     await settle({
       status: 'upstream_error',
       upstreamStatus: upstreamResponse.statusCode,
       inputTokens: 0,
       outputTokens: 0,
     });
-    const retryAfter = upstreamResponse.headers['retry-after'];
-    const failure = exchange.mapUpstreamError(
-      upstreamResponse.statusCode,
-      errorText,
-      typeof retryAfter === 'string' ? retryAfter : undefined,
-    );
+    const failure = exchange.mapUpstreamError(upstreamResponse.statusCode, errorText, retryAfter);
     return sendError(response, failure, exchange.errorFlavor);
   }
+}
 
-  if (request.stream) await relayStream(deps, request, upstreamResponse, response, abort, settle);
-  else await relayJson(request, upstreamResponse, response, settle);
+/** Where an attempt goes: the system route, or the vendor with a BYOK credential's key. */
+async function routeFor(deps: ProxyDeps, admission: Admission, credentialId: string | null): Promise<VendorRoute> {
+  const system = deps.systemRoutes[admission.model.vendor];
+  if (!credentialId) return system;
+  const secret = await deps.services.credentials.secretOf(admission.identity.orgId, credentialId);
+  // A credential deleted this instant: its vendor call fails as unauthorized and fails over.
+  return { baseUrl: system.baseUrl, apiKey: secret ?? '', mock: system.mock };
+}
+
+function headerText(value: string | string[] | undefined): string | undefined {
+  return typeof value === 'string' ? value : undefined;
 }
 
 async function relayJson(
   request: ProxyRequest,
+  exchange: UpstreamExchange,
   upstreamResponse: Dispatcher.ResponseData,
   response: HttpResponse,
-  settle: (fields: OutcomeFields) => Promise<void>,
+  settle: Settle,
 ): Promise<void> {
-  const { admission, exchange } = request;
+  const { admission } = request;
   let bytes: Buffer;
   try {
     bytes = Buffer.from(await upstreamResponse.body.arrayBuffer());
@@ -154,12 +205,13 @@ async function relayJson(
 async function relayStream(
   deps: ProxyDeps,
   request: ProxyRequest,
+  exchange: UpstreamExchange,
   upstreamResponse: Dispatcher.ResponseData,
   response: HttpResponse,
   abort: AbortController,
-  settle: (fields: OutcomeFields) => Promise<void>,
+  settle: Settle,
 ): Promise<void> {
-  const { admission, exchange } = request;
+  const { admission } = request;
   const relay = exchange.createStreamRelay();
   response.writeHead(200, SSE_HEADERS);
   let upstreamFailed = false;

@@ -10,6 +10,8 @@ export interface RequestOutcome {
   readonly inputTokens: number;
   readonly outputTokens: number;
   readonly startedAtMs: number;
+  /** The BYOK credential that served it; null when the system route (and the wallet) did. */
+  readonly credentialId: string | null;
 }
 
 export const SETTLEMENT_CURRENCY = 'USD';
@@ -35,8 +37,8 @@ export function buildUsageRecord(admission: Admission, outcome: RequestOutcome):
     productUserId: admission.productUser?.id ?? null,
     model: model.id,
     vendor: model.vendor,
-    route: 'system',
-    credentialId: null,
+    route: outcome.credentialId ? 'byok' : 'system',
+    credentialId: outcome.credentialId,
     stream: outcome.stream,
     status: outcome.status,
     upstreamStatus: outcome.upstreamStatus,
@@ -45,7 +47,8 @@ export function buildUsageRecord(admission: Admission, outcome: RequestOutcome):
     currency: SETTLEMENT_CURRENCY,
     sellCostNano,
     vendorCostNano,
-    walletCostNano: admission.accounts.walletPays ? sellCostNano : 0n,
+    // A BYOK credential pays its vendor directly: the org wallet pays only the system route.
+    walletCostNano: outcome.credentialId ? 0n : sellCostNano,
     reservedNano: admission.reservedNano,
     latencyMs: Math.max(0, createdAt.getTime() - outcome.startedAtMs),
   };

@@ -33,6 +33,7 @@ export class LiveBalanceReader {
         connectionCap: null,
         user,
         walletPays: false,
+        credentials: null,
       });
     }
     const [spent, credits] = await Promise.all([

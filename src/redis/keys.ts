@@ -14,6 +14,10 @@ export interface RedisKeys {
   userCredits(orgId: string, productUserId: string): string;
   /** Expiry of each of the user's grants: zset grant_id → expiry (ms). */
   userGrants(orgId: string, productUserId: string): string;
+  /** BYOK credentials cooling down after a 429/quota answer: hash credential_id → until (ms). */
+  credentialCooldowns(orgId: string): string;
+  /** Round-robin counters of credential priority tiers: hash tier → counter. */
+  credentialRotation(orgId: string): string;
   /** The hold-expiry index of any account key above. */
   holdExpiries(accountKey: string): string;
   /** Marks a settled request (idempotency), with a TTL. */
@@ -38,6 +42,8 @@ export function createRedisKeys(prefix: string): RedisKeys {
     userSpend: (orgId, userId, periodKey) => `${org(orgId)}:pu:${userId}:spend:${periodKey}`,
     userCredits: (orgId, userId) => `${org(orgId)}:pu:${userId}:credits`,
     userGrants: (orgId, userId) => `${org(orgId)}:pu:${userId}:grants`,
+    credentialCooldowns: (orgId) => `${org(orgId)}:cred:cooldown`,
+    credentialRotation: (orgId) => `${org(orgId)}:cred:rotation`,
     holdExpiries: (accountKey) => `${accountKey}:resv`,
     settled: (orgId, requestId) => `${org(orgId)}:settled:${requestId}`,
     usageStream: (orgId) => `${org(orgId)}:usage`,

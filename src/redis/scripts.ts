@@ -28,7 +28,8 @@ export function loadLuaSource(name: string): string {
 }
 
 const scriptDefinitions = {
-  reserve: { file: 'reserve', keys: 10 },
+  reserve: { file: 'reserve', keys: 12 },
+  failover: { file: 'failover', keys: 4 },
   settle: { file: 'settle', keys: 12 },
   accountLoad: { file: 'account-load', keys: 1 },
   creditsLoad: { file: 'credits-load', keys: 2 },

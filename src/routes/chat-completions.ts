@@ -8,13 +8,10 @@ import { chatCompletionRequestSchema } from '../inference/chat-request.js';
 import { parseJsonBody } from '../inference/parse-body.js';
 import { proxyToVendor, type ProxyDeps } from '../inference/proxy.js';
 import { stripAttributionFields } from '../product-users/attribution.js';
-import type { SystemRoutes } from '../providers/system-routes.js';
 import { vendorBChatExchange } from '../providers/vendor-b/chat-exchange.js';
 import { chatCompletionTexts } from '../tokens/request-texts.js';
 
-export interface ChatCompletionsDeps extends ProxyDeps {
-  readonly systemRoutes: SystemRoutes;
-}
+export type ChatCompletionsDeps = ProxyDeps;
 
 /** Vendors this route can serve today (vendor_a translation is its own piece of work). */
 const ROUTABLE_VENDORS: ReadonlySet<Vendor> = new Set(['vendor_b']);
@@ -65,17 +62,22 @@ async function handleChatCompletion(
     else body.max_tokens = admission.maxOutputTokens;
   }
   const stream = parsed.stream === true;
-  const route = deps.systemRoutes.vendor_b;
-  const exchange = vendorBChatExchange({
-    body,
-    upstreamModel: admission.model.upstreamModel,
-    stream,
-    clientWantsUsage: parsed.stream_options?.include_usage === true,
-    route,
-  });
+  const clientWantsUsage = parsed.stream_options?.include_usage === true;
   await proxyToVendor(
     deps,
-    { admission, exchange, route, stream, startedAtMs: request.receivedAtMs },
+    {
+      admission,
+      stream,
+      startedAtMs: request.receivedAtMs,
+      buildExchange: (route) =>
+        vendorBChatExchange({
+          body,
+          upstreamModel: admission.model.upstreamModel,
+          stream,
+          clientWantsUsage,
+          route,
+        }),
+    },
     response,
   );
 }

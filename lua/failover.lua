@@ -1,0 +1,54 @@
+-- failover: a BYOK credential was rate limited or out of quota before any byte reached the
+-- client. Cool it down (every instance skips it until then) and pick the next eligible
+-- credential; with none left, fall back to the system route, which the org wallet pays: hold
+-- the request's amount on the wallet now.
+--
+-- KEYS[1] wallet             hash { balance, reserved, r:<request_id> }
+-- KEYS[2] wallet_expiries    zset request_id -> hold expiry (ms)
+-- KEYS[3] cred_cooldowns     hash credential_id -> cooling down until (ms)
+-- KEYS[4] cred_rotation      hash tier -> rotation counter
+--
+-- ARGV[1] request_id
+-- ARGV[2] failed_credential_id
+-- ARGV[3] cooldown_until_ms
+-- ARGV[4] credentials        tiers as in reserve.lua
+-- ARGV[5] byok_only          '1' | '0'
+-- ARGV[6] amount_nano        the request's hold
+-- ARGV[7] now_ms
+-- ARGV[8] expires_at_ms
+--
+-- Returns {0, credential_id} (another credential), {0, ''} (system route, wallet held),
+-- {1} wallet not loaded, {2, available} wallet short, {5} byok_only and none left.
+--#include release-hold
+--#include sweep-expired
+--#include hold
+--#include pick-credential
+
+local request_id, failed, cooldown_until = ARGV[1], ARGV[2], ARGV[3]
+local credentials, byok_only, amount, now_ms, expires_at_ms = ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
+
+local current = tonumber(redis.call('HGET', KEYS[3], failed) or '0')
+if tonumber(cooldown_until) > current then
+  redis.call('HSET', KEYS[3], failed, cooldown_until)
+end
+
+local credential = pick_credential(KEYS[3], KEYS[4], credentials, now_ms)
+if credential then
+  return {0, credential}
+end
+if byok_only == '1' then
+  return {5}
+end
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return {1}
+end
+sweep_expired(KEYS[1], KEYS[2], now_ms, 20)
+local state = redis.call('HMGET', KEYS[1], 'balance', 'reserved')
+local available = tonumber(state[1]) - tonumber(state[2] or '0')
+if available < tonumber(amount) then
+  return {2, string.format('%.0f', math.max(available, 0))}
+end
+if redis.call('HEXISTS', KEYS[1], 'r:' .. request_id) == 0 then
+  hold(KEYS[1], KEYS[2], request_id, amount, expires_at_ms)
+end
+return {0, ''}
