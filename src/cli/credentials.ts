@@ -16,7 +16,8 @@ export const credentialsHelp = `gw credentials add --org-id O --provider vendor_
 gw credentials list --org-id O
 gw credentials disable|delete --id ID          (delete also revokes its grants)
 gw credentials grant|revoke-grant --id ID --app-connection-id C
-gw credentials rewrap                          re-encrypts every credential under the current master key`;
+gw credentials rewrap [--org-id O]             re-encrypts credentials under the current master key
+  (set the new key as CREDENTIALS_MASTER_KEY/_ID and the old one in CREDENTIALS_PREVIOUS_KEYS)`;
 
 const PROVIDERS: readonly Vendor[] = ['vendor_a', 'vendor_b'];
 const ROUTING_MODES: readonly RoutingMode[] = ['byok_first', 'byok_only'];
@@ -100,7 +101,7 @@ async function run(store: CredentialStore, action: string | undefined, values: V
       return found(await store.grant(id, connection, action === 'grant'), id);
     }
     case 'rewrap':
-      return store.rewrap();
+      return store.rewrap(values['org-id']);
     default:
       throw new UsageError(`unknown credentials action ${action ?? '(none)'}\n${credentialsHelp}`);
   }

@@ -73,6 +73,8 @@ export async function runCli(argv: string[]): Promise<void> {
   } finally {
     await context?.close();
   }
+  // Keep-alive sockets (vendor validation) must not hold a finished command open.
+  process.exit(process.exitCode ?? 0);
 }
 
 function fail(error: unknown): void {

@@ -142,12 +142,13 @@ export class CredentialStore {
     return this.get(id);
   }
 
-  /** Re-encrypts every credential not sealed under the current master key. */
-  async rewrap(): Promise<{ rewrapped: number; current_key_id: string }> {
+  /** Re-encrypts every credential (of one org, if given) not sealed under the current master key. */
+  async rewrap(orgId?: string): Promise<{ rewrapped: number; current_key_id: string }> {
     const box = this.requireBox();
     const { rows } = await this.db.query<{ id: string; key_id: string; iv: Buffer; ciphertext: Buffer; auth_tag: Buffer }>(
-      'SELECT id, key_id, iv, ciphertext, auth_tag FROM provider_credentials WHERE key_id <> $1',
-      [box.currentKeyId],
+      `SELECT id, key_id, iv, ciphertext, auth_tag FROM provider_credentials
+        WHERE key_id <> $1 AND ($2::text IS NULL OR org_id = $2)`,
+      [box.currentKeyId, orgId ?? null],
     );
     for (const row of rows) {
       const secret = box.open({ keyId: row.key_id, iv: row.iv, ciphertext: row.ciphertext, authTag: row.auth_tag });
@@ -157,6 +158,7 @@ export class CredentialStore {
         [row.id, sealed.keyId, sealed.iv, sealed.ciphertext, sealed.authTag, row.key_id],
       );
     }
+    if (rows.length > 0) await this.announce();
     return { rewrapped: rows.length, current_key_id: box.currentKeyId };
   }
 

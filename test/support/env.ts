@@ -11,6 +11,9 @@ export function uniquePrefix(label: string): string {
   return `t-${label}-${randomBytes(4).toString('hex')}`;
 }
 
+/** A master key for provider credentials in tests (32 bytes, base64). Never a real one. */
+export const TEST_MASTER_KEY = Buffer.alloc(32, 7).toString('base64');
+
 /** The environment a gateway process or CLI call under test runs with. */
 export function baseEnv(prefix: string): Record<string, string> {
   return {
@@ -18,6 +21,8 @@ export function baseEnv(prefix: string): Record<string, string> {
     REDIS_URL: TEST_REDIS_URL,
     REDIS_KEY_PREFIX: prefix,
     HOST: '127.0.0.1',
+    CREDENTIALS_MASTER_KEY: TEST_MASTER_KEY,
+    CREDENTIALS_MASTER_KEY_ID: 'test-k1',
     PORT: '0',
   };
 }

@@ -1,0 +1,169 @@
+// Provider credentials at rest and their eligibility: encryption, key rotation, validation
+// with the vendor, and each eligibility rule excluding a credential on its own.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CatalogModel } from '../src/catalog/models.js';
+import { CredentialDirectory } from '../src/credentials/credential-directory.js';
+import { parseMasterKeys, SecretBoxError } from '../src/credentials/secret-box.js';
+import { tokenPriceFromDecimal } from '../src/money.js';
+import { baseEnv, TEST_MASTER_KEY, uniquePrefix } from './support/env.js';
+import { runCli, runCliJson, seed, type SeededOrg } from './support/processes.js';
+import { deletePrefix, testDb, testRedis } from './support/services.js';
+
+const prefix = uniquePrefix('cred');
+const env = baseEnv(prefix);
+const db = testDb();
+const redis = testRedis();
+let org: SeededOrg;
+
+interface Credential {
+  id: string;
+  fingerprint: string;
+  status: string;
+  app_connection_ids: string[];
+}
+
+const price = tokenPriceFromDecimal('0.000001');
+const model = (id: string): CatalogModel => ({
+  id,
+  vendor: id.startsWith('vendor_a/') ? 'vendor_a' : 'vendor_b',
+  upstreamModel: id.split('/')[1]!,
+  inputCost: price,
+  outputCost: price,
+  inputPrice: price,
+  outputPrice: price,
+  maxOutputTokens: 100,
+  supportsTools: true,
+});
+
+function add(args: string[]) {
+  return runCliJson<Credential>(['credentials', 'add', '--org-id', org.org_id, ...args], env);
+}
+
+beforeAll(async () => {
+  org = await seed(env);
+});
+
+afterAll(async () => {
+  await deletePrefix(redis, prefix);
+  await redis.quit();
+  await db.end();
+});
+
+describe('secret box', () => {
+  it('round-trips, refuses tampering, and opens old ciphertexts after rotation', () => {
+    const oldBox = parseMasterKeys(TEST_MASTER_KEY, 'old', undefined)!;
+    const sealed = oldBox.seal('sk-live-secret');
+    expect(sealed.ciphertext.toString('utf8')).not.toContain('sk-live-secret');
+    expect(oldBox.open(sealed)).toBe('sk-live-secret');
+    const tampered = { ...sealed, ciphertext: Buffer.from(sealed.ciphertext).fill(1, 0, 1) };
+    expect(() => oldBox.open(tampered)).toThrow(SecretBoxError);
+    const newKey = Buffer.alloc(32, 9).toString('base64');
+    const rotated = parseMasterKeys(newKey, 'new', `old:${TEST_MASTER_KEY}`)!;
+    expect(rotated.open(sealed)).toBe('sk-live-secret');
+    expect(rotated.seal('x').keyId).toBe('new');
+    expect(() => parseMasterKeys('dG9vIHNob3J0', 'k', undefined)).toThrow(SecretBoxError);
+  });
+});
+
+describe('gw credentials', () => {
+  it('stores a validated key encrypted and shows only its fingerprint', async () => {
+    const secret = 'mock-good-key-0001-abcdefghijklmnop';
+    const result = await runCli(
+      ['credentials', 'add', '--org-id', org.org_id, '--provider', 'vendor_b', '--name', 'primary', '--secret', secret,
+        '--model-policy', 'vendor_b/*', '--app-connection-id', org.app_connection_id],
+      env,
+    );
+    expect(result.code).toBe(0);
+    expect(result.stdout).not.toContain(secret);
+    const credential = JSON.parse(result.stdout) as Credential;
+    expect(credential.id).toMatch(/^cred_/);
+    expect(credential.fingerprint).toMatch(/^sha256:[0-9a-f]{16}$/);
+    expect(credential.app_connection_ids).toEqual([org.app_connection_id]);
+    const { rows } = await db.query<{ ciphertext: Buffer; key_id: string }>(
+      'SELECT ciphertext, key_id FROM provider_credentials WHERE id = $1',
+      [credential.id],
+    );
+    expect(rows[0]!.key_id).toBe('test-k1');
+    expect(rows[0]!.ciphertext.toString('latin1')).not.toContain(secret);
+    const listed = await runCli(['credentials', 'list', '--org-id', org.org_id], env);
+    expect(listed.stdout).not.toContain(secret);
+  });
+
+  it('refuses a key the vendor rejects, storing nothing', async () => {
+    const before = await db.query('SELECT count(*)::int AS n FROM provider_credentials WHERE org_id = $1', [org.org_id]);
+    const result = await runCli(
+      ['credentials', 'add', '--org-id', org.org_id, '--provider', 'vendor_a', '--name', 'bad', '--secret', 'mock-bad-key-123'],
+      env,
+    );
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/refused this key/);
+    expect(result.stderr).not.toContain('mock-bad-key-123');
+    const after = await db.query('SELECT count(*)::int AS n FROM provider_credentials WHERE org_id = $1', [org.org_id]);
+    expect(after.rows[0]).toEqual(before.rows[0]);
+  });
+
+  it('rewrap re-encrypts under a new master key; the old key can then go', async () => {
+    const other = await seed(env);
+    const credential = await runCliJson<Credential>(
+      ['credentials', 'add', '--org-id', other.org_id, '--provider', 'vendor_b', '--name', 'r', '--secret', 'mock-rewrap-key-42'],
+      env,
+    );
+    const newKey = Buffer.alloc(32, 11).toString('base64');
+    const rotatedEnv = {
+      ...env,
+      CREDENTIALS_MASTER_KEY: newKey,
+      CREDENTIALS_MASTER_KEY_ID: 'test-k2',
+      CREDENTIALS_PREVIOUS_KEYS: `test-k1:${TEST_MASTER_KEY}`,
+    };
+    const rewrap = await runCliJson<{ rewrapped: number; current_key_id: string }>(
+      ['credentials', 'rewrap', '--org-id', other.org_id],
+      rotatedEnv,
+    );
+    expect(rewrap.current_key_id).toBe('test-k2');
+    expect(rewrap.rewrapped).toBe(1);
+    const { rows } = await db.query<{ key_id: string; iv: Buffer; ciphertext: Buffer; auth_tag: Buffer }>(
+      'SELECT key_id, iv, ciphertext, auth_tag FROM provider_credentials WHERE id = $1',
+      [credential.id],
+    );
+    const onlyNew = parseMasterKeys(newKey, 'test-k2', undefined)!;
+    const row = rows[0]!;
+    expect(row.key_id).toBe('test-k2');
+    expect(onlyNew.open({ keyId: row.key_id, iv: row.iv, ciphertext: row.ciphertext, authTag: row.auth_tag })).toBe('mock-rewrap-key-42');
+    // Put the test key back for the other tests of this run.
+    await runCliJson(['credentials', 'rewrap', '--org-id', other.org_id], {
+      ...env,
+      CREDENTIALS_PREVIOUS_KEYS: `test-k2:${newKey}`,
+    });
+  });
+});
+
+describe('eligibility', () => {
+  it('each of status, model policy, priority and connection grant excludes a credential on its own', async () => {
+    const owner = await seed(env);
+    const otherConnection = await seed(env);
+    const base = ['--org-id', owner.org_id, '--provider', 'vendor_b', '--app-connection-id', owner.app_connection_id];
+    const eligible = await runCliJson<Credential>(['credentials', 'add', ...base, '--name', 'eligible', '--secret', 'mock-e1', '--priority', '1'], env);
+    const backup = await runCliJson<Credential>(['credentials', 'add', ...base, '--name', 'backup', '--secret', 'mock-e2', '--priority', '2'], env);
+    const disabled = await runCliJson<Credential>(['credentials', 'add', ...base, '--name', 'disabled', '--secret', 'mock-e3'], env);
+    await runCliJson(['credentials', 'disable', '--id', disabled.id], env);
+    await runCliJson<Credential>(['credentials', 'add', ...base, '--name', 'policy', '--secret', 'mock-e4', '--model-policy', 'vendor_b/gpt-4o'], env);
+    await runCliJson<Credential>(
+      ['credentials', 'add', '--org-id', owner.org_id, '--provider', 'vendor_b', '--name', 'ungranted', '--secret', 'mock-e5'],
+      env,
+    );
+    await runCliJson<Credential>(['credentials', 'add', '--org-id', owner.org_id, '--provider', 'vendor_a', '--name', 'other vendor', '--secret', 'mock-e6', '--app-connection-id', owner.app_connection_id], env);
+
+    const directory = new CredentialDirectory(db, parseMasterKeys(TEST_MASTER_KEY, 'test-k1', undefined));
+    const choice = await directory.choiceFor(owner.org_id, owner.app_connection_id, model('vendor_b/gpt-4o-mini'));
+    expect(choice).toEqual({ tiers: [[eligible.id], [backup.id]], byokOnly: false });
+    expect(await directory.secretOf(owner.org_id, eligible.id)).toBe('mock-e1');
+    expect(await directory.choiceFor(owner.org_id, otherConnection.app_connection_id, model('vendor_b/gpt-4o-mini'))).toBeNull();
+
+    await runCliJson(['credentials', 'delete', '--id', backup.id], env);
+    directory.handleInvalidation('credentials');
+    const afterDelete = await directory.choiceFor(owner.org_id, owner.app_connection_id, model('vendor_b/gpt-4o-mini'));
+    expect(afterDelete).toEqual({ tiers: [[eligible.id]], byokOnly: false });
+    const { rows } = await db.query('SELECT 1 FROM provider_credential_grants WHERE credential_id = $1', [backup.id]);
+    expect(rows).toHaveLength(0);
+  });
+});
