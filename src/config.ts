@@ -47,7 +47,10 @@ export const configSchema = z.object({
   MOCK_VENDOR_TOKENS_PER_SECOND: z.coerce.number().int().min(0).default(0),
   METRICS_ENABLED: booleanFlag.default(true),
   CREDENTIALS_MASTER_KEY: optionalSecret,
-  CREDENTIALS_MASTER_KEY_ID: z.string().regex(/^[\w.-]{1,32}$/).default('k1'),
+  CREDENTIALS_MASTER_KEY_ID: z
+    .string()
+    .regex(/^[\w.-]{1,32}$/)
+    .default('k1'),
   CREDENTIALS_PREVIOUS_KEYS: optionalSecret,
 });
 

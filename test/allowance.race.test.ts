@@ -174,7 +174,10 @@ describe('product-user allowance', () => {
     });
 
     const requestId = newRequestId();
-    expect(await store.reserve({ requestId, accounts: account, amountNano: 180n })).toEqual({ kind: 'held', credentialId: null });
+    expect(await store.reserve({ requestId, accounts: account, amountNano: 180n })).toEqual({
+      kind: 'held',
+      credentialId: null,
+    });
     // While it is held, nothing else fits.
     const squeezed = await store.reserve({
       requestId: newRequestId(),

@@ -69,8 +69,22 @@ describe('gw credentials', () => {
   it('stores a validated key encrypted and shows only its fingerprint', async () => {
     const secret = 'mock-good-key-0001-abcdefghijklmnop';
     const result = await runCli(
-      ['credentials', 'add', '--org-id', org.org_id, '--provider', 'vendor_b', '--name', 'primary', '--secret', secret,
-        '--model-policy', 'vendor_b/*', '--app-connection-id', org.app_connection_id],
+      [
+        'credentials',
+        'add',
+        '--org-id',
+        org.org_id,
+        '--provider',
+        'vendor_b',
+        '--name',
+        'primary',
+        '--secret',
+        secret,
+        '--model-policy',
+        'vendor_b/*',
+        '--app-connection-id',
+        org.app_connection_id,
+      ],
       env,
     );
     expect(result.code).toBe(0);
@@ -90,22 +104,50 @@ describe('gw credentials', () => {
   });
 
   it('refuses a key the vendor rejects, storing nothing', async () => {
-    const before = await db.query('SELECT count(*)::int AS n FROM provider_credentials WHERE org_id = $1', [org.org_id]);
+    const before = await db.query(
+      'SELECT count(*)::int AS n FROM provider_credentials WHERE org_id = $1',
+      [org.org_id],
+    );
     const result = await runCli(
-      ['credentials', 'add', '--org-id', org.org_id, '--provider', 'vendor_a', '--name', 'bad', '--secret', 'mock-bad-key-123'],
+      [
+        'credentials',
+        'add',
+        '--org-id',
+        org.org_id,
+        '--provider',
+        'vendor_a',
+        '--name',
+        'bad',
+        '--secret',
+        'mock-bad-key-123',
+      ],
       env,
     );
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/refused this key/);
     expect(result.stderr).not.toContain('mock-bad-key-123');
-    const after = await db.query('SELECT count(*)::int AS n FROM provider_credentials WHERE org_id = $1', [org.org_id]);
+    const after = await db.query(
+      'SELECT count(*)::int AS n FROM provider_credentials WHERE org_id = $1',
+      [org.org_id],
+    );
     expect(after.rows[0]).toEqual(before.rows[0]);
   });
 
   it('rewrap re-encrypts under a new master key; the old key can then go', async () => {
     const other = await seed(env);
     const credential = await runCliJson<Credential>(
-      ['credentials', 'add', '--org-id', other.org_id, '--provider', 'vendor_b', '--name', 'r', '--secret', 'mock-rewrap-key-42'],
+      [
+        'credentials',
+        'add',
+        '--org-id',
+        other.org_id,
+        '--provider',
+        'vendor_b',
+        '--name',
+        'r',
+        '--secret',
+        'mock-rewrap-key-42',
+      ],
       env,
     );
     const newKey = Buffer.alloc(32, 11).toString('base64');
@@ -121,14 +163,25 @@ describe('gw credentials', () => {
     );
     expect(rewrap.current_key_id).toBe('test-k2');
     expect(rewrap.rewrapped).toBe(1);
-    const { rows } = await db.query<{ key_id: string; iv: Buffer; ciphertext: Buffer; auth_tag: Buffer }>(
-      'SELECT key_id, iv, ciphertext, auth_tag FROM provider_credentials WHERE id = $1',
-      [credential.id],
-    );
+    const { rows } = await db.query<{
+      key_id: string;
+      iv: Buffer;
+      ciphertext: Buffer;
+      auth_tag: Buffer;
+    }>('SELECT key_id, iv, ciphertext, auth_tag FROM provider_credentials WHERE id = $1', [
+      credential.id,
+    ]);
     const onlyNew = parseMasterKeys(newKey, 'test-k2', undefined)!;
     const row = rows[0]!;
     expect(row.key_id).toBe('test-k2');
-    expect(onlyNew.open({ keyId: row.key_id, iv: row.iv, ciphertext: row.ciphertext, authTag: row.auth_tag })).toBe('mock-rewrap-key-42');
+    expect(
+      onlyNew.open({
+        keyId: row.key_id,
+        iv: row.iv,
+        ciphertext: row.ciphertext,
+        authTag: row.auth_tag,
+      }),
+    ).toBe('mock-rewrap-key-42');
     // Put the test key back for the other tests of this run.
     await runCliJson(['credentials', 'rewrap', '--org-id', other.org_id], {
       ...env,
@@ -141,29 +194,115 @@ describe('eligibility', () => {
   it('each of status, model policy, priority and connection grant excludes a credential on its own', async () => {
     const owner = await seed(env);
     const otherConnection = await seed(env);
-    const base = ['--org-id', owner.org_id, '--provider', 'vendor_b', '--app-connection-id', owner.app_connection_id];
-    const eligible = await runCliJson<Credential>(['credentials', 'add', ...base, '--name', 'eligible', '--secret', 'mock-e1', '--priority', '1'], env);
-    const backup = await runCliJson<Credential>(['credentials', 'add', ...base, '--name', 'backup', '--secret', 'mock-e2', '--priority', '2'], env);
-    const disabled = await runCliJson<Credential>(['credentials', 'add', ...base, '--name', 'disabled', '--secret', 'mock-e3'], env);
-    await runCliJson(['credentials', 'disable', '--id', disabled.id], env);
-    await runCliJson<Credential>(['credentials', 'add', ...base, '--name', 'policy', '--secret', 'mock-e4', '--model-policy', 'vendor_b/gpt-4o'], env);
-    await runCliJson<Credential>(
-      ['credentials', 'add', '--org-id', owner.org_id, '--provider', 'vendor_b', '--name', 'ungranted', '--secret', 'mock-e5'],
+    const base = [
+      '--org-id',
+      owner.org_id,
+      '--provider',
+      'vendor_b',
+      '--app-connection-id',
+      owner.app_connection_id,
+    ];
+    const eligible = await runCliJson<Credential>(
+      [
+        'credentials',
+        'add',
+        ...base,
+        '--name',
+        'eligible',
+        '--secret',
+        'mock-e1',
+        '--priority',
+        '1',
+      ],
       env,
     );
-    await runCliJson<Credential>(['credentials', 'add', '--org-id', owner.org_id, '--provider', 'vendor_a', '--name', 'other vendor', '--secret', 'mock-e6', '--app-connection-id', owner.app_connection_id], env);
+    const backup = await runCliJson<Credential>(
+      ['credentials', 'add', ...base, '--name', 'backup', '--secret', 'mock-e2', '--priority', '2'],
+      env,
+    );
+    const disabled = await runCliJson<Credential>(
+      ['credentials', 'add', ...base, '--name', 'disabled', '--secret', 'mock-e3'],
+      env,
+    );
+    await runCliJson(['credentials', 'disable', '--id', disabled.id], env);
+    await runCliJson<Credential>(
+      [
+        'credentials',
+        'add',
+        ...base,
+        '--name',
+        'policy',
+        '--secret',
+        'mock-e4',
+        '--model-policy',
+        'vendor_b/gpt-4o',
+      ],
+      env,
+    );
+    await runCliJson<Credential>(
+      [
+        'credentials',
+        'add',
+        '--org-id',
+        owner.org_id,
+        '--provider',
+        'vendor_b',
+        '--name',
+        'ungranted',
+        '--secret',
+        'mock-e5',
+      ],
+      env,
+    );
+    await runCliJson<Credential>(
+      [
+        'credentials',
+        'add',
+        '--org-id',
+        owner.org_id,
+        '--provider',
+        'vendor_a',
+        '--name',
+        'other vendor',
+        '--secret',
+        'mock-e6',
+        '--app-connection-id',
+        owner.app_connection_id,
+      ],
+      env,
+    );
 
-    const directory = new CredentialDirectory(db, parseMasterKeys(TEST_MASTER_KEY, 'test-k1', undefined));
-    const choice = await directory.choiceFor(owner.org_id, owner.app_connection_id, model('vendor_b/gpt-4o-mini'));
+    const directory = new CredentialDirectory(
+      db,
+      parseMasterKeys(TEST_MASTER_KEY, 'test-k1', undefined),
+    );
+    const choice = await directory.choiceFor(
+      owner.org_id,
+      owner.app_connection_id,
+      model('vendor_b/gpt-4o-mini'),
+    );
     expect(choice).toEqual({ tiers: [[eligible.id], [backup.id]], byokOnly: false });
     expect(await directory.secretOf(owner.org_id, eligible.id)).toBe('mock-e1');
-    expect(await directory.choiceFor(owner.org_id, otherConnection.app_connection_id, model('vendor_b/gpt-4o-mini'))).toBeNull();
+    expect(
+      await directory.choiceFor(
+        owner.org_id,
+        otherConnection.app_connection_id,
+        model('vendor_b/gpt-4o-mini'),
+      ),
+    ).toBeNull();
 
     await runCliJson(['credentials', 'delete', '--id', backup.id], env);
     directory.handleInvalidation('credentials');
-    const afterDelete = await directory.choiceFor(owner.org_id, owner.app_connection_id, model('vendor_b/gpt-4o-mini'));
+    const afterDelete = await directory.choiceFor(
+      owner.org_id,
+      owner.app_connection_id,
+      model('vendor_b/gpt-4o-mini'),
+    );
     expect(afterDelete).toEqual({ tiers: [[eligible.id]], byokOnly: false });
-    const { rows } = await db.query('SELECT 1 FROM provider_credential_grants WHERE credential_id = $1', [backup.id]);
+    const { rows } = await db.query(
+      'SELECT 1 FROM provider_credential_grants WHERE credential_id = $1',
+      [backup.id],
+    );
     expect(rows).toHaveLength(0);
   });
 });

@@ -1,7 +1,11 @@
 // gw credentials add|list|disable|delete|grant|revoke-grant|rewrap: an organization's own
 // vendor keys (bring your own key). Output never contains a secret, only its fingerprint.
 import type { Vendor } from '../catalog/models.js';
-import { CredentialError, CredentialStore, type RoutingMode } from '../credentials/credential-store.js';
+import {
+  CredentialError,
+  CredentialStore,
+  type RoutingMode,
+} from '../credentials/credential-store.js';
 import { parseMasterKeys, SecretBoxError } from '../credentials/secret-box.js';
 import { startMockVendors } from '../mock-vendors/server.js';
 import type { CliContext } from './context.js';
@@ -38,7 +42,11 @@ export async function credentialsCommand(context: CliContext, argv: string[]): P
   const { config } = context;
   let box;
   try {
-    box = parseMasterKeys(config.CREDENTIALS_MASTER_KEY, config.CREDENTIALS_MASTER_KEY_ID, config.CREDENTIALS_PREVIOUS_KEYS);
+    box = parseMasterKeys(
+      config.CREDENTIALS_MASTER_KEY,
+      config.CREDENTIALS_MASTER_KEY_ID,
+      config.CREDENTIALS_PREVIOUS_KEYS,
+    );
   } catch (error) {
     if (error instanceof SecretBoxError) throw new UsageError(error.message);
     throw error;
@@ -46,13 +54,19 @@ export async function credentialsCommand(context: CliContext, argv: string[]): P
   // With no vendor configured the gateway routes to its built-in mock: validate against it too.
   const needsMock = action === 'add' && (!config.VENDOR_A_BASE_URL || !config.VENDOR_B_BASE_URL);
   const mock = needsMock ? await startMockVendors({ port: 0 }) : undefined;
-  const store = new CredentialStore(context.db, context.redis, context.keys, box, (provider) =>
-    (provider === 'vendor_a' ? config.VENDOR_A_BASE_URL : config.VENDOR_B_BASE_URL) ?? mock!.url,
+  const store = new CredentialStore(
+    context.db,
+    context.redis,
+    context.keys,
+    box,
+    (provider) =>
+      (provider === 'vendor_a' ? config.VENDOR_A_BASE_URL : config.VENDOR_B_BASE_URL) ?? mock!.url,
   );
   try {
     printJson(await run(store, action, values));
   } catch (error) {
-    if (error instanceof CredentialError || error instanceof SecretBoxError) throw new UsageError(error.message);
+    if (error instanceof CredentialError || error instanceof SecretBoxError)
+      throw new UsageError(error.message);
     throw error;
   } finally {
     await mock?.close();
@@ -61,7 +75,11 @@ export async function credentialsCommand(context: CliContext, argv: string[]): P
 
 type Values = Record<string, string | undefined>;
 
-async function run(store: CredentialStore, action: string | undefined, values: Values): Promise<unknown> {
+async function run(
+  store: CredentialStore,
+  action: string | undefined,
+  values: Values,
+): Promise<unknown> {
   const found = <T>(value: T | undefined, id: string): T => {
     if (value === undefined) throw new UsageError(`no credential ${id}`);
     return value;
@@ -69,12 +87,18 @@ async function run(store: CredentialStore, action: string | undefined, values: V
   switch (action) {
     case 'add': {
       const provider = requireFlag(values.provider, 'provider') as Vendor;
-      if (!PROVIDERS.includes(provider)) throw new UsageError('--provider must be vendor_a or vendor_b');
+      if (!PROVIDERS.includes(provider))
+        throw new UsageError('--provider must be vendor_a or vendor_b');
       const routingMode = values['routing-mode'] as RoutingMode;
-      if (!ROUTING_MODES.includes(routingMode)) throw new UsageError('--routing-mode must be byok_first or byok_only');
+      if (!ROUTING_MODES.includes(routingMode))
+        throw new UsageError('--routing-mode must be byok_first or byok_only');
       const priority = Number(values.priority);
-      if (!Number.isInteger(priority) || priority < 1) throw new UsageError('--priority must be an integer ≥ 1');
-      const policy = (values['model-policy'] ?? `${provider}/*`).split(',').map((pattern) => pattern.trim()).filter(Boolean);
+      if (!Number.isInteger(priority) || priority < 1)
+        throw new UsageError('--priority must be an integer ≥ 1');
+      const policy = (values['model-policy'] ?? `${provider}/*`)
+        .split(',')
+        .map((pattern) => pattern.trim())
+        .filter(Boolean);
       const credential = await store.create({
         orgId: requireFlag(values['org-id'], 'org-id'),
         provider,

@@ -31,7 +31,10 @@ interface Row {
 }
 
 export class CredentialDirectory {
-  private readonly cache = new Map<string, { credentials: UsableCredential[]; expiresAtMs: number }>();
+  private readonly cache = new Map<
+    string,
+    { credentials: UsableCredential[]; expiresAtMs: number }
+  >();
 
   constructor(
     private readonly db: DbPool,
@@ -40,7 +43,11 @@ export class CredentialDirectory {
   ) {}
 
   /** Eligible credentials for one request (status, provider, model policy, connection grant). */
-  async choiceFor(orgId: string, appConnectionId: string, model: CatalogModel): Promise<CredentialChoice | null> {
+  async choiceFor(
+    orgId: string,
+    appConnectionId: string,
+    model: CatalogModel,
+  ): Promise<CredentialChoice | null> {
     const eligible = (await this.forOrg(orgId)).filter(
       (credential) =>
         credential.provider === model.vendor &&
@@ -93,7 +100,12 @@ export class CredentialDirectory {
           routingMode: row.routing_mode,
           priority: row.priority,
           appConnectionIds: new Set(row.app_connection_ids),
-          secret: this.box!.open({ keyId: row.key_id, iv: row.iv, ciphertext: row.ciphertext, authTag: row.auth_tag }),
+          secret: this.box!.open({
+            keyId: row.key_id,
+            iv: row.iv,
+            ciphertext: row.ciphertext,
+            authTag: row.auth_tag,
+          }),
         }))
       : [];
     this.cache.set(orgId, { credentials, expiresAtMs: now + this.ttlMs });

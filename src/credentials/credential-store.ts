@@ -51,7 +51,10 @@ interface ViewRow extends Omit<CredentialView, 'created_at'> {
   created_at: Date;
 }
 
-const toView = (row: ViewRow): CredentialView => ({ ...row, created_at: row.created_at.toISOString() });
+const toView = (row: ViewRow): CredentialView => ({
+  ...row,
+  created_at: row.created_at.toISOString(),
+});
 
 export class CredentialStore {
   constructor(
@@ -64,11 +67,19 @@ export class CredentialStore {
 
   async create(input: NewCredential): Promise<CredentialView> {
     const box = this.requireBox();
-    for (const connectionId of input.appConnectionIds) await this.requireConnection(input.orgId, connectionId);
-    const validation = await validateWithVendor(input.provider, input.secret, this.vendorBaseUrl(input.provider));
-    if (validation === 'invalid') throw new CredentialError(`${input.provider} refused this key: nothing was stored`);
+    for (const connectionId of input.appConnectionIds)
+      await this.requireConnection(input.orgId, connectionId);
+    const validation = await validateWithVendor(
+      input.provider,
+      input.secret,
+      this.vendorBaseUrl(input.provider),
+    );
+    if (validation === 'invalid')
+      throw new CredentialError(`${input.provider} refused this key: nothing was stored`);
     if (validation === 'unreachable') {
-      throw new CredentialError(`${input.provider} could not be reached to validate the key: nothing was stored`);
+      throw new CredentialError(
+        `${input.provider} could not be reached to validate the key: nothing was stored`,
+      );
     }
     const sealed = box.seal(input.secret);
     const id = newId('cred');
@@ -79,11 +90,26 @@ export class CredentialStore {
         `INSERT INTO provider_credentials (id, org_id, provider, name, model_policy, routing_mode,
            priority, key_id, iv, ciphertext, auth_tag, fingerprint)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-        [id, input.orgId, input.provider, input.name, input.modelPolicy, input.routingMode, input.priority,
-          sealed.keyId, sealed.iv, sealed.ciphertext, sealed.authTag, fingerprint(input.secret)],
+        [
+          id,
+          input.orgId,
+          input.provider,
+          input.name,
+          input.modelPolicy,
+          input.routingMode,
+          input.priority,
+          sealed.keyId,
+          sealed.iv,
+          sealed.ciphertext,
+          sealed.authTag,
+          fingerprint(input.secret),
+        ],
       );
       for (const connectionId of input.appConnectionIds) {
-        await client.query('INSERT INTO provider_credential_grants (credential_id, app_connection_id) VALUES ($1, $2)', [id, connectionId]);
+        await client.query(
+          'INSERT INTO provider_credential_grants (credential_id, app_connection_id) VALUES ($1, $2)',
+          [id, connectionId],
+        );
       }
       await client.query('COMMIT');
     } catch (error) {
@@ -116,17 +142,28 @@ export class CredentialStore {
     return rows[0] ? toView(rows[0]) : undefined;
   }
 
-  async setStatus(id: string, status: 'active' | 'disabled' | 'deleted'): Promise<CredentialView | undefined> {
+  async setStatus(
+    id: string,
+    status: 'active' | 'disabled' | 'deleted',
+  ): Promise<CredentialView | undefined> {
     const before = await this.get(id);
     if (!before) return undefined;
-    await this.db.query(`UPDATE provider_credentials SET status = $2, updated_at = now() WHERE id = $1`, [id, status]);
+    await this.db.query(
+      `UPDATE provider_credentials SET status = $2, updated_at = now() WHERE id = $1`,
+      [id, status],
+    );
     // Deleting a credential also revokes its connection grants.
-    if (status === 'deleted') await this.db.query('DELETE FROM provider_credential_grants WHERE credential_id = $1', [id]);
+    if (status === 'deleted')
+      await this.db.query('DELETE FROM provider_credential_grants WHERE credential_id = $1', [id]);
     await this.announce();
     return { ...before, status, ...(status === 'deleted' && { app_connection_ids: [] }) };
   }
 
-  async grant(id: string, appConnectionId: string, granted: boolean): Promise<CredentialView | undefined> {
+  async grant(
+    id: string,
+    appConnectionId: string,
+    granted: boolean,
+  ): Promise<CredentialView | undefined> {
     const credential = await this.get(id);
     if (!credential) return undefined;
     if (granted) {
@@ -136,7 +173,10 @@ export class CredentialStore {
         [id, appConnectionId],
       );
     } else {
-      await this.db.query('DELETE FROM provider_credential_grants WHERE credential_id = $1 AND app_connection_id = $2', [id, appConnectionId]);
+      await this.db.query(
+        'DELETE FROM provider_credential_grants WHERE credential_id = $1 AND app_connection_id = $2',
+        [id, appConnectionId],
+      );
     }
     await this.announce();
     return this.get(id);
@@ -145,13 +185,24 @@ export class CredentialStore {
   /** Re-encrypts every credential (of one org, if given) not sealed under the current master key. */
   async rewrap(orgId?: string): Promise<{ rewrapped: number; current_key_id: string }> {
     const box = this.requireBox();
-    const { rows } = await this.db.query<{ id: string; key_id: string; iv: Buffer; ciphertext: Buffer; auth_tag: Buffer }>(
+    const { rows } = await this.db.query<{
+      id: string;
+      key_id: string;
+      iv: Buffer;
+      ciphertext: Buffer;
+      auth_tag: Buffer;
+    }>(
       `SELECT id, key_id, iv, ciphertext, auth_tag FROM provider_credentials
         WHERE key_id <> $1 AND ($2::text IS NULL OR org_id = $2)`,
       [box.currentKeyId, orgId ?? null],
     );
     for (const row of rows) {
-      const secret = box.open({ keyId: row.key_id, iv: row.iv, ciphertext: row.ciphertext, authTag: row.auth_tag });
+      const secret = box.open({
+        keyId: row.key_id,
+        iv: row.iv,
+        ciphertext: row.ciphertext,
+        authTag: row.auth_tag,
+      });
       const sealed = box.seal(secret);
       await this.db.query(
         'UPDATE provider_credentials SET key_id = $2, iv = $3, ciphertext = $4, auth_tag = $5, updated_at = now() WHERE id = $1 AND key_id = $6',
@@ -164,14 +215,20 @@ export class CredentialStore {
 
   private requireBox(): SecretBox {
     if (!this.box) {
-      throw new CredentialError('CREDENTIALS_MASTER_KEY is not set: provider credentials cannot be stored or used');
+      throw new CredentialError(
+        'CREDENTIALS_MASTER_KEY is not set: provider credentials cannot be stored or used',
+      );
     }
     return this.box;
   }
 
   private async requireConnection(orgId: string, appConnectionId: string): Promise<void> {
-    const { rowCount } = await this.db.query('SELECT 1 FROM app_connections WHERE id = $1 AND org_id = $2', [appConnectionId, orgId]);
-    if (rowCount === 0) throw new CredentialError(`no app connection ${appConnectionId} in this organization`);
+    const { rowCount } = await this.db.query(
+      'SELECT 1 FROM app_connections WHERE id = $1 AND org_id = $2',
+      [appConnectionId, orgId],
+    );
+    if (rowCount === 0)
+      throw new CredentialError(`no app connection ${appConnectionId} in this organization`);
   }
 
   private async announce(): Promise<void> {

@@ -15,7 +15,11 @@ export class SecretBoxError extends Error {
 }
 
 /** Parses "id:base64key" entries (comma separated); every key must be 32 bytes. */
-export function parseMasterKeys(current: string | undefined, currentId: string, previous: string | undefined): SecretBox | undefined {
+export function parseMasterKeys(
+  current: string | undefined,
+  currentId: string,
+  previous: string | undefined,
+): SecretBox | undefined {
   if (!current) return undefined;
   const keys = new Map<string, Buffer>();
   const decode = (id: string, base64: string): void => {
@@ -26,7 +30,8 @@ export function parseMasterKeys(current: string | undefined, currentId: string, 
   decode(currentId, current);
   for (const entry of (previous ?? '').split(',').filter(Boolean)) {
     const separator = entry.indexOf(':');
-    if (separator <= 0) throw new SecretBoxError('previous master keys must look like id:base64key');
+    if (separator <= 0)
+      throw new SecretBoxError('previous master keys must look like id:base64key');
     decode(entry.slice(0, separator), entry.slice(separator + 1));
   }
   return new SecretBox(currentId, keys);

@@ -7,7 +7,11 @@ export type ValidationResult = 'valid' | 'invalid' | 'unreachable';
 
 const VALIDATION_TIMEOUT_MS = 10_000;
 
-export async function validateWithVendor(provider: Vendor, secret: string, baseUrl: string): Promise<ValidationResult> {
+export async function validateWithVendor(
+  provider: Vendor,
+  secret: string,
+  baseUrl: string,
+): Promise<ValidationResult> {
   const base = new URL(baseUrl);
   const headers: Record<string, string> =
     provider === 'vendor_a'

@@ -114,15 +114,28 @@ export async function proxyToVendor(
         amountNano: admission.reservedNano,
       });
       deps.logger.info(
-        { requestId: admission.requestId, credentialId, status: upstreamResponse.statusCode, next: next.kind },
+        {
+          requestId: admission.requestId,
+          credentialId,
+          status: upstreamResponse.statusCode,
+          next: next.kind,
+        },
         'provider credential failed over',
       );
       if (next.kind === 'credential' || next.kind === 'system') {
         credentialId = next.kind === 'credential' ? next.credentialId : null;
         continue;
       }
-      await settle({ status: 'upstream_error', upstreamStatus: upstreamResponse.statusCode, inputTokens: 0, outputTokens: 0 });
-      const refusal = reservationError(next, admission.reservedNano, { legacyClient: false, currency: SETTLEMENT_CURRENCY });
+      await settle({
+        status: 'upstream_error',
+        upstreamStatus: upstreamResponse.statusCode,
+        inputTokens: 0,
+        outputTokens: 0,
+      });
+      const refusal = reservationError(next, admission.reservedNano, {
+        legacyClient: false,
+        currency: SETTLEMENT_CURRENCY,
+      });
       return sendError(response, refusal, exchange.errorFlavor);
     }
     await settle({
@@ -137,7 +150,11 @@ export async function proxyToVendor(
 }
 
 /** Where an attempt goes: the system route, or the vendor with a BYOK credential's key. */
-async function routeFor(deps: ProxyDeps, admission: Admission, credentialId: string | null): Promise<VendorRoute> {
+async function routeFor(
+  deps: ProxyDeps,
+  admission: Admission,
+  credentialId: string | null,
+): Promise<VendorRoute> {
   const system = deps.systemRoutes[admission.model.vendor];
   if (!credentialId) return system;
   const secret = await deps.services.credentials.secretOf(admission.identity.orgId, credentialId);

@@ -12,7 +12,9 @@ function retryAfterMs(retryAfter: string | undefined): number | undefined {
   const seconds = Number(retryAfter);
   if (Number.isFinite(seconds) && seconds >= 0) return Math.min(seconds * 1000, MAX_RETRY_AFTER_MS);
   const date = Date.parse(retryAfter);
-  return Number.isNaN(date) ? undefined : Math.min(Math.max(0, date - Date.now()), MAX_RETRY_AFTER_MS);
+  return Number.isNaN(date)
+    ? undefined
+    : Math.min(Math.max(0, date - Date.now()), MAX_RETRY_AFTER_MS);
 }
 
 /**
@@ -21,7 +23,11 @@ function retryAfterMs(retryAfter: string | undefined): number | undefined {
  * 429 rate limit (honouring retry-after), 429 insufficient_quota / 402 billing (quota),
  * 529 overloaded, and 401/403 (the vendor no longer accepts the key).
  */
-export function credentialCooldownMs(status: number, bodyText: string, retryAfter: string | undefined): number | undefined {
+export function credentialCooldownMs(
+  status: number,
+  bodyText: string,
+  retryAfter: string | undefined,
+): number | undefined {
   const hinted = retryAfterMs(retryAfter);
   if (status === 429) {
     if (bodyText.includes('insufficient_quota')) return hinted ?? QUOTA_COOLDOWN_MS;

@@ -1,0 +1,264 @@
+// Bring your own key on real requests: credentials picked by priority, failover on 429/quota
+// before any byte reached the client (shared cooldowns across instances), the system route as
+// the last resort (or a clear error under byok_only), and every usage record naming who served.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { baseEnv, uniquePrefix } from './support/env.js';
+import { bearer, postJson, postSse } from './support/http.js';
+import {
+  runCliJson,
+  seed,
+  startGateway,
+  type GatewayProcess,
+  type SeededOrg,
+} from './support/processes.js';
+import { deletePrefix, eventually, testDb, testRedis } from './support/services.js';
+
+const prefix = uniquePrefix('byok');
+const env = baseEnv(prefix);
+const db = testDb();
+const redis = testRedis();
+let gateways: GatewayProcess[];
+
+interface UsageRow {
+  request_id: string;
+  route: string;
+  credential_id: string | null;
+  status: string;
+  wallet_cost: string;
+}
+
+const chat = {
+  model: 'vendor_b/gpt-4o-mini',
+  messages: [{ role: 'user', content: 'hello' }],
+  max_tokens: 8,
+};
+
+async function usageRows(requestIds: string[]): Promise<Map<string, UsageRow>> {
+  const rows = await eventually(async () => {
+    const { rows: found } = await db.query<UsageRow>(
+      'SELECT request_id, route, credential_id, status, wallet_cost::text FROM usage_records WHERE request_id = ANY($1::uuid[])',
+      [requestIds],
+    );
+    return found.length === requestIds.length ? found : undefined;
+  }, 15_000);
+  return new Map(rows.map((row) => [row.request_id, row]));
+}
+
+async function addCredential(
+  org: SeededOrg,
+  name: string,
+  secret: string,
+  extra: string[] = [],
+): Promise<string> {
+  const credential = await runCliJson<{ id: string }>(
+    [
+      'credentials',
+      'add',
+      '--org-id',
+      org.org_id,
+      '--provider',
+      'vendor_b',
+      '--name',
+      name,
+      '--secret',
+      secret,
+      '--app-connection-id',
+      org.app_connection_id,
+      ...extra,
+    ],
+    env,
+  );
+  return credential.id;
+}
+
+const failoverLines = (gateway: GatewayProcess): number =>
+  gateway
+    .output()
+    .split('\n')
+    .filter((line) => line.includes('provider credential failed over')).length;
+
+beforeAll(async () => {
+  gateways = await Promise.all([startGateway(env), startGateway(env)]);
+});
+
+afterAll(async () => {
+  await Promise.all(gateways.map((gateway) => gateway.stop()));
+  await deletePrefix(redis, prefix);
+  await redis.quit();
+  await db.end();
+});
+
+describe('failover across provider credentials', () => {
+  it('a 429 on the primary is served by the backup in the same request; every instance then skips the primary until its cooldown ends', async () => {
+    const org = await seed(env);
+    const primary = await addCredential(org, 'primary', 'mock-429-primary', ['--priority', '1']);
+    const backup = await addCredential(org, 'backup', 'mock-ok-backup', ['--priority', '2']);
+
+    const first = await postJson(
+      `${gateways[0]!.url}/v1/chat/completions`,
+      chat,
+      bearer(org.api_key),
+    );
+    expect(first.status).toBe(200);
+    const cooldowns = await redis.hgetall(`${prefix}:{o:${org.org_id}}:cred:cooldown`);
+    const until = Number(cooldowns[primary]);
+    expect(until).toBeGreaterThan(Date.now() + 1000); // retry-after: 2 honoured
+    expect(until).toBeLessThanOrEqual(Date.now() + 2100);
+
+    const before = failoverLines(gateways[1]!);
+    const second = await postJson(
+      `${gateways[1]!.url}/v1/chat/completions`,
+      chat,
+      bearer(org.api_key),
+    );
+    const streamed = await postSse(
+      `${gateways[1]!.url}/v1/chat/completions`,
+      { ...chat, stream: true },
+      bearer(org.api_key),
+    );
+    expect(second.status).toBe(200);
+    expect(streamed.data.at(-1)).toBe('[DONE]');
+    expect(failoverLines(gateways[1]!)).toBe(before); // went straight to the backup
+
+    const ids = [first, second, streamed].map((response) => response.headers.get('x-request-id')!);
+    const rows = await usageRows(ids);
+    for (const id of ids) {
+      expect(rows.get(id)).toMatchObject({
+        route: 'byok',
+        credential_id: backup,
+        status: 'completed',
+        wallet_cost: '0.000000000000',
+      });
+    }
+
+    // Once the cooldown is over the primary is tried (and fails over) again.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, until - Date.now()) + 100));
+    const beforeRetry = failoverLines(gateways[0]!) + failoverLines(gateways[1]!);
+    const streamedAgain = await postSse(
+      `${gateways[0]!.url}/v1/chat/completions`,
+      { ...chat, stream: true },
+      bearer(org.api_key),
+    );
+    expect(streamedAgain.data.at(-1)).toBe('[DONE]');
+    expect(failoverLines(gateways[0]!) + failoverLines(gateways[1]!)).toBe(beforeRetry + 1);
+  });
+
+  it('falls back to the system route when every credential is exhausted (byok_first), paid by the wallet', async () => {
+    const org = await seed(env);
+    const quota = await addCredential(org, 'quota', 'mock-quota-only');
+    const response = await postJson(
+      `${gateways[0]!.url}/v1/chat/completions`,
+      chat,
+      bearer(org.api_key),
+    );
+    expect(response.status).toBe(200);
+    const row = (await usageRows([response.headers.get('x-request-id')!])).values().next().value!;
+    expect(row).toMatchObject({ route: 'system', credential_id: null, status: 'completed' });
+    expect(row.wallet_cost).not.toBe('0.000000000000');
+    const cooldown = Number(await redis.hget(`${prefix}:{o:${org.org_id}}:cred:cooldown`, quota));
+    expect(cooldown).toBeGreaterThan(Date.now() + 60_000); // quota: a long cooldown
+  });
+
+  it('answers a clear error under byok_only when no credential can serve', async () => {
+    const org = await seed(env);
+    await addCredential(org, 'only', 'mock-429-only', ['--routing-mode', 'byok_only']);
+    const response = await postJson<{ error: { code: string } }>(
+      `${gateways[0]!.url}/v1/chat/completions`,
+      chat,
+      bearer(org.api_key),
+    );
+    expect(response.status).toBe(503);
+    expect(response.body.error.code).toBe('gw_provider_credentials_unavailable');
+    const stream = await postSse(
+      `${gateways[1]!.url}/v1/chat/completions`,
+      { ...chat, stream: true },
+      bearer(org.api_key),
+    );
+    expect(stream.status).toBe(503);
+    const wallet = await runCliJson<{ reserved: string }>(
+      ['wallet', 'show', '--org-id', org.org_id],
+      env,
+    );
+    expect(wallet.reserved).toBe('0.000000000000');
+  });
+
+  it('serves requests an empty wallet could not pay, when a credential pays', async () => {
+    const org = await seed(env, ['--wallet', '0']);
+    const credential = await addCredential(org, 'payer', 'mock-ok-payer');
+    const response = await postJson(
+      `${gateways[1]!.url}/v1/chat/completions`,
+      chat,
+      bearer(org.api_key),
+    );
+    expect(response.status).toBe(200);
+    const row = (await usageRows([response.headers.get('x-request-id')!])).values().next().value!;
+    expect(row).toMatchObject({
+      route: 'byok',
+      credential_id: credential,
+      wallet_cost: '0.000000000000',
+    });
+  });
+
+  it('a disabled credential stops being used on every instance within a second', async () => {
+    const org = await seed(env);
+    const credential = await addCredential(org, 'soon disabled', 'mock-ok-disable');
+    for (const gateway of gateways)
+      expect(
+        (await postJson(`${gateway.url}/v1/chat/completions`, chat, bearer(org.api_key))).status,
+      ).toBe(200);
+    await runCliJson(['credentials', 'disable', '--id', credential], env);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const responses = await Promise.all(
+      gateways.map((gateway) =>
+        postJson(`${gateway.url}/v1/chat/completions`, chat, bearer(org.api_key)),
+      ),
+    );
+    const rows = await usageRows(
+      responses.map((response) => response.headers.get('x-request-id')!),
+    );
+    for (const row of rows.values())
+      expect(row).toMatchObject({ route: 'system', credential_id: null });
+  });
+
+  it('rotates between credentials of the same priority', async () => {
+    const org = await seed(env);
+    const first = await addCredential(org, 'tier a', 'mock-ok-tier-a');
+    const second = await addCredential(org, 'tier b', 'mock-ok-tier-b');
+    const responses = [];
+    for (let index = 0; index < 6; index += 1) {
+      responses.push(
+        await postJson(
+          `${gateways[index % 2]!.url}/v1/chat/completions`,
+          chat,
+          bearer(org.api_key),
+        ),
+      );
+    }
+    const rows = await usageRows(
+      responses.map((response) => response.headers.get('x-request-id')!),
+    );
+    const counts = new Map<string | null, number>();
+    for (const row of rows.values())
+      counts.set(row.credential_id, (counts.get(row.credential_id) ?? 0) + 1);
+    expect(counts.get(first)).toBe(3);
+    expect(counts.get(second)).toBe(3);
+  });
+
+  it('under 500 concurrent requests with the primary failing half the time, none fails and each record names its credential', async () => {
+    const org = await seed(env);
+    const flaky = await addCredential(org, 'flaky', 'mock-flaky-primary', ['--priority', '1']);
+    const healthy = await addCredential(org, 'healthy', 'mock-ok-healthy', ['--priority', '2']);
+    const responses = await Promise.all(
+      Array.from({ length: 500 }, (_, index) =>
+        postJson(`${gateways[index % 2]!.url}/v1/chat/completions`, chat, bearer(org.api_key)),
+      ),
+    );
+    expect(responses.filter((response) => response.status !== 200)).toHaveLength(0);
+    const rows = await usageRows(
+      responses.map((response) => response.headers.get('x-request-id')!),
+    );
+    const served = new Set([...rows.values()].map((row) => row.credential_id));
+    for (const credential of served) expect([flaky, healthy]).toContain(credential);
+    expect(served.has(healthy)).toBe(true);
+  });
+});
