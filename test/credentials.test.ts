@@ -35,10 +35,6 @@ const model = (id: string): CatalogModel => ({
   supportsTools: true,
 });
 
-function add(args: string[]) {
-  return runCliJson<Credential>(['credentials', 'add', '--org-id', org.org_id, ...args], env);
-}
-
 beforeAll(async () => {
   org = await seed(env);
 });
