@@ -32,6 +32,9 @@ import { createRedisKeys } from './redis/keys.js';
 import { defineScripts, preloadScripts } from './redis/scripts.js';
 import { chatCompletionsRoute } from './routes/chat-completions.js';
 import { healthRoutes } from './routes/health.js';
+import { keyUsageRoute } from './routes/key-usage.js';
+import { messagesRoutes } from './routes/messages.js';
+import { modelsRoute } from './routes/models.js';
 import { metricsRoute } from './routes/metrics.js';
 import { productUserRoutes } from './routes/product-users.js';
 import { PiscinaTokenCounter } from './tokens/token-counter.js';
@@ -132,6 +135,7 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
     tokenCounter,
     budget,
   };
+  const proxyDeps = { services, upstream, systemRoutes, logger };
   const server = createHttpServer({
     maxBodyBytes: config.MAX_BODY_BYTES,
     logger,
@@ -155,7 +159,10 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
         () => draining,
       ),
       ...(config.METRICS_ENABLED ? [metricsRoute(registry)] : []),
-      chatCompletionsRoute({ services, upstream, systemRoutes, logger }),
+      chatCompletionsRoute(proxyDeps),
+      ...messagesRoutes(proxyDeps),
+      modelsRoute(apiKeys, catalog),
+      keyUsageRoute(apiKeys, db),
       ...productUserRoutes({
         db,
         serviceKeys,

@@ -6,6 +6,7 @@ import { monthlyPeriod } from '../billing/periods.js';
 import { userAllowancePolicy } from '../billing/user-allowance.js';
 import type { DbPool } from '../db/pool.js';
 import { formatNano, numericToNano } from '../money.js';
+import { usageTotals } from '../ledger/usage-totals.js';
 import type { LiveBalanceReader } from './live-balance.js';
 
 /** Grants expiring within this window count in `expiring_soon_amount`. */
@@ -88,7 +89,7 @@ export class ProductUserProfiles {
     const now = new Date();
     const [credits, usage] = await Promise.all([
       this.credits(user, DEFAULT_CURRENCY, now),
-      this.usage(user.id, now),
+      usageTotals(this.db, 'product_user_id', user.id, now),
     ]);
     const allowanceParts = await this.allowance(user, now, credits);
     return {
@@ -260,38 +261,5 @@ export class ProductUserProfiles {
         updated_at: policy.capRule.updatedAt.toISOString(),
       },
     };
-  }
-
-  private async usage(userId: string, now: Date): Promise<Record<string, unknown>> {
-    const { rows } = await this.db.query<{
-      scope: string;
-      sell_cost: string;
-      input_tokens: string;
-      output_tokens: string;
-      request_count: string;
-    }>(
-      `SELECT 'this_month' AS scope, COALESCE(sum(sell_cost), 0)::text AS sell_cost,
-              COALESCE(sum(input_tokens), 0)::text AS input_tokens,
-              COALESCE(sum(output_tokens), 0)::text AS output_tokens, count(*)::text AS request_count
-         FROM usage_records WHERE product_user_id = $1 AND created_at >= $2
-       UNION ALL
-       SELECT 'total', COALESCE(sum(sell_cost), 0)::text, COALESCE(sum(input_tokens), 0)::text,
-              COALESCE(sum(output_tokens), 0)::text, count(*)::text
-         FROM usage_records WHERE product_user_id = $1`,
-      [userId, monthlyPeriod(now, null).start],
-    );
-    const totals = (scope: string) => {
-      const row = rows.find((candidate) => candidate.scope === scope)!;
-      const input = Number(row.input_tokens);
-      const output = Number(row.output_tokens);
-      return {
-        sell_cost: formatNano(numericToNano(row.sell_cost)),
-        input_tokens: input,
-        output_tokens: output,
-        total_tokens: input + output,
-        request_count: Number(row.request_count),
-      };
-    };
-    return { this_month: totals('this_month'), total: totals('total') };
   }
 }

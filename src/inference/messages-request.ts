@@ -1,0 +1,21 @@
+// The messages-protocol request as the gateway validates it; other fields pass through.
+import { z } from 'zod';
+
+const contentSchema = z.union([z.string(), z.array(z.looseObject({ type: z.string() }))]);
+
+export const messagesRequestSchema = z.looseObject({
+  model: z.string().min(1),
+  max_tokens: z.number().int().positive(),
+  messages: z.array(z.looseObject({ role: z.string().min(1), content: contentSchema })).min(1),
+  system: z.union([z.string(), z.array(z.looseObject({ type: z.string() }))]).optional(),
+  stream: z.boolean().optional(),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+  tools: z.array(z.looseObject({ name: z.string() })).optional(),
+});
+
+export const countTokensRequestSchema = z.looseObject({
+  model: z.string().min(1),
+  messages: z.array(z.looseObject({ role: z.string().min(1), content: contentSchema })).min(1),
+  system: z.union([z.string(), z.array(z.looseObject({ type: z.string() }))]).optional(),
+  tools: z.array(z.looseObject({ name: z.string() })).optional(),
+});

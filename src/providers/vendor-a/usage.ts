@@ -1,0 +1,38 @@
+// Reads token usage from vendor_a's (messages protocol) answers and stream events.
+import { isTokenCount, type TokenUsage } from '../usage.js';
+
+interface UsageShape {
+  input_tokens?: unknown;
+  output_tokens?: unknown;
+}
+
+/** Usage of a whole `message` object, if present and well-formed. */
+export function readVendorAUsage(payload: unknown): TokenUsage | undefined {
+  if (typeof payload !== 'object' || payload === null) return undefined;
+  const usage = (payload as { usage?: UsageShape }).usage;
+  if (!usage || !isTokenCount(usage.input_tokens) || !isTokenCount(usage.output_tokens)) return undefined;
+  return { inputTokens: usage.input_tokens, outputTokens: usage.output_tokens };
+}
+
+/**
+ * Accumulates usage over a stream: input tokens arrive in `message_start`, the output count in
+ * each `message_delta` (cumulative). Complete once a message_delta has been seen.
+ */
+export class VendorAStreamUsage {
+  private inputTokens: number | undefined;
+  private outputTokens: number | undefined;
+
+  observe(event: { type?: unknown; message?: { usage?: UsageShape }; usage?: UsageShape }): void {
+    if (event.type === 'message_start' && isTokenCount(event.message?.usage?.input_tokens)) {
+      this.inputTokens = event.message.usage.input_tokens;
+    } else if (event.type === 'message_delta' && isTokenCount(event.usage?.output_tokens)) {
+      this.outputTokens = event.usage.output_tokens;
+      if (isTokenCount(event.usage.input_tokens)) this.inputTokens = event.usage.input_tokens;
+    }
+  }
+
+  get usage(): TokenUsage | undefined {
+    if (this.inputTokens === undefined || this.outputTokens === undefined) return undefined;
+    return { inputTokens: this.inputTokens, outputTokens: this.outputTokens };
+  }
+}
