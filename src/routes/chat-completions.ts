@@ -1,6 +1,5 @@
 // POST /v1/chat/completions: validate, admit (auth, attribution, estimate, reserve), proxy.
-import type { Vendor } from '../catalog/models.js';
-import { gwError, isGwError } from '../errors.js';
+import { isGwError } from '../errors.js';
 import { sendError } from '../http/respond.js';
 import type { HttpRequest, HttpResponse, Route } from '../http/types.js';
 import { admit } from '../inference/admission.js';
@@ -8,13 +7,11 @@ import { chatCompletionRequestSchema } from '../inference/chat-request.js';
 import { parseJsonBody } from '../inference/parse-body.js';
 import { proxyToVendor, type ProxyDeps } from '../inference/proxy.js';
 import { stripAttributionFields } from '../product-users/attribution.js';
+import { vendorAChatExchange } from '../providers/vendor-a/chat-exchange.js';
 import { vendorBChatExchange } from '../providers/vendor-b/chat-exchange.js';
 import { chatCompletionTexts } from '../tokens/request-texts.js';
 
 export type ChatCompletionsDeps = ProxyDeps;
-
-/** Vendors this route can serve today (vendor_a translation is its own piece of work). */
-const ROUTABLE_VENDORS: ReadonlySet<Vendor> = new Set(['vendor_b']);
 
 export function chatCompletionsRoute(deps: ChatCompletionsDeps): Route {
   return {
@@ -32,17 +29,6 @@ async function handleChatCompletion(
   const parsed = parseJsonBody(request.body, chatCompletionRequestSchema);
   if (isGwError(parsed)) return sendError(response, parsed);
   const body: Record<string, unknown> = parsed;
-  const model = deps.services.catalog.get(parsed.model);
-  if (model && !ROUTABLE_VENDORS.has(model.vendor)) {
-    return sendError(
-      response,
-      gwError(
-        'gw_unsupported_model',
-        `model ${model.id} is not served on /v1/chat/completions yet`,
-      ),
-    );
-  }
-
   const admission = await admit(deps.services, {
     requestId: request.requestId,
     headers: request.headers,
@@ -69,14 +55,24 @@ async function handleChatCompletion(
       admission,
       stream,
       startedAtMs: request.receivedAtMs,
+      // vendor_b speaks chat completions natively; vendor_a's messages are translated.
       buildExchange: (route) =>
-        vendorBChatExchange({
-          body,
-          upstreamModel: admission.model.upstreamModel,
-          stream,
-          clientWantsUsage,
-          route,
-        }),
+        admission.model.vendor === 'vendor_a'
+          ? vendorAChatExchange({
+              body,
+              upstreamModel: admission.model.upstreamModel,
+              maxTokens: admission.maxOutputTokens,
+              stream,
+              clientWantsUsage,
+              route,
+            })
+          : vendorBChatExchange({
+              body,
+              upstreamModel: admission.model.upstreamModel,
+              stream,
+              clientWantsUsage,
+              route,
+            }),
     },
     response,
   );

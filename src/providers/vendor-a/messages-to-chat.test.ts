@@ -1,0 +1,129 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { chatToMessagesBody } from './chat-to-messages.js';
+import { MessagesToChatStreamRelay, messageToChatCompletion } from './messages-to-chat.js';
+
+const sse = (type: string, data: Record<string, unknown>): string =>
+  `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+
+// A recorded vendor_a stream: text, then a tool call whose arguments arrive in pieces.
+const recorded = [
+  sse('message_start', { message: { id: 'msg_1', model: 'claude-haiku-4-5', usage: { input_tokens: 21, output_tokens: 1 } } }),
+  sse('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
+  sse('ping', {}),
+  sse('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'Héllo ' } }),
+  sse('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'wörld 👋' } }),
+  sse('content_block_stop', { index: 0 }),
+  sse('content_block_start', { index: 1, content_block: { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: {} } }),
+  sse('content_block_delta', { index: 1, delta: { type: 'input_json_delta', partial_json: '{"city":' } }),
+  sse('content_block_delta', { index: 1, delta: { type: 'input_json_delta', partial_json: '"Paris"}' } }),
+  sse('content_block_stop', { index: 1 }),
+  sse('message_delta', { delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { output_tokens: 17 } }),
+  sse('message_stop', {}),
+].join('');
+
+function translate(bytes: Buffer, cuts: number[], wantsUsage: boolean) {
+  const relay = new MessagesToChatStreamRelay(wantsUsage);
+  let out = '';
+  let start = 0;
+  for (const cut of [...cuts].sort((a, b) => a - b)) {
+    out += relay.push(bytes.subarray(start, cut));
+    start = cut;
+  }
+  out += relay.push(bytes.subarray(start)) + relay.end();
+  const chunks = out
+    .split('\n\n')
+    .filter(Boolean)
+    .map((event) => JSON.parse(event.slice('data: '.length)) as Record<string, unknown>)
+    .map(({ created: _created, ...rest }) => rest);
+  return { chunks, usage: relay.usage, done: relay.done };
+}
+
+describe('vendor_a stream → chat completion chunks', () => {
+  const bytes = Buffer.from(recorded, 'utf8');
+  const whole = translate(bytes, [], true);
+
+  it('translates text, tool-call deltas, the finish reason and the usage chunk', () => {
+    type Chunk = { choices: Array<{ delta: Record<string, unknown>; finish_reason: string | null }>; usage?: unknown };
+    const chunks = whole.chunks as unknown as Chunk[];
+    expect(chunks[0]!.choices[0]!.delta).toEqual({ role: 'assistant', content: '' });
+    const text = chunks.map((chunk) => chunk.choices[0]?.delta.content ?? '').join('');
+    expect(text).toBe('Héllo wörld 👋');
+    const toolDeltas = chunks.flatMap((chunk) => (chunk.choices[0]?.delta.tool_calls as Array<{ id?: string; function: { name?: string; arguments: string } }>) ?? []);
+    expect(toolDeltas[0]).toMatchObject({ id: 'toolu_1', function: { name: 'get_weather', arguments: '' } });
+    expect(toolDeltas.map((delta) => delta.function.arguments).join('')).toBe('{"city":"Paris"}');
+    expect(chunks.at(-2)!.choices[0]!.finish_reason).toBe('tool_calls');
+    expect(chunks.at(-1)).toMatchObject({ choices: [], usage: { prompt_tokens: 21, completion_tokens: 17, total_tokens: 38 } });
+    expect(whole.usage).toEqual({ inputTokens: 21, outputTokens: 17 });
+    expect(whole.done).toBe(true);
+  });
+
+  it('gives the same chunks however the bytes are split (golden)', () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: bytes.length }), { maxLength: 30 }), (cuts) => {
+        expect(translate(bytes, cuts, true)).toEqual(whole);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('leaves out the usage chunk when the client did not ask for it', () => {
+    const plain = translate(bytes, [], false);
+    expect(plain.chunks).toHaveLength(whole.chunks.length - 1);
+    expect(plain.usage).toEqual(whole.usage);
+  });
+});
+
+describe('chat request → messages request', () => {
+  it('moves system prompts, merges tool results, translates tools, stops and tool choice', () => {
+    const body = chatToMessagesBody(
+      {
+        model: 'vendor_a/claude-haiku-4-5',
+        messages: [
+          { role: 'system', content: 'Be brief.' },
+          { role: 'user', content: [{ type: 'text', text: 'Weather?' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] },
+          { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'w', arguments: '{"city":"Oslo"}' } }] },
+          { role: 'tool', tool_call_id: 'c1', content: 'sunny' },
+        ],
+        tools: [{ type: 'function', function: { name: 'w', description: 'weather', parameters: { type: 'object', properties: {} } } }],
+        tool_choice: 'required',
+        stop: 'END',
+        temperature: 0.2,
+        presence_penalty: 1,
+        user: 'u1',
+      },
+      { upstreamModel: 'claude-haiku-4-5', maxTokens: 100, stream: true },
+    );
+    expect(body).toEqual({
+      model: 'claude-haiku-4-5',
+      max_tokens: 100,
+      stream: true,
+      system: 'Be brief.',
+      temperature: 0.2,
+      stop_sequences: ['END'],
+      messages: [
+        { role: 'user', content: [{ type: 'text', text: 'Weather?' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } }] },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'c1', name: 'w', input: { city: 'Oslo' } }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'c1', content: 'sunny' }] },
+      ],
+      tools: [{ name: 'w', description: 'weather', input_schema: { type: 'object', properties: {} } }],
+      tool_choice: { type: 'any' },
+    });
+  });
+
+  it('turns a message into a chat completion', () => {
+    const completion = messageToChatCompletion({
+      id: 'msg_9',
+      model: 'claude-haiku-4-5',
+      content: [{ type: 'text', text: 'Hi' }],
+      stop_reason: 'max_tokens',
+      usage: { input_tokens: 3, output_tokens: 4 },
+    } as Parameters<typeof messageToChatCompletion>[0]);
+    expect(completion).toMatchObject({
+      id: 'chatcmpl-msg_9',
+      object: 'chat.completion',
+      choices: [{ index: 0, message: { role: 'assistant', content: 'Hi' }, finish_reason: 'length' }],
+      usage: { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7 },
+    });
+  });
+});

@@ -1,0 +1,187 @@
+// Translates vendor_a's messages-protocol answers back into chat completions: the whole
+// message for JSON answers, and event by event for streams (text deltas → content deltas,
+// tool_use blocks and input_json_delta → tool_call deltas, message_delta → finish_reason).
+import type { StreamRelay } from '../exchange.js';
+import { SseParser } from '../sse.js';
+import type { TokenUsage } from '../usage.js';
+import { DONE_EVENT } from '../vendor-b/stream-relay.js';
+import { readVendorAUsage, VendorAStreamUsage } from './usage.js';
+
+type JsonObject = Record<string, unknown>;
+
+const FINISH_REASONS: Record<string, string> = {
+  end_turn: 'stop',
+  stop_sequence: 'stop',
+  max_tokens: 'length',
+  tool_use: 'tool_calls',
+  refusal: 'content_filter',
+};
+
+export function finishReason(stopReason: unknown): string {
+  return (typeof stopReason === 'string' && FINISH_REASONS[stopReason]) || 'stop';
+}
+
+function usageObject(usage: TokenUsage): JsonObject {
+  return {
+    prompt_tokens: usage.inputTokens,
+    completion_tokens: usage.outputTokens,
+    total_tokens: usage.inputTokens + usage.outputTokens,
+  };
+}
+
+interface MessageShape {
+  id?: unknown;
+  model?: unknown;
+  content?: Array<{ type?: unknown; text?: unknown; id?: unknown; name?: unknown; input?: unknown }>;
+  stop_reason?: unknown;
+}
+
+/** A chat.completion object for a vendor_a message. */
+export function messageToChatCompletion(message: MessageShape): JsonObject {
+  const blocks = Array.isArray(message.content) ? message.content : [];
+  const text = blocks.filter((block) => block.type === 'text').map((block) => String(block.text ?? '')).join('');
+  const toolCalls = blocks
+    .filter((block) => block.type === 'tool_use')
+    .map((block) => ({
+      id: String(block.id ?? ''),
+      type: 'function',
+      function: { name: String(block.name ?? ''), arguments: JSON.stringify(block.input ?? {}) },
+    }));
+  const usage = readVendorAUsage(message);
+  return {
+    id: `chatcmpl-${String(message.id ?? '')}`,
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model: String(message.model ?? ''),
+    choices: [
+      {
+        index: 0,
+        message: {
+          role: 'assistant',
+          content: text === '' && toolCalls.length > 0 ? null : text,
+          refusal: null,
+          ...(toolCalls.length > 0 && { tool_calls: toolCalls }),
+        },
+        logprobs: null,
+        finish_reason: finishReason(message.stop_reason),
+      },
+    ],
+    ...(usage && { usage: usageObject(usage) }),
+  };
+}
+
+interface EventShape {
+  type?: unknown;
+  index?: unknown;
+  message?: { id?: unknown; model?: unknown; usage?: { input_tokens?: unknown; output_tokens?: unknown } };
+  content_block?: { type?: unknown; id?: unknown; name?: unknown };
+  delta?: { type?: unknown; text?: unknown; partial_json?: unknown; stop_reason?: unknown };
+  usage?: { input_tokens?: unknown; output_tokens?: unknown };
+}
+
+/** Relays a vendor_a stream to a chat-completions client as chat.completion.chunk events. */
+export class MessagesToChatStreamRelay implements StreamRelay {
+  readonly finalEvent = DONE_EVENT;
+  readonly producedText: string[] = [];
+  done = false;
+  private readonly parser = new SseParser();
+  private readonly tracker = new VendorAStreamUsage();
+  private readonly created = Math.floor(Date.now() / 1000);
+  private id = 'chatcmpl-';
+  private model = '';
+  /** vendor_a content block index → chat tool_call index. */
+  private readonly toolIndexByBlock = new Map<number, number>();
+
+  constructor(private readonly clientWantsUsage: boolean) {}
+
+  get usage(): TokenUsage | undefined {
+    return this.tracker.usage;
+  }
+
+  push(chunk: Uint8Array): string {
+    return this.translate(this.parser.push(chunk));
+  }
+
+  end(): string {
+    return this.translate(this.parser.end());
+  }
+
+  private chunk(delta: JsonObject, finish: string | null = null): string {
+    return `data: ${JSON.stringify({
+      id: this.id,
+      object: 'chat.completion.chunk',
+      created: this.created,
+      model: this.model,
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+    })}\n\n`;
+  }
+
+  private translate(events: ReturnType<SseParser['push']>): string {
+    let out = '';
+    for (const raw of events) {
+      let event: EventShape;
+      try {
+        event = JSON.parse(raw.data) as EventShape;
+      } catch {
+        continue;
+      }
+      this.tracker.observe(event as Parameters<VendorAStreamUsage['observe']>[0]);
+      out += this.translateEvent(event);
+    }
+    return out;
+  }
+
+  private translateEvent(event: EventShape): string {
+    switch (event.type) {
+      case 'message_start':
+        this.id = `chatcmpl-${String(event.message?.id ?? '')}`;
+        this.model = String(event.message?.model ?? '');
+        return this.chunk({ role: 'assistant', content: '' });
+      case 'content_block_start': {
+        if (event.content_block?.type !== 'tool_use') return '';
+        const toolIndex = this.toolIndexByBlock.size;
+        this.toolIndexByBlock.set(Number(event.index), toolIndex);
+        return this.chunk({
+          tool_calls: [
+            {
+              index: toolIndex,
+              id: String(event.content_block.id ?? ''),
+              type: 'function',
+              function: { name: String(event.content_block.name ?? ''), arguments: '' },
+            },
+          ],
+        });
+      }
+      case 'content_block_delta': {
+        const delta = event.delta;
+        if (delta?.type === 'text_delta' && typeof delta.text === 'string') {
+          this.producedText.push(delta.text);
+          return this.chunk({ content: delta.text });
+        }
+        if (delta?.type === 'input_json_delta' && typeof delta.partial_json === 'string') {
+          this.producedText.push(delta.partial_json);
+          const index = this.toolIndexByBlock.get(Number(event.index)) ?? 0;
+          return this.chunk({ tool_calls: [{ index, function: { arguments: delta.partial_json } }] });
+        }
+        return '';
+      }
+      case 'message_delta':
+        return this.chunk({}, finishReason(event.delta?.stop_reason));
+      case 'message_stop': {
+        this.done = true;
+        const usage = this.tracker.usage;
+        if (!this.clientWantsUsage || !usage) return '';
+        return `data: ${JSON.stringify({
+          id: this.id,
+          object: 'chat.completion.chunk',
+          created: this.created,
+          model: this.model,
+          choices: [],
+          usage: usageObject(usage),
+        })}\n\n`;
+      }
+      default:
+        return ''; // ping, content_block_stop, vendor error events: nothing to say in chat terms
+    }
+  }
+}
