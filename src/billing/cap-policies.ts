@@ -16,7 +16,8 @@ export interface CapRule {
   readonly updatedAt: Date;
 }
 
-interface CapRuleRow {
+/** A cap_rules row as selected with CAP_RULE_COLUMNS. */
+export interface CapRuleRow {
   id: string;
   amount: string;
   per_user_amount: string | null;
@@ -24,6 +25,22 @@ interface CapRuleRow {
   credit_mode: CreditMode | null;
   overrun_policy: OverrunPolicy | null;
   updated_at: Date;
+}
+
+export const CAP_RULE_COLUMNS = `id, amount::text, per_user_amount::text, currency, credit_mode,
+  overrun_policy, updated_at`;
+
+export function capRuleFromRow(row: CapRuleRow | undefined): CapRule | null {
+  if (!row) return null;
+  return {
+    id: row.id,
+    amountNano: numericToNano(row.amount),
+    perUserAmountNano: row.per_user_amount === null ? null : numericToNano(row.per_user_amount),
+    currency: row.currency.trim(),
+    creditMode: row.credit_mode,
+    overrunPolicy: row.overrun_policy,
+    updatedAt: row.updated_at,
+  };
 }
 
 type Scope = 'org' | 'app_connection' | 'product_user';
@@ -66,23 +83,11 @@ export class CapPolicyStore {
     const cached = this.cache.get(cacheKey);
     if (cached && cached.expiresAtMs > now) return cached.rule;
     const { rows } = await this.db.query<CapRuleRow>(
-      `SELECT id, amount::text, per_user_amount::text, currency, credit_mode, overrun_policy, updated_at
+      `SELECT ${CAP_RULE_COLUMNS}
          FROM cap_rules WHERE scope = $1 AND ${scopeColumn[scope]} = $2 AND status = 'active'`,
       [scope, id],
     );
-    const row = rows[0];
-    const rule: CapRule | null = row
-      ? {
-          id: row.id,
-          amountNano: numericToNano(row.amount),
-          perUserAmountNano:
-            row.per_user_amount === null ? null : numericToNano(row.per_user_amount),
-          currency: row.currency.trim(),
-          creditMode: row.credit_mode,
-          overrunPolicy: row.overrun_policy,
-          updatedAt: row.updated_at,
-        }
-      : null;
+    const rule = capRuleFromRow(rows[0]);
     if (this.cache.size >= this.maxEntries) this.cache.clear();
     this.cache.set(cacheKey, { rule, expiresAtMs: now + this.ttlMs });
     return rule;

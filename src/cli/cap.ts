@@ -2,7 +2,7 @@
 import { CapTargetError, setCap, type CapTarget } from '../admin/caps.js';
 import type { CreditMode, OverrunPolicy } from '../auth/api-key-store.js';
 import { parseAmountToNano } from '../money.js';
-import type { CliContext } from './context.js';
+import { ensureProductUser, type CliContext } from './context.js';
 import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
 
 export const capHelp = `gw cap set --scope org --org-id O --amount 10.00 [--currency USD] [--period monthly]
@@ -64,16 +64,7 @@ export async function capCommand(context: CliContext, argv: string[]): Promise<v
   } else if (scope === 'product_user') {
     const appId = requireFlag(values['app-id'], 'app-id');
     const externalUserId = requireFlag(values['external-user-id'], 'external-user-id');
-    const { rows } = await context.db.query<{ org_id: string }>(
-      'SELECT org_id FROM apps WHERE id = $1',
-      [appId],
-    );
-    if (!rows[0]) throw new UsageError(`no app ${appId}`);
-    const { user } = await context.productUsers.upsert({
-      orgId: rows[0].org_id,
-      appId,
-      externalUserId,
-    });
+    const user = await ensureProductUser(context, appId, externalUserId);
     target = { scope, productUserId: user.id };
   } else {
     throw new UsageError('--scope is required (org, app_connection or product_user)');

@@ -7,6 +7,7 @@ import { ensureDatabase, migrate } from '../db/migrate.js';
 import { createDbPool, type DbPool } from '../db/pool.js';
 import { ProductUserManagement } from '../product-users/management.js';
 import { createRedisKeys, type RedisKeys } from '../redis/keys.js';
+import { UsageError } from './output.js';
 import { defineScripts, type RedisScripts } from '../redis/scripts.js';
 
 export interface CliContext {
@@ -19,6 +20,21 @@ export interface CliContext {
   readonly apiKeys: ApiKeyStore;
   readonly productUsers: ProductUserManagement;
   close(): Promise<void>;
+}
+
+/** The product user of an app (created if missing), for commands that name one. */
+export async function ensureProductUser(
+  context: CliContext,
+  appId: string,
+  externalUserId: string,
+): Promise<{ id: string; org_id: string }> {
+  const { rows } = await context.db.query<{ org_id: string }>(
+    'SELECT org_id FROM apps WHERE id = $1',
+    [appId],
+  );
+  if (!rows[0]) throw new UsageError(`no app ${appId}`);
+  const { user } = await context.productUsers.upsert({ orgId: rows[0].org_id, appId, externalUserId });
+  return user;
 }
 
 export async function openCliContext(): Promise<CliContext> {

@@ -1,6 +1,6 @@
 // gw product-user block|unblock and gw credits grant|revoke.
 import { parseAmountToNano } from '../money.js';
-import type { CliContext } from './context.js';
+import { ensureProductUser, type CliContext } from './context.js';
 import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
 
 export const productUserHelp = `gw product-user block|unblock --app-id A --external-user-id U
@@ -59,16 +59,7 @@ export async function creditsCommand(context: CliContext, argv: string[]): Promi
     const expiresAt = values['expires-at'] ? new Date(values['expires-at']) : null;
     if (expiresAt && Number.isNaN(expiresAt.getTime()))
       throw new UsageError('--expires-at must be an RFC 3339 timestamp');
-    const { rows } = await context.db.query<{ org_id: string }>(
-      'SELECT org_id FROM apps WHERE id = $1',
-      [appId],
-    );
-    if (!rows[0]) throw new UsageError(`no app ${appId}`);
-    const { user } = await context.productUsers.upsert({
-      orgId: rows[0].org_id,
-      appId,
-      externalUserId,
-    });
+    const user = await ensureProductUser(context, appId, externalUserId);
     const { grant } = await context.productUsers.grantCredits({
       orgId: user.org_id,
       productUserId: user.id,

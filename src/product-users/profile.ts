@@ -1,7 +1,7 @@
 // The product-user profile of the management API: the user record with its allowance, cap,
 // credits and usage, in the spec's exact fields and types.
 import type { CreditMode, OverrunPolicy } from '../auth/api-key-store.js';
-import type { CapRule } from '../billing/cap-policies.js';
+import { CAP_RULE_COLUMNS, capRuleFromRow, type CapRuleRow } from '../billing/cap-policies.js';
 import { monthlyPeriod } from '../billing/periods.js';
 import { userAllowancePolicy } from '../billing/user-allowance.js';
 import type { DbPool } from '../db/pool.js';
@@ -28,29 +28,6 @@ export interface ProductUserRow {
 
 const PRODUCT_USER_COLUMNS = `id, org_id, app_id, external_user_id, display_name, email_hash, status,
   metadata, allowance_starts_at, last_app_connection_id`;
-
-interface CapRuleRow {
-  id: string;
-  amount: string;
-  per_user_amount: string | null;
-  currency: string;
-  credit_mode: CreditMode | null;
-  overrun_policy: OverrunPolicy | null;
-  updated_at: Date;
-}
-
-function toRule(row: CapRuleRow | undefined): CapRule | null {
-  if (!row) return null;
-  return {
-    id: row.id,
-    amountNano: numericToNano(row.amount),
-    perUserAmountNano: row.per_user_amount === null ? null : numericToNano(row.per_user_amount),
-    currency: row.currency.trim(),
-    creditMode: row.credit_mode,
-    overrunPolicy: row.overrun_policy,
-    updatedAt: row.updated_at,
-  };
-}
 
 const iso = (date: Date | null): string | null => (date ? date.toISOString() : null);
 
@@ -191,7 +168,7 @@ export class ProductUserProfiles {
     defaultCredits: CreditsSummary,
   ): Promise<Record<string, unknown>> {
     const { rows: directRows } = await this.db.query<CapRuleRow>(
-      `SELECT id, amount::text, per_user_amount::text, currency, credit_mode, overrun_policy, updated_at
+      `SELECT ${CAP_RULE_COLUMNS}
          FROM cap_rules WHERE scope = 'product_user' AND product_user_id = $1 AND status = 'active'`,
       [user.id],
     );
@@ -218,8 +195,8 @@ export class ProductUserProfiles {
         creditMode: connection?.connection_credit_mode ?? 'enforce',
         overrunPolicy: connection?.connection_overrun_policy ?? 'limit_output',
       },
-      toRule(directRows[0]),
-      connection?.id ? toRule(connection) : null,
+      capRuleFromRow(directRows[0]),
+      connection?.id ? capRuleFromRow(connection) : null,
     );
     if (policy.capNano === null || !policy.capRule) return {};
 

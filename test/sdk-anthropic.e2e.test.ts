@@ -1,0 +1,164 @@
+// The official `@anthropic-ai/sdk` client pointed at the gateway: messages create, stream and
+// tool use on a vendor_a model, countTokens, models list, error classes, and a client that
+// walks away mid-stream (upstream aborted, partial usage settled, no hold left behind).
+import Anthropic from '@anthropic-ai/sdk';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { countInputTokens } from '../src/tokens/count.js';
+import { messagesTexts } from '../src/tokens/request-texts.js';
+import { baseEnv, uniquePrefix } from './support/env.js';
+import { bearer, getJson } from './support/http.js';
+import { runCliJson, seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
+import { deletePrefix, eventually, testDb, testRedis } from './support/services.js';
+
+const prefix = uniquePrefix('anthropic');
+const env = baseEnv(prefix);
+const db = testDb();
+const redis = testRedis();
+let gateway: GatewayProcess;
+let org: SeededOrg;
+let client: Anthropic;
+const MODEL = 'vendor_a/claude-haiku-4-5';
+
+function clientFor(url: string, apiKey: string): Anthropic {
+  return new Anthropic({ baseURL: url, apiKey, maxRetries: 0, defaultHeaders: { 'vendor-version': '2023-06-01' } });
+}
+
+beforeAll(async () => {
+  gateway = await startGateway(env);
+  org = await seed(env);
+  client = clientFor(gateway.url, org.api_key);
+});
+
+afterAll(async () => {
+  await gateway?.stop();
+  await deletePrefix(redis, prefix);
+  await redis.quit();
+  await db.end();
+});
+
+describe('anthropic client on the messages routes', () => {
+  it('creates a message; the estimate is never below the reported input tokens', async () => {
+    const params = {
+      model: MODEL,
+      max_tokens: 20,
+      system: 'Be brief.',
+      messages: [{ role: 'user' as const, content: 'Hello there. mock:output_tokens=7' }],
+    };
+    const message = await client.messages.create(params);
+    expect(message.type).toBe('message');
+    expect(message.content[0]).toMatchObject({ type: 'text' });
+    expect(message.stop_reason).toBe('end_turn');
+    expect(message.usage.output_tokens).toBe(7);
+    expect(countInputTokens(messagesTexts(params))).toBeGreaterThanOrEqual(message.usage.input_tokens);
+  });
+
+  it('streams the vendor event sequence untouched, ending with message_stop', async () => {
+    const stream = client.messages.stream({ model: MODEL, max_tokens: 20, messages: [{ role: 'user', content: 'Stream. mock:output_tokens=4' }] });
+    const types: string[] = [];
+    for await (const event of stream) types.push(event.type);
+    const final = await stream.finalMessage();
+    expect(types[0]).toBe('message_start');
+    expect(types.at(-1)).toBe('message_stop');
+    expect(types).toContain('content_block_delta');
+    expect(final.usage.output_tokens).toBe(4);
+  });
+
+  it('passes tool use blocks through', async () => {
+    const message = await client.messages.create({
+      model: MODEL,
+      max_tokens: 200,
+      messages: [{ role: 'user', content: 'Weather in Rome?' }],
+      tools: [{ name: 'get_weather', description: 'weather', input_schema: { type: 'object', properties: { city: { type: 'string' } } } }],
+    });
+    expect(message.stop_reason).toBe('tool_use');
+    expect(message.content[0]).toMatchObject({ type: 'tool_use', name: 'get_weather', input: { city: 'mock' } });
+  });
+
+  it('counts tokens', async () => {
+    const params = { model: MODEL, messages: [{ role: 'user' as const, content: 'How many tokens is this?' }] };
+    const counted = await client.messages.countTokens(params);
+    expect(counted.input_tokens).toBe(countInputTokens(messagesTexts(params)));
+  });
+
+  it('lists models in the messages-protocol format', async () => {
+    const ids: string[] = [];
+    for await (const model of client.models.list()) ids.push(model.id);
+    expect(ids).toEqual(expect.arrayContaining([MODEL, 'vendor_b/gpt-4o-mini']));
+    const chatFormat = await getJson<{ object: string }>(`${gateway.url}/v1/models`, bearer(org.api_key));
+    expect(chatFormat.body.object).toBe('list');
+  });
+
+  it('requires max_tokens, naming the field', async () => {
+    const response = await fetch(`${gateway.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': org.api_key },
+      body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'x' }] }),
+    });
+    expect(response.status).toBe(400);
+    const body = (await response.json()) as { type: string; error: { type: string; code: string; message: string } };
+    expect(body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', code: 'gw_invalid_request' } });
+    expect(body.error.message).toMatch(/^max_tokens:/);
+  });
+
+  it('maps errors to the client classes', async () => {
+    const bad = clientFor(gateway.url, `gw_${'Q'.repeat(43)}`);
+    await expect(bad.messages.create({ model: MODEL, max_tokens: 5, messages: [{ role: 'user', content: 'x' }] })).rejects.toBeInstanceOf(Anthropic.AuthenticationError);
+    const narrow = await runCliJson<{ api_key: string }>(['api-key', 'create', '--app-connection-id', org.app_connection_id, '--model-policy', 'vendor_b/*'], env);
+    await expect(clientFor(gateway.url, narrow.api_key).messages.create({ model: MODEL, max_tokens: 5, messages: [{ role: 'user', content: 'x' }] })).rejects.toBeInstanceOf(Anthropic.PermissionDeniedError);
+    await expect(client.messages.create({ model: 'vendor_a/nope', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] })).rejects.toBeInstanceOf(Anthropic.NotFoundError);
+    await expect(client.messages.create({ model: MODEL, max_tokens: 5, messages: [{ role: 'user', content: 'x mock:fault=overloaded' }] })).rejects.toBeInstanceOf(Anthropic.APIError);
+  });
+});
+
+describe('a client that goes away mid-stream', () => {
+  it('aborts upstream, settles the partial usage and leaves no hold', async () => {
+    const slow = await startGateway({ ...env, MOCK_VENDOR_TOKENS_PER_SECOND: '20' });
+    try {
+      const abortable = clientFor(slow.url, org.api_key);
+      const stream = abortable.messages.stream({ model: MODEL, max_tokens: 200, messages: [{ role: 'user', content: 'Long answer. mock:output_tokens=200' }] });
+      let deltas = 0;
+      let requestId: string | null = null;
+      for await (const event of stream) {
+        requestId ??= (await stream.withResponse()).response.headers.get('x-request-id');
+        if (event.type === 'content_block_delta') deltas += 1;
+        if (deltas === 3) stream.abort();
+      }
+      expect(requestId).toBeTruthy();
+      const row = await eventually(async () => {
+        const { rows } = await db.query<{ status: string; output_tokens: number }>('SELECT status, output_tokens FROM usage_records WHERE request_id = $1', [requestId]);
+        return rows[0];
+      }, 10_000);
+      expect(row.status).toBe('client_aborted');
+      expect(row.output_tokens).toBeGreaterThanOrEqual(3);
+      expect(row.output_tokens).toBeLessThan(200);
+      const wallet = await runCliJson<{ reserved: string }>(['wallet', 'show', '--org-id', org.org_id], env);
+      expect(wallet.reserved).toBe('0.000000000000');
+    } finally {
+      await slow.stop();
+    }
+  });
+});
+
+describe('GET /inference-keys/usage', () => {
+  it('reports the calling key spend, matching its ledger rows', async () => {
+    const fresh = await seed(env);
+    const keyClient = clientFor(gateway.url, fresh.api_key);
+    await keyClient.messages.create({ model: MODEL, max_tokens: 10, messages: [{ role: 'user', content: 'one mock:output_tokens=3' }] });
+    await keyClient.messages.create({ model: MODEL, max_tokens: 10, messages: [{ role: 'user', content: 'two mock:output_tokens=5' }] });
+    const usage = await eventually(async () => {
+      const response = await getJson<{ total: { request_count: number; output_tokens: number; sell_cost: string }; this_month: unknown }>(
+        `${gateway.url}/inference-keys/usage`,
+        bearer(fresh.api_key),
+      );
+      return response.body.total.request_count === 2 ? response.body : undefined;
+    });
+    expect(usage.total.output_tokens).toBe(8);
+    expect(usage.total.sell_cost).toMatch(/^\d+\.\d{12}$/);
+    expect(usage.this_month).toEqual(usage.total);
+    const { rows } = await db.query<{ sum: string }>(
+      `SELECT sum(u.sell_cost)::text AS sum FROM usage_records u JOIN api_keys k ON k.id = u.api_key_id WHERE k.org_id = $1`,
+      [fresh.org_id],
+    );
+    expect(usage.total.sell_cost).toBe(rows[0]!.sum);
+  });
+});
