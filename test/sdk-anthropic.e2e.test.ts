@@ -116,13 +116,17 @@ describe('a client that goes away mid-stream', () => {
     try {
       const abortable = clientFor(slow.url, org.api_key);
       const stream = abortable.messages.stream({ model: MODEL, max_tokens: 200, messages: [{ role: 'user', content: 'Long answer. mock:output_tokens=200' }] });
+      const requestId = (await stream.withResponse()).response.headers.get('x-request-id');
       let deltas = 0;
-      let requestId: string | null = null;
-      for await (const event of stream) {
-        requestId ??= (await stream.withResponse()).response.headers.get('x-request-id');
-        if (event.type === 'content_block_delta') deltas += 1;
-        if (deltas === 3) stream.abort();
+      try {
+        for await (const event of stream) {
+          if (event.type === 'content_block_delta') deltas += 1;
+          if (deltas === 3) stream.abort();
+        }
+      } catch (error) {
+        expect(error).toBeInstanceOf(Anthropic.APIUserAbortError);
       }
+      expect(deltas).toBe(3);
       expect(requestId).toBeTruthy();
       const row = await eventually(async () => {
         const { rows } = await db.query<{ status: string; output_tokens: number }>('SELECT status, output_tokens FROM usage_records WHERE request_id = $1', [requestId]);
