@@ -34,6 +34,8 @@ interface Scenario {
   /** Targets to measure besides the ceiling. */
   readonly targets: ReadonlyArray<'mock' | 'gateway'>;
   readonly distinctUsers: number;
+  /** Which seeded organization's key the gateway is called with. */
+  readonly org: 'plain' | 'byok';
 }
 
 const prompt = {
@@ -42,14 +44,23 @@ const prompt = {
   messages: [{ role: 'user', content: 'Say hello in a few words.' }],
 };
 const allScenarios: Scenario[] = [
-  { name: 'json', body: prompt, targets: ['mock', 'gateway'], distinctUsers: 8 },
+  { name: 'json', body: prompt, targets: ['mock', 'gateway'], distinctUsers: 8, org: 'plain' },
   {
     name: 'stream',
     body: { ...prompt, stream: true },
     targets: ['mock', 'gateway'],
     distinctUsers: 8,
+    org: 'plain',
   },
-  { name: 'json-10k-capped-users', body: prompt, targets: ['gateway'], distinctUsers: 10_000 },
+  {
+    name: 'json-10k-capped-users',
+    body: prompt,
+    targets: ['gateway'],
+    distinctUsers: 10_000,
+    org: 'plain',
+  },
+  // BYOK: a primary credential rate-limited on every other call, failing over to a backup.
+  { name: 'json-byok-failover', body: prompt, targets: ['gateway'], distinctUsers: 8, org: 'byok' },
 ];
 const scenarios = allScenarios.filter(
   (scenario) => !flags.scenario || scenario.name.includes(flags.scenario),
@@ -81,8 +92,38 @@ async function main(): Promise<void> {
       ],
       gateway.env,
     );
+    const byokOrg = await gwCli<{ org_id: string; api_key: string; app_connection_id: string }>(
+      ['seed', '--json', '--wallet', '1000000'],
+      gateway.env,
+    );
+    for (const [name, secret, priority] of [
+      ['flaky primary', 'mock-flaky-bench', '1'],
+      ['backup', 'mock-ok-bench', '2'],
+    ] as const) {
+      await gwCli(
+        [
+          'credentials',
+          'add',
+          '--org-id',
+          byokOrg.org_id,
+          '--provider',
+          'vendor_b',
+          '--name',
+          name,
+          '--secret',
+          secret,
+          '--priority',
+          priority,
+          '--app-connection-id',
+          byokOrg.app_connection_id,
+        ],
+        gateway.env,
+      );
+    }
     const vendorHeaders = { authorization: 'Bearer mock-bench-key' };
-    const gatewayHeaders = { authorization: `Bearer ${org.api_key}` };
+    const gatewayHeaders = (scenario: Scenario) => ({
+      authorization: `Bearer ${scenario.org === 'byok' ? byokOrg.api_key : org.api_key}`,
+    });
 
     const rows: Row[] = [];
     for (const scenario of scenarios) {
@@ -92,7 +133,7 @@ async function main(): Promise<void> {
           connections,
           durationSeconds,
           body: JSON.stringify(scenario.body),
-          headers: target === gateway ? gatewayHeaders : vendorHeaders,
+          headers: target === gateway ? gatewayHeaders(scenario) : vendorHeaders,
           ...(target === gateway && {
             headersFor: (sequence: number) => ({
               'x-gw-external-user-id': `bench-user-${sequence % scenario.distinctUsers}`,

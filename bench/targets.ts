@@ -83,6 +83,8 @@ export async function startGatewayTarget(upstreamUrl: string): Promise<GatewayTa
     VENDOR_A_API_KEY: 'mock-bench-key',
     VENDOR_B_API_KEY: 'mock-bench-key',
     LOG_LEVEL: 'info',
+    // A bench-only master key for the BYOK scenario's credentials.
+    CREDENTIALS_MASTER_KEY: Buffer.alloc(32, 42).toString('base64'),
   };
   const { child, value } = await spawnUntil(
     ['dist/src/main.js'],
