@@ -46,6 +46,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
   let inFlight = 0;
   let idleWaiters: Array<() => void> = [];
   let listenSocket: us_listen_socket | undefined;
+  let draining = false;
   const finished = (): void => {
     inFlight -= 1;
     if (inFlight === 0 && idleWaiters.length > 0) {
@@ -71,6 +72,15 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     native.onAborted(() => response.markAborted());
 
     const route = routesByKey.get(`${method} ${path}`);
+    if (draining && path !== '/healthz' && path !== '/readyz') {
+      // A request on a kept-alive connection after SIGTERM: tell the client to go elsewhere.
+      response.endAndClose(
+        503,
+        { ...jsonHeaders, 'retry-after': '1' },
+        errorBody(gwError('gw_unavailable', 'this gateway instance is shutting down; retry'), route?.errorFlavor),
+      );
+      return;
+    }
     if (!route) {
       const allowed = methodsByPath.get(path);
       const error = allowed
@@ -162,6 +172,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       });
     },
     stopAccepting() {
+      draining = true;
       if (listenSocket) uws.us_listen_socket_close(listenSocket);
       listenSocket = undefined;
     },
