@@ -7,7 +7,13 @@ import { countInputTokens } from '../src/tokens/count.js';
 import { messagesTexts } from '../src/tokens/request-texts.js';
 import { baseEnv, uniquePrefix } from './support/env.js';
 import { bearer, getJson } from './support/http.js';
-import { runCliJson, seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
+import {
+  runCliJson,
+  seed,
+  startGateway,
+  type GatewayProcess,
+  type SeededOrg,
+} from './support/processes.js';
 import { deletePrefix, eventually, testDb, testRedis } from './support/services.js';
 
 const prefix = uniquePrefix('anthropic');
@@ -20,7 +26,12 @@ let client: Anthropic;
 const MODEL = 'vendor_a/claude-haiku-4-5';
 
 function clientFor(url: string, apiKey: string): Anthropic {
-  return new Anthropic({ baseURL: url, apiKey, maxRetries: 0, defaultHeaders: { 'vendor-version': '2023-06-01' } });
+  return new Anthropic({
+    baseURL: url,
+    apiKey,
+    maxRetries: 0,
+    defaultHeaders: { 'vendor-version': '2023-06-01' },
+  });
 }
 
 beforeAll(async () => {
@@ -49,11 +60,17 @@ describe('anthropic client on the messages routes', () => {
     expect(message.content[0]).toMatchObject({ type: 'text' });
     expect(message.stop_reason).toBe('end_turn');
     expect(message.usage.output_tokens).toBe(7);
-    expect(countInputTokens(messagesTexts(params))).toBeGreaterThanOrEqual(message.usage.input_tokens);
+    expect(countInputTokens(messagesTexts(params))).toBeGreaterThanOrEqual(
+      message.usage.input_tokens,
+    );
   });
 
   it('streams the vendor event sequence untouched, ending with message_stop', async () => {
-    const stream = client.messages.stream({ model: MODEL, max_tokens: 20, messages: [{ role: 'user', content: 'Stream. mock:output_tokens=4' }] });
+    const stream = client.messages.stream({
+      model: MODEL,
+      max_tokens: 20,
+      messages: [{ role: 'user', content: 'Stream. mock:output_tokens=4' }],
+    });
     const types: string[] = [];
     for await (const event of stream) types.push(event.type);
     const final = await stream.finalMessage();
@@ -68,14 +85,27 @@ describe('anthropic client on the messages routes', () => {
       model: MODEL,
       max_tokens: 200,
       messages: [{ role: 'user', content: 'Weather in Rome?' }],
-      tools: [{ name: 'get_weather', description: 'weather', input_schema: { type: 'object', properties: { city: { type: 'string' } } } }],
+      tools: [
+        {
+          name: 'get_weather',
+          description: 'weather',
+          input_schema: { type: 'object', properties: { city: { type: 'string' } } },
+        },
+      ],
     });
     expect(message.stop_reason).toBe('tool_use');
-    expect(message.content[0]).toMatchObject({ type: 'tool_use', name: 'get_weather', input: { city: 'mock' } });
+    expect(message.content[0]).toMatchObject({
+      type: 'tool_use',
+      name: 'get_weather',
+      input: { city: 'mock' },
+    });
   });
 
   it('counts tokens', async () => {
-    const params = { model: MODEL, messages: [{ role: 'user' as const, content: 'How many tokens is this?' }] };
+    const params = {
+      model: MODEL,
+      messages: [{ role: 'user' as const, content: 'How many tokens is this?' }],
+    };
     const counted = await client.messages.countTokens(params);
     expect(counted.input_tokens).toBe(countInputTokens(messagesTexts(params)));
   });
@@ -84,7 +114,10 @@ describe('anthropic client on the messages routes', () => {
     const ids: string[] = [];
     for await (const model of client.models.list()) ids.push(model.id);
     expect(ids).toEqual(expect.arrayContaining([MODEL, 'vendor_b/gpt-4o-mini']));
-    const chatFormat = await getJson<{ object: string }>(`${gateway.url}/v1/models`, bearer(org.api_key));
+    const chatFormat = await getJson<{ object: string }>(
+      `${gateway.url}/v1/models`,
+      bearer(org.api_key),
+    );
     expect(chatFormat.body.object).toBe('list');
   });
 
@@ -95,18 +128,58 @@ describe('anthropic client on the messages routes', () => {
       body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'x' }] }),
     });
     expect(response.status).toBe(400);
-    const body = (await response.json()) as { type: string; error: { type: string; code: string; message: string } };
-    expect(body).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', code: 'gw_invalid_request' } });
+    const body = (await response.json()) as {
+      type: string;
+      error: { type: string; code: string; message: string };
+    };
+    expect(body).toMatchObject({
+      type: 'error',
+      error: { type: 'invalid_request_error', code: 'gw_invalid_request' },
+    });
     expect(body.error.message).toMatch(/^max_tokens:/);
   });
 
   it('maps errors to the client classes', async () => {
     const bad = clientFor(gateway.url, `gw_${'Q'.repeat(43)}`);
-    await expect(bad.messages.create({ model: MODEL, max_tokens: 5, messages: [{ role: 'user', content: 'x' }] })).rejects.toBeInstanceOf(Anthropic.AuthenticationError);
-    const narrow = await runCliJson<{ api_key: string }>(['api-key', 'create', '--app-connection-id', org.app_connection_id, '--model-policy', 'vendor_b/*'], env);
-    await expect(clientFor(gateway.url, narrow.api_key).messages.create({ model: MODEL, max_tokens: 5, messages: [{ role: 'user', content: 'x' }] })).rejects.toBeInstanceOf(Anthropic.PermissionDeniedError);
-    await expect(client.messages.create({ model: 'vendor_a/nope', max_tokens: 5, messages: [{ role: 'user', content: 'x' }] })).rejects.toBeInstanceOf(Anthropic.NotFoundError);
-    await expect(client.messages.create({ model: MODEL, max_tokens: 5, messages: [{ role: 'user', content: 'x mock:fault=overloaded' }] })).rejects.toBeInstanceOf(Anthropic.APIError);
+    await expect(
+      bad.messages.create({
+        model: MODEL,
+        max_tokens: 5,
+        messages: [{ role: 'user', content: 'x' }],
+      }),
+    ).rejects.toBeInstanceOf(Anthropic.AuthenticationError);
+    const narrow = await runCliJson<{ api_key: string }>(
+      [
+        'api-key',
+        'create',
+        '--app-connection-id',
+        org.app_connection_id,
+        '--model-policy',
+        'vendor_b/*',
+      ],
+      env,
+    );
+    await expect(
+      clientFor(gateway.url, narrow.api_key).messages.create({
+        model: MODEL,
+        max_tokens: 5,
+        messages: [{ role: 'user', content: 'x' }],
+      }),
+    ).rejects.toBeInstanceOf(Anthropic.PermissionDeniedError);
+    await expect(
+      client.messages.create({
+        model: 'vendor_a/nope',
+        max_tokens: 5,
+        messages: [{ role: 'user', content: 'x' }],
+      }),
+    ).rejects.toBeInstanceOf(Anthropic.NotFoundError);
+    await expect(
+      client.messages.create({
+        model: MODEL,
+        max_tokens: 5,
+        messages: [{ role: 'user', content: 'x mock:fault=overloaded' }],
+      }),
+    ).rejects.toBeInstanceOf(Anthropic.APIError);
   });
 });
 
@@ -115,7 +188,11 @@ describe('a client that goes away mid-stream', () => {
     const slow = await startGateway({ ...env, MOCK_VENDOR_TOKENS_PER_SECOND: '20' });
     try {
       const abortable = clientFor(slow.url, org.api_key);
-      const stream = abortable.messages.stream({ model: MODEL, max_tokens: 200, messages: [{ role: 'user', content: 'Long answer. mock:output_tokens=200' }] });
+      const stream = abortable.messages.stream({
+        model: MODEL,
+        max_tokens: 200,
+        messages: [{ role: 'user', content: 'Long answer. mock:output_tokens=200' }],
+      });
       const requestId = (await stream.withResponse()).response.headers.get('x-request-id');
       let deltas = 0;
       try {
@@ -129,13 +206,19 @@ describe('a client that goes away mid-stream', () => {
       expect(deltas).toBe(3);
       expect(requestId).toBeTruthy();
       const row = await eventually(async () => {
-        const { rows } = await db.query<{ status: string; output_tokens: number }>('SELECT status, output_tokens FROM usage_records WHERE request_id = $1', [requestId]);
+        const { rows } = await db.query<{ status: string; output_tokens: number }>(
+          'SELECT status, output_tokens FROM usage_records WHERE request_id = $1',
+          [requestId],
+        );
         return rows[0];
       }, 10_000);
       expect(row.status).toBe('client_aborted');
       expect(row.output_tokens).toBeGreaterThanOrEqual(3);
       expect(row.output_tokens).toBeLessThan(200);
-      const wallet = await runCliJson<{ reserved: string }>(['wallet', 'show', '--org-id', org.org_id], env);
+      const wallet = await runCliJson<{ reserved: string }>(
+        ['wallet', 'show', '--org-id', org.org_id],
+        env,
+      );
       expect(wallet.reserved).toBe('0.000000000000');
     } finally {
       await slow.stop();
@@ -147,13 +230,21 @@ describe('GET /inference-keys/usage', () => {
   it('reports the calling key spend, matching its ledger rows', async () => {
     const fresh = await seed(env);
     const keyClient = clientFor(gateway.url, fresh.api_key);
-    await keyClient.messages.create({ model: MODEL, max_tokens: 10, messages: [{ role: 'user', content: 'one mock:output_tokens=3' }] });
-    await keyClient.messages.create({ model: MODEL, max_tokens: 10, messages: [{ role: 'user', content: 'two mock:output_tokens=5' }] });
+    await keyClient.messages.create({
+      model: MODEL,
+      max_tokens: 10,
+      messages: [{ role: 'user', content: 'one mock:output_tokens=3' }],
+    });
+    await keyClient.messages.create({
+      model: MODEL,
+      max_tokens: 10,
+      messages: [{ role: 'user', content: 'two mock:output_tokens=5' }],
+    });
     const usage = await eventually(async () => {
-      const response = await getJson<{ total: { request_count: number; output_tokens: number; sell_cost: string }; this_month: unknown }>(
-        `${gateway.url}/inference-keys/usage`,
-        bearer(fresh.api_key),
-      );
+      const response = await getJson<{
+        total: { request_count: number; output_tokens: number; sell_cost: string };
+        this_month: unknown;
+      }>(`${gateway.url}/inference-keys/usage`, bearer(fresh.api_key));
       return response.body.total.request_count === 2 ? response.body : undefined;
     });
     expect(usage.total.output_tokens).toBe(8);

@@ -3,7 +3,13 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baseEnv, uniquePrefix } from './support/env.js';
-import { runCliJson, seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
+import {
+  runCliJson,
+  seed,
+  startGateway,
+  type GatewayProcess,
+  type SeededOrg,
+} from './support/processes.js';
 import { deletePrefix, eventually, testDb, testRedis } from './support/services.js';
 
 const prefix = uniquePrefix('openai');
@@ -25,7 +31,12 @@ const weatherTool: OpenAI.Chat.Completions.ChatCompletionTool = {
 
 async function usageRow(requestId: string) {
   return eventually(async () => {
-    const { rows } = await db.query<{ input_tokens: number; output_tokens: number; status: string; model: string }>(
+    const { rows } = await db.query<{
+      input_tokens: number;
+      output_tokens: number;
+      status: string;
+      model: string;
+    }>(
       'SELECT input_tokens, output_tokens, status, model FROM usage_records WHERE request_id = $1',
       [requestId],
     );
@@ -46,105 +57,166 @@ afterAll(async () => {
   await db.end();
 });
 
-describe.each(['vendor_b/gpt-4o-mini', 'vendor_a/claude-haiku-4-5'])('openai client on %s', (model) => {
-  it('creates a completion and the ledger row matches its usage', async () => {
-    const { data, response } = await client.chat.completions
-      .create({
+describe.each(['vendor_b/gpt-4o-mini', 'vendor_a/claude-haiku-4-5'])(
+  'openai client on %s',
+  (model) => {
+    it('creates a completion and the ledger row matches its usage', async () => {
+      const { data, response } = await client.chat.completions
+        .create({
+          model,
+          max_tokens: 12,
+          messages: [
+            { role: 'system', content: 'You are terse.' },
+            { role: 'user', content: 'Say hello. mock:output_tokens=6' },
+          ],
+          user: 'sdk-user',
+        })
+        .withResponse();
+      expect(data.object).toBe('chat.completion');
+      expect(data.choices[0]!.message.role).toBe('assistant');
+      expect(typeof data.choices[0]!.message.content).toBe('string');
+      expect(data.choices[0]!.finish_reason).toBe('stop');
+      expect(data.usage!.completion_tokens).toBe(6);
+      const row = await usageRow(response.headers.get('x-request-id')!);
+      expect(row).toMatchObject({
+        model,
+        status: 'completed',
+        output_tokens: 6,
+        input_tokens: data.usage!.prompt_tokens,
+      });
+    });
+
+    it('streams, with the usage chunk when asked', async () => {
+      const stream = await client.chat.completions.create({
         model,
         max_tokens: 12,
-        messages: [
-          { role: 'system', content: 'You are terse.' },
-          { role: 'user', content: 'Say hello. mock:output_tokens=6' },
-        ],
-        user: 'sdk-user',
-      })
-      .withResponse();
-    expect(data.object).toBe('chat.completion');
-    expect(data.choices[0]!.message.role).toBe('assistant');
-    expect(typeof data.choices[0]!.message.content).toBe('string');
-    expect(data.choices[0]!.finish_reason).toBe('stop');
-    expect(data.usage!.completion_tokens).toBe(6);
-    const row = await usageRow(response.headers.get('x-request-id')!);
-    expect(row).toMatchObject({ model, status: 'completed', output_tokens: 6, input_tokens: data.usage!.prompt_tokens });
-  });
-
-  it('streams, with the usage chunk when asked', async () => {
-    const stream = await client.chat.completions.create({
-      model,
-      max_tokens: 12,
-      stream: true,
-      stream_options: { include_usage: true },
-      messages: [{ role: 'user', content: 'Stream please. mock:output_tokens=5' }],
+        stream: true,
+        stream_options: { include_usage: true },
+        messages: [{ role: 'user', content: 'Stream please. mock:output_tokens=5' }],
+      });
+      let text = '';
+      let usage: OpenAI.Completions.CompletionUsage | undefined | null;
+      let finish: string | null | undefined;
+      for await (const chunk of stream) {
+        text += chunk.choices[0]?.delta.content ?? '';
+        finish = chunk.choices[0]?.finish_reason ?? finish;
+        if (chunk.usage) usage = chunk.usage;
+      }
+      expect(text.trim().split(/\s+/)).toHaveLength(5);
+      expect(finish).toBe('stop');
+      expect(usage?.completion_tokens).toBe(5);
     });
-    let text = '';
-    let usage: OpenAI.Completions.CompletionUsage | undefined | null;
-    let finish: string | null | undefined;
-    for await (const chunk of stream) {
-      text += chunk.choices[0]?.delta.content ?? '';
-      finish = chunk.choices[0]?.finish_reason ?? finish;
-      if (chunk.usage) usage = chunk.usage;
-    }
-    expect(text.trim().split(/\s+/)).toHaveLength(5);
-    expect(finish).toBe('stop');
-    expect(usage?.completion_tokens).toBe(5);
-  });
 
-  it('runs the two-request tool loop', async () => {
-    const messages: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [
-      { role: 'user', content: 'What is the weather in Paris?' },
-    ];
-    const first = await client.chat.completions.create({ model, max_tokens: 200, messages, tools: [weatherTool], tool_choice: 'auto' });
-    const call = first.choices[0]!.message.tool_calls?.[0];
-    expect(first.choices[0]!.finish_reason).toBe('tool_calls');
-    expect(call?.type).toBe('function');
-    if (call?.type !== 'function') throw new Error('expected a function call');
-    expect(call.function.name).toBe('get_weather');
-    expect(JSON.parse(call.function.arguments)).toEqual({ city: 'mock' });
-    messages.push(first.choices[0]!.message, { role: 'tool', tool_call_id: call.id, content: '{"temp_c": 21}' });
-    const second = await client.chat.completions.create({ model, max_tokens: 20, messages, tools: [weatherTool] });
-    expect(second.choices[0]!.finish_reason).toBe('stop');
-    expect(typeof second.choices[0]!.message.content).toBe('string');
-  });
-
-  it('streams a tool call as argument deltas', async () => {
-    const stream = await client.chat.completions.create({
-      model,
-      max_tokens: 200,
-      stream: true,
-      messages: [{ role: 'user', content: 'Weather in Oslo?' }],
-      tools: [weatherTool],
+    it('runs the two-request tool loop', async () => {
+      const messages: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [
+        { role: 'user', content: 'What is the weather in Paris?' },
+      ];
+      const first = await client.chat.completions.create({
+        model,
+        max_tokens: 200,
+        messages,
+        tools: [weatherTool],
+        tool_choice: 'auto',
+      });
+      const call = first.choices[0]!.message.tool_calls?.[0];
+      expect(first.choices[0]!.finish_reason).toBe('tool_calls');
+      expect(call?.type).toBe('function');
+      if (call?.type !== 'function') throw new Error('expected a function call');
+      expect(call.function.name).toBe('get_weather');
+      expect(JSON.parse(call.function.arguments)).toEqual({ city: 'mock' });
+      messages.push(first.choices[0]!.message, {
+        role: 'tool',
+        tool_call_id: call.id,
+        content: '{"temp_c": 21}',
+      });
+      const second = await client.chat.completions.create({
+        model,
+        max_tokens: 20,
+        messages,
+        tools: [weatherTool],
+      });
+      expect(second.choices[0]!.finish_reason).toBe('stop');
+      expect(typeof second.choices[0]!.message.content).toBe('string');
     });
-    let name = '';
-    let args = '';
-    for await (const chunk of stream) {
-      const call = chunk.choices[0]?.delta.tool_calls?.[0];
-      name += call?.function?.name ?? '';
-      args += call?.function?.arguments ?? '';
-    }
-    expect(name).toBe('get_weather');
-    expect(JSON.parse(args)).toEqual({ city: 'mock' });
-  });
-});
+
+    it('streams a tool call as argument deltas', async () => {
+      const stream = await client.chat.completions.create({
+        model,
+        max_tokens: 200,
+        stream: true,
+        messages: [{ role: 'user', content: 'Weather in Oslo?' }],
+        tools: [weatherTool],
+      });
+      let name = '';
+      let args = '';
+      for await (const chunk of stream) {
+        const call = chunk.choices[0]?.delta.tool_calls?.[0];
+        name += call?.function?.name ?? '';
+        args += call?.function?.arguments ?? '';
+      }
+      expect(name).toBe('get_weather');
+      expect(JSON.parse(args)).toEqual({ city: 'mock' });
+    });
+  },
+);
 
 describe('openai client: models and errors', () => {
   it('lists the models the key may use', async () => {
     const models = [];
     for await (const model of client.models.list()) models.push(model.id);
-    expect(models).toEqual(expect.arrayContaining(['vendor_a/claude-haiku-4-5', 'vendor_b/gpt-4o-mini']));
+    expect(models).toEqual(
+      expect.arrayContaining(['vendor_a/claude-haiku-4-5', 'vendor_b/gpt-4o-mini']),
+    );
   });
 
   it('maps errors to the client classes', async () => {
-    const bad = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: `gw_${'Z'.repeat(43)}`, maxRetries: 0 });
-    await expect(bad.chat.completions.create({ model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] })).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
-    const narrow = await runCliJson<{ api_key: string }>(['api-key', 'create', '--app-connection-id', org.app_connection_id, '--model-policy', 'vendor_b/*'], env);
-    const limited = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: narrow.api_key, maxRetries: 0 });
-    const denied = limited.chat.completions.create({ model: 'vendor_a/claude-haiku-4-5', messages: [{ role: 'user', content: 'x' }] });
+    const bad = new OpenAI({
+      baseURL: `${gateway.url}/v1`,
+      apiKey: `gw_${'Z'.repeat(43)}`,
+      maxRetries: 0,
+    });
+    await expect(
+      bad.chat.completions.create({
+        model: 'vendor_b/gpt-4o-mini',
+        messages: [{ role: 'user', content: 'x' }],
+      }),
+    ).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
+    const narrow = await runCliJson<{ api_key: string }>(
+      [
+        'api-key',
+        'create',
+        '--app-connection-id',
+        org.app_connection_id,
+        '--model-policy',
+        'vendor_b/*',
+      ],
+      env,
+    );
+    const limited = new OpenAI({
+      baseURL: `${gateway.url}/v1`,
+      apiKey: narrow.api_key,
+      maxRetries: 0,
+    });
+    const denied = limited.chat.completions.create({
+      model: 'vendor_a/claude-haiku-4-5',
+      messages: [{ role: 'user', content: 'x' }],
+    });
     await expect(denied).rejects.toBeInstanceOf(OpenAI.PermissionDeniedError);
     await expect(denied).rejects.toMatchObject({ code: 'gw_model_not_allowed' });
-    await expect(client.chat.completions.create({ model: 'vendor_b/nope', messages: [{ role: 'user', content: 'x' }] })).rejects.toBeInstanceOf(OpenAI.NotFoundError);
-    await expect(client.chat.completions.create({ model: 'vendor_b/gpt-4o-mini', messages: [] })).rejects.toBeInstanceOf(OpenAI.BadRequestError);
     await expect(
-      client.chat.completions.create({ model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: 'x mock:fault=rate_limit' }] }),
+      client.chat.completions.create({
+        model: 'vendor_b/nope',
+        messages: [{ role: 'user', content: 'x' }],
+      }),
+    ).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    await expect(
+      client.chat.completions.create({ model: 'vendor_b/gpt-4o-mini', messages: [] }),
+    ).rejects.toBeInstanceOf(OpenAI.BadRequestError);
+    await expect(
+      client.chat.completions.create({
+        model: 'vendor_b/gpt-4o-mini',
+        messages: [{ role: 'user', content: 'x mock:fault=rate_limit' }],
+      }),
     ).rejects.toBeInstanceOf(OpenAI.RateLimitError);
   });
 });

@@ -33,7 +33,11 @@ export async function ensureProductUser(
     [appId],
   );
   if (!rows[0]) throw new UsageError(`no app ${appId}`);
-  const { user } = await context.productUsers.upsert({ orgId: rows[0].org_id, appId, externalUserId });
+  const { user } = await context.productUsers.upsert({
+    orgId: rows[0].org_id,
+    appId,
+    externalUserId,
+  });
   return user;
 }
 

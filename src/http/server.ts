@@ -77,7 +77,10 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       response.endAndClose(
         503,
         { ...jsonHeaders, 'retry-after': '1' },
-        errorBody(gwError('gw_unavailable', 'this gateway instance is shutting down; retry'), route?.errorFlavor),
+        errorBody(
+          gwError('gw_unavailable', 'this gateway instance is shutting down; retry'),
+          route?.errorFlavor,
+        ),
       );
       return;
     }

@@ -1,66 +1,75 @@
-// Deterministic generated output: words that are each exactly one o200k token, and tool
-// arguments built from a JSON schema.
+// Deterministic generated output: text from words that are each exactly one o200k token,
+// tool arguments built from a JSON schema, and cheap unique ids.
+import { countTextTokens } from '../tokens/count.js';
 
-/** Each of these, with its leading space, is one token (checked by the mock-vendor tests). */
-export const ONE_TOKEN_WORDS = [
-  ' the',
-  ' of',
-  ' and',
-  ' to',
-  ' in',
-  ' is',
-  ' that',
-  ' for',
-  ' it',
-  ' on',
-  ' with',
-  ' as',
-  ' was',
-  ' at',
-  ' by',
-  ' this',
-  ' be',
-  ' from',
-  ' are',
-  ' or',
-  ' an',
-  ' have',
-  ' not',
-  ' they',
-  ' which',
-  ' but',
-  ' one',
-  ' all',
-  ' were',
-  ' we',
-  ' when',
-  ' there',
-] as const;
+/**
+ * Each word, with its leading space, is one o200k token, and the tokenizer never merges across
+ * them (its pre-tokenizer splits before each space), so N words are exactly N tokens. The first
+ * word of a text drops its space ("the" is one token too). The mock-vendor tests check this.
+ */
+export const ONE_TOKEN_WORDS: readonly string[] = [
+  ' the', ' of', ' and', ' to', ' in', ' is', ' that', ' for',
+  ' it', ' on', ' with', ' as', ' was', ' at', ' by', ' this',
+  ' be', ' from', ' are', ' or', ' an', ' have', ' not', ' they',
+  ' which', ' but', ' one', ' all', ' were', ' we', ' when', ' there',
+]; // prettier-ignore
 
-/** `count` tokens of text, one word (= one token) per entry. */
-export function outputWords(count: number): string[] {
-  const words: string[] = [];
-  for (let index = 0; index < count; index += 1)
-    words.push(ONE_TOKEN_WORDS[index % ONE_TOKEN_WORDS.length]!);
-  return words;
+/** The token of word `index` of a generated text (the first one without its space). */
+export function outputWord(index: number): string {
+  const word = ONE_TOKEN_WORDS[index % ONE_TOKEN_WORDS.length]!;
+  return index === 0 ? word.slice(1) : word;
 }
 
-interface SchemaLike {
-  type?: unknown;
-  properties?: Record<string, SchemaLike>;
-  enum?: unknown[];
-  items?: SchemaLike;
+// A whole text is built by slicing one long precomputed string: no per-request joins.
+const TEXT_CACHE_TOKENS = 4096;
+const textEnds: number[] = [];
+let cachedText = '';
+for (let index = 0; index < TEXT_CACHE_TOKENS; index += 1) {
+  cachedText += outputWord(index);
+  textEnds.push(cachedText.length);
 }
+
+/** A text of exactly `tokens` o200k tokens. */
+export function outputText(tokens: number): string {
+  if (tokens <= 0) return '';
+  if (tokens <= TEXT_CACHE_TOKENS) return cachedText.slice(0, textEnds[tokens - 1]);
+  let text = cachedText;
+  for (let index = TEXT_CACHE_TOKENS; index < tokens; index += 1) text += outputWord(index);
+  return text;
+}
+
+export interface SchemaLike {
+  readonly type?: unknown;
+  readonly properties?: unknown;
+  readonly enum?: unknown;
+  readonly const?: unknown;
+  readonly items?: unknown;
+  readonly anyOf?: unknown;
+  readonly oneOf?: unknown;
+}
+
+const isSchema = (value: unknown): value is SchemaLike =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+const MAX_SCHEMA_DEPTH = 8;
 
 /** A value that satisfies a simple JSON schema: "mock" for strings, 1 for numbers, … */
-export function valueForSchema(schema: SchemaLike | undefined): unknown {
-  if (!schema || typeof schema !== 'object') return 'mock';
+export function valueForSchema(schema: unknown, depth = 0): unknown {
+  if (!isSchema(schema) || depth > MAX_SCHEMA_DEPTH) return 'mock';
+  if (schema.const !== undefined) return schema.const;
   if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0];
-  switch (schema.type) {
+  const alternatives = Array.isArray(schema.anyOf) ? schema.anyOf : schema.oneOf;
+  if (Array.isArray(alternatives) && alternatives.length > 0)
+    return valueForSchema(alternatives[0], depth + 1);
+  // A type list like ["string", "null"]: take the first.
+  const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
+  switch (type) {
     case 'object': {
       const value: Record<string, unknown> = {};
-      for (const [name, property] of Object.entries(schema.properties ?? {}))
-        value[name] = valueForSchema(property);
+      if (isSchema(schema.properties)) {
+        for (const [name, property] of Object.entries(schema.properties))
+          value[name] = valueForSchema(property, depth + 1);
+      }
       return value;
     }
     case 'number':
@@ -68,17 +77,50 @@ export function valueForSchema(schema: SchemaLike | undefined): unknown {
       return 1;
     case 'boolean':
       return true;
+    case 'null':
+      return null;
     case 'array':
-      return [valueForSchema(schema.items)];
+      return [valueForSchema(schema.items, depth + 1)];
     default:
-      return 'mock';
+      return isSchema(schema.properties)
+        ? valueForSchema({ ...schema, type: 'object' }, depth)
+        : 'mock';
   }
 }
 
-/** Splits a text into `parts` roughly equal fragments (for streaming tool arguments). */
-export function fragments(text: string, parts: number): string[] {
-  const size = Math.max(1, Math.ceil(text.length / parts));
-  const out: string[] = [];
-  for (let start = 0; start < text.length; start += size) out.push(text.slice(start, start + size));
-  return out.length > 0 ? out : [''];
+/** A generated tool call: its arguments as JSON and the output tokens it costs. */
+export interface ToolCallOutput {
+  readonly name: string;
+  readonly argumentsJson: string;
+  readonly input: unknown;
+  /** Tokens of the name plus tokens of the arguments JSON: the call's output usage. */
+  readonly outputTokens: number;
+  /** The arguments JSON cut into streaming deltas (they concatenate back to argumentsJson). */
+  readonly argumentDeltas: readonly string[];
+}
+
+const ARGUMENT_DELTA_CHARS = 8;
+
+export function toolCallOutput(name: string, schema: unknown): ToolCallOutput {
+  const input = valueForSchema(isSchema(schema) ? schema : { type: 'object' });
+  const argumentsJson = JSON.stringify(input) ?? '{}';
+  const argumentDeltas: string[] = [];
+  for (let start = 0; start < argumentsJson.length; start += ARGUMENT_DELTA_CHARS)
+    argumentDeltas.push(argumentsJson.slice(start, start + ARGUMENT_DELTA_CHARS));
+  return {
+    name,
+    argumentsJson,
+    input,
+    outputTokens: countTextTokens(name) + countTextTokens(argumentsJson),
+    argumentDeltas,
+  };
+}
+
+// Ids: a per-process random stem and a counter, unique without a crypto call per request.
+const idStem = Math.random().toString(36).slice(2, 10);
+let idCounter = 0;
+
+export function mockId(prefix: string): string {
+  idCounter += 1;
+  return `${prefix}${idStem}${idCounter.toString(36).padStart(8, '0')}`;
 }

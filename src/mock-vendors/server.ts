@@ -1,30 +1,25 @@
 // The built-in mock vendors: vendor_b's chat completions and vendor_a's messages protocol on
-// one port, in their real wire formats, with deterministic usage, pacing knobs and faults.
-// Served by the gateway's own uWS adapter (src/http), so it follows the same uWS rules.
-import { z } from 'zod';
-import { sendJson } from '../http/respond.js';
-import { createHttpServer } from '../http/server.js';
-import type { HttpRequest, HttpResponse, Route } from '../http/types.js';
-import { createLogger } from '../log.js';
+// one uWS port, in their real wire formats, with deterministic usage, pacing knobs and faults.
+import uWS from 'uWebSockets.js';
 import { countInputTokens } from '../tokens/count.js';
-import { chatCompletionTexts, messagesTexts } from '../tokens/request-texts.js';
-import { faultForKey, lastUserText, readDirectives, type MockFault } from './behaviour.js';
-import type { MockAnswer, MockError, MockRequest } from './types.js';
-import { vendorAAnswer, vendorAError, vendorAModels } from './vendor-a.js';
-import { vendorBAnswer, vendorBError, vendorBModels } from './vendor-b.js';
+import {
+  authFaultForKey,
+  createFaultInjector,
+  faultForKey,
+  lastUserText,
+  readDirectives,
+} from './faults.js';
+import {
+  mockVendorOptionsSchema,
+  type MockVendorOptions,
+  type ResolvedMockVendorOptions,
+} from './options.js';
+import { MockExchange, readBody } from './responses.js';
+import type { AnswerPlan, JsonObject, MockHeaders, MockProtocol } from './types.js';
+import { countTokensBody, countTokensInvalid, vendorA, vendorAModelsBody } from './vendor-a.js';
+import { vendorB, vendorBModelsBody } from './vendor-b.js';
 
-export const mockVendorOptionsSchema = z.object({
-  host: z.string().default('127.0.0.1'),
-  port: z.number().int().min(0).max(65535).default(0),
-  /** Delay before the first byte of every answer. */
-  latencyMs: z.number().int().min(0).default(0),
-  /** Stream pacing; 0 sends every event at once. */
-  tokensPerSecond: z.number().int().min(0).default(0),
-  /** Output length when neither max tokens nor a directive says otherwise. */
-  defaultOutputTokens: z.number().int().min(1).default(16),
-});
-
-export type MockVendorOptions = z.input<typeof mockVendorOptionsSchema>;
+export { mockVendorOptionsSchema, type MockVendorOptions } from './options.js';
 
 export interface RunningMockVendors {
   readonly port: number;
@@ -32,167 +27,172 @@ export interface RunningMockVendors {
   close(): Promise<void>;
 }
 
-const MODELS = {
-  vendor_a: ['claude-haiku-4-5', 'claude-sonnet-4-5'],
-  vendor_b: ['gpt-4o-mini', 'gpt-4o'],
-} as const;
+type BodyHandler = (
+  exchange: MockExchange,
+  headers: MockHeaders,
+  body: JsonObject,
+) => Promise<void> | void;
+
+const CLOSE_GRACE_MS = 2000;
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-interface Protocol {
-  readonly texts: (body: Record<string, unknown>) => string[];
-  readonly answer: (request: MockRequest) => MockAnswer;
-  readonly error: (fault: Exclude<MockFault, 'cut_stream'>) => MockError;
-  readonly apiKey: (headers: Readonly<Record<string, string>>) => string | undefined;
-  readonly requireMaxTokens: boolean;
+function copyHeaders(req: uWS.HttpRequest): MockHeaders {
+  return {
+    authorization: req.getHeader('authorization'),
+    xApiKey: req.getHeader('x-api-key'),
+    messagesClient:
+      req.getHeader('anthropic-version') !== '' || req.getHeader('vendor-version') !== '',
+  };
 }
 
-const bearerKey = (headers: Readonly<Record<string, string>>): string | undefined =>
-  /^Bearer\s+(\S+)$/i.exec(headers.authorization ?? '')?.[1];
+/** The body as a JSON object, or undefined when it is not one. */
+function parseObject(body: Buffer): JsonObject | undefined {
+  try {
+    const parsed: unknown = JSON.parse(body.toString('utf8'));
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)
+      ? (parsed as JsonObject)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
-const vendorB: Protocol = {
-  texts: chatCompletionTexts,
-  answer: vendorBAnswer,
-  error: vendorBError,
-  apiKey: bearerKey,
-  requireMaxTokens: false,
-};
+function maxTokensOf(body: JsonObject): number | undefined {
+  const value = body.max_completion_tokens ?? body.max_tokens;
+  return typeof value === 'number' && value >= 0 ? Math.floor(value) : undefined;
+}
 
-const vendorA: Protocol = {
-  texts: messagesTexts,
-  answer: vendorAAnswer,
-  error: vendorAError,
-  apiKey: (headers) => headers['x-api-key'] ?? bearerKey(headers),
-  requireMaxTokens: true,
-};
-
-function sendMockError(response: HttpResponse, error: MockError): void {
-  response.writeHead(error.status, { 'content-type': 'application/json', ...error.headers });
-  response.end(JSON.stringify(error.body));
+/** No exception may unwind through a uWS callback: a bug becomes the vendor's 500. */
+function runGuarded(exchange: MockExchange, protocol: MockProtocol, run: () => unknown): void {
+  const fail = (): void => {
+    if (exchange.open) exchange.sendError(protocol.error('server_error'));
+  };
+  try {
+    const pending = run();
+    if (pending instanceof Promise) pending.catch(fail);
+  } catch {
+    fail();
+  }
 }
 
 export async function startMockVendors(input: MockVendorOptions = {}): Promise<RunningMockVendors> {
-  const options = mockVendorOptionsSchema.parse(input);
+  const options: ResolvedMockVendorOptions = Object.freeze(mockVendorOptionsSchema.parse(input));
+  // This uWS build silently falls back to a slow JS shim; benches must not measure that.
+  if (typeof uWS.getParts !== 'function')
+    throw new Error('uWebSockets.js native binary is not loaded (JS fallback only)');
+  const injectFault = createFaultInjector(options.faultRate);
+  const active = new Set<MockExchange>();
+  const forget = (exchange: MockExchange): void => void active.delete(exchange);
 
-  const complete = (protocol: Protocol) => async (request: HttpRequest, response: HttpResponse) => {
-    let body: Record<string, unknown>;
-    try {
-      body = JSON.parse(request.body.toString('utf8')) as Record<string, unknown>;
-      if (typeof body !== 'object' || body === null || !Array.isArray(body.messages))
-        throw new Error('messages');
-    } catch {
-      return sendMockError(
-        response,
-        protocol === vendorA
-          ? vendorAError('invalid_request', 'messages: field required')
-          : {
-              status: 400,
-              headers: {},
-              body: {
-                error: {
-                  message: 'messages is required',
-                  type: 'invalid_request_error',
-                  param: 'messages',
-                  code: null,
-                },
-              },
-            },
-      );
-    }
-    const maxTokens = [body.max_tokens, body.max_completion_tokens].find(
-      (value) => typeof value === 'number',
-    ) as number | undefined;
-    if (protocol.requireMaxTokens && maxTokens === undefined) {
-      return sendMockError(response, vendorAError('invalid_request', 'max_tokens: Field required'));
-    }
-    const directives = readDirectives(lastUserText(body.messages));
-    const keyFault = faultForKey(protocol.apiKey(request.headers));
-    const fault = keyFault ?? directives.fault;
-    const latency = directives.latencyMs ?? options.latencyMs;
-    if (latency > 0) await sleep(latency);
-    if (response.aborted) return;
-    if (fault && fault !== 'cut_stream') return sendMockError(response, protocol.error(fault));
-
-    const wanted = directives.outputTokens ?? options.defaultOutputTokens;
-    const answer = protocol.answer({
-      body,
-      inputTokens: countInputTokens(protocol.texts(body)),
-      outputTokens: Math.min(wanted, maxTokens ?? wanted),
-      limitedByMax: maxTokens !== undefined && maxTokens < wanted,
-    });
-    const cut = fault === 'cut_stream';
-    if (body.stream !== true) {
-      if (cut) return response.destroy();
-      return sendJson(response, 200, answer.json);
-    }
-    response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-    const events = cut
-      ? answer.events.slice(0, Math.max(1, Math.floor(answer.events.length / 2)))
-      : answer.events;
-    const pauseMs = options.tokensPerSecond > 0 ? 1000 / options.tokensPerSecond : 0;
-    for (const event of events) {
-      if (response.aborted) return;
-      if (pauseMs > 0) await sleep(pauseMs);
-      if (!response.write(event)) await response.drained();
-    }
-    if (cut) {
-      await sleep(20); // let what was written reach the wire, then drop the connection
-      response.destroy();
-    } else {
-      response.end();
-    }
+  const open = (res: uWS.HttpResponse, protocol: MockProtocol): MockExchange => {
+    const exchange = new MockExchange(res, protocol.requestIdHeader, forget);
+    active.add(exchange);
+    return exchange;
   };
 
-  const routes: Route[] = [
-    { method: 'POST', path: '/v1/chat/completions', handler: complete(vendorB) },
-    { method: 'POST', path: '/v1/messages', handler: complete(vendorA) },
-    {
-      method: 'POST',
-      path: '/v1/messages/count_tokens',
-      handler: (request, response) => {
-        const fault = faultForKey(vendorA.apiKey(request.headers));
-        if (fault === 'bad_key') return sendMockError(response, vendorAError('bad_key'));
-        let body: Record<string, unknown> = {};
-        try {
-          body = JSON.parse(request.body.toString('utf8')) as Record<string, unknown>;
-        } catch {
-          return sendMockError(response, vendorAError('invalid_request', 'invalid JSON'));
-        }
-        sendJson(response, 200, { input_tokens: countInputTokens(messagesTexts(body)) });
-      },
-    },
-    {
-      method: 'GET',
-      path: '/v1/models',
-      handler: (request, response) => {
-        const messagesClient =
-          request.headers['anthropic-version'] !== undefined ||
-          request.headers['vendor-version'] !== undefined;
-        const protocol = messagesClient ? vendorA : vendorB;
-        if (faultForKey(protocol.apiKey(request.headers)) === 'bad_key') {
-          return sendMockError(response, protocol.error('bad_key'));
-        }
-        sendJson(
-          response,
-          200,
-          messagesClient ? vendorAModels(MODELS.vendor_a) : vendorBModels(MODELS.vendor_b),
-        );
-      },
-    },
-  ];
+  /** A POST route: copies the headers, reads the body, then runs `handle` on it. */
+  const withBody =
+    (protocol: MockProtocol, handle: BodyHandler) =>
+    (res: uWS.HttpResponse, req: uWS.HttpRequest): void => {
+      const headers = copyHeaders(req); // the uWS request dies when this callback returns
+      const exchange = open(res, protocol);
+      readBody(
+        res,
+        exchange,
+        options.maxBodyBytes,
+        (raw) => {
+          const body = parseObject(raw);
+          if (!body) return exchange.sendError(protocol.invalidJson);
+          runGuarded(exchange, protocol, () => handle(exchange, headers, body));
+        },
+        () => exchange.sendError(protocol.tooLarge),
+      );
+    };
 
-  const server = createHttpServer({
-    routes,
-    maxBodyBytes: 32 * 1024 * 1024,
-    logger: createLogger('silent', 'mock-vendors'),
+  const answerCompletion =
+    (protocol: MockProtocol): BodyHandler =>
+    async (exchange, headers, body) => {
+      const keyFault = faultForKey(protocol.apiKey(headers));
+      // Authentication comes before body validation, as at the vendors.
+      if (keyFault === 'missing_key' || keyFault === 'bad_key')
+        return exchange.sendError(protocol.error(keyFault));
+      const invalid = protocol.invalidRequest(body);
+      if (invalid) return exchange.sendError(invalid);
+
+      const directives = readDirectives(lastUserText(body));
+      const latencyMs = directives.latencyMs ?? options.latencyMs;
+      if (latencyMs > 0) {
+        await sleep(latencyMs);
+        if (!exchange.open) return;
+      }
+      const fault = keyFault ?? injectFault() ?? directives.fault;
+      if (fault !== undefined && fault !== 'cut_stream')
+        return exchange.sendError(protocol.error(fault));
+
+      const wantedTokens = directives.outputTokens ?? options.defaultOutputTokens;
+      const maxTokens = maxTokensOf(body);
+      const plan: AnswerPlan = {
+        body,
+        model: body.model as string, // invalidRequest checked that it is a string
+        inputTokens: countInputTokens(protocol.inputTexts(body)),
+        outputTokens: maxTokens === undefined ? wantedTokens : Math.min(wantedTokens, maxTokens),
+        limitedByMax: maxTokens !== undefined && maxTokens < wantedTokens,
+        maxTokens,
+      };
+      const cut = fault === 'cut_stream';
+      if (body.stream !== true)
+        return cut ? exchange.close() : exchange.sendJson(protocol.completion(plan));
+      await exchange.stream(protocol.streamEvents(plan), options.tokensPerSecond, cut);
+    };
+
+  const answerCountTokens: BodyHandler = (exchange, headers, body) => {
+    const authFault = authFaultForKey(vendorA.apiKey(headers));
+    if (authFault) return exchange.sendError(vendorA.error(authFault));
+    const invalid = countTokensInvalid(body);
+    if (invalid) return exchange.sendError(invalid);
+    exchange.sendJson(countTokensBody(body, countInputTokens));
+  };
+
+  const app = uWS.App();
+  app.post('/v1/chat/completions', withBody(vendorB, answerCompletion(vendorB)));
+  app.post('/v1/messages', withBody(vendorA, answerCompletion(vendorA)));
+  app.post('/v1/messages/count_tokens', withBody(vendorA, answerCountTokens));
+  // One path, two list formats: vendor_a's clients always send a version header.
+  app.get('/v1/models', (res, req) => {
+    const headers = copyHeaders(req);
+    const protocol = headers.messagesClient ? vendorA : vendorB;
+    const exchange = open(res, protocol);
+    const authFault = authFaultForKey(protocol.apiKey(headers));
+    if (authFault) return exchange.sendError(protocol.error(authFault));
+    exchange.sendJson(protocol === vendorA ? vendorAModelsBody : vendorBModelsBody);
   });
-  const port = await server.listen(options.host, options.port);
+  app.any('/*', (res, req) => {
+    const protocol = copyHeaders(req).messagesClient ? vendorA : vendorB;
+    open(res, protocol).sendError(protocol.notFound);
+  });
+
+  const listenSocket = await new Promise<uWS.us_listen_socket>((resolve, reject) => {
+    app.listen(options.host, options.port, (socket) => {
+      if (socket) resolve(socket);
+      else reject(new Error(`mock vendors cannot listen on ${options.host}:${options.port}`));
+    });
+  });
+  const port = uWS.us_socket_local_port(listenSocket);
+  const urlHost = options.host.includes(':') ? `[${options.host}]` : options.host;
+  let closing: Promise<void> | undefined;
   return {
     port,
-    url: `http://${options.host}:${port}`,
-    async close() {
-      server.stopAccepting();
-      await server.whenIdle(2000);
+    url: `http://${urlHost}:${port}`,
+    close() {
+      closing ??= (async () => {
+        uWS.us_listen_socket_close(listenSocket);
+        // Let answers in flight finish (bounded), then drop what is left (e.g. slow streams).
+        const deadline = Date.now() + CLOSE_GRACE_MS;
+        while (active.size > 0 && Date.now() < deadline) await sleep(10);
+        for (const exchange of [...active]) exchange.close();
+      })();
+      return closing;
     },
   };
 }

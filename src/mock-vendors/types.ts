@@ -1,23 +1,67 @@
-// Shapes shared by the mock vendors' protocol modules and their server.
+// Shapes shared by the mock vendors' protocol modules and their uWS server.
 
-export interface MockRequest {
-  readonly body: Record<string, unknown>;
-  readonly inputTokens: number;
-  /** How many text tokens to generate. */
-  readonly outputTokens: number;
-  /** True when max tokens, not the wanted length, decided outputTokens. */
-  readonly limitedByMax: boolean;
+export type JsonObject = Record<string, unknown>;
+
+/** Request headers the mock reads, copied while the uWS request was still valid. */
+export interface MockHeaders {
+  readonly authorization: string;
+  readonly xApiKey: string;
+  /** True when an `anthropic-version` or `vendor-version` header was sent (vendor_a clients). */
+  readonly messagesClient: boolean;
 }
 
-export interface MockAnswer {
-  /** The non-streaming body. */
-  readonly json: Record<string, unknown>;
-  /** The streaming body, one SSE event per entry (the last is the terminal event). */
-  readonly events: readonly string[];
-}
+/** A fault the mock plays instead of (or in the middle of) a normal answer. */
+export type MockFault =
+  'missing_key' | 'bad_key' | 'rate_limit' | 'quota' | 'server_error' | 'overloaded' | 'cut_stream';
 
+/** Faults answered with an error body (cut_stream is played on the connection instead). */
+export type MockErrorFault = Exclude<MockFault, 'cut_stream'>;
+
+/** An error answer, serialised once: errors are static, so they cost nothing per request. */
 export interface MockError {
-  readonly status: number;
-  readonly headers: Record<string, string>;
-  readonly body: Record<string, unknown>;
+  /** Full uWS status line, e.g. `429 Too Many Requests`. */
+  readonly status: string;
+  readonly headers: readonly (readonly [string, string])[];
+  readonly body: string;
+}
+
+/** What to generate for one completion request, decided before any protocol rendering. */
+export interface AnswerPlan {
+  readonly body: JsonObject;
+  readonly model: string;
+  readonly inputTokens: number;
+  /** Text tokens to generate when the answer is text. */
+  readonly outputTokens: number;
+  /** True when max tokens, not the wanted length, cut the text short. */
+  readonly limitedByMax: boolean;
+  /** The max tokens the request allows, if it set one (a longer tool call becomes text). */
+  readonly maxTokens: number | undefined;
+}
+
+/** One vendor's wire format, as the server needs it. */
+export interface MockProtocol {
+  /** The response header carrying the request id (`request-id` or `x-request-id`). */
+  readonly requestIdHeader: string;
+  apiKey(headers: MockHeaders): string | undefined;
+  /** The input texts whose tokens are the request's input usage. */
+  inputTexts(body: JsonObject): string[];
+  /** A 400 for a body the real vendor would refuse, else undefined. */
+  invalidRequest(body: JsonObject): MockError | undefined;
+  error(fault: MockErrorFault): MockError;
+  /** Answers to malformed requests: body not a JSON object, unknown route, body too large. */
+  readonly invalidJson: MockError;
+  readonly notFound: MockError;
+  readonly tooLarge: MockError;
+  /** The non-streaming answer body. */
+  completion(plan: AnswerPlan): string;
+  /** The streaming answer: the SSE events in order, with where the generated output sits. */
+  streamEvents(plan: AnswerPlan): StreamEvents;
+}
+
+export interface StreamEvents {
+  readonly events: readonly string[];
+  /** Index of the first event that carries generated output (pacing starts there). */
+  readonly firstTokenEvent: number;
+  /** How many events from firstTokenEvent carry output (one token or argument fragment each). */
+  readonly tokenEventCount: number;
 }

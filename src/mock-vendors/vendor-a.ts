@@ -1,176 +1,230 @@
 // vendor_a (messages protocol) wire format for the mock: messages, events, errors, models.
-import { randomBytes } from 'node:crypto';
-import { countTextTokens } from '../tokens/count.js';
-import type { MockFault } from './behaviour.js';
-import { fragments, outputWords, valueForSchema } from './output.js';
-import type { MockAnswer, MockError, MockRequest } from './types.js';
+// Shapes follow the @anthropic-ai/sdk Message / RawMessageStreamEvent types.
+import { messagesTexts } from '../tokens/request-texts.js';
+import { mockId, ONE_TOKEN_WORDS, outputText, outputWord, toolCallOutput } from './output.js';
+import { jsonError } from './responses.js';
+import type {
+  AnswerPlan,
+  JsonObject,
+  MockError,
+  MockErrorFault,
+  MockHeaders,
+  MockProtocol,
+  StreamEvents,
+} from './types.js';
 
-type JsonObject = Record<string, unknown>;
-
-interface ToolDefinition {
-  name?: string;
-  input_schema?: Parameters<typeof valueForSchema>[0];
+function error(
+  status: string,
+  type: string,
+  message: string,
+  headers: readonly (readonly [string, string])[] = [],
+): MockError {
+  return jsonError(status, { type: 'error', error: { type, message } }, headers);
 }
 
-function isToolResultTurn(messages: unknown): boolean {
-  if (!Array.isArray(messages)) return false;
-  const last = messages.at(-1) as { role?: unknown; content?: unknown } | undefined;
-  return (
-    last?.role === 'user' &&
-    Array.isArray(last.content) &&
-    last.content.some((part: { type?: unknown }) => part?.type === 'tool_result')
+// Static error answers, serialised once.
+const ERRORS: Readonly<Record<MockErrorFault, MockError>> = {
+  missing_key: error('401 Unauthorized', 'authentication_error', 'x-api-key header is required'),
+  bad_key: error('401 Unauthorized', 'authentication_error', 'invalid x-api-key'),
+  rate_limit: error(
+    '429 Too Many Requests',
+    'rate_limit_error',
+    'Number of request tokens has exceeded your per-minute rate limit.',
+    [['retry-after', '2']],
+  ),
+  // An exhausted prepaid balance: the vendor's documented 402 billing_error (see
+  // docs/mock-vendors.md); the gateway's credential failover treats 402 as quota.
+  quota: error(
+    '402 Payment Required',
+    'billing_error',
+    'Your credit balance is too low to access the API. Please go to Plans & Billing to upgrade or purchase credits.',
+  ),
+  server_error: error('500 Internal Server Error', 'api_error', 'Internal server error'),
+  overloaded: error('529 Site Overloaded', 'overloaded_error', 'Overloaded'),
+};
+
+const invalid = (message: string): MockError =>
+  error('400 Bad Request', 'invalid_request_error', message);
+const MISSING_MESSAGES = invalid('messages: Field required');
+const MISSING_MODEL = invalid('model: Field required');
+const MISSING_MAX_TOKENS = invalid('max_tokens: Field required');
+const BAD_MAX_TOKENS = invalid('max_tokens: Input should be a valid integer greater than 0');
+
+interface MessagesTool {
+  readonly name: string;
+  readonly inputSchema: unknown;
+}
+
+function isToolResultTurn(messages: readonly unknown[]): boolean {
+  const last = messages[messages.length - 1] as { role?: unknown; content?: unknown } | undefined;
+  if (last?.role !== 'user' || !Array.isArray(last.content)) return false;
+  return last.content.some(
+    (part: unknown) => (part as { type?: unknown } | null)?.type === 'tool_result',
   );
 }
 
-function chosenTool(body: JsonObject): ToolDefinition | undefined {
-  const tools = Array.isArray(body.tools) ? (body.tools as ToolDefinition[]) : [];
-  const choice = body.tool_choice as { type?: string; name?: string } | undefined;
-  if (tools.length === 0 || choice?.type === 'none' || isToolResultTurn(body.messages))
-    return undefined;
-  return tools.find((tool) => choice?.type === 'tool' && tool.name === choice.name) ?? tools[0];
+/** The tool to call, or undefined when the answer is text (no tools, "none", or a tool result). */
+function chosenTool(body: JsonObject): MessagesTool | undefined {
+  if (!Array.isArray(body.tools) || body.tools.length === 0) return undefined;
+  const choice = body.tool_choice as { type?: unknown; name?: unknown } | null | undefined;
+  if (choice?.type === 'none') return undefined;
+  if (isToolResultTurn(Array.isArray(body.messages) ? body.messages : [])) return undefined;
+  const named = choice?.type === 'tool' ? choice.name : undefined;
+  let first: MessagesTool | undefined;
+  for (const tool of body.tools) {
+    const definition = tool as { name?: unknown; input_schema?: unknown } | null;
+    if (typeof definition?.name !== 'string') continue;
+    const candidate = { name: definition.name, inputSchema: definition.input_schema };
+    if (definition.name === named) return candidate;
+    first ??= candidate;
+  }
+  return first;
 }
 
-const sse = (type: string, data: JsonObject): string =>
-  `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+/** The generated tool call, unless max_tokens cannot hold it (then the answer is text). */
+function plannedToolCall(plan: AnswerPlan): ReturnType<typeof toolCallOutput> | undefined {
+  const tool = chosenTool(plan.body);
+  if (!tool) return undefined;
+  const call = toolCallOutput(tool.name, tool.inputSchema);
+  return plan.maxTokens !== undefined && call.outputTokens > plan.maxTokens ? undefined : call;
+}
 
-export function vendorAAnswer(request: MockRequest): MockAnswer {
-  const { body, inputTokens, outputTokens, limitedByMax } = request;
-  const id = `msg_mock${randomBytes(10).toString('hex')}`;
-  const model = String(body.model ?? 'mock');
-  const tool = chosenTool(body);
-  const events: string[] = [];
-  let content: JsonObject[];
-  let generated: number;
+const usageOf = (inputTokens: number, outputTokens: number): string =>
+  `{"input_tokens":${inputTokens},"cache_creation_input_tokens":0,` +
+  `"cache_read_input_tokens":0,"output_tokens":${outputTokens},"service_tier":"standard"}`;
+
+function completion(plan: AnswerPlan): string {
+  const call = plannedToolCall(plan);
+  const content = call
+    ? [{ type: 'tool_use', id: mockId('toolu_'), name: call.name, input: call.input }]
+    : [{ type: 'text', text: outputText(plan.outputTokens) }];
+  const stopReason = call ? 'tool_use' : plan.limitedByMax ? 'max_tokens' : 'end_turn';
+  const message = {
+    id: mockId('msg_'),
+    type: 'message',
+    role: 'assistant',
+    model: plan.model,
+    content,
+    stop_reason: stopReason,
+    stop_sequence: null,
+  };
+  const outputTokens = call ? call.outputTokens : plan.outputTokens;
+  // usage is spliced in as text: it is all integers.
+  return `${JSON.stringify(message).slice(0, -1)},"usage":${usageOf(plan.inputTokens, outputTokens)}}`;
+}
+
+// Each output token's event, serialised once: a stream costs string concatenation only.
+const textDeltaEvent = (word: string): string =>
+  `event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":${JSON.stringify(word)}}}\n\n`;
+const FIRST_WORD_EVENT = textDeltaEvent(outputWord(0));
+const WORD_EVENTS = ONE_TOKEN_WORDS.map(textDeltaEvent);
+const TEXT_BLOCK_START =
+  'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n';
+const PING = 'event: ping\ndata: {"type":"ping"}\n\n';
+const BLOCK_STOP = 'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n';
+const MESSAGE_STOP = 'event: message_stop\ndata: {"type":"message_stop"}\n\n';
+
+function streamEvents(plan: AnswerPlan): StreamEvents {
+  const call = plannedToolCall(plan);
+  const events: string[] = [
+    'event: message_start\ndata: {"type":"message_start","message":' +
+      `{"id":"${mockId('msg_')}","type":"message","role":"assistant",` +
+      `"model":${JSON.stringify(plan.model)},"content":[],"stop_reason":null,` +
+      `"stop_sequence":null,"usage":${usageOf(plan.inputTokens, 1)}}}\n\n`,
+  ];
   let stopReason: string;
-
-  events.push(
-    sse('message_start', {
-      message: {
-        id,
-        type: 'message',
-        role: 'assistant',
-        model,
-        content: [],
-        stop_reason: null,
-        stop_sequence: null,
-        usage: {
-          input_tokens: inputTokens,
-          output_tokens: 1,
-          cache_creation_input_tokens: 0,
-          cache_read_input_tokens: 0,
-        },
-      },
-    }),
-  );
-  if (tool) {
-    const toolId = `toolu_mock${randomBytes(8).toString('hex')}`;
-    const name = tool.name ?? 'tool';
-    const input = valueForSchema(tool.input_schema ?? { type: 'object' });
-    const json = JSON.stringify(input);
-    generated = countTextTokens(name) + countTextTokens(json);
-    stopReason = 'tool_use';
-    content = [{ type: 'tool_use', id: toolId, name, input }];
+  let outputTokens: number;
+  let tokenEventCount: number;
+  if (call) {
+    const block = { type: 'tool_use', id: mockId('toolu_'), name: call.name, input: {} };
     events.push(
-      sse('content_block_start', {
-        index: 0,
-        content_block: { type: 'tool_use', id: toolId, name, input: {} },
-      }),
+      `event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":${JSON.stringify(block)}}\n\n`,
+      PING,
     );
-    events.push(sse('ping', {}));
-    for (const part of fragments(json, 4)) {
+    for (const fragment of call.argumentDeltas) {
       events.push(
-        sse('content_block_delta', {
-          index: 0,
-          delta: { type: 'input_json_delta', partial_json: part },
-        }),
+        `event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":${JSON.stringify(fragment)}}}\n\n`,
       );
     }
+    stopReason = 'tool_use';
+    outputTokens = call.outputTokens;
+    tokenEventCount = call.argumentDeltas.length;
   } else {
-    const words = outputWords(outputTokens);
-    generated = words.length;
-    stopReason = limitedByMax ? 'max_tokens' : 'end_turn';
-    content = [{ type: 'text', text: words.join('').trimStart() }];
-    events.push(
-      sse('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
-    );
-    events.push(sse('ping', {}));
-    words.forEach((word, index) => {
-      events.push(
-        sse('content_block_delta', {
-          index: 0,
-          delta: { type: 'text_delta', text: index === 0 ? word.trimStart() : word },
-        }),
-      );
-    });
+    events.push(TEXT_BLOCK_START, PING);
+    for (let index = 0; index < plan.outputTokens; index += 1)
+      events.push(index === 0 ? FIRST_WORD_EVENT : WORD_EVENTS[index % WORD_EVENTS.length]!);
+    stopReason = plan.limitedByMax ? 'max_tokens' : 'end_turn';
+    outputTokens = plan.outputTokens;
+    tokenEventCount = plan.outputTokens;
   }
-  events.push(sse('content_block_stop', { index: 0 }));
   events.push(
-    sse('message_delta', {
-      delta: { stop_reason: stopReason, stop_sequence: null },
-      usage: { output_tokens: generated },
-    }),
+    BLOCK_STOP,
+    'event: message_delta\ndata: {"type":"message_delta","delta":' +
+      `{"stop_reason":"${stopReason}","stop_sequence":null},"usage":{"output_tokens":${outputTokens}}}\n\n`,
+    MESSAGE_STOP,
   );
-  events.push(sse('message_stop', {}));
-
-  return {
-    json: {
-      id,
-      type: 'message',
-      role: 'assistant',
-      model,
-      content,
-      stop_reason: stopReason,
-      stop_sequence: null,
-      usage: {
-        input_tokens: inputTokens,
-        output_tokens: generated,
-        cache_creation_input_tokens: 0,
-        cache_read_input_tokens: 0,
-      },
-    },
-    events,
-  };
+  return { events, firstTokenEvent: 3, tokenEventCount };
 }
 
-export function vendorAError(
-  fault: Exclude<MockFault, 'cut_stream'> | 'invalid_request',
-  message?: string,
-): MockError {
-  const error = (
-    status: number,
-    type: string,
-    text: string,
-    headers: Record<string, string> = {},
-  ): MockError => ({
-    status,
-    headers,
-    body: { type: 'error', error: { type, message: text } },
-  });
-  switch (fault) {
-    case 'bad_key':
-      return error(401, 'authentication_error', 'invalid x-api-key');
-    case 'rate_limit':
-      return error(429, 'rate_limit_error', 'Number of requests has exceeded your rate limit.', {
-        'retry-after': '2',
-      });
-    case 'quota':
-      // The vendor answers an exhausted prepaid balance with 402 billing_error.
-      return error(402, 'billing_error', 'Your credit balance is too low to access the API.');
-    case 'server_error':
-      return error(500, 'api_error', 'Internal server error');
-    case 'overloaded':
-      return error(529, 'overloaded_error', 'Overloaded');
-    case 'invalid_request':
-      return error(400, 'invalid_request_error', message ?? 'invalid request');
-  }
+function invalidRequest(body: JsonObject): MockError | undefined {
+  if (typeof body.model !== 'string') return MISSING_MODEL;
+  if (!Array.isArray(body.messages)) return MISSING_MESSAGES;
+  if (body.max_tokens === undefined) return MISSING_MAX_TOKENS;
+  const maxTokens = body.max_tokens;
+  if (typeof maxTokens !== 'number' || !Number.isInteger(maxTokens) || maxTokens < 1)
+    return BAD_MAX_TOKENS;
+  return undefined;
 }
 
-export function vendorAModels(modelIds: readonly string[]): JsonObject {
-  const data = modelIds.map((id) => ({
+export const vendorA: MockProtocol = {
+  requestIdHeader: 'request-id',
+  apiKey(headers: MockHeaders) {
+    if (headers.xApiKey !== '') return headers.xApiKey;
+    const authorization = headers.authorization;
+    return authorization.startsWith('Bearer ') ? authorization.slice(7).trim() : undefined;
+  },
+  inputTexts: messagesTexts,
+  invalidRequest,
+  error: (fault) => ERRORS[fault],
+  invalidJson: invalid('There was an issue with the JSON body of your request.'),
+  notFound: error('404 Not Found', 'not_found_error', 'Not found'),
+  tooLarge: error(
+    '413 Payload Too Large',
+    'request_too_large',
+    'Request exceeds the maximum allowed number of bytes.',
+  ),
+  completion,
+  streamEvents,
+};
+
+export const VENDOR_A_MODELS = [
+  'claude-haiku-4-5',
+  'claude-sonnet-4-6',
+  'claude-opus-4-6',
+] as const;
+
+/** GET /v1/models in vendor_a's list format (static: serialised once). */
+export const vendorAModelsBody = JSON.stringify({
+  data: VENDOR_A_MODELS.map((id) => ({
     type: 'model',
     id,
     display_name: id,
     created_at: '2025-01-01T00:00:00Z',
-  }));
-  return { data, has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null };
-}
+  })),
+  has_more: false,
+  first_id: VENDOR_A_MODELS[0],
+  last_id: VENDOR_A_MODELS[VENDOR_A_MODELS.length - 1],
+});
+
+/** count_tokens answers the request's input tokens, as its messages usage would report them. */
+export const countTokensBody = (
+  body: JsonObject,
+  countInput: (texts: string[]) => number,
+): string => `{"input_tokens":${countInput(messagesTexts(body))}}`;
+
+export const countTokensInvalid = (body: JsonObject): MockError | undefined =>
+  typeof body.model !== 'string'
+    ? MISSING_MODEL
+    : Array.isArray(body.messages)
+      ? undefined
+      : MISSING_MESSAGES;

@@ -1,157 +1,273 @@
 // vendor_b (chat completions) wire format for the mock: completions, chunks, errors, models.
-import { randomBytes } from 'node:crypto';
-import { countTextTokens } from '../tokens/count.js';
-import type { MockFault } from './behaviour.js';
-import { fragments, outputWords, valueForSchema } from './output.js';
-import type { MockAnswer, MockError, MockRequest } from './types.js';
+// Shapes follow the openai SDK's ChatCompletion / ChatCompletionChunk types.
+import { chatCompletionTexts } from '../tokens/request-texts.js';
+import { mockId, ONE_TOKEN_WORDS, outputText, outputWord, toolCallOutput } from './output.js';
+import { jsonError } from './responses.js';
+import type {
+  AnswerPlan,
+  JsonObject,
+  MockError,
+  MockErrorFault,
+  MockHeaders,
+  MockProtocol,
+  StreamEvents,
+} from './types.js';
 
-type JsonObject = Record<string, unknown>;
+const SYSTEM_FINGERPRINT = 'fp_mock';
 
-interface ToolDefinition {
-  function?: { name?: string; parameters?: Parameters<typeof valueForSchema>[0] };
+function error(
+  status: string,
+  type: string,
+  code: string | null,
+  message: string,
+  param: string | null = null,
+  headers: readonly (readonly [string, string])[] = [],
+): MockError {
+  return jsonError(status, { error: { message, type, param, code } }, headers);
 }
 
-function chosenTool(body: JsonObject): ToolDefinition | undefined {
-  const tools = Array.isArray(body.tools) ? (body.tools as ToolDefinition[]) : [];
-  if (tools.length === 0 || body.tool_choice === 'none') return undefined;
-  const messages = Array.isArray(body.messages) ? (body.messages as Array<{ role?: unknown }>) : [];
-  if (messages.at(-1)?.role === 'tool') return undefined; // answer the tool result with text
-  const choice = body.tool_choice as { function?: { name?: string } } | undefined;
-  const named = typeof choice === 'object' ? choice?.function?.name : undefined;
-  return tools.find((tool) => tool.function?.name === named) ?? tools[0];
+// Static error answers, serialised once.
+const ERRORS: Readonly<Record<MockErrorFault, MockError>> = {
+  missing_key: error(
+    '401 Unauthorized',
+    'invalid_request_error',
+    null,
+    "You didn't provide an API key. Provide it in the Authorization header (Bearer auth).",
+  ),
+  bad_key: error(
+    '401 Unauthorized',
+    'invalid_request_error',
+    'invalid_api_key',
+    'Incorrect API key provided.',
+  ),
+  rate_limit: error(
+    '429 Too Many Requests',
+    'requests',
+    'rate_limit_exceeded',
+    'Rate limit reached for requests. Please try again in 2s.',
+    null,
+    [['retry-after', '2']],
+  ),
+  quota: error(
+    '429 Too Many Requests',
+    'insufficient_quota',
+    'insufficient_quota',
+    'You exceeded your current quota, please check your plan and billing details.',
+  ),
+  server_error: error(
+    '500 Internal Server Error',
+    'server_error',
+    null,
+    'The server had an error while processing your request. Sorry about that!',
+  ),
+  overloaded: error(
+    '503 Service Unavailable',
+    'server_error',
+    null,
+    'The server is overloaded or not ready yet.',
+  ),
+};
+
+const MISSING_MESSAGES = error(
+  '400 Bad Request',
+  'invalid_request_error',
+  'missing_required_parameter',
+  "Missing required parameter: 'messages'.",
+  'messages',
+);
+const MISSING_MODEL = error(
+  '400 Bad Request',
+  'invalid_request_error',
+  'missing_required_parameter',
+  "Missing required parameter: 'model'.",
+  'model',
+);
+
+interface ChatTool {
+  readonly name: string;
+  readonly parameters: unknown;
 }
 
-export function vendorBAnswer(request: MockRequest): MockAnswer {
-  const { body, inputTokens, outputTokens, limitedByMax } = request;
-  const id = `chatcmpl-mock${randomBytes(9).toString('hex')}`;
-  const created = Math.floor(Date.now() / 1000);
-  const model = String(body.model ?? 'mock');
-  const wantsUsage =
-    (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
-  const tool = chosenTool(body);
-  const base = {
-    id,
-    object: 'chat.completion.chunk',
-    created,
-    model,
-    system_fingerprint: 'fp_mock',
-  };
-  const chunk = (delta: JsonObject, finishReason: string | null = null): string =>
-    `data: ${JSON.stringify({
-      ...base,
-      choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
-      ...(wantsUsage && { usage: null }),
-    })}\n\n`;
+/** The tool to call, or undefined when the answer is text (no tools, "none", or a tool result). */
+function chosenTool(body: JsonObject): ChatTool | undefined {
+  if (!Array.isArray(body.tools) || body.tools.length === 0 || body.tool_choice === 'none')
+    return undefined;
+  const messages = Array.isArray(body.messages) ? body.messages : [];
+  const last: unknown = messages[messages.length - 1];
+  if ((last as { role?: unknown } | undefined)?.role === 'tool') return undefined;
+  const named = (body.tool_choice as { function?: { name?: unknown } } | null)?.function?.name;
+  let first: ChatTool | undefined;
+  for (const tool of body.tools) {
+    const fn = (tool as { function?: { name?: unknown; parameters?: unknown } } | null)?.function;
+    if (typeof fn?.name !== 'string') continue;
+    const candidate = { name: fn.name, parameters: fn.parameters };
+    if (fn.name === named) return candidate;
+    first ??= candidate;
+  }
+  return first;
+}
 
+/** The generated tool call, unless the request's max tokens cannot hold it (then text). */
+function plannedToolCall(plan: AnswerPlan): ReturnType<typeof toolCallOutput> | undefined {
+  const tool = chosenTool(plan.body);
+  if (!tool) return undefined;
+  const call = toolCallOutput(tool.name, tool.parameters);
+  return plan.maxTokens !== undefined && call.outputTokens > plan.maxTokens ? undefined : call;
+}
+
+function usageOf(plan: AnswerPlan, completionTokens: number): string {
+  return (
+    `{"prompt_tokens":${plan.inputTokens},"completion_tokens":${completionTokens},` +
+    `"total_tokens":${plan.inputTokens + completionTokens}}`
+  );
+}
+
+function completion(plan: AnswerPlan): string {
+  const call = plannedToolCall(plan);
   let message: JsonObject;
-  let completionTokens: number;
   let finishReason: string;
-  const events: string[] = [];
-  if (tool) {
-    const callId = `call_mock${randomBytes(8).toString('hex')}`;
-    const name = tool.function?.name ?? 'tool';
-    const args = JSON.stringify(valueForSchema(tool.function?.parameters ?? { type: 'object' }));
-    completionTokens = countTextTokens(name) + countTextTokens(args);
-    finishReason = 'tool_calls';
+  let completionTokens: number;
+  if (call) {
     message = {
       role: 'assistant',
       content: null,
       refusal: null,
-      tool_calls: [{ id: callId, type: 'function', function: { name, arguments: args } }],
+      tool_calls: [
+        {
+          id: mockId('call_'),
+          type: 'function',
+          function: { name: call.name, arguments: call.argumentsJson },
+        },
+      ],
     };
-    events.push(
-      chunk({
-        role: 'assistant',
-        content: null,
-        tool_calls: [{ index: 0, id: callId, type: 'function', function: { name, arguments: '' } }],
-      }),
-    );
-    for (const part of fragments(args, 4))
-      events.push(chunk({ tool_calls: [{ index: 0, function: { arguments: part } }] }));
+    finishReason = 'tool_calls';
+    completionTokens = call.outputTokens;
   } else {
-    const words = outputWords(outputTokens);
-    completionTokens = words.length;
-    finishReason = limitedByMax ? 'length' : 'stop';
-    message = { role: 'assistant', content: words.join('').trimStart(), refusal: null };
-    events.push(chunk({ role: 'assistant', content: '', refusal: null }));
-    words.forEach((word, index) =>
-      events.push(chunk({ content: index === 0 ? word.trimStart() : word })),
-    );
+    message = { role: 'assistant', content: outputText(plan.outputTokens), refusal: null };
+    finishReason = plan.limitedByMax ? 'length' : 'stop';
+    completionTokens = plan.outputTokens;
   }
-  events.push(chunk({}, finishReason));
-  const usage = {
-    prompt_tokens: inputTokens,
-    completion_tokens: completionTokens,
-    total_tokens: inputTokens + completionTokens,
+  const answer = {
+    id: mockId('chatcmpl-'),
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model: plan.model,
+    choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason }],
+    system_fingerprint: SYSTEM_FINGERPRINT,
   };
-  if (wantsUsage) events.push(`data: ${JSON.stringify({ ...base, choices: [], usage })}\n\n`);
+  // usage is spliced in as text: it is all integers.
+  return `${JSON.stringify(answer).slice(0, -1)},"usage":${usageOf(plan, completionTokens)}}`;
+}
+
+// The delta of each output token, serialised once: a stream costs string concatenation only.
+const FIRST_WORD_DELTA = JSON.stringify({ content: outputWord(0) });
+const WORD_DELTAS = ONE_TOKEN_WORDS.map((word) => JSON.stringify({ content: word }));
+
+function streamEvents(plan: AnswerPlan): StreamEvents {
+  const wantsUsage =
+    (plan.body.stream_options as { include_usage?: unknown } | null)?.include_usage === true;
+  const head =
+    `data: {"id":"${mockId('chatcmpl-')}","object":"chat.completion.chunk",` +
+    `"created":${Math.floor(Date.now() / 1000)},"model":${JSON.stringify(plan.model)},` +
+    `"system_fingerprint":"${SYSTEM_FINGERPRINT}"`;
+  const choiceHead = `${head},"choices":[{"index":0,"delta":`;
+  // With include_usage every chunk carries "usage":null until the usage chunk.
+  const tail = wantsUsage ? '}],"usage":null}\n\n' : '}]}\n\n';
+  const chunk = (delta: string, finishReason: string | null = null): string =>
+    `${choiceHead}${delta},"logprobs":null,"finish_reason":${
+      finishReason === null ? 'null' : `"${finishReason}"`
+    }${tail}`;
+
+  const call = plannedToolCall(plan);
+  const events: string[] = [];
+  let tokenEventCount: number;
+  let finishReason: string;
+  let completionTokens: number;
+  if (call) {
+    const opening = {
+      role: 'assistant',
+      content: null,
+      refusal: null,
+      tool_calls: [
+        {
+          index: 0,
+          id: mockId('call_'),
+          type: 'function',
+          function: { name: call.name, arguments: '' },
+        },
+      ],
+    };
+    events.push(chunk(JSON.stringify(opening)));
+    for (const fragment of call.argumentDeltas) {
+      events.push(
+        chunk(`{"tool_calls":[{"index":0,"function":{"arguments":${JSON.stringify(fragment)}}}]}`),
+      );
+    }
+    tokenEventCount = call.argumentDeltas.length;
+    finishReason = 'tool_calls';
+    completionTokens = call.outputTokens;
+  } else {
+    events.push(chunk('{"role":"assistant","content":"","refusal":null}'));
+    for (let index = 0; index < plan.outputTokens; index += 1) {
+      events.push(chunk(index === 0 ? FIRST_WORD_DELTA : WORD_DELTAS[index % WORD_DELTAS.length]!));
+    }
+    tokenEventCount = plan.outputTokens;
+    finishReason = plan.limitedByMax ? 'length' : 'stop';
+    completionTokens = plan.outputTokens;
+  }
+  events.push(chunk('{}', finishReason));
+  if (wantsUsage)
+    events.push(`${head},"choices":[],"usage":${usageOf(plan, completionTokens)}}\n\n`);
   events.push('data: [DONE]\n\n');
-
-  return {
-    json: {
-      id,
-      object: 'chat.completion',
-      created,
-      model,
-      choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason }],
-      usage,
-      system_fingerprint: 'fp_mock',
-    },
-    events,
-  };
+  return { events, firstTokenEvent: 1, tokenEventCount };
 }
 
-export function vendorBError(fault: Exclude<MockFault, 'cut_stream'>): MockError {
-  const error = (
-    status: number,
-    type: string,
-    code: string | null,
-    message: string,
-    headers: Record<string, string> = {},
-  ): MockError => ({
-    status,
-    headers,
-    body: { error: { message, type, param: null, code } },
-  });
-  switch (fault) {
-    case 'bad_key':
-      return error(401, 'invalid_request_error', 'invalid_api_key', 'Incorrect API key provided.');
-    case 'rate_limit':
-      return error(429, 'requests', 'rate_limit_exceeded', 'Rate limit reached for requests.', {
-        'retry-after': '2',
-      });
-    case 'quota':
-      return error(
-        429,
-        'insufficient_quota',
-        'insufficient_quota',
-        'You exceeded your current quota, please check your plan and billing details.',
-      );
-    case 'server_error':
-      return error(
-        500,
-        'server_error',
-        null,
-        'The server had an error while processing your request.',
-      );
-    case 'overloaded':
-      return error(
-        529,
-        'server_error',
-        'overloaded',
-        'The engine is currently overloaded, please try again later.',
-      );
-  }
+function invalidRequest(body: JsonObject): MockError | undefined {
+  if (!Array.isArray(body.messages)) return MISSING_MESSAGES;
+  if (typeof body.model !== 'string') return MISSING_MODEL;
+  return undefined;
 }
 
-export function vendorBModels(modelIds: readonly string[]): JsonObject {
-  return {
-    object: 'list',
-    data: modelIds.map((id) => ({
-      id,
-      object: 'model',
-      created: 1_700_000_000,
-      owned_by: 'vendor_b',
-    })),
-  };
-}
+export const vendorB: MockProtocol = {
+  requestIdHeader: 'x-request-id',
+  apiKey(headers: MockHeaders) {
+    const authorization = headers.authorization;
+    return authorization.startsWith('Bearer ') ? authorization.slice(7).trim() : undefined;
+  },
+  inputTexts: chatCompletionTexts,
+  invalidRequest,
+  error: (fault) => ERRORS[fault],
+  invalidJson: error(
+    '400 Bad Request',
+    'invalid_request_error',
+    null,
+    'We could not parse the JSON body of your request.',
+  ),
+  notFound: error(
+    '404 Not Found',
+    'invalid_request_error',
+    'unknown_url',
+    'Unknown request URL. Please check the URL for typos.',
+  ),
+  tooLarge: error(
+    '413 Payload Too Large',
+    'invalid_request_error',
+    'request_too_large',
+    'Request too large.',
+  ),
+  completion,
+  streamEvents,
+};
+
+export const VENDOR_B_MODELS = ['gpt-4o-mini', 'gpt-4o', 'gpt-4.1', 'gpt-4.1-mini'] as const;
+
+/** GET /v1/models in vendor_b's list format (static: serialised once). */
+export const vendorBModelsBody = JSON.stringify({
+  object: 'list',
+  data: VENDOR_B_MODELS.map((id) => ({
+    id,
+    object: 'model',
+    created: 1_700_000_000,
+    owned_by: 'vendor_b',
+  })),
+});

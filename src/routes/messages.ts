@@ -33,7 +33,11 @@ export function messagesRoutes(deps: ProxyDeps): Route[] {
   ];
 }
 
-async function handleMessages(deps: ProxyDeps, request: HttpRequest, response: HttpResponse): Promise<void> {
+async function handleMessages(
+  deps: ProxyDeps,
+  request: HttpRequest,
+  response: HttpResponse,
+): Promise<void> {
   const parsed = parseJsonBody(request.body, messagesRequestSchema);
   if (isGwError(parsed)) return sendError(response, parsed, 'messages');
   const body: Record<string, unknown> = parsed;
@@ -41,7 +45,10 @@ async function handleMessages(deps: ProxyDeps, request: HttpRequest, response: H
   if (model && model.vendor !== 'vendor_a') {
     return sendError(
       response,
-      gwError('gw_unsupported_model', `model ${model.id} is not served on /v1/messages; use /v1/chat/completions`),
+      gwError(
+        'gw_unsupported_model',
+        `model ${model.id} is not served on /v1/messages; use /v1/chat/completions`,
+      ),
       'messages',
     );
   }
@@ -78,17 +85,29 @@ async function handleMessages(deps: ProxyDeps, request: HttpRequest, response: H
   );
 }
 
-async function handleCountTokens(deps: ProxyDeps, request: HttpRequest, response: HttpResponse): Promise<void> {
+async function handleCountTokens(
+  deps: ProxyDeps,
+  request: HttpRequest,
+  response: HttpResponse,
+): Promise<void> {
   const identity = await deps.services.apiKeys.authenticate(request.headers);
   if (isGwError(identity)) return sendError(response, identity, 'messages');
   const parsed = parseJsonBody(request.body, countTokensRequestSchema);
   if (isGwError(parsed)) return sendError(response, parsed, 'messages');
   const model = deps.services.catalog.get(parsed.model);
   if (!model) {
-    return sendError(response, gwError('gw_unsupported_model', `model ${parsed.model} is not routable`), 'messages');
+    return sendError(
+      response,
+      gwError('gw_unsupported_model', `model ${parsed.model} is not routable`),
+      'messages',
+    );
   }
   if (!modelPolicyAllows(identity.modelPolicy, model.id)) {
-    return sendError(response, gwError('gw_model_not_allowed', `this API key may not use model ${model.id}`), 'messages');
+    return sendError(
+      response,
+      gwError('gw_model_not_allowed', `this API key may not use model ${model.id}`),
+      'messages',
+    );
   }
   const inputTokens = await deps.services.tokenCounter.countInput(messagesTexts(parsed));
   sendJson(response, 200, { input_tokens: inputTokens });

@@ -19,7 +19,9 @@ export function modelsRoute(apiKeys: ApiKeyStore, catalog: ModelCatalog): Route 
       const flavor = messagesClient ? 'messages' : 'default';
       const identity = await apiKeys.authenticate(request.headers);
       if (isGwError(identity)) return sendError(response, identity, flavor);
-      const models = catalog.list().filter((model) => modelPolicyAllows(identity.modelPolicy, model.id));
+      const models = catalog
+        .list()
+        .filter((model) => modelPolicyAllows(identity.modelPolicy, model.id));
       if (messagesClient) {
         const data = models.map((model) => ({
           type: 'model',

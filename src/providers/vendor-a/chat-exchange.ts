@@ -31,7 +31,10 @@ export function vendorAChatExchange(input: VendorAChatExchangeInput): UpstreamEx
     ),
     errorFlavor: 'default',
     readJsonUsage: readVendorAUsage,
-    translateJson: (payload) => JSON.stringify(messageToChatCompletion(payload as Parameters<typeof messageToChatCompletion>[0])),
+    translateJson: (payload) =>
+      JSON.stringify(
+        messageToChatCompletion(payload as Parameters<typeof messageToChatCompletion>[0]),
+      ),
     createStreamRelay: () => new MessagesToChatStreamRelay(input.clientWantsUsage),
     mapUpstreamError: (status, bodyText, retryAfter) =>
       upstreamError('vendor_a', status, bodyText, retryAfter),

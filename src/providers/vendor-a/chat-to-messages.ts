@@ -36,8 +36,13 @@ function contentBlocks(content: unknown): Block[] {
   const blocks: Block[] = [];
   for (const part of content) {
     if (!isObject(part)) continue;
-    if (part.type === 'text' && typeof part.text === 'string') blocks.push({ type: 'text', text: part.text });
-    else if (part.type === 'image_url' && isObject(part.image_url) && typeof part.image_url.url === 'string') {
+    if (part.type === 'text' && typeof part.text === 'string')
+      blocks.push({ type: 'text', text: part.text });
+    else if (
+      part.type === 'image_url' &&
+      isObject(part.image_url) &&
+      typeof part.image_url.url === 'string'
+    ) {
       blocks.push(imageBlock(part.image_url.url));
     }
   }
@@ -57,7 +62,12 @@ function toolUseBlocks(toolCalls: unknown): Block[] {
   if (!Array.isArray(toolCalls)) return [];
   return toolCalls.filter(isObject).map((call) => {
     const fn = isObject(call.function) ? call.function : {};
-    return { type: 'tool_use', id: String(call.id ?? ''), name: String(fn.name ?? ''), input: parseArguments(fn.arguments) };
+    return {
+      type: 'tool_use',
+      id: String(call.id ?? ''),
+      name: String(fn.name ?? ''),
+      input: parseArguments(fn.arguments),
+    };
   });
 }
 
@@ -93,11 +103,18 @@ export function chatToMessagesBody(
         system.push(textOf(message.content));
         break;
       case 'assistant':
-        pushTurn(turns, 'assistant', [...contentBlocks(message.content), ...toolUseBlocks(message.tool_calls)]);
+        pushTurn(turns, 'assistant', [
+          ...contentBlocks(message.content),
+          ...toolUseBlocks(message.tool_calls),
+        ]);
         break;
       case 'tool':
         pushTurn(turns, 'user', [
-          { type: 'tool_result', tool_use_id: String(message.tool_call_id ?? ''), content: textOf(message.content) },
+          {
+            type: 'tool_result',
+            tool_use_id: String(message.tool_call_id ?? ''),
+            content: textOf(message.content),
+          },
         ]);
         break;
       default:
@@ -112,7 +129,8 @@ export function chatToMessagesBody(
   if (system.length > 0) upstream.system = system.join('\n\n');
   if (options.stream) upstream.stream = true;
   for (const name of SHARED_PARAMETERS) if (body[name] !== undefined) upstream[name] = body[name];
-  const stop = typeof body.stop === 'string' ? [body.stop] : Array.isArray(body.stop) ? body.stop : undefined;
+  const stop =
+    typeof body.stop === 'string' ? [body.stop] : Array.isArray(body.stop) ? body.stop : undefined;
   if (stop && stop.length > 0) upstream.stop_sequences = stop;
   if (Array.isArray(body.tools) && body.tools.length > 0) {
     upstream.tools = body.tools.filter(isObject).map((tool) => {

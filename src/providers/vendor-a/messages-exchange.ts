@@ -20,7 +20,11 @@ export function vendorAMessagesExchange(input: MessagesExchangeInput): UpstreamE
     vendorLabel: 'vendor_a',
     path: VENDOR_A_MESSAGES_PATH,
     headers: vendorAHeaders(input.route.apiKey, input.version),
-    body: JSON.stringify({ ...input.body, model: input.upstreamModel, max_tokens: input.maxTokens }),
+    body: JSON.stringify({
+      ...input.body,
+      model: input.upstreamModel,
+      max_tokens: input.maxTokens,
+    }),
     errorFlavor: 'messages',
     readJsonUsage: readVendorAUsage,
     translateJson: (_payload, rawBytes) => rawBytes,

@@ -8,17 +8,35 @@ const sse = (type: string, data: Record<string, unknown>): string =>
 
 // A recorded vendor_a stream: text, then a tool call whose arguments arrive in pieces.
 const recorded = [
-  sse('message_start', { message: { id: 'msg_1', model: 'claude-haiku-4-5', usage: { input_tokens: 21, output_tokens: 1 } } }),
+  sse('message_start', {
+    message: {
+      id: 'msg_1',
+      model: 'claude-haiku-4-5',
+      usage: { input_tokens: 21, output_tokens: 1 },
+    },
+  }),
   sse('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
   sse('ping', {}),
   sse('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'Héllo ' } }),
   sse('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'wörld 👋' } }),
   sse('content_block_stop', { index: 0 }),
-  sse('content_block_start', { index: 1, content_block: { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: {} } }),
-  sse('content_block_delta', { index: 1, delta: { type: 'input_json_delta', partial_json: '{"city":' } }),
-  sse('content_block_delta', { index: 1, delta: { type: 'input_json_delta', partial_json: '"Paris"}' } }),
+  sse('content_block_start', {
+    index: 1,
+    content_block: { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: {} },
+  }),
+  sse('content_block_delta', {
+    index: 1,
+    delta: { type: 'input_json_delta', partial_json: '{"city":' },
+  }),
+  sse('content_block_delta', {
+    index: 1,
+    delta: { type: 'input_json_delta', partial_json: '"Paris"}' },
+  }),
   sse('content_block_stop', { index: 1 }),
-  sse('message_delta', { delta: { stop_reason: 'tool_use', stop_sequence: null }, usage: { output_tokens: 17 } }),
+  sse('message_delta', {
+    delta: { stop_reason: 'tool_use', stop_sequence: null },
+    usage: { output_tokens: 17 },
+  }),
   sse('message_stop', {}),
 ].join('');
 
@@ -44,25 +62,43 @@ describe('vendor_a stream → chat completion chunks', () => {
   const whole = translate(bytes, [], true);
 
   it('translates text, tool-call deltas, the finish reason and the usage chunk', () => {
-    type Chunk = { choices: Array<{ delta: Record<string, unknown>; finish_reason: string | null }>; usage?: unknown };
+    type Chunk = {
+      choices: Array<{ delta: Record<string, unknown>; finish_reason: string | null }>;
+      usage?: unknown;
+    };
     const chunks = whole.chunks as unknown as Chunk[];
     expect(chunks[0]!.choices[0]!.delta).toEqual({ role: 'assistant', content: '' });
     const text = chunks.map((chunk) => chunk.choices[0]?.delta.content ?? '').join('');
     expect(text).toBe('Héllo wörld 👋');
-    const toolDeltas = chunks.flatMap((chunk) => (chunk.choices[0]?.delta.tool_calls as Array<{ id?: string; function: { name?: string; arguments: string } }>) ?? []);
-    expect(toolDeltas[0]).toMatchObject({ id: 'toolu_1', function: { name: 'get_weather', arguments: '' } });
+    const toolDeltas = chunks.flatMap(
+      (chunk) =>
+        (chunk.choices[0]?.delta.tool_calls as Array<{
+          id?: string;
+          function: { name?: string; arguments: string };
+        }>) ?? [],
+    );
+    expect(toolDeltas[0]).toMatchObject({
+      id: 'toolu_1',
+      function: { name: 'get_weather', arguments: '' },
+    });
     expect(toolDeltas.map((delta) => delta.function.arguments).join('')).toBe('{"city":"Paris"}');
     expect(chunks.at(-2)!.choices[0]!.finish_reason).toBe('tool_calls');
-    expect(chunks.at(-1)).toMatchObject({ choices: [], usage: { prompt_tokens: 21, completion_tokens: 17, total_tokens: 38 } });
+    expect(chunks.at(-1)).toMatchObject({
+      choices: [],
+      usage: { prompt_tokens: 21, completion_tokens: 17, total_tokens: 38 },
+    });
     expect(whole.usage).toEqual({ inputTokens: 21, outputTokens: 17 });
     expect(whole.done).toBe(true);
   });
 
   it('gives the same chunks however the bytes are split (golden)', () => {
     fc.assert(
-      fc.property(fc.array(fc.integer({ min: 0, max: bytes.length }), { maxLength: 30 }), (cuts) => {
-        expect(translate(bytes, cuts, true)).toEqual(whole);
-      }),
+      fc.property(
+        fc.array(fc.integer({ min: 0, max: bytes.length }), { maxLength: 30 }),
+        (cuts) => {
+          expect(translate(bytes, cuts, true)).toEqual(whole);
+        },
+      ),
       { numRuns: 200 },
     );
   });
@@ -81,11 +117,32 @@ describe('chat request → messages request', () => {
         model: 'vendor_a/claude-haiku-4-5',
         messages: [
           { role: 'system', content: 'Be brief.' },
-          { role: 'user', content: [{ type: 'text', text: 'Weather?' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] },
-          { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'w', arguments: '{"city":"Oslo"}' } }] },
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'Weather?' },
+              { type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } },
+            ],
+          },
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [
+              { id: 'c1', type: 'function', function: { name: 'w', arguments: '{"city":"Oslo"}' } },
+            ],
+          },
           { role: 'tool', tool_call_id: 'c1', content: 'sunny' },
         ],
-        tools: [{ type: 'function', function: { name: 'w', description: 'weather', parameters: { type: 'object', properties: {} } } }],
+        tools: [
+          {
+            type: 'function',
+            function: {
+              name: 'w',
+              description: 'weather',
+              parameters: { type: 'object', properties: {} },
+            },
+          },
+        ],
         tool_choice: 'required',
         stop: 'END',
         temperature: 0.2,
@@ -102,11 +159,22 @@ describe('chat request → messages request', () => {
       temperature: 0.2,
       stop_sequences: ['END'],
       messages: [
-        { role: 'user', content: [{ type: 'text', text: 'Weather?' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } }] },
-        { role: 'assistant', content: [{ type: 'tool_use', id: 'c1', name: 'w', input: { city: 'Oslo' } }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'Weather?' },
+            { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } },
+          ],
+        },
+        {
+          role: 'assistant',
+          content: [{ type: 'tool_use', id: 'c1', name: 'w', input: { city: 'Oslo' } }],
+        },
         { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'c1', content: 'sunny' }] },
       ],
-      tools: [{ name: 'w', description: 'weather', input_schema: { type: 'object', properties: {} } }],
+      tools: [
+        { name: 'w', description: 'weather', input_schema: { type: 'object', properties: {} } },
+      ],
       tool_choice: { type: 'any' },
     });
   });
@@ -122,7 +190,9 @@ describe('chat request → messages request', () => {
     expect(completion).toMatchObject({
       id: 'chatcmpl-msg_9',
       object: 'chat.completion',
-      choices: [{ index: 0, message: { role: 'assistant', content: 'Hi' }, finish_reason: 'length' }],
+      choices: [
+        { index: 0, message: { role: 'assistant', content: 'Hi' }, finish_reason: 'length' },
+      ],
       usage: { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7 },
     });
   });

@@ -32,14 +32,23 @@ function usageObject(usage: TokenUsage): JsonObject {
 interface MessageShape {
   id?: unknown;
   model?: unknown;
-  content?: Array<{ type?: unknown; text?: unknown; id?: unknown; name?: unknown; input?: unknown }>;
+  content?: Array<{
+    type?: unknown;
+    text?: unknown;
+    id?: unknown;
+    name?: unknown;
+    input?: unknown;
+  }>;
   stop_reason?: unknown;
 }
 
 /** A chat.completion object for a vendor_a message. */
 export function messageToChatCompletion(message: MessageShape): JsonObject {
   const blocks = Array.isArray(message.content) ? message.content : [];
-  const text = blocks.filter((block) => block.type === 'text').map((block) => String(block.text ?? '')).join('');
+  const text = blocks
+    .filter((block) => block.type === 'text')
+    .map((block) => String(block.text ?? ''))
+    .join('');
   const toolCalls = blocks
     .filter((block) => block.type === 'tool_use')
     .map((block) => ({
@@ -73,7 +82,11 @@ export function messageToChatCompletion(message: MessageShape): JsonObject {
 interface EventShape {
   type?: unknown;
   index?: unknown;
-  message?: { id?: unknown; model?: unknown; usage?: { input_tokens?: unknown; output_tokens?: unknown } };
+  message?: {
+    id?: unknown;
+    model?: unknown;
+    usage?: { input_tokens?: unknown; output_tokens?: unknown };
+  };
   content_block?: { type?: unknown; id?: unknown; name?: unknown };
   delta?: { type?: unknown; text?: unknown; partial_json?: unknown; stop_reason?: unknown };
   usage?: { input_tokens?: unknown; output_tokens?: unknown };
@@ -161,7 +174,9 @@ export class MessagesToChatStreamRelay implements StreamRelay {
         if (delta?.type === 'input_json_delta' && typeof delta.partial_json === 'string') {
           this.producedText.push(delta.partial_json);
           const index = this.toolIndexByBlock.get(Number(event.index)) ?? 0;
-          return this.chunk({ tool_calls: [{ index, function: { arguments: delta.partial_json } }] });
+          return this.chunk({
+            tool_calls: [{ index, function: { arguments: delta.partial_json } }],
+          });
         }
         return '';
       }

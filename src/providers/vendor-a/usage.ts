@@ -10,7 +10,8 @@ interface UsageShape {
 export function readVendorAUsage(payload: unknown): TokenUsage | undefined {
   if (typeof payload !== 'object' || payload === null) return undefined;
   const usage = (payload as { usage?: UsageShape }).usage;
-  if (!usage || !isTokenCount(usage.input_tokens) || !isTokenCount(usage.output_tokens)) return undefined;
+  if (!usage || !isTokenCount(usage.input_tokens) || !isTokenCount(usage.output_tokens))
+    return undefined;
   return { inputTokens: usage.input_tokens, outputTokens: usage.output_tokens };
 }
 

@@ -1,0 +1,104 @@
+// Which fault a mock vendor plays for one request. Decided by the API key (so every gateway
+// instance and test sees the same behaviour), by directives in the last user message (so tests
+// can drive faults through a gateway that passes the body through), and by the fault-rate knob.
+import type { JsonObject, MockErrorFault, MockFault } from './types.js';
+
+export interface MockDirectives {
+  readonly fault: MockFault | undefined;
+  readonly outputTokens: number | undefined;
+  readonly latencyMs: number | undefined;
+}
+
+const NO_DIRECTIVES: MockDirectives = {
+  fault: undefined,
+  outputTokens: undefined,
+  latencyMs: undefined,
+};
+
+const DIRECTIVE_FAULTS: ReadonlySet<string> = new Set([
+  'rate_limit',
+  'quota',
+  'server_error',
+  'overloaded',
+  'cut_stream',
+]);
+
+const FAULT_DIRECTIVE = /mock:fault=([a-z_]+)/;
+const OUTPUT_TOKENS_DIRECTIVE = /mock:output_tokens=(\d+)/;
+const LATENCY_DIRECTIVE = /mock:latency_ms=(\d+)/;
+
+/** Directives like `mock:fault=cut_stream mock:output_tokens=5 mock:latency_ms=200`. */
+export function readDirectives(text: string): MockDirectives {
+  // Most requests carry none: one substring scan instead of three regexes.
+  if (!text.includes('mock:')) return NO_DIRECTIVES;
+  const fault = FAULT_DIRECTIVE.exec(text)?.[1];
+  const outputTokens = OUTPUT_TOKENS_DIRECTIVE.exec(text)?.[1];
+  const latencyMs = LATENCY_DIRECTIVE.exec(text)?.[1];
+  return {
+    fault: fault !== undefined && DIRECTIVE_FAULTS.has(fault) ? (fault as MockFault) : undefined,
+    outputTokens: outputTokens === undefined ? undefined : Number(outputTokens),
+    latencyMs: latencyMs === undefined ? undefined : Number(latencyMs),
+  };
+}
+
+/** The text of the last user message: its string content or its text parts, space-joined. */
+export function lastUserText(body: JsonObject): string {
+  const messages = body.messages;
+  if (!Array.isArray(messages)) return '';
+  for (let index = messages.length - 1; index >= 0; index -= 1) {
+    const message: unknown = messages[index];
+    if (typeof message !== 'object' || message === null) continue;
+    const { role, content } = message as { role?: unknown; content?: unknown };
+    if (role !== 'user') continue;
+    if (typeof content === 'string') return content;
+    if (!Array.isArray(content)) return '';
+    let text = '';
+    for (const part of content) {
+      const partText = (part as { text?: unknown } | null)?.text;
+      if (typeof partText === 'string') text += text === '' ? partText : ` ${partText}`;
+    }
+    return text;
+  }
+  return '';
+}
+
+// One counter per process: `mock-flaky` keys fail on odd calls, succeed on even ones.
+let flakyCalls = 0;
+
+/**
+ * The fault a key forces on a completion: no key → missing_key, `mock-bad…` → bad_key,
+ * `mock-429…` → rate_limit, `mock-quota…` → quota, `mock-flaky…` → rate_limit every other call.
+ */
+export function faultForKey(apiKey: string | undefined): MockErrorFault | undefined {
+  if (apiKey === undefined || apiKey === '') return 'missing_key';
+  if (!apiKey.startsWith('mock-')) return undefined;
+  if (apiKey.startsWith('mock-bad')) return 'bad_key';
+  if (apiKey.startsWith('mock-429')) return 'rate_limit';
+  if (apiKey.startsWith('mock-quota')) return 'quota';
+  if (apiKey.startsWith('mock-flaky')) {
+    flakyCalls += 1;
+    return flakyCalls % 2 === 1 ? 'rate_limit' : undefined;
+  }
+  return undefined;
+}
+
+/** Only the authentication part of the key behaviours (for models and count_tokens). */
+export function authFaultForKey(apiKey: string | undefined): MockErrorFault | undefined {
+  if (apiKey === undefined || apiKey === '') return 'missing_key';
+  return apiKey.startsWith('mock-bad') ? 'bad_key' : undefined;
+}
+
+/**
+ * Injects server errors into a share `rate` (0..1) of completions, spread evenly and
+ * deterministically: an accumulator, not Math.random, so runs are reproducible.
+ */
+export function createFaultInjector(rate: number): () => MockErrorFault | undefined {
+  if (rate <= 0) return () => undefined;
+  let accumulated = 0;
+  return () => {
+    accumulated += rate;
+    if (accumulated < 1) return undefined;
+    accumulated -= 1;
+    return 'server_error';
+  };
+}
