@@ -5,6 +5,8 @@ export interface Measurement {
   readonly requestsPerSecond: number;
   readonly p50Ms: number;
   readonly p99Ms: number;
+  /** Mean latency: autocannon's percentiles are whole milliseconds, the mean is not. */
+  readonly meanMs: number;
   readonly errors: number;
 }
 
@@ -42,6 +44,7 @@ export async function measure(spec: LoadSpec): Promise<Measurement> {
     requestsPerSecond: result.requests.average,
     p50Ms: result.latency.p50,
     p99Ms: result.latency.p99,
+    meanMs: result.latency.mean,
     errors: result.non2xx + result.errors + result.timeouts,
   };
 }

@@ -13,15 +13,16 @@ const fixed = (value: number, digits: number): string => value.toFixed(digits);
 
 export function renderTable(rows: readonly Row[]): string {
   const header =
-    '| scenario | conns | target | req/s | p50 ms | p99 ms | errors | req/s vs ceiling | p50 − ceiling ms |';
-  const lines = [header, '|---|---|---|---|---|---|---|---|---|'];
+    '| scenario | conns | target | req/s | p50 ms | p99 ms | mean ms | errors | req/s vs ceiling | p50 − ceiling ms | mean − ceiling ms |';
+  const lines = [header, '|---|---|---|---|---|---|---|---|---|---|---|'];
   for (const row of rows) {
     const ratio = row.ceiling
       ? `${fixed((row.median.requestsPerSecond / row.ceiling.requestsPerSecond) * 100, 0)}%`
       : '—';
     const p50Delta = row.ceiling ? fixed(row.median.p50Ms - row.ceiling.p50Ms, 2) : '—';
+    const meanDelta = row.ceiling ? fixed(row.median.meanMs - row.ceiling.meanMs, 2) : '—';
     lines.push(
-      `| ${row.scenario} | ${row.connections} | ${row.target} | ${fixed(row.median.requestsPerSecond, 0)} | ${fixed(row.median.p50Ms, 2)} | ${fixed(row.median.p99Ms, 2)} | ${row.median.errors} | ${ratio} | ${p50Delta} |`,
+      `| ${row.scenario} | ${row.connections} | ${row.target} | ${fixed(row.median.requestsPerSecond, 0)} | ${fixed(row.median.p50Ms, 2)} | ${fixed(row.median.p99Ms, 2)} | ${fixed(row.median.meanMs, 3)} | ${row.median.errors} | ${ratio} | ${p50Delta} | ${meanDelta} |`,
     );
   }
   return lines.join('\n');

@@ -156,6 +156,7 @@ async function main(): Promise<void> {
             requestsPerSecond: median(list.map((m) => m.requestsPerSecond)),
             p50Ms: median(list.map((m) => m.p50Ms)),
             p99Ms: median(list.map((m) => m.p99Ms)),
+            meanMs: median(list.map((m) => m.meanMs)),
             errors: list.reduce((sum, m) => sum + m.errors, 0),
           };
         };

@@ -27,16 +27,18 @@ afterAll(async () => {
 
 function runToExit(
   extraEnv: Record<string, string>,
-): Promise<{ code: number | null; stderr: string }> {
+): Promise<{ code: number | null; stderr: string; stdout: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['dist/src/main.js'], {
       cwd: root,
       env: { ...process.env, ...env, ...extraEnv },
-      stdio: ['ignore', 'ignore', 'pipe'],
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stderr = '';
+    let stdout = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('exit', (code) => resolve({ code, stderr }));
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.on('exit', (code) => resolve({ code, stderr, stdout }));
   });
 }
 
@@ -46,6 +48,15 @@ describe('configuration', () => {
     expect(result.code).toBe(78);
     expect(result.stderr).toContain('PORT');
     expect(result.stderr).toContain('REDIS_KEY_PREFIX');
+  });
+});
+
+describe('uWebSockets.js', () => {
+  it('refuses to run on the slow pure-JS fallback', async () => {
+    const result = await runToExit({ UWS_USE_FALLBACK: '1' });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain('only the slow JS fallback is available');
+    expect(result.stdout).not.toContain('gw listening');
   });
 });
 
