@@ -5,7 +5,10 @@ export interface Measurement {
   readonly requestsPerSecond: number;
   readonly p50Ms: number;
   readonly p99Ms: number;
-  /** Mean latency: autocannon's percentiles are whole milliseconds, the mean is not. */
+  /**
+   * Mean time per request by Little's law (connections / throughput): autocannon's latency
+   * histogram has whole-millisecond resolution, useless below a millisecond.
+   */
   readonly meanMs: number;
   readonly errors: number;
 }
@@ -44,7 +47,7 @@ export async function measure(spec: LoadSpec): Promise<Measurement> {
     requestsPerSecond: result.requests.average,
     p50Ms: result.latency.p50,
     p99Ms: result.latency.p99,
-    meanMs: result.latency.mean,
+    meanMs: (spec.connections * 1000) / result.requests.average,
     errors: result.non2xx + result.errors + result.timeouts,
   };
 }
