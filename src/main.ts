@@ -35,6 +35,7 @@ import { healthRoutes } from './routes/health.js';
 import { keyUsageRoute } from './routes/key-usage.js';
 import { messagesRoutes } from './routes/messages.js';
 import { modelsRoute } from './routes/models.js';
+import { openApiRoute } from './routes/openapi.js';
 import { metricsRoute } from './routes/metrics.js';
 import { productUserRoutes } from './routes/product-users.js';
 import { PiscinaTokenCounter } from './tokens/token-counter.js';
@@ -163,6 +164,7 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
       ...messagesRoutes(proxyDeps),
       modelsRoute(apiKeys, catalog),
       keyUsageRoute(apiKeys, db),
+      openApiRoute(),
       ...productUserRoutes({
         db,
         serviceKeys,

@@ -329,6 +329,82 @@ describe('allowance rules on single requests', () => {
     expect((await send('credited')).status).toBe(403);
   });
 
+  it('revoked credits can no longer be spent', async () => {
+    await runCliJson(
+      [
+        'cap',
+        'set',
+        '--scope',
+        'product_user',
+        '--app-id',
+        org.app_id,
+        '--external-user-id',
+        'revoked',
+        '--amount',
+        '0',
+        '--overrun-policy',
+        'reject',
+      ],
+      env,
+    );
+    const grant = await runCliJson<{ grant_id: string; status: string }>(
+      [
+        'credits',
+        'grant',
+        '--app-id',
+        org.app_id,
+        '--external-user-id',
+        'revoked',
+        '--amount',
+        decimal(costNano * 5n),
+      ],
+      env,
+    );
+    expect((await send('revoked')).status).toBe(200);
+    const revoked = await runCliJson<{ grant_id: string; status: string }>(
+      ['credits', 'revoke', '--grant-id', grant.grant_id],
+      env,
+    );
+    expect(revoked).toMatchObject({ grant_id: grant.grant_id, status: 'revoked' });
+    expect((await send('revoked')).status).toBe(403);
+  });
+
+  it('gw wallet set and topup change what the wallet can pay', async () => {
+    const poor = await seed(env);
+    expect(
+      await runCliJson(['wallet', 'set', '--org-id', poor.org_id, '--amount', '0.00'], env),
+    ).toMatchObject({ balance: '0.000000000000' });
+    const refused = await postJson<ErrorBody>(
+      `${gateways[0]!.url}/v1/chat/completions`,
+      body('w'),
+      bearer(poor.api_key),
+    );
+    expect([refused.status, refused.body.error.code]).toEqual([
+      402,
+      'gw_reservation_insufficient_balance',
+    ]);
+    expect(
+      await runCliJson(['wallet', 'topup', '--org-id', poor.org_id, '--amount', '0.50'], env),
+    ).toMatchObject({ balance: '0.500000000000' });
+    const served = await postJson(
+      `${gateways[1]!.url}/v1/chat/completions`,
+      body('w'),
+      bearer(poor.api_key),
+    );
+    expect(served.status).toBe(200);
+    const after = await runCliJson<{ balance: string; reserved: string }>(
+      ['wallet', 'show', '--org-id', poor.org_id],
+      env,
+    );
+    expect(after).toEqual({
+      org_id: poor.org_id,
+      balance: decimal(500_000_000n - costNano),
+      reserved: '0.000000000000',
+      available: decimal(500_000_000n - costNano),
+      currency: 'USD',
+    });
+  });
+
   it('never rejects for allowance under track_only', async () => {
     await runCliJson(
       [

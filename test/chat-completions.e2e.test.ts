@@ -263,6 +263,14 @@ describe('request errors', () => {
     expect(response.headers.get('x-request-id')).toBeTruthy();
   });
 
+  it('serves /openapi.json', async () => {
+    const response = await fetch(`${gateway.url}/openapi.json`);
+    expect(response.status).toBe(200);
+    const document = (await response.json()) as { openapi: string; paths: Record<string, unknown> };
+    expect(document.openapi).toBe('3.1.0');
+    expect(document.paths['/v1/chat/completions']).toBeDefined();
+  });
+
   it('serves /healthz and /readyz', async () => {
     expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200);
     const ready = await fetch(`${gateway.url}/readyz`);

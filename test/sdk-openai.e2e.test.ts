@@ -2,6 +2,8 @@
 // tool loop on a vendor_b model and a vendor_a model (translated), models list, error classes.
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { countInputTokens } from '../src/tokens/count.js';
+import { chatCompletionTexts } from '../src/tokens/request-texts.js';
 import { baseEnv, uniquePrefix } from './support/env.js';
 import {
   runCliJson,
@@ -129,12 +131,13 @@ describe.each(['vendor_b/gpt-4o-mini', 'vendor_a/claude-haiku-4-5'])(
         tool_call_id: call.id,
         content: '{"temp_c": 21}',
       });
-      const second = await client.chat.completions.create({
-        model,
-        max_tokens: 20,
-        messages,
-        tools: [weatherTool],
-      });
+      const secondParams = { model, max_tokens: 20, messages, tools: [weatherTool] };
+      const second = await client.chat.completions.create(secondParams);
+      // The reservation's estimate is never below what the vendor reports, translated or not.
+      const estimate = countInputTokens(
+        chatCompletionTexts(secondParams as unknown as Record<string, unknown>),
+      );
+      expect(estimate).toBeGreaterThanOrEqual(second.usage!.prompt_tokens);
       expect(second.choices[0]!.finish_reason).toBe('stop');
       expect(typeof second.choices[0]!.message.content).toBe('string');
     });

@@ -33,7 +33,7 @@ const BASE = '/product-users/by-external-id';
 const currencyCode = z.string().regex(/^[A-Z]{3}$/, 'must be a 3-letter ISO currency code');
 const timestamp = z.iso.datetime({ offset: true });
 
-const upsertSchema = z.strictObject({
+export const upsertProductUserSchema = z.strictObject({
   app_id: z.string(),
   external_user_id: z.string(),
   display_name: z.string().max(256).optional(),
@@ -41,7 +41,7 @@ const upsertSchema = z.strictObject({
   allowance_starts_at: timestamp.nullable().optional(),
 });
 
-const grantSchema = z.strictObject({
+export const creditGrantSchema = z.strictObject({
   app_id: z.string(),
   external_user_id: z.string(),
   amount: z.string(),
@@ -137,7 +137,7 @@ const getCreditSummary: Handler = async (deps, caller, request, response) => {
 };
 
 const putProfile: Handler = async (deps, caller, request, response) => {
-  const body = parseJsonBody(request.body, upsertSchema);
+  const body = parseJsonBody(request.body, upsertProductUserSchema);
   if (isGwError(body)) return sendError(response, body);
   const pair = await identifyUser(deps, caller, body.app_id, body.external_user_id);
   if (isGwError(pair)) return sendError(response, pair);
@@ -169,7 +169,7 @@ const putProfile: Handler = async (deps, caller, request, response) => {
 };
 
 const postCreditGrant: Handler = async (deps, caller, request, response) => {
-  const body = parseJsonBody(request.body, grantSchema);
+  const body = parseJsonBody(request.body, creditGrantSchema);
   if (isGwError(body)) return sendError(response, body);
   const user = await findFromQuery(
     deps,
