@@ -27,7 +27,10 @@ export async function startGateway(env: Record<string, string>): Promise<Gateway
     child.once('exit', (code) => resolve(code)),
   );
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${output}`)), 20_000);
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL'); // never leave a half-started gateway behind
+      reject(new Error(`gateway did not start:\n${output}`));
+    }, 20_000);
     const onData = (chunk: Buffer): void => {
       output += chunk.toString();
       const match = /"port":(\d+)[^\n]*"msg":"gw listening"/.exec(output);
