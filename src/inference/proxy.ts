@@ -37,6 +37,7 @@ const SSE_HEADERS = {
   'x-accel-buffering': 'no',
 } as const;
 const MAX_ERROR_BODY_BYTES = 64 * 1024;
+const KEEP_ALIVE_INTERVAL_MS = 15_000;
 /** Bounds the failover chain (each step cools a credential down, so it cannot loop). */
 const MAX_ATTEMPTS = 10;
 
@@ -231,18 +232,31 @@ async function relayStream(
   const { admission } = request;
   const relay = exchange.createStreamRelay();
   response.writeHead(200, SSE_HEADERS);
+  // A vendor that thinks for long between events: an SSE comment keeps proxies and load
+  // balancers on the way from closing the idle connection.
+  let lastWriteMs = Date.now();
+  const keepAlive = setInterval(() => {
+    if (Date.now() - lastWriteMs < KEEP_ALIVE_INTERVAL_MS) return;
+    lastWriteMs = Date.now();
+    response.write(': keep-alive\n\n');
+  }, KEEP_ALIVE_INTERVAL_MS);
   let upstreamFailed = false;
   try {
     for await (const chunk of upstreamResponse.body) {
       const out = relay.push(chunk as Buffer);
-      // write() false: back off until the client drains, so upstream reading pauses too.
-      if (out.length > 0 && !response.write(out)) await response.drained();
+      if (out.length > 0) {
+        lastWriteMs = Date.now();
+        // write() false: back off until the client drains, so upstream reading pauses too.
+        if (!response.write(out)) await response.drained();
+      }
       if (response.aborted) break;
     }
     const rest = relay.end();
     if (rest.length > 0) response.write(rest);
   } catch {
     upstreamFailed = !response.aborted;
+  } finally {
+    clearInterval(keepAlive);
   }
   if (response.aborted) abort.abort();
 
