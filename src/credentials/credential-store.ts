@@ -3,7 +3,7 @@
 // master key. Changes are announced so every gateway instance stops using a credential at once.
 import type { Redis } from 'ioredis';
 import type { Vendor } from '../catalog/models.js';
-import type { DbPool } from '../db/pool.js';
+import { withTransaction, type DbPool } from '../db/pool.js';
 import { newId } from '../ids.js';
 import type { RedisKeys } from '../redis/keys.js';
 import { fingerprint, type SecretBox } from './secret-box.js';
@@ -83,9 +83,7 @@ export class CredentialStore {
     }
     const sealed = box.seal(input.secret);
     const id = newId('cred');
-    const client = await this.db.connect();
-    try {
-      await client.query('BEGIN');
+    await withTransaction(this.db, async (client) => {
       await client.query(
         `INSERT INTO provider_credentials (id, org_id, provider, name, model_policy, routing_mode,
            priority, key_id, iv, ciphertext, auth_tag, fingerprint)
@@ -111,13 +109,7 @@ export class CredentialStore {
           [id, connectionId],
         );
       }
-      await client.query('COMMIT');
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
-    }
+    });
     await this.announce();
     return (await this.get(id))!;
   }

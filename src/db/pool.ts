@@ -10,3 +10,22 @@ export function createDbPool(databaseUrl: string, max = 10): DbPool {
   pool.on('error', () => undefined);
   return pool;
 }
+
+/** Runs `work` in one transaction on one client: committed if it resolves, rolled back if not. */
+export async function withTransaction<T>(
+  db: DbPool,
+  work: (client: DbClient) => Promise<T>,
+): Promise<T> {
+  const client = await db.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await work(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}

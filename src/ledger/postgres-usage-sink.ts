@@ -1,6 +1,6 @@
 // Writes usage records into the partitioned usage_records table, many rows per statement.
 // Replays are harmless: ON CONFLICT (request_id, created_at) DO NOTHING.
-import type { DbClient, DbPool } from '../db/pool.js';
+import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
 import { nanoToNumeric } from '../money.js';
 import type { UsageRecord } from './usage-record.js';
 
@@ -12,18 +12,10 @@ export class PostgresUsageSink {
   async write(records: readonly UsageRecord[]): Promise<void> {
     if (records.length === 0) return;
     await this.ensurePartitions(records);
-    const client = await this.db.connect();
-    try {
-      await client.query('BEGIN');
+    await withTransaction(this.db, async (client) => {
       await this.insertRecords(client, records);
       await this.insertConsumptions(client, records);
-      await client.query('COMMIT');
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
-    }
+    });
   }
 
   private async insertRecords(client: DbClient, records: readonly UsageRecord[]): Promise<void> {

@@ -2,7 +2,7 @@
 // upsert (with the allowance anchor rules), credit grants and block/unblock. Every change
 // that affects the request path is pushed to the gateway instances' caches.
 import type { Redis } from 'ioredis';
-import type { DbPool } from '../db/pool.js';
+import { withTransaction, type DbPool } from '../db/pool.js';
 import { newId } from '../ids.js';
 import { formatNano, nanoToNumeric, numericToNano } from '../money.js';
 import { NEVER_EXPIRES_MS } from '../billing/account-loader.js';
@@ -81,9 +81,7 @@ export class ProductUserManagement {
 
   /** Creates or updates a user; `created` tells which. Throws ProductUserRuleError on a bad anchor. */
   async upsert(input: ProfileUpsert): Promise<{ user: ProductUserRow; created: boolean }> {
-    const client = await this.db.connect();
-    try {
-      await client.query('BEGIN');
+    const rows = await withTransaction(this.db, async (client) => {
       const { rows: existing } = await client.query<{
         id: string;
         allowance_starts_at: Date | null;
@@ -107,7 +105,7 @@ export class ProductUserManagement {
         }
       }
       const keepAnchor = anchor === undefined;
-      const { rows } = await client.query<ProductUserRow & { inserted: boolean }>(
+      const upserted = await client.query<ProductUserRow & { inserted: boolean }>(
         `INSERT INTO product_users (id, org_id, app_id, external_user_id, display_name, email_hash,
                                     allowance_starts_at)
          VALUES ($1, $2, $3, $4, COALESCE($5, ''), $6, $7)
@@ -129,16 +127,11 @@ export class ProductUserManagement {
           keepAnchor,
         ],
       );
-      await client.query('COMMIT');
-      const { inserted, ...user } = rows[0]!;
-      await this.announce(user.app_id, user.external_user_id);
-      return { user, created: inserted };
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
-    }
+      return upserted.rows;
+    });
+    const { inserted, ...user } = rows[0]!;
+    await this.announce(user.app_id, user.external_user_id);
+    return { user, created: inserted };
   }
 
   async setStatus(

@@ -1,8 +1,8 @@
 // Translates vendor_a's messages-protocol answers back into chat completions: the whole
 // message for JSON answers, and event by event for streams (text deltas → content deltas,
 // tool_use blocks and input_json_delta → tool_call deltas, message_delta → finish_reason).
-import type { StreamRelay } from '../exchange.js';
-import { SseParser } from '../sse.js';
+import { EventRelay } from '../event-relay.js';
+import type { SseEvent } from '../sse.js';
 import type { TokenUsage } from '../usage.js';
 import { DONE_EVENT } from '../vendor-b/stream-relay.js';
 import { readVendorAUsage, VendorAStreamUsage } from './usage.js';
@@ -93,11 +93,8 @@ interface EventShape {
 }
 
 /** Relays a vendor_a stream to a chat-completions client as chat.completion.chunk events. */
-export class MessagesToChatStreamRelay implements StreamRelay {
+export class MessagesToChatStreamRelay extends EventRelay {
   readonly finalEvent = DONE_EVENT;
-  readonly producedText: string[] = [];
-  done = false;
-  private readonly parser = new SseParser();
   private readonly tracker = new VendorAStreamUsage();
   private readonly created = Math.floor(Date.now() / 1000);
   private id = 'chatcmpl-';
@@ -105,18 +102,19 @@ export class MessagesToChatStreamRelay implements StreamRelay {
   /** vendor_a content block index → chat tool_call index. */
   private readonly toolIndexByBlock = new Map<number, number>();
 
-  constructor(private readonly clientWantsUsage: boolean) {}
+  constructor(private readonly clientWantsUsage: boolean) {
+    super();
+  }
 
   get usage(): TokenUsage | undefined {
     return this.tracker.usage;
   }
 
-  push(chunk: Uint8Array): string {
-    return this.translate(this.parser.push(chunk));
-  }
-
-  end(): string {
-    return this.translate(this.parser.end());
+  protected relayEvent(_event: SseEvent, payload: unknown): string {
+    if (payload === undefined) return '';
+    const event = payload as EventShape;
+    this.tracker.observe(event as Parameters<VendorAStreamUsage['observe']>[0]);
+    return this.translateEvent(event);
   }
 
   private chunk(delta: JsonObject, finish: string | null = null): string {
@@ -127,21 +125,6 @@ export class MessagesToChatStreamRelay implements StreamRelay {
       model: this.model,
       choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
     })}\n\n`;
-  }
-
-  private translate(events: ReturnType<SseParser['push']>): string {
-    let out = '';
-    for (const raw of events) {
-      let event: EventShape;
-      try {
-        event = JSON.parse(raw.data) as EventShape;
-      } catch {
-        continue;
-      }
-      this.tracker.observe(event as Parameters<VendorAStreamUsage['observe']>[0]);
-      out += this.translateEvent(event);
-    }
-    return out;
   }
 
   private translateEvent(event: EventShape): string {

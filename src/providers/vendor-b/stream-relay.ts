@@ -1,8 +1,8 @@
 // Relays a vendor_b SSE stream to the client event by event: reads usage on the way, strips
 // the usage chunk when the client did not ask for it, and holds back `data: [DONE]` — the
 // route writes it after settling, so a client that saw [DONE] always has a usage record.
-import { SseParser } from '../sse.js';
-import type { StreamRelay } from '../exchange.js';
+import { EventRelay } from '../event-relay.js';
+import type { SseEvent } from '../sse.js';
 import type { TokenUsage } from '../usage.js';
 import { readVendorBUsage } from './usage.js';
 
@@ -14,52 +14,29 @@ interface ChunkShape {
   }>;
 }
 
-export class VendorBStreamRelay implements StreamRelay {
+export class VendorBStreamRelay extends EventRelay {
   readonly finalEvent = DONE_EVENT;
-  private readonly parser = new SseParser();
   /** Usage reported by the vendor (the final chunk), once seen. */
   usage: TokenUsage | undefined;
-  /** True once the vendor sent [DONE]. */
-  done = false;
-  /** Generated text seen so far: counted if the stream ends without usage. */
-  readonly producedText: string[] = [];
 
-  constructor(private readonly clientWantsUsage: boolean) {}
-
-  /** Feeds upstream bytes; returns what to send to the client now ('' for nothing). */
-  push(chunk: Uint8Array): string {
-    return this.relay(this.parser.push(chunk));
+  constructor(private readonly clientWantsUsage: boolean) {
+    super();
   }
 
-  /** Flushes at upstream end. */
-  end(): string {
-    return this.relay(this.parser.end());
-  }
-
-  private relay(events: ReturnType<SseParser['push']>): string {
-    let out = '';
-    for (const event of events) {
-      if (event.data === '[DONE]') {
-        this.done = true;
-        continue;
-      }
-      let chunk: unknown;
-      try {
-        chunk = JSON.parse(event.data);
-      } catch {
-        out += event.raw; // not ours to judge: pass it through
-        continue;
-      }
-      const usage = readVendorBUsage(chunk);
-      if (usage) {
-        this.usage = usage;
-        const choices = (chunk as ChunkShape).choices;
-        if (!this.clientWantsUsage && (!choices || choices.length === 0)) continue;
-      }
-      this.collectText(chunk as ChunkShape);
-      out += event.raw;
+  protected relayEvent(event: SseEvent, chunk: unknown): string {
+    if (event.data === '[DONE]') {
+      this.done = true;
+      return '';
     }
-    return out;
+    if (chunk === undefined) return event.raw; // not ours to judge: pass it through
+    const usage = readVendorBUsage(chunk);
+    if (usage) {
+      this.usage = usage;
+      const choices = (chunk as ChunkShape).choices;
+      if (!this.clientWantsUsage && (!choices || choices.length === 0)) return '';
+    }
+    this.collectText(chunk as ChunkShape);
+    return event.raw;
   }
 
   private collectText(chunk: ChunkShape): void {
