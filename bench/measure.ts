@@ -19,6 +19,8 @@ export interface LoadSpec {
   readonly durationSeconds: number;
   readonly headers: Record<string, string>;
   readonly body: string;
+  /** Send exactly this many requests instead of running for a duration (warm-ups). */
+  readonly amount?: number;
   /** Rewrites headers per request (e.g. a different product user each time). */
   readonly headersFor?: (sequence: number) => Record<string, string>;
 }
@@ -29,7 +31,7 @@ export async function measure(spec: LoadSpec): Promise<Measurement> {
     url: `${spec.url}/v1/chat/completions`,
     method: 'POST',
     connections: spec.connections,
-    duration: spec.durationSeconds,
+    ...(spec.amount !== undefined ? { amount: spec.amount } : { duration: spec.durationSeconds }),
     headers: { 'content-type': 'application/json', ...spec.headers },
     body: spec.body,
     ...(spec.headersFor && {

@@ -86,6 +86,9 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
     config.CREDENTIALS_PREVIOUS_KEYS,
   );
   const credentials = new CredentialDirectory(db, secretBox);
+  if (!secretBox) {
+    logger.warn('CREDENTIALS_MASTER_KEY is not set: BYOK provider credentials are not used');
+  }
   await subscriber.subscribe(keys.invalidationChannel());
   subscriber.on('message', (_channel: string, message: string) => {
     apiKeys.handleInvalidation(message);
