@@ -9,16 +9,6 @@ export function sendJson(response: HttpResponse, status: number, body: unknown):
   response.end(JSON.stringify(body));
 }
 
-/** Sends an already-serialized JSON body (e.g. an upstream's bytes). */
-export function sendRawJson(
-  response: HttpResponse,
-  status: number,
-  body: string | Uint8Array,
-): void {
-  response.writeHead(status, jsonHeaders);
-  response.end(body);
-}
-
 export function sendError(
   response: HttpResponse,
   error: GwError,
