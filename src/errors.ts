@@ -127,3 +127,20 @@ export function errorBody(error: GwError, flavor: ErrorFlavor = 'default'): stri
   }
   return JSON.stringify({ error: inner });
 }
+
+/**
+ * Is this thrown error a dependency (Redis, Postgres) being unreachable, rather than a bug?
+ * Such failures answer 503 `gw_unavailable`, so clients retry instead of reporting a bug.
+ */
+export function isDependencyUnavailable(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const { name, code, message } = error as { name?: unknown; code?: unknown; message?: unknown };
+  if (name === 'MaxRetriesPerRequestError') return true; // ioredis gave up on a command
+  if (
+    typeof code === 'string' &&
+    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P03'].includes(code)
+  ) {
+    return true;
+  }
+  return typeof message === 'string' && /Connection is closed|Connection terminated/.test(message);
+}

@@ -38,12 +38,13 @@ export enum SettleCode {
 /** Settle retries come within milliseconds; the marker outlives them by far, without costing
  * Redis one key per request for days. */
 const SETTLED_MARKER_TTL_S = 300;
+const STREAM_REGISTRATION_REFRESH_MS = 60_000;
 /** Placeholder key for an account a request does not use (same slot, never written). */
 const UNUSED = 'unused';
 
 export class RedisBudgetStore implements BudgetStore {
-  /** Orgs whose usage stream is known to be in the writers' registry. */
-  private readonly registeredStreams = new Set<string>();
+  /** When each org's usage stream was last announced to the writers' registry. */
+  private readonly streamRegisteredAtMs = new Map<string, number>();
 
   constructor(
     private readonly redis: Redis,
@@ -51,7 +52,10 @@ export class RedisBudgetStore implements BudgetStore {
     private readonly scripts: RedisScripts,
     private readonly loader: AccountLoader,
     private readonly reservationTtlMs: number,
-  ) {}
+  ) {
+    // After a reconnect Redis may be a new, empty one: announce every stream again.
+    redis.on('ready', () => this.streamRegisteredAtMs.clear());
+  }
 
   async reserve(request: ReserveRequest): Promise<ReserveOutcome> {
     const { accounts } = request;
@@ -204,9 +208,15 @@ export class RedisBudgetStore implements BudgetStore {
     ];
   }
 
+  /**
+   * Makes sure the writers know the org's stream. Re-announced every minute, not once per
+   * process: a Redis that restarted empty has lost the registry, and the records that settle
+   * after it must still reach Postgres.
+   */
   private async registerStream(orgId: string): Promise<void> {
-    if (this.registeredStreams.has(orgId)) return;
+    const now = Date.now();
+    if ((this.streamRegisteredAtMs.get(orgId) ?? 0) > now - STREAM_REGISTRATION_REFRESH_MS) return;
     await this.redis.sadd(this.keys.usageStreamRegistry(), this.keys.usageStream(orgId));
-    this.registeredStreams.add(orgId);
+    this.streamRegisteredAtMs.set(orgId, now);
   }
 }

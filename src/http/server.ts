@@ -5,7 +5,7 @@ import type {
   HttpResponse as UwsResponse,
   us_listen_socket,
 } from 'uWebSockets.js';
-import { errorBody, gwError, type ErrorFlavor } from '../errors.js';
+import { errorBody, gwError, isDependencyUnavailable, type ErrorFlavor } from '../errors.js';
 import { newRequestId } from '../ids.js';
 import type { Logger } from '../log.js';
 import { sendError } from './respond.js';
@@ -116,7 +116,11 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       }
       sendError(
         response,
-        gwError('gw_internal_error', `internal error; request id ${requestId}`),
+        isDependencyUnavailable(error)
+          ? gwError('gw_unavailable', 'a dependency of the gateway is unreachable; retry shortly', {
+              headers: { 'retry-after': '1' },
+            })
+          : gwError('gw_internal_error', `internal error; request id ${requestId}`),
         flavor,
       );
     };

@@ -92,6 +92,8 @@ export class UsageStreamWriter {
           await sleep(this.options.flushIntervalMs - elapsedMs);
         }
       } catch (error) {
+        // A Redis that restarted empty has lost the consumer groups: create them again.
+        if (String((error as Error).message).includes('NOGROUP')) this.groupsCreated.clear();
         this.logger.error({ err: error }, 'usage writer: iteration failed; retrying');
         await sleep(RETRY_BACKOFF_MS);
       }
