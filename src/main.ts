@@ -3,7 +3,6 @@
 import { randomUUID } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
-import { collectDefaultMetrics, Registry } from 'prom-client';
 import { ApiKeyStore } from './auth/api-key-store.js';
 import { ServiceKeyStore } from './auth/service-key-store.js';
 import { AccountLoader } from './billing/account-loader.js';
@@ -21,6 +20,7 @@ import { loadNativeUws } from './http/uws.js';
 import { PostgresUsageSink } from './ledger/postgres-usage-sink.js';
 import { UsageStreamWriter } from './ledger/usage-writer.js';
 import { createLogger, type Logger } from './log.js';
+import { GatewayMetrics } from './metrics.js';
 import { startMockVendors } from './mock-vendors/server.js';
 import { ProductUserDirectory } from './product-users/directory.js';
 import { LiveBalanceReader } from './product-users/live-balance.js';
@@ -118,16 +118,21 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
     vendor_b: vendorRoute(config.VENDOR_B_BASE_URL, config.VENDOR_B_API_KEY),
   };
 
-  const writer = new UsageStreamWriter(writerRedis, keys, new PostgresUsageSink(db), logger, {
-    consumerName: `gw-${process.pid}-${randomUUID().slice(0, 8)}`,
-    batchMaxRows: config.USAGE_BATCH_MAX_ROWS,
-    flushIntervalMs: config.USAGE_FLUSH_INTERVAL_MS,
-    claimIdleMs: config.USAGE_CLAIM_IDLE_MS,
-  });
+  const metrics = new GatewayMetrics(config.METRICS_ENABLED);
+  const writer = new UsageStreamWriter(
+    writerRedis,
+    keys,
+    new PostgresUsageSink(db),
+    logger,
+    metrics,
+    {
+      consumerName: `gw-${process.pid}-${randomUUID().slice(0, 8)}`,
+      batchMaxRows: config.USAGE_BATCH_MAX_ROWS,
+      flushIntervalMs: config.USAGE_FLUSH_INTERVAL_MS,
+      claimIdleMs: config.USAGE_CLAIM_IDLE_MS,
+    },
+  );
   writer.start();
-
-  const registry = new Registry();
-  if (config.METRICS_ENABLED) collectDefaultMetrics({ register: registry });
 
   let draining = false;
   const services = {
@@ -143,6 +148,8 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
   const server = createHttpServer({
     maxBodyBytes: config.MAX_BODY_BYTES,
     logger,
+    onRequestFinished: (route, status, durationMs) =>
+      metrics.requestFinished(route, status, durationMs),
     routes: [
       ...healthRoutes(
         {
@@ -162,7 +169,7 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
         },
         () => draining,
       ),
-      ...(config.METRICS_ENABLED ? [metricsRoute(registry)] : []),
+      ...(config.METRICS_ENABLED ? [metricsRoute(metrics.registry)] : []),
       chatCompletionsRoute(proxyDeps),
       ...messagesRoutes(proxyDeps),
       modelsRoute(apiKeys, catalog),

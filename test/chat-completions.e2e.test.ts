@@ -263,6 +263,24 @@ describe('request errors', () => {
     expect(response.headers.get('x-request-id')).toBeTruthy();
   });
 
+  it('counts requests and written usage rows in /metrics', async () => {
+    const text = await eventually(async () => {
+      const body = await (await fetch(`${gateway.url}/metrics`)).text();
+      return /gw_usage_rows_written_total \d+/.test(body) &&
+        !/gw_usage_rows_written_total 0\b/.test(body)
+        ? body
+        : undefined;
+    });
+    expect(text).toMatch(
+      /gw_http_requests_total\{route="\/v1\/chat\/completions",status="200"\} [1-9]\d*/,
+    );
+    expect(text).toMatch(
+      /gw_http_requests_total\{route="\/v1\/chat\/completions",status="402"\} [1-9]\d*/,
+    );
+    expect(text).toContain('gw_http_request_duration_seconds_bucket');
+    expect(text).toContain('process_cpu_seconds_total');
+  });
+
   it('serves /openapi.json', async () => {
     const response = await fetch(`${gateway.url}/openapi.json`);
     expect(response.status).toBe(200);

@@ -10,6 +10,7 @@ import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
 import type { UsageRecord } from '../src/ledger/usage-record.js';
 import { UsageStreamWriter } from '../src/ledger/usage-writer.js';
 import { createLogger } from '../src/log.js';
+import { GatewayMetrics } from '../src/metrics.js';
 import { createRedisKeys, USAGE_CONSUMER_GROUP } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
 import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
@@ -34,6 +35,7 @@ const settle = (record: UsageRecord) =>
     credentials: null,
   });
 const logger = createLogger('silent');
+const metrics = new GatewayMetrics(false);
 
 function usage(orgId: string, sellCostNano: bigint): UsageRecord {
   return {
@@ -63,7 +65,7 @@ function usage(orgId: string, sellCostNano: bigint): UsageRecord {
 }
 
 function writer(name: string, claimIdleMs: number): UsageStreamWriter {
-  return new UsageStreamWriter(writerRedis, keys, new PostgresUsageSink(db), logger, {
+  return new UsageStreamWriter(writerRedis, keys, new PostgresUsageSink(db), logger, metrics, {
     consumerName: name,
     batchMaxRows: 100,
     flushIntervalMs: 20,

@@ -3,6 +3,8 @@ import { STATUS_CODES } from 'node:http';
 import type { HttpResponse as UwsResponse } from 'uWebSockets.js';
 import type { HttpResponse } from './types.js';
 
+/** The de facto status for a request whose client went away first (nginx's 499). */
+const CLIENT_CLOSED_REQUEST = 499;
 const statusLines = new Map<number, string>();
 function statusLine(status: number): string {
   let line = statusLines.get(status);
@@ -25,7 +27,8 @@ export class UwsHttpResponse implements HttpResponse {
   constructor(
     private readonly native: UwsResponse,
     private readonly requestId: string,
-    private readonly onFinished: () => void,
+    /** Called once when the response ends or the client goes away (status 499 then). */
+    private readonly onFinished: (status: number) => void,
   ) {}
 
   /** Called by the adapter from the native onAborted callback. */
@@ -35,7 +38,7 @@ export class UwsHttpResponse implements HttpResponse {
     this.settleDrainWaiters();
     for (const listener of this.abortListeners) listener();
     this.abortListeners = [];
-    this.onFinished();
+    this.onFinished(CLIENT_CLOSED_REQUEST);
   }
 
   onAborted(listener: () => void): void {
@@ -78,7 +81,7 @@ export class UwsHttpResponse implements HttpResponse {
       this.native.end(body);
     });
     this.settleDrainWaiters();
-    this.onFinished();
+    this.onFinished(this.status);
   }
 
   destroy(): void {
@@ -86,7 +89,7 @@ export class UwsHttpResponse implements HttpResponse {
     this.ended = true;
     this.native.close();
     this.settleDrainWaiters();
-    this.onFinished();
+    this.onFinished(this.status);
   }
 
   /** Ends with a body and closes the connection (used when the request body is refused). */
@@ -99,7 +102,7 @@ export class UwsHttpResponse implements HttpResponse {
       this.flushHead();
       this.native.end(body, true);
     });
-    this.onFinished();
+    this.onFinished(this.status);
   }
 
   private flushHead(): void {

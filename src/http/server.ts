@@ -17,6 +17,8 @@ export interface HttpServerOptions {
   readonly routes: readonly Route[];
   readonly maxBodyBytes: number;
   readonly logger: Logger;
+  /** Told about every finished request (for metrics); `route` is the matched path or 'unmatched'. */
+  readonly onRequestFinished?: (route: string, status: number, durationMs: number) => void;
 }
 
 export interface HttpServer {
@@ -68,7 +70,11 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     const requestId = newRequestId();
     const receivedAtMs = Date.now();
     inFlight += 1;
-    const response = new UwsHttpResponse(native, requestId, finished);
+    const routeLabel = routesByKey.has(`${method} ${path}`) ? path : 'unmatched';
+    const response = new UwsHttpResponse(native, requestId, (status) => {
+      finished();
+      options.onRequestFinished?.(routeLabel, status, Date.now() - receivedAtMs);
+    });
     native.onAborted(() => response.markAborted());
 
     const route = routesByKey.get(`${method} ${path}`);

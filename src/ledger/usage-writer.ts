@@ -3,6 +3,7 @@
 // died. A slow Postgres slows this loop, never the request path.
 import type { Redis } from 'ioredis';
 import type { Logger } from '../log.js';
+import type { GatewayMetrics } from '../metrics.js';
 import { USAGE_CONSUMER_GROUP, type RedisKeys } from '../redis/keys.js';
 import type { PostgresUsageSink } from './postgres-usage-sink.js';
 import { usageRecordFromFields, type UsageRecord } from './usage-record.js';
@@ -36,6 +37,7 @@ export class UsageStreamWriter {
     private readonly keys: RedisKeys,
     private readonly sink: PostgresUsageSink,
     private readonly logger: Logger,
+    private readonly metrics: Pick<GatewayMetrics, 'usageRowsWritten' | 'usageWriteFailures'>,
     private readonly options: UsageWriterOptions,
   ) {}
 
@@ -184,8 +186,10 @@ export class UsageStreamWriter {
     for (;;) {
       try {
         await this.sink.write(records);
+        this.metrics.usageRowsWritten.inc(records.length);
         break;
       } catch (error) {
+        this.metrics.usageWriteFailures.inc();
         this.logger.error(
           { err: error, rows: records.length },
           'usage writer: Postgres write failed',

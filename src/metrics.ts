@@ -1,0 +1,39 @@
+// Prometheus metrics (GET /metrics): requests by route and status with their latency, settled
+// usage by status, credential failovers, and the usage writer's progress.
+import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+
+export class GatewayMetrics {
+  readonly registry = new Registry();
+  private readonly requests = new Counter({
+    name: 'gw_http_requests_total',
+    help: 'HTTP requests by route and status (499: the client went away first)',
+    labelNames: ['route', 'status'] as const,
+    registers: [this.registry],
+  });
+  private readonly latency = new Histogram({
+    name: 'gw_http_request_duration_seconds',
+    help: 'Time from the request to its last byte, by route',
+    labelNames: ['route'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [this.registry],
+  });
+  readonly usageRowsWritten = new Counter({
+    name: 'gw_usage_rows_written_total',
+    help: 'Usage records the batch writer committed to Postgres',
+    registers: [this.registry],
+  });
+  readonly usageWriteFailures = new Counter({
+    name: 'gw_usage_write_failures_total',
+    help: 'Failed batch writes to Postgres (retried; the records stay in Redis)',
+    registers: [this.registry],
+  });
+
+  constructor(withProcessMetrics: boolean) {
+    if (withProcessMetrics) collectDefaultMetrics({ register: this.registry });
+  }
+
+  requestFinished(route: string, status: number, durationMs: number): void {
+    this.requests.inc({ route, status: String(status) });
+    this.latency.observe({ route }, durationMs / 1000);
+  }
+}
