@@ -80,9 +80,16 @@ afterAll(async () => {
 
 describe('when Redis goes away', () => {
   it('answers 503 gw_unavailable, then serves again once Redis is back, with balances rebuilt from Postgres', async () => {
-    expect(
-      (await postJson(`${gateway.url}/v1/chat/completions`, chat, bearer(org.api_key))).status,
-    ).toBe(200);
+    const first = await postJson(`${gateway.url}/v1/chat/completions`, chat, bearer(org.api_key));
+    expect(first.status).toBe(200);
+    // This Redis keeps nothing on disk: let the first record reach Postgres before killing it
+    // (a production Redis runs with AOF, which keeps records not yet written).
+    await eventually(async () => {
+      const { rows } = await db.query('SELECT 1 FROM usage_records WHERE request_id = $1', [
+        first.headers.get('x-request-id'),
+      ]);
+      return rows[0];
+    });
     const before = await runCliJson<{ balance: string }>(
       ['wallet', 'show', '--org-id', org.org_id],
       env,
