@@ -80,6 +80,34 @@ async function ledgerSum(
   }, 10_000);
 }
 
+/** `gw cap set --scope product_user` for one user of an org's app. */
+function setUserCap(org: SeededOrg, user: string, amount: string, flags: string[] = []) {
+  return runCliJson(
+    [
+      'cap',
+      'set',
+      '--scope',
+      'product_user',
+      '--app-id',
+      org.app_id,
+      '--external-user-id',
+      user,
+      '--amount',
+      amount,
+      ...flags,
+    ],
+    env,
+  );
+}
+
+/** `gw credits grant` for one user of an org's app. */
+function grantCredits(org: SeededOrg, user: string, amount: string) {
+  return runCliJson(
+    ['credits', 'grant', '--app-id', org.app_id, '--external-user-id', user, '--amount', amount],
+    env,
+  );
+}
+
 beforeAll(async () => {
   gateways = await Promise.all([startGateway(env), startGateway(env), startGateway(env)]);
 });
@@ -95,25 +123,12 @@ describe('exact enforcement under concurrency (3 instances)', () => {
   it('a product-user allowance covering K requests lets exactly K of 200 through', async () => {
     const org = await seed(env);
     const k = 17;
-    await runCliJson(
-      [
-        'cap',
-        'set',
-        '--scope',
-        'product_user',
-        '--app-id',
-        org.app_id,
-        '--external-user-id',
-        'racer',
-        '--amount',
-        decimal(costNano * BigInt(k)),
-        '--credit-mode',
-        'enforce',
-        '--overrun-policy',
-        'reject',
-      ],
-      env,
-    );
+    await setUserCap(org, 'racer', decimal(costNano * BigInt(k)), [
+      '--credit-mode',
+      'enforce',
+      '--overrun-policy',
+      'reject',
+    ]);
     const responses = await burst(200, org.api_key, () => 'racer');
     expect(responses.filter((response) => response.status === 200)).toHaveLength(k);
     const refused = responses.filter((response) => response.status !== 200);
@@ -208,36 +223,8 @@ describe('allowance rules on single requests', () => {
     );
 
   it('rejects with the exact 403 shape, and the legacy code for legacy clients', async () => {
-    await runCliJson(
-      [
-        'cap',
-        'set',
-        '--scope',
-        'product_user',
-        '--app-id',
-        org.app_id,
-        '--external-user-id',
-        'poor',
-        '--amount',
-        '0.000001',
-        '--overrun-policy',
-        'reject',
-      ],
-      env,
-    );
-    await runCliJson(
-      [
-        'credits',
-        'grant',
-        '--app-id',
-        org.app_id,
-        '--external-user-id',
-        'poor',
-        '--amount',
-        '0.000000500',
-      ],
-      env,
-    );
+    await setUserCap(org, 'poor', '0.000001', ['--overrun-policy', 'reject']);
+    await grantCredits(org, 'poor', '0.000000500');
     const response = await send('poor');
     expect(response.status).toBe(403);
     const { error } = response.body;
@@ -264,23 +251,7 @@ describe('allowance rules on single requests', () => {
   it('limit_output clamps max_tokens to what the allowance covers', async () => {
     // Room for the input and exactly 20 output tokens.
     const allowance = BigInt(inputTokens) * 150n + 20n * 600n;
-    await runCliJson(
-      [
-        'cap',
-        'set',
-        '--scope',
-        'product_user',
-        '--app-id',
-        org.app_id,
-        '--external-user-id',
-        'clamped',
-        '--amount',
-        decimal(allowance),
-        '--overrun-policy',
-        'limit_output',
-      ],
-      env,
-    );
+    await setUserCap(org, 'clamped', decimal(allowance), ['--overrun-policy', 'limit_output']);
     const response = await send('clamped', {
       max_tokens: 500,
       messages: [
@@ -293,60 +264,16 @@ describe('allowance rules on single requests', () => {
   });
 
   it('spends credits once the base allowance is gone', async () => {
-    await runCliJson(
-      [
-        'cap',
-        'set',
-        '--scope',
-        'product_user',
-        '--app-id',
-        org.app_id,
-        '--external-user-id',
-        'credited',
-        '--amount',
-        '0',
-        '--overrun-policy',
-        'reject',
-      ],
-      env,
-    );
+    await setUserCap(org, 'credited', '0', ['--overrun-policy', 'reject']);
     expect((await send('credited')).status).toBe(403);
-    await runCliJson(
-      [
-        'credits',
-        'grant',
-        '--app-id',
-        org.app_id,
-        '--external-user-id',
-        'credited',
-        '--amount',
-        decimal(costNano * 2n),
-      ],
-      env,
-    );
+    await grantCredits(org, 'credited', decimal(costNano * 2n));
     expect((await send('credited')).status).toBe(200);
     expect((await send('credited')).status).toBe(200);
     expect((await send('credited')).status).toBe(403);
   });
 
   it('revoked credits can no longer be spent', async () => {
-    await runCliJson(
-      [
-        'cap',
-        'set',
-        '--scope',
-        'product_user',
-        '--app-id',
-        org.app_id,
-        '--external-user-id',
-        'revoked',
-        '--amount',
-        '0',
-        '--overrun-policy',
-        'reject',
-      ],
-      env,
-    );
+    await setUserCap(org, 'revoked', '0', ['--overrun-policy', 'reject']);
     const grant = await runCliJson<{ grant_id: string; status: string }>(
       [
         'credits',
@@ -406,23 +333,7 @@ describe('allowance rules on single requests', () => {
   });
 
   it('never rejects for allowance under track_only', async () => {
-    await runCliJson(
-      [
-        'cap',
-        'set',
-        '--scope',
-        'product_user',
-        '--app-id',
-        org.app_id,
-        '--external-user-id',
-        'tracked',
-        '--amount',
-        '0',
-        '--credit-mode',
-        'track_only',
-      ],
-      env,
-    );
+    await setUserCap(org, 'tracked', '0', ['--credit-mode', 'track_only']);
     expect((await send('tracked')).status).toBe(200);
   });
 

@@ -10,6 +10,7 @@ import { WalletService } from '../src/billing/wallets.js';
 import { createDbPool } from '../src/db/pool.js';
 import { newRequestId } from '../src/ids.js';
 import type { UsageRecord } from '../src/ledger/usage-record.js';
+import { usageRecord } from './support/records.js';
 import { usageRecordFromFields } from '../src/ledger/usage-record.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
@@ -65,30 +66,7 @@ function accounts(orgId: string, parts: Partial<RequestAccounts>): RequestAccoun
 }
 
 function record(orgId: string, requestId: string, costNano: bigint): UsageRecord {
-  return {
-    requestId,
-    createdAt: new Date(),
-    orgId,
-    appId: 'app_a',
-    appConnectionId: 'conn_a',
-    apiKeyId: 'key_a',
-    productUserId: null,
-    model: 'vendor_b/gpt-4o-mini',
-    vendor: 'vendor_b',
-    route: 'system',
-    credentialId: null,
-    stream: false,
-    status: 'completed',
-    upstreamStatus: 200,
-    inputTokens: 1,
-    outputTokens: 1,
-    currency: 'USD',
-    sellCostNano: costNano,
-    vendorCostNano: costNano,
-    walletCostNano: 0n,
-    reservedNano: costNano,
-    latencyMs: 1,
-  };
+  return usageRecord(orgId, costNano, { requestId, appConnectionId: 'conn_a' });
 }
 
 /** Fires N reserves at once, settles every held one at its full cost, returns how many held. */

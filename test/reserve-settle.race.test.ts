@@ -8,6 +8,7 @@ import { WalletService } from '../src/billing/wallets.js';
 import { createDbPool } from '../src/db/pool.js';
 import { newRequestId } from '../src/ids.js';
 import type { UsageRecord } from '../src/ledger/usage-record.js';
+import { usageRecord } from './support/records.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
 import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
@@ -44,30 +45,7 @@ async function fundWallet(orgId: string, nano: bigint): Promise<void> {
 }
 
 function record(orgId: string, requestId: string, walletCostNano: bigint): UsageRecord {
-  return {
-    requestId,
-    createdAt: new Date(),
-    orgId,
-    appId: 'app_x',
-    appConnectionId: 'conn_x',
-    apiKeyId: 'key_x',
-    productUserId: null,
-    model: 'vendor_b/gpt-4o-mini',
-    vendor: 'vendor_b',
-    route: 'system',
-    credentialId: null,
-    stream: false,
-    status: 'completed',
-    upstreamStatus: 200,
-    inputTokens: 10,
-    outputTokens: 5,
-    currency: 'USD',
-    sellCostNano: walletCostNano,
-    vendorCostNano: walletCostNano,
-    walletCostNano,
-    reservedNano: walletCostNano,
-    latencyMs: 1,
-  };
+  return usageRecord(orgId, walletCostNano, { requestId, walletCostNano });
 }
 
 async function walletState(orgId: string): Promise<{ balance: bigint; reserved: bigint }> {

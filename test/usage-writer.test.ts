@@ -5,9 +5,9 @@ import { AccountLoader } from '../src/billing/account-loader.js';
 import { RedisBudgetStore } from '../src/billing/redis-budget-store.js';
 import { WalletService } from '../src/billing/wallets.js';
 import { createDbPool } from '../src/db/pool.js';
-import { newRequestId } from '../src/ids.js';
 import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
 import type { UsageRecord } from '../src/ledger/usage-record.js';
+import { usageRecord } from './support/records.js';
 import { UsageStreamWriter } from '../src/ledger/usage-writer.js';
 import { createLogger } from '../src/log.js';
 import { GatewayMetrics } from '../src/metrics.js';
@@ -38,30 +38,13 @@ const logger = createLogger('silent');
 const metrics = new GatewayMetrics(false);
 
 function usage(orgId: string, sellCostNano: bigint): UsageRecord {
-  return {
-    requestId: newRequestId(),
-    createdAt: new Date(),
-    orgId,
-    appId: 'app_w',
-    appConnectionId: 'conn_w',
-    apiKeyId: 'key_w',
+  return usageRecord(orgId, sellCostNano, {
     productUserId: 'pu_w',
-    model: 'vendor_b/gpt-4o-mini',
-    vendor: 'vendor_b',
-    route: 'system',
-    credentialId: null,
     stream: true,
-    status: 'completed',
-    upstreamStatus: 200,
     inputTokens: 11,
     outputTokens: 7,
-    currency: 'USD',
-    sellCostNano,
-    vendorCostNano: sellCostNano,
-    walletCostNano: 0n,
     reservedNano: sellCostNano * 2n,
-    latencyMs: 3,
-  };
+  });
 }
 
 function writer(name: string, claimIdleMs: number): UsageStreamWriter {

@@ -1,5 +1,6 @@
 // Deterministic generated output: text from words that are each exactly one o200k token,
 // tool arguments built from a JSON schema, and cheap unique ids.
+import { randomBytes } from 'node:crypto';
 import { countTextTokens } from '../tokens/count.js';
 
 /**
@@ -117,7 +118,7 @@ export function toolCallOutput(name: string, schema: unknown): ToolCallOutput {
 }
 
 // Ids: a per-process random stem and a counter, unique without a crypto call per request.
-const idStem = Math.random().toString(36).slice(2, 10);
+const idStem = randomBytes(5).toString('hex').slice(0, 8);
 let idCounter = 0;
 
 export function mockId(prefix: string): string {
