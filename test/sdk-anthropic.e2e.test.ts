@@ -3,6 +3,7 @@
 // walks away mid-stream (upstream aborted, partial usage settled, no hold left behind).
 import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MOCK_SYSTEM_KEY } from '../src/providers/system-routes.js';
 import { countInputTokens } from '../src/tokens/count.js';
 import { messagesTexts } from '../src/tokens/request-texts.js';
 import { baseEnv, uniquePrefix } from './support/env.js';
@@ -101,6 +102,67 @@ describe('anthropic client on the messages routes', () => {
     });
   });
 
+  it('streams tool use and completes the tool loop with a tool_result', async () => {
+    const tools: Anthropic.Tool[] = [
+      {
+        name: 'get_weather',
+        description: 'weather',
+        input_schema: { type: 'object', properties: { city: { type: 'string' } } },
+      },
+    ];
+    const messages: Anthropic.MessageParam[] = [{ role: 'user', content: 'Weather in Rome?' }];
+    const stream = client.messages.stream({ model: MODEL, max_tokens: 200, messages, tools });
+    const deltaTypes = new Set<string>();
+    for await (const event of stream) {
+      if (event.type === 'content_block_delta') deltaTypes.add(event.delta.type);
+    }
+    const first = await stream.finalMessage();
+    expect(deltaTypes).toContain('input_json_delta');
+    expect(first.stop_reason).toBe('tool_use');
+    const use = first.content.find((block) => block.type === 'tool_use');
+    if (use?.type !== 'tool_use') throw new Error('expected a tool_use block');
+    expect(use.input).toEqual({ city: 'mock' });
+    messages.push(
+      { role: 'assistant', content: first.content },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: '21 C' }] },
+    );
+    const second = await client.messages.create({ model: MODEL, max_tokens: 20, messages, tools });
+    expect(second.stop_reason).toBe('end_turn');
+    expect(second.content[0]).toMatchObject({ type: 'text' });
+  });
+
+  it('attributes to the product user from the header, metadata.external_user_id or metadata.user_id', async () => {
+    const ask = (metadata: Record<string, unknown>, headers: Record<string, string> = {}) =>
+      client.messages
+        .create(
+          {
+            model: MODEL,
+            max_tokens: 5,
+            messages: [{ role: 'user', content: 'hi mock:output_tokens=2' }],
+            metadata,
+          } as Anthropic.MessageCreateParamsNonStreaming,
+          { headers },
+        )
+        .withResponse();
+    const cases = [
+      [ask({ user_id: 'a-user-id' }), 'a-user-id'],
+      [ask({ external_user_id: 'a-external', user_id: 'ignored' }), 'a-external'],
+      [ask({ user_id: 'ignored' }, { 'x-gw-external-user-id': 'a-header' }), 'a-header'],
+    ] as const;
+    for (const [pending, externalId] of cases) {
+      const { response } = await pending;
+      const row = await eventually(async () => {
+        const { rows } = await db.query<{ external_user_id: string }>(
+          `SELECT p.external_user_id FROM usage_records u
+             JOIN product_users p ON p.id = u.product_user_id WHERE u.request_id = $1`,
+          [response.headers.get('x-request-id')],
+        );
+        return rows[0];
+      });
+      expect(row.external_user_id).toBe(externalId);
+    }
+  });
+
   it('counts tokens', async () => {
     const params = {
       model: MODEL,
@@ -183,6 +245,130 @@ describe('anthropic client on the messages routes', () => {
   });
 });
 
+describe('anthropic client: every key and model error code', () => {
+  it('surfaces each as its client class, with the vendor error type', async () => {
+    const revoked = await runCliJson<{ id: string; api_key: string }>(
+      ['api-key', 'create', '--app-connection-id', org.app_connection_id],
+      env,
+    );
+    await runCliJson(['api-key', 'revoke', '--id', revoked.id], env);
+    const narrow = await runCliJson<{ api_key: string }>(
+      [
+        'api-key',
+        'create',
+        '--app-connection-id',
+        org.app_connection_id,
+        '--model-policy',
+        'vendor_b/*',
+      ],
+      env,
+    );
+    const params = {
+      model: MODEL,
+      max_tokens: 5,
+      messages: [{ role: 'user' as const, content: 'x' }],
+    };
+    const cases = [
+      [
+        'not-a-gateway-key',
+        params,
+        Anthropic.AuthenticationError,
+        'gw_malformed_or_missing_key',
+        'authentication_error',
+      ],
+      [
+        `gw_${'Q'.repeat(43)}`,
+        params,
+        Anthropic.AuthenticationError,
+        'gw_unknown_key',
+        'authentication_error',
+      ],
+      [
+        revoked.api_key,
+        params,
+        Anthropic.AuthenticationError,
+        'gw_key_inactive',
+        'authentication_error',
+      ],
+      [
+        narrow.api_key,
+        params,
+        Anthropic.PermissionDeniedError,
+        'gw_model_not_allowed',
+        'permission_error',
+      ],
+      [
+        org.api_key,
+        { ...params, model: 'vendor_c/unknown' },
+        Anthropic.NotFoundError,
+        'gw_unsupported_model',
+        'not_found_error',
+      ],
+      // vendor_b models have no messages-protocol route.
+      [
+        org.api_key,
+        { ...params, model: 'vendor_b/gpt-4o-mini' },
+        Anthropic.NotFoundError,
+        'gw_unsupported_model',
+        'not_found_error',
+      ],
+    ] as const;
+    for (const [apiKey, request, errorClass, code, type] of cases) {
+      const error = await clientFor(gateway.url, apiKey)
+        .messages.create(request)
+        .catch((caught: unknown) => caught);
+      expect(error, code).toBeInstanceOf(errorClass);
+      expect(error, code).toMatchObject({
+        type,
+        error: { type: 'error', error: { type, code } },
+      });
+    }
+    // count_tokens and the models list authenticate the same way.
+    await expect(
+      clientFor(gateway.url, revoked.api_key).messages.countTokens({
+        model: MODEL,
+        messages: [{ role: 'user', content: 'x' }],
+      }),
+    ).rejects.toBeInstanceOf(Anthropic.AuthenticationError);
+    await expect(
+      clientFor(gateway.url, narrow.api_key).messages.countTokens({
+        model: MODEL,
+        messages: [{ role: 'user', content: 'x' }],
+      }),
+    ).rejects.toBeInstanceOf(Anthropic.PermissionDeniedError);
+    await expect(
+      clientFor(gateway.url, `gw_${'Q'.repeat(43)}`).models.list(),
+    ).rejects.toBeInstanceOf(Anthropic.AuthenticationError);
+    const narrowIds: string[] = [];
+    for await (const model of clientFor(gateway.url, narrow.api_key).models.list()) {
+      narrowIds.push(model.id);
+    }
+    expect(narrowIds.length).toBeGreaterThan(0);
+    expect(narrowIds.every((id) => id.startsWith('vendor_b/'))).toBe(true);
+  });
+
+  it('maps upstream failures to the vendor error types without leaking the upstream key', async () => {
+    const failing = (fault: string) =>
+      client.messages
+        .create({
+          model: MODEL,
+          max_tokens: 5,
+          messages: [{ role: 'user', content: `x mock:fault=${fault}` }],
+        })
+        .catch((caught: unknown) => caught);
+    const limited = await failing('rate_limit');
+    expect(limited).toBeInstanceOf(Anthropic.RateLimitError);
+    expect(limited).toMatchObject({ type: 'rate_limit_error' });
+    const broken = await failing('server_error');
+    expect(broken).toBeInstanceOf(Anthropic.InternalServerError);
+    expect(broken).toMatchObject({
+      type: 'api_error',
+      error: { error: { code: 'gw_upstream_error' } },
+    });
+    expect(JSON.stringify(broken)).not.toContain(MOCK_SYSTEM_KEY);
+  });
+});
+
 describe('a client that goes away mid-stream', () => {
   it('aborts upstream, settles the partial usage and leaves no hold', async () => {
     const slow = await startGateway({ ...env, MOCK_VENDOR_TOKENS_PER_SECOND: '20' });
@@ -240,20 +426,47 @@ describe('GET /inference-keys/usage', () => {
       max_tokens: 10,
       messages: [{ role: 'user', content: 'two mock:output_tokens=5' }],
     });
+    interface Totals {
+      sell_cost: string;
+      input_tokens: number;
+      output_tokens: number;
+      total_tokens: number;
+      request_count: number;
+    }
     const usage = await eventually(async () => {
-      const response = await getJson<{
-        total: { request_count: number; output_tokens: number; sell_cost: string };
-        this_month: unknown;
-      }>(`${gateway.url}/inference-keys/usage`, bearer(fresh.api_key));
+      const response = await getJson<{ key_id: string; total: Totals; this_month: Totals }>(
+        `${gateway.url}/inference-keys/usage`,
+        bearer(fresh.api_key),
+      );
       return response.body.total.request_count === 2 ? response.body : undefined;
     });
     expect(usage.total.output_tokens).toBe(8);
     expect(usage.total.sell_cost).toMatch(/^\d+\.\d{12}$/);
     expect(usage.this_month).toEqual(usage.total);
-    const { rows } = await db.query<{ sum: string }>(
-      `SELECT sum(u.sell_cost)::text AS sum FROM usage_records u JOIN api_keys k ON k.id = u.api_key_id WHERE k.org_id = $1`,
-      [fresh.org_id],
+    const { rows } = await db.query<{
+      sell_cost: string;
+      input_tokens: number;
+      output_tokens: number;
+      request_count: number;
+    }>(
+      `SELECT sum(sell_cost)::text AS sell_cost, sum(input_tokens)::int AS input_tokens,
+              sum(output_tokens)::int AS output_tokens, count(*)::int AS request_count
+         FROM usage_records WHERE api_key_id = $1`,
+      [usage.key_id],
     );
-    expect(usage.total.sell_cost).toBe(rows[0]!.sum);
+    const row = rows[0]!;
+    expect(usage.total).toEqual({
+      sell_cost: row.sell_cost,
+      input_tokens: row.input_tokens,
+      output_tokens: row.output_tokens,
+      total_tokens: row.input_tokens + row.output_tokens,
+      request_count: row.request_count,
+    });
+    // Another key's spend is not this key's.
+    const other = await getJson<{ total: Totals }>(
+      `${gateway.url}/inference-keys/usage`,
+      bearer(org.api_key),
+    );
+    expect(other.body.total.request_count).not.toBe(2);
   });
 });

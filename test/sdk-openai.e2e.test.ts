@@ -2,6 +2,7 @@
 // tool loop on a vendor_b model and a vendor_a model (translated), models list, error classes.
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MOCK_SYSTEM_KEY } from '../src/providers/system-routes.js';
 import { countInputTokens } from '../src/tokens/count.js';
 import { chatCompletionTexts } from '../src/tokens/request-texts.js';
 import { baseEnv, uniquePrefix } from './support/env.js';
@@ -86,6 +87,49 @@ describe.each(['vendor_b/gpt-4o-mini', 'vendor_a/claude-haiku-4-5'])(
         output_tokens: 6,
         input_tokens: data.usage!.prompt_tokens,
       });
+    });
+
+    it('attributes to the product user from the header, metadata or user', async () => {
+      const suffix = model.replace(/\W/g, '-');
+      const ask = (extra: Record<string, unknown>, headers: Record<string, string> = {}) =>
+        client.chat.completions
+          .create(
+            {
+              model,
+              max_tokens: 5,
+              messages: [{ role: 'user', content: 'hi mock:output_tokens=2' }],
+              ...extra,
+            } as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming,
+            { headers },
+          )
+          .withResponse();
+      const cases = [
+        [ask({ user: `u-${suffix}` }), `u-${suffix}`],
+        [
+          ask({
+            metadata: {
+              external_user_id: `m-${suffix}`,
+              name: 'not a profile field',
+              product_user: { display_name: 'Ada' },
+            },
+          }),
+          `m-${suffix}`,
+        ],
+        [ask({ user: 'ignored' }, { 'x-gw-external-user-id': `h-${suffix}` }), `h-${suffix}`],
+      ] as const;
+      for (const [pending, externalId] of cases) {
+        const { response } = await pending;
+        const row = await eventually(async () => {
+          const { rows } = await db.query<{ external_user_id: string; display_name: string }>(
+            `SELECT p.external_user_id, p.display_name FROM usage_records u
+               JOIN product_users p ON p.id = u.product_user_id WHERE u.request_id = $1`,
+            [response.headers.get('x-request-id')],
+          );
+          return rows[0];
+        });
+        expect(row.external_user_id).toBe(externalId);
+        if (externalId.startsWith('m-')) expect(row.display_name).toBe('Ada');
+      }
     });
 
     it('streams, with the usage chunk when asked', async () => {
@@ -221,5 +265,121 @@ describe('openai client: models and errors', () => {
         messages: [{ role: 'user', content: 'x mock:fault=rate_limit' }],
       }),
     ).rejects.toBeInstanceOf(OpenAI.RateLimitError);
+  });
+
+  it('surfaces every key and model error code as its client class', async () => {
+    const request = {
+      model: 'vendor_b/gpt-4o-mini',
+      messages: [{ role: 'user' as const, content: 'x' }],
+    };
+    const using = (apiKey: string) =>
+      new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey, maxRetries: 0 });
+    const revoked = await runCliJson<{ id: string; api_key: string }>(
+      ['api-key', 'create', '--app-connection-id', org.app_connection_id],
+      env,
+    );
+    await runCliJson(['api-key', 'revoke', '--id', revoked.id], env);
+    const narrow = await runCliJson<{ api_key: string }>(
+      [
+        'api-key',
+        'create',
+        '--app-connection-id',
+        org.app_connection_id,
+        '--model-policy',
+        'vendor_a/*',
+      ],
+      env,
+    );
+    const cases = [
+      [
+        using('not-a-gateway-key'),
+        request,
+        OpenAI.AuthenticationError,
+        'gw_malformed_or_missing_key',
+      ],
+      [using(`gw_${'Z'.repeat(43)}`), request, OpenAI.AuthenticationError, 'gw_unknown_key'],
+      [using(revoked.api_key), request, OpenAI.AuthenticationError, 'gw_key_inactive'],
+      [using(narrow.api_key), request, OpenAI.PermissionDeniedError, 'gw_model_not_allowed'],
+      [
+        client,
+        { ...request, model: 'vendor_c/unknown' },
+        OpenAI.NotFoundError,
+        'gw_unsupported_model',
+      ],
+    ] as const;
+    for (const [caller, params, errorClass, code] of cases) {
+      const attempt = caller.chat.completions.create(params);
+      await expect(attempt, code).rejects.toBeInstanceOf(errorClass);
+      await expect(attempt, code).rejects.toMatchObject({ code });
+    }
+  });
+
+  it('maps upstream failures without leaking the upstream key', async () => {
+    for (const model of ['vendor_b/gpt-4o-mini', 'vendor_a/claude-haiku-4-5']) {
+      const attempt = client.chat.completions.create({
+        model,
+        messages: [{ role: 'user', content: 'x mock:fault=server_error' }],
+      });
+      await expect(attempt, model).rejects.toBeInstanceOf(OpenAI.InternalServerError);
+      await expect(attempt, model).rejects.toMatchObject({ code: 'gw_upstream_error' });
+      const error = await attempt.catch((caught: unknown) => caught);
+      expect(JSON.stringify(error)).not.toContain(MOCK_SYSTEM_KEY);
+    }
+    await expect(
+      client.chat.completions.create({
+        model: 'vendor_a/claude-haiku-4-5',
+        messages: [{ role: 'user', content: 'x mock:fault=rate_limit' }],
+      }),
+    ).rejects.toBeInstanceOf(OpenAI.RateLimitError);
+  });
+});
+
+describe('openai client that goes away mid-stream', () => {
+  it('aborts upstream and settles the partial usage on both vendors, leaving no hold', async () => {
+    const slow = await startGateway({ ...env, MOCK_VENDOR_TOKENS_PER_SECOND: '20' });
+    try {
+      const abortable = new OpenAI({
+        baseURL: `${slow.url}/v1`,
+        apiKey: org.api_key,
+        maxRetries: 0,
+      });
+      for (const model of ['vendor_b/gpt-4o-mini', 'vendor_a/claude-haiku-4-5']) {
+        const { data: stream, response } = await abortable.chat.completions
+          .create({
+            model,
+            max_tokens: 200,
+            stream: true,
+            messages: [{ role: 'user', content: 'Long answer. mock:output_tokens=200' }],
+          })
+          .withResponse();
+        let contentChunks = 0;
+        try {
+          for await (const chunk of stream) {
+            if (chunk.choices[0]?.delta.content) contentChunks += 1;
+            if (contentChunks === 3) stream.controller.abort();
+          }
+        } catch (error) {
+          expect(error, model).toBeInstanceOf(OpenAI.APIUserAbortError);
+        }
+        expect(contentChunks, model).toBe(3);
+        const row = await eventually(async () => {
+          const { rows } = await db.query<{ status: string; output_tokens: number }>(
+            'SELECT status, output_tokens FROM usage_records WHERE request_id = $1',
+            [response.headers.get('x-request-id')],
+          );
+          return rows[0];
+        }, 10_000);
+        expect(row.status, model).toBe('client_aborted');
+        expect(row.output_tokens, model).toBeGreaterThanOrEqual(3);
+        expect(row.output_tokens, model).toBeLessThan(200);
+      }
+      const wallet = await runCliJson<{ reserved: string }>(
+        ['wallet', 'show', '--org-id', org.org_id],
+        env,
+      );
+      expect(wallet.reserved).toBe('0.000000000000');
+    } finally {
+      await slow.stop();
+    }
   });
 });

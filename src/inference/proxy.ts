@@ -270,7 +270,8 @@ async function relayStream(
   await settle({
     status,
     upstreamStatus: upstreamResponse.statusCode,
-    inputTokens: relay.usage?.inputTokens ?? admission.estimatedInputTokens,
+    inputTokens:
+      relay.usage?.inputTokens ?? relay.reportedInputTokens ?? admission.estimatedInputTokens,
     outputTokens,
   });
   // The terminal event only after settle: a client that saw it has its usage record.

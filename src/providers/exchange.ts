@@ -11,6 +11,11 @@ export interface StreamRelay {
   end(): string;
   /** Usage reported by the vendor, once seen. */
   readonly usage: TokenUsage | undefined;
+  /**
+   * Input tokens the vendor reported before the stream ended, when its full usage never came
+   * (vendor_a names them in `message_start`): billed instead of the estimate.
+   */
+  readonly reportedInputTokens?: number;
   /** True once the vendor's stream completed (its terminal event arrived). */
   readonly done: boolean;
   /** Generated text relayed so far: counted when the stream ends without usage. */

@@ -79,7 +79,7 @@ function pushTurn(turns: Turn[], role: Turn['role'], content: Block[]): void {
   else turns.push({ role, content });
 }
 
-function translateToolChoice(choice: unknown): JsonObject | undefined {
+function namedToolChoice(choice: unknown): JsonObject | undefined {
   if (choice === 'auto') return { type: 'auto' };
   if (choice === 'none') return { type: 'none' };
   if (choice === 'required') return { type: 'any' };
@@ -87,6 +87,13 @@ function translateToolChoice(choice: unknown): JsonObject | undefined {
     return { type: 'tool', name: choice.function.name };
   }
   return undefined;
+}
+
+/** tool_choice, with `parallel_tool_calls: false` as vendor_a's `disable_parallel_tool_use`. */
+function translateToolChoice(choice: unknown, parallel: unknown): JsonObject | undefined {
+  const translated = namedToolChoice(choice);
+  if (parallel !== false || translated?.type === 'none') return translated;
+  return { ...(translated ?? { type: 'auto' }), disable_parallel_tool_use: true };
 }
 
 export function chatToMessagesBody(
@@ -141,7 +148,7 @@ export function chatToMessagesBody(
         input_schema: isObject(fn.parameters) ? fn.parameters : { type: 'object', properties: {} },
       };
     });
-    const choice = translateToolChoice(body.tool_choice);
+    const choice = translateToolChoice(body.tool_choice, body.parallel_tool_calls);
     if (choice) upstream.tool_choice = choice;
   }
   return upstream;

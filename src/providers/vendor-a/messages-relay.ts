@@ -19,6 +19,10 @@ export class VendorAMessagesRelay extends EventRelay {
     return this.tracker.usage;
   }
 
+  get reportedInputTokens(): number | undefined {
+    return this.tracker.inputTokensSeen;
+  }
+
   protected relayEvent(event: SseEvent, payload: unknown): string {
     if (payload === undefined) return event.raw;
     const typed = payload as EventShape;

@@ -54,7 +54,7 @@ function translate(bytes: Buffer, cuts: number[], wantsUsage: boolean) {
     .filter(Boolean)
     .map((event) => JSON.parse(event.slice('data: '.length)) as Record<string, unknown>)
     .map(({ created: _created, ...rest }) => rest);
-  return { chunks, usage: relay.usage, done: relay.done };
+  return { chunks, usage: relay.usage, done: relay.done, reported: relay.reportedInputTokens };
 }
 
 describe('vendor_a stream → chat completion chunks', () => {
@@ -101,6 +101,27 @@ describe('vendor_a stream → chat completion chunks', () => {
       ),
       { numRuns: 200 },
     );
+  });
+
+  it('turns a vendor error event into a chat error event and leaves the stream incomplete', () => {
+    const cut = recorded.indexOf('event: message_delta');
+    const failed = Buffer.from(
+      recorded.slice(0, cut) +
+        sse('error', { error: { type: 'overloaded_error', message: 'Overloaded: prompt was x' } }),
+      'utf8',
+    );
+    const { chunks, done, usage, reported } = translate(failed, [], true);
+    // No output count came, but the input tokens of message_start are known and billed.
+    expect(usage).toBeUndefined();
+    expect(reported).toBe(21);
+    expect(chunks.at(-1)).toEqual({
+      error: {
+        code: 'gw_upstream_error',
+        type: 'overloaded_error',
+        message: 'vendor_a failed mid-stream (overloaded_error); the answer is incomplete',
+      },
+    });
+    expect(done).toBe(false);
   });
 
   it('leaves out the usage chunk when the client did not ask for it', () => {
@@ -177,6 +198,83 @@ describe('chat request → messages request', () => {
       ],
       tool_choice: { type: 'any' },
     });
+  });
+
+  it('merges consecutive tool results and a following user turn; keeps developer prompts', () => {
+    const body = chatToMessagesBody(
+      {
+        model: 'vendor_a/claude-haiku-4-5',
+        messages: [
+          { role: 'developer', content: [{ type: 'text', text: 'Rule one.' }] },
+          { role: 'system', content: 'Rule two.' },
+          { role: 'user', content: 'Two cities?' },
+          {
+            role: 'assistant',
+            content: 'Checking.',
+            tool_calls: [
+              { id: 'a', type: 'function', function: { name: 'w', arguments: '{"city":"A"}' } },
+              { id: 'b', type: 'function', function: { name: 'w', arguments: '' } },
+            ],
+          },
+          { role: 'tool', tool_call_id: 'a', content: [{ type: 'text', text: 'rain' }] },
+          { role: 'tool', tool_call_id: 'b', content: 'snow' },
+          { role: 'user', content: 'And so?' },
+        ],
+        stop: ['X', 'Y'],
+        response_format: { type: 'json_object' },
+        seed: 7,
+        unknown_parameter: true,
+      },
+      { upstreamModel: 'm', maxTokens: 10, stream: false },
+    );
+    expect(body).toEqual({
+      model: 'm',
+      max_tokens: 10,
+      system: 'Rule one.\n\nRule two.',
+      stop_sequences: ['X', 'Y'],
+      messages: [
+        { role: 'user', content: [{ type: 'text', text: 'Two cities?' }] },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'text', text: 'Checking.' },
+            { type: 'tool_use', id: 'a', name: 'w', input: { city: 'A' } },
+            { type: 'tool_use', id: 'b', name: 'w', input: {} },
+          ],
+        },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 'a', content: 'rain' },
+            { type: 'tool_result', tool_use_id: 'b', content: 'snow' },
+            { type: 'text', text: 'And so?' },
+          ],
+        },
+      ],
+    });
+  });
+
+  it('carries parallel_tool_calls: false as disable_parallel_tool_use', () => {
+    const tools = [{ type: 'function', function: { name: 'w', parameters: { type: 'object' } } }];
+    const translate = (extra: Record<string, unknown>) =>
+      chatToMessagesBody(
+        { model: 'x', messages: [{ role: 'user', content: 'q' }], tools, ...extra },
+        { upstreamModel: 'm', maxTokens: 10, stream: false },
+      ).tool_choice;
+    expect(translate({ parallel_tool_calls: false })).toEqual({
+      type: 'auto',
+      disable_parallel_tool_use: true,
+    });
+    expect(
+      translate({
+        parallel_tool_calls: false,
+        tool_choice: { type: 'function', function: { name: 'w' } },
+      }),
+    ).toEqual({ type: 'tool', name: 'w', disable_parallel_tool_use: true });
+    expect(translate({ parallel_tool_calls: false, tool_choice: 'none' })).toEqual({
+      type: 'none',
+    });
+    expect(translate({ parallel_tool_calls: true })).toBeUndefined();
   });
 
   it('turns a message into a chat completion', () => {

@@ -90,6 +90,22 @@ interface EventShape {
   content_block?: { type?: unknown; id?: unknown; name?: unknown };
   delta?: { type?: unknown; text?: unknown; partial_json?: unknown; stop_reason?: unknown };
   usage?: { input_tokens?: unknown; output_tokens?: unknown };
+  error?: { type?: unknown };
+}
+
+/**
+ * A vendor `error` event mid-stream, as the chat-completions error event its clients raise.
+ * Only the vendor's error type is kept: its message could echo request content.
+ */
+function streamErrorEvent(vendorType: unknown): string {
+  const type = typeof vendorType === 'string' ? vendorType : 'api_error';
+  return `data: ${JSON.stringify({
+    error: {
+      code: 'gw_upstream_error',
+      type,
+      message: `vendor_a failed mid-stream (${type}); the answer is incomplete`,
+    },
+  })}\n\n`;
 }
 
 /** Relays a vendor_a stream to a chat-completions client as chat.completion.chunk events. */
@@ -108,6 +124,10 @@ export class MessagesToChatStreamRelay extends EventRelay {
 
   get usage(): TokenUsage | undefined {
     return this.tracker.usage;
+  }
+
+  get reportedInputTokens(): number | undefined {
+    return this.tracker.inputTokensSeen;
   }
 
   protected relayEvent(_event: SseEvent, payload: unknown): string {
@@ -178,8 +198,10 @@ export class MessagesToChatStreamRelay extends EventRelay {
           usage: usageObject(usage),
         })}\n\n`;
       }
+      case 'error':
+        return streamErrorEvent(event.error?.type);
       default:
-        return ''; // ping, content_block_stop, vendor error events: nothing to say in chat terms
+        return ''; // ping, content_block_stop: nothing to say in chat terms
     }
   }
 }

@@ -32,6 +32,11 @@ export class VendorAStreamUsage {
     }
   }
 
+  /** Input tokens from `message_start`, known before the output count. */
+  get inputTokensSeen(): number | undefined {
+    return this.inputTokens;
+  }
+
   get usage(): TokenUsage | undefined {
     if (this.inputTokens === undefined || this.outputTokens === undefined) return undefined;
     return { inputTokens: this.inputTokens, outputTokens: this.outputTokens };

@@ -1,0 +1,172 @@
+// The gateway against a recording vendor_a stub instead of the built-in mock: what reaches the
+// vendor (its key and version headers, no gateway fields) and proof that a client abort
+// aborts the upstream request, with the input tokens the vendor reported billed.
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { baseEnv, uniquePrefix } from './support/env.js';
+import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
+import { deletePrefix, eventually, testDb, testRedis } from './support/services.js';
+
+const prefix = uniquePrefix('vendor-a-stub');
+const env = baseEnv(prefix);
+const db = testDb();
+const redis = testRedis();
+let org: SeededOrg;
+let gateway: GatewayProcess;
+const MODEL = 'vendor_a/claude-haiku-4-5';
+
+const STUB_KEY = 'stub-vendor-key-0123456789abcdef';
+let seen: { headers: IncomingMessage['headers']; body: Record<string, unknown> } | undefined;
+let upstreamClosedEarly: Promise<boolean> = Promise.resolve(false);
+
+const event = (type: string, data: Record<string, unknown>) =>
+  `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+const stubMessage = {
+  id: 'msg_stub',
+  type: 'message',
+  role: 'assistant',
+  model: 'stub',
+  content: [] as unknown[],
+  stop_reason: null as string | null,
+  stop_sequence: null,
+  usage: { input_tokens: 9, output_tokens: 1 },
+};
+
+/** vendor_a as a stub: records each request; answers JSON, or streams slowly without end. */
+const stub = createServer((request, response) => {
+  const chunks: Buffer[] = [];
+  request.on('data', (chunk: Buffer) => chunks.push(chunk));
+  request.on('end', () => {
+    const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
+    seen = { headers: request.headers, body };
+    if (body.stream !== true) {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(
+        JSON.stringify({
+          ...stubMessage,
+          content: [{ type: 'text', text: 'fine' }],
+          stop_reason: 'stop_sequence',
+          usage: { input_tokens: 9, output_tokens: 2 },
+        }),
+      );
+      return;
+    }
+    response.writeHead(200, { 'content-type': 'text/event-stream' });
+    response.write(
+      event('message_start', { message: stubMessage }) +
+        event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
+    );
+    // An endless slow stream: only a client abort (passed upstream) ends it.
+    const timer = setInterval(() => {
+      response.write(
+        event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'word ' } }),
+      );
+    }, 40);
+    upstreamClosedEarly = new Promise((resolve) =>
+      response.on('close', () => {
+        clearInterval(timer);
+        resolve(!response.writableEnded);
+      }),
+    );
+  });
+});
+
+beforeAll(async () => {
+  await new Promise<void>((resolve) => stub.listen(0, '127.0.0.1', resolve));
+  const { port } = stub.address() as AddressInfo;
+  [org, gateway] = await Promise.all([
+    seed(env),
+    startGateway({
+      ...env,
+      VENDOR_A_BASE_URL: `http://127.0.0.1:${port}`,
+      VENDOR_A_API_KEY: STUB_KEY,
+    }),
+  ]);
+});
+
+afterAll(async () => {
+  await gateway?.stop();
+  stub.closeAllConnections();
+  await new Promise((resolve) => stub.close(resolve));
+  await deletePrefix(redis, prefix);
+  await redis.quit();
+  await db.end();
+});
+
+describe('the gateway against a recording vendor_a stub', () => {
+  it('sends the vendor headers, no gateway fields, and aborts upstream when the client goes', async () => {
+    const stream = new Anthropic({
+      baseURL: gateway.url,
+      apiKey: org.api_key,
+      maxRetries: 0,
+      defaultHeaders: { 'vendor-version': '2024-01-01' },
+    }).messages.stream({
+      model: MODEL,
+      max_tokens: 100,
+      messages: [{ role: 'user', content: 'go' }],
+      metadata: { user_id: 'stub-user', external_user_id: 'stub-ext' } as Anthropic.Metadata,
+    });
+    const requestId = (await stream.withResponse()).response.headers.get('x-request-id');
+    let deltas = 0;
+    try {
+      for await (const streamed of stream) {
+        if (streamed.type === 'content_block_delta') deltas += 1;
+        if (deltas === 3) stream.abort();
+      }
+    } catch (error) {
+      expect(error).toBeInstanceOf(Anthropic.APIUserAbortError);
+    }
+    expect(await upstreamClosedEarly).toBe(true);
+    expect(seen?.headers['x-api-key']).toBe(STUB_KEY);
+    expect(seen?.headers['anthropic-version']).toBe('2024-01-01');
+    expect(seen?.headers.authorization).toBeUndefined();
+    expect(JSON.stringify(seen)).not.toContain(org.api_key);
+    expect(seen?.body).toMatchObject({ model: 'claude-haiku-4-5', stream: true });
+    expect(seen?.body.metadata).toEqual({ user_id: 'stub-user' });
+    const row = await eventually(async () => {
+      const { rows } = await db.query<{ status: string; input_tokens: number }>(
+        'SELECT status, input_tokens FROM usage_records WHERE request_id = $1',
+        [requestId],
+      );
+      return rows[0];
+    }, 10_000);
+    // The input tokens message_start reported are billed, not the estimate.
+    expect(row).toEqual({ status: 'client_aborted', input_tokens: 9 });
+  });
+
+  it('translates a chat request: default version, no attribution or unknown fields upstream', async () => {
+    const client = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: org.api_key, maxRetries: 0 });
+    const completion = await client.chat.completions.create({
+      model: MODEL,
+      max_completion_tokens: 30,
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'hi' },
+      ],
+      user: 'stub-chat-user',
+      stop: ['END'],
+      seed: 3,
+      response_format: { type: 'json_object' },
+      temperature: 0.5,
+      stream_options: null,
+      metadata: { external_user_id: 'stub-chat-ext' },
+    });
+    expect(completion.choices[0]).toMatchObject({
+      message: { role: 'assistant', content: 'fine' },
+      finish_reason: 'stop',
+    });
+    expect(completion.usage).toMatchObject({ prompt_tokens: 9, completion_tokens: 2 });
+    expect(seen?.headers['anthropic-version']).toBe('2023-06-01');
+    expect(seen?.body).toEqual({
+      model: 'claude-haiku-4-5',
+      max_tokens: 30,
+      system: 'Be brief.',
+      temperature: 0.5,
+      stop_sequences: ['END'],
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }],
+    });
+  });
+});
