@@ -3,11 +3,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baseEnv, uniquePrefix } from './support/env.js';
 import { bearer, postJson } from './support/http.js';
 import {
-  runCliJson,
   seed,
   startGateway,
   type GatewayProcess,
   type SeededOrg,
+  createApiKey,
+  revokeApiKey,
 } from './support/processes.js';
 import { deletePrefix, testRedis } from './support/services.js';
 
@@ -73,17 +74,14 @@ describe('API-key authentication', () => {
   });
 
   it('a revoked key answers gw_key_inactive on every instance within a second', async () => {
-    const issued = await runCliJson<{ id: string; api_key: string }>(
-      ['api-key', 'create', '--app-connection-id', org.app_connection_id],
-      env,
-    );
+    const issued = await createApiKey(env, org.app_connection_id);
     // Both instances have it cached.
     for (const gateway of [first, second]) {
       expect(
         (await postJson(`${gateway.url}/v1/chat/completions`, chat, bearer(issued.api_key))).status,
       ).toBe(200);
     }
-    expect(await runCliJson(['api-key', 'revoke', '--id', issued.id], env)).toEqual({
+    expect(await revokeApiKey(env, issued.id)).toEqual({
       id: issued.id,
       revoked: true,
     });
@@ -100,17 +98,7 @@ describe('API-key authentication', () => {
   });
 
   it('gw_model_not_allowed (403) for a model outside the key policy', async () => {
-    const narrow = await runCliJson<{ api_key: string }>(
-      [
-        'api-key',
-        'create',
-        '--app-connection-id',
-        org.app_connection_id,
-        '--model-policy',
-        'vendor_a/*',
-      ],
-      env,
-    );
+    const narrow = await createApiKey(env, org.app_connection_id, 'vendor_a/*');
     const response = await postJson<ErrorBody>(
       `${first.url}/v1/chat/completions`,
       chat,

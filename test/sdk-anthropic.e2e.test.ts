@@ -14,6 +14,8 @@ import {
   startGateway,
   type GatewayProcess,
   type SeededOrg,
+  createApiKey,
+  revokeApiKey,
 } from './support/processes.js';
 import { deletePrefix, eventually, testDb, testRedis } from './support/services.js';
 
@@ -210,17 +212,7 @@ describe('anthropic client on the messages routes', () => {
         messages: [{ role: 'user', content: 'x' }],
       }),
     ).rejects.toBeInstanceOf(Anthropic.AuthenticationError);
-    const narrow = await runCliJson<{ api_key: string }>(
-      [
-        'api-key',
-        'create',
-        '--app-connection-id',
-        org.app_connection_id,
-        '--model-policy',
-        'vendor_b/*',
-      ],
-      env,
-    );
+    const narrow = await createApiKey(env, org.app_connection_id, 'vendor_b/*');
     await expect(
       clientFor(gateway.url, narrow.api_key).messages.create({
         model: MODEL,
@@ -247,22 +239,9 @@ describe('anthropic client on the messages routes', () => {
 
 describe('anthropic client: every key and model error code', () => {
   it('surfaces each as its client class, with the vendor error type', async () => {
-    const revoked = await runCliJson<{ id: string; api_key: string }>(
-      ['api-key', 'create', '--app-connection-id', org.app_connection_id],
-      env,
-    );
-    await runCliJson(['api-key', 'revoke', '--id', revoked.id], env);
-    const narrow = await runCliJson<{ api_key: string }>(
-      [
-        'api-key',
-        'create',
-        '--app-connection-id',
-        org.app_connection_id,
-        '--model-policy',
-        'vendor_b/*',
-      ],
-      env,
-    );
+    const revoked = await createApiKey(env, org.app_connection_id);
+    await revokeApiKey(env, revoked.id);
+    const narrow = await createApiKey(env, org.app_connection_id, 'vendor_b/*');
     const params = {
       model: MODEL,
       max_tokens: 5,

@@ -12,6 +12,8 @@ import {
   startGateway,
   type GatewayProcess,
   type SeededOrg,
+  createApiKey,
+  revokeApiKey,
 } from './support/processes.js';
 import { deletePrefix, eventually, testDb, testRedis } from './support/services.js';
 
@@ -228,17 +230,7 @@ describe('openai client: models and errors', () => {
         messages: [{ role: 'user', content: 'x' }],
       }),
     ).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
-    const narrow = await runCliJson<{ api_key: string }>(
-      [
-        'api-key',
-        'create',
-        '--app-connection-id',
-        org.app_connection_id,
-        '--model-policy',
-        'vendor_b/*',
-      ],
-      env,
-    );
+    const narrow = await createApiKey(env, org.app_connection_id, 'vendor_b/*');
     const limited = new OpenAI({
       baseURL: `${gateway.url}/v1`,
       apiKey: narrow.api_key,
@@ -274,22 +266,9 @@ describe('openai client: models and errors', () => {
     };
     const using = (apiKey: string) =>
       new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey, maxRetries: 0 });
-    const revoked = await runCliJson<{ id: string; api_key: string }>(
-      ['api-key', 'create', '--app-connection-id', org.app_connection_id],
-      env,
-    );
-    await runCliJson(['api-key', 'revoke', '--id', revoked.id], env);
-    const narrow = await runCliJson<{ api_key: string }>(
-      [
-        'api-key',
-        'create',
-        '--app-connection-id',
-        org.app_connection_id,
-        '--model-policy',
-        'vendor_a/*',
-      ],
-      env,
-    );
+    const revoked = await createApiKey(env, org.app_connection_id);
+    await revokeApiKey(env, revoked.id);
+    const narrow = await createApiKey(env, org.app_connection_id, 'vendor_a/*');
     const cases = [
       [
         using('not-a-gateway-key'),

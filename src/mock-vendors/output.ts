@@ -117,6 +117,19 @@ export function toolCallOutput(name: string, schema: unknown): ToolCallOutput {
   };
 }
 
+/**
+ * The call to make for a chosen tool (name and JSON schema), unless the request's max tokens
+ * cannot hold it: then the answer is text instead, so usage never exceeds max tokens.
+ */
+export function fittingToolCall(
+  tool: { readonly name: string; readonly schema: unknown } | undefined,
+  maxTokens: number | undefined,
+): ToolCallOutput | undefined {
+  if (!tool) return undefined;
+  const call = toolCallOutput(tool.name, tool.schema);
+  return maxTokens !== undefined && call.outputTokens > maxTokens ? undefined : call;
+}
+
 // Ids: a per-process random stem and a counter, unique without a crypto call per request.
 const idStem = randomBytes(5).toString('hex').slice(0, 8);
 let idCounter = 0;

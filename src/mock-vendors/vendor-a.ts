@@ -1,7 +1,14 @@
 // vendor_a (messages protocol) wire format for the mock: messages, events, errors, models.
 // Shapes follow the @anthropic-ai/sdk Message / RawMessageStreamEvent types.
 import { messagesTexts } from '../tokens/request-texts.js';
-import { mockId, ONE_TOKEN_WORDS, outputText, outputWord, toolCallOutput } from './output.js';
+import {
+  mockId,
+  ONE_TOKEN_WORDS,
+  outputText,
+  outputWord,
+  fittingToolCall,
+  type ToolCallOutput,
+} from './output.js';
 import { jsonError } from './responses.js';
 import type {
   AnswerPlan,
@@ -81,12 +88,10 @@ function chosenTool(body: JsonObject): MessagesTool | undefined {
   return first;
 }
 
-/** The generated tool call, unless max_tokens cannot hold it (then the answer is text). */
-function plannedToolCall(plan: AnswerPlan): ReturnType<typeof toolCallOutput> | undefined {
+/** The generated tool call, unless max tokens cannot hold it (then the answer is text). */
+function plannedToolCall(plan: AnswerPlan): ToolCallOutput | undefined {
   const tool = chosenTool(plan.body);
-  if (!tool) return undefined;
-  const call = toolCallOutput(tool.name, tool.inputSchema);
-  return plan.maxTokens !== undefined && call.outputTokens > plan.maxTokens ? undefined : call;
+  return fittingToolCall(tool && { name: tool.name, schema: tool.inputSchema }, plan.maxTokens);
 }
 
 const usageOf = (inputTokens: number, outputTokens: number): string =>

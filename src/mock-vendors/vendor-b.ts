@@ -1,7 +1,14 @@
 // vendor_b (chat completions) wire format for the mock: completions, chunks, errors, models.
 // Shapes follow the openai SDK's ChatCompletion / ChatCompletionChunk types.
 import { chatCompletionTexts } from '../tokens/request-texts.js';
-import { mockId, ONE_TOKEN_WORDS, outputText, outputWord, toolCallOutput } from './output.js';
+import {
+  mockId,
+  ONE_TOKEN_WORDS,
+  outputText,
+  outputWord,
+  fittingToolCall,
+  type ToolCallOutput,
+} from './output.js';
 import { jsonError } from './responses.js';
 import type {
   AnswerPlan,
@@ -107,12 +114,10 @@ function chosenTool(body: JsonObject): ChatTool | undefined {
   return first;
 }
 
-/** The generated tool call, unless the request's max tokens cannot hold it (then text). */
-function plannedToolCall(plan: AnswerPlan): ReturnType<typeof toolCallOutput> | undefined {
+/** The generated tool call, unless max tokens cannot hold it (then the answer is text). */
+function plannedToolCall(plan: AnswerPlan): ToolCallOutput | undefined {
   const tool = chosenTool(plan.body);
-  if (!tool) return undefined;
-  const call = toolCallOutput(tool.name, tool.parameters);
-  return plan.maxTokens !== undefined && call.outputTokens > plan.maxTokens ? undefined : call;
+  return fittingToolCall(tool && { name: tool.name, schema: tool.parameters }, plan.maxTokens);
 }
 
 function usageOf(plan: AnswerPlan, completionTokens: number): string {

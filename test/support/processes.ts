@@ -97,3 +97,21 @@ export interface SeededOrg {
 export function seed(env: Record<string, string>, extraArgs: string[] = []): Promise<SeededOrg> {
   return runCliJson<SeededOrg>(['seed', '--json', ...extraArgs], env);
 }
+
+/** `gw api-key create` for a connection (optionally with a model policy such as 'vendor_a/*'). */
+export function createApiKey(
+  env: Record<string, string>,
+  appConnectionId: string,
+  modelPolicy?: string,
+): Promise<{ id: string; api_key: string }> {
+  const policy = modelPolicy === undefined ? [] : ['--model-policy', modelPolicy];
+  return runCliJson(['api-key', 'create', '--app-connection-id', appConnectionId, ...policy], env);
+}
+
+/** `gw api-key revoke`. */
+export function revokeApiKey(
+  env: Record<string, string>,
+  id: string,
+): Promise<{ id: string; revoked: boolean }> {
+  return runCliJson(['api-key', 'revoke', '--id', id], env);
+}
