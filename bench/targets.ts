@@ -71,7 +71,10 @@ export interface GatewayTarget extends Target {
   readonly env: Record<string, string>;
 }
 
-export async function startGatewayTarget(upstreamUrl: string): Promise<GatewayTarget> {
+export async function startGatewayTarget(
+  upstreamUrl: string,
+  nodeArgs: readonly string[] = [],
+): Promise<GatewayTarget> {
   const env = {
     PORT: '0',
     HOST: '127.0.0.1',
@@ -87,7 +90,7 @@ export async function startGatewayTarget(upstreamUrl: string): Promise<GatewayTa
     CREDENTIALS_MASTER_KEY: Buffer.alloc(32, 42).toString('base64'),
   };
   const { child, value } = await spawnUntil(
-    ['dist/src/main.js'],
+    [...nodeArgs, 'dist/src/main.js'],
     env,
     (output) => /"port":(\d+)[^\n]*"msg":"gw listening"/.exec(output)?.[1],
   );

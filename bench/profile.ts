@@ -1,0 +1,124 @@
+// npm run bench:profile [-- --duration 10 --connections 50 --stream --plain]
+// Runs the gateway under load with V8's CPU profiler and prints where its main thread spends
+// time: the top functions by self time and the totals per package. The profile file stays in
+// the printed directory for Chrome DevTools or speedscope.
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { measure } from './measure.js';
+import { gwCli, startGatewayTarget, startMock, stopAll } from './targets.js';
+
+const { values: flags } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '10' },
+    connections: { type: 'string', default: '50' },
+    stream: { type: 'boolean', default: false },
+    top: { type: 'string', default: '40' },
+    /** Run without the profiler (e.g. to watch the gateway with strace or perf). */
+    plain: { type: 'boolean', default: false },
+  },
+});
+
+interface ProfileNode {
+  readonly id: number;
+  readonly callFrame: { functionName: string; url: string; lineNumber: number };
+  readonly hitCount?: number;
+}
+interface CpuProfile {
+  readonly nodes: readonly ProfileNode[];
+  readonly samples: readonly number[];
+  readonly timeDeltas: readonly number[];
+}
+
+function where(url: string): string {
+  const modules = url.lastIndexOf('node_modules/');
+  if (modules >= 0)
+    return url
+      .slice(modules + 13)
+      .split('/')
+      .slice(0, 1)
+      .join('/');
+  if (url.startsWith('node:')) return 'node internals';
+  if (url === '') return '(native/VM)';
+  const dist = url.indexOf('/dist/');
+  return dist >= 0
+    ? url
+        .slice(dist + 6)
+        .split('/')
+        .slice(0, 2)
+        .join('/')
+    : url;
+}
+
+function report(profile: CpuProfile, top: number): string {
+  const byNode = new Map<number, ProfileNode>(profile.nodes.map((node) => [node.id, node]));
+  const selfMicros = new Map<number, number>();
+  profile.samples.forEach((id, index) => {
+    selfMicros.set(id, (selfMicros.get(id) ?? 0) + (profile.timeDeltas[index] ?? 0));
+  });
+  const total = [...selfMicros.values()].reduce((sum, value) => sum + value, 0);
+  const byFunction = new Map<string, number>();
+  const byPlace = new Map<string, number>();
+  for (const [id, micros] of selfMicros) {
+    const frame = byNode.get(id)!.callFrame;
+    const file = frame.url.replace(/^.*\/(node_modules|dist)\//, '');
+    const name = `${frame.functionName || '(anonymous)'}  ${file}:${frame.lineNumber + 1}`;
+    byFunction.set(name, (byFunction.get(name) ?? 0) + micros);
+    const place = where(frame.url);
+    byPlace.set(place, (byPlace.get(place) ?? 0) + micros);
+  }
+  const lines = (map: Map<string, number>, count: number): string =>
+    [...map]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, count)
+      .map(([name, micros]) => `${((micros / total) * 100).toFixed(1).padStart(5)} %  ${name}`)
+      .join('\n');
+  return `By place:\n${lines(byPlace, 25)}\n\nBy function (self time):\n${lines(byFunction, top)}\n`;
+}
+
+async function main(): Promise<void> {
+  const profileDir = mkdtempSync(join(tmpdir(), 'gw-profile-'));
+  const mock = await startMock();
+  const gateway = await startGatewayTarget(
+    mock.url,
+    flags.plain ? [] : ['--cpu-prof', '--cpu-prof-dir', profileDir],
+  );
+  try {
+    const org = await gwCli<{ api_key: string; app_connection_id: string }>(
+      ['seed', '--json', '--wallet', '1000000'],
+      gateway.env,
+    );
+    const spec = {
+      url: gateway.url,
+      connections: Number(flags.connections),
+      durationSeconds: Number(flags.duration),
+      headers: { authorization: `Bearer ${org.api_key}` },
+      body: JSON.stringify({
+        model: 'vendor_b/gpt-4o-mini',
+        max_tokens: 16,
+        stream: flags.stream,
+        messages: [{ role: 'user', content: 'Say hello in a few words.' }],
+      }),
+      headersFor: (sequence: number) => ({ 'x-gw-external-user-id': `bench-user-${sequence % 8}` }),
+    };
+    await measure({ ...spec, durationSeconds: 1 });
+    const result = await measure(spec);
+    process.stdout.write(
+      `${Math.round(result.requestsPerSecond)} req/s, mean ${result.meanMs.toFixed(3)} ms, ${result.errors} errors\n`,
+    );
+  } finally {
+    const exited = new Promise((resolve) => gateway.child.once('exit', resolve));
+    stopAll([mock, gateway]);
+    await exited;
+  }
+  if (flags.plain) return;
+  const file = readdirSync(profileDir).find((name) => name.endsWith('.cpuprofile'));
+  if (!file) throw new Error(`no profile written in ${profileDir}`);
+  const profile = JSON.parse(readFileSync(join(profileDir, file), 'utf8')) as CpuProfile;
+  process.stdout.write(
+    `\nProfile: ${join(profileDir, file)}\n\n${report(profile, Number(flags.top))}`,
+  );
+}
+
+await main();
