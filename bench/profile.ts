@@ -2,6 +2,7 @@
 // Runs the gateway under load with V8's CPU profiler and prints where its main thread spends
 // time: the top functions by self time and the totals per package. The profile file stays in
 // the printed directory for Chrome DevTools or speedscope.
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -77,6 +78,22 @@ function report(profile: CpuProfile, top: number): string {
   return `By place:\n${lines(byPlace, 25)}\n\nBy function (self time):\n${lines(byFunction, top)}\n`;
 }
 
+/** CPU time (user + system) a process has used so far, in µs (Linux /proc). */
+function cpuMicros(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return (ticks * 1_000_000) / 100; // USER_HZ is 100 on Linux
+}
+
+function redisPid(): number | undefined {
+  try {
+    const info = execFileSync('redis-cli', ['info', 'server'], { encoding: 'utf8' });
+    return Number(/process_id:(\d+)/.exec(info)?.[1]);
+  } catch {
+    return undefined; // no redis-cli here: the gateway's own CPU is still reported
+  }
+}
+
 async function main(): Promise<void> {
   const profileDir = mkdtempSync(join(tmpdir(), 'gw-profile-'));
   const mock = await startMock();
@@ -103,9 +120,16 @@ async function main(): Promise<void> {
       headersFor: (sequence: number) => ({ 'x-gw-external-user-id': `bench-user-${sequence % 8}` }),
     };
     await measure({ ...spec, durationSeconds: 1 });
+    const pids = { gateway: gateway.child.pid!, redis: redisPid() };
+    const before = { gateway: cpuMicros(pids.gateway), redis: pids.redis && cpuMicros(pids.redis) };
     const result = await measure(spec);
+    const requests = result.requestsPerSecond * spec.durationSeconds;
+    const perRequest = (pid: number | undefined, start: number | undefined): string =>
+      pid && start !== undefined ? ((cpuMicros(pid) - start) / requests).toFixed(0) : '?';
     process.stdout.write(
-      `${Math.round(result.requestsPerSecond)} req/s, mean ${result.meanMs.toFixed(3)} ms, ${result.errors} errors\n`,
+      `${Math.round(result.requestsPerSecond)} req/s, mean ${result.meanMs.toFixed(3)} ms, ` +
+        `${result.errors} errors; CPU per request: gateway ${perRequest(pids.gateway, before.gateway)} µs ` +
+        `(all its threads), Redis ${perRequest(pids.redis, before.redis)} µs\n`,
     );
   } finally {
     const exited = new Promise((resolve) => gateway.child.once('exit', resolve));

@@ -17,8 +17,7 @@ import { CredentialDirectory } from './credentials/credential-directory.js';
 import { parseMasterKeys } from './credentials/secret-box.js';
 import { createHttpServer } from './http/server.js';
 import { loadNativeUws } from './http/uws.js';
-import { PostgresUsageSink } from './ledger/postgres-usage-sink.js';
-import { UsageStreamWriter } from './ledger/usage-writer.js';
+import { UsageWriterThread } from './ledger/usage-writer-thread.js';
 import { createLogger, type Logger } from './log.js';
 import { GatewayMetrics } from './metrics.js';
 import { startMockVendors } from './mock-vendors/server.js';
@@ -41,6 +40,8 @@ import { productUserRoutes } from './routes/product-users.js';
 import { PiscinaTokenCounter } from './tokens/token-counter.js';
 
 const CATALOG_REFRESH_MS = 60_000;
+/** The writer's final drain at shutdown; what it cannot write stays in Redis for the others. */
+const WRITER_STOP_TIMEOUT_MS = 15_000;
 
 export interface RunningGateway {
   readonly port: number;
@@ -58,7 +59,6 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
   const redisOptions = { maxRetriesPerRequest: 2, enableAutoPipelining: true } as const;
   const redis = new Redis(config.REDIS_URL, redisOptions);
   const subscriber = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
-  const writerRedis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
   const keys = createRedisKeys(config.REDIS_KEY_PREFIX);
   const scripts = defineScripts(redis);
   await preloadScripts(redis);
@@ -119,18 +119,21 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
   };
 
   const metrics = new GatewayMetrics(config.METRICS_ENABLED);
-  const writer = new UsageStreamWriter(
-    writerRedis,
-    keys,
-    new PostgresUsageSink(db),
-    logger,
-    metrics,
+  const writer = new UsageWriterThread(
     {
-      consumerName: `gw-${process.pid}-${randomUUID().slice(0, 8)}`,
-      batchMaxRows: config.USAGE_BATCH_MAX_ROWS,
-      flushIntervalMs: config.USAGE_FLUSH_INTERVAL_MS,
-      claimIdleMs: config.USAGE_CLAIM_IDLE_MS,
+      redisUrl: config.REDIS_URL,
+      databaseUrl: config.DATABASE_URL,
+      keyPrefix: config.REDIS_KEY_PREFIX,
+      logLevel: config.LOG_LEVEL,
+      options: {
+        consumerName: `gw-${process.pid}-${randomUUID().slice(0, 8)}`,
+        batchMaxRows: config.USAGE_BATCH_MAX_ROWS,
+        flushIntervalMs: config.USAGE_FLUSH_INTERVAL_MS,
+        claimIdleMs: config.USAGE_CLAIM_IDLE_MS,
+      },
     },
+    metrics,
+    logger,
   );
   writer.start();
 
@@ -202,11 +205,11 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
       if (remaining > 0)
         logger.warn({ remaining }, 'shutdown grace elapsed with requests in flight');
       clearInterval(catalogTimer);
-      await writer.stop();
+      await writer.stop(WRITER_STOP_TIMEOUT_MS);
       await tokenCounter.close();
       await upstream.close();
       await mock?.close();
-      await Promise.all([redis.quit(), subscriber.quit(), writerRedis.quit()]);
+      await Promise.all([redis.quit(), subscriber.quit()]);
       await db.end();
     },
   };

@@ -3,10 +3,15 @@
 // died. A slow Postgres slows this loop, never the request path.
 import type { Redis } from 'ioredis';
 import type { Logger } from '../log.js';
-import type { GatewayMetrics } from '../metrics.js';
 import { USAGE_CONSUMER_GROUP, type RedisKeys } from '../redis/keys.js';
 import type { PostgresUsageSink } from './postgres-usage-sink.js';
 import { usageRecordFromFields, type UsageRecord } from './usage-record.js';
+
+/** What the writer counts (GatewayMetrics' counters, or a relay from the writer thread). */
+export interface UsageWriterCounters {
+  readonly usageRowsWritten: { inc(count: number): void };
+  readonly usageWriteFailures: { inc(): void };
+}
 
 export interface UsageWriterOptions {
   readonly consumerName: string;
@@ -37,7 +42,7 @@ export class UsageStreamWriter {
     private readonly keys: RedisKeys,
     private readonly sink: PostgresUsageSink,
     private readonly logger: Logger,
-    private readonly metrics: Pick<GatewayMetrics, 'usageRowsWritten' | 'usageWriteFailures'>,
+    private readonly metrics: UsageWriterCounters,
     private readonly options: UsageWriterOptions,
   ) {}
 

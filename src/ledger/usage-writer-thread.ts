@@ -1,0 +1,72 @@
+// Runs the usage batch writer on its own thread, so decoding stream entries and talking to
+// Postgres take no time from the event loop that serves requests. The thread has its own
+// Redis and Postgres connections; it reports its counters back to the gateway's metrics.
+// If the thread dies it is started again: entries wait in the Redis stream meanwhile.
+import { Worker } from 'node:worker_threads';
+import type { Logger } from '../log.js';
+import type { UsageWriterCounters, UsageWriterOptions } from './usage-writer.js';
+
+export interface UsageWriterThreadSettings {
+  readonly redisUrl: string;
+  readonly databaseUrl: string;
+  readonly keyPrefix: string;
+  readonly logLevel: string;
+  readonly options: UsageWriterOptions;
+}
+
+/** Messages from the writer thread to the gateway. */
+export type UsageWriterThreadMessage =
+  | { readonly kind: 'rows_written'; readonly count: number }
+  | { readonly kind: 'write_failed' }
+  | { readonly kind: 'stopped' };
+
+/** The message that asks the writer thread to finish its batch, drain once and exit. */
+export const STOP_WRITER = 'stop';
+
+const RESTART_DELAY_MS = 1000;
+
+export class UsageWriterThread {
+  private worker: Worker | undefined;
+  private stopping = false;
+  private restartTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly settings: UsageWriterThreadSettings,
+    private readonly counters: UsageWriterCounters,
+    private readonly logger: Logger,
+  ) {}
+
+  start(): void {
+    const worker = new Worker(new URL('./usage-writer-worker.js', import.meta.url), {
+      workerData: this.settings,
+    });
+    this.worker = worker;
+    worker.on('message', (message: UsageWriterThreadMessage) => {
+      if (message.kind === 'rows_written') this.counters.usageRowsWritten.inc(message.count);
+      else if (message.kind === 'write_failed') this.counters.usageWriteFailures.inc();
+    });
+    worker.on('error', (error) => this.logger.error({ err: error }, 'usage writer thread failed'));
+    worker.on('exit', (code) => {
+      if (this.worker === worker) this.worker = undefined;
+      if (this.stopping) return;
+      this.logger.error({ code }, 'usage writer thread exited; restarting it');
+      this.restartTimer = setTimeout(() => this.start(), RESTART_DELAY_MS);
+    });
+  }
+
+  /** Asks the thread to write what it holds and drain the streams once; waits for it to exit. */
+  async stop(timeoutMs: number): Promise<void> {
+    this.stopping = true;
+    clearTimeout(this.restartTimer);
+    const worker = this.worker;
+    if (!worker) return;
+    const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+    worker.postMessage(STOP_WRITER);
+    const timer = setTimeout(() => {
+      this.logger.error('usage writer thread did not stop in time; entries stay in Redis');
+      void worker.terminate();
+    }, timeoutMs);
+    await exited;
+    clearTimeout(timer);
+  }
+}

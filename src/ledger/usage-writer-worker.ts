@@ -1,0 +1,44 @@
+// Entry point of the usage writer thread (started by UsageWriterThread): builds its own
+// connections and runs UsageStreamWriter until the gateway asks it to stop.
+import { parentPort, workerData } from 'node:worker_threads';
+import { Redis } from 'ioredis';
+import { createDbPool } from '../db/pool.js';
+import { createLogger } from '../log.js';
+import { createRedisKeys } from '../redis/keys.js';
+import { PostgresUsageSink } from './postgres-usage-sink.js';
+import { UsageStreamWriter } from './usage-writer.js';
+import {
+  STOP_WRITER,
+  type UsageWriterThreadMessage,
+  type UsageWriterThreadSettings,
+} from './usage-writer-thread.js';
+
+const settings = workerData as UsageWriterThreadSettings;
+const port = parentPort!;
+const post = (message: UsageWriterThreadMessage): void => port.postMessage(message);
+
+const logger = createLogger(settings.logLevel, 'gw-usage-writer');
+const redis = new Redis(settings.redisUrl, { maxRetriesPerRequest: null });
+const db = createDbPool(settings.databaseUrl, 2);
+const writer = new UsageStreamWriter(
+  redis,
+  createRedisKeys(settings.keyPrefix),
+  new PostgresUsageSink(db),
+  logger,
+  {
+    usageRowsWritten: { inc: (count) => post({ kind: 'rows_written', count }) },
+    usageWriteFailures: { inc: () => post({ kind: 'write_failed' }) },
+  },
+  settings.options,
+);
+writer.start();
+
+port.on('message', (message: unknown) => {
+  if (message !== STOP_WRITER) return;
+  void (async () => {
+    await writer.stop();
+    await Promise.allSettled([redis.quit(), db.end()]);
+    post({ kind: 'stopped' });
+    port.close();
+  })();
+});
