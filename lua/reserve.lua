@@ -38,6 +38,8 @@
 --                                         the user's allowance cannot cover it (enforce)
 --   {5}                                   byok_only and every credential is cooling down
 -- Amounts are compared with tonumber; every change is HINCRBY. Nothing is held on failure.
+-- Each account is read once (HMGET of its value and its holds; a missing value means the
+-- account is not in Redis yet) and read again only if expired holds were swept from it.
 --#include release-hold
 --#include sweep-expired
 --#include hold
@@ -54,11 +56,21 @@ local function fmt(value)
   return string.format('%.0f', value)
 end
 
+-- {value, reserved} of an account the request uses (nil for one it does not use).
+local function read_account(used, account, field)
+  if used then return redis.call('HMGET', account, field, 'reserved') end
+  return nil
+end
+local wallet_state = read_account(wallet_pays == '1', KEYS[1], 'balance')
+local org_state = read_account(org_cap ~= '', KEYS[3], 'spent')
+local conn_state = read_account(conn_cap ~= '', KEYS[5], 'spent')
+local user_state = read_account(has_user, KEYS[7], 'spent')
+
 local missing = {}
-if wallet_pays == '1' and redis.call('EXISTS', KEYS[1]) == 0 then missing[#missing + 1] = 'wallet' end
-if org_cap ~= '' and redis.call('EXISTS', KEYS[3]) == 0 then missing[#missing + 1] = 'org_cap' end
-if conn_cap ~= '' and redis.call('EXISTS', KEYS[5]) == 0 then missing[#missing + 1] = 'conn_cap' end
-if has_user and (redis.call('EXISTS', KEYS[7]) == 0 or redis.call('HEXISTS', KEYS[9], 'loaded') == 0) then
+if wallet_state and not wallet_state[1] then missing[#missing + 1] = 'wallet' end
+if org_state and not org_state[1] then missing[#missing + 1] = 'org_cap' end
+if conn_state and not conn_state[1] then missing[#missing + 1] = 'conn_cap' end
+if user_state and (not user_state[1] or redis.call('HEXISTS', KEYS[9], 'loaded') == 0) then
   missing[#missing + 1] = 'user'
 end
 if #missing > 0 then
@@ -72,15 +84,17 @@ elseif credentials ~= '' and byok_only == '1' then
   return {5}
 end
 
-local function limit_state(account, expiries)
-  sweep_expired(account, expiries, now_ms, 20)
-  local state = redis.call('HMGET', account, 'spent', 'reserved')
+-- value, reserved of an account, after releasing its lapsed holds (crashed instances').
+local function current(account, expiries, state, field)
+  if sweep_expired(account, expiries, now_ms, 20) > 0 then
+    state = redis.call('HMGET', account, field, 'reserved')
+  end
   return tonumber(state[1] or '0'), tonumber(state[2] or '0')
 end
 
-for _, cap in ipairs({{org_cap, 3, 'org'}, {conn_cap, 5, 'app_connection'}}) do
+for _, cap in ipairs({{org_cap, 3, 'org', org_state}, {conn_cap, 5, 'app_connection', conn_state}}) do
   if cap[1] ~= '' then
-    local spent, reserved = limit_state(KEYS[cap[2]], KEYS[cap[2] + 1])
+    local spent, reserved = current(KEYS[cap[2]], KEYS[cap[2] + 1], cap[4], 'spent')
     if spent + reserved + need > tonumber(cap[1]) then
       return {3, cap[3], cap[1], fmt(spent), fmt(reserved)}
     end
@@ -88,21 +102,23 @@ for _, cap in ipairs({{org_cap, 3, 'org'}, {conn_cap, 5, 'app_connection'}}) do
 end
 
 if has_user then
-  local spent, reserved = limit_state(KEYS[7], KEYS[8])
+  local spent, reserved = current(KEYS[7], KEYS[8], user_state, 'spent')
   if user_mode == 'enforce' and user_cap ~= '' then
     local base_remaining = math.max(0, tonumber(user_cap) - spent)
-    local credits = credits_available(KEYS[9], KEYS[10], now_ms)
-    local available = math.max(0, base_remaining + credits - reserved)
-    if need > available then
-      return {4, user_cap, fmt(spent), fmt(base_remaining), fmt(credits), fmt(available)}
+    -- Credits are summed only when the base allowance alone cannot cover the request.
+    if need > base_remaining - reserved then
+      local credits = credits_available(KEYS[9], KEYS[10], now_ms)
+      local available = math.max(0, base_remaining + credits - reserved)
+      if need > available then
+        return {4, user_cap, fmt(spent), fmt(base_remaining), fmt(credits), fmt(available)}
+      end
     end
   end
 end
 
 if wallet_pays == '1' then
-  sweep_expired(KEYS[1], KEYS[2], now_ms, 20)
-  local state = redis.call('HMGET', KEYS[1], 'balance', 'reserved')
-  local available = tonumber(state[1]) - tonumber(state[2] or '0')
+  local balance, reserved = current(KEYS[1], KEYS[2], wallet_state, 'balance')
+  local available = balance - reserved
   if available < need then
     return {2, fmt(math.max(available, 0))}
   end

@@ -174,6 +174,8 @@ export class RedisBudgetStore implements BudgetStore {
         Date.now(),
         accounts.user?.capNano?.toString() ?? '',
         accounts.user?.creditMode ?? 'none',
+        accounts.orgCap ? '1' : '0',
+        accounts.connectionCap ? '1' : '0',
         ...usageRecordToFields(record),
       ],
     )) as [SettleCode, string?, string?];
