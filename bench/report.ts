@@ -19,10 +19,10 @@ export function renderTable(rows: readonly Row[]): string {
     const ratio = row.ceiling
       ? `${fixed((row.median.requestsPerSecond / row.ceiling.requestsPerSecond) * 100, 0)}%`
       : '—';
-    const p50Delta = row.ceiling ? fixed(row.median.p50Ms - row.ceiling.p50Ms, 2) : '—';
-    const meanDelta = row.ceiling ? fixed(row.median.meanMs - row.ceiling.meanMs, 2) : '—';
+    const p50Delta = row.ceiling ? fixed(row.median.p50Ms - row.ceiling.p50Ms, 3) : '—';
+    const meanDelta = row.ceiling ? fixed(row.median.meanMs - row.ceiling.meanMs, 3) : '—';
     lines.push(
-      `| ${row.scenario} | ${row.connections} | ${row.target} | ${fixed(row.median.requestsPerSecond, 0)} | ${fixed(row.median.p50Ms, 2)} | ${fixed(row.median.p99Ms, 2)} | ${fixed(row.median.meanMs, 3)} | ${row.median.errors} | ${ratio} | ${p50Delta} | ${meanDelta} |`,
+      `| ${row.scenario} | ${row.connections} | ${row.target} | ${fixed(row.median.requestsPerSecond, 0)} | ${fixed(row.median.p50Ms, 3)} | ${fixed(row.median.p99Ms, 3)} | ${fixed(row.median.meanMs, 3)} | ${row.median.errors} | ${ratio} | ${p50Delta} | ${meanDelta} |`,
     );
   }
   return lines.join('\n');

@@ -56,7 +56,9 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
   const db = createDbPool(config.DATABASE_URL, 20);
   await migrate(db);
 
-  const redisOptions = { maxRetriesPerRequest: 2, enableAutoPipelining: true } as const;
+  // No auto-pipelining: the script calls of the hot path coalesce their writes themselves
+  // (src/redis/scripts.ts), more cheaply; other commands are rare.
+  const redisOptions = { maxRetriesPerRequest: 2 } as const;
   const redis = new Redis(config.REDIS_URL, redisOptions);
   const subscriber = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
   const keys = createRedisKeys(config.REDIS_KEY_PREFIX);

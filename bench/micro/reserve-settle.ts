@@ -13,9 +13,7 @@ import { createRedisKeys } from '../../src/redis/keys.js';
 import { defineScripts } from '../../src/redis/scripts.js';
 
 const iterations = Number(process.argv[2] ?? 3000);
-const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
-  enableAutoPipelining: process.env.AUTO_PIPELINING !== '0',
-});
+const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
 const db = createDbPool(
   process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/gw_bench',
   2,

@@ -43,32 +43,33 @@ export type ScriptCall = (keys: readonly string[], args: readonly ScriptArg[]) =
 export type RedisScripts = Readonly<Record<ScriptName, ScriptCall>>;
 
 /**
- * Sends a call at once when no other script call is in flight, and through the client's
- * auto-pipelining otherwise. Auto-pipelining defers every command to the next event-loop turn
- * so that calls issued together share one socket write: the right trade under load, but it
- * costs a lone request ~80 µs per round trip on a 2-core VM (bench/micro/reserve-settle).
- * ioredis reads `options.enableAutoPipelining` on every call, synchronously, so switching it
- * off for one call is safe; replies still match the order commands were written in.
+ * Coalesces the socket writes of script calls without ioredis's auto-pipelining, whose
+ * Pipeline per batch costs ~8 µs of CPU per call and defers even a lone call to the next loop
+ * turn (~80 µs per round trip on a 2-core VM). A call made while no other is in flight is
+ * written at once. While calls are in flight, the socket is corked on the first call of a
+ * loop turn and uncorked at the end of it (setImmediate), so the calls that many requests
+ * issue in one turn leave in one write. Measured with 50 calls in flight: ~12 µs of CPU per
+ * call, against ~20 µs with auto-pipelining. A client that auto-pipelines batches by itself.
  */
-function adaptivePipelining(redis: Redis): (send: () => Promise<unknown>) => Promise<unknown> {
-  if (!redis.options.enableAutoPipelining) return (send) => send();
+function coalescedWrites(redis: Redis): (send: () => Promise<unknown>) => Promise<unknown> {
+  if (redis.options.enableAutoPipelining) return (send) => send();
   let inFlight = 0;
+  let corked = false;
   const settled = (): void => {
     inFlight -= 1;
   };
   return (send) => {
-    let pending: Promise<unknown>;
-    if (inFlight === 0) {
-      redis.options.enableAutoPipelining = false;
-      try {
-        pending = send();
-      } finally {
-        redis.options.enableAutoPipelining = true;
-      }
-    } else {
-      pending = send();
+    if (inFlight > 0 && !corked && redis.status === 'ready') {
+      const socket = redis.stream; // uncork the socket that was corked, even after a reconnect
+      socket.cork();
+      corked = true;
+      setImmediate(() => {
+        corked = false;
+        socket.uncork();
+      });
     }
     inFlight += 1;
+    const pending = send();
     pending.then(settled, settled);
     return pending;
   };
@@ -78,7 +79,7 @@ function adaptivePipelining(redis: Redis): (send: () => Promise<unknown>) => Pro
 export function defineScripts(redis: Redis): RedisScripts {
   const callers = {} as Record<ScriptName, ScriptCall>;
   const commands = redis as unknown as Record<string, (...args: ScriptArg[]) => Promise<unknown>>;
-  const dispatch = adaptivePipelining(redis);
+  const dispatch = coalescedWrites(redis);
   for (const [name, definition] of Object.entries(scriptDefinitions) as Array<
     [ScriptName, (typeof scriptDefinitions)[ScriptName]]
   >) {
