@@ -1,6 +1,7 @@
 // The gateway against a recording vendor_a stub instead of the built-in mock: what reaches the
-// vendor (its key and version headers, no gateway fields) and proof that a client abort
-// aborts the upstream request, with the input tokens the vendor reported billed.
+// vendor (its key and version headers, no gateway fields), proof that a client abort
+// aborts the upstream request, with the input tokens the vendor reported billed, and that a
+// stream is settled and finished at the vendor's message_stop, not when its body ends.
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Anthropic from '@anthropic-ai/sdk';
@@ -35,6 +36,10 @@ const stubMessage = {
   usage: { input_tokens: 9, output_tokens: 1 },
 };
 
+/** max_tokens that asks the stub for a complete stream whose HTTP body then lingers open. */
+const LINGER_MAX_TOKENS = 77;
+const LINGER_MS = 4000;
+
 /** vendor_a as a stub: records each request; answers JSON, or streams slowly without end. */
 const stub = createServer((request, response) => {
   const chunks: Buffer[] = [];
@@ -55,6 +60,22 @@ const stub = createServer((request, response) => {
       return;
     }
     response.writeHead(200, { 'content-type': 'text/event-stream' });
+    if (body.max_tokens === LINGER_MAX_TOKENS) {
+      response.write(
+        event('message_start', { message: stubMessage }) +
+          event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }) +
+          event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'done' } }) +
+          event('content_block_stop', { index: 0 }) +
+          event('message_delta', {
+            delta: { stop_reason: 'end_turn', stop_sequence: null },
+            usage: { output_tokens: 4 },
+          }) +
+          event('message_stop', {}),
+      );
+      const timer = setTimeout(() => response.end(), LINGER_MS);
+      response.on('close', () => clearTimeout(timer));
+      return;
+    }
     response.write(
       event('message_start', { message: stubMessage }) +
         event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
@@ -135,6 +156,46 @@ describe('the gateway against a recording vendor_a stub', () => {
     }, 10_000);
     // The input tokens message_start reported are billed, not the estimate.
     expect(row).toEqual({ status: 'client_aborted', input_tokens: 9 });
+  });
+
+  it('settles and ends a stream at message_stop while the vendor keeps its body open', async () => {
+    const started = Date.now();
+    const answer = await fetch(`${gateway.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': org.api_key },
+      body: JSON.stringify({
+        model: MODEL,
+        max_tokens: LINGER_MAX_TOKENS,
+        stream: true,
+        messages: [{ role: 'user', content: 'go' }],
+      }),
+    });
+    expect(answer.status).toBe(200);
+    const text = await answer.text(); // resolves when the gateway ends the response
+    expect(Date.now() - started).toBeLessThan(LINGER_MS / 2);
+    expect(text.trimEnd().endsWith(`data: ${JSON.stringify({ type: 'message_stop' })}`)).toBe(true);
+    const { rows } = await db.query<{
+      status: string;
+      input_tokens: number;
+      output_tokens: number;
+    }>('SELECT status, input_tokens, output_tokens FROM usage_records WHERE request_id = $1', [
+      answer.headers.get('x-request-id'),
+    ]);
+    // Settled before message_stop reached the client, so the record is there already or
+    // within the writer's flush; the vendor's reported tokens are billed.
+    const row =
+      rows[0] ??
+      (await eventually(async () => {
+        const again = await db.query<{
+          status: string;
+          input_tokens: number;
+          output_tokens: number;
+        }>('SELECT status, input_tokens, output_tokens FROM usage_records WHERE request_id = $1', [
+          answer.headers.get('x-request-id'),
+        ]);
+        return again.rows[0];
+      }, 10_000));
+    expect(row).toEqual({ status: 'completed', input_tokens: 9, output_tokens: 4 });
   });
 
   it('translates a chat request: default version, no attribution or unknown fields upstream', async () => {

@@ -15,6 +15,7 @@ import type { UpstreamClient } from '../providers/upstream.js';
 import type { Admission, AdmissionServices } from './admission.js';
 import { settleWithRetry } from './settle-retry.js';
 import type { RequestOutcome } from './settlement.js';
+import type { UsageStatus } from '../ledger/usage-record.js';
 
 export interface ProxyDeps {
   readonly services: AdmissionServices;
@@ -241,26 +242,37 @@ async function relayStream(
     response.write(': keep-alive\n\n');
   }, KEEP_ALIVE_INTERVAL_MS);
   let upstreamFailed = false;
-  try {
-    for await (const chunk of upstreamResponse.body) {
-      const out = relay.push(chunk as Buffer);
-      if (out.length > 0) {
-        lastWriteMs = Date.now();
-        // write() false: back off until the client drains, so upstream reading pauses too.
-        if (!response.write(out)) await response.drained();
+  // The relay runs on its own until the upstream body ends; the response goes on as soon as
+  // the vendor's terminal event is relayed (or the relay stops): the chunked terminator that
+  // follows it, often one more read away, or a vendor that keeps its body open, then costs
+  // the client nothing. Whatever arrives after the terminal event is read and dropped.
+  let relayStopped!: () => void;
+  const stopped = new Promise<void>((resolve) => (relayStopped = resolve));
+  void (async () => {
+    try {
+      for await (const chunk of upstreamResponse.body) {
+        const out = relay.push(chunk as Buffer);
+        if (out.length > 0) {
+          lastWriteMs = Date.now();
+          // write() false: back off until the client drains, so upstream reading pauses too.
+          if (!response.write(out)) await response.drained();
+        }
+        if (response.aborted) break;
+        if (relay.done) relayStopped();
       }
-      if (response.aborted) break;
+      const rest = relay.end();
+      if (rest.length > 0) response.write(rest);
+    } catch {
+      upstreamFailed = !response.aborted && !relay.done;
+    } finally {
+      relayStopped();
     }
-    const rest = relay.end();
-    if (rest.length > 0) response.write(rest);
-  } catch {
-    upstreamFailed = !response.aborted;
-  } finally {
-    clearInterval(keepAlive);
-  }
+  })();
+  await stopped;
+  clearInterval(keepAlive);
   if (response.aborted) abort.abort();
 
-  const status = response.aborted
+  const status: UsageStatus = response.aborted
     ? 'client_aborted'
     : relay.done && !upstreamFailed
       ? 'completed'
