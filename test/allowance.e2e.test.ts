@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countInputTokens } from '../src/tokens/count.js';
 import { chatCompletionTexts } from '../src/tokens/request-texts.js';
-import { baseEnv, uniquePrefix } from './support/env.js';
+import { isolatedContext } from './support/context.js';
 import { bearer, getJson, postJson } from './support/http.js';
 import {
   runCliJson,
@@ -13,12 +13,9 @@ import {
   type GatewayProcess,
   type SeededOrg,
 } from './support/processes.js';
-import { deletePrefix, eventually, testDb, testRedis } from './support/services.js';
+import { eventually } from './support/services.js';
 
-const prefix = uniquePrefix('allowe2e');
-const env = baseEnv(prefix);
-const db = testDb();
-const redis = testRedis();
+const { env, db } = isolatedContext('allowe2e');
 let gateways: GatewayProcess[];
 
 const OUTPUT_TOKENS = 8;
@@ -114,9 +111,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(gateways.map((gateway) => gateway.stop()));
-  await deletePrefix(redis, prefix);
-  await redis.quit();
-  await db.end();
 });
 
 describe('exact enforcement under concurrency (3 instances)', () => {

@@ -1,6 +1,6 @@
 // API-key authentication on the inference route, across two gateway instances.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { baseEnv, uniquePrefix } from './support/env.js';
+import { isolatedContext } from './support/context.js';
 import { bearer, postJson } from './support/http.js';
 import {
   seed,
@@ -10,11 +10,8 @@ import {
   createApiKey,
   revokeApiKey,
 } from './support/processes.js';
-import { deletePrefix, testRedis } from './support/services.js';
 
-const prefix = uniquePrefix('auth');
-const env = baseEnv(prefix);
-const redis = testRedis();
+const { env } = isolatedContext('auth');
 let first: GatewayProcess;
 let second: GatewayProcess;
 let org: SeededOrg;
@@ -29,8 +26,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all([first?.stop(), second?.stop()]);
-  await deletePrefix(redis, prefix);
-  await redis.quit();
 });
 
 describe('API-key authentication', () => {

@@ -2,7 +2,7 @@
 // before any byte reached the client (shared cooldowns across instances), the system route as
 // the last resort (or a clear error under byok_only), and every usage record naming who served.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { baseEnv, uniquePrefix } from './support/env.js';
+import { isolatedContext } from './support/context.js';
 import { bearer, postJson, postSse } from './support/http.js';
 import {
   runCliJson,
@@ -11,12 +11,9 @@ import {
   type GatewayProcess,
   type SeededOrg,
 } from './support/processes.js';
-import { deletePrefix, eventually, testDb, testRedis } from './support/services.js';
+import { eventually } from './support/services.js';
 
-const prefix = uniquePrefix('byok');
-const env = baseEnv(prefix);
-const db = testDb();
-const redis = testRedis();
+const { prefix, env, db, redis } = isolatedContext('byok');
 let gateways: GatewayProcess[];
 
 interface UsageRow {
@@ -83,9 +80,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(gateways.map((gateway) => gateway.stop()));
-  await deletePrefix(redis, prefix);
-  await redis.quit();
-  await db.end();
 });
 
 describe('failover across provider credentials', () => {

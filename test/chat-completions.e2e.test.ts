@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countInputTokens } from '../src/tokens/count.js';
 import { chatCompletionTexts } from '../src/tokens/request-texts.js';
-import { baseEnv, uniquePrefix } from './support/env.js';
+import { isolatedContext } from './support/context.js';
 import { bearer, postJson, postSse } from './support/http.js';
 import {
   runCliJson,
@@ -12,12 +12,9 @@ import {
   type GatewayProcess,
   type SeededOrg,
 } from './support/processes.js';
-import { deletePrefix, eventually, testDb, testRedis } from './support/services.js';
+import { eventually } from './support/services.js';
 
-const prefix = uniquePrefix('chat');
-const env = baseEnv(prefix);
-const db = testDb();
-const redis = testRedis();
+const { env, db } = isolatedContext('chat');
 let gateway: GatewayProcess;
 let org: SeededOrg;
 
@@ -61,9 +58,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await gateway?.stop();
-  await deletePrefix(redis, prefix);
-  await redis.quit();
-  await db.end();
 });
 
 describe('POST /v1/chat/completions (vendor_b, non-streaming)', () => {

@@ -1,18 +1,15 @@
 // Provider credentials at rest and their eligibility: encryption, key rotation, validation
 // with the vendor, and each eligibility rule excluding a credential on its own.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { CatalogModel } from '../src/catalog/models.js';
 import { CredentialDirectory } from '../src/credentials/credential-directory.js';
 import { parseMasterKeys, SecretBoxError } from '../src/credentials/secret-box.js';
 import { tokenPriceFromDecimal } from '../src/money.js';
-import { baseEnv, TEST_MASTER_KEY, uniquePrefix } from './support/env.js';
+import { isolatedContext } from './support/context.js';
+import { TEST_MASTER_KEY } from './support/env.js';
 import { runCli, runCliJson, seed, type SeededOrg } from './support/processes.js';
-import { deletePrefix, testDb, testRedis } from './support/services.js';
 
-const prefix = uniquePrefix('cred');
-const env = baseEnv(prefix);
-const db = testDb();
-const redis = testRedis();
+const { env, db } = isolatedContext('cred');
 let org: SeededOrg;
 
 interface Credential {
@@ -37,12 +34,6 @@ const model = (id: string): CatalogModel => ({
 
 beforeAll(async () => {
   org = await seed(env);
-});
-
-afterAll(async () => {
-  await deletePrefix(redis, prefix);
-  await redis.quit();
-  await db.end();
 });
 
 describe('secret box', () => {

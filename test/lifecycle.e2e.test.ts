@@ -2,27 +2,18 @@
 // streams, and a killed instance loses no usage record.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { baseEnv, uniquePrefix } from './support/env.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { isolatedContext } from './support/context.js';
 import { bearer, postJson, postSse } from './support/http.js';
 import { seed, startGateway, type SeededOrg } from './support/processes.js';
-import { deletePrefix, eventually, testDb, testRedis } from './support/services.js';
+import { eventually } from './support/services.js';
 
-const prefix = uniquePrefix('life');
-const env = baseEnv(prefix);
-const db = testDb();
-const redis = testRedis();
+const { env, db } = isolatedContext('life');
 const root = fileURLToPath(new URL('../', import.meta.url));
 let org: SeededOrg;
 
 beforeAll(async () => {
   org = await seed(env);
-});
-
-afterAll(async () => {
-  await deletePrefix(redis, prefix);
-  await redis.quit();
-  await db.end();
 });
 
 function runToExit(

@@ -1,6 +1,6 @@
 // The service-key management API, as an app's backend would call it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { baseEnv, uniquePrefix } from './support/env.js';
+import { isolatedContext } from './support/context.js';
 import { bearer, getJson, postJson } from './support/http.js';
 import {
   runCliJson,
@@ -9,11 +9,9 @@ import {
   type GatewayProcess,
   type SeededOrg,
 } from './support/processes.js';
-import { deletePrefix, eventually, testRedis } from './support/services.js';
+import { eventually } from './support/services.js';
 
-const prefix = uniquePrefix('puapi');
-const env = baseEnv(prefix);
-const redis = testRedis();
+const { env } = isolatedContext('puapi');
 let gateway: GatewayProcess;
 let org: SeededOrg;
 
@@ -51,8 +49,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await gateway?.stop();
-  await deletePrefix(redis, prefix);
-  await redis.quit();
 });
 
 describe('service-key authentication', () => {

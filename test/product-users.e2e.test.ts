@@ -2,15 +2,11 @@
 // concurrent first requests through two instances), identifier precedence, profile fields.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emailHash } from '../src/product-users/directory.js';
-import { baseEnv, uniquePrefix } from './support/env.js';
+import { isolatedContext } from './support/context.js';
 import { bearer, postJson } from './support/http.js';
 import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
-import { deletePrefix, testDb, testRedis } from './support/services.js';
 
-const prefix = uniquePrefix('pu');
-const env = baseEnv(prefix);
-const db = testDb();
-const redis = testRedis();
+const { env, db } = isolatedContext('pu');
 let gateways: GatewayProcess[];
 let org: SeededOrg;
 
@@ -37,9 +33,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(gateways.map((gateway) => gateway.stop()));
-  await deletePrefix(redis, prefix);
-  await redis.quit();
-  await db.end();
 });
 
 describe('product-user attribution', () => {

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MOCK_SYSTEM_KEY } from '../src/providers/system-routes.js';
 import { countInputTokens } from '../src/tokens/count.js';
 import { messagesTexts } from '../src/tokens/request-texts.js';
-import { baseEnv, uniquePrefix } from './support/env.js';
+import { isolatedContext } from './support/context.js';
 import { bearer, getJson } from './support/http.js';
 import {
   runCliJson,
@@ -17,12 +17,9 @@ import {
   createApiKey,
   revokeApiKey,
 } from './support/processes.js';
-import { deletePrefix, eventually, testDb, testRedis } from './support/services.js';
+import { eventually } from './support/services.js';
 
-const prefix = uniquePrefix('anthropic');
-const env = baseEnv(prefix);
-const db = testDb();
-const redis = testRedis();
+const { env, db } = isolatedContext('anthropic');
 let gateway: GatewayProcess;
 let org: SeededOrg;
 let client: Anthropic;
@@ -45,9 +42,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await gateway?.stop();
-  await deletePrefix(redis, prefix);
-  await redis.quit();
-  await db.end();
 });
 
 describe('anthropic client on the messages routes', () => {

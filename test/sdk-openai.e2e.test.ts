@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MOCK_SYSTEM_KEY } from '../src/providers/system-routes.js';
 import { countInputTokens } from '../src/tokens/count.js';
 import { chatCompletionTexts } from '../src/tokens/request-texts.js';
-import { baseEnv, uniquePrefix } from './support/env.js';
+import { isolatedContext } from './support/context.js';
 import {
   runCliJson,
   seed,
@@ -15,12 +15,9 @@ import {
   createApiKey,
   revokeApiKey,
 } from './support/processes.js';
-import { deletePrefix, eventually, testDb, testRedis } from './support/services.js';
+import { eventually } from './support/services.js';
 
-const prefix = uniquePrefix('openai');
-const env = baseEnv(prefix);
-const db = testDb();
-const redis = testRedis();
+const { env, db } = isolatedContext('openai');
 let gateway: GatewayProcess;
 let org: SeededOrg;
 let client: OpenAI;
@@ -57,9 +54,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await gateway?.stop();
-  await deletePrefix(redis, prefix);
-  await redis.quit();
-  await db.end();
 });
 
 describe.each(['vendor_b/gpt-4o-mini', 'vendor_a/claude-haiku-4-5'])(

@@ -7,14 +7,11 @@ import type { AddressInfo } from 'node:net';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { baseEnv, uniquePrefix } from './support/env.js';
+import { isolatedContext } from './support/context.js';
 import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
-import { deletePrefix, eventually, testDb, testRedis } from './support/services.js';
+import { eventually } from './support/services.js';
 
-const prefix = uniquePrefix('vendor-a-stub');
-const env = baseEnv(prefix);
-const db = testDb();
-const redis = testRedis();
+const { env, db } = isolatedContext('vendor-a-stub');
 let org: SeededOrg;
 let gateway: GatewayProcess;
 const MODEL = 'vendor_a/claude-haiku-4-5';
@@ -112,9 +109,6 @@ afterAll(async () => {
   await gateway?.stop();
   stub.closeAllConnections();
   await new Promise((resolve) => stub.close(resolve));
-  await deletePrefix(redis, prefix);
-  await redis.quit();
-  await db.end();
 });
 
 describe('the gateway against a recording vendor_a stub', () => {
