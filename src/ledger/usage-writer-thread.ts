@@ -24,6 +24,7 @@ export type UsageWriterThreadMessage =
 export const STOP_WRITER = 'stop';
 
 const RESTART_DELAY_MS = 1000;
+const WORKER_SCRIPT = new URL('./usage-writer-worker.js', import.meta.url);
 
 export class UsageWriterThread {
   private worker: Worker | undefined;
@@ -34,12 +35,13 @@ export class UsageWriterThread {
     private readonly settings: UsageWriterThreadSettings,
     private readonly counters: UsageWriterCounters,
     private readonly logger: Logger,
+    /** The thread's entry script (tests substitute a stand-in). */
+    private readonly script: URL = WORKER_SCRIPT,
+    private readonly restartDelayMs = RESTART_DELAY_MS,
   ) {}
 
   start(): void {
-    const worker = new Worker(new URL('./usage-writer-worker.js', import.meta.url), {
-      workerData: this.settings,
-    });
+    const worker = new Worker(this.script, { workerData: this.settings });
     this.worker = worker;
     worker.on('message', (message: UsageWriterThreadMessage) => {
       if (message.kind === 'rows_written') this.counters.usageRowsWritten.inc(message.count);
@@ -50,7 +52,7 @@ export class UsageWriterThread {
       if (this.worker === worker) this.worker = undefined;
       if (this.stopping) return;
       this.logger.error({ code }, 'usage writer thread exited; restarting it');
-      this.restartTimer = setTimeout(() => this.start(), RESTART_DELAY_MS);
+      this.restartTimer = setTimeout(() => this.start(), this.restartDelayMs);
     });
   }
 
