@@ -1,14 +1,25 @@
 // The shared machinery of every stream relay: SSE bytes in (split anywhere), one call per
-// whole event with its JSON payload, the client's text out. Each protocol says what an event
-// becomes (`relayEvent`); this class does the parsing and the bookkeeping.
+// whole event, the client's text out. Each protocol says what an event becomes (`relayEvent`,
+// parsing the event's JSON with `parseEventData` when it needs it); this class does the SSE
+// parsing and the bookkeeping.
 import type { StreamRelay } from './exchange.js';
 import { SseParser, type SseEvent } from './sse.js';
 import type { TokenUsage } from './usage.js';
 
+/** An event's data parsed as JSON, or undefined when it is not JSON. */
+export function parseEventData(event: SseEvent): unknown {
+  try {
+    return JSON.parse(event.data);
+  } catch {
+    return undefined;
+  }
+}
+
 export abstract class EventRelay implements StreamRelay {
   abstract readonly finalEvent: string;
   abstract readonly usage: TokenUsage | undefined;
-  readonly producedText: string[] = [];
+  /** Generated text as relayed, for relays that collect it event by event. */
+  protected readonly relayedText: string[] = [];
   done = false;
   private readonly parser = new SseParser();
 
@@ -20,23 +31,16 @@ export abstract class EventRelay implements StreamRelay {
     return this.relayAll(this.parser.end());
   }
 
-  /**
-   * What to send the client for one upstream event ('' for nothing). `payload` is the event's
-   * data parsed as JSON, or undefined when it is not JSON.
-   */
-  protected abstract relayEvent(event: SseEvent, payload: unknown): string;
+  get producedText(): readonly string[] {
+    return this.relayedText;
+  }
+
+  /** What to send the client for one upstream event ('' for nothing). */
+  protected abstract relayEvent(event: SseEvent): string;
 
   private relayAll(events: readonly SseEvent[]): string {
     let out = '';
-    for (const event of events) {
-      let payload: unknown;
-      try {
-        payload = JSON.parse(event.data);
-      } catch {
-        payload = undefined;
-      }
-      out += this.relayEvent(event, payload);
-    }
+    for (const event of events) out += this.relayEvent(event);
     return out;
   }
 }

@@ -1,6 +1,6 @@
 // Relays a native vendor_a (messages protocol) stream unchanged, reading usage on the way and
 // holding back `message_stop`: the route writes it after settling.
-import { EventRelay } from '../event-relay.js';
+import { EventRelay, parseEventData } from '../event-relay.js';
 import type { SseEvent } from '../sse.js';
 import type { TokenUsage } from '../usage.js';
 import { VendorAStreamUsage } from './usage.js';
@@ -23,7 +23,8 @@ export class VendorAMessagesRelay extends EventRelay {
     return this.tracker.inputTokensSeen;
   }
 
-  protected relayEvent(event: SseEvent, payload: unknown): string {
+  protected relayEvent(event: SseEvent): string {
+    const payload = parseEventData(event);
     if (payload === undefined) return event.raw;
     const typed = payload as EventShape;
     if (typed.type === 'message_stop') {
@@ -33,7 +34,7 @@ export class VendorAMessagesRelay extends EventRelay {
     this.tracker.observe(typed);
     if (typed.type === 'content_block_delta') {
       const text = typed.delta?.text ?? typed.delta?.partial_json;
-      if (typeof text === 'string') this.producedText.push(text);
+      if (typeof text === 'string') this.relayedText.push(text);
     }
     return event.raw;
   }

@@ -1,7 +1,7 @@
 // Translates vendor_a's messages-protocol answers back into chat completions: the whole
 // message for JSON answers, and event by event for streams (text deltas → content deltas,
 // tool_use blocks and input_json_delta → tool_call deltas, message_delta → finish_reason).
-import { EventRelay } from '../event-relay.js';
+import { EventRelay, parseEventData } from '../event-relay.js';
 import type { SseEvent } from '../sse.js';
 import type { TokenUsage } from '../usage.js';
 import { DONE_EVENT } from '../vendor-b/stream-relay.js';
@@ -130,7 +130,8 @@ export class MessagesToChatStreamRelay extends EventRelay {
     return this.tracker.inputTokensSeen;
   }
 
-  protected relayEvent(_event: SseEvent, payload: unknown): string {
+  protected relayEvent(sse: SseEvent): string {
+    const payload = parseEventData(sse);
     if (payload === undefined) return '';
     const event = payload as EventShape;
     this.tracker.observe(event as Parameters<VendorAStreamUsage['observe']>[0]);
@@ -171,11 +172,11 @@ export class MessagesToChatStreamRelay extends EventRelay {
       case 'content_block_delta': {
         const delta = event.delta;
         if (delta?.type === 'text_delta' && typeof delta.text === 'string') {
-          this.producedText.push(delta.text);
+          this.relayedText.push(delta.text);
           return this.chunk({ content: delta.text });
         }
         if (delta?.type === 'input_json_delta' && typeof delta.partial_json === 'string') {
-          this.producedText.push(delta.partial_json);
+          this.relayedText.push(delta.partial_json);
           const index = this.toolIndexByBlock.get(Number(event.index)) ?? 0;
           return this.chunk({
             tool_calls: [{ index, function: { arguments: delta.partial_json } }],

@@ -1,7 +1,7 @@
 // Relays a vendor_b SSE stream to the client event by event: reads usage on the way, strips
 // the usage chunk when the client did not ask for it, and holds back `data: [DONE]` — the
 // route writes it after settling, so a client that saw [DONE] always has a usage record.
-import { EventRelay } from '../event-relay.js';
+import { EventRelay, parseEventData } from '../event-relay.js';
 import type { SseEvent } from '../sse.js';
 import type { TokenUsage } from '../usage.js';
 import { readVendorBUsage } from './usage.js';
@@ -14,20 +14,49 @@ interface ChunkShape {
   }>;
 }
 
+/**
+ * Whether a chunk's data may carry usage. With usage requested, the vendor sends
+ * `"usage":null` on every chunk but the usage chunk: those are relayed without being parsed.
+ * Searched from the end, where the field is. Inside a JSON string the quotes would be
+ * escaped, so generated text cannot match; other spellings (`"usage": null`) are parsed.
+ */
+function mayCarryUsage(data: string): boolean {
+  const at = data.lastIndexOf('"usage":');
+  return at !== -1 && !data.startsWith('null', at + 8);
+}
+
 export class VendorBStreamRelay extends EventRelay {
   readonly finalEvent = DONE_EVENT;
   /** Usage reported by the vendor (the final chunk), once seen. */
   usage: TokenUsage | undefined;
+  /** The data of every chunk relayed, in order: read for text only if usage never comes. */
+  private readonly relayedData: string[] = [];
 
   constructor(private readonly clientWantsUsage: boolean) {
     super();
   }
 
-  protected relayEvent(event: SseEvent, chunk: unknown): string {
+  /** The generated text, parsed from the relayed chunks when asked (the no-usage fallback). */
+  override get producedText(): readonly string[] {
+    const text: string[] = [];
+    for (const data of this.relayedData) {
+      try {
+        collectText(JSON.parse(data) as ChunkShape, text);
+      } catch {
+        // not JSON: carries no text
+      }
+    }
+    return text;
+  }
+
+  protected relayEvent(event: SseEvent): string {
     if (event.data === '[DONE]') {
       this.done = true;
       return '';
     }
+    this.relayedData.push(event.data);
+    if (!mayCarryUsage(event.data)) return event.raw;
+    const chunk = parseEventData(event);
     if (chunk === undefined) return event.raw; // not ours to judge: pass it through
     const usage = readVendorBUsage(chunk);
     if (usage) {
@@ -35,19 +64,18 @@ export class VendorBStreamRelay extends EventRelay {
       const choices = (chunk as ChunkShape).choices;
       if (!this.clientWantsUsage && (!choices || choices.length === 0)) return '';
     }
-    this.collectText(chunk as ChunkShape);
     return event.raw;
   }
+}
 
-  private collectText(chunk: ChunkShape): void {
-    const delta = chunk.choices?.[0]?.delta;
-    if (!delta) return;
-    if (typeof delta.content === 'string') this.producedText.push(delta.content);
-    if (Array.isArray(delta.tool_calls)) {
-      for (const call of delta.tool_calls) {
-        const fragment = call.function?.arguments;
-        if (typeof fragment === 'string') this.producedText.push(fragment);
-      }
+function collectText(chunk: ChunkShape | null, text: string[]): void {
+  const delta = chunk?.choices?.[0]?.delta;
+  if (!delta) return;
+  if (typeof delta.content === 'string') text.push(delta.content);
+  if (Array.isArray(delta.tool_calls)) {
+    for (const call of delta.tool_calls) {
+      const fragment = call.function?.arguments;
+      if (typeof fragment === 'string') text.push(fragment);
     }
   }
 }

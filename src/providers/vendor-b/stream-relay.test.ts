@@ -1,0 +1,68 @@
+import { describe, expect, it } from 'vitest';
+import { VendorBStreamRelay } from './stream-relay.js';
+
+const encoder = new TextEncoder();
+const chunk = (body: Record<string, unknown>) => `data: ${JSON.stringify(body)}\n\n`;
+const content = (text: string) =>
+  chunk({
+    object: 'chat.completion.chunk',
+    choices: [{ index: 0, delta: { content: text } }],
+    usage: null,
+  });
+const toolArguments = (text: string) =>
+  chunk({
+    choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: text } }] } }],
+    usage: null,
+  });
+const usageChunk = chunk({ choices: [], usage: { prompt_tokens: 7, completion_tokens: 3 } });
+
+describe('vendor_b stream relay', () => {
+  it('relays chunks unchanged, reads usage, and strips the usage chunk the client did not ask for', () => {
+    const relay = new VendorBStreamRelay(false);
+    const events = content('Hel') + content('lo') + usageChunk + 'data: [DONE]\n\n';
+    const out =
+      relay.push(encoder.encode(events.slice(0, 50))) +
+      relay.push(encoder.encode(events.slice(50)));
+    expect(out).toBe(content('Hel') + content('lo'));
+    expect(relay.usage).toEqual({ inputTokens: 7, outputTokens: 3 });
+    expect(relay.done).toBe(true);
+  });
+
+  it('keeps the usage chunk for a client that asked for it', () => {
+    const relay = new VendorBStreamRelay(true);
+    expect(relay.push(encoder.encode(content('a') + usageChunk))).toBe(content('a') + usageChunk);
+  });
+
+  it('gives the generated text, in order, when the vendor never reports usage', () => {
+    const relay = new VendorBStreamRelay(false);
+    relay.push(
+      encoder.encode(
+        content('The ') + toolArguments('{"x":') + content('end') + 'data: not json\n\n',
+      ),
+    );
+    expect(relay.usage).toBeUndefined();
+    expect(relay.producedText).toEqual(['The ', '{"x":', 'end']);
+  });
+
+  it('reads usage however the vendor spaces its JSON', () => {
+    const relay = new VendorBStreamRelay(true);
+    relay.push(
+      encoder.encode(
+        'data: {"choices": [{"delta": {"content": "x"}}], "usage": null}\n\n' +
+          'data: {"choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": 1}}\n\n',
+      ),
+    );
+    expect(relay.usage).toEqual({ inputTokens: 4, outputTokens: 1 });
+  });
+
+  it('reads usage that comes on a content chunk', () => {
+    const relay = new VendorBStreamRelay(false);
+    const last = chunk({
+      choices: [{ index: 0, delta: { content: '!' } }],
+      usage: { prompt_tokens: 2, completion_tokens: 1 },
+    });
+    expect(relay.push(encoder.encode(last))).toBe(last);
+    expect(relay.usage).toEqual({ inputTokens: 2, outputTokens: 1 });
+    expect(relay.producedText).toEqual(['!']);
+  });
+});
