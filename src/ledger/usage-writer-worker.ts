@@ -38,7 +38,6 @@ port.on('message', (message: unknown) => {
   void (async () => {
     await writer.stop();
     await Promise.allSettled([redis.quit(), db.end()]);
-    post({ kind: 'stopped' });
-    port.close();
+    port.close(); // nothing left to run: the thread exits
   })();
 });

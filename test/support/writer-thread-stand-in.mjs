@@ -12,6 +12,5 @@ if (readFileSync(lives, 'utf8').trim().split('\n').length === 1) {
 }
 parentPort.on('message', (message) => {
   if (message !== 'stop') return;
-  parentPort.postMessage({ kind: 'stopped' });
   parentPort.close();
 });
