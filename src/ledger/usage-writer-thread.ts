@@ -16,8 +16,7 @@ export interface UsageWriterThreadSettings {
 
 /** Messages from the writer thread to the gateway. */
 export type UsageWriterThreadMessage =
-  | { readonly kind: 'rows_written'; readonly count: number }
-  | { readonly kind: 'write_failed' };
+  { readonly kind: 'rows_written'; readonly count: number } | { readonly kind: 'write_failed' };
 
 /** The message that asks the writer thread to finish its batch, drain once and exit. */
 export const STOP_WRITER = 'stop';
