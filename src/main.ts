@@ -91,13 +91,15 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
   if (!secretBox) {
     logger.warn('CREDENTIALS_MASTER_KEY is not set: BYOK provider credentials are not used');
   }
+  // Caches dropped by pub/sub messages. Messages published while the subscriber was
+  // disconnected are lost, so every cache is dropped whenever it connects again.
+  const invalidatedCaches = [apiKeys, capPolicies, productUsers, serviceKeys, credentials];
   await subscriber.subscribe(keys.invalidationChannel());
   subscriber.on('message', (_channel: string, message: string) => {
-    apiKeys.handleInvalidation(message);
-    capPolicies.handleInvalidation(message);
-    productUsers.handleInvalidation(message);
-    serviceKeys.handleInvalidation(message);
-    credentials.handleInvalidation(message);
+    for (const cache of invalidatedCaches) cache.handleInvalidation(message);
+  });
+  subscriber.on('ready', () => {
+    for (const cache of invalidatedCaches) cache.clearLocalCache();
   });
   const tokenCounter = new PiscinaTokenCounter(config.TOKEN_WORKERS);
   const upstream = new UpstreamClient(config.UPSTREAM_TIMEOUT_MS);

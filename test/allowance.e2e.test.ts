@@ -15,7 +15,7 @@ import {
 } from './support/processes.js';
 import { eventually } from './support/services.js';
 
-const { env, db } = isolatedContext('allowe2e');
+const { env, db, redis } = isolatedContext('allowe2e');
 let gateways: GatewayProcess[];
 
 const OUTPUT_TOKENS = 8;
@@ -374,5 +374,36 @@ describe('allowance rules on single requests', () => {
       400,
       'gw_product_user_credits_required',
     ]);
+  });
+});
+
+describe('cached cap rules', () => {
+  it('are read again when the pub/sub connection comes back, so a missed change does not linger', async () => {
+    const org = await seed(env);
+    await runCliJson(
+      ['cap', 'set', '--scope', 'org', '--org-id', org.org_id, '--amount', '1000'],
+      env,
+    );
+    const send = () =>
+      postJson<ErrorBody>(
+        `${gateways[0]!.url}/v1/chat/completions`,
+        body('reload-user'),
+        bearer(org.api_key),
+      );
+    expect((await send()).status).toBe(200);
+    // The cap drops behind the gateways' backs: no invalidation is published.
+    await db.query(
+      "UPDATE cap_rules SET amount = 0.000000001 WHERE scope = 'org' AND org_id = $1",
+      [org.org_id],
+    );
+    expect((await send()).status).toBe(200); // the cached rule still applies
+    // Every subscriber is disconnected: the gateways reconnect and drop what they cached.
+    await redis.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
+    const refused = await eventually(async () => {
+      const response = await send();
+      return response.status === 200 ? undefined : response;
+    }, 10_000);
+    expect(refused.status).toBe(403);
+    expect(refused.body.error.code).toBe('gw_cap_exceeded');
   });
 });

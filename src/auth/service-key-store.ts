@@ -70,6 +70,11 @@ export class ServiceKeyStore {
     if (message === 'service-keys') this.cache.clear();
   }
 
+  /** Forgets everything cached (invalidations may have been missed). */
+  clearLocalCache(): void {
+    this.cache.clear();
+  }
+
   private async lookup(keyHash: string): Promise<ServiceKeyRow | null> {
     const now = Date.now();
     const cached = this.cache.get(keyHash);

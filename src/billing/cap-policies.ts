@@ -1,5 +1,8 @@
 // Cap rules as the request path needs them: cached per org, connection and product user,
-// dropped on every instance when an admin changes a cap (Redis pub/sub message 'caps').
+// dropped on every instance when an admin changes a cap (Redis pub/sub message 'caps'), and
+// when the pub/sub connection comes back (a message may have been missed). The TTL is only a
+// last resort: with tens of thousands of active users, a short one sends a share of all
+// requests to Postgres.
 import type { CreditMode, OverrunPolicy } from '../auth/api-key-store.js';
 import type { DbPool } from '../db/pool.js';
 import { numericToNano } from '../money.js';
@@ -57,7 +60,7 @@ export class CapPolicyStore {
 
   constructor(
     private readonly db: DbPool,
-    private readonly ttlMs = 10_000,
+    private readonly ttlMs = 300_000,
     private readonly maxEntries = 200_000,
   ) {}
 
@@ -75,6 +78,11 @@ export class CapPolicyStore {
 
   handleInvalidation(message: string): void {
     if (message === CAPS_INVALIDATION_MESSAGE) this.cache.clear();
+  }
+
+  /** Forgets everything cached (invalidations may have been missed). */
+  clearLocalCache(): void {
+    this.cache.clear();
   }
 
   private async lookup(scope: Scope, id: string): Promise<CapRule | null> {

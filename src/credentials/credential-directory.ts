@@ -77,6 +77,11 @@ export class CredentialDirectory {
     if (message === CREDENTIALS_INVALIDATION_MESSAGE) this.cache.clear();
   }
 
+  /** Forgets everything cached (invalidations may have been missed). */
+  clearLocalCache(): void {
+    this.cache.clear();
+  }
+
   private async forOrg(orgId: string): Promise<UsableCredential[]> {
     const now = Date.now();
     const cached = this.cache.get(orgId);

@@ -50,7 +50,8 @@ export class ProductUserDirectory {
   constructor(
     private readonly db: DbPool,
     private readonly maxCachedUsers = 200_000,
-    private readonly cacheTtlMs = 30_000,
+    /** A last resort: changes arrive by pub/sub invalidation, and all is dropped on reconnect. */
+    private readonly cacheTtlMs = 300_000,
   ) {}
 
   async resolve(input: ResolveProductUser): Promise<ResolvedProductUser> {
@@ -83,6 +84,11 @@ export class ProductUserDirectory {
     if (!message.startsWith('pu:')) return;
     const [appId, externalUserId] = JSON.parse(message.slice(3)) as [string, string];
     this.cache.delete(`${appId}\u0000${externalUserId}`);
+  }
+
+  /** Forgets everything cached (invalidations may have been missed). */
+  clearLocalCache(): void {
+    this.cache.clear();
   }
 
   private async upsert(input: ResolveProductUser): Promise<ResolvedProductUser> {
