@@ -8,6 +8,8 @@ import { WalletService } from '../src/billing/wallets.js';
 import { createDbPool } from '../src/db/pool.js';
 import { newRequestId } from '../src/ids.js';
 import type { UsageRecord } from '../src/ledger/usage-record.js';
+import { monthlyPeriod } from '../src/billing/periods.js';
+import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
 import { usageRecord } from './support/records.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
@@ -159,5 +161,44 @@ describe('reserve.lua', () => {
       }),
     ).toEqual({ kind: 'held', credentialId: null });
     expect(await redis.exists(keys.wallet(orgId))).toBe(0);
+  });
+});
+
+describe('accounts rebuilt from the ledger', () => {
+  it('are loaded once for a burst of requests that find them missing, with the ledger spend', async () => {
+    const orgId = `org_rebuild_${prefix}`;
+    const connectionId = `conn_rebuild_${prefix}`;
+    // Spend already in the ledger this month, which Redis has never seen.
+    await new PostgresUsageSink(db).write([
+      usageRecord(orgId, 400n, { appConnectionId: connectionId }),
+      usageRecord(orgId, 200n, { appConnectionId: connectionId }),
+    ]);
+    await fundWallet(orgId, 1_000_000n);
+    const ledgerSums: string[] = [];
+    const counting = Object.create(db) as typeof db;
+    counting.query = ((...args: Parameters<typeof db.query>) => {
+      if (String(args[0]).includes('sum(sell_cost)')) ledgerSums.push(String(args[0]));
+      return (db.query as (...a: unknown[]) => unknown)(...args);
+    }) as typeof db.query;
+    const store = new RedisBudgetStore(
+      redis,
+      keys,
+      scripts,
+      new AccountLoader(counting, keys, scripts, wallets),
+      60_000,
+    );
+    const accounts: RequestAccounts = {
+      ...walletOnly(orgId),
+      appConnectionId: connectionId,
+      connectionCap: { capNano: 1_600n, period: monthlyPeriod(new Date(), null) },
+    };
+    // The cap leaves 1,000 after the ledger's 600: exactly ten holds of 100 fit.
+    const outcomes = await Promise.all(
+      Array.from({ length: 30 }, () =>
+        store.reserve({ requestId: newRequestId(), accounts, amountNano: 100n }),
+      ),
+    );
+    expect(outcomes.filter((outcome) => outcome.kind === 'held')).toHaveLength(10);
+    expect(ledgerSums).toHaveLength(1);
   });
 });

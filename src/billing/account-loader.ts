@@ -17,6 +17,8 @@ export const NEVER_EXPIRES_MS = 253_402_300_799_000; // 9999-12-31
 export type AccountName = 'wallet' | 'org_cap' | 'conn_cap' | 'user';
 
 export class AccountLoader {
+  private readonly loading = new Map<string, Promise<void>>();
+
   constructor(
     private readonly db: DbPool,
     private readonly keys: RedisKeys,
@@ -25,18 +27,38 @@ export class AccountLoader {
   ) {}
 
   async load(names: readonly AccountName[], accounts: RequestAccounts): Promise<void> {
+    const { orgId, appConnectionId, orgCap, connectionCap, user } = accounts;
     for (const name of names) {
-      if (name === 'wallet') await this.wallets.loadIntoRedis(accounts.orgId);
-      else if (name === 'org_cap' && accounts.orgCap)
-        await this.loadOrgCap(accounts.orgId, accounts.orgCap);
-      else if (name === 'conn_cap' && accounts.connectionCap)
-        await this.loadConnectionCap(
-          accounts.orgId,
-          accounts.appConnectionId,
-          accounts.connectionCap,
+      if (name === 'wallet') {
+        await this.once(this.keys.wallet(orgId), () => this.wallets.loadIntoRedis(orgId));
+      } else if (name === 'org_cap' && orgCap) {
+        await this.once(this.keys.orgCap(orgId, orgCap.period.key), () =>
+          this.loadOrgCap(orgId, orgCap),
         );
-      else if (name === 'user' && accounts.user) await this.loadUser(accounts.orgId, accounts.user);
+      } else if (name === 'conn_cap' && connectionCap) {
+        await this.once(
+          this.keys.connectionCap(orgId, appConnectionId, connectionCap.period.key),
+          () => this.loadConnectionCap(orgId, appConnectionId, connectionCap),
+        );
+      } else if (name === 'user' && user) {
+        await this.once(this.keys.userSpend(orgId, user.productUserId, user.period.key), () =>
+          this.loadUser(orgId, user),
+        );
+      }
     }
+  }
+
+  /**
+   * One load per account at a time in this instance: the requests that find the same account
+   * missing together (a burst on a new period, a Redis that came back empty) wait for one
+   * rebuild instead of each summing the ledger.
+   */
+  private once(accountKey: string, load: () => Promise<void>): Promise<void> {
+    const running = this.loading.get(accountKey);
+    if (running) return running;
+    const loading = load().finally(() => this.loading.delete(accountKey));
+    this.loading.set(accountKey, loading);
+    return loading;
   }
 
   private async spentBetween(
