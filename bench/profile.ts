@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { measure } from './measure.js';
-import { gwCli, startGatewayTarget, startMock, stopAll } from './targets.js';
+import { gwCli, startGatewayTarget, startMock, stopAndClean } from './targets.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -132,9 +132,7 @@ async function main(): Promise<void> {
         `(all its threads), Redis ${perRequest(pids.redis, before.redis)} µs\n`,
     );
   } finally {
-    const exited = new Promise((resolve) => gateway.child.once('exit', resolve));
-    stopAll([mock, gateway]);
-    await exited;
+    await stopAndClean([mock, gateway], gateway);
   }
   if (flags.plain) return;
   const file = readdirSync(profileDir).find((name) => name.endsWith('.cpuprofile'));

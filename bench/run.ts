@@ -11,7 +11,7 @@ import {
   startGatewayTarget,
   startMock,
   startPassthrough,
-  stopAll,
+  stopAndClean,
   type Target,
 } from './targets.js';
 
@@ -186,7 +186,7 @@ async function main(): Promise<void> {
     process.stdout.write(`${table}\n`);
     if (flags.record) record(table);
   } finally {
-    stopAll(targets);
+    await stopAndClean(targets, gateway);
   }
 }
 

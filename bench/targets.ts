@@ -4,6 +4,7 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { Redis } from 'ioredis';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const execFileAsync = promisify(execFile);
@@ -107,4 +108,36 @@ export async function gwCli<T>(args: string[], env: Record<string, string>): Pro
 
 export function stopAll(targets: readonly Target[]): void {
   for (const target of targets) target.child.kill('SIGTERM');
+}
+
+/**
+ * Stops the targets; once the gateway has exited (its usage written to Postgres), deletes its
+ * Redis keys: every bench run has its own key prefix, and nothing else would ever remove them.
+ */
+export async function stopAndClean(
+  targets: readonly Target[],
+  gateway: GatewayTarget,
+): Promise<void> {
+  const { child } = gateway;
+  const running = child.exitCode === null && child.signalCode === null;
+  const exited = running ? new Promise((resolve) => child.once('exit', resolve)) : undefined;
+  stopAll(targets);
+  await exited;
+  const redis = new Redis(gateway.env.REDIS_URL!);
+  try {
+    let cursor = '0';
+    do {
+      const [next, found] = await redis.scan(
+        cursor,
+        'MATCH',
+        `${gateway.env.REDIS_KEY_PREFIX}:*`,
+        'COUNT',
+        1000,
+      );
+      cursor = next;
+      if (found.length > 0) await redis.unlink(...found);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
 }
