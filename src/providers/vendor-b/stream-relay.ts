@@ -29,8 +29,8 @@ export class VendorBStreamRelay extends EventRelay {
   readonly finalEvent = DONE_EVENT;
   /** Usage reported by the vendor (the final chunk), once seen. */
   usage: TokenUsage | undefined;
-  /** The data of every chunk relayed, in order: read for text only if usage never comes. */
-  private readonly relayedData: string[] = [];
+  /** Every chunk relayed, in order: read for text only if usage never comes. */
+  private readonly relayedChunks: SseEvent[] = [];
 
   constructor(private readonly clientWantsUsage: boolean) {
     super();
@@ -39,12 +39,8 @@ export class VendorBStreamRelay extends EventRelay {
   /** The generated text, parsed from the relayed chunks when asked (the no-usage fallback). */
   override get producedText(): readonly string[] {
     const text: string[] = [];
-    for (const data of this.relayedData) {
-      try {
-        collectText(JSON.parse(data) as ChunkShape, text);
-      } catch {
-        // not JSON: carries no text
-      }
+    for (const chunk of this.relayedChunks) {
+      collectText(parseEventData(chunk) as ChunkShape | null | undefined, text);
     }
     return text;
   }
@@ -54,7 +50,7 @@ export class VendorBStreamRelay extends EventRelay {
       this.done = true;
       return '';
     }
-    this.relayedData.push(event.data);
+    this.relayedChunks.push(event);
     if (!mayCarryUsage(event.data)) return event.raw;
     const chunk = parseEventData(event);
     if (chunk === undefined) return event.raw; // not ours to judge: pass it through
@@ -68,7 +64,7 @@ export class VendorBStreamRelay extends EventRelay {
   }
 }
 
-function collectText(chunk: ChunkShape | null, text: string[]): void {
+function collectText(chunk: ChunkShape | null | undefined, text: string[]): void {
   const delta = chunk?.choices?.[0]?.delta;
   if (!delta) return;
   if (typeof delta.content === 'string') text.push(delta.content);
