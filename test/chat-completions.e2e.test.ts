@@ -12,6 +12,7 @@ import {
   type GatewayProcess,
   type SeededOrg,
 } from './support/processes.js';
+import { ledgerRow } from './support/records.js';
 import { eventually } from './support/services.js';
 
 const { env, db } = isolatedContext('chat');
@@ -36,16 +37,14 @@ interface UsageRow {
   wallet_cost: string;
 }
 
-async function usageRow(requestId: string): Promise<UsageRow> {
-  return eventually(async () => {
-    const { rows } = await db.query<UsageRow>(
-      `SELECT request_id, org_id, product_user_id, model, stream, status, input_tokens,
-              output_tokens, total_tokens, sell_cost::text, wallet_cost::text
-         FROM usage_records WHERE request_id = $1`,
-      [requestId],
-    );
-    return rows[0];
-  }, 3000);
+function usageRow(requestId: string): Promise<UsageRow> {
+  return ledgerRow<UsageRow>(
+    db,
+    requestId,
+    `request_id, org_id, product_user_id, model, stream, status, input_tokens, output_tokens,
+     total_tokens, sell_cost::text, wallet_cost::text`,
+    3000,
+  );
 }
 
 const formatNanoForTest = (nano: bigint): string =>

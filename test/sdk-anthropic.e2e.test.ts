@@ -17,6 +17,7 @@ import {
   createApiKey,
   revokeApiKey,
 } from './support/processes.js';
+import { ledgerRow } from './support/records.js';
 import { eventually } from './support/services.js';
 
 const { env, db } = isolatedContext('anthropic');
@@ -364,13 +365,11 @@ describe('a client that goes away mid-stream', () => {
       }
       expect(deltas).toBe(3);
       expect(requestId).toBeTruthy();
-      const row = await eventually(async () => {
-        const { rows } = await db.query<{ status: string; output_tokens: number }>(
-          'SELECT status, output_tokens FROM usage_records WHERE request_id = $1',
-          [requestId],
-        );
-        return rows[0];
-      }, 10_000);
+      const row = await ledgerRow<{ status: string; output_tokens: number }>(
+        db,
+        requestId,
+        'status, output_tokens',
+      );
       expect(row.status).toBe('client_aborted');
       expect(row.output_tokens).toBeGreaterThanOrEqual(3);
       expect(row.output_tokens).toBeLessThan(200);

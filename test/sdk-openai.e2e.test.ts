@@ -15,6 +15,7 @@ import {
   createApiKey,
   revokeApiKey,
 } from './support/processes.js';
+import { ledgerRow } from './support/records.js';
 import { eventually } from './support/services.js';
 
 const { env, db } = isolatedContext('openai');
@@ -31,19 +32,13 @@ const weatherTool: OpenAI.Chat.Completions.ChatCompletionTool = {
   },
 };
 
-async function usageRow(requestId: string) {
-  return eventually(async () => {
-    const { rows } = await db.query<{
-      input_tokens: number;
-      output_tokens: number;
-      status: string;
-      model: string;
-    }>(
-      'SELECT input_tokens, output_tokens, status, model FROM usage_records WHERE request_id = $1',
-      [requestId],
-    );
-    return rows[0];
-  });
+function usageRow(requestId: string) {
+  return ledgerRow<{ input_tokens: number; output_tokens: number; status: string; model: string }>(
+    db,
+    requestId,
+    'input_tokens, output_tokens, status, model',
+    5000,
+  );
 }
 
 beforeAll(async () => {
@@ -335,13 +330,11 @@ describe('openai client that goes away mid-stream', () => {
           expect(error, model).toBeInstanceOf(OpenAI.APIUserAbortError);
         }
         expect(contentChunks, model).toBe(3);
-        const row = await eventually(async () => {
-          const { rows } = await db.query<{ status: string; output_tokens: number }>(
-            'SELECT status, output_tokens FROM usage_records WHERE request_id = $1',
-            [response.headers.get('x-request-id')],
-          );
-          return rows[0];
-        }, 10_000);
+        const row = await ledgerRow<{ status: string; output_tokens: number }>(
+          db,
+          response.headers.get('x-request-id'),
+          'status, output_tokens',
+        );
         expect(row.status, model).toBe('client_aborted');
         expect(row.output_tokens, model).toBeGreaterThanOrEqual(3);
         expect(row.output_tokens, model).toBeLessThan(200);

@@ -9,7 +9,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
 import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
-import { eventually } from './support/services.js';
+import { ledgerRow } from './support/records.js';
 
 const { env, db } = isolatedContext('vendor-a-stub');
 let org: SeededOrg;
@@ -141,13 +141,11 @@ describe('the gateway against a recording vendor_a stub', () => {
     expect(JSON.stringify(seen)).not.toContain(org.api_key);
     expect(seen?.body).toMatchObject({ model: 'claude-haiku-4-5', stream: true });
     expect(seen?.body.metadata).toEqual({ user_id: 'stub-user' });
-    const row = await eventually(async () => {
-      const { rows } = await db.query<{ status: string; input_tokens: number }>(
-        'SELECT status, input_tokens FROM usage_records WHERE request_id = $1',
-        [requestId],
-      );
-      return rows[0];
-    }, 10_000);
+    const row = await ledgerRow<{ status: string; input_tokens: number }>(
+      db,
+      requestId,
+      'status, input_tokens',
+    );
     // The input tokens message_start reported are billed, not the estimate.
     expect(row).toEqual({ status: 'client_aborted', input_tokens: 9 });
   });
@@ -168,27 +166,13 @@ describe('the gateway against a recording vendor_a stub', () => {
     const text = await answer.text(); // resolves when the gateway ends the response
     expect(Date.now() - started).toBeLessThan(LINGER_MS / 2);
     expect(text.trimEnd().endsWith(`data: ${JSON.stringify({ type: 'message_stop' })}`)).toBe(true);
-    const { rows } = await db.query<{
-      status: string;
-      input_tokens: number;
-      output_tokens: number;
-    }>('SELECT status, input_tokens, output_tokens FROM usage_records WHERE request_id = $1', [
+    // Settled before message_stop reached the client; the writer lands the row within its
+    // flush. The vendor's reported tokens are billed.
+    const row = await ledgerRow<{ status: string; input_tokens: number; output_tokens: number }>(
+      db,
       answer.headers.get('x-request-id'),
-    ]);
-    // Settled before message_stop reached the client, so the record is there already or
-    // within the writer's flush; the vendor's reported tokens are billed.
-    const row =
-      rows[0] ??
-      (await eventually(async () => {
-        const again = await db.query<{
-          status: string;
-          input_tokens: number;
-          output_tokens: number;
-        }>('SELECT status, input_tokens, output_tokens FROM usage_records WHERE request_id = $1', [
-          answer.headers.get('x-request-id'),
-        ]);
-        return again.rows[0];
-      }, 10_000));
+      'status, input_tokens, output_tokens',
+    );
     expect(row).toEqual({ status: 'completed', input_tokens: 9, output_tokens: 4 });
   });
 

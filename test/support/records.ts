@@ -1,8 +1,11 @@
-// A usage record for tests that drive the money layer directly: a completed system-route
-// request costing `sellCostNano`, with any field overridden.
+// Usage records in tests: one to drive the money layer directly, and a request's row as it
+// lands in the ledger.
+import type pg from 'pg';
 import { newRequestId } from '../../src/ids.js';
 import type { UsageRecord } from '../../src/ledger/usage-record.js';
+import { eventually } from './services.js';
 
+/** A completed system-route request costing `sellCostNano`, with any field overridden. */
 export function usageRecord(
   orgId: string,
   sellCostNano: bigint,
@@ -33,4 +36,20 @@ export function usageRecord(
     latencyMs: 1,
     ...overrides,
   };
+}
+
+/** `columns` of a request's ledger row, polled until the usage writer has written it. */
+export function ledgerRow<T extends object>(
+  db: pg.Pool,
+  requestId: string | null,
+  columns: string,
+  timeoutMs = 10_000,
+): Promise<T> {
+  return eventually(async () => {
+    const { rows } = await db.query<T>(
+      `SELECT ${columns} FROM usage_records WHERE request_id = $1`,
+      [requestId],
+    );
+    return rows[0];
+  }, timeoutMs);
 }
