@@ -8,7 +8,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { measure } from './measure.js';
-import { gwCli, startGatewayTarget, startMock, stopAndClean } from './targets.js';
+import {
+  BENCH_PROMPT,
+  gwCli,
+  productUserHeaders,
+  startGatewayTarget,
+  startMock,
+  stopAndClean,
+} from './targets.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -111,13 +118,8 @@ async function main(): Promise<void> {
       connections: Number(flags.connections),
       durationSeconds: Number(flags.duration),
       headers: { authorization: `Bearer ${org.api_key}` },
-      body: JSON.stringify({
-        model: 'vendor_b/gpt-4o-mini',
-        max_tokens: 16,
-        stream: flags.stream,
-        messages: [{ role: 'user', content: 'Say hello in a few words.' }],
-      }),
-      headersFor: (sequence: number) => ({ 'x-gw-external-user-id': `bench-user-${sequence % 8}` }),
+      body: JSON.stringify({ ...BENCH_PROMPT, stream: flags.stream }),
+      headersFor: productUserHeaders(8),
     };
     await measure({ ...spec, durationSeconds: 1 });
     const pids = { gateway: gateway.child.pid!, redis: redisPid() };

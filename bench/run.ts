@@ -7,7 +7,9 @@ import { parseArgs } from 'node:util';
 import { measure, median, type LoadSpec, type Measurement } from './measure.js';
 import { renderTable, type Row } from './report.js';
 import {
+  BENCH_PROMPT,
   gwCli,
+  productUserHeaders,
   startGatewayTarget,
   startMock,
   startPassthrough,
@@ -38,29 +40,36 @@ interface Scenario {
   readonly org: 'plain' | 'byok';
 }
 
-const prompt = {
-  model: 'vendor_b/gpt-4o-mini',
-  max_tokens: 16,
-  messages: [{ role: 'user', content: 'Say hello in a few words.' }],
-};
 const allScenarios: Scenario[] = [
-  { name: 'json', body: prompt, targets: ['mock', 'gateway'], distinctUsers: 8, org: 'plain' },
+  {
+    name: 'json',
+    body: BENCH_PROMPT,
+    targets: ['mock', 'gateway'],
+    distinctUsers: 8,
+    org: 'plain',
+  },
   {
     name: 'stream',
-    body: { ...prompt, stream: true },
+    body: { ...BENCH_PROMPT, stream: true },
     targets: ['mock', 'gateway'],
     distinctUsers: 8,
     org: 'plain',
   },
   {
     name: 'json-10k-capped-users',
-    body: prompt,
+    body: BENCH_PROMPT,
     targets: ['gateway'],
     distinctUsers: 10_000,
     org: 'plain',
   },
   // BYOK: a primary credential rate-limited on every other call, failing over to a backup.
-  { name: 'json-byok-failover', body: prompt, targets: ['gateway'], distinctUsers: 8, org: 'byok' },
+  {
+    name: 'json-byok-failover',
+    body: BENCH_PROMPT,
+    targets: ['gateway'],
+    distinctUsers: 8,
+    org: 'byok',
+  },
 ];
 const scenarios = allScenarios.filter(
   (scenario) => !flags.scenario || scenario.name.includes(flags.scenario),
@@ -135,9 +144,7 @@ async function main(): Promise<void> {
           body: JSON.stringify(scenario.body),
           headers: target === gateway ? gatewayHeaders(scenario) : vendorHeaders,
           ...(target === gateway && {
-            headersFor: (sequence: number) => ({
-              'x-gw-external-user-id': `bench-user-${sequence % scenario.distinctUsers}`,
-            }),
+            headersFor: productUserHeaders(scenario.distinctUsers),
           }),
         });
         const measured = [

@@ -125,19 +125,30 @@ export async function stopAndClean(
   await exited;
   const redis = new Redis(gateway.env.REDIS_URL!);
   try {
-    let cursor = '0';
-    do {
-      const [next, found] = await redis.scan(
-        cursor,
-        'MATCH',
-        `${gateway.env.REDIS_KEY_PREFIX}:*`,
-        'COUNT',
-        1000,
-      );
-      cursor = next;
-      if (found.length > 0) await redis.unlink(...found);
-    } while (cursor !== '0');
+    await deleteKeysUnder(redis, gateway.env.REDIS_KEY_PREFIX!);
   } finally {
     redis.disconnect();
   }
+}
+
+/** Deletes every Redis key under a key prefix. */
+export async function deleteKeysUnder(redis: Redis, prefix: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, found] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    cursor = next;
+    if (found.length > 0) await redis.unlink(...found);
+  } while (cursor !== '0');
+}
+
+/** The chat request every bench scenario sends (with `stream: true` for streaming). */
+export const BENCH_PROMPT = {
+  model: 'vendor_b/gpt-4o-mini',
+  max_tokens: 16,
+  messages: [{ role: 'user', content: 'Say hello in a few words.' }],
+};
+
+/** Per-request headers that spread the gateway's requests over `distinct` product users. */
+export function productUserHeaders(distinct: number): (sequence: number) => Record<string, string> {
+  return (sequence) => ({ 'x-gw-external-user-id': `bench-user-${sequence % distinct}` });
 }

@@ -11,6 +11,7 @@ import { newRequestId } from '../../src/ids.js';
 import type { UsageRecord } from '../../src/ledger/usage-record.js';
 import { createRedisKeys } from '../../src/redis/keys.js';
 import { defineScripts } from '../../src/redis/scripts.js';
+import { deleteKeysUnder } from '../targets.js';
 
 const iterations = Number(process.argv[2] ?? 3000);
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
@@ -80,11 +81,6 @@ for (let index = 0; index < iterations; index += 1) {
 process.stdout.write(
   `reserve ${((timings.reserve / iterations) * 1000).toFixed(0)} µs, settle ${((timings.settle / iterations) * 1000).toFixed(0)} µs per call (${iterations} sequential)\n`,
 );
-let cursor = '0';
-do {
-  const [next, found] = await redis.scan(cursor, 'MATCH', `micro-${process.pid}:*`, 'COUNT', 1000);
-  cursor = next;
-  if (found.length > 0) await redis.del(...found);
-} while (cursor !== '0');
+await deleteKeysUnder(redis, `micro-${process.pid}`);
 await redis.quit();
 await db.end();
