@@ -1,6 +1,8 @@
 -- account-load: installs an account rebuilt from Postgres, unless it is already there.
 --
--- KEYS[1] account       hash { <field>, reserved, r:<request_id> }
+-- KEYS[1] account       hash { <field>, reserved }
+-- KEYS[2] expiries      the account's hold-expiry zset: emptied on install, since the holds
+--                       it lists belonged to the account that was lost
 -- ARGV[1] field         'balance' (wallet) or 'spent' (a cap period or a user's period)
 -- ARGV[2] amount_nano   integer string
 -- ARGV[3] expire_at_ms  '' for no expiry (wallet); else when the period's account can go
@@ -10,6 +12,7 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2], 'reserved', '0')
+redis.call('DEL', KEYS[2])
 if ARGV[3] ~= '' then
   redis.call('PEXPIREAT', KEYS[1], ARGV[3])
 end

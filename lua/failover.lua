@@ -3,8 +3,8 @@
 -- credential; with none left, fall back to the system route, which the org wallet pays: hold
 -- the request's amount on the wallet now.
 --
--- KEYS[1] wallet             hash { balance, reserved, r:<request_id> }
--- KEYS[2] wallet_expiries    zset request_id -> hold expiry (ms)
+-- KEYS[1] wallet             hash { balance, reserved }
+-- KEYS[2] wallet_expiries    zset '<request_id>:<amount>' -> hold expiry (ms)
 -- KEYS[3] cred_cooldowns     hash credential_id -> cooling down until (ms)
 -- KEYS[4] cred_rotation      hash tier -> rotation counter
 --
@@ -48,7 +48,7 @@ local available = tonumber(state[1]) - tonumber(state[2] or '0')
 if available < tonumber(amount) then
   return {2, string.format('%.0f', math.max(available, 0))}
 end
-if redis.call('HEXISTS', KEYS[1], 'r:' .. request_id) == 0 then
+if not redis.call('ZSCORE', KEYS[2], request_id .. ':' .. amount) then
   hold(KEYS[1], KEYS[2], request_id, amount, expires_at_ms)
 end
 return {0, ''}

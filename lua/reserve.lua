@@ -2,13 +2,13 @@
 -- app-connection cap, the product user's allowance (base cap + credits) and the paying wallet.
 -- Either every hold is placed or none is.
 --
--- KEYS[1]  wallet             hash { balance, reserved, r:<request_id> }
--- KEYS[2]  wallet_expiries    zset request_id -> hold expiry (ms)
--- KEYS[3]  org_cap            hash { spent, reserved, r:<request_id> } for the current period
+-- KEYS[1]  wallet             hash { balance, reserved }
+-- KEYS[2]  wallet_expiries    zset '<request_id>:<amount>' -> hold expiry (ms)
+-- KEYS[3]  org_cap            hash { spent, reserved } for the current period
 -- KEYS[4]  org_cap_expiries
--- KEYS[5]  conn_cap           hash { spent, reserved, r:<request_id> } for the current period
+-- KEYS[5]  conn_cap           hash { spent, reserved } for the current period
 -- KEYS[6]  conn_cap_expiries
--- KEYS[7]  user_spend         hash { spent, reserved, r:<request_id> } for the user's period
+-- KEYS[7]  user_spend         hash { spent, reserved } for the user's period
 -- KEYS[8]  user_spend_expiries
 -- KEYS[9]  user_credits       hash { loaded, g:<grant_id> -> remaining }
 -- KEYS[10] user_grants        zset grant_id -> expiry (ms)
@@ -27,7 +27,9 @@
 -- ARGV[10] credentials        eligible BYOK credentials by priority tier: 'id1,id2|id3' ('' none)
 -- ARGV[11] byok_only          '1' when the system route must not serve if no credential can
 --
--- A picked credential pays the vendor, so the org wallet is then not held.
+-- A picked credential pays the vendor, so the org wallet is then not held. The user's account
+-- is held only when its allowance is enforced against a cap (nothing else reads its holds);
+-- its credits must be loaded only when they may pay (a cap, and a mode other than disabled).
 -- Returns {code, ...}:
 --   {0, credential_id}                    held ('' : the system route serves)
 --   {1, name, ...}                        accounts to load from Postgres first
@@ -39,7 +41,8 @@
 --   {5}                                   byok_only and every credential is cooling down
 -- Amounts are compared with tonumber; every change is HINCRBY. Nothing is held on failure.
 -- Each account is read once (HMGET of its value and its holds; a missing value means the
--- account is not in Redis yet) and read again only if expired holds were swept from it.
+-- account is not in Redis yet) and read again only if lapsed holds were swept from it.
+-- Redis charges every redis.call (~1-2 µs each): keep their number down on this hot path.
 --#include release-hold
 --#include sweep-expired
 --#include hold
@@ -51,6 +54,8 @@ local wallet_pays, org_cap, conn_cap, user_cap, user_mode = ARGV[5], ARGV[6], AR
 local credentials, byok_only = ARGV[10], ARGV[11]
 local need = tonumber(amount)
 local has_user = user_mode ~= 'none'
+local user_enforced = user_mode == 'enforce' and user_cap ~= ''
+local user_credits_may_pay = has_user and user_mode ~= 'disabled' and user_cap ~= ''
 
 local function fmt(value)
   return string.format('%.0f', value)
@@ -70,7 +75,8 @@ local missing = {}
 if wallet_state and not wallet_state[1] then missing[#missing + 1] = 'wallet' end
 if org_state and not org_state[1] then missing[#missing + 1] = 'org_cap' end
 if conn_state and not conn_state[1] then missing[#missing + 1] = 'conn_cap' end
-if user_state and (not user_state[1] or redis.call('HEXISTS', KEYS[9], 'loaded') == 0) then
+if user_state and (not user_state[1] or
+    (user_credits_may_pay and redis.call('HEXISTS', KEYS[9], 'loaded') == 0)) then
   missing[#missing + 1] = 'user'
 end
 if #missing > 0 then
@@ -101,17 +107,15 @@ for _, cap in ipairs({{org_cap, 3, 'org', org_state}, {conn_cap, 5, 'app_connect
   end
 end
 
-if has_user then
+if user_enforced then
   local spent, reserved = current(KEYS[7], KEYS[8], user_state, 'spent')
-  if user_mode == 'enforce' and user_cap ~= '' then
-    local base_remaining = math.max(0, tonumber(user_cap) - spent)
-    -- Credits are summed only when the base allowance alone cannot cover the request.
-    if need > base_remaining - reserved then
-      local credits = credits_available(KEYS[9], KEYS[10], now_ms)
-      local available = math.max(0, base_remaining + credits - reserved)
-      if need > available then
-        return {4, user_cap, fmt(spent), fmt(base_remaining), fmt(credits), fmt(available)}
-      end
+  local base_remaining = math.max(0, tonumber(user_cap) - spent)
+  -- Credits are summed only when the base allowance alone cannot cover the request.
+  if need > base_remaining - reserved then
+    local credits = credits_available(KEYS[9], KEYS[10], now_ms)
+    local available = math.max(0, base_remaining + credits - reserved)
+    if need > available then
+      return {4, user_cap, fmt(spent), fmt(base_remaining), fmt(credits), fmt(available)}
     end
   end
 end
@@ -126,5 +130,5 @@ if wallet_pays == '1' then
 end
 if org_cap ~= '' then hold(KEYS[3], KEYS[4], request_id, amount, expires_at_ms) end
 if conn_cap ~= '' then hold(KEYS[5], KEYS[6], request_id, amount, expires_at_ms) end
-if has_user then hold(KEYS[7], KEYS[8], request_id, amount, expires_at_ms) end
+if user_enforced then hold(KEYS[7], KEYS[8], request_id, amount, expires_at_ms) end
 return {0, credential or ''}

@@ -1,6 +1,6 @@
 -- wallet-adjust: changes a loaded wallet's balance (top-up or set) for the admin tools.
 --
--- KEYS[1] wallet   hash { balance, reserved, r:<request_id> }
+-- KEYS[1] wallet   hash { balance, reserved }
 -- ARGV[1] mode     'add' (ARGV[2] is a delta) or 'set' (ARGV[2] is the new balance)
 -- ARGV[2] amount_nano integer string
 --

@@ -65,8 +65,18 @@ function accounts(orgId: string, parts: Partial<RequestAccounts>): RequestAccoun
   };
 }
 
-function record(orgId: string, requestId: string, costNano: bigint): UsageRecord {
-  return usageRecord(orgId, costNano, { requestId, appConnectionId: 'conn_a' });
+/** A settled request's record; `heldNano` is what its reserve held (settle releases it). */
+function record(
+  orgId: string,
+  requestId: string,
+  costNano: bigint,
+  heldNano = costNano,
+): UsageRecord {
+  return usageRecord(orgId, costNano, {
+    requestId,
+    appConnectionId: 'conn_a',
+    reservedNano: heldNano,
+  });
 }
 
 /** Fires N reserves at once, settles every held one at its full cost, returns how many held. */
@@ -164,7 +174,7 @@ describe('product-user allowance', () => {
     });
     expect(squeezed.kind).toBe('allowance_short');
 
-    expect(await store.settle(record(orgId, requestId, 150n), account)).toBe('settled');
+    expect(await store.settle(record(orgId, requestId, 150n, 180n), account)).toBe('settled');
     expect(await redis.hget(credits[0]!, 'g:grant_soon')).toBe('0');
     expect(await redis.hget(credits[0]!, 'g:grant_late')).toBe('30');
     expect(await redis.hget(credits[0]!, 'g:grant_expired')).toBe('1000');

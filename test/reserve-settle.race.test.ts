@@ -1,6 +1,7 @@
 // reserve.lua / settle.lua against real Redis: never overdrawn under concurrency, holds that
 // lapse are released, and a repeated settle changes nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createOrganization } from '../src/admin/provisioning.js';
 import { AccountLoader } from '../src/billing/account-loader.js';
 import type { RequestAccounts } from '../src/billing/budget-store.js';
 import { RedisBudgetStore } from '../src/billing/redis-budget-store.js';
@@ -43,11 +44,20 @@ function walletOnly(orgId: string, walletPays = true): RequestAccounts {
 }
 
 async function fundWallet(orgId: string, nano: bigint): Promise<void> {
-  await scripts.accountLoad([keys.wallet(orgId)], ['balance', nano.toString(), '']);
+  await scripts.accountLoad(
+    [keys.wallet(orgId), keys.holdExpiries(keys.wallet(orgId))],
+    ['balance', nano.toString(), ''],
+  );
 }
 
-function record(orgId: string, requestId: string, walletCostNano: bigint): UsageRecord {
-  return usageRecord(orgId, walletCostNano, { requestId, walletCostNano });
+/** A settled request's record; `heldNano` is what its reserve held (settle releases it). */
+function record(
+  orgId: string,
+  requestId: string,
+  walletCostNano: bigint,
+  heldNano: bigint,
+): UsageRecord {
+  return usageRecord(orgId, walletCostNano, { requestId, walletCostNano, reservedNano: heldNano });
 }
 
 async function walletState(orgId: string): Promise<{ balance: bigint; reserved: bigint }> {
@@ -99,13 +109,13 @@ describe('reserve.lua', () => {
     ).toEqual({ kind: 'held', credentialId: null });
     expect(await walletState(orgId)).toEqual({ balance: 5_000_000n, reserved: 3_000_000n });
 
-    expect(await store.settle(record(orgId, requestId, 1_234_567n), walletOnly(orgId))).toBe(
-      'settled',
-    );
+    expect(
+      await store.settle(record(orgId, requestId, 1_234_567n, 3_000_000n), walletOnly(orgId)),
+    ).toBe('settled');
     expect(await walletState(orgId)).toEqual({ balance: 3_765_433n, reserved: 0n });
-    expect(await store.settle(record(orgId, requestId, 1_234_567n), walletOnly(orgId))).toBe(
-      'already_settled',
-    );
+    expect(
+      await store.settle(record(orgId, requestId, 1_234_567n, 3_000_000n), walletOnly(orgId)),
+    ).toBe('already_settled');
     expect(await walletState(orgId)).toEqual({ balance: 3_765_433n, reserved: 0n });
     expect(await redis.xlen(keys.usageStream(orgId))).toBe(1);
   });
@@ -144,9 +154,9 @@ describe('reserve.lua', () => {
     ).toBe('held');
     expect(await walletState(orgId)).toEqual({ balance: 2_000_000n, reserved: 1_500_000n });
     // A late settle of the lapsed request still charges and records, without double release.
-    expect(await shortLived.settle(record(orgId, crashed, 100n), walletOnly(orgId))).toBe(
-      'settled',
-    );
+    expect(
+      await shortLived.settle(record(orgId, crashed, 100n, 2_000_000n), walletOnly(orgId)),
+    ).toBe('settled');
     expect(await walletState(orgId)).toEqual({ balance: 1_999_900n, reserved: 1_500_000n });
   });
 
@@ -161,6 +171,85 @@ describe('reserve.lua', () => {
       }),
     ).toEqual({ kind: 'held', credentialId: null });
     expect(await redis.exists(keys.wallet(orgId))).toBe(0);
+  });
+});
+
+describe('where holds are kept', () => {
+  it('lists each hold with its amount beside the account and releases it by that listing', async () => {
+    const orgId = `org_listing_${Date.now()}`;
+    await fundWallet(orgId, 5_000_000n);
+    const store = storeWithTtl(60_000);
+    const requestId = newRequestId();
+    await store.reserve({ requestId, accounts: walletOnly(orgId), amountNano: 700n });
+    expect(await redis.zrange(keys.holdExpiries(keys.wallet(orgId)), 0, -1)).toEqual([
+      `${requestId}:700`,
+    ]);
+    // The account itself holds only its two counters.
+    expect(await redis.hkeys(keys.wallet(orgId))).toEqual(['balance', 'reserved']);
+    await store.settle(record(orgId, requestId, 500n, 700n), walletOnly(orgId));
+    expect(await redis.exists(keys.holdExpiries(keys.wallet(orgId)))).toBe(0);
+    expect(await walletState(orgId)).toEqual({ balance: 4_999_500n, reserved: 0n });
+  });
+
+  it('rebuilds an account lost from Redis without the holds it listed; their late settles still charge', async () => {
+    const orgId = await createOrganization(db, `lost ${prefix}`);
+    await wallets.topUp(orgId, 1_000_000n);
+    await wallets.loadIntoRedis(orgId);
+    const store = storeWithTtl(60_000);
+    const before = newRequestId();
+    await store.reserve({ requestId: before, accounts: walletOnly(orgId), amountNano: 400_000n });
+    // Evicted: the account goes, its hold listing stays behind.
+    await redis.del(keys.wallet(orgId));
+    const after = newRequestId();
+    expect(
+      await store.reserve({ requestId: after, accounts: walletOnly(orgId), amountNano: 300_000n }),
+    ).toEqual({ kind: 'held', credentialId: null });
+    expect(await redis.zrange(keys.holdExpiries(keys.wallet(orgId)), 0, -1)).toEqual([
+      `${after}:300000`,
+    ]);
+    expect(await walletState(orgId)).toEqual({ balance: 1_000_000n, reserved: 300_000n });
+    // The request that held on the lost account settles: charged, and `reserved` (which no
+    // longer counts its hold) is left alone instead of going below what is really held.
+    await store.settle(record(orgId, before, 250_000n, 400_000n), walletOnly(orgId));
+    expect(await walletState(orgId)).toEqual({ balance: 750_000n, reserved: 300_000n });
+  });
+
+  it('sweeps a lapsed hold left by the earlier layout (amount in an r:<id> field)', async () => {
+    const orgId = `org_legacy_${Date.now()}`;
+    await fundWallet(orgId, 2_000n);
+    const legacy = newRequestId();
+    await redis.hset(keys.wallet(orgId), `r:${legacy}`, '2000');
+    await redis.hincrby(keys.wallet(orgId), 'reserved', 2_000);
+    await redis.zadd(keys.holdExpiries(keys.wallet(orgId)), Date.now() - 1, legacy);
+    const store = storeWithTtl(60_000);
+    expect(
+      await store.reserve({
+        requestId: newRequestId(),
+        accounts: walletOnly(orgId),
+        amountNano: 1_500n,
+      }),
+    ).toEqual({ kind: 'held', credentialId: null });
+    expect(await walletState(orgId)).toEqual({ balance: 2_000n, reserved: 1_500n });
+    expect(await redis.hexists(keys.wallet(orgId), `r:${legacy}`)).toBe(0);
+  });
+
+  it("charges an uncapped product user's spend without holding on it", async () => {
+    const orgId = `org_uncapped_${Date.now()}`;
+    await fundWallet(orgId, 5_000_000n);
+    const store = storeWithTtl(60_000);
+    const period = monthlyPeriod(new Date(), null);
+    const accounts: RequestAccounts = {
+      ...walletOnly(orgId),
+      user: { productUserId: `pu_${orgId}`, capNano: null, creditMode: 'enforce', period },
+    };
+    const requestId = newRequestId();
+    await store.reserve({ requestId, accounts, amountNano: 900n });
+    const spendKey = keys.userSpend(orgId, `pu_${orgId}`, period.key);
+    expect(await redis.hmget(spendKey, 'spent', 'reserved')).toEqual(['0', '0']);
+    expect(await redis.exists(keys.holdExpiries(spendKey))).toBe(0);
+    await store.settle(record(orgId, requestId, 600n, 900n), accounts);
+    expect(await redis.hmget(spendKey, 'spent', 'reserved')).toEqual(['600', '0']);
+    expect(await walletState(orgId)).toEqual({ balance: 4_999_400n, reserved: 0n });
   });
 });
 

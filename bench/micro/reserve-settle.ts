@@ -39,7 +39,10 @@ const accounts: RequestAccounts = {
   connectionCap: { capNano: 10n ** 15n, period },
   user: { productUserId: 'pu_micro', capNano: 10n ** 12n, creditMode: 'enforce', period },
 };
-await scripts.accountLoad([keys.wallet(orgId)], ['balance', (10n ** 15n).toString(), '']);
+await scripts.accountLoad(
+  [keys.wallet(orgId), keys.holdExpiries(keys.wallet(orgId))],
+  ['balance', (10n ** 15n).toString(), ''],
+);
 
 function record(requestId: string): UsageRecord {
   return {

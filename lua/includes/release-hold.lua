@@ -1,15 +1,18 @@
--- Releases the hold of one request on one account, if it still exists; returns true when it
--- did (so the account exists too).
--- account: hash with field `reserved` and one field `r:<request_id>` per live hold.
-local function release_hold(account, expiries, request_id)
-  local held = redis.call('HGET', account, 'r:' .. request_id)
-  redis.call('ZREM', expiries, request_id)
-  if not held then
+-- Releases one hold ('<request_id>:<amount>', see hold) of an account if it is still listed;
+-- returns true when it was. The caller has checked that the account exists: HINCRBY on an
+-- account missing from Redis would recreate it partially.
+local function release_hold(account, expiries, member)
+  if redis.call('ZREM', expiries, member) == 0 then
     return false
   end
-  if held ~= '0' then
-    redis.call('HINCRBY', account, 'reserved', '-' .. held)
+  local amount = string.match(member, ':(%d+)$')
+  if not amount then
+    -- A hold placed by a version before the amount was listed: it kept it in 'r:<id>'.
+    amount = redis.call('HGET', account, 'r:' .. member) or '0'
+    redis.call('HDEL', account, 'r:' .. member)
   end
-  redis.call('HDEL', account, 'r:' .. request_id)
+  if amount ~= '0' then
+    redis.call('HINCRBY', account, 'reserved', '-' .. amount)
+  end
   return true
 end

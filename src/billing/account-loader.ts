@@ -81,7 +81,10 @@ export class AccountLoader {
     cap: CapAccount | UserAccount,
   ): Promise<void> {
     const expireAt = cap.period.end.getTime() + PERIOD_ACCOUNT_GRACE_MS;
-    await this.scripts.accountLoad([key], ['spent', spent.toString(), String(expireAt)]);
+    await this.scripts.accountLoad(
+      [key, this.keys.holdExpiries(key)],
+      ['spent', spent.toString(), String(expireAt)],
+    );
   }
 
   private async loadOrgCap(orgId: string, cap: CapAccount): Promise<void> {

@@ -170,6 +170,7 @@ export class RedisBudgetStore implements BudgetStore {
         record.requestId,
         record.sellCostNano.toString(),
         record.walletCostNano.toString(),
+        record.reservedNano.toString(),
         SETTLED_MARKER_TTL_S,
         Date.now(),
         accounts.user?.capNano?.toString() ?? '',

@@ -29,7 +29,11 @@ export class WalletService {
   /** Installs the wallet in Redis from Postgres unless it is already there. */
   async loadIntoRedis(orgId: string): Promise<void> {
     const balance = await this.ledgerBalanceNano(orgId);
-    await this.scripts.accountLoad([this.keys.wallet(orgId)], ['balance', balance.toString(), '']);
+    const wallet = this.keys.wallet(orgId);
+    await this.scripts.accountLoad(
+      [wallet, this.keys.holdExpiries(wallet)],
+      ['balance', balance.toString(), ''],
+    );
   }
 
   /** The live balance (Redis; loaded from Postgres first if needed) and what is held. */

@@ -2,13 +2,13 @@
 // organization carry the hash tag {o:<org_id>} so each Lua script touches one cluster slot.
 
 export interface RedisKeys {
-  /** Org wallet account: hash { balance, reserved, r:<request_id> → held amount }. */
+  /** Org wallet account: hash { balance, reserved }. */
   wallet(orgId: string): string;
-  /** Org cap account for one period: hash { spent, reserved, r:<request_id> }. */
+  /** Org cap account for one period: hash { spent, reserved }. */
   orgCap(orgId: string, periodKey: string): string;
   /** App-connection cap account (the connection's combined usage) for one period. */
   connectionCap(orgId: string, appConnectionId: string, periodKey: string): string;
-  /** A product user's spend in one allowance period: hash { spent, reserved, r:<request_id> }. */
+  /** A product user's spend in one allowance period: hash { spent, reserved }. */
   userSpend(orgId: string, productUserId: string, periodKey: string): string;
   /** A product user's live credit grants: hash { loaded, g:<grant_id> → remaining }. */
   userCredits(orgId: string, productUserId: string): string;
@@ -18,7 +18,7 @@ export interface RedisKeys {
   credentialCooldowns(orgId: string): string;
   /** Round-robin counters of credential priority tiers: hash tier → counter. */
   credentialRotation(orgId: string): string;
-  /** The hold-expiry index of any account key above. */
+  /** The holds on any account key above: zset '<request_id>:<amount_nano>' → expiry (ms). */
   holdExpiries(accountKey: string): string;
   /** Marks a settled request (idempotency), with a TTL. */
   settled(orgId: string, requestId: string): string;

@@ -31,7 +31,7 @@ const scriptDefinitions = {
   reserve: { file: 'reserve', keys: 12 },
   failover: { file: 'failover', keys: 4 },
   settle: { file: 'settle', keys: 12 },
-  accountLoad: { file: 'account-load', keys: 1 },
+  accountLoad: { file: 'account-load', keys: 2 },
   creditsLoad: { file: 'credits-load', keys: 2 },
   creditsChange: { file: 'credits-change', keys: 2 },
   walletAdjust: { file: 'wallet-adjust', keys: 1 },
