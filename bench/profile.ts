@@ -134,7 +134,7 @@ async function main(): Promise<void> {
         `(all its threads), Redis ${perRequest(pids.redis, before.redis)} µs\n`,
     );
   } finally {
-    await stopAndClean([mock, gateway], gateway);
+    await stopAndClean([mock, gateway]);
   }
   if (flags.plain) return;
   const file = readdirSync(profileDir).find((name) => name.endsWith('.cpuprofile'));

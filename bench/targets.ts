@@ -13,6 +13,8 @@ export interface Target {
   readonly name: string;
   readonly url: string;
   readonly child: ChildProcess;
+  /** The Redis key prefix the target writes under (deleted once it has exited). */
+  readonly redisKeyPrefix?: string;
 }
 
 /** Spawns a node script and resolves once `ready` finds what it needs in its stdout. */
@@ -95,7 +97,33 @@ export async function startGatewayTarget(
     env,
     (output) => /"port":(\d+)[^\n]*"msg":"gw listening"/.exec(output)?.[1],
   );
-  return { name: 'gateway', url: `http://127.0.0.1:${value}`, child, env };
+  return {
+    name: 'gateway',
+    url: `http://127.0.0.1:${value}`,
+    child,
+    env,
+    redisKeyPrefix: env.REDIS_KEY_PREFIX,
+  };
+}
+
+/** The design floor (bench/design-floor.ts), on the gateway's Redis and Postgres. */
+export async function startDesignFloor(
+  upstreamUrl: string,
+  gateway: GatewayTarget,
+): Promise<Target> {
+  const redisKeyPrefix = `${gateway.env.REDIS_KEY_PREFIX!}-floor`;
+  const { child, value } = await spawnUntil(
+    ['dist/bench/design-floor.js'],
+    {
+      UPSTREAM_URL: upstreamUrl,
+      REDIS_URL: gateway.env.REDIS_URL!,
+      DATABASE_URL: gateway.env.DATABASE_URL!,
+      REDIS_KEY_PREFIX: redisKeyPrefix,
+      PORT: '0',
+    },
+    jsonPort,
+  );
+  return { name: 'floor', url: `http://127.0.0.1:${value}`, child, redisKeyPrefix };
 }
 
 export async function gwCli<T>(args: string[], env: Record<string, string>): Promise<T> {
@@ -111,21 +139,22 @@ export function stopAll(targets: readonly Target[]): void {
 }
 
 /**
- * Stops the targets; once the gateway has exited (its usage written to Postgres), deletes its
- * Redis keys: every bench run has its own key prefix, and nothing else would ever remove them.
+ * Stops the targets; once those that write to Redis have exited (the gateway's usage written
+ * to Postgres), deletes their keys: every bench run has its own key prefix, and nothing else
+ * would ever remove them.
  */
-export async function stopAndClean(
-  targets: readonly Target[],
-  gateway: GatewayTarget,
-): Promise<void> {
-  const { child } = gateway;
-  const running = child.exitCode === null && child.signalCode === null;
-  const exited = running ? new Promise((resolve) => child.once('exit', resolve)) : undefined;
+export async function stopAndClean(targets: readonly Target[]): Promise<void> {
+  const keyed = targets.filter((target) => target.redisKeyPrefix !== undefined);
+  const exited = keyed.map(({ child }) =>
+    child.exitCode === null && child.signalCode === null
+      ? new Promise((resolve) => child.once('exit', resolve))
+      : undefined,
+  );
   stopAll(targets);
-  await exited;
-  const redis = new Redis(gateway.env.REDIS_URL!);
+  await Promise.all(exited);
+  const redis = new Redis(process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379');
   try {
-    await deleteKeysUnder(redis, gateway.env.REDIS_KEY_PREFIX!);
+    for (const target of keyed) await deleteKeysUnder(redis, target.redisKeyPrefix!);
   } finally {
     redis.disconnect();
   }

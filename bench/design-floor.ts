@@ -1,0 +1,173 @@
+// The design floor: the passthrough plus the I/O that DESIGN.md's request path makes every
+// request pay, and no other logic. Per request: parse the JSON body, reserve.lua (one org
+// wallet), the upstream call, parse the vendor's JSON for its usage, settle.lua (the usage
+// record into the org's stream), then the answer; the usage writer thread drains the stream
+// into Postgres as in the gateway. No auth, attribution, caps, token count, validation,
+// translation or metrics: what the full path costs beyond this floor is the gateway's own
+// logic, and what this floor costs beyond the passthrough is the design's two round trips and
+// its ledger. Non-streaming only.
+// Run: UPSTREAM_URL=… REDIS_URL=… DATABASE_URL=… REDIS_KEY_PREFIX=… PORT=0 node dist/bench/design-floor.js
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import { Redis } from 'ioredis';
+import { Pool } from 'undici';
+import { AccountLoader } from '../src/billing/account-loader.js';
+import type { RequestAccounts } from '../src/billing/budget-store.js';
+import { RedisBudgetStore } from '../src/billing/redis-budget-store.js';
+import { WalletService } from '../src/billing/wallets.js';
+import { createDbPool } from '../src/db/pool.js';
+import { loadNativeUws } from '../src/http/uws.js';
+import { newRequestId } from '../src/ids.js';
+import { createLogger } from '../src/log.js';
+import type { UsageRecord } from '../src/ledger/usage-record.js';
+import { UsageWriterThread } from '../src/ledger/usage-writer-thread.js';
+import { createRedisKeys } from '../src/redis/keys.js';
+import { defineScripts } from '../src/redis/scripts.js';
+
+const env = (name: string): string => {
+  const value = process.env[name];
+  if (!value) throw new Error(`design-floor: ${name} is required`);
+  return value;
+};
+const upstream = new URL(env('UPSTREAM_URL'));
+const redisUrl = env('REDIS_URL');
+const databaseUrl = env('DATABASE_URL');
+const keyPrefix = env('REDIS_KEY_PREFIX');
+
+const uws = loadNativeUws();
+const logger = createLogger('warn', 'design-floor');
+const redis = new Redis(redisUrl, { maxRetriesPerRequest: 2 });
+const db = createDbPool(databaseUrl, 2);
+const keys = createRedisKeys(keyPrefix);
+const scripts = defineScripts(redis);
+const wallets = new WalletService(db, redis, keys, scripts);
+const budget = new RedisBudgetStore(
+  redis,
+  keys,
+  scripts,
+  new AccountLoader(db, keys, scripts, wallets),
+  600_000,
+);
+const orgId = 'org_design_floor';
+const wallet = keys.wallet(orgId);
+await scripts.accountLoad([wallet, keys.holdExpiries(wallet)], ['balance', String(10n ** 15n), '']);
+const accounts: RequestAccounts = {
+  orgId,
+  appConnectionId: 'conn_design_floor',
+  orgCap: null,
+  connectionCap: null,
+  user: null,
+  walletPays: true,
+  credentials: null,
+};
+const HOLD_NANO = 1_000_000n;
+
+new UsageWriterThread(
+  {
+    redisUrl,
+    databaseUrl,
+    keyPrefix,
+    logLevel: 'warn',
+    options: {
+      consumerName: `floor-${randomUUID().slice(0, 8)}`,
+      batchMaxRows: 500,
+      flushIntervalMs: 50,
+      claimIdleMs: 30_000,
+    },
+  },
+  { usageRowsWritten: { inc: () => undefined }, usageWriteFailures: { inc: () => undefined } },
+  logger,
+).start();
+
+const pool = new Pool(upstream.origin, {
+  connections: 256,
+  pipelining: 1,
+  keepAliveTimeout: 30_000,
+});
+const statusLine = (code: number): string => `${code} ${STATUS_CODES[code] ?? ''}`;
+
+function usageRecord(requestId: string, usage: Record<string, number> | undefined): UsageRecord {
+  const inputTokens = usage?.prompt_tokens ?? 0;
+  const outputTokens = usage?.completion_tokens ?? 0;
+  const costNano = BigInt(inputTokens + outputTokens) * 100n;
+  return {
+    requestId,
+    createdAt: new Date(),
+    orgId,
+    appId: 'app_design_floor',
+    appConnectionId: accounts.appConnectionId,
+    apiKeyId: 'key_design_floor',
+    productUserId: null,
+    model: 'vendor_b/gpt-4o-mini',
+    vendor: 'vendor_b',
+    route: 'system',
+    credentialId: null,
+    stream: false,
+    status: 'completed',
+    upstreamStatus: 200,
+    inputTokens,
+    outputTokens,
+    currency: 'USD',
+    sellCostNano: costNano,
+    vendorCostNano: costNano,
+    walletCostNano: costNano,
+    reservedNano: HOLD_NANO,
+    latencyMs: 0,
+  };
+}
+
+async function serve(
+  res: import('uWebSockets.js').HttpResponse,
+  headers: Record<string, string>,
+  body: Buffer,
+  aborted: () => boolean,
+): Promise<void> {
+  JSON.parse(body.toString('utf8'));
+  const requestId = newRequestId();
+  const held = await budget.reserve({ requestId, accounts, amountNano: HOLD_NANO });
+  if (held.kind !== 'held') throw new Error(`design-floor: reserve said ${held.kind}`);
+  const answer = await pool.request({
+    method: 'POST',
+    path: '/v1/chat/completions',
+    headers,
+    body,
+  });
+  const bytes = Buffer.from(await answer.body.arrayBuffer());
+  const payload = JSON.parse(bytes.toString('utf8')) as { usage?: Record<string, number> };
+  await budget.settle(usageRecord(requestId, payload.usage), accounts);
+  if (aborted()) return;
+  res.cork(() => {
+    res.writeStatus(statusLine(answer.statusCode));
+    res.writeHeader('content-type', 'application/json');
+    res.end(bytes);
+  });
+}
+
+uws
+  .App()
+  .post('/v1/chat/completions', (res, req) => {
+    const headers: Record<string, string> = {};
+    req.forEach((name, value) => {
+      if (name === 'authorization' || name === 'content-type') headers[name] = value;
+    });
+    let aborted = false;
+    res.onAborted(() => {
+      aborted = true;
+    });
+    const chunks: Buffer[] = [];
+    res.onData((chunk, isLast) => {
+      chunks.push(Buffer.from(chunk.slice(0)));
+      if (!isLast) return;
+      serve(res, headers, Buffer.concat(chunks), () => aborted).catch((error: unknown) => {
+        logger.error({ err: error }, 'design-floor request failed');
+        if (!aborted) res.cork(() => res.writeStatus('502 Bad Gateway').end());
+      });
+    });
+  })
+  .listen('127.0.0.1', Number(process.env.PORT ?? 0), (socket) => {
+    if (!socket) {
+      process.stderr.write('design-floor: could not listen\n');
+      process.exit(1);
+    }
+    process.stdout.write(`${JSON.stringify({ port: uws.us_socket_local_port(socket) })}\n`);
+  });
