@@ -1,7 +1,6 @@
 // The generic proxy step of every inference route: call the vendor through the keep-alive
 // pool, relay its JSON or SSE answer, and settle — always settle, whatever happens — before
 // the client gets the last byte.
-import type { Dispatcher } from 'undici';
 import { gwError } from '../errors.js';
 import { sendError } from '../http/respond.js';
 import type { HttpResponse } from '../http/types.js';
@@ -11,7 +10,7 @@ import type { SystemRoutes, VendorRoute } from '../providers/system-routes.js';
 import { credentialCooldownMs } from '../providers/credential-failures.js';
 import { reservationError } from '../billing/rejections.js';
 import { SETTLEMENT_CURRENCY } from './settlement.js';
-import type { UpstreamClient } from '../providers/upstream.js';
+import type { UpstreamCall, UpstreamClient, UpstreamResponse } from '../providers/upstream.js';
 import type { Admission, AdmissionServices } from './admission.js';
 import { settleWithRetry } from './settle-retry.js';
 import type { RequestOutcome } from './settlement.js';
@@ -51,8 +50,9 @@ export async function proxyToVendor(
   response: HttpResponse,
 ): Promise<void> {
   const { admission } = request;
-  const abort = new AbortController();
-  response.onAborted(() => abort.abort());
+  let call: UpstreamCall | undefined;
+  // The client went away: give up on the vendor call in flight (the stream's relay notices).
+  response.onAborted(() => call?.abort());
   let credentialId = admission.credentialId;
   const settle: Settle = (fields) =>
     settleWithRetry(deps, admission, {
@@ -65,15 +65,16 @@ export async function proxyToVendor(
   for (let attempt = 1; ; attempt += 1) {
     const route = await routeFor(deps, admission, credentialId);
     const exchange = request.buildExchange(route);
-    let upstreamResponse: Dispatcher.ResponseData;
+    let upstreamResponse: UpstreamResponse;
     try {
-      upstreamResponse = await deps.upstream.request({
+      call = deps.upstream.request({
         baseUrl: route.baseUrl,
         path: exchange.path,
         headers: exchange.headers,
         body: exchange.body,
-        signal: abort.signal,
       });
+      if (response.aborted) call.abort();
+      upstreamResponse = await call.response;
     } catch (error) {
       const clientGone = response.aborted;
       // A prompt the vendor started on is billed by the vendor: charge the estimated input.
@@ -94,14 +95,14 @@ export async function proxyToVendor(
 
     if (upstreamResponse.statusCode < 400) {
       if (request.stream) {
-        await relayStream(deps, request, exchange, upstreamResponse, response, abort, settle);
+        await relayStream(deps, request, exchange, upstreamResponse, response, settle);
       } else {
         await relayJson(request, exchange, upstreamResponse, response, settle);
       }
       return;
     }
 
-    const errorText = await readBounded(upstreamResponse.body, MAX_ERROR_BODY_BYTES);
+    const errorText = (await upstreamResponse.body.bounded(MAX_ERROR_BODY_BYTES)).toString('utf8');
     const retryAfter = headerText(upstreamResponse.headers['retry-after']);
     const cooldownMs = credentialId
       ? credentialCooldownMs(upstreamResponse.statusCode, errorText, retryAfter)
@@ -171,14 +172,14 @@ function headerText(value: string | string[] | undefined): string | undefined {
 async function relayJson(
   request: ProxyRequest,
   exchange: UpstreamExchange,
-  upstreamResponse: Dispatcher.ResponseData,
+  upstreamResponse: UpstreamResponse,
   response: HttpResponse,
   settle: Settle,
 ): Promise<void> {
   const { admission } = request;
   let bytes: Buffer;
   try {
-    bytes = Buffer.from(await upstreamResponse.body.arrayBuffer());
+    bytes = await upstreamResponse.body.bytes();
   } catch {
     const clientGone = response.aborted;
     await settle({
@@ -225,9 +226,8 @@ async function relayStream(
   deps: ProxyDeps,
   request: ProxyRequest,
   exchange: UpstreamExchange,
-  upstreamResponse: Dispatcher.ResponseData,
+  upstreamResponse: UpstreamResponse,
   response: HttpResponse,
-  abort: AbortController,
   settle: Settle,
 ): Promise<void> {
   const { admission } = request;
@@ -251,7 +251,7 @@ async function relayStream(
   void (async () => {
     try {
       for await (const chunk of upstreamResponse.body) {
-        const out = relay.push(chunk as Buffer);
+        const out = relay.push(chunk);
         if (out.length > 0) {
           lastWriteMs = Date.now();
           // write() false: back off until the client drains, so upstream reading pauses too.
@@ -270,7 +270,7 @@ async function relayStream(
   })();
   await stopped;
   clearInterval(keepAlive);
-  if (response.aborted) abort.abort();
+  if (response.aborted) upstreamResponse.body.destroy();
 
   const status: UsageStatus = response.aborted
     ? 'client_aborted'
@@ -289,27 +289,4 @@ async function relayStream(
   // The terminal event only after settle: a client that saw it has its usage record.
   if (status === 'completed') response.end(relay.finalEvent);
   else response.end(); // closes without it: the client knows the stream is incomplete
-}
-
-async function readBounded(
-  body: Dispatcher.ResponseData['body'],
-  maxBytes: number,
-): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of body) {
-      const buffer = chunk as Buffer;
-      if (size + buffer.length > maxBytes) {
-        chunks.push(buffer.subarray(0, maxBytes - size));
-        body.destroy();
-        break;
-      }
-      chunks.push(buffer);
-      size += buffer.length;
-    }
-  } catch {
-    // a truncated error body is still an error
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }

@@ -1,5 +1,8 @@
-// Keep-alive connection pools to the vendors, one per origin.
+// Keep-alive connection pools to the vendors, one per origin, called through undici's
+// dispatch API: the answer's body arrives as an UpstreamBody (see there for why).
+import type { IncomingHttpHeaders } from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
+import { UpstreamBody } from './upstream-body.js';
 
 export interface UpstreamRequest {
   /** Origin plus optional path prefix, without the vendor's /v1 (e.g. http://127.0.0.1:9000). */
@@ -7,32 +10,65 @@ export interface UpstreamRequest {
   readonly path: string;
   readonly headers: Record<string, string>;
   readonly body: string;
-  readonly signal: AbortSignal;
+}
+
+export interface UpstreamResponse {
+  readonly statusCode: number;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: UpstreamBody;
+}
+
+/** One call to a vendor: its answer (once the headers are in), and a way to give up on it. */
+export interface UpstreamCall {
+  /** Rejects when no answer came (connection refused, headers time-out, aborted). */
+  readonly response: Promise<UpstreamResponse>;
+  /** Closes the call: before the answer, it rejects; during the body, the body fails. */
+  abort(): void;
+}
+
+/** The reason a call was aborted (undici reports it back as the failure). */
+export class UpstreamAbortedError extends Error {
+  override readonly name = 'UpstreamAbortedError';
+  readonly code = 'GW_UPSTREAM_ABORTED';
 }
 
 export class UpstreamClient {
   private readonly pools = new Map<string, Pool>();
+  private readonly prefixes = new Map<string, { origin: string; pathPrefix: string }>();
 
   constructor(private readonly timeoutMs: number) {}
 
-  request(request: UpstreamRequest): Promise<Dispatcher.ResponseData> {
-    // The base URL may carry a path prefix (a proxy's); the vendor path goes after it.
-    const base = new URL(request.baseUrl);
-    const prefix = base.pathname.replace(/\/+$/, '');
-    return this.pool(base.origin).request({
-      method: 'POST',
-      path: prefix + request.path,
-      headers: request.headers,
-      body: request.body,
-      signal: request.signal,
-      headersTimeout: this.timeoutMs,
-      bodyTimeout: this.timeoutMs,
-    });
+  request(request: UpstreamRequest): UpstreamCall {
+    const { origin, pathPrefix } = this.split(request.baseUrl);
+    const handler = new CallHandler();
+    this.pool(origin).dispatch(
+      {
+        method: 'POST',
+        path: pathPrefix + request.path,
+        headers: request.headers,
+        body: request.body,
+        headersTimeout: this.timeoutMs,
+        bodyTimeout: this.timeoutMs,
+      },
+      handler,
+    );
+    return handler;
   }
 
   async close(): Promise<void> {
     await Promise.all([...this.pools.values()].map((pool) => pool.close()));
     this.pools.clear();
+  }
+
+  /** A base URL may carry a path prefix (a proxy's); the vendor path goes after it. */
+  private split(baseUrl: string): { origin: string; pathPrefix: string } {
+    let parts = this.prefixes.get(baseUrl);
+    if (!parts) {
+      const url = new URL(baseUrl);
+      parts = { origin: url.origin, pathPrefix: url.pathname.replace(/\/+$/, '') };
+      this.prefixes.set(baseUrl, parts);
+    }
+    return parts;
   }
 
   private pool(origin: string): Pool {
@@ -42,5 +78,61 @@ export class UpstreamClient {
       this.pools.set(origin, pool);
     }
     return pool;
+  }
+}
+
+/** undici's handler for one call, and the call's face to the proxy. */
+class CallHandler implements Dispatcher.DispatchHandler, UpstreamCall {
+  readonly response: Promise<UpstreamResponse>;
+  private resolveResponse!: (response: UpstreamResponse) => void;
+  private rejectResponse!: (error: unknown) => void;
+  private controller: Dispatcher.DispatchController | undefined;
+  private body: UpstreamBody | undefined;
+  private abortRequested = false;
+
+  constructor() {
+    this.response = new Promise((resolve, reject) => {
+      this.resolveResponse = resolve;
+      this.rejectResponse = reject;
+    });
+  }
+
+  abort(): void {
+    if (this.abortRequested) return;
+    this.abortRequested = true;
+    // Still queued for a connection: aborted as soon as undici starts it.
+    this.controller?.abort(new UpstreamAbortedError('the call to the vendor was abandoned'));
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.abortRequested) controller.abort(new UpstreamAbortedError('abandoned before start'));
+  }
+
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+  ): void {
+    if (statusCode < 200) return; // 1xx: the real answer follows
+    this.body = new UpstreamBody({
+      pause: () => controller.pause(),
+      resume: () => controller.resume(),
+      abort: () => this.abort(),
+    });
+    this.resolveResponse({ statusCode, headers, body: this.body });
+  }
+
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.body?.push(chunk);
+  }
+
+  onResponseEnd(): void {
+    this.body?.end();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    if (this.body) this.body.fail(error);
+    else this.rejectResponse(error);
   }
 }
