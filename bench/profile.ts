@@ -85,11 +85,15 @@ function report(profile: CpuProfile, top: number): string {
   return `By place:\n${lines(byPlace, 25)}\n\nBy function (self time):\n${lines(byFunction, top)}\n`;
 }
 
-/** CPU time (user + system) a process has used so far, in µs (Linux /proc). */
+/** CPU time (user + system) a process has used so far, in µs (Linux /proc); 0 once gone. */
 function cpuMicros(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  const ticks = Number(fields[11]) + Number(fields[12]);
-  return (ticks * 1_000_000) / 100; // USER_HZ is 100 on Linux
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return (ticks * 1_000_000) / 100; // USER_HZ is 100 on Linux
+  } catch {
+    return 0;
+  }
 }
 
 function redisPid(): number | undefined {
@@ -97,8 +101,56 @@ function redisPid(): number | undefined {
     const info = execFileSync('redis-cli', ['info', 'server'], { encoding: 'utf8' });
     return Number(/process_id:(\d+)/.exec(info)?.[1]);
   } catch {
-    return undefined; // no redis-cli here: the gateway's own CPU is still reported
+    return undefined; // no redis-cli here: the other processes are still reported
   }
+}
+
+/** Every Postgres process (the server and its backends). */
+function postgresPids(): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('postgres');
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+/** Busy and total jiffies of the whole machine (/proc/stat). */
+function machineTicks(): { busy: number; total: number } {
+  const values = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1);
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = values.map(Number);
+  const busy = user! + nice! + system! + irq! + softirq! + steal!;
+  return { busy, total: busy + idle! + iowait! };
+}
+
+/**
+ * CPU per request of each process taking part, and of the whole machine: on a small machine
+ * every process shares the cores, so the load generator's, the vendor's, Redis's and
+ * Postgres's CPU bound the gateway's throughput as much as its own.
+ */
+async function cpuPerRequest(
+  pids: Record<string, readonly number[]>,
+  run: () => Promise<number>,
+): Promise<string> {
+  const sum = (list: readonly number[]): number =>
+    list.reduce((total, pid) => total + cpuMicros(pid), 0);
+  const before = Object.fromEntries(Object.entries(pids).map(([name, list]) => [name, sum(list)]));
+  const machineBefore = machineTicks();
+  const requests = await run();
+  const machineAfter = machineTicks();
+  const parts = Object.entries(pids).map(
+    ([name, list]) => `${name} ${((sum(list) - before[name]!) / requests).toFixed(0)}`,
+  );
+  const busyTicks = machineAfter.busy - machineBefore.busy;
+  const busyShare = busyTicks / (machineAfter.total - machineBefore.total);
+  return (
+    `CPU µs per request: ${parts.join(', ')}; whole machine ` +
+    `${((busyTicks * 10_000) / requests).toFixed(0)} (${(busyShare * 100).toFixed(0)} % busy)`
+  );
 }
 
 async function main(): Promise<void> {
@@ -122,16 +174,24 @@ async function main(): Promise<void> {
       headersFor: productUserHeaders(8),
     };
     await measure({ ...spec, durationSeconds: 1 });
-    const pids = { gateway: gateway.child.pid!, redis: redisPid() };
-    const before = { gateway: cpuMicros(pids.gateway), redis: pids.redis && cpuMicros(pids.redis) };
-    const result = await measure(spec);
-    const requests = result.requestsPerSecond * spec.durationSeconds;
-    const perRequest = (pid: number | undefined, start: number | undefined): string =>
-      pid && start !== undefined ? ((cpuMicros(pid) - start) / requests).toFixed(0) : '?';
+    const redis = redisPid();
+    let result!: Awaited<ReturnType<typeof measure>>;
+    const cpu = await cpuPerRequest(
+      {
+        'gateway (all its threads)': [gateway.child.pid!],
+        redis: redis ? [redis] : [],
+        postgres: postgresPids(),
+        'mock vendor': [mock.child.pid!],
+        'load generator': [process.pid],
+      },
+      async () => {
+        result = await measure(spec);
+        return result.requestsPerSecond * spec.durationSeconds;
+      },
+    );
     process.stdout.write(
       `${Math.round(result.requestsPerSecond)} req/s, mean ${result.meanMs.toFixed(3)} ms, ` +
-        `${result.errors} errors; CPU per request: gateway ${perRequest(pids.gateway, before.gateway)} µs ` +
-        `(all its threads), Redis ${perRequest(pids.redis, before.redis)} µs\n`,
+        `${result.errors} errors\n${cpu}\n`,
     );
   } finally {
     await stopAndClean([mock, gateway]);
