@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { VendorBStreamRelay } from './stream-relay.js';
+import { UNPARSED_CHUNKS_MAX_BYTES, VendorBStreamRelay } from './stream-relay.js';
 
 const encoder = new TextEncoder();
 const chunk = (body: Record<string, unknown>) => `data: ${JSON.stringify(body)}\n\n`;
@@ -42,6 +42,23 @@ describe('vendor_b stream relay', () => {
     );
     expect(relay.usage).toBeUndefined();
     expect(relay.producedText).toEqual(['The ', '{"x":', 'end']);
+  });
+
+  it('holds a long stream as its text, not as every chunk, and still gives all of it in order', () => {
+    const relay = new VendorBStreamRelay(false);
+    const words = Array.from({ length: 20_000 }, (_, index) => `w${index} `);
+    for (let index = 0; index < words.length; index += 100) {
+      relay.push(
+        encoder.encode(
+          words
+            .slice(index, index + 100)
+            .map(content)
+            .join(''),
+        ),
+      );
+      expect(relay.unparsedChunkBytes).toBeLessThanOrEqual(UNPARSED_CHUNKS_MAX_BYTES);
+    }
+    expect(relay.producedText).toEqual(words);
   });
 
   it('reads usage however the vendor spaces its JSON', () => {

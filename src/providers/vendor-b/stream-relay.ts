@@ -25,24 +25,35 @@ function mayCarryUsage(data: string): boolean {
   return at !== -1 && !data.startsWith('null', at + 8);
 }
 
+/**
+ * Relayed chunks kept unparsed up to this many bytes; past it they are boiled down to their
+ * text. A stream is read for text only if usage never comes, so short streams are never
+ * parsed, and a long one costs its text in memory, not every chunk's JSON (a maximal answer
+ * is megabytes of chunks: times the streams in flight, too much to hold).
+ */
+export const UNPARSED_CHUNKS_MAX_BYTES = 64 * 1024;
+
 export class VendorBStreamRelay extends EventRelay {
   readonly finalEvent = DONE_EVENT;
   /** Usage reported by the vendor (the final chunk), once seen. */
   usage: TokenUsage | undefined;
-  /** Every chunk relayed, in order: read for text only if usage never comes. */
-  private readonly relayedChunks: SseEvent[] = [];
+  /** Chunks relayed and not yet read for text, in order (after the text of earlier ones). */
+  private unparsedChunks: SseEvent[] = [];
+  private unparsedBytes = 0;
 
   constructor(private readonly clientWantsUsage: boolean) {
     super();
   }
 
-  /** The generated text, parsed from the relayed chunks when asked (the no-usage fallback). */
+  /** Bytes of chunk data held unparsed: never more than UNPARSED_CHUNKS_MAX_BYTES. */
+  get unparsedChunkBytes(): number {
+    return this.unparsedBytes;
+  }
+
+  /** The generated text, in order (the fallback count when the vendor reports no usage). */
   override get producedText(): readonly string[] {
-    const text: string[] = [];
-    for (const chunk of this.relayedChunks) {
-      collectText(parseEventData(chunk) as ChunkShape | null | undefined, text);
-    }
-    return text;
+    this.readUnparsedChunks();
+    return this.relayedText;
   }
 
   protected relayEvent(event: SseEvent): string {
@@ -50,7 +61,7 @@ export class VendorBStreamRelay extends EventRelay {
       this.done = true;
       return '';
     }
-    this.relayedChunks.push(event);
+    if (this.usage === undefined) this.keepForText(event);
     if (!mayCarryUsage(event.data)) return event.raw;
     const chunk = parseEventData(event);
     if (chunk === undefined) return event.raw; // not ours to judge: pass it through
@@ -61,6 +72,20 @@ export class VendorBStreamRelay extends EventRelay {
       if (!this.clientWantsUsage && (!choices || choices.length === 0)) return '';
     }
     return event.raw;
+  }
+
+  private keepForText(event: SseEvent): void {
+    this.unparsedChunks.push(event);
+    this.unparsedBytes += event.data.length;
+    if (this.unparsedBytes > UNPARSED_CHUNKS_MAX_BYTES) this.readUnparsedChunks();
+  }
+
+  private readUnparsedChunks(): void {
+    for (const chunk of this.unparsedChunks) {
+      collectText(parseEventData(chunk) as ChunkShape | null | undefined, this.relayedText);
+    }
+    this.unparsedChunks = [];
+    this.unparsedBytes = 0;
   }
 }
 
