@@ -20,6 +20,7 @@ import { loadNativeUws } from './http/uws.js';
 import { UsageWriterThread } from './ledger/usage-writer-thread.js';
 import { createLogger, type Logger } from './log.js';
 import { GatewayMetrics } from './metrics.js';
+import { pendingUsageRecords } from './ledger/usage-backlog.js';
 import { startMockVendors } from './mock-vendors/server.js';
 import { ProductUserDirectory } from './product-users/directory.js';
 import { LiveBalanceReader } from './product-users/live-balance.js';
@@ -122,7 +123,9 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
     vendor_b: vendorRoute(config.VENDOR_B_BASE_URL, config.VENDOR_B_API_KEY),
   };
 
-  const metrics = new GatewayMetrics(config.METRICS_ENABLED);
+  const metrics = new GatewayMetrics(config.METRICS_ENABLED, () =>
+    pendingUsageRecords(redis, keys),
+  );
   const writer = new UsageWriterThread(
     {
       redisUrl: config.REDIS_URL,

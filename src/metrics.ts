@@ -1,6 +1,6 @@
-// Prometheus metrics (GET /metrics): requests by route and status with their latency, settled
-// usage by status, credential failovers, and the usage writer's progress.
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+// Prometheus metrics (GET /metrics): requests by route and status with their latency, and the
+// usage writer's progress: rows written, failed writes, and records still waiting in Redis.
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 export class GatewayMetrics {
   readonly registry = new Registry();
@@ -28,8 +28,24 @@ export class GatewayMetrics {
     registers: [this.registry],
   });
 
-  constructor(withProcessMetrics: boolean) {
+  constructor(
+    withProcessMetrics: boolean,
+    /** Counts the usage records not yet in Postgres (read at each scrape). */
+    pendingUsageRecords?: () => Promise<number>,
+  ) {
     if (withProcessMetrics) collectDefaultMetrics({ register: this.registry });
+    if (pendingUsageRecords) {
+      new Gauge({
+        name: 'gw_usage_records_pending',
+        help: 'Usage records settled in Redis and not yet written to Postgres (every org); rising: Postgres is slow or down',
+        registers: [this.registry],
+        async collect() {
+          // Redis unreachable: the scrape still answers, with the last value counted.
+          const pending = await pendingUsageRecords().catch(() => undefined);
+          if (pending !== undefined) this.set(pending);
+        },
+      });
+    }
   }
 
   requestFinished(route: string, status: number, durationMs: number): void {

@@ -271,6 +271,7 @@ describe('request errors', () => {
       /gw_http_requests_total\{route="\/v1\/chat\/completions",status="402"\} [1-9]\d*/,
     );
     expect(text).toContain('gw_http_request_duration_seconds_bucket');
+    expect(text).toMatch(/^gw_usage_records_pending \d+$/m);
     expect(text).toContain('process_cpu_seconds_total');
   });
 

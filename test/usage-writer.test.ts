@@ -10,6 +10,7 @@ import type { UsageRecord } from '../src/ledger/usage-record.js';
 import { usageRecord } from './support/records.js';
 import { UsageStreamWriter } from '../src/ledger/usage-writer.js';
 import { createLogger } from '../src/log.js';
+import { pendingUsageRecords } from '../src/ledger/usage-backlog.js';
 import { GatewayMetrics } from '../src/metrics.js';
 import { createRedisKeys, USAGE_CONSUMER_GROUP } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
@@ -68,6 +69,7 @@ async function ledgerRows(
 
 afterAll(async () => {
   await deletePrefix(redis, prefix);
+  await deletePrefix(redis, `${prefix}-backlog`);
   await Promise.all([redis.quit(), writerRedis.quit()]);
   await db.end();
 });
@@ -134,5 +136,41 @@ describe('usage writer', () => {
     await sink.write([record]);
     await sink.write([record]);
     expect(await ledgerRows(orgId)).toHaveLength(1);
+  });
+
+  it('reports the records waiting for Postgres in /metrics until the writer has written them', async () => {
+    const backlogKeys = createRedisKeys(`${prefix}-backlog`);
+    const backlogStore = new RedisBudgetStore(redis, backlogKeys, scripts, loader, 60_000);
+    const backlogMetrics = new GatewayMetrics(false, () => pendingUsageRecords(redis, backlogKeys));
+    const pendingLine = async (): Promise<string> =>
+      backlogMetrics.registry.getSingleMetricAsString('gw_usage_records_pending');
+    expect(await pendingLine()).toMatch(/^gw_usage_records_pending 0$/m);
+
+    for (const orgId of [`org_bl_a_${Date.now()}`, `org_bl_b_${Date.now()}`]) {
+      for (let index = 0; index < 2; index += 1) {
+        const record = usage(orgId, 10n);
+        await backlogStore.settle(record, {
+          orgId,
+          appConnectionId: record.appConnectionId,
+          orgCap: null,
+          connectionCap: null,
+          user: null,
+          walletPays: false,
+          credentials: null,
+        });
+      }
+    }
+    expect(await pendingLine()).toMatch(/^gw_usage_records_pending 4$/m);
+
+    const backlogWriter = new UsageStreamWriter(
+      writerRedis,
+      backlogKeys,
+      new PostgresUsageSink(db),
+      logger,
+      metrics,
+      { consumerName: 'backlog', batchMaxRows: 100, flushIntervalMs: 20, claimIdleMs: 30_000 },
+    );
+    expect(await backlogWriter.drainOnce()).toBe(4);
+    expect(await pendingLine()).toMatch(/^gw_usage_records_pending 0$/m);
   });
 });
