@@ -16,13 +16,13 @@ import type { RequestAccounts } from '../src/billing/budget-store.js';
 import { RedisBudgetStore } from '../src/billing/redis-budget-store.js';
 import { WalletService } from '../src/billing/wallets.js';
 import { createDbPool } from '../src/db/pool.js';
-import { loadNativeUws } from '../src/http/uws.js';
 import { newRequestId } from '../src/ids.js';
 import { createLogger } from '../src/log.js';
-import type { UsageRecord } from '../src/ledger/usage-record.js';
 import { UsageWriterThread } from '../src/ledger/usage-writer-thread.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
+import { benchUsageRecord } from './bench-records.js';
+import { listenOnLoopback, readBody, uws } from './uws-target.js';
 
 const env = (name: string): string => {
   const value = process.env[name];
@@ -34,7 +34,6 @@ const redisUrl = env('REDIS_URL');
 const databaseUrl = env('DATABASE_URL');
 const keyPrefix = env('REDIS_KEY_PREFIX');
 
-const uws = loadNativeUws();
 const logger = createLogger('warn', 'design-floor');
 const redis = new Redis(redisUrl, { maxRetriesPerRequest: 2 });
 const db = createDbPool(databaseUrl, 2);
@@ -86,36 +85,6 @@ const pool = new Pool(upstream.origin, {
 });
 const statusLine = (code: number): string => `${code} ${STATUS_CODES[code] ?? ''}`;
 
-function usageRecord(requestId: string, usage: Record<string, number> | undefined): UsageRecord {
-  const inputTokens = usage?.prompt_tokens ?? 0;
-  const outputTokens = usage?.completion_tokens ?? 0;
-  const costNano = BigInt(inputTokens + outputTokens) * 100n;
-  return {
-    requestId,
-    createdAt: new Date(),
-    orgId,
-    appId: 'app_design_floor',
-    appConnectionId: accounts.appConnectionId,
-    apiKeyId: 'key_design_floor',
-    productUserId: null,
-    model: 'vendor_b/gpt-4o-mini',
-    vendor: 'vendor_b',
-    route: 'system',
-    credentialId: null,
-    stream: false,
-    status: 'completed',
-    upstreamStatus: 200,
-    inputTokens,
-    outputTokens,
-    currency: 'USD',
-    sellCostNano: costNano,
-    vendorCostNano: costNano,
-    walletCostNano: costNano,
-    reservedNano: HOLD_NANO,
-    latencyMs: 0,
-  };
-}
-
 async function serve(
   res: import('uWebSockets.js').HttpResponse,
   headers: Record<string, string>,
@@ -134,7 +103,19 @@ async function serve(
   });
   const bytes = Buffer.from(await answer.body.arrayBuffer());
   const payload = JSON.parse(bytes.toString('utf8')) as { usage?: Record<string, number> };
-  await budget.settle(usageRecord(requestId, payload.usage), accounts);
+  const inputTokens = payload.usage?.prompt_tokens ?? 0;
+  const outputTokens = payload.usage?.completion_tokens ?? 0;
+  const record = benchUsageRecord({
+    requestId,
+    orgId,
+    appConnectionId: accounts.appConnectionId,
+    productUserId: null,
+    inputTokens,
+    outputTokens,
+    costNano: BigInt(inputTokens + outputTokens) * 100n,
+    heldNano: HOLD_NANO,
+  });
+  await budget.settle(record, accounts);
   if (aborted()) return;
   res.cork(() => {
     res.writeStatus(statusLine(answer.statusCode));
@@ -143,31 +124,20 @@ async function serve(
   });
 }
 
-uws
-  .App()
-  .post('/v1/chat/completions', (res, req) => {
-    const headers: Record<string, string> = {};
-    req.forEach((name, value) => {
-      if (name === 'authorization' || name === 'content-type') headers[name] = value;
-    });
-    let aborted = false;
-    res.onAborted(() => {
-      aborted = true;
-    });
-    const chunks: Buffer[] = [];
-    res.onData((chunk, isLast) => {
-      chunks.push(Buffer.from(chunk.slice(0)));
-      if (!isLast) return;
-      serve(res, headers, Buffer.concat(chunks), () => aborted).catch((error: unknown) => {
-        logger.error({ err: error }, 'design-floor request failed');
-        if (!aborted) res.cork(() => res.writeStatus('502 Bad Gateway').end());
-      });
-    });
-  })
-  .listen('127.0.0.1', Number(process.env.PORT ?? 0), (socket) => {
-    if (!socket) {
-      process.stderr.write('design-floor: could not listen\n');
-      process.exit(1);
-    }
-    process.stdout.write(`${JSON.stringify({ port: uws.us_socket_local_port(socket) })}\n`);
+const app = uws.App().post('/v1/chat/completions', (res, req) => {
+  const headers: Record<string, string> = {};
+  req.forEach((name, value) => {
+    if (name === 'authorization' || name === 'content-type') headers[name] = value;
   });
+  let aborted = false;
+  res.onAborted(() => {
+    aborted = true;
+  });
+  readBody(res, (body) => {
+    serve(res, headers, body, () => aborted).catch((error: unknown) => {
+      logger.error({ err: error }, 'design-floor request failed');
+      if (!aborted) res.cork(() => res.writeStatus('502 Bad Gateway').end());
+    });
+  });
+});
+listenOnLoopback(app, 'design-floor');

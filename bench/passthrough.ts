@@ -3,9 +3,8 @@
 // Run: UPSTREAM_URL=http://127.0.0.1:9000 PORT=0 node dist/bench/passthrough.js
 import { STATUS_CODES } from 'node:http';
 import { Pool } from 'undici';
-import { loadNativeUws } from '../src/http/uws.js';
+import { listenOnLoopback, readBody, uws } from './uws-target.js';
 
-const uws = loadNativeUws();
 const upstream = new URL(process.env.UPSTREAM_URL ?? 'http://127.0.0.1:9000');
 const statusLine = (code: number): string => `${code} ${STATUS_CODES[code] ?? ''}`;
 const pool = new Pool(upstream.origin, {
@@ -14,69 +13,58 @@ const pool = new Pool(upstream.origin, {
   keepAliveTimeout: 30_000,
 });
 
-uws
-  .App()
-  .any('/*', (res, req) => {
-    const method = req.getMethod().toUpperCase();
-    const path = req.getUrl();
-    const headers: Record<string, string> = {};
-    req.forEach((name, value) => {
-      if (name === 'authorization' || name === 'content-type' || name === 'x-api-key')
-        headers[name] = value;
-    });
-    let aborted = false;
-    res.onAborted(() => {
-      aborted = true;
-    });
-    const chunks: Buffer[] = [];
-    res.onData((chunk, isLast) => {
-      chunks.push(Buffer.from(chunk.slice(0)));
-      if (!isLast) return;
-      void (async () => {
-        try {
-          const answer = await pool.request({
-            method: method as 'POST',
-            path,
-            headers,
-            body: Buffer.concat(chunks),
-          });
-          let headersSent = false;
-          for await (const piece of answer.body) {
-            if (aborted) return;
-            let writable = true;
-            res.cork(() => {
-              if (!headersSent) {
-                res.writeStatus(statusLine(answer.statusCode));
-                const type = answer.headers['content-type'];
-                if (typeof type === 'string') res.writeHeader('content-type', type);
-                headersSent = true;
-              }
-              writable = res.write(piece as Buffer);
-            });
-            if (!writable) {
-              await new Promise<void>((resolve) =>
-                res.onWritable(() => {
-                  resolve();
-                  return true;
-                }),
-              );
-            }
-          }
-          if (aborted) return;
-          res.cork(() => {
-            if (!headersSent) res.writeStatus(statusLine(answer.statusCode));
-            res.end();
-          });
-        } catch {
-          if (!aborted) res.cork(() => res.writeStatus('502 Bad Gateway').end());
-        }
-      })();
-    });
-  })
-  .listen('127.0.0.1', Number(process.env.PORT ?? 0), (socket) => {
-    if (!socket) {
-      process.stderr.write('passthrough: could not listen\n');
-      process.exit(1);
-    }
-    process.stdout.write(`${JSON.stringify({ port: uws.us_socket_local_port(socket) })}\n`);
+const app = uws.App().any('/*', (res, req) => {
+  const method = req.getMethod().toUpperCase();
+  const path = req.getUrl();
+  const headers: Record<string, string> = {};
+  req.forEach((name, value) => {
+    if (name === 'authorization' || name === 'content-type' || name === 'x-api-key')
+      headers[name] = value;
   });
+  let aborted = false;
+  res.onAborted(() => {
+    aborted = true;
+  });
+  readBody(res, (body) => {
+    void (async () => {
+      try {
+        const answer = await pool.request({
+          method: method as 'POST',
+          path,
+          headers,
+          body,
+        });
+        let headersSent = false;
+        for await (const piece of answer.body) {
+          if (aborted) return;
+          let writable = true;
+          res.cork(() => {
+            if (!headersSent) {
+              res.writeStatus(statusLine(answer.statusCode));
+              const type = answer.headers['content-type'];
+              if (typeof type === 'string') res.writeHeader('content-type', type);
+              headersSent = true;
+            }
+            writable = res.write(piece as Buffer);
+          });
+          if (!writable) {
+            await new Promise<void>((resolve) =>
+              res.onWritable(() => {
+                resolve();
+                return true;
+              }),
+            );
+          }
+        }
+        if (aborted) return;
+        res.cork(() => {
+          if (!headersSent) res.writeStatus(statusLine(answer.statusCode));
+          res.end();
+        });
+      } catch {
+        if (!aborted) res.cork(() => res.writeStatus('502 Bad Gateway').end());
+      }
+    })();
+  });
+});
+listenOnLoopback(app, 'passthrough');

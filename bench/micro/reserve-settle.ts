@@ -8,9 +8,9 @@ import { RedisBudgetStore } from '../../src/billing/redis-budget-store.js';
 import { WalletService } from '../../src/billing/wallets.js';
 import { createDbPool } from '../../src/db/pool.js';
 import { newRequestId } from '../../src/ids.js';
-import type { UsageRecord } from '../../src/ledger/usage-record.js';
 import { createRedisKeys } from '../../src/redis/keys.js';
 import { defineScripts } from '../../src/redis/scripts.js';
+import { benchUsageRecord } from '../bench-records.js';
 import { deleteKeysUnder } from '../targets.js';
 
 const iterations = Number(process.argv[2] ?? 3000);
@@ -44,33 +44,6 @@ await scripts.accountLoad(
   ['balance', (10n ** 15n).toString(), ''],
 );
 
-function record(requestId: string): UsageRecord {
-  return {
-    requestId,
-    createdAt: new Date(),
-    orgId,
-    appId: 'app',
-    appConnectionId: 'conn_micro',
-    apiKeyId: 'key',
-    productUserId: 'pu_micro',
-    model: 'vendor_b/gpt-4o-mini',
-    vendor: 'vendor_b',
-    route: 'system',
-    credentialId: null,
-    stream: false,
-    status: 'completed',
-    upstreamStatus: 200,
-    inputTokens: 20,
-    outputTokens: 16,
-    currency: 'USD',
-    sellCostNano: 12_600n,
-    vendorCostNano: 12_600n,
-    walletCostNano: 12_600n,
-    reservedNano: 12_600n,
-    latencyMs: 1,
-  };
-}
-
 const timings = { reserve: 0, settle: 0 };
 for (let index = 0; index < iterations; index += 1) {
   const requestId = newRequestId();
@@ -78,7 +51,19 @@ for (let index = 0; index < iterations; index += 1) {
   await store.reserve({ requestId, accounts, amountNano: 12_600n });
   timings.reserve += performance.now() - started;
   started = performance.now();
-  await store.settle(record(requestId), accounts);
+  await store.settle(
+    benchUsageRecord({
+      requestId,
+      orgId,
+      appConnectionId: accounts.appConnectionId,
+      productUserId: 'pu_micro',
+      inputTokens: 20,
+      outputTokens: 16,
+      costNano: 12_600n,
+      heldNano: 12_600n,
+    }),
+    accounts,
+  );
   timings.settle += performance.now() - started;
 }
 process.stdout.write(
