@@ -12,6 +12,7 @@ import { STATUS_CODES } from 'node:http';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
 import { AccountLoader } from '../src/billing/account-loader.js';
+import { UnwrittenUsage } from '../src/ledger/unwritten-usage.js';
 import type { RequestAccounts } from '../src/billing/budget-store.js';
 import { RedisBudgetStore } from '../src/billing/redis-budget-store.js';
 import { WalletService } from '../src/billing/wallets.js';
@@ -44,7 +45,7 @@ const budget = new RedisBudgetStore(
   redis,
   keys,
   scripts,
-  new AccountLoader(db, keys, scripts, wallets),
+  new AccountLoader(db, keys, scripts, wallets, new UnwrittenUsage(redis, db, keys)),
   600_000,
 );
 const orgId = 'org_design_floor';

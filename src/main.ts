@@ -6,6 +6,7 @@ import { Redis } from 'ioredis';
 import { ApiKeyStore } from './auth/api-key-store.js';
 import { ServiceKeyStore } from './auth/service-key-store.js';
 import { AccountLoader } from './billing/account-loader.js';
+import { UnwrittenUsage } from './ledger/unwritten-usage.js';
 import { CapPolicyStore } from './billing/cap-policies.js';
 import { RedisBudgetStore } from './billing/redis-budget-store.js';
 import { WalletService } from './billing/wallets.js';
@@ -78,7 +79,7 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
   const apiKeys = new ApiKeyStore(db, redis, keys, config.AUTH_CACHE_TTL_MS);
 
   const wallets = new WalletService(db, redis, keys, scripts);
-  const loader = new AccountLoader(db, keys, scripts, wallets);
+  const loader = new AccountLoader(db, keys, scripts, wallets, new UnwrittenUsage(redis, db, keys));
   const budget = new RedisBudgetStore(redis, keys, scripts, loader, config.RESERVATION_TTL_MS);
   const capPolicies = new CapPolicyStore(db);
   const productUsers = new ProductUserDirectory(db);

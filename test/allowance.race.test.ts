@@ -3,6 +3,7 @@
 // (earliest-expiring grant first), expired grants count for nothing.
 import { afterAll, describe, expect, it } from 'vitest';
 import { AccountLoader } from '../src/billing/account-loader.js';
+import { UnwrittenUsage } from '../src/ledger/unwritten-usage.js';
 import type { RequestAccounts, UserAccount } from '../src/billing/budget-store.js';
 import { monthlyPeriod } from '../src/billing/periods.js';
 import { RedisBudgetStore } from '../src/billing/redis-budget-store.js';
@@ -27,7 +28,7 @@ const store = new RedisBudgetStore(
   redis,
   keys,
   scripts,
-  new AccountLoader(db, keys, scripts, wallets),
+  new AccountLoader(db, keys, scripts, wallets, new UnwrittenUsage(redis, db, keys)),
   60_000,
 );
 const period = monthlyPeriod(new Date(), null);

@@ -1,8 +1,9 @@
 // reserve.lua / settle.lua against real Redis: never overdrawn under concurrency, holds that
 // lapse are released, and a repeated settle changes nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createOrganization } from '../src/admin/provisioning.js';
+import { createApp, createOrganization } from '../src/admin/provisioning.js';
 import { AccountLoader } from '../src/billing/account-loader.js';
+import { UnwrittenUsage } from '../src/ledger/unwritten-usage.js';
 import type { RequestAccounts } from '../src/billing/budget-store.js';
 import { RedisBudgetStore } from '../src/billing/redis-budget-store.js';
 import { WalletService } from '../src/billing/wallets.js';
@@ -24,7 +25,7 @@ const keys = createRedisKeys(prefix);
 const scripts = defineScripts(redis);
 const wallets = new WalletService(db, redis, keys, scripts);
 
-const loader = new AccountLoader(db, keys, scripts, wallets);
+const loader = new AccountLoader(db, keys, scripts, wallets, new UnwrittenUsage(redis, db, keys));
 
 function storeWithTtl(ttlMs: number): RedisBudgetStore {
   return new RedisBudgetStore(redis, keys, scripts, loader, ttlMs);
@@ -254,6 +255,90 @@ describe('where holds are kept', () => {
 });
 
 describe('accounts rebuilt from the ledger', () => {
+  it('count usage settled in Redis that the writer has not put in Postgres yet, once', async () => {
+    const orgId = `org_unwritten_${prefix}`;
+    const connectionId = `conn_unwritten_${prefix}`;
+    const store = storeWithTtl(60_000);
+    const period = monthlyPeriod(new Date(), null);
+    const accounts: RequestAccounts = {
+      ...walletOnly(orgId, false),
+      appConnectionId: connectionId,
+      connectionCap: { capNano: 10_000n, period },
+    };
+    await new PostgresUsageSink(db).write([
+      usageRecord(orgId, 400n, { appConnectionId: connectionId }),
+    ]);
+    // Settled while the connection's account was not in Redis: in the stream, not charged.
+    const unwritten = usageRecord(orgId, 100n, { appConnectionId: connectionId });
+    const alsoWritten = usageRecord(orgId, 200n, { appConnectionId: connectionId });
+    for (const record of [unwritten, alsoWritten]) await store.settle(record, accounts);
+    // The writer committed this one and has not deleted it from the stream yet.
+    await new PostgresUsageSink(db).write([alsoWritten]);
+
+    expect(await store.reserve({ requestId: newRequestId(), accounts, amountNano: 1n })).toEqual({
+      kind: 'held',
+      credentialId: null,
+    });
+    expect(await redis.hget(keys.connectionCap(orgId, connectionId, period.key), 'spent')).toBe(
+      '700',
+    );
+  });
+
+  it("rebuild a user's spend and credits with what unwritten usage spent of them", async () => {
+    const orgId = await createOrganization(db, `unwritten credits ${prefix}`);
+    const appId = await createApp(db, orgId, 'app');
+    const productUserId = `pu_unwritten_${prefix}`;
+    await db.query(
+      'INSERT INTO product_users (id, org_id, app_id, external_user_id) VALUES ($1, $2, $3, $4)',
+      [productUserId, orgId, appId, 'customer'],
+    );
+    await db.query(
+      `INSERT INTO credit_grants (id, org_id, product_user_id, amount) VALUES ($1, $2, $3, $4)`,
+      [`grant_${prefix}`, orgId, productUserId, '0.000001000'], // 1,000 nano
+    );
+    const period = monthlyPeriod(new Date(), null);
+    const accounts: RequestAccounts = {
+      ...walletOnly(orgId, false),
+      user: { productUserId, capNano: 100n, creditMode: 'enforce', period },
+    };
+    const store = storeWithTtl(60_000);
+    const requestId = newRequestId();
+    expect(await store.reserve({ requestId, accounts, amountNano: 400n })).toEqual({
+      kind: 'held',
+      credentialId: null,
+    });
+    // 400 spent: the base allowance pays 100, the grant 300. The writer has not run.
+    await store.settle(
+      usageRecord(orgId, 400n, { requestId, productUserId, reservedNano: 400n }),
+      accounts,
+    );
+    // The user's accounts leave Redis (the credits' TTL, an eviction) and are rebuilt.
+    await redis.del(
+      keys.userSpend(orgId, productUserId, period.key),
+      keys.userCredits(orgId, productUserId),
+      keys.userGrants(orgId, productUserId),
+    );
+    expect(
+      await store.reserve({ requestId: newRequestId(), accounts, amountNano: 800n }),
+    ).toMatchObject({
+      kind: 'allowance_short',
+      spentNano: 400n,
+      baseRemainingNano: 0n,
+      creditsNano: 700n,
+      availableNano: 700n,
+    });
+  });
+
+  it('rebuild a wallet less what unwritten usage cost it', async () => {
+    const orgId = await createOrganization(db, `unwritten ${prefix}`);
+    await wallets.topUp(orgId, 1_000_000n);
+    const store = storeWithTtl(60_000);
+    // The wallet is not in Redis: settle records the cost without charging it.
+    await store.settle(record(orgId, newRequestId(), 250_000n, 0n), walletOnly(orgId));
+    await wallets.loadIntoRedis(orgId);
+    expect(await walletState(orgId)).toEqual({ balance: 750_000n, reserved: 0n });
+  });
+
   it('are loaded once for a burst of requests that find them missing, with the ledger spend', async () => {
     const orgId = `org_rebuild_${prefix}`;
     const connectionId = `conn_rebuild_${prefix}`;
@@ -273,7 +358,7 @@ describe('accounts rebuilt from the ledger', () => {
       redis,
       keys,
       scripts,
-      new AccountLoader(counting, keys, scripts, wallets),
+      new AccountLoader(counting, keys, scripts, wallets, new UnwrittenUsage(redis, db, keys)),
       60_000,
     );
     const accounts: RequestAccounts = {

@@ -2,6 +2,7 @@
 // entries a dead instance read but never acknowledged are claimed and written.
 import { afterAll, describe, expect, it } from 'vitest';
 import { AccountLoader } from '../src/billing/account-loader.js';
+import { UnwrittenUsage } from '../src/ledger/unwritten-usage.js';
 import { RedisBudgetStore } from '../src/billing/redis-budget-store.js';
 import { WalletService } from '../src/billing/wallets.js';
 import { createDbPool } from '../src/db/pool.js';
@@ -23,7 +24,13 @@ const writerRedis = testRedis();
 const db = createDbPool(TEST_DATABASE_URL, 4);
 const keys = createRedisKeys(prefix);
 const scripts = defineScripts(redis);
-const loader = new AccountLoader(db, keys, scripts, new WalletService(db, redis, keys, scripts));
+const loader = new AccountLoader(
+  db,
+  keys,
+  scripts,
+  new WalletService(db, redis, keys, scripts),
+  new UnwrittenUsage(redis, db, keys),
+);
 const store = new RedisBudgetStore(redis, keys, scripts, loader, 60_000);
 /** Settles a record that touched no account (only its usage is of interest here). */
 const settle = (record: UsageRecord, through: RedisBudgetStore = store) =>

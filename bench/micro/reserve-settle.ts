@@ -2,6 +2,7 @@
 // product user, an org cap and a connection cap (the hot path's two Redis calls).
 import { Redis } from 'ioredis';
 import { AccountLoader } from '../../src/billing/account-loader.js';
+import { UnwrittenUsage } from '../../src/ledger/unwritten-usage.js';
 import type { RequestAccounts } from '../../src/billing/budget-store.js';
 import { monthlyPeriod } from '../../src/billing/periods.js';
 import { RedisBudgetStore } from '../../src/billing/redis-budget-store.js';
@@ -25,7 +26,13 @@ const store = new RedisBudgetStore(
   redis,
   keys,
   scripts,
-  new AccountLoader(db, keys, scripts, new WalletService(db, redis, keys, scripts)),
+  new AccountLoader(
+    db,
+    keys,
+    scripts,
+    new WalletService(db, redis, keys, scripts),
+    new UnwrittenUsage(redis, db, keys),
+  ),
   60_000,
 );
 const period = monthlyPeriod(new Date(), null);

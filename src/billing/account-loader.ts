@@ -1,9 +1,12 @@
 // Rebuilds accounts missing from Redis out of Postgres: a first use in a period, or a Redis
-// that lost its data. Every load only installs what is not already there.
+// that lost its data. Every load only installs what is not already there, and counts the
+// usage settled in Redis that the writer has not put in Postgres yet (UnwrittenUsage).
 import type { DbPool } from '../db/pool.js';
 import { numericToNano } from '../money.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts } from '../redis/scripts.js';
+import { sumNano, type UnwrittenUsage } from '../ledger/unwritten-usage.js';
+import type { UsageRecord } from '../ledger/usage-record.js';
 import type { CapAccount, RequestAccounts, UserAccount } from './budget-store.js';
 import type { WalletService } from './wallets.js';
 
@@ -16,6 +19,13 @@ export const NEVER_EXPIRES_MS = 253_402_300_799_000; // 9999-12-31
 
 export type AccountName = 'wallet' | 'org_cap' | 'conn_cap' | 'user';
 
+/** The usage record's field for each ledger column an account sums. */
+const RECORD_FIELD = {
+  org_id: 'orgId',
+  app_connection_id: 'appConnectionId',
+  product_user_id: 'productUserId',
+} as const;
+
 export class AccountLoader {
   private readonly loading = new Map<string, Promise<void>>();
 
@@ -24,6 +34,7 @@ export class AccountLoader {
     private readonly keys: RedisKeys,
     private readonly scripts: RedisScripts,
     private readonly wallets: WalletService,
+    private readonly unwritten: UnwrittenUsage,
   ) {}
 
   async load(names: readonly AccountName[], accounts: RequestAccounts): Promise<void> {
@@ -61,8 +72,13 @@ export class AccountLoader {
     return loading;
   }
 
+  /**
+   * What `column = id` spent in [from, to): the ledger's sum, plus the usage not written to it
+   * yet (`unwritten`, read before this sum; see UnwrittenUsage).
+   */
   private async spentBetween(
-    column: 'org_id' | 'app_connection_id' | 'product_user_id',
+    unwritten: readonly UsageRecord[],
+    column: keyof typeof RECORD_FIELD,
     id: string,
     from: Date,
     to: Date,
@@ -72,7 +88,11 @@ export class AccountLoader {
         WHERE ${column} = $1 AND created_at >= $2 AND created_at < $3`,
       [id, from, to],
     );
-    return numericToNano(rows[0]!.spent);
+    const field = RECORD_FIELD[column];
+    const pending = unwritten.filter(
+      (record) => record[field] === id && record.createdAt >= from && record.createdAt < to,
+    );
+    return numericToNano(rows[0]!.spent) + sumNano(pending, (record) => record.sellCostNano);
   }
 
   private async installSpent(
@@ -88,7 +108,14 @@ export class AccountLoader {
   }
 
   private async loadOrgCap(orgId: string, cap: CapAccount): Promise<void> {
-    const spent = await this.spentBetween('org_id', orgId, cap.period.start, cap.period.end);
+    const unwritten = await this.unwritten.forOrg(orgId);
+    const spent = await this.spentBetween(
+      unwritten,
+      'org_id',
+      orgId,
+      cap.period.start,
+      cap.period.end,
+    );
     await this.installSpent(this.keys.orgCap(orgId, cap.period.key), spent, cap);
   }
 
@@ -97,7 +124,9 @@ export class AccountLoader {
     connectionId: string,
     cap: CapAccount,
   ): Promise<void> {
+    const unwritten = await this.unwritten.forOrg(orgId);
     const spent = await this.spentBetween(
+      unwritten,
       'app_connection_id',
       connectionId,
       cap.period.start,
@@ -111,7 +140,9 @@ export class AccountLoader {
   }
 
   private async loadUser(orgId: string, user: UserAccount): Promise<void> {
+    const unwritten = await this.unwritten.forOrg(orgId);
     const spent = await this.spentBetween(
+      unwritten,
       'product_user_id',
       user.productUserId,
       user.period.start,
@@ -134,9 +165,16 @@ export class AccountLoader {
         GROUP BY g.id`,
       [user.productUserId],
     );
+    // What grants paid for usage that is not in the ledger yet is not left on them either.
+    const unwrittenConsumption = new Map<string, bigint>();
+    for (const record of unwritten) {
+      for (const { grantId, amountNano } of record.creditConsumption ?? []) {
+        unwrittenConsumption.set(grantId, (unwrittenConsumption.get(grantId) ?? 0n) + amountNano);
+      }
+    }
     const triples = rows.flatMap((row) => [
       row.id,
-      numericToNano(row.remaining).toString(),
+      (numericToNano(row.remaining) - (unwrittenConsumption.get(row.id) ?? 0n)).toString(),
       String(row.expires_at ? row.expires_at.getTime() : NEVER_EXPIRES_MS),
     ]);
     await this.scripts.creditsLoad(

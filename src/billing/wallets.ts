@@ -6,14 +6,19 @@ import type { DbPool } from '../db/pool.js';
 import { numericToNano, nanoToNumeric } from '../money.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts } from '../redis/scripts.js';
+import { sumNano, UnwrittenUsage } from '../ledger/unwritten-usage.js';
 
 export class WalletService {
+  private readonly unwritten: UnwrittenUsage;
+
   constructor(
     private readonly db: DbPool,
     private readonly redis: Redis,
     private readonly keys: RedisKeys,
     private readonly scripts: RedisScripts,
-  ) {}
+  ) {
+    this.unwritten = new UnwrittenUsage(redis, db, keys);
+  }
 
   /** The balance according to Postgres alone. */
   async ledgerBalanceNano(orgId: string): Promise<bigint> {
@@ -26,9 +31,19 @@ export class WalletService {
     return numericToNano(row.funded) - numericToNano(row.spent);
   }
 
+  /**
+   * The balance to rebuild a wallet with: the ledger's, less what usage settled in Redis and
+   * not written to Postgres yet has cost it.
+   */
+  private async rebuiltBalanceNano(orgId: string): Promise<bigint> {
+    const unwritten = await this.unwritten.forOrg(orgId);
+    const ledger = await this.ledgerBalanceNano(orgId);
+    return ledger - sumNano(unwritten, (record) => record.walletCostNano);
+  }
+
   /** Installs the wallet in Redis from Postgres unless it is already there. */
   async loadIntoRedis(orgId: string): Promise<void> {
-    const balance = await this.ledgerBalanceNano(orgId);
+    const balance = await this.rebuiltBalanceNano(orgId);
     const wallet = this.keys.wallet(orgId);
     await this.scripts.accountLoad(
       [wallet, this.keys.holdExpiries(wallet)],
@@ -63,7 +78,7 @@ export class WalletService {
       ['set', targetNano.toString()],
     )) as [number, string?];
     const previous =
-      outcome[0] === 1 ? BigInt(outcome[1] ?? '0') : await this.ledgerBalanceNano(orgId);
+      outcome[0] === 1 ? BigInt(outcome[1] ?? '0') : await this.rebuiltBalanceNano(orgId);
     await this.db.query(
       `INSERT INTO wallet_transactions (org_id, kind, amount) VALUES ($1, 'set', $2)`,
       [orgId, nanoToNumeric(targetNano - previous)],
