@@ -43,13 +43,18 @@ export class AccountLoader {
       if (name === 'wallet') {
         await this.once(this.keys.wallet(orgId), () => this.wallets.loadIntoRedis(orgId));
       } else if (name === 'org_cap' && orgCap) {
-        await this.once(this.keys.orgCap(orgId, orgCap.period.key), () =>
-          this.loadOrgCap(orgId, orgCap),
+        const key = this.keys.orgCap(orgId, orgCap.period.key);
+        await this.once(key, () =>
+          this.loadCap(orgId, { column: 'org_id', id: orgId, key }, orgCap),
         );
       } else if (name === 'conn_cap' && connectionCap) {
-        await this.once(
-          this.keys.connectionCap(orgId, appConnectionId, connectionCap.period.key),
-          () => this.loadConnectionCap(orgId, appConnectionId, connectionCap),
+        const key = this.keys.connectionCap(orgId, appConnectionId, connectionCap.period.key);
+        await this.once(key, () =>
+          this.loadCap(
+            orgId,
+            { column: 'app_connection_id', id: appConnectionId, key },
+            connectionCap,
+          ),
         );
       } else if (name === 'user' && user) {
         await this.once(this.keys.userSpend(orgId, user.productUserId, user.period.key), () =>
@@ -107,36 +112,21 @@ export class AccountLoader {
     );
   }
 
-  private async loadOrgCap(orgId: string, cap: CapAccount): Promise<void> {
-    const unwritten = await this.unwritten.forOrg(orgId);
-    const spent = await this.spentBetween(
-      unwritten,
-      'org_id',
-      orgId,
-      cap.period.start,
-      cap.period.end,
-    );
-    await this.installSpent(this.keys.orgCap(orgId, cap.period.key), spent, cap);
-  }
-
-  private async loadConnectionCap(
+  /** A cap's account: what the org (or one of its connections) spent in the cap's period. */
+  private async loadCap(
     orgId: string,
-    connectionId: string,
+    scope: { column: 'org_id' | 'app_connection_id'; id: string; key: string },
     cap: CapAccount,
   ): Promise<void> {
     const unwritten = await this.unwritten.forOrg(orgId);
     const spent = await this.spentBetween(
       unwritten,
-      'app_connection_id',
-      connectionId,
+      scope.column,
+      scope.id,
       cap.period.start,
       cap.period.end,
     );
-    await this.installSpent(
-      this.keys.connectionCap(orgId, connectionId, cap.period.key),
-      spent,
-      cap,
-    );
+    await this.installSpent(scope.key, spent, cap);
   }
 
   private async loadUser(orgId: string, user: UserAccount): Promise<void> {
