@@ -271,7 +271,10 @@ describe('accounts rebuilt from the ledger', () => {
     // Settled while the connection's account was not in Redis: in the stream, not charged.
     const unwritten = usageRecord(orgId, 100n, { appConnectionId: connectionId });
     const alsoWritten = usageRecord(orgId, 200n, { appConnectionId: connectionId });
-    for (const record of [unwritten, alsoWritten]) await store.settle(record, accounts);
+    const otherConnection = usageRecord(orgId, 5_000n, { appConnectionId: `${connectionId}_b` });
+    for (const record of [unwritten, alsoWritten, otherConnection]) {
+      await store.settle(record, accounts);
+    }
     // The writer committed this one and has not deleted it from the stream yet.
     await new PostgresUsageSink(db).write([alsoWritten]);
 

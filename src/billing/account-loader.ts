@@ -118,7 +118,11 @@ export class AccountLoader {
     scope: { column: 'org_id' | 'app_connection_id'; id: string; key: string },
     cap: CapAccount,
   ): Promise<void> {
-    const unwritten = await this.unwritten.forOrg(orgId);
+    // Every entry of the org's stream is the org's; a connection's mention its id.
+    const unwritten = await this.unwritten.forOrg(
+      orgId,
+      scope.column === 'org_id' ? undefined : scope.id,
+    );
     const spent = await this.spentBetween(
       unwritten,
       scope.column,
@@ -130,7 +134,7 @@ export class AccountLoader {
   }
 
   private async loadUser(orgId: string, user: UserAccount): Promise<void> {
-    const unwritten = await this.unwritten.forOrg(orgId);
+    const unwritten = await this.unwritten.forOrg(orgId, user.productUserId);
     const spent = await this.spentBetween(
       unwritten,
       'product_user_id',

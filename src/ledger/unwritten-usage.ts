@@ -8,8 +8,19 @@ import type { RedisKeys } from '../redis/keys.js';
 import { usageRecordFromFields, type UsageRecord } from './usage-record.js';
 
 const PAGE = 1000;
+/**
+ * At most this many entries are read per org. Normally the stream holds a few hundred at
+ * most; far more means Postgres has been down for a while, and a rebuild then counts only
+ * the oldest this many (as it counted none before UnwrittenUsage existed).
+ */
+export const MAX_UNWRITTEN_ENTRIES = 20_000;
+
+type StreamEntry = [id: string, fields: string[]];
 
 export class UnwrittenUsage {
+  /** One stream read per org at a time: the rebuilds that need it together share it. */
+  private readonly reading = new Map<string, Promise<StreamEntry[]>>();
+
   constructor(
     private readonly redis: Redis,
     private readonly db: DbPool,
@@ -17,11 +28,22 @@ export class UnwrittenUsage {
   ) {}
 
   /**
-   * The org's records not in the ledger yet. Read before the ledger is summed: a record the
-   * writer commits in between is then found in the ledger and dropped here, never missed.
+   * The org's records not in the ledger yet; with `mentioning`, only those whose entry
+   * mentions it (an id: the rest are not parsed). Call it before summing the ledger: a record
+   * the writer commits in between is then found in the ledger and dropped here, never missed.
    */
-  async forOrg(orgId: string): Promise<UsageRecord[]> {
-    const records = await this.inStream(orgId);
+  async forOrg(orgId: string, mentioning?: string): Promise<UsageRecord[]> {
+    const records: UsageRecord[] = [];
+    for (const [, fields] of await this.entries(orgId)) {
+      if (mentioning !== undefined && !fields.some((field) => field.includes(mentioning))) {
+        continue;
+      }
+      try {
+        records.push(usageRecordFromFields(fields));
+      } catch {
+        // an unreadable entry is the writer's to report; it has no amounts to count
+      }
+    }
     if (records.length === 0) return records;
     const { rows } = await this.db.query<{ request_id: string }>(
       'SELECT request_id::text FROM usage_records WHERE request_id = ANY($1::uuid[])',
@@ -31,22 +53,25 @@ export class UnwrittenUsage {
     return records.filter((record) => !written.has(record.requestId));
   }
 
-  private async inStream(orgId: string): Promise<UsageRecord[]> {
+  private entries(orgId: string): Promise<StreamEntry[]> {
+    const running = this.reading.get(orgId);
+    if (running) return running;
+    const reading = this.readStream(orgId).finally(() => this.reading.delete(orgId));
+    this.reading.set(orgId, reading);
+    return reading;
+  }
+
+  private async readStream(orgId: string): Promise<StreamEntry[]> {
     const stream = this.keys.usageStream(orgId);
-    const records: UsageRecord[] = [];
+    const entries: StreamEntry[] = [];
     let start = '-';
-    for (;;) {
-      const entries = await this.redis.xrange(stream, start, '+', 'COUNT', PAGE);
-      for (const [, fields] of entries) {
-        try {
-          records.push(usageRecordFromFields(fields));
-        } catch {
-          // an unreadable entry is the writer's to report; it has no amounts to count
-        }
-      }
-      if (entries.length < PAGE) return records;
-      start = `(${entries.at(-1)![0]}`;
+    while (entries.length < MAX_UNWRITTEN_ENTRIES) {
+      const page = (await this.redis.xrange(stream, start, '+', 'COUNT', PAGE)) as StreamEntry[];
+      entries.push(...page);
+      if (page.length < PAGE) break;
+      start = `(${page.at(-1)![0]}`;
     }
+    return entries;
   }
 }
 
