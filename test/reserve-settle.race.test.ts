@@ -175,6 +175,28 @@ describe('reserve.lua', () => {
   });
 });
 
+describe('gw wallet set', () => {
+  it('leaves the live balance as it was when Postgres cannot record the change', async () => {
+    const orgId = await createOrganization(db, `set ${prefix}`);
+    await wallets.topUp(orgId, 1_000n);
+    await wallets.loadIntoRedis(orgId);
+    const failing = Object.create(db) as typeof db;
+    failing.query = ((...args: Parameters<typeof db.query>) =>
+      String(args[0]).includes("'set'")
+        ? Promise.reject(new Error('postgres went away'))
+        : (db.query as (...a: unknown[]) => unknown)(...args)) as typeof db.query;
+    await expect(
+      new WalletService(failing, redis, keys, scripts).setBalance(orgId, 5_000n),
+    ).rejects.toThrow('postgres went away');
+    expect(await walletState(orgId)).toEqual({ balance: 1_000n, reserved: 0n });
+    expect(await wallets.ledgerBalanceNano(orgId)).toBe(1_000n);
+
+    await wallets.setBalance(orgId, 5_000n);
+    expect(await walletState(orgId)).toEqual({ balance: 5_000n, reserved: 0n });
+    expect(await wallets.ledgerBalanceNano(orgId)).toBe(5_000n);
+  });
+});
+
 describe('where holds are kept', () => {
   it('lists each hold with its amount beside the account and releases it by that listing', async () => {
     const orgId = `org_listing_${Date.now()}`;

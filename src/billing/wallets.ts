@@ -71,17 +71,33 @@ export class WalletService {
     await this.scripts.walletAdjust([this.keys.wallet(orgId)], ['add', amountNano.toString()]);
   }
 
-  /** Sets the balance to an exact amount, recording the difference it made. */
+  /**
+   * Sets the balance to an exact amount, recording the difference it made. The live balance
+   * changes first (the difference is measured against it, atomically); if Postgres then
+   * cannot record the difference, the live balance is moved back by it, so the two never
+   * disagree about a set that failed.
+   */
   async setBalance(orgId: string, targetNano: bigint): Promise<void> {
     const outcome = (await this.scripts.walletAdjust(
       [this.keys.wallet(orgId)],
       ['set', targetNano.toString()],
     )) as [number, string?];
-    const previous =
-      outcome[0] === 1 ? BigInt(outcome[1] ?? '0') : await this.rebuiltBalanceNano(orgId);
-    await this.db.query(
-      `INSERT INTO wallet_transactions (org_id, kind, amount) VALUES ($1, 'set', $2)`,
-      [orgId, nanoToNumeric(targetNano - previous)],
-    );
+    const live = outcome[0] === 1;
+    const previous = live ? BigInt(outcome[1] ?? '0') : await this.rebuiltBalanceNano(orgId);
+    try {
+      await this.db.query(
+        `INSERT INTO wallet_transactions (org_id, kind, amount) VALUES ($1, 'set', $2)`,
+        [orgId, nanoToNumeric(targetNano - previous)],
+      );
+    } catch (error) {
+      // Relative, so what requests spent meanwhile stays spent.
+      if (live) {
+        await this.scripts.walletAdjust(
+          [this.keys.wallet(orgId)],
+          ['add', (previous - targetNano).toString()],
+        );
+      }
+      throw error;
+    }
   }
 }
