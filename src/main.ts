@@ -78,8 +78,9 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
 
   const apiKeys = new ApiKeyStore(db, redis, keys, config.AUTH_CACHE_TTL_MS);
 
-  const wallets = new WalletService(db, redis, keys, scripts);
-  const loader = new AccountLoader(db, keys, scripts, wallets, new UnwrittenUsage(redis, db, keys));
+  const unwritten = new UnwrittenUsage(redis, db, keys);
+  const wallets = new WalletService(db, redis, keys, scripts, unwritten);
+  const loader = new AccountLoader(db, keys, scripts, wallets, unwritten);
   const budget = new RedisBudgetStore(redis, keys, scripts, loader, config.RESERVATION_TTL_MS);
   const capPolicies = new CapPolicyStore(db);
   const productUsers = new ProductUserDirectory(db);

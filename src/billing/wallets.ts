@@ -9,16 +9,14 @@ import type { RedisScripts } from '../redis/scripts.js';
 import { sumNano, UnwrittenUsage } from '../ledger/unwritten-usage.js';
 
 export class WalletService {
-  private readonly unwritten: UnwrittenUsage;
-
   constructor(
     private readonly db: DbPool,
     private readonly redis: Redis,
     private readonly keys: RedisKeys,
     private readonly scripts: RedisScripts,
-  ) {
-    this.unwritten = new UnwrittenUsage(redis, db, keys);
-  }
+    /** Shared with the account loader, so concurrent rebuilds of an org read its stream once. */
+    private readonly unwritten = new UnwrittenUsage(redis, db, keys),
+  ) {}
 
   /** The balance according to Postgres alone. */
   async ledgerBalanceNano(orgId: string): Promise<bigint> {

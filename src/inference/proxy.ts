@@ -270,7 +270,6 @@ async function relayStream(
   })();
   await stopped;
   clearInterval(keepAlive);
-  if (response.aborted) upstreamResponse.body.destroy();
 
   const status: UsageStatus = response.aborted
     ? 'client_aborted'
