@@ -43,6 +43,8 @@ export const configSchema = z.object({
   USAGE_CLAIM_IDLE_MS: z.coerce.number().int().min(100).default(30_000),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** The built-in mock serves every vendor without a base URL (else only when none is set). */
+  MOCK_VENDORS: booleanFlag.default(false),
   MOCK_VENDOR_LATENCY_MS: z.coerce.number().int().min(0).default(0),
   MOCK_VENDOR_TOKENS_PER_SECOND: z.coerce.number().int().min(0).default(0),
   METRICS_ENABLED: booleanFlag.default(true),

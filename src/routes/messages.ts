@@ -4,11 +4,12 @@
 import { gwError, isGwError } from '../errors.js';
 import { sendError, sendJson } from '../http/respond.js';
 import type { HttpRequest, HttpResponse, Route } from '../http/types.js';
-import { admit } from '../inference/admission.js';
+import { admit, type PlannedOutput } from '../inference/admission.js';
 import { countTokensRequestSchema, messagesRequestSchema } from '../inference/messages-request.js';
 import { parseJsonBody } from '../inference/parse-body.js';
-import { proxyToVendor, type ProxyDeps } from '../inference/proxy.js';
-import { modelPolicyAllows } from '../catalog/models.js';
+import type { ProxyPorts } from '../inference/proxy.js';
+import { createProxyPorts, proxyToVendor, type ProxyDeps } from '../inference/proxy-http.js';
+import { modelPolicyAllows, type CatalogModel } from '../catalog/models.js';
 import { stripAttributionFields } from '../product-users/attribution.js';
 import { vendorAMessagesExchange } from '../providers/vendor-a/messages-exchange.js';
 import { messagesTexts } from '../tokens/request-texts.js';
@@ -17,12 +18,13 @@ import { messagesTexts } from '../tokens/request-texts.js';
 export const VENDOR_VERSION_HEADER = 'vendor-version';
 
 export function messagesRoutes(deps: ProxyDeps): Route[] {
+  const ports = createProxyPorts(deps);
   return [
     {
       method: 'POST',
       path: '/v1/messages',
       errorFlavor: 'messages',
-      handler: (request, response) => handleMessages(deps, request, response),
+      handler: (request, response) => handleMessages(deps, ports, request, response),
     },
     {
       method: 'POST',
@@ -35,6 +37,7 @@ export function messagesRoutes(deps: ProxyDeps): Route[] {
 
 async function handleMessages(
   deps: ProxyDeps,
+  ports: ProxyPorts,
   request: HttpRequest,
   response: HttpResponse,
 ): Promise<void> {
@@ -54,6 +57,8 @@ async function handleMessages(
   }
   // The messages protocol's own user field (metadata.user_id) attributes like `user` does.
   const userId = parsed.metadata?.user_id;
+  const stream = parsed.stream === true;
+  const version = request.headers[VENDOR_VERSION_HEADER];
   const admission = await admit(deps.services, {
     requestId: request.requestId,
     headers: request.headers,
@@ -61,28 +66,19 @@ async function handleMessages(
     modelId: parsed.model,
     inputTexts: messagesTexts(body),
     requestedMaxTokens: parsed.max_tokens,
+    prepareCall: (model: CatalogModel, output: PlannedOutput) => {
+      stripAttributionFields(body);
+      return vendorAMessagesExchange({
+        body,
+        upstreamModel: model.upstreamModel,
+        maxTokens: output.maxOutputTokens,
+        version,
+      });
+    },
   });
   if (isGwError(admission)) return sendError(response, admission, 'messages');
-
-  stripAttributionFields(body);
-  const stream = parsed.stream === true;
-  await proxyToVendor(
-    deps,
-    {
-      admission,
-      stream,
-      startedAtMs: request.receivedAtMs,
-      buildExchange: (route) =>
-        vendorAMessagesExchange({
-          body,
-          upstreamModel: admission.model.upstreamModel,
-          maxTokens: admission.maxOutputTokens,
-          version: request.headers[VENDOR_VERSION_HEADER],
-          route,
-        }),
-    },
-    response,
-  );
+  // From here on every path settles: the hold is released and the usage recorded.
+  await proxyToVendor(ports, admission, { stream, startedAtMs: request.receivedAtMs }, response);
 }
 
 async function handleCountTokens(
