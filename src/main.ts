@@ -128,7 +128,6 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
   }, CATALOG_REFRESH_MS);
   catalogTimer.unref();
 
-
   const metrics = new GatewayMetrics(config.METRICS_ENABLED, () =>
     pendingUsageRecords(redis, keys),
   );

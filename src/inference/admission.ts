@@ -182,8 +182,7 @@ export async function admit<Call>(
   });
   if (outcome.kind === 'allowance_short' && allowance.overrunPolicy === 'limit_output') {
     const affordable = Math.floor(
-      affordableOutputTokens(outcome.availableNano, estimatedInputTokens, model, choices) /
-        choices,
+      affordableOutputTokens(outcome.availableNano, estimatedInputTokens, model, choices) / choices,
     );
     if (
       affordable >= Math.min(MIN_OUTPUT_TOKENS, requestedOutput) &&

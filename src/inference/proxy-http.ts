@@ -39,7 +39,12 @@ export async function proxyToVendor(
 ): Promise<void> {
   const outcome = await runProxy(
     ports,
-    { admission, exchange: admission.call, stream: request.stream, startedAtMs: request.startedAtMs },
+    {
+      admission,
+      exchange: admission.call,
+      stream: request.stream,
+      startedAtMs: request.startedAtMs,
+    },
     response,
   );
   writeProxyOutcome(response, outcome, admission.call.errorFlavor);

@@ -79,7 +79,9 @@ export async function runProxy(
     mock = dispatched.mock;
     if (dispatched.kind === 'ended') {
       await settle(dispatched.end);
-      return dispatched.reply ? { kind: 'error', error: dispatched.reply } : { kind: 'client_gone' };
+      return dispatched.reply
+        ? { kind: 'error', error: dispatched.reply }
+        : { kind: 'client_gone' };
     }
     if (request.stream) {
       const relayed = await relayStreamAnswer(
@@ -105,4 +107,3 @@ export async function runProxy(
     throw error;
   }
 }
-

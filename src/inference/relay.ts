@@ -122,18 +122,24 @@ export async function relayStreamAnswer(
   const usage: ObservedUsage = {
     reported: relay.usage,
     reportedInputTokens: relay.reportedInputTokens,
-    countedOutputTokens: relay.usage ? undefined : await outputCounter.countOutput(relay.producedText),
+    countedOutputTokens: relay.usage
+      ? undefined
+      : await outputCounter.countOutput(relay.producedText),
   };
   const upstreamStatus = upstreamResponse.statusCode;
   const cause = streamBreak(relay, sink, upstreamFailure);
   if (cause === undefined) {
-    return { end: { kind: 'completed', upstreamStatus, stream: true, usage }, finalEvent: relay.finalEvent };
+    return {
+      end: { kind: 'completed', upstreamStatus, stream: true, usage },
+      finalEvent: relay.finalEvent,
+    };
   }
   // Closed without the terminal event: the client knows the stream is incomplete.
   return { end: { kind: 'answer_broken', upstreamStatus, cause, usage }, finalEvent: null };
 }
 
-type BreakCause = 'client_aborted' | 'network_error' | 'timeout' | 'truncated' | 'vendor_error_event';
+type BreakCause =
+  'client_aborted' | 'network_error' | 'timeout' | 'truncated' | 'vendor_error_event';
 
 /** Why a stream did not complete (undefined: it did). */
 function streamBreak(

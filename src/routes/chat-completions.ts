@@ -51,8 +51,7 @@ async function handleChatCompletion(
     stripAttributionFields(body);
     if (output.clamped) {
       // limit_output: the allowance covers only this much output.
-      if (parsed.max_completion_tokens != null)
-        body.max_completion_tokens = output.maxOutputTokens;
+      if (parsed.max_completion_tokens != null) body.max_completion_tokens = output.maxOutputTokens;
       else body.max_tokens = output.maxOutputTokens;
     }
     // vendor_b speaks chat completions natively; vendor_a's messages are translated.
