@@ -31,14 +31,11 @@ import { buildSystemRoutes, mockServedVendors } from './providers/system-routes.
 import { UpstreamClient } from './providers/upstream.js';
 import { createRedisKeys } from './redis/keys.js';
 import { defineScripts, preloadScripts } from './redis/scripts.js';
-import { chatCompletionsRoute } from './routes/chat-completions.js';
-import { healthRoutes } from './routes/health.js';
-import { keyUsageRoute } from './routes/key-usage.js';
-import { messagesRoutes } from './routes/messages.js';
-import { modelsRoute } from './routes/models.js';
-import { openApiRoute } from './routes/openapi.js';
-import { metricsRoute } from './routes/metrics.js';
-import { productUserRoutes } from './routes/product-users.js';
+import { buildOpenApiDocument } from './openapi/document.js';
+import { bindRoutes } from './routes/bind.js';
+import type { Authenticators } from './routes/declaration.js';
+import type { ReadinessProbe } from './routes/health.js';
+import { metricsRoute, routeDeclarations, type RouteDeps } from './routes/index.js';
 import { PiscinaTokenCounter } from './tokens/token-counter.js';
 
 const CATALOG_REFRESH_MS = 60_000;
@@ -151,7 +148,6 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
 
   let draining = false;
   const services = {
-    apiKeys,
     catalog,
     productUsers,
     capPolicies,
@@ -160,43 +156,49 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
     budget,
   };
   const proxyDeps = { services, upstream, systemRoutes, logger };
+  const readiness: ReadinessProbe = {
+    check: async () => {
+      const [redisOk, dbOk] = await Promise.all([
+        redis.ping().then(
+          (reply) => reply === 'PONG',
+          () => false,
+        ),
+        db.query('SELECT 1').then(
+          () => true,
+          () => false,
+        ),
+      ]);
+      return { redis: redisOk, postgres: dbOk };
+    },
+    isDraining: () => draining,
+  };
+  const servedRoutes = routeDeclarations.filter(
+    (route) => config.METRICS_ENABLED || route !== metricsRoute,
+  );
+  const routeDeps: RouteDeps = {
+    proxy: proxyDeps,
+    catalog,
+    tokenCounter,
+    db,
+    productUsers: {
+      db,
+      profiles: new ProductUserProfiles(db, new LiveBalanceReader(redis, keys, loader)),
+      management: new ProductUserManagement(db, redis, keys, scripts),
+    },
+    readiness,
+    metricsRegistry: metrics.registry,
+    openApiDocument: buildOpenApiDocument(servedRoutes),
+  };
+  const authenticators: Authenticators = {
+    apiKey: (headers) => apiKeys.authenticate(headers),
+    serviceKey: (headers, scope) => serviceKeys.authenticate(headers, scope),
+  };
   const server = createHttpServer({
     maxBodyBytes: config.MAX_BODY_BYTES,
     logger,
     onRequestFinished: (route, status, durationMs) =>
       metrics.requestFinished(route, status, durationMs),
-    routes: [
-      ...healthRoutes(
-        {
-          check: async () => {
-            const [redisOk, dbOk] = await Promise.all([
-              redis.ping().then(
-                (reply) => reply === 'PONG',
-                () => false,
-              ),
-              db.query('SELECT 1').then(
-                () => true,
-                () => false,
-              ),
-            ]);
-            return { redis: redisOk, postgres: dbOk };
-          },
-        },
-        () => draining,
-      ),
-      ...(config.METRICS_ENABLED ? [metricsRoute(metrics.registry)] : []),
-      chatCompletionsRoute(proxyDeps),
-      ...messagesRoutes(proxyDeps),
-      modelsRoute(apiKeys, catalog),
-      keyUsageRoute(apiKeys, db),
-      openApiRoute(),
-      ...productUserRoutes({
-        db,
-        serviceKeys,
-        profiles: new ProductUserProfiles(db, new LiveBalanceReader(redis, keys, loader)),
-        management: new ProductUserManagement(db, redis, keys, scripts),
-      }),
-    ],
+    routes: bindRoutes(servedRoutes, routeDeps, authenticators),
   });
   const port = await server.listen(config.HOST, config.PORT);
   logger.info(

@@ -5,7 +5,13 @@ import type {
   HttpResponse as UwsResponse,
   us_listen_socket,
 } from 'uWebSockets.js';
-import { errorBody, gwError, isDependencyUnavailable, type ErrorFlavor } from '../errors.js';
+import {
+  errorBody,
+  gwError,
+  isDependencyUnavailable,
+  isGwError,
+  type ErrorFlavor,
+} from '../errors.js';
 import { newRequestId } from '../ids.js';
 import type { Logger } from '../log.js';
 import { sendError } from './respond.js';
@@ -32,6 +38,7 @@ export interface HttpServer {
 }
 
 const jsonHeaders = { 'content-type': 'application/json' } as const;
+const noop = (): void => undefined;
 
 export function createHttpServer(options: HttpServerOptions): HttpServer {
   const uws = loadNativeUws();
@@ -85,7 +92,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
         { ...jsonHeaders, 'retry-after': '1' },
         errorBody(
           gwError('gw_unavailable', 'this gateway instance is shutting down; retry'),
-          route?.errorFlavor,
+          route ? flavorOf(route, headers) : 'default',
         ),
       );
       return;
@@ -100,20 +107,42 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       sendError(response, error);
       return;
     }
-    const flavor: ErrorFlavor = route.errorFlavor ?? 'default';
+    const flavor = flavorOf(route, headers);
+
+    // The caller is authenticated while the body streams in; a refused request is answered
+    // at once and its body is not buffered (an unauthenticated client cannot make the
+    // gateway hold megabytes).
+    let bodyComplete = false;
+    let refused = false;
+    const caller: Promise<unknown> = route.authenticate
+      ? route.authenticate(headers)
+      : Promise.resolve(null);
+    caller.then((value) => {
+      if (!isGwError(value) || response.aborted) return;
+      refused = true;
+      const body = errorBody(value, flavor);
+      const errorHeaders = { ...jsonHeaders, ...value.headers };
+      // Mid-body the connection is closed: the rest of the body is never read.
+      if (bodyComplete) sendError(response, value, flavor);
+      else response.endAndClose(value.status, errorHeaders, body);
+    }, failed);
 
     const run = (body: Buffer): void => {
+      bodyComplete = true;
       const request: HttpRequest = { method, path, query, headers, body, requestId, receivedAtMs };
-      let outcome: Promise<void> | void;
-      try {
-        outcome = route.handler(request, response);
-      } catch (error) {
-        failed(error);
-        return;
-      }
-      if (outcome) outcome.catch(failed);
+      caller.then((value) => {
+        if (refused || isGwError(value) || response.aborted) return;
+        let outcome: Promise<void> | void;
+        try {
+          outcome = route.handler(request, response, value);
+        } catch (error) {
+          failed(error);
+          return;
+        }
+        if (outcome) outcome.catch(failed);
+      }, noop);
     };
-    const failed = (error: unknown): void => {
+    function failed(error: unknown): void {
       options.logger.error({ err: error, requestId, path }, 'unhandled error in route handler');
       if (response.aborted) return;
       if (response.headersSent) {
@@ -129,7 +158,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
           : gwError('gw_internal_error', `internal error; request id ${requestId}`),
         flavor,
       );
-    };
+    }
     const tooLarge = (): void =>
       response.endAndClose(
         413,
@@ -155,7 +184,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     const chunks: Buffer[] = [];
     let received = 0;
     native.onData((chunk, isLast) => {
-      if (response.aborted || received < 0) return;
+      if (response.aborted || refused || received < 0) return;
       received += chunk.byteLength;
       if (received > options.maxBodyBytes) {
         received = -1;
@@ -200,4 +229,10 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       });
     },
   };
+}
+
+function flavorOf(route: Route, headers: Readonly<Record<string, string>>): ErrorFlavor {
+  return typeof route.errorFlavor === 'function'
+    ? route.errorFlavor(headers)
+    : (route.errorFlavor ?? 'default');
 }

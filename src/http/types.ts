@@ -32,12 +32,22 @@ export interface HttpResponse {
   destroy(): void;
 }
 
-export type Handler = (request: HttpRequest, response: HttpResponse) => Promise<void> | void;
+/** `caller` is what the route's `authenticate` resolved to (null without one). */
+export type Handler = (
+  request: HttpRequest,
+  response: HttpResponse,
+  caller: unknown,
+) => Promise<void> | void;
 
 export interface Route {
   readonly method: 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH';
   readonly path: string;
   readonly handler: Handler;
-  /** How errors raised before the handler (body limit, …) are dressed on this route. */
-  readonly errorFlavor?: ErrorFlavor;
+  /**
+   * Runs as soon as the headers are read, while the body streams in. A GwError answers at
+   * once and the rest of the body is not read; anything else is handed to the handler.
+   */
+  readonly authenticate?: (headers: Readonly<Record<string, string>>) => Promise<unknown>;
+  /** How errors raised outside the handler (auth, body limit, …) are dressed on this route. */
+  readonly errorFlavor?: ErrorFlavor | ((headers: Readonly<Record<string, string>>) => ErrorFlavor);
 }

@@ -18,7 +18,19 @@ export interface ProxyDeps {
   readonly logger: Logger;
 }
 
-export function createProxyPorts(deps: ProxyDeps): ProxyPorts {
+const portsByDeps = new WeakMap<ProxyDeps, ProxyPorts>();
+
+/** The proxy step's ports over the gateway's services, built once per deps object. */
+export function proxyPortsFor(deps: ProxyDeps): ProxyPorts {
+  let ports = portsByDeps.get(deps);
+  if (!ports) {
+    ports = createProxyPorts(deps);
+    portsByDeps.set(deps, ports);
+  }
+  return ports;
+}
+
+function createProxyPorts(deps: ProxyDeps): ProxyPorts {
   return {
     upstream: deps.upstream,
     failover: deps.services.budget,

@@ -3,7 +3,7 @@
 // charging policy decides — before the client gets the last byte. It returns an outcome that
 // the HTTP layer (proxy-http.ts) writes; only a streamed answer is written here, as it comes,
 // because it must flow with backpressure.
-import type { GwError } from '../errors.js';
+import type { ErrorCode, GwError } from '../errors.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
 import type { UpstreamExchange } from '../providers/exchange.js';
 import type { Admission } from './admission.js';
@@ -11,6 +11,18 @@ import { chargeFor, type RequestEnd } from './charging-policy.js';
 import { dispatchWithFailover, type DispatchClient, type DispatchPorts } from './failover.js';
 import { readJsonAnswer, relayStreamAnswer, type StreamSink } from './relay.js';
 import type { RequestOutcome } from './settlement.js';
+
+export type { ProxyDeps } from './proxy-http.js';
+
+/** The codes the proxy step answers with (for the routes' declarations). */
+export const PROXY_ERRORS: readonly ErrorCode[] = [
+  'gw_upstream_rate_limited',
+  'gw_upstream_error',
+  'gw_upstream_timeout',
+  'gw_invalid_request',
+  'gw_reservation_insufficient_balance',
+  'gw_provider_credentials_unavailable',
+];
 
 export interface ProxyPorts extends DispatchPorts {
   readonly outputCounter: Pick<TokenCounter, 'countOutput'>;

@@ -1,39 +1,44 @@
-// POST /v1/chat/completions: validate, admit (auth, attribution, estimate, build the upstream
-// call, reserve), proxy.
+// POST /v1/chat/completions: admit (model, attribution, estimate, build the upstream call,
+// reserve), then proxy.
+import type { ApiKeyIdentity } from '../auth/api-key-store.js';
+import type { CatalogModel } from '../catalog/models.js';
 import { gwError, isGwError } from '../errors.js';
 import { sendError } from '../http/respond.js';
-import type { HttpRequest, HttpResponse, Route } from '../http/types.js';
-import { admit, type PlannedOutput } from '../inference/admission.js';
-import { chatCompletionRequestSchema } from '../inference/chat-request.js';
-import { parseJsonBody } from '../inference/parse-body.js';
-import type { ProxyPorts } from '../inference/proxy.js';
-import { createProxyPorts, proxyToVendor, type ProxyDeps } from '../inference/proxy-http.js';
-import type { CatalogModel } from '../catalog/models.js';
+import type { HttpRequest, HttpResponse } from '../http/types.js';
+import { admit, ADMISSION_ERRORS, type PlannedOutput } from '../inference/admission.js';
+import {
+  chatCompletionRequestSchema,
+  type ChatCompletionRequest,
+} from '../inference/chat-request.js';
+import { PROXY_ERRORS } from '../inference/proxy.js';
+import { proxyPortsFor, proxyToVendor, type ProxyDeps } from '../inference/proxy-http.js';
 import { stripAttributionFields } from '../product-users/attribution.js';
 import type { UpstreamExchange } from '../providers/exchange.js';
 import { vendorAChatExchange } from '../providers/vendor-a/chat-exchange.js';
 import { vendorBChatExchange } from '../providers/vendor-b/chat-exchange.js';
 import { chatCompletionTexts } from '../tokens/request-texts.js';
+import { declareRoute } from './declaration.js';
 
-export type ChatCompletionsDeps = ProxyDeps;
-
-export function chatCompletionsRoute(deps: ChatCompletionsDeps): Route {
-  const ports = createProxyPorts(deps);
-  return {
-    method: 'POST',
-    path: '/v1/chat/completions',
-    handler: (request, response) => handleChatCompletion(deps, ports, request, response),
-  };
-}
+export const chatCompletionsRoute = declareRoute({
+  method: 'POST',
+  path: '/v1/chat/completions',
+  summary: 'Chat completion (JSON, or SSE with stream: true) for any routable model',
+  caller: { kind: 'api_key' },
+  body: chatCompletionRequestSchema,
+  responses: { 200: { description: 'chat.completion, or an SSE stream ending in data: [DONE]' } },
+  errors: [...ADMISSION_ERRORS, ...PROXY_ERRORS],
+  async handler({ request, caller, body: parsed }, response, deps: { proxy: ProxyDeps }) {
+    await handleChatCompletion(deps.proxy, request, caller, parsed, response);
+  },
+});
 
 async function handleChatCompletion(
-  deps: ChatCompletionsDeps,
-  ports: ProxyPorts,
+  deps: ProxyDeps,
   request: HttpRequest,
+  identity: ApiKeyIdentity,
+  parsed: ChatCompletionRequest,
   response: HttpResponse,
 ): Promise<void> {
-  const parsed = parseJsonBody(request.body, chatCompletionRequestSchema);
-  if (isGwError(parsed)) return sendError(response, parsed);
   const body: Record<string, unknown> = parsed;
   const choices = parsed.n ?? 1;
   if (choices > 1 && deps.services.catalog.get(parsed.model)?.vendor === 'vendor_a') {
@@ -45,7 +50,6 @@ async function handleChatCompletion(
   }
   const stream = parsed.stream === true;
   const clientWantsUsage = parsed.stream_options?.include_usage === true;
-  const requestedMaxTokens = parsed.max_completion_tokens ?? parsed.max_tokens ?? undefined;
   const prepareCall = (model: CatalogModel, output: PlannedOutput): UpstreamExchange => {
     // The upstream body leaves without the gateway's own fields (admission has read them).
     stripAttributionFields(body);
@@ -57,30 +61,31 @@ async function handleChatCompletion(
     // vendor_b speaks chat completions natively; vendor_a's messages are translated.
     return model.vendor === 'vendor_a'
       ? vendorAChatExchange({
-          body: body,
+          body,
           upstreamModel: model.upstreamModel,
           maxTokens: output.maxOutputTokens,
           stream,
           clientWantsUsage,
         })
-      : vendorBChatExchange({
-          body: body,
-          upstreamModel: model.upstreamModel,
-          stream,
-          clientWantsUsage,
-        });
+      : vendorBChatExchange({ body, upstreamModel: model.upstreamModel, stream, clientWantsUsage });
   };
   const admission = await admit(deps.services, {
+    identity,
     requestId: request.requestId,
     headers: request.headers,
     body,
     modelId: parsed.model,
     inputTexts: chatCompletionTexts(body),
-    requestedMaxTokens,
+    requestedMaxTokens: parsed.max_completion_tokens ?? parsed.max_tokens ?? undefined,
     choices,
     prepareCall,
   });
   if (isGwError(admission)) return sendError(response, admission);
   // From here on every path settles: the hold is released and the usage recorded.
-  await proxyToVendor(ports, admission, { stream, startedAtMs: request.receivedAtMs }, response);
+  await proxyToVendor(
+    proxyPortsFor(deps),
+    admission,
+    { stream, startedAtMs: request.receivedAtMs },
+    response,
+  );
 }
