@@ -87,22 +87,43 @@ describe('a client gone before the vendor call', () => {
   it('is charged nothing, and its record says why it ended', async () => {
     const quiet = await seed(env);
     const body = JSON.stringify(chat('never sent to the vendor mock:output_tokens=3'));
-    // The whole request, then the connection closes at once: the gateway reads the body and
-    // admits it, but the client is gone by the time the vendor would be called.
-    await new Promise<void>((resolve, reject) => {
-      const socket = connect(gateway.port, '127.0.0.1', () => {
-        socket.write(
-          `POST /v1/chat/completions HTTP/1.1\r\nhost: gw\r\ncontent-type: application/json\r\n` +
-            `authorization: Bearer ${quiet.api_key}\r\ncontent-length: ${Buffer.byteLength(body)}` +
-            `\r\n\r\n${body}`,
-          () => {
-            socket.destroy();
-            resolve();
-          },
-        );
+    // Admission is held still on a row lock: this transaction inserts the product user the
+    // request names, so the gateway's own insert waits for it. The client leaves meanwhile.
+    const lock = await db.connect();
+    try {
+      await lock.query('BEGIN');
+      await lock.query(
+        `INSERT INTO product_users (id, org_id, app_id, external_user_id)
+         VALUES ('pu_charging_lock', $1, $2, 'held-user')`,
+        [quiet.org_id, quiet.app_id],
+      );
+      const socket = connect(gateway.port, '127.0.0.1');
+      await new Promise<void>((resolve, reject) => {
+        socket.once('connect', resolve);
+        socket.once('error', reject);
       });
-      socket.on('error', reject);
-    });
+      socket.write(
+        `POST /v1/chat/completions HTTP/1.1\r\nhost: gw\r\ncontent-type: application/json\r\n` +
+          `authorization: Bearer ${quiet.api_key}\r\nx-gw-external-user-id: held-user\r\n` +
+          `content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
+      await eventually(async () => {
+        const { rows } = await db.query<{ waiting: number }>(
+          `SELECT count(*)::int AS waiting FROM pg_stat_activity
+            WHERE datname = current_database() AND wait_event_type = 'Lock'
+              AND query LIKE 'INSERT INTO product_users%'`,
+        );
+        return rows[0]!.waiting > 0 ? true : undefined;
+      });
+      const closed = new Promise((resolve) => socket.once('close', resolve));
+      socket.destroy();
+      await closed;
+      // The gateway notices the closed connection at once; give its event loop a moment.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    } finally {
+      await lock.query('ROLLBACK');
+      lock.release();
+    }
     const row = await eventually(async () => {
       const { rows } = await db.query<ChargedRow>(
         `SELECT ${CHARGED_COLUMNS} FROM usage_records WHERE org_id = $1`,
