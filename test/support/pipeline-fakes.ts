@@ -97,12 +97,8 @@ export class ScriptedVendor {
     this.requests.push(request);
     const script = this.scripts.shift();
     if (!script) throw new Error('the scripted vendor ran out of answers');
-    const vendor = this;
-    const body = new UpstreamBody({
-      pause: () => undefined,
-      resume: () => undefined,
-      abort: () => void (vendor.aborted += 1),
-    });
+    const abort = (): void => void (this.aborted += 1);
+    const body = new UpstreamBody({ pause: () => undefined, resume: () => undefined, abort });
     const response: Promise<UpstreamResponse> =
       'fail' in script
         ? Promise.reject(Object.assign(new Error('upstream failed'), script.fail))
@@ -115,7 +111,7 @@ export class ScriptedVendor {
       });
     }
     response.catch(() => undefined);
-    return { response, abort: () => void (vendor.aborted += 1) };
+    return { response, abort };
   }
 }
 
