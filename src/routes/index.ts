@@ -5,7 +5,14 @@ import type { ModelCatalog } from '../catalog/models.js';
 import type { DbPool } from '../db/pool.js';
 import type { ProxyDeps } from '../inference/proxy.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
+import type { AccountDeps } from './auth/deps.js';
+import { csrfRoute } from './auth/csrf.js';
+import { loginRoute } from './auth/login.js';
+import { logoutRoute } from './auth/logout.js';
+import { sessionRoute } from './auth/session.js';
 import { chatCompletionsRoute } from './chat-completions.js';
+import { createAppRoute, listAppsRoute } from './dashboard/apps.js';
+import { listOrgsRoute } from './dashboard/orgs.js';
 import { countTokensRoute } from './count-tokens.js';
 import type { DeclaredRoute } from './declaration.js';
 import { healthzRoute, readyzRoute, type ReadinessProbe } from './health.js';
@@ -23,7 +30,7 @@ import {
 } from './product-users.js';
 
 /** Everything any route's handler may be given; each handler declares the part it uses. */
-export interface RouteDeps {
+export interface RouteDeps extends AccountDeps {
   readonly proxy: ProxyDeps;
   readonly catalog: ModelCatalog;
   readonly tokenCounter: TokenCounter;
@@ -48,6 +55,13 @@ export const routeDeclarations: readonly DeclaredRoute<RouteDeps>[] = [
   putProductUserRoute,
   creditSummaryRoute,
   creditGrantRoute,
+  loginRoute,
+  logoutRoute,
+  csrfRoute,
+  sessionRoute,
+  listOrgsRoute,
+  listAppsRoute,
+  createAppRoute,
 ];
 
 export { metricsRoute };
