@@ -6,7 +6,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockVendors, type RunningMockVendors } from '../src/mock-vendors/server.js';
 import { isolatedContext } from './support/context.js';
 import { bearer, getJson, postJson } from './support/http.js';
-import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
+import {
+  runCli,
+  seed,
+  startGateway,
+  type GatewayProcess,
+  type SeededOrg,
+} from './support/processes.js';
 import { ledgerRow } from './support/records.js';
 
 const { env, db } = isolatedContext('mock-switch');
@@ -56,6 +62,28 @@ describe('one vendor configured, no mock switch', () => {
     expect(ids).toContain('vendor_b/gpt-4o-mini');
     expect(ids.some((id) => id.startsWith('vendor_a/'))).toBe(false);
     expect(strict.output()).not.toContain('development only, never real traffic');
+  });
+
+  it('refuses a BYOK credential for the unconfigured vendor (nothing would route it)', async () => {
+    const result = await runCli(
+      [
+        'credentials',
+        'add',
+        '--org-id',
+        org.org_id,
+        '--provider',
+        'vendor_a',
+        '--name',
+        'unroutable',
+        '--secret',
+        'mock-key-for-vendor-a',
+        '--app-connection-id',
+        org.app_connection_id,
+      ],
+      { ...env, VENDOR_B_BASE_URL: configuredVendor.url },
+    );
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain('vendor_a is not configured on this gateway');
   });
 
   it('serves the configured vendor, recorded as real traffic', async () => {
