@@ -3,20 +3,10 @@
 import { sendError } from '../http/respond.js';
 import type { HttpResponse } from '../http/types.js';
 import type { ErrorFlavor } from '../errors.js';
-import type { Logger } from '../log.js';
-import type { SystemRoutes } from '../providers/system-routes.js';
-import type { UpstreamClient } from '../providers/upstream.js';
 import type { UpstreamExchange } from '../providers/exchange.js';
-import type { Admission, AdmissionServices } from './admission.js';
-import { runProxy, type ProxyOutcome, type ProxyPorts } from './proxy.js';
+import type { Admission } from './admission.js';
+import { runProxy, type ProxyDeps, type ProxyOutcome, type ProxyPorts } from './proxy.js';
 import { settleWithRetry } from './settle-retry.js';
-
-export interface ProxyDeps {
-  readonly services: AdmissionServices;
-  readonly upstream: UpstreamClient;
-  readonly systemRoutes: SystemRoutes;
-  readonly logger: Logger;
-}
 
 const portsByDeps = new WeakMap<ProxyDeps, ProxyPorts>();
 

@@ -6,13 +6,22 @@
 import type { ErrorCode, GwError } from '../errors.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
 import type { UpstreamExchange } from '../providers/exchange.js';
-import type { Admission } from './admission.js';
+import type { Logger } from '../log.js';
+import type { SystemRoutes } from '../providers/system-routes.js';
+import type { UpstreamClient } from '../providers/upstream.js';
+import type { Admission, AdmissionServices } from './admission.js';
 import { chargeFor, type RequestEnd } from './charging-policy.js';
 import { dispatchWithFailover, type DispatchClient, type DispatchPorts } from './failover.js';
 import { readJsonAnswer, relayStreamAnswer, type StreamSink } from './relay.js';
 import type { RequestOutcome } from './settlement.js';
 
-export type { ProxyDeps } from './proxy-http.js';
+/** The gateway's services the inference routes hand the proxy step (ports are built from them). */
+export interface ProxyDeps {
+  readonly services: AdmissionServices;
+  readonly upstream: UpstreamClient;
+  readonly systemRoutes: SystemRoutes;
+  readonly logger: Logger;
+}
 
 /** The codes the proxy step answers with (for the routes' declarations). */
 export const PROXY_ERRORS: readonly ErrorCode[] = [

@@ -10,8 +10,8 @@ import {
   chatCompletionRequestSchema,
   type ChatCompletionRequest,
 } from '../inference/chat-request.js';
-import { PROXY_ERRORS } from '../inference/proxy.js';
-import { proxyPortsFor, proxyToVendor, type ProxyDeps } from '../inference/proxy-http.js';
+import { PROXY_ERRORS, type ProxyDeps } from '../inference/proxy.js';
+import { proxyPortsFor, proxyToVendor } from '../inference/proxy-http.js';
 import { stripAttributionFields } from '../product-users/attribution.js';
 import type { UpstreamExchange } from '../providers/exchange.js';
 import { vendorAChatExchange } from '../providers/vendor-a/chat-exchange.js';
