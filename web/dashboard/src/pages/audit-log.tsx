@@ -41,7 +41,7 @@ export function AuditLogPage({ org }: { org: OrgSummary }) {
                 <tr key={entry.id}>
                   <td class="nowrap">{formatTime(entry.created_at)}</td>
                   <td>{entry.email ?? <code>{entry.user_id}</code>}</td>
-                  <td>
+                  <td class="nowrap">
                     <code>{entry.action}</code>
                   </td>
                   <td>

@@ -3,16 +3,34 @@
 export type CreditMode = 'enforce' | 'track_only' | 'disabled';
 export type OverrunPolicy = 'limit_output' | 'reject';
 
-export const creditModes: readonly { value: CreditMode; label: string }[] = [
-  { value: 'enforce', label: 'Enforce: refuse requests beyond a product user’s allowance' },
-  { value: 'track_only', label: 'Track only: count allowance use, never refuse' },
-  { value: 'disabled', label: 'Disabled: no allowance checks' },
+export interface Choice<Value> {
+  readonly value: Value;
+  readonly label: string;
+  /** What choosing it does, shown under the control. */
+  readonly hint: string;
+}
+
+export const creditModes: readonly Choice<CreditMode>[] = [
+  {
+    value: 'enforce',
+    label: 'Enforce',
+    hint: 'Refuses requests beyond a product user’s allowance.',
+  },
+  { value: 'track_only', label: 'Track only', hint: 'Counts allowance use, never refuses.' },
+  { value: 'disabled', label: 'Disabled', hint: 'No allowance checks.' },
 ];
 
-export const overrunPolicies: readonly { value: OverrunPolicy; label: string }[] = [
-  { value: 'limit_output', label: 'Limit output: shorten the answer to what the budget covers' },
-  { value: 'reject', label: 'Reject: refuse a request that could overrun the budget' },
+export const overrunPolicies: readonly Choice<OverrunPolicy>[] = [
+  {
+    value: 'limit_output',
+    label: 'Limit output',
+    hint: 'Shortens the answer to what the budget still covers.',
+  },
+  { value: 'reject', label: 'Reject', hint: 'Refuses a request that could overrun the budget.' },
 ];
+
+export const hintOf = <Value>(choices: readonly Choice<Value>[], value: Value): string =>
+  choices.find((choice) => choice.value === value)?.hint ?? '';
 
 export interface ConnectionSettings {
   credit_mode: CreditMode;

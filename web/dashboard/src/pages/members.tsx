@@ -185,10 +185,11 @@ function AddMember({ base, onAdded }: { base: string; onAdded(): void }) {
             onInput={(event) => setEmail(event.currentTarget.value)}
           />
         </label>
-        <label>
-          Role
+        <div class="field">
+          <label for="member-role">Role</label>
           <select
-            name="member-role"
+            id="member-role"
+
             value={role}
             onChange={(event) => setRole(event.currentTarget.value as Role)}
           >
@@ -198,7 +199,7 @@ function AddMember({ base, onAdded }: { base: string; onAdded(): void }) {
               </option>
             ))}
           </select>
-        </label>
+        </div>
         <button type="submit" disabled={action.busy}>
           {action.busy ? 'Adding…' : 'Add member'}
         </button>

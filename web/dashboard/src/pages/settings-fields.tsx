@@ -1,6 +1,37 @@
 // The controls of a connection's settings, shared by "create" and "change".
-import type { ConnectionSettings, CreditMode, OverrunPolicy } from './connection-settings.js';
-import { creditModes, overrunPolicies } from './connection-settings.js';
+import type { ConnectionSettings, Choice } from './connection-settings.js';
+import { creditModes, hintOf, overrunPolicies } from './connection-settings.js';
+
+function ChoiceField<Value extends string>(props: {
+  id: string;
+  label: string;
+  choices: readonly Choice<Value>[];
+  value: Value;
+  disabled: boolean | undefined;
+  onChange(value: Value): void;
+}) {
+  return (
+    <div class="field">
+      <label for={props.id}>{props.label}</label>
+      <select
+        id={props.id}
+        aria-describedby={`${props.id}-hint`}
+        disabled={props.disabled}
+        value={props.value}
+        onChange={(event) => props.onChange(event.currentTarget.value as Value)}
+      >
+        {props.choices.map((choice) => (
+          <option key={choice.value} value={choice.value}>
+            {choice.label}
+          </option>
+        ))}
+      </select>
+      <span class="hint" id={`${props.id}-hint`}>
+        {hintOf(props.choices, props.value)}
+      </span>
+    </div>
+  );
+}
 
 export function SettingsFields(props: {
   idPrefix: string;
@@ -11,40 +42,22 @@ export function SettingsFields(props: {
   const { value, idPrefix } = props;
   return (
     <div class="settings">
-      <label for={`${idPrefix}-credit-mode`}>
-        Credit mode
-        <select
-          id={`${idPrefix}-credit-mode`}
-          disabled={props.disabled}
-          value={value.credit_mode}
-          onChange={(event) =>
-            props.onChange({ ...value, credit_mode: event.currentTarget.value as CreditMode })
-          }
-        >
-          {creditModes.map((mode) => (
-            <option key={mode.value} value={mode.value}>
-              {mode.label}
-            </option>
-          ))}
-        </select>
-      </label>
-      <label for={`${idPrefix}-overrun`}>
-        Overrun policy
-        <select
-          id={`${idPrefix}-overrun`}
-          disabled={props.disabled}
-          value={value.overrun_policy}
-          onChange={(event) =>
-            props.onChange({ ...value, overrun_policy: event.currentTarget.value as OverrunPolicy })
-          }
-        >
-          {overrunPolicies.map((policy) => (
-            <option key={policy.value} value={policy.value}>
-              {policy.label}
-            </option>
-          ))}
-        </select>
-      </label>
+      <ChoiceField
+        id={`${idPrefix}-credit-mode`}
+        label="Credit mode"
+        choices={creditModes}
+        value={value.credit_mode}
+        disabled={props.disabled}
+        onChange={(credit_mode) => props.onChange({ ...value, credit_mode })}
+      />
+      <ChoiceField
+        id={`${idPrefix}-overrun`}
+        label="Overrun policy"
+        choices={overrunPolicies}
+        value={value.overrun_policy}
+        disabled={props.disabled}
+        onChange={(overrun_policy) => props.onChange({ ...value, overrun_policy })}
+      />
       <label class="check" for={`${idPrefix}-attribution`}>
         <input
           id={`${idPrefix}-attribution`}
