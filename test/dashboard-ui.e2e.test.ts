@@ -213,9 +213,11 @@ describe('the dashboard in a browser', () => {
     await signedIn(page, emails.admin);
     await page.goto(`${gateway.url}/dashboard/orgs/${tenant.org_id}`);
     await page.getByRole('heading', { name: 'Acme Robotics' }).waitFor();
+    await expect.poll(() => page.locator('.stat-value').first().textContent()).toBe('2');
     await screenshot(page, '10-phone-overview');
-    const overflow = await page.evaluate(
-      () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+    // the page's own script runs in the browser: it has a document, this file's types do not
+    const overflow = await page.evaluate<number>(
+      'document.documentElement.scrollWidth - document.documentElement.clientWidth',
     );
     expect(overflow).toBe(0);
     await context.close();
