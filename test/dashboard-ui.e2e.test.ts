@@ -30,13 +30,28 @@ function createUser(email: string, extra: string[] = []): Promise<{ personal_org
   });
 }
 
-/** A fresh browser window (its own cookies), as on a desktop or a phone. */
+/**
+ * A fresh browser window (its own cookies), as on a desktop or a phone. Closing it checks that
+ * the page threw no error and the browser blocked nothing under the Content-Security-Policy.
+ */
 async function openWindow(
   viewport = { width: 1280, height: 860 },
-): Promise<{ context: BrowserContext; page: Page }> {
-  const context = await browser.newContext({ viewport });
+): Promise<{ page: Page; close(): Promise<void> }> {
+  const context: BrowserContext = await browser.newContext({ viewport });
   context.setDefaultTimeout(10_000);
-  return { context, page: await context.newPage() };
+  const page = await context.newPage();
+  const problems: string[] = [];
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  page.on('console', (message) => {
+    if (message.text().includes('Content Security Policy')) problems.push(message.text());
+  });
+  return {
+    page,
+    async close() {
+      await context.close();
+      expect(problems).toEqual([]);
+    },
+  };
 }
 
 async function signIn(page: Page, email: string, password = PASSWORD): Promise<void> {
@@ -72,18 +87,18 @@ afterAll(async () => {
 
 describe('the dashboard in a browser', () => {
   it('refuses a wrong password with the gateway’s message', async () => {
-    const { context, page } = await openWindow();
+    const { page, close } = await openWindow();
     await signIn(page, emails.admin, 'not the password at all');
     await expect
       .poll(() => page.getByRole('alert').textContent())
       .toContain('wrong e-mail or password');
     expect(new URL(page.url()).pathname).toBe('/dashboard/sign-in');
     await screenshot(page, '01-sign-in-error');
-    await context.close();
+    await close();
   });
 
   it('lets an admin sign in, switch organization, create an app and a connection, change and revoke it, add a member, read the audit log and sign out', async () => {
-    const { context, page } = await openWindow();
+    const { page, close } = await openWindow();
     await signedIn(page, emails.admin);
 
     // lands on the overview of their personal organization
@@ -183,11 +198,11 @@ describe('the dashboard in a browser', () => {
     expect(session).toBe(401);
     await page.goto(`${gateway.url}/dashboard/orgs/${tenant.org_id}/apps`);
     await page.getByRole('heading', { name: 'Sign in to the dashboard' }).waitFor();
-    await context.close();
+    await close();
   });
 
   it('shows a viewer no write controls, and the API’s refusal where their role is not enough', async () => {
-    const { context, page } = await openWindow();
+    const { page, close } = await openWindow();
     await signedIn(page, emails.viewer);
     await page.goto(`${gateway.url}/dashboard/orgs/${tenant.org_id}/apps`);
     await page.getByRole('link', { name: 'Support bot' }).waitFor();
@@ -205,11 +220,11 @@ describe('the dashboard in a browser', () => {
     await page.getByRole('link', { name: 'Audit log' }).click();
     await expect.poll(() => page.getByRole('alert').textContent()).toContain('gw_role_forbidden');
     await screenshot(page, '09-viewer-audit-log');
-    await context.close();
+    await close();
   });
 
   it('fits a phone-sized screen', async () => {
-    const { context, page } = await openWindow({ width: 390, height: 844 });
+    const { page, close } = await openWindow({ width: 390, height: 844 });
     await signedIn(page, emails.admin);
     await page.goto(`${gateway.url}/dashboard/orgs/${tenant.org_id}`);
     await page.getByRole('heading', { name: 'Acme Robotics' }).waitFor();
@@ -220,7 +235,7 @@ describe('the dashboard in a browser', () => {
       'document.documentElement.scrollWidth - document.documentElement.clientWidth',
     );
     expect(overflow).toBe(0);
-    await context.close();
+    await close();
   });
 });
 
