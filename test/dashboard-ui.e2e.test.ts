@@ -173,11 +173,24 @@ describe('the dashboard in a browser', () => {
     await expect.poll(() => row.getByRole('combobox').inputValue()).toBe('member');
     await screenshot(page, '06-members');
 
+    // changes the newcomer's role
+    const roleOf = async (email: string): Promise<string[]> => {
+      const { rows } = await db.query<{ role: string }>(
+        `SELECT m.role FROM org_memberships m JOIN dashboard_users u ON u.id = m.user_id
+          WHERE m.org_id = $1 AND u.email = $2`,
+        [tenant.org_id, email],
+      );
+      return rows.map((found) => found.role);
+    };
+    await row.getByRole('combobox').selectOption('viewer');
+    await expect.poll(() => roleOf(emails.newcomer)).toEqual(['viewer']);
+
     // sees each of those writes in the audit log
     await page.getByRole('link', { name: 'Audit log' }).click();
     await page.getByRole('table').waitFor();
     const actions = await page.locator('tbody tr td:nth-child(3)').allTextContents();
-    expect(actions.slice(0, 5)).toEqual([
+    expect(actions.slice(0, 6)).toEqual([
+      'member.change_role',
       'member.add',
       'connection.revoke',
       'connection.update',
@@ -185,6 +198,14 @@ describe('the dashboard in a browser', () => {
       'app.create',
     ]);
     await screenshot(page, '07-audit-log');
+
+    // removes the newcomer after a confirmation
+    await page.getByRole('link', { name: 'Members' }).click();
+    await row.getByRole('button', { name: 'Remove…' }).click();
+    await expect.poll(() => page.getByRole('dialog').textContent()).toContain('loses access');
+    await page.getByRole('dialog').getByRole('button', { name: 'Remove member' }).click();
+    await row.waitFor({ state: 'detached' });
+    expect(await roleOf(emails.newcomer)).toEqual([]);
 
     // models with their exact prices
     await page.getByRole('link', { name: 'Models & prices' }).click();
