@@ -97,7 +97,7 @@ describe('the dashboard in a browser', () => {
     await close();
   });
 
-  it('lets an admin sign in, switch organization, create an app and a connection, change and revoke it, add a member, read the audit log and sign out', async () => {
+  it('lets an admin sign in, switch organization, create an app and a connection, change and revoke it, add a member, change their role and remove them, read the audit log and sign out', async () => {
     const { page, close } = await openWindow();
     await signedIn(page, emails.admin);
 
@@ -220,7 +220,7 @@ describe('the dashboard in a browser', () => {
     await page.goto(`${gateway.url}/dashboard/orgs/${tenant.org_id}/apps`);
     await page.getByRole('heading', { name: 'Sign in to the dashboard' }).waitFor();
     await close();
-  });
+  }, 60_000); // one long walk through the app: bounded, with room for a loaded machine
 
   it('shows a viewer no write controls, and the API’s refusal where their role is not enough', async () => {
     const { page, close } = await openWindow();
