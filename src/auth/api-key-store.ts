@@ -6,13 +6,14 @@
 import type { Redis } from 'ioredis';
 import { LocalCache } from '../cache/local-cache.js';
 import { GuardedRedisCache } from '../cache/guarded-redis-cache.js';
+import type { LoadGate } from '../cache/load-gate.js';
 import {
   publishInvalidation,
   type CacheInvalidation,
   type InvalidatedCache,
 } from '../cache/invalidation.js';
 import type { DbPool } from '../db/pool.js';
-import { gwError, type GwError } from '../errors.js';
+import { gwError, isGwError, type GwError } from '../errors.js';
 import { sha256Hex } from '../ids.js';
 import type { RedisKeys } from '../redis/keys.js';
 import {
@@ -20,6 +21,7 @@ import {
   type ApiKeyIdentity,
   type ApiKeyRecords,
 } from './api-key-records.js';
+import { keyLookupGate, shedWhenGateFull, type KeyLookupOptions } from './key-lookup.js';
 import {
   describeSecretKind,
   headerProblem,
@@ -55,14 +57,18 @@ export function apiKeySharedCache(redis: Redis, keys: RedisKeys): GuardedRedisCa
 export class ApiKeyStore implements InvalidatedCache {
   private readonly cache: LocalCache<ApiKeyIdentity>;
   private readonly shared: GuardedRedisCache;
+  private readonly records: ApiKeyRecords;
+  private readonly gate: LoadGate;
 
   constructor(
     db: DbPool,
     private readonly redis: Redis,
     private readonly keys: RedisKeys,
     cacheTtlMs: number,
-    private readonly records: ApiKeyRecords = new PostgresApiKeyRecords(db),
+    options: KeyLookupOptions<ApiKeyRecords> = {},
   ) {
+    this.records = options.records ?? new PostgresApiKeyRecords(db);
+    this.gate = keyLookupGate(options);
     this.cache = new LocalCache({
       ttlMs: cacheTtlMs,
       negativeTtlMs: Math.min(cacheTtlMs, NEGATIVE_TTL_MS),
@@ -97,7 +103,9 @@ export class ApiKeyStore implements InvalidatedCache {
           : 'malformed API key: expected gw_ followed by 32 to 64 letters and digits',
       );
     }
-    const identity = await this.lookup(sha256Hex(raw));
+    const found = await shedWhenGateFull(this.lookup(sha256Hex(raw)));
+    if (isGwError(found)) return found;
+    const identity = found.value;
     if (!identity) return gwError('gw_unknown_key', 'unknown API key');
     if (!identity.active) return gwError('gw_key_inactive', 'this API key is revoked or inactive');
     return identity;
@@ -134,7 +142,7 @@ export class ApiKeyStore implements InvalidatedCache {
   private async loadShared(keyHash: string): Promise<ApiKeyIdentity | undefined> {
     const cached = await this.shared.read(keyHash);
     if (cached.found) return (JSON.parse(cached.json) as ApiKeyIdentity | null) ?? undefined;
-    const identity = await this.records.findByHash(keyHash);
+    const identity = await this.gate.run(() => this.records.findByHash(keyHash));
     await this.shared.fill(
       keyHash,
       cached.generation,

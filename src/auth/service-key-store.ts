@@ -2,11 +2,13 @@
 // SHA-256 hashes, carry scopes, and are active, revoked, disabled or expired. Cached in
 // process (misses too, briefly); a status or scope change drops every instance's cache
 // (pub/sub 'service-keys'), and a lookup that was reading Postgres meanwhile does not store.
+import type { LoadGate } from '../cache/load-gate.js';
 import { LocalCache } from '../cache/local-cache.js';
 import type { CacheInvalidation, InvalidatedCache } from '../cache/invalidation.js';
 import type { DbPool } from '../db/pool.js';
-import { gwError, type GwError } from '../errors.js';
+import { gwError, isGwError, type GwError } from '../errors.js';
 import { sha256Hex } from '../ids.js';
+import { keyLookupGate, shedWhenGateFull, type KeyLookupOptions } from './key-lookup.js';
 import {
   describeSecretKind,
   headerProblem,
@@ -55,12 +57,12 @@ const MAX_CACHED_BYTES = 8 * 1024 * 1024;
 
 export class ServiceKeyStore implements InvalidatedCache {
   private readonly cache: LocalCache<ServiceKeyRow>;
+  private readonly records: ServiceKeyRecords;
+  private readonly gate: LoadGate;
 
-  constructor(
-    db: DbPool,
-    cacheTtlMs = 5_000,
-    private readonly records: ServiceKeyRecords = new PostgresServiceKeyRecords(db),
-  ) {
+  constructor(db: DbPool, cacheTtlMs = 5_000, options: KeyLookupOptions<ServiceKeyRecords> = {}) {
+    this.records = options.records ?? new PostgresServiceKeyRecords(db);
+    this.gate = keyLookupGate(options);
     this.cache = new LocalCache({
       ttlMs: cacheTtlMs,
       negativeTtlMs: Math.min(cacheTtlMs, NEGATIVE_TTL_MS),
@@ -96,9 +98,13 @@ export class ServiceKeyStore implements InvalidatedCache {
         'malformed service key: expected gw_svc_ followed by 32 to 64 letters and digits',
       );
     }
-    const row = await this.cache.get(sha256Hex(raw), (keyHash) =>
-      this.records.findByHash(keyHash),
+    const found = await shedWhenGateFull(
+      this.cache.get(sha256Hex(raw), (keyHash) =>
+        this.gate.run(() => this.records.findByHash(keyHash)),
+      ),
     );
+    if (isGwError(found)) return found;
+    const row = found.value;
     if (!row) return gwError('gw_unknown_service_key', 'unknown service key');
     if (row.status !== 'active') {
       return gwError('gw_service_key_inactive', `this service key is ${row.status}`);

@@ -39,7 +39,8 @@ export class GuardedRedisCache {
     private readonly redis: Redis,
     private readonly keysOf: (id: string) => GuardedEntryKeys,
   ) {
-    if (!(fillCommand in redis)) redis.defineCommand(fillCommand, { numberOfKeys: 2, lua: fillLua });
+    if (!(fillCommand in redis))
+      redis.defineCommand(fillCommand, { numberOfKeys: 2, lua: fillLua });
     const commands = redis as unknown as Record<string, FillCommand>;
     this.fillScript = (...args) => commands[fillCommand]!.call(redis, ...args);
   }
