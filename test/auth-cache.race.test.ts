@@ -1,7 +1,7 @@
 // Key caches against the real Redis and Postgres, with the races forced: a lookup is paused
 // between its Postgres read and its cache fill while the key is revoked, and floods of
 // unknown keys are counted at the records port (the only way a lookup reaches Postgres).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   createApiKey,
   createApp,

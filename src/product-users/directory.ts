@@ -44,13 +44,16 @@ export function emailHash(email: string): string {
   return `sha256:${sha256Hex(email.trim().toLowerCase())}`;
 }
 
+/** A digest of what a request would write (the cache keeps 64 characters, not the metadata). */
 function fingerprint(input: ResolveProductUser): string {
-  return JSON.stringify([
-    input.appConnectionId,
-    input.profile.displayName ?? null,
-    input.profile.email ?? null,
-    input.profile.metadata ?? null,
-  ]);
+  return sha256Hex(
+    JSON.stringify([
+      input.appConnectionId,
+      input.profile.displayName ?? null,
+      input.profile.email ?? null,
+      input.profile.metadata ?? null,
+    ]),
+  );
 }
 
 export class ProductUserDirectory implements InvalidatedCache {
