@@ -3,6 +3,9 @@
 import { randomUUID } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
+import { DashboardAuthenticator } from './accounts/dashboard-auth.js';
+import { LoginThrottle } from './accounts/login-throttle.js';
+import { SessionStore } from './accounts/sessions.js';
 import { ApiKeyStore } from './auth/api-key-store.js';
 import { ServiceKeyStore } from './auth/service-key-store.js';
 import { AccountLoader } from './billing/account-loader.js';
@@ -167,11 +170,22 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
   const servedRoutes = routeDeclarations.filter(
     (route) => config.METRICS_ENABLED || route !== metricsRoute,
   );
+  const sessions = new SessionStore(redis, keys, {
+    idleMs: config.DASHBOARD_SESSION_IDLE_MS,
+    absoluteMs: config.DASHBOARD_SESSION_MAX_MS,
+    insecureCookies: config.DASHBOARD_INSECURE_COOKIES,
+  });
+  const dashboardAuth = new DashboardAuthenticator(db, sessions, {
+    allowedOrigins: config.DASHBOARD_ALLOWED_ORIGINS,
+    insecure: config.DASHBOARD_INSECURE_COOKIES,
+  });
   const routeDeps: RouteDeps = {
+    accounts: { db, sessions, throttle: new LoginThrottle(redis, keys) },
     proxy: proxyDeps,
     catalog,
     tokenCounter,
     db,
+    apiKeys,
     productUsers: {
       db,
       profiles: new ProductUserProfiles(db, new LiveBalanceReader(redis, keys, loader)),
@@ -184,6 +198,8 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
   const authenticators: Authenticators = {
     apiKey: (headers) => apiKeys.authenticate(headers),
     serviceKey: (headers, scope) => serviceKeys.authenticate(headers, scope),
+    session: (head) => dashboardAuth.session(head),
+    orgMember: (head, role, org) => dashboardAuth.orgMember(head, role, org),
   };
   const server = createHttpServer({
     maxBodyBytes: config.MAX_BODY_BYTES,

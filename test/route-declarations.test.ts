@@ -52,6 +52,8 @@ const authenticators: Authenticators = {
   },
   serviceKey: () =>
     Promise.resolve(gwError('gw_malformed_or_missing_service_key', 'missing service key')),
+  session: () => Promise.resolve(gwError('gw_session_required', 'no session')),
+  orgMember: () => Promise.resolve(gwError('gw_session_required', 'no session')),
 };
 
 let server: HttpServer;

@@ -16,7 +16,8 @@ import { newRequestId } from '../ids.js';
 import type { Logger } from '../log.js';
 import { sendError } from './respond.js';
 import { UwsHttpResponse } from './response.js';
-import type { HttpRequest, Route } from './types.js';
+import { RouteTable } from './route-table.js';
+import type { HttpRequest, RequestHead, Route } from './types.js';
 import { loadNativeUws } from './uws.js';
 
 export interface HttpServerOptions {
@@ -43,14 +44,7 @@ const noop = (): void => undefined;
 export function createHttpServer(options: HttpServerOptions): HttpServer {
   const uws = loadNativeUws();
   const app = uws.App();
-  const routesByKey = new Map<string, Route>();
-  const methodsByPath = new Map<string, Set<string>>();
-  for (const route of options.routes) {
-    routesByKey.set(`${route.method} ${route.path}`, route);
-    const methods = methodsByPath.get(route.path) ?? new Set<string>();
-    methods.add(route.method);
-    methodsByPath.set(route.path, methods);
-  }
+  const routes = new RouteTable(options.routes);
 
   let inFlight = 0;
   let idleWaiters: Array<() => void> = [];
@@ -74,17 +68,20 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     nativeRequest.forEach((name, value) => {
       headers[name] = value;
     });
+    const remoteAddress = Buffer.from(native.getRemoteAddressAsText()).toString('latin1');
     const requestId = newRequestId();
     const receivedAtMs = Date.now();
     inFlight += 1;
-    const routeLabel = routesByKey.has(`${method} ${path}`) ? path : 'unmatched';
+    const match = routes.match(method, path);
+    const route = match.kind === 'route' ? match.route : undefined;
+    // Metrics are labelled by the route's declared path (bounded), never the raw path.
+    const routeLabel = route ? route.path : 'unmatched';
     const response = new UwsHttpResponse(native, requestId, (status) => {
       finished();
       options.onRequestFinished?.(routeLabel, status, Date.now() - receivedAtMs);
     });
     native.onAborted(() => response.markAborted());
 
-    const route = routesByKey.get(`${method} ${path}`);
     if (draining && path !== '/healthz' && path !== '/readyz') {
       // A request on a kept-alive connection after SIGTERM: tell the client to go elsewhere.
       response.endAndClose(
@@ -97,16 +94,26 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       );
       return;
     }
-    if (!route) {
-      const allowed = methodsByPath.get(path);
-      const error = allowed
-        ? gwError('gw_method_not_allowed', `${method} is not supported on ${path}`, {
-            headers: { allow: [...allowed].join(', ') },
-          })
-        : gwError('gw_route_not_found', `no route for ${method} ${path}`);
+    if (match.kind !== 'route' || !route) {
+      const error =
+        match.kind === 'wrong_method'
+          ? gwError('gw_method_not_allowed', `${method} is not supported on ${path}`, {
+              headers: { allow: match.allowed.join(', ') },
+            })
+          : gwError('gw_route_not_found', `no route for ${method} ${path}`);
       sendError(response, error);
       return;
     }
+    const head: RequestHead = {
+      method,
+      path,
+      query,
+      headers,
+      params: match.params,
+      remoteAddress,
+      requestId,
+      receivedAtMs,
+    };
     const flavor = flavorOf(route, headers);
 
     // The caller is authenticated while the body streams in; a refused request is answered
@@ -115,7 +122,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     let bodyComplete = false;
     let refused = false;
     const caller: Promise<unknown> = route.authenticate
-      ? route.authenticate(headers)
+      ? route.authenticate(head)
       : Promise.resolve(null);
     caller.then((value) => {
       if (!isGwError(value) || response.aborted) return;
@@ -129,7 +136,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
 
     const run = (body: Buffer): void => {
       bodyComplete = true;
-      const request: HttpRequest = { method, path, query, headers, body, requestId, receivedAtMs };
+      const request: HttpRequest = { ...head, body };
       caller.then((value) => {
         if (refused || isGwError(value) || response.aborted) return;
         let outcome: Promise<void> | void;

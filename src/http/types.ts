@@ -7,6 +7,10 @@ export interface HttpRequest {
   readonly path: string;
   /** Raw query string without the '?'. */
   readonly query: string;
+  /** Path parameters of a route path such as `/orgs/{org_id}` (decoded). */
+  readonly params: Readonly<Record<string, string>>;
+  /** The client's address as the socket sees it. */
+  readonly remoteAddress: string;
   /** Lower-case header names. */
   readonly headers: Readonly<Record<string, string>>;
   readonly body: Buffer;
@@ -14,6 +18,9 @@ export interface HttpRequest {
   readonly requestId: string;
   readonly receivedAtMs: number;
 }
+
+/** What is known of a request before its body: what a route's authenticator sees. */
+export type RequestHead = Omit<HttpRequest, 'body'>;
 
 export interface HttpResponse {
   /** True once the client went away; after that every write is a no-op. */
@@ -41,13 +48,14 @@ export type Handler = (
 
 export interface Route {
   readonly method: 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH';
+  /** Exact, or with `{name}` segments that match one path segment each. */
   readonly path: string;
   readonly handler: Handler;
   /**
    * Runs as soon as the headers are read, while the body streams in. A GwError answers at
    * once and the rest of the body is not read; anything else is handed to the handler.
    */
-  readonly authenticate?: (headers: Readonly<Record<string, string>>) => Promise<unknown>;
+  readonly authenticate?: (request: RequestHead) => Promise<unknown>;
   /** How errors raised outside the handler (auth, body limit, …) are dressed on this route. */
   readonly errorFlavor?: ErrorFlavor | ((headers: Readonly<Record<string, string>>) => ErrorFlavor);
 }

@@ -18,6 +18,13 @@ const errorSchema = z.object({
 const securitySchemes = {
   apiKey: { type: 'http', scheme: 'bearer', description: 'gw_… API key' },
   serviceKey: { type: 'http', scheme: 'bearer', description: 'gw_svc_… service key' },
+  dashboardSession: {
+    type: 'apiKey',
+    in: 'cookie',
+    name: '__Host-gw_session',
+    description:
+      'dashboard session cookie from POST /auth/login; writes also need X-CSRF-Token (GET /auth/csrf) and an allowed Origin',
+  },
 } as const;
 
 function security(caller: CallerRequirement): Array<Record<string, string[]>> | undefined {
@@ -28,6 +35,10 @@ function security(caller: CallerRequirement): Array<Record<string, string[]>> | 
       return [{ apiKey: [] }];
     case 'service_key':
       return [{ serviceKey: [caller.scope] }];
+    case 'session':
+      return [{ dashboardSession: [] }];
+    case 'org_member':
+      return [{ dashboardSession: [caller.role] }];
   }
 }
 
@@ -51,6 +62,13 @@ function errorResponses(codesOfRoute: readonly ErrorCode[]) {
   );
 }
 
+/** The `{name}` segments of a route path, as the schema of its path parameters. */
+function pathParams(path: string): z.ZodObject | undefined {
+  const names = [...path.matchAll(/\{(\w+)\}/g)].map((found) => found[1]!);
+  if (names.length === 0) return undefined;
+  return z.object(Object.fromEntries(names.map((name) => [name, z.string()])));
+}
+
 export function buildOpenApiDocument(
   routes: readonly DeclaredRoute<never>[],
 ): Record<string, unknown> {
@@ -71,8 +89,10 @@ export function buildOpenApiDocument(
       method: route.method.toLowerCase() as 'get' | 'post' | 'put' | 'delete' | 'patch',
       path: route.path,
       summary: route.summary,
+      ...(route.tag && { tags: [route.tag] }),
       ...(routeSecurity && { security: routeSecurity }),
       request: {
+        ...(pathParams(route.path) && { params: pathParams(route.path) }),
         ...(route.body && { body: json(route.body) }),
         ...(route.query && { query: route.query }),
       },

@@ -32,6 +32,10 @@ export interface RedisKeys {
   apiKeyGeneration(keyHash: string): string;
   /** Pub/sub channel for cross-instance cache invalidation. */
   invalidationChannel(): string;
+  /** A dashboard session by the SHA-256 of its id (JSON), expiring when idle. */
+  session(handle: string): string;
+  /** Failed sign-ins in the current window, per account (e-mail hash) or client address. */
+  loginFailures(kind: 'account' | 'address', subject: string): string;
 }
 
 export function createRedisKeys(prefix: string): RedisKeys {
@@ -53,6 +57,8 @@ export function createRedisKeys(prefix: string): RedisKeys {
     apiKey: (keyHash) => `${prefix}:apikey:{${keyHash}}`,
     apiKeyGeneration: (keyHash) => `${prefix}:apikey:{${keyHash}}:gen`,
     invalidationChannel: () => `${prefix}:invalidate`,
+    session: (handle) => `${prefix}:session:${handle}`,
+    loginFailures: (kind, subject) => `${prefix}:login-fail:${kind}:${subject}`,
   };
 }
 

@@ -4,7 +4,7 @@
 import type { z } from 'zod';
 import { isGwError, type ErrorFlavor } from '../errors.js';
 import { sendError } from '../http/respond.js';
-import type { Route } from '../http/types.js';
+import type { RequestHead, Route } from '../http/types.js';
 import { parseJsonBody } from '../inference/parse-body.js';
 import type { Authenticators, CallerRequirement, DeclaredRoute } from './declaration.js';
 
@@ -29,7 +29,7 @@ function bindRoute<Deps>(
     method: route.method,
     path: route.path,
     errorFlavor: flavorOf,
-    authenticate: (headers) => authenticate(authenticators, route.caller, headers),
+    authenticate: (head) => authenticate(authenticators, route.caller, head),
     handler: (request, response, caller) => {
       let body: unknown;
       if (route.body) {
@@ -51,14 +51,18 @@ function bindRoute<Deps>(
 function authenticate(
   authenticators: Authenticators,
   requirement: CallerRequirement,
-  headers: Readonly<Record<string, string>>,
+  head: RequestHead,
 ): Promise<unknown> {
   switch (requirement.kind) {
     case 'none':
       return Promise.resolve(null);
     case 'api_key':
-      return authenticators.apiKey(headers);
+      return authenticators.apiKey(head.headers);
     case 'service_key':
-      return authenticators.serviceKey(headers, requirement.scope);
+      return authenticators.serviceKey(head.headers, requirement.scope);
+    case 'session':
+      return authenticators.session(head);
+    case 'org_member':
+      return authenticators.orgMember(head, requirement.role, requirement.org);
   }
 }

@@ -5,14 +5,23 @@
 import type { z } from 'zod';
 import type { ApiKeyIdentity } from '../auth/api-key-store.js';
 import type { ServiceKeyIdentity, ServiceKeyScope } from '../auth/service-key-store.js';
+import type { DashboardCaller, OrgLocator, OrgMemberCaller } from '../accounts/dashboard-auth.js';
+import type { Role } from '../accounts/users.js';
 import type { ErrorCode, ErrorFlavor, GwError } from '../errors.js';
-import type { HttpRequest, HttpResponse } from '../http/types.js';
+import type { HttpRequest, HttpResponse, RequestHead } from '../http/types.js';
 
 /** Who may call a route. Each kind has one authenticator (see Authenticators). */
 export type CallerRequirement =
   | { readonly kind: 'none' }
   | { readonly kind: 'api_key' }
-  | { readonly kind: 'service_key'; readonly scope: ServiceKeyScope };
+  | { readonly kind: 'service_key'; readonly scope: ServiceKeyScope }
+  /** Any signed-in dashboard user (writes also need the CSRF token and an allowed Origin). */
+  | { readonly kind: 'session' }
+  /**
+   * A signed-in member of the organization that owns the object the path names, with at
+   * least `role`. Objects of other organizations answer 404, as if they did not exist.
+   */
+  | { readonly kind: 'org_member'; readonly role: Role; readonly org: OrgLocator };
 
 /** The authenticated caller a handler receives for a requirement. */
 export type CallerOf<Requirement extends CallerRequirement> = Requirement extends {
@@ -21,7 +30,11 @@ export type CallerOf<Requirement extends CallerRequirement> = Requirement extend
   ? ApiKeyIdentity
   : Requirement extends { kind: 'service_key' }
     ? ServiceKeyIdentity
-    : null;
+    : Requirement extends { kind: 'session' }
+      ? DashboardCaller
+      : Requirement extends { kind: 'org_member' }
+        ? OrgMemberCaller
+        : null;
 
 /** One authenticator per caller kind, built by the composition root. */
 export interface Authenticators {
@@ -30,6 +43,8 @@ export interface Authenticators {
     headers: Readonly<Record<string, string>>,
     scope: ServiceKeyScope,
   ): Promise<ServiceKeyIdentity | GwError>;
+  session(head: RequestHead): Promise<DashboardCaller | GwError>;
+  orgMember(head: RequestHead, role: Role, org: OrgLocator): Promise<OrgMemberCaller | GwError>;
 }
 
 /** The error codes a caller kind can answer with before the handler runs. */
@@ -42,6 +57,14 @@ export const callerErrors: Readonly<Record<CallerRequirement['kind'], readonly E
     'gw_service_key_inactive',
     'gw_service_key_scope_required',
     'gw_unavailable',
+  ],
+  session: ['gw_session_required', 'gw_csrf_token_invalid', 'gw_origin_not_allowed'],
+  org_member: [
+    'gw_session_required',
+    'gw_csrf_token_invalid',
+    'gw_origin_not_allowed',
+    'gw_not_found',
+    'gw_role_forbidden',
   ],
 };
 
@@ -76,6 +99,8 @@ export interface RouteDeclaration<
   readonly path: string;
   /** One line for /openapi.json. */
   readonly summary: string;
+  /** The /openapi.json tag that groups it (the dashboard API is tagged `dashboard`). */
+  readonly tag?: string;
   readonly caller: Requirement;
   /** The JSON body, validated before the handler runs (400 with the field path otherwise). */
   readonly body?: BodySchema;
