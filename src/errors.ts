@@ -76,6 +76,10 @@ export const errorCatalogue = {
   // Gateway
   gw_unavailable: { status: 503, summary: 'the gateway is shutting down or a dependency is down' },
   gw_internal_error: { status: 500, summary: 'a bug; the request id identifies it in the logs' },
+  gw_invalid_config: {
+    status: 500,
+    summary: 'CLI only: an environment variable fails validation (the gateway exits 78)',
+  },
 } as const satisfies Record<string, { status: number; summary: string }>;
 
 export type ErrorCode = keyof typeof errorCatalogue;

@@ -1,5 +1,6 @@
 // The `gw` admin CLI: JSON on stdout; errors on stderr with a non-zero exit code.
 import { ConfigError } from '../config.js';
+import type { ErrorCode } from '../errors.js';
 import { AmountError } from '../money.js';
 import { adminCommand, adminHelp } from './admin.js';
 import { apiKeyCommand, apiKeyHelp } from './api-key.js';
@@ -81,12 +82,16 @@ export async function runCli(argv: string[]): Promise<void> {
   process.exit(process.exitCode ?? 0);
 }
 
+/** Errors in the HTTP API's shape `{"error":{"code","message"}}`: exit 2 refused, 1 a bug. */
 function fail(error: unknown): void {
-  const known =
-    error instanceof UsageError || error instanceof AmountError || error instanceof ConfigError;
-  const message = known
-    ? (error as Error).message
-    : `unexpected error: ${(error as Error).message}`;
-  process.stderr.write(`${JSON.stringify({ error: { message } })}\n`);
-  process.exitCode = known ? 2 : 1;
+  const { code, message } = cliError(error);
+  process.stderr.write(`${JSON.stringify({ error: { code, message } })}\n`);
+  process.exitCode = code === 'gw_internal_error' ? 1 : 2;
+}
+
+function cliError(error: unknown): { code: ErrorCode; message: string } {
+  if (error instanceof UsageError) return { code: error.code, message: error.message };
+  if (error instanceof AmountError) return { code: 'gw_invalid_request', message: error.message };
+  if (error instanceof ConfigError) return { code: 'gw_invalid_config', message: error.message };
+  return { code: 'gw_internal_error', message: `unexpected error: ${(error as Error).message}` };
 }
