@@ -1,5 +1,6 @@
 // Configuration: environment variables, parsed once by zod at boot and passed down frozen.
 import { z } from 'zod';
+import { describeAllIssues } from './validation-messages.js';
 
 const optionalUrl = z
   .string()
@@ -85,9 +86,7 @@ export class ConfigError extends Error {
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = configSchema.safeParse(env);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map(
-      (issue) => `${issue.path.join('.') || '(environment)'}: ${issue.message}`,
-    );
+    const problems = describeAllIssues(parsed.error, '(environment)');
     throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
   }
   return Object.freeze(parsed.data);

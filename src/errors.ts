@@ -44,6 +44,10 @@ export const errorCatalogue = {
     status: 403,
     summary: 'legacy alias of gw_product_user_allowance_insufficient',
   },
+  gw_idempotency_key_reused: {
+    status: 409,
+    summary: 'the Idempotency-Key was already used with a different request body',
+  },
   gw_reservation_insufficient_balance: {
     status: 402,
     summary: 'the organization wallet cannot reserve the estimated cost',

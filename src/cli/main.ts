@@ -1,5 +1,7 @@
 // The `gw` admin CLI: JSON on stdout; errors on stderr with a non-zero exit code.
+import { z } from 'zod';
 import { ConfigError } from '../config.js';
+import { describeIssue, issuePath } from '../validation-messages.js';
 import type { ErrorCode } from '../errors.js';
 import { AmountError } from '../money.js';
 import { adminCommand, adminHelp } from './admin.js';
@@ -82,6 +84,16 @@ export async function runCli(argv: string[]): Promise<void> {
   process.exit(process.exitCode ?? 0);
 }
 
+/** Option issues named as the flags a user typed: `--latency-ms: must be at least 0`. */
+function flagIssues(error: z.ZodError): string {
+  return error.issues
+    .map((issue) => {
+      const flag = `--${issuePath(issue, 'options').replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+      return `${flag}: ${describeIssue(issue)}`;
+    })
+    .join('; ');
+}
+
 /** Errors in the HTTP API's shape `{"error":{"code","message"}}`: exit 2 refused, 1 a bug. */
 function fail(error: unknown): void {
   const { code, message } = cliError(error);
@@ -93,5 +105,7 @@ function cliError(error: unknown): { code: ErrorCode; message: string } {
   if (error instanceof UsageError) return { code: error.code, message: error.message };
   if (error instanceof AmountError) return { code: 'gw_invalid_request', message: error.message };
   if (error instanceof ConfigError) return { code: 'gw_invalid_config', message: error.message };
+  if (error instanceof z.ZodError)
+    return { code: 'gw_invalid_request', message: flagIssues(error) };
   return { code: 'gw_internal_error', message: `unexpected error: ${(error as Error).message}` };
 }

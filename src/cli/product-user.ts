@@ -53,7 +53,7 @@ export async function creditsCommand(context: CliContext, argv: string[]): Promi
     if (expiresAt && Number.isNaN(expiresAt.getTime()))
       throw new UsageError('--expires-at must be an RFC 3339 timestamp');
     const user = await ensureProductUser(context, appId, externalUserId);
-    const { grant } = await context.productUsers.grantCredits({
+    const granted = await context.productUsers.grantCredits({
       orgId: user.org_id,
       productUserId: user.id,
       amountNano,
@@ -62,7 +62,10 @@ export async function creditsCommand(context: CliContext, argv: string[]): Promi
       reason: values.reason ?? null,
       idempotencyKey: null,
     });
-    printJson(grant);
+    // No idempotency key from the CLI, so never a reused one.
+    if ('keyReused' in granted)
+      throw new UsageError('idempotency key reused', 'gw_idempotency_key_reused');
+    printJson(granted.grant);
     return;
   }
   if (action === 'revoke') {

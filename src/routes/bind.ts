@@ -5,7 +5,7 @@ import type { z } from 'zod';
 import { isGwError, type ErrorFlavor } from '../errors.js';
 import { sendError } from '../http/respond.js';
 import type { RequestHead, Route } from '../http/types.js';
-import { parseJsonBody } from '../inference/parse-body.js';
+import { contentTypeError, parseJsonBody } from '../inference/parse-body.js';
 import type { Authenticators, CallerRequirement, DeclaredRoute } from './declaration.js';
 
 export function bindRoutes<Deps>(
@@ -33,7 +33,8 @@ function bindRoute<Deps>(
     handler: (request, response, caller) => {
       let body: unknown;
       if (route.body) {
-        const parsed = parseJsonBody(request.body, route.body as z.ZodType);
+        const parsed =
+          contentTypeError(request.headers) ?? parseJsonBody(request.body, route.body as z.ZodType);
         if (isGwError(parsed)) return sendError(response, parsed, flavorOf(request.headers));
         body = parsed;
       }
