@@ -44,6 +44,7 @@ export const configSchema = z.object({
   USAGE_CLAIM_IDLE_MS: z.coerce.number().int().min(100).default(30_000),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  REQUEST_LOG_SAMPLE_RATE: z.coerce.number().min(0).max(1).default(1),
   MOCK_VENDOR_LATENCY_MS: z.coerce.number().int().min(0).default(0),
   MOCK_VENDOR_TOKENS_PER_SECOND: z.coerce.number().int().min(0).default(0),
   METRICS_ENABLED: booleanFlag.default(true),

@@ -19,6 +19,7 @@ import { ensureDatabase, migrate } from './db/migrate.js';
 import { createDbPool } from './db/pool.js';
 import { CredentialDirectory } from './credentials/credential-directory.js';
 import { parseMasterKeys } from './credentials/secret-box.js';
+import { createRequestLog } from './http/request-log.js';
 import { createHttpServer } from './http/server.js';
 import { loadNativeUws } from './http/uws.js';
 import { UsageWriterThread } from './ledger/usage-writer-thread.js';
@@ -210,6 +211,7 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
     logger,
     onRequestFinished: (route, status, durationMs) =>
       metrics.requestFinished(route, status, durationMs),
+    requestLog: createRequestLog(logger, config.REQUEST_LOG_SAMPLE_RATE),
     routes: bindRoutes(servedRoutes, routeDeps, authenticators),
   });
   const port = await server.listen(config.HOST, config.PORT);

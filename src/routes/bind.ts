@@ -4,7 +4,7 @@
 import type { z } from 'zod';
 import { isGwError, type ErrorFlavor } from '../errors.js';
 import { sendError } from '../http/respond.js';
-import type { RequestHead, Route } from '../http/types.js';
+import type { HttpResponse, RequestHead, Route } from '../http/types.js';
 import { contentTypeError, parseJsonBody } from '../inference/parse-body.js';
 import type { Authenticators, CallerRequirement, DeclaredRoute } from './declaration.js';
 
@@ -31,6 +31,7 @@ function bindRoute<Deps>(
     errorFlavor: flavorOf,
     authenticate: (head) => authenticate(authenticators, route.caller, head),
     handler: (request, response, caller) => {
+      annotateCallerOrg(response, caller);
       let body: unknown;
       if (route.body) {
         const parsed =
@@ -47,6 +48,12 @@ function bindRoute<Deps>(
       );
     },
   };
+}
+
+/** Every authenticated caller kind that belongs to one organization names it in the request log. */
+function annotateCallerOrg(response: HttpResponse, caller: unknown): void {
+  const orgId = (caller as { orgId?: unknown } | null)?.orgId;
+  if (typeof orgId === 'string') response.annotate({ orgId });
 }
 
 function authenticate(
