@@ -29,3 +29,11 @@ export function createLogger(level: string, name = 'gw'): Logger {
     },
   });
 }
+
+/**
+ * The request log's own logger, without the redaction list: its lines carry only fixed id
+ * fields (src/http/request-log.ts), and redaction doubled the cost of each line (bench/RESULTS.md).
+ */
+export function createRequestLogger(level: string, name = 'gw'): Logger {
+  return pino({ name, level });
+}
