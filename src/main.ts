@@ -191,6 +191,7 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
     catalog,
     tokenCounter,
     db,
+    apiKeys,
     productUsers: {
       db,
       profiles: new ProductUserProfiles(db, new LiveBalanceReader(redis, keys, loader)),
@@ -211,10 +212,7 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
     logger,
     onRequestFinished: (route, status, durationMs) =>
       metrics.requestFinished(route, status, durationMs),
-    requestLog: createRequestLog(
-      createRequestLogger(config.LOG_LEVEL),
-      config.REQUEST_LOG_SAMPLE_RATE,
-    ),
+    requestLog: createRequestLog(createRequestLogger(logger), config.REQUEST_LOG_SAMPLE_RATE),
     routes: bindRoutes(servedRoutes, routeDeps, authenticators),
   });
   const port = await server.listen(config.HOST, config.PORT);

@@ -8,7 +8,7 @@ const lines = Number(process.argv[2] ?? 200_000);
 // The gateway's request logger (stdout, which goes to /dev/null), and for comparison its
 // general logger with the redaction list.
 const loggers = {
-  'request logger': createRequestLogger('info'),
+  'request logger': createRequestLogger(createLogger('info')),
   'redacting logger': createLogger('info'),
 };
 const request: FinishedRequest = {

@@ -1,6 +1,7 @@
 // CLI output and argument helpers: JSON on stdout, errors as JSON on stderr with exit code 2.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { ErrorCode } from '../errors.js';
+import { cliIo } from './io.js';
 
 /** A refused command: printed as `{"error":{"code","message"}}`, the HTTP error shape. */
 export class UsageError extends Error {
@@ -15,7 +16,7 @@ export class UsageError extends Error {
 }
 
 export function printJson(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  cliIo().write('stdout', `${JSON.stringify(value, null, 2)}\n`);
 }
 
 export function parseFlags<Options extends NonNullable<ParseArgsConfig['options']>>(

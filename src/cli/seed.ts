@@ -11,6 +11,7 @@ import {
 import { modelPolicyAllows } from '../catalog/models.js';
 import { parseAmountToNano } from '../money.js';
 import type { CliContext } from './context.js';
+import { cliIo } from './io.js';
 import { parseFlags, printJson } from './output.js';
 
 export const seedHelp = `gw seed [--json | --env] [--name NAME] [--wallet AMOUNT]
@@ -46,7 +47,8 @@ export async function seedCommand(context: CliContext, argv: string[]): Promise<
     'SELECT id FROM models WHERE enabled ORDER BY id',
   );
   if (values.env) {
-    process.stdout.write(
+    cliIo().write(
+      'stdout',
       shellExports({
         ORG_ID: orgId,
         APP_ID: appId,
