@@ -20,10 +20,11 @@ import { ensureDatabase, migrate } from './db/migrate.js';
 import { createDbPool } from './db/pool.js';
 import { CredentialDirectory } from './credentials/credential-directory.js';
 import { parseMasterKeys } from './credentials/secret-box.js';
+import { createRequestLog } from './http/request-log.js';
 import { createHttpServer } from './http/server.js';
 import { loadNativeUws } from './http/uws.js';
 import { UsageWriterThread } from './ledger/usage-writer-thread.js';
-import { createLogger, type Logger } from './log.js';
+import { createLogger, createRequestLogger, type Logger } from './log.js';
 import { GatewayMetrics } from './metrics.js';
 import { pendingUsageRecords } from './ledger/usage-backlog.js';
 import { startMockVendors } from './mock-vendors/server.js';
@@ -208,6 +209,7 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
     logger,
     onRequestFinished: (route, status, durationMs) =>
       metrics.requestFinished(route, status, durationMs),
+    requestLog: createRequestLog(createRequestLogger(logger), config.REQUEST_LOG_SAMPLE_RATE),
     routes: bindRoutes(servedRoutes, routeDeps, authenticators),
   });
   const port = await server.listen(config.HOST, config.PORT);
