@@ -22,6 +22,8 @@ import { parseMasterKeys } from './credentials/secret-box.js';
 import { createHttpServer } from './http/server.js';
 import { loadNativeUws } from './http/uws.js';
 import { UsageWriterThread } from './ledger/usage-writer-thread.js';
+import { RecordedUsage } from './ledger/recorded-usage.js';
+import { SettleSpool } from './ledger/settle-spool.js';
 import { createLogger, type Logger } from './log.js';
 import { GatewayMetrics } from './metrics.js';
 import { pendingUsageRecords } from './ledger/usage-backlog.js';
@@ -146,6 +148,20 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
   );
   writer.start();
 
+  const settleSpool = new SettleSpool(
+    { dir: config.SPOOL_DIR, namespace: config.REDIS_KEY_PREFIX },
+    {
+      budget,
+      recorded: new RecordedUsage(redis, db, keys),
+      redisReady: () => redis.status === 'ready',
+      logger,
+      counters: metrics,
+    },
+  );
+  await settleSpool.open();
+  settleSpool.start();
+  redis.on('ready', () => void settleSpool.replay());
+
   let draining = false;
   const services = {
     catalog,
@@ -154,6 +170,7 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
     credentials,
     tokenCounter,
     budget,
+    settleSpool,
   };
   const proxyDeps = { services, upstream, systemRoutes, logger };
   const readiness: ReadinessProbe = {
@@ -232,6 +249,7 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
       if (remaining > 0)
         logger.warn({ remaining }, 'shutdown grace elapsed with requests in flight');
       clearInterval(catalogTimer);
+      await settleSpool.stop();
       await writer.stop(WRITER_STOP_TIMEOUT_MS);
       await tokenCounter.close();
       await upstream.close();
