@@ -111,7 +111,10 @@ const chat = {
 };
 const nano = (decimal: string): bigint => BigInt(decimal.replace('.', '')) / 1000n;
 const wallet = () =>
-  runCliJson<{ balance: string; reserved: string }>(['wallet', 'show', '--org-id', org.org_id], env);
+  runCliJson<{ balance: string; reserved: string }>(
+    ['wallet', 'show', '--org-id', org.org_id],
+    env,
+  );
 const spooledRequestIds = (): string[] =>
   readdirSync(spoolDir)
     .filter((name) => name.endsWith('.spool'))
@@ -130,9 +133,7 @@ async function expectRecordedOnce(requestId: string, balanceBeforeNano: bigint):
   }, 20_000);
   expect(row.status).toBe('completed');
   expect(nano(row.wallet_cost)).toBeGreaterThan(0n);
-  const { rows } = await db.query('SELECT 1 FROM usage_records WHERE request_id = $1', [
-    requestId,
-  ]);
+  const { rows } = await db.query('SELECT 1 FROM usage_records WHERE request_id = $1', [requestId]);
   expect(rows).toHaveLength(1);
   const after = await eventually(async () => {
     const shown = await wallet();
@@ -203,11 +204,7 @@ describe('settle spool', () => {
   it('replays at the next start the spool of a gateway killed while Redis was down, past a torn last line', async () => {
     const before = nano((await wallet()).balance);
     cutOnVendorCall = true;
-    const answer = await postJson(
-      `${gateway!.url}/v1/chat/completions`,
-      chat,
-      bearer(org.api_key),
-    );
+    const answer = await postJson(`${gateway!.url}/v1/chat/completions`, chat, bearer(org.api_key));
     cutOnVendorCall = false;
     expect(answer.status).toBe(200);
     const requestId = answer.headers.get('x-request-id')!;

@@ -59,12 +59,20 @@ function usage(orgId: string, sellCostNano: bigint): UsageRecord {
 }
 
 function writer(name: string, claimIdleMs: number): UsageStreamWriter {
-  return new UsageStreamWriter(writerRedis, keys, new PostgresUsageSink(db), deadLetters, logger, metrics, {
-    consumerName: name,
-    batchMaxRows: 100,
-    flushIntervalMs: 20,
-    claimIdleMs,
-  });
+  return new UsageStreamWriter(
+    writerRedis,
+    keys,
+    new PostgresUsageSink(db),
+    deadLetters,
+    logger,
+    metrics,
+    {
+      consumerName: name,
+      batchMaxRows: 100,
+      flushIntervalMs: 20,
+      claimIdleMs,
+    },
+  );
 }
 
 async function ledgerRows(

@@ -305,9 +305,7 @@ export class SettleSpool {
       if (this.active && parsed.seq === this.seq) continue;
       own.push({ name, seq: parsed.seq });
     }
-    return own
-      .sort((a, b) => a.seq - b.seq)
-      .map(({ name }) => path.join(this.options.dir, name));
+    return own.sort((a, b) => a.seq - b.seq).map(({ name }) => path.join(this.options.dir, name));
   }
 
   /** Renames the files of gone instances of this namespace to this instance's names. */
