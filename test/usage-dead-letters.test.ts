@@ -1,11 +1,13 @@
 // One poison entry must not block the usage writer: a row Postgres refuses (and an entry that
 // is not a record) goes to usage_dead_letters with its reason and the entry, a metric counts
-// it, every other row lands, and every entry is acked and removed from the stream.
+// it, every other row lands, and every entry is acked and removed from the stream. Account
+// rebuilds still count what the dead letters charged.
 import { afterAll, describe, expect, it } from 'vitest';
 import { createDbPool } from '../src/db/pool.js';
 import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
 import { UsageDeadLetters } from '../src/ledger/usage-dead-letters.js';
 import { usageRecordToFields } from '../src/ledger/usage-record.js';
+import { UnwrittenUsage } from '../src/ledger/unwritten-usage.js';
 import { UsageStreamWriter } from '../src/ledger/usage-writer.js';
 import { createLogger } from '../src/log.js';
 import { GatewayMetrics } from '../src/metrics.js';
@@ -43,6 +45,9 @@ describe('usage writer with a poison entry', () => {
     await appended(usageRecordToFields(good[2]!));
     const junkId = await appended(['record', '{not json']);
     await appended(usageRecordToFields(good[3]!));
+    // Not a uuid: refused by usage_records.request_id.
+    const badId = usageRecord(orgId, 11n, { requestId: 'not-a-uuid' });
+    const badIdEntry = await appended(usageRecordToFields(badId));
 
     const writer = new UsageStreamWriter(
       writerRedis,
@@ -90,7 +95,7 @@ describe('usage writer with a poison entry', () => {
       'SELECT stream, entry_id, request_id, org_id, reason, entry, failed_at FROM usage_dead_letters WHERE stream = $1 ORDER BY entry_id',
       [stream],
     );
-    expect(letters.map((letter) => letter.entry_id)).toEqual([poisonId, junkId]);
+    expect(letters.map((letter) => letter.entry_id)).toEqual([poisonId, junkId, badIdEntry]);
     const [refused, unreadable] = letters;
     expect(refused!.request_id).toBe(poison.requestId);
     expect(refused!.org_id).toBe(orgId);
@@ -106,7 +111,14 @@ describe('usage writer with a poison entry', () => {
     const pending = (await redis.xpending(stream, USAGE_CONSUMER_GROUP)) as [number, ...unknown[]];
     expect(pending[0]).toBe(0);
     expect(await metrics.registry.getSingleMetricAsString('gw_usage_dead_letters_total')).toMatch(
-      /^gw_usage_dead_letters_total 2$/m,
+      /^gw_usage_dead_letters_total 3$/m,
     );
+    // Settled and charged in Redis, missing from usage_records: an account rebuilt from the
+    // ledger still counts them (until an operator replays them).
+    const unwritten = await new UnwrittenUsage(redis, db, keys).forOrg(orgId);
+    expect(unwritten.map((record) => [record.requestId, record.sellCostNano])).toEqual([
+      [poison.requestId, 9n],
+      [badId.requestId, 11n],
+    ]);
   });
 });
