@@ -17,8 +17,8 @@ import { bearer, postJson } from './support/http.js';
 import {
   runCliJson,
   seed,
-  startGateway,
-  type GatewayProcess,
+  startGatewayProcess,
+  type SpawnedGateway,
   type SeededOrg,
 } from './support/processes.js';
 import { eventually, testDb } from './support/services.js';
@@ -34,7 +34,7 @@ const db = testDb();
 let redisServer: ChildProcess;
 let directRedis: Redis;
 let vendor: HttpServer;
-let gateway: GatewayProcess | undefined;
+let gateway: SpawnedGateway | undefined;
 let org: SeededOrg;
 let env: Record<string, string>;
 
@@ -164,7 +164,7 @@ beforeAll(async () => {
     VENDOR_B_API_KEY: 'test-vendor-key',
     SPOOL_DIR: spoolDir,
   };
-  gateway = await startGateway(env);
+  gateway = await startGatewayProcess(env);
   org = await seed(env);
 });
 
@@ -217,7 +217,7 @@ describe('settle spool', () => {
     appendFileSync(path.join(spoolDir, file!), '{"v":1,"fields":["record","{\\"request_id');
 
     await proxy.open();
-    gateway = await startGateway(env);
+    gateway = await startGatewayProcess(env);
     await expectRecordedOnce(requestId, before);
   });
 });

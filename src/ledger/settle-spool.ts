@@ -55,6 +55,9 @@ interface SpoolFileName {
   readonly seq: number;
 }
 
+/** Spools open in this process (tests run several gateways in one process). */
+const liveInstances = new Set<string>();
+
 const sanitize = (text: string): string => text.replace(/[^A-Za-z0-9_.-]/g, '_');
 
 function parseName(name: string): SpoolFileName | undefined {
@@ -117,6 +120,7 @@ export class SettleSpool {
       await handle.close();
     }
     await unlink(probe);
+    liveInstances.add(this.instance);
   }
 
   /** Replays now, then on a timer (which also keeps this instance's files fresh). */
@@ -132,6 +136,7 @@ export class SettleSpool {
     clearInterval(this.timer);
     await this.replaying;
     await this.withFileLock(() => this.closeActive());
+    liveInstances.delete(this.instance);
   }
 
   /** Appends one settle and fsyncs it: when this resolves, the entry survives a crash. */
@@ -316,7 +321,13 @@ export class SettleSpool {
       if (!parsed || parsed.namespace !== this.namespace || this.isOwn(parsed)) continue;
       const from = path.join(this.options.dir, name);
       const sameHost = parsed.host === this.host;
-      let gone = sameHost && (parsed.pid === process.pid || !processRuns(parsed.pid));
+      // Our own pid on another instance's file: a previous life of this process (a container
+      // restarted with pid 1), unless that spool is open in this process too.
+      let gone =
+        sameHost &&
+        (parsed.pid === process.pid
+          ? !liveInstances.has(parsed.instance)
+          : !processRuns(parsed.pid));
       if (!gone) {
         const info = await stat(from).catch(() => undefined);
         gone = info !== undefined && now - info.mtimeMs > this.staleAfterMs;
