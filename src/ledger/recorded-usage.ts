@@ -5,12 +5,8 @@
 import type { Redis } from 'ioredis';
 import type { DbPool } from '../db/pool.js';
 import type { RedisKeys } from '../redis/keys.js';
+import { isUuid, readUsageStream } from './unwritten-usage.js';
 import { usageRecordFromFields } from './usage-record.js';
-
-const PAGE = 1000;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-type StreamEntry = [id: string, fields: string[]];
 
 export class RecordedUsage {
   constructor(
@@ -25,30 +21,18 @@ export class RecordedUsage {
     const found = new Set<string>();
     // The stream first: the writer commits a row before it deletes the entry, so a record
     // that moves meanwhile is found in Postgres below.
-    let start = '-';
-    for (;;) {
-      const page = (await this.redis.xrange(
-        this.keys.usageStream(orgId),
-        start,
-        '+',
-        'COUNT',
-        PAGE,
-      )) as StreamEntry[];
-      for (const [, fields] of page) {
-        try {
-          const { requestId } = usageRecordFromFields(fields);
-          if (wanted.has(requestId)) found.add(requestId);
-        } catch {
-          // not a record: the writer dead-letters it
-        }
+    for (const [, fields] of await readUsageStream(this.redis, this.keys.usageStream(orgId))) {
+      try {
+        const { requestId } = usageRecordFromFields(fields);
+        if (wanted.has(requestId)) found.add(requestId);
+      } catch {
+        // not a record: the writer dead-letters it
       }
-      if (page.length < PAGE) break;
-      start = `(${page.at(-1)![0]}`;
     }
     const { rows } = await this.db.query<{ request_id: string }>(
       `SELECT request_id::text FROM usage_records WHERE request_id = ANY($1::uuid[])
        UNION SELECT request_id FROM usage_dead_letters WHERE request_id = ANY($2::text[])`,
-      [requestIds.filter((id) => UUID.test(id)), requestIds],
+      [requestIds.filter(isUuid), requestIds],
     );
     for (const row of rows) found.add(row.request_id);
     return found;

@@ -58,7 +58,7 @@ export class UnwrittenUsage {
     const { rows } = await this.db.query<{ request_id: string }>(
       'SELECT request_id::text FROM usage_records WHERE request_id = ANY($1::uuid[])',
       // An id that is not a uuid cannot be in the ledger (and would fail the cast).
-      [records.map((record) => record.requestId).filter((id) => UUID.test(id))],
+      [records.map((record) => record.requestId).filter(isUuid)],
     );
     const written = new Set(rows.map((row) => row.request_id));
     return records.filter((record) => !written.has(record.requestId));
@@ -76,24 +76,35 @@ export class UnwrittenUsage {
   private entries(orgId: string): Promise<StreamEntry[]> {
     const running = this.reading.get(orgId);
     if (running) return running;
-    const reading = this.readStream(orgId).finally(() => this.reading.delete(orgId));
+    const reading = readUsageStream(
+      this.redis,
+      this.keys.usageStream(orgId),
+      MAX_UNWRITTEN_ENTRIES,
+    ).finally(() => this.reading.delete(orgId));
     this.reading.set(orgId, reading);
     return reading;
   }
-
-  private async readStream(orgId: string): Promise<StreamEntry[]> {
-    const stream = this.keys.usageStream(orgId);
-    const entries: StreamEntry[] = [];
-    let start = '-';
-    while (entries.length < MAX_UNWRITTEN_ENTRIES) {
-      const page = (await this.redis.xrange(stream, start, '+', 'COUNT', PAGE)) as StreamEntry[];
-      entries.push(...page);
-      if (page.length < PAGE) break;
-      start = `(${page.at(-1)![0]}`;
-    }
-    return entries;
-  }
 }
+
+/** A usage stream's entries, oldest first, page by page, up to `max` (about). */
+export async function readUsageStream(
+  redis: Redis,
+  stream: string,
+  max = Infinity,
+): Promise<StreamEntry[]> {
+  const entries: StreamEntry[] = [];
+  let start = '-';
+  while (entries.length < max) {
+    const page = (await redis.xrange(stream, start, '+', 'COUNT', PAGE)) as StreamEntry[];
+    entries.push(...page);
+    if (page.length < PAGE) break;
+    start = `(${page.at(-1)![0]}`;
+  }
+  return entries;
+}
+
+/** True for a request id usage_records can hold (its column is a uuid). */
+export const isUuid = (id: string): boolean => UUID.test(id);
 
 /** Sum of a nano amount over records. */
 export function sumNano(
