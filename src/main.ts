@@ -42,6 +42,7 @@ import { bindRoutes } from './routes/bind.js';
 import type { Authenticators } from './routes/declaration.js';
 import type { ReadinessProbe } from './routes/health.js';
 import { metricsRoute, routeDeclarations, type RouteDeps } from './routes/index.js';
+import { loadDashboardBundle } from './routes/dashboard-ui/bundle.js';
 import { PiscinaTokenCounter } from './tokens/token-counter.js';
 
 const CATALOG_REFRESH_MS = 60_000;
@@ -211,6 +212,7 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
     readiness,
     metricsRegistry: metrics.registry,
     openApiDocument: buildOpenApiDocument(servedRoutes),
+    dashboardBundle: loadDashboardBundle(),
   };
   const authenticators: Authenticators = {
     apiKey: (headers) => apiKeys.authenticate(headers),
