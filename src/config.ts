@@ -42,6 +42,8 @@ export const configSchema = z.object({
   USAGE_BATCH_MAX_ROWS: z.coerce.number().int().min(1).max(10_000).default(500),
   USAGE_FLUSH_INTERVAL_MS: z.coerce.number().int().min(1).default(50),
   USAGE_CLAIM_IDLE_MS: z.coerce.number().int().min(100).default(30_000),
+  /** Settles that fail after the vendor answered wait here (fsynced) until Redis is back. */
+  SPOOL_DIR: z.string().min(1).default('var/spool'),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   REQUEST_LOG_SAMPLE_RATE: z.coerce.number().min(0).max(1).default(1),
