@@ -118,6 +118,8 @@ export async function admit<Call>(
   if (!modelPolicyAllows(identity.modelPolicy, model.id)) {
     return gwError('gw_model_not_allowed', `this API key may not use model ${model.id}`);
   }
+  const outputLimit = outputLimitError(input, model);
+  if (outputLimit) return outputLimit;
 
   let attribution;
   try {
@@ -233,6 +235,23 @@ export async function admit<Call>(
     credentialId: outcome.credentialId,
     call,
   };
+}
+
+/**
+ * max tokens above the model's maximum output are refused, as the vendors' APIs do (see
+ * "max_tokens above the model's maximum is refused"); silently lowering them would hide a bug.
+ */
+function outputLimitError(
+  input: AdmissionInput<unknown>,
+  model: CatalogModel,
+): GwError | undefined {
+  if (input.requestedMaxTokens === undefined) return undefined;
+  if (input.requestedMaxTokens <= model.maxOutputTokens) return undefined;
+  const field = input.body.max_completion_tokens != null ? 'max_completion_tokens' : 'max_tokens';
+  return gwError(
+    'gw_invalid_request',
+    `${field}: must be at most ${model.maxOutputTokens}, the maximum output of ${model.id}`,
+  );
 }
 
 /**

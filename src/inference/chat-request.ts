@@ -4,9 +4,11 @@ import { z } from 'zod';
 
 /** The most choices (`n`) one request may ask for (the vendors' own limit). */
 export const MAX_CHOICES = 128;
+/** The roles the chat-completions API accepts; anything else is refused, as the vendor does. */
+export const CHAT_ROLES = ['system', 'developer', 'user', 'assistant', 'tool', 'function'] as const;
 
 const messageSchema = z.looseObject({
-  role: z.string().min(1),
+  role: z.enum(CHAT_ROLES),
 });
 
 export const chatCompletionRequestSchema = z.looseObject({

@@ -18,6 +18,7 @@ import { vendorAChatExchange } from '../providers/vendor-a/chat-exchange.js';
 import { vendorBChatExchange } from '../providers/vendor-b/chat-exchange.js';
 import { chatCompletionTexts } from '../tokens/request-texts.js';
 import { declareRoute } from './declaration.js';
+import { annotateAdmission, modelLabel } from '../inference/request-annotations.js';
 
 export const chatCompletionsRoute = declareRoute({
   method: 'POST',
@@ -40,6 +41,7 @@ async function handleChatCompletion(
   response: HttpResponse,
 ): Promise<void> {
   const body: Record<string, unknown> = parsed;
+  response.annotate({ model: modelLabel(parsed.model) });
   const choices = parsed.n ?? 1;
   if (choices > 1 && deps.services.catalog.get(parsed.model)?.vendor === 'vendor_a') {
     // The messages protocol has no `n`: one choice would come back for the n asked and held.
@@ -81,6 +83,8 @@ async function handleChatCompletion(
     prepareCall,
   });
   if (isGwError(admission)) return sendError(response, admission);
+  annotateAdmission(response, admission);
+
   // From here on every path settles: the hold is released and the usage recorded.
   await proxyToVendor(
     proxyPortsFor(deps),

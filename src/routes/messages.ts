@@ -14,6 +14,7 @@ import { stripAttributionFields } from '../product-users/attribution.js';
 import { vendorAMessagesExchange } from '../providers/vendor-a/messages-exchange.js';
 import { messagesTexts } from '../tokens/request-texts.js';
 import { declareRoute } from './declaration.js';
+import { annotateAdmission, modelLabel } from '../inference/request-annotations.js';
 
 /** The client's protocol version header, forwarded to vendor_a. */
 export const VENDOR_VERSION_HEADER = 'vendor-version';
@@ -41,6 +42,7 @@ async function handleMessages(
   response: HttpResponse,
 ): Promise<void> {
   const body: Record<string, unknown> = parsed;
+  response.annotate({ model: modelLabel(parsed.model) });
   const model = deps.services.catalog.get(parsed.model);
   if (model && model.vendor !== 'vendor_a') {
     return sendError(
@@ -75,6 +77,7 @@ async function handleMessages(
     },
   });
   if (isGwError(admission)) return sendError(response, admission, 'messages');
+  annotateAdmission(response, admission);
   // From here on every path settles: the hold is released and the usage recorded.
   await proxyToVendor(
     proxyPortsFor(deps),
