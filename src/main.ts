@@ -42,6 +42,7 @@ import { buildOpenApiDocument } from './openapi/document.js';
 import { bindRoutes } from './routes/bind.js';
 import type { Authenticators } from './routes/declaration.js';
 import type { ReadinessProbe } from './routes/health.js';
+import { serviceKeyInvalidation } from './admin/service-keys.js';
 import { metricsRoute, routeDeclarations, type RouteDeps } from './routes/index.js';
 import { loadDashboardBundle } from './routes/dashboard-ui/bundle.js';
 import { PiscinaTokenCounter } from './tokens/token-counter.js';
@@ -208,6 +209,7 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
     tokenCounter,
     db,
     apiKeys,
+    serviceKeys: serviceKeyInvalidation(redis, keys, serviceKeys),
     productUsers: {
       db,
       profiles: new ProductUserProfiles(db, new LiveBalanceReader(redis, keys, loader)),

@@ -8,8 +8,8 @@ import {
   createAppConnection,
   createOrganization,
   createServiceKey,
-  revokeApiKey,
 } from '../src/admin/provisioning.js';
+import { revokeApiKeyAs } from '../src/admin/api-keys.js';
 import { PostgresApiKeyRecords, type ApiKeyRecords } from '../src/auth/api-key-records.js';
 import { ApiKeyStore } from '../src/auth/api-key-store.js';
 import {
@@ -21,6 +21,8 @@ import { createRedisKeys } from '../src/redis/keys.js';
 import { sha256Hex } from '../src/ids.js';
 import { isolatedContext } from './support/context.js';
 import { eventually } from './support/services.js';
+
+const TESTER = { userId: 'test' };
 
 const { prefix, db, redis } = isolatedContext('auth-cache');
 const keys = createRedisKeys(prefix);
@@ -83,7 +85,7 @@ describe('a revoke racing a cache fill (API keys)', () => {
     const paused = records.holdNextAfterRead();
     const lookup = racing.authenticate(bearer(issued.rawKey));
     await paused.read; // Postgres said "active"
-    expect(await revokeApiKey(db, racing, issued.id)).toBe(true);
+    expect((await revokeApiKeyAs(db, racing, TESTER, issued.id))?.status).toBe('revoked');
     paused.release(); // now the fill runs, after the revoke
     // The lookup began before the revoke: it may still answer with what it read.
     expect(await lookup).toMatchObject({ keyId: issued.id, active: true });
@@ -108,7 +110,7 @@ describe('a revoke racing a cache fill (API keys)', () => {
     const paused = records.holdNextAfterRead();
     const lookup = filler.authenticate(bearer(issued.rawKey));
     await paused.read;
-    await revokeApiKey(db, revoker, issued.id); // the filler has not heard of it yet
+    await revokeApiKeyAs(db, revoker, TESTER, issued.id); // the filler has not heard of it yet
     paused.release();
     await lookup;
     expect(await redis.get(keys.apiKey(sha256Hex(issued.rawKey)))).toBeNull();

@@ -1,6 +1,6 @@
-// Provisioning of organizations, apps, connections and keys: the service code the admin CLI
-// (and later the dashboard) calls. Raw keys are returned once and stored only as hashes.
-import type { ApiKeyStore } from '../auth/api-key-store.js';
+// Provisioning of organizations, apps, connections and keys: the inserts the admin CLI, the
+// seed and the dashboard services (api-keys.ts, service-keys.ts) build on. Raw keys are
+// returned once and stored only as hashes.
 import type { DbPool } from '../db/pool.js';
 import { newId, newSecret, secretPrefixes, sha256Hex } from '../ids.js';
 
@@ -44,15 +44,16 @@ export async function createAppConnection(
 }
 
 export async function createApiKey(
-  db: DbPool,
+  db: Pick<DbPool, 'query'>,
   connection: { orgId: string; appId: string; appConnectionId: string },
   modelPolicy: readonly string[] = DEFAULT_MODEL_POLICY,
+  name: string | null = null,
 ): Promise<{ id: string; rawKey: string }> {
   const rawKey = newSecret(secretPrefixes.apiKey);
   const id = newId('key');
   await db.query(
-    `INSERT INTO api_keys (id, org_id, app_id, app_connection_id, key_hash, key_hint, model_policy)
-     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    `INSERT INTO api_keys (id, org_id, app_id, app_connection_id, key_hash, key_hint, model_policy, name)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
     [
       id,
       connection.orgId,
@@ -61,13 +62,14 @@ export async function createApiKey(
       sha256Hex(rawKey),
       hint(rawKey),
       modelPolicy,
+      name,
     ],
   );
   return { id, rawKey };
 }
 
 export async function createServiceKey(
-  db: DbPool,
+  db: Pick<DbPool, 'query'>,
   orgId: string,
   scopes: readonly string[] = SERVICE_KEY_SCOPES,
   expiresAt: Date | null = null,
@@ -80,21 +82,4 @@ export async function createServiceKey(
     [id, orgId, sha256Hex(rawKey), hint(rawKey), scopes, expiresAt],
   );
   return { id, rawKey };
-}
-
-/** Revokes an API key; every instance stops accepting it within a second. */
-export async function revokeApiKey(
-  db: DbPool,
-  apiKeys: ApiKeyStore,
-  keyId: string,
-): Promise<boolean> {
-  const { rows } = await db.query<{ key_hash: string }>(
-    `UPDATE api_keys SET status = 'revoked', revoked_at = now()
-      WHERE id = $1 AND status = 'active' RETURNING key_hash`,
-    [keyId],
-  );
-  const row = rows[0];
-  if (!row) return false;
-  await apiKeys.invalidate(row.key_hash);
-  return true;
 }

@@ -15,6 +15,11 @@ export interface ApiKeyIdentity {
   readonly requiresProductUser: boolean;
   readonly creditMode: CreditMode;
   readonly overrunPolicy: OverrunPolicy;
+  /**
+   * When a rotated key's grace period ends (epoch ms), or null. Checked on every request, so
+   * no cache layer can serve the key past it.
+   */
+  readonly expiresAtMs?: number | null;
 }
 
 export interface ApiKeyRecords {
@@ -33,6 +38,7 @@ interface ApiKeyRow {
   requires_product_user: boolean;
   credit_mode: CreditMode;
   overrun_policy: OverrunPolicy;
+  expires_at: Date | null;
 }
 
 export class PostgresApiKeyRecords implements ApiKeyRecords {
@@ -42,7 +48,7 @@ export class PostgresApiKeyRecords implements ApiKeyRecords {
     const { rows } = await this.db.query<ApiKeyRow>(
       `SELECT k.id, k.org_id, k.app_id, k.app_connection_id, k.status AS key_status,
               c.status AS connection_status, k.model_policy, c.requires_product_user,
-              c.credit_mode, c.overrun_policy
+              c.credit_mode, c.overrun_policy, k.expires_at
          FROM api_keys k JOIN app_connections c ON c.id = k.app_connection_id
         WHERE k.key_hash = $1`,
       [keyHash],
@@ -59,6 +65,7 @@ export class PostgresApiKeyRecords implements ApiKeyRecords {
       requiresProductUser: row.requires_product_user,
       creditMode: row.credit_mode,
       overrunPolicy: row.overrun_policy,
+      expiresAtMs: row.expires_at?.getTime() ?? null,
     };
   }
 }

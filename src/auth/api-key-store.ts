@@ -108,6 +108,9 @@ export class ApiKeyStore implements InvalidatedCache {
     const identity = found.value;
     if (!identity) return gwError('gw_unknown_key', 'unknown API key');
     if (!identity.active) return gwError('gw_key_inactive', 'this API key is revoked or inactive');
+    if (typeof identity.expiresAtMs === 'number' && identity.expiresAtMs <= Date.now()) {
+      return gwError('gw_key_inactive', 'this API key was rotated and its grace period has ended');
+    }
     return identity;
   }
 

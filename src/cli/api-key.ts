@@ -1,51 +1,86 @@
-// gw api-key create|revoke: API keys of an app connection.
-import { createApiKey, DEFAULT_MODEL_POLICY, revokeApiKey } from '../admin/provisioning.js';
+// gw api-key create|rotate|revoke: API keys of an app connection, through the same service as
+// the dashboard API (src/admin/api-keys.ts), audited as done from the command line.
+import type { Actor } from '../admin/apps.js';
+import {
+  createApiKeyAs,
+  MAX_ROTATION_GRACE_S,
+  revokeApiKeyAs,
+  rotateApiKeyAs,
+} from '../admin/api-keys.js';
+import { isGwError, type GwError } from '../errors.js';
 import type { CliContext } from './context.js';
 import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
 
-export const apiKeyHelp = `gw api-key create --app-connection-id C [--model-policy 'vendor_b/*,vendor_a/*']
+/** Who the audit log names for a change made with the CLI (it has no dashboard user). */
+export const CLI_ACTOR: Actor = { userId: 'cli' };
+
+export const apiKeyHelp = `gw api-key create --app-connection-id C [--name N] [--model-policy 'vendor_b/*,vendor_a/*']
   Issues a new API key for the connection; the raw key is printed once.
+gw api-key rotate --id K [--grace-seconds 0..${MAX_ROTATION_GRACE_S}]
+  Issues a new key for the same connection and policy (printed once); the old key stops at
+  once, or when the grace period ends.
 gw api-key revoke --id K
   Revokes the key; every gateway instance refuses it within a second.`;
+
+export function orUsageError<T>(result: T | GwError): T {
+  if (isGwError(result)) throw new UsageError(result.message, result.code);
+  return result;
+}
 
 export async function apiKeyCommand(context: CliContext, argv: string[]): Promise<void> {
   const [action, ...rest] = argv;
   const { values } = parseFlags(rest, {
     id: { type: 'string' },
+    name: { type: 'string' },
     'app-connection-id': { type: 'string' },
     'model-policy': { type: 'string' },
+    'grace-seconds': { type: 'string' },
   });
   if (action === 'create') {
     const connectionId = requireFlag(values['app-connection-id'], 'app-connection-id');
-    const { rows } = await context.db.query<{ org_id: string; app_id: string }>(
-      'SELECT org_id, app_id FROM app_connections WHERE id = $1',
-      [connectionId],
-    );
-    const connection = rows[0];
-    if (!connection) throw new UsageError(`no app connection ${connectionId}`, 'gw_not_found');
-    const policy = values['model-policy']
-      ? values['model-policy']
-          .split(',')
-          .map((pattern) => pattern.trim())
-          .filter(Boolean)
-      : [...DEFAULT_MODEL_POLICY];
-    const key = await createApiKey(
-      context.db,
-      { orgId: connection.org_id, appId: connection.app_id, appConnectionId: connectionId },
-      policy,
+    const modelPolicy = values['model-policy']
+      ?.split(',')
+      .map((pattern) => pattern.trim())
+      .filter(Boolean);
+    const { row, rawKey } = orUsageError(
+      await createApiKeyAs(context.db, CLI_ACTOR, connectionId, {
+        name: values.name,
+        ...(modelPolicy && { modelPolicy }),
+      }),
     );
     printJson({
-      id: key.id,
-      api_key: key.rawKey,
+      id: row.id,
+      api_key: rawKey,
       app_connection_id: connectionId,
-      model_policy: policy,
+      model_policy: row.model_policy,
+    });
+    return;
+  }
+  if (action === 'rotate') {
+    const id = requireFlag(values.id, 'id');
+    const grace = Number(values['grace-seconds'] ?? '0');
+    if (!Number.isInteger(grace) || grace < 0 || grace > MAX_ROTATION_GRACE_S) {
+      throw new UsageError(
+        `--grace-seconds must be a whole number from 0 to ${MAX_ROTATION_GRACE_S}`,
+      );
+    }
+    const { issued, previous } = orUsageError(
+      await rotateApiKeyAs(context.db, context.apiKeys, CLI_ACTOR, id, grace),
+    );
+    printJson({
+      id: issued.row.id,
+      api_key: issued.rawKey,
+      app_connection_id: issued.row.app_connection_id,
+      model_policy: issued.row.model_policy,
+      replaces: previous.id,
+      old_key_expires_at: (previous.expires_at ?? previous.revoked_at)?.toISOString() ?? null,
     });
     return;
   }
   if (action === 'revoke') {
     const id = requireFlag(values.id, 'id');
-    const revoked = await revokeApiKey(context.db, context.apiKeys, id);
-    printJson({ id, revoked });
+    const row = await revokeApiKeyAs(context.db, context.apiKeys, CLI_ACTOR, id);
+    printJson({ id, revoked: row?.status === 'revoked' });
     return;
   }
   throw new UsageError(`unknown api-key action ${action ?? '(none)'}\n${apiKeyHelp}`);

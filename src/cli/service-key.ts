@@ -1,6 +1,11 @@
-// gw service-key create|revoke|disable: service keys for the product-user management API.
-import { createServiceKey, SERVICE_KEY_SCOPES } from '../admin/provisioning.js';
-import { publishInvalidation } from '../cache/invalidation.js';
+// gw service-key create|revoke|disable: service keys for the product-user management API,
+// through the same service as the dashboard API (src/admin/service-keys.ts).
+import {
+  createServiceKeyAs,
+  serviceKeyInvalidation,
+  setServiceKeyStatusAs,
+} from '../admin/service-keys.js';
+import { CLI_ACTOR, orUsageError } from './api-key.js';
 import type { CliContext } from './context.js';
 import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
 
@@ -18,42 +23,41 @@ export async function serviceKeyCommand(context: CliContext, argv: string[]): Pr
   });
   if (action === 'create') {
     const orgId = requireFlag(values['org-id'], 'org-id');
-    const scopes =
-      values.scopes !== undefined
-        ? values.scopes
-            .split(',')
-            .map((scope) => scope.trim())
-            .filter(Boolean)
-        : [...SERVICE_KEY_SCOPES];
-    const unknown = scopes.filter(
-      (scope) => !(SERVICE_KEY_SCOPES as readonly string[]).includes(scope),
-    );
-    if (unknown.length > 0) throw new UsageError(`unknown scopes: ${unknown.join(', ')}`);
+    const scopes = values.scopes
+      ?.split(',')
+      .map((scope) => scope.trim())
+      .filter(Boolean);
     const expiresAt = values['expires-at'] ? new Date(values['expires-at']) : null;
     if (expiresAt && Number.isNaN(expiresAt.getTime()))
       throw new UsageError('--expires-at must be an RFC 3339 timestamp');
-    const key = await createServiceKey(context.db, orgId, scopes, expiresAt);
+    const { rows } = await context.db.query('SELECT 1 FROM organizations WHERE id = $1', [orgId]);
+    if (rows.length === 0) throw new UsageError(`no organization ${orgId}`, 'gw_not_found');
+    const { row, rawKey } = orUsageError(
+      await createServiceKeyAs(context.db, CLI_ACTOR, orgId, {
+        ...(scopes && { scopes }),
+        expiresAt,
+      }),
+    );
     printJson({
-      id: key.id,
-      service_key: key.rawKey,
+      id: row.id,
+      service_key: rawKey,
       org_id: orgId,
-      scopes,
-      expires_at: expiresAt?.toISOString() ?? null,
+      scopes: row.scopes,
+      expires_at: row.expires_at?.toISOString() ?? null,
     });
     return;
   }
   if (action === 'revoke' || action === 'disable') {
     const id = requireFlag(values.id, 'id');
-    const status = action === 'revoke' ? 'revoked' : 'disabled';
-    const { rowCount } = await context.db.query(
-      'UPDATE service_keys SET status = $2 WHERE id = $1',
-      [id, status],
+    const row = await setServiceKeyStatusAs(
+      context.db,
+      serviceKeyInvalidation(context.redis, context.keys),
+      CLI_ACTOR,
+      id,
+      action === 'revoke' ? 'revoked' : 'disabled',
     );
-    if (rowCount === 0) throw new UsageError(`no service key ${id}`, 'gw_not_found');
-    await publishInvalidation(context.redis, context.keys.invalidationChannel(), {
-      kind: 'service-keys',
-    });
-    printJson({ id, status });
+    if (!row) throw new UsageError(`no service key ${id}`, 'gw_not_found');
+    printJson({ id, status: row.status });
     return;
   }
   throw new UsageError(`unknown service-key action ${action ?? '(none)'}\n${serviceKeyHelp}`);

@@ -12,6 +12,11 @@ import { loginRoute } from './auth/login.js';
 import { logoutRoute } from './auth/logout.js';
 import { sessionRoute } from './auth/session.js';
 import { chatCompletionsRoute } from './chat-completions.js';
+import type { ServiceKeyInvalidation } from '../admin/service-keys.js';
+import { createApiKeyRoute } from './dashboard/api-keys/create.js';
+import { listApiKeysRoute } from './dashboard/api-keys/list.js';
+import { revokeApiKeyRoute } from './dashboard/api-keys/revoke.js';
+import { rotateApiKeyRoute } from './dashboard/api-keys/rotate.js';
 import { createAppRoute } from './dashboard/apps/create.js';
 import { listAppsRoute } from './dashboard/apps/list.js';
 import { listOrgsRoute } from './dashboard/orgs.js';
@@ -25,6 +30,10 @@ import { listMembersRoute } from './dashboard/members/list.js';
 import { removeMemberRoute } from './dashboard/members/remove.js';
 import { changeMemberRoleRoute } from './dashboard/members/update.js';
 import { dashboardModelsRoute } from './dashboard/models.js';
+import { createServiceKeyRoute } from './dashboard/service-keys/create.js';
+import { disableServiceKeyRoute } from './dashboard/service-keys/disable.js';
+import { listServiceKeysRoute } from './dashboard/service-keys/list.js';
+import { revokeServiceKeyRoute } from './dashboard/service-keys/revoke.js';
 import { dashboardAssetRoute } from './dashboard-ui/asset.js';
 import type { DashboardBundle } from './dashboard-ui/bundle.js';
 import {
@@ -57,6 +66,7 @@ export interface RouteDeps extends AccountDeps {
   readonly tokenCounter: TokenCounter;
   readonly db: DbPool;
   readonly apiKeys: Pick<ApiKeyStore, 'invalidate'>;
+  readonly serviceKeys: ServiceKeyInvalidation;
   readonly productUsers: ProductUserRouteDeps;
   readonly readiness: ReadinessProbe;
   readonly metricsRegistry: Registry;
@@ -89,6 +99,14 @@ export const routeDeclarations: readonly DeclaredRoute<RouteDeps>[] = [
   createConnectionRoute,
   updateConnectionRoute,
   revokeConnectionRoute,
+  listApiKeysRoute,
+  createApiKeyRoute,
+  rotateApiKeyRoute,
+  revokeApiKeyRoute,
+  listServiceKeysRoute,
+  createServiceKeyRoute,
+  revokeServiceKeyRoute,
+  disableServiceKeyRoute,
   listMembersRoute,
   addMemberRoute,
   changeMemberRoleRoute,

@@ -1,0 +1,242 @@
+// API keys of an app connection: the one service the CLI (`gw api-key`) and the dashboard API
+// share. A raw key leaves this module once, in the answer to its creation or rotation; it is
+// never logged or audited. Every change reaches every instance's key cache through the key
+// store's invalidation (its generation guard keeps a racing lookup from caching the old state).
+import { recordAudit } from '../accounts/audit.js';
+import type { ApiKeyStore } from '../auth/api-key-store.js';
+import { afterCursorSql, CURSOR_COLUMN, pageOfRows, type PageRequest } from '../db/pages.js';
+import { withTransaction, type DbPool } from '../db/pool.js';
+import { gwError, type GwError } from '../errors.js';
+import type { Actor } from './apps.js';
+import { createApiKey, DEFAULT_MODEL_POLICY } from './provisioning.js';
+
+/** The longest grace period a rotation may give the old key (24 h). */
+export const MAX_ROTATION_GRACE_S = 86_400;
+
+export interface ApiKeyRow {
+  readonly id: string;
+  readonly org_id: string;
+  readonly app_id: string;
+  readonly app_connection_id: string;
+  readonly name: string | null;
+  readonly key_hint: string;
+  readonly status: 'active' | 'revoked';
+  readonly model_policy: string[];
+  readonly created_at: Date;
+  readonly revoked_at: Date | null;
+  readonly expires_at: Date | null;
+  readonly replaced_by: string | null;
+  readonly last_used_at: Date | null;
+  readonly cursor_us: string;
+}
+
+/** A key and, once only, its raw value. */
+export interface IssuedApiKey {
+  readonly row: ApiKeyRow;
+  readonly rawKey: string;
+}
+
+type ApiKeyInvalidation = Pick<ApiKeyStore, 'invalidate'>;
+
+const COLUMNS = `id, org_id, app_id, app_connection_id, name, key_hint, status, model_policy,
+  created_at, revoked_at, expires_at, replaced_by, last_used_at, ${CURSOR_COLUMN}`;
+
+/** What the dashboard shows of a key: its hint, never the key. */
+export function apiKeyView(row: ApiKeyRow, now = Date.now()): Record<string, unknown> {
+  const expired = row.expires_at !== null && row.expires_at.getTime() <= now;
+  return {
+    id: row.id,
+    org_id: row.org_id,
+    app_id: row.app_id,
+    app_connection_id: row.app_connection_id,
+    name: row.name,
+    key_hint: row.key_hint,
+    status: row.status === 'revoked' ? 'revoked' : expired ? 'expired' : 'active',
+    model_policy: row.model_policy,
+    created_at: row.created_at.toISOString(),
+    revoked_at: row.revoked_at?.toISOString() ?? null,
+    expires_at: row.expires_at?.toISOString() ?? null,
+    replaced_by: row.replaced_by,
+    last_used_at: row.last_used_at?.toISOString() ?? null,
+  };
+}
+
+export async function listApiKeys(
+  db: DbPool,
+  connectionId: string,
+  page: PageRequest,
+): Promise<{ rows: ApiKeyRow[]; nextCursor: string | null }> {
+  const params: unknown[] = [connectionId, page.limit + 1];
+  let where = 'app_connection_id = $1';
+  if (page.after) {
+    params.push(page.after.createdAtUs, page.after.id);
+    where += ` AND ${afterCursorSql(3)}`;
+  }
+  const { rows } = await db.query<ApiKeyRow>(
+    `SELECT ${COLUMNS} FROM api_keys WHERE ${where} ORDER BY created_at, id LIMIT $2`,
+    params,
+  );
+  return pageOfRows(rows, page.limit);
+}
+
+/** Issues a key for an active connection; its raw value is in the answer only. */
+export async function createApiKeyAs(
+  db: DbPool,
+  actor: Actor,
+  connectionId: string,
+  settings: { readonly name?: string | undefined; readonly modelPolicy?: readonly string[] },
+): Promise<IssuedApiKey | GwError> {
+  return withTransaction(db, async (client) => {
+    const { rows } = await client.query<{ org_id: string; app_id: string; status: string }>(
+      'SELECT org_id, app_id, status FROM app_connections WHERE id = $1 FOR SHARE',
+      [connectionId],
+    );
+    const connection = rows[0];
+    if (!connection) return gwError('gw_not_found', `no app connection ${connectionId}`);
+    if (connection.status !== 'active') {
+      return gwError('gw_conflict', 'the connection is revoked: its keys cannot be issued');
+    }
+    const modelPolicy = settings.modelPolicy ?? DEFAULT_MODEL_POLICY;
+    const key = await createApiKey(
+      client,
+      { orgId: connection.org_id, appId: connection.app_id, appConnectionId: connectionId },
+      modelPolicy,
+      settings.name ?? null,
+    );
+    await recordAudit(client, {
+      orgId: connection.org_id,
+      userId: actor.userId,
+      action: 'api_key.create',
+      objectType: 'api_key',
+      objectId: key.id,
+      details: {
+        app_connection_id: connectionId,
+        name: settings.name ?? null,
+        model_policy: modelPolicy,
+      },
+    });
+    return { row: await apiKeyById(client, key.id), rawKey: key.rawKey };
+  });
+}
+
+/**
+ * Rotation: a new key for the same connection, name and model policy. The old key stops at
+ * once (revoked), or with a grace period keeps working until `expires_at` — the key store
+ * checks that time on every request, so no cache can serve the key past it.
+ */
+export async function rotateApiKeyAs(
+  db: DbPool,
+  apiKeys: ApiKeyInvalidation,
+  actor: Actor,
+  keyId: string,
+  graceSeconds: number,
+): Promise<{ issued: IssuedApiKey; previous: ApiKeyRow } | GwError> {
+  const result = await withTransaction(db, async (client) => {
+    const old = await lockedUsableKey(client, keyId);
+    if ('code' in old) return old;
+    const key = await createApiKey(
+      client,
+      { orgId: old.org_id, appId: old.app_id, appConnectionId: old.app_connection_id },
+      old.model_policy,
+      old.name,
+    );
+    await client.query(
+      graceSeconds === 0
+        ? `UPDATE api_keys SET status = 'revoked', revoked_at = now(), replaced_by = $2
+            WHERE id = $1`
+        : `UPDATE api_keys
+              SET expires_at = LEAST(expires_at, now() + $3 * interval '1 second'), replaced_by = $2
+            WHERE id = $1`,
+      graceSeconds === 0 ? [keyId, key.id] : [keyId, key.id, graceSeconds],
+    );
+    await recordAudit(client, {
+      orgId: old.org_id,
+      userId: actor.userId,
+      action: 'api_key.rotate',
+      objectType: 'api_key',
+      objectId: keyId,
+      details: { replaced_by: key.id, grace_seconds: graceSeconds },
+    });
+    return {
+      issued: { row: await apiKeyById(client, key.id), rawKey: key.rawKey },
+      previous: await apiKeyById(client, keyId),
+    };
+  });
+  if ('code' in result) return result;
+  await invalidateKey(db, apiKeys, keyId);
+  return result;
+}
+
+/** Revokes a key at once (also one in its rotation grace period). Null when there is none. */
+export async function revokeApiKeyAs(
+  db: DbPool,
+  apiKeys: ApiKeyInvalidation,
+  actor: Actor,
+  keyId: string,
+): Promise<ApiKeyRow | null> {
+  const row = await withTransaction(db, async (client) => {
+    const { rows } = await client.query<{ org_id: string }>(
+      `UPDATE api_keys SET status = 'revoked', revoked_at = now()
+        WHERE id = $1 AND status = 'active' RETURNING org_id`,
+      [keyId],
+    );
+    const revoked = rows[0];
+    if (revoked) {
+      await recordAudit(client, {
+        orgId: revoked.org_id,
+        userId: actor.userId,
+        action: 'api_key.revoke',
+        objectType: 'api_key',
+        objectId: keyId,
+      });
+    }
+    const { rows: found } = await client.query<ApiKeyRow>(
+      `SELECT ${COLUMNS} FROM api_keys WHERE id = $1`,
+      [keyId],
+    );
+    return found[0] ?? null;
+  });
+  if (row) await invalidateKey(db, apiKeys, keyId);
+  return row;
+}
+
+async function lockedUsableKey(
+  client: Pick<DbPool, 'query'>,
+  keyId: string,
+): Promise<ApiKeyRow | GwError> {
+  const { rows } = await client.query<ApiKeyRow>(
+    `SELECT ${COLUMNS} FROM api_keys WHERE id = $1 FOR UPDATE`,
+    [keyId],
+  );
+  const row = rows[0];
+  if (!row) return gwError('gw_not_found', `no API key ${keyId}`);
+  if (row.status !== 'active' || row.replaced_by !== null) {
+    return gwError(
+      'gw_conflict',
+      'this API key is revoked or already rotated: rotate its successor',
+    );
+  }
+  if (row.expires_at !== null && row.expires_at.getTime() <= Date.now()) {
+    return gwError('gw_conflict', 'this API key has expired');
+  }
+  return row;
+}
+
+async function apiKeyById(client: Pick<DbPool, 'query'>, id: string): Promise<ApiKeyRow> {
+  const { rows } = await client.query<ApiKeyRow>(`SELECT ${COLUMNS} FROM api_keys WHERE id = $1`, [
+    id,
+  ]);
+  return rows[0]!;
+}
+
+async function invalidateKey(
+  db: DbPool,
+  apiKeys: ApiKeyInvalidation,
+  keyId: string,
+): Promise<void> {
+  const { rows } = await db.query<{ key_hash: string }>(
+    'SELECT key_hash FROM api_keys WHERE id = $1',
+    [keyId],
+  );
+  for (const { key_hash: keyHash } of rows) await apiKeys.invalidate(keyHash);
+}

@@ -1,0 +1,30 @@
+// POST /dashboard/api/connections/{connection_id}/api-keys {"name"?, "model_policy"?}: a new
+// API key of the connection (admin or owner). The raw key is in this answer only.
+import { apiKeyView, createApiKeyAs } from '../../../admin/api-keys.js';
+import type { DbPool } from '../../../db/pool.js';
+import { isGwError } from '../../../errors.js';
+import { sendError, sendJson } from '../../../http/respond.js';
+import { declareRoute } from '../../declaration.js';
+import { ofConnection } from '../connections/schema.js';
+import { createApiKeyBody, issuedApiKeySchema } from './schema.js';
+
+export const createApiKeyRoute = declareRoute({
+  method: 'POST',
+  path: '/dashboard/api/connections/{connection_id}/api-keys',
+  summary: 'Issues an API key for the connection; the raw key is shown in this answer only',
+  tag: 'dashboard',
+  caller: { kind: 'org_member', role: 'admin', org: ofConnection },
+  body: createApiKeyBody,
+  responses: { 201: { description: 'the key, with its raw value', schema: issuedApiKeySchema } },
+  errors: ['gw_conflict'],
+  async handler({ request, caller, body }, response, deps: { readonly db: DbPool }) {
+    const issued = await createApiKeyAs(
+      deps.db,
+      { userId: caller.user.id },
+      request.params.connection_id ?? '',
+      { name: body.name, ...(body.model_policy && { modelPolicy: body.model_policy }) },
+    );
+    if (isGwError(issued)) return sendError(response, issued);
+    sendJson(response, 201, { ...apiKeyView(issued.row), key: issued.rawKey });
+  },
+});

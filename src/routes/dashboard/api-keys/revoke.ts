@@ -1,0 +1,33 @@
+// POST /dashboard/api/api-keys/{id}/revoke: revokes an API key (admin or owner); every
+// instance refuses it within a second. Revoking a revoked key changes nothing.
+import { apiKeyView, revokeApiKeyAs } from '../../../admin/api-keys.js';
+import type { ApiKeyStore } from '../../../auth/api-key-store.js';
+import type { DbPool } from '../../../db/pool.js';
+import { gwError } from '../../../errors.js';
+import { sendError, sendJson } from '../../../http/respond.js';
+import { declareRoute } from '../../declaration.js';
+import { apiKeySchema, ofApiKey } from './schema.js';
+
+export const revokeApiKeyRoute = declareRoute({
+  method: 'POST',
+  path: '/dashboard/api/api-keys/{id}/revoke',
+  summary: 'Revokes an API key: every instance refuses it within a second',
+  tag: 'dashboard',
+  caller: { kind: 'org_member', role: 'admin', org: ofApiKey },
+  responses: { 200: { description: 'the revoked key', schema: apiKeySchema } },
+  errors: ['gw_not_found'],
+  async handler(
+    { request, caller },
+    response,
+    deps: { readonly db: DbPool; readonly apiKeys: Pick<ApiKeyStore, 'invalidate'> },
+  ) {
+    const row = await revokeApiKeyAs(
+      deps.db,
+      deps.apiKeys,
+      { userId: caller.user.id },
+      request.params.id ?? '',
+    );
+    if (!row) return sendError(response, gwError('gw_not_found', 'no API key with this id'));
+    sendJson(response, 200, apiKeyView(row));
+  },
+});

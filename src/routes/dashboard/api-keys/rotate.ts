@@ -1,0 +1,39 @@
+// POST /dashboard/api/api-keys/{id}/rotate {"grace_seconds"?}: a new key for the same
+// connection and policy (admin or owner). The old key stops at once, or when the grace period
+// (at most 24 h) ends, on every instance. The new raw key is in this answer only.
+import { apiKeyView, rotateApiKeyAs } from '../../../admin/api-keys.js';
+import type { ApiKeyStore } from '../../../auth/api-key-store.js';
+import type { DbPool } from '../../../db/pool.js';
+import { isGwError } from '../../../errors.js';
+import { sendError, sendJson } from '../../../http/respond.js';
+import { declareRoute } from '../../declaration.js';
+import { issuedApiKeySchema, ofApiKey, rotateApiKeyBody } from './schema.js';
+
+export const rotateApiKeyRoute = declareRoute({
+  method: 'POST',
+  path: '/dashboard/api/api-keys/{id}/rotate',
+  summary:
+    'Rotates an API key: a new raw key (shown once); the old one stops at once or after a grace period',
+  tag: 'dashboard',
+  caller: { kind: 'org_member', role: 'admin', org: ofApiKey },
+  body: rotateApiKeyBody,
+  responses: {
+    201: { description: 'the new key, with its raw value', schema: issuedApiKeySchema },
+  },
+  errors: ['gw_conflict'],
+  async handler(
+    { request, caller, body },
+    response,
+    deps: { readonly db: DbPool; readonly apiKeys: Pick<ApiKeyStore, 'invalidate'> },
+  ) {
+    const rotated = await rotateApiKeyAs(
+      deps.db,
+      deps.apiKeys,
+      { userId: caller.user.id },
+      request.params.id ?? '',
+      body.grace_seconds,
+    );
+    if (isGwError(rotated)) return sendError(response, rotated);
+    sendJson(response, 201, { ...apiKeyView(rotated.issued.row), key: rotated.issued.rawKey });
+  },
+});

@@ -1,0 +1,53 @@
+// The API-key object of the dashboard API (a hint, never the key), and where its routes find
+// their organization.
+import { z } from 'zod';
+import { MAX_ROTATION_GRACE_S } from '../../../admin/api-keys.js';
+import { displayName } from '../schemas.js';
+
+export const apiKeySchema = z.object({
+  id: z.string(),
+  org_id: z.string(),
+  app_id: z.string(),
+  app_connection_id: z.string(),
+  name: z.string().nullable(),
+  key_hint: z.string(),
+  status: z.enum(['active', 'revoked', 'expired']),
+  model_policy: z.array(z.string()),
+  created_at: z.string(),
+  revoked_at: z.string().nullable(),
+  /** When a rotated key's grace period ends (it works until then). */
+  expires_at: z.string().nullable(),
+  /** The key a rotation issued in its place. */
+  replaced_by: z.string().nullable(),
+  last_used_at: z.string().nullable(),
+});
+
+/** A key as created or rotated: the object and, in this answer only, the raw key. */
+export const issuedApiKeySchema = apiKeySchema.extend({ key: z.string() });
+
+/** Patterns such as `vendor_b/*`, exact model ids, or `*`. */
+const modelPolicySchema = z
+  .array(
+    z
+      .string()
+      .regex(/^(\*|[\w.-]+\/(\*|[\w.:-]+))$/, 'must be *, vendor/*, or a model id (vendor/model)'),
+  )
+  .min(1, 'must allow at least one model')
+  .max(100, 'must have at most 100 patterns');
+
+export const createApiKeyBody = z.strictObject({
+  name: displayName.optional(),
+  model_policy: modelPolicySchema.optional(),
+});
+
+export const rotateApiKeyBody = z.strictObject({
+  grace_seconds: z
+    .number()
+    .int('must be a whole number')
+    .min(0, 'must be at least 0')
+    .max(MAX_ROTATION_GRACE_S, `must be at most ${MAX_ROTATION_GRACE_S} (24 h)`)
+    .default(0),
+});
+
+/** Routes under /dashboard/api/api-keys/{id} act on the key's organization. */
+export const ofApiKey = { param: 'id', table: 'api_keys' } as const;

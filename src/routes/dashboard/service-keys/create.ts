@@ -1,0 +1,30 @@
+// POST /dashboard/api/orgs/{org_id}/service-keys {"scopes"?, "expires_at"?}: a new service key
+// of the organization (admin or owner). The raw key is in this answer only.
+import { createServiceKeyAs, serviceKeyView } from '../../../admin/service-keys.js';
+import type { DbPool } from '../../../db/pool.js';
+import { isGwError } from '../../../errors.js';
+import { sendError, sendJson } from '../../../http/respond.js';
+import { declareRoute } from '../../declaration.js';
+import { inOrg } from '../apps/schema.js';
+import { createServiceKeyBody, issuedServiceKeySchema } from './schema.js';
+
+export const createServiceKeyRoute = declareRoute({
+  method: 'POST',
+  path: '/dashboard/api/orgs/{org_id}/service-keys',
+  summary: 'Issues a service key; the raw key is shown in this answer only',
+  tag: 'dashboard',
+  caller: { kind: 'org_member', role: 'admin', org: inOrg },
+  body: createServiceKeyBody,
+  responses: {
+    201: { description: 'the key, with its raw value', schema: issuedServiceKeySchema },
+  },
+  errors: [],
+  async handler({ caller, body }, response, deps: { readonly db: DbPool }) {
+    const issued = await createServiceKeyAs(deps.db, { userId: caller.user.id }, caller.org.id, {
+      ...(body.scopes && { scopes: body.scopes }),
+      expiresAt: body.expires_at ? new Date(body.expires_at) : null,
+    });
+    if (isGwError(issued)) return sendError(response, issued);
+    sendJson(response, 201, { ...serviceKeyView(issued.row), key: issued.rawKey });
+  },
+});

@@ -1,0 +1,67 @@
+// The service-key object of the dashboard API (a hint, never the key), its status routes, and
+// where its routes find their organization.
+import { z } from 'zod';
+import {
+  serviceKeyView,
+  setServiceKeyStatusAs,
+  type ServiceKeyInvalidation,
+} from '../../../admin/service-keys.js';
+import { SERVICE_KEY_SCOPES } from '../../../admin/provisioning.js';
+import type { DbPool } from '../../../db/pool.js';
+import { gwError } from '../../../errors.js';
+import { sendError, sendJson } from '../../../http/respond.js';
+import { declareRoute } from '../../declaration.js';
+
+export const serviceKeySchema = z.object({
+  id: z.string(),
+  org_id: z.string(),
+  key_hint: z.string(),
+  scopes: z.array(z.enum(SERVICE_KEY_SCOPES)),
+  status: z.enum(['active', 'revoked', 'disabled', 'expired']),
+  expires_at: z.string().nullable(),
+  created_at: z.string(),
+});
+
+/** A key as created: the object and, in this answer only, the raw key. */
+export const issuedServiceKeySchema = serviceKeySchema.extend({ key: z.string() });
+
+export const createServiceKeyBody = z.strictObject({
+  scopes: z.array(z.enum(SERVICE_KEY_SCOPES)).min(1, 'must name a scope').optional(),
+  expires_at: z.iso.datetime({ offset: true }).optional(),
+});
+
+/** Routes under /dashboard/api/service-keys/{id} act on the key's organization. */
+export const ofServiceKey = { param: 'id', table: 'service_keys' } as const;
+
+export interface ServiceKeyRouteDeps {
+  readonly db: DbPool;
+  readonly serviceKeys: ServiceKeyInvalidation;
+}
+
+/** POST /dashboard/api/service-keys/{id}/revoke|disable (admin or owner). */
+export function serviceKeyStatusRoute(action: 'revoke' | 'disable') {
+  const status = action === 'revoke' ? 'revoked' : 'disabled';
+  return declareRoute({
+    method: 'POST',
+    path: `/dashboard/api/service-keys/{id}/${action}`,
+    summary:
+      action === 'revoke'
+        ? 'Revokes a service key for good: every instance refuses it at once'
+        : 'Disables a service key: every instance refuses it at once',
+    tag: 'dashboard',
+    caller: { kind: 'org_member', role: 'admin', org: ofServiceKey },
+    responses: { 200: { description: `the ${status} key`, schema: serviceKeySchema } },
+    errors: ['gw_not_found'],
+    async handler({ request, caller }, response, deps: ServiceKeyRouteDeps) {
+      const row = await setServiceKeyStatusAs(
+        deps.db,
+        deps.serviceKeys,
+        { userId: caller.user.id },
+        request.params.id ?? '',
+        status,
+      );
+      if (!row) return sendError(response, gwError('gw_not_found', 'no service key with this id'));
+      sendJson(response, 200, serviceKeyView(row));
+    },
+  });
+}
