@@ -338,6 +338,8 @@ describe('tenant isolation, for every organization route the gateway declares', 
       organizations: tenantA.org_id,
       apps: tenantA.app_id,
       app_connections: tenantA.app_connection_id,
+      api_keys: await anyIdOf('api_keys', tenantA.org_id),
+      service_keys: await anyIdOf('service_keys', tenantA.org_id),
     };
     const before = await db.query('SELECT count(*)::int AS n FROM apps WHERE org_id = $1', [
       tenantA.org_id,
@@ -372,8 +374,23 @@ describe('tenant isolation, for every organization route the gateway declares', 
       tenantA.org_id,
     ]);
     expect(after.rows).toEqual(before.rows);
+    for (const table of ['api_keys', 'service_keys'] as const) {
+      const { rows } = await db.query(`SELECT status FROM ${table} WHERE id = $1`, [
+        foreign[table],
+      ]);
+      expect(rows, table).toEqual([{ status: 'active' }]);
+    }
   });
 });
+
+/** The id of one row of `table` that belongs to the organization. */
+async function anyIdOf(table: 'api_keys' | 'service_keys', orgId: string): Promise<string> {
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT id FROM ${table} WHERE org_id = $1 ORDER BY created_at LIMIT 1`,
+    [orgId],
+  );
+  return rows[0]!.id;
+}
 
 describe('credentials do not cross', () => {
   it('API keys and service keys are never accepted on dashboard routes', async () => {

@@ -93,7 +93,9 @@ export function buildOpenApiDocument(
       ...(routeSecurity && { security: routeSecurity }),
       request: {
         ...(pathParams(route.path) && { params: pathParams(route.path) }),
-        ...(route.body && { body: json(route.body) }),
+        ...(route.body && {
+          body: { ...json(route.body), ...(route.bodyOptional && { required: false }) },
+        }),
         ...(route.query && { query: route.query }),
       },
       responses: { ...successes, ...errorResponses(routeErrorCodes(route)) },

@@ -35,7 +35,11 @@ function bindRoute<Deps>(
       let body: unknown;
       if (route.body) {
         const parsed =
-          contentTypeError(request.headers) ?? parseJsonBody(request.body, route.body as z.ZodType);
+          contentTypeError(request.headers) ??
+          parseJsonBody(
+            route.bodyOptional && request.body.length === 0 ? Buffer.from('{}') : request.body,
+            route.body as z.ZodType,
+          );
         if (isGwError(parsed)) return sendError(response, parsed, flavorOf(request.headers));
         body = parsed;
       }

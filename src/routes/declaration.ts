@@ -104,6 +104,8 @@ export interface RouteDeclaration<
   readonly caller: Requirement;
   /** The JSON body, validated before the handler runs (400 with the field path otherwise). */
   readonly body?: BodySchema;
+  /** An empty body stands for `{}` (for bodies whose every field is optional). */
+  readonly bodyOptional?: boolean;
   /** Query parameters, for the documentation (handlers read `request.query`). */
   readonly query?: z.ZodObject;
   readonly responses: Readonly<Record<number, ResponseDoc>>;

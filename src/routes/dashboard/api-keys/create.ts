@@ -15,6 +15,7 @@ export const createApiKeyRoute = declareRoute({
   tag: 'dashboard',
   caller: { kind: 'org_member', role: 'admin', org: ofConnection },
   body: createApiKeyBody,
+  bodyOptional: true,
   responses: { 201: { description: 'the key, with its raw value', schema: issuedApiKeySchema } },
   errors: ['gw_conflict'],
   async handler({ request, caller, body }, response, deps: { readonly db: DbPool }) {

@@ -17,6 +17,7 @@ export const rotateApiKeyRoute = declareRoute({
   tag: 'dashboard',
   caller: { kind: 'org_member', role: 'admin', org: ofApiKey },
   body: rotateApiKeyBody,
+  bodyOptional: true,
   responses: {
     201: { description: 'the new key, with its raw value', schema: issuedApiKeySchema },
   },

@@ -15,6 +15,7 @@ export const createServiceKeyRoute = declareRoute({
   tag: 'dashboard',
   caller: { kind: 'org_member', role: 'admin', org: inOrg },
   body: createServiceKeyBody,
+  bodyOptional: true,
   responses: {
     201: { description: 'the key, with its raw value', schema: issuedServiceKeySchema },
   },
