@@ -98,9 +98,6 @@ export async function createServiceKeyAs(
   }
   if (scopes.length === 0) return gwError('gw_invalid_request', 'scopes: must name a scope');
   const expiresAt = settings.expiresAt ?? null;
-  if (expiresAt && expiresAt.getTime() <= Date.now()) {
-    return gwError('gw_invalid_request', 'expires_at: must be in the future');
-  }
   return withTransaction(db, async (client) => {
     const key = await createServiceKey(client, orgId, scopes, expiresAt);
     await recordAudit(client, {

@@ -27,7 +27,11 @@ export const issuedServiceKeySchema = serviceKeySchema.extend({ key: z.string() 
 
 export const createServiceKeyBody = z.strictObject({
   scopes: z.array(z.enum(SERVICE_KEY_SCOPES)).min(1, 'must name a scope').optional(),
-  expires_at: z.iso.datetime({ offset: true }).optional(),
+  // The CLI may issue an already-expired key (for tests); the dashboard has no use for one.
+  expires_at: z.iso
+    .datetime({ offset: true })
+    .refine((value) => Date.parse(value) > Date.now(), 'must be in the future')
+    .optional(),
 });
 
 /** Routes under /dashboard/api/service-keys/{id} act on the key's organization. */
