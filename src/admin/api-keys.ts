@@ -26,7 +26,6 @@ export interface ApiKeyRow {
   readonly revoked_at: Date | null;
   readonly expires_at: Date | null;
   readonly replaced_by: string | null;
-  readonly last_used_at: Date | null;
   readonly cursor_us: string;
 }
 
@@ -39,7 +38,7 @@ export interface IssuedApiKey {
 type ApiKeyInvalidation = Pick<ApiKeyStore, 'invalidate'>;
 
 const COLUMNS = `id, org_id, app_id, app_connection_id, name, key_hint, status, model_policy,
-  created_at, revoked_at, expires_at, replaced_by, last_used_at, ${CURSOR_COLUMN}`;
+  created_at, revoked_at, expires_at, replaced_by, ${CURSOR_COLUMN}`;
 
 /** What the dashboard shows of a key: its hint, never the key. */
 export function apiKeyView(row: ApiKeyRow, now = Date.now()): Record<string, unknown> {
@@ -57,7 +56,6 @@ export function apiKeyView(row: ApiKeyRow, now = Date.now()): Record<string, unk
     revoked_at: row.revoked_at?.toISOString() ?? null,
     expires_at: row.expires_at?.toISOString() ?? null,
     replaced_by: row.replaced_by,
-    last_used_at: row.last_used_at?.toISOString() ?? null,
   };
 }
 

@@ -19,7 +19,6 @@ export const apiKeySchema = z.object({
   expires_at: z.string().nullable(),
   /** The key a rotation issued in its place. */
   replaced_by: z.string().nullable(),
-  last_used_at: z.string().nullable(),
 });
 
 /** A key as created or rotated: the object and, in this answer only, the raw key. */
