@@ -6,6 +6,10 @@ export const errorCatalogue = {
   // Request shape
   gw_invalid_json: { status: 400, summary: 'the body is not valid JSON' },
   gw_invalid_request: { status: 400, summary: 'the body or a parameter fails validation' },
+  gw_amount_out_of_range: {
+    status: 400,
+    summary: 'an amount, or the balance it would make, is beyond 1,000,000 (docs/limits.md)',
+  },
   gw_body_too_large: { status: 413, summary: 'the body exceeds MAX_BODY_BYTES' },
   gw_route_not_found: { status: 404, summary: 'no such route' },
   gw_method_not_allowed: { status: 405, summary: 'the route exists but not for this method' },

@@ -2,12 +2,12 @@
 // upsert (with the allowance anchor rules), credit grants and block/unblock. Every change
 // that affects the request path is pushed to the gateway instances' caches.
 import type { Redis } from 'ioredis';
-import { withTransaction, type DbPool } from '../db/pool.js';
+import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
 import { newId } from '../ids.js';
-import { formatNano, nanoToNumeric, numericToNano } from '../money.js';
+import { assertAmountInRange, formatNano, nanoToNumeric, numericToNano } from '../money.js';
 import { NEVER_EXPIRES_MS } from '../billing/account-loader.js';
 import type { RedisKeys } from '../redis/keys.js';
-import type { RedisScripts } from '../redis/scripts.js';
+import type { RedisScripts, ScriptKeys } from '../redis/scripts.js';
 import { emailHash, productUserInvalidation } from './directory.js';
 import type { ProductUserRow } from './profile.js';
 
@@ -69,6 +69,23 @@ function grantFromRow(row: GrantRow): CreditGrant {
     status: row.status,
     created_at: row.created_at.toISOString(),
   };
+}
+
+/** Refuses a grant that would take the user's live credits in its currency past the limit. */
+async function assertCreditsInRange(client: DbClient, input: CreditGrantInput): Promise<void> {
+  const { rows } = await client.query<{ remaining: string }>(
+    `SELECT COALESCE(sum(g.amount - COALESCE(
+              (SELECT sum(c.amount) FROM credit_consumptions c WHERE c.grant_id = g.id), 0)), 0)::text
+              AS remaining
+       FROM credit_grants g
+      WHERE g.product_user_id = $1 AND g.currency = $2 AND g.status = 'active'
+        AND (g.expires_at IS NULL OR g.expires_at > now())`,
+    [input.productUserId, input.currency],
+  );
+  assertAmountInRange(
+    numericToNano(rows[0]!.remaining) + input.amountNano,
+    `the user's credits in ${input.currency}`,
+  );
 }
 
 export class ProductUserManagement {
@@ -150,24 +167,34 @@ export class ProductUserManagement {
     return true;
   }
 
-  /** Grants credits once per idempotency key; `created` is false for a replay. */
+  /**
+   * Grants credits once per idempotency key; `created` is false for a replay. What the user
+   * has left in the grant's currency may not pass MAX_AMOUNT_NANO (AmountRangeError, nothing
+   * granted): the user's row is locked while it is summed, so concurrent grants cannot.
+   */
   async grantCredits(input: CreditGrantInput): Promise<{ grant: CreditGrant; created: boolean }> {
-    const inserted = await this.db.query<GrantRow>(
-      `INSERT INTO credit_grants (id, org_id, product_user_id, amount, currency, reason, idempotency_key, expires_at)
+    const inserted = await withTransaction(this.db, async (client) => {
+      await client.query('SELECT 1 FROM product_users WHERE id = $1 FOR UPDATE', [
+        input.productUserId,
+      ]);
+      await assertCreditsInRange(client, input);
+      return client.query<GrantRow>(
+        `INSERT INTO credit_grants (id, org_id, product_user_id, amount, currency, reason, idempotency_key, expires_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
        ON CONFLICT (product_user_id, idempotency_key) DO NOTHING
        RETURNING id, product_user_id, amount::text, currency, expires_at, reason, status, created_at, org_id`,
-      [
-        newId('grant'),
-        input.orgId,
-        input.productUserId,
-        nanoToNumeric(input.amountNano),
-        input.currency,
-        input.reason,
-        input.idempotencyKey,
-        input.expiresAt,
-      ],
-    );
+        [
+          newId('grant'),
+          input.orgId,
+          input.productUserId,
+          nanoToNumeric(input.amountNano),
+          input.currency,
+          input.reason,
+          input.idempotencyKey,
+          input.expiresAt,
+        ],
+      );
+    });
     const row = inserted.rows[0];
     if (!row) {
       const { rows } = await this.db.query<GrantRow>(
@@ -177,12 +204,12 @@ export class ProductUserManagement {
       );
       return { grant: grantFromRow(rows[0]!), created: false };
     }
-    await this.scripts.creditsChange(this.creditKeys(row.org_id, row.product_user_id), [
-      'add',
-      row.id,
-      input.amountNano.toString(),
-      String(row.expires_at ? row.expires_at.getTime() : NEVER_EXPIRES_MS),
-    ]);
+    await this.scripts.creditsChange(this.creditKeys(row), {
+      action: 'add',
+      grant_id: row.id,
+      amount_nano: input.amountNano.toString(),
+      expires_at_ms: String(row.expires_at ? row.expires_at.getTime() : NEVER_EXPIRES_MS),
+    });
     return { grant: grantFromRow(row), created: true };
   }
 
@@ -196,18 +223,22 @@ export class ProductUserManagement {
     );
     const row = rows[0];
     if (!row) return undefined;
-    await this.scripts.creditsChange(this.creditKeys(row.org_id, row.product_user_id), [
-      'remove',
-      row.id,
-    ]);
+    await this.scripts.creditsChange(this.creditKeys(row), {
+      action: 'remove',
+      grant_id: row.id,
+      amount_nano: '',
+      expires_at_ms: '',
+    });
     return grantFromRow(row);
   }
 
-  private creditKeys(orgId: string, productUserId: string): string[] {
-    return [
-      this.keys.userCredits(orgId, productUserId),
-      this.keys.userGrants(orgId, productUserId),
-    ];
+  /** The live credits of the grant's user in the grant's currency. */
+  private creditKeys(row: GrantRow): ScriptKeys<'creditsChange'> {
+    const currency = row.currency.trim();
+    return {
+      user_credits: this.keys.userCredits(row.org_id, row.product_user_id, currency),
+      user_grants: this.keys.userGrants(row.org_id, row.product_user_id, currency),
+    };
   }
 
   /** Tells every gateway instance to forget its cached copy of this user. */

@@ -9,7 +9,7 @@ import type { DbPool } from '../db/pool.js';
 import { gwError, isGwError, type GwError } from '../errors.js';
 import { sendError, sendJson } from '../http/respond.js';
 import type { HttpRequest, HttpResponse } from '../http/types.js';
-import { AmountError, parseAmountToNano } from '../money.js';
+import { AmountError, AmountRangeError, parseAmountToNano } from '../money.js';
 import { ProductUserRuleError, type ProductUserManagement } from '../product-users/management.js';
 import {
   DEFAULT_CURRENCY,
@@ -101,7 +101,7 @@ export const creditGrantRoute = declareRoute({
     200: { description: 'an Idempotency-Key replay: the first grant' },
     201: { description: 'granted' },
   },
-  errors: [...identityErrors, 'gw_product_user_not_found'],
+  errors: [...identityErrors, 'gw_product_user_not_found', 'gw_amount_out_of_range'],
   handler: ({ request, caller, body }, response, deps: { productUsers: ProductUserRouteDeps }) =>
     postCreditGrant(deps.productUsers, caller, request, body, response),
 });
@@ -211,6 +211,8 @@ async function postCreditGrant(
   try {
     amountNano = parseAmountToNano(body.amount);
   } catch (error) {
+    if (error instanceof AmountRangeError)
+      return sendError(response, gwError('gw_amount_out_of_range', `amount: ${error.message}`));
     if (error instanceof AmountError)
       return sendError(response, gwError('gw_invalid_request', `amount: ${error.message}`));
     throw error;
@@ -231,15 +233,22 @@ async function postCreditGrant(
       gwError('gw_invalid_request', 'Idempotency-Key: must be 1 to 255 characters'),
     );
   }
-  const { grant, created } = await deps.management.grantCredits({
-    orgId: caller.orgId,
-    productUserId: user.id,
-    amountNano,
-    currency: body.currency ?? DEFAULT_CURRENCY,
-    expiresAt,
-    reason: body.reason ?? null,
-    idempotencyKey: idempotencyKey ?? null,
-  });
+  const granted = await deps.management
+    .grantCredits({
+      orgId: caller.orgId,
+      productUserId: user.id,
+      amountNano,
+      currency: body.currency ?? DEFAULT_CURRENCY,
+      expiresAt,
+      reason: body.reason ?? null,
+      idempotencyKey: idempotencyKey ?? null,
+    })
+    .catch((error: unknown) => {
+      if (error instanceof AmountRangeError) return gwError('gw_amount_out_of_range', error.message);
+      throw error;
+    });
+  if (isGwError(granted)) return sendError(response, granted);
+  const { grant, created } = granted;
   const credits = await deps.profiles.credits(user, grant.currency);
   sendJson(response, created ? 201 : 200, { ...grant, credits });
 }
