@@ -8,7 +8,7 @@ export const NANO_PER_UNIT = 1_000_000_000n;
 /** Every cost is priced and charged in this currency; credits in another never pay one. */
 export const SETTLEMENT_CURRENCY = 'USD';
 const WIRE_FRACTION_DIGITS = 12;
-const decimalAmount = /^(?:0|[1-9]\d{0,17})(?:\.\d{1,12})?$/;
+const decimalAmount = /^(?:0|[1-9]\d{0,39})(?:\.\d{1,12})?$/;
 
 /** Formats nano-units as the wire's decimal string: "1.500000000000". */
 export function formatNano(nano: bigint): string {
