@@ -151,18 +151,21 @@ describe('product-user allowance', () => {
       grant_id: 'grant_late',
       amount_nano: '50',
       expires_at_ms: String(now + 86_400_000),
+      ttl_ms: '',
     });
     await scripts.creditsChange(credits, {
       action: 'add',
       grant_id: 'grant_soon',
       amount_nano: '30',
       expires_at_ms: String(now + 3_600_000),
+      ttl_ms: '',
     });
     await scripts.creditsChange(credits, {
       action: 'add',
       grant_id: 'grant_expired',
       amount_nano: '1000',
       expires_at_ms: String(now - 1000),
+      ttl_ms: '',
     });
     const account = accounts(orgId, { user: user(userId, 100n) });
 

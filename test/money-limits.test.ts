@@ -235,12 +235,43 @@ describe('a script given an amount out of range writes nothing', () => {
         grant_id: 'grant_big',
         amount_nano: LUA_LIMIT.toString(),
         expires_at_ms: String(Date.now() + 1000),
+        ttl_ms: '',
       }),
     ).rejects.toThrow(/gw_amount_out_of_range/);
     await expect(
       scripts.walletAdjust({ wallet }, { mode: 'add', amount_nano: (LUA_LIMIT - 1n).toString() }),
     ).rejects.toThrow(/gw_amount_out_of_range: the new balance/);
     expect(await snapshot(orgId)).toEqual(before);
+  });
+});
+
+describe('credit revocation', () => {
+  it('a load that read Postgres before a revocation does not bring the grant back', async () => {
+    const orgId = uniqueOrg();
+    const credits = {
+      user_credits: keys.userCredits(orgId, 'pu_revoked', 'USD'),
+      user_grants: keys.userGrants(orgId, 'pu_revoked', 'USD'),
+    };
+    const expires = String(Date.now() + 86_400_000);
+    // The loader read both grants as active; the revocation lands before it writes.
+    await scripts.creditsChange(credits, {
+      action: 'remove',
+      grant_id: 'grant_revoked',
+      amount_nano: '',
+      expires_at_ms: '',
+      ttl_ms: '600000',
+    });
+    await scripts.creditsLoad(credits, { ttl_ms: '600000' }, [
+      'grant_revoked',
+      '700',
+      expires,
+      'grant_kept',
+      '300',
+      expires,
+    ]);
+    expect(await redis.hget(credits.user_credits, 'g:grant_revoked')).toBeNull();
+    expect(await redis.zrange(credits.user_grants, 0, -1)).toEqual(['grant_kept']);
+    expect(await redis.pttl(credits.user_credits)).toBeGreaterThan(0);
   });
 });
 

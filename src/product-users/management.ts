@@ -5,7 +5,7 @@ import type { Redis } from 'ioredis';
 import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
 import { newId } from '../ids.js';
 import { assertAmountInRange, formatNano, nanoToNumeric, numericToNano } from '../money.js';
-import { NEVER_EXPIRES_MS } from '../billing/account-loader.js';
+import { CREDITS_TTL_MS, NEVER_EXPIRES_MS } from '../billing/account-loader.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts, ScriptKeys } from '../redis/scripts.js';
 import { emailHash, productUserInvalidation } from './directory.js';
@@ -209,6 +209,7 @@ export class ProductUserManagement {
       grant_id: row.id,
       amount_nano: input.amountNano.toString(),
       expires_at_ms: String(row.expires_at ? row.expires_at.getTime() : NEVER_EXPIRES_MS),
+      ttl_ms: '',
     });
     return { grant: grantFromRow(row), created: true };
   }
@@ -228,6 +229,7 @@ export class ProductUserManagement {
       grant_id: row.id,
       amount_nano: '',
       expires_at_ms: '',
+      ttl_ms: String(CREDITS_TTL_MS),
     });
     return grantFromRow(row);
   }

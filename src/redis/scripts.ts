@@ -136,7 +136,7 @@ export const scriptSpecs = {
   creditsChange: {
     file: 'credits-change',
     keys: ['user_credits', 'user_grants'],
-    args: ['action', 'grant_id', 'amount_nano', 'expires_at_ms'],
+    args: ['action', 'grant_id', 'amount_nano', 'expires_at_ms', 'ttl_ms'],
   },
   walletAdjust: {
     file: 'wallet-adjust',
