@@ -1,6 +1,7 @@
 // Amount limits and scripts that fail whole: on the real Redis and Postgres, an amount beyond
 // what the money layer handles exactly is refused, and a script that refuses writes nothing.
 import { afterAll, describe, expect, it } from 'vitest';
+import { CapTargetError, setCap } from '../src/admin/caps.js';
 import { createApp, createOrganization } from '../src/admin/provisioning.js';
 import { AccountLoader } from '../src/billing/account-loader.js';
 import type { RequestAccounts } from '../src/billing/budget-store.js';
@@ -318,5 +319,18 @@ describe('amounts at the entry points', () => {
       { currency: 'EUR', n: 1 },
       { currency: 'USD', n: 2 },
     ]);
+  });
+
+  it('refuses a cap in another currency than the settlement one, or beyond the limit', async () => {
+    const orgId = await createOrganization(db, 'limits-caps');
+    const target = { scope: 'org', orgId } as const;
+    await expect(
+      setCap(db, redis, keys, target, { amountNano: 1_000_000_000n, currency: 'EUR' }),
+    ).rejects.toThrow(CapTargetError);
+    await expect(
+      setCap(db, redis, keys, target, { amountNano: MAX_AMOUNT_NANO + 1n, currency: 'USD' }),
+    ).rejects.toThrow(AmountRangeError);
+    const { rows } = await db.query('SELECT id FROM cap_rules WHERE org_id = $1', [orgId]);
+    expect(rows).toEqual([]);
   });
 });

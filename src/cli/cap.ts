@@ -1,7 +1,7 @@
 // gw cap set: spending caps at org, app-connection and product-user scope.
 import { CapTargetError, setCap, type CapTarget } from '../admin/caps.js';
 import type { CreditMode, OverrunPolicy } from '../auth/api-key-store.js';
-import { parseAmountToNano, SETTLEMENT_CURRENCY } from '../money.js';
+import { parseAmountToNano } from '../money.js';
 import { ensureProductUser, type CliContext } from './context.js';
 import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
 
@@ -52,9 +52,6 @@ export async function capCommand(context: CliContext, argv: string[]): Promise<v
   if (values.period !== 'monthly') throw new UsageError('--period: only monthly is supported');
   if (!/^[A-Z]{3}$/.test(values.currency))
     throw new UsageError('--currency must be a 3-letter ISO code');
-  // A cap limits what costs add up to, and every cost is in the settlement currency.
-  if (values.currency !== SETTLEMENT_CURRENCY)
-    throw new UsageError(`--currency: caps are in ${SETTLEMENT_CURRENCY}, the currency costs are charged in`);
   const scope = oneOf(values.scope, ['org', 'app_connection', 'product_user'] as const, 'scope');
   let target: CapTarget;
   if (scope === 'org') {
