@@ -73,3 +73,12 @@ describe('costNano', () => {
     );
   });
 });
+
+describe('amount limits', () => {
+  it('parses up to MAX_AMOUNT_NANO and refuses anything larger with AmountRangeError', () => {
+    expect(parseAmountToNano('1000000')).toBe(MAX_AMOUNT_NANO);
+    expect(() => parseAmountToNano('1000000.000000001')).toThrow(AmountRangeError);
+    expect(() => parseAmountToNano('1000000000000000000')).toThrow(AmountRangeError);
+    expect(() => parseAmountToNano('1' + '0'.repeat(40))).toThrow(AmountError);
+  });
+});

@@ -58,7 +58,11 @@ describe('Lua bindings', () => {
       .filter((name) => name.endsWith('.lua'))
       .map((name) => name.slice(0, -4))
       .sort();
-    expect(Object.values(scriptSpecs).map((spec) => spec.file).sort()).toEqual(files);
+    expect(
+      Object.values(scriptSpecs)
+        .map((spec) => spec.file)
+        .sort(),
+    ).toEqual(files);
   });
 
   it('inlines includes recursively, each once, at its first mention', () => {

@@ -151,9 +151,7 @@ type Spec<N extends ScriptName> = (typeof scriptSpecs)[N];
 /** The named KEYS of a script. */
 export type ScriptKeys<N extends ScriptName> = Readonly<Record<Spec<N>['keys'][number], string>>;
 /** The named ARGV of a script (its `rest` list, if any, goes separately). */
-export type ScriptArgs<N extends ScriptName> = Readonly<
-  Record<Spec<N>['args'][number], ScriptArg>
->;
+export type ScriptArgs<N extends ScriptName> = Readonly<Record<Spec<N>['args'][number], ScriptArg>>;
 export type ScriptCall<N extends ScriptName> = (
   keys: ScriptKeys<N>,
   args: ScriptArgs<N>,

@@ -244,7 +244,8 @@ async function postCreditGrant(
       idempotencyKey: idempotencyKey ?? null,
     })
     .catch((error: unknown) => {
-      if (error instanceof AmountRangeError) return gwError('gw_amount_out_of_range', error.message);
+      if (error instanceof AmountRangeError)
+        return gwError('gw_amount_out_of_range', error.message);
       throw error;
     });
   if (isGwError(granted)) return sendError(response, granted);
