@@ -76,6 +76,15 @@ afterAll(async () => {
   await db.end();
 });
 
+describe('RedisBudgetStore on a shared client', () => {
+  it('adds one ready listener to the client, not one per store', () => {
+    storeWithTtl(60_000);
+    const listeners = redis.listenerCount('ready');
+    for (let index = 0; index < 20; index += 1) storeWithTtl(60_000);
+    expect(redis.listenerCount('ready')).toBe(listeners);
+  });
+});
+
 describe('reserve.lua', () => {
   it('lets exactly as many concurrent holds through as the wallet covers', async () => {
     const orgId = `org_race_${Date.now()}`;
