@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# Build stage: compile TypeScript.
+# Build stage: compile TypeScript and bundle the dashboard.
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -7,6 +7,7 @@ RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY bench ./bench
+COPY web ./web
 RUN npm run build
 
 # Runtime stage: production dependencies, compiled code, SQL migrations and Lua scripts.
