@@ -143,6 +143,11 @@ export const scriptSpecs = {
     keys: ['wallet'],
     args: ['mode', 'amount_nano'],
   },
+  cacheFill: {
+    file: 'cache-fill',
+    keys: ['value', 'generation'],
+    args: ['expected_generation', 'value', 'ttl_s'],
+  },
 } as const satisfies Record<string, ScriptSpec>;
 
 export type ScriptName = keyof typeof scriptSpecs;
