@@ -20,6 +20,9 @@ COPY --from=build /app/dist ./dist
 COPY src/db/migrations ./src/db/migrations
 COPY lua ./lua
 COPY bin ./bin
+# The settle spool (SPOOL_DIR): settles that met an unreachable Redis wait here until it is back.
+RUN mkdir -p /app/var/spool && chown node:node /app/var/spool
+VOLUME /app/var/spool
 USER node
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \

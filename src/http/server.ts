@@ -14,6 +14,7 @@ import {
 } from '../errors.js';
 import { newRequestId } from '../ids.js';
 import type { Logger } from '../log.js';
+import type { RequestLog } from './request-log.js';
 import { sendError } from './respond.js';
 import { UwsHttpResponse } from './response.js';
 import { RouteTable } from './route-table.js';
@@ -26,6 +27,8 @@ export interface HttpServerOptions {
   readonly logger: Logger;
   /** Told about every finished request (for metrics); `route` is the matched path or 'unmatched'. */
   readonly onRequestFinished?: (route: string, status: number, durationMs: number) => void;
+  /** Writes the request-log line of every finished request (see request-log.ts). */
+  readonly requestLog?: RequestLog;
 }
 
 export interface HttpServer {
@@ -78,7 +81,16 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     const routeLabel = route ? route.path : 'unmatched';
     const response = new UwsHttpResponse(native, requestId, (status) => {
       finished();
-      options.onRequestFinished?.(routeLabel, status, Date.now() - receivedAtMs);
+      const durationMs = Date.now() - receivedAtMs;
+      options.onRequestFinished?.(routeLabel, status, durationMs);
+      options.requestLog?.({
+        requestId,
+        method,
+        route: routeLabel,
+        status,
+        durationMs,
+        annotations: response.annotations,
+      });
     });
     native.onAborted(() => response.markAborted());
 

@@ -88,6 +88,16 @@ async function assertCreditsInRange(client: DbClient, input: CreditGrantInput): 
   );
 }
 
+/** Whether a replayed request asks for the grant the key first created. */
+function sameGrant(row: GrantRow, input: CreditGrantInput): boolean {
+  return (
+    numericToNano(row.amount) === input.amountNano &&
+    row.currency.trim() === input.currency &&
+    row.reason === input.reason &&
+    (row.expires_at?.getTime() ?? null) === (input.expiresAt?.getTime() ?? null)
+  );
+}
+
 export class ProductUserManagement {
   constructor(
     private readonly db: DbPool,
@@ -168,16 +178,28 @@ export class ProductUserManagement {
   }
 
   /**
-   * Grants credits once per idempotency key; `created` is false for a replay. What the user
-   * has left in the grant's currency may not pass MAX_AMOUNT_NANO (AmountRangeError, nothing
-   * granted): the user's row is locked while it is summed, so concurrent grants cannot.
+   * Grants credits once per idempotency key; `created` is false for a replay. A key reused
+   * with different grant fields grants nothing and answers `keyReused` (Stripe's rule). What
+   * the user has left in the grant's currency may not pass MAX_AMOUNT_NANO (AmountRangeError,
+   * nothing granted; a replay is not a new grant and is not checked): the user's row is locked
+   * while it is summed, so concurrent grants cannot pass it together.
    */
-  async grantCredits(input: CreditGrantInput): Promise<{ grant: CreditGrant; created: boolean }> {
+  async grantCredits(
+    input: CreditGrantInput,
+  ): Promise<{ grant: CreditGrant; created: boolean } | { keyReused: true }> {
     const inserted = await withTransaction(this.db, async (client) => {
       await client.query('SELECT 1 FROM product_users WHERE id = $1 FOR UPDATE', [
         input.productUserId,
       ]);
-      await assertCreditsInRange(client, input);
+      const replay =
+        input.idempotencyKey !== null &&
+        (
+          await client.query(
+            'SELECT 1 FROM credit_grants WHERE product_user_id = $1 AND idempotency_key = $2',
+            [input.productUserId, input.idempotencyKey],
+          )
+        ).rowCount !== 0;
+      if (!replay) await assertCreditsInRange(client, input);
       return client.query<GrantRow>(
         `INSERT INTO credit_grants (id, org_id, product_user_id, amount, currency, reason, idempotency_key, expires_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
@@ -202,7 +224,9 @@ export class ProductUserManagement {
            FROM credit_grants WHERE product_user_id = $1 AND idempotency_key = $2`,
         [input.productUserId, input.idempotencyKey],
       );
-      return { grant: grantFromRow(rows[0]!), created: false };
+      const first = rows[0]!;
+      if (!sameGrant(first, input)) return { keyReused: true };
+      return { grant: grantFromRow(first), created: false };
     }
     await this.scripts.creditsChange(this.creditKeys(row), {
       action: 'add',

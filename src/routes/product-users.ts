@@ -101,7 +101,12 @@ export const creditGrantRoute = declareRoute({
     200: { description: 'an Idempotency-Key replay: the first grant' },
     201: { description: 'granted' },
   },
-  errors: [...identityErrors, 'gw_product_user_not_found', 'gw_amount_out_of_range'],
+  errors: [
+    ...identityErrors,
+    'gw_product_user_not_found',
+    'gw_idempotency_key_reused',
+    'gw_amount_out_of_range',
+  ],
   handler: ({ request, caller, body }, response, deps: { productUsers: ProductUserRouteDeps }) =>
     postCreditGrant(deps.productUsers, caller, request, body, response),
 });
@@ -249,6 +254,15 @@ async function postCreditGrant(
       throw error;
     });
   if (isGwError(granted)) return sendError(response, granted);
+  if ('keyReused' in granted) {
+    return sendError(
+      response,
+      gwError(
+        'gw_idempotency_key_reused',
+        'Idempotency-Key was already used with a different request body; use a new key for a new grant',
+      ),
+    );
+  }
   const { grant, created } = granted;
   const credits = await deps.profiles.credits(user, grant.currency);
   sendJson(response, created ? 201 : 200, { ...grant, credits });
