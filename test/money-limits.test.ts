@@ -296,7 +296,7 @@ describe('amounts at the entry points', () => {
     const orgId = await createOrganization(db, 'limits-credits');
     const appId = await createApp(db, orgId, 'limits-app');
     const { user } = await management.upsert({ orgId, appId, externalUserId: 'rich' });
-    const grant = (amountNano: bigint, currency = 'USD') =>
+    const grant = (amountNano: bigint, currency = 'USD', idempotencyKey: string | null = null) =>
       management.grantCredits({
         orgId,
         productUserId: user.id,
@@ -304,11 +304,15 @@ describe('amounts at the entry points', () => {
         currency,
         expiresAt: null,
         reason: null,
-        idempotencyKey: null,
+        idempotencyKey,
       });
     await grant(MAX_AMOUNT_NANO / 2n);
-    await grant(MAX_AMOUNT_NANO / 2n);
+    await grant(MAX_AMOUNT_NANO / 2n, 'USD', 'second-half');
     await expect(grant(1n)).rejects.toThrow(AmountRangeError);
+    // A replay is the first grant again, not a new one: it is answered, not range-checked.
+    expect(await grant(MAX_AMOUNT_NANO / 2n, 'USD', 'second-half')).toMatchObject({
+      created: false,
+    });
     // Another currency is another total.
     await grant(MAX_AMOUNT_NANO, 'EUR');
     const { rows } = await db.query(
