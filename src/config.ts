@@ -46,6 +46,8 @@ export const configSchema = z.object({
   SPOOL_DIR: z.string().min(1).default('var/spool'),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** The built-in mock serves every vendor without a base URL (else only when none is set). */
+  MOCK_VENDORS: booleanFlag.default(false),
   REQUEST_LOG_SAMPLE_RATE: z.coerce.number().min(0).max(1).default(1),
   MOCK_VENDOR_LATENCY_MS: z.coerce.number().int().min(0).default(0),
   MOCK_VENDOR_TOKENS_PER_SECOND: z.coerce.number().int().min(0).default(0),

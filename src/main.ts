@@ -14,7 +14,7 @@ import { CapPolicyStore } from './billing/cap-policies.js';
 import { subscribeInvalidations } from './cache/invalidation.js';
 import { RedisBudgetStore } from './billing/redis-budget-store.js';
 import { WalletService } from './billing/wallets.js';
-import { ModelCatalog } from './catalog/models.js';
+import { ModelCatalog, type Vendor } from './catalog/models.js';
 import { loadConfig, type Config } from './config.js';
 import { ensureDatabase, migrate } from './db/migrate.js';
 import { createDbPool } from './db/pool.js';
@@ -34,7 +34,7 @@ import { ProductUserDirectory } from './product-users/directory.js';
 import { LiveBalanceReader } from './product-users/live-balance.js';
 import { ProductUserManagement } from './product-users/management.js';
 import { ProductUserProfiles } from './product-users/profile.js';
-import { MOCK_SYSTEM_KEY, type SystemRoutes, type VendorRoute } from './providers/system-routes.js';
+import { buildSystemRoutes, mockServedVendors } from './providers/system-routes.js';
 import { UpstreamClient } from './providers/upstream.js';
 import { createRedisKeys } from './redis/keys.js';
 import { defineScripts, preloadScripts } from './redis/scripts.js';
@@ -72,15 +72,6 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
   const scripts = defineScripts(redis);
   await preloadScripts(redis);
 
-  const catalog = new ModelCatalog(db);
-  await catalog.refresh();
-  const catalogTimer = setInterval(() => {
-    catalog
-      .refresh()
-      .catch((error: unknown) => logger.warn({ err: error }, 'catalog refresh failed'));
-  }, CATALOG_REFRESH_MS);
-  catalogTimer.unref();
-
   const apiKeys = new ApiKeyStore(db, redis, keys, config.AUTH_CACHE_TTL_MS);
 
   const unwritten = new UnwrittenUsage(redis, db, keys);
@@ -106,8 +97,13 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
   const tokenCounter = new PiscinaTokenCounter(config.TOKEN_WORKERS);
   const upstream = new UpstreamClient(config.UPSTREAM_TIMEOUT_MS);
 
+  const vendorSettings = {
+    vendor_a: { baseUrl: config.VENDOR_A_BASE_URL, apiKey: config.VENDOR_A_API_KEY },
+    vendor_b: { baseUrl: config.VENDOR_B_BASE_URL, apiKey: config.VENDOR_B_API_KEY },
+  };
+  const mockVendors = mockServedVendors(vendorSettings, config.MOCK_VENDORS);
   const mock =
-    config.VENDOR_A_BASE_URL === undefined || config.VENDOR_B_BASE_URL === undefined
+    mockVendors.length > 0
       ? await startMockVendors({
           host: '127.0.0.1',
           port: 0,
@@ -115,14 +111,21 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
           tokensPerSecond: config.MOCK_VENDOR_TOKENS_PER_SECOND,
         })
       : undefined;
-  const vendorRoute = (baseUrl: string | undefined, apiKey: string | undefined): VendorRoute =>
-    baseUrl !== undefined
-      ? { baseUrl, apiKey, mock: false }
-      : { baseUrl: mock!.url, apiKey: MOCK_SYSTEM_KEY, mock: true };
-  const systemRoutes: SystemRoutes = {
-    vendor_a: vendorRoute(config.VENDOR_A_BASE_URL, config.VENDOR_A_API_KEY),
-    vendor_b: vendorRoute(config.VENDOR_B_BASE_URL, config.VENDOR_B_API_KEY),
-  };
+  const systemRoutes = buildSystemRoutes(vendorSettings, mockVendors, mock?.url);
+  if (mock) {
+    logger.warn(
+      { vendors: mockVendors },
+      'the built-in mock vendors answer these vendors: development only, never real traffic',
+    );
+  }
+  const catalog = new ModelCatalog(db, Object.keys(systemRoutes) as Vendor[]);
+  await catalog.refresh();
+  const catalogTimer = setInterval(() => {
+    catalog
+      .refresh()
+      .catch((error: unknown) => logger.warn({ err: error }, 'catalog refresh failed'));
+  }, CATALOG_REFRESH_MS);
+  catalogTimer.unref();
 
   const metrics = new GatewayMetrics(config.METRICS_ENABLED, () =>
     pendingUsageRecords(redis, keys),
@@ -233,8 +236,8 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
   logger.info(
     {
       port,
-      vendorA: systemRoutes.vendor_a.mock ? 'mock' : 'configured',
-      vendorB: systemRoutes.vendor_b.mock ? 'mock' : 'configured',
+      vendorA: routeLabel(systemRoutes.vendor_a),
+      vendorB: routeLabel(systemRoutes.vendor_b),
     },
     'gw listening',
   );
@@ -257,6 +260,10 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
       await db.end();
     },
   };
+}
+
+function routeLabel(route: { readonly mock: boolean } | undefined): string {
+  return route === undefined ? 'unconfigured' : route.mock ? 'mock' : 'configured';
 }
 
 async function main(): Promise<void> {

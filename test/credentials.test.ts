@@ -42,7 +42,9 @@ describe('secret box', () => {
     const sealed = oldBox.seal('sk-live-secret');
     expect(sealed.ciphertext.toString('utf8')).not.toContain('sk-live-secret');
     expect(oldBox.open(sealed)).toBe('sk-live-secret');
-    const tampered = { ...sealed, ciphertext: Buffer.from(sealed.ciphertext).fill(1, 0, 1) };
+    const flipped = Buffer.from(sealed.ciphertext);
+    flipped[0] = flipped[0]! ^ 0xff; // always a different byte (setting it to 1 was not, 1 in 256)
+    const tampered = { ...sealed, ciphertext: flipped };
     expect(() => oldBox.open(tampered)).toThrow(SecretBoxError);
     const newKey = Buffer.alloc(32, 9).toString('base64');
     const rotated = parseMasterKeys(newKey, 'new', `old:${TEST_MASTER_KEY}`)!;

@@ -33,10 +33,19 @@ interface ModelRow {
   supports_tools: boolean;
 }
 
+export const VENDORS: readonly Vendor[] = ['vendor_a', 'vendor_b'];
+
 export class ModelCatalog {
   private models = new Map<string, CatalogModel>();
 
-  constructor(private readonly db: DbPool) {}
+  /**
+   * `routableVendors`: the vendors the gateway can reach; other vendors' models are left out
+   * (they answer gw_unsupported_model and are not listed).
+   */
+  constructor(
+    private readonly db: DbPool,
+    private readonly routableVendors: readonly Vendor[] = VENDORS,
+  ) {}
 
   get(modelId: string): CatalogModel | undefined {
     return this.models.get(modelId);
@@ -55,6 +64,7 @@ export class ModelCatalog {
     );
     const next = new Map<string, CatalogModel>();
     for (const row of rows) {
+      if (!this.routableVendors.includes(row.vendor)) continue;
       next.set(row.id, {
         id: row.id,
         vendor: row.vendor,

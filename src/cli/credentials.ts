@@ -7,6 +7,7 @@ import {
   type RoutingMode,
 } from '../credentials/credential-store.js';
 import { parseMasterKeys, SecretBoxError } from '../credentials/secret-box.js';
+import { mockServedVendors } from '../providers/system-routes.js';
 import { startMockVendors } from '../mock-vendors/server.js';
 import type { CliContext } from './context.js';
 import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
@@ -51,17 +52,23 @@ export async function credentialsCommand(context: CliContext, argv: string[]): P
     if (error instanceof SecretBoxError) throw new UsageError(error.message);
     throw error;
   }
-  // With no vendor configured the gateway routes to its built-in mock: validate against it too.
-  const needsMock = action === 'add' && (!config.VENDOR_A_BASE_URL || !config.VENDOR_B_BASE_URL);
+  // Where the gateway routes to its built-in mock, validate against the mock too; a vendor
+  // the gateway does not serve at all cannot take credentials.
+  const settings = {
+    vendor_a: { baseUrl: config.VENDOR_A_BASE_URL, apiKey: undefined },
+    vendor_b: { baseUrl: config.VENDOR_B_BASE_URL, apiKey: undefined },
+  };
+  const mockVendors = mockServedVendors(settings, config.MOCK_VENDORS);
+  const needsMock = action === 'add' && mockVendors.length > 0;
   const mock = needsMock ? await startMockVendors({ port: 0 }) : undefined;
-  const store = new CredentialStore(
-    context.db,
-    context.redis,
-    context.keys,
-    box,
-    (provider) =>
-      (provider === 'vendor_a' ? config.VENDOR_A_BASE_URL : config.VENDOR_B_BASE_URL) ?? mock!.url,
-  );
+  const store = new CredentialStore(context.db, context.redis, context.keys, box, (provider) => {
+    const baseUrl =
+      settings[provider].baseUrl ?? (mockVendors.includes(provider) ? mock?.url : undefined);
+    if (baseUrl === undefined) {
+      throw new CredentialError(`${provider} is not configured on this gateway (no base URL)`);
+    }
+    return baseUrl;
+  });
   try {
     printJson(await run(store, action, values));
   } catch (error) {

@@ -1,6 +1,8 @@
 // Admission: everything between an authenticated, parsed request and the upstream call —
-// check the model, attribute the product user, estimate the worst-case cost, and hold it on
-// every account the request touches (one atomic reserve).
+// check the model, attribute the product user, estimate the worst-case cost, build the
+// upstream call, and hold the cost on every account the request touches (one atomic reserve).
+// Whatever can fail is done before the hold: after it, only the proxy step and settle remain.
+// It takes narrow ports (what it calls, nothing more), so it runs against fakes in unit tests.
 import type { ApiKeyIdentity } from '../auth/api-key-store.js';
 import type { BudgetStore, RequestAccounts } from '../billing/budget-store.js';
 import type { CapPolicyStore } from '../billing/cap-policies.js';
@@ -16,7 +18,17 @@ import type { CredentialDirectory } from '../credentials/credential-directory.js
 import type { TokenCounter } from '../tokens/token-counter.js';
 import { SETTLEMENT_CURRENCY } from './settlement.js';
 
-export interface AdmissionServices {
+export interface AdmissionPorts {
+  readonly catalog: Pick<ModelCatalog, 'get'>;
+  readonly productUsers: Pick<ProductUserDirectory, 'resolve'>;
+  readonly capPolicies: Pick<CapPolicyStore, 'orgCap' | 'connectionCap' | 'productUserCap'>;
+  readonly credentials: Pick<CredentialDirectory, 'choiceFor'>;
+  readonly tokenCounter: Pick<TokenCounter, 'countInput'>;
+  readonly budget: Pick<BudgetStore, 'reserve'>;
+}
+
+/** The gateway's services as the inference routes get them (admission reads a subset). */
+export interface AdmissionServices extends AdmissionPorts {
   readonly catalog: ModelCatalog;
   readonly productUsers: ProductUserDirectory;
   readonly capPolicies: CapPolicyStore;
@@ -25,7 +37,13 @@ export interface AdmissionServices {
   readonly budget: BudgetStore;
 }
 
-export interface AdmissionInput {
+/** The output the upstream call asks for: per choice, and whether limit_output lowered it. */
+export interface PlannedOutput {
+  readonly maxOutputTokens: number;
+  readonly clamped: boolean;
+}
+
+export interface AdmissionInput<Call> {
   /** The caller, authenticated by the route's declaration. */
   readonly identity: ApiKeyIdentity;
   readonly requestId: string;
@@ -36,22 +54,35 @@ export interface AdmissionInput {
   readonly inputTexts: readonly string[];
   /** max_tokens as the client asked (undefined: the model's maximum). */
   readonly requestedMaxTokens: number | undefined;
+  /** Choices asked for (`n`): every one may produce the max output, so each is held for. */
+  readonly choices?: number;
+  /**
+   * Builds the upstream call for the model and output (serialises the body). Called after the
+   * attribution was read from `body` (so it may strip the gateway's fields), before the
+   * hold, and again after it only when limit_output lowered the output (the same body with
+   * one number changed, which cannot fail where the first build did not).
+   */
+  readonly prepareCall: (model: CatalogModel, output: PlannedOutput) => Call;
 }
 
-export interface Admission {
+export interface Admission<Call = unknown> {
   readonly requestId: string;
   readonly identity: ApiKeyIdentity;
   readonly model: CatalogModel;
   readonly productUser: ResolvedProductUser | null;
   readonly accounts: RequestAccounts;
   readonly estimatedInputTokens: number;
-  /** The output budget held for; sent upstream as the max tokens when `outputClamped`. */
+  /** The output budget per choice; sent upstream as the max tokens when `outputClamped`. */
   readonly maxOutputTokens: number;
+  /** The output held for over every choice: maxOutputTokens × choices. */
+  readonly heldOutputTokens: number;
   /** True when limit_output lowered the client's max tokens to what the allowance covers. */
   readonly outputClamped: boolean;
   readonly reservedNano: bigint;
   /** The BYOK credential picked to serve it (null: the system route). */
   readonly credentialId: string | null;
+  /** The upstream call, built before the hold. */
+  readonly call: Call;
 }
 
 /** The codes admission answers with (for the routes' declarations). */
@@ -72,10 +103,10 @@ export const ADMISSION_ERRORS: readonly ErrorCode[] = [
 /** Under limit_output, a request is clamped no lower than this many output tokens. */
 export const MIN_OUTPUT_TOKENS = 16;
 
-export async function admit(
-  services: AdmissionServices,
-  input: AdmissionInput,
-): Promise<Admission | GwError> {
+export async function admit<Call>(
+  services: AdmissionPorts,
+  input: AdmissionInput<Call>,
+): Promise<Admission<Call> | GwError> {
   const { identity } = input;
   const model = services.catalog.get(input.modelId);
   if (!model) {
@@ -149,8 +180,13 @@ export async function admit(
     input.requestedMaxTokens ?? model.maxOutputTokens,
     model.maxOutputTokens,
   );
-  const estimate = (outputTokens: number): bigint =>
-    costNano([estimatedInputTokens, model.inputPrice], [outputTokens, model.outputPrice]);
+  const choices = input.choices ?? 1;
+  const estimate = (outputTokensPerChoice: number): bigint =>
+    costNano(
+      [estimatedInputTokens, model.inputPrice],
+      [outputTokensPerChoice * choices, model.outputPrice],
+    );
+  let call = input.prepareCall(model, { maxOutputTokens: requestedOutput, clamped: false });
 
   let maxOutputTokens = requestedOutput;
   let reservedNano = estimate(maxOutputTokens);
@@ -160,7 +196,9 @@ export async function admit(
     amountNano: reservedNano,
   });
   if (outcome.kind === 'allowance_short' && allowance.overrunPolicy === 'limit_output') {
-    const affordable = affordableOutputTokens(outcome.availableNano, estimatedInputTokens, model);
+    const affordable = Math.floor(
+      affordableOutputTokens(outcome.availableNano, estimatedInputTokens, model, choices) / choices,
+    );
     if (
       affordable >= Math.min(MIN_OUTPUT_TOKENS, requestedOutput) &&
       affordable < requestedOutput
@@ -181,6 +219,8 @@ export async function admit(
     });
   }
 
+  const outputClamped = maxOutputTokens < requestedOutput;
+  if (outputClamped) call = input.prepareCall(model, { maxOutputTokens, clamped: true });
   return {
     requestId: input.requestId,
     identity,
@@ -189,9 +229,11 @@ export async function admit(
     accounts,
     estimatedInputTokens,
     maxOutputTokens,
-    outputClamped: maxOutputTokens < requestedOutput,
+    heldOutputTokens: maxOutputTokens * choices,
+    outputClamped,
     reservedNano,
     credentialId: outcome.credentialId,
+    call,
   };
 }
 
@@ -199,7 +241,10 @@ export async function admit(
  * max tokens above the model's maximum output are refused, as the vendors' APIs do (see
  * "max_tokens above the model's maximum is refused"); silently lowering them would hide a bug.
  */
-function outputLimitError(input: AdmissionInput, model: CatalogModel): GwError | undefined {
+function outputLimitError(
+  input: AdmissionInput<unknown>,
+  model: CatalogModel,
+): GwError | undefined {
   if (input.requestedMaxTokens === undefined) return undefined;
   if (input.requestedMaxTokens <= model.maxOutputTokens) return undefined;
   const field = input.body.max_completion_tokens != null ? 'max_completion_tokens' : 'max_tokens';
@@ -209,19 +254,24 @@ function outputLimitError(input: AdmissionInput, model: CatalogModel): GwError |
   );
 }
 
-/** The most output tokens `availableNano` pays for after the input (0 when not even that). */
+/**
+ * The most output tokens (over all `choices`) `availableNano` pays for after the input (0 when
+ * not even that).
+ */
 function affordableOutputTokens(
   availableNano: bigint,
   inputTokens: number,
   model: CatalogModel,
+  choices: number,
 ): number {
   const inputNano = costNano([inputTokens, model.inputPrice]);
   if (availableNano <= inputNano) return 0;
+  const maxTokens = model.maxOutputTokens * choices;
   const perTokenAtto = model.outputPrice.attoPerToken;
-  if (perTokenAtto === 0n) return model.maxOutputTokens;
+  if (perTokenAtto === 0n) return maxTokens;
   // Largest n with ceil((inputAtto + n·price) / 1e9) ≤ available: compute in atto-units.
   const inputAtto = BigInt(inputTokens) * model.inputPrice.attoPerToken;
   const budgetAtto = availableNano * 1_000_000_000n - inputAtto;
   const tokens = budgetAtto / perTokenAtto;
-  return Number(tokens > BigInt(model.maxOutputTokens) ? BigInt(model.maxOutputTokens) : tokens);
+  return Number(tokens > BigInt(maxTokens) ? BigInt(maxTokens) : tokens);
 }

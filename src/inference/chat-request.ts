@@ -2,6 +2,8 @@
 // the vendor; only what the gateway itself relies on is checked here.
 import { z } from 'zod';
 
+/** The most choices (`n`) one request may ask for (the vendors' own limit). */
+export const MAX_CHOICES = 128;
 /** The roles the chat-completions API accepts; anything else is refused, as the vendor does. */
 export const CHAT_ROLES = ['system', 'developer', 'user', 'assistant', 'tool', 'function'] as const;
 
@@ -16,6 +18,8 @@ export const chatCompletionRequestSchema = z.looseObject({
   stream_options: z.looseObject({ include_usage: z.boolean().optional() }).nullish(),
   max_tokens: z.number().int().positive().nullish(),
   max_completion_tokens: z.number().int().positive().nullish(),
+  // Choices multiply the output: each is held for (MAX_CHOICES bounds the hold).
+  n: z.number().int().min(1).max(MAX_CHOICES).nullish(),
   user: z.string().optional(),
   metadata: z.record(z.string(), z.unknown()).nullish(),
   tools: z.array(z.looseObject({ type: z.string() })).optional(),

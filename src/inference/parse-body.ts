@@ -3,6 +3,13 @@ import type { z } from 'zod';
 import { gwError, type GwError } from '../errors.js';
 import { describeFirstIssue } from '../validation-messages.js';
 
+/**
+ * The deepest nesting of arrays and objects a body may have. Deeper JSON parses, but cannot be
+ * serialised again for the vendor (JSON.stringify recurses and overflows the stack), and no
+ * real request nests past a few dozen levels.
+ */
+export const MAX_JSON_DEPTH = 400;
+
 export function parseJsonBody<Schema extends z.ZodType>(
   body: Buffer,
   schema: Schema,
@@ -13,9 +20,31 @@ export function parseJsonBody<Schema extends z.ZodType>(
   } catch {
     return gwError('gw_invalid_json', 'the request body is not valid JSON');
   }
+  if (nestsDeeperThan(parsed, MAX_JSON_DEPTH)) {
+    return gwError(
+      'gw_invalid_request',
+      `the request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`,
+    );
+  }
   const result = schema.safeParse(parsed);
   if (!result.success) return gwError('gw_invalid_request', describeValidationError(result.error));
   return result.data;
+}
+
+/**
+ * True when `value` nests arrays/objects more than `limit` levels deep. Visits each container
+ * once and stops at the limit, so its recursion is bounded too; no allocation per node.
+ */
+export function nestsDeeperThan(value: unknown, limit: number): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  if (limit === 0) return true;
+  if (Array.isArray(value)) {
+    for (const item of value) if (nestsDeeperThan(item, limit - 1)) return true;
+    return false;
+  }
+  const object = value as Record<string, unknown>;
+  for (const key in object) if (nestsDeeperThan(object[key], limit - 1)) return true;
+  return false;
 }
 
 /**

@@ -2,9 +2,12 @@
 import type { UsageRecord, UsageStatus } from '../ledger/usage-record.js';
 import { costNano, SETTLEMENT_CURRENCY } from '../money.js';
 import type { Admission } from './admission.js';
+import type { EndReason } from './charging-policy.js';
 
+/** A settled request as the charging policy decided it (tokens charged, status, reason). */
 export interface RequestOutcome {
   readonly status: UsageStatus;
+  readonly reason: EndReason;
   readonly upstreamStatus: number | null;
   readonly stream: boolean;
   readonly inputTokens: number;
@@ -12,6 +15,8 @@ export interface RequestOutcome {
   readonly startedAtMs: number;
   /** The BYOK credential that served it; null when the system route (and the wallet) did. */
   readonly credentialId: string | null;
+  /** True when the built-in mock vendor answered (a development tool, never real traffic). */
+  readonly mock: boolean;
 }
 
 export { SETTLEMENT_CURRENCY };
@@ -51,5 +56,7 @@ export function buildUsageRecord(admission: Admission, outcome: RequestOutcome):
     walletCostNano: outcome.credentialId ? 0n : sellCostNano,
     reservedNano: admission.reservedNano,
     latencyMs: Math.max(0, createdAt.getTime() - outcome.startedAtMs),
+    endReason: outcome.reason,
+    servedByMock: outcome.mock,
   };
 }

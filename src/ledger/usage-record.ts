@@ -27,6 +27,10 @@ export interface UsageRecord {
   readonly walletCostNano: bigint;
   readonly reservedNano: bigint;
   readonly latencyMs: number;
+  /** Why the request ended (the charging policy's reason; null on records from before it). */
+  readonly endReason?: string | null;
+  /** True when the built-in mock vendor served it (never real, billable traffic). */
+  readonly servedByMock?: boolean;
   /** Set by settle.lua: the part of sell_cost that credit grants paid, and which grants. */
   readonly creditsCostNano?: bigint;
   readonly creditConsumption?: ReadonlyArray<{
@@ -73,6 +77,8 @@ export function usageRecordToFields(record: UsageRecord): string[] {
     wallet_cost_nano: record.walletCostNano.toString(),
     reserved_nano: record.reservedNano.toString(),
     latency_ms: String(record.latencyMs),
+    end_reason: record.endReason ?? '',
+    served_by_mock: record.servedByMock === true ? '1' : '0',
   };
   return ['record', JSON.stringify(fields)];
 }
@@ -140,6 +146,8 @@ export function usageRecordFromFields(fields: readonly string[]): UsageRecord {
     walletCostNano: BigInt(text('wallet_cost_nano')),
     reservedNano: BigInt(text('reserved_nano')),
     latencyMs: integer('latency_ms'),
+    endReason: map.get('end_reason') || null,
+    servedByMock: map.get('served_by_mock') === '1',
     creditsCostNano: BigInt(map.get('credits_cost_nano') ?? '0'),
     creditConsumption: parseConsumption(map.get('credit_consumption') ?? ''),
   };

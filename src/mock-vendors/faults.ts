@@ -1,7 +1,7 @@
 // Which fault a mock vendor plays for one request. Decided by the API key (so every gateway
 // instance and test sees the same behaviour), by directives in the last user message (so tests
 // can drive faults through a gateway that passes the body through), and by the fault-rate knob.
-import type { JsonObject, MockErrorFault, MockFault } from './types.js';
+import type { JsonObject, MockErrorFault, MockFault, MockPlayedFault } from './types.js';
 
 export interface MockDirectives {
   readonly fault: MockFault | undefined;
@@ -21,6 +21,8 @@ const DIRECTIVE_FAULTS: ReadonlySet<string> = new Set([
   'server_error',
   'overloaded',
   'cut_stream',
+  'invalid_json',
+  'error_event',
 ]);
 
 const FAULT_DIRECTIVE = /mock:fault=([a-z_]+)/;
@@ -101,4 +103,15 @@ export function createFaultInjector(rate: number): () => MockErrorFault | undefi
     accumulated -= 1;
     return 'server_error';
   };
+}
+
+const PLAYED_FAULTS: ReadonlySet<MockFault> = new Set<MockPlayedFault>([
+  'cut_stream',
+  'invalid_json',
+  'error_event',
+]);
+
+/** True for faults played inside a success answer rather than answered with an error body. */
+export function isPlayedFault(fault: MockFault): fault is MockPlayedFault {
+  return PLAYED_FAULTS.has(fault);
 }

@@ -6,6 +6,7 @@ import {
   authFaultForKey,
   createFaultInjector,
   faultForKey,
+  isPlayedFault,
   lastUserText,
   readDirectives,
 } from './faults.js';
@@ -34,6 +35,8 @@ type BodyHandler = (
 ) => Promise<void> | void;
 
 const CLOSE_GRACE_MS = 2000;
+/** The invalid_json fault's body: cut inside a string, as a broken proxy would leave it. */
+const INVALID_JSON_ANSWER = '{"id":"broken","choices":[{"message":{"content":"unterminat';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -127,7 +130,7 @@ export async function startMockVendors(input: MockVendorOptions = {}): Promise<R
         if (!exchange.open) return;
       }
       const fault = keyFault ?? injectFault() ?? directives.fault;
-      if (fault !== undefined && fault !== 'cut_stream')
+      if (fault !== undefined && !isPlayedFault(fault))
         return exchange.sendError(protocol.error(fault));
 
       const wantedTokens = directives.outputTokens ?? options.defaultOutputTokens;
@@ -140,10 +143,16 @@ export async function startMockVendors(input: MockVendorOptions = {}): Promise<R
         limitedByMax: maxTokens !== undefined && maxTokens < wantedTokens,
         maxTokens,
       };
-      const cut = fault === 'cut_stream';
-      if (body.stream !== true)
-        return cut ? exchange.close() : exchange.sendJson(protocol.completion(plan));
-      await exchange.stream(protocol.streamEvents(plan), options.tokensPerSecond, cut);
+      if (body.stream !== true) {
+        if (fault === 'cut_stream') return exchange.close();
+        // A 200 whose body is not JSON: a vendor (or a proxy in between) gone wrong.
+        if (fault === 'invalid_json') return exchange.sendJson(INVALID_JSON_ANSWER);
+        return exchange.sendJson(protocol.completion(plan));
+      }
+      await exchange.stream(protocol.streamEvents(plan), options.tokensPerSecond, {
+        cut: fault === 'cut_stream',
+        errorEvent: fault === 'error_event' ? protocol.streamErrorEvent : undefined,
+      });
     };
 
   const answerCountTokens: BodyHandler = (exchange, headers, body) => {

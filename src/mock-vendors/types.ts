@@ -12,10 +12,21 @@ export interface MockHeaders {
 
 /** A fault the mock plays instead of (or in the middle of) a normal answer. */
 export type MockFault =
-  'missing_key' | 'bad_key' | 'rate_limit' | 'quota' | 'server_error' | 'overloaded' | 'cut_stream';
+  | 'missing_key'
+  | 'bad_key'
+  | 'rate_limit'
+  | 'quota'
+  | 'server_error'
+  | 'overloaded'
+  | 'cut_stream'
+  | 'invalid_json'
+  | 'error_event';
 
-/** Faults answered with an error body (cut_stream is played on the connection instead). */
-export type MockErrorFault = Exclude<MockFault, 'cut_stream'>;
+/** Faults played inside a success answer (a cut, a broken body, an error event mid-stream). */
+export type MockPlayedFault = 'cut_stream' | 'invalid_json' | 'error_event';
+
+/** Faults answered with an error body. */
+export type MockErrorFault = Exclude<MockFault, MockPlayedFault>;
 
 /** An error answer, serialised once: errors are static, so they cost nothing per request. */
 export interface MockError {
@@ -56,6 +67,8 @@ export interface MockProtocol {
   completion(plan: AnswerPlan): string;
   /** The streaming answer: the SSE events in order, with where the generated output sits. */
   streamEvents(plan: AnswerPlan): StreamEvents;
+  /** The vendor's error event inside a stream (the error_event fault ends a stream with it). */
+  readonly streamErrorEvent: string;
 }
 
 export interface StreamEvents {

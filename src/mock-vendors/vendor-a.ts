@@ -200,6 +200,8 @@ export const vendorA: MockProtocol = {
   ),
   completion,
   streamEvents,
+  streamErrorEvent:
+    'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n',
 };
 
 export const VENDOR_A_MODELS = [

@@ -127,7 +127,14 @@ function usageOf(plan: AnswerPlan, completionTokens: number): string {
   );
 }
 
+/** Choices asked for by `n` (1 to 128; anything else: 1). */
+function choiceCount(body: JsonObject): number {
+  const n = body.n;
+  return typeof n === 'number' && Number.isInteger(n) && n >= 1 && n <= 128 ? n : 1;
+}
+
 function completion(plan: AnswerPlan): string {
+  const choices = choiceCount(plan.body);
   const call = plannedToolCall(plan);
   let message: JsonObject;
   let finishReason: string;
@@ -157,11 +164,17 @@ function completion(plan: AnswerPlan): string {
     object: 'chat.completion',
     created: Math.floor(Date.now() / 1000),
     model: plan.model,
-    choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason }],
+    // `n` choices, each the same answer; usage counts every one (as the vendor bills them).
+    choices: Array.from({ length: choices }, (_, index) => ({
+      index,
+      message,
+      logprobs: null,
+      finish_reason: finishReason,
+    })),
     system_fingerprint: SYSTEM_FINGERPRINT,
   };
   // usage is spliced in as text: it is all integers.
-  return `${JSON.stringify(answer).slice(0, -1)},"usage":${usageOf(plan, completionTokens)}}`;
+  return `${JSON.stringify(answer).slice(0, -1)},"usage":${usageOf(plan, completionTokens * choices)}}`;
 }
 
 // The delta of each output token, serialised once: a stream costs string concatenation only.
@@ -262,6 +275,8 @@ export const vendorB: MockProtocol = {
   ),
   completion,
   streamEvents,
+  streamErrorEvent:
+    'data: {"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}\n\n',
 };
 
 export const VENDOR_B_MODELS = ['gpt-4o-mini', 'gpt-4o', 'gpt-4.1', 'gpt-4.1-mini'] as const;

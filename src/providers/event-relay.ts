@@ -21,6 +21,7 @@ export abstract class EventRelay implements StreamRelay {
   /** Generated text as relayed, for relays that collect it event by event. */
   protected readonly relayedText: string[] = [];
   done = false;
+  vendorErrorSeen = false;
   private readonly parser = new SseParser();
 
   push(chunk: Uint8Array): string {

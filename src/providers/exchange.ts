@@ -1,6 +1,8 @@
 // What the generic proxy needs from a provider for one request: the upstream request, how to
 // read usage from a JSON answer, and a relay for a streamed answer. One implementation per
-// (client protocol, vendor) pair lives in the vendor's folder.
+// (client protocol, vendor) pair lives in the vendor's folder. An exchange is built before the
+// hold is placed (its body is serialised then: whatever can fail, fails before money moves);
+// only the headers wait for the route, whose key the reserve or a failover picks.
 import type { ErrorFlavor, GwError } from '../errors.js';
 import type { TokenUsage } from './usage.js';
 
@@ -18,6 +20,8 @@ export interface StreamRelay {
   readonly reportedInputTokens?: number;
   /** True once the vendor's stream completed (its terminal event arrived). */
   readonly done: boolean;
+  /** True once the vendor sent an error event inside the stream. */
+  readonly vendorErrorSeen: boolean;
   /** Generated text relayed so far: counted when the stream ends without usage. */
   readonly producedText: readonly string[];
   /** The terminal event, written to the client only after settlement. */
@@ -27,8 +31,10 @@ export interface StreamRelay {
 export interface UpstreamExchange {
   readonly vendorLabel: string;
   readonly path: string;
-  readonly headers: Record<string, string>;
+  /** The serialised upstream body. */
   readonly body: string;
+  /** The upstream headers with the route's key (undefined: none). */
+  headersFor(apiKey: string | undefined): Record<string, string>;
   /** How errors are dressed for the client's protocol. */
   readonly errorFlavor: ErrorFlavor;
   /** Usage of a JSON answer, if reported. */

@@ -1,15 +1,19 @@
-// POST /v1/chat/completions: admit (model, attribution, estimate, reserve), then proxy.
+// POST /v1/chat/completions: admit (model, attribution, estimate, build the upstream call,
+// reserve), then proxy.
 import type { ApiKeyIdentity } from '../auth/api-key-store.js';
-import { isGwError } from '../errors.js';
+import type { CatalogModel } from '../catalog/models.js';
+import { gwError, isGwError } from '../errors.js';
 import { sendError } from '../http/respond.js';
 import type { HttpRequest, HttpResponse } from '../http/types.js';
-import { admit, ADMISSION_ERRORS } from '../inference/admission.js';
+import { admit, ADMISSION_ERRORS, type PlannedOutput } from '../inference/admission.js';
 import {
   chatCompletionRequestSchema,
   type ChatCompletionRequest,
 } from '../inference/chat-request.js';
-import { proxyToVendor, PROXY_ERRORS, type ProxyDeps } from '../inference/proxy.js';
+import { PROXY_ERRORS, type ProxyDeps } from '../inference/proxy.js';
+import { proxyPortsFor, proxyToVendor } from '../inference/proxy-http.js';
 import { stripAttributionFields } from '../product-users/attribution.js';
+import type { UpstreamExchange } from '../providers/exchange.js';
 import { vendorAChatExchange } from '../providers/vendor-a/chat-exchange.js';
 import { vendorBChatExchange } from '../providers/vendor-b/chat-exchange.js';
 import { chatCompletionTexts } from '../tokens/request-texts.js';
@@ -38,6 +42,35 @@ async function handleChatCompletion(
 ): Promise<void> {
   const body: Record<string, unknown> = parsed;
   response.annotate({ model: modelLabel(parsed.model) });
+  const choices = parsed.n ?? 1;
+  if (choices > 1 && deps.services.catalog.get(parsed.model)?.vendor === 'vendor_a') {
+    // The messages protocol has no `n`: one choice would come back for the n asked and held.
+    return sendError(
+      response,
+      gwError('gw_invalid_request', `n: model ${parsed.model} serves one choice per request`),
+    );
+  }
+  const stream = parsed.stream === true;
+  const clientWantsUsage = parsed.stream_options?.include_usage === true;
+  const prepareCall = (model: CatalogModel, output: PlannedOutput): UpstreamExchange => {
+    // The upstream body leaves without the gateway's own fields (admission has read them).
+    stripAttributionFields(body);
+    if (output.clamped) {
+      // limit_output: the allowance covers only this much output.
+      if (parsed.max_completion_tokens != null) body.max_completion_tokens = output.maxOutputTokens;
+      else body.max_tokens = output.maxOutputTokens;
+    }
+    // vendor_b speaks chat completions natively; vendor_a's messages are translated.
+    return model.vendor === 'vendor_a'
+      ? vendorAChatExchange({
+          body,
+          upstreamModel: model.upstreamModel,
+          maxTokens: output.maxOutputTokens,
+          stream,
+          clientWantsUsage,
+        })
+      : vendorBChatExchange({ body, upstreamModel: model.upstreamModel, stream, clientWantsUsage });
+  };
   const admission = await admit(deps.services, {
     identity,
     requestId: request.requestId,
@@ -46,45 +79,17 @@ async function handleChatCompletion(
     modelId: parsed.model,
     inputTexts: chatCompletionTexts(body),
     requestedMaxTokens: parsed.max_completion_tokens ?? parsed.max_tokens ?? undefined,
+    choices,
+    prepareCall,
   });
   if (isGwError(admission)) return sendError(response, admission);
   annotateAdmission(response, admission);
 
   // From here on every path settles: the hold is released and the usage recorded.
-  stripAttributionFields(body);
-  if (admission.outputClamped) {
-    // limit_output: the allowance covers only this much output.
-    if (parsed.max_completion_tokens != null)
-      body.max_completion_tokens = admission.maxOutputTokens;
-    else body.max_tokens = admission.maxOutputTokens;
-  }
-  const stream = parsed.stream === true;
-  const clientWantsUsage = parsed.stream_options?.include_usage === true;
   await proxyToVendor(
-    deps,
-    {
-      admission,
-      stream,
-      startedAtMs: request.receivedAtMs,
-      // vendor_b speaks chat completions natively; vendor_a's messages are translated.
-      buildExchange: (route) =>
-        admission.model.vendor === 'vendor_a'
-          ? vendorAChatExchange({
-              body,
-              upstreamModel: admission.model.upstreamModel,
-              maxTokens: admission.maxOutputTokens,
-              stream,
-              clientWantsUsage,
-              route,
-            })
-          : vendorBChatExchange({
-              body,
-              upstreamModel: admission.model.upstreamModel,
-              stream,
-              clientWantsUsage,
-              route,
-            }),
-    },
+    proxyPortsFor(deps),
+    admission,
+    { stream, startedAtMs: request.receivedAtMs },
     response,
   );
 }

@@ -5,9 +5,11 @@ import type { ApiKeyIdentity } from '../auth/api-key-store.js';
 import { gwError, isGwError } from '../errors.js';
 import { sendError } from '../http/respond.js';
 import type { HttpRequest, HttpResponse } from '../http/types.js';
-import { admit, ADMISSION_ERRORS } from '../inference/admission.js';
+import { admit, ADMISSION_ERRORS, type PlannedOutput } from '../inference/admission.js';
 import { messagesRequestSchema } from '../inference/messages-request.js';
-import { proxyToVendor, PROXY_ERRORS, type ProxyDeps } from '../inference/proxy.js';
+import { PROXY_ERRORS, type ProxyDeps } from '../inference/proxy.js';
+import { proxyPortsFor, proxyToVendor } from '../inference/proxy-http.js';
+import type { CatalogModel } from '../catalog/models.js';
 import { stripAttributionFields } from '../product-users/attribution.js';
 import { vendorAMessagesExchange } from '../providers/vendor-a/messages-exchange.js';
 import { messagesTexts } from '../tokens/request-texts.js';
@@ -54,6 +56,8 @@ async function handleMessages(
   }
   // The messages protocol's own user field (metadata.user_id) attributes like `user` does.
   const userId = parsed.metadata?.user_id;
+  const stream = parsed.stream === true;
+  const version = request.headers[VENDOR_VERSION_HEADER];
   const admission = await admit(deps.services, {
     identity,
     requestId: request.requestId,
@@ -62,27 +66,23 @@ async function handleMessages(
     modelId: parsed.model,
     inputTexts: messagesTexts(body),
     requestedMaxTokens: parsed.max_tokens,
+    prepareCall: (model: CatalogModel, output: PlannedOutput) => {
+      stripAttributionFields(body);
+      return vendorAMessagesExchange({
+        body,
+        upstreamModel: model.upstreamModel,
+        maxTokens: output.maxOutputTokens,
+        version,
+      });
+    },
   });
   if (isGwError(admission)) return sendError(response, admission, 'messages');
   annotateAdmission(response, admission);
-
-  stripAttributionFields(body);
-  const stream = parsed.stream === true;
+  // From here on every path settles: the hold is released and the usage recorded.
   await proxyToVendor(
-    deps,
-    {
-      admission,
-      stream,
-      startedAtMs: request.receivedAtMs,
-      buildExchange: (route) =>
-        vendorAMessagesExchange({
-          body,
-          upstreamModel: admission.model.upstreamModel,
-          maxTokens: admission.maxOutputTokens,
-          version: request.headers[VENDOR_VERSION_HEADER],
-          route,
-        }),
-    },
+    proxyPortsFor(deps),
+    admission,
+    { stream, startedAtMs: request.receivedAtMs },
     response,
   );
 }

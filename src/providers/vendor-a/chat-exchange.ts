@@ -1,7 +1,6 @@
 // Chat completions served by vendor_a: the request translated to the messages protocol, the
 // answer (JSON or stream) translated back.
 import type { UpstreamExchange } from '../exchange.js';
-import type { VendorRoute } from '../system-routes.js';
 import { upstreamError } from '../upstream-errors.js';
 import { chatToMessagesBody } from './chat-to-messages.js';
 import { MessagesToChatStreamRelay, messageToChatCompletion } from './messages-to-chat.js';
@@ -14,14 +13,13 @@ export interface VendorAChatExchangeInput {
   readonly maxTokens: number;
   readonly stream: boolean;
   readonly clientWantsUsage: boolean;
-  readonly route: VendorRoute;
 }
 
 export function vendorAChatExchange(input: VendorAChatExchangeInput): UpstreamExchange {
   return {
     vendorLabel: 'vendor_a',
     path: VENDOR_A_MESSAGES_PATH,
-    headers: vendorAHeaders(input.route.apiKey, undefined),
+    headersFor: (apiKey) => vendorAHeaders(apiKey, undefined),
     body: JSON.stringify(
       chatToMessagesBody(input.body, {
         upstreamModel: input.upstreamModel,

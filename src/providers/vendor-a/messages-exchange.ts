@@ -1,7 +1,6 @@
 // The native messages protocol, served by vendor_a: the body passes through with the vendor's
 // model name (and a lowered max_tokens under limit_output).
 import type { UpstreamExchange } from '../exchange.js';
-import type { VendorRoute } from '../system-routes.js';
 import { upstreamError } from '../upstream-errors.js';
 import { VendorAMessagesRelay } from './messages-relay.js';
 import { VENDOR_A_MESSAGES_PATH, vendorAHeaders } from './request.js';
@@ -12,14 +11,13 @@ export interface MessagesExchangeInput {
   readonly upstreamModel: string;
   readonly maxTokens: number;
   readonly version: string | undefined;
-  readonly route: VendorRoute;
 }
 
 export function vendorAMessagesExchange(input: MessagesExchangeInput): UpstreamExchange {
   return {
     vendorLabel: 'vendor_a',
     path: VENDOR_A_MESSAGES_PATH,
-    headers: vendorAHeaders(input.route.apiKey, input.version),
+    headersFor: (apiKey) => vendorAHeaders(apiKey, input.version),
     body: JSON.stringify({
       ...input.body,
       model: input.upstreamModel,

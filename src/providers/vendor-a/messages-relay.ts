@@ -31,6 +31,7 @@ export class VendorAMessagesRelay extends EventRelay {
       this.done = true;
       return '';
     }
+    if (typed.type === 'error') this.vendorErrorSeen = true;
     this.tracker.observe(typed);
     if (typed.type === 'content_block_delta') {
       const text = typed.delta?.text ?? typed.delta?.partial_json;

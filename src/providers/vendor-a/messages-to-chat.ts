@@ -200,6 +200,7 @@ export class MessagesToChatStreamRelay extends EventRelay {
         })}\n\n`;
       }
       case 'error':
+        this.vendorErrorSeen = true;
         return streamErrorEvent(event.error?.type);
       default:
         return ''; // ping, content_block_stop: nothing to say in chat terms

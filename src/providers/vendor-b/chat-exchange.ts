@@ -1,6 +1,5 @@
 // Chat completions served natively by vendor_b.
 import type { UpstreamExchange } from '../exchange.js';
-import type { VendorRoute } from '../system-routes.js';
 import { upstreamError } from '../upstream-errors.js';
 import { buildVendorBChatBody, VENDOR_B_CHAT_PATH, vendorBHeaders } from './request.js';
 import { VendorBStreamRelay } from './stream-relay.js';
@@ -12,14 +11,13 @@ export interface ChatExchangeInput {
   readonly upstreamModel: string;
   readonly stream: boolean;
   readonly clientWantsUsage: boolean;
-  readonly route: VendorRoute;
 }
 
 export function vendorBChatExchange(input: ChatExchangeInput): UpstreamExchange {
   return {
     vendorLabel: 'vendor_b',
     path: VENDOR_B_CHAT_PATH,
-    headers: vendorBHeaders(input.route.apiKey),
+    headersFor: (apiKey) => vendorBHeaders(apiKey),
     body: buildVendorBChatBody(input.body, {
       upstreamModel: input.upstreamModel,
       stream: input.stream,

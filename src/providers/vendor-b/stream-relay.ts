@@ -61,6 +61,8 @@ export class VendorBStreamRelay extends EventRelay {
       this.done = true;
       return '';
     }
+    // An error mid-stream is a chunk with a top-level `error` object (relayed as it is).
+    if (event.data.startsWith('{"error"')) this.vendorErrorSeen = true;
     if (this.usage === undefined) this.keepForText(event);
     if (!mayCarryUsage(event.data)) return event.raw;
     const chunk = parseEventData(event);

@@ -1,0 +1,232 @@
+import { describe, expect, it } from 'vitest';
+import { chargeFor, type Charge, type RequestEnd } from './charging-policy.js';
+
+const context = { estimatedInputTokens: 100, heldOutputTokens: 3000 };
+const reported = { inputTokens: 90, outputTokens: 40 };
+
+// The table of docs/charging.md, row by row: how a request ended → what it is charged.
+const table: Array<[string, RequestEnd, Charge]> = [
+  [
+    'client gone before dispatch',
+    { kind: 'not_dispatched', cause: 'client_gone' },
+    {
+      status: 'client_aborted',
+      reason: 'client_gone_before_dispatch',
+      upstreamStatus: null,
+      inputTokens: 0,
+      outputTokens: 0,
+    },
+  ],
+  [
+    'the call could not be built or a gateway bug before dispatch',
+    { kind: 'not_dispatched', cause: 'gateway_error' },
+    {
+      status: 'incomplete',
+      reason: 'gateway_error',
+      upstreamStatus: null,
+      inputTokens: 0,
+      outputTokens: 0,
+    },
+  ],
+  [
+    'client aborted after dispatch, before the answer',
+    { kind: 'no_answer', cause: 'client_aborted' },
+    {
+      status: 'client_aborted',
+      reason: 'client_aborted_before_answer',
+      upstreamStatus: null,
+      inputTokens: 100,
+      outputTokens: 0,
+    },
+  ],
+  [
+    'network error before the answer',
+    { kind: 'no_answer', cause: 'network_error' },
+    {
+      status: 'upstream_error',
+      reason: 'network_error',
+      upstreamStatus: null,
+      inputTokens: 0,
+      outputTokens: 0,
+    },
+  ],
+  [
+    'timeout before the answer',
+    { kind: 'no_answer', cause: 'timeout' },
+    {
+      status: 'upstream_error',
+      reason: 'upstream_timeout',
+      upstreamStatus: null,
+      inputTokens: 0,
+      outputTokens: 0,
+    },
+  ],
+  [
+    'vendor error status',
+    { kind: 'vendor_refused', upstreamStatus: 500, failoverExhausted: false },
+    {
+      status: 'upstream_error',
+      reason: 'vendor_error_status',
+      upstreamStatus: 500,
+      inputTokens: 0,
+      outputTokens: 0,
+    },
+  ],
+  [
+    'BYOK failover ran out',
+    { kind: 'vendor_refused', upstreamStatus: 429, failoverExhausted: true },
+    {
+      status: 'upstream_error',
+      reason: 'failover_exhausted',
+      upstreamStatus: 429,
+      inputTokens: 0,
+      outputTokens: 0,
+    },
+  ],
+  [
+    'invalid JSON from the vendor',
+    { kind: 'answer_broken', upstreamStatus: 200, cause: 'invalid_json', usage: {} },
+    {
+      status: 'incomplete',
+      reason: 'vendor_invalid_json',
+      upstreamStatus: 200,
+      inputTokens: 100,
+      outputTokens: 0,
+    },
+  ],
+  [
+    'JSON body cut short',
+    { kind: 'answer_broken', upstreamStatus: 200, cause: 'truncated', usage: {} },
+    {
+      status: 'incomplete',
+      reason: 'truncated',
+      upstreamStatus: 200,
+      inputTokens: 100,
+      outputTokens: 0,
+    },
+  ],
+  [
+    'client aborted mid-stream, vendor_a named its input',
+    {
+      kind: 'answer_broken',
+      upstreamStatus: 200,
+      cause: 'client_aborted',
+      usage: { reportedInputTokens: 95, countedOutputTokens: 12 },
+    },
+    {
+      status: 'client_aborted',
+      reason: 'client_aborted_during_answer',
+      upstreamStatus: 200,
+      inputTokens: 95,
+      outputTokens: 12,
+    },
+  ],
+  [
+    'truncated stream',
+    {
+      kind: 'answer_broken',
+      upstreamStatus: 200,
+      cause: 'truncated',
+      usage: { countedOutputTokens: 7 },
+    },
+    {
+      status: 'incomplete',
+      reason: 'truncated',
+      upstreamStatus: 200,
+      inputTokens: 100,
+      outputTokens: 7,
+    },
+  ],
+  [
+    'stream timed out mid-way',
+    {
+      kind: 'answer_broken',
+      upstreamStatus: 200,
+      cause: 'timeout',
+      usage: { countedOutputTokens: 3 },
+    },
+    {
+      status: 'incomplete',
+      reason: 'upstream_timeout',
+      upstreamStatus: 200,
+      inputTokens: 100,
+      outputTokens: 3,
+    },
+  ],
+  [
+    'vendor error event inside a stream, after usage',
+    {
+      kind: 'answer_broken',
+      upstreamStatus: 200,
+      cause: 'vendor_error_event',
+      usage: { reported },
+    },
+    {
+      status: 'incomplete',
+      reason: 'vendor_error_event',
+      upstreamStatus: 200,
+      inputTokens: 90,
+      outputTokens: 40,
+    },
+  ],
+  [
+    'completed with reported usage',
+    { kind: 'completed', upstreamStatus: 200, stream: false, usage: { reported } },
+    {
+      status: 'completed',
+      reason: 'completed',
+      upstreamStatus: 200,
+      inputTokens: 90,
+      outputTokens: 40,
+    },
+  ],
+  [
+    'completed JSON without usage: the whole held output',
+    { kind: 'completed', upstreamStatus: 200, stream: false, usage: {} },
+    {
+      status: 'completed',
+      reason: 'completed_without_usage',
+      upstreamStatus: 200,
+      inputTokens: 100,
+      outputTokens: 3000,
+    },
+  ],
+  [
+    'completed stream without usage: the counted text',
+    {
+      kind: 'completed',
+      upstreamStatus: 200,
+      stream: true,
+      usage: { countedOutputTokens: 22 },
+    },
+    {
+      status: 'completed',
+      reason: 'completed_without_usage',
+      upstreamStatus: 200,
+      inputTokens: 100,
+      outputTokens: 22,
+    },
+  ],
+];
+
+describe('chargeFor', () => {
+  it.each(table)('%s', (_name, end, expected) => {
+    expect(chargeFor(end, context)).toEqual(expected);
+  });
+
+  it('never charges more output than was held when the vendor reports nothing', () => {
+    for (const [, end] of table) {
+      expect(chargeFor(end, context).outputTokens).toBeLessThanOrEqual(
+        Math.max(context.heldOutputTokens, reported.outputTokens),
+      );
+    }
+  });
+
+  it('charges nothing for any ending where the vendor was not called or refused', () => {
+    for (const [, end] of table) {
+      if (end.kind !== 'not_dispatched' && end.kind !== 'vendor_refused') continue;
+      const charge = chargeFor(end, context);
+      expect(charge.inputTokens + charge.outputTokens).toBe(0);
+    }
+  });
+});

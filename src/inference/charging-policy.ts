@@ -1,0 +1,174 @@
+// The charging policy: the one place that decides what a request is charged (input and output
+// tokens) and how its usage record says it ended, from the way it ended. Pure: the pipeline
+// reports what happened, this function decides; docs/charging.md holds the same table.
+//
+// The rule behind every row: the client pays for what the vendor bills for work the client
+// asked for, and never for a call that was not made or an answer the gateway could not use.
+// - Nothing reached the vendor (not dispatched, connection refused): nothing is charged.
+// - The vendor refused (an error status, a failover chain that ran out): vendors do not bill
+//   an error answer, nothing is charged.
+// - The vendor read the prompt but the client left before the answer: the input is charged
+//   (the vendor bills it; the client chose to leave). A timeout or a network error before any
+//   answer is the vendor's or the gateway's failure, not the client's: nothing is charged.
+// - The vendor answered but the answer broke (cut short, an error event, invalid JSON, the
+//   client left half-way): the input (as reported, else the estimate) and the output the
+//   client received (as reported, else counted from the relayed text; none when nothing usable
+//   was relayed) are charged.
+// - Completed: what the vendor reported; without a report, the input estimate and, for a JSON
+//   answer, the whole held output (never under-bill silently), for a stream the counted text.
+import type { UsageStatus } from '../ledger/usage-record.js';
+import type { TokenUsage } from '../providers/usage.js';
+
+/** Why a request ended, as its usage record says (column `end_reason`). */
+export type EndReason =
+  | 'completed'
+  | 'completed_without_usage'
+  | 'client_gone_before_dispatch'
+  | 'client_aborted_before_answer'
+  | 'client_aborted_during_answer'
+  | 'network_error'
+  | 'upstream_timeout'
+  | 'vendor_error_status'
+  | 'failover_exhausted'
+  | 'vendor_invalid_json'
+  | 'vendor_error_event'
+  | 'truncated'
+  | 'gateway_error';
+
+/** What the vendor's answer told us about usage before it ended (any part may be missing). */
+export interface ObservedUsage {
+  /** Full usage as the vendor reported it. */
+  readonly reported?: TokenUsage | undefined;
+  /** Input tokens the vendor named before its full usage (vendor_a's message_start). */
+  readonly reportedInputTokens?: number | undefined;
+  /** Output tokens counted from the text relayed to the client (when usage never came). */
+  readonly countedOutputTokens?: number | undefined;
+}
+
+/** How a request ended, as the pipeline observed it. */
+export type RequestEnd =
+  /** No vendor call was made: the client left first, or building the call failed. */
+  | { readonly kind: 'not_dispatched'; readonly cause: 'client_gone' | 'gateway_error' }
+  /** Sent, but no answer (status line) came back. */
+  | {
+      readonly kind: 'no_answer';
+      readonly cause: 'client_aborted' | 'network_error' | 'timeout';
+    }
+  /** The vendor answered with an error status (after failover, when there was one). */
+  | {
+      readonly kind: 'vendor_refused';
+      readonly upstreamStatus: number;
+      /** True when BYOK failover ran out of credentials and the wallet could not take over. */
+      readonly failoverExhausted: boolean;
+    }
+  /** A success status, then the answer broke before it was complete. */
+  | {
+      readonly kind: 'answer_broken';
+      readonly upstreamStatus: number;
+      readonly cause:
+        | 'client_aborted'
+        | 'network_error'
+        | 'timeout'
+        | 'truncated'
+        | 'invalid_json'
+        | 'vendor_error_event';
+      readonly usage: ObservedUsage;
+    }
+  /** The answer completed (a whole JSON body, or a stream's terminal event). */
+  | {
+      readonly kind: 'completed';
+      readonly upstreamStatus: number;
+      readonly stream: boolean;
+      readonly usage: ObservedUsage;
+    };
+
+/** What the policy needs to know about the request itself. */
+export interface ChargeContext {
+  readonly estimatedInputTokens: number;
+  /** Output tokens held for, over every choice requested. */
+  readonly heldOutputTokens: number;
+}
+
+export interface Charge {
+  readonly status: UsageStatus;
+  readonly reason: EndReason;
+  readonly upstreamStatus: number | null;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+}
+
+const NO_ANSWER_REASON = {
+  client_aborted: 'client_aborted_before_answer',
+  network_error: 'network_error',
+  timeout: 'upstream_timeout',
+} as const;
+
+const BROKEN_REASON = {
+  client_aborted: 'client_aborted_during_answer',
+  network_error: 'network_error',
+  timeout: 'upstream_timeout',
+  truncated: 'truncated',
+  invalid_json: 'vendor_invalid_json',
+  vendor_error_event: 'vendor_error_event',
+} as const;
+
+export function chargeFor(end: RequestEnd, context: ChargeContext): Charge {
+  switch (end.kind) {
+    case 'not_dispatched':
+      return {
+        status: end.cause === 'client_gone' ? 'client_aborted' : 'incomplete',
+        reason: end.cause === 'client_gone' ? 'client_gone_before_dispatch' : 'gateway_error',
+        upstreamStatus: null,
+        inputTokens: 0,
+        outputTokens: 0,
+      };
+    case 'no_answer': {
+      const clientLeft = end.cause === 'client_aborted';
+      return {
+        status: clientLeft ? 'client_aborted' : 'upstream_error',
+        reason: NO_ANSWER_REASON[end.cause],
+        upstreamStatus: null,
+        inputTokens: clientLeft ? context.estimatedInputTokens : 0,
+        outputTokens: 0,
+      };
+    }
+    case 'vendor_refused':
+      return {
+        status: 'upstream_error',
+        reason: end.failoverExhausted ? 'failover_exhausted' : 'vendor_error_status',
+        upstreamStatus: end.upstreamStatus,
+        inputTokens: 0,
+        outputTokens: 0,
+      };
+    case 'answer_broken':
+      return {
+        status: end.cause === 'client_aborted' ? 'client_aborted' : 'incomplete',
+        reason: BROKEN_REASON[end.cause],
+        upstreamStatus: end.upstreamStatus,
+        inputTokens: inputOf(end.usage, context),
+        // Only what reached the client: nothing usable was relayed from invalid JSON.
+        outputTokens:
+          end.cause === 'invalid_json'
+            ? 0
+            : (end.usage.reported?.outputTokens ?? end.usage.countedOutputTokens ?? 0),
+      };
+    case 'completed': {
+      const reported = end.usage.reported;
+      return {
+        status: 'completed',
+        reason: reported ? 'completed' : 'completed_without_usage',
+        upstreamStatus: end.upstreamStatus,
+        inputTokens: inputOf(end.usage, context),
+        outputTokens:
+          reported?.outputTokens ??
+          (end.stream
+            ? (end.usage.countedOutputTokens ?? context.heldOutputTokens)
+            : context.heldOutputTokens),
+      };
+    }
+  }
+}
+
+function inputOf(usage: ObservedUsage, context: ChargeContext): number {
+  return usage.reported?.inputTokens ?? usage.reportedInputTokens ?? context.estimatedInputTokens;
+}

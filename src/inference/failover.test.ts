@@ -1,0 +1,136 @@
+// The failover loop against a scripted vendor and a fake budget store: which credential each
+// attempt uses, when it fails over, when it stops, and that vendor error bodies reach neither
+// the client nor the logs.
+import { describe, expect, it } from 'vitest';
+import {
+  admission,
+  chatExchange,
+  fakePorts,
+  ScriptedVendor,
+} from '../../test/support/pipeline-fakes.js';
+import { dispatchWithFailover, MAX_ATTEMPTS } from './failover.js';
+
+const client = () => ({ aborted: false, current: undefined });
+const rateLimited = {
+  status: 429,
+  headers: { 'retry-after': '7' },
+  chunks: ['{"error":{"message":"slow down sk-live-0123456789abcdefXYZ"}}'],
+};
+const ok = { status: 200, chunks: ['{}'] };
+
+describe('dispatchWithFailover', () => {
+  it('fails a rate-limited BYOK credential over to the next one, cooling it down by retry-after', async () => {
+    const vendor = new ScriptedVendor([rateLimited, ok]);
+    const ports = fakePorts(vendor, {
+      secrets: { cred_1: 'key-one', cred_2: 'key-two' },
+      failover: () => ({ kind: 'credential', credentialId: 'cred_2' }),
+    });
+    const result = await dispatchWithFailover(
+      ports,
+      admission({ credentialId: 'cred_1' }),
+      chatExchange(),
+      client(),
+    );
+    expect(result).toMatchObject({ kind: 'answered', credentialId: 'cred_2' });
+    expect(vendor.requests.map((request) => request.headers.authorization)).toEqual([
+      'Bearer key-one',
+      'Bearer key-two',
+    ]);
+    expect(ports.failovers).toMatchObject([
+      { failedCredentialId: 'cred_1', cooldownUntilMs: 1_000_000 + 7_000, amountNano: 61_500n },
+    ]);
+  });
+
+  it('falls back to the system route when failover picks it', async () => {
+    const vendor = new ScriptedVendor([rateLimited, ok]);
+    const ports = fakePorts(vendor, {
+      secrets: { cred_1: 'key-one' },
+      failover: () => ({ kind: 'system' }),
+    });
+    const result = await dispatchWithFailover(
+      ports,
+      admission({ credentialId: 'cred_1' }),
+      chatExchange(),
+      client(),
+    );
+    expect(result).toMatchObject({ kind: 'answered', credentialId: null });
+    expect(vendor.requests[1]!.headers.authorization).toBe('Bearer system-key');
+  });
+
+  it('ends as failover_exhausted with the reservation error when the wallet cannot take over', async () => {
+    const ports = fakePorts(new ScriptedVendor([rateLimited]), {
+      secrets: { cred_1: 'key-one' },
+      failover: () => ({ kind: 'wallet_short', availableNano: 0n }),
+    });
+    const result = await dispatchWithFailover(
+      ports,
+      admission({ credentialId: 'cred_1' }),
+      chatExchange(),
+      client(),
+    );
+    expect(result).toMatchObject({
+      kind: 'ended',
+      end: { kind: 'vendor_refused', upstreamStatus: 429, failoverExhausted: true },
+      reply: { code: 'gw_reservation_insufficient_balance' },
+    });
+  });
+
+  it('does not fail over on the system route, nor on an answer that is not the key’s fault', async () => {
+    const vendor = new ScriptedVendor([
+      { status: 429, chunks: ['{}'] },
+      { status: 400, chunks: ['{"error":{"message":"bad field"}}'] },
+    ]);
+    const ports = fakePorts(vendor, { secrets: { cred_1: 'key-one' } });
+    const system = await dispatchWithFailover(ports, admission(), chatExchange(), client());
+    const badRequest = await dispatchWithFailover(
+      ports,
+      admission({ credentialId: 'cred_1' }),
+      chatExchange(),
+      client(),
+    );
+    expect(system).toMatchObject({ kind: 'ended', reply: { code: 'gw_upstream_rate_limited' } });
+    expect(badRequest).toMatchObject({ kind: 'ended', reply: { code: 'gw_invalid_request' } });
+    expect(ports.failovers).toHaveLength(0);
+  });
+
+  it('stops after MAX_ATTEMPTS however many credentials fail', async () => {
+    const vendor = new ScriptedVendor(Array.from({ length: MAX_ATTEMPTS }, () => rateLimited));
+    const ports = fakePorts(vendor, {
+      secrets: { cred_1: 'key-one' },
+      failover: () => ({ kind: 'credential', credentialId: 'cred_1' }),
+    });
+    const result = await dispatchWithFailover(
+      ports,
+      admission({ credentialId: 'cred_1' }),
+      chatExchange(),
+      client(),
+    );
+    expect(vendor.requests).toHaveLength(MAX_ATTEMPTS);
+    expect(result).toMatchObject({ kind: 'ended', reply: { code: 'gw_upstream_rate_limited' } });
+  });
+
+  it('keeps vendor error bodies and secrets out of the reply and the logs', async () => {
+    const vendor = new ScriptedVendor([
+      rateLimited,
+      {
+        status: 500,
+        chunks: ['{"error":{"message":"db password hunter2 sk-live-0123456789abcdefXYZ"}}'],
+      },
+    ]);
+    const ports = fakePorts(vendor, {
+      secrets: { cred_1: 'key-one' },
+      failover: () => ({ kind: 'system' }),
+    });
+    const result = await dispatchWithFailover(
+      ports,
+      admission({ credentialId: 'cred_1' }),
+      chatExchange(),
+      client(),
+    );
+    expect(result).toMatchObject({ kind: 'ended', reply: { code: 'gw_upstream_error' } });
+    const visible = JSON.stringify([result, ports.logged]);
+    expect(visible).not.toContain('hunter2');
+    expect(visible).not.toContain('sk-live');
+    expect(visible).not.toContain('key-one');
+  });
+});

@@ -1,0 +1,76 @@
+// The thin HTTP layer over the proxy step: builds its ports from the gateway's services once
+// per route, runs it, and writes the outcome it returns.
+import { sendError } from '../http/respond.js';
+import type { HttpResponse } from '../http/types.js';
+import type { ErrorFlavor } from '../errors.js';
+import type { UpstreamExchange } from '../providers/exchange.js';
+import type { Admission } from './admission.js';
+import { runProxy, type ProxyDeps, type ProxyOutcome, type ProxyPorts } from './proxy.js';
+import { settleWithRetry } from './settle-retry.js';
+
+const portsByDeps = new WeakMap<ProxyDeps, ProxyPorts>();
+
+/** The proxy step's ports over the gateway's services, built once per deps object. */
+export function proxyPortsFor(deps: ProxyDeps): ProxyPorts {
+  let ports = portsByDeps.get(deps);
+  if (!ports) {
+    ports = createProxyPorts(deps);
+    portsByDeps.set(deps, ports);
+  }
+  return ports;
+}
+
+function createProxyPorts(deps: ProxyDeps): ProxyPorts {
+  return {
+    upstream: deps.upstream,
+    failover: deps.services.budget,
+    secrets: deps.services.credentials,
+    systemRoutes: deps.systemRoutes,
+    logger: deps.logger,
+    nowMs: Date.now,
+    outputCounter: deps.services.tokenCounter,
+    settle: (admission, outcome) => settleWithRetry(deps, admission, outcome),
+  };
+}
+
+export async function proxyToVendor(
+  ports: ProxyPorts,
+  admission: Admission<UpstreamExchange>,
+  request: { readonly stream: boolean; readonly startedAtMs: number },
+  response: HttpResponse,
+): Promise<void> {
+  const outcome = await runProxy(
+    ports,
+    {
+      admission,
+      exchange: admission.call,
+      stream: request.stream,
+      startedAtMs: request.startedAtMs,
+    },
+    response,
+  );
+  writeProxyOutcome(response, outcome, admission.call.errorFlavor);
+}
+
+export function writeProxyOutcome(
+  response: HttpResponse,
+  outcome: ProxyOutcome,
+  flavor: ErrorFlavor,
+): void {
+  switch (outcome.kind) {
+    case 'json':
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(outcome.body);
+      return;
+    case 'error':
+      sendError(response, outcome.error, flavor);
+      return;
+    case 'stream_end':
+      // The terminal event only after settle: a client that saw it has its usage record.
+      if (outcome.finalEvent !== null) response.end(outcome.finalEvent);
+      else response.end(); // closes without it: the client knows the stream is incomplete
+      return;
+    case 'client_gone':
+      return;
+  }
+}

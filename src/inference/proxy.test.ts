@@ -1,0 +1,144 @@
+// The proxy step against fakes of its ports: which charge each ending settles (exactly once),
+// and which outcome the HTTP layer gets. Milliseconds, no processes, no Redis.
+import { describe, expect, it } from 'vitest';
+import {
+  admission,
+  chatExchange,
+  FakeClient,
+  fakePorts,
+  ScriptedVendor,
+} from '../../test/support/pipeline-fakes.js';
+import { runProxy } from './proxy.js';
+
+const COMPLETION =
+  '{"id":"c1","object":"chat.completion","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":4}}';
+
+const request = (stream = false) => ({
+  admission: admission({ call: chatExchange(stream) }),
+  exchange: chatExchange(stream),
+  stream,
+  startedAtMs: 0,
+});
+
+describe('runProxy', () => {
+  it('makes no vendor call and charges nothing for a client gone before dispatch', async () => {
+    const vendor = new ScriptedVendor([]);
+    const ports = fakePorts(vendor);
+    const client = new FakeClient();
+    client.aborted = true;
+    const outcome = await runProxy(ports, request(), client);
+    expect(outcome).toEqual({ kind: 'client_gone' });
+    expect(vendor.requests).toHaveLength(0);
+    expect(ports.settled).toMatchObject([
+      { status: 'client_aborted', reason: 'client_gone_before_dispatch', inputTokens: 0 },
+    ]);
+  });
+
+  it('returns the JSON answer and settles the reported usage', async () => {
+    const vendor = new ScriptedVendor([{ status: 200, chunks: [COMPLETION] }]);
+    const ports = fakePorts(vendor);
+    const outcome = await runProxy(ports, request(), new FakeClient());
+    expect(outcome).toEqual({ kind: 'json', body: Buffer.from(COMPLETION) });
+    expect(ports.settled).toMatchObject([
+      { status: 'completed', reason: 'completed', inputTokens: 9, outputTokens: 4, mock: false },
+    ]);
+    expect(vendor.requests[0]!.headers.authorization).toBe('Bearer system-key');
+  });
+
+  it('answers 502 for invalid JSON and charges the input only', async () => {
+    const ports = fakePorts(new ScriptedVendor([{ status: 200, chunks: ['{"id":'] }]));
+    const outcome = await runProxy(ports, request(), new FakeClient());
+    expect(outcome).toMatchObject({ kind: 'error', error: { code: 'gw_upstream_error' } });
+    expect(ports.settled).toMatchObject([
+      { status: 'incomplete', reason: 'vendor_invalid_json', inputTokens: 10, outputTokens: 0 },
+    ]);
+  });
+
+  it('maps a network error and a timeout before the answer, charging nothing', async () => {
+    const ports = fakePorts(
+      new ScriptedVendor([
+        { fail: { code: 'ECONNREFUSED' } },
+        { fail: { code: 'UND_ERR_HEADERS_TIMEOUT' } },
+      ]),
+    );
+    const refused = await runProxy(ports, request(), new FakeClient());
+    const timedOut = await runProxy(ports, request(), new FakeClient());
+    expect(refused).toMatchObject({ kind: 'error', error: { code: 'gw_upstream_error' } });
+    expect(timedOut).toMatchObject({ kind: 'error', error: { code: 'gw_upstream_timeout' } });
+    expect(ports.settled).toMatchObject([
+      { status: 'upstream_error', reason: 'network_error', inputTokens: 0 },
+      { status: 'upstream_error', reason: 'upstream_timeout', inputTokens: 0 },
+    ]);
+  });
+
+  it('relays a stream with backpressure and ends it with the terminal event after settling', async () => {
+    const events = [
+      'data: {"choices":[{"delta":{"content":"a"}}]}\n\n',
+      'data: {"choices":[{"delta":{"content":"b"}}]}\n\n',
+      'data: {"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2}}\n\n',
+      'data: [DONE]\n\n',
+    ];
+    const ports = fakePorts(new ScriptedVendor([{ status: 200, chunks: events }]));
+    const client = new FakeClient(1); // every write asks the relay to wait for a drain
+    const outcome = await runProxy(ports, request(true), client);
+    expect(outcome).toEqual({ kind: 'stream_end', finalEvent: 'data: [DONE]\n\n' });
+    expect(client.head).toBe(200);
+    expect(client.written.join('')).toBe(events[0]! + events[1]!);
+    expect(client.drains).toBe(2);
+    expect(ports.settled).toMatchObject([
+      { status: 'completed', inputTokens: 9, outputTokens: 2, stream: true },
+    ]);
+  });
+
+  it('closes a truncated stream without the terminal event and charges the counted text', async () => {
+    const ports = fakePorts(
+      new ScriptedVendor([
+        {
+          status: 200,
+          chunks: ['data: {"choices":[{"delta":{"content":"partial"}}]}\n\n'],
+          breakWith: { code: 'UND_ERR_SOCKET' },
+        },
+      ]),
+      { countedOutputTokens: 1 },
+    );
+    const outcome = await runProxy(ports, request(true), new FakeClient());
+    expect(outcome).toEqual({ kind: 'stream_end', finalEvent: null });
+    expect(ports.settled).toMatchObject([
+      { status: 'incomplete', reason: 'truncated', inputTokens: 10, outputTokens: 1 },
+    ]);
+  });
+
+  it('records a vendor error event inside a stream', async () => {
+    const ports = fakePorts(
+      new ScriptedVendor([
+        {
+          status: 200,
+          chunks: [
+            'data: {"choices":[{"delta":{"content":"a"}}]}\n\n',
+            'data: {"error":{"message":"boom","type":"server_error"}}\n\n',
+          ],
+        },
+      ]),
+      { countedOutputTokens: 1 },
+    );
+    const outcome = await runProxy(ports, request(true), new FakeClient());
+    expect(outcome).toEqual({ kind: 'stream_end', finalEvent: null });
+    expect(ports.settled).toMatchObject([{ status: 'incomplete', reason: 'vendor_error_event' }]);
+  });
+
+  it('settles once and rethrows when a bug strikes between the hold and settle', async () => {
+    const ports = fakePorts(new ScriptedVendor([{ status: 200, chunks: [COMPLETION] }]));
+    const broken = {
+      ...request(),
+      exchange: {
+        ...chatExchange(),
+        translateJson: () => {
+          throw new Error('bug');
+        },
+      },
+    };
+    await expect(runProxy(ports, broken, new FakeClient())).rejects.toThrow('bug');
+    expect(ports.settled).toHaveLength(1);
+    expect(ports.settled[0]).toMatchObject({ reason: 'gateway_error', inputTokens: 0 });
+  });
+});

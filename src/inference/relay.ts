@@ -1,0 +1,161 @@
+// Reading a vendor's success answer: a JSON body read whole, or an SSE stream relayed to the
+// client event by event with backpressure. Each returns how the answer ended (for the charging
+// policy) and what the client still has to get; neither charges anything.
+import { gwError, type GwError } from '../errors.js';
+import type { HttpResponse } from '../http/types.js';
+import type { TokenCounter } from '../tokens/token-counter.js';
+import type { StreamRelay, UpstreamExchange } from '../providers/exchange.js';
+import type { UpstreamResponse } from '../providers/upstream.js';
+import type { ObservedUsage, RequestEnd } from './charging-policy.js';
+
+/** The client connection as a stream relay needs it. */
+export type StreamSink = Pick<HttpResponse, 'aborted' | 'writeHead' | 'write' | 'drained'>;
+
+export interface JsonRelayed {
+  readonly end: RequestEnd;
+  /** The client's body, an error for the client, or null when the client is gone. */
+  readonly reply: { readonly body: Uint8Array | string } | GwError | null;
+}
+
+export async function readJsonAnswer(
+  exchange: UpstreamExchange,
+  upstreamResponse: UpstreamResponse,
+  client: { readonly aborted: boolean },
+): Promise<JsonRelayed> {
+  const upstreamStatus = upstreamResponse.statusCode;
+  let bytes: Buffer;
+  try {
+    bytes = await upstreamResponse.body.bytes();
+  } catch (error) {
+    const clientGone = client.aborted;
+    return {
+      end: {
+        kind: 'answer_broken',
+        upstreamStatus,
+        cause: clientGone ? 'client_aborted' : failureCause(error),
+        usage: {},
+      },
+      reply: clientGone
+        ? null
+        : gwError('gw_upstream_error', `${exchange.vendorLabel} closed the response early`),
+    };
+  }
+  let payload: unknown;
+  try {
+    payload = JSON.parse(bytes.toString('utf8'));
+  } catch {
+    return {
+      end: { kind: 'answer_broken', upstreamStatus, cause: 'invalid_json', usage: {} },
+      reply: gwError('gw_upstream_error', `${exchange.vendorLabel} answered with invalid JSON`),
+    };
+  }
+  return {
+    end: {
+      kind: 'completed',
+      upstreamStatus,
+      stream: false,
+      usage: { reported: exchange.readJsonUsage(payload) },
+    },
+    reply: { body: exchange.translateJson(payload, bytes) },
+  };
+}
+
+const SSE_HEADERS = {
+  'content-type': 'text/event-stream',
+  'cache-control': 'no-cache',
+  'x-accel-buffering': 'no',
+} as const;
+const KEEP_ALIVE_INTERVAL_MS = 15_000;
+
+export interface StreamRelayed {
+  readonly end: RequestEnd;
+  /** The terminal event to write after settlement (null: close without it). */
+  readonly finalEvent: string | null;
+}
+
+export async function relayStreamAnswer(
+  exchange: UpstreamExchange,
+  upstreamResponse: UpstreamResponse,
+  sink: StreamSink,
+  outputCounter: Pick<TokenCounter, 'countOutput'>,
+): Promise<StreamRelayed> {
+  const relay = exchange.createStreamRelay();
+  sink.writeHead(200, SSE_HEADERS);
+  // A vendor that thinks for long between events: an SSE comment keeps proxies and load
+  // balancers on the way from closing the idle connection.
+  let lastWriteMs = Date.now();
+  const keepAlive = setInterval(() => {
+    if (Date.now() - lastWriteMs < KEEP_ALIVE_INTERVAL_MS) return;
+    lastWriteMs = Date.now();
+    sink.write(': keep-alive\n\n');
+  }, KEEP_ALIVE_INTERVAL_MS);
+  let upstreamFailure: unknown = undefined;
+  // The relay runs on its own until the upstream body ends; the response goes on as soon as
+  // the vendor's terminal event is relayed (or the relay stops): the chunked terminator that
+  // follows it, often one more read away, or a vendor that keeps its body open, then costs
+  // the client nothing. Whatever arrives after the terminal event is read and dropped.
+  let relayStopped!: () => void;
+  const stopped = new Promise<void>((resolve) => (relayStopped = resolve));
+  void (async () => {
+    try {
+      for await (const chunk of upstreamResponse.body) {
+        const out = relay.push(chunk);
+        if (out.length > 0) {
+          lastWriteMs = Date.now();
+          // write() false: back off until the client drains, so upstream reading pauses too.
+          if (!sink.write(out)) await sink.drained();
+        }
+        if (sink.aborted) break;
+        if (relay.done) relayStopped();
+      }
+      const rest = relay.end();
+      if (rest.length > 0) sink.write(rest);
+    } catch (error) {
+      if (!sink.aborted && !relay.done) upstreamFailure = error ?? new Error('stream failed');
+    } finally {
+      relayStopped();
+    }
+  })();
+  await stopped;
+  clearInterval(keepAlive);
+
+  const usage: ObservedUsage = {
+    reported: relay.usage,
+    reportedInputTokens: relay.reportedInputTokens,
+    countedOutputTokens: relay.usage
+      ? undefined
+      : await outputCounter.countOutput(relay.producedText),
+  };
+  const upstreamStatus = upstreamResponse.statusCode;
+  const cause = streamBreak(relay, sink, upstreamFailure);
+  if (cause === undefined) {
+    return {
+      end: { kind: 'completed', upstreamStatus, stream: true, usage },
+      finalEvent: relay.finalEvent,
+    };
+  }
+  // Closed without the terminal event: the client knows the stream is incomplete.
+  return { end: { kind: 'answer_broken', upstreamStatus, cause, usage }, finalEvent: null };
+}
+
+type BreakCause =
+  'client_aborted' | 'network_error' | 'timeout' | 'truncated' | 'vendor_error_event';
+
+/** Why a stream did not complete (undefined: it did). */
+function streamBreak(
+  relay: StreamRelay,
+  sink: StreamSink,
+  upstreamFailure: unknown,
+): BreakCause | undefined {
+  if (sink.aborted) return 'client_aborted';
+  if (relay.vendorErrorSeen) return 'vendor_error_event';
+  if (relay.done && upstreamFailure === undefined) return undefined;
+  if (upstreamFailure !== undefined) return failureCause(upstreamFailure);
+  return 'truncated';
+}
+
+/** A body that failed: timed out, or cut (reset, closed early). */
+function failureCause(error: unknown): 'timeout' | 'truncated' {
+  const code = (error as { code?: string } | null)?.code;
+  return code?.includes('TIMEOUT') === true ? 'timeout' : 'truncated';
+}
