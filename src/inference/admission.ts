@@ -36,6 +36,8 @@ export interface AdmissionInput {
   readonly inputTexts: readonly string[];
   /** max_tokens as the client asked (undefined: the model's maximum). */
   readonly requestedMaxTokens: number | undefined;
+  /** Aborts when the client goes away: cancels the token count. */
+  readonly signal?: AbortSignal;
 }
 
 export interface Admission {
@@ -142,7 +144,7 @@ export async function admit(
       : null,
   };
 
-  const estimatedInputTokens = await services.tokenCounter.countInput(input.inputTexts);
+  const estimatedInputTokens = await services.tokenCounter.countInput(input.inputTexts, input.signal);
   const requestedOutput = Math.min(
     input.requestedMaxTokens ?? model.maxOutputTokens,
     model.maxOutputTokens,

@@ -1,6 +1,7 @@
 // POST /v1/chat/completions: admit (model, attribution, estimate, reserve), then proxy.
 import type { ApiKeyIdentity } from '../auth/api-key-store.js';
 import { isGwError } from '../errors.js';
+import { clientGoneSignal } from '../http/abort-signal.js';
 import { sendError } from '../http/respond.js';
 import type { HttpRequest, HttpResponse } from '../http/types.js';
 import { admit, ADMISSION_ERRORS } from '../inference/admission.js';
@@ -44,6 +45,7 @@ async function handleChatCompletion(
     modelId: parsed.model,
     inputTexts: chatCompletionTexts(body),
     requestedMaxTokens: parsed.max_completion_tokens ?? parsed.max_tokens ?? undefined,
+    signal: clientGoneSignal(response),
   });
   if (isGwError(admission)) return sendError(response, admission);
 

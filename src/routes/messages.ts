@@ -3,6 +3,7 @@
 import type { z } from 'zod';
 import type { ApiKeyIdentity } from '../auth/api-key-store.js';
 import { gwError, isGwError } from '../errors.js';
+import { clientGoneSignal } from '../http/abort-signal.js';
 import { sendError } from '../http/respond.js';
 import type { HttpRequest, HttpResponse } from '../http/types.js';
 import { admit, ADMISSION_ERRORS } from '../inference/admission.js';
@@ -60,6 +61,7 @@ async function handleMessages(
     modelId: parsed.model,
     inputTexts: messagesTexts(body),
     requestedMaxTokens: parsed.max_tokens,
+    signal: clientGoneSignal(response),
   });
   if (isGwError(admission)) return sendError(response, admission, 'messages');
 
