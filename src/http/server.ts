@@ -14,6 +14,7 @@ import {
 } from '../errors.js';
 import { newRequestId } from '../ids.js';
 import type { Logger } from '../log.js';
+import { framingProblem } from './framing.js';
 import { sendError } from './respond.js';
 import { UwsHttpResponse } from './response.js';
 import { RouteTable } from './route-table.js';
@@ -65,8 +66,12 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     const path = nativeRequest.getUrl();
     const query = nativeRequest.getQuery() ?? '';
     const headers: Record<string, string> = {};
+    const contentLengths: string[] = [];
+    const transferEncodings: string[] = [];
     nativeRequest.forEach((name, value) => {
       headers[name] = value;
+      if (name === 'content-length') contentLengths.push(value);
+      else if (name === 'transfer-encoding') transferEncodings.push(value);
     });
     const remoteAddress = Buffer.from(native.getRemoteAddressAsText()).toString('latin1');
     const requestId = newRequestId();
@@ -91,6 +96,17 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
           gwError('gw_unavailable', 'this gateway instance is shutting down; retry'),
           route ? flavorOf(route, headers) : 'default',
         ),
+      );
+      return;
+    }
+    const badFraming = framingProblem(contentLengths, transferEncodings);
+    if (badFraming !== undefined) {
+      // Which body follows is ambiguous: answer and close; nothing of it is read.
+      const error = gwError('gw_invalid_request', badFraming);
+      response.endAndClose(
+        error.status,
+        jsonHeaders,
+        errorBody(error, route ? flavorOf(route, headers) : 'default'),
       );
       return;
     }
@@ -124,15 +140,29 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     const caller: Promise<unknown> = route.authenticate
       ? route.authenticate(head)
       : Promise.resolve(null);
-    caller.then((value) => {
-      if (!isGwError(value) || response.aborted) return;
-      refused = true;
-      const body = errorBody(value, flavor);
-      const errorHeaders = { ...jsonHeaders, ...value.headers };
-      // Mid-body the connection is closed: the rest of the body is never read.
-      if (bodyComplete) sendError(response, value, flavor);
-      else response.endAndClose(value.status, errorHeaders, body);
-    }, failed);
+    // Until the caller is known the body is not read (the socket is paused): an
+    // unauthenticated client makes the gateway hold at most what one read delivered.
+    let bodyPaused = false;
+    caller.then(
+      (value) => {
+        if (!isGwError(value)) {
+          if (bodyPaused && !response.aborted && !response.headersSent) native.resume();
+          bodyPaused = false;
+          return;
+        }
+        if (response.aborted) return;
+        refused = true;
+        const body = errorBody(value, flavor);
+        const errorHeaders = { ...jsonHeaders, ...value.headers };
+        // Mid-body the connection is closed: the rest of the body is never read.
+        if (bodyComplete) sendError(response, value, flavor);
+        else response.endAndClose(value.status, errorHeaders, body);
+      },
+      (error: unknown) => {
+        refused = true;
+        failed(error);
+      },
+    );
 
     const run = (body: Buffer): void => {
       bodyComplete = true;
@@ -150,6 +180,8 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       }, noop);
     };
     function failed(error: unknown): void {
+      // Work cancelled because the client went away (a token count) is not a bug.
+      if (response.aborted && (error as { name?: unknown } | null)?.name === 'AbortError') return;
       options.logger.error({ err: error, requestId, path }, 'unhandled error in route handler');
       if (response.aborted) return;
       if (response.headersSent) {
@@ -202,6 +234,10 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       chunks.push(Buffer.from(chunk.slice(0)));
       if (isLast) run(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
     });
+    if (route.authenticate && !refused) {
+      bodyPaused = true;
+      native.pause();
+    }
   });
 
   return {

@@ -25,7 +25,16 @@ function seededText(alphabet: string, length: number, seed: number): string {
 const vendorLikeInputs: Record<string, string> = {
   english: 'The quick brown fox jumps over the lazy dog. '.repeat(200),
   code: 'function add(a, b) {\n  return a + b; // sum\n}\n\n'.repeat(100),
-  compactJson: JSON.stringify({ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string', description: 'the city' } } } } }),
+  compactJson: JSON.stringify({
+    type: 'function',
+    function: {
+      name: 'get_weather',
+      parameters: {
+        type: 'object',
+        properties: { city: { type: 'string', description: 'the city' } },
+      },
+    },
+  }),
   oneLetterRun: 'a'.repeat(3_000),
   cjkRun: '漢字かな交じり文'.repeat(300),
   cjkWithSpaces: seededText('的一是不了人我在有他这中大来上国个到说们为子和你 ', 3_000, 7),

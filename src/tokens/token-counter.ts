@@ -48,7 +48,8 @@ export class PiscinaTokenCounter implements TokenCounter {
   }
 
   countInput(texts: readonly string[], signal?: AbortSignal): Promise<number> {
-    if (totalChars(texts) <= INLINE_COUNT_MAX_CHARS) return Promise.resolve(countInputTokens(texts));
+    if (totalChars(texts) <= INLINE_COUNT_MAX_CHARS)
+      return Promise.resolve(countInputTokens(texts));
     return this.runInWorker('countInput', texts, signal);
   }
 
