@@ -15,6 +15,7 @@ import {
 import { newRequestId } from '../ids.js';
 import type { Logger } from '../log.js';
 import { framingProblem } from './framing.js';
+import { textProblem } from '../text.js';
 import { sendError } from './respond.js';
 import { UwsHttpResponse } from './response.js';
 import { RouteTable } from './route-table.js';
@@ -118,6 +119,11 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
             })
           : gwError('gw_route_not_found', `no route for ${method} ${path}`);
       sendError(response, error);
+      return;
+    }
+    const badText = unstorableParameter(query, match.params);
+    if (badText !== undefined) {
+      sendError(response, gwError('gw_invalid_request', badText), flavorOf(route, headers));
       return;
     }
     const head: RequestHead = {
@@ -272,6 +278,24 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       });
     },
   };
+}
+
+/** Why a query or path parameter cannot be used (NUL, lone surrogate), or undefined. */
+function unstorableParameter(
+  query: string,
+  params: Readonly<Record<string, string>>,
+): string | undefined {
+  for (const [name, value] of Object.entries(params)) {
+    const problem = textProblem(value);
+    if (problem) return `path parameter ${name}: ${problem}`;
+  }
+  if (query === '') return undefined;
+  for (const [name, value] of new URLSearchParams(query)) {
+    const problem = textProblem(name) ?? textProblem(value);
+    if (problem)
+      return `query parameter ${JSON.stringify(textProblem(name) ? '?' : name)}: ${problem}`;
+  }
+  return undefined;
 }
 
 function flavorOf(route: Route, headers: Readonly<Record<string, string>>): ErrorFlavor {

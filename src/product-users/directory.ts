@@ -35,13 +35,16 @@ export function emailHash(email: string): string {
   return `sha256:${sha256Hex(email.trim().toLowerCase())}`;
 }
 
+/** A digest of what a request would write: cached per user, so its size never depends on the input. */
 function fingerprint(input: ResolveProductUser): string {
-  return JSON.stringify([
-    input.appConnectionId,
-    input.profile.displayName ?? null,
-    input.profile.email ?? null,
-    input.profile.metadata ?? null,
-  ]);
+  return sha256Hex(
+    JSON.stringify([
+      input.appConnectionId,
+      input.profile.displayName ?? null,
+      input.profile.email ?? null,
+      input.profile.metadata ?? null,
+    ]),
+  );
 }
 
 export class ProductUserDirectory {
