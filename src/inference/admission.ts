@@ -144,7 +144,10 @@ export async function admit(
       : null,
   };
 
-  const estimatedInputTokens = await services.tokenCounter.countInput(input.inputTexts, input.signal);
+  const estimatedInputTokens = await services.tokenCounter.countInput(
+    input.inputTexts,
+    input.signal,
+  );
   const requestedOutput = Math.min(
     input.requestedMaxTokens ?? model.maxOutputTokens,
     model.maxOutputTokens,
