@@ -139,6 +139,23 @@ describe('inference attribution', () => {
   });
 });
 
+describe('token counting', () => {
+  it('answers a 200 KB run of one letter and 60,000 CJK characters at once', async () => {
+    const answers = await Promise.all(
+      ['a'.repeat(200_000), '漢'.repeat(60_000)].map((content) =>
+        postJson<{ usage: { prompt_tokens: number } }>(
+          `${gateway.url}/v1/chat/completions`,
+          chat({ messages: [{ role: 'user', content }] }),
+          bearer(org.api_key),
+        ),
+      ),
+    );
+    for (const answer of answers) expect(answer.status).toBe(200);
+    // A run this long is estimated at its bytes: never below what a BPE vendor reports.
+    expect(answers[0]!.body.usage.prompt_tokens).toBeGreaterThanOrEqual(200_000);
+  });
+});
+
 describe('management API', () => {
   const base = () => `${gateway.url}/product-users/by-external-id`;
   const put = async (body: Record<string, unknown>) => {
