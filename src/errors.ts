@@ -76,6 +76,10 @@ export const errorCatalogue = {
   },
   gw_role_forbidden: { status: 403, summary: "the member's role does not allow this" },
   gw_not_found: { status: 404, summary: 'no such object in your organizations' },
+  gw_conflict: {
+    status: 409,
+    summary: 'the object is in a state that does not allow this (e.g. the last owner leaving)',
+  },
   // Gateway
   gw_unavailable: { status: 503, summary: 'the gateway is shutting down or a dependency is down' },
   gw_internal_error: { status: 500, summary: 'a bug; the request id identifies it in the logs' },

@@ -190,6 +190,7 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
     catalog,
     tokenCounter,
     db,
+    apiKeys,
     productUsers: {
       db,
       profiles: new ProductUserProfiles(db, new LiveBalanceReader(redis, keys, loader)),

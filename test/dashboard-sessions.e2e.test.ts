@@ -346,7 +346,9 @@ describe('tenant isolation, for every organization route the gateway declares', 
       if (route.caller.kind !== 'org_member') continue;
       const target = foreign[route.caller.org.table];
       expect(target, `a foreign ${route.caller.org.table} object for ${route.path}`).toBeDefined();
-      const path = route.path.replace(`{${route.caller.org.param}}`, target!);
+      const path = route.path
+        .replace(`{${route.caller.org.param}}`, target!)
+        .replace(/\{\w+\}/g, 'usr_whatever0000000000');
       const answer = await outsider.request<ErrorBody>(
         route.method,
         path,
@@ -355,7 +357,9 @@ describe('tenant isolation, for every organization route the gateway declares', 
       expect(answer.status, `${route.method} ${route.path}`).toBe(404);
       expect(answer.body.error.code).toBe('gw_not_found');
       // an id that exists nowhere answers the same
-      const missing = route.path.replace(`{${route.caller.org.param}}`, 'org_doesnotexist00000');
+      const missing = route.path
+        .replace(`{${route.caller.org.param}}`, 'org_doesnotexist00000')
+        .replace(/\{\w+\}/g, 'usr_whatever0000000000');
       const absent = await outsider.request<ErrorBody>(
         route.method,
         missing,

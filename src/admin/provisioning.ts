@@ -28,7 +28,7 @@ export async function createApp(
 }
 
 export async function createAppConnection(
-  db: DbPool,
+  db: Pick<DbPool, 'query'>,
   orgId: string,
   appId: string,
   name: string,

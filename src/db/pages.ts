@@ -57,6 +57,10 @@ export function pageOfRows<Row extends { cursor_us: string; id: string }>(
 }
 
 /** SQL for "after the cursor" on (created_at, id): `$n` and `$n+1` take the pair. */
-export function afterCursorSql(firstParam: number): string {
-  return `(created_at, id) > (timestamptz 'epoch' + $${firstParam}::bigint * interval '1 microsecond', $${firstParam + 1})`;
+export function afterCursorSql(
+  firstParam: number,
+  createdAtColumn = 'created_at',
+  idColumn = 'id',
+): string {
+  return `(${createdAtColumn}, ${idColumn}) > (timestamptz 'epoch' + $${firstParam}::bigint * interval '1 microsecond', $${firstParam + 1})`;
 }

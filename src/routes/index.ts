@@ -1,6 +1,7 @@
 // Every route the gateway serves, declared once each (see declaration.ts). The composition
 // root binds this list to the services; /openapi.json is generated from it.
 import type { Registry } from 'prom-client';
+import type { ApiKeyStore } from '../auth/api-key-store.js';
 import type { ModelCatalog } from '../catalog/models.js';
 import type { DbPool } from '../db/pool.js';
 import type { ProxyDeps } from '../inference/proxy.js';
@@ -11,8 +12,19 @@ import { loginRoute } from './auth/login.js';
 import { logoutRoute } from './auth/logout.js';
 import { sessionRoute } from './auth/session.js';
 import { chatCompletionsRoute } from './chat-completions.js';
-import { createAppRoute, listAppsRoute } from './dashboard/apps.js';
+import { createAppRoute } from './dashboard/apps/create.js';
+import { listAppsRoute } from './dashboard/apps/list.js';
 import { listOrgsRoute } from './dashboard/orgs.js';
+import { auditLogRoute } from './dashboard/audit-log.js';
+import { createConnectionRoute } from './dashboard/connections/create.js';
+import { listConnectionsRoute } from './dashboard/connections/list.js';
+import { revokeConnectionRoute } from './dashboard/connections/revoke.js';
+import { updateConnectionRoute } from './dashboard/connections/update.js';
+import { addMemberRoute } from './dashboard/members/add.js';
+import { listMembersRoute } from './dashboard/members/list.js';
+import { removeMemberRoute } from './dashboard/members/remove.js';
+import { changeMemberRoleRoute } from './dashboard/members/update.js';
+import { dashboardModelsRoute } from './dashboard/models.js';
 import { countTokensRoute } from './count-tokens.js';
 import type { DeclaredRoute } from './declaration.js';
 import { healthzRoute, readyzRoute, type ReadinessProbe } from './health.js';
@@ -35,6 +47,7 @@ export interface RouteDeps extends AccountDeps {
   readonly catalog: ModelCatalog;
   readonly tokenCounter: TokenCounter;
   readonly db: DbPool;
+  readonly apiKeys: Pick<ApiKeyStore, 'invalidate'>;
   readonly productUsers: ProductUserRouteDeps;
   readonly readiness: ReadinessProbe;
   readonly metricsRegistry: Registry;
@@ -62,6 +75,16 @@ export const routeDeclarations: readonly DeclaredRoute<RouteDeps>[] = [
   listOrgsRoute,
   listAppsRoute,
   createAppRoute,
+  listConnectionsRoute,
+  createConnectionRoute,
+  updateConnectionRoute,
+  revokeConnectionRoute,
+  listMembersRoute,
+  addMemberRoute,
+  changeMemberRoleRoute,
+  removeMemberRoute,
+  auditLogRoute,
+  dashboardModelsRoute,
 ];
 
 export { metricsRoute };
