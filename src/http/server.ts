@@ -11,6 +11,7 @@ import {
   isDependencyUnavailable,
   isGwError,
   type ErrorFlavor,
+  type GwError,
 } from '../errors.js';
 import { newRequestId } from '../ids.js';
 import type { Logger } from '../log.js';
@@ -41,6 +42,8 @@ export interface HttpServer {
 }
 
 const jsonHeaders = { 'content-type': 'application/json' } as const;
+/** A refused request's body up to this size is read (keeps the connection); larger: closed. */
+const SMALL_BODY_BYTES = 64 * 1024;
 const noop = (): void => undefined;
 
 export function createHttpServer(options: HttpServerOptions): HttpServer {
@@ -149,29 +152,55 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     // Until the caller is known the body is not read (the socket is paused): an
     // unauthenticated client makes the gateway hold at most what one read delivered.
     let bodyPaused = false;
+    let refusalAfterBody: GwError | undefined;
+    // Every way out of the paused state resumes before anything is sent: a paused
+    // kept-alive socket would never read the client's next request.
+    const unpause = (): void => {
+      if (!bodyPaused) return;
+      bodyPaused = false;
+      if (!response.aborted && !response.headersSent) native.resume();
+    };
+    const declaredLength = Number(headers['content-length'] ?? Infinity);
     caller.then(
       (value) => {
         if (!isGwError(value)) {
-          if (bodyPaused && !response.aborted && !response.headersSent) native.resume();
-          bodyPaused = false;
+          unpause();
           return;
         }
         if (response.aborted) return;
-        refused = true;
-        const body = errorBody(value, flavor);
-        const errorHeaders = { ...jsonHeaders, ...value.headers };
-        // Mid-body the connection is closed: the rest of the body is never read.
-        if (bodyComplete) sendError(response, value, flavor);
-        else response.endAndClose(value.status, errorHeaders, body);
+        if (bodyComplete) {
+          refused = true;
+          unpause(); // the connection is kept alive: its next request must be read
+          sendError(response, value, flavor);
+        } else if (bodyPaused && declaredLength <= SMALL_BODY_BYTES) {
+          // A small body is read to its end and the error sent then, so the client's
+          // kept-alive connection stays usable (closing it makes pools reuse a dead socket).
+          refusalAfterBody = value;
+          unpause();
+        } else {
+          // Mid-body the connection is closed: the rest of the body is never read.
+          refused = true;
+          response.endAndClose(
+            value.status,
+            { ...jsonHeaders, ...value.headers },
+            errorBody(value, flavor),
+          );
+        }
       },
       (error: unknown) => {
         refused = true;
+        unpause();
         failed(error);
       },
     );
 
     const run = (body: Buffer): void => {
       bodyComplete = true;
+      if (refusalAfterBody) {
+        refused = true;
+        sendError(response, refusalAfterBody, flavor);
+        return;
+      }
       const request: HttpRequest = { ...head, body };
       caller.then((value) => {
         if (refused || isGwError(value) || response.aborted) return;

@@ -2,7 +2,7 @@
 // the event loop never tokenizes a prompt (gpt-tokenizer spends up to ~10 µs per character of
 // text it has not seen); tiny ones are counted inline, because a worker round trip costs
 // more than counting them. Counting is bounded per request (see count.ts) and a count is
-// cancelled with its request: an aborted signal drops a queued task and stops a running one.
+// cancelled with its request: once the signal aborts, nothing waits for it any more.
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
@@ -61,12 +61,26 @@ export class PiscinaTokenCounter implements TokenCounter {
 
   private async runInWorker(name: string, task: unknown, signal?: AbortSignal): Promise<number> {
     if (signal?.aborted) throw new CountCancelledError('the request went away before counting');
-    try {
-      return (await this.pool.run(task, { name, ...(signal && { signal }) })) as number;
-    } catch (error) {
-      if (signal?.aborted) throw new CountCancelledError('the request went away while counting');
-      throw error;
-    }
+    const counted = this.pool.run(task, { name }) as Promise<number>;
+    if (!signal) return counted;
+    // The work itself is bounded (a few ms, see count.ts); a request that goes away stops
+    // waiting for it at once and its result is dropped. (piscina's own abort of a running
+    // task races the worker's answer and can throw outside any promise.)
+    return new Promise<number>((resolve, reject) => {
+      const onAbort = (): void =>
+        reject(new CountCancelledError('the request went away while counting'));
+      signal.addEventListener('abort', onAbort, { once: true });
+      counted.then(
+        (tokens) => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(tokens);
+        },
+        (error: unknown) => {
+          signal.removeEventListener('abort', onAbort);
+          reject(error instanceof Error ? error : new Error(String(error)));
+        },
+      );
+    });
   }
 
   async close(): Promise<void> {
