@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# Build stage: compile TypeScript.
+# Build stage: compile TypeScript and bundle the dashboard.
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -7,6 +7,7 @@ RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY bench ./bench
+COPY web ./web
 RUN npm run build
 
 # Runtime stage: production dependencies, compiled code, SQL migrations and Lua scripts.
@@ -19,6 +20,9 @@ COPY --from=build /app/dist ./dist
 COPY src/db/migrations ./src/db/migrations
 COPY lua ./lua
 COPY bin ./bin
+# The settle spool (SPOOL_DIR): settles that met an unreachable Redis wait here until it is back.
+RUN mkdir -p /app/var/spool && chown node:node /app/var/spool
+VOLUME /app/var/spool
 USER node
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \

@@ -75,7 +75,11 @@ new UsageWriterThread(
       claimIdleMs: 30_000,
     },
   },
-  { usageRowsWritten: { inc: () => undefined }, usageWriteFailures: { inc: () => undefined } },
+  {
+    usageRowsWritten: { inc: () => undefined },
+    usageWriteFailures: { inc: () => undefined },
+    usageDeadLetters: { inc: () => undefined },
+  },
   logger,
 ).start();
 

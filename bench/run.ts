@@ -74,9 +74,10 @@ const allScenarios: Scenario[] = [
     org: 'byok',
   },
 ];
-const scenarios = allScenarios.filter(
-  (scenario) => !flags.scenario || scenario.name.includes(flags.scenario),
-);
+// An exact name picks that scenario alone (`json`); otherwise every name containing it.
+const scenarios = allScenarios.some((scenario) => scenario.name === flags.scenario)
+  ? allScenarios.filter((scenario) => scenario.name === flags.scenario)
+  : allScenarios.filter((scenario) => !flags.scenario || scenario.name.includes(flags.scenario));
 
 async function main(): Promise<void> {
   const mock = await startMock();

@@ -34,10 +34,15 @@ function spawnUntil(
       () => reject(new Error(`${args.join(' ')} did not start:\n${output}`)),
       30_000,
     );
+    let started = false;
     const onData = (chunk: Buffer): void => {
+      // Once started, the output is read and dropped (as a log shipper would): the request
+      // log must cost the gateway its writes, not the load generator a growing string.
+      if (started) return;
       output += chunk.toString();
       const value = ready(output);
       if (value !== undefined) {
+        started = true;
         clearTimeout(timer);
         resolve({ child, value });
       }
@@ -89,6 +94,8 @@ export async function startGatewayTarget(
     VENDOR_A_API_KEY: 'mock-bench-key',
     VENDOR_B_API_KEY: 'mock-bench-key',
     LOG_LEVEL: 'info',
+    // The request log's cost: BENCH_REQUEST_LOG_SAMPLE_RATE=0 measures without its lines.
+    REQUEST_LOG_SAMPLE_RATE: process.env.BENCH_REQUEST_LOG_SAMPLE_RATE ?? '1',
     // A bench-only master key for the BYOK scenario's credentials.
     CREDENTIALS_MASTER_KEY: Buffer.alloc(32, 42).toString('base64'),
   };

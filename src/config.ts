@@ -1,5 +1,6 @@
 // Configuration: environment variables, parsed once by zod at boot and passed down frozen.
 import { z } from 'zod';
+import { describeAllIssues } from './validation-messages.js';
 
 const optionalUrl = z
   .string()
@@ -41,8 +42,11 @@ export const configSchema = z.object({
   USAGE_BATCH_MAX_ROWS: z.coerce.number().int().min(1).max(10_000).default(500),
   USAGE_FLUSH_INTERVAL_MS: z.coerce.number().int().min(1).default(50),
   USAGE_CLAIM_IDLE_MS: z.coerce.number().int().min(100).default(30_000),
+  /** Settles that fail after the vendor answered wait here (fsynced) until Redis is back. */
+  SPOOL_DIR: z.string().min(1).default('var/spool'),
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  REQUEST_LOG_SAMPLE_RATE: z.coerce.number().min(0).max(1).default(1),
   MOCK_VENDOR_LATENCY_MS: z.coerce.number().int().min(0).default(0),
   MOCK_VENDOR_TOKENS_PER_SECOND: z.coerce.number().int().min(0).default(0),
   METRICS_ENABLED: booleanFlag.default(true),
@@ -88,9 +92,7 @@ export class ConfigError extends Error {
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = configSchema.safeParse(env);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map(
-      (issue) => `${issue.path.join('.') || '(environment)'}: ${issue.message}`,
-    );
+    const problems = describeAllIssues(parsed.error, '(environment)');
     throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
   }
   return Object.freeze(parsed.data);

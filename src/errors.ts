@@ -47,6 +47,10 @@ export const errorCatalogue = {
     status: 403,
     summary: 'legacy alias of gw_product_user_allowance_insufficient',
   },
+  gw_idempotency_key_reused: {
+    status: 409,
+    summary: 'the Idempotency-Key was already used with a different request body',
+  },
   gw_reservation_insufficient_balance: {
     status: 402,
     summary: 'the organization wallet cannot reserve the estimated cost',
@@ -83,6 +87,10 @@ export const errorCatalogue = {
   // Gateway
   gw_unavailable: { status: 503, summary: 'the gateway is shutting down or a dependency is down' },
   gw_internal_error: { status: 500, summary: 'a bug; the request id identifies it in the logs' },
+  gw_invalid_config: {
+    status: 500,
+    summary: 'CLI only: an environment variable fails validation (the gateway exits 78)',
+  },
 } as const satisfies Record<string, { status: number; summary: string }>;
 
 export type ErrorCode = keyof typeof errorCatalogue;

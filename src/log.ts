@@ -1,6 +1,6 @@
 // Structured logs (pino). Nothing secret is logged: we never pass headers, bodies, prompts or
 // completions to the logger, and the redaction list is a second line of defence.
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
 
 export type { Logger };
 
@@ -28,4 +28,16 @@ export function createLogger(level: string, name = 'gw'): Logger {
       censor: '[redacted]',
     },
   });
+}
+
+/**
+ * The request log's own logger on the same destination as `logger`, without the redaction
+ * list: its lines carry only fixed id fields (src/http/request-log.ts), and redaction doubled
+ * the cost of each line (bench/RESULTS.md).
+ */
+export function createRequestLogger(logger: Logger, name = 'gw'): Logger {
+  const destination = (logger as unknown as Record<symbol, DestinationStream>)[
+    pino.symbols.streamSym
+  ];
+  return pino({ name, level: logger.level }, destination);
 }

@@ -20,10 +20,13 @@ import { ensureDatabase, migrate } from './db/migrate.js';
 import { createDbPool } from './db/pool.js';
 import { CredentialDirectory } from './credentials/credential-directory.js';
 import { parseMasterKeys } from './credentials/secret-box.js';
+import { createRequestLog } from './http/request-log.js';
 import { createHttpServer } from './http/server.js';
 import { loadNativeUws } from './http/uws.js';
 import { UsageWriterThread } from './ledger/usage-writer-thread.js';
-import { createLogger, type Logger } from './log.js';
+import { RecordedUsage } from './ledger/recorded-usage.js';
+import { SettleSpool } from './ledger/settle-spool.js';
+import { createLogger, createRequestLogger, type Logger } from './log.js';
 import { GatewayMetrics } from './metrics.js';
 import { pendingUsageRecords } from './ledger/usage-backlog.js';
 import { startMockVendors } from './mock-vendors/server.js';
@@ -40,6 +43,7 @@ import { bindRoutes } from './routes/bind.js';
 import type { Authenticators } from './routes/declaration.js';
 import type { ReadinessProbe } from './routes/health.js';
 import { metricsRoute, routeDeclarations, type RouteDeps } from './routes/index.js';
+import { loadDashboardBundle } from './routes/dashboard-ui/bundle.js';
 import { PiscinaTokenCounter } from './tokens/token-counter.js';
 
 const CATALOG_REFRESH_MS = 60_000;
@@ -141,6 +145,20 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
   );
   writer.start();
 
+  const settleSpool = new SettleSpool(
+    { dir: config.SPOOL_DIR, namespace: config.REDIS_KEY_PREFIX },
+    {
+      budget,
+      recorded: new RecordedUsage(redis, db, keys),
+      redisReady: () => redis.status === 'ready',
+      logger,
+      counters: metrics,
+    },
+  );
+  await settleSpool.open();
+  settleSpool.start();
+  redis.on('ready', () => void settleSpool.replay());
+
   let draining = false;
   const services = {
     catalog,
@@ -149,6 +167,7 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
     credentials,
     tokenCounter,
     budget,
+    settleSpool,
   };
   const proxyDeps = { services, upstream, systemRoutes, logger };
   const readiness: ReadinessProbe = {
@@ -194,6 +213,7 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
     readiness,
     metricsRegistry: metrics.registry,
     openApiDocument: buildOpenApiDocument(servedRoutes),
+    dashboardBundle: loadDashboardBundle(),
   };
   const authenticators: Authenticators = {
     apiKey: (headers) => apiKeys.authenticate(headers),
@@ -206,6 +226,7 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
     logger,
     onRequestFinished: (route, status, durationMs) =>
       metrics.requestFinished(route, status, durationMs),
+    requestLog: createRequestLog(createRequestLogger(logger), config.REQUEST_LOG_SAMPLE_RATE),
     routes: bindRoutes(servedRoutes, routeDeps, authenticators),
   });
   const port = await server.listen(config.HOST, config.PORT);
@@ -237,6 +258,7 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
       if (remaining > 0)
         logger.warn({ remaining }, 'shutdown grace elapsed with requests in flight');
       clearInterval(catalogTimer);
+      await settleSpool.stop();
       await writer.stop(WRITER_STOP_TIMEOUT_MS);
       await tokenCounter.close();
       await upstream.close();

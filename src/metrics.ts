@@ -1,5 +1,6 @@
 // Prometheus metrics (GET /metrics): requests by route and status with their latency, and the
-// usage writer's progress: rows written, failed writes, and records still waiting in Redis.
+// usage writer's progress: rows written, failed writes, dead letters, and records still waiting
+// in Redis; and the settle spool: settles waiting on this instance's disk for Redis.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 export class GatewayMetrics {
@@ -25,6 +26,27 @@ export class GatewayMetrics {
   readonly usageWriteFailures = new Counter({
     name: 'gw_usage_write_failures_total',
     help: 'Failed batch writes to Postgres (retried; the records stay in Redis)',
+    registers: [this.registry],
+  });
+
+  readonly usageDeadLetters = new Counter({
+    name: 'gw_usage_dead_letters_total',
+    help: 'Usage stream entries moved to usage_dead_letters (Postgres refused the row, or not a record); each needs an operator',
+    registers: [this.registry],
+  });
+  readonly settleSpooled = new Counter({
+    name: 'gw_settle_spooled_total',
+    help: 'Settles that failed after the vendor answered and were written to the local settle spool',
+    registers: [this.registry],
+  });
+  readonly settleSpoolReplayed = new Counter({
+    name: 'gw_settle_spool_replayed_total',
+    help: 'Spooled settles applied (or found already recorded) and retired from the spool',
+    registers: [this.registry],
+  });
+  readonly settleSpoolPending = new Gauge({
+    name: 'gw_settle_spool_pending',
+    help: 'Spooled settles of this instance still waiting for Redis (not yet charged or recorded)',
     registers: [this.registry],
   });
 

@@ -336,6 +336,8 @@ describe('PUT /product-users/by-external-id', () => {
 describe('credit grants and the credit summary', () => {
   it('grants once per Idempotency-Key and reports the summary (USD default, 3-letter currency)', async () => {
     await put({ app_id: org.app_id, external_user_id: 'granted' });
+    // A retry sends the same body; another body under the same key is a 409 (see below).
+    const expiresAt = new Date(Date.now() + 3 * 86_400_000).toISOString();
     const grant = (amount: string, key: string) =>
       fetch(`${gateway.url}/product-users/by-external-id/credit-grants`, {
         method: 'POST',
@@ -348,7 +350,7 @@ describe('credit grants and the credit summary', () => {
           app_id: org.app_id,
           external_user_id: 'granted',
           amount,
-          expires_at: new Date(Date.now() + 3 * 86_400_000).toISOString(),
+          expires_at: expiresAt,
           reason: 'welcome',
         }),
       });

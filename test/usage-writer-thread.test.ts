@@ -20,6 +20,7 @@ describe('usage writer thread', () => {
     const counters = {
       usageRowsWritten: { inc: (count: number) => (rows += count) },
       usageWriteFailures: { inc: () => undefined },
+      usageDeadLetters: { inc: () => undefined },
     };
     const settings = { livesFile } as unknown as UsageWriterThreadSettings;
     const thread = new UsageWriterThread(settings, counters, createLogger('silent'), standIn, 20);

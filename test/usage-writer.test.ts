@@ -10,6 +10,7 @@ import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
 import type { UsageRecord } from '../src/ledger/usage-record.js';
 import { usageRecord } from './support/records.js';
 import { UsageStreamWriter } from '../src/ledger/usage-writer.js';
+import { UsageDeadLetters } from '../src/ledger/usage-dead-letters.js';
 import { createLogger } from '../src/log.js';
 import { pendingUsageRecords } from '../src/ledger/usage-backlog.js';
 import { GatewayMetrics } from '../src/metrics.js';
@@ -45,6 +46,7 @@ const settle = (record: UsageRecord, through: RedisBudgetStore = store) =>
   });
 const logger = createLogger('silent');
 const metrics = new GatewayMetrics(false);
+const deadLetters = new UsageDeadLetters(db);
 
 function usage(orgId: string, sellCostNano: bigint): UsageRecord {
   return usageRecord(orgId, sellCostNano, {
@@ -57,12 +59,20 @@ function usage(orgId: string, sellCostNano: bigint): UsageRecord {
 }
 
 function writer(name: string, claimIdleMs: number): UsageStreamWriter {
-  return new UsageStreamWriter(writerRedis, keys, new PostgresUsageSink(db), logger, metrics, {
-    consumerName: name,
-    batchMaxRows: 100,
-    flushIntervalMs: 20,
-    claimIdleMs,
-  });
+  return new UsageStreamWriter(
+    writerRedis,
+    keys,
+    new PostgresUsageSink(db),
+    deadLetters,
+    logger,
+    metrics,
+    {
+      consumerName: name,
+      batchMaxRows: 100,
+      flushIntervalMs: 20,
+      claimIdleMs,
+    },
+  );
 }
 
 async function ledgerRows(
@@ -163,6 +173,7 @@ describe('usage writer', () => {
       writerRedis,
       backlogKeys,
       new PostgresUsageSink(db),
+      deadLetters,
       logger,
       metrics,
       { consumerName: 'backlog', batchMaxRows: 100, flushIntervalMs: 20, claimIdleMs: 30_000 },

@@ -22,7 +22,7 @@ export async function apiKeyCommand(context: CliContext, argv: string[]): Promis
       [connectionId],
     );
     const connection = rows[0];
-    if (!connection) throw new UsageError(`no app connection ${connectionId}`);
+    if (!connection) throw new UsageError(`no app connection ${connectionId}`, 'gw_not_found');
     const policy = values['model-policy']
       ? values['model-policy']
           .split(',')

@@ -33,7 +33,7 @@ export async function ensureProductUser(
     'SELECT org_id FROM apps WHERE id = $1',
     [appId],
   );
-  if (!rows[0]) throw new UsageError(`no app ${appId}`);
+  if (!rows[0]) throw new UsageError(`no app ${appId}`, 'gw_invalid_app_id');
   const { user } = await context.productUsers.upsert({
     orgId: rows[0].org_id,
     appId,

@@ -81,7 +81,7 @@ async function run(
   values: Values,
 ): Promise<unknown> {
   const found = <T>(value: T | undefined, id: string): T => {
-    if (value === undefined) throw new UsageError(`no credential ${id}`);
+    if (value === undefined) throw new UsageError(`no credential ${id}`, 'gw_not_found');
     return value;
   };
   switch (action) {

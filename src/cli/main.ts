@@ -1,5 +1,8 @@
 // The `gw` admin CLI: JSON on stdout; errors on stderr with a non-zero exit code.
+import { z } from 'zod';
 import { ConfigError } from '../config.js';
+import { describeIssue, issuePath } from '../validation-messages.js';
+import type { ErrorCode } from '../errors.js';
 import { AmountError } from '../money.js';
 import { adminCommand, adminHelp } from './admin.js';
 import { apiKeyCommand, apiKeyHelp } from './api-key.js';
@@ -85,12 +88,28 @@ export async function runCli(argv: string[]): Promise<number> {
   }
 }
 
+/** Option issues named as the flags a user typed: `--latency-ms: must be at least 0`. */
+function flagIssues(error: z.ZodError): string {
+  return error.issues
+    .map((issue) => {
+      const flag = `--${issuePath(issue, 'options').replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+      return `${flag}: ${describeIssue(issue)}`;
+    })
+    .join('; ');
+}
+
+/** Errors in the HTTP API's shape `{"error":{"code","message"}}`: exit 2 refused, 1 a bug. */
 function fail(error: unknown): number {
-  const known =
-    error instanceof UsageError || error instanceof AmountError || error instanceof ConfigError;
-  const message = known
-    ? (error as Error).message
-    : `unexpected error: ${(error as Error).message}`;
-  cliIo().write('stderr', `${JSON.stringify({ error: { message } })}\n`);
-  return known ? 2 : 1;
+  const { code, message } = cliError(error);
+  cliIo().write('stderr', `${JSON.stringify({ error: { code, message } })}\n`);
+  return code === 'gw_internal_error' ? 1 : 2;
+}
+
+function cliError(error: unknown): { code: ErrorCode; message: string } {
+  if (error instanceof UsageError) return { code: error.code, message: error.message };
+  if (error instanceof AmountError) return { code: 'gw_invalid_request', message: error.message };
+  if (error instanceof ConfigError) return { code: 'gw_invalid_config', message: error.message };
+  if (error instanceof z.ZodError)
+    return { code: 'gw_invalid_request', message: flagIssues(error) };
+  return { code: 'gw_internal_error', message: `unexpected error: ${(error as Error).message}` };
 }

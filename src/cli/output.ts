@@ -1,9 +1,18 @@
 // CLI output and argument helpers: JSON on stdout, errors as JSON on stderr with exit code 2.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import type { ErrorCode } from '../errors.js';
 import { cliIo } from './io.js';
 
+/** A refused command: printed as `{"error":{"code","message"}}`, the HTTP error shape. */
 export class UsageError extends Error {
   override readonly name = 'UsageError';
+  constructor(
+    message: string,
+    /** A code of the one catalogue (src/errors.ts), as the HTTP API would answer. */
+    readonly code: ErrorCode = 'gw_invalid_request',
+  ) {
+    super(message);
+  }
 }
 
 export function printJson(value: unknown): void {

@@ -5,17 +5,10 @@ import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
 
 export const productUserHelp = `gw product-user block|unblock --app-id A --external-user-id U
   A blocked user's requests are refused (gw_product_user_blocked) whatever their balance.
+  Creates the product user if it does not exist yet (block someone before their first request).
 gw credits grant --app-id A --external-user-id U --amount 0.50 [--expires-at RFC3339] [--reason TEXT]
 gw credits revoke --grant-id G
   Grants credits to a product user (created if missing) or revokes what is left of a grant.`;
-
-async function findUser(context: CliContext, appId: string, externalUserId: string) {
-  const { rows } = await context.db.query<{ id: string; org_id: string }>(
-    'SELECT id, org_id FROM product_users WHERE app_id = $1 AND external_user_id = $2',
-    [appId, externalUserId],
-  );
-  return rows[0];
-}
 
 export async function productUserCommand(context: CliContext, argv: string[]): Promise<void> {
   const [action, ...rest] = argv;
@@ -28,8 +21,8 @@ export async function productUserCommand(context: CliContext, argv: string[]): P
   });
   const appId = requireFlag(values['app-id'], 'app-id');
   const externalUserId = requireFlag(values['external-user-id'], 'external-user-id');
-  const user = await findUser(context, appId, externalUserId);
-  if (!user) throw new UsageError(`no product user ${externalUserId} in app ${appId}`);
+  // Every management command creates the product user it names (as cap set and credits grant do).
+  const user = await ensureProductUser(context, appId, externalUserId);
   const status = action === 'block' ? 'blocked' : 'active';
   await context.productUsers.setStatus(user.org_id, appId, externalUserId, status);
   printJson({
@@ -60,7 +53,7 @@ export async function creditsCommand(context: CliContext, argv: string[]): Promi
     if (expiresAt && Number.isNaN(expiresAt.getTime()))
       throw new UsageError('--expires-at must be an RFC 3339 timestamp');
     const user = await ensureProductUser(context, appId, externalUserId);
-    const { grant } = await context.productUsers.grantCredits({
+    const granted = await context.productUsers.grantCredits({
       orgId: user.org_id,
       productUserId: user.id,
       amountNano,
@@ -69,13 +62,16 @@ export async function creditsCommand(context: CliContext, argv: string[]): Promi
       reason: values.reason ?? null,
       idempotencyKey: null,
     });
-    printJson(grant);
+    // No idempotency key from the CLI, so never a reused one.
+    if ('keyReused' in granted)
+      throw new UsageError('idempotency key reused', 'gw_idempotency_key_reused');
+    printJson(granted.grant);
     return;
   }
   if (action === 'revoke') {
     const grantId = requireFlag(values['grant-id'], 'grant-id');
     const grant = await context.productUsers.revokeGrant(grantId);
-    if (!grant) throw new UsageError(`no active grant ${grantId}`);
+    if (!grant) throw new UsageError(`no active grant ${grantId}`, 'gw_not_found');
     printJson(grant);
     return;
   }

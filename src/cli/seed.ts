@@ -11,17 +11,27 @@ import {
 import { modelPolicyAllows } from '../catalog/models.js';
 import { parseAmountToNano } from '../money.js';
 import type { CliContext } from './context.js';
+import { cliIo } from './io.js';
 import { parseFlags, printJson } from './output.js';
 
-export const seedHelp = `gw seed [--json] [--name NAME] [--wallet AMOUNT]
+export const seedHelp = `gw seed [--json | --env] [--name NAME] [--wallet AMOUNT]
   Creates an organization (wallet funded with AMOUNT, default 100.00), an app, an app
   connection, an API key (models: ${DEFAULT_MODEL_POLICY.join(', ')}) and a service key with
   both product-user scopes. Prints {"org_id","app_id","app_connection_id","api_key",
-  "service_key","models"}. The raw keys are shown only here.`;
+  "service_key","models"}; with --env, shell lines instead (eval "$(npx gw seed --env)" sets
+  ORG_ID, APP_ID, CONNECTION_ID, API_KEY and SERVICE_KEY). The raw keys are shown only here.`;
+
+/** `export NAME='value'` lines for `eval`, single-quoted for the shell. */
+function shellExports(variables: Readonly<Record<string, string>>): string {
+  return Object.entries(variables)
+    .map(([name, value]) => `export ${name}='${value.replaceAll("'", `'\\''`)}'\n`)
+    .join('');
+}
 
 export async function seedCommand(context: CliContext, argv: string[]): Promise<void> {
   const { values } = parseFlags(argv, {
     json: { type: 'boolean', default: true },
+    env: { type: 'boolean', default: false },
     name: { type: 'string', default: 'Seeded organization' },
     wallet: { type: 'string', default: '100.00' },
   });
@@ -36,6 +46,19 @@ export async function seedCommand(context: CliContext, argv: string[]): Promise<
   const { rows } = await db.query<{ id: string }>(
     'SELECT id FROM models WHERE enabled ORDER BY id',
   );
+  if (values.env) {
+    cliIo().write(
+      'stdout',
+      shellExports({
+        ORG_ID: orgId,
+        APP_ID: appId,
+        CONNECTION_ID: appConnectionId,
+        API_KEY: apiKey.rawKey,
+        SERVICE_KEY: serviceKey.rawKey,
+      }),
+    );
+    return;
+  }
   printJson({
     org_id: orgId,
     app_id: appId,

@@ -49,7 +49,7 @@ export async function serviceKeyCommand(context: CliContext, argv: string[]): Pr
       'UPDATE service_keys SET status = $2 WHERE id = $1',
       [id, status],
     );
-    if (rowCount === 0) throw new UsageError(`no service key ${id}`);
+    if (rowCount === 0) throw new UsageError(`no service key ${id}`, 'gw_not_found');
     await publishInvalidation(context.redis, context.keys.invalidationChannel(), {
       kind: 'service-keys',
     });

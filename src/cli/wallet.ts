@@ -12,7 +12,8 @@ export async function walletCommand(context: CliContext, argv: string[]): Promis
   const { values } = parseFlags(rest, { 'org-id': { type: 'string' }, amount: { type: 'string' } });
   const orgId = requireFlag(values['org-id'], 'org-id');
   const exists = await context.db.query('SELECT 1 FROM wallets WHERE org_id = $1', [orgId]);
-  if (exists.rowCount === 0) throw new UsageError(`no wallet for organization ${orgId}`);
+  if (exists.rowCount === 0)
+    throw new UsageError(`no wallet for organization ${orgId}`, 'gw_not_found');
   if (action === 'topup') {
     await context.wallets.topUp(orgId, parseAmountToNano(requireFlag(values.amount, 'amount')));
   } else if (action === 'set') {

@@ -1,7 +1,7 @@
 // HttpResponse over a uWS response: corking, backpressure and abort rules live here only.
 import { STATUS_CODES } from 'node:http';
 import type { HttpResponse as UwsResponse } from 'uWebSockets.js';
-import type { HttpResponse } from './types.js';
+import type { HttpResponse, RequestAnnotations } from './types.js';
 
 /** The de facto status for a request whose client went away first (nginx's 499). */
 const CLIENT_CLOSED_REQUEST = 499;
@@ -23,6 +23,7 @@ export class UwsHttpResponse implements HttpResponse {
   private headers: Readonly<Record<string, string>> = {};
   private abortListeners: Array<() => void> = [];
   private drainWaiters: Array<() => void> = [];
+  annotations: RequestAnnotations = {};
 
   constructor(
     private readonly native: UwsResponse,
@@ -39,6 +40,10 @@ export class UwsHttpResponse implements HttpResponse {
     for (const listener of this.abortListeners) listener();
     this.abortListeners = [];
     this.onFinished(CLIENT_CLOSED_REQUEST);
+  }
+
+  annotate(fields: RequestAnnotations): void {
+    this.annotations = { ...this.annotations, ...fields };
   }
 
   onAborted(listener: () => void): void {

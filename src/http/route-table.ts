@@ -1,5 +1,7 @@
 // Matches a request's method and path to a route: exact paths by one map lookup, paths with
-// `{name}` segments (each matching one non-empty segment) by their compiled patterns.
+// `{name}` segments (each matching one non-empty segment) by their compiled patterns, and last
+// paths ending in a catch-all `{name*}` (the rest of the path: one or more segments), so a
+// catch-all never shadows a more precise route.
 import type { Route } from './types.js';
 
 export type RouteMatch =
@@ -17,26 +19,32 @@ const NO_PARAMS: Record<string, string> = Object.freeze({}) as Record<string, st
 
 export class RouteTable {
   private readonly exact = new Map<string, Route>();
+  /** `{name}` patterns in declaration order, then the catch-alls. */
   private readonly patterns: PatternRoute[] = [];
 
   constructor(routes: readonly Route[]) {
+    const tails: PatternRoute[] = [];
     for (const route of routes) {
       if (!route.path.includes('{')) {
         this.exact.set(`${route.method} ${route.path}`, route);
         continue;
       }
       const names: string[] = [];
-      const source = route.path
-        .split('/')
-        .map((segment) => {
-          const name = /^\{(\w+)\}$/.exec(segment)?.[1];
+      const segments = route.path.split('/');
+      const source = segments
+        .map((segment, index) => {
+          const [, name, star] = /^\{(\w+)(\*?)\}$/.exec(segment) ?? [];
           if (!name) return segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+          if (star && index !== segments.length - 1)
+            throw new Error(`a catch-all must be the last segment: ${route.path}`);
           names.push(name);
-          return '([^/]+)';
+          return star ? '(.+)' : '([^/]+)';
         })
         .join('/');
-      this.patterns.push({ route, pattern: new RegExp(`^${source}$`), names });
+      const list = route.path.endsWith('*}') ? tails : this.patterns;
+      list.push({ route, pattern: new RegExp(`^${source}$`), names });
     }
+    this.patterns.push(...tails);
   }
 
   match(method: string, path: string): RouteMatch {

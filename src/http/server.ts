@@ -17,6 +17,7 @@ import { newRequestId } from '../ids.js';
 import type { Logger } from '../log.js';
 import { framingProblem } from './framing.js';
 import { textProblem } from '../text.js';
+import type { RequestLog } from './request-log.js';
 import { sendError } from './respond.js';
 import { UwsHttpResponse } from './response.js';
 import { RouteTable } from './route-table.js';
@@ -29,6 +30,8 @@ export interface HttpServerOptions {
   readonly logger: Logger;
   /** Told about every finished request (for metrics); `route` is the matched path or 'unmatched'. */
   readonly onRequestFinished?: (route: string, status: number, durationMs: number) => void;
+  /** Writes the request-log line of every finished request (see request-log.ts). */
+  readonly requestLog?: RequestLog;
 }
 
 export interface HttpServer {
@@ -87,7 +90,16 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     const routeLabel = route ? route.path : 'unmatched';
     const response = new UwsHttpResponse(native, requestId, (status) => {
       finished();
-      options.onRequestFinished?.(routeLabel, status, Date.now() - receivedAtMs);
+      const durationMs = Date.now() - receivedAtMs;
+      options.onRequestFinished?.(routeLabel, status, durationMs);
+      options.requestLog?.({
+        requestId,
+        method,
+        route: routeLabel,
+        status,
+        durationMs,
+        annotations: response.annotations,
+      });
     });
     native.onAborted(() => response.markAborted());
 

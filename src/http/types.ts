@@ -22,6 +22,16 @@ export interface HttpRequest {
 /** What is known of a request before its body: what a route's authenticator sees. */
 export type RequestHead = Omit<HttpRequest, 'body'>;
 
+/**
+ * What a handler learned about a request, for its request-log line. Ids and the model name
+ * only: never a key, prompt, completion or body.
+ */
+export interface RequestAnnotations {
+  model?: string;
+  orgId?: string;
+  productUserId?: string;
+}
+
 export interface HttpResponse {
   /** True once the client went away; after that every write is a no-op. */
   readonly aborted: boolean;
@@ -37,6 +47,9 @@ export interface HttpResponse {
   end(body?: string | Uint8Array): void;
   /** Drops the connection (used when a stream cannot be completed). */
   destroy(): void;
+  /** Adds to what the request log says about this request (later values win). */
+  annotate(fields: RequestAnnotations): void;
+  readonly annotations: Readonly<RequestAnnotations>;
 }
 
 /** `caller` is what the route's `authenticate` resolved to (null without one). */

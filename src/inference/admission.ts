@@ -89,6 +89,8 @@ export async function admit(
   if (!modelPolicyAllows(identity.modelPolicy, model.id)) {
     return gwError('gw_model_not_allowed', `this API key may not use model ${model.id}`);
   }
+  const outputLimit = outputLimitError(input, model);
+  if (outputLimit) return outputLimit;
 
   let attribution;
   try {
@@ -196,6 +198,20 @@ export async function admit(
     reservedNano,
     credentialId: outcome.credentialId,
   };
+}
+
+/**
+ * max tokens above the model's maximum output are refused, as the vendors' APIs do (see
+ * "max_tokens above the model's maximum is refused"); silently lowering them would hide a bug.
+ */
+function outputLimitError(input: AdmissionInput, model: CatalogModel): GwError | undefined {
+  if (input.requestedMaxTokens === undefined) return undefined;
+  if (input.requestedMaxTokens <= model.maxOutputTokens) return undefined;
+  const field = input.body.max_completion_tokens != null ? 'max_completion_tokens' : 'max_tokens';
+  return gwError(
+    'gw_invalid_request',
+    `${field}: must be at most ${model.maxOutputTokens}, the maximum output of ${model.id}`,
+  );
 }
 
 /** The most output tokens `availableNano` pays for after the input (0 when not even that). */

@@ -2,8 +2,11 @@
 // the vendor; only what the gateway itself relies on is checked here.
 import { z } from 'zod';
 
+/** The roles the chat-completions API accepts; anything else is refused, as the vendor does. */
+export const CHAT_ROLES = ['system', 'developer', 'user', 'assistant', 'tool', 'function'] as const;
+
 const messageSchema = z.looseObject({
-  role: z.string().min(1),
+  role: z.enum(CHAT_ROLES),
 });
 
 export const chatCompletionRequestSchema = z.looseObject({

@@ -2,11 +2,13 @@
 import { z } from 'zod';
 
 const contentSchema = z.union([z.string(), z.array(z.looseObject({ type: z.string() }))]);
+/** The messages protocol has two turn roles (the system prompt is its own field). */
+const turnRole = z.enum(['user', 'assistant']);
 
 export const messagesRequestSchema = z.looseObject({
   model: z.string().min(1),
   max_tokens: z.number().int().positive(),
-  messages: z.array(z.looseObject({ role: z.string().min(1), content: contentSchema })).min(1),
+  messages: z.array(z.looseObject({ role: turnRole, content: contentSchema })).min(1),
   system: z.union([z.string(), z.array(z.looseObject({ type: z.string() }))]).optional(),
   stream: z.boolean().optional(),
   metadata: z.record(z.string(), z.unknown()).optional(),
@@ -15,7 +17,7 @@ export const messagesRequestSchema = z.looseObject({
 
 export const countTokensRequestSchema = z.looseObject({
   model: z.string().min(1),
-  messages: z.array(z.looseObject({ role: z.string().min(1), content: contentSchema })).min(1),
+  messages: z.array(z.looseObject({ role: turnRole, content: contentSchema })).min(1),
   system: z.union([z.string(), z.array(z.looseObject({ type: z.string() }))]).optional(),
   tools: z.array(z.looseObject({ name: z.string() })).optional(),
 });

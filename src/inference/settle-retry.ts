@@ -1,14 +1,26 @@
 // Settles with a few retries: settle is idempotent, so a retry after a lost reply is safe.
+// A settle that still fails (Redis unreachable) goes to the settle spool: the vendor call
+// happened, so its usage is recorded and charged once Redis is back, and the client gets
+// the answer as if it had settled (see "A spooled settle counts as settled").
 import type { Logger } from '../log.js';
-import type { BudgetStore } from '../billing/budget-store.js';
+import type { BudgetStore, RequestAccounts } from '../billing/budget-store.js';
+import type { UsageRecord } from '../ledger/usage-record.js';
 import type { Admission } from './admission.js';
 import { buildUsageRecord, type RequestOutcome } from './settlement.js';
 
 const SETTLE_ATTEMPTS = 3;
 const SETTLE_RETRY_DELAY_MS = 50;
 
+/** Where a settle that keeps failing is kept durably (SettleSpool). */
+export interface SettleFallback {
+  append(record: UsageRecord, accounts: RequestAccounts): Promise<void>;
+}
+
 export async function settleWithRetry(
-  deps: { readonly services: { readonly budget: BudgetStore }; readonly logger: Logger },
+  deps: {
+    readonly services: { readonly budget: BudgetStore; readonly settleSpool?: SettleFallback };
+    readonly logger: Logger;
+  },
   admission: Admission,
   outcome: RequestOutcome,
 ): Promise<void> {
@@ -19,7 +31,23 @@ export async function settleWithRetry(
       return;
     } catch (error) {
       if (attempt >= SETTLE_ATTEMPTS) {
-        // The hold lapses by its TTL; the record is lost with this request. Loud, on purpose.
+        const spool = deps.services.settleSpool;
+        if (spool) {
+          try {
+            await spool.append(record, admission.accounts);
+            deps.logger.warn(
+              { err: error, requestId: admission.requestId },
+              'settle failed; usage spooled to disk until Redis is back',
+            );
+            return;
+          } catch (spoolError) {
+            deps.logger.error(
+              { err: spoolError, requestId: admission.requestId },
+              'settle spool write failed',
+            );
+          }
+        }
+        // Nowhere to keep it: the hold lapses by its TTL and the record is lost. Loud.
         deps.logger.error({ err: error, requestId: admission.requestId }, 'settle failed');
         throw error;
       }

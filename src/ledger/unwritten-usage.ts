@@ -1,5 +1,6 @@
 // Usage records an org has settled in Redis that Postgres does not have yet: its usage stream,
-// less the entries whose rows the writer already committed (it deletes them right after, so
+// and its dead letters not replayed yet (settled and charged, but refused by usage_records),
+// less the records whose rows the writer already committed (it deletes them right after, so
 // a few can be in both for a moment). An account rebuilt from the ledger adds these, or it
 // would forget what was spent while the writer (or Postgres) lagged behind.
 import type { Redis } from 'ioredis';
@@ -8,6 +9,7 @@ import type { RedisKeys } from '../redis/keys.js';
 import { usageRecordFromFields, type UsageRecord } from './usage-record.js';
 
 const PAGE = 1000;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /**
  * At most this many entries are read per org. Normally the stream holds a few hundred at
  * most; far more means Postgres has been down for a while, and a rebuild then counts only
@@ -34,12 +36,20 @@ export class UnwrittenUsage {
    */
   async forOrg(orgId: string, mentioning?: string): Promise<UsageRecord[]> {
     const records: UsageRecord[] = [];
-    for (const [, fields] of await this.entries(orgId)) {
+    const entries = [
+      ...(await this.entries(orgId)).map(([, fields]) => fields),
+      ...(await this.deadLetters(orgId)),
+    ];
+    const seen = new Set<string>();
+    for (const fields of entries) {
       if (mentioning !== undefined && !fields.some((field) => field.includes(mentioning))) {
         continue;
       }
       try {
-        records.push(usageRecordFromFields(fields));
+        const record = usageRecordFromFields(fields);
+        if (seen.has(record.requestId)) continue;
+        seen.add(record.requestId);
+        records.push(record);
       } catch {
         // an unreadable entry is the writer's to report; it has no amounts to count
       }
@@ -47,33 +57,54 @@ export class UnwrittenUsage {
     if (records.length === 0) return records;
     const { rows } = await this.db.query<{ request_id: string }>(
       'SELECT request_id::text FROM usage_records WHERE request_id = ANY($1::uuid[])',
-      [records.map((record) => record.requestId)],
+      // An id that is not a uuid cannot be in the ledger (and would fail the cast).
+      [records.map((record) => record.requestId).filter(isUuid)],
     );
     const written = new Set(rows.map((row) => row.request_id));
     return records.filter((record) => !written.has(record.requestId));
   }
 
+  /** The fields of the org's dead-lettered entries not replayed yet. */
+  private async deadLetters(orgId: string): Promise<string[][]> {
+    const { rows } = await this.db.query<{ entry: string }>(
+      'SELECT entry FROM usage_dead_letters WHERE org_id = $1 AND replayed_at IS NULL',
+      [orgId],
+    );
+    return rows.map((row) => JSON.parse(row.entry) as string[]);
+  }
+
   private entries(orgId: string): Promise<StreamEntry[]> {
     const running = this.reading.get(orgId);
     if (running) return running;
-    const reading = this.readStream(orgId).finally(() => this.reading.delete(orgId));
+    const reading = readUsageStream(
+      this.redis,
+      this.keys.usageStream(orgId),
+      MAX_UNWRITTEN_ENTRIES,
+    ).finally(() => this.reading.delete(orgId));
     this.reading.set(orgId, reading);
     return reading;
   }
-
-  private async readStream(orgId: string): Promise<StreamEntry[]> {
-    const stream = this.keys.usageStream(orgId);
-    const entries: StreamEntry[] = [];
-    let start = '-';
-    while (entries.length < MAX_UNWRITTEN_ENTRIES) {
-      const page = (await this.redis.xrange(stream, start, '+', 'COUNT', PAGE)) as StreamEntry[];
-      entries.push(...page);
-      if (page.length < PAGE) break;
-      start = `(${page.at(-1)![0]}`;
-    }
-    return entries;
-  }
 }
+
+/** A usage stream's entries, oldest first, page by page, up to `max` (about). */
+export async function readUsageStream(
+  redis: Redis,
+  stream: string,
+  max = Infinity,
+): Promise<StreamEntry[]> {
+  const entries: StreamEntry[] = [];
+  let start = '-';
+  while (entries.length < max) {
+    const page = (await redis.xrange(stream, start, '+', 'COUNT', PAGE)) as StreamEntry[];
+    entries.push(...page);
+    if (page.length < PAGE) break;
+    start = `(${page.at(-1)![0]}`;
+  }
+  return entries;
+}
+
+/** True for a request id usage_records can hold (its column is a uuid). */
+export const isUuid = (id: string): boolean => UUID.test(id);
 
 /** Sum of a nano amount over records. */
 export function sumNano(

@@ -111,12 +111,15 @@ export function usageRecordFromFields(fields: readonly string[]): UsageRecord {
     return value;
   };
   const optional = (name: string): string | null => (text(name) === '' ? null : text(name));
+  const createdAt = new Date(text('created_at'));
+  if (Number.isNaN(createdAt.getTime()))
+    throw new UsageRecordFormatError('usage entry created_at is not a time');
   const route = text('route');
   const status = text('status');
   const upstreamStatus = optional('upstream_status');
   return {
     requestId: text('request_id'),
-    createdAt: new Date(text('created_at')),
+    createdAt,
     orgId: text('org_id'),
     appId: text('app_id'),
     appConnectionId: text('app_connection_id'),

@@ -16,7 +16,9 @@ export interface UsageWriterThreadSettings {
 
 /** Messages from the writer thread to the gateway. */
 export type UsageWriterThreadMessage =
-  { readonly kind: 'rows_written'; readonly count: number } | { readonly kind: 'write_failed' };
+  | { readonly kind: 'rows_written'; readonly count: number }
+  | { readonly kind: 'write_failed' }
+  | { readonly kind: 'dead_lettered'; readonly count: number };
 
 /** The message that asks the writer thread to finish its batch, drain once and exit. */
 export const STOP_WRITER = 'stop';
@@ -44,6 +46,7 @@ export class UsageWriterThread {
     worker.on('message', (message: UsageWriterThreadMessage) => {
       if (message.kind === 'rows_written') this.counters.usageRowsWritten.inc(message.count);
       else if (message.kind === 'write_failed') this.counters.usageWriteFailures.inc();
+      else if (message.kind === 'dead_lettered') this.counters.usageDeadLetters.inc(message.count);
     });
     worker.on('error', (error) => this.logger.error({ err: error }, 'usage writer thread failed'));
     worker.on('exit', (code) => {

@@ -6,6 +6,7 @@ import { createDbPool } from '../db/pool.js';
 import { createLogger } from '../log.js';
 import { createRedisKeys } from '../redis/keys.js';
 import { PostgresUsageSink } from './postgres-usage-sink.js';
+import { UsageDeadLetters } from './usage-dead-letters.js';
 import { UsageStreamWriter } from './usage-writer.js';
 import {
   STOP_WRITER,
@@ -24,10 +25,12 @@ const writer = new UsageStreamWriter(
   redis,
   createRedisKeys(settings.keyPrefix),
   new PostgresUsageSink(db),
+  new UsageDeadLetters(db),
   logger,
   {
     usageRowsWritten: { inc: (count) => post({ kind: 'rows_written', count }) },
     usageWriteFailures: { inc: () => post({ kind: 'write_failed' }) },
+    usageDeadLetters: { inc: (count) => post({ kind: 'dead_lettered', count }) },
   },
   settings.options,
 );

@@ -1,16 +1,19 @@
 // The batch writer: drains every org's usage stream (Redis consumer group) into Postgres in
 // batches, acknowledges only after commit, and claims entries left pending by instances that
-// died. A slow Postgres slows this loop, never the request path.
+// died. A row Postgres refuses goes to the dead-letter table instead of blocking the rest.
+// A slow Postgres slows this loop, never the request path.
 import type { Redis } from 'ioredis';
 import type { Logger } from '../log.js';
 import { USAGE_CONSUMER_GROUP, type RedisKeys } from '../redis/keys.js';
 import type { PostgresUsageSink } from './postgres-usage-sink.js';
+import { isRowRefusal, type DeadLetter, type UsageDeadLetters } from './usage-dead-letters.js';
 import { usageRecordFromFields, type UsageRecord } from './usage-record.js';
 
 /** What the writer counts (GatewayMetrics' counters, or a relay from the writer thread). */
 export interface UsageWriterCounters {
   readonly usageRowsWritten: { inc(count: number): void };
   readonly usageWriteFailures: { inc(): void };
+  readonly usageDeadLetters: { inc(count: number): void };
 }
 
 export interface UsageWriterOptions {
@@ -41,6 +44,7 @@ export class UsageStreamWriter {
     private readonly redis: Redis,
     private readonly keys: RedisKeys,
     private readonly sink: PostgresUsageSink,
+    private readonly deadLetters: UsageDeadLetters,
     private readonly logger: Logger,
     private readonly metrics: UsageWriterCounters,
     private readonly options: UsageWriterOptions,
@@ -171,47 +175,98 @@ export class UsageStreamWriter {
     }
   }
 
-  /** Writes a batch to Postgres (retrying until it commits), then acks and deletes it. */
+  /**
+   * Writes a batch to Postgres, then acks and deletes its entries. A batch Postgres refuses
+   * because of what a row holds is split until the refused rows are alone; those (and entries
+   * that are not records) go to the dead-letter table with the reason. Any other failure is
+   * retried as it is. An entry is acked only once its row is in usage_records or in the
+   * dead-letter table.
+   */
   private async persist(batch: StreamBatch): Promise<number> {
-    const records: UsageRecord[] = [];
-    const unreadable: Array<[string, string]> = [];
+    const readable: DecodedEntry[] = [];
+    const unreadable: DeadLetter[] = [];
     for (const [stream, entries] of batch) {
       for (const [id, fields] of entries) {
         try {
-          records.push(usageRecordFromFields(fields));
+          readable.push({ stream, id, fields, record: usageRecordFromFields(fields) });
         } catch (error) {
-          unreadable.push([stream, id]);
-          this.logger.error(
-            { err: error, stream, id },
-            'usage writer: unreadable entry kept in stream',
-          );
+          unreadable.push(deadLetter({ stream, id, fields }, error));
         }
       }
     }
+    let refused: DeadLetter[];
     for (;;) {
       try {
-        await this.sink.write(records);
-        this.metrics.usageRowsWritten.inc(records.length);
+        refused = await this.writeOrSplit(readable);
+        await this.deadLetters.write([...unreadable, ...refused]);
         break;
       } catch (error) {
         this.metrics.usageWriteFailures.inc();
         this.logger.error(
-          { err: error, rows: records.length },
+          { err: error, rows: readable.length },
           'usage writer: Postgres write failed',
         );
         if (!this.running) throw error; // leave the entries pending; another instance claims them
         await sleep(RETRY_BACKOFF_MS);
       }
     }
+    const written = readable.length - refused.length;
+    this.metrics.usageRowsWritten.inc(written);
+    const deadLettered = unreadable.length + refused.length;
+    if (deadLettered > 0) {
+      this.metrics.usageDeadLetters.inc(deadLettered);
+      for (const letter of [...unreadable, ...refused]) {
+        this.logger.error(
+          { stream: letter.stream, id: letter.entryId, reason: letter.reason },
+          'usage writer: entry moved to usage_dead_letters',
+        );
+      }
+    }
     const pipeline = this.redis.pipeline();
     for (const [stream, entries] of batch) {
       const ids = entries.map(([id]) => id);
       pipeline.xack(stream, USAGE_CONSUMER_GROUP, ...ids);
-      // Unreadable entries are acknowledged (so they are not re-claimed forever) but kept.
-      const done = ids.filter((id) => !unreadable.some(([s, u]) => s === stream && u === id));
-      if (done.length > 0) pipeline.xdel(stream, ...done);
+      pipeline.xdel(stream, ...ids);
     }
     await pipeline.exec();
-    return records.length;
+    return written;
   }
+
+  /** Writes the entries' rows; returns those Postgres refuses, each alone, with the reason. */
+  private async writeOrSplit(entries: readonly DecodedEntry[]): Promise<DeadLetter[]> {
+    if (entries.length === 0) return [];
+    try {
+      await this.sink.write(entries.map((entry) => entry.record));
+      return [];
+    } catch (error) {
+      if (!isRowRefusal(error)) throw error;
+      if (entries.length === 1) return [deadLetter(entries[0]!, error)];
+      const middle = Math.ceil(entries.length / 2);
+      return [
+        ...(await this.writeOrSplit(entries.slice(0, middle))),
+        ...(await this.writeOrSplit(entries.slice(middle))),
+      ];
+    }
+  }
+}
+
+interface DecodedEntry {
+  readonly stream: string;
+  readonly id: string;
+  readonly fields: string[];
+  readonly record: UsageRecord;
+}
+
+function deadLetter(
+  entry: { stream: string; id: string; fields: string[]; record?: UsageRecord },
+  error: unknown,
+): DeadLetter {
+  return {
+    stream: entry.stream,
+    entryId: entry.id,
+    fields: entry.fields,
+    reason: error instanceof Error ? error.message : String(error),
+    requestId: entry.record?.requestId ?? null,
+    orgId: entry.record?.orgId ?? null,
+  };
 }

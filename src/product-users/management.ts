@@ -71,6 +71,16 @@ function grantFromRow(row: GrantRow): CreditGrant {
   };
 }
 
+/** Whether a replayed request asks for the grant the key first created. */
+function sameGrant(row: GrantRow, input: CreditGrantInput): boolean {
+  return (
+    numericToNano(row.amount) === input.amountNano &&
+    row.currency.trim() === input.currency &&
+    row.reason === input.reason &&
+    (row.expires_at?.getTime() ?? null) === (input.expiresAt?.getTime() ?? null)
+  );
+}
+
 export class ProductUserManagement {
   constructor(
     private readonly db: DbPool,
@@ -150,8 +160,13 @@ export class ProductUserManagement {
     return true;
   }
 
-  /** Grants credits once per idempotency key; `created` is false for a replay. */
-  async grantCredits(input: CreditGrantInput): Promise<{ grant: CreditGrant; created: boolean }> {
+  /**
+   * Grants credits once per idempotency key; `created` is false for a replay. A key reused
+   * with different grant fields grants nothing and answers `keyReused` (Stripe's rule).
+   */
+  async grantCredits(
+    input: CreditGrantInput,
+  ): Promise<{ grant: CreditGrant; created: boolean } | { keyReused: true }> {
     const inserted = await this.db.query<GrantRow>(
       `INSERT INTO credit_grants (id, org_id, product_user_id, amount, currency, reason, idempotency_key, expires_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
@@ -175,7 +190,9 @@ export class ProductUserManagement {
            FROM credit_grants WHERE product_user_id = $1 AND idempotency_key = $2`,
         [input.productUserId, input.idempotencyKey],
       );
-      return { grant: grantFromRow(rows[0]!), created: false };
+      const first = rows[0]!;
+      if (!sameGrant(first, input)) return { keyReused: true };
+      return { grant: grantFromRow(first), created: false };
     }
     await this.scripts.creditsChange(this.creditKeys(row.org_id, row.product_user_id), [
       'add',

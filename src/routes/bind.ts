@@ -4,8 +4,8 @@
 import type { z } from 'zod';
 import { isGwError, type ErrorFlavor } from '../errors.js';
 import { sendError } from '../http/respond.js';
-import type { RequestHead, Route } from '../http/types.js';
-import { parseJsonBody } from '../inference/parse-body.js';
+import type { HttpResponse, RequestHead, Route } from '../http/types.js';
+import { contentTypeError, parseJsonBody } from '../inference/parse-body.js';
 import type { Authenticators, CallerRequirement, DeclaredRoute } from './declaration.js';
 
 export function bindRoutes<Deps>(
@@ -31,9 +31,11 @@ function bindRoute<Deps>(
     errorFlavor: flavorOf,
     authenticate: (head) => authenticate(authenticators, route.caller, head),
     handler: (request, response, caller) => {
+      annotateCallerOrg(response, caller);
       let body: unknown;
       if (route.body) {
-        const parsed = parseJsonBody(request.body, route.body as z.ZodType);
+        const parsed =
+          contentTypeError(request.headers) ?? parseJsonBody(request.body, route.body as z.ZodType);
         if (isGwError(parsed)) return sendError(response, parsed, flavorOf(request.headers));
         body = parsed;
       }
@@ -46,6 +48,12 @@ function bindRoute<Deps>(
       );
     },
   };
+}
+
+/** Every authenticated caller kind that belongs to one organization names it in the request log. */
+function annotateCallerOrg(response: HttpResponse, caller: unknown): void {
+  const orgId = (caller as { orgId?: unknown } | null)?.orgId;
+  if (typeof orgId === 'string') response.annotate({ orgId });
 }
 
 function authenticate(

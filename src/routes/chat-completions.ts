@@ -15,6 +15,7 @@ import { vendorAChatExchange } from '../providers/vendor-a/chat-exchange.js';
 import { vendorBChatExchange } from '../providers/vendor-b/chat-exchange.js';
 import { chatCompletionTexts } from '../tokens/request-texts.js';
 import { declareRoute } from './declaration.js';
+import { annotateAdmission, modelLabel } from '../inference/request-annotations.js';
 
 export const chatCompletionsRoute = declareRoute({
   method: 'POST',
@@ -37,6 +38,7 @@ async function handleChatCompletion(
   response: HttpResponse,
 ): Promise<void> {
   const body: Record<string, unknown> = parsed;
+  response.annotate({ model: modelLabel(parsed.model) });
   const admission = await admit(deps.services, {
     identity,
     requestId: request.requestId,
@@ -48,6 +50,7 @@ async function handleChatCompletion(
     signal: clientGoneSignal(response),
   });
   if (isGwError(admission)) return sendError(response, admission);
+  annotateAdmission(response, admission);
 
   // From here on every path settles: the hold is released and the usage recorded.
   stripAttributionFields(body);

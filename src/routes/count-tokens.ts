@@ -10,6 +10,7 @@ import { countTokensRequestSchema } from '../inference/messages-request.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
 import { messagesTexts } from '../tokens/request-texts.js';
 import { declareRoute } from './declaration.js';
+import { modelLabel } from '../inference/request-annotations.js';
 
 interface CountTokensDeps {
   readonly catalog: ModelCatalog;
@@ -38,6 +39,7 @@ async function handleCountTokens(
   parsed: z.infer<typeof countTokensRequestSchema>,
   response: HttpResponse,
 ): Promise<void> {
+  response.annotate({ model: modelLabel(parsed.model) });
   const model = deps.catalog.get(parsed.model);
   if (!model) {
     return sendError(

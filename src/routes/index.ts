@@ -25,6 +25,15 @@ import { listMembersRoute } from './dashboard/members/list.js';
 import { removeMemberRoute } from './dashboard/members/remove.js';
 import { changeMemberRoleRoute } from './dashboard/members/update.js';
 import { dashboardModelsRoute } from './dashboard/models.js';
+import { dashboardAssetRoute } from './dashboard-ui/asset.js';
+import type { DashboardBundle } from './dashboard-ui/bundle.js';
+import {
+  dashboardModelsPageRoute,
+  dashboardOrgPagesRoute,
+  dashboardPageRoute,
+  dashboardRedirectRoute,
+  dashboardSignInPageRoute,
+} from './dashboard-ui/page.js';
 import { countTokensRoute } from './count-tokens.js';
 import type { DeclaredRoute } from './declaration.js';
 import { healthzRoute, readyzRoute, type ReadinessProbe } from './health.js';
@@ -52,6 +61,7 @@ export interface RouteDeps extends AccountDeps {
   readonly readiness: ReadinessProbe;
   readonly metricsRegistry: Registry;
   readonly openApiDocument: Record<string, unknown>;
+  readonly dashboardBundle: DashboardBundle;
 }
 
 export const routeDeclarations: readonly DeclaredRoute<RouteDeps>[] = [
@@ -85,6 +95,12 @@ export const routeDeclarations: readonly DeclaredRoute<RouteDeps>[] = [
   removeMemberRoute,
   auditLogRoute,
   dashboardModelsRoute,
+  dashboardRedirectRoute,
+  dashboardPageRoute,
+  dashboardSignInPageRoute,
+  dashboardModelsPageRoute,
+  dashboardOrgPagesRoute,
+  dashboardAssetRoute,
 ];
 
 export { metricsRoute };

@@ -13,6 +13,7 @@ import { stripAttributionFields } from '../product-users/attribution.js';
 import { vendorAMessagesExchange } from '../providers/vendor-a/messages-exchange.js';
 import { messagesTexts } from '../tokens/request-texts.js';
 import { declareRoute } from './declaration.js';
+import { annotateAdmission, modelLabel } from '../inference/request-annotations.js';
 
 /** The client's protocol version header, forwarded to vendor_a. */
 export const VENDOR_VERSION_HEADER = 'vendor-version';
@@ -40,6 +41,7 @@ async function handleMessages(
   response: HttpResponse,
 ): Promise<void> {
   const body: Record<string, unknown> = parsed;
+  response.annotate({ model: modelLabel(parsed.model) });
   const model = deps.services.catalog.get(parsed.model);
   if (model && model.vendor !== 'vendor_a') {
     return sendError(
@@ -64,6 +66,7 @@ async function handleMessages(
     signal: clientGoneSignal(response),
   });
   if (isGwError(admission)) return sendError(response, admission, 'messages');
+  annotateAdmission(response, admission);
 
   stripAttributionFields(body);
   const stream = parsed.stream === true;

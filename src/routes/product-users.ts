@@ -111,7 +111,7 @@ export const creditGrantRoute = declareRoute({
     200: { description: 'an Idempotency-Key replay: the first grant' },
     201: { description: 'granted' },
   },
-  errors: [...identityErrors, 'gw_product_user_not_found'],
+  errors: [...identityErrors, 'gw_product_user_not_found', 'gw_idempotency_key_reused'],
   handler: ({ request, caller, body }, response, deps: { productUsers: ProductUserRouteDeps }) =>
     postCreditGrant(deps.productUsers, caller, request, body, response),
 });
@@ -247,7 +247,7 @@ async function postCreditGrant(
       gwError('gw_invalid_request', 'Idempotency-Key: must be 1 to 255 characters'),
     );
   }
-  const { grant, created } = await deps.management.grantCredits({
+  const granted = await deps.management.grantCredits({
     orgId: caller.orgId,
     productUserId: user.id,
     amountNano,
@@ -256,6 +256,16 @@ async function postCreditGrant(
     reason: body.reason ?? null,
     idempotencyKey: idempotencyKey ?? null,
   });
+  if ('keyReused' in granted) {
+    return sendError(
+      response,
+      gwError(
+        'gw_idempotency_key_reused',
+        'Idempotency-Key was already used with a different request body; use a new key for a new grant',
+      ),
+    );
+  }
+  const { grant, created } = granted;
   const credits = await deps.profiles.credits(user, grant.currency);
   sendJson(response, created ? 201 : 200, { ...grant, credits });
 }

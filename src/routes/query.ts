@@ -2,14 +2,15 @@
 import type { z } from 'zod';
 import { CursorError, pageQuerySchema, pageRequest, type PageRequest } from '../db/pages.js';
 import { gwError, isGwError, type GwError } from '../errors.js';
-import { describeValidationError } from '../inference/parse-body.js';
+import { describeFirstIssue } from '../validation-messages.js';
 
 export function parseQuery<Schema extends z.ZodType>(
   query: string,
   schema: Schema,
 ): z.infer<Schema> | GwError {
   const result = schema.safeParse(Object.fromEntries(new URLSearchParams(query)));
-  if (!result.success) return gwError('gw_invalid_request', describeValidationError(result.error));
+  if (!result.success)
+    return gwError('gw_invalid_request', describeFirstIssue(result.error, 'query'));
   return result.data;
 }
 

@@ -1,0 +1,100 @@
+// One spooled settle as a line of the settle spool: the usage record (as its stream fields, so
+// every field of the record travels) and the accounts the settle touches, in JSON. Amounts
+// are decimal strings of nano-units, dates ISO strings.
+import type { RequestAccounts } from '../billing/budget-store.js';
+import type { Period } from '../billing/periods.js';
+import { usageRecordFromFields, usageRecordToFields, type UsageRecord } from './usage-record.js';
+
+export interface SpooledSettle {
+  readonly record: UsageRecord;
+  readonly accounts: RequestAccounts;
+}
+
+const FORMAT_VERSION = 1;
+
+interface PeriodJson {
+  start: string;
+  end: string;
+  key: string;
+}
+
+const periodToJson = (period: Period): PeriodJson => ({
+  start: period.start.toISOString(),
+  end: period.end.toISOString(),
+  key: period.key,
+});
+const periodFromJson = (json: PeriodJson): Period => ({
+  start: new Date(json.start),
+  end: new Date(json.end),
+  key: json.key,
+});
+const capToJson = (cap: RequestAccounts['orgCap']) =>
+  cap && { capNano: cap.capNano.toString(), period: periodToJson(cap.period) };
+const capFromJson = (json: ReturnType<typeof capToJson>): RequestAccounts['orgCap'] =>
+  json && { capNano: BigInt(json.capNano), period: periodFromJson(json.period) };
+
+/** The entry as one line (no newline inside: JSON escapes them). */
+export function spoolLine(entry: SpooledSettle): string {
+  const { accounts } = entry;
+  return JSON.stringify({
+    v: FORMAT_VERSION,
+    fields: usageRecordToFields(entry.record),
+    accounts: {
+      orgId: accounts.orgId,
+      appConnectionId: accounts.appConnectionId,
+      orgCap: capToJson(accounts.orgCap),
+      connectionCap: capToJson(accounts.connectionCap),
+      user: accounts.user && {
+        productUserId: accounts.user.productUserId,
+        capNano: accounts.user.capNano?.toString() ?? null,
+        creditMode: accounts.user.creditMode,
+        period: periodToJson(accounts.user.period),
+      },
+      walletPays: accounts.walletPays,
+      credentials: accounts.credentials,
+    },
+  });
+}
+
+/** Parses a line written by spoolLine; throws on anything else (a torn or foreign line). */
+export function parseSpoolLine(line: string): SpooledSettle {
+  const json = JSON.parse(line) as {
+    v: number;
+    fields: string[];
+    accounts: {
+      orgId: string;
+      appConnectionId: string;
+      orgCap: ReturnType<typeof capToJson>;
+      connectionCap: ReturnType<typeof capToJson>;
+      user: {
+        productUserId: string;
+        capNano: string | null;
+        creditMode: NonNullable<RequestAccounts['user']>['creditMode'];
+        period: PeriodJson;
+      } | null;
+      walletPays: boolean;
+      credentials: RequestAccounts['credentials'];
+    };
+  };
+  if (json.v !== FORMAT_VERSION || !Array.isArray(json.fields) || !json.accounts) {
+    throw new Error('not a settle spool entry');
+  }
+  const { accounts } = json;
+  return {
+    record: usageRecordFromFields(json.fields),
+    accounts: {
+      orgId: accounts.orgId,
+      appConnectionId: accounts.appConnectionId,
+      orgCap: capFromJson(accounts.orgCap),
+      connectionCap: capFromJson(accounts.connectionCap),
+      user: accounts.user && {
+        productUserId: accounts.user.productUserId,
+        capNano: accounts.user.capNano === null ? null : BigInt(accounts.user.capNano),
+        creditMode: accounts.user.creditMode,
+        period: periodFromJson(accounts.user.period),
+      },
+      walletPays: accounts.walletPays,
+      credentials: accounts.credentials,
+    },
+  };
+}

@@ -1,0 +1,80 @@
+// The dashboard's single page: GET /dashboard/ and every deep link of the app under it
+// (/dashboard/orgs/…, /dashboard/models, …) answer the same HTML, never cached, with a strict
+// Content-Security-Policy (scripts, styles and requests only from the gateway itself).
+import { gwError } from '../../errors.js';
+import { sendError } from '../../http/respond.js';
+import type { HttpResponse } from '../../http/types.js';
+import { declareRoute } from '../declaration.js';
+import type { DashboardBundle } from './bundle.js';
+
+export const CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "font-src 'self'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+const pageHeaders = {
+  'content-type': 'text/html; charset=utf-8',
+  'cache-control': 'no-store',
+  'content-security-policy': CONTENT_SECURITY_POLICY,
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'same-origin',
+  'cross-origin-opener-policy': 'same-origin',
+} as const;
+
+interface PageDeps {
+  readonly dashboardBundle: DashboardBundle;
+}
+
+function sendPage(response: HttpResponse, { dashboardBundle }: PageDeps): void {
+  if (!dashboardBundle.html) {
+    return sendError(
+      response,
+      gwError('gw_not_found', 'the dashboard is not built: run `npm run build`'),
+    );
+  }
+  response.writeHead(200, pageHeaders);
+  response.end(dashboardBundle.html);
+}
+
+const pageRoute = (path: string, summary: string) =>
+  declareRoute({
+    method: 'GET',
+    path,
+    summary,
+    caller: { kind: 'none' },
+    undocumented: true,
+    responses: { 200: { description: 'the dashboard page' } },
+    errors: ['gw_not_found'],
+    handler: (_call, response, deps: PageDeps) => sendPage(response, deps),
+  });
+
+export const dashboardPageRoute = pageRoute('/dashboard/', 'The dashboard web app');
+export const dashboardModelsPageRoute = pageRoute('/dashboard/models', 'Dashboard: models page');
+export const dashboardSignInPageRoute = pageRoute('/dashboard/sign-in', 'Dashboard: sign-in');
+export const dashboardOrgPagesRoute = pageRoute(
+  '/dashboard/orgs/{page*}',
+  "Dashboard: an organization's pages (deep links)",
+);
+
+/** /dashboard without the slash: the app's relative asset paths need the slash. */
+export const dashboardRedirectRoute = declareRoute({
+  method: 'GET',
+  path: '/dashboard',
+  summary: 'Redirects to /dashboard/',
+  caller: { kind: 'none' },
+  undocumented: true,
+  responses: { 308: { description: 'to /dashboard/' } },
+  errors: [],
+  handler(_call, response) {
+    response.writeHead(308, { location: '/dashboard/', 'cache-control': 'no-store' });
+    response.end();
+  },
+});

@@ -1,0 +1,82 @@
+// The one formatter of validation issues, as configuration, query strings and CLI options see it.
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { ConfigError, loadConfig } from './config.js';
+import { pageQuerySchema } from './db/pages.js';
+import { parseQuery } from './routes/query.js';
+import { describeAllIssues, describeFirstIssue } from './validation-messages.js';
+
+function configMessage(env: Record<string, string>): string {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error.message;
+    throw error;
+  }
+  throw new Error('the configuration was accepted');
+}
+
+describe('configuration errors', () => {
+  it('name the variable and the rule, never the validator text', () => {
+    expect(configMessage({ PORT: 'abc' })).toBe('invalid configuration:\n  PORT: must be a number');
+    expect(configMessage({ PORT: '70000', TOKEN_WORKERS: '0', LOG_LEVEL: 'loud' })).toBe(
+      [
+        'invalid configuration:',
+        '  PORT: must be at most 65535',
+        '  TOKEN_WORKERS: must be at least 1',
+        '  LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent',
+      ].join('\n'),
+    );
+    expect(configMessage({ REDIS_URL: 'not a url' })).toBe(
+      'invalid configuration:\n  REDIS_URL: must be a URL',
+    );
+  });
+});
+
+describe('query parameters', () => {
+  it('keep the schema’s own words and name the parameter', () => {
+    expect(parseQuery('limit=abc', pageQuerySchema)).toMatchObject({
+      code: 'gw_invalid_request',
+      message: 'limit: must be a number',
+    });
+    expect(parseQuery('limit=0', pageQuerySchema)).toMatchObject({
+      message: 'limit: must be at least 1',
+    });
+  });
+});
+
+describe('the rules in plain words', () => {
+  const schema = z.strictObject({
+    name: z.string().min(1),
+    tags: z.array(z.string()).max(2),
+    count: z.number().int().positive(),
+    ratio: z.number().lt(1),
+    at: z.iso.datetime({ offset: true }),
+  });
+  it.each([
+    [{ name: '' }, 'name: must not be empty'],
+    [{ name: 'a', tags: ['a', 'b', 'c'] }, 'tags: must have at most 2 items'],
+    [{ name: 'a', tags: [], count: 0 }, 'count: must be more than 0'],
+    [{ name: 'a', tags: [], count: 1, ratio: 1 }, 'ratio: must be less than 1'],
+    [
+      { name: 'a', tags: [], count: 1, ratio: 0, at: 'soon' },
+      'at: must be an RFC 3339 timestamp with an offset, such as 2030-01-31T00:00:00Z',
+    ],
+    [
+      { name: 'a', tags: [], count: 1, ratio: 0, at: '2030-01-01T00:00:00Z', x: 1 },
+      'body: unknown field x',
+    ],
+  ])('%j → %s', (input, message) => {
+    const result = schema.safeParse(input);
+    expect(result.success).toBe(false);
+    expect(describeFirstIssue(result.error!, 'body')).toBe(message);
+  });
+
+  it('lists every issue when asked', () => {
+    const result = schema.safeParse({});
+    expect(describeAllIssues(result.error!, 'body').slice(0, 2)).toEqual([
+      'name: is required',
+      'tags: is required',
+    ]);
+  });
+});

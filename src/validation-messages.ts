@@ -1,0 +1,94 @@
+// Zod issues in plain words: "max_tokens: must be a whole number of at most 9007199254740991"
+// rather than the validator's own text. One formatter for every place that validates input:
+// request bodies, query parameters, configuration and CLI options.
+import type { z } from 'zod';
+
+type Issue = z.core.$ZodIssue;
+
+const KIND_NAMES: Readonly<Record<string, string>> = {
+  number: 'a number',
+  int: 'a whole number',
+  bigint: 'a whole number',
+  string: 'a string',
+  boolean: 'true or false',
+  object: 'an object',
+  array: 'an array',
+  null: 'null',
+};
+
+const FORMAT_NAMES: Readonly<Record<string, string>> = {
+  email: 'an e-mail address',
+  url: 'a URL',
+  datetime: 'an RFC 3339 timestamp with an offset, such as 2030-01-31T00:00:00Z',
+  date: 'a date (YYYY-MM-DD)',
+  uuid: 'a UUID',
+};
+
+/** Zod's own messages; anything else was written by us in a schema and is kept as is. */
+const VALIDATOR_TEXT = /^(Invalid|Too big|Too small|Unrecognized key)/;
+
+/** The field's path as a client names it: `messages.0.role`; `where` for the whole input. */
+export function issuePath(issue: Issue, where: string): string {
+  return issue.path.length > 0 ? issue.path.map(String).join('.') : where;
+}
+
+/** The rule an issue breaks, in plain words (no field name). */
+export function describeIssue(issue: Issue): string {
+  if (!VALIDATOR_TEXT.test(issue.message)) return issue.message;
+  switch (issue.code) {
+    case 'invalid_type':
+      if (/received undefined$/.test(issue.message)) return 'is required';
+      return `must be ${KIND_NAMES[issue.expected] ?? issue.expected}`;
+    case 'too_big':
+      return sizeRule(issue.origin, 'at most', 'less than', issue.inclusive, issue.maximum);
+    case 'too_small':
+      if (issue.origin === 'string' && Number(issue.minimum) === 1) return 'must not be empty';
+      return sizeRule(issue.origin, 'at least', 'more than', issue.inclusive, issue.minimum);
+    case 'invalid_format':
+      return `must be ${FORMAT_NAMES[issue.format] ?? `in ${issue.format} format`}`;
+    case 'invalid_value':
+      return `must be one of ${issue.values.map((value) => String(value)).join(', ')}`;
+    case 'unrecognized_keys':
+      return `unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.join(', ')}`;
+    case 'not_multiple_of':
+      return `must be a multiple of ${String(issue.divisor)}`;
+    case 'invalid_union':
+      return 'has none of the accepted forms';
+    default:
+      return 'is not valid';
+  }
+}
+
+function sizeRule(
+  origin: string,
+  inclusiveWord: string,
+  exclusiveWord: string,
+  inclusive: boolean | undefined,
+  limit: number | bigint,
+): string {
+  const bound = `${inclusive === false ? exclusiveWord : inclusiveWord} ${String(limit)}`;
+  switch (origin) {
+    case 'string':
+      return `must be ${bound} characters long`;
+    case 'array':
+    case 'set':
+      return `must have ${bound} item${Number(limit) === 1 ? '' : 's'}`;
+    case 'int':
+    case 'bigint':
+      return `must be a whole number ${bound}`;
+    default:
+      return `must be ${bound}`;
+  }
+}
+
+/** "field: rule" for the first issue (what a 400 answer carries). */
+export function describeFirstIssue(error: z.ZodError, where: string): string {
+  const issue = error.issues[0];
+  if (!issue) return `${where}: is not valid`;
+  return `${issuePath(issue, where)}: ${describeIssue(issue)}`;
+}
+
+/** "field: rule" for every issue (what a configuration error lists). */
+export function describeAllIssues(error: z.ZodError, where: string): string[] {
+  return error.issues.map((issue) => `${issuePath(issue, where)}: ${describeIssue(issue)}`);
+}

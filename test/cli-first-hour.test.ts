@@ -1,0 +1,89 @@
+// The admin CLI as a new user meets it: errors in the HTTP error shape, management commands
+// that create the product user they name, and `seed --env` for the README's shell steps.
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { isolatedContext } from './support/context.js';
+import { runCli, runCliJson, seed } from './support/processes.js';
+
+const { env, db } = isolatedContext('clifirst');
+const execFileAsync = promisify(execFile);
+
+function stderrError(stderr: string): unknown {
+  return JSON.parse(stderr.trim()) as unknown;
+}
+
+describe('CLI errors', () => {
+  it('a refused command prints {"error":{"code","message"}} and exits 2', async () => {
+    const missingFlag = await runCli(['wallet', 'show'], env);
+    expect(missingFlag.code).toBe(2);
+    expect(stderrError(missingFlag.stderr)).toEqual({
+      error: { code: 'gw_invalid_request', message: '--org-id is required' },
+    });
+    const noWallet = await runCli(['wallet', 'show', '--org-id', 'org_nobody'], env);
+    expect(noWallet.code).toBe(2);
+    expect(stderrError(noWallet.stderr)).toEqual({
+      error: { code: 'gw_not_found', message: 'no wallet for organization org_nobody' },
+    });
+    const noApp = await runCli(
+      ['product-user', 'block', '--app-id', 'app_nobody', '--external-user-id', 'u'],
+      env,
+    );
+    expect(stderrError(noApp.stderr)).toEqual({
+      error: { code: 'gw_invalid_app_id', message: 'no app app_nobody' },
+    });
+  });
+
+  it('a bad environment variable is gw_invalid_config', async () => {
+    const result = await runCli(['wallet', 'show', '--org-id', 'o'], { ...env, PORT: 'abc' });
+    expect(result.code).toBe(2);
+    expect(stderrError(result.stderr)).toMatchObject({ error: { code: 'gw_invalid_config' } });
+  });
+});
+
+describe('management commands create the product user they name', () => {
+  it('blocks a user before their first request, and --help says so', async () => {
+    const org = await seed(env);
+    const blocked = await runCliJson<{ product_end_user_id: string; status: string }>(
+      ['product-user', 'block', '--app-id', org.app_id, '--external-user-id', 'never-seen'],
+      env,
+    );
+    expect(blocked.status).toBe('blocked');
+    const { rows } = await db.query<{ id: string; status: string }>(
+      'SELECT id, status FROM product_users WHERE app_id = $1 AND external_user_id = $2',
+      [org.app_id, 'never-seen'],
+    );
+    expect(rows).toEqual([{ id: blocked.product_end_user_id, status: 'blocked' }]);
+
+    const help = await runCli(['--help'], env);
+    expect(help.stdout).toContain(
+      'Creates the product user if it does not exist yet (block someone before their first request).',
+    );
+  });
+});
+
+describe('gw seed --env', () => {
+  it('prints shell exports that eval sets', async () => {
+    const result = await runCli(['seed', '--env'], env);
+    expect(result.code).toBe(0);
+    const { stdout } = await execFileAsync(
+      'bash',
+      [
+        '-c',
+        `eval "$SEED"; printf '%s\\n' "$ORG_ID" "$APP_ID" "$CONNECTION_ID" "$API_KEY" "$SERVICE_KEY"`,
+      ],
+      { env: { ...process.env, SEED: result.stdout } },
+    );
+    const [orgId, appId, connectionId, apiKey, serviceKey] = stdout.trim().split('\n');
+    expect(orgId).toMatch(/^org_/);
+    expect(appId).toMatch(/^app_/);
+    expect(connectionId).toMatch(/^conn_/);
+    expect(apiKey).toMatch(/^gw_(?!svc_)/);
+    expect(serviceKey).toMatch(/^gw_svc_/);
+    const { rows } = await db.query('SELECT 1 FROM apps WHERE id = $1 AND org_id = $2', [
+      appId,
+      orgId,
+    ]);
+    expect(rows).toHaveLength(1);
+  });
+});

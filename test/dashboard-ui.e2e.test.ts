@@ -1,0 +1,296 @@
+// The dashboard web app in a real browser (chromium) against a live gateway on the real Redis
+// and Postgres: signing in and out, switching organizations, apps, connections and their
+// settings, members, the audit log, models; what a viewer may not do; how it is served.
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchBrowser, screenshot, type LaunchedBrowser } from './support/browser.js';
+import { isolatedContext } from './support/context.js';
+import {
+  runCliJson,
+  seed,
+  startGateway,
+  type GatewayProcess,
+  type SeededOrg,
+} from './support/processes.js';
+
+const { env, db } = isolatedContext('dashboard-ui');
+let gateway: GatewayProcess;
+let launched: LaunchedBrowser;
+let browser: Browser;
+let tenant: SeededOrg;
+
+const PASSWORD = 'correct horse battery staple';
+const unique = (label: string): string =>
+  `${label}-${Math.random().toString(36).slice(2, 10)}@example.com`;
+const emails = { admin: unique('admin'), viewer: unique('viewer'), newcomer: unique('newcomer') };
+
+function createUser(email: string, extra: string[] = []): Promise<{ personal_org_id: string }> {
+  return runCliJson(['admin', 'create-user', '--email', email, '--password', PASSWORD, ...extra], {
+    ...env,
+  });
+}
+
+/**
+ * A fresh browser window (its own cookies), as on a desktop or a phone. Closing it checks that
+ * the page threw no error and the browser blocked nothing under the Content-Security-Policy.
+ */
+async function openWindow(
+  viewport = { width: 1280, height: 860 },
+): Promise<{ page: Page; close(): Promise<void> }> {
+  const context: BrowserContext = await browser.newContext({ viewport });
+  context.setDefaultTimeout(10_000);
+  const page = await context.newPage();
+  const problems: string[] = [];
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  page.on('console', (message) => {
+    if (message.text().includes('Content Security Policy')) problems.push(message.text());
+  });
+  return {
+    page,
+    async close() {
+      await context.close();
+      expect(problems).toEqual([]);
+    },
+  };
+}
+
+async function signIn(page: Page, email: string, password = PASSWORD): Promise<void> {
+  await page.goto(`${gateway.url}/dashboard/`);
+  await page.getByLabel('E-mail').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
+async function signedIn(page: Page, email: string): Promise<void> {
+  await signIn(page, email);
+  await page.getByRole('button', { name: 'Sign out' }).waitFor();
+}
+
+beforeAll(async () => {
+  [gateway, launched] = await Promise.all([
+    startGateway({ ...env, DASHBOARD_INSECURE_COOKIES: 'true' }),
+    launchBrowser(),
+  ]);
+  browser = launched.browser;
+  tenant = await seed(env, ['--name', 'Acme Robotics']);
+  await Promise.all([
+    createUser(emails.admin, ['--org-id', tenant.org_id, '--role', 'admin']),
+    createUser(emails.viewer, ['--org-id', tenant.org_id, '--role', 'viewer']),
+    createUser(emails.newcomer),
+  ]);
+});
+
+afterAll(async () => {
+  await launched?.close();
+  await gateway?.stop();
+});
+
+describe('the dashboard in a browser', () => {
+  it('refuses a wrong password with the gateway’s message', async () => {
+    const { page, close } = await openWindow();
+    await signIn(page, emails.admin, 'not the password at all');
+    await expect
+      .poll(() => page.getByRole('alert').textContent())
+      .toContain('wrong e-mail or password');
+    expect(new URL(page.url()).pathname).toBe('/dashboard/sign-in');
+    await screenshot(page, '01-sign-in-error');
+    await close();
+  });
+
+  it('lets an admin sign in, switch organization, create an app and a connection, change and revoke it, add a member, change their role and remove them, read the audit log and sign out', async () => {
+    const { page, close } = await openWindow();
+    await signedIn(page, emails.admin);
+
+    // lands on the overview of their personal organization
+    await page.getByRole('heading', { level: 1 }).waitFor();
+    await expect.poll(() => page.getByText('Your role here').textContent()).toContain('owner');
+
+    // switches to Acme Robotics, where they are an admin
+    await page.getByLabel('Organization').selectOption(tenant.org_id);
+    await page.getByRole('heading', { name: 'Acme Robotics' }).waitFor();
+    expect(new URL(page.url()).pathname).toBe(`/dashboard/orgs/${tenant.org_id}`);
+    await expect.poll(() => page.locator('.stat-value').first().textContent()).toBe('1');
+    await screenshot(page, '02-overview');
+
+    // creates an app
+    await page.getByRole('link', { name: 'Apps & connections' }).click();
+    await page.getByLabel('App name').fill('Support bot');
+    await page.getByRole('button', { name: 'Create app' }).click();
+    await page.getByRole('link', { name: 'Support bot' }).waitFor();
+    await screenshot(page, '03-apps');
+
+    // opens it and creates a connection that only tracks credits
+    await page.getByRole('link', { name: 'Support bot' }).click();
+    await page.getByRole('heading', { name: 'Support bot', level: 1 }).waitFor();
+    await page.getByText('No connections yet').waitFor();
+    await page.getByLabel('Connection name').fill('Web widget');
+    await page.locator('#new-credit-mode').selectOption('track_only');
+    await page.getByRole('button', { name: 'Create connection' }).click();
+    const card = page.getByRole('listitem').filter({ hasText: 'Web widget' });
+    await card.waitFor();
+
+    // changes its overrun policy and its attribution requirement
+    await card.getByLabel('Overrun policy').selectOption('reject');
+    await card.getByLabel(/Require a product user/).check();
+    await card.getByRole('button', { name: 'Save settings' }).click();
+    await expect
+      .poll(async () => {
+        const { rows } = await db.query<{
+          credit_mode: string;
+          overrun_policy: string;
+          requires_product_user: boolean;
+        }>(
+          `SELECT c.credit_mode, c.overrun_policy, c.requires_product_user
+             FROM app_connections c JOIN apps a ON a.id = c.app_id
+            WHERE a.org_id = $1 AND c.name = 'Web widget'`,
+          [tenant.org_id],
+        );
+        return rows;
+      })
+      .toEqual([
+        { credit_mode: 'track_only', overrun_policy: 'reject', requires_product_user: true },
+      ]);
+    await expect
+      .poll(() => card.getByRole('button', { name: 'Save settings' }).isDisabled())
+      .toBe(true);
+    await screenshot(page, '04-connections');
+
+    // revokes it after a confirmation that says what will happen
+    await card.getByRole('button', { name: 'Revoke…' }).click();
+    const dialog = page.getByRole('dialog');
+    await expect.poll(() => dialog.textContent()).toContain('stops working at once');
+    await screenshot(page, '05-revoke-confirmation');
+    await dialog.getByRole('button', { name: 'Revoke connection' }).click();
+    await expect.poll(() => card.locator('.status').textContent()).toBe('revoked');
+
+    // adds a member by e-mail
+    await page.getByRole('link', { name: 'Members' }).click();
+    await page.getByLabel('E-mail').fill(emails.newcomer);
+    await page.getByLabel('Role', { exact: true }).selectOption('member');
+    await page.getByRole('button', { name: 'Add member' }).click();
+    const row = page.getByRole('row').filter({ hasText: emails.newcomer });
+    await row.waitFor();
+    await expect.poll(() => row.getByRole('combobox').inputValue()).toBe('member');
+    await screenshot(page, '06-members');
+
+    // changes the newcomer's role
+    const roleOf = async (email: string): Promise<string[]> => {
+      const { rows } = await db.query<{ role: string }>(
+        `SELECT m.role FROM org_memberships m JOIN dashboard_users u ON u.id = m.user_id
+          WHERE m.org_id = $1 AND u.email = $2`,
+        [tenant.org_id, email],
+      );
+      return rows.map((found) => found.role);
+    };
+    await row.getByRole('combobox').selectOption('viewer');
+    await expect.poll(() => roleOf(emails.newcomer)).toEqual(['viewer']);
+
+    // sees each of those writes in the audit log
+    await page.getByRole('link', { name: 'Audit log' }).click();
+    await page.getByRole('table').waitFor();
+    const actions = await page.locator('tbody tr td:nth-child(3)').allTextContents();
+    expect(actions.slice(0, 6)).toEqual([
+      'member.change_role',
+      'member.add',
+      'connection.revoke',
+      'connection.update',
+      'connection.create',
+      'app.create',
+    ]);
+    await screenshot(page, '07-audit-log');
+
+    // removes the newcomer after a confirmation
+    await page.getByRole('link', { name: 'Members' }).click();
+    await row.getByRole('button', { name: 'Remove…' }).click();
+    await expect.poll(() => page.getByRole('dialog').textContent()).toContain('loses access');
+    await page.getByRole('dialog').getByRole('button', { name: 'Remove member' }).click();
+    await row.waitFor({ state: 'detached' });
+    expect(await roleOf(emails.newcomer)).toEqual([]);
+
+    // models with their exact prices
+    await page.getByRole('link', { name: 'Models & prices' }).click();
+    await page.getByRole('cell', { name: 'vendor_b/gpt-4o-mini' }).waitFor();
+    await screenshot(page, '08-models');
+
+    // signs out: the session is gone, and a deep link shows the sign-in page
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { name: 'Sign in to the dashboard' }).waitFor();
+    const session = await page.evaluate(async () => (await fetch('/auth/session')).status);
+    expect(session).toBe(401);
+    await page.goto(`${gateway.url}/dashboard/orgs/${tenant.org_id}/apps`);
+    await page.getByRole('heading', { name: 'Sign in to the dashboard' }).waitFor();
+    await close();
+  }, 60_000); // one long walk through the app: bounded, with room for a loaded machine
+
+  it('shows a viewer no write controls, and the API’s refusal where their role is not enough', async () => {
+    const { page, close } = await openWindow();
+    await signedIn(page, emails.viewer);
+    await page.goto(`${gateway.url}/dashboard/orgs/${tenant.org_id}/apps`);
+    await page.getByRole('link', { name: 'Support bot' }).waitFor();
+    expect(await page.getByRole('button', { name: 'Create app' }).count()).toBe(0);
+
+    await page.getByRole('link', { name: 'Support bot' }).click();
+    await page.getByText('Web widget').waitFor();
+    expect(await page.getByRole('button', { name: 'Save settings' }).count()).toBe(0);
+    expect(await page.getByRole('button', { name: 'Revoke…' }).count()).toBe(0);
+
+    await page.getByRole('link', { name: 'Members' }).click();
+    await page.getByRole('table').waitFor();
+    expect(await page.getByRole('button', { name: 'Add member' }).count()).toBe(0);
+
+    await page.getByRole('link', { name: 'Audit log' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('gw_role_forbidden');
+    await screenshot(page, '09-viewer-audit-log');
+    await close();
+  });
+
+  it('fits a phone-sized screen', async () => {
+    const { page, close } = await openWindow({ width: 390, height: 844 });
+    await signedIn(page, emails.admin);
+    await page.goto(`${gateway.url}/dashboard/orgs/${tenant.org_id}`);
+    await page.getByRole('heading', { name: 'Acme Robotics' }).waitFor();
+    await expect.poll(() => page.locator('.stat-value').first().textContent()).toBe('2');
+    await screenshot(page, '10-phone-overview');
+    // the page's own script runs in the browser: it has a document, this file's types do not
+    const overflow = await page.evaluate<number>(
+      'document.documentElement.scrollWidth - document.documentElement.clientWidth',
+    );
+    expect(overflow).toBe(0);
+    await close();
+  });
+});
+
+describe('how the dashboard is served', () => {
+  it('answers the page uncached with a strict Content-Security-Policy, on /dashboard/ and deep links', async () => {
+    for (const path of ['/dashboard/', `/dashboard/orgs/${tenant.org_id}/apps/app_x`]) {
+      const response = await fetch(`${gateway.url}${path}`);
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-type')).toBe('text/html; charset=utf-8');
+      expect(response.headers.get('cache-control')).toBe('no-store');
+      expect(response.headers.get('content-security-policy')).toContain("script-src 'self'");
+      expect(response.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
+      expect(await response.text()).toMatch(/\/dashboard\/assets\/main-\w+\.js/);
+    }
+    const bare = await fetch(`${gateway.url}/dashboard`, { redirect: 'manual' });
+    expect(bare.status).toBe(308);
+    expect(bare.headers.get('location')).toBe('/dashboard/');
+  });
+
+  it('answers hashed assets as immutable for a year, and unknown ones and API paths with 404 JSON', async () => {
+    const html = await (await fetch(`${gateway.url}/dashboard/`)).text();
+    const script = /\/dashboard\/assets\/(main-\w+\.js)/.exec(html)![1];
+    const asset = await fetch(`${gateway.url}/dashboard/assets/${script}`);
+    expect(asset.status).toBe(200);
+    expect(asset.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+    expect(asset.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
+
+    const missing = await fetch(`${gateway.url}/dashboard/assets/main-NOPE.js`);
+    expect(missing.status).toBe(404);
+    expect(((await missing.json()) as { error: { code: string } }).error.code).toBe('gw_not_found');
+
+    // the app's catch-all never answers for the API
+    const api = await fetch(`${gateway.url}/dashboard/api/no-such-thing`);
+    expect(api.status).toBe(404);
+    expect(api.headers.get('content-type')).toBe('application/json');
+  });
+});

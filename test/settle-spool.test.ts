@@ -1,0 +1,112 @@
+// The settle spool against the real Redis and Postgres, in process: an entry round-trips with
+// every account it touches, and a spooled settle whose first attempt did run after all (its
+// reply was lost) is retired without charging twice, even once settle's marker has expired.
+import { mkdtempSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { AccountLoader } from '../src/billing/account-loader.js';
+import type { RequestAccounts } from '../src/billing/budget-store.js';
+import { RedisBudgetStore } from '../src/billing/redis-budget-store.js';
+import { WalletService } from '../src/billing/wallets.js';
+import { createDbPool } from '../src/db/pool.js';
+import { RecordedUsage } from '../src/ledger/recorded-usage.js';
+import { SettleSpool } from '../src/ledger/settle-spool.js';
+import { parseSpoolLine, spoolLine } from '../src/ledger/spool-entry.js';
+import { UnwrittenUsage } from '../src/ledger/unwritten-usage.js';
+import { createLogger } from '../src/log.js';
+import { GatewayMetrics } from '../src/metrics.js';
+import { createRedisKeys } from '../src/redis/keys.js';
+import { defineScripts } from '../src/redis/scripts.js';
+import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
+import { usageRecord } from './support/records.js';
+import { deletePrefix, eventually, testRedis } from './support/services.js';
+
+const prefix = uniquePrefix('spool-unit');
+const redis = testRedis();
+const db = createDbPool(TEST_DATABASE_URL, 4);
+const keys = createRedisKeys(prefix);
+const scripts = defineScripts(redis);
+const loader = new AccountLoader(
+  db,
+  keys,
+  scripts,
+  new WalletService(db, redis, keys, scripts),
+  new UnwrittenUsage(redis, db, keys),
+);
+const store = new RedisBudgetStore(redis, keys, scripts, loader, 60_000);
+const metrics = new GatewayMetrics(false);
+
+afterAll(async () => {
+  await deletePrefix(redis, prefix);
+  await redis.quit();
+  await db.end();
+});
+
+describe('settle spool entries', () => {
+  it('round-trip the record and every account the settle touches', () => {
+    const period = { start: new Date('2026-11-01'), end: new Date('2026-12-01'), key: '1' };
+    const record = usageRecord('org_rt', 123n, { productUserId: 'pu_1', credentialId: null });
+    const accounts: RequestAccounts = {
+      orgId: 'org_rt',
+      appConnectionId: 'conn_rt',
+      orgCap: { capNano: 10n ** 18n, period },
+      connectionCap: null,
+      user: { productUserId: 'pu_1', capNano: 5n, creditMode: 'enforce', period },
+      walletPays: true,
+      credentials: { tiers: [['cred_a'], ['cred_b', 'cred_c']], byokOnly: false },
+    };
+    const parsed = parseSpoolLine(spoolLine({ record, accounts }));
+    expect(parsed.accounts).toEqual(accounts);
+    expect(parsed.record).toMatchObject({ ...record, creditsCostNano: 0n });
+  });
+});
+
+describe('settle spool replay', () => {
+  it('retires without charging again a settle that ran although its caller saw it fail', async () => {
+    const orgId = `org_spool_${Date.now()}`;
+    const walletKey = keys.wallet(orgId);
+    await redis.hset(walletKey, 'balance', '1000000', 'reserved', '0');
+    const record = usageRecord(orgId, 400n, { walletCostNano: 400n });
+    const accounts: RequestAccounts = {
+      orgId,
+      appConnectionId: record.appConnectionId,
+      orgCap: null,
+      connectionCap: null,
+      user: null,
+      walletPays: true,
+      credentials: null,
+    };
+    const dir = mkdtempSync(path.join(tmpdir(), 'gw-spool-unit-'));
+    const spool = new SettleSpool(
+      { dir, namespace: prefix },
+      {
+        budget: store,
+        recorded: new RecordedUsage(redis, db, keys),
+        redisReady: () => true,
+        logger: createLogger('silent'),
+        counters: metrics,
+      },
+    );
+    await spool.open();
+    // The settle ran in Redis, its reply was lost, the caller spooled it...
+    await store.settle(record, accounts);
+    await spool.append(record, accounts);
+    // ...and Redis forgot the idempotency marker before the spool replayed.
+    await redis.del(keys.settled(orgId, record.requestId));
+
+    // Replayed until retired, as the spool's timer would (a loaded Postgres may refuse the
+    // check for a while: then the entry waits).
+    const spoolFiles = (): string[] => readdirSync(dir).filter((name) => name.endsWith('.spool'));
+    await eventually(async () => {
+      await spool.replay();
+      return spoolFiles().length === 0 ? true : undefined;
+    });
+    expect(await redis.hget(walletKey, 'balance')).toBe('999600');
+    expect(await redis.xlen(keys.usageStream(orgId))).toBe(1);
+    expect(await metrics.registry.getSingleMetricAsString('gw_settle_spool_pending')).toMatch(
+      /^gw_settle_spool_pending 0$/m,
+    );
+    await spool.stop();
+  });
+});

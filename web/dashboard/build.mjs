@@ -1,0 +1,39 @@
+// Builds the dashboard's front end (web/dashboard/src) into dist/dashboard: one script and one
+// stylesheet with content-hashed names (cached for a year by the gateway), and index.html that
+// names them (never cached). Run by `npm run build`.
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const outDir = join(here, '../../dist/dashboard');
+
+rmSync(outDir, { recursive: true, force: true });
+mkdirSync(join(outDir, 'assets'), { recursive: true });
+
+const result = await build({
+  entryPoints: [join(here, 'src/main.tsx')],
+  bundle: true,
+  format: 'esm',
+  target: ['es2022', 'chrome109', 'firefox115', 'safari16'],
+  minify: true,
+  sourcemap: false,
+  jsx: 'automatic',
+  jsxImportSource: 'preact',
+  outdir: join(outDir, 'assets'),
+  entryNames: '[name]-[hash]',
+  metafile: true,
+  logLevel: 'warning',
+});
+
+const outputs = Object.keys(result.metafile.outputs).map((file) => basename(file));
+const named = (extension) => {
+  const file = outputs.find((name) => name.endsWith(extension));
+  if (!file) throw new Error(`the dashboard build made no ${extension} file`);
+  return file;
+};
+const page = readFileSync(join(here, 'index.html'), 'utf8')
+  .replace('{{css}}', named('.css'))
+  .replace('{{js}}', named('.js'));
+writeFileSync(join(outDir, 'index.html'), page);

@@ -1,0 +1,89 @@
+// The one way the dashboard talks to the gateway: same-origin JSON with the session cookie,
+// the CSRF token on every write, and the API's own error message on every failure.
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export type Role = 'owner' | 'admin' | 'member' | 'viewer';
+export interface OrgSummary {
+  readonly id: string;
+  readonly name: string;
+  readonly role: Role;
+}
+export interface SignedIn {
+  readonly user: { readonly id: string; readonly email: string; readonly personal_org_id: string };
+  readonly orgs: readonly OrgSummary[];
+}
+export interface Page<Row> {
+  readonly data: Row[];
+  readonly next_cursor: string | null;
+}
+
+/** Fired when the gateway says the session is gone: the app shows the sign-in page. */
+export const SESSION_ENDED = 'gw:session-ended';
+
+let csrfToken: string | null = null;
+
+/** Forgets the CSRF token (a new session has a new one). */
+export function forgetCsrfToken(): void {
+  csrfToken = null;
+}
+
+async function csrf(): Promise<string> {
+  if (csrfToken === null) {
+    csrfToken = (await request<{ csrf_token: string }>('GET', '/auth/csrf')).csrf_token;
+  }
+  return csrfToken;
+}
+
+export async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (method !== 'GET' && path !== '/auth/login') headers['x-csrf-token'] = await csrf();
+  let response: Response;
+  try {
+    response = await fetch(path, {
+      method,
+      headers,
+      credentials: 'same-origin',
+      ...(body !== undefined && { body: JSON.stringify(body) }),
+    });
+  } catch {
+    throw new ApiError(0, 'network', 'The gateway could not be reached. Check your connection.');
+  }
+  const text = await response.text();
+  let parsed: unknown = null;
+  try {
+    parsed = text ? JSON.parse(text) : null;
+  } catch {
+    parsed = null;
+  }
+  if (response.ok) return parsed as T;
+  const error = (parsed as { error?: { code?: string; message?: string } } | null)?.error;
+  const failure = new ApiError(
+    response.status,
+    error?.code ?? `http_${response.status}`,
+    error?.message ?? `The gateway answered ${response.status}.`,
+  );
+  if (failure.code === 'gw_csrf_token_invalid') forgetCsrfToken();
+  if (failure.code === 'gw_session_required' && path !== '/auth/session') {
+    window.dispatchEvent(new Event(SESSION_ENDED));
+  }
+  throw failure;
+}
+
+export const api = {
+  get: <T>(path: string) => request<T>('GET', path),
+  post: <T>(path: string, body?: unknown) => request<T>('POST', path, body ?? {}),
+  patch: <T>(path: string, body: unknown) => request<T>('PATCH', path, body),
+  delete: <T>(path: string) => request<T>('DELETE', path),
+};
+
+export const canManage = (role: Role): boolean => role === 'owner' || role === 'admin';

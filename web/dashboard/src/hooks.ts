@@ -1,0 +1,111 @@
+// Loading data: a value, its error and its loading state, and lists that page with a cursor.
+import { useCallback, useEffect, useState } from 'preact/hooks';
+import { api, ApiError, type Page } from './api.js';
+
+export interface Loaded<T> {
+  readonly data: T | null;
+  readonly error: ApiError | null;
+  readonly loading: boolean;
+  reload(): void;
+}
+
+export function useLoad<T>(path: string | null): Loaded<T> {
+  const [state, setState] = useState<{ data: T | null; error: ApiError | null; loading: boolean }>({
+    data: null,
+    error: null,
+    loading: path !== null,
+  });
+  const [generation, setGeneration] = useState(0);
+  useEffect(() => {
+    if (path === null) return;
+    let current = true;
+    setState((previous) => ({ ...previous, loading: true, error: null }));
+    api.get<T>(path).then(
+      (data) => current && setState({ data, error: null, loading: false }),
+      (error: unknown) =>
+        current && setState({ data: null, error: asApiError(error), loading: false }),
+    );
+    return () => {
+      current = false;
+    };
+  }, [path, generation]);
+  const reload = useCallback(() => setGeneration((value) => value + 1), []);
+  return { ...state, reload };
+}
+
+export interface Paged<Row> extends Loaded<Row[]> {
+  readonly hasMore: boolean;
+  readonly loadingMore: boolean;
+  more(): void;
+}
+
+/** A dashboard list: the first page, and the next ones on demand. */
+export function usePaged<Row>(path: string | null): Paged<Row> {
+  const first = useLoad<Page<Row>>(path);
+  const [extra, setExtra] = useState<{ rows: Row[]; cursor: string | null; busy: boolean }>({
+    rows: [],
+    cursor: null,
+    busy: false,
+  });
+  const [moreError, setMoreError] = useState<ApiError | null>(null);
+  useEffect(() => {
+    setExtra({ rows: [], cursor: first.data?.next_cursor ?? null, busy: false });
+    setMoreError(null);
+  }, [first.data]);
+  const more = useCallback(() => {
+    if (!path || !extra.cursor || extra.busy) return;
+    setExtra((previous) => ({ ...previous, busy: true }));
+    const separator = path.includes('?') ? '&' : '?';
+    api.get<Page<Row>>(`${path}${separator}cursor=${encodeURIComponent(extra.cursor)}`).then(
+      (page) =>
+        setExtra((previous) => ({
+          rows: [...previous.rows, ...page.data],
+          cursor: page.next_cursor,
+          busy: false,
+        })),
+      (error: unknown) => {
+        setMoreError(asApiError(error));
+        setExtra((previous) => ({ ...previous, busy: false }));
+      },
+    );
+  }, [path, extra.cursor, extra.busy]);
+  return {
+    data: first.data ? [...first.data.data, ...extra.rows] : null,
+    error: first.error ?? moreError,
+    loading: first.loading,
+    reload: first.reload,
+    hasMore: extra.cursor !== null,
+    loadingMore: extra.busy,
+    more,
+  };
+}
+
+export function asApiError(error: unknown): ApiError {
+  if (error instanceof ApiError) return error;
+  return new ApiError(0, 'client', error instanceof Error ? error.message : String(error));
+}
+
+/** Runs a write: busy while it runs, its error kept to show. */
+export function useAction(): {
+  busy: boolean;
+  error: ApiError | null;
+  run(action: () => Promise<unknown>): Promise<boolean>;
+  clear(): void;
+} {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<ApiError | null>(null);
+  const run = useCallback(async (action: () => Promise<unknown>) => {
+    setBusy(true);
+    setError(null);
+    try {
+      await action();
+      return true;
+    } catch (failure) {
+      setError(asApiError(failure));
+      return false;
+    } finally {
+      setBusy(false);
+    }
+  }, []);
+  return { busy, error, run, clear: () => setError(null) };
+}

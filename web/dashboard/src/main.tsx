@@ -1,0 +1,6 @@
+// Entry point of the dashboard's front end.
+import { render } from 'preact';
+import { App } from './app.js';
+import './styles.css';
+
+render(<App />, document.getElementById('app')!);

@@ -1,0 +1,190 @@
+// One app: its connections, each with its settings; create, change and revoke them.
+import { useState } from 'preact/hooks';
+import { api, canManage, type OrgSummary, type Page } from '../api.js';
+import { useAction, useLoad, usePaged } from '../hooks.js';
+import { Confirm, Empty, ErrorNote, formatTime, Link, Loading, PageHeader } from '../ui.js';
+import type { AppRow } from './apps.js';
+import { defaultSettings, type ConnectionSettings } from './connection-settings.js';
+import { SettingsFields } from './settings-fields.js';
+
+export interface ConnectionRow extends ConnectionSettings {
+  readonly id: string;
+  readonly app_id: string;
+  readonly name: string;
+  readonly status: 'active' | 'revoked';
+  readonly created_at: string;
+  readonly updated_at: string;
+}
+
+export function AppPage({ org, appId }: { org: OrgSummary; appId: string }) {
+  // The API has no "get one app": its name comes from the organization's list.
+  const apps = useLoad<Page<AppRow>>(
+    `/dashboard/api/orgs/${encodeURIComponent(org.id)}/apps?limit=200`,
+  );
+  const app = apps.data?.data.find((candidate) => candidate.id === appId);
+  const list = usePaged<ConnectionRow>(
+    `/dashboard/api/apps/${encodeURIComponent(appId)}/connections`,
+  );
+  const manage = canManage(org.role);
+  return (
+    <>
+      <p class="crumbs">
+        <Link to={{ page: 'apps', orgId: org.id }}>Apps</Link> <span aria-hidden="true">›</span>
+      </p>
+      <PageHeader title={app ? app.name : 'App'}>
+        <code>{appId}</code> · Connections of this app. Each connection's API keys follow its
+        settings at once.
+      </PageHeader>
+      {manage && <CreateConnection appId={appId} onCreated={list.reload} />}
+      <section aria-labelledby="connections-heading">
+        <h2 id="connections-heading">Connections</h2>
+        <ErrorNote error={list.error} />
+        {list.loading && <Loading what="connections" />}
+        {list.data && list.data.length === 0 && (
+          <Empty>
+            No connections yet. {manage ? 'Create one above.' : 'An admin can create one.'}
+          </Empty>
+        )}
+        <ul class="cards">
+          {list.data?.map((connection) => (
+            <ConnectionCard
+              key={`${connection.id}-${connection.updated_at}`}
+              connection={connection}
+              manage={manage}
+              onChanged={list.reload}
+            />
+          ))}
+        </ul>
+        {list.hasMore && (
+          <button type="button" class="secondary" disabled={list.loadingMore} onClick={list.more}>
+            {list.loadingMore ? 'Loading…' : 'Show more'}
+          </button>
+        )}
+      </section>
+    </>
+  );
+}
+
+function CreateConnection({ appId, onCreated }: { appId: string; onCreated(): void }) {
+  const [name, setName] = useState('');
+  const [settings, setSettings] = useState<ConnectionSettings>(defaultSettings);
+  const action = useAction();
+  return (
+    <form
+      class="card"
+      aria-labelledby="create-connection-heading"
+      onSubmit={(event) => {
+        event.preventDefault();
+        void action
+          .run(() =>
+            api.post(`/dashboard/api/apps/${encodeURIComponent(appId)}/connections`, {
+              name,
+              ...settings,
+            }),
+          )
+          .then((done) => {
+            if (!done) return;
+            setName('');
+            setSettings(defaultSettings);
+            onCreated();
+          });
+      }}
+    >
+      <h2 id="create-connection-heading">Create a connection</h2>
+      <label>
+        Connection name
+        <input
+          name="connection-name"
+          required
+          maxLength={200}
+          value={name}
+          onInput={(event) => setName(event.currentTarget.value)}
+        />
+      </label>
+      <SettingsFields idPrefix="new" value={settings} onChange={setSettings} />
+      <ErrorNote error={action.error} />
+      <button type="submit" disabled={action.busy}>
+        {action.busy ? 'Creating…' : 'Create connection'}
+      </button>
+    </form>
+  );
+}
+
+const settingsOf = (connection: ConnectionRow): ConnectionSettings => ({
+  credit_mode: connection.credit_mode,
+  overrun_policy: connection.overrun_policy,
+  requires_product_user: connection.requires_product_user,
+});
+
+function ConnectionCard(props: { connection: ConnectionRow; manage: boolean; onChanged(): void }) {
+  const { connection, manage } = props;
+  const [settings, setSettings] = useState(settingsOf(connection));
+  const [confirming, setConfirming] = useState(false);
+  const save = useAction();
+  const revoke = useAction();
+  const active = connection.status === 'active';
+  const changed = JSON.stringify(settings) !== JSON.stringify(settingsOf(connection));
+  const path = `/dashboard/api/connections/${encodeURIComponent(connection.id)}`;
+  return (
+    <li class="card connection" aria-labelledby={`conn-${connection.id}`}>
+      <div class="connection-head">
+        <h3 id={`conn-${connection.id}`}>{connection.name}</h3>
+        <span class={`status ${connection.status}`}>{connection.status}</span>
+      </div>
+      <p class="muted small">
+        <code>{connection.id}</code> · created {formatTime(connection.created_at)}
+      </p>
+      <form
+        aria-label={`Settings of ${connection.name}`}
+        onSubmit={(event) => {
+          event.preventDefault();
+          void save.run(() => api.patch(path, settings)).then((done) => done && props.onChanged());
+        }}
+      >
+        <SettingsFields
+          idPrefix={connection.id}
+          value={settings}
+          disabled={!manage || !active}
+          onChange={setSettings}
+        />
+        <ErrorNote error={save.error} />
+        {manage && active && (
+          <div class="actions">
+            <button type="submit" disabled={!changed || save.busy}>
+              {save.busy ? 'Saving…' : 'Save settings'}
+            </button>
+            <button type="button" class="danger" onClick={() => setConfirming(true)}>
+              Revoke…
+            </button>
+          </div>
+        )}
+      </form>
+      {confirming && (
+        <Confirm
+          title={`Revoke “${connection.name}”?`}
+          confirmLabel="Revoke connection"
+          busy={revoke.busy}
+          error={revoke.error}
+          onCancel={() => {
+            revoke.clear();
+            setConfirming(false);
+          }}
+          onConfirm={() => {
+            void revoke
+              .run(() => api.delete(path))
+              .then((done) => {
+                if (!done) return;
+                setConfirming(false);
+                props.onChanged();
+              });
+          }}
+        >
+          <p>
+            Every API key of this connection stops working at once, on every gateway instance. A
+            revoked connection cannot be reactivated.
+          </p>
+        </Confirm>
+      )}
+    </li>
+  );
+}

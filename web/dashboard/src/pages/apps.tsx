@@ -1,0 +1,105 @@
+// Apps of the organization: the list, and creating one (admins and owners).
+import { useState } from 'preact/hooks';
+import { api, canManage, type OrgSummary } from '../api.js';
+import { useAction, usePaged } from '../hooks.js';
+import { Empty, ErrorNote, formatTime, Link, Loading, PageHeader } from '../ui.js';
+
+export interface AppRow {
+  readonly id: string;
+  readonly org_id: string;
+  readonly name: string;
+  readonly created_at: string;
+}
+
+export function AppsPage({ org }: { org: OrgSummary }) {
+  const list = usePaged<AppRow>(`/dashboard/api/orgs/${encodeURIComponent(org.id)}/apps`);
+  return (
+    <>
+      <PageHeader title="Apps">
+        An app is one product of yours; its connections hold the settings its API keys use.
+      </PageHeader>
+      {canManage(org.role) && <CreateApp orgId={org.id} onCreated={list.reload} />}
+      <section aria-labelledby="apps-heading">
+        <h2 id="apps-heading">All apps</h2>
+        <ErrorNote error={list.error} />
+        {list.loading && <Loading what="apps" />}
+        {list.data && list.data.length === 0 && (
+          <Empty>
+            No apps yet.{' '}
+            {canManage(org.role) ? 'Create the first one above.' : 'An admin can create one.'}
+          </Empty>
+        )}
+        {list.data && list.data.length > 0 && (
+          <div class="table-wrap">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">Id</th>
+                  <th scope="col">Created</th>
+                </tr>
+              </thead>
+              <tbody>
+                {list.data.map((app) => (
+                  <tr key={app.id}>
+                    <td>
+                      <Link to={{ page: 'app', orgId: org.id, appId: app.id }}>{app.name}</Link>
+                    </td>
+                    <td>
+                      <code>{app.id}</code>
+                    </td>
+                    <td>{formatTime(app.created_at)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+        {list.hasMore && (
+          <button type="button" class="secondary" disabled={list.loadingMore} onClick={list.more}>
+            {list.loadingMore ? 'Loading…' : 'Show more'}
+          </button>
+        )}
+      </section>
+    </>
+  );
+}
+
+function CreateApp({ orgId, onCreated }: { orgId: string; onCreated(): void }) {
+  const [name, setName] = useState('');
+  const action = useAction();
+  return (
+    <form
+      class="card inline-form"
+      aria-labelledby="create-app-heading"
+      onSubmit={(event) => {
+        event.preventDefault();
+        void action
+          .run(() => api.post(`/dashboard/api/orgs/${encodeURIComponent(orgId)}/apps`, { name }))
+          .then((done) => {
+            if (!done) return;
+            setName('');
+            onCreated();
+          });
+      }}
+    >
+      <h2 id="create-app-heading">Create an app</h2>
+      <div class="row">
+        <label>
+          App name
+          <input
+            name="app-name"
+            required
+            maxLength={200}
+            value={name}
+            onInput={(event) => setName(event.currentTarget.value)}
+          />
+        </label>
+        <button type="submit" disabled={action.busy}>
+          {action.busy ? 'Creating…' : 'Create app'}
+        </button>
+      </div>
+      <ErrorNote error={action.error} />
+    </form>
+  );
+}

@@ -1,0 +1,75 @@
+// The controls of a connection's settings, shared by "create" and "change".
+import type { ConnectionSettings, Choice } from './connection-settings.js';
+import { creditModes, hintOf, overrunPolicies } from './connection-settings.js';
+
+function ChoiceField<Value extends string>(props: {
+  id: string;
+  label: string;
+  choices: readonly Choice<Value>[];
+  value: Value;
+  disabled: boolean | undefined;
+  onChange(value: Value): void;
+}) {
+  return (
+    <div class="field">
+      <label for={props.id}>{props.label}</label>
+      <select
+        id={props.id}
+        aria-describedby={`${props.id}-hint`}
+        disabled={props.disabled}
+        value={props.value}
+        onChange={(event) => props.onChange(event.currentTarget.value as Value)}
+      >
+        {props.choices.map((choice) => (
+          <option key={choice.value} value={choice.value}>
+            {choice.label}
+          </option>
+        ))}
+      </select>
+      <span class="hint" id={`${props.id}-hint`}>
+        {hintOf(props.choices, props.value)}
+      </span>
+    </div>
+  );
+}
+
+export function SettingsFields(props: {
+  idPrefix: string;
+  value: ConnectionSettings;
+  disabled?: boolean;
+  onChange(value: ConnectionSettings): void;
+}) {
+  const { value, idPrefix } = props;
+  return (
+    <div class="settings">
+      <ChoiceField
+        id={`${idPrefix}-credit-mode`}
+        label="Credit mode"
+        choices={creditModes}
+        value={value.credit_mode}
+        disabled={props.disabled}
+        onChange={(credit_mode) => props.onChange({ ...value, credit_mode })}
+      />
+      <ChoiceField
+        id={`${idPrefix}-overrun`}
+        label="Overrun policy"
+        choices={overrunPolicies}
+        value={value.overrun_policy}
+        disabled={props.disabled}
+        onChange={(overrun_policy) => props.onChange({ ...value, overrun_policy })}
+      />
+      <label class="check" for={`${idPrefix}-attribution`}>
+        <input
+          id={`${idPrefix}-attribution`}
+          type="checkbox"
+          disabled={props.disabled}
+          checked={value.requires_product_user}
+          onChange={(event) =>
+            props.onChange({ ...value, requires_product_user: event.currentTarget.checked })
+          }
+        />
+        Require a product user on every request (attribution)
+      </label>
+    </div>
+  );
+}
