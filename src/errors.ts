@@ -28,8 +28,11 @@ export const errorCatalogue = {
   gw_service_key_inactive: { status: 403, summary: 'service key expired, revoked or disabled' },
   gw_service_key_scope_required: { status: 403, summary: 'service key lacks the required scope' },
   // Product users and money
-  gw_invalid_app_id: { status: 400, summary: 'app_id missing or empty' },
-  gw_invalid_external_user_id: { status: 400, summary: 'external_user_id missing or empty' },
+  gw_invalid_app_id: { status: 400, summary: 'app_id missing, empty, too long or not text' },
+  gw_invalid_external_user_id: {
+    status: 400,
+    summary: 'external_user_id missing, empty, too long or not text',
+  },
   gw_product_user_not_found: { status: 404, summary: 'no user for that app_id/external_user_id' },
   gw_product_user_credits_required: {
     status: 400,

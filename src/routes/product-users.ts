@@ -16,6 +16,15 @@ import {
   type ProductUserProfiles,
   type ProductUserRow,
 } from '../product-users/profile.js';
+import {
+  boundedTextProblem,
+  MAX_APP_ID_CHARS,
+  MAX_DISPLAY_NAME_CHARS,
+  MAX_EMAIL_CHARS,
+  MAX_EXTERNAL_USER_ID_CHARS,
+  MAX_GRANT_REASON_CHARS,
+  storableText,
+} from '../product-users/limits.js';
 import { declareRoute } from './declaration.js';
 import { creditsSchema, productUserSchema } from './schemas.js';
 
@@ -29,11 +38,12 @@ const BASE = '/product-users/by-external-id';
 const currencyCode = z.string().regex(/^[A-Z]{3}$/, 'must be a 3-letter ISO currency code');
 const timestamp = z.iso.datetime({ offset: true });
 
+// app_id and external_user_id are checked by identifyUser (their own error codes).
 export const upsertProductUserSchema = z.strictObject({
   app_id: z.string(),
   external_user_id: z.string(),
-  display_name: z.string().max(256).optional(),
-  email: z.email().optional(),
+  display_name: storableText(MAX_DISPLAY_NAME_CHARS).optional(),
+  email: z.email().max(MAX_EMAIL_CHARS).optional(),
   allowance_starts_at: timestamp.nullable().optional(),
 });
 
@@ -43,7 +53,7 @@ export const creditGrantSchema = z.strictObject({
   amount: z.string(),
   currency: currencyCode.optional(),
   expires_at: timestamp.nullable().optional(),
-  reason: z.string().max(500).optional(),
+  reason: storableText(MAX_GRANT_REASON_CHARS).optional(),
 });
 
 const byExternalIdQuery = z.object({ app_id: z.string(), external_user_id: z.string() });
@@ -119,8 +129,14 @@ async function identifyUser(
   externalUserId: string | null | undefined,
 ): Promise<{ appId: string; externalUserId: string } | GwError> {
   if (!appId || appId.trim() === '') return gwError('gw_invalid_app_id', 'app_id is required');
+  const appIdProblem = boundedTextProblem(appId, MAX_APP_ID_CHARS);
+  if (appIdProblem) return gwError('gw_invalid_app_id', `app_id: ${appIdProblem}`);
   if (!externalUserId || externalUserId.trim() === '') {
     return gwError('gw_invalid_external_user_id', 'external_user_id is required');
+  }
+  const idProblem = boundedTextProblem(externalUserId, MAX_EXTERNAL_USER_ID_CHARS);
+  if (idProblem) {
+    return gwError('gw_invalid_external_user_id', `external_user_id: ${idProblem}`);
   }
   const { rowCount } = await deps.db.query('SELECT 1 FROM apps WHERE id = $1 AND org_id = $2', [
     appId,
@@ -231,7 +247,7 @@ async function postCreditGrant(
   const idempotencyKey = request.headers['idempotency-key'];
   if (
     idempotencyKey !== undefined &&
-    (idempotencyKey.length === 0 || idempotencyKey.length > 255)
+    (idempotencyKey.length === 0 || boundedTextProblem(idempotencyKey, 255) !== undefined)
   ) {
     return sendError(
       response,
