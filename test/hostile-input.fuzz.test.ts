@@ -188,29 +188,22 @@ beforeAll(async () => {
     '--per-user-amount',
     '5.00',
   ]);
-  await cap([
-    '--scope',
-    'product_user',
-    '--app-id',
-    org.app_id,
-    '--external-user-id',
-    CAPPED,
-    '--amount',
-    '1.00',
-  ]);
-  await runCliJson(
-    [
-      'credits',
-      'grant',
+  const capUser = (user: string, amount: string) =>
+    cap([
+      '--scope',
+      'product_user',
       '--app-id',
       org.app_id,
       '--external-user-id',
-      CREDITED,
+      user,
       '--amount',
-      '2.00',
-    ],
-    env,
-  );
+      amount,
+    ]);
+  await capUser(CAPPED, '1.00');
+  // A base allowance of one nano-unit: this user's spending comes out of credits at once.
+  await capUser(CREDITED, '0.000000001');
+  const grantArgs = ['--app-id', org.app_id, '--external-user-id', CREDITED, '--amount', '2.00'];
+  await runCliJson(['credits', 'grant', ...grantArgs], env);
   const target: FuzzTarget = {
     apiKey: org.api_key,
     serviceKey: org.service_key,
