@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FuzzCase } from './support/fuzz/cases.js';
 import {
   chargedPastHold,
+  heapFromMetrics,
   heldAccounts,
   inexactAmounts,
   residentBytes,
@@ -80,6 +81,8 @@ let overChargedIds = new Map<string, string>();
 let inexact: string[] = [];
 let baselineRss = 0;
 let finalRss = 0;
+let baselineHeap = '';
+let finalHeap = '';
 
 const CAPPED = 'fuzz-capped';
 const CREDITED = 'fuzz-credited';
@@ -151,6 +154,19 @@ async function rssWhenSettled(pid: number, bound: number): Promise<number> {
   return rss;
 }
 
+/** Heap in use and external memory as the gateway reports them (for the report only). */
+async function heapLine(): Promise<string> {
+  const scrape = await exchange(
+    gateway.port,
+    encodeRequest({ method: 'GET', target: '/metrics', headers: [] }),
+    { timeoutMs: REQUEST_TIMEOUT_MS },
+  );
+  const outcome = scrape.outcomes[0];
+  if (outcome?.kind !== 'answered') return 'unknown';
+  const { heapUsed, external } = heapFromMetrics(outcome.body);
+  return `heap used ${Math.round(heapUsed / MIB)} MiB, external ${Math.round(external / MIB)} MiB`;
+}
+
 async function waitForQuiet(): Promise<void> {
   const deadline = Date.now() + SETTLE_WAIT_MS;
   for (;;) {
@@ -220,6 +236,7 @@ beforeAll(async () => {
   );
   await new Promise((resolve) => setTimeout(resolve, 1000));
   baselineRss = await residentBytes(gateway.child.pid!);
+  baselineHeap = await heapLine();
 
   const memory = Array.from({ length: BIG_BODIES }, (_, index) =>
     bigMetadataCase(target, index, BIG_BODY_MIB),
@@ -235,6 +252,7 @@ beforeAll(async () => {
 
   await waitForQuiet();
   finalRss = await rssWhenSettled(gateway.child.pid!, baselineRss + RSS_SLACK_MIB * MIB);
+  finalHeap = await heapLine();
 
   const shapeByRequestId = new Map<string, string>();
   cases.forEach((fuzzCase, index) => {
@@ -284,6 +302,7 @@ beforeAll(async () => {
       ...overCharged.map((line) => `  ${line}`),
       `wallet: live ${wallet.liveBalanceNano} nano; top-ups ${wallet.fundedNano} − ledger ${wallet.walletCostNano} = ${wallet.fundedNano - wallet.walletCostNano} nano over ${wallet.records} records`,
       `RSS: baseline ${Math.round(baselineRss / MIB)} MiB, after ${Math.round(finalRss / MIB)} MiB (bound +${RSS_SLACK_MIB} MiB)`,
+      `V8: baseline ${baselineHeap}; after ${finalHeap}`,
     ].join('\n'),
   );
 }, 600_000);

@@ -108,3 +108,13 @@ export async function residentBytes(pid: number): Promise<number> {
   const kib = Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? NaN);
   return kib * 1024;
 }
+
+/** The gateway's V8 heap in use and its external memory, from its own /metrics, in bytes. */
+export function heapFromMetrics(metricsText: string): { heapUsed: number; external: number } {
+  const read = (name: string): number =>
+    Number(new RegExp(`^${name} (\\S+)`, 'm').exec(metricsText)?.[1] ?? NaN);
+  return {
+    heapUsed: read('nodejs_heap_size_used_bytes'),
+    external: read('nodejs_external_memory_bytes'),
+  };
+}

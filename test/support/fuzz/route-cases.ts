@@ -262,7 +262,7 @@ export function routeCase(spec: RouteSpec, target: FuzzTarget, random: Random): 
     mayClose: draft.parserMayRefuse,
     ...(amountOnly && {
       expectation: {
-        description: 'an amount beyond what the money layer holds exactly answers 400',
+        description: 'an amount past int64 nano-units answers 400',
         accepts: answeredWith((status) => status === 400),
       },
     }),
