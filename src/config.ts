@@ -52,6 +52,27 @@ export const configSchema = z.object({
     .regex(/^[\w.-]{1,32}$/)
     .default('k1'),
   CREDENTIALS_PREVIOUS_KEYS: optionalSecret,
+  DASHBOARD_INSECURE_COOKIES: booleanFlag.default(false),
+  DASHBOARD_ALLOWED_ORIGINS: z
+    .string()
+    .default('')
+    .transform((value) =>
+      value
+        .split(',')
+        .map((origin) => origin.trim())
+        .filter((origin) => origin !== ''),
+    )
+    .pipe(z.array(z.url().regex(/^https?:\/\/[^/]+$/, 'must be scheme://host[:port] only'))),
+  DASHBOARD_SESSION_IDLE_MS: z.coerce
+    .number()
+    .int()
+    .min(60_000)
+    .default(2 * 3_600_000),
+  DASHBOARD_SESSION_MAX_MS: z.coerce
+    .number()
+    .int()
+    .min(60_000)
+    .default(12 * 3_600_000),
 });
 
 export type Config = Readonly<z.infer<typeof configSchema>>;

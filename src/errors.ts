@@ -56,6 +56,27 @@ export const errorCatalogue = {
   gw_upstream_rate_limited: { status: 429, summary: 'the vendor rate-limited the request' },
   gw_upstream_error: { status: 502, summary: 'the vendor failed or answered unusably' },
   gw_upstream_timeout: { status: 504, summary: 'the vendor did not answer in time' },
+  // Dashboard accounts and sessions
+  gw_invalid_credentials: { status: 401, summary: 'sign-in refused: wrong e-mail or password' },
+  gw_too_many_attempts: {
+    status: 429,
+    summary: 'too many failed sign-ins for this account or address; see Retry-After',
+  },
+  gw_session_required: { status: 401, summary: 'no dashboard session, or it expired' },
+  gw_csrf_token_invalid: {
+    status: 403,
+    summary: 'a dashboard write without the current X-CSRF-Token of the session',
+  },
+  gw_origin_not_allowed: {
+    status: 403,
+    summary: "a dashboard write from an Origin that is not the gateway's own or allowed",
+  },
+  gw_role_forbidden: { status: 403, summary: "the member's role does not allow this" },
+  gw_not_found: { status: 404, summary: 'no such object in your organizations' },
+  gw_conflict: {
+    status: 409,
+    summary: 'the object is in a state that does not allow this (e.g. the last owner leaving)',
+  },
   // Gateway
   gw_unavailable: { status: 503, summary: 'the gateway is shutting down or a dependency is down' },
   gw_internal_error: { status: 500, summary: 'a bug; the request id identifies it in the logs' },

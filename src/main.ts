@@ -3,6 +3,9 @@
 import { randomUUID } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
+import { DashboardAuthenticator } from './accounts/dashboard-auth.js';
+import { LoginThrottle } from './accounts/login-throttle.js';
+import { SessionStore } from './accounts/sessions.js';
 import { ApiKeyStore } from './auth/api-key-store.js';
 import { ServiceKeyStore } from './auth/service-key-store.js';
 import { AccountLoader } from './billing/account-loader.js';
@@ -31,14 +34,11 @@ import { MOCK_SYSTEM_KEY, type SystemRoutes, type VendorRoute } from './provider
 import { UpstreamClient } from './providers/upstream.js';
 import { createRedisKeys } from './redis/keys.js';
 import { defineScripts, preloadScripts } from './redis/scripts.js';
-import { chatCompletionsRoute } from './routes/chat-completions.js';
-import { healthRoutes } from './routes/health.js';
-import { keyUsageRoute } from './routes/key-usage.js';
-import { messagesRoutes } from './routes/messages.js';
-import { modelsRoute } from './routes/models.js';
-import { openApiRoute } from './routes/openapi.js';
-import { metricsRoute } from './routes/metrics.js';
-import { productUserRoutes } from './routes/product-users.js';
+import { buildOpenApiDocument } from './openapi/document.js';
+import { bindRoutes } from './routes/bind.js';
+import type { Authenticators } from './routes/declaration.js';
+import type { ReadinessProbe } from './routes/health.js';
+import { metricsRoute, routeDeclarations, type RouteDeps } from './routes/index.js';
 import { PiscinaTokenCounter } from './tokens/token-counter.js';
 
 const CATALOG_REFRESH_MS = 60_000;
@@ -148,7 +148,6 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
 
   let draining = false;
   const services = {
-    apiKeys,
     catalog,
     productUsers,
     capPolicies,
@@ -157,43 +156,62 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
     budget,
   };
   const proxyDeps = { services, upstream, systemRoutes, logger };
+  const readiness: ReadinessProbe = {
+    check: async () => {
+      const [redisOk, dbOk] = await Promise.all([
+        redis.ping().then(
+          (reply) => reply === 'PONG',
+          () => false,
+        ),
+        db.query('SELECT 1').then(
+          () => true,
+          () => false,
+        ),
+      ]);
+      return { redis: redisOk, postgres: dbOk };
+    },
+    isDraining: () => draining,
+  };
+  const servedRoutes = routeDeclarations.filter(
+    (route) => config.METRICS_ENABLED || route !== metricsRoute,
+  );
+  const sessions = new SessionStore(redis, keys, {
+    idleMs: config.DASHBOARD_SESSION_IDLE_MS,
+    absoluteMs: config.DASHBOARD_SESSION_MAX_MS,
+    insecureCookies: config.DASHBOARD_INSECURE_COOKIES,
+  });
+  const dashboardAuth = new DashboardAuthenticator(db, sessions, {
+    allowedOrigins: config.DASHBOARD_ALLOWED_ORIGINS,
+    insecure: config.DASHBOARD_INSECURE_COOKIES,
+  });
+  const routeDeps: RouteDeps = {
+    accounts: { db, sessions, throttle: new LoginThrottle(redis, keys) },
+    proxy: proxyDeps,
+    catalog,
+    tokenCounter,
+    db,
+    apiKeys,
+    productUsers: {
+      db,
+      profiles: new ProductUserProfiles(db, new LiveBalanceReader(redis, keys, loader)),
+      management: new ProductUserManagement(db, redis, keys, scripts),
+    },
+    readiness,
+    metricsRegistry: metrics.registry,
+    openApiDocument: buildOpenApiDocument(servedRoutes),
+  };
+  const authenticators: Authenticators = {
+    apiKey: (headers) => apiKeys.authenticate(headers),
+    serviceKey: (headers, scope) => serviceKeys.authenticate(headers, scope),
+    session: (head) => dashboardAuth.session(head),
+    orgMember: (head, role, org) => dashboardAuth.orgMember(head, role, org),
+  };
   const server = createHttpServer({
     maxBodyBytes: config.MAX_BODY_BYTES,
     logger,
     onRequestFinished: (route, status, durationMs) =>
       metrics.requestFinished(route, status, durationMs),
-    routes: [
-      ...healthRoutes(
-        {
-          check: async () => {
-            const [redisOk, dbOk] = await Promise.all([
-              redis.ping().then(
-                (reply) => reply === 'PONG',
-                () => false,
-              ),
-              db.query('SELECT 1').then(
-                () => true,
-                () => false,
-              ),
-            ]);
-            return { redis: redisOk, postgres: dbOk };
-          },
-        },
-        () => draining,
-      ),
-      ...(config.METRICS_ENABLED ? [metricsRoute(metrics.registry)] : []),
-      chatCompletionsRoute(proxyDeps),
-      ...messagesRoutes(proxyDeps),
-      modelsRoute(apiKeys, catalog),
-      keyUsageRoute(apiKeys, db),
-      openApiRoute(),
-      ...productUserRoutes({
-        db,
-        serviceKeys,
-        profiles: new ProductUserProfiles(db, new LiveBalanceReader(redis, keys, loader)),
-        management: new ProductUserManagement(db, redis, keys, scripts),
-      }),
-    ],
+    routes: bindRoutes(servedRoutes, routeDeps, authenticators),
   });
   const port = await server.listen(config.HOST, config.PORT);
   logger.info(

@@ -13,7 +13,8 @@ describe('docs/errors.md', () => {
 describe('/openapi.json', () => {
   it('lists the routes and, for each, the error codes with the statuses the gateway answers', async () => {
     const { buildOpenApiDocument } = await import('../src/openapi/document.js');
-    const document = buildOpenApiDocument() as {
+    const { routeDeclarations } = await import('../src/routes/index.js');
+    const document = buildOpenApiDocument(routeDeclarations) as {
       paths: Record<string, Record<string, { responses: Record<string, { description: string }> }>>;
     };
     expect(Object.keys(document.paths)).toEqual(

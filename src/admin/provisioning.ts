@@ -9,21 +9,26 @@ export const SERVICE_KEY_SCOPES = ['product_users:read', 'product_users:write'] 
 
 const hint = (raw: string): string => `${raw.slice(0, 10)}…`;
 
-export async function createOrganization(db: DbPool, name: string): Promise<string> {
+/** Creates an organization and its wallet (inside the caller's transaction when given one). */
+export async function createOrganization(db: Pick<DbPool, 'query'>, name: string): Promise<string> {
   const orgId = newId('org');
   await db.query('INSERT INTO organizations (id, name) VALUES ($1, $2)', [orgId, name]);
   await db.query('INSERT INTO wallets (org_id) VALUES ($1)', [orgId]);
   return orgId;
 }
 
-export async function createApp(db: DbPool, orgId: string, name: string): Promise<string> {
+export async function createApp(
+  db: Pick<DbPool, 'query'>,
+  orgId: string,
+  name: string,
+): Promise<string> {
   const appId = newId('app');
   await db.query('INSERT INTO apps (id, org_id, name) VALUES ($1, $2, $3)', [appId, orgId, name]);
   return appId;
 }
 
 export async function createAppConnection(
-  db: DbPool,
+  db: Pick<DbPool, 'query'>,
   orgId: string,
   appId: string,
   name: string,

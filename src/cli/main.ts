@@ -1,6 +1,7 @@
 // The `gw` admin CLI: JSON on stdout; errors on stderr with a non-zero exit code.
 import { ConfigError } from '../config.js';
 import { AmountError } from '../money.js';
+import { adminCommand, adminHelp } from './admin.js';
 import { apiKeyCommand, apiKeyHelp } from './api-key.js';
 import { capCommand, capHelp } from './cap.js';
 import { credentialsCommand, credentialsHelp } from './credentials.js';
@@ -30,6 +31,8 @@ ${productUserHelp}
 
 ${credentialsHelp}
 
+${adminHelp}
+
 gw mock-vendors [--port N] [--host H] [--latency-ms N] [--tokens-per-second N] [--output-tokens N]
   Serves both mock vendors on one port (vendor_a at /v1/messages, vendor_b at
   /v1/chat/completions) until SIGINT/SIGTERM.
@@ -46,6 +49,7 @@ const dataCommands: Record<string, DataCommand> = {
   'product-user': productUserCommand,
   credits: creditsCommand,
   credentials: credentialsCommand,
+  admin: adminCommand,
 };
 
 export async function runCli(argv: string[]): Promise<void> {

@@ -5,12 +5,19 @@ import type {
   HttpResponse as UwsResponse,
   us_listen_socket,
 } from 'uWebSockets.js';
-import { errorBody, gwError, isDependencyUnavailable, type ErrorFlavor } from '../errors.js';
+import {
+  errorBody,
+  gwError,
+  isDependencyUnavailable,
+  isGwError,
+  type ErrorFlavor,
+} from '../errors.js';
 import { newRequestId } from '../ids.js';
 import type { Logger } from '../log.js';
 import { sendError } from './respond.js';
 import { UwsHttpResponse } from './response.js';
-import type { HttpRequest, Route } from './types.js';
+import { RouteTable } from './route-table.js';
+import type { HttpRequest, RequestHead, Route } from './types.js';
 import { loadNativeUws } from './uws.js';
 
 export interface HttpServerOptions {
@@ -32,18 +39,12 @@ export interface HttpServer {
 }
 
 const jsonHeaders = { 'content-type': 'application/json' } as const;
+const noop = (): void => undefined;
 
 export function createHttpServer(options: HttpServerOptions): HttpServer {
   const uws = loadNativeUws();
   const app = uws.App();
-  const routesByKey = new Map<string, Route>();
-  const methodsByPath = new Map<string, Set<string>>();
-  for (const route of options.routes) {
-    routesByKey.set(`${route.method} ${route.path}`, route);
-    const methods = methodsByPath.get(route.path) ?? new Set<string>();
-    methods.add(route.method);
-    methodsByPath.set(route.path, methods);
-  }
+  const routes = new RouteTable(options.routes);
 
   let inFlight = 0;
   let idleWaiters: Array<() => void> = [];
@@ -67,17 +68,20 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     nativeRequest.forEach((name, value) => {
       headers[name] = value;
     });
+    const remoteAddress = Buffer.from(native.getRemoteAddressAsText()).toString('latin1');
     const requestId = newRequestId();
     const receivedAtMs = Date.now();
     inFlight += 1;
-    const routeLabel = routesByKey.has(`${method} ${path}`) ? path : 'unmatched';
+    const match = routes.match(method, path);
+    const route = match.kind === 'route' ? match.route : undefined;
+    // Metrics are labelled by the route's declared path (bounded), never the raw path.
+    const routeLabel = route ? route.path : 'unmatched';
     const response = new UwsHttpResponse(native, requestId, (status) => {
       finished();
       options.onRequestFinished?.(routeLabel, status, Date.now() - receivedAtMs);
     });
     native.onAborted(() => response.markAborted());
 
-    const route = routesByKey.get(`${method} ${path}`);
     if (draining && path !== '/healthz' && path !== '/readyz') {
       // A request on a kept-alive connection after SIGTERM: tell the client to go elsewhere.
       response.endAndClose(
@@ -85,35 +89,67 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
         { ...jsonHeaders, 'retry-after': '1' },
         errorBody(
           gwError('gw_unavailable', 'this gateway instance is shutting down; retry'),
-          route?.errorFlavor,
+          route ? flavorOf(route, headers) : 'default',
         ),
       );
       return;
     }
-    if (!route) {
-      const allowed = methodsByPath.get(path);
-      const error = allowed
-        ? gwError('gw_method_not_allowed', `${method} is not supported on ${path}`, {
-            headers: { allow: [...allowed].join(', ') },
-          })
-        : gwError('gw_route_not_found', `no route for ${method} ${path}`);
+    if (match.kind !== 'route' || !route) {
+      const error =
+        match.kind === 'wrong_method'
+          ? gwError('gw_method_not_allowed', `${method} is not supported on ${path}`, {
+              headers: { allow: match.allowed.join(', ') },
+            })
+          : gwError('gw_route_not_found', `no route for ${method} ${path}`);
       sendError(response, error);
       return;
     }
-    const flavor: ErrorFlavor = route.errorFlavor ?? 'default';
+    const head: RequestHead = {
+      method,
+      path,
+      query,
+      headers,
+      params: match.params,
+      remoteAddress,
+      requestId,
+      receivedAtMs,
+    };
+    const flavor = flavorOf(route, headers);
+
+    // The caller is authenticated while the body streams in; a refused request is answered
+    // at once and its body is not buffered (an unauthenticated client cannot make the
+    // gateway hold megabytes).
+    let bodyComplete = false;
+    let refused = false;
+    const caller: Promise<unknown> = route.authenticate
+      ? route.authenticate(head)
+      : Promise.resolve(null);
+    caller.then((value) => {
+      if (!isGwError(value) || response.aborted) return;
+      refused = true;
+      const body = errorBody(value, flavor);
+      const errorHeaders = { ...jsonHeaders, ...value.headers };
+      // Mid-body the connection is closed: the rest of the body is never read.
+      if (bodyComplete) sendError(response, value, flavor);
+      else response.endAndClose(value.status, errorHeaders, body);
+    }, failed);
 
     const run = (body: Buffer): void => {
-      const request: HttpRequest = { method, path, query, headers, body, requestId, receivedAtMs };
-      let outcome: Promise<void> | void;
-      try {
-        outcome = route.handler(request, response);
-      } catch (error) {
-        failed(error);
-        return;
-      }
-      if (outcome) outcome.catch(failed);
+      bodyComplete = true;
+      const request: HttpRequest = { ...head, body };
+      caller.then((value) => {
+        if (refused || isGwError(value) || response.aborted) return;
+        let outcome: Promise<void> | void;
+        try {
+          outcome = route.handler(request, response, value);
+        } catch (error) {
+          failed(error);
+          return;
+        }
+        if (outcome) outcome.catch(failed);
+      }, noop);
     };
-    const failed = (error: unknown): void => {
+    function failed(error: unknown): void {
       options.logger.error({ err: error, requestId, path }, 'unhandled error in route handler');
       if (response.aborted) return;
       if (response.headersSent) {
@@ -129,7 +165,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
           : gwError('gw_internal_error', `internal error; request id ${requestId}`),
         flavor,
       );
-    };
+    }
     const tooLarge = (): void =>
       response.endAndClose(
         413,
@@ -155,7 +191,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     const chunks: Buffer[] = [];
     let received = 0;
     native.onData((chunk, isLast) => {
-      if (response.aborted || received < 0) return;
+      if (response.aborted || refused || received < 0) return;
       received += chunk.byteLength;
       if (received > options.maxBodyBytes) {
         received = -1;
@@ -200,4 +236,10 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       });
     },
   };
+}
+
+function flavorOf(route: Route, headers: Readonly<Record<string, string>>): ErrorFlavor {
+  return typeof route.errorFlavor === 'function'
+    ? route.errorFlavor(headers)
+    : (route.errorFlavor ?? 'default');
 }

@@ -7,6 +7,10 @@ export interface HttpRequest {
   readonly path: string;
   /** Raw query string without the '?'. */
   readonly query: string;
+  /** Path parameters of a route path such as `/orgs/{org_id}` (decoded). */
+  readonly params: Readonly<Record<string, string>>;
+  /** The client's address as the socket sees it. */
+  readonly remoteAddress: string;
   /** Lower-case header names. */
   readonly headers: Readonly<Record<string, string>>;
   readonly body: Buffer;
@@ -14,6 +18,9 @@ export interface HttpRequest {
   readonly requestId: string;
   readonly receivedAtMs: number;
 }
+
+/** What is known of a request before its body: what a route's authenticator sees. */
+export type RequestHead = Omit<HttpRequest, 'body'>;
 
 export interface HttpResponse {
   /** True once the client went away; after that every write is a no-op. */
@@ -32,12 +39,23 @@ export interface HttpResponse {
   destroy(): void;
 }
 
-export type Handler = (request: HttpRequest, response: HttpResponse) => Promise<void> | void;
+/** `caller` is what the route's `authenticate` resolved to (null without one). */
+export type Handler = (
+  request: HttpRequest,
+  response: HttpResponse,
+  caller: unknown,
+) => Promise<void> | void;
 
 export interface Route {
   readonly method: 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH';
+  /** Exact, or with `{name}` segments that match one path segment each. */
   readonly path: string;
   readonly handler: Handler;
-  /** How errors raised before the handler (body limit, …) are dressed on this route. */
-  readonly errorFlavor?: ErrorFlavor;
+  /**
+   * Runs as soon as the headers are read, while the body streams in. A GwError answers at
+   * once and the rest of the body is not read; anything else is handed to the handler.
+   */
+  readonly authenticate?: (request: RequestHead) => Promise<unknown>;
+  /** How errors raised outside the handler (auth, body limit, …) are dressed on this route. */
+  readonly errorFlavor?: ErrorFlavor | ((headers: Readonly<Record<string, string>>) => ErrorFlavor);
 }

@@ -1,14 +1,14 @@
-// Admission: everything between a parsed request and the upstream call — authenticate,
+// Admission: everything between an authenticated, parsed request and the upstream call —
 // check the model, attribute the product user, estimate the worst-case cost, and hold it on
 // every account the request touches (one atomic reserve).
-import type { ApiKeyIdentity, ApiKeyStore } from '../auth/api-key-store.js';
+import type { ApiKeyIdentity } from '../auth/api-key-store.js';
 import type { BudgetStore, RequestAccounts } from '../billing/budget-store.js';
 import type { CapPolicyStore } from '../billing/cap-policies.js';
 import { monthlyPeriod } from '../billing/periods.js';
 import { LEGACY_ERRORS_HEADER, reservationError } from '../billing/rejections.js';
 import { userAllowancePolicy } from '../billing/user-allowance.js';
 import { modelPolicyAllows, type CatalogModel, type ModelCatalog } from '../catalog/models.js';
-import { gwError, isGwError, type GwError } from '../errors.js';
+import { gwError, type ErrorCode, type GwError } from '../errors.js';
 import { costNano } from '../money.js';
 import { AttributionError, readAttribution } from '../product-users/attribution.js';
 import type { ProductUserDirectory, ResolvedProductUser } from '../product-users/directory.js';
@@ -17,7 +17,6 @@ import type { TokenCounter } from '../tokens/token-counter.js';
 import { SETTLEMENT_CURRENCY } from './settlement.js';
 
 export interface AdmissionServices {
-  readonly apiKeys: ApiKeyStore;
   readonly catalog: ModelCatalog;
   readonly productUsers: ProductUserDirectory;
   readonly capPolicies: CapPolicyStore;
@@ -27,6 +26,8 @@ export interface AdmissionServices {
 }
 
 export interface AdmissionInput {
+  /** The caller, authenticated by the route's declaration. */
+  readonly identity: ApiKeyIdentity;
   readonly requestId: string;
   readonly headers: Readonly<Record<string, string>>;
   readonly body: Record<string, unknown>;
@@ -53,6 +54,21 @@ export interface Admission {
   readonly credentialId: string | null;
 }
 
+/** The codes admission answers with (for the routes' declarations). */
+export const ADMISSION_ERRORS: readonly ErrorCode[] = [
+  'gw_invalid_request',
+  'gw_model_not_allowed',
+  'gw_unsupported_model',
+  'gw_product_user_credits_required',
+  'gw_product_user_blocked',
+  'gw_cap_exceeded',
+  'gw_product_user_allowance_insufficient',
+  'gw_product_user_credits_insufficient',
+  'gw_reservation_insufficient_balance',
+  'gw_provider_credentials_unavailable',
+  'gw_unavailable',
+];
+
 /** Under limit_output, a request is clamped no lower than this many output tokens. */
 export const MIN_OUTPUT_TOKENS = 16;
 
@@ -60,9 +76,7 @@ export async function admit(
   services: AdmissionServices,
   input: AdmissionInput,
 ): Promise<Admission | GwError> {
-  const identity = await services.apiKeys.authenticate(input.headers);
-  if (isGwError(identity)) return identity;
-
+  const { identity } = input;
   const model = services.catalog.get(input.modelId);
   if (!model) {
     return gwError(

@@ -1,7 +1,7 @@
 // The generic proxy step of every inference route: call the vendor through the keep-alive
 // pool, relay its JSON or SSE answer, and settle — always settle, whatever happens — before
 // the client gets the last byte.
-import { gwError } from '../errors.js';
+import { gwError, type ErrorCode } from '../errors.js';
 import { sendError } from '../http/respond.js';
 import type { HttpResponse } from '../http/types.js';
 import type { Logger } from '../log.js';
@@ -30,6 +30,15 @@ export interface ProxyRequest {
   readonly stream: boolean;
   readonly startedAtMs: number;
 }
+
+/** The codes the proxy step answers with (for the routes' declarations). */
+export const PROXY_ERRORS: readonly ErrorCode[] = [
+  'gw_upstream_rate_limited',
+  'gw_upstream_error',
+  'gw_upstream_timeout',
+  'gw_reservation_insufficient_balance',
+  'gw_provider_credentials_unavailable',
+];
 
 const SSE_HEADERS = {
   'content-type': 'text/event-stream',

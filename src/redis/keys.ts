@@ -30,6 +30,10 @@ export interface RedisKeys {
   apiKey(keyHash: string): string;
   /** Pub/sub channel for cross-instance cache invalidation. */
   invalidationChannel(): string;
+  /** A dashboard session by the SHA-256 of its id (JSON), expiring when idle. */
+  session(handle: string): string;
+  /** Failed sign-ins in the current window, per account (e-mail hash) or client address. */
+  loginFailures(kind: 'account' | 'address', subject: string): string;
 }
 
 export function createRedisKeys(prefix: string): RedisKeys {
@@ -50,6 +54,8 @@ export function createRedisKeys(prefix: string): RedisKeys {
     usageStreamRegistry: () => `${prefix}:usage-streams`,
     apiKey: (keyHash) => `${prefix}:apikey:${keyHash}`,
     invalidationChannel: () => `${prefix}:invalidate`,
+    session: (handle) => `${prefix}:session:${handle}`,
+    loginFailures: (kind, subject) => `${prefix}:login-fail:${kind}:${subject}`,
   };
 }
 

@@ -1,35 +1,43 @@
-// POST /v1/chat/completions: validate, admit (auth, attribution, estimate, reserve), proxy.
+// POST /v1/chat/completions: admit (model, attribution, estimate, reserve), then proxy.
+import type { ApiKeyIdentity } from '../auth/api-key-store.js';
 import { isGwError } from '../errors.js';
 import { sendError } from '../http/respond.js';
-import type { HttpRequest, HttpResponse, Route } from '../http/types.js';
-import { admit } from '../inference/admission.js';
-import { chatCompletionRequestSchema } from '../inference/chat-request.js';
-import { parseJsonBody } from '../inference/parse-body.js';
-import { proxyToVendor, type ProxyDeps } from '../inference/proxy.js';
+import type { HttpRequest, HttpResponse } from '../http/types.js';
+import { admit, ADMISSION_ERRORS } from '../inference/admission.js';
+import {
+  chatCompletionRequestSchema,
+  type ChatCompletionRequest,
+} from '../inference/chat-request.js';
+import { proxyToVendor, PROXY_ERRORS, type ProxyDeps } from '../inference/proxy.js';
 import { stripAttributionFields } from '../product-users/attribution.js';
 import { vendorAChatExchange } from '../providers/vendor-a/chat-exchange.js';
 import { vendorBChatExchange } from '../providers/vendor-b/chat-exchange.js';
 import { chatCompletionTexts } from '../tokens/request-texts.js';
+import { declareRoute } from './declaration.js';
 
-export type ChatCompletionsDeps = ProxyDeps;
-
-export function chatCompletionsRoute(deps: ChatCompletionsDeps): Route {
-  return {
-    method: 'POST',
-    path: '/v1/chat/completions',
-    handler: (request, response) => handleChatCompletion(deps, request, response),
-  };
-}
+export const chatCompletionsRoute = declareRoute({
+  method: 'POST',
+  path: '/v1/chat/completions',
+  summary: 'Chat completion (JSON, or SSE with stream: true) for any routable model',
+  caller: { kind: 'api_key' },
+  body: chatCompletionRequestSchema,
+  responses: { 200: { description: 'chat.completion, or an SSE stream ending in data: [DONE]' } },
+  errors: [...ADMISSION_ERRORS, ...PROXY_ERRORS],
+  async handler({ request, caller, body: parsed }, response, deps: { proxy: ProxyDeps }) {
+    await handleChatCompletion(deps.proxy, request, caller, parsed, response);
+  },
+});
 
 async function handleChatCompletion(
-  deps: ChatCompletionsDeps,
+  deps: ProxyDeps,
   request: HttpRequest,
+  identity: ApiKeyIdentity,
+  parsed: ChatCompletionRequest,
   response: HttpResponse,
 ): Promise<void> {
-  const parsed = parseJsonBody(request.body, chatCompletionRequestSchema);
-  if (isGwError(parsed)) return sendError(response, parsed);
   const body: Record<string, unknown> = parsed;
   const admission = await admit(deps.services, {
+    identity,
     requestId: request.requestId,
     headers: request.headers,
     body,

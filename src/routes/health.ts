@@ -1,31 +1,41 @@
 // GET /healthz (the process is up) and GET /readyz (its dependencies answer).
 import { sendJson } from '../http/respond.js';
-import type { Route } from '../http/types.js';
+import { declareRoute } from './declaration.js';
 
 export interface ReadinessProbe {
   /** Resolves when ready; rejects (or resolves false) otherwise. */
   check(): Promise<Record<string, boolean>>;
+  /** True once the instance is shutting down. */
+  isDraining(): boolean;
 }
 
-export function healthRoutes(readiness: ReadinessProbe, isDraining: () => boolean): Route[] {
-  return [
-    {
-      method: 'GET',
-      path: '/healthz',
-      handler: (_request, response) => sendJson(response, 200, { status: 'ok' }),
-    },
-    {
-      method: 'GET',
-      path: '/readyz',
-      handler: async (_request, response) => {
-        const checks = await readiness.check();
-        const ready = !isDraining() && Object.values(checks).every(Boolean);
-        sendJson(response, ready ? 200 : 503, {
-          status: ready ? 'ready' : 'not_ready',
-          draining: isDraining(),
-          checks,
-        });
-      },
-    },
-  ];
-}
+export const healthzRoute = declareRoute({
+  method: 'GET',
+  path: '/healthz',
+  summary: 'The process is up',
+  caller: { kind: 'none' },
+  responses: { 200: { description: 'ok' } },
+  errors: [],
+  handler(_call, response) {
+    sendJson(response, 200, { status: 'ok' });
+  },
+});
+
+export const readyzRoute = declareRoute({
+  method: 'GET',
+  path: '/readyz',
+  summary: 'Redis and Postgres answer and the instance is not draining',
+  caller: { kind: 'none' },
+  responses: { 200: { description: 'ready' }, 503: { description: 'not ready' } },
+  errors: [],
+  async handler(_call, response, deps: { readonly readiness: ReadinessProbe }) {
+    const checks = await deps.readiness.check();
+    const draining = deps.readiness.isDraining();
+    const ready = !draining && Object.values(checks).every(Boolean);
+    sendJson(response, ready ? 200 : 503, {
+      status: ready ? 'ready' : 'not_ready',
+      draining,
+      checks,
+    });
+  },
+});

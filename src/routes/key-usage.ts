@@ -1,20 +1,30 @@
 // GET /inference-keys/usage: the calling API key's spend, this calendar month and in total.
-import type { ApiKeyStore } from '../auth/api-key-store.js';
+import { z } from 'zod';
 import type { DbPool } from '../db/pool.js';
-import { isGwError } from '../errors.js';
-import { sendError, sendJson } from '../http/respond.js';
-import type { Route } from '../http/types.js';
+import { sendJson } from '../http/respond.js';
 import { usageTotals } from '../ledger/usage-totals.js';
+import { declareRoute } from './declaration.js';
+import { usageTotalsSchema } from './schemas.js';
 
-export function keyUsageRoute(apiKeys: ApiKeyStore, db: DbPool): Route {
-  return {
-    method: 'GET',
-    path: '/inference-keys/usage',
-    handler: async (request, response) => {
-      const identity = await apiKeys.authenticate(request.headers);
-      if (isGwError(identity)) return sendError(response, identity);
-      const totals = await usageTotals(db, 'api_key_id', identity.keyId);
-      sendJson(response, 200, { key_id: identity.keyId, currency: 'USD', ...totals });
+export const keyUsageRoute = declareRoute({
+  method: 'GET',
+  path: '/inference-keys/usage',
+  summary: "The calling API key's spend this month and in total",
+  caller: { kind: 'api_key' },
+  responses: {
+    200: {
+      description: 'the key spend',
+      schema: z.object({
+        key_id: z.string(),
+        currency: z.string(),
+        this_month: usageTotalsSchema,
+        total: usageTotalsSchema,
+      }),
     },
-  };
-}
+  },
+  errors: ['gw_unavailable'],
+  async handler({ caller }, response, deps: { readonly db: DbPool }) {
+    const totals = await usageTotals(deps.db, 'api_key_id', caller.keyId);
+    sendJson(response, 200, { key_id: caller.keyId, currency: 'USD', ...totals });
+  },
+});

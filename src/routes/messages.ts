@@ -1,45 +1,43 @@
-// POST /v1/messages (the native messages protocol, vendor_a models) and
-// POST /v1/messages/count_tokens. Errors carry the vendor's `type` fields so its client's
+// POST /v1/messages: the native messages protocol, for vendor_a models. Errors carry the vendor's `type` fields so its client's
 // error classes map correctly.
+import type { z } from 'zod';
+import type { ApiKeyIdentity } from '../auth/api-key-store.js';
 import { gwError, isGwError } from '../errors.js';
-import { sendError, sendJson } from '../http/respond.js';
-import type { HttpRequest, HttpResponse, Route } from '../http/types.js';
-import { admit } from '../inference/admission.js';
-import { countTokensRequestSchema, messagesRequestSchema } from '../inference/messages-request.js';
-import { parseJsonBody } from '../inference/parse-body.js';
-import { proxyToVendor, type ProxyDeps } from '../inference/proxy.js';
-import { modelPolicyAllows } from '../catalog/models.js';
+import { sendError } from '../http/respond.js';
+import type { HttpRequest, HttpResponse } from '../http/types.js';
+import { admit, ADMISSION_ERRORS } from '../inference/admission.js';
+import { messagesRequestSchema } from '../inference/messages-request.js';
+import { proxyToVendor, PROXY_ERRORS, type ProxyDeps } from '../inference/proxy.js';
 import { stripAttributionFields } from '../product-users/attribution.js';
 import { vendorAMessagesExchange } from '../providers/vendor-a/messages-exchange.js';
 import { messagesTexts } from '../tokens/request-texts.js';
+import { declareRoute } from './declaration.js';
 
 /** The client's protocol version header, forwarded to vendor_a. */
 export const VENDOR_VERSION_HEADER = 'vendor-version';
 
-export function messagesRoutes(deps: ProxyDeps): Route[] {
-  return [
-    {
-      method: 'POST',
-      path: '/v1/messages',
-      errorFlavor: 'messages',
-      handler: (request, response) => handleMessages(deps, request, response),
-    },
-    {
-      method: 'POST',
-      path: '/v1/messages/count_tokens',
-      errorFlavor: 'messages',
-      handler: (request, response) => handleCountTokens(deps, request, response),
-    },
-  ];
-}
+export const messagesRoute = declareRoute({
+  method: 'POST',
+  path: '/v1/messages',
+  summary:
+    'Native messages protocol for vendor_a models (x-api-key or Bearer, vendor-version header)',
+  caller: { kind: 'api_key' },
+  body: messagesRequestSchema,
+  responses: { 200: { description: 'message, or its SSE event stream' } },
+  errors: [...ADMISSION_ERRORS, ...PROXY_ERRORS],
+  errorFlavor: 'messages',
+  async handler({ request, caller, body }, response, deps: { proxy: ProxyDeps }) {
+    await handleMessages(deps.proxy, request, caller, body, response);
+  },
+});
 
 async function handleMessages(
   deps: ProxyDeps,
   request: HttpRequest,
+  identity: ApiKeyIdentity,
+  parsed: z.infer<typeof messagesRequestSchema>,
   response: HttpResponse,
 ): Promise<void> {
-  const parsed = parseJsonBody(request.body, messagesRequestSchema);
-  if (isGwError(parsed)) return sendError(response, parsed, 'messages');
   const body: Record<string, unknown> = parsed;
   const model = deps.services.catalog.get(parsed.model);
   if (model && model.vendor !== 'vendor_a') {
@@ -55,6 +53,7 @@ async function handleMessages(
   // The messages protocol's own user field (metadata.user_id) attributes like `user` does.
   const userId = parsed.metadata?.user_id;
   const admission = await admit(deps.services, {
+    identity,
     requestId: request.requestId,
     headers: request.headers,
     body: { ...body, ...(typeof userId === 'string' && { user: userId }) },
@@ -83,32 +82,4 @@ async function handleMessages(
     },
     response,
   );
-}
-
-async function handleCountTokens(
-  deps: ProxyDeps,
-  request: HttpRequest,
-  response: HttpResponse,
-): Promise<void> {
-  const identity = await deps.services.apiKeys.authenticate(request.headers);
-  if (isGwError(identity)) return sendError(response, identity, 'messages');
-  const parsed = parseJsonBody(request.body, countTokensRequestSchema);
-  if (isGwError(parsed)) return sendError(response, parsed, 'messages');
-  const model = deps.services.catalog.get(parsed.model);
-  if (!model) {
-    return sendError(
-      response,
-      gwError('gw_unsupported_model', `model ${parsed.model} is not routable`),
-      'messages',
-    );
-  }
-  if (!modelPolicyAllows(identity.modelPolicy, model.id)) {
-    return sendError(
-      response,
-      gwError('gw_model_not_allowed', `this API key may not use model ${model.id}`),
-      'messages',
-    );
-  }
-  const inputTokens = await deps.services.tokenCounter.countInput(messagesTexts(parsed));
-  sendJson(response, 200, { input_tokens: inputTokens });
 }

@@ -1,15 +1,18 @@
-// GET /metrics: Prometheus text format.
+// GET /metrics: Prometheus text format (operational; not part of the public schema).
 import type { Registry } from 'prom-client';
-import type { Route } from '../http/types.js';
+import { declareRoute } from './declaration.js';
 
-export function metricsRoute(registry: Registry): Route {
-  return {
-    method: 'GET',
-    path: '/metrics',
-    handler: async (_request, response) => {
-      const text = await registry.metrics();
-      response.writeHead(200, { 'content-type': registry.contentType });
-      response.end(text);
-    },
-  };
-}
+export const metricsRoute = declareRoute({
+  method: 'GET',
+  path: '/metrics',
+  summary: 'Prometheus metrics',
+  caller: { kind: 'none' },
+  responses: { 200: { description: 'Prometheus text format' } },
+  errors: [],
+  undocumented: true,
+  async handler(_call, response, deps: { readonly metricsRegistry: Registry }) {
+    const text = await deps.metricsRegistry.metrics();
+    response.writeHead(200, { 'content-type': deps.metricsRegistry.contentType });
+    response.end(text);
+  },
+});

@@ -1,13 +1,15 @@
-// GET /openapi.json: the public schema, built once at boot.
+// GET /openapi.json: the public schema, generated at boot from the route declarations.
 import { sendJson } from '../http/respond.js';
-import type { Route } from '../http/types.js';
-import { buildOpenApiDocument } from '../openapi/document.js';
+import { declareRoute } from './declaration.js';
 
-export function openApiRoute(): Route {
-  const document = buildOpenApiDocument();
-  return {
-    method: 'GET',
-    path: '/openapi.json',
-    handler: (_request, response) => sendJson(response, 200, document),
-  };
-}
+export const openApiRoute = declareRoute({
+  method: 'GET',
+  path: '/openapi.json',
+  summary: 'This document',
+  caller: { kind: 'none' },
+  responses: { 200: { description: 'the OpenAPI 3.1 document' } },
+  errors: [],
+  handler(_call, response, deps: { readonly openApiDocument: Record<string, unknown> }) {
+    sendJson(response, 200, deps.openApiDocument);
+  },
+});

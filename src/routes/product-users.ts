@@ -4,16 +4,11 @@
 //   GET  /product-users/by-external-id/credit-summary    the credits object
 //   POST /product-users/by-external-id/credit-grants     grant credits (Idempotency-Key)
 import { z } from 'zod';
-import type {
-  ServiceKeyIdentity,
-  ServiceKeyScope,
-  ServiceKeyStore,
-} from '../auth/service-key-store.js';
+import type { ServiceKeyIdentity } from '../auth/service-key-store.js';
 import type { DbPool } from '../db/pool.js';
 import { gwError, isGwError, type GwError } from '../errors.js';
 import { sendError, sendJson } from '../http/respond.js';
-import type { HttpRequest, HttpResponse, Route } from '../http/types.js';
-import { parseJsonBody } from '../inference/parse-body.js';
+import type { HttpRequest, HttpResponse } from '../http/types.js';
 import { AmountError, parseAmountToNano } from '../money.js';
 import { ProductUserRuleError, type ProductUserManagement } from '../product-users/management.js';
 import {
@@ -21,10 +16,11 @@ import {
   type ProductUserProfiles,
   type ProductUserRow,
 } from '../product-users/profile.js';
+import { declareRoute } from './declaration.js';
+import { creditsSchema, productUserSchema } from './schemas.js';
 
 export interface ProductUserRouteDeps {
   readonly db: DbPool;
-  readonly serviceKeys: ServiceKeyStore;
   readonly profiles: ProductUserProfiles;
   readonly management: ProductUserManagement;
 }
@@ -50,37 +46,65 @@ export const creditGrantSchema = z.strictObject({
   reason: z.string().max(500).optional(),
 });
 
-type Handler = (
-  deps: ProductUserRouteDeps,
-  caller: ServiceKeyIdentity,
-  request: HttpRequest,
-  response: HttpResponse,
-) => Promise<void>;
+const byExternalIdQuery = z.object({ app_id: z.string(), external_user_id: z.string() });
+const identityErrors = ['gw_invalid_app_id', 'gw_invalid_external_user_id'] as const;
 
-function guarded(deps: ProductUserRouteDeps, scope: ServiceKeyScope, handler: Handler) {
-  return async (request: HttpRequest, response: HttpResponse): Promise<void> => {
-    const caller = await deps.serviceKeys.authenticate(request.headers, scope);
-    if (isGwError(caller)) return sendError(response, caller);
-    await handler(deps, caller, request, response);
-  };
-}
+export const getProductUserRoute = declareRoute({
+  method: 'GET',
+  path: BASE,
+  summary: "A product user's profile: allowance, cap, credits, usage (never creates one)",
+  caller: { kind: 'service_key', scope: 'product_users:read' },
+  query: byExternalIdQuery,
+  responses: { 200: { description: 'the product user', schema: productUserSchema } },
+  errors: [...identityErrors, 'gw_product_user_not_found'],
+  async handler({ request, caller }, response, deps: { productUsers: ProductUserRouteDeps }) {
+    const user = await findFromQuery(deps.productUsers, caller, new URLSearchParams(request.query));
+    if (isGwError(user)) return sendError(response, user);
+    sendJson(response, 200, await deps.productUsers.profiles.profile(user));
+  },
+});
 
-export function productUserRoutes(deps: ProductUserRouteDeps): Route[] {
-  return [
-    { method: 'GET', path: BASE, handler: guarded(deps, 'product_users:read', getProfile) },
-    { method: 'PUT', path: BASE, handler: guarded(deps, 'product_users:write', putProfile) },
-    {
-      method: 'GET',
-      path: `${BASE}/credit-summary`,
-      handler: guarded(deps, 'product_users:read', getCreditSummary),
-    },
-    {
-      method: 'POST',
-      path: `${BASE}/credit-grants`,
-      handler: guarded(deps, 'product_users:write', postCreditGrant),
-    },
-  ];
-}
+export const putProductUserRoute = declareRoute({
+  method: 'PUT',
+  path: BASE,
+  summary: 'Creates or updates a product user',
+  caller: { kind: 'service_key', scope: 'product_users:write' },
+  body: upsertProductUserSchema,
+  responses: {
+    200: { description: 'updated', schema: productUserSchema },
+    201: { description: 'created', schema: productUserSchema },
+  },
+  errors: [...identityErrors],
+  handler: ({ caller, body }, response, deps: { productUsers: ProductUserRouteDeps }) =>
+    putProfile(deps.productUsers, caller, body, response),
+});
+
+export const creditSummaryRoute = declareRoute({
+  method: 'GET',
+  path: `${BASE}/credit-summary`,
+  summary: "A product user's credits in one currency (default USD)",
+  caller: { kind: 'service_key', scope: 'product_users:read' },
+  query: byExternalIdQuery.extend({ currency: z.string().optional() }),
+  responses: { 200: { description: 'credits', schema: creditsSchema } },
+  errors: [...identityErrors, 'gw_invalid_request', 'gw_product_user_not_found'],
+  handler: ({ request, caller }, response, deps: { productUsers: ProductUserRouteDeps }) =>
+    getCreditSummary(deps.productUsers, caller, request, response),
+});
+
+export const creditGrantRoute = declareRoute({
+  method: 'POST',
+  path: `${BASE}/credit-grants`,
+  summary: 'Grants credits to a product user (Idempotency-Key honoured)',
+  caller: { kind: 'service_key', scope: 'product_users:write' },
+  body: creditGrantSchema,
+  responses: {
+    200: { description: 'an Idempotency-Key replay: the first grant' },
+    201: { description: 'granted' },
+  },
+  errors: [...identityErrors, 'gw_product_user_not_found'],
+  handler: ({ request, caller, body }, response, deps: { productUsers: ProductUserRouteDeps }) =>
+    postCreditGrant(deps.productUsers, caller, request, body, response),
+});
 
 /** Checks the (app_id, external_user_id) pair: present, and the app belongs to the caller's org. */
 async function identifyUser(
@@ -116,13 +140,12 @@ async function findFromQuery(
   );
 }
 
-const getProfile: Handler = async (deps, caller, request, response) => {
-  const user = await findFromQuery(deps, caller, new URLSearchParams(request.query));
-  if (isGwError(user)) return sendError(response, user);
-  sendJson(response, 200, await deps.profiles.profile(user));
-};
-
-const getCreditSummary: Handler = async (deps, caller, request, response) => {
+async function getCreditSummary(
+  deps: ProductUserRouteDeps,
+  caller: ServiceKeyIdentity,
+  request: HttpRequest,
+  response: HttpResponse,
+): Promise<void> {
   const query = new URLSearchParams(request.query);
   const currency = query.get('currency') ?? DEFAULT_CURRENCY;
   if (!currencyCode.safeParse(currency).success) {
@@ -134,11 +157,14 @@ const getCreditSummary: Handler = async (deps, caller, request, response) => {
   const user = await findFromQuery(deps, caller, query);
   if (isGwError(user)) return sendError(response, user);
   sendJson(response, 200, await deps.profiles.credits(user, currency));
-};
+}
 
-const putProfile: Handler = async (deps, caller, request, response) => {
-  const body = parseJsonBody(request.body, upsertProductUserSchema);
-  if (isGwError(body)) return sendError(response, body);
+async function putProfile(
+  deps: ProductUserRouteDeps,
+  caller: ServiceKeyIdentity,
+  body: z.infer<typeof upsertProductUserSchema>,
+  response: HttpResponse,
+): Promise<void> {
   const pair = await identifyUser(deps, caller, body.app_id, body.external_user_id);
   if (isGwError(pair)) return sendError(response, pair);
   try {
@@ -166,11 +192,15 @@ const putProfile: Handler = async (deps, caller, request, response) => {
     }
     throw error;
   }
-};
+}
 
-const postCreditGrant: Handler = async (deps, caller, request, response) => {
-  const body = parseJsonBody(request.body, creditGrantSchema);
-  if (isGwError(body)) return sendError(response, body);
+async function postCreditGrant(
+  deps: ProductUserRouteDeps,
+  caller: ServiceKeyIdentity,
+  request: HttpRequest,
+  body: z.infer<typeof creditGrantSchema>,
+  response: HttpResponse,
+): Promise<void> {
   const user = await findFromQuery(
     deps,
     caller,
@@ -212,4 +242,4 @@ const postCreditGrant: Handler = async (deps, caller, request, response) => {
   });
   const credits = await deps.profiles.credits(user, grant.currency);
   sendJson(response, created ? 201 : 200, { ...grant, credits });
-};
+}

@@ -1,0 +1,135 @@
+// Authenticates dashboard callers: the session cookie, and for writes the session's CSRF
+// token and an allowed Origin; then, for routes on an organization's objects, membership of
+// the organization that owns the object and a high enough role. An object of another
+// organization answers 404 exactly like one that does not exist, so ids cannot be probed.
+import type { DbPool } from '../db/pool.js';
+import { gwError, type GwError } from '../errors.js';
+import type { RequestHead } from '../http/types.js';
+import { csrfTokenMatches, type Session, type SessionStore } from './sessions.js';
+import {
+  loadDashboardUser,
+  roleAtLeast,
+  type DashboardUser,
+  type Membership,
+  type Role,
+} from './users.js';
+
+/** The tables whose rows belong to one organization (an `org_id` column). */
+export type OwnedTable =
+  | 'organizations'
+  | 'apps'
+  | 'app_connections'
+  | 'api_keys'
+  | 'service_keys'
+  | 'product_users'
+  | 'credit_grants'
+  | 'provider_credentials';
+
+/** Where a route's path names the object, and which table it lives in. */
+export interface OrgLocator {
+  readonly param: string;
+  readonly table: OwnedTable;
+}
+
+export interface DashboardCaller {
+  readonly user: DashboardUser;
+  readonly session: Session;
+}
+
+export interface OrgMemberCaller extends DashboardCaller {
+  /** The organization that owns the object the path names, with the caller's role in it. */
+  readonly org: Membership;
+}
+
+export const CSRF_HEADER = 'x-csrf-token';
+/** Ids the gateway issues: a prefix and base62; anything else cannot name an object. */
+const OBJECT_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+export interface DashboardAuthSettings {
+  /** Origins besides the gateway's own that may send dashboard writes. */
+  readonly allowedOrigins: readonly string[];
+  /** Plain-HTTP development: the gateway's own origin is http://<host>, else https://<host>. */
+  readonly insecure: boolean;
+}
+
+export class DashboardAuthenticator {
+  constructor(
+    private readonly db: DbPool,
+    private readonly sessions: SessionStore,
+    private readonly settings: DashboardAuthSettings,
+  ) {}
+
+  async session(head: RequestHead): Promise<DashboardCaller | GwError> {
+    const id = this.sessions.idFromCookieHeader(head.headers.cookie);
+    if (!id)
+      return gwError('gw_session_required', 'sign in first: this route needs a dashboard session');
+    const session = await this.sessions.find(id);
+    if (!session)
+      return gwError('gw_session_required', 'the dashboard session expired; sign in again');
+    if (head.method !== 'GET' && head.method !== 'HEAD') {
+      const refusal = this.writeRefusal(head, session);
+      if (refusal) return refusal;
+    }
+    const user = await loadDashboardUser(this.db, session.userId);
+    if (!user) {
+      await this.sessions.destroy(session.handle);
+      return gwError('gw_session_required', 'the dashboard session expired; sign in again');
+    }
+    return { user, session };
+  }
+
+  async orgMember(
+    head: RequestHead,
+    role: Role,
+    locator: OrgLocator,
+  ): Promise<OrgMemberCaller | GwError> {
+    const caller = await this.session(head);
+    if ('code' in caller) return caller;
+    const objectId = head.params[locator.param] ?? '';
+    const orgId = OBJECT_ID.test(objectId) ? await this.ownerOf(locator.table, objectId) : null;
+    const org = orgId
+      ? caller.user.memberships.find((membership) => membership.id === orgId)
+      : undefined;
+    if (!org)
+      return gwError(
+        'gw_not_found',
+        `no ${locator.param.replace(/_id$/, '')} with this id in your organizations`,
+      );
+    if (!roleAtLeast(org.role, role)) {
+      return gwError(
+        'gw_role_forbidden',
+        `this needs the ${role} role or higher in the organization; yours is ${org.role}`,
+      );
+    }
+    return { ...caller, org };
+  }
+
+  /** Why a write is refused (Origin first, then the CSRF token), or null when it may go on. */
+  private writeRefusal(head: RequestHead, session: Session): GwError | null {
+    const origin = head.headers.origin;
+    const own = `${this.settings.insecure ? 'http' : 'https'}://${head.headers.host ?? ''}`;
+    if (!origin || (origin !== own && !this.settings.allowedOrigins.includes(origin))) {
+      return gwError(
+        'gw_origin_not_allowed',
+        "dashboard writes must come from the gateway's own origin or one in DASHBOARD_ALLOWED_ORIGINS",
+      );
+    }
+    if (!csrfTokenMatches(head.headers[CSRF_HEADER], session.csrfToken)) {
+      return gwError(
+        'gw_csrf_token_invalid',
+        'send the X-CSRF-Token header with the current value from GET /auth/csrf',
+      );
+    }
+    return null;
+  }
+
+  private async ownerOf(table: OwnedTable, id: string): Promise<string | null> {
+    if (table === 'organizations') return id;
+    // `table` is one of the fixed names above, never input.
+    const { rows } = await this.db.query<{ org_id: string }>(
+      `SELECT org_id FROM ${table} WHERE id = $1`,
+      [id],
+    );
+    return rows[0]?.org_id ?? null;
+  }
+}

@@ -1,0 +1,63 @@
+// Failed sign-ins are counted per account and per client address in Redis (shared by every
+// instance); past the limit a sign-in is refused without checking the password until the
+// window ends (429 gw_too_many_attempts with Retry-After).
+import type { Redis } from 'ioredis';
+import { sha256Hex } from '../ids.js';
+import type { RedisKeys } from '../redis/keys.js';
+
+export interface ThrottleLimits {
+  readonly perAccount: number;
+  readonly perAddress: number;
+  readonly windowMs: number;
+}
+
+export const DEFAULT_THROTTLE_LIMITS: ThrottleLimits = {
+  perAccount: 5,
+  perAddress: 50,
+  windowMs: 15 * 60_000,
+};
+
+export class LoginThrottle {
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: RedisKeys,
+    private readonly limits: ThrottleLimits = DEFAULT_THROTTLE_LIMITS,
+  ) {}
+
+  /** Milliseconds until sign-in may be tried again, or 0 when it may be tried now. */
+  async blockedForMs(email: string, address: string): Promise<number> {
+    const [accountKey, addressKey] = this.keysFor(email, address);
+    const results = await this.redis
+      .multi()
+      .get(accountKey)
+      .pttl(accountKey)
+      .get(addressKey)
+      .pttl(addressKey)
+      .exec();
+    const value = (index: number): number => Number(results?.[index]?.[1] ?? 0);
+    let waitMs = 0;
+    if (value(0) >= this.limits.perAccount) waitMs = Math.max(waitMs, value(1));
+    if (value(2) >= this.limits.perAddress) waitMs = Math.max(waitMs, value(3));
+    return Math.max(0, waitMs);
+  }
+
+  async recordFailure(email: string, address: string): Promise<void> {
+    const pipeline = this.redis.multi();
+    for (const key of this.keysFor(email, address)) {
+      pipeline.incr(key).pexpire(key, this.limits.windowMs, 'NX');
+    }
+    await pipeline.exec();
+  }
+
+  /** A successful sign-in clears the account's count (not the address's). */
+  async recordSuccess(email: string): Promise<void> {
+    await this.redis.del(this.keys.loginFailures('account', sha256Hex(email)));
+  }
+
+  private keysFor(email: string, address: string): [string, string] {
+    return [
+      this.keys.loginFailures('account', sha256Hex(email)),
+      this.keys.loginFailures('address', address),
+    ];
+  }
+}

@@ -1,0 +1,192 @@
+// Members of an organization: list, add an existing dashboard user by e-mail, change a role,
+// remove. An organization always keeps an owner; only owners make or unmake owners. Every
+// change is audited in the same transaction.
+import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
+import { afterCursorSql, pageOfRows, type PageRequest } from '../db/pages.js';
+import { recordAudit } from './audit.js';
+import { normalizeEmail, roleAtLeast, type Role } from './users.js';
+
+export interface MemberRow {
+  readonly id: string; // the user's id (the page key)
+  readonly email: string;
+  readonly role: Role;
+  readonly created_at: Date;
+  readonly cursor_us: string;
+}
+
+export function memberView(row: MemberRow): Record<string, unknown> {
+  return {
+    user_id: row.id,
+    email: row.email,
+    role: row.role,
+    created_at: row.created_at.toISOString(),
+  };
+}
+
+/** A membership rule was broken; `kind` picks the answer (404 for a user that is not there). */
+export class MembershipError extends Error {
+  override readonly name = 'MembershipError';
+  constructor(
+    readonly kind: 'not_found' | 'conflict' | 'forbidden',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface MembershipActor {
+  readonly userId: string;
+  readonly role: Role;
+}
+
+const SELECT_MEMBERS = `SELECT u.id, u.email, m.role, m.created_at,
+       (extract(epoch FROM m.created_at) * 1000000)::bigint::text AS cursor_us
+  FROM org_memberships m JOIN dashboard_users u ON u.id = m.user_id`;
+
+export async function listMembers(
+  db: DbPool,
+  orgId: string,
+  page: PageRequest,
+): Promise<{ rows: MemberRow[]; nextCursor: string | null }> {
+  const params: unknown[] = [orgId, page.limit + 1];
+  let where = 'm.org_id = $1';
+  if (page.after) {
+    params.push(page.after.createdAtUs, page.after.id);
+    where += ` AND ${afterCursorSql(3, 'm.created_at', 'u.id')}`;
+  }
+  const { rows } = await db.query<MemberRow>(
+    `${SELECT_MEMBERS} WHERE ${where} ORDER BY m.created_at, u.id LIMIT $2`,
+    params,
+  );
+  return pageOfRows(rows, page.limit);
+}
+
+export async function addMember(
+  db: DbPool,
+  actor: MembershipActor,
+  orgId: string,
+  email: string,
+  role: Role,
+): Promise<MemberRow> {
+  if (role === 'owner' && actor.role !== 'owner') {
+    throw new MembershipError('forbidden', 'only an owner can make someone an owner');
+  }
+  return withTransaction(db, async (client) => {
+    const { rows } = await client.query<{ id: string }>(
+      'SELECT id FROM dashboard_users WHERE email = $1',
+      [normalizeEmail(email)],
+    );
+    const user = rows[0];
+    if (!user) throw new MembershipError('not_found', 'no dashboard user with this e-mail');
+    const inserted = await client.query(
+      `INSERT INTO org_memberships (org_id, user_id, role) VALUES ($1, $2, $3)
+       ON CONFLICT DO NOTHING`,
+      [orgId, user.id, role],
+    );
+    if (!inserted.rowCount) throw new MembershipError('conflict', 'this user is already a member');
+    await recordAudit(client, {
+      orgId,
+      userId: actor.userId,
+      action: 'member.add',
+      objectType: 'member',
+      objectId: user.id,
+      details: { role },
+    });
+    return memberOf(client, orgId, user.id);
+  });
+}
+
+export async function changeRole(
+  db: DbPool,
+  actor: MembershipActor,
+  orgId: string,
+  userId: string,
+  role: Role,
+): Promise<MemberRow> {
+  return withTransaction(db, async (client) => {
+    const current = await lockedRole(client, orgId, userId);
+    if ((current === 'owner' || role === 'owner') && actor.role !== 'owner') {
+      throw new MembershipError('forbidden', 'only an owner can make or unmake an owner');
+    }
+    if (current === 'owner' && role !== 'owner') await keepAnOwner(client, orgId);
+    await client.query('UPDATE org_memberships SET role = $3 WHERE org_id = $1 AND user_id = $2', [
+      orgId,
+      userId,
+      role,
+    ]);
+    await recordAudit(client, {
+      orgId,
+      userId: actor.userId,
+      action: 'member.change_role',
+      objectType: 'member',
+      objectId: userId,
+      details: { from: current, to: role },
+    });
+    return memberOf(client, orgId, userId);
+  });
+}
+
+export async function removeMember(
+  db: DbPool,
+  actor: MembershipActor,
+  orgId: string,
+  userId: string,
+): Promise<void> {
+  // Leaving is every member's right; removing someone else takes an admin.
+  if (actor.userId !== userId && !roleAtLeast(actor.role, 'admin')) {
+    throw new MembershipError(
+      'forbidden',
+      'removing another member needs the admin role or higher',
+    );
+  }
+  await withTransaction(db, async (client) => {
+    const current = await lockedRole(client, orgId, userId);
+    if (current === 'owner' && actor.role !== 'owner' && actor.userId !== userId) {
+      throw new MembershipError('forbidden', 'only an owner can remove an owner');
+    }
+    if (current === 'owner') await keepAnOwner(client, orgId);
+    await client.query('DELETE FROM org_memberships WHERE org_id = $1 AND user_id = $2', [
+      orgId,
+      userId,
+    ]);
+    await recordAudit(client, {
+      orgId,
+      userId: actor.userId,
+      action: 'member.remove',
+      objectType: 'member',
+      objectId: userId,
+      details: { role: current },
+    });
+  });
+}
+
+/** The member's role, with the organization's memberships locked against a concurrent change. */
+async function lockedRole(client: DbClient, orgId: string, userId: string): Promise<Role> {
+  // Locking every membership row of the org serializes owner changes: two owners cannot
+  // demote each other at once and leave none.
+  const { rows } = await client.query<{ user_id: string; role: Role }>(
+    'SELECT user_id, role FROM org_memberships WHERE org_id = $1 FOR UPDATE',
+    [orgId],
+  );
+  const member = rows.find((row) => row.user_id === userId);
+  if (!member) throw new MembershipError('not_found', 'no member with this id in the organization');
+  return member.role;
+}
+
+async function keepAnOwner(client: DbClient, orgId: string): Promise<void> {
+  const { rows } = await client.query<{ owners: number }>(
+    "SELECT count(*)::int AS owners FROM org_memberships WHERE org_id = $1 AND role = 'owner'",
+    [orgId],
+  );
+  if ((rows[0]?.owners ?? 0) <= 1) {
+    throw new MembershipError('conflict', 'an organization keeps at least one owner');
+  }
+}
+
+async function memberOf(client: DbClient, orgId: string, userId: string): Promise<MemberRow> {
+  const { rows } = await client.query<MemberRow>(
+    `${SELECT_MEMBERS} WHERE m.org_id = $1 AND u.id = $2`,
+    [orgId, userId],
+  );
+  return rows[0]!;
+}

@@ -1,0 +1,147 @@
+// Dashboard users and their organization memberships. Every new user gets a personal
+// organization (with its wallet) that they own; OAuth connections will pay from it.
+import { z } from 'zod';
+import { createOrganization } from '../admin/provisioning.js';
+import { withTransaction, type DbPool } from '../db/pool.js';
+import { newId } from '../ids.js';
+import { hashPassword, passwordProblem } from './passwords.js';
+
+export const ROLES = ['owner', 'admin', 'member', 'viewer'] as const;
+export type Role = (typeof ROLES)[number];
+
+/** What each role may do: a role may do everything the roles below it may. */
+const ROLE_RANK: Readonly<Record<Role, number>> = { viewer: 0, member: 1, admin: 2, owner: 3 };
+
+export function roleAtLeast(role: Role, minimum: Role): boolean {
+  return ROLE_RANK[role] >= ROLE_RANK[minimum];
+}
+
+export const EMAIL_MAX_LENGTH = 254;
+const emailSchema = z.email().max(EMAIL_MAX_LENGTH);
+
+/** A rule of the accounts domain was broken; the message says which (safe to show). */
+export class AccountRuleError extends Error {
+  override readonly name = 'AccountRuleError';
+}
+
+export function normalizeEmail(email: string): string {
+  return email.trim().toLowerCase();
+}
+
+export interface NewUser {
+  readonly email: string;
+  readonly password: string;
+  /** Also make the user a member of this existing organization. */
+  readonly orgId?: string;
+  readonly role?: Role;
+}
+
+export interface CreatedUser {
+  readonly user_id: string;
+  readonly email: string;
+  readonly personal_org_id: string;
+  readonly org_ids: string[];
+}
+
+export async function createUser(db: DbPool, input: NewUser): Promise<CreatedUser> {
+  const email = normalizeEmail(input.email);
+  if (!emailSchema.safeParse(email).success) {
+    throw new AccountRuleError('email: must be an e-mail address of at most 254 characters');
+  }
+  const problem = passwordProblem(input.password);
+  if (problem) throw new AccountRuleError(problem);
+  const passwordHash = await hashPassword(input.password);
+  return withTransaction(db, async (client) => {
+    const taken = await client.query('SELECT 1 FROM dashboard_users WHERE email = $1', [email]);
+    if (taken.rowCount) throw new AccountRuleError('email: a user with this e-mail exists');
+    if (input.orgId !== undefined) {
+      const org = await client.query('SELECT 1 FROM organizations WHERE id = $1', [input.orgId]);
+      if (!org.rowCount) throw new AccountRuleError(`org-id: no organization ${input.orgId}`);
+    }
+    const personalOrgId = await createOrganization(client, `${email} (personal)`);
+    const userId = newId('usr');
+    await client.query(
+      `INSERT INTO dashboard_users (id, email, password_hash, personal_org_id)
+       VALUES ($1, $2, $3, $4)`,
+      [userId, email, passwordHash, personalOrgId],
+    );
+    await client.query(
+      `INSERT INTO org_memberships (org_id, user_id, role) VALUES ($1, $2, 'owner')`,
+      [personalOrgId, userId],
+    );
+    const orgIds = [personalOrgId];
+    if (input.orgId !== undefined) {
+      await client.query(
+        'INSERT INTO org_memberships (org_id, user_id, role) VALUES ($1, $2, $3)',
+        [input.orgId, userId, input.role ?? 'member'],
+      );
+      orgIds.push(input.orgId);
+    }
+    return { user_id: userId, email, personal_org_id: personalOrgId, org_ids: orgIds };
+  });
+}
+
+export interface LoginCandidate {
+  readonly id: string;
+  readonly passwordHash: string;
+}
+
+export async function findLoginCandidate(
+  db: DbPool,
+  email: string,
+): Promise<LoginCandidate | null> {
+  const { rows } = await db.query<{ id: string; password_hash: string }>(
+    'SELECT id, password_hash FROM dashboard_users WHERE email = $1',
+    [normalizeEmail(email)],
+  );
+  const row = rows[0];
+  return row ? { id: row.id, passwordHash: row.password_hash } : null;
+}
+
+export interface Membership {
+  readonly id: string;
+  readonly name: string;
+  readonly role: Role;
+  readonly personal: boolean;
+}
+
+export interface DashboardUser {
+  readonly id: string;
+  readonly email: string;
+  readonly personalOrgId: string;
+  readonly memberships: readonly Membership[];
+}
+
+/** The user and every organization they belong to (null when the user no longer exists). */
+export async function loadDashboardUser(db: DbPool, userId: string): Promise<DashboardUser | null> {
+  const { rows } = await db.query<{
+    email: string;
+    personal_org_id: string;
+    org_id: string | null;
+    name: string | null;
+    role: Role | null;
+  }>(
+    `SELECT u.email, u.personal_org_id, m.org_id, o.name, m.role
+       FROM dashboard_users u
+       LEFT JOIN org_memberships m ON m.user_id = u.id
+       LEFT JOIN organizations o ON o.id = m.org_id
+      WHERE u.id = $1
+      ORDER BY o.created_at, m.org_id`,
+    [userId],
+  );
+  const first = rows[0];
+  if (!first) return null;
+  return {
+    id: userId,
+    email: first.email,
+    personalOrgId: first.personal_org_id,
+    memberships: rows
+      .filter((row) => row.org_id !== null)
+      .map((row) => ({
+        id: row.org_id!,
+        name: row.name!,
+        role: row.role!,
+        personal: row.org_id === first.personal_org_id,
+      })),
+  };
+}

@@ -1,0 +1,70 @@
+// Apps of an organization: the service the CLI and the dashboard API share.
+import { recordAudit } from '../accounts/audit.js';
+import { withTransaction, type DbPool } from '../db/pool.js';
+import { afterCursorSql, CURSOR_COLUMN, pageOfRows, type PageRequest } from '../db/pages.js';
+import { createApp } from './provisioning.js';
+
+export interface AppRow {
+  readonly id: string;
+  readonly org_id: string;
+  readonly name: string;
+  readonly created_at: Date;
+  readonly cursor_us: string;
+}
+
+export interface Actor {
+  readonly userId: string;
+}
+
+export function appView(row: AppRow): Record<string, unknown> {
+  return {
+    id: row.id,
+    org_id: row.org_id,
+    name: row.name,
+    created_at: row.created_at.toISOString(),
+  };
+}
+
+export async function listApps(
+  db: DbPool,
+  orgId: string,
+  page: PageRequest,
+): Promise<{ rows: AppRow[]; nextCursor: string | null }> {
+  const params: unknown[] = [orgId, page.limit + 1];
+  let where = 'org_id = $1';
+  if (page.after) {
+    params.push(page.after.createdAtUs, page.after.id);
+    where += ` AND ${afterCursorSql(3)}`;
+  }
+  const { rows } = await db.query<AppRow>(
+    `SELECT id, org_id, name, created_at, ${CURSOR_COLUMN} FROM apps WHERE ${where}
+      ORDER BY created_at, id LIMIT $2`,
+    params,
+  );
+  return pageOfRows(rows, page.limit);
+}
+
+/** Creates an app, recording who did it in the audit log (same transaction). */
+export async function createAppAs(
+  db: DbPool,
+  actor: Actor,
+  orgId: string,
+  name: string,
+): Promise<AppRow> {
+  return withTransaction(db, async (client) => {
+    const id = await createApp(client, orgId, name);
+    await recordAudit(client, {
+      orgId,
+      userId: actor.userId,
+      action: 'app.create',
+      objectType: 'app',
+      objectId: id,
+      details: { name },
+    });
+    const { rows } = await client.query<AppRow>(
+      `SELECT id, org_id, name, created_at, ${CURSOR_COLUMN} FROM apps WHERE id = $1`,
+      [id],
+    );
+    return rows[0]!;
+  });
+}

@@ -1,0 +1,17 @@
+// GET /auth/csrf: the CSRF token of the caller's session, to send as X-CSRF-Token on writes.
+import { z } from 'zod';
+import { sendJson } from '../../http/respond.js';
+import { declareRoute } from '../declaration.js';
+
+export const csrfRoute = declareRoute({
+  method: 'GET',
+  path: '/auth/csrf',
+  summary: "The session's CSRF token: send it as X-CSRF-Token on every dashboard write",
+  tag: 'dashboard',
+  caller: { kind: 'session' },
+  responses: { 200: { description: 'the token', schema: z.object({ csrf_token: z.string() }) } },
+  errors: [],
+  handler({ caller }, response) {
+    sendJson(response, 200, { csrf_token: caller.session.csrfToken });
+  },
+});

@@ -1,0 +1,12 @@
+// What the sign-in routes need: the accounts' database, the session store, the throttle.
+import type { LoginThrottle } from '../../accounts/login-throttle.js';
+import type { SessionStore } from '../../accounts/sessions.js';
+import type { DbPool } from '../../db/pool.js';
+
+export interface AccountDeps {
+  readonly accounts: {
+    readonly db: DbPool;
+    readonly sessions: SessionStore;
+    readonly throttle: LoginThrottle;
+  };
+}

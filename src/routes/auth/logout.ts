@@ -1,0 +1,24 @@
+// POST /auth/logout: ends the session (server-side) and clears the cookie.
+import { z } from 'zod';
+import { declareRoute } from '../declaration.js';
+import type { AccountDeps } from './deps.js';
+
+export const logoutRoute = declareRoute({
+  method: 'POST',
+  path: '/auth/logout',
+  summary: 'Signs out of the dashboard: the session ends on every instance at once',
+  tag: 'dashboard',
+  caller: { kind: 'session' },
+  responses: {
+    200: { description: 'signed out', schema: z.object({ signed_out: z.literal(true) }) },
+  },
+  errors: [],
+  async handler({ caller }, response, deps: AccountDeps) {
+    await deps.accounts.sessions.destroy(caller.session.handle);
+    response.writeHead(200, {
+      'content-type': 'application/json',
+      'set-cookie': deps.accounts.sessions.clearingCookie(),
+    });
+    response.end(JSON.stringify({ signed_out: true }));
+  },
+});

@@ -1,0 +1,20 @@
+// GET /auth/session: who is signed in, and their organizations (the dashboard's first call).
+import { sendJson } from '../../http/respond.js';
+import { declareRoute } from '../declaration.js';
+import { signedInSchema } from './login.js';
+
+export const sessionRoute = declareRoute({
+  method: 'GET',
+  path: '/auth/session',
+  summary: 'The signed-in user and their organizations',
+  tag: 'dashboard',
+  caller: { kind: 'session' },
+  responses: { 200: { description: 'the signed-in user', schema: signedInSchema } },
+  errors: [],
+  handler({ caller: { user } }, response) {
+    sendJson(response, 200, {
+      user: { id: user.id, email: user.email, personal_org_id: user.personalOrgId },
+      orgs: user.memberships.map(({ id, name, role }) => ({ id, name, role })),
+    });
+  },
+});

@@ -1,0 +1,57 @@
+// POST /v1/messages/count_tokens: the input tokens of a messages request (reserves nothing).
+import { z } from 'zod';
+import type { ApiKeyIdentity } from '../auth/api-key-store.js';
+import { modelPolicyAllows, type ModelCatalog } from '../catalog/models.js';
+import { gwError } from '../errors.js';
+import { sendError, sendJson } from '../http/respond.js';
+import type { HttpResponse } from '../http/types.js';
+import { countTokensRequestSchema } from '../inference/messages-request.js';
+import type { TokenCounter } from '../tokens/token-counter.js';
+import { messagesTexts } from '../tokens/request-texts.js';
+import { declareRoute } from './declaration.js';
+
+interface CountTokensDeps {
+  readonly catalog: ModelCatalog;
+  readonly tokenCounter: TokenCounter;
+}
+
+export const countTokensRoute = declareRoute({
+  method: 'POST',
+  path: '/v1/messages/count_tokens',
+  summary: 'Counts the input tokens of a messages request; reserves nothing',
+  caller: { kind: 'api_key' },
+  body: countTokensRequestSchema,
+  responses: {
+    200: { description: 'input token count', schema: z.object({ input_tokens: z.number().int() }) },
+  },
+  errors: ['gw_model_not_allowed', 'gw_unsupported_model'],
+  errorFlavor: 'messages',
+  async handler({ caller, body }, response, deps: CountTokensDeps) {
+    await handleCountTokens(deps, caller, body, response);
+  },
+});
+
+async function handleCountTokens(
+  deps: CountTokensDeps,
+  identity: ApiKeyIdentity,
+  parsed: z.infer<typeof countTokensRequestSchema>,
+  response: HttpResponse,
+): Promise<void> {
+  const model = deps.catalog.get(parsed.model);
+  if (!model) {
+    return sendError(
+      response,
+      gwError('gw_unsupported_model', `model ${parsed.model} is not routable`),
+      'messages',
+    );
+  }
+  if (!modelPolicyAllows(identity.modelPolicy, model.id)) {
+    return sendError(
+      response,
+      gwError('gw_model_not_allowed', `this API key may not use model ${model.id}`),
+      'messages',
+    );
+  }
+  const inputTokens = await deps.tokenCounter.countInput(messagesTexts(parsed));
+  sendJson(response, 200, { input_tokens: inputTokens });
+}

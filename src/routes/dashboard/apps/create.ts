@@ -1,0 +1,23 @@
+// POST /dashboard/api/orgs/{org_id}/apps {"name"}: creates an app (admin or owner).
+import { z } from 'zod';
+import { appView, createAppAs } from '../../../admin/apps.js';
+import type { DbPool } from '../../../db/pool.js';
+import { sendJson } from '../../../http/respond.js';
+import { declareRoute } from '../../declaration.js';
+import { displayName } from '../schemas.js';
+import { appSchema, inOrg } from './schema.js';
+
+export const createAppRoute = declareRoute({
+  method: 'POST',
+  path: '/dashboard/api/orgs/{org_id}/apps',
+  summary: 'Creates an app in the organization',
+  tag: 'dashboard',
+  caller: { kind: 'org_member', role: 'admin', org: inOrg },
+  body: z.strictObject({ name: displayName }),
+  responses: { 201: { description: 'the app', schema: appSchema } },
+  errors: [],
+  async handler({ caller, body }, response, deps: { readonly db: DbPool }) {
+    const app = await createAppAs(deps.db, { userId: caller.user.id }, caller.org.id, body.name);
+    sendJson(response, 201, appView(app));
+  },
+});

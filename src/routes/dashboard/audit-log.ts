@@ -1,0 +1,54 @@
+// GET /dashboard/api/orgs/{org_id}/audit-log: every dashboard write in the organization, newest
+// first (admin or owner).
+import { z } from 'zod';
+import { auditView, readAuditLog } from '../../accounts/audit-log.js';
+import type { DbPool } from '../../db/pool.js';
+import { MAX_PAGE_LIMIT } from '../../db/pages.js';
+import { isGwError } from '../../errors.js';
+import { sendError, sendJson } from '../../http/respond.js';
+import { declareRoute } from '../declaration.js';
+import { parseQuery } from '../query.js';
+import { pageOf } from './schemas.js';
+
+const auditQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(MAX_PAGE_LIMIT).default(50),
+  cursor: z
+    .string()
+    .regex(/^\d{1,18}$/, 'is not a cursor this API issued')
+    .optional(),
+});
+
+const auditEntrySchema = z.object({
+  id: z.string(),
+  user_id: z.string(),
+  email: z.string().nullable(),
+  action: z.string(),
+  object_type: z.string(),
+  object_id: z.string(),
+  details: z.record(z.string(), z.unknown()),
+  created_at: z.string(),
+});
+
+export const auditLogRoute = declareRoute({
+  method: 'GET',
+  path: '/dashboard/api/orgs/{org_id}/audit-log',
+  summary: 'Every dashboard write in the organization: who, what, which object, when',
+  tag: 'dashboard',
+  caller: { kind: 'org_member', role: 'admin', org: { param: 'org_id', table: 'organizations' } },
+  query: auditQuery,
+  responses: {
+    200: { description: 'audit entries, newest first', schema: pageOf(auditEntrySchema) },
+  },
+  errors: ['gw_invalid_request'],
+  async handler({ request, caller }, response, deps: { readonly db: DbPool }) {
+    const query = parseQuery(request.query, auditQuery);
+    if (isGwError(query)) return sendError(response, query);
+    const { rows, nextCursor } = await readAuditLog(
+      deps.db,
+      caller.org.id,
+      query.limit,
+      query.cursor ?? null,
+    );
+    sendJson(response, 200, { data: rows.map(auditView), next_cursor: nextCursor });
+  },
+});

@@ -1,0 +1,28 @@
+// POST /dashboard/api/apps/{app_id}/connections {"name", settings…}: a new connection of the
+// app (admin or owner). Settings default to enforce / limit_output / attribution optional.
+import { connectionView, createConnectionAs } from '../../../admin/connections.js';
+import type { DbPool } from '../../../db/pool.js';
+import { sendJson } from '../../../http/respond.js';
+import { declareRoute } from '../../declaration.js';
+import { displayName } from '../schemas.js';
+import { connectionSchema, connectionSettingsSchema, ofApp } from './schema.js';
+
+export const createConnectionRoute = declareRoute({
+  method: 'POST',
+  path: '/dashboard/api/apps/{app_id}/connections',
+  summary: 'Creates a connection of the app',
+  tag: 'dashboard',
+  caller: { kind: 'org_member', role: 'admin', org: ofApp },
+  body: connectionSettingsSchema.extend({ name: displayName }),
+  responses: { 201: { description: 'the connection', schema: connectionSchema } },
+  errors: [],
+  async handler({ request, caller, body }, response, deps: { readonly db: DbPool }) {
+    const connection = await createConnectionAs(
+      deps.db,
+      { userId: caller.user.id },
+      { orgId: caller.org.id, appId: request.params.app_id ?? '' },
+      body,
+    );
+    sendJson(response, 201, connectionView(connection));
+  },
+});

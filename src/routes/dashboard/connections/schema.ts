@@ -1,0 +1,28 @@
+// The app-connection object of the dashboard API and its settings.
+import { z } from 'zod';
+import { displayName } from '../schemas.js';
+
+export const connectionSchema = z.object({
+  id: z.string(),
+  org_id: z.string(),
+  app_id: z.string(),
+  name: z.string(),
+  status: z.enum(['active', 'revoked']),
+  requires_product_user: z.boolean(),
+  credit_mode: z.enum(['enforce', 'track_only', 'disabled']),
+  overrun_policy: z.enum(['limit_output', 'reject']),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+export const connectionSettingsSchema = z.strictObject({
+  name: displayName.optional(),
+  requires_product_user: z.boolean().optional(),
+  credit_mode: z.enum(['enforce', 'track_only', 'disabled']).optional(),
+  overrun_policy: z.enum(['limit_output', 'reject']).optional(),
+});
+
+/** Routes under /dashboard/api/apps/{app_id}/… act on that app's organization. */
+export const ofApp = { param: 'app_id', table: 'apps' } as const;
+/** Routes under /dashboard/api/connections/{connection_id} act on its organization. */
+export const ofConnection = { param: 'connection_id', table: 'app_connections' } as const;

@@ -1,0 +1,33 @@
+// PATCH /dashboard/api/connections/{connection_id}: renames a connection or changes its credit
+// mode, overrun policy or attribution requirement (admin or owner); its keys see it at once.
+import type { ApiKeyStore } from '../../../auth/api-key-store.js';
+import { connectionView, updateConnectionAs } from '../../../admin/connections.js';
+import type { DbPool } from '../../../db/pool.js';
+import { sendJson } from '../../../http/respond.js';
+import { declareRoute } from '../../declaration.js';
+import { connectionSchema, connectionSettingsSchema, ofConnection } from './schema.js';
+
+export const updateConnectionRoute = declareRoute({
+  method: 'PATCH',
+  path: '/dashboard/api/connections/{connection_id}',
+  summary: 'Renames a connection or changes its settings',
+  tag: 'dashboard',
+  caller: { kind: 'org_member', role: 'admin', org: ofConnection },
+  body: connectionSettingsSchema,
+  responses: { 200: { description: 'the connection', schema: connectionSchema } },
+  errors: [],
+  async handler(
+    { request, caller, body },
+    response,
+    deps: { readonly db: DbPool; readonly apiKeys: Pick<ApiKeyStore, 'invalidate'> },
+  ) {
+    const connection = await updateConnectionAs(
+      deps.db,
+      deps.apiKeys,
+      { userId: caller.user.id },
+      { orgId: caller.org.id, id: request.params.connection_id ?? '' },
+      body,
+    );
+    sendJson(response, 200, connectionView(connection));
+  },
+});

@@ -1,0 +1,35 @@
+// POST /dashboard/api/orgs/{org_id}/members {"email","role"}: adds an existing dashboard user
+// (admin or owner; only an owner adds an owner).
+import { z } from 'zod';
+import { addMember, memberView } from '../../../accounts/members.js';
+import { EMAIL_MAX_LENGTH } from '../../../accounts/users.js';
+import type { DbPool } from '../../../db/pool.js';
+import { sendError, sendJson } from '../../../http/respond.js';
+import { declareRoute } from '../../declaration.js';
+import { roleSchema } from '../schemas.js';
+import { inOrg, memberSchema, membershipErrors, membershipRefusal } from './schema.js';
+
+export const addMemberRoute = declareRoute({
+  method: 'POST',
+  path: '/dashboard/api/orgs/{org_id}/members',
+  summary: 'Adds an existing dashboard user to the organization by e-mail',
+  tag: 'dashboard',
+  caller: { kind: 'org_member', role: 'admin', org: inOrg },
+  body: z.strictObject({ email: z.string().max(EMAIL_MAX_LENGTH), role: roleSchema }),
+  responses: { 201: { description: 'the new member', schema: memberSchema } },
+  errors: membershipErrors,
+  async handler({ caller, body }, response, deps: { readonly db: DbPool }) {
+    try {
+      const member = await addMember(
+        deps.db,
+        { userId: caller.user.id, role: caller.org.role },
+        caller.org.id,
+        body.email,
+        body.role,
+      );
+      sendJson(response, 201, memberView(member));
+    } catch (error) {
+      sendError(response, membershipRefusal(error));
+    }
+  },
+});

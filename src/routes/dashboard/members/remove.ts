@@ -1,0 +1,31 @@
+// DELETE /dashboard/api/orgs/{org_id}/members/{user_id}: removes a member (admin or owner; any
+// member may remove themselves; the last owner cannot leave).
+import { z } from 'zod';
+import { removeMember } from '../../../accounts/members.js';
+import type { DbPool } from '../../../db/pool.js';
+import { sendError, sendJson } from '../../../http/respond.js';
+import { declareRoute } from '../../declaration.js';
+import { inOrg, membershipErrors, membershipRefusal } from './schema.js';
+
+export const removeMemberRoute = declareRoute({
+  method: 'DELETE',
+  path: '/dashboard/api/orgs/{org_id}/members/{user_id}',
+  summary: 'Removes a member from the organization (or leaves it)',
+  tag: 'dashboard',
+  caller: { kind: 'org_member', role: 'viewer', org: inOrg },
+  responses: { 200: { description: 'removed', schema: z.object({ removed: z.literal(true) }) } },
+  errors: membershipErrors,
+  async handler({ request, caller }, response, deps: { readonly db: DbPool }) {
+    try {
+      await removeMember(
+        deps.db,
+        { userId: caller.user.id, role: caller.org.role },
+        caller.org.id,
+        request.params.user_id ?? '',
+      );
+      sendJson(response, 200, { removed: true });
+    } catch (error) {
+      sendError(response, membershipRefusal(error));
+    }
+  },
+});

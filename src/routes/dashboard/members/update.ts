@@ -1,0 +1,34 @@
+// PATCH /dashboard/api/orgs/{org_id}/members/{user_id} {"role"}: changes a member's role
+// (admin or owner; only an owner makes or unmakes an owner; an owner always remains).
+import { z } from 'zod';
+import { changeRole, memberView } from '../../../accounts/members.js';
+import type { DbPool } from '../../../db/pool.js';
+import { sendError, sendJson } from '../../../http/respond.js';
+import { declareRoute } from '../../declaration.js';
+import { roleSchema } from '../schemas.js';
+import { inOrg, memberSchema, membershipErrors, membershipRefusal } from './schema.js';
+
+export const changeMemberRoleRoute = declareRoute({
+  method: 'PATCH',
+  path: '/dashboard/api/orgs/{org_id}/members/{user_id}',
+  summary: "Changes a member's role",
+  tag: 'dashboard',
+  caller: { kind: 'org_member', role: 'admin', org: inOrg },
+  body: z.strictObject({ role: roleSchema }),
+  responses: { 200: { description: 'the member', schema: memberSchema } },
+  errors: membershipErrors,
+  async handler({ request, caller, body }, response, deps: { readonly db: DbPool }) {
+    try {
+      const member = await changeRole(
+        deps.db,
+        { userId: caller.user.id, role: caller.org.role },
+        caller.org.id,
+        request.params.user_id ?? '',
+        body.role,
+      );
+      sendJson(response, 200, memberView(member));
+    } catch (error) {
+      sendError(response, membershipRefusal(error));
+    }
+  },
+});

@@ -1,0 +1,47 @@
+// GET /models: the dashboard's model list — every routable model with its prices (what gw
+// charges, per million tokens: exact with 12 decimals, since catalogue prices have at most 18).
+import { z } from 'zod';
+import type { ModelCatalog } from '../../catalog/models.js';
+import { Decimal } from 'decimal.js';
+import type { TokenPrice } from '../../money.js';
+import { sendJson } from '../../http/respond.js';
+import { decimalString } from '../schemas.js';
+import { declareRoute } from '../declaration.js';
+
+/** atto-units (1e-18) per token × 1e6 tokens = atto / 1e12 units: exact with 12 decimals. */
+function perMillionTokens(price: TokenPrice): string {
+  return new Decimal(price.attoPerToken.toString()).div('1e12').toFixed(12);
+}
+
+const modelSchema = z.object({
+  id: z.string(),
+  vendor: z.string(),
+  currency: z.string(),
+  input_price_per_million_tokens: decimalString,
+  output_price_per_million_tokens: decimalString,
+  max_output_tokens: z.number().int(),
+  supports_tools: z.boolean(),
+});
+
+export const dashboardModelsRoute = declareRoute({
+  method: 'GET',
+  path: '/models',
+  summary: 'Every routable model with its prices (the dashboard model list)',
+  tag: 'dashboard',
+  caller: { kind: 'session' },
+  responses: { 200: { description: 'models', schema: z.object({ data: z.array(modelSchema) }) } },
+  errors: [],
+  handler(_call, response, deps: { readonly catalog: ModelCatalog }) {
+    sendJson(response, 200, {
+      data: deps.catalog.list().map((model) => ({
+        id: model.id,
+        vendor: model.vendor,
+        currency: 'USD',
+        input_price_per_million_tokens: perMillionTokens(model.inputPrice),
+        output_price_per_million_tokens: perMillionTokens(model.outputPrice),
+        max_output_tokens: model.maxOutputTokens,
+        supports_tools: model.supportsTools,
+      })),
+    });
+  },
+});

@@ -1,0 +1,20 @@
+// GET /dashboard/api/orgs: the organizations the signed-in user belongs to, with their role.
+import { sendJson } from '../../http/respond.js';
+import { declareRoute } from '../declaration.js';
+import { orgSummarySchema, pageOf } from './schemas.js';
+
+export const listOrgsRoute = declareRoute({
+  method: 'GET',
+  path: '/dashboard/api/orgs',
+  summary: 'Your organizations and your role in each',
+  tag: 'dashboard',
+  caller: { kind: 'session' },
+  responses: { 200: { description: 'organizations', schema: pageOf(orgSummarySchema) } },
+  errors: [],
+  handler({ caller: { user } }, response) {
+    sendJson(response, 200, {
+      data: user.memberships.map(({ id, name, role }) => ({ id, name, role })),
+      next_cursor: null,
+    });
+  },
+});

@@ -1,0 +1,148 @@
+// A route is declared once: method, path, who may call it, the request and response schemas,
+// the error codes it answers with, and its handler. The router (bind.ts), the auth step and
+// /openapi.json (src/openapi/document.ts) are all derived from these declarations, so a new
+// route cannot forget its authentication, its validation or its documentation.
+import type { z } from 'zod';
+import type { ApiKeyIdentity } from '../auth/api-key-store.js';
+import type { ServiceKeyIdentity, ServiceKeyScope } from '../auth/service-key-store.js';
+import type { DashboardCaller, OrgLocator, OrgMemberCaller } from '../accounts/dashboard-auth.js';
+import type { Role } from '../accounts/users.js';
+import type { ErrorCode, ErrorFlavor, GwError } from '../errors.js';
+import type { HttpRequest, HttpResponse, RequestHead } from '../http/types.js';
+
+/** Who may call a route. Each kind has one authenticator (see Authenticators). */
+export type CallerRequirement =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'api_key' }
+  | { readonly kind: 'service_key'; readonly scope: ServiceKeyScope }
+  /** Any signed-in dashboard user (writes also need the CSRF token and an allowed Origin). */
+  | { readonly kind: 'session' }
+  /**
+   * A signed-in member of the organization that owns the object the path names, with at
+   * least `role`. Objects of other organizations answer 404, as if they did not exist.
+   */
+  | { readonly kind: 'org_member'; readonly role: Role; readonly org: OrgLocator };
+
+/** The authenticated caller a handler receives for a requirement. */
+export type CallerOf<Requirement extends CallerRequirement> = Requirement extends {
+  kind: 'api_key';
+}
+  ? ApiKeyIdentity
+  : Requirement extends { kind: 'service_key' }
+    ? ServiceKeyIdentity
+    : Requirement extends { kind: 'session' }
+      ? DashboardCaller
+      : Requirement extends { kind: 'org_member' }
+        ? OrgMemberCaller
+        : null;
+
+/** One authenticator per caller kind, built by the composition root. */
+export interface Authenticators {
+  apiKey(headers: Readonly<Record<string, string>>): Promise<ApiKeyIdentity | GwError>;
+  serviceKey(
+    headers: Readonly<Record<string, string>>,
+    scope: ServiceKeyScope,
+  ): Promise<ServiceKeyIdentity | GwError>;
+  session(head: RequestHead): Promise<DashboardCaller | GwError>;
+  orgMember(head: RequestHead, role: Role, org: OrgLocator): Promise<OrgMemberCaller | GwError>;
+}
+
+/** The error codes a caller kind can answer with before the handler runs. */
+export const callerErrors: Readonly<Record<CallerRequirement['kind'], readonly ErrorCode[]>> = {
+  none: [],
+  api_key: ['gw_malformed_or_missing_key', 'gw_unknown_key', 'gw_key_inactive', 'gw_unavailable'],
+  service_key: [
+    'gw_malformed_or_missing_service_key',
+    'gw_unknown_service_key',
+    'gw_service_key_inactive',
+    'gw_service_key_scope_required',
+    'gw_unavailable',
+  ],
+  session: ['gw_session_required', 'gw_csrf_token_invalid', 'gw_origin_not_allowed'],
+  org_member: [
+    'gw_session_required',
+    'gw_csrf_token_invalid',
+    'gw_origin_not_allowed',
+    'gw_not_found',
+    'gw_role_forbidden',
+  ],
+};
+
+/** The error codes a JSON body can answer with before the handler runs. */
+export const bodyErrors: readonly ErrorCode[] = [
+  'gw_invalid_json',
+  'gw_invalid_request',
+  'gw_body_too_large',
+];
+
+export interface ResponseDoc {
+  readonly description: string;
+  /** The JSON body's schema; omitted for streams and free-form answers. */
+  readonly schema?: z.ZodType;
+}
+
+/** What a handler is called with: the request, the authenticated caller, the parsed body. */
+export interface RouteCall<Caller, Body> {
+  readonly request: HttpRequest;
+  readonly caller: Caller;
+  readonly body: Body;
+}
+
+type BodyOf<Schema> = Schema extends z.ZodType ? z.infer<Schema> : undefined;
+
+export interface RouteDeclaration<
+  Requirement extends CallerRequirement = CallerRequirement,
+  BodySchema extends z.ZodType | undefined = z.ZodType | undefined,
+  Deps = never,
+> {
+  readonly method: 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH';
+  readonly path: string;
+  /** One line for /openapi.json. */
+  readonly summary: string;
+  /** The /openapi.json tag that groups it (the dashboard API is tagged `dashboard`). */
+  readonly tag?: string;
+  readonly caller: Requirement;
+  /** The JSON body, validated before the handler runs (400 with the field path otherwise). */
+  readonly body?: BodySchema;
+  /** Query parameters, for the documentation (handlers read `request.query`). */
+  readonly query?: z.ZodObject;
+  readonly responses: Readonly<Record<number, ResponseDoc>>;
+  /** Codes the handler itself answers with (the caller's and the body's are added). */
+  readonly errors: readonly ErrorCode[];
+  /** How errors are dressed (the messages protocol adds its `type` fields). */
+  readonly errorFlavor?: ErrorFlavor | ((headers: Readonly<Record<string, string>>) => ErrorFlavor);
+  /** Left out of /openapi.json (operational routes that are not part of the API). */
+  readonly undocumented?: boolean;
+  // A method, not a function property: a list of routes with different callers and bodies
+  // is then one array type (their handlers are checked where each route is declared).
+  handler(
+    call: RouteCall<CallerOf<Requirement>, BodyOf<BodySchema>>,
+    response: HttpResponse,
+    deps: Deps,
+  ): Promise<void> | void;
+}
+
+/** Any declared route whose handler can be given `Deps`. */
+export type DeclaredRoute<Deps> = RouteDeclaration<CallerRequirement, z.ZodType | undefined, Deps>;
+
+/** Declares a route, inferring its caller and body types for the handler. */
+export function declareRoute<
+  Requirement extends CallerRequirement,
+  BodySchema extends z.ZodType | undefined = undefined,
+  Deps = never,
+>(
+  declaration: RouteDeclaration<Requirement, BodySchema, Deps>,
+): RouteDeclaration<Requirement, BodySchema, Deps> {
+  return declaration;
+}
+
+/** Every error code a declared route can answer with, in catalogue order of appearance. */
+export function routeErrorCodes(route: DeclaredRoute<never>): ErrorCode[] {
+  return [
+    ...new Set<ErrorCode>([
+      ...callerErrors[route.caller.kind],
+      ...(route.body ? bodyErrors : []),
+      ...route.errors,
+    ]),
+  ];
+}

@@ -1,0 +1,90 @@
+// Every route the gateway serves, declared once each (see declaration.ts). The composition
+// root binds this list to the services; /openapi.json is generated from it.
+import type { Registry } from 'prom-client';
+import type { ApiKeyStore } from '../auth/api-key-store.js';
+import type { ModelCatalog } from '../catalog/models.js';
+import type { DbPool } from '../db/pool.js';
+import type { ProxyDeps } from '../inference/proxy.js';
+import type { TokenCounter } from '../tokens/token-counter.js';
+import type { AccountDeps } from './auth/deps.js';
+import { csrfRoute } from './auth/csrf.js';
+import { loginRoute } from './auth/login.js';
+import { logoutRoute } from './auth/logout.js';
+import { sessionRoute } from './auth/session.js';
+import { chatCompletionsRoute } from './chat-completions.js';
+import { createAppRoute } from './dashboard/apps/create.js';
+import { listAppsRoute } from './dashboard/apps/list.js';
+import { listOrgsRoute } from './dashboard/orgs.js';
+import { auditLogRoute } from './dashboard/audit-log.js';
+import { createConnectionRoute } from './dashboard/connections/create.js';
+import { listConnectionsRoute } from './dashboard/connections/list.js';
+import { revokeConnectionRoute } from './dashboard/connections/revoke.js';
+import { updateConnectionRoute } from './dashboard/connections/update.js';
+import { addMemberRoute } from './dashboard/members/add.js';
+import { listMembersRoute } from './dashboard/members/list.js';
+import { removeMemberRoute } from './dashboard/members/remove.js';
+import { changeMemberRoleRoute } from './dashboard/members/update.js';
+import { dashboardModelsRoute } from './dashboard/models.js';
+import { countTokensRoute } from './count-tokens.js';
+import type { DeclaredRoute } from './declaration.js';
+import { healthzRoute, readyzRoute, type ReadinessProbe } from './health.js';
+import { keyUsageRoute } from './key-usage.js';
+import { messagesRoute } from './messages.js';
+import { metricsRoute } from './metrics.js';
+import { modelsRoute } from './models.js';
+import { openApiRoute } from './openapi.js';
+import {
+  creditGrantRoute,
+  creditSummaryRoute,
+  getProductUserRoute,
+  putProductUserRoute,
+  type ProductUserRouteDeps,
+} from './product-users.js';
+
+/** Everything any route's handler may be given; each handler declares the part it uses. */
+export interface RouteDeps extends AccountDeps {
+  readonly proxy: ProxyDeps;
+  readonly catalog: ModelCatalog;
+  readonly tokenCounter: TokenCounter;
+  readonly db: DbPool;
+  readonly apiKeys: Pick<ApiKeyStore, 'invalidate'>;
+  readonly productUsers: ProductUserRouteDeps;
+  readonly readiness: ReadinessProbe;
+  readonly metricsRegistry: Registry;
+  readonly openApiDocument: Record<string, unknown>;
+}
+
+export const routeDeclarations: readonly DeclaredRoute<RouteDeps>[] = [
+  healthzRoute,
+  readyzRoute,
+  metricsRoute,
+  openApiRoute,
+  chatCompletionsRoute,
+  messagesRoute,
+  countTokensRoute,
+  modelsRoute,
+  keyUsageRoute,
+  getProductUserRoute,
+  putProductUserRoute,
+  creditSummaryRoute,
+  creditGrantRoute,
+  loginRoute,
+  logoutRoute,
+  csrfRoute,
+  sessionRoute,
+  listOrgsRoute,
+  listAppsRoute,
+  createAppRoute,
+  listConnectionsRoute,
+  createConnectionRoute,
+  updateConnectionRoute,
+  revokeConnectionRoute,
+  listMembersRoute,
+  addMemberRoute,
+  changeMemberRoleRoute,
+  removeMemberRoute,
+  auditLogRoute,
+  dashboardModelsRoute,
+];
+
+export { metricsRoute };

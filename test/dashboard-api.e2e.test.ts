@@ -1,0 +1,240 @@
+// The management API behind the dashboard: connections, members, the audit log and the model
+// list, driven as a browser would (cookie, CSRF token, Origin), against the real services.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isolatedContext } from './support/context.js';
+import { DashboardClient } from './support/dashboard.js';
+import { bearer, postJson } from './support/http.js';
+import {
+  createApiKey,
+  runCliJson,
+  seed,
+  startGateway,
+  type GatewayProcess,
+  type SeededOrg,
+} from './support/processes.js';
+
+const { env, db } = isolatedContext('dashboard-api');
+let gateway: GatewayProcess;
+let tenant: SeededOrg;
+type ErrorBody = { error: { code: string; message: string } };
+interface Connection {
+  id: string;
+  name: string;
+  status: string;
+  credit_mode: string;
+  requires_product_user: boolean;
+}
+
+const PASSWORD = 'correct horse battery staple';
+const unique = (label: string): string =>
+  `${label}-${Math.random().toString(36).slice(2, 10)}@example.com`;
+const emails = { owner: unique('owner'), admin: unique('admin'), viewer: unique('viewer') };
+
+async function signedIn(email: string): Promise<DashboardClient> {
+  const client = new DashboardClient(gateway.url, `https://127.0.0.1:${gateway.port}`);
+  expect((await client.login(email, PASSWORD)).status).toBe(200);
+  return client;
+}
+
+beforeAll(async () => {
+  gateway = await startGateway(env);
+  tenant = await seed(env);
+  for (const [role, email] of Object.entries(emails)) {
+    await runCliJson(
+      [
+        'admin',
+        'create-user',
+        '--email',
+        email,
+        '--password',
+        PASSWORD,
+        '--org-id',
+        tenant.org_id,
+        '--role',
+        role,
+      ],
+      env,
+    );
+  }
+});
+
+afterAll(async () => {
+  await gateway?.stop();
+});
+
+const chat = { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
+
+describe('connections', () => {
+  it('are created with their settings, listed, and changed; an API key of the connection sees a change at once', async () => {
+    const admin = await signedIn(emails.admin);
+    const created = await admin.post<Connection>(
+      `/dashboard/api/apps/${tenant.app_id}/connections`,
+      {
+        name: 'Mobile app',
+        credit_mode: 'track_only',
+      },
+    );
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({
+      name: 'Mobile app',
+      status: 'active',
+      credit_mode: 'track_only',
+      overrun_policy: 'limit_output',
+      requires_product_user: false,
+    });
+    const list = await admin.get<{ data: Connection[] }>(
+      `/dashboard/api/apps/${tenant.app_id}/connections`,
+    );
+    expect(list.body.data.map((connection) => connection.id)).toContain(created.body.id);
+
+    const key = await createApiKey(env, created.body.id);
+    const before = await postJson(`${gateway.url}/v1/chat/completions`, chat, bearer(key.api_key));
+    expect(before.status).toBe(200);
+
+    const changed = await admin.request<Connection>(
+      'PATCH',
+      `/dashboard/api/connections/${created.body.id}`,
+      {
+        requires_product_user: true,
+      },
+    );
+    expect(changed.status).toBe(200);
+    expect(changed.body.requires_product_user).toBe(true);
+    const refused = await postJson<ErrorBody>(
+      `${gateway.url}/v1/chat/completions`,
+      chat,
+      bearer(key.api_key),
+    );
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.code).toBe('gw_product_user_credits_required');
+
+    const revoked = await admin.request<Connection>(
+      'DELETE',
+      `/dashboard/api/connections/${created.body.id}`,
+    );
+    expect(revoked.status).toBe(200);
+    expect(revoked.body.status).toBe('revoked');
+    const dead = await postJson<ErrorBody>(`${gateway.url}/v1/chat/completions`, chat, {
+      ...bearer(key.api_key),
+      'x-gw-external-user-id': 'someone',
+    });
+    expect(dead.status).toBe(401);
+    expect(dead.body.error.code).toBe('gw_key_inactive');
+  });
+
+  it('refuse bad settings with the field named, and viewers', async () => {
+    const admin = await signedIn(emails.admin);
+    const bad = await admin.post<ErrorBody>(`/dashboard/api/apps/${tenant.app_id}/connections`, {
+      name: 'x',
+      credit_mode: 'free_for_all',
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.message).toMatch(/^credit_mode: /);
+    const viewer = await signedIn(emails.viewer);
+    const refused = await viewer.post<ErrorBody>(
+      `/dashboard/api/apps/${tenant.app_id}/connections`,
+      {
+        name: 'x',
+      },
+    );
+    expect(refused.status).toBe(403);
+    expect(refused.body.error.code).toBe('gw_role_forbidden');
+  });
+});
+
+describe('members', () => {
+  it('are added by e-mail, change role, and leave; an organization keeps an owner; all of it audited', async () => {
+    const newcomer = unique('newcomer');
+    await runCliJson(['admin', 'create-user', '--email', newcomer, '--password', PASSWORD], env);
+    const admin = await signedIn(emails.admin);
+    const asOwner = await admin.post<ErrorBody>(`/dashboard/api/orgs/${tenant.org_id}/members`, {
+      email: newcomer,
+      role: 'owner',
+    });
+    expect(asOwner.status).toBe(403);
+    expect(asOwner.body.error.code).toBe('gw_role_forbidden');
+    const added = await admin.post<{ user_id: string; role: string }>(
+      `/dashboard/api/orgs/${tenant.org_id}/members`,
+      { email: newcomer.toUpperCase(), role: 'member' },
+    );
+    expect(added.status).toBe(201);
+    expect(added.body.role).toBe('member');
+    const again = await admin.post<ErrorBody>(`/dashboard/api/orgs/${tenant.org_id}/members`, {
+      email: newcomer,
+      role: 'viewer',
+    });
+    expect(again.status).toBe(409);
+    expect(again.body.error.code).toBe('gw_conflict');
+    const nobody = await admin.post<ErrorBody>(`/dashboard/api/orgs/${tenant.org_id}/members`, {
+      email: unique('nobody'),
+      role: 'viewer',
+    });
+    expect(nobody.status).toBe(404);
+
+    const member = `/dashboard/api/orgs/${tenant.org_id}/members/${added.body.user_id}`;
+    const demoted = await admin.request<{ role: string }>('PATCH', member, { role: 'viewer' });
+    expect(demoted.body.role).toBe('viewer');
+    const self = await signedIn(newcomer);
+    const left = await self.request('DELETE', member);
+    expect(left.status).toBe(200);
+    expect((await self.get<ErrorBody>(`/dashboard/api/orgs/${tenant.org_id}/apps`)).status).toBe(
+      404,
+    );
+
+    const owner = await signedIn(emails.owner);
+    const ownerId = (await owner.get<{ user: { id: string } }>('/auth/session')).body.user.id;
+    const lastOwner = await owner.request<ErrorBody>(
+      'PATCH',
+      `/dashboard/api/orgs/${tenant.org_id}/members/${ownerId}`,
+      { role: 'admin' },
+    );
+    expect(lastOwner.status).toBe(409);
+    expect(lastOwner.body.error.message).toBe('an organization keeps at least one owner');
+    const leave = await owner.request<ErrorBody>(
+      'DELETE',
+      `/dashboard/api/orgs/${tenant.org_id}/members/${ownerId}`,
+    );
+    expect(leave.status).toBe(409);
+
+    const log = await owner.get<{ data: { action: string; object_id: string; email: string }[] }>(
+      `/dashboard/api/orgs/${tenant.org_id}/audit-log`,
+    );
+    expect(log.status).toBe(200);
+    const actions = log.body.data
+      .filter((entry) => entry.object_id === added.body.user_id)
+      .map((entry) => entry.action);
+    expect(actions).toEqual(['member.remove', 'member.change_role', 'member.add']);
+    const viewer = await signedIn(emails.viewer);
+    expect((await viewer.get(`/dashboard/api/orgs/${tenant.org_id}/audit-log`)).status).toBe(403);
+  });
+});
+
+describe('GET /models', () => {
+  it('lists every model with its sell prices per million tokens, exact to 12 decimals', async () => {
+    const client = await signedIn(emails.viewer);
+    const models = await client.get<{
+      data: {
+        id: string;
+        input_price_per_million_tokens: string;
+        output_price_per_million_tokens: string;
+      }[];
+    }>('/models');
+    expect(models.status).toBe(200);
+    const { rows } = await db.query<{ id: string; input: string; output: string }>(
+      `SELECT id, to_char(input_price_per_token * 1000000, 'FM999999990.000000000000') AS input,
+              to_char(output_price_per_token * 1000000, 'FM999999990.000000000000') AS output
+         FROM models WHERE enabled ORDER BY id`,
+    );
+    expect(
+      models.body.data.map(
+        ({ id, input_price_per_million_tokens, output_price_per_million_tokens }) => ({
+          id,
+          input: input_price_per_million_tokens,
+          output: output_price_per_million_tokens,
+        }),
+      ),
+    ).toEqual(rows);
+    const anonymous = await fetch(`${gateway.url}/models`);
+    expect(anonymous.status).toBe(401);
+  });
+});

@@ -1,0 +1,458 @@
+// Dashboard accounts and sessions: the CLI's first user, sign-in with its cookie, CSRF and
+// Origin on writes, roles, throttling, expiry, rotation, sign-out — on a real gateway with the
+// real Redis and Postgres. Tenant isolation is generated from the route declarations.
+import { createHash } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { routeDeclarations } from '../src/routes/index.js';
+import { isolatedContext } from './support/context.js';
+import { DashboardClient } from './support/dashboard.js';
+import { postJson } from './support/http.js';
+import {
+  runCli,
+  runCliJson,
+  seed,
+  startGateway,
+  type GatewayProcess,
+  type SeededOrg,
+} from './support/processes.js';
+
+const { env, db, redis, prefix } = isolatedContext('dashboard');
+let gateway: GatewayProcess;
+let origin: string;
+let tenantA: SeededOrg;
+let tenantB: SeededOrg;
+
+interface CreatedUser {
+  user_id: string;
+  email: string;
+  personal_org_id: string;
+  org_ids: string[];
+}
+type ErrorBody = { error: { code: string; message: string } };
+
+const PASSWORD = 'correct horse battery staple';
+const unique = (label: string): string =>
+  `${label}-${Math.random().toString(36).slice(2, 10)}@example.com`;
+
+function createUser(email: string, extra: string[] = []): Promise<CreatedUser> {
+  return runCliJson<CreatedUser>(
+    ['admin', 'create-user', '--email', email, '--password', PASSWORD, ...extra],
+    env,
+  );
+}
+
+async function signedIn(email: string): Promise<DashboardClient> {
+  const client = new DashboardClient(gateway.url, origin);
+  const answer = await client.login(email, PASSWORD);
+  expect(answer.status).toBe(200);
+  return client;
+}
+
+let adminEmail: string;
+let viewerEmail: string;
+let outsiderEmail: string;
+
+beforeAll(async () => {
+  gateway = await startGateway(env);
+  origin = `https://127.0.0.1:${gateway.port}`;
+  [tenantA, tenantB] = await Promise.all([seed(env), seed(env)]);
+  adminEmail = unique('admin');
+  viewerEmail = unique('viewer');
+  outsiderEmail = unique('outsider');
+  await Promise.all([
+    createUser(adminEmail, ['--org-id', tenantA.org_id, '--role', 'admin']),
+    createUser(viewerEmail, ['--org-id', tenantA.org_id, '--role', 'viewer']),
+    createUser(outsiderEmail, ['--org-id', tenantB.org_id, '--role', 'owner']),
+  ]);
+});
+
+afterAll(async () => {
+  await gateway?.stop();
+});
+
+describe('gw admin create-user', () => {
+  it('creates a user with a personal organization and wallet they own, and the membership asked for', async () => {
+    const email = unique('Founder').toUpperCase();
+    const created = await createUser(email, ['--org-id', tenantA.org_id, '--role', 'member']);
+    expect(created).toEqual({
+      user_id: expect.stringMatching(/^usr_[0-9A-Za-z]{20}$/),
+      email: email.toLowerCase(),
+      personal_org_id: expect.stringMatching(/^org_/),
+      org_ids: [created.personal_org_id, tenantA.org_id],
+    });
+    const { rows } = await db.query<{ org_id: string; role: string }>(
+      'SELECT org_id, role FROM org_memberships WHERE user_id = $1 ORDER BY role',
+      [created.user_id],
+    );
+    expect(rows).toEqual([
+      { org_id: tenantA.org_id, role: 'member' },
+      { org_id: created.personal_org_id, role: 'owner' },
+    ]);
+    const wallet = await db.query('SELECT 1 FROM wallets WHERE org_id = $1', [
+      created.personal_org_id,
+    ]);
+    expect(wallet.rowCount).toBe(1);
+    const { rows: users } = await db.query<{ password_hash: string }>(
+      'SELECT password_hash FROM dashboard_users WHERE id = $1',
+      [created.user_id],
+    );
+    expect(users[0]!.password_hash).toMatch(/^scrypt\$32768\$8\$1\$/);
+    expect(users[0]!.password_hash).not.toContain(PASSWORD);
+  });
+
+  it('refuses a second user with the same e-mail, a short password and an unknown role, in the JSON error shape', async () => {
+    const email = unique('dup');
+    await createUser(email);
+    for (const args of [
+      ['--email', email, '--password', PASSWORD],
+      ['--email', unique('short'), '--password', 'short'],
+      [
+        '--email',
+        unique('role'),
+        '--password',
+        PASSWORD,
+        '--org-id',
+        tenantA.org_id,
+        '--role',
+        'robot',
+      ],
+    ]) {
+      const result = await runCli(['admin', 'create-user', ...args], env);
+      expect(result.code).toBe(2);
+      expect(JSON.parse(result.stderr).error.message).toMatch(/e-mail exists|at least 12|--role/);
+    }
+  });
+});
+
+describe('sign-in', () => {
+  it('sets an HttpOnly, SameSite=Lax, Secure __Host- cookie and keeps only a hash of the id in Redis', async () => {
+    const response = await fetch(`${gateway.url}/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: adminEmail, password: PASSWORD }),
+    });
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as {
+      user: { email: string };
+      orgs: { id: string; role: string }[];
+    };
+    expect(body.user.email).toBe(adminEmail);
+    expect(body.orgs).toContainEqual({
+      id: tenantA.org_id,
+      name: expect.any(String),
+      role: 'admin',
+    });
+    const cookie = response.headers.get('set-cookie')!;
+    expect(cookie).toMatch(/^__Host-gw_session=[0-9A-Za-z]{43}; /);
+    for (const attribute of ['Path=/', 'HttpOnly', 'SameSite=Lax', 'Secure']) {
+      expect(cookie.split('; ')).toContain(attribute);
+    }
+    const id = /^__Host-gw_session=([0-9A-Za-z]{43})/.exec(cookie)![1]!;
+    const hash = createHash('sha256').update(id).digest('hex');
+    expect(await redis.exists(`${prefix}:session:${hash}`)).toBe(1);
+    expect(await redis.exists(`${prefix}:session:${id}`)).toBe(0);
+    const ttl = await redis.pttl(`${prefix}:session:${hash}`);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(2 * 3_600_000);
+  });
+
+  it('answers one generic error for a wrong password and for an unknown e-mail', async () => {
+    const wrong = await postJson<ErrorBody>(`${gateway.url}/auth/login`, {
+      email: viewerEmail,
+      password: 'not the password at all',
+    });
+    const unknown = await postJson<ErrorBody>(`${gateway.url}/auth/login`, {
+      email: unique('nobody'),
+      password: PASSWORD,
+    });
+    expect(wrong.status).toBe(401);
+    expect(unknown.status).toBe(401);
+    expect(wrong.body).toEqual({
+      error: { code: 'gw_invalid_credentials', message: 'wrong e-mail or password' },
+    });
+    expect(unknown.body).toEqual(wrong.body);
+  });
+
+  it('throttles an account after 5 failures: 429 with Retry-After, even with the right password', async () => {
+    const email = unique('throttled');
+    await createUser(email);
+    for (let attempt = 0; attempt < 5; attempt += 1) {
+      const answer = await postJson(`${gateway.url}/auth/login`, {
+        email,
+        password: 'wrong password!',
+      });
+      expect(answer.status).toBe(401);
+    }
+    const blocked = await postJson<ErrorBody>(`${gateway.url}/auth/login`, {
+      email,
+      password: PASSWORD,
+    });
+    expect(blocked.status).toBe(429);
+    expect(blocked.body.error.code).toBe('gw_too_many_attempts');
+    const retryAfter = Number(blocked.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThan(0);
+    expect(retryAfter).toBeLessThanOrEqual(15 * 60);
+  });
+
+  it('gives a new session id at every sign-in and ends the one the browser presented', async () => {
+    const client = await signedIn(viewerEmail);
+    const firstCookie = client.cookie!;
+    await client.login(viewerEmail, PASSWORD);
+    expect(client.cookie).not.toBe(firstCookie);
+    const stale = new DashboardClient(gateway.url, origin);
+    stale.cookie = firstCookie;
+    const answer = await stale.get<ErrorBody>('/auth/session');
+    expect(answer.status).toBe(401);
+    expect(answer.body.error.code).toBe('gw_session_required');
+    expect((await client.get('/auth/session')).status).toBe(200);
+  });
+
+  it('ends a session past its absolute lifetime even while it is in use', async () => {
+    const client = await signedIn(viewerEmail);
+    const id = client.cookie!.split('=')[1]!;
+    const key = `${prefix}:session:${createHash('sha256').update(id).digest('hex')}`;
+    const stored = JSON.parse((await redis.get(key))!) as { t: number };
+    await redis.set(
+      key,
+      JSON.stringify({ ...stored, t: Date.now() - 13 * 3_600_000 }),
+      'PX',
+      60_000,
+    );
+    const answer = await client.get<ErrorBody>('/auth/session');
+    expect(answer.status).toBe(401);
+    expect(answer.body.error.code).toBe('gw_session_required');
+    expect(await redis.exists(key)).toBe(0);
+  });
+});
+
+describe('dashboard writes', () => {
+  it('need the X-CSRF-Token of the session and an allowed Origin', async () => {
+    const client = await signedIn(adminEmail);
+    const path = `/dashboard/api/orgs/${tenantA.org_id}/apps`;
+    const noToken = await client.post<ErrorBody>(path, { name: 'x' }, { csrf: false });
+    expect(noToken.status).toBe(403);
+    expect(noToken.body.error.code).toBe('gw_csrf_token_invalid');
+    const wrongOrigin = await client.post<ErrorBody>(
+      path,
+      { name: 'x' },
+      { origin: 'https://evil.example' },
+    );
+    expect(wrongOrigin.status).toBe(403);
+    expect(wrongOrigin.body.error.code).toBe('gw_origin_not_allowed');
+    const noOrigin = await client.post<ErrorBody>(path, { name: 'x' }, { origin: null });
+    expect(noOrigin.status).toBe(403);
+    expect(noOrigin.body.error.code).toBe('gw_origin_not_allowed');
+    const other = await signedIn(viewerEmail);
+    const foreignToken = new DashboardClient(gateway.url, origin);
+    foreignToken.cookie = client.cookie;
+    foreignToken.csrfToken = other.csrfToken;
+    const mismatched = await foreignToken.post<ErrorBody>(path, { name: 'x' });
+    expect(mismatched.status).toBe(403);
+    expect(mismatched.body.error.code).toBe('gw_csrf_token_invalid');
+    const { rowCount } = await db.query("SELECT 1 FROM apps WHERE org_id = $1 AND name = 'x'", [
+      tenantA.org_id,
+    ]);
+    expect(rowCount).toBe(0);
+  });
+
+  it('create an app (admin), recorded in the audit log; a viewer may list but not create', async () => {
+    const admin = await signedIn(adminEmail);
+    const created = await admin.post<{ id: string; name: string; org_id: string }>(
+      `/dashboard/api/orgs/${tenantA.org_id}/apps`,
+      { name: '  Support bot  ' },
+    );
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ name: 'Support bot', org_id: tenantA.org_id });
+    const { rows } = await db.query(
+      'SELECT action, object_type, object_id, details FROM dashboard_audit_log WHERE object_id = $1',
+      [created.body.id],
+    );
+    expect(rows).toEqual([
+      {
+        action: 'app.create',
+        object_type: 'app',
+        object_id: created.body.id,
+        details: { name: 'Support bot' },
+      },
+    ]);
+
+    const viewer = await signedIn(viewerEmail);
+    const list = await viewer.get<{ data: { id: string }[]; next_cursor: string | null }>(
+      `/dashboard/api/orgs/${tenantA.org_id}/apps`,
+    );
+    expect(list.status).toBe(200);
+    expect(list.body.data.map((app) => app.id)).toContain(created.body.id);
+    const refused = await viewer.post<ErrorBody>(`/dashboard/api/orgs/${tenantA.org_id}/apps`, {
+      name: 'nope',
+    });
+    expect(refused.status).toBe(403);
+    expect(refused.body.error.code).toBe('gw_role_forbidden');
+  });
+
+  it('pages lists with a cursor', async () => {
+    const admin = await signedIn(adminEmail);
+    const org = (
+      await runCliJson<CreatedUser>(
+        ['admin', 'create-user', '--email', unique('pager'), '--password', PASSWORD],
+        env,
+      )
+    ).personal_org_id;
+    await db.query(
+      `INSERT INTO org_memberships (org_id, user_id, role)
+       SELECT $1, id, 'admin' FROM dashboard_users WHERE email = $2`,
+      [org, adminEmail],
+    );
+    const again = await signedIn(adminEmail);
+    for (const name of ['a', 'b', 'c']) {
+      expect((await again.post(`/dashboard/api/orgs/${org}/apps`, { name })).status).toBe(201);
+    }
+    const first = await again.get<{ data: { name: string }[]; next_cursor: string }>(
+      `/dashboard/api/orgs/${org}/apps?limit=2`,
+    );
+    expect(first.body.data.map((app) => app.name)).toEqual(['a', 'b']);
+    const second = await again.get<{ data: { name: string }[]; next_cursor: string | null }>(
+      `/dashboard/api/orgs/${org}/apps?limit=2&cursor=${first.body.next_cursor}`,
+    );
+    expect(second.body).toEqual({
+      data: [expect.objectContaining({ name: 'c' })],
+      next_cursor: null,
+    });
+    const bad = await again.get<ErrorBody>(`/dashboard/api/orgs/${org}/apps?cursor=%00`);
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.code).toBe('gw_invalid_request');
+    expect(admin.cookie).toBeDefined();
+  });
+});
+
+describe('tenant isolation, for every organization route the gateway declares', () => {
+  const memberRoutes = routeDeclarations.filter((route) => route.caller.kind === 'org_member');
+
+  it('covers at least the routes of this test', () => {
+    expect(memberRoutes.length).toBeGreaterThanOrEqual(2);
+  });
+
+  it('answers 404 gw_not_found for the objects of an organization the caller is not in, and changes nothing', async () => {
+    const outsider = await signedIn(outsiderEmail);
+    /** An object of tenant A for each table a route can name (a new table needs one here). */
+    const foreign: Record<string, string> = {
+      organizations: tenantA.org_id,
+      apps: tenantA.app_id,
+      app_connections: tenantA.app_connection_id,
+    };
+    const before = await db.query('SELECT count(*)::int AS n FROM apps WHERE org_id = $1', [
+      tenantA.org_id,
+    ]);
+    for (const route of memberRoutes) {
+      if (route.caller.kind !== 'org_member') continue;
+      const target = foreign[route.caller.org.table];
+      expect(target, `a foreign ${route.caller.org.table} object for ${route.path}`).toBeDefined();
+      const path = route.path
+        .replace(`{${route.caller.org.param}}`, target!)
+        .replace(/\{\w+\}/g, 'usr_whatever0000000000');
+      const answer = await outsider.request<ErrorBody>(
+        route.method,
+        path,
+        route.body ? {} : undefined,
+      );
+      expect(answer.status, `${route.method} ${route.path}`).toBe(404);
+      expect(answer.body.error.code).toBe('gw_not_found');
+      // an id that exists nowhere answers the same
+      const missing = route.path
+        .replace(`{${route.caller.org.param}}`, 'org_doesnotexist00000')
+        .replace(/\{\w+\}/g, 'usr_whatever0000000000');
+      const absent = await outsider.request<ErrorBody>(
+        route.method,
+        missing,
+        route.body ? {} : undefined,
+      );
+      expect(absent.status).toBe(404);
+      expect(absent.body).toEqual(answer.body);
+    }
+    const after = await db.query('SELECT count(*)::int AS n FROM apps WHERE org_id = $1', [
+      tenantA.org_id,
+    ]);
+    expect(after.rows).toEqual(before.rows);
+  });
+});
+
+describe('credentials do not cross', () => {
+  it('API keys and service keys are never accepted on dashboard routes', async () => {
+    for (const key of [tenantA.api_key, tenantA.service_key]) {
+      const response = await fetch(`${gateway.url}/dashboard/api/orgs`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
+      expect(response.status).toBe(401);
+      expect(((await response.json()) as ErrorBody).error.code).toBe('gw_session_required');
+    }
+  });
+
+  it('a session cookie is never accepted on inference or service-key routes', async () => {
+    const client = await signedIn(adminEmail);
+    const chat = await postJson<ErrorBody>(
+      `${gateway.url}/v1/chat/completions`,
+      { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] },
+      { cookie: client.cookie!, origin, 'x-csrf-token': client.csrfToken! },
+    );
+    expect(chat.status).toBe(401);
+    expect(chat.body.error.code).toBe('gw_malformed_or_missing_key');
+    const profile = await fetch(
+      `${gateway.url}/product-users/by-external-id?app_id=${tenantA.app_id}&external_user_id=x`,
+      { headers: { cookie: client.cookie! } },
+    );
+    expect(profile.status).toBe(401);
+  });
+});
+
+describe('/openapi.json', () => {
+  it('lists the dashboard routes under the dashboard tag, with the session cookie and their errors', async () => {
+    const document = (await (await fetch(`${gateway.url}/openapi.json`)).json()) as {
+      paths: Record<
+        string,
+        Record<
+          string,
+          {
+            tags?: string[];
+            security?: unknown;
+            responses: Record<string, { description: string }>;
+          }
+        >
+      >;
+    };
+    const login = document.paths['/auth/login']!.post!;
+    expect(login.tags).toEqual(['dashboard']);
+    expect(login.responses['429']!.description).toContain('gw_too_many_attempts');
+    const create = document.paths['/dashboard/api/orgs/{org_id}/apps']!.post!;
+    expect(create.security).toEqual([{ dashboardSession: ['admin'] }]);
+    expect(create.responses['403']!.description).toContain('gw_csrf_token_invalid');
+    expect(create.responses['403']!.description).toContain('gw_role_forbidden');
+    expect(create.responses['404']!.description).toContain('gw_not_found');
+  });
+});
+
+describe('sign-out', () => {
+  it('needs the CSRF token, then ends the session everywhere and clears the cookie', async () => {
+    const client = await signedIn(viewerEmail);
+    const cookie = client.cookie!;
+    const refused = await client.post<ErrorBody>('/auth/logout', undefined, { csrf: false });
+    expect(refused.status).toBe(403);
+    const answer = await client.post('/auth/logout');
+    expect(answer.status).toBe(200);
+    expect(answer.body).toEqual({ signed_out: true });
+    expect(answer.headers.get('set-cookie')).toMatch(/^__Host-gw_session=; .*Max-Age=0/);
+    const reused = new DashboardClient(gateway.url, origin);
+    reused.cookie = cookie;
+    expect((await reused.get('/dashboard/api/orgs')).status).toBe(401);
+  });
+
+  it('lists the signed-in user organizations with their role', async () => {
+    const client = await signedIn(adminEmail);
+    const orgs = await client.get<{ data: { id: string; role: string }[] }>('/dashboard/api/orgs');
+    expect(orgs.status).toBe(200);
+    expect(orgs.body.data).toContainEqual({
+      id: tenantA.org_id,
+      name: expect.any(String),
+      role: 'admin',
+    });
+    expect(orgs.body.data.map((org) => org.id)).not.toContain(tenantB.org_id);
+  });
+});

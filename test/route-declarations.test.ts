@@ -1,0 +1,182 @@
+// Adding a route is adding one declaration: the router, the auth step, body validation and
+// /openapi.json all follow from it. Shown with a route that exists only in this test, served
+// in-process by the real HTTP adapter (uWS) with fake authenticators (ports, not our Redis or
+// Postgres: authentication itself is tested end to end in auth.e2e.test.ts).
+import { connect } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import type { ApiKeyIdentity } from '../src/auth/api-key-store.js';
+import { gwError } from '../src/errors.js';
+import { sendJson } from '../src/http/respond.js';
+import { createHttpServer, type HttpServer } from '../src/http/server.js';
+import { createLogger } from '../src/log.js';
+import { buildOpenApiDocument } from '../src/openapi/document.js';
+import { bindRoutes } from '../src/routes/bind.js';
+import { declareRoute, type Authenticators } from '../src/routes/declaration.js';
+import { routeDeclarations } from '../src/routes/index.js';
+import { getJson, postJson } from './support/http.js';
+
+const GOOD_KEY = `gw_${'a'.repeat(40)}`;
+const identity: ApiKeyIdentity = {
+  keyId: 'key_test',
+  orgId: 'org_test',
+  appId: 'app_test',
+  appConnectionId: 'conn_test',
+  active: true,
+  modelPolicy: ['*'],
+  requiresProductUser: false,
+  creditMode: 'enforce',
+  overrunPolicy: 'limit_output',
+};
+
+/** The one file a new route would be: this declaration. */
+const echoRoute = declareRoute({
+  method: 'POST',
+  path: '/v1/echo',
+  summary: 'Echoes a word back to the authenticated key',
+  caller: { kind: 'api_key' },
+  body: z.strictObject({ word: z.string().max(10) }),
+  responses: { 200: { description: 'the word', schema: z.object({ word: z.string() }) } },
+  errors: ['gw_model_not_allowed'],
+  handler({ caller, body }, response, deps: { readonly suffix: string }) {
+    sendJson(response, 200, { word: `${body.word}${deps.suffix}`, key_id: caller.keyId });
+  },
+});
+
+let authCalls = 0;
+const authenticators: Authenticators = {
+  apiKey: (headers) => {
+    authCalls += 1;
+    const ok = headers.authorization === `Bearer ${GOOD_KEY}`;
+    return Promise.resolve(ok ? identity : gwError('gw_unknown_key', 'unknown API key'));
+  },
+  serviceKey: () =>
+    Promise.resolve(gwError('gw_malformed_or_missing_service_key', 'missing service key')),
+  session: () => Promise.resolve(gwError('gw_session_required', 'no session')),
+  orgMember: () => Promise.resolve(gwError('gw_session_required', 'no session')),
+};
+
+let server: HttpServer;
+let base: string;
+let port: number;
+
+beforeAll(async () => {
+  server = createHttpServer({
+    maxBodyBytes: 4 * 1024 * 1024,
+    logger: createLogger('silent'),
+    routes: bindRoutes([echoRoute], { suffix: '!' }, authenticators),
+  });
+  port = await server.listen('127.0.0.1', 0);
+  base = `http://127.0.0.1:${port}`;
+});
+afterAll(() => server.stopAccepting());
+
+describe('a route declared in one place', () => {
+  it('is routed, and its handler gets the authenticated caller and the validated body', async () => {
+    const answer = await postJson(
+      `${base}/v1/echo`,
+      { word: 'hi' },
+      { authorization: `Bearer ${GOOD_KEY}` },
+    );
+    expect(answer.status).toBe(200);
+    expect(answer.body).toEqual({ word: 'hi!', key_id: 'key_test' });
+  });
+
+  it('is authenticated by its caller kind before its handler runs', async () => {
+    const answer = await postJson(`${base}/v1/echo`, { word: 'hi' }, { authorization: 'Bearer x' });
+    expect(answer.status).toBe(401);
+    expect(answer.body).toEqual({ error: { code: 'gw_unknown_key', message: 'unknown API key' } });
+  });
+
+  it('validates its body against the declared schema', async () => {
+    const answer = await postJson(
+      `${base}/v1/echo`,
+      { word: 'far too long a word' },
+      { authorization: `Bearer ${GOOD_KEY}` },
+    );
+    expect(answer.status).toBe(400);
+    expect((answer.body.error as { code: string }).code).toBe('gw_invalid_request');
+  });
+
+  it('refuses an unauthenticated request without reading its body', async () => {
+    // 3 MB announced, 1 KB sent: the refusal must come before the rest of the body.
+    const socket = connect(port, '127.0.0.1');
+    const answer = await new Promise<string>((resolve, reject) => {
+      let text = '';
+      socket.on('data', (chunk) => (text += chunk.toString('utf8')));
+      socket.on('close', () => resolve(text));
+      socket.on('error', reject);
+      socket.write(
+        [
+          'POST /v1/echo HTTP/1.1',
+          'host: 127.0.0.1',
+          'authorization: Bearer wrong',
+          'content-type: application/json',
+          `content-length: ${3 * 1024 * 1024}`,
+          '',
+          '',
+        ].join('\r\n') + 'x'.repeat(1024),
+      );
+      setTimeout(() => {
+        socket.destroy();
+        resolve(text);
+      }, 5_000);
+    });
+    expect(answer.startsWith('HTTP/1.1 401')).toBe(true);
+    expect(answer).toContain('"code":"gw_unknown_key"');
+  });
+
+  it('is in /openapi.json with its security, body, response and every error it can answer', () => {
+    const document = buildOpenApiDocument([echoRoute]) as {
+      paths: Record<string, Record<string, Record<string, unknown>>>;
+    };
+    const operation = document.paths['/v1/echo']!.post!;
+    expect(operation.security).toEqual([{ apiKey: [] }]);
+    expect(operation.requestBody).toBeDefined();
+    const responses = operation.responses as Record<string, { description: string }>;
+    expect(Object.keys(responses).sort()).toEqual(['200', '400', '401', '403', '413', '503']);
+    expect(responses['401']!.description).toContain('gw_unknown_key');
+    expect(responses['400']!.description).toContain('gw_invalid_json');
+    expect(responses['403']!.description).toContain('gw_model_not_allowed');
+  });
+});
+
+describe('the gateway route table', () => {
+  it('declares each method and path once', () => {
+    const keys = routeDeclarations.map((route) => `${route.method} ${route.path}`);
+    expect(new Set(keys).size).toBe(keys.length);
+  });
+
+  it('documents every route but the operational ones', () => {
+    const document = buildOpenApiDocument(routeDeclarations) as {
+      paths: Record<string, Record<string, unknown>>;
+    };
+    const documented = Object.entries(document.paths).flatMap(([path, methods]) =>
+      Object.keys(methods).map((method) => `${method.toUpperCase()} ${path}`),
+    );
+    const expected = routeDeclarations
+      .filter((route) => !route.undocumented)
+      .map((route) => `${route.method} ${route.path}`);
+    expect(documented.sort()).toEqual(expected.sort());
+    expect(documented).not.toContain('GET /metrics');
+  });
+
+  it('serves a public route with no authenticator call', async () => {
+    const before = authCalls;
+    const open = createHttpServer({
+      maxBodyBytes: 1024,
+      logger: createLogger('silent'),
+      routes: bindRoutes(
+        routeDeclarations.filter((route) => route.path === '/healthz'),
+        {} as never,
+        authenticators,
+      ),
+    });
+    const openPort = await open.listen('127.0.0.1', 0);
+    const answer = await getJson(`http://127.0.0.1:${openPort}/healthz`);
+    open.stopAccepting();
+    expect(answer.status).toBe(200);
+    expect(answer.body).toEqual({ status: 'ok' });
+    expect(authCalls).toBe(before);
+  });
+});

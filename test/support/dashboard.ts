@@ -1,0 +1,69 @@
+// A browser-like dashboard client for tests: keeps the session cookie it was given (a cookie
+// jar of one), fetches the CSRF token, and sends the gateway's own Origin on writes.
+
+export interface DashboardAnswer<T = Record<string, unknown>> {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly body: T;
+}
+
+export class DashboardClient {
+  cookie: string | undefined;
+  csrfToken: string | undefined;
+
+  constructor(
+    readonly baseUrl: string,
+    /** The Origin a browser on the dashboard would send (the gateway's own). */
+    readonly origin: string,
+  ) {}
+
+  async login(email: string, password: string): Promise<DashboardAnswer> {
+    const answer = await this.request('POST', '/auth/login', { email, password }, { csrf: false });
+    if (answer.status === 200) {
+      this.csrfToken = undefined;
+      const token = await this.request<{ csrf_token: string }>('GET', '/auth/csrf');
+      this.csrfToken = token.body.csrf_token;
+    }
+    return answer;
+  }
+
+  get<T = Record<string, unknown>>(path: string): Promise<DashboardAnswer<T>> {
+    return this.request<T>('GET', path);
+  }
+
+  post<T = Record<string, unknown>>(
+    path: string,
+    body?: unknown,
+    options: { csrf?: boolean; origin?: string | null } = {},
+  ): Promise<DashboardAnswer<T>> {
+    return this.request<T>('POST', path, body, options);
+  }
+
+  async request<T = Record<string, unknown>>(
+    method: string,
+    path: string,
+    body?: unknown,
+    options: { csrf?: boolean; origin?: string | null } = {},
+  ): Promise<DashboardAnswer<T>> {
+    const headers: Record<string, string> = {};
+    if (this.cookie) headers.cookie = this.cookie;
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (method !== 'GET') {
+      const origin = options.origin === undefined ? this.origin : options.origin;
+      if (origin !== null) headers.origin = origin;
+      if (options.csrf !== false && this.csrfToken) headers['x-csrf-token'] = this.csrfToken;
+    }
+    const response = await fetch(`${this.baseUrl}${path}`, {
+      method,
+      headers,
+      ...(body !== undefined && { body: JSON.stringify(body) }),
+    });
+    const setCookie = response.headers.get('set-cookie');
+    if (setCookie) {
+      const [pair] = setCookie.split(';');
+      this.cookie = pair!.endsWith('=') ? undefined : pair;
+    }
+    const text = await response.text();
+    return { status: response.status, headers: response.headers, body: JSON.parse(text) as T };
+  }
+}
