@@ -28,7 +28,9 @@ import {
   type Failure,
 } from './support/fuzz/report.js';
 import { routeCase, unroutedCase } from './support/fuzz/route-cases.js';
-import { routeSpecs, type FuzzTarget } from './support/fuzz/route-specs.js';
+import { dashboardRouteSpecs, routeSpecs, type FuzzTarget } from './support/fuzz/route-specs.js';
+import { DashboardClient } from './support/dashboard.js';
+import { routeDeclarations } from '../src/routes/index.js';
 import {
   abortCase,
   bigMetadataCase,
@@ -84,6 +86,7 @@ let finalRss = 0;
 let baselineHeap = '';
 let finalHeap = '';
 
+const PASSWORD = 'correct horse battery staple';
 const CAPPED = 'fuzz-capped';
 const CREDITED = 'fuzz-credited';
 const PLAIN = 'fuzz-plain';
@@ -112,11 +115,12 @@ async function runCases(batch: readonly FuzzCase[]): Promise<Exchange[]> {
 /** The whole input list for a seed: management first (grants land before the spending). */
 function buildCases(target: FuzzTarget): { management: FuzzCase[]; rest: FuzzCase[] } {
   const random = seededRandom(SEED);
-  const totalWeight = routeSpecs.reduce((sum, spec) => sum + spec.weight, 0);
+  const specs = [...routeSpecs, ...dashboardRouteSpecs];
+  const totalWeight = specs.reduce((sum, spec) => sum + spec.weight, 0);
   const routed = Math.round(INPUTS * 0.92);
   const management: FuzzCase[] = [];
   const rest: FuzzCase[] = [];
-  for (const spec of routeSpecs) {
+  for (const spec of specs) {
     const count = Math.max(20, Math.round((routed * spec.weight) / totalWeight));
     const into = spec.path.startsWith('/product-users') ? management : rest;
     for (let index = 0; index < count; index += 1) into.push(routeCase(spec, target, random));
@@ -165,6 +169,47 @@ async function heapLine(): Promise<string> {
   if (outcome?.kind !== 'answered') return 'unknown';
   const { heapUsed, external } = heapFromMetrics(outcome.body);
   return `heap used ${Math.round(heapUsed / MIB)} MiB, external ${Math.round(external / MIB)} MiB`;
+}
+
+/** Dashboard users, sessions and the objects the fuzz may change or remove. */
+async function dashboardSetup() {
+  const email = (label: string): string => `${label}-${prefix}@example.com`;
+  const createUser = (address: string, extra: string[] = []) =>
+    runCliJson<{ id: string }>(
+      ['admin', 'create-user', '--email', address, '--password', PASSWORD, ...extra],
+      env,
+    );
+  const inOrg = (role: string) => ['--org-id', org.org_id, '--role', role];
+  const owner = email('fuzz-owner');
+  const spareMember = email('fuzz-member');
+  await createUser(owner, inOrg('owner'));
+  const member = await createUser(spareMember, inOrg('viewer'));
+  const loginEmail = email('fuzz-login');
+  await createUser(loginEmail);
+  const origin = `https://127.0.0.1:${gateway.port}`;
+  const signIn = async () => {
+    const client = new DashboardClient(gateway.url, origin);
+    expect((await client.login(owner, PASSWORD)).status).toBe(200);
+    return { cookie: client.cookie!, csrfToken: client.csrfToken!, client };
+  };
+  const { client, ...session } = await signIn();
+  const { client: _spare, ...spareSession } = await signIn();
+  const connection = await client.post<{ id: string }>(
+    `/dashboard/api/apps/${org.app_id}/connections`,
+    { name: 'fuzz spare connection' },
+  );
+  expect(connection.status).toBe(201);
+  return {
+    host: `127.0.0.1:${gateway.port}`,
+    origin,
+    session,
+    spareSession,
+    loginEmail,
+    loginPassword: PASSWORD,
+    spareConnectionId: connection.body.id,
+    spareMemberId: member.id,
+    spareMemberEmail: spareMember,
+  };
 }
 
 async function waitForQuiet(): Promise<void> {
@@ -224,12 +269,14 @@ beforeAll(async () => {
     apiKey: org.api_key,
     serviceKey: org.service_key,
     revokedApiKey: revoked.api_key,
+    orgId: org.org_id,
     appId: org.app_id,
     users: [CAPPED, CREDITED, PLAIN],
+    ...(await dashboardSetup()),
   };
 
   const { management, rest } = buildCases(target);
-  // Warm every route once with valid input, then take the memory baseline.
+  // Warm the API routes with a few inputs each, then take the memory baseline.
   const warm = seededRandom(SEED + 1);
   await runCases(
     routeSpecs.flatMap((spec) => Array.from({ length: 5 }, () => routeCase(spec, target, warm))),
@@ -319,7 +366,8 @@ describe(`hostile input (seed ${SEED})`, () => {
     // FUZZ_INPUTS may ask for more (or, while debugging, fewer).
     expect(cases.length).toBeGreaterThanOrEqual(Math.min(5000, INPUTS));
     const covered = new Set(cases.map((fuzzCase) => fuzzCase.route));
-    for (const spec of routeSpecs) expect(covered).toContain(`${spec.method} ${spec.path}`);
+    for (const route of routeDeclarations)
+      expect(covered).toContain(`${route.method} ${route.path}`);
     expect(covered).toContain('unrouted');
     expect(covered).toContain('framing');
     expect(cases.some((fuzzCase) => fuzzCase.shape.startsWith('method '))).toBe(true);

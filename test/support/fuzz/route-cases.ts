@@ -4,12 +4,14 @@ import { answeredWith, type FuzzCase } from './cases.js';
 import { hostileTexts, pickHostile, setPath, toJson } from './hostile-values.js';
 import type { Random } from './random.js';
 import { encodeRequest, type HeaderValue } from './raw-http.js';
-import { unroutedTargets, type FuzzTarget, type RouteSpec } from './route-specs.js';
+import { hostileParams, unroutedTargets, type FuzzTarget, type RouteSpec } from './route-specs.js';
 
 type Headers = Array<readonly [string, HeaderValue]>;
 
 interface Draft {
   method: string;
+  /** The path with its parameters filled in (no query). */
+  path: string;
   target: string;
   headers: Headers;
   body: Buffer | undefined;
@@ -21,10 +23,27 @@ interface Draft {
 
 const OVER_LIMIT_BYTES = 4 * 1024 * 1024 + 16;
 
+const BROWSER_HEADERS = new Set(['host', 'origin', 'cookie', 'x-csrf-token', 'authorization']);
+
 function authHeaders(spec: RouteSpec, target: FuzzTarget): Headers {
   if (spec.auth === 'api') return [['authorization', `Bearer ${target.apiKey}`]];
   if (spec.auth === 'service') return [['authorization', `Bearer ${target.serviceKey}`]];
-  return [];
+  const browser: Headers = [
+    ['host', target.host],
+    ['origin', target.origin],
+  ];
+  if (spec.auth === 'browser') return browser;
+  if (spec.auth === 'none') return [];
+  const session = spec.path === '/auth/logout' ? target.spareSession : target.session;
+  return [
+    ...browser,
+    ['cookie', session.cookie],
+    ...(spec.method === 'GET' ? [] : [['x-csrf-token', session.csrfToken] as const]),
+  ];
+}
+
+function renderPath(spec: RouteSpec, params: Record<string, string>): string {
+  return spec.path.replace(/\{(\w+)\}/g, (_, name: string) => params[name] ?? '');
 }
 
 function queryString(query: Record<string, string>): string {
@@ -38,9 +57,11 @@ function baseDraft(spec: RouteSpec, target: FuzzTarget, random: Random): Draft {
   for (const [name, value] of Object.entries(spec.headers?.(target, random) ?? {}))
     if (value !== undefined) headers.push([name, value]);
   if (body) headers.push(['content-type', 'application/json']);
+  const path = renderPath(spec, spec.params?.(target) ?? {});
   return {
     method: spec.method,
-    target: spec.path + queryString(spec.query?.(target, random) ?? {}),
+    path,
+    target: path + queryString(spec.query?.(target, random) ?? {}),
     headers,
     body: body ? Buffer.from(toJson(body)) : undefined,
     shape: [],
@@ -49,8 +70,53 @@ function baseDraft(spec: RouteSpec, target: FuzzTarget, random: Random): Draft {
   };
 }
 
+/** Session variants by name: what a browser, a forger or a script might send instead. */
+function sessionVariants(spec: RouteSpec, target: FuzzTarget, random: Random): [string, Headers][] {
+  const { cookie, csrfToken } = target.session;
+  const [cookieName] = cookie.split('=');
+  const host: readonly [string, string] = ['host', target.host];
+  const origin: readonly [string, string] = ['origin', target.origin];
+  const csrf: readonly [string, string] = ['x-csrf-token', csrfToken];
+  return [
+    ['session-missing-cookie', [host, origin, csrf]],
+    [
+      'session-unknown-cookie',
+      [host, origin, csrf, ['cookie', `${cookieName}=${random.alnum(43)}`]],
+    ],
+    ['session-empty-cookie', [host, origin, csrf, ['cookie', `${cookieName}=`]]],
+    [
+      'session-cookie-nul-byte',
+      [host, origin, csrf, ['cookie', Buffer.from(`${cookie}\u0000`, 'latin1')]],
+    ],
+    ['session-cookie-10k', [host, origin, csrf, ['cookie', `${cookieName}=${'c'.repeat(10_000)}`]]],
+    [
+      'session-duplicate-cookie-headers',
+      [host, origin, csrf, ['cookie', `${cookieName}=${random.alnum(43)}`], ['cookie', cookie]],
+    ],
+    [
+      'session-cookie-twice-in-one-header',
+      [host, origin, csrf, ['cookie', `${cookie}; ${cookie}x`]],
+    ],
+    ['session-missing-csrf', [host, origin, ['cookie', cookie]]],
+    ['session-wrong-csrf', [host, origin, ['cookie', cookie], ['x-csrf-token', random.alnum(32)]]],
+    ['session-missing-origin', [host, csrf, ['cookie', cookie]]],
+    [
+      'session-foreign-origin',
+      [host, csrf, ['cookie', cookie], ['origin', 'https://evil.example']],
+    ],
+    ['session-origin-null', [host, csrf, ['cookie', cookie], ['origin', 'null']]],
+    ['session-foreign-host', [['host', 'evil.example'], origin, csrf, ['cookie', cookie]]],
+    ['session-api-key-instead', [host, origin, ['authorization', `Bearer ${target.apiKey}`]]],
+    ...(spec.method === 'GET'
+      ? []
+      : ([['session-get-only-token', [host, origin, ['cookie', cookie]]]] as [string, Headers][])),
+  ];
+}
+
 /** Auth variants by name; `ownKey` is the key kind the route takes. */
 function authVariants(spec: RouteSpec, target: FuzzTarget, random: Random): [string, Headers][] {
+  if (spec.auth === 'session' || spec.auth === 'browser')
+    return sessionVariants(spec, target, random);
   const own = spec.auth === 'service' ? target.serviceKey : target.apiKey;
   const other = spec.auth === 'service' ? target.apiKey : target.serviceKey;
   return [
@@ -155,6 +221,7 @@ function mutate(spec: RouteSpec, target: FuzzTarget, random: Random, draft: Draf
     [6, 'baseline'],
     [spec.fields ? 45 : 0, 'field'],
     [spec.query ? 30 : 0, 'query'],
+    [spec.params ? 15 : 0, 'path-param'],
     [8, 'header'],
     [10, 'auth'],
     [spec.body ? 10 : 2, 'whole-body'],
@@ -193,8 +260,17 @@ function mutate(spec: RouteSpec, target: FuzzTarget, random: Random, draft: Draf
       const duplicate = random.chance(0.15)
         ? [`${name}=${encodeURIComponent(query[name] ?? 'x')}`]
         : [];
-      draft.target = `${spec.path}?${[...rest, ...duplicate, `${name}=${hostile.query}`].join('&')}`;
+      draft.target = `${draft.path}?${[...rest, ...duplicate, `${name}=${hostile.query}`].join('&')}`;
       draft.shape.push(`query ${name}=${hostile.name}${duplicate.length ? ' (duplicated)' : ''}`);
+      return;
+    }
+    case 'path-param': {
+      const params = spec.params!(target);
+      const name = random.pick(Object.keys(params));
+      const hostile = random.pick(hostileParams);
+      draft.path = renderPath(spec, { ...params, [name]: hostile.value });
+      draft.target = draft.path;
+      draft.shape.push(`path ${name}=${hostile.name}`);
       return;
     }
     case 'header': {
@@ -209,11 +285,11 @@ function mutate(spec: RouteSpec, target: FuzzTarget, random: Random, draft: Draf
     case 'auth': {
       const [name, headers] = random.pick(authVariants(spec, target, random));
       draft.headers = [
-        ...draft.headers.filter(([existing]) => existing !== 'authorization'),
+        ...draft.headers.filter(([existing]) => !BROWSER_HEADERS.has(existing)),
         ...headers,
       ];
       draft.shape.push(name);
-      draft.parserMayRefuse = name === 'auth-nul-byte';
+      draft.parserMayRefuse = name.endsWith('nul-byte');
       return;
     }
     case 'whole-body': {

@@ -11,13 +11,34 @@ import {
 } from './hostile-values.js';
 import type { Random } from './random.js';
 
+/** A signed-in dashboard browser: its session cookie and CSRF token. */
+export interface DashboardSession {
+  readonly cookie: string;
+  readonly csrfToken: string;
+}
+
 export interface FuzzTarget {
   readonly apiKey: string;
   readonly serviceKey: string;
   readonly revokedApiKey: string;
+  readonly orgId: string;
   readonly appId: string;
   /** External user ids with caps and credits set up (holds on user accounts get exercised). */
   readonly users: readonly string[];
+  /** `host` and `origin` a browser on the gateway's own dashboard sends. */
+  readonly host: string;
+  readonly origin: string;
+  /** The owner's session, used by every dashboard route but logout. */
+  readonly session: DashboardSession;
+  /** A second session of the owner, for logout to end. */
+  readonly spareSession: DashboardSession;
+  /** A user whose password the login inputs try (throttling it harms nothing else). */
+  readonly loginEmail: string;
+  readonly loginPassword: string;
+  /** A connection and a member the fuzz may change or remove (not the ones inference uses). */
+  readonly spareConnectionId: string;
+  readonly spareMemberId: string;
+  readonly spareMemberEmail: string;
 }
 
 export interface FieldSpec {
@@ -27,8 +48,12 @@ export interface FieldSpec {
 
 export interface RouteSpec {
   readonly method: string;
+  /** As declared, with `{name}` path parameters. */
   readonly path: string;
-  readonly auth: 'api' | 'service' | 'none';
+  /** `session`: the dashboard's cookie, plus the CSRF token on writes; `browser`: no caller. */
+  readonly auth: 'api' | 'service' | 'session' | 'browser' | 'none';
+  /** Valid values of the path parameters. */
+  readonly params?: (target: FuzzTarget) => Record<string, string>;
   /** Share of the generated inputs. */
   readonly weight: number;
   readonly body?: (target: FuzzTarget, random: Random) => Record<string, unknown>;
@@ -251,6 +276,159 @@ export const routeSpecs: readonly RouteSpec[] = [
       field('x_unknown', anything),
     ],
   },
+];
+
+const page = (): Record<string, string> => ({ limit: '10' });
+const dashboardWrite = (
+  method: string,
+  path: string,
+  weight: number,
+  params: RouteSpec['params'],
+  body: RouteSpec['body'],
+  fields: readonly FieldSpec[],
+): RouteSpec => ({ method, path, auth: 'session', weight, params, body, fields });
+const ofOrg = (target: FuzzTarget) => ({ org_id: target.orgId });
+const ofApp = (target: FuzzTarget) => ({ app_id: target.appId });
+const ofConnection = (target: FuzzTarget) => ({ connection_id: target.spareConnectionId });
+const ofMember = (target: FuzzTarget) => ({ org_id: target.orgId, user_id: target.spareMemberId });
+const roles: readonly Hostile[] = [
+  { name: 'role-owner', value: 'owner' },
+  { name: 'role-unknown', value: 'superuser' },
+  { name: 'role-uppercase', value: 'ADMIN' },
+  ...strings,
+];
+const connectionFields = [
+  field('name', strings, hostileOthers),
+  field('credit_mode', strings, hostileOthers),
+  field('overrun_policy', strings),
+  field('requires_product_user', anything),
+  field('x_unknown', anything),
+];
+const connectionBody = (_target: FuzzTarget, random: Random) => ({
+  name: `fuzz connection ${random.alnum(4)}`,
+  credit_mode: random.pick(['enforce', 'track_only']),
+});
+
+/** The dashboard's routes (sessions, orgs, apps, connections, members, audit log, models). */
+export const dashboardRouteSpecs: readonly RouteSpec[] = [
+  {
+    method: 'POST',
+    path: '/auth/login',
+    auth: 'browser',
+    weight: 1,
+    body: (target, random) => ({
+      email: target.loginEmail,
+      password: random.chance(0.3) ? target.loginPassword : `wrong-${random.alnum(8)}`,
+    }),
+    fields: [field('email', strings, hostileOthers), field('password', strings, hostileOthers)],
+  },
+  { method: 'POST', path: '/auth/logout', auth: 'session', weight: 0.5 },
+  { method: 'GET', path: '/auth/csrf', auth: 'session', weight: 1 },
+  { method: 'GET', path: '/auth/session', auth: 'session', weight: 1 },
+  { method: 'GET', path: '/models', auth: 'session', weight: 1 },
+  { method: 'GET', path: '/dashboard/api/orgs', auth: 'session', weight: 1.5, query: page },
+  {
+    method: 'GET',
+    path: '/dashboard/api/orgs/{org_id}/apps',
+    auth: 'session',
+    weight: 1.5,
+    params: ofOrg,
+    query: page,
+  },
+  dashboardWrite(
+    'POST',
+    '/dashboard/api/orgs/{org_id}/apps',
+    2,
+    ofOrg,
+    (_target, random) => ({ name: `fuzz app ${random.alnum(4)}` }),
+    [field('name', strings, hostileOthers), field('x_unknown', anything)],
+  ),
+  {
+    method: 'GET',
+    path: '/dashboard/api/apps/{app_id}/connections',
+    auth: 'session',
+    weight: 1.5,
+    params: ofApp,
+    query: page,
+  },
+  dashboardWrite(
+    'POST',
+    '/dashboard/api/apps/{app_id}/connections',
+    2,
+    ofApp,
+    connectionBody,
+    connectionFields,
+  ),
+  dashboardWrite(
+    'PATCH',
+    '/dashboard/api/connections/{connection_id}',
+    2,
+    ofConnection,
+    connectionBody,
+    connectionFields,
+  ),
+  {
+    method: 'DELETE',
+    path: '/dashboard/api/connections/{connection_id}',
+    auth: 'session',
+    weight: 1,
+    params: ofConnection,
+  },
+  {
+    method: 'GET',
+    path: '/dashboard/api/orgs/{org_id}/members',
+    auth: 'session',
+    weight: 1.5,
+    params: ofOrg,
+    query: page,
+  },
+  dashboardWrite(
+    'POST',
+    '/dashboard/api/orgs/{org_id}/members',
+    1.5,
+    ofOrg,
+    (target) => ({ email: target.spareMemberEmail, role: 'viewer' }),
+    [field('email', strings, hostileOthers), field('role', roles), field('x_unknown', anything)],
+  ),
+  dashboardWrite(
+    'PATCH',
+    '/dashboard/api/orgs/{org_id}/members/{user_id}',
+    1.5,
+    ofMember,
+    (_target, random) => ({ role: random.pick(['viewer', 'member']) }),
+    [field('role', roles), field('x_unknown', anything)],
+  ),
+  {
+    method: 'DELETE',
+    path: '/dashboard/api/orgs/{org_id}/members/{user_id}',
+    auth: 'session',
+    weight: 1,
+    params: ofMember,
+  },
+  {
+    method: 'GET',
+    path: '/dashboard/api/orgs/{org_id}/audit-log',
+    auth: 'session',
+    weight: 1.5,
+    params: ofOrg,
+    query: (_target, random) => ({
+      limit: String(1 + random.int(50)),
+      ...(random.chance(0.3) && { cursor: String(random.int(1_000_000)) }),
+    }),
+  },
+];
+
+/** Hostile values for a path parameter, already in wire form. */
+export const hostileParams: readonly { name: string; value: string }[] = [
+  { name: 'param-empty', value: '' },
+  { name: 'param-percent-nul', value: '%00' },
+  { name: 'param-lone-surrogate', value: '%ED%A0%80' },
+  { name: 'param-invalid-utf8', value: '%FF%FE' },
+  { name: 'param-dot-dot', value: '..' },
+  { name: 'param-encoded-slash', value: 'a%2Fb' },
+  { name: 'param-long-10k', value: 'p'.repeat(10_000) },
+  { name: 'param-unknown-id', value: 'org_000000000000000000000' },
+  { name: 'param-sql-ish', value: "x'%20OR%20'1'%3D'1" },
 ];
 
 /** Paths that are no route, and malformed ways to name the real ones. */
