@@ -39,3 +39,9 @@ export const refusedFraming: Expectation = {
         (outcome.kind === 'answered' && outcome.status === 400),
     ),
 };
+
+/** Amounts no exact money layer can hold (past int64 nano-units) are refused, never granted. */
+export const refusedAmount: Expectation = {
+  description: 'an amount past int64 nano-units is refused with a 4xx, never granted',
+  accepts: answeredWith((status) => status >= 400 && status < 500),
+};
