@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
 import { bearer, postJson, postSse } from './support/http.js';
-import { seed, startGateway, type SeededOrg } from './support/processes.js';
+import { runCliProcess, seed, startGatewayProcess, type SeededOrg } from './support/processes.js';
 import { eventually } from './support/services.js';
 
 const { env, db } = isolatedContext('life');
@@ -42,6 +42,17 @@ describe('configuration', () => {
   });
 });
 
+describe('the gw binary', () => {
+  it('runs a command as its own process and exits with its code', async () => {
+    const done = await runCliProcess(['wallet', 'show', '--org-id', org.org_id], env);
+    expect(done.code).toBe(0);
+    expect(JSON.parse(done.stdout)).toMatchObject({ org_id: org.org_id });
+    const refused = await runCliProcess(['wallet', 'show'], env);
+    expect(refused.code).toBe(2);
+    expect(JSON.parse(refused.stderr).error.message).toContain('--org-id');
+  });
+});
+
 describe('uWebSockets.js', () => {
   it('refuses to run on the slow pure-JS fallback', async () => {
     const result = await runToExit({ UWS_USE_FALLBACK: '1' });
@@ -53,7 +64,7 @@ describe('uWebSockets.js', () => {
 
 describe('shutdown and crashes', () => {
   it('on SIGTERM lets an in-flight stream finish, then exits 0', async () => {
-    const gateway = await startGateway(env);
+    const gateway = await startGatewayProcess(env);
     const streaming = postSse(
       `${gateway.url}/v1/chat/completions`,
       {
@@ -77,7 +88,7 @@ describe('shutdown and crashes', () => {
   });
 
   it('a gateway killed right after answering loses no usage record', async () => {
-    const doomed = await startGateway({
+    const doomed = await startGatewayProcess({
       ...env,
       USAGE_FLUSH_INTERVAL_MS: '5000',
       USAGE_CLAIM_IDLE_MS: '500',
@@ -93,7 +104,7 @@ describe('shutdown and crashes', () => {
       requestIds.push(response.headers.get('x-request-id')!);
     }
     await doomed.stop('SIGKILL');
-    const survivor = await startGateway({ ...env, USAGE_CLAIM_IDLE_MS: '500' });
+    const survivor = await startGatewayProcess({ ...env, USAGE_CLAIM_IDLE_MS: '500' });
     try {
       const rows = await eventually(async () => {
         const { rows: found } = await db.query(

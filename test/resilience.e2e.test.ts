@@ -11,8 +11,8 @@ import { bearer, postJson } from './support/http.js';
 import {
   runCliJson,
   seed,
-  startGateway,
-  type GatewayProcess,
+  startGatewayProcess,
+  type SpawnedGateway,
   type SeededOrg,
 } from './support/processes.js';
 import { eventually, testDb } from './support/services.js';
@@ -22,7 +22,7 @@ const prefix = uniquePrefix('resilience');
 const env = { ...baseEnv(prefix), REDIS_URL: `redis://127.0.0.1:${REDIS_PORT}` };
 const redisDir = mkdtempSync(path.join(tmpdir(), 'gw-redis-'));
 let redis: ChildProcess | undefined;
-let gateway: GatewayProcess;
+let gateway: SpawnedGateway;
 let org: SeededOrg;
 const db = testDb();
 
@@ -68,7 +68,7 @@ const chat = {
 
 beforeAll(async () => {
   await startRedis();
-  gateway = await startGateway(env);
+  gateway = await startGatewayProcess(env);
   org = await seed(env);
 });
 

@@ -7,7 +7,12 @@ import { createServer } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
-import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
+import {
+  seed,
+  startGatewayProcess,
+  type GatewayProcess,
+  type SeededOrg,
+} from './support/processes.js';
 import { ledgerRow } from './support/records.js';
 
 const { env, db } = isolatedContext('backpressure');
@@ -53,7 +58,8 @@ beforeAll(async () => {
   const { port } = stub.address() as AddressInfo;
   [org, gateway] = await Promise.all([
     seed(env),
-    startGateway({ ...env, VENDOR_B_BASE_URL: `http://127.0.0.1:${port}` }),
+    // Its own process: the stall is measured from outside, undisturbed by the test's event loop.
+    startGatewayProcess({ ...env, VENDOR_B_BASE_URL: `http://127.0.0.1:${port}` }),
   ]);
 });
 
@@ -84,15 +90,23 @@ describe('a streaming client that stops reading', () => {
     );
 
     // The client reads nothing: the stub may fill the sockets on the way, then must stall.
+    // (First wait for the stream to start: a loaded machine may take a while to get there.)
+    for (let waited = 0; waited < 20_000 && stubBytesWritten === 0; waited += 100) {
+      await sleep(100);
+    }
+    // Stalled = no byte written for 2 s in a row (a loaded machine can pause a busy stream
+    // for shorter spells without it being stalled).
     let previous = -1;
-    for (let waited = 0; waited < 10_000 && stubBytesWritten !== previous; waited += 500) {
+    let unchangedMs = 0;
+    for (let waited = 0; waited < 30_000 && unchangedMs < 2_000; waited += 250) {
+      unchangedMs = stubBytesWritten === previous ? unchangedMs + 250 : 0;
       previous = stubBytesWritten;
-      await sleep(500);
+      await sleep(250);
     }
     const writtenWhilePaused = stubBytesWritten;
     expect(writtenWhilePaused).toBeGreaterThan(0);
     expect(writtenWhilePaused).toBeLessThan(STREAM_BYTES / 2);
-    await sleep(500);
+    await sleep(1_000);
     expect(stubBytesWritten).toBe(writtenWhilePaused);
 
     // Reading again: the rest flows, and the stream ends with [DONE].

@@ -7,6 +7,7 @@ import { ensureDatabase, migrate } from '../db/migrate.js';
 import { createDbPool, type DbPool } from '../db/pool.js';
 import { ProductUserManagement } from '../product-users/management.js';
 import { createRedisKeys, type RedisKeys } from '../redis/keys.js';
+import { cliIo } from './io.js';
 import { UsageError } from './output.js';
 import { defineScripts, type RedisScripts } from '../redis/scripts.js';
 
@@ -42,7 +43,7 @@ export async function ensureProductUser(
 }
 
 export async function openCliContext(): Promise<CliContext> {
-  const config = loadConfig();
+  const config = loadConfig(cliIo().env);
   await ensureDatabase(config.DATABASE_URL);
   const db = createDbPool(config.DATABASE_URL, 2);
   await migrate(db);

@@ -7,6 +7,7 @@ import { capCommand, capHelp } from './cap.js';
 import { credentialsCommand, credentialsHelp } from './credentials.js';
 import { openCliContext, type CliContext } from './context.js';
 import { mockVendorsCommand } from './mock-vendors.js';
+import { cliIo } from './io.js';
 import { UsageError } from './output.js';
 import { creditsCommand, productUserCommand, productUserHelp } from './product-user.js';
 import { seedCommand, seedHelp } from './seed.js';
@@ -52,19 +53,23 @@ const dataCommands: Record<string, DataCommand> = {
   admin: adminCommand,
 };
 
-export async function runCli(argv: string[]): Promise<void> {
+/** Runs one command; resolves with its exit code (0 done, 2 refused, 1 a bug). */
+export async function runCli(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
-  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
-    process.stdout.write(`${help}\n`);
-    return;
-  }
-  if (rest.includes('--help') || rest.includes('-h')) {
-    process.stdout.write(`${help}\n`);
-    return;
+  const io = cliIo();
+  if (
+    command === undefined ||
+    command === '--help' ||
+    command === '-h' ||
+    command === 'help' ||
+    rest.includes('--help') ||
+    rest.includes('-h')
+  ) {
+    io.write('stdout', `${help}\n`);
+    return 0;
   }
   if (command === 'mock-vendors') {
-    await mockVendorsCommand(rest).catch(fail);
-    return;
+    return mockVendorsCommand(rest).then(() => 0, fail);
   }
   const run = dataCommands[command];
   if (!run) return fail(new UsageError(`unknown command ${command}; see gw --help`));
@@ -72,21 +77,20 @@ export async function runCli(argv: string[]): Promise<void> {
   try {
     context = await openCliContext();
     await run(context, rest);
+    return 0;
   } catch (error) {
-    fail(error);
+    return fail(error);
   } finally {
     await context?.close();
   }
-  // Keep-alive sockets (vendor validation) must not hold a finished command open.
-  process.exit(process.exitCode ?? 0);
 }
 
-function fail(error: unknown): void {
+function fail(error: unknown): number {
   const known =
     error instanceof UsageError || error instanceof AmountError || error instanceof ConfigError;
   const message = known
     ? (error as Error).message
     : `unexpected error: ${(error as Error).message}`;
-  process.stderr.write(`${JSON.stringify({ error: { message } })}\n`);
-  process.exitCode = known ? 2 : 1;
+  cliIo().write('stderr', `${JSON.stringify({ error: { message } })}\n`);
+  return known ? 2 : 1;
 }

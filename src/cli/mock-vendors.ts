@@ -2,6 +2,7 @@
 // Prints {"url":…,"port":…} on one line once listening (bench/targets.ts reads the port).
 import { startMockVendors, type MockVendorOptions } from '../mock-vendors/server.js';
 import { parseFlags, UsageError } from './output.js';
+import { cliIo } from './io.js';
 
 const USAGE = `gw mock-vendors [--port N] [--host H] [--latency-ms N] [--tokens-per-second N]
                 [--output-tokens N] [--fault-rate R]
@@ -42,7 +43,7 @@ export async function mockVendorsCommand(argv: string[]): Promise<void> {
     'fault-rate': { type: 'string' },
   });
   if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
+    cliIo().write('stdout', `${USAGE}\n`);
     return;
   }
   const faultRate = numberFlag(values['fault-rate'], 'fault-rate');
@@ -56,7 +57,7 @@ export async function mockVendorsCommand(argv: string[]): Promise<void> {
     faultRate,
   };
   const mock = await startMockVendors(options);
-  process.stdout.write(`${JSON.stringify({ url: mock.url, port: mock.port })}\n`);
+  cliIo().write('stdout', `${JSON.stringify({ url: mock.url, port: mock.port })}\n`);
 
   // Serve until a signal; then stop accepting, let answers in flight end (bounded), exit 0.
   await new Promise<void>((resolve) => {
@@ -69,5 +70,4 @@ export async function mockVendorsCommand(argv: string[]): Promise<void> {
     process.on('SIGTERM', stop);
   });
   await mock.close();
-  process.exit(0);
 }

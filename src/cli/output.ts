@@ -1,12 +1,13 @@
 // CLI output and argument helpers: JSON on stdout, errors as JSON on stderr with exit code 2.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { cliIo } from './io.js';
 
 export class UsageError extends Error {
   override readonly name = 'UsageError';
 }
 
 export function printJson(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  cliIo().write('stdout', `${JSON.stringify(value, null, 2)}\n`);
 }
 
 export function parseFlags<Options extends NonNullable<ParseArgsConfig['options']>>(

@@ -1,7 +1,16 @@
-// Starts real gateway processes and runs the real CLI, as a user would.
+// Starts gateways and runs the CLI for the tests. Both run in the test's own process by
+// default — the real code over the real Redis and Postgres, without a node start-up and module
+// load per call — and as real processes where the process boundary is what a test is about
+// (signals, crashes, the pure-JS fallback, the `gw` binary itself).
 import { spawn, type ChildProcess, execFile } from 'node:child_process';
+import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { pino } from 'pino';
+import type { RunningGateway } from '../../src/main.js';
+import { withCliIo } from '../../src/cli/io.js';
+import { runCli as runCliInProcess } from '../../src/cli/main.js';
+import { loadConfig } from '../../src/config.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const execFileAsync = promisify(execFile);
@@ -9,14 +18,51 @@ const execFileAsync = promisify(execFile);
 export interface GatewayProcess {
   readonly url: string;
   readonly port: number;
-  readonly child: ChildProcess;
-  /** Everything the process wrote to stdout and stderr so far. */
+  /** Everything the gateway logged so far (JSON lines). */
   output(): string;
-  /** Sends a signal and resolves with the exit code. */
+  /** Stops it (a process: sends the signal) and resolves with the exit code (0 in-process). */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
+export interface SpawnedGateway extends GatewayProcess {
+  readonly child: ChildProcess;
+}
+
+/**
+ * A gateway in this process: the compiled gateway (its worker threads load from dist/), with
+ * its log captured for `output()`.
+ */
 export async function startGateway(env: Record<string, string>): Promise<GatewayProcess> {
+  const { startGateway: start } = (await import(
+    new URL('../../dist/src/main.js', import.meta.url).href
+  )) as { startGateway: typeof import('../../src/main.js').startGateway };
+  const config = loadConfig({ ...process.env, ...env, LOG_LEVEL: env.LOG_LEVEL ?? 'info' });
+  let output = '';
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      output += chunk.toString();
+      done();
+    },
+  });
+  const logger = pino({ name: 'gw', level: config.LOG_LEVEL }, sink);
+  const gateway: RunningGateway = await start(config, logger);
+  let stopped: Promise<number | null> | undefined;
+  return {
+    url: `http://127.0.0.1:${gateway.port}`,
+    port: gateway.port,
+    output: () => output,
+    stop(signal) {
+      if (signal === 'SIGKILL') {
+        throw new Error('an in-process gateway cannot be killed: use startGatewayProcess');
+      }
+      stopped ??= gateway.stop().then(() => 0);
+      return stopped;
+    },
+  };
+}
+
+/** A real `node dist/src/main.js` process. */
+export async function startGatewayProcess(env: Record<string, string>): Promise<SpawnedGateway> {
   const child = spawn(process.execPath, ['dist/src/main.js'], {
     cwd: root,
     env: { ...process.env, ...env, LOG_LEVEL: env.LOG_LEVEL ?? 'info' },
@@ -65,7 +111,28 @@ export interface CliResult {
   readonly stderr: string;
 }
 
+/** Runs a `gw` command in this process, with its own environment and output. */
 export async function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
+  let stdout = '';
+  let stderr = '';
+  const code = await withCliIo(
+    {
+      env: { ...process.env, ...env },
+      write: (stream, text) => {
+        if (stream === 'stdout') stdout += text;
+        else stderr += text;
+      },
+    },
+    () => runCliInProcess(args),
+  );
+  return { code, stdout, stderr };
+}
+
+/** Runs the real `gw` binary (bin/gw.js) as a user would. */
+export async function runCliProcess(
+  args: string[],
+  env: Record<string, string>,
+): Promise<CliResult> {
   try {
     const { stdout, stderr } = await execFileAsync(process.execPath, ['bin/gw.js', ...args], {
       cwd: root,
