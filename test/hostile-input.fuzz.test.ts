@@ -43,8 +43,8 @@ import {
   revokeApiKey,
   runCliJson,
   seed,
-  startGateway,
-  type GatewayProcess,
+  startGatewayProcess,
+  type SpawnedGateway,
   type SeededOrg,
 } from './support/processes.js';
 
@@ -68,7 +68,7 @@ const RSS_WAIT_MS = knob('FUZZ_RSS_WAIT_MS', 10_000);
 const MIB = 1024 * 1024;
 
 const { env, db, redis, prefix } = isolatedContext('fuzz');
-let gateway: GatewayProcess;
+let gateway: SpawnedGateway;
 let org: SeededOrg;
 let cases: FuzzCase[] = [];
 let failures: Failure[] = [];
@@ -92,6 +92,7 @@ const PASSWORD = 'correct horse battery staple';
 const CAPPED = 'fuzz-capped';
 const CREDITED = 'fuzz-credited';
 const PLAIN = 'fuzz-plain';
+const HUGE_CREDIT = 'fuzz-huge-credit';
 
 async function runCases(batch: readonly FuzzCase[]): Promise<Exchange[]> {
   const results: Exchange[] = new Array<Exchange>(batch.length);
@@ -230,7 +231,8 @@ async function waitForQuiet(): Promise<void> {
 }
 
 beforeAll(async () => {
-  gateway = await startGateway({
+  // A process of its own: its RSS is what the memory check reads.
+  gateway = await startGatewayProcess({
     ...env,
     LOG_LEVEL: 'info', // 'gw listening' (how the fixture finds the port) is an info line
     NODE_OPTIONS: '--enable-source-maps',
@@ -263,8 +265,9 @@ beforeAll(async () => {
       amount,
     ]);
   await capUser(CAPPED, '1.00');
-  // A base allowance of one nano-unit: this user's spending comes out of credits at once.
+  // Base allowances of one nano-unit: these users' spending comes out of credits at once.
   await capUser(CREDITED, '0.000000001');
+  await capUser(HUGE_CREDIT, '0.000000001');
   const grantArgs = ['--app-id', org.app_id, '--external-user-id', CREDITED, '--amount', '2.00'];
   await runCliJson(['credits', 'grant', ...grantArgs], env);
   const target: FuzzTarget = {
@@ -274,6 +277,7 @@ beforeAll(async () => {
     orgId: org.org_id,
     appId: org.app_id,
     users: [CAPPED, CREDITED, PLAIN],
+    hugeCreditUser: HUGE_CREDIT,
     ...(await dashboardSetup()),
   };
 

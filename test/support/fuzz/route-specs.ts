@@ -25,6 +25,8 @@ export interface FuzzTarget {
   readonly appId: string;
   /** External user ids with caps and credits set up (holds on user accounts get exercised). */
   readonly users: readonly string[];
+  /** A user whose base allowance is one nano-unit: only the probes' huge grants can pay. */
+  readonly hugeCreditUser: string;
   /** `host` and `origin` a browser on the gateway's own dashboard sends. */
   readonly host: string;
   readonly origin: string;

@@ -325,29 +325,29 @@ export function probeCases(target: FuzzTarget): FuzzCase[] {
     }),
   });
   const credited = target.users[1]!;
+  const huge = target.hugeCreditUser;
   return [
-    grant(
-      'credit grant of 1e18 dollars',
-      { amount: '1000000000000000000' },
-      credited,
-      refusedAmount,
-    ),
+    grant('credit grant of 1e18 dollars', { amount: '1000000000000000000' }, huge, refusedAmount),
     grant(
       'credit grant of 99,999,999,999,999,999 dollars',
       { amount: '99999999999999999' },
-      credited,
+      huge,
       refusedAmount,
     ),
     grant(
       'credit grant one nano-unit past int64',
       { amount: '9223372036.854775808' },
-      credited,
+      huge,
       refusedAmount,
     ),
     grant('credit grant just past 2^53 nano-units', { amount: '9007199.254740993' }, credited),
     grant('credit grant in EUR', { amount: '5', currency: 'EUR' }, credited),
-    chat('chat as the user holding a 1e18 grant', { user: credited }),
-    chat('chat as the user holding a 1e18 grant, streamed', { user: credited, stream: true }),
+    // This user's base allowance is one nano-unit: only those huge grants can pay.
+    ...[1, 2, 3].map((index) =>
+      chat(`chat ${index} paid from a grant past int64 nano-units`, { user: huge }),
+    ),
+    chat('chat paid from a grant past int64 nano-units, streamed', { user: huge, stream: true }),
+    chat('chat as the user holding a grant past 2^53 nano-units', { user: credited }),
     chat('n=4 with long output', {
       n: 4,
       max_tokens: 60,
