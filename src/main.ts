@@ -11,6 +11,7 @@ import { ServiceKeyStore } from './auth/service-key-store.js';
 import { AccountLoader } from './billing/account-loader.js';
 import { UnwrittenUsage } from './ledger/unwritten-usage.js';
 import { CapPolicyStore } from './billing/cap-policies.js';
+import { subscribeInvalidations } from './cache/invalidation.js';
 import { RedisBudgetStore } from './billing/redis-budget-store.js';
 import { WalletService } from './billing/wallets.js';
 import { ModelCatalog } from './catalog/models.js';
@@ -97,13 +98,7 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
   // Caches dropped by pub/sub messages. Messages published while the subscriber was
   // disconnected are lost, so every cache is dropped whenever it connects again.
   const invalidatedCaches = [apiKeys, capPolicies, productUsers, serviceKeys, credentials];
-  await subscriber.subscribe(keys.invalidationChannel());
-  subscriber.on('message', (_channel: string, message: string) => {
-    for (const cache of invalidatedCaches) cache.handleInvalidation(message);
-  });
-  subscriber.on('ready', () => {
-    for (const cache of invalidatedCaches) cache.clearLocalCache();
-  });
+  await subscribeInvalidations(subscriber, keys.invalidationChannel(), invalidatedCaches);
   const tokenCounter = new PiscinaTokenCounter(config.TOKEN_WORKERS);
   const upstream = new UpstreamClient(config.UPSTREAM_TIMEOUT_MS);
 

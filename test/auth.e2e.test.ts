@@ -1,7 +1,7 @@
 // API-key authentication on the inference route, across two gateway instances.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
-import { bearer, postJson } from './support/http.js';
+import { bearer, getJson, postJson } from './support/http.js';
 import {
   seed,
   startGateway,
@@ -65,7 +65,41 @@ describe('API-key authentication', () => {
     );
     expect(response.status).toBe(401);
     expect(response.body.error.code).toBe('gw_unknown_key');
-    expect(response.body.error.message).toMatch(/service keys cannot/);
+    expect(response.body.error.message).toBe(
+      'a service key (gw_svc_…) cannot make inference calls: send an API key (gw_…)',
+    );
+  });
+
+  it('says what was wrong with the Authorization header, without echoing the key', async () => {
+    const cases: Array<[Record<string, string>, string]> = [
+      [
+        { authorization: `Basic ${org.api_key}` },
+        'the Authorization header uses the Basic scheme, not Bearer: send Authorization: Bearer gw_…',
+      ],
+      [
+        { authorization: org.api_key },
+        'the Authorization header holds a value without the Bearer scheme: send Authorization: Bearer gw_…',
+      ],
+      [
+        { authorization: 'Bearer ' },
+        'the Authorization header has the Bearer scheme but no API key: send Authorization: Bearer gw_…',
+      ],
+    ];
+    for (const [headers, message] of cases) {
+      const response = await postJson<ErrorBody>(`${first.url}/v1/chat/completions`, chat, headers);
+      expect(response.status).toBe(401);
+      expect(response.body.error).toEqual({ code: 'gw_malformed_or_missing_key', message });
+    }
+    const onServiceRoute = await getJson<ErrorBody>(
+      `${first.url}/product-users/by-external-id?app_id=${org.app_id}&external_user_id=u1`,
+      { authorization: `Basic ${org.service_key}` },
+    );
+    expect(onServiceRoute.status).toBe(401);
+    expect(onServiceRoute.body.error).toEqual({
+      code: 'gw_malformed_or_missing_service_key',
+      message:
+        'the Authorization header uses the Basic scheme, not Bearer: send Authorization: Bearer gw_svc_…',
+    });
   });
 
   it('a revoked key answers gw_key_inactive on every instance within a second', async () => {

@@ -279,7 +279,7 @@ describe('eligibility', () => {
     ).toBeNull();
 
     await runCliJson(['credentials', 'delete', '--id', backup.id], env);
-    directory.handleInvalidation('credentials');
+    directory.handleInvalidation({ kind: 'credentials' });
     const afterDelete = await directory.choiceFor(
       owner.org_id,
       owner.app_connection_id,

@@ -1,7 +1,7 @@
 // Setting spending caps (admin CLI now, the dashboard later). One active rule per scope
 // target; setting again updates it. Gateway instances drop their cached rules at once.
 import type { Redis } from 'ioredis';
-import type { CreditMode, OverrunPolicy } from '../auth/api-key-store.js';
+import { apiKeySharedCache, type CreditMode, type OverrunPolicy } from '../auth/api-key-store.js';
 import { CAPS_INVALIDATION_MESSAGE } from '../billing/cap-policies.js';
 import type { DbPool } from '../db/pool.js';
 import { newId } from '../ids.js';
@@ -102,7 +102,7 @@ export async function setCap(
   }
   // Rules and connection settings are cached on every instance: drop them now (the shared
   // Redis copies first, so no instance refills its cache from a stale one).
-  await redis.del(...(await connectionKeyCacheEntries(db, keys, connectionId)));
+  await apiKeySharedCache(redis, keys).invalidate(await connectionKeyHashes(db, connectionId));
   await redis.publish(keys.invalidationChannel(), CAPS_INVALIDATION_MESSAGE);
   await redis.publish(keys.invalidationChannel(), 'apikey:*');
   const rule = rows[0]!;
@@ -136,16 +136,12 @@ async function owningOrg(db: DbPool, target: CapTarget): Promise<string> {
   return rows[0].org_id;
 }
 
-/** Redis-cached API-key identities of a connection (they carry its settings). */
-async function connectionKeyCacheEntries(
-  db: DbPool,
-  keys: RedisKeys,
-  connectionId: string | null,
-): Promise<string[]> {
-  if (!connectionId) return [keys.apiKey('none')];
+/** Hashes of a connection's API keys (their cached identities carry its settings). */
+async function connectionKeyHashes(db: DbPool, connectionId: string | null): Promise<string[]> {
+  if (!connectionId) return [];
   const { rows } = await db.query<{ key_hash: string }>(
     'SELECT key_hash FROM api_keys WHERE app_connection_id = $1',
     [connectionId],
   );
-  return [keys.apiKey('none'), ...rows.map((row) => keys.apiKey(row.key_hash))];
+  return rows.map((row) => row.key_hash);
 }

@@ -1,83 +1,111 @@
 // API-key authentication for inference routes: in-process cache → Redis → Postgres.
-// Keys are stored as SHA-256 hashes. Revocations are broadcast over Redis pub/sub so every
-// instance drops its cached copy at once.
+// Keys are stored as SHA-256 hashes. Both cache layers remember misses too (briefly), so a
+// flood of one unknown key reaches Postgres once per instance and TTL. Revocations bump the
+// key's generation in Redis and are broadcast over pub/sub, and neither layer lets a lookup
+// that read Postgres before the revoke store what it read after it.
 import type { Redis } from 'ioredis';
+import { LocalCache } from '../cache/local-cache.js';
+import { GuardedRedisCache } from '../cache/guarded-redis-cache.js';
+import type { LoadGate } from '../cache/load-gate.js';
+import {
+  publishInvalidation,
+  type CacheInvalidation,
+  type InvalidatedCache,
+} from '../cache/invalidation.js';
 import type { DbPool } from '../db/pool.js';
-import { gwError, type GwError } from '../errors.js';
-import { secretPrefixes, sha256Hex } from '../ids.js';
+import { gwError, isGwError, type GwError } from '../errors.js';
+import { sha256Hex } from '../ids.js';
 import type { RedisKeys } from '../redis/keys.js';
+import {
+  PostgresApiKeyRecords,
+  type ApiKeyIdentity,
+  type ApiKeyRecords,
+} from './api-key-records.js';
+import { keyLookupGate, shedWhenGateFull, type KeyLookupOptions } from './key-lookup.js';
+import {
+  describeSecretKind,
+  headerProblem,
+  readPresentedSecret,
+  secretKindOf,
+} from './presented-secret.js';
 
-export type CreditMode = 'enforce' | 'track_only' | 'disabled';
-export type OverrunPolicy = 'limit_output' | 'reject';
-
-/** What an authenticated API key tells the request path. */
-export interface ApiKeyIdentity {
-  readonly keyId: string;
-  readonly orgId: string;
-  readonly appId: string;
-  readonly appConnectionId: string;
-  readonly active: boolean;
-  readonly modelPolicy: readonly string[];
-  readonly requiresProductUser: boolean;
-  readonly creditMode: CreditMode;
-  readonly overrunPolicy: OverrunPolicy;
-}
+export type {
+  ApiKeyIdentity,
+  ApiKeyRecords,
+  CreditMode,
+  OverrunPolicy,
+} from './api-key-records.js';
 
 const API_KEY_FORMAT = /^gw_[0-9A-Za-z]{32,64}$/;
 const REDIS_CACHE_TTL_S = 300;
+/**
+ * Misses are kept briefly. A new key cannot be shadowed by one: its hash comes from a fresh
+ * random secret that nobody could have presented before it existed.
+ */
+const NEGATIVE_TTL_MS = 5_000;
+const MAX_CACHED_KEYS = 100_000;
+const MAX_CACHED_BYTES = 64 * 1024 * 1024;
 
-/** Reads the key from `Authorization: Bearer …` or (messages routes) `x-api-key`. */
-export function readApiKey(headers: Readonly<Record<string, string>>): string | undefined {
-  const authorization = headers.authorization;
-  if (authorization !== undefined) {
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-    return match?.[1] ?? '';
-  }
-  return headers['x-api-key'];
+/** The shared Redis layer of the API-key cache (also used by the admin tools to invalidate). */
+export function apiKeySharedCache(redis: Redis, keys: RedisKeys): GuardedRedisCache {
+  return new GuardedRedisCache(redis, (keyHash) => ({
+    value: keys.apiKey(keyHash),
+    generation: keys.apiKeyGeneration(keyHash),
+  }));
 }
 
-interface ApiKeyRow {
-  id: string;
-  org_id: string;
-  app_id: string;
-  app_connection_id: string;
-  key_status: string;
-  connection_status: string;
-  model_policy: string[];
-  requires_product_user: boolean;
-  credit_mode: CreditMode;
-  overrun_policy: OverrunPolicy;
-}
-
-export class ApiKeyStore {
-  private readonly cache = new Map<string, { identity: ApiKeyIdentity; expiresAtMs: number }>();
+export class ApiKeyStore implements InvalidatedCache {
+  private readonly cache: LocalCache<ApiKeyIdentity>;
+  private readonly shared: GuardedRedisCache;
+  private readonly records: ApiKeyRecords;
+  private readonly gate: LoadGate;
 
   constructor(
-    private readonly db: DbPool,
+    db: DbPool,
     private readonly redis: Redis,
     private readonly keys: RedisKeys,
-    private readonly cacheTtlMs: number,
-  ) {}
+    cacheTtlMs: number,
+    options: KeyLookupOptions<ApiKeyRecords> = {},
+  ) {
+    this.records = options.records ?? new PostgresApiKeyRecords(db);
+    this.gate = keyLookupGate(options);
+    this.cache = new LocalCache({
+      ttlMs: cacheTtlMs,
+      negativeTtlMs: Math.min(cacheTtlMs, NEGATIVE_TTL_MS),
+      maxEntries: MAX_CACHED_KEYS,
+      maxBytes: MAX_CACHED_BYTES,
+    });
+    this.shared = apiKeySharedCache(redis, keys);
+  }
 
-  /** The identity of the presented key, or the spec's error for it. */
+  /** The identity of the presented key, or the spec's error for it (never echoing the key). */
   async authenticate(headers: Readonly<Record<string, string>>): Promise<ApiKeyIdentity | GwError> {
-    const raw = readApiKey(headers);
-    if (raw === undefined || raw === '') {
+    const presented = readPresentedSecret(headers, { xApiKey: true });
+    if (presented.kind !== 'secret') {
       return gwError(
         'gw_malformed_or_missing_key',
-        'missing API key: send Authorization: Bearer gw_…',
+        headerProblem(presented, { name: 'API key', example: 'gw_…' })!,
       );
     }
-    if (raw.startsWith(secretPrefixes.serviceKey)) {
-      return gwError('gw_unknown_key', 'service keys cannot make inference calls; use an API key');
+    const raw = presented.secret;
+    const kind = secretKindOf(raw);
+    if (kind !== undefined && kind !== 'api_key') {
+      return gwError(
+        'gw_unknown_key',
+        `${describeSecretKind(kind)} cannot make inference calls: send an API key (gw_…)`,
+      );
     }
     if (!API_KEY_FORMAT.test(raw)) {
       return gwError(
         'gw_malformed_or_missing_key',
-        'malformed API key: expected gw_ followed by the secret',
+        kind === undefined
+          ? 'the presented value is not an API key: API keys start with gw_'
+          : 'malformed API key: expected gw_ followed by 32 to 64 letters and digits',
       );
     }
-    const identity = await this.lookup(sha256Hex(raw));
+    const found = await shedWhenGateFull(this.lookup(sha256Hex(raw)));
+    if (isGwError(found)) return found;
+    const identity = found.value;
     if (!identity) return gwError('gw_unknown_key', 'unknown API key');
     if (!identity.active) return gwError('gw_key_inactive', 'this API key is revoked or inactive');
     return identity;
@@ -85,66 +113,42 @@ export class ApiKeyStore {
 
   /** Forgets a key hash everywhere (call after revoking or changing a key or its connection). */
   async invalidate(keyHash: string): Promise<void> {
-    this.cache.delete(keyHash);
-    await this.redis.del(this.keys.apiKey(keyHash));
-    await this.redis.publish(this.keys.invalidationChannel(), `apikey:${keyHash}`);
+    await this.shared.invalidate([keyHash]);
+    this.cache.invalidate(keyHash);
+    await publishInvalidation(this.redis, this.keys.invalidationChannel(), {
+      kind: 'api-key',
+      keyHash,
+    });
   }
 
-  /** Applies an invalidation message received over pub/sub. */
-  handleInvalidation(message: string): void {
-    if (message === 'apikey:*') this.cache.clear();
-    else if (message.startsWith('apikey:')) this.cache.delete(message.slice('apikey:'.length));
+  handleInvalidation(invalidation: CacheInvalidation): void {
+    if (invalidation.kind === 'all-api-keys') this.cache.invalidateAll();
+    else if (invalidation.kind === 'api-key') this.cache.invalidate(invalidation.keyHash);
   }
 
   clearLocalCache(): void {
-    this.cache.clear();
+    this.cache.invalidateAll();
   }
 
-  private async lookup(keyHash: string): Promise<ApiKeyIdentity | undefined> {
-    const now = Date.now();
-    const cached = this.cache.get(keyHash);
-    if (cached && cached.expiresAtMs > now) return cached.identity;
-
-    let identity: ApiKeyIdentity | undefined;
-    const fromRedis = await this.redis.get(this.keys.apiKey(keyHash));
-    if (fromRedis) {
-      identity = JSON.parse(fromRedis) as ApiKeyIdentity;
-    } else {
-      identity = await this.loadFromDatabase(keyHash);
-      if (!identity) return undefined;
-      await this.redis.set(
-        this.keys.apiKey(keyHash),
-        JSON.stringify(identity),
-        'EX',
-        REDIS_CACHE_TTL_S,
-      );
-    }
-    if (this.cacheTtlMs > 0)
-      this.cache.set(keyHash, { identity, expiresAtMs: now + this.cacheTtlMs });
-    return identity;
+  /** Lookups that reached Postgres, hits, evictions… (for tests and metrics). */
+  cacheStats(): ReturnType<LocalCache<ApiKeyIdentity>['stats']> {
+    return this.cache.stats();
   }
 
-  private async loadFromDatabase(keyHash: string): Promise<ApiKeyIdentity | undefined> {
-    const { rows } = await this.db.query<ApiKeyRow>(
-      `SELECT k.id, k.org_id, k.app_id, k.app_connection_id, k.status AS key_status,
-              c.status AS connection_status, k.model_policy, c.requires_product_user,
-              c.credit_mode, c.overrun_policy
-         FROM api_keys k JOIN app_connections c ON c.id = k.app_connection_id
-        WHERE k.key_hash = $1`,
-      [keyHash],
+  private lookup(keyHash: string): Promise<ApiKeyIdentity | undefined> {
+    return this.cache.get(keyHash, () => this.loadShared(keyHash));
+  }
+
+  private async loadShared(keyHash: string): Promise<ApiKeyIdentity | undefined> {
+    const cached = await this.shared.read(keyHash);
+    if (cached.found) return (JSON.parse(cached.json) as ApiKeyIdentity | null) ?? undefined;
+    const identity = await this.gate.run(() => this.records.findByHash(keyHash));
+    await this.shared.fill(
+      keyHash,
+      cached.generation,
+      JSON.stringify(identity ?? null),
+      identity ? REDIS_CACHE_TTL_S : Math.ceil(NEGATIVE_TTL_MS / 1000),
     );
-    const row = rows[0];
-    if (!row) return undefined;
-    return {
-      keyId: row.id,
-      orgId: row.org_id,
-      appId: row.app_id,
-      appConnectionId: row.app_connection_id,
-      active: row.key_status === 'active' && row.connection_status === 'active',
-      modelPolicy: row.model_policy,
-      requiresProductUser: row.requires_product_user,
-      creditMode: row.credit_mode,
-      overrunPolicy: row.overrun_policy,
-    };
+    return identity;
   }
 }

@@ -1,8 +1,20 @@
 // Service-key authentication for the product-user management routes. Keys are stored as
-// SHA-256 hashes, carry scopes, and are active, revoked, disabled or expired.
+// SHA-256 hashes, carry scopes, and are active, revoked, disabled or expired. Cached in
+// process (misses too, briefly); a status or scope change drops every instance's cache
+// (pub/sub 'service-keys'), and a lookup that was reading Postgres meanwhile does not store.
+import type { LoadGate } from '../cache/load-gate.js';
+import { LocalCache } from '../cache/local-cache.js';
+import type { CacheInvalidation, InvalidatedCache } from '../cache/invalidation.js';
 import type { DbPool } from '../db/pool.js';
-import { gwError, type GwError } from '../errors.js';
-import { secretPrefixes, sha256Hex } from '../ids.js';
+import { gwError, isGwError, type GwError } from '../errors.js';
+import { sha256Hex } from '../ids.js';
+import { keyLookupGate, shedWhenGateFull, type KeyLookupOptions } from './key-lookup.js';
+import {
+  describeSecretKind,
+  headerProblem,
+  readPresentedSecret,
+  secretKindOf,
+} from './presented-secret.js';
 
 export type ServiceKeyScope = 'product_users:read' | 'product_users:write';
 
@@ -12,7 +24,7 @@ export interface ServiceKeyIdentity {
   readonly scopes: readonly string[];
 }
 
-interface ServiceKeyRow {
+export interface ServiceKeyRow {
   id: string;
   org_id: string;
   scopes: string[];
@@ -20,38 +32,79 @@ interface ServiceKeyRow {
   expires_at: Date | null;
 }
 
+/** The service-key records in Postgres, read on a cache miss. */
+export interface ServiceKeyRecords {
+  findByHash(keyHash: string): Promise<ServiceKeyRow | undefined>;
+}
+
+export class PostgresServiceKeyRecords implements ServiceKeyRecords {
+  constructor(private readonly db: DbPool) {}
+
+  async findByHash(keyHash: string): Promise<ServiceKeyRow | undefined> {
+    const { rows } = await this.db.query<ServiceKeyRow>(
+      'SELECT id, org_id, scopes, status, expires_at FROM service_keys WHERE key_hash = $1',
+      [keyHash],
+    );
+    return rows[0];
+  }
+}
+
 const SERVICE_KEY_FORMAT = /^gw_svc_[0-9A-Za-z]{32,64}$/;
+/** As for API keys: a new key's random secret cannot have been presented before it existed. */
+const NEGATIVE_TTL_MS = 5_000;
+const MAX_CACHED_KEYS = 10_000;
+const MAX_CACHED_BYTES = 8 * 1024 * 1024;
 
-export class ServiceKeyStore {
-  private readonly cache = new Map<string, { row: ServiceKeyRow | null; expiresAtMs: number }>();
+export class ServiceKeyStore implements InvalidatedCache {
+  private readonly cache: LocalCache<ServiceKeyRow>;
+  private readonly records: ServiceKeyRecords;
+  private readonly gate: LoadGate;
 
-  constructor(
-    private readonly db: DbPool,
-    private readonly cacheTtlMs = 5_000,
-  ) {}
+  constructor(db: DbPool, cacheTtlMs = 5_000, options: KeyLookupOptions<ServiceKeyRecords> = {}) {
+    this.records = options.records ?? new PostgresServiceKeyRecords(db);
+    this.gate = keyLookupGate(options);
+    this.cache = new LocalCache({
+      ttlMs: cacheTtlMs,
+      negativeTtlMs: Math.min(cacheTtlMs, NEGATIVE_TTL_MS),
+      maxEntries: MAX_CACHED_KEYS,
+      maxBytes: MAX_CACHED_BYTES,
+    });
+  }
 
   async authenticate(
     headers: Readonly<Record<string, string>>,
     scope: ServiceKeyScope,
   ): Promise<ServiceKeyIdentity | GwError> {
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(headers.authorization ?? '');
-    const raw = match?.[1];
-    if (!raw) {
+    const presented = readPresentedSecret(headers, { xApiKey: false });
+    if (presented.kind !== 'secret') {
       return gwError(
         'gw_malformed_or_missing_service_key',
-        'missing service key: send Authorization: Bearer gw_svc_…',
+        headerProblem(presented, { name: 'service key', example: 'gw_svc_…' })!,
       );
     }
-    if (!raw.startsWith(secretPrefixes.serviceKey)) {
+    const raw = presented.secret;
+    const kind = secretKindOf(raw);
+    if (kind !== 'service_key') {
       return gwError(
         'gw_malformed_or_missing_service_key',
-        'these routes take a service key (gw_svc_…), not an API key or token',
+        kind === undefined
+          ? 'the presented value is not a service key: service keys start with gw_svc_'
+          : `these routes take a service key (gw_svc_…), not ${describeSecretKind(kind)}`,
       );
     }
     if (!SERVICE_KEY_FORMAT.test(raw)) {
-      return gwError('gw_malformed_or_missing_service_key', 'malformed service key');
+      return gwError(
+        'gw_malformed_or_missing_service_key',
+        'malformed service key: expected gw_svc_ followed by 32 to 64 letters and digits',
+      );
     }
-    const row = await this.lookup(sha256Hex(raw));
+    const found = await shedWhenGateFull(
+      this.cache.get(sha256Hex(raw), (keyHash) =>
+        this.gate.run(() => this.records.findByHash(keyHash)),
+      ),
+    );
+    if (isGwError(found)) return found;
+    const row = found.value;
     if (!row) return gwError('gw_unknown_service_key', 'unknown service key');
     if (row.status !== 'active') {
       return gwError('gw_service_key_inactive', `this service key is ${row.status}`);
@@ -66,25 +119,11 @@ export class ServiceKeyStore {
   }
 
   /** Forgets cached keys (after a status or scope change). */
-  handleInvalidation(message: string): void {
-    if (message === 'service-keys') this.cache.clear();
+  handleInvalidation(invalidation: CacheInvalidation): void {
+    if (invalidation.kind === 'service-keys') this.cache.invalidateAll();
   }
 
-  /** Forgets everything cached (invalidations may have been missed). */
   clearLocalCache(): void {
-    this.cache.clear();
-  }
-
-  private async lookup(keyHash: string): Promise<ServiceKeyRow | null> {
-    const now = Date.now();
-    const cached = this.cache.get(keyHash);
-    if (cached && cached.expiresAtMs > now) return cached.row;
-    const { rows } = await this.db.query<ServiceKeyRow>(
-      'SELECT id, org_id, scopes, status, expires_at FROM service_keys WHERE key_hash = $1',
-      [keyHash],
-    );
-    const row = rows[0] ?? null;
-    if (row) this.cache.set(keyHash, { row, expiresAtMs: now + this.cacheTtlMs });
-    return row;
+    this.cache.invalidateAll();
   }
 }

@@ -1,9 +1,16 @@
-// Cap rules as the request path needs them: cached per org, connection and product user,
+// Cap rules as the request path needs them: cached per org, connection and product user
+// (absent rules too: most users have none),
 // dropped on every instance when an admin changes a cap (Redis pub/sub message 'caps'), and
 // when the pub/sub connection comes back (a message may have been missed). The TTL is only a
 // last resort: with tens of thousands of active users, a short one sends a share of all
 // requests to Postgres.
 import type { CreditMode, OverrunPolicy } from '../auth/api-key-store.js';
+import {
+  encodeInvalidation,
+  type CacheInvalidation,
+  type InvalidatedCache,
+} from '../cache/invalidation.js';
+import { LocalCache } from '../cache/local-cache.js';
 import type { DbPool } from '../db/pool.js';
 import { numericToNano } from '../money.js';
 
@@ -53,16 +60,20 @@ const scopeColumn: Record<Scope, string> = {
   product_user: 'product_user_id',
 };
 
-export const CAPS_INVALIDATION_MESSAGE = 'caps';
+export const CAPS_INVALIDATION_MESSAGE = encodeInvalidation({ kind: 'caps' });
 
-export class CapPolicyStore {
-  private readonly cache = new Map<string, { rule: CapRule | null; expiresAtMs: number }>();
+export class CapPolicyStore implements InvalidatedCache {
+  private readonly cache: LocalCache<CapRule>;
 
   constructor(
     private readonly db: DbPool,
-    private readonly ttlMs = 300_000,
-    private readonly maxEntries = 200_000,
-  ) {}
+    ttlMs = 300_000,
+    maxEntries = 200_000,
+    maxBytes = 64 * 1024 * 1024,
+  ) {
+    // "No rule" is the common answer and as stable as a rule: cached as long.
+    this.cache = new LocalCache({ ttlMs, negativeTtlMs: ttlMs, maxEntries, maxBytes });
+  }
 
   orgCap(orgId: string): Promise<CapRule | null> {
     return this.lookup('org', orgId);
@@ -76,28 +87,24 @@ export class CapPolicyStore {
     return this.lookup('product_user', productUserId);
   }
 
-  handleInvalidation(message: string): void {
-    if (message === CAPS_INVALIDATION_MESSAGE) this.cache.clear();
+  handleInvalidation(invalidation: CacheInvalidation): void {
+    if (invalidation.kind === 'caps') this.cache.invalidateAll();
   }
 
   /** Forgets everything cached (invalidations may have been missed). */
   clearLocalCache(): void {
-    this.cache.clear();
+    this.cache.invalidateAll();
   }
 
   private async lookup(scope: Scope, id: string): Promise<CapRule | null> {
-    const cacheKey = `${scope}:${id}`;
-    const now = Date.now();
-    const cached = this.cache.get(cacheKey);
-    if (cached && cached.expiresAtMs > now) return cached.rule;
-    const { rows } = await this.db.query<CapRuleRow>(
-      `SELECT ${CAP_RULE_COLUMNS}
-         FROM cap_rules WHERE scope = $1 AND ${scopeColumn[scope]} = $2 AND status = 'active'`,
-      [scope, id],
-    );
-    const rule = capRuleFromRow(rows[0]);
-    if (this.cache.size >= this.maxEntries) this.cache.clear();
-    this.cache.set(cacheKey, { rule, expiresAtMs: now + this.ttlMs });
-    return rule;
+    const rule = await this.cache.get(`${scope}:${id}`, async () => {
+      const { rows } = await this.db.query<CapRuleRow>(
+        `SELECT ${CAP_RULE_COLUMNS}
+           FROM cap_rules WHERE scope = $1 AND ${scopeColumn[scope]} = $2 AND status = 'active'`,
+        [scope, id],
+      );
+      return capRuleFromRow(rows[0]) ?? undefined;
+    });
+    return rule ?? null;
   }
 }

@@ -1,5 +1,6 @@
 // gw service-key create|revoke|disable: service keys for the product-user management API.
 import { createServiceKey, SERVICE_KEY_SCOPES } from '../admin/provisioning.js';
+import { publishInvalidation } from '../cache/invalidation.js';
 import type { CliContext } from './context.js';
 import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
 
@@ -49,7 +50,9 @@ export async function serviceKeyCommand(context: CliContext, argv: string[]): Pr
       [id, status],
     );
     if (rowCount === 0) throw new UsageError(`no service key ${id}`);
-    await context.redis.publish(context.keys.invalidationChannel(), 'service-keys');
+    await publishInvalidation(context.redis, context.keys.invalidationChannel(), {
+      kind: 'service-keys',
+    });
     printJson({ id, status });
     return;
   }

@@ -2,9 +2,11 @@
 // their connection grants and decrypted secrets, cached in process and dropped on every
 // instance when an admin changes one (pub/sub 'credentials').
 import type { CredentialChoice } from '../billing/budget-store.js';
+import type { CacheInvalidation, InvalidatedCache } from '../cache/invalidation.js';
+import { LocalCache } from '../cache/local-cache.js';
 import { modelPolicyAllows, type CatalogModel, type Vendor } from '../catalog/models.js';
 import type { DbPool } from '../db/pool.js';
-import { CREDENTIALS_INVALIDATION_MESSAGE, type RoutingMode } from './credential-store.js';
+import type { RoutingMode } from './credential-store.js';
 import type { SecretBox } from './secret-box.js';
 
 interface UsableCredential {
@@ -30,17 +32,19 @@ interface Row {
   app_connection_ids: string[];
 }
 
-export class CredentialDirectory {
-  private readonly cache = new Map<
-    string,
-    { credentials: UsableCredential[]; expiresAtMs: number }
-  >();
+export class CredentialDirectory implements InvalidatedCache {
+  private readonly cache: LocalCache<UsableCredential[]>;
 
   constructor(
     private readonly db: DbPool,
     private readonly box: SecretBox | undefined,
-    private readonly ttlMs = 30_000,
-  ) {}
+    ttlMs = 30_000,
+    maxOrgs = 50_000,
+    maxBytes = 64 * 1024 * 1024,
+  ) {
+    // An org without credentials is an empty list, cached like any other.
+    this.cache = new LocalCache({ ttlMs, negativeTtlMs: 0, maxEntries: maxOrgs, maxBytes });
+  }
 
   /** Eligible credentials for one request (status, provider, model policy, connection grant). */
   async choiceFor(
@@ -73,19 +77,20 @@ export class CredentialDirectory {
     return (await this.forOrg(orgId)).find((credential) => credential.id === credentialId)?.secret;
   }
 
-  handleInvalidation(message: string): void {
-    if (message === CREDENTIALS_INVALIDATION_MESSAGE) this.cache.clear();
+  handleInvalidation(invalidation: CacheInvalidation): void {
+    if (invalidation.kind === 'credentials') this.cache.invalidateAll();
   }
 
   /** Forgets everything cached (invalidations may have been missed). */
   clearLocalCache(): void {
-    this.cache.clear();
+    this.cache.invalidateAll();
   }
 
   private async forOrg(orgId: string): Promise<UsableCredential[]> {
-    const now = Date.now();
-    const cached = this.cache.get(orgId);
-    if (cached && cached.expiresAtMs > now) return cached.credentials;
+    return (await this.cache.get(orgId, () => this.load(orgId))) ?? [];
+  }
+
+  private async load(orgId: string): Promise<UsableCredential[]> {
     const { rows } = await this.db.query<Row>(
       `SELECT c.id, c.provider, c.model_policy, c.routing_mode, c.priority, c.key_id, c.iv,
               c.ciphertext, c.auth_tag,
@@ -113,7 +118,6 @@ export class CredentialDirectory {
           }),
         }))
       : [];
-    this.cache.set(orgId, { credentials, expiresAtMs: now + this.ttlMs });
     return credentials;
   }
 }

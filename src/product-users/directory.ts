@@ -1,6 +1,12 @@
 // Finds or creates product users on the request path. One upsert in Postgres makes the first
 // sight of a user atomic (concurrent first requests create exactly one row); an in-process
 // LRU keeps the steady state off the database.
+import {
+  encodeInvalidation,
+  type CacheInvalidation,
+  type InvalidatedCache,
+} from '../cache/invalidation.js';
+import { LocalCache } from '../cache/local-cache.js';
 import type { DbPool } from '../db/pool.js';
 import { newId, sha256Hex } from '../ids.js';
 import type { ProductUserProfile } from './attribution.js';
@@ -23,72 +29,74 @@ interface CacheEntry {
   readonly user: ResolvedProductUser;
   /** What we last wrote: a request whose profile or connection differs writes again. */
   readonly writtenFingerprint: string;
-  readonly expiresAtMs: number;
 }
 
 /** The pub/sub message that makes every instance forget one cached product user. */
 export function productUserInvalidation(appId: string, externalUserId: string): string {
-  return `pu:${JSON.stringify([appId, externalUserId])}`;
+  return encodeInvalidation({ kind: 'product-user', appId, externalUserId });
+}
+
+function cacheKeyOf(appId: string, externalUserId: string): string {
+  return `${appId}\u0000${externalUserId}`;
 }
 
 export function emailHash(email: string): string {
   return `sha256:${sha256Hex(email.trim().toLowerCase())}`;
 }
 
+/** A digest of what a request would write (the cache keeps 64 characters, not the metadata). */
 function fingerprint(input: ResolveProductUser): string {
-  return JSON.stringify([
-    input.appConnectionId,
-    input.profile.displayName ?? null,
-    input.profile.email ?? null,
-    input.profile.metadata ?? null,
-  ]);
+  return sha256Hex(
+    JSON.stringify([
+      input.appConnectionId,
+      input.profile.displayName ?? null,
+      input.profile.email ?? null,
+      input.profile.metadata ?? null,
+    ]),
+  );
 }
 
-export class ProductUserDirectory {
-  private readonly cache = new Map<string, CacheEntry>();
+export class ProductUserDirectory implements InvalidatedCache {
+  private readonly cache: LocalCache<CacheEntry>;
 
   constructor(
     private readonly db: DbPool,
-    private readonly maxCachedUsers = 200_000,
+    maxCachedUsers = 200_000,
     /** A last resort: changes arrive by pub/sub invalidation, and all is dropped on reconnect. */
-    private readonly cacheTtlMs = 300_000,
-  ) {}
-
-  async resolve(input: ResolveProductUser): Promise<ResolvedProductUser> {
-    const cacheKey = `${input.appId}\u0000${input.externalUserId}`;
-    const wanted = fingerprint(input);
-    const now = Date.now();
-    const cached = this.cache.get(cacheKey);
-    if (cached && cached.expiresAtMs > now && cached.writtenFingerprint === wanted) {
-      // Refresh LRU position.
-      this.cache.delete(cacheKey);
-      this.cache.set(cacheKey, cached);
-      return cached.user;
-    }
-    const user = await this.upsert(input);
-    this.cache.delete(cacheKey);
-    this.cache.set(cacheKey, {
-      user,
-      writtenFingerprint: wanted,
-      expiresAtMs: now + this.cacheTtlMs,
+    cacheTtlMs = 300_000,
+    maxCachedBytes = 128 * 1024 * 1024,
+  ) {
+    this.cache = new LocalCache({
+      ttlMs: cacheTtlMs,
+      negativeTtlMs: 0,
+      maxEntries: maxCachedUsers,
+      maxBytes: maxCachedBytes,
     });
-    if (this.cache.size > this.maxCachedUsers) {
-      const oldest = this.cache.keys().next();
-      if (!oldest.done) this.cache.delete(oldest.value);
-    }
-    return user;
   }
 
-  /** Applies an invalidation message received over pub/sub (status or anchor changed). */
-  handleInvalidation(message: string): void {
-    if (!message.startsWith('pu:')) return;
-    const [appId, externalUserId] = JSON.parse(message.slice(3)) as [string, string];
-    this.cache.delete(`${appId}\u0000${externalUserId}`);
+  async resolve(input: ResolveProductUser): Promise<ResolvedProductUser> {
+    const wanted = fingerprint(input);
+    const entry = await this.cache.get(
+      cacheKeyOf(input.appId, input.externalUserId),
+      async () => ({ user: await this.upsert(input), writtenFingerprint: wanted }),
+      {
+        // A request whose profile or connection differs from what was last written writes.
+        accept: (cached) => cached.writtenFingerprint === wanted,
+        flightKey: `${cacheKeyOf(input.appId, input.externalUserId)}\u0000${wanted}`,
+      },
+    );
+    return entry!.user;
+  }
+
+  /** Applies an invalidation received over pub/sub (status or anchor changed). */
+  handleInvalidation(invalidation: CacheInvalidation): void {
+    if (invalidation.kind !== 'product-user') return;
+    this.cache.invalidate(cacheKeyOf(invalidation.appId, invalidation.externalUserId));
   }
 
   /** Forgets everything cached (invalidations may have been missed). */
   clearLocalCache(): void {
-    this.cache.clear();
+    this.cache.invalidateAll();
   }
 
   private async upsert(input: ResolveProductUser): Promise<ResolvedProductUser> {

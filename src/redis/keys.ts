@@ -28,6 +28,8 @@ export interface RedisKeys {
   usageStreamRegistry(): string;
   /** Cached API-key record by key hash (JSON), short TTL. */
   apiKey(keyHash: string): string;
+  /** Generation of a cached API key, bumped by each invalidation (fills compare it). */
+  apiKeyGeneration(keyHash: string): string;
   /** Pub/sub channel for cross-instance cache invalidation. */
   invalidationChannel(): string;
   /** A dashboard session by the SHA-256 of its id (JSON), expiring when idle. */
@@ -52,7 +54,8 @@ export function createRedisKeys(prefix: string): RedisKeys {
     settled: (orgId, requestId) => `${org(orgId)}:settled:${requestId}`,
     usageStream: (orgId) => `${org(orgId)}:usage`,
     usageStreamRegistry: () => `${prefix}:usage-streams`,
-    apiKey: (keyHash) => `${prefix}:apikey:${keyHash}`,
+    apiKey: (keyHash) => `${prefix}:apikey:{${keyHash}}`,
+    apiKeyGeneration: (keyHash) => `${prefix}:apikey:{${keyHash}}:gen`,
     invalidationChannel: () => `${prefix}:invalidate`,
     session: (handle) => `${prefix}:session:${handle}`,
     loginFailures: (kind, subject) => `${prefix}:login-fail:${kind}:${subject}`,

@@ -1,0 +1,64 @@
+// The API-key records in Postgres: the port the key store reads through on a cache miss.
+import type { DbPool } from '../db/pool.js';
+
+export type CreditMode = 'enforce' | 'track_only' | 'disabled';
+export type OverrunPolicy = 'limit_output' | 'reject';
+
+/** What an authenticated API key tells the request path. */
+export interface ApiKeyIdentity {
+  readonly keyId: string;
+  readonly orgId: string;
+  readonly appId: string;
+  readonly appConnectionId: string;
+  readonly active: boolean;
+  readonly modelPolicy: readonly string[];
+  readonly requiresProductUser: boolean;
+  readonly creditMode: CreditMode;
+  readonly overrunPolicy: OverrunPolicy;
+}
+
+export interface ApiKeyRecords {
+  /** The identity of the key with this SHA-256 hash, or undefined if no key has it. */
+  findByHash(keyHash: string): Promise<ApiKeyIdentity | undefined>;
+}
+
+interface ApiKeyRow {
+  id: string;
+  org_id: string;
+  app_id: string;
+  app_connection_id: string;
+  key_status: string;
+  connection_status: string;
+  model_policy: string[];
+  requires_product_user: boolean;
+  credit_mode: CreditMode;
+  overrun_policy: OverrunPolicy;
+}
+
+export class PostgresApiKeyRecords implements ApiKeyRecords {
+  constructor(private readonly db: DbPool) {}
+
+  async findByHash(keyHash: string): Promise<ApiKeyIdentity | undefined> {
+    const { rows } = await this.db.query<ApiKeyRow>(
+      `SELECT k.id, k.org_id, k.app_id, k.app_connection_id, k.status AS key_status,
+              c.status AS connection_status, k.model_policy, c.requires_product_user,
+              c.credit_mode, c.overrun_policy
+         FROM api_keys k JOIN app_connections c ON c.id = k.app_connection_id
+        WHERE k.key_hash = $1`,
+      [keyHash],
+    );
+    const row = rows[0];
+    if (!row) return undefined;
+    return {
+      keyId: row.id,
+      orgId: row.org_id,
+      appId: row.app_id,
+      appConnectionId: row.app_connection_id,
+      active: row.key_status === 'active' && row.connection_status === 'active',
+      modelPolicy: row.model_policy,
+      requiresProductUser: row.requires_product_user,
+      creditMode: row.credit_mode,
+      overrunPolicy: row.overrun_policy,
+    };
+  }
+}

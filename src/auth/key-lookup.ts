@@ -1,0 +1,36 @@
+// What both key stores share about reaching Postgres on a cache miss: an injectable records
+// port, and a gate that sheds a flood of uncached keys with a 503 instead of queueing it.
+import { LoadGate, LoadGateFull } from '../cache/load-gate.js';
+import { gwError, type GwError } from '../errors.js';
+
+export interface KeyLookupOptions<Records> {
+  /** How the store reads Postgres on a miss (tests pass a port that counts or pauses). */
+  readonly records?: Records;
+  /** Postgres lookups of uncached keys in flight at once, per instance. */
+  readonly maxConcurrentLookups?: number;
+  /** Lookups queued behind those; beyond, the request answers 503 gw_unavailable. */
+  readonly maxWaitingLookups?: number;
+}
+
+const DEFAULT_MAX_CONCURRENT_LOOKUPS = 8;
+const DEFAULT_MAX_WAITING_LOOKUPS = 256;
+
+export function keyLookupGate(options: KeyLookupOptions<unknown>): LoadGate {
+  return new LoadGate(
+    options.maxConcurrentLookups ?? DEFAULT_MAX_CONCURRENT_LOOKUPS,
+    options.maxWaitingLookups ?? DEFAULT_MAX_WAITING_LOOKUPS,
+  );
+}
+
+/** The lookup's result, or 503 gw_unavailable when the gate refused it. */
+export async function shedWhenGateFull<T>(lookup: Promise<T>): Promise<{ value: T } | GwError> {
+  try {
+    return { value: await lookup };
+  } catch (error) {
+    if (!(error instanceof LoadGateFull)) throw error;
+    return gwError(
+      'gw_unavailable',
+      'too many lookups of uncached keys are in flight on this instance; retry shortly',
+    );
+  }
+}

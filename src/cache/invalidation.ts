@@ -1,0 +1,97 @@
+// Typed cache invalidations and their wire form on the Redis pub/sub channel. Every instance
+// subscribes once (subscribeInvalidations) and hands each decoded message to every cache;
+// messages published while its subscriber was disconnected are lost, so every cache is
+// cleared whenever the subscriber connects again. The wire strings are those earlier versions
+// published, so instances of both versions understand each other during a rolling deploy.
+import type { Redis } from 'ioredis';
+
+export type CacheInvalidation =
+  | { readonly kind: 'api-key'; readonly keyHash: string }
+  | { readonly kind: 'all-api-keys' }
+  | { readonly kind: 'service-keys' }
+  | { readonly kind: 'caps' }
+  | { readonly kind: 'credentials' }
+  | { readonly kind: 'product-user'; readonly appId: string; readonly externalUserId: string };
+
+/** A cache that follows the invalidation channel. */
+export interface InvalidatedCache {
+  handleInvalidation(invalidation: CacheInvalidation): void;
+  /** Forgets everything cached (invalidations may have been missed). */
+  clearLocalCache(): void;
+}
+
+const API_KEY_PREFIX = 'apikey:';
+const PRODUCT_USER_PREFIX = 'pu:';
+
+export function encodeInvalidation(invalidation: CacheInvalidation): string {
+  switch (invalidation.kind) {
+    case 'api-key':
+      return `${API_KEY_PREFIX}${invalidation.keyHash}`;
+    case 'all-api-keys':
+      return `${API_KEY_PREFIX}*`;
+    case 'service-keys':
+      return 'service-keys';
+    case 'caps':
+      return 'caps';
+    case 'credentials':
+      return 'credentials';
+    case 'product-user':
+      return `${PRODUCT_USER_PREFIX}${JSON.stringify([invalidation.appId, invalidation.externalUserId])}`;
+  }
+}
+
+/** The invalidation a message carries, or undefined for one this version does not know. */
+export function decodeInvalidation(message: string): CacheInvalidation | undefined {
+  if (message === 'service-keys' || message === 'caps' || message === 'credentials') {
+    return { kind: message };
+  }
+  if (message === `${API_KEY_PREFIX}*`) return { kind: 'all-api-keys' };
+  if (message.startsWith(API_KEY_PREFIX)) {
+    return { kind: 'api-key', keyHash: message.slice(API_KEY_PREFIX.length) };
+  }
+  if (message.startsWith(PRODUCT_USER_PREFIX)) {
+    try {
+      const parsed: unknown = JSON.parse(message.slice(PRODUCT_USER_PREFIX.length));
+      if (
+        Array.isArray(parsed) &&
+        parsed.length === 2 &&
+        typeof parsed[0] === 'string' &&
+        typeof parsed[1] === 'string'
+      ) {
+        return { kind: 'product-user', appId: parsed[0], externalUserId: parsed[1] };
+      }
+    } catch {
+      // not ours: ignored below
+    }
+  }
+  return undefined;
+}
+
+export async function publishInvalidation(
+  redis: Pick<Redis, 'publish'>,
+  channel: string,
+  invalidation: CacheInvalidation,
+): Promise<void> {
+  await redis.publish(channel, encodeInvalidation(invalidation));
+}
+
+/** Subscribes `subscriber` (a connection used for nothing else) and feeds `caches`. */
+export async function subscribeInvalidations(
+  subscriber: Redis,
+  channel: string,
+  caches: readonly InvalidatedCache[],
+): Promise<void> {
+  await subscriber.subscribe(channel);
+  subscriber.on('message', (receivedOn: string, message: string) => {
+    if (receivedOn !== channel) return;
+    const invalidation = decodeInvalidation(message);
+    // An unknown message may come from a newer version: forgetting everything is always safe.
+    for (const cache of caches) {
+      if (invalidation) cache.handleInvalidation(invalidation);
+      else cache.clearLocalCache();
+    }
+  });
+  subscriber.on('ready', () => {
+    for (const cache of caches) cache.clearLocalCache();
+  });
+}
