@@ -174,7 +174,8 @@ export function isDependencyUnavailable(error: unknown): boolean {
   if (name === 'MaxRetriesPerRequestError') return true; // ioredis gave up on a command
   if (
     typeof code === 'string' &&
-    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P03'].includes(code)
+    // 53300: Postgres refuses new connections (max_connections reached); retrying helps.
+    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P03', '53300'].includes(code)
   ) {
     return true;
   }
