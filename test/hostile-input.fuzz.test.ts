@@ -202,6 +202,15 @@ async function dashboardSetup() {
     { name: 'fuzz spare connection' },
   );
   expect(connection.status).toBe(201);
+  const apiKey = await client.post<{ id: string }>(
+    `/dashboard/api/connections/${connection.body.id}/api-keys`,
+    { name: 'fuzz spare key' },
+  );
+  expect(apiKey.status).toBe(201);
+  const serviceKey = await client.post<{ id: string }>(
+    `/dashboard/api/orgs/${org.org_id}/service-keys`,
+  );
+  expect(serviceKey.status).toBe(201);
   return {
     host: `127.0.0.1:${gateway.port}`,
     origin,
@@ -212,6 +221,8 @@ async function dashboardSetup() {
     spareConnectionId: connection.body.id,
     spareMemberId: member.id,
     spareMemberEmail: spareMember,
+    spareApiKeyId: apiKey.body.id,
+    spareServiceKeyId: serviceKey.body.id,
   };
 }
 

@@ -41,6 +41,9 @@ export interface FuzzTarget {
   readonly spareConnectionId: string;
   readonly spareMemberId: string;
   readonly spareMemberEmail: string;
+  /** An API key and a service key the fuzz may rotate, revoke or disable. */
+  readonly spareApiKeyId: string;
+  readonly spareServiceKeyId: string;
 }
 
 export interface FieldSpec {
@@ -292,6 +295,8 @@ const dashboardWrite = (
 const ofOrg = (target: FuzzTarget) => ({ org_id: target.orgId });
 const ofApp = (target: FuzzTarget) => ({ app_id: target.appId });
 const ofConnection = (target: FuzzTarget) => ({ connection_id: target.spareConnectionId });
+const ofApiKey = (target: FuzzTarget) => ({ id: target.spareApiKeyId });
+const ofServiceKey = (target: FuzzTarget) => ({ id: target.spareServiceKeyId });
 const ofMember = (target: FuzzTarget) => ({ org_id: target.orgId, user_id: target.spareMemberId });
 const roles: readonly Hostile[] = [
   { name: 'role-owner', value: 'owner' },
@@ -406,6 +411,78 @@ export const dashboardRouteSpecs: readonly RouteSpec[] = [
     auth: 'session',
     weight: 1,
     params: ofMember,
+  },
+  {
+    method: 'GET',
+    path: '/dashboard/api/connections/{connection_id}/api-keys',
+    auth: 'session',
+    weight: 1,
+    params: ofConnection,
+    query: page,
+  },
+  dashboardWrite(
+    'POST',
+    '/dashboard/api/connections/{connection_id}/api-keys',
+    1.5,
+    ofConnection,
+    (_target, random) => ({
+      name: `fuzz key ${random.alnum(4)}`,
+      model_policy: [random.pick(['vendor_a/*', 'vendor_b/*', '*'])],
+    }),
+    [
+      field('name', strings, hostileOthers),
+      field('model_policy', anything),
+      field('x_unknown', anything),
+    ],
+  ),
+  dashboardWrite(
+    'POST',
+    '/dashboard/api/api-keys/{id}/rotate',
+    1,
+    ofApiKey,
+    (_target, random) => ({ grace_seconds: random.int(100) }),
+    [field('grace_seconds', hostileCounts, anything), field('x_unknown', anything)],
+  ),
+  {
+    method: 'POST',
+    path: '/dashboard/api/api-keys/{id}/revoke',
+    auth: 'session',
+    weight: 0.5,
+    params: ofApiKey,
+  },
+  {
+    method: 'GET',
+    path: '/dashboard/api/orgs/{org_id}/service-keys',
+    auth: 'session',
+    weight: 1,
+    params: ofOrg,
+    query: page,
+  },
+  dashboardWrite(
+    'POST',
+    '/dashboard/api/orgs/{org_id}/service-keys',
+    1.5,
+    ofOrg,
+    (_target, random) => ({ scopes: [random.pick(['product_users:read', 'product_users:write'])] }),
+    [
+      field('scopes', anything),
+      field('expires_at', hostileCodes, strings),
+      field('x_unknown', anything),
+    ],
+  ),
+  {
+    method: 'POST',
+    path: '/dashboard/api/service-keys/{id}/revoke',
+    auth: 'session',
+    weight: 0.5,
+    params: ofServiceKey,
+  },
+  {
+    method: 'POST',
+    path: '/dashboard/api/service-keys/{id}/disable',
+    auth: 'session',
+    weight: 0.5,
+    params: ofServiceKey,
   },
   {
     method: 'GET',
