@@ -25,7 +25,7 @@ import { createHttpServer } from './http/server.js';
 import { loadNativeUws } from './http/uws.js';
 import { UsageWriterThread } from './ledger/usage-writer-thread.js';
 import { RecordedUsage } from './ledger/recorded-usage.js';
-import { SettleSpool } from './ledger/settle-spool.js';
+import { SettleSpool } from './billing/settle-spool.js';
 import { createLogger, createRequestLogger, type Logger } from './log.js';
 import { GatewayMetrics } from './metrics.js';
 import { pendingUsageRecords } from './ledger/usage-backlog.js';

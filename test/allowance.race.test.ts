@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { AccountLoader } from '../src/billing/account-loader.js';
 import { UnwrittenUsage } from '../src/ledger/unwritten-usage.js';
 import type { RequestAccounts, UserAccount } from '../src/billing/budget-store.js';
-import { monthlyPeriod } from '../src/billing/periods.js';
+import { monthlyPeriod } from '../src/periods.js';
 import { RedisBudgetStore } from '../src/billing/redis-budget-store.js';
 import { WalletService } from '../src/billing/wallets.js';
 import { createDbPool } from '../src/db/pool.js';

@@ -5,7 +5,7 @@ import { CapTargetError, setCap } from '../src/admin/caps.js';
 import { createApp, createOrganization } from '../src/admin/provisioning.js';
 import { AccountLoader } from '../src/billing/account-loader.js';
 import type { RequestAccounts } from '../src/billing/budget-store.js';
-import { monthlyPeriod } from '../src/billing/periods.js';
+import { monthlyPeriod } from '../src/periods.js';
 import { RedisBudgetStore } from '../src/billing/redis-budget-store.js';
 import { WalletService } from '../src/billing/wallets.js';
 import { createDbPool } from '../src/db/pool.js';
