@@ -2,7 +2,7 @@
 // share. A raw key leaves this module once, in the answer to its creation or rotation; it is
 // never logged or audited. Every change reaches every instance's key cache through the key
 // store's invalidation (its generation guard keeps a racing lookup from caching the old state).
-import { recordAudit } from '../accounts/audit.js';
+import { recordAudit } from '../audit/audit.js';
 import type { ApiKeyStore } from '../auth/api-key-store.js';
 import { afterCursorSql, CURSOR_COLUMN, pageOfRows, type PageRequest } from '../db/pages.js';
 import { withTransaction, type DbPool } from '../db/pool.js';

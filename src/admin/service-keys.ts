@@ -3,7 +3,7 @@
 // module once, in the answer to its creation; it is never logged or audited. A status change
 // drops every instance's service-key cache: this instance's at once, the others' over pub/sub.
 import type { Redis } from 'ioredis';
-import { recordAudit } from '../accounts/audit.js';
+import { recordAudit } from '../audit/audit.js';
 import type { ServiceKeyStore } from '../auth/service-key-store.js';
 import { publishInvalidation } from '../cache/invalidation.js';
 import { afterCursorSql, CURSOR_COLUMN, pageOfRows, type PageRequest } from '../db/pages.js';
