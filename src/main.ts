@@ -14,7 +14,7 @@ import { CapPolicyStore } from './billing/cap-policies.js';
 import { subscribeInvalidations } from './cache/invalidation.js';
 import { RedisBudgetStore } from './billing/redis-budget-store.js';
 import { WalletService } from './billing/wallets.js';
-import { ModelCatalog, type Vendor } from './catalog/models.js';
+import { ModelCatalog } from './catalog/models.js';
 import { loadConfig, type Config } from './config.js';
 import { ensureDatabase, migrate } from './db/migrate.js';
 import { createDbPool } from './db/pool.js';
@@ -34,7 +34,15 @@ import { ProductUserDirectory } from './product-users/directory.js';
 import { LiveBalanceReader } from './product-users/live-balance.js';
 import { ProductUserManagement } from './product-users/management.js';
 import { ProductUserProfiles } from './product-users/profile.js';
-import { buildSystemRoutes, mockServedVendors } from './providers/system-routes.js';
+import type { Provider } from './providers/provider.js';
+import { PROVIDERS } from './providers/registry.js';
+import {
+  buildSystemRoutes,
+  mockServedVendors,
+  providerSettings,
+  type SystemRoutes,
+  type VendorSettings,
+} from './providers/system-routes.js';
 import { UpstreamClient } from './providers/upstream.js';
 import { createRedisKeys } from './redis/keys.js';
 import { defineScripts, preloadScripts } from './redis/scripts.js';
@@ -56,7 +64,22 @@ export interface RunningGateway {
   stop(): Promise<void>;
 }
 
-export async function startGateway(config: Config, logger: Logger): Promise<RunningGateway> {
+/** A provider the gateway is started with beyond the registry's, and its system route. */
+export interface ExtraProvider {
+  readonly provider: Provider;
+  readonly settings: VendorSettings;
+}
+
+export interface GatewayOptions {
+  /** Providers to serve beside the registered ones (the tests' own vendors). */
+  readonly extraProviders?: readonly ExtraProvider[];
+}
+
+export async function startGateway(
+  config: Config,
+  logger: Logger,
+  options: GatewayOptions = {},
+): Promise<RunningGateway> {
   loadNativeUws(); // refuse the pure-JS fallback before anything else starts
 
   await ensureDatabase(config.DATABASE_URL);
@@ -97,10 +120,10 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
   const tokenCounter = new PiscinaTokenCounter(config.TOKEN_WORKERS);
   const upstream = new UpstreamClient(config.UPSTREAM_TIMEOUT_MS);
 
-  const vendorSettings = {
-    vendor_a: { baseUrl: config.VENDOR_A_BASE_URL, apiKey: config.VENDOR_A_API_KEY },
-    vendor_b: { baseUrl: config.VENDOR_B_BASE_URL, apiKey: config.VENDOR_B_API_KEY },
-  };
+  const extraProviders = options.extraProviders ?? [];
+  const providers = [...PROVIDERS, ...extraProviders.map((extra) => extra.provider)];
+  const vendorSettings = providerSettings(PROVIDERS, config);
+  for (const extra of extraProviders) vendorSettings[extra.provider.id] = extra.settings;
   const mockVendors = mockServedVendors(vendorSettings, config.MOCK_VENDORS);
   const mock =
     mockVendors.length > 0
@@ -118,7 +141,10 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
       'the built-in mock vendors answer these vendors: development only, never real traffic',
     );
   }
-  const catalog = new ModelCatalog(db, Object.keys(systemRoutes) as Vendor[]);
+  const catalog = new ModelCatalog(
+    db,
+    providers.filter((provider) => systemRoutes[provider.id] !== undefined),
+  );
   await catalog.refresh();
   const catalogTimer = setInterval(() => {
     catalog
@@ -233,14 +259,7 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
     routes: bindRoutes(servedRoutes, routeDeps, authenticators),
   });
   const port = await server.listen(config.HOST, config.PORT);
-  logger.info(
-    {
-      port,
-      vendorA: routeLabel(systemRoutes.vendor_a),
-      vendorB: routeLabel(systemRoutes.vendor_b),
-    },
-    'gw listening',
-  );
+  logger.info({ port, ...routeLabels(providers, systemRoutes) }, 'gw listening');
 
   return {
     port,
@@ -262,8 +281,18 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
   };
 }
 
-function routeLabel(route: { readonly mock: boolean } | undefined): string {
-  return route === undefined ? 'unconfigured' : route.mock ? 'mock' : 'configured';
+/** Each provider's route for the start-up log: vendor_a → vendorA: 'configured'. */
+function routeLabels(
+  providers: readonly Provider[],
+  routes: SystemRoutes,
+): Record<string, string> {
+  const labels: Record<string, string> = {};
+  for (const { id } of providers) {
+    const route = routes[id];
+    const key = id.replace(/_([a-z0-9])/g, (_match, letter: string) => letter.toUpperCase());
+    labels[key] = route === undefined ? 'unconfigured' : route.mock ? 'mock' : 'configured';
+  }
+  return labels;
 }
 
 async function main(): Promise<void> {

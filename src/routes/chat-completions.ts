@@ -13,9 +13,7 @@ import {
 import { PROXY_ERRORS, type ProxyDeps } from '../inference/proxy.js';
 import { proxyPortsFor, proxyToVendor } from '../inference/proxy-http.js';
 import { stripAttributionFields } from '../product-users/attribution.js';
-import type { UpstreamExchange } from '../providers/exchange.js';
-import { vendorAChatExchange } from '../providers/vendor-a/chat-exchange.js';
-import { vendorBChatExchange } from '../providers/vendor-b/chat-exchange.js';
+import type { UpstreamExchange } from '../protocols/exchange.js';
 import { chatCompletionTexts } from '../tokens/request-texts.js';
 import { declareRoute } from './declaration.js';
 import { annotateAdmission, modelLabel } from '../inference/request-annotations.js';
@@ -43,8 +41,9 @@ async function handleChatCompletion(
   const body: Record<string, unknown> = parsed;
   response.annotate({ model: modelLabel(parsed.model) });
   const choices = parsed.n ?? 1;
-  if (choices > 1 && deps.services.catalog.get(parsed.model)?.vendor === 'vendor_a') {
-    // The messages protocol has no `n`: one choice would come back for the n asked and held.
+  const protocol = deps.services.catalog.get(parsed.model)?.provider.protocol;
+  if (choices > 1 && protocol && !protocol.servesManyChoices) {
+    // One choice would come back for the n asked and held.
     return sendError(
       response,
       gwError('gw_invalid_request', `n: model ${parsed.model} serves one choice per request`),
@@ -60,16 +59,14 @@ async function handleChatCompletion(
       if (parsed.max_completion_tokens != null) body.max_completion_tokens = output.maxOutputTokens;
       else body.max_tokens = output.maxOutputTokens;
     }
-    // vendor_b speaks chat completions natively; vendor_a's messages are translated.
-    return model.vendor === 'vendor_a'
-      ? vendorAChatExchange({
-          body,
-          upstreamModel: model.upstreamModel,
-          maxTokens: output.maxOutputTokens,
-          stream,
-          clientWantsUsage,
-        })
-      : vendorBChatExchange({ body, upstreamModel: model.upstreamModel, stream, clientWantsUsage });
+    // The provider's wire protocol passes the call through or translates it.
+    return model.provider.protocol.chat(model.provider, {
+      body,
+      upstreamModel: model.upstreamModel,
+      maxTokens: output.maxOutputTokens,
+      stream,
+      clientWantsUsage,
+    });
   };
   const admission = await admit(deps.services, {
     identity,

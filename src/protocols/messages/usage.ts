@@ -1,4 +1,4 @@
-// Reads token usage from vendor_a's (messages protocol) answers and stream events.
+// Reads token usage from messages-protocol answers and stream events.
 import { isTokenCount, type TokenUsage } from '../usage.js';
 
 interface UsageShape {
@@ -7,7 +7,7 @@ interface UsageShape {
 }
 
 /** Usage of a whole `message` object, if present and well-formed. */
-export function readVendorAUsage(payload: unknown): TokenUsage | undefined {
+export function readMessagesUsage(payload: unknown): TokenUsage | undefined {
   if (typeof payload !== 'object' || payload === null) return undefined;
   const usage = (payload as { usage?: UsageShape }).usage;
   if (!usage || !isTokenCount(usage.input_tokens) || !isTokenCount(usage.output_tokens))
@@ -19,7 +19,7 @@ export function readVendorAUsage(payload: unknown): TokenUsage | undefined {
  * Accumulates usage over a stream: input tokens arrive in `message_start`, the output count in
  * each `message_delta` (cumulative). Complete once a message_delta has been seen.
  */
-export class VendorAStreamUsage {
+export class MessagesStreamUsage {
   private inputTokens: number | undefined;
   private outputTokens: number | undefined;
 
