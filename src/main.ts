@@ -34,7 +34,7 @@ import { ProductUserDirectory } from './product-users/directory.js';
 import { LiveBalanceReader } from './product-users/live-balance.js';
 import { ProductUserManagement } from './product-users/management.js';
 import { ProductUserProfiles } from './product-users/profile.js';
-import type { Provider } from './providers/provider.js';
+import type { Provider } from './providers/common/provider.js';
 import { PROVIDERS } from './providers/registry.js';
 import {
   buildSystemRoutes,
@@ -282,10 +282,7 @@ export async function startGateway(
 }
 
 /** Each provider's route for the start-up log: vendor_a → vendorA: 'configured'. */
-function routeLabels(
-  providers: readonly Provider[],
-  routes: SystemRoutes,
-): Record<string, string> {
+function routeLabels(providers: readonly Provider[], routes: SystemRoutes): Record<string, string> {
   const labels: Record<string, string> = {};
   for (const { id } of providers) {
     const route = routes[id];

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearerHeaders } from '../src/protocols/chat-completions/request.js';
 import { chatCompletionsProtocol } from '../src/protocols/wire-protocols.js';
-import { defineProvider } from '../src/providers/provider.js';
+import { defineProvider } from '../src/providers/common/provider.js';
 import { isolatedContext } from './support/context.js';
 import { bearer, getJson, postJson, postSse } from './support/http.js';
 import {

@@ -2,7 +2,7 @@
 // Postgres at boot and refreshed in the background; lookups on the hot path are a Map get.
 import type { DbPool } from '../db/pool.js';
 import { tokenPriceFromDecimal, type TokenPrice } from '../money.js';
-import type { Provider } from '../providers/provider.js';
+import type { Provider } from '../providers/common/provider.js';
 
 /** A provider's id (src/providers/registry.ts, or a provider the gateway was started with). */
 export type Vendor = string;

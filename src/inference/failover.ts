@@ -8,7 +8,7 @@ import type { BudgetStore } from '../billing/budget-store.js';
 import type { CredentialDirectory } from '../credentials/credential-directory.js';
 import { gwError, type GwError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { UpstreamExchange } from '../protocols/exchange.js';
+import type { UpstreamExchange } from '../protocols/common/exchange.js';
 import type { SystemRoutes, VendorRoute } from '../providers/system-routes.js';
 import type { UpstreamCall, UpstreamRequest, UpstreamResponse } from '../providers/upstream.js';
 import type { Admission } from './admission.js';

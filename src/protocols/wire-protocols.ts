@@ -3,7 +3,7 @@
 // where a translation exists, refused (`messages: undefined`) where none does.
 import { chatCompletionsExchange } from './chat-completions/exchange.js';
 import { chatOverMessagesExchange } from './chat-over-messages/exchange.js';
-import type { WireProtocol } from './exchange.js';
+import type { WireProtocol } from './common/exchange.js';
 import { messagesExchange } from './messages/exchange.js';
 
 export const chatCompletionsProtocol: WireProtocol = {

@@ -1,6 +1,6 @@
 // Every vendor the gateway serves, one line each. Config (its <ID>_BASE_URL/_API_KEY variables),
 // the system routes, the catalogue, the routes, and the credentials CLI and check read this list.
-import type { Provider } from './provider.js';
+import type { Provider } from './common/provider.js';
 import { vendorA } from './vendor-a/provider.js';
 import { vendorB } from './vendor-b/provider.js';
 

@@ -2,7 +2,7 @@
 // serves them — the configured vendor base URL, or the built-in mock vendors. A vendor with no
 // route is not served at all (its models answer gw_unsupported_model): the mock stands in only
 // when no vendor is configured or when MOCK_VENDORS asks for it, never by accident.
-import type { Provider } from './provider.js';
+import type { Provider } from './common/provider.js';
 
 export interface VendorRoute {
   readonly baseUrl: string;

@@ -13,7 +13,7 @@ import {
 import { PROXY_ERRORS, type ProxyDeps } from '../inference/proxy.js';
 import { proxyPortsFor, proxyToVendor } from '../inference/proxy-http.js';
 import { stripAttributionFields } from '../product-users/attribution.js';
-import type { UpstreamExchange } from '../protocols/exchange.js';
+import type { UpstreamExchange } from '../protocols/common/exchange.js';
 import { chatCompletionTexts } from '../tokens/request-texts.js';
 import { declareRoute } from './declaration.js';
 import { annotateAdmission, modelLabel } from '../inference/request-annotations.js';

@@ -4,7 +4,7 @@ import type { ApiKeyIdentity } from '../../src/auth/api-key-store.js';
 import type { FailoverOutcome, FailoverRequest } from '../../src/billing/budget-store.js';
 import type { CatalogModel } from '../../src/catalog/models.js';
 import { tokenPriceFromDecimal } from '../../src/money.js';
-import type { UpstreamExchange } from '../../src/protocols/exchange.js';
+import type { UpstreamExchange } from '../../src/protocols/common/exchange.js';
 import { UpstreamBody } from '../../src/providers/upstream-body.js';
 import type {
   UpstreamCall,

@@ -1,6 +1,6 @@
 // Chat completions served by a provider that speaks them natively: the body passes through with
 // the vendor's model name (and usage requested when streaming).
-import type { ChatCall, UpstreamExchange, WireEndpoint } from '../exchange.js';
+import type { ChatCall, UpstreamExchange, WireEndpoint } from '../common/exchange.js';
 import { buildChatCompletionsBody, CHAT_COMPLETIONS_PATH } from './request.js';
 import { ChatCompletionsStreamRelay } from './stream-relay.js';
 import { readChatCompletionsUsage } from './usage.js';
@@ -22,4 +22,3 @@ export function chatCompletionsExchange(endpoint: WireEndpoint, call: ChatCall):
     credentialCooldownMs: endpoint.credentialCooldownMs,
   };
 }
-

@@ -1,9 +1,9 @@
 // Relays a chat-completions SSE stream to the client event by event: reads usage on the way, strips
 // the usage chunk when the client did not ask for it, and holds back `data: [DONE]` — the
 // route writes it after settling, so a client that saw [DONE] always has a usage record.
-import { EventRelay, parseEventData } from '../event-relay.js';
-import type { SseEvent } from '../sse.js';
-import type { TokenUsage } from '../usage.js';
+import { EventRelay, parseEventData } from '../common/event-relay.js';
+import type { SseEvent } from '../common/sse.js';
+import type { TokenUsage } from '../common/usage.js';
 import { readChatCompletionsUsage } from './usage.js';
 
 export const DONE_EVENT = 'data: [DONE]\n\n';

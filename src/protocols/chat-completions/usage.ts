@@ -1,5 +1,5 @@
 // Reads token usage from chat-completions answers.
-import { isTokenCount, type TokenUsage } from '../usage.js';
+import { isTokenCount, type TokenUsage } from '../common/usage.js';
 
 /** Usage from a chat.completion object or a usage chunk, if present and well-formed. */
 export function readChatCompletionsUsage(payload: unknown): TokenUsage | undefined {

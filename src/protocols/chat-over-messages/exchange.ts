@@ -1,6 +1,6 @@
 // Chat completions served by a provider speaking the messages protocol: the request translated
 // to the messages protocol, the answer (JSON or stream) translated back.
-import type { ChatCall, UpstreamExchange, WireEndpoint } from '../exchange.js';
+import type { ChatCall, UpstreamExchange, WireEndpoint } from '../common/exchange.js';
 import { MESSAGES_PATH } from '../messages/request.js';
 import { readMessagesUsage } from '../messages/usage.js';
 import { chatToMessagesBody } from './chat-to-messages.js';

@@ -1,9 +1,9 @@
 // Translates messages-protocol answers back into chat completions: the whole
 // message for JSON answers, and event by event for streams (text deltas → content deltas,
 // tool_use blocks and input_json_delta → tool_call deltas, message_delta → finish_reason).
-import { EventRelay, parseEventData } from '../event-relay.js';
-import type { SseEvent } from '../sse.js';
-import type { TokenUsage } from '../usage.js';
+import { EventRelay, parseEventData } from '../common/event-relay.js';
+import type { SseEvent } from '../common/sse.js';
+import type { TokenUsage } from '../common/usage.js';
 import { DONE_EVENT } from '../chat-completions/stream-relay.js';
 import { readMessagesUsage, MessagesStreamUsage } from '../messages/usage.js';
 

@@ -1,6 +1,6 @@
 // The native messages protocol: the body passes through with the vendor's model name (and a
 // lowered max_tokens under limit_output).
-import type { MessagesCall, UpstreamExchange, WireEndpoint } from '../exchange.js';
+import type { MessagesCall, UpstreamExchange, WireEndpoint } from '../common/exchange.js';
 import { MESSAGES_PATH } from './request.js';
 import { MessagesStreamRelay } from './stream-relay.js';
 import { readMessagesUsage } from './usage.js';
@@ -23,4 +23,3 @@ export function messagesExchange(endpoint: WireEndpoint, call: MessagesCall): Up
     credentialCooldownMs: endpoint.credentialCooldownMs,
   };
 }
-

@@ -1,8 +1,8 @@
 // Relays a native messages-protocol stream unchanged, reading usage on the way and
 // holding back `message_stop`: the route writes it after settling.
-import { EventRelay, parseEventData } from '../event-relay.js';
-import type { SseEvent } from '../sse.js';
-import type { TokenUsage } from '../usage.js';
+import { EventRelay, parseEventData } from '../common/event-relay.js';
+import type { SseEvent } from '../common/sse.js';
+import type { TokenUsage } from '../common/usage.js';
 import { MessagesStreamUsage } from './usage.js';
 
 export const MESSAGE_STOP_EVENT = 'event: message_stop\ndata: {"type":"message_stop"}\n\n';

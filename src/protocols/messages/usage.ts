@@ -1,5 +1,5 @@
 // Reads token usage from messages-protocol answers and stream events.
-import { isTokenCount, type TokenUsage } from '../usage.js';
+import { isTokenCount, type TokenUsage } from '../common/usage.js';
 
 interface UsageShape {
   input_tokens?: unknown;

@@ -4,7 +4,7 @@
 // (a WireEndpoint) adds its label, headers and failure classification. An exchange is built
 // before the hold is placed (its body is serialised then: whatever can fail, fails before money
 // moves); only the headers wait for the route, whose key the reserve or a failover picks.
-import type { ErrorFlavor, GwError } from '../errors.js';
+import type { ErrorFlavor, GwError } from '../../errors.js';
 import type { TokenUsage } from './usage.js';
 
 export interface StreamRelay {

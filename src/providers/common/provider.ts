@@ -3,8 +3,8 @@
 // request headers, how its credentials are checked, how its failures are classified, and the
 // model policy a new credential of it gets. Adding a vendor is a folder with one
 // `defineProvider` call and a line in registry.ts.
-import type { WireEndpoint, WireProtocol } from '../protocols/exchange.js';
-import { upstreamError } from '../protocols/upstream-errors.js';
+import type { WireEndpoint, WireProtocol } from '../../protocols/common/exchange.js';
+import { upstreamError } from '../../protocols/common/upstream-errors.js';
 import { credentialCooldownMs } from './credential-failures.js';
 
 export interface Provider extends WireEndpoint {
