@@ -1,11 +1,15 @@
 // Translates messages-protocol answers back into chat completions: the whole
 // message for JSON answers, and event by event for streams (text deltas → content deltas,
 // tool_use blocks and input_json_delta → tool_call deltas, message_delta → finish_reason).
-import { EventRelay, parseEventData } from '../common/event-relay.js';
+import { parseEventData } from '../common/event-relay.js';
 import type { SseEvent } from '../common/sse.js';
 import type { TokenUsage } from '../common/usage.js';
 import { DONE_EVENT } from '../chat-completions/stream-relay.js';
-import { readMessagesUsage, MessagesStreamUsage } from '../messages/usage.js';
+import {
+  MessagesUsageRelay,
+  readMessagesUsage,
+  type MessagesStreamUsage,
+} from '../messages/usage.js';
 
 type JsonObject = Record<string, unknown>;
 
@@ -109,9 +113,8 @@ function streamErrorEvent(vendor: string, vendorType: unknown): string {
 }
 
 /** Relays a messages-protocol stream to a chat-completions client as chat.completion.chunk events. */
-export class MessagesToChatStreamRelay extends EventRelay {
+export class MessagesToChatStreamRelay extends MessagesUsageRelay {
   readonly finalEvent = DONE_EVENT;
-  private readonly tracker = new MessagesStreamUsage();
   private readonly created = Math.floor(Date.now() / 1000);
   private id = 'chatcmpl-';
   private model = '';
@@ -123,14 +126,6 @@ export class MessagesToChatStreamRelay extends EventRelay {
     private readonly clientWantsUsage: boolean,
   ) {
     super();
-  }
-
-  get usage(): TokenUsage | undefined {
-    return this.tracker.usage;
-  }
-
-  get reportedInputTokens(): number | undefined {
-    return this.tracker.inputTokensSeen;
   }
 
   protected relayEvent(sse: SseEvent): string {

@@ -1,4 +1,5 @@
 // Reads token usage from messages-protocol answers and stream events.
+import { EventRelay } from '../common/event-relay.js';
 import { isTokenCount, type TokenUsage } from '../common/usage.js';
 
 interface UsageShape {
@@ -40,5 +41,18 @@ export class MessagesStreamUsage {
   get usage(): TokenUsage | undefined {
     if (this.inputTokens === undefined || this.outputTokens === undefined) return undefined;
     return { inputTokens: this.inputTokens, outputTokens: this.outputTokens };
+  }
+}
+
+/** A relay of a messages-protocol stream: its usage is what the stream's events reported. */
+export abstract class MessagesUsageRelay extends EventRelay {
+  protected readonly tracker = new MessagesStreamUsage();
+
+  get usage(): TokenUsage | undefined {
+    return this.tracker.usage;
+  }
+
+  get reportedInputTokens(): number | undefined {
+    return this.tracker.inputTokensSeen;
   }
 }
