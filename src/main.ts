@@ -215,9 +215,9 @@ export async function startGateway(
     },
     isDraining: () => draining,
   };
-  const servedRoutes = routeDeclarations.filter(
-    (route) => config.METRICS_ENABLED || route !== metricsRoute,
-  );
+  // /metrics has its own listener (METRICS_HOST:METRICS_PORT, loopback by default), never
+  // the public port.
+  const servedRoutes = routeDeclarations.filter((route) => route !== metricsRoute);
   const sessions = new SessionStore(redis, keys, {
     idleMs: config.DASHBOARD_SESSION_IDLE_MS,
     absoluteMs: config.DASHBOARD_SESSION_MAX_MS,
@@ -259,13 +259,29 @@ export async function startGateway(
     routes: bindRoutes(servedRoutes, routeDeps, authenticators),
   });
   const port = await server.listen(config.HOST, config.PORT);
-  logger.info({ port, ...routeLabels(providers, systemRoutes) }, 'gw listening');
+  const metricsServer = config.METRICS_ENABLED
+    ? createHttpServer({
+        maxBodyBytes: 1024,
+        logger,
+        routes: bindRoutes([metricsRoute], routeDeps, authenticators),
+      })
+    : undefined;
+  const metricsPort = await metricsServer?.listen(config.METRICS_HOST, config.METRICS_PORT);
+  logger.info(
+    {
+      port,
+      ...(metricsPort !== undefined && { metricsPort }),
+      ...routeLabels(providers, systemRoutes),
+    },
+    'gw listening',
+  );
 
   return {
     port,
     async stop() {
       draining = true;
       server.stopAccepting();
+      metricsServer?.stopAccepting();
       const remaining = await server.whenIdle(config.SHUTDOWN_GRACE_MS);
       if (remaining > 0)
         logger.warn({ remaining }, 'shutdown grace elapsed with requests in flight');
