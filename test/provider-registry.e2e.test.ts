@@ -89,6 +89,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await gateway?.stop();
+  await db.query('DELETE FROM models WHERE id = $1', [MODEL]);
   await new Promise((resolve) => stub.close(resolve));
 });
 
