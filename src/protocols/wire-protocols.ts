@@ -3,20 +3,20 @@
 // where a translation exists, refused (`messages: undefined`) where none does.
 import { chatCompletionsExchange } from './chat-completions/exchange.js';
 import { chatOverMessagesExchange } from './chat-over-messages/exchange.js';
+import { chatOverMessagesRefusal } from './chat-over-messages/refusal.js';
 import type { WireProtocol } from './common/exchange.js';
 import { messagesExchange } from './messages/exchange.js';
 
 export const chatCompletionsProtocol: WireProtocol = {
   name: 'chat_completions',
-  servesManyChoices: true,
+  chatRefusal: () => undefined,
   chat: chatCompletionsExchange,
   messages: undefined,
 };
 
 export const messagesProtocol: WireProtocol = {
   name: 'messages',
-  // The messages protocol has no `n`: one choice would come back for the n asked and held.
-  servesManyChoices: false,
+  chatRefusal: chatOverMessagesRefusal,
   chat: chatOverMessagesExchange,
   messages: messagesExchange,
 };

@@ -43,13 +43,8 @@ async function handleChatCompletion(
   response.annotate({ model: modelLabel(parsed.model) });
   const choices = parsed.n ?? 1;
   const protocol = deps.services.catalog.get(parsed.model)?.provider.protocol;
-  if (choices > 1 && protocol && !protocol.servesManyChoices) {
-    // One choice would come back for the n asked and held.
-    return sendError(
-      response,
-      gwError('gw_invalid_request', `n: model ${parsed.model} serves one choice per request`),
-    );
-  }
+  const refusal = protocol?.chatRefusal(parsed, choices);
+  if (refusal) return sendError(response, gwError('gw_invalid_request', refusal));
   const stream = parsed.stream === true;
   const clientWantsUsage = parsed.stream_options?.include_usage === true;
   const prepareCall = (model: CatalogModel, output: PlannedOutput): UpstreamExchange => {

@@ -95,8 +95,14 @@ export interface MessagesCall {
  */
 export interface WireProtocol {
   readonly name: string;
-  /** False when the protocol returns one choice whatever `n` asks. */
-  readonly servesManyChoices: boolean;
+  /**
+   * Why a chat request cannot be served as asked with this protocol (`n`, tools it cannot
+   * carry), or undefined: answered 400 before anything is held.
+   */
+  chatRefusal(
+    request: { readonly model: string; readonly tools?: unknown },
+    choices: number,
+  ): string | undefined;
   chat(endpoint: WireEndpoint, call: ChatCall): UpstreamExchange;
   readonly messages: ((endpoint: WireEndpoint, call: MessagesCall) => UpstreamExchange) | undefined;
 }
