@@ -7,15 +7,12 @@
 // logic, and what this floor costs beyond the passthrough is the design's two round trips and
 // its ledger. Non-streaming only.
 // Run: UPSTREAM_URL=… REDIS_URL=… DATABASE_URL=… REDIS_KEY_PREFIX=… PORT=0 node dist/bench/design-floor.js
+import { createMoneyLayer } from '../src/billing/compose.js';
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
-import { AccountLoader } from '../src/billing/account-loader.js';
-import { UnwrittenUsage } from '../src/ledger/unwritten-usage.js';
 import type { RequestAccounts } from '../src/billing/budget-store.js';
-import { RedisBudgetStore } from '../src/billing/redis-budget-store.js';
-import { WalletService } from '../src/billing/wallets.js';
 import { createDbPool } from '../src/db/pool.js';
 import { newRequestId } from '../src/ids.js';
 import { createLogger } from '../src/log.js';
@@ -40,14 +37,13 @@ const redis = new Redis(redisUrl, { maxRetriesPerRequest: 2 });
 const db = createDbPool(databaseUrl, 2);
 const keys = createRedisKeys(keyPrefix);
 const scripts = defineScripts(redis);
-const wallets = new WalletService(db, redis, keys, scripts);
-const budget = new RedisBudgetStore(
+const { budget } = createMoneyLayer({
+  db,
   redis,
   keys,
   scripts,
-  new AccountLoader(db, keys, scripts, wallets, new UnwrittenUsage(redis, db, keys)),
-  600_000,
-);
+  reservationTtlMs: 600_000,
+});
 const orgId = 'org_design_floor';
 const wallet = keys.wallet(orgId);
 await scripts.accountLoad(

@@ -8,12 +8,9 @@ import { LoginThrottle } from './accounts/login-throttle.js';
 import { SessionStore } from './accounts/sessions.js';
 import { ApiKeyStore } from './auth/api-key-store.js';
 import { ServiceKeyStore } from './auth/service-key-store.js';
-import { AccountLoader } from './billing/account-loader.js';
-import { UnwrittenUsage } from './ledger/unwritten-usage.js';
+import { createMoneyLayer } from './billing/compose.js';
 import { CapPolicyStore } from './billing/cap-policies.js';
 import { subscribeInvalidations } from './cache/invalidation.js';
-import { RedisBudgetStore } from './billing/redis-budget-store.js';
-import { WalletService } from './billing/wallets.js';
 import { ModelCatalog } from './catalog/models.js';
 import { loadConfig, type Config } from './config.js';
 import { ensureDatabase, migrate } from './db/migrate.js';
@@ -25,7 +22,7 @@ import { createHttpServer } from './http/server.js';
 import { loadNativeUws } from './http/uws.js';
 import { UsageWriterThread } from './ledger/usage-writer-thread.js';
 import { RecordedUsage } from './ledger/recorded-usage.js';
-import { SettleSpool } from './ledger/settle-spool.js';
+import { SettleSpool } from './billing/settle-spool.js';
 import { createLogger, createRequestLogger, type Logger } from './log.js';
 import { GatewayMetrics } from './metrics.js';
 import { pendingUsageRecords } from './ledger/usage-backlog.js';
@@ -97,10 +94,13 @@ export async function startGateway(
 
   const apiKeys = new ApiKeyStore(db, redis, keys, config.AUTH_CACHE_TTL_MS);
 
-  const unwritten = new UnwrittenUsage(redis, db, keys);
-  const wallets = new WalletService(db, redis, keys, scripts, unwritten);
-  const loader = new AccountLoader(db, keys, scripts, wallets, unwritten);
-  const budget = new RedisBudgetStore(redis, keys, scripts, loader, config.RESERVATION_TTL_MS);
+  const { loader, budget } = createMoneyLayer({
+    db,
+    redis,
+    keys,
+    scripts,
+    reservationTtlMs: config.RESERVATION_TTL_MS,
+  });
   const capPolicies = new CapPolicyStore(db);
   const productUsers = new ProductUserDirectory(db);
   const serviceKeys = new ServiceKeyStore(db);

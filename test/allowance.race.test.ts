@@ -1,13 +1,10 @@
 // reserve.lua / settle.lua with caps, allowances and credits, against real Redis: exactly K
 // of N concurrent requests get through a cap, credits pay after the base allowance
 // (earliest-expiring grant first), expired grants count for nothing.
+import { createMoneyLayer } from '../src/billing/compose.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { AccountLoader } from '../src/billing/account-loader.js';
-import { UnwrittenUsage } from '../src/ledger/unwritten-usage.js';
 import type { RequestAccounts, UserAccount } from '../src/billing/budget-store.js';
-import { monthlyPeriod } from '../src/billing/periods.js';
-import { RedisBudgetStore } from '../src/billing/redis-budget-store.js';
-import { WalletService } from '../src/billing/wallets.js';
+import { monthlyPeriod } from '../src/periods.js';
 import { createDbPool } from '../src/db/pool.js';
 import { newRequestId } from '../src/ids.js';
 import type { UsageRecord } from '../src/ledger/usage-record.js';
@@ -23,14 +20,7 @@ const redis = testRedis();
 const db = createDbPool(TEST_DATABASE_URL, 4);
 const keys = createRedisKeys(prefix);
 const scripts = defineScripts(redis);
-const wallets = new WalletService(db, redis, keys, scripts);
-const store = new RedisBudgetStore(
-  redis,
-  keys,
-  scripts,
-  new AccountLoader(db, keys, scripts, wallets, new UnwrittenUsage(redis, db, keys)),
-  60_000,
-);
+const { budget: store } = createMoneyLayer({ db, redis, keys, scripts, reservationTtlMs: 60_000 });
 const period = monthlyPeriod(new Date(), null);
 let sequence = 0;
 

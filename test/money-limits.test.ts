@@ -1,16 +1,13 @@
 // Amount limits and scripts that fail whole: on the real Redis and Postgres, an amount beyond
 // what the money layer handles exactly is refused, and a script that refuses writes nothing.
+import { createMoneyLayer } from '../src/billing/compose.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CapTargetError, setCap } from '../src/admin/caps.js';
 import { createApp, createOrganization } from '../src/admin/provisioning.js';
-import { AccountLoader } from '../src/billing/account-loader.js';
 import type { RequestAccounts } from '../src/billing/budget-store.js';
-import { monthlyPeriod } from '../src/billing/periods.js';
-import { RedisBudgetStore } from '../src/billing/redis-budget-store.js';
-import { WalletService } from '../src/billing/wallets.js';
+import { monthlyPeriod } from '../src/periods.js';
 import { createDbPool } from '../src/db/pool.js';
 import { newRequestId } from '../src/ids.js';
-import { UnwrittenUsage } from '../src/ledger/unwritten-usage.js';
 import { AmountRangeError, MAX_AMOUNT_NANO } from '../src/money.js';
 import { ProductUserManagement } from '../src/product-users/management.js';
 import { createRedisKeys } from '../src/redis/keys.js';
@@ -24,9 +21,13 @@ const redis = testRedis();
 const db = createDbPool(TEST_DATABASE_URL, 2);
 const keys = createRedisKeys(prefix);
 const scripts = defineScripts(redis);
-const wallets = new WalletService(db, redis, keys, scripts);
-const loader = new AccountLoader(db, keys, scripts, wallets, new UnwrittenUsage(redis, db, keys));
-const store = new RedisBudgetStore(redis, keys, scripts, loader, 60_000);
+const { wallets, budget: store } = createMoneyLayer({
+  db,
+  redis,
+  keys,
+  scripts,
+  reservationTtlMs: 60_000,
+});
 const management = new ProductUserManagement(db, redis, keys, scripts);
 /** 2^51 nano-units: the first amount a script refuses. */
 const LUA_LIMIT = 2n ** 51n;

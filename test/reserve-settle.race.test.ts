@@ -10,7 +10,7 @@ import { WalletService } from '../src/billing/wallets.js';
 import { createDbPool } from '../src/db/pool.js';
 import { newRequestId } from '../src/ids.js';
 import type { UsageRecord } from '../src/ledger/usage-record.js';
-import { monthlyPeriod } from '../src/billing/periods.js';
+import { monthlyPeriod } from '../src/periods.js';
 import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
 import { usageRecord } from './support/records.js';
 import { createRedisKeys } from '../src/redis/keys.js';

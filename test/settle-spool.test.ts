@@ -1,19 +1,16 @@
 // The settle spool against the real Redis and Postgres, in process: an entry round-trips with
 // every account it touches, and a spooled settle whose first attempt did run after all (its
 // reply was lost) is retired without charging twice, even once settle's marker has expired.
+import { createMoneyLayer } from '../src/billing/compose.js';
 import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { AccountLoader } from '../src/billing/account-loader.js';
 import type { RequestAccounts } from '../src/billing/budget-store.js';
-import { RedisBudgetStore } from '../src/billing/redis-budget-store.js';
-import { WalletService } from '../src/billing/wallets.js';
 import { createDbPool } from '../src/db/pool.js';
 import { RecordedUsage } from '../src/ledger/recorded-usage.js';
-import { SettleSpool } from '../src/ledger/settle-spool.js';
-import { parseSpoolLine, spoolLine } from '../src/ledger/spool-entry.js';
-import { UnwrittenUsage } from '../src/ledger/unwritten-usage.js';
+import { SettleSpool } from '../src/billing/settle-spool.js';
+import { parseSpoolLine, spoolLine } from '../src/billing/spool-entry.js';
 import { createLogger } from '../src/log.js';
 import { GatewayMetrics } from '../src/metrics.js';
 import { createRedisKeys } from '../src/redis/keys.js';
@@ -27,14 +24,7 @@ const redis = testRedis();
 const db = createDbPool(TEST_DATABASE_URL, 4);
 const keys = createRedisKeys(prefix);
 const scripts = defineScripts(redis);
-const loader = new AccountLoader(
-  db,
-  keys,
-  scripts,
-  new WalletService(db, redis, keys, scripts),
-  new UnwrittenUsage(redis, db, keys),
-);
-const store = new RedisBudgetStore(redis, keys, scripts, loader, 60_000);
+const { budget: store } = createMoneyLayer({ db, redis, keys, scripts, reservationTtlMs: 60_000 });
 const metrics = new GatewayMetrics(false);
 
 afterAll(async () => {

@@ -1,10 +1,8 @@
 // The batch writer against real Redis and Postgres: rows land, replays are harmless, and
 // entries a dead instance read but never acknowledged are claimed and written.
+import { createMoneyLayer } from '../src/billing/compose.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { AccountLoader } from '../src/billing/account-loader.js';
-import { UnwrittenUsage } from '../src/ledger/unwritten-usage.js';
 import { RedisBudgetStore } from '../src/billing/redis-budget-store.js';
-import { WalletService } from '../src/billing/wallets.js';
 import { createDbPool } from '../src/db/pool.js';
 import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
 import type { UsageRecord } from '../src/ledger/usage-record.js';
@@ -25,14 +23,13 @@ const writerRedis = testRedis();
 const db = createDbPool(TEST_DATABASE_URL, 4);
 const keys = createRedisKeys(prefix);
 const scripts = defineScripts(redis);
-const loader = new AccountLoader(
+const { loader, budget: store } = createMoneyLayer({
   db,
+  redis,
   keys,
   scripts,
-  new WalletService(db, redis, keys, scripts),
-  new UnwrittenUsage(redis, db, keys),
-);
-const store = new RedisBudgetStore(redis, keys, scripts, loader, 60_000);
+  reservationTtlMs: 60_000,
+});
 /** Settles a record that touched no account (only its usage is of interest here). */
 const settle = (record: UsageRecord, through: RedisBudgetStore = store) =>
   through.settle(record, {

@@ -1,12 +1,9 @@
 // Micro-benchmark: sequential reserve + settle round trips against the local Redis, with a
 // product user, an org cap and a connection cap (the hot path's two Redis calls).
+import { createMoneyLayer } from '../../src/billing/compose.js';
 import { Redis } from 'ioredis';
-import { AccountLoader } from '../../src/billing/account-loader.js';
-import { UnwrittenUsage } from '../../src/ledger/unwritten-usage.js';
 import type { RequestAccounts } from '../../src/billing/budget-store.js';
-import { monthlyPeriod } from '../../src/billing/periods.js';
-import { RedisBudgetStore } from '../../src/billing/redis-budget-store.js';
-import { WalletService } from '../../src/billing/wallets.js';
+import { monthlyPeriod } from '../../src/periods.js';
 import { createDbPool } from '../../src/db/pool.js';
 import { newRequestId } from '../../src/ids.js';
 import { createRedisKeys } from '../../src/redis/keys.js';
@@ -22,19 +19,7 @@ const db = createDbPool(
 );
 const keys = createRedisKeys(`micro-${process.pid}`);
 const scripts = defineScripts(redis);
-const store = new RedisBudgetStore(
-  redis,
-  keys,
-  scripts,
-  new AccountLoader(
-    db,
-    keys,
-    scripts,
-    new WalletService(db, redis, keys, scripts),
-    new UnwrittenUsage(redis, db, keys),
-  ),
-  60_000,
-);
+const { budget: store } = createMoneyLayer({ db, redis, keys, scripts, reservationTtlMs: 60_000 });
 const period = monthlyPeriod(new Date(), null);
 const orgId = 'org_micro';
 const accounts: RequestAccounts = {

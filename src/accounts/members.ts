@@ -3,7 +3,7 @@
 // change is audited in the same transaction.
 import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
 import { afterCursorSql, pageOfRows, type PageRequest } from '../db/pages.js';
-import { recordAudit } from './audit.js';
+import { recordAudit } from '../audit/audit.js';
 import { normalizeEmail, roleAtLeast, type Role } from './users.js';
 
 export interface MemberRow {

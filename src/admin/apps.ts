@@ -1,5 +1,5 @@
 // Apps of an organization: the service the CLI and the dashboard API share.
-import { recordAudit } from '../accounts/audit.js';
+import { recordAudit } from '../audit/audit.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
 import { afterCursorSql, CURSOR_COLUMN, pageOfRows, type PageRequest } from '../db/pages.js';
 import { createApp } from './provisioning.js';

@@ -1,7 +1,7 @@
 // App connections: the service the dashboard API (and the seed) share. A connection carries
 // the settings that govern its product users; API keys hang off it. Changing a connection's
 // settings or revoking it reaches every instance's key cache at once.
-import { recordAudit } from '../accounts/audit.js';
+import { recordAudit } from '../audit/audit.js';
 import type { ApiKeyStore } from '../auth/api-key-store.js';
 import { afterCursorSql, CURSOR_COLUMN, pageOfRows, type PageRequest } from '../db/pages.js';
 import { withTransaction, type DbPool } from '../db/pool.js';

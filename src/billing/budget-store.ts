@@ -4,7 +4,7 @@
 // redis-budget-store.ts.
 import type { CreditMode } from '../auth/api-key-store.js';
 import type { UsageRecord } from '../ledger/usage-record.js';
-import type { Period } from './periods.js';
+import type { Period } from '../periods.js';
 
 /** A spending cap over a period (org or app connection). */
 export interface CapAccount {

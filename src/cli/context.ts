@@ -1,7 +1,8 @@
 // The CLI's composition root: the same config and adapters as the gateway, for one command.
 import { Redis } from 'ioredis';
 import { ApiKeyStore } from '../auth/api-key-store.js';
-import { WalletService } from '../billing/wallets.js';
+import { createMoneyLayer } from '../billing/compose.js';
+import type { WalletService } from '../billing/wallets.js';
 import { loadConfig, type Config } from '../config.js';
 import { ensureDatabase, migrate } from '../db/migrate.js';
 import { createDbPool, type DbPool } from '../db/pool.js';
@@ -56,7 +57,13 @@ export async function openCliContext(): Promise<CliContext> {
     redis,
     keys,
     scripts,
-    wallets: new WalletService(db, redis, keys, scripts),
+    wallets: createMoneyLayer({
+      db,
+      redis,
+      keys,
+      scripts,
+      reservationTtlMs: config.RESERVATION_TTL_MS,
+    }).wallets,
     apiKeys: new ApiKeyStore(db, redis, keys, 0),
     productUsers: new ProductUserManagement(db, redis, keys, scripts),
     async close() {

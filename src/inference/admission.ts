@@ -6,7 +6,7 @@
 import type { ApiKeyIdentity } from '../auth/api-key-store.js';
 import type { BudgetStore, RequestAccounts } from '../billing/budget-store.js';
 import type { CapPolicyStore } from '../billing/cap-policies.js';
-import { monthlyPeriod } from '../billing/periods.js';
+import { monthlyPeriod } from '../periods.js';
 import { LEGACY_ERRORS_HEADER, reservationError } from '../billing/rejections.js';
 import { userAllowancePolicy } from '../billing/user-allowance.js';
 import { modelPolicyAllows, type CatalogModel, type ModelCatalog } from '../catalog/models.js';

@@ -1,6 +1,6 @@
 // Usage totals from the ledger (this calendar month and all time) for one API key or one
 // product user, in the spec's usage shape: decimals as 12-digit strings, counts as integers.
-import { monthlyPeriod } from '../billing/periods.js';
+import { monthlyPeriod } from '../periods.js';
 import type { DbPool } from '../db/pool.js';
 import { formatNano, numericToNano } from '../money.js';
 

@@ -2,7 +2,7 @@
 // credits and usage, in the spec's exact fields and types.
 import type { CreditMode, OverrunPolicy } from '../auth/api-key-store.js';
 import { CAP_RULE_COLUMNS, capRuleFromRow, type CapRuleRow } from '../billing/cap-policies.js';
-import { monthlyPeriod } from '../billing/periods.js';
+import { monthlyPeriod } from '../periods.js';
 import { userAllowancePolicy } from '../billing/user-allowance.js';
 import type { DbPool } from '../db/pool.js';
 import { formatNano, numericToNano } from '../money.js';

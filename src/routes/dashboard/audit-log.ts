@@ -1,7 +1,7 @@
 // GET /dashboard/api/orgs/{org_id}/audit-log: every dashboard write in the organization, newest
 // first (admin or owner).
 import { z } from 'zod';
-import { auditView, readAuditLog } from '../../accounts/audit-log.js';
+import { auditView, readAuditLog } from '../../audit/audit-log.js';
 import type { DbPool } from '../../db/pool.js';
 import { MAX_PAGE_LIMIT } from '../../db/pages.js';
 import { isGwError } from '../../errors.js';

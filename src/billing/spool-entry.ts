@@ -1,9 +1,13 @@
 // One spooled settle as a line of the settle spool: the usage record (as its stream fields, so
 // every field of the record travels) and the accounts the settle touches, in JSON. Amounts
 // are decimal strings of nano-units, dates ISO strings.
-import type { RequestAccounts } from '../billing/budget-store.js';
-import type { Period } from '../billing/periods.js';
-import { usageRecordFromFields, usageRecordToFields, type UsageRecord } from './usage-record.js';
+import type { RequestAccounts } from './budget-store.js';
+import type { Period } from '../periods.js';
+import {
+  usageRecordFromFields,
+  usageRecordToFields,
+  type UsageRecord,
+} from '../ledger/usage-record.js';
 
 export interface SpooledSettle {
   readonly record: UsageRecord;

@@ -16,11 +16,11 @@ import { mkdir, open, readdir, readFile, rename, stat, unlink, utimes } from 'no
 import type { FileHandle } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
-import type { BudgetStore, RequestAccounts } from '../billing/budget-store.js';
+import type { BudgetStore, RequestAccounts } from './budget-store.js';
 import type { Logger } from '../log.js';
-import type { RecordedUsage } from './recorded-usage.js';
+import type { RecordedUsage } from '../ledger/recorded-usage.js';
 import { parseSpoolLine, spoolLine, type SpooledSettle } from './spool-entry.js';
-import type { UsageRecord } from './usage-record.js';
+import type { UsageRecord } from '../ledger/usage-record.js';
 
 export interface SettleSpoolOptions {
   readonly dir: string;

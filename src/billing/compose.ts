@@ -1,0 +1,36 @@
+// The money layer, wired once: the wallet service, the account loader that rebuilds missing
+// accounts from Postgres (with the usage still in Redis), and the Redis budget store on top.
+// The gateway, the CLI, the bench and the tests all build it here, so they cannot drift.
+import type { Redis } from 'ioredis';
+import type { DbPool } from '../db/pool.js';
+import { UnwrittenUsage } from '../ledger/unwritten-usage.js';
+import type { RedisKeys } from '../redis/keys.js';
+import type { RedisScripts } from '../redis/scripts.js';
+import { AccountLoader } from './account-loader.js';
+import { RedisBudgetStore } from './redis-budget-store.js';
+import { WalletService } from './wallets.js';
+
+export interface MoneyLayerParts {
+  readonly db: DbPool;
+  readonly redis: Redis;
+  readonly keys: RedisKeys;
+  readonly scripts: RedisScripts;
+  /** How long a hold lives unsettled (a crashed instance's holds lapse after it). */
+  readonly reservationTtlMs: number;
+}
+
+export interface MoneyLayer {
+  readonly unwritten: UnwrittenUsage;
+  readonly wallets: WalletService;
+  readonly loader: AccountLoader;
+  readonly budget: RedisBudgetStore;
+}
+
+export function createMoneyLayer(parts: MoneyLayerParts): MoneyLayer {
+  const { db, redis, keys, scripts } = parts;
+  const unwritten = new UnwrittenUsage(redis, db, keys);
+  const wallets = new WalletService(db, redis, keys, scripts, unwritten);
+  const loader = new AccountLoader(db, keys, scripts, wallets, unwritten);
+  const budget = new RedisBudgetStore(redis, keys, scripts, loader, parts.reservationTtlMs);
+  return { unwritten, wallets, loader, budget };
+}
