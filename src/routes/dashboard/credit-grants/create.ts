@@ -1,0 +1,69 @@
+// POST /dashboard/api/product-users/{product_end_user_id}/credit-grants (admin or owner):
+// grants credits through the same service and checks as the service-key route and the CLI;
+// Idempotency-Key honoured. Answers the grant with the user's credits after it.
+import { z } from 'zod';
+import { isGwError } from '../../../errors.js';
+import { sendError, sendJson } from '../../../http/respond.js';
+import { creditGrantRequest, idempotencyKeyReused } from '../../../product-users/grant-request.js';
+import { productUserById } from '../../../product-users/search.js';
+import { declareRoute } from '../../declaration.js';
+import type { ProductUserRouteDeps } from '../../product-users.js';
+import { ofProductUser } from '../product-users/schema.js';
+import { creditGrantWithCreditsSchema } from './schema.js';
+
+const grantBody = z.strictObject({
+  amount: z.string(),
+  currency: z
+    .string()
+    .regex(/^[A-Z]{3}$/, 'must be a 3-letter ISO currency code')
+    .optional(),
+  expires_at: z.iso.datetime({ offset: true }).nullable().optional(),
+  reason: z.string().max(500).optional(),
+});
+
+export const createCreditGrantRoute = declareRoute({
+  method: 'POST',
+  path: '/dashboard/api/product-users/{product_end_user_id}/credit-grants',
+  summary: 'Grants credits to a product user (Idempotency-Key honoured)',
+  tag: 'dashboard',
+  caller: { kind: 'org_member', role: 'admin', org: ofProductUser },
+  body: grantBody,
+  responses: {
+    200: {
+      description: 'an Idempotency-Key replay: the first grant',
+      schema: creditGrantWithCreditsSchema,
+    },
+    201: { description: 'granted', schema: creditGrantWithCreditsSchema },
+  },
+  errors: ['gw_idempotency_key_reused'],
+  async handler(
+    { request, caller, body },
+    response,
+    deps: { readonly productUsers: ProductUserRouteDeps },
+  ) {
+    const { db, management, profiles } = deps.productUsers;
+    const grantInput = creditGrantRequest(body, request.headers['idempotency-key']);
+    if (isGwError(grantInput)) return sendError(response, grantInput);
+    const user = (await productUserById(db, request.params.product_end_user_id ?? ''))!;
+    const granted = await management.grantCredits(
+      { orgId: user.org_id, productUserId: user.id, ...grantInput },
+      {
+        orgId: caller.org.id,
+        userId: caller.user.id,
+        action: 'credit_grant.create',
+        objectType: 'credit_grant',
+        details: {
+          product_end_user_id: user.id,
+          amount: body.amount,
+          currency: grantInput.currency,
+          expires_at: body.expires_at ?? null,
+          reason: grantInput.reason,
+        },
+      },
+    );
+    if ('keyReused' in granted) return sendError(response, idempotencyKeyReused());
+    const { grant, created } = granted;
+    const credits = await profiles.credits(user, grant.currency);
+    sendJson(response, created ? 201 : 200, { ...grant, credits });
+  },
+});
