@@ -101,7 +101,12 @@ afterAll(async () => {
 });
 
 /** What the ledger says, grouped as the API groups: sums of usage_records over whole UTC days. */
-async function ledgerUsage(groupColumn: string, from: string, to: string): Promise<UsageRow[]> {
+async function ledgerUsage(
+  groupColumn: string,
+  from: string,
+  to: string,
+  order = '1 NULLS LAST, 2',
+): Promise<UsageRow[]> {
   const { rows } = await db.query<{
     key: string | null;
     currency: string;
@@ -118,7 +123,7 @@ async function ledgerUsage(groupColumn: string, from: string, to: string): Promi
             sum(wallet_cost)::text AS wallet_cost
        FROM usage_records
       WHERE org_id = $1 AND created_at >= $2::date AND created_at < $3::date
-      GROUP BY 1, 2 ORDER BY 1 NULLS LAST, 2`,
+      GROUP BY 1, 2 ORDER BY ${order}`,
     [tenant.org_id, from, to],
   );
   return rows.map(({ sell_cost: sell, wallet_cost: wallet, currency, ...rest }) => ({
@@ -172,7 +177,9 @@ describe('usage for plots', () => {
       expect(answer.body.group_by).toBe(groupBy);
       expect(answer.body.from).toBe(from);
       expect(answer.body.to).toBe(to);
-      const ledger = await ledgerUsage(column, from, to);
+      // product users come top spenders first
+      const order = groupBy === 'product_user' ? 'sum(sell_cost) DESC, 1 NULLS LAST, 2' : undefined;
+      const ledger = await ledgerUsage(column, from, to, order);
       expect(ledger.length, groupBy).toBeGreaterThan(1);
       expect(answer.body.data, groupBy).toEqual(ledger);
     }
@@ -185,6 +192,14 @@ describe('usage for plots', () => {
       cost: '1.234567894000',
       wallet_cost: '0.000000007000',
     });
+    const top = await admin.get<Usage>(
+      `/dashboard/api/orgs/${tenant.org_id}/usage?group_by=product_user&from=${from}&to=${to}&limit=1`,
+    );
+    expect(top.body.data).toEqual(
+      (
+        await ledgerUsage(columns.product_user, from, to, 'sum(sell_cost) DESC, 1 NULLS LAST, 2')
+      ).slice(0, 1),
+    );
     // The row 40 days back is outside the range and the default range (30 days).
     const byDefault = await admin.get<Usage>(`/dashboard/api/orgs/${tenant.org_id}/usage`);
     expect(byDefault.status).toBe(200);

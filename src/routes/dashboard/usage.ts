@@ -10,10 +10,20 @@ import { declareRoute } from '../declaration.js';
 import { parseQuery } from '../query.js';
 import { parseDayRange } from './usage-range.js';
 
+/** Days, models and connections are few; product users come top spenders first, this many. */
+const DEFAULT_USAGE_GROUPS = 100;
+const MAX_USAGE_GROUPS = 1000;
+
 const usageQuery = z.object({
   group_by: z.enum(USAGE_GROUPS).default('day'),
   from: z.string().optional(),
   to: z.string().optional(),
+  limit: z.coerce
+    .number()
+    .int('must be a whole number')
+    .min(1, 'must be at least 1')
+    .max(MAX_USAGE_GROUPS, `must be at most ${MAX_USAGE_GROUPS}`)
+    .default(DEFAULT_USAGE_GROUPS),
 });
 
 const money = z.string().describe('12-digit decimal string');
@@ -39,7 +49,8 @@ const usageSchema = z.object({
 export const usageRoute = declareRoute({
   method: 'GET',
   path: '/dashboard/api/orgs/{org_id}/usage',
-  summary: 'Requests, tokens and cost per day, model, connection or product user',
+  summary:
+    'Requests, tokens and cost per day, model, connection or product user (top spenders first)',
   tag: 'dashboard',
   caller: { kind: 'org_member', role: 'viewer', org: { param: 'org_id', table: 'organizations' } },
   query: usageQuery,
@@ -56,6 +67,8 @@ export const usageRoute = declareRoute({
       orgId: caller.org.id,
       groupBy: query.group_by,
       ...range,
+      // A year of days is 366 rows: the limit bounds the product users, never the days.
+      limit: query.group_by === 'day' ? MAX_USAGE_GROUPS : query.limit,
     });
     sendJson(response, 200, {
       group_by: query.group_by,
