@@ -17,7 +17,7 @@ CREATE TABLE usage_rollups_daily (
   sell_cost_nano     bigint NOT NULL,               -- nano-units: summed fast, exactly
   wallet_cost_nano   bigint NOT NULL,
   PRIMARY KEY (org_id, day, model, app_connection_id, currency)
-);
+) WITH (fillfactor = 70);                          -- room for HOT updates of the sums
 
 CREATE TABLE usage_rollups_daily_product_users (
   org_id             text NOT NULL,
@@ -31,7 +31,7 @@ CREATE TABLE usage_rollups_daily_product_users (
   sell_cost_nano     bigint NOT NULL,               -- nano-units: summed fast, exactly
   wallet_cost_nano   bigint NOT NULL,
   PRIMARY KEY (org_id, day, product_user_id, currency)
-);
+) WITH (fillfactor = 70);
 
 -- What the ledger already holds when this migration runs.
 INSERT INTO usage_rollups_daily
