@@ -50,7 +50,10 @@ const budget = new RedisBudgetStore(
 );
 const orgId = 'org_design_floor';
 const wallet = keys.wallet(orgId);
-await scripts.accountLoad([wallet, keys.holdExpiries(wallet)], ['balance', String(10n ** 15n), '']);
+await scripts.accountLoad(
+  { account: wallet, expiries: keys.holdExpiries(wallet) },
+  { field: 'balance', amount_nano: String(10n ** 15n), expire_at_ms: '' },
+);
 const accounts: RequestAccounts = {
   orgId,
   appConnectionId: 'conn_design_floor',

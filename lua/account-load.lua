@@ -7,7 +7,13 @@
 -- ARGV[2] amount_nano   integer string
 -- ARGV[3] expire_at_ms  '' for no expiry (wallet); else when the period's account can go
 --
--- Returns 1 when installed, 0 when it already existed (left untouched).
+-- Returns 1 when installed, 0 when it already existed (left untouched). Validates every
+-- argument first: an amount out of range is refused with nothing written.
+--#include amounts
+
+one_of(ARGV[1], 'field', {'balance', 'spent'})
+amount(ARGV[2], 'amount_nano', true)
+if ARGV[3] ~= '' then integer(ARGV[3], 'expire_at_ms') end
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
 end

@@ -19,16 +19,22 @@
 --
 -- Returns {0, credential_id} (another credential), {0, ''} (system route, wallet held),
 -- {1} wallet not loaded, {2, available} wallet short, {5} byok_only and none left.
---#include release-hold
+-- Every argument is validated before the first write.
+--#include amounts
 --#include sweep-expired
 --#include hold
 --#include pick-credential
 
 local request_id, failed, cooldown_until = ARGV[1], ARGV[2], ARGV[3]
-local credentials, byok_only, amount, now_ms, expires_at_ms = ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
+local credentials, byok_only, amount_text, now_ms, expires_at_ms = ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
+local need = amount(amount_text, 'amount_nano')
+local cooldown_until_value = integer(cooldown_until, 'cooldown_until_ms')
+integer(now_ms, 'now_ms')
+integer(expires_at_ms, 'expires_at_ms')
+one_of(byok_only, 'byok_only', {'1', '0'})
 
-local current = tonumber(redis.call('HGET', KEYS[3], failed) or '0')
-if tonumber(cooldown_until) > current then
+local current = tonumber(redis.call('HGET', KEYS[3], failed) or '0') or 0
+if cooldown_until_value > current then
   redis.call('HSET', KEYS[3], failed, cooldown_until)
 end
 
@@ -44,11 +50,11 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
 end
 sweep_expired(KEYS[1], KEYS[2], now_ms, 20)
 local state = redis.call('HMGET', KEYS[1], 'balance', 'reserved')
-local available = tonumber(state[1]) - tonumber(state[2] or '0')
-if available < tonumber(amount) then
+local available = stored_amount(state[1], 'wallet balance') - stored_amount(state[2], 'wallet reserved')
+if available < need then
   return {2, string.format('%.0f', math.max(available, 0))}
 end
-if not redis.call('ZSCORE', KEYS[2], request_id .. ':' .. amount) then
-  hold(KEYS[1], KEYS[2], request_id, amount, expires_at_ms)
+if not redis.call('ZSCORE', KEYS[2], request_id .. ':' .. amount_text) then
+  hold(KEYS[1], KEYS[2], request_id, amount_text, expires_at_ms)
 end
 return {0, ''}

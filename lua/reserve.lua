@@ -39,20 +39,32 @@
 --   {4, cap, spent, base_remaining, credits, available}
 --                                         the user's allowance cannot cover it (enforce)
 --   {5}                                   byok_only and every credential is cooling down
--- Amounts are compared with tonumber; every change is HINCRBY. Nothing is held on failure.
+-- Every argument and every amount read is validated (includes/amounts.lua) before the first
+-- write that could leave a partial change: a script that errors writes nothing but the
+-- sweep of lapsed holds and the credential rotation counter, both complete on their own.
+-- Amounts are compared as exact Lua numbers; every change is HINCRBY. Nothing is held on
+-- failure.
 -- Each account is read once (HMGET of its value and its holds; a missing value means the
 -- account is not in Redis yet) and read again only if lapsed holds were swept from it.
 -- Redis charges every redis.call (~1-2 µs each): keep their number down on this hot path.
---#include release-hold
+--#include amounts
 --#include sweep-expired
 --#include hold
 --#include credits-available
 --#include pick-credential
 
-local request_id, amount, now_ms, expires_at_ms = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local request_id, amount_text, now_ms, expires_at_ms = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local wallet_pays, org_cap, conn_cap, user_cap, user_mode = ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9]
 local credentials, byok_only = ARGV[10], ARGV[11]
-local need = tonumber(amount)
+local need = amount(amount_text, 'amount_nano')
+integer(now_ms, 'now_ms')
+integer(expires_at_ms, 'expires_at_ms')
+one_of(wallet_pays, 'wallet_pays', {'1', '0'})
+one_of(byok_only, 'byok_only', {'1', '0'})
+one_of(user_mode, 'user_mode', {'none', 'enforce', 'track_only', 'disabled'})
+local org_cap_value = optional_amount(org_cap, 'org_cap_nano')
+local conn_cap_value = optional_amount(conn_cap, 'conn_cap_nano')
+local user_cap_value = optional_amount(user_cap, 'user_cap_nano')
 local has_user = user_mode ~= 'none'
 local user_enforced = user_mode == 'enforce' and user_cap ~= ''
 local user_credits_may_pay = has_user and user_mode ~= 'disabled' and user_cap ~= ''
@@ -61,10 +73,16 @@ local function fmt(value)
   return string.format('%.0f', value)
 end
 
--- {value, reserved} of an account the request uses (nil for one it does not use).
+-- {value, reserved} of an account the request uses (nil for one it does not use), each
+-- validated; value nil when the account is not in Redis.
 local function read_account(used, account, field)
-  if used then return redis.call('HMGET', account, field, 'reserved') end
-  return nil
+  if not used then return nil end
+  local state = redis.call('HMGET', account, field, 'reserved')
+  if state[1] then
+    state[1] = stored_amount(state[1], account .. ' ' .. field)
+    state[2] = stored_amount(state[2], account .. ' reserved')
+  end
+  return state
 end
 local wallet_state = read_account(wallet_pays == '1', KEYS[1], 'balance')
 local org_state = read_account(org_cap ~= '', KEYS[3], 'spent')
@@ -90,29 +108,31 @@ elseif credentials ~= '' and byok_only == '1' then
   return {5}
 end
 
--- value, reserved of an account, after releasing its lapsed holds (crashed instances').
+-- value, reserved of an account, after releasing its lapsed holds (crashed instances'). A
+-- sweep only lowers `reserved`, so the values read again are as valid as the first ones.
 local function current(account, expiries, state, field)
   if sweep_expired(account, expiries, now_ms, 20) > 0 then
-    state = redis.call('HMGET', account, field, 'reserved')
+    local swept = redis.call('HMGET', account, field, 'reserved')
+    return tonumber(swept[1]), tonumber(swept[2] or '0')
   end
-  return tonumber(state[1] or '0'), tonumber(state[2] or '0')
+  return state[1], state[2]
 end
 
-for _, cap in ipairs({{org_cap, 3, 'org', org_state}, {conn_cap, 5, 'app_connection', conn_state}}) do
-  if cap[1] ~= '' then
+for _, cap in ipairs({{org_cap_value, 3, 'org', org_state}, {conn_cap_value, 5, 'app_connection', conn_state}}) do
+  if cap[1] then
     local spent, reserved = current(KEYS[cap[2]], KEYS[cap[2] + 1], cap[4], 'spent')
-    if spent + reserved + need > tonumber(cap[1]) then
-      return {3, cap[3], cap[1], fmt(spent), fmt(reserved)}
+    if spent + reserved + need > cap[1] then
+      return {3, cap[3], fmt(cap[1]), fmt(spent), fmt(reserved)}
     end
   end
 end
 
 if user_enforced then
   local spent, reserved = current(KEYS[7], KEYS[8], user_state, 'spent')
-  local base_remaining = math.max(0, tonumber(user_cap) - spent)
+  local base_remaining = math.max(0, user_cap_value - spent)
   -- Credits are summed only when the base allowance alone cannot cover the request.
   if need > base_remaining - reserved then
-    local credits = credits_available(KEYS[9], KEYS[10], now_ms)
+    local _, credits = live_credits(KEYS[9], KEYS[10], now_ms)
     local available = math.max(0, base_remaining + credits - reserved)
     if need > available then
       return {4, user_cap, fmt(spent), fmt(base_remaining), fmt(credits), fmt(available)}
@@ -126,9 +146,9 @@ if wallet_pays == '1' then
   if available < need then
     return {2, fmt(math.max(available, 0))}
   end
-  hold(KEYS[1], KEYS[2], request_id, amount, expires_at_ms)
+  hold(KEYS[1], KEYS[2], request_id, amount_text, expires_at_ms)
 end
-if org_cap ~= '' then hold(KEYS[3], KEYS[4], request_id, amount, expires_at_ms) end
-if conn_cap ~= '' then hold(KEYS[5], KEYS[6], request_id, amount, expires_at_ms) end
-if user_enforced then hold(KEYS[7], KEYS[8], request_id, amount, expires_at_ms) end
+if org_cap_value then hold(KEYS[3], KEYS[4], request_id, amount_text, expires_at_ms) end
+if conn_cap_value then hold(KEYS[5], KEYS[6], request_id, amount_text, expires_at_ms) end
+if user_enforced then hold(KEYS[7], KEYS[8], request_id, amount_text, expires_at_ms) end
 return {0, credential or ''}

@@ -2,38 +2,62 @@
 -- touched (base allowance first, then credits, earliest-expiring grant first), and append the
 -- usage record to the org's usage stream — all in one atomic step.
 --
--- KEYS[1..10] as in reserve.lua (wallet, org cap, connection cap, user spend, user credits)
--- KEYS[11] settled_marker    string, exists once the request is settled
--- KEYS[12] usage_stream      stream of usage records
+-- KEYS[1]  wallet             hash { balance, reserved }
+-- KEYS[2]  wallet_expiries    zset '<request_id>:<amount>' -> hold expiry (ms)
+-- KEYS[3]  org_cap            hash { spent, reserved } for the current period
+-- KEYS[4]  org_cap_expiries
+-- KEYS[5]  conn_cap           hash { spent, reserved } for the current period
+-- KEYS[6]  conn_cap_expiries
+-- KEYS[7]  user_spend         hash { spent, reserved } for the user's period
+-- KEYS[8]  user_spend_expiries
+-- KEYS[9]  user_credits       hash { loaded, g:<grant_id> -> remaining }, settlement currency
+-- KEYS[10] user_grants        zset grant_id -> expiry (ms)
+-- KEYS[11] settled_marker     string, exists once the request is settled
+-- KEYS[12] usage_stream       stream of usage records
 --
 -- ARGV[1] request_id
--- ARGV[2] cost_nano          the request's sell cost (caps and allowance)
--- ARGV[3] wallet_cost_nano   charged to the wallet ('0' when it did not pay)
--- ARGV[4] held_nano          the amount of each of the request's holds (as reserved)
+-- ARGV[2] cost_nano           the request's sell cost (caps and allowance)
+-- ARGV[3] wallet_cost_nano    charged to the wallet ('0' when it did not pay)
+-- ARGV[4] held_nano           the amount of each of the request's holds (as reserved)
 -- ARGV[5] marker_ttl_s
 -- ARGV[6] now_ms
--- ARGV[7] user_cap_nano      '' when the user has no cap
--- ARGV[8] user_mode          'none' | 'enforce' | 'track_only' | 'disabled'
--- ARGV[9] uses_org_cap       '1' | '0'
--- ARGV[10] uses_conn_cap     '1' | '0'
--- ARGV[11..] the usage record as field, value, field, value, ...
+-- ARGV[7] user_cap_nano       '' when the user has no cap
+-- ARGV[8] user_mode           'none' | 'enforce' | 'track_only' | 'disabled'
+-- ARGV[9] uses_org_cap        '1' | '0'
+-- ARGV[10] uses_conn_cap      '1' | '0'
+-- ARGV[11..] record_fields    the usage record as field, value, field, value, ...
 --
 -- Returns {0, stream_entry_id, credits_cost_nano} when settled now, {1} when settled before.
 -- A hold that already lapsed is simply gone: the cost is still charged and recorded.
 -- Accounts missing from Redis are not charged here: they are rebuilt from Postgres, where
 -- this record will be counted. Holds are where reserve.lua put them: the wallet (when it
 -- paid), the caps in use, and the user's account when its allowance is enforced.
+--
+-- Two phases. First everything is read and validated and every change is worked out; an
+-- error there leaves Redis untouched, so a retry settles for real. Then the idempotency
+-- marker is set (the first write: once a script has written, Redis lets it finish even at
+-- maxmemory) and the changes are applied; none of them can fail, as every amount is in range.
+--#include amounts
 --#include release-hold
+--#include credits-available
 
-local request_id, cost, wallet_cost, held = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local marker_ttl, now_ms, user_cap, user_mode = ARGV[5], ARGV[6], ARGV[7], ARGV[8]
-local uses_org_cap, uses_conn_cap = ARGV[9] == '1', ARGV[10] == '1'
+local request_id, marker_ttl, now_ms, user_mode = ARGV[1], ARGV[5], ARGV[6], ARGV[8]
+local cost = amount(ARGV[2], 'cost_nano')
+local wallet_cost = amount(ARGV[3], 'wallet_cost_nano')
+amount(ARGV[4], 'held_nano')
+integer(marker_ttl, 'marker_ttl_s')
+integer(now_ms, 'now_ms')
+local user_cap = optional_amount(ARGV[7], 'user_cap_nano')
+one_of(user_mode, 'user_mode', {'none', 'enforce', 'track_only', 'disabled'})
+local uses_org_cap = one_of(ARGV[9], 'uses_org_cap', {'1', '0'}) == '1'
+local uses_conn_cap = one_of(ARGV[10], 'uses_conn_cap', {'1', '0'}) == '1'
+if #ARGV < 12 or (#ARGV - 10) % 2 ~= 0 then
+  error('gw_invalid_argument: record_fields must come as one or more field, value pairs')
+end
 local has_user = user_mode ~= 'none'
-local hold_member = request_id .. ':' .. held
+local hold_member = request_id .. ':' .. ARGV[4]
 
--- The marker goes first: a settle that finds it was settled before. (Once a script has
--- written, Redis lets it finish even at maxmemory, so nothing below is refused after it.)
-if not redis.call('SET', KEYS[11], '1', 'NX', 'EX', marker_ttl) then
+if redis.call('EXISTS', KEYS[11]) == 1 then
   return {1}
 end
 
@@ -48,47 +72,48 @@ local function exists(index)
   return all_exist or redis.call('EXISTS', KEYS[index]) == 1
 end
 
+-- Credits pay what the base allowance cannot. Worked out from the spend before this charge;
+-- the grants' remaining amounts and their sum are validated as they are read.
+local consumed, taken = {}, {}
+local credits_cost = 0
+local user_exists = has_user and exists(7)
+if user_exists and user_mode ~= 'disabled' and user_cap then
+  local spent_before = stored_amount(redis.call('HGET', KEYS[7], 'spent'), 'user spent')
+  local needed = math.max(0, cost - math.max(0, user_cap - spent_before))
+  if needed > 0 and redis.call('HEXISTS', KEYS[9], 'loaded') == 1 then
+    local listed = live_credits(KEYS[9], KEYS[10], now_ms)
+    for _, grant in ipairs(listed) do
+      if needed <= 0 then break end
+      local take = math.min(grant[2], needed)
+      local take_text = string.format('%.0f', take)
+      taken[#taken + 1] = {'g:' .. grant[1], '-' .. take_text}
+      consumed[#consumed + 1] = grant[1] .. ':' .. take_text
+      credits_cost = credits_cost + take
+      needed = needed - take
+    end
+  end
+end
+
+-- Writes from here on.
+redis.call('SET', KEYS[11], '1', 'EX', marker_ttl)
+
 -- Releases the request's hold on the account at KEYS[index] (when it may hold one there) and
--- adds `delta` to `field`; returns the field's new value, or nil when the account is not in
--- Redis (then it is not charged) or the delta is zero.
+-- adds `delta` to `field`, when the account is in Redis (else it is not charged).
 local function release_and_charge(index, field, delta, may_hold)
-  if not exists(index) then return nil end
+  if not exists(index) then return end
   if may_hold then release_hold(KEYS[index], KEYS[index + 1], hold_member) end
-  if delta == '0' then return nil end
-  return redis.call('HINCRBY', KEYS[index], field, delta)
+  if delta ~= 0 then redis.call('HINCRBY', KEYS[index], field, string.format('%.0f', delta)) end
 end
 
 -- The wallet may hold (system route) or not (a BYOK credential paid): always released.
-release_and_charge(1, 'balance', wallet_cost == '0' and '0' or '-' .. wallet_cost, true)
+release_and_charge(1, 'balance', -wallet_cost, true)
 if uses_org_cap then release_and_charge(3, 'spent', cost, true) end
 if uses_conn_cap then release_and_charge(5, 'spent', cost, true) end
-
--- Credits pay what the base allowance cannot: these are per-user amounts far below 2^53
--- nano-units, so the arithmetic below is exact in Lua numbers.
-local consumed = {}
-local credits_cost = 0
-if has_user then
-  local spent_after = release_and_charge(7, 'spent', cost, user_mode == 'enforce' and user_cap ~= '')
-  if spent_after and user_mode ~= 'disabled' and user_cap ~= '' then
-    local spent_before = spent_after - tonumber(cost)
-    local base_remaining = math.max(0, tonumber(user_cap) - spent_before)
-    local needed = math.max(0, tonumber(cost) - base_remaining)
-    if needed > 0 and redis.call('HEXISTS', KEYS[9], 'loaded') == 1 then
-      local live = redis.call('ZRANGEBYSCORE', KEYS[10], '(' .. now_ms, '+inf')
-      for _, grant_id in ipairs(live) do
-        if needed <= 0 then break end
-        local remaining = tonumber(redis.call('HGET', KEYS[9], 'g:' .. grant_id) or '0')
-        if remaining > 0 then
-          local take = math.min(remaining, needed)
-          local take_text = string.format('%.0f', take)
-          redis.call('HINCRBY', KEYS[9], 'g:' .. grant_id, '-' .. take_text)
-          consumed[#consumed + 1] = grant_id .. ':' .. take_text
-          credits_cost = credits_cost + take
-          needed = needed - take
-        end
-      end
-    end
-  end
+if user_exists then
+  release_and_charge(7, 'spent', cost, user_mode == 'enforce' and user_cap ~= nil)
+end
+for _, change in ipairs(taken) do
+  redis.call('HINCRBY', KEYS[9], change[1], change[2])
 end
 
 local record = {}

@@ -52,6 +52,9 @@ export const configSchema = z.object({
   MOCK_VENDOR_LATENCY_MS: z.coerce.number().int().min(0).default(0),
   MOCK_VENDOR_TOKENS_PER_SECOND: z.coerce.number().int().min(0).default(0),
   METRICS_ENABLED: booleanFlag.default(true),
+  /** /metrics is served only here, never on PORT (0: any free port, logged at start). */
+  METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
   CREDENTIALS_MASTER_KEY: optionalSecret,
   CREDENTIALS_MASTER_KEY_ID: z
     .string()

@@ -6,6 +6,10 @@ export const errorCatalogue = {
   // Request shape
   gw_invalid_json: { status: 400, summary: 'the body is not valid JSON' },
   gw_invalid_request: { status: 400, summary: 'the body or a parameter fails validation' },
+  gw_amount_out_of_range: {
+    status: 400,
+    summary: 'an amount, or the balance it would make, is beyond 1,000,000 (docs/limits.md)',
+  },
   gw_body_too_large: { status: 413, summary: 'the body exceeds MAX_BODY_BYTES' },
   gw_route_not_found: { status: 404, summary: 'no such route' },
   gw_method_not_allowed: { status: 405, summary: 'the route exists but not for this method' },
@@ -24,8 +28,11 @@ export const errorCatalogue = {
   gw_service_key_inactive: { status: 403, summary: 'service key expired, revoked or disabled' },
   gw_service_key_scope_required: { status: 403, summary: 'service key lacks the required scope' },
   // Product users and money
-  gw_invalid_app_id: { status: 400, summary: 'app_id missing or empty' },
-  gw_invalid_external_user_id: { status: 400, summary: 'external_user_id missing or empty' },
+  gw_invalid_app_id: { status: 400, summary: 'app_id missing, empty, too long or not text' },
+  gw_invalid_external_user_id: {
+    status: 400,
+    summary: 'external_user_id missing, empty, too long or not text',
+  },
   gw_product_user_not_found: { status: 404, summary: 'no user for that app_id/external_user_id' },
   gw_product_user_credits_required: {
     status: 400,
@@ -167,7 +174,8 @@ export function isDependencyUnavailable(error: unknown): boolean {
   if (name === 'MaxRetriesPerRequestError') return true; // ioredis gave up on a command
   if (
     typeof code === 'string' &&
-    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P03'].includes(code)
+    // 53300: Postgres refuses new connections (max_connections reached); retrying helps.
+    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P03', '53300'].includes(code)
   ) {
     return true;
   }

@@ -189,9 +189,9 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
     },
     isDraining: () => draining,
   };
-  const servedRoutes = routeDeclarations.filter(
-    (route) => config.METRICS_ENABLED || route !== metricsRoute,
-  );
+  // /metrics has its own listener (METRICS_HOST:METRICS_PORT, loopback by default), never
+  // the public port.
+  const servedRoutes = routeDeclarations.filter((route) => route !== metricsRoute);
   const sessions = new SessionStore(redis, keys, {
     idleMs: config.DASHBOARD_SESSION_IDLE_MS,
     absoluteMs: config.DASHBOARD_SESSION_MAX_MS,
@@ -233,9 +233,18 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
     routes: bindRoutes(servedRoutes, routeDeps, authenticators),
   });
   const port = await server.listen(config.HOST, config.PORT);
+  const metricsServer = config.METRICS_ENABLED
+    ? createHttpServer({
+        maxBodyBytes: 1024,
+        logger,
+        routes: bindRoutes([metricsRoute], routeDeps, authenticators),
+      })
+    : undefined;
+  const metricsPort = await metricsServer?.listen(config.METRICS_HOST, config.METRICS_PORT);
   logger.info(
     {
       port,
+      ...(metricsPort !== undefined && { metricsPort }),
       vendorA: routeLabel(systemRoutes.vendor_a),
       vendorB: routeLabel(systemRoutes.vendor_b),
     },
@@ -247,6 +256,7 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
     async stop() {
       draining = true;
       server.stopAccepting();
+      metricsServer?.stopAccepting();
       const remaining = await server.whenIdle(config.SHUTDOWN_GRACE_MS);
       if (remaining > 0)
         logger.warn({ remaining }, 'shutdown grace elapsed with requests in flight');

@@ -2,6 +2,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   AmountError,
+  AmountRangeError,
+  MAX_AMOUNT_NANO,
   costNano,
   formatNano,
   numericToNano,
@@ -19,7 +21,7 @@ describe('money formatting', () => {
 
   it('round-trips every amount through the wire format', () => {
     fc.assert(
-      fc.property(fc.bigInt({ min: 0n, max: 9_000_000_000_000_000_000n }), (nano) => {
+      fc.property(fc.bigInt({ min: 0n, max: MAX_AMOUNT_NANO }), (nano) => {
         const text = formatNano(nano);
         expect(text).toMatch(/^\d+\.\d{12}$/);
         expect(parseAmountToNano(text)).toBe(nano);
@@ -69,5 +71,14 @@ describe('costNano', () => {
         },
       ),
     );
+  });
+});
+
+describe('amount limits', () => {
+  it('parses up to MAX_AMOUNT_NANO and refuses anything larger with AmountRangeError', () => {
+    expect(parseAmountToNano('1000000')).toBe(MAX_AMOUNT_NANO);
+    expect(() => parseAmountToNano('1000000.000000001')).toThrow(AmountRangeError);
+    expect(() => parseAmountToNano('1000000000000000000')).toThrow(AmountRangeError);
+    expect(() => parseAmountToNano('1' + '0'.repeat(40))).toThrow(AmountError);
   });
 });

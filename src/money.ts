@@ -4,8 +4,11 @@
 import { Decimal } from 'decimal.js';
 
 export const NANO_PER_UNIT = 1_000_000_000n;
+
+/** Every cost is priced and charged in this currency; credits in another never pay one. */
+export const SETTLEMENT_CURRENCY = 'USD';
 const WIRE_FRACTION_DIGITS = 12;
-const decimalAmount = /^(?:0|[1-9]\d{0,17})(?:\.\d{1,12})?$/;
+const decimalAmount = /^(?:0|[1-9]\d{0,39})(?:\.\d{1,12})?$/;
 
 /** Formats nano-units as the wire's decimal string: "1.500000000000". */
 export function formatNano(nano: bigint): string {
@@ -17,12 +20,36 @@ export function formatNano(nano: bigint): string {
 }
 
 export class AmountError extends Error {
-  override readonly name = 'AmountError';
+  override readonly name: string = 'AmountError';
+}
+
+/**
+ * The largest amount the money layer takes, and the largest balance it lets one account
+ * reach: 1,000,000 currency units (1e15 nano-units). The Lua scripts compute in doubles,
+ * exact only below 2^53 nano-units; they refuse any amount from 2^51 on (a sum of four stays
+ * exact), and this limit keeps every amount, wallet balance and credit total well below
+ * that. docs/limits.md lists where it applies.
+ */
+export const MAX_AMOUNT_NANO = 1_000_000n * NANO_PER_UNIT;
+
+/** An amount beyond MAX_AMOUNT_NANO (`gw_amount_out_of_range`). */
+export class AmountRangeError extends AmountError {
+  override readonly name = 'AmountRangeError';
+}
+
+/** Throws AmountRangeError when `nano` (what `subject` would become) is beyond the limit. */
+export function assertAmountInRange(nano: bigint, subject: string): void {
+  if (nano > MAX_AMOUNT_NANO || nano < -MAX_AMOUNT_NANO) {
+    throw new AmountRangeError(
+      `${subject} would be ${formatNano(nano)}; at most ${formatNano(MAX_AMOUNT_NANO)} is accepted`,
+    );
+  }
 }
 
 /**
  * Parses a non-negative decimal amount ("10", "0.50", "1.000000000000") into nano-units.
  * Digits beyond the ninth fractional place must be zero: amounts are never silently rounded.
+ * Amounts beyond MAX_AMOUNT_NANO throw AmountRangeError.
  */
 export function parseAmountToNano(text: string): bigint {
   const trimmed = text.trim();
@@ -35,7 +62,11 @@ export function parseAmountToNano(text: string): bigint {
   if (/[1-9]/.test(fraction.slice(9))) {
     throw new AmountError('amount has more precision than a nano-unit (1e-9)');
   }
-  return BigInt(units) * NANO_PER_UNIT + BigInt(fraction.slice(0, 9).padEnd(9, '0'));
+  const nano = BigInt(units) * NANO_PER_UNIT + BigInt(fraction.slice(0, 9).padEnd(9, '0'));
+  if (nano > MAX_AMOUNT_NANO) {
+    throw new AmountRangeError(`amount must be at most ${formatNano(MAX_AMOUNT_NANO)}`);
+  }
+  return nano;
 }
 
 /** Postgres numeric text ("12.345000000000") → nano-units, rounding up any sub-nano remainder. */

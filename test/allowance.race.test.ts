@@ -141,11 +141,32 @@ describe('product-user allowance', () => {
   it('spends credits after the base allowance, earliest-expiring grant first; expired grants count for nothing', async () => {
     const orgId = uniqueOrg();
     const userId = 'pu_credits';
-    const credits = [keys.userCredits(orgId, userId), keys.userGrants(orgId, userId)];
+    const credits = {
+      user_credits: keys.userCredits(orgId, userId, 'USD'),
+      user_grants: keys.userGrants(orgId, userId, 'USD'),
+    };
     const now = Date.now();
-    await scripts.creditsChange(credits, ['add', 'grant_late', '50', String(now + 86_400_000)]);
-    await scripts.creditsChange(credits, ['add', 'grant_soon', '30', String(now + 3_600_000)]);
-    await scripts.creditsChange(credits, ['add', 'grant_expired', '1000', String(now - 1000)]);
+    await scripts.creditsChange(credits, {
+      action: 'add',
+      grant_id: 'grant_late',
+      amount_nano: '50',
+      expires_at_ms: String(now + 86_400_000),
+      ttl_ms: '',
+    });
+    await scripts.creditsChange(credits, {
+      action: 'add',
+      grant_id: 'grant_soon',
+      amount_nano: '30',
+      expires_at_ms: String(now + 3_600_000),
+      ttl_ms: '',
+    });
+    await scripts.creditsChange(credits, {
+      action: 'add',
+      grant_id: 'grant_expired',
+      amount_nano: '1000',
+      expires_at_ms: String(now - 1000),
+      ttl_ms: '',
+    });
     const account = accounts(orgId, { user: user(userId, 100n) });
 
     const tooMuch = await store.reserve({
@@ -176,9 +197,9 @@ describe('product-user allowance', () => {
     expect(squeezed.kind).toBe('allowance_short');
 
     expect(await store.settle(record(orgId, requestId, 150n, 180n), account)).toBe('settled');
-    expect(await redis.hget(credits[0]!, 'g:grant_soon')).toBe('0');
-    expect(await redis.hget(credits[0]!, 'g:grant_late')).toBe('30');
-    expect(await redis.hget(credits[0]!, 'g:grant_expired')).toBe('1000');
+    expect(await redis.hget(credits.user_credits!, 'g:grant_soon')).toBe('0');
+    expect(await redis.hget(credits.user_credits!, 'g:grant_late')).toBe('30');
+    expect(await redis.hget(credits.user_credits!, 'g:grant_expired')).toBe('1000');
     expect(await spent(keys.userSpend(orgId, userId, period.key))).toBe(150n);
 
     const entries = (await redis.xrange(keys.usageStream(orgId), '-', '+')) as Array<

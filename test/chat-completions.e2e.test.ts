@@ -8,6 +8,7 @@ import { bearer, postJson, postSse } from './support/http.js';
 import {
   runCliJson,
   seed,
+  metricsUrl,
   startGateway,
   type GatewayProcess,
   type SeededOrg,
@@ -258,7 +259,7 @@ describe('request errors', () => {
 
   it('counts requests and written usage rows in /metrics', async () => {
     const text = await eventually(async () => {
-      const body = await (await fetch(`${gateway.url}/metrics`)).text();
+      const body = await (await fetch(metricsUrl(gateway))).text();
       return /gw_usage_rows_written_total \d+/.test(body) &&
         !/gw_usage_rows_written_total 0\b/.test(body)
         ? body

@@ -173,6 +173,25 @@ describe('sign-in', () => {
     expect(unknown.body).toEqual(wrong.body);
   });
 
+  it('refuses text Postgres cannot store with a 400 naming the field, on sign-in and on writes', async () => {
+    const login = await postJson<ErrorBody>(`${gateway.url}/auth/login`, {
+      email: `a\u0000b@example.com`,
+      password: PASSWORD,
+    });
+    expect(login.status).toBe(400);
+    expect(login.body.error).toEqual({
+      code: 'gw_invalid_request',
+      message: 'email: must not contain a NUL character',
+    });
+    const admin = await signedIn(adminEmail);
+    const member = await admin.post<ErrorBody>(`/dashboard/api/orgs/${tenantA.org_id}/members`, {
+      email: 'x\ud800@example.com',
+      role: 'viewer',
+    });
+    expect(member.status).toBe(400);
+    expect(member.body.error.message).toMatch(/^email: must not contain a lone surrogate/);
+  });
+
   it('throttles an account after 5 failures: 429 with Retry-After, even with the right password', async () => {
     const email = unique('throttled');
     await createUser(email);

@@ -396,6 +396,100 @@ describe('credit grants and the credit summary', () => {
     expect([bad.status, bad.body.error.code]).toEqual([400, 'gw_invalid_request']);
   });
 
+  it('400 gw_amount_out_of_range for a 1e18 grant or one that takes the credits past the limit; nothing changes', async () => {
+    await put({ app_id: org.app_id, external_user_id: 'limits' });
+    const grant = (amount: string) =>
+      postJson<ErrorBody>(
+        `${gateway.url}/product-users/by-external-id/credit-grants`,
+        { app_id: org.app_id, external_user_id: 'limits', amount },
+        bearer(org.service_key),
+      );
+    const huge = await grant('1000000000000000000');
+    expect([huge.status, huge.body.error.code]).toEqual([400, 'gw_amount_out_of_range']);
+    expect(huge.body.error.message).toContain('1000000.000000000000');
+    expect((await grant('600000')).status).toBe(201);
+    const past = await grant('400000.000000001');
+    expect([past.status, past.body.error.code]).toEqual([400, 'gw_amount_out_of_range']);
+    const summary = await getJson<Record<string, unknown>>(
+      `${gateway.url}/product-users/by-external-id/credit-summary?app_id=${org.app_id}&external_user_id=limits`,
+      bearer(org.service_key),
+    );
+    expect(summary.body).toMatchObject({
+      available_credits: '600000.000000000000',
+      active_grant_count: 1,
+    });
+  });
+
+  it('spends credits only on costs in their currency: a EUR grant neither raises the USD allowance nor pays a USD request', async () => {
+    const user = 'euro-holder';
+    await runCliJson(
+      [
+        'cap',
+        'set',
+        '--scope',
+        'product_user',
+        '--app-id',
+        org.app_id,
+        '--external-user-id',
+        user,
+        '--amount',
+        '0.000001',
+      ],
+      env,
+    );
+    const granted = await postJson<GrantBody>(
+      `${gateway.url}/product-users/by-external-id/credit-grants`,
+      { app_id: org.app_id, external_user_id: user, amount: '5.00', currency: 'EUR' },
+      bearer(org.service_key),
+    );
+    expect(granted.status).toBe(201);
+    expect(granted.body.credits).toMatchObject({
+      currency: 'EUR',
+      available_credits: '5.000000000000',
+    });
+
+    const profile = await getJson<ProfileBody>(
+      profileUrl(org.app_id, user),
+      bearer(org.service_key),
+    );
+    expect(profile.body.allowance).toMatchObject({
+      currency: 'USD',
+      available_credits: '0.000000000000',
+      available_allowance: '0.000001000000',
+    });
+    expect(profile.body.credits).toMatchObject({
+      currency: 'USD',
+      available_credits: '0.000000000000',
+    });
+
+    const chat = await postJson<{
+      error: { provider_specific_fields?: { error: { code: string } } };
+    }>(
+      `${gateway.url}/v1/chat/completions`,
+      {
+        model: 'vendor_b/gpt-4o-mini',
+        messages: [{ role: 'user', content: 'hello mock:output_tokens=8' }],
+        max_tokens: 16,
+        user,
+      },
+      bearer(org.api_key),
+    );
+    expect([chat.status, chat.body.error.provider_specific_fields?.error.code]).toEqual([
+      403,
+      'gw_product_user_allowance_insufficient',
+    ]);
+    const euro = await getJson<Record<string, unknown>>(
+      `${gateway.url}/product-users/by-external-id/credit-summary?app_id=${org.app_id}&external_user_id=${user}&currency=EUR`,
+      bearer(org.service_key),
+    );
+    expect(euro.body).toMatchObject({
+      currency: 'EUR',
+      available_credits: '5.000000000000',
+      active_grant_count: 1,
+      spent_total: '0.000000000000',
+    });
+  });
+
   it('refuses a bad amount and changes nothing', async () => {
     const response = await postJson<ErrorBody>(
       `${gateway.url}/product-users/by-external-id/credit-grants`,

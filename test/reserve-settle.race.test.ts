@@ -46,8 +46,8 @@ function walletOnly(orgId: string, walletPays = true): RequestAccounts {
 
 async function fundWallet(orgId: string, nano: bigint): Promise<void> {
   await scripts.accountLoad(
-    [keys.wallet(orgId), keys.holdExpiries(keys.wallet(orgId))],
-    ['balance', nano.toString(), ''],
+    { account: keys.wallet(orgId), expiries: keys.holdExpiries(keys.wallet(orgId)) },
+    { field: 'balance', amount_nano: nano.toString(), expire_at_ms: '' },
   );
 }
 
@@ -74,6 +74,15 @@ afterAll(async () => {
   await deletePrefix(redis, prefix);
   await redis.quit();
   await db.end();
+});
+
+describe('RedisBudgetStore on a shared client', () => {
+  it('adds one ready listener to the client, not one per store', () => {
+    storeWithTtl(60_000);
+    const listeners = redis.listenerCount('ready');
+    for (let index = 0; index < 20; index += 1) storeWithTtl(60_000);
+    expect(redis.listenerCount('ready')).toBe(listeners);
+  });
 });
 
 describe('reserve.lua', () => {
@@ -237,25 +246,6 @@ describe('where holds are kept', () => {
     expect(await walletState(orgId)).toEqual({ balance: 750_000n, reserved: 300_000n });
   });
 
-  it('sweeps a lapsed hold left by the earlier layout (amount in an r:<id> field)', async () => {
-    const orgId = `org_legacy_${Date.now()}`;
-    await fundWallet(orgId, 2_000n);
-    const legacy = newRequestId();
-    await redis.hset(keys.wallet(orgId), `r:${legacy}`, '2000');
-    await redis.hincrby(keys.wallet(orgId), 'reserved', 2_000);
-    await redis.zadd(keys.holdExpiries(keys.wallet(orgId)), Date.now() - 1, legacy);
-    const store = storeWithTtl(60_000);
-    expect(
-      await store.reserve({
-        requestId: newRequestId(),
-        accounts: walletOnly(orgId),
-        amountNano: 1_500n,
-      }),
-    ).toEqual({ kind: 'held', credentialId: null });
-    expect(await walletState(orgId)).toEqual({ balance: 2_000n, reserved: 1_500n });
-    expect(await redis.hexists(keys.wallet(orgId), `r:${legacy}`)).toBe(0);
-  });
-
   it("charges an uncapped product user's spend without holding on it", async () => {
     const orgId = `org_uncapped_${Date.now()}`;
     await fundWallet(orgId, 5_000_000n);
@@ -340,8 +330,8 @@ describe('accounts rebuilt from the ledger', () => {
     // The user's accounts leave Redis (the credits' TTL, an eviction) and are rebuilt.
     await redis.del(
       keys.userSpend(orgId, productUserId, period.key),
-      keys.userCredits(orgId, productUserId),
-      keys.userGrants(orgId, productUserId),
+      keys.userCredits(orgId, productUserId, 'USD'),
+      keys.userGrants(orgId, productUserId, 'USD'),
     );
     expect(
       await store.reserve({ requestId: newRequestId(), accounts, amountNano: 800n }),

@@ -47,8 +47,8 @@ const accounts: RequestAccounts = {
   user: { productUserId: 'pu_micro', capNano: 10n ** 12n, creditMode: 'enforce', period },
 };
 await scripts.accountLoad(
-  [keys.wallet(orgId), keys.holdExpiries(keys.wallet(orgId))],
-  ['balance', (10n ** 15n).toString(), ''],
+  { account: keys.wallet(orgId), expiries: keys.holdExpiries(keys.wallet(orgId)) },
+  { field: 'balance', amount_nano: (10n ** 15n).toString(), expire_at_ms: '' },
 );
 
 const timings = { reserve: 0, settle: 0 };

@@ -5,12 +5,7 @@ local function release_hold(account, expiries, member)
   if redis.call('ZREM', expiries, member) == 0 then
     return false
   end
-  local amount = string.match(member, ':(%d+)$')
-  if not amount then
-    -- A hold placed by a version before the amount was listed: it kept it in 'r:<id>'.
-    amount = redis.call('HGET', account, 'r:' .. member) or '0'
-    redis.call('HDEL', account, 'r:' .. member)
-  end
+  local amount = string.match(member, ':(%d+)$') or '0'
   if amount ~= '0' then
     redis.call('HINCRBY', account, 'reserved', '-' .. amount)
   end

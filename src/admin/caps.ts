@@ -5,7 +5,13 @@ import { apiKeySharedCache, type CreditMode, type OverrunPolicy } from '../auth/
 import { CAPS_INVALIDATION_MESSAGE } from '../billing/cap-policies.js';
 import type { DbPool } from '../db/pool.js';
 import { newId } from '../ids.js';
-import { formatNano, nanoToNumeric, numericToNano } from '../money.js';
+import {
+  assertAmountInRange,
+  formatNano,
+  nanoToNumeric,
+  numericToNano,
+  SETTLEMENT_CURRENCY,
+} from '../money.js';
 import type { RedisKeys } from '../redis/keys.js';
 
 export type CapTarget =
@@ -54,6 +60,16 @@ export async function setCap(
   target: CapTarget,
   settings: CapSettings,
 ): Promise<Record<string, unknown>> {
+  // A cap limits what costs add up to, and every cost is in the settlement currency.
+  if (settings.currency !== SETTLEMENT_CURRENCY) {
+    throw new CapTargetError(
+      `caps are in ${SETTLEMENT_CURRENCY}, the currency costs are charged in (got ${settings.currency})`,
+    );
+  }
+  assertAmountInRange(settings.amountNano, 'the cap');
+  if (settings.perUserAmountNano !== undefined) {
+    assertAmountInRange(settings.perUserAmountNano, 'the per-user cap');
+  }
   const orgId = await owningOrg(db, target);
   const connectionId = target.scope === 'app_connection' ? target.appConnectionId : null;
   const userId = target.scope === 'product_user' ? target.productUserId : null;

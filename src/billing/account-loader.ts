@@ -2,7 +2,7 @@
 // that lost its data. Every load only installs what is not already there, and counts the
 // usage settled in Redis that the writer has not put in Postgres yet (UnwrittenUsage).
 import type { DbPool } from '../db/pool.js';
-import { numericToNano } from '../money.js';
+import { numericToNano, SETTLEMENT_CURRENCY } from '../money.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts } from '../redis/scripts.js';
 import { sumNano, type UnwrittenUsage } from '../ledger/unwritten-usage.js';
@@ -107,8 +107,8 @@ export class AccountLoader {
   ): Promise<void> {
     const expireAt = cap.period.end.getTime() + PERIOD_ACCOUNT_GRACE_MS;
     await this.scripts.accountLoad(
-      [key, this.keys.holdExpiries(key)],
-      ['spent', spent.toString(), String(expireAt)],
+      { account: key, expiries: this.keys.holdExpiries(key) },
+      { field: 'spent', amount_nano: spent.toString(), expire_at_ms: String(expireAt) },
     );
   }
 
@@ -147,6 +147,27 @@ export class AccountLoader {
       spent,
       user,
     );
+    await this.installCredits(orgId, user.productUserId, SETTLEMENT_CURRENCY, unwritten);
+  }
+
+  /**
+   * Loads a user's live credits in one currency (those in the settlement currency come with
+   * the user's account; the profile asks for others), unless another load is running.
+   */
+  async loadCredits(orgId: string, productUserId: string, currency: string): Promise<void> {
+    await this.once(this.keys.userCredits(orgId, productUserId, currency), async () => {
+      const unwritten = await this.unwritten.forOrg(orgId, productUserId);
+      await this.installCredits(orgId, productUserId, currency, unwritten);
+    });
+  }
+
+  /** Merges the user's active grants in `currency`, less what unwritten usage took, into Redis. */
+  private async installCredits(
+    orgId: string,
+    productUserId: string,
+    currency: string,
+    unwritten: readonly UsageRecord[],
+  ): Promise<void> {
     const { rows } = await this.db.query<{
       id: string;
       remaining: string;
@@ -154,10 +175,10 @@ export class AccountLoader {
     }>(
       `SELECT g.id, (g.amount - COALESCE(sum(c.amount), 0))::text AS remaining, g.expires_at
          FROM credit_grants g LEFT JOIN credit_consumptions c ON c.grant_id = g.id
-        WHERE g.product_user_id = $1 AND g.status = 'active'
+        WHERE g.product_user_id = $1 AND g.currency = $2 AND g.status = 'active'
           AND (g.expires_at IS NULL OR g.expires_at > now())
         GROUP BY g.id`,
-      [user.productUserId],
+      [productUserId, currency],
     );
     // What grants paid for usage that is not in the ledger yet is not left on them either.
     const unwrittenConsumption = new Map<string, bigint>();
@@ -172,11 +193,12 @@ export class AccountLoader {
       String(row.expires_at ? row.expires_at.getTime() : NEVER_EXPIRES_MS),
     ]);
     await this.scripts.creditsLoad(
-      [
-        this.keys.userCredits(orgId, user.productUserId),
-        this.keys.userGrants(orgId, user.productUserId),
-      ],
-      [String(CREDITS_TTL_MS), ...triples],
+      {
+        user_credits: this.keys.userCredits(orgId, productUserId, currency),
+        user_grants: this.keys.userGrants(orgId, productUserId, currency),
+      },
+      { ttl_ms: String(CREDITS_TTL_MS) },
+      triples,
     );
   }
 }

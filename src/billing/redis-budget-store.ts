@@ -3,8 +3,9 @@
 import type { Redis } from 'ioredis';
 import type { UsageRecord } from '../ledger/usage-record.js';
 import { usageRecordToFields } from '../ledger/usage-record.js';
+import { SETTLEMENT_CURRENCY } from '../money.js';
 import type { RedisKeys } from '../redis/keys.js';
-import type { RedisScripts } from '../redis/scripts.js';
+import type { RedisScripts, ScriptKeys } from '../redis/scripts.js';
 import type { AccountLoader, AccountName } from './account-loader.js';
 import type {
   BudgetStore,
@@ -15,6 +16,9 @@ import type {
   ReserveOutcome,
   ReserveRequest,
 } from './budget-store.js';
+
+/** The KEYS reserve.lua and settle.lua share: every account a request can touch. */
+type RequestAccountKeys = Omit<ScriptKeys<'reserve'>, 'cred_cooldowns' | 'cred_rotation'>;
 
 const credentialTiers = (choice: CredentialChoice | null): string =>
   choice ? choice.tiers.map((tier) => tier.join(',')).join('|') : '';
@@ -42,9 +46,27 @@ const STREAM_REGISTRATION_REFRESH_MS = 60_000;
 /** Placeholder key for an account a request does not use (same slot, never written). */
 const UNUSED = 'unused';
 
+/**
+ * When each org's usage stream was last announced to the writers' registry, per Redis client:
+ * shared by every store on that client, which then needs one `ready` listener, not one per
+ * store (a listener per store piled up on a shared client: MaxListenersExceededWarning).
+ */
+const streamAnnouncements = new WeakMap<Redis, Map<string, number>>();
+
+function announcementsOf(redis: Redis): Map<string, number> {
+  let announced = streamAnnouncements.get(redis);
+  if (!announced) {
+    const created = new Map<string, number>();
+    // After a reconnect Redis may be a new, empty one: announce every stream again.
+    redis.on('ready', () => created.clear());
+    streamAnnouncements.set(redis, created);
+    announced = created;
+  }
+  return announced;
+}
+
 export class RedisBudgetStore implements BudgetStore {
-  /** When each org's usage stream was last announced to the writers' registry. */
-  private readonly streamRegisteredAtMs = new Map<string, number>();
+  private readonly streamRegisteredAtMs: Map<string, number>;
 
   constructor(
     private readonly redis: Redis,
@@ -53,32 +75,31 @@ export class RedisBudgetStore implements BudgetStore {
     private readonly loader: AccountLoader,
     private readonly reservationTtlMs: number,
   ) {
-    // After a reconnect Redis may be a new, empty one: announce every stream again.
-    redis.on('ready', () => this.streamRegisteredAtMs.clear());
+    this.streamRegisteredAtMs = announcementsOf(redis);
   }
 
   async reserve(request: ReserveRequest): Promise<ReserveOutcome> {
     const { accounts } = request;
-    const keys = [
+    const keys = {
       ...this.accountKeys(accounts),
-      this.keys.credentialCooldowns(accounts.orgId),
-      this.keys.credentialRotation(accounts.orgId),
-    ];
+      cred_cooldowns: this.keys.credentialCooldowns(accounts.orgId),
+      cred_rotation: this.keys.credentialRotation(accounts.orgId),
+    };
     const call = async (): Promise<Array<string | number>> => {
       const now = Date.now();
-      return (await this.scripts.reserve(keys, [
-        request.requestId,
-        request.amountNano.toString(),
-        now,
-        now + this.reservationTtlMs,
-        accounts.walletPays ? '1' : '0',
-        accounts.orgCap?.capNano.toString() ?? '',
-        accounts.connectionCap?.capNano.toString() ?? '',
-        accounts.user?.capNano?.toString() ?? '',
-        accounts.user?.creditMode ?? 'none',
-        credentialTiers(accounts.credentials),
-        accounts.credentials?.byokOnly ? '1' : '0',
-      ])) as Array<string | number>;
+      return (await this.scripts.reserve(keys, {
+        request_id: request.requestId,
+        amount_nano: request.amountNano.toString(),
+        now_ms: now,
+        expires_at_ms: now + this.reservationTtlMs,
+        wallet_pays: accounts.walletPays ? '1' : '0',
+        org_cap_nano: accounts.orgCap?.capNano.toString() ?? '',
+        conn_cap_nano: accounts.connectionCap?.capNano.toString() ?? '',
+        user_cap_nano: accounts.user?.capNano?.toString() ?? '',
+        user_mode: accounts.user?.creditMode ?? 'none',
+        credentials: credentialTiers(accounts.credentials),
+        byok_only: accounts.credentials?.byokOnly ? '1' : '0',
+      })) as Array<string | number>;
     };
     let result = await call();
     if (result[0] === ReserveCode.NotLoaded) {
@@ -117,24 +138,25 @@ export class RedisBudgetStore implements BudgetStore {
 
   async failover(request: FailoverRequest): Promise<FailoverOutcome> {
     const { accounts } = request;
-    const keys = [
-      this.keys.wallet(accounts.orgId),
-      this.keys.holdExpiries(this.keys.wallet(accounts.orgId)),
-      this.keys.credentialCooldowns(accounts.orgId),
-      this.keys.credentialRotation(accounts.orgId),
-    ];
+    const wallet = this.keys.wallet(accounts.orgId);
+    const keys = {
+      wallet,
+      wallet_expiries: this.keys.holdExpiries(wallet),
+      cred_cooldowns: this.keys.credentialCooldowns(accounts.orgId),
+      cred_rotation: this.keys.credentialRotation(accounts.orgId),
+    };
     const call = async (): Promise<Array<string | number>> => {
       const now = Date.now();
-      return (await this.scripts.failover(keys, [
-        request.requestId,
-        request.failedCredentialId,
-        request.cooldownUntilMs,
-        credentialTiers(accounts.credentials),
-        accounts.credentials?.byokOnly ? '1' : '0',
-        request.amountNano.toString(),
-        now,
-        now + this.reservationTtlMs,
-      ])) as Array<string | number>;
+      return (await this.scripts.failover(keys, {
+        request_id: request.requestId,
+        failed_credential_id: request.failedCredentialId,
+        cooldown_until_ms: request.cooldownUntilMs,
+        credentials: credentialTiers(accounts.credentials),
+        byok_only: accounts.credentials?.byokOnly ? '1' : '0',
+        amount_nano: request.amountNano.toString(),
+        now_ms: now,
+        expires_at_ms: now + this.reservationTtlMs,
+      })) as Array<string | number>;
     };
     let result = await call();
     if (result[0] === ReserveCode.NotLoaded) {
@@ -161,54 +183,58 @@ export class RedisBudgetStore implements BudgetStore {
   ): Promise<'settled' | 'already_settled'> {
     await this.registerStream(record.orgId);
     const result = (await this.scripts.settle(
-      [
+      {
         ...this.accountKeys(accounts),
-        this.keys.settled(record.orgId, record.requestId),
-        this.keys.usageStream(record.orgId),
-      ],
-      [
-        record.requestId,
-        record.sellCostNano.toString(),
-        record.walletCostNano.toString(),
-        record.reservedNano.toString(),
-        SETTLED_MARKER_TTL_S,
-        Date.now(),
-        accounts.user?.capNano?.toString() ?? '',
-        accounts.user?.creditMode ?? 'none',
-        accounts.orgCap ? '1' : '0',
-        accounts.connectionCap ? '1' : '0',
-        ...usageRecordToFields(record),
-      ],
+        settled_marker: this.keys.settled(record.orgId, record.requestId),
+        usage_stream: this.keys.usageStream(record.orgId),
+      },
+      {
+        request_id: record.requestId,
+        cost_nano: record.sellCostNano.toString(),
+        wallet_cost_nano: record.walletCostNano.toString(),
+        held_nano: record.reservedNano.toString(),
+        marker_ttl_s: SETTLED_MARKER_TTL_S,
+        now_ms: Date.now(),
+        user_cap_nano: accounts.user?.capNano?.toString() ?? '',
+        user_mode: accounts.user?.creditMode ?? 'none',
+        uses_org_cap: accounts.orgCap ? '1' : '0',
+        uses_conn_cap: accounts.connectionCap ? '1' : '0',
+      },
+      usageRecordToFields(record),
     )) as [SettleCode, string?, string?];
     return result[0] === SettleCode.Settled ? 'settled' : 'already_settled';
   }
 
-  /** KEYS[1..10] of reserve.lua and settle.lua, in their order. */
-  private accountKeys(accounts: RequestAccounts): string[] {
+  /** The account KEYS of reserve.lua and settle.lua. Costs are in the settlement currency,
+   * so only the user's credits in that currency can pay them. */
+  private accountKeys(accounts: RequestAccounts): RequestAccountKeys {
     const { orgId } = accounts;
-    const withExpiries = (key: string): [string, string] => [key, this.keys.holdExpiries(key)];
     const unused = this.keys.orgCap(orgId, UNUSED);
+    const wallet = this.keys.wallet(orgId);
+    const orgCap = accounts.orgCap ? this.keys.orgCap(orgId, accounts.orgCap.period.key) : unused;
+    const connCap = accounts.connectionCap
+      ? this.keys.connectionCap(orgId, accounts.appConnectionId, accounts.connectionCap.period.key)
+      : unused;
     const user = accounts.user;
-    return [
-      ...withExpiries(this.keys.wallet(orgId)),
-      ...withExpiries(
-        accounts.orgCap ? this.keys.orgCap(orgId, accounts.orgCap.period.key) : unused,
-      ),
-      ...withExpiries(
-        accounts.connectionCap
-          ? this.keys.connectionCap(
-              orgId,
-              accounts.appConnectionId,
-              accounts.connectionCap.period.key,
-            )
-          : unused,
-      ),
-      ...withExpiries(
-        user ? this.keys.userSpend(orgId, user.productUserId, user.period.key) : unused,
-      ),
-      user ? this.keys.userCredits(orgId, user.productUserId) : unused,
-      user ? this.keys.userGrants(orgId, user.productUserId) : unused,
-    ];
+    const userSpend = user
+      ? this.keys.userSpend(orgId, user.productUserId, user.period.key)
+      : unused;
+    return {
+      wallet,
+      wallet_expiries: this.keys.holdExpiries(wallet),
+      org_cap: orgCap,
+      org_cap_expiries: this.keys.holdExpiries(orgCap),
+      conn_cap: connCap,
+      conn_cap_expiries: this.keys.holdExpiries(connCap),
+      user_spend: userSpend,
+      user_spend_expiries: this.keys.holdExpiries(userSpend),
+      user_credits: user
+        ? this.keys.userCredits(orgId, user.productUserId, SETTLEMENT_CURRENCY)
+        : unused,
+      user_grants: user
+        ? this.keys.userGrants(orgId, user.productUserId, SETTLEMENT_CURRENCY)
+        : unused,
+    };
   }
 
   /**

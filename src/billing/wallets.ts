@@ -2,8 +2,8 @@
 // the live balance the reserve script checks. A wallet missing from Redis is rebuilt as
 // sum(transactions) − sum(wallet_cost of recorded usage).
 import type { Redis } from 'ioredis';
-import type { DbPool } from '../db/pool.js';
-import { numericToNano, nanoToNumeric } from '../money.js';
+import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
+import { assertAmountInRange, numericToNano, nanoToNumeric } from '../money.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts } from '../redis/scripts.js';
 import { sumNano, UnwrittenUsage } from '../ledger/unwritten-usage.js';
@@ -19,8 +19,8 @@ export class WalletService {
   ) {}
 
   /** The balance according to Postgres alone. */
-  async ledgerBalanceNano(orgId: string): Promise<bigint> {
-    const { rows } = await this.db.query<{ funded: string; spent: string }>(
+  async ledgerBalanceNano(orgId: string, client: DbPool | DbClient = this.db): Promise<bigint> {
+    const { rows } = await client.query<{ funded: string; spent: string }>(
       `SELECT (SELECT COALESCE(sum(amount), 0) FROM wallet_transactions WHERE org_id = $1)::text AS funded,
               (SELECT COALESCE(sum(wallet_cost), 0) FROM usage_records WHERE org_id = $1)::text AS spent`,
       [orgId],
@@ -44,8 +44,8 @@ export class WalletService {
     const balance = await this.rebuiltBalanceNano(orgId);
     const wallet = this.keys.wallet(orgId);
     await this.scripts.accountLoad(
-      [wallet, this.keys.holdExpiries(wallet)],
-      ['balance', balance.toString(), ''],
+      { account: wallet, expiries: this.keys.holdExpiries(wallet) },
+      { field: 'balance', amount_nano: balance.toString(), expire_at_ms: '' },
     );
   }
 
@@ -60,13 +60,26 @@ export class WalletService {
     return { balanceNano: BigInt(balance ?? '0'), reservedNano: BigInt(reserved ?? '0') };
   }
 
-  /** Adds funds: recorded in Postgres first, then applied to the live balance if loaded. */
+  /**
+   * Adds funds: recorded in Postgres first, then applied to the live balance if loaded. The
+   * balance may not pass MAX_AMOUNT_NANO (AmountRangeError, nothing recorded): the wallet row
+   * is locked while the ledger is summed, so concurrent top-ups cannot pass it together.
+   */
   async topUp(orgId: string, amountNano: bigint): Promise<void> {
-    await this.db.query(
-      `INSERT INTO wallet_transactions (org_id, kind, amount) VALUES ($1, 'topup', $2)`,
-      [orgId, nanoToNumeric(amountNano)],
+    assertAmountInRange(amountNano, 'the top-up');
+    await withTransaction(this.db, async (client) => {
+      await client.query('SELECT 1 FROM wallets WHERE org_id = $1 FOR UPDATE', [orgId]);
+      const balance = await this.ledgerBalanceNano(orgId, client);
+      assertAmountInRange(balance + amountNano, 'the wallet balance');
+      await client.query(
+        `INSERT INTO wallet_transactions (org_id, kind, amount) VALUES ($1, 'topup', $2)`,
+        [orgId, nanoToNumeric(amountNano)],
+      );
+    });
+    await this.scripts.walletAdjust(
+      { wallet: this.keys.wallet(orgId) },
+      { mode: 'add', amount_nano: amountNano.toString() },
     );
-    await this.scripts.walletAdjust([this.keys.wallet(orgId)], ['add', amountNano.toString()]);
   }
 
   /**
@@ -76,9 +89,10 @@ export class WalletService {
    * disagree about a set that failed.
    */
   async setBalance(orgId: string, targetNano: bigint): Promise<void> {
+    assertAmountInRange(targetNano, 'the wallet balance');
     const outcome = (await this.scripts.walletAdjust(
-      [this.keys.wallet(orgId)],
-      ['set', targetNano.toString()],
+      { wallet: this.keys.wallet(orgId) },
+      { mode: 'set', amount_nano: targetNano.toString() },
     )) as [number, string?];
     const live = outcome[0] === 1;
     const previous = live ? BigInt(outcome[1] ?? '0') : await this.rebuiltBalanceNano(orgId);
@@ -91,8 +105,8 @@ export class WalletService {
       // Relative, so what requests spent meanwhile stays spent.
       if (live) {
         await this.scripts.walletAdjust(
-          [this.keys.wallet(orgId)],
-          ['add', (previous - targetNano).toString()],
+          { wallet: this.keys.wallet(orgId) },
+          { mode: 'add', amount_nano: (previous - targetNano).toString() },
         );
       }
       throw error;

@@ -11,9 +11,12 @@ import {
   isDependencyUnavailable,
   isGwError,
   type ErrorFlavor,
+  type GwError,
 } from '../errors.js';
 import { newRequestId } from '../ids.js';
 import type { Logger } from '../log.js';
+import { framingProblem } from './framing.js';
+import { textProblem } from '../text.js';
 import type { RequestLog } from './request-log.js';
 import { sendError } from './respond.js';
 import { UwsHttpResponse } from './response.js';
@@ -42,6 +45,8 @@ export interface HttpServer {
 }
 
 const jsonHeaders = { 'content-type': 'application/json' } as const;
+/** A refused request's body up to this size is read (keeps the connection); larger: closed. */
+const SMALL_BODY_BYTES = 64 * 1024;
 const noop = (): void => undefined;
 
 export function createHttpServer(options: HttpServerOptions): HttpServer {
@@ -68,8 +73,12 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     const path = nativeRequest.getUrl();
     const query = nativeRequest.getQuery() ?? '';
     const headers: Record<string, string> = {};
+    const contentLengths: string[] = [];
+    const transferEncodings: string[] = [];
     nativeRequest.forEach((name, value) => {
       headers[name] = value;
+      if (name === 'content-length') contentLengths.push(value);
+      else if (name === 'transfer-encoding') transferEncodings.push(value);
     });
     const remoteAddress = Buffer.from(native.getRemoteAddressAsText()).toString('latin1');
     const requestId = newRequestId();
@@ -106,6 +115,17 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       );
       return;
     }
+    const badFraming = framingProblem(contentLengths, transferEncodings);
+    if (badFraming !== undefined) {
+      // Which body follows is ambiguous: answer and close; nothing of it is read.
+      const error = gwError('gw_invalid_request', badFraming);
+      response.endAndClose(
+        error.status,
+        jsonHeaders,
+        errorBody(error, route ? flavorOf(route, headers) : 'default'),
+      );
+      return;
+    }
     if (match.kind !== 'route' || !route) {
       const error =
         match.kind === 'wrong_method'
@@ -114,6 +134,11 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
             })
           : gwError('gw_route_not_found', `no route for ${method} ${path}`);
       sendError(response, error);
+      return;
+    }
+    const badText = unstorableParameter(query, match.params);
+    if (badText !== undefined) {
+      sendError(response, gwError('gw_invalid_request', badText), flavorOf(route, headers));
       return;
     }
     const head: RequestHead = {
@@ -136,18 +161,58 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     const caller: Promise<unknown> = route.authenticate
       ? route.authenticate(head)
       : Promise.resolve(null);
-    caller.then((value) => {
-      if (!isGwError(value) || response.aborted) return;
-      refused = true;
-      const body = errorBody(value, flavor);
-      const errorHeaders = { ...jsonHeaders, ...value.headers };
-      // Mid-body the connection is closed: the rest of the body is never read.
-      if (bodyComplete) sendError(response, value, flavor);
-      else response.endAndClose(value.status, errorHeaders, body);
-    }, failed);
+    // Until the caller is known the body is not read (the socket is paused): an
+    // unauthenticated client makes the gateway hold at most what one read delivered.
+    let bodyPaused = false;
+    let refusalAfterBody: GwError | undefined;
+    // Every way out of the paused state resumes before anything is sent: a paused
+    // kept-alive socket would never read the client's next request.
+    const unpause = (): void => {
+      if (!bodyPaused) return;
+      bodyPaused = false;
+      if (!response.aborted && !response.headersSent) native.resume();
+    };
+    const declaredLength = Number(headers['content-length'] ?? Infinity);
+    caller.then(
+      (value) => {
+        if (!isGwError(value)) {
+          unpause();
+          return;
+        }
+        if (response.aborted) return;
+        if (bodyComplete) {
+          refused = true;
+          unpause(); // the connection is kept alive: its next request must be read
+          sendError(response, value, flavor);
+        } else if (bodyPaused && declaredLength <= SMALL_BODY_BYTES) {
+          // A small body is read to its end and the error sent then, so the client's
+          // kept-alive connection stays usable (closing it makes pools reuse a dead socket).
+          refusalAfterBody = value;
+          unpause();
+        } else {
+          // Mid-body the connection is closed: the rest of the body is never read.
+          refused = true;
+          response.endAndClose(
+            value.status,
+            { ...jsonHeaders, ...value.headers },
+            errorBody(value, flavor),
+          );
+        }
+      },
+      (error: unknown) => {
+        refused = true;
+        unpause();
+        failed(error);
+      },
+    );
 
     const run = (body: Buffer): void => {
       bodyComplete = true;
+      if (refusalAfterBody) {
+        refused = true;
+        sendError(response, refusalAfterBody, flavor);
+        return;
+      }
       const request: HttpRequest = { ...head, body };
       caller.then((value) => {
         if (refused || isGwError(value) || response.aborted) return;
@@ -162,6 +227,8 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       }, noop);
     };
     function failed(error: unknown): void {
+      // Work cancelled because the client went away (a token count) is not a bug.
+      if (response.aborted && (error as { name?: unknown } | null)?.name === 'AbortError') return;
       options.logger.error({ err: error, requestId, path }, 'unhandled error in route handler');
       if (response.aborted) return;
       if (response.headersSent) {
@@ -214,6 +281,10 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       chunks.push(Buffer.from(chunk.slice(0)));
       if (isLast) run(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
     });
+    if (route.authenticate && !refused) {
+      bodyPaused = true;
+      native.pause();
+    }
   });
 
   return {
@@ -248,6 +319,24 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       });
     },
   };
+}
+
+/** Why a query or path parameter cannot be used (NUL, lone surrogate), or undefined. */
+function unstorableParameter(
+  query: string,
+  params: Readonly<Record<string, string>>,
+): string | undefined {
+  for (const [name, value] of Object.entries(params)) {
+    const problem = textProblem(value);
+    if (problem) return `path parameter ${name}: ${problem}`;
+  }
+  if (query === '') return undefined;
+  for (const [name, value] of new URLSearchParams(query)) {
+    const problem = textProblem(name) ?? textProblem(value);
+    if (problem)
+      return `query parameter ${JSON.stringify(textProblem(name) ? '?' : name)}: ${problem}`;
+  }
+  return undefined;
 }
 
 function flavorOf(route: Route, headers: Readonly<Record<string, string>>): ErrorFlavor {

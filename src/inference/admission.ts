@@ -63,6 +63,8 @@ export interface AdmissionInput<Call> {
    * one number changed, which cannot fail where the first build did not).
    */
   readonly prepareCall: (model: CatalogModel, output: PlannedOutput) => Call;
+  /** Aborts when the client goes away: cancels the token count. */
+  readonly signal?: AbortSignal;
 }
 
 export interface Admission<Call = unknown> {
@@ -175,7 +177,10 @@ export async function admit<Call>(
       : null,
   };
 
-  const estimatedInputTokens = await services.tokenCounter.countInput(input.inputTexts);
+  const estimatedInputTokens = await services.tokenCounter.countInput(
+    input.inputTexts,
+    input.signal,
+  );
   const requestedOutput = Math.min(
     input.requestedMaxTokens ?? model.maxOutputTokens,
     model.maxOutputTokens,

@@ -1,6 +1,6 @@
 // Settlement: turns what the upstream reported into costs and a usage record.
 import type { UsageRecord, UsageStatus } from '../ledger/usage-record.js';
-import { costNano } from '../money.js';
+import { costNano, SETTLEMENT_CURRENCY } from '../money.js';
 import type { Admission } from './admission.js';
 import type { EndReason } from './charging-policy.js';
 
@@ -19,7 +19,7 @@ export interface RequestOutcome {
   readonly mock: boolean;
 }
 
-export const SETTLEMENT_CURRENCY = 'USD';
+export { SETTLEMENT_CURRENCY };
 
 export function buildUsageRecord(admission: Admission, outcome: RequestOutcome): UsageRecord {
   const { model, identity } = admission;

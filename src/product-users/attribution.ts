@@ -1,6 +1,13 @@
 // Reads product-user attribution from an inference request: the identifier (header, then
 // metadata.external_user_id, then `user`) and the optional profile (nested or flat forms).
 // metadata.name / metadata.email / metadata.user_metadata are NOT profile fields.
+import {
+  boundedTextProblem,
+  MAX_DISPLAY_NAME_CHARS,
+  MAX_EMAIL_CHARS,
+  MAX_EXTERNAL_USER_ID_CHARS,
+  metadataProblem,
+} from './limits.js';
 
 export interface ProductUserProfile {
   readonly displayName?: string;
@@ -14,7 +21,6 @@ export interface Attribution {
 }
 
 export const EXTERNAL_USER_ID_HEADER = 'x-gw-external-user-id';
-const MAX_EXTERNAL_USER_ID_LENGTH = 256;
 
 type JsonObject = Record<string, unknown>;
 
@@ -30,23 +36,42 @@ export class AttributionError extends Error {
   override readonly name = 'AttributionError';
 }
 
+function checkText(field: string, value: unknown, maxChars: number): void {
+  if (typeof value !== 'string') return;
+  const problem = boundedTextProblem(value, maxChars);
+  if (problem) throw new AttributionError(`${field}: ${problem}`);
+}
+
+function checkMetadata(field: string, value: unknown): void {
+  if (!isObject(value)) return;
+  const problem = metadataProblem(value);
+  if (problem) throw new AttributionError(`${field}: ${problem}`);
+}
+
 /** The attribution a request carries, or undefined when it names no product user. */
 export function readAttribution(
   headers: Readonly<Record<string, string>>,
   body: JsonObject,
 ): Attribution | undefined {
   const metadata = isObject(body.metadata) ? body.metadata : undefined;
+  const nested = isObject(metadata?.product_user) ? metadata.product_user : {};
+  // Every form a client can send is checked, used or not: a bad value is refused, never
+  // silently shadowed (limits in product-users/limits.ts, docs/limits.md).
+  checkText(EXTERNAL_USER_ID_HEADER, headers[EXTERNAL_USER_ID_HEADER], MAX_EXTERNAL_USER_ID_CHARS);
+  checkText('metadata.external_user_id', metadata?.external_user_id, MAX_EXTERNAL_USER_ID_CHARS);
+  checkText('user', body.user, MAX_EXTERNAL_USER_ID_CHARS);
+  checkText('metadata.product_user.display_name', nested.display_name, MAX_DISPLAY_NAME_CHARS);
+  checkText('product_user_display_name', body.product_user_display_name, MAX_DISPLAY_NAME_CHARS);
+  checkText('metadata.product_user.email', nested.email, MAX_EMAIL_CHARS);
+  checkText('product_user_email', body.product_user_email, MAX_EMAIL_CHARS);
+  checkMetadata('metadata.product_user.metadata', nested.metadata);
+  checkMetadata('product_user_metadata', body.product_user_metadata);
+
   const externalUserId =
     nonEmptyString(headers[EXTERNAL_USER_ID_HEADER]) ??
     nonEmptyString(metadata?.external_user_id) ??
     nonEmptyString(body.user);
   if (externalUserId === undefined) return undefined;
-  if (externalUserId.length > MAX_EXTERNAL_USER_ID_LENGTH) {
-    throw new AttributionError(
-      `external user id is longer than ${MAX_EXTERNAL_USER_ID_LENGTH} characters`,
-    );
-  }
-  const nested = isObject(metadata?.product_user) ? metadata.product_user : {};
   const displayName =
     nonEmptyString(nested.display_name) ?? nonEmptyString(body.product_user_display_name);
   const email = nonEmptyString(nested.email) ?? nonEmptyString(body.product_user_email);

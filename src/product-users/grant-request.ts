@@ -1,8 +1,9 @@
 // The fields of a credit grant request, checked once for every way in (the service-key route
 // and the dashboard): amount, currency, expiry, reason and the Idempotency-Key header.
 import { gwError, type GwError } from '../errors.js';
-import { AmountError, parseAmountToNano } from '../money.js';
-import type { CreditGrantInput } from './management.js';
+import { AmountError, AmountRangeError, parseAmountToNano } from '../money.js';
+import { boundedTextProblem } from './limits.js';
+import type { CreditGrant, CreditGrantInput } from './management.js';
 import { DEFAULT_CURRENCY } from './profile.js';
 
 export interface CreditGrantFields {
@@ -21,6 +22,8 @@ export function creditGrantRequest(
   try {
     amountNano = parseAmountToNano(body.amount);
   } catch (error) {
+    if (error instanceof AmountRangeError)
+      return gwError('gw_amount_out_of_range', `amount: ${error.message}`);
     if (error instanceof AmountError)
       return gwError('gw_invalid_request', `amount: ${error.message}`);
     throw error;
@@ -32,7 +35,7 @@ export function creditGrantRequest(
   }
   if (
     idempotencyKey !== undefined &&
-    (idempotencyKey.length === 0 || idempotencyKey.length > 255)
+    (idempotencyKey.length === 0 || boundedTextProblem(idempotencyKey, 255) !== undefined)
   ) {
     return gwError('gw_invalid_request', 'Idempotency-Key: must be 1 to 255 characters');
   }
@@ -45,8 +48,24 @@ export function creditGrantRequest(
   };
 }
 
-export const idempotencyKeyReused = (): GwError =>
-  gwError(
-    'gw_idempotency_key_reused',
-    'Idempotency-Key was already used with a different request body; use a new key for a new grant',
-  );
+/**
+ * What grantCredits answered, with its refusals as the spec's errors: credits the user would
+ * hold beyond the maximum amount (nothing granted), or an Idempotency-Key reused with another body.
+ */
+export async function grantOutcome(
+  granting: Promise<{ grant: CreditGrant; created: boolean } | { keyReused: true }>,
+): Promise<{ grant: CreditGrant; created: boolean } | GwError> {
+  try {
+    const granted = await granting;
+    if ('keyReused' in granted) {
+      return gwError(
+        'gw_idempotency_key_reused',
+        'Idempotency-Key was already used with a different request body; use a new key for a new grant',
+      );
+    }
+    return granted;
+  } catch (error) {
+    if (error instanceof AmountRangeError) return gwError('gw_amount_out_of_range', error.message);
+    throw error;
+  }
+}

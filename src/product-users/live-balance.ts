@@ -1,8 +1,9 @@
 // A product user's live numbers from Redis (loaded from Postgres first when missing): spend
-// in the current period and the remaining amount of each credit grant.
+// in the current period and the remaining amount of each credit grant in one currency.
 import type { Redis } from 'ioredis';
 import type { AccountLoader } from '../billing/account-loader.js';
 import type { UserAccount } from '../billing/budget-store.js';
+import { SETTLEMENT_CURRENCY } from '../money.js';
 import type { RedisKeys } from '../redis/keys.js';
 
 export interface LiveUserBalance {
@@ -18,14 +19,16 @@ export class LiveBalanceReader {
     private readonly loader: AccountLoader,
   ) {}
 
-  async read(orgId: string, user: UserAccount): Promise<LiveUserBalance> {
+  async read(orgId: string, user: UserAccount, currency: string): Promise<LiveUserBalance> {
     const spendKey = this.keys.userSpend(orgId, user.productUserId, user.period.key);
-    const creditsKey = this.keys.userCredits(orgId, user.productUserId);
+    const creditsKey = this.keys.userCredits(orgId, user.productUserId, currency);
     const [spendExists, creditsLoaded] = await Promise.all([
       this.redis.exists(spendKey),
       this.redis.hexists(creditsKey, 'loaded'),
     ]);
-    if (spendExists === 0 || creditsLoaded === 0) {
+    // Loading the user's account loads its credits in the settlement currency too.
+    const userLoad = spendExists === 0 || (creditsLoaded === 0 && currency === SETTLEMENT_CURRENCY);
+    if (userLoad) {
       await this.loader.load(['user'], {
         orgId,
         appConnectionId: '',
@@ -35,6 +38,9 @@ export class LiveBalanceReader {
         walletPays: false,
         credentials: null,
       });
+    }
+    if (creditsLoaded === 0 && currency !== SETTLEMENT_CURRENCY) {
+      await this.loader.loadCredits(orgId, user.productUserId, currency);
     }
     const [spent, credits] = await Promise.all([
       this.redis.hget(spendKey, 'spent'),

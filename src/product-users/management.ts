@@ -3,12 +3,12 @@
 // that affects the request path is pushed to the gateway instances' caches.
 import type { Redis } from 'ioredis';
 import { recordAudit, type AuditEntry } from '../accounts/audit.js';
-import { withTransaction, type DbPool } from '../db/pool.js';
+import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
 import { newId } from '../ids.js';
-import { formatNano, nanoToNumeric, numericToNano } from '../money.js';
-import { NEVER_EXPIRES_MS } from '../billing/account-loader.js';
+import { assertAmountInRange, formatNano, nanoToNumeric, numericToNano } from '../money.js';
+import { CREDITS_TTL_MS, NEVER_EXPIRES_MS } from '../billing/account-loader.js';
 import type { RedisKeys } from '../redis/keys.js';
-import type { RedisScripts } from '../redis/scripts.js';
+import type { RedisScripts, ScriptKeys } from '../redis/scripts.js';
 import { emailHash, productUserInvalidation } from './directory.js';
 import type { ProductUserRow } from './profile.js';
 
@@ -70,6 +70,23 @@ export function grantFromRow(row: GrantRow): CreditGrant {
     status: row.status,
     created_at: row.created_at.toISOString(),
   };
+}
+
+/** Refuses a grant that would take the user's live credits in its currency past the limit. */
+async function assertCreditsInRange(client: DbClient, input: CreditGrantInput): Promise<void> {
+  const { rows } = await client.query<{ remaining: string }>(
+    `SELECT COALESCE(sum(g.amount - COALESCE(
+              (SELECT sum(c.amount) FROM credit_consumptions c WHERE c.grant_id = g.id), 0)), 0)::text
+              AS remaining
+       FROM credit_grants g
+      WHERE g.product_user_id = $1 AND g.currency = $2 AND g.status = 'active'
+        AND (g.expires_at IS NULL OR g.expires_at > now())`,
+    [input.productUserId, input.currency],
+  );
+  assertAmountInRange(
+    numericToNano(rows[0]!.remaining) + input.amountNano,
+    `the user's credits in ${input.currency}`,
+  );
 }
 
 /** Whether a replayed request asks for the grant the key first created. */
@@ -169,7 +186,10 @@ export class ProductUserManagement {
 
   /**
    * Grants credits once per idempotency key; `created` is false for a replay. A key reused
-   * with different grant fields grants nothing and answers `keyReused` (Stripe's rule).
+   * with different grant fields grants nothing and answers `keyReused` (Stripe's rule). What
+   * the user has left in the grant's currency may not pass MAX_AMOUNT_NANO (AmountRangeError,
+   * nothing granted; a replay is not a new grant and is not checked): the user's row is locked
+   * while it is summed, so concurrent grants cannot pass it together.
    */
   async grantCredits(
     input: CreditGrantInput,
@@ -177,6 +197,18 @@ export class ProductUserManagement {
     audit?: Omit<AuditEntry, 'objectId'>,
   ): Promise<{ grant: CreditGrant; created: boolean } | { keyReused: true }> {
     const inserted = await withTransaction(this.db, async (client) => {
+      await client.query('SELECT 1 FROM product_users WHERE id = $1 FOR UPDATE', [
+        input.productUserId,
+      ]);
+      const replay =
+        input.idempotencyKey !== null &&
+        (
+          await client.query(
+            'SELECT 1 FROM credit_grants WHERE product_user_id = $1 AND idempotency_key = $2',
+            [input.productUserId, input.idempotencyKey],
+          )
+        ).rowCount !== 0;
+      if (!replay) await assertCreditsInRange(client, input);
       const result = await client.query<GrantRow>(
         `INSERT INTO credit_grants (id, org_id, product_user_id, amount, currency, reason, idempotency_key, expires_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
@@ -208,12 +240,13 @@ export class ProductUserManagement {
       if (!sameGrant(first, input)) return { keyReused: true };
       return { grant: grantFromRow(first), created: false };
     }
-    await this.scripts.creditsChange(this.creditKeys(row.org_id, row.product_user_id), [
-      'add',
-      row.id,
-      input.amountNano.toString(),
-      String(row.expires_at ? row.expires_at.getTime() : NEVER_EXPIRES_MS),
-    ]);
+    await this.scripts.creditsChange(this.creditKeys(row), {
+      action: 'add',
+      grant_id: row.id,
+      amount_nano: input.amountNano.toString(),
+      expires_at_ms: String(row.expires_at ? row.expires_at.getTime() : NEVER_EXPIRES_MS),
+      ttl_ms: '',
+    });
     return { grant: grantFromRow(row), created: true };
   }
 
@@ -231,18 +264,23 @@ export class ProductUserManagement {
     });
     const row = rows[0];
     if (!row) return undefined;
-    await this.scripts.creditsChange(this.creditKeys(row.org_id, row.product_user_id), [
-      'remove',
-      row.id,
-    ]);
+    await this.scripts.creditsChange(this.creditKeys(row), {
+      action: 'remove',
+      grant_id: row.id,
+      amount_nano: '',
+      expires_at_ms: '',
+      ttl_ms: String(CREDITS_TTL_MS),
+    });
     return grantFromRow(row);
   }
 
-  private creditKeys(orgId: string, productUserId: string): string[] {
-    return [
-      this.keys.userCredits(orgId, productUserId),
-      this.keys.userGrants(orgId, productUserId),
-    ];
+  /** The live credits of the grant's user in the grant's currency. */
+  private creditKeys(row: GrantRow): ScriptKeys<'creditsChange'> {
+    const currency = row.currency.trim();
+    return {
+      user_credits: this.keys.userCredits(row.org_id, row.product_user_id, currency),
+      user_grants: this.keys.userGrants(row.org_id, row.product_user_id, currency),
+    };
   }
 
   /** Tells every gateway instance to forget its cached copy of this user. */

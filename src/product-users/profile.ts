@@ -111,7 +111,7 @@ export class ProductUserProfiles {
     );
     const inCurrency = grants.filter((grant) => grant.currency.trim() === currency);
     const live = inCurrency.some((grant) => grant.status === 'active')
-      ? await this.live.read(user.org_id, this.userAccount(user, now, null, 'enforce'))
+      ? await this.live.read(user.org_id, this.userAccount(user, now, null, 'enforce'), currency)
       : undefined;
     let available = 0n;
     let expiringSoon = 0n;
@@ -203,7 +203,7 @@ export class ProductUserProfiles {
     const account = this.userAccount(user, now, policy.capNano, policy.creditMode);
     const currency = policy.capRule.currency;
     const [live, credits] = await Promise.all([
-      this.live.read(user.org_id, account),
+      this.live.read(user.org_id, account, currency),
       currency === defaultCredits.currency ? defaultCredits : this.credits(user, currency, now),
     ]);
     const spent = live.spentThisPeriodNano;

@@ -10,10 +10,10 @@ export interface RedisKeys {
   connectionCap(orgId: string, appConnectionId: string, periodKey: string): string;
   /** A product user's spend in one allowance period: hash { spent, reserved }. */
   userSpend(orgId: string, productUserId: string, periodKey: string): string;
-  /** A product user's live credit grants: hash { loaded, g:<grant_id> → remaining }. */
-  userCredits(orgId: string, productUserId: string): string;
-  /** Expiry of each of the user's grants: zset grant_id → expiry (ms). */
-  userGrants(orgId: string, productUserId: string): string;
+  /** A product user's live credit grants in one currency: hash { loaded, g:<grant_id> → remaining }. */
+  userCredits(orgId: string, productUserId: string, currency: string): string;
+  /** Expiry of each of the user's grants in one currency: zset grant_id → expiry (ms). */
+  userGrants(orgId: string, productUserId: string, currency: string): string;
   /** BYOK credentials cooling down after a 429/quota answer: hash credential_id → until (ms). */
   credentialCooldowns(orgId: string): string;
   /** Round-robin counters of credential priority tiers: hash tier → counter. */
@@ -46,8 +46,8 @@ export function createRedisKeys(prefix: string): RedisKeys {
     connectionCap: (orgId, connectionId, periodKey) =>
       `${org(orgId)}:cap:conn:${connectionId}:${periodKey}`,
     userSpend: (orgId, userId, periodKey) => `${org(orgId)}:pu:${userId}:spend:${periodKey}`,
-    userCredits: (orgId, userId) => `${org(orgId)}:pu:${userId}:credits`,
-    userGrants: (orgId, userId) => `${org(orgId)}:pu:${userId}:grants`,
+    userCredits: (orgId, userId, currency) => `${org(orgId)}:pu:${userId}:credits:${currency}`,
+    userGrants: (orgId, userId, currency) => `${org(orgId)}:pu:${userId}:grants:${currency}`,
     credentialCooldowns: (orgId) => `${org(orgId)}:cred:cooldown`,
     credentialRotation: (orgId) => `${org(orgId)}:cred:rotation`,
     holdExpiries: (accountKey) => `${accountKey}:resv`,

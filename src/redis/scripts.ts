@@ -1,4 +1,5 @@
 // Lua scripts: one file each in lua/, `--#include name` pulling fragments from lua/includes/.
+// Each script's KEYS and ARGV are named once, in scriptSpecs, in the order of its header.
 // Each is registered with ioredis defineCommand under a name that carries a hash of its
 // source, so two deployed versions sharing one Redis never call each other's script.
 import { createHash } from 'node:crypto';
@@ -20,27 +21,148 @@ function readLua(relativePath: string): string {
   throw new Error(`Lua script not found: ${relativePath}`);
 }
 
-/** The script's source with its includes inlined. */
-export function loadLuaSource(name: string): string {
-  return readLua(`${name}.lua`).replace(/^--#include ([\w-]+)$/gm, (_line, include: string) =>
-    readLua(`includes/${include}.lua`),
-  );
+const includeLine = /^--#include ([\w-]+)[ \t]*$/gm;
+
+/**
+ * Inlines `--#include name` lines (lua/includes/<name>.lua) recursively: an include may
+ * include others; each is inlined once, at its first mention (later mentions are dropped, as
+ * BullMQ's loader does), and a cycle is an error.
+ */
+export function expandIncludes(
+  source: string,
+  read: (relativePath: string) => string,
+  inlined = new Set<string>(),
+  chain: readonly string[] = [],
+): string {
+  return source.replace(includeLine, (_line, name: string) => {
+    if (chain.includes(name)) {
+      throw new Error(`Lua include cycle: ${[...chain, name].join(' -> ')}`);
+    }
+    if (inlined.has(name)) return '';
+    inlined.add(name);
+    return expandIncludes(read(`includes/${name}.lua`), read, inlined, [...chain, name]);
+  });
 }
 
-const scriptDefinitions = {
-  reserve: { file: 'reserve', keys: 12 },
-  failover: { file: 'failover', keys: 4 },
-  settle: { file: 'settle', keys: 12 },
-  accountLoad: { file: 'account-load', keys: 2 },
-  creditsLoad: { file: 'credits-load', keys: 2 },
-  creditsChange: { file: 'credits-change', keys: 2 },
-  walletAdjust: { file: 'wallet-adjust', keys: 1 },
-} as const;
+/** The script's source with its includes inlined. */
+export function loadLuaSource(file: string): string {
+  return expandIncludes(readLua(`${file}.lua`), readLua);
+}
 
-export type ScriptName = keyof typeof scriptDefinitions;
+/** A script's file and the names of its KEYS and ARGV, in the order of its header block
+ * (test/lua-bindings.test.ts checks the two agree). `rest`: the name of trailing ARGV that
+ * come as a list (the header's `ARGV[n..]`). */
+interface ScriptSpec {
+  readonly file: string;
+  readonly keys: readonly string[];
+  readonly args: readonly string[];
+  readonly rest?: string;
+}
+
+/** KEYS[1..10] of reserve.lua and settle.lua: every account a request can touch. */
+const REQUEST_ACCOUNT_KEYS = [
+  'wallet',
+  'wallet_expiries',
+  'org_cap',
+  'org_cap_expiries',
+  'conn_cap',
+  'conn_cap_expiries',
+  'user_spend',
+  'user_spend_expiries',
+  'user_credits',
+  'user_grants',
+] as const;
+
+export const scriptSpecs = {
+  reserve: {
+    file: 'reserve',
+    keys: [...REQUEST_ACCOUNT_KEYS, 'cred_cooldowns', 'cred_rotation'],
+    args: [
+      'request_id',
+      'amount_nano',
+      'now_ms',
+      'expires_at_ms',
+      'wallet_pays',
+      'org_cap_nano',
+      'conn_cap_nano',
+      'user_cap_nano',
+      'user_mode',
+      'credentials',
+      'byok_only',
+    ],
+  },
+  failover: {
+    file: 'failover',
+    keys: ['wallet', 'wallet_expiries', 'cred_cooldowns', 'cred_rotation'],
+    args: [
+      'request_id',
+      'failed_credential_id',
+      'cooldown_until_ms',
+      'credentials',
+      'byok_only',
+      'amount_nano',
+      'now_ms',
+      'expires_at_ms',
+    ],
+  },
+  settle: {
+    file: 'settle',
+    keys: [...REQUEST_ACCOUNT_KEYS, 'settled_marker', 'usage_stream'],
+    args: [
+      'request_id',
+      'cost_nano',
+      'wallet_cost_nano',
+      'held_nano',
+      'marker_ttl_s',
+      'now_ms',
+      'user_cap_nano',
+      'user_mode',
+      'uses_org_cap',
+      'uses_conn_cap',
+    ],
+    rest: 'record_fields',
+  },
+  accountLoad: {
+    file: 'account-load',
+    keys: ['account', 'expiries'],
+    args: ['field', 'amount_nano', 'expire_at_ms'],
+  },
+  creditsLoad: {
+    file: 'credits-load',
+    keys: ['user_credits', 'user_grants'],
+    args: ['ttl_ms'],
+    rest: 'grants',
+  },
+  creditsChange: {
+    file: 'credits-change',
+    keys: ['user_credits', 'user_grants'],
+    args: ['action', 'grant_id', 'amount_nano', 'expires_at_ms', 'ttl_ms'],
+  },
+  walletAdjust: {
+    file: 'wallet-adjust',
+    keys: ['wallet'],
+    args: ['mode', 'amount_nano'],
+  },
+  cacheFill: {
+    file: 'cache-fill',
+    keys: ['value', 'generation'],
+    args: ['expected_generation', 'value', 'ttl_s'],
+  },
+} as const satisfies Record<string, ScriptSpec>;
+
+export type ScriptName = keyof typeof scriptSpecs;
 type ScriptArg = string | number;
-export type ScriptCall = (keys: readonly string[], args: readonly ScriptArg[]) => Promise<unknown>;
-export type RedisScripts = Readonly<Record<ScriptName, ScriptCall>>;
+type Spec<N extends ScriptName> = (typeof scriptSpecs)[N];
+/** The named KEYS of a script. */
+export type ScriptKeys<N extends ScriptName> = Readonly<Record<Spec<N>['keys'][number], string>>;
+/** The named ARGV of a script (its `rest` list, if any, goes separately). */
+export type ScriptArgs<N extends ScriptName> = Readonly<Record<Spec<N>['args'][number], ScriptArg>>;
+export type ScriptCall<N extends ScriptName> = (
+  keys: ScriptKeys<N>,
+  args: ScriptArgs<N>,
+  rest?: readonly ScriptArg[],
+) => Promise<unknown>;
+export type RedisScripts = { readonly [N in ScriptName]: ScriptCall<N> };
 
 /**
  * Coalesces the socket writes of script calls without ioredis's auto-pipelining, whose
@@ -75,31 +197,34 @@ function coalescedWrites(redis: Redis): (send: () => Promise<unknown>) => Promis
   };
 }
 
-/** Defines every script on the client and returns typed callers. */
+/** Defines every script on the client and returns callers that take named KEYS and ARGV. */
 export function defineScripts(redis: Redis): RedisScripts {
-  const callers = {} as Record<ScriptName, ScriptCall>;
+  const callers: Record<string, ScriptCall<ScriptName>> = {};
   const commands = redis as unknown as Record<string, (...args: ScriptArg[]) => Promise<unknown>>;
   const dispatch = coalescedWrites(redis);
-  for (const [name, definition] of Object.entries(scriptDefinitions) as Array<
-    [ScriptName, (typeof scriptDefinitions)[ScriptName]]
-  >) {
-    const lua = loadLuaSource(definition.file);
+  for (const [name, spec] of Object.entries(scriptSpecs) as Array<[ScriptName, ScriptSpec]>) {
+    const lua = loadLuaSource(spec.file);
     const version = createHash('sha1').update(lua).digest('hex').slice(0, 10);
     const commandName = `gw_${name}_${version}`;
-    redis.defineCommand(commandName, { numberOfKeys: definition.keys, lua });
-    callers[name] = (keys, args) => {
-      if (keys.length !== definition.keys) {
-        throw new Error(`script ${name} takes ${definition.keys} keys, got ${keys.length}`);
-      }
-      return dispatch(() => commands[commandName]!.call(redis, ...keys, ...args));
+    redis.defineCommand(commandName, { numberOfKeys: spec.keys.length, lua });
+    const keyNames = spec.keys;
+    const argNames = spec.args;
+    callers[name] = (keys, args, rest = []) => {
+      const named = keys as Readonly<Record<string, string>>;
+      const values = args as Readonly<Record<string, ScriptArg>>;
+      const ordered: ScriptArg[] = [];
+      for (const key of keyNames) ordered.push(named[key]!);
+      for (const arg of argNames) ordered.push(values[arg]!);
+      for (const arg of rest) ordered.push(arg);
+      return dispatch(() => commands[commandName]!.call(redis, ...ordered));
     };
   }
-  return Object.freeze(callers);
+  return Object.freeze(callers) as unknown as RedisScripts;
 }
 
 /** Loads every script into Redis now (SCRIPT LOAD), so readiness means scripts are there. */
 export async function preloadScripts(redis: Redis): Promise<void> {
-  for (const definition of Object.values(scriptDefinitions)) {
-    await redis.script('LOAD', loadLuaSource(definition.file));
+  for (const spec of Object.values(scriptSpecs)) {
+    await redis.script('LOAD', loadLuaSource(spec.file));
   }
 }

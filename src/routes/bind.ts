@@ -2,10 +2,11 @@
 // soon as the headers are read (the adapter stops reading the body of a refused request),
 // the JSON body is validated against the declared schema, and only then the handler runs.
 import type { z } from 'zod';
-import { isGwError, type ErrorFlavor } from '../errors.js';
+import { gwError, isGwError, type ErrorFlavor } from '../errors.js';
 import { sendError } from '../http/respond.js';
 import type { HttpResponse, RequestHead, Route } from '../http/types.js';
 import { contentTypeError, parseJsonBody } from '../inference/parse-body.js';
+import { textProblem } from '../text.js';
 import type { Authenticators, CallerRequirement, DeclaredRoute } from './declaration.js';
 
 export function bindRoutes<Deps>(
@@ -37,6 +38,17 @@ function bindRoute<Deps>(
         const parsed =
           contentTypeError(request.headers) ?? parseJsonBody(request.body, route.body as z.ZodType);
         if (isGwError(parsed)) return sendError(response, parsed, flavorOf(request.headers));
+        // Management bodies are stored: text Postgres cannot store is refused here, once for
+        // every such route. (Inference bodies go to the vendor; their stored fields are checked
+        // where they are read.)
+        const unstorable = route.caller.kind === 'api_key' ? undefined : unstorableText(parsed);
+        if (unstorable) {
+          return sendError(
+            response,
+            gwError('gw_invalid_request', `${unstorable.path}: ${unstorable.problem}`),
+            flavorOf(request.headers),
+          );
+        }
         body = parsed;
       }
       // The caller and body match the declaration: the adapter ran its authenticator and
@@ -73,4 +85,23 @@ function authenticate(
     case 'org_member':
       return authenticators.orgMember(head, requirement.role, requirement.org);
   }
+}
+
+/** The first string (or object key) in a parsed body that Postgres cannot store, if any. */
+function unstorableText(
+  value: unknown,
+  path = 'body',
+): { path: string; problem: string } | undefined {
+  if (typeof value === 'string') {
+    const problem = textProblem(value);
+    return problem ? { path, problem } : undefined;
+  }
+  if (typeof value !== 'object' || value === null) return undefined;
+  for (const [key, item] of Object.entries(value)) {
+    const keyProblem = textProblem(key);
+    if (keyProblem) return { path: `${path} key`, problem: keyProblem };
+    const found = unstorableText(item, path === 'body' ? key : `${path}.${key}`);
+    if (found) return found;
+  }
+  return undefined;
 }

@@ -3,6 +3,7 @@
 import type { ApiKeyIdentity } from '../auth/api-key-store.js';
 import type { CatalogModel } from '../catalog/models.js';
 import { gwError, isGwError } from '../errors.js';
+import { clientGoneSignal } from '../http/abort-signal.js';
 import { sendError } from '../http/respond.js';
 import type { HttpRequest, HttpResponse } from '../http/types.js';
 import { admit, ADMISSION_ERRORS, type PlannedOutput } from '../inference/admission.js';
@@ -81,6 +82,7 @@ async function handleChatCompletion(
     requestedMaxTokens: parsed.max_completion_tokens ?? parsed.max_tokens ?? undefined,
     choices,
     prepareCall,
+    signal: clientGoneSignal(response),
   });
   if (isGwError(admission)) return sendError(response, admission);
   annotateAdmission(response, admission);

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { ApiKeyIdentity } from '../auth/api-key-store.js';
 import { modelPolicyAllows, type ModelCatalog } from '../catalog/models.js';
 import { gwError } from '../errors.js';
+import { clientGoneSignal } from '../http/abort-signal.js';
 import { sendError, sendJson } from '../http/respond.js';
 import type { HttpResponse } from '../http/types.js';
 import { countTokensRequestSchema } from '../inference/messages-request.js';
@@ -54,6 +55,9 @@ async function handleCountTokens(
       'messages',
     );
   }
-  const inputTokens = await deps.tokenCounter.countInput(messagesTexts(parsed));
+  const inputTokens = await deps.tokenCounter.countInput(
+    messagesTexts(parsed),
+    clientGoneSignal(response),
+  );
   sendJson(response, 200, { input_tokens: inputTokens });
 }

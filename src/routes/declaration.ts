@@ -142,6 +142,8 @@ export function routeErrorCodes(route: DeclaredRoute<never>): ErrorCode[] {
     ...new Set<ErrorCode>([
       ...callerErrors[route.caller.kind],
       ...(route.body ? bodyErrors : []),
+      // Query and path parameters with NUL characters or lone surrogates (src/http/server.ts).
+      ...(route.query || route.path.includes('{') ? (['gw_invalid_request'] as const) : []),
       ...route.errors,
     ]),
   ];

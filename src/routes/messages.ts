@@ -3,6 +3,7 @@
 import type { z } from 'zod';
 import type { ApiKeyIdentity } from '../auth/api-key-store.js';
 import { gwError, isGwError } from '../errors.js';
+import { clientGoneSignal } from '../http/abort-signal.js';
 import { sendError } from '../http/respond.js';
 import type { HttpRequest, HttpResponse } from '../http/types.js';
 import { admit, ADMISSION_ERRORS, type PlannedOutput } from '../inference/admission.js';
@@ -75,6 +76,7 @@ async function handleMessages(
         version,
       });
     },
+    signal: clientGoneSignal(response),
   });
   if (isGwError(admission)) return sendError(response, admission, 'messages');
   annotateAdmission(response, admission);

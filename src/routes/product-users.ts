@@ -9,13 +9,22 @@ import type { DbPool } from '../db/pool.js';
 import { gwError, isGwError, type GwError } from '../errors.js';
 import { sendError, sendJson } from '../http/respond.js';
 import type { HttpRequest, HttpResponse } from '../http/types.js';
-import { creditGrantRequest, idempotencyKeyReused } from '../product-users/grant-request.js';
+import { creditGrantRequest, grantOutcome } from '../product-users/grant-request.js';
 import { ProductUserRuleError, type ProductUserManagement } from '../product-users/management.js';
 import {
   DEFAULT_CURRENCY,
   type ProductUserProfiles,
   type ProductUserRow,
 } from '../product-users/profile.js';
+import {
+  boundedTextProblem,
+  MAX_APP_ID_CHARS,
+  MAX_DISPLAY_NAME_CHARS,
+  MAX_EMAIL_CHARS,
+  MAX_EXTERNAL_USER_ID_CHARS,
+  MAX_GRANT_REASON_CHARS,
+  storableText,
+} from '../product-users/limits.js';
 import { declareRoute } from './declaration.js';
 import { creditsSchema, productUserSchema } from './schemas.js';
 
@@ -29,11 +38,12 @@ const BASE = '/product-users/by-external-id';
 const currencyCode = z.string().regex(/^[A-Z]{3}$/, 'must be a 3-letter ISO currency code');
 const timestamp = z.iso.datetime({ offset: true });
 
+// app_id and external_user_id are checked by identifyUser (their own error codes).
 export const upsertProductUserSchema = z.strictObject({
   app_id: z.string(),
   external_user_id: z.string(),
-  display_name: z.string().max(256).optional(),
-  email: z.email().optional(),
+  display_name: storableText(MAX_DISPLAY_NAME_CHARS).optional(),
+  email: z.email().max(MAX_EMAIL_CHARS).optional(),
   allowance_starts_at: timestamp.nullable().optional(),
 });
 
@@ -43,7 +53,7 @@ export const creditGrantSchema = z.strictObject({
   amount: z.string(),
   currency: currencyCode.optional(),
   expires_at: timestamp.nullable().optional(),
-  reason: z.string().max(500).optional(),
+  reason: storableText(MAX_GRANT_REASON_CHARS).optional(),
 });
 
 const byExternalIdQuery = z.object({ app_id: z.string(), external_user_id: z.string() });
@@ -101,7 +111,12 @@ export const creditGrantRoute = declareRoute({
     200: { description: 'an Idempotency-Key replay: the first grant' },
     201: { description: 'granted' },
   },
-  errors: [...identityErrors, 'gw_product_user_not_found', 'gw_idempotency_key_reused'],
+  errors: [
+    ...identityErrors,
+    'gw_product_user_not_found',
+    'gw_idempotency_key_reused',
+    'gw_amount_out_of_range',
+  ],
   handler: ({ request, caller, body }, response, deps: { productUsers: ProductUserRouteDeps }) =>
     postCreditGrant(deps.productUsers, caller, request, body, response),
 });
@@ -114,8 +129,14 @@ async function identifyUser(
   externalUserId: string | null | undefined,
 ): Promise<{ appId: string; externalUserId: string } | GwError> {
   if (!appId || appId.trim() === '') return gwError('gw_invalid_app_id', 'app_id is required');
+  const appIdProblem = boundedTextProblem(appId, MAX_APP_ID_CHARS);
+  if (appIdProblem) return gwError('gw_invalid_app_id', `app_id: ${appIdProblem}`);
   if (!externalUserId || externalUserId.trim() === '') {
     return gwError('gw_invalid_external_user_id', 'external_user_id is required');
+  }
+  const idProblem = boundedTextProblem(externalUserId, MAX_EXTERNAL_USER_ID_CHARS);
+  if (idProblem) {
+    return gwError('gw_invalid_external_user_id', `external_user_id: ${idProblem}`);
   }
   const { rowCount } = await deps.db.query('SELECT 1 FROM apps WHERE id = $1 AND org_id = $2', [
     appId,
@@ -209,12 +230,10 @@ async function postCreditGrant(
   if (isGwError(user)) return sendError(response, user);
   const grantInput = creditGrantRequest(body, request.headers['idempotency-key']);
   if (isGwError(grantInput)) return sendError(response, grantInput);
-  const granted = await deps.management.grantCredits({
-    orgId: caller.orgId,
-    productUserId: user.id,
-    ...grantInput,
-  });
-  if ('keyReused' in granted) return sendError(response, idempotencyKeyReused());
+  const granted = await grantOutcome(
+    deps.management.grantCredits({ orgId: caller.orgId, productUserId: user.id, ...grantInput }),
+  );
+  if (isGwError(granted)) return sendError(response, granted);
   const { grant, created } = granted;
   const credits = await deps.profiles.credits(user, grant.currency);
   sendJson(response, created ? 201 : 200, { ...grant, credits });

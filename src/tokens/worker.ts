@@ -1,10 +1,10 @@
 // Piscina worker: counts tokens off the event loop.
-import { countInputTokens, countTextTokens } from './count.js';
+import { countInputTokens, countOutputTokens } from './count.js';
 
 export function countInput(texts: readonly string[]): number {
   return countInputTokens(texts);
 }
 
 export function countOutput(text: string): number {
-  return countTextTokens(text);
+  return countOutputTokens(text);
 }

@@ -24,5 +24,6 @@ export function baseEnv(prefix: string): Record<string, string> {
     CREDENTIALS_MASTER_KEY: TEST_MASTER_KEY,
     CREDENTIALS_MASTER_KEY_ID: 'test-k1',
     PORT: '0',
+    METRICS_PORT: '0',
   };
 }

@@ -182,3 +182,10 @@ export function revokeApiKey(
 ): Promise<{ id: string; revoked: boolean }> {
   return runCliJson(['api-key', 'revoke', '--id', id], env);
 }
+
+/** The URL of a gateway's /metrics listener (its port is logged with "gw listening"). */
+export function metricsUrl(gateway: GatewayProcess): string {
+  const port = /"metricsPort":(\d+)[^\n]*"msg":"gw listening"/.exec(gateway.output())?.[1];
+  if (port === undefined) throw new Error('the gateway logged no metrics port');
+  return `http://127.0.0.1:${port}/metrics`;
+}

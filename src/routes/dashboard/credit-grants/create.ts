@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { isGwError } from '../../../errors.js';
 import { sendError, sendJson } from '../../../http/respond.js';
-import { creditGrantRequest, idempotencyKeyReused } from '../../../product-users/grant-request.js';
+import { creditGrantRequest, grantOutcome } from '../../../product-users/grant-request.js';
 import { productUserById } from '../../../product-users/search.js';
 import { declareRoute } from '../../declaration.js';
 import type { ProductUserRouteDeps } from '../../product-users.js';
@@ -35,7 +35,7 @@ export const createCreditGrantRoute = declareRoute({
     },
     201: { description: 'granted', schema: creditGrantWithCreditsSchema },
   },
-  errors: ['gw_idempotency_key_reused'],
+  errors: ['gw_amount_out_of_range', 'gw_idempotency_key_reused'],
   async handler(
     { request, caller, body },
     response,
@@ -45,23 +45,25 @@ export const createCreditGrantRoute = declareRoute({
     const grantInput = creditGrantRequest(body, request.headers['idempotency-key']);
     if (isGwError(grantInput)) return sendError(response, grantInput);
     const user = (await productUserById(db, request.params.product_end_user_id ?? ''))!;
-    const granted = await management.grantCredits(
-      { orgId: user.org_id, productUserId: user.id, ...grantInput },
-      {
-        orgId: caller.org.id,
-        userId: caller.user.id,
-        action: 'credit_grant.create',
-        objectType: 'credit_grant',
-        details: {
-          product_end_user_id: user.id,
-          amount: body.amount,
-          currency: grantInput.currency,
-          expires_at: body.expires_at ?? null,
-          reason: grantInput.reason,
+    const granted = await grantOutcome(
+      management.grantCredits(
+        { orgId: user.org_id, productUserId: user.id, ...grantInput },
+        {
+          orgId: caller.org.id,
+          userId: caller.user.id,
+          action: 'credit_grant.create',
+          objectType: 'credit_grant',
+          details: {
+            product_end_user_id: user.id,
+            amount: body.amount,
+            currency: grantInput.currency,
+            expires_at: body.expires_at ?? null,
+            reason: grantInput.reason,
+          },
         },
-      },
+      ),
     );
-    if ('keyReused' in granted) return sendError(response, idempotencyKeyReused());
+    if (isGwError(granted)) return sendError(response, granted);
     const { grant, created } = granted;
     const credits = await profiles.credits(user, grant.currency);
     sendJson(response, created ? 201 : 200, { ...grant, credits });

@@ -1,0 +1,108 @@
+// Framing and authentication before the body, tested over raw sockets: a request whose
+// framing headers disagree is refused with 400 and its connection closed; an unauthenticated
+// request is refused without the gateway waiting for (or buffering) its large body.
+import { connect } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isolatedContext } from './support/context.js';
+import { startGateway, type GatewayProcess } from './support/processes.js';
+import { rawRequest } from './support/raw-http.js';
+
+const { env } = isolatedContext('framing');
+let gateway: GatewayProcess;
+
+beforeAll(async () => {
+  gateway = await startGateway(env);
+});
+afterAll(async () => {
+  await gateway?.stop();
+});
+
+const chatHead = (...framing: string[]): string =>
+  [
+    'POST /v1/chat/completions HTTP/1.1',
+    'Host: 127.0.0.1',
+    'Content-Type: application/json',
+    `Authorization: Bearer gw_${'A'.repeat(43)}`,
+    ...framing,
+  ].join('\r\n');
+
+const errorOf = (body: string): { code: string; message: string } =>
+  (JSON.parse(body) as { error: { code: string; message: string } }).error;
+
+describe('conflicting framing headers', () => {
+  const cases: Record<string, string[]> = {
+    'two different Content-Length values': ['Content-Length: 2', 'Content-Length: 40'],
+    'the longer Content-Length first': ['Content-Length: 40', 'Content-Length: 2'],
+    'a Transfer-Encoding other than chunked': ['Transfer-Encoding: gzip, chunked'],
+  };
+  for (const [name, framing] of Object.entries(cases)) {
+    it(`400 gw_invalid_request and the connection closed: ${name}`, async () => {
+      // No body: uWS would parse one as chunked and race our answer by dropping the socket.
+      const body = framing.some((header) => header.startsWith('Transfer-Encoding')) ? '' : '{}';
+      const answer = await rawRequest(gateway.port, chatHead(...framing), body);
+      expect(answer.status).toBe(400);
+      expect(errorOf(answer.body).code).toBe('gw_invalid_request');
+      expect(answer.closed).toBe(true);
+    });
+  }
+
+  // uWS's own parser drops these connections before any route sees them (no answer at all).
+  const droppedByParser: Record<string, string[]> = {
+    'Content-Length with Transfer-Encoding': ['Content-Length: 2', 'Transfer-Encoding: chunked'],
+    'a Content-Length that is not a number': ['Content-Length: 2x'],
+  };
+  for (const [name, framing] of Object.entries(droppedByParser)) {
+    it(`never served, the connection closed: ${name}`, async () => {
+      const answer = await rawRequest(gateway.port, chatHead(...framing), '{}');
+      expect([0, 400]).toContain(answer.status);
+      expect(answer.closed).toBe(true);
+    });
+  }
+
+  it('reads a small refused body to its end and keeps the connection open', async () => {
+    const answer = await rawRequest(gateway.port, chatHead('Content-Length: 2'), '{}');
+    expect(answer.status).toBe(401);
+    expect(answer.closed).toBe(false);
+  });
+
+  it('serves the next request on the connection of a refused one', async () => {
+    const socket = connect(gateway.port, '127.0.0.1');
+    let received = '';
+    socket.on('data', (chunk) => (received += chunk.toString('latin1')));
+    const request = `${chatHead('Content-Length: 2')}\r\n\r\n{}`;
+    const answers = async (count: number): Promise<void> => {
+      while ((received.match(/HTTP\/1\.1 401/g) ?? []).length < count) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    };
+    for (let count = 1; count <= 3; count += 1) {
+      socket.write(request);
+      await answers(count);
+    }
+    socket.destroy();
+    expect(received.match(/gw_unknown_key/g)).toHaveLength(3);
+  });
+
+  it('accepts a repeated Content-Length with the same value (the request reaches auth)', async () => {
+    const answer = await rawRequest(
+      gateway.port,
+      chatHead('Content-Length: 2', 'Content-Length: 2'),
+      '{}',
+    );
+    expect(answer.status).toBe(401);
+    expect(errorOf(answer.body).code).toBe('gw_unknown_key');
+  });
+});
+
+describe('authentication before the body', () => {
+  it('refuses an unknown key without waiting for the rest of a 4 MiB body', async () => {
+    const answer = await rawRequest(
+      gateway.port,
+      chatHead(`Content-Length: ${4 * 1024 * 1024 - 1}`),
+      Buffer.alloc(64 * 1024, 0x20),
+    );
+    expect(answer.status).toBe(401);
+    expect(errorOf(answer.body).code).toBe('gw_unknown_key');
+    expect(answer.closed).toBe(true);
+  });
+});

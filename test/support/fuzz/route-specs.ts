@@ -1,0 +1,455 @@
+// Every route of the gateway as the fuzz suite sees it: method, path, which key it takes, a
+// valid request to start from, and the fields, query parameters and headers worth attacking.
+import {
+  allHostileValues,
+  hostileAmounts,
+  hostileCodes,
+  hostileCounts,
+  hostileOthers,
+  hostileStrings,
+  type Hostile,
+} from './hostile-values.js';
+import type { Random } from './random.js';
+
+/** A signed-in dashboard browser: its session cookie and CSRF token. */
+export interface DashboardSession {
+  readonly cookie: string;
+  readonly csrfToken: string;
+}
+
+export interface FuzzTarget {
+  readonly apiKey: string;
+  readonly serviceKey: string;
+  readonly revokedApiKey: string;
+  readonly orgId: string;
+  readonly appId: string;
+  /** External user ids with caps and credits set up (holds on user accounts get exercised). */
+  readonly users: readonly string[];
+  /** A user whose base allowance is one nano-unit: only the probes' huge grants can pay. */
+  readonly hugeCreditUser: string;
+  /** `host` and `origin` a browser on the gateway's own dashboard sends. */
+  readonly host: string;
+  readonly origin: string;
+  /** The owner's session, used by every dashboard route but logout. */
+  readonly session: DashboardSession;
+  /** A second session of the owner, for logout to end. */
+  readonly spareSession: DashboardSession;
+  /** A user whose password the login inputs try (throttling it harms nothing else). */
+  readonly loginEmail: string;
+  readonly loginPassword: string;
+  /** A connection and a member the fuzz may change or remove (not the ones inference uses). */
+  readonly spareConnectionId: string;
+  readonly spareMemberId: string;
+  readonly spareMemberEmail: string;
+}
+
+export interface FieldSpec {
+  readonly path: string;
+  readonly pool: readonly Hostile[];
+}
+
+export interface RouteSpec {
+  readonly method: string;
+  /** As declared, with `{name}` path parameters. */
+  readonly path: string;
+  /** `session`: the dashboard's cookie, plus the CSRF token on writes; `browser`: no caller. */
+  readonly auth: 'api' | 'service' | 'session' | 'browser' | 'none';
+  /** Valid values of the path parameters. */
+  readonly params?: (target: FuzzTarget) => Record<string, string>;
+  /** Share of the generated inputs. */
+  readonly weight: number;
+  readonly body?: (target: FuzzTarget, random: Random) => Record<string, unknown>;
+  readonly fields?: readonly FieldSpec[];
+  readonly query?: (target: FuzzTarget, random: Random) => Record<string, string>;
+  /** Headers the route reads, worth attacking besides the generic ones. */
+  readonly headers?: (target: FuzzTarget, random: Random) => Record<string, string | undefined>;
+}
+
+const field = (path: string, ...pools: ReadonlyArray<readonly Hostile[]>): FieldSpec => ({
+  path,
+  pool: pools.flat(),
+});
+const strings = hostileStrings;
+const anything = allHostileValues;
+const modelNames: readonly Hostile[] = [
+  { name: 'model-unknown', value: 'vendor_b/does-not-exist' },
+  { name: 'model-unknown-vendor', value: 'vendor_z/gpt-4o-mini' },
+  { name: 'model-vendor-only', value: 'vendor_b/' },
+  { name: 'model-wrong-vendor-route', value: 'vendor_b/gpt-4o-mini' },
+  { name: 'model-with-nul', value: 'vendor_b/gpt-4o-mini\u0000' },
+  { name: 'model-case', value: 'VENDOR_B/GPT-4O-MINI' },
+  ...strings,
+];
+
+const pickUser = (target: FuzzTarget, random: Random): string =>
+  random.chance(0.2) ? `fuzz-${random.alnum(6)}` : random.pick(target.users);
+
+function chatBody(target: FuzzTarget, random: Random): Record<string, unknown> {
+  return {
+    model: random.pick(['vendor_b/gpt-4o-mini', 'vendor_b/gpt-4o', 'vendor_a/claude-haiku-4-5']),
+    messages: [{ role: 'user', content: 'say something short' }],
+    max_tokens: 1 + random.int(64),
+    user: pickUser(target, random),
+    ...(random.chance(0.25) && { stream: true }),
+  };
+}
+
+function messagesBody(target: FuzzTarget, random: Random): Record<string, unknown> {
+  return {
+    model: random.pick(['vendor_a/claude-haiku-4-5', 'vendor_a/claude-sonnet-4-5']),
+    max_tokens: 1 + random.int(64),
+    messages: [{ role: 'user', content: 'say something short' }],
+    metadata: { user_id: pickUser(target, random) },
+    ...(random.chance(0.25) && { stream: true }),
+  };
+}
+
+const productUserQuery = (target: FuzzTarget, random: Random): Record<string, string> => ({
+  app_id: target.appId,
+  external_user_id: pickUser(target, random),
+});
+
+export const routeSpecs: readonly RouteSpec[] = [
+  { method: 'GET', path: '/healthz', auth: 'none', weight: 1 },
+  { method: 'GET', path: '/readyz', auth: 'none', weight: 1 },
+  { method: 'GET', path: '/metrics', auth: 'none', weight: 1 },
+  { method: 'GET', path: '/openapi.json', auth: 'none', weight: 1 },
+  {
+    method: 'GET',
+    path: '/v1/models',
+    auth: 'api',
+    weight: 2,
+    headers: (_target, random) => (random.chance(0.5) ? { 'vendor-version': '2023-06-01' } : {}),
+  },
+  { method: 'GET', path: '/inference-keys/usage', auth: 'api', weight: 2 },
+  {
+    method: 'POST',
+    path: '/v1/chat/completions',
+    auth: 'api',
+    weight: 26,
+    body: chatBody,
+    headers: (target, random) =>
+      random.chance(0.2) ? { 'x-gw-external-user-id': pickUser(target, random) } : {},
+    fields: [
+      field('model', modelNames),
+      field('messages', hostileOthers),
+      field('messages.0.role', strings),
+      field('messages.0.content', anything),
+      field('messages.0.content.0.text', strings),
+      field('messages.1', hostileOthers),
+      field('stream', anything),
+      field('stream_options', hostileOthers),
+      field('stream_options.include_usage', anything),
+      field('max_tokens', hostileCounts),
+      field('max_completion_tokens', hostileCounts),
+      field('n', hostileCounts),
+      field('user', strings),
+      field('metadata', hostileOthers),
+      field('metadata.external_user_id', strings),
+      field('metadata.product_user.display_name', strings),
+      field('metadata.product_user.email', strings),
+      field('metadata.product_user.metadata', hostileOthers, strings),
+      field('product_user_display_name', strings),
+      field('product_user_email', strings),
+      field('product_user_metadata', hostileOthers, strings),
+      field('tools', hostileOthers),
+      field('tools.0.type', strings),
+      field('tools.0.function.name', strings),
+      field('tools.0.function.parameters', hostileOthers),
+      field('tool_choice', anything),
+      field('response_format', anything),
+      field('stop', anything),
+      field('logit_bias', anything),
+      field('temperature', hostileCounts),
+      field('seed', hostileCounts),
+      field('x_unknown_passthrough', anything),
+    ],
+  },
+  {
+    method: 'POST',
+    path: '/v1/messages',
+    auth: 'api',
+    weight: 18,
+    body: messagesBody,
+    headers: (target, random) => ({
+      ...(random.chance(0.3) && { 'vendor-version': '2023-06-01' }),
+      ...(random.chance(0.2) && { 'x-gw-external-user-id': pickUser(target, random) }),
+    }),
+    fields: [
+      field('model', modelNames),
+      field('max_tokens', hostileCounts),
+      field('messages', hostileOthers),
+      field('messages.0.role', strings),
+      field('messages.0.content', anything),
+      field('messages.0.content.0.text', strings),
+      field('messages.0.content.0.type', strings),
+      field('system', anything),
+      field('system.0.text', strings),
+      field('stream', anything),
+      field('metadata', hostileOthers),
+      field('metadata.user_id', anything),
+      field('metadata.external_user_id', strings),
+      field('tools', hostileOthers),
+      field('tools.0.name', strings),
+      field('tools.0.input_schema', hostileOthers),
+      field('temperature', hostileCounts),
+      field('stop_sequences', anything),
+      field('top_k', hostileCounts),
+      field('thinking.budget_tokens', hostileCounts),
+      field('x_unknown_passthrough', anything),
+    ],
+  },
+  {
+    method: 'POST',
+    path: '/v1/messages/count_tokens',
+    auth: 'api',
+    weight: 7,
+    body: (_target, random) => ({
+      model: random.pick(['vendor_a/claude-haiku-4-5', 'vendor_b/gpt-4o-mini']),
+      messages: [{ role: 'user', content: 'count me' }],
+    }),
+    fields: [
+      field('model', modelNames),
+      field('messages', hostileOthers),
+      field('messages.0.role', strings),
+      field('messages.0.content', anything),
+      field('messages.0.content.0.text', strings),
+      field('system', anything),
+      field('tools', hostileOthers),
+      field('tools.0.name', strings),
+    ],
+  },
+  {
+    method: 'GET',
+    path: '/product-users/by-external-id',
+    auth: 'service',
+    weight: 5,
+    query: productUserQuery,
+  },
+  {
+    method: 'PUT',
+    path: '/product-users/by-external-id',
+    auth: 'service',
+    weight: 7,
+    body: (target, random) => ({
+      app_id: target.appId,
+      external_user_id: pickUser(target, random),
+      display_name: 'Fuzz User',
+    }),
+    fields: [
+      field('app_id', strings),
+      field('external_user_id', strings),
+      field('display_name', strings, hostileOthers),
+      field('email', strings),
+      field('allowance_starts_at', hostileCodes, strings),
+      field('x_unknown', anything),
+    ],
+  },
+  {
+    method: 'GET',
+    path: '/product-users/by-external-id/credit-summary',
+    auth: 'service',
+    weight: 5,
+    query: (target, random) => ({
+      ...productUserQuery(target, random),
+      ...(random.chance(0.3) && { currency: 'USD' }),
+    }),
+  },
+  {
+    method: 'POST',
+    path: '/product-users/by-external-id/credit-grants',
+    auth: 'service',
+    weight: 7,
+    body: (target, random) => ({
+      app_id: target.appId,
+      external_user_id: pickUser(target, random),
+      amount: random.pick(['0.01', '0.50', '1']),
+      reason: 'fuzz',
+    }),
+    headers: (_target, random) =>
+      random.chance(0.3) ? { 'idempotency-key': `fuzz-${random.alnum(12)}` } : {},
+    fields: [
+      field('app_id', strings),
+      field('external_user_id', strings),
+      field('amount', hostileAmounts, hostileAmounts, strings),
+      field('currency', hostileCodes, strings),
+      field('expires_at', hostileCodes, strings),
+      field('reason', strings),
+      field('x_unknown', anything),
+    ],
+  },
+];
+
+const page = (): Record<string, string> => ({ limit: '10' });
+const dashboardWrite = (
+  method: string,
+  path: string,
+  weight: number,
+  params: RouteSpec['params'],
+  body: RouteSpec['body'],
+  fields: readonly FieldSpec[],
+): RouteSpec => ({ method, path, auth: 'session', weight, params, body, fields });
+const ofOrg = (target: FuzzTarget) => ({ org_id: target.orgId });
+const ofApp = (target: FuzzTarget) => ({ app_id: target.appId });
+const ofConnection = (target: FuzzTarget) => ({ connection_id: target.spareConnectionId });
+const ofMember = (target: FuzzTarget) => ({ org_id: target.orgId, user_id: target.spareMemberId });
+const roles: readonly Hostile[] = [
+  { name: 'role-owner', value: 'owner' },
+  { name: 'role-unknown', value: 'superuser' },
+  { name: 'role-uppercase', value: 'ADMIN' },
+  ...strings,
+];
+const connectionFields = [
+  field('name', strings, hostileOthers),
+  field('credit_mode', strings, hostileOthers),
+  field('overrun_policy', strings),
+  field('requires_product_user', anything),
+  field('x_unknown', anything),
+];
+const connectionBody = (_target: FuzzTarget, random: Random) => ({
+  name: `fuzz connection ${random.alnum(4)}`,
+  credit_mode: random.pick(['enforce', 'track_only']),
+});
+
+/** The dashboard's routes (sessions, orgs, apps, connections, members, audit log, models). */
+export const dashboardRouteSpecs: readonly RouteSpec[] = [
+  {
+    method: 'POST',
+    path: '/auth/login',
+    auth: 'browser',
+    weight: 1,
+    body: (target, random) => ({
+      email: target.loginEmail,
+      password: random.chance(0.3) ? target.loginPassword : `wrong-${random.alnum(8)}`,
+    }),
+    fields: [field('email', strings, hostileOthers), field('password', strings, hostileOthers)],
+  },
+  { method: 'POST', path: '/auth/logout', auth: 'session', weight: 0.5 },
+  { method: 'GET', path: '/auth/csrf', auth: 'session', weight: 1 },
+  { method: 'GET', path: '/auth/session', auth: 'session', weight: 1 },
+  { method: 'GET', path: '/models', auth: 'session', weight: 1 },
+  { method: 'GET', path: '/dashboard/api/orgs', auth: 'session', weight: 1.5, query: page },
+  {
+    method: 'GET',
+    path: '/dashboard/api/orgs/{org_id}/apps',
+    auth: 'session',
+    weight: 1.5,
+    params: ofOrg,
+    query: page,
+  },
+  dashboardWrite(
+    'POST',
+    '/dashboard/api/orgs/{org_id}/apps',
+    2,
+    ofOrg,
+    (_target, random) => ({ name: `fuzz app ${random.alnum(4)}` }),
+    [field('name', strings, hostileOthers), field('x_unknown', anything)],
+  ),
+  {
+    method: 'GET',
+    path: '/dashboard/api/apps/{app_id}/connections',
+    auth: 'session',
+    weight: 1.5,
+    params: ofApp,
+    query: page,
+  },
+  dashboardWrite(
+    'POST',
+    '/dashboard/api/apps/{app_id}/connections',
+    2,
+    ofApp,
+    connectionBody,
+    connectionFields,
+  ),
+  dashboardWrite(
+    'PATCH',
+    '/dashboard/api/connections/{connection_id}',
+    2,
+    ofConnection,
+    connectionBody,
+    connectionFields,
+  ),
+  {
+    method: 'DELETE',
+    path: '/dashboard/api/connections/{connection_id}',
+    auth: 'session',
+    weight: 1,
+    params: ofConnection,
+  },
+  {
+    method: 'GET',
+    path: '/dashboard/api/orgs/{org_id}/members',
+    auth: 'session',
+    weight: 1.5,
+    params: ofOrg,
+    query: page,
+  },
+  dashboardWrite(
+    'POST',
+    '/dashboard/api/orgs/{org_id}/members',
+    1.5,
+    ofOrg,
+    (target) => ({ email: target.spareMemberEmail, role: 'viewer' }),
+    [field('email', strings, hostileOthers), field('role', roles), field('x_unknown', anything)],
+  ),
+  dashboardWrite(
+    'PATCH',
+    '/dashboard/api/orgs/{org_id}/members/{user_id}',
+    1.5,
+    ofMember,
+    (_target, random) => ({ role: random.pick(['viewer', 'member']) }),
+    [field('role', roles), field('x_unknown', anything)],
+  ),
+  {
+    method: 'DELETE',
+    path: '/dashboard/api/orgs/{org_id}/members/{user_id}',
+    auth: 'session',
+    weight: 1,
+    params: ofMember,
+  },
+  {
+    method: 'GET',
+    path: '/dashboard/api/orgs/{org_id}/audit-log',
+    auth: 'session',
+    weight: 1.5,
+    params: ofOrg,
+    query: (_target, random) => ({
+      limit: String(1 + random.int(50)),
+      ...(random.chance(0.3) && { cursor: String(random.int(1_000_000)) }),
+    }),
+  },
+];
+
+/** Hostile values for a path parameter, already in wire form. */
+export const hostileParams: readonly { name: string; value: string }[] = [
+  { name: 'param-empty', value: '' },
+  { name: 'param-percent-nul', value: '%00' },
+  { name: 'param-lone-surrogate', value: '%ED%A0%80' },
+  { name: 'param-invalid-utf8', value: '%FF%FE' },
+  { name: 'param-dot-dot', value: '..' },
+  { name: 'param-encoded-slash', value: 'a%2Fb' },
+  { name: 'param-long-10k', value: 'p'.repeat(10_000) },
+  { name: 'param-unknown-id', value: 'org_000000000000000000000' },
+  { name: 'param-sql-ish', value: "x'%20OR%20'1'%3D'1" },
+];
+
+/** Paths that are no route, and malformed ways to name the real ones. */
+export const unroutedTargets: readonly { name: string; target: string }[] = [
+  { name: 'root', target: '/' },
+  { name: 'v2-prefix', target: '/v2/chat/completions' },
+  { name: 'admin-guess', target: '/admin' },
+  { name: 'long-path-10k', target: `/${'a'.repeat(10_000)}` },
+  { name: 'percent-nul-path', target: '/%00' },
+  { name: 'lone-surrogate-path', target: '/%ED%A0%80' },
+  { name: 'dot-dot-to-metrics', target: '/product-users/by-external-id/../../metrics' },
+  { name: 'dot-dot-to-healthz', target: '/v1/chat/completions/../../healthz' },
+  { name: 'trailing-slash', target: '/v1/chat/completions/' },
+  { name: 'double-slash', target: '//v1/chat/completions' },
+  { name: 'uppercase', target: '/V1/CHAT/COMPLETIONS' },
+  { name: 'encoded-slash', target: '/v1%2Fchat%2Fcompletions' },
+  { name: 'matrix-param', target: '/v1/models;x=1' },
+  { name: 'asterisk-form', target: '*' },
+  { name: 'absolute-form', target: 'http://127.0.0.1/healthz' },
+  { name: 'fragment', target: '/healthz#frag' },
+  { name: 'query-only', target: '?a=1' },
+];
