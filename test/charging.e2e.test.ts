@@ -273,4 +273,25 @@ describe('n > 1', () => {
     expect(oneChoice.status).toBe(400);
     expect(oneChoice.body.error.message).toContain('one choice');
   });
+
+  it('refuses, before any hold, a tool the messages protocol would have to invent a schema for', async () => {
+    const before = await db.query(
+      'SELECT count(*)::int AS n FROM usage_records WHERE org_id = $1',
+      [org.org_id],
+    );
+    const answer = await postJson<{ error: { code: string; message: string } }>(
+      `${gateway.url}/v1/chat/completions`,
+      { ...chat('tool', { tools: [{ type: '-5' }] }), model: 'vendor_a/claude-haiku-4-5' },
+      bearer(org.api_key),
+    );
+    expect(answer.status).toBe(400);
+    expect(answer.body.error).toEqual({
+      code: 'gw_invalid_request',
+      message: 'tools.0: model vendor_a/claude-haiku-4-5 takes function tools with a name only',
+    });
+    const after = await db.query('SELECT count(*)::int AS n FROM usage_records WHERE org_id = $1', [
+      org.org_id,
+    ]);
+    expect(after.rows).toEqual(before.rows);
+  });
 });

@@ -28,7 +28,12 @@ import {
   type Failure,
 } from './support/fuzz/report.js';
 import { routeCase, unroutedCase } from './support/fuzz/route-cases.js';
-import { dashboardRouteSpecs, routeSpecs, type FuzzTarget } from './support/fuzz/route-specs.js';
+import {
+  dashboardRouteSpecs,
+  dashboardUiRouteSpecs,
+  routeSpecs,
+  type FuzzTarget,
+} from './support/fuzz/route-specs.js';
 import { DashboardClient } from './support/dashboard.js';
 import { routeDeclarations } from '../src/routes/index.js';
 import {
@@ -118,7 +123,7 @@ async function runCases(batch: readonly FuzzCase[]): Promise<Exchange[]> {
 /** The whole input list for a seed: management first (grants land before the spending). */
 function buildCases(target: FuzzTarget): { management: FuzzCase[]; rest: FuzzCase[] } {
   const random = seededRandom(SEED);
-  const specs = [...routeSpecs, ...dashboardRouteSpecs];
+  const specs = [...routeSpecs, ...dashboardRouteSpecs, ...dashboardUiRouteSpecs];
   const totalWeight = specs.reduce((sum, spec) => sum + spec.weight, 0);
   const routed = Math.round(INPUTS * 0.92);
   const management: FuzzCase[] = [];

@@ -44,12 +44,9 @@ async function handleChatCompletion(
   const body: Record<string, unknown> = parsed;
   response.annotate({ model: modelLabel(parsed.model) });
   const choices = parsed.n ?? 1;
-  if (choices > 1 && deps.services.catalog.get(parsed.model)?.vendor === 'vendor_a') {
-    // The messages protocol has no `n`: one choice would come back for the n asked and held.
-    return sendError(
-      response,
-      gwError('gw_invalid_request', `n: model ${parsed.model} serves one choice per request`),
-    );
+  if (deps.services.catalog.get(parsed.model)?.vendor === 'vendor_a') {
+    const refusal = messagesProtocolRefusal(parsed, choices);
+    if (refusal) return sendError(response, gwError('gw_invalid_request', refusal));
   }
   const stream = parsed.stream === true;
   const clientWantsUsage = parsed.stream_options?.include_usage === true;
@@ -94,4 +91,24 @@ async function handleChatCompletion(
     { stream, startedAtMs: request.receivedAtMs },
     response,
   );
+}
+
+/**
+ * What a chat request asks that the messages protocol cannot carry as asked, or undefined.
+ * `n`: one choice would come back for the n asked and held. A tool that is not a named
+ * function: the translation would have to invent its schema, which the estimate never saw.
+ */
+function messagesProtocolRefusal(
+  parsed: ChatCompletionRequest,
+  choices: number,
+): string | undefined {
+  if (choices > 1) return `n: model ${parsed.model} serves one choice per request`;
+  const tools: unknown[] = Array.isArray(parsed.tools) ? parsed.tools : [];
+  for (const [index, tool] of tools.entries()) {
+    const fn = (tool as { type?: unknown; function?: { name?: unknown } }).function;
+    if ((tool as { type?: unknown }).type !== 'function' || typeof fn?.name !== 'string') {
+      return `tools.${index}: model ${parsed.model} takes function tools with a name only`;
+    }
+  }
+  return undefined;
 }

@@ -43,7 +43,7 @@ function authHeaders(spec: RouteSpec, target: FuzzTarget): Headers {
 }
 
 function renderPath(spec: RouteSpec, params: Record<string, string>): string {
-  return spec.path.replace(/\{(\w+)\}/g, (_, name: string) => params[name] ?? '');
+  return spec.path.replace(/\{(\w+\*?)\}/g, (_, name: string) => params[name] ?? '');
 }
 
 function queryString(query: Record<string, string>): string {

@@ -420,6 +420,28 @@ export const dashboardRouteSpecs: readonly RouteSpec[] = [
   },
 ];
 
+/** The dashboard web app's page and asset routes (no caller; static answers). */
+export const dashboardUiRouteSpecs: readonly RouteSpec[] = [
+  { method: 'GET', path: '/dashboard', auth: 'none', weight: 0.3 },
+  { method: 'GET', path: '/dashboard/', auth: 'browser', weight: 0.5 },
+  { method: 'GET', path: '/dashboard/models', auth: 'browser', weight: 0.3 },
+  { method: 'GET', path: '/dashboard/sign-in', auth: 'browser', weight: 0.3 },
+  {
+    method: 'GET',
+    path: '/dashboard/orgs/{page*}',
+    auth: 'browser',
+    weight: 0.5,
+    params: (target) => ({ 'page*': `${target.orgId}/apps` }),
+  },
+  {
+    method: 'GET',
+    path: '/dashboard/assets/{file}',
+    auth: 'none',
+    weight: 0.5,
+    params: () => ({ file: 'app.js' }),
+  },
+];
+
 /** Hostile values for a path parameter, already in wire form. */
 export const hostileParams: readonly { name: string; value: string }[] = [
   { name: 'param-empty', value: '' },
