@@ -285,6 +285,9 @@ describe('product users', () => {
     }>(`${base}?q=search&limit=2&cursor=${firstPage.body.next_cursor}`);
     expect(secondPage.body.data.map((user) => user.external_user_id)).toEqual(['other-3']);
     expect(secondPage.body.next_cursor).toBeNull();
+    const nul = await viewer.get<ErrorBody>(`${base}?q=a%00b`);
+    expect(nul.status).toBe(400);
+    expect(nul.body.error.code).toBe('gw_invalid_request');
     // LIKE's wildcards are matched literally
     const wildcard = await viewer.get<{ data: unknown[] }>(`${base}?q=%25`);
     expect(wildcard.body.data).toEqual([]);
@@ -344,6 +347,10 @@ describe('product users', () => {
     const zero = await admin.post<ErrorBody>(grantsPath, { amount: '0' });
     expect(zero.status).toBe(400);
     expect(zero.body.error.message).toBe('amount: must be greater than zero');
+
+    const huge = await admin.post<ErrorBody>(grantsPath, { amount: '1000000000000' });
+    expect(huge.status).toBe(400);
+    expect(huge.body.error.code).toBe('gw_amount_out_of_range');
 
     const granted = await admin.post<Grant>(grantsPath, { amount: '2.5', reason: 'support' });
     expect(granted.status).toBe(201);

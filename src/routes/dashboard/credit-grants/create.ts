@@ -1,25 +1,17 @@
 // POST /dashboard/api/product-users/{product_end_user_id}/credit-grants (admin or owner):
 // grants credits through the same service and checks as the service-key route and the CLI;
 // Idempotency-Key honoured. Answers the grant with the user's credits after it.
-import { z } from 'zod';
 import { isGwError } from '../../../errors.js';
 import { sendError, sendJson } from '../../../http/respond.js';
 import { creditGrantRequest, grantOutcome } from '../../../product-users/grant-request.js';
 import { productUserById } from '../../../product-users/search.js';
 import { declareRoute } from '../../declaration.js';
-import type { ProductUserRouteDeps } from '../../product-users.js';
+import { creditGrantSchema, type ProductUserRouteDeps } from '../../product-users.js';
 import { ofProductUser } from '../product-users/schema.js';
 import { creditGrantWithCreditsSchema } from './schema.js';
 
-const grantBody = z.strictObject({
-  amount: z.string(),
-  currency: z
-    .string()
-    .regex(/^[A-Z]{3}$/, 'must be a 3-letter ISO currency code')
-    .optional(),
-  expires_at: z.iso.datetime({ offset: true }).nullable().optional(),
-  reason: z.string().max(500).optional(),
-});
+/** The service-key route's grant body, without the user it names (the path names it). */
+const grantBody = creditGrantSchema.omit({ app_id: true, external_user_id: true });
 
 export const createCreditGrantRoute = declareRoute({
   method: 'POST',

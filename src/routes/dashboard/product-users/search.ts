@@ -1,10 +1,10 @@
 // GET /dashboard/api/orgs/{org_id}/product-users?q=: the organization's product users whose
 // external id or display name starts with `q`, in pages (any member).
-import { z } from 'zod';
 import type { DbPool } from '../../../db/pool.js';
 import { pageQuerySchema } from '../../../db/pages.js';
 import { isGwError } from '../../../errors.js';
 import { sendError, sendJson } from '../../../http/respond.js';
+import { MAX_EXTERNAL_USER_ID_CHARS, storableText } from '../../../product-users/limits.js';
 import { productUserListView, searchProductUsers } from '../../../product-users/search.js';
 import { declareRoute } from '../../declaration.js';
 import { parsePage, parseQuery } from '../../query.js';
@@ -12,7 +12,7 @@ import { pageOf } from '../schemas.js';
 import { productUserSummarySchema } from './schema.js';
 
 const searchQuery = pageQuerySchema.extend({
-  q: z.string().max(256, 'must be at most 256 characters').optional(),
+  q: storableText(MAX_EXTERNAL_USER_ID_CHARS).optional(),
 });
 
 export const searchProductUsersRoute = declareRoute({
