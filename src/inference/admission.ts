@@ -11,12 +11,11 @@ import { LEGACY_ERRORS_HEADER, reservationError } from '../billing/rejections.js
 import { userAllowancePolicy } from '../billing/user-allowance.js';
 import { modelPolicyAllows, type CatalogModel, type ModelCatalog } from '../catalog/models.js';
 import { gwError, type ErrorCode, type GwError } from '../errors.js';
-import { costNano } from '../money.js';
+import { costNano, SETTLEMENT_CURRENCY } from '../money.js';
 import { AttributionError, readAttribution } from '../product-users/attribution.js';
 import type { ProductUserDirectory, ResolvedProductUser } from '../product-users/directory.js';
 import type { CredentialDirectory } from '../credentials/credential-directory.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
-import { SETTLEMENT_CURRENCY } from './settlement.js';
 
 export interface AdmissionPorts {
   readonly catalog: Pick<ModelCatalog, 'get'>;

@@ -14,7 +14,7 @@ import type { SystemRoutes, VendorRoute } from '../providers/system-routes.js';
 import type { UpstreamCall, UpstreamRequest, UpstreamResponse } from '../providers/upstream.js';
 import type { Admission } from './admission.js';
 import type { RequestEnd } from './charging-policy.js';
-import { SETTLEMENT_CURRENCY } from './settlement.js';
+import { SETTLEMENT_CURRENCY } from '../money.js';
 
 export interface DispatchPorts {
   readonly upstream: { request(request: UpstreamRequest): UpstreamCall };

@@ -19,7 +19,6 @@ export interface RequestOutcome {
   readonly mock: boolean;
 }
 
-export { SETTLEMENT_CURRENCY };
 
 export function buildUsageRecord(admission: Admission, outcome: RequestOutcome): UsageRecord {
   const { model, identity } = admission;

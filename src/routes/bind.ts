@@ -9,6 +9,12 @@ import { contentTypeError, parseJsonBody } from '../inference/parse-body.js';
 import { textProblem } from '../text.js';
 import type { Authenticators, CallerRequirement, DeclaredRoute } from './declaration.js';
 
+const STORED_BODY_CALLERS: ReadonlySet<CallerRequirement['kind']> = new Set([
+  'none',
+  'session',
+  'org_member',
+]);
+
 export function bindRoutes<Deps>(
   routes: readonly DeclaredRoute<Deps>[],
   deps: Deps,
@@ -38,10 +44,12 @@ function bindRoute<Deps>(
         const parsed =
           contentTypeError(request.headers) ?? parseJsonBody(request.body, route.body as z.ZodType);
         if (isGwError(parsed)) return sendError(response, parsed, flavorOf(request.headers));
-        // Management bodies are stored: text Postgres cannot store is refused here, once for
-        // every such route. (Inference bodies go to the vendor; their stored fields are checked
-        // where they are read.)
-        const unstorable = route.caller.kind === 'api_key' ? undefined : unstorableText(parsed);
+        // Dashboard bodies are stored: text Postgres cannot store is refused here, once for
+        // every such route. (Inference bodies go to the vendor, and the service-key routes
+        // answer their spec's own codes: both check their stored fields where they read them.)
+        const unstorable = STORED_BODY_CALLERS.has(route.caller.kind)
+          ? unstorableText(parsed)
+          : undefined;
         if (unstorable) {
           return sendError(
             response,
