@@ -207,6 +207,20 @@ async function dashboardSetup() {
     { name: 'fuzz spare connection' },
   );
   expect(connection.status).toBe(201);
+  // A product user and a grant the dashboard's block and revoke may change (inference never uses it).
+  const spareGrant = await runCliJson<{ grant_id: string; product_end_user_id: string }>(
+    [
+      'credits',
+      'grant',
+      '--app-id',
+      org.app_id,
+      '--external-user-id',
+      'fuzz-spare',
+      '--amount',
+      '1',
+    ],
+    env,
+  );
   return {
     host: `127.0.0.1:${gateway.port}`,
     origin,
@@ -217,6 +231,8 @@ async function dashboardSetup() {
     spareConnectionId: connection.body.id,
     spareMemberId: member.id,
     spareMemberEmail: spareMember,
+    spareProductUserId: spareGrant.product_end_user_id,
+    spareGrantId: spareGrant.grant_id,
   };
 }
 

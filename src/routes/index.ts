@@ -25,6 +25,16 @@ import { listMembersRoute } from './dashboard/members/list.js';
 import { removeMemberRoute } from './dashboard/members/remove.js';
 import { changeMemberRoleRoute } from './dashboard/members/update.js';
 import { dashboardModelsRoute } from './dashboard/models.js';
+import { createCreditGrantRoute } from './dashboard/credit-grants/create.js';
+import { listCreditGrantsRoute } from './dashboard/credit-grants/list.js';
+import { revokeCreditGrantRoute } from './dashboard/credit-grants/revoke.js';
+import { productUserProfileRoute } from './dashboard/product-users/profile.js';
+import { searchProductUsersRoute } from './dashboard/product-users/search.js';
+import {
+  blockProductUserRoute,
+  unblockProductUserRoute,
+} from './dashboard/product-users/status.js';
+import { usageRoute } from './dashboard/usage.js';
 import { dashboardAssetRoute } from './dashboard-ui/asset.js';
 import type { DashboardBundle } from './dashboard-ui/bundle.js';
 import {
@@ -95,6 +105,14 @@ export const routeDeclarations: readonly DeclaredRoute<RouteDeps>[] = [
   removeMemberRoute,
   auditLogRoute,
   dashboardModelsRoute,
+  usageRoute,
+  searchProductUsersRoute,
+  productUserProfileRoute,
+  blockProductUserRoute,
+  unblockProductUserRoute,
+  listCreditGrantsRoute,
+  createCreditGrantRoute,
+  revokeCreditGrantRoute,
   dashboardRedirectRoute,
   dashboardPageRoute,
   dashboardSignInPageRoute,
