@@ -2,7 +2,7 @@
 // upsert (with the allowance anchor rules), credit grants and block/unblock. Every change
 // that affects the request path is pushed to the gateway instances' caches.
 import type { Redis } from 'ioredis';
-import { recordAudit, type AuditEntry } from '../accounts/audit.js';
+import { recordAudit, type AuditEntry } from '../audit/audit.js';
 import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
 import { newId } from '../ids.js';
 import { assertAmountInRange, formatNano, nanoToNumeric, numericToNano } from '../money.js';
