@@ -1,5 +1,6 @@
 // Configuration: environment variables, parsed once by zod at boot and passed down frozen.
 import { z } from 'zod';
+import { PROVIDERS, type ProviderId } from './providers/registry.js';
 import { describeAllIssues } from './validation-messages.js';
 
 const optionalUrl = z
@@ -12,6 +13,20 @@ const optionalSecret = z
   .string()
   .transform((value) => (value === '' ? undefined : value))
   .optional();
+
+const providerBaseUrl = optionalUrl.optional();
+
+/** Each registered provider's system route: <ID>_BASE_URL and <ID>_API_KEY (VENDOR_A_BASE_URL). */
+type ProviderEnvShape = {
+  [Id in ProviderId as `${Uppercase<Id>}_BASE_URL`]: typeof providerBaseUrl;
+} & { [Id in ProviderId as `${Uppercase<Id>}_API_KEY`]: typeof optionalSecret };
+
+const providerEnvShape = Object.fromEntries(
+  PROVIDERS.flatMap((provider) => [
+    [provider.env.baseUrl, providerBaseUrl],
+    [provider.env.apiKey, optionalSecret],
+  ]),
+) as ProviderEnvShape;
 
 const booleanFlag = z
   .enum(['true', 'false', '1', '0'])
@@ -26,10 +41,7 @@ export const configSchema = z.object({
     .regex(/^[A-Za-z0-9_.-]{1,40}$/, 'letters, digits, _ . - only (1-40 chars)')
     .default('gw'),
   DATABASE_URL: z.url().default('postgres://postgres@127.0.0.1:5432/gw'),
-  VENDOR_A_BASE_URL: optionalUrl.optional(),
-  VENDOR_A_API_KEY: optionalSecret,
-  VENDOR_B_BASE_URL: optionalUrl.optional(),
-  VENDOR_B_API_KEY: optionalSecret,
+  ...providerEnvShape,
   MAX_BODY_BYTES: z.coerce
     .number()
     .int()

@@ -11,7 +11,7 @@ import { ServiceKeyStore } from './auth/service-key-store.js';
 import { createMoneyLayer } from './billing/compose.js';
 import { CapPolicyStore } from './billing/cap-policies.js';
 import { subscribeInvalidations } from './cache/invalidation.js';
-import { ModelCatalog, type Vendor } from './catalog/models.js';
+import { ModelCatalog } from './catalog/models.js';
 import { loadConfig, type Config } from './config.js';
 import { ensureDatabase, migrate } from './db/migrate.js';
 import { createDbPool } from './db/pool.js';
@@ -31,7 +31,15 @@ import { ProductUserDirectory } from './product-users/directory.js';
 import { LiveBalanceReader } from './product-users/live-balance.js';
 import { ProductUserManagement } from './product-users/management.js';
 import { ProductUserProfiles } from './product-users/profile.js';
-import { buildSystemRoutes, mockServedVendors } from './providers/system-routes.js';
+import type { Provider } from './providers/common/provider.js';
+import { PROVIDERS } from './providers/registry.js';
+import {
+  buildSystemRoutes,
+  mockServedVendors,
+  providerSettings,
+  type SystemRoutes,
+  type VendorSettings,
+} from './providers/system-routes.js';
 import { UpstreamClient } from './providers/upstream.js';
 import { createRedisKeys } from './redis/keys.js';
 import { defineScripts, preloadScripts } from './redis/scripts.js';
@@ -54,7 +62,22 @@ export interface RunningGateway {
   stop(): Promise<void>;
 }
 
-export async function startGateway(config: Config, logger: Logger): Promise<RunningGateway> {
+/** A provider the gateway is started with beyond the registry's, and its system route. */
+export interface ExtraProvider {
+  readonly provider: Provider;
+  readonly settings: VendorSettings;
+}
+
+export interface GatewayOptions {
+  /** Providers to serve beside the registered ones (the tests' own vendors). */
+  readonly extraProviders?: readonly ExtraProvider[];
+}
+
+export async function startGateway(
+  config: Config,
+  logger: Logger,
+  options: GatewayOptions = {},
+): Promise<RunningGateway> {
   loadNativeUws(); // refuse the pure-JS fallback before anything else starts
 
   await ensureDatabase(config.DATABASE_URL);
@@ -98,10 +121,10 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
   const tokenCounter = new PiscinaTokenCounter(config.TOKEN_WORKERS);
   const upstream = new UpstreamClient(config.UPSTREAM_TIMEOUT_MS);
 
-  const vendorSettings = {
-    vendor_a: { baseUrl: config.VENDOR_A_BASE_URL, apiKey: config.VENDOR_A_API_KEY },
-    vendor_b: { baseUrl: config.VENDOR_B_BASE_URL, apiKey: config.VENDOR_B_API_KEY },
-  };
+  const extraProviders = options.extraProviders ?? [];
+  const providers = [...PROVIDERS, ...extraProviders.map((extra) => extra.provider)];
+  const vendorSettings = providerSettings(PROVIDERS, config);
+  for (const extra of extraProviders) vendorSettings[extra.provider.id] = extra.settings;
   const mockVendors = mockServedVendors(vendorSettings, config.MOCK_VENDORS);
   const mock =
     mockVendors.length > 0
@@ -119,7 +142,10 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
       'the built-in mock vendors answer these vendors: development only, never real traffic',
     );
   }
-  const catalog = new ModelCatalog(db, Object.keys(systemRoutes) as Vendor[]);
+  const catalog = new ModelCatalog(
+    db,
+    providers.filter((provider) => systemRoutes[provider.id] !== undefined),
+  );
   await catalog.refresh();
   const catalogTimer = setInterval(() => {
     catalog
@@ -247,8 +273,7 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
     {
       port,
       ...(metricsPort !== undefined && { metricsPort }),
-      vendorA: routeLabel(systemRoutes.vendor_a),
-      vendorB: routeLabel(systemRoutes.vendor_b),
+      ...routeLabels(providers, systemRoutes),
     },
     'gw listening',
   );
@@ -274,8 +299,15 @@ export async function startGateway(config: Config, logger: Logger): Promise<Runn
   };
 }
 
-function routeLabel(route: { readonly mock: boolean } | undefined): string {
-  return route === undefined ? 'unconfigured' : route.mock ? 'mock' : 'configured';
+/** Each provider's route for the start-up log: vendor_a → vendorA: 'configured'. */
+function routeLabels(providers: readonly Provider[], routes: SystemRoutes): Record<string, string> {
+  const labels: Record<string, string> = {};
+  for (const { id } of providers) {
+    const route = routes[id];
+    const key = id.replace(/_([a-z0-9])/g, (_match, letter: string) => letter.toUpperCase());
+    labels[key] = route === undefined ? 'unconfigured' : route.mock ? 'mock' : 'configured';
+  }
+  return labels;
 }
 
 async function main(): Promise<void> {

@@ -8,6 +8,8 @@ import { tokenPriceFromDecimal } from '../src/money.js';
 import { isolatedContext } from './support/context.js';
 import { TEST_MASTER_KEY } from './support/env.js';
 import { runCli, runCliJson, seed, type SeededOrg } from './support/processes.js';
+import { vendorA } from '../src/providers/vendor-a/provider.js';
+import { vendorB } from '../src/providers/vendor-b/provider.js';
 
 const { env, db } = isolatedContext('cred');
 let org: SeededOrg;
@@ -23,6 +25,7 @@ const price = tokenPriceFromDecimal('0.000001');
 const model = (id: string): CatalogModel => ({
   id,
   vendor: id.startsWith('vendor_a/') ? 'vendor_a' : 'vendor_b',
+  provider: id.startsWith('vendor_a/') ? vendorA : vendorB,
   upstreamModel: id.split('/')[1]!,
   inputCost: price,
   outputCost: price,

@@ -352,6 +352,19 @@ describe('tenant isolation, for every organization route the gateway declares', 
 
   it('answers 404 gw_not_found for the objects of an organization the caller is not in, and changes nothing', async () => {
     const outsider = await signedIn(outsiderEmail);
+    const grant = await runCliJson<{ grant_id: string; product_end_user_id: string }>(
+      [
+        'credits',
+        'grant',
+        '--app-id',
+        tenantA.app_id,
+        '--external-user-id',
+        'isolation-probe',
+        '--amount',
+        '1',
+      ],
+      env,
+    );
     /** An object of tenant A for each table a route can name (a new table needs one here). */
     const foreign: Record<string, string> = {
       organizations: tenantA.org_id,
@@ -359,6 +372,8 @@ describe('tenant isolation, for every organization route the gateway declares', 
       app_connections: tenantA.app_connection_id,
       api_keys: await anyIdOf('api_keys', tenantA.org_id),
       service_keys: await anyIdOf('service_keys', tenantA.org_id),
+      product_users: grant.product_end_user_id,
+      credit_grants: grant.grant_id,
     };
     const before = await db.query('SELECT count(*)::int AS n FROM apps WHERE org_id = $1', [
       tenantA.org_id,
@@ -399,6 +414,12 @@ describe('tenant isolation, for every organization route the gateway declares', 
       ]);
       expect(rows, table).toEqual([{ status: 'active' }]);
     }
+    const untouched = await db.query(
+      `SELECT g.status AS grant_status, u.status AS user_status
+         FROM credit_grants g JOIN product_users u ON u.id = g.product_user_id WHERE g.id = $1`,
+      [grant.grant_id],
+    );
+    expect(untouched.rows).toEqual([{ grant_status: 'active', user_status: 'active' }]);
   });
 });
 

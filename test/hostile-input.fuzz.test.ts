@@ -216,6 +216,20 @@ async function dashboardSetup() {
     `/dashboard/api/orgs/${org.org_id}/service-keys`,
   );
   expect(serviceKey.status).toBe(201);
+  // A product user and a grant the dashboard's block and revoke may change (inference never uses it).
+  const spareGrant = await runCliJson<{ grant_id: string; product_end_user_id: string }>(
+    [
+      'credits',
+      'grant',
+      '--app-id',
+      org.app_id,
+      '--external-user-id',
+      'fuzz-spare',
+      '--amount',
+      '1',
+    ],
+    env,
+  );
   return {
     host: `127.0.0.1:${gateway.port}`,
     origin,
@@ -228,6 +242,8 @@ async function dashboardSetup() {
     spareMemberEmail: spareMember,
     spareApiKeyId: apiKey.body.id,
     spareServiceKeyId: serviceKey.body.id,
+    spareProductUserId: spareGrant.product_end_user_id,
+    spareGrantId: spareGrant.grant_id,
   };
 }
 

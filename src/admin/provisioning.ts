@@ -3,8 +3,12 @@
 // returned once and stored only as hashes.
 import type { DbPool } from '../db/pool.js';
 import { newId, newSecret, secretPrefixes, sha256Hex } from '../ids.js';
+import { PROVIDERS } from '../providers/registry.js';
 
-export const DEFAULT_MODEL_POLICY = ['vendor_a/*', 'vendor_b/*'] as const;
+/** A new key may use every registered provider's models ('vendor_a/*', 'vendor_b/*'). */
+export const DEFAULT_MODEL_POLICY: readonly string[] = PROVIDERS.flatMap(
+  (provider) => provider.defaultModelPolicy,
+);
 export const SERVICE_KEY_SCOPES = ['product_users:read', 'product_users:write'] as const;
 
 const hint = (raw: string): string => `${raw.slice(0, 10)}…`;

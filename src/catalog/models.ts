@@ -2,13 +2,17 @@
 // Postgres at boot and refreshed in the background; lookups on the hot path are a Map get.
 import type { DbPool } from '../db/pool.js';
 import { tokenPriceFromDecimal, type TokenPrice } from '../money.js';
+import type { Provider } from '../providers/common/provider.js';
 
-export type Vendor = 'vendor_a' | 'vendor_b';
+/** A provider's id (src/providers/registry.ts, or a provider the gateway was started with). */
+export type Vendor = string;
 
 export interface CatalogModel {
   /** '<vendor>/<model>' */
   readonly id: string;
   readonly vendor: Vendor;
+  /** The provider that serves it: its wire protocol builds the upstream call. */
+  readonly provider: Provider;
   /** The vendor's own name for it. */
   readonly upstreamModel: string;
   /** What the vendor charges per token. */
@@ -33,19 +37,21 @@ interface ModelRow {
   supports_tools: boolean;
 }
 
-export const VENDORS: readonly Vendor[] = ['vendor_a', 'vendor_b'];
-
 export class ModelCatalog {
   private models = new Map<string, CatalogModel>();
 
+  private readonly providers: ReadonlyMap<string, Provider>;
+
   /**
-   * `routableVendors`: the vendors the gateway can reach; other vendors' models are left out
-   * (they answer gw_unsupported_model and are not listed).
+   * `routableProviders`: the providers the gateway can reach; other vendors' models are left
+   * out (they answer gw_unsupported_model and are not listed).
    */
   constructor(
     private readonly db: DbPool,
-    private readonly routableVendors: readonly Vendor[] = VENDORS,
-  ) {}
+    routableProviders: readonly Provider[],
+  ) {
+    this.providers = new Map(routableProviders.map((provider) => [provider.id, provider]));
+  }
 
   get(modelId: string): CatalogModel | undefined {
     return this.models.get(modelId);
@@ -64,10 +70,12 @@ export class ModelCatalog {
     );
     const next = new Map<string, CatalogModel>();
     for (const row of rows) {
-      if (!this.routableVendors.includes(row.vendor)) continue;
+      const provider = this.providers.get(row.vendor);
+      if (!provider) continue;
       next.set(row.id, {
         id: row.id,
         vendor: row.vendor,
+        provider,
         upstreamModel: row.upstream_model,
         inputCost: tokenPriceFromDecimal(row.input_cost_per_token),
         outputCost: tokenPriceFromDecimal(row.output_cost_per_token),

@@ -1,18 +1,18 @@
 // gw credentials add|list|disable|delete|grant|revoke-grant|rewrap: an organization's own
 // vendor keys (bring your own key). Output never contains a secret, only its fingerprint.
-import type { Vendor } from '../catalog/models.js';
 import {
   CredentialError,
   CredentialStore,
   type RoutingMode,
 } from '../credentials/credential-store.js';
 import { parseMasterKeys, SecretBoxError } from '../credentials/secret-box.js';
-import { mockServedVendors } from '../providers/system-routes.js';
+import { findProvider, PROVIDER_IDS, PROVIDERS } from '../providers/registry.js';
+import { mockServedVendors, providerSettings } from '../providers/system-routes.js';
 import { startMockVendors } from '../mock-vendors/server.js';
 import type { CliContext } from './context.js';
 import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
 
-export const credentialsHelp = `gw credentials add --org-id O --provider vendor_a|vendor_b --name N --secret S
+export const credentialsHelp = `gw credentials add --org-id O --provider ${PROVIDER_IDS.join('|')} --name N --secret S
                    [--model-policy 'vendor_b/*'] [--priority 1] [--routing-mode byok_first|byok_only]
                    [--app-connection-id C]
   Validates the key with the vendor, stores it encrypted (CREDENTIALS_MASTER_KEY) and prints its
@@ -24,7 +24,6 @@ gw credentials grant|revoke-grant --id ID --app-connection-id C
 gw credentials rewrap [--org-id O]             re-encrypts credentials under the current master key
   (set the new key as CREDENTIALS_MASTER_KEY/_ID and the old one in CREDENTIALS_PREVIOUS_KEYS)`;
 
-const PROVIDERS: readonly Vendor[] = ['vendor_a', 'vendor_b'];
 const ROUTING_MODES: readonly RoutingMode[] = ['byok_first', 'byok_only'];
 
 export async function credentialsCommand(context: CliContext, argv: string[]): Promise<void> {
@@ -54,16 +53,13 @@ export async function credentialsCommand(context: CliContext, argv: string[]): P
   }
   // Where the gateway routes to its built-in mock, validate against the mock too; a vendor
   // the gateway does not serve at all cannot take credentials.
-  const settings = {
-    vendor_a: { baseUrl: config.VENDOR_A_BASE_URL, apiKey: undefined },
-    vendor_b: { baseUrl: config.VENDOR_B_BASE_URL, apiKey: undefined },
-  };
+  const settings = providerSettings(PROVIDERS, config);
   const mockVendors = mockServedVendors(settings, config.MOCK_VENDORS);
   const needsMock = action === 'add' && mockVendors.length > 0;
   const mock = needsMock ? await startMockVendors({ port: 0 }) : undefined;
   const store = new CredentialStore(context.db, context.redis, context.keys, box, (provider) => {
     const baseUrl =
-      settings[provider].baseUrl ?? (mockVendors.includes(provider) ? mock?.url : undefined);
+      settings[provider]?.baseUrl ?? (mockVendors.includes(provider) ? mock?.url : undefined);
     if (baseUrl === undefined) {
       throw new CredentialError(`${provider} is not configured on this gateway (no base URL)`);
     }
@@ -93,16 +89,16 @@ async function run(
   };
   switch (action) {
     case 'add': {
-      const provider = requireFlag(values.provider, 'provider') as Vendor;
-      if (!PROVIDERS.includes(provider))
-        throw new UsageError('--provider must be vendor_a or vendor_b');
+      const provider = requireFlag(values.provider, 'provider');
+      const registered = findProvider(provider);
+      if (!registered) throw new UsageError(`--provider must be ${PROVIDER_IDS.join(' or ')}`);
       const routingMode = values['routing-mode'] as RoutingMode;
       if (!ROUTING_MODES.includes(routingMode))
         throw new UsageError('--routing-mode must be byok_first or byok_only');
       const priority = Number(values.priority);
       if (!Number.isInteger(priority) || priority < 1)
         throw new UsageError('--priority must be an integer ≥ 1');
-      const policy = (values['model-policy'] ?? `${provider}/*`)
+      const policy = (values['model-policy'] ?? registered.defaultModelPolicy.join(','))
         .split(',')
         .map((pattern) => pattern.trim())
         .filter(Boolean);

@@ -2,6 +2,7 @@
 // (GET /v1/models). Nothing about the secret is logged or returned.
 import { request } from 'undici';
 import type { Vendor } from '../catalog/models.js';
+import { findProvider } from '../providers/registry.js';
 
 export type ValidationResult = 'valid' | 'invalid' | 'unreachable';
 
@@ -12,11 +13,10 @@ export async function validateWithVendor(
   secret: string,
   baseUrl: string,
 ): Promise<ValidationResult> {
+  const registered = findProvider(provider);
+  if (!registered) return 'unreachable';
   const base = new URL(baseUrl);
-  const headers: Record<string, string> =
-    provider === 'vendor_a'
-      ? { 'x-api-key': secret, 'anthropic-version': '2023-06-01' }
-      : { authorization: `Bearer ${secret}` };
+  const headers = registered.validationHeaders(secret);
   try {
     const response = await request(`${base.origin}${base.pathname.replace(/\/+$/, '')}/v1/models`, {
       method: 'GET',

@@ -17,7 +17,7 @@
 // - Completed: what the vendor reported; without a report, the input estimate and, for a JSON
 //   answer, the whole held output (never under-bill silently), for a stream the counted text.
 import type { UsageStatus } from '../ledger/usage-record.js';
-import type { TokenUsage } from '../providers/usage.js';
+import type { TokenUsage } from '../protocols/common/usage.js';
 
 /** Why a request ended, as its usage record says (column `end_reason`). */
 export type EndReason =

@@ -8,8 +8,7 @@ import type { BudgetStore } from '../billing/budget-store.js';
 import type { CredentialDirectory } from '../credentials/credential-directory.js';
 import { gwError, type GwError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { credentialCooldownMs } from '../providers/credential-failures.js';
-import type { UpstreamExchange } from '../providers/exchange.js';
+import type { UpstreamExchange } from '../protocols/common/exchange.js';
 import type { SystemRoutes, VendorRoute } from '../providers/system-routes.js';
 import type { UpstreamCall, UpstreamRequest, UpstreamResponse } from '../providers/upstream.js';
 import type { Admission } from './admission.js';
@@ -107,7 +106,7 @@ export async function dispatchWithFailover(
       mock,
     });
     const cooldownMs = credentialId
-      ? credentialCooldownMs(response.statusCode, errorText, retryAfter)
+      ? exchange.credentialCooldownMs(response.statusCode, errorText, retryAfter)
       : undefined;
     if (credentialId && cooldownMs !== undefined && attempt < MAX_ATTEMPTS && !client.aborted) {
       // Nothing reached the client yet: cool this credential down everywhere and try the next.

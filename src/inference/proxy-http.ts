@@ -3,7 +3,7 @@
 import { sendError } from '../http/respond.js';
 import type { HttpResponse } from '../http/types.js';
 import type { ErrorFlavor } from '../errors.js';
-import type { UpstreamExchange } from '../providers/exchange.js';
+import type { UpstreamExchange } from '../protocols/common/exchange.js';
 import type { Admission } from './admission.js';
 import { runProxy, type ProxyDeps, type ProxyOutcome, type ProxyPorts } from './proxy.js';
 import { settleWithRetry } from './settle-retry.js';

@@ -5,7 +5,7 @@
 // because it must flow with backpressure.
 import type { ErrorCode, GwError } from '../errors.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
-import type { UpstreamExchange } from '../providers/exchange.js';
+import type { UpstreamExchange } from '../protocols/common/exchange.js';
 import type { Logger } from '../log.js';
 import type { SystemRoutes } from '../providers/system-routes.js';
 import type { UpstreamClient } from '../providers/upstream.js';

@@ -4,7 +4,7 @@
 import { gwError, type GwError } from '../errors.js';
 import type { HttpResponse } from '../http/types.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
-import type { StreamRelay, UpstreamExchange } from '../providers/exchange.js';
+import type { StreamRelay, UpstreamExchange } from '../protocols/common/exchange.js';
 import type { UpstreamResponse } from '../providers/upstream.js';
 import type { ObservedUsage, RequestEnd } from './charging-policy.js';
 

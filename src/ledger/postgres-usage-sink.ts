@@ -1,8 +1,10 @@
 // Writes usage records into the partitioned usage_records table, many rows per statement.
-// Replays are harmless: ON CONFLICT (request_id, created_at) DO NOTHING.
+// Replays are harmless: ON CONFLICT (request_id, created_at) DO NOTHING. The same statement
+// upserts the daily rollups of the rows it actually inserted (usage-rollups.ts).
 import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
 import { nanoToNumeric } from '../money.js';
 import type { UsageRecord } from './usage-record.js';
+import { withDailyRollup } from './usage-rollups.js';
 
 export class PostgresUsageSink {
   private readonly knownPartitions = new Set<string>();
@@ -21,7 +23,7 @@ export class PostgresUsageSink {
   private async insertRecords(client: DbClient, records: readonly UsageRecord[]): Promise<void> {
     const column = <T>(pick: (record: UsageRecord) => T): T[] => records.map(pick);
     await client.query(
-      `INSERT INTO usage_records (request_id, created_at, org_id, app_id, app_connection_id,
+      withDailyRollup(`INSERT INTO usage_records (request_id, created_at, org_id, app_id, app_connection_id,
          api_key_id, product_user_id, model, vendor, route, credential_id, stream, status,
          upstream_status, input_tokens, output_tokens, total_tokens, currency, sell_cost,
          vendor_cost, wallet_cost, reserved_amount, latency_ms, credits_cost, end_reason,
@@ -31,7 +33,7 @@ export class PostgresUsageSink {
          $13::text[], $14::integer[], $15::integer[], $16::integer[], $17::integer[], $18::text[],
          $19::numeric[], $20::numeric[], $21::numeric[], $22::numeric[], $23::integer[],
          $24::numeric[], $25::text[], $26::boolean[])
-       ON CONFLICT (request_id, created_at) DO NOTHING`,
+       ON CONFLICT (request_id, created_at) DO NOTHING`),
       [
         column((r) => r.requestId),
         column((r) => r.createdAt.toISOString()),

@@ -2,6 +2,7 @@
 // upsert (with the allowance anchor rules), credit grants and block/unblock. Every change
 // that affects the request path is pushed to the gateway instances' caches.
 import type { Redis } from 'ioredis';
+import { recordAudit, type AuditEntry } from '../audit/audit.js';
 import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
 import { newId } from '../ids.js';
 import { assertAmountInRange, formatNano, nanoToNumeric, numericToNano } from '../money.js';
@@ -46,7 +47,7 @@ export interface CreditGrant {
   created_at: string;
 }
 
-interface GrantRow {
+export interface GrantRow {
   id: string;
   product_user_id: string;
   amount: string;
@@ -58,7 +59,7 @@ interface GrantRow {
   org_id: string;
 }
 
-function grantFromRow(row: GrantRow): CreditGrant {
+export function grantFromRow(row: GrantRow): CreditGrant {
   return {
     grant_id: row.id,
     product_end_user_id: row.product_user_id,
@@ -166,13 +167,19 @@ export class ProductUserManagement {
     appId: string,
     externalUserId: string,
     status: 'active' | 'blocked',
+    /** The dashboard's audit entry, written in the same transaction as the change. */
+    audit?: AuditEntry,
   ): Promise<boolean> {
-    const { rowCount } = await this.db.query(
-      `UPDATE product_users SET status = $4, updated_at = now()
-        WHERE org_id = $1 AND app_id = $2 AND external_user_id = $3`,
-      [orgId, appId, externalUserId, status],
-    );
-    if (rowCount === 0) return false;
+    const changed = await withTransaction(this.db, async (client) => {
+      const { rowCount } = await client.query(
+        `UPDATE product_users SET status = $4, updated_at = now()
+          WHERE org_id = $1 AND app_id = $2 AND external_user_id = $3`,
+        [orgId, appId, externalUserId, status],
+      );
+      if (rowCount !== 0 && audit) await recordAudit(client, audit);
+      return rowCount !== 0;
+    });
+    if (!changed) return false;
     await this.announce(appId, externalUserId);
     return true;
   }
@@ -186,6 +193,8 @@ export class ProductUserManagement {
    */
   async grantCredits(
     input: CreditGrantInput,
+    /** The dashboard's audit entry (objectId filled in), written with the grant. */
+    audit?: Omit<AuditEntry, 'objectId'>,
   ): Promise<{ grant: CreditGrant; created: boolean } | { keyReused: true }> {
     const inserted = await withTransaction(this.db, async (client) => {
       await client.query('SELECT 1 FROM product_users WHERE id = $1 FOR UPDATE', [
@@ -200,7 +209,7 @@ export class ProductUserManagement {
           )
         ).rowCount !== 0;
       if (!replay) await assertCreditsInRange(client, input);
-      return client.query<GrantRow>(
+      const result = await client.query<GrantRow>(
         `INSERT INTO credit_grants (id, org_id, product_user_id, amount, currency, reason, idempotency_key, expires_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
        ON CONFLICT (product_user_id, idempotency_key) DO NOTHING
@@ -216,6 +225,9 @@ export class ProductUserManagement {
           input.expiresAt,
         ],
       );
+      const grant = result.rows[0];
+      if (grant && audit) await recordAudit(client, { ...audit, objectId: grant.id });
+      return result;
     });
     const row = inserted.rows[0];
     if (!row) {
@@ -239,13 +251,17 @@ export class ProductUserManagement {
   }
 
   /** Revokes a grant: what is left of it can no longer be spent. */
-  async revokeGrant(grantId: string): Promise<CreditGrant | undefined> {
-    const { rows } = await this.db.query<GrantRow>(
-      `UPDATE credit_grants SET status = 'revoked', revoked_at = now()
-        WHERE id = $1 AND status = 'active'
-        RETURNING id, product_user_id, amount::text, currency, expires_at, reason, status, created_at, org_id`,
-      [grantId],
-    );
+  async revokeGrant(grantId: string, audit?: AuditEntry): Promise<CreditGrant | undefined> {
+    const rows = await withTransaction(this.db, async (client) => {
+      const result = await client.query<GrantRow>(
+        `UPDATE credit_grants SET status = 'revoked', revoked_at = now()
+          WHERE id = $1 AND status = 'active'
+          RETURNING id, product_user_id, amount::text, currency, expires_at, reason, status, created_at, org_id`,
+        [grantId],
+      );
+      if (result.rows[0] && audit) await recordAudit(client, audit);
+      return result.rows;
+    });
     const row = rows[0];
     if (!row) return undefined;
     await this.scripts.creditsChange(this.creditKeys(row), {

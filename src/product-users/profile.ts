@@ -26,7 +26,7 @@ export interface ProductUserRow {
   last_app_connection_id: string | null;
 }
 
-const PRODUCT_USER_COLUMNS = `id, org_id, app_id, external_user_id, display_name, email_hash, status,
+export const PRODUCT_USER_COLUMNS = `id, org_id, app_id, external_user_id, display_name, email_hash, status,
   metadata, allowance_starts_at, last_app_connection_id`;
 
 const iso = (date: Date | null): string | null => (date ? date.toISOString() : null);

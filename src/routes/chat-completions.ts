@@ -14,9 +14,7 @@ import {
 import { PROXY_ERRORS, type ProxyDeps } from '../inference/proxy.js';
 import { proxyPortsFor, proxyToVendor } from '../inference/proxy-http.js';
 import { stripAttributionFields } from '../product-users/attribution.js';
-import type { UpstreamExchange } from '../providers/exchange.js';
-import { vendorAChatExchange } from '../providers/vendor-a/chat-exchange.js';
-import { vendorBChatExchange } from '../providers/vendor-b/chat-exchange.js';
+import type { UpstreamExchange } from '../protocols/common/exchange.js';
 import { chatCompletionTexts } from '../tokens/request-texts.js';
 import { declareRoute } from './declaration.js';
 import { annotateAdmission, modelLabel } from '../inference/request-annotations.js';
@@ -44,10 +42,9 @@ async function handleChatCompletion(
   const body: Record<string, unknown> = parsed;
   response.annotate({ model: modelLabel(parsed.model) });
   const choices = parsed.n ?? 1;
-  if (deps.services.catalog.get(parsed.model)?.vendor === 'vendor_a') {
-    const refusal = messagesProtocolRefusal(parsed, choices);
-    if (refusal) return sendError(response, gwError('gw_invalid_request', refusal));
-  }
+  const protocol = deps.services.catalog.get(parsed.model)?.provider.protocol;
+  const refusal = protocol?.chatRefusal(parsed, choices);
+  if (refusal) return sendError(response, gwError('gw_invalid_request', refusal));
   const stream = parsed.stream === true;
   const clientWantsUsage = parsed.stream_options?.include_usage === true;
   const prepareCall = (model: CatalogModel, output: PlannedOutput): UpstreamExchange => {
@@ -58,16 +55,14 @@ async function handleChatCompletion(
       if (parsed.max_completion_tokens != null) body.max_completion_tokens = output.maxOutputTokens;
       else body.max_tokens = output.maxOutputTokens;
     }
-    // vendor_b speaks chat completions natively; vendor_a's messages are translated.
-    return model.vendor === 'vendor_a'
-      ? vendorAChatExchange({
-          body,
-          upstreamModel: model.upstreamModel,
-          maxTokens: output.maxOutputTokens,
-          stream,
-          clientWantsUsage,
-        })
-      : vendorBChatExchange({ body, upstreamModel: model.upstreamModel, stream, clientWantsUsage });
+    // The provider's wire protocol passes the call through or translates it.
+    return model.provider.protocol.chat(model.provider, {
+      body,
+      upstreamModel: model.upstreamModel,
+      maxTokens: output.maxOutputTokens,
+      stream,
+      clientWantsUsage,
+    });
   };
   const admission = await admit(deps.services, {
     identity,
@@ -91,24 +86,4 @@ async function handleChatCompletion(
     { stream, startedAtMs: request.receivedAtMs },
     response,
   );
-}
-
-/**
- * What a chat request asks that the messages protocol cannot carry as asked, or undefined.
- * `n`: one choice would come back for the n asked and held. A tool that is not a named
- * function: the translation would have to invent its schema, which the estimate never saw.
- */
-function messagesProtocolRefusal(
-  parsed: ChatCompletionRequest,
-  choices: number,
-): string | undefined {
-  if (choices > 1) return `n: model ${parsed.model} serves one choice per request`;
-  const tools: unknown[] = Array.isArray(parsed.tools) ? parsed.tools : [];
-  for (const [index, tool] of tools.entries()) {
-    const fn = (tool as { type?: unknown; function?: { name?: unknown } }).function;
-    if ((tool as { type?: unknown }).type !== 'function' || typeof fn?.name !== 'string') {
-      return `tools.${index}: model ${parsed.model} takes function tools with a name only`;
-    }
-  }
-  return undefined;
 }

@@ -34,6 +34,16 @@ import { createServiceKeyRoute } from './dashboard/service-keys/create.js';
 import { disableServiceKeyRoute } from './dashboard/service-keys/disable.js';
 import { listServiceKeysRoute } from './dashboard/service-keys/list.js';
 import { revokeServiceKeyRoute } from './dashboard/service-keys/revoke.js';
+import { createCreditGrantRoute } from './dashboard/credit-grants/create.js';
+import { listCreditGrantsRoute } from './dashboard/credit-grants/list.js';
+import { revokeCreditGrantRoute } from './dashboard/credit-grants/revoke.js';
+import { productUserProfileRoute } from './dashboard/product-users/profile.js';
+import { searchProductUsersRoute } from './dashboard/product-users/search.js';
+import {
+  blockProductUserRoute,
+  unblockProductUserRoute,
+} from './dashboard/product-users/status.js';
+import { usageRoute } from './dashboard/usage.js';
 import { dashboardAssetRoute } from './dashboard-ui/asset.js';
 import type { DashboardBundle } from './dashboard-ui/bundle.js';
 import {
@@ -113,6 +123,14 @@ export const routeDeclarations: readonly DeclaredRoute<RouteDeps>[] = [
   removeMemberRoute,
   auditLogRoute,
   dashboardModelsRoute,
+  usageRoute,
+  searchProductUsersRoute,
+  productUserProfileRoute,
+  blockProductUserRoute,
+  unblockProductUserRoute,
+  listCreditGrantsRoute,
+  createCreditGrantRoute,
+  revokeCreditGrantRoute,
   dashboardRedirectRoute,
   dashboardPageRoute,
   dashboardSignInPageRoute,

@@ -1,8 +1,8 @@
-// POST /v1/messages: the native messages protocol, for vendor_a models. Errors carry the vendor's `type` fields so its client's
+// POST /v1/messages: the native messages protocol, for models of providers that speak it. Errors carry the vendor's `type` fields so its client's
 // error classes map correctly.
 import type { z } from 'zod';
 import type { ApiKeyIdentity } from '../auth/api-key-store.js';
-import { gwError, isGwError } from '../errors.js';
+import { gwError, isGwError, type GwError } from '../errors.js';
 import { clientGoneSignal } from '../http/abort-signal.js';
 import { sendError } from '../http/respond.js';
 import type { HttpRequest, HttpResponse } from '../http/types.js';
@@ -12,12 +12,11 @@ import { PROXY_ERRORS, type ProxyDeps } from '../inference/proxy.js';
 import { proxyPortsFor, proxyToVendor } from '../inference/proxy-http.js';
 import type { CatalogModel } from '../catalog/models.js';
 import { stripAttributionFields } from '../product-users/attribution.js';
-import { vendorAMessagesExchange } from '../providers/vendor-a/messages-exchange.js';
 import { messagesTexts } from '../tokens/request-texts.js';
 import { declareRoute } from './declaration.js';
 import { annotateAdmission, modelLabel } from '../inference/request-annotations.js';
 
-/** The client's protocol version header, forwarded to vendor_a. */
+/** The client's protocol version header, forwarded to the provider. */
 export const VENDOR_VERSION_HEADER = 'vendor-version';
 
 export const messagesRoute = declareRoute({
@@ -35,6 +34,13 @@ export const messagesRoute = declareRoute({
   },
 });
 
+function unsupportedOnMessages(modelId: string): GwError {
+  return gwError(
+    'gw_unsupported_model',
+    `model ${modelId} is not served on /v1/messages; use /v1/chat/completions`,
+  );
+}
+
 async function handleMessages(
   deps: ProxyDeps,
   request: HttpRequest,
@@ -45,15 +51,8 @@ async function handleMessages(
   const body: Record<string, unknown> = parsed;
   response.annotate({ model: modelLabel(parsed.model) });
   const model = deps.services.catalog.get(parsed.model);
-  if (model && model.vendor !== 'vendor_a') {
-    return sendError(
-      response,
-      gwError(
-        'gw_unsupported_model',
-        `model ${model.id} is not served on /v1/messages; use /v1/chat/completions`,
-      ),
-      'messages',
-    );
+  if (model && !model.provider.protocol.messages) {
+    return sendError(response, unsupportedOnMessages(model.id), 'messages');
   }
   // The messages protocol's own user field (metadata.user_id) attributes like `user` does.
   const userId = parsed.metadata?.user_id;
@@ -69,7 +68,10 @@ async function handleMessages(
     requestedMaxTokens: parsed.max_tokens,
     prepareCall: (model: CatalogModel, output: PlannedOutput) => {
       stripAttributionFields(body);
-      return vendorAMessagesExchange({
+      const messagesCall = model.provider.protocol.messages;
+      // Checked above; only a catalogue refresh in between could change the model's provider.
+      if (!messagesCall) throw unsupportedOnMessages(model.id);
+      return messagesCall(model.provider, {
         body,
         upstreamModel: model.upstreamModel,
         maxTokens: output.maxOutputTokens,

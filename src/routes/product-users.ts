@@ -9,7 +9,7 @@ import type { DbPool } from '../db/pool.js';
 import { gwError, isGwError, type GwError } from '../errors.js';
 import { sendError, sendJson } from '../http/respond.js';
 import type { HttpRequest, HttpResponse } from '../http/types.js';
-import { AmountError, AmountRangeError, parseAmountToNano } from '../money.js';
+import { creditGrantRequest, grantOutcome } from '../product-users/grant-request.js';
 import { ProductUserRuleError, type ProductUserManagement } from '../product-users/management.js';
 import {
   DEFAULT_CURRENCY,
@@ -228,57 +228,12 @@ async function postCreditGrant(
     new URLSearchParams({ app_id: body.app_id, external_user_id: body.external_user_id }),
   );
   if (isGwError(user)) return sendError(response, user);
-  let amountNano: bigint;
-  try {
-    amountNano = parseAmountToNano(body.amount);
-  } catch (error) {
-    if (error instanceof AmountRangeError)
-      return sendError(response, gwError('gw_amount_out_of_range', `amount: ${error.message}`));
-    if (error instanceof AmountError)
-      return sendError(response, gwError('gw_invalid_request', `amount: ${error.message}`));
-    throw error;
-  }
-  if (amountNano <= 0n)
-    return sendError(response, gwError('gw_invalid_request', 'amount: must be greater than zero'));
-  const expiresAt = body.expires_at ? new Date(body.expires_at) : null;
-  if (expiresAt && expiresAt.getTime() <= Date.now()) {
-    return sendError(response, gwError('gw_invalid_request', 'expires_at: must be in the future'));
-  }
-  const idempotencyKey = request.headers['idempotency-key'];
-  if (
-    idempotencyKey !== undefined &&
-    (idempotencyKey.length === 0 || boundedTextProblem(idempotencyKey, 255) !== undefined)
-  ) {
-    return sendError(
-      response,
-      gwError('gw_invalid_request', 'Idempotency-Key: must be 1 to 255 characters'),
-    );
-  }
-  const granted = await deps.management
-    .grantCredits({
-      orgId: caller.orgId,
-      productUserId: user.id,
-      amountNano,
-      currency: body.currency ?? DEFAULT_CURRENCY,
-      expiresAt,
-      reason: body.reason ?? null,
-      idempotencyKey: idempotencyKey ?? null,
-    })
-    .catch((error: unknown) => {
-      if (error instanceof AmountRangeError)
-        return gwError('gw_amount_out_of_range', error.message);
-      throw error;
-    });
+  const grantInput = creditGrantRequest(body, request.headers['idempotency-key']);
+  if (isGwError(grantInput)) return sendError(response, grantInput);
+  const granted = await grantOutcome(
+    deps.management.grantCredits({ orgId: caller.orgId, productUserId: user.id, ...grantInput }),
+  );
   if (isGwError(granted)) return sendError(response, granted);
-  if ('keyReused' in granted) {
-    return sendError(
-      response,
-      gwError(
-        'gw_idempotency_key_reused',
-        'Idempotency-Key was already used with a different request body; use a new key for a new grant',
-      ),
-    );
-  }
   const { grant, created } = granted;
   const credits = await deps.profiles.credits(user, grant.currency);
   sendJson(response, created ? 201 : 200, { ...grant, credits });

@@ -4,14 +4,14 @@ import type { ApiKeyIdentity } from '../../src/auth/api-key-store.js';
 import type { FailoverOutcome, FailoverRequest } from '../../src/billing/budget-store.js';
 import type { CatalogModel } from '../../src/catalog/models.js';
 import { tokenPriceFromDecimal } from '../../src/money.js';
-import type { UpstreamExchange } from '../../src/providers/exchange.js';
+import type { UpstreamExchange } from '../../src/protocols/common/exchange.js';
 import { UpstreamBody } from '../../src/providers/upstream-body.js';
 import type {
   UpstreamCall,
   UpstreamRequest,
   UpstreamResponse,
 } from '../../src/providers/upstream.js';
-import { vendorBChatExchange } from '../../src/providers/vendor-b/chat-exchange.js';
+import { vendorB } from '../../src/providers/vendor-b/provider.js';
 import type { Admission } from '../../src/inference/admission.js';
 import type { ProxyClient, ProxyPorts } from '../../src/inference/proxy.js';
 import type { RequestOutcome } from '../../src/inference/settlement.js';
@@ -31,6 +31,7 @@ export const identity: ApiKeyIdentity = {
 export const model: CatalogModel = {
   id: 'vendor_b/gpt-4o-mini',
   vendor: 'vendor_b',
+  provider: vendorB,
   upstreamModel: 'gpt-4o-mini',
   inputCost: tokenPriceFromDecimal('0.0000001'),
   outputCost: tokenPriceFromDecimal('0.0000004'),
@@ -41,9 +42,10 @@ export const model: CatalogModel = {
 };
 
 export function chatExchange(stream = false): UpstreamExchange {
-  return vendorBChatExchange({
+  return vendorB.protocol.chat(vendorB, {
     body: { messages: [{ role: 'user', content: 'hi' }] },
     upstreamModel: 'gpt-4o-mini',
+    maxTokens: 16384,
     stream,
     clientWantsUsage: false,
   });

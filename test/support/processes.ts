@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { pino } from 'pino';
-import type { RunningGateway } from '../../src/main.js';
+import type { GatewayOptions, RunningGateway } from '../../src/main.js';
 import { withCliIo } from '../../src/cli/io.js';
 import { runCli as runCliInProcess } from '../../src/cli/main.js';
 import { loadConfig } from '../../src/config.js';
@@ -32,7 +32,10 @@ export interface SpawnedGateway extends GatewayProcess {
  * A gateway in this process: the compiled gateway (its worker threads load from dist/), with
  * its log captured for `output()`.
  */
-export async function startGateway(env: Record<string, string>): Promise<GatewayProcess> {
+export async function startGateway(
+  env: Record<string, string>,
+  options: GatewayOptions = {},
+): Promise<GatewayProcess> {
   const { startGateway: start } = (await import(
     new URL('../../dist/src/main.js', import.meta.url).href
   )) as { startGateway: typeof import('../../src/main.js').startGateway };
@@ -45,7 +48,7 @@ export async function startGateway(env: Record<string, string>): Promise<Gateway
     },
   });
   const logger = pino({ name: 'gw', level: config.LOG_LEVEL }, sink);
-  const gateway: RunningGateway = await start(config, logger);
+  const gateway: RunningGateway = await start(config, logger, options);
   let stopped: Promise<number | null> | undefined;
   return {
     url: `http://127.0.0.1:${gateway.port}`,

@@ -44,6 +44,9 @@ export interface FuzzTarget {
   /** An API key and a service key the fuzz may rotate, revoke or disable. */
   readonly spareApiKeyId: string;
   readonly spareServiceKeyId: string;
+  /** A product user and one of its credit grants the fuzz may block, grant to or revoke. */
+  readonly spareProductUserId: string;
+  readonly spareGrantId: string;
 }
 
 export interface FieldSpec {
@@ -298,6 +301,21 @@ const ofConnection = (target: FuzzTarget) => ({ connection_id: target.spareConne
 const ofApiKey = (target: FuzzTarget) => ({ id: target.spareApiKeyId });
 const ofServiceKey = (target: FuzzTarget) => ({ id: target.spareServiceKeyId });
 const ofMember = (target: FuzzTarget) => ({ org_id: target.orgId, user_id: target.spareMemberId });
+const ofProductUser = (target: FuzzTarget) => ({
+  product_end_user_id: target.spareProductUserId,
+});
+const ofGrant = (target: FuzzTarget) => ({ grant_id: target.spareGrantId });
+const usageGroups: readonly string[] = ['day', 'model', 'connection', 'product_user', 'week', ''];
+const usageDays: readonly string[] = [
+  '2026-01-01',
+  '2026-02-30',
+  '2026-01-01T00:00:00Z',
+  '2026-01-01T12:00:00+02:00',
+  'yesterday',
+  '1900-01-01',
+  '99999-01-01',
+  '%00',
+];
 const roles: readonly Hostile[] = [
   { name: 'role-owner', value: 'owner' },
   { name: 'role-unknown', value: 'superuser' },
@@ -494,6 +512,80 @@ export const dashboardRouteSpecs: readonly RouteSpec[] = [
       limit: String(1 + random.int(50)),
       ...(random.chance(0.3) && { cursor: String(random.int(1_000_000)) }),
     }),
+  },
+  {
+    method: 'GET',
+    path: '/dashboard/api/orgs/{org_id}/usage',
+    auth: 'session',
+    weight: 1.5,
+    params: ofOrg,
+    query: (_target, random) => ({
+      group_by: random.pick(usageGroups),
+      ...(random.chance(0.6) && { from: random.pick(usageDays) }),
+      ...(random.chance(0.6) && { to: random.pick(usageDays) }),
+      ...(random.chance(0.3) && { limit: String(random.int(2000) - 5) }),
+    }),
+  },
+  {
+    method: 'GET',
+    path: '/dashboard/api/orgs/{org_id}/product-users',
+    auth: 'session',
+    weight: 1.5,
+    params: ofOrg,
+    query: (_target, random) => ({
+      limit: '10',
+      q: random.pick(['fuzz', '%', '_', '\\', '', 'x'.repeat(300), random.alnum(3)]),
+    }),
+  },
+  {
+    method: 'GET',
+    path: '/dashboard/api/product-users/{product_end_user_id}',
+    auth: 'session',
+    weight: 1,
+    params: ofProductUser,
+  },
+  {
+    method: 'POST',
+    path: '/dashboard/api/product-users/{product_end_user_id}/block',
+    auth: 'session',
+    weight: 0.5,
+    params: ofProductUser,
+  },
+  {
+    method: 'POST',
+    path: '/dashboard/api/product-users/{product_end_user_id}/unblock',
+    auth: 'session',
+    weight: 0.5,
+    params: ofProductUser,
+  },
+  {
+    method: 'GET',
+    path: '/dashboard/api/product-users/{product_end_user_id}/credit-grants',
+    auth: 'session',
+    weight: 1,
+    params: ofProductUser,
+    query: page,
+  },
+  dashboardWrite(
+    'POST',
+    '/dashboard/api/product-users/{product_end_user_id}/credit-grants',
+    1.5,
+    ofProductUser,
+    (_target, random) => ({ amount: `0.${random.int(1000)}1` }),
+    [
+      field('amount', strings, hostileOthers),
+      field('currency', strings),
+      field('expires_at', strings, hostileOthers),
+      field('reason', strings),
+      field('x_unknown', anything),
+    ],
+  ),
+  {
+    method: 'POST',
+    path: '/dashboard/api/credit-grants/{grant_id}/revoke',
+    auth: 'session',
+    weight: 0.5,
+    params: ofGrant,
   },
 ];
 

@@ -1,17 +1,20 @@
-// vendor_b (chat completions) request translation: the client's body, with the vendor's
-// model name and, when streaming, usage always requested (the gateway needs it to settle).
+// Chat-completions request building: the client's body, with the vendor's model name and, when
+// streaming, usage always requested (the gateway needs it to settle).
 
 type JsonObject = Record<string, unknown>;
 
-export const VENDOR_B_CHAT_PATH = '/v1/chat/completions';
+export const CHAT_COMPLETIONS_PATH = '/v1/chat/completions';
 
-export interface VendorBChatOptions {
+export interface ChatCompletionsBodyOptions {
   readonly upstreamModel: string;
   readonly stream: boolean;
 }
 
 /** Serializes the upstream body. `body` has already lost the gateway's own fields. */
-export function buildVendorBChatBody(body: JsonObject, options: VendorBChatOptions): string {
+export function buildChatCompletionsBody(
+  body: JsonObject,
+  options: ChatCompletionsBodyOptions,
+): string {
   const upstream: JsonObject = { ...body, model: options.upstreamModel };
   if (options.stream) {
     const clientOptions =
@@ -23,7 +26,8 @@ export function buildVendorBChatBody(body: JsonObject, options: VendorBChatOptio
   return JSON.stringify(upstream);
 }
 
-export function vendorBHeaders(apiKey: string | undefined): Record<string, string> {
+/** The protocol's usual headers: JSON and a bearer key. */
+export function bearerHeaders(apiKey: string | undefined): Record<string, string> {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (apiKey !== undefined) headers.authorization = `Bearer ${apiKey}`;
   return headers;

@@ -1,11 +1,15 @@
-// Translates vendor_a's messages-protocol answers back into chat completions: the whole
+// Translates messages-protocol answers back into chat completions: the whole
 // message for JSON answers, and event by event for streams (text deltas → content deltas,
 // tool_use blocks and input_json_delta → tool_call deltas, message_delta → finish_reason).
-import { EventRelay, parseEventData } from '../event-relay.js';
-import type { SseEvent } from '../sse.js';
-import type { TokenUsage } from '../usage.js';
-import { DONE_EVENT } from '../vendor-b/stream-relay.js';
-import { readVendorAUsage, VendorAStreamUsage } from './usage.js';
+import { parseEventData } from '../common/event-relay.js';
+import type { SseEvent } from '../common/sse.js';
+import type { TokenUsage } from '../common/usage.js';
+import { DONE_EVENT } from '../chat-completions/stream-relay.js';
+import {
+  MessagesUsageRelay,
+  readMessagesUsage,
+  type MessagesStreamUsage,
+} from '../messages/usage.js';
 
 type JsonObject = Record<string, unknown>;
 
@@ -42,7 +46,7 @@ interface MessageShape {
   stop_reason?: unknown;
 }
 
-/** A chat.completion object for a vendor_a message. */
+/** A chat.completion object for a messages-protocol message. */
 export function messageToChatCompletion(message: MessageShape): JsonObject {
   const blocks = Array.isArray(message.content) ? message.content : [];
   const text = blocks
@@ -56,7 +60,7 @@ export function messageToChatCompletion(message: MessageShape): JsonObject {
       type: 'function',
       function: { name: String(block.name ?? ''), arguments: JSON.stringify(block.input ?? {}) },
     }));
-  const usage = readVendorAUsage(message);
+  const usage = readMessagesUsage(message);
   return {
     id: `chatcmpl-${String(message.id ?? '')}`,
     object: 'chat.completion',
@@ -97,44 +101,38 @@ interface EventShape {
  * A vendor `error` event mid-stream, as the chat-completions error event its clients raise.
  * Only the vendor's error type is kept: its message could echo request content.
  */
-function streamErrorEvent(vendorType: unknown): string {
+function streamErrorEvent(vendor: string, vendorType: unknown): string {
   const type = typeof vendorType === 'string' ? vendorType : 'api_error';
   return `data: ${JSON.stringify({
     error: {
       code: 'gw_upstream_error',
       type,
-      message: `vendor_a failed mid-stream (${type}); the answer is incomplete`,
+      message: `${vendor} failed mid-stream (${type}); the answer is incomplete`,
     },
   })}\n\n`;
 }
 
-/** Relays a vendor_a stream to a chat-completions client as chat.completion.chunk events. */
-export class MessagesToChatStreamRelay extends EventRelay {
+/** Relays a messages-protocol stream to a chat-completions client as chat.completion.chunk events. */
+export class MessagesToChatStreamRelay extends MessagesUsageRelay {
   readonly finalEvent = DONE_EVENT;
-  private readonly tracker = new VendorAStreamUsage();
   private readonly created = Math.floor(Date.now() / 1000);
   private id = 'chatcmpl-';
   private model = '';
-  /** vendor_a content block index → chat tool_call index. */
+  /** Messages content block index → chat tool_call index. */
   private readonly toolIndexByBlock = new Map<number, number>();
 
-  constructor(private readonly clientWantsUsage: boolean) {
+  constructor(
+    private readonly vendor: string,
+    private readonly clientWantsUsage: boolean,
+  ) {
     super();
-  }
-
-  get usage(): TokenUsage | undefined {
-    return this.tracker.usage;
-  }
-
-  get reportedInputTokens(): number | undefined {
-    return this.tracker.inputTokensSeen;
   }
 
   protected relayEvent(sse: SseEvent): string {
     const payload = parseEventData(sse);
     if (payload === undefined) return '';
     const event = payload as EventShape;
-    this.tracker.observe(event as Parameters<VendorAStreamUsage['observe']>[0]);
+    this.tracker.observe(event as Parameters<MessagesStreamUsage['observe']>[0]);
     return this.translateEvent(event);
   }
 
@@ -201,7 +199,7 @@ export class MessagesToChatStreamRelay extends EventRelay {
       }
       case 'error':
         this.vendorErrorSeen = true;
-        return streamErrorEvent(event.error?.type);
+        return streamErrorEvent(this.vendor, event.error?.type);
       default:
         return ''; // ping, content_block_stop: nothing to say in chat terms
     }

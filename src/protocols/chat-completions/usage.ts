@@ -1,8 +1,8 @@
-// Reads token usage from vendor_b's responses.
-import { isTokenCount, type TokenUsage } from '../usage.js';
+// Reads token usage from chat-completions answers.
+import { isTokenCount, type TokenUsage } from '../common/usage.js';
 
 /** Usage from a chat.completion object or a usage chunk, if present and well-formed. */
-export function readVendorBUsage(payload: unknown): TokenUsage | undefined {
+export function readChatCompletionsUsage(payload: unknown): TokenUsage | undefined {
   if (typeof payload !== 'object' || payload === null) return undefined;
   const usage = (payload as { usage?: unknown }).usage;
   if (typeof usage !== 'object' || usage === null) return undefined;

@@ -1,6 +1,6 @@
-// Translates a chat-completions request into the messages protocol for vendor_a models:
+// Translates a chat-completions request into the messages protocol:
 // system prompts, multi-part content, tools, tool calls and tool results, stop sequences.
-// Parameters vendor_a has no counterpart for are dropped without error.
+// Parameters the messages protocol has no counterpart for are dropped without error.
 
 type JsonObject = Record<string, unknown>;
 type Block = JsonObject;
@@ -71,7 +71,7 @@ function toolUseBlocks(toolCalls: unknown): Block[] {
   });
 }
 
-/** vendor_a wants alternating roles: consecutive turns of one role are merged. */
+/** The messages protocol wants alternating roles: consecutive turns of one role are merged. */
 function pushTurn(turns: Turn[], role: Turn['role'], content: Block[]): void {
   if (content.length === 0) return;
   const last = turns.at(-1);
@@ -89,7 +89,7 @@ function namedToolChoice(choice: unknown): JsonObject | undefined {
   return undefined;
 }
 
-/** tool_choice, with `parallel_tool_calls: false` as vendor_a's `disable_parallel_tool_use`. */
+/** tool_choice, with `parallel_tool_calls: false` as the messages protocol's `disable_parallel_tool_use`. */
 function translateToolChoice(choice: unknown, parallel: unknown): JsonObject | undefined {
   const translated = namedToolChoice(choice);
   if (parallel !== false || translated?.type === 'none') return translated;

@@ -41,7 +41,7 @@ const recorded = [
 ].join('');
 
 function translate(bytes: Buffer, cuts: number[], wantsUsage: boolean) {
-  const relay = new MessagesToChatStreamRelay(wantsUsage);
+  const relay = new MessagesToChatStreamRelay('vendor_a', wantsUsage);
   let out = '';
   let start = 0;
   for (const cut of [...cuts].sort((a, b) => a - b)) {

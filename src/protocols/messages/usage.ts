@@ -1,5 +1,6 @@
-// Reads token usage from vendor_a's (messages protocol) answers and stream events.
-import { isTokenCount, type TokenUsage } from '../usage.js';
+// Reads token usage from messages-protocol answers and stream events.
+import { EventRelay } from '../common/event-relay.js';
+import { isTokenCount, type TokenUsage } from '../common/usage.js';
 
 interface UsageShape {
   input_tokens?: unknown;
@@ -7,7 +8,7 @@ interface UsageShape {
 }
 
 /** Usage of a whole `message` object, if present and well-formed. */
-export function readVendorAUsage(payload: unknown): TokenUsage | undefined {
+export function readMessagesUsage(payload: unknown): TokenUsage | undefined {
   if (typeof payload !== 'object' || payload === null) return undefined;
   const usage = (payload as { usage?: UsageShape }).usage;
   if (!usage || !isTokenCount(usage.input_tokens) || !isTokenCount(usage.output_tokens))
@@ -19,7 +20,7 @@ export function readVendorAUsage(payload: unknown): TokenUsage | undefined {
  * Accumulates usage over a stream: input tokens arrive in `message_start`, the output count in
  * each `message_delta` (cumulative). Complete once a message_delta has been seen.
  */
-export class VendorAStreamUsage {
+export class MessagesStreamUsage {
   private inputTokens: number | undefined;
   private outputTokens: number | undefined;
 
@@ -40,5 +41,18 @@ export class VendorAStreamUsage {
   get usage(): TokenUsage | undefined {
     if (this.inputTokens === undefined || this.outputTokens === undefined) return undefined;
     return { inputTokens: this.inputTokens, outputTokens: this.outputTokens };
+  }
+}
+
+/** A relay of a messages-protocol stream: its usage is what the stream's events reported. */
+export abstract class MessagesUsageRelay extends EventRelay {
+  protected readonly tracker = new MessagesStreamUsage();
+
+  get usage(): TokenUsage | undefined {
+    return this.tracker.usage;
+  }
+
+  get reportedInputTokens(): number | undefined {
+    return this.tracker.inputTokensSeen;
   }
 }

@@ -1,27 +1,17 @@
-// Relays a native vendor_a (messages protocol) stream unchanged, reading usage on the way and
+// Relays a native messages-protocol stream unchanged, reading usage on the way and
 // holding back `message_stop`: the route writes it after settling.
-import { EventRelay, parseEventData } from '../event-relay.js';
-import type { SseEvent } from '../sse.js';
-import type { TokenUsage } from '../usage.js';
-import { VendorAStreamUsage } from './usage.js';
+import { parseEventData } from '../common/event-relay.js';
+import type { SseEvent } from '../common/sse.js';
+import { MessagesUsageRelay, type MessagesStreamUsage } from './usage.js';
 
 export const MESSAGE_STOP_EVENT = 'event: message_stop\ndata: {"type":"message_stop"}\n\n';
 
-type EventShape = Parameters<VendorAStreamUsage['observe']>[0] & {
+type EventShape = Parameters<MessagesStreamUsage['observe']>[0] & {
   delta?: { type?: unknown; text?: unknown; partial_json?: unknown };
 };
 
-export class VendorAMessagesRelay extends EventRelay {
+export class MessagesStreamRelay extends MessagesUsageRelay {
   readonly finalEvent = MESSAGE_STOP_EVENT;
-  private readonly tracker = new VendorAStreamUsage();
-
-  get usage(): TokenUsage | undefined {
-    return this.tracker.usage;
-  }
-
-  get reportedInputTokens(): number | undefined {
-    return this.tracker.inputTokensSeen;
-  }
 
   protected relayEvent(event: SseEvent): string {
     const payload = parseEventData(event);

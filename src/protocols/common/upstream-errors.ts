@@ -1,7 +1,7 @@
 // Maps a vendor's error answer to the gateway's error. Vendor bodies are not forwarded: they
 // can echo request content. Only a short, redacted vendor message is kept for 4xx answers
 // that the client can act on.
-import { gwError, type GwError } from '../errors.js';
+import { gwError, type GwError } from '../../errors.js';
 
 const SECRET_LIKE = /\b[A-Za-z]{2,8}[-_][A-Za-z0-9_-]{12,}\b/g;
 const MAX_VENDOR_MESSAGE = 300;

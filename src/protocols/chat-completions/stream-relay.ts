@@ -1,10 +1,10 @@
-// Relays a vendor_b SSE stream to the client event by event: reads usage on the way, strips
+// Relays a chat-completions SSE stream to the client event by event: reads usage on the way, strips
 // the usage chunk when the client did not ask for it, and holds back `data: [DONE]` — the
 // route writes it after settling, so a client that saw [DONE] always has a usage record.
-import { EventRelay, parseEventData } from '../event-relay.js';
-import type { SseEvent } from '../sse.js';
-import type { TokenUsage } from '../usage.js';
-import { readVendorBUsage } from './usage.js';
+import { EventRelay, parseEventData } from '../common/event-relay.js';
+import type { SseEvent } from '../common/sse.js';
+import type { TokenUsage } from '../common/usage.js';
+import { readChatCompletionsUsage } from './usage.js';
 
 export const DONE_EVENT = 'data: [DONE]\n\n';
 
@@ -33,7 +33,7 @@ function mayCarryUsage(data: string): boolean {
  */
 export const UNPARSED_CHUNKS_MAX_BYTES = 64 * 1024;
 
-export class VendorBStreamRelay extends EventRelay {
+export class ChatCompletionsStreamRelay extends EventRelay {
   readonly finalEvent = DONE_EVENT;
   /** Usage reported by the vendor (the final chunk), once seen. */
   usage: TokenUsage | undefined;
@@ -67,7 +67,7 @@ export class VendorBStreamRelay extends EventRelay {
     if (!mayCarryUsage(event.data)) return event.raw;
     const chunk = parseEventData(event);
     if (chunk === undefined) return event.raw; // not ours to judge: pass it through
-    const usage = readVendorBUsage(chunk);
+    const usage = readChatCompletionsUsage(chunk);
     if (usage) {
       this.usage = usage;
       const choices = (chunk as ChunkShape).choices;

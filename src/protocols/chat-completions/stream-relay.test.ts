@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { UNPARSED_CHUNKS_MAX_BYTES, VendorBStreamRelay } from './stream-relay.js';
+import { UNPARSED_CHUNKS_MAX_BYTES, ChatCompletionsStreamRelay } from './stream-relay.js';
 
 const encoder = new TextEncoder();
 const chunk = (body: Record<string, unknown>) => `data: ${JSON.stringify(body)}\n\n`;
@@ -18,7 +18,7 @@ const usageChunk = chunk({ choices: [], usage: { prompt_tokens: 7, completion_to
 
 describe('vendor_b stream relay', () => {
   it('relays chunks unchanged, reads usage, and strips the usage chunk the client did not ask for', () => {
-    const relay = new VendorBStreamRelay(false);
+    const relay = new ChatCompletionsStreamRelay(false);
     const events = content('Hel') + content('lo') + usageChunk + 'data: [DONE]\n\n';
     const out =
       relay.push(encoder.encode(events.slice(0, 50))) +
@@ -29,12 +29,12 @@ describe('vendor_b stream relay', () => {
   });
 
   it('keeps the usage chunk for a client that asked for it', () => {
-    const relay = new VendorBStreamRelay(true);
+    const relay = new ChatCompletionsStreamRelay(true);
     expect(relay.push(encoder.encode(content('a') + usageChunk))).toBe(content('a') + usageChunk);
   });
 
   it('gives the generated text, in order, when the vendor never reports usage', () => {
-    const relay = new VendorBStreamRelay(false);
+    const relay = new ChatCompletionsStreamRelay(false);
     relay.push(
       encoder.encode(
         content('The ') + toolArguments('{"x":') + content('end') + 'data: not json\n\n',
@@ -45,7 +45,7 @@ describe('vendor_b stream relay', () => {
   });
 
   it('holds a long stream as its text, not as every chunk, and still gives all of it in order', () => {
-    const relay = new VendorBStreamRelay(false);
+    const relay = new ChatCompletionsStreamRelay(false);
     const words = Array.from({ length: 20_000 }, (_, index) => `w${index} `);
     for (let index = 0; index < words.length; index += 100) {
       relay.push(
@@ -62,7 +62,7 @@ describe('vendor_b stream relay', () => {
   });
 
   it('reads usage however the vendor spaces its JSON', () => {
-    const relay = new VendorBStreamRelay(true);
+    const relay = new ChatCompletionsStreamRelay(true);
     relay.push(
       encoder.encode(
         'data: {"choices": [{"delta": {"content": "x"}}], "usage": null}\n\n' +
@@ -73,7 +73,7 @@ describe('vendor_b stream relay', () => {
   });
 
   it('reads usage that comes on a content chunk', () => {
-    const relay = new VendorBStreamRelay(false);
+    const relay = new ChatCompletionsStreamRelay(false);
     const last = chunk({
       choices: [{ index: 0, delta: { content: '!' } }],
       usage: { prompt_tokens: 2, completion_tokens: 1 },

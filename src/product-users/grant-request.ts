@@ -1,0 +1,71 @@
+// The fields of a credit grant request, checked once for every way in (the service-key route
+// and the dashboard): amount, currency, expiry, reason and the Idempotency-Key header.
+import { gwError, type GwError } from '../errors.js';
+import { AmountError, AmountRangeError, parseAmountToNano } from '../money.js';
+import { boundedTextProblem } from './limits.js';
+import type { CreditGrant, CreditGrantInput } from './management.js';
+import { DEFAULT_CURRENCY } from './profile.js';
+
+export interface CreditGrantFields {
+  readonly amount: string;
+  readonly currency?: string | undefined;
+  readonly expires_at?: string | null | undefined;
+  readonly reason?: string | undefined;
+}
+
+/** The grant to make (without its user and organization), or the spec's 400 error. */
+export function creditGrantRequest(
+  body: CreditGrantFields,
+  idempotencyKey: string | undefined,
+): Omit<CreditGrantInput, 'orgId' | 'productUserId'> | GwError {
+  let amountNano: bigint;
+  try {
+    amountNano = parseAmountToNano(body.amount);
+  } catch (error) {
+    if (error instanceof AmountRangeError)
+      return gwError('gw_amount_out_of_range', `amount: ${error.message}`);
+    if (error instanceof AmountError)
+      return gwError('gw_invalid_request', `amount: ${error.message}`);
+    throw error;
+  }
+  if (amountNano <= 0n) return gwError('gw_invalid_request', 'amount: must be greater than zero');
+  const expiresAt = body.expires_at ? new Date(body.expires_at) : null;
+  if (expiresAt && expiresAt.getTime() <= Date.now()) {
+    return gwError('gw_invalid_request', 'expires_at: must be in the future');
+  }
+  if (
+    idempotencyKey !== undefined &&
+    (idempotencyKey.length === 0 || boundedTextProblem(idempotencyKey, 255) !== undefined)
+  ) {
+    return gwError('gw_invalid_request', 'Idempotency-Key: must be 1 to 255 characters');
+  }
+  return {
+    amountNano,
+    currency: body.currency ?? DEFAULT_CURRENCY,
+    expiresAt,
+    reason: body.reason ?? null,
+    idempotencyKey: idempotencyKey ?? null,
+  };
+}
+
+/**
+ * What grantCredits answered, with its refusals as the spec's errors: credits the user would
+ * hold beyond the maximum amount (nothing granted), or an Idempotency-Key reused with another body.
+ */
+export async function grantOutcome(
+  granting: Promise<{ grant: CreditGrant; created: boolean } | { keyReused: true }>,
+): Promise<{ grant: CreditGrant; created: boolean } | GwError> {
+  try {
+    const granted = await granting;
+    if ('keyReused' in granted) {
+      return gwError(
+        'gw_idempotency_key_reused',
+        'Idempotency-Key was already used with a different request body; use a new key for a new grant',
+      );
+    }
+    return granted;
+  } catch (error) {
+    if (error instanceof AmountRangeError) return gwError('gw_amount_out_of_range', error.message);
+    throw error;
+  }
+}

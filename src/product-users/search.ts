@@ -1,0 +1,93 @@
+// Reads of product users and their credit grants for the dashboard: search by the prefix of
+// the external id or the display name within one organization, one user by id, and a user's
+// grants; all in pages (see db/pages.ts).
+import { afterCursorSql, CURSOR_COLUMN, pageOfRows, type PageRequest } from '../db/pages.js';
+import type { DbPool } from '../db/pool.js';
+import type { GrantRow } from './management.js';
+import { PRODUCT_USER_COLUMNS, type ProductUserRow } from './profile.js';
+
+export interface ProductUserListRow {
+  readonly id: string;
+  readonly app_id: string;
+  readonly external_user_id: string;
+  readonly display_name: string;
+  readonly status: string;
+  readonly created_at: Date;
+  readonly cursor_us: string;
+}
+
+type Page<Row> = { rows: Row[]; nextCursor: string | null };
+
+/** `\`, `%` and `_` matched literally by LIKE. */
+const likePrefix = (text: string): string => `${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+/**
+ * The organization's product users whose external id starts with `q` (case-sensitive, as ids
+ * are) or whose display name starts with it (case-insensitive); all of them without `q`.
+ */
+export async function searchProductUsers(
+  db: Pick<DbPool, 'query'>,
+  orgId: string,
+  q: string | undefined,
+  page: PageRequest,
+): Promise<Page<ProductUserListRow>> {
+  const params: unknown[] = [orgId, page.limit + 1];
+  let where = 'org_id = $1';
+  if (q) {
+    params.push(likePrefix(q));
+    where += ` AND (external_user_id LIKE $${params.length} OR lower(display_name) LIKE lower($${params.length}))`;
+  }
+  if (page.after) {
+    params.push(page.after.createdAtUs, page.after.id);
+    where += ` AND ${afterCursorSql(params.length - 1)}`;
+  }
+  const { rows } = await db.query<ProductUserListRow>(
+    `SELECT id, app_id, external_user_id, display_name, status, created_at, ${CURSOR_COLUMN}
+       FROM product_users WHERE ${where} ORDER BY created_at, id LIMIT $2`,
+    params,
+  );
+  return pageOfRows(rows, page.limit);
+}
+
+export function productUserListView(row: ProductUserListRow): Record<string, unknown> {
+  return {
+    product_end_user_id: row.id,
+    app_id: row.app_id,
+    external_user_id: row.external_user_id,
+    display_name: row.display_name,
+    status: row.status,
+    created_at: row.created_at.toISOString(),
+  };
+}
+
+export async function productUserById(
+  db: Pick<DbPool, 'query'>,
+  id: string,
+): Promise<ProductUserRow | undefined> {
+  const { rows } = await db.query<ProductUserRow>(
+    `SELECT ${PRODUCT_USER_COLUMNS} FROM product_users WHERE id = $1`,
+    [id],
+  );
+  return rows[0];
+}
+
+/** A product user's credit grants, oldest first, revoked ones included. */
+export async function listCreditGrants(
+  db: Pick<DbPool, 'query'>,
+  productUserId: string,
+  page: PageRequest,
+): Promise<Page<GrantRow & { cursor_us: string }>> {
+  const params: unknown[] = [productUserId, page.limit + 1];
+  let where = 'product_user_id = $1';
+  if (page.after) {
+    params.push(page.after.createdAtUs, page.after.id);
+    where += ` AND ${afterCursorSql(3)}`;
+  }
+  const { rows } = await db.query<GrantRow & { cursor_us: string }>(
+    `SELECT id, product_user_id, amount::text, currency, expires_at, reason, status, created_at,
+            org_id, ${CURSOR_COLUMN}
+       FROM credit_grants WHERE ${where} ORDER BY created_at, id LIMIT $2`,
+    params,
+  );
+  return pageOfRows(rows, page.limit);
+}

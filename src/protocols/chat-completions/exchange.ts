@@ -1,0 +1,24 @@
+// Chat completions served by a provider that speaks them natively: the body passes through with
+// the vendor's model name (and usage requested when streaming).
+import type { ChatCall, UpstreamExchange, WireEndpoint } from '../common/exchange.js';
+import { buildChatCompletionsBody, CHAT_COMPLETIONS_PATH } from './request.js';
+import { ChatCompletionsStreamRelay } from './stream-relay.js';
+import { readChatCompletionsUsage } from './usage.js';
+
+export function chatCompletionsExchange(endpoint: WireEndpoint, call: ChatCall): UpstreamExchange {
+  return {
+    vendorLabel: endpoint.id,
+    path: CHAT_COMPLETIONS_PATH,
+    headersFor: (apiKey) => endpoint.headers(apiKey, undefined),
+    body: buildChatCompletionsBody(call.body, {
+      upstreamModel: call.upstreamModel,
+      stream: call.stream,
+    }),
+    errorFlavor: 'default',
+    readJsonUsage: readChatCompletionsUsage,
+    translateJson: (_payload, rawBytes) => rawBytes,
+    createStreamRelay: () => new ChatCompletionsStreamRelay(call.clientWantsUsage),
+    mapUpstreamError: endpoint.upstreamError,
+    credentialCooldownMs: endpoint.credentialCooldownMs,
+  };
+}

@@ -1,0 +1,31 @@
+// Chat completions served by a provider speaking the messages protocol: the request translated
+// to the messages protocol, the answer (JSON or stream) translated back.
+import type { ChatCall, UpstreamExchange, WireEndpoint } from '../common/exchange.js';
+import { MESSAGES_PATH } from '../messages/request.js';
+import { readMessagesUsage } from '../messages/usage.js';
+import { chatToMessagesBody } from './chat-to-messages.js';
+import { MessagesToChatStreamRelay, messageToChatCompletion } from './messages-to-chat.js';
+
+export function chatOverMessagesExchange(endpoint: WireEndpoint, call: ChatCall): UpstreamExchange {
+  return {
+    vendorLabel: endpoint.id,
+    path: MESSAGES_PATH,
+    headersFor: (apiKey) => endpoint.headers(apiKey, undefined),
+    body: JSON.stringify(
+      chatToMessagesBody(call.body, {
+        upstreamModel: call.upstreamModel,
+        maxTokens: call.maxTokens,
+        stream: call.stream,
+      }),
+    ),
+    errorFlavor: 'default',
+    readJsonUsage: readMessagesUsage,
+    translateJson: (payload) =>
+      JSON.stringify(
+        messageToChatCompletion(payload as Parameters<typeof messageToChatCompletion>[0]),
+      ),
+    createStreamRelay: () => new MessagesToChatStreamRelay(endpoint.id, call.clientWantsUsage),
+    mapUpstreamError: endpoint.upstreamError,
+    credentialCooldownMs: endpoint.credentialCooldownMs,
+  };
+}

@@ -1,0 +1,108 @@
+// What the generic proxy needs from a provider for one request: the upstream request, how to
+// read usage from a JSON answer, and a relay for a streamed answer. One implementation per
+// (client protocol, wire protocol) pair lives in src/protocols; the provider it is built for
+// (a WireEndpoint) adds its label, headers and failure classification. An exchange is built
+// before the hold is placed (its body is serialised then: whatever can fail, fails before money
+// moves); only the headers wait for the route, whose key the reserve or a failover picks.
+import type { ErrorFlavor, GwError } from '../../errors.js';
+import type { TokenUsage } from './usage.js';
+
+export interface StreamRelay {
+  /** Feeds upstream bytes; returns what to send to the client now ('' for nothing). */
+  push(chunk: Uint8Array): string;
+  /** Flushes at upstream end. */
+  end(): string;
+  /** Usage reported by the vendor, once seen. */
+  readonly usage: TokenUsage | undefined;
+  /**
+   * Input tokens the vendor reported before the stream ended, when its full usage never came
+   * (vendor_a names them in `message_start`): billed instead of the estimate.
+   */
+  readonly reportedInputTokens?: number;
+  /** True once the vendor's stream completed (its terminal event arrived). */
+  readonly done: boolean;
+  /** True once the vendor sent an error event inside the stream. */
+  readonly vendorErrorSeen: boolean;
+  /** Generated text relayed so far: counted when the stream ends without usage. */
+  readonly producedText: readonly string[];
+  /** The terminal event, written to the client only after settlement. */
+  readonly finalEvent: string;
+}
+
+export interface UpstreamExchange {
+  readonly vendorLabel: string;
+  readonly path: string;
+  /** The serialised upstream body. */
+  readonly body: string;
+  /** The upstream headers with the route's key (undefined: none). */
+  headersFor(apiKey: string | undefined): Record<string, string>;
+  /** How errors are dressed for the client's protocol. */
+  readonly errorFlavor: ErrorFlavor;
+  /** Usage of a JSON answer, if reported. */
+  readJsonUsage(payload: unknown): TokenUsage | undefined;
+  /** The client's JSON body for the vendor's JSON answer (identity for native routes). */
+  translateJson(payload: unknown, rawBytes: Buffer): Uint8Array | string;
+  createStreamRelay(): StreamRelay;
+  /** The client-facing error for a vendor error answer. */
+  mapUpstreamError(status: number, bodyText: string, retryAfter: string | undefined): GwError;
+  /** How long a BYOK credential rests after this vendor answer (undefined: not its fault). */
+  credentialCooldownMs(
+    status: number,
+    bodyText: string,
+    retryAfter: string | undefined,
+  ): number | undefined;
+}
+
+/**
+ * What a wire protocol needs from the provider it serves: its name in errors and labels, its
+ * request headers, and how it classifies its failures. A Provider is one.
+ */
+export interface WireEndpoint {
+  readonly id: string;
+  /** The upstream headers for a call with this key (undefined: none) and client version. */
+  headers(apiKey: string | undefined, clientVersion: string | undefined): Record<string, string>;
+  upstreamError(status: number, bodyText: string, retryAfter: string | undefined): GwError;
+  credentialCooldownMs(
+    status: number,
+    bodyText: string,
+    retryAfter: string | undefined,
+  ): number | undefined;
+}
+
+/** A chat-completions client's call, as admitted. */
+export interface ChatCall {
+  /** The client's body without the gateway's own fields. */
+  readonly body: Record<string, unknown>;
+  readonly upstreamModel: string;
+  readonly maxTokens: number;
+  readonly stream: boolean;
+  readonly clientWantsUsage: boolean;
+}
+
+/** A messages client's call, as admitted. */
+export interface MessagesCall {
+  readonly body: Record<string, unknown>;
+  readonly upstreamModel: string;
+  readonly maxTokens: number;
+  /** The client's protocol version header, if it sent one. */
+  readonly version: string | undefined;
+}
+
+/**
+ * A wire protocol a provider speaks natively: how each client protocol's call becomes an
+ * exchange with a provider speaking it. `messages` is undefined where /v1/messages is not
+ * served (its clients' requests cannot pass through unchanged).
+ */
+export interface WireProtocol {
+  readonly name: string;
+  /**
+   * Why a chat request cannot be served as asked with this protocol (`n`, tools it cannot
+   * carry), or undefined: answered 400 before anything is held.
+   */
+  chatRefusal(
+    request: { readonly model: string; readonly tools?: unknown },
+    choices: number,
+  ): string | undefined;
+  chat(endpoint: WireEndpoint, call: ChatCall): UpstreamExchange;
+  readonly messages: ((endpoint: WireEndpoint, call: MessagesCall) => UpstreamExchange) | undefined;
+}

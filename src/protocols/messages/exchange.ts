@@ -1,0 +1,25 @@
+// The native messages protocol: the body passes through with the vendor's model name (and a
+// lowered max_tokens under limit_output).
+import type { MessagesCall, UpstreamExchange, WireEndpoint } from '../common/exchange.js';
+import { MESSAGES_PATH } from './request.js';
+import { MessagesStreamRelay } from './stream-relay.js';
+import { readMessagesUsage } from './usage.js';
+
+export function messagesExchange(endpoint: WireEndpoint, call: MessagesCall): UpstreamExchange {
+  return {
+    vendorLabel: endpoint.id,
+    path: MESSAGES_PATH,
+    headersFor: (apiKey) => endpoint.headers(apiKey, call.version),
+    body: JSON.stringify({
+      ...call.body,
+      model: call.upstreamModel,
+      max_tokens: call.maxTokens,
+    }),
+    errorFlavor: 'messages',
+    readJsonUsage: readMessagesUsage,
+    translateJson: (_payload, rawBytes) => rawBytes,
+    createStreamRelay: () => new MessagesStreamRelay(),
+    mapUpstreamError: endpoint.upstreamError,
+    credentialCooldownMs: endpoint.credentialCooldownMs,
+  };
+}

@@ -1,0 +1,63 @@
+// POST /dashboard/api/product-users/{product_end_user_id}/credit-grants (admin or owner):
+// grants credits through the same service and checks as the service-key route and the CLI;
+// Idempotency-Key honoured. Answers the grant with the user's credits after it.
+import { isGwError } from '../../../errors.js';
+import { sendError, sendJson } from '../../../http/respond.js';
+import { creditGrantRequest, grantOutcome } from '../../../product-users/grant-request.js';
+import { productUserById } from '../../../product-users/search.js';
+import { declareRoute } from '../../declaration.js';
+import { creditGrantSchema, type ProductUserRouteDeps } from '../../product-users.js';
+import { ofProductUser } from '../product-users/schema.js';
+import { creditGrantWithCreditsSchema } from './schema.js';
+
+/** The service-key route's grant body, without the user it names (the path names it). */
+const grantBody = creditGrantSchema.omit({ app_id: true, external_user_id: true });
+
+export const createCreditGrantRoute = declareRoute({
+  method: 'POST',
+  path: '/dashboard/api/product-users/{product_end_user_id}/credit-grants',
+  summary: 'Grants credits to a product user (Idempotency-Key honoured)',
+  tag: 'dashboard',
+  caller: { kind: 'org_member', role: 'admin', org: ofProductUser },
+  body: grantBody,
+  responses: {
+    200: {
+      description: 'an Idempotency-Key replay: the first grant',
+      schema: creditGrantWithCreditsSchema,
+    },
+    201: { description: 'granted', schema: creditGrantWithCreditsSchema },
+  },
+  errors: ['gw_amount_out_of_range', 'gw_idempotency_key_reused'],
+  async handler(
+    { request, caller, body },
+    response,
+    deps: { readonly productUsers: ProductUserRouteDeps },
+  ) {
+    const { db, management, profiles } = deps.productUsers;
+    const grantInput = creditGrantRequest(body, request.headers['idempotency-key']);
+    if (isGwError(grantInput)) return sendError(response, grantInput);
+    const user = (await productUserById(db, request.params.product_end_user_id ?? ''))!;
+    const granted = await grantOutcome(
+      management.grantCredits(
+        { orgId: user.org_id, productUserId: user.id, ...grantInput },
+        {
+          orgId: caller.org.id,
+          userId: caller.user.id,
+          action: 'credit_grant.create',
+          objectType: 'credit_grant',
+          details: {
+            product_end_user_id: user.id,
+            amount: body.amount,
+            currency: grantInput.currency,
+            expires_at: body.expires_at ?? null,
+            reason: grantInput.reason,
+          },
+        },
+      ),
+    );
+    if (isGwError(granted)) return sendError(response, granted);
+    const { grant, created } = granted;
+    const credits = await profiles.credits(user, grant.currency);
+    sendJson(response, created ? 201 : 200, { ...grant, credits });
+  },
+});

@@ -1,0 +1,40 @@
+// POST /dashboard/api/credit-grants/{grant_id}/revoke (admin or owner): what is left of the
+// grant can no longer be spent. The same service as `gw credits revoke` takes the grant's
+// remaining credits out of the live balance, so the profile and inference see it at once.
+import type { DbPool } from '../../../db/pool.js';
+import { gwError } from '../../../errors.js';
+import { sendError, sendJson } from '../../../http/respond.js';
+import { productUserById } from '../../../product-users/search.js';
+import { declareRoute } from '../../declaration.js';
+import type { ProductUserRouteDeps } from '../../product-users.js';
+import { creditGrantWithCreditsSchema, ofCreditGrant } from './schema.js';
+
+export const revokeCreditGrantRoute = declareRoute({
+  method: 'POST',
+  path: '/dashboard/api/credit-grants/{grant_id}/revoke',
+  summary: 'Revokes a credit grant: what is left of it can no longer be spent',
+  tag: 'dashboard',
+  caller: { kind: 'org_member', role: 'admin', org: ofCreditGrant },
+  responses: { 200: { description: 'the revoked grant', schema: creditGrantWithCreditsSchema } },
+  errors: ['gw_conflict'],
+  async handler(
+    { request, caller },
+    response,
+    deps: { readonly db: DbPool; readonly productUsers: ProductUserRouteDeps },
+  ) {
+    const grantId = request.params.grant_id ?? '';
+    const grant = await deps.productUsers.management.revokeGrant(grantId, {
+      orgId: caller.org.id,
+      userId: caller.user.id,
+      action: 'credit_grant.revoke',
+      objectType: 'credit_grant',
+      objectId: grantId,
+    });
+    if (!grant) {
+      return sendError(response, gwError('gw_conflict', 'this credit grant is already revoked'));
+    }
+    const user = (await productUserById(deps.db, grant.product_end_user_id))!;
+    const credits = await deps.productUsers.profiles.credits(user, grant.currency);
+    sendJson(response, 200, { ...grant, credits });
+  },
+});

@@ -1,0 +1,24 @@
+// GET /dashboard/api/product-users/{product_end_user_id}: the spec's profile object of one
+// product user (any member): allowance, cap, credits and usage, from the live balances.
+import { sendJson } from '../../../http/respond.js';
+import { productUserById } from '../../../product-users/search.js';
+import { declareRoute } from '../../declaration.js';
+import type { ProductUserRouteDeps } from '../../product-users.js';
+import { productUserSchema } from '../../schemas.js';
+import { ofProductUser } from './schema.js';
+
+export const productUserProfileRoute = declareRoute({
+  method: 'GET',
+  path: '/dashboard/api/product-users/{product_end_user_id}',
+  summary: "A product user's profile: allowance, cap, credits, usage",
+  tag: 'dashboard',
+  caller: { kind: 'org_member', role: 'viewer', org: ofProductUser },
+  responses: { 200: { description: 'the product user', schema: productUserSchema } },
+  errors: [],
+  async handler({ request }, response, deps: { readonly productUsers: ProductUserRouteDeps }) {
+    const { db, profiles } = deps.productUsers;
+    // The caller check found the user in the caller's organization.
+    const user = (await productUserById(db, request.params.product_end_user_id ?? ''))!;
+    sendJson(response, 200, await profiles.profile(user));
+  },
+});

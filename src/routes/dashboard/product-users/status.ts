@@ -1,0 +1,43 @@
+// POST /dashboard/api/product-users/{product_end_user_id}/block and /unblock (admin or owner):
+// the spec's dashboard-only status change. The same service as `gw product-user block`
+// changes it and tells every instance's product-user cache, so inference sees it at once.
+import { sendJson } from '../../../http/respond.js';
+import { productUserById } from '../../../product-users/search.js';
+import { declareRoute } from '../../declaration.js';
+import type { ProductUserRouteDeps } from '../../product-users.js';
+import { productUserSchema } from '../../schemas.js';
+import { ofProductUser } from './schema.js';
+
+function statusRoute(verb: 'block' | 'unblock', status: 'blocked' | 'active') {
+  return declareRoute({
+    method: 'POST',
+    path: `/dashboard/api/product-users/{product_end_user_id}/${verb}`,
+    summary:
+      verb === 'block'
+        ? 'Blocks a product user: their requests are refused whatever their balance'
+        : 'Unblocks a product user',
+    tag: 'dashboard',
+    caller: { kind: 'org_member', role: 'admin', org: ofProductUser },
+    responses: { 200: { description: 'the product user', schema: productUserSchema } },
+    errors: [],
+    async handler(
+      { request, caller },
+      response,
+      deps: { readonly productUsers: ProductUserRouteDeps },
+    ) {
+      const { db, management, profiles } = deps.productUsers;
+      const user = (await productUserById(db, request.params.product_end_user_id ?? ''))!;
+      await management.setStatus(user.org_id, user.app_id, user.external_user_id, status, {
+        orgId: caller.org.id,
+        userId: caller.user.id,
+        action: `product_user.${verb}`,
+        objectType: 'product_user',
+        objectId: user.id,
+      });
+      sendJson(response, 200, await profiles.profile({ ...user, status }));
+    },
+  });
+}
+
+export const blockProductUserRoute = statusRoute('block', 'blocked');
+export const unblockProductUserRoute = statusRoute('unblock', 'active');

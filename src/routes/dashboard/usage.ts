@@ -1,0 +1,80 @@
+// GET /dashboard/api/orgs/{org_id}/usage?group_by=day|model|connection|product_user&from&to:
+// the organization's requests, tokens and cost per group, for the dashboard's plots (any
+// member). Read from the daily rollups the usage writer keeps, never a scan of the ledger.
+import { z } from 'zod';
+import type { DbPool } from '../../db/pool.js';
+import { isGwError } from '../../errors.js';
+import { sendError, sendJson } from '../../http/respond.js';
+import { isoDay, readUsageRollups, USAGE_GROUPS } from '../../ledger/usage-rollups.js';
+import { declareRoute } from '../declaration.js';
+import { parseQuery } from '../query.js';
+import { parseDayRange } from './usage-range.js';
+
+/** Days, models and connections are few; product users come top spenders first, this many. */
+const DEFAULT_USAGE_GROUPS = 100;
+const MAX_USAGE_GROUPS = 1000;
+
+const usageQuery = z.object({
+  group_by: z.enum(USAGE_GROUPS).default('day'),
+  from: z.string().optional(),
+  to: z.string().optional(),
+  limit: z.coerce
+    .number()
+    .int('must be a whole number')
+    .min(1, 'must be at least 1')
+    .max(MAX_USAGE_GROUPS, `must be at most ${MAX_USAGE_GROUPS}`)
+    .default(DEFAULT_USAGE_GROUPS),
+});
+
+const money = z.string().describe('12-digit decimal string');
+
+const usageSchema = z.object({
+  group_by: z.enum(USAGE_GROUPS),
+  from: z.string(),
+  to: z.string(),
+  data: z.array(
+    z.object({
+      key: z.string().nullable(),
+      currency: z.string(),
+      requests: z.number(),
+      input_tokens: z.number(),
+      output_tokens: z.number(),
+      total_tokens: z.number(),
+      cost: money,
+      wallet_cost: money,
+    }),
+  ),
+});
+
+export const usageRoute = declareRoute({
+  method: 'GET',
+  path: '/dashboard/api/orgs/{org_id}/usage',
+  summary:
+    'Requests, tokens and cost per day, model, connection or product user (top spenders first)',
+  tag: 'dashboard',
+  caller: { kind: 'org_member', role: 'viewer', org: { param: 'org_id', table: 'organizations' } },
+  query: usageQuery,
+  responses: {
+    200: { description: 'usage rows, one per group and currency', schema: usageSchema },
+  },
+  errors: ['gw_invalid_request'],
+  async handler({ request, caller }, response, deps: { readonly db: DbPool }) {
+    const query = parseQuery(request.query, usageQuery);
+    if (isGwError(query)) return sendError(response, query);
+    const range = parseDayRange(query.from, query.to);
+    if (isGwError(range)) return sendError(response, range);
+    const rows = await readUsageRollups(deps.db, {
+      orgId: caller.org.id,
+      groupBy: query.group_by,
+      ...range,
+      // A year of days is 366 rows: the limit bounds the product users, never the days.
+      limit: query.group_by === 'day' ? MAX_USAGE_GROUPS : query.limit,
+    });
+    sendJson(response, 200, {
+      group_by: query.group_by,
+      from: isoDay(range.from),
+      to: isoDay(range.to),
+      data: rows,
+    });
+  },
+});
