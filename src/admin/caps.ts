@@ -1,7 +1,8 @@
 // Setting spending caps (admin CLI now, the dashboard later). One active rule per scope
 // target; setting again updates it. Gateway instances drop their cached rules at once.
 import type { Redis } from 'ioredis';
-import { apiKeySharedCache, type CreditMode, type OverrunPolicy } from '../auth/api-key-store.js';
+import { apiKeySharedCache } from '../auth/api-key-store.js';
+import type { CreditMode, OverrunPolicy } from '../billing/modes.js';
 import { CAPS_INVALIDATION_MESSAGE } from '../billing/cap-policies.js';
 import type { DbPool } from '../db/pool.js';
 import { newId } from '../ids.js';

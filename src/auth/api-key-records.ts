@@ -1,8 +1,7 @@
 // The API-key records in Postgres: the port the key store reads through on a cache miss.
 import type { DbPool } from '../db/pool.js';
 
-export type CreditMode = 'enforce' | 'track_only' | 'disabled';
-export type OverrunPolicy = 'limit_output' | 'reject';
+import type { CreditMode, OverrunPolicy } from '../billing/modes.js';
 
 /** What an authenticated API key tells the request path. */
 export interface ApiKeyIdentity {

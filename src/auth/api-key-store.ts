@@ -29,12 +29,7 @@ import {
   secretKindOf,
 } from './presented-secret.js';
 
-export type {
-  ApiKeyIdentity,
-  ApiKeyRecords,
-  CreditMode,
-  OverrunPolicy,
-} from './api-key-records.js';
+export type { ApiKeyIdentity, ApiKeyRecords } from './api-key-records.js';
 
 const API_KEY_FORMAT = /^gw_[0-9A-Za-z]{32,64}$/;
 const REDIS_CACHE_TTL_S = 300;

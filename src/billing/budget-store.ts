@@ -2,7 +2,7 @@
 // request touches, before the upstream call, and one idempotent settle after it. The store
 // reports facts; the caller turns them into the spec's errors. Redis implementation:
 // redis-budget-store.ts.
-import type { CreditMode } from '../auth/api-key-store.js';
+import type { CreditMode } from './modes.js';
 import type { UsageRecord } from '../ledger/usage-record.js';
 import type { Period } from '../periods.js';
 

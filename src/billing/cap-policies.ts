@@ -4,7 +4,7 @@
 // when the pub/sub connection comes back (a message may have been missed). The TTL is only a
 // last resort: with tens of thousands of active users, a short one sends a share of all
 // requests to Postgres.
-import type { CreditMode, OverrunPolicy } from '../auth/api-key-store.js';
+import type { CreditMode, OverrunPolicy } from './modes.js';
 import {
   encodeInvalidation,
   type CacheInvalidation,

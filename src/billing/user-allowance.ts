@@ -1,7 +1,7 @@
 // The allowance that governs a product user: a direct cap on the user, or else the per-user
 // cap of the user's connection; credit mode and overrun policy from the direct cap when it
 // sets them, else from the connection.
-import type { CreditMode, OverrunPolicy } from '../auth/api-key-store.js';
+import type { CreditMode, OverrunPolicy } from './modes.js';
 import type { CapRule } from './cap-policies.js';
 
 export interface UserAllowancePolicy {

@@ -1,6 +1,6 @@
 // gw cap set: spending caps at org, app-connection and product-user scope.
 import { CapTargetError, setCap, type CapTarget } from '../admin/caps.js';
-import type { CreditMode, OverrunPolicy } from '../auth/api-key-store.js';
+import type { CreditMode, OverrunPolicy } from '../billing/modes.js';
 import { parseAmountToNano } from '../money.js';
 import { ensureProductUser, type CliContext } from './context.js';
 import { parseFlags, printJson, requireFlag, UsageError } from './output.js';

@@ -1,6 +1,6 @@
 // The product-user profile of the management API: the user record with its allowance, cap,
 // credits and usage, in the spec's exact fields and types.
-import type { CreditMode, OverrunPolicy } from '../auth/api-key-store.js';
+import type { CreditMode, OverrunPolicy } from '../billing/modes.js';
 import { CAP_RULE_COLUMNS, capRuleFromRow, type CapRuleRow } from '../billing/cap-policies.js';
 import { monthlyPeriod } from '../periods.js';
 import { userAllowancePolicy } from '../billing/user-allowance.js';
