@@ -2,7 +2,13 @@
 // list, driven as a browser would (cookie, CSRF token, Origin), against the real services.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
-import { DashboardClient } from './support/dashboard.js';
+import {
+  createMember,
+  DashboardClient,
+  signInTo,
+  TEST_PASSWORD,
+  uniqueEmail,
+} from './support/dashboard.js';
 import { bearer, postJson } from './support/http.js';
 import {
   createApiKey,
@@ -26,36 +32,19 @@ interface Connection {
   requires_product_user: boolean;
 }
 
-const PASSWORD = 'correct horse battery staple';
-const unique = (label: string): string =>
-  `${label}-${Math.random().toString(36).slice(2, 10)}@example.com`;
-const emails = { owner: unique('owner'), admin: unique('admin'), viewer: unique('viewer') };
+const emails = {
+  owner: uniqueEmail('owner'),
+  admin: uniqueEmail('admin'),
+  viewer: uniqueEmail('viewer'),
+};
 
-async function signedIn(email: string): Promise<DashboardClient> {
-  const client = new DashboardClient(gateway.url, `https://127.0.0.1:${gateway.port}`);
-  expect((await client.login(email, PASSWORD)).status).toBe(200);
-  return client;
-}
+const signedIn = (email: string): Promise<DashboardClient> => signInTo(gateway, email);
 
 beforeAll(async () => {
   gateway = await startGateway(env);
   tenant = await seed(env);
   for (const [role, email] of Object.entries(emails)) {
-    await runCliJson(
-      [
-        'admin',
-        'create-user',
-        '--email',
-        email,
-        '--password',
-        PASSWORD,
-        '--org-id',
-        tenant.org_id,
-        '--role',
-        role,
-      ],
-      env,
-    );
+    await createMember(env, email, tenant.org_id, role);
   }
 });
 
@@ -145,8 +134,11 @@ describe('connections', () => {
 
 describe('members', () => {
   it('are added by e-mail, change role, and leave; an organization keeps an owner; all of it audited', async () => {
-    const newcomer = unique('newcomer');
-    await runCliJson(['admin', 'create-user', '--email', newcomer, '--password', PASSWORD], env);
+    const newcomer = uniqueEmail('newcomer');
+    await runCliJson(
+      ['admin', 'create-user', '--email', newcomer, '--password', TEST_PASSWORD],
+      env,
+    );
     const admin = await signedIn(emails.admin);
     const asOwner = await admin.post<ErrorBody>(`/dashboard/api/orgs/${tenant.org_id}/members`, {
       email: newcomer,
@@ -167,7 +159,7 @@ describe('members', () => {
     expect(again.status).toBe(409);
     expect(again.body.error.code).toBe('gw_conflict');
     const nobody = await admin.post<ErrorBody>(`/dashboard/api/orgs/${tenant.org_id}/members`, {
-      email: unique('nobody'),
+      email: uniqueEmail('nobody'),
       role: 'viewer',
     });
     expect(nobody.status).toBe(404);

@@ -4,7 +4,7 @@
 // revocation reaching every instance within a second.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
-import { DashboardClient } from './support/dashboard.js';
+import { createMember, DashboardClient, signInTo, uniqueEmail } from './support/dashboard.js';
 import { bearer, postJson } from './support/http.js';
 import {
   runCliJson,
@@ -43,18 +43,11 @@ interface Page<T> {
   next_cursor: string | null;
 }
 
-const PASSWORD = 'correct horse battery staple';
-const unique = (label: string): string =>
-  `${label}-${Math.random().toString(36).slice(2, 10)}@example.com`;
-const emails = { admin: unique('admin'), viewer: unique('viewer') };
+const emails = { admin: uniqueEmail('admin'), viewer: uniqueEmail('viewer') };
 const chat = { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function signedIn(email: string): Promise<DashboardClient> {
-  const client = new DashboardClient(first.url, `https://127.0.0.1:${first.port}`);
-  expect((await client.login(email, PASSWORD)).status).toBe(200);
-  return client;
-}
+const signedIn = (email: string): Promise<DashboardClient> => signInTo(first, email);
 
 /** The status and error code (if any) of an inference call with `key` on `gateway`. */
 async function infer(gateway: GatewayProcess, key: string): Promise<[number, string | undefined]> {
@@ -79,21 +72,7 @@ beforeAll(async () => {
   [first, second] = await Promise.all([startGateway(env), startGateway(env)]);
   tenant = await seed(env);
   for (const [role, email] of Object.entries(emails)) {
-    await runCliJson(
-      [
-        'admin',
-        'create-user',
-        '--email',
-        email,
-        '--password',
-        PASSWORD,
-        '--org-id',
-        tenant.org_id,
-        '--role',
-        role,
-      ],
-      env,
-    );
+    await createMember(env, email, tenant.org_id, role);
   }
 });
 

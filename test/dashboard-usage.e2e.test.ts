@@ -7,16 +7,10 @@ import { createDbPool } from '../src/db/pool.js';
 import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
 import { formatNano, numericToNano } from '../src/money.js';
 import { isolatedContext } from './support/context.js';
-import { DashboardClient } from './support/dashboard.js';
+import { createMember, DashboardClient, signInTo, uniqueEmail } from './support/dashboard.js';
 import { TEST_DATABASE_URL } from './support/env.js';
 import { bearer, postJson } from './support/http.js';
-import {
-  runCliJson,
-  seed,
-  startGateway,
-  type GatewayProcess,
-  type SeededOrg,
-} from './support/processes.js';
+import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
 import { ledgerRow, usageRecord } from './support/records.js';
 
 const { env, db } = isolatedContext('dashboard-usage');
@@ -53,19 +47,12 @@ interface Grant {
   credits: { available_credits: string };
 }
 
-const PASSWORD = 'correct horse battery staple';
-const unique = (label: string): string =>
-  `${label}-${Math.random().toString(36).slice(2, 10)}@example.com`;
-const emails = { admin: unique('admin'), viewer: unique('viewer') };
+const emails = { admin: uniqueEmail('admin'), viewer: uniqueEmail('viewer') };
 const DAY_MS = 24 * 3600 * 1000;
 const isoDay = (date: Date): string => date.toISOString().slice(0, 10);
 const chat = { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
 
-async function signedIn(email: string): Promise<DashboardClient> {
-  const client = new DashboardClient(gateway.url, `https://127.0.0.1:${gateway.port}`);
-  expect((await client.login(email, PASSWORD)).status).toBe(200);
-  return client;
-}
+const signedIn = (email: string): Promise<DashboardClient> => signInTo(gateway, email);
 
 const infer = (externalUserId: string) =>
   postJson<ErrorBody>(`${gateway.url}/v1/chat/completions`, chat, {
@@ -77,21 +64,7 @@ beforeAll(async () => {
   gateway = await startGateway(env);
   tenant = await seed(env);
   for (const [role, email] of Object.entries(emails)) {
-    await runCliJson(
-      [
-        'admin',
-        'create-user',
-        '--email',
-        email,
-        '--password',
-        PASSWORD,
-        '--org-id',
-        tenant.org_id,
-        '--role',
-        role,
-      ],
-      env,
-    );
+    await createMember(env, email, tenant.org_id, role);
   }
 });
 

@@ -1,5 +1,6 @@
 // A browser-like dashboard client for tests: keeps the session cookie it was given (a cookie
 // jar of one), fetches the CSRF token, and sends the gateway's own Origin on writes.
+import { runCliJson } from './processes.js';
 
 export interface DashboardAnswer<T = Record<string, unknown>> {
   readonly status: number;
@@ -66,4 +67,46 @@ export class DashboardClient {
     const text = await response.text();
     return { status: response.status, headers: response.headers, body: JSON.parse(text) as T };
   }
+}
+
+/** The password every test dashboard user gets. */
+export const TEST_PASSWORD = 'correct horse battery staple';
+
+/** An e-mail no other test uses. */
+export const uniqueEmail = (label: string): string =>
+  `${label}-${Math.random().toString(36).slice(2, 10)}@example.com`;
+
+/** A client signed in as `email` on `gateway`, sending the gateway's own (https) Origin. */
+export async function signInTo(
+  gateway: { readonly url: string; readonly port: number },
+  email: string,
+): Promise<DashboardClient> {
+  const client = new DashboardClient(gateway.url, `https://127.0.0.1:${gateway.port}`);
+  const answer = await client.login(email, TEST_PASSWORD);
+  if (answer.status !== 200) throw new Error(`sign-in of ${email} answered ${answer.status}`);
+  return client;
+}
+
+/** `gw admin create-user` with the test password, a member of `orgId` with `role`. */
+export function createMember(
+  env: Record<string, string>,
+  email: string,
+  orgId: string,
+  role: string,
+): Promise<{ user_id: string; personal_org_id: string }> {
+  return runCliJson(
+    [
+      'admin',
+      'create-user',
+      '--email',
+      email,
+      '--password',
+      TEST_PASSWORD,
+      '--org-id',
+      orgId,
+      '--role',
+      role,
+    ],
+    env,
+  );
 }
