@@ -8,7 +8,7 @@ import { isGwError } from '../../errors.js';
 import { sendError, sendJson } from '../../http/respond.js';
 import { declareRoute } from '../declaration.js';
 import { parseQuery } from '../query.js';
-import { pageOf } from './schemas.js';
+import { pageOf, inOrg } from './schemas.js';
 
 const auditQuery = z.object({
   limit: z.coerce.number().int().min(1).max(MAX_PAGE_LIMIT).default(50),
@@ -34,7 +34,7 @@ export const auditLogRoute = declareRoute({
   path: '/dashboard/api/orgs/{org_id}/audit-log',
   summary: 'Every dashboard write in the organization: who, what, which object, when',
   tag: 'dashboard',
-  caller: { kind: 'org_member', role: 'admin', org: { param: 'org_id', table: 'organizations' } },
+  caller: { kind: 'org_member', role: 'admin', org: inOrg },
   query: auditQuery,
   responses: {
     200: { description: 'audit entries, newest first', schema: pageOf(auditEntrySchema) },

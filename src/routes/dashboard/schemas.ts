@@ -29,3 +29,6 @@ export const dashboardUserSchema = z.object({
 export function pageOf<Row extends z.ZodType>(row: Row) {
   return z.object({ data: z.array(row), next_cursor: z.string().nullable() });
 }
+
+/** Routes under /dashboard/api/orgs/{org_id}/… act on that organization. */
+export const inOrg = { param: 'org_id', table: 'organizations' } as const;

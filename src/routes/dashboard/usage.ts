@@ -6,6 +6,7 @@ import type { DbPool } from '../../db/pool.js';
 import { isGwError } from '../../errors.js';
 import { sendError, sendJson } from '../../http/respond.js';
 import { isoDay, readUsageRollups, USAGE_GROUPS } from '../../ledger/usage-rollups.js';
+import { inOrg } from './schemas.js';
 import { declareRoute } from '../declaration.js';
 import { parseQuery } from '../query.js';
 import { parseDayRange } from './usage-range.js';
@@ -52,7 +53,7 @@ export const usageRoute = declareRoute({
   summary:
     'Requests, tokens and cost per day, model, connection or product user (top spenders first)',
   tag: 'dashboard',
-  caller: { kind: 'org_member', role: 'viewer', org: { param: 'org_id', table: 'organizations' } },
+  caller: { kind: 'org_member', role: 'viewer', org: inOrg },
   query: usageQuery,
   responses: {
     200: { description: 'usage rows, one per group and currency', schema: usageSchema },

@@ -4,8 +4,8 @@ import { appView, createAppAs } from '../../../admin/apps.js';
 import type { DbPool } from '../../../db/pool.js';
 import { sendJson } from '../../../http/respond.js';
 import { declareRoute } from '../../declaration.js';
-import { displayName } from '../schemas.js';
-import { appSchema, inOrg } from './schema.js';
+import { displayName, inOrg } from '../schemas.js';
+import { appSchema } from './schema.js';
 
 export const createAppRoute = declareRoute({
   method: 'POST',

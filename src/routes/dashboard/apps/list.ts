@@ -6,8 +6,8 @@ import { isGwError } from '../../../errors.js';
 import { sendError, sendJson } from '../../../http/respond.js';
 import { declareRoute } from '../../declaration.js';
 import { parsePage } from '../../query.js';
-import { pageOf } from '../schemas.js';
-import { appSchema, inOrg } from './schema.js';
+import { pageOf, inOrg } from '../schemas.js';
+import { appSchema } from './schema.js';
 
 export const listAppsRoute = declareRoute({
   method: 'GET',

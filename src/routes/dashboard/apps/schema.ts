@@ -1,4 +1,4 @@
-// The app object of the dashboard API, and where an app route finds its organization.
+// The app object of the dashboard API.
 import { z } from 'zod';
 
 export const appSchema = z.object({
@@ -7,6 +7,3 @@ export const appSchema = z.object({
   name: z.string(),
   created_at: z.string(),
 });
-
-/** Routes under /dashboard/api/orgs/{org_id}/… act on that organization. */
-export const inOrg = { param: 'org_id', table: 'organizations' } as const;

@@ -6,8 +6,8 @@ import { EMAIL_MAX_LENGTH } from '../../../accounts/users.js';
 import type { DbPool } from '../../../db/pool.js';
 import { sendError, sendJson } from '../../../http/respond.js';
 import { declareRoute } from '../../declaration.js';
-import { roleSchema } from '../schemas.js';
-import { inOrg, memberSchema, membershipErrors, membershipRefusal } from './schema.js';
+import { roleSchema, inOrg } from '../schemas.js';
+import { memberSchema, membershipErrors, membershipRefusal } from './schema.js';
 
 export const addMemberRoute = declareRoute({
   method: 'POST',

@@ -4,8 +4,9 @@ import { z } from 'zod';
 import { removeMember } from '../../../accounts/members.js';
 import type { DbPool } from '../../../db/pool.js';
 import { sendError, sendJson } from '../../../http/respond.js';
+import { inOrg } from '../schemas.js';
 import { declareRoute } from '../../declaration.js';
-import { inOrg, membershipErrors, membershipRefusal } from './schema.js';
+import { membershipErrors, membershipRefusal } from './schema.js';
 
 export const removeMemberRoute = declareRoute({
   method: 'DELETE',

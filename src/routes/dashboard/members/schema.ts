@@ -11,9 +11,6 @@ export const memberSchema = z.object({
   created_at: z.string(),
 });
 
-/** Routes under /dashboard/api/orgs/{org_id}/members act on that organization. */
-export const inOrg = { param: 'org_id', table: 'organizations' } as const;
-
 export const membershipErrors = ['gw_not_found', 'gw_conflict', 'gw_role_forbidden'] as const;
 
 /** The spec-shaped answer to a broken membership rule (other errors are rethrown). */

@@ -5,8 +5,8 @@ import { changeRole, memberView } from '../../../accounts/members.js';
 import type { DbPool } from '../../../db/pool.js';
 import { sendError, sendJson } from '../../../http/respond.js';
 import { declareRoute } from '../../declaration.js';
-import { roleSchema } from '../schemas.js';
-import { inOrg, memberSchema, membershipErrors, membershipRefusal } from './schema.js';
+import { roleSchema, inOrg } from '../schemas.js';
+import { memberSchema, membershipErrors, membershipRefusal } from './schema.js';
 
 export const changeMemberRoleRoute = declareRoute({
   method: 'PATCH',

@@ -8,7 +8,7 @@ import { MAX_EXTERNAL_USER_ID_CHARS, storableText } from '../../../product-users
 import { productUserListView, searchProductUsers } from '../../../product-users/search.js';
 import { declareRoute } from '../../declaration.js';
 import { parsePage, parseQuery } from '../../query.js';
-import { pageOf } from '../schemas.js';
+import { pageOf, inOrg } from '../schemas.js';
 import { productUserSummarySchema } from './schema.js';
 
 const searchQuery = pageQuerySchema.extend({
@@ -20,7 +20,7 @@ export const searchProductUsersRoute = declareRoute({
   path: '/dashboard/api/orgs/{org_id}/product-users',
   summary: 'Product users whose external id or display name starts with q',
   tag: 'dashboard',
-  caller: { kind: 'org_member', role: 'viewer', org: { param: 'org_id', table: 'organizations' } },
+  caller: { kind: 'org_member', role: 'viewer', org: inOrg },
   query: searchQuery,
   responses: { 200: { description: 'product users', schema: pageOf(productUserSummarySchema) } },
   errors: ['gw_invalid_request'],

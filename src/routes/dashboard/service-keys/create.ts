@@ -4,8 +4,8 @@ import { createServiceKeyAs, serviceKeyView } from '../../../admin/service-keys.
 import type { DbPool } from '../../../db/pool.js';
 import { isGwError } from '../../../errors.js';
 import { sendError, sendJson } from '../../../http/respond.js';
+import { inOrg } from '../schemas.js';
 import { declareRoute } from '../../declaration.js';
-import { inOrg } from '../apps/schema.js';
 import { createServiceKeyBody, issuedServiceKeySchema } from './schema.js';
 
 export const createServiceKeyRoute = declareRoute({

@@ -7,8 +7,7 @@ import { isGwError } from '../../../errors.js';
 import { sendError, sendJson } from '../../../http/respond.js';
 import { declareRoute } from '../../declaration.js';
 import { parsePage } from '../../query.js';
-import { inOrg } from '../apps/schema.js';
-import { pageOf } from '../schemas.js';
+import { pageOf, inOrg } from '../schemas.js';
 import { serviceKeySchema } from './schema.js';
 
 export const listServiceKeysRoute = declareRoute({
