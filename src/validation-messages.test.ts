@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ConfigError, loadConfig } from './config.js';
 import { pageQuerySchema } from './db/pages.js';
-import { parseQuery } from './routes/query.js';
+import { parseQuery } from './routes/framework/query.js';
 import { describeAllIssues, describeFirstIssue } from './validation-messages.js';
 
 function configMessage(env: Record<string, string>): string {

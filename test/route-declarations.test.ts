@@ -11,8 +11,8 @@ import { sendJson } from '../src/http/respond.js';
 import { createHttpServer, type HttpServer } from '../src/http/server.js';
 import { createLogger } from '../src/log.js';
 import { buildOpenApiDocument } from '../src/openapi/document.js';
-import { bindRoutes } from '../src/routes/bind.js';
-import { declareRoute, type Authenticators } from '../src/routes/declaration.js';
+import { bindRoutes } from '../src/routes/framework/bind.js';
+import { declareRoute, type Authenticators } from '../src/routes/framework/declaration.js';
 import { routeDeclarations } from '../src/routes/index.js';
 import { getJson, postJson } from './support/http.js';
 

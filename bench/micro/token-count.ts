@@ -5,9 +5,9 @@
 import { performance } from 'node:perf_hooks';
 import { createHttpServer } from '../../src/http/server.js';
 import { createLogger } from '../../src/log.js';
-import { bindRoutes } from '../../src/routes/bind.js';
-import type { Authenticators } from '../../src/routes/declaration.js';
-import { healthzRoute } from '../../src/routes/health.js';
+import { bindRoutes } from '../../src/routes/framework/bind.js';
+import type { Authenticators } from '../../src/routes/framework/declaration.js';
+import { healthzRoute } from '../../src/routes/healthz.js';
 import { countInputTokens } from '../../src/tokens/count.js';
 import { PiscinaTokenCounter } from '../../src/tokens/token-counter.js';
 

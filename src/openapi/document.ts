@@ -8,7 +8,7 @@ import {
   routeErrorCodes,
   type CallerRequirement,
   type DeclaredRoute,
-} from '../routes/declaration.js';
+} from '../routes/framework/declaration.js';
 
 const codes = Object.keys(errorCatalogue) as [ErrorCode, ...ErrorCode[]];
 const errorSchema = z.object({

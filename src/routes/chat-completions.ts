@@ -16,7 +16,7 @@ import { proxyPortsFor, proxyToVendor } from '../inference/proxy-http.js';
 import { stripAttributionFields } from '../product-users/attribution.js';
 import type { UpstreamExchange } from '../protocols/common/exchange.js';
 import { chatCompletionTexts } from '../tokens/request-texts.js';
-import { declareRoute } from './declaration.js';
+import { declareRoute } from './framework/declaration.js';
 import { annotateAdmission, modelLabel } from '../inference/request-annotations.js';
 
 export const chatCompletionsRoute = declareRoute({

@@ -9,7 +9,7 @@ import type { HttpResponse } from '../http/types.js';
 import { countTokensRequestSchema } from '../inference/messages-request.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
 import { messagesTexts } from '../tokens/request-texts.js';
-import { declareRoute } from './declaration.js';
+import { declareRoute } from './framework/declaration.js';
 import { modelLabel } from '../inference/request-annotations.js';
 
 interface CountTokensDeps {

@@ -54,20 +54,19 @@ import {
   dashboardSignInPageRoute,
 } from './dashboard-ui/page.js';
 import { countTokensRoute } from './count-tokens.js';
-import type { DeclaredRoute } from './declaration.js';
-import { healthzRoute, readyzRoute, type ReadinessProbe } from './health.js';
+import type { DeclaredRoute } from './framework/declaration.js';
+import { healthzRoute } from './healthz.js';
+import { readyzRoute, type ReadinessProbe } from './readyz.js';
 import { keyUsageRoute } from './key-usage.js';
 import { messagesRoute } from './messages.js';
 import { metricsRoute } from './metrics.js';
 import { modelsRoute } from './models.js';
 import { openApiRoute } from './openapi.js';
-import {
-  creditGrantRoute,
-  creditSummaryRoute,
-  getProductUserRoute,
-  putProductUserRoute,
-  type ProductUserRouteDeps,
-} from './product-users.js';
+import { creditGrantRoute } from './product-users/credit-grant.js';
+import { creditSummaryRoute } from './product-users/credit-summary.js';
+import { getProductUserRoute } from './product-users/get.js';
+import type { ProductUserRouteDeps } from './product-users/lookup.js';
+import { putProductUserRoute } from './product-users/put.js';
 
 /** Everything any route's handler may be given; each handler declares the part it uses. */
 export interface RouteDeps extends AccountDeps {

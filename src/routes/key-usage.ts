@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { DbPool } from '../db/pool.js';
 import { sendJson } from '../http/respond.js';
 import { usageTotals } from '../ledger/usage-totals.js';
-import { declareRoute } from './declaration.js';
+import { declareRoute } from './framework/declaration.js';
 import { usageTotalsSchema } from './schemas.js';
 
 export const keyUsageRoute = declareRoute({

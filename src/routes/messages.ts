@@ -13,7 +13,7 @@ import { proxyPortsFor, proxyToVendor } from '../inference/proxy-http.js';
 import type { CatalogModel } from '../catalog/models.js';
 import { stripAttributionFields } from '../product-users/attribution.js';
 import { messagesTexts } from '../tokens/request-texts.js';
-import { declareRoute } from './declaration.js';
+import { declareRoute } from './framework/declaration.js';
 import { annotateAdmission, modelLabel } from '../inference/request-annotations.js';
 
 /** The client's protocol version header, forwarded to the provider. */

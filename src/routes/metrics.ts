@@ -1,6 +1,6 @@
 // GET /metrics: Prometheus text format (operational; not part of the public schema).
 import type { Registry } from 'prom-client';
-import { declareRoute } from './declaration.js';
+import { declareRoute } from './framework/declaration.js';
 
 export const metricsRoute = declareRoute({
   method: 'GET',

@@ -2,7 +2,7 @@
 // default; the messages protocol's list format when the request carries `vendor-version`.
 import { modelPolicyAllows, type ModelCatalog } from '../catalog/models.js';
 import { sendJson } from '../http/respond.js';
-import { declareRoute } from './declaration.js';
+import { declareRoute } from './framework/declaration.js';
 import { VENDOR_VERSION_HEADER } from './messages.js';
 
 /** Catalogue models have no creation date of their own; a fixed one keeps answers stable. */

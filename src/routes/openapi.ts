@@ -1,6 +1,6 @@
 // GET /openapi.json: the public schema, generated at boot from the route declarations.
 import { sendJson } from '../http/respond.js';
-import { declareRoute } from './declaration.js';
+import { declareRoute } from './framework/declaration.js';
 
 export const openApiRoute = declareRoute({
   method: 'GET',

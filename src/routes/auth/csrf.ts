@@ -1,7 +1,7 @@
 // GET /auth/csrf: the CSRF token of the caller's session, to send as X-CSRF-Token on writes.
 import { z } from 'zod';
 import { sendJson } from '../../http/respond.js';
-import { declareRoute } from '../declaration.js';
+import { declareRoute } from '../framework/declaration.js';
 
 export const csrfRoute = declareRoute({
   method: 'GET',

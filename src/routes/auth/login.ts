@@ -15,7 +15,7 @@ import {
 } from '../../accounts/users.js';
 import { gwError } from '../../errors.js';
 import { sendError } from '../../http/respond.js';
-import { declareRoute } from '../declaration.js';
+import { declareRoute } from '../framework/declaration.js';
 import { dashboardUserSchema, orgSummarySchema } from '../dashboard/schemas.js';
 import type { AccountDeps } from './deps.js';
 

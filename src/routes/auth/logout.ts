@@ -1,6 +1,6 @@
 // POST /auth/logout: ends the session (server-side) and clears the cookie.
 import { z } from 'zod';
-import { declareRoute } from '../declaration.js';
+import { declareRoute } from '../framework/declaration.js';
 import type { AccountDeps } from './deps.js';
 
 export const logoutRoute = declareRoute({

@@ -1,6 +1,6 @@
 // GET /auth/session: who is signed in, and their organizations (the dashboard's first call).
 import { sendJson } from '../../http/respond.js';
-import { declareRoute } from '../declaration.js';
+import { declareRoute } from '../framework/declaration.js';
 import { signedInSchema } from './login.js';
 
 export const sessionRoute = declareRoute({

@@ -2,7 +2,7 @@
 // their content (a new build makes new names), so they are cached for a year as immutable.
 import { gwError } from '../../errors.js';
 import { sendError } from '../../http/respond.js';
-import { declareRoute } from '../declaration.js';
+import { declareRoute } from '../framework/declaration.js';
 import type { DashboardBundle } from './bundle.js';
 
 export const dashboardAssetRoute = declareRoute({

@@ -4,7 +4,7 @@
 import { gwError } from '../../errors.js';
 import { sendError } from '../../http/respond.js';
 import type { HttpResponse } from '../../http/types.js';
-import { declareRoute } from '../declaration.js';
+import { declareRoute } from '../framework/declaration.js';
 import type { DashboardBundle } from './bundle.js';
 
 export const CONTENT_SECURITY_POLICY = [

@@ -6,8 +6,8 @@ import type { DbPool } from '../../db/pool.js';
 import { MAX_PAGE_LIMIT } from '../../db/pages.js';
 import { isGwError } from '../../errors.js';
 import { sendError, sendJson } from '../../http/respond.js';
-import { declareRoute } from '../declaration.js';
-import { parseQuery } from '../query.js';
+import { declareRoute } from '../framework/declaration.js';
+import { parseQuery } from '../framework/query.js';
 import { pageOf, inOrg } from './schemas.js';
 
 const auditQuery = z.object({

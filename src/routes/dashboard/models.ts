@@ -6,7 +6,7 @@ import { Decimal } from 'decimal.js';
 import type { TokenPrice } from '../../money.js';
 import { sendJson } from '../../http/respond.js';
 import { decimalString } from '../schemas.js';
-import { declareRoute } from '../declaration.js';
+import { declareRoute } from '../framework/declaration.js';
 
 /** atto-units (1e-18) per token × 1e6 tokens = atto / 1e12 units: exact with 12 decimals. */
 function perMillionTokens(price: TokenPrice): string {

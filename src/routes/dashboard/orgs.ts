@@ -1,6 +1,6 @@
 // GET /dashboard/api/orgs: the organizations the signed-in user belongs to, with their role.
 import { sendJson } from '../../http/respond.js';
-import { declareRoute } from '../declaration.js';
+import { declareRoute } from '../framework/declaration.js';
 import { orgSummarySchema, pageOf } from './schemas.js';
 
 export const listOrgsRoute = declareRoute({

@@ -7,8 +7,8 @@ import { isGwError } from '../../errors.js';
 import { sendError, sendJson } from '../../http/respond.js';
 import { isoDay, readUsageRollups, USAGE_GROUPS } from '../../ledger/usage-rollups.js';
 import { inOrg } from './schemas.js';
-import { declareRoute } from '../declaration.js';
-import { parseQuery } from '../query.js';
+import { declareRoute } from '../framework/declaration.js';
+import { parseQuery } from '../framework/query.js';
 import { parseDayRange } from './usage-range.js';
 
 /** Days, models and connections are few; product users come top spenders first, this many. */

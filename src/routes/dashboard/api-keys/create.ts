@@ -4,7 +4,7 @@ import { apiKeyView, createApiKeyAs } from '../../../admin/api-keys.js';
 import type { DbPool } from '../../../db/pool.js';
 import { isGwError } from '../../../errors.js';
 import { sendError, sendJson } from '../../../http/respond.js';
-import { declareRoute } from '../../declaration.js';
+import { declareRoute } from '../../framework/declaration.js';
 import { ofConnection } from '../connections/schema.js';
 import { createApiKeyBody, issuedApiKeySchema } from './schema.js';
 

@@ -5,7 +5,7 @@ import type { ApiKeyStore } from '../../../auth/api-key-store.js';
 import type { DbPool } from '../../../db/pool.js';
 import { gwError } from '../../../errors.js';
 import { sendError, sendJson } from '../../../http/respond.js';
-import { declareRoute } from '../../declaration.js';
+import { declareRoute } from '../../framework/declaration.js';
 import { apiKeySchema, ofApiKey } from './schema.js';
 
 export const revokeApiKeyRoute = declareRoute({

@@ -6,7 +6,7 @@ import type { ApiKeyStore } from '../../../auth/api-key-store.js';
 import type { DbPool } from '../../../db/pool.js';
 import { isGwError } from '../../../errors.js';
 import { sendError, sendJson } from '../../../http/respond.js';
-import { declareRoute } from '../../declaration.js';
+import { declareRoute } from '../../framework/declaration.js';
 import { issuedApiKeySchema, ofApiKey, rotateApiKeyBody } from './schema.js';
 
 export const rotateApiKeyRoute = declareRoute({

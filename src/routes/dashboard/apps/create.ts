@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { appView, createAppAs } from '../../../admin/apps.js';
 import type { DbPool } from '../../../db/pool.js';
 import { sendJson } from '../../../http/respond.js';
-import { declareRoute } from '../../declaration.js';
+import { declareRoute } from '../../framework/declaration.js';
 import { displayName, inOrg } from '../schemas.js';
 import { appSchema } from './schema.js';
 

@@ -3,7 +3,7 @@
 import { connectionView, createConnectionAs } from '../../../admin/connections.js';
 import type { DbPool } from '../../../db/pool.js';
 import { sendJson } from '../../../http/respond.js';
-import { declareRoute } from '../../declaration.js';
+import { declareRoute } from '../../framework/declaration.js';
 import { displayName } from '../schemas.js';
 import { connectionSchema, connectionSettingsSchema, ofApp } from './schema.js';
 

@@ -4,7 +4,7 @@ import type { ApiKeyStore } from '../../../auth/api-key-store.js';
 import { connectionView, revokeConnectionAs } from '../../../admin/connections.js';
 import type { DbPool } from '../../../db/pool.js';
 import { sendJson } from '../../../http/respond.js';
-import { declareRoute } from '../../declaration.js';
+import { declareRoute } from '../../framework/declaration.js';
 import { connectionSchema, ofConnection } from './schema.js';
 
 export const revokeConnectionRoute = declareRoute({

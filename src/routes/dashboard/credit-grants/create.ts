@@ -5,8 +5,8 @@ import { isGwError } from '../../../errors.js';
 import { sendError, sendJson } from '../../../http/respond.js';
 import { creditGrantRequest, grantOutcome } from '../../../product-users/grant-request.js';
 import { productUserById } from '../../../product-users/search.js';
-import { declareRoute } from '../../declaration.js';
-import { creditGrantSchema, type ProductUserRouteDeps } from '../../product-users.js';
+import { declareRoute } from '../../framework/declaration.js';
+import { creditGrantSchema, type ProductUserRouteDeps } from '../../product-users/lookup.js';
 import { ofProductUser } from '../product-users/schema.js';
 import { creditGrantWithCreditsSchema } from './schema.js';
 

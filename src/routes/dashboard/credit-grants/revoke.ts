@@ -5,8 +5,8 @@ import type { DbPool } from '../../../db/pool.js';
 import { gwError } from '../../../errors.js';
 import { sendError, sendJson } from '../../../http/respond.js';
 import { productUserById } from '../../../product-users/search.js';
-import { declareRoute } from '../../declaration.js';
-import type { ProductUserRouteDeps } from '../../product-users.js';
+import { declareRoute } from '../../framework/declaration.js';
+import type { ProductUserRouteDeps } from '../../product-users/lookup.js';
 import { creditGrantWithCreditsSchema, ofCreditGrant } from './schema.js';
 
 export const revokeCreditGrantRoute = declareRoute({

@@ -5,7 +5,7 @@ import { addMember, memberView } from '../../../accounts/members.js';
 import { EMAIL_MAX_LENGTH } from '../../../accounts/users.js';
 import type { DbPool } from '../../../db/pool.js';
 import { sendError, sendJson } from '../../../http/respond.js';
-import { declareRoute } from '../../declaration.js';
+import { declareRoute } from '../../framework/declaration.js';
 import { roleSchema, inOrg } from '../schemas.js';
 import { memberSchema, membershipErrors, membershipRefusal } from './schema.js';
 

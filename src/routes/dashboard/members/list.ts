@@ -4,8 +4,8 @@ import type { DbPool } from '../../../db/pool.js';
 import { pageQuerySchema } from '../../../db/pages.js';
 import { isGwError } from '../../../errors.js';
 import { sendError, sendJson } from '../../../http/respond.js';
-import { declareRoute } from '../../declaration.js';
-import { parsePage } from '../../query.js';
+import { declareRoute } from '../../framework/declaration.js';
+import { parsePage } from '../../framework/query.js';
 import { pageOf, inOrg } from '../schemas.js';
 import { memberSchema } from './schema.js';
 

@@ -5,7 +5,7 @@ import { removeMember } from '../../../accounts/members.js';
 import type { DbPool } from '../../../db/pool.js';
 import { sendError, sendJson } from '../../../http/respond.js';
 import { inOrg } from '../schemas.js';
-import { declareRoute } from '../../declaration.js';
+import { declareRoute } from '../../framework/declaration.js';
 import { membershipErrors, membershipRefusal } from './schema.js';
 
 export const removeMemberRoute = declareRoute({

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { changeRole, memberView } from '../../../accounts/members.js';
 import type { DbPool } from '../../../db/pool.js';
 import { sendError, sendJson } from '../../../http/respond.js';
-import { declareRoute } from '../../declaration.js';
+import { declareRoute } from '../../framework/declaration.js';
 import { roleSchema, inOrg } from '../schemas.js';
 import { memberSchema, membershipErrors, membershipRefusal } from './schema.js';
 

@@ -2,8 +2,8 @@
 // product user (any member): allowance, cap, credits and usage, from the live balances.
 import { sendJson } from '../../../http/respond.js';
 import { productUserById } from '../../../product-users/search.js';
-import { declareRoute } from '../../declaration.js';
-import type { ProductUserRouteDeps } from '../../product-users.js';
+import { declareRoute } from '../../framework/declaration.js';
+import type { ProductUserRouteDeps } from '../../product-users/lookup.js';
 import { productUserSchema } from '../../schemas.js';
 import { ofProductUser } from './schema.js';
 

@@ -6,8 +6,8 @@ import { isGwError } from '../../../errors.js';
 import { sendError, sendJson } from '../../../http/respond.js';
 import { MAX_EXTERNAL_USER_ID_CHARS, storableText } from '../../../product-users/limits.js';
 import { productUserListView, searchProductUsers } from '../../../product-users/search.js';
-import { declareRoute } from '../../declaration.js';
-import { parsePage, parseQuery } from '../../query.js';
+import { declareRoute } from '../../framework/declaration.js';
+import { parsePage, parseQuery } from '../../framework/query.js';
 import { pageOf, inOrg } from '../schemas.js';
 import { productUserSummarySchema } from './schema.js';
 

@@ -3,8 +3,8 @@
 // changes it and tells every instance's product-user cache, so inference sees it at once.
 import { sendJson } from '../../../http/respond.js';
 import { productUserById } from '../../../product-users/search.js';
-import { declareRoute } from '../../declaration.js';
-import type { ProductUserRouteDeps } from '../../product-users.js';
+import { declareRoute } from '../../framework/declaration.js';
+import type { ProductUserRouteDeps } from '../../product-users/lookup.js';
 import { productUserSchema } from '../../schemas.js';
 import { ofProductUser } from './schema.js';
 

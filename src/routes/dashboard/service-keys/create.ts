@@ -5,7 +5,7 @@ import type { DbPool } from '../../../db/pool.js';
 import { isGwError } from '../../../errors.js';
 import { sendError, sendJson } from '../../../http/respond.js';
 import { inOrg } from '../schemas.js';
-import { declareRoute } from '../../declaration.js';
+import { declareRoute } from '../../framework/declaration.js';
 import { createServiceKeyBody, issuedServiceKeySchema } from './schema.js';
 
 export const createServiceKeyRoute = declareRoute({

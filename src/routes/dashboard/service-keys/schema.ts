@@ -10,7 +10,7 @@ import { SERVICE_KEY_SCOPES } from '../../../admin/provisioning.js';
 import type { DbPool } from '../../../db/pool.js';
 import { gwError } from '../../../errors.js';
 import { sendError, sendJson } from '../../../http/respond.js';
-import { declareRoute } from '../../declaration.js';
+import { declareRoute } from '../../framework/declaration.js';
 
 export const serviceKeySchema = z.object({
   id: z.string(),

@@ -1,6 +1,6 @@
-// GET /healthz (the process is up) and GET /readyz (its dependencies answer).
+// GET /readyz: Redis and Postgres answer and the instance is not draining.
 import { sendJson } from '../http/respond.js';
-import { declareRoute } from './declaration.js';
+import { declareRoute } from './framework/declaration.js';
 
 export interface ReadinessProbe {
   /** Resolves when ready; rejects (or resolves false) otherwise. */
@@ -8,18 +8,6 @@ export interface ReadinessProbe {
   /** True once the instance is shutting down. */
   isDraining(): boolean;
 }
-
-export const healthzRoute = declareRoute({
-  method: 'GET',
-  path: '/healthz',
-  summary: 'The process is up',
-  caller: { kind: 'none' },
-  responses: { 200: { description: 'ok' } },
-  errors: [],
-  handler(_call, response) {
-    sendJson(response, 200, { status: 'ok' });
-  },
-});
 
 export const readyzRoute = declareRoute({
   method: 'GET',

@@ -2,11 +2,11 @@
 // soon as the headers are read (the adapter stops reading the body of a refused request),
 // the JSON body is validated against the declared schema, and only then the handler runs.
 import type { z } from 'zod';
-import { gwError, isGwError, type ErrorFlavor } from '../errors.js';
-import { sendError } from '../http/respond.js';
-import type { HttpResponse, RequestHead, Route } from '../http/types.js';
-import { contentTypeError, parseJsonBody } from '../inference/parse-body.js';
-import { textProblem } from '../text.js';
+import { gwError, isGwError, type ErrorFlavor } from '../../errors.js';
+import { sendError } from '../../http/respond.js';
+import type { HttpResponse, RequestHead, Route } from '../../http/types.js';
+import { contentTypeError, parseJsonBody } from '../../inference/parse-body.js';
+import { textProblem } from '../../text.js';
 import type { Authenticators, CallerRequirement, DeclaredRoute } from './declaration.js';
 
 const STORED_BODY_CALLERS: ReadonlySet<CallerRequirement['kind']> = new Set([

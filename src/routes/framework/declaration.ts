@@ -3,12 +3,16 @@
 // /openapi.json (src/openapi/document.ts) are all derived from these declarations, so a new
 // route cannot forget its authentication, its validation or its documentation.
 import type { z } from 'zod';
-import type { ApiKeyIdentity } from '../auth/api-key-store.js';
-import type { ServiceKeyIdentity, ServiceKeyScope } from '../auth/service-key-store.js';
-import type { DashboardCaller, OrgLocator, OrgMemberCaller } from '../accounts/dashboard-auth.js';
-import type { Role } from '../accounts/users.js';
-import type { ErrorCode, ErrorFlavor, GwError } from '../errors.js';
-import type { HttpRequest, HttpResponse, RequestHead } from '../http/types.js';
+import type { ApiKeyIdentity } from '../../auth/api-key-store.js';
+import type { ServiceKeyIdentity, ServiceKeyScope } from '../../auth/service-key-store.js';
+import type {
+  DashboardCaller,
+  OrgLocator,
+  OrgMemberCaller,
+} from '../../accounts/dashboard-auth.js';
+import type { Role } from '../../accounts/users.js';
+import type { ErrorCode, ErrorFlavor, GwError } from '../../errors.js';
+import type { HttpRequest, HttpResponse, RequestHead } from '../../http/types.js';
 
 /** Who may call a route. Each kind has one authenticator (see Authenticators). */
 export type CallerRequirement =

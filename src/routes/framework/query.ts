@@ -1,8 +1,8 @@
 // Parses a query string against a zod schema into a typed value or the spec's 400 error.
 import type { z } from 'zod';
-import { CursorError, pageQuerySchema, pageRequest, type PageRequest } from '../db/pages.js';
-import { gwError, isGwError, type GwError } from '../errors.js';
-import { describeFirstIssue } from '../validation-messages.js';
+import { CursorError, pageQuerySchema, pageRequest, type PageRequest } from '../../db/pages.js';
+import { gwError, isGwError, type GwError } from '../../errors.js';
+import { describeFirstIssue } from '../../validation-messages.js';
 
 export function parseQuery<Schema extends z.ZodType>(
   query: string,

@@ -1,0 +1,15 @@
+// GET /healthz: the process is up.
+import { sendJson } from '../http/respond.js';
+import { declareRoute } from './framework/declaration.js';
+
+export const healthzRoute = declareRoute({
+  method: 'GET',
+  path: '/healthz',
+  summary: 'The process is up',
+  caller: { kind: 'none' },
+  responses: { 200: { description: 'ok' } },
+  errors: [],
+  handler(_call, response) {
+    sendJson(response, 200, { status: 'ok' });
+  },
+});

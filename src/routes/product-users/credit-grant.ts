@@ -1,0 +1,59 @@
+// POST /product-users/by-external-id/credit-grants: grants credits (Idempotency-Key honoured).
+import { z } from 'zod';
+import type { ServiceKeyIdentity } from '../../auth/service-key-store.js';
+import { isGwError } from '../../errors.js';
+import { sendError, sendJson } from '../../http/respond.js';
+import type { HttpRequest, HttpResponse } from '../../http/types.js';
+import { creditGrantRequest, grantOutcome } from '../../product-users/grant-request.js';
+import { declareRoute } from '../framework/declaration.js';
+import {
+  BASE,
+  creditGrantSchema,
+  findFromQuery,
+  identityErrors,
+  type ProductUserRouteDeps,
+} from './lookup.js';
+
+export const creditGrantRoute = declareRoute({
+  method: 'POST',
+  path: `${BASE}/credit-grants`,
+  summary: 'Grants credits to a product user (Idempotency-Key honoured)',
+  caller: { kind: 'service_key', scope: 'product_users:write' },
+  body: creditGrantSchema,
+  responses: {
+    200: { description: 'an Idempotency-Key replay: the first grant' },
+    201: { description: 'granted' },
+  },
+  errors: [
+    ...identityErrors,
+    'gw_product_user_not_found',
+    'gw_idempotency_key_reused',
+    'gw_amount_out_of_range',
+  ],
+  handler: ({ request, caller, body }, response, deps: { productUsers: ProductUserRouteDeps }) =>
+    postCreditGrant(deps.productUsers, caller, request, body, response),
+});
+
+async function postCreditGrant(
+  deps: ProductUserRouteDeps,
+  caller: ServiceKeyIdentity,
+  request: HttpRequest,
+  body: z.infer<typeof creditGrantSchema>,
+  response: HttpResponse,
+): Promise<void> {
+  const user = await findFromQuery(
+    deps,
+    caller,
+    new URLSearchParams({ app_id: body.app_id, external_user_id: body.external_user_id }),
+  );
+  if (isGwError(user)) return sendError(response, user);
+  const grantInput = creditGrantRequest(body, request.headers['idempotency-key']);
+  if (isGwError(grantInput)) return sendError(response, grantInput);
+  const granted = await grantOutcome(
+    deps.management.grantCredits({ orgId: caller.orgId, productUserId: user.id, ...grantInput }),
+  );
+  if (isGwError(granted)) return sendError(response, granted);
+  const { grant, created } = granted;
+  const credits = await deps.profiles.credits(user, grant.currency);
+  sendJson(response, created ? 201 : 200, { ...grant, credits });
+}

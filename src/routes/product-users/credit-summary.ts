@@ -1,0 +1,48 @@
+// GET /product-users/by-external-id/credit-summary: a product user's credits in one currency.
+import { z } from 'zod';
+import type { ServiceKeyIdentity } from '../../auth/service-key-store.js';
+import { gwError, isGwError } from '../../errors.js';
+import { sendError, sendJson } from '../../http/respond.js';
+import type { HttpRequest, HttpResponse } from '../../http/types.js';
+import { DEFAULT_CURRENCY } from '../../product-users/profile.js';
+import { declareRoute } from '../framework/declaration.js';
+import { creditsSchema } from '../schemas.js';
+import {
+  BASE,
+  byExternalIdQuery,
+  currencyCode,
+  findFromQuery,
+  identityErrors,
+  type ProductUserRouteDeps,
+} from './lookup.js';
+
+export const creditSummaryRoute = declareRoute({
+  method: 'GET',
+  path: `${BASE}/credit-summary`,
+  summary: "A product user's credits in one currency (default USD)",
+  caller: { kind: 'service_key', scope: 'product_users:read' },
+  query: byExternalIdQuery.extend({ currency: z.string().optional() }),
+  responses: { 200: { description: 'credits', schema: creditsSchema } },
+  errors: [...identityErrors, 'gw_invalid_request', 'gw_product_user_not_found'],
+  handler: ({ request, caller }, response, deps: { productUsers: ProductUserRouteDeps }) =>
+    getCreditSummary(deps.productUsers, caller, request, response),
+});
+
+async function getCreditSummary(
+  deps: ProductUserRouteDeps,
+  caller: ServiceKeyIdentity,
+  request: HttpRequest,
+  response: HttpResponse,
+): Promise<void> {
+  const query = new URLSearchParams(request.query);
+  const currency = query.get('currency') ?? DEFAULT_CURRENCY;
+  if (!currencyCode.safeParse(currency).success) {
+    return sendError(
+      response,
+      gwError('gw_invalid_request', 'currency: must be a 3-letter ISO currency code'),
+    );
+  }
+  const user = await findFromQuery(deps, caller, query);
+  if (isGwError(user)) return sendError(response, user);
+  sendJson(response, 200, await deps.profiles.credits(user, currency));
+}

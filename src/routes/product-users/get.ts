@@ -1,0 +1,27 @@
+// GET /product-users/by-external-id: a product user's profile (never creates one).
+import { isGwError } from '../../errors.js';
+import { sendError, sendJson } from '../../http/respond.js';
+import { declareRoute } from '../framework/declaration.js';
+import { productUserSchema } from '../schemas.js';
+import {
+  BASE,
+  byExternalIdQuery,
+  findFromQuery,
+  identityErrors,
+  type ProductUserRouteDeps,
+} from './lookup.js';
+
+export const getProductUserRoute = declareRoute({
+  method: 'GET',
+  path: BASE,
+  summary: "A product user's profile: allowance, cap, credits, usage (never creates one)",
+  caller: { kind: 'service_key', scope: 'product_users:read' },
+  query: byExternalIdQuery,
+  responses: { 200: { description: 'the product user', schema: productUserSchema } },
+  errors: [...identityErrors, 'gw_product_user_not_found'],
+  async handler({ request, caller }, response, deps: { productUsers: ProductUserRouteDeps }) {
+    const user = await findFromQuery(deps.productUsers, caller, new URLSearchParams(request.query));
+    if (isGwError(user)) return sendError(response, user);
+    sendJson(response, 200, await deps.productUsers.profiles.profile(user));
+  },
+});

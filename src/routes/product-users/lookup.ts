@@ -1,0 +1,77 @@
+// What the service-key product-user routes share: their dependencies, the by-external-id
+// path, and the (app_id, external_user_id) check that finds the user in the caller's org.
+import { z } from 'zod';
+import type { ServiceKeyIdentity } from '../../auth/service-key-store.js';
+import type { DbPool } from '../../db/pool.js';
+import { gwError, isGwError, type GwError } from '../../errors.js';
+import type { ProductUserManagement } from '../../product-users/management.js';
+import type { ProductUserProfiles, ProductUserRow } from '../../product-users/profile.js';
+import {
+  boundedTextProblem,
+  MAX_APP_ID_CHARS,
+  MAX_EXTERNAL_USER_ID_CHARS,
+  MAX_GRANT_REASON_CHARS,
+  storableText,
+} from '../../product-users/limits.js';
+
+export interface ProductUserRouteDeps {
+  readonly db: DbPool;
+  readonly profiles: ProductUserProfiles;
+  readonly management: ProductUserManagement;
+}
+
+export const BASE = '/product-users/by-external-id';
+export const currencyCode = z.string().regex(/^[A-Z]{3}$/, 'must be a 3-letter ISO currency code');
+export const timestamp = z.iso.datetime({ offset: true });
+export const byExternalIdQuery = z.object({ app_id: z.string(), external_user_id: z.string() });
+export const identityErrors = ['gw_invalid_app_id', 'gw_invalid_external_user_id'] as const;
+
+/** A credit grant's body: the service-key route takes it whole, the dashboard without the pair. */
+export const creditGrantSchema = z.strictObject({
+  app_id: z.string(),
+  external_user_id: z.string(),
+  amount: z.string(),
+  currency: currencyCode.optional(),
+  expires_at: timestamp.nullable().optional(),
+  reason: storableText(MAX_GRANT_REASON_CHARS).optional(),
+});
+
+/** Checks the (app_id, external_user_id) pair: present, and the app belongs to the caller's org. */
+export async function identifyUser(
+  deps: ProductUserRouteDeps,
+  caller: ServiceKeyIdentity,
+  appId: string | null | undefined,
+  externalUserId: string | null | undefined,
+): Promise<{ appId: string; externalUserId: string } | GwError> {
+  if (!appId || appId.trim() === '') return gwError('gw_invalid_app_id', 'app_id is required');
+  const appIdProblem = boundedTextProblem(appId, MAX_APP_ID_CHARS);
+  if (appIdProblem) return gwError('gw_invalid_app_id', `app_id: ${appIdProblem}`);
+  if (!externalUserId || externalUserId.trim() === '') {
+    return gwError('gw_invalid_external_user_id', 'external_user_id is required');
+  }
+  const idProblem = boundedTextProblem(externalUserId, MAX_EXTERNAL_USER_ID_CHARS);
+  if (idProblem) {
+    return gwError('gw_invalid_external_user_id', `external_user_id: ${idProblem}`);
+  }
+  const { rowCount } = await deps.db.query('SELECT 1 FROM apps WHERE id = $1 AND org_id = $2', [
+    appId,
+    caller.orgId,
+  ]);
+  if (rowCount === 0)
+    return gwError('gw_invalid_app_id', 'no app with this app_id in your organization');
+  return { appId, externalUserId };
+}
+
+export async function findFromQuery(
+  deps: ProductUserRouteDeps,
+  caller: ServiceKeyIdentity,
+  query: URLSearchParams,
+): Promise<ProductUserRow | GwError> {
+  const pair = await identifyUser(deps, caller, query.get('app_id'), query.get('external_user_id'));
+  if (isGwError(pair)) return pair;
+  const user = await deps.profiles.findUser(caller.orgId, pair.appId, pair.externalUserId);
+  return (
+    user ??
+    gwError('gw_product_user_not_found', 'no product user with this app_id and external_user_id')
+  );
+}

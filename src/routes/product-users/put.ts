@@ -1,0 +1,80 @@
+// PUT /product-users/by-external-id: creates or updates a product user.
+import { z } from 'zod';
+import type { ServiceKeyIdentity } from '../../auth/service-key-store.js';
+import { gwError, isGwError } from '../../errors.js';
+import { sendError, sendJson } from '../../http/respond.js';
+import type { HttpResponse } from '../../http/types.js';
+import { ProductUserRuleError } from '../../product-users/management.js';
+import {
+  MAX_DISPLAY_NAME_CHARS,
+  MAX_EMAIL_CHARS,
+  storableText,
+} from '../../product-users/limits.js';
+import { declareRoute } from '../framework/declaration.js';
+import { productUserSchema } from '../schemas.js';
+import {
+  BASE,
+  identifyUser,
+  identityErrors,
+  timestamp,
+  type ProductUserRouteDeps,
+} from './lookup.js';
+
+// app_id and external_user_id are checked by identifyUser (their own error codes).
+export const upsertProductUserSchema = z.strictObject({
+  app_id: z.string(),
+  external_user_id: z.string(),
+  display_name: storableText(MAX_DISPLAY_NAME_CHARS).optional(),
+  email: z.email().max(MAX_EMAIL_CHARS).optional(),
+  allowance_starts_at: timestamp.nullable().optional(),
+});
+
+export const putProductUserRoute = declareRoute({
+  method: 'PUT',
+  path: BASE,
+  summary: 'Creates or updates a product user',
+  caller: { kind: 'service_key', scope: 'product_users:write' },
+  body: upsertProductUserSchema,
+  responses: {
+    200: { description: 'updated', schema: productUserSchema },
+    201: { description: 'created', schema: productUserSchema },
+  },
+  errors: [...identityErrors],
+  handler: ({ caller, body }, response, deps: { productUsers: ProductUserRouteDeps }) =>
+    putProfile(deps.productUsers, caller, body, response),
+});
+
+async function putProfile(
+  deps: ProductUserRouteDeps,
+  caller: ServiceKeyIdentity,
+  body: z.infer<typeof upsertProductUserSchema>,
+  response: HttpResponse,
+): Promise<void> {
+  const pair = await identifyUser(deps, caller, body.app_id, body.external_user_id);
+  if (isGwError(pair)) return sendError(response, pair);
+  try {
+    const { user, created } = await deps.management.upsert({
+      orgId: caller.orgId,
+      appId: pair.appId,
+      externalUserId: pair.externalUserId,
+      ...(body.display_name !== undefined && { displayName: body.display_name }),
+      ...(body.email !== undefined && { email: body.email }),
+      ...(body.allowance_starts_at !== undefined && {
+        allowanceStartsAt:
+          body.allowance_starts_at === null ? null : new Date(body.allowance_starts_at),
+      }),
+    });
+    sendJson(response, created ? 201 : 200, await deps.profiles.profile(user));
+  } catch (error) {
+    if (error instanceof ProductUserRuleError) {
+      return sendError(
+        response,
+        gwError(
+          'gw_invalid_request',
+          `allowance_starts_at: ${error.message.replace('allowance_starts_at ', '')}`,
+        ),
+      );
+    }
+    throw error;
+  }
+}
