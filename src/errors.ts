@@ -88,6 +88,12 @@ export const errorCatalogue = {
     status: 409,
     summary: 'the object is in a state that does not allow this (e.g. the last owner leaving)',
   },
+  // Webhooks
+  gw_webhook_url_not_allowed: {
+    status: 400,
+    summary:
+      'a webhook URL that is not https, or that reaches a loopback, private, link-local or metadata address',
+  },
   // Gateway
   gw_unavailable: { status: 503, summary: 'the gateway is shutting down or a dependency is down' },
   gw_internal_error: { status: 500, summary: 'a bug; the request id identifies it in the logs' },

@@ -33,7 +33,7 @@ export class CapTargetError extends Error {
   override readonly name = 'CapTargetError';
 }
 
-interface RuleRow {
+export interface RuleRow {
   id: string;
   scope: string;
   org_id: string;
@@ -47,6 +47,10 @@ interface RuleRow {
   overrun_policy: string | null;
   updated_at: Date;
 }
+
+/** The columns capRuleView reads. */
+export const CAP_RULE_VIEW_COLUMNS = `id, scope, org_id, app_connection_id, product_user_id,
+  amount::text, per_user_amount::text, currency, period, credit_mode, overrun_policy, updated_at`;
 
 const conflictTarget: Record<CapTarget['scope'], string> = {
   org: `(org_id) WHERE scope = 'org' AND status = 'active'`,
@@ -86,8 +90,7 @@ export async function setCap(
        credit_mode = COALESCE(EXCLUDED.credit_mode, cap_rules.credit_mode),
        overrun_policy = COALESCE(EXCLUDED.overrun_policy, cap_rules.overrun_policy),
        updated_at = now()
-     RETURNING id, scope, org_id, app_connection_id, product_user_id, amount::text,
-               per_user_amount::text, currency, period, credit_mode, overrun_policy, updated_at`,
+     RETURNING ${CAP_RULE_VIEW_COLUMNS}`,
     [
       newId('cap'),
       orgId,
@@ -122,7 +125,11 @@ export async function setCap(
   await apiKeySharedCache(redis, keys).invalidate(await connectionKeyHashes(db, connectionId));
   await redis.publish(keys.invalidationChannel(), CAPS_INVALIDATION_MESSAGE);
   await redis.publish(keys.invalidationChannel(), 'apikey:*');
-  const rule = rows[0]!;
+  return capRuleView(rows[0]!);
+}
+
+/** A cap rule as the CLI and the webhook events show it. */
+export function capRuleView(rule: RuleRow): Record<string, unknown> {
   return {
     cap_rule_id: rule.id,
     scope: rule.scope,

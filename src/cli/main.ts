@@ -16,6 +16,7 @@ import { creditsCommand, productUserCommand, productUserHelp } from './product-u
 import { seedCommand, seedHelp } from './seed.js';
 import { serviceKeyCommand, serviceKeyHelp } from './service-key.js';
 import { walletCommand, walletHelp } from './wallet.js';
+import { webhookCommand, webhookHelp } from './webhook.js';
 
 const help = `gw — admin CLI for the gw inference gateway
 
@@ -35,6 +36,8 @@ ${productUserHelp}
 
 ${credentialsHelp}
 
+${webhookHelp}
+
 ${adminHelp}
 
 gw mock-vendors [--port N] [--host H] [--latency-ms N] [--tokens-per-second N] [--output-tokens N]
@@ -53,6 +56,7 @@ const dataCommands: Record<string, DataCommand> = {
   'product-user': productUserCommand,
   credits: creditsCommand,
   credentials: credentialsCommand,
+  webhook: webhookCommand,
   admin: adminCommand,
 };
 

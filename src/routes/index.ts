@@ -44,6 +44,16 @@ import {
   unblockProductUserRoute,
 } from './dashboard/product-users/status.js';
 import { usageRoute } from './dashboard/usage.js';
+import { getWalletAlertRoute, setWalletAlertRoute } from './dashboard/wallet-alert.js';
+import { createWebhookRoute } from './dashboard/webhooks/create.js';
+import { deleteWebhookRoute } from './dashboard/webhooks/delete.js';
+import { webhookDeliveriesRoute } from './dashboard/webhooks/deliveries.js';
+import { listWebhooksRoute } from './dashboard/webhooks/list.js';
+import { redeliverWebhookRoute } from './dashboard/webhooks/redeliver.js';
+import { rotateWebhookSecretRoute } from './dashboard/webhooks/rotate.js';
+import type { WebhookRouteDeps } from './dashboard/webhooks/schema.js';
+import { testWebhookRoute } from './dashboard/webhooks/test.js';
+import { updateWebhookRoute } from './dashboard/webhooks/update.js';
 import { dashboardAssetRoute } from './dashboard-ui/asset.js';
 import type { DashboardBundle } from './dashboard-ui/bundle.js';
 import {
@@ -77,6 +87,7 @@ export interface RouteDeps extends AccountDeps {
   readonly apiKeys: Pick<ApiKeyStore, 'invalidate'>;
   readonly serviceKeys: ServiceKeyInvalidation;
   readonly productUsers: ProductUserRouteDeps;
+  readonly webhooks: WebhookRouteDeps;
   readonly readiness: ReadinessProbe;
   readonly metricsRegistry: Registry;
   readonly openApiDocument: Record<string, unknown>;
@@ -130,6 +141,16 @@ export const routeDeclarations: readonly DeclaredRoute<RouteDeps>[] = [
   listCreditGrantsRoute,
   createCreditGrantRoute,
   revokeCreditGrantRoute,
+  listWebhooksRoute,
+  createWebhookRoute,
+  updateWebhookRoute,
+  deleteWebhookRoute,
+  rotateWebhookSecretRoute,
+  testWebhookRoute,
+  webhookDeliveriesRoute,
+  redeliverWebhookRoute,
+  getWalletAlertRoute,
+  setWalletAlertRoute,
   dashboardRedirectRoute,
   dashboardPageRoute,
   dashboardSignInPageRoute,
