@@ -62,7 +62,7 @@ export class WebhookReceiver {
   private readonly inFlightById = new Map<string, number>();
   /** The most requests one path had in flight at once. */
   readonly maxInFlightByPath = new Map<string, number>();
-  /** Message ids that were in flight twice at the same moment. */
+  /** Deliveries (path and message id) that were in flight twice at the same moment. */
   readonly overlappingIds = new Set<string>();
   private server: Server | undefined;
   url = '';
@@ -175,15 +175,17 @@ export class WebhookReceiver {
     const pathCount = (this.inFlightByPath.get(path) ?? 0) + 1;
     this.inFlightByPath.set(path, pathCount);
     this.maxInFlightByPath.set(path, Math.max(this.maxInFlightByPath.get(path) ?? 0, pathCount));
-    const idCount = (this.inFlightById.get(message.id) ?? 0) + 1;
-    this.inFlightById.set(message.id, idCount);
-    if (idCount > 1) this.overlappingIds.add(message.id);
+    // One message goes to each endpoint with its one id: in flight twice means at one path.
+    const delivery = `${path} ${message.id}`;
+    const idCount = (this.inFlightById.get(delivery) ?? 0) + 1;
+    this.inFlightById.set(delivery, idCount);
+    if (idCount > 1) this.overlappingIds.add(delivery);
     try {
       if (answer.delayMs) await new Promise((resolve) => setTimeout(resolve, answer.delayMs));
       return answer;
     } finally {
       this.inFlightByPath.set(path, (this.inFlightByPath.get(path) ?? 1) - 1);
-      this.inFlightById.set(message.id, (this.inFlightById.get(message.id) ?? 1) - 1);
+      this.inFlightById.set(delivery, (this.inFlightById.get(delivery) ?? 1) - 1);
     }
   }
 }
