@@ -230,6 +230,11 @@ async function dashboardSetup() {
     ],
     env,
   );
+  // A webhook endpoint the fuzz may change or remove (this gateway delivers none).
+  const webhook = await client.post<{ id: string }>(`/dashboard/api/orgs/${org.org_id}/webhooks`, {
+    url: 'https://hooks.example.invalid/fuzz-spare',
+  });
+  expect(webhook.status).toBe(201);
   return {
     host: `127.0.0.1:${gateway.port}`,
     origin,
@@ -244,6 +249,7 @@ async function dashboardSetup() {
     spareServiceKeyId: serviceKey.body.id,
     spareProductUserId: spareGrant.product_end_user_id,
     spareGrantId: spareGrant.grant_id,
+    spareWebhookId: webhook.body.id,
   };
 }
 
@@ -397,8 +403,10 @@ beforeAll(async () => {
 afterAll(async () => {
   await gateway?.stop();
   // The memory phase stores megabytes of metadata per user: do not keep it in the test database.
-  if (org)
+  if (org) {
     await db.query(`UPDATE product_users SET metadata = '{}' WHERE org_id = $1`, [org.org_id]);
+    await db.query('DELETE FROM webhook_endpoints WHERE org_id = $1', [org.org_id]);
+  }
 });
 
 describe(`hostile input (seed ${SEED})`, () => {
