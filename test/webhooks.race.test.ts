@@ -6,13 +6,7 @@ import { formatNano, numericToNano } from '../src/money.js';
 import { emitEvents } from '../src/webhooks/outbox.js';
 import { isolatedContext } from './support/context.js';
 import { bearer, postJson } from './support/http.js';
-import {
-  runCliJson,
-  seed,
-  startGateway,
-  type GatewayProcess,
-  type SeededOrg,
-} from './support/processes.js';
+import { runCliJson, seed, startGateway, type GatewayProcess } from './support/processes.js';
 import { eventually } from './support/services.js';
 import { WebhookReceiver, webhookEnv, type ReceivedMessage } from './support/webhook-receiver.js';
 

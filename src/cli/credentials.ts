@@ -9,6 +9,7 @@ import { parseMasterKeys, SecretBoxError } from '../credentials/secret-box.js';
 import { findProvider, PROVIDER_IDS, PROVIDERS } from '../providers/registry.js';
 import { mockServedVendors, providerSettings } from '../providers/system-routes.js';
 import { startMockVendors } from '../mock-vendors/server.js';
+import { rewrapSigningSecrets } from '../webhooks/endpoints.js';
 import type { CliContext } from './context.js';
 import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
 
@@ -21,7 +22,8 @@ export const credentialsHelp = `gw credentials add --org-id O --provider ${PROVI
 gw credentials list --org-id O
 gw credentials disable|delete --id ID          (delete also revokes its grants)
 gw credentials grant|revoke-grant --id ID --app-connection-id C
-gw credentials rewrap [--org-id O]             re-encrypts credentials under the current master key
+gw credentials rewrap [--org-id O]             re-encrypts credentials and webhook signing secrets
+                                               under the current master key
   (set the new key as CREDENTIALS_MASTER_KEY/_ID and the old one in CREDENTIALS_PREVIOUS_KEYS)`;
 
 const ROUTING_MODES: readonly RoutingMode[] = ['byok_first', 'byok_only'];
@@ -66,7 +68,13 @@ export async function credentialsCommand(context: CliContext, argv: string[]): P
     return baseUrl;
   });
   try {
-    printJson(await run(store, action, values));
+    const result = await run(store, action, values);
+    if (action === 'rewrap' && box) {
+      const webhooks = await rewrapSigningSecrets(context.db, box, values['org-id']);
+      printJson({ ...(result as object), webhook_secrets_rewrapped: webhooks });
+      return;
+    }
+    printJson(result);
   } catch (error) {
     if (error instanceof CredentialError || error instanceof SecretBoxError)
       throw new UsageError(error.message);
