@@ -12,6 +12,8 @@ import { withDailyRollup } from './usage-rollups.js';
 
 /** Writes the events a batch describes, in the batch's transaction (src/usage-events/). */
 export interface UsageEventWriter {
+  /** Whether the batch may hold an event (in memory: most batches hold none, and cost nothing). */
+  mayHaveEvents(records: readonly UsageRecord[], notices: readonly UsageNotice[]): boolean;
   write(
     client: DbClient,
     records: readonly UsageRecord[],
@@ -52,7 +54,7 @@ export class PostgresUsageSink {
     records: readonly UsageRecord[],
     notices: readonly UsageNotice[],
   ): Promise<void> {
-    if (!this.events) return;
+    if (!this.events?.writer.mayHaveEvents(records, notices)) return;
     await client.query('SAVEPOINT usage_events');
     try {
       await this.events.writer.write(client, records, notices);

@@ -33,6 +33,24 @@ export class UsageEvents implements UsageEventWriter {
 
   constructor(private readonly nowMs: () => number = Date.now) {}
 
+  /**
+   * False only when no event can come of the batch: no mark crossed, no notice, and every
+   * wallet charge is of an org whose threshold is known (read less than 5 s ago) and not
+   * crossed by it.
+   */
+  mayHaveEvents(records: readonly UsageRecord[], notices: readonly UsageNotice[]): boolean {
+    if (notices.length > 0) return true;
+    const now = this.nowMs();
+    return records.some((record) => {
+      if ((record.thresholdCrossings?.length ?? 0) > 0) return true;
+      const after = record.walletBalanceAfterNano;
+      if (after === undefined || after === null || record.walletCostNano <= 0n) return false;
+      const known = this.lowBalance.get(record.orgId);
+      if (!known || known.readAtMs <= now - THRESHOLD_CACHE_MS) return true;
+      return crossesDown(after, record.walletCostNano, known.thresholdNano);
+    });
+  }
+
   async write(
     client: DbClient,
     records: readonly UsageRecord[],
@@ -168,9 +186,7 @@ export class UsageEvents implements UsageEventWriter {
     return charged.flatMap((record) => {
       const threshold = thresholds.get(record.orgId) ?? null;
       const after = record.walletBalanceAfterNano!;
-      if (threshold === null || after >= threshold || after + record.walletCostNano < threshold) {
-        return [];
-      }
+      if (!crossesDown(after, record.walletCostNano, threshold)) return [];
       return [
         {
           orgId: record.orgId,
@@ -181,7 +197,7 @@ export class UsageEvents implements UsageEventWriter {
             org_id: record.orgId,
             balance: formatNano(after),
             currency: SETTLEMENT_CURRENCY,
-            low_balance_threshold: formatNano(threshold),
+            low_balance_threshold: formatNano(threshold!),
           },
         },
       ];
@@ -242,6 +258,11 @@ export class UsageEvents implements UsageEventWriter {
     }
     return new Map(orgIds.map((orgId) => [orgId, this.lowBalance.get(orgId)!.thresholdNano]));
   }
+}
+
+/** Whether a charge of `cost` that left `after` took the balance from ≥ threshold to below it. */
+function crossesDown(after: bigint, cost: bigint, threshold: bigint | null): boolean {
+  return threshold !== null && after < threshold && after + cost >= threshold;
 }
 
 /** The period whose key (its start, epoch ms) is given, for a user's anchor. */
