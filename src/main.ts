@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
+import type { Registry } from 'prom-client';
 import { DashboardAuthenticator } from './accounts/dashboard-auth.js';
 import { LoginThrottle } from './accounts/login-throttle.js';
 import { SessionStore } from './accounts/sessions.js';
@@ -52,6 +53,7 @@ import { serviceKeyInvalidation } from './admin/service-keys.js';
 import { metricsRoute, routeDeclarations, type RouteDeps } from './routes/index.js';
 import { loadDashboardBundle } from './routes/dashboard-ui/bundle.js';
 import { PiscinaTokenCounter } from './tokens/token-counter.js';
+import { isGatewayWorker, reportWorkerListening, runPrimary, workerCount } from './workers.js';
 
 const CATALOG_REFRESH_MS = 60_000;
 /** The writer's final drain at shutdown; what it cannot write stays in Redis for the others. */
@@ -59,6 +61,8 @@ const WRITER_STOP_TIMEOUT_MS = 15_000;
 
 export interface RunningGateway {
   readonly port: number;
+  /** This process's metrics (served on METRICS_PORT, or by the primary over the workers). */
+  readonly metricsRegistry: Registry;
   /** Graceful stop: stop accepting, drain in-flight requests, flush usage, close everything. */
   stop(): Promise<void>;
 }
@@ -72,6 +76,8 @@ export interface ExtraProvider {
 export interface GatewayOptions {
   /** Providers to serve beside the registered ones (the tests' own vendors). */
   readonly extraProviders?: readonly ExtraProvider[];
+  /** False in a worker: the primary serves /metrics for all of them. */
+  readonly serveMetrics?: boolean;
 }
 
 export async function startGateway(
@@ -303,13 +309,14 @@ async function assembleGateway(
   });
   const port = await server.listen(config.HOST, config.PORT);
   closers.add('public listener', server, (listener) => listener.stopAccepting());
-  const metricsServer = config.METRICS_ENABLED
-    ? createHttpServer({
-        maxBodyBytes: 1024,
-        logger,
-        routes: bindRoutes([metricsRoute], routeDeps, authenticators),
-      })
-    : undefined;
+  const metricsServer =
+    config.METRICS_ENABLED && options.serveMetrics !== false
+      ? createHttpServer({
+          maxBodyBytes: 1024,
+          logger,
+          routes: bindRoutes([metricsRoute], routeDeps, authenticators),
+        })
+      : undefined;
   const metricsPort = await metricsServer?.listen(config.METRICS_HOST, config.METRICS_PORT);
   if (metricsServer) closers.add('metrics listener', metricsServer, (l) => l.stopAccepting());
   logger.info(
@@ -323,6 +330,7 @@ async function assembleGateway(
 
   return {
     port,
+    metricsRegistry: metrics.registry,
     async stop() {
       draining = true;
       server.stopAccepting();
@@ -361,13 +369,16 @@ async function main(): Promise<void> {
     process.exit(78); // EX_CONFIG
   }
   const logger = createLogger(config.LOG_LEVEL);
+  const workers = workerCount(config);
+  if (workers > 1 && !isGatewayWorker()) return runPrimary(config, logger, workers);
   let gateway: RunningGateway;
   try {
-    gateway = await startGateway(config, logger);
+    gateway = await startGateway(config, logger, { serveMetrics: !isGatewayWorker() });
   } catch (error) {
     logger.fatal({ err: error }, 'gw failed to start');
     process.exit(1);
   }
+  if (isGatewayWorker()) reportWorkerListening(gateway.metricsRegistry, gateway.port);
   let stopping = false;
   const shutdown = (signal: string): void => {
     if (stopping) return;
