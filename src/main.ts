@@ -261,6 +261,7 @@ async function assembleGateway(
       ]);
       return { redis: redisOk, postgres: dbOk };
     },
+    essential: ['redis'],
     isDraining: () => draining,
   };
   // /metrics has its own listener (METRICS_HOST:METRICS_PORT, loopback by default), never
