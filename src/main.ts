@@ -115,7 +115,11 @@ async function assembleGateway(
   const redis = closers.add('redis', new Redis(config.REDIS_URL, redisOptions), quitRedis);
   const subscriber = closers.add(
     'redis subscriber',
-    new Redis(config.REDIS_URL, { maxRetriesPerRequest: null }),
+    // Named, so an operator (or a test) can find this instance's subscriber in CLIENT LIST.
+    new Redis(config.REDIS_URL, {
+      maxRetriesPerRequest: null,
+      connectionName: `${config.REDIS_KEY_PREFIX}:invalidations`,
+    }),
     quitRedis,
   );
   const keys = createRedisKeys(config.REDIS_KEY_PREFIX);
