@@ -158,7 +158,7 @@ async function assembleGateway(
   );
   const upstream = closers.add(
     'upstream client',
-    new UpstreamClient(config.UPSTREAM_TIMEOUT_MS),
+    new UpstreamClient(config.UPSTREAM_TIMEOUT_MS, config.UPSTREAM_CONNECTIONS),
     (client) => client.close(),
   );
 
