@@ -16,6 +16,7 @@ import { creditsCommand, productUserCommand, productUserHelp } from './product-u
 import { reconcileCommand, reconcileHelp } from './reconcile.js';
 import { seedCommand, seedHelp } from './seed.js';
 import { serviceKeyCommand, serviceKeyHelp } from './service-key.js';
+import { usageCommand, usageHelp } from './usage.js';
 import { walletCommand, walletHelp } from './wallet.js';
 
 const help = `gw — admin CLI for the gw inference gateway
@@ -40,6 +41,8 @@ ${adminHelp}
 
 ${reconcileHelp}
 
+${usageHelp}
+
 gw mock-vendors [--port N] [--host H] [--latency-ms N] [--tokens-per-second N] [--output-tokens N]
   Serves both mock vendors on one port (vendor_a at /v1/messages, vendor_b at
   /v1/chat/completions) until SIGINT/SIGTERM.
@@ -58,6 +61,7 @@ const dataCommands: Record<string, DataCommand> = {
   credentials: credentialsCommand,
   admin: adminCommand,
   reconcile: reconcileCommand,
+  usage: usageCommand,
 };
 
 /** Runs one command; resolves with its exit code (0 done, 2 refused, 1 a bug). */
