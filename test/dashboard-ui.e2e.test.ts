@@ -1,9 +1,17 @@
 // The dashboard web app in a real browser (chromium) against a live gateway on the real Redis
 // and Postgres: signing in and out, switching organizations, apps, connections and their
 // settings, members, the audit log, models; what a viewer may not do; how it is served.
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, screenshot, type LaunchedBrowser } from './support/browser.js';
+import {
+  launchBrowser,
+  openWindow as openBrowserWindow,
+  screenshot,
+  sidewaysOverflow,
+  signIn as signInWith,
+  statValue,
+  type LaunchedBrowser,
+} from './support/browser.js';
 import { isolatedContext } from './support/context.js';
 import {
   runCliJson,
@@ -30,36 +38,11 @@ function createUser(email: string, extra: string[] = []): Promise<{ personal_org
   });
 }
 
-/**
- * A fresh browser window (its own cookies), as on a desktop or a phone. Closing it checks that
- * the page threw no error and the browser blocked nothing under the Content-Security-Policy.
- */
-async function openWindow(
-  viewport = { width: 1280, height: 860 },
-): Promise<{ page: Page; close(): Promise<void> }> {
-  const context: BrowserContext = await browser.newContext({ viewport });
-  context.setDefaultTimeout(10_000);
-  const page = await context.newPage();
-  const problems: string[] = [];
-  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-  page.on('console', (message) => {
-    if (message.text().includes('Content Security Policy')) problems.push(message.text());
-  });
-  return {
-    page,
-    async close() {
-      await context.close();
-      expect(problems).toEqual([]);
-    },
-  };
-}
+const openWindow = (viewport?: { width: number; height: number }) =>
+  openBrowserWindow(browser, viewport);
 
-async function signIn(page: Page, email: string, password = PASSWORD): Promise<void> {
-  await page.goto(`${gateway.url}/dashboard/`);
-  await page.getByLabel('E-mail').fill(email);
-  await page.getByLabel('Password').fill(password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-}
+const signIn = (page: Page, email: string, password = PASSWORD): Promise<void> =>
+  signInWith(page, gateway.url, email, password);
 
 async function signedIn(page: Page, email: string): Promise<void> {
   await signIn(page, email);
@@ -109,7 +92,7 @@ describe('the dashboard in a browser', () => {
     await page.getByLabel('Organization').selectOption(tenant.org_id);
     await page.getByRole('heading', { name: 'Acme Robotics' }).waitFor();
     expect(new URL(page.url()).pathname).toBe(`/dashboard/orgs/${tenant.org_id}`);
-    await expect.poll(() => page.locator('.stat-value').first().textContent()).toBe('1');
+    await expect.poll(() => statValue(page, /^Apps$/)).toBe('1');
     await screenshot(page, '02-overview');
 
     // creates an app
@@ -230,7 +213,7 @@ describe('the dashboard in a browser', () => {
     expect(await page.getByRole('button', { name: 'Create app' }).count()).toBe(0);
 
     await page.getByRole('link', { name: 'Support bot' }).click();
-    await page.getByText('Web widget').waitFor();
+    await page.getByRole('heading', { name: 'Web widget' }).waitFor();
     expect(await page.getByRole('button', { name: 'Save settings' }).count()).toBe(0);
     expect(await page.getByRole('button', { name: 'Revoke…' }).count()).toBe(0);
 
@@ -249,13 +232,9 @@ describe('the dashboard in a browser', () => {
     await signedIn(page, emails.admin);
     await page.goto(`${gateway.url}/dashboard/orgs/${tenant.org_id}`);
     await page.getByRole('heading', { name: 'Acme Robotics' }).waitFor();
-    await expect.poll(() => page.locator('.stat-value').first().textContent()).toBe('2');
+    await expect.poll(() => statValue(page, /^Apps$/)).toBe('2');
     await screenshot(page, '10-phone-overview');
-    // the page's own script runs in the browser: it has a document, this file's types do not
-    const overflow = await page.evaluate<number>(
-      'document.documentElement.scrollWidth - document.documentElement.clientWidth',
-    );
-    expect(overflow).toBe(0);
+    expect(await sidewaysOverflow(page)).toBe(0);
     await close();
   });
 });

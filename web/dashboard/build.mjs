@@ -1,6 +1,6 @@
 // Builds the dashboard's front end (web/dashboard/src) into dist/dashboard: one script and one
-// stylesheet with content-hashed names (cached for a year by the gateway), and index.html that
-// names them (never cached). Run by `npm run build`.
+// stylesheet, and the chunks some pages load later, with content-hashed names (cached for a
+// year by the gateway), and index.html that names them (never cached). Run by `npm run build`.
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,13 +23,16 @@ const result = await build({
   jsxImportSource: 'preact',
   outdir: join(outDir, 'assets'),
   entryNames: '[name]-[hash]',
+  // code that only some pages need (the charting library) is fetched with the first of them
+  splitting: true,
+  chunkNames: 'chunk-[hash]',
   metafile: true,
   logLevel: 'warning',
 });
 
 const outputs = Object.keys(result.metafile.outputs).map((file) => basename(file));
 const named = (extension) => {
-  const file = outputs.find((name) => name.endsWith(extension));
+  const file = outputs.find((name) => name.startsWith('main-') && name.endsWith(extension));
   if (!file) throw new Error(`the dashboard build made no ${extension} file`);
   return file;
 };
