@@ -96,7 +96,9 @@ export async function signIn(
 /** The page's scroll width beyond its viewport (0: nothing sticks out sideways). */
 export const sidewaysOverflow = (page: Page): Promise<number> =>
   // the page's own script runs in the browser: it has a document, this file's types do not
-  page.evaluate<number>('document.documentElement.scrollWidth - document.documentElement.clientWidth');
+  page.evaluate<number>(
+    'document.documentElement.scrollWidth - document.documentElement.clientWidth',
+  );
 
 /** The figure of the overview's (or usage page's) stat card labelled `label`. */
 export const statValue = (page: Page, label: string | RegExp): Promise<string | null> =>

@@ -50,7 +50,10 @@ export function drawChart(target: HTMLElement, input: ChartInput, width: number)
     ],
     series: [
       days
-        ? { label: 'Day', value: (_u, seconds) => new Date(seconds * 1000).toISOString().slice(0, 10) }
+        ? {
+            label: 'Day',
+            value: (_u, seconds) => new Date(seconds * 1000).toISOString().slice(0, 10),
+          }
         : { label: 'Group', value: (_u, index) => input.labels[index] ?? '' },
       {
         label: input.seriesLabel,

@@ -103,7 +103,6 @@ export function formatTime(iso: string): string {
   return Number.isNaN(date.getTime()) ? iso : date.toLocaleString();
 }
 
-
 /** A status word in a coloured pill (the word itself carries the meaning, not the colour). */
 export function Status({ value }: { value: string }) {
   return <span class={`status ${value}`}>{value}</span>;
@@ -133,8 +132,8 @@ export function ShownOnce(props: { title: string; value: string; onDone(): void 
     <section class="card shown-once" role="region" aria-labelledby="shown-once-heading">
       <h2 id="shown-once-heading">{props.title}</h2>
       <p class="warning">
-        <strong>Copy it now: this is the only time it is shown.</strong> gw keeps only a hash of
-        it; if it is lost, rotate or revoke it and issue a new one.
+        <strong>Copy it now: this is the only time it is shown.</strong> gw keeps only a hash of it;
+        if it is lost, rotate or revoke it and issue a new one.
       </p>
       <div class="row">
         <label class="grow">
@@ -147,7 +146,8 @@ export function ShownOnce(props: { title: string; value: string; onDone(): void 
       </div>
       <p class="muted small" role="status" aria-live="polite">
         {copied === 'yes' && 'Copied to the clipboard.'}
-        {copied === 'failed' && 'The browser did not allow copying: the key is selected, press Ctrl+C (⌘C).'}
+        {copied === 'failed' &&
+          'The browser did not allow copying: the key is selected, press Ctrl+C (⌘C).'}
       </p>
       <div class="actions">
         <button type="button" class="secondary" onClick={props.onDone}>

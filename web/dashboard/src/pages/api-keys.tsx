@@ -122,7 +122,9 @@ function ConnectionKeys({ connection, manage }: { connection: OrgConnection; man
         />
       )}
       {!active && (
-        <p class="muted">This connection is revoked: its keys no longer work, and it gets no new ones.</p>
+        <p class="muted">
+          This connection is revoked: its keys no longer work, and it gets no new ones.
+        </p>
       )}
       <section aria-labelledby="keys-heading">
         <h2 id="keys-heading">
@@ -297,11 +299,7 @@ const GRACE_CHOICES = [
   { seconds: 86_400, label: 'in 24 hours' },
 ] as const;
 
-function RotateKey(props: {
-  apiKey: ApiKeyRow;
-  onClose(): void;
-  onRotated(key: IssuedKey): void;
-}) {
+function RotateKey(props: { apiKey: ApiKeyRow; onClose(): void; onRotated(key: IssuedKey): void }) {
   const [grace, setGrace] = useState(0);
   const action = useAction();
   const when = GRACE_CHOICES.find((choice) => choice.seconds === grace)?.label ?? 'at once';

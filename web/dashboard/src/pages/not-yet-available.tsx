@@ -23,7 +23,10 @@ export function notYetAvailable(page: {
           <h2 id="not-yet-heading">
             Not available in the dashboard yet <span class="badge">coming</span>
           </h2>
-          <p>This gateway has no dashboard API for {page.label.toLowerCase()} yet, so this page has nothing to show or change.</p>
+          <p>
+            This gateway has no dashboard API for {page.label.toLowerCase()} yet, so this page has
+            nothing to show or change.
+          </p>
           <p class="muted">{page.meanwhile}</p>
         </section>
       </>

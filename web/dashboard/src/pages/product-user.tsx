@@ -7,16 +7,7 @@ import { useAction, useLoad, usePaged } from '../hooks.js';
 import { money } from '../money.js';
 import { orgView } from '../router.js';
 import type { CreditGrant, Credits, ProductUserProfile, UsageTotals } from '../types.js';
-import {
-  Confirm,
-  Empty,
-  ErrorNote,
-  formatTime,
-  Link,
-  Loading,
-  PageHeader,
-  Status,
-} from '../ui.js';
+import { Confirm, Empty, ErrorNote, formatTime, Link, Loading, PageHeader, Status } from '../ui.js';
 
 export function ProductUserProfilePage({ org, userId }: { org: OrgSummary; userId: string }) {
   const path = `/dashboard/api/product-users/${encodeURIComponent(userId)}`;
@@ -33,8 +24,7 @@ export function ProductUserProfilePage({ org, userId }: { org: OrgSummary; userI
   return (
     <>
       <p class="crumbs">
-        <Link to={orgView(org.id, 'users')}>Product users</Link>{' '}
-        <span aria-hidden="true">›</span>
+        <Link to={orgView(org.id, 'users')}>Product users</Link> <span aria-hidden="true">›</span>
       </p>
       <PageHeader title={user ? user.display_name || user.external_user_id : 'Product user'}>
         {user ? (
@@ -54,7 +44,11 @@ export function ProductUserProfilePage({ org, userId }: { org: OrgSummary; userI
           <div class="grid profile">
             <AllowanceCard user={user} />
             <CreditsCard credits={user.credits} />
-            <UsageCard title="Usage this month" totals={user.usage.this_month} currency={currency} />
+            <UsageCard
+              title="Usage this month"
+              totals={user.usage.this_month}
+              currency={currency}
+            />
             <UsageCard title="Usage in total" totals={user.usage.total} currency={currency} />
           </div>
           {manage && <GrantCredits path={path} user={user} onGranted={refresh} />}
@@ -111,8 +105,7 @@ function AllowanceCard({ user }: { user: ProductUserProfile }) {
         </Facts>
       ) : (
         <p class="muted">
-          No cap applies to this user: only the organization’s caps and wallet limit their
-          requests.
+          No cap applies to this user: only the organization’s caps and wallet limit their requests.
         </p>
       )}
     </section>
@@ -202,8 +195,8 @@ function BlockControl(props: { path: string; user: ProductUserProfile; onChanged
           onConfirm={() => send('block')}
         >
           <p>
-            Every gateway instance refuses their requests at once with 403, whatever their
-            allowance or credits. Their credits and history stay; you can unblock them later.
+            Every gateway instance refuses their requests at once with 403, whatever their allowance
+            or credits. Their credits and history stay; you can unblock them later.
           </p>
         </Confirm>
       )}
@@ -387,8 +380,8 @@ function GrantTable(props: { grants: CreditGrant[]; manage: boolean; onRevoked()
           }}
         >
           <p>
-            What is left of this grant is taken out of the user’s credits at once; what they
-            already spent stays spent. A revoked grant cannot be restored (grant again instead).
+            What is left of this grant is taken out of the user’s credits at once; what they already
+            spent stays spent. A revoked grant cannot be restored (grant again instead).
           </p>
         </Confirm>
       )}

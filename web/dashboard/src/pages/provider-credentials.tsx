@@ -8,7 +8,8 @@ export const providerCredentialsPage = notYetAvailable({
     'Your own vendor API keys: add with validation, fingerprint, priority, model policy, routing mode, disable and delete.',
   meanwhile: (
     <>
-      Meanwhile an operator manages them with <code>gw credentials</code> (see <code>gw --help</code>).
+      Meanwhile an operator manages them with <code>gw credentials</code> (see{' '}
+      <code>gw --help</code>).
     </>
   ),
 });

@@ -48,7 +48,10 @@ const PRESETS = [
 type Preset = (typeof PRESETS)[number]['value'];
 
 /** The first and the last day (inclusive, UTC) a preset covers. */
-function presetRange(preset: Preset, today = isoDay(new Date())): { from: string; through: string } {
+function presetRange(
+  preset: Preset,
+  today = isoDay(new Date()),
+): { from: string; through: string } {
   if (preset === 'month') return { from: `${today.slice(0, 8)}01`, through: today };
   const days = preset === 'custom' ? 30 : Number(preset);
   return { from: addDays(today, 1 - days), through: today };
@@ -104,7 +107,11 @@ function UsagePage({ org }: { org: OrgSummary }) {
       <PageHeader title="Usage">
         What {org.name} used through gw, per UTC day, model, connection or product user.
       </PageHeader>
-      <form class="card controls" aria-label="What to show" onSubmit={(event) => event.preventDefault()}>
+      <form
+        class="card controls"
+        aria-label="What to show"
+        onSubmit={(event) => event.preventDefault()}
+      >
         <div class="field">
           <label for="usage-preset">Range</label>
           <select
@@ -250,8 +257,15 @@ function chartInput(
   if (group === 'day') {
     const labels = daysBetween(from, to);
     const totals = new Map<string, number>();
-    for (const row of rows) totals.set(row.key ?? '', (totals.get(row.key ?? '') ?? 0) + value(row));
-    return { kind: 'days', labels, values: labels.map((day) => totals.get(day) ?? 0), seriesLabel, format };
+    for (const row of rows)
+      totals.set(row.key ?? '', (totals.get(row.key ?? '') ?? 0) + value(row));
+    return {
+      kind: 'days',
+      labels,
+      values: labels.map((day) => totals.get(day) ?? 0),
+      seriesLabel,
+      format,
+    };
   }
   const totals = new Map<string | null, number>();
   for (const row of rows) totals.set(row.key, (totals.get(row.key) ?? 0) + value(row));
@@ -284,9 +298,7 @@ function Totals({ summary }: { summary: ReturnType<typeof summarize> }) {
       {summary.costs.map((total) => (
         <div class="stat card" key={total.currency}>
           <span class="stat-value money">{money(total.cost, total.currency)}</span>
-          <span class="stat-label">
-            Cost · wallet {money(total.walletCost, total.currency)}
-          </span>
+          <span class="stat-label">Cost · wallet {money(total.walletCost, total.currency)}</span>
         </div>
       ))}
     </div>

@@ -8,8 +8,8 @@ export const walletPage = notYetAvailable({
   meanwhile: (
     <>
       Meanwhile an operator reads it with <code>gw wallet show</code> and tops it up with{' '}
-      <code>gw wallet topup</code>. What was
-      charged to it per day, model and connection is under Usage (wallet cost).
+      <code>gw wallet topup</code>. What was charged to it per day, model and connection is under
+      Usage (wallet cost).
     </>
   ),
 });
