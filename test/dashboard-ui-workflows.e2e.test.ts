@@ -485,6 +485,7 @@ describe('running an organization from the dashboard', () => {
     await phone.page.goto(`${gateway.url}/dashboard/orgs/${orgId}/keys`);
     await phone.page.getByRole('row').filter({ hasText: 'backend' }).first().waitFor();
     await screenshot(phone.page, '29-phone-api-keys');
+    expect(await sidewaysOverflow(phone.page)).toBe(0);
     await phone.close();
   });
 

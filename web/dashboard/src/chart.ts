@@ -7,12 +7,18 @@ export interface ChartInput {
   readonly labels: readonly string[];
   readonly values: readonly number[];
   readonly seriesLabel: string;
+  /** Counts (requests, tokens): the axis steps by whole numbers. */
+  readonly whole: boolean;
   /** How a value reads on the axis and in the legend. */
   format(value: number): string;
 }
 
 const ACCENT = '#1d4ed8';
 const AXIS = { stroke: '#545b66', grid: { stroke: '#e6e8ec' }, ticks: { stroke: '#d9dde3' } };
+
+const WHOLE_STEPS = [
+  1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9,
+];
 
 const shorten = (label: string): string => (label.length > 22 ? `${label.slice(0, 21)}…` : label);
 
@@ -46,15 +52,26 @@ export function drawChart(target: HTMLElement, input: ChartInput, width: number)
             size: input.labels.length > 4 ? 90 : 40,
             gap: 6,
           },
-      { ...AXIS, size: 70, values: (_u, splits) => splits.map((value) => input.format(value)) },
+      {
+        ...AXIS,
+        ...(input.whole && { incrs: WHOLE_STEPS }),
+        values: (_u, splits) => splits.map((value) => input.format(value)),
+        // wide enough for its longest label
+        size: (_u, values) =>
+          Math.max(40, ...(values ?? []).map((value) => value.length * 7.5 + 18)),
+      },
     ],
     series: [
       days
         ? {
             label: 'Day',
-            value: (_u, seconds) => new Date(seconds * 1000).toISOString().slice(0, 10),
+            value: (_u, seconds) =>
+              seconds === null ? '–' : new Date(seconds * 1000).toISOString().slice(0, 10),
           }
-        : { label: 'Group', value: (_u, index) => input.labels[index] ?? '' },
+        : {
+            label: 'Group',
+            value: (_u, index) => (index === null ? '–' : (input.labels[index] ?? '')),
+          },
       {
         label: input.seriesLabel,
         stroke: ACCENT,
@@ -66,5 +83,7 @@ export function drawChart(target: HTMLElement, input: ChartInput, width: number)
       },
     ],
   };
-  return new uPlot(options, [x, [...input.values]], target);
+  // an empty day draws no bar (a zero would draw a flat line along the axis)
+  const y = input.values.map((value) => (value === 0 ? null : value));
+  return new uPlot(options, [x, y], target);
 }

@@ -2,6 +2,7 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { ApiError } from './api.js';
+import { exactAmount } from './money.js';
 import { hrefOf, navigate, type View } from './router.js';
 
 export function Link(props: {
@@ -101,6 +102,15 @@ export function Confirm(props: {
 export function formatTime(iso: string): string {
   const date = new Date(iso);
   return Number.isNaN(date.getTime()) ? iso : date.toLocaleString();
+}
+
+/** An exact amount with its currency in smaller type (reads as `12.50 USD`). */
+export function Money({ value, currency }: { value: string; currency: string }) {
+  return (
+    <span class="money-value">
+      {exactAmount(value)} <span class="currency">{currency}</span>
+    </span>
+  );
 }
 
 /** A status word in a coloured pill (the word itself carries the meaning, not the colour). */

@@ -7,7 +7,13 @@ import type { ChartInput } from './chart.js';
 export function UsageChart({ input, description }: { input: ChartInput; description: string }) {
   const box = useRef<HTMLDivElement>(null);
   const [failed, setFailed] = useState(false);
-  const signature = JSON.stringify([input.kind, input.labels, input.values, input.seriesLabel]);
+  const signature = JSON.stringify([
+    input.kind,
+    input.labels,
+    input.values,
+    input.seriesLabel,
+    input.whole,
+  ]);
   useEffect(() => {
     let cancelled = false;
     let chart: { destroy(): void; setSize(size: { width: number; height: number }): void } | null =

@@ -258,7 +258,7 @@ function CreateKey(props: { base: string; onCreated(key: IssuedKey, name: string
       }}
     >
       <h2 id="create-key-heading">Issue an API key</h2>
-      <div class="row">
+      <div class="row top">
         <label>
           Key name (optional)
           <input

@@ -9,7 +9,7 @@ import { loadOrgConnections, loadProductUsers, productUserLabel } from '../org-d
 import { orgView } from '../router.js';
 import type { Usage, UsageRow } from '../types.js';
 import { addDays, byCost, summarize } from '../usage-data.js';
-import { Empty, ErrorNote, isoDay, Link, Loading, PageHeader } from '../ui.js';
+import { Empty, ErrorNote, isoDay, Link, Loading, Money, PageHeader } from '../ui.js';
 import type { OrgPage } from './page.js';
 
 export const overviewPage: OrgPage = {
@@ -58,7 +58,7 @@ function OverviewPage({ org }: { org: OrgSummary }) {
               ? summary.costs.length === 0
                 ? money('0', currency ?? 'USD')
                 : summary.costs.map((total) => (
-                    <span key={total.currency}>{money(total.cost, total.currency)}</span>
+                    <Money key={total.currency} value={total.cost} currency={total.currency} />
                   ))
               : '…'}
           </span>

@@ -15,7 +15,7 @@ import { orgView } from '../router.js';
 import type { Usage, UsageGroup, UsageRow } from '../types.js';
 import { UsageChart } from '../usage-chart.js';
 import { addDays, byCost, daysBetween, summarize, usageCsv } from '../usage-data.js';
-import { Empty, ErrorNote, isoDay, Link, Loading, PageHeader } from '../ui.js';
+import { Empty, ErrorNote, isoDay, Link, Loading, Money, PageHeader } from '../ui.js';
 import type { OrgPage } from './page.js';
 
 export const usagePage: OrgPage = {
@@ -248,10 +248,12 @@ function chartInput(
         : row.currency === currency
           ? approximately(row.cost)
           : 0;
+  // the currency is in the series' name; the axis keeps to the figures
   const format = (n: number): string =>
     metric === 'cost'
-      ? `${n.toLocaleString(undefined, { maximumSignificantDigits: 6 })} ${currency ?? ''}`.trim()
+      ? n.toLocaleString(undefined, { maximumSignificantDigits: 6 })
       : n.toLocaleString();
+  const whole = metric !== 'cost';
   const seriesLabel =
     metric === 'cost' ? `Cost (${currency ?? ''})` : metric === 'requests' ? 'Requests' : 'Tokens';
   if (group === 'day') {
@@ -265,6 +267,7 @@ function chartInput(
       values: labels.map((day) => totals.get(day) ?? 0),
       seriesLabel,
       format,
+      whole,
     };
   }
   const totals = new Map<string | null, number>();
@@ -276,6 +279,7 @@ function chartInput(
     values: top.map(([, total]) => total),
     seriesLabel,
     format,
+    whole,
   };
 }
 
@@ -297,7 +301,9 @@ function Totals({ summary }: { summary: ReturnType<typeof summarize> }) {
       </div>
       {summary.costs.map((total) => (
         <div class="stat card" key={total.currency}>
-          <span class="stat-value money">{money(total.cost, total.currency)}</span>
+          <span class="stat-value money">
+            <Money value={total.cost} currency={total.currency} />
+          </span>
           <span class="stat-label">Cost · wallet {money(total.walletCost, total.currency)}</span>
         </div>
       ))}
