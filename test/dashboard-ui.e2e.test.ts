@@ -221,9 +221,40 @@ describe('the dashboard in a browser', () => {
     await page.getByRole('table').waitFor();
     expect(await page.getByRole('button', { name: 'Add member' }).count()).toBe(0);
 
+    // keys: hints to read, nothing to issue, rotate or revoke
+    await page.getByRole('link', { name: 'API keys' }).click();
+    await page.getByRole('cell', { name: `${tenant.api_key.slice(0, 10)}…` }).waitFor();
+    expect(await page.getByRole('button', { name: 'Issue key' }).count()).toBe(0);
+    expect(await page.getByRole('button', { name: /^(Rotate|Revoke)/ }).count()).toBe(0);
+    await page.getByRole('link', { name: 'Service keys' }).click();
+    await page.getByRole('cell', { name: `${tenant.service_key.slice(0, 10)}…` }).waitFor();
+    expect(await page.getByRole('button', { name: 'Issue service key' }).count()).toBe(0);
+    expect(await page.getByRole('button', { name: /^(Disable|Revoke)/ }).count()).toBe(0);
+
     await page.getByRole('link', { name: 'Audit log' }).click();
     await expect.poll(() => page.getByRole('alert').textContent()).toContain('gw_role_forbidden');
     await screenshot(page, '09-viewer-audit-log');
+    await close();
+  });
+
+  it('names the pages whose API has not landed, and says so on them instead of faking them', async () => {
+    const { page, close } = await openWindow();
+    await signedIn(page, emails.admin);
+    const soon = page.getByRole('list', { name: 'Coming soon' });
+    expect(await soon.getByRole('link').allTextContents()).toEqual([
+      'Capssoon',
+      'Walletsoon',
+      'Provider credentialssoon',
+      'Webhookssoon',
+      'Connected appssoon',
+    ]);
+    await soon.getByRole('link', { name: /Caps/ }).click();
+    await page.getByRole('heading', { name: 'Caps', level: 1 }).waitFor();
+    const note = page.getByRole('region', { name: /Not available in the dashboard yet/ });
+    await expect.poll(() => note.textContent()).toContain('has no dashboard API for caps yet');
+    expect(await note.textContent()).toContain('gw cap set');
+    expect(await page.getByRole('button').allTextContents()).toEqual(['Sign out']);
+    await screenshot(page, '11-not-yet-available');
     await close();
   });
 
