@@ -1,6 +1,8 @@
 // The dashboard web app in a real browser (chromium) against a live gateway on the real Redis
 // and Postgres: signing in and out, switching organizations, apps, connections and their
 // settings, members, the audit log, models; what a viewer may not do; how it is served.
+import { get } from 'node:http';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -294,6 +296,22 @@ describe('how the dashboard is served', () => {
     expect(asset.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
     expect(asset.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
 
+    // sent compressed as the browser accepts: the same bytes once decompressed
+    const plain = await rawGet(`${gateway.url}/dashboard/assets/${script}`, {});
+    expect(plain.headers['content-encoding']).toBeUndefined();
+    expect(plain.headers.vary).toBe('accept-encoding');
+    const brotli = await rawGet(`${gateway.url}/dashboard/assets/${script}`, {
+      'accept-encoding': 'gzip, deflate, br',
+    });
+    expect(brotli.headers['content-encoding']).toBe('br');
+    expect(brotliDecompressSync(brotli.body).equals(plain.body)).toBe(true);
+    expect(brotli.body.length).toBeLessThan(plain.body.length / 2);
+    const gzip = await rawGet(`${gateway.url}/dashboard/assets/${script}`, {
+      'accept-encoding': 'gzip, br;q=0',
+    });
+    expect(gzip.headers['content-encoding']).toBe('gzip');
+    expect(gunzipSync(gzip.body).equals(plain.body)).toBe(true);
+
     const missing = await fetch(`${gateway.url}/dashboard/assets/main-NOPE.js`);
     expect(missing.status).toBe(404);
     expect(((await missing.json()) as { error: { code: string } }).error.code).toBe('gw_not_found');
@@ -304,3 +322,17 @@ describe('how the dashboard is served', () => {
     expect(api.headers.get('content-type')).toBe('application/json');
   });
 });
+
+/** A GET whose body comes back as sent (fetch would decompress it). */
+function rawGet(
+  url: string,
+  headers: Record<string, string>,
+): Promise<{ headers: Record<string, string | string[] | undefined>; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    get(url, { headers }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('end', () => resolve({ headers: response.headers, body: Buffer.concat(chunks) }));
+    }).on('error', reject);
+  });
+}
