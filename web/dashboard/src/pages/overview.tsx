@@ -8,7 +8,8 @@ import { money } from '../money.js';
 import { loadOrgConnections, loadProductUsers, productUserLabel } from '../org-data.js';
 import { orgView } from '../router.js';
 import type { Usage, UsageRow } from '../types.js';
-import { addDays, byCost, summarize } from '../usage-data.js';
+import { UsageChart } from '../usage-chart.js';
+import { addDays, byCost, daysBetween, summarize } from '../usage-data.js';
 import { Empty, ErrorNote, isoDay, Link, Loading, Money, PageHeader } from '../ui.js';
 import type { OrgPage } from './page.js';
 
@@ -27,6 +28,7 @@ function OverviewPage({ org }: { org: OrgSummary }) {
   const base = `/dashboard/api/orgs/${encodeURIComponent(org.id)}/usage?from=${from}&to=${to}`;
   const byModel = useLoad<Usage>(`${base}&group_by=model`);
   const byUser = useLoad<Usage>(`${base}&group_by=product_user&limit=${TOP}`);
+  const byDay = useLoad<Usage>(`${base}&group_by=day`);
   const counts = useAsync(() => loadOrgConnections(org.id), org.id);
   const userIds = (byUser.data?.data ?? [])
     .map((row) => row.key)
@@ -91,7 +93,27 @@ function OverviewPage({ org }: { org: OrgSummary }) {
         </Link>
       </div>
       <ErrorNote error={counts.error} />
-      <div class="grid">
+      {byDay.data && byDay.data.data.length > 0 && (
+        <section class="overview-chart" aria-labelledby="per-day-heading">
+          <h2 id="per-day-heading">Requests per day</h2>
+          <UsageChart
+            input={{
+              kind: 'days',
+              labels: daysBetween(from, to),
+              values: daysBetween(from, to).map((day) =>
+                byDay
+                  .data!.data.filter((row) => row.key === day)
+                  .reduce((n, row) => n + row.requests, 0),
+              ),
+              seriesLabel: 'Requests',
+              format: (n) => n.toLocaleString(),
+              whole: true,
+            }}
+            description={`Requests per UTC day in ${month}. The usage page lists them.`}
+          />
+        </section>
+      )}
+      <div class="grid overview-panels">
         <section class="card" aria-labelledby="top-models-heading">
           <h2 id="top-models-heading">Top models this month</h2>
           {byModel.loading && <Loading what="models" />}
