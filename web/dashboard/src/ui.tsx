@@ -2,6 +2,7 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { ApiError } from './api.js';
+import type { Paged } from './hooks.js';
 import { exactAmount } from './money.js';
 import { hrefOf, navigate, type View } from './router.js';
 
@@ -110,6 +111,21 @@ export function Money({ value, currency }: { value: string; currency: string }) 
     <span class="money-value">
       {exactAmount(value)} <span class="currency">{currency}</span>
     </span>
+  );
+}
+
+/** Loads the next page of a list whose newest rows may not be loaded yet. */
+export function MoreButton(props: { list: Paged<unknown>; what: string }) {
+  if (!props.list.hasMore) return null;
+  return (
+    <button
+      type="button"
+      class="secondary"
+      disabled={props.list.loadingMore}
+      onClick={props.list.more}
+    >
+      {props.list.loadingMore ? 'Loading…' : `Load more ${props.what} (not all are shown)`}
+    </button>
   );
 }
 

@@ -14,6 +14,7 @@ import {
   formatTime,
   Link,
   Loading,
+  MoreButton,
   PageHeader,
   ShownOnce,
   Status,
@@ -200,6 +201,7 @@ function ConnectionKeys({ connection, manage }: { connection: OrgConnection; man
             </table>
           </div>
         )}
+        <MoreButton list={list} what="keys" />
       </section>
       {rotating && (
         <RotateKey

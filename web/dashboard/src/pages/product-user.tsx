@@ -7,7 +7,17 @@ import { useAction, useLoad, usePaged } from '../hooks.js';
 import { money } from '../money.js';
 import { orgView } from '../router.js';
 import type { CreditGrant, Credits, ProductUserProfile, UsageTotals } from '../types.js';
-import { Confirm, Empty, ErrorNote, formatTime, Link, Loading, PageHeader, Status } from '../ui.js';
+import {
+  Confirm,
+  Empty,
+  ErrorNote,
+  formatTime,
+  Link,
+  Loading,
+  MoreButton,
+  PageHeader,
+  Status,
+} from '../ui.js';
 
 export function ProductUserProfilePage({ org, userId }: { org: OrgSummary; userId: string }) {
   const path = `/dashboard/api/product-users/${encodeURIComponent(userId)}`;
@@ -62,6 +72,7 @@ export function ProductUserProfilePage({ org, userId }: { org: OrgSummary; userI
         {grants.data && grants.data.length > 0 && (
           <GrantTable grants={[...grants.data].reverse()} manage={manage} onRevoked={refresh} />
         )}
+        <MoreButton list={grants} what="grants" />
       </section>
     </>
   );

@@ -10,6 +10,7 @@ import {
   ErrorNote,
   formatTime,
   Loading,
+  MoreButton,
   PageHeader,
   ShownOnce,
   Status,
@@ -118,6 +119,7 @@ function ServiceKeysPage({ org }: { org: OrgSummary }) {
             </table>
           </div>
         )}
+        <MoreButton list={list} what="service keys" />
       </section>
       {change && (
         <ChangeServiceKey
