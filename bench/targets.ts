@@ -2,6 +2,7 @@
 // vendor, the bare passthrough and the gateway; seeds the gateway's organization.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
@@ -57,9 +58,9 @@ function spawnUntil(
 
 const jsonPort = (output: string): string | undefined => /"port":(\d+)/.exec(output)?.[1];
 
-export async function startMock(): Promise<Target> {
+export async function startMock(extraArgs: readonly string[] = []): Promise<Target> {
   const { child, value } = await spawnUntil(
-    ['bin/gw.js', 'mock-vendors', '--port', '0'],
+    ['bin/gw.js', 'mock-vendors', '--port', '0', ...extraArgs],
     {},
     jsonPort,
   );
@@ -79,16 +80,37 @@ export interface GatewayTarget extends Target {
   readonly env: Record<string, string>;
 }
 
+/** A free TCP port on loopback (for a gateway whose workers must share one fixed port). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/**
+ * The gateway's full path. With `workers` > 1 it runs GATEWAY_WORKERS processes on one port,
+ * over the same Redis keys and database as `sharing` (so the same seeded keys work).
+ */
 export async function startGatewayTarget(
   upstreamUrl: string,
   nodeArgs: readonly string[] = [],
+  {
+    workers = 1,
+    sharing,
+    metrics = false,
+  }: { workers?: number; sharing?: GatewayTarget; metrics?: boolean } = {},
 ): Promise<GatewayTarget> {
   const env = {
-    PORT: '0',
+    PORT: workers > 1 ? String(await freePort()) : '0',
+    GATEWAY_WORKERS: String(workers),
+    METRICS_ENABLED: String(metrics),
+    METRICS_PORT: metrics ? String(await freePort()) : '0',
     HOST: '127.0.0.1',
     DATABASE_URL: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/gw_bench',
     REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
-    REDIS_KEY_PREFIX: `gwbench-${randomBytes(4).toString('hex')}`,
+    REDIS_KEY_PREFIX: sharing?.env.REDIS_KEY_PREFIX ?? `gwbench-${randomBytes(4).toString('hex')}`,
     VENDOR_A_BASE_URL: upstreamUrl,
     VENDOR_B_BASE_URL: upstreamUrl,
     VENDOR_A_API_KEY: 'mock-bench-key',
@@ -101,17 +123,18 @@ export async function startGatewayTarget(
     // The webhook dispatcher's cost: BENCH_WEBHOOK_DELIVERY_CONCURRENCY=0 measures without it.
     WEBHOOK_DELIVERY_CONCURRENCY: process.env.BENCH_WEBHOOK_DELIVERY_CONCURRENCY ?? '4',
   };
-  const { child, value } = await spawnUntil(
-    [...nodeArgs, 'dist/src/main.js'],
-    env,
-    (output) => /"port":(\d+)[^\n]*"msg":"gw listening"/.exec(output)?.[1],
+  const { child, value } = await spawnUntil([...nodeArgs, 'dist/src/main.js'], env, (output) =>
+    workers > 1
+      ? /"port":(\d+)[^\n]*"msg":"gw workers listening"/.exec(output)?.[1]
+      : /"port":(\d+)[^\n]*"msg":"gw listening"/.exec(output)?.[1],
   );
   return {
-    name: 'gateway',
+    name: workers > 1 ? `gateway ×${workers}` : 'gateway',
     url: `http://127.0.0.1:${value}`,
     child,
     env,
-    redisKeyPrefix: env.REDIS_KEY_PREFIX,
+    // The prefix is deleted by the target that made it.
+    ...(sharing === undefined && { redisKeyPrefix: env.REDIS_KEY_PREFIX }),
   };
 }
 

@@ -13,8 +13,10 @@ import { mockVendorsCommand } from './mock-vendors.js';
 import { cliIo } from './io.js';
 import { UsageError } from './output.js';
 import { creditsCommand, productUserCommand, productUserHelp } from './product-user.js';
+import { reconcileCommand, reconcileHelp } from './reconcile.js';
 import { seedCommand, seedHelp } from './seed.js';
 import { serviceKeyCommand, serviceKeyHelp } from './service-key.js';
+import { usageCommand, usageHelp } from './usage.js';
 import { walletCommand, walletHelp } from './wallet.js';
 import { webhookCommand, webhookHelp } from './webhook.js';
 
@@ -40,6 +42,10 @@ ${webhookHelp}
 
 ${adminHelp}
 
+${reconcileHelp}
+
+${usageHelp}
+
 gw mock-vendors [--port N] [--host H] [--latency-ms N] [--tokens-per-second N] [--output-tokens N]
   Serves both mock vendors on one port (vendor_a at /v1/messages, vendor_b at
   /v1/chat/completions) until SIGINT/SIGTERM.
@@ -58,6 +64,8 @@ const dataCommands: Record<string, DataCommand> = {
   credentials: credentialsCommand,
   webhook: webhookCommand,
   admin: adminCommand,
+  reconcile: reconcileCommand,
+  usage: usageCommand,
 };
 
 /** Runs one command; resolves with its exit code (0 done, 2 refused, 1 a bug). */
