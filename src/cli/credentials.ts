@@ -9,7 +9,7 @@ import { parseMasterKeys, SecretBoxError } from '../credentials/secret-box.js';
 import { findProvider, PROVIDER_IDS, PROVIDERS } from '../providers/registry.js';
 import { mockServedVendors, providerSettings } from '../providers/system-routes.js';
 import { startMockVendors } from '../mock-vendors/server.js';
-import { rewrapSigningSecrets } from '../webhooks/endpoints.js';
+import { rewrapSigningSecrets } from '../webhooks/sealed-secret.js';
 import type { CliContext } from './context.js';
 import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
 

@@ -3,7 +3,7 @@
 // (src/webhooks/endpoints.ts), audited as done from the command line.
 import { parseMasterKeys, SecretBoxError } from '../credentials/secret-box.js';
 import { isGwError, type GwError } from '../errors.js';
-import { listDeliveries, redeliver } from '../webhooks/delivery-log.js';
+import { listDeliveries, redeliver, sendTestEvent } from '../webhooks/delivery-log.js';
 import {
   createEndpoint,
   DEFAULT_ROTATION_GRACE_S,
@@ -13,7 +13,6 @@ import {
   listEndpoints,
   MAX_ROTATION_GRACE_S,
   rotateSecret,
-  sendTestEvent,
   updateEndpoint,
   type WebhookSettings,
 } from '../webhooks/endpoints.js';

@@ -1,9 +1,18 @@
-// The delivery log of an endpoint (each message sent to it, its state and its attempts) and
-// redelivery: of one message, or of everything since a time.
+// The delivery log of an endpoint (each message sent to it, its state and its attempts),
+// redelivery (of one message, or of everything since a time) and test events.
 import { recordAudit } from '../audit/audit.js';
-import { withTransaction, type DbPool } from '../db/pool.js';
+import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
-import { disabledRefusal, findEndpoint, notFound, type Actor } from './endpoints.js';
+import { newId } from '../ids.js';
+import {
+  disabledRefusal,
+  endpointView,
+  findEndpoint,
+  notFound,
+  type Actor,
+  type EndpointRow,
+} from './endpoints.js';
+import { eventPayload, type EventType } from './events.js';
 
 /** Attempts shown per delivery (the newest). */
 export const ATTEMPTS_SHOWN = 10;
@@ -128,4 +137,52 @@ export async function redeliver(
     });
     return { redelivered: rowCount ?? 0 };
   });
+}
+
+/** Queues a `webhook.test` message for this endpoint alone (whatever its event filter). */
+export async function sendTestEvent(
+  db: DbPool,
+  actor: Actor,
+  orgId: string,
+  endpointId: string,
+): Promise<{ message_id: string } | GwError> {
+  return withTransaction(db, async (client) => {
+    const endpoint = await findEndpoint(client, orgId, endpointId);
+    if (!endpoint) return notFound();
+    if (endpoint.status !== 'enabled') return disabledRefusal();
+    const messageId = newId('msg');
+    await queueForEndpoint(
+      client,
+      endpoint,
+      messageId,
+      'webhook.test',
+      eventPayload('webhook.test', new Date(), endpointView(endpoint)),
+    );
+    await recordAudit(client, {
+      orgId,
+      userId: actor.userId,
+      action: 'webhook.test',
+      objectType: 'webhook',
+      objectId: endpointId,
+      details: { message_id: messageId },
+    });
+    return { message_id: messageId };
+  });
+}
+
+async function queueForEndpoint(
+  client: DbClient,
+  endpoint: EndpointRow,
+  messageId: string,
+  type: EventType,
+  payload: string,
+): Promise<void> {
+  await client.query(
+    `WITH message AS (
+       INSERT INTO webhook_messages (id, org_id, event_type, payload) VALUES ($1, $2, $3, $4)
+       RETURNING id, seq)
+     INSERT INTO webhook_deliveries (message_id, endpoint_id, message_seq)
+     SELECT id, $5, seq FROM message`,
+    [messageId, endpoint.org_id, type, payload, endpoint.id],
+  );
 }

@@ -3,11 +3,11 @@
 // module once, in the answer to a creation or a rotation, and is stored sealed.
 import { recordAudit } from '../audit/audit.js';
 import type { SecretBox } from '../credentials/secret-box.js';
-import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
+import { withTransaction, type DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
 import { newId } from '../ids.js';
-import { eventPayload, isEventType, type EventType } from './events.js';
-import { openFromText, parseSealed, sealToText } from './sealed-secret.js';
+import { isEventType, type EventType } from './events.js';
+import { openFromText, sealToText } from './sealed-secret.js';
 import { newSigningSecret } from './signing.js';
 import {
   checkTargetAddresses,
@@ -349,90 +349,5 @@ export async function rotateSecret(
   });
 }
 
-/** Queues a `webhook.test` message for this endpoint alone (whatever its event filter). */
-export async function sendTestEvent(
-  db: DbPool,
-  actor: Actor,
-  orgId: string,
-  endpointId: string,
-): Promise<{ message_id: string } | GwError> {
-  return withTransaction(db, async (client) => {
-    const endpoint = await findEndpoint(client, orgId, endpointId);
-    if (!endpoint) return notFound();
-    if (endpoint.status !== 'enabled') return disabledRefusal();
-    const messageId = newId('msg');
-    await queueForEndpoint(
-      client,
-      endpoint,
-      messageId,
-      'webhook.test',
-      eventPayload('webhook.test', new Date(), endpointView(endpoint)),
-    );
-    await recordAudit(client, {
-      orgId,
-      userId: actor.userId,
-      action: 'webhook.test',
-      objectType: 'webhook',
-      objectId: endpointId,
-      details: { message_id: messageId },
-    });
-    return { message_id: messageId };
-  });
-}
-
-async function queueForEndpoint(
-  client: DbClient,
-  endpoint: EndpointRow,
-  messageId: string,
-  type: EventType,
-  payload: string,
-): Promise<void> {
-  await client.query(
-    `WITH message AS (
-       INSERT INTO webhook_messages (id, org_id, event_type, payload) VALUES ($1, $2, $3, $4)
-       RETURNING id, seq)
-     INSERT INTO webhook_deliveries (message_id, endpoint_id, message_seq)
-     SELECT id, $5, seq FROM message`,
-    [messageId, endpoint.org_id, type, payload, endpoint.id],
-  );
-}
-
 export const disabledRefusal = (): GwError =>
   gwError('gw_conflict', 'the webhook endpoint is disabled: enable it first');
-
-/**
- * Re-seals the signing secrets (of one organization, if given) that are not sealed under the
- * current master key; `gw credentials rewrap` runs it with the credentials' rewrap. Resolves
- * with how many endpoints changed.
- */
-export async function rewrapSigningSecrets(
-  db: DbPool,
-  box: SecretBox,
-  orgId?: string,
-): Promise<number> {
-  const { rows } = await db.query<{
-    id: string;
-    secret_sealed: string;
-    previous_secret_sealed: string | null;
-  }>(
-    `SELECT id, secret_sealed, previous_secret_sealed FROM webhook_endpoints
-      WHERE $1::text IS NULL OR org_id = $1`,
-    [orgId ?? null],
-  );
-  const stale = (text: string | null): boolean =>
-    text !== null && parseSealed(text).keyId !== box.currentKeyId;
-  const reseal = (text: string | null): string | null =>
-    text !== null && stale(text) ? sealToText(box, openFromText(box, text)) : text;
-  let changed = 0;
-  for (const row of rows) {
-    if (!stale(row.secret_sealed) && !stale(row.previous_secret_sealed)) continue;
-    // Only if no rotation came in between (its secret is sealed under the current key).
-    const { rowCount } = await db.query(
-      `UPDATE webhook_endpoints SET secret_sealed = $2, previous_secret_sealed = $3
-        WHERE id = $1 AND secret_sealed = $4`,
-      [row.id, reseal(row.secret_sealed), reseal(row.previous_secret_sealed), row.secret_sealed],
-    );
-    changed += rowCount ?? 0;
-  }
-  return changed;
-}

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { isGwError } from '../../../errors.js';
 import { sendError, sendJson } from '../../../http/respond.js';
-import { sendTestEvent } from '../../../webhooks/endpoints.js';
+import { sendTestEvent } from '../../../webhooks/delivery-log.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { inOrg } from '../schemas.js';
 import { WEBHOOK_PATH, type WebhookRouteDeps } from './schema.js';
