@@ -54,6 +54,7 @@ const authenticators: Authenticators = {
     Promise.resolve(gwError('gw_malformed_or_missing_service_key', 'missing service key')),
   session: () => Promise.resolve(gwError('gw_session_required', 'no session')),
   orgMember: () => Promise.resolve(gwError('gw_session_required', 'no session')),
+  oauthClient: () => Promise.resolve(gwError('gw_oauth_invalid_client', 'unknown client')),
 };
 
 let server: HttpServer;

@@ -16,7 +16,7 @@ import { MembersPage } from './pages/members.js';
 import { ModelsPage } from './pages/models.js';
 import { OverviewPage } from './pages/overview.js';
 import { SignInPage } from './pages/sign-in.js';
-import { navigate, useView, type View } from './router.js';
+import { navigate, signInReturnPath, useView, type View } from './router.js';
 import { ErrorNote, Link, Loading } from './ui.js';
 
 type SessionState =
@@ -57,6 +57,12 @@ export function App() {
       navigate({ page: 'sign-in' }, { replace: true });
     }
     if (state.kind === 'signed-in' && (view.page === 'sign-in' || view.page === 'home')) {
+      // Signed in on the way to an app's OAuth request: back to its consent page.
+      const back = view.page === 'sign-in' ? signInReturnPath() : null;
+      if (back) {
+        location.replace(back);
+        return;
+      }
       const { user, orgs } = state.session;
       const home = orgs.find((org) => org.id === user.personal_org_id) ?? orgs[0];
       if (home) navigate({ page: 'overview', orgId: home.id }, { replace: true });
