@@ -151,9 +151,13 @@ describe('OAuth clients in the dashboard API', () => {
     expect(bad.status).toBe(400);
     expect(bad.body.error).toEqual({
       code: 'gw_invalid_request',
-      message: 'redirect_uris.1: http is allowed only for loopback hosts (127.0.0.1, [::1], localhost); use https',
+      message:
+        'redirect_uris.1: http is allowed only for loopback hosts (127.0.0.1, [::1], localhost); use https',
     });
-    const empty = await makerAdmin.post<ErrorBody>(clientsOf(maker.app_id), { name: 'x', redirect_uris: [] });
+    const empty = await makerAdmin.post<ErrorBody>(clientsOf(maker.app_id), {
+      name: 'x',
+      redirect_uris: [],
+    });
     expect(empty.status).toBe(400);
     const viewer = await makerViewer.post<ErrorBody>(clientsOf(maker.app_id), {
       name: 'x',
@@ -229,12 +233,18 @@ describe('OAuth clients in the dashboard API', () => {
 describe('connected apps of an organization', () => {
   it('lists the apps connected to the organization’s wallet with what each spent this month and in total', async () => {
     const client = asRegistered(await registerClient({ name: 'Spender', public: true }));
-    const token = await connectAndExchange(gateway.url, payerMember, client, { orgId: payer.org_id });
+    const token = await connectAndExchange(gateway.url, payerMember, client, {
+      orgId: payer.org_id,
+    });
     const ids: string[] = [];
     for (let index = 0; index < 3; index += 1) {
       const answer = await postJson(
         `${gateway.url}/v1/chat/completions`,
-        { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: `n${index}` }], max_tokens: 12 },
+        {
+          model: 'vendor_b/gpt-4o-mini',
+          messages: [{ role: 'user', content: `n${index}` }],
+          max_tokens: 12,
+        },
         bearer(token.access_token),
       );
       expect(answer.status).toBe(200);
@@ -280,7 +290,9 @@ describe('connected apps of an organization', () => {
 
   it('a member revokes one (a viewer may not); revoking twice changes nothing; the audit log says who', async () => {
     const client = asRegistered(await registerClient({ public: true }));
-    const token = await connectAndExchange(gateway.url, payerMember, client, { orgId: payer.org_id });
+    const token = await connectAndExchange(gateway.url, payerMember, client, {
+      orgId: payer.org_id,
+    });
     const path = `/dashboard/api/connected-apps/${token.app_connection_id}/revoke`;
     const viewer = await payerViewer.post<ErrorBody>(path);
     expect(viewer.status).toBe(403);
@@ -311,7 +323,9 @@ describe('connected apps of an organization', () => {
 
   it('is 404 across tenants: the maker, an outsider, and for connections that are not OAuth connections', async () => {
     const client = asRegistered(await registerClient({ public: true }));
-    const token = await connectAndExchange(gateway.url, payerMember, client, { orgId: payer.org_id });
+    const token = await connectAndExchange(gateway.url, payerMember, client, {
+      orgId: payer.org_id,
+    });
     const path = `/dashboard/api/connected-apps/${token.app_connection_id}/revoke`;
     for (const stranger of [outsider, makerAdmin]) {
       const list = await stranger.get<ErrorBody>(connectedAppsOf(payer.org_id));
@@ -341,7 +355,9 @@ describe('connected apps of an organization', () => {
   it('the paying organization’s admin revoking it as a connection also revokes its token', async () => {
     const admin = await member(payer.org_id, 'admin');
     const client = asRegistered(await registerClient({ public: true }));
-    const token = await connectAndExchange(gateway.url, payerMember, client, { orgId: payer.org_id });
+    const token = await connectAndExchange(gateway.url, payerMember, client, {
+      orgId: payer.org_id,
+    });
     const revoked = await admin.request<{ status: string; oauth_client_id: string }>(
       'DELETE',
       `/dashboard/api/connections/${token.app_connection_id}`,

@@ -34,7 +34,11 @@ let payerOrgId: string;
 const CALLBACK = 'http://127.0.0.1:9/done';
 type ErrorBody = { error: { code: string } };
 
-async function infer(gateway: GatewayProcess, token: string, content = 'hi'): Promise<[number, string | undefined]> {
+async function infer(
+  gateway: GatewayProcess,
+  token: string,
+  content = 'hi',
+): Promise<[number, string | undefined]> {
   const answer = await postJson<ErrorBody>(
     `${gateway.url}/v1/chat/completions`,
     { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content }], max_tokens: 16 },
@@ -44,7 +48,11 @@ async function infer(gateway: GatewayProcess, token: string, content = 'hi'): Pr
 }
 
 /** Polls `gateway` until it refuses the token; resolves with how long that took (ms). */
-async function refusedWithinMs(gateway: GatewayProcess, token: string, since: number): Promise<number> {
+async function refusedWithinMs(
+  gateway: GatewayProcess,
+  token: string,
+  since: number,
+): Promise<number> {
   for (;;) {
     const [status, code] = await infer(gateway, token);
     if (status === 401) {
@@ -60,7 +68,8 @@ async function refusedWithinMs(gateway: GatewayProcess, token: string, since: nu
 async function connected(): Promise<string> {
   const token = await connectAndExchange(first.url, browser, client);
   // Both instances have the token's identity cached (for AUTH_CACHE_TTL_MS, ten minutes here).
-  for (const gateway of [first, second]) expect(await infer(gateway, token.access_token)).toEqual([200, undefined]);
+  for (const gateway of [first, second])
+    expect(await infer(gateway, token.access_token)).toEqual([200, undefined]);
   return token.access_token;
 }
 
@@ -121,7 +130,8 @@ describe('revocation reaches every instance within a second', () => {
   it('the maker deletes the OAuth client: every connection made through it stops on both instances', async () => {
     const doomed = await createOAuthClient(env, maker.app_id, [CALLBACK], { public: true });
     const token = await connectAndExchange(first.url, browser, doomed);
-    for (const gateway of [first, second]) expect(await infer(gateway, token.access_token)).toEqual([200, undefined]);
+    for (const gateway of [first, second])
+      expect(await infer(gateway, token.access_token)).toEqual([200, undefined]);
     await runCliJson(['oauth-client', 'delete', '--client-id', doomed.client_id], env);
     const at = Date.now();
     expect(await refusedWithinMs(second, token.access_token, at)).toBeLessThan(1000);
@@ -139,7 +149,8 @@ describe('a request in flight when the token is revoked', () => {
   it('settles normally and is charged to the paying wallet; the next one is refused', async () => {
     const token = await connected();
     const before = numericToNano(
-      (await runCliJson<{ balance: string }>(['wallet', 'show', '--org-id', payerOrgId], env)).balance,
+      (await runCliJson<{ balance: string }>(['wallet', 'show', '--org-id', payerOrgId], env))
+        .balance,
     );
     // The mock vendor waits 1.5 s before answering: the request is admitted (its cost held)
     // and then the token is revoked while it waits upstream.
@@ -182,10 +193,12 @@ describe('a request in flight when the token is revoked', () => {
       settled_after_revocation: true,
     });
     const after = numericToNano(
-      (await runCliJson<{ balance: string }>(['wallet', 'show', '--org-id', payerOrgId], env)).balance,
+      (await runCliJson<{ balance: string }>(['wallet', 'show', '--org-id', payerOrgId], env))
+        .balance,
     );
     expect(numericToNano(record.wallet_cost)).toBeGreaterThan(0n);
     expect(after).toBe(before - numericToNano(record.wallet_cost));
-    for (const gateway of [first, second]) expect(await infer(gateway, token)).toEqual([401, 'gw_key_inactive']);
+    for (const gateway of [first, second])
+      expect(await infer(gateway, token)).toEqual([401, 'gw_key_inactive']);
   });
 });

@@ -196,7 +196,9 @@ describe('the authorization request', () => {
     expect(location.pathname).toBe('/dashboard/sign-in');
     expect(location.searchParams.get('next')).toBe(`/oauth/authorize?${query}`);
     // an expired or unknown session is treated the same
-    const stale = await getAuthorize(gateway.url, query, { cookie: `__Host-gw_session=${'x'.repeat(43)}` });
+    const stale = await getAuthorize(gateway.url, query, {
+      cookie: `__Host-gw_session=${'x'.repeat(43)}`,
+    });
     expect(stale.status).toBe(302);
     expect(stale.location).toBe(anonymous.location);
   });
@@ -274,7 +276,11 @@ describe('the authorization request', () => {
       expect(html.text).toContain('gw_redirect_uri_mismatch');
     }
     for (const query of [
-      authorizeQuery({ clientId: 'gw_client_doesnotexist0000000', redirectUri: CALLBACK, challenge }),
+      authorizeQuery({
+        clientId: 'gw_client_doesnotexist0000000',
+        redirectUri: CALLBACK,
+        challenge,
+      }),
       authorizeQuery({ clientId: publicClient.client_id, redirectUri: CALLBACK, challenge }) +
         `&redirect_uri=${encodeURIComponent(CALLBACK)}`, // sent twice
       `response_type=code&client_id=${publicClient.client_id}&code_challenge=${challenge}&code_challenge_method=S256`,
@@ -342,9 +348,10 @@ describe('the authorization request', () => {
 
 describe('the user’s answer', () => {
   it('denied: 302 with error=access_denied and the state; no connection is made', async () => {
-    const before = await db.query('SELECT count(*)::int AS n FROM app_connections WHERE org_id = $1', [
-      user.personal_org_id,
-    ]);
+    const before = await db.query(
+      'SELECT count(*)::int AS n FROM app_connections WHERE org_id = $1',
+      [user.personal_org_id],
+    );
     const answer = await connect(
       browser,
       {
@@ -363,9 +370,10 @@ describe('the user’s answer', () => {
       error_description: 'the user denied the request',
       state: 'no-thanks',
     });
-    const after = await db.query('SELECT count(*)::int AS n FROM app_connections WHERE org_id = $1', [
-      user.personal_org_id,
-    ]);
+    const after = await db.query(
+      'SELECT count(*)::int AS n FROM app_connections WHERE org_id = $1',
+      [user.personal_org_id],
+    );
     expect(after.rows).toEqual(before.rows);
   });
 
@@ -382,12 +390,26 @@ describe('the user’s answer', () => {
     const { fields } = readConsentForm(page.text);
     const approve = { ...fields, org_id: user.personal_org_id, decision: 'approve' };
     const json = { accept: 'application/json' };
-    const cases: Array<[Promise<{ status: number; text: string; location: string | null }>, number, string]> = [
-      [postDecision(browser, { ...approve, csrf_token: 'x'.repeat(43) }, json), 403, 'gw_csrf_token_invalid'],
+    const cases: Array<
+      [Promise<{ status: number; text: string; location: string | null }>, number, string]
+    > = [
+      [
+        postDecision(browser, { ...approve, csrf_token: 'x'.repeat(43) }, json),
+        403,
+        'gw_csrf_token_invalid',
+      ],
       [postDecision(browser, { ...approve, csrf_token: '' }, json), 403, 'gw_csrf_token_invalid'],
-      [postDecision(browser, approve, { ...json, origin: 'https://evil.example' }), 403, 'gw_origin_not_allowed'],
+      [
+        postDecision(browser, approve, { ...json, origin: 'https://evil.example' }),
+        403,
+        'gw_origin_not_allowed',
+      ],
       [postDecision(browser, approve, { ...json, origin: null }), 403, 'gw_origin_not_allowed'],
-      [postDecision(browser, { ...approve, org_id: viewedOrg.org_id }, json), 403, 'gw_role_forbidden'],
+      [
+        postDecision(browser, { ...approve, org_id: viewedOrg.org_id }, json),
+        403,
+        'gw_role_forbidden',
+      ],
       [postDecision(browser, { ...approve, org_id: maker.org_id }, json), 404, 'gw_not_found'],
       [postDecision(browser, { ...approve, decision: 'maybe' }, json), 400, 'gw_invalid_request'],
     ];
@@ -415,7 +437,12 @@ describe('the user’s answer', () => {
     const pkce = pkcePair();
     const answer = await connect(
       browser,
-      { clientId: publicClient.client_id, redirectUri: CALLBACK, state: 'ok', challenge: pkce.challenge },
+      {
+        clientId: publicClient.client_id,
+        redirectUri: CALLBACK,
+        state: 'ok',
+        challenge: pkce.challenge,
+      },
       { orgId: teamOrg.org_id },
     );
     expect(answer.status).toBe(302);
@@ -429,7 +456,12 @@ describe('the user’s answer', () => {
       [publicClient.client_id, teamOrg.org_id],
     );
     expect(rows).toEqual([
-      { org_id: teamOrg.org_id, app_id: maker.app_id, status: 'active', connected_by_user_id: user.user_id },
+      {
+        org_id: teamOrg.org_id,
+        app_id: maker.app_id,
+        status: 'active',
+        connected_by_user_id: user.user_id,
+      },
     ]);
     const key = `${prefix}:oauth-code:{${createHash('sha256').update(code).digest('hex')}}`;
     const ttl = await redis.pttl(key);
@@ -524,7 +556,10 @@ describe('the token exchange', () => {
     ];
     for (const refusal of refusals) {
       expect(refusal.status).toBe(401);
-      expect(refusal.body).toMatchObject({ error: 'invalid_client', gw_code: 'gw_oauth_invalid_client' });
+      expect(refusal.body).toMatchObject({
+        error: 'invalid_client',
+        gw_code: 'gw_oauth_invalid_client',
+      });
       expect(refusal.headers.get('cache-control')).toBe('no-store');
     }
     expect(refusals[3]!.headers.get('www-authenticate')).toMatch(/^Basic /);
@@ -538,11 +573,18 @@ describe('the token exchange', () => {
     const fields = { code, redirect_uri: CALLBACK, code_verifier: verifier };
     const first = await exchange(publicClient, fields);
     expect(first.status).toBe(200);
-    const works = await postJson(`${gateway.url}/v1/chat/completions`, chat(), bearer(first.body.access_token));
+    const works = await postJson(
+      `${gateway.url}/v1/chat/completions`,
+      chat(),
+      bearer(first.body.access_token),
+    );
     expect(works.status).toBe(200);
     const replay = await exchange(publicClient, fields);
     expect(replay.status).toBe(400);
-    expect(replay.body).toMatchObject({ error: 'invalid_grant', gw_code: 'gw_oauth_invalid_grant' });
+    expect(replay.body).toMatchObject({
+      error: 'invalid_grant',
+      gw_code: 'gw_oauth_invalid_grant',
+    });
     expect(replay.body.error_description).toMatch(/already used/);
     const refused = await postJson<ErrorBody>(
       `${gateway.url}/v1/chat/completions`,
@@ -567,7 +609,10 @@ describe('the token exchange', () => {
       code_verifier: pkcePair().verifier,
     });
     expect(answer.status).toBe(400);
-    expect(answer.body).toMatchObject({ error: 'invalid_grant', gw_code: 'gw_oauth_invalid_grant' });
+    expect(answer.body).toMatchObject({
+      error: 'invalid_grant',
+      gw_code: 'gw_oauth_invalid_grant',
+    });
     expect(answer.body.error_description).toMatch(/code_verifier/);
     const retried = await exchange(publicClient, {
       code: wrongVerifier.code,
@@ -613,7 +658,11 @@ describe('the token exchange', () => {
     const key = `${prefix}:oauth-code:{${createHash('sha256').update(code).digest('hex')}}`;
     expect(await redis.pexpire(key, 1)).toBe(1);
     await new Promise((resolve) => setTimeout(resolve, 20));
-    const expired = await exchange(publicClient, { code, redirect_uri: CALLBACK, code_verifier: verifier });
+    const expired = await exchange(publicClient, {
+      code,
+      redirect_uri: CALLBACK,
+      code_verifier: verifier,
+    });
     expect(expired.status).toBe(400);
     expect(expired.body).toEqual({
       error: 'invalid_grant',
@@ -628,8 +677,16 @@ describe('the token exchange', () => {
     expect(unknown.body.error).toBe('invalid_grant');
 
     const cases: Array<[Record<string, string>, number, string]> = [
-      [{ grant_type: 'client_credentials', code, redirect_uri: CALLBACK, code_verifier: verifier }, 400, 'unsupported_grant_type'],
-      [{ grant_type: '', code, redirect_uri: CALLBACK, code_verifier: verifier }, 400, 'invalid_request'],
+      [
+        { grant_type: 'client_credentials', code, redirect_uri: CALLBACK, code_verifier: verifier },
+        400,
+        'unsupported_grant_type',
+      ],
+      [
+        { grant_type: '', code, redirect_uri: CALLBACK, code_verifier: verifier },
+        400,
+        'invalid_request',
+      ],
       [{ redirect_uri: CALLBACK, code_verifier: verifier }, 400, 'invalid_request'],
       [{ code, code_verifier: verifier }, 400, 'invalid_request'],
       [{ code, redirect_uri: CALLBACK }, 400, 'invalid_request'],
@@ -703,7 +760,10 @@ describe('inference with an OAuth token', () => {
         oauth_client_id: confidentialClient.client_id,
       });
     }
-    const chargedNano = records.reduce((sum, record) => sum + numericToNano(record.wallet_cost), 0n);
+    const chargedNano = records.reduce(
+      (sum, record) => sum + numericToNano(record.wallet_cost),
+      0n,
+    );
     expect(chargedNano).toBeGreaterThan(0n);
     expect(await walletBalanceNano(user.personal_org_id)).toBe(payerBefore - chargedNano);
     expect(await walletBalanceNano(maker.org_id)).toBe(makerBefore);
@@ -745,7 +805,11 @@ describe('inference with an OAuth token', () => {
   it('applies a cap on the connection, and attributes product users within the paying organization only', async () => {
     const token = await connectAndExchange(gateway.url, browser, publicClient);
     // The app maker's own product user "alice", made with its API key…
-    const own = await postJson(`${gateway.url}/v1/chat/completions`, { ...chat(), user: 'alice' }, bearer(maker.api_key));
+    const own = await postJson(
+      `${gateway.url}/v1/chat/completions`,
+      { ...chat(), user: 'alice' },
+      bearer(maker.api_key),
+    );
     expect(own.status).toBe(200);
     // …is not the "alice" the OAuth connection's requests attribute: that one is the payer's.
     const viaOAuth = await postJson(
@@ -761,10 +825,23 @@ describe('inference with an OAuth token', () => {
     );
     expect(rows).toEqual([
       { org_id: maker.org_id, display_name: '', last_app_connection_id: maker.app_connection_id },
-      { org_id: user.personal_org_id, display_name: 'Alice (payer)', last_app_connection_id: token.app_connection_id },
+      {
+        org_id: user.personal_org_id,
+        display_name: 'Alice (payer)',
+        last_app_connection_id: token.app_connection_id,
+      },
     ]);
     await runCliJson(
-      ['cap', 'set', '--scope', 'app_connection', '--app-connection-id', token.app_connection_id, '--amount', '0.000000001'],
+      [
+        'cap',
+        'set',
+        '--scope',
+        'app_connection',
+        '--app-connection-id',
+        token.app_connection_id,
+        '--amount',
+        '0.000000001',
+      ],
       env,
     );
     const capped = await postJson<ErrorBody>(
@@ -843,16 +920,32 @@ describe('POST /oauth/revoke', () => {
       client_id: confidentialClient.client_id,
       client_secret: confidentialClient.client_secret!,
     };
-    expect((await revokeAs({ token: token.access_token, ...confidential })).body).toEqual({ revoked: false });
-    expect((await revokeAs({ token: `gw_oauth_${'Z'.repeat(43)}`, ...confidential })).body).toEqual({ revoked: false });
-    expect((await revokeAs({ token: maker.api_key, ...confidential })).body).toEqual({ revoked: false });
-    expect((await revokeAs({ token: 'anything', client_id: publicClient.client_id })).body).toEqual({ revoked: false });
-    const works = await postJson(`${gateway.url}/v1/chat/completions`, chat(), bearer(token.access_token));
+    expect((await revokeAs({ token: token.access_token, ...confidential })).body).toEqual({
+      revoked: false,
+    });
+    expect((await revokeAs({ token: `gw_oauth_${'Z'.repeat(43)}`, ...confidential })).body).toEqual(
+      { revoked: false },
+    );
+    expect((await revokeAs({ token: maker.api_key, ...confidential })).body).toEqual({
+      revoked: false,
+    });
+    expect((await revokeAs({ token: 'anything', client_id: publicClient.client_id })).body).toEqual(
+      { revoked: false },
+    );
+    const works = await postJson(
+      `${gateway.url}/v1/chat/completions`,
+      chat(),
+      bearer(token.access_token),
+    );
     expect(works.status).toBe(200);
 
     const badAuth = [
       await revokeAs({ token: token.access_token, client_id: confidentialClient.client_id }),
-      await revokeAs({ token: token.access_token, client_id: confidentialClient.client_id, client_secret: 'nope' }),
+      await revokeAs({
+        token: token.access_token,
+        client_id: confidentialClient.client_id,
+        client_secret: 'nope',
+      }),
       await revokeAs({ token: token.access_token }),
       await revokeAs({ token: token.access_token, client_id: 'gw_client_unknown000000000000' }),
       await revokeAs({ token: token.access_token }, { id: publicClient.client_id, secret: 'x' }),
@@ -865,7 +958,9 @@ describe('POST /oauth/revoke', () => {
     expect(missing.status).toBe(400);
     expect(missing.body.error).toBe('invalid_request');
     // and it is still the public client's to revoke
-    expect((await revokeAs({ token: token.access_token, client_id: publicClient.client_id })).body).toEqual({
+    expect(
+      (await revokeAs({ token: token.access_token, client_id: publicClient.client_id })).body,
+    ).toEqual({
       revoked: true,
     });
   });
@@ -874,15 +969,23 @@ describe('POST /oauth/revoke', () => {
 describe('/openapi.json', () => {
   it('lists the OAuth routes with their form bodies, client authentication and RFC 6749 errors', async () => {
     const document = (await (await fetch(`${gateway.url}/openapi.json`)).json()) as {
-      paths: Record<string, Record<string, {
-        security?: unknown;
-        requestBody?: { content: Record<string, unknown> };
-        responses: Record<string, { description: string }>;
-      }>>;
+      paths: Record<
+        string,
+        Record<
+          string,
+          {
+            security?: unknown;
+            requestBody?: { content: Record<string, unknown> };
+            responses: Record<string, { description: string }>;
+          }
+        >
+      >;
     };
     expect(document.paths['/oauth/authorize']!.get).toBeDefined();
     const decision = document.paths['/oauth/authorize']!.post!;
-    expect(Object.keys(decision.requestBody!.content)).toEqual(['application/x-www-form-urlencoded']);
+    expect(Object.keys(decision.requestBody!.content)).toEqual([
+      'application/x-www-form-urlencoded',
+    ]);
     const token = document.paths['/oauth/token']!.post!;
     expect(token.security).toEqual([{ oauthClientBasic: [] }, {}]);
     expect(token.responses['401']!.description).toContain('gw_oauth_invalid_client');

@@ -113,11 +113,7 @@ export class DashboardAuthenticator {
   }
 
   /** Why a write is refused (Origin first, then the CSRF token), or null when it may go on. */
-  private writeRefusal(
-    head: RequestHead,
-    session: Session,
-    csrfInBody: boolean,
-  ): GwError | null {
+  private writeRefusal(head: RequestHead, session: Session, csrfInBody: boolean): GwError | null {
     const origin = head.headers.origin;
     const own = `${this.settings.insecure ? 'http' : 'https'}://${head.headers.host ?? ''}`;
     if (!origin || (origin !== own && !this.settings.allowedOrigins.includes(origin))) {

@@ -109,7 +109,8 @@ export class ApiKeyStore implements InvalidatedCache {
     const found = await shedWhenGateFull(this.lookup(sha256Hex(raw)));
     if (isGwError(found)) return found;
     const identity = found.value;
-    if (!identity) return gwError('gw_unknown_key', oauth ? 'unknown OAuth token' : 'unknown API key');
+    if (!identity)
+      return gwError('gw_unknown_key', oauth ? 'unknown OAuth token' : 'unknown API key');
     if (!identity.active) {
       return gwError(
         'gw_key_inactive',

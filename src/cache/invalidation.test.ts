@@ -22,7 +22,14 @@ describe('cache invalidation messages', () => {
   });
 
   it('does not understand what it does not know', () => {
-    for (const wire of ['', 'pu:not json', 'pu:[1,2]', 'pu:["only-one"]', 'pu:["a","b","c","d"]', 'something-new']) {
+    for (const wire of [
+      '',
+      'pu:not json',
+      'pu:[1,2]',
+      'pu:["only-one"]',
+      'pu:["a","b","c","d"]',
+      'something-new',
+    ]) {
       expect(decodeInvalidation(wire)).toBeUndefined();
     }
   });

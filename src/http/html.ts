@@ -56,7 +56,9 @@ export function pageHeaders(formTargets: readonly string[] = []): Record<string,
     'content-security-policy': pageSecurityPolicy(formTargets),
     'x-content-type-options': 'nosniff',
     'x-frame-options': 'DENY',
-    'referrer-policy': 'no-referrer',
+    // same-origin, not no-referrer: under no-referrer browsers send `Origin: null` with the
+    // page's form, which the Origin check refuses. Other origins get no Referer either way.
+    'referrer-policy': 'same-origin',
   };
 }
 
@@ -67,7 +69,6 @@ export function renderPage(title: string, bodyHtml: string): string {
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
 <title>${escapeHtml(title)} · gw</title>
 <style>${PAGE_STYLE}</style>
 </head>

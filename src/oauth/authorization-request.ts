@@ -104,8 +104,7 @@ export function answerLocation(
   request: ValidAuthorization,
   answer: { readonly code: string } | { readonly error: 'access_denied' },
 ): string {
-  const state: Record<string, string> =
-    request.state === undefined ? {} : { state: request.state };
+  const state: Record<string, string> = request.state === undefined ? {} : { state: request.state };
   return redirectWith(
     request.redirectUri,
     'code' in answer

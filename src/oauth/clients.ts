@@ -90,7 +90,11 @@ export async function createOAuthClientAs(
 ): Promise<CreatedOAuthClient | GwError> {
   const problem = redirectUrisProblem(input.redirectUris);
   if (problem) return gwError('gw_invalid_request', problem);
-  if (input.name.trim() === '' || input.name.length > 200 || /[\u0000-\u001f\u007f]/.test(input.name)) {
+  if (
+    input.name.trim() === '' ||
+    input.name.length > 200 ||
+    [...input.name].some((char) => char.charCodeAt(0) < 0x20 || char === '\u007f')
+  ) {
     return gwError('gw_invalid_request', 'name: 1 to 200 characters, no control characters');
   }
   return withTransaction(db, async (client) => {

@@ -20,10 +20,7 @@ export function renderConsentPage(page: ConsentPage): string {
   const hidden = (name: string, value: string): string =>
     `<input type="hidden" name="${name}" value="${escapeHtml(value)}">`;
   const options = page.payingOrgs
-    .map(
-      (org) =>
-        `<option value="${escapeHtml(org.id)}">${escapeHtml(org.name)}${org.personal ? ' (personal)' : ''}</option>`,
-    )
+    .map((org) => `<option value="${escapeHtml(org.id)}">${escapeHtml(org.name)}</option>`)
     .join('');
   const returnTo = destinationOf(request.redirectUri);
   return renderPage(

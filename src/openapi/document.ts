@@ -16,7 +16,9 @@ const errorSchema = z.object({
 });
 /** RFC 6749 section 5.2, as the OAuth token and revocation endpoints answer errors. */
 const oauthErrorSchema = z.object({
-  error: z.string().describe('invalid_request, invalid_client, invalid_grant, unsupported_grant_type, …'),
+  error: z
+    .string()
+    .describe('invalid_request, invalid_client, invalid_grant, unsupported_grant_type, …'),
   error_description: z.string(),
   gw_code: z.enum(codes),
 });

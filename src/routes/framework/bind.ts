@@ -82,7 +82,10 @@ function bindRoute<Deps>(
         const presented = (body as Record<string, unknown>)[CSRF_FORM_FIELD];
         if (
           request.method !== 'GET' &&
-          !csrfTokenMatches(typeof presented === 'string' ? presented : undefined, session.csrfToken)
+          !csrfTokenMatches(
+            typeof presented === 'string' ? presented : undefined,
+            session.csrfToken,
+          )
         ) {
           return sendError(
             response,

@@ -7,10 +7,7 @@ import { z } from 'zod';
 import { roleAtLeast } from '../../accounts/users.js';
 import { gwError } from '../../errors.js';
 import { sendError } from '../../http/respond.js';
-import {
-  answerLocation,
-  checkAuthorizationRequest,
-} from '../../oauth/authorization-request.js';
+import { answerLocation, checkAuthorizationRequest } from '../../oauth/authorization-request.js';
 import { approve, SPENDING_ROLE } from '../../oauth/connections.js';
 import { declareRoute } from '../framework/declaration.js';
 import { redirect } from './authorize-page.js';
@@ -34,7 +31,8 @@ const decisionSchema = z.object({
 export const authorizeDecisionRoute = declareRoute({
   method: 'POST',
   path: '/oauth/authorize',
-  summary: "The user's answer on the consent page: 302 to the redirect URI with a code, or access_denied",
+  summary:
+    "The user's answer on the consent page: 302 to the redirect URI with a code, or access_denied",
   tag: 'oauth',
   caller: { kind: 'session', csrf: 'form' },
   body: decisionSchema,

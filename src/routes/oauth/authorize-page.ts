@@ -57,7 +57,8 @@ export const authorizePageRoute = declareRoute({
       return redirect(response, `${SIGN_IN_PAGE}?next=${encodeURIComponent(back)}`);
     }
     const payingOrgs = payingOrgsOf(caller.user.memberships).sort(
-      (a, b) => Number(b.id === caller.user.personalOrgId) - Number(a.id === caller.user.personalOrgId),
+      (a, b) =>
+        Number(b.id === caller.user.personalOrgId) - Number(a.id === caller.user.personalOrgId),
     );
     response.writeHead(200, pageHeaders([formActionSource(check.request.redirectUri)]));
     response.end(
@@ -72,6 +73,10 @@ export const authorizePageRoute = declareRoute({
 });
 
 export function redirect(response: HttpResponse, location: string): void {
-  response.writeHead(302, { location, 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' });
+  response.writeHead(302, {
+    location,
+    'cache-control': 'no-store',
+    'referrer-policy': 'no-referrer',
+  });
   response.end();
 }

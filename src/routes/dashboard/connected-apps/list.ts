@@ -22,7 +22,11 @@ export const listConnectedAppsRoute = declareRoute({
   async handler({ request }, response, deps: { readonly db: DbPool }) {
     const page = parsePage(request.query);
     if (isGwError(page)) return sendError(response, page);
-    const { data, nextCursor } = await listConnectedApps(deps.db, request.params.org_id ?? '', page);
+    const { data, nextCursor } = await listConnectedApps(
+      deps.db,
+      request.params.org_id ?? '',
+      page,
+    );
     sendJson(response, 200, { data, next_cursor: nextCursor });
   },
 });

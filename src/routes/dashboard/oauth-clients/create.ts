@@ -17,7 +17,10 @@ export const createOAuthClientRoute = declareRoute({
   caller: { kind: 'org_member', role: 'admin', org: ofApp },
   body: createOAuthClientBody,
   responses: {
-    201: { description: 'the client, with its secret if confidential', schema: createdOAuthClientSchema },
+    201: {
+      description: 'the client, with its secret if confidential',
+      schema: createdOAuthClientSchema,
+    },
   },
   errors: ['gw_invalid_request'],
   async handler({ request, caller, body }, response, deps: { readonly db: DbPool }) {

@@ -28,7 +28,10 @@ export const deleteOAuthClientRoute = declareRoute({
       request.params.client_id ?? '',
     );
     if (!deleted) {
-      return sendError(response, gwError('gw_not_found', 'no OAuth client with this id in your organizations'));
+      return sendError(
+        response,
+        gwError('gw_not_found', 'no OAuth client with this id in your organizations'),
+      );
     }
     sendJson(response, 200, oauthClientView(deleted));
   },

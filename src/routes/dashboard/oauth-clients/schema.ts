@@ -26,7 +26,11 @@ export const createdOAuthClientSchema = oauthClientSchema.extend({
 export const createOAuthClientBody = z.strictObject({
   name: displayName,
   redirect_uris: z
-    .array(z.string().max(MAX_REDIRECT_URI_LENGTH, `must be at most ${MAX_REDIRECT_URI_LENGTH} characters`))
+    .array(
+      z
+        .string()
+        .max(MAX_REDIRECT_URI_LENGTH, `must be at most ${MAX_REDIRECT_URI_LENGTH} characters`),
+    )
     .min(1, 'register at least one')
     .max(MAX_REDIRECT_URIS, `at most ${MAX_REDIRECT_URIS} per client`),
   public: z.boolean().optional(),
