@@ -802,7 +802,7 @@ describe('inference with an OAuth token', () => {
     expect(answer.body.error.code).toBe('gw_reservation_insufficient_balance');
   });
 
-  it('applies a cap on the connection, and attributes product users within the paying organization only', async () => {
+  it('applies the connection’s and the paying organization’s caps, and attributes product users within the paying organization only', async () => {
     const token = await connectAndExchange(gateway.url, browser, publicClient);
     // The app maker's own product user "alice", made with its API key…
     const own = await postJson(
@@ -851,6 +851,22 @@ describe('inference with an OAuth token', () => {
     );
     expect(capped.status).toBe(403);
     expect(capped.body.error.code).toBe('gw_cap_exceeded');
+    // and the paying organization's own cap
+    const teamToken = await connectAndExchange(gateway.url, browser, publicClient, {
+      orgId: teamOrg.org_id,
+    });
+    await runCliJson(
+      ['cap', 'set', '--scope', 'org', '--org-id', teamOrg.org_id, '--amount', '0.000000001'],
+      env,
+    );
+    const orgCapped = await postJson<ErrorBody>(
+      `${gateway.url}/v1/chat/completions`,
+      chat(),
+      bearer(teamToken.access_token),
+    );
+    expect(orgCapped.status).toBe(403);
+    expect(orgCapped.body.error.code).toBe('gw_cap_exceeded');
+    expect(orgCapped.body.error.message).toMatch(/organization/);
   });
 
   it('cannot get API keys issued or rotated on an OAuth connection', async () => {
