@@ -34,6 +34,13 @@ const booleanFlag = z
 
 export const configSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  /**
+   * Gateway processes accepting on PORT (SO_REUSEPORT): `auto` is one per core the container
+   * has. PORT=0 always runs one (each process would pick its own port).
+   */
+  GATEWAY_WORKERS: z
+    .union([z.literal('auto'), z.coerce.number().int().min(1).max(256)])
+    .default('auto'),
   HOST: z.string().min(1).default('0.0.0.0'),
   REDIS_URL: z.url().default('redis://127.0.0.1:6379'),
   REDIS_KEY_PREFIX: z

@@ -1,7 +1,7 @@
 // Apps of an organization: the service the CLI and the dashboard API share.
 import { recordAudit } from '../audit/audit.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
-import { afterCursorSql, CURSOR_COLUMN, pageOfRows, type PageRequest } from '../db/pages.js';
+import { CURSOR_COLUMN, readPage, type Page, type PageRequest } from '../db/pages.js';
 import { createApp } from './provisioning.js';
 
 export interface AppRow {
@@ -25,23 +25,9 @@ export function appView(row: AppRow): Record<string, unknown> {
   };
 }
 
-export async function listApps(
-  db: DbPool,
-  orgId: string,
-  page: PageRequest,
-): Promise<{ rows: AppRow[]; nextCursor: string | null }> {
-  const params: unknown[] = [orgId, page.limit + 1];
-  let where = 'org_id = $1';
-  if (page.after) {
-    params.push(page.after.createdAtUs, page.after.id);
-    where += ` AND ${afterCursorSql(3)}`;
-  }
-  const { rows } = await db.query<AppRow>(
-    `SELECT id, org_id, name, created_at, ${CURSOR_COLUMN} FROM apps WHERE ${where}
-      ORDER BY created_at, id LIMIT $2`,
-    params,
-  );
-  return pageOfRows(rows, page.limit);
+export function listApps(db: DbPool, orgId: string, page: PageRequest): Promise<Page<AppRow>> {
+  const select = `SELECT id, org_id, name, created_at, ${CURSOR_COLUMN} FROM apps`;
+  return readPage(db, { select, where: 'org_id = $1', params: [orgId] }, page);
 }
 
 /** Creates an app, recording who did it in the audit log (same transaction). */

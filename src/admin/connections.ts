@@ -5,7 +5,7 @@
 // it also revokes its OAuth token, however it is revoked (revokeConnection is the one rule).
 import { recordAudit } from '../audit/audit.js';
 import type { ApiKeyStore } from '../auth/api-key-store.js';
-import { afterCursorSql, CURSOR_COLUMN, pageOfRows, type PageRequest } from '../db/pages.js';
+import { CURSOR_COLUMN, readPage, type Page, type PageRequest } from '../db/pages.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
 import { createAppConnection } from './provisioning.js';
 import type { Actor } from './apps.js';
@@ -53,24 +53,16 @@ export function connectionView(row: ConnectionRow): Record<string, unknown> {
 const COLUMNS = `id, org_id, app_id, name, status, requires_product_user, credit_mode, overrun_policy,
   oauth_client_id, created_at, updated_at, ${CURSOR_COLUMN}`;
 
-export async function listConnections(
+export function listConnections(
   db: DbPool,
   appId: string,
   page: PageRequest,
-): Promise<{ rows: ConnectionRow[]; nextCursor: string | null }> {
-  const params: unknown[] = [appId, page.limit + 1];
+): Promise<Page<ConnectionRow>> {
+  const select = `SELECT ${COLUMNS} FROM app_connections`;
   // The app's own organization's connections: those other organizations made by OAuth
   // consent are theirs (they see them as connected apps).
-  let where = 'app_id = $1 AND org_id = (SELECT org_id FROM apps WHERE id = $1)';
-  if (page.after) {
-    params.push(page.after.createdAtUs, page.after.id);
-    where += ` AND ${afterCursorSql(3)}`;
-  }
-  const { rows } = await db.query<ConnectionRow>(
-    `SELECT ${COLUMNS} FROM app_connections WHERE ${where} ORDER BY created_at, id LIMIT $2`,
-    params,
-  );
-  return pageOfRows(rows, page.limit);
+  const where = 'app_id = $1 AND org_id = (SELECT org_id FROM apps WHERE id = $1)';
+  return readPage(db, { select, where, params: [appId] }, page);
 }
 
 export async function createConnectionAs(

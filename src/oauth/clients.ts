@@ -8,7 +8,7 @@ import { revokeConnection } from '../admin/connections.js';
 import type { Actor } from '../admin/apps.js';
 import { recordAudit } from '../audit/audit.js';
 import type { ApiKeyStore } from '../auth/api-key-store.js';
-import { afterCursorSql, CURSOR_COLUMN, pageOfRows, type PageRequest } from '../db/pages.js';
+import { CURSOR_COLUMN, readPage, type Page, type PageRequest } from '../db/pages.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
 import { newOAuthClientId, newSecret, secretPrefixes, sha256Hex } from '../ids.js';
@@ -132,22 +132,17 @@ export async function createOAuthClientAs(
   });
 }
 
-export async function listOAuthClients(
+export function listOAuthClients(
   db: DbPool,
   appId: string,
   page: PageRequest,
-): Promise<{ rows: OAuthClientRow[]; nextCursor: string | null }> {
-  const params: unknown[] = [appId, page.limit + 1];
-  let where = "app_id = $1 AND status = 'active'";
-  if (page.after) {
-    params.push(page.after.createdAtUs, page.after.id);
-    where += ` AND ${afterCursorSql(3)}`;
-  }
-  const { rows } = await db.query<OAuthClientRow>(
-    `SELECT ${COLUMNS} FROM oauth_clients WHERE ${where} ORDER BY created_at, id LIMIT $2`,
-    params,
+): Promise<Page<OAuthClientRow>> {
+  const select = `SELECT ${COLUMNS} FROM oauth_clients`;
+  return readPage(
+    db,
+    { select, where: "app_id = $1 AND status = 'active'", params: [appId] },
+    page,
   );
-  return pageOfRows(rows, page.limit);
 }
 
 /**

@@ -12,7 +12,7 @@ import type { Membership } from '../accounts/users.js';
 import { roleAtLeast } from '../accounts/users.js';
 import { recordAudit } from '../audit/audit.js';
 import type { ApiKeyStore } from '../auth/api-key-store.js';
-import { afterCursorSql, pageOfRows, type PageRequest } from '../db/pages.js';
+import { readPage, type Page, type PageRequest } from '../db/pages.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
 import { sha256Hex } from '../ids.js';
@@ -228,10 +228,13 @@ const CONNECTED_APP_FROM = `app_connections c
   LEFT JOIN oauth_clients oc ON oc.id = c.oauth_client_id
   LEFT JOIN dashboard_users u ON u.id = c.connected_by_user_id`;
 
-export function connectedAppView(
-  row: ConnectedAppRow,
-  spend: { thisMonth: Spend; total: Spend },
-): Record<string, unknown> {
+/** A connected app with what it spent this calendar month (UTC) and in total. */
+export interface ConnectedAppWithSpend extends ConnectedAppRow {
+  readonly spend: { readonly thisMonth: Spend; readonly total: Spend };
+}
+
+export function connectedAppView(row: ConnectedAppWithSpend): Record<string, unknown> {
+  const { spend } = row;
   const money = (value: Spend) => ({
     cost: formatNano(value.costNano),
     wallet_cost: formatNano(value.walletCostNano),
@@ -259,35 +262,31 @@ export async function listConnectedApps(
   db: DbPool,
   orgId: string,
   page: PageRequest,
-): Promise<{ data: Record<string, unknown>[]; nextCursor: string | null }> {
-  const params: unknown[] = [orgId, page.limit + 1];
-  let where = 'c.org_id = $1 AND c.oauth_client_id IS NOT NULL';
-  if (page.after) {
-    params.push(page.after.createdAtUs, page.after.id);
-    where += ` AND ${afterCursorSql(3, 'c.created_at', 'c.id')}`;
-  }
-  const { rows } = await db.query<ConnectedAppRow>(
-    `SELECT ${CONNECTED_APP_COLUMNS} FROM ${CONNECTED_APP_FROM}
-      WHERE ${where} ORDER BY c.created_at, c.id LIMIT $2`,
-    params,
+): Promise<Page<ConnectedAppWithSpend>> {
+  const { rows, nextCursor } = await readPage<ConnectedAppRow>(
+    db,
+    {
+      select: `SELECT ${CONNECTED_APP_COLUMNS} FROM ${CONNECTED_APP_FROM}`,
+      where: 'c.org_id = $1 AND c.oauth_client_id IS NOT NULL',
+      params: [orgId],
+      createdAtColumn: 'c.created_at',
+      idColumn: 'c.id',
+    },
+    page,
   );
-  const { rows: pageRows, nextCursor } = pageOfRows(rows, page.limit);
   const spend = await spendOf(
     db,
     orgId,
-    pageRows.map((row) => row.id),
+    rows.map((row) => row.id),
   );
-  return {
-    data: pageRows.map((row) => connectedAppView(row, spend(row.id))),
-    nextCursor,
-  };
+  return { rows: rows.map((row) => ({ ...row, spend: spend(row.id) })), nextCursor };
 }
 
-/** One connected app of the organization (null: none, or not an OAuth connection). */
+/** One connected app (null: none, or not an OAuth connection). */
 export async function connectedApp(
   db: DbPool,
   connectionId: string,
-): Promise<Record<string, unknown> | null> {
+): Promise<ConnectedAppWithSpend | null> {
   const { rows } = await db.query<ConnectedAppRow>(
     `SELECT ${CONNECTED_APP_COLUMNS} FROM ${CONNECTED_APP_FROM}
       WHERE c.id = $1 AND c.oauth_client_id IS NOT NULL`,
@@ -296,7 +295,7 @@ export async function connectedApp(
   const row = rows[0];
   if (!row) return null;
   const spend = await spendOf(db, row.org_id, [row.id]);
-  return connectedAppView(row, spend(row.id));
+  return { ...row, spend: spend(row.id) };
 }
 
 /** The user revokes a connected app of one of their organizations (the caller checked). */
@@ -312,7 +311,7 @@ export async function revokeConnectedApp(
   );
   if (rowCount === 0) return gwError('gw_not_found', 'no connected app with this id');
   await revokeConnection(db, apiKeys, actor, connectionId);
-  return (await connectedApp(db, connectionId))!;
+  return connectedAppView((await connectedApp(db, connectionId))!);
 }
 
 /**

@@ -1,32 +1,16 @@
-// GET /dashboard/api/orgs/{org_id}/connected-apps: the apps users connected to this
-// organization's wallet by OAuth, with their spend (any member).
-import type { DbPool } from '../../../db/pool.js';
-import { pageQuerySchema } from '../../../db/pages.js';
-import { isGwError } from '../../../errors.js';
-import { sendError, sendJson } from '../../../http/respond.js';
-import { listConnectedApps } from '../../../oauth/connections.js';
-import { declareRoute } from '../../framework/declaration.js';
-import { parsePage } from '../../framework/query.js';
-import { inOrg, pageOf } from '../schemas.js';
+// GET /dashboard/api/orgs/{org_id}/connected-apps: the apps connected by OAuth that this
+// organization's wallet pays for, with what each spent (any member).
+import { connectedAppView, listConnectedApps } from '../../../oauth/connections.js';
+import { declareListRoute } from '../list-route.js';
+import { inOrg } from '../schemas.js';
 import { connectedAppSchema } from './schema.js';
 
-export const listConnectedAppsRoute = declareRoute({
-  method: 'GET',
+export const listConnectedAppsRoute = declareListRoute({
   path: '/dashboard/api/orgs/{org_id}/connected-apps',
   summary: "Apps connected by OAuth that this organization's wallet pays for, with their spend",
-  tag: 'dashboard',
-  caller: { kind: 'org_member', role: 'viewer', org: inOrg },
-  query: pageQuerySchema,
-  responses: { 200: { description: 'connected apps', schema: pageOf(connectedAppSchema) } },
-  errors: ['gw_invalid_request'],
-  async handler({ request }, response, deps: { readonly db: DbPool }) {
-    const page = parsePage(request.query);
-    if (isGwError(page)) return sendError(response, page);
-    const { data, nextCursor } = await listConnectedApps(
-      deps.db,
-      request.params.org_id ?? '',
-      page,
-    );
-    sendJson(response, 200, { data, next_cursor: nextCursor });
-  },
+  org: inOrg,
+  rows: 'connected apps',
+  item: connectedAppSchema,
+  list: listConnectedApps,
+  view: connectedAppView,
 });
