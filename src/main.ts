@@ -46,7 +46,7 @@ import { UpstreamClient } from './providers/upstream.js';
 import { createRedisKeys } from './redis/keys.js';
 import { defineScripts, preloadScripts } from './redis/scripts.js';
 import { buildOpenApiDocument } from './openapi/document.js';
-import { OAuthClientAuthenticator } from './oauth/clients.js';
+import { OAuthClientAuthenticator } from './oauth/client-auth.js';
 import { AuthorizationCodes, CODE_REPLAY_WINDOW_MS } from './oauth/codes.js';
 import { bindRoutes } from './routes/framework/bind.js';
 import type { Authenticators } from './routes/framework/declaration.js';

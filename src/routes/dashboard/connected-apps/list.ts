@@ -1,6 +1,6 @@
 // GET /dashboard/api/orgs/{org_id}/connected-apps: the apps connected by OAuth that this
 // organization's wallet pays for, with what each spent (any member).
-import { connectedAppView, listConnectedApps } from '../../../oauth/connections.js';
+import { connectedAppView, listConnectedApps } from '../../../oauth/connected-apps.js';
 import { declareListRoute } from '../list-route.js';
 import { inOrg } from '../schemas.js';
 import { connectedAppSchema } from './schema.js';

@@ -5,7 +5,8 @@ import type { ApiKeyStore } from '../../../auth/api-key-store.js';
 import type { DbPool } from '../../../db/pool.js';
 import { isGwError } from '../../../errors.js';
 import { sendError, sendJson } from '../../../http/respond.js';
-import { revokeConnectedApp, SPENDING_ROLE } from '../../../oauth/connections.js';
+import { revokeConnectedApp } from '../../../oauth/connected-apps.js';
+import { SPENDING_ROLE } from '../../../oauth/connections.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { connectedAppSchema, ofConnectedApp } from './schema.js';
 
