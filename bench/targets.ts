@@ -58,9 +58,9 @@ function spawnUntil(
 
 const jsonPort = (output: string): string | undefined => /"port":(\d+)/.exec(output)?.[1];
 
-export async function startMock(): Promise<Target> {
+export async function startMock(extraArgs: readonly string[] = []): Promise<Target> {
   const { child, value } = await spawnUntil(
-    ['bin/gw.js', 'mock-vendors', '--port', '0'],
+    ['bin/gw.js', 'mock-vendors', '--port', '0', ...extraArgs],
     {},
     jsonPort,
   );
@@ -96,12 +96,17 @@ async function freePort(): Promise<number> {
 export async function startGatewayTarget(
   upstreamUrl: string,
   nodeArgs: readonly string[] = [],
-  { workers = 1, sharing }: { workers?: number; sharing?: GatewayTarget } = {},
+  {
+    workers = 1,
+    sharing,
+    metrics = false,
+  }: { workers?: number; sharing?: GatewayTarget; metrics?: boolean } = {},
 ): Promise<GatewayTarget> {
   const env = {
     PORT: workers > 1 ? String(await freePort()) : '0',
     GATEWAY_WORKERS: String(workers),
-    METRICS_ENABLED: 'false',
+    METRICS_ENABLED: String(metrics),
+    METRICS_PORT: metrics ? String(await freePort()) : '0',
     HOST: '127.0.0.1',
     DATABASE_URL: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/gw_bench',
     REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',

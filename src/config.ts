@@ -55,6 +55,11 @@ export const configSchema = z.object({
     .min(1024)
     .default(4 * 1024 * 1024),
   UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(100).default(120_000),
+  /**
+   * Connections per vendor origin and process. Every stream in flight holds one (HTTP/1.1),
+   * so this bounds the concurrent requests to one vendor; more wait in the pool's queue.
+   */
+  UPSTREAM_CONNECTIONS: z.coerce.number().int().min(1).max(65_536).default(8192),
   RESERVATION_TTL_MS: z.coerce.number().int().min(1000).default(600_000),
   AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).default(30_000),
   TOKEN_WORKERS: z.coerce.number().int().min(1).max(64).default(2),

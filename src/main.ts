@@ -117,7 +117,11 @@ async function assembleGateway(
   const redis = closers.add('redis', new Redis(config.REDIS_URL, redisOptions), quitRedis);
   const subscriber = closers.add(
     'redis subscriber',
-    new Redis(config.REDIS_URL, { maxRetriesPerRequest: null }),
+    // Named, so an operator (or a test) can find this instance's subscriber in CLIENT LIST.
+    new Redis(config.REDIS_URL, {
+      maxRetriesPerRequest: null,
+      connectionName: `${config.REDIS_KEY_PREFIX}:invalidations`,
+    }),
     quitRedis,
   );
   const keys = createRedisKeys(config.REDIS_KEY_PREFIX);
@@ -156,7 +160,7 @@ async function assembleGateway(
   );
   const upstream = closers.add(
     'upstream client',
-    new UpstreamClient(config.UPSTREAM_TIMEOUT_MS),
+    new UpstreamClient(config.UPSTREAM_TIMEOUT_MS, config.UPSTREAM_CONNECTIONS),
     (client) => client.close(),
   );
 

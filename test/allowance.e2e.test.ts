@@ -15,7 +15,7 @@ import {
 } from './support/processes.js';
 import { eventually } from './support/services.js';
 
-const { env, db, redis } = isolatedContext('allowe2e');
+const { env, db, redis, prefix } = isolatedContext('allowe2e');
 let gateways: GatewayProcess[];
 
 const OUTPUT_TOKENS = 8;
@@ -397,8 +397,15 @@ describe('cached cap rules', () => {
       [org.org_id],
     );
     expect((await send()).status).toBe(200); // the cached rule still applies
-    // Every subscriber is disconnected: the gateways reconnect and drop what they cached.
-    await redis.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
+    // Every subscriber of these gateways is disconnected (only theirs: other files' gateways
+    // share this Redis): they reconnect and drop what they cached.
+    const clients = (await redis.call('CLIENT', 'LIST', 'TYPE', 'pubsub')) as string;
+    const ours = clients
+      .split('\n')
+      .filter((line) => line.includes(` name=${prefix}:invalidations `))
+      .map((line) => /(?:^| )id=(\d+)/.exec(line)![1]!);
+    expect(ours.length).toBe(gateways.length);
+    for (const id of ours) await redis.call('CLIENT', 'KILL', 'ID', id);
     const refused = await eventually(async () => {
       const response = await send();
       return response.status === 200 ? undefined : response;
