@@ -47,6 +47,8 @@ function bindRoute<Deps>(
     authenticate: (head) => authenticate(authenticators, route.caller, head),
     handler: async (request, response, authenticated) => {
       let caller = authenticated;
+      // Even a request refused for its body names its caller's organization in the log.
+      annotateCallerOrg(response, caller);
       let body: unknown;
       if (route.body) {
         const schema = route.body as z.ZodType;
@@ -104,8 +106,8 @@ function bindRoute<Deps>(
         );
         if (isGwError(client)) return sendError(response, client, flavorOf(request.headers));
         caller = client;
+        annotateCallerOrg(response, caller);
       }
-      annotateCallerOrg(response, caller);
       // The caller and body match the declaration: the adapter ran its authenticator and
       // the schema above validated the body.
       return route.handler(
