@@ -106,6 +106,8 @@ export const configSchema = z.object({
     .int()
     .min(60_000)
     .default(12 * 3_600_000),
+  /** How long an OAuth authorization code waits for its exchange (RFC 6749: short). */
+  OAUTH_CODE_TTL_MS: z.coerce.number().int().min(1_000).max(600_000).default(60_000),
 });
 
 export type Config = Readonly<z.infer<typeof configSchema>>;

@@ -46,6 +46,8 @@ import { UpstreamClient } from './providers/upstream.js';
 import { createRedisKeys } from './redis/keys.js';
 import { defineScripts, preloadScripts } from './redis/scripts.js';
 import { buildOpenApiDocument } from './openapi/document.js';
+import { OAuthClientAuthenticator } from './oauth/client-auth.js';
+import { AuthorizationCodes, CODE_REPLAY_WINDOW_MS } from './oauth/codes.js';
 import { bindRoutes } from './routes/framework/bind.js';
 import type { Authenticators } from './routes/framework/declaration.js';
 import type { ReadinessProbe } from './routes/readyz.js';
@@ -276,6 +278,7 @@ async function assembleGateway(
     absoluteMs: config.DASHBOARD_SESSION_MAX_MS,
     insecureCookies: config.DASHBOARD_INSECURE_COOKIES,
   });
+  const oauthClients = new OAuthClientAuthenticator(db);
   const dashboardAuth = new DashboardAuthenticator(db, sessions, {
     allowedOrigins: config.DASHBOARD_ALLOWED_ORIGINS,
     insecure: config.DASHBOARD_INSECURE_COOKIES,
@@ -293,6 +296,14 @@ async function assembleGateway(
       profiles: new ProductUserProfiles(db, new LiveBalanceReader(redis, keys, loader)),
       management: new ProductUserManagement(db, redis, keys, scripts),
     },
+    oauth: {
+      db,
+      codes: new AuthorizationCodes(redis, keys, scripts, {
+        ttlMs: config.OAUTH_CODE_TTL_MS,
+        replayWindowMs: CODE_REPLAY_WINDOW_MS,
+      }),
+      apiKeys,
+    },
     readiness,
     metricsRegistry: metrics.registry,
     openApiDocument: buildOpenApiDocument(servedRoutes),
@@ -301,8 +312,9 @@ async function assembleGateway(
   const authenticators: Authenticators = {
     apiKey: (headers) => apiKeys.authenticate(headers),
     serviceKey: (headers, scope) => serviceKeys.authenticate(headers, scope),
-    session: (head) => dashboardAuth.session(head),
+    session: (head, options) => dashboardAuth.session(head, options),
     orgMember: (head, role, org) => dashboardAuth.orgMember(head, role, org),
+    oauthClient: (headers, form) => oauthClients.authenticate(headers, form),
   };
   const server = createHttpServer({
     maxBodyBytes: config.MAX_BODY_BYTES,

@@ -11,7 +11,13 @@ export type CacheInvalidation =
   | { readonly kind: 'service-keys' }
   | { readonly kind: 'caps' }
   | { readonly kind: 'credentials' }
-  | { readonly kind: 'product-user'; readonly appId: string; readonly externalUserId: string };
+  | {
+      readonly kind: 'product-user';
+      /** Absent in messages of versions before product users were per organization. */
+      readonly orgId?: string;
+      readonly appId: string;
+      readonly externalUserId: string;
+    };
 
 /** A cache that follows the invalidation channel. */
 export interface InvalidatedCache {
@@ -36,7 +42,11 @@ export function encodeInvalidation(invalidation: CacheInvalidation): string {
     case 'credentials':
       return 'credentials';
     case 'product-user':
-      return `${PRODUCT_USER_PREFIX}${JSON.stringify([invalidation.appId, invalidation.externalUserId])}`;
+      return `${PRODUCT_USER_PREFIX}${JSON.stringify(
+        invalidation.orgId === undefined
+          ? [invalidation.appId, invalidation.externalUserId]
+          : [invalidation.orgId, invalidation.appId, invalidation.externalUserId],
+      )}`;
   }
 }
 
@@ -52,13 +62,17 @@ export function decodeInvalidation(message: string): CacheInvalidation | undefin
   if (message.startsWith(PRODUCT_USER_PREFIX)) {
     try {
       const parsed: unknown = JSON.parse(message.slice(PRODUCT_USER_PREFIX.length));
-      if (
-        Array.isArray(parsed) &&
-        parsed.length === 2 &&
-        typeof parsed[0] === 'string' &&
-        typeof parsed[1] === 'string'
-      ) {
-        return { kind: 'product-user', appId: parsed[0], externalUserId: parsed[1] };
+      const strings =
+        Array.isArray(parsed) && parsed.every((item) => typeof item === 'string')
+          ? (parsed as string[])
+          : [];
+      if (strings.length === 3) {
+        const [orgId, appId, externalUserId] = strings as [string, string, string];
+        return { kind: 'product-user', orgId, appId, externalUserId };
+      }
+      if (strings.length === 2) {
+        const [appId, externalUserId] = strings as [string, string];
+        return { kind: 'product-user', appId, externalUserId };
       }
     } catch {
       // not ours: ignored below

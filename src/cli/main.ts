@@ -10,6 +10,7 @@ import { capCommand, capHelp } from './cap.js';
 import { credentialsCommand, credentialsHelp } from './credentials.js';
 import { openCliContext, type CliContext } from './context.js';
 import { mockVendorsCommand } from './mock-vendors.js';
+import { oauthClientCommand, oauthClientHelp } from './oauth-client.js';
 import { cliIo } from './io.js';
 import { UsageError } from './output.js';
 import { creditsCommand, productUserCommand, productUserHelp } from './product-user.js';
@@ -30,6 +31,8 @@ ${walletHelp}
 ${apiKeyHelp}
 
 ${serviceKeyHelp}
+
+${oauthClientHelp}
 
 ${capHelp}
 
@@ -55,6 +58,7 @@ const dataCommands: Record<string, DataCommand> = {
   wallet: walletCommand,
   'api-key': apiKeyCommand,
   'service-key': serviceKeyCommand,
+  'oauth-client': oauthClientCommand,
   cap: capCommand,
   'product-user': productUserCommand,
   credits: creditsCommand,

@@ -153,6 +153,11 @@ export const scriptSpecs = {
     keys: ['value', 'generation'],
     args: ['expected_generation', 'value', 'ttl_s'],
   },
+  oauthTakeCode: {
+    file: 'oauth-take-code',
+    keys: ['code', 'used'],
+    args: ['used_ttl_ms'],
+  },
 } as const satisfies Record<string, ScriptSpec>;
 
 export type ScriptName = keyof typeof scriptSpecs;
