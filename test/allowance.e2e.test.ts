@@ -2,6 +2,7 @@
 // sharing Redis and Postgres: exactly K of 200 racing requests succeed, and Redis counters,
 // the profile and the Postgres ledger agree to the nano-unit.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { masters } from '../src/redis/connect.js';
 import { countInputTokens } from '../src/tokens/count.js';
 import { chatCompletionTexts } from '../src/tokens/request-texts.js';
 import { isolatedContext } from './support/context.js';
@@ -397,8 +398,9 @@ describe('cached cap rules', () => {
       [org.org_id],
     );
     expect((await send()).status).toBe(200); // the cached rule still applies
-    // Every subscriber is disconnected: the gateways reconnect and drop what they cached.
-    await redis.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
+    // Every subscriber is disconnected (on every node of a cluster): the gateways reconnect
+    // and drop what they cached.
+    for (const node of masters(redis)) await node.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
     const refused = await eventually(async () => {
       const response = await send();
       return response.status === 200 ? undefined : response;

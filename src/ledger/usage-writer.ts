@@ -2,12 +2,13 @@
 // batches, acknowledges only after commit, and claims entries left pending by instances that
 // died. A row Postgres refuses goes to the dead-letter table instead of blocking the rest.
 // A slow Postgres slows this loop, never the request path.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connect.js';
 import type { Logger } from '../log.js';
 import { USAGE_CONSUMER_GROUP, type RedisKeys } from '../redis/keys.js';
 import type { PostgresUsageSink } from './postgres-usage-sink.js';
 import { isRowRefusal, type DeadLetter, type UsageDeadLetters } from './usage-dead-letters.js';
 import { usageRecordFromFields, type UsageRecord } from './usage-record.js';
+import { UsageStreamGroup, type StreamBatch, type StreamEntry } from './usage-stream-group.js';
 
 /** What the writer counts (GatewayMetrics' counters, or a relay from the writer thread). */
 export interface UsageWriterCounters {
@@ -23,9 +24,6 @@ export interface UsageWriterOptions {
   readonly claimIdleMs: number;
 }
 
-type StreamEntry = [id: string, fields: string[]];
-type StreamBatch = Array<[stream: string, entries: StreamEntry[]]>;
-
 const REGISTRY_REFRESH_MS = 1000;
 const RETRY_BACKOFF_MS = 500;
 
@@ -38,17 +36,20 @@ export class UsageStreamWriter {
   private readonly groupsCreated = new Set<string>();
   private lastRegistryRefreshMs = 0;
   private lastClaimMs = 0;
+  private readonly group: UsageStreamGroup;
 
   constructor(
     /** A dedicated connection: blocking reads must not stall the request path's client. */
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
     private readonly sink: PostgresUsageSink,
     private readonly deadLetters: UsageDeadLetters,
     private readonly logger: Logger,
     private readonly metrics: UsageWriterCounters,
     private readonly options: UsageWriterOptions,
-  ) {}
+  ) {
+    this.group = new UsageStreamGroup(redis, options.consumerName);
+  }
 
   start(): void {
     if (this.running) return;
@@ -131,20 +132,8 @@ export class UsageStreamWriter {
 
   private async read(block: boolean): Promise<StreamBatch> {
     if (this.streams.length === 0) return [];
-    const blockArgs = block ? ['BLOCK', String(this.options.flushIntervalMs)] : [];
-    const reply = (await this.redis.call(
-      'XREADGROUP',
-      'GROUP',
-      USAGE_CONSUMER_GROUP,
-      this.options.consumerName,
-      'COUNT',
-      String(this.options.batchMaxRows),
-      ...blockArgs,
-      'STREAMS',
-      ...this.streams,
-      ...this.streams.map(() => '>'),
-    )) as StreamBatch | null;
-    return (reply ?? []).filter(([, entries]) => entries.length > 0);
+    const blockMs = block ? this.options.flushIntervalMs : undefined;
+    return this.group.read(this.streams, this.options.batchMaxRows, blockMs);
   }
 
   /** Takes over entries another consumer read but never acknowledged (it died). */
@@ -222,13 +211,7 @@ export class UsageStreamWriter {
         );
       }
     }
-    const pipeline = this.redis.pipeline();
-    for (const [stream, entries] of batch) {
-      const ids = entries.map(([id]) => id);
-      pipeline.xack(stream, USAGE_CONSUMER_GROUP, ...ids);
-      pipeline.xdel(stream, ...ids);
-    }
-    await pipeline.exec();
+    await this.group.acknowledge(batch);
     return written;
   }
 
