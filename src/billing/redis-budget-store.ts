@@ -245,7 +245,14 @@ export class RedisBudgetStore implements BudgetStore {
   private async registerStream(orgId: string): Promise<void> {
     const now = Date.now();
     if ((this.streamRegisteredAtMs.get(orgId) ?? 0) > now - STREAM_REGISTRATION_REFRESH_MS) return;
-    await this.redis.sadd(this.keys.usageStreamRegistry(), this.keys.usageStream(orgId));
+    try {
+      await this.redis.sadd(this.keys.usageStreamRegistry(), this.keys.usageStream(orgId));
+    } catch {
+      // On a cluster the registry lives on one shard, which may be away while the org's is
+      // not: the settle goes on (its record waits in the org's stream), and the next one
+      // announces the stream again.
+      return;
+    }
     this.streamRegisteredAtMs.set(orgId, now);
   }
 }

@@ -35,26 +35,37 @@ export class UsageStreamGroup {
     const windows = Math.ceil(groups.length / SLOTS_PER_WINDOW);
     const batch: StreamBatch = [];
     let rows = 0;
+    let failure: unknown;
     for (let turn = 0; turn < windows && rows < count; turn += 1) {
       const window = (this.nextWindow + turn) % windows;
       const slice = groups.slice(window * SLOTS_PER_WINDOW, (window + 1) * SLOTS_PER_WINDOW);
-      const replies = await Promise.all(slice.map((group) => this.readSlot(group, count)));
+      const replies = await Promise.allSettled(slice.map((group) => this.readSlot(group, count)));
       for (const reply of replies) {
-        for (const [stream, entries] of reply) {
+        // A shard that is away holds up its own streams only: they wait there for it.
+        if (reply.status === 'rejected') {
+          failure ??= reply.reason;
+          continue;
+        }
+        for (const [stream, entries] of reply.value) {
           batch.push([stream, entries]);
           rows += entries.length;
         }
       }
     }
     this.nextWindow = (this.nextWindow + 1) % windows;
+    if (rows === 0 && failure !== undefined) throw failure; // nothing to write: report it
     if (rows === 0 && blockMs !== undefined) await sleep(blockMs);
     return batch;
   }
 
-  /** Acknowledges and deletes entries whose rows are committed (one pipeline per node). */
+  /**
+   * Acknowledges and deletes entries whose rows are committed (one pipeline per node). One that
+   * fails (its node is away) leaves its entries pending: they are claimed and written again,
+   * which the ledger ignores (ON CONFLICT DO NOTHING).
+   */
   async acknowledge(batch: StreamBatch): Promise<void> {
     const idsOf = new Map(batch.map(([stream, entries]) => [stream, entries.map(([id]) => id)]));
-    await Promise.all(
+    await Promise.allSettled(
       pipelineGroups(this.redis, [...idsOf.keys()]).map(async (streams) => {
         const pipeline = this.redis.pipeline();
         for (const stream of streams) {
@@ -67,8 +78,26 @@ export class UsageStreamGroup {
     );
   }
 
-  /** One XREADGROUP over streams of one slot (every stream, on a single Redis). */
+  /**
+   * One XREADGROUP over streams of one slot (every stream, on a single Redis). A node that
+   * came back empty has lost the group: it is made again (from the start of the stream) and
+   * the read tried once more.
+   */
   private async readSlot(
+    streams: readonly string[],
+    count: number,
+    blockMs?: number,
+  ): Promise<StreamBatch> {
+    try {
+      return await this.readSlotOnce(streams, count, blockMs);
+    } catch (error) {
+      if (!String((error as Error).message).includes('NOGROUP')) throw error;
+      await Promise.all(streams.map((stream) => createGroup(this.redis, stream)));
+      return this.readSlotOnce(streams, count, blockMs);
+    }
+  }
+
+  private async readSlotOnce(
     streams: readonly string[],
     count: number,
     blockMs?: number,
@@ -87,5 +116,14 @@ export class UsageStreamGroup {
       ...streams.map(() => '>'),
     )) as StreamBatch | null;
     return (reply ?? []).filter(([, entries]) => entries.length > 0);
+  }
+}
+
+/** The writers' group on a stream, from its first entry (made with the stream if need be). */
+export async function createGroup(redis: RedisClient, stream: string): Promise<void> {
+  try {
+    await redis.xgroup('CREATE', stream, USAGE_CONSUMER_GROUP, '0', 'MKSTREAM');
+  } catch (error) {
+    if (!String((error as Error).message).includes('BUSYGROUP')) throw error;
   }
 }

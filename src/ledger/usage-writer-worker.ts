@@ -22,8 +22,10 @@ const logger = createLogger(settings.logLevel, 'gw-usage-writer');
 // Auto-pipelined: on a cluster the writer's reads and acks are one command per hash slot,
 // which ioredis then sends to each node together. (Only a cluster's reads run in parallel; on a
 // single Redis there is one blocking read at a time, which must not queue others behind it.)
+// On a cluster its commands give up after two reconnection attempts: a read waiting for a
+// node that is away would hold up the other shards' streams (failed reads are tried again).
 const redis = connectRedis(settings.redis, {
-  maxRetriesPerRequest: null,
+  maxRetriesPerRequest: settings.redis.kind === 'cluster' ? 2 : null,
   autoPipelining: settings.redis.kind === 'cluster',
 });
 const db = createDbPool(settings.databaseUrl, 2);
