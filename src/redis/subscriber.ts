@@ -25,14 +25,16 @@ const CONNECT_TIMEOUT_MS = 2000;
 export function connectSubscriber(
   target: RedisTarget,
   nodes: () => readonly RedisNode[],
+  connectionName = 'gw-subscriber',
 ): Subscriber & { readonly connectedTo: () => RedisNode | undefined } {
   if (target.kind === 'single') {
-    const client = connectRedis(target, { maxRetriesPerRequest: null }) as Redis;
+    const client = connectRedis(target, { maxRetriesPerRequest: null, connectionName }) as Redis;
     return Object.assign(client, {
       connectedTo: () => ({ host: client.options.host!, port: client.options.port! }),
     });
   }
   return new NodeHoppingSubscriber(nodes, {
+    connectionName,
     ...(target.username !== undefined && { username: target.username }),
     ...(target.password !== undefined && { password: target.password }),
     ...(target.tls && { tls: {} }),
@@ -40,6 +42,7 @@ export function connectSubscriber(
 }
 
 interface NodeCredentials {
+  readonly connectionName: string;
   readonly username?: string;
   readonly password?: string;
   readonly tls?: object;
@@ -87,7 +90,6 @@ class NodeHoppingSubscriber extends EventEmitter implements Subscriber {
       host: node.host,
       port: node.port,
       ...this.credentials,
-      connectionName: 'gw-subscriber',
       connectTimeout: CONNECT_TIMEOUT_MS,
       maxRetriesPerRequest: null,
       autoResubscribe: false, // done on 'ready' below, before announcing it
