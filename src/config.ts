@@ -35,6 +35,13 @@ const booleanFlag = z
 
 export const configSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  /**
+   * Gateway processes accepting on PORT (SO_REUSEPORT): `auto` is one per core the container
+   * has. PORT=0 always runs one (each process would pick its own port).
+   */
+  GATEWAY_WORKERS: z
+    .union([z.literal('auto'), z.coerce.number().int().min(1).max(256)])
+    .default('auto'),
   HOST: z.string().min(1).default('0.0.0.0'),
   REDIS_URL: z.url().default('redis://127.0.0.1:6379'),
   /** A Redis Cluster by some of its nodes (host:port,… or redis[s]://…); set, it replaces REDIS_URL. */
@@ -62,6 +69,11 @@ export const configSchema = z.object({
     .min(1024)
     .default(4 * 1024 * 1024),
   UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(100).default(120_000),
+  /**
+   * Connections per vendor origin and process. Every stream in flight holds one (HTTP/1.1),
+   * so this bounds the concurrent requests to one vendor; more wait in the pool's queue.
+   */
+  UPSTREAM_CONNECTIONS: z.coerce.number().int().min(1).max(65_536).default(8192),
   RESERVATION_TTL_MS: z.coerce.number().int().min(1000).default(600_000),
   AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).default(30_000),
   TOKEN_WORKERS: z.coerce.number().int().min(1).max(64).default(2),

@@ -2,6 +2,7 @@
 // server, and shuts it all down in order on SIGTERM. Nothing else constructs infrastructure.
 import { randomUUID } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
+import type { Registry } from 'prom-client';
 import { DashboardAuthenticator } from './accounts/dashboard-auth.js';
 import { LoginThrottle } from './accounts/login-throttle.js';
 import { SessionStore } from './accounts/sessions.js';
@@ -60,6 +61,7 @@ import { serviceKeyInvalidation } from './admin/service-keys.js';
 import { metricsRoute, routeDeclarations, type RouteDeps } from './routes/index.js';
 import { loadDashboardBundle } from './routes/dashboard-ui/bundle.js';
 import { PiscinaTokenCounter } from './tokens/token-counter.js';
+import { isGatewayWorker, reportWorkerListening, runPrimary, workerCount } from './workers.js';
 
 const CATALOG_REFRESH_MS = 60_000;
 /** The writer's final drain at shutdown; what it cannot write stays in Redis for the others. */
@@ -67,6 +69,8 @@ const WRITER_STOP_TIMEOUT_MS = 15_000;
 
 export interface RunningGateway {
   readonly port: number;
+  /** This process's metrics (served on METRICS_PORT, or by the primary over the workers). */
+  readonly metricsRegistry: Registry;
   /** Graceful stop: stop accepting, drain in-flight requests, flush usage, close everything. */
   stop(): Promise<void>;
 }
@@ -80,6 +84,8 @@ export interface ExtraProvider {
 export interface GatewayOptions {
   /** Providers to serve beside the registered ones (the tests' own vendors). */
   readonly extraProviders?: readonly ExtraProvider[];
+  /** False in a worker: the primary serves /metrics for all of them. */
+  readonly serveMetrics?: boolean;
 }
 
 export async function startGateway(
@@ -119,7 +125,12 @@ async function assembleGateway(
   const seedNodes = target.kind === 'cluster' ? target.nodes : [];
   const subscriber = closers.add(
     'redis subscriber',
-    connectSubscriber(target, () => knownNodes(redis, seedNodes)),
+    // Named, so an operator (or a test) can find this instance's subscriber in CLIENT LIST.
+    connectSubscriber(
+      target,
+      () => knownNodes(redis, seedNodes),
+      `${config.REDIS_KEY_PREFIX}:invalidations`,
+    ),
     (connection) => connection.quit(),
   );
   const keys = createRedisKeys(config.REDIS_KEY_PREFIX);
@@ -158,7 +169,7 @@ async function assembleGateway(
   );
   const upstream = closers.add(
     'upstream client',
-    new UpstreamClient(config.UPSTREAM_TIMEOUT_MS),
+    new UpstreamClient(config.UPSTREAM_TIMEOUT_MS, config.UPSTREAM_CONNECTIONS),
     (client) => client.close(),
   );
 
@@ -262,6 +273,7 @@ async function assembleGateway(
       ]);
       return { redis: redisOk, postgres: dbOk };
     },
+    essential: ['redis'],
     isDraining: () => draining,
   };
   // /metrics has its own listener (METRICS_HOST:METRICS_PORT, loopback by default), never
@@ -310,13 +322,14 @@ async function assembleGateway(
   });
   const port = await server.listen(config.HOST, config.PORT);
   closers.add('public listener', server, (listener) => listener.stopAccepting());
-  const metricsServer = config.METRICS_ENABLED
-    ? createHttpServer({
-        maxBodyBytes: 1024,
-        logger,
-        routes: bindRoutes([metricsRoute], routeDeps, authenticators),
-      })
-    : undefined;
+  const metricsServer =
+    config.METRICS_ENABLED && options.serveMetrics !== false
+      ? createHttpServer({
+          maxBodyBytes: 1024,
+          logger,
+          routes: bindRoutes([metricsRoute], routeDeps, authenticators),
+        })
+      : undefined;
   const metricsPort = await metricsServer?.listen(config.METRICS_HOST, config.METRICS_PORT);
   if (metricsServer) closers.add('metrics listener', metricsServer, (l) => l.stopAccepting());
   logger.info(
@@ -330,6 +343,7 @@ async function assembleGateway(
 
   return {
     port,
+    metricsRegistry: metrics.registry,
     async stop() {
       draining = true;
       server.stopAccepting();
@@ -362,13 +376,16 @@ async function main(): Promise<void> {
     process.exit(78); // EX_CONFIG
   }
   const logger = createLogger(config.LOG_LEVEL);
+  const workers = workerCount(config);
+  if (workers > 1 && !isGatewayWorker()) return runPrimary(config, logger, workers);
   let gateway: RunningGateway;
   try {
-    gateway = await startGateway(config, logger);
+    gateway = await startGateway(config, logger, { serveMetrics: !isGatewayWorker() });
   } catch (error) {
     logger.fatal({ err: error }, 'gw failed to start');
     process.exit(1);
   }
+  if (isGatewayWorker()) reportWorkerListening(gateway.metricsRegistry, gateway.port);
   let stopping = false;
   const shutdown = (signal: string): void => {
     if (stopping) return;

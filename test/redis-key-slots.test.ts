@@ -95,6 +95,7 @@ const scriptKeys: { [N in ScriptName]: (orgId: string) => Record<string, string>
     user_grants: keys.userGrants(orgId, 'pu_1', 'USD'),
   }),
   walletAdjust: (orgId) => ({ wallet: keys.wallet(orgId) }),
+  accountCorrect: (orgId) => ({ account: keys.userSpend(orgId, 'pu_1', '2025-06-01') }),
   // The API-key cache's entry (src/auth/api-key-store.ts), by key hash rather than org.
   cacheFill: (keyHash) => ({
     value: keys.apiKey(keyHash),
