@@ -84,18 +84,6 @@ export async function startPrivateCluster(
     return true;
   };
 
-  await Promise.all(ports.map(start));
-  const created = await run('redis-cli', [
-    '--cluster',
-    'create',
-    ...ports.map((port) => `127.0.0.1:${port}`),
-    '--cluster-replicas',
-    '0',
-    '--cluster-yes',
-  ]);
-  if (created !== 0) throw new Error('redis-cli --cluster create failed');
-  await eventually(healthy, 15_000, 100);
-
   const kill = async (port: number): Promise<void> => {
     const server = servers.get(port);
     if (!server || server.exitCode !== null || server.signalCode !== null) return;
@@ -103,6 +91,23 @@ export async function startPrivateCluster(
     server.kill('SIGKILL');
     await exited;
   };
+  try {
+    await Promise.all(ports.map(start));
+    const created = await run('redis-cli', [
+      '--cluster',
+      'create',
+      ...ports.map((port) => `127.0.0.1:${port}`),
+      '--cluster-replicas',
+      '0',
+      '--cluster-yes',
+    ]);
+    if (created !== 0) throw new Error('redis-cli --cluster create failed');
+    await eventually(healthy, 30_000, 100);
+  } catch (error) {
+    await Promise.all(ports.map(kill)); // never leave a half-made cluster behind
+    throw error;
+  }
+
   return {
     nodes: ports.map((port) => `127.0.0.1:${port}`).join(','),
     ports,
