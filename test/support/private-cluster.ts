@@ -71,7 +71,7 @@ export async function startPrivateCluster(
     servers.set(port, server);
     await eventually(
       async () => ((await run('redis-cli', ['-p', String(port), 'ping'])) === 0 ? true : undefined),
-      10_000,
+      30_000,
     );
   };
   const healthy = async (): Promise<true | undefined> => {
