@@ -223,6 +223,7 @@ export function isDependencyUnavailable(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
   const { name, code, message } = error as { name?: unknown; code?: unknown; message?: unknown };
   if (name === 'MaxRetriesPerRequestError') return true; // ioredis gave up on a command
+  if (name === 'ClusterAllFailedError') return true; // no node of a Redis Cluster answers
   if (
     typeof code === 'string' &&
     // 53300: Postgres refuses new connections (max_connections reached); retrying helps.
@@ -230,5 +231,12 @@ export function isDependencyUnavailable(error: unknown): boolean {
   ) {
     return true;
   }
-  return typeof message === 'string' && /Connection is closed|Connection terminated/.test(message);
+  // A Redis Cluster whose shard is away (a master down: ioredis gives up after its redirections;
+  // a cluster refusing while it is down or moving the slot).
+  return (
+    typeof message === 'string' &&
+    /Connection is closed|Connection terminated|Too many Cluster redirections|^CLUSTERDOWN|^TRYAGAIN/.test(
+      message,
+    )
+  );
 }

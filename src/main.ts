@@ -2,7 +2,6 @@
 // server, and shuts it all down in order on SIGTERM. Nothing else constructs infrastructure.
 import { randomUUID } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
-import { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
 import { DashboardAuthenticator } from './accounts/dashboard-auth.js';
 import { LoginThrottle } from './accounts/login-throttle.js';
@@ -43,7 +42,16 @@ import {
   type VendorSettings,
 } from './providers/system-routes.js';
 import { UpstreamClient } from './providers/upstream.js';
+import {
+  connectRedis,
+  describeTarget,
+  knownNodes,
+  pingAll,
+  quitRedis,
+  redisTarget,
+} from './redis/connect.js';
 import { createRedisKeys } from './redis/keys.js';
+import { connectSubscriber } from './redis/subscriber.js';
 import { defineScripts, preloadScripts } from './redis/scripts.js';
 import { buildOpenApiDocument } from './openapi/document.js';
 import { OAuthClientAuthenticator } from './oauth/client-auth.js';
@@ -113,16 +121,19 @@ async function assembleGateway(
 
   // No auto-pipelining: the script calls of the hot path coalesce their writes themselves
   // (src/redis/scripts.ts), more cheaply; other commands are rare.
-  const redisOptions = { maxRetriesPerRequest: 2 } as const;
-  const redis = closers.add('redis', new Redis(config.REDIS_URL, redisOptions), quitRedis);
+  const target = redisTarget(config);
+  logger.info(describeTarget(target), 'redis');
+  const redis = closers.add('redis', connectRedis(target, { maxRetriesPerRequest: 2 }), quitRedis);
+  const seedNodes = target.kind === 'cluster' ? target.nodes : [];
   const subscriber = closers.add(
     'redis subscriber',
     // Named, so an operator (or a test) can find this instance's subscriber in CLIENT LIST.
-    new Redis(config.REDIS_URL, {
-      maxRetriesPerRequest: null,
-      connectionName: `${config.REDIS_KEY_PREFIX}:invalidations`,
-    }),
-    quitRedis,
+    connectSubscriber(
+      target,
+      () => knownNodes(redis, seedNodes),
+      `${config.REDIS_KEY_PREFIX}:invalidations`,
+    ),
+    (connection) => connection.quit(),
   );
   const keys = createRedisKeys(config.REDIS_KEY_PREFIX);
   const scripts = defineScripts(redis);
@@ -210,7 +221,7 @@ async function assembleGateway(
   );
   const writer = new UsageWriterThread(
     {
-      redisUrl: config.REDIS_URL,
+      redis: target,
       databaseUrl: config.DATABASE_URL,
       keyPrefix: config.REDIS_KEY_PREFIX,
       logLevel: config.LOG_LEVEL,
@@ -256,10 +267,7 @@ async function assembleGateway(
   const readiness: ReadinessProbe = {
     check: async () => {
       const [redisOk, dbOk] = await Promise.all([
-        redis.ping().then(
-          (reply) => reply === 'PONG',
-          () => false,
-        ),
+        pingAll(redis),
         db.query('SELECT 1').then(
           () => true,
           () => false,
@@ -358,12 +366,6 @@ async function assembleGateway(
       await closers.closeAll(logger);
     },
   };
-}
-
-/** Quits a Redis connection; one that never connected (or already ended) is just dropped. */
-async function quitRedis(connection: Redis): Promise<void> {
-  if (connection.status === 'end') return;
-  await connection.quit().catch(() => connection.disconnect());
 }
 
 /** Each provider's route for the start-up log: vendor_a → vendorA: 'configured'. */

@@ -3,7 +3,7 @@
 // flood of one unknown key reaches Postgres once per instance and TTL. Revocations bump the
 // key's generation in Redis and are broadcast over pub/sub, and neither layer lets a lookup
 // that read Postgres before the revoke store what it read after it.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connect.js';
 import { LocalCache } from '../cache/local-cache.js';
 import { GuardedRedisCache } from '../cache/guarded-redis-cache.js';
 import type { LoadGate } from '../cache/load-gate.js';
@@ -44,7 +44,7 @@ const MAX_CACHED_KEYS = 100_000;
 const MAX_CACHED_BYTES = 64 * 1024 * 1024;
 
 /** The shared Redis layer of the API-key cache (also used by the admin tools to invalidate). */
-export function apiKeySharedCache(redis: Redis, keys: RedisKeys): GuardedRedisCache {
+export function apiKeySharedCache(redis: RedisClient, keys: RedisKeys): GuardedRedisCache {
   return new GuardedRedisCache(redis, (keyHash) => ({
     value: keys.apiKey(keyHash),
     generation: keys.apiKeyGeneration(keyHash),
@@ -59,7 +59,7 @@ export class ApiKeyStore implements InvalidatedCache {
 
   constructor(
     db: DbPool,
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
     cacheTtlMs: number,
     options: KeyLookupOptions<ApiKeyRecords> = {},

@@ -5,7 +5,7 @@ import type { DbPool } from '../db/pool.js';
 import { ApiKeyStore } from './api-key-store.js';
 import { ServiceKeyStore } from './service-key-store.js';
 import { readPresentedSecret } from './presented-secret.js';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connect.js';
 import { createRedisKeys } from '../redis/keys.js';
 
 const apiKey = `gw_${'a1'.repeat(20)}`;
@@ -20,7 +20,7 @@ const unreachable = new Proxy(
     },
   },
 );
-const redisStandIn = { defineCommand: () => undefined } as unknown as Redis;
+const redisStandIn = { defineCommand: () => undefined } as unknown as RedisClient;
 const apiKeys = new ApiKeyStore(unreachable as DbPool, redisStandIn, createRedisKeys('t'), 0, {
   records: unreachable as never,
 });

@@ -1,9 +1,11 @@
 // Typed cache invalidations and their wire form on the Redis pub/sub channel. Every instance
 // subscribes once (subscribeInvalidations) and hands each decoded message to every cache;
 // messages published while its subscriber was disconnected are lost, so every cache is
-// cleared whenever the subscriber connects again. The wire strings are those earlier versions
+// cleared whenever the subscriber connects again (on a cluster, possibly to another node:
+// src/redis/subscriber.ts). The wire strings are those earlier versions
 // published, so instances of both versions understand each other during a rolling deploy.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connect.js';
+import type { Subscriber } from '../redis/subscriber.js';
 
 export type CacheInvalidation =
   | { readonly kind: 'api-key'; readonly keyHash: string }
@@ -82,7 +84,7 @@ export function decodeInvalidation(message: string): CacheInvalidation | undefin
 }
 
 export async function publishInvalidation(
-  redis: Pick<Redis, 'publish'>,
+  redis: Pick<RedisClient, 'publish'>,
   channel: string,
   invalidation: CacheInvalidation,
 ): Promise<void> {
@@ -91,7 +93,7 @@ export async function publishInvalidation(
 
 /** Subscribes `subscriber` (a connection used for nothing else) and feeds `caches`. */
 export async function subscribeInvalidations(
-  subscriber: Redis,
+  subscriber: Subscriber,
   channel: string,
   caches: readonly InvalidatedCache[],
 ): Promise<void> {

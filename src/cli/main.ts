@@ -50,7 +50,8 @@ gw mock-vendors [--port N] [--host H] [--latency-ms N] [--tokens-per-second N] [
   Serves both mock vendors on one port (vendor_a at /v1/messages, vendor_b at
   /v1/chat/completions) until SIGINT/SIGTERM.
 
-Environment: DATABASE_URL, REDIS_URL, REDIS_KEY_PREFIX as for the gateway (see README).`;
+Environment: DATABASE_URL, REDIS_URL (or REDIS_CLUSTER_NODES), REDIS_KEY_PREFIX as for the gateway
+(see README).`;
 
 type DataCommand = (context: CliContext, argv: string[]) => Promise<void>;
 const dataCommands: Record<string, DataCommand> = {

@@ -3,10 +3,10 @@
 // app connection the approval made). They live in Redis only, under the SHA-256 of the code
 // (a dump of Redis yields no usable code), expire by Redis key expiry, and are taken with one
 // atomic script that leaves a marker behind, so a replayed code is recognised.
-import type { Redis } from 'ioredis';
 import { randomBase62, sha256Hex } from '../ids.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts } from '../redis/scripts.js';
+import type { RedisClient } from '../redis/connect.js';
 
 /** What an approval granted, as the code carries it to the token exchange. */
 export interface CodeGrant {
@@ -50,7 +50,7 @@ interface StoredGrant {
 
 export class AuthorizationCodes {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
     private readonly scripts: Pick<RedisScripts, 'oauthTakeCode'>,
     readonly settings: CodeSettings,

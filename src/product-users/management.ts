@@ -1,7 +1,7 @@
 // Writes on product users shared by the management API and the admin CLI: the profile
 // upsert (with the allowance anchor rules), credit grants and block/unblock. Every change
 // that affects the request path is pushed to the gateway instances' caches.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connect.js';
 import { recordAudit, type AuditEntry } from '../audit/audit.js';
 import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
 import { newId } from '../ids.js';
@@ -102,7 +102,7 @@ function sameGrant(row: GrantRow, input: CreditGrantInput): boolean {
 export class ProductUserManagement {
   constructor(
     private readonly db: DbPool,
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
     private readonly scripts: RedisScripts,
   ) {}
