@@ -1,6 +1,7 @@
 // Configuration: environment variables, parsed once by zod at boot and passed down frozen.
 import { z } from 'zod';
 import { PROVIDERS, type ProviderId } from './providers/registry.js';
+import { parseClusterNodes } from './redis/connect.js';
 import { describeAllIssues } from './validation-messages.js';
 import { DEFAULT_RETRY_SCHEDULE_S, parseRetrySchedule } from './webhooks/retry-schedule.js';
 
@@ -44,6 +45,19 @@ export const configSchema = z.object({
     .default('auto'),
   HOST: z.string().min(1).default('0.0.0.0'),
   REDIS_URL: z.url().default('redis://127.0.0.1:6379'),
+  /** A Redis Cluster by some of its nodes (host:port,… or redis[s]://…); set, it replaces REDIS_URL. */
+  REDIS_CLUSTER_NODES: z
+    .string()
+    .trim()
+    .default('')
+    .superRefine((value, context) => {
+      if (value === '') return;
+      try {
+        parseClusterNodes(value);
+      } catch (error) {
+        context.addIssue({ code: 'custom', message: (error as Error).message });
+      }
+    }),
   REDIS_KEY_PREFIX: z
     .string()
     .regex(/^[A-Za-z0-9_.-]{1,40}$/, 'letters, digits, _ . - only (1-40 chars)')
@@ -138,6 +152,8 @@ export const configSchema = z.object({
   WEBHOOK_ALLOW_HTTP: booleanFlag.default(false),
   /** Endpoints may reach loopback and private addresses (tests, on-premise). */
   WEBHOOK_ALLOW_PRIVATE_TARGETS: booleanFlag.default(false),
+  /** How long an OAuth authorization code waits for its exchange (RFC 6749: short). */
+  OAUTH_CODE_TTL_MS: z.coerce.number().int().min(1_000).max(600_000).default(60_000),
 });
 
 export type Config = Readonly<z.infer<typeof configSchema>>;

@@ -374,6 +374,21 @@ describe('tenant isolation, for every organization route the gateway declares', 
       service_keys: await anyIdOf('service_keys', tenantA.org_id),
       product_users: grant.product_end_user_id,
       credit_grants: grant.grant_id,
+      oauth_clients: (
+        await runCliJson<{ client_id: string }>(
+          [
+            'oauth-client',
+            'create',
+            '--app-id',
+            tenantA.app_id,
+            '--name',
+            'isolation probe',
+            '--redirect-uri',
+            'https://probe.example.com/cb',
+          ],
+          env,
+        )
+      ).client_id,
     };
     const before = await db.query('SELECT count(*)::int AS n FROM apps WHERE org_id = $1', [
       tenantA.org_id,
@@ -420,6 +435,10 @@ describe('tenant isolation, for every organization route the gateway declares', 
       [grant.grant_id],
     );
     expect(untouched.rows).toEqual([{ grant_status: 'active', user_status: 'active' }]);
+    const client = await db.query('SELECT status FROM oauth_clients WHERE id = $1', [
+      foreign.oauth_clients,
+    ]);
+    expect(client.rows).toEqual([{ status: 'active' }]);
   });
 });
 

@@ -15,6 +15,8 @@ import {
 } from './support/processes.js';
 import { eventually } from './support/services.js';
 import { TEST_MASTER_KEY } from './support/env.js';
+import { createMember, signInTo, uniqueEmail } from './support/dashboard.js';
+import { connectAndExchange, createOAuthClient, postForm } from './support/oauth.js';
 import { WebhookReceiver, webhookEnv, type ReceivedMessage } from './support/webhook-receiver.js';
 
 const { prefix, db, redis } = isolatedContext('wh-events');
@@ -478,6 +480,42 @@ describe('provider credentials', () => {
       name: 'refused',
       upstream_status: 401,
     });
+  });
+});
+
+describe('OAuth connections', () => {
+  it('oauth_connection.created when a user connects an app, .revoked when the app lets go', async () => {
+    const payer = await seed(env);
+    await addEndpoint(payer.org_id, '/oauth');
+    const email = uniqueEmail('wh-oauth');
+    await createMember(env, email, payer.org_id, 'owner');
+    const user = await signInTo(gateway, email);
+    const client = await createOAuthClient(env, org.app_id, ['http://127.0.0.1:9/callback'], {
+      public: true,
+      name: 'Hooked app',
+    });
+    const token = await connectAndExchange(gateway.url, user, client, { orgId: payer.org_id });
+    const [created] = await settles('/oauth', 'oauth_connection.created', 1);
+    expect(created!.payload.data).toMatchObject({
+      id: token.app_connection_id,
+      org_id: payer.org_id,
+      app_id: org.app_id,
+      oauth_client_id: client.client_id,
+      client_name: 'Hooked app',
+      status: 'active',
+      connected_by: email,
+      revoked_at: null,
+    });
+    const revoked = await postForm(`${gateway.url}/oauth/revoke`, {
+      token: token.access_token,
+      client_id: client.client_id,
+    });
+    expect(revoked.status).toBe(200);
+    const [gone] = await settles('/oauth', 'oauth_connection.revoked', 1);
+    expect(gone!.payload.data).toMatchObject({ id: token.app_connection_id, status: 'revoked' });
+    expect(Date.parse(String(gone!.payload.data.revoked_at))).toBeGreaterThan(0);
+    expect(Date.parse(String(gone!.payload.data.token_issued_at))).toBeGreaterThan(0);
+    expect(gone!.body).not.toContain(token.access_token);
   });
 });
 

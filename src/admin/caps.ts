@@ -1,6 +1,6 @@
 // Setting spending caps (admin CLI now, the dashboard later). One active rule per scope
 // target; setting again updates it. Gateway instances drop their cached rules at once.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connect.js';
 import { apiKeySharedCache } from '../auth/api-key-store.js';
 import type { CreditMode, OverrunPolicy } from '../billing/modes.js';
 import { CAPS_INVALIDATION_MESSAGE } from '../billing/cap-policies.js';
@@ -60,7 +60,7 @@ const conflictTarget: Record<CapTarget['scope'], string> = {
 
 export async function setCap(
   db: DbPool,
-  redis: Redis,
+  redis: RedisClient,
   keys: RedisKeys,
   target: CapTarget,
   settings: CapSettings,

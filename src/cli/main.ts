@@ -10,6 +10,7 @@ import { capCommand, capHelp } from './cap.js';
 import { credentialsCommand, credentialsHelp } from './credentials.js';
 import { openCliContext, type CliContext } from './context.js';
 import { mockVendorsCommand } from './mock-vendors.js';
+import { oauthClientCommand, oauthClientHelp } from './oauth-client.js';
 import { cliIo } from './io.js';
 import { UsageError } from './output.js';
 import { creditsCommand, productUserCommand, productUserHelp } from './product-user.js';
@@ -32,6 +33,8 @@ ${apiKeyHelp}
 
 ${serviceKeyHelp}
 
+${oauthClientHelp}
+
 ${capHelp}
 
 ${productUserHelp}
@@ -50,7 +53,8 @@ gw mock-vendors [--port N] [--host H] [--latency-ms N] [--tokens-per-second N] [
   Serves both mock vendors on one port (vendor_a at /v1/messages, vendor_b at
   /v1/chat/completions) until SIGINT/SIGTERM.
 
-Environment: DATABASE_URL, REDIS_URL, REDIS_KEY_PREFIX as for the gateway (see README).`;
+Environment: DATABASE_URL, REDIS_URL (or REDIS_CLUSTER_NODES), REDIS_KEY_PREFIX as for the gateway
+(see README).`;
 
 type DataCommand = (context: CliContext, argv: string[]) => Promise<void>;
 const dataCommands: Record<string, DataCommand> = {
@@ -58,6 +62,7 @@ const dataCommands: Record<string, DataCommand> = {
   wallet: walletCommand,
   'api-key': apiKeyCommand,
   'service-key': serviceKeyCommand,
+  'oauth-client': oauthClientCommand,
   cap: capCommand,
   'product-user': productUserCommand,
   credits: creditsCommand,

@@ -54,6 +54,16 @@ import { rotateWebhookSecretRoute } from './dashboard/webhooks/rotate.js';
 import type { WebhookRouteDeps } from './dashboard/webhooks/schema.js';
 import { testWebhookRoute } from './dashboard/webhooks/test.js';
 import { updateWebhookRoute } from './dashboard/webhooks/update.js';
+import { listConnectedAppsRoute } from './dashboard/connected-apps/list.js';
+import { revokeConnectedAppRoute } from './dashboard/connected-apps/revoke.js';
+import { createOAuthClientRoute } from './dashboard/oauth-clients/create.js';
+import { deleteOAuthClientRoute } from './dashboard/oauth-clients/delete.js';
+import { listOAuthClientsRoute } from './dashboard/oauth-clients/list.js';
+import { authorizeDecisionRoute } from './oauth/authorize-decision.js';
+import { authorizePageRoute } from './oauth/authorize-page.js';
+import type { OAuthDeps } from './oauth/deps.js';
+import { revokeTokenRoute } from './oauth/revoke.js';
+import { tokenRoute } from './oauth/token.js';
 import { dashboardAssetRoute } from './dashboard-ui/asset.js';
 import type { DashboardBundle } from './dashboard-ui/bundle.js';
 import {
@@ -79,7 +89,7 @@ import type { ProductUserRouteDeps } from './product-users/lookup.js';
 import { putProductUserRoute } from './product-users/put.js';
 
 /** Everything any route's handler may be given; each handler declares the part it uses. */
-export interface RouteDeps extends AccountDeps {
+export interface RouteDeps extends AccountDeps, OAuthDeps {
   readonly proxy: ProxyDeps;
   readonly catalog: ModelCatalog;
   readonly tokenCounter: TokenCounter;
@@ -151,6 +161,15 @@ export const routeDeclarations: readonly DeclaredRoute<RouteDeps>[] = [
   redeliverWebhookRoute,
   getWalletAlertRoute,
   setWalletAlertRoute,
+  authorizePageRoute,
+  authorizeDecisionRoute,
+  tokenRoute,
+  revokeTokenRoute,
+  listOAuthClientsRoute,
+  createOAuthClientRoute,
+  deleteOAuthClientRoute,
+  listConnectedAppsRoute,
+  revokeConnectedAppRoute,
   dashboardRedirectRoute,
   dashboardPageRoute,
   dashboardSignInPageRoute,

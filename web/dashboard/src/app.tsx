@@ -12,7 +12,7 @@ import { asApiError } from './hooks.js';
 import { orgPageOf, orgPages } from './pages/index.js';
 import { ModelsPage } from './pages/models.js';
 import { SignInPage } from './pages/sign-in.js';
-import { hrefOf, navigate, orgView, useView, type View } from './router.js';
+import { hrefOf, navigate, orgView, signInReturnPath, useView, type View } from './router.js';
 import { ErrorNote, Link, Loading } from './ui.js';
 
 type SessionState =
@@ -53,6 +53,12 @@ export function App() {
       navigate({ page: 'sign-in' }, { replace: true });
     }
     if (state.kind === 'signed-in' && (view.page === 'sign-in' || view.page === 'home')) {
+      // Signed in on the way to an app's OAuth request: back to its consent page.
+      const back = view.page === 'sign-in' ? signInReturnPath() : null;
+      if (back) {
+        location.replace(back);
+        return;
+      }
       const { user, orgs } = state.session;
       const home = orgs.find((org) => org.id === user.personal_org_id) ?? orgs[0];
       if (home) navigate(orgView(home.id), { replace: true });

@@ -62,6 +62,16 @@ export function hrefOf(view: View): string {
   }
 }
 
+/**
+ * Where the sign-in page sends the user once signed in, from its `?next=`: only back to an
+ * OAuth authorization request of this gateway (an app asked the user to connect), never
+ * elsewhere (no open redirect).
+ */
+export function signInReturnPath(): string | null {
+  const next = new URLSearchParams(location.search).get('next');
+  return next !== null && next.startsWith('/oauth/authorize?') ? next : null;
+}
+
 const NAVIGATED = 'gw:navigated';
 
 export function navigate(view: View, options: { replace?: boolean } = {}): void {
