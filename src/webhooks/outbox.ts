@@ -30,7 +30,7 @@ function wants(endpoint: string, message: string): string {
 }
 
 /**
- * Two CTEs (to follow `WITH`, after the CTE named `source`) that queue the messages `source`
+ * Three CTEs (to follow `WITH`, after the CTE named `source`) that queue the messages `source`
  * selects — columns id, org_id, event_type, payload, dedupe_key, ord — for every endpoint
  * that wants them, in `ord` order. Another statement's CTE (the product-user upsert) embeds
  * them to write its event in the same statement.
@@ -43,9 +43,15 @@ export function queueMessagesSql(source: string): string {
        ORDER BY s.ord
       ON CONFLICT (dedupe_key) DO NOTHING
       RETURNING id, seq, org_id, event_type),
+    webhook_targets AS (
+      -- Locked against deletion until this transaction ends: an endpoint deleted after this
+      -- statement's snapshot was taken is skipped here, not a foreign-key failure below.
+      SELECT e.id, e.org_id, e.status, e.event_types FROM webhook_endpoints e
+       WHERE e.org_id IN (SELECT org_id FROM webhook_new_messages) AND e.status = 'enabled'
+       FOR KEY SHARE),
     webhook_new_deliveries AS (
       INSERT INTO webhook_deliveries (message_id, endpoint_id, message_seq)
-      SELECT m.id, e.id, m.seq FROM webhook_new_messages m JOIN webhook_endpoints e ON ${wants('e', 'm')}
+      SELECT m.id, e.id, m.seq FROM webhook_new_messages m JOIN webhook_targets e ON ${wants('e', 'm')}
        ORDER BY m.seq, e.id
       RETURNING id)`;
 }
