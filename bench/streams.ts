@@ -148,7 +148,9 @@ async function main(): Promise<void> {
     const sampler = setInterval(() => {
       peakRss = Math.max(peakRss, rssBytes(pids));
       eventLoopP99Ms(gateway).then(
-        (ms) => (peakLoopMs = Math.max(peakLoopMs, ms)),
+        (ms) => {
+          if (Number.isFinite(ms)) peakLoopMs = Math.max(peakLoopMs, ms);
+        },
         () => undefined,
       );
     }, 1000);
