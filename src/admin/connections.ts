@@ -5,6 +5,7 @@ import { recordAudit } from '../audit/audit.js';
 import type { ApiKeyStore } from '../auth/api-key-store.js';
 import { afterCursorSql, CURSOR_COLUMN, pageOfRows, type PageRequest } from '../db/pages.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
+import { gwError, type GwError } from '../errors.js';
 import { createAppConnection } from './provisioning.js';
 import type { Actor } from './apps.js';
 
@@ -70,8 +71,15 @@ export async function createConnectionAs(
   actor: Actor,
   app: { orgId: string; appId: string },
   settings: ConnectionSettings & { name: string },
-): Promise<ConnectionRow> {
+): Promise<ConnectionRow | GwError> {
   return withTransaction(db, async (client) => {
+    const { rows } = await client.query<{ status: string }>(
+      'SELECT status FROM apps WHERE id = $1 FOR SHARE',
+      [app.appId],
+    );
+    if (rows[0]?.status !== 'active') {
+      return gwError('gw_conflict', 'the app is deleted: it cannot get new connections');
+    }
     const id = await createAppConnection(client, app.orgId, app.appId, settings.name);
     await applySettings(client, id, settings);
     await recordAudit(client, {

@@ -1,5 +1,7 @@
 // gw wallet topup|set|show: the organization wallet.
-import { formatNano, parseAmountToNano } from '../money.js';
+import { readWallet } from '../admin/wallet.js';
+import { parseAmountToNano } from '../money.js';
+import { CLI_ACTOR } from './api-key.js';
 import type { CliContext } from './context.js';
 import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
 
@@ -15,21 +17,19 @@ export async function walletCommand(context: CliContext, argv: string[]): Promis
   if (exists.rowCount === 0)
     throw new UsageError(`no wallet for organization ${orgId}`, 'gw_not_found');
   if (action === 'topup') {
-    await context.wallets.topUp(orgId, parseAmountToNano(requireFlag(values.amount, 'amount')));
+    await context.wallets.topUp(
+      orgId,
+      parseAmountToNano(requireFlag(values.amount, 'amount')),
+      CLI_ACTOR,
+    );
   } else if (action === 'set') {
     await context.wallets.setBalance(
       orgId,
       parseAmountToNano(requireFlag(values.amount, 'amount')),
+      CLI_ACTOR,
     );
   } else if (action !== 'show') {
     throw new UsageError(`unknown wallet action ${action ?? '(none)'}\n${walletHelp}`);
   }
-  const { balanceNano, reservedNano } = await context.wallets.liveBalance(orgId);
-  printJson({
-    org_id: orgId,
-    balance: formatNano(balanceNano),
-    reserved: formatNano(reservedNano),
-    available: formatNano(balanceNano - reservedNano),
-    currency: 'USD',
-  });
+  printJson(await readWallet(context.wallets, orgId));
 }

@@ -36,6 +36,8 @@ export interface RedisKeys {
   session(handle: string): string;
   /** Failed sign-ins in the current window, per account (e-mail hash) or client address. */
   loginFailures(kind: 'account' | 'address', subject: string): string;
+  /** Self-service sign-up attempts from a client address in the current window. */
+  signupAttempts(address: string): string;
 }
 
 export function createRedisKeys(prefix: string): RedisKeys {
@@ -59,6 +61,7 @@ export function createRedisKeys(prefix: string): RedisKeys {
     invalidationChannel: () => `${prefix}:invalidate`,
     session: (handle) => `${prefix}:session:${handle}`,
     loginFailures: (kind, subject) => `${prefix}:login-fail:${kind}:${subject}`,
+    signupAttempts: (address) => `${prefix}:signup-attempts:${address}`,
   };
 }
 
