@@ -37,7 +37,7 @@ interface Scenario {
   readonly name: string;
   readonly body: Record<string, unknown>;
   /** Targets to measure besides the ceiling. */
-  readonly targets: ReadonlyArray<'mock' | 'floor' | 'gateway'>;
+  readonly targets: ReadonlyArray<'mock' | 'floor' | 'gateway' | 'gateway2'>;
   readonly distinctUsers: number;
   /** Which seeded organization's key the gateway is called with. */
   readonly org: 'plain' | 'byok';
@@ -65,6 +65,14 @@ const allScenarios: Scenario[] = [
     distinctUsers: 10_000,
     org: 'plain',
   },
+  // Every core: the same gateway as GATEWAY_WORKERS=2 processes on one port, beside one.
+  {
+    name: 'json-workers',
+    body: BENCH_PROMPT,
+    targets: ['gateway', 'gateway2'],
+    distinctUsers: 8,
+    org: 'plain',
+  },
   // BYOK: a primary credential rate-limited on every other call, failing over to a backup.
   {
     name: 'json-byok-failover',
@@ -84,8 +92,12 @@ async function main(): Promise<void> {
   const passthrough = await startPassthrough(mock.url);
   const gateway = await startGatewayTarget(mock.url);
   const floor = await startDesignFloor(mock.url, gateway);
-  const targets: Target[] = [mock, passthrough, floor, gateway];
-  const byName = { mock, floor, gateway };
+  // The two-worker gateway runs only when a scenario measures it (it takes both cores).
+  const gateway2 = scenarios.some((scenario) => scenario.targets.includes('gateway2'))
+    ? await startGatewayTarget(mock.url, [], { workers: 2, sharing: gateway })
+    : undefined;
+  const targets: Target[] = [mock, passthrough, floor, gateway, ...(gateway2 ? [gateway2] : [])];
+  const byName = { mock, floor, gateway, gateway2: gateway2! };
   try {
     const org = await gwCli<{ api_key: string; app_connection_id: string }>(
       ['seed', '--json', '--wallet', '1000000'],
@@ -148,7 +160,8 @@ async function main(): Promise<void> {
           connections,
           durationSeconds,
           body: JSON.stringify(scenario.body),
-          headers: target === gateway ? gatewayHeaders(scenario) : vendorHeaders,
+          headers:
+            target === gateway || target === gateway2 ? gatewayHeaders(scenario) : vendorHeaders,
           // Every target gets the same per-request product-user header (the others ignore
           // it): rewriting each request costs the load generator, which shares the cores, so
           // the ratios compare targets under the same load.
@@ -159,7 +172,7 @@ async function main(): Promise<void> {
         for (const target of measured) {
           // Warm-up; for the gateway at least one request per product user, so the run
           // measures the steady state rather than first sight of each user.
-          const users = target === gateway ? scenario.distinctUsers : 0;
+          const users = target === gateway || target === gateway2 ? scenario.distinctUsers : 0;
           await measure(
             users > 100
               ? { ...spec(target), amount: users }

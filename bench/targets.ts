@@ -2,6 +2,7 @@
 // vendor, the bare passthrough and the gateway; seeds the gateway's organization.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
@@ -79,16 +80,32 @@ export interface GatewayTarget extends Target {
   readonly env: Record<string, string>;
 }
 
+/** A free TCP port on loopback (for a gateway whose workers must share one fixed port). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/**
+ * The gateway's full path. With `workers` > 1 it runs GATEWAY_WORKERS processes on one port,
+ * over the same Redis keys and database as `sharing` (so the same seeded keys work).
+ */
 export async function startGatewayTarget(
   upstreamUrl: string,
   nodeArgs: readonly string[] = [],
+  { workers = 1, sharing }: { workers?: number; sharing?: GatewayTarget } = {},
 ): Promise<GatewayTarget> {
   const env = {
-    PORT: '0',
+    PORT: workers > 1 ? String(await freePort()) : '0',
+    GATEWAY_WORKERS: String(workers),
+    METRICS_ENABLED: 'false',
     HOST: '127.0.0.1',
     DATABASE_URL: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/gw_bench',
     REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
-    REDIS_KEY_PREFIX: `gwbench-${randomBytes(4).toString('hex')}`,
+    REDIS_KEY_PREFIX: sharing?.env.REDIS_KEY_PREFIX ?? `gwbench-${randomBytes(4).toString('hex')}`,
     VENDOR_A_BASE_URL: upstreamUrl,
     VENDOR_B_BASE_URL: upstreamUrl,
     VENDOR_A_API_KEY: 'mock-bench-key',
@@ -99,17 +116,18 @@ export async function startGatewayTarget(
     // A bench-only master key for the BYOK scenario's credentials.
     CREDENTIALS_MASTER_KEY: Buffer.alloc(32, 42).toString('base64'),
   };
-  const { child, value } = await spawnUntil(
-    [...nodeArgs, 'dist/src/main.js'],
-    env,
-    (output) => /"port":(\d+)[^\n]*"msg":"gw listening"/.exec(output)?.[1],
+  const { child, value } = await spawnUntil([...nodeArgs, 'dist/src/main.js'], env, (output) =>
+    workers > 1
+      ? /"port":(\d+)[^\n]*"msg":"gw workers listening"/.exec(output)?.[1]
+      : /"port":(\d+)[^\n]*"msg":"gw listening"/.exec(output)?.[1],
   );
   return {
-    name: 'gateway',
+    name: workers > 1 ? `gateway ×${workers}` : 'gateway',
     url: `http://127.0.0.1:${value}`,
     child,
     env,
-    redisKeyPrefix: env.REDIS_KEY_PREFIX,
+    // The prefix is deleted by the target that made it.
+    ...(sharing === undefined && { redisKeyPrefix: env.REDIS_KEY_PREFIX }),
   };
 }
 

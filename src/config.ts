@@ -32,84 +32,80 @@ const booleanFlag = z
   .enum(['true', 'false', '1', '0'])
   .transform((value) => value === 'true' || value === '1');
 
-export const configSchema = z
-  .object({
-    PORT: z.coerce.number().int().min(0).max(65535).default(8080),
-    HOST: z.string().min(1).default('0.0.0.0'),
-    REDIS_URL: z.url().default('redis://127.0.0.1:6379'),
-    REDIS_KEY_PREFIX: z
-      .string()
-      .regex(/^[A-Za-z0-9_.-]{1,40}$/, 'letters, digits, _ . - only (1-40 chars)')
-      .default('gw'),
-    DATABASE_URL: z.url().default('postgres://postgres@127.0.0.1:5432/gw'),
-    ...providerEnvShape,
-    MAX_BODY_BYTES: z.coerce
-      .number()
-      .int()
-      .min(1024)
-      .default(4 * 1024 * 1024),
-    UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(100).default(120_000),
-    RESERVATION_TTL_MS: z.coerce.number().int().min(1000).default(600_000),
-    AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).default(30_000),
-    TOKEN_WORKERS: z.coerce.number().int().min(1).max(64).default(2),
-    USAGE_BATCH_MAX_ROWS: z.coerce.number().int().min(1).max(10_000).default(500),
-    USAGE_FLUSH_INTERVAL_MS: z.coerce.number().int().min(1).default(50),
-    USAGE_CLAIM_IDLE_MS: z.coerce.number().int().min(100).default(30_000),
-    /** Settles that fail after the vendor answered wait here (fsynced) until Redis is back. */
-    SPOOL_DIR: z.string().min(1).default('var/spool'),
-    SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
-    LOG_LEVEL: z
-      .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
-      .default('info'),
-    /** The built-in mock serves every vendor without a base URL (else only when none is set). */
-    MOCK_VENDORS: booleanFlag.default(false),
-    REQUEST_LOG_SAMPLE_RATE: z.coerce.number().min(0).max(1).default(1),
-    MOCK_VENDOR_LATENCY_MS: z.coerce.number().int().min(0).default(0),
-    MOCK_VENDOR_TOKENS_PER_SECOND: z.coerce.number().int().min(0).default(0),
-    METRICS_ENABLED: booleanFlag.default(true),
-    /** /metrics is served only here, never on PORT (0: any free port, logged at start). */
-    METRICS_HOST: z.string().min(1).default('127.0.0.1'),
-    METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
-    CREDENTIALS_MASTER_KEY: optionalSecret,
-    CREDENTIALS_MASTER_KEY_ID: z
-      .string()
-      .regex(/^[\w.-]{1,32}$/)
-      .default('k1'),
-    CREDENTIALS_PREVIOUS_KEYS: optionalSecret,
-    DASHBOARD_INSECURE_COOKIES: booleanFlag.default(false),
-    DASHBOARD_ALLOWED_ORIGINS: z
-      .string()
-      .default('')
-      .transform((value) =>
-        value
-          .split(',')
-          .map((origin) => origin.trim())
-          .filter((origin) => origin !== ''),
-      )
-      .pipe(z.array(z.url().regex(/^https?:\/\/[^/]+$/, 'must be scheme://host[:port] only'))),
-    DASHBOARD_SESSION_IDLE_MS: z.coerce
-      .number()
-      .int()
-      .min(60_000)
-      .default(2 * 3_600_000),
-    DASHBOARD_SESSION_MAX_MS: z.coerce
-      .number()
-      .int()
-      .min(60_000)
-      .default(12 * 3_600_000),
-    /** Anyone may make an account (and its personal organization) with POST /auth/signup. */
-    DASHBOARD_SIGNUP: booleanFlag.default(false),
-    /** Owners and admins may add funds to their organization's wallet from the dashboard. */
-    DASHBOARD_WALLET_TOPUP: booleanFlag.default(false),
-  })
-  // Together they would let anyone on the network make an account and fund it for nothing:
-  // free vendor spend on the gateway's own keys. Top-ups then come from the CLI (or a payment
-  // integration) only.
-  .refine((config) => !(config.DASHBOARD_SIGNUP && config.DASHBOARD_WALLET_TOPUP), {
-    path: ['DASHBOARD_WALLET_TOPUP'],
-    message:
-      'cannot be true while DASHBOARD_SIGNUP is: anyone could sign up and fund their own wallet',
-  });
+export const configSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  /**
+   * Gateway processes accepting on PORT (SO_REUSEPORT): `auto` is one per core the container
+   * has. PORT=0 always runs one (each process would pick its own port).
+   */
+  GATEWAY_WORKERS: z
+    .union([z.literal('auto'), z.coerce.number().int().min(1).max(256)])
+    .default('auto'),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  REDIS_URL: z.url().default('redis://127.0.0.1:6379'),
+  REDIS_KEY_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]{1,40}$/, 'letters, digits, _ . - only (1-40 chars)')
+    .default('gw'),
+  DATABASE_URL: z.url().default('postgres://postgres@127.0.0.1:5432/gw'),
+  ...providerEnvShape,
+  MAX_BODY_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(4 * 1024 * 1024),
+  UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(100).default(120_000),
+  RESERVATION_TTL_MS: z.coerce.number().int().min(1000).default(600_000),
+  AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).default(30_000),
+  TOKEN_WORKERS: z.coerce.number().int().min(1).max(64).default(2),
+  USAGE_BATCH_MAX_ROWS: z.coerce.number().int().min(1).max(10_000).default(500),
+  USAGE_FLUSH_INTERVAL_MS: z.coerce.number().int().min(1).default(50),
+  USAGE_CLAIM_IDLE_MS: z.coerce.number().int().min(100).default(30_000),
+  /** Settles that fail after the vendor answered wait here (fsynced) until Redis is back. */
+  SPOOL_DIR: z.string().min(1).default('var/spool'),
+  SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** The built-in mock serves every vendor without a base URL (else only when none is set). */
+  MOCK_VENDORS: booleanFlag.default(false),
+  REQUEST_LOG_SAMPLE_RATE: z.coerce.number().min(0).max(1).default(1),
+  MOCK_VENDOR_LATENCY_MS: z.coerce.number().int().min(0).default(0),
+  MOCK_VENDOR_TOKENS_PER_SECOND: z.coerce.number().int().min(0).default(0),
+  METRICS_ENABLED: booleanFlag.default(true),
+  /** /metrics is served only here, never on PORT (0: any free port, logged at start). */
+  METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
+  CREDENTIALS_MASTER_KEY: optionalSecret,
+  CREDENTIALS_MASTER_KEY_ID: z
+    .string()
+    .regex(/^[\w.-]{1,32}$/)
+    .default('k1'),
+  CREDENTIALS_PREVIOUS_KEYS: optionalSecret,
+  DASHBOARD_INSECURE_COOKIES: booleanFlag.default(false),
+  DASHBOARD_ALLOWED_ORIGINS: z
+    .string()
+    .default('')
+    .transform((value) =>
+      value
+        .split(',')
+        .map((origin) => origin.trim())
+        .filter((origin) => origin !== ''),
+    )
+    .pipe(z.array(z.url().regex(/^https?:\/\/[^/]+$/, 'must be scheme://host[:port] only'))),
+  DASHBOARD_SESSION_IDLE_MS: z.coerce
+    .number()
+    .int()
+    .min(60_000)
+    .default(2 * 3_600_000),
+  DASHBOARD_SESSION_MAX_MS: z.coerce
+    .number()
+    .int()
+    .min(60_000)
+    .default(12 * 3_600_000),
+  /** Anyone may make an account (and its personal organization) with POST /auth/signup. */
+  DASHBOARD_SIGNUP: booleanFlag.default(false),
+  /** Owners and admins may add funds to their organization's wallet from the dashboard. */
+  DASHBOARD_WALLET_TOPUP: booleanFlag.default(false),
+});
 
 export type Config = Readonly<z.infer<typeof configSchema>>;
 
@@ -123,6 +119,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!parsed.success) {
     const problems = describeAllIssues(parsed.error, '(environment)');
     throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
+  }
+  // Together they would let anyone on the network make an account and fund it for nothing:
+  // free vendor spend on the gateway's own keys. Top-ups then come from the CLI (or a payment
+  // integration) only.
+  if (parsed.data.DASHBOARD_SIGNUP && parsed.data.DASHBOARD_WALLET_TOPUP) {
+    throw new ConfigError(
+      'invalid configuration:\n  DASHBOARD_WALLET_TOPUP: cannot be true while DASHBOARD_SIGNUP is: anyone could sign up and fund their own wallet',
+    );
   }
   return Object.freeze(parsed.data);
 }

@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
+import type { Registry } from 'prom-client';
 import { DashboardAuthenticator } from './accounts/dashboard-auth.js';
 import { LoginThrottle } from './accounts/login-throttle.js';
 import { SessionStore } from './accounts/sessions.js';
@@ -12,6 +13,7 @@ import { createMoneyLayer } from './billing/compose.js';
 import { CapPolicyStore } from './billing/cap-policies.js';
 import { subscribeInvalidations } from './cache/invalidation.js';
 import { ModelCatalog } from './catalog/models.js';
+import { Closers } from './closers.js';
 import { loadConfig, type Config } from './config.js';
 import { ensureDatabase, migrate } from './db/migrate.js';
 import { createDbPool } from './db/pool.js';
@@ -53,6 +55,7 @@ import { serviceKeyInvalidation } from './admin/service-keys.js';
 import { metricsRoute, routeDeclarations, type RouteDeps } from './routes/index.js';
 import { loadDashboardBundle } from './routes/dashboard-ui/bundle.js';
 import { PiscinaTokenCounter } from './tokens/token-counter.js';
+import { isGatewayWorker, reportWorkerListening, runPrimary, workerCount } from './workers.js';
 
 const CATALOG_REFRESH_MS = 60_000;
 /** The writer's final drain at shutdown; what it cannot write stays in Redis for the others. */
@@ -60,6 +63,8 @@ const WRITER_STOP_TIMEOUT_MS = 15_000;
 
 export interface RunningGateway {
   readonly port: number;
+  /** This process's metrics (served on METRICS_PORT, or by the primary over the workers). */
+  readonly metricsRegistry: Registry;
   /** Graceful stop: stop accepting, drain in-flight requests, flush usage, close everything. */
   stop(): Promise<void>;
 }
@@ -73,6 +78,8 @@ export interface ExtraProvider {
 export interface GatewayOptions {
   /** Providers to serve beside the registered ones (the tests' own vendors). */
   readonly extraProviders?: readonly ExtraProvider[];
+  /** False in a worker: the primary serves /metrics for all of them. */
+  readonly serveMetrics?: boolean;
 }
 
 export async function startGateway(
@@ -80,17 +87,39 @@ export async function startGateway(
   logger: Logger,
   options: GatewayOptions = {},
 ): Promise<RunningGateway> {
+  const closers = new Closers();
+  try {
+    return await assembleGateway(config, logger, options, closers);
+  } catch (error) {
+    // Start-up failed halfway: close what did start, then report the original failure.
+    await closers.closeAll(logger).catch(() => undefined);
+    throw error;
+  }
+}
+
+async function assembleGateway(
+  config: Config,
+  logger: Logger,
+  options: GatewayOptions,
+  closers: Closers,
+): Promise<RunningGateway> {
   loadNativeUws(); // refuse the pure-JS fallback before anything else starts
 
   await ensureDatabase(config.DATABASE_URL);
-  const db = createDbPool(config.DATABASE_URL, 20);
+  const db = closers.add('postgres pool', createDbPool(config.DATABASE_URL, 20), (pool) =>
+    pool.end(),
+  );
   await migrate(db);
 
   // No auto-pipelining: the script calls of the hot path coalesce their writes themselves
   // (src/redis/scripts.ts), more cheaply; other commands are rare.
   const redisOptions = { maxRetriesPerRequest: 2 } as const;
-  const redis = new Redis(config.REDIS_URL, redisOptions);
-  const subscriber = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null });
+  const redis = closers.add('redis', new Redis(config.REDIS_URL, redisOptions), quitRedis);
+  const subscriber = closers.add(
+    'redis subscriber',
+    new Redis(config.REDIS_URL, { maxRetriesPerRequest: null }),
+    quitRedis,
+  );
   const keys = createRedisKeys(config.REDIS_KEY_PREFIX);
   const scripts = defineScripts(redis);
   await preloadScripts(redis);
@@ -120,8 +149,16 @@ export async function startGateway(
   // disconnected are lost, so every cache is dropped whenever it connects again.
   const invalidatedCaches = [apiKeys, capPolicies, productUsers, serviceKeys, credentials];
   await subscribeInvalidations(subscriber, keys.invalidationChannel(), invalidatedCaches);
-  const tokenCounter = new PiscinaTokenCounter(config.TOKEN_WORKERS);
-  const upstream = new UpstreamClient(config.UPSTREAM_TIMEOUT_MS);
+  const tokenCounter = closers.add(
+    'token counter',
+    new PiscinaTokenCounter(config.TOKEN_WORKERS),
+    (counter) => counter.close(),
+  );
+  const upstream = closers.add(
+    'upstream client',
+    new UpstreamClient(config.UPSTREAM_TIMEOUT_MS),
+    (client) => client.close(),
+  );
 
   const extraProviders = options.extraProviders ?? [];
   const providers = [...PROVIDERS, ...extraProviders.map((extra) => extra.provider)];
@@ -130,12 +167,16 @@ export async function startGateway(
   const mockVendors = mockServedVendors(vendorSettings, config.MOCK_VENDORS);
   const mock =
     mockVendors.length > 0
-      ? await startMockVendors({
-          host: '127.0.0.1',
-          port: 0,
-          latencyMs: config.MOCK_VENDOR_LATENCY_MS,
-          tokensPerSecond: config.MOCK_VENDOR_TOKENS_PER_SECOND,
-        })
+      ? closers.add(
+          'mock vendors',
+          await startMockVendors({
+            host: '127.0.0.1',
+            port: 0,
+            latencyMs: config.MOCK_VENDOR_LATENCY_MS,
+            tokensPerSecond: config.MOCK_VENDOR_TOKENS_PER_SECOND,
+          }),
+          (server) => server.close(),
+        )
       : undefined;
   const systemRoutes = buildSystemRoutes(vendorSettings, mockVendors, mock?.url);
   if (mock) {
@@ -149,11 +190,15 @@ export async function startGateway(
     providers.filter((provider) => systemRoutes[provider.id] !== undefined),
   );
   await catalog.refresh();
-  const catalogTimer = setInterval(() => {
-    catalog
-      .refresh()
-      .catch((error: unknown) => logger.warn({ err: error }, 'catalog refresh failed'));
-  }, CATALOG_REFRESH_MS);
+  const catalogTimer = closers.add(
+    'catalog refresh',
+    setInterval(() => {
+      catalog
+        .refresh()
+        .catch((error: unknown) => logger.warn({ err: error }, 'catalog refresh failed'));
+    }, CATALOG_REFRESH_MS),
+    clearInterval,
+  );
   catalogTimer.unref();
 
   const metrics = new GatewayMetrics(config.METRICS_ENABLED, () =>
@@ -176,6 +221,7 @@ export async function startGateway(
     logger,
   );
   writer.start();
+  closers.add('usage writer', writer, (thread) => thread.stop(WRITER_STOP_TIMEOUT_MS));
 
   const settleSpool = new SettleSpool(
     { dir: config.SPOOL_DIR, namespace: config.REDIS_KEY_PREFIX },
@@ -189,6 +235,7 @@ export async function startGateway(
   );
   await settleSpool.open();
   settleSpool.start();
+  closers.add('settle spool', settleSpool, (spool) => spool.stop());
   redis.on('ready', () => void settleSpool.replay());
 
   let draining = false;
@@ -216,6 +263,7 @@ export async function startGateway(
       ]);
       return { redis: redisOk, postgres: dbOk };
     },
+    essential: ['redis'],
     isDraining: () => draining,
   };
   // /metrics has its own listener (METRICS_HOST:METRICS_PORT, loopback by default), never
@@ -286,14 +334,17 @@ export async function startGateway(
     routes: bindRoutes(servedRoutes, routeDeps, authenticators),
   });
   const port = await server.listen(config.HOST, config.PORT);
-  const metricsServer = config.METRICS_ENABLED
-    ? createHttpServer({
-        maxBodyBytes: 1024,
-        logger,
-        routes: bindRoutes([metricsRoute], routeDeps, authenticators),
-      })
-    : undefined;
+  closers.add('public listener', server, (listener) => listener.stopAccepting());
+  const metricsServer =
+    config.METRICS_ENABLED && options.serveMetrics !== false
+      ? createHttpServer({
+          maxBodyBytes: 1024,
+          logger,
+          routes: bindRoutes([metricsRoute], routeDeps, authenticators),
+        })
+      : undefined;
   const metricsPort = await metricsServer?.listen(config.METRICS_HOST, config.METRICS_PORT);
+  if (metricsServer) closers.add('metrics listener', metricsServer, (l) => l.stopAccepting());
   logger.info(
     {
       port,
@@ -305,6 +356,7 @@ export async function startGateway(
 
   return {
     port,
+    metricsRegistry: metrics.registry,
     async stop() {
       draining = true;
       server.stopAccepting();
@@ -312,16 +364,15 @@ export async function startGateway(
       const remaining = await server.whenIdle(config.SHUTDOWN_GRACE_MS);
       if (remaining > 0)
         logger.warn({ remaining }, 'shutdown grace elapsed with requests in flight');
-      clearInterval(catalogTimer);
-      await settleSpool.stop();
-      await writer.stop(WRITER_STOP_TIMEOUT_MS);
-      await tokenCounter.close();
-      await upstream.close();
-      await mock?.close();
-      await Promise.all([redis.quit(), subscriber.quit()]);
-      await db.end();
+      await closers.closeAll(logger);
     },
   };
+}
+
+/** Quits a Redis connection; one that never connected (or already ended) is just dropped. */
+async function quitRedis(connection: Redis): Promise<void> {
+  if (connection.status === 'end') return;
+  await connection.quit().catch(() => connection.disconnect());
 }
 
 /** Each provider's route for the start-up log: vendor_a → vendorA: 'configured'. */
@@ -344,13 +395,16 @@ async function main(): Promise<void> {
     process.exit(78); // EX_CONFIG
   }
   const logger = createLogger(config.LOG_LEVEL);
+  const workers = workerCount(config);
+  if (workers > 1 && !isGatewayWorker()) return runPrimary(config, logger, workers);
   let gateway: RunningGateway;
   try {
-    gateway = await startGateway(config, logger);
+    gateway = await startGateway(config, logger, { serveMetrics: !isGatewayWorker() });
   } catch (error) {
     logger.fatal({ err: error }, 'gw failed to start');
     process.exit(1);
   }
+  if (isGatewayWorker()) reportWorkerListening(gateway.metricsRegistry, gateway.port);
   let stopping = false;
   const shutdown = (signal: string): void => {
     if (stopping) return;

@@ -61,6 +61,8 @@ export class GatewayMetrics {
         name: 'gw_usage_records_pending',
         help: 'Usage records settled in Redis and not yet written to Postgres (every org); rising: Postgres is slow or down',
         registers: [this.registry],
+        // Every worker counts the same Redis streams: the cluster's value is one of them.
+        aggregator: 'max',
         async collect() {
           // Redis unreachable: the scrape still answers, with the last value counted.
           const pending = await pendingUsageRecords().catch(() => undefined);

@@ -1,11 +1,18 @@
 // Process lifecycle: bad config stops boot with a clear message, SIGTERM drains in-flight
 // streams, and a killed instance loses no usage record.
 import { spawn } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
 import { bearer, postJson, postSse } from './support/http.js';
-import { runCliProcess, seed, startGatewayProcess, type SeededOrg } from './support/processes.js';
+import {
+  runCliProcess,
+  seed,
+  startGateway,
+  startGatewayProcess,
+  type SeededOrg,
+} from './support/processes.js';
 import { eventually } from './support/services.js';
 
 const { env, db } = isolatedContext('life');
@@ -119,3 +126,43 @@ describe('shutdown and crashes', () => {
     }
   });
 });
+
+describe('start-up that fails halfway', () => {
+  it('closes every connection, thread and timer it had opened, and reports the cause', async () => {
+    // The metrics listener is the last thing start-up opens: take its port first.
+    const squatter = createServer();
+    await new Promise<void>((resolve) => squatter.listen(0, '127.0.0.1', resolve));
+    const takenPort = (squatter.address() as AddressInfo).port;
+    const before = openResources();
+    try {
+      await expect(
+        startGateway({ ...env, PORT: '0', METRICS_ENABLED: 'true', METRICS_PORT: `${takenPort}` }),
+      ).rejects.toThrow(`could not listen on 127.0.0.1:${takenPort}`);
+      // Postgres pool, both Redis connections, the writer thread, token workers, the mock
+      // vendors, the public listener and the catalog timer are all gone again.
+      const leftOver = await eventually(async () => {
+        const extra = resourcesBeyond(before);
+        return Object.keys(extra).length === 0 ? extra : undefined;
+      }, 10_000).catch(() => resourcesBeyond(before));
+      expect(leftOver).toEqual({});
+    } finally {
+      squatter.close();
+    }
+  });
+});
+
+/** The handles open now beyond those of `baseline`, by kind. */
+function resourcesBeyond(baseline: Record<string, number>): Record<string, number> {
+  const extra: Record<string, number> = {};
+  for (const [kind, count] of Object.entries(openResources())) {
+    if (count > (baseline[kind] ?? 0)) extra[kind] = count - (baseline[kind] ?? 0);
+  }
+  return extra;
+}
+
+/** This process's handles by kind, e.g. { TCPSocketWrap: 3, Timeout: 1 }. */
+function openResources(): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const kind of process.getActiveResourcesInfo()) counts[kind] = (counts[kind] ?? 0) + 1;
+  return counts;
+}

@@ -2,7 +2,7 @@
 // remove. An organization always keeps an owner; only owners make or unmake owners. Every
 // change is audited in the same transaction.
 import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
-import { afterCursorSql, pageOfRows, type PageRequest } from '../db/pages.js';
+import { readPage, type Page, type PageRequest } from '../db/pages.js';
 import { recordAudit } from '../audit/audit.js';
 import { normalizeEmail, roleAtLeast, type Role } from './users.js';
 
@@ -43,22 +43,22 @@ const SELECT_MEMBERS = `SELECT u.id, u.email, m.role, m.created_at,
        (extract(epoch FROM m.created_at) * 1000000)::bigint::text AS cursor_us
   FROM org_memberships m JOIN dashboard_users u ON u.id = m.user_id`;
 
-export async function listMembers(
+export function listMembers(
   db: DbPool,
   orgId: string,
   page: PageRequest,
-): Promise<{ rows: MemberRow[]; nextCursor: string | null }> {
-  const params: unknown[] = [orgId, page.limit + 1];
-  let where = 'm.org_id = $1';
-  if (page.after) {
-    params.push(page.after.createdAtUs, page.after.id);
-    where += ` AND ${afterCursorSql(3, 'm.created_at', 'u.id')}`;
-  }
-  const { rows } = await db.query<MemberRow>(
-    `${SELECT_MEMBERS} WHERE ${where} ORDER BY m.created_at, u.id LIMIT $2`,
-    params,
+): Promise<Page<MemberRow>> {
+  return readPage(
+    db,
+    {
+      select: SELECT_MEMBERS,
+      where: 'm.org_id = $1',
+      params: [orgId],
+      createdAtColumn: 'm.created_at',
+      idColumn: 'u.id',
+    },
+    page,
   );
-  return pageOfRows(rows, page.limit);
 }
 
 export async function addMember(

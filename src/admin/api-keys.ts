@@ -4,7 +4,7 @@
 // store's invalidation (its generation guard keeps a racing lookup from caching the old state).
 import { recordAudit } from '../audit/audit.js';
 import type { ApiKeyStore } from '../auth/api-key-store.js';
-import { afterCursorSql, CURSOR_COLUMN, pageOfRows, type PageRequest } from '../db/pages.js';
+import { CURSOR_COLUMN, readPage, type Page, type PageRequest } from '../db/pages.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
 import type { Actor } from './apps.js';
@@ -59,22 +59,13 @@ export function apiKeyView(row: ApiKeyRow, now = Date.now()): Record<string, unk
   };
 }
 
-export async function listApiKeys(
+export function listApiKeys(
   db: DbPool,
   connectionId: string,
   page: PageRequest,
-): Promise<{ rows: ApiKeyRow[]; nextCursor: string | null }> {
-  const params: unknown[] = [connectionId, page.limit + 1];
-  let where = 'app_connection_id = $1';
-  if (page.after) {
-    params.push(page.after.createdAtUs, page.after.id);
-    where += ` AND ${afterCursorSql(3)}`;
-  }
-  const { rows } = await db.query<ApiKeyRow>(
-    `SELECT ${COLUMNS} FROM api_keys WHERE ${where} ORDER BY created_at, id LIMIT $2`,
-    params,
-  );
-  return pageOfRows(rows, page.limit);
+): Promise<Page<ApiKeyRow>> {
+  const select = `SELECT ${COLUMNS} FROM api_keys`;
+  return readPage(db, { select, where: 'app_connection_id = $1', params: [connectionId] }, page);
 }
 
 /** Issues a key for an active connection; its raw value is in the answer only. */

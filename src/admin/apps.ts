@@ -5,7 +5,7 @@
 import { recordAudit } from '../audit/audit.js';
 import type { ApiKeyStore } from '../auth/api-key-store.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
-import { afterCursorSql, CURSOR_COLUMN, pageOfRows, type PageRequest } from '../db/pages.js';
+import { CURSOR_COLUMN, readPage, type Page, type PageRequest } from '../db/pages.js';
 import { gwError, type GwError } from '../errors.js';
 import { createApp } from './provisioning.js';
 
@@ -52,22 +52,13 @@ export function appDetailView(row: AppRow, counts: AppCounts): Record<string, un
 }
 
 /** The organization's apps that are not deleted, oldest first. */
-export async function listApps(
-  db: DbPool,
-  orgId: string,
-  page: PageRequest,
-): Promise<{ rows: AppRow[]; nextCursor: string | null }> {
-  const params: unknown[] = [orgId, page.limit + 1];
-  let where = `org_id = $1 AND status = 'active'`;
-  if (page.after) {
-    params.push(page.after.createdAtUs, page.after.id);
-    where += ` AND ${afterCursorSql(3)}`;
-  }
-  const { rows } = await db.query<AppRow>(
-    `SELECT ${COLUMNS} FROM apps WHERE ${where} ORDER BY created_at, id LIMIT $2`,
-    params,
+export function listApps(db: DbPool, orgId: string, page: PageRequest): Promise<Page<AppRow>> {
+  const select = `SELECT ${COLUMNS} FROM apps`;
+  return readPage(
+    db,
+    { select, where: `org_id = $1 AND status = 'active'`, params: [orgId] },
+    page,
   );
-  return pageOfRows(rows, page.limit);
 }
 
 /** Creates an app, recording who did it in the audit log (same transaction). */

@@ -3,7 +3,7 @@
 // settings or revoking it reaches every instance's key cache at once.
 import { recordAudit } from '../audit/audit.js';
 import type { ApiKeyStore } from '../auth/api-key-store.js';
-import { afterCursorSql, CURSOR_COLUMN, pageOfRows, type PageRequest } from '../db/pages.js';
+import { CURSOR_COLUMN, readPage, type Page, type PageRequest } from '../db/pages.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
 import { createAppConnection } from './provisioning.js';
@@ -48,22 +48,13 @@ export function connectionView(row: ConnectionRow): Record<string, unknown> {
 const COLUMNS = `id, org_id, app_id, name, status, requires_product_user, credit_mode, overrun_policy,
   created_at, updated_at, ${CURSOR_COLUMN}`;
 
-export async function listConnections(
+export function listConnections(
   db: DbPool,
   appId: string,
   page: PageRequest,
-): Promise<{ rows: ConnectionRow[]; nextCursor: string | null }> {
-  const params: unknown[] = [appId, page.limit + 1];
-  let where = 'app_id = $1';
-  if (page.after) {
-    params.push(page.after.createdAtUs, page.after.id);
-    where += ` AND ${afterCursorSql(3)}`;
-  }
-  const { rows } = await db.query<ConnectionRow>(
-    `SELECT ${COLUMNS} FROM app_connections WHERE ${where} ORDER BY created_at, id LIMIT $2`,
-    params,
-  );
-  return pageOfRows(rows, page.limit);
+): Promise<Page<ConnectionRow>> {
+  const select = `SELECT ${COLUMNS} FROM app_connections`;
+  return readPage(db, { select, where: 'app_id = $1', params: [appId] }, page);
 }
 
 export async function createConnectionAs(

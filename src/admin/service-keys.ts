@@ -6,7 +6,7 @@ import type { Redis } from 'ioredis';
 import { recordAudit } from '../audit/audit.js';
 import type { ServiceKeyStore } from '../auth/service-key-store.js';
 import { publishInvalidation } from '../cache/invalidation.js';
-import { afterCursorSql, CURSOR_COLUMN, pageOfRows, type PageRequest } from '../db/pages.js';
+import { CURSOR_COLUMN, readPage, type Page, type PageRequest } from '../db/pages.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
 import type { RedisKeys } from '../redis/keys.js';
@@ -61,22 +61,13 @@ export function serviceKeyView(row: ServiceKeyRow, now = Date.now()): Record<str
   };
 }
 
-export async function listServiceKeys(
+export function listServiceKeys(
   db: DbPool,
   orgId: string,
   page: PageRequest,
-): Promise<{ rows: ServiceKeyRow[]; nextCursor: string | null }> {
-  const params: unknown[] = [orgId, page.limit + 1];
-  let where = 'org_id = $1';
-  if (page.after) {
-    params.push(page.after.createdAtUs, page.after.id);
-    where += ` AND ${afterCursorSql(3)}`;
-  }
-  const { rows } = await db.query<ServiceKeyRow>(
-    `SELECT ${COLUMNS} FROM service_keys WHERE ${where} ORDER BY created_at, id LIMIT $2`,
-    params,
-  );
-  return pageOfRows(rows, page.limit);
+): Promise<Page<ServiceKeyRow>> {
+  const select = `SELECT ${COLUMNS} FROM service_keys`;
+  return readPage(db, { select, where: 'org_id = $1', params: [orgId] }, page);
 }
 
 /** Issues a service key; its raw value is in the answer only. */

@@ -8,7 +8,7 @@ import {
   type WalletTransaction,
   type WalletTransactionRow,
 } from '../billing/wallets.js';
-import { afterCursorSql, pageOfRows, type PageRequest } from '../db/pages.js';
+import { readPage, type Page, type PageRequest } from '../db/pages.js';
 import type { DbPool } from '../db/pool.js';
 import { formatNano, SETTLEMENT_CURRENCY } from '../money.js';
 
@@ -42,20 +42,14 @@ export async function listWalletTransactions(
   db: Pick<DbPool, 'query'>,
   orgId: string,
   page: PageRequest,
-): Promise<{ rows: WalletTransaction[]; nextCursor: string | null }> {
-  const params: unknown[] = [orgId, page.limit + 1];
-  let where = 'org_id = $1';
-  if (page.after) {
-    // Transaction ids are numbers: a cursor whose id is not one matches nothing after it.
-    if (!/^\d{1,18}$/.test(page.after.id)) return { rows: [], nextCursor: null };
-    params.push(page.after.createdAtUs, page.after.id);
-    where += ` AND ${afterCursorSql(3)}`;
-  }
-  const { rows } = await db.query<WalletTransactionRow>(
-    `SELECT ${WALLET_TRANSACTION_COLUMNS} FROM wallet_transactions WHERE ${where}
-      ORDER BY created_at, id LIMIT $2`,
-    params,
+): Promise<Page<WalletTransaction>> {
+  // Transaction ids are numbers: a cursor whose id is not one matches nothing after it.
+  if (page.after && !/^\d{1,18}$/.test(page.after.id)) return { rows: [], nextCursor: null };
+  const select = `SELECT ${WALLET_TRANSACTION_COLUMNS} FROM wallet_transactions`;
+  const paged = await readPage<WalletTransactionRow>(
+    db,
+    { select, where: 'org_id = $1', params: [orgId] },
+    page,
   );
-  const paged = pageOfRows(rows, page.limit);
   return { rows: paged.rows.map(walletTransactionView), nextCursor: paged.nextCursor };
 }

@@ -190,4 +190,53 @@ describe('LocalCache', () => {
     expect(loads()).toBe(2);
     expect(cache.stats().entries).toBe(0);
   });
+
+  describe('stale if error', () => {
+    const failing = (calls: { count: number }) => (): Promise<string | undefined> => {
+      calls.count += 1;
+      return Promise.reject(new Error('connect ECONNREFUSED'));
+    };
+
+    it('serves an expired value while its reload fails, retrying at most once a second', async () => {
+      const { cache, clock, loader } = cacheWithClock({ staleIfErrorMs: 60_000 });
+      await cache.get('k', loader('v1'));
+      clock.nowMs += 1_000; // expired
+      const calls = { count: 0 };
+      expect(await cache.get('k', failing(calls))).toBe('v1');
+      expect(await cache.get('k', failing(calls))).toBe('v1'); // within the retry pause: no load
+      expect(calls.count).toBe(1);
+      clock.nowMs += 1_000;
+      expect(await cache.get('k', failing(calls))).toBe('v1');
+      expect(calls.count).toBe(2);
+      expect(cache.stats().staleServed).toBe(2);
+      clock.nowMs += 1_000;
+      expect(await cache.get('k', loader('v2'))).toBe('v2'); // recovered: fresh again
+    });
+
+    it('stops serving it once the stale window has passed', async () => {
+      const { cache, clock, loader } = cacheWithClock({ staleIfErrorMs: 5_000 });
+      await cache.get('k', loader('v1'));
+      clock.nowMs += 1_000 + 5_000;
+      await expect(cache.get('k', failing({ count: 0 }))).rejects.toThrow('ECONNREFUSED');
+    });
+
+    it('never serves an invalidated value (a revoked key stays revoked)', async () => {
+      const { cache, clock, loader } = cacheWithClock({ staleIfErrorMs: 60_000 });
+      await cache.get('k', loader('v1'));
+      clock.nowMs += 1_000;
+      cache.invalidate('k');
+      await expect(cache.get('k', failing({ count: 0 }))).rejects.toThrow('ECONNREFUSED');
+    });
+
+    it('never serves a value invalidated while its reload was failing', async () => {
+      const { cache, clock, loader } = cacheWithClock({ staleIfErrorMs: 60_000 });
+      await cache.get('k', loader('v1'));
+      clock.nowMs += 1_000;
+      const reload = deferred<string | undefined>();
+      const answer = cache.get('k', () => reload.promise);
+      cache.invalidate('k');
+      reload.reject(new Error('connect ECONNREFUSED'));
+      await expect(answer).rejects.toThrow('ECONNREFUSED');
+    });
+  });
 });

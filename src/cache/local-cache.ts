@@ -3,6 +3,9 @@
 // found nothing, and invalidation that a load already in flight cannot undo: a load that was
 // running when its key (or the whole cache) was invalidated still answers its own callers,
 // but its result is never stored, so a fill can never resurrect a revoked entry.
+// Stale if error: an entry that merely expired is kept a while longer (staleIfErrorMs) and
+// served when its reload fails (Postgres down), retried at most once a second meanwhile. Only
+// expiry makes an entry stale: an invalidated entry (a revoked key, a changed cap) is gone.
 import { estimateBytes } from './estimate-bytes.js';
 
 export interface LocalCacheOptions<V> {
@@ -12,6 +15,8 @@ export interface LocalCacheOptions<V> {
   readonly negativeTtlMs: number;
   readonly maxEntries: number;
   readonly maxBytes: number;
+  /** How long past its TTL an entry is served when reloading it fails (default 15 min). */
+  readonly staleIfErrorMs?: number;
   /** Estimated heap bytes of one value (default: a structural estimate). */
   readonly sizeOf?: (value: V) => number;
   /** The clock (tests pass a fake one). */
@@ -30,6 +35,8 @@ export interface LocalCacheStats {
   negativeHits: number;
   loads: number;
   evictions: number;
+  /** Answers served from an expired entry because its reload failed. */
+  staleServed: number;
   entries: number;
   bytes: number;
 }
@@ -38,6 +45,8 @@ interface Entry<V> {
   /** undefined: a negative entry (the load found nothing). */
   readonly value: V | undefined;
   readonly expiresAtMs: number;
+  /** Until then, an expired entry is served when its reload fails. */
+  readonly staleUntilMs: number;
   readonly bytes: number;
 }
 
@@ -49,6 +58,9 @@ interface Flight<V> {
 }
 
 const ENTRY_OVERHEAD_BYTES = 64;
+const DEFAULT_STALE_IF_ERROR_MS = 15 * 60_000;
+/** While a stale entry is served, its reload is tried at most this often. */
+const STALE_RETRY_MS = 1_000;
 
 export class LocalCache<V> {
   private readonly entries = new Map<string, Entry<V>>();
@@ -56,7 +68,7 @@ export class LocalCache<V> {
   private readonly now: () => number;
   private readonly sizeOf: (value: V) => number;
   private bytes = 0;
-  private readonly counters = { hits: 0, negativeHits: 0, loads: 0, evictions: 0 };
+  private readonly counters = { hits: 0, negativeHits: 0, loads: 0, evictions: 0, staleServed: 0 };
 
   constructor(private readonly options: LocalCacheOptions<V>) {
     this.now = options.now ?? Date.now;
@@ -70,9 +82,14 @@ export class LocalCache<V> {
     options: CacheGetOptions<V> = {},
   ): Promise<V | undefined> {
     const entry = this.entries.get(key);
+    let stale: Entry<V> | undefined;
     if (entry) {
-      if (entry.expiresAtMs <= this.now()) {
-        this.remove(key, entry);
+      const now = this.now();
+      if (entry.expiresAtMs <= now) {
+        const acceptable =
+          entry.value === undefined || !options.accept || options.accept(entry.value);
+        if (now < entry.staleUntilMs && acceptable) stale = entry;
+        else this.remove(key, entry);
       } else if (entry.value === undefined) {
         this.counters.negativeHits += 1;
         return Promise.resolve(undefined);
@@ -86,8 +103,18 @@ export class LocalCache<V> {
     }
     const flightKey = options.flightKey ?? key;
     const running = this.flights.get(flightKey);
-    if (running) return running.promise;
-    return this.startFlight(key, flightKey, load);
+    const loading = running ? running.promise : this.startFlight(key, flightKey, load);
+    if (!stale) return loading;
+    return loading.catch((error: unknown) => {
+      const current = this.entries.get(key);
+      // Invalidated meanwhile, or evicted: nothing stale may answer.
+      if (current !== stale && current?.staleUntilMs !== stale.staleUntilMs) throw error;
+      this.counters.staleServed += 1;
+      if (current === stale) {
+        this.entries.set(key, { ...stale, expiresAtMs: this.now() + STALE_RETRY_MS });
+      }
+      return stale.value;
+    });
   }
 
   /** Forgets one key; a load of it already running will not store its result. */
@@ -153,7 +180,9 @@ export class LocalCache<V> {
       ENTRY_OVERHEAD_BYTES + key.length * 2 + (value === undefined ? 0 : this.sizeOf(value));
     // A value larger than the whole budget is served but never kept.
     if (bytes > this.options.maxBytes) return;
-    this.entries.set(key, { value, expiresAtMs: this.now() + ttlMs, bytes });
+    const expiresAtMs = this.now() + ttlMs;
+    const staleUntilMs = expiresAtMs + (this.options.staleIfErrorMs ?? DEFAULT_STALE_IF_ERROR_MS);
+    this.entries.set(key, { value, expiresAtMs, staleUntilMs, bytes });
     this.bytes += bytes;
     this.evictBeyondBounds();
   }

@@ -13,6 +13,7 @@ import { mockVendorsCommand } from './mock-vendors.js';
 import { cliIo } from './io.js';
 import { UsageError } from './output.js';
 import { creditsCommand, productUserCommand, productUserHelp } from './product-user.js';
+import { reconcileCommand, reconcileHelp } from './reconcile.js';
 import { seedCommand, seedHelp } from './seed.js';
 import { serviceKeyCommand, serviceKeyHelp } from './service-key.js';
 import { walletCommand, walletHelp } from './wallet.js';
@@ -37,6 +38,8 @@ ${credentialsHelp}
 
 ${adminHelp}
 
+${reconcileHelp}
+
 gw mock-vendors [--port N] [--host H] [--latency-ms N] [--tokens-per-second N] [--output-tokens N]
   Serves both mock vendors on one port (vendor_a at /v1/messages, vendor_b at
   /v1/chat/completions) until SIGINT/SIGTERM.
@@ -54,6 +57,7 @@ const dataCommands: Record<string, DataCommand> = {
   credits: creditsCommand,
   credentials: credentialsCommand,
   admin: adminCommand,
+  reconcile: reconcileCommand,
 };
 
 /** Runs one command; resolves with its exit code (0 done, 2 refused, 1 a bug). */

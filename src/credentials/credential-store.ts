@@ -5,7 +5,7 @@ import type { Redis } from 'ioredis';
 import { recordAudit } from '../audit/audit.js';
 import type { InvalidatedCache } from '../cache/invalidation.js';
 import type { Vendor } from '../catalog/models.js';
-import { afterCursorSql, pageOfRows, type PageRequest } from '../db/pages.js';
+import { readPage, type Page, type PageRequest } from '../db/pages.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
 import { newId } from '../ids.js';
 import type { RedisKeys } from '../redis/keys.js';
@@ -89,6 +89,32 @@ const toView = ({ cursor_us: _cursor, ...row }: ViewRow): CredentialView => ({
   ...row,
   created_at: row.created_at.toISOString(),
 });
+
+/** One page of the organization's credentials (not deleted ones), oldest first. */
+export async function listCredentials(
+  db: Pick<DbPool, 'query'>,
+  orgId: string,
+  page: PageRequest,
+): Promise<Page<CredentialView>> {
+  const paged = await readPage<ViewRow & { cursor_us: string }>(
+    db,
+    {
+      select: `SELECT c.id, c.org_id, c.provider, c.secret_kind, c.name, c.model_policy,
+                      c.routing_mode, c.priority, c.status, c.fingerprint, c.created_at,
+                      ARRAY(SELECT g.app_connection_id FROM provider_credential_grants g
+                             WHERE g.credential_id = c.id ORDER BY g.app_connection_id)
+                        AS app_connection_ids,
+                      (extract(epoch FROM c.created_at) * 1000000)::bigint::text AS cursor_us
+                 FROM provider_credentials c`,
+      where: `c.org_id = $1 AND c.status <> 'deleted'`,
+      params: [orgId],
+      createdAtColumn: 'c.created_at',
+      idColumn: 'c.id',
+    },
+    page,
+  );
+  return { rows: paged.rows.map(toView), nextCursor: paged.nextCursor };
+}
 
 export class CredentialStore {
   constructor(
@@ -180,29 +206,6 @@ export class CredentialStore {
       [orgId],
     );
     return rows.map(toView);
-  }
-
-  /** One page of the organization's credentials (not deleted ones), oldest first. */
-  async listPage(
-    orgId: string,
-    page: PageRequest,
-  ): Promise<{ rows: CredentialView[]; nextCursor: string | null }> {
-    const params: unknown[] = [orgId, page.limit + 1];
-    let where = `c.org_id = $1 AND c.status <> 'deleted'`;
-    if (page.after) {
-      params.push(page.after.createdAtUs, page.after.id);
-      where += ` AND ${afterCursorSql(3, 'c.created_at', 'c.id')}`;
-    }
-    const { rows } = await this.db.query<ViewRow & { cursor_us: string }>(
-      `SELECT ${VIEW_COLUMNS},
-              (extract(epoch FROM c.created_at) * 1000000)::bigint::text AS cursor_us
-         FROM provider_credentials c
-         LEFT JOIN provider_credential_grants g ON g.credential_id = c.id
-        WHERE ${where} GROUP BY c.id ORDER BY c.created_at, c.id LIMIT $2`,
-      params,
-    );
-    const paged = pageOfRows(rows, page.limit);
-    return { rows: paged.rows.map(toView), nextCursor: paged.nextCursor };
   }
 
   async get(id: string): Promise<CredentialView | undefined> {

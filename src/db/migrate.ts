@@ -43,7 +43,10 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
   try {
     await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);
   } catch (error) {
-    if ((error as { code?: string }).code !== '42P04') throw error; // created concurrently
+    // Created concurrently by another instance: 42P04, or 23505 when both passed the
+    // catalogue check at once (pg_database_datname_index).
+    const code = (error as { code?: string }).code;
+    if (code !== '42P04' && code !== '23505') throw error;
   } finally {
     await admin.end();
   }

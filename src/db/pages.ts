@@ -3,6 +3,7 @@
 // travels as whole microseconds since the epoch (Postgres' precision; a JS Date would round
 // it to milliseconds and repeat rows).
 import { z } from 'zod';
+import type { DbPool } from './pool.js';
 
 export const DEFAULT_PAGE_LIMIT = 50;
 export const MAX_PAGE_LIMIT = 200;
@@ -43,7 +44,7 @@ export function pageRequest(query: z.infer<typeof pageQuerySchema>): PageRequest
 export const CURSOR_COLUMN = `(extract(epoch FROM created_at) * 1000000)::bigint::text AS cursor_us`;
 
 /** A page of rows fetched with one row more than the limit: that extra row means more. */
-export function pageOfRows<Row extends { cursor_us: string; id: string }>(
+function pageOfRows<Row extends { cursor_us: string; id: string }>(
   rows: readonly Row[],
   limit: number,
 ): { rows: Row[]; nextCursor: string | null } {
@@ -57,10 +58,49 @@ export function pageOfRows<Row extends { cursor_us: string; id: string }>(
 }
 
 /** SQL for "after the cursor" on (created_at, id): `$n` and `$n+1` take the pair. */
-export function afterCursorSql(
+function afterCursorSql(
   firstParam: number,
   createdAtColumn = 'created_at',
   idColumn = 'id',
 ): string {
   return `(${createdAtColumn}, ${idColumn}) > (timestamptz 'epoch' + $${firstParam}::bigint * interval '1 microsecond', $${firstParam + 1})`;
+}
+
+/** One page of rows and the cursor of the next one (null on the last page). */
+export interface Page<Row> {
+  readonly rows: Row[];
+  readonly nextCursor: string | null;
+}
+
+/** What a paged list reads: its SELECT (which must select `cursor_us`), filter and columns. */
+export interface PagedQuery {
+  /** `SELECT … FROM …`, selecting CURSOR_COLUMN (or its equivalent for a joined table). */
+  readonly select: string;
+  /** The list's conditions over `params` ($1…$n). */
+  readonly where: string;
+  readonly params: readonly unknown[];
+  /** The ordering pair's columns, when they need a table's name. */
+  readonly createdAtColumn?: string;
+  readonly idColumn?: string;
+}
+
+/** Reads one page of a list ordered by (created_at, id), after the page's cursor. */
+export async function readPage<Row extends { cursor_us: string; id: string }>(
+  db: Pick<DbPool, 'query'>,
+  query: PagedQuery,
+  page: PageRequest,
+): Promise<Page<Row>> {
+  const { createdAtColumn = 'created_at', idColumn = 'id' } = query;
+  const params = [...query.params];
+  let where = query.where;
+  if (page.after) {
+    params.push(page.after.createdAtUs, page.after.id);
+    where += ` AND ${afterCursorSql(params.length - 1, createdAtColumn, idColumn)}`;
+  }
+  params.push(page.limit + 1);
+  const { rows } = await db.query<Row>(
+    `${query.select} WHERE ${where} ORDER BY ${createdAtColumn}, ${idColumn} LIMIT $${params.length}`,
+    params,
+  );
+  return pageOfRows(rows, page.limit);
 }

@@ -1,7 +1,7 @@
 // Reads of product users and their credit grants for the dashboard: search by the prefix of
 // the external id or the display name within one organization, one user by id, and a user's
 // grants; all in pages (see db/pages.ts).
-import { afterCursorSql, CURSOR_COLUMN, pageOfRows, type PageRequest } from '../db/pages.js';
+import { CURSOR_COLUMN, readPage, type Page, type PageRequest } from '../db/pages.js';
 import type { DbPool } from '../db/pool.js';
 import type { GrantRow } from './management.js';
 import { PRODUCT_USER_COLUMNS, type ProductUserRow } from './profile.js';
@@ -16,8 +16,6 @@ export interface ProductUserListRow {
   readonly cursor_us: string;
 }
 
-type Page<Row> = { rows: Row[]; nextCursor: string | null };
-
 /** `\`, `%` and `_` matched literally by LIKE. */
 const likePrefix = (text: string): string => `${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
@@ -25,28 +23,17 @@ const likePrefix = (text: string): string => `${text.replace(/[\\%_]/g, (c) => `
  * The organization's product users whose external id starts with `q` (case-sensitive, as ids
  * are) or whose display name starts with it (case-insensitive); all of them without `q`.
  */
-export async function searchProductUsers(
-  db: Pick<DbPool, 'query'>,
+export function searchProductUsers(
+  db: DbPool,
   orgId: string,
   q: string | undefined,
   page: PageRequest,
 ): Promise<Page<ProductUserListRow>> {
-  const params: unknown[] = [orgId, page.limit + 1];
-  let where = 'org_id = $1';
-  if (q) {
-    params.push(likePrefix(q));
-    where += ` AND (external_user_id LIKE $${params.length} OR lower(display_name) LIKE lower($${params.length}))`;
-  }
-  if (page.after) {
-    params.push(page.after.createdAtUs, page.after.id);
-    where += ` AND ${afterCursorSql(params.length - 1)}`;
-  }
-  const { rows } = await db.query<ProductUserListRow>(
-    `SELECT id, app_id, external_user_id, display_name, status, created_at, ${CURSOR_COLUMN}
-       FROM product_users WHERE ${where} ORDER BY created_at, id LIMIT $2`,
-    params,
-  );
-  return pageOfRows(rows, page.limit);
+  const select = `SELECT id, app_id, external_user_id, display_name, status, created_at,
+                         ${CURSOR_COLUMN} FROM product_users`;
+  if (!q) return readPage(db, { select, where: 'org_id = $1', params: [orgId] }, page);
+  const where = 'org_id = $1 AND (external_user_id LIKE $2 OR lower(display_name) LIKE lower($2))';
+  return readPage(db, { select, where, params: [orgId, likePrefix(q)] }, page);
 }
 
 export function productUserListView(row: ProductUserListRow): Record<string, unknown> {
@@ -72,22 +59,12 @@ export async function productUserById(
 }
 
 /** A product user's credit grants, oldest first, revoked ones included. */
-export async function listCreditGrants(
+export function listCreditGrants(
   db: Pick<DbPool, 'query'>,
   productUserId: string,
   page: PageRequest,
 ): Promise<Page<GrantRow & { cursor_us: string }>> {
-  const params: unknown[] = [productUserId, page.limit + 1];
-  let where = 'product_user_id = $1';
-  if (page.after) {
-    params.push(page.after.createdAtUs, page.after.id);
-    where += ` AND ${afterCursorSql(3)}`;
-  }
-  const { rows } = await db.query<GrantRow & { cursor_us: string }>(
-    `SELECT id, product_user_id, amount::text, currency, expires_at, reason, status, created_at,
-            org_id, ${CURSOR_COLUMN}
-       FROM credit_grants WHERE ${where} ORDER BY created_at, id LIMIT $2`,
-    params,
-  );
-  return pageOfRows(rows, page.limit);
+  const select = `SELECT id, product_user_id, amount::text, currency, expires_at, reason, status,
+                         created_at, org_id, ${CURSOR_COLUMN} FROM credit_grants`;
+  return readPage(db, { select, where: 'product_user_id = $1', params: [productUserId] }, page);
 }

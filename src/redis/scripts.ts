@@ -143,6 +143,11 @@ export const scriptSpecs = {
     keys: ['wallet'],
     args: ['mode', 'amount_nano'],
   },
+  accountCorrect: {
+    file: 'account-correct',
+    keys: ['account'],
+    args: ['field', 'delta_nano'],
+  },
   cacheFill: {
     file: 'cache-fill',
     keys: ['value', 'generation'],

@@ -17,7 +17,7 @@ export const ofCredential = { param: 'credential_id', table: 'provider_credentia
 export interface CredentialRouteDeps {
   readonly credentialStore: Pick<
     CredentialStore,
-    'create' | 'listPage' | 'get' | 'update' | 'setStatus' | 'grant'
+    'create' | 'get' | 'update' | 'setStatus' | 'grant'
   >;
 }
 

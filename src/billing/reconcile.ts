@@ -1,0 +1,378 @@
+// gw reconcile: compares every live account in Redis (wallet balances; the spend of org caps,
+// connection caps and product users per period) with what the Postgres ledger says it should
+// be, the way an account is rebuilt (docs/operations.md): the ledger plus the usage settled in
+// Redis and not written yet. With repair, moves each drifted account by its drift.
+//
+// Exact while traffic runs. The ledger is read in one REPEATABLE READ snapshot taken first;
+// then, in one MULTI (an org's keys share one slot), the live values and the org's usage
+// stream. A record settled after the MULTI is in neither. A record committed to Postgres
+// before the snapshot is in the ledger; one committed after it is still in the stream at the
+// MULTI unless the writer deleted it in between: the stream's deletion count is read before
+// the snapshot and in the MULTI, and a measurement where it moved is taken again. A repair
+// needs two measurements in a row that agree (a top-up is written to Postgres, then Redis),
+// and is a relative change (account-correct.lua), so settles landing meanwhile are kept.
+import type { Redis } from 'ioredis';
+import type { DbClient, DbPool } from '../db/pool.js';
+import { formatNano, numericToNano } from '../money.js';
+import { monthlyPeriod } from '../periods.js';
+import type { RedisKeys } from '../redis/keys.js';
+import type { RedisScripts } from '../redis/scripts.js';
+import { isUuid, sumNano } from '../ledger/unwritten-usage.js';
+import { usageRecordFromFields, type UsageRecord } from '../ledger/usage-record.js';
+
+/** Measurements tried per org before it is reported busy (settling all the time). */
+const MAX_ATTEMPTS = 8;
+const RETRY_PAUSE_MS = 25;
+
+export type AccountKind = 'wallet' | 'org_cap' | 'connection_cap' | 'user_spend';
+
+interface LiveAccount {
+  readonly kind: AccountKind;
+  readonly key: string;
+  readonly field: 'balance' | 'spent';
+  /** The cap's or user's period start (epoch ms), for period accounts. */
+  readonly periodStart?: number;
+  readonly appConnectionId?: string;
+  readonly productUserId?: string;
+}
+
+export interface AccountDrift {
+  readonly account: AccountKind;
+  readonly app_connection_id?: string;
+  readonly product_user_id?: string;
+  readonly period_start?: string;
+  /** What Redis holds. */
+  readonly live: string;
+  /** What the ledger (plus unwritten usage) says. */
+  readonly ledger: string;
+  /** live − ledger. */
+  readonly drift: string;
+  readonly repaired: boolean;
+}
+
+export interface OrgReconciliation {
+  readonly org_id: string;
+  /** busy: settles kept landing during every measurement; nothing was compared. */
+  readonly status: 'consistent' | 'drift' | 'repaired' | 'busy';
+  readonly accounts_checked: number;
+  readonly drifts: AccountDrift[];
+}
+
+interface Measurement {
+  /** key → live − expected, for every account compared. */
+  readonly drifts: Map<string, { live: bigint; expected: bigint }>;
+}
+
+export class Reconciler {
+  constructor(
+    private readonly db: DbPool,
+    private readonly redis: Redis,
+    private readonly keys: RedisKeys,
+    private readonly scripts: Pick<RedisScripts, 'accountCorrect'>,
+  ) {}
+
+  /** Every org with a live account in Redis, or just `orgId`. */
+  async run(options: { orgId?: string; repair: boolean }): Promise<OrgReconciliation[]> {
+    const byOrg = await this.liveAccounts(options.orgId);
+    const results: OrgReconciliation[] = [];
+    for (const [orgId, accounts] of [...byOrg].sort(([a], [b]) => a.localeCompare(b))) {
+      results.push(await this.reconcileOrg(orgId, accounts, options.repair));
+    }
+    return results;
+  }
+
+  private async reconcileOrg(
+    orgId: string,
+    accounts: readonly LiveAccount[],
+    repair: boolean,
+  ): Promise<OrgReconciliation> {
+    const first = await this.stableMeasurement(orgId, accounts);
+    if (!first) {
+      return { org_id: orgId, status: 'busy', accounts_checked: 0, drifts: [] };
+    }
+    const drifted = accounts.filter((account) => driftOf(first, account) !== 0n);
+    let repairable = new Set<string>();
+    if (repair && drifted.length > 0) {
+      // Only a drift seen twice in a row, unchanged, is corrected.
+      const second = await this.stableMeasurement(orgId, accounts);
+      if (second) {
+        repairable = new Set(
+          drifted
+            .filter((account) => driftOf(second, account) === driftOf(first, account))
+            .map((account) => account.key),
+        );
+      }
+    }
+    const drifts: AccountDrift[] = [];
+    for (const account of drifted) {
+      const { live, expected } = first.drifts.get(account.key)!;
+      let repaired = false;
+      if (repairable.has(account.key)) {
+        const outcome = (await this.scripts.accountCorrect(
+          { account: account.key },
+          { field: account.field, delta_nano: (expected - live).toString() },
+        )) as [number, string?];
+        repaired = outcome[0] === 1;
+      }
+      drifts.push({
+        account: account.kind,
+        ...(account.appConnectionId && { app_connection_id: account.appConnectionId }),
+        ...(account.productUserId && { product_user_id: account.productUserId }),
+        ...(account.periodStart !== undefined && {
+          period_start: new Date(account.periodStart).toISOString(),
+        }),
+        live: formatNano(live),
+        ledger: formatNano(expected),
+        drift: formatNano(live - expected),
+        repaired,
+      });
+    }
+    const status =
+      drifts.length === 0
+        ? 'consistent'
+        : drifts.every((drift) => drift.repaired)
+          ? 'repaired'
+          : 'drift';
+    return { org_id: orgId, status, accounts_checked: accounts.length, drifts };
+  }
+
+  /** One measurement during which no settle landed, or undefined after MAX_ATTEMPTS. */
+  private async stableMeasurement(
+    orgId: string,
+    accounts: readonly LiveAccount[],
+  ): Promise<Measurement | undefined> {
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt += 1) {
+      const measurement = await this.measure(orgId, accounts);
+      if (measurement) return measurement;
+      await new Promise((resolve) => setTimeout(resolve, RETRY_PAUSE_MS * (attempt + 1)));
+    }
+    return undefined;
+  }
+
+  private async measure(
+    orgId: string,
+    accounts: readonly LiveAccount[],
+  ): Promise<Measurement | undefined> {
+    const stream = this.keys.usageStream(orgId);
+    const deletedBefore = streamDeletions(
+      await this.redis.xinfo('STREAM', stream).then(
+        (info) => [null, info] as [null, unknown],
+        (error: Error) => [error, undefined] as [Error, undefined],
+      ),
+    );
+    return readOnlySnapshot(this.db, async (client) => {
+      const transaction = this.redis.multi();
+      for (const account of accounts) transaction.hget(account.key, account.field);
+      transaction.xinfo('STREAM', stream);
+      transaction.xrange(stream, '-', '+');
+      const replies = (await transaction.exec()) ?? [];
+      // The writer removed records from the stream between the snapshot and the MULTI: one of
+      // them may be in neither. Measure again.
+      if (streamDeletions(replies[accounts.length]!) !== deletedBefore) return undefined;
+      const live = accounts.map((_a, index) => BigInt((replies[index]![1] as string) ?? '0'));
+      const entries = (replies[accounts.length + 1]![1] ?? []) as Array<[string, string[]]>;
+      const expected = await this.expectedValues(
+        client,
+        orgId,
+        accounts,
+        entries.map(([, fields]) => fields),
+      );
+      const drifts = new Map<string, { live: bigint; expected: bigint }>();
+      accounts.forEach((account, index) => {
+        drifts.set(account.key, { live: live[index]!, expected: expected[index]! });
+      });
+      return { drifts };
+    });
+  }
+
+  /** What each account should hold, from one ledger snapshot and the stream's records. */
+  private async expectedValues(
+    client: DbClient,
+    orgId: string,
+    accounts: readonly LiveAccount[],
+    streamEntries: readonly string[][],
+  ): Promise<bigint[]> {
+    const { rows: deadLetters } = await client.query<{ entry: string }>(
+      'SELECT entry FROM usage_dead_letters WHERE org_id = $1 AND replayed_at IS NULL',
+      [orgId],
+    );
+    const unwritten = await unwrittenRecords(client, [
+      ...streamEntries,
+      ...deadLetters.map((row) => JSON.parse(row.entry) as string[]),
+    ]);
+    const anchors = await userAnchors(
+      client,
+      accounts.flatMap((account) => (account.productUserId ? [account.productUserId] : [])),
+    );
+    const values: bigint[] = [];
+    for (const account of accounts) {
+      if (account.kind === 'wallet') {
+        const { rows } = await client.query<{ funded: string; spent: string }>(
+          `SELECT (SELECT COALESCE(sum(amount), 0) FROM wallet_transactions WHERE org_id = $1)::text AS funded,
+                  (SELECT COALESCE(sum(wallet_cost), 0) FROM usage_records WHERE org_id = $1)::text AS spent`,
+          [orgId],
+        );
+        const ledger = numericToNano(rows[0]!.funded) - numericToNano(rows[0]!.spent);
+        values.push(ledger - sumNano(unwritten, (record) => record.walletCostNano));
+        continue;
+      }
+      const [column, id, field] =
+        account.kind === 'org_cap'
+          ? (['org_id', orgId, 'orgId'] as const)
+          : account.kind === 'connection_cap'
+            ? (['app_connection_id', account.appConnectionId!, 'appConnectionId'] as const)
+            : (['product_user_id', account.productUserId!, 'productUserId'] as const);
+      const start = new Date(account.periodStart!);
+      const anchor = account.productUserId ? (anchors.get(account.productUserId) ?? null) : null;
+      const end = monthlyPeriod(start, anchor).end;
+      const { rows } = await client.query<{ spent: string }>(
+        `SELECT COALESCE(sum(sell_cost), 0)::text AS spent FROM usage_records
+          WHERE ${column} = $1 AND created_at >= $2 AND created_at < $3`,
+        [id, start, end],
+      );
+      const pending = unwritten.filter(
+        (record) => record[field] === id && record.createdAt >= start && record.createdAt < end,
+      );
+      values.push(
+        numericToNano(rows[0]!.spent) + sumNano(pending, (record) => record.sellCostNano),
+      );
+    }
+    return values;
+  }
+
+  /** The live accounts in Redis, by org (SCAN; on a cluster, over every master). */
+  private async liveAccounts(onlyOrgId?: string): Promise<Map<string, LiveAccount[]>> {
+    const probe = this.keys.wallet('ORG');
+    const prefix = probe.slice(0, probe.indexOf('{o:ORG}'));
+    const pattern = `${prefix}{o:${onlyOrgId ? escapeGlob(onlyOrgId) : '*'}}:*`;
+    const byOrg = new Map<string, LiveAccount[]>();
+    const nodes =
+      'nodes' in this.redis ? (this.redis as unknown as ClusterLike).nodes('master') : [this.redis];
+    for (const node of nodes) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+        cursor = next;
+        for (const key of keys) {
+          const parsed = parseAccountKey(key.slice(prefix.length));
+          if (!parsed) continue;
+          const list = byOrg.get(parsed.orgId) ?? [];
+          list.push({ ...parsed.account, key });
+          byOrg.set(parsed.orgId, list);
+        }
+      } while (cursor !== '0');
+    }
+    return byOrg;
+  }
+}
+
+interface ClusterLike {
+  nodes(role: 'master'): Redis[];
+}
+
+function driftOf(measurement: Measurement, account: LiveAccount): bigint {
+  const { live, expected } = measurement.drifts.get(account.key)!;
+  return live - expected;
+}
+
+/** `{o:<org>}:<rest>` → the account it names, or undefined for any other key of the org. */
+function parseAccountKey(
+  rest: string,
+): { orgId: string; account: Omit<LiveAccount, 'key'> } | undefined {
+  const match = /^\{o:([^}]+)\}:(.+)$/.exec(rest);
+  if (!match) return undefined;
+  const [, orgId, name] = match as unknown as [string, string, string];
+  if (name === 'wallet') return { orgId, account: { kind: 'wallet', field: 'balance' } };
+  let parts = /^cap:org:(\d+)$/.exec(name);
+  if (parts) {
+    return { orgId, account: { kind: 'org_cap', field: 'spent', periodStart: Number(parts[1]) } };
+  }
+  parts = /^cap:conn:([^:]+):(\d+)$/.exec(name);
+  if (parts) {
+    return {
+      orgId,
+      account: {
+        kind: 'connection_cap',
+        field: 'spent',
+        appConnectionId: parts[1]!,
+        periodStart: Number(parts[2]),
+      },
+    };
+  }
+  parts = /^pu:([^:]+):spend:(\d+)$/.exec(name);
+  if (parts) {
+    return {
+      orgId,
+      account: {
+        kind: 'user_spend',
+        field: 'spent',
+        productUserId: parts[1]!,
+        periodStart: Number(parts[2]),
+      },
+    };
+  }
+  return undefined;
+}
+
+function escapeGlob(text: string): string {
+  return text.replace(/[*?[\]\\]/g, (char) => `\\${char}`);
+}
+
+/**
+ * How many entries the stream has lost (XINFO STREAM: entries-added − length), from a MULTI
+ * reply: the writer deletes each record once it is in Postgres. -1 when there is no stream.
+ */
+function streamDeletions(reply: [Error | null, unknown]): number {
+  const [error, info] = reply;
+  if (error || !Array.isArray(info)) return -1;
+  const field = (name: string): number => Number(info[info.indexOf(name) + 1]);
+  return field('entries-added') - field('length');
+}
+
+/** Runs `work` in one REPEATABLE READ snapshot, taken before `work` starts. */
+async function readOnlySnapshot<T>(db: DbPool, work: (client: DbClient) => Promise<T>): Promise<T> {
+  const client = await db.connect();
+  try {
+    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    await client.query('SELECT 1'); // the snapshot is taken at the first statement
+    return await work(client);
+  } finally {
+    await client.query('ROLLBACK').catch(() => undefined);
+    client.release();
+  }
+}
+
+/** The records among `entries` whose rows the snapshot does not have (each once). */
+async function unwrittenRecords(
+  client: DbClient,
+  entries: readonly string[][],
+): Promise<UsageRecord[]> {
+  const records = new Map<string, UsageRecord>();
+  for (const fields of entries) {
+    try {
+      const record = usageRecordFromFields(fields);
+      if (!records.has(record.requestId)) records.set(record.requestId, record);
+    } catch {
+      // an unreadable entry has no amounts to count (the writer reports it)
+    }
+  }
+  if (records.size === 0) return [];
+  const { rows } = await client.query<{ request_id: string }>(
+    'SELECT request_id::text FROM usage_records WHERE request_id = ANY($1::uuid[])',
+    [[...records.keys()].filter(isUuid)],
+  );
+  for (const row of rows) records.delete(row.request_id);
+  return [...records.values()];
+}
+
+async function userAnchors(
+  client: DbClient,
+  productUserIds: readonly string[],
+): Promise<Map<string, Date | null>> {
+  if (productUserIds.length === 0) return new Map();
+  const { rows } = await client.query<{ id: string; allowance_starts_at: Date | null }>(
+    'SELECT id, allowance_starts_at FROM product_users WHERE id = ANY($1)',
+    [productUserIds],
+  );
+  return new Map(rows.map((row) => [row.id, row.allowance_starts_at]));
+}

@@ -1,0 +1,36 @@
+// What the composition root has started, to close in reverse order: at shutdown, and when
+// start-up fails halfway (a port taken, Postgres gone after the pool opened), so a failed start
+// leaves no connection, thread or timer behind.
+import type { Logger } from './log.js';
+
+interface Closer {
+  readonly name: string;
+  readonly close: () => unknown;
+}
+
+export class Closers {
+  private readonly stack: Closer[] = [];
+
+  /** Registers how to close what was just started; returns the resource for inline use. */
+  add<T>(name: string, resource: T, close: (resource: T) => unknown): T {
+    this.stack.push({ name, close: () => close(resource) });
+    return resource;
+  }
+
+  /**
+   * Closes everything registered, last first. A closer that fails is logged (by name, never
+   * with secrets) and the rest still run; the first failure is rethrown at the end.
+   */
+  async closeAll(logger: Logger): Promise<void> {
+    let firstFailure: unknown;
+    for (let closer = this.stack.pop(); closer; closer = this.stack.pop()) {
+      try {
+        await closer.close();
+      } catch (error) {
+        logger.error({ err: error, resource: closer.name }, 'closing failed');
+        firstFailure ??= error;
+      }
+    }
+    if (firstFailure !== undefined) throw firstFailure;
+  }
+}

@@ -1,0 +1,123 @@
+// One container, every core: GATEWAY_WORKERS gateway processes accept on one port. uWS sets
+// SO_REUSEPORT on Linux, so each worker binds PORT itself and the kernel spreads connections over
+// them. Workers share nothing a request needs to be exact: money lives in Redis, records in
+// Postgres, caches are per process and dropped by the same pub/sub messages. The primary serves
+// no request: it forks the workers, starts another when one dies, forwards SIGTERM so each drains
+// its own streams, and serves /metrics summed over the workers.
+import cluster, { type Worker } from 'node:cluster';
+import { createServer, type Server } from 'node:http';
+import { availableParallelism } from 'node:os';
+import { AggregatorRegistry, type PrometheusContentType, type Registry } from 'prom-client';
+import type { Config } from './config.js';
+import type { Logger } from './log.js';
+
+/** How long a dead worker's replacement waits, so a crash loop cannot spin the CPU. */
+const RESTART_DELAY_MS = 1_000;
+/** The message a worker sends its primary once it is listening. */
+const LISTENING = 'gw:listening';
+
+/** How many gateway processes to run: one when PORT is 0 (each would pick its own port). */
+export function workerCount(config: Pick<Config, 'PORT' | 'GATEWAY_WORKERS'>): number {
+  if (config.PORT === 0) return 1;
+  return config.GATEWAY_WORKERS === 'auto' ? availableParallelism() : config.GATEWAY_WORKERS;
+}
+
+export function isGatewayWorker(): boolean {
+  return cluster.isWorker;
+}
+
+/** In a worker: lets the primary's /metrics read this registry, and says the worker listens. */
+export function reportWorkerListening(registry: Registry, port: number): void {
+  AggregatorRegistry.setRegistries([registry]);
+  // Constructing one installs prom-client's answerer for the primary's metrics requests.
+  new AggregatorRegistry<PrometheusContentType>();
+  process.send?.({ type: LISTENING, port });
+}
+
+/**
+ * Runs the primary until SIGTERM/SIGINT has drained every worker. Exits 1 if a worker dies
+ * before it ever listened (bad config, port taken): restarting it could never help.
+ */
+export function runPrimary(config: Config, logger: Logger, count: number): void {
+  const aggregator = new AggregatorRegistry<PrometheusContentType>();
+  const workers = new Map<number, Worker>();
+  const listening = new Set<number>();
+  let stopping = false;
+  let announced = false;
+
+  const fork = (slot: number): void => {
+    const worker = cluster.fork({ GATEWAY_WORKER_SLOT: String(slot) });
+    workers.set(slot, worker);
+    worker.on('message', (message: { type?: string; port?: number }) => {
+      if (message?.type !== LISTENING) return;
+      listening.add(slot);
+      if (listening.size === count && !announced) {
+        announced = true;
+        logger.info({ port: message.port, workers: count }, 'gw workers listening');
+      }
+    });
+    worker.on('exit', (code, signal) => {
+      workers.delete(slot);
+      if (stopping) {
+        if (workers.size === 0) finish();
+        return;
+      }
+      if (!listening.has(slot)) {
+        logger.fatal({ slot, code, signal }, 'a gateway worker failed to start');
+        return void stop(1);
+      }
+      listening.delete(slot);
+      logger.error({ slot, code, signal }, 'a gateway worker died: starting another');
+      setTimeout(() => {
+        if (!stopping) fork(slot);
+      }, RESTART_DELAY_MS);
+    });
+  };
+
+  let exitCode = 0;
+  let metricsServer: Server | undefined;
+  const finish = (): void => {
+    if (metricsServer) metricsServer.close(() => process.exit(exitCode));
+    else process.exit(exitCode);
+  };
+  const stop = (code: number): void => {
+    if (stopping) return;
+    stopping = true;
+    exitCode = code;
+    if (workers.size === 0) return finish();
+    for (const worker of workers.values()) worker.process.kill('SIGTERM');
+  };
+
+  for (let slot = 0; slot < count; slot += 1) fork(slot);
+  if (config.METRICS_ENABLED) {
+    metricsServer = serveClusterMetrics(aggregator, logger);
+    metricsServer.listen(config.METRICS_PORT, config.METRICS_HOST);
+  }
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.on(signal, () => {
+      logger.info({ signal }, 'shutting down the workers');
+      stop(0);
+    });
+  }
+}
+
+function serveClusterMetrics(
+  aggregator: AggregatorRegistry<PrometheusContentType>,
+  logger: Logger,
+): Server {
+  return createServer((request, response) => {
+    if (request.method !== 'GET' || request.url?.split('?')[0] !== '/metrics') {
+      response.writeHead(404).end();
+      return;
+    }
+    aggregator.clusterMetrics().then(
+      (text) => {
+        response.writeHead(200, { 'content-type': aggregator.contentType }).end(text);
+      },
+      (error: unknown) => {
+        logger.warn({ err: error }, 'collecting the workers’ metrics failed');
+        response.writeHead(503).end();
+      },
+    );
+  }).on('error', (error) => logger.error({ err: error }, 'metrics listener failed'));
+}

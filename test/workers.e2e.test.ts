@@ -1,0 +1,196 @@
+// GATEWAY_WORKERS: several gateway processes accept on one port; the kernel spreads new
+// connections over them. Every request is charged and recorded once whichever worker serves
+// it, /metrics (served by the primary) sums the workers, a worker that dies is replaced, and
+// SIGTERM drains every worker's streams before the primary exits 0.
+import { request } from 'node:http';
+import { createServer, type AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isolatedContext } from './support/context.js';
+import { bearer, postSse } from './support/http.js';
+import {
+  seed,
+  startGatewayProcess,
+  type SeededOrg,
+  type SpawnedGateway,
+} from './support/processes.js';
+import { eventually } from './support/services.js';
+
+const { env, db } = isolatedContext('workers');
+let org: SeededOrg;
+let gateway: SpawnedGateway;
+let metricsPort: number;
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** One chat completion on a connection of its own, so the kernel may pick any worker. */
+function chatOnNewConnection(
+  port: number,
+  apiKey: string,
+  content: string,
+): Promise<{ status: number; requestId: string }> {
+  const body = JSON.stringify({
+    model: 'vendor_b/gpt-4o-mini',
+    messages: [{ role: 'user', content }],
+  });
+  return new Promise((resolve, reject) => {
+    const outgoing = request(
+      {
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/v1/chat/completions',
+        agent: false,
+        headers: {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+          ...bearer(apiKey),
+        },
+      },
+      (response) => {
+        response.resume();
+        response.on('end', () =>
+          resolve({
+            status: response.statusCode ?? 0,
+            requestId: String(response.headers['x-request-id']),
+          }),
+        );
+      },
+    );
+    outgoing.on('error', reject);
+    outgoing.end(body);
+  });
+}
+
+/** The pids that logged a served request for the chat route. */
+function servingPids(output: string): Set<number> {
+  const pids = new Set<number>();
+  for (const line of output.split('\n')) {
+    if (!line.includes('"msg":"request"') || !line.includes('/v1/chat/completions')) continue;
+    const pid = /"pid":(\d+)/.exec(line);
+    if (pid) pids.add(Number(pid[1]));
+  }
+  return pids;
+}
+
+beforeAll(async () => {
+  org = await seed(env);
+  metricsPort = await freePort();
+  gateway = await startGatewayProcess({
+    ...env,
+    PORT: String(await freePort()),
+    GATEWAY_WORKERS: '2',
+    METRICS_PORT: String(metricsPort),
+    REQUEST_LOG_SAMPLE_RATE: '1',
+  });
+  await eventually(
+    async () => (gateway.output().includes('gw workers listening') ? true : undefined),
+    20_000,
+  );
+});
+
+afterAll(async () => {
+  await gateway?.stop('SIGKILL');
+});
+
+describe('GATEWAY_WORKERS=2 on one port', () => {
+  it('spreads connections over both workers and charges and records every request once', async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_unused, index) =>
+        chatOnNewConnection(gateway.port, org.api_key, `worker spread ${index}`),
+      ),
+    );
+    expect(answers.map((answer) => answer.status)).toEqual(Array(40).fill(200));
+    expect(servingPids(gateway.output()).size).toBe(2);
+
+    const requestIds = answers.map((answer) => answer.requestId);
+    const recorded = await eventually(async () => {
+      const { rows } = await db.query<{ request_id: string }>(
+        'SELECT request_id FROM usage_records WHERE request_id = ANY($1::uuid[])',
+        [requestIds],
+      );
+      return rows.length >= 40 ? rows : undefined;
+    }, 15_000);
+    // Exactly one record per request, whichever worker served it.
+    expect(new Set(recorded.map((row) => row.request_id)).size).toBe(40);
+    expect(recorded).toHaveLength(40);
+
+    const metrics = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text());
+    const served =
+      /gw_http_requests_total\{route="\/v1\/chat\/completions",status="200"\} (\d+)/.exec(metrics);
+    expect(Number(served?.[1])).toBe(40);
+  });
+
+  it('replaces a worker that dies, and keeps serving meanwhile', async () => {
+    const listenings = (): number => gateway.output().split('"msg":"gw listening"').length - 1;
+    expect(listenings()).toBe(2);
+    const [victim] = [...servingPids(gateway.output())];
+    process.kill(victim!, 'SIGKILL');
+    // The survivor serves while the replacement starts.
+    const meanwhile = await chatOnNewConnection(gateway.port, org.api_key, 'during the restart');
+    expect(meanwhile.status).toBe(200);
+    await eventually(async () => (listenings() === 3 ? true : undefined), 20_000);
+    expect(gateway.output()).toContain('a gateway worker died: starting another');
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_unused, index) =>
+        chatOnNewConnection(gateway.port, org.api_key, `after ${index}`),
+      ),
+    );
+    expect(answers.map((answer) => answer.status)).toEqual(Array(20).fill(200));
+  });
+
+  it('on SIGTERM every worker finishes its stream, then the primary exits 0', async () => {
+    const streams = Array.from({ length: 4 }, (_unused, index) =>
+      postSse(
+        `${gateway.url}/v1/chat/completions`,
+        {
+          model: 'vendor_b/gpt-4o-mini',
+          stream: true,
+          messages: [
+            { role: 'user', content: `drain ${index} mock:latency_ms=700 mock:output_tokens=3` },
+          ],
+        },
+        bearer(org.api_key),
+      ),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    const exited = gateway.stop('SIGTERM');
+    const answers = await Promise.all(streams);
+    for (const answer of answers) {
+      expect(answer.status).toBe(200);
+      expect(answer.data.at(-1)).toBe('[DONE]');
+    }
+    expect(await exited).toBe(0);
+    const ids = answers.map((answer) => answer.headers.get('x-request-id'));
+    const { rows } = await db.query(
+      'SELECT status FROM usage_records WHERE request_id = ANY($1::uuid[])',
+      [ids],
+    );
+    expect(rows.map((row: { status: string }) => row.status)).toEqual(Array(4).fill('completed'));
+  });
+});
+
+describe('a worker that cannot start', () => {
+  it('stops the primary with exit 1 instead of restarting it forever', async () => {
+    const squatter = createServer(); // no SO_REUSEPORT: the workers cannot share its port
+    await new Promise<void>((resolve) => squatter.listen(0, '127.0.0.1', resolve));
+    const { port } = squatter.address() as AddressInfo;
+    try {
+      await expect(
+        startGatewayProcess({
+          ...env,
+          PORT: String(port),
+          GATEWAY_WORKERS: '2',
+          METRICS_ENABLED: 'false',
+        }),
+      ).rejects.toThrow(/exited with 1 before listening[\s\S]*a gateway worker failed to start/);
+    } finally {
+      squatter.close();
+    }
+  });
+});
