@@ -20,6 +20,7 @@ import {
 } from '../money.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { Actor } from './apps.js';
+import { applyConnectionSettings } from './connections.js';
 
 export type CapTarget =
   | { readonly scope: 'org'; readonly orgId: string }
@@ -230,20 +231,13 @@ export async function setCapAs(
     );
     const connectionId = target.scope === 'app_connection' ? target.appConnectionId : null;
     if (connectionId) {
-      await client.query(
-        `UPDATE app_connections SET
-           credit_mode = COALESCE($2, credit_mode),
-           overrun_policy = COALESCE($3, overrun_policy),
-           requires_product_user = COALESCE($4, requires_product_user),
-           updated_at = now()
-         WHERE id = $1`,
-        [
-          connectionId,
-          settings.creditMode ?? null,
-          settings.overrunPolicy ?? null,
-          settings.requiresProductUser ?? null,
-        ],
-      );
+      await applyConnectionSettings(client, connectionId, {
+        ...(settings.creditMode && { credit_mode: settings.creditMode }),
+        ...(settings.overrunPolicy && { overrun_policy: settings.overrunPolicy }),
+        ...(settings.requiresProductUser !== undefined && {
+          requires_product_user: settings.requiresProductUser,
+        }),
+      });
     }
     const state = await capState(client, target, orgId);
     await recordAudit(client, {

@@ -72,7 +72,7 @@ export async function createConnectionAs(
       return gwError('gw_conflict', 'the app is deleted: it cannot get new connections');
     }
     const id = await createAppConnection(client, app.orgId, app.appId, settings.name);
-    await applySettings(client, id, settings);
+    await applyConnectionSettings(client, id, settings);
     await recordAudit(client, {
       orgId: app.orgId,
       userId: actor.userId,
@@ -94,7 +94,7 @@ export async function updateConnectionAs(
   settings: ConnectionSettings,
 ): Promise<ConnectionRow> {
   const row = await withTransaction(db, async (client) => {
-    await applySettings(client, connection.id, settings);
+    await applyConnectionSettings(client, connection.id, settings);
     await recordAudit(client, {
       orgId: connection.orgId,
       userId: actor.userId,
@@ -134,7 +134,8 @@ export async function revokeConnectionAs(
   return row;
 }
 
-async function applySettings(
+/** Changes what the settings name (the rest is kept), in the caller's transaction. */
+export async function applyConnectionSettings(
   client: Pick<DbPool, 'query'>,
   id: string,
   settings: ConnectionSettings,
