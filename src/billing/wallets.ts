@@ -160,7 +160,7 @@ export class WalletService {
     const live = outcome[0] === 1;
     const previous = live ? BigInt(outcome[1] ?? '0') : await this.rebuiltBalanceNano(orgId);
     try {
-      await withTransaction(this.db, async (client) => {
+      const record = async (client: Pick<DbPool, 'query'>): Promise<void> => {
         const { rows } = await client.query<{ id: string }>(
           `INSERT INTO wallet_transactions (org_id, kind, amount, created_by)
            VALUES ($1, 'set', $2, $3) RETURNING id::text`,
@@ -176,7 +176,10 @@ export class WalletService {
             details: { balance: formatNano(targetNano) },
           });
         }
-      });
+      };
+      // The audit entry, when there is one, is written in the same transaction as the change.
+      if (actor) await withTransaction(this.db, record);
+      else await record(this.db);
     } catch (error) {
       // Relative, so what requests spent meanwhile stays spent.
       if (live) {
