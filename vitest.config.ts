@@ -1,8 +1,35 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * The files that run on a Redis Cluster as well as on a single Redis (the `cluster` project):
+ * the money, BYOK and durability tests, the pub/sub invalidations, and the cluster's own
+ * tests. Every other file runs on a single Redis only.
+ */
+export const clusterFiles = [
+  'test/cluster/**/*.test.ts',
+  'test/reserve-settle.race.test.ts',
+  'test/money-limits.test.ts',
+  'test/allowance.race.test.ts',
+  'test/allowance.e2e.test.ts',
+  'test/charging.e2e.test.ts',
+  'test/byok.e2e.test.ts',
+  'test/credentials.test.ts',
+  'test/settle-spool.test.ts',
+  'test/usage-writer.test.ts',
+  'test/usage-dead-letters.test.ts',
+  'test/lifecycle.e2e.test.ts',
+  'test/auth-cache.race.test.ts',
+];
+
+/**
+ * The cluster to run them on (`npm run test:cluster` starts a local one with .ci/redis-cluster
+ * and names it). Without it, only the `single` project exists: `npx vitest run <file>` runs
+ * on the single Redis as always.
+ */
+const clusterNodes = process.env.TEST_REDIS_CLUSTER_NODES ?? '';
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts', 'src/**/*.test.ts'],
     globalSetup: ['test/support/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
@@ -11,5 +38,28 @@ export default defineConfig({
     // after-hooks in reverse order: a file's own cleanup (stopping gateways) runs before the
     // shared context's (test/support/context.ts) deletes its keys and closes its handles
     sequence: { hooks: 'stack' },
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'single',
+          include: ['test/**/*.test.ts', 'src/**/*.test.ts'],
+          exclude: ['test/cluster/**'],
+          env: { TEST_REDIS_CLUSTER_NODES: '' },
+        },
+      },
+      ...(clusterNodes === ''
+        ? []
+        : [
+            {
+              extends: true as const,
+              test: {
+                name: 'cluster',
+                include: clusterFiles,
+                env: { TEST_REDIS_CLUSTER_NODES: clusterNodes },
+              },
+            },
+          ]),
+    ],
   },
 });

@@ -6,17 +6,17 @@
 // translation or metrics: what the full path costs beyond this floor is the gateway's own
 // logic, and what this floor costs beyond the passthrough is the design's two round trips and
 // its ledger. Non-streaming only.
-// Run: UPSTREAM_URL=… REDIS_URL=… DATABASE_URL=… REDIS_KEY_PREFIX=… PORT=0 node dist/bench/design-floor.js
+// Run: UPSTREAM_URL=… REDIS_URL=… (or REDIS_CLUSTER_NODES=…) DATABASE_URL=… REDIS_KEY_PREFIX=… PORT=0 node dist/bench/design-floor.js
 import { createMoneyLayer } from '../src/billing/compose.js';
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
-import { Redis } from 'ioredis';
 import { Pool } from 'undici';
 import type { RequestAccounts } from '../src/billing/budget-store.js';
 import { createDbPool } from '../src/db/pool.js';
 import { newRequestId } from '../src/ids.js';
 import { createLogger } from '../src/log.js';
 import { UsageWriterThread } from '../src/ledger/usage-writer-thread.js';
+import { connectRedis, redisTarget } from '../src/redis/connect.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
 import { benchUsageRecord } from './bench-records.js';
@@ -28,12 +28,15 @@ const env = (name: string): string => {
   return value;
 };
 const upstream = new URL(env('UPSTREAM_URL'));
-const redisUrl = env('REDIS_URL');
+const target = redisTarget({
+  REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+  REDIS_CLUSTER_NODES: process.env.REDIS_CLUSTER_NODES,
+});
 const databaseUrl = env('DATABASE_URL');
 const keyPrefix = env('REDIS_KEY_PREFIX');
 
 const logger = createLogger('warn', 'design-floor');
-const redis = new Redis(redisUrl, { maxRetriesPerRequest: 2 });
+const redis = connectRedis(target, { maxRetriesPerRequest: 2 });
 const db = createDbPool(databaseUrl, 2);
 const keys = createRedisKeys(keyPrefix);
 const scripts = defineScripts(redis);
@@ -63,7 +66,7 @@ const HOLD_NANO = 1_000_000n;
 
 new UsageWriterThread(
   {
-    redisUrl,
+    redis: target,
     databaseUrl,
     keyPrefix,
     logLevel: 'warn',

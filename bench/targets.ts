@@ -5,7 +5,12 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { Redis } from 'ioredis';
+import {
+  connectRedis,
+  redisTarget,
+  unlinkMatching,
+  type RedisClient,
+} from '../src/redis/connect.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const execFileAsync = promisify(execFile);
@@ -58,9 +63,9 @@ function spawnUntil(
 
 const jsonPort = (output: string): string | undefined => /"port":(\d+)/.exec(output)?.[1];
 
-export async function startMock(): Promise<Target> {
+export async function startMock(extraArgs: readonly string[] = []): Promise<Target> {
   const { child, value } = await spawnUntil(
-    ['bin/gw.js', 'mock-vendors', '--port', '0'],
+    ['bin/gw.js', 'mock-vendors', '--port', '0', ...extraArgs],
     {},
     jsonPort,
   );
@@ -96,15 +101,22 @@ async function freePort(): Promise<number> {
 export async function startGatewayTarget(
   upstreamUrl: string,
   nodeArgs: readonly string[] = [],
-  { workers = 1, sharing }: { workers?: number; sharing?: GatewayTarget } = {},
+  {
+    workers = 1,
+    sharing,
+    metrics = false,
+  }: { workers?: number; sharing?: GatewayTarget; metrics?: boolean } = {},
 ): Promise<GatewayTarget> {
   const env = {
     PORT: workers > 1 ? String(await freePort()) : '0',
     GATEWAY_WORKERS: String(workers),
-    METRICS_ENABLED: 'false',
+    METRICS_ENABLED: String(metrics),
+    METRICS_PORT: metrics ? String(await freePort()) : '0',
     HOST: '127.0.0.1',
     DATABASE_URL: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/gw_bench',
     REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
+    // A Redis Cluster instead (host:port,…): the gateway, the floor and the cleanup use it.
+    REDIS_CLUSTER_NODES: process.env.BENCH_REDIS_CLUSTER_NODES ?? '',
     REDIS_KEY_PREFIX: sharing?.env.REDIS_KEY_PREFIX ?? `gwbench-${randomBytes(4).toString('hex')}`,
     VENDOR_A_BASE_URL: upstreamUrl,
     VENDOR_B_BASE_URL: upstreamUrl,
@@ -142,6 +154,7 @@ export async function startDesignFloor(
     {
       UPSTREAM_URL: upstreamUrl,
       REDIS_URL: gateway.env.REDIS_URL!,
+      REDIS_CLUSTER_NODES: gateway.env.REDIS_CLUSTER_NODES!,
       DATABASE_URL: gateway.env.DATABASE_URL!,
       REDIS_KEY_PREFIX: redisKeyPrefix,
       PORT: '0',
@@ -177,7 +190,7 @@ export async function stopAndClean(targets: readonly Target[]): Promise<void> {
   );
   stopAll(targets);
   await Promise.all(exited);
-  const redis = new Redis(process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379');
+  const redis = benchRedis();
   try {
     for (const target of keyed) await deleteKeysUnder(redis, target.redisKeyPrefix!);
   } finally {
@@ -185,14 +198,20 @@ export async function stopAndClean(targets: readonly Target[]): Promise<void> {
   }
 }
 
-/** Deletes every Redis key under a key prefix. */
-export async function deleteKeysUnder(redis: Redis, prefix: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, found] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-    cursor = next;
-    if (found.length > 0) await redis.unlink(...found);
-  } while (cursor !== '0');
+/** A client on the benches' Redis (BENCH_REDIS_URL, or BENCH_REDIS_CLUSTER_NODES). */
+export function benchRedis(): RedisClient {
+  return connectRedis(
+    redisTarget({
+      REDIS_URL: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379',
+      REDIS_CLUSTER_NODES: process.env.BENCH_REDIS_CLUSTER_NODES,
+    }),
+    { maxRetriesPerRequest: 2 },
+  );
+}
+
+/** Deletes every Redis key under a key prefix (on every master of a cluster). */
+export async function deleteKeysUnder(redis: RedisClient, prefix: string): Promise<void> {
+  await unlinkMatching(redis, `${prefix}:*`);
 }
 
 /** The chat request every bench scenario sends (with `stream: true` for streaming). */

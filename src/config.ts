@@ -1,6 +1,7 @@
 // Configuration: environment variables, parsed once by zod at boot and passed down frozen.
 import { z } from 'zod';
 import { PROVIDERS, type ProviderId } from './providers/registry.js';
+import { parseClusterNodes } from './redis/connect.js';
 import { describeAllIssues } from './validation-messages.js';
 
 const optionalUrl = z
@@ -43,6 +44,19 @@ export const configSchema = z.object({
     .default('auto'),
   HOST: z.string().min(1).default('0.0.0.0'),
   REDIS_URL: z.url().default('redis://127.0.0.1:6379'),
+  /** A Redis Cluster by some of its nodes (host:port,… or redis[s]://…); set, it replaces REDIS_URL. */
+  REDIS_CLUSTER_NODES: z
+    .string()
+    .trim()
+    .default('')
+    .superRefine((value, context) => {
+      if (value === '') return;
+      try {
+        parseClusterNodes(value);
+      } catch (error) {
+        context.addIssue({ code: 'custom', message: (error as Error).message });
+      }
+    }),
   REDIS_KEY_PREFIX: z
     .string()
     .regex(/^[A-Za-z0-9_.-]{1,40}$/, 'letters, digits, _ . - only (1-40 chars)')
@@ -55,6 +69,11 @@ export const configSchema = z.object({
     .min(1024)
     .default(4 * 1024 * 1024),
   UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(100).default(120_000),
+  /**
+   * Connections per vendor origin and process. Every stream in flight holds one (HTTP/1.1),
+   * so this bounds the concurrent requests to one vendor; more wait in the pool's queue.
+   */
+  UPSTREAM_CONNECTIONS: z.coerce.number().int().min(1).max(65_536).default(8192),
   RESERVATION_TTL_MS: z.coerce.number().int().min(1000).default(600_000),
   AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).default(30_000),
   TOKEN_WORKERS: z.coerce.number().int().min(1).max(64).default(2),
@@ -105,6 +124,8 @@ export const configSchema = z.object({
   DASHBOARD_SIGNUP: booleanFlag.default(false),
   /** Owners and admins may add funds to their organization's wallet from the dashboard. */
   DASHBOARD_WALLET_TOPUP: booleanFlag.default(false),
+  /** How long an OAuth authorization code waits for its exchange (RFC 6749: short). */
+  OAUTH_CODE_TTL_MS: z.coerce.number().int().min(1_000).max(600_000).default(60_000),
 });
 
 export type Config = Readonly<z.infer<typeof configSchema>>;

@@ -19,4 +19,24 @@ describe('isDependencyUnavailable', () => {
     });
     expect(isDependencyUnavailable(badInput)).toBe(false);
   });
+
+  it('counts a Redis Cluster shard that is away as unavailable', () => {
+    // What ioredis' Cluster throws for a key whose master is down (after its redirections),
+    // and what a cluster answers while it is down or moving a slot.
+    const away = new Error(
+      'Too many Cluster redirections. Last error: Error: Connection is closed.',
+    );
+    const down = Object.assign(new Error('CLUSTERDOWN The cluster is down'), {
+      name: 'ReplyError',
+    });
+    const moving = Object.assign(new Error('TRYAGAIN Multiple keys request during rehashing'), {
+      name: 'ReplyError',
+    });
+    for (const error of [away, down, moving]) expect(isDependencyUnavailable(error)).toBe(true);
+    const crossSlot = Object.assign(
+      new Error("CROSSSLOT Keys in request don't hash to the same slot"),
+      { name: 'ReplyError' },
+    );
+    expect(isDependencyUnavailable(crossSlot)).toBe(false); // a bug, never retried away
+  });
 });

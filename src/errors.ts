@@ -109,6 +109,25 @@ export const errorCatalogue = {
     status: 503,
     summary: 'provider credentials are off (no CREDENTIALS_MASTER_KEY) or the vendor has no route',
   },
+  // OAuth (docs/oauth.md); the token and revocation endpoints answer them in RFC 6749's shape
+  gw_redirect_uri_mismatch: {
+    status: 400,
+    summary:
+      'the authorization request or token exchange used a redirect URI that is not an exact match of a registered one (or an unknown client_id)',
+  },
+  gw_oauth_invalid_client: {
+    status: 401,
+    summary: 'OAuth client authentication failed (unknown client, wrong or missing secret)',
+  },
+  gw_oauth_invalid_grant: {
+    status: 400,
+    summary:
+      'the authorization code is unknown, expired, used, or was issued to another client, redirect URI or code verifier',
+  },
+  gw_oauth_unsupported_grant_type: {
+    status: 400,
+    summary: 'grant_type is not authorization_code',
+  },
   // Gateway
   gw_unavailable: { status: 503, summary: 'the gateway is shutting down or a dependency is down' },
   gw_internal_error: { status: 500, summary: 'a bug; the request id identifies it in the logs' },
@@ -155,8 +174,31 @@ export function isGwError(value: unknown): value is GwError {
   );
 }
 
-/** How an error body is dressed: the messages protocol adds the vendor's `type` fields. */
-export type ErrorFlavor = 'default' | 'messages';
+/**
+ * How an error body is dressed: the messages protocol adds the vendor's `type` fields; the
+ * OAuth token and revocation endpoints answer RFC 6749's `{"error", "error_description"}`;
+ * pages a browser opens (the OAuth authorization endpoint) answer an HTML page (rendered by
+ * src/http/respond.ts, which also picks each flavor's content type).
+ */
+export type ErrorFlavor = 'default' | 'messages' | 'oauth' | 'html';
+
+/** RFC 6749's error names (section 5.2) of the codes the OAuth endpoints answer. */
+const oauthErrorNames: Partial<Record<ErrorCode, string>> = {
+  gw_oauth_invalid_client: 'invalid_client',
+  gw_oauth_invalid_grant: 'invalid_grant',
+  gw_redirect_uri_mismatch: 'invalid_grant',
+  gw_oauth_unsupported_grant_type: 'unsupported_grant_type',
+};
+
+/** The RFC 6749 `error` value of a code: its own, else what its status means there. */
+export function oauthErrorName(error: GwError): string {
+  const named = oauthErrorNames[error.code];
+  if (named) return named;
+  if (error.status === 503) return 'temporarily_unavailable';
+  if (error.status >= 500) return 'server_error';
+  if (error.status === 401) return 'invalid_client';
+  return 'invalid_request';
+}
 
 const messagesErrorTypeByStatus: Record<number, string> = {
   400: 'invalid_request_error',
@@ -172,7 +214,16 @@ const messagesErrorTypeByStatus: Record<number, string> = {
   504: 'api_error',
 };
 
+/** The JSON error body of a flavor ('html' pages are rendered by src/http/respond.ts). */
 export function errorBody(error: GwError, flavor: ErrorFlavor = 'default'): string {
+  if (flavor === 'oauth') {
+    // RFC 6749 section 5.2, plus the gateway's own code for clients that know it.
+    return JSON.stringify({
+      error: oauthErrorName(error),
+      error_description: error.message,
+      gw_code: error.code,
+    });
+  }
   const inner: Record<string, unknown> = {
     ...error.details,
     code: error.wireCode ?? error.code,
@@ -193,6 +244,7 @@ export function isDependencyUnavailable(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
   const { name, code, message } = error as { name?: unknown; code?: unknown; message?: unknown };
   if (name === 'MaxRetriesPerRequestError') return true; // ioredis gave up on a command
+  if (name === 'ClusterAllFailedError') return true; // no node of a Redis Cluster answers
   if (
     typeof code === 'string' &&
     // 53300: Postgres refuses new connections (max_connections reached); retrying helps.
@@ -200,5 +252,12 @@ export function isDependencyUnavailable(error: unknown): boolean {
   ) {
     return true;
   }
-  return typeof message === 'string' && /Connection is closed|Connection terminated/.test(message);
+  // A Redis Cluster whose shard is away (a master down: ioredis gives up after its redirections;
+  // a cluster refusing while it is down or moving the slot).
+  return (
+    typeof message === 'string' &&
+    /Connection is closed|Connection terminated|Too many Cluster redirections|^CLUSTERDOWN|^TRYAGAIN/.test(
+      message,
+    )
+  );
 }

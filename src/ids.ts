@@ -30,6 +30,11 @@ export function newSecret(prefix: string): string {
   return prefix + randomBase62(SECRET_LENGTH);
 }
 
+/** An OAuth client's public identifier: `gw_client_` and 24 base62 characters (~143 bits). */
+export function newOAuthClientId(): string {
+  return secretPrefixes.oauthClientId + randomBase62(24);
+}
+
 export function sha256Hex(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }

@@ -2,7 +2,6 @@
 // server, and shuts it all down in order on SIGTERM. Nothing else constructs infrastructure.
 import { randomUUID } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
-import { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
 import { DashboardAuthenticator } from './accounts/dashboard-auth.js';
 import { LoginThrottle } from './accounts/login-throttle.js';
@@ -44,9 +43,20 @@ import {
   type VendorSettings,
 } from './providers/system-routes.js';
 import { UpstreamClient } from './providers/upstream.js';
+import {
+  connectRedis,
+  describeTarget,
+  knownNodes,
+  pingAll,
+  quitRedis,
+  redisTarget,
+} from './redis/connect.js';
 import { createRedisKeys } from './redis/keys.js';
+import { connectSubscriber } from './redis/subscriber.js';
 import { defineScripts, preloadScripts } from './redis/scripts.js';
 import { buildOpenApiDocument } from './openapi/document.js';
+import { OAuthClientAuthenticator } from './oauth/client-auth.js';
+import { AuthorizationCodes, CODE_REPLAY_WINDOW_MS } from './oauth/codes.js';
 import { bindRoutes } from './routes/framework/bind.js';
 import type { Authenticators } from './routes/framework/declaration.js';
 import type { ReadinessProbe } from './routes/readyz.js';
@@ -113,12 +123,19 @@ async function assembleGateway(
 
   // No auto-pipelining: the script calls of the hot path coalesce their writes themselves
   // (src/redis/scripts.ts), more cheaply; other commands are rare.
-  const redisOptions = { maxRetriesPerRequest: 2 } as const;
-  const redis = closers.add('redis', new Redis(config.REDIS_URL, redisOptions), quitRedis);
+  const target = redisTarget(config);
+  logger.info(describeTarget(target), 'redis');
+  const redis = closers.add('redis', connectRedis(target, { maxRetriesPerRequest: 2 }), quitRedis);
+  const seedNodes = target.kind === 'cluster' ? target.nodes : [];
   const subscriber = closers.add(
     'redis subscriber',
-    new Redis(config.REDIS_URL, { maxRetriesPerRequest: null }),
-    quitRedis,
+    // Named, so an operator (or a test) can find this instance's subscriber in CLIENT LIST.
+    connectSubscriber(
+      target,
+      () => knownNodes(redis, seedNodes),
+      `${config.REDIS_KEY_PREFIX}:invalidations`,
+    ),
+    (connection) => connection.quit(),
   );
   const keys = createRedisKeys(config.REDIS_KEY_PREFIX);
   const scripts = defineScripts(redis);
@@ -156,7 +173,7 @@ async function assembleGateway(
   );
   const upstream = closers.add(
     'upstream client',
-    new UpstreamClient(config.UPSTREAM_TIMEOUT_MS),
+    new UpstreamClient(config.UPSTREAM_TIMEOUT_MS, config.UPSTREAM_CONNECTIONS),
     (client) => client.close(),
   );
 
@@ -206,7 +223,7 @@ async function assembleGateway(
   );
   const writer = new UsageWriterThread(
     {
-      redisUrl: config.REDIS_URL,
+      redis: target,
       databaseUrl: config.DATABASE_URL,
       keyPrefix: config.REDIS_KEY_PREFIX,
       logLevel: config.LOG_LEVEL,
@@ -252,10 +269,7 @@ async function assembleGateway(
   const readiness: ReadinessProbe = {
     check: async () => {
       const [redisOk, dbOk] = await Promise.all([
-        redis.ping().then(
-          (reply) => reply === 'PONG',
-          () => false,
-        ),
+        pingAll(redis),
         db.query('SELECT 1').then(
           () => true,
           () => false,
@@ -274,6 +288,7 @@ async function assembleGateway(
     absoluteMs: config.DASHBOARD_SESSION_MAX_MS,
     insecureCookies: config.DASHBOARD_INSECURE_COOKIES,
   });
+  const oauthClients = new OAuthClientAuthenticator(db);
   const dashboardAuth = new DashboardAuthenticator(db, sessions, {
     allowedOrigins: config.DASHBOARD_ALLOWED_ORIGINS,
     insecure: config.DASHBOARD_INSECURE_COOKIES,
@@ -314,6 +329,14 @@ async function assembleGateway(
       profiles: new ProductUserProfiles(db, new LiveBalanceReader(redis, keys, loader)),
       management: new ProductUserManagement(db, redis, keys, scripts),
     },
+    oauth: {
+      db,
+      codes: new AuthorizationCodes(redis, keys, scripts, {
+        ttlMs: config.OAUTH_CODE_TTL_MS,
+        replayWindowMs: CODE_REPLAY_WINDOW_MS,
+      }),
+      apiKeys,
+    },
     readiness,
     metricsRegistry: metrics.registry,
     openApiDocument: buildOpenApiDocument(servedRoutes),
@@ -322,8 +345,9 @@ async function assembleGateway(
   const authenticators: Authenticators = {
     apiKey: (headers) => apiKeys.authenticate(headers),
     serviceKey: (headers, scope) => serviceKeys.authenticate(headers, scope),
-    session: (head) => dashboardAuth.session(head),
+    session: (head, options) => dashboardAuth.session(head, options),
     orgMember: (head, role, org) => dashboardAuth.orgMember(head, role, org),
+    oauthClient: (headers, form) => oauthClients.authenticate(headers, form),
   };
   const server = createHttpServer({
     maxBodyBytes: config.MAX_BODY_BYTES,
@@ -367,12 +391,6 @@ async function assembleGateway(
       await closers.closeAll(logger);
     },
   };
-}
-
-/** Quits a Redis connection; one that never connected (or already ended) is just dropped. */
-async function quitRedis(connection: Redis): Promise<void> {
-  if (connection.status === 'end') return;
-  await connection.quit().catch(() => connection.disconnect());
 }
 
 /** Each provider's route for the start-up log: vendor_a → vendorA: 'configured'. */

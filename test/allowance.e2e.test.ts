@@ -2,6 +2,7 @@
 // sharing Redis and Postgres: exactly K of 200 racing requests succeed, and Redis counters,
 // the profile and the Postgres ledger agree to the nano-unit.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { masters } from '../src/redis/connect.js';
 import { countInputTokens } from '../src/tokens/count.js';
 import { chatCompletionTexts } from '../src/tokens/request-texts.js';
 import { isolatedContext } from './support/context.js';
@@ -15,7 +16,7 @@ import {
 } from './support/processes.js';
 import { eventually } from './support/services.js';
 
-const { env, db, redis } = isolatedContext('allowe2e');
+const { env, db, redis, prefix } = isolatedContext('allowe2e');
 let gateways: GatewayProcess[];
 
 const OUTPUT_TOKENS = 8;
@@ -397,8 +398,20 @@ describe('cached cap rules', () => {
       [org.org_id],
     );
     expect((await send()).status).toBe(200); // the cached rule still applies
-    // Every subscriber is disconnected: the gateways reconnect and drop what they cached.
-    await redis.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
+    // Every subscriber of these gateways is disconnected (only theirs: other files' gateways
+    // share this Redis; on a cluster, wherever each one is): they reconnect and drop what they
+    // cached.
+    let killed = 0;
+    for (const node of masters(redis)) {
+      const clients = (await node.call('CLIENT', 'LIST', 'TYPE', 'pubsub')) as string;
+      const ours = clients
+        .split('\n')
+        .filter((line) => line.includes(` name=${prefix}:invalidations `))
+        .map((line) => /(?:^| )id=(\d+)/.exec(line)![1]!);
+      for (const id of ours) await node.call('CLIENT', 'KILL', 'ID', id);
+      killed += ours.length;
+    }
+    expect(killed).toBe(gateways.length);
     const refused = await eventually(async () => {
       const response = await send();
       return response.status === 200 ? undefined : response;

@@ -3,10 +3,12 @@
 // while its usage and product users stay — on the real Redis and Postgres.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
-import { createMember, signInTo, uniqueEmail } from './support/dashboard.js';
+import { createMember, signInTo, TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
 import { bearer, postJson } from './support/http.js';
+import { connectAndExchange, createOAuthClient } from './support/oauth.js';
 import {
   createApiKey,
+  runCliJson,
   seed,
   startGateway,
   type GatewayProcess,
@@ -125,7 +127,7 @@ describe('an app', () => {
 });
 
 describe('deleting an app', () => {
-  it('revokes its connections and keys on every instance at once, keeps its usage and product users, and leaves the list', async () => {
+  it('deletes its OAuth clients, revokes its connections (also OAuth ones of other organizations), keys and tokens on every instance at once, keeps its usage and product users, and leaves the list', async () => {
     const org = await seed(env);
     const email = uniqueEmail('app-deleter');
     await createMember(env, email, org.org_id, 'admin');
@@ -150,12 +152,34 @@ describe('deleting an app', () => {
       );
       expect(answer.status).toBe(200);
     }
+    // Another organization connected the app by OAuth consent: its token works, paid by it.
+    const oauthClient = await createOAuthClient(env, org.app_id, ['https://app.example.com/cb']);
+    const connectingEmail = uniqueEmail('oauth-user');
+    const connecting = await runCliJson<{ personal_org_id: string }>(
+      ['admin', 'create-user', '--email', connectingEmail, '--password', TEST_PASSWORD],
+      env,
+    );
+    await runCliJson(
+      ['wallet', 'topup', '--org-id', connecting.personal_org_id, '--amount', '5'],
+      env,
+    );
+    const token = await connectAndExchange(
+      gateways[0].url,
+      await signInTo(gateways[0], connectingEmail),
+      oauthClient,
+    );
+    const viaOAuth = await postJson(
+      `${gateways[0].url}/v1/chat/completions`,
+      chat('kept'),
+      bearer(token.access_token),
+    );
+    expect(viaOAuth.status).toBe(200);
     const records = await eventually(async () => {
       const { rows } = await db.query<{ n: number }>(
         'SELECT count(*)::int AS n FROM usage_records WHERE app_id = $1',
         [org.app_id],
       );
-      return rows[0]!.n === 2 ? rows[0]!.n : undefined;
+      return rows[0]!.n === 3 ? rows[0]!.n : undefined;
     });
 
     const deleted = await admin.request<AppDetail>('DELETE', `/dashboard/api/apps/${org.app_id}`);
@@ -172,6 +196,16 @@ describe('deleting an app', () => {
     );
     expect(refusedHere.status).toBe(401);
     expect(refusedHere.body.error.code).toBe('gw_key_inactive');
+    const tokenRefused = await postJson<ErrorBody>(
+      `${gateways[0].url}/v1/chat/completions`,
+      chat('kept'),
+      bearer(token.access_token),
+    );
+    expect(tokenRefused.status).toBe(401);
+    const clients = await db.query('SELECT status FROM oauth_clients WHERE id = $1', [
+      oauthClient.client_id,
+    ]);
+    expect(clients.rows).toEqual([{ status: 'deleted' }]);
     const startedAt = Date.now();
     await eventually(async () => {
       const answer = await postJson(
@@ -201,9 +235,26 @@ describe('deleting an app', () => {
       `SELECT details FROM dashboard_audit_log WHERE object_id = $1 AND action = 'app.delete'`,
       [org.app_id],
     );
-    expect(audit.rows).toEqual([
-      { details: { name: expect.any(String), revoked_connections: 2, revoked_api_keys: 2 } },
-    ]);
+    expect(audit.rows).toEqual([{ details: { name: expect.any(String) } }]);
+    // Each connection is revoked by the one rule, audited in the organization that owns it.
+    const revocations = await db.query<{ org_id: string; user_id: string }>(
+      `SELECT org_id, user_id FROM dashboard_audit_log
+        WHERE action = 'connection.revoke' AND object_id IN
+              (SELECT id FROM app_connections WHERE app_id = $1)
+        ORDER BY org_id = $2 DESC, id`,
+      [org.app_id, org.org_id],
+    );
+    expect(revocations.rows).toHaveLength(3);
+    expect(revocations.rows.filter((row) => row.org_id === org.org_id)).toHaveLength(2);
+    expect(revocations.rows.find((row) => row.org_id === connecting.personal_org_id)).toBeDefined();
+    const noClient = await admin.post<ErrorBody>(
+      `/dashboard/api/apps/${org.app_id}/oauth-clients`,
+      {
+        name: 'late',
+        redirect_uris: ['https://app.example.com/cb'],
+      },
+    );
+    expect(noClient.status).toBe(409);
 
     // Nothing new under a deleted app; deleting again changes nothing.
     const rename = await admin.request<ErrorBody>('PATCH', `/dashboard/api/apps/${org.app_id}`, {

@@ -392,6 +392,21 @@ describe('tenant isolation, for every organization route the gateway declares', 
       product_users: grant.product_end_user_id,
       credit_grants: grant.grant_id,
       provider_credentials: credential.id,
+      oauth_clients: (
+        await runCliJson<{ client_id: string }>(
+          [
+            'oauth-client',
+            'create',
+            '--app-id',
+            tenantA.app_id,
+            '--name',
+            'isolation probe',
+            '--redirect-uri',
+            'https://probe.example.com/cb',
+          ],
+          env,
+        )
+      ).client_id,
     };
     const before = await db.query('SELECT count(*)::int AS n FROM apps WHERE org_id = $1', [
       tenantA.org_id,
@@ -459,6 +474,10 @@ describe('tenant isolation, for every organization route the gateway declares', 
     expect(orgState.rows).toEqual([
       { caps: 0, app_status: 'active', app_name: appName, transactions: 1 },
     ]);
+    const client = await db.query('SELECT status FROM oauth_clients WHERE id = $1', [
+      foreign.oauth_clients,
+    ]);
+    expect(client.rows).toEqual([{ status: 'active' }]);
   });
 });
 

@@ -1,9 +1,19 @@
 // The dashboard web app in a real browser (chromium) against a live gateway on the real Redis
 // and Postgres: signing in and out, switching organizations, apps, connections and their
 // settings, members, the audit log, models; what a viewer may not do; how it is served.
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { get } from 'node:http';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, screenshot, type LaunchedBrowser } from './support/browser.js';
+import {
+  launchBrowser,
+  openWindow as openBrowserWindow,
+  screenshot,
+  sidewaysOverflow,
+  signIn as signInWith,
+  statValue,
+  type LaunchedBrowser,
+} from './support/browser.js';
 import { isolatedContext } from './support/context.js';
 import {
   runCliJson,
@@ -30,36 +40,11 @@ function createUser(email: string, extra: string[] = []): Promise<{ personal_org
   });
 }
 
-/**
- * A fresh browser window (its own cookies), as on a desktop or a phone. Closing it checks that
- * the page threw no error and the browser blocked nothing under the Content-Security-Policy.
- */
-async function openWindow(
-  viewport = { width: 1280, height: 860 },
-): Promise<{ page: Page; close(): Promise<void> }> {
-  const context: BrowserContext = await browser.newContext({ viewport });
-  context.setDefaultTimeout(10_000);
-  const page = await context.newPage();
-  const problems: string[] = [];
-  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-  page.on('console', (message) => {
-    if (message.text().includes('Content Security Policy')) problems.push(message.text());
-  });
-  return {
-    page,
-    async close() {
-      await context.close();
-      expect(problems).toEqual([]);
-    },
-  };
-}
+const openWindow = (viewport?: { width: number; height: number }) =>
+  openBrowserWindow(browser, viewport);
 
-async function signIn(page: Page, email: string, password = PASSWORD): Promise<void> {
-  await page.goto(`${gateway.url}/dashboard/`);
-  await page.getByLabel('E-mail').fill(email);
-  await page.getByLabel('Password').fill(password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-}
+const signIn = (page: Page, email: string, password = PASSWORD): Promise<void> =>
+  signInWith(page, gateway.url, email, password);
 
 async function signedIn(page: Page, email: string): Promise<void> {
   await signIn(page, email);
@@ -109,7 +94,7 @@ describe('the dashboard in a browser', () => {
     await page.getByLabel('Organization').selectOption(tenant.org_id);
     await page.getByRole('heading', { name: 'Acme Robotics' }).waitFor();
     expect(new URL(page.url()).pathname).toBe(`/dashboard/orgs/${tenant.org_id}`);
-    await expect.poll(() => page.locator('.stat-value').first().textContent()).toBe('1');
+    await expect.poll(() => statValue(page, /^Apps$/)).toBe('1');
     await screenshot(page, '02-overview');
 
     // creates an app
@@ -230,7 +215,7 @@ describe('the dashboard in a browser', () => {
     expect(await page.getByRole('button', { name: 'Create app' }).count()).toBe(0);
 
     await page.getByRole('link', { name: 'Support bot' }).click();
-    await page.getByText('Web widget').waitFor();
+    await page.getByRole('heading', { name: 'Web widget' }).waitFor();
     expect(await page.getByRole('button', { name: 'Save settings' }).count()).toBe(0);
     expect(await page.getByRole('button', { name: 'Revoke…' }).count()).toBe(0);
 
@@ -238,9 +223,40 @@ describe('the dashboard in a browser', () => {
     await page.getByRole('table').waitFor();
     expect(await page.getByRole('button', { name: 'Add member' }).count()).toBe(0);
 
+    // keys: hints to read, nothing to issue, rotate or revoke
+    await page.getByRole('link', { name: 'API keys' }).click();
+    await page.getByRole('cell', { name: `${tenant.api_key.slice(0, 10)}…` }).waitFor();
+    expect(await page.getByRole('button', { name: 'Issue key' }).count()).toBe(0);
+    expect(await page.getByRole('button', { name: /^(Rotate|Revoke)/ }).count()).toBe(0);
+    await page.getByRole('link', { name: 'Service keys' }).click();
+    await page.getByRole('cell', { name: `${tenant.service_key.slice(0, 10)}…` }).waitFor();
+    expect(await page.getByRole('button', { name: 'Issue service key' }).count()).toBe(0);
+    expect(await page.getByRole('button', { name: /^(Disable|Revoke)/ }).count()).toBe(0);
+
     await page.getByRole('link', { name: 'Audit log' }).click();
     await expect.poll(() => page.getByRole('alert').textContent()).toContain('gw_role_forbidden');
     await screenshot(page, '09-viewer-audit-log');
+    await close();
+  });
+
+  it('names the pages whose API has not landed, and says so on them instead of faking them', async () => {
+    const { page, close } = await openWindow();
+    await signedIn(page, emails.admin);
+    const soon = page.getByRole('list', { name: 'Coming soon' });
+    expect(await soon.getByRole('link').allTextContents()).toEqual([
+      'Capssoon',
+      'Walletsoon',
+      'Provider credentialssoon',
+      'Webhookssoon',
+      'Connected appssoon',
+    ]);
+    await soon.getByRole('link', { name: /Caps/ }).click();
+    await page.getByRole('heading', { name: 'Caps', level: 1 }).waitFor();
+    const note = page.getByRole('region', { name: /Not available in the dashboard yet/ });
+    await expect.poll(() => note.textContent()).toContain('has no dashboard API for caps yet');
+    expect(await note.textContent()).toContain('gw cap set');
+    expect(await page.getByRole('button').allTextContents()).toEqual(['Sign out']);
+    await screenshot(page, '11-not-yet-available');
     await close();
   });
 
@@ -249,13 +265,9 @@ describe('the dashboard in a browser', () => {
     await signedIn(page, emails.admin);
     await page.goto(`${gateway.url}/dashboard/orgs/${tenant.org_id}`);
     await page.getByRole('heading', { name: 'Acme Robotics' }).waitFor();
-    await expect.poll(() => page.locator('.stat-value').first().textContent()).toBe('2');
+    await expect.poll(() => statValue(page, /^Apps$/)).toBe('2');
     await screenshot(page, '10-phone-overview');
-    // the page's own script runs in the browser: it has a document, this file's types do not
-    const overflow = await page.evaluate<number>(
-      'document.documentElement.scrollWidth - document.documentElement.clientWidth',
-    );
-    expect(overflow).toBe(0);
+    expect(await sidewaysOverflow(page)).toBe(0);
     await close();
   });
 });
@@ -284,6 +296,22 @@ describe('how the dashboard is served', () => {
     expect(asset.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
     expect(asset.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
 
+    // sent compressed as the browser accepts: the same bytes once decompressed
+    const plain = await rawGet(`${gateway.url}/dashboard/assets/${script}`, {});
+    expect(plain.headers['content-encoding']).toBeUndefined();
+    expect(plain.headers.vary).toBe('accept-encoding');
+    const brotli = await rawGet(`${gateway.url}/dashboard/assets/${script}`, {
+      'accept-encoding': 'gzip, deflate, br',
+    });
+    expect(brotli.headers['content-encoding']).toBe('br');
+    expect(brotliDecompressSync(brotli.body).equals(plain.body)).toBe(true);
+    expect(brotli.body.length).toBeLessThan(plain.body.length / 2);
+    const gzip = await rawGet(`${gateway.url}/dashboard/assets/${script}`, {
+      'accept-encoding': 'gzip, br;q=0',
+    });
+    expect(gzip.headers['content-encoding']).toBe('gzip');
+    expect(gunzipSync(gzip.body).equals(plain.body)).toBe(true);
+
     const missing = await fetch(`${gateway.url}/dashboard/assets/main-NOPE.js`);
     expect(missing.status).toBe(404);
     expect(((await missing.json()) as { error: { code: string } }).error.code).toBe('gw_not_found');
@@ -294,3 +322,17 @@ describe('how the dashboard is served', () => {
     expect(api.headers.get('content-type')).toBe('application/json');
   });
 });
+
+/** A GET whose body comes back as sent (fetch would decompress it). */
+function rawGet(
+  url: string,
+  headers: Record<string, string>,
+): Promise<{ headers: Record<string, string | string[] | undefined>; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    get(url, { headers }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('end', () => resolve({ headers: response.headers, body: Buffer.concat(chunks) }));
+    }).on('error', reject);
+  });
+}

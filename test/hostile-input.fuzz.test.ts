@@ -31,9 +31,11 @@ import { routeCase, unroutedCase } from './support/fuzz/route-cases.js';
 import {
   dashboardRouteSpecs,
   dashboardUiRouteSpecs,
+  oauthRouteSpecs,
   routeSpecs,
   type FuzzTarget,
 } from './support/fuzz/route-specs.js';
+import { connectAndExchange } from './support/oauth.js';
 import { DashboardClient } from './support/dashboard.js';
 import { routeDeclarations } from '../src/routes/index.js';
 import {
@@ -123,7 +125,12 @@ async function runCases(batch: readonly FuzzCase[]): Promise<Exchange[]> {
 /** The whole input list for a seed: management first (grants land before the spending). */
 function buildCases(target: FuzzTarget): { management: FuzzCase[]; rest: FuzzCase[] } {
   const random = seededRandom(SEED);
-  const specs = [...routeSpecs, ...dashboardRouteSpecs, ...dashboardUiRouteSpecs];
+  const specs = [
+    ...routeSpecs,
+    ...dashboardRouteSpecs,
+    ...oauthRouteSpecs,
+    ...dashboardUiRouteSpecs,
+  ];
   const totalWeight = specs.reduce((sum, spec) => sum + spec.weight, 0);
   const routed = Math.round(INPUTS * 0.92);
   const management: FuzzCase[] = [];
@@ -244,7 +251,30 @@ async function dashboardSetup() {
     ],
     env,
   );
+  // OAuth: clients of the seeded app, a token the fuzz may revoke, a client it may delete and
+  // a connected app of the owner's it may revoke.
+  const oauthRedirectUri = 'http://127.0.0.1:9/fuzz-callback';
+  const registerClient = async (isPublic: boolean) => {
+    const created = await client.post<{ client_id: string; client_secret?: string }>(
+      `/dashboard/api/apps/${org.app_id}/oauth-clients`,
+      { name: 'fuzz client', redirect_uris: [oauthRedirectUri], public: isPublic },
+    );
+    expect(created.status).toBe(201);
+    return { ...created.body, redirect_uris: [oauthRedirectUri] };
+  };
+  const confidential = await registerClient(false);
+  const publicClient = await registerClient(true);
+  const spareOAuthClient = await registerClient(true);
+  const token = await connectAndExchange(gateway.url, client, publicClient);
+  const spareConnectedApp = await connectAndExchange(gateway.url, client, publicClient);
   return {
+    oauthClientId: confidential.client_id,
+    oauthClientSecret: confidential.client_secret!,
+    oauthPublicClientId: publicClient.client_id,
+    oauthRedirectUri,
+    oauthToken: token.access_token,
+    spareOAuthClientId: spareOAuthClient.client_id,
+    spareConnectedAppId: spareConnectedApp.app_connection_id,
     host: `127.0.0.1:${gateway.port}`,
     origin,
     session,

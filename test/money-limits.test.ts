@@ -10,6 +10,7 @@ import { createDbPool } from '../src/db/pool.js';
 import { newRequestId } from '../src/ids.js';
 import { AmountRangeError, MAX_AMOUNT_NANO } from '../src/money.js';
 import { ProductUserManagement } from '../src/product-users/management.js';
+import { scanKeys } from '../src/redis/connect.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
 import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
@@ -43,7 +44,8 @@ const uniqueOrg = (): string => `org_limits_${Date.now()}_${(orgCounter += 1)}`;
 
 /** Every key of one org under this file's prefix, with its type and whole content. */
 async function snapshot(orgId: string): Promise<Record<string, unknown>> {
-  const found = await redis.keys(`${prefix}:{o:${orgId}}*`);
+  const found: string[] = [];
+  await scanKeys(redis, `${prefix}:{o:${orgId}}*`, async (page) => void found.push(...page));
   const state: Record<string, unknown> = {};
   for (const key of found.sort()) {
     const type = await redis.type(key);

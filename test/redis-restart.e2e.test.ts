@@ -22,6 +22,7 @@ const REDIS_PORT = 7400 + Math.floor(Math.random() * 500);
 const env = {
   ...baseEnv(uniquePrefix('redisaof')),
   REDIS_URL: `redis://127.0.0.1:${REDIS_PORT}`,
+  REDIS_CLUSTER_NODES: '', // this file's own single Redis, whatever the run's
 };
 const redisDir = mkdtempSync(path.join(tmpdir(), 'gw-redis-aof-'));
 const db = testDb();

@@ -19,7 +19,12 @@ import { eventually, testDb } from './support/services.js';
 
 const REDIS_PORT = 6390 + Math.floor(Math.random() * 500);
 const prefix = uniquePrefix('resilience');
-const env = { ...baseEnv(prefix), REDIS_URL: `redis://127.0.0.1:${REDIS_PORT}` };
+// REDIS_CLUSTER_NODES emptied: this file is about its own single Redis, whatever the run's.
+const env = {
+  ...baseEnv(prefix),
+  REDIS_URL: `redis://127.0.0.1:${REDIS_PORT}`,
+  REDIS_CLUSTER_NODES: '',
+};
 const redisDir = mkdtempSync(path.join(tmpdir(), 'gw-redis-'));
 let redis: ChildProcess | undefined;
 let gateway: SpawnedGateway;

@@ -43,6 +43,21 @@ const echoRoute = declareRoute({
   },
 });
 
+/** A form-encoded route whose caller authenticates with its body (as OAuth clients do). */
+const formRoute = declareRoute({
+  method: 'POST',
+  path: '/v1/form-echo',
+  summary: 'Echoes a form field back to the client that sent it',
+  caller: { kind: 'oauth_client' },
+  body: z.object({ word: z.string().max(10), client_id: z.string().optional() }),
+  bodyEncoding: 'form',
+  responses: { 200: { description: 'the word' } },
+  errors: [],
+  handler({ caller, body }, response) {
+    sendJson(response, 200, { word: body.word, client: caller.clientId });
+  },
+});
+
 let authCalls = 0;
 const authenticators: Authenticators = {
   apiKey: (headers) => {
@@ -54,6 +69,12 @@ const authenticators: Authenticators = {
     Promise.resolve(gwError('gw_malformed_or_missing_service_key', 'missing service key')),
   session: () => Promise.resolve(gwError('gw_session_required', 'no session')),
   orgMember: () => Promise.resolve(gwError('gw_session_required', 'no session')),
+  oauthClient: (_headers, form) =>
+    Promise.resolve(
+      form.client_id === 'gw_client_test'
+        ? { clientId: 'gw_client_test', appId: 'app_test', orgId: 'org_test', confidential: false }
+        : gwError('gw_oauth_invalid_client', 'unknown client'),
+    ),
 };
 
 let server: HttpServer;
@@ -64,7 +85,7 @@ beforeAll(async () => {
   server = createHttpServer({
     maxBodyBytes: 4 * 1024 * 1024,
     logger: createLogger('silent'),
-    routes: bindRoutes([echoRoute], { suffix: '!' }, authenticators),
+    routes: bindRoutes([echoRoute, formRoute], { suffix: '!' }, authenticators),
   });
   port = await server.listen('127.0.0.1', 0);
   base = `http://127.0.0.1:${port}`;
@@ -138,6 +159,47 @@ describe('a route declared in one place', () => {
     expect(responses['401']!.description).toContain('gw_unknown_key');
     expect(responses['400']!.description).toContain('gw_invalid_json');
     expect(responses['403']!.description).toContain('gw_model_not_allowed');
+  });
+});
+
+describe('a form-encoded route', () => {
+  const post = (body: string, contentType = 'application/x-www-form-urlencoded') =>
+    fetch(`${base}/v1/form-echo`, {
+      method: 'POST',
+      headers: { 'content-type': contentType },
+      body,
+    }).then(async (response) => ({ status: response.status, body: await response.json() }));
+
+  it('reads the form, authenticates its caller from it, and validates it against the schema', async () => {
+    expect(await post('word=hi%21&client_id=gw_client_test')).toEqual({
+      status: 200,
+      body: { word: 'hi!', client: 'gw_client_test' },
+    });
+    const unknown = await post('word=hi&client_id=gw_client_other');
+    expect(unknown.status).toBe(401);
+    const tooLong = await post('word=far+too+long+a+word&client_id=gw_client_test');
+    expect(tooLong.status).toBe(400);
+  });
+
+  it('refuses another content type, a parameter sent twice and NUL characters, before authenticating', async () => {
+    for (const [body, type, message] of [
+      [
+        '{"word":"hi"}',
+        'application/json',
+        /content-type: must be application\/x-www-form-urlencoded/,
+      ],
+      ['word=a&word=b&client_id=gw_client_test', undefined, /word: must be sent once/],
+      ['word=a%00&client_id=gw_client_test', undefined, /word: must not contain a NUL/],
+    ] as const) {
+      const answer = await post(body, type);
+      expect(answer.status).toBe(400);
+      expect((answer.body as { error: { message: string } }).error.message).toMatch(message);
+    }
+  });
+
+  it('cannot be declared with a caller whose credentials need a form but a JSON body', () => {
+    const broken = declareRoute({ ...formRoute, bodyEncoding: 'json' });
+    expect(() => bindRoutes([broken], {}, authenticators)).toThrow(/form body/);
   });
 });
 

@@ -158,6 +158,7 @@ beforeAll(async () => {
   env = {
     ...baseEnv(prefix),
     REDIS_URL: `redis://127.0.0.1:${PROXY_PORT}`,
+    REDIS_CLUSTER_NODES: '', // this file's own single Redis, whatever the run's
     VENDOR_A_BASE_URL: vendorUrl,
     VENDOR_A_API_KEY: 'test-vendor-key',
     VENDOR_B_BASE_URL: vendorUrl,

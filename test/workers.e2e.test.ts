@@ -106,7 +106,11 @@ describe('GATEWAY_WORKERS=2 on one port', () => {
       ),
     );
     expect(answers.map((answer) => answer.status)).toEqual(Array(40).fill(200));
-    expect(servingPids(gateway.output()).size).toBe(2);
+    // Each worker logs the requests it served (its lines may reach the pipe a little later).
+    await eventually(
+      async () => (servingPids(gateway.output()).size === 2 ? true : undefined),
+      10_000,
+    );
 
     const requestIds = answers.map((answer) => answer.requestId);
     const recorded = await eventually(async () => {
@@ -131,8 +135,16 @@ describe('GATEWAY_WORKERS=2 on one port', () => {
     expect(listenings()).toBe(2);
     const [victim] = [...servingPids(gateway.output())];
     process.kill(victim!, 'SIGKILL');
-    // The survivor serves while the replacement starts.
-    const meanwhile = await chatOnNewConnection(gateway.port, org.api_key, 'during the restart');
+    // The survivor serves while the replacement starts. (A connection the kernel had already
+    // queued on the dead worker's socket is reset: a client retries it.)
+    const meanwhile = await eventually(
+      () =>
+        chatOnNewConnection(gateway.port, org.api_key, 'during the restart').then(
+          (answer) => (answer.status === 200 ? answer : undefined),
+          () => undefined,
+        ),
+      10_000,
+    );
     expect(meanwhile.status).toBe(200);
     await eventually(async () => (listenings() === 3 ? true : undefined), 20_000);
     expect(gateway.output()).toContain('a gateway worker died: starting another');

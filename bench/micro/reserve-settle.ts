@@ -1,18 +1,24 @@
 // Micro-benchmark: sequential reserve + settle round trips against the local Redis, with a
 // product user, an org cap and a connection cap (the hot path's two Redis calls).
 import { createMoneyLayer } from '../../src/billing/compose.js';
-import { Redis } from 'ioredis';
 import type { RequestAccounts } from '../../src/billing/budget-store.js';
 import { monthlyPeriod } from '../../src/periods.js';
 import { createDbPool } from '../../src/db/pool.js';
 import { newRequestId } from '../../src/ids.js';
+import { connectRedis, redisTarget } from '../../src/redis/connect.js';
 import { createRedisKeys } from '../../src/redis/keys.js';
 import { defineScripts } from '../../src/redis/scripts.js';
 import { benchUsageRecord } from '../bench-records.js';
 import { deleteKeysUnder } from '../targets.js';
 
 const iterations = Number(process.argv[2] ?? 3000);
-const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+const redis = connectRedis(
+  redisTarget({
+    REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+    REDIS_CLUSTER_NODES: process.env.REDIS_CLUSTER_NODES,
+  }),
+  { maxRetriesPerRequest: 2 },
+);
 const db = createDbPool(
   process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/gw_bench',
   2,

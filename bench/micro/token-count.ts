@@ -67,6 +67,7 @@ const authenticators: Authenticators = {
   serviceKey: noCaller,
   session: noCaller,
   orgMember: noCaller,
+  oauthClient: noCaller,
 };
 const server = createHttpServer({
   routes: bindRoutes([healthzRoute], {} as never, authenticators),

@@ -23,7 +23,8 @@ export type OwnedTable =
   | 'service_keys'
   | 'product_users'
   | 'credit_grants'
-  | 'provider_credentials';
+  | 'provider_credentials'
+  | 'oauth_clients';
 
 /** Where a route's path names the object, and which table it lives in. */
 export interface OrgLocator {
@@ -59,7 +60,14 @@ export class DashboardAuthenticator {
     private readonly settings: DashboardAuthSettings,
   ) {}
 
-  async session(head: RequestHead): Promise<DashboardCaller | GwError> {
+  /**
+   * `csrfInBody`: a write whose CSRF token comes in its form body (an HTML form cannot set
+   * headers); the router checks it once the body is read. The Origin is checked here still.
+   */
+  async session(
+    head: RequestHead,
+    options: { readonly csrfInBody?: boolean } = {},
+  ): Promise<DashboardCaller | GwError> {
     const id = this.sessions.idFromCookieHeader(head.headers.cookie);
     if (!id)
       return gwError('gw_session_required', 'sign in first: this route needs a dashboard session');
@@ -67,7 +75,7 @@ export class DashboardAuthenticator {
     if (!session)
       return gwError('gw_session_required', 'the dashboard session expired; sign in again');
     if (head.method !== 'GET' && head.method !== 'HEAD') {
-      const refusal = this.writeRefusal(head, session);
+      const refusal = this.writeRefusal(head, session, options.csrfInBody === true);
       if (refusal) return refusal;
     }
     const user = await loadDashboardUser(this.db, session.userId);
@@ -105,7 +113,7 @@ export class DashboardAuthenticator {
   }
 
   /** Why a write is refused (Origin first, then the CSRF token), or null when it may go on. */
-  private writeRefusal(head: RequestHead, session: Session): GwError | null {
+  private writeRefusal(head: RequestHead, session: Session, csrfInBody: boolean): GwError | null {
     const origin = head.headers.origin;
     const own = `${this.settings.insecure ? 'http' : 'https'}://${head.headers.host ?? ''}`;
     if (!origin || (origin !== own && !this.settings.allowedOrigins.includes(origin))) {
@@ -114,7 +122,7 @@ export class DashboardAuthenticator {
         "dashboard writes must come from the gateway's own origin or one in DASHBOARD_ALLOWED_ORIGINS",
       );
     }
-    if (!csrfTokenMatches(head.headers[CSRF_HEADER], session.csrfToken)) {
+    if (!csrfInBody && !csrfTokenMatches(head.headers[CSRF_HEADER], session.csrfToken)) {
       return gwError(
         'gw_csrf_token_invalid',
         'send the X-CSRF-Token header with the current value from GET /auth/csrf',

@@ -2,7 +2,7 @@
 // instance); past the limit a sign-in is refused without checking the password until the
 // window ends (429 gw_too_many_attempts with Retry-After). Self-service sign-ups are counted
 // per client address the same way, every attempt.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connect.js';
 import { sha256Hex } from '../ids.js';
 import type { RedisKeys } from '../redis/keys.js';
 
@@ -23,7 +23,7 @@ export const DEFAULT_THROTTLE_LIMITS: ThrottleLimits = {
 
 export class LoginThrottle {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
     private readonly limits: ThrottleLimits = DEFAULT_THROTTLE_LIMITS,
   ) {}
@@ -31,26 +31,23 @@ export class LoginThrottle {
   /** Milliseconds until sign-in may be tried again, or 0 when it may be tried now. */
   async blockedForMs(email: string, address: string): Promise<number> {
     const [accountKey, addressKey] = this.keysFor(email, address);
-    const results = await this.redis
-      .multi()
-      .get(accountKey)
-      .pttl(accountKey)
-      .get(addressKey)
-      .pttl(addressKey)
-      .exec();
-    const value = (index: number): number => Number(results?.[index]?.[1] ?? 0);
+    // One read per key: the two need not share a Redis Cluster slot.
+    const [account, byAddress] = await Promise.all([
+      this.countAndTtl(accountKey),
+      this.countAndTtl(addressKey),
+    ]);
     let waitMs = 0;
-    if (value(0) >= this.limits.perAccount) waitMs = Math.max(waitMs, value(1));
-    if (value(2) >= this.limits.perAddress) waitMs = Math.max(waitMs, value(3));
+    if (account.count >= this.limits.perAccount) waitMs = Math.max(waitMs, account.ttlMs);
+    if (byAddress.count >= this.limits.perAddress) waitMs = Math.max(waitMs, byAddress.ttlMs);
     return Math.max(0, waitMs);
   }
 
   async recordFailure(email: string, address: string): Promise<void> {
-    const pipeline = this.redis.multi();
-    for (const key of this.keysFor(email, address)) {
-      pipeline.incr(key).pexpire(key, this.limits.windowMs, 'NX');
-    }
-    await pipeline.exec();
+    await Promise.all(
+      this.keysFor(email, address).map((key) =>
+        this.redis.multi().incr(key).pexpire(key, this.limits.windowMs, 'NX').exec(),
+      ),
+    );
   }
 
   /** A successful sign-in clears the account's count (not the address's). */
@@ -74,6 +71,12 @@ export class LoginThrottle {
     const count = Number(results?.[0]?.[1] ?? 0);
     const ttlMs = Number(results?.[2]?.[1] ?? 0);
     return count > this.limits.signupsPerAddress ? Math.max(1, ttlMs) : 0;
+  }
+
+  private async countAndTtl(key: string): Promise<{ count: number; ttlMs: number }> {
+    const results = await this.redis.multi().get(key).pttl(key).exec();
+    const value = (index: number): number => Number(results?.[index]?.[1] ?? 0);
+    return { count: value(0), ttlMs: value(1) };
   }
 
   private keysFor(email: string, address: string): [string, string] {

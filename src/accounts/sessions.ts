@@ -2,7 +2,7 @@
 // (a Redis dump reveals no usable session), with an idle and an absolute expiry, a CSRF
 // token bound to each session, and rotation at login (a new id every time).
 import { timingSafeEqual } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connect.js';
 import { randomBase62, sha256Hex } from '../ids.js';
 import type { RedisKeys } from '../redis/keys.js';
 
@@ -25,7 +25,7 @@ const SESSION_ID_LENGTH = 43; // > 256 bits
 
 export class SessionStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
     readonly settings: SessionSettings,
   ) {}

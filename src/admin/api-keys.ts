@@ -8,6 +8,7 @@ import { CURSOR_COLUMN, readPage, type Page, type PageRequest } from '../db/page
 import { withTransaction, type DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
 import type { Actor } from './apps.js';
+import { revokeConnection } from './connections.js';
 import { createApiKey, DEFAULT_MODEL_POLICY } from './provisioning.js';
 
 /** The longest grace period a rotation may give the old key (24 h). */
@@ -20,6 +21,8 @@ export interface ApiKeyRow {
   readonly app_connection_id: string;
   readonly name: string | null;
   readonly key_hint: string;
+  /** 'oauth_token': the `gw_oauth_…` token of an OAuth connection. */
+  readonly kind: 'api_key' | 'oauth_token';
   readonly status: 'active' | 'revoked';
   readonly model_policy: string[];
   readonly created_at: Date;
@@ -37,7 +40,7 @@ export interface IssuedApiKey {
 
 type ApiKeyInvalidation = Pick<ApiKeyStore, 'invalidate'>;
 
-const COLUMNS = `id, org_id, app_id, app_connection_id, name, key_hint, status, model_policy,
+const COLUMNS = `id, org_id, app_id, app_connection_id, name, key_hint, kind, status, model_policy,
   created_at, revoked_at, expires_at, replaced_by, ${CURSOR_COLUMN}`;
 
 /** What the dashboard shows of a key: its hint, never the key. */
@@ -50,6 +53,7 @@ export function apiKeyView(row: ApiKeyRow, now = Date.now()): Record<string, unk
     app_connection_id: row.app_connection_id,
     name: row.name,
     key_hint: row.key_hint,
+    kind: row.kind,
     status: row.status === 'revoked' ? 'revoked' : expired ? 'expired' : 'active',
     model_policy: row.model_policy,
     created_at: row.created_at.toISOString(),
@@ -76,14 +80,25 @@ export async function createApiKeyAs(
   settings: { readonly name?: string | undefined; readonly modelPolicy?: readonly string[] },
 ): Promise<IssuedApiKey | GwError> {
   return withTransaction(db, async (client) => {
-    const { rows } = await client.query<{ org_id: string; app_id: string; status: string }>(
-      'SELECT org_id, app_id, status FROM app_connections WHERE id = $1 FOR SHARE',
+    const { rows } = await client.query<{
+      org_id: string;
+      app_id: string;
+      status: string;
+      oauth_client_id: string | null;
+    }>(
+      'SELECT org_id, app_id, status, oauth_client_id FROM app_connections WHERE id = $1 FOR SHARE',
       [connectionId],
     );
     const connection = rows[0];
     if (!connection) return gwError('gw_not_found', `no app connection ${connectionId}`);
     if (connection.status !== 'active') {
       return gwError('gw_conflict', 'the connection is revoked: its keys cannot be issued');
+    }
+    if (connection.oauth_client_id !== null) {
+      return gwError(
+        'gw_conflict',
+        "an OAuth connection's only credential is the token its app received: no API keys are issued on it",
+      );
     }
     const modelPolicy = settings.modelPolicy ?? DEFAULT_MODEL_POLICY;
     const key = await createApiKey(
@@ -156,13 +171,24 @@ export async function rotateApiKeyAs(
   return result;
 }
 
-/** Revokes a key at once (also one in its rotation grace period). Null when there is none. */
+/**
+ * Revokes a key at once (also one in its rotation grace period). Null when there is none.
+ * An OAuth token is its connection's only credential: revoking it revokes the connection.
+ */
 export async function revokeApiKeyAs(
   db: DbPool,
   apiKeys: ApiKeyInvalidation,
   actor: Actor,
   keyId: string,
 ): Promise<ApiKeyRow | null> {
+  const { rows: tokens } = await db.query<{ app_connection_id: string }>(
+    "SELECT app_connection_id FROM api_keys WHERE id = $1 AND kind = 'oauth_token'",
+    [keyId],
+  );
+  if (tokens[0]) {
+    await revokeConnection(db, apiKeys, actor, tokens[0].app_connection_id);
+    return apiKeyById(db, keyId);
+  }
   const row = await withTransaction(db, async (client) => {
     const { rows } = await client.query<{ org_id: string }>(
       `UPDATE api_keys SET status = 'revoked', revoked_at = now()
@@ -199,6 +225,12 @@ async function lockedUsableKey(
   );
   const row = rows[0];
   if (!row) return gwError('gw_not_found', `no API key ${keyId}`);
+  if (row.kind === 'oauth_token') {
+    return gwError(
+      'gw_conflict',
+      'an OAuth token is not rotated: the app gets a new one by connecting again',
+    );
+  }
   if (row.status !== 'active' || row.replaced_by !== null) {
     return gwError(
       'gw_conflict',

@@ -1,12 +1,13 @@
 // Apps of an organization: the service the CLI and the dashboard API share. An app is deleted
 // softly: its usage, product users and audit entries keep naming it, while its connections
-// are revoked and its API keys stop working on every instance; it leaves the app list and
-// nothing new can be made under it.
+// are revoked (their API keys and OAuth tokens stop on every instance); it leaves the app list
+// and nothing new can be made under it.
 import { recordAudit } from '../audit/audit.js';
 import type { ApiKeyStore } from '../auth/api-key-store.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
 import { CURSOR_COLUMN, readPage, type Page, type PageRequest } from '../db/pages.js';
 import { gwError, type GwError } from '../errors.js';
+import { revokeConnection } from './connections.js';
 import { createApp } from './provisioning.js';
 
 export interface AppRow {
@@ -23,7 +24,11 @@ export interface Actor {
   readonly userId: string;
 }
 
-/** What an app's overview counts: active connections and keys, product users ever seen. */
+/**
+ * What an app's overview counts: its own organization's active connections and their working
+ * API keys (connections other organizations made by OAuth consent are theirs), and the
+ * product users it has seen.
+ */
 export interface AppCounts {
   readonly connections: number;
   readonly api_keys: number;
@@ -120,9 +125,10 @@ export async function renameAppAs(
 }
 
 /**
- * Deletes an app softly: marks it deleted, revokes its active connections and API keys (in
- * one transaction, audited), then drops the keys from every instance's cache. Deleting a
- * deleted app changes nothing and answers it as it is.
+ * Deletes an app softly: marks it deleted (audited), then revokes each of its connections —
+ * its own and those other organizations made by OAuth consent — through the one rule for
+ * revoking a connection (its keys or token stop on every instance at once). Deleting a
+ * deleted app revokes what an interrupted deletion left active, and changes nothing else.
  */
 export async function deleteAppAs(
   db: DbPool,
@@ -130,42 +136,35 @@ export async function deleteAppAs(
   actor: Actor,
   id: string,
 ): Promise<{ row: AppRow; counts: AppCounts } | null> {
-  const outcome = await withTransaction(db, async (client) => {
+  const app = await withTransaction(db, async (client) => {
     const locked = await lockedApp(client, id);
     if (!locked) return null;
-    if (locked.status === 'deleted') return { row: locked, keyHashes: [] as string[] };
-    await client.query(`UPDATE apps SET status = 'deleted', deleted_at = now() WHERE id = $1`, [
-      id,
-    ]);
-    const connections = await client.query<{ id: string }>(
-      `UPDATE app_connections SET status = 'revoked', updated_at = now()
-        WHERE app_id = $1 AND status = 'active' RETURNING id`,
-      [id],
-    );
-    const keys = await client.query<{ key_hash: string }>(
-      `UPDATE api_keys SET status = 'revoked', revoked_at = now()
-        WHERE app_connection_id IN (SELECT id FROM app_connections WHERE app_id = $1)
-          AND status = 'active'
-        RETURNING key_hash`,
-      [id],
-    );
-    await recordAudit(client, {
-      orgId: locked.org_id,
-      userId: actor.userId,
-      action: 'app.delete',
-      objectType: 'app',
-      objectId: id,
-      details: {
-        name: locked.name,
-        revoked_connections: connections.rowCount ?? 0,
-        revoked_api_keys: keys.rowCount ?? 0,
-      },
-    });
-    return { row: await appById(client, id), keyHashes: keys.rows.map((key) => key.key_hash) };
+    if (locked.status === 'active') {
+      await client.query(`UPDATE apps SET status = 'deleted', deleted_at = now() WHERE id = $1`, [
+        id,
+      ]);
+      await recordAudit(client, {
+        orgId: locked.org_id,
+        userId: actor.userId,
+        action: 'app.delete',
+        objectType: 'app',
+        objectId: id,
+        details: { name: locked.name },
+      });
+    }
+    return appById(client, id);
   });
-  if (!outcome) return null;
-  for (const keyHash of outcome.keyHashes) await apiKeys.invalidate(keyHash);
-  return { row: outcome.row, counts: await appCounts(db, id) };
+  if (!app) return null;
+  const { rows: connections } = await db.query<{ id: string; org_id: string }>(
+    `SELECT id, org_id FROM app_connections WHERE app_id = $1 AND status = 'active'`,
+    [id],
+  );
+  for (const connection of connections) {
+    // Another organization's audit log names the app, not a user it does not know.
+    const by = connection.org_id === app.org_id ? actor : { userId: id };
+    await revokeConnection(db, apiKeys, by, connection.id);
+  }
+  return { row: app, counts: await appCounts(db, id) };
 }
 
 async function appById(client: Pick<DbPool, 'query'>, id: string): Promise<AppRow> {
@@ -188,12 +187,16 @@ async function lockedApp(client: Pick<DbPool, 'query'>, id: string): Promise<App
 async function appCounts(db: Pick<DbPool, 'query'>, appId: string): Promise<AppCounts> {
   const { rows } = await db.query<{ connections: string; api_keys: string; product_users: string }>(
     `SELECT
-       (SELECT count(*) FROM app_connections WHERE app_id = $1 AND status = 'active')::text
-         AS connections,
+       (SELECT count(*) FROM app_connections
+         WHERE app_id = $1 AND status = 'active'
+           AND org_id = (SELECT org_id FROM apps WHERE id = $1))::text AS connections,
        (SELECT count(*) FROM api_keys k JOIN app_connections c ON c.id = k.app_connection_id
-         WHERE c.app_id = $1 AND k.status = 'active'
+         WHERE c.app_id = $1 AND c.org_id = (SELECT org_id FROM apps WHERE id = $1)
+           AND c.status = 'active' AND k.kind = 'api_key' AND k.status = 'active'
            AND (k.expires_at IS NULL OR k.expires_at > now()))::text AS api_keys,
-       (SELECT count(*) FROM product_users WHERE app_id = $1)::text AS product_users`,
+       (SELECT count(*) FROM product_users
+         WHERE org_id = (SELECT org_id FROM apps WHERE id = $1) AND app_id = $1)::text
+         AS product_users`,
     [appId],
   );
   const row = rows[0]!;

@@ -3,7 +3,6 @@
 // updates it, clearing retires it. Every change is audited in its transaction, then every
 // gateway instance drops its cached rules (and, for a connection, its keys' cached settings)
 // before the caller is answered, so the next request anywhere sees it.
-import type { Redis } from 'ioredis';
 import { recordAudit } from '../audit/audit.js';
 import { apiKeySharedCache } from '../auth/api-key-store.js';
 import type { CreditMode, OverrunPolicy } from '../billing/modes.js';
@@ -18,6 +17,7 @@ import {
   numericToNano,
   SETTLEMENT_CURRENCY,
 } from '../money.js';
+import type { RedisClient } from '../redis/connect.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { Actor } from './apps.js';
 import { applyConnectionSettings } from './connections.js';
@@ -95,7 +95,7 @@ export interface CapInvalidation {
  * from a stale one; then this instance's caches (when given), then the others' over pub/sub.
  */
 export function capInvalidation(
-  redis: Redis,
+  redis: RedisClient,
   keys: RedisKeys,
   local: { readonly capPolicies?: InvalidatedCache; readonly apiKeys?: InvalidatedCache } = {},
 ): CapInvalidation {

@@ -1,6 +1,8 @@
 // App connections: the service the dashboard API (and the seed) share. A connection carries
 // the settings that govern its product users; API keys hang off it. Changing a connection's
-// settings or revoking it reaches every instance's key cache at once.
+// settings or revoking it reaches every instance's key cache at once. A connection made by
+// OAuth consent (oauth_client_id set) belongs to the organization that pays for it; revoking
+// it also revokes its OAuth token, however it is revoked (revokeConnection is the one rule).
 import { recordAudit } from '../audit/audit.js';
 import type { ApiKeyStore } from '../auth/api-key-store.js';
 import { CURSOR_COLUMN, readPage, type Page, type PageRequest } from '../db/pages.js';
@@ -8,6 +10,7 @@ import { withTransaction, type DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
 import { createAppConnection } from './provisioning.js';
 import type { Actor } from './apps.js';
+import { recordOAuthConnectionEvent } from './connection-events.js';
 
 export interface ConnectionRow {
   readonly id: string;
@@ -18,6 +21,8 @@ export interface ConnectionRow {
   readonly requires_product_user: boolean;
   readonly credit_mode: 'enforce' | 'track_only' | 'disabled';
   readonly overrun_policy: 'limit_output' | 'reject';
+  /** The OAuth client an OAuth connection was made through (null: made in the dashboard). */
+  readonly oauth_client_id: string | null;
   readonly created_at: Date;
   readonly updated_at: Date;
   readonly cursor_us: string;
@@ -40,13 +45,14 @@ export function connectionView(row: ConnectionRow): Record<string, unknown> {
     requires_product_user: row.requires_product_user,
     credit_mode: row.credit_mode,
     overrun_policy: row.overrun_policy,
+    oauth_client_id: row.oauth_client_id,
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
   };
 }
 
 const COLUMNS = `id, org_id, app_id, name, status, requires_product_user, credit_mode, overrun_policy,
-  created_at, updated_at, ${CURSOR_COLUMN}`;
+  oauth_client_id, created_at, updated_at, ${CURSOR_COLUMN}`;
 
 export function listConnections(
   db: DbPool,
@@ -54,7 +60,10 @@ export function listConnections(
   page: PageRequest,
 ): Promise<Page<ConnectionRow>> {
   const select = `SELECT ${COLUMNS} FROM app_connections`;
-  return readPage(db, { select, where: 'app_id = $1', params: [appId] }, page);
+  // The app's own organization's connections: those other organizations made by OAuth
+  // consent are theirs (they see them as connected apps).
+  const where = 'app_id = $1 AND org_id = (SELECT org_id FROM apps WHERE id = $1)';
+  return readPage(db, { select, where, params: [appId] }, page);
 }
 
 export async function createConnectionAs(
@@ -116,22 +125,63 @@ export async function revokeConnectionAs(
   actor: Actor,
   connection: { orgId: string; id: string },
 ): Promise<ConnectionRow> {
-  const row = await withTransaction(db, async (client) => {
-    await client.query(
-      "UPDATE app_connections SET status = 'revoked', updated_at = now() WHERE id = $1",
-      [connection.id],
+  const revoked = await revokeConnection(db, apiKeys, actor, connection.id);
+  return revoked!.row;
+}
+
+/**
+ * Revokes a connection, whoever asks: its API keys, or an OAuth connection's token, stop
+ * working on every instance within a second (requests already admitted settle normally).
+ * `changed` is false when it was already revoked (nothing is written then). Null when there
+ * is no such connection.
+ */
+export async function revokeConnection(
+  db: DbPool,
+  apiKeys: Pick<ApiKeyStore, 'invalidate'>,
+  actor: Actor,
+  connectionId: string,
+): Promise<{ row: ConnectionRow; changed: boolean } | null> {
+  const result = await withTransaction(db, async (client) => {
+    const { rows } = await client.query<ConnectionRow>(
+      `UPDATE app_connections SET status = 'revoked', revoked_at = now(), updated_at = now()
+        WHERE id = $1 AND status = 'active' RETURNING ${COLUMNS}`,
+      [connectionId],
     );
-    await recordAudit(client, {
-      orgId: connection.orgId,
-      userId: actor.userId,
-      action: 'connection.revoke',
-      objectType: 'app_connection',
-      objectId: connection.id,
-    });
-    return connectionById(client, connection.id);
+    const revoked = rows[0];
+    if (revoked) {
+      if (revoked.oauth_client_id !== null) {
+        await client.query(
+          `UPDATE api_keys SET status = 'revoked', revoked_at = now()
+            WHERE app_connection_id = $1 AND kind = 'oauth_token' AND status = 'active'`,
+          [connectionId],
+        );
+        await recordOAuthConnectionEvent(client, {
+          type: 'oauth_connection.revoked',
+          orgId: revoked.org_id,
+          appConnectionId: revoked.id,
+          appId: revoked.app_id,
+          oauthClientId: revoked.oauth_client_id,
+          occurredAt: new Date(),
+        });
+      }
+      await recordAudit(client, {
+        orgId: revoked.org_id,
+        userId: actor.userId,
+        action: 'connection.revoke',
+        objectType: 'app_connection',
+        objectId: connectionId,
+      });
+      return { row: revoked, changed: true };
+    }
+    const { rows: existing } = await client.query<ConnectionRow>(
+      `SELECT ${COLUMNS} FROM app_connections WHERE id = $1`,
+      [connectionId],
+    );
+    return existing[0] ? { row: existing[0], changed: false } : null;
   });
-  await invalidateKeysOf(db, apiKeys, connection.id);
-  return row;
+  // Always: a repeated revocation also repairs a cache an earlier failure left behind.
+  if (result) await invalidateKeysOf(db, apiKeys, connectionId);
+  return result;
 }
 
 /** Changes what the settings name (the rest is kept), in the caller's transaction. */

@@ -72,6 +72,34 @@ export async function createApiKey(
   return { id, rawKey };
 }
 
+/**
+ * The inference token of an OAuth connection (`gw_oauth_…`): an API-key row of kind
+ * 'oauth_token', so the request path authenticates, caches and revokes it like an API key.
+ */
+export async function createOAuthToken(
+  db: Pick<DbPool, 'query'>,
+  connection: { orgId: string; appId: string; appConnectionId: string },
+  modelPolicy: readonly string[] = DEFAULT_MODEL_POLICY,
+): Promise<{ id: string; rawToken: string }> {
+  const rawToken = newSecret(secretPrefixes.oauthToken);
+  const id = newId('key');
+  await db.query(
+    `INSERT INTO api_keys (id, org_id, app_id, app_connection_id, key_hash, key_hint, model_policy,
+                           name, kind)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, 'OAuth token', 'oauth_token')`,
+    [
+      id,
+      connection.orgId,
+      connection.appId,
+      connection.appConnectionId,
+      sha256Hex(rawToken),
+      `${rawToken.slice(0, 13)}…`,
+      modelPolicy,
+    ],
+  );
+  return { id, rawToken };
+}
+
 export async function createServiceKey(
   db: Pick<DbPool, 'query'>,
   orgId: string,

@@ -2,7 +2,7 @@
 // service the CLI (`gw service-key`) and the dashboard API share. The raw key leaves this
 // module once, in the answer to its creation; it is never logged or audited. A status change
 // drops every instance's service-key cache: this instance's at once, the others' over pub/sub.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connect.js';
 import { recordAudit } from '../audit/audit.js';
 import type { ServiceKeyStore } from '../auth/service-key-store.js';
 import { publishInvalidation } from '../cache/invalidation.js';
@@ -33,7 +33,7 @@ export interface ServiceKeyInvalidation {
 
 /** Clears this instance's cache (when it has one) and tells the others over pub/sub. */
 export function serviceKeyInvalidation(
-  redis: Pick<Redis, 'publish'>,
+  redis: Pick<RedisClient, 'publish'>,
   keys: RedisKeys,
   local?: Pick<ServiceKeyStore, 'clearLocalCache'>,
 ): ServiceKeyInvalidation {

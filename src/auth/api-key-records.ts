@@ -19,6 +19,11 @@ export interface ApiKeyIdentity {
    * no cache layer can serve the key past it.
    */
   readonly expiresAtMs?: number | null;
+  /**
+   * The OAuth client whose connection this is, for a `gw_oauth_…` token (null or absent: an
+   * API key). Its usage records name the client.
+   */
+  readonly oauthClientId?: string | null;
 }
 
 export interface ApiKeyRecords {
@@ -38,6 +43,7 @@ interface ApiKeyRow {
   credit_mode: CreditMode;
   overrun_policy: OverrunPolicy;
   expires_at: Date | null;
+  oauth_client_id: string | null;
 }
 
 export class PostgresApiKeyRecords implements ApiKeyRecords {
@@ -47,7 +53,7 @@ export class PostgresApiKeyRecords implements ApiKeyRecords {
     const { rows } = await this.db.query<ApiKeyRow>(
       `SELECT k.id, k.org_id, k.app_id, k.app_connection_id, k.status AS key_status,
               c.status AS connection_status, k.model_policy, c.requires_product_user,
-              c.credit_mode, c.overrun_policy, k.expires_at
+              c.credit_mode, c.overrun_policy, k.expires_at, c.oauth_client_id
          FROM api_keys k JOIN app_connections c ON c.id = k.app_connection_id
         WHERE k.key_hash = $1`,
       [keyHash],
@@ -65,6 +71,7 @@ export class PostgresApiKeyRecords implements ApiKeyRecords {
       creditMode: row.credit_mode,
       overrunPolicy: row.overrun_policy,
       expiresAtMs: row.expires_at?.getTime() ?? null,
+      oauthClientId: row.oauth_client_id,
     };
   }
 }

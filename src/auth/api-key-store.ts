@@ -3,7 +3,7 @@
 // flood of one unknown key reaches Postgres once per instance and TTL. Revocations bump the
 // key's generation in Redis and are broadcast over pub/sub, and neither layer lets a lookup
 // that read Postgres before the revoke store what it read after it.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connect.js';
 import { LocalCache } from '../cache/local-cache.js';
 import { GuardedRedisCache } from '../cache/guarded-redis-cache.js';
 import type { LoadGate } from '../cache/load-gate.js';
@@ -32,6 +32,8 @@ import {
 export type { ApiKeyIdentity, ApiKeyRecords } from './api-key-records.js';
 
 const API_KEY_FORMAT = /^gw_[0-9A-Za-z]{32,64}$/;
+/** An OAuth connection's token: the same record, cache and revocation as an API key. */
+const OAUTH_TOKEN_FORMAT = /^gw_oauth_[0-9A-Za-z]{32,64}$/;
 const REDIS_CACHE_TTL_S = 300;
 /**
  * Misses are kept briefly. A new key cannot be shadowed by one: its hash comes from a fresh
@@ -42,7 +44,7 @@ const MAX_CACHED_KEYS = 100_000;
 const MAX_CACHED_BYTES = 64 * 1024 * 1024;
 
 /** The shared Redis layer of the API-key cache (also used by the admin tools to invalidate). */
-export function apiKeySharedCache(redis: Redis, keys: RedisKeys): GuardedRedisCache {
+export function apiKeySharedCache(redis: RedisClient, keys: RedisKeys): GuardedRedisCache {
   return new GuardedRedisCache(redis, (keyHash) => ({
     value: keys.apiKey(keyHash),
     generation: keys.apiKeyGeneration(keyHash),
@@ -57,7 +59,7 @@ export class ApiKeyStore implements InvalidatedCache {
 
   constructor(
     db: DbPool,
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
     cacheTtlMs: number,
     options: KeyLookupOptions<ApiKeyRecords> = {},
@@ -73,7 +75,10 @@ export class ApiKeyStore implements InvalidatedCache {
     this.shared = apiKeySharedCache(redis, keys);
   }
 
-  /** The identity of the presented key, or the spec's error for it (never echoing the key). */
+  /**
+   * The identity of the presented API key or OAuth token (`gw_oauth_…`, which is an API-key
+   * record of its connection), or the spec's error for it (never echoing the secret).
+   */
   async authenticate(headers: Readonly<Record<string, string>>): Promise<ApiKeyIdentity | GwError> {
     const presented = readPresentedSecret(headers, { xApiKey: true });
     if (presented.kind !== 'secret') {
@@ -84,25 +89,36 @@ export class ApiKeyStore implements InvalidatedCache {
     }
     const raw = presented.secret;
     const kind = secretKindOf(raw);
-    if (kind !== undefined && kind !== 'api_key') {
+    if (kind !== undefined && kind !== 'api_key' && kind !== 'oauth_token') {
       return gwError(
         'gw_unknown_key',
         `${describeSecretKind(kind)} cannot make inference calls: send an API key (gw_…)`,
       );
     }
-    if (!API_KEY_FORMAT.test(raw)) {
+    const oauth = kind === 'oauth_token';
+    if (!(oauth ? OAUTH_TOKEN_FORMAT : API_KEY_FORMAT).test(raw)) {
       return gwError(
         'gw_malformed_or_missing_key',
         kind === undefined
           ? 'the presented value is not an API key: API keys start with gw_'
-          : 'malformed API key: expected gw_ followed by 32 to 64 letters and digits',
+          : oauth
+            ? 'malformed OAuth token: expected gw_oauth_ followed by 32 to 64 letters and digits'
+            : 'malformed API key: expected gw_ followed by 32 to 64 letters and digits',
       );
     }
     const found = await shedWhenGateFull(this.lookup(sha256Hex(raw)));
     if (isGwError(found)) return found;
     const identity = found.value;
-    if (!identity) return gwError('gw_unknown_key', 'unknown API key');
-    if (!identity.active) return gwError('gw_key_inactive', 'this API key is revoked or inactive');
+    if (!identity)
+      return gwError('gw_unknown_key', oauth ? 'unknown OAuth token' : 'unknown API key');
+    if (!identity.active) {
+      return gwError(
+        'gw_key_inactive',
+        oauth
+          ? 'this OAuth token is revoked: the app must ask the user to connect again'
+          : 'this API key is revoked or inactive',
+      );
+    }
     if (typeof identity.expiresAtMs === 'number' && identity.expiresAtMs <= Date.now()) {
       return gwError('gw_key_inactive', 'this API key was rotated and its grace period has ended');
     }

@@ -5,7 +5,7 @@ import type { DbPool } from '../db/pool.js';
 import { ApiKeyStore } from './api-key-store.js';
 import { ServiceKeyStore } from './service-key-store.js';
 import { readPresentedSecret } from './presented-secret.js';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connect.js';
 import { createRedisKeys } from '../redis/keys.js';
 
 const apiKey = `gw_${'a1'.repeat(20)}`;
@@ -20,7 +20,7 @@ const unreachable = new Proxy(
     },
   },
 );
-const redisStandIn = { defineCommand: () => undefined } as unknown as Redis;
+const redisStandIn = { defineCommand: () => undefined } as unknown as RedisClient;
 const apiKeys = new ApiKeyStore(unreachable as DbPool, redisStandIn, createRedisKeys('t'), 0, {
   records: unreachable as never,
 });
@@ -97,9 +97,10 @@ describe('API-key routes say what was wrong with the header', () => {
       'a service key (gw_svc_…) cannot make inference calls: send an API key (gw_…)',
     ],
     [
-      { authorization: `Bearer gw_oauth_${'c3'.repeat(20)}` },
-      'gw_unknown_key',
-      'an OAuth token (gw_oauth_…) cannot make inference calls: send an API key (gw_…)',
+      // an OAuth token is an inference credential too (docs/oauth.md): its shape is checked
+      { authorization: `Bearer gw_oauth_${'c3'.repeat(5)}` },
+      'gw_malformed_or_missing_key',
+      'malformed OAuth token: expected gw_oauth_ followed by 32 to 64 letters and digits',
     ],
   ])('%o → %s', async (headers, code, message) => {
     const answer = await apiKeys.authenticate(headers);

@@ -1,7 +1,7 @@
 // The money layer, wired once: the wallet service, the account loader that rebuilds missing
 // accounts from Postgres (with the usage still in Redis), and the Redis budget store on top.
 // The gateway, the CLI, the bench and the tests all build it here, so they cannot drift.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connect.js';
 import type { DbPool } from '../db/pool.js';
 import { UnwrittenUsage } from '../ledger/unwritten-usage.js';
 import type { RedisKeys } from '../redis/keys.js';
@@ -12,7 +12,7 @@ import { WalletService } from './wallets.js';
 
 export interface MoneyLayerParts {
   readonly db: DbPool;
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly keys: RedisKeys;
   readonly scripts: RedisScripts;
   /** How long a hold lives unsettled (a crashed instance's holds lapse after it). */

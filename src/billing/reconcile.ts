@@ -11,10 +11,10 @@
 // the snapshot and in the MULTI, and a measurement where it moved is taken again. A repair
 // needs two measurements in a row that agree (a top-up is written to Postgres, then Redis),
 // and is a relative change (account-correct.lua), so settles landing meanwhile are kept.
-import type { Redis } from 'ioredis';
 import type { DbClient, DbPool } from '../db/pool.js';
 import { formatNano, numericToNano } from '../money.js';
 import { monthlyPeriod } from '../periods.js';
+import { masters, type RedisClient } from '../redis/connect.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts } from '../redis/scripts.js';
 import { isUuid, sumNano } from '../ledger/unwritten-usage.js';
@@ -66,7 +66,7 @@ interface Measurement {
 export class Reconciler {
   constructor(
     private readonly db: DbPool,
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
     private readonly scripts: Pick<RedisScripts, 'accountCorrect'>,
   ) {}
@@ -246,9 +246,7 @@ export class Reconciler {
     const prefix = probe.slice(0, probe.indexOf('{o:ORG}'));
     const pattern = `${prefix}{o:${onlyOrgId ? escapeGlob(onlyOrgId) : '*'}}:*`;
     const byOrg = new Map<string, LiveAccount[]>();
-    const nodes =
-      'nodes' in this.redis ? (this.redis as unknown as ClusterLike).nodes('master') : [this.redis];
-    for (const node of nodes) {
+    for (const node of masters(this.redis)) {
       let cursor = '0';
       do {
         const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
@@ -264,10 +262,6 @@ export class Reconciler {
     }
     return byOrg;
   }
-}
-
-interface ClusterLike {
-  nodes(role: 'master'): Redis[];
 }
 
 function driftOf(measurement: Measurement, account: LiveAccount): bigint {

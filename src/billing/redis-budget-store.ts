@@ -1,6 +1,6 @@
 // BudgetStore on Redis Lua: reserve.lua and settle.lua, one round trip each (plus a load
 // from Postgres the first time an account is used in a period).
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connect.js';
 import type { UsageRecord } from '../ledger/usage-record.js';
 import { usageRecordToFields } from '../ledger/usage-record.js';
 import { SETTLEMENT_CURRENCY } from '../money.js';
@@ -51,9 +51,9 @@ const UNUSED = 'unused';
  * shared by every store on that client, which then needs one `ready` listener, not one per
  * store (a listener per store piled up on a shared client: MaxListenersExceededWarning).
  */
-const streamAnnouncements = new WeakMap<Redis, Map<string, number>>();
+const streamAnnouncements = new WeakMap<RedisClient, Map<string, number>>();
 
-function announcementsOf(redis: Redis): Map<string, number> {
+function announcementsOf(redis: RedisClient): Map<string, number> {
   let announced = streamAnnouncements.get(redis);
   if (!announced) {
     const created = new Map<string, number>();
@@ -69,7 +69,7 @@ export class RedisBudgetStore implements BudgetStore {
   private readonly streamRegisteredAtMs: Map<string, number>;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
     private readonly scripts: RedisScripts,
     private readonly loader: AccountLoader,
@@ -245,7 +245,14 @@ export class RedisBudgetStore implements BudgetStore {
   private async registerStream(orgId: string): Promise<void> {
     const now = Date.now();
     if ((this.streamRegisteredAtMs.get(orgId) ?? 0) > now - STREAM_REGISTRATION_REFRESH_MS) return;
-    await this.redis.sadd(this.keys.usageStreamRegistry(), this.keys.usageStream(orgId));
+    try {
+      await this.redis.sadd(this.keys.usageStreamRegistry(), this.keys.usageStream(orgId));
+    } catch {
+      // On a cluster the registry lives on one shard, which may be away while the org's is
+      // not: the settle goes on (its record waits in the org's stream), and the next one
+      // announces the stream again.
+      return;
+    }
     this.streamRegisteredAtMs.set(orgId, now);
   }
 }

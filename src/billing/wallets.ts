@@ -1,8 +1,8 @@
 // Organization wallets: Postgres holds every transaction (the durable truth); Redis holds
 // the live balance the reserve script checks. A wallet missing from Redis is rebuilt as
 // sum(transactions) − sum(wallet_cost of recorded usage).
-import type { Redis } from 'ioredis';
 import { recordAudit } from '../audit/audit.js';
+import type { RedisClient } from '../redis/connect.js';
 import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
 import {
   assertAmountInRange,
@@ -57,7 +57,7 @@ export function walletTransactionView(row: WalletTransactionRow): WalletTransact
 export class WalletService {
   constructor(
     private readonly db: DbPool,
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
     private readonly scripts: RedisScripts,
     /** Shared with the account loader, so concurrent rebuilds of an org read its stream once. */

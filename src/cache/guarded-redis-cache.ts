@@ -5,7 +5,7 @@
 // generation before deleting the value, so a reader that saw the record before a revoke can
 // no longer write "active" back after it.
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connect.js';
 import { loadLuaSource } from '../redis/scripts.js';
 
 export interface GuardedEntryKeys {
@@ -36,7 +36,7 @@ export class GuardedRedisCache {
   private readonly fillScript: FillCommand;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keysOf: (id: string) => GuardedEntryKeys,
   ) {
     if (!(fillCommand in redis))
@@ -60,12 +60,18 @@ export class GuardedRedisCache {
 
   /** Bumps the generation, then drops the value: no fill that read before this can store. */
   async invalidate(ids: readonly string[]): Promise<void> {
-    if (ids.length === 0) return;
-    const transaction = this.redis.multi();
-    for (const id of ids) {
-      const keys = this.keysOf(id);
-      transaction.incr(keys.generation).expire(keys.generation, GENERATION_TTL_S).del(keys.value);
-    }
-    await transaction.exec();
+    // One transaction per entry: an entry's two keys share a slot, different entries may not
+    // (a cluster refuses a transaction across slots).
+    await Promise.all(
+      ids.map(async (id) => {
+        const keys = this.keysOf(id);
+        await this.redis
+          .multi()
+          .incr(keys.generation)
+          .expire(keys.generation, GENERATION_TTL_S)
+          .del(keys.value)
+          .exec();
+      }),
+    );
   }
 }

@@ -10,6 +10,10 @@ describe('cache invalidation messages', () => {
     [{ kind: 'caps' }, 'caps'],
     [{ kind: 'credentials' }, 'credentials'],
     [{ kind: 'product-user', appId: 'app_1', externalUserId: 'u:"1"' }, 'pu:["app_1","u:\\"1\\""]'],
+    [
+      { kind: 'product-user', orgId: 'org_1', appId: 'app_1', externalUserId: 'u' },
+      'pu:["org_1","app_1","u"]',
+    ],
   ];
 
   it.each(cases)('%o travels as %s and back', (invalidation, wire) => {
@@ -18,7 +22,14 @@ describe('cache invalidation messages', () => {
   });
 
   it('does not understand what it does not know', () => {
-    for (const wire of ['', 'pu:not json', 'pu:[1,2]', 'pu:["only-one"]', 'something-new']) {
+    for (const wire of [
+      '',
+      'pu:not json',
+      'pu:[1,2]',
+      'pu:["only-one"]',
+      'pu:["a","b","c","d"]',
+      'something-new',
+    ]) {
       expect(decodeInvalidation(wire)).toBeUndefined();
     }
   });

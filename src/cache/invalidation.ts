@@ -1,9 +1,11 @@
 // Typed cache invalidations and their wire form on the Redis pub/sub channel. Every instance
 // subscribes once (subscribeInvalidations) and hands each decoded message to every cache;
 // messages published while its subscriber was disconnected are lost, so every cache is
-// cleared whenever the subscriber connects again. The wire strings are those earlier versions
+// cleared whenever the subscriber connects again (on a cluster, possibly to another node:
+// src/redis/subscriber.ts). The wire strings are those earlier versions
 // published, so instances of both versions understand each other during a rolling deploy.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connect.js';
+import type { Subscriber } from '../redis/subscriber.js';
 
 export type CacheInvalidation =
   | { readonly kind: 'api-key'; readonly keyHash: string }
@@ -11,7 +13,13 @@ export type CacheInvalidation =
   | { readonly kind: 'service-keys' }
   | { readonly kind: 'caps' }
   | { readonly kind: 'credentials' }
-  | { readonly kind: 'product-user'; readonly appId: string; readonly externalUserId: string };
+  | {
+      readonly kind: 'product-user';
+      /** Absent in messages of versions before product users were per organization. */
+      readonly orgId?: string;
+      readonly appId: string;
+      readonly externalUserId: string;
+    };
 
 /** A cache that follows the invalidation channel. */
 export interface InvalidatedCache {
@@ -36,7 +44,11 @@ export function encodeInvalidation(invalidation: CacheInvalidation): string {
     case 'credentials':
       return 'credentials';
     case 'product-user':
-      return `${PRODUCT_USER_PREFIX}${JSON.stringify([invalidation.appId, invalidation.externalUserId])}`;
+      return `${PRODUCT_USER_PREFIX}${JSON.stringify(
+        invalidation.orgId === undefined
+          ? [invalidation.appId, invalidation.externalUserId]
+          : [invalidation.orgId, invalidation.appId, invalidation.externalUserId],
+      )}`;
   }
 }
 
@@ -52,13 +64,17 @@ export function decodeInvalidation(message: string): CacheInvalidation | undefin
   if (message.startsWith(PRODUCT_USER_PREFIX)) {
     try {
       const parsed: unknown = JSON.parse(message.slice(PRODUCT_USER_PREFIX.length));
-      if (
-        Array.isArray(parsed) &&
-        parsed.length === 2 &&
-        typeof parsed[0] === 'string' &&
-        typeof parsed[1] === 'string'
-      ) {
-        return { kind: 'product-user', appId: parsed[0], externalUserId: parsed[1] };
+      const strings =
+        Array.isArray(parsed) && parsed.every((item) => typeof item === 'string')
+          ? (parsed as string[])
+          : [];
+      if (strings.length === 3) {
+        const [orgId, appId, externalUserId] = strings as [string, string, string];
+        return { kind: 'product-user', orgId, appId, externalUserId };
+      }
+      if (strings.length === 2) {
+        const [appId, externalUserId] = strings as [string, string];
+        return { kind: 'product-user', appId, externalUserId };
       }
     } catch {
       // not ours: ignored below
@@ -68,7 +84,7 @@ export function decodeInvalidation(message: string): CacheInvalidation | undefin
 }
 
 export async function publishInvalidation(
-  redis: Pick<Redis, 'publish'>,
+  redis: Pick<RedisClient, 'publish'>,
   channel: string,
   invalidation: CacheInvalidation,
 ): Promise<void> {
@@ -77,7 +93,7 @@ export async function publishInvalidation(
 
 /** Subscribes `subscriber` (a connection used for nothing else) and feeds `caches`. */
 export async function subscribeInvalidations(
-  subscriber: Redis,
+  subscriber: Subscriber,
   channel: string,
   caches: readonly InvalidatedCache[],
 ): Promise<void> {

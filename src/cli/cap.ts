@@ -141,7 +141,8 @@ async function capTarget(
       return { scope, productUserId: user.id };
     }
     const { rows } = await context.db.query<{ id: string }>(
-      'SELECT id FROM product_users WHERE app_id = $1 AND external_user_id = $2',
+      `SELECT u.id FROM product_users u JOIN apps a ON a.id = u.app_id AND a.org_id = u.org_id
+        WHERE u.app_id = $1 AND u.external_user_id = $2`,
       [appId, externalUserId],
     );
     if (!rows[0]) {

@@ -1,5 +1,4 @@
 // The CLI's composition root: the same config and adapters as the gateway, for one command.
-import { Redis } from 'ioredis';
 import { ApiKeyStore } from '../auth/api-key-store.js';
 import { createMoneyLayer } from '../billing/compose.js';
 import type { WalletService } from '../billing/wallets.js';
@@ -7,6 +6,7 @@ import { loadConfig, type Config } from '../config.js';
 import { ensureDatabase, migrate } from '../db/migrate.js';
 import { createDbPool, type DbPool } from '../db/pool.js';
 import { ProductUserManagement } from '../product-users/management.js';
+import { connectRedis, quitRedis, redisTarget, type RedisClient } from '../redis/connect.js';
 import { createRedisKeys, type RedisKeys } from '../redis/keys.js';
 import { cliIo } from './io.js';
 import { UsageError } from './output.js';
@@ -15,7 +15,7 @@ import { defineScripts, type RedisScripts } from '../redis/scripts.js';
 export interface CliContext {
   readonly config: Config;
   readonly db: DbPool;
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly keys: RedisKeys;
   readonly scripts: RedisScripts;
   readonly wallets: WalletService;
@@ -48,7 +48,7 @@ export async function openCliContext(): Promise<CliContext> {
   await ensureDatabase(config.DATABASE_URL);
   const db = createDbPool(config.DATABASE_URL, 2);
   await migrate(db);
-  const redis = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 2 });
+  const redis = connectRedis(redisTarget(config), { maxRetriesPerRequest: 2 });
   const keys = createRedisKeys(config.REDIS_KEY_PREFIX);
   const scripts = defineScripts(redis);
   return {
@@ -67,7 +67,7 @@ export async function openCliContext(): Promise<CliContext> {
     apiKeys: new ApiKeyStore(db, redis, keys, 0),
     productUsers: new ProductUserManagement(db, redis, keys, scripts),
     async close() {
-      await redis.quit();
+      await quitRedis(redis);
       await db.end();
     },
   };

@@ -10,12 +10,14 @@ import { capCommand, capHelp } from './cap.js';
 import { credentialsCommand, credentialsHelp } from './credentials.js';
 import { openCliContext, type CliContext } from './context.js';
 import { mockVendorsCommand } from './mock-vendors.js';
+import { oauthClientCommand, oauthClientHelp } from './oauth-client.js';
 import { cliIo } from './io.js';
 import { UsageError } from './output.js';
 import { creditsCommand, productUserCommand, productUserHelp } from './product-user.js';
 import { reconcileCommand, reconcileHelp } from './reconcile.js';
 import { seedCommand, seedHelp } from './seed.js';
 import { serviceKeyCommand, serviceKeyHelp } from './service-key.js';
+import { usageCommand, usageHelp } from './usage.js';
 import { walletCommand, walletHelp } from './wallet.js';
 
 const help = `gw — admin CLI for the gw inference gateway
@@ -30,6 +32,8 @@ ${apiKeyHelp}
 
 ${serviceKeyHelp}
 
+${oauthClientHelp}
+
 ${capHelp}
 
 ${productUserHelp}
@@ -40,11 +44,14 @@ ${adminHelp}
 
 ${reconcileHelp}
 
+${usageHelp}
+
 gw mock-vendors [--port N] [--host H] [--latency-ms N] [--tokens-per-second N] [--output-tokens N]
   Serves both mock vendors on one port (vendor_a at /v1/messages, vendor_b at
   /v1/chat/completions) until SIGINT/SIGTERM.
 
-Environment: DATABASE_URL, REDIS_URL, REDIS_KEY_PREFIX as for the gateway (see README).`;
+Environment: DATABASE_URL, REDIS_URL (or REDIS_CLUSTER_NODES), REDIS_KEY_PREFIX as for the gateway
+(see README).`;
 
 type DataCommand = (context: CliContext, argv: string[]) => Promise<void>;
 const dataCommands: Record<string, DataCommand> = {
@@ -52,12 +59,14 @@ const dataCommands: Record<string, DataCommand> = {
   wallet: walletCommand,
   'api-key': apiKeyCommand,
   'service-key': serviceKeyCommand,
+  'oauth-client': oauthClientCommand,
   cap: capCommand,
   'product-user': productUserCommand,
   credits: creditsCommand,
   credentials: credentialsCommand,
   admin: adminCommand,
   reconcile: reconcileCommand,
+  usage: usageCommand,
 };
 
 /** Runs one command; resolves with its exit code (0 done, 2 refused, 1 a bug). */

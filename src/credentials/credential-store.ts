@@ -1,9 +1,9 @@
 // Provider credentials in Postgres: create (validated with the vendor, sealed), list, disable,
 // delete (which also revokes its grants), grant/revoke to app connections, rewrap under a new
 // master key. Changes are announced so every gateway instance stops using a credential at once.
-import type { Redis } from 'ioredis';
 import { recordAudit } from '../audit/audit.js';
 import type { InvalidatedCache } from '../cache/invalidation.js';
+import type { RedisClient } from '../redis/connect.js';
 import type { Vendor } from '../catalog/models.js';
 import { readPage, type Page, type PageRequest } from '../db/pages.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
@@ -119,7 +119,7 @@ export async function listCredentials(
 export class CredentialStore {
   constructor(
     private readonly db: DbPool,
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
     private readonly box: SecretBox | undefined,
     private readonly vendorBaseUrl: (provider: Vendor) => string,

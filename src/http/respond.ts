@@ -1,12 +1,31 @@
 // Helpers that write whole responses through the handler interface.
 import { errorBody, type ErrorFlavor, type GwError } from '../errors.js';
+import { escapeHtml, pageHeaders, renderPage } from './html.js';
 import type { HttpResponse } from './types.js';
 
 const jsonHeaders = { 'content-type': 'application/json' } as const;
+/** RFC 6749 section 5.1: answers of the token endpoint are never cached. */
+const oauthHeaders = {
+  'content-type': 'application/json',
+  'cache-control': 'no-store',
+  pragma: 'no-cache',
+} as const;
 
 export function sendJson(response: HttpResponse, status: number, body: unknown): void {
   response.writeHead(status, jsonHeaders);
   response.end(JSON.stringify(body));
+}
+
+/** An error's headers and body as its route's flavor dresses it. */
+export function errorResponse(
+  error: GwError,
+  flavor: ErrorFlavor = 'default',
+): { headers: Record<string, string>; body: string } {
+  if (flavor === 'html') {
+    return { headers: { ...pageHeaders(), ...error.headers }, body: errorPage(error) };
+  }
+  const base = flavor === 'oauth' ? oauthHeaders : jsonHeaders;
+  return { headers: { ...base, ...error.headers }, body: errorBody(error, flavor) };
 }
 
 export function sendError(
@@ -14,6 +33,17 @@ export function sendError(
   error: GwError,
   flavor: ErrorFlavor = 'default',
 ): void {
-  response.writeHead(error.status, { ...jsonHeaders, ...error.headers });
-  response.end(errorBody(error, flavor));
+  const { headers, body } = errorResponse(error, flavor);
+  response.writeHead(error.status, headers);
+  response.end(body);
+}
+
+/** The page a browser shows for an error: what went wrong, and its code. */
+function errorPage(error: GwError): string {
+  return renderPage(
+    'Something went wrong',
+    `<h1>This request cannot continue</h1>
+<p>${escapeHtml(error.message)}</p>
+<p class="muted">Error code <code>${escapeHtml(error.code)}</code>. You can close this page and go back to the application.</p>`,
+  );
 }

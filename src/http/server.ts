@@ -6,7 +6,6 @@ import type {
   us_listen_socket,
 } from 'uWebSockets.js';
 import {
-  errorBody,
   gwError,
   isDependencyUnavailable,
   isGwError,
@@ -18,7 +17,7 @@ import type { Logger } from '../log.js';
 import { framingProblem } from './framing.js';
 import { textProblem } from '../text.js';
 import type { RequestLog } from './request-log.js';
-import { sendError } from './respond.js';
+import { errorResponse, sendError } from './respond.js';
 import { UwsHttpResponse } from './response.js';
 import { RouteTable } from './route-table.js';
 import type { HttpRequest, RequestHead, Route } from './types.js';
@@ -44,7 +43,6 @@ export interface HttpServer {
   readonly inFlight: number;
 }
 
-const jsonHeaders = { 'content-type': 'application/json' } as const;
 /** A refused request's body up to this size is read (keeps the connection); larger: closed. */
 const SMALL_BODY_BYTES = 64 * 1024;
 const noop = (): void => undefined;
@@ -102,27 +100,28 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       });
     });
     native.onAborted(() => response.markAborted());
+    /** Answers with an error and closes the connection (the rest of the body is not read). */
+    const closeWith = (error: GwError, errorFlavor: ErrorFlavor): void => {
+      const { headers: errorHeaders, body } = errorResponse(error, errorFlavor);
+      response.endAndClose(error.status, errorHeaders, body);
+    };
 
     if (draining && path !== '/healthz' && path !== '/readyz') {
       // A request on a kept-alive connection after SIGTERM: tell the client to go elsewhere.
-      response.endAndClose(
-        503,
-        { ...jsonHeaders, 'retry-after': '1' },
-        errorBody(
-          gwError('gw_unavailable', 'this gateway instance is shutting down; retry'),
-          route ? flavorOf(route, headers) : 'default',
-        ),
+      closeWith(
+        gwError('gw_unavailable', 'this gateway instance is shutting down; retry', {
+          headers: { 'retry-after': '1' },
+        }),
+        route ? flavorOf(route, headers) : 'default',
       );
       return;
     }
     const badFraming = framingProblem(contentLengths, transferEncodings);
     if (badFraming !== undefined) {
       // Which body follows is ambiguous: answer and close; nothing of it is read.
-      const error = gwError('gw_invalid_request', badFraming);
-      response.endAndClose(
-        error.status,
-        jsonHeaders,
-        errorBody(error, route ? flavorOf(route, headers) : 'default'),
+      closeWith(
+        gwError('gw_invalid_request', badFraming),
+        route ? flavorOf(route, headers) : 'default',
       );
       return;
     }
@@ -192,11 +191,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
         } else {
           // Mid-body the connection is closed: the rest of the body is never read.
           refused = true;
-          response.endAndClose(
-            value.status,
-            { ...jsonHeaders, ...value.headers },
-            errorBody(value, flavor),
-          );
+          closeWith(value, flavor);
         }
       },
       (error: unknown) => {
@@ -246,13 +241,9 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       );
     }
     const tooLarge = (): void =>
-      response.endAndClose(
-        413,
-        jsonHeaders,
-        errorBody(
-          gwError('gw_body_too_large', `the request body exceeds ${options.maxBodyBytes} bytes`),
-          flavor,
-        ),
+      closeWith(
+        gwError('gw_body_too_large', `the request body exceeds ${options.maxBodyBytes} bytes`),
+        flavor,
       );
 
     const contentLength = headers['content-length'];

@@ -37,6 +37,7 @@ export function buildUsageRecord(admission: Admission, outcome: RequestOutcome):
     appId: identity.appId,
     appConnectionId: identity.appConnectionId,
     apiKeyId: identity.keyId,
+    oauthClientId: identity.oauthClientId ?? null,
     productUserId: admission.productUser?.id ?? null,
     model: model.id,
     vendor: model.vendor,

@@ -2,7 +2,7 @@
 // yet written), in usage_records, or in usage_dead_letters. A spooled settle is replayed only
 // when its request is in none of them: settle.lua's idempotency marker lives minutes, a
 // spool can wait longer, and a settle whose reply was lost may have run after all.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connect.js';
 import type { DbPool } from '../db/pool.js';
 import type { RedisKeys } from '../redis/keys.js';
 import { isUuid, readUsageStream } from './unwritten-usage.js';
@@ -10,7 +10,7 @@ import { usageRecordFromFields } from './usage-record.js';
 
 export class RecordedUsage {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly db: DbPool,
     private readonly keys: RedisKeys,
   ) {}

@@ -3,7 +3,7 @@
 // less the records whose rows the writer already committed (it deletes them right after, so
 // a few can be in both for a moment). An account rebuilt from the ledger adds these, or it
 // would forget what was spent while the writer (or Postgres) lagged behind.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connect.js';
 import type { DbPool } from '../db/pool.js';
 import type { RedisKeys } from '../redis/keys.js';
 import { usageRecordFromFields, type UsageRecord } from './usage-record.js';
@@ -24,7 +24,7 @@ export class UnwrittenUsage {
   private readonly reading = new Map<string, Promise<StreamEntry[]>>();
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly db: DbPool,
     private readonly keys: RedisKeys,
   ) {}
@@ -88,7 +88,7 @@ export class UnwrittenUsage {
 
 /** A usage stream's entries, oldest first, page by page, up to `max` (about). */
 export async function readUsageStream(
-  redis: Redis,
+  redis: RedisClient,
   stream: string,
   max = Infinity,
 ): Promise<StreamEntry[]> {

@@ -11,6 +11,8 @@ export interface UsageRecord {
   readonly appId: string;
   readonly appConnectionId: string;
   readonly apiKeyId: string;
+  /** The OAuth client of an OAuth token's request (null: an API key's). */
+  readonly oauthClientId?: string | null;
   readonly productUserId: string | null;
   readonly model: string;
   readonly vendor: string;
@@ -61,6 +63,7 @@ export function usageRecordToFields(record: UsageRecord): string[] {
     app_id: record.appId,
     app_connection_id: record.appConnectionId,
     api_key_id: record.apiKeyId,
+    oauth_client_id: record.oauthClientId ?? '',
     product_user_id: record.productUserId ?? '',
     model: record.model,
     vendor: record.vendor,
@@ -130,6 +133,8 @@ export function usageRecordFromFields(fields: readonly string[]): UsageRecord {
     appId: text('app_id'),
     appConnectionId: text('app_connection_id'),
     apiKeyId: text('api_key_id'),
+    // Absent from records of versions before OAuth connections.
+    oauthClientId: map.get('oauth_client_id') || null,
     productUserId: optional('product_user_id'),
     model: text('model'),
     vendor: text('vendor'),

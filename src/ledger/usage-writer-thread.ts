@@ -4,10 +4,12 @@
 // If the thread dies it is started again: entries wait in the Redis stream meanwhile.
 import { Worker } from 'node:worker_threads';
 import type { Logger } from '../log.js';
+import type { RedisTarget } from '../redis/connect.js';
 import type { UsageWriterCounters, UsageWriterOptions } from './usage-writer.js';
 
 export interface UsageWriterThreadSettings {
-  readonly redisUrl: string;
+  /** The gateway's Redis (a single one or a cluster); the thread opens its own client. */
+  readonly redis: RedisTarget;
   readonly databaseUrl: string;
   readonly keyPrefix: string;
   readonly logLevel: string;

@@ -1,9 +1,9 @@
 // Entry point of the usage writer thread (started by UsageWriterThread): builds its own
 // connections and runs UsageStreamWriter until the gateway asks it to stop.
 import { parentPort, workerData } from 'node:worker_threads';
-import { Redis } from 'ioredis';
 import { createDbPool } from '../db/pool.js';
 import { createLogger } from '../log.js';
+import { connectRedis } from '../redis/connect.js';
 import { createRedisKeys } from '../redis/keys.js';
 import { PostgresUsageSink } from './postgres-usage-sink.js';
 import { UsageDeadLetters } from './usage-dead-letters.js';
@@ -19,7 +19,15 @@ const port = parentPort!;
 const post = (message: UsageWriterThreadMessage): void => port.postMessage(message);
 
 const logger = createLogger(settings.logLevel, 'gw-usage-writer');
-const redis = new Redis(settings.redisUrl, { maxRetriesPerRequest: null });
+// Auto-pipelined: on a cluster the writer's reads and acks are one command per hash slot,
+// which ioredis then sends to each node together. (Only a cluster's reads run in parallel; on a
+// single Redis there is one blocking read at a time, which must not queue others behind it.)
+// On a cluster its commands give up after two reconnection attempts: a read waiting for a
+// node that is away would hold up the other shards' streams (failed reads are tried again).
+const redis = connectRedis(settings.redis, {
+  maxRetriesPerRequest: settings.redis.kind === 'cluster' ? 2 : null,
+  autoPipelining: settings.redis.kind === 'cluster',
+});
 const db = createDbPool(settings.databaseUrl, 2);
 const writer = new UsageStreamWriter(
   redis,

@@ -2,12 +2,18 @@
 // batches, acknowledges only after commit, and claims entries left pending by instances that
 // died. A row Postgres refuses goes to the dead-letter table instead of blocking the rest.
 // A slow Postgres slows this loop, never the request path.
-import type { Redis } from 'ioredis';
+import { isCluster, pipelineGroups, type RedisClient } from '../redis/connect.js';
 import type { Logger } from '../log.js';
 import { USAGE_CONSUMER_GROUP, type RedisKeys } from '../redis/keys.js';
 import type { PostgresUsageSink } from './postgres-usage-sink.js';
 import { isRowRefusal, type DeadLetter, type UsageDeadLetters } from './usage-dead-letters.js';
 import { usageRecordFromFields, type UsageRecord } from './usage-record.js';
+import {
+  createGroup,
+  UsageStreamGroup,
+  type StreamBatch,
+  type StreamEntry,
+} from './usage-stream-group.js';
 
 /** What the writer counts (GatewayMetrics' counters, or a relay from the writer thread). */
 export interface UsageWriterCounters {
@@ -23,9 +29,6 @@ export interface UsageWriterOptions {
   readonly claimIdleMs: number;
 }
 
-type StreamEntry = [id: string, fields: string[]];
-type StreamBatch = Array<[stream: string, entries: StreamEntry[]]>;
-
 const REGISTRY_REFRESH_MS = 1000;
 const RETRY_BACKOFF_MS = 500;
 
@@ -38,17 +41,20 @@ export class UsageStreamWriter {
   private readonly groupsCreated = new Set<string>();
   private lastRegistryRefreshMs = 0;
   private lastClaimMs = 0;
+  private readonly group: UsageStreamGroup;
 
   constructor(
     /** A dedicated connection: blocking reads must not stall the request path's client. */
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
     private readonly sink: PostgresUsageSink,
     private readonly deadLetters: UsageDeadLetters,
     private readonly logger: Logger,
     private readonly metrics: UsageWriterCounters,
     private readonly options: UsageWriterOptions,
-  ) {}
+  ) {
+    this.group = new UsageStreamGroup(redis, options.consumerName);
+  }
 
   start(): void {
     if (this.running) return;
@@ -111,68 +117,80 @@ export class UsageStreamWriter {
     }
   }
 
+  /**
+   * Reads the registry and makes the group on streams new to this writer. On a cluster, one
+   * shard that is away (the registry's, or a stream's) holds up nothing else: the last list
+   * is kept, and a stream whose group could not be made is read once it can be.
+   */
   private async refreshStreams(force: boolean): Promise<void> {
     const now = Date.now();
     if (!force && now - this.lastRegistryRefreshMs < REGISTRY_REFRESH_MS) return;
     this.lastRegistryRefreshMs = now;
-    const streams = (await this.redis.smembers(this.keys.usageStreamRegistry())).sort();
-    for (const stream of streams) {
-      if (this.groupsCreated.has(stream)) continue;
-      try {
-        // From id 0: entries appended before the group existed are still delivered.
-        await this.redis.xgroup('CREATE', stream, USAGE_CONSUMER_GROUP, '0', 'MKSTREAM');
-      } catch (error) {
-        if (!String((error as Error).message).includes('BUSYGROUP')) throw error;
+    let registered: string[];
+    try {
+      registered = (await this.redis.smembers(this.keys.usageStreamRegistry())).sort();
+    } catch (error) {
+      if (this.streams.length === 0) throw error;
+      this.logger.warn({ err: error }, 'usage writer: stream registry unreadable; using the last');
+      return;
+    }
+    const streams: string[] = [];
+    for (const stream of registered) {
+      if (!this.groupsCreated.has(stream)) {
+        try {
+          await createGroup(this.redis, stream);
+        } catch (error) {
+          this.logger.warn({ err: error, stream }, 'usage writer: group not made yet');
+          continue;
+        }
+        this.groupsCreated.add(stream);
       }
-      this.groupsCreated.add(stream);
+      streams.push(stream);
     }
     this.streams = streams;
   }
 
   private async read(block: boolean): Promise<StreamBatch> {
     if (this.streams.length === 0) return [];
-    const blockArgs = block ? ['BLOCK', String(this.options.flushIntervalMs)] : [];
-    const reply = (await this.redis.call(
-      'XREADGROUP',
-      'GROUP',
-      USAGE_CONSUMER_GROUP,
-      this.options.consumerName,
-      'COUNT',
-      String(this.options.batchMaxRows),
-      ...blockArgs,
-      'STREAMS',
-      ...this.streams,
-      ...this.streams.map(() => '>'),
-    )) as StreamBatch | null;
-    return (reply ?? []).filter(([, entries]) => entries.length > 0);
+    const blockMs = block ? this.options.flushIntervalMs : undefined;
+    return this.group.read(this.streams, this.options.batchMaxRows, blockMs);
   }
 
-  /** Takes over entries another consumer read but never acknowledged (it died). */
+  /**
+   * Takes over entries another consumer read but never acknowledged (it died). Node by node on
+   * a cluster: a node that fails is left until the next round, the others go on.
+   */
   private async claimStale(): Promise<void> {
-    for (const stream of this.streams) {
-      let cursor = '0-0';
-      do {
-        const reply = (await this.redis.call(
-          'XAUTOCLAIM',
-          stream,
-          USAGE_CONSUMER_GROUP,
-          this.options.consumerName,
-          String(this.options.claimIdleMs),
-          cursor,
-          'COUNT',
-          String(this.options.batchMaxRows),
-        )) as [string, Array<StreamEntry | null>, string[]?];
-        cursor = reply[0];
-        const entries = reply[1].filter((entry): entry is StreamEntry => entry !== null);
-        if (entries.length > 0) {
-          this.logger.warn(
-            { stream, count: entries.length },
-            'usage writer: claimed stale entries',
-          );
-          await this.persist([[stream, entries]]);
-        }
-      } while (cursor !== '0-0' && this.running);
+    for (const streams of pipelineGroups(this.redis, this.streams)) {
+      try {
+        for (const stream of streams) await this.claimStaleOf(stream);
+      } catch (error) {
+        if (!isCluster(this.redis)) throw error;
+        this.logger.warn({ err: error }, 'usage writer: claims on one node failed; next round');
+      }
     }
+  }
+
+  private async claimStaleOf(stream: string): Promise<void> {
+    let cursor = '0-0';
+    do {
+      const reply = (await this.redis.call(
+        'XAUTOCLAIM',
+        stream,
+        USAGE_CONSUMER_GROUP,
+        this.options.consumerName,
+        String(this.options.claimIdleMs),
+        cursor,
+        'COUNT',
+        String(this.options.batchMaxRows),
+      )) as [string, Array<StreamEntry | null>, string[]?];
+      cursor = reply[0];
+      const entries = reply[1].filter((entry): entry is StreamEntry => entry !== null);
+      if (entries.length > 0) {
+        this.logger.warn({ stream, count: entries.length }, 'usage writer: claimed stale entries');
+        await this.persist([[stream, entries]]);
+      }
+    } while (cursor !== '0-0' && this.running);
   }
 
   /**
@@ -222,13 +240,7 @@ export class UsageStreamWriter {
         );
       }
     }
-    const pipeline = this.redis.pipeline();
-    for (const [stream, entries] of batch) {
-      const ids = entries.map(([id]) => id);
-      pipeline.xack(stream, USAGE_CONSUMER_GROUP, ...ids);
-      pipeline.xdel(stream, ...ids);
-    }
-    await pipeline.exec();
+    await this.group.acknowledge(batch);
     return written;
   }
 

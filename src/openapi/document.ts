@@ -14,10 +14,24 @@ const codes = Object.keys(errorCatalogue) as [ErrorCode, ...ErrorCode[]];
 const errorSchema = z.object({
   error: z.object({ code: z.enum(codes), message: z.string() }).loose(),
 });
+/** RFC 6749 section 5.2, as the OAuth token and revocation endpoints answer errors. */
+const oauthErrorSchema = z.object({
+  error: z
+    .string()
+    .describe('invalid_request, invalid_client, invalid_grant, unsupported_grant_type, …'),
+  error_description: z.string(),
+  gw_code: z.enum(codes),
+});
 
 const securitySchemes = {
   apiKey: { type: 'http', scheme: 'bearer', description: 'gw_… API key' },
   serviceKey: { type: 'http', scheme: 'bearer', description: 'gw_svc_… service key' },
+  oauthClientBasic: {
+    type: 'http',
+    scheme: 'basic',
+    description:
+      "an OAuth client's client_id:client_secret (confidential clients; or the client_id and client_secret form fields, client_id alone for public clients)",
+  },
   dashboardSession: {
     type: 'apiKey',
     in: 'cookie',
@@ -37,15 +51,22 @@ function security(caller: CallerRequirement): Array<Record<string, string[]>> | 
       return [{ serviceKey: [caller.scope] }];
     case 'session':
       return [{ dashboardSession: [] }];
+    case 'optional_session':
+      return [{}, { dashboardSession: [] }];
+    case 'oauth_client':
+      return [{ oauthClientBasic: [] }, {}];
     case 'org_member':
       return [{ dashboardSession: [caller.role] }];
   }
 }
 
 const json = (schema: z.ZodType) => ({ content: { 'application/json': { schema } } });
+const form = (schema: z.ZodType) => ({
+  content: { 'application/x-www-form-urlencoded': { schema } },
+});
 
 /** Error responses of a route: each status with the codes the gateway answers with it. */
-function errorResponses(codesOfRoute: readonly ErrorCode[]) {
+function errorResponses(codesOfRoute: readonly ErrorCode[], oauthShape: boolean) {
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of codesOfRoute) {
     const status = errorCatalogue[code].status;
@@ -56,7 +77,7 @@ function errorResponses(codesOfRoute: readonly ErrorCode[]) {
       String(status),
       {
         description: list.map((code) => `\`${code}\`: ${errorCatalogue[code].summary}`).join('; '),
-        ...json(errorSchema),
+        ...json(oauthShape ? oauthErrorSchema : errorSchema),
       },
     ]),
   );
@@ -94,11 +115,17 @@ export function buildOpenApiDocument(
       request: {
         ...(pathParams(route.path) && { params: pathParams(route.path) }),
         ...(route.body && {
-          body: { ...json(route.body), ...(route.bodyOptional && { required: false }) },
+          body: {
+            ...(route.bodyEncoding === 'form' ? form(route.body) : json(route.body)),
+            ...(route.bodyOptional && { required: false }),
+          },
         }),
         ...(route.query && { query: route.query }),
       },
-      responses: { ...successes, ...errorResponses(routeErrorCodes(route)) },
+      responses: {
+        ...successes,
+        ...errorResponses(routeErrorCodes(route), route.errorFlavor === 'oauth'),
+      },
     });
   }
   const generator = new OpenApiGeneratorV31(registry.definitions);

@@ -32,12 +32,20 @@ interface CacheEntry {
 }
 
 /** The pub/sub message that makes every instance forget one cached product user. */
-export function productUserInvalidation(appId: string, externalUserId: string): string {
-  return encodeInvalidation({ kind: 'product-user', appId, externalUserId });
+export function productUserInvalidation(
+  orgId: string,
+  appId: string,
+  externalUserId: string,
+): string {
+  return encodeInvalidation({ kind: 'product-user', orgId, appId, externalUserId });
 }
 
-function cacheKeyOf(appId: string, externalUserId: string): string {
-  return `${appId}\u0000${externalUserId}`;
+/**
+ * A product user is one (organization, app, external id): an app's requests may be paid by
+ * several organizations (OAuth connections), each with its own users.
+ */
+function cacheKeyOf(orgId: string, appId: string, externalUserId: string): string {
+  return `${orgId}\u0000${appId}\u0000${externalUserId}`;
 }
 
 export function emailHash(email: string): string {
@@ -76,13 +84,14 @@ export class ProductUserDirectory implements InvalidatedCache {
 
   async resolve(input: ResolveProductUser): Promise<ResolvedProductUser> {
     const wanted = fingerprint(input);
+    const key = cacheKeyOf(input.orgId, input.appId, input.externalUserId);
     const entry = await this.cache.get(
-      cacheKeyOf(input.appId, input.externalUserId),
+      key,
       async () => ({ user: await this.upsert(input), writtenFingerprint: wanted }),
       {
         // A request whose profile or connection differs from what was last written writes.
         accept: (cached) => cached.writtenFingerprint === wanted,
-        flightKey: `${cacheKeyOf(input.appId, input.externalUserId)}\u0000${wanted}`,
+        flightKey: `${key}\u0000${wanted}`,
       },
     );
     return entry!.user;
@@ -91,7 +100,11 @@ export class ProductUserDirectory implements InvalidatedCache {
   /** Applies an invalidation received over pub/sub (status or anchor changed). */
   handleInvalidation(invalidation: CacheInvalidation): void {
     if (invalidation.kind !== 'product-user') return;
-    this.cache.invalidate(cacheKeyOf(invalidation.appId, invalidation.externalUserId));
+    // A message of an older version does not name the organization: forget them all.
+    if (invalidation.orgId === undefined) return this.cache.invalidateAll();
+    this.cache.invalidate(
+      cacheKeyOf(invalidation.orgId, invalidation.appId, invalidation.externalUserId),
+    );
   }
 
   /** Forgets everything cached (invalidations may have been missed). */
@@ -109,7 +122,7 @@ export class ProductUserDirectory implements InvalidatedCache {
       `INSERT INTO product_users (id, org_id, app_id, external_user_id, display_name, email_hash,
                                   metadata, last_app_connection_id)
        VALUES ($1, $2, $3, $4, COALESCE($5, ''), $6, COALESCE($7::jsonb, '{}'::jsonb), $8)
-       ON CONFLICT (app_id, external_user_id) DO UPDATE SET
+       ON CONFLICT (org_id, app_id, external_user_id) DO UPDATE SET
          display_name = COALESCE($5, product_users.display_name),
          email_hash = COALESCE($6, product_users.email_hash),
          metadata = COALESCE($7::jsonb, product_users.metadata),

@@ -1,6 +1,6 @@
 // A product user's live numbers from Redis (loaded from Postgres first when missing): spend
 // in the current period and the remaining amount of each credit grant in one currency.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connect.js';
 import type { AccountLoader } from '../billing/account-loader.js';
 import type { UserAccount } from '../billing/budget-store.js';
 import { SETTLEMENT_CURRENCY } from '../money.js';
@@ -14,7 +14,7 @@ export interface LiveUserBalance {
 
 export class LiveBalanceReader {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
     private readonly loader: AccountLoader,
   ) {}

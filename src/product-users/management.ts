@@ -1,7 +1,7 @@
 // Writes on product users shared by the management API and the admin CLI: the profile
 // upsert (with the allowance anchor rules), credit grants and block/unblock. Every change
 // that affects the request path is pushed to the gateway instances' caches.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../redis/connect.js';
 import { recordAudit, type AuditEntry } from '../audit/audit.js';
 import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
 import { newId } from '../ids.js';
@@ -102,7 +102,7 @@ function sameGrant(row: GrantRow, input: CreditGrantInput): boolean {
 export class ProductUserManagement {
   constructor(
     private readonly db: DbPool,
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
     private readonly scripts: RedisScripts,
   ) {}
@@ -114,8 +114,9 @@ export class ProductUserManagement {
         id: string;
         allowance_starts_at: Date | null;
       }>(
-        `SELECT id, allowance_starts_at FROM product_users WHERE app_id = $1 AND external_user_id = $2 FOR UPDATE`,
-        [input.appId, input.externalUserId],
+        `SELECT id, allowance_starts_at FROM product_users
+          WHERE org_id = $1 AND app_id = $2 AND external_user_id = $3 FOR UPDATE`,
+        [input.orgId, input.appId, input.externalUserId],
       );
       const stored = existing[0];
       const anchor = input.allowanceStartsAt;
@@ -137,7 +138,7 @@ export class ProductUserManagement {
         `INSERT INTO product_users (id, org_id, app_id, external_user_id, display_name, email_hash,
                                     allowance_starts_at)
          VALUES ($1, $2, $3, $4, COALESCE($5, ''), $6, $7)
-         ON CONFLICT (app_id, external_user_id) DO UPDATE SET
+         ON CONFLICT (org_id, app_id, external_user_id) DO UPDATE SET
            display_name = COALESCE($5, product_users.display_name),
            email_hash = COALESCE($6, product_users.email_hash),
            allowance_starts_at = CASE WHEN $8 THEN product_users.allowance_starts_at ELSE $7 END,
@@ -158,7 +159,7 @@ export class ProductUserManagement {
       return upserted.rows;
     });
     const { inserted, ...user } = rows[0]!;
-    await this.announce(user.app_id, user.external_user_id);
+    await this.announce(user.org_id, user.app_id, user.external_user_id);
     return { user, created: inserted };
   }
 
@@ -180,7 +181,7 @@ export class ProductUserManagement {
       return rowCount !== 0;
     });
     if (!changed) return false;
-    await this.announce(appId, externalUserId);
+    await this.announce(orgId, appId, externalUserId);
     return true;
   }
 
@@ -284,10 +285,10 @@ export class ProductUserManagement {
   }
 
   /** Tells every gateway instance to forget its cached copy of this user. */
-  private async announce(appId: string, externalUserId: string): Promise<void> {
+  private async announce(orgId: string, appId: string, externalUserId: string): Promise<void> {
     await this.redis.publish(
       this.keys.invalidationChannel(),
-      productUserInvalidation(appId, externalUserId),
+      productUserInvalidation(orgId, appId, externalUserId),
     );
   }
 }

@@ -36,7 +36,11 @@ export class UpstreamClient {
   private readonly pools = new Map<string, Pool>();
   private readonly prefixes = new Map<string, { origin: string; pathPrefix: string }>();
 
-  constructor(private readonly timeoutMs: number) {}
+  constructor(
+    private readonly timeoutMs: number,
+    /** Connections per vendor origin: each stream in flight holds one (HTTP/1.1). */
+    private readonly connectionsPerOrigin = 8192,
+  ) {}
 
   request(request: UpstreamRequest): UpstreamCall {
     const { origin, pathPrefix } = this.split(request.baseUrl);
@@ -74,7 +78,11 @@ export class UpstreamClient {
   private pool(origin: string): Pool {
     let pool = this.pools.get(origin);
     if (!pool) {
-      pool = new Pool(origin, { connections: 256, pipelining: 1, keepAliveTimeout: 30_000 });
+      pool = new Pool(origin, {
+        connections: this.connectionsPerOrigin,
+        pipelining: 1,
+        keepAliveTimeout: 30_000,
+      });
       this.pools.set(origin, pool);
     }
     return pool;

@@ -38,6 +38,10 @@ export interface RedisKeys {
   loginFailures(kind: 'account' | 'address', subject: string): string;
   /** Self-service sign-up attempts from a client address in the current window. */
   signupAttempts(address: string): string;
+  /** An OAuth authorization code's grant (JSON) by the SHA-256 of the code, until it expires. */
+  oauthCode(codeHash: string): string;
+  /** The app connection a used code made, kept a while to catch its replay. */
+  oauthCodeUsed(codeHash: string): string;
 }
 
 export function createRedisKeys(prefix: string): RedisKeys {
@@ -62,6 +66,8 @@ export function createRedisKeys(prefix: string): RedisKeys {
     session: (handle) => `${prefix}:session:${handle}`,
     loginFailures: (kind, subject) => `${prefix}:login-fail:${kind}:${subject}`,
     signupAttempts: (address) => `${prefix}:signup-attempts:${address}`,
+    oauthCode: (codeHash) => `${prefix}:oauth-code:{${codeHash}}`,
+    oauthCodeUsed: (codeHash) => `${prefix}:oauth-code:{${codeHash}}:used`,
   };
 }
 

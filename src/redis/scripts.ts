@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { Redis } from 'ioredis';
+import { isCluster, masters, whenReady, type RedisClient } from './connect.js';
 
 const luaDir = fileURLToPath(new URL('../../../lua/', import.meta.url));
 const luaDirFromSource = fileURLToPath(new URL('../../lua/', import.meta.url));
@@ -153,6 +153,11 @@ export const scriptSpecs = {
     keys: ['value', 'generation'],
     args: ['expected_generation', 'value', 'ttl_s'],
   },
+  oauthTakeCode: {
+    file: 'oauth-take-code',
+    keys: ['code', 'used'],
+    args: ['used_ttl_ms'],
+  },
 } as const satisfies Record<string, ScriptSpec>;
 
 export type ScriptName = keyof typeof scriptSpecs;
@@ -177,9 +182,11 @@ export type RedisScripts = { readonly [N in ScriptName]: ScriptCall<N> };
  * loop turn and uncorked at the end of it (setImmediate), so the calls that many requests
  * issue in one turn leave in one write. Measured with 50 calls in flight: ~12 µs of CPU per
  * call, against ~20 µs with auto-pipelining. The clients that run scripts therefore do not
- * auto-pipeline.
+ * auto-pipeline. On a cluster the calls go out as they come: each goes to its slot's node, and
+ * the client does not say which socket that is before writing.
  */
-function coalescedWrites(redis: Redis): (send: () => Promise<unknown>) => Promise<unknown> {
+function coalescedWrites(redis: RedisClient): (send: () => Promise<unknown>) => Promise<unknown> {
+  if (isCluster(redis)) return (send) => send();
   let inFlight = 0;
   let corked = false;
   const settled = (): void => {
@@ -203,7 +210,7 @@ function coalescedWrites(redis: Redis): (send: () => Promise<unknown>) => Promis
 }
 
 /** Defines every script on the client and returns callers that take named KEYS and ARGV. */
-export function defineScripts(redis: Redis): RedisScripts {
+export function defineScripts(redis: RedisClient): RedisScripts {
   const callers: Record<string, ScriptCall<ScriptName>> = {};
   const commands = redis as unknown as Record<string, (...args: ScriptArg[]) => Promise<unknown>>;
   const dispatch = coalescedWrites(redis);
@@ -227,9 +234,15 @@ export function defineScripts(redis: Redis): RedisScripts {
   return Object.freeze(callers) as unknown as RedisScripts;
 }
 
-/** Loads every script into Redis now (SCRIPT LOAD), so readiness means scripts are there. */
-export async function preloadScripts(redis: Redis): Promise<void> {
+/**
+ * Loads every script into Redis now (SCRIPT LOAD, on every master of a cluster), so readiness
+ * means scripts are there. A master that joins later gets them from its first call (ioredis
+ * sends the source when EVALSHA meets NOSCRIPT).
+ */
+export async function preloadScripts(redis: RedisClient): Promise<void> {
+  if (isCluster(redis)) await whenReady(redis); // its masters are known once it is ready
   for (const spec of Object.values(scriptSpecs)) {
-    await redis.script('LOAD', loadLuaSource(spec.file));
+    const source = loadLuaSource(spec.file);
+    for (const node of masters(redis)) await node.script('LOAD', source);
   }
 }

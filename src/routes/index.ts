@@ -78,6 +78,16 @@ import {
   unblockProductUserRoute,
 } from './dashboard/product-users/status.js';
 import { usageRoute } from './dashboard/usage.js';
+import { listConnectedAppsRoute } from './dashboard/connected-apps/list.js';
+import { revokeConnectedAppRoute } from './dashboard/connected-apps/revoke.js';
+import { createOAuthClientRoute } from './dashboard/oauth-clients/create.js';
+import { deleteOAuthClientRoute } from './dashboard/oauth-clients/delete.js';
+import { listOAuthClientsRoute } from './dashboard/oauth-clients/list.js';
+import { authorizeDecisionRoute } from './oauth/authorize-decision.js';
+import { authorizePageRoute } from './oauth/authorize-page.js';
+import type { OAuthDeps } from './oauth/deps.js';
+import { revokeTokenRoute } from './oauth/revoke.js';
+import { tokenRoute } from './oauth/token.js';
 import { dashboardAssetRoute } from './dashboard-ui/asset.js';
 import type { DashboardBundle } from './dashboard-ui/bundle.js';
 import {
@@ -103,7 +113,7 @@ import type { ProductUserRouteDeps } from './product-users/lookup.js';
 import { putProductUserRoute } from './product-users/put.js';
 
 /** Everything any route's handler may be given; each handler declares the part it uses. */
-export interface RouteDeps extends AccountDeps, CredentialRouteDeps {
+export interface RouteDeps extends AccountDeps, CredentialRouteDeps, OAuthDeps {
   readonly proxy: ProxyDeps;
   readonly catalog: ModelCatalog;
   readonly tokenCounter: TokenCounter;
@@ -191,6 +201,15 @@ export const routeDeclarations: readonly DeclaredRoute<RouteDeps>[] = [
   listCreditGrantsRoute,
   createCreditGrantRoute,
   revokeCreditGrantRoute,
+  authorizePageRoute,
+  authorizeDecisionRoute,
+  tokenRoute,
+  revokeTokenRoute,
+  listOAuthClientsRoute,
+  createOAuthClientRoute,
+  deleteOAuthClientRoute,
+  listConnectedAppsRoute,
+  revokeConnectedAppRoute,
   dashboardRedirectRoute,
   dashboardPageRoute,
   dashboardSignInPageRoute,

@@ -4,7 +4,8 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { expect } from 'vitest';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
@@ -45,3 +46,64 @@ export async function screenshot(page: Page, name: string): Promise<void> {
   mkdirSync(SCREENSHOT_DIR, { recursive: true });
   await page.screenshot({ path: join(SCREENSHOT_DIR, `${name}.png`), fullPage: true });
 }
+
+export interface BrowserWindow {
+  readonly page: Page;
+  readonly context: BrowserContext;
+  /** Closes the window; fails the test if the page threw or the browser blocked anything. */
+  close(): Promise<void>;
+}
+
+/**
+ * A fresh browser window (its own cookies), as on a desktop or a phone. Closing it checks that
+ * the page threw no error and the browser blocked nothing under the Content-Security-Policy.
+ */
+export async function openWindow(
+  browser: Browser,
+  viewport = { width: 1280, height: 860 },
+): Promise<BrowserWindow> {
+  const context = await browser.newContext({ viewport });
+  context.setDefaultTimeout(10_000);
+  const page = await context.newPage();
+  const problems: string[] = [];
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  page.on('console', (message) => {
+    if (message.text().includes('Content Security Policy')) problems.push(message.text());
+  });
+  return {
+    page,
+    context,
+    async close() {
+      await context.close();
+      expect(problems).toEqual([]);
+    },
+  };
+}
+
+/** Fills in and sends the dashboard's sign-in form. */
+export async function signIn(
+  page: Page,
+  gatewayUrl: string,
+  email: string,
+  password: string,
+): Promise<void> {
+  await page.goto(`${gatewayUrl}/dashboard/`);
+  await page.getByLabel('E-mail').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
+/** The page's scroll width beyond its viewport (0: nothing sticks out sideways). */
+export const sidewaysOverflow = (page: Page): Promise<number> =>
+  // the page's own script runs in the browser: it has a document, this file's types do not
+  page.evaluate<number>(
+    'document.documentElement.scrollWidth - document.documentElement.clientWidth',
+  );
+
+/** The figure of the overview's (or usage page's) stat card labelled `label`. */
+export const statValue = (page: Page, label: string | RegExp): Promise<string | null> =>
+  page
+    .locator('.stat')
+    .filter({ has: page.locator('.stat-label', { hasText: label }) })
+    .locator('.stat-value')
+    .textContent();

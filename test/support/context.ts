@@ -2,7 +2,7 @@
 // streams and caches), the environment for the gateway processes and CLI calls it starts,
 // and handles on the real Postgres and Redis. The keys under the prefix are deleted and the
 // handles closed after the file, once its own afterAll hooks (stopping gateways) have run.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../src/redis/connect.js';
 import type pg from 'pg';
 import { afterAll } from 'vitest';
 import { baseEnv, uniquePrefix } from './env.js';
@@ -12,7 +12,7 @@ export interface TestContext {
   readonly prefix: string;
   readonly env: Record<string, string>;
   readonly db: pg.Pool;
-  readonly redis: Redis;
+  readonly redis: RedisClient;
 }
 
 /** Call once at the top of a test file. */

@@ -1,10 +1,21 @@
 // Where the tests find the real services. Each test file isolates itself with its own Redis
 // key prefix and its own organizations; all files share one test database.
 import { randomBytes } from 'node:crypto';
+import { redisTarget, type RedisTarget } from '../../src/redis/connect.js';
 
 export const TEST_DATABASE_URL =
   process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/gw_test';
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+/**
+ * A Redis Cluster to run on instead (host:port,…): set by the `cluster` vitest project
+ * (vitest.config.ts) for the files that run on both; the gateways and CLI calls get it too.
+ */
+export const TEST_REDIS_CLUSTER_NODES = process.env.TEST_REDIS_CLUSTER_NODES ?? '';
+
+/** Where the tests' own Redis handles connect. */
+export function testRedisTarget(): RedisTarget {
+  return redisTarget({ REDIS_URL: TEST_REDIS_URL, REDIS_CLUSTER_NODES: TEST_REDIS_CLUSTER_NODES });
+}
 
 /** A Redis key prefix no other test file uses. */
 export function uniquePrefix(label: string): string {
@@ -19,6 +30,7 @@ export function baseEnv(prefix: string): Record<string, string> {
   return {
     DATABASE_URL: TEST_DATABASE_URL,
     REDIS_URL: TEST_REDIS_URL,
+    REDIS_CLUSTER_NODES: TEST_REDIS_CLUSTER_NODES,
     REDIS_KEY_PREFIX: prefix,
     HOST: '127.0.0.1',
     CREDENTIALS_MASTER_KEY: TEST_MASTER_KEY,

@@ -1,24 +1,20 @@
-// Direct handles on the real Postgres and Redis, for assertions and cleanup.
-import { Redis } from 'ioredis';
+// Direct handles on the real Postgres and Redis (or Redis Cluster), for assertions and cleanup.
 import pg from 'pg';
-import { TEST_DATABASE_URL, TEST_REDIS_URL } from './env.js';
+import { connectRedis, unlinkMatching, type RedisClient } from '../../src/redis/connect.js';
+import { TEST_DATABASE_URL, testRedisTarget } from './env.js';
 
 export function testDb(): pg.Pool {
   return new pg.Pool({ connectionString: TEST_DATABASE_URL, max: 4 });
 }
 
-export function testRedis(): Redis {
-  return new Redis(TEST_REDIS_URL);
+/** A client on the tests' Redis: the cluster when TEST_REDIS_CLUSTER_NODES is set. */
+export function testRedis(): RedisClient {
+  return connectRedis(testRedisTarget(), { maxRetriesPerRequest: 20 });
 }
 
-/** Deletes every key under a test's prefix. */
-export async function deletePrefix(redis: Redis, prefix: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.del(...keys);
-  } while (cursor !== '0');
+/** Deletes every key under a test's prefix (on every master of a cluster). */
+export async function deletePrefix(redis: RedisClient, prefix: string): Promise<void> {
+  await unlinkMatching(redis, `${prefix}:*`);
 }
 
 /** Polls until `probe` returns a value that is not undefined, or fails after `timeoutMs`. */

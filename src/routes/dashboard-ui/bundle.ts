@@ -8,6 +8,9 @@ import { fileURLToPath } from 'node:url';
 export interface DashboardAsset {
   readonly contentType: string;
   readonly body: Buffer;
+  /** The same content compressed at build time (absent from an older build). */
+  readonly brotli?: Buffer;
+  readonly gzip?: Buffer;
 }
 
 export interface DashboardBundle {
@@ -33,9 +36,20 @@ export function loadDashboardBundle(dir: string = DASHBOARD_BUILD_DIR): Dashboar
   if (!existsSync(page)) return { html: null, assets: new Map() };
   const assets = new Map<string, DashboardAsset>();
   const assetDir = join(dir, 'assets');
-  for (const name of existsSync(assetDir) ? readdirSync(assetDir) : []) {
+  const names = existsSync(assetDir) ? readdirSync(assetDir) : [];
+  const variant = (name: string): Buffer | undefined =>
+    names.includes(name) ? readFileSync(join(assetDir, name)) : undefined;
+  for (const name of names) {
     const contentType = contentTypes[extname(name)];
-    if (contentType) assets.set(name, { contentType, body: readFileSync(join(assetDir, name)) });
+    if (!contentType) continue; // the .br and .gz variants are read with their asset
+    const brotli = variant(`${name}.br`);
+    const gzip = variant(`${name}.gz`);
+    assets.set(name, {
+      contentType,
+      body: readFileSync(join(assetDir, name)),
+      ...(brotli && { brotli }),
+      ...(gzip && { gzip }),
+    });
   }
   return { html: readFileSync(page), assets };
 }

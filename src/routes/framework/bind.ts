@@ -2,18 +2,25 @@
 // soon as the headers are read (the adapter stops reading the body of a refused request),
 // the JSON body is validated against the declared schema, and only then the handler runs.
 import type { z } from 'zod';
+import { csrfTokenMatches } from '../../accounts/sessions.js';
 import { gwError, isGwError, type ErrorFlavor } from '../../errors.js';
 import { sendError } from '../../http/respond.js';
 import type { HttpResponse, RequestHead, Route } from '../../http/types.js';
 import { contentTypeError, parseJsonBody } from '../../inference/parse-body.js';
 import { textProblem } from '../../text.js';
 import type { Authenticators, CallerRequirement, DeclaredRoute } from './declaration.js';
+import { parseFormBody } from './form-body.js';
 
 const STORED_BODY_CALLERS: ReadonlySet<CallerRequirement['kind']> = new Set([
   'none',
   'session',
+  'optional_session',
   'org_member',
+  'oauth_client',
 ]);
+
+/** The form field that carries the CSRF token of a route declared with `csrf: 'form'`. */
+export const CSRF_FORM_FIELD = 'csrf_token';
 
 export function bindRoutes<Deps>(
   routes: readonly DeclaredRoute<Deps>[],
@@ -28,6 +35,7 @@ function bindRoute<Deps>(
   deps: Deps,
   authenticators: Authenticators,
 ): Route {
+  checkDeclaration(route);
   const flavorOf = (headers: Readonly<Record<string, string>>): ErrorFlavor =>
     typeof route.errorFlavor === 'function'
       ? route.errorFlavor(headers)
@@ -37,23 +45,30 @@ function bindRoute<Deps>(
     path: route.path,
     errorFlavor: flavorOf,
     authenticate: (head) => authenticate(authenticators, route.caller, head),
-    handler: (request, response, caller) => {
+    handler: async (request, response, authenticated) => {
+      let caller = authenticated;
+      // Even a request refused for its body names its caller's organization in the log.
       annotateCallerOrg(response, caller);
       let body: unknown;
       if (route.body) {
+        const schema = route.body as z.ZodType;
         const parsed =
-          contentTypeError(request.headers) ??
-          parseJsonBody(
-            route.bodyOptional && request.body.length === 0 ? Buffer.from('{}') : request.body,
-            route.body as z.ZodType,
-          );
+          route.bodyEncoding === 'form'
+            ? parseFormBody(request.headers, request.body, schema)
+            : (contentTypeError(request.headers) ??
+              parseJsonBody(
+                route.bodyOptional && request.body.length === 0 ? Buffer.from('{}') : request.body,
+                schema,
+              ));
         if (isGwError(parsed)) return sendError(response, parsed, flavorOf(request.headers));
         // Dashboard bodies are stored: text Postgres cannot store is refused here, once for
-        // every such route. (Inference bodies go to the vendor, and the service-key routes
-        // answer their spec's own codes: both check their stored fields where they read them.)
-        const unstorable = STORED_BODY_CALLERS.has(route.caller.kind)
-          ? unstorableText(parsed)
-          : undefined;
+        // every such route, and so are forms (their values are looked up in Postgres).
+        // (Inference bodies go to the vendor, and the service-key routes answer their spec's
+        // own codes: both check their stored fields where they read them.)
+        const unstorable =
+          STORED_BODY_CALLERS.has(route.caller.kind) || route.bodyEncoding === 'form'
+            ? unstorableText(parsed)
+            : undefined;
         if (unstorable) {
           return sendError(
             response,
@@ -62,6 +77,36 @@ function bindRoute<Deps>(
           );
         }
         body = parsed;
+      }
+      // What the caller proves with the body: a form's CSRF token, an OAuth client's secret.
+      if (route.caller.kind === 'session' && route.caller.csrf === 'form') {
+        const session = (caller as { session: { csrfToken: string } }).session;
+        const presented = (body as Record<string, unknown>)[CSRF_FORM_FIELD];
+        if (
+          request.method !== 'GET' &&
+          !csrfTokenMatches(
+            typeof presented === 'string' ? presented : undefined,
+            session.csrfToken,
+          )
+        ) {
+          return sendError(
+            response,
+            gwError(
+              'gw_csrf_token_invalid',
+              `send the session's CSRF token (GET /auth/csrf) in the ${CSRF_FORM_FIELD} field`,
+            ),
+            flavorOf(request.headers),
+          );
+        }
+      }
+      if (route.caller.kind === 'oauth_client') {
+        const client = await authenticators.oauthClient(
+          request.headers,
+          body as Record<string, unknown>,
+        );
+        if (isGwError(client)) return sendError(response, client, flavorOf(request.headers));
+        caller = client;
+        annotateCallerOrg(response, caller);
       }
       // The caller and body match the declaration: the adapter ran its authenticator and
       // the schema above validated the body.
@@ -93,9 +138,34 @@ function authenticate(
     case 'service_key':
       return authenticators.serviceKey(head.headers, requirement.scope);
     case 'session':
-      return authenticators.session(head);
+      return authenticators.session(head, { csrfInBody: requirement.csrf === 'form' });
+    case 'optional_session':
+      // No session (or an expired one) is a caller too: the route sends them to sign in.
+      return authenticators
+        .session(head)
+        .then((caller) =>
+          isGwError(caller) && caller.code === 'gw_session_required' ? null : caller,
+        );
+    case 'oauth_client':
+      // Authenticated once the body is read (bindRoute's handler): credentials may be in it.
+      return Promise.resolve(null);
     case 'org_member':
       return authenticators.orgMember(head, requirement.role, requirement.org);
+  }
+}
+
+/** Declarations the router cannot serve as written are refused when they are bound. */
+function checkDeclaration(route: DeclaredRoute<unknown>): void {
+  const where = `${route.method} ${route.path}`;
+  const formBody = route.body !== undefined && route.bodyEncoding === 'form';
+  if (route.caller.kind === 'session' && route.caller.csrf === 'form' && !formBody) {
+    throw new Error(`${where}: a CSRF token in the form needs a form body`);
+  }
+  if (route.caller.kind === 'oauth_client' && !formBody) {
+    throw new Error(`${where}: an OAuth client authenticates with a form body`);
+  }
+  if (route.caller.kind === 'optional_session' && route.method !== 'GET') {
+    throw new Error(`${where}: an optional session is for GET routes only`);
   }
 }
 

@@ -13,14 +13,30 @@ import type {
 import type { Role } from '../../accounts/users.js';
 import type { ErrorCode, ErrorFlavor, GwError } from '../../errors.js';
 import type { HttpRequest, HttpResponse, RequestHead } from '../../http/types.js';
+import type { OAuthClientIdentity } from '../../oauth/clients.js';
 
 /** Who may call a route. Each kind has one authenticator (see Authenticators). */
 export type CallerRequirement =
   | { readonly kind: 'none' }
   | { readonly kind: 'api_key' }
   | { readonly kind: 'service_key'; readonly scope: ServiceKeyScope }
-  /** Any signed-in dashboard user (writes also need the CSRF token and an allowed Origin). */
-  | { readonly kind: 'session' }
+  /**
+   * Any signed-in dashboard user (writes also need the CSRF token and an allowed Origin).
+   * `csrf: 'form'`: the token comes in the form body's `csrf_token` field instead of the
+   * X-CSRF-Token header (a server-rendered HTML form cannot set headers).
+   */
+  | { readonly kind: 'session'; readonly csrf?: 'header' | 'form' }
+  /**
+   * The signed-in dashboard user, or null when there is none (a page that sends a stranger
+   * to the sign-in page and back). GET routes only: writes need a session.
+   */
+  | { readonly kind: 'optional_session' }
+  /**
+   * An OAuth client (RFC 6749 section 2.3): `client_id` in the form body, and for a
+   * confidential client its `client_secret` in the body or as HTTP Basic. Authenticated once
+   * the (form) body is read, since the credentials may be in it.
+   */
+  | { readonly kind: 'oauth_client' }
   /**
    * A signed-in member of the organization that owns the object the path names, with at
    * least `role`. Objects of other organizations answer 404, as if they did not exist.
@@ -36,9 +52,13 @@ export type CallerOf<Requirement extends CallerRequirement> = Requirement extend
     ? ServiceKeyIdentity
     : Requirement extends { kind: 'session' }
       ? DashboardCaller
-      : Requirement extends { kind: 'org_member' }
-        ? OrgMemberCaller
-        : null;
+      : Requirement extends { kind: 'optional_session' }
+        ? DashboardCaller | null
+        : Requirement extends { kind: 'org_member' }
+          ? OrgMemberCaller
+          : Requirement extends { kind: 'oauth_client' }
+            ? OAuthClientIdentity
+            : null;
 
 /** One authenticator per caller kind, built by the composition root. */
 export interface Authenticators {
@@ -47,8 +67,17 @@ export interface Authenticators {
     headers: Readonly<Record<string, string>>,
     scope: ServiceKeyScope,
   ): Promise<ServiceKeyIdentity | GwError>;
-  session(head: RequestHead): Promise<DashboardCaller | GwError>;
+  /** `csrfInBody`: a write whose CSRF token the router checks in its form body instead. */
+  session(
+    head: RequestHead,
+    options?: { readonly csrfInBody?: boolean },
+  ): Promise<DashboardCaller | GwError>;
   orgMember(head: RequestHead, role: Role, org: OrgLocator): Promise<OrgMemberCaller | GwError>;
+  /** Runs once the body is parsed: the client's credentials may be form fields. */
+  oauthClient(
+    headers: Readonly<Record<string, string>>,
+    form: Readonly<Record<string, unknown>>,
+  ): Promise<OAuthClientIdentity | GwError>;
 }
 
 /** The error codes a caller kind can answer with before the handler runs. */
@@ -63,6 +92,8 @@ export const callerErrors: Readonly<Record<CallerRequirement['kind'], readonly E
     'gw_unavailable',
   ],
   session: ['gw_session_required', 'gw_csrf_token_invalid', 'gw_origin_not_allowed'],
+  optional_session: [],
+  oauth_client: ['gw_oauth_invalid_client'],
   org_member: [
     'gw_session_required',
     'gw_csrf_token_invalid',
@@ -78,6 +109,16 @@ export const bodyErrors: readonly ErrorCode[] = [
   'gw_invalid_request',
   'gw_body_too_large',
 ];
+
+/** The error codes a form-encoded body can answer with before the handler runs. */
+export const formBodyErrors: readonly ErrorCode[] = ['gw_invalid_request', 'gw_body_too_large'];
+
+/**
+ * How a body is encoded: JSON, or `application/x-www-form-urlencoded` (OAuth's endpoints,
+ * RFC 6749 section 3.2, and HTML forms). A form is read as an object of strings, each
+ * parameter at most once (RFC 6749 section 3.1), then validated against the body schema.
+ */
+export type BodyEncoding = 'json' | 'form';
 
 export interface ResponseDoc {
   readonly description: string;
@@ -108,6 +149,8 @@ export interface RouteDeclaration<
   readonly caller: Requirement;
   /** The JSON body, validated before the handler runs (400 with the field path otherwise). */
   readonly body?: BodySchema;
+  /** The body's encoding (default JSON). */
+  readonly bodyEncoding?: BodyEncoding;
   /** An empty body stands for `{}` (for bodies whose every field is optional). */
   readonly bodyOptional?: boolean;
   /** Query parameters, for the documentation (handlers read `request.query`). */
@@ -147,7 +190,9 @@ export function routeErrorCodes(route: DeclaredRoute<never>): ErrorCode[] {
   return [
     ...new Set<ErrorCode>([
       ...callerErrors[route.caller.kind],
-      ...(route.body ? bodyErrors : []),
+      ...(route.body ? (route.bodyEncoding === 'form' ? formBodyErrors : bodyErrors) : []),
+      // The caller's credentials are fields of the body: a malformed body is refused first.
+      ...(route.caller.kind === 'oauth_client' ? (['gw_invalid_request'] as const) : []),
       // Query and path parameters with NUL characters or lone surrogates (src/http/server.ts).
       ...(route.query || route.path.includes('{') ? (['gw_invalid_request'] as const) : []),
       ...route.errors,

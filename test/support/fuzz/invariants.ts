@@ -1,12 +1,12 @@
 // The state the fuzz run must leave behind: no holds, a wallet equal to its ledger, no record
 // charged past its hold, and the gateway's memory back near where it started.
 import { readFile } from 'node:fs/promises';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../../src/redis/connect.js';
 import type pg from 'pg';
 import { numericToNano } from '../../../src/money.js';
 import { createRedisKeys } from '../../../src/redis/keys.js';
 
-async function scanKeys(redis: Redis, pattern: string): Promise<string[]> {
+async function scanKeys(redis: RedisClient, pattern: string): Promise<string[]> {
   const found: string[] = [];
   let cursor = '0';
   do {
@@ -18,7 +18,11 @@ async function scanKeys(redis: Redis, pattern: string): Promise<string[]> {
 }
 
 /** Every hold still placed on the org's accounts: '<account key> <members>/<reserved>'. */
-export async function heldAccounts(redis: Redis, prefix: string, orgId: string): Promise<string[]> {
+export async function heldAccounts(
+  redis: RedisClient,
+  prefix: string,
+  orgId: string,
+): Promise<string[]> {
   const orgKeys = await scanKeys(redis, `${prefix}:{o:${orgId}}:*`);
   const held: string[] = [];
   for (const key of orgKeys.sort()) {
@@ -37,7 +41,7 @@ export async function heldAccounts(redis: Redis, prefix: string, orgId: string):
 
 /** Money fields in the org's Redis hashes that are not exact integers of nano-units. */
 export async function inexactAmounts(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   orgId: string,
 ): Promise<string[]> {
@@ -55,7 +59,11 @@ export async function inexactAmounts(
 }
 
 /** Usage records settled in Redis and not yet written to Postgres. */
-export async function unwrittenUsage(redis: Redis, prefix: string, orgId: string): Promise<number> {
+export async function unwrittenUsage(
+  redis: RedisClient,
+  prefix: string,
+  orgId: string,
+): Promise<number> {
   return redis.xlen(createRedisKeys(prefix).usageStream(orgId));
 }
 
@@ -67,7 +75,7 @@ export interface WalletCheck {
 }
 
 export async function walletCheck(
-  redis: Redis,
+  redis: RedisClient,
   db: pg.Pool,
   prefix: string,
   orgId: string,

@@ -12,7 +12,7 @@ export interface Failure {
   readonly cause: string | undefined;
 }
 
-const KEY_PATTERN = /gw_(svc_)?[0-9A-Za-z]{16,}/g;
+const KEY_PATTERN = /gw_(svc_|oauth_|client_secret_|client_)?[0-9A-Za-z]{16,}/g;
 export const redact = (text: string): string => text.replace(KEY_PATTERN, 'gw_<redacted>');
 
 function describeOutcome(outcome: Outcome): string {

@@ -51,19 +51,43 @@ function queryString(query: Record<string, string>): string {
   return text === '' ? '' : `?${text}`;
 }
 
+/** A form body: each field's value as text (non-strings as their JSON). */
+function toForm(body: Record<string, unknown>): string {
+  const form = new URLSearchParams();
+  for (const [name, value] of Object.entries(body)) {
+    form.append(name, typeof value === 'string' ? value : toJson(value));
+  }
+  return form.toString();
+}
+
+function encodeBody(spec: RouteSpec, body: Record<string, unknown>): Buffer {
+  return Buffer.from(spec.form ? toForm(body) : toJson(body));
+}
+
+function decodeBody(spec: RouteSpec, body: Buffer): Record<string, unknown> {
+  return spec.form
+    ? Object.fromEntries(new URLSearchParams(body.toString('utf8')))
+    : (JSON.parse(body.toString('utf8')) as Record<string, unknown>);
+}
+
 function baseDraft(spec: RouteSpec, target: FuzzTarget, random: Random): Draft {
   const body = spec.body?.(target, random);
   const headers: Headers = [...authHeaders(spec, target)];
   for (const [name, value] of Object.entries(spec.headers?.(target, random) ?? {}))
     if (value !== undefined) headers.push([name, value]);
-  if (body) headers.push(['content-type', 'application/json']);
+  if (body) {
+    headers.push([
+      'content-type',
+      spec.form ? 'application/x-www-form-urlencoded' : 'application/json',
+    ]);
+  }
   const path = renderPath(spec, spec.params?.(target) ?? {});
   return {
     method: spec.method,
     path,
     target: path + queryString(spec.query?.(target, random) ?? {}),
     headers,
-    body: body ? Buffer.from(toJson(body)) : undefined,
+    body: body ? encodeBody(spec, body) : undefined,
     shape: [],
     autoContentLength: true,
     parserMayRefuse: false,
@@ -234,7 +258,7 @@ function mutate(spec: RouteSpec, target: FuzzTarget, random: Random, draft: Draf
       draft.shape.push('valid');
       return;
     case 'field': {
-      const body = JSON.parse(draft.body!.toString('utf8')) as Record<string, unknown>;
+      const body = decodeBody(spec, draft.body!);
       const count = random.weighted([
         [6, 1],
         [2, 2],
@@ -246,7 +270,7 @@ function mutate(spec: RouteSpec, target: FuzzTarget, random: Random, draft: Draf
         setPath(body, spot.path, hostile.value);
         draft.shape.push(`${spot.path}=${hostile.name}`);
       }
-      draft.body = Buffer.from(toJson(body));
+      draft.body = encodeBody(spec, body);
       return;
     }
     case 'query': {

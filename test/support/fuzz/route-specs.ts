@@ -53,6 +53,16 @@ export interface FuzzTarget {
   readonly spareAppId: string;
   /** A provider credential granted only to the spare connection (never serves the fuzz). */
   readonly spareCredentialId: string;
+  /** OAuth: a confidential client (its secret), a public one, and their redirect URI. */
+  readonly oauthClientId: string;
+  readonly oauthClientSecret: string;
+  readonly oauthPublicClientId: string;
+  readonly oauthRedirectUri: string;
+  /** A token of the public client the fuzz may revoke, and a client it may delete. */
+  readonly oauthToken: string;
+  readonly spareOAuthClientId: string;
+  /** A connected app (OAuth connection) of the owner's the fuzz may revoke. */
+  readonly spareConnectedAppId: string;
 }
 
 export interface FieldSpec {
@@ -71,6 +81,8 @@ export interface RouteSpec {
   /** Share of the generated inputs. */
   readonly weight: number;
   readonly body?: (target: FuzzTarget, random: Random) => Record<string, unknown>;
+  /** The body is form-encoded (`application/x-www-form-urlencoded`), not JSON. */
+  readonly form?: boolean;
   readonly fields?: readonly FieldSpec[];
   readonly query?: (target: FuzzTarget, random: Random) => Record<string, string>;
   /** Headers the route reads, worth attacking besides the generic ones. */
@@ -801,6 +813,151 @@ export const dashboardRouteSpecs: readonly RouteSpec[] = [
     auth: 'session',
     weight: 0.5,
     params: ofCredentialGrant,
+  },
+];
+
+const oauthParameter = (target: FuzzTarget, random: Random) => ({
+  response_type: random.chance(0.9) ? 'code' : 'token',
+  client_id: random.chance(0.7) ? target.oauthPublicClientId : target.oauthClientId,
+  redirect_uri: random.chance(0.9) ? target.oauthRedirectUri : `${target.oauthRedirectUri}/`,
+  state: `fuzz-${random.alnum(8)}`,
+  code_challenge: random.alnum(43),
+  code_challenge_method: random.chance(0.9) ? 'S256' : 'plain',
+});
+const authorizeFields = [
+  'response_type',
+  'client_id',
+  'redirect_uri',
+  'state',
+  'code_challenge',
+  'code_challenge_method',
+].map((name) => field(name, strings));
+
+/** The OAuth routes: the authorization endpoint (a browser's), token and revocation (an app's). */
+export const oauthRouteSpecs: readonly RouteSpec[] = [
+  {
+    method: 'GET',
+    path: '/oauth/authorize',
+    auth: 'session',
+    weight: 3,
+    query: oauthParameter,
+    headers: (_target, random) => ({
+      accept: random.chance(0.5) ? 'text/html' : 'application/json',
+    }),
+  },
+  {
+    method: 'POST',
+    path: '/oauth/authorize',
+    auth: 'session',
+    weight: 3,
+    form: true,
+    body: (target, random) => ({
+      ...oauthParameter(target, random),
+      org_id: random.chance(0.8) ? target.orgId : `org_${random.alnum(20)}`,
+      decision: random.pick(['approve', 'deny', 'approve', 'later']),
+      csrf_token: target.session.csrfToken,
+    }),
+    headers: (_target, random) => ({ accept: random.chance(0.5) ? 'text/html' : '*/*' }),
+    fields: [
+      ...authorizeFields,
+      field('org_id', strings),
+      field('decision', strings),
+      field('csrf_token', strings),
+      field('x_unknown', strings),
+    ],
+  },
+  {
+    method: 'POST',
+    path: '/oauth/token',
+    auth: 'none',
+    weight: 4,
+    form: true,
+    body: (target, random) => ({
+      grant_type: random.chance(0.9) ? 'authorization_code' : 'refresh_token',
+      code: random.alnum(43),
+      redirect_uri: target.oauthRedirectUri,
+      code_verifier: random.alnum(64),
+      ...(random.chance(0.5)
+        ? { client_id: target.oauthPublicClientId }
+        : { client_id: target.oauthClientId, client_secret: target.oauthClientSecret }),
+    }),
+    fields: [
+      field('grant_type', strings),
+      field('code', strings),
+      field('redirect_uri', strings),
+      field('code_verifier', strings),
+      field('client_id', strings),
+      field('client_secret', strings),
+      field('x_unknown', strings),
+    ],
+  },
+  {
+    method: 'POST',
+    path: '/oauth/revoke',
+    auth: 'none',
+    weight: 3,
+    form: true,
+    body: (target, random) => ({
+      token: random.chance(0.5) ? target.oauthToken : `gw_oauth_${random.alnum(43)}`,
+      ...(random.chance(0.5)
+        ? { client_id: target.oauthPublicClientId }
+        : { client_id: target.oauthClientId, client_secret: target.oauthClientSecret }),
+      ...(random.chance(0.2) && { token_type_hint: 'access_token' }),
+    }),
+    fields: [
+      field('token', strings),
+      field('token_type_hint', strings),
+      field('client_id', strings),
+      field('client_secret', strings),
+    ],
+  },
+  {
+    method: 'GET',
+    path: '/dashboard/api/apps/{app_id}/oauth-clients',
+    auth: 'session',
+    weight: 1,
+    params: ofApp,
+    query: page,
+  },
+  dashboardWrite(
+    'POST',
+    '/dashboard/api/apps/{app_id}/oauth-clients',
+    1.5,
+    ofApp,
+    (target, random) => ({
+      name: `fuzz client ${random.alnum(4)}`,
+      redirect_uris: [target.oauthRedirectUri],
+      ...(random.chance(0.5) && { public: true }),
+    }),
+    [
+      field('name', strings, hostileOthers),
+      field('redirect_uris', anything),
+      field('redirect_uris.0', strings, hostileOthers),
+      field('public', anything),
+      field('x_unknown', anything),
+    ],
+  ),
+  {
+    method: 'DELETE',
+    path: '/dashboard/api/oauth-clients/{client_id}',
+    auth: 'session',
+    weight: 0.5,
+    params: (target) => ({ client_id: target.spareOAuthClientId }),
+  },
+  {
+    method: 'GET',
+    path: '/dashboard/api/orgs/{org_id}/connected-apps',
+    auth: 'session',
+    weight: 1,
+    params: ofOrg,
+    query: page,
+  },
+  {
+    method: 'POST',
+    path: '/dashboard/api/connected-apps/{connection_id}/revoke',
+    auth: 'session',
+    weight: 0.5,
+    params: (target) => ({ connection_id: target.spareConnectedAppId }),
   },
 ];
 

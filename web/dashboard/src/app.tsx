@@ -1,5 +1,5 @@
 // The signed-in shell: who you are, which organization, the navigation, and the page.
-import { useCallback, useEffect, useState } from 'preact/hooks';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import {
   api,
   ApiError,
@@ -9,14 +9,10 @@ import {
   type SignedIn,
 } from './api.js';
 import { asApiError } from './hooks.js';
-import { AppPage } from './pages/app.js';
-import { AppsPage } from './pages/apps.js';
-import { AuditLogPage } from './pages/audit-log.js';
-import { MembersPage } from './pages/members.js';
+import { orgPageOf, orgPages } from './pages/index.js';
 import { ModelsPage } from './pages/models.js';
-import { OverviewPage } from './pages/overview.js';
 import { SignInPage } from './pages/sign-in.js';
-import { navigate, useView, type View } from './router.js';
+import { hrefOf, navigate, orgView, signInReturnPath, useView, type View } from './router.js';
 import { ErrorNote, Link, Loading } from './ui.js';
 
 type SessionState =
@@ -57,24 +53,28 @@ export function App() {
       navigate({ page: 'sign-in' }, { replace: true });
     }
     if (state.kind === 'signed-in' && (view.page === 'sign-in' || view.page === 'home')) {
+      // Signed in on the way to an app's OAuth request: back to its consent page.
+      const back = view.page === 'sign-in' ? signInReturnPath() : null;
+      if (back) {
+        location.replace(back);
+        return;
+      }
       const { user, orgs } = state.session;
       const home = orgs.find((org) => org.id === user.personal_org_id) ?? orgs[0];
-      if (home) navigate({ page: 'overview', orgId: home.id }, { replace: true });
+      if (home) navigate(orgView(home.id), { replace: true });
     }
   }, [state, view]);
 
   useEffect(() => {
-    const titles: Partial<Record<View['page'], string>> = {
+    const titles: Record<Exclude<View['page'], 'org'>, string> = {
       'sign-in': 'Sign in',
-      overview: 'Overview',
-      apps: 'Apps',
-      app: 'Connections',
-      members: 'Members',
-      'audit-log': 'Audit log',
-      models: 'Models',
+      models: 'Models & prices',
+      home: 'Dashboard',
+      'not-found': 'Not found',
     };
-    document.title = `${titles[view.page] ?? 'Dashboard'} · gw`;
-  }, [view.page]);
+    const title = view.page === 'org' ? orgPageOf(view.section)?.label : titles[view.page];
+    document.title = `${title ?? 'Not found'} · gw`;
+  }, [view]);
 
   if (state.kind === 'checking') {
     return (
@@ -116,7 +116,28 @@ export function App() {
 }
 
 function currentOrgId(view: View): string | null {
-  return 'orgId' in view ? view.orgId : null;
+  return view.page === 'org' ? view.orgId : null;
+}
+
+/**
+ * After a navigation inside the app, focus moves to the new page's heading (or the main area
+ * until it renders), so keyboard and screen-reader users start on the page they opened.
+ */
+function useFocusOnNavigation(view: View): void {
+  const href = hrefOf(view);
+  const first = useRef(true);
+  useEffect(() => {
+    if (first.current) {
+      first.current = false;
+      return;
+    }
+    const frame = requestAnimationFrame(() => {
+      const target =
+        document.querySelector<HTMLElement>('#main h1') ?? document.getElementById('main');
+      target?.focus();
+    });
+    return () => cancelAnimationFrame(frame);
+  }, [href]);
 }
 
 function Shell(props: { session: SignedIn; view: View; onSignedOut(): void }) {
@@ -129,6 +150,7 @@ function Shell(props: { session: SignedIn; view: View; onSignedOut(): void }) {
   const orgId = viewOrgId ?? lastOrgId ?? session.user.personal_org_id;
   const org = session.orgs.find((candidate) => candidate.id === orgId);
   const [signOutError, setSignOutError] = useState<ApiError | null>(null);
+  useFocusOnNavigation(view);
 
   const signOut = () => {
     api.post('/auth/logout').then(props.onSignedOut, (error: unknown) => {
@@ -178,12 +200,9 @@ function OrgSwitcher(props: { orgs: readonly OrgSummary[]; currentId: string; vi
         value={props.currentId}
         onChange={(event) => {
           const orgId = event.currentTarget.value;
-          // stay on the same kind of page in the other organization
-          const page = props.view.page;
-          const target: View =
-            page === 'apps' || page === 'members' || page === 'audit-log'
-              ? { page, orgId }
-              : { page: 'overview', orgId };
+          // the same page in the other organization (its list, not this one's object)
+          const section = props.view.page === 'org' ? props.view.section : '';
+          const target = orgView(orgId, orgPageOf(section) ? section : '');
           navigate(target);
         }}
       >
@@ -197,58 +216,33 @@ function OrgSwitcher(props: { orgs: readonly OrgSummary[]; currentId: string; vi
   );
 }
 
-const COMING = [
-  'API keys',
-  'Caps',
-  'Wallet',
-  'Provider credentials',
-  'Product users',
-  'Credit grants',
-  'Usage',
-  'Webhooks',
-  'OAuth apps',
-];
-
 function Nav({ org, view }: { org: OrgSummary; view: View }) {
-  const items: { label: string; to: View; active: boolean }[] = [
-    {
-      label: 'Overview',
-      to: { page: 'overview', orgId: org.id },
-      active: view.page === 'overview',
-    },
-    {
-      label: 'Apps & connections',
-      to: { page: 'apps', orgId: org.id },
-      active: view.page === 'apps' || view.page === 'app',
-    },
-    { label: 'Members', to: { page: 'members', orgId: org.id }, active: view.page === 'members' },
-    {
-      label: 'Audit log',
-      to: { page: 'audit-log', orgId: org.id },
-      active: view.page === 'audit-log',
-    },
-    { label: 'Models & prices', to: { page: 'models' }, active: view.page === 'models' },
-  ];
+  const section = view.page === 'org' ? view.section : null;
+  const item = (label: string, to: View, active: boolean, soon = false) => (
+    <li key={label}>
+      <Link to={to} current={active}>
+        {label}
+        {soon && <span class="badge">soon</span>}
+      </Link>
+    </li>
+  );
   return (
     <nav class="sidebar" aria-label="Dashboard">
       <ul>
-        {items.map((item) => (
-          <li key={item.label}>
-            <Link to={item.to} current={item.active}>
-              {item.label}
-            </Link>
-          </li>
-        ))}
+        {orgPages
+          .filter((page) => !page.notYetAvailable)
+          .map((page) => item(page.label, orgView(org.id, page.section), section === page.section))}
+        {item('Models & prices', { page: 'models' }, view.page === 'models')}
       </ul>
       <p class="nav-heading" id="coming-heading">
         Coming soon
       </p>
       <ul class="coming" aria-labelledby="coming-heading">
-        {COMING.map((label) => (
-          <li key={label} aria-disabled="true">
-            {label}
-          </li>
-        ))}
+        {orgPages
+          .filter((page) => page.notYetAvailable)
+          .map((page) =>
+            item(page.label, orgView(org.id, page.section), section === page.section, true),
+          )}
       </ul>
     </nav>
   );
@@ -258,26 +252,23 @@ function Page(props: { view: View; org: OrgSummary | undefined; session: SignedI
   const { view, org } = props;
   if (view.page === 'models') return <ModelsPage />;
   if (!org) return <Loading what="your organization" />;
-  switch (view.page) {
-    case 'overview':
-      return <OverviewPage org={org} />;
-    case 'apps':
-      return <AppsPage org={org} />;
-    case 'app':
-      return <AppPage org={org} appId={view.appId} />;
-    case 'members':
-      return <MembersPage org={org} session={props.session} />;
-    case 'audit-log':
-      return <AuditLogPage org={org} />;
-    case 'home':
-    case 'sign-in':
+  const page = view.page === 'org' ? orgPageOf(view.section) : undefined;
+  if (view.page !== 'org' || !page) {
+    if (view.page === 'home' || view.page === 'sign-in') {
       return <Loading what="your organization" />;
-    case 'not-found':
-      return (
-        <p class="error" role="alert">
-          There is no such page.{' '}
-          <Link to={{ page: 'overview', orgId: org.id }}>Go to the overview</Link>
-        </p>
-      );
+    }
+    return (
+      <p class="error" role="alert">
+        There is no such page. <Link to={orgView(org.id)}>Go to the overview</Link>
+      </p>
+    );
   }
+  return (
+    <page.Component
+      key={`${org.id}/${view.section}`}
+      org={org}
+      session={props.session}
+      id={view.id}
+    />
+  );
 }

@@ -10,17 +10,22 @@ export interface Loaded<T> {
 }
 
 export function useLoad<T>(path: string | null): Loaded<T> {
+  return useAsync<T>(path === null ? null : () => api.get<T>(path), path);
+}
+
+/** Runs `load` whenever `key` changes (null: nothing to load yet). */
+export function useAsync<T>(load: (() => Promise<T>) | null, key: string | null): Loaded<T> {
   const [state, setState] = useState<{ data: T | null; error: ApiError | null; loading: boolean }>({
     data: null,
     error: null,
-    loading: path !== null,
+    loading: load !== null,
   });
   const [generation, setGeneration] = useState(0);
   useEffect(() => {
-    if (path === null) return;
+    if (load === null) return;
     let current = true;
     setState((previous) => ({ ...previous, loading: true, error: null }));
-    api.get<T>(path).then(
+    load().then(
       (data) => current && setState({ data, error: null, loading: false }),
       (error: unknown) =>
         current && setState({ data: null, error: asApiError(error), loading: false }),
@@ -28,7 +33,8 @@ export function useLoad<T>(path: string | null): Loaded<T> {
     return () => {
       current = false;
     };
-  }, [path, generation]);
+    // `key` stands for `load`: a new function each render, the same work while key is the same.
+  }, [key, generation]);
   const reload = useCallback(() => setGeneration((value) => value + 1), []);
   return { ...state, reload };
 }

@@ -1,39 +1,51 @@
 // The dashboard's pages as paths under /dashboard/ (real links: they can be bookmarked, opened
-// in a new tab and shared; the gateway answers each with the app's page).
+// in a new tab and shared; the gateway answers each with the app's page). An organization's
+// pages are /dashboard/orgs/<org>/<section>[/<id>]: the section names a page of the registry
+// (pages/index.ts), the id an object it shows (an app, a connection's keys, a product user).
 import { useEffect, useState } from 'preact/hooks';
 
 export type View =
   | { readonly page: 'home' }
   | { readonly page: 'sign-in' }
   | { readonly page: 'models' }
-  | { readonly page: 'overview'; readonly orgId: string }
-  | { readonly page: 'apps'; readonly orgId: string }
-  | { readonly page: 'app'; readonly orgId: string; readonly appId: string }
-  | { readonly page: 'members'; readonly orgId: string }
-  | { readonly page: 'audit-log'; readonly orgId: string }
-  | { readonly page: 'not-found' };
+  | { readonly page: 'not-found' }
+  | {
+      readonly page: 'org';
+      readonly orgId: string;
+      /** '' is the overview. */
+      readonly section: string;
+      readonly id?: string;
+    };
+
+export type OrgView = Extract<View, { page: 'org' }>;
+
+/** An organization's page: `orgView(org, 'apps', appId)`. */
+export const orgView = (orgId: string, section = '', id?: string): OrgView => ({
+  page: 'org',
+  orgId,
+  section,
+  ...(id !== undefined && { id }),
+});
 
 const BASE = '/dashboard';
 
 export function parseView(pathname: string): View {
   const rest = pathname.startsWith(BASE) ? pathname.slice(BASE.length) : pathname;
-  const parts = rest.split('/').filter(Boolean).map(decodeURIComponent);
+  let parts: string[];
+  try {
+    parts = rest.split('/').filter(Boolean).map(decodeURIComponent);
+  } catch {
+    return { page: 'not-found' };
+  }
   if (parts.length === 0) return { page: 'home' };
   if (parts.length === 1 && parts[0] === 'sign-in') return { page: 'sign-in' };
   if (parts.length === 1 && parts[0] === 'models') return { page: 'models' };
-  const [orgs, orgId, section, id] = parts;
-  if (orgs !== 'orgs' || !orgId) return { page: 'not-found' };
-  if (!section) return { page: 'overview', orgId };
-  if (section === 'apps' && id && parts.length === 4) return { page: 'app', orgId, appId: id };
-  if (parts.length !== 3) return { page: 'not-found' };
-  if (section === 'apps') return { page: 'apps', orgId };
-  if (section === 'members') return { page: 'members', orgId };
-  if (section === 'audit-log') return { page: 'audit-log', orgId };
-  return { page: 'not-found' };
+  const [orgs, orgId, section = '', id] = parts;
+  if (orgs !== 'orgs' || !orgId || parts.length > 4) return { page: 'not-found' };
+  return orgView(orgId, section, id);
 }
 
 export function hrefOf(view: View): string {
-  const org = (orgId: string) => `${BASE}/orgs/${encodeURIComponent(orgId)}`;
   switch (view.page) {
     case 'home':
     case 'not-found':
@@ -42,17 +54,22 @@ export function hrefOf(view: View): string {
       return `${BASE}/sign-in`;
     case 'models':
       return `${BASE}/models`;
-    case 'overview':
-      return org(view.orgId);
-    case 'apps':
-      return `${org(view.orgId)}/apps`;
-    case 'app':
-      return `${org(view.orgId)}/apps/${encodeURIComponent(view.appId)}`;
-    case 'members':
-      return `${org(view.orgId)}/members`;
-    case 'audit-log':
-      return `${org(view.orgId)}/audit-log`;
+    case 'org':
+      return [BASE, 'orgs', view.orgId, view.section, view.id]
+        .filter((part): part is string => Boolean(part))
+        .map((part, index) => (index === 0 ? part : encodeURIComponent(part)))
+        .join('/');
   }
+}
+
+/**
+ * Where the sign-in page sends the user once signed in, from its `?next=`: only back to an
+ * OAuth authorization request of this gateway (an app asked the user to connect), never
+ * elsewhere (no open redirect).
+ */
+export function signInReturnPath(): string | null {
+  const next = new URLSearchParams(location.search).get('next');
+  return next !== null && next.startsWith('/oauth/authorize?') ? next : null;
 }
 
 const NAVIGATED = 'gw:navigated';

@@ -1,7 +1,9 @@
 // Small building blocks every page uses: links, loading, empty and error states, confirmations.
 import type { ComponentChildren } from 'preact';
-import { useEffect, useRef } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import type { ApiError } from './api.js';
+import type { Paged } from './hooks.js';
+import { exactAmount } from './money.js';
 import { hrefOf, navigate, type View } from './router.js';
 
 export function Link(props: {
@@ -51,7 +53,7 @@ export function Empty({ children }: { children: ComponentChildren }) {
 export function PageHeader(props: { title: string; children?: ComponentChildren }) {
   return (
     <header class="page-header">
-      <h1>{props.title}</h1>
+      <h1 tabIndex={-1}>{props.title}</h1>
       {props.children && <p class="lede">{props.children}</p>}
     </header>
   );
@@ -103,23 +105,84 @@ export function formatTime(iso: string): string {
   return Number.isNaN(date.getTime()) ? iso : date.toLocaleString();
 }
 
-/**
- * An exact decimal string from the API, shown without trailing zeros past the cents: the value
- * is never rounded (a price of 0.000150000000 shows as 0.00015).
- */
-export function exactAmount(value: string): string {
-  const [whole, fraction = ''] = value.split('.');
-  const trimmed = fraction.replace(/0+$/, '').padEnd(2, '0');
-  return `${whole}.${trimmed}`;
+/** An exact amount with its currency in smaller type (reads as `12.50 USD`). */
+export function Money({ value, currency }: { value: string; currency: string }) {
+  return (
+    <span class="money-value">
+      {exactAmount(value)} <span class="currency">{currency}</span>
+    </span>
+  );
 }
 
-export function ComingSoon({ title, children }: { title: string; children: ComponentChildren }) {
+/** Loads the next page of a list whose newest rows may not be loaded yet. */
+export function MoreButton(props: { list: Paged<unknown>; what: string }) {
+  if (!props.list.hasMore) return null;
   return (
-    <section class="card slot" aria-label={`${title} (coming)`}>
-      <h2>
-        {title} <span class="badge">coming</span>
-      </h2>
-      <p class="muted">{children}</p>
+    <button
+      type="button"
+      class="secondary"
+      disabled={props.list.loadingMore}
+      onClick={props.list.more}
+    >
+      {props.list.loadingMore ? 'Loading…' : `Load more ${props.what} (not all are shown)`}
+    </button>
+  );
+}
+
+/** A status word in a coloured pill (the word itself carries the meaning, not the colour). */
+export function Status({ value }: { value: string }) {
+  return <span class={`status ${value}`}>{value}</span>;
+}
+
+/**
+ * A secret shown once (a new API or service key): the value, a copy button, and a warning that
+ * it will not be shown again. Dismissing it forgets the value.
+ */
+export function ShownOnce(props: { title: string; value: string; onDone(): void }) {
+  const field = useRef<HTMLInputElement>(null);
+  const [copied, setCopied] = useState<'yes' | 'failed' | null>(null);
+  useEffect(() => {
+    field.current?.focus();
+    field.current?.select();
+  }, []);
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(props.value);
+      setCopied('yes');
+    } catch {
+      field.current?.select();
+      setCopied('failed');
+    }
+  };
+  return (
+    <section class="card shown-once" role="region" aria-labelledby="shown-once-heading">
+      <h2 id="shown-once-heading">{props.title}</h2>
+      <p class="warning">
+        <strong>Copy it now: this is the only time it is shown.</strong> gw keeps only a hash of it;
+        if it is lost, rotate or revoke it and issue a new one.
+      </p>
+      <div class="row">
+        <label class="grow">
+          New key
+          <input ref={field} readOnly value={props.value} class="secret" spellcheck={false} />
+        </label>
+        <button type="button" onClick={() => void copy()}>
+          Copy
+        </button>
+      </div>
+      <p class="muted small" role="status" aria-live="polite">
+        {copied === 'yes' && 'Copied to the clipboard.'}
+        {copied === 'failed' &&
+          'The browser did not allow copying: the key is selected, press Ctrl+C (⌘C).'}
+      </p>
+      <div class="actions">
+        <button type="button" class="secondary" onClick={props.onDone}>
+          I have stored it: hide the key
+        </button>
+      </div>
     </section>
   );
 }
+
+/** A day as the API counts it (UTC), YYYY-MM-DD. */
+export const isoDay = (date: Date): string => date.toISOString().slice(0, 10);

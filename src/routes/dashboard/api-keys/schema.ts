@@ -11,6 +11,8 @@ export const apiKeySchema = z.object({
   app_connection_id: z.string(),
   name: z.string().nullable(),
   key_hint: z.string(),
+  /** 'oauth_token': the `gw_oauth_…` token of an OAuth connection (docs/oauth.md). */
+  kind: z.enum(['api_key', 'oauth_token']),
   status: z.enum(['active', 'revoked', 'expired']),
   model_policy: z.array(z.string()),
   created_at: z.string(),

@@ -11,6 +11,8 @@ export const connectionSchema = z.object({
   requires_product_user: z.boolean(),
   credit_mode: z.enum(['enforce', 'track_only', 'disabled']),
   overrun_policy: z.enum(['limit_output', 'reject']),
+  /** Set on a connection another organization made by OAuth consent (docs/oauth.md). */
+  oauth_client_id: z.string().nullable(),
   created_at: z.string(),
   updated_at: z.string(),
 });

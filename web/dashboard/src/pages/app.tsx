@@ -2,19 +2,11 @@
 import { useState } from 'preact/hooks';
 import { api, canManage, type OrgSummary, type Page } from '../api.js';
 import { useAction, useLoad, usePaged } from '../hooks.js';
-import { Confirm, Empty, ErrorNote, formatTime, Link, Loading, PageHeader } from '../ui.js';
-import type { AppRow } from './apps.js';
+import { orgView } from '../router.js';
+import type { AppRow, ConnectionRow } from '../types.js';
+import { Confirm, Empty, ErrorNote, formatTime, Link, Loading, PageHeader, Status } from '../ui.js';
 import { defaultSettings, type ConnectionSettings } from './connection-settings.js';
 import { SettingsFields } from './settings-fields.js';
-
-export interface ConnectionRow extends ConnectionSettings {
-  readonly id: string;
-  readonly app_id: string;
-  readonly name: string;
-  readonly status: 'active' | 'revoked';
-  readonly created_at: string;
-  readonly updated_at: string;
-}
 
 export function AppPage({ org, appId }: { org: OrgSummary; appId: string }) {
   // The API has no "get one app": its name comes from the organization's list.
@@ -29,7 +21,7 @@ export function AppPage({ org, appId }: { org: OrgSummary; appId: string }) {
   return (
     <>
       <p class="crumbs">
-        <Link to={{ page: 'apps', orgId: org.id }}>Apps</Link> <span aria-hidden="true">›</span>
+        <Link to={orgView(org.id, 'apps')}>Apps</Link> <span aria-hidden="true">›</span>
       </p>
       <PageHeader title={app ? app.name : 'App'}>
         <code>{appId}</code> · Connections of this app. Each connection's API keys follow its
@@ -49,6 +41,7 @@ export function AppPage({ org, appId }: { org: OrgSummary; appId: string }) {
           {list.data?.map((connection) => (
             <ConnectionCard
               key={`${connection.id}-${connection.updated_at}`}
+              orgId={org.id}
               connection={connection}
               manage={manage}
               onChanged={list.reload}
@@ -116,31 +109,53 @@ const settingsOf = (connection: ConnectionRow): ConnectionSettings => ({
   requires_product_user: connection.requires_product_user,
 });
 
-function ConnectionCard(props: { connection: ConnectionRow; manage: boolean; onChanged(): void }) {
+function ConnectionCard(props: {
+  orgId: string;
+  connection: ConnectionRow;
+  manage: boolean;
+  onChanged(): void;
+}) {
   const { connection, manage } = props;
   const [settings, setSettings] = useState(settingsOf(connection));
+  const [name, setName] = useState(connection.name);
   const [confirming, setConfirming] = useState(false);
   const save = useAction();
   const revoke = useAction();
   const active = connection.status === 'active';
-  const changed = JSON.stringify(settings) !== JSON.stringify(settingsOf(connection));
+  const renamed = name.trim() !== connection.name;
+  const changed = renamed || JSON.stringify(settings) !== JSON.stringify(settingsOf(connection));
   const path = `/dashboard/api/connections/${encodeURIComponent(connection.id)}`;
   return (
     <li class="card connection" aria-labelledby={`conn-${connection.id}`}>
       <div class="connection-head">
         <h3 id={`conn-${connection.id}`}>{connection.name}</h3>
-        <span class={`status ${connection.status}`}>{connection.status}</span>
+        <Status value={connection.status} />
       </div>
       <p class="muted small">
-        <code>{connection.id}</code> · created {formatTime(connection.created_at)}
+        <code>{connection.id}</code> · created {formatTime(connection.created_at)} ·{' '}
+        <Link to={orgView(props.orgId, 'keys', connection.id)}>
+          API keys<span class="visually-hidden"> of {connection.name}</span>
+        </Link>
       </p>
       <form
         aria-label={`Settings of ${connection.name}`}
         onSubmit={(event) => {
           event.preventDefault();
-          void save.run(() => api.patch(path, settings)).then((done) => done && props.onChanged());
+          const body = renamed ? { ...settings, name: name.trim() } : settings;
+          void save.run(() => api.patch(path, body)).then((done) => done && props.onChanged());
         }}
       >
+        {manage && active && (
+          <label class="name-field">
+            Name
+            <input
+              required
+              maxLength={200}
+              value={name}
+              onInput={(event) => setName(event.currentTarget.value)}
+            />
+          </label>
+        )}
         <SettingsFields
           idPrefix={connection.id}
           value={settings}

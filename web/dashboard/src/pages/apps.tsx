@@ -2,16 +2,19 @@
 import { useState } from 'preact/hooks';
 import { api, canManage, type OrgSummary } from '../api.js';
 import { useAction, usePaged } from '../hooks.js';
+import { orgView } from '../router.js';
+import type { AppRow } from '../types.js';
 import { Empty, ErrorNote, formatTime, Link, Loading, PageHeader } from '../ui.js';
+import { AppPage } from './app.js';
+import type { OrgPage } from './page.js';
 
-export interface AppRow {
-  readonly id: string;
-  readonly org_id: string;
-  readonly name: string;
-  readonly created_at: string;
-}
+export const appsPage: OrgPage = {
+  section: 'apps',
+  label: 'Apps & connections',
+  Component: ({ org, id }) => (id ? <AppPage org={org} appId={id} /> : <AppsPage org={org} />),
+};
 
-export function AppsPage({ org }: { org: OrgSummary }) {
+function AppsPage({ org }: { org: OrgSummary }) {
   const list = usePaged<AppRow>(`/dashboard/api/orgs/${encodeURIComponent(org.id)}/apps`);
   return (
     <>
@@ -43,7 +46,7 @@ export function AppsPage({ org }: { org: OrgSummary }) {
                 {list.data.map((app) => (
                   <tr key={app.id}>
                     <td>
-                      <Link to={{ page: 'app', orgId: org.id, appId: app.id }}>{app.name}</Link>
+                      <Link to={orgView(org.id, 'apps', app.id)}>{app.name}</Link>
                     </td>
                     <td>
                       <code>{app.id}</code>

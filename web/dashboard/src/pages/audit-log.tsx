@@ -2,6 +2,7 @@
 import type { OrgSummary } from '../api.js';
 import { usePaged } from '../hooks.js';
 import { Empty, ErrorNote, formatTime, Loading, PageHeader } from '../ui.js';
+import type { OrgPage } from './page.js';
 
 interface AuditEntry {
   readonly id: string;
@@ -14,7 +15,13 @@ interface AuditEntry {
   readonly created_at: string;
 }
 
-export function AuditLogPage({ org }: { org: OrgSummary }) {
+export const auditLogPage: OrgPage = {
+  section: 'audit-log',
+  label: 'Audit log',
+  Component: ({ org }) => <AuditLogPage org={org} />,
+};
+
+function AuditLogPage({ org }: { org: OrgSummary }) {
   const list = usePaged<AuditEntry>(`/dashboard/api/orgs/${encodeURIComponent(org.id)}/audit-log`);
   return (
     <>

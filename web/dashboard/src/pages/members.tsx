@@ -3,6 +3,7 @@ import { useState } from 'preact/hooks';
 import { api, canManage, type OrgSummary, type Role, type SignedIn } from '../api.js';
 import { useAction, usePaged } from '../hooks.js';
 import { Confirm, Empty, ErrorNote, formatTime, Loading, PageHeader } from '../ui.js';
+import type { OrgPage } from './page.js';
 
 interface MemberRow {
   readonly user_id: string;
@@ -18,7 +19,13 @@ const ROLES: readonly { value: Role; label: string }[] = [
   { value: 'owner', label: 'Owner: also manages members and owners' },
 ];
 
-export function MembersPage({ org, session }: { org: OrgSummary; session: SignedIn }) {
+export const membersPage: OrgPage = {
+  section: 'members',
+  label: 'Members',
+  Component: ({ org, session }) => <MembersPage org={org} session={session} />,
+};
+
+function MembersPage({ org, session }: { org: OrgSummary; session: SignedIn }) {
   const base = `/dashboard/api/orgs/${encodeURIComponent(org.id)}/members`;
   const list = usePaged<MemberRow>(base);
   const [removing, setRemoving] = useState<MemberRow | null>(null);

@@ -1,7 +1,8 @@
 // Models gw routes to, with what it charges per million tokens (exact, never rounded).
 import { useState } from 'preact/hooks';
 import { useLoad } from '../hooks.js';
-import { Empty, ErrorNote, exactAmount, Loading, PageHeader } from '../ui.js';
+import { exactAmount } from '../money.js';
+import { Empty, ErrorNote, Loading, PageHeader } from '../ui.js';
 
 interface ModelRow {
   readonly id: string;

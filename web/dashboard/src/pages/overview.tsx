@@ -1,93 +1,189 @@
-// Overview: the organization, your role, and what it holds. Spend, wallet and usage panels
-// arrive with their APIs.
-import { useEffect, useState } from 'preact/hooks';
-import { api, ApiError, type OrgSummary, type Page } from '../api.js';
-import { asApiError } from '../hooks.js';
-import type { AppRow } from './apps.js';
-import type { ConnectionRow } from './app.js';
-import { ComingSoon, ErrorNote, Link, PageHeader } from '../ui.js';
+// Overview: this month's usage (UTC) — cost, requests, tokens, the top models and product
+// users — and what the organization holds. Spend against caps and the wallet balance come with
+// their APIs.
+import type { ComponentChildren } from 'preact';
+import type { OrgSummary } from '../api.js';
+import { useAsync, useLoad } from '../hooks.js';
+import { money } from '../money.js';
+import { loadOrgConnections, loadProductUsers, productUserLabel } from '../org-data.js';
+import { orgView } from '../router.js';
+import type { Usage, UsageRow } from '../types.js';
+import { UsageChart } from '../usage-chart.js';
+import { addDays, byCost, daysBetween, summarize } from '../usage-data.js';
+import { Empty, ErrorNote, isoDay, Link, Loading, Money, PageHeader } from '../ui.js';
+import type { OrgPage } from './page.js';
 
-interface Counts {
-  readonly apps: number;
-  readonly appsMore: boolean;
-  readonly connections: number;
-  readonly activeConnections: number;
-}
+export const overviewPage: OrgPage = {
+  section: '',
+  label: 'Overview',
+  Component: ({ org }) => <OverviewPage org={org} />,
+};
 
-export function OverviewPage({ org }: { org: OrgSummary }) {
-  const [counts, setCounts] = useState<Counts | null>(null);
-  const [error, setError] = useState<ApiError | null>(null);
-  useEffect(() => {
-    let current = true;
-    setCounts(null);
-    setError(null);
-    countObjects(org.id).then(
-      (found) => current && setCounts(found),
-      (failure: unknown) => current && setError(asApiError(failure)),
-    );
-    return () => {
-      current = false;
-    };
-  }, [org.id]);
-  const value = (n: number | undefined, more = false) =>
-    n === undefined ? '…' : `${n}${more ? '+' : ''}`;
+const TOP = 5;
+
+function OverviewPage({ org }: { org: OrgSummary }) {
+  const today = isoDay(new Date());
+  const from = `${today.slice(0, 8)}01`;
+  const to = addDays(today, 1);
+  const base = `/dashboard/api/orgs/${encodeURIComponent(org.id)}/usage?from=${from}&to=${to}`;
+  const byModel = useLoad<Usage>(`${base}&group_by=model`);
+  const byUser = useLoad<Usage>(`${base}&group_by=product_user&limit=${TOP}`);
+  const byDay = useLoad<Usage>(`${base}&group_by=day`);
+  const counts = useAsync(() => loadOrgConnections(org.id), org.id);
+  const userIds = (byUser.data?.data ?? [])
+    .map((row) => row.key)
+    .filter((key): key is string => key !== null);
+  const users = useAsync(
+    userIds.length > 0 ? () => loadProductUsers(userIds) : null,
+    userIds.length > 0 ? userIds.join(',') : null,
+  );
+  const summary = byModel.data ? summarize(byModel.data.data) : null;
+  const currency = summary?.costs[0]?.currency;
+  const month = new Date(`${from}T00:00:00Z`).toLocaleDateString(undefined, {
+    month: 'long',
+    year: 'numeric',
+    timeZone: 'UTC',
+  });
+  const connections = counts.data?.connections;
+  const active = connections?.filter((connection) => connection.status === 'active').length;
+
   return (
     <>
       <PageHeader title={org.name}>
-        Your role here: <strong class="role">{org.role}</strong>
+        Your role here: <strong class="role">{org.role}</strong> · {month} so far (UTC days)
       </PageHeader>
-      <ErrorNote error={error} />
-      <div class="stats" aria-busy={counts === null && !error}>
-        <Link class="stat card" to={{ page: 'apps', orgId: org.id }}>
-          <span class="stat-value">{value(counts?.apps, counts?.appsMore)}</span>
+      <ErrorNote error={byModel.error} />
+      <div class="stats" aria-busy={byModel.loading}>
+        <Link class="stat card" to={orgView(org.id, 'usage')}>
+          <span class="stat-value money">
+            {summary
+              ? summary.costs.length === 0
+                ? money('0', currency ?? 'USD')
+                : summary.costs.map((total) => (
+                    <Money key={total.currency} value={total.cost} currency={total.currency} />
+                  ))
+              : '…'}
+          </span>
+          <span class="stat-label">Spent this month</span>
+        </Link>
+        <Link class="stat card" to={orgView(org.id, 'usage')}>
+          <span class="stat-value">{summary ? summary.requests.toLocaleString() : '…'}</span>
+          <span class="stat-label">Requests this month</span>
+        </Link>
+        <Link class="stat card" to={orgView(org.id, 'usage')}>
+          <span class="stat-value">
+            {summary ? (summary.inputTokens + summary.outputTokens).toLocaleString() : '…'}
+          </span>
+          <span class="stat-label">Tokens this month</span>
+        </Link>
+        <Link class="stat card" to={orgView(org.id, 'apps')}>
+          <span class="stat-value">
+            {counts.data ? `${counts.data.apps.length}${counts.data.appsMore ? '+' : ''}` : '…'}
+          </span>
           <span class="stat-label">Apps</span>
         </Link>
-        <Link class="stat card" to={{ page: 'apps', orgId: org.id }}>
-          <span class="stat-value">{value(counts?.activeConnections)}</span>
+        <Link class="stat card" to={orgView(org.id, 'apps')}>
+          <span class="stat-value">{active ?? '…'}</span>
           <span class="stat-label">
             Active connections
-            {counts && counts.connections > counts.activeConnections
-              ? ` (${counts.connections - counts.activeConnections} revoked)`
+            {connections && active !== undefined && connections.length > active
+              ? ` (${connections.length - active} revoked)`
               : ''}
           </span>
         </Link>
       </div>
-      <div class="grid">
-        <ComingSoon title="Spend this period">
-          Spend against your caps appears here once the usage API is available.
-        </ComingSoon>
-        <ComingSoon title="Wallet balance">
-          The organization's wallet balance appears here once the wallet API is available.
-        </ComingSoon>
-        <ComingSoon title="Requests">
-          Request counts appear here once the usage API is available.
-        </ComingSoon>
-        <ComingSoon title="Top models and users">
-          The most used models and product users appear here once the usage API is available.
-        </ComingSoon>
+      <ErrorNote error={counts.error} />
+      {byDay.data && byDay.data.data.length > 0 && (
+        <section class="overview-chart" aria-labelledby="per-day-heading">
+          <h2 id="per-day-heading">Requests per day</h2>
+          <UsageChart
+            input={{
+              kind: 'days',
+              labels: daysBetween(from, to),
+              values: daysBetween(from, to).map((day) =>
+                byDay
+                  .data!.data.filter((row) => row.key === day)
+                  .reduce((n, row) => n + row.requests, 0),
+              ),
+              seriesLabel: 'Requests',
+              format: (n) => n.toLocaleString(),
+              whole: true,
+            }}
+            description={`Requests per UTC day in ${month}. The usage page lists them.`}
+          />
+        </section>
+      )}
+      <div class="grid overview-panels">
+        <section class="card" aria-labelledby="top-models-heading">
+          <h2 id="top-models-heading">Top models this month</h2>
+          {byModel.loading && <Loading what="models" />}
+          {byModel.data && (
+            <TopList
+              rows={byCost(byModel.data.data, currency).slice(0, TOP)}
+              label={(key) => <code>{key ?? '(none)'}</code>}
+              empty="No requests this month yet."
+            />
+          )}
+        </section>
+        <section class="card" aria-labelledby="top-users-heading">
+          <h2 id="top-users-heading">Top product users this month</h2>
+          <ErrorNote error={byUser.error} />
+          {byUser.loading && <Loading what="product users" />}
+          {byUser.data && (
+            <TopList
+              rows={byUser.data.data}
+              label={(key) =>
+                key === null ? (
+                  <span class="muted">requests without a product user</span>
+                ) : (
+                  <Link to={orgView(org.id, 'users', key)}>
+                    {productUserLabel(users.data?.get(key), key)}
+                  </Link>
+                )
+              }
+              empty="No product-user requests this month yet."
+            />
+          )}
+        </section>
+        <section class="card slot" aria-labelledby="caps-slot-heading">
+          <h2 id="caps-slot-heading">
+            Spend against caps <span class="badge">coming</span>
+          </h2>
+          <p class="muted">
+            This gateway has no caps API for the dashboard yet.{' '}
+            <Link to={orgView(org.id, 'caps')}>What to use meanwhile</Link>
+          </p>
+        </section>
+        <section class="card slot" aria-labelledby="wallet-slot-heading">
+          <h2 id="wallet-slot-heading">
+            Wallet balance <span class="badge">coming</span>
+          </h2>
+          <p class="muted">
+            This gateway has no wallet API for the dashboard yet.{' '}
+            <Link to={orgView(org.id, 'wallet')}>What to use meanwhile</Link>
+          </p>
+        </section>
       </div>
     </>
   );
 }
 
-const LIMIT = 200;
-
-async function countObjects(orgId: string): Promise<Counts> {
-  const apps = await api.get<Page<AppRow>>(
-    `/dashboard/api/orgs/${encodeURIComponent(orgId)}/apps?limit=${LIMIT}`,
+function TopList(props: {
+  rows: readonly UsageRow[];
+  label(key: string | null): ComponentChildren;
+  empty: string;
+}) {
+  if (props.rows.length === 0) return <Empty>{props.empty}</Empty>;
+  return (
+    <ol class="top-list">
+      {props.rows.map((row) => (
+        <li key={`${row.key ?? ''}-${row.currency}`}>
+          <span class="top-name">{props.label(row.key)}</span>
+          <span class="top-figures">
+            {money(row.cost, row.currency)} · {row.requests.toLocaleString()} req.
+          </span>
+        </li>
+      ))}
+    </ol>
   );
-  const lists = await Promise.all(
-    apps.data.map((app) =>
-      api.get<Page<ConnectionRow>>(
-        `/dashboard/api/apps/${encodeURIComponent(app.id)}/connections?limit=${LIMIT}`,
-      ),
-    ),
-  );
-  const connections = lists.flatMap((list) => list.data);
-  return {
-    apps: apps.data.length,
-    appsMore: apps.next_cursor !== null,
-    connections: connections.length,
-    activeConnections: connections.filter((connection) => connection.status === 'active').length,
-  };
 }

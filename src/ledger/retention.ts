@@ -1,0 +1,120 @@
+// Usage retention: drops whole months of usage_records (one partition each) that are older
+// than a cutoff. The ledger stays exact: in the same transaction, what the dropped rows took
+// from each wallet is recorded as one 'usage_archived' wallet transaction, so every wallet's
+// balance (top-ups − usage) is what it was. The daily rollups the dashboard plots are kept.
+// The current and previous months are never dropped: allowance periods anchored mid-month and
+// the account rebuilds read them.
+import type { DbClient, DbPool } from '../db/pool.js';
+import { withTransaction } from '../db/pool.js';
+
+export interface UsagePartition {
+  readonly name: string;
+  /** 'YYYY-MM'. */
+  readonly month: string;
+}
+
+export interface PrunedMonth extends UsagePartition {
+  readonly rows: number;
+  readonly orgs: number;
+  /** Sum of wallet_cost archived, 12-digit decimal. */
+  readonly wallet_cost: string;
+}
+
+export class RetentionError extends Error {
+  override readonly name = 'RetentionError';
+}
+
+const PARTITION_NAME = /^usage_records_(\d{4})_(\d{2})$/;
+
+/** The monthly partitions of usage_records, oldest first. */
+export async function usagePartitions(db: DbPool | DbClient): Promise<UsagePartition[]> {
+  const { rows } = await db.query<{ name: string }>(
+    `SELECT c.relname AS name FROM pg_inherits i
+       JOIN pg_class c ON c.oid = i.inhrelid
+       JOIN pg_class p ON p.oid = i.inhparent
+      WHERE p.relname = 'usage_records'`,
+  );
+  return rows
+    .flatMap(({ name }) => {
+      const match = PARTITION_NAME.exec(name);
+      return match ? [{ name, month: `${match[1]}-${match[2]}` }] : [];
+    })
+    .sort((a, b) => a.month.localeCompare(b.month));
+}
+
+/** The first month that may not be dropped at `now`: the previous month. */
+export function earliestKeptMonth(now: Date): string {
+  const previous = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 1, 1));
+  return previous.toISOString().slice(0, 7);
+}
+
+/**
+ * The months before `before` ('YYYY-MM'), with what they hold; with `apply`, drops them, each
+ * in its own transaction with its wallet archive rows.
+ */
+export async function pruneUsage(
+  db: DbPool,
+  options: { before: string; apply: boolean; now?: Date },
+): Promise<PrunedMonth[]> {
+  if (!/^\d{4}-(0[1-9]|1[0-2])$/.test(options.before)) {
+    throw new RetentionError('--before must be a month, YYYY-MM');
+  }
+  const kept = earliestKeptMonth(options.now ?? new Date());
+  if (options.before > kept) {
+    throw new RetentionError(
+      `--before ${options.before} would drop the current or previous month; the latest allowed is ${kept}`,
+    );
+  }
+  const months = (await usagePartitions(db)).filter(({ month }) => month < options.before);
+  const pruned: PrunedMonth[] = [];
+  for (const partition of months) {
+    pruned.push(
+      options.apply
+        ? await withTransaction(db, (client) => dropMonth(client, partition))
+        : await describeMonth(db, partition),
+    );
+  }
+  return pruned;
+}
+
+async function describeMonth(
+  db: DbPool | DbClient,
+  partition: UsagePartition,
+): Promise<PrunedMonth> {
+  const { rows } = await db.query<{ rows: string; orgs: string; wallet_cost: string }>(
+    `SELECT count(*)::text AS rows, count(DISTINCT org_id)::text AS orgs,
+            COALESCE(sum(wallet_cost), 0)::numeric(30, 12)::text AS wallet_cost
+       FROM ${quoted(partition.name)}`,
+  );
+  const row = rows[0]!;
+  return {
+    ...partition,
+    rows: Number(row.rows),
+    orgs: Number(row.orgs),
+    wallet_cost: row.wallet_cost,
+  };
+}
+
+async function dropMonth(client: DbClient, partition: UsagePartition): Promise<PrunedMonth> {
+  // No writer may add rows to the month while its sums are archived (a late one waits; one
+  // that already holds usage_records may deadlock with the DETACH below: Postgres then aborts
+  // one of the two, and a prune that fails changed nothing). Readers of other months go on
+  // until the DETACH, which holds usage_records exclusively for the moment until the commit.
+  await client.query(`LOCK TABLE ${quoted(partition.name)} IN SHARE MODE`);
+  const described = await describeMonth(client, partition);
+  await client.query(
+    `INSERT INTO wallet_transactions (org_id, kind, amount)
+     SELECT u.org_id, 'usage_archived', -sum(u.wallet_cost)
+       FROM ${quoted(partition.name)} u JOIN wallets w ON w.org_id = u.org_id
+      GROUP BY u.org_id HAVING sum(u.wallet_cost) <> 0`,
+  );
+  await client.query(`ALTER TABLE usage_records DETACH PARTITION ${quoted(partition.name)}`);
+  await client.query(`DROP TABLE ${quoted(partition.name)}`);
+  return described;
+}
+
+/** A partition name is only ever one PARTITION_NAME matched: quoting is belt and braces. */
+function quoted(name: string): string {
+  if (!PARTITION_NAME.test(name)) throw new RetentionError(`not a usage partition: ${name}`);
+  return `"${name}"`;
+}

@@ -1,0 +1,183 @@
+// Connected apps: an organization's OAuth connections as its members see them — which app,
+// who connected it, whether its token was issued, and what it spent (this calendar month and
+// in total, from the daily rollups the usage writer keeps) — and the members' revocation.
+import { revokeConnection } from '../admin/connections.js';
+import type { Actor } from '../admin/apps.js';
+import type { ApiKeyStore } from '../auth/api-key-store.js';
+import { readPage, type Page, type PageRequest } from '../db/pages.js';
+import type { DbPool } from '../db/pool.js';
+import { gwError, type GwError } from '../errors.js';
+import { formatNano, SETTLEMENT_CURRENCY } from '../money.js';
+
+type ApiKeyInvalidation = Pick<ApiKeyStore, 'invalidate'>;
+
+/** A connected app as the paying organization sees it, with what it spent. */
+export interface ConnectedAppRow {
+  readonly id: string;
+  readonly org_id: string;
+  readonly app_id: string;
+  readonly app_name: string;
+  readonly oauth_client_id: string;
+  readonly client_name: string | null;
+  readonly status: 'active' | 'revoked';
+  readonly connected_by_email: string | null;
+  readonly token_issued_at: Date | null;
+  readonly created_at: Date;
+  readonly revoked_at: Date | null;
+  readonly cursor_us: string;
+}
+
+export interface Spend {
+  readonly costNano: bigint;
+  readonly walletCostNano: bigint;
+  readonly requests: number;
+}
+
+const CONNECTED_APP_COLUMNS = `c.id, c.org_id, c.app_id, a.name AS app_name, c.oauth_client_id,
+  oc.name AS client_name, c.status, u.email AS connected_by_email,
+  (SELECT min(k.created_at) FROM api_keys k
+    WHERE k.app_connection_id = c.id AND k.kind = 'oauth_token') AS token_issued_at,
+  c.created_at, c.revoked_at,
+  (extract(epoch FROM c.created_at) * 1000000)::bigint::text AS cursor_us`;
+const CONNECTED_APP_FROM = `app_connections c
+  JOIN apps a ON a.id = c.app_id
+  LEFT JOIN oauth_clients oc ON oc.id = c.oauth_client_id
+  LEFT JOIN dashboard_users u ON u.id = c.connected_by_user_id`;
+
+/** A connected app with what it spent this calendar month (UTC) and in total. */
+export interface ConnectedAppWithSpend extends ConnectedAppRow {
+  readonly spend: { readonly thisMonth: Spend; readonly total: Spend };
+}
+
+export function connectedAppView(row: ConnectedAppWithSpend): Record<string, unknown> {
+  const { spend } = row;
+  const money = (value: Spend) => ({
+    cost: formatNano(value.costNano),
+    wallet_cost: formatNano(value.walletCostNano),
+    requests: value.requests,
+  });
+  return {
+    id: row.id,
+    org_id: row.org_id,
+    app_id: row.app_id,
+    app_name: row.app_name,
+    oauth_client_id: row.oauth_client_id,
+    client_name: row.client_name,
+    status: row.status,
+    connected_by: row.connected_by_email,
+    token_issued_at: row.token_issued_at?.toISOString() ?? null,
+    created_at: row.created_at.toISOString(),
+    revoked_at: row.revoked_at?.toISOString() ?? null,
+    currency: SETTLEMENT_CURRENCY,
+    spend: { this_month: money(spend.thisMonth), total: money(spend.total) },
+  };
+}
+
+/** The organization's OAuth connections, oldest first, each with its spend. */
+export async function listConnectedApps(
+  db: DbPool,
+  orgId: string,
+  page: PageRequest,
+): Promise<Page<ConnectedAppWithSpend>> {
+  const { rows, nextCursor } = await readPage<ConnectedAppRow>(
+    db,
+    {
+      select: `SELECT ${CONNECTED_APP_COLUMNS} FROM ${CONNECTED_APP_FROM}`,
+      where: 'c.org_id = $1 AND c.oauth_client_id IS NOT NULL',
+      params: [orgId],
+      createdAtColumn: 'c.created_at',
+      idColumn: 'c.id',
+    },
+    page,
+  );
+  const spend = await spendOf(
+    db,
+    orgId,
+    rows.map((row) => row.id),
+  );
+  return { rows: rows.map((row) => ({ ...row, spend: spend(row.id) })), nextCursor };
+}
+
+/** One connected app (null: none, or not an OAuth connection). */
+export async function connectedApp(
+  db: DbPool,
+  connectionId: string,
+): Promise<ConnectedAppWithSpend | null> {
+  const { rows } = await db.query<ConnectedAppRow>(
+    `SELECT ${CONNECTED_APP_COLUMNS} FROM ${CONNECTED_APP_FROM}
+      WHERE c.id = $1 AND c.oauth_client_id IS NOT NULL`,
+    [connectionId],
+  );
+  const row = rows[0];
+  if (!row) return null;
+  const spend = await spendOf(db, row.org_id, [row.id]);
+  return { ...row, spend: spend(row.id) };
+}
+
+/** The user revokes a connected app of one of their organizations (the caller checked). */
+export async function revokeConnectedApp(
+  db: DbPool,
+  apiKeys: ApiKeyInvalidation,
+  actor: Actor,
+  connectionId: string,
+): Promise<Record<string, unknown> | GwError> {
+  const { rowCount } = await db.query(
+    'SELECT 1 FROM app_connections WHERE id = $1 AND oauth_client_id IS NOT NULL',
+    [connectionId],
+  );
+  if (rowCount === 0) return gwError('gw_not_found', 'no connected app with this id');
+  await revokeConnection(db, apiKeys, actor, connectionId);
+  return connectedAppView((await connectedApp(db, connectionId))!);
+}
+
+/**
+ * What each connection spent this calendar month (UTC) and in total, from the daily rollups
+ * the usage writer keeps (docs/decisions.md: dashboard usage reads rollups).
+ */
+async function spendOf(
+  db: DbPool,
+  orgId: string,
+  connectionIds: readonly string[],
+): Promise<(connectionId: string) => { thisMonth: Spend; total: Spend }> {
+  const none: Spend = { costNano: 0n, walletCostNano: 0n, requests: 0 };
+  const found = new Map<string, { thisMonth: Spend; total: Spend }>();
+  if (connectionIds.length > 0) {
+    const { rows } = await db.query<{
+      app_connection_id: string;
+      month_cost: string;
+      month_wallet: string;
+      month_requests: string;
+      total_cost: string;
+      total_wallet: string;
+      total_requests: string;
+    }>(
+      `WITH month AS (SELECT date_trunc('month', now() AT TIME ZONE 'UTC')::date AS start)
+       SELECT app_connection_id,
+              COALESCE(sum(sell_cost_nano) FILTER (WHERE day >= month.start), 0)::text AS month_cost,
+              COALESCE(sum(wallet_cost_nano) FILTER (WHERE day >= month.start), 0)::text AS month_wallet,
+              COALESCE(sum(requests) FILTER (WHERE day >= month.start), 0)::text AS month_requests,
+              sum(sell_cost_nano)::text AS total_cost,
+              sum(wallet_cost_nano)::text AS total_wallet,
+              sum(requests)::text AS total_requests
+         FROM usage_rollups_daily, month
+        WHERE org_id = $1 AND app_connection_id = ANY($2::text[]) AND currency = $3
+        GROUP BY app_connection_id`,
+      [orgId, connectionIds, SETTLEMENT_CURRENCY],
+    );
+    for (const row of rows) {
+      found.set(row.app_connection_id, {
+        thisMonth: {
+          costNano: BigInt(row.month_cost),
+          walletCostNano: BigInt(row.month_wallet),
+          requests: Number(row.month_requests),
+        },
+        total: {
+          costNano: BigInt(row.total_cost),
+          walletCostNano: BigInt(row.total_wallet),
+          requests: Number(row.total_requests),
+        },
+      });
+    }
+  }
+  return (connectionId) => found.get(connectionId) ?? { thisMonth: none, total: none };
+}

@@ -1,0 +1,56 @@
+// The consent page: names the app (and who publishes it), where the user will be sent back,
+// and the organization whose wallet will pay, chosen among those where the user may spend
+// (their personal one first). Approve and deny post the request back with the session's CSRF
+// token. No script: a plain form, under a policy that allows nothing else.
+import type { Membership } from '../accounts/users.js';
+import { escapeHtml, renderPage } from '../http/html.js';
+import type { ValidAuthorization } from './authorization-request.js';
+import { PKCE_METHOD } from './pkce.js';
+
+export interface ConsentPage {
+  readonly request: ValidAuthorization;
+  readonly userEmail: string;
+  /** Organizations the user may have pay, the default first. */
+  readonly payingOrgs: readonly Membership[];
+  readonly csrfToken: string;
+}
+
+export function renderConsentPage(page: ConsentPage): string {
+  const { request } = page;
+  const hidden = (name: string, value: string): string =>
+    `<input type="hidden" name="${name}" value="${escapeHtml(value)}">`;
+  const options = page.payingOrgs
+    .map((org) => `<option value="${escapeHtml(org.id)}">${escapeHtml(org.name)}</option>`)
+    .join('');
+  const returnTo = destinationOf(request.redirectUri);
+  return renderPage(
+    `Connect ${request.client.appName}`,
+    `<h1>Connect <strong>${escapeHtml(request.client.appName)}</strong> to your gw account?</h1>
+<p><strong>${escapeHtml(request.client.appName)}</strong> by ${escapeHtml(request.client.appOrgName)}
+wants to make AI requests on your behalf. Every request it makes is paid from the wallet of the
+organization you choose below, not by the app.</p>
+<form method="post" action="/oauth/authorize">
+${hidden('response_type', 'code')}
+${hidden('client_id', request.client.clientId)}
+${hidden('redirect_uri', request.redirectUri)}
+${request.state === undefined ? '' : hidden('state', request.state)}
+${hidden('code_challenge', request.codeChallenge)}
+${hidden('code_challenge_method', PKCE_METHOD)}
+${hidden('csrf_token', page.csrfToken)}
+<label for="org_id">Organization that pays</label>
+<select id="org_id" name="org_id">${options}</select>
+<p class="muted">Signed in as ${escapeHtml(page.userEmail)}. You can revoke this connection at any
+time in the dashboard. After your answer you go back to <code>${escapeHtml(returnTo)}</code>.</p>
+<div class="actions">
+<button type="submit" name="decision" value="deny">Deny</button>
+<button type="submit" name="decision" value="approve" class="primary">Approve</button>
+</div>
+</form>`,
+  );
+}
+
+/** What the user is told they will go back to: the site, or the app's scheme. */
+function destinationOf(redirectUri: string): string {
+  const url = new URL(redirectUri);
+  return url.protocol === 'http:' || url.protocol === 'https:' ? url.host : url.protocol;
+}

@@ -1,0 +1,256 @@
+// The one place a Redis client is made: a single Redis (REDIS_URL) or a Redis Cluster
+// (REDIS_CLUSTER_NODES) through ioredis' Cluster client, for the gateway, its usage writer
+// thread, the CLI, the tests and the benches alike. Callers take a RedisClient and stay out of
+// the difference, except where a command must be split per hash slot or run on every master
+// (the helpers below): a multi-key command or a transaction must stay in one slot on a cluster,
+// and an ioredis pipeline on a cluster goes to one node.
+import calculateSlot from 'cluster-key-slot';
+import { Cluster, Redis } from 'ioredis';
+
+export type RedisClient = Redis | Cluster;
+
+export interface RedisNode {
+  readonly host: string;
+  readonly port: number;
+}
+
+/** Where Redis is: one server by URL, or a cluster by some of its nodes (the rest are found). */
+export type RedisTarget =
+  | { readonly kind: 'single'; readonly url: string }
+  | {
+      readonly kind: 'cluster';
+      readonly nodes: readonly RedisNode[];
+      readonly username?: string;
+      readonly password?: string;
+      readonly tls: boolean;
+    };
+
+export interface ConnectOptions {
+  /** ioredis' maxRetriesPerRequest: null for connections that must never give up a command. */
+  readonly maxRetriesPerRequest: number | null;
+  /** ioredis auto-pipelining (off for the request path: scripts coalesce their own writes). */
+  readonly autoPipelining?: boolean;
+  /** CLIENT SETNAME of each connection (what `CLIENT LIST` shows). */
+  readonly connectionName?: string;
+}
+
+const NODE = /^(?:(rediss?):\/\/(?:([^:@/]*)(?::([^@/]*))?@)?)?([^:/@,\s]+):(\d{1,5})\/?$/;
+
+/**
+ * Parses REDIS_CLUSTER_NODES: `host:port,host:port,…`, each item optionally written as a URL,
+ * `redis://[user:password@]host:port` (or `rediss://` for TLS). Credentials and TLS apply to
+ * every node of the cluster, so the items that carry them must agree. Throws on anything else.
+ */
+export function parseClusterNodes(text: string): RedisTarget & { kind: 'cluster' } {
+  const items = text
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
+  if (items.length === 0) throw new Error('expected host:port[,host:port…]');
+  const nodes: RedisNode[] = [];
+  const schemes = new Set<string>();
+  const credentials = new Set<string>();
+  let username: string | undefined;
+  let password: string | undefined;
+  for (const item of items) {
+    const match = NODE.exec(item);
+    const port = Number(match?.[5]);
+    if (!match || port < 1 || port > 65535) {
+      throw new Error('each node must be host:port or redis[s]://[user:password@]host:port');
+    }
+    const [, scheme, user, secret, host] = match;
+    if (scheme) schemes.add(scheme);
+    if (user !== undefined || secret !== undefined) {
+      credentials.add(`${user ?? ''}\n${secret ?? ''}`);
+      username = user ? decodeURIComponent(user) : undefined;
+      password = secret !== undefined ? decodeURIComponent(secret) : undefined;
+    }
+    nodes.push({ host: host!, port });
+  }
+  if (schemes.size > 1) throw new Error('the nodes mix redis:// and rediss://');
+  if (credentials.size > 1) throw new Error('the nodes carry different credentials');
+  return {
+    kind: 'cluster',
+    nodes,
+    ...(username !== undefined && { username }),
+    ...(password !== undefined && { password }),
+    tls: schemes.has('rediss'),
+  };
+}
+
+/** The target the configuration names: the cluster when REDIS_CLUSTER_NODES is set. */
+export function redisTarget(config: {
+  readonly REDIS_URL: string;
+  readonly REDIS_CLUSTER_NODES?: string | undefined;
+}): RedisTarget {
+  const nodes = config.REDIS_CLUSTER_NODES?.trim();
+  return nodes ? parseClusterNodes(nodes) : { kind: 'single', url: config.REDIS_URL };
+}
+
+/** What a start-up log may say about the target (no credentials). */
+export function describeTarget(target: RedisTarget): Record<string, unknown> {
+  if (target.kind === 'single') return { redis: 'single' };
+  return {
+    redis: 'cluster',
+    redisSeedNodes: target.nodes.map((node) => `${node.host}:${node.port}`),
+  };
+}
+
+/** A new client on the target. */
+export function connectRedis(target: RedisTarget, options: ConnectOptions): RedisClient {
+  const common = {
+    maxRetriesPerRequest: options.maxRetriesPerRequest,
+    ...(options.connectionName !== undefined && { connectionName: options.connectionName }),
+  };
+  if (target.kind === 'single') {
+    return new Redis(target.url, {
+      ...common,
+      ...(options.autoPipelining && { enableAutoPipelining: true }),
+    });
+  }
+  return new Cluster(
+    target.nodes.map((node) => ({ host: node.host, port: node.port })),
+    {
+      redisOptions: {
+        ...common,
+        ...(target.username !== undefined && { username: target.username }),
+        ...(target.password !== undefined && { password: target.password }),
+        ...(target.tls && { tls: {} }),
+      },
+      enableAutoPipelining: options.autoPipelining ?? false,
+      // Commands issued while the cluster (re)discovers its slots wait for it, as a single
+      // client's offline queue does; maxRetriesPerRequest bounds each node connection.
+      enableOfflineQueue: true,
+      // Names, not resolved addresses, for TLS certificates (managed clusters announce names).
+      ...(target.tls && { dnsLookup: (address, lookup) => lookup(null, address) }),
+    },
+  );
+}
+
+export function isCluster(redis: RedisClient): redis is Cluster {
+  return redis instanceof Cluster;
+}
+
+/**
+ * The connections that hold the data: the client itself on a single Redis, one per master on
+ * a cluster. Whatever must see every key (SCAN, SCRIPT LOAD, a health check) runs on each.
+ */
+export function masters(redis: RedisClient): Redis[] {
+  return isCluster(redis) ? redis.nodes('master') : [redis];
+}
+
+/** Every node a client may reach now: the seeds and what the cluster reported since. */
+export function knownNodes(redis: RedisClient, seeds: readonly RedisNode[] = []): RedisNode[] {
+  const found = new Map<string, RedisNode>();
+  for (const node of seeds) found.set(`${node.host}:${node.port}`, node);
+  for (const connection of isCluster(redis) ? redis.nodes('all') : [redis]) {
+    const { host, port } = connection.options;
+    if (host !== undefined && port !== undefined) found.set(`${host}:${port}`, { host, port });
+  }
+  return [...found.values()];
+}
+
+/** The hash slot of a key (the same on every cluster: CRC16 of the hash tag, mod 16384). */
+export function keySlot(key: string): number {
+  return calculateSlot(key);
+}
+
+/**
+ * Splits keys into groups a multi-key command (MGET, DEL k1 k2, XREADGROUP … STREAMS k1 k2)
+ * can take: all of them on a single Redis, one group per hash slot on a cluster.
+ */
+export function slotGroups(redis: RedisClient, keys: readonly string[]): string[][] {
+  if (!isCluster(redis)) return keys.length === 0 ? [] : [[...keys]];
+  return groupBy(keys, (key) => String(keySlot(key)));
+}
+
+/**
+ * Splits keys into groups one ioredis pipeline can carry: all of them on a single Redis; on a
+ * cluster, the keys of the slots served by one node (ioredis sends a pipeline to one node and
+ * refuses one that spans nodes). Slots not mapped yet go alone.
+ */
+export function pipelineGroups(redis: RedisClient, keys: readonly string[]): string[][] {
+  if (!isCluster(redis)) return keys.length === 0 ? [] : [[...keys]];
+  const slots = redis.slots;
+  return groupBy(keys, (key) => {
+    const slot = keySlot(key);
+    return slots[slot]?.join(',') ?? `slot:${slot}`;
+  });
+}
+
+function groupBy(keys: readonly string[], groupOf: (key: string) => string): string[][] {
+  const groups = new Map<string, string[]>();
+  for (const key of keys) {
+    const group = groupOf(key);
+    const members = groups.get(group);
+    if (members) members.push(key);
+    else groups.set(group, [key]);
+  }
+  return [...groups.values()];
+}
+
+/**
+ * Every key matching `pattern`, page by page, on every master (SCAN sees one node's keys
+ * only). `onPage` gets each node's page with that node's connection, for per-key follow-ups.
+ */
+export async function scanKeys(
+  redis: RedisClient,
+  pattern: string,
+  onPage: (keys: string[], node: Redis) => Promise<void>,
+): Promise<void> {
+  for (const node of masters(redis)) {
+    let cursor = '0';
+    do {
+      const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) await onPage(keys, node);
+    } while (cursor !== '0');
+  }
+}
+
+/**
+ * Deletes every key matching `pattern` on every master; one UNLINK per key, pipelined per node
+ * (several keys in one UNLINK must share a slot on a cluster). Returns how many it deleted.
+ */
+export async function unlinkMatching(redis: RedisClient, pattern: string): Promise<number> {
+  let deleted = 0;
+  await scanKeys(redis, pattern, async (keys, node) => {
+    const pipeline = node.pipeline();
+    for (const key of keys) pipeline.unlink(key);
+    const replies = (await pipeline.exec()) ?? [];
+    for (const [error, count] of replies) if (!error) deleted += Number(count);
+  });
+  return deleted;
+}
+
+/** True when every master answers PING (a cluster serves no shard whose master is down). */
+export async function pingAll(redis: RedisClient): Promise<boolean> {
+  try {
+    const replies = await Promise.all(masters(redis).map((node) => node.ping()));
+    return replies.length > 0 && replies.every((reply) => reply === 'PONG');
+  } catch {
+    return false;
+  }
+}
+
+/** Waits until the client is ready (a cluster: its slots are known), or fails after `ms`. */
+export async function whenReady(redis: RedisClient, ms = 10_000): Promise<void> {
+  if (redis.status === 'ready') return;
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      redis.off('ready', onReady);
+      reject(new Error(`Redis not ready within ${ms} ms`));
+    }, ms);
+    const onReady = (): void => {
+      clearTimeout(timer);
+      resolve();
+    };
+    redis.once('ready', onReady);
+  });
+}
+
+/** Quits a client; one that never connected (or already ended) is just dropped. */
+export async function quitRedis(redis: RedisClient): Promise<void> {
+  if (redis.status === 'end') return;
+  await redis.quit().catch(() => redis.disconnect());
+}

@@ -1,0 +1,28 @@
+// A connected app as the organization that pays for it sees it: the OAuth connection, who
+// made it, and what it spent (this calendar month and in total, from the daily rollups).
+import { z } from 'zod';
+
+const spendSchema = z.object({
+  cost: z.string().describe('sell cost, 12 fractional digits'),
+  wallet_cost: z.string().describe('what the wallet paid'),
+  requests: z.number().int(),
+});
+
+export const connectedAppSchema = z.object({
+  id: z.string().describe('the app connection'),
+  org_id: z.string(),
+  app_id: z.string(),
+  app_name: z.string(),
+  oauth_client_id: z.string(),
+  client_name: z.string().nullable(),
+  status: z.enum(['active', 'revoked']),
+  connected_by: z.string().nullable().describe('e-mail of the user who approved it'),
+  token_issued_at: z.string().nullable().describe('null: the app never exchanged its code'),
+  created_at: z.string(),
+  revoked_at: z.string().nullable(),
+  currency: z.string(),
+  spend: z.object({ this_month: spendSchema, total: spendSchema }),
+});
+
+/** /dashboard/api/connected-apps/{connection_id} acts on the paying organization. */
+export const ofConnectedApp = { param: 'connection_id', table: 'app_connections' } as const;

@@ -1,0 +1,38 @@
+// DELETE /dashboard/api/oauth-clients/{client_id}: deletes an OAuth client (admin or owner).
+// Every connection made through it is revoked: its tokens stop on every instance at once.
+import type { ApiKeyStore } from '../../../auth/api-key-store.js';
+import type { DbPool } from '../../../db/pool.js';
+import { gwError } from '../../../errors.js';
+import { sendError, sendJson } from '../../../http/respond.js';
+import { deleteOAuthClientAs, oauthClientView } from '../../../oauth/clients.js';
+import { declareRoute } from '../../framework/declaration.js';
+import { oauthClientSchema, ofOAuthClient } from './schema.js';
+
+export const deleteOAuthClientRoute = declareRoute({
+  method: 'DELETE',
+  path: '/dashboard/api/oauth-clients/{client_id}',
+  summary: 'Deletes an OAuth client: the connections made through it are revoked',
+  tag: 'dashboard',
+  caller: { kind: 'org_member', role: 'admin', org: ofOAuthClient },
+  responses: { 200: { description: 'the deleted client', schema: oauthClientSchema } },
+  errors: [],
+  async handler(
+    { request, caller },
+    response,
+    deps: { readonly db: DbPool; readonly apiKeys: Pick<ApiKeyStore, 'invalidate'> },
+  ) {
+    const deleted = await deleteOAuthClientAs(
+      deps.db,
+      deps.apiKeys,
+      { userId: caller.user.id },
+      request.params.client_id ?? '',
+    );
+    if (!deleted) {
+      return sendError(
+        response,
+        gwError('gw_not_found', 'no OAuth client with this id in your organizations'),
+      );
+    }
+    sendJson(response, 200, oauthClientView(deleted));
+  },
+});

@@ -1,0 +1,87 @@
+// POST /oauth/authorize (form-encoded, from the consent page): the user's answer. The request
+// is checked again as on the page; the session's CSRF token comes in the form and the Origin
+// must be the gateway's. Approval creates the app connection in the chosen organization
+// (one where the user may spend) and answers 302 to the redirect URI with a single-use code
+// and the state; denial answers 302 with error=access_denied.
+import { z } from 'zod';
+import { roleAtLeast } from '../../accounts/users.js';
+import { gwError } from '../../errors.js';
+import { sendError } from '../../http/respond.js';
+import { answerLocation, checkAuthorizationRequest } from '../../oauth/authorization-request.js';
+import { approve, SPENDING_ROLE } from '../../oauth/connections.js';
+import { declareRoute } from '../framework/declaration.js';
+import { redirect } from './authorize-page.js';
+import { pageOrJson, type OAuthDeps } from './deps.js';
+
+/** Generous bounds: the request's own checks give the precise answers. */
+const parameter = z.string().max(4096).optional();
+
+const decisionSchema = z.object({
+  response_type: parameter,
+  client_id: parameter,
+  redirect_uri: parameter,
+  state: parameter,
+  code_challenge: parameter,
+  code_challenge_method: parameter,
+  org_id: parameter.describe('the organization whose wallet pays (one where you may spend)'),
+  decision: parameter.describe('approve or deny'),
+  csrf_token: parameter.describe("the session's CSRF token (GET /auth/csrf)"),
+});
+
+export const authorizeDecisionRoute = declareRoute({
+  method: 'POST',
+  path: '/oauth/authorize',
+  summary:
+    "The user's answer on the consent page: 302 to the redirect URI with a code, or access_denied",
+  tag: 'oauth',
+  caller: { kind: 'session', csrf: 'form' },
+  body: decisionSchema,
+  bodyEncoding: 'form',
+  responses: {
+    302: { description: 'to the redirect URI with code and state, or error=access_denied' },
+  },
+  errors: ['gw_redirect_uri_mismatch', 'gw_not_found', 'gw_role_forbidden', 'gw_unavailable'],
+  errorFlavor: pageOrJson,
+  async handler({ request, caller, body }, response, deps: OAuthDeps) {
+    const flavor = pageOrJson(request.headers);
+    const check = await checkAuthorizationRequest(deps.oauth.db, body);
+    if (check.kind === 'refused') return sendError(response, check.error, flavor);
+    if (check.kind === 'redirect') return redirect(response, check.location);
+    if (body.decision === 'deny') {
+      return redirect(response, answerLocation(check.request, { error: 'access_denied' }));
+    }
+    if (body.decision !== 'approve') {
+      return sendError(
+        response,
+        gwError('gw_invalid_request', 'decision: must be approve or deny'),
+        flavor,
+      );
+    }
+    const org = caller.user.memberships.find((membership) => membership.id === body.org_id);
+    if (!org) {
+      return sendError(
+        response,
+        gwError('gw_not_found', 'org_id: no organization with this id among yours'),
+        flavor,
+      );
+    }
+    if (!roleAtLeast(org.role, SPENDING_ROLE)) {
+      return sendError(
+        response,
+        gwError(
+          'gw_role_forbidden',
+          `org_id: paying for an app needs the ${SPENDING_ROLE} role or higher there; yours is ${org.role}`,
+        ),
+        flavor,
+      );
+    }
+    const { code } = await approve(deps.oauth.db, deps.oauth.codes, {
+      client: check.request.client,
+      redirectUri: check.request.redirectUri,
+      codeChallenge: check.request.codeChallenge,
+      userId: caller.user.id,
+      orgId: org.id,
+    });
+    redirect(response, answerLocation(check.request, { code }));
+  },
+});

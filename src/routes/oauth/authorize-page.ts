@@ -1,0 +1,82 @@
+// GET /oauth/authorize: the authorization request of an app (RFC 6749 section 4.1.1, PKCE S256
+// required). An unknown client or an unregistered redirect URI gets an error page (or JSON
+// gw_redirect_uri_mismatch), never a redirect; other problems go back to the app's redirect
+// URI as `error=…`. A visitor without a dashboard session is sent to the sign-in page, which
+// brings them back here; a signed-in user gets the consent page.
+import { z } from 'zod';
+import { pageHeaders } from '../../http/html.js';
+import { sendError } from '../../http/respond.js';
+import type { HttpResponse } from '../../http/types.js';
+import {
+  authorizationParamsOfQuery,
+  checkAuthorizationRequest,
+} from '../../oauth/authorization-request.js';
+import { renderConsentPage } from '../../oauth/consent-page.js';
+import { payingOrgsOf } from '../../oauth/connections.js';
+import { formActionSource } from '../../oauth/redirect-uris.js';
+import { declareRoute } from '../framework/declaration.js';
+import { pageOrJson, type OAuthDeps } from './deps.js';
+
+export const SIGN_IN_PAGE = '/dashboard/sign-in';
+
+export const authorizationQuerySchema = z.object({
+  response_type: z.literal('code'),
+  client_id: z.string().describe('gw_client_… of the app'),
+  redirect_uri: z.string().describe('exactly one of the URIs registered for the client'),
+  state: z.string().optional().describe('echoed back to the redirect URI'),
+  code_challenge: z.string().describe('base64url SHA-256 of the code verifier (43 characters)'),
+  code_challenge_method: z.literal('S256'),
+});
+
+export const authorizePageRoute = declareRoute({
+  method: 'GET',
+  path: '/oauth/authorize',
+  summary:
+    'OAuth authorization request (code flow with PKCE S256): the consent page, or the sign-in page first',
+  tag: 'oauth',
+  caller: { kind: 'optional_session' },
+  query: authorizationQuerySchema,
+  responses: {
+    200: { description: 'the consent page (HTML)' },
+    302: {
+      description:
+        'to the sign-in page (no session), or to the redirect URI with error=… (a bad parameter)',
+    },
+  },
+  errors: ['gw_redirect_uri_mismatch'],
+  errorFlavor: pageOrJson,
+  async handler({ request, caller }, response, deps: OAuthDeps) {
+    const { params, repeated } = authorizationParamsOfQuery(request.query);
+    const check = await checkAuthorizationRequest(deps.oauth.db, params, repeated);
+    if (check.kind === 'refused') {
+      return sendError(response, check.error, pageOrJson(request.headers));
+    }
+    if (check.kind === 'redirect') return redirect(response, check.location);
+    if (!caller) {
+      const back = `${request.path}?${request.query}`;
+      return redirect(response, `${SIGN_IN_PAGE}?next=${encodeURIComponent(back)}`);
+    }
+    const payingOrgs = payingOrgsOf(caller.user.memberships).sort(
+      (a, b) =>
+        Number(b.id === caller.user.personalOrgId) - Number(a.id === caller.user.personalOrgId),
+    );
+    response.writeHead(200, pageHeaders([formActionSource(check.request.redirectUri)]));
+    response.end(
+      renderConsentPage({
+        request: check.request,
+        userEmail: caller.user.email,
+        payingOrgs,
+        csrfToken: caller.session.csrfToken,
+      }),
+    );
+  },
+});
+
+export function redirect(response: HttpResponse, location: string): void {
+  response.writeHead(302, {
+    location,
+    'cache-control': 'no-store',
+    'referrer-policy': 'no-referrer',
+  });
+  response.end();
+}

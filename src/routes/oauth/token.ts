@@ -1,0 +1,82 @@
+// POST /oauth/token (form-encoded, RFC 6749 section 4.1.3 with PKCE, RFC 7636 section 4.6):
+// the app exchanges a code for the connection's inference token. The client authenticates
+// (client_id; a confidential client's secret in the form or as HTTP Basic). Errors are RFC
+// 6749's `{"error", "error_description"}` (plus the gateway's `gw_code`), never cached.
+import { z } from 'zod';
+import { gwError } from '../../errors.js';
+import { sendError } from '../../http/respond.js';
+import { exchange } from '../../oauth/connections.js';
+import { verifierProblem } from '../../oauth/pkce.js';
+import { declareRoute } from '../framework/declaration.js';
+import type { OAuthDeps } from './deps.js';
+
+const parameter = z.string().max(4096).optional();
+
+const tokenRequestSchema = z.object({
+  grant_type: parameter.describe('authorization_code'),
+  code: parameter,
+  redirect_uri: parameter.describe('the redirect_uri of the authorization request'),
+  code_verifier: parameter.describe('the PKCE verifier whose S256 was the code_challenge'),
+  client_id: parameter,
+  client_secret: parameter.describe('confidential clients (or HTTP Basic)'),
+});
+
+const tokenSchema = z.object({
+  access_token: z.string().describe('gw_oauth_…: use it as a Bearer API key on /v1'),
+  token_type: z.literal('Bearer'),
+  app_connection_id: z.string(),
+});
+
+const noStore = {
+  'content-type': 'application/json',
+  'cache-control': 'no-store',
+  pragma: 'no-cache',
+} as const;
+
+export const tokenRoute = declareRoute({
+  method: 'POST',
+  path: '/oauth/token',
+  summary: "Exchanges an authorization code (with its PKCE verifier) for the connection's token",
+  tag: 'oauth',
+  caller: { kind: 'oauth_client' },
+  body: tokenRequestSchema,
+  bodyEncoding: 'form',
+  responses: { 200: { description: 'the inference token', schema: tokenSchema } },
+  errors: [
+    'gw_oauth_unsupported_grant_type',
+    'gw_oauth_invalid_grant',
+    'gw_redirect_uri_mismatch',
+    'gw_unavailable',
+  ],
+  errorFlavor: 'oauth',
+  async handler({ caller, body }, response, deps: OAuthDeps) {
+    const missing = (name: string) =>
+      sendError(response, gwError('gw_invalid_request', `${name} is required`), 'oauth');
+    if (!body.grant_type) return missing('grant_type');
+    if (body.grant_type !== 'authorization_code') {
+      return sendError(
+        response,
+        gwError('gw_oauth_unsupported_grant_type', 'grant_type must be authorization_code'),
+        'oauth',
+      );
+    }
+    if (!body.code) return missing('code');
+    if (!body.redirect_uri) return missing('redirect_uri');
+    const pkce = verifierProblem(body.code_verifier);
+    if (pkce) return sendError(response, gwError('gw_invalid_request', pkce), 'oauth');
+    const result = await exchange(deps.oauth.db, deps.oauth.codes, deps.oauth.apiKeys, caller, {
+      code: body.code,
+      redirectUri: body.redirect_uri,
+      codeVerifier: body.code_verifier!,
+    });
+    if ('code' in result) return sendError(response, result, 'oauth');
+    response.writeHead(200, noStore);
+    response.end(
+      JSON.stringify({
+        access_token: result.accessToken,
+        token_type: 'Bearer',
+        app_connection_id: result.connectionId,
+      }),
+    );
+  },
+});

@@ -1,0 +1,105 @@
+// What the dashboard computes in the browser from the API's answers (web/dashboard/src):
+// sums and orders of decimal strings are exact, amounts are shown without rounding, usage
+// totals are per currency, and the CSV export carries the API's values as they came.
+import { describe, expect, it } from 'vitest';
+import { compareDecimals, exactAmount, money, sumDecimals } from '../web/dashboard/src/money.js';
+import type { UsageRow } from '../web/dashboard/src/types.js';
+import { daysBetween, summarize, usageCsv } from '../web/dashboard/src/usage-data.js';
+
+describe('dashboard money', () => {
+  it('adds decimal strings exactly, where floats would not', () => {
+    expect(sumDecimals(['0.100000000000', '0.200000000000'])).toBe('0.300000000000');
+    expect(0.1 + 0.2).not.toBe(0.3);
+    expect(sumDecimals(['999999999999.999999999999', '0.000000000001'])).toBe(
+      '1000000000000.000000000000',
+    );
+    expect(sumDecimals(['1.5', '0.000000000001', '-0.5'])).toBe('1.000000000001');
+    expect(sumDecimals(['-0.000000000002', '0.000000000001'])).toBe('-0.000000000001');
+    expect(sumDecimals([])).toBe('0');
+    expect(() => sumDecimals(['1e3'])).toThrow('not a decimal amount');
+  });
+
+  it('orders amounts exactly, whatever their number of digits', () => {
+    expect(compareDecimals('0.000000000002', '0.0000000000019')).toBe(1);
+    expect(compareDecimals('10.0', '9.999999999999')).toBe(1);
+    expect(compareDecimals('1.10', '1.1')).toBe(0);
+    expect(compareDecimals('-1', '0.000000000001')).toBe(-1);
+  });
+
+  it('shows amounts unrounded: zeros past the cents dropped, thousands grouped', () => {
+    expect(exactAmount('0.000150000000')).toBe('0.00015');
+    expect(exactAmount('1234567.500000000000')).toBe('1,234,567.50');
+    expect(exactAmount('5.000000000001')).toBe('5.000000000001');
+    expect(exactAmount('0')).toBe('0.00');
+    expect(exactAmount('-12.3')).toBe('-12.30');
+    expect(exactAmount('not money')).toBe('not money');
+    expect(money('5.250000000000', 'EUR')).toBe('5.25 EUR');
+  });
+
+  it('totals usage per currency, the most spent first', () => {
+    const row = (key: string, currency: string, cost: string): UsageRow => ({
+      key,
+      currency,
+      requests: 2,
+      input_tokens: 3,
+      output_tokens: 4,
+      total_tokens: 7,
+      cost,
+      wallet_cost: '0.000000000001',
+    });
+    expect(
+      summarize([
+        row('a', 'USD', '0.100000000000'),
+        row('b', 'EUR', '5.000000000000'),
+        row('c', 'USD', '0.200000000000'),
+      ]),
+    ).toEqual({
+      requests: 6,
+      inputTokens: 9,
+      outputTokens: 12,
+      costs: [
+        { currency: 'EUR', cost: '5.000000000000', walletCost: '0.000000000001' },
+        { currency: 'USD', cost: '0.300000000000', walletCost: '0.000000000002' },
+      ],
+    });
+  });
+
+  it('exports CSV with exact money and quoted labels, and lists every day of a range', () => {
+    const rows: UsageRow[] = [
+      {
+        key: 'conn_1',
+        currency: 'USD',
+        requests: 1,
+        input_tokens: 10,
+        output_tokens: 5,
+        total_tokens: 15,
+        cost: '0.000001230000',
+        wallet_cost: '0.000000000000',
+      },
+      {
+        key: null,
+        currency: 'USD',
+        requests: 2,
+        input_tokens: 0,
+        output_tokens: 0,
+        total_tokens: 0,
+        cost: '0.000000000000',
+        wallet_cost: '0.000000000000',
+      },
+    ];
+    const label = (key: string | null) => (key ? 'Shop, "EU" › Web' : '(none)');
+    expect(usageCsv('connection', rows, label).split('\r\n')).toEqual([
+      'connection,label,currency,requests,input_tokens,output_tokens,total_tokens,cost,wallet_cost',
+      'conn_1,"Shop, ""EU"" › Web",USD,1,10,5,15,0.000001230000,0.000000000000',
+      ',(none),USD,2,0,0,0,0.000000000000,0.000000000000',
+      '',
+    ]);
+    expect(daysBetween('2024-02-27', '2024-03-02')).toEqual([
+      '2024-02-27',
+      '2024-02-28',
+      '2024-02-29',
+      '2024-03-01',
+    ]);
+    expect(daysBetween('2024-03-02', '2024-03-02')).toEqual([]);
+  });
+});

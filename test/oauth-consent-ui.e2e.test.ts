@@ -1,0 +1,179 @@
+// The OAuth consent flow in a real browser (chromium): an app sends the user to the
+// gateway's authorization endpoint; the user signs in on the dashboard's sign-in page, comes
+// back to the consent page, picks the paying organization and approves; the browser lands on
+// the app's own redirect receiver (a local server here) with the code and the state, and the
+// app exchanges the code. The pages run under their Content-Security-Policy: a violation, or
+// a blocked redirect of the form's answer (form-action), fails the test.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchBrowser, screenshot, type LaunchedBrowser } from './support/browser.js';
+import { isolatedContext } from './support/context.js';
+import { TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
+import { bearer, postJson } from './support/http.js';
+import {
+  authorizeQuery,
+  createOAuthClient,
+  pkcePair,
+  postForm,
+  type RegisteredClient,
+  type TokenAnswer,
+} from './support/oauth.js';
+import {
+  runCliJson,
+  seed,
+  startGateway,
+  type GatewayProcess,
+  type SeededOrg,
+} from './support/processes.js';
+
+const { env, db } = isolatedContext('oauth-ui');
+let gateway: GatewayProcess;
+let launched: LaunchedBrowser;
+let browser: Browser;
+let maker: SeededOrg;
+let receiver: Server;
+let callback: string;
+let client: RegisteredClient;
+/** What the app's redirect receiver was sent. */
+const received: URL[] = [];
+
+beforeAll(async () => {
+  receiver = createServer((request, response) => {
+    received.push(new URL(request.url ?? '/', callback));
+    response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+    response.end('<!doctype html><title>Example app</title><h1>Connected to gw</h1>');
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  callback = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/callback`;
+  [gateway, launched] = await Promise.all([
+    startGateway({ ...env, DASHBOARD_INSECURE_COOKIES: 'true' }),
+    launchBrowser(),
+  ]);
+  browser = launched.browser;
+  maker = await seed(env, ['--name', 'Example Apps Ltd']);
+  client = await createOAuthClient(env, maker.app_id, [callback], {
+    public: true,
+    name: 'Example',
+  });
+});
+
+afterAll(async () => {
+  await launched?.close();
+  await gateway?.stop();
+  await new Promise((resolve) => receiver?.close(resolve));
+});
+
+function watched(page: Page): string[] {
+  const problems: string[] = [];
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  page.on('console', (message) => {
+    if (/Content Security Policy|Refused to/.test(message.text())) problems.push(message.text());
+  });
+  return problems;
+}
+
+describe('connecting an app in a browser', () => {
+  it('signs in, approves on the consent page and lands on the app’s redirect URI with the code and the state', async () => {
+    const email = uniqueEmail('browser-user');
+    const user = await runCliJson<{ personal_org_id: string }>(
+      ['admin', 'create-user', '--email', email, '--password', TEST_PASSWORD],
+      env,
+    );
+    await runCliJson(
+      ['wallet', 'topup', '--org-id', user.personal_org_id, '--amount', '1.00'],
+      env,
+    );
+    const context = await browser.newContext({ viewport: { width: 1000, height: 800 } });
+    context.setDefaultTimeout(10_000);
+    const page = await context.newPage();
+    const problems = watched(page);
+    const pkce = pkcePair();
+
+    // The app sends the browser to the gateway; without a session it lands on the sign-in page.
+    await page.goto(
+      `${gateway.url}/oauth/authorize?${authorizeQuery({
+        clientId: client.client_id,
+        redirectUri: callback,
+        state: 'from-the-app',
+        challenge: pkce.challenge,
+      })}`,
+    );
+    await page.getByLabel('E-mail').waitFor();
+    expect(new URL(page.url()).pathname).toBe('/dashboard/sign-in');
+    await page.getByLabel('E-mail').fill(email);
+    await page.getByLabel('Password').fill(TEST_PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+
+    // Back on the authorization request: the consent page.
+    await page.getByRole('heading', { level: 1 }).filter({ hasText: 'Seeded app' }).waitFor();
+    expect(new URL(page.url()).pathname).toBe('/oauth/authorize');
+    expect(await page.textContent('main')).toContain('Example Apps Ltd');
+    expect(await page.getByLabel('Organization that pays').inputValue()).toBe(user.personal_org_id);
+    await screenshot(page, 'oauth-01-consent');
+
+    await page.getByRole('button', { name: 'Approve' }).click();
+    await page.getByRole('heading', { name: 'Connected to gw' }).waitFor();
+    const landed = new URL(page.url());
+    expect(`${landed.origin}${landed.pathname}`).toBe(callback);
+    expect(landed.searchParams.get('state')).toBe('from-the-app');
+    const code = landed.searchParams.get('code')!;
+    expect(code).toMatch(/^[0-9A-Za-z]{43}$/);
+    const callbacks = received.filter((url) => url.pathname === '/callback'); // not /favicon.ico
+    expect(callbacks.at(-1)?.searchParams.get('code')).toBe(code);
+    await screenshot(page, 'oauth-02-landed');
+    await context.close();
+    expect(problems).toEqual([]);
+
+    // The app exchanges the code and makes a request paid by the user's organization.
+    const token = await postForm<TokenAnswer>(`${gateway.url}/oauth/token`, {
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: callback,
+      code_verifier: pkce.verifier,
+      client_id: client.client_id,
+    });
+    expect(token.status).toBe(200);
+    const answer = await postJson(
+      `${gateway.url}/v1/chat/completions`,
+      { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 8 },
+      bearer(token.body.access_token),
+    );
+    expect(answer.status).toBe(200);
+    const { rows } = await db.query('SELECT org_id FROM app_connections WHERE id = $1', [
+      token.body.app_connection_id,
+    ]);
+    expect(rows).toEqual([{ org_id: user.personal_org_id }]);
+  });
+
+  it('denying sends the browser back with error=access_denied', async () => {
+    const email = uniqueEmail('browser-denier');
+    await runCliJson(['admin', 'create-user', '--email', email, '--password', TEST_PASSWORD], env);
+    const context = await browser.newContext();
+    context.setDefaultTimeout(10_000);
+    const page = await context.newPage();
+    const problems = watched(page);
+    await page.goto(`${gateway.url}/dashboard/sign-in`);
+    await page.getByLabel('E-mail').fill(email);
+    await page.getByLabel('Password').fill(TEST_PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    // already signed in: the consent page at once
+    await page.goto(
+      `${gateway.url}/oauth/authorize?${authorizeQuery({
+        clientId: client.client_id,
+        redirectUri: callback,
+        state: 'deny-me',
+        challenge: pkcePair().challenge,
+      })}`,
+    );
+    await page.getByRole('button', { name: 'Deny' }).click();
+    await page.getByRole('heading', { name: 'Connected to gw' }).waitFor();
+    const landed = new URL(page.url());
+    expect(landed.searchParams.get('error')).toBe('access_denied');
+    expect(landed.searchParams.get('state')).toBe('deny-me');
+    await context.close();
+    expect(problems).toEqual([]);
+  });
+});

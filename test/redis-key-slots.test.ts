@@ -1,0 +1,176 @@
+// Every Redis key stays usable on a Redis Cluster: the keys one command or script touches
+// together hash to one slot. Computed here for every key builder and every script's KEYS, so a
+// new key or script without its hash tag fails on a single Redis too; the `cluster` vitest
+// project then runs the money, BYOK and durability tests on a real cluster, which refuses any
+// call that crosses slots (CROSSSLOT) — test/cluster/redis-cluster.test.ts shows it does.
+import { describe, expect, it } from 'vitest';
+import { keySlot } from '../src/redis/connect.js';
+import { createRedisKeys, type RedisKeys } from '../src/redis/keys.js';
+import { scriptSpecs, type ScriptName } from '../src/redis/scripts.js';
+
+const keys = createRedisKeys('t-slots');
+const ORGS = ['org_01JZ8Q3V5X0000000000000000', 'org_b', 'org_with}brace{', 'org_ünïcode'];
+
+/**
+ * How each key builder must hash. `org`: every key of one org in the org's slot (one script
+ * moves them together). `pair`: the keys of one entry together (a fill script and MGET take
+ * both). `alone`: never in a command or transaction with another key. A builder without a row
+ * fails the test: say where a new key must live before using it.
+ */
+const builderScopes: Record<keyof RedisKeys, 'org' | 'pair' | 'alone'> = {
+  wallet: 'org',
+  orgCap: 'org',
+  connectionCap: 'org',
+  userSpend: 'org',
+  userCredits: 'org',
+  userGrants: 'org',
+  credentialCooldowns: 'org',
+  credentialRotation: 'org',
+  holdExpiries: 'org',
+  settled: 'org',
+  usageStream: 'org',
+  // One set of every stream: SADD/SMEMBERS alone (the writers read streams slot by slot).
+  usageStreamRegistry: 'alone',
+  apiKey: 'pair',
+  apiKeyGeneration: 'pair',
+  // A pub/sub channel, not a key: PUBLISH reaches every node of a cluster.
+  invalidationChannel: 'alone',
+  session: 'alone',
+  // Counted per key, one transaction per key (src/accounts/login-throttle.ts).
+  loginFailures: 'alone',
+  // One key per client address, in a transaction of its own.
+  signupAttempts: 'alone',
+  // An authorization code and its replay marker: taken together by oauth-take-code.lua.
+  oauthCode: 'pair',
+  oauthCodeUsed: 'pair',
+};
+
+/** Every key an org's builders make, for one org. */
+function orgKeys(orgId: string): string[] {
+  const accounts = [
+    keys.wallet(orgId),
+    keys.orgCap(orgId, '2025-06'),
+    keys.connectionCap(orgId, 'conn_1', '2025-06'),
+    keys.userSpend(orgId, 'pu_1', '2025-06-01'),
+  ];
+  return [
+    ...accounts,
+    ...accounts.map((account) => keys.holdExpiries(account)),
+    keys.userCredits(orgId, 'pu_1', 'USD'),
+    keys.userGrants(orgId, 'pu_1', 'EUR'),
+    keys.credentialCooldowns(orgId),
+    keys.credentialRotation(orgId),
+    keys.settled(orgId, 'req_1'),
+    keys.usageStream(orgId),
+  ];
+}
+
+/**
+ * Each script's KEYS, named as in scriptSpecs, built the way its callers build them (for the
+ * request scripts: src/billing/redis-budget-store.ts; unused accounts get a placeholder in the
+ * org's slot). A script or a KEY without a row fails the test.
+ */
+const scriptKeys: { [N in ScriptName]: (orgId: string) => Record<string, string> } = {
+  reserve: (orgId) => ({
+    ...requestAccountKeys(orgId),
+    cred_cooldowns: keys.credentialCooldowns(orgId),
+    cred_rotation: keys.credentialRotation(orgId),
+  }),
+  failover: (orgId) => ({
+    wallet: keys.wallet(orgId),
+    wallet_expiries: keys.holdExpiries(keys.wallet(orgId)),
+    cred_cooldowns: keys.credentialCooldowns(orgId),
+    cred_rotation: keys.credentialRotation(orgId),
+  }),
+  settle: (orgId) => ({
+    ...requestAccountKeys(orgId),
+    settled_marker: keys.settled(orgId, 'req_1'),
+    usage_stream: keys.usageStream(orgId),
+  }),
+  accountLoad: (orgId) => ({
+    account: keys.orgCap(orgId, '2025-06'),
+    expiries: keys.holdExpiries(keys.orgCap(orgId, '2025-06')),
+  }),
+  creditsLoad: (orgId) => ({
+    user_credits: keys.userCredits(orgId, 'pu_1', 'USD'),
+    user_grants: keys.userGrants(orgId, 'pu_1', 'USD'),
+  }),
+  creditsChange: (orgId) => ({
+    user_credits: keys.userCredits(orgId, 'pu_1', 'USD'),
+    user_grants: keys.userGrants(orgId, 'pu_1', 'USD'),
+  }),
+  walletAdjust: (orgId) => ({ wallet: keys.wallet(orgId) }),
+  accountCorrect: (orgId) => ({ account: keys.userSpend(orgId, 'pu_1', '2025-06-01') }),
+  // The API-key cache's entry (src/auth/api-key-store.ts), by key hash rather than org.
+  cacheFill: (keyHash) => ({
+    value: keys.apiKey(keyHash),
+    generation: keys.apiKeyGeneration(keyHash),
+  }),
+  // An authorization code's two keys (src/oauth/codes.ts), by the code's hash.
+  oauthTakeCode: (codeHash) => ({
+    code: keys.oauthCode(codeHash),
+    used: keys.oauthCodeUsed(codeHash),
+  }),
+};
+
+function requestAccountKeys(orgId: string): Record<string, string> {
+  const wallet = keys.wallet(orgId);
+  const orgCap = keys.orgCap(orgId, '2025-06');
+  const unused = keys.orgCap(orgId, 'unused');
+  const userSpend = keys.userSpend(orgId, 'pu_1', '2025-06-01');
+  return {
+    wallet,
+    wallet_expiries: keys.holdExpiries(wallet),
+    org_cap: orgCap,
+    org_cap_expiries: keys.holdExpiries(orgCap),
+    conn_cap: unused,
+    conn_cap_expiries: keys.holdExpiries(unused),
+    user_spend: userSpend,
+    user_spend_expiries: keys.holdExpiries(userSpend),
+    user_credits: keys.userCredits(orgId, 'pu_1', 'USD'),
+    user_grants: keys.userGrants(orgId, 'pu_1', 'USD'),
+  };
+}
+
+const slotsOf = (found: readonly string[]): Set<number> => new Set(found.map(keySlot));
+
+describe('Redis Cluster hash slots', () => {
+  it('computes the slots Redis Cluster does (CRC16 of the hash tag)', () => {
+    // Values from the Redis Cluster specification and `CLUSTER KEYSLOT`.
+    expect(keySlot('123456789')).toBe(12739);
+    expect(keySlot('{user1000}.following')).toBe(keySlot('{user1000}.followers'));
+    expect(keySlot('{o:org_b}')).toBe(keySlot('t-slots:{o:org_b}:wallet'));
+  });
+
+  it('classifies every key builder', () => {
+    expect(Object.keys(keys).sort()).toEqual(Object.keys(builderScopes).sort());
+  });
+
+  it("keeps every key of an org in the org's slot, whatever the org id", () => {
+    for (const orgId of ORGS) {
+      expect(slotsOf(orgKeys(orgId))).toEqual(new Set([keySlot(keys.wallet(orgId))]));
+    }
+    // …and the orgs themselves spread over the slots.
+    expect(slotsOf(ORGS.map((orgId) => keys.wallet(orgId))).size).toBe(ORGS.length);
+  });
+
+  it('keeps the two keys of an API-key cache entry, and of an authorization code, in one slot', () => {
+    for (const hash of ['a'.repeat(64), 'f00d'.repeat(16)]) {
+      expect(keySlot(keys.apiKey(hash))).toBe(keySlot(keys.apiKeyGeneration(hash)));
+      expect(keySlot(keys.oauthCode(hash))).toBe(keySlot(keys.oauthCodeUsed(hash)));
+    }
+  });
+
+  it('builds every key a script touches in one slot', () => {
+    expect(Object.keys(scriptKeys).sort()).toEqual(Object.keys(scriptSpecs).sort());
+    for (const [name, spec] of Object.entries(scriptSpecs) as Array<
+      [ScriptName, (typeof scriptSpecs)[ScriptName]]
+    >) {
+      for (const id of ORGS) {
+        const built = scriptKeys[name](id);
+        expect(Object.keys(built).sort(), name).toEqual([...spec.keys].sort());
+        expect(slotsOf(Object.values(built)).size, `${name} for ${id}`).toBe(1);
+      }
+    }
+  });
+});

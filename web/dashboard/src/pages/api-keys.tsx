@@ -1,0 +1,373 @@
+// API keys: a connection's keys (hints only), issuing one (the raw key shown once), rotating
+// with an optional grace period, revoking. The API lists keys per connection, so the page
+// picks a connection first: /orgs/<org>/keys/<connection>.
+import { useEffect, useState } from 'preact/hooks';
+import { api, canManage, type OrgSummary } from '../api.js';
+import { useAction, useAsync, usePaged } from '../hooks.js';
+import { loadOrgConnections, type OrgConnection } from '../org-data.js';
+import { navigate, orgView } from '../router.js';
+import type { ApiKeyRow, IssuedKey } from '../types.js';
+import {
+  Confirm,
+  Empty,
+  ErrorNote,
+  formatTime,
+  Link,
+  Loading,
+  MoreButton,
+  PageHeader,
+  ShownOnce,
+  Status,
+} from '../ui.js';
+import type { OrgPage } from './page.js';
+
+export const apiKeysPage: OrgPage = {
+  section: 'keys',
+  label: 'API keys',
+  Component: ({ org, id }) => <ApiKeysPage org={org} connectionId={id} />,
+};
+
+function ApiKeysPage({ org, connectionId }: { org: OrgSummary; connectionId?: string }) {
+  const connections = useAsync(() => loadOrgConnections(org.id), org.id);
+  const all = connections.data?.connections;
+  const connection = all?.find((candidate) => candidate.id === connectionId);
+
+  // Without a connection in the path, open the first active one.
+  useEffect(() => {
+    if (connectionId || !all) return;
+    const first = all.find((candidate) => candidate.status === 'active') ?? all[0];
+    if (first) navigate(orgView(org.id, 'keys', first.id), { replace: true });
+  }, [all, connectionId, org.id]);
+
+  return (
+    <>
+      <PageHeader title="API keys">
+        Keys your apps send to gw. Each belongs to one connection and follows its settings.
+      </PageHeader>
+      <ErrorNote error={connections.error} />
+      {connections.loading && <Loading what="connections" />}
+      {all && all.length === 0 && (
+        <Empty>
+          A key belongs to a connection, and there is none yet.{' '}
+          <Link to={orgView(org.id, 'apps')}>Create an app and a connection</Link> first.
+        </Empty>
+      )}
+      {all && all.length > 0 && (
+        <ConnectionPicker orgId={org.id} connections={all} current={connectionId} />
+      )}
+      {all && connectionId && !connection && (
+        <p class="error" role="alert">
+          This organization has no connection <code>{connectionId}</code>.
+        </p>
+      )}
+      {connection && (
+        <ConnectionKeys key={connection.id} connection={connection} manage={canManage(org.role)} />
+      )}
+    </>
+  );
+}
+
+function ConnectionPicker(props: {
+  orgId: string;
+  connections: readonly OrgConnection[];
+  current: string | undefined;
+}) {
+  const apps = [...new Set(props.connections.map((connection) => connection.appName))];
+  return (
+    <div class="field picker">
+      <label for="key-connection">Connection</label>
+      <select
+        id="key-connection"
+        value={props.current ?? ''}
+        onChange={(event) => navigate(orgView(props.orgId, 'keys', event.currentTarget.value))}
+      >
+        {apps.map((app) => (
+          <optgroup key={app} label={app}>
+            {props.connections
+              .filter((connection) => connection.appName === app)
+              .map((connection) => (
+                <option key={connection.id} value={connection.id}>
+                  {connection.appName} › {connection.name}
+                  {connection.status === 'revoked' ? ' (revoked)' : ''}
+                </option>
+              ))}
+          </optgroup>
+        ))}
+      </select>
+    </div>
+  );
+}
+
+const keyName = (key: ApiKeyRow): string => key.name ?? key.key_hint;
+
+function ConnectionKeys({ connection, manage }: { connection: OrgConnection; manage: boolean }) {
+  const base = `/dashboard/api/connections/${encodeURIComponent(connection.id)}/api-keys`;
+  const list = usePaged<ApiKeyRow>(`${base}?limit=200`);
+  const [issued, setIssued] = useState<{ title: string; key: string } | null>(null);
+  const [rotating, setRotating] = useState<ApiKeyRow | null>(null);
+  const [revoking, setRevoking] = useState<ApiKeyRow | null>(null);
+  const active = connection.status === 'active';
+  const rows = list.data ? [...list.data].reverse() : null; // newest first
+  return (
+    <>
+      {issued && (
+        <ShownOnce title={issued.title} value={issued.key} onDone={() => setIssued(null)} />
+      )}
+      {manage && active && (
+        <CreateKey
+          base={base}
+          onCreated={(key, name) => {
+            setIssued({ title: `Your new API key${name ? ` “${name}”` : ''}`, key: key.key });
+            list.reload();
+          }}
+        />
+      )}
+      {!active && (
+        <p class="muted">
+          This connection is revoked: its keys no longer work, and it gets no new ones.
+        </p>
+      )}
+      <section aria-labelledby="keys-heading">
+        <h2 id="keys-heading">
+          Keys of {connection.appName} › {connection.name}
+        </h2>
+        <ErrorNote error={list.error} />
+        {list.loading && <Loading what="keys" />}
+        {rows && rows.length === 0 && (
+          <Empty>No keys yet. {manage && active ? 'Issue one above.' : ''}</Empty>
+        )}
+        {rows && rows.length > 0 && (
+          <div class="table-wrap">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">Key</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Models</th>
+                  <th scope="col">Created</th>
+                  <th scope="col">
+                    <span class="visually-hidden">Actions</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {rows.map((key) => (
+                  <tr key={`${key.id}-${key.status}-${key.expires_at ?? ''}`}>
+                    <td>{key.name ?? <span class="muted">unnamed</span>}</td>
+                    <td class="nowrap">
+                      <code>{key.key_hint}</code>
+                    </td>
+                    <td>
+                      <Status value={key.status} />
+                      {key.status === 'active' && key.expires_at && (
+                        <span class="small muted"> until {formatTime(key.expires_at)}</span>
+                      )}
+                      {key.replaced_by && <span class="small muted"> · rotated</span>}
+                    </td>
+                    <td class="small">
+                      {key.model_policy.map((pattern) => (
+                        <code key={pattern}>{pattern}</code>
+                      ))}
+                    </td>
+                    <td class="nowrap">{formatTime(key.created_at)}</td>
+                    <td class="row-actions">
+                      {manage && key.status === 'active' && (
+                        <>
+                          {!key.replaced_by && (
+                            <button
+                              type="button"
+                              class="secondary"
+                              aria-label={`Rotate ${keyName(key)}`}
+                              onClick={() => setRotating(key)}
+                            >
+                              Rotate…
+                            </button>
+                          )}{' '}
+                          <button
+                            type="button"
+                            class="danger secondary"
+                            aria-label={`Revoke ${keyName(key)}`}
+                            onClick={() => setRevoking(key)}
+                          >
+                            Revoke…
+                          </button>
+                        </>
+                      )}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+        <MoreButton list={list} what="keys" />
+      </section>
+      {rotating && (
+        <RotateKey
+          apiKey={rotating}
+          onClose={() => setRotating(null)}
+          onRotated={(key) => {
+            setRotating(null);
+            setIssued({ title: `The new key replacing ${rotating.key_hint}`, key: key.key });
+            list.reload();
+          }}
+        />
+      )}
+      {revoking && (
+        <RevokeKey
+          apiKey={revoking}
+          onClose={() => setRevoking(null)}
+          onRevoked={() => {
+            setRevoking(null);
+            list.reload();
+          }}
+        />
+      )}
+    </>
+  );
+}
+
+function CreateKey(props: { base: string; onCreated(key: IssuedKey, name: string): void }) {
+  const [name, setName] = useState('');
+  const [policy, setPolicy] = useState('');
+  const action = useAction();
+  return (
+    <form
+      class="card"
+      aria-labelledby="create-key-heading"
+      onSubmit={(event) => {
+        event.preventDefault();
+        const patterns = policy
+          .split(/[\s,]+/)
+          .map((pattern) => pattern.trim())
+          .filter(Boolean);
+        const body = {
+          ...(name.trim() && { name: name.trim() }),
+          ...(patterns.length > 0 && { model_policy: patterns }),
+        };
+        let created: IssuedKey | null = null;
+        void action
+          .run(async () => {
+            created = await api.post<IssuedKey>(props.base, body);
+          })
+          .then((done) => {
+            if (!done || !created) return;
+            props.onCreated(created, name.trim());
+            setName('');
+            setPolicy('');
+          });
+      }}
+    >
+      <h2 id="create-key-heading">Issue an API key</h2>
+      <div class="row top">
+        <label>
+          Key name (optional)
+          <input
+            name="key-name"
+            maxLength={200}
+            value={name}
+            onInput={(event) => setName(event.currentTarget.value)}
+          />
+        </label>
+        <div class="field">
+          <label for="key-policy">Allowed models (optional)</label>
+          <input
+            id="key-policy"
+            name="key-policy"
+            aria-describedby="key-policy-hint"
+            placeholder="vendor_b/*, vendor_a/claude-x"
+            value={policy}
+            onInput={(event) => setPolicy(event.currentTarget.value)}
+          />
+          <span class="hint" id="key-policy-hint">
+            Comma-separated: <code>*</code>, <code>vendor/*</code> or a model id. Empty: every
+            vendor’s default models.
+          </span>
+        </div>
+      </div>
+      <ErrorNote error={action.error} />
+      <button type="submit" disabled={action.busy}>
+        {action.busy ? 'Issuing…' : 'Issue key'}
+      </button>
+    </form>
+  );
+}
+
+const GRACE_CHOICES = [
+  { seconds: 0, label: 'at once' },
+  { seconds: 300, label: 'in 5 minutes' },
+  { seconds: 3600, label: 'in 1 hour' },
+  { seconds: 86_400, label: 'in 24 hours' },
+] as const;
+
+function RotateKey(props: { apiKey: ApiKeyRow; onClose(): void; onRotated(key: IssuedKey): void }) {
+  const [grace, setGrace] = useState(0);
+  const action = useAction();
+  const when = GRACE_CHOICES.find((choice) => choice.seconds === grace)?.label ?? 'at once';
+  return (
+    <Confirm
+      title={`Rotate ${keyName(props.apiKey)}?`}
+      confirmLabel="Rotate key"
+      busy={action.busy}
+      error={action.error}
+      onCancel={props.onClose}
+      onConfirm={() => {
+        let rotated: IssuedKey | null = null;
+        void action
+          .run(async () => {
+            rotated = await api.post<IssuedKey>(
+              `/dashboard/api/api-keys/${encodeURIComponent(props.apiKey.id)}/rotate`,
+              { grace_seconds: grace },
+            );
+          })
+          .then((done) => done && rotated && props.onRotated(rotated));
+      }}
+    >
+      <p>
+        gw issues a new key with the same connection, name and models, and shows it once. The old
+        key <code>{props.apiKey.key_hint}</code> stops working <strong>{when}</strong>, on every
+        gateway instance.
+      </p>
+      <div class="field">
+        <label for="rotate-grace">The old key stops working</label>
+        <select
+          id="rotate-grace"
+          value={String(grace)}
+          onChange={(event) => setGrace(Number(event.currentTarget.value))}
+        >
+          {GRACE_CHOICES.map((choice) => (
+            <option key={choice.seconds} value={String(choice.seconds)}>
+              {choice.label}
+            </option>
+          ))}
+        </select>
+      </div>
+    </Confirm>
+  );
+}
+
+function RevokeKey(props: { apiKey: ApiKeyRow; onClose(): void; onRevoked(): void }) {
+  const action = useAction();
+  return (
+    <Confirm
+      title={`Revoke ${keyName(props.apiKey)}?`}
+      confirmLabel="Revoke key"
+      busy={action.busy}
+      error={action.error}
+      onCancel={props.onClose}
+      onConfirm={() => {
+        void action
+          .run(() =>
+            api.post(`/dashboard/api/api-keys/${encodeURIComponent(props.apiKey.id)}/revoke`),
+          )
+          .then((done) => done && props.onRevoked());
+      }}
+    >
+      <p>
+        Requests with <code>{props.apiKey.key_hint}</code> are refused on every gateway instance
+        within a second. A revoked key cannot be brought back: apps using it need a new key.
+      </p>
+    </Confirm>
+  );
+}

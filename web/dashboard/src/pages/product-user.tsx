@@ -1,0 +1,401 @@
+// One product user's profile: allowance and cap this period, credits, usage; block and
+// unblock; their credit grants, granting and revoking.
+import type { ComponentChildren } from 'preact';
+import { useState } from 'preact/hooks';
+import { api, canManage, type OrgSummary } from '../api.js';
+import { useAction, useLoad, usePaged } from '../hooks.js';
+import { money } from '../money.js';
+import { orgView } from '../router.js';
+import type { CreditGrant, Credits, ProductUserProfile, UsageTotals } from '../types.js';
+import {
+  Confirm,
+  Empty,
+  ErrorNote,
+  formatTime,
+  Link,
+  Loading,
+  MoreButton,
+  PageHeader,
+  Status,
+} from '../ui.js';
+
+export function ProductUserProfilePage({ org, userId }: { org: OrgSummary; userId: string }) {
+  const path = `/dashboard/api/product-users/${encodeURIComponent(userId)}`;
+  const profile = useLoad<ProductUserProfile>(path);
+  const grants = usePaged<CreditGrant>(`${path}/credit-grants?limit=200`);
+  const manage = canManage(org.role);
+  const user = profile.data;
+  // usage is charged in the organization's currency: the cap's, or the credits' by default
+  const currency = user ? (user.allowance?.currency ?? user.credits.currency) : '';
+  const refresh = () => {
+    profile.reload();
+    grants.reload();
+  };
+  return (
+    <>
+      <p class="crumbs">
+        <Link to={orgView(org.id, 'users')}>Product users</Link> <span aria-hidden="true">›</span>
+      </p>
+      <PageHeader title={user ? user.display_name || user.external_user_id : 'Product user'}>
+        {user ? (
+          <>
+            External id <code>{user.external_user_id}</code> in app <code>{user.app_id}</code> ·{' '}
+            <Status value={user.status} />
+          </>
+        ) : (
+          <code>{userId}</code>
+        )}
+      </PageHeader>
+      <ErrorNote error={profile.error} />
+      {profile.loading && !user && <Loading what="the profile" />}
+      {user && (
+        <>
+          {manage && <BlockControl path={path} user={user} onChanged={profile.reload} />}
+          <div class="grid profile">
+            <AllowanceCard user={user} />
+            <CreditsCard credits={user.credits} />
+            <UsageCard
+              title="Usage this month"
+              totals={user.usage.this_month}
+              currency={currency}
+            />
+            <UsageCard title="Usage in total" totals={user.usage.total} currency={currency} />
+          </div>
+          {manage && <GrantCredits path={path} user={user} onGranted={refresh} />}
+        </>
+      )}
+      <section aria-labelledby="grants-heading">
+        <h2 id="grants-heading">Credit grants</h2>
+        <ErrorNote error={grants.error} />
+        {grants.loading && <Loading what="credit grants" />}
+        {grants.data && grants.data.length === 0 && <Empty>No credits granted yet.</Empty>}
+        {grants.data && grants.data.length > 0 && (
+          <GrantTable grants={[...grants.data].reverse()} manage={manage} onRevoked={refresh} />
+        )}
+        <MoreButton list={grants} what="grants" />
+      </section>
+    </>
+  );
+}
+
+function Facts({ children }: { children: ComponentChildren }) {
+  return <dl class="facts">{children}</dl>;
+}
+
+function Fact({ term, children }: { term: string; children: ComponentChildren }) {
+  return (
+    <div>
+      <dt>{term}</dt>
+      <dd>{children}</dd>
+    </div>
+  );
+}
+
+function AllowanceCard({ user }: { user: ProductUserProfile }) {
+  const allowance = user.allowance;
+  return (
+    <section class="card" aria-labelledby="allowance-heading">
+      <h2 id="allowance-heading">Allowance this month</h2>
+      {allowance ? (
+        <Facts>
+          <Fact term="Cap">{money(allowance.cap_amount, allowance.currency)}</Fact>
+          <Fact term="Spent this period">
+            {money(allowance.spent_this_period, allowance.currency)}
+          </Fact>
+          <Fact term="Left of the cap">
+            {money(allowance.remaining_base_allowance, allowance.currency)}
+          </Fact>
+          <Fact term="Plus credits">{money(allowance.available_credits, allowance.currency)}</Fact>
+          <Fact term="Available in all">
+            <strong>{money(allowance.available_allowance, allowance.currency)}</strong>
+          </Fact>
+          <Fact term="Resets">{formatTime(allowance.period_end)}</Fact>
+          <Fact term="Credit mode">
+            <code>{allowance.credit_mode}</code>, overrun <code>{allowance.overrun_policy}</code>
+          </Fact>
+        </Facts>
+      ) : (
+        <p class="muted">
+          No cap applies to this user: only the organization’s caps and wallet limit their requests.
+        </p>
+      )}
+    </section>
+  );
+}
+
+function CreditsCard({ credits }: { credits: Credits }) {
+  const { currency } = credits;
+  return (
+    <section class="card" aria-labelledby="credits-heading">
+      <h2 id="credits-heading">Credits</h2>
+      <Facts>
+        <Fact term="Available">
+          <strong>{money(credits.available_credits, currency)}</strong>
+        </Fact>
+        <Fact term="Active grants">{credits.active_grant_count}</Fact>
+        <Fact term="Expiring within 7 days">{money(credits.expiring_soon_amount, currency)}</Fact>
+        <Fact term="Spent this month">{money(credits.spent_this_month, currency)}</Fact>
+        <Fact term="Spent in total">{money(credits.spent_total, currency)}</Fact>
+        <Fact term="Last used">
+          {credits.last_used_at ? formatTime(credits.last_used_at) : 'never'}
+        </Fact>
+      </Facts>
+    </section>
+  );
+}
+
+function UsageCard(props: { title: string; totals: UsageTotals; currency: string }) {
+  const { title, totals } = props;
+  const id = `usage-${title.replace(/\W+/g, '-').toLowerCase()}`;
+  return (
+    <section class="card" aria-labelledby={id}>
+      <h2 id={id}>{title}</h2>
+      <Facts>
+        <Fact term="Requests">{totals.request_count.toLocaleString()}</Fact>
+        <Fact term="Tokens in / out">
+          {totals.input_tokens.toLocaleString()} / {totals.output_tokens.toLocaleString()}
+        </Fact>
+        <Fact term="Cost">{money(totals.sell_cost, props.currency)}</Fact>
+      </Facts>
+    </section>
+  );
+}
+
+function BlockControl(props: { path: string; user: ProductUserProfile; onChanged(): void }) {
+  const [confirming, setConfirming] = useState(false);
+  const action = useAction();
+  const blocked = props.user.status === 'blocked';
+  const send = (verb: 'block' | 'unblock') =>
+    void action
+      .run(() => api.post(`${props.path}/${verb}`))
+      .then((done) => {
+        if (!done) return;
+        setConfirming(false);
+        props.onChanged();
+      });
+  return (
+    <div class="card status-bar">
+      {blocked ? (
+        <p>
+          <strong>Blocked.</strong> Every request naming this user is refused (403{' '}
+          <code>gw_product_user_blocked</code>).
+        </p>
+      ) : (
+        <p>Active: their requests are served within their allowance.</p>
+      )}
+      {blocked ? (
+        <button type="button" disabled={action.busy} onClick={() => send('unblock')}>
+          {action.busy ? 'Unblocking…' : 'Unblock'}
+        </button>
+      ) : (
+        <button type="button" class="danger secondary" onClick={() => setConfirming(true)}>
+          Block…
+        </button>
+      )}
+      {!confirming && <ErrorNote error={action.error} />}
+      {confirming && (
+        <Confirm
+          title={`Block ${props.user.external_user_id}?`}
+          confirmLabel="Block user"
+          busy={action.busy}
+          error={action.error}
+          onCancel={() => {
+            action.clear();
+            setConfirming(false);
+          }}
+          onConfirm={() => send('block')}
+        >
+          <p>
+            Every gateway instance refuses their requests at once with 403, whatever their allowance
+            or credits. Their credits and history stay; you can unblock them later.
+          </p>
+        </Confirm>
+      )}
+    </div>
+  );
+}
+
+const newIdempotencyKey = (): string =>
+  typeof crypto.randomUUID === 'function'
+    ? crypto.randomUUID()
+    : Array.from(crypto.getRandomValues(new Uint8Array(16)), (byte) =>
+        byte.toString(16).padStart(2, '0'),
+      ).join('');
+
+function GrantCredits(props: { path: string; user: ProductUserProfile; onGranted(): void }) {
+  const [amount, setAmount] = useState('');
+  const [currency, setCurrency] = useState(props.user.credits.currency);
+  const [expires, setExpires] = useState('');
+  const [reason, setReason] = useState('');
+  // One key per grant being filled in: a double submit or a retry grants once.
+  const [idempotencyKey, setIdempotencyKey] = useState(newIdempotencyKey);
+  const [done, setDone] = useState<string | null>(null);
+  const action = useAction();
+  return (
+    <form
+      class="card"
+      aria-labelledby="grant-heading"
+      onSubmit={(event) => {
+        event.preventDefault();
+        setDone(null);
+        let answer: (CreditGrant & { credits: Credits }) | null = null;
+        const body = {
+          amount: amount.trim(),
+          currency: currency.trim().toUpperCase(),
+          ...(expires && { expires_at: new Date(expires).toISOString() }),
+          ...(reason.trim() && { reason: reason.trim() }),
+        };
+        void action
+          .run(async () => {
+            answer = await api.post(`${props.path}/credit-grants`, body, {
+              'idempotency-key': idempotencyKey,
+            });
+          })
+          .then((ok) => {
+            if (!ok || !answer) return;
+            const granted: CreditGrant & { credits: Credits } = answer;
+            setDone(
+              `Granted ${money(granted.amount, granted.currency)}. Available credits now ${money(granted.credits.available_credits, granted.credits.currency)}.`,
+            );
+            setAmount('');
+            setReason('');
+            setExpires('');
+            setIdempotencyKey(newIdempotencyKey());
+            props.onGranted();
+          });
+      }}
+    >
+      <h2 id="grant-heading">Grant credits</h2>
+      <div class="row">
+        <label>
+          Amount
+          <input
+            name="grant-amount"
+            inputMode="decimal"
+            required
+            placeholder="5.00"
+            value={amount}
+            onInput={(event) => setAmount(event.currentTarget.value)}
+          />
+        </label>
+        <label class="narrow">
+          Currency
+          <input
+            name="grant-currency"
+            required
+            maxLength={3}
+            value={currency}
+            onInput={(event) => setCurrency(event.currentTarget.value)}
+          />
+        </label>
+        <label>
+          Expires (optional, your local time)
+          <input
+            type="datetime-local"
+            name="grant-expires"
+            value={expires}
+            onInput={(event) => setExpires(event.currentTarget.value)}
+          />
+        </label>
+      </div>
+      <label>
+        Reason (optional)
+        <input
+          name="grant-reason"
+          maxLength={500}
+          value={reason}
+          onInput={(event) => setReason(event.currentTarget.value)}
+        />
+      </label>
+      <ErrorNote error={action.error} />
+      <p class="ok" role="status" aria-live="polite">
+        {done}
+      </p>
+      <button type="submit" disabled={action.busy}>
+        {action.busy ? 'Granting…' : 'Grant credits'}
+      </button>
+    </form>
+  );
+}
+
+function GrantTable(props: { grants: CreditGrant[]; manage: boolean; onRevoked(): void }) {
+  const [revoking, setRevoking] = useState<CreditGrant | null>(null);
+  const action = useAction();
+  return (
+    <>
+      <div class="table-wrap">
+        <table>
+          <thead>
+            <tr>
+              <th scope="col" class="num">
+                Amount
+              </th>
+              <th scope="col">Status</th>
+              <th scope="col">Expires</th>
+              <th scope="col">Reason</th>
+              <th scope="col">Granted</th>
+              <th scope="col">
+                <span class="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {props.grants.map((grant) => (
+              <tr key={`${grant.grant_id}-${grant.status}`}>
+                <td class="num">{money(grant.amount, grant.currency)}</td>
+                <td>
+                  <Status value={grant.status} />
+                </td>
+                <td class="nowrap">{grant.expires_at ? formatTime(grant.expires_at) : 'never'}</td>
+                <td>{grant.reason ?? <span class="muted">—</span>}</td>
+                <td class="nowrap">{formatTime(grant.created_at)}</td>
+                <td class="row-actions">
+                  {props.manage && grant.status === 'active' && (
+                    <button
+                      type="button"
+                      class="danger secondary"
+                      aria-label={`Revoke the grant of ${money(grant.amount, grant.currency)}`}
+                      onClick={() => setRevoking(grant)}
+                    >
+                      Revoke…
+                    </button>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      {revoking && (
+        <Confirm
+          title={`Revoke the grant of ${money(revoking.amount, revoking.currency)}?`}
+          confirmLabel="Revoke grant"
+          busy={action.busy}
+          error={action.error}
+          onCancel={() => {
+            action.clear();
+            setRevoking(null);
+          }}
+          onConfirm={() => {
+            void action
+              .run(() =>
+                api.post(
+                  `/dashboard/api/credit-grants/${encodeURIComponent(revoking.grant_id)}/revoke`,
+                ),
+              )
+              .then((done) => {
+                if (!done) return;
+                setRevoking(null);
+                props.onRevoked();
+              });
+          }}
+        >
+          <p>
+            What is left of this grant is taken out of the user’s credits at once; what they already
+            spent stays spent. A revoked grant cannot be restored (grant again instead).
+          </p>
+        </Confirm>
+      )}
+    </>
+  );
+}

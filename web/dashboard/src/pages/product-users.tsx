@@ -1,0 +1,114 @@
+// Product users: the people using your apps through gw. Search by external id or name; a
+// profile (/orgs/<org>/users/<id>) shows their allowance, cap, credits and usage.
+import { useState } from 'preact/hooks';
+import type { OrgSummary } from '../api.js';
+import { usePaged } from '../hooks.js';
+import { orgView } from '../router.js';
+import type { ProductUserSummary } from '../types.js';
+import { Empty, ErrorNote, formatTime, Link, Loading, PageHeader, Status } from '../ui.js';
+import type { OrgPage } from './page.js';
+import { ProductUserProfilePage } from './product-user.js';
+
+export const productUsersPage: OrgPage = {
+  section: 'users',
+  label: 'Product users',
+  Component: ({ org, id }) =>
+    id ? <ProductUserProfilePage org={org} userId={id} /> : <ProductUsersPage org={org} />,
+};
+
+function ProductUsersPage({ org }: { org: OrgSummary }) {
+  const [typed, setTyped] = useState('');
+  const [query, setQuery] = useState('');
+  const base = `/dashboard/api/orgs/${encodeURIComponent(org.id)}/product-users`;
+  const list = usePaged<ProductUserSummary>(
+    query ? `${base}?q=${encodeURIComponent(query)}` : base,
+  );
+  return (
+    <>
+      <PageHeader title="Product users">
+        The people using your apps, as your apps name them (external id). Open one to see their
+        allowance, credits and usage, to grant credits or to block them.
+      </PageHeader>
+      <form
+        class="row search-form"
+        role="search"
+        onSubmit={(event) => {
+          event.preventDefault();
+          setQuery(typed.trim());
+        }}
+      >
+        <label>
+          Search product users
+          <input
+            type="search"
+            name="q"
+            placeholder="External id or name, from its start"
+            value={typed}
+            onInput={(event) => setTyped(event.currentTarget.value)}
+          />
+        </label>
+        <button type="submit">Search</button>
+        {query && (
+          <button
+            type="button"
+            class="secondary"
+            onClick={() => {
+              setTyped('');
+              setQuery('');
+            }}
+          >
+            Show all
+          </button>
+        )}
+      </form>
+      <ErrorNote error={list.error} />
+      {list.loading && <Loading what="product users" />}
+      {list.data && list.data.length === 0 && (
+        <Empty>
+          {query
+            ? `No product user’s external id or name starts with “${query}”.`
+            : 'No product users yet. They appear with the first request that names one (the x-gw-external-user-id header or the user field).'}
+        </Empty>
+      )}
+      {list.data && list.data.length > 0 && (
+        <div class="table-wrap">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">External id</th>
+                <th scope="col">Name</th>
+                <th scope="col">Status</th>
+                <th scope="col">App</th>
+                <th scope="col">First seen</th>
+              </tr>
+            </thead>
+            <tbody>
+              {list.data.map((user) => (
+                <tr key={user.product_end_user_id}>
+                  <td>
+                    <Link to={orgView(org.id, 'users', user.product_end_user_id)}>
+                      {user.external_user_id}
+                    </Link>
+                  </td>
+                  <td>{user.display_name}</td>
+                  <td>
+                    <Status value={user.status} />
+                  </td>
+                  <td>
+                    <code>{user.app_id}</code>
+                  </td>
+                  <td class="nowrap">{formatTime(user.created_at)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {list.hasMore && (
+        <button type="button" class="secondary" disabled={list.loadingMore} onClick={list.more}>
+          {list.loadingMore ? 'Loading…' : 'Show more'}
+        </button>
+      )}
+    </>
+  );
+}

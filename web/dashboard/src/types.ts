@@ -1,0 +1,140 @@
+// The shapes the dashboard API answers (src/routes/dashboard/**), as the pages read them.
+import type { CreditMode, OverrunPolicy } from './pages/connection-settings.js';
+
+export interface AppRow {
+  readonly id: string;
+  readonly org_id: string;
+  readonly name: string;
+  readonly created_at: string;
+}
+
+export interface ConnectionRow {
+  readonly id: string;
+  readonly app_id: string;
+  readonly name: string;
+  readonly status: 'active' | 'revoked';
+  readonly credit_mode: CreditMode;
+  readonly overrun_policy: OverrunPolicy;
+  readonly requires_product_user: boolean;
+  readonly created_at: string;
+  readonly updated_at: string;
+}
+
+export interface ApiKeyRow {
+  readonly id: string;
+  readonly app_connection_id: string;
+  readonly name: string | null;
+  readonly key_hint: string;
+  readonly status: 'active' | 'revoked' | 'expired';
+  readonly model_policy: string[];
+  readonly created_at: string;
+  readonly revoked_at: string | null;
+  readonly expires_at: string | null;
+  readonly replaced_by: string | null;
+}
+
+export type ServiceKeyScope = 'product_users:read' | 'product_users:write';
+
+export interface ServiceKeyRow {
+  readonly id: string;
+  readonly key_hint: string;
+  readonly scopes: ServiceKeyScope[];
+  readonly status: 'active' | 'revoked' | 'disabled' | 'expired';
+  readonly expires_at: string | null;
+  readonly created_at: string;
+}
+
+/** A key as created or rotated: the raw key is in this answer only. */
+export interface IssuedKey {
+  readonly id: string;
+  readonly key: string;
+  readonly key_hint: string;
+}
+
+export interface ProductUserSummary {
+  readonly product_end_user_id: string;
+  readonly app_id: string;
+  readonly external_user_id: string;
+  readonly display_name: string;
+  readonly status: 'active' | 'blocked';
+  readonly created_at: string;
+}
+
+export interface Credits {
+  readonly currency: string;
+  readonly available_credits: string;
+  readonly active_grant_count: number;
+  readonly expiring_soon_amount: string;
+  readonly spent_this_month: string;
+  readonly spent_total: string;
+  readonly last_grant_at: string | null;
+  readonly last_used_at: string | null;
+}
+
+export interface UsageTotals {
+  readonly sell_cost: string;
+  readonly input_tokens: number;
+  readonly output_tokens: number;
+  readonly total_tokens: number;
+  readonly request_count: number;
+}
+
+export interface ProductUserProfile {
+  readonly product_end_user_id: string;
+  readonly app_id: string;
+  readonly external_user_id: string;
+  readonly display_name: string;
+  readonly status: 'active' | 'blocked';
+  readonly allowance_starts_at: string | null;
+  readonly last_app_connection_id: string;
+  readonly allowance?: {
+    readonly credit_mode: CreditMode;
+    readonly overrun_policy: OverrunPolicy;
+    readonly currency: string;
+    readonly period_start: string;
+    readonly period_end: string;
+    readonly cap_amount: string;
+    readonly spent_this_period: string;
+    readonly remaining_base_allowance: string;
+    readonly available_credits: string;
+    readonly available_allowance: string;
+  };
+  readonly cap?: {
+    readonly amount: string;
+    readonly currency: string;
+    readonly spent_this_period: string;
+    readonly reset_at: string;
+  };
+  readonly credits: Credits;
+  readonly usage: { readonly this_month: UsageTotals; readonly total: UsageTotals };
+}
+
+export interface CreditGrant {
+  readonly grant_id: string;
+  readonly amount: string;
+  readonly currency: string;
+  readonly expires_at: string | null;
+  readonly reason: string | null;
+  readonly status: 'active' | 'revoked';
+  readonly created_at: string;
+}
+
+export type UsageGroup = 'day' | 'model' | 'connection' | 'product_user';
+
+export interface UsageRow {
+  readonly key: string | null;
+  readonly currency: string;
+  readonly requests: number;
+  readonly input_tokens: number;
+  readonly output_tokens: number;
+  readonly total_tokens: number;
+  readonly cost: string;
+  readonly wallet_cost: string;
+}
+
+export interface Usage {
+  readonly group_by: UsageGroup;
+  readonly from: string;
+  readonly to: string;
+  readonly data: UsageRow[];
+}

@@ -1,0 +1,95 @@
+// Reading the usage API's rows: totals (exact per currency), day ranges, CSV.
+import { compareDecimals, sumDecimals } from './money.js';
+import type { UsageRow } from './types.js';
+
+export interface CurrencyTotal {
+  readonly currency: string;
+  readonly cost: string;
+  readonly walletCost: string;
+}
+
+export interface UsageSummary {
+  readonly requests: number;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  /** One entry per currency, the most spent first. */
+  readonly costs: CurrencyTotal[];
+}
+
+export function summarize(rows: readonly UsageRow[]): UsageSummary {
+  const currencies = [...new Set(rows.map((row) => row.currency))];
+  const costs = currencies
+    .map((currency) => {
+      const inCurrency = rows.filter((row) => row.currency === currency);
+      return {
+        currency,
+        cost: sumDecimals(inCurrency.map((row) => row.cost)),
+        walletCost: sumDecimals(inCurrency.map((row) => row.wallet_cost)),
+      };
+    })
+    .sort((a, b) => compareDecimals(b.cost, a.cost));
+  return {
+    requests: rows.reduce((sum, row) => sum + row.requests, 0),
+    inputTokens: rows.reduce((sum, row) => sum + row.input_tokens, 0),
+    outputTokens: rows.reduce((sum, row) => sum + row.output_tokens, 0),
+    costs,
+  };
+}
+
+/** The groups' rows merged across currencies, ordered by cost in the main currency. */
+export function byCost(rows: readonly UsageRow[], currency: string | undefined): UsageRow[] {
+  const cost = (row: UsageRow) => (row.currency === currency ? row.cost : '0');
+  return [...rows].sort((a, b) => compareDecimals(cost(b), cost(a)) || b.requests - a.requests);
+}
+
+const DAY_MS = 24 * 3600 * 1000;
+
+export const addDays = (day: string, days: number): string =>
+  new Date(Date.parse(`${day}T00:00:00Z`) + days * DAY_MS).toISOString().slice(0, 10);
+
+/** Every UTC day from `from` up to `to` (exclusive). */
+export function daysBetween(from: string, to: string): string[] {
+  const days: string[] = [];
+  for (let day = from; day < to && days.length <= 366; day = addDays(day, 1)) days.push(day);
+  return days;
+}
+
+const csvCell = (value: string | number | null): string => {
+  const text = value === null ? '' : String(value);
+  return /[",\n\r]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+};
+
+/** The rows as CSV, money exactly as the API gave it. */
+export function usageCsv(
+  groupBy: string,
+  rows: readonly UsageRow[],
+  labelOf: (key: string | null) => string,
+): string {
+  const header = [
+    groupBy,
+    'label',
+    'currency',
+    'requests',
+    'input_tokens',
+    'output_tokens',
+    'total_tokens',
+    'cost',
+    'wallet_cost',
+  ];
+  const lines = rows.map((row) =>
+    [
+      row.key,
+      labelOf(row.key),
+      row.currency,
+      row.requests,
+      row.input_tokens,
+      row.output_tokens,
+      row.total_tokens,
+      row.cost,
+      row.wallet_cost,
+    ]
+      .map(csvCell)
+      .join(','),
+  );
+  return [header.join(','), ...lines].join('\r\n') + '\r\n';
+}
