@@ -127,6 +127,8 @@ export async function startGatewayTarget(
     REQUEST_LOG_SAMPLE_RATE: process.env.BENCH_REQUEST_LOG_SAMPLE_RATE ?? '1',
     // A bench-only master key for the BYOK scenario's credentials.
     CREDENTIALS_MASTER_KEY: Buffer.alloc(32, 42).toString('base64'),
+    // The webhook dispatcher's cost: BENCH_WEBHOOK_DELIVERY_CONCURRENCY=0 measures without it.
+    WEBHOOK_DELIVERY_CONCURRENCY: process.env.BENCH_WEBHOOK_DELIVERY_CONCURRENCY ?? '4',
   };
   const { child, value } = await spawnUntil([...nodeArgs, 'dist/src/main.js'], env, (output) =>
     workers > 1

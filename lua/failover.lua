@@ -7,6 +7,7 @@
 -- KEYS[2] wallet_expiries    zset '<request_id>:<amount>' -> hold expiry (ms)
 -- KEYS[3] cred_cooldowns     hash credential_id -> cooling down until (ms)
 -- KEYS[4] cred_rotation      hash tier -> rotation counter
+-- KEYS[5] usage_stream       the org's usage stream (the webhook event goes there)
 --
 -- ARGV[1] request_id
 -- ARGV[2] failed_credential_id
@@ -16,6 +17,13 @@
 -- ARGV[6] amount_nano        the request's hold
 -- ARGV[7] now_ms
 -- ARGV[8] expires_at_ms
+-- ARGV[9] org_id
+-- ARGV[10] failure           'rejected' (the vendor refused the key) | 'failed_over'
+-- ARGV[11] upstream_status   the vendor's HTTP status
+--
+-- The call that starts a credential's cooldown (it was not cooling down already) appends a
+-- `provider_credential.<failure>` event to the usage stream, which the usage writer turns into
+-- a webhook: once per cooldown however many requests fail on the credential at once.
 --
 -- Returns {0, credential_id} (another credential), {0, ''} (system route, wallet held),
 -- {1} wallet not loaded, {2, available} wallet short, {5} byok_only and none left.
@@ -32,10 +40,18 @@ local cooldown_until_value = integer(cooldown_until, 'cooldown_until_ms')
 integer(now_ms, 'now_ms')
 integer(expires_at_ms, 'expires_at_ms')
 one_of(byok_only, 'byok_only', {'1', '0'})
+local org_id, failure, upstream_status = ARGV[9], ARGV[10], ARGV[11]
+one_of(failure, 'failure', {'rejected', 'failed_over'})
+integer(upstream_status, 'upstream_status')
 
 local current = tonumber(redis.call('HGET', KEYS[3], failed) or '0') or 0
 if cooldown_until_value > current then
   redis.call('HSET', KEYS[3], failed, cooldown_until)
+end
+if current <= tonumber(now_ms) then
+  redis.call('XADD', KEYS[5], '*', 'event', 'provider_credential.' .. failure, 'org_id', org_id,
+    'credential_id', failed, 'request_id', request_id, 'upstream_status', upstream_status,
+    'cooldown_until_ms', cooldown_until, 'at_ms', now_ms)
 end
 
 local credential = pick_credential(KEYS[3], KEYS[4], credentials, now_ms)

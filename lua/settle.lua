@@ -25,9 +25,18 @@
 -- ARGV[8] user_mode           'none' | 'enforce' | 'track_only' | 'disabled'
 -- ARGV[9] uses_org_cap        '1' | '0'
 -- ARGV[10] uses_conn_cap      '1' | '0'
--- ARGV[11..] record_fields    the usage record as field, value, field, value, ...
+-- ARGV[11] org_cap_nano       the org cap ('' when none): its threshold marks
+-- ARGV[12] conn_cap_nano      the connection cap ('' when none)
+-- ARGV[13] user_period        the user account's period key ('' when no user)
+-- ARGV[14] cap_period         the caps' period key ('' when no cap)
+-- ARGV[15..] record_fields    the usage record as field, value, field, value, ...
 --
 -- Returns {0, stream_entry_id, credits_cost_nano} when settled now, {1} when settled before.
+--
+-- Webhook facts ride along in the record, at no extra cost: `threshold_crossings` when this
+-- charge took an account past 80% or 100% of its cap (scope:mark:spent_after:cap:period, comma
+-- separated; scope user, org or conn) and `wallet_balance_after` when the wallet paid. Each
+-- charge is atomic, so exactly one settle crosses each mark of an account in a period.
 -- A hold that already lapsed is simply gone: the cost is still charged and recorded.
 -- Accounts missing from Redis are not charged here: they are rebuilt from Postgres, where
 -- this record will be counted. Holds are where reserve.lua put them: the wallet (when it
@@ -51,7 +60,12 @@ local user_cap = optional_amount(ARGV[7], 'user_cap_nano')
 one_of(user_mode, 'user_mode', {'none', 'enforce', 'track_only', 'disabled'})
 local uses_org_cap = one_of(ARGV[9], 'uses_org_cap', {'1', '0'}) == '1'
 local uses_conn_cap = one_of(ARGV[10], 'uses_conn_cap', {'1', '0'}) == '1'
-if #ARGV < 12 or (#ARGV - 10) % 2 ~= 0 then
+local org_cap = optional_amount(ARGV[11], 'org_cap_nano')
+local conn_cap = optional_amount(ARGV[12], 'conn_cap_nano')
+local user_period, cap_period = ARGV[13], ARGV[14]
+if user_period ~= '' then integer(user_period, 'user_period') end
+if cap_period ~= '' then integer(cap_period, 'cap_period') end
+if #ARGV < 16 or (#ARGV - 14) % 2 ~= 0 then
   error('gw_invalid_argument: record_fields must come as one or more field, value pairs')
 end
 local has_user = user_mode ~= 'none'
@@ -98,26 +112,53 @@ end
 redis.call('SET', KEYS[11], '1', 'EX', marker_ttl)
 
 -- Releases the request's hold on the account at KEYS[index] (when it may hold one there) and
--- adds `delta` to `field`, when the account is in Redis (else it is not charged).
+-- adds `delta` to `field`, when the account is in Redis (else it is not charged). Returns the
+-- field's new value when it changed.
 local function release_and_charge(index, field, delta, may_hold)
-  if not exists(index) then return end
+  if not exists(index) then return nil end
   if may_hold then release_hold(KEYS[index], KEYS[index + 1], hold_member) end
-  if delta ~= 0 then redis.call('HINCRBY', KEYS[index], field, string.format('%.0f', delta)) end
+  if delta == 0 then return nil end
+  return redis.call('HINCRBY', KEYS[index], field, string.format('%.0f', delta))
+end
+
+-- 80% of a cap, rounded up, in exact steps (cap * 4 < 2^53 for any cap below 2^51).
+local function eighty_percent(cap)
+  local scaled = cap * 4
+  local rest = scaled % 5
+  return (scaled - rest) / 5 + (rest > 0 and 1 or 0)
+end
+
+-- Notes each mark of `cap` that this charge of `delta` took the account past.
+local crossings = {}
+local function note_crossings(scope, spent_after, delta, cap, period)
+  if spent_after == nil or cap == nil or cap <= 0 then return end
+  local spent_before = spent_after - delta
+  for _, mark in ipairs({{'0.8', eighty_percent(cap)}, {'1.0', cap}}) do
+    if spent_before < mark[2] and spent_after >= mark[2] then
+      crossings[#crossings + 1] = scope .. ':' .. mark[1] .. ':' .. string.format('%.0f', spent_after)
+        .. ':' .. string.format('%.0f', cap) .. ':' .. period
+    end
+  end
 end
 
 -- The wallet may hold (system route) or not (a BYOK credential paid): always released.
-release_and_charge(1, 'balance', -wallet_cost, true)
-if uses_org_cap then release_and_charge(3, 'spent', cost, true) end
-if uses_conn_cap then release_and_charge(5, 'spent', cost, true) end
+local wallet_after = release_and_charge(1, 'balance', -wallet_cost, true)
+if uses_org_cap then
+  note_crossings('org', release_and_charge(3, 'spent', cost, true), cost, org_cap, cap_period)
+end
+if uses_conn_cap then
+  note_crossings('conn', release_and_charge(5, 'spent', cost, true), cost, conn_cap, cap_period)
+end
 if user_exists then
-  release_and_charge(7, 'spent', cost, user_mode == 'enforce' and user_cap ~= nil)
+  local user_after = release_and_charge(7, 'spent', cost, user_mode == 'enforce' and user_cap ~= nil)
+  note_crossings('user', user_after, cost, user_cap, user_period)
 end
 for _, change in ipairs(taken) do
   redis.call('HINCRBY', KEYS[9], change[1], change[2])
 end
 
 local record = {}
-for index = 11, #ARGV do
+for index = 15, #ARGV do
   record[#record + 1] = ARGV[index]
 end
 local credits_cost_text = string.format('%.0f', credits_cost)
@@ -125,5 +166,13 @@ record[#record + 1] = 'credits_cost_nano'
 record[#record + 1] = credits_cost_text
 record[#record + 1] = 'credit_consumption'
 record[#record + 1] = table.concat(consumed, ',')
+if #crossings > 0 then
+  record[#record + 1] = 'threshold_crossings'
+  record[#record + 1] = table.concat(crossings, ',')
+end
+if wallet_after ~= nil then
+  record[#record + 1] = 'wallet_balance_after'
+  record[#record + 1] = string.format('%.0f', wallet_after)
+end
 local entry_id = redis.call('XADD', KEYS[12], '*', unpack(record))
 return {0, entry_id, credits_cost_text}

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { PROVIDERS, type ProviderId } from './providers/registry.js';
 import { parseClusterNodes } from './redis/connect.js';
 import { describeAllIssues } from './validation-messages.js';
+import { DEFAULT_RETRY_SCHEDULE_S, parseRetrySchedule } from './webhooks/retry-schedule.js';
 
 const optionalUrl = z
   .string()
@@ -124,6 +125,37 @@ export const configSchema = z.object({
   DASHBOARD_SIGNUP: booleanFlag.default(false),
   /** Owners and admins may add funds to their organization's wallet from the dashboard. */
   DASHBOARD_WALLET_TOPUP: booleanFlag.default(false),
+  /** Webhook attempts this instance runs at once (0: it delivers none; others do). */
+  WEBHOOK_DELIVERY_CONCURRENCY: z.coerce.number().int().min(0).max(64).default(4),
+  /** Delays in seconds between a delivery's attempts (docs/webhooks.md). */
+  WEBHOOK_RETRY_SCHEDULE: z
+    .string()
+    .default(DEFAULT_RETRY_SCHEDULE_S.join(','))
+    .transform((value, context) => {
+      try {
+        return parseRetrySchedule(value);
+      } catch (error) {
+        context.addIssue({ code: 'custom', message: (error as Error).message });
+        return z.NEVER;
+      }
+    }),
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+  /** An endpoint failing without a success for this long is disabled (5 days). */
+  WEBHOOK_DISABLE_AFTER_S: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(5 * 86_400),
+  /** How often an idle dispatcher looks for due deliveries. */
+  WEBHOOK_POLL_INTERVAL_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
+  /** How often credit-grant expiries are announced and old messages deleted. */
+  WEBHOOK_SWEEP_INTERVAL_MS: z.coerce.number().int().min(10).max(3_600_000).default(10_000),
+  /** Messages are kept this long (longer than a month: threshold events dedupe on them). */
+  WEBHOOK_RETENTION_DAYS: z.coerce.number().int().min(32).max(3650).default(45),
+  /** http:// endpoint URLs are accepted (tests, on-premise). */
+  WEBHOOK_ALLOW_HTTP: booleanFlag.default(false),
+  /** Endpoints may reach loopback and private addresses (tests, on-premise). */
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: booleanFlag.default(false),
   /** How long an OAuth authorization code waits for its exchange (RFC 6749: short). */
   OAUTH_CODE_TTL_MS: z.coerce.number().int().min(1_000).max(600_000).default(60_000),
 });

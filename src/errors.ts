@@ -128,6 +128,12 @@ export const errorCatalogue = {
     status: 400,
     summary: 'grant_type is not authorization_code',
   },
+  // Webhooks
+  gw_webhook_url_not_allowed: {
+    status: 400,
+    summary:
+      'a webhook URL that is not https, or that reaches a loopback, private, link-local or metadata address',
+  },
   // Gateway
   gw_unavailable: { status: 503, summary: 'the gateway is shutting down or a dependency is down' },
   gw_internal_error: { status: 500, summary: 'a bug; the request id identifies it in the logs' },

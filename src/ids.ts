@@ -41,7 +41,8 @@ export function sha256Hex(text: string): string {
 
 /** Readable ids for rows: a short type prefix and 20 base62 characters (~119 bits). */
 export function newId(
-  prefix: 'org' | 'app' | 'conn' | 'key' | 'svc' | 'pu' | 'cap' | 'grant' | 'cred' | 'usr',
+  prefix:
+    'org' | 'app' | 'conn' | 'key' | 'svc' | 'pu' | 'cap' | 'grant' | 'cred' | 'usr' | 'wh' | 'msg',
 ): string {
   return `${prefix}_${randomBase62(20)}`;
 }

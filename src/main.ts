@@ -65,6 +65,11 @@ import { serviceKeyInvalidation } from './admin/service-keys.js';
 import { metricsRoute, routeDeclarations, type RouteDeps } from './routes/index.js';
 import { loadDashboardBundle } from './routes/dashboard-ui/bundle.js';
 import { PiscinaTokenCounter } from './tokens/token-counter.js';
+import { announceExpiredGrants } from './product-users/grant-expiry.js';
+import { DeliveryClient } from './webhooks/delivery-client.js';
+import { WebhookDispatcher } from './webhooks/dispatcher.js';
+import type { WebhookSettings } from './webhooks/endpoints.js';
+import { deleteOldMessages } from './webhooks/retention.js';
 import { isGatewayWorker, reportWorkerListening, runPrimary, workerCount } from './workers.js';
 
 const CATALOG_REFRESH_MS = 60_000;
@@ -255,6 +260,12 @@ async function assembleGateway(
   closers.add('settle spool', settleSpool, (spool) => spool.stop());
   redis.on('ready', () => void settleSpool.replay());
 
+  const webhooks = closers.add(
+    'webhooks',
+    startWebhooks(config, secretBox, metrics, logger),
+    (started) => started.stop(),
+  );
+
   let draining = false;
   const services = {
     catalog,
@@ -329,6 +340,7 @@ async function assembleGateway(
       profiles: new ProductUserProfiles(db, new LiveBalanceReader(redis, keys, loader)),
       management: new ProductUserManagement(db, redis, keys, scripts),
     },
+    webhooks: { db, settings: webhooks.settings },
     oauth: {
       db,
       codes: new AuthorizationCodes(redis, keys, scripts, {
@@ -389,6 +401,62 @@ async function assembleGateway(
       if (remaining > 0)
         logger.warn({ remaining }, 'shutdown grace elapsed with requests in flight');
       await closers.closeAll(logger);
+    },
+  };
+}
+
+/**
+ * Webhooks on this instance: the dispatcher (its own Postgres pool, on this event loop: its
+ * attempts are network waits) and the periodic sweep (credit-grant expiries, old messages).
+ * WEBHOOK_DELIVERY_CONCURRENCY=0 leaves both to the other instances.
+ */
+function startWebhooks(
+  config: Config,
+  secretBox: ReturnType<typeof parseMasterKeys>,
+  metrics: GatewayMetrics,
+  logger: Logger,
+): { settings: WebhookSettings; stop(): Promise<void> } {
+  const policy = {
+    allowHttp: config.WEBHOOK_ALLOW_HTTP,
+    allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+  };
+  const settings: WebhookSettings = { policy, box: secretBox };
+  const concurrency = config.WEBHOOK_DELIVERY_CONCURRENCY;
+  if (concurrency === 0) return { settings, stop: () => Promise.resolve() };
+  const db = createDbPool(config.DATABASE_URL, concurrency + 1);
+  const client = new DeliveryClient(policy, config.WEBHOOK_TIMEOUT_MS);
+  const dispatcher = new WebhookDispatcher(
+    db,
+    client,
+    secretBox,
+    {
+      concurrency,
+      retryScheduleS: config.WEBHOOK_RETRY_SCHEDULE,
+      disableAfterMs: config.WEBHOOK_DISABLE_AFTER_S * 1000,
+      pollIntervalMs: config.WEBHOOK_POLL_INTERVAL_MS,
+    },
+    logger,
+    metrics,
+  );
+  dispatcher.start();
+  let sweeping: Promise<void> | undefined;
+  const sweepTimer = setInterval(() => {
+    sweeping ??= (async () => {
+      if ((await announceExpiredGrants(db)) > 0) dispatcher.wake();
+      await deleteOldMessages(db, config.WEBHOOK_RETENTION_DAYS);
+    })()
+      .catch((error: unknown) => logger.warn({ err: error }, 'webhook sweep failed'))
+      .finally(() => (sweeping = undefined));
+  }, config.WEBHOOK_SWEEP_INTERVAL_MS);
+  sweepTimer.unref();
+  return {
+    settings,
+    async stop() {
+      clearInterval(sweepTimer);
+      await dispatcher.stop();
+      await sweeping;
+      await client.close();
+      await db.end();
     },
   };
 }

@@ -1,6 +1,7 @@
 // Prometheus metrics (GET /metrics): requests by route and status with their latency, and the
 // usage writer's progress: rows written, failed writes, dead letters, and records still waiting
-// in Redis; and the settle spool: settles waiting on this instance's disk for Redis.
+// in Redis; the settle spool: settles waiting on this instance's disk for Redis; and the
+// webhook attempts.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 export class GatewayMetrics {
@@ -47,6 +48,13 @@ export class GatewayMetrics {
   readonly settleSpoolPending = new Gauge({
     name: 'gw_settle_spool_pending',
     help: 'Spooled settles of this instance still waiting for Redis (not yet charged or recorded)',
+    registers: [this.registry],
+  });
+
+  readonly webhookAttempts = new Counter({
+    name: 'gw_webhook_attempts_total',
+    help: 'Webhook delivery attempts of this instance: delivered (2xx), refused (another status), no_answer (timeout, network, refused address)',
+    labelNames: ['outcome'] as const,
     registers: [this.registry],
   });
 

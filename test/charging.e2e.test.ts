@@ -88,7 +88,8 @@ describe('a client gone before the vendor call', () => {
     const quiet = await seed(env);
     const body = JSON.stringify(chat('never sent to the vendor mock:output_tokens=3'));
     // Admission is held still on a row lock: this transaction inserts the product user the
-    // request names, so the gateway's own insert waits for it. The client leaves meanwhile.
+    // request names, so the gateway's own insert (a CTE that also queues its webhook event)
+    // waits for it. The client leaves meanwhile.
     const lock = await db.connect();
     try {
       await lock.query('BEGIN');
@@ -111,7 +112,7 @@ describe('a client gone before the vendor call', () => {
         const { rows } = await db.query<{ waiting: number }>(
           `SELECT count(*)::int AS waiting FROM pg_stat_activity
             WHERE datname = current_database() AND wait_event_type = 'Lock'
-              AND query LIKE 'INSERT INTO product_users%'`,
+              AND query LIKE '%INSERT INTO product_users%'`,
         );
         return rows[0]!.waiting > 0 ? true : undefined;
       });

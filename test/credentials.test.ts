@@ -5,6 +5,7 @@ import type { CatalogModel } from '../src/catalog/models.js';
 import { CredentialDirectory } from '../src/credentials/credential-directory.js';
 import { parseMasterKeys, SecretBoxError } from '../src/credentials/secret-box.js';
 import { tokenPriceFromDecimal } from '../src/money.js';
+import { openFromText } from '../src/webhooks/sealed-secret.js';
 import { isolatedContext } from './support/context.js';
 import { TEST_MASTER_KEY } from './support/env.js';
 import { runCli, runCliJson, seed, type SeededOrg } from './support/processes.js';
@@ -142,6 +143,11 @@ describe('gw credentials', () => {
       ],
       env,
     );
+    // A webhook endpoint's signing secret is sealed with the same master key.
+    const hook = await runCliJson<{ id: string; secret: string }>(
+      ['webhook', 'add', '--org-id', other.org_id, '--url', 'https://hooks.example.invalid/r'],
+      env,
+    );
     const newKey = Buffer.alloc(32, 11).toString('base64');
     const rotatedEnv = {
       ...env,
@@ -149,12 +155,24 @@ describe('gw credentials', () => {
       CREDENTIALS_MASTER_KEY_ID: 'test-k2',
       CREDENTIALS_PREVIOUS_KEYS: `test-k1:${TEST_MASTER_KEY}`,
     };
-    const rewrap = await runCliJson<{ rewrapped: number; current_key_id: string }>(
-      ['credentials', 'rewrap', '--org-id', other.org_id],
-      rotatedEnv,
+    const rewrap = await runCliJson<{
+      rewrapped: number;
+      current_key_id: string;
+      webhook_secrets_rewrapped: number;
+    }>(['credentials', 'rewrap', '--org-id', other.org_id], rotatedEnv);
+    expect(rewrap).toEqual({
+      rewrapped: 1,
+      current_key_id: 'test-k2',
+      webhook_secrets_rewrapped: 1,
+    });
+    const { rows: hooks } = await db.query<{ secret_sealed: string }>(
+      'SELECT secret_sealed FROM webhook_endpoints WHERE id = $1',
+      [hook.id],
     );
-    expect(rewrap.current_key_id).toBe('test-k2');
-    expect(rewrap.rewrapped).toBe(1);
+    expect(hooks[0]!.secret_sealed.startsWith('test-k2:')).toBe(true);
+    expect(
+      openFromText(parseMasterKeys(newKey, 'test-k2', undefined)!, hooks[0]!.secret_sealed),
+    ).toBe(hook.secret);
     const { rows } = await db.query<{
       key_id: string;
       iv: Buffer;
@@ -179,6 +197,7 @@ describe('gw credentials', () => {
       ...env,
       CREDENTIALS_PREVIOUS_KEYS: `test-k2:${newKey}`,
     });
+    await db.query('DELETE FROM webhook_endpoints WHERE id = $1', [hook.id]);
   });
 });
 

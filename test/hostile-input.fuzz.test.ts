@@ -251,6 +251,11 @@ async function dashboardSetup() {
     ],
     env,
   );
+  // A webhook endpoint the fuzz may change or remove (this gateway delivers none).
+  const webhook = await client.post<{ id: string }>(`/dashboard/api/orgs/${org.org_id}/webhooks`, {
+    url: 'https://hooks.example.invalid/fuzz-spare',
+  });
+  expect(webhook.status).toBe(201);
   // OAuth: clients of the seeded app, a token the fuzz may revoke, a client it may delete and
   // a connected app of the owner's it may revoke.
   const oauthRedirectUri = 'http://127.0.0.1:9/fuzz-callback';
@@ -291,6 +296,7 @@ async function dashboardSetup() {
     spareOrgId: ownerUser.personal_org_id,
     spareAppId: spareApp.body.id,
     spareCredentialId: credential.body.id,
+    spareWebhookId: webhook.body.id,
   };
 }
 
@@ -445,8 +451,10 @@ beforeAll(async () => {
 afterAll(async () => {
   await gateway?.stop();
   // The memory phase stores megabytes of metadata per user: do not keep it in the test database.
-  if (org)
+  if (org) {
     await db.query(`UPDATE product_users SET metadata = '{}' WHERE org_id = $1`, [org.org_id]);
+    await db.query('DELETE FROM webhook_endpoints WHERE org_id = $1', [org.org_id]);
+  }
 });
 
 describe(`hostile input (seed ${SEED})`, () => {

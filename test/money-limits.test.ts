@@ -210,6 +210,8 @@ describe('a script given an amount out of range writes nothing', () => {
         failedCredentialId: 'cred_x',
         cooldownUntilMs: Date.now() + 1000,
         amountNano: LUA_LIMIT,
+        failure: 'failed_over',
+        upstreamStatus: 429,
       }),
     ).rejects.toThrow(/gw_amount_out_of_range/);
     const wallet = keys.wallet(orgId);

@@ -81,6 +81,7 @@ const scriptKeys: { [N in ScriptName]: (orgId: string) => Record<string, string>
     wallet_expiries: keys.holdExpiries(keys.wallet(orgId)),
     cred_cooldowns: keys.credentialCooldowns(orgId),
     cred_rotation: keys.credentialRotation(orgId),
+    usage_stream: keys.usageStream(orgId),
   }),
   settle: (orgId) => ({
     ...requestAccountKeys(orgId),

@@ -1,12 +1,14 @@
 // API keys of an app connection: the one service the CLI (`gw api-key`) and the dashboard API
 // share. A raw key leaves this module once, in the answer to its creation or rotation; it is
 // never logged or audited. Every change reaches every instance's key cache through the key
-// store's invalidation (its generation guard keeps a racing lookup from caching the old state).
+// store's invalidation (its generation guard keeps a racing lookup from caching the old state),
+// and writes its webhook event (api_key.created / api_key.revoked) in its transaction.
 import { recordAudit } from '../audit/audit.js';
 import type { ApiKeyStore } from '../auth/api-key-store.js';
 import { CURSOR_COLUMN, readPage, type Page, type PageRequest } from '../db/pages.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
+import { emitEvent } from '../webhooks/outbox.js';
 import type { Actor } from './apps.js';
 import { revokeConnection } from './connections.js';
 import { createApiKey, DEFAULT_MODEL_POLICY } from './provisioning.js';
@@ -119,7 +121,9 @@ export async function createApiKeyAs(
         model_policy: modelPolicy,
       },
     });
-    return { row: await apiKeyById(client, key.id), rawKey: key.rawKey };
+    const row = await apiKeyById(client, key.id);
+    await emitEvent(client, row.org_id, 'api_key.created', apiKeyView(row));
+    return { row, rawKey: key.rawKey };
   });
 }
 
@@ -161,10 +165,13 @@ export async function rotateApiKeyAs(
       objectId: keyId,
       details: { replaced_by: key.id, grace_seconds: graceSeconds },
     });
-    return {
-      issued: { row: await apiKeyById(client, key.id), rawKey: key.rawKey },
-      previous: await apiKeyById(client, keyId),
-    };
+    const issued = await apiKeyById(client, key.id);
+    const previous = await apiKeyById(client, keyId);
+    await emitEvent(client, issued.org_id, 'api_key.created', apiKeyView(issued));
+    if (previous.status === 'revoked') {
+      await emitEvent(client, previous.org_id, 'api_key.revoked', apiKeyView(previous));
+    }
+    return { issued: { row: issued, rawKey: key.rawKey }, previous };
   });
   if ('code' in result) return result;
   await invalidateKey(db, apiKeys, keyId);
@@ -209,7 +216,9 @@ export async function revokeApiKeyAs(
       `SELECT ${COLUMNS} FROM api_keys WHERE id = $1`,
       [keyId],
     );
-    return found[0] ?? null;
+    const row = found[0] ?? null;
+    if (revoked && row) await emitEvent(client, row.org_id, 'api_key.revoked', apiKeyView(row));
+    return row;
   });
   if (row) await invalidateKey(db, apiKeys, keyId);
   return row;

@@ -115,7 +115,7 @@ export function capInvalidation(
   };
 }
 
-interface RuleRow {
+interface ActiveRuleRow {
   id: string;
   amount: string | null;
   per_user_amount: string | null;
@@ -124,6 +124,45 @@ interface RuleRow {
   credit_mode: string | null;
   overrun_policy: string | null;
   updated_at: Date;
+}
+
+/** A cap rule row as the webhook events read it (CAP_RULE_VIEW_COLUMNS). */
+export interface RuleRow {
+  id: string;
+  scope: string;
+  org_id: string;
+  app_connection_id: string | null;
+  product_user_id: string | null;
+  amount: string | null;
+  per_user_amount: string | null;
+  currency: string;
+  period: string;
+  credit_mode: string | null;
+  overrun_policy: string | null;
+  updated_at: Date;
+}
+
+/** The columns capRuleView reads. */
+export const CAP_RULE_VIEW_COLUMNS = `id, scope, org_id, app_connection_id, product_user_id,
+  amount::text, per_user_amount::text, currency, period, credit_mode, overrun_policy, updated_at`;
+
+/** A cap rule with its target, flat, as the webhook events show it. */
+export function capRuleView(rule: RuleRow): Record<string, unknown> {
+  return {
+    cap_rule_id: rule.id,
+    scope: rule.scope,
+    org_id: rule.org_id,
+    app_connection_id: rule.app_connection_id,
+    product_end_user_id: rule.product_user_id,
+    amount: nanoOrNull(rule.amount),
+    per_user_amount: nanoOrNull(rule.per_user_amount),
+    currency: rule.currency.trim(),
+    period: rule.period,
+    credit_mode: rule.credit_mode,
+    overrun_policy: rule.overrun_policy,
+    status: 'active',
+    updated_at: rule.updated_at.toISOString(),
+  };
 }
 
 const RULE_COLUMNS = `id, amount::text, per_user_amount::text, currency, period, credit_mode,
@@ -151,7 +190,7 @@ const targetId = (target: CapTarget): string =>
 const nanoOrNull = (text: string | null): string | null =>
   text === null ? null : formatNano(numericToNano(text));
 
-function ruleView(row: RuleRow | undefined): CapRuleView | null {
+function ruleView(row: ActiveRuleRow | undefined): CapRuleView | null {
   if (!row) return null;
   return {
     cap_rule_id: row.id,
@@ -361,8 +400,8 @@ async function activeRule(
   client: Pick<DbPool, 'query'>,
   target: CapTarget,
   lock: boolean,
-): Promise<RuleRow | undefined> {
-  const { rows } = await client.query<RuleRow>(
+): Promise<ActiveRuleRow | undefined> {
+  const { rows } = await client.query<ActiveRuleRow>(
     `SELECT ${RULE_COLUMNS} FROM cap_rules
       WHERE scope = $1 AND ${targetColumn[target.scope]} = $2 AND status = 'active'
       ${lock ? 'FOR UPDATE' : ''}`,

@@ -81,13 +81,18 @@ export interface FailoverRequest {
   readonly failedCredentialId: string;
   readonly cooldownUntilMs: number;
   readonly amountNano: bigint;
+  /** Why: the vendor refused the key (401/403), or it cannot serve now (rate limit, quota…). */
+  readonly failure: 'rejected' | 'failed_over';
+  /** The vendor's HTTP status (for the webhook event). */
+  readonly upstreamStatus: number;
 }
 
 export interface BudgetStore {
   reserve(request: ReserveRequest): Promise<ReserveOutcome>;
   /**
    * Cools a failed BYOK credential down (for every instance) and picks the next one, or the
-   * system route (holding the amount on the org wallet, which then pays).
+   * system route (holding the amount on the org wallet, which then pays). The call that starts
+   * the cooldown also records the provider_credential webhook event.
    */
   failover(request: FailoverRequest): Promise<FailoverOutcome>;
   /**

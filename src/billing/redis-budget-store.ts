@@ -138,12 +138,14 @@ export class RedisBudgetStore implements BudgetStore {
 
   async failover(request: FailoverRequest): Promise<FailoverOutcome> {
     const { accounts } = request;
+    await this.registerStream(accounts.orgId);
     const wallet = this.keys.wallet(accounts.orgId);
     const keys = {
       wallet,
       wallet_expiries: this.keys.holdExpiries(wallet),
       cred_cooldowns: this.keys.credentialCooldowns(accounts.orgId),
       cred_rotation: this.keys.credentialRotation(accounts.orgId),
+      usage_stream: this.keys.usageStream(accounts.orgId),
     };
     const call = async (): Promise<Array<string | number>> => {
       const now = Date.now();
@@ -156,6 +158,9 @@ export class RedisBudgetStore implements BudgetStore {
         amount_nano: request.amountNano.toString(),
         now_ms: now,
         expires_at_ms: now + this.reservationTtlMs,
+        org_id: accounts.orgId,
+        failure: request.failure,
+        upstream_status: request.upstreamStatus,
       })) as Array<string | number>;
     };
     let result = await call();
@@ -199,6 +204,11 @@ export class RedisBudgetStore implements BudgetStore {
         user_mode: accounts.user?.creditMode ?? 'none',
         uses_org_cap: accounts.orgCap ? '1' : '0',
         uses_conn_cap: accounts.connectionCap ? '1' : '0',
+        // What settle needs to note the cap marks a charge crosses (webhook events).
+        org_cap_nano: accounts.orgCap?.capNano.toString() ?? '',
+        conn_cap_nano: accounts.connectionCap?.capNano.toString() ?? '',
+        user_period: accounts.user?.period.key ?? '',
+        cap_period: (accounts.orgCap ?? accounts.connectionCap)?.period.key ?? '',
       },
       usageRecordToFields(record),
     )) as [SettleCode, string?, string?];

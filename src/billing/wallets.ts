@@ -20,10 +20,13 @@ export interface WalletActor {
   readonly userId: string;
 }
 
-/** One entry of a wallet's history: a top-up, or the difference a balance set made. */
+/**
+ * One entry of a wallet's history: a top-up, the difference a balance set made, or what
+ * usage records pruned from the ledger had taken (`gw usage prune`).
+ */
 export interface WalletTransaction {
   id: string;
-  kind: 'topup' | 'set';
+  kind: 'topup' | 'set' | 'usage_archived';
   /** Signed 12-digit decimal string. */
   amount: string;
   currency: string;
@@ -33,7 +36,7 @@ export interface WalletTransaction {
 
 export interface WalletTransactionRow {
   id: string;
-  kind: 'topup' | 'set';
+  kind: 'topup' | 'set' | 'usage_archived';
   amount: string;
   created_by: string | null;
   created_at: Date;

@@ -12,6 +12,7 @@ import { findProvider, PROVIDER_IDS, PROVIDERS } from '../providers/registry.js'
 import { mockServedVendors, providerSettings } from '../providers/system-routes.js';
 import { startMockVendors } from '../mock-vendors/server.js';
 import { CLI_ACTOR } from './api-key.js';
+import { rewrapSigningSecrets } from '../webhooks/sealed-secret.js';
 import type { CliContext } from './context.js';
 import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
 
@@ -25,7 +26,8 @@ gw credentials list --org-id O
 gw credentials update --id ID [--name N] [--model-policy P] [--priority 2] [--routing-mode M]
 gw credentials disable|enable|delete --id ID   (delete also revokes its grants)
 gw credentials grant|revoke-grant --id ID --app-connection-id C
-gw credentials rewrap [--org-id O]             re-encrypts credentials under the current master key
+gw credentials rewrap [--org-id O]             re-encrypts credentials and webhook signing secrets
+                                               under the current master key
   (set the new key as CREDENTIALS_MASTER_KEY/_ID and the old one in CREDENTIALS_PREVIOUS_KEYS)`;
 
 export async function credentialsCommand(context: CliContext, argv: string[]): Promise<void> {
@@ -68,7 +70,13 @@ export async function credentialsCommand(context: CliContext, argv: string[]): P
     return baseUrl;
   });
   try {
-    printJson(await run(store, action, values));
+    const result = await run(store, action, values);
+    if (action === 'rewrap' && box) {
+      const webhooks = await rewrapSigningSecrets(context.db, box, values['org-id']);
+      printJson({ ...(result as object), webhook_secrets_rewrapped: webhooks });
+      return;
+    }
+    printJson(result);
   } catch (error) {
     if (error instanceof CredentialError && error.kind === 'not_found')
       throw new UsageError(error.message, 'gw_not_found');

@@ -19,6 +19,7 @@ import { seedCommand, seedHelp } from './seed.js';
 import { serviceKeyCommand, serviceKeyHelp } from './service-key.js';
 import { usageCommand, usageHelp } from './usage.js';
 import { walletCommand, walletHelp } from './wallet.js';
+import { webhookCommand, webhookHelp } from './webhook.js';
 
 const help = `gw — admin CLI for the gw inference gateway
 
@@ -39,6 +40,8 @@ ${capHelp}
 ${productUserHelp}
 
 ${credentialsHelp}
+
+${webhookHelp}
 
 ${adminHelp}
 
@@ -64,6 +67,7 @@ const dataCommands: Record<string, DataCommand> = {
   'product-user': productUserCommand,
   credits: creditsCommand,
   credentials: credentialsCommand,
+  webhook: webhookCommand,
   admin: adminCommand,
   reconcile: reconcileCommand,
   usage: usageCommand,

@@ -1,5 +1,6 @@
-// gw wallet topup|set|show: the organization wallet.
+// gw wallet topup|set|show|alert: the organization wallet.
 import { readWallet } from '../admin/wallet.js';
+import { setWalletAlert } from '../billing/wallet-alert.js';
 import { parseAmountToNano } from '../money.js';
 import { CLI_ACTOR } from './api-key.js';
 import type { CliContext } from './context.js';
@@ -7,15 +8,27 @@ import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
 
 export const walletHelp = `gw wallet topup --org-id O --amount 100.00   adds funds
 gw wallet set   --org-id O --amount 0.00     sets the balance exactly
-gw wallet show  --org-id O                   prints balance and amount held by in-flight requests`;
+gw wallet show  --org-id O                   prints balance and amount held by in-flight requests
+gw wallet alert --org-id O --low-balance-threshold 5.00|none
+  A request that takes the balance below the threshold sends the wallet.low_balance webhook.`;
 
 export async function walletCommand(context: CliContext, argv: string[]): Promise<void> {
   const [action, ...rest] = argv;
-  const { values } = parseFlags(rest, { 'org-id': { type: 'string' }, amount: { type: 'string' } });
+  const { values } = parseFlags(rest, {
+    'org-id': { type: 'string' },
+    amount: { type: 'string' },
+    'low-balance-threshold': { type: 'string' },
+  });
   const orgId = requireFlag(values['org-id'], 'org-id');
   const exists = await context.db.query('SELECT 1 FROM wallets WHERE org_id = $1', [orgId]);
   if (exists.rowCount === 0)
     throw new UsageError(`no wallet for organization ${orgId}`, 'gw_not_found');
+  if (action === 'alert') {
+    const text = requireFlag(values['low-balance-threshold'], 'low-balance-threshold');
+    const threshold = text.trim() === 'none' ? null : parseAmountToNano(text);
+    printJson(await setWalletAlert(context.db, CLI_ACTOR, orgId, threshold));
+    return;
+  }
   if (action === 'topup') {
     await context.wallets.topUp(
       orgId,

@@ -116,6 +116,20 @@ export async function listCredentials(
   return { rows: paged.rows.map(toView), nextCursor: paged.nextCursor };
 }
 
+/** The views of these credentials (any status), by id: what webhook events about them carry. */
+export async function credentialViews(
+  db: Pick<DbPool, 'query'>,
+  ids: readonly string[],
+): Promise<Map<string, CredentialView>> {
+  const { rows } = await db.query<ViewRow>(
+    `SELECT ${VIEW_COLUMNS} FROM provider_credentials c
+       LEFT JOIN provider_credential_grants g ON g.credential_id = c.id
+      WHERE c.id = ANY($1::text[]) GROUP BY c.id`,
+    [ids],
+  );
+  return new Map(rows.map((row) => [row.id, toView(row)]));
+}
+
 export class CredentialStore {
   constructor(
     private readonly db: DbPool,

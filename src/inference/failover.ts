@@ -9,6 +9,7 @@ import type { CredentialDirectory } from '../credentials/credential-directory.js
 import { gwError, type GwError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { UpstreamExchange } from '../protocols/common/exchange.js';
+import { isRejectedKey } from '../providers/common/credential-failures.js';
 import type { SystemRoutes, VendorRoute } from '../providers/system-routes.js';
 import type { UpstreamCall, UpstreamRequest, UpstreamResponse } from '../providers/upstream.js';
 import type { Admission } from './admission.js';
@@ -116,6 +117,8 @@ export async function dispatchWithFailover(
         failedCredentialId: credentialId,
         cooldownUntilMs: ports.nowMs() + cooldownMs,
         amountNano: admission.reservedNano,
+        failure: isRejectedKey(response.statusCode) ? 'rejected' : 'failed_over',
+        upstreamStatus: response.statusCode,
       });
       ports.logger.info(
         {

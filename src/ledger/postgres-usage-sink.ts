@@ -1,23 +1,71 @@
 // Writes usage records into the partitioned usage_records table, many rows per statement.
 // Replays are harmless: ON CONFLICT (request_id, created_at) DO NOTHING. The same statement
-// upserts the daily rollups of the rows it actually inserted (usage-rollups.ts).
+// upserts the daily rollups of the rows it actually inserted (usage-rollups.ts). The webhook
+// events the batch describes (thresholds crossed, a wallet running low, a credential failing)
+// are written in the same transaction by the events port, when one is given.
 import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
+import type { Logger } from '../log.js';
 import { nanoToNumeric } from '../money.js';
+import type { UsageNotice } from './usage-notices.js';
 import type { UsageRecord } from './usage-record.js';
 import { withDailyRollup } from './usage-rollups.js';
+
+/** Writes the events a batch describes, in the batch's transaction (src/usage-events/). */
+export interface UsageEventWriter {
+  /** Whether the batch may hold an event (in memory: most batches hold none, and cost nothing). */
+  mayHaveEvents(records: readonly UsageRecord[], notices: readonly UsageNotice[]): boolean;
+  write(
+    client: DbClient,
+    records: readonly UsageRecord[],
+    notices: readonly UsageNotice[],
+  ): Promise<void>;
+}
 
 export class PostgresUsageSink {
   private readonly knownPartitions = new Set<string>();
 
-  constructor(private readonly db: DbPool) {}
+  constructor(
+    private readonly db: DbPool,
+    private readonly events?: { readonly writer: UsageEventWriter; readonly logger: Logger },
+  ) {}
 
-  async write(records: readonly UsageRecord[]): Promise<void> {
-    if (records.length === 0) return;
+  async write(
+    records: readonly UsageRecord[],
+    notices: readonly UsageNotice[] = [],
+  ): Promise<void> {
+    if (records.length === 0 && notices.length === 0) return;
     await this.ensurePartitions(records);
     await withTransaction(this.db, async (client) => {
-      await this.insertRecords(client, records);
-      await this.insertConsumptions(client, records);
+      if (records.length > 0) {
+        await this.insertRecords(client, records);
+        await this.insertConsumptions(client, records);
+      }
+      await this.writeEvents(client, records, notices);
     });
+  }
+
+  /**
+   * The batch's events, behind a savepoint: should they fail for what they hold (a bug), the
+   * money is still written — the events of this batch are lost and logged, the ledger never
+   * stalls. Connection failures fail the whole transaction, which is retried.
+   */
+  private async writeEvents(
+    client: DbClient,
+    records: readonly UsageRecord[],
+    notices: readonly UsageNotice[],
+  ): Promise<void> {
+    if (!this.events?.writer.mayHaveEvents(records, notices)) return;
+    await client.query('SAVEPOINT usage_events');
+    try {
+      await this.events.writer.write(client, records, notices);
+      await client.query('RELEASE SAVEPOINT usage_events');
+    } catch (error) {
+      await client.query('ROLLBACK TO SAVEPOINT usage_events');
+      this.events.logger.error(
+        { err: error, records: records.length, notices: notices.length },
+        'usage writer: webhook events of a batch could not be written; the batch is written without them',
+      );
+    }
   }
 
   private async insertRecords(client: DbClient, records: readonly UsageRecord[]): Promise<void> {

@@ -3,6 +3,17 @@
 
 export type UsageStatus = 'completed' | 'incomplete' | 'upstream_error' | 'client_aborted';
 
+/** A cap mark (80% or 100%) that a settle's charge took an account past (settle.lua). */
+export interface ThresholdCrossing {
+  /** Whose cap: the product user's allowance, the org's or the app connection's. */
+  readonly scope: 'user' | 'org' | 'conn';
+  readonly threshold: '0.8' | '1.0';
+  readonly spentAfterNano: bigint;
+  readonly capNano: bigint;
+  /** The account's period key (its start, epoch ms). */
+  readonly periodKey: string;
+}
+
 export interface UsageRecord {
   readonly requestId: string;
   /** Settle time; part of the ledger's primary key, so it is fixed before the stream. */
@@ -39,6 +50,10 @@ export interface UsageRecord {
     readonly grantId: string;
     readonly amountNano: bigint;
   }>;
+  /** Set by settle.lua for webhook events: the cap marks this charge crossed. */
+  readonly thresholdCrossings?: readonly ThresholdCrossing[];
+  /** Set by settle.lua when the wallet paid: its balance right after this charge. */
+  readonly walletBalanceAfterNano?: bigint | null;
 }
 
 /** "grant_a:120,grant_b:5" (as settle.lua writes it) → consumption entries. */
@@ -86,6 +101,25 @@ export function usageRecordToFields(record: UsageRecord): string[] {
   return ['record', JSON.stringify(fields)];
 }
 
+const CROSSING = /^(user|org|conn):(0\.8|1\.0):(-?\d+):(\d+):(\d*)$/;
+
+/** "user:0.8:800:1000:1767225600000,org:1.0:…" (as settle.lua writes it) → crossings. */
+function parseCrossings(text: string): ThresholdCrossing[] {
+  if (text === '') return [];
+  return text.split(',').map((part) => {
+    const match = CROSSING.exec(part);
+    if (!match)
+      throw new UsageRecordFormatError('usage entry has an unreadable threshold crossing');
+    return {
+      scope: match[1] as ThresholdCrossing['scope'],
+      threshold: match[2] as ThresholdCrossing['threshold'],
+      spentAfterNano: BigInt(match[3]!),
+      capNano: BigInt(match[4]!),
+      periodKey: match[5]!,
+    };
+  });
+}
+
 export class UsageRecordFormatError extends Error {
   override readonly name = 'UsageRecordFormatError';
 }
@@ -126,6 +160,9 @@ export function usageRecordFromFields(fields: readonly string[]): UsageRecord {
   const route = text('route');
   const status = text('status');
   const upstreamStatus = optional('upstream_status');
+  const walletAfter = map.get('wallet_balance_after');
+  if (walletAfter !== undefined && !/^-?\d{1,20}$/.test(walletAfter))
+    throw new UsageRecordFormatError('usage entry wallet_balance_after is not an integer');
   return {
     requestId: text('request_id'),
     createdAt,
@@ -155,5 +192,7 @@ export function usageRecordFromFields(fields: readonly string[]): UsageRecord {
     servedByMock: map.get('served_by_mock') === '1',
     creditsCostNano: BigInt(map.get('credits_cost_nano') ?? '0'),
     creditConsumption: parseConsumption(map.get('credit_consumption') ?? ''),
+    thresholdCrossings: parseCrossings(map.get('threshold_crossings') ?? ''),
+    walletBalanceAfterNano: walletAfter === undefined ? null : BigInt(walletAfter),
   };
 }

@@ -26,7 +26,8 @@ export type UsageWriterThreadMessage =
 export const STOP_WRITER = 'stop';
 
 const RESTART_DELAY_MS = 1000;
-const WORKER_SCRIPT = new URL('./usage-writer-worker.js', import.meta.url);
+/** The thread's composition root lives beside src/main.ts (it wires the webhook events in). */
+const WORKER_SCRIPT = new URL('../usage-writer-worker.js', import.meta.url);
 
 export class UsageWriterThread {
   private worker: Worker | undefined;

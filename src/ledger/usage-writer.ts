@@ -7,6 +7,7 @@ import type { Logger } from '../log.js';
 import { USAGE_CONSUMER_GROUP, type RedisKeys } from '../redis/keys.js';
 import type { PostgresUsageSink } from './postgres-usage-sink.js';
 import { isRowRefusal, type DeadLetter, type UsageDeadLetters } from './usage-dead-letters.js';
+import { isNoticeEntry, usageNoticeFromFields, type UsageNotice } from './usage-notices.js';
 import { usageRecordFromFields, type UsageRecord } from './usage-record.js';
 import {
   createGroup,
@@ -206,7 +207,11 @@ export class UsageStreamWriter {
     for (const [stream, entries] of batch) {
       for (const [id, fields] of entries) {
         try {
-          readable.push({ stream, id, fields, record: usageRecordFromFields(fields) });
+          readable.push(
+            isNoticeEntry(fields)
+              ? { stream, id, fields, notice: usageNoticeFromFields(fields) }
+              : { stream, id, fields, record: usageRecordFromFields(fields) },
+          );
         } catch (error) {
           unreadable.push(deadLetter({ stream, id, fields }, error));
         }
@@ -228,7 +233,7 @@ export class UsageStreamWriter {
         await sleep(RETRY_BACKOFF_MS);
       }
     }
-    const written = readable.length - refused.length;
+    const written = readable.filter((entry) => entry.record).length - refused.length;
     this.metrics.usageRowsWritten.inc(written);
     const deadLettered = unreadable.length + refused.length;
     if (deadLettered > 0) {
@@ -248,7 +253,10 @@ export class UsageStreamWriter {
   private async writeOrSplit(entries: readonly DecodedEntry[]): Promise<DeadLetter[]> {
     if (entries.length === 0) return [];
     try {
-      await this.sink.write(entries.map((entry) => entry.record));
+      await this.sink.write(
+        entries.flatMap((entry) => (entry.record ? [entry.record] : [])),
+        entries.flatMap((entry) => (entry.notice ? [entry.notice] : [])),
+      );
       return [];
     } catch (error) {
       if (!isRowRefusal(error)) throw error;
@@ -262,15 +270,23 @@ export class UsageStreamWriter {
   }
 }
 
+/** A stream entry read: a usage record, or a notice for the webhooks (usage-notices.ts). */
 interface DecodedEntry {
   readonly stream: string;
   readonly id: string;
   readonly fields: string[];
-  readonly record: UsageRecord;
+  readonly record?: UsageRecord;
+  readonly notice?: UsageNotice;
 }
 
 function deadLetter(
-  entry: { stream: string; id: string; fields: string[]; record?: UsageRecord },
+  entry: {
+    stream: string;
+    id: string;
+    fields: string[];
+    record?: UsageRecord;
+    notice?: UsageNotice;
+  },
   error: unknown,
 ): DeadLetter {
   return {
@@ -278,7 +294,7 @@ function deadLetter(
     entryId: entry.id,
     fields: entry.fields,
     reason: error instanceof Error ? error.message : String(error),
-    requestId: entry.record?.requestId ?? null,
-    orgId: entry.record?.orgId ?? null,
+    requestId: entry.record?.requestId ?? entry.notice?.requestId ?? null,
+    orgId: entry.record?.orgId ?? entry.notice?.orgId ?? null,
   };
 }

@@ -1,6 +1,12 @@
 // Connected apps: an organization's OAuth connections as its members see them — which app,
 // who connected it, whether its token was issued, and what it spent (this calendar month and
 // in total, from the daily rollups the usage writer keeps) — and the members' revocation.
+import {
+  CONNECTED_APP_COLUMNS,
+  CONNECTED_APP_FROM,
+  connectedAppObject,
+  type ConnectedAppRow,
+} from '../admin/connection-events.js';
 import { revokeConnection } from '../admin/connections.js';
 import type { Actor } from '../admin/apps.js';
 import type { ApiKeyStore } from '../auth/api-key-store.js';
@@ -11,38 +17,11 @@ import { formatNano, SETTLEMENT_CURRENCY } from '../money.js';
 
 type ApiKeyInvalidation = Pick<ApiKeyStore, 'invalidate'>;
 
-/** A connected app as the paying organization sees it, with what it spent. */
-export interface ConnectedAppRow {
-  readonly id: string;
-  readonly org_id: string;
-  readonly app_id: string;
-  readonly app_name: string;
-  readonly oauth_client_id: string;
-  readonly client_name: string | null;
-  readonly status: 'active' | 'revoked';
-  readonly connected_by_email: string | null;
-  readonly token_issued_at: Date | null;
-  readonly created_at: Date;
-  readonly revoked_at: Date | null;
-  readonly cursor_us: string;
-}
-
 export interface Spend {
   readonly costNano: bigint;
   readonly walletCostNano: bigint;
   readonly requests: number;
 }
-
-const CONNECTED_APP_COLUMNS = `c.id, c.org_id, c.app_id, a.name AS app_name, c.oauth_client_id,
-  oc.name AS client_name, c.status, u.email AS connected_by_email,
-  (SELECT min(k.created_at) FROM api_keys k
-    WHERE k.app_connection_id = c.id AND k.kind = 'oauth_token') AS token_issued_at,
-  c.created_at, c.revoked_at,
-  (extract(epoch FROM c.created_at) * 1000000)::bigint::text AS cursor_us`;
-const CONNECTED_APP_FROM = `app_connections c
-  JOIN apps a ON a.id = c.app_id
-  LEFT JOIN oauth_clients oc ON oc.id = c.oauth_client_id
-  LEFT JOIN dashboard_users u ON u.id = c.connected_by_user_id`;
 
 /** A connected app with what it spent this calendar month (UTC) and in total. */
 export interface ConnectedAppWithSpend extends ConnectedAppRow {
@@ -57,17 +36,7 @@ export function connectedAppView(row: ConnectedAppWithSpend): Record<string, unk
     requests: value.requests,
   });
   return {
-    id: row.id,
-    org_id: row.org_id,
-    app_id: row.app_id,
-    app_name: row.app_name,
-    oauth_client_id: row.oauth_client_id,
-    client_name: row.client_name,
-    status: row.status,
-    connected_by: row.connected_by_email,
-    token_issued_at: row.token_issued_at?.toISOString() ?? null,
-    created_at: row.created_at.toISOString(),
-    revoked_at: row.revoked_at?.toISOString() ?? null,
+    ...connectedAppObject(row),
     currency: SETTLEMENT_CURRENCY,
     spend: { this_month: money(spend.thisMonth), total: money(spend.total) },
   };

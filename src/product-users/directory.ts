@@ -1,6 +1,7 @@
 // Finds or creates product users on the request path. One upsert in Postgres makes the first
-// sight of a user atomic (concurrent first requests create exactly one row); an in-process
-// LRU keeps the steady state off the database.
+// sight of a user atomic (concurrent first requests create exactly one row) and, in the same
+// statement, queues its product_user.created webhook event; an in-process LRU keeps the steady
+// state off the database.
 import {
   encodeInvalidation,
   type CacheInvalidation,
@@ -9,7 +10,9 @@ import {
 import { LocalCache } from '../cache/local-cache.js';
 import type { DbPool } from '../db/pool.js';
 import { newId, sha256Hex } from '../ids.js';
+import { outboxMessage, queueMessagesSql } from '../webhooks/outbox.js';
 import type { ProductUserProfile } from './attribution.js';
+import { productUserObject } from './profile.js';
 
 export interface ResolveProductUser {
   readonly orgId: string;
@@ -114,30 +117,58 @@ export class ProductUserDirectory implements InvalidatedCache {
 
   private async upsert(input: ResolveProductUser): Promise<ResolvedProductUser> {
     const { profile } = input;
+    const id = newId('pu');
+    const emailHashed = profile.email !== undefined ? emailHash(profile.email) : null;
+    // The event of a first sight describes the row this statement inserts (when it does).
+    const created = outboxMessage({
+      orgId: input.orgId,
+      type: 'product_user.created',
+      data: productUserObject({
+        id,
+        org_id: input.orgId,
+        app_id: input.appId,
+        external_user_id: input.externalUserId,
+        display_name: profile.displayName ?? '',
+        email_hash: emailHashed,
+        status: 'active',
+        metadata: (profile.metadata as Record<string, unknown> | undefined) ?? {},
+        allowance_starts_at: null,
+        last_app_connection_id: input.appConnectionId,
+      }),
+    });
     const { rows } = await this.db.query<{
       id: string;
       status: 'active' | 'blocked';
       allowance_starts_at: Date | null;
     }>(
-      `INSERT INTO product_users (id, org_id, app_id, external_user_id, display_name, email_hash,
-                                  metadata, last_app_connection_id)
-       VALUES ($1, $2, $3, $4, COALESCE($5, ''), $6, COALESCE($7::jsonb, '{}'::jsonb), $8)
-       ON CONFLICT (org_id, app_id, external_user_id) DO UPDATE SET
-         display_name = COALESCE($5, product_users.display_name),
-         email_hash = COALESCE($6, product_users.email_hash),
-         metadata = COALESCE($7::jsonb, product_users.metadata),
-         last_app_connection_id = $8,
-         updated_at = now()
-       RETURNING id, status, allowance_starts_at`,
+      `WITH upserted AS (
+         INSERT INTO product_users (id, org_id, app_id, external_user_id, display_name, email_hash,
+                                    metadata, last_app_connection_id)
+         VALUES ($1, $2, $3, $4, COALESCE($5, ''), $6, COALESCE($7::jsonb, '{}'::jsonb), $8)
+         ON CONFLICT (org_id, app_id, external_user_id) DO UPDATE SET
+           display_name = COALESCE($5, product_users.display_name),
+           email_hash = COALESCE($6, product_users.email_hash),
+           metadata = COALESCE($7::jsonb, product_users.metadata),
+           last_app_connection_id = $8,
+           updated_at = now()
+         RETURNING id, org_id, status, allowance_starts_at, (xmax = 0) AS inserted),
+       webhook_source AS (
+         SELECT $9::text AS id, u.org_id, 'product_user.created'::text AS event_type,
+                $10::text AS payload, NULL::text AS dedupe_key, 1::bigint AS ord
+           FROM upserted u WHERE u.inserted),
+       ${queueMessagesSql('webhook_source')}
+       SELECT id, status, allowance_starts_at FROM upserted`,
       [
-        newId('pu'),
+        id,
         input.orgId,
         input.appId,
         input.externalUserId,
         profile.displayName ?? null,
-        profile.email !== undefined ? emailHash(profile.email) : null,
+        emailHashed,
         profile.metadata !== undefined ? JSON.stringify(profile.metadata) : null,
         input.appConnectionId,
+        created.id,
+        created.payload,
       ],
     );
     const row = rows[0]!;

@@ -1,6 +1,7 @@
 // Writes on product users shared by the management API and the admin CLI: the profile
 // upsert (with the allowance anchor rules), credit grants and block/unblock. Every change
-// that affects the request path is pushed to the gateway instances' caches.
+// that affects the request path is pushed to the gateway instances' caches; every change a
+// webhook event describes writes it in the change's transaction.
 import type { RedisClient } from '../redis/connect.js';
 import { recordAudit, type AuditEntry } from '../audit/audit.js';
 import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
@@ -9,8 +10,9 @@ import { assertAmountInRange, formatNano, nanoToNumeric, numericToNano } from '.
 import { CREDITS_TTL_MS, NEVER_EXPIRES_MS } from '../billing/account-loader.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts, ScriptKeys } from '../redis/scripts.js';
+import { emitEvent } from '../webhooks/outbox.js';
 import { emailHash, productUserInvalidation } from './directory.js';
-import type { ProductUserRow } from './profile.js';
+import { PRODUCT_USER_COLUMNS, productUserObject, type ProductUserRow } from './profile.js';
 
 export class ProductUserRuleError extends Error {
   override readonly name = 'ProductUserRuleError';
@@ -156,6 +158,10 @@ export class ProductUserManagement {
           keepAnchor,
         ],
       );
+      const { inserted, ...user } = upserted.rows[0]!;
+      if (inserted) {
+        await emitEvent(client, user.org_id, 'product_user.created', productUserObject(user));
+      }
       return upserted.rows;
     });
     const { inserted, ...user } = rows[0]!;
@@ -172,13 +178,28 @@ export class ProductUserManagement {
     audit?: AuditEntry,
   ): Promise<boolean> {
     const changed = await withTransaction(this.db, async (client) => {
-      const { rowCount } = await client.query(
+      const { rows: before } = await client.query<{ status: string }>(
+        `SELECT status FROM product_users
+          WHERE org_id = $1 AND app_id = $2 AND external_user_id = $3 FOR UPDATE`,
+        [orgId, appId, externalUserId],
+      );
+      if (!before[0]) return false;
+      const { rows: after } = await client.query<ProductUserRow>(
         `UPDATE product_users SET status = $4, updated_at = now()
-          WHERE org_id = $1 AND app_id = $2 AND external_user_id = $3`,
+          WHERE org_id = $1 AND app_id = $2 AND external_user_id = $3
+          RETURNING ${PRODUCT_USER_COLUMNS}`,
         [orgId, appId, externalUserId, status],
       );
-      if (rowCount !== 0 && audit) await recordAudit(client, audit);
-      return rowCount !== 0;
+      if (audit) await recordAudit(client, audit);
+      if (before[0].status !== status) {
+        await emitEvent(
+          client,
+          orgId,
+          status === 'blocked' ? 'product_user.blocked' : 'product_user.unblocked',
+          productUserObject(after[0]!),
+        );
+      }
+      return true;
     });
     if (!changed) return false;
     await this.announce(orgId, appId, externalUserId);
@@ -227,7 +248,10 @@ export class ProductUserManagement {
         ],
       );
       const grant = result.rows[0];
-      if (grant && audit) await recordAudit(client, { ...audit, objectId: grant.id });
+      if (grant) {
+        if (audit) await recordAudit(client, { ...audit, objectId: grant.id });
+        await emitEvent(client, grant.org_id, 'credit_grant.created', grantFromRow(grant));
+      }
       return result;
     });
     const row = inserted.rows[0];
@@ -260,7 +284,11 @@ export class ProductUserManagement {
           RETURNING id, product_user_id, amount::text, currency, expires_at, reason, status, created_at, org_id`,
         [grantId],
       );
-      if (result.rows[0] && audit) await recordAudit(client, audit);
+      const revoked = result.rows[0];
+      if (revoked) {
+        if (audit) await recordAudit(client, audit);
+        await emitEvent(client, revoked.org_id, 'credit_grant.revoked', grantFromRow(revoked));
+      }
       return result.rows;
     });
     const row = rows[0];

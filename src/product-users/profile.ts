@@ -31,6 +31,25 @@ export const PRODUCT_USER_COLUMNS = `id, org_id, app_id, external_user_id, displ
 
 const iso = (date: Date | null): string | null => (date ? date.toISOString() : null);
 
+/**
+ * A product user as the profile shows it, without the live parts (allowance, cap, credits,
+ * usage): what webhook events about the user carry as `data`.
+ */
+export function productUserObject(user: ProductUserRow): Record<string, unknown> {
+  return {
+    product_end_user_id: user.id,
+    org_id: user.org_id,
+    app_id: user.app_id,
+    external_user_id: user.external_user_id,
+    display_name: user.display_name,
+    email_hash: user.email_hash ?? '',
+    status: user.status,
+    metadata: user.metadata,
+    allowance_starts_at: iso(user.allowance_starts_at),
+    last_app_connection_id: user.last_app_connection_id ?? '',
+  };
+}
+
 export interface CreditsSummary {
   currency: string;
   available_credits: string;
@@ -70,16 +89,7 @@ export class ProductUserProfiles {
     ]);
     const allowanceParts = await this.allowance(user, now, credits);
     return {
-      product_end_user_id: user.id,
-      org_id: user.org_id,
-      app_id: user.app_id,
-      external_user_id: user.external_user_id,
-      display_name: user.display_name,
-      email_hash: user.email_hash ?? '',
-      status: user.status,
-      metadata: user.metadata,
-      allowance_starts_at: iso(user.allowance_starts_at),
-      last_app_connection_id: user.last_app_connection_id ?? '',
+      ...productUserObject(user),
       ...allowanceParts,
       credits,
       usage,

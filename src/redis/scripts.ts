@@ -93,7 +93,7 @@ export const scriptSpecs = {
   },
   failover: {
     file: 'failover',
-    keys: ['wallet', 'wallet_expiries', 'cred_cooldowns', 'cred_rotation'],
+    keys: ['wallet', 'wallet_expiries', 'cred_cooldowns', 'cred_rotation', 'usage_stream'],
     args: [
       'request_id',
       'failed_credential_id',
@@ -103,6 +103,9 @@ export const scriptSpecs = {
       'amount_nano',
       'now_ms',
       'expires_at_ms',
+      'org_id',
+      'failure',
+      'upstream_status',
     ],
   },
   settle: {
@@ -119,6 +122,10 @@ export const scriptSpecs = {
       'user_mode',
       'uses_org_cap',
       'uses_conn_cap',
+      'org_cap_nano',
+      'conn_cap_nano',
+      'user_period',
+      'cap_period',
     ],
     rest: 'record_fields',
   },

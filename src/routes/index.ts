@@ -78,6 +78,16 @@ import {
   unblockProductUserRoute,
 } from './dashboard/product-users/status.js';
 import { usageRoute } from './dashboard/usage.js';
+import { getWalletAlertRoute, setWalletAlertRoute } from './dashboard/wallet-alert.js';
+import { createWebhookRoute } from './dashboard/webhooks/create.js';
+import { deleteWebhookRoute } from './dashboard/webhooks/delete.js';
+import { webhookDeliveriesRoute } from './dashboard/webhooks/deliveries.js';
+import { listWebhooksRoute } from './dashboard/webhooks/list.js';
+import { redeliverWebhookRoute } from './dashboard/webhooks/redeliver.js';
+import { rotateWebhookSecretRoute } from './dashboard/webhooks/rotate.js';
+import type { WebhookRouteDeps } from './dashboard/webhooks/schema.js';
+import { testWebhookRoute } from './dashboard/webhooks/test.js';
+import { updateWebhookRoute } from './dashboard/webhooks/update.js';
 import { listConnectedAppsRoute } from './dashboard/connected-apps/list.js';
 import { revokeConnectedAppRoute } from './dashboard/connected-apps/revoke.js';
 import { createOAuthClientRoute } from './dashboard/oauth-clients/create.js';
@@ -125,6 +135,7 @@ export interface RouteDeps extends AccountDeps, CredentialRouteDeps, OAuthDeps {
   /** Operator switches of the dashboard API (src/config.ts). */
   readonly dashboardSettings: { readonly walletTopUp: boolean };
   readonly productUsers: ProductUserRouteDeps;
+  readonly webhooks: WebhookRouteDeps;
   readonly readiness: ReadinessProbe;
   readonly metricsRegistry: Registry;
   readonly openApiDocument: Record<string, unknown>;
@@ -201,6 +212,16 @@ export const routeDeclarations: readonly DeclaredRoute<RouteDeps>[] = [
   listCreditGrantsRoute,
   createCreditGrantRoute,
   revokeCreditGrantRoute,
+  listWebhooksRoute,
+  createWebhookRoute,
+  updateWebhookRoute,
+  deleteWebhookRoute,
+  rotateWebhookSecretRoute,
+  testWebhookRoute,
+  webhookDeliveriesRoute,
+  redeliverWebhookRoute,
+  getWalletAlertRoute,
+  setWalletAlertRoute,
   authorizePageRoute,
   authorizeDecisionRoute,
   tokenRoute,

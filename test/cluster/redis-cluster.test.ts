@@ -118,6 +118,10 @@ describe('the local Redis Cluster', () => {
           user_mode: 'none',
           uses_org_cap: '0',
           uses_conn_cap: '0',
+          org_cap_nano: '',
+          conn_cap_nano: '',
+          user_period: '',
+          cap_period: '',
         },
       ),
     ).rejects.toThrow(/CROSSSLOT/);

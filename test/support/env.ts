@@ -37,5 +37,8 @@ export function baseEnv(prefix: string): Record<string, string> {
     CREDENTIALS_MASTER_KEY_ID: 'test-k1',
     PORT: '0',
     METRICS_PORT: '0',
+    // Test gateways deliver no webhooks unless a test asks (webhook-receiver.ts: webhookEnv):
+    // all of them share one database, so any dispatcher would deliver any test's messages.
+    WEBHOOK_DELIVERY_CONCURRENCY: '0',
   };
 }

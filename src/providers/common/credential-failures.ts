@@ -17,6 +17,11 @@ function retryAfterMs(retryAfter: string | undefined): number | undefined {
     : Math.min(Math.max(0, date - Date.now()), MAX_RETRY_AFTER_MS);
 }
 
+/** True when the vendor answer means it no longer accepts the key (not a passing condition). */
+export function isRejectedKey(status: number): boolean {
+  return status === 401 || status === 403;
+}
+
 /**
  * The cooldown for a credential after this vendor answer, or undefined when the answer is not
  * the credential's fault (a bad request fails the same on any key: no failover).
@@ -35,6 +40,6 @@ export function credentialCooldownMs(
   }
   if (status === 402) return hinted ?? QUOTA_COOLDOWN_MS;
   if (status === 529 || status === 503) return hinted ?? OVERLOADED_COOLDOWN_MS;
-  if (status === 401 || status === 403) return REJECTED_KEY_COOLDOWN_MS;
+  if (isRejectedKey(status)) return REJECTED_KEY_COOLDOWN_MS;
   return undefined;
 }

@@ -53,6 +53,8 @@ export interface FuzzTarget {
   readonly spareAppId: string;
   /** A provider credential granted only to the spare connection (never serves the fuzz). */
   readonly spareCredentialId: string;
+  /** A webhook endpoint the fuzz may change, test, rotate or delete. */
+  readonly spareWebhookId: string;
   /** OAuth: a confidential client (its secret), a public one, and their redirect URI. */
   readonly oauthClientId: string;
   readonly oauthClientSecret: string;
@@ -353,6 +355,30 @@ const capSpecs = (
   dashboardWrite('PUT', path, 1.2, params, body, fields),
   { method: 'DELETE', path, auth: 'session', weight: 0.4, params },
 ];
+const ofWebhook = (target: FuzzTarget) => ({
+  org_id: target.orgId,
+  webhook_id: target.spareWebhookId,
+});
+const webhookUrls: readonly Hostile[] = [
+  { name: 'url-loopback', value: 'https://127.0.0.1/hook' },
+  { name: 'url-metadata', value: 'https://169.254.169.254/latest/meta-data/' },
+  { name: 'url-localhost', value: 'https://localhost/hook' },
+  { name: 'url-http', value: 'http://hooks.example.invalid/hook' },
+  { name: 'url-credentials', value: 'https://u:p@hooks.example.invalid/' },
+  { name: 'url-ipv6-mapped', value: 'https://[::ffff:10.0.0.1]/' },
+  { name: 'url-javascript', value: 'javascript:alert(1)' },
+];
+const eventTypeLists: readonly Hostile[] = [
+  { name: 'events-unknown', value: ['nope'] },
+  { name: 'events-many', value: Array.from({ length: 100 }, () => 'cap.threshold') },
+  { name: 'events-not-list', value: 'cap.threshold' },
+];
+const webhookFields = [
+  field('url', webhookUrls, strings, hostileOthers),
+  field('description', strings, hostileOthers),
+  field('event_types', eventTypeLists, anything),
+  field('x_unknown', anything),
+];
 const usageGroups: readonly string[] = ['day', 'model', 'connection', 'product_user', 'week', ''];
 const usageDays: readonly string[] = [
   '2026-01-01',
@@ -382,10 +408,7 @@ const connectionBody = (_target: FuzzTarget, random: Random) => ({
   credit_mode: random.pick(['enforce', 'track_only']),
 });
 
-/**
- * The dashboard's routes (sessions, sign-up, orgs, apps, connections, members, keys, audit log,
- * models, usage, product users, caps, wallet, credentials, overview).
- */
+/** The dashboard's routes (sessions, orgs, apps, connections, members, audit log, models). */
 export const dashboardRouteSpecs: readonly RouteSpec[] = [
   {
     method: 'POST',
@@ -638,6 +661,98 @@ export const dashboardRouteSpecs: readonly RouteSpec[] = [
     weight: 0.5,
     params: ofGrant,
   },
+  {
+    method: 'GET',
+    path: '/dashboard/api/orgs/{org_id}/webhooks',
+    auth: 'session',
+    weight: 1,
+    params: ofOrg,
+  },
+  dashboardWrite(
+    'POST',
+    '/dashboard/api/orgs/{org_id}/webhooks',
+    1.5,
+    ofOrg,
+    (_target, random) => ({
+      url: `https://hooks.example.invalid/${random.alnum(6)}`,
+      event_types: [random.pick(['cap.threshold', 'wallet.low_balance'])],
+    }),
+    webhookFields,
+  ),
+  dashboardWrite(
+    'PATCH',
+    '/dashboard/api/orgs/{org_id}/webhooks/{webhook_id}',
+    1.5,
+    ofWebhook,
+    (_target, random) => ({ description: `fuzz ${random.alnum(4)}`, enabled: random.chance(0.8) }),
+    [...webhookFields, field('enabled', anything)],
+  ),
+  {
+    method: 'DELETE',
+    path: '/dashboard/api/orgs/{org_id}/webhooks/{webhook_id}',
+    auth: 'session',
+    weight: 0.3,
+    params: ofWebhook,
+  },
+  dashboardWrite(
+    'POST',
+    '/dashboard/api/orgs/{org_id}/webhooks/{webhook_id}/rotate-secret',
+    0.5,
+    ofWebhook,
+    (_target, random) => ({ grace_seconds: random.int(3600) }),
+    [field('grace_seconds', hostileCounts, anything), field('x_unknown', anything)],
+  ),
+  {
+    method: 'POST',
+    path: '/dashboard/api/orgs/{org_id}/webhooks/{webhook_id}/test',
+    auth: 'session',
+    weight: 0.5,
+    params: ofWebhook,
+  },
+  {
+    method: 'GET',
+    path: '/dashboard/api/orgs/{org_id}/webhooks/{webhook_id}/deliveries',
+    auth: 'session',
+    weight: 1,
+    params: ofWebhook,
+    query: (_target, random) => ({
+      limit: String(random.int(250) - 5),
+      ...(random.chance(0.3) && { cursor: random.pick(['1', 'x', '99999999999999999999']) }),
+      ...(random.chance(0.3) && { status: random.pick(['pending', 'delivered', 'lost']) }),
+    }),
+  },
+  dashboardWrite(
+    'POST',
+    '/dashboard/api/orgs/{org_id}/webhooks/{webhook_id}/redeliver',
+    0.5,
+    ofWebhook,
+    (_target, random) =>
+      random.chance(0.5)
+        ? { since: new Date(Date.now() - 60_000).toISOString() }
+        : { message_id: `msg_${random.alnum(20)}` },
+    [
+      field('message_id', strings, hostileOthers),
+      field('since', hostileCodes, strings),
+      field('x_unknown', anything),
+    ],
+  ),
+  {
+    method: 'GET',
+    path: '/dashboard/api/orgs/{org_id}/wallet-alert',
+    auth: 'session',
+    weight: 0.5,
+    params: ofOrg,
+  },
+  dashboardWrite(
+    'PUT',
+    '/dashboard/api/orgs/{org_id}/wallet-alert',
+    1,
+    ofOrg,
+    (_target, random) => ({
+      low_balance_threshold: random.chance(0.2) ? null : `${random.int(100)}.5`,
+    }),
+    [field('low_balance_threshold', hostileAmounts, strings, hostileOthers)],
+  ),
   {
     method: 'POST',
     path: '/auth/signup',

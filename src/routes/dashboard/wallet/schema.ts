@@ -14,8 +14,11 @@ export const walletSchema = z.object({
 
 export const walletTransactionSchema = z.object({
   id: z.string(),
-  /** `topup`: funds added; `set`: the difference a balance set (`gw wallet set`) made. */
-  kind: z.enum(['topup', 'set']),
+  /**
+   * `topup`: funds added; `set`: the difference a balance set (`gw wallet set`) made;
+   * `usage_archived`: what usage pruned from the ledger (`gw usage prune`) had taken.
+   */
+  kind: z.enum(['topup', 'set', 'usage_archived']),
   /** Signed. */
   amount: decimalString,
   currency: z.string(),

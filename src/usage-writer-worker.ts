@@ -1,18 +1,21 @@
-// Entry point of the usage writer thread (started by UsageWriterThread): builds its own
-// connections and runs UsageStreamWriter until the gateway asks it to stop.
+// Entry point of the usage writer thread (started by src/ledger/usage-writer-thread.ts): the
+// thread's composition root. It builds its own connections and runs UsageStreamWriter, whose
+// batches also write the webhook events of spend (src/usage-events/), until the gateway asks it
+// to stop.
 import { parentPort, workerData } from 'node:worker_threads';
-import { createDbPool } from '../db/pool.js';
-import { createLogger } from '../log.js';
-import { connectRedis } from '../redis/connect.js';
-import { createRedisKeys } from '../redis/keys.js';
-import { PostgresUsageSink } from './postgres-usage-sink.js';
-import { UsageDeadLetters } from './usage-dead-letters.js';
-import { UsageStreamWriter } from './usage-writer.js';
+import { createDbPool } from './db/pool.js';
+import { createLogger } from './log.js';
+import { connectRedis } from './redis/connect.js';
+import { createRedisKeys } from './redis/keys.js';
+import { PostgresUsageSink } from './ledger/postgres-usage-sink.js';
+import { UsageDeadLetters } from './ledger/usage-dead-letters.js';
+import { UsageStreamWriter } from './ledger/usage-writer.js';
 import {
   STOP_WRITER,
   type UsageWriterThreadMessage,
   type UsageWriterThreadSettings,
-} from './usage-writer-thread.js';
+} from './ledger/usage-writer-thread.js';
+import { UsageEvents } from './usage-events/usage-events.js';
 
 const settings = workerData as UsageWriterThreadSettings;
 const port = parentPort!;
@@ -32,7 +35,7 @@ const db = createDbPool(settings.databaseUrl, 2);
 const writer = new UsageStreamWriter(
   redis,
   createRedisKeys(settings.keyPrefix),
-  new PostgresUsageSink(db),
+  new PostgresUsageSink(db, { writer: new UsageEvents(), logger }),
   new UsageDeadLetters(db),
   logger,
   {

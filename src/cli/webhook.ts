@@ -1,0 +1,166 @@
+// gw webhook add|list|enable|disable|delete|rotate-secret|test|redeliver|deliveries: an
+// organization's webhook endpoints, through the same service as the dashboard API
+// (src/webhooks/endpoints.ts), audited as done from the command line.
+import { parseMasterKeys, SecretBoxError } from '../credentials/secret-box.js';
+import { isGwError, type GwError } from '../errors.js';
+import { listDeliveries, redeliver, sendTestEvent } from '../webhooks/delivery-log.js';
+import {
+  createEndpoint,
+  DEFAULT_ROTATION_GRACE_S,
+  deleteEndpoint,
+  endpointOrg,
+  endpointView,
+  listEndpoints,
+  MAX_ROTATION_GRACE_S,
+  rotateSecret,
+  updateEndpoint,
+  type WebhookSettings,
+} from '../webhooks/endpoints.js';
+import { CLI_ACTOR } from './api-key.js';
+import type { CliContext } from './context.js';
+import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
+
+export const webhookHelp = `gw webhook add --org-id O --url URL [--events a,b] [--description D]
+  Adds an endpoint (https; see docs/webhooks.md for the event types) and prints {"id","secret"}:
+  the signing secret (whsec_…) is shown this once.
+gw webhook list --org-id O
+gw webhook enable|disable|delete --id W
+gw webhook rotate-secret --id W [--grace-seconds 0..${MAX_ROTATION_GRACE_S}]
+  A new secret (printed once); the old one also signs for the grace period (default ${DEFAULT_ROTATION_GRACE_S}).
+gw webhook test --id W                          sends a webhook.test event
+gw webhook redeliver --id W (--message-id M | --since RFC3339)
+gw webhook deliveries --id W [--limit N]        the delivery log, newest first`;
+
+function orUsageError<T>(result: T | GwError): T {
+  if (isGwError(result)) throw new UsageError(result.message, result.code);
+  return result;
+}
+
+export async function webhookCommand(context: CliContext, argv: string[]): Promise<void> {
+  const [action, ...rest] = argv;
+  const { values } = parseFlags(rest, {
+    id: { type: 'string' },
+    'org-id': { type: 'string' },
+    url: { type: 'string' },
+    events: { type: 'string' },
+    description: { type: 'string' },
+    'grace-seconds': { type: 'string' },
+    'message-id': { type: 'string' },
+    since: { type: 'string' },
+    limit: { type: 'string', default: '20' },
+  });
+  const { db } = context;
+  const settings = webhookSettings(context);
+  if (action === 'add') {
+    const orgId = requireFlag(values['org-id'], 'org-id');
+    const created = orUsageError(
+      await createEndpoint(db, settings, CLI_ACTOR, orgId, {
+        url: requireFlag(values.url, 'url'),
+        description: values.description,
+        eventTypes: values.events
+          ?.split(',')
+          .map((type) => type.trim())
+          .filter(Boolean),
+      }),
+    );
+    printJson({ id: created.row.id, secret: created.secret });
+    return;
+  }
+  if (action === 'list') {
+    const orgId = requireFlag(values['org-id'], 'org-id');
+    const now = Date.now();
+    printJson({ webhooks: (await listEndpoints(db, orgId)).map((row) => endpointView(row, now)) });
+    return;
+  }
+  const id = requireFlag(values.id, 'id');
+  const orgId = await endpointOrg(db, id);
+  if (orgId === undefined) throw new UsageError(`no webhook endpoint ${id}`, 'gw_not_found');
+  switch (action) {
+    case 'enable':
+    case 'disable': {
+      const row = orUsageError(
+        await updateEndpoint(db, settings, CLI_ACTOR, orgId, id, { enabled: action === 'enable' }),
+      );
+      printJson(endpointView(row));
+      return;
+    }
+    case 'delete':
+      if (!(await deleteEndpoint(db, CLI_ACTOR, orgId, id))) {
+        throw new UsageError(`no webhook endpoint ${id}`, 'gw_not_found');
+      }
+      printJson({ id, deleted: true });
+      return;
+    case 'rotate-secret': {
+      const grace = Number(values['grace-seconds'] ?? DEFAULT_ROTATION_GRACE_S);
+      if (!Number.isInteger(grace) || grace < 0 || grace > MAX_ROTATION_GRACE_S) {
+        throw new UsageError(
+          `--grace-seconds must be a whole number from 0 to ${MAX_ROTATION_GRACE_S}`,
+        );
+      }
+      const rotated = orUsageError(await rotateSecret(db, settings, CLI_ACTOR, orgId, id, grace));
+      const view = endpointView(rotated.row);
+      printJson({
+        id,
+        secret: rotated.secret,
+        previous_secret_expires_at: view.previous_secret_expires_at,
+      });
+      return;
+    }
+    case 'test':
+      printJson(orUsageError(await sendTestEvent(db, CLI_ACTOR, orgId, id)));
+      return;
+    case 'redeliver': {
+      const messageId = values['message-id'];
+      const since = values.since;
+      if ((messageId === undefined) === (since === undefined)) {
+        throw new UsageError('give either --message-id or --since');
+      }
+      const sinceDate = since === undefined ? undefined : new Date(since);
+      if (sinceDate && Number.isNaN(sinceDate.getTime())) {
+        throw new UsageError('--since must be an RFC 3339 timestamp');
+      }
+      printJson(
+        orUsageError(
+          await redeliver(
+            db,
+            CLI_ACTOR,
+            orgId,
+            id,
+            sinceDate ? { since: sinceDate } : { messageId: messageId! },
+          ),
+        ),
+      );
+      return;
+    }
+    case 'deliveries': {
+      const limit = Number(values.limit);
+      if (!Number.isInteger(limit) || limit < 1 || limit > 200) {
+        throw new UsageError('--limit must be a whole number from 1 to 200');
+      }
+      printJson(orUsageError(await listDeliveries(db, orgId, id, { limit, before: null })));
+      return;
+    }
+    default:
+      throw new UsageError(`unknown webhook action ${action ?? '(none)'}\n${webhookHelp}`);
+  }
+}
+
+function webhookSettings(context: CliContext): WebhookSettings {
+  const { config } = context;
+  try {
+    return {
+      policy: {
+        allowHttp: config.WEBHOOK_ALLOW_HTTP,
+        allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+      },
+      box: parseMasterKeys(
+        config.CREDENTIALS_MASTER_KEY,
+        config.CREDENTIALS_MASTER_KEY_ID,
+        config.CREDENTIALS_PREVIOUS_KEYS,
+      ),
+    };
+  } catch (error) {
+    if (error instanceof SecretBoxError) throw new UsageError(error.message);
+    throw error;
+  }
+}

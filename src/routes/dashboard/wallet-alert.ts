@@ -1,0 +1,69 @@
+// GET and PUT /dashboard/api/orgs/{org_id}/wallet-alert {"low_balance_threshold": "5.00" |
+// null}: the balance below which a request sends the wallet.low_balance webhook (admin or owner
+// sets it; any member reads it). Audited.
+import { z } from 'zod';
+import { setWalletAlert, walletAlert } from '../../billing/wallet-alert.js';
+import type { DbPool } from '../../db/pool.js';
+import { gwError } from '../../errors.js';
+import { sendError, sendJson } from '../../http/respond.js';
+import { AmountError, AmountRangeError, parseAmountToNano } from '../../money.js';
+import { declareRoute } from '../framework/declaration.js';
+import { decimalString } from '../schemas.js';
+import { inOrg } from './schemas.js';
+
+const PATH = '/dashboard/api/orgs/{org_id}/wallet-alert';
+
+const walletAlertSchema = z.object({
+  org_id: z.string(),
+  low_balance_threshold: decimalString.nullable(),
+  currency: z.string(),
+});
+
+const noWallet = () => gwError('gw_not_found', 'this organization has no wallet');
+
+export const getWalletAlertRoute = declareRoute({
+  method: 'GET',
+  path: PATH,
+  summary: "The wallet's low-balance threshold (wallet.low_balance webhook)",
+  tag: 'dashboard',
+  caller: { kind: 'org_member', role: 'viewer', org: inOrg },
+  responses: { 200: { description: 'the alert', schema: walletAlertSchema } },
+  errors: ['gw_not_found'],
+  async handler({ caller }, response, deps: { readonly db: DbPool }) {
+    const alert = await walletAlert(deps.db, caller.org.id);
+    if (!alert) return sendError(response, noWallet());
+    sendJson(response, 200, alert);
+  },
+});
+
+export const setWalletAlertRoute = declareRoute({
+  method: 'PUT',
+  path: PATH,
+  summary: "Sets (or with null removes) the wallet's low-balance threshold",
+  tag: 'dashboard',
+  caller: { kind: 'org_member', role: 'admin', org: inOrg },
+  body: z.strictObject({ low_balance_threshold: z.string().max(40).nullable() }),
+  responses: { 200: { description: 'the alert', schema: walletAlertSchema } },
+  errors: ['gw_not_found', 'gw_amount_out_of_range'],
+  async handler({ caller, body }, response, deps: { readonly db: DbPool }) {
+    let thresholdNano: bigint | null = null;
+    if (body.low_balance_threshold !== null) {
+      try {
+        thresholdNano = parseAmountToNano(body.low_balance_threshold);
+      } catch (error) {
+        if (!(error instanceof AmountError)) throw error;
+        const code =
+          error instanceof AmountRangeError ? 'gw_amount_out_of_range' : 'gw_invalid_request';
+        return sendError(response, gwError(code, `low_balance_threshold: ${error.message}`));
+      }
+    }
+    const alert = await setWalletAlert(
+      deps.db,
+      { userId: caller.user.id },
+      caller.org.id,
+      thresholdNano,
+    );
+    if (!alert) return sendError(response, noWallet());
+    sendJson(response, 200, alert);
+  },
+});

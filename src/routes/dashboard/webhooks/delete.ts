@@ -1,0 +1,36 @@
+// DELETE /dashboard/api/orgs/{org_id}/webhooks/{webhook_id} (admin or owner): the endpoint and
+// its delivery log go; nothing more is sent to it.
+import { z } from 'zod';
+import { gwError } from '../../../errors.js';
+import { sendError, sendJson } from '../../../http/respond.js';
+import { deleteEndpoint } from '../../../webhooks/endpoints.js';
+import { declareRoute } from '../../framework/declaration.js';
+import { inOrg } from '../schemas.js';
+import { WEBHOOK_PATH, type WebhookRouteDeps } from './schema.js';
+
+export const deleteWebhookRoute = declareRoute({
+  method: 'DELETE',
+  path: WEBHOOK_PATH,
+  summary: 'Deletes a webhook endpoint and its delivery log',
+  tag: 'dashboard',
+  caller: { kind: 'org_member', role: 'admin', org: inOrg },
+  responses: {
+    200: {
+      description: 'deleted',
+      schema: z.object({ id: z.string(), deleted: z.literal(true) }),
+    },
+  },
+  errors: ['gw_not_found'],
+  async handler({ request, caller }, response, deps: { readonly webhooks: WebhookRouteDeps }) {
+    const id = request.params.webhook_id ?? '';
+    const deleted = await deleteEndpoint(
+      deps.webhooks.db,
+      { userId: caller.user.id },
+      caller.org.id,
+      id,
+    );
+    if (!deleted)
+      return sendError(response, gwError('gw_not_found', 'no webhook endpoint with this id'));
+    sendJson(response, 200, { id, deleted: true });
+  },
+});

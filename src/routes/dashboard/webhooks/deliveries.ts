@@ -1,0 +1,44 @@
+// GET /dashboard/api/orgs/{org_id}/webhooks/{webhook_id}/deliveries?limit&cursor&status (admin
+// or owner): the endpoint's delivery log, newest first: each message, its state, its latest
+// attempts (time, status, latency, the first bytes of the answer).
+import { z } from 'zod';
+import { MAX_PAGE_LIMIT } from '../../../db/pages.js';
+import { isGwError } from '../../../errors.js';
+import { sendError, sendJson } from '../../../http/respond.js';
+import { listDeliveries } from '../../../webhooks/delivery-log.js';
+import { declareRoute } from '../../framework/declaration.js';
+import { parseQuery } from '../../framework/query.js';
+import { inOrg, pageOf } from '../schemas.js';
+import { deliverySchema, WEBHOOK_PATH, type WebhookRouteDeps } from './schema.js';
+
+const deliveriesQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(MAX_PAGE_LIMIT).default(50),
+  cursor: z
+    .string()
+    .regex(/^\d{1,18}$/, 'is not a cursor this API issued')
+    .optional(),
+  status: z.enum(['pending', 'delivered', 'failed']).optional(),
+});
+
+export const webhookDeliveriesRoute = declareRoute({
+  method: 'GET',
+  path: `${WEBHOOK_PATH}/deliveries`,
+  summary: "The endpoint's delivery log: messages, states and attempts, newest first",
+  tag: 'dashboard',
+  caller: { kind: 'org_member', role: 'admin', org: inOrg },
+  query: deliveriesQuery,
+  responses: { 200: { description: 'deliveries', schema: pageOf(deliverySchema) } },
+  errors: ['gw_invalid_request', 'gw_not_found'],
+  async handler({ request, caller }, response, deps: { readonly webhooks: WebhookRouteDeps }) {
+    const query = parseQuery(request.query, deliveriesQuery);
+    if (isGwError(query)) return sendError(response, query);
+    const page = await listDeliveries(
+      deps.webhooks.db,
+      caller.org.id,
+      request.params.webhook_id ?? '',
+      { limit: query.limit, before: query.cursor ?? null, state: query.status },
+    );
+    if (isGwError(page)) return sendError(response, page);
+    sendJson(response, 200, page);
+  },
+});

@@ -1,0 +1,25 @@
+// GET /dashboard/api/orgs/{org_id}/webhooks: the organization's webhook endpoints, with their
+// health (admin or owner). Secrets are never shown again.
+import { sendJson } from '../../../http/respond.js';
+import { endpointView, listEndpoints } from '../../../webhooks/endpoints.js';
+import { declareRoute } from '../../framework/declaration.js';
+import { inOrg, pageOf } from '../schemas.js';
+import { webhookSchema, WEBHOOKS_PATH, type WebhookRouteDeps } from './schema.js';
+
+export const listWebhooksRoute = declareRoute({
+  method: 'GET',
+  path: WEBHOOKS_PATH,
+  summary: "The organization's webhook endpoints and their health (at most 20: one page)",
+  tag: 'dashboard',
+  caller: { kind: 'org_member', role: 'admin', org: inOrg },
+  responses: { 200: { description: 'webhook endpoints', schema: pageOf(webhookSchema) } },
+  errors: [],
+  async handler({ caller }, response, deps: { readonly webhooks: WebhookRouteDeps }) {
+    const rows = await listEndpoints(deps.webhooks.db, caller.org.id);
+    const now = Date.now();
+    sendJson(response, 200, {
+      data: rows.map((row) => endpointView(row, now)),
+      next_cursor: null,
+    });
+  },
+});

@@ -1,0 +1,43 @@
+// POST /dashboard/api/orgs/{org_id}/webhooks/{webhook_id}/redeliver {"message_id"} or
+// {"since"} (admin or owner): sends one message again, or every message since a time, from the
+// start of the retry schedule, with the same webhook-id.
+import { z } from 'zod';
+import { isGwError } from '../../../errors.js';
+import { sendError, sendJson } from '../../../http/respond.js';
+import { redeliver } from '../../../webhooks/delivery-log.js';
+import { declareRoute } from '../../framework/declaration.js';
+import { inOrg } from '../schemas.js';
+import { redeliverBody, WEBHOOK_PATH, type WebhookRouteDeps } from './schema.js';
+
+export const redeliverWebhookRoute = declareRoute({
+  method: 'POST',
+  path: `${WEBHOOK_PATH}/redeliver`,
+  summary: 'Sends a message again, or every message since a time',
+  tag: 'dashboard',
+  caller: { kind: 'org_member', role: 'admin', org: inOrg },
+  body: redeliverBody,
+  responses: {
+    202: {
+      description: 'queued again',
+      schema: z.object({ redelivered: z.number().int() }),
+    },
+  },
+  errors: ['gw_not_found', 'gw_conflict'],
+  async handler(
+    { request, caller, body },
+    response,
+    deps: { readonly webhooks: WebhookRouteDeps },
+  ) {
+    const queued = await redeliver(
+      deps.webhooks.db,
+      { userId: caller.user.id },
+      caller.org.id,
+      request.params.webhook_id ?? '',
+      body.message_id !== undefined
+        ? { messageId: body.message_id }
+        : { since: new Date(body.since!) },
+    );
+    if (isGwError(queued)) return sendError(response, queued);
+    sendJson(response, 202, queued);
+  },
+});

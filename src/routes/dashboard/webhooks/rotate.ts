@@ -1,0 +1,44 @@
+// POST /dashboard/api/orgs/{org_id}/webhooks/{webhook_id}/rotate-secret {"grace_seconds"?}
+// (admin or owner): a new signing secret, shown in this answer only. The old one keeps signing
+// beside it for the grace period (24 h by default, at most 7 days; 0 ends it at once).
+import { isGwError } from '../../../errors.js';
+import { sendError, sendJson } from '../../../http/respond.js';
+import { endpointView, rotateSecret } from '../../../webhooks/endpoints.js';
+import { declareRoute } from '../../framework/declaration.js';
+import { inOrg } from '../schemas.js';
+import {
+  rotateWebhookBody,
+  WEBHOOK_PATH,
+  webhookWithSecretSchema,
+  type WebhookRouteDeps,
+} from './schema.js';
+
+export const rotateWebhookSecretRoute = declareRoute({
+  method: 'POST',
+  path: `${WEBHOOK_PATH}/rotate-secret`,
+  summary: 'Rotates the signing secret: the old one also signs during the grace period',
+  tag: 'dashboard',
+  caller: { kind: 'org_member', role: 'admin', org: inOrg },
+  body: rotateWebhookBody,
+  bodyOptional: true,
+  responses: {
+    200: { description: 'the endpoint, with its new secret', schema: webhookWithSecretSchema },
+  },
+  errors: ['gw_not_found', 'gw_unavailable'],
+  async handler(
+    { request, caller, body },
+    response,
+    deps: { readonly webhooks: WebhookRouteDeps },
+  ) {
+    const rotated = await rotateSecret(
+      deps.webhooks.db,
+      deps.webhooks.settings,
+      { userId: caller.user.id },
+      caller.org.id,
+      request.params.webhook_id ?? '',
+      body.grace_seconds,
+    );
+    if (isGwError(rotated)) return sendError(response, rotated);
+    sendJson(response, 200, { ...endpointView(rotated.row), secret: rotated.secret });
+  },
+});

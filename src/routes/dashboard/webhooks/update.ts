@@ -1,0 +1,42 @@
+// PATCH /dashboard/api/orgs/{org_id}/webhooks/{webhook_id} {"url"?, "description"?,
+// "event_types"?, "enabled"?} (admin or owner). Enabling a disabled endpoint forgets its past
+// failures; its pending messages then go out.
+import { isGwError } from '../../../errors.js';
+import { sendError, sendJson } from '../../../http/respond.js';
+import { endpointView, updateEndpoint } from '../../../webhooks/endpoints.js';
+import { declareRoute } from '../../framework/declaration.js';
+import { inOrg } from '../schemas.js';
+import { updateWebhookBody, WEBHOOK_PATH, webhookSchema, type WebhookRouteDeps } from './schema.js';
+
+export const updateWebhookRoute = declareRoute({
+  method: 'PATCH',
+  path: WEBHOOK_PATH,
+  summary: 'Changes a webhook endpoint: URL, description, event types, enabled',
+  tag: 'dashboard',
+  caller: { kind: 'org_member', role: 'admin', org: inOrg },
+  body: updateWebhookBody,
+  bodyOptional: true,
+  responses: { 200: { description: 'the endpoint', schema: webhookSchema } },
+  errors: ['gw_not_found', 'gw_webhook_url_not_allowed'],
+  async handler(
+    { request, caller, body },
+    response,
+    deps: { readonly webhooks: WebhookRouteDeps },
+  ) {
+    const updated = await updateEndpoint(
+      deps.webhooks.db,
+      deps.webhooks.settings,
+      { userId: caller.user.id },
+      caller.org.id,
+      request.params.webhook_id ?? '',
+      {
+        url: body.url,
+        description: body.description,
+        eventTypes: body.event_types,
+        enabled: body.enabled,
+      },
+    );
+    if (isGwError(updated)) return sendError(response, updated);
+    sendJson(response, 200, endpointView(updated));
+  },
+});

@@ -1,0 +1,353 @@
+// Webhook endpoints of an organization: the one service the CLI (`gw webhook`) and the
+// dashboard API share. Every change is audited in its transaction; a signing secret leaves this
+// module once, in the answer to a creation or a rotation, and is stored sealed.
+import { recordAudit } from '../audit/audit.js';
+import type { SecretBox } from '../credentials/secret-box.js';
+import { withTransaction, type DbPool } from '../db/pool.js';
+import { gwError, type GwError } from '../errors.js';
+import { newId } from '../ids.js';
+import { isEventType, type EventType } from './events.js';
+import { openFromText, sealToText } from './sealed-secret.js';
+import { newSigningSecret } from './signing.js';
+import {
+  checkTargetAddresses,
+  checkTargetUrl,
+  type Resolver,
+  type TargetPolicy,
+} from './target-policy.js';
+
+/** Who makes a change, for the audit log (a dashboard user, or `cli`). */
+export interface Actor {
+  readonly userId: string;
+}
+
+/** What the service needs besides the database. */
+export interface WebhookSettings {
+  readonly policy: TargetPolicy;
+  /** Seals signing secrets (the credentials master key); none: endpoints cannot be created. */
+  readonly box: SecretBox | undefined;
+  /** DNS for the creation-time address check (the system resolver by default). */
+  readonly resolve?: Resolver;
+}
+
+export const MAX_ENDPOINTS_PER_ORG = 20;
+export const MAX_DESCRIPTION_CHARS = 500;
+/** How long the old secret keeps signing after a rotation: 24 h by default, 7 days at most. */
+export const DEFAULT_ROTATION_GRACE_S = 86_400;
+export const MAX_ROTATION_GRACE_S = 7 * 86_400;
+
+export interface EndpointRow {
+  readonly id: string;
+  readonly org_id: string;
+  readonly url: string;
+  readonly description: string;
+  readonly event_types: string[];
+  readonly status: 'enabled' | 'disabled';
+  readonly disabled_reason: 'manual' | 'failing' | 'gone' | null;
+  readonly disabled_at: Date | null;
+  readonly secret_sealed: string;
+  readonly previous_secret_sealed: string | null;
+  readonly previous_secret_expires_at: Date | null;
+  readonly failing_since: Date | null;
+  readonly last_success_at: Date | null;
+  readonly created_at: Date;
+  readonly updated_at: Date;
+}
+
+export const ENDPOINT_COLUMNS = `e.id, e.org_id, e.url, e.description, e.event_types, e.status,
+  e.disabled_reason, e.disabled_at, e.secret_sealed, e.previous_secret_sealed,
+  e.previous_secret_expires_at, s.failing_since, s.last_success_at, e.created_at, e.updated_at`;
+const FROM_ENDPOINTS = `webhook_endpoints e LEFT JOIN webhook_endpoint_states s ON s.endpoint_id = e.id`;
+
+const iso = (date: Date | null): string | null => date?.toISOString() ?? null;
+
+/** An endpoint as the dashboard and the CLI show it: never its secret. */
+export function endpointView(row: EndpointRow, now = Date.now()): Record<string, unknown> {
+  const rollover =
+    row.previous_secret_expires_at && row.previous_secret_expires_at.getTime() > now
+      ? row.previous_secret_expires_at
+      : null;
+  return {
+    id: row.id,
+    org_id: row.org_id,
+    url: row.url,
+    description: row.description,
+    event_types: row.event_types,
+    status: row.status,
+    disabled_reason: row.disabled_reason,
+    disabled_at: iso(row.disabled_at),
+    failing_since: iso(row.failing_since),
+    last_success_at: iso(row.last_success_at),
+    previous_secret_expires_at: iso(rollover),
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+/** The secrets that sign an attempt now: the current one, and the previous during a rollover. */
+export function signingSecrets(box: SecretBox, row: EndpointRow, nowMs: number): string[] {
+  const secrets = [openFromText(box, row.secret_sealed)];
+  if (
+    row.previous_secret_sealed &&
+    row.previous_secret_expires_at &&
+    row.previous_secret_expires_at.getTime() > nowMs
+  ) {
+    secrets.push(openFromText(box, row.previous_secret_sealed));
+  }
+  return secrets;
+}
+
+export async function listEndpoints(db: DbPool, orgId: string): Promise<EndpointRow[]> {
+  const { rows } = await db.query<EndpointRow>(
+    `SELECT ${ENDPOINT_COLUMNS} FROM ${FROM_ENDPOINTS} WHERE e.org_id = $1
+      ORDER BY e.created_at, e.id`,
+    [orgId],
+  );
+  return rows;
+}
+
+/** The endpoint if it belongs to the organization (anything else reads as missing). */
+export async function findEndpoint(
+  db: Pick<DbPool, 'query'>,
+  orgId: string,
+  endpointId: string,
+  lock = false,
+): Promise<EndpointRow | undefined> {
+  const { rows } = await db.query<EndpointRow>(
+    `SELECT ${ENDPOINT_COLUMNS} FROM ${FROM_ENDPOINTS} WHERE e.id = $1 AND e.org_id = $2
+     ${lock ? 'FOR UPDATE OF e' : ''}`,
+    [endpointId, orgId],
+  );
+  return rows[0];
+}
+
+/** The organization an endpoint belongs to (for the CLI, which names endpoints by id). */
+export async function endpointOrg(db: DbPool, endpointId: string): Promise<string | undefined> {
+  const { rows } = await db.query<{ org_id: string }>(
+    'SELECT org_id FROM webhook_endpoints WHERE id = $1',
+    [endpointId],
+  );
+  return rows[0]?.org_id;
+}
+
+export const notFound = (): GwError => gwError('gw_not_found', 'no webhook endpoint with this id');
+
+/** Checks a URL for an endpoint: form, scheme and where its host resolves. */
+async function checkUrl(settings: WebhookSettings, url: string): Promise<string | GwError> {
+  const parsed = checkTargetUrl(url, settings.policy);
+  const reason =
+    typeof parsed === 'string'
+      ? parsed
+      : await checkTargetAddresses(parsed, settings.policy, settings.resolve);
+  if (reason !== null) return gwError('gw_webhook_url_not_allowed', `url: ${reason}`);
+  return (parsed as URL).href;
+}
+
+/** Event filter names must be in the catalogue; duplicates are dropped, order kept. */
+function eventFilter(types: readonly string[]): EventType[] | GwError {
+  const unknown = types.find((type) => !isEventType(type));
+  if (unknown !== undefined) {
+    return gwError(
+      'gw_invalid_request',
+      `event_types: ${JSON.stringify(unknown).slice(0, 80)} is not an event type (docs/webhooks.md)`,
+    );
+  }
+  return [...new Set(types)] as EventType[];
+}
+
+function requireBox(settings: WebhookSettings): SecretBox | GwError {
+  return (
+    settings.box ??
+    gwError(
+      'gw_unavailable',
+      'webhook signing secrets need CREDENTIALS_MASTER_KEY on the gateway: it is not set',
+    )
+  );
+}
+
+export interface NewEndpoint {
+  readonly url: string;
+  readonly description?: string | undefined;
+  readonly eventTypes?: readonly string[] | undefined;
+}
+
+/** Creates an endpoint; its signing secret is in the answer only. */
+export async function createEndpoint(
+  db: DbPool,
+  settings: WebhookSettings,
+  actor: Actor,
+  orgId: string,
+  input: NewEndpoint,
+): Promise<{ row: EndpointRow; secret: string } | GwError> {
+  const box = requireBox(settings);
+  if ('code' in box) return box;
+  const url = await checkUrl(settings, input.url);
+  if (typeof url !== 'string') return url;
+  const eventTypes = eventFilter(input.eventTypes ?? []);
+  if ('code' in eventTypes) return eventTypes;
+  const secret = newSigningSecret();
+  return withTransaction(db, async (client) => {
+    // One creation at a time per organization, so the limit holds.
+    await client.query('SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE', [orgId]);
+    const { rows: counted } = await client.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM webhook_endpoints WHERE org_id = $1',
+      [orgId],
+    );
+    if (counted[0]!.n >= MAX_ENDPOINTS_PER_ORG) {
+      return gwError(
+        'gw_conflict',
+        `an organization has at most ${MAX_ENDPOINTS_PER_ORG} webhook endpoints: delete one first`,
+      );
+    }
+    const id = newId('wh');
+    await client.query(
+      `INSERT INTO webhook_endpoints (id, org_id, url, description, event_types, secret_sealed)
+       VALUES ($1, $2, $3, $4, $5, $6)`,
+      [id, orgId, url, input.description ?? '', eventTypes, sealToText(box, secret)],
+    );
+    await client.query('INSERT INTO webhook_endpoint_states (endpoint_id) VALUES ($1)', [id]);
+    await recordAudit(client, {
+      orgId,
+      userId: actor.userId,
+      action: 'webhook.create',
+      objectType: 'webhook',
+      objectId: id,
+      details: { url, description: input.description ?? '', event_types: eventTypes },
+    });
+    return { row: (await findEndpoint(client, orgId, id))!, secret };
+  });
+}
+
+export interface EndpointChange {
+  readonly url?: string | undefined;
+  readonly description?: string | undefined;
+  readonly eventTypes?: readonly string[] | undefined;
+  /** false: disabled by a person; true: enabled again (its failure history forgotten). */
+  readonly enabled?: boolean | undefined;
+}
+
+export async function updateEndpoint(
+  db: DbPool,
+  settings: WebhookSettings,
+  actor: Actor,
+  orgId: string,
+  endpointId: string,
+  change: EndpointChange,
+): Promise<EndpointRow | GwError> {
+  const url = change.url === undefined ? undefined : await checkUrl(settings, change.url);
+  if (url !== undefined && typeof url !== 'string') return url;
+  const eventTypes = change.eventTypes === undefined ? undefined : eventFilter(change.eventTypes);
+  if (eventTypes !== undefined && 'code' in eventTypes) return eventTypes;
+  return withTransaction(db, async (client) => {
+    const before = await findEndpoint(client, orgId, endpointId, true);
+    if (!before) return notFound();
+    const enabling = change.enabled === true && before.status === 'disabled';
+    const disabling = change.enabled === false && before.status === 'enabled';
+    await client.query(
+      `UPDATE webhook_endpoints SET
+         url = COALESCE($2, url),
+         description = COALESCE($3, description),
+         event_types = COALESCE($4, event_types),
+         status = CASE WHEN $5 THEN 'enabled' WHEN $6 THEN 'disabled' ELSE status END,
+         disabled_reason = CASE WHEN $5 THEN NULL WHEN $6 THEN 'manual' ELSE disabled_reason END,
+         disabled_at = CASE WHEN $5 THEN NULL WHEN $6 THEN now() ELSE disabled_at END,
+         updated_at = now()
+       WHERE id = $1`,
+      [
+        endpointId,
+        url ?? null,
+        change.description ?? null,
+        eventTypes ?? null,
+        enabling,
+        disabling,
+      ],
+    );
+    if (enabling) {
+      // A fresh start: the days it failed before being disabled do not count again.
+      await client.query(
+        'UPDATE webhook_endpoint_states SET failing_since = NULL WHERE endpoint_id = $1',
+        [endpointId],
+      );
+    }
+    await recordAudit(client, {
+      orgId,
+      userId: actor.userId,
+      action: 'webhook.update',
+      objectType: 'webhook',
+      objectId: endpointId,
+      details: {
+        ...(url !== undefined && { url }),
+        ...(change.description !== undefined && { description: change.description }),
+        ...(eventTypes !== undefined && { event_types: eventTypes }),
+        ...(change.enabled !== undefined && { enabled: change.enabled }),
+      },
+    });
+    return (await findEndpoint(client, orgId, endpointId))!;
+  });
+}
+
+/** Deletes an endpoint with its delivery log. False when there is none. */
+export async function deleteEndpoint(
+  db: DbPool,
+  actor: Actor,
+  orgId: string,
+  endpointId: string,
+): Promise<boolean> {
+  return withTransaction(db, async (client) => {
+    const { rowCount } = await client.query(
+      'DELETE FROM webhook_endpoints WHERE id = $1 AND org_id = $2',
+      [endpointId, orgId],
+    );
+    if (rowCount === 0) return false;
+    await recordAudit(client, {
+      orgId,
+      userId: actor.userId,
+      action: 'webhook.delete',
+      objectType: 'webhook',
+      objectId: endpointId,
+    });
+    return true;
+  });
+}
+
+/**
+ * A new signing secret (in the answer only). The old one keeps signing beside it for
+ * `graceSeconds` (0: it stops at once), so receivers can switch without missing a message.
+ */
+export async function rotateSecret(
+  db: DbPool,
+  settings: WebhookSettings,
+  actor: Actor,
+  orgId: string,
+  endpointId: string,
+  graceSeconds: number,
+): Promise<{ row: EndpointRow; secret: string } | GwError> {
+  const box = requireBox(settings);
+  if ('code' in box) return box;
+  const secret = newSigningSecret();
+  return withTransaction(db, async (client) => {
+    const before = await findEndpoint(client, orgId, endpointId, true);
+    if (!before) return notFound();
+    await client.query(
+      `UPDATE webhook_endpoints SET
+         previous_secret_sealed = CASE WHEN $3 > 0 THEN secret_sealed END,
+         previous_secret_expires_at = CASE WHEN $3 > 0 THEN now() + $3 * interval '1 second' END,
+         secret_sealed = $2,
+         updated_at = now()
+       WHERE id = $1`,
+      [endpointId, sealToText(box, secret), graceSeconds],
+    );
+    await recordAudit(client, {
+      orgId,
+      userId: actor.userId,
+      action: 'webhook.rotate_secret',
+      objectType: 'webhook',
+      objectId: endpointId,
+      details: { grace_seconds: graceSeconds },
+    });
+    return { row: (await findEndpoint(client, orgId, endpointId))!, secret };
+  });
+}
+
+export const disabledRefusal = (): GwError =>
+  gwError('gw_conflict', 'the webhook endpoint is disabled: enable it first');

@@ -1,0 +1,103 @@
+// The webhook outbox. An event is written in the transaction of the change it describes (the
+// caller's client), as one message per event and one delivery per enabled endpoint of the
+// organization that wants its type — in one statement. An organization no endpoint listens to
+// gets no rows at all. The dispatcher (dispatcher.ts) delivers what this queues.
+//
+// `emitEvent` is the one call other features make: `await emitEvent(client, orgId,
+// 'oauth_connection.created', view)` inside their transaction.
+import type { DbPool } from '../db/pool.js';
+import { newId } from '../ids.js';
+import { eventPayload, type EventType } from './events.js';
+
+/** Anything that runs a query: a pool, or a client inside a transaction. */
+export type Queryable = Pick<DbPool, 'query'>;
+
+export interface OutboxEvent {
+  readonly orgId: string;
+  readonly type: EventType;
+  /** The object, in the shape the API returns it. */
+  readonly data: unknown;
+  /** When it happened (the payload's `timestamp`); now by default. */
+  readonly occurredAt?: Date;
+  /** An event with a key is written once: a later one with the same key is dropped. */
+  readonly dedupeKey?: string | null;
+}
+
+/** SQL: does endpoint `e` want message `m` (same organization, enabled, type in its filter)? */
+function wants(endpoint: string, message: string): string {
+  return `${endpoint}.org_id = ${message}.org_id AND ${endpoint}.status = 'enabled'
+    AND (${endpoint}.event_types = '{}' OR ${message}.event_type = ANY (${endpoint}.event_types))`;
+}
+
+/**
+ * Three CTEs (to follow `WITH`, after the CTE named `source`) that queue the messages `source`
+ * selects — columns id, org_id, event_type, payload, dedupe_key, ord — for every endpoint
+ * that wants them, in `ord` order. Another statement's CTE (the product-user upsert) embeds
+ * them to write its event in the same statement.
+ */
+export function queueMessagesSql(source: string): string {
+  return `webhook_new_messages AS (
+      INSERT INTO webhook_messages (id, org_id, event_type, payload, dedupe_key)
+      SELECT s.id, s.org_id, s.event_type, s.payload, s.dedupe_key FROM ${source} s
+       WHERE EXISTS (SELECT 1 FROM webhook_endpoints e WHERE ${wants('e', 's')})
+       ORDER BY s.ord
+      ON CONFLICT (dedupe_key) DO NOTHING
+      RETURNING id, seq, org_id, event_type),
+    webhook_targets AS (
+      -- Locked against deletion until this transaction ends: an endpoint deleted after this
+      -- statement's snapshot was taken is skipped here, not a foreign-key failure below.
+      SELECT e.id, e.org_id, e.status, e.event_types FROM webhook_endpoints e
+       WHERE e.org_id IN (SELECT org_id FROM webhook_new_messages) AND e.status = 'enabled'
+       FOR KEY SHARE),
+    webhook_new_deliveries AS (
+      INSERT INTO webhook_deliveries (message_id, endpoint_id, message_seq)
+      SELECT m.id, e.id, m.seq FROM webhook_new_messages m JOIN webhook_targets e ON ${wants('e', 'm')}
+       ORDER BY m.seq, e.id
+      RETURNING id)`;
+}
+
+/** The message id and body of an event (what `queueMessagesSql`'s source selects). */
+export function outboxMessage(event: OutboxEvent): { id: string; payload: string } {
+  return {
+    id: newId('msg'),
+    payload: eventPayload(event.type, event.occurredAt ?? new Date(), event.data),
+  };
+}
+
+/** Queues events; resolves with the number of deliveries queued. */
+export async function emitEvents(
+  client: Queryable,
+  events: readonly OutboxEvent[],
+): Promise<number> {
+  if (events.length === 0) return 0;
+  const messages = events.map(outboxMessage);
+  const { rows } = await client.query<{ queued: number }>(
+    `WITH webhook_source AS (
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])
+         WITH ORDINALITY AS s (id, org_id, event_type, payload, dedupe_key, ord)),
+     ${queueMessagesSql('webhook_source')}
+     SELECT count(*)::int AS queued FROM webhook_new_deliveries`,
+    [
+      messages.map((message) => message.id),
+      events.map((event) => event.orgId),
+      events.map((event) => event.type),
+      messages.map((message) => message.payload),
+      events.map((event) => event.dedupeKey ?? null),
+    ],
+  );
+  return rows[0]?.queued ?? 0;
+}
+
+/**
+ * Queues one event for the organization's endpoints, on `client` — pass the transaction of
+ * the change, so the event exists exactly when the change does.
+ */
+export function emitEvent(
+  client: Queryable,
+  orgId: string,
+  type: EventType,
+  data: unknown,
+  options: Pick<OutboxEvent, 'occurredAt' | 'dedupeKey'> = {},
+): Promise<number> {
+  return emitEvents(client, [{ orgId, type, data, ...options }]);
+}

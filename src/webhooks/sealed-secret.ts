@@ -1,0 +1,66 @@
+// Signing secrets at rest: sealed with the credentials master key (AES-256-GCM, the key id
+// kept with the ciphertext, src/credentials/secret-box.ts), stored as one text value
+// `<key id>:<iv>:<auth tag>:<ciphertext>` (base64). Never stored or logged in the clear.
+import type { SecretBox, SealedSecret } from '../credentials/secret-box.js';
+import type { DbPool } from '../db/pool.js';
+
+export function sealToText(box: SecretBox, secret: string): string {
+  const sealed = box.seal(secret);
+  return [
+    sealed.keyId,
+    sealed.iv.toString('base64'),
+    sealed.authTag.toString('base64'),
+    sealed.ciphertext.toString('base64'),
+  ].join(':');
+}
+
+export function parseSealed(text: string): SealedSecret {
+  const [keyId, iv, authTag, ciphertext] = text.split(':');
+  return {
+    keyId: keyId ?? '',
+    iv: Buffer.from(iv ?? '', 'base64'),
+    authTag: Buffer.from(authTag ?? '', 'base64'),
+    ciphertext: Buffer.from(ciphertext ?? '', 'base64'),
+  };
+}
+
+export function openFromText(box: SecretBox, text: string): string {
+  return box.open(parseSealed(text));
+}
+
+/**
+ * Re-seals the signing secrets (of one organization, if given) that are not sealed under the
+ * current master key; `gw credentials rewrap` runs it with the credentials' rewrap. Resolves
+ * with how many endpoints changed.
+ */
+export async function rewrapSigningSecrets(
+  db: DbPool,
+  box: SecretBox,
+  orgId?: string,
+): Promise<number> {
+  const { rows } = await db.query<{
+    id: string;
+    secret_sealed: string;
+    previous_secret_sealed: string | null;
+  }>(
+    `SELECT id, secret_sealed, previous_secret_sealed FROM webhook_endpoints
+      WHERE $1::text IS NULL OR org_id = $1`,
+    [orgId ?? null],
+  );
+  const stale = (text: string | null): boolean =>
+    text !== null && parseSealed(text).keyId !== box.currentKeyId;
+  const reseal = (text: string | null): string | null =>
+    text !== null && stale(text) ? sealToText(box, openFromText(box, text)) : text;
+  let changed = 0;
+  for (const row of rows) {
+    if (!stale(row.secret_sealed) && !stale(row.previous_secret_sealed)) continue;
+    // Only if no rotation came in between (its secret is sealed under the current key).
+    const { rowCount } = await db.query(
+      `UPDATE webhook_endpoints SET secret_sealed = $2, previous_secret_sealed = $3
+        WHERE id = $1 AND secret_sealed = $4`,
+      [row.id, reseal(row.secret_sealed), reseal(row.previous_secret_sealed), row.secret_sealed],
+    );
+    changed += rowCount ?? 0;
+  }
+  return changed;
+}

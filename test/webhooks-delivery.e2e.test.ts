@@ -1,0 +1,308 @@
+// How webhooks are delivered: retries with the same webhook-id until a 2xx, in creation order
+// while the endpoint is healthy, a schedule that ends, endpoints disabled by a 410 or by days of
+// failures, no redirects followed, bounded reads and timeouts, secret rotation with both
+// secrets signing, redelivery and the delivery log. Every signature is verified with
+// `standardwebhooks` by the receiver.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Webhook } from 'standardwebhooks';
+import { emitEvents } from '../src/webhooks/outbox.js';
+import { isolatedContext } from './support/context.js';
+import {
+  runCliJson,
+  seed,
+  startGateway,
+  type GatewayProcess,
+  type SeededOrg,
+} from './support/processes.js';
+import { eventually } from './support/services.js';
+import { WebhookReceiver, webhookEnv } from './support/webhook-receiver.js';
+
+const { prefix, db } = isolatedContext('wh-delivery');
+const env = webhookEnv(prefix);
+const receiver = new WebhookReceiver();
+let gateway: GatewayProcess;
+let org: SeededOrg;
+
+interface DeliveryLog {
+  data: Array<{
+    id: string;
+    message_id: string;
+    event_type: string;
+    status: string;
+    attempt_count: number;
+    payload: Record<string, unknown>;
+    attempts: Array<{
+      status_code: number | null;
+      latency_ms: number;
+      response_snippet: string;
+      error: string | null;
+    }>;
+  }>;
+  next_cursor: string | null;
+}
+
+async function addEndpoint(path: string): Promise<{ id: string; secret: string }> {
+  const added = await runCliJson<{ id: string; secret: string }>(
+    ['webhook', 'add', '--org-id', org.org_id, '--url', receiver.endpoint(path)],
+    env,
+  );
+  receiver.setSecrets(path, [added.secret]);
+  return added;
+}
+
+const sendTest = (id: string) =>
+  runCliJson<{ message_id: string }>(['webhook', 'test', '--id', id], env);
+
+const deliveries = (id: string) =>
+  runCliJson<DeliveryLog>(['webhook', 'deliveries', '--id', id, '--limit', '50'], env);
+
+async function endpointRow(id: string) {
+  const { rows } = await db.query<{ status: string; disabled_reason: string | null }>(
+    'SELECT status, disabled_reason FROM webhook_endpoints WHERE id = $1',
+    [id],
+  );
+  return rows[0];
+}
+
+beforeAll(async () => {
+  await receiver.start();
+  gateway = await startGateway(env);
+  org = await seed(env);
+});
+
+afterAll(async () => {
+  await gateway?.stop();
+  await db.query('DELETE FROM webhook_endpoints WHERE url LIKE $1', [`${receiver.url}%`]);
+  await receiver.stop();
+});
+
+afterAll(() => {
+  expect(receiver.unverified).toEqual([]);
+});
+
+describe('retries', () => {
+  it('a receiver answering 500 for a while, then 200, gets every message, every retry with the same webhook-id and body', async () => {
+    const endpoint = await addEndpoint('/flaky');
+    receiver.behave('/flaky', (_message, attempt) => ({ status: attempt <= 3 ? 500 : 200 }));
+    const sent = await Promise.all([sendTest(endpoint.id), sendTest(endpoint.id)]);
+    const ids = sent.map((message) => message.message_id);
+    await eventually(async () =>
+      ids.every((id) => receiver.messages('/flaky').some((m) => m.id === id && m.status === 200))
+        ? true
+        : undefined,
+    );
+    for (const id of ids) {
+      const attempts = receiver.messages('/flaky').filter((message) => message.id === id);
+      expect(attempts.map((message) => message.status)).toEqual([500, 500, 500, 200]);
+      expect(new Set(attempts.map((message) => message.body)).size).toBe(1);
+      // Retries came ~1 s apart (WEBHOOK_RETRY_SCHEDULE=1,… with ±20% jitter).
+      for (let index = 1; index < attempts.length; index += 1) {
+        const gap = attempts[index]!.receivedAtMs - attempts[index - 1]!.receivedAtMs;
+        expect(gap).toBeGreaterThanOrEqual(750);
+      }
+    }
+    const log = await deliveries(endpoint.id);
+    for (const id of ids) {
+      const delivery = log.data.find((entry) => entry.message_id === id)!;
+      expect(delivery).toMatchObject({
+        status: 'delivered',
+        attempt_count: 4,
+        event_type: 'webhook.test',
+      });
+      expect(delivery.attempts.map((attempt) => attempt.status_code)).toEqual([200, 500, 500, 500]);
+      expect(delivery.attempts[0]!.response_snippet).toBe('ok');
+      expect(delivery.attempts[0]!.latency_ms).toBeGreaterThanOrEqual(0);
+    }
+    expect((await endpointRow(endpoint.id))!.status).toBe('enabled');
+  });
+
+  it('a healthy endpoint gets messages in the order they were created', async () => {
+    const endpoint = await addEndpoint('/ordered');
+    await emitEvents(
+      db,
+      Array.from({ length: 12 }, (_, index) => ({
+        orgId: org.org_id,
+        type: 'api_key.created' as const,
+        data: { n: index },
+      })),
+    );
+    const received = await receiver.waitFor('/ordered', 'api_key.created', 12);
+    expect(received.map((message) => message.payload.data.n)).toEqual([...Array(12).keys()]);
+    expect(receiver.maxInFlightByPath.get('/ordered')).toBe(1);
+    await db.query('DELETE FROM webhook_endpoints WHERE id = $1', [endpoint.id]);
+  });
+
+  it('a delivery that never succeeds is failed once the schedule is spent', async () => {
+    const endpoint = await addEndpoint('/down');
+    receiver.behave('/down', () => ({ status: 503, body: 'maintenance' }));
+    const { message_id: id } = await sendTest(endpoint.id);
+    const log = await eventually(async () => {
+      const found = (await deliveries(endpoint.id)).data.find((entry) => entry.message_id === id);
+      return found?.status === 'failed' ? found : undefined;
+    }, 25_000);
+    // The first attempt and one retry per step of the schedule.
+    expect(log.attempt_count).toBe(11);
+    expect(receiver.messages('/down').filter((message) => message.id === id)).toHaveLength(11);
+    expect(log.attempts[0]).toMatchObject({ status_code: 503, response_snippet: 'maintenance' });
+  }, 40_000);
+});
+
+describe('unhealthy endpoints', () => {
+  it('410 disables the endpoint at once; enabling it again delivers what waited', async () => {
+    const endpoint = await addEndpoint('/gone');
+    receiver.behave('/gone', () => ({ status: 410 }));
+    const { message_id: id } = await sendTest(endpoint.id);
+    await eventually(async () =>
+      (await endpointRow(endpoint.id))?.status === 'disabled' ? true : undefined,
+    );
+    expect(await endpointRow(endpoint.id)).toEqual({ status: 'disabled', disabled_reason: 'gone' });
+    const { rows } = await db.query(
+      "SELECT user_id, details FROM dashboard_audit_log WHERE object_id = $1 AND action = 'webhook.disable'",
+      [endpoint.id],
+    );
+    expect(rows).toEqual([{ user_id: 'system', details: { reason: 'gone' } }]);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(receiver.messages('/gone')).toHaveLength(1);
+
+    receiver.behave('/gone', () => ({ status: 204 }));
+    const enabled = await runCliJson<Record<string, unknown>>(
+      ['webhook', 'enable', '--id', endpoint.id],
+      env,
+    );
+    expect(enabled).toMatchObject({
+      status: 'enabled',
+      disabled_reason: null,
+      failing_since: null,
+    });
+    await eventually(async () =>
+      receiver.messages('/gone').some((message) => message.id === id && message.status === 204)
+        ? true
+        : undefined,
+    );
+  });
+
+  it('an endpoint failing for days is disabled (and shows why)', async () => {
+    const endpoint = await addEndpoint('/failing');
+    receiver.behave('/failing', () => ({ status: 500 }));
+    await db.query(
+      "UPDATE webhook_endpoint_states SET failing_since = now() - interval '6 days' WHERE endpoint_id = $1",
+      [endpoint.id],
+    );
+    await sendTest(endpoint.id);
+    await eventually(async () =>
+      (await endpointRow(endpoint.id))?.status === 'disabled' ? true : undefined,
+    );
+    const [listed] = (
+      await runCliJson<{ webhooks: Array<Record<string, unknown>> }>(
+        ['webhook', 'list', '--org-id', org.org_id],
+        env,
+      )
+    ).webhooks.filter((view) => view.id === endpoint.id);
+    expect(listed).toMatchObject({ status: 'disabled', disabled_reason: 'failing' });
+    expect(Date.now() - Date.parse(String(listed!.failing_since))).toBeGreaterThan(5 * 86_400_000);
+    expect(JSON.stringify(listed)).not.toContain(endpoint.secret);
+  });
+
+  it('follows no redirect, reads a small part of a big answer, gives up on a slow one', async () => {
+    const endpoint = await addEndpoint('/odd');
+    const elsewhere = receiver.endpoint('/elsewhere', [endpoint.secret]);
+    receiver.behave('/odd', (_message, attempt) =>
+      attempt === 1
+        ? { status: 307, headers: { location: elsewhere } }
+        : attempt === 2
+          ? { status: 200, delayMs: 4000 }
+          : { status: 200, body: 'x'.repeat(1_000_000) },
+    );
+    const { message_id: id } = await sendTest(endpoint.id);
+    const delivered = await eventually(async () => {
+      const found = (await deliveries(endpoint.id)).data.find((entry) => entry.message_id === id);
+      return found?.status === 'delivered' ? found : undefined;
+    }, 20_000);
+    const [big, slow, redirected] = delivered.attempts;
+    expect(redirected).toMatchObject({ status_code: 307, error: null });
+    expect(slow).toMatchObject({ status_code: null, error: 'timeout: no answer within 3000 ms' });
+    expect(slow!.latency_ms).toBeGreaterThanOrEqual(2900);
+    expect(big!.status_code).toBe(200);
+    expect(big!.response_snippet).toBe('x'.repeat(1024));
+    expect(receiver.messages('/elsewhere')).toEqual([]);
+  });
+});
+
+describe('secrets', () => {
+  it('after a rotation both secrets sign during the grace period, then only the new one', async () => {
+    const endpoint = await addEndpoint('/rotating');
+    const rotated = await runCliJson<{
+      id: string;
+      secret: string;
+      previous_secret_expires_at: string;
+    }>(['webhook', 'rotate-secret', '--id', endpoint.id, '--grace-seconds', '3600'], env);
+    expect(rotated.secret).not.toBe(endpoint.secret);
+    expect(Date.parse(rotated.previous_secret_expires_at) - Date.now()).toBeGreaterThan(3_500_000);
+    receiver.setSecrets('/rotating', [endpoint.secret, rotated.secret]);
+    await sendTest(endpoint.id);
+    const [both] = await receiver.waitFor('/rotating', 'webhook.test');
+    expect(both!.verifiedWith).toEqual([0, 1]);
+    expect(both!.signature.split(' ')).toHaveLength(2);
+
+    const again = await runCliJson<{ secret: string; previous_secret_expires_at: null }>(
+      ['webhook', 'rotate-secret', '--id', endpoint.id, '--grace-seconds', '0'],
+      env,
+    );
+    expect(again.previous_secret_expires_at).toBeNull();
+    receiver.setSecrets('/rotating', [endpoint.secret, rotated.secret, again.secret]);
+    await sendTest(endpoint.id);
+    const messages = await receiver.waitFor('/rotating', 'webhook.test', 2);
+    expect(messages[1]!.verifiedWith).toEqual([2]);
+    // The secret is stored sealed, never in the clear.
+    const { rows } = await db.query<{ secret_sealed: string }>(
+      'SELECT secret_sealed FROM webhook_endpoints WHERE id = $1',
+      [endpoint.id],
+    );
+    expect(rows[0]!.secret_sealed).not.toContain(again.secret.slice(6));
+    expect(() =>
+      new Webhook(endpoint.secret).verify(messages[1]!.body, {
+        'webhook-id': messages[1]!.id,
+        'webhook-timestamp': messages[1]!.timestamp,
+        'webhook-signature': messages[1]!.signature,
+      }),
+    ).toThrow();
+  });
+});
+
+describe('redelivery', () => {
+  it('sends one message again, or everything since a time, with the same webhook-id', async () => {
+    const endpoint = await addEndpoint('/replay');
+    const first = await sendTest(endpoint.id);
+    await receiver.waitFor('/replay', 'webhook.test', 1);
+    const since = new Date().toISOString();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const second = await sendTest(endpoint.id);
+    const third = await sendTest(endpoint.id);
+    await receiver.waitFor('/replay', 'webhook.test', 3);
+
+    expect(
+      await runCliJson(
+        ['webhook', 'redeliver', '--id', endpoint.id, '--message-id', first.message_id],
+        env,
+      ),
+    ).toEqual({ redelivered: 1 });
+    await receiver.waitFor('/replay', 'webhook.test', 4);
+    expect(
+      await runCliJson(['webhook', 'redeliver', '--id', endpoint.id, '--since', since], env),
+    ).toEqual({ redelivered: 2 });
+    const all = await receiver.waitFor('/replay', 'webhook.test', 6);
+    expect(all.map((message) => message.id)).toEqual([
+      first.message_id,
+      second.message_id,
+      third.message_id,
+      first.message_id,
+      second.message_id,
+      third.message_id,
+    ]);
+    const unknown = await runCliJson(
+      ['webhook', 'redeliver', '--id', endpoint.id, '--message-id', 'msg_nothere'],
+      env,
+    ).catch((error: Error) => error.message);
+    expect(unknown).toContain('gw_not_found');
+  });
+});

@@ -1,0 +1,117 @@
+// Webhooks cannot be aimed at the gateway's own network: URLs that are not https, or that name
+// or resolve to loopback, private, link-local or metadata addresses, are refused when an
+// endpoint is saved (nothing stored) and again on every connection, with the address checked
+// being the one connected to, so a name re-pointed after the check (DNS rebinding) gets
+// nowhere.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DeliveryClient } from '../src/webhooks/delivery-client.js';
+import type { Resolver } from '../src/webhooks/target-policy.js';
+import { isolatedContext } from './support/context.js';
+import { runCli, seed, type SeededOrg } from './support/processes.js';
+import { WebhookReceiver } from './support/webhook-receiver.js';
+
+const { env, db } = isolatedContext('wh-ssrf');
+const receiver = new WebhookReceiver();
+let org: SeededOrg;
+
+beforeAll(async () => {
+  await receiver.start();
+  org = await seed(env);
+});
+
+afterAll(async () => {
+  await db.query('DELETE FROM webhook_endpoints WHERE org_id = $1', [org.org_id]);
+  await receiver.stop();
+});
+
+describe('when an endpoint is saved', () => {
+  it.each([
+    ['http://hooks.example.com/in', 'must be an https URL'],
+    [
+      'https://127.0.0.1/in',
+      'must not point to a loopback, private, link-local or metadata address',
+    ],
+    [
+      'https://localhost:8443/in',
+      'resolves to a loopback, private, link-local or metadata address',
+    ],
+    ['https://10.0.0.8/in', 'must not point'],
+    ['https://192.168.0.10/in', 'must not point'],
+    ['https://169.254.169.254/latest/meta-data/', 'must not point'],
+    ['https://[::1]/in', 'must not point'],
+    ['https://[fd00:ec2::254]/in', 'must not point'],
+    ['https://[::ffff:127.0.0.1]/in', 'must not point'],
+    ['https://2130706433/in', 'must not point'], // 127.0.0.1 as one number
+    ['https://admin:pw@hooks.example.com/in', 'must not carry credentials'],
+  ])('refuses %s (gw_webhook_url_not_allowed), storing nothing', async (url, reason) => {
+    const result = await runCli(['webhook', 'add', '--org-id', org.org_id, '--url', url], env);
+    expect(result.code).toBe(2);
+    const { error } = JSON.parse(result.stderr) as { error: { code: string; message: string } };
+    expect(error.code).toBe('gw_webhook_url_not_allowed');
+    expect(error.message).toContain(reason);
+    const { rows } = await db.query('SELECT 1 FROM webhook_endpoints WHERE org_id = $1', [
+      org.org_id,
+    ]);
+    expect(rows).toEqual([]);
+  });
+
+  it('accepts a public https URL (its name need not resolve yet)', async () => {
+    const result = await runCli(
+      ['webhook', 'add', '--org-id', org.org_id, '--url', 'https://hooks.example.invalid/in'],
+      env,
+    );
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({ id: expect.stringMatching(/^wh_/) });
+  });
+});
+
+describe('when a delivery connects', () => {
+  const policy = { allowHttp: true, allowPrivate: false };
+  const pointingTo =
+    (address: string): Resolver =>
+    () =>
+      Promise.resolve([{ address, family: 4 }]);
+
+  it('a name that now resolves to a private address is refused before any byte is sent', async () => {
+    // The name passed the check when saved (it pointed at a public address); now it points at
+    // the receiver on 127.0.0.1.
+    const client = new DeliveryClient(policy, 2000, pointingTo('127.0.0.1'));
+    const port = new URL(receiver.url).port;
+    const result = await client.post(`http://rebound.example.com:${port}/hook`, '{}', {
+      'webhook-id': 'msg_rebind',
+    });
+    await client.close();
+    expect(result.statusCode).toBeNull();
+    expect(result.error).toBe(
+      'refused: rebound.example.com: resolves to a loopback, private, link-local or metadata address',
+    );
+    expect(receiver.received).toEqual([]);
+  });
+
+  it('a stored URL with a private address is refused under a stricter policy', async () => {
+    const client = new DeliveryClient(policy, 2000);
+    const result = await client.post(`${receiver.url}/hook`, '{}', {});
+    await client.close();
+    expect(result.error).toBe(
+      'refused: url must not point to a loopback, private, link-local or metadata address',
+    );
+    expect(receiver.received).toEqual([]);
+  });
+
+  it('where private targets are allowed (tests, on-premise), the same connection goes through', async () => {
+    const client = new DeliveryClient(
+      { allowHttp: true, allowPrivate: true },
+      2000,
+      pointingTo('127.0.0.1'),
+    );
+    const port = new URL(receiver.url).port;
+    receiver.setSecrets('/open', []);
+    const result = await client.post(`http://rebound.example.com:${port}/open`, '{}', {
+      'webhook-id': 'msg_open',
+    });
+    await client.close();
+    // The receiver refuses it (no secret verifies it), but it was reached.
+    expect(result.statusCode).toBe(400);
+    expect(receiver.unverified.map((entry) => entry.path)).toEqual(['/open']);
+  });
+});
