@@ -121,6 +121,10 @@ export const configSchema = z.object({
     .int()
     .min(60_000)
     .default(12 * 3_600_000),
+  /** Anyone may make an account (and its personal organization) with POST /auth/signup. */
+  DASHBOARD_SIGNUP: booleanFlag.default(false),
+  /** Owners and admins may add funds to their organization's wallet from the dashboard. */
+  DASHBOARD_WALLET_TOPUP: booleanFlag.default(false),
   /** Webhook attempts this instance runs at once (0: it delivers none; others do). */
   WEBHOOK_DELIVERY_CONCURRENCY: z.coerce.number().int().min(0).max(64).default(4),
   /** Delays in seconds between a delivery's attempts (docs/webhooks.md). */
@@ -168,6 +172,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!parsed.success) {
     const problems = describeAllIssues(parsed.error, '(environment)');
     throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
+  }
+  // Together they would let anyone on the network make an account and fund it for nothing:
+  // free vendor spend on the gateway's own keys. Top-ups then come from the CLI (or a payment
+  // integration) only.
+  if (parsed.data.DASHBOARD_SIGNUP && parsed.data.DASHBOARD_WALLET_TOPUP) {
+    throw new ConfigError(
+      'invalid configuration:\n  DASHBOARD_WALLET_TOPUP: cannot be true while DASHBOARD_SIGNUP is: anyone could sign up and fund their own wallet',
+    );
   }
   return Object.freeze(parsed.data);
 }

@@ -71,7 +71,8 @@ export const errorCatalogue = {
   gw_invalid_credentials: { status: 401, summary: 'sign-in refused: wrong e-mail or password' },
   gw_too_many_attempts: {
     status: 429,
-    summary: 'too many failed sign-ins for this account or address; see Retry-After',
+    summary:
+      'too many failed sign-ins for this account or address, or sign-ups from it; see Retry-After',
   },
   gw_session_required: { status: 401, summary: 'no dashboard session, or it expired' },
   gw_csrf_token_invalid: {
@@ -87,6 +88,26 @@ export const errorCatalogue = {
   gw_conflict: {
     status: 409,
     summary: 'the object is in a state that does not allow this (e.g. the last owner leaving)',
+  },
+  gw_signup_disabled: {
+    status: 403,
+    summary: 'self-service sign-up is off on this gateway (DASHBOARD_SIGNUP)',
+  },
+  gw_wallet_topup_disabled: {
+    status: 403,
+    summary: 'dashboard wallet top-ups are off on this gateway (DASHBOARD_WALLET_TOPUP)',
+  },
+  gw_provider_credential_rejected: {
+    status: 400,
+    summary: 'the vendor refused the provider credential when it was checked; nothing was stored',
+  },
+  gw_provider_credential_unverified: {
+    status: 502,
+    summary: 'the vendor could not be reached to check the provider credential; nothing was stored',
+  },
+  gw_provider_credentials_not_configured: {
+    status: 503,
+    summary: 'provider credentials are off (no CREDENTIALS_MASTER_KEY) or the vendor has no route',
   },
   // OAuth (docs/oauth.md); the token and revocation endpoints answer them in RFC 6749's shape
   gw_redirect_uri_mismatch: {

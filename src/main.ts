@@ -17,6 +17,7 @@ import { loadConfig, type Config } from './config.js';
 import { ensureDatabase, migrate } from './db/migrate.js';
 import { createDbPool } from './db/pool.js';
 import { CredentialDirectory } from './credentials/credential-directory.js';
+import { CredentialError, CredentialStore } from './credentials/credential-store.js';
 import { parseMasterKeys } from './credentials/secret-box.js';
 import { createRequestLog } from './http/request-log.js';
 import { createHttpServer } from './http/server.js';
@@ -59,6 +60,7 @@ import { AuthorizationCodes, CODE_REPLAY_WINDOW_MS } from './oauth/codes.js';
 import { bindRoutes } from './routes/framework/bind.js';
 import type { Authenticators } from './routes/framework/declaration.js';
 import type { ReadinessProbe } from './routes/readyz.js';
+import { capInvalidation } from './admin/caps.js';
 import { serviceKeyInvalidation } from './admin/service-keys.js';
 import { metricsRoute, routeDeclarations, type RouteDeps } from './routes/index.js';
 import { loadDashboardBundle } from './routes/dashboard-ui/bundle.js';
@@ -146,7 +148,7 @@ async function assembleGateway(
 
   const apiKeys = new ApiKeyStore(db, redis, keys, config.AUTH_CACHE_TTL_MS);
 
-  const { loader, budget } = createMoneyLayer({
+  const { loader, budget, wallets } = createMoneyLayer({
     db,
     redis,
     keys,
@@ -303,13 +305,36 @@ async function assembleGateway(
     insecure: config.DASHBOARD_INSECURE_COOKIES,
   });
   const routeDeps: RouteDeps = {
-    accounts: { db, sessions, throttle: new LoginThrottle(redis, keys) },
+    accounts: {
+      db,
+      sessions,
+      throttle: new LoginThrottle(redis, keys),
+      signup: config.DASHBOARD_SIGNUP,
+    },
     proxy: proxyDeps,
     catalog,
     tokenCounter,
     db,
     apiKeys,
     serviceKeys: serviceKeyInvalidation(redis, keys, serviceKeys),
+    caps: capInvalidation(redis, keys, { capPolicies, apiKeys }),
+    wallets,
+    dashboardSettings: { walletTopUp: config.DASHBOARD_WALLET_TOPUP },
+    // Validated against the vendor's system route (the built-in mock where it serves).
+    credentialStore: new CredentialStore(
+      db,
+      redis,
+      keys,
+      secretBox,
+      (provider) => {
+        const route = systemRoutes[provider];
+        if (!route) {
+          throw new CredentialError(`${provider} is not served by this gateway (no route to it)`);
+        }
+        return route.baseUrl;
+      },
+      credentials,
+    ),
     productUsers: {
       db,
       profiles: new ProductUserProfiles(db, new LiveBalanceReader(redis, keys, loader)),

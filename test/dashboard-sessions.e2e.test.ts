@@ -365,6 +365,23 @@ describe('tenant isolation, for every organization route the gateway declares', 
       ],
       env,
     );
+    const credential = await runCliJson<{ id: string }>(
+      [
+        'credentials',
+        'add',
+        '--org-id',
+        tenantA.org_id,
+        '--provider',
+        'vendor_b',
+        '--name',
+        'isolation probe',
+        '--secret',
+        'mock-ok-isolation-probe',
+        '--app-connection-id',
+        tenantA.app_connection_id,
+      ],
+      env,
+    );
     /** An object of tenant A for each table a route can name (a new table needs one here). */
     const foreign: Record<string, string> = {
       organizations: tenantA.org_id,
@@ -374,6 +391,7 @@ describe('tenant isolation, for every organization route the gateway declares', 
       service_keys: await anyIdOf('service_keys', tenantA.org_id),
       product_users: grant.product_end_user_id,
       credit_grants: grant.grant_id,
+      provider_credentials: credential.id,
       oauth_clients: (
         await runCliJson<{ client_id: string }>(
           [
@@ -393,6 +411,9 @@ describe('tenant isolation, for every organization route the gateway declares', 
     const before = await db.query('SELECT count(*)::int AS n FROM apps WHERE org_id = $1', [
       tenantA.org_id,
     ]);
+    const appName = (
+      await db.query<{ name: string }>('SELECT name FROM apps WHERE id = $1', [tenantA.app_id])
+    ).rows[0]!.name;
     for (const route of memberRoutes) {
       if (route.caller.kind !== 'org_member') continue;
       const target = foreign[route.caller.org.table];
@@ -435,6 +456,24 @@ describe('tenant isolation, for every organization route the gateway declares', 
       [grant.grant_id],
     );
     expect(untouched.rows).toEqual([{ grant_status: 'active', user_status: 'active' }]);
+    const byok = await db.query(
+      `SELECT c.status, c.priority, g.app_connection_id FROM provider_credentials c
+         LEFT JOIN provider_credential_grants g ON g.credential_id = c.id WHERE c.id = $1`,
+      [credential.id],
+    );
+    expect(byok.rows).toEqual([
+      { status: 'active', priority: 1, app_connection_id: tenantA.app_connection_id },
+    ]);
+    const orgState = await db.query(
+      `SELECT (SELECT count(*)::int FROM cap_rules WHERE org_id = $1) AS caps,
+              (SELECT status FROM apps WHERE id = $2) AS app_status,
+              (SELECT name FROM apps WHERE id = $2) AS app_name,
+              (SELECT count(*)::int FROM wallet_transactions WHERE org_id = $1) AS transactions`,
+      [tenantA.org_id, tenantA.app_id],
+    );
+    expect(orgState.rows).toEqual([
+      { caps: 0, app_status: 'active', app_name: appName, transactions: 1 },
+    ]);
     const client = await db.query('SELECT status FROM oauth_clients WHERE id = $1', [
       foreign.oauth_clients,
     ]);

@@ -190,14 +190,14 @@ async function heapLine(): Promise<string> {
 async function dashboardSetup() {
   const email = (label: string): string => `${label}-${prefix}@example.com`;
   const createUser = (address: string, extra: string[] = []) =>
-    runCliJson<{ id: string }>(
+    runCliJson<{ user_id: string; personal_org_id: string }>(
       ['admin', 'create-user', '--email', address, '--password', PASSWORD, ...extra],
       env,
     );
   const inOrg = (role: string) => ['--org-id', org.org_id, '--role', role];
   const owner = email('fuzz-owner');
   const spareMember = email('fuzz-member');
-  await createUser(owner, inOrg('owner'));
+  const ownerUser = await createUser(owner, inOrg('owner'));
   const member = await createUser(spareMember, inOrg('viewer'));
   const loginEmail = email('fuzz-login');
   await createUser(loginEmail);
@@ -223,6 +223,20 @@ async function dashboardSetup() {
     `/dashboard/api/orgs/${org.org_id}/service-keys`,
   );
   expect(serviceKey.status).toBe(201);
+  const spareApp = await client.post<{ id: string }>(`/dashboard/api/orgs/${org.org_id}/apps`, {
+    name: 'fuzz spare app',
+  });
+  expect(spareApp.status).toBe(201);
+  const credential = await client.post<{ id: string }>(
+    `/dashboard/api/orgs/${org.org_id}/credentials`,
+    {
+      provider: 'vendor_b',
+      name: 'fuzz spare credential',
+      secret: 'mock-ok-fuzz-spare-credential',
+      app_connection_ids: [connection.body.id],
+    },
+  );
+  expect(credential.status).toBe(201);
   // A product user and a grant the dashboard's block and revoke may change (inference never uses it).
   const spareGrant = await runCliJson<{ grant_id: string; product_end_user_id: string }>(
     [
@@ -273,12 +287,15 @@ async function dashboardSetup() {
     loginEmail,
     loginPassword: PASSWORD,
     spareConnectionId: connection.body.id,
-    spareMemberId: member.id,
+    spareMemberId: member.user_id,
     spareMemberEmail: spareMember,
     spareApiKeyId: apiKey.body.id,
     spareServiceKeyId: serviceKey.body.id,
     spareProductUserId: spareGrant.product_end_user_id,
     spareGrantId: spareGrant.grant_id,
+    spareOrgId: ownerUser.personal_org_id,
+    spareAppId: spareApp.body.id,
+    spareCredentialId: credential.body.id,
     spareWebhookId: webhook.body.id,
   };
 }
@@ -305,6 +322,7 @@ beforeAll(async () => {
     LOG_LEVEL: 'info', // 'gw listening' (how the fixture finds the port) is an info line
     NODE_OPTIONS: '--enable-source-maps',
     MOCK_VENDOR_TOKENS_PER_SECOND: '3000',
+    DASHBOARD_SIGNUP: 'true', // sign-up's inputs reach the account rules, not only the switch
   });
   org = await seed(env, ['--wallet', '1000.00']);
   const revoked = await createApiKey(env, org.app_connection_id);

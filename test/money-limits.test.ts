@@ -2,7 +2,7 @@
 // what the money layer handles exactly is refused, and a script that refuses writes nothing.
 import { createMoneyLayer } from '../src/billing/compose.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CapTargetError, setCap } from '../src/admin/caps.js';
+import { capInvalidation, CapTargetError, setCapAs } from '../src/admin/caps.js';
 import { createApp, createOrganization } from '../src/admin/provisioning.js';
 import type { RequestAccounts } from '../src/billing/budget-store.js';
 import { monthlyPeriod } from '../src/periods.js';
@@ -333,11 +333,16 @@ describe('amounts at the entry points', () => {
   it('refuses a cap in another currency than the settlement one, or beyond the limit', async () => {
     const orgId = await createOrganization(db, 'limits-caps');
     const target = { scope: 'org', orgId } as const;
+    const invalidation = capInvalidation(redis, keys);
+    const actor = { userId: 'cli' };
     await expect(
-      setCap(db, redis, keys, target, { amountNano: 1_000_000_000n, currency: 'EUR' }),
+      setCapAs(db, invalidation, actor, target, { amountNano: 1_000_000_000n, currency: 'EUR' }),
     ).rejects.toThrow(CapTargetError);
     await expect(
-      setCap(db, redis, keys, target, { amountNano: MAX_AMOUNT_NANO + 1n, currency: 'USD' }),
+      setCapAs(db, invalidation, actor, target, {
+        amountNano: MAX_AMOUNT_NANO + 1n,
+        currency: 'USD',
+      }),
     ).rejects.toThrow(AmountRangeError);
     const { rows } = await db.query('SELECT id FROM cap_rules WHERE org_id = $1', [orgId]);
     expect(rows).toEqual([]);

@@ -38,6 +38,8 @@ const builderScopes: Record<keyof RedisKeys, 'org' | 'pair' | 'alone'> = {
   session: 'alone',
   // Counted per key, one transaction per key (src/accounts/login-throttle.ts).
   loginFailures: 'alone',
+  // One key per client address, in a transaction of its own.
+  signupAttempts: 'alone',
   // An authorization code and its replay marker: taken together by oauth-take-code.lua.
   oauthCode: 'pair',
   oauthCodeUsed: 'pair',

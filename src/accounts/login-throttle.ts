@@ -1,6 +1,7 @@
 // Failed sign-ins are counted per account and per client address in Redis (shared by every
 // instance); past the limit a sign-in is refused without checking the password until the
-// window ends (429 gw_too_many_attempts with Retry-After).
+// window ends (429 gw_too_many_attempts with Retry-After). Self-service sign-ups are counted
+// per client address the same way, every attempt.
 import type { RedisClient } from '../redis/connect.js';
 import { sha256Hex } from '../ids.js';
 import type { RedisKeys } from '../redis/keys.js';
@@ -8,12 +9,15 @@ import type { RedisKeys } from '../redis/keys.js';
 export interface ThrottleLimits {
   readonly perAccount: number;
   readonly perAddress: number;
+  /** Self-service sign-ups (every attempt, successful or not) per client address. */
+  readonly signupsPerAddress: number;
   readonly windowMs: number;
 }
 
 export const DEFAULT_THROTTLE_LIMITS: ThrottleLimits = {
   perAccount: 5,
   perAddress: 50,
+  signupsPerAddress: 10,
   windowMs: 15 * 60_000,
 };
 
@@ -49,6 +53,24 @@ export class LoginThrottle {
   /** A successful sign-in clears the account's count (not the address's). */
   async recordSuccess(email: string): Promise<void> {
     await this.redis.del(this.keys.loginFailures('account', sha256Hex(email)));
+  }
+
+  /**
+   * Counts a sign-up attempt from `address` (each one costs an scrypt and may make an account
+   * and an organization): the milliseconds until it may be tried again when this attempt is
+   * past the limit, else 0. Counted before the attempt, so a burst cannot outrun the count.
+   */
+  async signupAttempt(address: string): Promise<number> {
+    const key = this.keys.signupAttempts(address);
+    const results = await this.redis
+      .multi()
+      .incr(key)
+      .pexpire(key, this.limits.windowMs, 'NX')
+      .pttl(key)
+      .exec();
+    const count = Number(results?.[0]?.[1] ?? 0);
+    const ttlMs = Number(results?.[2]?.[1] ?? 0);
+    return count > this.limits.signupsPerAddress ? Math.max(1, ttlMs) : 0;
   }
 
   private async countAndTtl(key: string): Promise<{ count: number; ttlMs: number }> {

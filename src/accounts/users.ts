@@ -19,10 +19,23 @@ export function roleAtLeast(role: Role, minimum: Role): boolean {
 export const EMAIL_MAX_LENGTH = 254;
 const emailSchema = z.email().max(EMAIL_MAX_LENGTH);
 
-/** A rule of the accounts domain was broken; the message says which (safe to show). */
+/**
+ * A rule of the accounts domain was broken; the message says which (safe to show). A
+ * `conflict` is an e-mail that already has a user.
+ */
 export class AccountRuleError extends Error {
   override readonly name = 'AccountRuleError';
+  constructor(
+    message: string,
+    readonly conflict = false,
+  ) {
+    super(message);
+  }
 }
+
+const EMAIL_TAKEN = 'email: a user with this e-mail exists';
+/** Postgres' unique_violation: another transaction made the same e-mail meanwhile. */
+const UNIQUE_VIOLATION = '23505';
 
 export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
@@ -51,9 +64,25 @@ export async function createUser(db: DbPool, input: NewUser): Promise<CreatedUse
   const problem = passwordProblem(input.password);
   if (problem) throw new AccountRuleError(problem);
   const passwordHash = await hashPassword(input.password);
+  try {
+    return await insertUser(db, input, email, passwordHash);
+  } catch (error) {
+    if ((error as { code?: unknown }).code === UNIQUE_VIOLATION) {
+      throw new AccountRuleError(EMAIL_TAKEN, true);
+    }
+    throw error;
+  }
+}
+
+async function insertUser(
+  db: DbPool,
+  input: NewUser,
+  email: string,
+  passwordHash: string,
+): Promise<CreatedUser> {
   return withTransaction(db, async (client) => {
     const taken = await client.query('SELECT 1 FROM dashboard_users WHERE email = $1', [email]);
-    if (taken.rowCount) throw new AccountRuleError('email: a user with this e-mail exists');
+    if (taken.rowCount) throw new AccountRuleError(EMAIL_TAKEN, true);
     if (input.orgId !== undefined) {
       const org = await client.query('SELECT 1 FROM organizations WHERE id = $1', [input.orgId]);
       if (!org.rowCount) throw new AccountRuleError(`org-id: no organization ${input.orgId}`);

@@ -1,10 +1,14 @@
-// Setting spending caps (admin CLI now, the dashboard later). One active rule per scope
-// target; setting again updates it. Gateway instances drop their cached rules at once.
-import type { RedisClient } from '../redis/connect.js';
+// Spending caps at every level: the one service `gw cap` and the dashboard API share. One
+// active rule per target (an organization, an app connection, a product user); setting again
+// updates it, clearing retires it. Every change is audited in its transaction, then every
+// gateway instance drops its cached rules (and, for a connection, its keys' cached settings)
+// before the caller is answered, so the next request anywhere sees it.
+import { recordAudit } from '../audit/audit.js';
 import { apiKeySharedCache } from '../auth/api-key-store.js';
 import type { CreditMode, OverrunPolicy } from '../billing/modes.js';
 import { CAPS_INVALIDATION_MESSAGE } from '../billing/cap-policies.js';
-import type { DbPool } from '../db/pool.js';
+import { encodeInvalidation, type InvalidatedCache } from '../cache/invalidation.js';
+import { withTransaction, type DbPool } from '../db/pool.js';
 import { newId } from '../ids.js';
 import {
   assertAmountInRange,
@@ -13,33 +17,123 @@ import {
   numericToNano,
   SETTLEMENT_CURRENCY,
 } from '../money.js';
+import type { RedisClient } from '../redis/connect.js';
 import type { RedisKeys } from '../redis/keys.js';
+import type { Actor } from './apps.js';
+import { applyConnectionSettings } from './connections.js';
 
 export type CapTarget =
   | { readonly scope: 'org'; readonly orgId: string }
   | { readonly scope: 'app_connection'; readonly appConnectionId: string }
   | { readonly scope: 'product_user'; readonly productUserId: string };
 
+export type CapScope = CapTarget['scope'];
+
+/**
+ * What to set. Optional fields left undefined keep their stored value; `null` removes it.
+ * `creditMode` / `overrunPolicy` are the connection's settings on an app_connection cap and
+ * the user's overrides of them on a product_user cap (null: inherit the connection's).
+ */
 export interface CapSettings {
-  readonly amountNano: bigint;
+  /** null only on an app_connection cap: no combined cap, only the per-user default. */
+  readonly amountNano: bigint | null;
   readonly currency: string;
-  readonly perUserAmountNano?: bigint;
-  readonly creditMode?: CreditMode;
-  readonly overrunPolicy?: OverrunPolicy;
+  /** app_connection only: the default cap of each of its product users. */
+  readonly perUserAmountNano?: bigint | null;
+  readonly creditMode?: CreditMode | null;
+  readonly overrunPolicy?: OverrunPolicy | null;
+  /** app_connection only. */
   readonly requiresProductUser?: boolean;
 }
 
+/** A cap that cannot be set as asked, or a target that does not exist (`notFound`). */
 export class CapTargetError extends Error {
   override readonly name = 'CapTargetError';
+  constructor(
+    message: string,
+    readonly notFound = false,
+  ) {
+    super(message);
+  }
 }
 
+/** The rule as the dashboard and the CLI show it. */
+export interface CapRuleView {
+  cap_rule_id: string;
+  /** null on a connection cap that sets only the per-user default. */
+  amount: string | null;
+  per_user_amount: string | null;
+  currency: string;
+  period: string;
+  credit_mode: string | null;
+  overrun_policy: string | null;
+  status: 'active';
+  updated_at: string;
+}
+
+/** A target and its active cap (null: none). A connection's also carries its settings. */
+export interface CapState {
+  scope: CapScope;
+  org_id: string;
+  app_connection_id: string | null;
+  product_end_user_id: string | null;
+  cap: CapRuleView | null;
+  connection?: {
+    credit_mode: CreditMode;
+    overrun_policy: OverrunPolicy;
+    requires_product_user: boolean;
+  };
+}
+
+/** Makes every instance forget cached cap rules (and a connection's keys' settings). */
+export interface CapInvalidation {
+  capsChanged(change: { readonly connectionKeyHashes: readonly string[] | null }): Promise<void>;
+}
+
+/**
+ * The shared Redis copies of the connection's keys go first, so no instance refills its cache
+ * from a stale one; then this instance's caches (when given), then the others' over pub/sub.
+ */
+export function capInvalidation(
+  redis: RedisClient,
+  keys: RedisKeys,
+  local: { readonly capPolicies?: InvalidatedCache; readonly apiKeys?: InvalidatedCache } = {},
+): CapInvalidation {
+  return {
+    async capsChanged({ connectionKeyHashes }) {
+      const channel = keys.invalidationChannel();
+      if (connectionKeyHashes) {
+        await apiKeySharedCache(redis, keys).invalidate([...connectionKeyHashes]);
+        local.apiKeys?.clearLocalCache();
+      }
+      local.capPolicies?.clearLocalCache();
+      await redis.publish(channel, CAPS_INVALIDATION_MESSAGE);
+      if (connectionKeyHashes) {
+        await redis.publish(channel, encodeInvalidation({ kind: 'all-api-keys' }));
+      }
+    },
+  };
+}
+
+interface ActiveRuleRow {
+  id: string;
+  amount: string | null;
+  per_user_amount: string | null;
+  currency: string;
+  period: string;
+  credit_mode: string | null;
+  overrun_policy: string | null;
+  updated_at: Date;
+}
+
+/** A cap rule row as the webhook events read it (CAP_RULE_VIEW_COLUMNS). */
 export interface RuleRow {
   id: string;
   scope: string;
   org_id: string;
   app_connection_id: string | null;
   product_user_id: string | null;
-  amount: string;
+  amount: string | null;
   per_user_amount: string | null;
   currency: string;
   period: string;
@@ -52,83 +146,7 @@ export interface RuleRow {
 export const CAP_RULE_VIEW_COLUMNS = `id, scope, org_id, app_connection_id, product_user_id,
   amount::text, per_user_amount::text, currency, period, credit_mode, overrun_policy, updated_at`;
 
-const conflictTarget: Record<CapTarget['scope'], string> = {
-  org: `(org_id) WHERE scope = 'org' AND status = 'active'`,
-  app_connection: `(app_connection_id) WHERE scope = 'app_connection' AND status = 'active'`,
-  product_user: `(product_user_id) WHERE scope = 'product_user' AND status = 'active'`,
-};
-
-export async function setCap(
-  db: DbPool,
-  redis: RedisClient,
-  keys: RedisKeys,
-  target: CapTarget,
-  settings: CapSettings,
-): Promise<Record<string, unknown>> {
-  // A cap limits what costs add up to, and every cost is in the settlement currency.
-  if (settings.currency !== SETTLEMENT_CURRENCY) {
-    throw new CapTargetError(
-      `caps are in ${SETTLEMENT_CURRENCY}, the currency costs are charged in (got ${settings.currency})`,
-    );
-  }
-  assertAmountInRange(settings.amountNano, 'the cap');
-  if (settings.perUserAmountNano !== undefined) {
-    assertAmountInRange(settings.perUserAmountNano, 'the per-user cap');
-  }
-  const orgId = await owningOrg(db, target);
-  const connectionId = target.scope === 'app_connection' ? target.appConnectionId : null;
-  const userId = target.scope === 'product_user' ? target.productUserId : null;
-  const onUser = target.scope === 'product_user';
-  const { rows } = await db.query<RuleRow>(
-    `INSERT INTO cap_rules (id, org_id, scope, app_connection_id, product_user_id, amount,
-                           per_user_amount, currency, credit_mode, overrun_policy)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-     ON CONFLICT ${conflictTarget[target.scope]} DO UPDATE SET
-       amount = EXCLUDED.amount,
-       per_user_amount = COALESCE(EXCLUDED.per_user_amount, cap_rules.per_user_amount),
-       currency = EXCLUDED.currency,
-       credit_mode = COALESCE(EXCLUDED.credit_mode, cap_rules.credit_mode),
-       overrun_policy = COALESCE(EXCLUDED.overrun_policy, cap_rules.overrun_policy),
-       updated_at = now()
-     RETURNING ${CAP_RULE_VIEW_COLUMNS}`,
-    [
-      newId('cap'),
-      orgId,
-      target.scope,
-      connectionId,
-      userId,
-      nanoToNumeric(settings.amountNano),
-      settings.perUserAmountNano === undefined ? null : nanoToNumeric(settings.perUserAmountNano),
-      settings.currency,
-      onUser ? (settings.creditMode ?? null) : null,
-      onUser ? (settings.overrunPolicy ?? null) : null,
-    ],
-  );
-  if (connectionId) {
-    await db.query(
-      `UPDATE app_connections SET
-         credit_mode = COALESCE($2, credit_mode),
-         overrun_policy = COALESCE($3, overrun_policy),
-         requires_product_user = COALESCE($4, requires_product_user),
-         updated_at = now()
-       WHERE id = $1`,
-      [
-        connectionId,
-        settings.creditMode ?? null,
-        settings.overrunPolicy ?? null,
-        settings.requiresProductUser ?? null,
-      ],
-    );
-  }
-  // Rules and connection settings are cached on every instance: drop them now (the shared
-  // Redis copies first, so no instance refills its cache from a stale one).
-  await apiKeySharedCache(redis, keys).invalidate(await connectionKeyHashes(db, connectionId));
-  await redis.publish(keys.invalidationChannel(), CAPS_INVALIDATION_MESSAGE);
-  await redis.publish(keys.invalidationChannel(), 'apikey:*');
-  return capRuleView(rows[0]!);
-}
-
-/** A cap rule as the CLI and the webhook events show it. */
+/** A cap rule with its target, flat, as the webhook events show it. */
 export function capRuleView(rule: RuleRow): Record<string, unknown> {
   return {
     cap_rule_id: rule.id,
@@ -136,9 +154,8 @@ export function capRuleView(rule: RuleRow): Record<string, unknown> {
     org_id: rule.org_id,
     app_connection_id: rule.app_connection_id,
     product_end_user_id: rule.product_user_id,
-    amount: formatNano(numericToNano(rule.amount)),
-    per_user_amount:
-      rule.per_user_amount === null ? null : formatNano(numericToNano(rule.per_user_amount)),
+    amount: nanoOrNull(rule.amount),
+    per_user_amount: nanoOrNull(rule.per_user_amount),
     currency: rule.currency.trim(),
     period: rule.period,
     credit_mode: rule.credit_mode,
@@ -148,21 +165,280 @@ export function capRuleView(rule: RuleRow): Record<string, unknown> {
   };
 }
 
-async function owningOrg(db: DbPool, target: CapTarget): Promise<string> {
-  const [sql, id] =
+const RULE_COLUMNS = `id, amount::text, per_user_amount::text, currency, period, credit_mode,
+  overrun_policy, updated_at`;
+
+const targetColumn: Record<CapScope, string> = {
+  org: 'org_id',
+  app_connection: 'app_connection_id',
+  product_user: 'product_user_id',
+};
+
+const conflictTarget: Record<CapScope, string> = {
+  org: `(org_id) WHERE scope = 'org' AND status = 'active'`,
+  app_connection: `(app_connection_id) WHERE scope = 'app_connection' AND status = 'active'`,
+  product_user: `(product_user_id) WHERE scope = 'product_user' AND status = 'active'`,
+};
+
+const targetId = (target: CapTarget): string =>
+  target.scope === 'org'
+    ? target.orgId
+    : target.scope === 'app_connection'
+      ? target.appConnectionId
+      : target.productUserId;
+
+const nanoOrNull = (text: string | null): string | null =>
+  text === null ? null : formatNano(numericToNano(text));
+
+function ruleView(row: ActiveRuleRow | undefined): CapRuleView | null {
+  if (!row) return null;
+  return {
+    cap_rule_id: row.id,
+    amount: nanoOrNull(row.amount),
+    per_user_amount: nanoOrNull(row.per_user_amount),
+    currency: row.currency.trim(),
+    period: row.period,
+    credit_mode: row.credit_mode,
+    overrun_policy: row.overrun_policy,
+    status: 'active',
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+/** The target's cap and organization, or null when the target does not exist. */
+export async function readCap(
+  db: Pick<DbPool, 'query'>,
+  target: CapTarget,
+): Promise<CapState | null> {
+  const orgId = await owningOrg(db, target);
+  if (orgId === null) return null;
+  return capState(db, target, orgId);
+}
+
+/** Sets (or replaces) the target's active monthly cap. Throws CapTargetError, AmountRangeError. */
+export async function setCapAs(
+  db: DbPool,
+  invalidation: CapInvalidation,
+  actor: Actor,
+  target: CapTarget,
+  settings: CapSettings,
+): Promise<CapState> {
+  checkSettings(target, settings);
+  const { state, connectionId } = await withTransaction(db, async (client) => {
+    const orgId = await owningOrg(client, target, true);
+    if (orgId === null) throw missing(target);
+    const current = await activeRule(client, target, true);
+    const perUserAmountNano =
+      settings.perUserAmountNano === undefined
+        ? current?.per_user_amount == null
+          ? null
+          : numericToNano(current.per_user_amount)
+        : settings.perUserAmountNano;
+    if (settings.amountNano === null && perUserAmountNano === null) {
+      throw new CapTargetError(
+        'a connection cap needs an amount or a per-user amount (clear the cap to remove both)',
+      );
+    }
+    const onUser = target.scope === 'product_user';
+    const keep = (value: unknown): boolean => value === undefined;
+    const { rows } = await client.query<{ id: string }>(
+      `INSERT INTO cap_rules (id, org_id, scope, app_connection_id, product_user_id, amount,
+                             per_user_amount, currency, credit_mode, overrun_policy)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+       ON CONFLICT ${conflictTarget[target.scope]} DO UPDATE SET
+         amount = EXCLUDED.amount,
+         per_user_amount = EXCLUDED.per_user_amount,
+         currency = EXCLUDED.currency,
+         credit_mode = CASE WHEN $11 THEN cap_rules.credit_mode ELSE EXCLUDED.credit_mode END,
+         overrun_policy = CASE WHEN $12 THEN cap_rules.overrun_policy ELSE EXCLUDED.overrun_policy END,
+         updated_at = now()
+       RETURNING id`,
+      [
+        newId('cap'),
+        orgId,
+        target.scope,
+        target.scope === 'app_connection' ? target.appConnectionId : null,
+        onUser ? target.productUserId : null,
+        settings.amountNano === null ? null : nanoToNumeric(settings.amountNano),
+        perUserAmountNano === null ? null : nanoToNumeric(perUserAmountNano),
+        settings.currency,
+        onUser ? (settings.creditMode ?? null) : null,
+        onUser ? (settings.overrunPolicy ?? null) : null,
+        !onUser || keep(settings.creditMode),
+        !onUser || keep(settings.overrunPolicy),
+      ],
+    );
+    const connectionId = target.scope === 'app_connection' ? target.appConnectionId : null;
+    if (connectionId) {
+      await applyConnectionSettings(client, connectionId, {
+        ...(settings.creditMode && { credit_mode: settings.creditMode }),
+        ...(settings.overrunPolicy && { overrun_policy: settings.overrunPolicy }),
+        ...(settings.requiresProductUser !== undefined && {
+          requires_product_user: settings.requiresProductUser,
+        }),
+      });
+    }
+    const state = await capState(client, target, orgId);
+    await recordAudit(client, {
+      orgId,
+      userId: actor.userId,
+      action: 'cap.set',
+      objectType: 'cap_rule',
+      objectId: rows[0]!.id,
+      details: {
+        scope: target.scope,
+        target_id: targetId(target),
+        amount: state.cap?.amount ?? null,
+        per_user_amount: state.cap?.per_user_amount ?? null,
+        ...(settings.creditMode !== undefined && { credit_mode: settings.creditMode }),
+        ...(settings.overrunPolicy !== undefined && { overrun_policy: settings.overrunPolicy }),
+        ...(settings.requiresProductUser !== undefined && {
+          requires_product_user: settings.requiresProductUser,
+        }),
+      },
+    });
+    return { state, connectionId };
+  });
+  await invalidation.capsChanged({
+    connectionKeyHashes: connectionId ? await connectionKeyHashes(db, connectionId) : null,
+  });
+  return state;
+}
+
+/**
+ * Retires the target's active cap: its requests are no longer capped at this level. Clearing
+ * a target without a cap changes nothing and writes no audit entry. Throws CapTargetError.
+ */
+export async function clearCapAs(
+  db: DbPool,
+  invalidation: CapInvalidation,
+  actor: Actor,
+  target: CapTarget,
+): Promise<CapState> {
+  const { state, cleared } = await withTransaction(db, async (client) => {
+    const orgId = await owningOrg(client, target, true);
+    if (orgId === null) throw missing(target);
+    const current = await activeRule(client, target, true);
+    if (current) {
+      await client.query(
+        `UPDATE cap_rules SET status = 'inactive', updated_at = now() WHERE id = $1`,
+        [current.id],
+      );
+      await recordAudit(client, {
+        orgId,
+        userId: actor.userId,
+        action: 'cap.clear',
+        objectType: 'cap_rule',
+        objectId: current.id,
+        details: { scope: target.scope, target_id: targetId(target) },
+      });
+    }
+    return { state: await capState(client, target, orgId), cleared: current !== undefined };
+  });
+  if (cleared) {
+    // A connection's keys carry no cap of their own: only the rules need dropping.
+    await invalidation.capsChanged({ connectionKeyHashes: null });
+  }
+  return state;
+}
+
+function checkSettings(target: CapTarget, settings: CapSettings): void {
+  // A cap limits what costs add up to, and every cost is in the settlement currency.
+  if (settings.currency !== SETTLEMENT_CURRENCY) {
+    throw new CapTargetError(
+      `caps are in ${SETTLEMENT_CURRENCY}, the currency costs are charged in (got ${settings.currency})`,
+    );
+  }
+  if (settings.amountNano === null && target.scope !== 'app_connection') {
+    throw new CapTargetError(`a ${target.scope.replace('_', ' ')} cap needs an amount`);
+  }
+  if (settings.amountNano !== null) assertAmountInRange(settings.amountNano, 'the cap');
+  if (typeof settings.perUserAmountNano === 'bigint') {
+    assertAmountInRange(settings.perUserAmountNano, 'the per-user cap');
+  }
+  if (target.scope !== 'app_connection') {
+    if (settings.perUserAmountNano !== undefined || settings.requiresProductUser !== undefined) {
+      throw new CapTargetError(
+        'a per-user amount and the attribution requirement belong to a connection cap',
+      );
+    }
+  }
+  if (target.scope === 'org' && (settings.creditMode || settings.overrunPolicy)) {
+    throw new CapTargetError('an org cap takes only an amount');
+  }
+  if (
+    target.scope === 'app_connection' &&
+    (settings.creditMode === null || settings.overrunPolicy === null)
+  ) {
+    throw new CapTargetError('a connection always has a credit mode and an overrun policy');
+  }
+}
+
+async function capState(
+  client: Pick<DbPool, 'query'>,
+  target: CapTarget,
+  orgId: string,
+): Promise<CapState> {
+  const state: CapState = {
+    scope: target.scope,
+    org_id: orgId,
+    app_connection_id: target.scope === 'app_connection' ? target.appConnectionId : null,
+    product_end_user_id: target.scope === 'product_user' ? target.productUserId : null,
+    cap: ruleView(await activeRule(client, target, false)),
+  };
+  if (target.scope === 'app_connection') {
+    const { rows } = await client.query<NonNullable<CapState['connection']>>(
+      'SELECT credit_mode, overrun_policy, requires_product_user FROM app_connections WHERE id = $1',
+      [target.appConnectionId],
+    );
+    state.connection = rows[0]!;
+  }
+  return state;
+}
+
+async function activeRule(
+  client: Pick<DbPool, 'query'>,
+  target: CapTarget,
+  lock: boolean,
+): Promise<ActiveRuleRow | undefined> {
+  const { rows } = await client.query<ActiveRuleRow>(
+    `SELECT ${RULE_COLUMNS} FROM cap_rules
+      WHERE scope = $1 AND ${targetColumn[target.scope]} = $2 AND status = 'active'
+      ${lock ? 'FOR UPDATE' : ''}`,
+    [target.scope, targetId(target)],
+  );
+  return rows[0];
+}
+
+/**
+ * The organization that owns the target, or null. With `lock`, the target's row is locked
+ * for the transaction, so two changes of one target's cap run one after the other.
+ */
+async function owningOrg(
+  client: Pick<DbPool, 'query'>,
+  target: CapTarget,
+  lock = false,
+): Promise<string | null> {
+  const table =
     target.scope === 'org'
-      ? ['SELECT id AS org_id FROM organizations WHERE id = $1', target.orgId]
+      ? 'organizations'
       : target.scope === 'app_connection'
-        ? ['SELECT org_id FROM app_connections WHERE id = $1', target.appConnectionId]
-        : ['SELECT org_id FROM product_users WHERE id = $1', target.productUserId];
-  const { rows } = await db.query<{ org_id: string }>(sql, [id]);
-  if (!rows[0]) throw new CapTargetError(`no ${target.scope.replace('_', ' ')} ${id}`);
-  return rows[0].org_id;
+        ? 'app_connections'
+        : 'product_users';
+  const column = target.scope === 'org' ? 'id' : 'org_id';
+  const { rows } = await client.query<{ org_id: string }>(
+    `SELECT ${column} AS org_id FROM ${table} WHERE id = $1 ${lock ? 'FOR NO KEY UPDATE' : ''}`,
+    [targetId(target)],
+  );
+  return rows[0]?.org_id ?? null;
+}
+
+function missing(target: CapTarget): CapTargetError {
+  return new CapTargetError(`no ${target.scope.replace('_', ' ')} ${targetId(target)}`, true);
 }
 
 /** Hashes of a connection's API keys (their cached identities carry its settings). */
-async function connectionKeyHashes(db: DbPool, connectionId: string | null): Promise<string[]> {
-  if (!connectionId) return [];
+async function connectionKeyHashes(db: DbPool, connectionId: string): Promise<string[]> {
   const { rows } = await db.query<{ key_hash: string }>(
     'SELECT key_hash FROM api_keys WHERE app_connection_id = $1',
     [connectionId],

@@ -7,6 +7,7 @@ import { recordAudit } from '../audit/audit.js';
 import type { ApiKeyStore } from '../auth/api-key-store.js';
 import { CURSOR_COLUMN, readPage, type Page, type PageRequest } from '../db/pages.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
+import { gwError, type GwError } from '../errors.js';
 import { createAppConnection } from './provisioning.js';
 import type { Actor } from './apps.js';
 import { recordOAuthConnectionEvent } from './connection-events.js';
@@ -70,10 +71,17 @@ export async function createConnectionAs(
   actor: Actor,
   app: { orgId: string; appId: string },
   settings: ConnectionSettings & { name: string },
-): Promise<ConnectionRow> {
+): Promise<ConnectionRow | GwError> {
   return withTransaction(db, async (client) => {
+    const { rows } = await client.query<{ status: string }>(
+      'SELECT status FROM apps WHERE id = $1 FOR SHARE',
+      [app.appId],
+    );
+    if (rows[0]?.status !== 'active') {
+      return gwError('gw_conflict', 'the app is deleted: it cannot get new connections');
+    }
     const id = await createAppConnection(client, app.orgId, app.appId, settings.name);
-    await applySettings(client, id, settings);
+    await applyConnectionSettings(client, id, settings);
     await recordAudit(client, {
       orgId: app.orgId,
       userId: actor.userId,
@@ -95,7 +103,7 @@ export async function updateConnectionAs(
   settings: ConnectionSettings,
 ): Promise<ConnectionRow> {
   const row = await withTransaction(db, async (client) => {
-    await applySettings(client, connection.id, settings);
+    await applyConnectionSettings(client, connection.id, settings);
     await recordAudit(client, {
       orgId: connection.orgId,
       userId: actor.userId,
@@ -176,7 +184,8 @@ export async function revokeConnection(
   return result;
 }
 
-async function applySettings(
+/** Changes what the settings name (the rest is kept), in the caller's transaction. */
+export async function applyConnectionSettings(
   client: Pick<DbPool, 'query'>,
   id: string,
   settings: ConnectionSettings,

@@ -16,7 +16,8 @@ import { numericToNano } from '../money.js';
 
 export interface CapRule {
   readonly id: string;
-  readonly amountNano: bigint;
+  /** null only on an app_connection rule that sets only the per-user default. */
+  readonly amountNano: bigint | null;
   /** On an app_connection rule: the default cap of each of its product users. */
   readonly perUserAmountNano: bigint | null;
   readonly currency: string;
@@ -29,7 +30,7 @@ export interface CapRule {
 /** A cap_rules row as selected with CAP_RULE_COLUMNS. */
 export interface CapRuleRow {
   id: string;
-  amount: string;
+  amount: string | null;
   per_user_amount: string | null;
   currency: string;
   credit_mode: CreditMode | null;
@@ -44,7 +45,7 @@ export function capRuleFromRow(row: CapRuleRow | undefined): CapRule | null {
   if (!row) return null;
   return {
     id: row.id,
-    amountNano: numericToNano(row.amount),
+    amountNano: row.amount === null ? null : numericToNano(row.amount),
     perUserAmountNano: row.per_user_amount === null ? null : numericToNano(row.per_user_amount),
     currency: row.currency.trim(),
     creditMode: row.credit_mode,

@@ -1,12 +1,61 @@
 // Organization wallets: Postgres holds every transaction (the durable truth); Redis holds
 // the live balance the reserve script checks. A wallet missing from Redis is rebuilt as
 // sum(transactions) − sum(wallet_cost of recorded usage).
+import { recordAudit } from '../audit/audit.js';
 import type { RedisClient } from '../redis/connect.js';
 import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
-import { assertAmountInRange, numericToNano, nanoToNumeric } from '../money.js';
+import {
+  assertAmountInRange,
+  formatNano,
+  nanoToNumeric,
+  numericToNano,
+  SETTLEMENT_CURRENCY,
+} from '../money.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts } from '../redis/scripts.js';
 import { sumNano, UnwrittenUsage } from '../ledger/unwritten-usage.js';
+
+/** Who changes a wallet, for its history and the audit log (a dashboard user, or 'cli'). */
+export interface WalletActor {
+  readonly userId: string;
+}
+
+/**
+ * One entry of a wallet's history: a top-up, the difference a balance set made, or what
+ * usage records pruned from the ledger had taken (`gw usage prune`).
+ */
+export interface WalletTransaction {
+  id: string;
+  kind: 'topup' | 'set' | 'usage_archived';
+  /** Signed 12-digit decimal string. */
+  amount: string;
+  currency: string;
+  created_by: string | null;
+  created_at: string;
+}
+
+export interface WalletTransactionRow {
+  id: string;
+  kind: 'topup' | 'set' | 'usage_archived';
+  amount: string;
+  created_by: string | null;
+  created_at: Date;
+  cursor_us: string;
+}
+
+export const WALLET_TRANSACTION_COLUMNS = `id::text, kind, amount::text, created_by, created_at,
+  (extract(epoch FROM created_at) * 1000000)::bigint::text AS cursor_us`;
+
+export function walletTransactionView(row: WalletTransactionRow): WalletTransaction {
+  return {
+    id: row.id,
+    kind: row.kind,
+    amount: formatNano(numericToNano(row.amount)),
+    currency: SETTLEMENT_CURRENCY,
+    created_by: row.created_by,
+    created_at: row.created_at.toISOString(),
+  };
+}
 
 export class WalletService {
   constructor(
@@ -49,14 +98,17 @@ export class WalletService {
     );
   }
 
-  /** The live balance (Redis; loaded from Postgres first if needed) and what is held. */
+  /**
+   * The live balance and what is held: read from Redis, and only when the wallet is not there
+   * rebuilt from Postgres first (which sums the org's ledger: not on every read).
+   */
   async liveBalance(orgId: string): Promise<{ balanceNano: bigint; reservedNano: bigint }> {
-    await this.loadIntoRedis(orgId);
-    const [balance, reserved] = await this.redis.hmget(
-      this.keys.wallet(orgId),
-      'balance',
-      'reserved',
-    );
+    const read = () => this.redis.hmget(this.keys.wallet(orgId), 'balance', 'reserved');
+    let [balance, reserved] = await read();
+    if (balance === null) {
+      await this.loadIntoRedis(orgId);
+      [balance, reserved] = await read();
+    }
     return { balanceNano: BigInt(balance ?? '0'), reservedNano: BigInt(reserved ?? '0') };
   }
 
@@ -65,21 +117,35 @@ export class WalletService {
    * balance may not pass MAX_AMOUNT_NANO (AmountRangeError, nothing recorded): the wallet row
    * is locked while the ledger is summed, so concurrent top-ups cannot pass it together.
    */
-  async topUp(orgId: string, amountNano: bigint): Promise<void> {
+  async topUp(orgId: string, amountNano: bigint, actor?: WalletActor): Promise<WalletTransaction> {
     assertAmountInRange(amountNano, 'the top-up');
-    await withTransaction(this.db, async (client) => {
+    const transaction = await withTransaction(this.db, async (client) => {
       await client.query('SELECT 1 FROM wallets WHERE org_id = $1 FOR UPDATE', [orgId]);
       const balance = await this.ledgerBalanceNano(orgId, client);
       assertAmountInRange(balance + amountNano, 'the wallet balance');
-      await client.query(
-        `INSERT INTO wallet_transactions (org_id, kind, amount) VALUES ($1, 'topup', $2)`,
-        [orgId, nanoToNumeric(amountNano)],
+      const { rows } = await client.query<WalletTransactionRow>(
+        `INSERT INTO wallet_transactions (org_id, kind, amount, created_by)
+         VALUES ($1, 'topup', $2, $3) RETURNING ${WALLET_TRANSACTION_COLUMNS}`,
+        [orgId, nanoToNumeric(amountNano), actor?.userId ?? null],
       );
+      const row = rows[0]!;
+      if (actor) {
+        await recordAudit(client, {
+          orgId,
+          userId: actor.userId,
+          action: 'wallet.topup',
+          objectType: 'wallet_transaction',
+          objectId: row.id,
+          details: { amount: formatNano(amountNano) },
+        });
+      }
+      return walletTransactionView(row);
     });
     await this.scripts.walletAdjust(
       { wallet: this.keys.wallet(orgId) },
       { mode: 'add', amount_nano: amountNano.toString() },
     );
+    return transaction;
   }
 
   /**
@@ -88,7 +154,7 @@ export class WalletService {
    * cannot record the difference, the live balance is moved back by it, so the two never
    * disagree about a set that failed.
    */
-  async setBalance(orgId: string, targetNano: bigint): Promise<void> {
+  async setBalance(orgId: string, targetNano: bigint, actor?: WalletActor): Promise<void> {
     assertAmountInRange(targetNano, 'the wallet balance');
     const outcome = (await this.scripts.walletAdjust(
       { wallet: this.keys.wallet(orgId) },
@@ -97,10 +163,26 @@ export class WalletService {
     const live = outcome[0] === 1;
     const previous = live ? BigInt(outcome[1] ?? '0') : await this.rebuiltBalanceNano(orgId);
     try {
-      await this.db.query(
-        `INSERT INTO wallet_transactions (org_id, kind, amount) VALUES ($1, 'set', $2)`,
-        [orgId, nanoToNumeric(targetNano - previous)],
-      );
+      const record = async (client: Pick<DbPool, 'query'>): Promise<void> => {
+        const { rows } = await client.query<{ id: string }>(
+          `INSERT INTO wallet_transactions (org_id, kind, amount, created_by)
+           VALUES ($1, 'set', $2, $3) RETURNING id::text`,
+          [orgId, nanoToNumeric(targetNano - previous), actor?.userId ?? null],
+        );
+        if (actor) {
+          await recordAudit(client, {
+            orgId,
+            userId: actor.userId,
+            action: 'wallet.set',
+            objectType: 'wallet_transaction',
+            objectId: rows[0]!.id,
+            details: { balance: formatNano(targetNano) },
+          });
+        }
+      };
+      // The audit entry, when there is one, is written in the same transaction as the change.
+      if (actor) await withTransaction(this.db, record);
+      else await record(this.db);
     } catch (error) {
       // Relative, so what requests spent meanwhile stays spent.
       if (live) {

@@ -1,20 +1,32 @@
-// gw cap set: spending caps at org, app-connection and product-user scope.
-import { CapTargetError, setCap, type CapTarget } from '../admin/caps.js';
+// gw cap set|show|clear: spending caps at org, app-connection and product-user scope, through
+// the same service as the dashboard API (src/admin/caps.ts), audited as done from the CLI.
+import {
+  capInvalidation,
+  CapTargetError,
+  clearCapAs,
+  readCap,
+  setCapAs,
+  type CapTarget,
+} from '../admin/caps.js';
 import type { CreditMode, OverrunPolicy } from '../billing/modes.js';
 import { parseAmountToNano } from '../money.js';
+import { CLI_ACTOR } from './api-key.js';
 import { ensureProductUser, type CliContext } from './context.js';
 import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
 
 export const capHelp = `gw cap set --scope org --org-id O --amount 10.00 [--currency USD] [--period monthly]
-gw cap set --scope app_connection --app-connection-id C --amount 5.00 [--per-user-amount 1.00]
+gw cap set --scope app_connection --app-connection-id C --amount 5.00|none [--per-user-amount 1.00|none]
            [--credit-mode enforce|track_only|disabled] [--overrun-policy limit_output|reject]
            [--requires-product-user true|false]
 gw cap set --scope product_user --app-id A --external-user-id U --amount 1.00
            [--credit-mode enforce|track_only|disabled] [--overrun-policy limit_output|reject]
   Sets (or replaces) the active monthly cap of that scope. A product_user cap creates the
   product user if it does not exist yet. --per-user-amount is the default cap of each product
-  user of the connection; credit mode and overrun policy on a product_user cap override the
-  connection's.`;
+  user of the connection (kept when omitted, removed with none); --amount none on a connection
+  caps only its users. Credit mode and overrun policy on a product_user cap override the
+  connection's.
+gw cap show|clear --scope … (the same target flags)
+  Prints the target's active cap (null: none) / removes it.`;
 
 const CREDIT_MODES = ['enforce', 'track_only', 'disabled'] as const;
 const OVERRUN_POLICIES = ['limit_output', 'reject'] as const;
@@ -31,9 +43,13 @@ function oneOf<T extends string>(
   return value as T;
 }
 
+/** An amount flag: a decimal, or `none` where the cap allows leaving it out. */
+const amountOrNone = (text: string): bigint | null =>
+  text === 'none' ? null : parseAmountToNano(text);
+
 export async function capCommand(context: CliContext, argv: string[]): Promise<void> {
   const [action, ...rest] = argv;
-  if (action !== 'set')
+  if (action !== 'set' && action !== 'show' && action !== 'clear')
     throw new UsageError(`unknown cap action ${action ?? '(none)'}\n${capHelp}`);
   const { values } = parseFlags(rest, {
     scope: { type: 'string' },
@@ -49,51 +65,48 @@ export async function capCommand(context: CliContext, argv: string[]): Promise<v
     'overrun-policy': { type: 'string' },
     'requires-product-user': { type: 'string' },
   });
-  if (values.period !== 'monthly') throw new UsageError('--period: only monthly is supported');
-  if (!/^[A-Z]{3}$/.test(values.currency))
-    throw new UsageError('--currency must be a 3-letter ISO code');
-  const scope = oneOf(values.scope, ['org', 'app_connection', 'product_user'] as const, 'scope');
-  let target: CapTarget;
-  if (scope === 'org') {
-    target = { scope, orgId: requireFlag(values['org-id'], 'org-id') };
-  } else if (scope === 'app_connection') {
-    target = {
-      scope,
-      appConnectionId: requireFlag(values['app-connection-id'], 'app-connection-id'),
-    };
-  } else if (scope === 'product_user') {
-    const appId = requireFlag(values['app-id'], 'app-id');
-    const externalUserId = requireFlag(values['external-user-id'], 'external-user-id');
-    const user = await ensureProductUser(context, appId, externalUserId);
-    target = { scope, productUserId: user.id };
-  } else {
-    throw new UsageError('--scope is required (org, app_connection or product_user)');
-  }
-  const requires = oneOf(
-    values['requires-product-user'],
-    ['true', 'false'] as const,
-    'requires-product-user',
-  );
-  const creditMode: CreditMode | undefined = oneOf(
-    values['credit-mode'],
-    CREDIT_MODES,
-    'credit-mode',
-  );
-  const overrunPolicy: OverrunPolicy | undefined = oneOf(
-    values['overrun-policy'],
-    OVERRUN_POLICIES,
-    'overrun-policy',
-  );
-  if (scope === 'org' && (creditMode || overrunPolicy || requires || values['per-user-amount'])) {
-    throw new UsageError('an org cap takes only --amount, --currency and --period');
-  }
+  // Only setting a product user's cap creates the user; showing or clearing one does not.
+  const target = await capTarget(context, values, action === 'set');
+  const invalidation = capInvalidation(context.redis, context.keys);
   try {
+    if (action === 'show') {
+      const state = await readCap(context.db, target);
+      if (!state) throw new CapTargetError(`no ${target.scope.replace('_', ' ')}`, true);
+      return printJson(state);
+    }
+    if (action === 'clear') {
+      return printJson(await clearCapAs(context.db, invalidation, CLI_ACTOR, target));
+    }
+    if (values.period !== 'monthly') throw new UsageError('--period: only monthly is supported');
+    if (!/^[A-Z]{3}$/.test(values.currency))
+      throw new UsageError('--currency must be a 3-letter ISO code');
+    const requires = oneOf(
+      values['requires-product-user'],
+      ['true', 'false'] as const,
+      'requires-product-user',
+    );
+    const creditMode: CreditMode | undefined = oneOf(
+      values['credit-mode'],
+      CREDIT_MODES,
+      'credit-mode',
+    );
+    const overrunPolicy: OverrunPolicy | undefined = oneOf(
+      values['overrun-policy'],
+      OVERRUN_POLICIES,
+      'overrun-policy',
+    );
+    if (
+      target.scope === 'org' &&
+      (creditMode || overrunPolicy || requires || values['per-user-amount'])
+    ) {
+      throw new UsageError('an org cap takes only --amount, --currency and --period');
+    }
     printJson(
-      await setCap(context.db, context.redis, context.keys, target, {
-        amountNano: parseAmountToNano(requireFlag(values.amount, 'amount')),
+      await setCapAs(context.db, invalidation, CLI_ACTOR, target, {
+        amountNano: amountOrNone(requireFlag(values.amount, 'amount')),
         currency: values.currency,
         ...(values['per-user-amount'] !== undefined && {
-          perUserAmountNano: parseAmountToNano(values['per-user-amount']),
+          perUserAmountNano: amountOrNone(values['per-user-amount']),
         }),
         ...(creditMode && { creditMode }),
         ...(overrunPolicy && { overrunPolicy }),
@@ -101,7 +114,41 @@ export async function capCommand(context: CliContext, argv: string[]): Promise<v
       }),
     );
   } catch (error) {
-    if (error instanceof CapTargetError) throw new UsageError(error.message);
+    if (error instanceof CapTargetError)
+      throw new UsageError(error.message, error.notFound ? 'gw_not_found' : 'gw_invalid_request');
     throw error;
   }
+}
+
+async function capTarget(
+  context: CliContext,
+  values: Record<string, string | undefined>,
+  createUser: boolean,
+): Promise<CapTarget> {
+  const scope = oneOf(values.scope, ['org', 'app_connection', 'product_user'] as const, 'scope');
+  if (scope === 'org') return { scope, orgId: requireFlag(values['org-id'], 'org-id') };
+  if (scope === 'app_connection') {
+    return {
+      scope,
+      appConnectionId: requireFlag(values['app-connection-id'], 'app-connection-id'),
+    };
+  }
+  if (scope === 'product_user') {
+    const appId = requireFlag(values['app-id'], 'app-id');
+    const externalUserId = requireFlag(values['external-user-id'], 'external-user-id');
+    if (createUser) {
+      const user = await ensureProductUser(context, appId, externalUserId);
+      return { scope, productUserId: user.id };
+    }
+    const { rows } = await context.db.query<{ id: string }>(
+      `SELECT u.id FROM product_users u JOIN apps a ON a.id = u.app_id AND a.org_id = u.org_id
+        WHERE u.app_id = $1 AND u.external_user_id = $2`,
+      [appId, externalUserId],
+    );
+    if (!rows[0]) {
+      throw new UsageError(`no product user ${externalUserId} of app ${appId}`, 'gw_not_found');
+    }
+    return { scope, productUserId: rows[0].id };
+  }
+  throw new UsageError('--scope is required (org, app_connection or product_user)');
 }

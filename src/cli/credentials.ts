@@ -3,12 +3,15 @@
 import {
   CredentialError,
   CredentialStore,
+  MAX_CREDENTIAL_PRIORITY,
+  ROUTING_MODES,
   type RoutingMode,
 } from '../credentials/credential-store.js';
 import { parseMasterKeys, SecretBoxError } from '../credentials/secret-box.js';
 import { findProvider, PROVIDER_IDS, PROVIDERS } from '../providers/registry.js';
 import { mockServedVendors, providerSettings } from '../providers/system-routes.js';
 import { startMockVendors } from '../mock-vendors/server.js';
+import { CLI_ACTOR } from './api-key.js';
 import { rewrapSigningSecrets } from '../webhooks/sealed-secret.js';
 import type { CliContext } from './context.js';
 import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
@@ -20,13 +23,12 @@ export const credentialsHelp = `gw credentials add --org-id O --provider ${PROVI
   id and fingerprint. A credential serves only the connections it is granted to. Priority 1 is
   tried before 2; byok_first falls back to the system route, byok_only answers an error.
 gw credentials list --org-id O
-gw credentials disable|delete --id ID          (delete also revokes its grants)
+gw credentials update --id ID [--name N] [--model-policy P] [--priority 2] [--routing-mode M]
+gw credentials disable|enable|delete --id ID   (delete also revokes its grants)
 gw credentials grant|revoke-grant --id ID --app-connection-id C
 gw credentials rewrap [--org-id O]             re-encrypts credentials and webhook signing secrets
                                                under the current master key
   (set the new key as CREDENTIALS_MASTER_KEY/_ID and the old one in CREDENTIALS_PREVIOUS_KEYS)`;
-
-const ROUTING_MODES: readonly RoutingMode[] = ['byok_first', 'byok_only'];
 
 export async function credentialsCommand(context: CliContext, argv: string[]): Promise<void> {
   const [action, ...rest] = argv;
@@ -37,8 +39,8 @@ export async function credentialsCommand(context: CliContext, argv: string[]): P
     name: { type: 'string' },
     secret: { type: 'string' },
     'model-policy': { type: 'string' },
-    priority: { type: 'string', default: '1' },
-    'routing-mode': { type: 'string', default: 'byok_first' },
+    priority: { type: 'string' },
+    'routing-mode': { type: 'string' },
     'app-connection-id': { type: 'string' },
   });
   const { config } = context;
@@ -76,6 +78,8 @@ export async function credentialsCommand(context: CliContext, argv: string[]): P
     }
     printJson(result);
   } catch (error) {
+    if (error instanceof CredentialError && error.kind === 'not_found')
+      throw new UsageError(error.message, 'gw_not_found');
     if (error instanceof CredentialError || error instanceof SecretBoxError)
       throw new UsageError(error.message);
     throw error;
@@ -85,6 +89,33 @@ export async function credentialsCommand(context: CliContext, argv: string[]): P
 }
 
 type Values = Record<string, string | undefined>;
+
+function routingMode(values: Values): RoutingMode | undefined {
+  const mode = values['routing-mode'];
+  if (mode === undefined) return undefined;
+  if (!(ROUTING_MODES as readonly string[]).includes(mode))
+    throw new UsageError('--routing-mode must be byok_first or byok_only');
+  return mode as RoutingMode;
+}
+
+function priority(values: Values): number | undefined {
+  if (values.priority === undefined) return undefined;
+  const value = Number(values.priority);
+  if (!Number.isInteger(value) || value < 1 || value > MAX_CREDENTIAL_PRIORITY)
+    throw new UsageError(`--priority must be a whole number from 1 to ${MAX_CREDENTIAL_PRIORITY}`);
+  return value;
+}
+
+function modelPolicy(values: Values): string[] | undefined {
+  const text = values['model-policy'];
+  if (text === undefined) return undefined;
+  const patterns = text
+    .split(',')
+    .map((pattern) => pattern.trim())
+    .filter(Boolean);
+  if (patterns.length === 0) throw new UsageError('--model-policy must name at least one pattern');
+  return patterns;
+}
 
 async function run(
   store: CredentialStore,
@@ -100,40 +131,50 @@ async function run(
       const provider = requireFlag(values.provider, 'provider');
       const registered = findProvider(provider);
       if (!registered) throw new UsageError(`--provider must be ${PROVIDER_IDS.join(' or ')}`);
-      const routingMode = values['routing-mode'] as RoutingMode;
-      if (!ROUTING_MODES.includes(routingMode))
-        throw new UsageError('--routing-mode must be byok_first or byok_only');
-      const priority = Number(values.priority);
-      if (!Number.isInteger(priority) || priority < 1)
-        throw new UsageError('--priority must be an integer ≥ 1');
-      const policy = (values['model-policy'] ?? registered.defaultModelPolicy.join(','))
-        .split(',')
-        .map((pattern) => pattern.trim())
-        .filter(Boolean);
-      const credential = await store.create({
-        orgId: requireFlag(values['org-id'], 'org-id'),
-        provider,
-        name: requireFlag(values.name, 'name'),
-        secret: requireFlag(values.secret, 'secret'),
-        modelPolicy: policy,
-        priority,
-        routingMode,
-        appConnectionIds: values['app-connection-id'] ? [values['app-connection-id']] : [],
-      });
+      const credential = await store.create(
+        {
+          orgId: requireFlag(values['org-id'], 'org-id'),
+          provider,
+          name: requireFlag(values.name, 'name'),
+          secret: requireFlag(values.secret, 'secret'),
+          modelPolicy: modelPolicy(values) ?? registered.defaultModelPolicy,
+          priority: priority(values) ?? 1,
+          routingMode: routingMode(values) ?? 'byok_first',
+          appConnectionIds: values['app-connection-id'] ? [values['app-connection-id']] : [],
+        },
+        CLI_ACTOR,
+      );
       return credential;
     }
     case 'list':
       return { credentials: await store.list(requireFlag(values['org-id'], 'org-id')) };
+    case 'update': {
+      const id = requireFlag(values.id, 'id');
+      const changes = {
+        ...(values.name !== undefined && { name: requireFlag(values.name, 'name') }),
+        ...(values['model-policy'] !== undefined && { modelPolicy: modelPolicy(values) }),
+        ...(values.priority !== undefined && { priority: priority(values) }),
+        ...(values['routing-mode'] !== undefined && { routingMode: routingMode(values) }),
+      };
+      if (Object.keys(changes).length === 0) {
+        throw new UsageError(
+          'name at least one of --name, --model-policy, --priority, --routing-mode',
+        );
+      }
+      return found(await store.update(id, changes, CLI_ACTOR), id);
+    }
     case 'disable':
+    case 'enable':
     case 'delete': {
       const id = requireFlag(values.id, 'id');
-      return found(await store.setStatus(id, action === 'disable' ? 'disabled' : 'deleted'), id);
+      const status = action === 'disable' ? 'disabled' : action === 'enable' ? 'active' : 'deleted';
+      return found(await store.setStatus(id, status, CLI_ACTOR), id);
     }
     case 'grant':
     case 'revoke-grant': {
       const id = requireFlag(values.id, 'id');
       const connection = requireFlag(values['app-connection-id'], 'app-connection-id');
-      return found(await store.grant(id, connection, action === 'grant'), id);
+      return found(await store.grant(id, connection, action === 'grant', CLI_ACTOR), id);
     }
     case 'rewrap':
       return store.rewrap(values['org-id']);

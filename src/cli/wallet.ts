@@ -1,6 +1,7 @@
 // gw wallet topup|set|show|alert: the organization wallet.
+import { readWallet } from '../admin/wallet.js';
 import { setWalletAlert } from '../billing/wallet-alert.js';
-import { formatNano, parseAmountToNano } from '../money.js';
+import { parseAmountToNano } from '../money.js';
 import { CLI_ACTOR } from './api-key.js';
 import type { CliContext } from './context.js';
 import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
@@ -29,21 +30,19 @@ export async function walletCommand(context: CliContext, argv: string[]): Promis
     return;
   }
   if (action === 'topup') {
-    await context.wallets.topUp(orgId, parseAmountToNano(requireFlag(values.amount, 'amount')));
+    await context.wallets.topUp(
+      orgId,
+      parseAmountToNano(requireFlag(values.amount, 'amount')),
+      CLI_ACTOR,
+    );
   } else if (action === 'set') {
     await context.wallets.setBalance(
       orgId,
       parseAmountToNano(requireFlag(values.amount, 'amount')),
+      CLI_ACTOR,
     );
   } else if (action !== 'show') {
     throw new UsageError(`unknown wallet action ${action ?? '(none)'}\n${walletHelp}`);
   }
-  const { balanceNano, reservedNano } = await context.wallets.liveBalance(orgId);
-  printJson({
-    org_id: orgId,
-    balance: formatNano(balanceNano),
-    reserved: formatNano(reservedNano),
-    available: formatNano(balanceNano - reservedNano),
-    currency: 'USD',
-  });
+  printJson(await readWallet(context.wallets, orgId));
 }

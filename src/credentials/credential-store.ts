@@ -1,15 +1,21 @@
 // Provider credentials in Postgres: create (validated with the vendor, sealed), list, disable,
 // delete (which also revokes its grants), grant/revoke to app connections, rewrap under a new
 // master key. Changes are announced so every gateway instance stops using a credential at once.
+import { recordAudit } from '../audit/audit.js';
+import type { InvalidatedCache } from '../cache/invalidation.js';
 import type { RedisClient } from '../redis/connect.js';
 import type { Vendor } from '../catalog/models.js';
+import { readPage, type Page, type PageRequest } from '../db/pages.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
 import { newId } from '../ids.js';
 import type { RedisKeys } from '../redis/keys.js';
 import { fingerprint, type SecretBox } from './secret-box.js';
 import { validateWithVendor } from './validate.js';
 
-export type RoutingMode = 'byok_first' | 'byok_only';
+export const ROUTING_MODES = ['byok_first', 'byok_only'] as const;
+export type RoutingMode = (typeof ROUTING_MODES)[number];
+/** Priority 1 is tried first; the schema's integer column takes far more, nobody needs it. */
+export const MAX_CREDENTIAL_PRIORITY = 1000;
 
 export interface NewCredential {
   readonly orgId: string;
@@ -37,8 +43,35 @@ export interface CredentialView {
   created_at: string;
 }
 
+/** Who changes a credential, for the audit log (a dashboard user's id, or 'cli'). */
+export interface CredentialActor {
+  readonly userId: string;
+}
+
+/** What may change on a stored credential (its secret never does: add a new one). */
+export interface CredentialChanges {
+  readonly name?: string;
+  readonly modelPolicy?: readonly string[];
+  readonly priority?: number;
+  readonly routingMode?: RoutingMode;
+}
+
+/**
+ * Why a credential change was refused (the message is safe to show: never the secret):
+ * `not_found` a credential or connection not in the organization, `rejected` the vendor
+ * refused the key, `unreachable` the vendor could not be asked, `not_configured` no master
+ * key (BYOK off) or no route to that vendor on this gateway.
+ */
+export type CredentialErrorKind = 'not_found' | 'rejected' | 'unreachable' | 'not_configured';
+
 export class CredentialError extends Error {
   override readonly name = 'CredentialError';
+  constructor(
+    message: string,
+    readonly kind: CredentialErrorKind = 'not_configured',
+  ) {
+    super(message);
+  }
 }
 
 export const CREDENTIALS_INVALIDATION_MESSAGE = 'credentials';
@@ -49,12 +82,39 @@ const VIEW_COLUMNS = `c.id, c.org_id, c.provider, c.secret_kind, c.name, c.model
 
 interface ViewRow extends Omit<CredentialView, 'created_at'> {
   created_at: Date;
+  cursor_us?: string;
 }
 
-const toView = (row: ViewRow): CredentialView => ({
+const toView = ({ cursor_us: _cursor, ...row }: ViewRow): CredentialView => ({
   ...row,
   created_at: row.created_at.toISOString(),
 });
+
+/** One page of the organization's credentials (not deleted ones), oldest first. */
+export async function listCredentials(
+  db: Pick<DbPool, 'query'>,
+  orgId: string,
+  page: PageRequest,
+): Promise<Page<CredentialView>> {
+  const paged = await readPage<ViewRow & { cursor_us: string }>(
+    db,
+    {
+      select: `SELECT c.id, c.org_id, c.provider, c.secret_kind, c.name, c.model_policy,
+                      c.routing_mode, c.priority, c.status, c.fingerprint, c.created_at,
+                      ARRAY(SELECT g.app_connection_id FROM provider_credential_grants g
+                             WHERE g.credential_id = c.id ORDER BY g.app_connection_id)
+                        AS app_connection_ids,
+                      (extract(epoch FROM c.created_at) * 1000000)::bigint::text AS cursor_us
+                 FROM provider_credentials c`,
+      where: `c.org_id = $1 AND c.status <> 'deleted'`,
+      params: [orgId],
+      createdAtColumn: 'c.created_at',
+      idColumn: 'c.id',
+    },
+    page,
+  );
+  return { rows: paged.rows.map(toView), nextCursor: paged.nextCursor };
+}
 
 /** The views of these credentials (any status), by id: what webhook events about them carry. */
 export async function credentialViews(
@@ -77,9 +137,11 @@ export class CredentialStore {
     private readonly keys: RedisKeys,
     private readonly box: SecretBox | undefined,
     private readonly vendorBaseUrl: (provider: Vendor) => string,
+    /** This instance's request-path cache, dropped at once (the others hear it over pub/sub). */
+    private readonly local?: InvalidatedCache,
   ) {}
 
-  async create(input: NewCredential): Promise<CredentialView> {
+  async create(input: NewCredential, actor: CredentialActor): Promise<CredentialView> {
     const box = this.requireBox();
     for (const connectionId of input.appConnectionIds)
       await this.requireConnection(input.orgId, connectionId);
@@ -88,11 +150,16 @@ export class CredentialStore {
       input.secret,
       this.vendorBaseUrl(input.provider),
     );
-    if (validation === 'invalid')
-      throw new CredentialError(`${input.provider} refused this key: nothing was stored`);
+    if (validation === 'invalid') {
+      throw new CredentialError(
+        `${input.provider} refused this key: nothing was stored`,
+        'rejected',
+      );
+    }
     if (validation === 'unreachable') {
       throw new CredentialError(
         `${input.provider} could not be reached to validate the key: nothing was stored`,
+        'unreachable',
       );
     }
     const sealed = box.seal(input.secret);
@@ -117,12 +184,29 @@ export class CredentialStore {
           fingerprint(input.secret),
         ],
       );
-      for (const connectionId of input.appConnectionIds) {
+      for (const connectionId of new Set(input.appConnectionIds)) {
         await client.query(
           'INSERT INTO provider_credential_grants (credential_id, app_connection_id) VALUES ($1, $2)',
           [id, connectionId],
         );
       }
+      await recordAudit(client, {
+        orgId: input.orgId,
+        userId: actor.userId,
+        action: 'credential.create',
+        objectType: 'provider_credential',
+        objectId: id,
+        // Never the secret: its fingerprint names it.
+        details: {
+          provider: input.provider,
+          name: input.name,
+          fingerprint: fingerprint(input.secret),
+          model_policy: input.modelPolicy,
+          priority: input.priority,
+          routing_mode: input.routingMode,
+          app_connection_ids: [...new Set(input.appConnectionIds)],
+        },
+      });
     });
     await this.announce();
     return (await this.get(id))!;
@@ -148,42 +232,114 @@ export class CredentialStore {
     return rows[0] ? toView(rows[0]) : undefined;
   }
 
+  /**
+   * Disables, re-enables or deletes a credential (deleting also revokes its connection
+   * grants; a deleted one is gone for good). Undefined when there is no such credential.
+   */
   async setStatus(
     id: string,
     status: 'active' | 'disabled' | 'deleted',
+    actor: CredentialActor,
   ): Promise<CredentialView | undefined> {
     const before = await this.get(id);
     if (!before) return undefined;
-    await this.db.query(
-      `UPDATE provider_credentials SET status = $2, updated_at = now() WHERE id = $1`,
-      [id, status],
-    );
-    // Deleting a credential also revokes its connection grants.
-    if (status === 'deleted')
-      await this.db.query('DELETE FROM provider_credential_grants WHERE credential_id = $1', [id]);
+    await withTransaction(this.db, async (client) => {
+      const { rowCount } = await client.query(
+        `UPDATE provider_credentials SET status = $2, updated_at = now()
+          WHERE id = $1 AND status <> 'deleted' AND status <> $2`,
+        [id, status],
+      );
+      // Deleting a credential also revokes its connection grants.
+      if (status === 'deleted')
+        await client.query('DELETE FROM provider_credential_grants WHERE credential_id = $1', [id]);
+      if (rowCount) {
+        await recordAudit(client, {
+          orgId: before.org_id,
+          userId: actor.userId,
+          action: `credential.${status === 'active' ? 'enable' : status === 'disabled' ? 'disable' : 'delete'}`,
+          objectType: 'provider_credential',
+          objectId: id,
+        });
+      }
+    });
     await this.announce();
     return { ...before, status, ...(status === 'deleted' && { app_connection_ids: [] }) };
   }
 
+  /** Renames a credential or changes its model policy, priority or routing mode. */
+  async update(
+    id: string,
+    changes: CredentialChanges,
+    actor: CredentialActor,
+  ): Promise<CredentialView | undefined> {
+    const before = await this.get(id);
+    if (!before) return undefined;
+    await withTransaction(this.db, async (client) => {
+      await client.query(
+        `UPDATE provider_credentials
+            SET name = COALESCE($2, name),
+                model_policy = COALESCE($3, model_policy),
+                priority = COALESCE($4, priority),
+                routing_mode = COALESCE($5, routing_mode),
+                updated_at = now()
+          WHERE id = $1`,
+        [
+          id,
+          changes.name ?? null,
+          changes.modelPolicy ?? null,
+          changes.priority ?? null,
+          changes.routingMode ?? null,
+        ],
+      );
+      await recordAudit(client, {
+        orgId: before.org_id,
+        userId: actor.userId,
+        action: 'credential.update',
+        objectType: 'provider_credential',
+        objectId: id,
+        details: {
+          ...(changes.name !== undefined && { name: changes.name }),
+          ...(changes.modelPolicy !== undefined && { model_policy: changes.modelPolicy }),
+          ...(changes.priority !== undefined && { priority: changes.priority }),
+          ...(changes.routingMode !== undefined && { routing_mode: changes.routingMode }),
+        },
+      });
+    });
+    await this.announce();
+    return this.get(id);
+  }
+
+  /** Grants the credential to a connection of its organization, or takes the grant back. */
   async grant(
     id: string,
     appConnectionId: string,
     granted: boolean,
+    actor: CredentialActor,
   ): Promise<CredentialView | undefined> {
     const credential = await this.get(id);
     if (!credential) return undefined;
-    if (granted) {
-      await this.requireConnection(credential.org_id, appConnectionId);
-      await this.db.query(
-        'INSERT INTO provider_credential_grants (credential_id, app_connection_id) VALUES ($1, $2) ON CONFLICT DO NOTHING',
-        [id, appConnectionId],
-      );
-    } else {
-      await this.db.query(
-        'DELETE FROM provider_credential_grants WHERE credential_id = $1 AND app_connection_id = $2',
-        [id, appConnectionId],
-      );
-    }
+    if (granted) await this.requireConnection(credential.org_id, appConnectionId);
+    await withTransaction(this.db, async (client) => {
+      const { rowCount } = granted
+        ? await client.query(
+            'INSERT INTO provider_credential_grants (credential_id, app_connection_id) VALUES ($1, $2) ON CONFLICT DO NOTHING',
+            [id, appConnectionId],
+          )
+        : await client.query(
+            'DELETE FROM provider_credential_grants WHERE credential_id = $1 AND app_connection_id = $2',
+            [id, appConnectionId],
+          );
+      if (rowCount) {
+        await recordAudit(client, {
+          orgId: credential.org_id,
+          userId: actor.userId,
+          action: granted ? 'credential.grant' : 'credential.revoke_grant',
+          objectType: 'provider_credential',
+          objectId: id,
+          details: { app_connection_id: appConnectionId },
+        });
+      }
+    });
     await this.announce();
     return this.get(id);
   }
@@ -233,11 +389,16 @@ export class CredentialStore {
       'SELECT 1 FROM app_connections WHERE id = $1 AND org_id = $2',
       [appConnectionId, orgId],
     );
-    if (rowCount === 0)
-      throw new CredentialError(`no app connection ${appConnectionId} in this organization`);
+    if (rowCount === 0) {
+      throw new CredentialError(
+        `no app connection ${appConnectionId} in this organization`,
+        'not_found',
+      );
+    }
   }
 
   private async announce(): Promise<void> {
+    this.local?.clearLocalCache();
     await this.redis.publish(this.keys.invalidationChannel(), CREDENTIALS_INVALIDATION_MESSAGE);
   }
 }

@@ -162,10 +162,13 @@ export async function admit<Call>(
     appConnectionId: identity.appConnectionId,
     walletPays: true, // unless reserve picks a BYOK credential, which pays the vendor itself
     credentials,
-    orgCap: orgRule ? { capNano: orgRule.amountNano, period: calendarMonth } : null,
-    connectionCap: connectionRule
-      ? { capNano: connectionRule.amountNano, period: calendarMonth }
-      : null,
+    orgCap:
+      orgRule?.amountNano != null ? { capNano: orgRule.amountNano, period: calendarMonth } : null,
+    // A connection rule may set only its users' default cap: then the connection is uncapped.
+    connectionCap:
+      connectionRule?.amountNano != null
+        ? { capNano: connectionRule.amountNano, period: calendarMonth }
+        : null,
     user: productUser
       ? {
           productUserId: productUser.id,

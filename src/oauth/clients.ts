@@ -95,12 +95,15 @@ export async function createOAuthClientAs(
     return gwError('gw_invalid_request', 'name: 1 to 200 characters, no control characters');
   }
   return withTransaction(db, async (client) => {
-    const { rows: apps } = await client.query<{ org_id: string }>(
-      'SELECT org_id FROM apps WHERE id = $1',
+    const { rows: apps } = await client.query<{ org_id: string; status: string }>(
+      'SELECT org_id, status FROM apps WHERE id = $1 FOR SHARE',
       [input.appId],
     );
     const app = apps[0];
     if (!app) return gwError('gw_not_found', `no app ${input.appId}`);
+    if (app.status !== 'active') {
+      return gwError('gw_conflict', 'the app is deleted: it cannot get new OAuth clients');
+    }
     const id = newOAuthClientId();
     const secret = input.public ? undefined : newSecret(secretPrefixes.oauthClientSecret);
     await client.query(
@@ -179,6 +182,20 @@ export async function deleteOAuthClientAs(
   // The paying organizations' audit logs name the client, not the app owner's user.
   for (const { id } of connections) await revokeConnection(db, apiKeys, { userId: clientId }, id);
   return deleted;
+}
+
+/** Deletes every active OAuth client of an app (the app is being deleted). */
+export async function deleteOAuthClientsOfAppAs(
+  db: DbPool,
+  apiKeys: Pick<ApiKeyStore, 'invalidate'>,
+  actor: Actor,
+  appId: string,
+): Promise<void> {
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT id FROM oauth_clients WHERE app_id = $1 AND status = 'active'`,
+    [appId],
+  );
+  for (const { id } of rows) await deleteOAuthClientAs(db, apiKeys, actor, id);
 }
 
 /** An active client and what the consent page names: its app and the app's organization. */

@@ -36,6 +36,8 @@ export interface RedisKeys {
   session(handle: string): string;
   /** Failed sign-ins in the current window, per account (e-mail hash) or client address. */
   loginFailures(kind: 'account' | 'address', subject: string): string;
+  /** Self-service sign-up attempts from a client address in the current window. */
+  signupAttempts(address: string): string;
   /** An OAuth authorization code's grant (JSON) by the SHA-256 of the code, until it expires. */
   oauthCode(codeHash: string): string;
   /** The app connection a used code made, kept a while to catch its replay. */
@@ -63,6 +65,7 @@ export function createRedisKeys(prefix: string): RedisKeys {
     invalidationChannel: () => `${prefix}:invalidate`,
     session: (handle) => `${prefix}:session:${handle}`,
     loginFailures: (kind, subject) => `${prefix}:login-fail:${kind}:${subject}`,
+    signupAttempts: (address) => `${prefix}:signup-attempts:${address}`,
     oauthCode: (codeHash) => `${prefix}:oauth-code:{${codeHash}}`,
     oauthCodeUsed: (codeHash) => `${prefix}:oauth-code:{${codeHash}}:used`,
   };

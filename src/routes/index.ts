@@ -11,14 +11,48 @@ import { csrfRoute } from './auth/csrf.js';
 import { loginRoute } from './auth/login.js';
 import { logoutRoute } from './auth/logout.js';
 import { sessionRoute } from './auth/session.js';
+import { signupRoute } from './auth/signup.js';
 import { chatCompletionsRoute } from './chat-completions.js';
 import type { ServiceKeyInvalidation } from '../admin/service-keys.js';
 import { createApiKeyRoute } from './dashboard/api-keys/create.js';
 import { listApiKeysRoute } from './dashboard/api-keys/list.js';
 import { revokeApiKeyRoute } from './dashboard/api-keys/revoke.js';
 import { rotateApiKeyRoute } from './dashboard/api-keys/rotate.js';
+import type { CapInvalidation } from '../admin/caps.js';
+import type { WalletService } from '../billing/wallets.js';
 import { createAppRoute } from './dashboard/apps/create.js';
+import { deleteAppRoute } from './dashboard/apps/delete.js';
+import { getAppRoute } from './dashboard/apps/get.js';
 import { listAppsRoute } from './dashboard/apps/list.js';
+import { renameAppRoute } from './dashboard/apps/update.js';
+import {
+  clearConnectionCapRoute,
+  clearOrgCapRoute,
+  clearProductUserCapRoute,
+} from './dashboard/caps/clear.js';
+import {
+  readConnectionCapRoute,
+  readOrgCapRoute,
+  readProductUserCapRoute,
+} from './dashboard/caps/read.js';
+import {
+  setConnectionCapRoute,
+  setOrgCapRoute,
+  setProductUserCapRoute,
+} from './dashboard/caps/set.js';
+import { createCredentialRoute } from './dashboard/credentials/create.js';
+import { deleteCredentialRoute } from './dashboard/credentials/delete.js';
+import {
+  grantCredentialRoute,
+  revokeCredentialGrantRoute,
+} from './dashboard/credentials/grants.js';
+import { listCredentialsRoute } from './dashboard/credentials/list.js';
+import type { CredentialRouteDeps } from './dashboard/credentials/schema.js';
+import { updateCredentialRoute } from './dashboard/credentials/update.js';
+import { overviewRoute } from './dashboard/overview.js';
+import { readWalletRoute } from './dashboard/wallet/read.js';
+import { topUpWalletRoute } from './dashboard/wallet/top-up.js';
+import { walletTransactionsRoute } from './dashboard/wallet/transactions.js';
 import { listOrgsRoute } from './dashboard/orgs.js';
 import { auditLogRoute } from './dashboard/audit-log.js';
 import { createConnectionRoute } from './dashboard/connections/create.js';
@@ -89,13 +123,17 @@ import type { ProductUserRouteDeps } from './product-users/lookup.js';
 import { putProductUserRoute } from './product-users/put.js';
 
 /** Everything any route's handler may be given; each handler declares the part it uses. */
-export interface RouteDeps extends AccountDeps, OAuthDeps {
+export interface RouteDeps extends AccountDeps, CredentialRouteDeps, OAuthDeps {
   readonly proxy: ProxyDeps;
   readonly catalog: ModelCatalog;
   readonly tokenCounter: TokenCounter;
   readonly db: DbPool;
   readonly apiKeys: Pick<ApiKeyStore, 'invalidate'>;
   readonly serviceKeys: ServiceKeyInvalidation;
+  readonly caps: CapInvalidation;
+  readonly wallets: Pick<WalletService, 'liveBalance' | 'topUp'>;
+  /** Operator switches of the dashboard API (src/config.ts). */
+  readonly dashboardSettings: { readonly walletTopUp: boolean };
   readonly productUsers: ProductUserRouteDeps;
   readonly webhooks: WebhookRouteDeps;
   readonly readiness: ReadinessProbe;
@@ -119,12 +157,16 @@ export const routeDeclarations: readonly DeclaredRoute<RouteDeps>[] = [
   creditSummaryRoute,
   creditGrantRoute,
   loginRoute,
+  signupRoute,
   logoutRoute,
   csrfRoute,
   sessionRoute,
   listOrgsRoute,
   listAppsRoute,
   createAppRoute,
+  getAppRoute,
+  renameAppRoute,
+  deleteAppRoute,
   listConnectionsRoute,
   createConnectionRoute,
   updateConnectionRoute,
@@ -144,6 +186,25 @@ export const routeDeclarations: readonly DeclaredRoute<RouteDeps>[] = [
   auditLogRoute,
   dashboardModelsRoute,
   usageRoute,
+  overviewRoute,
+  readOrgCapRoute,
+  setOrgCapRoute,
+  clearOrgCapRoute,
+  readConnectionCapRoute,
+  setConnectionCapRoute,
+  clearConnectionCapRoute,
+  readProductUserCapRoute,
+  setProductUserCapRoute,
+  clearProductUserCapRoute,
+  readWalletRoute,
+  walletTransactionsRoute,
+  topUpWalletRoute,
+  listCredentialsRoute,
+  createCredentialRoute,
+  updateCredentialRoute,
+  deleteCredentialRoute,
+  grantCredentialRoute,
+  revokeCredentialGrantRoute,
   searchProductUsersRoute,
   productUserProfileRoute,
   blockProductUserRoute,

@@ -196,6 +196,7 @@ describe('the local Redis Cluster', () => {
     const throttle = new LoginThrottle(redis, keys, {
       perAccount: 3,
       perAddress: 100,
+      signupsPerAddress: 10,
       windowMs: 60_000,
     });
     const email = `someone-${randomBytes(3).toString('hex')}@example.com`;

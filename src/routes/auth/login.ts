@@ -7,12 +7,15 @@ import {
   PASSWORD_MAX_LENGTH,
   verifyPassword,
 } from '../../accounts/passwords.js';
+import type { SessionStore } from '../../accounts/sessions.js';
 import {
   EMAIL_MAX_LENGTH,
   findLoginCandidate,
   loadDashboardUser,
   normalizeEmail,
+  type DashboardUser,
 } from '../../accounts/users.js';
+import type { HttpRequest, HttpResponse } from '../../http/types.js';
 import { gwError } from '../../errors.js';
 import { sendError } from '../../http/respond.js';
 import { declareRoute } from '../framework/declaration.js';
@@ -65,19 +68,34 @@ export const loginRoute = declareRoute({
       return sendError(response, gwError('gw_invalid_credentials', INVALID_CREDENTIALS));
     }
     await throttle.recordSuccess(email);
-    const presented = sessions.idFromCookieHeader(request.headers.cookie);
-    const previous = presented ? await sessions.find(presented) : null;
-    if (previous) await sessions.destroy(previous.handle);
-    const { id } = await sessions.create(user.id);
-    response.writeHead(200, {
-      'content-type': 'application/json',
-      'set-cookie': sessions.cookie(id),
-    });
-    response.end(
-      JSON.stringify({
-        user: { id: user.id, email: user.email, personal_org_id: user.personalOrgId },
-        orgs: user.memberships.map(({ id: orgId, name, role }) => ({ id: orgId, name, role })),
-      }),
-    );
+    await answerSignedIn(request, response, sessions, user, 200);
   },
 });
+
+/**
+ * Starts a session for `user` (ending the one the browser presented, if any: a session id
+ * planted before sign-in is worthless) and answers the user and their organizations with
+ * the session cookie.
+ */
+export async function answerSignedIn(
+  request: HttpRequest,
+  response: HttpResponse,
+  sessions: SessionStore,
+  user: DashboardUser,
+  status: 200 | 201,
+): Promise<void> {
+  const presented = sessions.idFromCookieHeader(request.headers.cookie);
+  const previous = presented ? await sessions.find(presented) : null;
+  if (previous) await sessions.destroy(previous.handle);
+  const { id } = await sessions.create(user.id);
+  response.writeHead(status, {
+    'content-type': 'application/json',
+    'set-cookie': sessions.cookie(id),
+  });
+  response.end(
+    JSON.stringify({
+      user: { id: user.id, email: user.email, personal_org_id: user.personalOrgId },
+      orgs: user.memberships.map(({ id: orgId, name, role }) => ({ id: orgId, name, role })),
+    }),
+  );
+}

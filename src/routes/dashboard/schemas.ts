@@ -1,5 +1,7 @@
 // Request and response building blocks of the dashboard API.
 import { z } from 'zod';
+import { gwError, type GwError } from '../../errors.js';
+import { AmountError, AmountRangeError, parseAmountToNano } from '../../money.js';
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
@@ -32,3 +34,35 @@ export function pageOf<Row extends z.ZodType>(row: Row) {
 
 /** Routes under /dashboard/api/orgs/{org_id}/… act on that organization. */
 export const inOrg = { param: 'org_id', table: 'organizations' } as const;
+
+/** A money amount as the API takes it: a decimal string (checked by `amountField`). */
+export const amountInput = z
+  .string()
+  .max(64, 'must be a decimal amount such as "10.00"')
+  .describe('decimal amount, at most 12 fractional digits, at most 1000000');
+
+/**
+ * Parses an amount field into nano-units, or the spec's 400: `gw_amount_out_of_range` past
+ * the money layer's limit, `gw_invalid_request` for anything that is not a decimal amount.
+ */
+export function amountField(field: string, text: string): bigint | GwError {
+  try {
+    return parseAmountToNano(text);
+  } catch (error) {
+    if (error instanceof AmountRangeError)
+      return gwError('gw_amount_out_of_range', `${field}: ${error.message}`);
+    if (error instanceof AmountError)
+      return gwError('gw_invalid_request', `${field}: ${error.message}`);
+    throw error;
+  }
+}
+
+/** Patterns such as `vendor_b/*`, exact model ids, or `*` (API keys, provider credentials). */
+export const modelPolicySchema = z
+  .array(
+    z
+      .string()
+      .regex(/^(\*|[\w.-]+\/(\*|[\w.:-]+))$/, 'must be *, vendor/*, or a model id (vendor/model)'),
+  )
+  .min(1, 'must allow at least one model')
+  .max(100, 'must have at most 100 patterns');

@@ -47,6 +47,12 @@ export interface FuzzTarget {
   /** A product user and one of its credit grants the fuzz may block, grant to or revoke. */
   readonly spareProductUserId: string;
   readonly spareGrantId: string;
+  /** An organization of the owner that inference does not use (its cap, its wallet). */
+  readonly spareOrgId: string;
+  /** An app without connections the fuzz may rename or delete. */
+  readonly spareAppId: string;
+  /** A provider credential granted only to the spare connection (never serves the fuzz). */
+  readonly spareCredentialId: string;
   /** A webhook endpoint the fuzz may change, test, rotate or delete. */
   readonly spareWebhookId: string;
   /** OAuth: a confidential client (its secret), a public one, and their redirect URI. */
@@ -319,6 +325,36 @@ const ofProductUser = (target: FuzzTarget) => ({
   product_end_user_id: target.spareProductUserId,
 });
 const ofGrant = (target: FuzzTarget) => ({ grant_id: target.spareGrantId });
+const ofSpareOrg = (target: FuzzTarget) => ({ org_id: target.spareOrgId });
+const ofSpareApp = (target: FuzzTarget) => ({ app_id: target.spareAppId });
+const ofCredential = (target: FuzzTarget) => ({ credential_id: target.spareCredentialId });
+const ofCredentialGrant = (target: FuzzTarget) => ({
+  credential_id: target.spareCredentialId,
+  app_connection_id: target.spareConnectionId,
+});
+const amountText = (random: Random): string => `${random.int(100)}.${random.int(1000)}`;
+const capModes: readonly Hostile[] = [
+  { name: 'mode-enforce', value: 'enforce' },
+  { name: 'mode-null', value: null },
+  { name: 'mode-unknown', value: 'sometimes' },
+  ...hostileStrings,
+];
+const capFields = (...extra: FieldSpec[]): FieldSpec[] => [
+  field('amount', hostileAmounts, hostileAmounts, strings, hostileOthers),
+  ...extra,
+  field('x_unknown', anything),
+];
+/** The cap routes of one level: read, set (`body`, `fields`) and clear. */
+const capSpecs = (
+  path: string,
+  params: RouteSpec['params'],
+  body: RouteSpec['body'],
+  fields: readonly FieldSpec[],
+): RouteSpec[] => [
+  { method: 'GET', path, auth: 'session', weight: 0.7, params },
+  dashboardWrite('PUT', path, 1.2, params, body, fields),
+  { method: 'DELETE', path, auth: 'session', weight: 0.4, params },
+];
 const ofWebhook = (target: FuzzTarget) => ({
   org_id: target.orgId,
   webhook_id: target.spareWebhookId,
@@ -717,6 +753,182 @@ export const dashboardRouteSpecs: readonly RouteSpec[] = [
     }),
     [field('low_balance_threshold', hostileAmounts, strings, hostileOthers)],
   ),
+  {
+    method: 'POST',
+    path: '/auth/signup',
+    auth: 'browser',
+    weight: 0.6,
+    body: (target, random) => ({
+      email: `fuzz-signup-${random.alnum(8)}@example.com`,
+      password: random.chance(0.7) ? target.loginPassword : random.alnum(random.int(20)),
+    }),
+    fields: [
+      field('email', strings, hostileOthers),
+      field('password', strings, hostileOthers),
+      field('x_unknown', anything),
+    ],
+  },
+  {
+    method: 'GET',
+    path: '/dashboard/api/apps/{app_id}',
+    auth: 'session',
+    weight: 0.8,
+    params: ofSpareApp,
+  },
+  dashboardWrite(
+    'PATCH',
+    '/dashboard/api/apps/{app_id}',
+    1,
+    ofSpareApp,
+    (_target, random) => ({ name: `fuzz app ${random.alnum(4)}` }),
+    [field('name', strings, hostileOthers), field('x_unknown', anything)],
+  ),
+  {
+    method: 'DELETE',
+    path: '/dashboard/api/apps/{app_id}',
+    auth: 'session',
+    weight: 0.3,
+    params: ofSpareApp,
+  },
+  {
+    method: 'GET',
+    path: '/dashboard/api/orgs/{org_id}/overview',
+    auth: 'session',
+    weight: 1,
+    params: ofOrg,
+  },
+  ...capSpecs(
+    '/dashboard/api/orgs/{org_id}/cap',
+    ofSpareOrg,
+    (_target, random) => ({ amount: amountText(random) }),
+    capFields(),
+  ),
+  ...capSpecs(
+    '/dashboard/api/connections/{connection_id}/cap',
+    ofConnection,
+    (_target, random) => ({
+      amount: random.chance(0.3) ? null : amountText(random),
+      per_user_amount: amountText(random),
+      ...(random.chance(0.5) && { overrun_policy: random.pick(['limit_output', 'reject']) }),
+    }),
+    capFields(
+      field('per_user_amount', hostileAmounts, strings, hostileOthers),
+      field('credit_mode', capModes),
+      field('overrun_policy', capModes),
+      field('requires_product_user', anything),
+    ),
+  ),
+  ...capSpecs(
+    '/dashboard/api/product-users/{product_end_user_id}/cap',
+    ofProductUser,
+    (_target, random) => ({
+      amount: amountText(random),
+      ...(random.chance(0.5) && { credit_mode: random.pick(['enforce', 'track_only', null]) }),
+    }),
+    capFields(field('credit_mode', capModes), field('overrun_policy', capModes)),
+  ),
+  {
+    method: 'GET',
+    path: '/dashboard/api/orgs/{org_id}/wallet',
+    auth: 'session',
+    weight: 0.8,
+    params: ofOrg,
+  },
+  {
+    method: 'GET',
+    path: '/dashboard/api/orgs/{org_id}/wallet/transactions',
+    auth: 'session',
+    weight: 0.8,
+    params: ofOrg,
+    query: (_target, random) => ({
+      limit: String(random.int(250) - 20),
+      ...(random.chance(0.4) && {
+        cursor: random.pick([
+          Buffer.from(`1700000000000000|${random.int(1_000_000)}`).toString('base64url'),
+          Buffer.from('1700000000000000|not-a-number').toString('base64url'),
+          random.alnum(12),
+          '%00',
+        ]),
+      }),
+    }),
+  },
+  dashboardWrite(
+    'POST',
+    '/dashboard/api/orgs/{org_id}/wallet/top-ups',
+    0.8,
+    ofSpareOrg,
+    (_target, random) => ({ amount: amountText(random) }),
+    capFields(),
+  ),
+  {
+    method: 'GET',
+    path: '/dashboard/api/orgs/{org_id}/credentials',
+    auth: 'session',
+    weight: 0.8,
+    params: ofOrg,
+    query: page,
+  },
+  dashboardWrite(
+    'POST',
+    '/dashboard/api/orgs/{org_id}/credentials',
+    1,
+    ofOrg,
+    (target, random) => ({
+      provider: random.pick(['vendor_a', 'vendor_b']),
+      name: `fuzz credential ${random.alnum(4)}`,
+      secret: random.chance(0.2) ? `mock-bad-${random.alnum(8)}` : `mock-ok-${random.alnum(16)}`,
+      app_connection_ids: [target.spareConnectionId],
+    }),
+    [
+      field('provider', strings, hostileOthers),
+      field('name', strings, hostileOthers),
+      field('secret', strings, hostileOthers),
+      field('model_policy', anything),
+      field('priority', hostileCounts, anything),
+      field('routing_mode', strings),
+      field('app_connection_ids', anything),
+      field('x_unknown', anything),
+    ],
+  ),
+  dashboardWrite(
+    'PATCH',
+    '/dashboard/api/credentials/{credential_id}',
+    1,
+    ofCredential,
+    (_target, random) => ({
+      priority: 1 + random.int(5),
+      ...(random.chance(0.5) && { status: random.pick(['active', 'disabled']) }),
+    }),
+    [
+      field('name', strings, hostileOthers),
+      field('model_policy', anything),
+      field('priority', hostileCounts, anything),
+      field('routing_mode', strings),
+      field('status', strings, hostileOthers),
+      field('x_unknown', anything),
+    ],
+  ),
+  {
+    method: 'DELETE',
+    path: '/dashboard/api/credentials/{credential_id}',
+    auth: 'session',
+    weight: 0.3,
+    params: ofCredential,
+  },
+  {
+    method: 'PUT',
+    path: '/dashboard/api/credentials/{credential_id}/grants/{app_connection_id}',
+    auth: 'session',
+    weight: 0.5,
+    params: ofCredentialGrant,
+  },
+  {
+    method: 'DELETE',
+    path: '/dashboard/api/credentials/{credential_id}/grants/{app_connection_id}',
+    auth: 'session',
+    weight: 0.5,
+    params: ofCredentialGrant,
+  },
 ];
 
 const oauthParameter = (target: FuzzTarget, random: Random) => ({

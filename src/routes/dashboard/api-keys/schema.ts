@@ -2,7 +2,7 @@
 // their organization.
 import { z } from 'zod';
 import { MAX_ROTATION_GRACE_S } from '../../../admin/api-keys.js';
-import { displayName } from '../schemas.js';
+import { displayName, modelPolicySchema } from '../schemas.js';
 
 export const apiKeySchema = z.object({
   id: z.string(),
@@ -25,16 +25,6 @@ export const apiKeySchema = z.object({
 
 /** A key as created or rotated: the object and, in this answer only, the raw key. */
 export const issuedApiKeySchema = apiKeySchema.extend({ key: z.string() });
-
-/** Patterns such as `vendor_b/*`, exact model ids, or `*`. */
-const modelPolicySchema = z
-  .array(
-    z
-      .string()
-      .regex(/^(\*|[\w.-]+\/(\*|[\w.:-]+))$/, 'must be *, vendor/*, or a model id (vendor/model)'),
-  )
-  .min(1, 'must allow at least one model')
-  .max(100, 'must have at most 100 patterns');
 
 export const createApiKeyBody = z.strictObject({
   name: displayName.optional(),

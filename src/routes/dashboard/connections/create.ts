@@ -2,7 +2,8 @@
 // app (admin or owner). Settings default to enforce / limit_output / attribution optional.
 import { connectionView, createConnectionAs } from '../../../admin/connections.js';
 import type { DbPool } from '../../../db/pool.js';
-import { sendJson } from '../../../http/respond.js';
+import { isGwError } from '../../../errors.js';
+import { sendError, sendJson } from '../../../http/respond.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { displayName } from '../schemas.js';
 import { connectionSchema, connectionSettingsSchema, ofApp } from './schema.js';
@@ -15,7 +16,7 @@ export const createConnectionRoute = declareRoute({
   caller: { kind: 'org_member', role: 'admin', org: ofApp },
   body: connectionSettingsSchema.extend({ name: displayName }),
   responses: { 201: { description: 'the connection', schema: connectionSchema } },
-  errors: [],
+  errors: ['gw_conflict'],
   async handler({ request, caller, body }, response, deps: { readonly db: DbPool }) {
     const connection = await createConnectionAs(
       deps.db,
@@ -23,6 +24,7 @@ export const createConnectionRoute = declareRoute({
       { orgId: caller.org.id, appId: request.params.app_id ?? '' },
       body,
     );
+    if (isGwError(connection)) return sendError(response, connection);
     sendJson(response, 201, connectionView(connection));
   },
 });

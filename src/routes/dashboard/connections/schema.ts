@@ -25,6 +25,6 @@ export const connectionSettingsSchema = z.strictObject({
 });
 
 /** Routes under /dashboard/api/apps/{app_id}/… act on that app's organization. */
-export const ofApp = { param: 'app_id', table: 'apps' } as const;
+export { ofApp } from '../apps/schema.js';
 /** Routes under /dashboard/api/connections/{connection_id} act on its organization. */
 export const ofConnection = { param: 'connection_id', table: 'app_connections' } as const;

@@ -22,7 +22,7 @@ export const createOAuthClientRoute = declareRoute({
       schema: createdOAuthClientSchema,
     },
   },
-  errors: ['gw_invalid_request'],
+  errors: ['gw_invalid_request', 'gw_conflict'],
   async handler({ request, caller, body }, response, deps: { readonly db: DbPool }) {
     const created = await createOAuthClientAs(
       deps.db,

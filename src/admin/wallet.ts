@@ -1,0 +1,55 @@
+// An organization's wallet as the dashboard and `gw wallet` show it: the live balance and the
+// history of top-ups and balance sets, newest last (keyset pages). Changes go through the
+// money layer's WalletService (src/billing/wallets.ts), which records and audits them.
+import {
+  WALLET_TRANSACTION_COLUMNS,
+  walletTransactionView,
+  type WalletService,
+  type WalletTransaction,
+  type WalletTransactionRow,
+} from '../billing/wallets.js';
+import { readPage, type Page, type PageRequest } from '../db/pages.js';
+import type { DbPool } from '../db/pool.js';
+import { formatNano, SETTLEMENT_CURRENCY } from '../money.js';
+
+export interface WalletView {
+  org_id: string;
+  /** What the organization has: 12-digit decimal strings. */
+  balance: string;
+  /** Held by requests in flight. */
+  reserved: string;
+  /** balance − reserved: what new requests may hold. */
+  available: string;
+  currency: string;
+}
+
+export async function readWallet(
+  wallets: Pick<WalletService, 'liveBalance'>,
+  orgId: string,
+): Promise<WalletView> {
+  const { balanceNano, reservedNano } = await wallets.liveBalance(orgId);
+  return {
+    org_id: orgId,
+    balance: formatNano(balanceNano),
+    reserved: formatNano(reservedNano),
+    available: formatNano(balanceNano - reservedNano),
+    currency: SETTLEMENT_CURRENCY,
+  };
+}
+
+/** One page of the wallet's transactions, oldest first. */
+export async function listWalletTransactions(
+  db: Pick<DbPool, 'query'>,
+  orgId: string,
+  page: PageRequest,
+): Promise<Page<WalletTransaction>> {
+  // Transaction ids are numbers: a cursor whose id is not one matches nothing after it.
+  if (page.after && !/^\d{1,18}$/.test(page.after.id)) return { rows: [], nextCursor: null };
+  const select = `SELECT ${WALLET_TRANSACTION_COLUMNS} FROM wallet_transactions`;
+  const paged = await readPage<WalletTransactionRow>(
+    db,
+    { select, where: 'org_id = $1', params: [orgId] },
+    page,
+  );
+  return { rows: paged.rows.map(walletTransactionView), nextCursor: paged.nextCursor };
+}

@@ -1,0 +1,31 @@
+// PATCH /dashboard/api/apps/{app_id} {"name"} (admin or owner): renames an app (409 for a
+// deleted one), audited.
+import { z } from 'zod';
+import { appDetailView, renameAppAs } from '../../../admin/apps.js';
+import type { DbPool } from '../../../db/pool.js';
+import { isGwError } from '../../../errors.js';
+import { sendError, sendJson } from '../../../http/respond.js';
+import { declareRoute } from '../../framework/declaration.js';
+import { displayName } from '../schemas.js';
+import { appDetailSchema, ofApp } from './schema.js';
+
+export const renameAppRoute = declareRoute({
+  method: 'PATCH',
+  path: '/dashboard/api/apps/{app_id}',
+  summary: 'Renames an app',
+  tag: 'dashboard',
+  caller: { kind: 'org_member', role: 'admin', org: ofApp },
+  body: z.strictObject({ name: displayName }),
+  responses: { 200: { description: 'the app', schema: appDetailSchema } },
+  errors: ['gw_conflict'],
+  async handler({ request, caller, body }, response, deps: { readonly db: DbPool }) {
+    const app = await renameAppAs(
+      deps.db,
+      { userId: caller.user.id },
+      request.params.app_id ?? '',
+      body.name,
+    );
+    if (isGwError(app)) return sendError(response, app);
+    sendJson(response, 200, appDetailView(app.row, app.counts));
+  },
+});

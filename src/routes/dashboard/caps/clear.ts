@@ -1,0 +1,43 @@
+// DELETE /dashboard/api/orgs/{org_id}/cap, …/connections/{connection_id}/cap and
+// …/product-users/{product_end_user_id}/cap (admin or owner): removes the level's cap (the
+// connection's per-user default with it); every instance stops applying it at once. Clearing
+// a level without a cap answers it unchanged. The same service as `gw cap clear`.
+import { clearCapAs, type CapInvalidation, type CapScope } from '../../../admin/caps.js';
+import type { DbPool } from '../../../db/pool.js';
+import { sendError, sendJson } from '../../../http/respond.js';
+import { declareRoute } from '../../framework/declaration.js';
+import { capLevels, capRefusal, capStateSchema, capTargetOf } from './schema.js';
+
+function clearCapRoute(scope: CapScope) {
+  const level = capLevels[scope];
+  return declareRoute({
+    method: 'DELETE',
+    path: level.path,
+    summary: `Removes the spending cap of ${level.noun}`,
+    tag: 'dashboard',
+    caller: { kind: 'org_member', role: 'admin', org: level.locator },
+    responses: { 200: { description: 'the level, now without a cap', schema: capStateSchema } },
+    errors: [],
+    async handler(
+      { request, caller },
+      response,
+      deps: { readonly db: DbPool; readonly caps: CapInvalidation },
+    ) {
+      try {
+        const state = await clearCapAs(
+          deps.db,
+          deps.caps,
+          { userId: caller.user.id },
+          capTargetOf(scope, request.params),
+        );
+        sendJson(response, 200, state);
+      } catch (error) {
+        sendError(response, capRefusal(error));
+      }
+    },
+  });
+}
+
+export const clearOrgCapRoute = clearCapRoute('org');
+export const clearConnectionCapRoute = clearCapRoute('app_connection');
+export const clearProductUserCapRoute = clearCapRoute('product_user');

@@ -1,0 +1,31 @@
+// GET /dashboard/api/orgs/{org_id}/cap, …/connections/{connection_id}/cap and
+// …/product-users/{product_end_user_id}/cap (any member): the level's active monthly cap, or
+// `cap: null` when it has none. The same reader as `gw cap show`.
+import { readCap, type CapScope } from '../../../admin/caps.js';
+import type { DbPool } from '../../../db/pool.js';
+import { gwError } from '../../../errors.js';
+import { sendError, sendJson } from '../../../http/respond.js';
+import { declareRoute } from '../../framework/declaration.js';
+import { capLevels, capStateSchema, capTargetOf } from './schema.js';
+
+function readCapRoute(scope: CapScope) {
+  const level = capLevels[scope];
+  return declareRoute({
+    method: 'GET',
+    path: level.path,
+    summary: `The spending cap of ${level.noun} (null: none)`,
+    tag: 'dashboard',
+    caller: { kind: 'org_member', role: 'viewer', org: level.locator },
+    responses: { 200: { description: 'the cap', schema: capStateSchema } },
+    errors: [],
+    async handler({ request }, response, deps: { readonly db: DbPool }) {
+      const state = await readCap(deps.db, capTargetOf(scope, request.params));
+      if (!state) return sendError(response, gwError('gw_not_found', 'no such object'));
+      sendJson(response, 200, state);
+    },
+  });
+}
+
+export const readOrgCapRoute = readCapRoute('org');
+export const readConnectionCapRoute = readCapRoute('app_connection');
+export const readProductUserCapRoute = readCapRoute('product_user');

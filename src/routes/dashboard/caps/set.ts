@@ -1,0 +1,113 @@
+// PUT /dashboard/api/orgs/{org_id}/cap, …/connections/{connection_id}/cap and
+// …/product-users/{product_end_user_id}/cap (admin or owner): sets or replaces the level's
+// monthly cap (USD, the currency every cost is charged in). Through the same service as
+// `gw cap set`, audited; every instance applies it to its next request.
+//   org:          {"amount"}
+//   connection:   {"amount": "…" | null, "per_user_amount"?: "…" | null, "credit_mode"?,
+//                  "overrun_policy"?, "requires_product_user"?}  (amount null: only the
+//                  per-user default caps; per_user_amount omitted keeps it, null removes it)
+//   product user: {"amount", "credit_mode"?: … | null, "overrun_policy"?: … | null}
+//                 (the user's overrides: omitted keeps them, null inherits the connection's)
+import { z } from 'zod';
+import {
+  setCapAs,
+  type CapInvalidation,
+  type CapScope,
+  type CapSettings,
+} from '../../../admin/caps.js';
+import type { DbPool } from '../../../db/pool.js';
+import { isGwError, type GwError } from '../../../errors.js';
+import { sendError, sendJson } from '../../../http/respond.js';
+import { SETTLEMENT_CURRENCY } from '../../../money.js';
+import { declareRoute } from '../../framework/declaration.js';
+import { amountField, amountInput } from '../schemas.js';
+import { capLevels, capRefusal, capStateSchema, capTargetOf } from './schema.js';
+
+const creditMode = z.enum(['enforce', 'track_only', 'disabled']);
+const overrunPolicy = z.enum(['limit_output', 'reject']);
+
+const bodies = {
+  org: z.strictObject({ amount: amountInput }),
+  app_connection: z.strictObject({
+    amount: amountInput.nullable(),
+    per_user_amount: amountInput.nullable().optional(),
+    credit_mode: creditMode.optional(),
+    overrun_policy: overrunPolicy.optional(),
+    requires_product_user: z.boolean().optional(),
+  }),
+  product_user: z.strictObject({
+    amount: amountInput,
+    credit_mode: creditMode.nullable().optional(),
+    overrun_policy: overrunPolicy.nullable().optional(),
+  }),
+} as const;
+
+type AnyCapBody = {
+  readonly amount: string | null;
+  readonly per_user_amount?: string | null | undefined;
+  readonly credit_mode?: z.infer<typeof creditMode> | null | undefined;
+  readonly overrun_policy?: z.infer<typeof overrunPolicy> | null | undefined;
+  readonly requires_product_user?: boolean | undefined;
+};
+
+/** The body as the service's settings, or the 400 its amounts earn. */
+function capSettings(body: AnyCapBody): CapSettings | GwError {
+  const amountNano = body.amount === null ? null : amountField('amount', body.amount);
+  if (isGwError(amountNano)) return amountNano;
+  let perUserAmountNano: bigint | null | undefined;
+  if (typeof body.per_user_amount === 'string') {
+    const parsed = amountField('per_user_amount', body.per_user_amount);
+    if (isGwError(parsed)) return parsed;
+    perUserAmountNano = parsed;
+  } else {
+    perUserAmountNano = body.per_user_amount;
+  }
+  return {
+    amountNano,
+    currency: SETTLEMENT_CURRENCY,
+    ...(perUserAmountNano !== undefined && { perUserAmountNano }),
+    ...(body.credit_mode !== undefined && { creditMode: body.credit_mode }),
+    ...(body.overrun_policy !== undefined && { overrunPolicy: body.overrun_policy }),
+    ...(body.requires_product_user !== undefined && {
+      requiresProductUser: body.requires_product_user,
+    }),
+  };
+}
+
+function setCapRoute<Scope extends CapScope>(scope: Scope) {
+  const level = capLevels[scope];
+  return declareRoute({
+    method: 'PUT',
+    path: level.path,
+    summary: `Sets the monthly spending cap of ${level.noun}`,
+    tag: 'dashboard',
+    caller: { kind: 'org_member', role: 'admin', org: level.locator },
+    body: bodies[scope] as z.ZodType<AnyCapBody>,
+    responses: { 200: { description: 'the level with its cap', schema: capStateSchema } },
+    errors: ['gw_amount_out_of_range'],
+    async handler(
+      { request, caller, body },
+      response,
+      deps: { readonly db: DbPool; readonly caps: CapInvalidation },
+    ) {
+      const settings = capSettings(body);
+      if (isGwError(settings)) return sendError(response, settings);
+      try {
+        const state = await setCapAs(
+          deps.db,
+          deps.caps,
+          { userId: caller.user.id },
+          capTargetOf(scope, request.params),
+          settings,
+        );
+        sendJson(response, 200, state);
+      } catch (error) {
+        sendError(response, capRefusal(error));
+      }
+    },
+  });
+}
+
+export const setOrgCapRoute = setCapRoute('org');
+export const setConnectionCapRoute = setCapRoute('app_connection');
+export const setProductUserCapRoute = setCapRoute('product_user');

@@ -1,0 +1,72 @@
+// POST /dashboard/api/orgs/{org_id}/credentials (admin or owner): adds a provider credential
+// (bring your own key). The secret is checked with the vendor first (nothing is stored if it
+// refuses), sealed with the master key, and never answered, logged or audited: the answer has
+// its fingerprint. The same service as `gw credentials add`; every instance sees it at once.
+import { z } from 'zod';
+import { findProvider, PROVIDER_IDS } from '../../../providers/registry.js';
+import { ROUTING_MODES } from '../../../credentials/credential-store.js';
+import { sendError, sendJson } from '../../../http/respond.js';
+import { declareRoute } from '../../framework/declaration.js';
+import { displayName, inOrg, modelPolicySchema } from '../schemas.js';
+import {
+  credentialRefusal,
+  credentialSchema,
+  prioritySchema,
+  type CredentialRouteDeps,
+} from './schema.js';
+
+const createCredentialBody = z.strictObject({
+  provider: z.enum(PROVIDER_IDS as [string, ...string[]]),
+  name: displayName,
+  /** Printable ASCII without spaces, as vendors' keys are (it travels in a header). */
+  secret: z
+    .string()
+    .min(1, 'must not be empty')
+    .max(1024, 'must be at most 1024 characters')
+    .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces'),
+  /** Default: the provider's own models (`vendor_a/*`). */
+  model_policy: modelPolicySchema.optional(),
+  /** Default 1 (tried first); credentials of one priority take turns. */
+  priority: prioritySchema.optional(),
+  /** Default `byok_first` (the system route serves when no credential can). */
+  routing_mode: z.enum(ROUTING_MODES).optional(),
+  /** Connections of this organization the credential may serve (granted now). */
+  app_connection_ids: z.array(z.string().max(64)).max(100).optional(),
+});
+
+export const createCredentialRoute = declareRoute({
+  method: 'POST',
+  path: '/dashboard/api/orgs/{org_id}/credentials',
+  summary: 'Adds a provider credential, checked with the vendor first (fingerprint back)',
+  tag: 'dashboard',
+  caller: { kind: 'org_member', role: 'admin', org: inOrg },
+  body: createCredentialBody,
+  responses: { 201: { description: 'the credential', schema: credentialSchema } },
+  errors: [
+    'gw_not_found',
+    'gw_provider_credential_rejected',
+    'gw_provider_credential_unverified',
+    'gw_provider_credentials_not_configured',
+  ],
+  async handler({ caller, body }, response, deps: CredentialRouteDeps) {
+    const provider = findProvider(body.provider)!;
+    try {
+      const credential = await deps.credentialStore.create(
+        {
+          orgId: caller.org.id,
+          provider: provider.id,
+          name: body.name,
+          secret: body.secret,
+          modelPolicy: body.model_policy ?? provider.defaultModelPolicy,
+          priority: body.priority ?? 1,
+          routingMode: body.routing_mode ?? 'byok_first',
+          appConnectionIds: body.app_connection_ids ?? [],
+        },
+        { userId: caller.user.id },
+      );
+      sendJson(response, 201, credential);
+    } catch (error) {
+      sendError(response, credentialRefusal(error));
+    }
+  },
+});

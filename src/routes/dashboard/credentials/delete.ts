@@ -1,0 +1,30 @@
+// DELETE /dashboard/api/credentials/{credential_id} (admin or owner): deletes a provider
+// credential for good, revoking its connection grants (the spec's rule); every instance stops
+// using it at once. Its sealed secret stays in Postgres, unusable, for the audit's sake.
+import { sendError, sendJson } from '../../../http/respond.js';
+import { declareRoute } from '../../framework/declaration.js';
+import {
+  credentialNotFound,
+  credentialSchema,
+  ofCredential,
+  type CredentialRouteDeps,
+} from './schema.js';
+
+export const deleteCredentialRoute = declareRoute({
+  method: 'DELETE',
+  path: '/dashboard/api/credentials/{credential_id}',
+  summary: 'Deletes a provider credential and revokes its connection grants',
+  tag: 'dashboard',
+  caller: { kind: 'org_member', role: 'admin', org: ofCredential },
+  responses: { 200: { description: 'the deleted credential', schema: credentialSchema } },
+  errors: [],
+  async handler({ request, caller }, response, deps: CredentialRouteDeps) {
+    const credential = await deps.credentialStore.setStatus(
+      request.params.credential_id ?? '',
+      'deleted',
+      { userId: caller.user.id },
+    );
+    if (!credential) return sendError(response, credentialNotFound());
+    sendJson(response, 200, credential);
+  },
+});

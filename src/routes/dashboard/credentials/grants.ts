@@ -1,0 +1,44 @@
+// PUT and DELETE /dashboard/api/credentials/{credential_id}/grants/{app_connection_id} (admin
+// or owner): lets a connection of the credential's organization use it, or stops it. A
+// credential serves only the connections it is granted to; every instance follows at once.
+// Granting twice or revoking a grant that is not there answers the credential unchanged.
+import { sendError, sendJson } from '../../../http/respond.js';
+import { declareRoute } from '../../framework/declaration.js';
+import {
+  credentialNotFound,
+  credentialRefusal,
+  credentialSchema,
+  ofCredential,
+  type CredentialRouteDeps,
+} from './schema.js';
+
+function grantRoute(granted: boolean) {
+  return declareRoute({
+    method: granted ? 'PUT' : 'DELETE',
+    path: '/dashboard/api/credentials/{credential_id}/grants/{app_connection_id}',
+    summary: granted
+      ? 'Grants a provider credential to a connection of its organization'
+      : "Revokes a connection's grant of a provider credential",
+    tag: 'dashboard',
+    caller: { kind: 'org_member', role: 'admin', org: ofCredential },
+    responses: { 200: { description: 'the credential', schema: credentialSchema } },
+    errors: [],
+    async handler({ request, caller }, response, deps: CredentialRouteDeps) {
+      try {
+        const credential = await deps.credentialStore.grant(
+          request.params.credential_id ?? '',
+          request.params.app_connection_id ?? '',
+          granted,
+          { userId: caller.user.id },
+        );
+        if (!credential) return sendError(response, credentialNotFound());
+        sendJson(response, 200, credential);
+      } catch (error) {
+        sendError(response, credentialRefusal(error));
+      }
+    },
+  });
+}
+
+export const grantCredentialRoute = grantRoute(true);
+export const revokeCredentialGrantRoute = grantRoute(false);

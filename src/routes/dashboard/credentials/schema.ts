@@ -1,0 +1,61 @@
+// The provider-credential object of the dashboard API (its fingerprint, never the secret),
+// where its routes find their organization, and the credential service's refusals as the
+// spec's errors.
+import { z } from 'zod';
+import {
+  CredentialError,
+  type CredentialStore,
+  MAX_CREDENTIAL_PRIORITY,
+  ROUTING_MODES,
+} from '../../../credentials/credential-store.js';
+import { gwError, type ErrorCode, type GwError } from '../../../errors.js';
+
+/** Routes under /dashboard/api/credentials/{credential_id} act on its organization. */
+export const ofCredential = { param: 'credential_id', table: 'provider_credentials' } as const;
+
+/** The part of the credential service the dashboard's routes use. */
+export interface CredentialRouteDeps {
+  readonly credentialStore: Pick<
+    CredentialStore,
+    'create' | 'get' | 'update' | 'setStatus' | 'grant'
+  >;
+}
+
+export const credentialSchema = z.object({
+  id: z.string(),
+  org_id: z.string(),
+  provider: z.string(),
+  secret_kind: z.literal('api_key'),
+  name: z.string(),
+  model_policy: z.array(z.string()),
+  routing_mode: z.enum(ROUTING_MODES),
+  priority: z.number().int(),
+  status: z.enum(['active', 'disabled', 'deleted']),
+  /** `sha256:` and 16 hex digits of the secret's hash: tells keys apart, reveals nothing. */
+  fingerprint: z.string(),
+  /** The connections whose requests it may serve. */
+  app_connection_ids: z.array(z.string()),
+  created_at: z.string(),
+});
+
+export const prioritySchema = z
+  .number()
+  .int('must be a whole number')
+  .min(1, 'must be at least 1 (1 is tried first)')
+  .max(MAX_CREDENTIAL_PRIORITY, `must be at most ${MAX_CREDENTIAL_PRIORITY}`);
+
+const CODES: Readonly<Record<CredentialError['kind'], ErrorCode>> = {
+  not_found: 'gw_not_found',
+  rejected: 'gw_provider_credential_rejected',
+  unreachable: 'gw_provider_credential_unverified',
+  not_configured: 'gw_provider_credentials_not_configured',
+};
+
+/** A refusal of the credential service as the spec's error (anything else is rethrown). */
+export function credentialRefusal(error: unknown): GwError {
+  if (error instanceof CredentialError) return gwError(CODES[error.kind], error.message);
+  throw error;
+}
+
+export const credentialNotFound = (): GwError =>
+  gwError('gw_not_found', 'no credential with this id in your organizations');

@@ -1,0 +1,62 @@
+// PATCH /dashboard/api/credentials/{credential_id} (admin or owner): renames a credential or
+// changes its model policy, priority or routing mode, and disables or re-enables it
+// (`status`). Its secret never changes: add a new credential instead. Every instance uses the
+// change for its next request.
+import { z } from 'zod';
+import { ROUTING_MODES } from '../../../credentials/credential-store.js';
+import { sendError, sendJson } from '../../../http/respond.js';
+import { declareRoute } from '../../framework/declaration.js';
+import { displayName, modelPolicySchema } from '../schemas.js';
+import {
+  credentialNotFound,
+  credentialSchema,
+  ofCredential,
+  prioritySchema,
+  type CredentialRouteDeps,
+} from './schema.js';
+
+const updateCredentialBody = z
+  .strictObject({
+    name: displayName.optional(),
+    model_policy: modelPolicySchema.optional(),
+    priority: prioritySchema.optional(),
+    routing_mode: z.enum(ROUTING_MODES).optional(),
+    /** `disabled`: kept, never used; `active`: used again. */
+    status: z.enum(['active', 'disabled']).optional(),
+  })
+  .refine((body) => Object.keys(body).length > 0, 'name at least one field to change');
+
+export const updateCredentialRoute = declareRoute({
+  method: 'PATCH',
+  path: '/dashboard/api/credentials/{credential_id}',
+  summary: 'Changes a provider credential: name, model policy, priority, routing mode, status',
+  tag: 'dashboard',
+  caller: { kind: 'org_member', role: 'admin', org: ofCredential },
+  body: updateCredentialBody,
+  responses: { 200: { description: 'the credential', schema: credentialSchema } },
+  errors: [],
+  async handler({ request, caller, body }, response, deps: CredentialRouteDeps) {
+    const id = request.params.credential_id ?? '';
+    const actor = { userId: caller.user.id };
+    const { status, ...settings } = body;
+    let credential = await deps.credentialStore.get(id);
+    if (credential && Object.keys(settings).length > 0) {
+      credential = await deps.credentialStore.update(
+        id,
+        {
+          ...(settings.name !== undefined && { name: settings.name }),
+          ...(settings.model_policy !== undefined && { modelPolicy: settings.model_policy }),
+          ...(settings.priority !== undefined && { priority: settings.priority }),
+          ...(settings.routing_mode !== undefined && { routingMode: settings.routing_mode }),
+        },
+        actor,
+      );
+    }
+    if (credential && status !== undefined) {
+      credential = await deps.credentialStore.setStatus(id, status, actor);
+    }
+    // A deleted credential is gone, as one that never existed.
+    if (!credential) return sendError(response, credentialNotFound());
+    sendJson(response, 200, credential);
+  },
+});

@@ -1,0 +1,68 @@
+// POST /dashboard/api/orgs/{org_id}/wallet/top-ups {"amount"} (admin or owner): adds funds
+// through the money layer's top-up (the rule `gw wallet topup` uses: recorded in Postgres,
+// bounded, then applied to the live balance), audited. Only where the operator allows it
+// (DASHBOARD_WALLET_TOPUP, off by default): a dashboard top-up takes no payment, so it suits
+// a gateway whose organizations belong to the operator, not one open to sign-ups.
+import { z } from 'zod';
+import { readWallet } from '../../../admin/wallet.js';
+import type { WalletService } from '../../../billing/wallets.js';
+import { gwError, isGwError } from '../../../errors.js';
+import { sendError, sendJson } from '../../../http/respond.js';
+import { AmountRangeError } from '../../../money.js';
+import { declareRoute } from '../../framework/declaration.js';
+import { amountField, amountInput, inOrg } from '../schemas.js';
+import { walletSchema, walletTransactionSchema } from './schema.js';
+
+export interface WalletTopUpDeps {
+  readonly wallets: Pick<WalletService, 'liveBalance' | 'topUp'>;
+  readonly dashboardSettings: { readonly walletTopUp: boolean };
+}
+
+export const topUpWalletRoute = declareRoute({
+  method: 'POST',
+  path: '/dashboard/api/orgs/{org_id}/wallet/top-ups',
+  summary: "Adds funds to the organization's wallet (when the operator allows it)",
+  tag: 'dashboard',
+  caller: { kind: 'org_member', role: 'admin', org: inOrg },
+  body: z.strictObject({ amount: amountInput }),
+  responses: {
+    201: {
+      description: 'the top-up and the wallet after it',
+      schema: z.object({ transaction: walletTransactionSchema, wallet: walletSchema }),
+    },
+  },
+  errors: ['gw_wallet_topup_disabled', 'gw_amount_out_of_range'],
+  async handler({ caller, body }, response, deps: WalletTopUpDeps) {
+    if (!deps.dashboardSettings.walletTopUp) {
+      return sendError(
+        response,
+        gwError(
+          'gw_wallet_topup_disabled',
+          'wallet top-ups from the dashboard are off on this gateway (DASHBOARD_WALLET_TOPUP)',
+        ),
+      );
+    }
+    const amountNano = amountField('amount', body.amount);
+    if (isGwError(amountNano)) return sendError(response, amountNano);
+    if (amountNano <= 0n) {
+      return sendError(
+        response,
+        gwError('gw_invalid_request', 'amount: must be greater than zero'),
+      );
+    }
+    try {
+      const transaction = await deps.wallets.topUp(caller.org.id, amountNano, {
+        userId: caller.user.id,
+      });
+      sendJson(response, 201, {
+        transaction,
+        wallet: await readWallet(deps.wallets, caller.org.id),
+      });
+    } catch (error) {
+      if (error instanceof AmountRangeError) {
+        return sendError(response, gwError('gw_amount_out_of_range', error.message));
+      }
+      throw error;
+    }
+  },
+});

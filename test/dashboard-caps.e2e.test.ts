@@ -1,0 +1,426 @@
+// Spending caps through the dashboard API at every level (organization, app connection with
+// its per-user default, one product user), driven as a browser would, on two gateway
+// instances over the real Redis and Postgres: a cap set in the dashboard refuses the next
+// inference request on the instance that set it, and within a second on the other; clearing
+// it lets requests through again; the CLI and the API read and write the same rules.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isolatedContext } from './support/context.js';
+import { createMember, signInTo, uniqueEmail } from './support/dashboard.js';
+import { bearer, postJson, type JsonResponse } from './support/http.js';
+import {
+  runCli,
+  runCliJson,
+  seed,
+  startGateway,
+  type GatewayProcess,
+  type SeededOrg,
+} from './support/processes.js';
+import { eventually } from './support/services.js';
+
+const { env, db } = isolatedContext('dash-caps');
+let gateways: GatewayProcess[];
+let tenant: SeededOrg;
+
+type ErrorBody = {
+  error: {
+    code: string;
+    message: string;
+    cap_scope?: string;
+    provider_specific_fields?: { error: { code: string; params: Record<string, string> } };
+  };
+};
+interface CapState {
+  scope: string;
+  org_id: string;
+  app_connection_id: string | null;
+  product_end_user_id: string | null;
+  cap: {
+    cap_rule_id: string;
+    amount: string | null;
+    per_user_amount: string | null;
+    currency: string;
+    period: string;
+    credit_mode: string | null;
+    overrun_policy: string | null;
+    status: string;
+    updated_at: string;
+  } | null;
+  connection?: { credit_mode: string; overrun_policy: string; requires_product_user: boolean };
+}
+
+const emails = {
+  admin: uniqueEmail('caps-admin'),
+  member: uniqueEmail('caps-member'),
+  viewer: uniqueEmail('caps-viewer'),
+};
+
+const chat = (user?: string) => ({
+  model: 'vendor_b/gpt-4o-mini',
+  max_tokens: 8,
+  messages: [{ role: 'user', content: 'hello' }],
+  ...(user !== undefined && { user }),
+});
+
+function infer(gateway: GatewayProcess, key: string, user?: string) {
+  return postJson<ErrorBody>(`${gateway.url}/v1/chat/completions`, chat(user), bearer(key));
+}
+
+/** The product user of the tenant's app with this external id (made through the service key). */
+async function productUser(org: SeededOrg, externalUserId: string): Promise<string> {
+  const response = await fetch(`${gateways[0]!.url}/product-users/by-external-id`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json', ...bearer(org.service_key) },
+    body: JSON.stringify({ app_id: org.app_id, external_user_id: externalUserId }),
+  });
+  const body = (await response.json()) as { product_end_user_id: string };
+  return body.product_end_user_id;
+}
+
+async function auditActions(objectId: string): Promise<{ action: string; user_id: string }[]> {
+  const { rows } = await db.query<{ action: string; user_id: string }>(
+    'SELECT action, user_id FROM dashboard_audit_log WHERE object_id = $1 ORDER BY id',
+    [objectId],
+  );
+  return rows;
+}
+
+beforeAll(async () => {
+  gateways = await Promise.all([startGateway(env), startGateway(env)]);
+  tenant = await seed(env, ['--wallet', '100.00']);
+  for (const [role, email] of Object.entries(emails)) {
+    await createMember(env, email, tenant.org_id, role);
+  }
+});
+
+afterAll(async () => {
+  await Promise.all(gateways.map((gateway) => gateway.stop()));
+});
+
+describe('the org cap', () => {
+  it('is read as null, set, refuses the next request at once here and within a second on the other instance, and is cleared', async () => {
+    const org = await seed(env, ['--wallet', '100.00']);
+    const email = uniqueEmail('org-cap');
+    await createMember(env, email, org.org_id, 'admin');
+    const [here, there] = gateways as [GatewayProcess, GatewayProcess];
+    const admin = await signInTo(here, email);
+    const path = `/dashboard/api/orgs/${org.org_id}/cap`;
+
+    const none = await admin.get<CapState>(path);
+    expect(none.status).toBe(200);
+    expect(none.body).toEqual({
+      scope: 'org',
+      org_id: org.org_id,
+      app_connection_id: null,
+      product_end_user_id: null,
+      cap: null,
+    });
+    // Both instances have served (and cached "no cap") before the change.
+    expect((await infer(here, org.api_key)).status).toBe(200);
+    expect((await infer(there, org.api_key)).status).toBe(200);
+
+    const set = await admin.request<CapState>('PUT', path, { amount: '0' });
+    expect(set.status).toBe(200);
+    expect(set.body.cap).toMatchObject({
+      cap_rule_id: expect.stringMatching(/^cap_/),
+      amount: '0.000000000000',
+      per_user_amount: null,
+      currency: 'USD',
+      period: 'monthly',
+      status: 'active',
+    });
+    const refused = await infer(here, org.api_key);
+    expect(refused.status).toBe(403);
+    expect(refused.body.error.code).toBe('gw_cap_exceeded');
+    expect(refused.body.error.cap_scope).toBe('org');
+    const startedAt = Date.now();
+    const elsewhere = await eventually(async () => {
+      const answer = await infer(there, org.api_key);
+      return answer.status === 403 ? answer : undefined;
+    }, 1000);
+    expect(Date.now() - startedAt).toBeLessThan(1000);
+    expect(elsewhere.body.error.code).toBe('gw_cap_exceeded');
+    expect(await auditActions(set.body.cap!.cap_rule_id)).toEqual([
+      { action: 'cap.set', user_id: expect.stringMatching(/^usr_/) },
+    ]);
+
+    const cleared = await admin.request<CapState>('DELETE', path);
+    expect(cleared.status).toBe(200);
+    expect(cleared.body.cap).toBeNull();
+    expect((await infer(here, org.api_key)).status).toBe(200);
+    const { rows } = await db.query(`SELECT status FROM cap_rules WHERE id = $1`, [
+      set.body.cap!.cap_rule_id,
+    ]);
+    expect(rows).toEqual([{ status: 'inactive' }]);
+    expect((await auditActions(set.body.cap!.cap_rule_id)).map((entry) => entry.action)).toEqual([
+      'cap.set',
+      'cap.clear',
+    ]);
+    // Clearing again changes nothing and writes nothing.
+    expect((await admin.request<CapState>('DELETE', path)).body.cap).toBeNull();
+    expect(await auditActions(set.body.cap!.cap_rule_id)).toHaveLength(2);
+  });
+});
+
+describe('a product user cap', () => {
+  it('set through the API with credit mode and overrun policy refuses that user with the spec allowance error, not others; the profile shows it', async () => {
+    const admin = await signInTo(gateways[0]!, emails.admin);
+    const userId = await productUser(tenant, 'capped-in-dashboard');
+    const path = `/dashboard/api/product-users/${userId}/cap`;
+    expect((await infer(gateways[0]!, tenant.api_key, 'capped-in-dashboard')).status).toBe(200);
+
+    const set = await admin.request<CapState>('PUT', path, {
+      amount: '0.000001',
+      credit_mode: 'enforce',
+      overrun_policy: 'reject',
+    });
+    expect(set.status).toBe(200);
+    expect(set.body).toMatchObject({
+      scope: 'product_user',
+      org_id: tenant.org_id,
+      product_end_user_id: userId,
+      cap: {
+        amount: '0.000001000000',
+        credit_mode: 'enforce',
+        overrun_policy: 'reject',
+      },
+    });
+    const refused = await infer(gateways[0]!, tenant.api_key, 'capped-in-dashboard');
+    expect(refused.status).toBe(403);
+    expect(refused.body.error.code).toBe('403');
+    expect(refused.body.error.provider_specific_fields!.error.code).toBe(
+      'gw_product_user_allowance_insufficient',
+    );
+    expect(refused.body.error.provider_specific_fields!.error.params.cap_amount).toBe(
+      '0.000001000000',
+    );
+    expect((await infer(gateways[0]!, tenant.api_key, 'someone-else')).status).toBe(200);
+    const profile = await admin.get<{ cap: { amount: string; cap_rule_id: string } }>(
+      `/dashboard/api/product-users/${userId}`,
+    );
+    expect(profile.body.cap).toMatchObject({
+      amount: '0.000001000000',
+      cap_rule_id: set.body.cap!.cap_rule_id,
+    });
+
+    // Omitted overrides are kept; null ones inherit the connection's again.
+    const raised = await admin.request<CapState>('PUT', path, { amount: '50' });
+    expect(raised.body.cap).toMatchObject({
+      cap_rule_id: set.body.cap!.cap_rule_id,
+      amount: '50.000000000000',
+      credit_mode: 'enforce',
+      overrun_policy: 'reject',
+    });
+    expect((await infer(gateways[0]!, tenant.api_key, 'capped-in-dashboard')).status).toBe(200);
+    const inherited = await admin.request<CapState>('PUT', path, {
+      amount: '50',
+      credit_mode: null,
+      overrun_policy: null,
+    });
+    expect(inherited.body.cap).toMatchObject({ credit_mode: null, overrun_policy: null });
+
+    const cleared = await admin.request<CapState>('DELETE', path);
+    expect(cleared.body.cap).toBeNull();
+    const after = await admin.get<Record<string, unknown>>(
+      `/dashboard/api/product-users/${userId}`,
+    );
+    expect(after.body.cap).toBeUndefined();
+  });
+});
+
+describe('an app-connection cap and its per-user default', () => {
+  it('caps the connection, its users by default, or only its users (amount null); applies the connection settings at once', async () => {
+    const org = await seed(env, ['--wallet', '100.00']);
+    const email = uniqueEmail('conn-cap');
+    await createMember(env, email, org.org_id, 'owner');
+    const admin = await signInTo(gateways[0]!, email);
+    const path = `/dashboard/api/connections/${org.app_connection_id}/cap`;
+
+    const none = await admin.get<CapState>(path);
+    expect(none.body).toEqual({
+      scope: 'app_connection',
+      org_id: org.org_id,
+      app_connection_id: org.app_connection_id,
+      product_end_user_id: null,
+      cap: null,
+      connection: {
+        credit_mode: 'enforce',
+        overrun_policy: 'limit_output',
+        requires_product_user: false,
+      },
+    });
+
+    // Only the per-user default: each user gets a nano-unit, the connection itself is uncapped.
+    const perUserOnly = await admin.request<CapState>('PUT', path, {
+      amount: null,
+      per_user_amount: '0.000000001',
+      overrun_policy: 'reject',
+    });
+    expect(perUserOnly.status).toBe(200);
+    expect(perUserOnly.body.cap).toMatchObject({ amount: null, per_user_amount: '0.000000001000' });
+    expect(perUserOnly.body.connection).toMatchObject({ overrun_policy: 'reject' });
+    const userRefused = await infer(gateways[0]!, org.api_key, 'per-user-default');
+    expect(userRefused.status).toBe(403);
+    expect(userRefused.body.error.provider_specific_fields!.error.code).toBe(
+      'gw_product_user_allowance_insufficient',
+    );
+    // A request without a product user has no allowance to check, and no connection cap.
+    expect((await infer(gateways[0]!, org.api_key)).status).toBe(200);
+
+    // The combined cap, the per-user default kept (omitted), then removed (null).
+    const combined = await admin.request<CapState>('PUT', path, { amount: '0' });
+    expect(combined.body.cap).toMatchObject({
+      amount: '0.000000000000',
+      per_user_amount: '0.000000001000',
+    });
+    const connectionRefused = await infer(gateways[0]!, org.api_key);
+    expect(connectionRefused.status).toBe(403);
+    expect(connectionRefused.body.error).toMatchObject({
+      code: 'gw_cap_exceeded',
+      cap_scope: 'app_connection',
+    });
+    const withoutDefault = await admin.request<CapState>('PUT', path, {
+      amount: '10',
+      per_user_amount: null,
+    });
+    expect(withoutDefault.body.cap).toMatchObject({
+      amount: '10.000000000000',
+      per_user_amount: null,
+    });
+    expect((await infer(gateways[0]!, org.api_key, 'per-user-default')).status).toBe(200);
+
+    // Neither amount is a cap that caps nothing: refused, nothing changed.
+    const empty = await admin.request<ErrorBody>('PUT', path, {
+      amount: null,
+      per_user_amount: null,
+    });
+    expect(empty.status).toBe(400);
+    expect(empty.body.error.code).toBe('gw_invalid_request');
+    expect((await admin.get<CapState>(path)).body.cap).toMatchObject({ amount: '10.000000000000' });
+
+    // The connection's attribution requirement reaches its keys at once.
+    const requires = await admin.request<CapState>('PUT', path, {
+      amount: '10',
+      requires_product_user: true,
+    });
+    expect(requires.body.connection).toMatchObject({ requires_product_user: true });
+    const unattributed = await infer(gateways[0]!, org.api_key);
+    expect(unattributed.status).toBe(400);
+    expect(unattributed.body.error.code).toBe('gw_product_user_credits_required');
+  });
+});
+
+describe('who may change caps', () => {
+  it('a viewer and a member read but cannot set or clear (403 gw_role_forbidden); writes need CSRF and Origin; nothing changes', async () => {
+    const path = `/dashboard/api/orgs/${tenant.org_id}/cap`;
+    for (const role of ['viewer', 'member'] as const) {
+      const client = await signInTo(gateways[0]!, emails[role]);
+      expect((await client.get<CapState>(path)).status).toBe(200);
+      for (const method of ['PUT', 'DELETE']) {
+        const refused = await client.request<ErrorBody>(
+          method,
+          path,
+          method === 'PUT' ? { amount: '1' } : undefined,
+        );
+        expect(refused.status, `${role} ${method}`).toBe(403);
+        expect(refused.body.error.code).toBe('gw_role_forbidden');
+      }
+    }
+    const admin = await signInTo(gateways[0]!, emails.admin);
+    const noToken = await admin.request<ErrorBody>('PUT', path, { amount: '1' }, { csrf: false });
+    expect(noToken.status).toBe(403);
+    expect(noToken.body.error.code).toBe('gw_csrf_token_invalid');
+    const foreign = await admin.request<ErrorBody>(
+      'PUT',
+      path,
+      { amount: '1' },
+      { origin: 'https://evil.example' },
+    );
+    expect(foreign.status).toBe(403);
+    expect(foreign.body.error.code).toBe('gw_origin_not_allowed');
+    const { rows } = await db.query(
+      `SELECT 1 FROM cap_rules WHERE org_id = $1 AND scope = 'org' AND status = 'active'`,
+      [tenant.org_id],
+    );
+    expect(rows).toEqual([]);
+  });
+});
+
+describe('bad cap input', () => {
+  it('answers 400 naming the field, gw_amount_out_of_range past the limit, and changes nothing', async () => {
+    const admin = await signInTo(gateways[0]!, emails.admin);
+    const path = `/dashboard/api/orgs/${tenant.org_id}/cap`;
+    const cases: [unknown, number, string, RegExp][] = [
+      [{ amount: '-1' }, 400, 'gw_invalid_request', /^amount: /],
+      [{ amount: '1.0000000001' }, 400, 'gw_invalid_request', /^amount: .*nano-unit/],
+      [{ amount: 5 }, 400, 'gw_invalid_request', /^amount: /],
+      [{ amount: '1000000.000000001' }, 400, 'gw_amount_out_of_range', /^amount: /],
+      [{}, 400, 'gw_invalid_request', /^amount: /],
+      [{ amount: '1', per_user_amount: '1' }, 400, 'gw_invalid_request', /per_user_amount/],
+      [{ amount: null }, 400, 'gw_invalid_request', /^amount: /],
+    ];
+    for (const [body, status, code, message] of cases) {
+      const answer: JsonResponse<ErrorBody> = await admin.request<ErrorBody>('PUT', path, body);
+      expect(answer.status, JSON.stringify(body)).toBe(status);
+      expect(answer.body.error.code, JSON.stringify(body)).toBe(code);
+      expect(answer.body.error.message, JSON.stringify(body)).toMatch(message);
+    }
+    const userPath = `/dashboard/api/product-users/${await productUser(tenant, 'bad-input')}/cap`;
+    const badMode = await admin.request<ErrorBody>('PUT', userPath, {
+      amount: '1',
+      credit_mode: 'sometimes',
+    });
+    expect(badMode.status).toBe(400);
+    expect(badMode.body.error.message).toMatch(/^credit_mode: /);
+    const { rows } = await db.query(
+      `SELECT 1 FROM cap_rules WHERE org_id = $1 AND status = 'active'`,
+      [tenant.org_id],
+    );
+    expect(rows).toEqual([]);
+  });
+});
+
+describe('one service for the CLI and the API', () => {
+  it('gw cap set/show/clear and the API read and write the same rule; CLI changes are audited as cli', async () => {
+    const admin = await signInTo(gateways[0]!, emails.admin);
+    const args = ['--scope', 'app_connection', '--app-connection-id', tenant.app_connection_id];
+    const fromCli = await runCliJson<CapState>(
+      ['cap', 'set', ...args, '--amount', '25', '--per-user-amount', '2'],
+      env,
+    );
+    const path = `/dashboard/api/connections/${tenant.app_connection_id}/cap`;
+    const fromApi = await admin.get<CapState>(path);
+    expect(fromApi.body).toEqual(fromCli);
+    expect(await runCliJson<CapState>(['cap', 'show', ...args], env)).toEqual(fromCli);
+    expect(await auditActions(fromCli.cap!.cap_rule_id)).toEqual([
+      { action: 'cap.set', user_id: 'cli' },
+    ]);
+    const perUserOnly = await runCliJson<CapState>(
+      ['cap', 'set', ...args, '--amount', 'none'],
+      env,
+    );
+    expect(perUserOnly.cap).toMatchObject({ amount: null, per_user_amount: '2.000000000000' });
+    const cleared = await runCliJson<CapState>(['cap', 'clear', ...args], env);
+    expect(cleared.cap).toBeNull();
+    expect((await admin.get<CapState>(path)).body.cap).toBeNull();
+    const missing = await runCli(
+      [
+        'cap',
+        'show',
+        '--scope',
+        'product_user',
+        '--app-id',
+        tenant.app_id,
+        '--external-user-id',
+        'never-seen',
+      ],
+      env,
+    );
+    expect(missing.code).toBe(2);
+    expect(JSON.parse(missing.stderr).error.code).toBe('gw_not_found');
+    const { rowCount } = await db.query(
+      'SELECT 1 FROM product_users WHERE app_id = $1 AND external_user_id = $2',
+      [tenant.app_id, 'never-seen'],
+    );
+    expect(rowCount).toBe(0);
+  });
+});
