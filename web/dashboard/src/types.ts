@@ -138,3 +138,86 @@ export interface Usage {
   readonly to: string;
   readonly data: UsageRow[];
 }
+
+export interface CapRule {
+  readonly cap_rule_id: string;
+  readonly amount: string | null;
+  readonly per_user_amount: string | null;
+  readonly currency: string;
+  readonly period: 'monthly';
+  readonly credit_mode: CreditMode | null;
+  readonly overrun_policy: OverrunPolicy | null;
+  readonly status: 'active';
+  readonly updated_at: string;
+}
+
+export interface CapState {
+  readonly scope: 'org' | 'app_connection' | 'product_user';
+  readonly org_id: string;
+  readonly app_connection_id: string | null;
+  readonly product_end_user_id: string | null;
+  readonly cap: CapRule | null;
+  readonly connection?: {
+    readonly credit_mode: CreditMode;
+    readonly overrun_policy: OverrunPolicy;
+    readonly requires_product_user: boolean;
+  };
+}
+
+export interface Wallet {
+  readonly org_id: string;
+  readonly balance: string;
+  readonly reserved: string;
+  readonly available: string;
+  readonly currency: string;
+}
+
+export interface WalletTransaction {
+  readonly id: string;
+  readonly kind: 'topup' | 'set' | 'usage_archived';
+  readonly amount: string;
+  readonly currency: string;
+  readonly created_by: string | null;
+  readonly created_at: string;
+}
+
+export interface WalletAlert {
+  readonly org_id: string;
+  readonly low_balance_threshold: string | null;
+  readonly currency: string;
+}
+
+export interface Overview {
+  readonly org_id: string;
+  readonly currency: string;
+  readonly period_start: string;
+  readonly period_end: string;
+  readonly spent_this_period: string;
+  readonly wallet_cost_this_period: string;
+  readonly requests_this_period: number;
+  readonly org_cap: {
+    readonly cap_rule_id: string;
+    readonly amount: string;
+    readonly remaining: string;
+  } | null;
+  readonly wallet: {
+    readonly balance: string;
+    readonly reserved: string;
+    readonly available: string;
+  };
+}
+
+export interface CredentialRow {
+  readonly id: string;
+  readonly org_id: string;
+  readonly provider: string;
+  readonly secret_kind: 'api_key';
+  readonly name: string;
+  readonly model_policy: string[];
+  readonly routing_mode: string;
+  readonly priority: number;
+  readonly status: 'active' | 'disabled' | 'deleted';
+  readonly fingerprint: string;
+  readonly app_connection_ids: string[];
+  readonly created_at: string;
+}

@@ -1,15 +1,473 @@
-// Caps: spending caps of the organization, its connections and product users (its API is not
-// in this gateway yet).
-import { notYetAvailable } from './not-yet-available.js';
+// Caps: the organization's monthly spending cap, each connection's cap with its per-user
+// default and settings (credit mode, overrun policy), and one product user's cap with its
+// overrides. Every instance applies a change to its next request.
+import { useState } from 'preact/hooks';
+import { api, canManage, type OrgSummary } from '../api.js';
+import { useAction, useAsync, useLoad } from '../hooks.js';
+import { loadOrgConnections } from '../org-data.js';
+import type { CapState } from '../types.js';
+import { Confirm, Empty, ErrorNote, formatTime, Loading, Money, PageHeader } from '../ui.js';
+import {
+  creditModes,
+  hintOf,
+  overrunPolicies,
+  type CreditMode,
+  type OverrunPolicy,
+} from './connection-settings.js';
+import type { OrgPage } from './page.js';
 
-export const capsPage = notYetAvailable({
+export const capsPage: OrgPage = {
   section: 'caps',
   label: 'Caps',
-  purpose: 'Monthly spending caps for the organization, each connection and each product user.',
-  meanwhile: (
+  Component: ({ org }) => <CapsPage org={org} />,
+};
+
+const CURRENCY = 'USD';
+
+function CapsPage({ org }: { org: OrgSummary }) {
+  const manage = canManage(org.role);
+  return (
     <>
-      Meanwhile an operator sets caps with <code>gw cap set</code> (see <code>gw --help</code>
-      ). A product user’s cap already shows on their profile under Product users.
+      <PageHeader title="Caps">
+        Monthly spending caps (calendar month, UTC) for the organization, each connection and each
+        product user. A request that would pass a cap is refused with 403.
+      </PageHeader>
+      <OrgCap org={org} manage={manage} />
+      <ConnectionCaps org={org} manage={manage} />
+      <ProductUserCap manage={manage} />
     </>
-  ),
-});
+  );
+}
+
+function CapSummary({ state, what }: { state: CapState; what: string }) {
+  const cap = state.cap;
+  if (!cap || cap.amount === null) return <Empty>{what} has no cap.</Empty>;
+  return (
+    <p>
+      Cap: <Money value={cap.amount} currency={cap.currency} /> a month{' '}
+      <span class="muted small">(changed {formatTime(cap.updated_at)})</span>
+    </p>
+  );
+}
+
+function OrgCap({ org, manage }: { org: OrgSummary; manage: boolean }) {
+  const path = `/dashboard/api/orgs/${encodeURIComponent(org.id)}/cap`;
+  const state = useLoad<CapState>(path);
+  const [amount, setAmount] = useState('');
+  const [clearing, setClearing] = useState(false);
+  const action = useAction();
+  return (
+    <section class="card" aria-labelledby="org-cap-heading">
+      <h2 id="org-cap-heading">Organization cap</h2>
+      <ErrorNote error={state.error} />
+      {state.loading && <Loading what="the organization cap" />}
+      {state.data && <CapSummary state={state.data} what="The organization" />}
+      {manage && state.data && (
+        <form
+          onSubmit={(event) => {
+            event.preventDefault();
+            void action
+              .run(() => api.put(path, { amount: amount.trim() }))
+              .then((done) => {
+                if (!done) return;
+                setAmount('');
+                state.reload();
+              });
+          }}
+        >
+          <div class="row">
+            <label>
+              Monthly cap ({CURRENCY})
+              <input
+                name="org-cap-amount"
+                inputMode="decimal"
+                required
+                placeholder="100.00"
+                value={amount}
+                onInput={(event) => setAmount(event.currentTarget.value)}
+              />
+            </label>
+            <button type="submit" disabled={action.busy}>
+              {action.busy ? 'Saving…' : 'Set organization cap'}
+            </button>
+            {state.data.cap && (
+              <button type="button" class="secondary danger" onClick={() => setClearing(true)}>
+                Remove cap…
+              </button>
+            )}
+          </div>
+          <ErrorNote error={action.error} />
+        </form>
+      )}
+      {clearing && (
+        <ClearCap
+          path={path}
+          title="Remove the organization cap?"
+          what="Requests of every app and connection of this organization are no longer limited by an organization-wide monthly total."
+          onClose={() => setClearing(false)}
+          onCleared={() => {
+            setClearing(false);
+            state.reload();
+          }}
+        />
+      )}
+    </section>
+  );
+}
+
+function ClearCap(props: {
+  path: string;
+  title: string;
+  what: string;
+  onClose(): void;
+  onCleared(): void;
+}) {
+  const action = useAction();
+  return (
+    <Confirm
+      title={props.title}
+      confirmLabel="Remove cap"
+      busy={action.busy}
+      error={action.error}
+      onCancel={props.onClose}
+      onConfirm={() => {
+        void action.run(() => api.delete(props.path)).then((done) => done && props.onCleared());
+      }}
+    >
+      <p>{props.what} Every gateway instance stops applying it at once.</p>
+    </Confirm>
+  );
+}
+
+function ConnectionCaps({ org, manage }: { org: OrgSummary; manage: boolean }) {
+  const connections = useAsync(() => loadOrgConnections(org.id), org.id);
+  const [selected, setSelected] = useState('');
+  const active = connections.data?.connections.filter((c) => c.status === 'active') ?? [];
+  const chosen = selected || active[0]?.id || '';
+  return (
+    <section class="card" aria-labelledby="connection-caps-heading">
+      <h2 id="connection-caps-heading">Connection caps</h2>
+      <p class="muted">
+        A connection’s cap limits all its requests; its per-user default caps each of its product
+        users who has no cap of their own.
+      </p>
+      <ErrorNote error={connections.error} />
+      {connections.loading && <Loading what="connections" />}
+      {connections.data && active.length === 0 && (
+        <Empty>No active connections. Create one under Apps.</Empty>
+      )}
+      {active.length > 0 && (
+        <>
+          <label>
+            Connection
+            <select
+              name="cap-connection"
+              value={chosen}
+              onChange={(event) => setSelected(event.currentTarget.value)}
+            >
+              {active.map((connection) => (
+                <option key={connection.id} value={connection.id}>
+                  {connection.appName} › {connection.name}
+                </option>
+              ))}
+            </select>
+          </label>
+          {chosen && <ConnectionCap key={chosen} connectionId={chosen} manage={manage} />}
+        </>
+      )}
+    </section>
+  );
+}
+
+function ConnectionCap({ connectionId, manage }: { connectionId: string; manage: boolean }) {
+  const path = `/dashboard/api/connections/${encodeURIComponent(connectionId)}/cap`;
+  const state = useLoad<CapState>(path);
+  if (state.loading) return <Loading what="the connection cap" />;
+  if (!state.data) return <ErrorNote error={state.error} />;
+  return <ConnectionCapForm path={path} state={state.data} manage={manage} reload={state.reload} />;
+}
+
+function ConnectionCapForm(props: {
+  path: string;
+  state: CapState;
+  manage: boolean;
+  reload(): void;
+}) {
+  const { cap, connection } = props.state;
+  const [amount, setAmount] = useState(cap?.amount ?? '');
+  const [perUser, setPerUser] = useState(cap?.per_user_amount ?? '');
+  const [creditMode, setCreditMode] = useState<CreditMode>(connection?.credit_mode ?? 'enforce');
+  const [overrun, setOverrun] = useState<OverrunPolicy>(
+    connection?.overrun_policy ?? 'limit_output',
+  );
+  const [clearing, setClearing] = useState(false);
+  const [saved, setSaved] = useState(false);
+  const action = useAction();
+  return (
+    <div>
+      {cap?.amount ? (
+        <p>
+          Connection cap: <Money value={cap.amount} currency={cap.currency} /> a month
+        </p>
+      ) : (
+        <p class="muted">No connection-wide cap.</p>
+      )}
+      {cap?.per_user_amount ? (
+        <p>
+          Per-user default: <Money value={cap.per_user_amount} currency={cap.currency} /> a month
+          for each product user
+        </p>
+      ) : (
+        <p class="muted">No per-user default cap.</p>
+      )}
+      {props.manage ? (
+        <form
+          onSubmit={(event) => {
+            event.preventDefault();
+            setSaved(false);
+            void action
+              .run(() =>
+                api.put(props.path, {
+                  amount: amount.trim() === '' ? null : amount.trim(),
+                  per_user_amount: perUser.trim() === '' ? null : perUser.trim(),
+                  credit_mode: creditMode,
+                  overrun_policy: overrun,
+                }),
+              )
+              .then((done) => {
+                if (!done) return;
+                setSaved(true);
+                props.reload();
+              });
+          }}
+        >
+          <div class="row">
+            <label>
+              Connection cap ({CURRENCY}, empty: none)
+              <input
+                name="connection-cap-amount"
+                inputMode="decimal"
+                value={amount}
+                onInput={(event) => setAmount(event.currentTarget.value)}
+              />
+            </label>
+            <label>
+              Per-user default cap ({CURRENCY}, empty: none)
+              <input
+                name="connection-cap-per-user"
+                inputMode="decimal"
+                value={perUser}
+                onInput={(event) => setPerUser(event.currentTarget.value)}
+              />
+            </label>
+          </div>
+          <div class="row">
+            <label>
+              Credit mode
+              <select
+                name="connection-credit-mode"
+                value={creditMode}
+                onChange={(event) => setCreditMode(event.currentTarget.value as CreditMode)}
+              >
+                {creditModes.map((choice) => (
+                  <option key={choice.value} value={choice.value}>
+                    {choice.label}
+                  </option>
+                ))}
+              </select>
+              <span class="hint">{hintOf(creditModes, creditMode)}</span>
+            </label>
+            <label>
+              Overrun policy
+              <select
+                name="connection-overrun-policy"
+                value={overrun}
+                onChange={(event) => setOverrun(event.currentTarget.value as OverrunPolicy)}
+              >
+                {overrunPolicies.map((choice) => (
+                  <option key={choice.value} value={choice.value}>
+                    {choice.label}
+                  </option>
+                ))}
+              </select>
+              <span class="hint">{hintOf(overrunPolicies, overrun)}</span>
+            </label>
+          </div>
+          <ErrorNote error={action.error} />
+          <div class="actions">
+            <button type="submit" disabled={action.busy}>
+              {action.busy ? 'Saving…' : 'Save connection cap'}
+            </button>
+            {cap && (
+              <button type="button" class="secondary danger" onClick={() => setClearing(true)}>
+                Remove caps…
+              </button>
+            )}
+          </div>
+          <p class="muted small" role="status" aria-live="polite">
+            {saved && 'Saved. Every gateway instance applies it to its next request.'}
+          </p>
+        </form>
+      ) : (
+        connection && (
+          <p class="muted">
+            Credit mode: {connection.credit_mode} · overrun policy: {connection.overrun_policy}
+          </p>
+        )
+      )}
+      {clearing && (
+        <ClearCap
+          path={props.path}
+          title="Remove this connection’s caps?"
+          what="The connection’s cap and its per-user default both go: its requests and its product users without their own cap are no longer limited by them."
+          onClose={() => setClearing(false)}
+          onCleared={() => {
+            setClearing(false);
+            props.reload();
+          }}
+        />
+      )}
+    </div>
+  );
+}
+
+function ProductUserCap({ manage }: { manage: boolean }) {
+  const [typed, setTyped] = useState('');
+  const [userId, setUserId] = useState<string | null>(null);
+  return (
+    <section class="card" aria-labelledby="user-cap-heading">
+      <h2 id="user-cap-heading">One product user’s cap</h2>
+      <form
+        class="row"
+        onSubmit={(event) => {
+          event.preventDefault();
+          setUserId(typed.trim() || null);
+        }}
+      >
+        <label class="grow">
+          Product user id (<code>peu_…</code>, shown on the user’s page under Product users)
+          <input
+            name="cap-product-user"
+            required
+            value={typed}
+            onInput={(event) => setTyped(event.currentTarget.value)}
+          />
+        </label>
+        <button type="submit" class="secondary">
+          Show cap
+        </button>
+      </form>
+      {userId && <UserCap key={userId} userId={userId} manage={manage} />}
+    </section>
+  );
+}
+
+function UserCap({ userId, manage }: { userId: string; manage: boolean }) {
+  const path = `/dashboard/api/product-users/${encodeURIComponent(userId)}/cap`;
+  const state = useLoad<CapState>(path);
+  const [amount, setAmount] = useState('');
+  const [creditMode, setCreditMode] = useState<CreditMode | ''>('');
+  const [overrun, setOverrun] = useState<OverrunPolicy | ''>('');
+  const [clearing, setClearing] = useState(false);
+  const action = useAction();
+  if (state.loading) return <Loading what="the product user’s cap" />;
+  if (!state.data) return <ErrorNote error={state.error} />;
+  const cap = state.data.cap;
+  return (
+    <div>
+      <CapSummary state={state.data} what="This product user" />
+      {cap && (
+        <p class="muted small">
+          Credit mode: {cap.credit_mode ?? 'as the connection'} · overrun policy:{' '}
+          {cap.overrun_policy ?? 'as the connection'}
+        </p>
+      )}
+      {manage && (
+        <form
+          onSubmit={(event) => {
+            event.preventDefault();
+            void action
+              .run(() =>
+                api.put(path, {
+                  amount: amount.trim(),
+                  credit_mode: creditMode === '' ? null : creditMode,
+                  overrun_policy: overrun === '' ? null : overrun,
+                }),
+              )
+              .then((done) => {
+                if (!done) return;
+                setAmount('');
+                state.reload();
+              });
+          }}
+        >
+          <div class="row">
+            <label>
+              Monthly cap ({CURRENCY})
+              <input
+                name="user-cap-amount"
+                inputMode="decimal"
+                required
+                value={amount}
+                onInput={(event) => setAmount(event.currentTarget.value)}
+              />
+            </label>
+            <label>
+              Credit mode
+              <select
+                name="user-credit-mode"
+                value={creditMode}
+                onChange={(event) => setCreditMode(event.currentTarget.value as CreditMode | '')}
+              >
+                <option value="">As the connection</option>
+                {creditModes.map((choice) => (
+                  <option key={choice.value} value={choice.value}>
+                    {choice.label}
+                  </option>
+                ))}
+              </select>
+            </label>
+            <label>
+              Overrun policy
+              <select
+                name="user-overrun-policy"
+                value={overrun}
+                onChange={(event) => setOverrun(event.currentTarget.value as OverrunPolicy | '')}
+              >
+                <option value="">As the connection</option>
+                {overrunPolicies.map((choice) => (
+                  <option key={choice.value} value={choice.value}>
+                    {choice.label}
+                  </option>
+                ))}
+              </select>
+            </label>
+          </div>
+          <ErrorNote error={action.error} />
+          <div class="actions">
+            <button type="submit" disabled={action.busy}>
+              {action.busy ? 'Saving…' : 'Set product user cap'}
+            </button>
+            {cap && (
+              <button type="button" class="secondary danger" onClick={() => setClearing(true)}>
+                Remove cap…
+              </button>
+            )}
+          </div>
+        </form>
+      )}
+      {clearing && (
+        <ClearCap
+          path={path}
+          title="Remove this product user’s cap?"
+          what="The user falls back to the connection’s per-user default (if any) and its settings."
+          onClose={() => setClearing(false)}
+          onCleared={() => {
+            setClearing(false);
+            state.reload();
+          }}
+        />
+      )}
+    </div>
+  );
+}

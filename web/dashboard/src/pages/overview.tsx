@@ -1,13 +1,12 @@
 // Overview: this month's usage (UTC) — cost, requests, tokens, the top models and product
-// users — and what the organization holds. Spend against caps and the wallet balance come with
-// their APIs.
+// users — what the organization holds, its spend against the org cap and its wallet balance.
 import type { ComponentChildren } from 'preact';
 import type { OrgSummary } from '../api.js';
 import { useAsync, useLoad } from '../hooks.js';
 import { money } from '../money.js';
 import { loadOrgConnections, loadProductUsers, productUserLabel } from '../org-data.js';
 import { orgView } from '../router.js';
-import type { Usage, UsageRow } from '../types.js';
+import type { Overview, Usage, UsageRow } from '../types.js';
 import { UsageChart } from '../usage-chart.js';
 import { addDays, byCost, daysBetween, summarize } from '../usage-data.js';
 import { Empty, ErrorNote, isoDay, Link, Loading, Money, PageHeader } from '../ui.js';
@@ -29,6 +28,7 @@ function OverviewPage({ org }: { org: OrgSummary }) {
   const byModel = useLoad<Usage>(`${base}&group_by=model`);
   const byUser = useLoad<Usage>(`${base}&group_by=product_user&limit=${TOP}`);
   const byDay = useLoad<Usage>(`${base}&group_by=day`);
+  const overview = useLoad<Overview>(`/dashboard/api/orgs/${encodeURIComponent(org.id)}/overview`);
   const counts = useAsync(() => loadOrgConnections(org.id), org.id);
   const userIds = (byUser.data?.data ?? [])
     .map((row) => row.key)
@@ -145,23 +145,44 @@ function OverviewPage({ org }: { org: OrgSummary }) {
             />
           )}
         </section>
-        <section class="card slot" aria-labelledby="caps-slot-heading">
-          <h2 id="caps-slot-heading">
-            Spend against caps <span class="badge">coming</span>
-          </h2>
-          <p class="muted">
-            This gateway has no caps API for the dashboard yet.{' '}
-            <Link to={orgView(org.id, 'caps')}>What to use meanwhile</Link>
-          </p>
+        <section class="card" aria-labelledby="caps-panel-heading">
+          <h2 id="caps-panel-heading">Spend against caps</h2>
+          <ErrorNote error={overview.error} />
+          {overview.loading && <Loading what="caps" />}
+          {overview.data &&
+            (overview.data.org_cap ? (
+              <p>
+                <Money value={overview.data.spent_this_period} currency={overview.data.currency} />{' '}
+                of the{' '}
+                <Money value={overview.data.org_cap.amount} currency={overview.data.currency} />{' '}
+                organization cap this month;{' '}
+                <Money value={overview.data.org_cap.remaining} currency={overview.data.currency} />{' '}
+                left.
+              </p>
+            ) : (
+              <p class="muted">
+                No organization cap: this month’s spend is{' '}
+                <Money value={overview.data.spent_this_period} currency={overview.data.currency} />.
+              </p>
+            ))}
+          <Link to={orgView(org.id, 'caps')}>Caps</Link>
         </section>
-        <section class="card slot" aria-labelledby="wallet-slot-heading">
-          <h2 id="wallet-slot-heading">
-            Wallet balance <span class="badge">coming</span>
-          </h2>
-          <p class="muted">
-            This gateway has no wallet API for the dashboard yet.{' '}
-            <Link to={orgView(org.id, 'wallet')}>What to use meanwhile</Link>
-          </p>
+        <section class="card" aria-labelledby="wallet-panel-heading">
+          <h2 id="wallet-panel-heading">Wallet balance</h2>
+          {overview.data && (
+            <>
+              <p class="stat-value money">
+                <Money value={overview.data.wallet.available} currency={overview.data.currency} />
+              </p>
+              <p class="muted small">
+                available (balance {money(overview.data.wallet.balance, overview.data.currency)},
+                held by requests in flight{' '}
+                {money(overview.data.wallet.reserved, overview.data.currency)}); paid from it this
+                month: {money(overview.data.wallet_cost_this_period, overview.data.currency)}
+              </p>
+            </>
+          )}
+          <Link to={orgView(org.id, 'wallet')}>Wallet</Link>
         </section>
       </div>
     </>

@@ -1,15 +1,250 @@
-// Wallet: the organization's balance and top-ups (its API is not in this gateway yet).
-import { notYetAvailable } from './not-yet-available.js';
+// Wallet: the organization's live balance (what requests in flight hold, what is available),
+// its top-ups and balance sets, a top-up where the operator allows it, and the low-balance
+// alert (the wallet.low_balance webhook).
+import { useState } from 'preact/hooks';
+import { api, canManage, type OrgSummary } from '../api.js';
+import { useAction, useLoad, usePaged } from '../hooks.js';
+import type { Wallet, WalletAlert, WalletTransaction } from '../types.js';
+import {
+  Confirm,
+  Empty,
+  ErrorNote,
+  formatTime,
+  Loading,
+  Money,
+  MoreButton,
+  PageHeader,
+} from '../ui.js';
+import { money } from '../money.js';
+import type { OrgPage } from './page.js';
 
-export const walletPage = notYetAvailable({
+export const walletPage: OrgPage = {
   section: 'wallet',
   label: 'Wallet',
-  purpose: 'The organization’s wallet balance, top-ups and what was charged to it.',
-  meanwhile: (
+  Component: ({ org }) => <WalletPage org={org} />,
+};
+
+const KINDS: Readonly<Record<WalletTransaction['kind'], string>> = {
+  topup: 'Top-up',
+  set: 'Balance set',
+  usage_archived: 'Archived usage',
+};
+
+function WalletPage({ org }: { org: OrgSummary }) {
+  const base = `/dashboard/api/orgs/${encodeURIComponent(org.id)}`;
+  const wallet = useLoad<Wallet>(`${base}/wallet`);
+  const history = usePaged<WalletTransaction>(`${base}/wallet/transactions?limit=200`);
+  const manage = canManage(org.role);
+  const rows = history.data ? [...history.data].reverse() : null; // newest first
+  return (
     <>
-      Meanwhile an operator reads it with <code>gw wallet show</code> and tops it up with{' '}
-      <code>gw wallet topup</code>. What was charged to it per day, model and connection is under
-      Usage (wallet cost).
+      <PageHeader title="Wallet">
+        What the organization’s requests are paid from. Requests a provider credential of your own
+        serves cost the wallet nothing.
+      </PageHeader>
+      <ErrorNote error={wallet.error} />
+      {wallet.loading && <Loading what="the wallet" />}
+      {wallet.data && (
+        <div class="stats">
+          <div class="stat card">
+            <span class="stat-value money">
+              <Money value={wallet.data.available} currency={wallet.data.currency} />
+            </span>
+            <span class="stat-label">Available</span>
+          </div>
+          <div class="stat card">
+            <span class="stat-value money">
+              <Money value={wallet.data.balance} currency={wallet.data.currency} />
+            </span>
+            <span class="stat-label">Balance</span>
+          </div>
+          <div class="stat card">
+            <span class="stat-value money">
+              <Money value={wallet.data.reserved} currency={wallet.data.currency} />
+            </span>
+            <span class="stat-label">Held by requests in flight</span>
+          </div>
+        </div>
+      )}
+      {manage && wallet.data && (
+        <TopUp
+          base={base}
+          currency={wallet.data.currency}
+          onDone={() => {
+            wallet.reload();
+            history.reload();
+          }}
+        />
+      )}
+      <LowBalanceAlert base={base} manage={manage} />
+      <section aria-labelledby="wallet-history-heading">
+        <h2 id="wallet-history-heading">Top-ups and balance changes</h2>
+        <ErrorNote error={history.error} />
+        {history.loading && <Loading what="the wallet’s history" />}
+        {rows && rows.length === 0 && <Empty>No top-ups yet.</Empty>}
+        {rows && rows.length > 0 && (
+          <div class="table-wrap">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">When</th>
+                  <th scope="col">What</th>
+                  <th scope="col" class="num">
+                    Amount
+                  </th>
+                  <th scope="col">By</th>
+                </tr>
+              </thead>
+              <tbody>
+                {rows.map((row) => (
+                  <tr key={row.id}>
+                    <td class="nowrap">{formatTime(row.created_at)}</td>
+                    <td>{KINDS[row.kind]}</td>
+                    <td class="num nowrap">
+                      <Money value={row.amount} currency={row.currency} />
+                    </td>
+                    <td class="small">{row.created_by ?? <span class="muted">—</span>}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+        <MoreButton list={history} what="entries" />
+      </section>
     </>
-  ),
-});
+  );
+}
+
+function TopUp(props: { base: string; currency: string; onDone(): void }) {
+  const [amount, setAmount] = useState('');
+  const [confirming, setConfirming] = useState(false);
+  const [done, setDone] = useState<string | null>(null);
+  const action = useAction();
+  return (
+    <form
+      class="card"
+      aria-labelledby="top-up-heading"
+      onSubmit={(event) => {
+        event.preventDefault();
+        setDone(null);
+        action.clear();
+        setConfirming(true);
+      }}
+    >
+      <h2 id="top-up-heading">Top up</h2>
+      <p class="muted small">
+        Adds funds without a payment: only where the gateway’s operator allows it
+        (DASHBOARD_WALLET_TOPUP).
+      </p>
+      <div class="row">
+        <label>
+          Amount ({props.currency})
+          <input
+            name="top-up-amount"
+            inputMode="decimal"
+            required
+            value={amount}
+            onInput={(event) => setAmount(event.currentTarget.value)}
+          />
+        </label>
+        <button type="submit">Top up…</button>
+      </div>
+      {!confirming && <ErrorNote error={action.error} />}
+      <p class="muted small" role="status" aria-live="polite">
+        {done && `Added ${done}.`}
+      </p>
+      {confirming && (
+        <Confirm
+          title={`Add ${amount.trim()} ${props.currency} to the wallet?`}
+          confirmLabel="Add funds"
+          busy={action.busy}
+          error={action.error}
+          onCancel={() => setConfirming(false)}
+          onConfirm={() => {
+            const value = amount.trim();
+            void action
+              .run(() => api.post(`${props.base}/wallet/top-ups`, { amount: value }))
+              .then((ok) => {
+                if (!ok) return;
+                setConfirming(false);
+                setDone(money(value, props.currency));
+                setAmount('');
+                props.onDone();
+              });
+          }}
+        >
+          <p>
+            The balance grows by this amount at once, on every gateway instance. The top-up is
+            recorded in the wallet’s history and the audit log.
+          </p>
+        </Confirm>
+      )}
+    </form>
+  );
+}
+
+function LowBalanceAlert({ base, manage }: { base: string; manage: boolean }) {
+  const alert = useLoad<WalletAlert>(`${base}/wallet-alert`);
+  const [threshold, setThreshold] = useState('');
+  const action = useAction();
+  const save = (value: string | null) =>
+    void action
+      .run(() => api.put(`${base}/wallet-alert`, { low_balance_threshold: value }))
+      .then((ok) => {
+        if (!ok) return;
+        setThreshold('');
+        alert.reload();
+      });
+  return (
+    <section class="card" aria-labelledby="wallet-alert-heading">
+      <h2 id="wallet-alert-heading">Low-balance alert</h2>
+      <ErrorNote error={alert.error} />
+      {alert.loading && <Loading what="the alert" />}
+      {alert.data &&
+        (alert.data.low_balance_threshold === null ? (
+          <p class="muted">No alert set.</p>
+        ) : (
+          <p>
+            A <code>wallet.low_balance</code> webhook is sent when the balance falls below{' '}
+            <Money value={alert.data.low_balance_threshold} currency={alert.data.currency} />.
+          </p>
+        ))}
+      {manage && alert.data && (
+        <form
+          onSubmit={(event) => {
+            event.preventDefault();
+            save(threshold.trim());
+          }}
+        >
+          <div class="row">
+            <label>
+              Alert below ({alert.data.currency})
+              <input
+                name="low-balance-threshold"
+                inputMode="decimal"
+                required
+                value={threshold}
+                onInput={(event) => setThreshold(event.currentTarget.value)}
+              />
+            </label>
+            <button type="submit" disabled={action.busy}>
+              Set alert
+            </button>
+            {alert.data.low_balance_threshold !== null && (
+              <button
+                type="button"
+                class="secondary"
+                disabled={action.busy}
+                onClick={() => save(null)}
+              >
+                Remove alert
+              </button>
+            )}
+          </div>
+          <ErrorNote error={action.error} />
+        </form>
+      )}
+    </section>
+  );
+}
