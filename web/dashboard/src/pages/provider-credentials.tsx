@@ -1,15 +1,489 @@
-// Provider credentials: your own vendor keys (BYOK) (its API is not in this gateway yet).
-import { notYetAvailable } from './not-yet-available.js';
+// Provider credentials (bring your own key): the organization's vendor keys by fingerprint —
+// never the secret —, adding one (checked with the vendor first), its priority, model policy,
+// routing mode and connection grants, disabling and deleting it.
+import { useState } from 'preact/hooks';
+import { api, canManage, type OrgSummary } from '../api.js';
+import { useAction, useAsync, useLoad, usePaged } from '../hooks.js';
+import { connectionLabel, loadOrgConnections, type OrgConnection } from '../org-data.js';
+import type { CredentialRow } from '../types.js';
+import { Confirm, Empty, ErrorNote, Loading, MoreButton, PageHeader, Status } from '../ui.js';
+import type { OrgPage } from './page.js';
 
-export const providerCredentialsPage = notYetAvailable({
+export const providerCredentialsPage: OrgPage = {
   section: 'provider-credentials',
   label: 'Provider credentials',
-  purpose:
-    'Your own vendor API keys: add with validation, fingerprint, priority, model policy, routing mode, disable and delete.',
-  meanwhile: (
+  Component: ({ org }) => <CredentialsPage org={org} />,
+};
+
+const ROUTING_MODES = [
+  {
+    value: 'byok_first',
+    label: 'Your key first',
+    hint: 'gw’s own route serves when none of your keys can.',
+  },
+  {
+    value: 'byok_only',
+    label: 'Your key only',
+    hint: 'Requests fail rather than use gw’s own route.',
+  },
+] as const;
+
+/** `vendor_a/*, vendor_a/model-x` as the API's list (empty: the provider's default). */
+const policyOf = (text: string): string[] =>
+  text
+    .split(/[\s,]+/)
+    .map((pattern) => pattern.trim())
+    .filter((pattern) => pattern !== '');
+
+type Change = { credential: CredentialRow; action: 'disable' | 'enable' | 'delete' };
+
+function CredentialsPage({ org }: { org: OrgSummary }) {
+  const base = `/dashboard/api/orgs/${encodeURIComponent(org.id)}/credentials`;
+  const list = usePaged<CredentialRow>(`${base}?limit=200`);
+  const connections = useAsync(() => loadOrgConnections(org.id), org.id);
+  const manage = canManage(org.role);
+  const [added, setAdded] = useState<CredentialRow | null>(null);
+  const [change, setChange] = useState<Change | null>(null);
+  const [editing, setEditing] = useState<string | null>(null);
+  const active = connections.data?.connections.filter((c) => c.status === 'active') ?? [];
+  const rows = list.data?.filter((credential) => credential.status !== 'deleted') ?? null;
+  return (
     <>
-      Meanwhile an operator manages them with <code>gw credentials</code> (see{' '}
-      <code>gw --help</code>).
+      <PageHeader title="Provider credentials">
+        Your own vendor keys: requests of the connections you grant a key to are served with it and
+        cost your wallet nothing. gw stores each key sealed and shows only its fingerprint.
+      </PageHeader>
+      {added && (
+        <p class="card ok" role="status">
+          Added <strong>{added.name}</strong>: the vendor accepted the key. Its fingerprint is{' '}
+          <code>{added.fingerprint}</code>; the key itself is never shown again.
+        </p>
+      )}
+      {manage && (
+        <AddCredential
+          base={base}
+          connections={active}
+          onAdded={(credential) => {
+            setAdded(credential);
+            list.reload();
+          }}
+        />
+      )}
+      <section aria-labelledby="credentials-heading">
+        <h2 id="credentials-heading">Credentials</h2>
+        <ErrorNote error={list.error ?? connections.error} />
+        {list.loading && <Loading what="credentials" />}
+        {rows && rows.length === 0 && <Empty>No provider credentials yet.</Empty>}
+        {rows && rows.length > 0 && (
+          <div class="table-wrap">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">Provider</th>
+                  <th scope="col">Fingerprint</th>
+                  <th scope="col" class="num">
+                    Priority
+                  </th>
+                  <th scope="col">Routing</th>
+                  <th scope="col">Models</th>
+                  <th scope="col">Connections</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">
+                    <span class="visually-hidden">Actions</span>
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {rows.map((credential) => (
+                  <tr key={`${credential.id}-${credential.status}`}>
+                    <td>{credential.name}</td>
+                    <td>
+                      <code>{credential.provider}</code>
+                    </td>
+                    <td class="nowrap">
+                      <code>{credential.fingerprint}</code>
+                    </td>
+                    <td class="num">{credential.priority}</td>
+                    <td class="nowrap">{credential.routing_mode}</td>
+                    <td class="small">
+                      {credential.model_policy.map((pattern) => (
+                        <code key={pattern}>{pattern} </code>
+                      ))}
+                    </td>
+                    <td class="small">
+                      {credential.app_connection_ids.length === 0 ? (
+                        <span class="muted">none</span>
+                      ) : (
+                        credential.app_connection_ids
+                          .map((id) => connectionLabel(connections.data?.connections, id))
+                          .join(', ')
+                      )}
+                    </td>
+                    <td>
+                      <Status value={credential.status} />
+                    </td>
+                    <td class="row-actions">
+                      {manage && (
+                        <>
+                          <button
+                            type="button"
+                            class="secondary"
+                            aria-label={`Edit ${credential.name}`}
+                            onClick={() =>
+                              setEditing(editing === credential.id ? null : credential.id)
+                            }
+                          >
+                            Edit
+                          </button>{' '}
+                          <button
+                            type="button"
+                            class="secondary"
+                            aria-label={`${credential.status === 'active' ? 'Disable' : 'Enable'} ${credential.name}`}
+                            onClick={() =>
+                              setChange({
+                                credential,
+                                action: credential.status === 'active' ? 'disable' : 'enable',
+                              })
+                            }
+                          >
+                            {credential.status === 'active' ? 'Disable…' : 'Enable…'}
+                          </button>{' '}
+                          <button
+                            type="button"
+                            class="danger secondary"
+                            aria-label={`Delete ${credential.name}`}
+                            onClick={() => setChange({ credential, action: 'delete' })}
+                          >
+                            Delete…
+                          </button>
+                        </>
+                      )}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+        <MoreButton list={list} what="credentials" />
+      </section>
+      {manage && editing && rows?.find((row) => row.id === editing) && (
+        <EditCredential
+          key={editing}
+          credential={rows.find((row) => row.id === editing)!}
+          connections={active}
+          onChanged={list.reload}
+          onClose={() => setEditing(null)}
+        />
+      )}
+      {change && (
+        <ChangeCredential
+          change={change}
+          onClose={() => setChange(null)}
+          onChanged={() => {
+            setChange(null);
+            list.reload();
+          }}
+        />
+      )}
     </>
-  ),
-});
+  );
+}
+
+function AddCredential(props: {
+  base: string;
+  connections: readonly OrgConnection[];
+  onAdded(credential: CredentialRow): void;
+}) {
+  const models = useLoad<{ data: { vendor: string }[] }>('/models');
+  const providers = [...new Set(models.data?.data.map((model) => model.vendor) ?? [])].sort();
+  const [provider, setProvider] = useState('');
+  const [name, setName] = useState('');
+  const [secret, setSecret] = useState('');
+  const [priority, setPriority] = useState('1');
+  const [routing, setRouting] = useState<string>('byok_first');
+  const [policy, setPolicy] = useState('');
+  const [grants, setGrants] = useState<string[]>([]);
+  const action = useAction();
+  const chosen = provider || providers[0] || '';
+  return (
+    <form
+      class="card"
+      aria-labelledby="add-credential-heading"
+      onSubmit={(event) => {
+        event.preventDefault();
+        let created: CredentialRow | null = null;
+        const patterns = policyOf(policy);
+        const body = {
+          provider: chosen,
+          name: name.trim(),
+          secret,
+          priority: Number(priority),
+          routing_mode: routing,
+          app_connection_ids: grants,
+          ...(patterns.length > 0 && { model_policy: patterns }),
+        };
+        // The secret leaves the form whatever the answer: it is never kept or shown again.
+        setSecret('');
+        void action
+          .run(async () => {
+            created = await api.post<CredentialRow>(props.base, body);
+          })
+          .then((done) => {
+            if (!done || !created) return;
+            props.onAdded(created);
+            setName('');
+            setPolicy('');
+            setGrants([]);
+          });
+      }}
+    >
+      <h2 id="add-credential-heading">Add a credential</h2>
+      <p class="muted small">
+        gw checks the key with the vendor before storing it: a key the vendor refuses is not stored.
+      </p>
+      <div class="row">
+        <label>
+          Provider
+          <select
+            name="credential-provider"
+            value={chosen}
+            onChange={(event) => setProvider(event.currentTarget.value)}
+          >
+            {providers.map((id) => (
+              <option key={id} value={id}>
+                {id}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Name
+          <input
+            name="credential-name"
+            required
+            maxLength={200}
+            value={name}
+            onInput={(event) => setName(event.currentTarget.value)}
+          />
+        </label>
+        <label class="grow">
+          Vendor API key
+          <input
+            name="credential-secret"
+            type="password"
+            autoComplete="off"
+            required
+            spellcheck={false}
+            value={secret}
+            onInput={(event) => setSecret(event.currentTarget.value)}
+          />
+        </label>
+      </div>
+      <div class="row">
+        <label>
+          Priority (1 is tried first)
+          <input
+            name="credential-priority"
+            type="number"
+            min={1}
+            max={1000}
+            required
+            value={priority}
+            onInput={(event) => setPriority(event.currentTarget.value)}
+          />
+        </label>
+        <RoutingSelect name="credential-routing" value={routing} onChange={setRouting} />
+        <label class="grow">
+          Models it serves (empty: all of the provider’s)
+          <input
+            name="credential-model-policy"
+            placeholder={`${chosen || 'vendor'}/*`}
+            value={policy}
+            onInput={(event) => setPolicy(event.currentTarget.value)}
+          />
+        </label>
+      </div>
+      <fieldset>
+        <legend>Connections it serves</legend>
+        {props.connections.length === 0 && (
+          <p class="muted small">No active connections yet: grant it later.</p>
+        )}
+        {props.connections.map((connection) => (
+          <label class="check" key={connection.id}>
+            <input
+              type="checkbox"
+              checked={grants.includes(connection.id)}
+              onChange={(event) =>
+                setGrants((current) =>
+                  event.currentTarget.checked
+                    ? [...current, connection.id]
+                    : current.filter((id) => id !== connection.id),
+                )
+              }
+            />
+            {connection.appName} › {connection.name}
+          </label>
+        ))}
+      </fieldset>
+      <ErrorNote error={action.error ?? models.error} />
+      <button type="submit" disabled={action.busy || chosen === ''}>
+        {action.busy ? 'Checking with the vendor…' : 'Add credential'}
+      </button>
+    </form>
+  );
+}
+
+function RoutingSelect(props: { name: string; value: string; onChange(value: string): void }) {
+  return (
+    <label>
+      Routing
+      <select
+        name={props.name}
+        value={props.value}
+        onChange={(event) => props.onChange(event.currentTarget.value)}
+      >
+        {ROUTING_MODES.map((mode) => (
+          <option key={mode.value} value={mode.value}>
+            {mode.label}
+          </option>
+        ))}
+      </select>
+      <span class="hint">{ROUTING_MODES.find((mode) => mode.value === props.value)?.hint}</span>
+    </label>
+  );
+}
+
+function EditCredential(props: {
+  credential: CredentialRow;
+  connections: readonly OrgConnection[];
+  onChanged(): void;
+  onClose(): void;
+}) {
+  const { credential } = props;
+  const path = `/dashboard/api/credentials/${encodeURIComponent(credential.id)}`;
+  const [priority, setPriority] = useState(String(credential.priority));
+  const [routing, setRouting] = useState(credential.routing_mode);
+  const [policy, setPolicy] = useState(credential.model_policy.join(', '));
+  const [saved, setSaved] = useState(false);
+  const action = useAction();
+  const grant = useAction();
+  return (
+    <section class="card" aria-labelledby="edit-credential-heading">
+      <h2 id="edit-credential-heading">Edit {credential.name}</h2>
+      <form
+        onSubmit={(event) => {
+          event.preventDefault();
+          setSaved(false);
+          void action
+            .run(() =>
+              api.patch(path, {
+                priority: Number(priority),
+                routing_mode: routing,
+                model_policy: policyOf(policy),
+              }),
+            )
+            .then((done) => {
+              if (!done) return;
+              setSaved(true);
+              props.onChanged();
+            });
+        }}
+      >
+        <div class="row">
+          <label>
+            Priority (1 is tried first)
+            <input
+              name="edit-credential-priority"
+              type="number"
+              min={1}
+              max={1000}
+              required
+              value={priority}
+              onInput={(event) => setPriority(event.currentTarget.value)}
+            />
+          </label>
+          <RoutingSelect name="edit-credential-routing" value={routing} onChange={setRouting} />
+          <label class="grow">
+            Models it serves
+            <input
+              name="edit-credential-model-policy"
+              required
+              value={policy}
+              onInput={(event) => setPolicy(event.currentTarget.value)}
+            />
+          </label>
+        </div>
+        <ErrorNote error={action.error} />
+        <div class="actions">
+          <button type="submit" disabled={action.busy}>
+            {action.busy ? 'Saving…' : 'Save changes'}
+          </button>
+          <button type="button" class="secondary" onClick={props.onClose}>
+            Close
+          </button>
+        </div>
+        <p class="muted small" role="status" aria-live="polite">
+          {saved && 'Saved. Every gateway instance uses it for its next request.'}
+        </p>
+      </form>
+      <fieldset>
+        <legend>Connections it serves (a change applies at once)</legend>
+        {props.connections.length === 0 && <p class="muted small">No active connections.</p>}
+        {props.connections.map((connection) => (
+          <label class="check" key={connection.id}>
+            <input
+              type="checkbox"
+              disabled={grant.busy}
+              checked={credential.app_connection_ids.includes(connection.id)}
+              onChange={(event) => {
+                const on = event.currentTarget.checked;
+                const url = `${path}/grants/${encodeURIComponent(connection.id)}`;
+                void grant
+                  .run(() => (on ? api.put(url) : api.delete(url)))
+                  .then(() => props.onChanged());
+              }}
+            />
+            {connection.appName} › {connection.name}
+          </label>
+        ))}
+      </fieldset>
+      <ErrorNote error={grant.error} />
+    </section>
+  );
+}
+
+function ChangeCredential(props: { change: Change; onClose(): void; onChanged(): void }) {
+  const { credential, action: verb } = props.change;
+  const path = `/dashboard/api/credentials/${encodeURIComponent(credential.id)}`;
+  const action = useAction();
+  const titles = { disable: 'Disable', enable: 'Enable', delete: 'Delete' } as const;
+  return (
+    <Confirm
+      title={`${titles[verb]} ${credential.name}?`}
+      confirmLabel={`${titles[verb]} credential`}
+      busy={action.busy}
+      error={action.error}
+      onCancel={props.onClose}
+      onConfirm={() => {
+        void action
+          .run(() =>
+            verb === 'delete'
+              ? api.delete(path)
+              : api.patch(path, { status: verb === 'disable' ? 'disabled' : 'active' }),
+          )
+          .then((done) => done && props.onChanged());
+      }}
+    >
+      <p>
+        {verb === 'delete' &&
+          'The key is deleted for good and its connection grants are revoked: requests it served go to gw’s own route (or fail, for connections that use your keys only). To use it again, add it anew.'}
+        {verb === 'disable' &&
+          'Every gateway instance stops using the key at once; it stays listed and can be enabled again.'}
+        {verb === 'enable' &&
+          'Every gateway instance uses the key again for its granted connections.'}
+      </p>
+    </Confirm>
+  );
+}
