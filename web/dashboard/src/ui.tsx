@@ -138,7 +138,17 @@ export function Status({ value }: { value: string }) {
  * A secret shown once (a new API or service key): the value, a copy button, and a warning that
  * it will not be shown again. Dismissing it forgets the value.
  */
-export function ShownOnce(props: { title: string; value: string; onDone(): void }) {
+export function ShownOnce(props: {
+  title: string;
+  value: string;
+  onDone(): void;
+  /** What the value is (default: a key gw keeps only a hash of). */
+  label?: string;
+  noun?: string;
+  warning?: ComponentChildren;
+}) {
+  const label = props.label ?? 'New key';
+  const noun = props.noun ?? 'key';
   const field = useRef<HTMLInputElement>(null);
   const [copied, setCopied] = useState<'yes' | 'failed' | null>(null);
   useEffect(() => {
@@ -158,12 +168,13 @@ export function ShownOnce(props: { title: string; value: string; onDone(): void 
     <section class="card shown-once" role="region" aria-labelledby="shown-once-heading">
       <h2 id="shown-once-heading">{props.title}</h2>
       <p class="warning">
-        <strong>Copy it now: this is the only time it is shown.</strong> gw keeps only a hash of it;
-        if it is lost, rotate or revoke it and issue a new one.
+        <strong>Copy it now: this is the only time it is shown.</strong>{' '}
+        {props.warning ??
+          'gw keeps only a hash of it; if it is lost, rotate or revoke it and issue a new one.'}
       </p>
       <div class="row">
         <label class="grow">
-          New key
+          {label}
           <input ref={field} readOnly value={props.value} class="secret" spellcheck={false} />
         </label>
         <button type="button" onClick={() => void copy()}>
@@ -173,11 +184,11 @@ export function ShownOnce(props: { title: string; value: string; onDone(): void 
       <p class="muted small" role="status" aria-live="polite">
         {copied === 'yes' && 'Copied to the clipboard.'}
         {copied === 'failed' &&
-          'The browser did not allow copying: the key is selected, press Ctrl+C (⌘C).'}
+          `The browser did not allow copying: the ${noun} is selected, press Ctrl+C (⌘C).`}
       </p>
       <div class="actions">
         <button type="button" class="secondary" onClick={props.onDone}>
-          I have stored it: hide the key
+          I have stored it: hide the {noun}
         </button>
       </div>
     </section>
