@@ -1,4 +1,5 @@
-// One app: its connections, each with its settings; create, change and revoke them.
+// One app: its connections, each with its settings; create, change and revoke them; and its
+// OAuth clients.
 import { useState } from 'preact/hooks';
 import { api, canManage, type OrgSummary, type Page } from '../api.js';
 import { useAction, useLoad, usePaged } from '../hooks.js';
@@ -6,6 +7,7 @@ import { orgView } from '../router.js';
 import type { AppRow, ConnectionRow } from '../types.js';
 import { Confirm, Empty, ErrorNote, formatTime, Link, Loading, PageHeader, Status } from '../ui.js';
 import { defaultSettings, type ConnectionSettings } from './connection-settings.js';
+import { OAuthClients } from './oauth-clients.js';
 import { SettingsFields } from './settings-fields.js';
 
 export function AppPage({ org, appId }: { org: OrgSummary; appId: string }) {
@@ -54,6 +56,7 @@ export function AppPage({ org, appId }: { org: OrgSummary; appId: string }) {
           </button>
         )}
       </section>
+      <OAuthClients appId={appId} manage={manage} />
     </>
   );
 }

@@ -1,0 +1,232 @@
+// One app's OAuth clients (the app page shows them): registering one — a confidential
+// client's secret shown once —, the list with secret hints, and deleting one.
+import { useState } from 'preact/hooks';
+import { api } from '../api.js';
+import { useAction, usePaged } from '../hooks.js';
+import {
+  Confirm,
+  Empty,
+  ErrorNote,
+  formatTime,
+  Loading,
+  MoreButton,
+  ShownOnce,
+  Status,
+} from '../ui.js';
+
+interface OAuthClient {
+  readonly client_id: string;
+  readonly name: string;
+  readonly public: boolean;
+  readonly client_secret_hint: string | null;
+  readonly redirect_uris: string[];
+  readonly status: 'active' | 'deleted';
+  readonly created_at: string;
+}
+
+export function OAuthClients({ appId, manage }: { appId: string; manage: boolean }) {
+  const base = `/dashboard/api/apps/${encodeURIComponent(appId)}/oauth-clients`;
+  const list = usePaged<OAuthClient>(`${base}?limit=200`);
+  const [secret, setSecret] = useState<{ name: string; value: string } | null>(null);
+  const [deleting, setDeleting] = useState<OAuthClient | null>(null);
+  const rows = list.data?.filter((client) => client.status === 'active') ?? null;
+  return (
+    <section aria-labelledby="oauth-clients-heading">
+      <h2 id="oauth-clients-heading">OAuth clients</h2>
+      <p class="muted">
+        Let people connect this app to their own organization through OAuth sign-in: their wallet
+        pays for its requests (see the OAuth guide).
+      </p>
+      {secret && (
+        <ShownOnce
+          title={`Client secret of ${secret.name}`}
+          value={secret.value}
+          label="Client secret"
+          noun="secret"
+          warning="gw keeps only a hash of it; if it is lost, delete the client and register a new one."
+          onDone={() => setSecret(null)}
+        />
+      )}
+      {manage && (
+        <CreateClient
+          base={base}
+          onCreated={(client) => {
+            if (client.client_secret) setSecret({ name: client.name, value: client.client_secret });
+            list.reload();
+          }}
+        />
+      )}
+      <ErrorNote error={list.error} />
+      {list.loading && <Loading what="OAuth clients" />}
+      {rows && rows.length === 0 && <Empty>No OAuth clients for this app.</Empty>}
+      {rows && rows.length > 0 && (
+        <div class="table-wrap">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Client id</th>
+                <th scope="col">Kind</th>
+                <th scope="col">Redirect URIs</th>
+                <th scope="col">Created</th>
+                <th scope="col">
+                  <span class="visually-hidden">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map((client) => (
+                <tr key={client.client_id}>
+                  <td>{client.name}</td>
+                  <td class="nowrap">
+                    <code>{client.client_id}</code>
+                  </td>
+                  <td class="small">
+                    {client.public ? (
+                      'public (PKCE)'
+                    ) : (
+                      <>
+                        confidential <code>{client.client_secret_hint}</code>
+                      </>
+                    )}
+                  </td>
+                  <td class="small">
+                    {client.redirect_uris.map((uri) => (
+                      <div key={uri}>
+                        <code>{uri}</code>
+                      </div>
+                    ))}
+                  </td>
+                  <td class="nowrap">{formatTime(client.created_at)}</td>
+                  <td class="row-actions">
+                    <Status value={client.status} />{' '}
+                    {manage && (
+                      <button
+                        type="button"
+                        class="danger secondary"
+                        aria-label={`Delete OAuth client ${client.name}`}
+                        onClick={() => setDeleting(client)}
+                      >
+                        Delete…
+                      </button>
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <MoreButton list={list} what="OAuth clients" />
+      {deleting && (
+        <DeleteClient
+          client={deleting}
+          onClose={() => setDeleting(null)}
+          onDeleted={() => {
+            setDeleting(null);
+            list.reload();
+          }}
+        />
+      )}
+    </section>
+  );
+}
+
+function CreateClient(props: {
+  base: string;
+  onCreated(client: OAuthClient & { client_secret?: string }): void;
+}) {
+  const [name, setName] = useState('');
+  const [uris, setUris] = useState('');
+  const [isPublic, setPublic] = useState(false);
+  const action = useAction();
+  return (
+    <form
+      class="card"
+      aria-labelledby="create-oauth-client-heading"
+      onSubmit={(event) => {
+        event.preventDefault();
+        let created: (OAuthClient & { client_secret?: string }) | null = null;
+        const body = {
+          name: name.trim(),
+          redirect_uris: uris.split(/\s+/).filter((uri) => uri !== ''),
+          public: isPublic,
+        };
+        void action
+          .run(async () => {
+            created = await api.post<OAuthClient & { client_secret?: string }>(props.base, body);
+          })
+          .then((done) => {
+            if (!done || !created) return;
+            props.onCreated(created);
+            setName('');
+            setUris('');
+            setPublic(false);
+          });
+      }}
+    >
+      <h3 id="create-oauth-client-heading">Register an OAuth client</h3>
+      <div class="row">
+        <label>
+          Name
+          <input
+            name="oauth-client-name"
+            required
+            value={name}
+            onInput={(event) => setName(event.currentTarget.value)}
+          />
+        </label>
+        <label class="grow">
+          Redirect URIs (one a line)
+          <textarea
+            name="oauth-client-redirect-uris"
+            required
+            rows={2}
+            value={uris}
+            onInput={(event) => setUris(event.currentTarget.value)}
+          />
+        </label>
+      </div>
+      <label class="check">
+        <input
+          type="checkbox"
+          name="oauth-client-public"
+          checked={isPublic}
+          onChange={(event) => setPublic(event.currentTarget.checked)}
+        />
+        Public client (a browser or mobile app: no secret, PKCE only)
+      </label>
+      <ErrorNote error={action.error} />
+      <button type="submit" disabled={action.busy}>
+        {action.busy ? 'Registering…' : 'Register OAuth client'}
+      </button>
+    </form>
+  );
+}
+
+function DeleteClient(props: { client: OAuthClient; onClose(): void; onDeleted(): void }) {
+  const action = useAction();
+  return (
+    <Confirm
+      title={`Delete OAuth client ${props.client.name}?`}
+      confirmLabel="Delete OAuth client"
+      busy={action.busy}
+      error={action.error}
+      onCancel={props.onClose}
+      onConfirm={() => {
+        void action
+          .run(() =>
+            api.delete(
+              `/dashboard/api/oauth-clients/${encodeURIComponent(props.client.client_id)}`,
+            ),
+          )
+          .then((done) => done && props.onDeleted());
+      }}
+    >
+      <p>
+        Every connection made through it is revoked: their tokens stop working on every gateway
+        instance at once, and people must connect again through another client.
+      </p>
+    </Confirm>
+  );
+}
