@@ -239,24 +239,26 @@ describe('the dashboard in a browser', () => {
     await close();
   });
 
-  it('names the pages whose API has not landed, and says so on them instead of faking them', async () => {
+  it('lists every page in the navigation, none of them as coming soon', async () => {
     const { page, close } = await openWindow();
     await signedIn(page, emails.admin);
-    const soon = page.getByRole('list', { name: 'Coming soon' });
-    expect(await soon.getByRole('link').allTextContents()).toEqual([
-      'Capssoon',
-      'Walletsoon',
-      'Provider credentialssoon',
-      'Webhookssoon',
-      'Connected appssoon',
-    ]);
-    await soon.getByRole('link', { name: /Caps/ }).click();
-    await page.getByRole('heading', { name: 'Caps', level: 1 }).waitFor();
-    const note = page.getByRole('region', { name: /Not available in the dashboard yet/ });
-    await expect.poll(() => note.textContent()).toContain('has no dashboard API for caps yet');
-    expect(await note.textContent()).toContain('gw cap set');
-    expect(await page.getByRole('button').allTextContents()).toEqual(['Sign out']);
-    await screenshot(page, '11-not-yet-available');
+    const nav = page.getByRole('navigation', { name: 'Dashboard' });
+    await nav.getByRole('link', { name: 'Caps' }).waitFor();
+    expect(await nav.getByRole('link').allTextContents()).toEqual(
+      expect.arrayContaining([
+        'Caps',
+        'Wallet',
+        'Provider credentials',
+        'Webhooks',
+        'Connected apps',
+      ]),
+    );
+    expect(await page.getByRole('list', { name: 'Coming soon' }).count()).toBe(0);
+    expect(await page.getByText('soon', { exact: true }).count()).toBe(0);
+    await nav.getByRole('link', { name: 'Connected apps' }).click();
+    await page.getByRole('heading', { name: 'Connected apps', level: 1 }).waitFor();
+    await page.getByText('No app is connected to this organization.').waitFor();
+    await screenshot(page, '11-connected-apps');
     await close();
   });
 

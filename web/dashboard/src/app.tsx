@@ -226,6 +226,7 @@ function Nav({ org, view }: { org: OrgSummary; view: View }) {
       </Link>
     </li>
   );
+  const coming = orgPages.filter((page) => page.notYetAvailable);
   return (
     <nav class="sidebar" aria-label="Dashboard">
       <ul>
@@ -234,16 +235,18 @@ function Nav({ org, view }: { org: OrgSummary; view: View }) {
           .map((page) => item(page.label, orgView(org.id, page.section), section === page.section))}
         {item('Models & prices', { page: 'models' }, view.page === 'models')}
       </ul>
-      <p class="nav-heading" id="coming-heading">
-        Coming soon
-      </p>
-      <ul class="coming" aria-labelledby="coming-heading">
-        {orgPages
-          .filter((page) => page.notYetAvailable)
-          .map((page) =>
-            item(page.label, orgView(org.id, page.section), section === page.section, true),
-          )}
-      </ul>
+      {coming.length > 0 && (
+        <>
+          <p class="nav-heading" id="coming-heading">
+            Coming soon
+          </p>
+          <ul class="coming" aria-labelledby="coming-heading">
+            {coming.map((page) =>
+              item(page.label, orgView(org.id, page.section), section === page.section, true),
+            )}
+          </ul>
+        </>
+      )}
     </nav>
   );
 }

@@ -1,0 +1,242 @@
+// The organization's settings pages in a browser (chromium) against a live gateway on the real
+// Redis and Postgres: a provider credential added through the vendor check (its secret never
+// shown again, its fingerprint listed, the next request served with it), a webhook endpoint
+// whose signing secret is shown once, a test event in its delivery log, the wallet, and an
+// organization cap set in the form that makes the next inference request 403. A viewer sees
+// none of the write controls.
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  launchBrowser,
+  openWindow,
+  screenshot,
+  signIn,
+  type LaunchedBrowser,
+} from './support/browser.js';
+import { isolatedContext } from './support/context.js';
+import { createMember, TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
+import { bearer, postJson } from './support/http.js';
+import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
+import { ledgerRow } from './support/records.js';
+
+const { env, db } = isolatedContext('dashboard-ui-settings');
+const emails = { admin: uniqueEmail('settings-admin'), viewer: uniqueEmail('settings-viewer') };
+let gateway: GatewayProcess;
+let launched: LaunchedBrowser;
+let browser: Browser;
+let org: SeededOrg;
+
+const chat = { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
+
+async function infer(): Promise<{
+  status: number;
+  code?: string;
+  requestId: string | null;
+}> {
+  const answer = await postJson<{ error?: { code: string } }>(
+    `${gateway.url}/v1/chat/completions`,
+    chat,
+    bearer(org.api_key),
+  );
+  const requestId = answer.headers.get('x-request-id');
+  if (answer.status === 200) await ledgerRow(db, requestId, 'request_id');
+  return { status: answer.status, code: answer.body.error?.code, requestId };
+}
+
+async function signedIn(page: Page, email: string): Promise<void> {
+  await signIn(page, gateway.url, email, TEST_PASSWORD);
+  await page.getByRole('button', { name: 'Sign out' }).waitFor();
+}
+
+/** Follows a link of the navigation, and waits for its page's heading. */
+async function go(page: Page, label: string, section: string): Promise<void> {
+  await page
+    .getByRole('navigation', { name: 'Dashboard' })
+    .getByRole('link', { name: label, exact: true })
+    .click();
+  const path = `/dashboard/orgs/${org.org_id}/${section}`;
+  await expect.poll(() => new URL(page.url()).pathname).toBe(path);
+  await page.getByRole('heading', { level: 1, name: label }).waitFor();
+}
+
+beforeAll(async () => {
+  [gateway, launched] = await Promise.all([
+    startGateway({
+      ...env,
+      DASHBOARD_INSECURE_COOKIES: 'true',
+      WEBHOOK_ALLOW_HTTP: 'true',
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    }),
+    launchBrowser(),
+  ]);
+  browser = launched.browser;
+  org = await seed(env, ['--name', 'Settings Co', '--wallet', '100.00']);
+  await createMember(env, emails.admin, org.org_id, 'admin');
+  await createMember(env, emails.viewer, org.org_id, 'viewer');
+});
+
+afterAll(async () => {
+  await launched?.close();
+  await gateway?.stop();
+});
+
+describe('the settings pages in a browser', () => {
+  it('adds a provider credential: a refused key is not stored, an accepted one shows only its fingerprint and serves the next request', async () => {
+    const { page, close } = await openWindow(browser);
+    await signedIn(page, emails.admin);
+    await go(page, 'Provider credentials', 'provider-credentials');
+    await page.getByText('No provider credentials yet.').waitFor();
+    expect(await page.evaluate('document.activeElement?.tagName')).toBe('H1');
+
+    await page.getByLabel('Provider').selectOption('vendor_b');
+    await page.getByLabel('Name', { exact: true }).fill('Refused key');
+    await page.getByLabel('Vendor API key').fill('mock-bad-refused');
+    await page.getByRole('button', { name: 'Add credential' }).click();
+    await expect
+      .poll(() => page.getByRole('alert').textContent())
+      .toContain('gw_provider_credential_rejected');
+    expect(await page.getByLabel('Vendor API key').inputValue()).toBe('');
+
+    const secret = 'mock-ok-dashboard-ui-secret';
+    await page.getByLabel('Name', { exact: true }).fill('Team key');
+    await page.getByLabel('Vendor API key').fill(secret);
+    await page
+      .getByRole('group', { name: 'Connections it serves' })
+      .getByRole('checkbox')
+      .first()
+      .check();
+    await page.getByRole('button', { name: 'Add credential' }).click();
+    const added = page.getByRole('status').filter({ hasText: 'the vendor accepted the key' });
+    await added.waitFor();
+    const { rows } = await db.query<{ id: string; name: string; status: string }>(
+      'SELECT id, name, status FROM provider_credentials WHERE org_id = $1',
+      [org.org_id],
+    );
+    expect(rows).toEqual([{ id: expect.any(String), name: 'Team key', status: 'active' }]);
+    const fingerprint = /sha256:[0-9a-f]{16}/.exec((await added.textContent()) ?? '')?.[0];
+    expect(fingerprint).toBeDefined();
+    await page.getByRole('cell', { name: fingerprint }).waitFor();
+    expect(await page.getByLabel('Vendor API key').inputValue()).toBe('');
+    expect(await page.content()).not.toContain(secret);
+    await screenshot(page, 'settings-01-credential-added');
+
+    const served = await infer();
+    expect(served.status).toBe(200);
+    const { rows: usage } = await db.query<{ route: string; credential_id: string | null }>(
+      'SELECT route, credential_id FROM usage_records WHERE request_id = $1',
+      [served.requestId],
+    );
+    expect(usage).toEqual([{ route: 'byok', credential_id: rows[0]!.id }]);
+
+    // disabling it (the confirmation says what happens) sends requests back to gw's route
+    await page.getByRole('button', { name: 'Disable Team key' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Disable Team key?' });
+    expect(await dialog.textContent()).toContain('stops using the key at once');
+    await dialog.getByRole('button', { name: 'Disable credential' }).click();
+    await page.getByRole('button', { name: 'Enable Team key' }).waitFor();
+    const { rows: after } = await db.query<{ status: string }>(
+      'SELECT status FROM provider_credentials WHERE id = $1',
+      [rows[0]!.id],
+    );
+    expect(after).toEqual([{ status: 'disabled' }]);
+    await close();
+  });
+
+  it('creates a webhook endpoint whose signing secret is shown once, and queues a test event', async () => {
+    const { page, close } = await openWindow(browser);
+    await signedIn(page, emails.admin);
+    await go(page, 'Webhooks', 'webhooks');
+    await page.getByText('No webhook endpoints yet.').waitFor();
+    const url = 'http://127.0.0.1:9/gw-hooks';
+    await page.getByLabel('URL (https)').fill(url);
+    await page.getByLabel('Description (optional)').fill('Billing service');
+    await page.getByRole('button', { name: 'Add endpoint' }).click();
+    const shownOnce = page.getByRole('region', { name: `Signing secret of ${url}` });
+    await shownOnce.waitFor();
+    expect(await shownOnce.textContent()).toContain('this is the only time it is shown');
+    const secret = await shownOnce.getByLabel('Signing secret').inputValue();
+    expect(secret).toMatch(/^whsec_/);
+    await screenshot(page, 'settings-02-webhook-secret');
+    const { rows } = await db.query<{ id: string; url: string }>(
+      'SELECT id, url FROM webhook_endpoints WHERE org_id = $1',
+      [org.org_id],
+    );
+    expect(rows).toEqual([{ id: expect.any(String), url }]);
+
+    await shownOnce.getByRole('button', { name: /hide the secret/ }).click();
+    await shownOnce.waitFor({ state: 'detached' });
+    expect(await page.content()).not.toContain(secret);
+    await page.getByRole('cell', { name: url }).waitFor();
+
+    await page.getByRole('button', { name: `Send a test event to ${url}` }).click();
+    await page.getByText(/Test event msg_\w+ queued/).waitFor();
+    await page.getByRole('button', { name: `Delivery log of ${url}` }).click();
+    const log = page.getByRole('region', { name: `Deliveries to ${url}` });
+    await log.getByRole('cell', { name: /webhook\.test/ }).waitFor();
+    await screenshot(page, 'settings-03-webhook-deliveries');
+    await close();
+  });
+
+  it('shows the wallet, and sets an organization cap that refuses the next request with 403', async () => {
+    const { page, close } = await openWindow(browser);
+    await signedIn(page, emails.admin);
+    expect((await infer()).status).toBe(200);
+    const { rows: wallet } = await db.query<{ balance: string }>(
+      'SELECT balance::text FROM wallets WHERE org_id = $1',
+      [org.org_id],
+    );
+    expect(wallet).toHaveLength(1);
+
+    await go(page, 'Wallet', 'wallet');
+    await page.getByText('Held by requests in flight').waitFor();
+    await page.getByLabel(/Alert below/).fill('5.00');
+    await page.getByRole('button', { name: 'Set alert' }).click();
+    await page.getByText(/falls below\s*5\.00 USD/).waitFor();
+    await screenshot(page, 'settings-04-wallet');
+
+    await go(page, 'Caps', 'caps');
+    await page.getByText('The organization has no cap.').waitFor();
+    await page.getByLabel('Monthly cap (USD)').first().fill('0');
+    await page.getByRole('button', { name: 'Set organization cap' }).click();
+    await page.getByText(/Cap:\s*0\.00 USD a month/).waitFor();
+    await screenshot(page, 'settings-05-caps');
+    const refused = await infer();
+    expect(refused).toMatchObject({ status: 403, code: 'gw_cap_exceeded' });
+
+    // the overview reads the cap and the wallet from their APIs
+    await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}`);
+    const caps = page.getByRole('region', { name: 'Spend against caps' });
+    await expect.poll(() => caps.textContent()).toContain('organization cap this month');
+    await page.getByRole('region', { name: 'Wallet balance' }).getByText('available').waitFor();
+    await screenshot(page, 'settings-06-overview');
+
+    // removing it (after a confirmation) lets requests through again
+    await go(page, 'Caps', 'caps');
+    await page.getByRole('button', { name: 'Remove cap…' }).first().click();
+    const dialog = page.getByRole('dialog', { name: 'Remove the organization cap?' });
+    await dialog.getByRole('button', { name: 'Remove cap' }).click();
+    await page.getByText('The organization has no cap.').waitFor();
+    expect((await infer()).status).toBe(200);
+    await close();
+  });
+
+  it('shows a viewer the settings without a control to change them', async () => {
+    const { page, close } = await openWindow(browser);
+    await signedIn(page, emails.viewer);
+    await go(page, 'Caps', 'caps');
+    await page.getByRole('heading', { name: 'Organization cap' }).waitFor();
+    await page.getByText('The organization has no cap.').waitFor();
+    expect(await page.getByRole('button', { name: /cap/i }).count()).toBe(0);
+    await go(page, 'Provider credentials', 'provider-credentials');
+    await page.getByRole('cell', { name: 'Team key' }).waitFor();
+    expect(
+      await page.getByRole('button', { name: /Add credential|Disable|Enable|Delete|Edit/ }).count(),
+    ).toBe(0);
+    await go(page, 'Wallet', 'wallet');
+    await page.getByText('Held by requests in flight').waitFor();
+    expect(await page.getByRole('button', { name: /Top up|Set alert/ }).count()).toBe(0);
+    await go(page, 'Webhooks', 'webhooks');
+    await page.getByText('Only admins and owners').waitFor();
+    await close();
+  });
+});
