@@ -196,8 +196,13 @@ function AddCredential(props: {
   connections: readonly OrgConnection[];
   onAdded(credential: CredentialRow): void;
 }) {
-  const models = useLoad<{ data: { vendor: string }[] }>('/models');
-  const providers = [...new Set(models.data?.data.map((model) => model.vendor) ?? [])].sort();
+  // The providers are the prefixes of the routable models' ids (`vendor_a/…`).
+  const models = useLoad<{ data: { id: string }[] }>('/models');
+  const providers = [
+    ...new Set(models.data?.data.map((model) => model.id.split('/')[0] ?? '') ?? []),
+  ]
+    .filter((id) => id !== '')
+    .sort();
   const [provider, setProvider] = useState('');
   const [name, setName] = useState('');
   const [secret, setSecret] = useState('');
