@@ -345,7 +345,7 @@ function ProductUserCap({ manage }: { manage: boolean }) {
         }}
       >
         <label class="grow">
-          Product user id (<code>peu_…</code>, shown on the user’s page under Product users)
+          Product user id (peu_…, shown on the user’s page under Product users)
           <input
             name="cap-product-user"
             required
