@@ -52,14 +52,14 @@ async function signedIn(page: Page, email: string): Promise<void> {
 }
 
 /** Follows a link of the navigation, and waits for its page's heading. */
-async function go(page: Page, label: string, section: string): Promise<void> {
+async function go(page: Page, label: string, section: string, heading = label): Promise<void> {
   await page
     .getByRole('navigation', { name: 'Dashboard' })
     .getByRole('link', { name: label, exact: true })
     .click();
   const path = `/dashboard/orgs/${org.org_id}/${section}`;
   await expect.poll(() => new URL(page.url()).pathname).toBe(path);
-  await page.getByRole('heading', { level: 1, name: label }).waitFor();
+  await page.getByRole('heading', { level: 1, name: heading }).waitFor();
 }
 
 beforeAll(async () => {
@@ -69,6 +69,7 @@ beforeAll(async () => {
       DASHBOARD_INSECURE_COOKIES: 'true',
       WEBHOOK_ALLOW_HTTP: 'true',
       WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+      DASHBOARD_WALLET_TOPUP: 'true',
     }),
     launchBrowser(),
   ]);
@@ -191,6 +192,22 @@ describe('the settings pages in a browser', () => {
       .getByRole('region', { name: 'Top-ups and balance changes' })
       .getByRole('cell', { name: '100.00 USD' })
       .waitFor();
+    // a top-up asks first, then shows in the history and in Postgres
+    await page.getByLabel('Amount (USD)').fill('25.50');
+    await page.getByRole('button', { name: 'Top up…' }).click();
+    const topUp = page.getByRole('dialog', { name: 'Add 25.50 USD to the wallet?' });
+    expect(await topUp.textContent()).toContain('The balance grows by this amount at once');
+    await topUp.getByRole('button', { name: 'Add funds' }).click();
+    await page.getByText('Added 25.50 USD.').waitFor();
+    await page
+      .getByRole('region', { name: 'Top-ups and balance changes' })
+      .getByRole('cell', { name: '25.50 USD' })
+      .waitFor();
+    const { rows: topUps } = await db.query<{ amount: string }>(
+      "SELECT amount::text FROM wallet_transactions WHERE org_id = $1 AND kind = 'topup' ORDER BY id DESC LIMIT 1",
+      [org.org_id],
+    );
+    expect(topUps).toEqual([{ amount: '25.500000000000' }]);
     await page.getByLabel(/Alert below/).fill('5.00');
     await page.getByRole('button', { name: 'Set alert' }).click();
     await page.getByText(/falls below\s*5\.00 USD/).waitFor();
@@ -212,13 +229,59 @@ describe('the settings pages in a browser', () => {
     await page.getByRole('region', { name: 'Wallet balance' }).getByText('available').waitFor();
     await screenshot(page, 'settings-06-overview');
 
-    // removing it (after a confirmation) lets requests through again
+    // a connection's per-user default and settings
     await go(page, 'Caps', 'caps');
+    await page.getByLabel('Per-user default cap (USD, empty: none)').fill('0.50');
+    await page.getByRole('combobox', { name: /^Credit mode/ }).selectOption('track_only');
+    await page.getByRole('button', { name: 'Save connection cap' }).click();
+    await page.getByText(/Per-user default:\s*0\.50 USD a month/).waitFor();
+    const { rows: connectionCaps } = await db.query(
+      `SELECT r.amount::text, r.per_user_amount::text, c.credit_mode
+         FROM cap_rules r JOIN app_connections c ON c.id = r.app_connection_id
+        WHERE r.app_connection_id = $1 AND r.status = 'active'`,
+      [org.app_connection_id],
+    );
+    expect(connectionCaps).toEqual([
+      { amount: null, per_user_amount: '0.500000000000', credit_mode: 'track_only' },
+    ]);
+
+    // removing the org cap (after a confirmation) lets requests through again
     await page.getByRole('button', { name: 'Remove cap…' }).first().click();
     const dialog = page.getByRole('dialog', { name: 'Remove the organization cap?' });
     await dialog.getByRole('button', { name: 'Remove cap' }).click();
     await page.getByText('The organization has no cap.').waitFor();
     expect((await infer()).status).toBe(200);
+    await close();
+  });
+
+  it('registers an OAuth client on the app page with its secret shown once, and lists no connected app yet', async () => {
+    const { page, close } = await openWindow(browser);
+    await signedIn(page, emails.admin);
+    await go(page, 'Apps & connections', 'apps', 'Apps');
+    await page.getByRole('link', { name: 'Seeded app' }).click();
+    await page.getByRole('heading', { name: 'OAuth clients' }).waitFor();
+    await page.getByText('No OAuth clients for this app.').waitFor();
+    await page.getByLabel('Client name').fill('Partner portal');
+    await page.getByLabel('Redirect URIs (one a line)').fill('https://partner.example/callback');
+    await page.getByRole('button', { name: 'Register OAuth client' }).click();
+    const shownOnce = page.getByRole('region', { name: 'Client secret of Partner portal' });
+    await shownOnce.waitFor();
+    const secret = await shownOnce.getByLabel('Client secret').inputValue();
+    expect(secret.length).toBeGreaterThan(20);
+    await screenshot(page, 'settings-07-oauth-client');
+    const { rows } = await db.query<{ name: string; client_secret_hash: string }>(
+      'SELECT name, client_secret_hash FROM oauth_clients WHERE app_id = $1',
+      [org.app_id],
+    );
+    expect(rows).toEqual([{ name: 'Partner portal', client_secret_hash: expect.any(String) }]);
+    expect(rows[0]!.client_secret_hash).not.toContain(secret);
+    await shownOnce.getByRole('button', { name: /hide the secret/ }).click();
+    await shownOnce.waitFor({ state: 'detached' });
+    expect(await page.content()).not.toContain(secret);
+    await page.getByRole('cell', { name: 'Partner portal', exact: true }).waitFor();
+
+    await go(page, 'Connected apps', 'connected-apps');
+    await page.getByText('No app is connected to this organization.').waitFor();
     await close();
   });
 

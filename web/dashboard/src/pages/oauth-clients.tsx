@@ -168,7 +168,7 @@ function CreateClient(props: {
       <h3 id="create-oauth-client-heading">Register an OAuth client</h3>
       <div class="row">
         <label>
-          Name
+          Client name
           <input
             name="oauth-client-name"
             required
