@@ -132,6 +132,19 @@ describe('the settings pages in a browser', () => {
     );
     expect(usage).toEqual([{ route: 'byok', credential_id: rows[0]!.id }]);
 
+    // its priority changes in place (the secret cannot)
+    await page.getByRole('button', { name: 'Edit Team key' }).click();
+    const edit = page.getByRole('region', { name: 'Edit Team key' });
+    await edit.getByLabel('Priority (1 is tried first)').fill('3');
+    await edit.getByRole('button', { name: 'Save changes' }).click();
+    await edit.getByText('Saved.', { exact: false }).waitFor();
+    const { rows: edited } = await db.query<{ priority: number }>(
+      'SELECT priority FROM provider_credentials WHERE id = $1',
+      [rows[0]!.id],
+    );
+    expect(edited).toEqual([{ priority: 3 }]);
+    await edit.getByRole('button', { name: 'Close' }).click();
+
     // disabling it (the confirmation says what happens) sends requests back to gw's route
     await page.getByRole('button', { name: 'Disable Team key' }).click();
     const dialog = page.getByRole('dialog', { name: 'Disable Team key?' });
@@ -171,6 +184,18 @@ describe('the settings pages in a browser', () => {
     await shownOnce.waitFor({ state: 'detached' });
     expect(await page.content()).not.toContain(secret);
     await page.getByRole('cell', { name: url }).first().waitFor();
+
+    // rotating shows a new secret once; the old one keeps signing for the grace period
+    await page.getByRole('button', { name: `Rotate the secret of ${url}` }).click();
+    const rotate = page.getByRole('dialog', { name: `Rotate the secret of ${url}?` });
+    expect(await rotate.textContent()).toContain('keeps signing beside it for 24 hours');
+    await rotate.getByRole('button', { name: 'Rotate secret' }).click();
+    const rotated = page.getByRole('region', { name: `New signing secret of ${url}` });
+    const newSecret = await rotated.getByLabel('Signing secret').inputValue();
+    expect(newSecret).toMatch(/^whsec_/);
+    expect(newSecret).not.toBe(secret);
+    await rotated.getByRole('button', { name: /hide the secret/ }).click();
+    await rotated.waitFor({ state: 'detached' });
 
     await page.getByRole('button', { name: `Send a test event to ${url}` }).click();
     await page.getByText(/Test event msg_\w+ queued/).waitFor();
