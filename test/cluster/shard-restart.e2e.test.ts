@@ -76,7 +76,7 @@ async function settledRow(requestId: string): Promise<unknown> {
       requestId,
     ]);
     return rows[0];
-  }, 10_000);
+  }, 30_000);
 }
 
 const nano = (text: string): bigint => BigInt(text.replace('.', ''));
