@@ -88,6 +88,7 @@ describe('the wallet', () => {
       reserved: '0.000000000000',
       available: '100.000000000000',
       currency: 'USD',
+      top_ups_enabled: false,
     });
     const answer = await postJson(
       `${locked.url}/v1/chat/completions`,
@@ -184,6 +185,10 @@ describe('the wallet', () => {
       created_by: member.user_id,
     });
     expect(topUp.body.wallet).toMatchObject({ balance: '25.500001000000' });
+    const wallet = await admin.get<Wallet & { top_ups_enabled: boolean }>(
+      `/dashboard/api/orgs/${org.org_id}/wallet`,
+    );
+    expect(wallet.body.top_ups_enabled).toBe(true);
     const { rows } = await db.query(
       `SELECT user_id, action, object_type, object_id, details FROM dashboard_audit_log
         WHERE org_id = $1 AND action = 'wallet.topup'`,

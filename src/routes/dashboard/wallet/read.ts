@@ -1,5 +1,7 @@
 // GET /dashboard/api/orgs/{org_id}/wallet (any member): the live balance, what requests in
-// flight hold, and what is available — the figures `gw wallet show` prints.
+// flight hold, and what is available — the figures `gw wallet show` prints — and whether this
+// gateway takes top-ups from the dashboard (so a page knows whether to offer one).
+import { z } from 'zod';
 import { readWallet } from '../../../admin/wallet.js';
 import type { WalletService } from '../../../billing/wallets.js';
 import { sendJson } from '../../../http/respond.js';
@@ -13,13 +15,24 @@ export const readWalletRoute = declareRoute({
   summary: "The organization wallet's balance, held and available amounts",
   tag: 'dashboard',
   caller: { kind: 'org_member', role: 'viewer', org: inOrg },
-  responses: { 200: { description: 'the wallet', schema: walletSchema } },
+  responses: {
+    200: {
+      description: 'the wallet',
+      schema: walletSchema.extend({ top_ups_enabled: z.boolean() }),
+    },
+  },
   errors: [],
   async handler(
     { caller },
     response,
-    deps: { readonly wallets: Pick<WalletService, 'liveBalance'> },
+    deps: {
+      readonly wallets: Pick<WalletService, 'liveBalance'>;
+      readonly dashboardSettings: { readonly walletTopUp: boolean };
+    },
   ) {
-    sendJson(response, 200, await readWallet(deps.wallets, caller.org.id));
+    sendJson(response, 200, {
+      ...(await readWallet(deps.wallets, caller.org.id)),
+      top_ups_enabled: deps.dashboardSettings.walletTopUp,
+    });
   },
 });
