@@ -38,7 +38,9 @@ const output = (command: string, args: readonly string[]): Promise<string> =>
 export async function startPrivateCluster(
   settings: { nodeTimeoutMs?: number; fullCoverage?: boolean } = {},
 ): Promise<PrivateCluster> {
-  const base = 20_000 + Math.floor(Math.random() * 900) * 10;
+  // Ports and their cluster bus ports (+10000) stay below 32768, where the kernel's ephemeral
+  // ports begin: a bus port taken by some outgoing connection would stop a node from starting.
+  const base = 20_000 + Math.floor(Math.random() * 270) * 10;
   const ports = [base, base + 1, base + 2];
   const dir = mkdtempSync(path.join(tmpdir(), 'gw-private-cluster-'));
   const servers = new Map<number, ChildProcess>();
