@@ -9,12 +9,12 @@ import type { CapState } from '../types.js';
 import { Confirm, Empty, ErrorNote, formatTime, Loading, Money, PageHeader } from '../ui.js';
 import {
   creditModes,
-  hintOf,
   overrunPolicies,
   type CreditMode,
   type OverrunPolicy,
 } from './connection-settings.js';
 import type { OrgPage } from './page.js';
+import { ChoiceField } from './settings-fields.js';
 
 export const capsPage: OrgPage = {
   section: 'caps',
@@ -262,36 +262,20 @@ function ConnectionCapForm(props: {
             </label>
           </div>
           <div class="row">
-            <label>
-              Credit mode
-              <select
-                name="connection-credit-mode"
-                value={creditMode}
-                onChange={(event) => setCreditMode(event.currentTarget.value as CreditMode)}
-              >
-                {creditModes.map((choice) => (
-                  <option key={choice.value} value={choice.value}>
-                    {choice.label}
-                  </option>
-                ))}
-              </select>
-              <span class="hint">{hintOf(creditModes, creditMode)}</span>
-            </label>
-            <label>
-              Overrun policy
-              <select
-                name="connection-overrun-policy"
-                value={overrun}
-                onChange={(event) => setOverrun(event.currentTarget.value as OverrunPolicy)}
-              >
-                {overrunPolicies.map((choice) => (
-                  <option key={choice.value} value={choice.value}>
-                    {choice.label}
-                  </option>
-                ))}
-              </select>
-              <span class="hint">{hintOf(overrunPolicies, overrun)}</span>
-            </label>
+            <ChoiceField<CreditMode>
+              id="connection-credit-mode"
+              label="Credit mode"
+              choices={creditModes}
+              value={creditMode}
+              onChange={setCreditMode}
+            />
+            <ChoiceField<OverrunPolicy>
+              id="connection-overrun-policy"
+              label="Overrun policy"
+              choices={overrunPolicies}
+              value={overrun}
+              onChange={setOverrun}
+            />
           </div>
           <ErrorNote error={action.error} />
           <div class="actions">
@@ -412,36 +396,22 @@ function UserCap({ userId, manage }: { userId: string; manage: boolean }) {
                 onInput={(event) => setAmount(event.currentTarget.value)}
               />
             </label>
-            <label>
-              Credit mode
-              <select
-                name="user-credit-mode"
-                value={creditMode}
-                onChange={(event) => setCreditMode(event.currentTarget.value as CreditMode | '')}
-              >
-                <option value="">As the connection</option>
-                {creditModes.map((choice) => (
-                  <option key={choice.value} value={choice.value}>
-                    {choice.label}
-                  </option>
-                ))}
-              </select>
-            </label>
-            <label>
-              Overrun policy
-              <select
-                name="user-overrun-policy"
-                value={overrun}
-                onChange={(event) => setOverrun(event.currentTarget.value as OverrunPolicy | '')}
-              >
-                <option value="">As the connection</option>
-                {overrunPolicies.map((choice) => (
-                  <option key={choice.value} value={choice.value}>
-                    {choice.label}
-                  </option>
-                ))}
-              </select>
-            </label>
+            <ChoiceField<CreditMode | ''>
+              id="user-credit-mode"
+              label="Credit mode"
+              choices={creditModes}
+              inherit="As the connection"
+              value={creditMode}
+              onChange={setCreditMode}
+            />
+            <ChoiceField<OverrunPolicy | ''>
+              id="user-overrun-policy"
+              label="Overrun policy"
+              choices={overrunPolicies}
+              inherit="As the connection"
+              value={overrun}
+              onChange={setOverrun}
+            />
           </div>
           <ErrorNote error={action.error} />
           <div class="actions">

@@ -1,13 +1,18 @@
-// The controls of a connection's settings, shared by "create" and "change".
+// The controls of a connection's settings, shared by "create" and "change", and the one
+// choice control (a select with what the choice does under it) the caps page uses too.
 import type { ConnectionSettings, Choice } from './connection-settings.js';
 import { creditModes, hintOf, overrunPolicies } from './connection-settings.js';
 
-function ChoiceField<Value extends string>(props: {
+export function ChoiceField<Value extends string>(props: {
   id: string;
+  /** The form field's name (the id when omitted). */
+  name?: string;
   label: string;
   choices: readonly Choice<Value>[];
   value: Value;
-  disabled: boolean | undefined;
+  disabled?: boolean | undefined;
+  /** The label of an empty choice ('') that inherits the setting from elsewhere. */
+  inherit?: string;
   onChange(value: Value): void;
 }) {
   return (
@@ -15,11 +20,13 @@ function ChoiceField<Value extends string>(props: {
       <label for={props.id}>{props.label}</label>
       <select
         id={props.id}
+        name={props.name ?? props.id}
         aria-describedby={`${props.id}-hint`}
         disabled={props.disabled}
         value={props.value}
         onChange={(event) => props.onChange(event.currentTarget.value as Value)}
       >
+        {props.inherit !== undefined && <option value="">{props.inherit}</option>}
         {props.choices.map((choice) => (
           <option key={choice.value} value={choice.value}>
             {choice.label}
