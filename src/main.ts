@@ -25,6 +25,7 @@ import { loadNativeUws } from './http/uws.js';
 import { UsageWriterThread } from './ledger/usage-writer-thread.js';
 import { RecordedUsage } from './ledger/recorded-usage.js';
 import { SettleSpool } from './billing/settle-spool.js';
+import { ShutdownCut } from './inference/shutdown-cut.js';
 import { createLogger, createRequestLogger, type Logger } from './log.js';
 import { GatewayMetrics } from './metrics.js';
 import { pendingUsageRecords } from './ledger/usage-backlog.js';
@@ -75,6 +76,11 @@ import { isGatewayWorker, reportWorkerListening, runPrimary, workerCount } from 
 const CATALOG_REFRESH_MS = 60_000;
 /** The writer's final drain at shutdown; what it cannot write stays in Redis for the others. */
 const WRITER_STOP_TIMEOUT_MS = 15_000;
+/**
+ * After the grace, the requests cut then settle (Redis, a token count): this bounds the wait.
+ * What is still in flight after it (a stuck Redis) lapses by its hold's TTL, unrecorded.
+ */
+const CUT_SETTLE_TIMEOUT_MS = 5_000;
 
 export interface RunningGateway {
   readonly port: number;
@@ -276,7 +282,8 @@ async function assembleGateway(
     budget,
     settleSpool,
   };
-  const proxyDeps = { services, upstream, systemRoutes, logger };
+  const shutdownCut = new ShutdownCut();
+  const proxyDeps = { services, upstream, systemRoutes, logger, shutdown: shutdownCut };
   const readiness: ReadinessProbe = {
     check: async () => {
       const [redisOk, dbOk] = await Promise.all([
@@ -398,8 +405,17 @@ async function assembleGateway(
       server.stopAccepting();
       metricsServer?.stopAccepting();
       const remaining = await server.whenIdle(config.SHUTDOWN_GRACE_MS);
-      if (remaining > 0)
-        logger.warn({ remaining }, 'shutdown grace elapsed with requests in flight');
+      if (remaining > 0) {
+        // Cut what outlasts the grace while everything a settle needs is still open: each is
+        // settled as partial (`gateway_shutdown`) and its record goes out with the writer's
+        // final drain below.
+        logger.warn({ remaining }, 'shutdown grace elapsed: cutting the requests in flight');
+        shutdownCut.cutAll();
+        const unsettled = await server.whenIdle(CUT_SETTLE_TIMEOUT_MS);
+        if (unsettled > 0) {
+          logger.error({ unsettled }, 'requests still in flight after the cut; their holds lapse');
+        }
+      }
       await closers.closeAll(logger);
     },
   };
