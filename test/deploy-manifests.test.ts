@@ -39,12 +39,13 @@ describe('deploy/kubernetes', () => {
     expect(parsed.success, JSON.stringify(parsed.error?.issues)).toBe(true);
   });
 
-  it('gives a pod time for the preStop sleep, the request drain and the writer’s drain', () => {
+  it('gives a pod time for the preStop sleep, the request drain, the cut’s settles and the writer’s drain', () => {
     const deployment = manifest('deployment.yaml');
     const grace = Number(/terminationGracePeriodSeconds: (\d+)/.exec(deployment)![1]);
     const preStop = Number(/command: \['sleep', '(\d+)'\]/.exec(deployment)![1]);
     const drainSeconds = Number(config.get('SHUTDOWN_GRACE_MS')) / 1000;
+    const cutSettleSeconds = 5; // CUT_SETTLE_TIMEOUT_MS in src/main.ts
     const writerDrainSeconds = 15; // WRITER_STOP_TIMEOUT_MS in src/main.ts
-    expect(grace).toBeGreaterThan(preStop + drainSeconds + writerDrainSeconds);
+    expect(grace).toBeGreaterThan(preStop + drainSeconds + cutSettleSeconds + writerDrainSeconds);
   });
 });
