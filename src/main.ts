@@ -70,6 +70,7 @@ import { announceExpiredGrants } from './product-users/grant-expiry.js';
 import { DeliveryClient } from './webhooks/delivery-client.js';
 import { WebhookDispatcher } from './webhooks/dispatcher.js';
 import type { WebhookSettings } from './webhooks/endpoints.js';
+import { webhookDeliveriesDue } from './webhooks/backlog.js';
 import { deleteOldMessages } from './webhooks/retention.js';
 import { isGatewayWorker, reportWorkerListening, runPrimary, workerCount } from './workers.js';
 
@@ -229,8 +230,21 @@ async function assembleGateway(
   );
   catalogTimer.unref();
 
-  const metrics = new GatewayMetrics(config.METRICS_ENABLED, () =>
-    pendingUsageRecords(redis, keys),
+  // What /readyz and the scrape (gw_dependency_up) check: every Redis master, and Postgres.
+  const checkDependencies = async (): Promise<Record<string, boolean>> => {
+    const [redisOk, dbOk] = await Promise.all([
+      pingAll(redis),
+      db.query('SELECT 1').then(
+        () => true,
+        () => false,
+      ),
+    ]);
+    return { redis: redisOk, postgres: dbOk };
+  };
+  const metrics = new GatewayMetrics(
+    config.METRICS_ENABLED,
+    () => pendingUsageRecords(redis, keys),
+    { dependencies: checkDependencies, webhookDeliveriesDue: () => webhookDeliveriesDue(db) },
   );
   const writer = new UsageWriterThread(
     {
@@ -283,18 +297,16 @@ async function assembleGateway(
     settleSpool,
   };
   const shutdownCut = new ShutdownCut();
-  const proxyDeps = { services, upstream, systemRoutes, logger, shutdown: shutdownCut };
+  const proxyDeps = {
+    services,
+    upstream,
+    systemRoutes,
+    logger,
+    shutdown: shutdownCut,
+    settledCounter: metrics,
+  };
   const readiness: ReadinessProbe = {
-    check: async () => {
-      const [redisOk, dbOk] = await Promise.all([
-        pingAll(redis),
-        db.query('SELECT 1').then(
-          () => true,
-          () => false,
-        ),
-      ]);
-      return { redis: redisOk, postgres: dbOk };
-    },
+    check: checkDependencies,
     essential: ['redis'],
     isDraining: () => draining,
   };

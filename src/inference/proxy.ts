@@ -14,6 +14,7 @@ import { chargeFor, type RequestEnd } from './charging-policy.js';
 import { dispatchWithFailover, type DispatchClient, type DispatchPorts } from './failover.js';
 import { readJsonAnswer, relayStreamAnswer, type StreamSink } from './relay.js';
 import type { RequestOutcome } from './settlement.js';
+import type { SettledCounter } from './settle-retry.js';
 import type { ShutdownWatch } from './shutdown-cut.js';
 
 /** The gateway's services the inference routes hand the proxy step (ports are built from them). */
@@ -24,6 +25,8 @@ export interface ProxyDeps {
   readonly logger: Logger;
   /** Cuts the vendor calls still in flight at the end of the shutdown grace. */
   readonly shutdown?: ShutdownWatch;
+  /** Counts the settled requests and their costs (the metrics). */
+  readonly settledCounter?: SettledCounter;
 }
 
 /** The codes the proxy step answers with (for the routes' declarations). */
