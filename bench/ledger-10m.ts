@@ -8,7 +8,7 @@
 // under bench/out/ledger-10m/<label>/. Also times the writer's statement on 1,000-row batches.
 // A measurement, not a test.
 //
-//   npm run bench:ledger -- [--rows 10000000] [--reuse] [--runs 5] [--label before]
+//   npm run bench:ledger -- [--rows 10000000] [--reuse] [--runs 5] [--label before] [--insert-only]
 //   BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/gw_bench_ledger)
 //
 // The fill writes rows in time order (as the writer does), with the table's indexes dropped
@@ -41,6 +41,8 @@ const { values } = parseArgs({
     reuse: { type: 'boolean', default: false },
     runs: { type: 'string', default: '5' },
     label: { type: 'string', default: 'run' },
+    // Only the writer's insert cost (repeat it to see this machine's noise).
+    'insert-only': { type: 'boolean', default: false },
   },
 });
 const rows = Number(values.rows);
@@ -480,6 +482,14 @@ async function main(): Promise<void> {
     `usage_records: ${sizes[0]!.rows} rows, heap ${sizes[0]!.heap}, indexes ${sizes[0]!.indexes}`,
   );
   for (const index of indexList) log(`  ${index.def}`);
+  if (values['insert-only']) {
+    const insert = await insertCost(db, now);
+    log(
+      `writer statement, ${INSERT_BATCH}-row batch: median ${insert.ms.toFixed(1)} ms (${insert.rowsPerSecond} rows/s)`,
+    );
+    await db.end();
+    return;
+  }
   await mkdir(plansDir, { recursive: true });
   const results: Array<{ org: string; name: string; source: string; ms: number; plan: string }> =
     [];
