@@ -48,4 +48,18 @@ describe('deploy/kubernetes', () => {
     const writerDrainSeconds = 15; // WRITER_STOP_TIMEOUT_MS in src/main.ts
     expect(grace).toBeGreaterThan(preStop + drainSeconds + cutSettleSeconds + writerDrainSeconds);
   });
+
+  it('migrates in an init container of the same image, with the same settings, before the gateway', () => {
+    const deployment = manifest('deployment.yaml');
+    const init = deployment.slice(
+      deployment.indexOf('initContainers:'),
+      deployment.indexOf('containers:', deployment.indexOf('initContainers:') + 15),
+    );
+    expect(init).toContain("command: ['node', 'bin/gw.js', 'migrate']");
+    const image = (text: string): string | undefined => /image: (\S+)/.exec(text)?.[1];
+    const gateway = deployment.slice(deployment.indexOf('\n      containers:'));
+    expect(image(init)).toBe(image(gateway));
+    expect(init).toContain('configMapRef: { name: gw-config }');
+    expect(init).toContain('secretRef: { name: gw-secrets }');
+  });
 });
