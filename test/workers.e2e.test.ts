@@ -225,5 +225,5 @@ describe('a worker that cannot start', () => {
     } finally {
       squatter.close();
     }
-  });
+  }, 90_000);
 });

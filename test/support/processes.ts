@@ -79,7 +79,7 @@ export async function startGatewayProcess(env: Record<string, string>): Promise<
     const timer = setTimeout(() => {
       child.kill('SIGKILL'); // never leave a half-started gateway behind
       reject(new Error(`gateway did not start:\n${output}`));
-    }, 20_000);
+    }, 60_000); // a loaded 2-core CI machine can take tens of seconds to start two workers
     const onData = (chunk: Buffer): void => {
       output += chunk.toString();
       const match = /"port":(\d+)[^\n]*"msg":"gw listening"/.exec(output);
