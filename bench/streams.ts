@@ -104,7 +104,8 @@ async function openStream(
     };
   } catch (error) {
     const code = (error as { code?: string }).code ?? (error as Error).name;
-    return { cause: `socket_${phase}:${code}`, ttfbMs, requestId };
+    const message = (error as Error).message.slice(0, 60);
+    return { cause: `socket_${phase}:${code} (${message})`, ttfbMs, requestId };
   }
 }
 
@@ -236,6 +237,38 @@ function toggleProbes(pids: readonly number[]): void {
       // gone
     }
   }
+}
+
+/**
+ * Tallies the target's warnings and errors (pino lines at level 40 and above) by message and
+ * error code: the gateway's side of the errors the clients saw.
+ */
+function tallyLogWarnings(target: Target): Map<string, number> {
+  const tally = new Map<string, number>();
+  let partial = '';
+  target.child.stdout!.on('data', (chunk: Buffer) => {
+    const lines = (partial + chunk.toString()).split('\n');
+    partial = lines.pop()!;
+    for (const line of lines) {
+      const failedRequest = line.includes('"msg":"request"') && !line.includes('"status":200');
+      if (!failedRequest && !line.includes('"level":4') && !line.includes('"level":5')) continue;
+      try {
+        const entry = JSON.parse(line) as {
+          msg?: string;
+          err?: { code?: string; type?: string };
+          cause?: string;
+          status?: number;
+        };
+        const key = [entry.msg, entry.status, entry.err?.code ?? entry.err?.type, entry.cause]
+          .filter(Boolean)
+          .join(' · ');
+        tally.set(key, (tally.get(key) ?? 0) + 1);
+      } catch {
+        // not a log line
+      }
+    }
+  });
+  return tally;
 }
 
 interface Phase {
@@ -374,6 +407,7 @@ async function main(): Promise<void> {
       const nodeArgs = [...probeArgs, ...flags['gateway-node-args'].split(' ').filter(Boolean)];
       const gateway = await startGatewayTarget(mock.url, nodeArgs, { workers });
       targets.push(gateway);
+      const warnings = tallyLogWarnings(gateway);
       const org = await gwCli<{ org_id: string; api_key: string }>(
         ['seed', '--json', '--wallet', '1000000'],
         gateway.env,
@@ -393,6 +427,7 @@ async function main(): Promise<void> {
         ...report,
         completed_with_request_id: ids.length,
         recorded_in_postgres: await countRecorded(gateway.env.DATABASE_URL!, ids),
+        gateway_warnings: Object.fromEntries(warnings),
       });
     }
     process.stdout.write(`${JSON.stringify(reports, null, 2)}\n`);
