@@ -49,6 +49,8 @@ interface StreamResult {
   readonly cause: string | undefined;
   readonly ttfbMs: number;
   readonly requestId: string | undefined;
+  /** When the stream ended, in ms from the start of the run. */
+  readonly endedAtMs?: number;
 }
 
 /** The gateway's error code in an error body (`{"error":{"code":…}}`), or '-'. */
@@ -142,7 +144,9 @@ async function run(
     const due = started + index * gapMs;
     const wait = due - performance.now();
     if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));
-    const stream = openStream(dispatcher, url, headers, `stream-user-${index % 1000}`);
+    const stream = openStream(dispatcher, url, headers, `stream-user-${index % 1000}`).then(
+      (result) => ({ ...result, endedAtMs: performance.now() - started }),
+    );
     void stream.then((result) => {
       if (result.cause === undefined) endPeak();
     });
@@ -258,8 +262,14 @@ function tallyLogWarnings(target: Target): Map<string, number> {
           err?: { code?: string; type?: string };
           cause?: string;
           status?: number;
+          code?: string;
         };
-        const key = [entry.msg, entry.status, entry.err?.code ?? entry.err?.type, entry.cause]
+        const key = [
+          entry.msg,
+          entry.status,
+          entry.code ?? entry.err?.code ?? entry.err?.type,
+          entry.cause,
+        ]
           .filter(Boolean)
           .join(' · ');
         tally.set(key, (tally.get(key) ?? 0) + 1);
@@ -309,9 +319,19 @@ async function measurePhase(phase: Phase, mockPid: number, baselineTtfbP50: numb
 
   const { results } = outcome;
   const causes = new Map<string, number>();
+  const endedAt = new Map<string, number[]>();
   for (const result of results) {
-    if (result.cause !== undefined) causes.set(result.cause, (causes.get(result.cause) ?? 0) + 1);
+    if (result.cause === undefined) continue;
+    causes.set(result.cause, (causes.get(result.cause) ?? 0) + 1);
+    endedAt.set(result.cause, [...(endedAt.get(result.cause) ?? []), result.endedAtMs ?? NaN]);
   }
+  // When each cause struck (s from the start: first, median, last): the ramp, or later.
+  const errorTimes = Object.fromEntries(
+    [...endedAt].map(([cause, times]) => [
+      cause,
+      [0, 50, 100].map((p) => round1(percentile(times, p) / 1000)),
+    ]),
+  );
   const completed = results.filter((result) => result.cause === undefined).length;
   const ttfb = ttfbs(results);
   const targetCpu = cpu.slice(0, phase.pids.length).reduce((sum, value) => sum + value, 0);
@@ -324,6 +344,7 @@ async function measurePhase(phase: Phase, mockPid: number, baselineTtfbP50: numb
       completed,
       errors: streams - completed,
       errors_by_cause: Object.fromEntries([...causes].sort((a, b) => b[1] - a[1])),
+      errors_ended_at_s: errorTimes,
       rss_idle_mb: mb(idleRss),
       rss_peak_mb: mb(peakRss),
       rss_per_stream_kb: Math.round((peakRss - idleRss) / streams / 1024),
