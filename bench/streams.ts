@@ -420,6 +420,7 @@ async function main(): Promise<void> {
       };
       const { report } = await measurePhase(phase, mock.child.pid!, baselineTtfbP50);
       reports.push(report);
+      process.stderr.write(`${JSON.stringify(report)}\n`);
       for (const target of ceiling) target.child.kill('SIGTERM');
       await pause(3000);
     }

@@ -38,7 +38,8 @@ function spawnUntil(
     let output = '';
     const timer = setTimeout(
       () => reject(new Error(`${args.join(' ')} did not start:\n${output}`)),
-      30_000,
+      // Generous: on a machine shared with other work, a gateway's start has taken 30 s.
+      120_000,
     );
     let started = false;
     const onData = (chunk: Buffer): void => {
