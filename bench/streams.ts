@@ -205,6 +205,23 @@ const ttfbs = (list: readonly StreamResult[]): number[] =>
 const mb = (bytes: number): number => Math.round(bytes / 1048576);
 const round1 = (value: number): number => Math.round(value * 10) / 10;
 
+/**
+ * The kernel's count of connections dropped because a listener's accept queue was full
+ * (/proc/net/netstat ListenOverflows: machine-wide, so other work on the machine counts too).
+ * uSockets listens with a backlog of 512: a process whose loop stalls while thousands of
+ * connections arrive overflows it, and the client's request is reset some 30 s later.
+ */
+function listenOverflows(): number {
+  try {
+    const lines = readFileSync('/proc/net/netstat', 'utf8').split('\n');
+    const names = lines.find((line) => line.startsWith('TcpExt:'))!.split(/\s+/);
+    const values = lines.filter((line) => line.startsWith('TcpExt:'))[1]!.split(/\s+/);
+    return Number(values[names.indexOf('ListenOverflows')]);
+  } catch {
+    return NaN;
+  }
+}
+
 interface LoopWindow {
   readonly pid: number;
   readonly window_ms: number;
@@ -295,6 +312,7 @@ async function measurePhase(phase: Phase, mockPid: number, baselineTtfbP50: numb
   const probed = [...phase.pids, mockPid];
   const cpuPids = [...phase.pids, mockPid, process.pid];
   const cpuBefore = cpuPids.map(cpuSeconds);
+  const overflowsBefore = listenOverflows();
   let peakRss = 0;
   let mockPeakRss = 0;
   const sampler = setInterval(() => {
@@ -312,6 +330,7 @@ async function measurePhase(phase: Phase, mockPid: number, baselineTtfbP50: numb
   const wallSeconds = (performance.now() - started) / 1000;
   clearInterval(sampler);
   const cpu = cpuPids.map((pid, index) => cpuSeconds(pid) - cpuBefore[index]!);
+  const overflows = listenOverflows() - overflowsBefore;
   const windows = await loopWindows(probed);
   const targetLoops = phase.pids.map((pid) => windows.get(pid)).filter((w) => w !== undefined);
   const worst = (key: 'p99_ms' | 'max_ms', list: readonly LoopWindow[]): number =>
@@ -345,6 +364,7 @@ async function measurePhase(phase: Phase, mockPid: number, baselineTtfbP50: numb
       errors: streams - completed,
       errors_by_cause: Object.fromEntries([...causes].sort((a, b) => b[1] - a[1])),
       errors_ended_at_s: errorTimes,
+      kernel_listen_overflows: overflows,
       rss_idle_mb: mb(idleRss),
       rss_peak_mb: mb(peakRss),
       rss_per_stream_kb: Math.round((peakRss - idleRss) / streams / 1024),
