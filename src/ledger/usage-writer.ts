@@ -40,6 +40,8 @@ export class UsageStreamWriter {
   private loop: Promise<void> | undefined;
   private streams: string[] = [];
   private readonly groupsCreated = new Set<string>();
+  /** Every stream this writer has read: kept when the registry or a group is lost. */
+  private readonly known = new Set<string>();
   private lastRegistryRefreshMs = 0;
   private lastClaimMs = 0;
   private readonly group: UsageStreamGroup;
@@ -121,7 +123,11 @@ export class UsageStreamWriter {
   /**
    * Reads the registry and makes the group on streams new to this writer. On a cluster, one
    * shard that is away (the registry's, or a stream's) holds up nothing else: the last list
-   * is kept, and a stream whose group could not be made is read once it can be.
+   * is kept, and a stream whose group could not be made is read once it can be. A stream this
+   * writer has read stays on its list even when the registry no longer names it (the registry's
+   * shard restarted empty while the stream's did not, or both did and the records settled since
+   * wait in the new stream): it is put back in the registry, so other writers and the pending
+   * gauge see it again without waiting for the gateways to announce their orgs anew.
    */
   private async refreshStreams(force: boolean): Promise<void> {
     const now = Date.now();
@@ -129,14 +135,17 @@ export class UsageStreamWriter {
     this.lastRegistryRefreshMs = now;
     let registered: string[];
     try {
-      registered = (await this.redis.smembers(this.keys.usageStreamRegistry())).sort();
+      registered = await this.redis.smembers(this.keys.usageStreamRegistry());
     } catch (error) {
       if (this.streams.length === 0) throw error;
       this.logger.warn({ err: error }, 'usage writer: stream registry unreadable; using the last');
       return;
     }
+    const named = new Set(registered);
+    const forgotten = [...this.known].filter((stream) => !named.has(stream));
+    if (forgotten.length > 0) await this.reRegister(forgotten);
     const streams: string[] = [];
-    for (const stream of registered) {
+    for (const stream of [...new Set([...registered, ...forgotten])].sort()) {
       if (!this.groupsCreated.has(stream)) {
         try {
           await createGroup(this.redis, stream);
@@ -145,10 +154,21 @@ export class UsageStreamWriter {
           continue;
         }
         this.groupsCreated.add(stream);
+        this.known.add(stream);
       }
       streams.push(stream);
     }
     this.streams = streams;
+  }
+
+  /** Puts streams the registry lost back in it (best effort: the next refresh tries again). */
+  private async reRegister(streams: readonly string[]): Promise<void> {
+    this.logger.warn({ count: streams.length }, 'usage writer: registry lost streams; re-adding');
+    await this.redis
+      .sadd(this.keys.usageStreamRegistry(), ...streams)
+      .catch((error: unknown) =>
+        this.logger.warn({ err: error }, 'usage writer: registry not repaired yet'),
+      );
   }
 
   private async read(block: boolean): Promise<StreamBatch> {
