@@ -31,6 +31,11 @@ const { values: flags } = parseArgs({
     'ramp-seconds': { type: 'string', default: '5' },
     /** Which targets to run: both (the ceiling first), or one of them. */
     only: { type: 'string', default: '' },
+    /**
+     * Before the gateway's phase, one short request per product user: the streams then meet
+     * users the gateway knows (steady state) instead of 1,000 first sightings (a cold start).
+     */
+    'warm-users': { type: 'boolean', default: false },
     /** Extra node arguments for the gateway's processes (e.g. --cpu-prof). */
     'gateway-node-args': { type: 'string', default: '' },
   },
@@ -40,6 +45,8 @@ const workers = Number(flags.workers);
 const outputTokens = 200;
 const tokensPerSecond = Math.max(1, Math.round(outputTokens / Number(flags.seconds)));
 const rampMs = Number(flags['ramp-seconds']) * 1000;
+/** The streams are spread over this many product users. */
+const PRODUCT_USERS = 1000;
 const probeDir = mkdtempSync(join(tmpdir(), 'gw-loop-probe-'));
 const probeArgs = ['--import', './dist/bench/loop-probe.js'];
 process.env.LOOP_PROBE_DIR = probeDir;
@@ -144,9 +151,12 @@ async function run(
     const due = started + index * gapMs;
     const wait = due - performance.now();
     if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));
-    const stream = openStream(dispatcher, url, headers, `stream-user-${index % 1000}`).then(
-      (result) => ({ ...result, endedAtMs: performance.now() - started }),
-    );
+    const stream = openStream(
+      dispatcher,
+      url,
+      headers,
+      `stream-user-${index % PRODUCT_USERS}`,
+    ).then((result) => ({ ...result, endedAtMs: performance.now() - started }));
     void stream.then((result) => {
       if (result.cause === undefined) endPeak();
     });
@@ -408,6 +418,33 @@ async function countRecorded(databaseUrl: string, ids: readonly string[]): Promi
   return recorded;
 }
 
+/** One short JSON request per product user the streams use, 50 at a time. */
+async function warmUsers(url: string, apiKey: string): Promise<void> {
+  const dispatcher = new Agent({ connections: 50 });
+  const users = Array.from({ length: PRODUCT_USERS }, (_, index) => `stream-user-${index}`);
+  const worker = async (): Promise<void> => {
+    for (let user = users.pop(); user !== undefined; user = users.pop()) {
+      const response = await request(`${url}/v1/chat/completions`, {
+        method: 'POST',
+        dispatcher,
+        headers: {
+          'content-type': 'application/json',
+          authorization: `Bearer ${apiKey}`,
+          'x-gw-external-user-id': user,
+        },
+        body: JSON.stringify({
+          model: 'vendor_b/gpt-4o-mini',
+          max_tokens: 1,
+          messages: [{ role: 'user', content: 'hi mock:output_tokens=1' }],
+        }),
+      });
+      await response.body.dump();
+    }
+  };
+  await Promise.all(Array.from({ length: 50 }, worker));
+  await dispatcher.close();
+}
+
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function main(): Promise<void> {
@@ -454,6 +491,7 @@ async function main(): Promise<void> {
         ['seed', '--json', '--wallet', '1000000'],
         gateway.env,
       );
+      if (flags['warm-users']) await warmUsers(gateway.url, org.api_key);
       const pids = [gateway.child.pid!, ...childrenOf(gateway.child.pid!)];
       const phase = {
         name: `gateway ×${workers}`,
@@ -467,6 +505,7 @@ async function main(): Promise<void> {
       );
       reports.push({
         ...report,
+        product_users_known_before: flags['warm-users'],
         completed_with_request_id: ids.length,
         recorded_in_postgres: await countRecorded(gateway.env.DATABASE_URL!, ids),
         gateway_warnings: Object.fromEntries(warnings),
