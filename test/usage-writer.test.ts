@@ -169,6 +169,23 @@ describe('usage writer', () => {
     }
   });
 
+  it('stops at once, not after its pause (a long flush interval does not hold up shutdown)', async () => {
+    const idle = new UsageStreamWriter(
+      writerRedis,
+      createRedisKeys(`${prefix}-idle`), // no streams: the loop pauses a whole interval
+      new PostgresUsageSink(db),
+      deadLetters,
+      logger,
+      metrics,
+      { consumerName: 'idle', batchMaxRows: 100, flushIntervalMs: 60_000, claimIdleMs: 30_000 },
+    );
+    idle.start();
+    await new Promise((resolve) => setTimeout(resolve, 200)); // into its pause
+    const startedMs = Date.now();
+    await idle.stop();
+    expect(Date.now() - startedMs).toBeLessThan(5_000);
+  });
+
   it('writes a replayed entry once (ON CONFLICT DO NOTHING)', async () => {
     const orgId = `org_w3_${Date.now()}`;
     const record = usage(orgId, 5n);

@@ -2,6 +2,7 @@
 // batches, acknowledges only after commit, and claims entries left pending by instances that
 // died. A row Postgres refuses goes to the dead-letter table instead of blocking the rest.
 // A slow Postgres slows this loop, never the request path.
+import { setTimeout as delay } from 'node:timers/promises';
 import { isCluster, pipelineGroups, type RedisClient } from '../redis/connect.js';
 import type { Logger } from '../log.js';
 import { USAGE_CONSUMER_GROUP, type RedisKeys } from '../redis/keys.js';
@@ -33,10 +34,14 @@ export interface UsageWriterOptions {
 const REGISTRY_REFRESH_MS = 1000;
 const RETRY_BACKOFF_MS = 500;
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+/** Waits `ms`, or less when `signal` aborts (a stopping writer does not wait out a pause). */
+const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
+  delay(ms, undefined, { signal }).catch(() => undefined);
 
 export class UsageStreamWriter {
   private running = false;
+  /** Aborted by stop(): ends the loop's pauses at once. */
+  private stopping = new AbortController();
   private loop: Promise<void> | undefined;
   private streams: string[] = [];
   private readonly groupsCreated = new Set<string>();
@@ -62,12 +67,14 @@ export class UsageStreamWriter {
   start(): void {
     if (this.running) return;
     this.running = true;
+    this.stopping = new AbortController();
     this.loop = this.run();
   }
 
   /** Stops after the batch in hand is written, then drains what is left once. */
   async stop(): Promise<void> {
     this.running = false;
+    this.stopping.abort();
     await this.loop;
     await this.drainOnce().catch((error: unknown) =>
       this.logger.error({ err: error }, 'usage writer: final drain failed; entries stay in Redis'),
@@ -90,7 +97,7 @@ export class UsageStreamWriter {
       try {
         await this.refreshStreams(false);
         if (this.streams.length === 0) {
-          await sleep(this.options.flushIntervalMs);
+          await sleep(this.options.flushIntervalMs, this.stopping.signal);
           continue;
         }
         if (Date.now() - this.lastClaimMs > this.options.claimIdleMs / 2) {
@@ -109,13 +116,13 @@ export class UsageStreamWriter {
           elapsedMs < this.options.flushIntervalMs &&
           this.running
         ) {
-          await sleep(this.options.flushIntervalMs - elapsedMs);
+          await sleep(this.options.flushIntervalMs - elapsedMs, this.stopping.signal);
         }
       } catch (error) {
         // A Redis that restarted empty has lost the consumer groups: create them again.
         if (String((error as Error).message).includes('NOGROUP')) this.groupsCreated.clear();
         this.logger.error({ err: error }, 'usage writer: iteration failed; retrying');
-        await sleep(RETRY_BACKOFF_MS);
+        await sleep(RETRY_BACKOFF_MS, this.stopping.signal);
       }
     }
   }
