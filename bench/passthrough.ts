@@ -1,6 +1,7 @@
 // The ceiling for any Node proxy: uWebSockets.js in, undici out, no logic at all. Reads the
 // body, forwards it to UPSTREAM_URL (same path), streams the answer back with backpressure.
 // Run: UPSTREAM_URL=http://127.0.0.1:9000 PORT=0 node dist/bench/passthrough.js
+// (UPSTREAM_CONNECTIONS: the pool's size, 256 unless given; a stream holds one.)
 import { STATUS_CODES } from 'node:http';
 import { Pool } from 'undici';
 import { listenOnLoopback, readBody, uws } from './uws-target.js';
@@ -8,7 +9,7 @@ import { listenOnLoopback, readBody, uws } from './uws-target.js';
 const upstream = new URL(process.env.UPSTREAM_URL ?? 'http://127.0.0.1:9000');
 const statusLine = (code: number): string => `${code} ${STATUS_CODES[code] ?? ''}`;
 const pool = new Pool(upstream.origin, {
-  connections: 256,
+  connections: Number(process.env.UPSTREAM_CONNECTIONS ?? 256),
   pipelining: 1,
   keepAliveTimeout: 30_000,
 });

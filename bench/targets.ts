@@ -38,7 +38,8 @@ function spawnUntil(
     let output = '';
     const timer = setTimeout(
       () => reject(new Error(`${args.join(' ')} did not start:\n${output}`)),
-      30_000,
+      // Generous: on a machine shared with other work, a gateway's start has taken 30 s.
+      120_000,
     );
     let started = false;
     const onData = (chunk: Buffer): void => {
@@ -63,22 +64,46 @@ function spawnUntil(
 
 const jsonPort = (output: string): string | undefined => /"port":(\d+)/.exec(output)?.[1];
 
-export async function startMock(extraArgs: readonly string[] = []): Promise<Target> {
+export async function startMock(
+  extraArgs: readonly string[] = [],
+  nodeArgs: readonly string[] = [],
+): Promise<Target> {
   const { child, value } = await spawnUntil(
-    ['bin/gw.js', 'mock-vendors', '--port', '0', ...extraArgs],
+    [...nodeArgs, 'bin/gw.js', 'mock-vendors', '--port', '0', ...extraArgs],
     {},
     jsonPort,
   );
   return { name: 'mock', url: `http://127.0.0.1:${value}`, child };
 }
 
-export async function startPassthrough(upstreamUrl: string): Promise<Target> {
+export async function startPassthrough(
+  upstreamUrl: string,
+  nodeArgs: readonly string[] = [],
+  { port = 0, connections = 256 }: { port?: number; connections?: number } = {},
+): Promise<Target> {
   const { child, value } = await spawnUntil(
-    ['dist/bench/passthrough.js'],
-    { UPSTREAM_URL: upstreamUrl, PORT: '0' },
+    [...nodeArgs, 'dist/bench/passthrough.js'],
+    { UPSTREAM_URL: upstreamUrl, PORT: String(port), UPSTREAM_CONNECTIONS: String(connections) },
     jsonPort,
   );
   return { name: 'passthrough', url: `http://127.0.0.1:${value}`, child };
+}
+
+/**
+ * `count` passthrough processes accepting on one port (uWS sets SO_REUSEPORT on Linux), as
+ * the gateway's workers do: the ceiling for a gateway of `count` workers.
+ */
+export async function startPassthroughs(
+  upstreamUrl: string,
+  count: number,
+  nodeArgs: readonly string[] = [],
+  connections = 256,
+): Promise<Target[]> {
+  const port = count > 1 ? await freePort() : 0;
+  const all: Target[] = [];
+  for (let index = 0; index < count; index += 1)
+    all.push(await startPassthrough(upstreamUrl, nodeArgs, { port, connections }));
+  return all;
 }
 
 export interface GatewayTarget extends Target {

@@ -17,6 +17,7 @@ import { eventually } from './support/services.js';
 const { env, db } = isolatedContext('stall');
 let hanging: GatewayProcess;
 let trickling: GatewayProcess;
+let patient: GatewayProcess;
 let org: SeededOrg;
 
 beforeAll(async () => {
@@ -28,11 +29,13 @@ beforeAll(async () => {
     UPSTREAM_TIMEOUT_MS: '400',
     MOCK_VENDOR_TOKENS_PER_SECOND: '1',
   });
+  patient = await startGateway(env);
 });
 
 afterAll(async () => {
   await hanging?.stop();
   await trickling?.stop();
+  await patient?.stop();
 });
 
 async function walletHeld(): Promise<string> {
@@ -88,4 +91,31 @@ describe('a vendor that stalls', () => {
     }, 10_000);
     expect(row).toEqual({ status: 'incomplete', end_reason: 'upstream_timeout' });
   });
+
+  // uWS arms a 10 s idle time-out when a paused socket is resumed: a request whose body was
+  // read while the caller was being authenticated was cut 10 s later if nothing had been
+  // written by then (a vendor thinking long before its first byte, or a slow admission).
+  it('slower than 10 s to answer, within the time-out: the client gets the whole answer', async () => {
+    const slow = 'think long mock:latency_ms=11500';
+    const [json, stream] = await Promise.all([
+      postJson<{ choices: unknown[] }>(
+        `${patient.url}/v1/chat/completions`,
+        { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: slow }] },
+        bearer(org.api_key),
+      ),
+      postSse(
+        `${patient.url}/v1/chat/completions`,
+        {
+          model: 'vendor_b/gpt-4o-mini',
+          stream: true,
+          messages: [{ role: 'user', content: slow }],
+        },
+        bearer(org.api_key),
+      ),
+    ]);
+    expect(json.status).toBe(200);
+    expect(json.body.choices.length).toBe(1);
+    expect(stream.status).toBe(200);
+    expect(stream.data.at(-1)).toBe('[DONE]');
+  }, 30_000);
 });

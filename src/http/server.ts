@@ -160,8 +160,14 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     const caller: Promise<unknown> = route.authenticate
       ? route.authenticate(head)
       : Promise.resolve(null);
-    // Until the caller is known the body is not read (the socket is paused): an
-    // unauthenticated client makes the gateway hold at most what one read delivered.
+    // Until the caller is known the rest of the body is not read (the socket is paused after
+    // the first read that did not complete it): an unauthenticated client makes the gateway
+    // hold at most what one read delivered. A body complete in its first read (most) never
+    // pauses: uWS's resume() arms a 10 s idle time-out that nothing clears once the body is
+    // in, so a resumed socket whose answer took longer (a vendor thinking before its first
+    // byte, a slow admission) was closed under the waiting client. (A chunked body whose
+    // last chunks were in the read that paused still completes paused, and keeps that limit.)
+    let callerKnown = false;
     let bodyPaused = false;
     let refusalAfterBody: GwError | undefined;
     // Every way out of the paused state resumes before anything is sent: a paused
@@ -174,6 +180,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     const declaredLength = Number(headers['content-length'] ?? Infinity);
     caller.then(
       (value) => {
+        callerKnown = true;
         if (!isGwError(value)) {
           unpause();
           return;
@@ -183,7 +190,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
           refused = true;
           unpause(); // the connection is kept alive: its next request must be read
           sendError(response, value, flavor);
-        } else if (bodyPaused && declaredLength <= SMALL_BODY_BYTES) {
+        } else if (declaredLength <= SMALL_BODY_BYTES) {
           // A small body is read to its end and the error sent then, so the client's
           // kept-alive connection stays usable (closing it makes pools reuse a dead socket).
           refusalAfterBody = value;
@@ -271,11 +278,11 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       // uWS neuters the chunk when this callback returns: copy it.
       chunks.push(Buffer.from(chunk.slice(0)));
       if (isLast) run(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+      else if (route.authenticate && !callerKnown && !bodyPaused) {
+        bodyPaused = true;
+        native.pause();
+      }
     });
-    if (route.authenticate && !refused) {
-      bodyPaused = true;
-      native.pause();
-    }
   });
 
   return {

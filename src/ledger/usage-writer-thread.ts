@@ -26,7 +26,7 @@ export type UsageWriterThreadMessage =
 export const STOP_WRITER = 'stop';
 
 const RESTART_DELAY_MS = 1000;
-/** The thread's composition root lives beside src/main.ts (it wires the webhook events in). */
+/** The thread's composition root lives beside src/gateway.ts (it wires the webhook events in). */
 const WORKER_SCRIPT = new URL('../usage-writer-worker.js', import.meta.url);
 
 export class UsageWriterThread {

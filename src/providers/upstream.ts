@@ -81,7 +81,10 @@ export class UpstreamClient {
       pool = new Pool(origin, {
         connections: this.connectionsPerOrigin,
         pipelining: 1,
-        keepAliveTimeout: 30_000,
+        // Below the idle time-outs servers commonly close kept-alive sockets at (Node's 5 s,
+        // uWS's 10 s): a socket the vendor closes just as a request is written to it fails
+        // that request (a POST is never retried), a 502 to the client (decision 251).
+        keepAliveTimeout: 4_000,
       });
       this.pools.set(origin, pool);
     }

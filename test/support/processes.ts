@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { pino } from 'pino';
-import type { GatewayOptions, RunningGateway } from '../../src/main.js';
+import type { GatewayOptions, RunningGateway } from '../../src/gateway.js';
 import { withCliIo } from '../../src/cli/io.js';
 import { runCli as runCliInProcess } from '../../src/cli/main.js';
 import { loadConfig } from '../../src/config.js';
@@ -37,8 +37,8 @@ export async function startGateway(
   options: GatewayOptions = {},
 ): Promise<GatewayProcess> {
   const { startGateway: start } = (await import(
-    new URL('../../dist/src/main.js', import.meta.url).href
-  )) as { startGateway: typeof import('../../src/main.js').startGateway };
+    new URL('../../dist/src/gateway.js', import.meta.url).href
+  )) as { startGateway: typeof import('../../src/gateway.js').startGateway };
   const config = loadConfig({ ...process.env, ...env, LOG_LEVEL: env.LOG_LEVEL ?? 'info' });
   let output = '';
   const sink = new Writable({

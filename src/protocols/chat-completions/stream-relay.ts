@@ -29,16 +29,18 @@ function mayCarryUsage(data: string): boolean {
  * Relayed chunks kept unparsed up to this many bytes; past it they are boiled down to their
  * text. A stream is read for text only if usage never comes, so short streams are never
  * parsed, and a long one costs its text in memory, not every chunk's JSON (a maximal answer
- * is megabytes of chunks: times the streams in flight, too much to hold).
+ * is megabytes of chunks: times the streams in flight, too much to hold). Small (decision
+ * 250): usage comes last, so whatever is held is held for the whole stream; a chunk is about
+ * 250 bytes of JSON for one token, and a 200-token answer held whole was 50 KB per stream.
  */
-export const UNPARSED_CHUNKS_MAX_BYTES = 64 * 1024;
+export const UNPARSED_CHUNKS_MAX_BYTES = 4 * 1024;
 
 export class ChatCompletionsStreamRelay extends EventRelay {
   readonly finalEvent = DONE_EVENT;
   /** Usage reported by the vendor (the final chunk), once seen. */
   usage: TokenUsage | undefined;
-  /** Chunks relayed and not yet read for text, in order (after the text of earlier ones). */
-  private unparsedChunks: SseEvent[] = [];
+  /** Data of the chunks relayed and not yet read for text, in order (after earlier text). */
+  private unparsedChunks: string[] = [];
   private unparsedBytes = 0;
 
   constructor(private readonly clientWantsUsage: boolean) {
@@ -63,7 +65,7 @@ export class ChatCompletionsStreamRelay extends EventRelay {
     }
     // An error mid-stream is a chunk with a top-level `error` object (relayed as it is).
     if (event.data.startsWith('{"error"')) this.vendorErrorSeen = true;
-    if (this.usage === undefined) this.keepForText(event);
+    if (this.usage === undefined) this.keepForText(event.data);
     if (!mayCarryUsage(event.data)) return event.raw;
     const chunk = parseEventData(event);
     if (chunk === undefined) return event.raw; // not ours to judge: pass it through
@@ -76,18 +78,26 @@ export class ChatCompletionsStreamRelay extends EventRelay {
     return event.raw;
   }
 
-  private keepForText(event: SseEvent): void {
-    this.unparsedChunks.push(event);
-    this.unparsedBytes += event.data.length;
+  private keepForText(data: string): void {
+    this.unparsedChunks.push(data);
+    this.unparsedBytes += data.length;
     if (this.unparsedBytes > UNPARSED_CHUNKS_MAX_BYTES) this.readUnparsedChunks();
   }
 
   private readUnparsedChunks(): void {
-    for (const chunk of this.unparsedChunks) {
-      collectText(parseEventData(chunk) as ChunkShape | null | undefined, this.relayedText);
+    for (const data of this.unparsedChunks) {
+      collectText(parseJson(data) as ChunkShape | null | undefined, this.relayedText);
     }
     this.unparsedChunks = [];
     this.unparsedBytes = 0;
+  }
+}
+
+function parseJson(data: string): unknown {
+  try {
+    return JSON.parse(data);
+  } catch {
+    return undefined;
   }
 }
 
