@@ -7,6 +7,7 @@ import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
 import {
   assertAmountInRange,
   formatNano,
+  formatNumeric,
   nanoToNumeric,
   numericToNano,
   SETTLEMENT_CURRENCY,
@@ -50,7 +51,7 @@ export function walletTransactionView(row: WalletTransactionRow): WalletTransact
   return {
     id: row.id,
     kind: row.kind,
-    amount: formatNano(numericToNano(row.amount)),
+    amount: formatNumeric(row.amount),
     currency: SETTLEMENT_CURRENCY,
     created_by: row.created_by,
     created_at: row.created_at.toISOString(),

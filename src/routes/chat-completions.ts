@@ -27,7 +27,7 @@ export const chatCompletionsRoute = declareRoute({
   body: chatCompletionRequestSchema,
   responses: { 200: { description: 'chat.completion, or an SSE stream ending in data: [DONE]' } },
   errors: [...ADMISSION_ERRORS, ...PROXY_ERRORS],
-  async handler({ request, caller, body: parsed }, response, deps: { proxy: ProxyDeps }) {
+  async handler({ request, caller, body: parsed, response }, deps: { proxy: ProxyDeps }) {
     await handleChatCompletion(deps.proxy, request, caller, parsed, response);
   },
 });

@@ -29,7 +29,7 @@ export const messagesRoute = declareRoute({
   responses: { 200: { description: 'message, or its SSE event stream' } },
   errors: [...ADMISSION_ERRORS, ...PROXY_ERRORS],
   errorFlavor: 'messages',
-  async handler({ request, caller, body }, response, deps: { proxy: ProxyDeps }) {
+  async handler({ request, caller, body, response }, deps: { proxy: ProxyDeps }) {
     await handleMessages(deps.proxy, request, caller, body, response);
   },
 });

@@ -4,7 +4,6 @@ import { apiKeyView, revokeApiKeyAs } from '../../../admin/api-keys.js';
 import type { ApiKeyStore } from '../../../auth/api-key-store.js';
 import type { DbPool } from '../../../db/pool.js';
 import { gwError } from '../../../errors.js';
-import { sendError, sendJson } from '../../../http/respond.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { apiKeySchema, ofApiKey } from './schema.js';
 
@@ -18,7 +17,6 @@ export const revokeApiKeyRoute = declareRoute({
   errors: ['gw_not_found'],
   async handler(
     { request, caller },
-    response,
     deps: { readonly db: DbPool; readonly apiKeys: Pick<ApiKeyStore, 'invalidate'> },
   ) {
     const row = await revokeApiKeyAs(
@@ -27,7 +25,7 @@ export const revokeApiKeyRoute = declareRoute({
       { userId: caller.user.id },
       request.params.id ?? '',
     );
-    if (!row) return sendError(response, gwError('gw_not_found', 'no API key with this id'));
-    sendJson(response, 200, apiKeyView(row));
+    if (!row) return gwError('gw_not_found', 'no API key with this id');
+    return apiKeyView(row);
   },
 });

@@ -5,7 +5,6 @@ import { apiKeyView, rotateApiKeyAs } from '../../../admin/api-keys.js';
 import type { ApiKeyStore } from '../../../auth/api-key-store.js';
 import type { DbPool } from '../../../db/pool.js';
 import { isGwError } from '../../../errors.js';
-import { sendError, sendJson } from '../../../http/respond.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { issuedApiKeySchema, ofApiKey, rotateApiKeyBody } from './schema.js';
 
@@ -24,7 +23,6 @@ export const rotateApiKeyRoute = declareRoute({
   errors: ['gw_conflict'],
   async handler(
     { request, caller, body },
-    response,
     deps: { readonly db: DbPool; readonly apiKeys: Pick<ApiKeyStore, 'invalidate'> },
   ) {
     const rotated = await rotateApiKeyAs(
@@ -34,7 +32,7 @@ export const rotateApiKeyRoute = declareRoute({
       request.params.id ?? '',
       body.grace_seconds,
     );
-    if (isGwError(rotated)) return sendError(response, rotated);
-    sendJson(response, 201, { ...apiKeyView(rotated.issued.row), key: rotated.issued.rawKey });
+    if (isGwError(rotated)) return rotated;
+    return { ...apiKeyView(rotated.issued.row), key: rotated.issued.rawKey };
   },
 });

@@ -7,7 +7,6 @@ import { appDetailView, deleteAppAs } from '../../../admin/apps.js';
 import type { ApiKeyStore } from '../../../auth/api-key-store.js';
 import type { DbPool } from '../../../db/pool.js';
 import { gwError } from '../../../errors.js';
-import { sendError, sendJson } from '../../../http/respond.js';
 import { deleteOAuthClientsOfAppAs } from '../../../oauth/clients.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { appDetailSchema, ofApp } from './schema.js';
@@ -22,14 +21,13 @@ export const deleteAppRoute = declareRoute({
   errors: [],
   async handler(
     { request, caller },
-    response,
     deps: { readonly db: DbPool; readonly apiKeys: Pick<ApiKeyStore, 'invalidate'> },
   ) {
     const actor = { userId: caller.user.id };
     // Its OAuth clients first, so no one can connect the app while it is being deleted.
     await deleteOAuthClientsOfAppAs(deps.db, deps.apiKeys, actor, request.params.app_id ?? '');
     const app = await deleteAppAs(deps.db, deps.apiKeys, actor, request.params.app_id ?? '');
-    if (!app) return sendError(response, gwError('gw_not_found', 'no app with this id'));
-    sendJson(response, 200, appDetailView(app.row, app.counts));
+    if (!app) return gwError('gw_not_found', 'no app with this id');
+    return appDetailView(app.row, app.counts);
   },
 });

@@ -3,8 +3,6 @@
 // second; requests already in flight settle normally. Revoking twice changes nothing.
 import type { ApiKeyStore } from '../../../auth/api-key-store.js';
 import type { DbPool } from '../../../db/pool.js';
-import { isGwError } from '../../../errors.js';
-import { sendError, sendJson } from '../../../http/respond.js';
 import { revokeConnectedApp } from '../../../oauth/connected-apps.js';
 import { SPENDING_ROLE } from '../../../oauth/connections.js';
 import { declareRoute } from '../../framework/declaration.js';
@@ -20,16 +18,13 @@ export const revokeConnectedAppRoute = declareRoute({
   errors: [],
   async handler(
     { request, caller },
-    response,
     deps: { readonly db: DbPool; readonly apiKeys: Pick<ApiKeyStore, 'invalidate'> },
   ) {
-    const revoked = await revokeConnectedApp(
+    return await revokeConnectedApp(
       deps.db,
       deps.apiKeys,
       { userId: caller.user.id },
       request.params.connection_id ?? '',
     );
-    if (isGwError(revoked)) return sendError(response, revoked);
-    sendJson(response, 200, revoked);
   },
 });

@@ -3,7 +3,6 @@
 import type { ApiKeyStore } from '../../../auth/api-key-store.js';
 import { connectionView, revokeConnectionAs } from '../../../admin/connections.js';
 import type { DbPool } from '../../../db/pool.js';
-import { sendJson } from '../../../http/respond.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { connectionSchema, ofConnection } from './schema.js';
 
@@ -17,7 +16,6 @@ export const revokeConnectionRoute = declareRoute({
   errors: [],
   async handler(
     { request, caller },
-    response,
     deps: { readonly db: DbPool; readonly apiKeys: Pick<ApiKeyStore, 'invalidate'> },
   ) {
     const connection = await revokeConnectionAs(
@@ -26,6 +24,6 @@ export const revokeConnectionRoute = declareRoute({
       { userId: caller.user.id },
       { orgId: caller.org.id, id: request.params.connection_id ?? '' },
     );
-    sendJson(response, 200, connectionView(connection));
+    return connectionView(connection);
   },
 });

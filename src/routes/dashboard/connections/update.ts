@@ -3,7 +3,6 @@
 import type { ApiKeyStore } from '../../../auth/api-key-store.js';
 import { connectionView, updateConnectionAs } from '../../../admin/connections.js';
 import type { DbPool } from '../../../db/pool.js';
-import { sendJson } from '../../../http/respond.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { connectionSchema, connectionSettingsSchema, ofConnection } from './schema.js';
 
@@ -18,7 +17,6 @@ export const updateConnectionRoute = declareRoute({
   errors: [],
   async handler(
     { request, caller, body },
-    response,
     deps: { readonly db: DbPool; readonly apiKeys: Pick<ApiKeyStore, 'invalidate'> },
   ) {
     const connection = await updateConnectionAs(
@@ -28,6 +26,6 @@ export const updateConnectionRoute = declareRoute({
       { orgId: caller.org.id, id: request.params.connection_id ?? '' },
       body,
     );
-    sendJson(response, 200, connectionView(connection));
+    return connectionView(connection);
   },
 });

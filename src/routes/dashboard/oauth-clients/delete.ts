@@ -3,7 +3,6 @@
 import type { ApiKeyStore } from '../../../auth/api-key-store.js';
 import type { DbPool } from '../../../db/pool.js';
 import { gwError } from '../../../errors.js';
-import { sendError, sendJson } from '../../../http/respond.js';
 import { deleteOAuthClientAs, oauthClientView } from '../../../oauth/clients.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { oauthClientSchema, ofOAuthClient } from './schema.js';
@@ -18,7 +17,6 @@ export const deleteOAuthClientRoute = declareRoute({
   errors: [],
   async handler(
     { request, caller },
-    response,
     deps: { readonly db: DbPool; readonly apiKeys: Pick<ApiKeyStore, 'invalidate'> },
   ) {
     const deleted = await deleteOAuthClientAs(
@@ -28,11 +26,8 @@ export const deleteOAuthClientRoute = declareRoute({
       request.params.client_id ?? '',
     );
     if (!deleted) {
-      return sendError(
-        response,
-        gwError('gw_not_found', 'no OAuth client with this id in your organizations'),
-      );
+      return gwError('gw_not_found', 'no OAuth client with this id in your organizations');
     }
-    sendJson(response, 200, oauthClientView(deleted));
+    return oauthClientView(deleted);
   },
 });
