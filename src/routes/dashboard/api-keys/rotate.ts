@@ -2,10 +2,9 @@
 // connection and policy (admin or owner). The old key stops at once, or when the grace period
 // (at most 24 h) ends, on every instance. The new raw key is in this answer only.
 import { apiKeyView, rotateApiKeyAs } from '../../../admin/api-keys.js';
-import type { ApiKeyStore } from '../../../auth/api-key-store.js';
-import type { DbPool } from '../../../db/pool.js';
 import { isGwError } from '../../../errors.js';
 import { declareRoute } from '../../framework/declaration.js';
+import type { KeyRevokingDeps } from '../schemas.js';
 import { issuedApiKeySchema, ofApiKey, rotateApiKeyBody } from './schema.js';
 
 export const rotateApiKeyRoute = declareRoute({
@@ -21,10 +20,7 @@ export const rotateApiKeyRoute = declareRoute({
     201: { description: 'the new key, with its raw value', schema: issuedApiKeySchema },
   },
   errors: ['gw_conflict'],
-  async handler(
-    { request, caller, body },
-    deps: { readonly db: DbPool; readonly apiKeys: Pick<ApiKeyStore, 'invalidate'> },
-  ) {
+  async handler({ request, caller, body }, deps: KeyRevokingDeps) {
     const rotated = await rotateApiKeyAs(
       deps.db,
       deps.apiKeys,

@@ -1,11 +1,10 @@
 // POST /dashboard/api/connected-apps/{connection_id}/revoke: a member of the paying
 // organization revokes a connected app. Its token is refused by every instance within a
 // second; requests already in flight settle normally. Revoking twice changes nothing.
-import type { ApiKeyStore } from '../../../auth/api-key-store.js';
-import type { DbPool } from '../../../db/pool.js';
 import { revokeConnectedApp } from '../../../oauth/connected-apps.js';
 import { SPENDING_ROLE } from '../../../oauth/connections.js';
 import { declareRoute } from '../../framework/declaration.js';
+import type { KeyRevokingDeps } from '../schemas.js';
 import { connectedAppSchema, ofConnectedApp } from './schema.js';
 
 export const revokeConnectedAppRoute = declareRoute({
@@ -16,10 +15,7 @@ export const revokeConnectedAppRoute = declareRoute({
   caller: { kind: 'org_member', role: SPENDING_ROLE, org: ofConnectedApp },
   responses: { 200: { description: 'the revoked connected app', schema: connectedAppSchema } },
   errors: [],
-  async handler(
-    { request, caller },
-    deps: { readonly db: DbPool; readonly apiKeys: Pick<ApiKeyStore, 'invalidate'> },
-  ) {
+  async handler({ request, caller }, deps: KeyRevokingDeps) {
     return await revokeConnectedApp(
       deps.db,
       deps.apiKeys,
