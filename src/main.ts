@@ -25,6 +25,7 @@ import { loadNativeUws } from './http/uws.js';
 import { UsageWriterThread } from './ledger/usage-writer-thread.js';
 import { RecordedUsage } from './ledger/recorded-usage.js';
 import { SettleSpool } from './billing/settle-spool.js';
+import { ShutdownCut } from './inference/shutdown-cut.js';
 import { createLogger, createRequestLogger, type Logger } from './log.js';
 import { GatewayMetrics } from './metrics.js';
 import { pendingUsageRecords } from './ledger/usage-backlog.js';
@@ -69,12 +70,18 @@ import { announceExpiredGrants } from './product-users/grant-expiry.js';
 import { DeliveryClient } from './webhooks/delivery-client.js';
 import { WebhookDispatcher } from './webhooks/dispatcher.js';
 import type { WebhookSettings } from './webhooks/endpoints.js';
+import { webhookDeliveriesDue } from './webhooks/backlog.js';
 import { deleteOldMessages } from './webhooks/retention.js';
 import { isGatewayWorker, reportWorkerListening, runPrimary, workerCount } from './workers.js';
 
 const CATALOG_REFRESH_MS = 60_000;
 /** The writer's final drain at shutdown; what it cannot write stays in Redis for the others. */
 const WRITER_STOP_TIMEOUT_MS = 15_000;
+/**
+ * After the grace, the requests cut then settle (Redis, a token count): this bounds the wait.
+ * What is still in flight after it (a stuck Redis) lapses by its hold's TTL, unrecorded.
+ */
+const CUT_SETTLE_TIMEOUT_MS = 5_000;
 
 export interface RunningGateway {
   readonly port: number;
@@ -223,8 +230,21 @@ async function assembleGateway(
   );
   catalogTimer.unref();
 
-  const metrics = new GatewayMetrics(config.METRICS_ENABLED, () =>
-    pendingUsageRecords(redis, keys),
+  // What /readyz and the scrape (gw_dependency_up) check: every Redis master, and Postgres.
+  const checkDependencies = async (): Promise<Record<string, boolean>> => {
+    const [redisOk, dbOk] = await Promise.all([
+      pingAll(redis),
+      db.query('SELECT 1').then(
+        () => true,
+        () => false,
+      ),
+    ]);
+    return { redis: redisOk, postgres: dbOk };
+  };
+  const metrics = new GatewayMetrics(
+    config.METRICS_ENABLED,
+    () => pendingUsageRecords(redis, keys),
+    { dependencies: checkDependencies, webhookDeliveriesDue: () => webhookDeliveriesDue(db) },
   );
   const writer = new UsageWriterThread(
     {
@@ -276,18 +296,17 @@ async function assembleGateway(
     budget,
     settleSpool,
   };
-  const proxyDeps = { services, upstream, systemRoutes, logger };
+  const shutdownCut = new ShutdownCut();
+  const proxyDeps = {
+    services,
+    upstream,
+    systemRoutes,
+    logger,
+    shutdown: shutdownCut,
+    settledCounter: metrics,
+  };
   const readiness: ReadinessProbe = {
-    check: async () => {
-      const [redisOk, dbOk] = await Promise.all([
-        pingAll(redis),
-        db.query('SELECT 1').then(
-          () => true,
-          () => false,
-        ),
-      ]);
-      return { redis: redisOk, postgres: dbOk };
-    },
+    check: checkDependencies,
     essential: ['redis'],
     isDraining: () => draining,
   };
@@ -398,8 +417,17 @@ async function assembleGateway(
       server.stopAccepting();
       metricsServer?.stopAccepting();
       const remaining = await server.whenIdle(config.SHUTDOWN_GRACE_MS);
-      if (remaining > 0)
-        logger.warn({ remaining }, 'shutdown grace elapsed with requests in flight');
+      if (remaining > 0) {
+        // Cut what outlasts the grace while everything a settle needs is still open: each is
+        // settled as partial (`gateway_shutdown`) and its record goes out with the writer's
+        // final drain below.
+        logger.warn({ remaining }, 'shutdown grace elapsed: cutting the requests in flight');
+        shutdownCut.cutAll();
+        const unsettled = await server.whenIdle(CUT_SETTLE_TIMEOUT_MS);
+        if (unsettled > 0) {
+          logger.error({ unsettled }, 'requests still in flight after the cut; their holds lapse');
+        }
+      }
       await closers.closeAll(logger);
     },
   };

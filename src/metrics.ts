@@ -1,8 +1,27 @@
 // Prometheus metrics (GET /metrics): requests by route and status with their latency, and the
 // usage writer's progress: rows written, failed writes, dead letters, and records still waiting
-// in Redis; the settle spool: settles waiting on this instance's disk for Redis; and the
-// webhook attempts.
+// in Redis; the settle spool: settles waiting on this instance's disk for Redis; the webhook
+// attempts and backlog; whether Redis and Postgres answer; and the settled requests by vendor
+// and end reason with what they cost, in nano-units of the currency.
+//
+// Every label is bounded by the code (routes, statuses, vendors, end reasons, currencies): no
+// org, app, user, key or credential id ever becomes a label (one series per tenant would grow
+// without bound). Per-org spend is the usage API's and the dashboard's (docs/operations.md).
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { UsageRecord } from './ledger/usage-record.js';
+
+/** A scrape never waits longer than this on Redis or Postgres: it reports the last value. */
+const PROBE_TIMEOUT_MS = 2_000;
+
+/** What is read from Redis and Postgres at each scrape. */
+export interface ScrapeProbes {
+  /** Counts the usage records not yet in Postgres. */
+  readonly pendingUsageRecords?: () => Promise<number>;
+  /** Each dependency (redis, postgres) and whether it answers. */
+  readonly dependencies?: () => Promise<Record<string, boolean>>;
+  /** Webhook deliveries due and not yet attempted (every instance's). */
+  readonly webhookDeliveriesDue?: () => Promise<number>;
+}
 
 export class GatewayMetrics {
   readonly registry = new Registry();
@@ -51,12 +70,32 @@ export class GatewayMetrics {
     ['outcome'],
   );
 
+  private readonly settledRequests = this.counter(
+    'gw_settled_requests_total',
+    'Inference requests settled (charged and recorded, or spooled to be) by this instance, by vendor and end reason (docs/charging.md)',
+    ['vendor', 'end_reason'],
+  );
+  /** Exact sums (bigint nano-units) behind the cost counters, by their label values. */
+  private readonly sellCostNano = new Map<string, bigint>();
+  private readonly vendorCostNano = new Map<string, bigint>();
+
   constructor(
     withProcessMetrics: boolean,
     /** Counts the usage records not yet in Postgres (read at each scrape). */
     pendingUsageRecords?: () => Promise<number>,
+    probes: Omit<ScrapeProbes, 'pendingUsageRecords'> = {},
   ) {
     if (withProcessMetrics) collectDefaultMetrics({ register: this.registry });
+    this.registerCostCounter(
+      'gw_settled_sell_cost_nano_total',
+      'Sell-price cost of the requests this instance settled, in nano-units (1e-9) of the currency; route="system" is what wallets paid',
+      this.sellCostNano,
+    );
+    this.registerCostCounter(
+      'gw_settled_vendor_cost_nano_total',
+      'Vendor-price cost of the requests this instance settled, in nano-units (1e-9) of the currency (route="byok": paid by the org’s own credential)',
+      this.vendorCostNano,
+    );
     if (pendingUsageRecords) {
       new Gauge({
         name: 'gw_usage_records_pending',
@@ -66,8 +105,38 @@ export class GatewayMetrics {
         aggregator: 'max',
         async collect() {
           // Redis unreachable: the scrape still answers, with the last value counted.
-          const pending = await pendingUsageRecords().catch(() => undefined);
+          const pending = await bounded(pendingUsageRecords());
           if (pending !== undefined) this.set(pending);
+        },
+      });
+    }
+    const { dependencies, webhookDeliveriesDue } = probes;
+    if (dependencies) {
+      new Gauge({
+        name: 'gw_dependency_up',
+        help: 'Whether a dependency answers this instance (1) or not (0), checked at each scrape as /readyz does',
+        labelNames: ['dependency'] as const,
+        registers: [this.registry],
+        // Over the workers: down for one is down.
+        aggregator: 'min',
+        async collect() {
+          const checks = await bounded(dependencies());
+          if (checks === undefined) return; // a probe that hangs says nothing new
+          for (const [dependency, up] of Object.entries(checks)) {
+            this.set({ dependency }, up ? 1 : 0);
+          }
+        },
+      });
+    }
+    if (webhookDeliveriesDue) {
+      new Gauge({
+        name: 'gw_webhook_deliveries_due',
+        help: 'Webhook deliveries whose attempt is due and not yet made (every instance’s; the backlog)',
+        registers: [this.registry],
+        aggregator: 'max',
+        async collect() {
+          const due = await bounded(webhookDeliveriesDue());
+          if (due !== undefined) this.set(due);
         },
       });
     }
@@ -85,5 +154,47 @@ export class GatewayMetrics {
   requestFinished(route: string, status: number, durationMs: number): void {
     this.requests.inc({ route, status: String(status) });
     this.latency.observe({ route }, durationMs / 1000);
+  }
+
+  /** Counts a settled request and adds its costs (exactly, as bigints). */
+  settled(record: UsageRecord): void {
+    this.settledRequests.inc({ vendor: record.vendor, end_reason: record.endReason ?? 'unknown' });
+    const key = `${record.currency}\u0000${record.route}`;
+    this.sellCostNano.set(key, (this.sellCostNano.get(key) ?? 0n) + record.sellCostNano);
+    this.vendorCostNano.set(key, (this.vendorCostNano.get(key) ?? 0n) + record.vendorCostNano);
+  }
+
+  /**
+   * A counter read from exact bigint sums at each scrape. Prometheus carries a float64: exact
+   * to 2^53 nano-units (about 9 million of the currency) per label set and process lifetime,
+   * then rounded by a few nano-units — the ledger stays the exact record.
+   */
+  private registerCostCounter(name: string, help: string, sums: Map<string, bigint>): void {
+    new Counter({
+      name,
+      help,
+      labelNames: ['currency', 'route'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [key, nano] of sums) {
+          const [currency = '', route = ''] = key.split('\u0000');
+          this.inc({ currency, route }, Number(nano));
+        }
+      },
+    });
+  }
+}
+
+/** The probe's value, or undefined when it fails or takes longer than PROBE_TIMEOUT_MS. */
+async function bounded<T>(probe: Promise<T>): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), PROBE_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([probe.catch(() => undefined), timedOut]);
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -1,7 +1,9 @@
 // The admin CLI as a new user meets it: errors in the HTTP error shape, management commands
 // that create the product user they name, and `seed --env` for the README's shell steps.
 import { execFile } from 'node:child_process';
+import { readdirSync } from 'node:fs';
 import { promisify } from 'node:util';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
 import { runCli, runCliJson, seed } from './support/processes.js';
@@ -38,6 +40,34 @@ describe('CLI errors', () => {
     const result = await runCli(['wallet', 'show', '--org-id', 'o'], { ...env, PORT: 'abc' });
     expect(result.code).toBe(2);
     expect(stderrError(result.stderr)).toMatchObject({ error: { code: 'gw_invalid_config' } });
+  });
+});
+
+describe('gw migrate', () => {
+  it('makes a new database and applies every migration once, needing no Redis', async () => {
+    const name = `gw_test_migrate_${process.pid}_${Date.now()}`;
+    const url = new URL(env.DATABASE_URL!);
+    url.pathname = `/${name}`;
+    // An unreachable Redis: the command must not need one (an init container before Redis).
+    const migrateEnv = { ...env, DATABASE_URL: url.href, REDIS_URL: 'redis://127.0.0.1:1' };
+    const admin = new pg.Client({ connectionString: env.DATABASE_URL });
+    await admin.connect();
+    try {
+      const first = await runCliJson<{ applied: string[] }>(['migrate'], migrateEnv);
+      const files = readdirSync('src/db/migrations')
+        .filter((file) => file.endsWith('.sql'))
+        .sort();
+      expect(first.applied).toEqual(files);
+      expect(await runCliJson<{ applied: string[] }>(['migrate'], migrateEnv)).toEqual({
+        applied: [],
+      });
+      const extra = await runCli(['migrate', '--now'], migrateEnv);
+      expect(extra.code).toBe(2);
+      expect(stderrError(extra.stderr)).toMatchObject({ error: { code: 'gw_invalid_request' } });
+    } finally {
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+    }
   });
 });
 

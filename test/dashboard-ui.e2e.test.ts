@@ -255,6 +255,12 @@ describe('the dashboard in a browser', () => {
     );
     expect(await page.getByRole('list', { name: 'Coming soon' }).count()).toBe(0);
     expect(await page.getByText('soon', { exact: true }).count()).toBe(0);
+    // this gateway takes no dashboard top-ups (DASHBOARD_WALLET_TOPUP is off): the wallet says
+    // so and offers no form the API would refuse
+    await nav.getByRole('link', { name: 'Wallet' }).click();
+    await page.getByRole('heading', { name: 'Wallet', level: 1 }).waitFor();
+    await page.getByText('This gateway takes no top-ups from the dashboard.').waitFor();
+    expect(await page.getByRole('button', { name: 'Top up…' }).count()).toBe(0);
     await nav.getByRole('link', { name: 'Connected apps' }).click();
     await page.getByRole('heading', { name: 'Connected apps', level: 1 }).waitFor();
     await page.getByText('No app is connected to this organization.').waitFor();

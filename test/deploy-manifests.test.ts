@@ -39,12 +39,27 @@ describe('deploy/kubernetes', () => {
     expect(parsed.success, JSON.stringify(parsed.error?.issues)).toBe(true);
   });
 
-  it('gives a pod time for the preStop sleep, the request drain and the writer’s drain', () => {
+  it('gives a pod time for the preStop sleep, the request drain, the cut’s settles and the writer’s drain', () => {
     const deployment = manifest('deployment.yaml');
     const grace = Number(/terminationGracePeriodSeconds: (\d+)/.exec(deployment)![1]);
     const preStop = Number(/command: \['sleep', '(\d+)'\]/.exec(deployment)![1]);
     const drainSeconds = Number(config.get('SHUTDOWN_GRACE_MS')) / 1000;
+    const cutSettleSeconds = 5; // CUT_SETTLE_TIMEOUT_MS in src/main.ts
     const writerDrainSeconds = 15; // WRITER_STOP_TIMEOUT_MS in src/main.ts
-    expect(grace).toBeGreaterThan(preStop + drainSeconds + writerDrainSeconds);
+    expect(grace).toBeGreaterThan(preStop + drainSeconds + cutSettleSeconds + writerDrainSeconds);
+  });
+
+  it('migrates in an init container of the same image, with the same settings, before the gateway', () => {
+    const deployment = manifest('deployment.yaml');
+    const init = deployment.slice(
+      deployment.indexOf('initContainers:'),
+      deployment.indexOf('containers:', deployment.indexOf('initContainers:') + 15),
+    );
+    expect(init).toContain("command: ['node', 'bin/gw.js', 'migrate']");
+    const image = (text: string): string | undefined => /image: (\S+)/.exec(text)?.[1];
+    const gateway = deployment.slice(deployment.indexOf('\n      containers:'));
+    expect(image(init)).toBe(image(gateway));
+    expect(init).toContain('configMapRef: { name: gw-config }');
+    expect(init).toContain('secretRef: { name: gw-secrets }');
   });
 });

@@ -1,7 +1,9 @@
-// The error catalogue page lists every code with the status the gateway really answers.
+// The error catalogue page lists every code with the status the gateway really answers, and
+// the alerts in docs/operations.md name only metrics the gateway really serves.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { errorCatalogue } from '../src/errors.js';
+import { GatewayMetrics } from '../src/metrics.js';
 
 describe('docs/errors.md', () => {
   const page = readFileSync(new URL('../docs/errors.md', import.meta.url), 'utf8');
@@ -38,6 +40,44 @@ describe('/openapi.json', () => {
       'gw_unsupported_model',
     ] as const) {
       expect(chat[String(errorCatalogue[code].status)]!.description).toContain(code);
+    }
+  });
+});
+
+describe('docs/operations.md alerts', () => {
+  const page = readFileSync(new URL('../docs/operations.md', import.meta.url), 'utf8');
+  const alerts = page.slice(page.indexOf('\n## Alerts'));
+  // Every metric the gateway registers (with every probe, as src/main.ts builds it).
+  const probe = () => Promise.resolve(0);
+  const registered = new GatewayMetrics(false, probe, {
+    dependencies: () => Promise.resolve({}),
+    webhookDeliveriesDue: probe,
+  }).registry
+    .getMetricsAsArray()
+    .map((metric) => metric.name);
+
+  it('has an alert for every fault issue 16 lists', () => {
+    expect(alerts.length).toBeGreaterThan(100);
+    for (const fault of [
+      'Postgres down',
+      'Redis down or restarted',
+      'A vendor hanging or trickling',
+      'SIGTERM drain exceeding the grace',
+      'Reconcile drift',
+      'Dead letters',
+      'Webhook backlog',
+      'Redis Cluster shard away',
+    ]) {
+      expect(alerts).toContain(`**${fault}**`);
+    }
+  });
+
+  it('names only metrics that exist (and error codes that exist)', () => {
+    const named = new Set(alerts.match(/\bgw_[a-z0-9_]+/g) ?? []);
+    expect(named.size).toBeGreaterThan(8);
+    for (const name of named) {
+      if (name in errorCatalogue) continue;
+      expect(registered, name).toContain(name.replace(/_(bucket|sum|count)$/, ''));
     }
   });
 });

@@ -153,6 +153,9 @@ describe('Postgres stopped under load', () => {
     });
     const pending = Number(/^gw_usage_records_pending (\d+)/m.exec(metricsDuring)?.[1]);
     expect(pending).toBeGreaterThan(0);
+    // What the "Postgres down" alert reads (docs/operations.md).
+    expect(metricsDuring).toMatch(/^gw_dependency_up\{dependency="postgres"\} 0$/m);
+    expect(metricsDuring).toMatch(/^gw_dependency_up\{dependency="redis"\} 1$/m);
 
     // Once Postgres is back: every record lands, once.
     const { Client } = (await import('pg')).default;

@@ -42,6 +42,43 @@ interface PruneReport {
   months: Array<{ name: string; month: string; rows: number; orgs: number; wallet_cost: string }>;
 }
 
+describe("the ledger's lookup indexes (migration 040)", () => {
+  // What each index holds after USING btree: its keys, and the columns the sums read.
+  const EXPECTED = [
+    '(api_key_id, created_at) INCLUDE (sell_cost, input_tokens, output_tokens)',
+    '(app_connection_id, created_at) INCLUDE (sell_cost)',
+    '(org_id, created_at) INCLUDE (sell_cost, wallet_cost)',
+    '(product_user_id, created_at) INCLUDE (sell_cost, input_tokens, output_tokens)',
+    '(request_id, created_at)',
+  ];
+
+  it('are on every month partition, a month created after the migration included, and valid', async () => {
+    const { rows } = await db.query<{ partition: string; def: string; valid: boolean }>(
+      `SELECT c.relname AS partition, pg_get_indexdef(i.indexrelid) AS def, i.indisvalid AS valid
+         FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid
+         JOIN pg_index i ON i.indrelid = c.oid
+        WHERE h.inhparent = 'usage_records'::regclass`,
+    );
+    const byPartition = new Map<string, string[]>();
+    for (const row of rows) {
+      expect(row.valid).toBe(true);
+      const held = row.def.slice(row.def.indexOf(' USING btree ') + ' USING btree '.length);
+      byPartition.set(row.partition, [...(byPartition.get(row.partition) ?? []), held]);
+    }
+    // usage_records_2001_01 was created by this file's beforeAll, long after migration 040.
+    expect([...byPartition.keys()]).toContain('usage_records_2001_01');
+    for (const [partition, held] of byPartition) {
+      expect({ partition, held: held.sort() }).toEqual({ partition, held: EXPECTED });
+    }
+    const parent = await db.query<{ def: string; valid: boolean }>(
+      `SELECT pg_get_indexdef(indexrelid) AS def, indisvalid AS valid FROM pg_index
+        WHERE indrelid = 'usage_records'::regclass`,
+    );
+    expect(parent.rows.every((row) => row.valid)).toBe(true);
+    expect(parent.rows).toHaveLength(EXPECTED.length);
+  });
+});
+
 describe('gw usage prune', () => {
   it('lists the months it would drop, and changes nothing without --apply', async () => {
     const report = await runCliJson<PruneReport>(['usage', 'prune', '--before', '2001-02'], env);

@@ -144,6 +144,48 @@ describe('usage writer', () => {
     expect(pending[0]).toBe(0);
   });
 
+  it('keeps reading a stream the registry lost, and puts it back in the registry', async () => {
+    // A cluster shard holding the registry restarted empty while the org's shard did not (or
+    // both did): the gateways announce their orgs again only once a minute.
+    const orgId = `org_w4_${Date.now()}`;
+    const stream = keys.usageStream(orgId);
+    await settle(usage(orgId, 7n));
+    const running = writer('w4', 30_000);
+    running.start();
+    try {
+      await eventually(async () => ((await ledgerRows(orgId)).length === 1 ? true : undefined));
+      await redis.del(keys.usageStreamRegistry());
+      await new Promise((resolve) => setTimeout(resolve, 1_300)); // the writer reads the registry
+      const later = usage(orgId, 9n);
+      await settle(later); // within the minute: the store does not announce the stream again
+      const rows = await eventually(async () => {
+        const found = await ledgerRows(orgId);
+        return found.length === 2 ? found : undefined;
+      });
+      expect(rows.map((row) => row.request_id)).toContain(later.requestId);
+      expect(await redis.sismember(keys.usageStreamRegistry(), stream)).toBe(1);
+    } finally {
+      await running.stop();
+    }
+  });
+
+  it('stops at once, not after its pause (a long flush interval does not hold up shutdown)', async () => {
+    const idle = new UsageStreamWriter(
+      writerRedis,
+      createRedisKeys(`${prefix}-idle`), // no streams: the loop pauses a whole interval
+      new PostgresUsageSink(db),
+      deadLetters,
+      logger,
+      metrics,
+      { consumerName: 'idle', batchMaxRows: 100, flushIntervalMs: 60_000, claimIdleMs: 30_000 },
+    );
+    idle.start();
+    await new Promise((resolve) => setTimeout(resolve, 200)); // into its pause
+    const startedMs = Date.now();
+    await idle.stop();
+    expect(Date.now() - startedMs).toBeLessThan(5_000);
+  });
+
   it('writes a replayed entry once (ON CONFLICT DO NOTHING)', async () => {
     const orgId = `org_w3_${Date.now()}`;
     const record = usage(orgId, 5n);

@@ -1,7 +1,8 @@
 // GATEWAY_WORKERS: several gateway processes accept on one port; the kernel spreads new
 // connections over them. Every request is charged and recorded once whichever worker serves
 // it, /metrics (served by the primary) sums the workers, a worker that dies is replaced, and
-// SIGTERM drains every worker's streams before the primary exits 0.
+// SIGTERM drains every worker's streams (cutting and settling what outlasts the grace) before
+// the primary exits 0.
 import { request } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -87,6 +88,9 @@ beforeAll(async () => {
     GATEWAY_WORKERS: '2',
     METRICS_PORT: String(metricsPort),
     REQUEST_LOG_SAMPLE_RATE: '1',
+    // Streams are paced (50 tokens a second) and the drain is short: a long stream outlasts it.
+    MOCK_VENDOR_TOKENS_PER_SECOND: '50',
+    SHUTDOWN_GRACE_MS: '2000',
   });
   await eventually(
     async () => (gateway.output().includes('gw workers listening') ? true : undefined),
@@ -170,6 +174,16 @@ describe('GATEWAY_WORKERS=2 on one port', () => {
         bearer(org.api_key),
       ),
     );
+    // 20 s of output: cut when the grace ends, and settled as partial.
+    const long = postSse(
+      `${gateway.url}/v1/chat/completions`,
+      {
+        model: 'vendor_b/gpt-4o-mini',
+        stream: true,
+        messages: [{ role: 'user', content: 'drain long mock:output_tokens=1000' }],
+      },
+      bearer(org.api_key),
+    );
     await new Promise((resolve) => setTimeout(resolve, 250));
     const exited = gateway.stop('SIGTERM');
     const answers = await Promise.all(streams);
@@ -177,7 +191,14 @@ describe('GATEWAY_WORKERS=2 on one port', () => {
       expect(answer.status).toBe(200);
       expect(answer.data.at(-1)).toBe('[DONE]');
     }
+    const cut = await long;
+    expect(JSON.parse(cut.data.at(-1)!)).toMatchObject({ error: { code: 'gw_unavailable' } });
     expect(await exited).toBe(0);
+    const { rows: cutRows } = await db.query(
+      'SELECT status, end_reason FROM usage_records WHERE request_id = $1',
+      [cut.headers.get('x-request-id')],
+    );
+    expect(cutRows).toEqual([{ status: 'incomplete', end_reason: 'gateway_shutdown' }]);
     const ids = answers.map((answer) => answer.headers.get('x-request-id'));
     const { rows } = await db.query(
       'SELECT status FROM usage_records WHERE request_id = ANY($1::uuid[])',

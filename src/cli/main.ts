@@ -9,6 +9,7 @@ import { apiKeyCommand, apiKeyHelp } from './api-key.js';
 import { capCommand, capHelp } from './cap.js';
 import { credentialsCommand, credentialsHelp } from './credentials.js';
 import { openCliContext, type CliContext } from './context.js';
+import { migrateCommand, migrateHelp } from './migrate.js';
 import { mockVendorsCommand } from './mock-vendors.js';
 import { oauthClientCommand, oauthClientHelp } from './oauth-client.js';
 import { cliIo } from './io.js';
@@ -48,6 +49,8 @@ ${adminHelp}
 ${reconcileHelp}
 
 ${usageHelp}
+
+${migrateHelp}
 
 gw mock-vendors [--port N] [--host H] [--latency-ms N] [--tokens-per-second N] [--output-tokens N]
   Serves both mock vendors on one port (vendor_a at /v1/messages, vendor_b at
@@ -91,6 +94,7 @@ export async function runCli(argv: string[]): Promise<number> {
   if (command === 'mock-vendors') {
     return mockVendorsCommand(rest).then(() => 0, fail);
   }
+  if (command === 'migrate') return migrateCommand(rest).then(() => 0, fail);
   const run = dataCommands[command];
   if (!run) return fail(new UsageError(`unknown command ${command}; see gw --help`));
   let context: CliContext | undefined;

@@ -62,6 +62,17 @@ const table: Array<[string, RequestEnd, Charge]> = [
     },
   ],
   [
+    'cut at the end of the shutdown grace before the answer',
+    { kind: 'no_answer', cause: 'shutdown' },
+    {
+      status: 'incomplete',
+      reason: 'gateway_shutdown',
+      upstreamStatus: null,
+      inputTokens: 0,
+      outputTokens: 0,
+    },
+  ],
+  [
     'vendor error status',
     { kind: 'vendor_refused', upstreamStatus: 500, failoverExhausted: false },
     {
@@ -151,6 +162,33 @@ const table: Array<[string, RequestEnd, Charge]> = [
       upstreamStatus: 200,
       inputTokens: 100,
       outputTokens: 3,
+    },
+  ],
+  [
+    'stream cut at the end of the shutdown grace: what was relayed',
+    {
+      kind: 'answer_broken',
+      upstreamStatus: 200,
+      cause: 'shutdown',
+      usage: { reportedInputTokens: 95, countedOutputTokens: 12 },
+    },
+    {
+      status: 'incomplete',
+      reason: 'gateway_shutdown',
+      upstreamStatus: 200,
+      inputTokens: 95,
+      outputTokens: 12,
+    },
+  ],
+  [
+    'JSON body cut at the end of the shutdown grace',
+    { kind: 'answer_broken', upstreamStatus: 200, cause: 'shutdown', usage: {} },
+    {
+      status: 'incomplete',
+      reason: 'gateway_shutdown',
+      upstreamStatus: 200,
+      inputTokens: 100,
+      outputTokens: 0,
     },
   ],
   [

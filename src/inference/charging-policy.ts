@@ -13,7 +13,8 @@
 // - The vendor answered but the answer broke (cut short, an error event, invalid JSON, the
 //   client left half-way): the input (as reported, else the estimate) and the output the
 //   client received (as reported, else counted from the relayed text; none when nothing usable
-//   was relayed) are charged.
+//   was relayed) are charged. The gateway cutting it at the end of its shutdown grace is such a
+//   break: what was relayed is charged; cut before any answer, nothing is.
 // - Completed: what the vendor reported; without a report, the input estimate and, for a JSON
 //   answer, the whole held output (never under-bill silently), for a stream the counted text.
 import type { UsageStatus } from '../ledger/usage-record.js';
@@ -33,7 +34,8 @@ export type EndReason =
   | 'vendor_invalid_json'
   | 'vendor_error_event'
   | 'truncated'
-  | 'gateway_error';
+  | 'gateway_error'
+  | 'gateway_shutdown';
 
 /** What the vendor's answer told us about usage before it ended (any part may be missing). */
 export interface ObservedUsage {
@@ -52,7 +54,7 @@ export type RequestEnd =
   /** Sent, but no answer (status line) came back. */
   | {
       readonly kind: 'no_answer';
-      readonly cause: 'client_aborted' | 'network_error' | 'timeout';
+      readonly cause: 'client_aborted' | 'network_error' | 'timeout' | 'shutdown';
     }
   /** The vendor answered with an error status (after failover, when there was one). */
   | {
@@ -71,7 +73,9 @@ export type RequestEnd =
         | 'timeout'
         | 'truncated'
         | 'invalid_json'
-        | 'vendor_error_event';
+        | 'vendor_error_event'
+        /** The gateway cut it at the end of its shutdown grace. */
+        | 'shutdown';
       readonly usage: ObservedUsage;
     }
   /** The answer completed (a whole JSON body, or a stream's terminal event). */
@@ -101,6 +105,7 @@ const NO_ANSWER_REASON = {
   client_aborted: 'client_aborted_before_answer',
   network_error: 'network_error',
   timeout: 'upstream_timeout',
+  shutdown: 'gateway_shutdown',
 } as const;
 
 const BROKEN_REASON = {
@@ -110,6 +115,7 @@ const BROKEN_REASON = {
   truncated: 'truncated',
   invalid_json: 'vendor_invalid_json',
   vendor_error_event: 'vendor_error_event',
+  shutdown: 'gateway_shutdown',
 } as const;
 
 export function chargeFor(end: RequestEnd, context: ChargeContext): Charge {
@@ -125,7 +131,11 @@ export function chargeFor(end: RequestEnd, context: ChargeContext): Charge {
     case 'no_answer': {
       const clientLeft = end.cause === 'client_aborted';
       return {
-        status: clientLeft ? 'client_aborted' : 'upstream_error',
+        status: clientLeft
+          ? 'client_aborted'
+          : end.cause === 'shutdown'
+            ? 'incomplete'
+            : 'upstream_error',
         reason: NO_ANSWER_REASON[end.cause],
         upstreamStatus: null,
         inputTokens: clientLeft ? context.estimatedInputTokens : 0,

@@ -14,6 +14,7 @@ import type { SystemRoutes, VendorRoute } from '../providers/system-routes.js';
 import type { UpstreamCall, UpstreamRequest, UpstreamResponse } from '../providers/upstream.js';
 import type { Admission } from './admission.js';
 import type { RequestEnd } from './charging-policy.js';
+import { shutdownError } from './shutdown-cut.js';
 import { SETTLEMENT_CURRENCY } from '../money.js';
 
 export interface DispatchPorts {
@@ -28,6 +29,8 @@ export interface DispatchPorts {
 /** The client side as dispatch sees it: whether it left, and where the call in flight goes. */
 export interface DispatchClient {
   readonly aborted: boolean;
+  /** True once the gateway cut its calls at the end of the shutdown grace. */
+  readonly cut?: boolean;
   /** The call in flight, for the client's abort to close. */
   current: UpstreamCall | undefined;
 }
@@ -82,6 +85,8 @@ export async function dispatchWithFailover(
         mock,
       };
     }
+    // Past the shutdown grace nothing new goes out (nothing sent, nothing charged).
+    if (client.cut) return { ...shutdownEnd(exchange), credentialId, mock };
     let response: UpstreamResponse;
     try {
       const call = ports.upstream.request({
@@ -109,7 +114,13 @@ export async function dispatchWithFailover(
     const cooldownMs = credentialId
       ? exchange.credentialCooldownMs(response.statusCode, errorText, retryAfter)
       : undefined;
-    if (credentialId && cooldownMs !== undefined && attempt < MAX_ATTEMPTS && !client.aborted) {
+    if (
+      credentialId &&
+      cooldownMs !== undefined &&
+      attempt < MAX_ATTEMPTS &&
+      !client.aborted &&
+      !client.cut
+    ) {
       // Nothing reached the client yet: cool this credential down everywhere and try the next.
       const next = await ports.failover.failover({
         requestId: admission.requestId,
@@ -154,6 +165,7 @@ function noAnswer(
   if (client.aborted) {
     return { kind: 'ended', end: { kind: 'no_answer', cause: 'client_aborted' }, reply: null };
   }
+  if (client.cut) return shutdownEnd(exchange);
   const code = (error as { code?: string } | null)?.code;
   ports.logger.warn({ requestId: admission.requestId, code }, 'upstream request failed');
   const timedOut = code?.includes('TIMEOUT') === true;
@@ -163,6 +175,19 @@ function noAnswer(
     reply: timedOut
       ? gwError('gw_upstream_timeout', `${exchange.vendorLabel} did not answer in time`)
       : gwError('gw_upstream_error', `${exchange.vendorLabel} could not be reached`),
+  };
+}
+
+/** The call was cut (or never sent) at the end of the shutdown grace: the client may retry. */
+function shutdownEnd(exchange: UpstreamExchange): {
+  kind: 'ended';
+  end: RequestEnd;
+  reply: GwError;
+} {
+  return {
+    kind: 'ended',
+    end: { kind: 'no_answer', cause: 'shutdown' },
+    reply: shutdownError(exchange.vendorLabel),
   };
 }
 

@@ -31,6 +31,7 @@ function createProxyPorts(deps: ProxyDeps): ProxyPorts {
     nowMs: Date.now,
     outputCounter: deps.services.tokenCounter,
     settle: (admission, outcome) => settleWithRetry(deps, admission, outcome),
+    shutdown: deps.shutdown,
   };
 }
 

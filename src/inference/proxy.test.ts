@@ -8,7 +8,10 @@ import {
   fakePorts,
   ScriptedVendor,
 } from '../../test/support/pipeline-fakes.js';
+import { UpstreamBody } from '../providers/upstream-body.js';
+import type { UpstreamCall } from '../providers/upstream.js';
 import { runProxy } from './proxy.js';
+import { ShutdownCut } from './shutdown-cut.js';
 
 const COMPLETION =
   '{"id":"c1","object":"chat.completion","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":4}}';
@@ -140,5 +143,59 @@ describe('runProxy', () => {
     await expect(runProxy(ports, broken, new FakeClient())).rejects.toThrow('bug');
     expect(ports.settled).toHaveLength(1);
     expect(ports.settled[0]).toMatchObject({ reason: 'gateway_error', inputTokens: 0 });
+  });
+
+  it('cuts a stream at the shutdown cut, even to a client that stopped reading', async () => {
+    // A vendor that sends one event and keeps its body open; a client that never drains.
+    let aborted = 0;
+    const body = new UpstreamBody({
+      pause: () => undefined,
+      resume: () => undefined,
+      abort: () => void (aborted += 1),
+    });
+    const call: UpstreamCall = {
+      response: Promise.resolve({ statusCode: 200, headers: {}, body }),
+      abort: () => {
+        aborted += 1;
+        body.fail(Object.assign(new Error('aborted'), { code: 'GW_UPSTREAM_ABORTED' }));
+      },
+    };
+    const shutdown = new ShutdownCut();
+    const ports = {
+      ...fakePorts(new ScriptedVendor([]), { countedOutputTokens: 1 }),
+      upstream: { request: () => call },
+      shutdown,
+    };
+    const client = new FakeClient(1);
+    client.drained = () => new Promise<void>(() => undefined);
+    const running = runProxy(ports, request(true), client);
+    body.push(Buffer.from('data: {"choices":[{"delta":{"content":"partial"}}]}\n\n'));
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    shutdown.cutAll();
+    const outcome = await running;
+    expect(aborted).toBeGreaterThan(0);
+    expect(outcome).toMatchObject({ kind: 'stream_end' });
+    const finalEvent = (outcome as { finalEvent: string }).finalEvent;
+    expect(finalEvent.startsWith('data: ')).toBe(true);
+    expect(JSON.parse(finalEvent.slice(6))).toMatchObject({ error: { code: 'gw_unavailable' } });
+    expect(ports.settled).toMatchObject([
+      { status: 'incomplete', reason: 'gateway_shutdown', inputTokens: 10, outputTokens: 1 },
+    ]);
+  });
+
+  it('sends nothing and charges nothing once the cut came before dispatch', async () => {
+    const vendor = new ScriptedVendor([]);
+    const shutdown = new ShutdownCut();
+    shutdown.cutAll();
+    const ports = { ...fakePorts(vendor), shutdown };
+    const outcome = await runProxy(ports, request(), new FakeClient());
+    expect(outcome).toMatchObject({
+      kind: 'error',
+      error: { code: 'gw_unavailable', status: 503 },
+    });
+    expect(vendor.requests).toHaveLength(0);
+    expect(ports.settled).toMatchObject([
+      { status: 'incomplete', reason: 'gateway_shutdown', inputTokens: 0, outputTokens: 0 },
+    ]);
   });
 });

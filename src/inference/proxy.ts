@@ -14,6 +14,8 @@ import { chargeFor, type RequestEnd } from './charging-policy.js';
 import { dispatchWithFailover, type DispatchClient, type DispatchPorts } from './failover.js';
 import { readJsonAnswer, relayStreamAnswer, type StreamSink } from './relay.js';
 import type { RequestOutcome } from './settlement.js';
+import type { SettledCounter } from './settle-retry.js';
+import type { ShutdownWatch } from './shutdown-cut.js';
 
 /** The gateway's services the inference routes hand the proxy step (ports are built from them). */
 export interface ProxyDeps {
@@ -21,6 +23,10 @@ export interface ProxyDeps {
   readonly upstream: UpstreamClient;
   readonly systemRoutes: SystemRoutes;
   readonly logger: Logger;
+  /** Cuts the vendor calls still in flight at the end of the shutdown grace. */
+  readonly shutdown?: ShutdownWatch;
+  /** Counts the settled requests and their costs (the metrics). */
+  readonly settledCounter?: SettledCounter;
 }
 
 /** The codes the proxy step answers with (for the routes' declarations). */
@@ -37,6 +43,8 @@ export interface ProxyPorts extends DispatchPorts {
   readonly outputCounter: Pick<TokenCounter, 'countOutput'>;
   /** Settles the request (releases its holds, charges, records); idempotent. */
   readonly settle: (admission: Admission, outcome: RequestOutcome) => Promise<void>;
+  /** The shutdown cut to watch (none: the call runs to its end). */
+  readonly shutdown?: ShutdownWatch;
 }
 
 export interface ProxyRequest {
@@ -67,14 +75,20 @@ export async function runProxy(
   client: ProxyClient,
 ): Promise<ProxyOutcome> {
   const { admission, exchange } = request;
+  const shutdown = ports.shutdown;
   const dispatchClient: DispatchClient = {
     get aborted() {
       return client.aborted;
     },
+    get cut() {
+      return shutdown?.cut === true;
+    },
     current: undefined,
   };
-  // The client went away: give up on the vendor call in flight (the stream's relay notices).
+  // The client went away, or the shutdown grace ended: give up on the vendor call in flight
+  // (the stream's relay notices).
   client.onAborted(() => dispatchClient.current?.abort());
+  const stopWatching = shutdown?.onCut(() => dispatchClient.current?.abort());
 
   let settled = false;
   let credentialId = admission.credentialId;
@@ -110,11 +124,12 @@ export async function runProxy(
         dispatched.response,
         client,
         ports.outputCounter,
+        shutdown,
       );
       await settle(relayed.end);
       return { kind: 'stream_end', finalEvent: relayed.finalEvent };
     }
-    const answered = await readJsonAnswer(exchange, dispatched.response, client);
+    const answered = await readJsonAnswer(exchange, dispatched.response, dispatchClient);
     await settle(answered.end);
     if (answered.reply === null) return { kind: 'client_gone' };
     return 'body' in answered.reply
@@ -126,5 +141,7 @@ export async function runProxy(
       await settle({ kind: 'not_dispatched', cause: 'gateway_error' }).catch(() => undefined);
     }
     throw error;
+  } finally {
+    stopWatching?.();
   }
 }

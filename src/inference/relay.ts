@@ -1,12 +1,13 @@
 // Reading a vendor's success answer: a JSON body read whole, or an SSE stream relayed to the
 // client event by event with backpressure. Each returns how the answer ended (for the charging
 // policy) and what the client still has to get; neither charges anything.
-import { gwError, type GwError } from '../errors.js';
+import { errorBody, gwError, type ErrorFlavor, type GwError } from '../errors.js';
 import type { HttpResponse } from '../http/types.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
 import type { StreamRelay, UpstreamExchange } from '../protocols/common/exchange.js';
 import type { UpstreamResponse } from '../providers/upstream.js';
 import type { ObservedUsage, RequestEnd } from './charging-policy.js';
+import { shutdownError, type ShutdownWatch } from './shutdown-cut.js';
 
 /** The client connection as a stream relay needs it. */
 export type StreamSink = Pick<HttpResponse, 'aborted' | 'writeHead' | 'write' | 'drained'>;
@@ -20,7 +21,7 @@ export interface JsonRelayed {
 export async function readJsonAnswer(
   exchange: UpstreamExchange,
   upstreamResponse: UpstreamResponse,
-  client: { readonly aborted: boolean },
+  client: { readonly aborted: boolean; readonly cut?: boolean },
 ): Promise<JsonRelayed> {
   const upstreamStatus = upstreamResponse.statusCode;
   let bytes: Buffer;
@@ -28,16 +29,19 @@ export async function readJsonAnswer(
     bytes = await upstreamResponse.body.bytes();
   } catch (error) {
     const clientGone = client.aborted;
+    const cut = !clientGone && client.cut === true;
     return {
       end: {
         kind: 'answer_broken',
         upstreamStatus,
-        cause: clientGone ? 'client_aborted' : failureCause(error),
+        cause: clientGone ? 'client_aborted' : cut ? 'shutdown' : failureCause(error),
         usage: {},
       },
       reply: clientGone
         ? null
-        : gwError('gw_upstream_error', `${exchange.vendorLabel} closed the response early`),
+        : cut
+          ? shutdownError(exchange.vendorLabel)
+          : gwError('gw_upstream_error', `${exchange.vendorLabel} closed the response early`),
     };
   }
   let payload: unknown;
@@ -73,11 +77,16 @@ export interface StreamRelayed {
   readonly finalEvent: string | null;
 }
 
+/**
+ * Relays a stream until its end, or until the shutdown cut (`shutdown`): the caller aborts the
+ * vendor call then; the relay stops waiting at once, even on a client that does not read.
+ */
 export async function relayStreamAnswer(
   exchange: UpstreamExchange,
   upstreamResponse: UpstreamResponse,
   sink: StreamSink,
   outputCounter: Pick<TokenCounter, 'countOutput'>,
+  shutdown?: ShutdownWatch,
 ): Promise<StreamRelayed> {
   const relay = exchange.createStreamRelay();
   sink.writeHead(200, SSE_HEADERS);
@@ -96,9 +105,13 @@ export async function relayStreamAnswer(
   // the client nothing. Whatever arrives after the terminal event is read and dropped.
   let relayStopped!: () => void;
   const stopped = new Promise<void>((resolve) => (relayStopped = resolve));
+  const stopWatching = shutdown?.onCut(() => relayStopped());
+  // After the cut nothing more reaches the client: what it got is what is charged.
+  const cutNow = (): boolean => shutdown?.cut === true && !relay.done;
   void (async () => {
     try {
       for await (const chunk of upstreamResponse.body) {
+        if (cutNow()) break;
         const out = relay.push(chunk);
         if (out.length > 0) {
           lastWriteMs = Date.now();
@@ -108,7 +121,7 @@ export async function relayStreamAnswer(
         if (sink.aborted) break;
         if (relay.done) relayStopped();
       }
-      const rest = relay.end();
+      const rest = cutNow() ? '' : relay.end();
       if (rest.length > 0) sink.write(rest);
     } catch (error) {
       if (!sink.aborted && !relay.done) upstreamFailure = error ?? new Error('stream failed');
@@ -118,6 +131,7 @@ export async function relayStreamAnswer(
   })();
   await stopped;
   clearInterval(keepAlive);
+  stopWatching?.();
 
   const usage: ObservedUsage = {
     reported: relay.usage,
@@ -127,29 +141,44 @@ export async function relayStreamAnswer(
       : await outputCounter.countOutput(relay.producedText),
   };
   const upstreamStatus = upstreamResponse.statusCode;
-  const cause = streamBreak(relay, sink, upstreamFailure);
+  const cause = streamBreak(relay, sink, upstreamFailure, shutdown?.cut === true);
   if (cause === undefined) {
     return {
       end: { kind: 'completed', upstreamStatus, stream: true, usage },
       finalEvent: relay.finalEvent,
     };
   }
-  // Closed without the terminal event: the client knows the stream is incomplete.
-  return { end: { kind: 'answer_broken', upstreamStatus, cause, usage }, finalEvent: null };
+  // Closed without the terminal event: the client knows the stream is incomplete. A cut at
+  // shutdown also says why, as an error event of the client's protocol (a retry may go to
+  // another instance).
+  const finalEvent =
+    cause === 'shutdown'
+      ? streamErrorEvent(shutdownError(exchange.vendorLabel), exchange.errorFlavor)
+      : null;
+  return { end: { kind: 'answer_broken', upstreamStatus, cause, usage }, finalEvent };
+}
+
+/** An error as a stream's error event: the messages protocol's `event: error`, else a `data:` error. */
+export function streamErrorEvent(error: GwError, flavor: ErrorFlavor): string {
+  const data = `data: ${errorBody(error, flavor)}\n\n`;
+  return flavor === 'messages' ? `event: error\n${data}` : data;
 }
 
 type BreakCause =
-  'client_aborted' | 'network_error' | 'timeout' | 'truncated' | 'vendor_error_event';
+  'client_aborted' | 'network_error' | 'timeout' | 'truncated' | 'vendor_error_event' | 'shutdown';
 
 /** Why a stream did not complete (undefined: it did). */
 function streamBreak(
   relay: StreamRelay,
   sink: StreamSink,
   upstreamFailure: unknown,
+  cutAtShutdown: boolean,
 ): BreakCause | undefined {
   if (sink.aborted) return 'client_aborted';
   if (relay.vendorErrorSeen) return 'vendor_error_event';
   if (relay.done && upstreamFailure === undefined) return undefined;
+  // Cut before its terminal event: charged for what was relayed up to the cut.
+  if (cutAtShutdown) return 'shutdown';
   if (upstreamFailure !== undefined) return failureCause(upstreamFailure);
   return 'truncated';
 }

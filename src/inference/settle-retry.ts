@@ -16,10 +16,16 @@ export interface SettleFallback {
   append(record: UsageRecord, accounts: RequestAccounts): Promise<void>;
 }
 
+/** Told of every request settled (or spooled to be): the metrics' counters. */
+export interface SettledCounter {
+  settled(record: UsageRecord): void;
+}
+
 export async function settleWithRetry(
   deps: {
     readonly services: { readonly budget: BudgetStore; readonly settleSpool?: SettleFallback };
     readonly logger: Logger;
+    readonly settledCounter?: SettledCounter;
   },
   admission: Admission,
   outcome: RequestOutcome,
@@ -28,6 +34,7 @@ export async function settleWithRetry(
   for (let attempt = 1; ; attempt += 1) {
     try {
       await deps.services.budget.settle(record, admission.accounts);
+      deps.settledCounter?.settled(record);
       return;
     } catch (error) {
       if (attempt >= SETTLE_ATTEMPTS) {
@@ -35,6 +42,7 @@ export async function settleWithRetry(
         if (spool) {
           try {
             await spool.append(record, admission.accounts);
+            deps.settledCounter?.settled(record); // charged once, when the spool replays it
             deps.logger.warn(
               { err: error, requestId: admission.requestId },
               'settle failed; usage spooled to disk until Redis is back',

@@ -2,6 +2,7 @@
 // batches, acknowledges only after commit, and claims entries left pending by instances that
 // died. A row Postgres refuses goes to the dead-letter table instead of blocking the rest.
 // A slow Postgres slows this loop, never the request path.
+import { setTimeout as delay } from 'node:timers/promises';
 import { isCluster, pipelineGroups, type RedisClient } from '../redis/connect.js';
 import type { Logger } from '../log.js';
 import { USAGE_CONSUMER_GROUP, type RedisKeys } from '../redis/keys.js';
@@ -33,13 +34,19 @@ export interface UsageWriterOptions {
 const REGISTRY_REFRESH_MS = 1000;
 const RETRY_BACKOFF_MS = 500;
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+/** Waits `ms`, or less when `signal` aborts (a stopping writer does not wait out a pause). */
+const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
+  delay(ms, undefined, { signal }).catch(() => undefined);
 
 export class UsageStreamWriter {
   private running = false;
+  /** Aborted by stop(): ends the loop's pauses at once. */
+  private stopping = new AbortController();
   private loop: Promise<void> | undefined;
   private streams: string[] = [];
   private readonly groupsCreated = new Set<string>();
+  /** Every stream this writer has read: kept when the registry or a group is lost. */
+  private readonly known = new Set<string>();
   private lastRegistryRefreshMs = 0;
   private lastClaimMs = 0;
   private readonly group: UsageStreamGroup;
@@ -60,12 +67,14 @@ export class UsageStreamWriter {
   start(): void {
     if (this.running) return;
     this.running = true;
+    this.stopping = new AbortController();
     this.loop = this.run();
   }
 
   /** Stops after the batch in hand is written, then drains what is left once. */
   async stop(): Promise<void> {
     this.running = false;
+    this.stopping.abort();
     await this.loop;
     await this.drainOnce().catch((error: unknown) =>
       this.logger.error({ err: error }, 'usage writer: final drain failed; entries stay in Redis'),
@@ -88,7 +97,7 @@ export class UsageStreamWriter {
       try {
         await this.refreshStreams(false);
         if (this.streams.length === 0) {
-          await sleep(this.options.flushIntervalMs);
+          await sleep(this.options.flushIntervalMs, this.stopping.signal);
           continue;
         }
         if (Date.now() - this.lastClaimMs > this.options.claimIdleMs / 2) {
@@ -107,13 +116,13 @@ export class UsageStreamWriter {
           elapsedMs < this.options.flushIntervalMs &&
           this.running
         ) {
-          await sleep(this.options.flushIntervalMs - elapsedMs);
+          await sleep(this.options.flushIntervalMs - elapsedMs, this.stopping.signal);
         }
       } catch (error) {
         // A Redis that restarted empty has lost the consumer groups: create them again.
         if (String((error as Error).message).includes('NOGROUP')) this.groupsCreated.clear();
         this.logger.error({ err: error }, 'usage writer: iteration failed; retrying');
-        await sleep(RETRY_BACKOFF_MS);
+        await sleep(RETRY_BACKOFF_MS, this.stopping.signal);
       }
     }
   }
@@ -121,7 +130,11 @@ export class UsageStreamWriter {
   /**
    * Reads the registry and makes the group on streams new to this writer. On a cluster, one
    * shard that is away (the registry's, or a stream's) holds up nothing else: the last list
-   * is kept, and a stream whose group could not be made is read once it can be.
+   * is kept, and a stream whose group could not be made is read once it can be. A stream this
+   * writer has read stays on its list even when the registry no longer names it (the registry's
+   * shard restarted empty while the stream's did not, or both did and the records settled since
+   * wait in the new stream): it is put back in the registry, so other writers and the pending
+   * gauge see it again without waiting for the gateways to announce their orgs anew.
    */
   private async refreshStreams(force: boolean): Promise<void> {
     const now = Date.now();
@@ -129,14 +142,17 @@ export class UsageStreamWriter {
     this.lastRegistryRefreshMs = now;
     let registered: string[];
     try {
-      registered = (await this.redis.smembers(this.keys.usageStreamRegistry())).sort();
+      registered = await this.redis.smembers(this.keys.usageStreamRegistry());
     } catch (error) {
       if (this.streams.length === 0) throw error;
       this.logger.warn({ err: error }, 'usage writer: stream registry unreadable; using the last');
       return;
     }
+    const named = new Set(registered);
+    const forgotten = [...this.known].filter((stream) => !named.has(stream));
+    if (forgotten.length > 0) await this.reRegister(forgotten);
     const streams: string[] = [];
-    for (const stream of registered) {
+    for (const stream of [...new Set([...registered, ...forgotten])].sort()) {
       if (!this.groupsCreated.has(stream)) {
         try {
           await createGroup(this.redis, stream);
@@ -145,10 +161,21 @@ export class UsageStreamWriter {
           continue;
         }
         this.groupsCreated.add(stream);
+        this.known.add(stream);
       }
       streams.push(stream);
     }
     this.streams = streams;
+  }
+
+  /** Puts streams the registry lost back in it (best effort: the next refresh tries again). */
+  private async reRegister(streams: readonly string[]): Promise<void> {
+    this.logger.warn({ count: streams.length }, 'usage writer: registry lost streams; re-adding');
+    await this.redis
+      .sadd(this.keys.usageStreamRegistry(), ...streams)
+      .catch((error: unknown) =>
+        this.logger.warn({ err: error }, 'usage writer: registry not repaired yet'),
+      );
   }
 
   private async read(block: boolean): Promise<StreamBatch> {

@@ -1,8 +1,11 @@
 // One master of a Redis Cluster killed and restarted empty (no persistence) under a running
 // gateway: the orgs whose slots it serves get a clean 503 while it is away, the orgs on the
 // other shards go on being served, and once it is back every account of its orgs is rebuilt
-// from Postgres, exactly — the rebuild works per shard. A private cluster: the shared one is
-// never killed. (It does not require full coverage, so the other shards keep answering.)
+// from Postgres, exactly — the rebuild works per shard. The master killed is the one that also
+// holds the usage stream registry, so it comes back without the registry: the writers keep
+// reading the streams they knew and put them back (before, the victim's records waited for the
+// gateway's next announcement, a minute later). A private cluster: the shared one is never
+// killed. (It does not require full coverage, so the other shards keep answering.)
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectRedis, keySlot, redisTarget, whenReady } from '../../src/redis/connect.js';
 import { createRedisKeys } from '../../src/redis/keys.js';
@@ -43,19 +46,22 @@ afterAll(async () => {
   await db.end();
 });
 
-/** The port of the master that serves an org's keys. */
-async function masterPortOf(orgId: string): Promise<number> {
+/** The port of the master that serves a key. */
+async function masterPortOfKey(key: string): Promise<number> {
   const client = connectRedis(redisTarget({ REDIS_URL: '', REDIS_CLUSTER_NODES: cluster.nodes }), {
     maxRetriesPerRequest: 2,
   });
   try {
     await whenReady(client);
-    const [node] = (client as import('ioredis').Cluster).slots[keySlot(keys.wallet(orgId))]!;
+    const [node] = (client as import('ioredis').Cluster).slots[keySlot(key)]!;
     return Number(node!.split(':').at(-1));
   } finally {
     client.disconnect();
   }
 }
+
+/** The port of the master that serves an org's keys. */
+const masterPortOf = (orgId: string): Promise<number> => masterPortOfKey(keys.wallet(orgId));
 
 const send = (org: SeededOrg) =>
   postJson<{ error?: { code: string } }>(
@@ -83,9 +89,10 @@ const nano = (text: string): bigint => BigInt(text.replace('.', ''));
 
 describe('a cluster master restarted empty', () => {
   it('fails its orgs closed, serves the other shards, and rebuilds its accounts from Postgres', async () => {
-    // Two orgs on different masters.
-    const victim = await seed(env);
-    const victimPort = await masterPortOf(victim.org_id);
+    // Two orgs on different masters, the victim's also holding the stream registry.
+    const victimPort = await masterPortOfKey(keys.usageStreamRegistry());
+    let victim = await seed(env);
+    while ((await masterPortOf(victim.org_id)) !== victimPort) victim = await seed(env);
     let bystander = await seed(env);
     while ((await masterPortOf(bystander.org_id)) === victimPort) bystander = await seed(env);
 

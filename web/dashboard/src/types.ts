@@ -170,6 +170,8 @@ export interface Wallet {
   readonly reserved: string;
   readonly available: string;
   readonly currency: string;
+  /** Whether this gateway takes top-ups from the dashboard (DASHBOARD_WALLET_TOPUP). */
+  readonly top_ups_enabled: boolean;
 }
 
 export interface WalletTransaction {

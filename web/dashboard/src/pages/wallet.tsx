@@ -66,7 +66,14 @@ function WalletPage({ org }: { org: OrgSummary }) {
           </div>
         </div>
       )}
-      {manage && wallet.data && (
+      {manage && wallet.data && !wallet.data.top_ups_enabled && (
+        <p class="muted">
+          This gateway takes no top-ups from the dashboard. Its operator adds funds with{' '}
+          <code>gw wallet topup</code> (or turns dashboard top-ups on with{' '}
+          <code>DASHBOARD_WALLET_TOPUP</code>).
+        </p>
+      )}
+      {manage && wallet.data?.top_ups_enabled && (
         <TopUp
           base={base}
           currency={wallet.data.currency}

@@ -15,6 +15,7 @@ import {
   ShownOnce,
   Status,
 } from '../ui.js';
+import { EVENT_TYPES as ALL_EVENT_TYPES } from '../../../../src/webhooks/events.js';
 import type { OrgPage } from './page.js';
 
 export const webhooksPage: OrgPage = {
@@ -23,24 +24,12 @@ export const webhooksPage: OrgPage = {
   Component: ({ org }) => <WebhooksPage org={org} />,
 };
 
-/** The event types gw sends (src/webhooks/events.ts; docs/webhooks.md describes each). */
-const EVENT_TYPES = [
-  'product_user.created',
-  'product_user.blocked',
-  'product_user.unblocked',
-  'product_user.allowance_threshold',
-  'credit_grant.created',
-  'credit_grant.revoked',
-  'credit_grant.expired',
-  'cap.threshold',
-  'wallet.low_balance',
-  'provider_credential.failed_over',
-  'provider_credential.rejected',
-  'api_key.created',
-  'api_key.revoked',
-  'oauth_connection.created',
-  'oauth_connection.revoked',
-] as const;
+/**
+ * The event types an endpoint can subscribe to: the gateway's own catalogue (docs/webhooks.md
+ * describes each), less the test event, which goes to the endpoint it is sent to whatever it
+ * subscribes to.
+ */
+const SUBSCRIBABLE_EVENT_TYPES = ALL_EVENT_TYPES.filter((type) => type !== 'webhook.test');
 
 interface Endpoint {
   readonly id: string;
@@ -310,7 +299,7 @@ function CreateEndpoint(props: {
       <fieldset>
         <legend>Events (none ticked: every event)</legend>
         <div class="checks">
-          {EVENT_TYPES.map((type) => (
+          {SUBSCRIBABLE_EVENT_TYPES.map((type) => (
             <label class="check" key={type}>
               <input
                 type="checkbox"

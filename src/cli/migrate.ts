@@ -1,0 +1,25 @@
+// gw migrate: applies the migrations the database lacks, under the same advisory lock as a
+// gateway's boot, and prints their names. Needs Postgres only. Run it before rolling out an
+// image whose migrations take long on a large ledger (a Kubernetes init container or job):
+// a gateway that migrates at boot would otherwise outlast its startup probe.
+import { loadConfig } from '../config.js';
+import { ensureDatabase, migrate } from '../db/migrate.js';
+import { createDbPool } from '../db/pool.js';
+import { cliIo } from './io.js';
+import { printJson, UsageError } from './output.js';
+
+export const migrateHelp = `gw migrate
+  Applies the database migrations not applied yet (what a gateway does at boot) and prints
+  {"applied": [names]}. Needs DATABASE_URL only.`;
+
+export async function migrateCommand(argv: string[]): Promise<void> {
+  if (argv.length > 0) throw new UsageError(`gw migrate takes no arguments (got ${argv[0]})`);
+  const config = loadConfig(cliIo().env);
+  await ensureDatabase(config.DATABASE_URL);
+  const db = createDbPool(config.DATABASE_URL, 1);
+  try {
+    printJson({ applied: await migrate(db) });
+  } finally {
+    await db.end();
+  }
+}

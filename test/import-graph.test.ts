@@ -1,0 +1,79 @@
+// The folders of src/ import each other without a cycle: each folder can be read, tested and
+// changed knowing only the folders below it. A file at the top of src/ (main.ts, money.ts,
+// errors.ts, …) counts as a module of its own: the composition root imports every folder, and
+// every folder imports the money and error kernels, without the two being one knot.
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, normalize, relative, sep } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const SRC = 'src';
+const IMPORT = /(?:import|export)[^'"]*?from\s+['"](\.[^'"]+)['"]/gs;
+
+function sourceFiles(folder: string): string[] {
+  return readdirSync(folder, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(folder, entry.name);
+    if (entry.isDirectory()) return sourceFiles(path);
+    return entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts') ? [path] : [];
+  });
+}
+
+/** The top-level folder of src/ a file is in, or the file itself at the top. */
+const moduleOf = (file: string): string => relative(SRC, file).split(sep)[0]!;
+
+function folderGraph(): Map<string, Set<string>> {
+  const graph = new Map<string, Set<string>>();
+  for (const file of sourceFiles(SRC)) {
+    const from = moduleOf(file);
+    for (const [, specifier] of readFileSync(file, 'utf8').matchAll(IMPORT)) {
+      const target = normalize(join(dirname(file), specifier!)).replace(/\.js$/, '.ts');
+      if (!target.startsWith(`${SRC}${sep}`)) continue;
+      const to = moduleOf(target);
+      if (to === from) continue;
+      graph.set(from, (graph.get(from) ?? new Set()).add(to));
+    }
+  }
+  return graph;
+}
+
+/** One cycle through the graph, as the modules on it, or undefined. */
+function findCycle(graph: Map<string, Set<string>>): string[] | undefined {
+  const state = new Map<string, 'open' | 'done'>();
+  const path: string[] = [];
+  const visit = (node: string): string[] | undefined => {
+    state.set(node, 'open');
+    path.push(node);
+    for (const next of graph.get(node) ?? []) {
+      if (state.get(next) === 'open') return [...path.slice(path.indexOf(next)), next];
+      if (state.get(next) === undefined) {
+        const found = visit(next);
+        if (found) return found;
+      }
+    }
+    path.pop();
+    state.set(node, 'done');
+    return undefined;
+  };
+  for (const node of graph.keys()) {
+    if (state.get(node) === undefined) {
+      const found = visit(node);
+      if (found) return found;
+    }
+  }
+  return undefined;
+}
+
+describe('the import graph of src/', () => {
+  it('has no cycle between folders', () => {
+    const graph = folderGraph();
+    expect(graph.size).toBeGreaterThan(15); // the walk found the folders
+    expect(findCycle(graph)?.join(' → ')).toBeUndefined();
+  });
+
+  it('finds a cycle when there is one (the check can fail)', () => {
+    const graph = new Map([
+      ['billing', new Set(['ledger'])],
+      ['ledger', new Set(['money.ts', 'billing'])],
+    ]);
+    expect(findCycle(graph)).toEqual(['billing', 'ledger', 'billing']);
+  });
+});
