@@ -97,18 +97,11 @@ export class GatewayMetrics {
       this.vendorCostNano,
     );
     if (pendingUsageRecords) {
-      new Gauge({
-        name: 'gw_usage_records_pending',
-        help: 'Usage records settled in Redis and not yet written to Postgres (every org); rising: Postgres is slow or down',
-        registers: [this.registry],
-        // Every worker counts the same Redis streams: the cluster's value is one of them.
-        aggregator: 'max',
-        async collect() {
-          // Redis unreachable: the scrape still answers, with the last value counted.
-          const pending = await bounded(pendingUsageRecords());
-          if (pending !== undefined) this.set(pending);
-        },
-      });
+      this.sharedCountGauge(
+        'gw_usage_records_pending',
+        'Usage records settled in Redis and not yet written to Postgres (every org); rising: Postgres is slow or down',
+        pendingUsageRecords,
+      );
     }
     const { dependencies, webhookDeliveriesDue } = probes;
     if (dependencies) {
@@ -129,17 +122,30 @@ export class GatewayMetrics {
       });
     }
     if (webhookDeliveriesDue) {
-      new Gauge({
-        name: 'gw_webhook_deliveries_due',
-        help: 'Webhook deliveries whose attempt is due and not yet made (every instance’s; the backlog)',
-        registers: [this.registry],
-        aggregator: 'max',
-        async collect() {
-          const due = await bounded(webhookDeliveriesDue());
-          if (due !== undefined) this.set(due);
-        },
-      });
+      this.sharedCountGauge(
+        'gw_webhook_deliveries_due',
+        'Webhook deliveries whose attempt is due and not yet made (every instance’s; the backlog)',
+        webhookDeliveriesDue,
+      );
     }
+  }
+
+  /**
+   * A gauge counted at each scrape from what every instance and worker reads alike (Redis
+   * streams, Postgres): the cluster's value is one of them. A count that fails or hangs
+   * leaves the last value, so the scrape still answers.
+   */
+  private sharedCountGauge(name: string, help: string, count: () => Promise<number>): void {
+    new Gauge({
+      name,
+      help,
+      registers: [this.registry],
+      aggregator: 'max',
+      async collect() {
+        const value = await bounded(count());
+        if (value !== undefined) this.set(value);
+      },
+    });
   }
 
   /** A counter in this registry (a method, so the fields above read as a table). */
