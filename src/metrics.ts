@@ -25,12 +25,11 @@ export interface ScrapeProbes {
 
 export class GatewayMetrics {
   readonly registry = new Registry();
-  private readonly requests = new Counter({
-    name: 'gw_http_requests_total',
-    help: 'HTTP requests by route and status (499: the client went away first)',
-    labelNames: ['route', 'status'] as const,
-    registers: [this.registry],
-  });
+  private readonly requests = this.counter(
+    'gw_http_requests_total',
+    'HTTP requests by route and status (499: the client went away first)',
+    ['route', 'status'],
+  );
   private readonly latency = new Histogram({
     name: 'gw_http_request_duration_seconds',
     help: 'Time from the request to its last byte, by route',
@@ -38,51 +37,44 @@ export class GatewayMetrics {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     registers: [this.registry],
   });
-  readonly usageRowsWritten = new Counter({
-    name: 'gw_usage_rows_written_total',
-    help: 'Usage records the batch writer committed to Postgres',
-    registers: [this.registry],
-  });
-  readonly usageWriteFailures = new Counter({
-    name: 'gw_usage_write_failures_total',
-    help: 'Failed batch writes to Postgres (retried; the records stay in Redis)',
-    registers: [this.registry],
-  });
+  readonly usageRowsWritten = this.counter(
+    'gw_usage_rows_written_total',
+    'Usage records the batch writer committed to Postgres',
+  );
+  readonly usageWriteFailures = this.counter(
+    'gw_usage_write_failures_total',
+    'Failed batch writes to Postgres (retried; the records stay in Redis)',
+  );
 
-  readonly usageDeadLetters = new Counter({
-    name: 'gw_usage_dead_letters_total',
-    help: 'Usage stream entries moved to usage_dead_letters (Postgres refused the row, or not a record); each needs an operator',
-    registers: [this.registry],
-  });
-  readonly settleSpooled = new Counter({
-    name: 'gw_settle_spooled_total',
-    help: 'Settles that failed after the vendor answered and were written to the local settle spool',
-    registers: [this.registry],
-  });
-  readonly settleSpoolReplayed = new Counter({
-    name: 'gw_settle_spool_replayed_total',
-    help: 'Spooled settles applied (or found already recorded) and retired from the spool',
-    registers: [this.registry],
-  });
+  readonly usageDeadLetters = this.counter(
+    'gw_usage_dead_letters_total',
+    'Usage stream entries moved to usage_dead_letters (Postgres refused the row, or not a record); each needs an operator',
+  );
+  readonly settleSpooled = this.counter(
+    'gw_settle_spooled_total',
+    'Settles that failed after the vendor answered and were written to the local settle spool',
+  );
+  readonly settleSpoolReplayed = this.counter(
+    'gw_settle_spool_replayed_total',
+    'Spooled settles applied (or found already recorded) and retired from the spool',
+  );
   readonly settleSpoolPending = new Gauge({
     name: 'gw_settle_spool_pending',
     help: 'Spooled settles of this instance still waiting for Redis (not yet charged or recorded)',
     registers: [this.registry],
   });
 
-  readonly webhookAttempts = new Counter({
-    name: 'gw_webhook_attempts_total',
-    help: 'Webhook delivery attempts of this instance: delivered (2xx), refused (another status), no_answer (timeout, network, refused address)',
-    labelNames: ['outcome'] as const,
-    registers: [this.registry],
-  });
+  readonly webhookAttempts = this.counter(
+    'gw_webhook_attempts_total',
+    'Webhook delivery attempts of this instance: delivered (2xx), refused (another status), no_answer (timeout, network, refused address)',
+    ['outcome'],
+  );
 
-  private readonly settledRequests = new Counter({
-    name: 'gw_settled_requests_total',
-    help: 'Inference requests settled (charged and recorded, or spooled to be) by this instance, by vendor and end reason (docs/charging.md)',
-    labelNames: ['vendor', 'end_reason'] as const,
-    registers: [this.registry],
-  });
+  private readonly settledRequests = this.counter(
+    'gw_settled_requests_total',
+    'Inference requests settled (charged and recorded, or spooled to be) by this instance, by vendor and end reason (docs/charging.md)',
+    ['vendor', 'end_reason'],
+  );
   /** Exact sums (bigint nano-units) behind the cost counters, by their label values. */
   private readonly sellCostNano = new Map<string, bigint>();
   private readonly vendorCostNano = new Map<string, bigint>();
@@ -105,18 +97,11 @@ export class GatewayMetrics {
       this.vendorCostNano,
     );
     if (pendingUsageRecords) {
-      new Gauge({
-        name: 'gw_usage_records_pending',
-        help: 'Usage records settled in Redis and not yet written to Postgres (every org); rising: Postgres is slow or down',
-        registers: [this.registry],
-        // Every worker counts the same Redis streams: the cluster's value is one of them.
-        aggregator: 'max',
-        async collect() {
-          // Redis unreachable: the scrape still answers, with the last value counted.
-          const pending = await bounded(pendingUsageRecords());
-          if (pending !== undefined) this.set(pending);
-        },
-      });
+      this.sharedCountGauge(
+        'gw_usage_records_pending',
+        'Usage records settled in Redis and not yet written to Postgres (every org); rising: Postgres is slow or down',
+        pendingUsageRecords,
+      );
     }
     const { dependencies, webhookDeliveriesDue } = probes;
     if (dependencies) {
@@ -137,17 +122,39 @@ export class GatewayMetrics {
       });
     }
     if (webhookDeliveriesDue) {
-      new Gauge({
-        name: 'gw_webhook_deliveries_due',
-        help: 'Webhook deliveries whose attempt is due and not yet made (every instance’s; the backlog)',
-        registers: [this.registry],
-        aggregator: 'max',
-        async collect() {
-          const due = await bounded(webhookDeliveriesDue());
-          if (due !== undefined) this.set(due);
-        },
-      });
+      this.sharedCountGauge(
+        'gw_webhook_deliveries_due',
+        'Webhook deliveries whose attempt is due and not yet made (every instance’s; the backlog)',
+        webhookDeliveriesDue,
+      );
     }
+  }
+
+  /**
+   * A gauge counted at each scrape from what every instance and worker reads alike (Redis
+   * streams, Postgres): the cluster's value is one of them. A count that fails or hangs
+   * leaves the last value, so the scrape still answers.
+   */
+  private sharedCountGauge(name: string, help: string, count: () => Promise<number>): void {
+    new Gauge({
+      name,
+      help,
+      registers: [this.registry],
+      aggregator: 'max',
+      async collect() {
+        const value = await bounded(count());
+        if (value !== undefined) this.set(value);
+      },
+    });
+  }
+
+  /** A counter in this registry (a method, so the fields above read as a table). */
+  private counter<Label extends string = never>(
+    name: string,
+    help: string,
+    labelNames: readonly Label[] = [],
+  ): Counter<Label> {
+    return new Counter({ name, help, labelNames, registers: [this.registry] });
   }
 
   requestFinished(route: string, status: number, durationMs: number): void {

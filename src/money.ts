@@ -79,6 +79,13 @@ export function nanoToNumeric(nano: bigint): string {
   return formatNano(nano);
 }
 
+/** A stored amount (Postgres numeric text) as the API shows it; an absent one stays null. */
+export function formatNumeric(text: string): string;
+export function formatNumeric(text: string | null): string | null;
+export function formatNumeric(text: string | null): string | null {
+  return text === null ? null : formatNano(numericToNano(text));
+}
+
 /** A per-token price in 1e-18 currency units (atto-units), so catalogue prices stay exact. */
 export interface TokenPrice {
   readonly attoPerToken: bigint;

@@ -7,12 +7,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { ApiKeyIdentity } from '../src/auth/api-key-store.js';
 import { gwError } from '../src/errors.js';
-import { sendJson } from '../src/http/respond.js';
 import { createHttpServer, type HttpServer } from '../src/http/server.js';
 import { createLogger } from '../src/log.js';
 import { buildOpenApiDocument } from '../src/openapi/document.js';
 import { bindRoutes } from '../src/routes/framework/bind.js';
-import { declareRoute, type Authenticators } from '../src/routes/framework/declaration.js';
+import { answer, declareRoute, type Authenticators } from '../src/routes/framework/declaration.js';
 import { routeDeclarations } from '../src/routes/index.js';
 import { getJson, postJson } from './support/http.js';
 
@@ -38,8 +37,12 @@ const echoRoute = declareRoute({
   body: z.strictObject({ word: z.string().max(10) }),
   responses: { 200: { description: 'the word', schema: z.object({ word: z.string() }) } },
   errors: ['gw_model_not_allowed'],
-  handler({ caller, body }, response, deps: { readonly suffix: string }) {
-    sendJson(response, 200, { word: `${body.word}${deps.suffix}`, key_id: caller.keyId });
+  handler({ caller, body }, deps: { readonly suffix: string }) {
+    // A refusal is returned (or thrown, from anywhere below the handler) as a GwError.
+    if (body.word === 'no') return gwError('gw_model_not_allowed', 'returned refusal');
+    if (body.word === 'throw') throw gwError('gw_model_not_allowed', 'thrown refusal');
+    if (body.word === 'new') return answer(201, { created: true });
+    return { word: `${body.word}${deps.suffix}`, key_id: caller.keyId };
   },
 });
 
@@ -53,8 +56,8 @@ const formRoute = declareRoute({
   bodyEncoding: 'form',
   responses: { 200: { description: 'the word' } },
   errors: [],
-  handler({ caller, body }, response) {
-    sendJson(response, 200, { word: body.word, client: caller.clientId });
+  handler({ caller, body }) {
+    return { word: body.word, client: caller.clientId };
   },
 });
 
@@ -101,6 +104,22 @@ describe('a route declared in one place', () => {
     );
     expect(answer.status).toBe(200);
     expect(answer.body).toEqual({ word: 'hi!', key_id: 'key_test' });
+  });
+
+  it('answers what its handler returns or throws: a body, a body with its own status, a GwError', async () => {
+    const post = (word: string) =>
+      postJson(`${base}/v1/echo`, { word }, { authorization: `Bearer ${GOOD_KEY}` });
+    const created = await post('new');
+    expect([created.status, created.body]).toEqual([201, { created: true }]);
+    expect(created.headers.get('content-type')).toBe('application/json');
+    for (const [word, message] of [
+      ['no', 'returned refusal'],
+      ['throw', 'thrown refusal'],
+    ] as const) {
+      const refused = await post(word);
+      expect(refused.status).toBe(403);
+      expect(refused.body).toEqual({ error: { code: 'gw_model_not_allowed', message } });
+    }
   });
 
   it('is authenticated by its caller kind before its handler runs', async () => {

@@ -3,7 +3,7 @@
 // never logged or audited. Every change reaches every instance's key cache through the key
 // store's invalidation (its generation guard keeps a racing lookup from caching the old state),
 // and writes its webhook event (api_key.created / api_key.revoked) in its transaction.
-import { recordAudit } from '../audit/audit.js';
+import { changeAudited, recordAudit } from '../audit/audit.js';
 import type { ApiKeyStore } from '../auth/api-key-store.js';
 import { CURSOR_COLUMN, readPage, type Page, type PageRequest } from '../db/pages.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
@@ -197,21 +197,13 @@ export async function revokeApiKeyAs(
     return apiKeyById(db, keyId);
   }
   const row = await withTransaction(db, async (client) => {
-    const { rows } = await client.query<{ org_id: string }>(
+    const revoked = await changeAudited(
+      client,
       `UPDATE api_keys SET status = 'revoked', revoked_at = now()
         WHERE id = $1 AND status = 'active' RETURNING org_id`,
       [keyId],
+      { userId: actor.userId, action: 'api_key.revoke', objectType: 'api_key', objectId: keyId },
     );
-    const revoked = rows[0];
-    if (revoked) {
-      await recordAudit(client, {
-        orgId: revoked.org_id,
-        userId: actor.userId,
-        action: 'api_key.revoke',
-        objectType: 'api_key',
-        objectId: keyId,
-      });
-    }
     const { rows: found } = await client.query<ApiKeyRow>(
       `SELECT ${COLUMNS} FROM api_keys WHERE id = $1`,
       [keyId],

@@ -12,7 +12,7 @@ import { withTransaction, type DbPool } from '../db/pool.js';
 import { newId } from '../ids.js';
 import {
   assertAmountInRange,
-  formatNano,
+  formatNumeric,
   nanoToNumeric,
   numericToNano,
   SETTLEMENT_CURRENCY,
@@ -126,20 +126,12 @@ interface ActiveRuleRow {
   updated_at: Date;
 }
 
-/** A cap rule row as the webhook events read it (CAP_RULE_VIEW_COLUMNS). */
-export interface RuleRow {
-  id: string;
+/** A cap rule row as the webhook events read it (CAP_RULE_VIEW_COLUMNS): with its target. */
+export interface RuleRow extends ActiveRuleRow {
   scope: string;
   org_id: string;
   app_connection_id: string | null;
   product_user_id: string | null;
-  amount: string | null;
-  per_user_amount: string | null;
-  currency: string;
-  period: string;
-  credit_mode: string | null;
-  overrun_policy: string | null;
-  updated_at: Date;
 }
 
 /** The columns capRuleView reads. */
@@ -154,8 +146,8 @@ export function capRuleView(rule: RuleRow): Record<string, unknown> {
     org_id: rule.org_id,
     app_connection_id: rule.app_connection_id,
     product_end_user_id: rule.product_user_id,
-    amount: nanoOrNull(rule.amount),
-    per_user_amount: nanoOrNull(rule.per_user_amount),
+    amount: formatNumeric(rule.amount),
+    per_user_amount: formatNumeric(rule.per_user_amount),
     currency: rule.currency.trim(),
     period: rule.period,
     credit_mode: rule.credit_mode,
@@ -187,15 +179,12 @@ const targetId = (target: CapTarget): string =>
       ? target.appConnectionId
       : target.productUserId;
 
-const nanoOrNull = (text: string | null): string | null =>
-  text === null ? null : formatNano(numericToNano(text));
-
 function ruleView(row: ActiveRuleRow | undefined): CapRuleView | null {
   if (!row) return null;
   return {
     cap_rule_id: row.id,
-    amount: nanoOrNull(row.amount),
-    per_user_amount: nanoOrNull(row.per_user_amount),
+    amount: formatNumeric(row.amount),
+    per_user_amount: formatNumeric(row.per_user_amount),
     currency: row.currency.trim(),
     period: row.period,
     credit_mode: row.credit_mode,

@@ -7,7 +7,7 @@ import type { WalletService } from '../billing/wallets.js';
 import type { DbPool } from '../db/pool.js';
 import { formatNano, numericToNano, SETTLEMENT_CURRENCY } from '../money.js';
 import { monthlyPeriod } from '../periods.js';
-import { isoDay } from '../ledger/usage-rollups.js';
+import { isoDay, type RollupSumsText } from '../ledger/usage-rollups.js';
 import { readWallet, type WalletView } from './wallet.js';
 
 /** How many models and product users the overview ranks. */
@@ -47,14 +47,7 @@ export async function orgOverview(
   const period = monthlyPeriod(now, null);
   const range = [orgId, isoDay(period.start), isoDay(period.end), SETTLEMENT_CURRENCY];
   const [totals, models, users, cap, wallet] = await Promise.all([
-    db.query<{
-      requests: string;
-      input_tokens: string;
-      output_tokens: string;
-      total_tokens: string;
-      sell_cost: string;
-      wallet_cost: string;
-    }>(
+    db.query<RollupSumsText>(
       `SELECT COALESCE(sum(requests), 0)::text AS requests,
               COALESCE(sum(input_tokens), 0)::text AS input_tokens,
               COALESCE(sum(output_tokens), 0)::text AS output_tokens,

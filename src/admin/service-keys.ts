@@ -3,7 +3,7 @@
 // module once, in the answer to its creation; it is never logged or audited. A status change
 // drops every instance's service-key cache: this instance's at once, the others' over pub/sub.
 import type { RedisClient } from '../redis/connect.js';
-import { recordAudit } from '../audit/audit.js';
+import { changeAudited, recordAudit } from '../audit/audit.js';
 import type { ServiceKeyStore } from '../auth/service-key-store.js';
 import { publishInvalidation } from '../cache/invalidation.js';
 import { CURSOR_COLUMN, readPage, type Page, type PageRequest } from '../db/pages.js';
@@ -115,21 +115,18 @@ export async function setServiceKeyStatusAs(
   status: 'revoked' | 'disabled',
 ): Promise<ServiceKeyRow | null> {
   const row = await withTransaction(db, async (client) => {
-    const { rows } = await client.query<{ org_id: string }>(
+    await changeAudited(
+      client,
       `UPDATE service_keys SET status = $2
         WHERE id = $1 AND status <> 'revoked' AND status <> $2 RETURNING org_id`,
       [keyId, status],
-    );
-    const changed = rows[0];
-    if (changed) {
-      await recordAudit(client, {
-        orgId: changed.org_id,
+      {
         userId: actor.userId,
         action: status === 'revoked' ? 'service_key.revoke' : 'service_key.disable',
         objectType: 'service_key',
         objectId: keyId,
-      });
-    }
+      },
+    );
     const { rows: found } = await client.query<ServiceKeyRow>(
       `SELECT ${COLUMNS} FROM service_keys WHERE id = $1`,
       [keyId],

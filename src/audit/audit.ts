@@ -27,3 +27,19 @@ export async function recordAudit(db: Pick<DbPool, 'query'>, entry: AuditEntry):
     ],
   );
 }
+
+/**
+ * Runs a change that returns the rows it touched (`RETURNING org_id, …`) and, when it
+ * touched one, audits it in the same transaction. Changing nothing is not audited.
+ */
+export async function changeAudited<Row extends { org_id: string }>(
+  client: Pick<DbPool, 'query'>,
+  sql: string,
+  params: readonly unknown[],
+  entry: Omit<AuditEntry, 'orgId'>,
+): Promise<Row | undefined> {
+  const { rows } = await client.query<Row>(sql, [...params]);
+  const changed = rows[0];
+  if (changed) await recordAudit(client, { orgId: changed.org_id, ...entry });
+  return changed;
+}

@@ -21,13 +21,14 @@ import {
   type ApiKeyIdentity,
   type ApiKeyRecords,
 } from './api-key-records.js';
-import { keyLookupGate, shedWhenGateFull, type KeyLookupOptions } from './key-lookup.js';
 import {
-  describeSecretKind,
-  headerProblem,
-  readPresentedSecret,
-  secretKindOf,
-} from './presented-secret.js';
+  NEGATIVE_TTL_MS,
+  keyCache,
+  keyLookupGate,
+  shedWhenGateFull,
+  type KeyLookupOptions,
+} from './key-lookup.js';
+import { describeSecretKind, presentedSecretOf } from './presented-secret.js';
 
 export type { ApiKeyIdentity, ApiKeyRecords } from './api-key-records.js';
 
@@ -35,11 +36,6 @@ const API_KEY_FORMAT = /^gw_[0-9A-Za-z]{32,64}$/;
 /** An OAuth connection's token: the same record, cache and revocation as an API key. */
 const OAUTH_TOKEN_FORMAT = /^gw_oauth_[0-9A-Za-z]{32,64}$/;
 const REDIS_CACHE_TTL_S = 300;
-/**
- * Misses are kept briefly. A new key cannot be shadowed by one: its hash comes from a fresh
- * random secret that nobody could have presented before it existed.
- */
-const NEGATIVE_TTL_MS = 5_000;
 const MAX_CACHED_KEYS = 100_000;
 const MAX_CACHED_BYTES = 64 * 1024 * 1024;
 
@@ -66,9 +62,7 @@ export class ApiKeyStore implements InvalidatedCache {
   ) {
     this.records = options.records ?? new PostgresApiKeyRecords(db);
     this.gate = keyLookupGate(options);
-    this.cache = new LocalCache({
-      ttlMs: cacheTtlMs,
-      negativeTtlMs: Math.min(cacheTtlMs, NEGATIVE_TTL_MS),
+    this.cache = keyCache(cacheTtlMs, {
       maxEntries: MAX_CACHED_KEYS,
       maxBytes: MAX_CACHED_BYTES,
     });
@@ -80,15 +74,9 @@ export class ApiKeyStore implements InvalidatedCache {
    * record of its connection), or the spec's error for it (never echoing the secret).
    */
   async authenticate(headers: Readonly<Record<string, string>>): Promise<ApiKeyIdentity | GwError> {
-    const presented = readPresentedSecret(headers, { xApiKey: true });
-    if (presented.kind !== 'secret') {
-      return gwError(
-        'gw_malformed_or_missing_key',
-        headerProblem(presented, { name: 'API key', example: 'gw_…' })!,
-      );
-    }
-    const raw = presented.secret;
-    const kind = secretKindOf(raw);
+    const presented = presentedSecretOf(headers, 'api_key');
+    if (isGwError(presented)) return presented;
+    const { raw, kind } = presented;
     if (kind !== undefined && kind !== 'api_key' && kind !== 'oauth_token') {
       return gwError(
         'gw_unknown_key',

@@ -1,6 +1,8 @@
 // What both key stores share about reaching Postgres on a cache miss: an injectable records
-// port, and a gate that sheds a flood of uncached keys with a 503 instead of queueing it.
+// port, a gate that sheds a flood of uncached keys with a 503 instead of queueing it, and the
+// local cache in front of both.
 import { LoadGate, LoadGateFull } from '../cache/load-gate.js';
+import { LocalCache } from '../cache/local-cache.js';
 import { gwError, type GwError } from '../errors.js';
 
 export interface KeyLookupOptions<Records> {
@@ -10,6 +12,20 @@ export interface KeyLookupOptions<Records> {
   readonly maxConcurrentLookups?: number;
   /** Lookups queued behind those; beyond, the request answers 503 gw_unavailable. */
   readonly maxWaitingLookups?: number;
+}
+
+/**
+ * Misses are kept briefly. A new key cannot be shadowed by one: its hash comes from a fresh
+ * random secret that nobody could have presented before it existed.
+ */
+export const NEGATIVE_TTL_MS = 5_000;
+
+/** A store's local cache of keys by hash, bounded by entries and bytes. */
+export function keyCache<Value>(
+  ttlMs: number,
+  bounds: { readonly maxEntries: number; readonly maxBytes: number },
+): LocalCache<Value> {
+  return new LocalCache({ ttlMs, negativeTtlMs: Math.min(ttlMs, NEGATIVE_TTL_MS), ...bounds });
 }
 
 const DEFAULT_MAX_CONCURRENT_LOOKUPS = 8;

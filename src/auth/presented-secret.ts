@@ -1,6 +1,7 @@
 // What a caller presented as its credential, and what was wrong with it, in words that help
 // without ever echoing the secret. Both key kinds (API keys on inference routes, service keys
 // on management routes) read their header here, so they explain a mistake the same way.
+import { gwError, type ErrorCode, type GwError } from '../errors.js';
 import { secretPrefixes } from '../ids.js';
 
 export type PresentedSecret =
@@ -94,4 +95,38 @@ export function headerProblem(
     case 'secret':
       return undefined;
   }
+}
+
+interface WantedSecret {
+  readonly name: string;
+  readonly example: string;
+  /** Also read from `x-api-key` (the messages protocol's header). */
+  readonly xApiKey: boolean;
+  /** The code of a header that carries no usable secret. */
+  readonly code: ErrorCode;
+}
+
+/** What each kind of authenticated route takes. */
+const wantedSecrets: Readonly<Record<'api_key' | 'service_key', WantedSecret>> = {
+  api_key: { name: 'API key', example: 'gw_…', xApiKey: true, code: 'gw_malformed_or_missing_key' },
+  service_key: {
+    name: 'service key',
+    example: 'gw_svc_…',
+    xApiKey: false,
+    code: 'gw_malformed_or_missing_service_key',
+  },
+};
+
+/**
+ * The secret a request presents and the kind of gw secret it looks like, or the route kind's
+ * error with why its header carries none.
+ */
+export function presentedSecretOf(
+  headers: Readonly<Record<string, string>>,
+  routeKind: keyof typeof wantedSecrets,
+): { readonly raw: string; readonly kind: SecretKind | undefined } | GwError {
+  const wanted = wantedSecrets[routeKind];
+  const presented = readPresentedSecret(headers, wanted);
+  if (presented.kind !== 'secret') return gwError(wanted.code, headerProblem(presented, wanted)!);
+  return { raw: presented.secret, kind: secretKindOf(presented.secret) };
 }

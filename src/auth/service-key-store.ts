@@ -8,13 +8,8 @@ import type { CacheInvalidation, InvalidatedCache } from '../cache/invalidation.
 import type { DbPool } from '../db/pool.js';
 import { gwError, isGwError, type GwError } from '../errors.js';
 import { sha256Hex } from '../ids.js';
-import { keyLookupGate, shedWhenGateFull, type KeyLookupOptions } from './key-lookup.js';
-import {
-  describeSecretKind,
-  headerProblem,
-  readPresentedSecret,
-  secretKindOf,
-} from './presented-secret.js';
+import { keyCache, keyLookupGate, shedWhenGateFull, type KeyLookupOptions } from './key-lookup.js';
+import { describeSecretKind, presentedSecretOf } from './presented-secret.js';
 
 export type ServiceKeyScope = 'product_users:read' | 'product_users:write';
 
@@ -50,8 +45,6 @@ export class PostgresServiceKeyRecords implements ServiceKeyRecords {
 }
 
 const SERVICE_KEY_FORMAT = /^gw_svc_[0-9A-Za-z]{32,64}$/;
-/** As for API keys: a new key's random secret cannot have been presented before it existed. */
-const NEGATIVE_TTL_MS = 5_000;
 const MAX_CACHED_KEYS = 10_000;
 const MAX_CACHED_BYTES = 8 * 1024 * 1024;
 
@@ -63,9 +56,7 @@ export class ServiceKeyStore implements InvalidatedCache {
   constructor(db: DbPool, cacheTtlMs = 5_000, options: KeyLookupOptions<ServiceKeyRecords> = {}) {
     this.records = options.records ?? new PostgresServiceKeyRecords(db);
     this.gate = keyLookupGate(options);
-    this.cache = new LocalCache({
-      ttlMs: cacheTtlMs,
-      negativeTtlMs: Math.min(cacheTtlMs, NEGATIVE_TTL_MS),
+    this.cache = keyCache(cacheTtlMs, {
       maxEntries: MAX_CACHED_KEYS,
       maxBytes: MAX_CACHED_BYTES,
     });
@@ -75,15 +66,9 @@ export class ServiceKeyStore implements InvalidatedCache {
     headers: Readonly<Record<string, string>>,
     scope: ServiceKeyScope,
   ): Promise<ServiceKeyIdentity | GwError> {
-    const presented = readPresentedSecret(headers, { xApiKey: false });
-    if (presented.kind !== 'secret') {
-      return gwError(
-        'gw_malformed_or_missing_service_key',
-        headerProblem(presented, { name: 'service key', example: 'gw_svc_…' })!,
-      );
-    }
-    const raw = presented.secret;
-    const kind = secretKindOf(raw);
+    const presented = presentedSecretOf(headers, 'service_key');
+    if (isGwError(presented)) return presented;
+    const { raw, kind } = presented;
     if (kind !== 'service_key') {
       return gwError(
         'gw_malformed_or_missing_service_key',

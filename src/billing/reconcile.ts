@@ -277,36 +277,27 @@ function parseAccountKey(
   if (!match) return undefined;
   const [, orgId, name] = match as unknown as [string, string, string];
   if (name === 'wallet') return { orgId, account: { kind: 'wallet', field: 'balance' } };
-  let parts = /^cap:org:(\d+)$/.exec(name);
-  if (parts) {
-    return { orgId, account: { kind: 'org_cap', field: 'spent', periodStart: Number(parts[1]) } };
-  }
-  parts = /^cap:conn:([^:]+):(\d+)$/.exec(name);
-  if (parts) {
-    return {
-      orgId,
-      account: {
-        kind: 'connection_cap',
-        field: 'spent',
-        appConnectionId: parts[1]!,
-        periodStart: Number(parts[2]),
-      },
-    };
-  }
-  parts = /^pu:([^:]+):spend:(\d+)$/.exec(name);
-  if (parts) {
-    return {
-      orgId,
-      account: {
-        kind: 'user_spend',
-        field: 'spent',
-        productUserId: parts[1]!,
-        periodStart: Number(parts[2]),
-      },
-    };
+  for (const { pattern, kind, owner } of PERIOD_ACCOUNT_KEYS) {
+    const parts = pattern.exec(name);
+    if (!parts) continue;
+    // The last group is the period start; an owner id, where there is one, comes before it.
+    const periodStart = Number(parts[parts.length - 1]);
+    const account = { kind, field: 'spent', periodStart } as const;
+    return { orgId, account: owner ? { ...account, [owner]: parts[1]! } : account };
   }
   return undefined;
 }
+
+/** The spend accounts of a period, by their key's name within the org (src/redis/keys.ts). */
+const PERIOD_ACCOUNT_KEYS: readonly {
+  readonly pattern: RegExp;
+  readonly kind: AccountKind;
+  readonly owner?: 'appConnectionId' | 'productUserId';
+}[] = [
+  { pattern: /^cap:org:(\d+)$/, kind: 'org_cap' },
+  { pattern: /^cap:conn:([^:]+):(\d+)$/, kind: 'connection_cap', owner: 'appConnectionId' },
+  { pattern: /^pu:([^:]+):spend:(\d+)$/, kind: 'user_spend', owner: 'productUserId' },
+];
 
 function escapeGlob(text: string): string {
   return text.replace(/[*?[\]\\]/g, (char) => `\\${char}`);

@@ -5,9 +5,8 @@ import { recordAudit } from '../audit/audit.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
 import {
   assertAmountInRange,
-  formatNano,
+  formatNumeric,
   nanoToNumeric,
-  numericToNano,
   SETTLEMENT_CURRENCY,
 } from '../money.js';
 
@@ -61,7 +60,7 @@ export async function setWalletAlert(
 function view(orgId: string, threshold: string | null): WalletAlert {
   return {
     org_id: orgId,
-    low_balance_threshold: threshold === null ? null : formatNano(numericToNano(threshold)),
+    low_balance_threshold: formatNumeric(threshold),
     currency: SETTLEMENT_CURRENCY,
   };
 }

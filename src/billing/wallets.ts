@@ -7,6 +7,7 @@ import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
 import {
   assertAmountInRange,
   formatNano,
+  formatNumeric,
   nanoToNumeric,
   numericToNano,
   SETTLEMENT_CURRENCY,
@@ -50,11 +51,42 @@ export function walletTransactionView(row: WalletTransactionRow): WalletTransact
   return {
     id: row.id,
     kind: row.kind,
-    amount: formatNano(numericToNano(row.amount)),
+    amount: formatNumeric(row.amount),
     currency: SETTLEMENT_CURRENCY,
     created_by: row.created_by,
     created_at: row.created_at.toISOString(),
   };
+}
+
+/**
+ * Records a wallet transaction and, for a change someone made (not the gateway's own), audits
+ * it in the same transaction.
+ */
+async function insertWalletTransaction(
+  client: Pick<DbPool, 'query'>,
+  orgId: string,
+  kind: 'topup' | 'set',
+  amountNano: bigint,
+  actor: WalletActor | undefined,
+  details: Readonly<Record<string, unknown>>,
+): Promise<WalletTransactionRow> {
+  const { rows } = await client.query<WalletTransactionRow>(
+    `INSERT INTO wallet_transactions (org_id, kind, amount, created_by)
+     VALUES ($1, $2, $3, $4) RETURNING ${WALLET_TRANSACTION_COLUMNS}`,
+    [orgId, kind, nanoToNumeric(amountNano), actor?.userId ?? null],
+  );
+  const row = rows[0]!;
+  if (actor) {
+    await recordAudit(client, {
+      orgId,
+      userId: actor.userId,
+      action: `wallet.${kind}`,
+      objectType: 'wallet_transaction',
+      objectId: row.id,
+      details,
+    });
+  }
+  return row;
 }
 
 export class WalletService {
@@ -123,22 +155,9 @@ export class WalletService {
       await client.query('SELECT 1 FROM wallets WHERE org_id = $1 FOR UPDATE', [orgId]);
       const balance = await this.ledgerBalanceNano(orgId, client);
       assertAmountInRange(balance + amountNano, 'the wallet balance');
-      const { rows } = await client.query<WalletTransactionRow>(
-        `INSERT INTO wallet_transactions (org_id, kind, amount, created_by)
-         VALUES ($1, 'topup', $2, $3) RETURNING ${WALLET_TRANSACTION_COLUMNS}`,
-        [orgId, nanoToNumeric(amountNano), actor?.userId ?? null],
-      );
-      const row = rows[0]!;
-      if (actor) {
-        await recordAudit(client, {
-          orgId,
-          userId: actor.userId,
-          action: 'wallet.topup',
-          objectType: 'wallet_transaction',
-          objectId: row.id,
-          details: { amount: formatNano(amountNano) },
-        });
-      }
+      const row = await insertWalletTransaction(client, orgId, 'topup', amountNano, actor, {
+        amount: formatNano(amountNano),
+      });
       return walletTransactionView(row);
     });
     await this.scripts.walletAdjust(
@@ -164,21 +183,9 @@ export class WalletService {
     const previous = live ? BigInt(outcome[1] ?? '0') : await this.rebuiltBalanceNano(orgId);
     try {
       const record = async (client: Pick<DbPool, 'query'>): Promise<void> => {
-        const { rows } = await client.query<{ id: string }>(
-          `INSERT INTO wallet_transactions (org_id, kind, amount, created_by)
-           VALUES ($1, 'set', $2, $3) RETURNING id::text`,
-          [orgId, nanoToNumeric(targetNano - previous), actor?.userId ?? null],
-        );
-        if (actor) {
-          await recordAudit(client, {
-            orgId,
-            userId: actor.userId,
-            action: 'wallet.set',
-            objectType: 'wallet_transaction',
-            objectId: rows[0]!.id,
-            details: { balance: formatNano(targetNano) },
-          });
-        }
+        await insertWalletTransaction(client, orgId, 'set', targetNano - previous, actor, {
+          balance: formatNano(targetNano),
+        });
       };
       // The audit entry, when there is one, is written in the same transaction as the change.
       if (actor) await withTransaction(this.db, record);

@@ -7,9 +7,8 @@ import {
   revokeApiKeyAs,
   rotateApiKeyAs,
 } from '../admin/api-keys.js';
-import { isGwError, type GwError } from '../errors.js';
 import type { CliContext } from './context.js';
-import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
+import { orUsageError, parseFlags, printJson, requireFlag, UsageError } from './output.js';
 
 /** Who the audit log names for a change made with the CLI (it has no dashboard user). */
 export const CLI_ACTOR: Actor = { userId: 'cli' };
@@ -21,11 +20,6 @@ gw api-key rotate --id K [--grace-seconds 0..${MAX_ROTATION_GRACE_S}]
   once, or when the grace period ends.
 gw api-key revoke --id K
   Revokes the key; every gateway instance refuses it within a second.`;
-
-export function orUsageError<T>(result: T | GwError): T {
-  if (isGwError(result)) throw new UsageError(result.message, result.code);
-  return result;
-}
 
 export async function apiKeyCommand(context: CliContext, argv: string[]): Promise<void> {
   const [action, ...rest] = argv;

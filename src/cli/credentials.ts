@@ -7,14 +7,14 @@ import {
   ROUTING_MODES,
   type RoutingMode,
 } from '../credentials/credential-store.js';
-import { parseMasterKeys, SecretBoxError } from '../credentials/secret-box.js';
 import { findProvider, PROVIDER_IDS, PROVIDERS } from '../providers/registry.js';
 import { mockServedVendors, providerSettings } from '../providers/system-routes.js';
 import { startMockVendors } from '../mock-vendors/server.js';
 import { CLI_ACTOR } from './api-key.js';
+import { SecretBoxError } from '../credentials/secret-box.js';
 import { rewrapSigningSecrets } from '../webhooks/sealed-secret.js';
 import type { CliContext } from './context.js';
-import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
+import { cliMasterKeys, parseFlags, printJson, requireFlag, UsageError } from './output.js';
 
 export const credentialsHelp = `gw credentials add --org-id O --provider ${PROVIDER_IDS.join('|')} --name N --secret S
                    [--model-policy 'vendor_b/*'] [--priority 1] [--routing-mode byok_first|byok_only]
@@ -44,17 +44,7 @@ export async function credentialsCommand(context: CliContext, argv: string[]): P
     'app-connection-id': { type: 'string' },
   });
   const { config } = context;
-  let box;
-  try {
-    box = parseMasterKeys(
-      config.CREDENTIALS_MASTER_KEY,
-      config.CREDENTIALS_MASTER_KEY_ID,
-      config.CREDENTIALS_PREVIOUS_KEYS,
-    );
-  } catch (error) {
-    if (error instanceof SecretBoxError) throw new UsageError(error.message);
-    throw error;
-  }
+  const box = cliMasterKeys(config);
   // Where the gateway routes to its built-in mock, validate against the mock too; a vendor
   // the gateway does not serve at all cannot take credentials.
   const settings = providerSettings(PROVIDERS, config);

@@ -7,9 +7,9 @@ import {
   listOAuthClients,
   oauthClientView,
 } from '../oauth/clients.js';
-import { CLI_ACTOR, orUsageError } from './api-key.js';
+import { CLI_ACTOR } from './api-key.js';
 import type { CliContext } from './context.js';
-import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
+import { parseFlags, printJson, requireFlag, UsageError, orUsageError } from './output.js';
 
 export const oauthClientHelp = `gw oauth-client create --app-id APP --name N --redirect-uri URI [--redirect-uri URI…] [--public]
   Registers an OAuth client of the app (docs/oauth.md); prints its client_id, the

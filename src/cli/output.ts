@@ -1,6 +1,8 @@
 // CLI output and argument helpers: JSON on stdout, errors as JSON on stderr with exit code 2.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import type { ErrorCode } from '../errors.js';
+import type { Config } from '../config.js';
+import { parseMasterKeys, SecretBoxError, type SecretBox } from '../credentials/secret-box.js';
+import { isGwError, type ErrorCode, type GwError } from '../errors.js';
 import { cliIo } from './io.js';
 
 /** A refused command: printed as `{"error":{"code","message"}}`, the HTTP error shape. */
@@ -12,6 +14,26 @@ export class UsageError extends Error {
     readonly code: ErrorCode = 'gw_invalid_request',
   ) {
     super(message);
+  }
+}
+
+/** A service's answer, or its refusal as the command's error. */
+export function orUsageError<T>(result: T | GwError): T {
+  if (isGwError(result)) throw new UsageError(result.message, result.code);
+  return result;
+}
+
+/** The credential master keys of the configuration; a bad one is the command's error. */
+export function cliMasterKeys(config: Config): SecretBox | undefined {
+  try {
+    return parseMasterKeys(
+      config.CREDENTIALS_MASTER_KEY,
+      config.CREDENTIALS_MASTER_KEY_ID,
+      config.CREDENTIALS_PREVIOUS_KEYS,
+    );
+  } catch (error) {
+    if (error instanceof SecretBoxError) throw new UsageError(error.message);
+    throw error;
   }
 }
 

@@ -1,8 +1,6 @@
 // gw webhook add|list|enable|disable|delete|rotate-secret|test|redeliver|deliveries: an
 // organization's webhook endpoints, through the same service as the dashboard API
 // (src/webhooks/endpoints.ts), audited as done from the command line.
-import { parseMasterKeys, SecretBoxError } from '../credentials/secret-box.js';
-import { isGwError, type GwError } from '../errors.js';
 import { listDeliveries, redeliver, sendTestEvent } from '../webhooks/delivery-log.js';
 import {
   createEndpoint,
@@ -18,7 +16,14 @@ import {
 } from '../webhooks/endpoints.js';
 import { CLI_ACTOR } from './api-key.js';
 import type { CliContext } from './context.js';
-import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
+import {
+  cliMasterKeys,
+  orUsageError,
+  parseFlags,
+  printJson,
+  requireFlag,
+  UsageError,
+} from './output.js';
 
 export const webhookHelp = `gw webhook add --org-id O --url URL [--events a,b] [--description D]
   Adds an endpoint (https; see docs/webhooks.md for the event types) and prints {"id","secret"}:
@@ -30,11 +35,6 @@ gw webhook rotate-secret --id W [--grace-seconds 0..${MAX_ROTATION_GRACE_S}]
 gw webhook test --id W                          sends a webhook.test event
 gw webhook redeliver --id W (--message-id M | --since RFC3339)
 gw webhook deliveries --id W [--limit N]        the delivery log, newest first`;
-
-function orUsageError<T>(result: T | GwError): T {
-  if (isGwError(result)) throw new UsageError(result.message, result.code);
-  return result;
-}
 
 export async function webhookCommand(context: CliContext, argv: string[]): Promise<void> {
   const [action, ...rest] = argv;
@@ -147,20 +147,11 @@ export async function webhookCommand(context: CliContext, argv: string[]): Promi
 
 function webhookSettings(context: CliContext): WebhookSettings {
   const { config } = context;
-  try {
-    return {
-      policy: {
-        allowHttp: config.WEBHOOK_ALLOW_HTTP,
-        allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
-      },
-      box: parseMasterKeys(
-        config.CREDENTIALS_MASTER_KEY,
-        config.CREDENTIALS_MASTER_KEY_ID,
-        config.CREDENTIALS_PREVIOUS_KEYS,
-      ),
-    };
-  } catch (error) {
-    if (error instanceof SecretBoxError) throw new UsageError(error.message);
-    throw error;
-  }
+  return {
+    policy: {
+      allowHttp: config.WEBHOOK_ALLOW_HTTP,
+      allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+    },
+    box: cliMasterKeys(config),
+  };
 }

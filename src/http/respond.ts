@@ -5,14 +5,19 @@ import type { HttpResponse } from './types.js';
 
 const jsonHeaders = { 'content-type': 'application/json' } as const;
 /** RFC 6749 section 5.1: answers of the token endpoint are never cached. */
-const oauthHeaders = {
+export const oauthHeaders = {
   'content-type': 'application/json',
   'cache-control': 'no-store',
   pragma: 'no-cache',
 } as const;
 
-export function sendJson(response: HttpResponse, status: number, body: unknown): void {
-  response.writeHead(status, jsonHeaders);
+export function sendJson(
+  response: HttpResponse,
+  status: number,
+  body: unknown,
+  headers: Readonly<Record<string, string>> = jsonHeaders,
+): void {
+  response.writeHead(status, headers);
   response.end(JSON.stringify(body));
 }
 

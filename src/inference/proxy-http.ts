@@ -2,9 +2,10 @@
 // per route, runs it, and writes the outcome it returns.
 import { sendError } from '../http/respond.js';
 import type { HttpResponse } from '../http/types.js';
-import type { ErrorFlavor } from '../errors.js';
+import { isGwError, type ErrorFlavor, type GwError } from '../errors.js';
 import type { UpstreamExchange } from '../protocols/common/exchange.js';
 import type { Admission } from './admission.js';
+import { annotateAdmission } from './request-annotations.js';
 import { runProxy, type ProxyDeps, type ProxyOutcome, type ProxyPorts } from './proxy.js';
 import { settleWithRetry } from './settle-retry.js';
 
@@ -32,6 +33,23 @@ function createProxyPorts(deps: ProxyDeps): ProxyPorts {
     settle: (admission, outcome) => settleWithRetry(deps, admission, outcome),
     shutdown: deps.shutdown,
   };
+}
+
+/**
+ * Relays an admitted request to its vendor and writes the outcome; a refused admission is
+ * returned for the route to answer.
+ */
+export async function relayAdmission(
+  deps: ProxyDeps,
+  admission: Admission<UpstreamExchange> | GwError,
+  request: { readonly stream: boolean; readonly startedAtMs: number },
+  response: HttpResponse,
+): Promise<GwError | undefined> {
+  if (isGwError(admission)) return admission;
+  annotateAdmission(response, admission);
+  // From here on every path settles: the hold is released and the usage recorded.
+  await proxyToVendor(proxyPortsFor(deps), admission, request, response);
+  return undefined;
 }
 
 export async function proxyToVendor(

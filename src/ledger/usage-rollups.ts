@@ -85,22 +85,23 @@ export interface UsageRollupRow {
   readonly wallet_cost: string;
 }
 
+/** Summed rollup columns as Postgres answers them (bigint and numeric sums as text). */
+export interface RollupSumsText {
+  requests: string;
+  input_tokens: string;
+  output_tokens: string;
+  total_tokens: string;
+  sell_cost: string;
+  wallet_cost: string;
+}
+
 /** The organization's usage between two UTC days, one row per group and currency. */
 export async function readUsageRollups(
   db: Pick<DbPool, 'query'>,
   query: UsageRollupQuery,
 ): Promise<UsageRollupRow[]> {
   const { table, column, order } = GROUPING[query.groupBy];
-  const { rows } = await db.query<{
-    key: string | null;
-    currency: string;
-    requests: string;
-    input_tokens: string;
-    output_tokens: string;
-    total_tokens: string;
-    sell_cost: string;
-    wallet_cost: string;
-  }>(
+  const { rows } = await db.query<RollupSumsText & { key: string | null; currency: string }>(
     `SELECT ${column} AS key, currency, sum(requests)::text AS requests,
             sum(input_tokens)::text AS input_tokens, sum(output_tokens)::text AS output_tokens,
             sum(total_tokens)::text AS total_tokens, sum(sell_cost_nano)::text AS sell_cost,

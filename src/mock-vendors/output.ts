@@ -21,6 +21,21 @@ export function outputWord(index: number): string {
   return index === 0 ? word.slice(1) : word;
 }
 
+/**
+ * The output word at each index as a protocol renders it (an SSE event, a delta), each
+ * rendered once: a stream then costs string concatenation only.
+ */
+export function renderedWords(render: (word: string) => string): (index: number) => string {
+  const first = render(outputWord(0));
+  const words = ONE_TOKEN_WORDS.map(render);
+  return (index) => (index === 0 ? first : words[index % words.length]!);
+}
+
+/** The HTTP Bearer token of an Authorization header, if it is one. */
+export function bearerToken(authorization: string): string | undefined {
+  return authorization.startsWith('Bearer ') ? authorization.slice(7).trim() : undefined;
+}
+
 // A whole text is built by slicing one long precomputed string: no per-request joins.
 const TEXT_CACHE_TOKENS = 4096;
 const textEnds: number[] = [];
@@ -121,8 +136,14 @@ export function toolCallOutput(name: string, schema: unknown): ToolCallOutput {
  * The call to make for a chosen tool (name and JSON schema), unless the request's max tokens
  * cannot hold it: then the answer is text instead, so usage never exceeds max tokens.
  */
+/** A tool the request offers: its name and its arguments' JSON schema. */
+export interface OfferedTool {
+  readonly name: string;
+  readonly schema: unknown;
+}
+
 export function fittingToolCall(
-  tool: { readonly name: string; readonly schema: unknown } | undefined,
+  tool: OfferedTool | undefined,
   maxTokens: number | undefined,
 ): ToolCallOutput | undefined {
   if (!tool) return undefined;

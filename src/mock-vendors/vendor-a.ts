@@ -2,11 +2,12 @@
 // Shapes follow the @anthropic-ai/sdk Message / RawMessageStreamEvent types.
 import { messagesTexts } from '../tokens/request-texts.js';
 import {
-  mockId,
-  ONE_TOKEN_WORDS,
-  outputText,
-  outputWord,
+  bearerToken,
   fittingToolCall,
+  mockId,
+  outputText,
+  renderedWords,
+  type OfferedTool,
   type ToolCallOutput,
 } from './output.js';
 import { jsonError } from './responses.js';
@@ -57,11 +58,6 @@ const MISSING_MODEL = invalid('model: Field required');
 const MISSING_MAX_TOKENS = invalid('max_tokens: Field required');
 const BAD_MAX_TOKENS = invalid('max_tokens: Input should be a valid integer greater than 0');
 
-interface MessagesTool {
-  readonly name: string;
-  readonly inputSchema: unknown;
-}
-
 function isToolResultTurn(messages: readonly unknown[]): boolean {
   const last = messages[messages.length - 1] as { role?: unknown; content?: unknown } | undefined;
   if (last?.role !== 'user' || !Array.isArray(last.content)) return false;
@@ -71,17 +67,17 @@ function isToolResultTurn(messages: readonly unknown[]): boolean {
 }
 
 /** The tool to call, or undefined when the answer is text (no tools, "none", or a tool result). */
-function chosenTool(body: JsonObject): MessagesTool | undefined {
+function chosenTool(body: JsonObject): OfferedTool | undefined {
   if (!Array.isArray(body.tools) || body.tools.length === 0) return undefined;
   const choice = body.tool_choice as { type?: unknown; name?: unknown } | null | undefined;
   if (choice?.type === 'none') return undefined;
   if (isToolResultTurn(Array.isArray(body.messages) ? body.messages : [])) return undefined;
   const named = choice?.type === 'tool' ? choice.name : undefined;
-  let first: MessagesTool | undefined;
+  let first: OfferedTool | undefined;
   for (const tool of body.tools) {
     const definition = tool as { name?: unknown; input_schema?: unknown } | null;
     if (typeof definition?.name !== 'string') continue;
-    const candidate = { name: definition.name, inputSchema: definition.input_schema };
+    const candidate = { name: definition.name, schema: definition.input_schema };
     if (definition.name === named) return candidate;
     first ??= candidate;
   }
@@ -89,10 +85,8 @@ function chosenTool(body: JsonObject): MessagesTool | undefined {
 }
 
 /** The generated tool call, unless max tokens cannot hold it (then the answer is text). */
-function plannedToolCall(plan: AnswerPlan): ToolCallOutput | undefined {
-  const tool = chosenTool(plan.body);
-  return fittingToolCall(tool && { name: tool.name, schema: tool.inputSchema }, plan.maxTokens);
-}
+const plannedToolCall = (plan: AnswerPlan): ToolCallOutput | undefined =>
+  fittingToolCall(chosenTool(plan.body), plan.maxTokens);
 
 const usageOf = (inputTokens: number, outputTokens: number): string =>
   `{"input_tokens":${inputTokens},"cache_creation_input_tokens":0,` +
@@ -118,11 +112,10 @@ function completion(plan: AnswerPlan): string {
   return `${JSON.stringify(message).slice(0, -1)},"usage":${usageOf(plan.inputTokens, outputTokens)}}`;
 }
 
-// Each output token's event, serialised once: a stream costs string concatenation only.
-const textDeltaEvent = (word: string): string =>
-  `event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":${JSON.stringify(word)}}}\n\n`;
-const FIRST_WORD_EVENT = textDeltaEvent(outputWord(0));
-const WORD_EVENTS = ONE_TOKEN_WORDS.map(textDeltaEvent);
+const wordEvent = renderedWords(
+  (word) =>
+    `event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":${JSON.stringify(word)}}}\n\n`,
+);
 const TEXT_BLOCK_START =
   'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n';
 const PING = 'event: ping\ndata: {"type":"ping"}\n\n';
@@ -156,8 +149,7 @@ function streamEvents(plan: AnswerPlan): StreamEvents {
     tokenEventCount = call.argumentDeltas.length;
   } else {
     events.push(TEXT_BLOCK_START, PING);
-    for (let index = 0; index < plan.outputTokens; index += 1)
-      events.push(index === 0 ? FIRST_WORD_EVENT : WORD_EVENTS[index % WORD_EVENTS.length]!);
+    for (let index = 0; index < plan.outputTokens; index += 1) events.push(wordEvent(index));
     stopReason = plan.limitedByMax ? 'max_tokens' : 'end_turn';
     outputTokens = plan.outputTokens;
     tokenEventCount = plan.outputTokens;
@@ -184,9 +176,7 @@ function invalidRequest(body: JsonObject): MockError | undefined {
 export const vendorA: MockProtocol = {
   requestIdHeader: 'request-id',
   apiKey(headers: MockHeaders) {
-    if (headers.xApiKey !== '') return headers.xApiKey;
-    const authorization = headers.authorization;
-    return authorization.startsWith('Bearer ') ? authorization.slice(7).trim() : undefined;
+    return headers.xApiKey !== '' ? headers.xApiKey : bearerToken(headers.authorization);
   },
   inputTexts: messagesTexts,
   invalidRequest,

@@ -2,11 +2,12 @@
 // Shapes follow the openai SDK's ChatCompletion / ChatCompletionChunk types.
 import { chatCompletionTexts } from '../tokens/request-texts.js';
 import {
-  mockId,
-  ONE_TOKEN_WORDS,
-  outputText,
-  outputWord,
+  bearerToken,
   fittingToolCall,
+  mockId,
+  outputText,
+  renderedWords,
+  type OfferedTool,
   type ToolCallOutput,
 } from './output.js';
 import { jsonError } from './responses.js';
@@ -90,24 +91,19 @@ const MISSING_MODEL = error(
   'model',
 );
 
-interface ChatTool {
-  readonly name: string;
-  readonly parameters: unknown;
-}
-
 /** The tool to call, or undefined when the answer is text (no tools, "none", or a tool result). */
-function chosenTool(body: JsonObject): ChatTool | undefined {
+function chosenTool(body: JsonObject): OfferedTool | undefined {
   if (!Array.isArray(body.tools) || body.tools.length === 0 || body.tool_choice === 'none')
     return undefined;
   const messages = Array.isArray(body.messages) ? body.messages : [];
   const last: unknown = messages[messages.length - 1];
   if ((last as { role?: unknown } | undefined)?.role === 'tool') return undefined;
   const named = (body.tool_choice as { function?: { name?: unknown } } | null)?.function?.name;
-  let first: ChatTool | undefined;
+  let first: OfferedTool | undefined;
   for (const tool of body.tools) {
     const fn = (tool as { function?: { name?: unknown; parameters?: unknown } } | null)?.function;
     if (typeof fn?.name !== 'string') continue;
-    const candidate = { name: fn.name, parameters: fn.parameters };
+    const candidate = { name: fn.name, schema: fn.parameters };
     if (fn.name === named) return candidate;
     first ??= candidate;
   }
@@ -115,10 +111,8 @@ function chosenTool(body: JsonObject): ChatTool | undefined {
 }
 
 /** The generated tool call, unless max tokens cannot hold it (then the answer is text). */
-function plannedToolCall(plan: AnswerPlan): ToolCallOutput | undefined {
-  const tool = chosenTool(plan.body);
-  return fittingToolCall(tool && { name: tool.name, schema: tool.parameters }, plan.maxTokens);
-}
+const plannedToolCall = (plan: AnswerPlan): ToolCallOutput | undefined =>
+  fittingToolCall(chosenTool(plan.body), plan.maxTokens);
 
 function usageOf(plan: AnswerPlan, completionTokens: number): string {
   return (
@@ -177,9 +171,7 @@ function completion(plan: AnswerPlan): string {
   return `${JSON.stringify(answer).slice(0, -1)},"usage":${usageOf(plan, completionTokens * choices)}}`;
 }
 
-// The delta of each output token, serialised once: a stream costs string concatenation only.
-const FIRST_WORD_DELTA = JSON.stringify({ content: outputWord(0) });
-const WORD_DELTAS = ONE_TOKEN_WORDS.map((word) => JSON.stringify({ content: word }));
+const wordDelta = renderedWords((word) => JSON.stringify({ content: word }));
 
 function streamEvents(plan: AnswerPlan): StreamEvents {
   const wantsUsage =
@@ -226,9 +218,7 @@ function streamEvents(plan: AnswerPlan): StreamEvents {
     completionTokens = call.outputTokens;
   } else {
     events.push(chunk('{"role":"assistant","content":"","refusal":null}'));
-    for (let index = 0; index < plan.outputTokens; index += 1) {
-      events.push(chunk(index === 0 ? FIRST_WORD_DELTA : WORD_DELTAS[index % WORD_DELTAS.length]!));
-    }
+    for (let index = 0; index < plan.outputTokens; index += 1) events.push(chunk(wordDelta(index)));
     tokenEventCount = plan.outputTokens;
     finishReason = plan.limitedByMax ? 'length' : 'stop';
     completionTokens = plan.outputTokens;
@@ -248,10 +238,7 @@ function invalidRequest(body: JsonObject): MockError | undefined {
 
 export const vendorB: MockProtocol = {
   requestIdHeader: 'x-request-id',
-  apiKey(headers: MockHeaders) {
-    const authorization = headers.authorization;
-    return authorization.startsWith('Bearer ') ? authorization.slice(7).trim() : undefined;
-  },
+  apiKey: (headers: MockHeaders) => bearerToken(headers.authorization),
   inputTexts: chatCompletionTexts,
   invalidRequest,
   error: (fault) => ERRORS[fault],

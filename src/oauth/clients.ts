@@ -3,7 +3,7 @@
 // secret leaves this module once, in the answer to its creation; only its SHA-256 is stored.
 import { revokeConnection } from '../admin/connections.js';
 import type { Actor } from '../admin/apps.js';
-import { recordAudit } from '../audit/audit.js';
+import { changeAudited, recordAudit } from '../audit/audit.js';
 import type { ApiKeyStore } from '../auth/api-key-store.js';
 import { CURSOR_COLUMN, readPage, type Page, type PageRequest } from '../db/pages.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
@@ -157,21 +157,18 @@ export async function deleteOAuthClientAs(
   clientId: string,
 ): Promise<OAuthClientRow | null> {
   const deleted = await withTransaction(db, async (client) => {
-    const { rows } = await client.query<OAuthClientRow>(
+    const row = await changeAudited<OAuthClientRow>(
+      client,
       `UPDATE oauth_clients SET status = 'deleted', deleted_at = now()
         WHERE id = $1 AND status = 'active' RETURNING ${COLUMNS}`,
       [clientId],
-    );
-    const row = rows[0];
-    if (row) {
-      await recordAudit(client, {
-        orgId: row.org_id,
+      {
         userId: actor.userId,
         action: 'oauth_client.delete',
         objectType: 'oauth_client',
         objectId: clientId,
-      });
-    }
+      },
+    );
     return row ?? null;
   });
   if (!deleted) return null;

@@ -2,9 +2,8 @@
 // reserve), then proxy.
 import type { ApiKeyIdentity } from '../auth/api-key-store.js';
 import type { CatalogModel } from '../catalog/models.js';
-import { gwError, isGwError } from '../errors.js';
+import { gwError, type GwError } from '../errors.js';
 import { clientGoneSignal } from '../http/abort-signal.js';
-import { sendError } from '../http/respond.js';
 import type { HttpRequest, HttpResponse } from '../http/types.js';
 import { admit, ADMISSION_ERRORS, type PlannedOutput } from '../inference/admission.js';
 import {
@@ -12,12 +11,12 @@ import {
   type ChatCompletionRequest,
 } from '../inference/chat-request.js';
 import { PROXY_ERRORS, type ProxyDeps } from '../inference/proxy.js';
-import { proxyPortsFor, proxyToVendor } from '../inference/proxy-http.js';
+import { relayAdmission } from '../inference/proxy-http.js';
 import { stripAttributionFields } from '../product-users/attribution.js';
 import type { UpstreamExchange } from '../protocols/common/exchange.js';
 import { chatCompletionTexts } from '../tokens/request-texts.js';
 import { declareRoute } from './framework/declaration.js';
-import { annotateAdmission, modelLabel } from '../inference/request-annotations.js';
+import { modelLabel } from '../inference/request-annotations.js';
 
 export const chatCompletionsRoute = declareRoute({
   method: 'POST',
@@ -27,9 +26,8 @@ export const chatCompletionsRoute = declareRoute({
   body: chatCompletionRequestSchema,
   responses: { 200: { description: 'chat.completion, or an SSE stream ending in data: [DONE]' } },
   errors: [...ADMISSION_ERRORS, ...PROXY_ERRORS],
-  async handler({ request, caller, body: parsed }, response, deps: { proxy: ProxyDeps }) {
-    await handleChatCompletion(deps.proxy, request, caller, parsed, response);
-  },
+  handler: ({ request, caller, body: parsed, response }, deps: { proxy: ProxyDeps }) =>
+    handleChatCompletion(deps.proxy, request, caller, parsed, response),
 });
 
 async function handleChatCompletion(
@@ -38,13 +36,13 @@ async function handleChatCompletion(
   identity: ApiKeyIdentity,
   parsed: ChatCompletionRequest,
   response: HttpResponse,
-): Promise<void> {
+): Promise<GwError | undefined> {
   const body: Record<string, unknown> = parsed;
   response.annotate({ model: modelLabel(parsed.model) });
   const choices = parsed.n ?? 1;
   const protocol = deps.services.catalog.get(parsed.model)?.provider.protocol;
   const refusal = protocol?.chatRefusal(parsed, choices);
-  if (refusal) return sendError(response, gwError('gw_invalid_request', refusal));
+  if (refusal) return gwError('gw_invalid_request', refusal);
   const stream = parsed.stream === true;
   const clientWantsUsage = parsed.stream_options?.include_usage === true;
   const prepareCall = (model: CatalogModel, output: PlannedOutput): UpstreamExchange => {
@@ -76,14 +74,5 @@ async function handleChatCompletion(
     prepareCall,
     signal: clientGoneSignal(response),
   });
-  if (isGwError(admission)) return sendError(response, admission);
-  annotateAdmission(response, admission);
-
-  // From here on every path settles: the hold is released and the usage recorded.
-  await proxyToVendor(
-    proxyPortsFor(deps),
-    admission,
-    { stream, startedAtMs: request.receivedAtMs },
-    response,
-  );
+  return relayAdmission(deps, admission, { stream, startedAtMs: request.receivedAtMs }, response);
 }

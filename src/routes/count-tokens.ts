@@ -2,9 +2,8 @@
 import { z } from 'zod';
 import type { ApiKeyIdentity } from '../auth/api-key-store.js';
 import { modelPolicyAllows, type ModelCatalog } from '../catalog/models.js';
-import { gwError } from '../errors.js';
+import { gwError, type GwError } from '../errors.js';
 import { clientGoneSignal } from '../http/abort-signal.js';
-import { sendError, sendJson } from '../http/respond.js';
 import type { HttpResponse } from '../http/types.js';
 import { countTokensRequestSchema } from '../inference/messages-request.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
@@ -28,36 +27,27 @@ export const countTokensRoute = declareRoute({
   },
   errors: ['gw_model_not_allowed', 'gw_unsupported_model'],
   errorFlavor: 'messages',
-  async handler({ caller, body }, response, deps: CountTokensDeps) {
-    await handleCountTokens(deps, caller, body, response);
-  },
+  handler: ({ caller, body, response }, deps: CountTokensDeps) =>
+    countTokens(deps, caller, body, response),
 });
 
-async function handleCountTokens(
+async function countTokens(
   deps: CountTokensDeps,
   identity: ApiKeyIdentity,
   parsed: z.infer<typeof countTokensRequestSchema>,
   response: HttpResponse,
-): Promise<void> {
+): Promise<GwError | { input_tokens: number }> {
   response.annotate({ model: modelLabel(parsed.model) });
   const model = deps.catalog.get(parsed.model);
   if (!model) {
-    return sendError(
-      response,
-      gwError('gw_unsupported_model', `model ${parsed.model} is not routable`),
-      'messages',
-    );
+    return gwError('gw_unsupported_model', `model ${parsed.model} is not routable`);
   }
   if (!modelPolicyAllows(identity.modelPolicy, model.id)) {
-    return sendError(
-      response,
-      gwError('gw_model_not_allowed', `this API key may not use model ${model.id}`),
-      'messages',
-    );
+    return gwError('gw_model_not_allowed', `this API key may not use model ${model.id}`);
   }
   const inputTokens = await deps.tokenCounter.countInput(
     messagesTexts(parsed),
     clientGoneSignal(response),
   );
-  sendJson(response, 200, { input_tokens: inputTokens });
+  return { input_tokens: inputTokens };
 }

@@ -1,5 +1,4 @@
 // GET /healthz: the process is up.
-import { sendJson } from '../http/respond.js';
 import { declareRoute } from './framework/declaration.js';
 
 export const healthzRoute = declareRoute({
@@ -9,7 +8,7 @@ export const healthzRoute = declareRoute({
   caller: { kind: 'none' },
   responses: { 200: { description: 'ok' } },
   errors: [],
-  handler(_call, response) {
-    sendJson(response, 200, { status: 'ok' });
+  handler() {
+    return { status: 'ok' };
   },
 });

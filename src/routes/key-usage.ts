@@ -1,7 +1,6 @@
 // GET /inference-keys/usage: the calling API key's spend, this calendar month and in total.
 import { z } from 'zod';
 import type { DbPool } from '../db/pool.js';
-import { sendJson } from '../http/respond.js';
 import { usageTotals } from '../ledger/usage-totals.js';
 import { declareRoute } from './framework/declaration.js';
 import { usageTotalsSchema } from './schemas.js';
@@ -23,8 +22,8 @@ export const keyUsageRoute = declareRoute({
     },
   },
   errors: ['gw_unavailable'],
-  async handler({ caller }, response, deps: { readonly db: DbPool }) {
+  async handler({ caller }, deps: { readonly db: DbPool }) {
     const totals = await usageTotals(deps.db, 'api_key_id', caller.keyId);
-    sendJson(response, 200, { key_id: caller.keyId, currency: 'USD', ...totals });
+    return { key_id: caller.keyId, currency: 'USD', ...totals };
   },
 });

@@ -2,19 +2,18 @@
 // error classes map correctly.
 import type { z } from 'zod';
 import type { ApiKeyIdentity } from '../auth/api-key-store.js';
-import { gwError, isGwError, type GwError } from '../errors.js';
+import { gwError, type GwError } from '../errors.js';
 import { clientGoneSignal } from '../http/abort-signal.js';
-import { sendError } from '../http/respond.js';
 import type { HttpRequest, HttpResponse } from '../http/types.js';
 import { admit, ADMISSION_ERRORS, type PlannedOutput } from '../inference/admission.js';
 import { messagesRequestSchema } from '../inference/messages-request.js';
 import { PROXY_ERRORS, type ProxyDeps } from '../inference/proxy.js';
-import { proxyPortsFor, proxyToVendor } from '../inference/proxy-http.js';
+import { relayAdmission } from '../inference/proxy-http.js';
 import type { CatalogModel } from '../catalog/models.js';
 import { stripAttributionFields } from '../product-users/attribution.js';
 import { messagesTexts } from '../tokens/request-texts.js';
 import { declareRoute } from './framework/declaration.js';
-import { annotateAdmission, modelLabel } from '../inference/request-annotations.js';
+import { modelLabel } from '../inference/request-annotations.js';
 
 /** The client's protocol version header, forwarded to the provider. */
 export const VENDOR_VERSION_HEADER = 'vendor-version';
@@ -29,9 +28,8 @@ export const messagesRoute = declareRoute({
   responses: { 200: { description: 'message, or its SSE event stream' } },
   errors: [...ADMISSION_ERRORS, ...PROXY_ERRORS],
   errorFlavor: 'messages',
-  async handler({ request, caller, body }, response, deps: { proxy: ProxyDeps }) {
-    await handleMessages(deps.proxy, request, caller, body, response);
-  },
+  handler: ({ request, caller, body, response }, deps: { proxy: ProxyDeps }) =>
+    handleMessages(deps.proxy, request, caller, body, response),
 });
 
 function unsupportedOnMessages(modelId: string): GwError {
@@ -47,12 +45,12 @@ async function handleMessages(
   identity: ApiKeyIdentity,
   parsed: z.infer<typeof messagesRequestSchema>,
   response: HttpResponse,
-): Promise<void> {
+): Promise<GwError | undefined> {
   const body: Record<string, unknown> = parsed;
   response.annotate({ model: modelLabel(parsed.model) });
   const model = deps.services.catalog.get(parsed.model);
   if (model && !model.provider.protocol.messages) {
-    return sendError(response, unsupportedOnMessages(model.id), 'messages');
+    return unsupportedOnMessages(model.id);
   }
   // The messages protocol's own user field (metadata.user_id) attributes like `user` does.
   const userId = parsed.metadata?.user_id;
@@ -80,13 +78,5 @@ async function handleMessages(
     },
     signal: clientGoneSignal(response),
   });
-  if (isGwError(admission)) return sendError(response, admission, 'messages');
-  annotateAdmission(response, admission);
-  // From here on every path settles: the hold is released and the usage recorded.
-  await proxyToVendor(
-    proxyPortsFor(deps),
-    admission,
-    { stream, startedAtMs: request.receivedAtMs },
-    response,
-  );
+  return relayAdmission(deps, admission, { stream, startedAtMs: request.receivedAtMs }, response);
 }

@@ -10,7 +10,7 @@ export const metricsRoute = declareRoute({
   responses: { 200: { description: 'Prometheus text format' } },
   errors: [],
   undocumented: true,
-  async handler(_call, response, deps: { readonly metricsRegistry: Registry }) {
+  async handler({ response }, deps: { readonly metricsRegistry: Registry }) {
     const text = await deps.metricsRegistry.metrics();
     response.writeHead(200, { 'content-type': deps.metricsRegistry.contentType });
     response.end(text);

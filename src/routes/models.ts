@@ -1,7 +1,6 @@
 // GET /v1/models: the models the calling key may use. Chat-completions list format by
 // default; the messages protocol's list format when the request carries `vendor-version`.
 import { modelPolicyAllows, type ModelCatalog } from '../catalog/models.js';
-import { sendJson } from '../http/respond.js';
 import { declareRoute } from './framework/declaration.js';
 import { VENDOR_VERSION_HEADER } from './messages.js';
 
@@ -16,7 +15,7 @@ export const modelsRoute = declareRoute({
   responses: { 200: { description: 'model list' } },
   errors: [],
   errorFlavor: (headers) => (headers[VENDOR_VERSION_HEADER] !== undefined ? 'messages' : 'default'),
-  handler({ request, caller }, response, deps: { readonly catalog: ModelCatalog }) {
+  handler({ request, caller }, deps: { readonly catalog: ModelCatalog }) {
     const models = deps.catalog
       .list()
       .filter((model) => modelPolicyAllows(caller.modelPolicy, model.id));
@@ -27,14 +26,14 @@ export const modelsRoute = declareRoute({
         display_name: model.id,
         created_at: LISTED_SINCE,
       }));
-      return sendJson(response, 200, {
+      return {
         data,
         has_more: false,
         first_id: data[0]?.id ?? null,
         last_id: data.at(-1)?.id ?? null,
-      });
+      };
     }
-    sendJson(response, 200, {
+    return {
       object: 'list',
       data: models.map((model) => ({
         id: model.id,
@@ -42,6 +41,6 @@ export const modelsRoute = declareRoute({
         created: Date.parse(LISTED_SINCE) / 1000,
         owned_by: model.vendor,
       })),
-    });
+    };
   },
 });

@@ -1,5 +1,4 @@
 // GET /openapi.json: the public schema, generated at boot from the route declarations.
-import { sendJson } from '../http/respond.js';
 import { declareRoute } from './framework/declaration.js';
 
 export const openApiRoute = declareRoute({
@@ -9,7 +8,7 @@ export const openApiRoute = declareRoute({
   caller: { kind: 'none' },
   responses: { 200: { description: 'the OpenAPI 3.1 document' } },
   errors: [],
-  handler(_call, response, deps: { readonly openApiDocument: Record<string, unknown> }) {
-    sendJson(response, 200, deps.openApiDocument);
+  handler(_call, deps: { readonly openApiDocument: Record<string, unknown> }) {
+    return deps.openApiDocument;
   },
 });

@@ -3,8 +3,7 @@
 // Postgres down is `degraded` but still 200: known keys and users are served from the caches
 // and usage waits in Redis until Postgres is back (docs/operations.md), so taking every
 // instance out of the load balancer would turn a Postgres outage into a full one.
-import { sendJson } from '../http/respond.js';
-import { declareRoute } from './framework/declaration.js';
+import { answer, declareRoute } from './framework/declaration.js';
 
 export interface ReadinessProbe {
   /** Each dependency and whether it answers. */
@@ -25,12 +24,12 @@ export const readyzRoute = declareRoute({
     503: { description: 'not ready: draining, or an essential dependency is down' },
   },
   errors: [],
-  async handler(_call, response, deps: { readonly readiness: ReadinessProbe }) {
+  async handler(_call, deps: { readonly readiness: ReadinessProbe }) {
     const checks = await deps.readiness.check();
     const draining = deps.readiness.isDraining();
     const ready = !draining && deps.readiness.essential.every((name) => checks[name] === true);
     const degraded = Object.values(checks).some((ok) => !ok);
-    sendJson(response, ready ? 200 : 503, {
+    return answer(ready ? 200 : 503, {
       status: !ready ? 'not_ready' : degraded ? 'degraded' : 'ready',
       draining,
       checks,

@@ -1,6 +1,5 @@
 // GET /auth/csrf: the CSRF token of the caller's session, to send as X-CSRF-Token on writes.
 import { z } from 'zod';
-import { sendJson } from '../../http/respond.js';
 import { declareRoute } from '../framework/declaration.js';
 
 export const csrfRoute = declareRoute({
@@ -11,7 +10,7 @@ export const csrfRoute = declareRoute({
   caller: { kind: 'session' },
   responses: { 200: { description: 'the token', schema: z.object({ csrf_token: z.string() }) } },
   errors: [],
-  handler({ caller }, response) {
-    sendJson(response, 200, { csrf_token: caller.session.csrfToken });
+  handler({ caller }) {
+    return { csrf_token: caller.session.csrfToken };
   },
 });

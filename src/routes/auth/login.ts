@@ -17,7 +17,6 @@ import {
 } from '../../accounts/users.js';
 import type { HttpRequest, HttpResponse } from '../../http/types.js';
 import { gwError } from '../../errors.js';
-import { sendError } from '../../http/respond.js';
 import { declareRoute } from '../framework/declaration.js';
 import { dashboardUserSchema, orgSummarySchema } from '../dashboard/schemas.js';
 import type { AccountDeps } from './deps.js';
@@ -43,17 +42,18 @@ export const loginRoute = declareRoute({
   body: loginSchema,
   responses: { 200: { description: 'signed in', schema: signedInSchema } },
   errors: ['gw_invalid_credentials', 'gw_too_many_attempts', 'gw_unavailable'],
-  async handler({ request, body }, response, deps: AccountDeps) {
+  async handler({ request, body, response }, deps: AccountDeps) {
     const { db, sessions, throttle } = deps.accounts;
     const email = normalizeEmail(body.email);
     const waitMs = await throttle.blockedForMs(email, request.remoteAddress);
     if (waitMs > 0) {
       const retryAfterS = Math.ceil(waitMs / 1000);
-      return sendError(
-        response,
-        gwError('gw_too_many_attempts', `too many failed sign-ins; try again in ${retryAfterS} s`, {
+      return gwError(
+        'gw_too_many_attempts',
+        `too many failed sign-ins; try again in ${retryAfterS} s`,
+        {
           headers: { 'retry-after': String(retryAfterS) },
-        }),
+        },
       );
     }
     const candidate = await findLoginCandidate(db, email);
@@ -65,7 +65,7 @@ export const loginRoute = declareRoute({
     const user = candidate && matches ? await loadDashboardUser(db, candidate.id) : null;
     if (!user) {
       await throttle.recordFailure(email, request.remoteAddress);
-      return sendError(response, gwError('gw_invalid_credentials', INVALID_CREDENTIALS));
+      return gwError('gw_invalid_credentials', INVALID_CREDENTIALS);
     }
     await throttle.recordSuccess(email);
     await answerSignedIn(request, response, sessions, user, 200);

@@ -13,7 +13,7 @@ export const logoutRoute = declareRoute({
     200: { description: 'signed out', schema: z.object({ signed_out: z.literal(true) }) },
   },
   errors: [],
-  async handler({ caller }, response, deps: AccountDeps) {
+  async handler({ caller, response }, deps: AccountDeps) {
     await deps.accounts.sessions.destroy(caller.session.handle);
     response.writeHead(200, {
       'content-type': 'application/json',

@@ -1,5 +1,4 @@
 // GET /auth/session: who is signed in, and their organizations (the dashboard's first call).
-import { sendJson } from '../../http/respond.js';
 import { declareRoute } from '../framework/declaration.js';
 import { signedInSchema } from './login.js';
 
@@ -11,10 +10,10 @@ export const sessionRoute = declareRoute({
   caller: { kind: 'session' },
   responses: { 200: { description: 'the signed-in user', schema: signedInSchema } },
   errors: [],
-  handler({ caller: { user } }, response) {
-    sendJson(response, 200, {
+  handler({ caller: { user } }) {
+    return {
       user: { id: user.id, email: user.email, personal_org_id: user.personalOrgId },
       orgs: user.memberships.map(({ id, name, role }) => ({ id, name, role })),
-    });
+    };
   },
 });

@@ -13,7 +13,6 @@ import {
   loadDashboardUser,
 } from '../../accounts/users.js';
 import { gwError } from '../../errors.js';
-import { sendError } from '../../http/respond.js';
 import { declareRoute } from '../framework/declaration.js';
 import type { AccountDeps } from './deps.js';
 import { answerSignedIn, signedInSchema } from './login.js';
@@ -32,35 +31,29 @@ export const signupRoute = declareRoute({
   body: signupSchema,
   responses: { 201: { description: 'signed up and signed in', schema: signedInSchema } },
   errors: ['gw_signup_disabled', 'gw_too_many_attempts', 'gw_conflict', 'gw_unavailable'],
-  async handler({ request, body }, response, deps: AccountDeps) {
+  async handler({ request, body, response }, deps: AccountDeps) {
     const { db, sessions, throttle, signup } = deps.accounts;
     if (!signup) {
-      return sendError(
-        response,
-        gwError('gw_signup_disabled', 'self-service sign-up is off on this gateway; ask an admin'),
+      return gwError(
+        'gw_signup_disabled',
+        'self-service sign-up is off on this gateway; ask an admin',
       );
     }
     const waitMs = await throttle.signupAttempt(request.remoteAddress);
     if (waitMs > 0) {
       const retryAfterS = Math.ceil(waitMs / 1000);
-      return sendError(
-        response,
-        gwError('gw_too_many_attempts', `too many sign-ups; try again in ${retryAfterS} s`, {
-          headers: { 'retry-after': String(retryAfterS) },
-        }),
-      );
+      return gwError('gw_too_many_attempts', `too many sign-ups; try again in ${retryAfterS} s`, {
+        headers: { 'retry-after': String(retryAfterS) },
+      });
     }
     let userId: string;
     try {
       userId = (await createUser(db, { email: body.email, password: body.password })).user_id;
     } catch (error) {
       if (!(error instanceof AccountRuleError)) throw error;
-      return sendError(
-        response,
-        error.conflict
-          ? gwError('gw_conflict', 'an account with this e-mail exists: sign in instead')
-          : gwError('gw_invalid_request', error.message),
-      );
+      return error.conflict
+        ? gwError('gw_conflict', 'an account with this e-mail exists: sign in instead')
+        : gwError('gw_invalid_request', error.message);
     }
     const user = (await loadDashboardUser(db, userId))!;
     await answerSignedIn(request, response, sessions, user, 201);

@@ -2,7 +2,6 @@
 // their content (a new build makes new names), so they are cached for a year as immutable. Sent
 // brotli- or gzip-compressed (compressed at build time) when the browser accepts it.
 import { gwError } from '../../errors.js';
-import { sendError } from '../../http/respond.js';
 import { declareRoute } from '../framework/declaration.js';
 import type { DashboardAsset, DashboardBundle } from './bundle.js';
 
@@ -31,9 +30,9 @@ export const dashboardAssetRoute = declareRoute({
   undocumented: true,
   responses: { 200: { description: 'the asset' } },
   errors: ['gw_not_found'],
-  handler({ request }, response, deps: { readonly dashboardBundle: DashboardBundle }) {
+  handler({ request, response }, deps: { readonly dashboardBundle: DashboardBundle }) {
     const asset = deps.dashboardBundle.assets.get(request.params.file ?? '');
-    if (!asset) return sendError(response, gwError('gw_not_found', 'no such dashboard asset'));
+    if (!asset) return gwError('gw_not_found', 'no such dashboard asset');
     const { body, encoding } = encodingFor(asset, request.headers['accept-encoding']);
     response.writeHead(200, {
       'content-type': asset.contentType,

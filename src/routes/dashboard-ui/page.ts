@@ -1,8 +1,7 @@
 // The dashboard's single page: GET /dashboard/ and every deep link of the app under it
 // (/dashboard/orgs/…, /dashboard/models, …) answer the same HTML, never cached, with a strict
 // Content-Security-Policy (scripts, styles and requests only from the gateway itself).
-import { gwError } from '../../errors.js';
-import { sendError } from '../../http/respond.js';
+import { gwError, type GwError } from '../../errors.js';
 import type { HttpResponse } from '../../http/types.js';
 import { declareRoute } from '../framework/declaration.js';
 import type { DashboardBundle } from './bundle.js';
@@ -33,15 +32,13 @@ interface PageDeps {
   readonly dashboardBundle: DashboardBundle;
 }
 
-function sendPage(response: HttpResponse, { dashboardBundle }: PageDeps): void {
+function sendPage(response: HttpResponse, { dashboardBundle }: PageDeps): GwError | undefined {
   if (!dashboardBundle.html) {
-    return sendError(
-      response,
-      gwError('gw_not_found', 'the dashboard is not built: run `npm run build`'),
-    );
+    return gwError('gw_not_found', 'the dashboard is not built: run `npm run build`');
   }
   response.writeHead(200, pageHeaders);
   response.end(dashboardBundle.html);
+  return undefined;
 }
 
 const pageRoute = (path: string, summary: string) =>
@@ -53,7 +50,7 @@ const pageRoute = (path: string, summary: string) =>
     undocumented: true,
     responses: { 200: { description: 'the dashboard page' } },
     errors: ['gw_not_found'],
-    handler: (_call, response, deps: PageDeps) => sendPage(response, deps),
+    handler: ({ response }, deps: PageDeps) => sendPage(response, deps),
   });
 
 export const dashboardPageRoute = pageRoute('/dashboard/', 'The dashboard web app');
@@ -73,7 +70,7 @@ export const dashboardRedirectRoute = declareRoute({
   undocumented: true,
   responses: { 308: { description: 'to /dashboard/' } },
   errors: [],
-  handler(_call, response) {
+  handler({ response }) {
     response.writeHead(308, { location: '/dashboard/', 'cache-control': 'no-store' });
     response.end();
   },

@@ -5,7 +5,6 @@ import { auditView, readAuditLog } from '../../audit/audit-log.js';
 import type { DbPool } from '../../db/pool.js';
 import { MAX_PAGE_LIMIT } from '../../db/pages.js';
 import { isGwError } from '../../errors.js';
-import { sendError, sendJson } from '../../http/respond.js';
 import { declareRoute } from '../framework/declaration.js';
 import { parseQuery } from '../framework/query.js';
 import { pageOf, inOrg } from './schemas.js';
@@ -40,15 +39,15 @@ export const auditLogRoute = declareRoute({
     200: { description: 'audit entries, newest first', schema: pageOf(auditEntrySchema) },
   },
   errors: ['gw_invalid_request'],
-  async handler({ request, caller }, response, deps: { readonly db: DbPool }) {
+  async handler({ request, caller }, deps: { readonly db: DbPool }) {
     const query = parseQuery(request.query, auditQuery);
-    if (isGwError(query)) return sendError(response, query);
+    if (isGwError(query)) return query;
     const { rows, nextCursor } = await readAuditLog(
       deps.db,
       caller.org.id,
       query.limit,
       query.cursor ?? null,
     );
-    sendJson(response, 200, { data: rows.map(auditView), next_cursor: nextCursor });
+    return { data: rows.map(auditView), next_cursor: nextCursor };
   },
 });

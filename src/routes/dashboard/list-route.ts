@@ -6,7 +6,6 @@ import type { OrgLocator } from '../../accounts/dashboard-auth.js';
 import type { DbPool } from '../../db/pool.js';
 import { pageQuerySchema, type PageRequest } from '../../db/pages.js';
 import { isGwError } from '../../errors.js';
-import { sendError, sendJson } from '../../http/respond.js';
 import { declareRoute } from '../framework/declaration.js';
 import { parsePage, parseQuery } from '../framework/query.js';
 import { pageOf } from './schemas.js';
@@ -45,18 +44,18 @@ export function declareListRoute<
     query: querySchema,
     responses: { 200: { description: spec.rows, schema: pageOf(spec.item) } },
     errors: ['gw_invalid_request'],
-    async handler({ request }, response, deps: { readonly db: DbPool }) {
+    async handler({ request }, deps: { readonly db: DbPool }) {
       const query = parseQuery(request.query, querySchema);
-      if (isGwError(query)) return sendError(response, query);
+      if (isGwError(query)) return query;
       const page = parsePage(request.query);
-      if (isGwError(page)) return sendError(response, page);
+      if (isGwError(page)) return page;
       const scopeId = request.params[spec.org.param] ?? '';
       const { rows, nextCursor } = await spec.list(deps.db, scopeId, page, query as z.infer<Query>);
       const now = Date.now();
-      sendJson(response, 200, {
+      return {
         data: rows.map((row) => spec.view(row, now)),
         next_cursor: nextCursor,
-      });
+      };
     },
   });
 }

@@ -4,7 +4,6 @@ import { z } from 'zod';
 import type { ModelCatalog } from '../../catalog/models.js';
 import { Decimal } from 'decimal.js';
 import type { TokenPrice } from '../../money.js';
-import { sendJson } from '../../http/respond.js';
 import { decimalString } from '../schemas.js';
 import { declareRoute } from '../framework/declaration.js';
 
@@ -31,8 +30,8 @@ export const dashboardModelsRoute = declareRoute({
   caller: { kind: 'session' },
   responses: { 200: { description: 'models', schema: z.object({ data: z.array(modelSchema) }) } },
   errors: [],
-  handler(_call, response, deps: { readonly catalog: ModelCatalog }) {
-    sendJson(response, 200, {
+  handler(_call, deps: { readonly catalog: ModelCatalog }) {
+    return {
       data: deps.catalog.list().map((model) => ({
         id: model.id,
         vendor: model.vendor,
@@ -42,6 +41,6 @@ export const dashboardModelsRoute = declareRoute({
         max_output_tokens: model.maxOutputTokens,
         supports_tools: model.supportsTools,
       })),
-    });
+    };
   },
 });

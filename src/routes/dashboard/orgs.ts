@@ -1,5 +1,4 @@
 // GET /dashboard/api/orgs: the organizations the signed-in user belongs to, with their role.
-import { sendJson } from '../../http/respond.js';
 import { declareRoute } from '../framework/declaration.js';
 import { orgSummarySchema, pageOf } from './schemas.js';
 
@@ -11,10 +10,10 @@ export const listOrgsRoute = declareRoute({
   caller: { kind: 'session' },
   responses: { 200: { description: 'organizations', schema: pageOf(orgSummarySchema) } },
   errors: [],
-  handler({ caller: { user } }, response) {
-    sendJson(response, 200, {
+  handler({ caller: { user } }) {
+    return {
       data: user.memberships.map(({ id, name, role }) => ({ id, name, role })),
       next_cursor: null,
-    });
+    };
   },
 });

@@ -6,7 +6,6 @@ import { z } from 'zod';
 import { OVERVIEW_TOP, orgOverview } from '../../admin/overview.js';
 import type { WalletService } from '../../billing/wallets.js';
 import type { DbPool } from '../../db/pool.js';
-import { sendJson } from '../../http/respond.js';
 import { declareRoute } from '../framework/declaration.js';
 import { decimalString } from '../schemas.js';
 import { inOrg } from './schemas.js';
@@ -66,9 +65,8 @@ export const overviewRoute = declareRoute({
   errors: [],
   async handler(
     { caller },
-    response,
     deps: { readonly db: DbPool; readonly wallets: Pick<WalletService, 'liveBalance'> },
   ) {
-    sendJson(response, 200, await orgOverview(deps.db, deps.wallets, caller.org.id));
+    return await orgOverview(deps.db, deps.wallets, caller.org.id);
   },
 });

@@ -1,5 +1,7 @@
 // Request and response building blocks of the dashboard API.
 import { z } from 'zod';
+import type { ApiKeyStore } from '../../auth/api-key-store.js';
+import type { DbPool } from '../../db/pool.js';
 import { gwError, type GwError } from '../../errors.js';
 import { AmountError, AmountRangeError, parseAmountToNano } from '../../money.js';
 
@@ -66,3 +68,9 @@ export const modelPolicySchema = z
   )
   .min(1, 'must allow at least one model')
   .max(100, 'must have at most 100 patterns');
+
+/** What a route that stops API keys needs: Postgres, and every instance's key caches told. */
+export interface KeyRevokingDeps {
+  readonly db: DbPool;
+  readonly apiKeys: Pick<ApiKeyStore, 'invalidate'>;
+}

@@ -4,7 +4,6 @@
 import { z } from 'zod';
 import type { DbPool } from '../../db/pool.js';
 import { isGwError } from '../../errors.js';
-import { sendError, sendJson } from '../../http/respond.js';
 import { isoDay, readUsageRollups, USAGE_GROUPS } from '../../ledger/usage-rollups.js';
 import { inOrg } from './schemas.js';
 import { declareRoute } from '../framework/declaration.js';
@@ -59,11 +58,11 @@ export const usageRoute = declareRoute({
     200: { description: 'usage rows, one per group and currency', schema: usageSchema },
   },
   errors: ['gw_invalid_request'],
-  async handler({ request, caller }, response, deps: { readonly db: DbPool }) {
+  async handler({ request, caller }, deps: { readonly db: DbPool }) {
     const query = parseQuery(request.query, usageQuery);
-    if (isGwError(query)) return sendError(response, query);
+    if (isGwError(query)) return query;
     const range = parseDayRange(query.from, query.to);
-    if (isGwError(range)) return sendError(response, range);
+    if (isGwError(range)) return range;
     const rows = await readUsageRollups(deps.db, {
       orgId: caller.org.id,
       groupBy: query.group_by,
@@ -71,11 +70,11 @@ export const usageRoute = declareRoute({
       // A year of days is 366 rows: the limit bounds the product users, never the days.
       limit: query.group_by === 'day' ? MAX_USAGE_GROUPS : query.limit,
     });
-    sendJson(response, 200, {
+    return {
       group_by: query.group_by,
       from: isoDay(range.from),
       to: isoDay(range.to),
       data: rows,
-    });
+    };
   },
 });

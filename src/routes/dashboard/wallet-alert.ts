@@ -5,7 +5,6 @@ import { z } from 'zod';
 import { setWalletAlert, walletAlert } from '../../billing/wallet-alert.js';
 import type { DbPool } from '../../db/pool.js';
 import { gwError } from '../../errors.js';
-import { sendError, sendJson } from '../../http/respond.js';
 import { AmountError, AmountRangeError, parseAmountToNano } from '../../money.js';
 import { declareRoute } from '../framework/declaration.js';
 import { decimalString } from '../schemas.js';
@@ -29,10 +28,10 @@ export const getWalletAlertRoute = declareRoute({
   caller: { kind: 'org_member', role: 'viewer', org: inOrg },
   responses: { 200: { description: 'the alert', schema: walletAlertSchema } },
   errors: ['gw_not_found'],
-  async handler({ caller }, response, deps: { readonly db: DbPool }) {
+  async handler({ caller }, deps: { readonly db: DbPool }) {
     const alert = await walletAlert(deps.db, caller.org.id);
-    if (!alert) return sendError(response, noWallet());
-    sendJson(response, 200, alert);
+    if (!alert) return noWallet();
+    return alert;
   },
 });
 
@@ -45,7 +44,7 @@ export const setWalletAlertRoute = declareRoute({
   body: z.strictObject({ low_balance_threshold: z.string().max(40).nullable() }),
   responses: { 200: { description: 'the alert', schema: walletAlertSchema } },
   errors: ['gw_not_found', 'gw_amount_out_of_range'],
-  async handler({ caller, body }, response, deps: { readonly db: DbPool }) {
+  async handler({ caller, body }, deps: { readonly db: DbPool }) {
     let thresholdNano: bigint | null = null;
     if (body.low_balance_threshold !== null) {
       try {
@@ -54,7 +53,7 @@ export const setWalletAlertRoute = declareRoute({
         if (!(error instanceof AmountError)) throw error;
         const code =
           error instanceof AmountRangeError ? 'gw_amount_out_of_range' : 'gw_invalid_request';
-        return sendError(response, gwError(code, `low_balance_threshold: ${error.message}`));
+        return gwError(code, `low_balance_threshold: ${error.message}`);
       }
     }
     const alert = await setWalletAlert(
@@ -63,7 +62,7 @@ export const setWalletAlertRoute = declareRoute({
       caller.org.id,
       thresholdNano,
     );
-    if (!alert) return sendError(response, noWallet());
-    sendJson(response, 200, alert);
+    if (!alert) return noWallet();
+    return alert;
   },
 });

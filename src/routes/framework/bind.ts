@@ -3,12 +3,18 @@
 // the JSON body is validated against the declared schema, and only then the handler runs.
 import type { z } from 'zod';
 import { csrfTokenMatches } from '../../accounts/sessions.js';
-import { gwError, isGwError, type ErrorFlavor } from '../../errors.js';
-import { sendError } from '../../http/respond.js';
+import { gwError, isGwError, type ErrorFlavor, type GwError } from '../../errors.js';
+import { sendError, sendJson } from '../../http/respond.js';
 import type { HttpResponse, RequestHead, Route } from '../../http/types.js';
 import { contentTypeError, parseJsonBody } from '../../inference/parse-body.js';
 import { textProblem } from '../../text.js';
-import type { Authenticators, CallerRequirement, DeclaredRoute } from './declaration.js';
+import {
+  JsonAnswer,
+  type Authenticators,
+  type CallerRequirement,
+  type DeclaredRoute,
+  type RouteResult,
+} from './declaration.js';
 import { parseFormBody } from './form-body.js';
 
 const STORED_BODY_CALLERS: ReadonlySet<CallerRequirement['kind']> = new Set([
@@ -40,12 +46,16 @@ function bindRoute<Deps>(
     typeof route.errorFlavor === 'function'
       ? route.errorFlavor(headers)
       : (route.errorFlavor ?? 'default');
+  // A handler's plain body answers with the route's first declared status.
+  const successStatus = Number(Object.keys(route.responses)[0] ?? 200);
   return {
     method: route.method,
     path: route.path,
     errorFlavor: flavorOf,
     authenticate: (head) => authenticate(authenticators, route.caller, head),
     handler: async (request, response, authenticated) => {
+      const refuse = (error: GwError): void =>
+        sendError(response, error, flavorOf(request.headers));
       let caller = authenticated;
       // Even a request refused for its body names its caller's organization in the log.
       annotateCallerOrg(response, caller);
@@ -60,7 +70,7 @@ function bindRoute<Deps>(
                 route.bodyOptional && request.body.length === 0 ? Buffer.from('{}') : request.body,
                 schema,
               ));
-        if (isGwError(parsed)) return sendError(response, parsed, flavorOf(request.headers));
+        if (isGwError(parsed)) return refuse(parsed);
         // Dashboard bodies are stored: text Postgres cannot store is refused here, once for
         // every such route, and so are forms (their values are looked up in Postgres).
         // (Inference bodies go to the vendor, and the service-key routes answer their spec's
@@ -70,11 +80,7 @@ function bindRoute<Deps>(
             ? unstorableText(parsed)
             : undefined;
         if (unstorable) {
-          return sendError(
-            response,
-            gwError('gw_invalid_request', `${unstorable.path}: ${unstorable.problem}`),
-            flavorOf(request.headers),
-          );
+          return refuse(gwError('gw_invalid_request', `${unstorable.path}: ${unstorable.problem}`));
         }
         body = parsed;
       }
@@ -89,13 +95,11 @@ function bindRoute<Deps>(
             session.csrfToken,
           )
         ) {
-          return sendError(
-            response,
+          return refuse(
             gwError(
               'gw_csrf_token_invalid',
               `send the session's CSRF token (GET /auth/csrf) in the ${CSRF_FORM_FIELD} field`,
             ),
-            flavorOf(request.headers),
           );
         }
       }
@@ -104,17 +108,29 @@ function bindRoute<Deps>(
           request.headers,
           body as Record<string, unknown>,
         );
-        if (isGwError(client)) return sendError(response, client, flavorOf(request.headers));
+        if (isGwError(client)) return refuse(client);
         caller = client;
         annotateCallerOrg(response, caller);
       }
       // The caller and body match the declaration: the adapter ran its authenticator and
       // the schema above validated the body.
-      return route.handler(
-        { request, caller: caller as never, body: body as never },
-        response,
-        deps,
-      );
+      let result: RouteResult;
+      try {
+        result = await route.handler(
+          { request, caller: caller as never, body: body as never, response },
+          deps,
+        );
+      } catch (error) {
+        // A thrown GwError is an answer like a returned one; anything else is a bug (500).
+        if (!isGwError(error) || response.headersSent) throw error;
+        result = error;
+      }
+      if (result === undefined) return; // the handler wrote its answer itself
+      if (isGwError(result)) return refuse(result);
+      if (result instanceof JsonAnswer) {
+        return sendJson(response, result.status, result.body, result.headers);
+      }
+      sendJson(response, successStatus, result);
     },
   };
 }

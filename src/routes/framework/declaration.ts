@@ -126,12 +126,48 @@ export interface ResponseDoc {
   readonly schema?: z.ZodType;
 }
 
-/** What a handler is called with: the request, the authenticated caller, the parsed body. */
+/**
+ * What a handler is called with: the request, the authenticated caller, the parsed body, and
+ * the response, for the routes that write their answer themselves (streams, pages, files,
+ * redirects).
+ */
 export interface RouteCall<Caller, Body> {
   readonly request: HttpRequest;
   readonly caller: Caller;
   readonly body: Body;
+  readonly response: HttpResponse;
 }
+
+/**
+ * A JSON answer whose status is chosen when the handler runs (201 created, 200 replayed), or
+ * whose headers are not the plain JSON ones (OAuth's never-cached answers).
+ */
+export class JsonAnswer {
+  constructor(
+    readonly status: number,
+    readonly body: unknown,
+    readonly headers?: Readonly<Record<string, string>>,
+  ) {}
+}
+
+/** The body with its own status (and headers, else the plain JSON ones). */
+export function answer(
+  status: number,
+  body: unknown,
+  headers?: Readonly<Record<string, string>>,
+): JsonAnswer {
+  return new JsonAnswer(status, body, headers);
+}
+
+/**
+ * What a handler's promise resolves to, and what the router writes for it:
+ * - a GwError (returned, or thrown by anything the handler calls): the error, in the route's
+ *   flavor;
+ * - a JsonAnswer: its body as JSON, with its status;
+ * - undefined: nothing, the handler wrote its answer itself through `response`;
+ * - any other value: that body as JSON, with the route's first declared status.
+ */
+export type RouteResult = unknown;
 
 type BodyOf<Schema> = Schema extends z.ZodType ? z.infer<Schema> : undefined;
 
@@ -166,9 +202,8 @@ export interface RouteDeclaration<
   // is then one array type (their handlers are checked where each route is declared).
   handler(
     call: RouteCall<CallerOf<Requirement>, BodyOf<BodySchema>>,
-    response: HttpResponse,
     deps: Deps,
-  ): Promise<void> | void;
+  ): Promise<RouteResult> | RouteResult;
 }
 
 /** Any declared route whose handler can be given `Deps`. */

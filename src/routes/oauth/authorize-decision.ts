@@ -6,7 +6,6 @@
 import { z } from 'zod';
 import { roleAtLeast } from '../../accounts/users.js';
 import { gwError } from '../../errors.js';
-import { sendError } from '../../http/respond.js';
 import { answerLocation, checkAuthorizationRequest } from '../../oauth/authorization-request.js';
 import { approve, SPENDING_ROLE } from '../../oauth/connections.js';
 import { declareRoute } from '../framework/declaration.js';
@@ -42,37 +41,24 @@ export const authorizeDecisionRoute = declareRoute({
   },
   errors: ['gw_redirect_uri_mismatch', 'gw_not_found', 'gw_role_forbidden', 'gw_unavailable'],
   errorFlavor: pageOrJson,
-  async handler({ request, caller, body }, response, deps: OAuthDeps) {
-    const flavor = pageOrJson(request.headers);
+  async handler({ caller, body, response }, deps: OAuthDeps) {
     const check = await checkAuthorizationRequest(deps.oauth.db, body);
-    if (check.kind === 'refused') return sendError(response, check.error, flavor);
+    if (check.kind === 'refused') return check.error;
     if (check.kind === 'redirect') return redirect(response, check.location);
     if (body.decision === 'deny') {
       return redirect(response, answerLocation(check.request, { error: 'access_denied' }));
     }
     if (body.decision !== 'approve') {
-      return sendError(
-        response,
-        gwError('gw_invalid_request', 'decision: must be approve or deny'),
-        flavor,
-      );
+      return gwError('gw_invalid_request', 'decision: must be approve or deny');
     }
     const org = caller.user.memberships.find((membership) => membership.id === body.org_id);
     if (!org) {
-      return sendError(
-        response,
-        gwError('gw_not_found', 'org_id: no organization with this id among yours'),
-        flavor,
-      );
+      return gwError('gw_not_found', 'org_id: no organization with this id among yours');
     }
     if (!roleAtLeast(org.role, SPENDING_ROLE)) {
-      return sendError(
-        response,
-        gwError(
-          'gw_role_forbidden',
-          `org_id: paying for an app needs the ${SPENDING_ROLE} role or higher there; yours is ${org.role}`,
-        ),
-        flavor,
+      return gwError(
+        'gw_role_forbidden',
+        `org_id: paying for an app needs the ${SPENDING_ROLE} role or higher there; yours is ${org.role}`,
       );
     }
     const { code } = await approve(deps.oauth.db, deps.oauth.codes, {

@@ -5,7 +5,6 @@
 // brings them back here; a signed-in user gets the consent page.
 import { z } from 'zod';
 import { pageHeaders } from '../../http/html.js';
-import { sendError } from '../../http/respond.js';
 import type { HttpResponse } from '../../http/types.js';
 import {
   authorizationParamsOfQuery,
@@ -45,11 +44,11 @@ export const authorizePageRoute = declareRoute({
   },
   errors: ['gw_redirect_uri_mismatch'],
   errorFlavor: pageOrJson,
-  async handler({ request, caller }, response, deps: OAuthDeps) {
+  async handler({ request, caller, response }, deps: OAuthDeps) {
     const { params, repeated } = authorizationParamsOfQuery(request.query);
     const check = await checkAuthorizationRequest(deps.oauth.db, params, repeated);
     if (check.kind === 'refused') {
-      return sendError(response, check.error, pageOrJson(request.headers));
+      return check.error;
     }
     if (check.kind === 'redirect') return redirect(response, check.location);
     if (!caller) {

@@ -5,9 +5,9 @@
 // — 200 either way (RFC 7009 section 2.2).
 import { z } from 'zod';
 import { gwError } from '../../errors.js';
-import { sendError } from '../../http/respond.js';
+import { oauthHeaders } from '../../http/respond.js';
 import { revokeByToken } from '../../oauth/connections.js';
-import { declareRoute } from '../framework/declaration.js';
+import { answer, declareRoute } from '../framework/declaration.js';
 import type { OAuthDeps } from './deps.js';
 
 const parameter = z.string().max(4096).optional();
@@ -35,16 +35,11 @@ export const revokeTokenRoute = declareRoute({
   },
   errors: ['gw_unavailable'],
   errorFlavor: 'oauth',
-  async handler({ caller, body }, response, deps: OAuthDeps) {
+  async handler({ caller, body }, deps: OAuthDeps) {
     if (!body.token) {
-      return sendError(response, gwError('gw_invalid_request', 'token is required'), 'oauth');
+      return gwError('gw_invalid_request', 'token is required');
     }
     const revoked = await revokeByToken(deps.oauth.db, deps.oauth.apiKeys, caller, body.token);
-    response.writeHead(200, {
-      'content-type': 'application/json',
-      'cache-control': 'no-store',
-      pragma: 'no-cache',
-    });
-    response.end(JSON.stringify({ revoked }));
+    return answer(200, { revoked }, oauthHeaders);
   },
 });

@@ -4,10 +4,10 @@
 // 6749's `{"error", "error_description"}` (plus the gateway's `gw_code`), never cached.
 import { z } from 'zod';
 import { gwError } from '../../errors.js';
-import { sendError } from '../../http/respond.js';
+import { oauthHeaders } from '../../http/respond.js';
 import { exchange } from '../../oauth/connections.js';
 import { verifierProblem } from '../../oauth/pkce.js';
-import { declareRoute } from '../framework/declaration.js';
+import { answer, declareRoute } from '../framework/declaration.js';
 import type { OAuthDeps } from './deps.js';
 
 const parameter = z.string().max(4096).optional();
@@ -27,12 +27,6 @@ const tokenSchema = z.object({
   app_connection_id: z.string(),
 });
 
-const noStore = {
-  'content-type': 'application/json',
-  'cache-control': 'no-store',
-  pragma: 'no-cache',
-} as const;
-
 export const tokenRoute = declareRoute({
   method: 'POST',
   path: '/oauth/token',
@@ -49,34 +43,30 @@ export const tokenRoute = declareRoute({
     'gw_unavailable',
   ],
   errorFlavor: 'oauth',
-  async handler({ caller, body }, response, deps: OAuthDeps) {
-    const missing = (name: string) =>
-      sendError(response, gwError('gw_invalid_request', `${name} is required`), 'oauth');
+  async handler({ caller, body }, deps: OAuthDeps) {
+    const missing = (name: string) => gwError('gw_invalid_request', `${name} is required`);
     if (!body.grant_type) return missing('grant_type');
     if (body.grant_type !== 'authorization_code') {
-      return sendError(
-        response,
-        gwError('gw_oauth_unsupported_grant_type', 'grant_type must be authorization_code'),
-        'oauth',
-      );
+      return gwError('gw_oauth_unsupported_grant_type', 'grant_type must be authorization_code');
     }
     if (!body.code) return missing('code');
     if (!body.redirect_uri) return missing('redirect_uri');
     const pkce = verifierProblem(body.code_verifier);
-    if (pkce) return sendError(response, gwError('gw_invalid_request', pkce), 'oauth');
+    if (pkce) return gwError('gw_invalid_request', pkce);
     const result = await exchange(deps.oauth.db, deps.oauth.codes, deps.oauth.apiKeys, caller, {
       code: body.code,
       redirectUri: body.redirect_uri,
       codeVerifier: body.code_verifier!,
     });
-    if ('code' in result) return sendError(response, result, 'oauth');
-    response.writeHead(200, noStore);
-    response.end(
-      JSON.stringify({
+    if ('code' in result) return result;
+    return answer(
+      200,
+      {
         access_token: result.accessToken,
         token_type: 'Bearer',
         app_connection_id: result.connectionId,
-      }),
+      },
+      oauthHeaders,
     );
   },
 });

@@ -2,10 +2,9 @@
 import { z } from 'zod';
 import type { ServiceKeyIdentity } from '../../auth/service-key-store.js';
 import { isGwError } from '../../errors.js';
-import { sendError, sendJson } from '../../http/respond.js';
-import type { HttpRequest, HttpResponse } from '../../http/types.js';
+import type { HttpRequest } from '../../http/types.js';
 import { creditGrantRequest, grantOutcome } from '../../product-users/grant-request.js';
-import { declareRoute } from '../framework/declaration.js';
+import { answer, declareRoute, type RouteResult } from '../framework/declaration.js';
 import {
   BASE,
   creditGrantSchema,
@@ -30,8 +29,8 @@ export const creditGrantRoute = declareRoute({
     'gw_idempotency_key_reused',
     'gw_amount_out_of_range',
   ],
-  handler: ({ request, caller, body }, response, deps: { productUsers: ProductUserRouteDeps }) =>
-    postCreditGrant(deps.productUsers, caller, request, body, response),
+  handler: ({ request, caller, body }, deps: { productUsers: ProductUserRouteDeps }) =>
+    postCreditGrant(deps.productUsers, caller, request, body),
 });
 
 async function postCreditGrant(
@@ -39,21 +38,20 @@ async function postCreditGrant(
   caller: ServiceKeyIdentity,
   request: HttpRequest,
   body: z.infer<typeof creditGrantSchema>,
-  response: HttpResponse,
-): Promise<void> {
+): Promise<RouteResult> {
   const user = await findFromQuery(
     deps,
     caller,
     new URLSearchParams({ app_id: body.app_id, external_user_id: body.external_user_id }),
   );
-  if (isGwError(user)) return sendError(response, user);
+  if (isGwError(user)) return user;
   const grantInput = creditGrantRequest(body, request.headers['idempotency-key']);
-  if (isGwError(grantInput)) return sendError(response, grantInput);
+  if (isGwError(grantInput)) return grantInput;
   const granted = await grantOutcome(
     deps.management.grantCredits({ orgId: caller.orgId, productUserId: user.id, ...grantInput }),
   );
-  if (isGwError(granted)) return sendError(response, granted);
+  if (isGwError(granted)) return granted;
   const { grant, created } = granted;
   const credits = await deps.profiles.credits(user, grant.currency);
-  sendJson(response, created ? 201 : 200, { ...grant, credits });
+  return answer(created ? 201 : 200, { ...grant, credits });
 }

@@ -1,9 +1,6 @@
 // GET /product-users/by-external-id/credit-summary: a product user's credits in one currency.
 import { z } from 'zod';
-import type { ServiceKeyIdentity } from '../../auth/service-key-store.js';
 import { gwError, isGwError } from '../../errors.js';
-import { sendError, sendJson } from '../../http/respond.js';
-import type { HttpRequest, HttpResponse } from '../../http/types.js';
 import { DEFAULT_CURRENCY } from '../../product-users/profile.js';
 import { declareRoute } from '../framework/declaration.js';
 import { creditsSchema } from '../schemas.js';
@@ -24,25 +21,14 @@ export const creditSummaryRoute = declareRoute({
   query: byExternalIdQuery.extend({ currency: z.string().optional() }),
   responses: { 200: { description: 'credits', schema: creditsSchema } },
   errors: [...identityErrors, 'gw_invalid_request', 'gw_product_user_not_found'],
-  handler: ({ request, caller }, response, deps: { productUsers: ProductUserRouteDeps }) =>
-    getCreditSummary(deps.productUsers, caller, request, response),
+  async handler({ request, caller }, deps: { productUsers: ProductUserRouteDeps }) {
+    const query = new URLSearchParams(request.query);
+    const currency = query.get('currency') ?? DEFAULT_CURRENCY;
+    if (!currencyCode.safeParse(currency).success) {
+      return gwError('gw_invalid_request', 'currency: must be a 3-letter ISO currency code');
+    }
+    const user = await findFromQuery(deps.productUsers, caller, query);
+    if (isGwError(user)) return user;
+    return await deps.productUsers.profiles.credits(user, currency);
+  },
 });
-
-async function getCreditSummary(
-  deps: ProductUserRouteDeps,
-  caller: ServiceKeyIdentity,
-  request: HttpRequest,
-  response: HttpResponse,
-): Promise<void> {
-  const query = new URLSearchParams(request.query);
-  const currency = query.get('currency') ?? DEFAULT_CURRENCY;
-  if (!currencyCode.safeParse(currency).success) {
-    return sendError(
-      response,
-      gwError('gw_invalid_request', 'currency: must be a 3-letter ISO currency code'),
-    );
-  }
-  const user = await findFromQuery(deps, caller, query);
-  if (isGwError(user)) return sendError(response, user);
-  sendJson(response, 200, await deps.profiles.credits(user, currency));
-}

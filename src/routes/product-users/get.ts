@@ -1,6 +1,5 @@
 // GET /product-users/by-external-id: a product user's profile (never creates one).
 import { isGwError } from '../../errors.js';
-import { sendError, sendJson } from '../../http/respond.js';
 import { declareRoute } from '../framework/declaration.js';
 import { productUserSchema } from '../schemas.js';
 import {
@@ -19,9 +18,9 @@ export const getProductUserRoute = declareRoute({
   query: byExternalIdQuery,
   responses: { 200: { description: 'the product user', schema: productUserSchema } },
   errors: [...identityErrors, 'gw_product_user_not_found'],
-  async handler({ request, caller }, response, deps: { productUsers: ProductUserRouteDeps }) {
+  async handler({ request, caller }, deps: { productUsers: ProductUserRouteDeps }) {
     const user = await findFromQuery(deps.productUsers, caller, new URLSearchParams(request.query));
-    if (isGwError(user)) return sendError(response, user);
-    sendJson(response, 200, await deps.productUsers.profiles.profile(user));
+    if (isGwError(user)) return user;
+    return await deps.productUsers.profiles.profile(user);
   },
 });

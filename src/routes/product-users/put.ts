@@ -2,15 +2,13 @@
 import { z } from 'zod';
 import type { ServiceKeyIdentity } from '../../auth/service-key-store.js';
 import { gwError, isGwError } from '../../errors.js';
-import { sendError, sendJson } from '../../http/respond.js';
-import type { HttpResponse } from '../../http/types.js';
 import { ProductUserRuleError } from '../../product-users/management.js';
 import {
   MAX_DISPLAY_NAME_CHARS,
   MAX_EMAIL_CHARS,
   storableText,
 } from '../../product-users/limits.js';
-import { declareRoute } from '../framework/declaration.js';
+import { answer, declareRoute, type RouteResult } from '../framework/declaration.js';
 import { productUserSchema } from '../schemas.js';
 import {
   BASE,
@@ -40,18 +38,17 @@ export const putProductUserRoute = declareRoute({
     201: { description: 'created', schema: productUserSchema },
   },
   errors: [...identityErrors],
-  handler: ({ caller, body }, response, deps: { productUsers: ProductUserRouteDeps }) =>
-    putProfile(deps.productUsers, caller, body, response),
+  handler: ({ caller, body }, deps: { productUsers: ProductUserRouteDeps }) =>
+    putProfile(deps.productUsers, caller, body),
 });
 
 async function putProfile(
   deps: ProductUserRouteDeps,
   caller: ServiceKeyIdentity,
   body: z.infer<typeof upsertProductUserSchema>,
-  response: HttpResponse,
-): Promise<void> {
+): Promise<RouteResult> {
   const pair = await identifyUser(deps, caller, body.app_id, body.external_user_id);
-  if (isGwError(pair)) return sendError(response, pair);
+  if (isGwError(pair)) return pair;
   try {
     const { user, created } = await deps.management.upsert({
       orgId: caller.orgId,
@@ -64,15 +61,12 @@ async function putProfile(
           body.allowance_starts_at === null ? null : new Date(body.allowance_starts_at),
       }),
     });
-    sendJson(response, created ? 201 : 200, await deps.profiles.profile(user));
+    return answer(created ? 201 : 200, await deps.profiles.profile(user));
   } catch (error) {
     if (error instanceof ProductUserRuleError) {
-      return sendError(
-        response,
-        gwError(
-          'gw_invalid_request',
-          `allowance_starts_at: ${error.message.replace('allowance_starts_at ', '')}`,
-        ),
+      return gwError(
+        'gw_invalid_request',
+        `allowance_starts_at: ${error.message.replace('allowance_starts_at ', '')}`,
       );
     }
     throw error;

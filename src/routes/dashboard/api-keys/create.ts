@@ -3,7 +3,6 @@
 import { apiKeyView, createApiKeyAs } from '../../../admin/api-keys.js';
 import type { DbPool } from '../../../db/pool.js';
 import { isGwError } from '../../../errors.js';
-import { sendError, sendJson } from '../../../http/respond.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { ofConnection } from '../connections/schema.js';
 import { createApiKeyBody, issuedApiKeySchema } from './schema.js';
@@ -18,14 +17,14 @@ export const createApiKeyRoute = declareRoute({
   bodyOptional: true,
   responses: { 201: { description: 'the key, with its raw value', schema: issuedApiKeySchema } },
   errors: ['gw_conflict'],
-  async handler({ request, caller, body }, response, deps: { readonly db: DbPool }) {
+  async handler({ request, caller, body }, deps: { readonly db: DbPool }) {
     const issued = await createApiKeyAs(
       deps.db,
       { userId: caller.user.id },
       request.params.connection_id ?? '',
       { name: body.name, ...(body.model_policy && { modelPolicy: body.model_policy }) },
     );
-    if (isGwError(issued)) return sendError(response, issued);
-    sendJson(response, 201, { ...apiKeyView(issued.row), key: issued.rawKey });
+    if (isGwError(issued)) return issued;
+    return { ...apiKeyView(issued.row), key: issued.rawKey };
   },
 });

@@ -1,11 +1,9 @@
 // POST /dashboard/api/api-keys/{id}/revoke: revokes an API key (admin or owner); every
 // instance refuses it within a second. Revoking a revoked key changes nothing.
 import { apiKeyView, revokeApiKeyAs } from '../../../admin/api-keys.js';
-import type { ApiKeyStore } from '../../../auth/api-key-store.js';
-import type { DbPool } from '../../../db/pool.js';
 import { gwError } from '../../../errors.js';
-import { sendError, sendJson } from '../../../http/respond.js';
 import { declareRoute } from '../../framework/declaration.js';
+import type { KeyRevokingDeps } from '../schemas.js';
 import { apiKeySchema, ofApiKey } from './schema.js';
 
 export const revokeApiKeyRoute = declareRoute({
@@ -16,18 +14,14 @@ export const revokeApiKeyRoute = declareRoute({
   caller: { kind: 'org_member', role: 'admin', org: ofApiKey },
   responses: { 200: { description: 'the revoked key', schema: apiKeySchema } },
   errors: ['gw_not_found'],
-  async handler(
-    { request, caller },
-    response,
-    deps: { readonly db: DbPool; readonly apiKeys: Pick<ApiKeyStore, 'invalidate'> },
-  ) {
+  async handler({ request, caller }, deps: KeyRevokingDeps) {
     const row = await revokeApiKeyAs(
       deps.db,
       deps.apiKeys,
       { userId: caller.user.id },
       request.params.id ?? '',
     );
-    if (!row) return sendError(response, gwError('gw_not_found', 'no API key with this id'));
-    sendJson(response, 200, apiKeyView(row));
+    if (!row) return gwError('gw_not_found', 'no API key with this id');
+    return apiKeyView(row);
   },
 });

@@ -2,11 +2,9 @@
 // connection and policy (admin or owner). The old key stops at once, or when the grace period
 // (at most 24 h) ends, on every instance. The new raw key is in this answer only.
 import { apiKeyView, rotateApiKeyAs } from '../../../admin/api-keys.js';
-import type { ApiKeyStore } from '../../../auth/api-key-store.js';
-import type { DbPool } from '../../../db/pool.js';
 import { isGwError } from '../../../errors.js';
-import { sendError, sendJson } from '../../../http/respond.js';
 import { declareRoute } from '../../framework/declaration.js';
+import type { KeyRevokingDeps } from '../schemas.js';
 import { issuedApiKeySchema, ofApiKey, rotateApiKeyBody } from './schema.js';
 
 export const rotateApiKeyRoute = declareRoute({
@@ -22,11 +20,7 @@ export const rotateApiKeyRoute = declareRoute({
     201: { description: 'the new key, with its raw value', schema: issuedApiKeySchema },
   },
   errors: ['gw_conflict'],
-  async handler(
-    { request, caller, body },
-    response,
-    deps: { readonly db: DbPool; readonly apiKeys: Pick<ApiKeyStore, 'invalidate'> },
-  ) {
+  async handler({ request, caller, body }, deps: KeyRevokingDeps) {
     const rotated = await rotateApiKeyAs(
       deps.db,
       deps.apiKeys,
@@ -34,7 +28,7 @@ export const rotateApiKeyRoute = declareRoute({
       request.params.id ?? '',
       body.grace_seconds,
     );
-    if (isGwError(rotated)) return sendError(response, rotated);
-    sendJson(response, 201, { ...apiKeyView(rotated.issued.row), key: rotated.issued.rawKey });
+    if (isGwError(rotated)) return rotated;
+    return { ...apiKeyView(rotated.issued.row), key: rotated.issued.rawKey };
   },
 });

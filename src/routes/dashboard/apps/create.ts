@@ -2,7 +2,6 @@
 import { z } from 'zod';
 import { appView, createAppAs } from '../../../admin/apps.js';
 import type { DbPool } from '../../../db/pool.js';
-import { sendJson } from '../../../http/respond.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { displayName, inOrg } from '../schemas.js';
 import { appSchema } from './schema.js';
@@ -16,8 +15,8 @@ export const createAppRoute = declareRoute({
   body: z.strictObject({ name: displayName }),
   responses: { 201: { description: 'the app', schema: appSchema } },
   errors: [],
-  async handler({ caller, body }, response, deps: { readonly db: DbPool }) {
+  async handler({ caller, body }, deps: { readonly db: DbPool }) {
     const app = await createAppAs(deps.db, { userId: caller.user.id }, caller.org.id, body.name);
-    sendJson(response, 201, appView(app));
+    return appView(app);
   },
 });

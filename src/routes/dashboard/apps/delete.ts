@@ -4,12 +4,10 @@
 // usage, product users and audit entries keep naming it (the ledger is never rewritten). It
 // leaves the app list and takes no new connections. Deleting it again answers it unchanged.
 import { appDetailView, deleteAppAs } from '../../../admin/apps.js';
-import type { ApiKeyStore } from '../../../auth/api-key-store.js';
-import type { DbPool } from '../../../db/pool.js';
 import { gwError } from '../../../errors.js';
-import { sendError, sendJson } from '../../../http/respond.js';
 import { deleteOAuthClientsOfAppAs } from '../../../oauth/clients.js';
 import { declareRoute } from '../../framework/declaration.js';
+import type { KeyRevokingDeps } from '../schemas.js';
 import { appDetailSchema, ofApp } from './schema.js';
 
 export const deleteAppRoute = declareRoute({
@@ -20,16 +18,12 @@ export const deleteAppRoute = declareRoute({
   caller: { kind: 'org_member', role: 'admin', org: ofApp },
   responses: { 200: { description: 'the deleted app', schema: appDetailSchema } },
   errors: [],
-  async handler(
-    { request, caller },
-    response,
-    deps: { readonly db: DbPool; readonly apiKeys: Pick<ApiKeyStore, 'invalidate'> },
-  ) {
+  async handler({ request, caller }, deps: KeyRevokingDeps) {
     const actor = { userId: caller.user.id };
     // Its OAuth clients first, so no one can connect the app while it is being deleted.
     await deleteOAuthClientsOfAppAs(deps.db, deps.apiKeys, actor, request.params.app_id ?? '');
     const app = await deleteAppAs(deps.db, deps.apiKeys, actor, request.params.app_id ?? '');
-    if (!app) return sendError(response, gwError('gw_not_found', 'no app with this id'));
-    sendJson(response, 200, appDetailView(app.row, app.counts));
+    if (!app) return gwError('gw_not_found', 'no app with this id');
+    return appDetailView(app.row, app.counts);
   },
 });

@@ -4,7 +4,6 @@
 import { appDetailView, getApp } from '../../../admin/apps.js';
 import type { DbPool } from '../../../db/pool.js';
 import { gwError } from '../../../errors.js';
-import { sendError, sendJson } from '../../../http/respond.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { appDetailSchema, ofApp } from './schema.js';
 
@@ -16,9 +15,9 @@ export const getAppRoute = declareRoute({
   caller: { kind: 'org_member', role: 'viewer', org: ofApp },
   responses: { 200: { description: 'the app', schema: appDetailSchema } },
   errors: [],
-  async handler({ request }, response, deps: { readonly db: DbPool }) {
+  async handler({ request }, deps: { readonly db: DbPool }) {
     const app = await getApp(deps.db, request.params.app_id ?? '');
-    if (!app) return sendError(response, gwError('gw_not_found', 'no app with this id'));
-    sendJson(response, 200, appDetailView(app.row, app.counts));
+    if (!app) return gwError('gw_not_found', 'no app with this id');
+    return appDetailView(app.row, app.counts);
   },
 });

@@ -4,7 +4,6 @@ import { z } from 'zod';
 import { appDetailView, renameAppAs } from '../../../admin/apps.js';
 import type { DbPool } from '../../../db/pool.js';
 import { isGwError } from '../../../errors.js';
-import { sendError, sendJson } from '../../../http/respond.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { displayName } from '../schemas.js';
 import { appDetailSchema, ofApp } from './schema.js';
@@ -18,14 +17,14 @@ export const renameAppRoute = declareRoute({
   body: z.strictObject({ name: displayName }),
   responses: { 200: { description: 'the app', schema: appDetailSchema } },
   errors: ['gw_conflict'],
-  async handler({ request, caller, body }, response, deps: { readonly db: DbPool }) {
+  async handler({ request, caller, body }, deps: { readonly db: DbPool }) {
     const app = await renameAppAs(
       deps.db,
       { userId: caller.user.id },
       request.params.app_id ?? '',
       body.name,
     );
-    if (isGwError(app)) return sendError(response, app);
-    sendJson(response, 200, appDetailView(app.row, app.counts));
+    if (isGwError(app)) return app;
+    return appDetailView(app.row, app.counts);
   },
 });

@@ -4,7 +4,6 @@
 // a level without a cap answers it unchanged. The same service as `gw cap clear`.
 import { clearCapAs, type CapInvalidation, type CapScope } from '../../../admin/caps.js';
 import type { DbPool } from '../../../db/pool.js';
-import { sendError, sendJson } from '../../../http/respond.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { capLevels, capRefusal, capStateSchema, capTargetOf } from './schema.js';
 
@@ -20,19 +19,17 @@ function clearCapRoute(scope: CapScope) {
     errors: [],
     async handler(
       { request, caller },
-      response,
       deps: { readonly db: DbPool; readonly caps: CapInvalidation },
     ) {
       try {
-        const state = await clearCapAs(
+        return await clearCapAs(
           deps.db,
           deps.caps,
           { userId: caller.user.id },
           capTargetOf(scope, request.params),
         );
-        sendJson(response, 200, state);
       } catch (error) {
-        sendError(response, capRefusal(error));
+        return capRefusal(error);
       }
     },
   });

@@ -4,7 +4,6 @@
 import { readCap, type CapScope } from '../../../admin/caps.js';
 import type { DbPool } from '../../../db/pool.js';
 import { gwError } from '../../../errors.js';
-import { sendError, sendJson } from '../../../http/respond.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { capLevels, capStateSchema, capTargetOf } from './schema.js';
 
@@ -18,10 +17,10 @@ function readCapRoute(scope: CapScope) {
     caller: { kind: 'org_member', role: 'viewer', org: level.locator },
     responses: { 200: { description: 'the cap', schema: capStateSchema } },
     errors: [],
-    async handler({ request }, response, deps: { readonly db: DbPool }) {
+    async handler({ request }, deps: { readonly db: DbPool }) {
       const state = await readCap(deps.db, capTargetOf(scope, request.params));
-      if (!state) return sendError(response, gwError('gw_not_found', 'no such object'));
-      sendJson(response, 200, state);
+      if (!state) return gwError('gw_not_found', 'no such object');
+      return state;
     },
   });
 }

@@ -17,7 +17,6 @@ import {
 } from '../../../admin/caps.js';
 import type { DbPool } from '../../../db/pool.js';
 import { isGwError, type GwError } from '../../../errors.js';
-import { sendError, sendJson } from '../../../http/respond.js';
 import { SETTLEMENT_CURRENCY } from '../../../money.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { amountField, amountInput } from '../schemas.js';
@@ -87,22 +86,20 @@ function setCapRoute<Scope extends CapScope>(scope: Scope) {
     errors: ['gw_amount_out_of_range'],
     async handler(
       { request, caller, body },
-      response,
       deps: { readonly db: DbPool; readonly caps: CapInvalidation },
     ) {
       const settings = capSettings(body);
-      if (isGwError(settings)) return sendError(response, settings);
+      if (isGwError(settings)) return settings;
       try {
-        const state = await setCapAs(
+        return await setCapAs(
           deps.db,
           deps.caps,
           { userId: caller.user.id },
           capTargetOf(scope, request.params),
           settings,
         );
-        sendJson(response, 200, state);
       } catch (error) {
-        sendError(response, capRefusal(error));
+        return capRefusal(error);
       }
     },
   });

@@ -1,13 +1,10 @@
 // POST /dashboard/api/connected-apps/{connection_id}/revoke: a member of the paying
 // organization revokes a connected app. Its token is refused by every instance within a
 // second; requests already in flight settle normally. Revoking twice changes nothing.
-import type { ApiKeyStore } from '../../../auth/api-key-store.js';
-import type { DbPool } from '../../../db/pool.js';
-import { isGwError } from '../../../errors.js';
-import { sendError, sendJson } from '../../../http/respond.js';
 import { revokeConnectedApp } from '../../../oauth/connected-apps.js';
 import { SPENDING_ROLE } from '../../../oauth/connections.js';
 import { declareRoute } from '../../framework/declaration.js';
+import type { KeyRevokingDeps } from '../schemas.js';
 import { connectedAppSchema, ofConnectedApp } from './schema.js';
 
 export const revokeConnectedAppRoute = declareRoute({
@@ -18,18 +15,12 @@ export const revokeConnectedAppRoute = declareRoute({
   caller: { kind: 'org_member', role: SPENDING_ROLE, org: ofConnectedApp },
   responses: { 200: { description: 'the revoked connected app', schema: connectedAppSchema } },
   errors: [],
-  async handler(
-    { request, caller },
-    response,
-    deps: { readonly db: DbPool; readonly apiKeys: Pick<ApiKeyStore, 'invalidate'> },
-  ) {
-    const revoked = await revokeConnectedApp(
+  async handler({ request, caller }, deps: KeyRevokingDeps) {
+    return await revokeConnectedApp(
       deps.db,
       deps.apiKeys,
       { userId: caller.user.id },
       request.params.connection_id ?? '',
     );
-    if (isGwError(revoked)) return sendError(response, revoked);
-    sendJson(response, 200, revoked);
   },
 });

@@ -3,7 +3,6 @@
 import { connectionView, createConnectionAs } from '../../../admin/connections.js';
 import type { DbPool } from '../../../db/pool.js';
 import { isGwError } from '../../../errors.js';
-import { sendError, sendJson } from '../../../http/respond.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { displayName } from '../schemas.js';
 import { connectionSchema, connectionSettingsSchema, ofApp } from './schema.js';
@@ -17,14 +16,14 @@ export const createConnectionRoute = declareRoute({
   body: connectionSettingsSchema.extend({ name: displayName }),
   responses: { 201: { description: 'the connection', schema: connectionSchema } },
   errors: ['gw_conflict'],
-  async handler({ request, caller, body }, response, deps: { readonly db: DbPool }) {
+  async handler({ request, caller, body }, deps: { readonly db: DbPool }) {
     const connection = await createConnectionAs(
       deps.db,
       { userId: caller.user.id },
       { orgId: caller.org.id, appId: request.params.app_id ?? '' },
       body,
     );
-    if (isGwError(connection)) return sendError(response, connection);
-    sendJson(response, 201, connectionView(connection));
+    if (isGwError(connection)) return connection;
+    return connectionView(connection);
   },
 });

@@ -1,10 +1,8 @@
 // DELETE /dashboard/api/connections/{connection_id}: revokes a connection (admin or owner). Its
 // API keys stop working on every instance at once; the row stays for the ledger's sake.
-import type { ApiKeyStore } from '../../../auth/api-key-store.js';
 import { connectionView, revokeConnectionAs } from '../../../admin/connections.js';
-import type { DbPool } from '../../../db/pool.js';
-import { sendJson } from '../../../http/respond.js';
 import { declareRoute } from '../../framework/declaration.js';
+import type { KeyRevokingDeps } from '../schemas.js';
 import { connectionSchema, ofConnection } from './schema.js';
 
 export const revokeConnectionRoute = declareRoute({
@@ -15,17 +13,13 @@ export const revokeConnectionRoute = declareRoute({
   caller: { kind: 'org_member', role: 'admin', org: ofConnection },
   responses: { 200: { description: 'the revoked connection', schema: connectionSchema } },
   errors: [],
-  async handler(
-    { request, caller },
-    response,
-    deps: { readonly db: DbPool; readonly apiKeys: Pick<ApiKeyStore, 'invalidate'> },
-  ) {
+  async handler({ request, caller }, deps: KeyRevokingDeps) {
     const connection = await revokeConnectionAs(
       deps.db,
       deps.apiKeys,
       { userId: caller.user.id },
       { orgId: caller.org.id, id: request.params.connection_id ?? '' },
     );
-    sendJson(response, 200, connectionView(connection));
+    return connectionView(connection);
   },
 });

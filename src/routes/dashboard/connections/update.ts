@@ -1,10 +1,8 @@
 // PATCH /dashboard/api/connections/{connection_id}: renames a connection or changes its credit
 // mode, overrun policy or attribution requirement (admin or owner); its keys see it at once.
-import type { ApiKeyStore } from '../../../auth/api-key-store.js';
 import { connectionView, updateConnectionAs } from '../../../admin/connections.js';
-import type { DbPool } from '../../../db/pool.js';
-import { sendJson } from '../../../http/respond.js';
 import { declareRoute } from '../../framework/declaration.js';
+import type { KeyRevokingDeps } from '../schemas.js';
 import { connectionSchema, connectionSettingsSchema, ofConnection } from './schema.js';
 
 export const updateConnectionRoute = declareRoute({
@@ -16,11 +14,7 @@ export const updateConnectionRoute = declareRoute({
   body: connectionSettingsSchema,
   responses: { 200: { description: 'the connection', schema: connectionSchema } },
   errors: [],
-  async handler(
-    { request, caller, body },
-    response,
-    deps: { readonly db: DbPool; readonly apiKeys: Pick<ApiKeyStore, 'invalidate'> },
-  ) {
+  async handler({ request, caller, body }, deps: KeyRevokingDeps) {
     const connection = await updateConnectionAs(
       deps.db,
       deps.apiKeys,
@@ -28,6 +22,6 @@ export const updateConnectionRoute = declareRoute({
       { orgId: caller.org.id, id: request.params.connection_id ?? '' },
       body,
     );
-    sendJson(response, 200, connectionView(connection));
+    return connectionView(connection);
   },
 });

@@ -5,7 +5,6 @@
 import { z } from 'zod';
 import { findProvider, PROVIDER_IDS } from '../../../providers/registry.js';
 import { ROUTING_MODES } from '../../../credentials/credential-store.js';
-import { sendError, sendJson } from '../../../http/respond.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { displayName, inOrg, modelPolicySchema } from '../schemas.js';
 import {
@@ -48,10 +47,10 @@ export const createCredentialRoute = declareRoute({
     'gw_provider_credential_unverified',
     'gw_provider_credentials_not_configured',
   ],
-  async handler({ caller, body }, response, deps: CredentialRouteDeps) {
+  async handler({ caller, body }, deps: CredentialRouteDeps) {
     const provider = findProvider(body.provider)!;
     try {
-      const credential = await deps.credentialStore.create(
+      return await deps.credentialStore.create(
         {
           orgId: caller.org.id,
           provider: provider.id,
@@ -64,9 +63,8 @@ export const createCredentialRoute = declareRoute({
         },
         { userId: caller.user.id },
       );
-      sendJson(response, 201, credential);
     } catch (error) {
-      sendError(response, credentialRefusal(error));
+      return credentialRefusal(error);
     }
   },
 });

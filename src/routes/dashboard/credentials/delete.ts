@@ -1,7 +1,6 @@
 // DELETE /dashboard/api/credentials/{credential_id} (admin or owner): deletes a provider
 // credential for good, revoking its connection grants (the spec's rule); every instance stops
 // using it at once. Its sealed secret stays in Postgres, unusable, for the audit's sake.
-import { sendError, sendJson } from '../../../http/respond.js';
 import { declareRoute } from '../../framework/declaration.js';
 import {
   credentialNotFound,
@@ -18,13 +17,13 @@ export const deleteCredentialRoute = declareRoute({
   caller: { kind: 'org_member', role: 'admin', org: ofCredential },
   responses: { 200: { description: 'the deleted credential', schema: credentialSchema } },
   errors: [],
-  async handler({ request, caller }, response, deps: CredentialRouteDeps) {
+  async handler({ request, caller }, deps: CredentialRouteDeps) {
     const credential = await deps.credentialStore.setStatus(
       request.params.credential_id ?? '',
       'deleted',
       { userId: caller.user.id },
     );
-    if (!credential) return sendError(response, credentialNotFound());
-    sendJson(response, 200, credential);
+    if (!credential) return credentialNotFound();
+    return credential;
   },
 });

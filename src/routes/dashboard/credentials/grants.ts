@@ -2,7 +2,6 @@
 // or owner): lets a connection of the credential's organization use it, or stops it. A
 // credential serves only the connections it is granted to; every instance follows at once.
 // Granting twice or revoking a grant that is not there answers the credential unchanged.
-import { sendError, sendJson } from '../../../http/respond.js';
 import { declareRoute } from '../../framework/declaration.js';
 import {
   credentialNotFound,
@@ -23,7 +22,7 @@ function grantRoute(granted: boolean) {
     caller: { kind: 'org_member', role: 'admin', org: ofCredential },
     responses: { 200: { description: 'the credential', schema: credentialSchema } },
     errors: [],
-    async handler({ request, caller }, response, deps: CredentialRouteDeps) {
+    async handler({ request, caller }, deps: CredentialRouteDeps) {
       try {
         const credential = await deps.credentialStore.grant(
           request.params.credential_id ?? '',
@@ -31,10 +30,10 @@ function grantRoute(granted: boolean) {
           granted,
           { userId: caller.user.id },
         );
-        if (!credential) return sendError(response, credentialNotFound());
-        sendJson(response, 200, credential);
+        if (!credential) return credentialNotFound();
+        return credential;
       } catch (error) {
-        sendError(response, credentialRefusal(error));
+        return credentialRefusal(error);
       }
     },
   });

@@ -4,7 +4,6 @@
 // change for its next request.
 import { z } from 'zod';
 import { ROUTING_MODES } from '../../../credentials/credential-store.js';
-import { sendError, sendJson } from '../../../http/respond.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { displayName, modelPolicySchema } from '../schemas.js';
 import {
@@ -35,7 +34,7 @@ export const updateCredentialRoute = declareRoute({
   body: updateCredentialBody,
   responses: { 200: { description: 'the credential', schema: credentialSchema } },
   errors: [],
-  async handler({ request, caller, body }, response, deps: CredentialRouteDeps) {
+  async handler({ request, caller, body }, deps: CredentialRouteDeps) {
     const id = request.params.credential_id ?? '';
     const actor = { userId: caller.user.id };
     const { status, ...settings } = body;
@@ -56,7 +55,7 @@ export const updateCredentialRoute = declareRoute({
       credential = await deps.credentialStore.setStatus(id, status, actor);
     }
     // A deleted credential is gone, as one that never existed.
-    if (!credential) return sendError(response, credentialNotFound());
-    sendJson(response, 200, credential);
+    if (!credential) return credentialNotFound();
+    return credential;
   },
 });

@@ -2,10 +2,9 @@
 // grants credits through the same service and checks as the service-key route and the CLI;
 // Idempotency-Key honoured. Answers the grant with the user's credits after it.
 import { isGwError } from '../../../errors.js';
-import { sendError, sendJson } from '../../../http/respond.js';
 import { creditGrantRequest, grantOutcome } from '../../../product-users/grant-request.js';
 import { productUserById } from '../../../product-users/search.js';
-import { declareRoute } from '../../framework/declaration.js';
+import { answer, declareRoute } from '../../framework/declaration.js';
 import { creditGrantSchema, type ProductUserRouteDeps } from '../../product-users/lookup.js';
 import { ofProductUser } from '../product-users/schema.js';
 import { creditGrantWithCreditsSchema } from './schema.js';
@@ -28,14 +27,10 @@ export const createCreditGrantRoute = declareRoute({
     201: { description: 'granted', schema: creditGrantWithCreditsSchema },
   },
   errors: ['gw_amount_out_of_range', 'gw_idempotency_key_reused'],
-  async handler(
-    { request, caller, body },
-    response,
-    deps: { readonly productUsers: ProductUserRouteDeps },
-  ) {
+  async handler({ request, caller, body }, deps: { readonly productUsers: ProductUserRouteDeps }) {
     const { db, management, profiles } = deps.productUsers;
     const grantInput = creditGrantRequest(body, request.headers['idempotency-key']);
-    if (isGwError(grantInput)) return sendError(response, grantInput);
+    if (isGwError(grantInput)) return grantInput;
     const user = (await productUserById(db, request.params.product_end_user_id ?? ''))!;
     const granted = await grantOutcome(
       management.grantCredits(
@@ -55,9 +50,9 @@ export const createCreditGrantRoute = declareRoute({
         },
       ),
     );
-    if (isGwError(granted)) return sendError(response, granted);
+    if (isGwError(granted)) return granted;
     const { grant, created } = granted;
     const credits = await profiles.credits(user, grant.currency);
-    sendJson(response, created ? 201 : 200, { ...grant, credits });
+    return answer(created ? 201 : 200, { ...grant, credits });
   },
 });

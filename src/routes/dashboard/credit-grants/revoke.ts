@@ -3,7 +3,6 @@
 // remaining credits out of the live balance, so the profile and inference see it at once.
 import type { DbPool } from '../../../db/pool.js';
 import { gwError } from '../../../errors.js';
-import { sendError, sendJson } from '../../../http/respond.js';
 import { productUserById } from '../../../product-users/search.js';
 import { declareRoute } from '../../framework/declaration.js';
 import type { ProductUserRouteDeps } from '../../product-users/lookup.js';
@@ -19,7 +18,6 @@ export const revokeCreditGrantRoute = declareRoute({
   errors: ['gw_conflict'],
   async handler(
     { request, caller },
-    response,
     deps: { readonly db: DbPool; readonly productUsers: ProductUserRouteDeps },
   ) {
     const grantId = request.params.grant_id ?? '';
@@ -31,10 +29,10 @@ export const revokeCreditGrantRoute = declareRoute({
       objectId: grantId,
     });
     if (!grant) {
-      return sendError(response, gwError('gw_conflict', 'this credit grant is already revoked'));
+      return gwError('gw_conflict', 'this credit grant is already revoked');
     }
     const user = (await productUserById(deps.db, grant.product_end_user_id))!;
     const credits = await deps.productUsers.profiles.credits(user, grant.currency);
-    sendJson(response, 200, { ...grant, credits });
+    return { ...grant, credits };
   },
 });

@@ -4,7 +4,6 @@ import { z } from 'zod';
 import { addMember, memberView } from '../../../accounts/members.js';
 import { EMAIL_MAX_LENGTH } from '../../../accounts/users.js';
 import type { DbPool } from '../../../db/pool.js';
-import { sendError, sendJson } from '../../../http/respond.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { roleSchema, inOrg } from '../schemas.js';
 import { memberSchema, membershipErrors, membershipRefusal } from './schema.js';
@@ -18,7 +17,7 @@ export const addMemberRoute = declareRoute({
   body: z.strictObject({ email: z.string().max(EMAIL_MAX_LENGTH), role: roleSchema }),
   responses: { 201: { description: 'the new member', schema: memberSchema } },
   errors: membershipErrors,
-  async handler({ caller, body }, response, deps: { readonly db: DbPool }) {
+  async handler({ caller, body }, deps: { readonly db: DbPool }) {
     try {
       const member = await addMember(
         deps.db,
@@ -27,9 +26,9 @@ export const addMemberRoute = declareRoute({
         body.email,
         body.role,
       );
-      sendJson(response, 201, memberView(member));
+      return memberView(member);
     } catch (error) {
-      sendError(response, membershipRefusal(error));
+      return membershipRefusal(error);
     }
   },
 });

@@ -3,7 +3,6 @@
 import { z } from 'zod';
 import { removeMember } from '../../../accounts/members.js';
 import type { DbPool } from '../../../db/pool.js';
-import { sendError, sendJson } from '../../../http/respond.js';
 import { inOrg } from '../schemas.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { membershipErrors, membershipRefusal } from './schema.js';
@@ -16,7 +15,7 @@ export const removeMemberRoute = declareRoute({
   caller: { kind: 'org_member', role: 'viewer', org: inOrg },
   responses: { 200: { description: 'removed', schema: z.object({ removed: z.literal(true) }) } },
   errors: membershipErrors,
-  async handler({ request, caller }, response, deps: { readonly db: DbPool }) {
+  async handler({ request, caller }, deps: { readonly db: DbPool }) {
     try {
       await removeMember(
         deps.db,
@@ -24,9 +23,9 @@ export const removeMemberRoute = declareRoute({
         caller.org.id,
         request.params.user_id ?? '',
       );
-      sendJson(response, 200, { removed: true });
+      return { removed: true };
     } catch (error) {
-      sendError(response, membershipRefusal(error));
+      return membershipRefusal(error);
     }
   },
 });

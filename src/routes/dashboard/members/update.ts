@@ -3,7 +3,6 @@
 import { z } from 'zod';
 import { changeRole, memberView } from '../../../accounts/members.js';
 import type { DbPool } from '../../../db/pool.js';
-import { sendError, sendJson } from '../../../http/respond.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { roleSchema, inOrg } from '../schemas.js';
 import { memberSchema, membershipErrors, membershipRefusal } from './schema.js';
@@ -17,7 +16,7 @@ export const changeMemberRoleRoute = declareRoute({
   body: z.strictObject({ role: roleSchema }),
   responses: { 200: { description: 'the member', schema: memberSchema } },
   errors: membershipErrors,
-  async handler({ request, caller, body }, response, deps: { readonly db: DbPool }) {
+  async handler({ request, caller, body }, deps: { readonly db: DbPool }) {
     try {
       const member = await changeRole(
         deps.db,
@@ -26,9 +25,9 @@ export const changeMemberRoleRoute = declareRoute({
         request.params.user_id ?? '',
         body.role,
       );
-      sendJson(response, 200, memberView(member));
+      return memberView(member);
     } catch (error) {
-      sendError(response, membershipRefusal(error));
+      return membershipRefusal(error);
     }
   },
 });

@@ -3,7 +3,6 @@
 // only.
 import type { DbPool } from '../../../db/pool.js';
 import { isGwError } from '../../../errors.js';
-import { sendError, sendJson } from '../../../http/respond.js';
 import { createOAuthClientAs, oauthClientView } from '../../../oauth/clients.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { ofApp } from '../connections/schema.js';
@@ -23,7 +22,7 @@ export const createOAuthClientRoute = declareRoute({
     },
   },
   errors: ['gw_invalid_request', 'gw_conflict'],
-  async handler({ request, caller, body }, response, deps: { readonly db: DbPool }) {
+  async handler({ request, caller, body }, deps: { readonly db: DbPool }) {
     const created = await createOAuthClientAs(
       deps.db,
       { userId: caller.user.id },
@@ -34,10 +33,10 @@ export const createOAuthClientRoute = declareRoute({
         public: body.public === true,
       },
     );
-    if (isGwError(created)) return sendError(response, created);
-    sendJson(response, 201, {
+    if (isGwError(created)) return created;
+    return {
       ...oauthClientView(created.row),
       ...(created.clientSecret !== undefined && { client_secret: created.clientSecret }),
-    });
+    };
   },
 });

@@ -1,11 +1,9 @@
 // DELETE /dashboard/api/oauth-clients/{client_id}: deletes an OAuth client (admin or owner).
 // Every connection made through it is revoked: its tokens stop on every instance at once.
-import type { ApiKeyStore } from '../../../auth/api-key-store.js';
-import type { DbPool } from '../../../db/pool.js';
 import { gwError } from '../../../errors.js';
-import { sendError, sendJson } from '../../../http/respond.js';
 import { deleteOAuthClientAs, oauthClientView } from '../../../oauth/clients.js';
 import { declareRoute } from '../../framework/declaration.js';
+import type { KeyRevokingDeps } from '../schemas.js';
 import { oauthClientSchema, ofOAuthClient } from './schema.js';
 
 export const deleteOAuthClientRoute = declareRoute({
@@ -16,11 +14,7 @@ export const deleteOAuthClientRoute = declareRoute({
   caller: { kind: 'org_member', role: 'admin', org: ofOAuthClient },
   responses: { 200: { description: 'the deleted client', schema: oauthClientSchema } },
   errors: [],
-  async handler(
-    { request, caller },
-    response,
-    deps: { readonly db: DbPool; readonly apiKeys: Pick<ApiKeyStore, 'invalidate'> },
-  ) {
+  async handler({ request, caller }, deps: KeyRevokingDeps) {
     const deleted = await deleteOAuthClientAs(
       deps.db,
       deps.apiKeys,
@@ -28,11 +22,8 @@ export const deleteOAuthClientRoute = declareRoute({
       request.params.client_id ?? '',
     );
     if (!deleted) {
-      return sendError(
-        response,
-        gwError('gw_not_found', 'no OAuth client with this id in your organizations'),
-      );
+      return gwError('gw_not_found', 'no OAuth client with this id in your organizations');
     }
-    sendJson(response, 200, oauthClientView(deleted));
+    return oauthClientView(deleted);
   },
 });

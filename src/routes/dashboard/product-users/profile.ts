@@ -1,6 +1,5 @@
 // GET /dashboard/api/product-users/{product_end_user_id}: the spec's profile object of one
 // product user (any member): allowance, cap, credits and usage, from the live balances.
-import { sendJson } from '../../../http/respond.js';
 import { productUserById } from '../../../product-users/search.js';
 import { declareRoute } from '../../framework/declaration.js';
 import type { ProductUserRouteDeps } from '../../product-users/lookup.js';
@@ -15,10 +14,10 @@ export const productUserProfileRoute = declareRoute({
   caller: { kind: 'org_member', role: 'viewer', org: ofProductUser },
   responses: { 200: { description: 'the product user', schema: productUserSchema } },
   errors: [],
-  async handler({ request }, response, deps: { readonly productUsers: ProductUserRouteDeps }) {
+  async handler({ request }, deps: { readonly productUsers: ProductUserRouteDeps }) {
     const { db, profiles } = deps.productUsers;
     // The caller check found the user in the caller's organization.
     const user = (await productUserById(db, request.params.product_end_user_id ?? ''))!;
-    sendJson(response, 200, await profiles.profile(user));
+    return await profiles.profile(user);
   },
 });

@@ -1,7 +1,6 @@
 // POST /dashboard/api/product-users/{product_end_user_id}/block and /unblock (admin or owner):
 // the spec's dashboard-only status change. The same service as `gw product-user block`
 // changes it and tells every instance's product-user cache, so inference sees it at once.
-import { sendJson } from '../../../http/respond.js';
 import { productUserById } from '../../../product-users/search.js';
 import { declareRoute } from '../../framework/declaration.js';
 import type { ProductUserRouteDeps } from '../../product-users/lookup.js';
@@ -20,11 +19,7 @@ function statusRoute(verb: 'block' | 'unblock', status: 'blocked' | 'active') {
     caller: { kind: 'org_member', role: 'admin', org: ofProductUser },
     responses: { 200: { description: 'the product user', schema: productUserSchema } },
     errors: [],
-    async handler(
-      { request, caller },
-      response,
-      deps: { readonly productUsers: ProductUserRouteDeps },
-    ) {
+    async handler({ request, caller }, deps: { readonly productUsers: ProductUserRouteDeps }) {
       const { db, management, profiles } = deps.productUsers;
       const user = (await productUserById(db, request.params.product_end_user_id ?? ''))!;
       await management.setStatus(user.org_id, user.app_id, user.external_user_id, status, {
@@ -34,7 +29,7 @@ function statusRoute(verb: 'block' | 'unblock', status: 'blocked' | 'active') {
         objectType: 'product_user',
         objectId: user.id,
       });
-      sendJson(response, 200, await profiles.profile({ ...user, status }));
+      return await profiles.profile({ ...user, status });
     },
   });
 }

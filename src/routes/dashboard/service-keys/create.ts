@@ -3,7 +3,6 @@
 import { createServiceKeyAs, serviceKeyView } from '../../../admin/service-keys.js';
 import type { DbPool } from '../../../db/pool.js';
 import { isGwError } from '../../../errors.js';
-import { sendError, sendJson } from '../../../http/respond.js';
 import { inOrg } from '../schemas.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { createServiceKeyBody, issuedServiceKeySchema } from './schema.js';
@@ -20,12 +19,12 @@ export const createServiceKeyRoute = declareRoute({
     201: { description: 'the key, with its raw value', schema: issuedServiceKeySchema },
   },
   errors: [],
-  async handler({ caller, body }, response, deps: { readonly db: DbPool }) {
+  async handler({ caller, body }, deps: { readonly db: DbPool }) {
     const issued = await createServiceKeyAs(deps.db, { userId: caller.user.id }, caller.org.id, {
       ...(body.scopes && { scopes: body.scopes }),
       expiresAt: body.expires_at ? new Date(body.expires_at) : null,
     });
-    if (isGwError(issued)) return sendError(response, issued);
-    sendJson(response, 201, { ...serviceKeyView(issued.row), key: issued.rawKey });
+    if (isGwError(issued)) return issued;
+    return { ...serviceKeyView(issued.row), key: issued.rawKey };
   },
 });

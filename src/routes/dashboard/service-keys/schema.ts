@@ -9,7 +9,6 @@ import {
 import { SERVICE_KEY_SCOPES } from '../../../admin/provisioning.js';
 import type { DbPool } from '../../../db/pool.js';
 import { gwError } from '../../../errors.js';
-import { sendError, sendJson } from '../../../http/respond.js';
 import { declareRoute } from '../../framework/declaration.js';
 
 export const serviceKeySchema = z.object({
@@ -56,7 +55,7 @@ export function serviceKeyStatusRoute(action: 'revoke' | 'disable') {
     caller: { kind: 'org_member', role: 'admin', org: ofServiceKey },
     responses: { 200: { description: `the ${status} key`, schema: serviceKeySchema } },
     errors: ['gw_not_found'],
-    async handler({ request, caller }, response, deps: ServiceKeyRouteDeps) {
+    async handler({ request, caller }, deps: ServiceKeyRouteDeps) {
       const row = await setServiceKeyStatusAs(
         deps.db,
         deps.serviceKeys,
@@ -64,8 +63,8 @@ export function serviceKeyStatusRoute(action: 'revoke' | 'disable') {
         request.params.id ?? '',
         status,
       );
-      if (!row) return sendError(response, gwError('gw_not_found', 'no service key with this id'));
-      sendJson(response, 200, serviceKeyView(row));
+      if (!row) return gwError('gw_not_found', 'no service key with this id');
+      return serviceKeyView(row);
     },
   });
 }

@@ -4,7 +4,6 @@
 import { z } from 'zod';
 import { readWallet } from '../../../admin/wallet.js';
 import type { WalletService } from '../../../billing/wallets.js';
-import { sendJson } from '../../../http/respond.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { inOrg } from '../schemas.js';
 import { walletSchema } from './schema.js';
@@ -24,15 +23,14 @@ export const readWalletRoute = declareRoute({
   errors: [],
   async handler(
     { caller },
-    response,
     deps: {
       readonly wallets: Pick<WalletService, 'liveBalance'>;
       readonly dashboardSettings: { readonly walletTopUp: boolean };
     },
   ) {
-    sendJson(response, 200, {
+    return {
       ...(await readWallet(deps.wallets, caller.org.id)),
       top_ups_enabled: deps.dashboardSettings.walletTopUp,
-    });
+    };
   },
 });

@@ -7,7 +7,6 @@ import { z } from 'zod';
 import { readWallet } from '../../../admin/wallet.js';
 import type { WalletService } from '../../../billing/wallets.js';
 import { gwError, isGwError } from '../../../errors.js';
-import { sendError, sendJson } from '../../../http/respond.js';
 import { AmountRangeError } from '../../../money.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { amountField, amountInput, inOrg } from '../schemas.js';
@@ -32,35 +31,29 @@ export const topUpWalletRoute = declareRoute({
     },
   },
   errors: ['gw_wallet_topup_disabled', 'gw_amount_out_of_range'],
-  async handler({ caller, body }, response, deps: WalletTopUpDeps) {
+  async handler({ caller, body }, deps: WalletTopUpDeps) {
     if (!deps.dashboardSettings.walletTopUp) {
-      return sendError(
-        response,
-        gwError(
-          'gw_wallet_topup_disabled',
-          'wallet top-ups from the dashboard are off on this gateway (DASHBOARD_WALLET_TOPUP)',
-        ),
+      return gwError(
+        'gw_wallet_topup_disabled',
+        'wallet top-ups from the dashboard are off on this gateway (DASHBOARD_WALLET_TOPUP)',
       );
     }
     const amountNano = amountField('amount', body.amount);
-    if (isGwError(amountNano)) return sendError(response, amountNano);
+    if (isGwError(amountNano)) return amountNano;
     if (amountNano <= 0n) {
-      return sendError(
-        response,
-        gwError('gw_invalid_request', 'amount: must be greater than zero'),
-      );
+      return gwError('gw_invalid_request', 'amount: must be greater than zero');
     }
     try {
       const transaction = await deps.wallets.topUp(caller.org.id, amountNano, {
         userId: caller.user.id,
       });
-      sendJson(response, 201, {
+      return {
         transaction,
         wallet: await readWallet(deps.wallets, caller.org.id),
-      });
+      };
     } catch (error) {
       if (error instanceof AmountRangeError) {
-        return sendError(response, gwError('gw_amount_out_of_range', error.message));
+        return gwError('gw_amount_out_of_range', error.message);
       }
       throw error;
     }

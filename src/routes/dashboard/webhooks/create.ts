@@ -1,7 +1,6 @@
 // POST /dashboard/api/orgs/{org_id}/webhooks {"url", "description"?, "event_types"?}: a new
 // endpoint (admin or owner). Its signing secret (whsec_…) is in this answer only.
 import { isGwError } from '../../../errors.js';
-import { sendError, sendJson } from '../../../http/respond.js';
 import { createEndpoint, endpointView } from '../../../webhooks/endpoints.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { inOrg } from '../schemas.js';
@@ -23,7 +22,7 @@ export const createWebhookRoute = declareRoute({
     201: { description: 'the endpoint, with its secret', schema: webhookWithSecretSchema },
   },
   errors: ['gw_webhook_url_not_allowed', 'gw_conflict', 'gw_unavailable'],
-  async handler({ caller, body }, response, deps: { readonly webhooks: WebhookRouteDeps }) {
+  async handler({ caller, body }, deps: { readonly webhooks: WebhookRouteDeps }) {
     const created = await createEndpoint(
       deps.webhooks.db,
       deps.webhooks.settings,
@@ -31,7 +30,7 @@ export const createWebhookRoute = declareRoute({
       caller.org.id,
       { url: body.url, description: body.description, eventTypes: body.event_types },
     );
-    if (isGwError(created)) return sendError(response, created);
-    sendJson(response, 201, { ...endpointView(created.row), secret: created.secret });
+    if (isGwError(created)) return created;
+    return { ...endpointView(created.row), secret: created.secret };
   },
 });

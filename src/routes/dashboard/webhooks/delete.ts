@@ -2,7 +2,6 @@
 // its delivery log go; nothing more is sent to it.
 import { z } from 'zod';
 import { gwError } from '../../../errors.js';
-import { sendError, sendJson } from '../../../http/respond.js';
 import { deleteEndpoint } from '../../../webhooks/endpoints.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { inOrg } from '../schemas.js';
@@ -21,7 +20,7 @@ export const deleteWebhookRoute = declareRoute({
     },
   },
   errors: ['gw_not_found'],
-  async handler({ request, caller }, response, deps: { readonly webhooks: WebhookRouteDeps }) {
+  async handler({ request, caller }, deps: { readonly webhooks: WebhookRouteDeps }) {
     const id = request.params.webhook_id ?? '';
     const deleted = await deleteEndpoint(
       deps.webhooks.db,
@@ -29,8 +28,7 @@ export const deleteWebhookRoute = declareRoute({
       caller.org.id,
       id,
     );
-    if (!deleted)
-      return sendError(response, gwError('gw_not_found', 'no webhook endpoint with this id'));
-    sendJson(response, 200, { id, deleted: true });
+    if (!deleted) return gwError('gw_not_found', 'no webhook endpoint with this id');
+    return { id, deleted: true };
   },
 });

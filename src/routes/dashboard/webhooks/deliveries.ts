@@ -4,7 +4,6 @@
 import { z } from 'zod';
 import { MAX_PAGE_LIMIT } from '../../../db/pages.js';
 import { isGwError } from '../../../errors.js';
-import { sendError, sendJson } from '../../../http/respond.js';
 import { listDeliveries } from '../../../webhooks/delivery-log.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { parseQuery } from '../../framework/query.js';
@@ -29,16 +28,13 @@ export const webhookDeliveriesRoute = declareRoute({
   query: deliveriesQuery,
   responses: { 200: { description: 'deliveries', schema: pageOf(deliverySchema) } },
   errors: ['gw_invalid_request', 'gw_not_found'],
-  async handler({ request, caller }, response, deps: { readonly webhooks: WebhookRouteDeps }) {
+  async handler({ request, caller }, deps: { readonly webhooks: WebhookRouteDeps }) {
     const query = parseQuery(request.query, deliveriesQuery);
-    if (isGwError(query)) return sendError(response, query);
-    const page = await listDeliveries(
-      deps.webhooks.db,
-      caller.org.id,
-      request.params.webhook_id ?? '',
-      { limit: query.limit, before: query.cursor ?? null, state: query.status },
-    );
-    if (isGwError(page)) return sendError(response, page);
-    sendJson(response, 200, page);
+    if (isGwError(query)) return query;
+    return await listDeliveries(deps.webhooks.db, caller.org.id, request.params.webhook_id ?? '', {
+      limit: query.limit,
+      before: query.cursor ?? null,
+      state: query.status,
+    });
   },
 });

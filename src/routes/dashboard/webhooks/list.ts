@@ -1,6 +1,5 @@
 // GET /dashboard/api/orgs/{org_id}/webhooks: the organization's webhook endpoints, with their
 // health (admin or owner). Secrets are never shown again.
-import { sendJson } from '../../../http/respond.js';
 import { endpointView, listEndpoints } from '../../../webhooks/endpoints.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { inOrg, pageOf } from '../schemas.js';
@@ -14,12 +13,12 @@ export const listWebhooksRoute = declareRoute({
   caller: { kind: 'org_member', role: 'admin', org: inOrg },
   responses: { 200: { description: 'webhook endpoints', schema: pageOf(webhookSchema) } },
   errors: [],
-  async handler({ caller }, response, deps: { readonly webhooks: WebhookRouteDeps }) {
+  async handler({ caller }, deps: { readonly webhooks: WebhookRouteDeps }) {
     const rows = await listEndpoints(deps.webhooks.db, caller.org.id);
     const now = Date.now();
-    sendJson(response, 200, {
+    return {
       data: rows.map((row) => endpointView(row, now)),
       next_cursor: null,
-    });
+    };
   },
 });

@@ -2,8 +2,6 @@
 // {"since"} (admin or owner): sends one message again, or every message since a time, from the
 // start of the retry schedule, with the same webhook-id.
 import { z } from 'zod';
-import { isGwError } from '../../../errors.js';
-import { sendError, sendJson } from '../../../http/respond.js';
 import { redeliver } from '../../../webhooks/delivery-log.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { inOrg } from '../schemas.js';
@@ -23,12 +21,8 @@ export const redeliverWebhookRoute = declareRoute({
     },
   },
   errors: ['gw_not_found', 'gw_conflict'],
-  async handler(
-    { request, caller, body },
-    response,
-    deps: { readonly webhooks: WebhookRouteDeps },
-  ) {
-    const queued = await redeliver(
+  async handler({ request, caller, body }, deps: { readonly webhooks: WebhookRouteDeps }) {
+    return await redeliver(
       deps.webhooks.db,
       { userId: caller.user.id },
       caller.org.id,
@@ -37,7 +31,5 @@ export const redeliverWebhookRoute = declareRoute({
         ? { messageId: body.message_id }
         : { since: new Date(body.since!) },
     );
-    if (isGwError(queued)) return sendError(response, queued);
-    sendJson(response, 202, queued);
   },
 });

@@ -2,7 +2,6 @@
 // (admin or owner): a new signing secret, shown in this answer only. The old one keeps signing
 // beside it for the grace period (24 h by default, at most 7 days; 0 ends it at once).
 import { isGwError } from '../../../errors.js';
-import { sendError, sendJson } from '../../../http/respond.js';
 import { endpointView, rotateSecret } from '../../../webhooks/endpoints.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { inOrg } from '../schemas.js';
@@ -25,11 +24,7 @@ export const rotateWebhookSecretRoute = declareRoute({
     200: { description: 'the endpoint, with its new secret', schema: webhookWithSecretSchema },
   },
   errors: ['gw_not_found', 'gw_unavailable'],
-  async handler(
-    { request, caller, body },
-    response,
-    deps: { readonly webhooks: WebhookRouteDeps },
-  ) {
+  async handler({ request, caller, body }, deps: { readonly webhooks: WebhookRouteDeps }) {
     const rotated = await rotateSecret(
       deps.webhooks.db,
       deps.webhooks.settings,
@@ -38,7 +33,7 @@ export const rotateWebhookSecretRoute = declareRoute({
       request.params.webhook_id ?? '',
       body.grace_seconds,
     );
-    if (isGwError(rotated)) return sendError(response, rotated);
-    sendJson(response, 200, { ...endpointView(rotated.row), secret: rotated.secret });
+    if (isGwError(rotated)) return rotated;
+    return { ...endpointView(rotated.row), secret: rotated.secret };
   },
 });

@@ -1,8 +1,6 @@
 // POST /dashboard/api/orgs/{org_id}/webhooks/{webhook_id}/test (admin or owner): queues a
 // `webhook.test` message for this endpoint alone; its outcome shows in the delivery log.
 import { z } from 'zod';
-import { isGwError } from '../../../errors.js';
-import { sendError, sendJson } from '../../../http/respond.js';
 import { sendTestEvent } from '../../../webhooks/delivery-log.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { inOrg } from '../schemas.js';
@@ -18,14 +16,12 @@ export const testWebhookRoute = declareRoute({
     202: { description: 'queued', schema: z.object({ message_id: z.string() }) },
   },
   errors: ['gw_not_found', 'gw_conflict'],
-  async handler({ request, caller }, response, deps: { readonly webhooks: WebhookRouteDeps }) {
-    const queued = await sendTestEvent(
+  async handler({ request, caller }, deps: { readonly webhooks: WebhookRouteDeps }) {
+    return await sendTestEvent(
       deps.webhooks.db,
       { userId: caller.user.id },
       caller.org.id,
       request.params.webhook_id ?? '',
     );
-    if (isGwError(queued)) return sendError(response, queued);
-    sendJson(response, 202, queued);
   },
 });

@@ -2,7 +2,6 @@
 // "event_types"?, "enabled"?} (admin or owner). Enabling a disabled endpoint forgets its past
 // failures; its pending messages then go out.
 import { isGwError } from '../../../errors.js';
-import { sendError, sendJson } from '../../../http/respond.js';
 import { endpointView, updateEndpoint } from '../../../webhooks/endpoints.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { inOrg } from '../schemas.js';
@@ -18,11 +17,7 @@ export const updateWebhookRoute = declareRoute({
   bodyOptional: true,
   responses: { 200: { description: 'the endpoint', schema: webhookSchema } },
   errors: ['gw_not_found', 'gw_webhook_url_not_allowed'],
-  async handler(
-    { request, caller, body },
-    response,
-    deps: { readonly webhooks: WebhookRouteDeps },
-  ) {
+  async handler({ request, caller, body }, deps: { readonly webhooks: WebhookRouteDeps }) {
     const updated = await updateEndpoint(
       deps.webhooks.db,
       deps.webhooks.settings,
@@ -36,7 +31,7 @@ export const updateWebhookRoute = declareRoute({
         enabled: body.enabled,
       },
     );
-    if (isGwError(updated)) return sendError(response, updated);
-    sendJson(response, 200, endpointView(updated));
+    if (isGwError(updated)) return updated;
+    return endpointView(updated);
   },
 });
