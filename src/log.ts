@@ -4,30 +4,40 @@ import { pino, type DestinationStream, type Logger } from 'pino';
 
 export type { Logger };
 
+/**
+ * The process's logger on stdout. Lines are written asynchronously: lines logged while a write
+ * is under way go out together in the next one, instead of a synchronous write per line (a
+ * system call per request with the request log on, ~15 µs of a proxied request's CPU). Pino
+ * flushes what is pending when the process exits; a process killed with SIGKILL can lose the
+ * lines of the write it was doing.
+ */
 export function createLogger(level: string, name = 'gw'): Logger {
-  return pino({
-    name,
-    level,
-    redact: {
-      paths: [
-        'authorization',
-        '*.authorization',
-        'headers["x-api-key"]',
-        '*.headers["x-api-key"]',
-        'apiKey',
-        '*.apiKey',
-        'secret',
-        '*.secret',
-        'token',
-        '*.token',
-        'body',
-        '*.body',
-        'messages',
-        '*.messages',
-      ],
-      censor: '[redacted]',
+  return pino(
+    {
+      name,
+      level,
+      redact: {
+        paths: [
+          'authorization',
+          '*.authorization',
+          'headers["x-api-key"]',
+          '*.headers["x-api-key"]',
+          'apiKey',
+          '*.apiKey',
+          'secret',
+          '*.secret',
+          'token',
+          '*.token',
+          'body',
+          '*.body',
+          'messages',
+          '*.messages',
+        ],
+        censor: '[redacted]',
+      },
     },
-  });
+    pino.destination({ dest: 1, sync: false }),
+  );
 }
 
 /**

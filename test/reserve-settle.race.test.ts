@@ -190,8 +190,10 @@ describe('gw wallet set', () => {
     await wallets.topUp(orgId, 1_000n);
     await wallets.loadIntoRedis(orgId);
     const failing = Object.create(db) as typeof db;
+    // Postgres refuses the set's wallet transaction (its insert names the kind as a parameter).
     failing.query = ((...args: Parameters<typeof db.query>) =>
-      String(args[0]).includes("'set'")
+      String(args[0]).includes('INSERT INTO wallet_transactions') &&
+      (args[1] as unknown[] | undefined)?.[1] === 'set'
         ? Promise.reject(new Error('postgres went away'))
         : (db.query as (...a: unknown[]) => unknown)(...args)) as typeof db.query;
     await expect(
