@@ -22,6 +22,7 @@ import { performance } from 'node:perf_hooks';
 import { ensureDatabase, migrate } from '../src/db/migrate.js';
 import { createDbPool, type DbPool } from '../src/db/pool.js';
 import { orgOverview } from '../src/admin/overview.js';
+import { spendOf } from '../src/oauth/connected-apps.js';
 import { readUsageRollups, USAGE_GROUPS } from '../src/ledger/usage-rollups.js';
 import { usageTotals } from '../src/ledger/usage-totals.js';
 import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
@@ -311,23 +312,17 @@ async function cases(db: DbPool, org: string, now: Date): Promise<Case[]> {
       statement: overview[index]!,
     }),
   );
+  const [connectedAppsSpend] = await captured((fake) =>
+    spendOf(
+      fake,
+      org,
+      [0, 1, 2, 3, 4].map((c) => `conn_${org.slice(4)}_${c}`),
+    ),
+  );
   out.push({
     name: 'connected apps spend',
     source: 'src/oauth/connected-apps.ts spendOf',
-    statement: {
-      sql: `WITH month AS (SELECT date_trunc('month', now() AT TIME ZONE 'UTC')::date AS start)
-       SELECT app_connection_id,
-              COALESCE(sum(sell_cost_nano) FILTER (WHERE day >= month.start), 0)::text AS month_cost,
-              COALESCE(sum(wallet_cost_nano) FILTER (WHERE day >= month.start), 0)::text AS month_wallet,
-              COALESCE(sum(requests) FILTER (WHERE day >= month.start), 0)::text AS month_requests,
-              sum(sell_cost_nano)::text AS total_cost,
-              sum(wallet_cost_nano)::text AS total_wallet,
-              sum(requests)::text AS total_requests
-         FROM usage_rollups_daily, month
-        WHERE org_id = $1 AND app_connection_id = ANY($2::text[]) AND currency = $3
-        GROUP BY app_connection_id`,
-      params: [org, [0, 1, 2, 3, 4].map((c) => `conn_${org.slice(4)}_${c}`), 'USD'],
-    },
+    statement: connectedAppsSpend!,
   });
   const { rows: recent } = await db.query<{ request_id: string }>(
     `SELECT request_id::text FROM usage_records WHERE org_id = $1 AND created_at >= $2

@@ -103,7 +103,7 @@ export async function revokeConnectedApp(
  * What each connection spent this calendar month (UTC) and in total, from the daily rollups
  * the usage writer keeps (docs/decisions.md: dashboard usage reads rollups).
  */
-async function spendOf(
+export async function spendOf(
   db: DbPool,
   orgId: string,
   connectionIds: readonly string[],
