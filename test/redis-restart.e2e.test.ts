@@ -159,7 +159,7 @@ async function restartUnderLoad(
     }
     return now.size === served.length || Date.now() - stableSince > 8_000 ? true : undefined;
   }, 30_000);
-  return { env, org, served, refusals, servedAtKill, recorded: await recordedIds() };
+  return { env, org, served, refusals, servedAtKill, recorded };
 }
 
 const cleanups: Array<() => Promise<void> | void> = [];
