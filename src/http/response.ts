@@ -48,7 +48,7 @@ export class UwsHttpResponse implements HttpResponse {
 
   onAborted(listener: () => void): void {
     if (this.aborted) listener();
-    else this.abortListeners.push(listener);
+    else if (!this.ended) this.abortListeners.push(listener); // an ended response never aborts
   }
 
   writeHead(status: number, headers: Readonly<Record<string, string>> = {}): void {
@@ -86,6 +86,7 @@ export class UwsHttpResponse implements HttpResponse {
       this.native.end(body);
     });
     this.settleDrainWaiters();
+    this.abortListeners = [];
     this.onFinished(this.status);
   }
 

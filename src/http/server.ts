@@ -20,7 +20,8 @@ import type { RequestLog } from './request-log.js';
 import { errorResponse, sendError } from './respond.js';
 import { UwsHttpResponse } from './response.js';
 import { RouteTable } from './route-table.js';
-import type { HttpRequest, RequestHead, Route } from './types.js';
+import { UwsHttpRequest } from './request.js';
+import type { HttpRequest, Route } from './types.js';
 import { loadNativeUws } from './uws.js';
 
 export interface HttpServerOptions {
@@ -78,9 +79,6 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       if (name === 'content-length') contentLengths.push(value);
       else if (name === 'transfer-encoding') transferEncodings.push(value);
     });
-    // The client's address, read only by the routes that need it (sign-in and sign-up
-    // throttles): formatting it costs ~10 µs, a sizeable part of a proxied request.
-    let remoteAddress: string | undefined;
     const requestId = newRequestId();
     const receivedAtMs = Date.now();
     inFlight += 1;
@@ -142,18 +140,16 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       sendError(response, gwError('gw_invalid_request', badText), flavorOf(route, headers));
       return;
     }
-    const head: RequestHead = {
+    const head = new UwsHttpRequest(
+      native,
       method,
       path,
       query,
       headers,
-      params: match.params,
-      get remoteAddress(): string {
-        return (remoteAddress ??= remoteAddressOf(native));
-      },
+      match.params,
       requestId,
       receivedAtMs,
-    };
+    );
     const flavor = flavorOf(route, headers);
 
     // The caller is authenticated while the body streams in; a refused request is answered
@@ -219,7 +215,8 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
         sendError(response, refusalAfterBody, flavor);
         return;
       }
-      const request: HttpRequest = { ...head, body };
+      head.body = body;
+      const request: HttpRequest = head;
       caller.then((value) => {
         if (refused || isGwError(value) || response.aborted) return;
         let outcome: Promise<void> | void;
@@ -345,13 +342,4 @@ function flavorOf(route: Route, headers: Readonly<Record<string, string>>): Erro
   return typeof route.errorFlavor === 'function'
     ? route.errorFlavor(headers)
     : (route.errorFlavor ?? 'default');
-}
-
-/** The peer's address as text; '' once the response is gone (uWS then refuses the access). */
-function remoteAddressOf(native: UwsResponse): string {
-  try {
-    return Buffer.from(native.getRemoteAddressAsText()).toString('latin1');
-  } catch {
-    return '';
-  }
 }

@@ -15,7 +15,7 @@ import { costNano, SETTLEMENT_CURRENCY } from '../money.js';
 import { AttributionError, readAttribution } from '../product-users/attribution.js';
 import type { ProductUserDirectory, ResolvedProductUser } from '../product-users/directory.js';
 import type { CredentialDirectory } from '../credentials/credential-directory.js';
-import type { TokenCounter } from '../tokens/token-counter.js';
+import type { CountingFor, TokenCounter } from '../tokens/token-counter.js';
 
 export interface AdmissionPorts {
   readonly catalog: Pick<ModelCatalog, 'get'>;
@@ -62,8 +62,8 @@ export interface AdmissionInput<Call> {
    * one number changed, which cannot fail where the first build did not).
    */
   readonly prepareCall: (model: CatalogModel, output: PlannedOutput) => Call;
-  /** Aborts when the client goes away: cancels the token count. */
-  readonly signal?: AbortSignal;
+  /** The client connection: when it goes away, the token count is cancelled. */
+  readonly client?: CountingFor;
 }
 
 export interface Admission<Call = unknown> {
@@ -181,7 +181,7 @@ export async function admit<Call>(
 
   const estimatedInputTokens = await services.tokenCounter.countInput(
     input.inputTexts,
-    input.signal,
+    input.client,
   );
   const requestedOutput = Math.min(
     input.requestedMaxTokens ?? model.maxOutputTokens,

@@ -8,7 +8,7 @@ import type { TokenCounter } from '../tokens/token-counter.js';
 import type { UpstreamExchange } from '../protocols/common/exchange.js';
 import type { Logger } from '../log.js';
 import type { SystemRoutes } from '../providers/system-routes.js';
-import type { UpstreamClient } from '../providers/upstream.js';
+import type { UpstreamCall, UpstreamClient } from '../providers/upstream.js';
 import type { Admission, AdmissionServices } from './admission.js';
 import { chargeFor, type RequestEnd } from './charging-policy.js';
 import { dispatchWithFailover, type DispatchClient, type DispatchPorts } from './failover.js';
@@ -69,6 +69,28 @@ export type ProxyOutcome =
   /** The client left: nothing to write. */
   | { readonly kind: 'client_gone' };
 
+/**
+ * What the failover loop asks about the client while it calls the vendor. A class, not an
+ * object literal with getters: a getter literal per request gets its own hidden class, which
+ * keeps the whole request alive through young collections (see src/http/request.ts).
+ */
+class ClientWatch implements DispatchClient {
+  current: UpstreamCall | undefined = undefined;
+
+  constructor(
+    private readonly client: ProxyClient,
+    private readonly shutdown: ShutdownWatch | undefined,
+  ) {}
+
+  get aborted(): boolean {
+    return this.client.aborted;
+  }
+
+  get cut(): boolean {
+    return this.shutdown?.cut === true;
+  }
+}
+
 export async function runProxy(
   ports: ProxyPorts,
   request: ProxyRequest,
@@ -76,15 +98,7 @@ export async function runProxy(
 ): Promise<ProxyOutcome> {
   const { admission, exchange } = request;
   const shutdown = ports.shutdown;
-  const dispatchClient: DispatchClient = {
-    get aborted() {
-      return client.aborted;
-    },
-    get cut() {
-      return shutdown?.cut === true;
-    },
-    current: undefined,
-  };
+  const dispatchClient = new ClientWatch(client, shutdown);
   // The client went away, or the shutdown grace ended: give up on the vendor call in flight
   // (the stream's relay notices).
   client.onAborted(() => dispatchClient.current?.abort());

@@ -3,7 +3,6 @@
 import type { ApiKeyIdentity } from '../auth/api-key-store.js';
 import type { CatalogModel } from '../catalog/models.js';
 import { gwError, type GwError } from '../errors.js';
-import { clientGoneSignal } from '../http/abort-signal.js';
 import type { HttpRequest, HttpResponse } from '../http/types.js';
 import { admit, ADMISSION_ERRORS, type PlannedOutput } from '../inference/admission.js';
 import {
@@ -72,7 +71,7 @@ async function handleChatCompletion(
     requestedMaxTokens: parsed.max_completion_tokens ?? parsed.max_tokens ?? undefined,
     choices,
     prepareCall,
-    signal: clientGoneSignal(response),
+    client: response,
   });
   return relayAdmission(deps, admission, { stream, startedAtMs: request.receivedAtMs }, response);
 }

@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { ApiKeyIdentity } from '../auth/api-key-store.js';
 import { modelPolicyAllows, type ModelCatalog } from '../catalog/models.js';
 import { gwError, type GwError } from '../errors.js';
-import { clientGoneSignal } from '../http/abort-signal.js';
 import type { HttpResponse } from '../http/types.js';
 import { countTokensRequestSchema } from '../inference/messages-request.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
@@ -45,9 +44,6 @@ async function countTokens(
   if (!modelPolicyAllows(identity.modelPolicy, model.id)) {
     return gwError('gw_model_not_allowed', `this API key may not use model ${model.id}`);
   }
-  const inputTokens = await deps.tokenCounter.countInput(
-    messagesTexts(parsed),
-    clientGoneSignal(response),
-  );
+  const inputTokens = await deps.tokenCounter.countInput(messagesTexts(parsed), response);
   return { input_tokens: inputTokens };
 }

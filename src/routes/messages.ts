@@ -3,7 +3,6 @@
 import type { z } from 'zod';
 import type { ApiKeyIdentity } from '../auth/api-key-store.js';
 import { gwError, type GwError } from '../errors.js';
-import { clientGoneSignal } from '../http/abort-signal.js';
 import type { HttpRequest, HttpResponse } from '../http/types.js';
 import { admit, ADMISSION_ERRORS, type PlannedOutput } from '../inference/admission.js';
 import { messagesRequestSchema } from '../inference/messages-request.js';
@@ -76,7 +75,7 @@ async function handleMessages(
         version,
       });
     },
-    signal: clientGoneSignal(response),
+    client: response,
   });
   return relayAdmission(deps, admission, { stream, startedAtMs: request.receivedAtMs }, response);
 }

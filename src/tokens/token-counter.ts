@@ -2,7 +2,7 @@
 // the event loop never tokenizes a prompt (gpt-tokenizer spends up to ~10 µs per character of
 // text it has not seen); tiny ones are counted inline, because a worker round trip costs
 // more than counting them. Counting is bounded per request (see count.ts) and a count is
-// cancelled with its request: once the signal aborts, nothing waits for it any more.
+// cancelled with its request: once its client has gone, nothing waits for it any more.
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
@@ -14,14 +14,26 @@ function totalChars(texts: readonly string[]): number {
   return chars;
 }
 
+/**
+ * The client a count is made for (a route's HTTP response). Not an AbortSignal: Node's
+ * AbortController, made for every request, kept each request's objects alive through young
+ * garbage collections (about 30 MB promoted per 6 s at 10 k req/s; bench/RESULTS.md,
+ * 2026-11-23), and only the rare count that goes to a worker needs to hear of the abort.
+ */
+export interface CountingFor {
+  readonly aborted: boolean;
+  /** Called once if the client goes away (at once if it already has). */
+  onAborted(listener: () => void): void;
+}
+
 export interface TokenCounter {
   /**
    * Tokens of a request's input: the texts plus per-message overheads (an upper bound of
-   * what the vendor will report). Rejects with an AbortError once `signal` aborts.
+   * what the vendor will report). Rejects with an AbortError once `client` has gone.
    */
-  countInput(texts: readonly string[], signal?: AbortSignal): Promise<number>;
+  countInput(texts: readonly string[], client?: CountingFor): Promise<number>;
   /** Tokens of generated text (no overheads): used when a stream ends without usage. */
-  countOutput(texts: readonly string[], signal?: AbortSignal): Promise<number>;
+  countOutput(texts: readonly string[], client?: CountingFor): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -47,38 +59,32 @@ export class PiscinaTokenCounter implements TokenCounter {
     this.pool = new Piscina({ filename: workerFile(), minThreads: 1, maxThreads: threads });
   }
 
-  countInput(texts: readonly string[], signal?: AbortSignal): Promise<number> {
+  countInput(texts: readonly string[], client?: CountingFor): Promise<number> {
     if (totalChars(texts) <= INLINE_COUNT_MAX_CHARS)
       return Promise.resolve(countInputTokens(texts));
-    return this.runInWorker('countInput', texts, signal);
+    return this.runInWorker('countInput', texts, client);
   }
 
-  countOutput(texts: readonly string[], signal?: AbortSignal): Promise<number> {
+  countOutput(texts: readonly string[], client?: CountingFor): Promise<number> {
     const text = texts.join('');
     if (text.length <= INLINE_COUNT_MAX_CHARS) return Promise.resolve(countOutputTokens(text));
-    return this.runInWorker('countOutput', text, signal);
+    return this.runInWorker('countOutput', text, client);
   }
 
-  private async runInWorker(name: string, task: unknown, signal?: AbortSignal): Promise<number> {
-    if (signal?.aborted) throw new CountCancelledError('the request went away before counting');
+  private async runInWorker(name: string, task: unknown, client?: CountingFor): Promise<number> {
+    if (client?.aborted) throw new CountCancelledError('the request went away before counting');
     const counted = this.pool.run(task, { name }) as Promise<number>;
-    if (!signal) return counted;
+    if (!client) return counted;
     // The work itself is bounded (a few ms, see count.ts); a request that goes away stops
     // waiting for it at once and its result is dropped. (piscina's own abort of a running
-    // task races the worker's answer and can throw outside any promise.)
+    // task races the worker's answer and can throw outside any promise.) An abort after the
+    // count settled rejects a settled promise: nothing.
     return new Promise<number>((resolve, reject) => {
-      const onAbort = (): void =>
-        reject(new CountCancelledError('the request went away while counting'));
-      signal.addEventListener('abort', onAbort, { once: true });
-      counted.then(
-        (tokens) => {
-          signal.removeEventListener('abort', onAbort);
-          resolve(tokens);
-        },
-        (error: unknown) => {
-          signal.removeEventListener('abort', onAbort);
-          reject(error instanceof Error ? error : new Error(String(error)));
-        },
+      client.onAborted(() =>
+        reject(new CountCancelledError('the request went away while counting')),
+      );
+      counted.then(resolve, (error: unknown) =>
+        reject(error instanceof Error ? error : new Error(String(error))),
       );
     });
   }
