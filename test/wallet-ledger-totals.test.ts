@@ -13,11 +13,12 @@ import { ensureDatabase, migrate } from '../src/db/migrate.js';
 import { createDbPool, type DbPool } from '../src/db/pool.js';
 import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
 import type { UsageRecord } from '../src/ledger/usage-record.js';
-import { rebuildRunningTotals } from '../src/ledger/usage-rollups.js';
+import type { RebuiltTotals } from '../src/ledger/usage-rollups.js';
 import { AmountRangeError, MAX_AMOUNT_NANO, numericToNano } from '../src/money.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
-import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
+import { baseEnv, TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
+import { runCliJson } from './support/processes.js';
 import { usageRecord } from './support/records.js';
 import { deletePrefix, testRedis } from './support/services.js';
 
@@ -183,8 +184,9 @@ describe("a wallet's ledger balance from the running totals", () => {
       [orgId],
     );
     expect(await wallets.ledgerBalanceNano(orgId)).toBe(-5n);
-    const rebuilt = await rebuildRunningTotals(db);
+    const rebuilt = await runCliJson<RebuiltTotals>(['usage', 'rebuild-totals'], baseEnv(prefix));
     expect(rebuilt.wallet_total_rows).toBeGreaterThan(0);
+    expect(rebuilt.product_user_month_rows).toBeGreaterThan(0);
     expect(await wallets.ledgerBalanceNano(orgId)).toBe(-47n);
     await expectExact(orgId);
   });
@@ -208,7 +210,8 @@ describe('migrations 041 and 042', () => {
       await new PostgresUsageSink(fresh).write(records);
       await fresh.query(
         `DROP TABLE usage_wallet_totals, usage_rollups_monthly_product_users;
-         DROP FUNCTION gw_rebuild_usage_wallet_totals(), gw_rebuild_usage_rollups_monthly_product_users();
+         DROP FUNCTION gw_rebuild_usage_wallet_totals(), gw_rebuild_usage_rollups_monthly_product_users(),
+           gw_lock_usage_wallet_totals();
          DELETE FROM schema_migrations
           WHERE name IN ('041_usage_wallet_totals.sql', '042_usage_rollups_monthly_product_users.sql')`,
       );

@@ -101,6 +101,7 @@ async function dropMonth(client: DbClient, partition: UsagePartition): Promise<P
   // that already holds usage_records may deadlock with the DETACH below: Postgres then aborts
   // one of the two, and a prune that fails changed nothing). Readers of other months go on
   // until the DETACH, which holds usage_records exclusively for the moment until the commit.
+  await client.query('SELECT gw_lock_usage_wallet_totals()'); // not during a rebuild of them
   await client.query(`LOCK TABLE ${quoted(partition.name)} IN SHARE MODE`);
   const described = await describeMonth(client, partition);
   // One read of the month: what it took from each wallet is archived, and taken off the

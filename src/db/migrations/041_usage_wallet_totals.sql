@@ -19,9 +19,16 @@ CREATE TABLE usage_wallet_totals (
   PRIMARY KEY (org_id, month)
 ) WITH (fillfactor = 70);                      -- room for HOT updates of the sums
 
+-- Taken first by the two changes of the totals that are not the writer's, a rebuild and a
+-- prune, so they run one after the other: each takes the ledger's locks in an order that could
+-- otherwise deadlock with the other's.
+CREATE FUNCTION gw_lock_usage_wallet_totals() RETURNS void
+LANGUAGE sql AS $$ SELECT pg_advisory_xact_lock(7207431041) $$;
+
 CREATE FUNCTION gw_rebuild_usage_wallet_totals() RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
+  PERFORM gw_lock_usage_wallet_totals();
   -- No usage row may be written until the caller commits (writers wait), so none is in the
   -- ledger and missing from its total.
   LOCK TABLE usage_records IN SHARE MODE;
