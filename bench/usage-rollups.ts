@@ -9,7 +9,7 @@ import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { ensureDatabase, migrate } from '../src/db/migrate.js';
 import { createDbPool } from '../src/db/pool.js';
-import { readUsageRollups, USAGE_GROUPS, withDailyRollup } from '../src/ledger/usage-rollups.js';
+import { readUsageRollups, USAGE_GROUPS, withRollups } from '../src/ledger/usage-rollups.js';
 
 const DAY_MS = 24 * 3600 * 1000;
 const ORG = 'org_bench_usage';
@@ -28,7 +28,7 @@ const url = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:543
 
 // Rows spread evenly over `days` ending now; 2,000 product users (1 in 10 requests has none),
 // 8 models, 5 connections; costs that are not round.
-const FILL = withDailyRollup(`INSERT INTO usage_records (request_id, created_at, org_id, app_id,
+const FILL = withRollups(`INSERT INTO usage_records (request_id, created_at, org_id, app_id,
     app_connection_id, api_key_id, product_user_id, model, vendor, route, stream, status,
     upstream_status, input_tokens, output_tokens, total_tokens, currency, sell_cost,
     vendor_cost, wallet_cost, reserved_amount, latency_ms)

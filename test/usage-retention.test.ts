@@ -1,40 +1,70 @@
 // gw usage prune: whole months of usage_records dropped, the wallets' ledger balances kept to
-// the nano-unit through 'usage_archived' transactions, recent months refused. Uses a month of
-// 2001 that no other test writes.
+// the nano-unit through 'usage_archived' transactions (the running totals lose the months, the
+// rollups keep them), recent months refused. Uses December 2000 and January 2001, which no
+// other test writes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ledgerBalanceNano } from '../src/billing/wallets.js';
+import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
+import { formatNano, numericToNano } from '../src/money.js';
 import { isolatedContext } from './support/context.js';
 import { runCli, runCliJson, seed, type SeededOrg } from './support/processes.js';
+import { usageRecord } from './support/records.js';
 
 const { env, db } = isolatedContext('retention');
 let org: SeededOrg;
 
-async function ledgerBalance(orgId: string): Promise<string> {
+/** The ledger balance as the sum over every usage row, and as read from the running totals. */
+async function ledgerBalances(orgId: string): Promise<{ summed: string; totals: string }> {
   const { rows } = await db.query<{ balance: string }>(
     `SELECT ((SELECT COALESCE(sum(amount), 0) FROM wallet_transactions WHERE org_id = $1)
             - (SELECT COALESCE(sum(wallet_cost), 0) FROM usage_records WHERE org_id = $1))::text AS balance`,
     [orgId],
   );
-  return rows[0]!.balance;
+  return {
+    summed: formatNano(numericToNano(rows[0]!.balance)),
+    totals: formatNano(await ledgerBalanceNano(db, orgId)),
+  };
+}
+
+/** The org's monthly product-user rollup, and its daily one summed per month. */
+async function productUserMonths(orgId: string): Promise<{ monthly: unknown[]; daily: unknown[] }> {
+  const read = async (sql: string) => (await db.query(sql, [orgId])).rows;
+  return {
+    monthly: await read(
+      `SELECT to_char(month, 'YYYY-MM') AS month, requests::text, sell_cost_nano::text
+         FROM usage_rollups_monthly_product_users WHERE org_id = $1 ORDER BY 1`,
+    ),
+    daily: await read(
+      `SELECT to_char(day, 'YYYY-MM') AS month, sum(requests)::text AS requests,
+              sum(sell_cost_nano)::text AS sell_cost_nano
+         FROM usage_rollups_daily_product_users WHERE org_id = $1 GROUP BY 1 ORDER BY 1`,
+    ),
+  };
 }
 
 beforeAll(async () => {
   org = await seed(env);
-  await db.query("SELECT gw_ensure_usage_partition('2001-01-01')");
-  for (const [index, cost] of ['1.500000000000', '0.250000000001', '2.000000000000'].entries()) {
-    await db.query(
-      `INSERT INTO usage_records (request_id, created_at, org_id, app_id, app_connection_id,
-         api_key_id, product_user_id, model, vendor, route, stream, status, input_tokens,
-         output_tokens, total_tokens, currency, sell_cost, vendor_cost, wallet_cost,
-         reserved_amount, latency_ms)
-       VALUES (gen_random_uuid(), $1, $2, $3, $4, 'key', NULL, 'vendor_b/gpt-4o-mini', 'vendor_b',
-         'system', false, 'completed', 1, 1, 2, 'USD', $5, 0, $5, $5, 1)`,
-      [`2001-01-${10 + index}T12:00:00Z`, org.org_id, org.app_id, org.app_connection_id, cost],
-    );
-  }
+  // Written as the usage writer writes them, the rollups and running totals with them.
+  const sink = new PostgresUsageSink(db);
+  await sink.write(
+    [
+      ['2000-12-31T23:30:00Z', 500_000_000n],
+      ['2001-01-10T12:00:00Z', 1_500_000_000n],
+      ['2001-01-11T12:00:00Z', 250_000_001n],
+      ['2001-01-12T12:00:00Z', 2_000_000_000n],
+    ].map(([at, cost]) =>
+      usageRecord(org.org_id, cost as bigint, {
+        createdAt: new Date(at as string),
+        walletCostNano: cost as bigint,
+        appId: org.app_id,
+        appConnectionId: org.app_connection_id,
+      }),
+    ),
+  );
 });
 
 afterAll(async () => {
-  await db.query('DROP TABLE IF EXISTS usage_records_2001_01');
+  await db.query('DROP TABLE IF EXISTS usage_records_2000_12, usage_records_2001_01');
 });
 
 interface PruneReport {
@@ -85,27 +115,43 @@ describe('gw usage prune', () => {
     expect(report.applied).toBe(false);
     const january = report.months.find((month) => month.month === '2001-01');
     expect(january).toMatchObject({ name: 'usage_records_2001_01', rows: 3, orgs: 1 });
-    expect(january!.wallet_cost).toBe('3.750000000001');
+    expect(january!.wallet_cost).toBe('3.750000001000');
     const { rows } = await db.query("SELECT to_regclass('usage_records_2001_01') AS t");
     expect(rows[0].t).not.toBeNull();
   });
 
-  it('drops the month with --apply and keeps every wallet balance exact', async () => {
-    const before = await ledgerBalance(org.org_id);
+  it('drops the months with --apply and keeps every wallet balance exact', async () => {
+    const before = await ledgerBalances(org.org_id);
+    expect(before.totals).toBe(before.summed);
+    const rollupsBefore = await productUserMonths(org.org_id);
+    expect(rollupsBefore.monthly).toEqual(rollupsBefore.daily);
     const report = await runCliJson<PruneReport>(
       ['usage', 'prune', '--before', '2001-02', '--apply'],
       env,
     );
     expect(report.applied).toBe(true);
-    expect(report.months.map((month) => month.month)).toContain('2001-01');
-    const { rows } = await db.query("SELECT to_regclass('usage_records_2001_01') AS t");
-    expect(rows[0].t).toBeNull();
-    expect(await ledgerBalance(org.org_id)).toBe(before);
+    expect(report.months.map((month) => month.month)).toEqual(
+      expect.arrayContaining(['2000-12', '2001-01']),
+    );
+    const { rows } = await db.query(
+      "SELECT to_regclass('usage_records_2000_12') AS dec, to_regclass('usage_records_2001_01') AS jan",
+    );
+    expect(rows[0]).toEqual({ dec: null, jan: null });
+    expect(await ledgerBalances(org.org_id)).toEqual(before);
     const archived = await db.query<{ amount: string }>(
-      "SELECT amount::text FROM wallet_transactions WHERE org_id = $1 AND kind = 'usage_archived'",
+      `SELECT amount::text FROM wallet_transactions WHERE org_id = $1 AND kind = 'usage_archived'
+        ORDER BY id`,
       [org.org_id],
     );
-    expect(archived.rows).toEqual([{ amount: '-3.750000000001' }]);
+    // One per month, each in its month's transaction, December first.
+    expect(archived.rows).toEqual([{ amount: '-0.500000000000' }, { amount: '-3.750000001000' }]);
+    // The months left the running totals; the rollups keep them, monthly and daily alike.
+    const totals = await db.query(
+      `SELECT month FROM usage_wallet_totals WHERE org_id = $1 AND month < '2001-02-01'`,
+      [org.org_id],
+    );
+    expect(totals.rows).toEqual([]);
+    expect(await productUserMonths(org.org_id)).toEqual(rollupsBefore);
   });
 
   it('refuses to drop the current or previous month, and a cutoff that is not a month', async () => {

@@ -1,12 +1,13 @@
 // The dashboard's overview of an organization: this calendar month's spend against its org cap,
 // the wallet, requests and tokens, the top models and product users. Every figure comes from
-// the daily usage rollups the usage writer keeps (never a scan of the ledger), the active cap
+// the usage rollups the usage writer keeps (never a scan of the ledger), the active cap
 // rule and the live wallet, so it answers in milliseconds however large the ledger grows.
 // Usage appears once the writer has committed it (tens of milliseconds after a request).
 import type { WalletService } from '../billing/wallets.js';
 import type { DbPool } from '../db/pool.js';
 import { formatNano, numericToNano, SETTLEMENT_CURRENCY } from '../money.js';
 import { monthlyPeriod } from '../periods.js';
+import { PRODUCT_USER_HAVING, productUserRollupSource } from '../ledger/product-user-rollups.js';
 import { isoDay, type RollupSumsText } from '../ledger/usage-rollups.js';
 import { readWallet, type WalletView } from './wallet.js';
 
@@ -46,7 +47,9 @@ export async function orgOverview(
   // Org caps run on calendar months (UTC), so the overview does too.
   const period = monthlyPeriod(now, null);
   const range = [orgId, isoDay(period.start), isoDay(period.end), SETTLEMENT_CURRENCY];
-  const [totals, models, users, cap, wallet] = await Promise.all([
+  // The month is whole: its product users are read from their monthly rollup.
+  const users = productUserRollupSource(orgId, { from: period.start, to: period.end }, 3, now);
+  const [totals, models, topUsers, cap, wallet] = await Promise.all([
     db.query<RollupSumsText>(
       `SELECT COALESCE(sum(requests), 0)::text AS requests,
               COALESCE(sum(input_tokens), 0)::text AS input_tokens,
@@ -77,14 +80,13 @@ export async function orgOverview(
       `SELECT top.product_user_id, u.app_id, u.external_user_id, u.display_name,
               top.requests::text, top.cost::text
          FROM (SELECT product_user_id, sum(requests) AS requests, sum(sell_cost_nano) AS cost
-                 FROM usage_rollups_daily_product_users
-                WHERE org_id = $1 AND day >= $2::date AND day < $3::date AND currency = $4
-                  AND product_user_id <> ''
-                GROUP BY product_user_id
-                ORDER BY sum(sell_cost_nano) DESC, product_user_id LIMIT $5) top
+                 FROM ${users.sql}
+                WHERE currency = $1 AND product_user_id <> ''
+                GROUP BY product_user_id ${PRODUCT_USER_HAVING}
+                ORDER BY sum(sell_cost_nano) DESC, product_user_id LIMIT $2) top
          JOIN product_users u ON u.id = top.product_user_id
         ORDER BY top.cost DESC, top.product_user_id`,
-      [...range, OVERVIEW_TOP],
+      [SETTLEMENT_CURRENCY, OVERVIEW_TOP, ...users.params],
     ),
     db.query<{ id: string; amount: string }>(
       `SELECT id, amount::text FROM cap_rules
@@ -125,7 +127,7 @@ export async function orgOverview(
       total_tokens: Number(row.total_tokens),
       cost: formatNano(BigInt(row.cost)),
     })),
-    top_product_users: users.rows.map((row) => ({
+    top_product_users: topUsers.rows.map((row) => ({
       product_end_user_id: row.product_user_id,
       app_id: row.app_id,
       external_user_id: row.external_user_id,

@@ -19,6 +19,7 @@ import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts } from '../redis/scripts.js';
 import { isUuid, sumNano } from '../ledger/unwritten-usage.js';
 import { usageRecordFromFields, type UsageRecord } from '../ledger/usage-record.js';
+import { ledgerBalanceNano } from './wallets.js';
 
 /** Measurements tried per org before it is reported busy (settling all the time). */
 const MAX_ATTEMPTS = 8;
@@ -207,12 +208,7 @@ export class Reconciler {
     const values: bigint[] = [];
     for (const account of accounts) {
       if (account.kind === 'wallet') {
-        const { rows } = await client.query<{ funded: string; spent: string }>(
-          `SELECT (SELECT COALESCE(sum(amount), 0) FROM wallet_transactions WHERE org_id = $1)::text AS funded,
-                  (SELECT COALESCE(sum(wallet_cost), 0) FROM usage_records WHERE org_id = $1)::text AS spent`,
-          [orgId],
-        );
-        const ledger = numericToNano(rows[0]!.funded) - numericToNano(rows[0]!.spent);
+        const ledger = await ledgerBalanceNano(client, orgId);
         values.push(ledger - sumNano(unwritten, (record) => record.walletCostNano));
         continue;
       }

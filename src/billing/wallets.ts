@@ -1,6 +1,6 @@
 // Organization wallets: Postgres holds every transaction (the durable truth); Redis holds
 // the live balance the reserve script checks. A wallet missing from Redis is rebuilt as
-// sum(transactions) − sum(wallet_cost of recorded usage).
+// sum(transactions) − sum(wallet_cost of recorded usage), the latter from the running totals.
 import { recordAudit } from '../audit/audit.js';
 import type { RedisClient } from '../redis/connect.js';
 import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
@@ -89,6 +89,21 @@ async function insertWalletTransaction(
   return row;
 }
 
+/**
+ * A wallet's balance according to Postgres alone: its transactions less what usage took from
+ * it, read from the running totals the usage writer keeps per month (migration 041) — the
+ * same figure as summing the wallet_cost of every usage row, without reading them.
+ */
+export async function ledgerBalanceNano(db: Pick<DbPool, 'query'>, orgId: string): Promise<bigint> {
+  const { rows } = await db.query<{ funded: string; spent: string }>(
+    `SELECT (SELECT COALESCE(sum(amount), 0) FROM wallet_transactions WHERE org_id = $1)::text AS funded,
+            (SELECT COALESCE(sum(wallet_cost), 0) FROM usage_wallet_totals WHERE org_id = $1)::text AS spent`,
+    [orgId],
+  );
+  const row = rows[0]!;
+  return numericToNano(row.funded) - numericToNano(row.spent);
+}
+
 export class WalletService {
   constructor(
     private readonly db: DbPool,
@@ -99,15 +114,9 @@ export class WalletService {
     private readonly unwritten = new UnwrittenUsage(redis, db, keys),
   ) {}
 
-  /** The balance according to Postgres alone. */
-  async ledgerBalanceNano(orgId: string, client: DbPool | DbClient = this.db): Promise<bigint> {
-    const { rows } = await client.query<{ funded: string; spent: string }>(
-      `SELECT (SELECT COALESCE(sum(amount), 0) FROM wallet_transactions WHERE org_id = $1)::text AS funded,
-              (SELECT COALESCE(sum(wallet_cost), 0) FROM usage_records WHERE org_id = $1)::text AS spent`,
-      [orgId],
-    );
-    const row = rows[0]!;
-    return numericToNano(row.funded) - numericToNano(row.spent);
+  /** The balance according to Postgres alone (ledgerBalanceNano). */
+  ledgerBalanceNano(orgId: string, client: DbPool | DbClient = this.db): Promise<bigint> {
+    return ledgerBalanceNano(client, orgId);
   }
 
   /**

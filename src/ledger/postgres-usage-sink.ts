@@ -1,14 +1,15 @@
 // Writes usage records into the partitioned usage_records table, many rows per statement.
 // Replays are harmless: ON CONFLICT (request_id, created_at) DO NOTHING. The same statement
-// upserts the daily rollups of the rows it actually inserted (usage-rollups.ts). The webhook
-// events the batch describes (thresholds crossed, a wallet running low, a credential failing)
-// are written in the same transaction by the events port, when one is given.
+// upserts the rollups and the wallets' running totals of the rows it actually inserted
+// (usage-rollups.ts). The webhook events the batch describes (thresholds crossed, a wallet
+// running low, a credential failing) are written in the same transaction by the events port,
+// when one is given.
 import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
 import type { Logger } from '../log.js';
 import { nanoToNumeric } from '../money.js';
 import type { UsageNotice } from './usage-notices.js';
 import type { UsageRecord } from './usage-record.js';
-import { withDailyRollup } from './usage-rollups.js';
+import { withRollups } from './usage-rollups.js';
 
 /** Writes the events a batch describes, in the batch's transaction (src/usage-events/). */
 export interface UsageEventWriter {
@@ -71,7 +72,7 @@ export class PostgresUsageSink {
   private async insertRecords(client: DbClient, records: readonly UsageRecord[]): Promise<void> {
     const column = <T>(pick: (record: UsageRecord) => T): T[] => records.map(pick);
     await client.query(
-      withDailyRollup(`INSERT INTO usage_records (request_id, created_at, org_id, app_id, app_connection_id,
+      withRollups(`INSERT INTO usage_records (request_id, created_at, org_id, app_id, app_connection_id,
          api_key_id, product_user_id, model, vendor, route, credential_id, stream, status,
          upstream_status, input_tokens, output_tokens, total_tokens, currency, sell_cost,
          vendor_cost, wallet_cost, reserved_amount, latency_ms, credits_cost, end_reason,

@@ -1,7 +1,8 @@
 // Usage retention: drops whole months of usage_records (one partition each) that are older
 // than a cutoff. The ledger stays exact: in the same transaction, what the dropped rows took
-// from each wallet is recorded as one 'usage_archived' wallet transaction, so every wallet's
-// balance (top-ups − usage) is what it was. The daily rollups the dashboard plots are kept.
+// from each wallet is recorded as one 'usage_archived' wallet transaction and taken off the
+// wallets' running totals, so every wallet's balance (top-ups − usage) is what it was. The
+// rollups the dashboard plots are kept.
 // The current and previous months are never dropped: allowance periods anchored mid-month and
 // the account rebuilds read them.
 import type { DbClient, DbPool } from '../db/pool.js';
@@ -100,14 +101,29 @@ async function dropMonth(client: DbClient, partition: UsagePartition): Promise<P
   // that already holds usage_records may deadlock with the DETACH below: Postgres then aborts
   // one of the two, and a prune that fails changed nothing). Readers of other months go on
   // until the DETACH, which holds usage_records exclusively for the moment until the commit.
+  await client.query('SELECT gw_lock_usage_wallet_totals()'); // not during a rebuild of them
   await client.query(`LOCK TABLE ${quoted(partition.name)} IN SHARE MODE`);
   const described = await describeMonth(client, partition);
+  // One read of the month: what it took from each wallet is archived, and taken off the
+  // wallets' running totals (usage_wallet_totals, per UTC month: a month's row reaches zero
+  // and goes, unless the partition shares that UTC month with a neighbour, which only a server
+  // outside UTC makes).
   await client.query(
-    `INSERT INTO wallet_transactions (org_id, kind, amount)
-     SELECT u.org_id, 'usage_archived', -sum(u.wallet_cost)
-       FROM ${quoted(partition.name)} u JOIN wallets w ON w.org_id = u.org_id
-      GROUP BY u.org_id HAVING sum(u.wallet_cost) <> 0`,
+    `WITH dropped AS (
+       SELECT org_id, date_trunc('month', created_at AT TIME ZONE 'UTC')::date AS month,
+              count(*) AS records, sum(wallet_cost) AS wallet_cost
+         FROM ${quoted(partition.name)} GROUP BY 1, 2),
+     archived AS (
+       INSERT INTO wallet_transactions (org_id, kind, amount)
+       SELECT d.org_id, 'usage_archived', -sum(d.wallet_cost)
+         FROM dropped d JOIN wallets w ON w.org_id = d.org_id
+        GROUP BY d.org_id HAVING sum(d.wallet_cost) <> 0)
+     UPDATE usage_wallet_totals t
+        SET records = t.records - d.records, wallet_cost = t.wallet_cost - d.wallet_cost
+       FROM dropped d
+      WHERE t.org_id = d.org_id AND t.month = d.month`,
   );
+  await client.query('DELETE FROM usage_wallet_totals WHERE records = 0');
   await client.query(`ALTER TABLE usage_records DETACH PARTITION ${quoted(partition.name)}`);
   await client.query(`DROP TABLE ${quoted(partition.name)}`);
   return described;

@@ -1,10 +1,12 @@
-// Daily usage rollups: what the dashboard plots read instead of scanning the ledger. The usage
-// sink feeds them the rows its INSERT actually inserted (RETURNING), in the same statement and
-// transaction, so a replayed stream entry (ON CONFLICT DO NOTHING) is never counted twice.
-import type { DbPool } from '../db/pool.js';
+// Usage rollups: what the dashboard plots read instead of scanning the ledger, and the wallets'
+// running totals. The usage sink feeds them the rows its INSERT actually inserted (RETURNING),
+// in the same statement and transaction, so a replayed stream entry (ON CONFLICT DO NOTHING)
+// is never counted twice.
+import { withTransaction, type DbPool } from '../db/pool.js';
 import { formatNano } from '../money.js';
+import { PRODUCT_USER_HAVING, productUserRollupSource } from './product-user-rollups.js';
 
-/** The columns the usage_records INSERT must return for the rollup (see withDailyRollup). */
+/** The columns the usage_records INSERT must return for the rollups (see withRollups). */
 export const ROLLUP_RETURNING =
   'RETURNING org_id, created_at, model, app_connection_id, product_user_id, currency, input_tokens, output_tokens, total_tokens, sell_cost, wallet_cost';
 
@@ -19,42 +21,87 @@ const ADD_EXCLUDED = `requests = r.requests + EXCLUDED.requests,
   total_tokens = r.total_tokens + EXCLUDED.total_tokens,
   sell_cost_nano = r.sell_cost_nano + EXCLUDED.sell_cost_nano,
   wallet_cost_nano = r.wallet_cost_nano + EXCLUDED.wallet_cost_nano`;
+const UTC_DAY = "(created_at AT TIME ZONE 'UTC')::date";
+const UTC_MONTH = "date_trunc('month', created_at AT TIME ZONE 'UTC')::date";
 
 /**
  * Wraps an `INSERT INTO usage_records … ON CONFLICT DO NOTHING` into one statement that also
- * upserts both daily rollups of the inserted rows. Keys are upserted in a fixed order so two
- * writers' transactions cannot deadlock on each other's rollup rows.
+ * upserts, from the inserted rows, both daily rollups (migration 014), the monthly
+ * product-user rollup (042) and the wallets' running totals (041). Keys are upserted in a
+ * fixed order so two writers' transactions cannot deadlock on each other's rows.
  */
-export function withDailyRollup(insertRecordsSql: string): string {
+export function withRollups(insertRecordsSql: string): string {
   return `WITH inserted AS (${insertRecordsSql} ${ROLLUP_RETURNING}),
     by_model AS (
       INSERT INTO usage_rollups_daily AS r (org_id, day, model, app_connection_id, currency,
         ${SUM_COLUMNS})
-      SELECT org_id, (created_at AT TIME ZONE 'UTC')::date, model, app_connection_id, currency,
-             ${SUMS}
+      SELECT org_id, ${UTC_DAY}, model, app_connection_id, currency, ${SUMS}
         FROM inserted GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
-      ON CONFLICT (org_id, day, model, app_connection_id, currency) DO UPDATE SET ${ADD_EXCLUDED})
-    INSERT INTO usage_rollups_daily_product_users AS r (org_id, day, product_user_id, currency,
-      ${SUM_COLUMNS})
-    SELECT org_id, (created_at AT TIME ZONE 'UTC')::date, COALESCE(product_user_id, ''), currency,
-           ${SUMS}
-      FROM inserted GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
-    ON CONFLICT (org_id, day, product_user_id, currency) DO UPDATE SET ${ADD_EXCLUDED}`;
+      ON CONFLICT (org_id, day, model, app_connection_id, currency) DO UPDATE SET ${ADD_EXCLUDED}),
+    by_user_day AS (
+      INSERT INTO usage_rollups_daily_product_users AS r (org_id, day, product_user_id, currency,
+        ${SUM_COLUMNS})
+      SELECT org_id, ${UTC_DAY}, COALESCE(product_user_id, ''), currency, ${SUMS}
+        FROM inserted GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
+      ON CONFLICT (org_id, day, product_user_id, currency) DO UPDATE SET ${ADD_EXCLUDED}),
+    by_user_month AS (
+      INSERT INTO usage_rollups_monthly_product_users AS r (org_id, month, product_user_id,
+        currency, ${SUM_COLUMNS})
+      SELECT org_id, ${UTC_MONTH}, COALESCE(product_user_id, ''), currency, ${SUMS}
+        FROM inserted GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
+      ON CONFLICT (org_id, month, product_user_id, currency) DO UPDATE SET ${ADD_EXCLUDED})
+    INSERT INTO usage_wallet_totals AS t (org_id, month, records, wallet_cost)
+    SELECT org_id, ${UTC_MONTH}, count(*), sum(wallet_cost)
+      FROM inserted GROUP BY 1, 2 ORDER BY 1, 2
+    ON CONFLICT (org_id, month) DO UPDATE
+      SET records = t.records + EXCLUDED.records, wallet_cost = t.wallet_cost + EXCLUDED.wallet_cost`;
 }
 
 export const USAGE_GROUPS = ['day', 'model', 'connection', 'product_user'] as const;
 export type UsageGroup = (typeof USAGE_GROUPS)[number];
 
+/** The rows a grouping sums: a FROM item and its parameters (numbered from $2), and the HAVING. */
+interface RollupSource {
+  readonly sql: string;
+  readonly params: unknown[];
+  readonly having: string;
+}
+
+const dailyRollup =
+  (table: string) =>
+  (query: UsageRollupQuery): RollupSource => ({
+    sql: `${table} WHERE org_id = $2 AND day >= $3::date AND day < $4::date`,
+    params: [query.orgId, isoDay(query.from), isoDay(query.to)],
+    having: '',
+  });
+
 /**
- * The rollup table and column each grouping reads (fixed names, never input). Product users
- * are many: they come biggest cost first, the top `limit`; the others in key order.
+ * The rows and column each grouping reads (fixed names, never input). Product users are many:
+ * whole months of them come from their monthly rollup (product-user-rollups.ts); they come
+ * biggest cost first, the top `limit`; the others in key order.
  */
-const GROUPING: Readonly<Record<UsageGroup, { table: string; column: string; order: string }>> = {
-  day: { table: 'usage_rollups_daily', column: "to_char(day, 'YYYY-MM-DD')", order: '1, 2' },
-  model: { table: 'usage_rollups_daily', column: 'model', order: '1, 2' },
-  connection: { table: 'usage_rollups_daily', column: 'app_connection_id', order: '1, 2' },
+const GROUPING: Readonly<
+  Record<
+    UsageGroup,
+    { source: (query: UsageRollupQuery) => RollupSource; column: string; order: string }
+  >
+> = {
+  day: {
+    source: dailyRollup('usage_rollups_daily'),
+    column: "to_char(day, 'YYYY-MM-DD')",
+    order: '1, 2',
+  },
+  model: { source: dailyRollup('usage_rollups_daily'), column: 'model', order: '1, 2' },
+  connection: {
+    source: dailyRollup('usage_rollups_daily'),
+    column: 'app_connection_id',
+    order: '1, 2',
+  },
   product_user: {
-    table: 'usage_rollups_daily_product_users',
+    source: (query) => ({
+      ...productUserRollupSource(query.orgId, query, 2, query.now),
+      having: PRODUCT_USER_HAVING,
+    }),
     column: "NULLIF(product_user_id, '')",
     order: 'sum(sell_cost_nano) DESC, 1 NULLS LAST, 2',
   },
@@ -69,6 +116,8 @@ export interface UsageRollupQuery {
   readonly to: Date;
   /** At most this many rows (the product-user grouping's top spenders). */
   readonly limit: number;
+  /** Which days can hold usage yet, for the cheapest reading; never changes the answer. */
+  readonly now?: Date;
 }
 
 export interface UsageRollupRow {
@@ -100,20 +149,27 @@ export async function readUsageRollups(
   db: Pick<DbPool, 'query'>,
   query: UsageRollupQuery,
 ): Promise<UsageRollupRow[]> {
-  const { table, column, order } = GROUPING[query.groupBy];
+  const { source: sourceOf, column, order } = GROUPING[query.groupBy];
+  const source = sourceOf(query);
   const { rows } = await db.query<RollupSumsText & { key: string | null; currency: string }>(
     `SELECT ${column} AS key, currency, sum(requests)::text AS requests,
             sum(input_tokens)::text AS input_tokens, sum(output_tokens)::text AS output_tokens,
             sum(total_tokens)::text AS total_tokens, sum(sell_cost_nano)::text AS sell_cost,
             sum(wallet_cost_nano)::text AS wallet_cost
-       FROM ${table}
-      WHERE org_id = $1 AND day >= $2::date AND day < $3::date
-      GROUP BY 1, 2
+       FROM ${source.sql}
+      GROUP BY 1, 2 ${source.having}
       ORDER BY ${order}
-      LIMIT $4`,
-    [query.orgId, isoDay(query.from), isoDay(query.to), query.limit],
+      LIMIT $1`,
+    [query.limit, ...source.params],
   );
-  return rows.map((row) => ({
+  return rows.map(usageRollupRow);
+}
+
+/** One group's sums as Postgres answers them, as the API gives them. */
+export function usageRollupRow(
+  row: RollupSumsText & { key: string | null; currency: string },
+): UsageRollupRow {
+  return {
     key: row.key,
     currency: row.currency.trim(),
     requests: Number(row.requests),
@@ -122,7 +178,34 @@ export async function readUsageRollups(
     total_tokens: Number(row.total_tokens),
     cost: formatNano(BigInt(row.sell_cost)),
     wallet_cost: formatNano(BigInt(row.wallet_cost)),
-  }));
+  };
 }
 
 export const isoDay = (date: Date): string => date.toISOString().slice(0, 10);
+
+/** How many rows the running totals hold after a rebuild. */
+export interface RebuiltTotals {
+  readonly wallet_total_rows: number;
+  readonly product_user_month_rows: number;
+}
+
+/**
+ * Computes the wallets' running totals again from usage_records, and the monthly product-user
+ * rollup from the daily one (the functions migrations 041 and 042 built them with), in one
+ * transaction that holds the ledger's writes meanwhile: for rows something other than this
+ * version's writer put there (an instance of an older version still running during a rollout).
+ */
+export async function rebuildRunningTotals(db: DbPool): Promise<RebuiltTotals> {
+  return withTransaction(db, async (client) => {
+    await client.query('SELECT gw_rebuild_usage_wallet_totals()');
+    await client.query('SELECT gw_rebuild_usage_rollups_monthly_product_users()');
+    const { rows } = await client.query<{ wallets: string; users: string }>(
+      `SELECT (SELECT count(*) FROM usage_wallet_totals)::text AS wallets,
+              (SELECT count(*) FROM usage_rollups_monthly_product_users)::text AS users`,
+    );
+    return {
+      wallet_total_rows: Number(rows[0]!.wallets),
+      product_user_month_rows: Number(rows[0]!.users),
+    };
+  });
+}

@@ -1,6 +1,6 @@
 // GET /dashboard/api/orgs/{org_id}/overview (any member): the organization at a glance for the
 // dashboard's overview page — this calendar month's spend against the org cap, the wallet,
-// requests and tokens, the top models and product users by cost. From the daily rollups and
+// requests and tokens, the top models and product users by cost. From the usage rollups and
 // the live wallet, never a scan of the ledger.
 import { z } from 'zod';
 import { OVERVIEW_TOP, orgOverview } from '../../admin/overview.js';

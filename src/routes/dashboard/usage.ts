@@ -1,6 +1,7 @@
 // GET /dashboard/api/orgs/{org_id}/usage?group_by=day|model|connection|product_user&from&to:
 // the organization's requests, tokens and cost per group, for the dashboard's plots (any
-// member). Read from the daily rollups the usage writer keeps, never a scan of the ledger.
+// member). Read from the rollups the usage writer keeps (product users: whole months from the
+// monthly one, src/ledger/product-user-rollups.ts), never a scan of the ledger.
 import { z } from 'zod';
 import type { DbPool } from '../../db/pool.js';
 import { isGwError } from '../../errors.js';
