@@ -1,9 +1,9 @@
 // The request object handlers see, over a uWS request. A class, not an object literal with a
-// getter: V8 gives every literal with an accessor its own hidden class, whose descriptors (in
-// the old generation) then point at that request's getter and, through its scope, at everything
-// the request allocates. Young collections cannot free any of it until the next full one, so a
-// getter literal per request tripled the gateway's garbage-collection time (bench/RESULTS.md,
-// 2026-11-23). A getter on a class lives once, on the prototype.
+// getter: with a getter literal per request, everything the request allocated survived young
+// collections until the next full one (measured: bench/RESULTS.md, 2026-11-23; decision 229).
+// The likely mechanism: V8 gives each literal with an accessor its own hidden class, in the old
+// generation, pointing at that request's getter and its scope. A class getter lives once, on
+// the prototype.
 import type { HttpResponse as UwsResponse } from 'uWebSockets.js';
 import type { HttpRequest } from './types.js';
 
