@@ -49,3 +49,6 @@ export function monthlyPeriod(at: Date, anchor: Date | null): Period {
   }
   return { start, end, key: String(start.getTime()) };
 }
+
+/** A UTC day as YYYY-MM-DD (how the rollups' `day` and `month` columns are addressed). */
+export const isoDay = (date: Date): string => date.toISOString().slice(0, 10);

@@ -6,9 +6,9 @@
 import type { WalletService } from '../billing/wallets.js';
 import type { DbPool } from '../db/pool.js';
 import { formatNano, numericToNano, SETTLEMENT_CURRENCY } from '../money.js';
-import { monthlyPeriod } from '../periods.js';
+import { isoDay, monthlyPeriod } from '../periods.js';
 import { PRODUCT_USER_HAVING, productUserRollupSource } from '../ledger/product-user-rollups.js';
-import { isoDay, type RollupSumsText } from '../ledger/usage-rollups.js';
+import type { RollupSumsText } from '../ledger/usage-rollups.js';
 import { readWallet, type WalletView } from './wallet.js';
 
 /** How many models and product users the overview ranks. */

@@ -85,17 +85,14 @@ export class UwsHttpResponse implements HttpResponse {
       this.flushHead();
       this.native.end(body);
     });
-    this.settleDrainWaiters();
-    this.abortListeners = [];
-    this.onFinished(this.status);
+    this.finished();
   }
 
   destroy(): void {
     if (this.aborted || this.ended) return;
     this.ended = true;
     this.native.close();
-    this.settleDrainWaiters();
-    this.onFinished(this.status);
+    this.finished();
   }
 
   /** Ends with a body and closes the connection (used when the request body is refused). */
@@ -108,6 +105,13 @@ export class UwsHttpResponse implements HttpResponse {
       this.flushHead();
       this.native.end(body, true);
     });
+    this.finished();
+  }
+
+  /** After any of the three ways to end: nothing waits on the response or listens to it. */
+  private finished(): void {
+    this.settleDrainWaiters();
+    this.abortListeners = [];
     this.onFinished(this.status);
   }
 

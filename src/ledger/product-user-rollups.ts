@@ -9,6 +9,7 @@
 // unit. A group is kept when its requests sum above zero: a rollup row always counts at least
 // one request (rows are only ever added to), so that is exactly the groups that have a daily
 // row in the range.
+import { isoDay } from '../periods.js';
 
 const DAY_MS = 24 * 3600 * 1000;
 /** What reading a month's rows costs, in days of daily rows (a user active any day of the
@@ -40,8 +41,6 @@ const SUMMED = [
   'wallet_cost_nano',
 ];
 
-const isoDay = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
-
 /** Days of [from, to) that can hold usage at `now` (none after today). */
 function pastDays(from: number, to: number, now: Date): number {
   const endOfToday = (Math.floor(now.getTime() / DAY_MS) + 1) * DAY_MS;
@@ -52,8 +51,8 @@ function pastDays(from: number, to: number, now: Date): number {
 export function planProductUserRange(from: Date, to: Date, now = new Date()): ProductUserRangePlan {
   const plan: ProductUserRangePlan = { months: [], added: [], subtracted: [] };
   const interval = (first: number, end: number): DayInterval => ({
-    first: isoDay(first),
-    end: isoDay(end),
+    first: isoDay(new Date(first)),
+    end: isoDay(new Date(end)),
   });
   let monthStart = Date.UTC(from.getUTCFullYear(), from.getUTCMonth(), 1);
   while (monthStart < to.getTime()) {
@@ -64,9 +63,9 @@ export function planProductUserRange(from: Date, to: Date, now = new Date()): Pr
     const inside = pastDays(first, end, now);
     const outside = pastDays(monthStart, first, now) + pastDays(end, monthEnd, now);
     if (first === monthStart && end === monthEnd) {
-      plan.months.push(isoDay(monthStart));
+      plan.months.push(isoDay(new Date(monthStart)));
     } else if (outside + MONTH_COST_DAYS < inside) {
-      plan.months.push(isoDay(monthStart));
+      plan.months.push(isoDay(new Date(monthStart)));
       if (first > monthStart) plan.subtracted.push(interval(monthStart, first));
       if (end < monthEnd) plan.subtracted.push(interval(end, monthEnd));
     } else {

@@ -4,6 +4,7 @@
 // is never counted twice.
 import { withTransaction, type DbPool } from '../db/pool.js';
 import { formatNano } from '../money.js';
+import { isoDay } from '../periods.js';
 import { PRODUCT_USER_HAVING, productUserRollupSource } from './product-user-rollups.js';
 
 /** The columns the usage_records INSERT must return for the rollups (see withRollups). */
@@ -180,8 +181,6 @@ export function usageRollupRow(
     wallet_cost: formatNano(BigInt(row.wallet_cost)),
   };
 }
-
-export const isoDay = (date: Date): string => date.toISOString().slice(0, 10);
 
 /** How many rows the running totals hold after a rebuild. */
 export interface RebuiltTotals {

@@ -5,7 +5,8 @@
 import { z } from 'zod';
 import type { DbPool } from '../../db/pool.js';
 import { isGwError } from '../../errors.js';
-import { isoDay, readUsageRollups, USAGE_GROUPS } from '../../ledger/usage-rollups.js';
+import { readUsageRollups, USAGE_GROUPS } from '../../ledger/usage-rollups.js';
+import { isoDay } from '../../periods.js';
 import { inOrg } from './schemas.js';
 import { declareRoute } from '../framework/declaration.js';
 import { parseQuery } from '../framework/query.js';
