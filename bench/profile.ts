@@ -1,7 +1,11 @@
-// npm run bench:profile [-- --duration 10 --connections 50 --stream --plain]
+// npm run bench:profile [-- --duration 10 --connections 50 --stream --plain --gc]
 // Runs the gateway under load with V8's CPU profiler and prints where its main thread spends
 // time: the top functions by self time and the totals per package. The profile file stays in
 // the printed directory for Chrome DevTools or speedscope.
+// --gc instead traces the gateway's garbage collector and prints what its young-generation
+// collections promote per request: the bytes a request keeps alive past a scavenge. It is a
+// count, not a time, so it holds on a busy machine where req/s does not (bench/RESULTS.md,
+// "the CPU regression traced to the young-generation collector").
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,8 +29,60 @@ const { values: flags } = parseArgs({
     top: { type: 'string', default: '40' },
     /** Run without the profiler (e.g. to watch the gateway with strace or perf). */
     plain: { type: 'boolean', default: false },
+    /** Trace the garbage collector instead of profiling: bytes promoted per request. */
+    gc: { type: 'boolean', default: false },
   },
 });
+
+/** One line of V8's `--trace-gc-nvp`, heard while the load ran. */
+interface GcEvent {
+  readonly isolate: string;
+  readonly scavenge: boolean;
+  readonly pauseMs: number;
+  readonly promotedBytes: number;
+}
+
+/** Collects `--trace-gc-nvp` lines from the gateway's stdout while `recording` is on. */
+class GcTrace {
+  recording = false;
+  readonly events: GcEvent[] = [];
+  private partial = '';
+
+  hear = (chunk: string): void => {
+    const lines = (this.partial + chunk).split('\n');
+    this.partial = lines.pop()!;
+    if (!this.recording) return;
+    for (const line of lines) {
+      const match = /^\[\d+:(0x[0-9a-f]+)\]\s+\d+ ms: pause=([\d.]+) .*?\bgc=(\w+)/.exec(line);
+      if (!match) continue;
+      this.events.push({
+        isolate: match[1]!,
+        scavenge: match[3] === 's',
+        pauseMs: Number(match[2]),
+        promotedBytes: Number(/\bpromoted=(\d+)/.exec(line)?.[1] ?? 0),
+      });
+    }
+  };
+
+  /** Per isolate (the main thread and each worker thread): collections, pauses, promotion. */
+  report(requests: number): string {
+    const isolates = [...new Set(this.events.map((event) => event.isolate))];
+    return isolates
+      .map((isolate) => {
+        const mine = this.events.filter((event) => event.isolate === isolate);
+        const scavenges = mine.filter((event) => event.scavenge);
+        const promoted = scavenges.reduce((sum, event) => sum + event.promotedBytes, 0);
+        const pauses = scavenges.map((event) => event.pauseMs).sort((a, b) => a - b);
+        const median = pauses[Math.floor(pauses.length / 2)] ?? 0;
+        return (
+          `isolate ${isolate}: ${scavenges.length} scavenges (median pause ${median} ms), ` +
+          `${mine.length - scavenges.length} other collections; promoted by scavenges ` +
+          `${(promoted / requests / 1024).toFixed(2)} KB per request`
+        );
+      })
+      .join('\n');
+  }
+}
 
 interface ProfileNode {
   readonly id: number;
@@ -156,9 +212,15 @@ async function cpuPerRequest(
 async function main(): Promise<void> {
   const profileDir = mkdtempSync(join(tmpdir(), 'gw-profile-'));
   const mock = await startMock();
+  const gcTrace = new GcTrace();
   const gateway = await startGatewayTarget(
     mock.url,
-    flags.plain ? [] : ['--cpu-prof', '--cpu-prof-dir', profileDir],
+    flags.gc
+      ? ['--trace-gc-nvp']
+      : flags.plain
+        ? []
+        : ['--cpu-prof', '--cpu-prof-dir', profileDir],
+    { onOutput: gcTrace.hear },
   );
   try {
     const org = await gwCli<{ api_key: string; app_connection_id: string }>(
@@ -185,7 +247,9 @@ async function main(): Promise<void> {
         'load generator': [process.pid],
       },
       async () => {
+        gcTrace.recording = true;
         result = await measure(spec);
+        gcTrace.recording = false;
         return result.requestsPerSecond * spec.durationSeconds;
       },
     );
@@ -193,10 +257,14 @@ async function main(): Promise<void> {
       `${Math.round(result.requestsPerSecond)} req/s, mean ${result.meanMs.toFixed(3)} ms, ` +
         `${result.errors} errors\n${cpu}\n`,
     );
+    if (flags.gc) {
+      const requests = result.requestsPerSecond * spec.durationSeconds;
+      process.stdout.write(`GC while the load ran:\n${gcTrace.report(requests)}\n`);
+    }
   } finally {
     await stopAndClean([mock, gateway]);
   }
-  if (flags.plain) return;
+  if (flags.plain || flags.gc) return;
   const file = readdirSync(profileDir).find((name) => name.endsWith('.cpuprofile'));
   if (!file) throw new Error(`no profile written in ${profileDir}`);
   const profile = JSON.parse(readFileSync(join(profileDir, file), 'utf8')) as CpuProfile;

@@ -28,6 +28,7 @@ function spawnUntil(
   args: string[],
   env: Record<string, string>,
   ready: (output: string) => string | undefined,
+  afterStart?: (chunk: string) => void,
 ): Promise<{ child: ChildProcess; value: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, {
@@ -45,7 +46,10 @@ function spawnUntil(
     const onData = (chunk: Buffer): void => {
       // Once started, the output is read and dropped (as a log shipper would): the request
       // log must cost the gateway its writes, not the load generator a growing string.
-      if (started) return;
+      if (started) {
+        afterStart?.(chunk.toString());
+        return;
+      }
       output += chunk.toString();
       const value = ready(output);
       if (value !== undefined) {
@@ -130,7 +134,14 @@ export async function startGatewayTarget(
     workers = 1,
     sharing,
     metrics = false,
-  }: { workers?: number; sharing?: GatewayTarget; metrics?: boolean } = {},
+    onOutput,
+  }: {
+    workers?: number;
+    sharing?: GatewayTarget;
+    metrics?: boolean;
+    /** Hears the gateway's stdout once it has started (e.g. V8's GC trace). */
+    onOutput?: (chunk: string) => void;
+  } = {},
 ): Promise<GatewayTarget> {
   const env = {
     PORT: workers > 1 ? String(await freePort()) : '0',
@@ -155,10 +166,14 @@ export async function startGatewayTarget(
     // The webhook dispatcher's cost: BENCH_WEBHOOK_DELIVERY_CONCURRENCY=0 measures without it.
     WEBHOOK_DELIVERY_CONCURRENCY: process.env.BENCH_WEBHOOK_DELIVERY_CONCURRENCY ?? '4',
   };
-  const { child, value } = await spawnUntil([...nodeArgs, 'dist/src/main.js'], env, (output) =>
-    workers > 1
-      ? /"port":(\d+)[^\n]*"msg":"gw workers listening"/.exec(output)?.[1]
-      : /"port":(\d+)[^\n]*"msg":"gw listening"/.exec(output)?.[1],
+  const { child, value } = await spawnUntil(
+    [...nodeArgs, 'dist/src/main.js'],
+    env,
+    (output) =>
+      workers > 1
+        ? /"port":(\d+)[^\n]*"msg":"gw workers listening"/.exec(output)?.[1]
+        : /"port":(\d+)[^\n]*"msg":"gw listening"/.exec(output)?.[1],
+    onOutput,
   );
   return {
     name: workers > 1 ? `gateway ×${workers}` : 'gateway',
