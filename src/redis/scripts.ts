@@ -184,23 +184,23 @@ export type RedisScripts = { readonly [N in ScriptName]: ScriptCall<N> };
 /**
  * Coalesces the socket writes of script calls without ioredis's auto-pipelining, whose
  * Pipeline per batch costs ~8 µs of CPU per call and defers even a lone call to the next loop
- * turn (~80 µs per round trip on a 2-core VM). A call made while no other is in flight is
- * written at once. While calls are in flight, the socket is corked on the first call of a
- * loop turn and uncorked at the end of it (setImmediate), so the calls that many requests
- * issue in one turn leave in one write. Measured with 50 calls in flight: ~12 µs of CPU per
- * call, against ~20 µs with auto-pipelining. The clients that run scripts therefore do not
- * auto-pipeline. On a cluster the calls go out as they come: each goes to its slot's node, and
- * the client does not say which socket that is before writing.
+ * turn (~80 µs per round trip on a 2-core VM). A call made while the connection has no reply
+ * outstanding is written at once. While replies are outstanding, the socket is corked on the
+ * first call of a loop turn and uncorked at the end of it (setImmediate), so the calls that
+ * many requests issue in one turn leave in one write. Measured with 50 calls in flight: ~12 µs
+ * of CPU per call, against ~20 µs with auto-pipelining. The clients that run scripts therefore
+ * do not auto-pipeline. On a cluster the calls go out as they come: each goes to its slot's
+ * node, and the client does not say which socket that is before writing.
+ *
+ * "Outstanding" is read from the client's own queue of sent commands, not counted with a
+ * handler on each call's promise: a handler there keeps the call and what awaits it alive
+ * through young collections (bench/RESULTS.md, 2026-11-23).
  */
 function coalescedWrites(redis: RedisClient): (send: () => Promise<unknown>) => Promise<unknown> {
   if (isCluster(redis)) return (send) => send();
-  let inFlight = 0;
   let corked = false;
-  const settled = (): void => {
-    inFlight -= 1;
-  };
   return (send) => {
-    if (inFlight > 0 && !corked && redis.status === 'ready') {
+    if (!corked && redis.status === 'ready' && redis.commandQueue.length > 0) {
       const socket = redis.stream; // uncork the socket that was corked, even after a reconnect
       socket.cork();
       corked = true;
@@ -209,10 +209,7 @@ function coalescedWrites(redis: RedisClient): (send: () => Promise<unknown>) => 
         socket.uncork();
       });
     }
-    inFlight += 1;
-    const pending = send();
-    pending.then(settled, settled);
-    return pending;
+    return send();
   };
 }
 
