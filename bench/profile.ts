@@ -1,4 +1,4 @@
-// npm run bench:profile [-- --duration 10 --connections 50 --stream --plain --gc]
+// npm run bench:profile [-- --duration 10 --connections 50 --stream --plain --gc --node-arg=…]
 // Runs the gateway under load with V8's CPU profiler and prints where its main thread spends
 // time: the top functions by self time and the totals per package. The profile file stays in
 // the printed directory for Chrome DevTools or speedscope.
@@ -31,6 +31,8 @@ const { values: flags } = parseArgs({
     plain: { type: 'boolean', default: false },
     /** Trace the garbage collector instead of profiling: bytes promoted per request. */
     gc: { type: 'boolean', default: false },
+    /** Extra Node or V8 flags for the gateway (repeatable), e.g. --node-arg=--minor-mc. */
+    'node-arg': { type: 'string', multiple: true, default: [] },
   },
 });
 
@@ -215,11 +217,14 @@ async function main(): Promise<void> {
   const gcTrace = new GcTrace();
   const gateway = await startGatewayTarget(
     mock.url,
-    flags.gc
-      ? ['--trace-gc-nvp']
-      : flags.plain
-        ? []
-        : ['--cpu-prof', '--cpu-prof-dir', profileDir],
+    [
+      ...(flags.gc
+        ? ['--trace-gc-nvp']
+        : flags.plain
+          ? []
+          : ['--cpu-prof', '--cpu-prof-dir', profileDir]),
+      ...flags['node-arg'],
+    ],
     { onOutput: gcTrace.hear },
   );
   try {

@@ -80,10 +80,12 @@ export class RedisBudgetStore implements BudgetStore {
 
   async reserve(request: ReserveRequest): Promise<ReserveOutcome> {
     const { accounts } = request;
+    // Named keys first, then the spread (a property after a spread costs a new map per call:
+    // docs/decisions.md, 264).
     const keys = {
-      ...this.accountKeys(accounts),
       cred_cooldowns: this.keys.credentialCooldowns(accounts.orgId),
       cred_rotation: this.keys.credentialRotation(accounts.orgId),
+      ...this.accountKeys(accounts),
     };
     const call = async (): Promise<Array<string | number>> => {
       const now = Date.now();
@@ -189,9 +191,9 @@ export class RedisBudgetStore implements BudgetStore {
     await this.registerStream(record.orgId);
     const result = (await this.scripts.settle(
       {
-        ...this.accountKeys(accounts),
         settled_marker: this.keys.settled(record.orgId, record.requestId),
         usage_stream: this.keys.usageStream(record.orgId),
+        ...this.accountKeys(accounts),
       },
       {
         request_id: record.requestId,

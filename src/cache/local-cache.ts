@@ -111,7 +111,7 @@ export class LocalCache<V> {
       if (current !== stale && current?.staleUntilMs !== stale.staleUntilMs) throw error;
       this.counters.staleServed += 1;
       if (current === stale) {
-        this.entries.set(key, { ...stale, expiresAtMs: this.now() + STALE_RETRY_MS });
+        this.entries.set(key, Object.assign({}, stale, { expiresAtMs: this.now() + STALE_RETRY_MS }));
       }
       return stale.value;
     });
@@ -137,7 +137,7 @@ export class LocalCache<V> {
   }
 
   stats(): LocalCacheStats {
-    return { ...this.counters, entries: this.entries.size, bytes: this.bytes };
+    return { entries: this.entries.size, bytes: this.bytes, ...this.counters };
   }
 
   private startFlight(

@@ -86,7 +86,7 @@ export async function dispatchWithFailover(
       };
     }
     // Past the shutdown grace nothing new goes out (nothing sent, nothing charged).
-    if (client.cut) return { ...shutdownEnd(exchange), credentialId, mock };
+    if (client.cut) return { credentialId, mock, ...shutdownEnd(exchange) };
     let response: UpstreamResponse;
     try {
       const call = ports.upstream.request({
@@ -98,7 +98,7 @@ export async function dispatchWithFailover(
       client.current = call;
       response = await call.response;
     } catch (error) {
-      return { ...noAnswer(ports, admission, exchange, client, error), credentialId, mock };
+      return { credentialId, mock, ...noAnswer(ports, admission, exchange, client, error) };
     }
     if (response.statusCode < 400) return { kind: 'answered', response, credentialId, mock };
 

@@ -114,11 +114,11 @@ export async function runProxy(
       heldOutputTokens: admission.heldOutputTokens,
     });
     await ports.settle(admission, {
-      ...charge,
       stream: request.stream,
       startedAtMs: request.startedAtMs,
       credentialId,
       mock,
+      ...charge,
     });
   };
 

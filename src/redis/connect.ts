@@ -72,9 +72,9 @@ export function parseClusterNodes(text: string): RedisTarget & { kind: 'cluster'
   return {
     kind: 'cluster',
     nodes,
+    tls: schemes.has('rediss'),
     ...(username !== undefined && { username }),
     ...(password !== undefined && { password }),
-    tls: schemes.has('rediss'),
   };
 }
 

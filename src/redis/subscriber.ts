@@ -89,12 +89,12 @@ class NodeHoppingSubscriber extends EventEmitter implements Subscriber {
     const connection = new Redis({
       host: node.host,
       port: node.port,
-      ...this.credentials,
       connectTimeout: CONNECT_TIMEOUT_MS,
       maxRetriesPerRequest: null,
       autoResubscribe: false, // done on 'ready' below, before announcing it
       // A node that stays away is left for the next one (below), not retried forever.
       retryStrategy: (times) => (times > ATTEMPTS_PER_NODE ? null : times * 200),
+      ...this.credentials,
     });
     this.connection = connection;
     this.node = node;

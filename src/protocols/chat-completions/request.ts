@@ -15,13 +15,14 @@ export function buildChatCompletionsBody(
   body: JsonObject,
   options: ChatCompletionsBodyOptions,
 ): string {
-  const upstream: JsonObject = { ...body, model: options.upstreamModel };
+  // Object.assign, not a spread: see docs/decisions.md, 264.
+  const upstream: JsonObject = Object.assign({}, body, { model: options.upstreamModel });
   if (options.stream) {
     const clientOptions =
       typeof body.stream_options === 'object' && body.stream_options !== null
         ? (body.stream_options as JsonObject)
         : {};
-    upstream.stream_options = { ...clientOptions, include_usage: true };
+    upstream.stream_options = Object.assign({}, clientOptions, { include_usage: true });
   }
   return JSON.stringify(upstream);
 }

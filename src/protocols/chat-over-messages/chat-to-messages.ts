@@ -93,7 +93,7 @@ function namedToolChoice(choice: unknown): JsonObject | undefined {
 function translateToolChoice(choice: unknown, parallel: unknown): JsonObject | undefined {
   const translated = namedToolChoice(choice);
   if (parallel !== false || translated?.type === 'none') return translated;
-  return { ...(translated ?? { type: 'auto' }), disable_parallel_tool_use: true };
+  return Object.assign({}, translated ?? { type: 'auto' }, { disable_parallel_tool_use: true });
 }
 
 export function chatToMessagesBody(
@@ -142,11 +142,15 @@ export function chatToMessagesBody(
   if (Array.isArray(body.tools) && body.tools.length > 0) {
     upstream.tools = body.tools.filter(isObject).map((tool) => {
       const fn = isObject(tool.function) ? tool.function : {};
-      return {
-        name: fn.name,
-        ...(fn.description !== undefined && { description: fn.description }),
-        input_schema: isObject(fn.parameters) ? fn.parameters : { type: 'object', properties: {} },
-      };
+      return Object.assign(
+        { name: fn.name },
+        fn.description !== undefined ? { description: fn.description } : {},
+        {
+          input_schema: isObject(fn.parameters)
+            ? fn.parameters
+            : { type: 'object', properties: {} },
+        },
+      );
     });
     const choice = translateToolChoice(body.tool_choice, body.parallel_tool_calls);
     if (choice) upstream.tool_choice = choice;

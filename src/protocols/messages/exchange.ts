@@ -10,11 +10,9 @@ export function messagesExchange(endpoint: WireEndpoint, call: MessagesCall): Up
     vendorLabel: endpoint.id,
     path: MESSAGES_PATH,
     headersFor: (apiKey) => endpoint.headers(apiKey, call.version),
-    body: JSON.stringify({
-      ...call.body,
-      model: call.upstreamModel,
-      max_tokens: call.maxTokens,
-    }),
+    body: JSON.stringify(
+      Object.assign({}, call.body, { model: call.upstreamModel, max_tokens: call.maxTokens }),
+    ),
     errorFlavor: 'messages',
     readJsonUsage: readMessagesUsage,
     translateJson: (_payload, rawBytes) => rawBytes,
