@@ -139,6 +139,22 @@ describe('LocalCache', () => {
     expect(loads()).toBe(4);
   });
 
+  it('keeps the entry just stored when every older one was read since (second chance)', async () => {
+    const { cache, loader, loads } = cacheWithClock({ maxEntries: 2 });
+    await cache.get('a', loader('A'));
+    await cache.get('b', loader('B'));
+    await cache.get('a', loader('A'));
+    await cache.get('b', loader('B')); // both read: both get a second chance
+    await cache.get('c', loader('C')); // evicts a (the oldest once the marks are cleared), not c
+    expect(cache.stats()).toMatchObject({ entries: 2, evictions: 1 });
+    expect(loads()).toBe(3);
+    await cache.get('c', loader('C'));
+    await cache.get('b', loader('B'));
+    expect(loads()).toBe(3);
+    await cache.get('a', loader('A'));
+    expect(loads()).toBe(4);
+  });
+
   it('evicts beyond maxBytes, and never keeps a value larger than the whole budget', async () => {
     const { cache, loader, loads } = cacheWithClock({
       maxBytes: 1_000,

@@ -1,4 +1,5 @@
-// The one in-process cache every request-path lookup uses: a TTL per entry, an LRU bounded by
+// The one in-process cache every request-path lookup uses: a TTL per entry, an approximate LRU
+// (second chance, so a hit writes nothing to the Map) bounded by
 // entries and by (estimated) bytes, single-flight loading, negative entries for lookups that
 // found nothing, and invalidation that a load already in flight cannot undo: a load that was
 // running when its key (or the whole cache) was invalidated still answers its own callers,
@@ -48,6 +49,8 @@ interface Entry<V> {
   /** Until then, an expired entry is served when its reload fails. */
   readonly staleUntilMs: number;
   readonly bytes: number;
+  /** Read since eviction last passed it (second chance: see evictBeyondBounds). */
+  used: boolean;
 }
 
 interface Flight<V> {
@@ -95,9 +98,8 @@ export class LocalCache<V> {
         return Promise.resolve(undefined);
       } else if (!options.accept || options.accept(entry.value)) {
         this.counters.hits += 1;
-        // Most recently used last: eviction takes the first.
-        this.entries.delete(key);
-        this.entries.set(key, entry);
+        // Marked, not moved: a hit costs no Map writes (eviction gives it a second chance).
+        entry.used = true;
         return Promise.resolve(entry.value);
       }
     }
@@ -182,16 +184,29 @@ export class LocalCache<V> {
     if (bytes > this.options.maxBytes) return;
     const expiresAtMs = this.now() + ttlMs;
     const staleUntilMs = expiresAtMs + (this.options.staleIfErrorMs ?? DEFAULT_STALE_IF_ERROR_MS);
-    this.entries.set(key, { value, expiresAtMs, staleUntilMs, bytes });
+    this.entries.set(key, { value, expiresAtMs, staleUntilMs, bytes, used: false });
     this.bytes += bytes;
-    this.evictBeyondBounds();
+    this.evictBeyondBounds(key);
   }
 
-  private evictBeyondBounds(): void {
+  /**
+   * Second-chance (CLOCK) eviction, an approximation of least-recently-used in which a hit
+   * only marks its entry: from the oldest stored, an entry read since it was last passed is
+   * moved to the newest end with its mark cleared, and the first unmarked one is evicted. The
+   * entry just stored is passed over while any other remains.
+   */
+  private evictBeyondBounds(stored: string): void {
     while (this.entries.size > this.options.maxEntries || this.bytes > this.options.maxBytes) {
       const oldest = this.entries.entries().next();
       if (oldest.done) return;
-      this.remove(oldest.value[0], oldest.value[1]);
+      const [key, entry] = oldest.value;
+      if ((entry.used || key === stored) && this.entries.size > 1) {
+        entry.used = false;
+        this.entries.delete(key);
+        this.entries.set(key, entry);
+        continue;
+      }
+      this.remove(key, entry);
       this.counters.evictions += 1;
     }
   }
