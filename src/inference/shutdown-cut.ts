@@ -12,9 +12,22 @@ export interface ShutdownWatch {
   onCut(listener: () => void): () => void;
 }
 
+/** One proxy step waiting for the cut: a node of ShutdownCut's list of watchers. */
+interface Watcher {
+  listener: (() => void) | undefined;
+  newer: Watcher | undefined;
+  older: Watcher | undefined;
+}
+
+/**
+ * The watchers are a doubly linked list whose removed nodes let go of their neighbours, not a
+ * Set: a long-lived Set that every request adds to and deletes from kept each request alive
+ * through young collections (its superseded hash tables still point at removed entries),
+ * about 5 KB promoted per request (bench/RESULTS.md, 2026-11-23; docs/decisions.md, 265).
+ */
 export class ShutdownCut implements ShutdownWatch {
   private cutDone = false;
-  private readonly listeners = new Set<() => void>();
+  private newest: Watcher | undefined = undefined;
 
   get cut(): boolean {
     return this.cutDone;
@@ -25,16 +38,32 @@ export class ShutdownCut implements ShutdownWatch {
       listener();
       return () => undefined;
     }
-    this.listeners.add(listener);
-    return () => void this.listeners.delete(listener);
+    const watcher: Watcher = { listener, newer: undefined, older: this.newest };
+    if (this.newest) this.newest.newer = watcher;
+    this.newest = watcher;
+    return () => this.remove(watcher);
   }
 
   /** Cuts every call in flight, and any that would start later. */
   cutAll(): void {
     this.cutDone = true;
-    const watching = [...this.listeners];
-    this.listeners.clear();
-    for (const listener of watching) listener();
+    const listeners: Array<() => void> = [];
+    while (this.newest) {
+      const watcher = this.newest;
+      listeners.push(watcher.listener!);
+      this.remove(watcher);
+    }
+    for (const listener of listeners) listener();
+  }
+
+  private remove(watcher: Watcher): void {
+    if (watcher.listener === undefined) return; // removed already
+    if (watcher.newer) watcher.newer.older = watcher.older;
+    else this.newest = watcher.older;
+    if (watcher.older) watcher.older.newer = watcher.newer;
+    watcher.listener = undefined;
+    watcher.newer = undefined;
+    watcher.older = undefined;
   }
 }
 
