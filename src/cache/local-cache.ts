@@ -113,7 +113,10 @@ export class LocalCache<V> {
       if (current !== stale && current?.staleUntilMs !== stale.staleUntilMs) throw error;
       this.counters.staleServed += 1;
       if (current === stale) {
-        this.entries.set(key, Object.assign({}, stale, { expiresAtMs: this.now() + STALE_RETRY_MS }));
+        this.entries.set(
+          key,
+          Object.assign({}, stale, { expiresAtMs: this.now() + STALE_RETRY_MS }),
+        );
       }
       return stale.value;
     });
