@@ -11,6 +11,7 @@ import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { GcTrace } from './gc-trace.js';
 import { measure } from './measure.js';
 import {
   BENCH_PROMPT,
@@ -35,56 +36,6 @@ const { values: flags } = parseArgs({
     'node-arg': { type: 'string', multiple: true, default: [] },
   },
 });
-
-/** One line of V8's `--trace-gc-nvp`, heard while the load ran. */
-interface GcEvent {
-  readonly isolate: string;
-  readonly scavenge: boolean;
-  readonly pauseMs: number;
-  readonly promotedBytes: number;
-}
-
-/** Collects `--trace-gc-nvp` lines from the gateway's stdout while `recording` is on. */
-class GcTrace {
-  recording = false;
-  readonly events: GcEvent[] = [];
-  private partial = '';
-
-  hear = (chunk: string): void => {
-    const lines = (this.partial + chunk).split('\n');
-    this.partial = lines.pop()!;
-    if (!this.recording) return;
-    for (const line of lines) {
-      const match = /^\[\d+:(0x[0-9a-f]+)\]\s+\d+ ms: pause=([\d.]+) .*?\bgc=(\w+)/.exec(line);
-      if (!match) continue;
-      this.events.push({
-        isolate: match[1]!,
-        scavenge: match[3] === 's',
-        pauseMs: Number(match[2]),
-        promotedBytes: Number(/\bpromoted=(\d+)/.exec(line)?.[1] ?? 0),
-      });
-    }
-  };
-
-  /** Per isolate (the main thread and each worker thread): collections, pauses, promotion. */
-  report(requests: number): string {
-    const isolates = [...new Set(this.events.map((event) => event.isolate))];
-    return isolates
-      .map((isolate) => {
-        const mine = this.events.filter((event) => event.isolate === isolate);
-        const scavenges = mine.filter((event) => event.scavenge);
-        const promoted = scavenges.reduce((sum, event) => sum + event.promotedBytes, 0);
-        const pauses = scavenges.map((event) => event.pauseMs).sort((a, b) => a - b);
-        const median = pauses[Math.floor(pauses.length / 2)] ?? 0;
-        return (
-          `isolate ${isolate}: ${scavenges.length} scavenges (median pause ${median} ms), ` +
-          `${mine.length - scavenges.length} other collections; promoted by scavenges ` +
-          `${(promoted / requests / 1024).toFixed(2)} KB per request`
-        );
-      })
-      .join('\n');
-  }
-}
 
 interface ProfileNode {
   readonly id: number;

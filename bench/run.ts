@@ -19,6 +19,7 @@ import {
   stopAndClean,
   type Target,
 } from './targets.js';
+import { GcTrace } from './gc-trace.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -90,7 +91,11 @@ const scenarios = allScenarios.some((scenario) => scenario.name === flags.scenar
 async function main(): Promise<void> {
   const mock = await startMock();
   const passthrough = await startPassthrough(mock.url);
-  const gateway = await startGatewayTarget(mock.url);
+  // The gateway runs under V8's GC trace: its table rows say what a request leaves behind.
+  const gcTrace = new GcTrace();
+  const gateway = await startGatewayTarget(mock.url, ['--trace-gc-nvp'], {
+    onOutput: gcTrace.hear,
+  });
   const floor = await startDesignFloor(mock.url, gateway);
   // The two-worker gateway runs only when a scenario measures it (it takes both cores).
   const gateway2 = scenarios.some((scenario) => scenario.targets.includes('gateway2'))
@@ -169,6 +174,7 @@ async function main(): Promise<void> {
         });
         const measured = [passthrough, ...scenario.targets.map((name) => byName[name])];
         const samples = new Map<Target, Measurement[]>(measured.map((target) => [target, []]));
+        const promotedPerRequest: number[] = [];
         for (const target of measured) {
           // Warm-up; for the gateway at least one request per product user, so the run
           // measures the steady state rather than first sight of each user.
@@ -181,7 +187,17 @@ async function main(): Promise<void> {
         }
         for (let run = 0; run < runs; run += 1) {
           // Interleaved, so drift on a shared machine hits every target alike.
-          for (const target of measured) samples.get(target)!.push(await measure(spec(target)));
+          for (const target of measured) {
+            const from = gcTrace.events.length;
+            gcTrace.recording = target === gateway;
+            const measurement = await measure(spec(target));
+            gcTrace.recording = false;
+            samples.get(target)!.push(measurement);
+            if (target === gateway) {
+              const requests = measurement.requestsPerSecond * durationSeconds;
+              promotedPerRequest.push(gcTrace.mainPromotedBytes(from) / requests);
+            }
+          }
         }
         const medianOf = (target: Target): Measurement => {
           const list = samples.get(target)!;
@@ -194,6 +210,7 @@ async function main(): Promise<void> {
           };
         };
         const ceiling = medianOf(passthrough);
+        const designFloor = scenario.targets.includes('floor') ? medianOf(floor) : undefined;
         for (const target of measured) {
           rows.push({
             scenario: scenario.name,
@@ -201,6 +218,10 @@ async function main(): Promise<void> {
             target: target.name,
             median: medianOf(target),
             ceiling: target === passthrough ? undefined : ceiling,
+            ...(target === gateway && {
+              floor: designFloor,
+              promotedBytesPerRequest: median(promotedPerRequest),
+            }),
           });
         }
         process.stderr.write(`measured ${scenario.name} @ ${connections} connections\n`);

@@ -1,0 +1,70 @@
+// What a target's young-generation collections promote while the load runs, read from V8's
+// `--trace-gc-nvp` lines on its stdout: the bytes a request keeps alive past a scavenge. A
+// count, not a time, so it holds on a busy machine where req/s does not; under 1 KB per request
+// is the gateway's normal (docs/architecture.md, "What a request may leave behind").
+
+/** One line of V8's `--trace-gc-nvp`, heard while recording. */
+interface GcEvent {
+  readonly isolate: string;
+  readonly scavenge: boolean;
+  readonly pauseMs: number;
+  readonly promotedBytes: number;
+}
+
+const GC_LINE = /^\[\d+:(0x[0-9a-f]+)\]\s+\d+ ms: pause=([\d.]+) .*?\bgc=(\w+)/;
+
+/** Collects `--trace-gc-nvp` lines from a process's stdout while `recording` is on. */
+export class GcTrace {
+  recording = false;
+  readonly events: GcEvent[] = [];
+  /** The first isolate heard: the process's main thread (it collects while loading). */
+  private mainIsolate: string | undefined;
+  private partial = '';
+
+  /** Feed it the process's stdout. */
+  hear = (chunk: string): void => {
+    const lines = (this.partial + chunk).split('\n');
+    this.partial = lines.pop()!;
+    for (const line of lines) {
+      const match = GC_LINE.exec(line);
+      if (!match) continue;
+      this.mainIsolate ??= match[1]!;
+      if (!this.recording) continue;
+      this.events.push({
+        isolate: match[1]!,
+        scavenge: match[3] === 's',
+        pauseMs: Number(match[2]),
+        promotedBytes: Number(/\bpromoted=(\d+)/.exec(line)?.[1] ?? 0),
+      });
+    }
+  };
+
+  /** Bytes the main thread's scavenges promoted among the events recorded since `from`. */
+  mainPromotedBytes(from = 0): number {
+    let bytes = 0;
+    for (const event of this.events.slice(from)) {
+      if (event.scavenge && event.isolate === this.mainIsolate) bytes += event.promotedBytes;
+    }
+    return bytes;
+  }
+
+  /** Per isolate (the main thread and each worker thread): collections, pauses, promotion. */
+  report(requests: number): string {
+    const isolates = [...new Set(this.events.map((event) => event.isolate))];
+    return isolates
+      .map((isolate) => {
+        const mine = this.events.filter((event) => event.isolate === isolate);
+        const scavenges = mine.filter((event) => event.scavenge);
+        const promoted = scavenges.reduce((sum, event) => sum + event.promotedBytes, 0);
+        const pauses = scavenges.map((event) => event.pauseMs).sort((a, b) => a - b);
+        const median = pauses[Math.floor(pauses.length / 2)] ?? 0;
+        const role = isolate === this.mainIsolate ? 'main thread' : 'worker thread';
+        return (
+          `isolate ${isolate} (${role}): ${scavenges.length} scavenges (median pause ${median} ms), ` +
+          `${mine.length - scavenges.length} other collections; promoted by scavenges ` +
+          `${(promoted / requests / 1024).toFixed(2)} KB per request`
+        );
+      })
+      .join('\n');
+  }
+}
