@@ -1,9 +1,9 @@
 // The one in-process cache every request-path lookup uses: a TTL per entry, an approximate LRU
-// (second chance, so a hit writes nothing to the Map) bounded by
-// entries and by (estimated) bytes, single-flight loading, negative entries for lookups that
-// found nothing, and invalidation that a load already in flight cannot undo: a load that was
-// running when its key (or the whole cache) was invalidated still answers its own callers,
-// but its result is never stored, so a fill can never resurrect a revoked entry.
+// (second chance, so a hit writes nothing to the Map) bounded by entries and by (estimated)
+// bytes, single-flight loading, negative entries for lookups that found nothing, and
+// invalidation that a load already in flight cannot undo: a load that was running when its key
+// (or the whole cache) was invalidated still answers its own callers, but its result is never
+// stored, so a fill can never resurrect a revoked entry.
 // Stale if error: an entry that merely expired is kept a while longer (staleIfErrorMs) and
 // served when its reload fails (Postgres down), retried at most once a second meanwhile. Only
 // expiry makes an entry stale: an invalidated entry (a revoked key, a changed cap) is gone.
