@@ -184,32 +184,27 @@ export type RedisScripts = { readonly [N in ScriptName]: ScriptCall<N> };
 /**
  * Coalesces the socket writes of script calls without ioredis's auto-pipelining, whose
  * Pipeline per batch costs ~8 µs of CPU per call and defers even a lone call to the next loop
- * turn (~80 µs per round trip on a 2-core VM). A call made while the connection has no reply
- * outstanding is written at once. While replies are outstanding, the socket is corked on the
- * first call of a loop turn and uncorked at the end of it (setImmediate), so the calls that
- * many requests issue in one turn leave in one write. Measured with 50 calls in flight: ~12 µs
- * of CPU per call, against ~20 µs with auto-pipelining. The clients that run scripts therefore
- * do not auto-pipeline. On a cluster the calls go out as they come: each goes to its slot's
- * node, and the client does not say which socket that is before writing.
- *
- * "Outstanding" is read from the client's own queue of sent commands, not counted with a
- * handler on each call's promise: a handler there keeps the call and what awaits it alive
- * through young collections (bench/RESULTS.md, 2026-11-23).
+ * turn (~80 µs per round trip on a 2-core VM). Called just before a call is written: a call
+ * made while the connection has no reply outstanding is written at once. While replies are
+ * outstanding (the client's own queue of sent commands is not empty), the socket is corked on
+ * the first call of a loop turn and uncorked at the end of it (setImmediate), so the calls
+ * that many requests issue in one turn leave in one write. Measured with 50 calls in flight:
+ * ~12 µs of CPU per call, against ~20 µs with auto-pipelining. The clients that run scripts
+ * therefore do not auto-pipeline. On a cluster the calls go out as they come: each goes to its
+ * slot's node, and the client does not say which socket that is before writing.
  */
-function coalescedWrites(redis: RedisClient): (send: () => Promise<unknown>) => Promise<unknown> {
-  if (isCluster(redis)) return (send) => send();
+function writeCoalescer(redis: RedisClient): () => void {
+  if (isCluster(redis)) return () => undefined;
   let corked = false;
-  return (send) => {
-    if (!corked && redis.status === 'ready' && redis.commandQueue.length > 0) {
-      const socket = redis.stream; // uncork the socket that was corked, even after a reconnect
-      socket.cork();
-      corked = true;
-      setImmediate(() => {
-        corked = false;
-        socket.uncork();
-      });
-    }
-    return send();
+  return () => {
+    if (corked || redis.status !== 'ready' || redis.commandQueue.length === 0) return;
+    const socket = redis.stream; // uncork the socket that was corked, even after a reconnect
+    socket.cork();
+    corked = true;
+    setImmediate(() => {
+      corked = false;
+      socket.uncork();
+    });
   };
 }
 
@@ -217,7 +212,7 @@ function coalescedWrites(redis: RedisClient): (send: () => Promise<unknown>) => 
 export function defineScripts(redis: RedisClient): RedisScripts {
   const callers: Record<string, ScriptCall<ScriptName>> = {};
   const commands = redis as unknown as Record<string, (...args: ScriptArg[]) => Promise<unknown>>;
-  const dispatch = coalescedWrites(redis);
+  const beforeWrite = writeCoalescer(redis);
   for (const [name, spec] of Object.entries(scriptSpecs) as Array<[ScriptName, ScriptSpec]>) {
     const lua = loadLuaSource(spec.file);
     const version = createHash('sha1').update(lua).digest('hex').slice(0, 10);
@@ -232,7 +227,8 @@ export function defineScripts(redis: RedisClient): RedisScripts {
       for (const key of keyNames) ordered.push(named[key]!);
       for (const arg of argNames) ordered.push(values[arg]!);
       for (const arg of rest) ordered.push(arg);
-      return dispatch(() => commands[commandName]!.call(redis, ...ordered));
+      beforeWrite();
+      return commands[commandName]!.call(redis, ...ordered);
     };
   }
   return Object.freeze(callers) as unknown as RedisScripts;
