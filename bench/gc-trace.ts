@@ -11,30 +11,35 @@ interface GcEvent {
   readonly promotedBytes: number;
 }
 
-const GC_LINE = /^\[\d+:(0x[0-9a-f]+)\]\s+\d+ ms: pause=([\d.]+) .*?\bgc=(\w+)/;
+const GC_LINES = /^\[\d+:(0x[0-9a-f]+)\][ \t]+\d+ ms: pause=([\d.]+) [^\n]*?\bgc=(\w+)[^\n]*/gm;
 
 /** Collects `--trace-gc-nvp` lines from a process's stdout while `recording` is on. */
 export class GcTrace {
   recording = false;
   readonly events: GcEvent[] = [];
-  /** The first isolate heard: the process's main thread (it collects while loading). */
+  /** The first isolate heard: the process's main thread (it collects while loading modules,
+   * before any worker thread starts), so feed it the output from the start. */
   private mainIsolate: string | undefined;
   private partial = '';
 
-  /** Feed it the process's stdout. */
+  /**
+   * Feed it the process's stdout. Most of it is the request log (a line per request): only
+   * the lines that start with an isolate tag are looked at, and none once the main thread is
+   * known and nothing is recorded, so the load generator pays little for listening.
+   */
   hear = (chunk: string): void => {
-    const lines = (this.partial + chunk).split('\n');
-    this.partial = lines.pop()!;
-    for (const line of lines) {
-      const match = GC_LINE.exec(line);
-      if (!match) continue;
+    const text = this.partial + chunk;
+    const complete = text.lastIndexOf('\n') + 1;
+    this.partial = text.slice(complete);
+    if (!this.recording && this.mainIsolate !== undefined) return;
+    for (const match of text.slice(0, complete).matchAll(GC_LINES)) {
       this.mainIsolate ??= match[1]!;
       if (!this.recording) continue;
       this.events.push({
         isolate: match[1]!,
         scavenge: match[3] === 's',
         pauseMs: Number(match[2]),
-        promotedBytes: Number(/\bpromoted=(\d+)/.exec(line)?.[1] ?? 0),
+        promotedBytes: Number(/\bpromoted=(\d+)/.exec(match[0])?.[1] ?? 0),
       });
     }
   };

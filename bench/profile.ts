@@ -176,7 +176,7 @@ async function main(): Promise<void> {
           : ['--cpu-prof', '--cpu-prof-dir', profileDir]),
       ...flags['node-arg'],
     ],
-    { onOutput: gcTrace.hear },
+    flags.gc ? { onOutput: gcTrace.hear } : {},
   );
   try {
     const org = await gwCli<{ api_key: string; app_connection_id: string }>(

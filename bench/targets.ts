@@ -28,7 +28,7 @@ function spawnUntil(
   args: string[],
   env: Record<string, string>,
   ready: (output: string) => string | undefined,
-  afterStart?: (chunk: string) => void,
+  onOutput?: (chunk: string) => void,
 ): Promise<{ child: ChildProcess; value: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, {
@@ -44,13 +44,12 @@ function spawnUntil(
     );
     let started = false;
     const onData = (chunk: Buffer): void => {
+      const text = chunk.toString();
+      onOutput?.(text);
       // Once started, the output is read and dropped (as a log shipper would): the request
       // log must cost the gateway its writes, not the load generator a growing string.
-      if (started) {
-        afterStart?.(chunk.toString());
-        return;
-      }
-      output += chunk.toString();
+      if (started) return;
+      output += text;
       const value = ready(output);
       if (value !== undefined) {
         started = true;
@@ -139,7 +138,7 @@ export async function startGatewayTarget(
     workers?: number;
     sharing?: GatewayTarget;
     metrics?: boolean;
-    /** Hears the gateway's stdout once it has started (e.g. V8's GC trace). */
+    /** Hears the gateway's stdout, from its start (e.g. V8's GC trace). */
     onOutput?: (chunk: string) => void;
   } = {},
 ): Promise<GatewayTarget> {
