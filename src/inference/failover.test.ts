@@ -18,6 +18,10 @@ const rateLimited = {
 };
 const ok = { status: 200, chunks: ['{}'] };
 
+/** One request through the loop, first on the BYOK credential cred_1. */
+const dispatchOnCredential = (ports: ReturnType<typeof fakePorts>) =>
+  dispatchWithFailover(ports, admission({ credentialId: 'cred_1' }), chatExchange(), client());
+
 describe('dispatchWithFailover', () => {
   it('fails a rate-limited BYOK credential over to the next one, cooling it down by retry-after', async () => {
     const vendor = new ScriptedVendor([rateLimited, ok]);
@@ -25,12 +29,7 @@ describe('dispatchWithFailover', () => {
       secrets: { cred_1: 'key-one', cred_2: 'key-two' },
       failover: () => ({ kind: 'credential', credentialId: 'cred_2' }),
     });
-    const result = await dispatchWithFailover(
-      ports,
-      admission({ credentialId: 'cred_1' }),
-      chatExchange(),
-      client(),
-    );
+    const result = await dispatchOnCredential(ports);
     expect(result).toMatchObject({ kind: 'answered', credentialId: 'cred_2' });
     expect(vendor.requests.map((request) => request.headers.authorization)).toEqual([
       'Bearer key-one',
@@ -47,12 +46,7 @@ describe('dispatchWithFailover', () => {
       secrets: { cred_1: 'key-one' },
       failover: () => ({ kind: 'system' }),
     });
-    const result = await dispatchWithFailover(
-      ports,
-      admission({ credentialId: 'cred_1' }),
-      chatExchange(),
-      client(),
-    );
+    const result = await dispatchOnCredential(ports);
     expect(result).toMatchObject({ kind: 'answered', credentialId: null });
     expect(vendor.requests[1]!.headers.authorization).toBe('Bearer system-key');
   });
@@ -62,12 +56,7 @@ describe('dispatchWithFailover', () => {
       secrets: { cred_1: 'key-one' },
       failover: () => ({ kind: 'wallet_short', availableNano: 0n }),
     });
-    const result = await dispatchWithFailover(
-      ports,
-      admission({ credentialId: 'cred_1' }),
-      chatExchange(),
-      client(),
-    );
+    const result = await dispatchOnCredential(ports);
     expect(result).toMatchObject({
       kind: 'ended',
       end: { kind: 'vendor_refused', upstreamStatus: 429, failoverExhausted: true },
@@ -82,12 +71,7 @@ describe('dispatchWithFailover', () => {
     ]);
     const ports = fakePorts(vendor, { secrets: { cred_1: 'key-one' } });
     const system = await dispatchWithFailover(ports, admission(), chatExchange(), client());
-    const badRequest = await dispatchWithFailover(
-      ports,
-      admission({ credentialId: 'cred_1' }),
-      chatExchange(),
-      client(),
-    );
+    const badRequest = await dispatchOnCredential(ports);
     expect(system).toMatchObject({ kind: 'ended', reply: { code: 'gw_upstream_rate_limited' } });
     expect(badRequest).toMatchObject({ kind: 'ended', reply: { code: 'gw_invalid_request' } });
     expect(ports.failovers).toHaveLength(0);
@@ -99,12 +83,7 @@ describe('dispatchWithFailover', () => {
       secrets: { cred_1: 'key-one' },
       failover: () => ({ kind: 'credential', credentialId: 'cred_1' }),
     });
-    const result = await dispatchWithFailover(
-      ports,
-      admission({ credentialId: 'cred_1' }),
-      chatExchange(),
-      client(),
-    );
+    const result = await dispatchOnCredential(ports);
     expect(vendor.requests).toHaveLength(MAX_ATTEMPTS);
     expect(result).toMatchObject({ kind: 'ended', reply: { code: 'gw_upstream_rate_limited' } });
   });
@@ -121,12 +100,7 @@ describe('dispatchWithFailover', () => {
       secrets: { cred_1: 'key-one' },
       failover: () => ({ kind: 'system' }),
     });
-    const result = await dispatchWithFailover(
-      ports,
-      admission({ credentialId: 'cred_1' }),
-      chatExchange(),
-      client(),
-    );
+    const result = await dispatchOnCredential(ports);
     expect(result).toMatchObject({ kind: 'ended', reply: { code: 'gw_upstream_error' } });
     const visible = JSON.stringify([result, ports.logged]);
     expect(visible).not.toContain('hunter2');

@@ -2,6 +2,7 @@
 // its way (today: a BYOK credential that failover.lua started cooling down). They travel in
 // the org's usage stream because the writer reads it anyway, and the script that noted them
 // was already on the request path: no extra round trip, no extra write.
+import { StreamEntryFields } from './stream-entry.js';
 
 export type NoticeType = 'provider_credential.failed_over' | 'provider_credential.rejected';
 
@@ -33,31 +34,21 @@ export function isNoticeEntry(fields: readonly string[]): boolean {
 
 /** Reads a notice entry; throws UsageNoticeFormatError on one this version cannot read. */
 export function usageNoticeFromFields(fields: readonly string[]): UsageNotice {
-  const map = new Map<string, string>();
-  for (let index = 0; index + 1 < fields.length; index += 2) {
-    map.set(fields[index]!, fields[index + 1]!);
-  }
-  const type = map.get('event') ?? '';
+  const entry = new StreamEntryFields(
+    fields,
+    (message) => new UsageNoticeFormatError(message),
+    'notice',
+    true,
+  );
+  const type = entry.get('event') ?? '';
   if (!NOTICE_TYPES.has(type)) throw new UsageNoticeFormatError(`unknown notice ${type}`);
-  const text = (name: string): string => {
-    const value = map.get(name);
-    if (value === undefined || value === '')
-      throw new UsageNoticeFormatError(`notice entry lacks ${name}`);
-    return value;
-  };
-  const integer = (name: string): number => {
-    const value = Number(text(name));
-    if (!Number.isSafeInteger(value))
-      throw new UsageNoticeFormatError(`notice entry ${name} is not an integer`);
-    return value;
-  };
   return {
     type: type as NoticeType,
-    orgId: text('org_id'),
-    credentialId: text('credential_id'),
-    requestId: text('request_id'),
-    upstreamStatus: integer('upstream_status'),
-    cooldownUntilMs: integer('cooldown_until_ms'),
-    atMs: integer('at_ms'),
+    orgId: entry.text('org_id'),
+    credentialId: entry.text('credential_id'),
+    requestId: entry.text('request_id'),
+    upstreamStatus: entry.integer('upstream_status'),
+    cooldownUntilMs: entry.integer('cooldown_until_ms'),
+    atMs: entry.integer('at_ms'),
   };
 }

@@ -1,5 +1,6 @@
 // The usage record: what a settled request leaves in the ledger. It travels as a Redis
 // stream entry (flat string fields) and lands as one row of usage_records.
+import { StreamEntryFields } from './stream-entry.js';
 
 export type UsageStatus = 'completed' | 'incomplete' | 'upstream_error' | 'client_aborted';
 
@@ -126,11 +127,12 @@ export class UsageRecordFormatError extends Error {
 
 /** Rebuilds a record from stream entry fields. Throws on an entry that is not a record. */
 export function usageRecordFromFields(fields: readonly string[]): UsageRecord {
-  const map = new Map<string, string>();
-  for (let index = 0; index + 1 < fields.length; index += 2) {
-    map.set(fields[index]!, fields[index + 1]!);
-  }
-  const packed = map.get('record');
+  const entry = new StreamEntryFields(
+    fields,
+    (message) => new UsageRecordFormatError(message),
+    'usage',
+  );
+  const packed = entry.get('record');
   if (packed !== undefined) {
     let values: unknown;
     try {
@@ -139,60 +141,48 @@ export function usageRecordFromFields(fields: readonly string[]): UsageRecord {
       throw new UsageRecordFormatError('usage entry has an unreadable record field');
     }
     for (const [name, value] of Object.entries(values as Record<string, unknown>)) {
-      if (typeof value === 'string') map.set(name, value);
+      if (typeof value === 'string') entry.set(name, value);
     }
   }
-  const text = (name: string): string => {
-    const value = map.get(name);
-    if (value === undefined) throw new UsageRecordFormatError(`usage entry lacks ${name}`);
-    return value;
-  };
-  const integer = (name: string): number => {
-    const value = Number(text(name));
-    if (!Number.isSafeInteger(value))
-      throw new UsageRecordFormatError(`usage entry ${name} is not an integer`);
-    return value;
-  };
-  const optional = (name: string): string | null => (text(name) === '' ? null : text(name));
-  const createdAt = new Date(text('created_at'));
+  const createdAt = new Date(entry.text('created_at'));
   if (Number.isNaN(createdAt.getTime()))
     throw new UsageRecordFormatError('usage entry created_at is not a time');
-  const route = text('route');
-  const status = text('status');
-  const upstreamStatus = optional('upstream_status');
-  const walletAfter = map.get('wallet_balance_after');
+  const route = entry.text('route');
+  const status = entry.text('status');
+  const upstreamStatus = entry.optional('upstream_status');
+  const walletAfter = entry.get('wallet_balance_after');
   if (walletAfter !== undefined && !/^-?\d{1,20}$/.test(walletAfter))
     throw new UsageRecordFormatError('usage entry wallet_balance_after is not an integer');
   return {
-    requestId: text('request_id'),
+    requestId: entry.text('request_id'),
     createdAt,
-    orgId: text('org_id'),
-    appId: text('app_id'),
-    appConnectionId: text('app_connection_id'),
-    apiKeyId: text('api_key_id'),
+    orgId: entry.text('org_id'),
+    appId: entry.text('app_id'),
+    appConnectionId: entry.text('app_connection_id'),
+    apiKeyId: entry.text('api_key_id'),
     // Absent from records of versions before OAuth connections.
-    oauthClientId: map.get('oauth_client_id') || null,
-    productUserId: optional('product_user_id'),
-    model: text('model'),
-    vendor: text('vendor'),
+    oauthClientId: entry.get('oauth_client_id') || null,
+    productUserId: entry.optional('product_user_id'),
+    model: entry.text('model'),
+    vendor: entry.text('vendor'),
     route: route === 'byok' ? 'byok' : 'system',
-    credentialId: optional('credential_id'),
-    stream: text('stream') === '1',
+    credentialId: entry.optional('credential_id'),
+    stream: entry.text('stream') === '1',
     status: status as UsageStatus,
     upstreamStatus: upstreamStatus === null ? null : Number(upstreamStatus),
-    inputTokens: integer('input_tokens'),
-    outputTokens: integer('output_tokens'),
-    currency: text('currency'),
-    sellCostNano: BigInt(text('sell_cost_nano')),
-    vendorCostNano: BigInt(text('vendor_cost_nano')),
-    walletCostNano: BigInt(text('wallet_cost_nano')),
-    reservedNano: BigInt(text('reserved_nano')),
-    latencyMs: integer('latency_ms'),
-    endReason: map.get('end_reason') || null,
-    servedByMock: map.get('served_by_mock') === '1',
-    creditsCostNano: BigInt(map.get('credits_cost_nano') ?? '0'),
-    creditConsumption: parseConsumption(map.get('credit_consumption') ?? ''),
-    thresholdCrossings: parseCrossings(map.get('threshold_crossings') ?? ''),
+    inputTokens: entry.integer('input_tokens'),
+    outputTokens: entry.integer('output_tokens'),
+    currency: entry.text('currency'),
+    sellCostNano: BigInt(entry.text('sell_cost_nano')),
+    vendorCostNano: BigInt(entry.text('vendor_cost_nano')),
+    walletCostNano: BigInt(entry.text('wallet_cost_nano')),
+    reservedNano: BigInt(entry.text('reserved_nano')),
+    latencyMs: entry.integer('latency_ms'),
+    endReason: entry.get('end_reason') || null,
+    servedByMock: entry.get('served_by_mock') === '1',
+    creditsCostNano: BigInt(entry.get('credits_cost_nano') ?? '0'),
+    creditConsumption: parseConsumption(entry.get('credit_consumption') ?? ''),
+    thresholdCrossings: parseCrossings(entry.get('threshold_crossings') ?? ''),
     walletBalanceAfterNano: walletAfter === undefined ? null : BigInt(walletAfter),
   };
 }

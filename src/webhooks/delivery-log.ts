@@ -111,10 +111,7 @@ export async function redeliver(
   endpointId: string,
   selection: RedeliverySelection,
 ): Promise<{ redelivered: number } | GwError> {
-  return withTransaction(db, async (client) => {
-    const endpoint = await findEndpoint(client, orgId, endpointId);
-    if (!endpoint) return notFound();
-    if (endpoint.status !== 'enabled') return disabledRefusal();
+  return withEnabledEndpoint(db, orgId, endpointId, async (client) => {
     const byMessage = 'messageId' in selection;
     const { rowCount } = await client.query(
       `UPDATE webhook_deliveries
@@ -146,10 +143,7 @@ export async function sendTestEvent(
   orgId: string,
   endpointId: string,
 ): Promise<{ message_id: string } | GwError> {
-  return withTransaction(db, async (client) => {
-    const endpoint = await findEndpoint(client, orgId, endpointId);
-    if (!endpoint) return notFound();
-    if (endpoint.status !== 'enabled') return disabledRefusal();
+  return withEnabledEndpoint(db, orgId, endpointId, async (client, endpoint) => {
     const messageId = newId('msg');
     await queueForEndpoint(
       client,
@@ -167,6 +161,21 @@ export async function sendTestEvent(
       details: { message_id: messageId },
     });
     return { message_id: messageId };
+  });
+}
+
+/** Runs `queue` in one transaction with the endpoint, if it is the organization's and enabled. */
+function withEnabledEndpoint<T>(
+  db: DbPool,
+  orgId: string,
+  endpointId: string,
+  queue: (client: DbClient, endpoint: EndpointRow) => Promise<T | GwError>,
+): Promise<T | GwError> {
+  return withTransaction(db, async (client) => {
+    const endpoint = await findEndpoint(client, orgId, endpointId);
+    if (!endpoint) return notFound();
+    if (endpoint.status !== 'enabled') return disabledRefusal();
+    return queue(client, endpoint);
   });
 }
 
