@@ -10,7 +10,7 @@ import { withTransaction, type DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
 import { emitEvent } from '../webhooks/outbox.js';
 import type { Actor } from './apps.js';
-import { revokeConnection } from './connections.js';
+import { invalidateApiKeys, revokeConnection } from './connections.js';
 import { createApiKey, DEFAULT_MODEL_POLICY } from './provisioning.js';
 
 /** The longest grace period a rotation may give the old key (24 h). */
@@ -174,7 +174,7 @@ export async function rotateApiKeyAs(
     return { issued: { row: issued, rawKey: key.rawKey }, previous };
   });
   if ('code' in result) return result;
-  await invalidateKey(db, apiKeys, keyId);
+  await invalidateApiKeys(db, apiKeys, { keyId });
   return result;
 }
 
@@ -212,7 +212,7 @@ export async function revokeApiKeyAs(
     if (revoked && row) await emitEvent(client, row.org_id, 'api_key.revoked', apiKeyView(row));
     return row;
   });
-  if (row) await invalidateKey(db, apiKeys, keyId);
+  if (row) await invalidateApiKeys(db, apiKeys, { keyId });
   return row;
 }
 
@@ -249,16 +249,4 @@ async function apiKeyById(client: Pick<DbPool, 'query'>, id: string): Promise<Ap
     id,
   ]);
   return rows[0]!;
-}
-
-async function invalidateKey(
-  db: DbPool,
-  apiKeys: ApiKeyInvalidation,
-  keyId: string,
-): Promise<void> {
-  const { rows } = await db.query<{ key_hash: string }>(
-    'SELECT key_hash FROM api_keys WHERE id = $1',
-    [keyId],
-  );
-  for (const { key_hash: keyHash } of rows) await apiKeys.invalidate(keyHash);
 }

@@ -114,7 +114,7 @@ export async function updateConnectionAs(
     });
     return connectionById(client, connection.id);
   });
-  await invalidateKeysOf(db, apiKeys, connection.id);
+  await invalidateApiKeys(db, apiKeys, { connectionId: connection.id });
   return row;
 }
 
@@ -180,7 +180,7 @@ export async function revokeConnection(
     return existing[0] ? { row: existing[0], changed: false } : null;
   });
   // Always: a repeated revocation also repairs a cache an earlier failure left behind.
-  if (result) await invalidateKeysOf(db, apiKeys, connectionId);
+  if (result) await invalidateApiKeys(db, apiKeys, { connectionId });
   return result;
 }
 
@@ -216,14 +216,17 @@ async function connectionById(client: Pick<DbPool, 'query'>, id: string): Promis
   return rows[0]!;
 }
 
-async function invalidateKeysOf(
+/** Drops API keys (one key, or every key of a connection) from every instance's cache at once. */
+export async function invalidateApiKeys(
   db: DbPool,
   apiKeys: Pick<ApiKeyStore, 'invalidate'>,
-  connectionId: string,
+  owner: { readonly keyId: string } | { readonly connectionId: string },
 ): Promise<void> {
+  const [column, id] =
+    'keyId' in owner ? ['id', owner.keyId] : ['app_connection_id', owner.connectionId];
   const { rows } = await db.query<{ key_hash: string }>(
-    'SELECT key_hash FROM api_keys WHERE app_connection_id = $1',
-    [connectionId],
+    `SELECT key_hash FROM api_keys WHERE ${column} = $1`,
+    [id],
   );
   for (const { key_hash: keyHash } of rows) await apiKeys.invalidate(keyHash);
 }
