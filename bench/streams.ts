@@ -36,6 +36,11 @@ const { values: flags } = parseArgs({
      * users the gateway knows (steady state) instead of 1,000 first sightings (a cold start).
      */
     'warm-users': { type: 'boolean', default: false },
+    /**
+     * Characters of context before each stream's question (default none): real prompts carry
+     * kilobytes of history or retrieved text, and a stream holds what it cannot let go of.
+     */
+    'prompt-chars': { type: 'string', default: '0' },
     /** Extra node arguments for the gateway's processes (e.g. --cpu-prof). */
     'gateway-node-args': { type: 'string', default: '' },
   },
@@ -45,6 +50,10 @@ const workers = Number(flags.workers);
 const outputTokens = 200;
 const tokensPerSecond = Math.max(1, Math.round(outputTokens / Number(flags.seconds)));
 const rampMs = Number(flags['ramp-seconds']) * 1000;
+/** Words of made-up context, `--prompt-chars` long. */
+const context = 'lorem ipsum dolor sit amet, '
+  .repeat(Math.ceil(Number(flags['prompt-chars']) / 28))
+  .slice(0, Number(flags['prompt-chars']));
 /** The streams are spread over this many product users. */
 const PRODUCT_USERS = 1000;
 const probeDir = mkdtempSync(join(tmpdir(), 'gw-loop-probe-'));
@@ -89,7 +98,9 @@ async function openStream(
         model: 'vendor_b/gpt-4o-mini',
         stream: true,
         max_tokens: outputTokens,
-        messages: [{ role: 'user', content: `a long answer mock:output_tokens=${outputTokens}` }],
+        messages: [
+          { role: 'user', content: `${context}a long answer mock:output_tokens=${outputTokens}` },
+        ],
       }),
       headersTimeout: 300_000,
       bodyTimeout: 300_000,
@@ -459,6 +470,7 @@ async function main(): Promise<void> {
     reports.push({
       streams,
       seconds_per_stream: Number(flags.seconds),
+      prompt_chars: context.length,
       tokens_per_second: tokensPerSecond,
       events_per_second_at_peak: streams * tokensPerSecond,
       ttfb_mock_alone_p50_ms: Math.round(baselineTtfbP50),

@@ -50,6 +50,7 @@ import {
   revokeApiKey,
   runCliJson,
   seed,
+  metricsUrl,
   startGatewayProcess,
   type SpawnedGateway,
   type SeededOrg,
@@ -175,14 +176,10 @@ async function rssWhenSettled(pid: number, bound: number): Promise<number> {
 
 /** Heap in use and external memory as the gateway reports them (for the report only). */
 async function heapLine(): Promise<string> {
-  const scrape = await exchange(
-    gateway.port,
-    encodeRequest({ method: 'GET', target: '/metrics', headers: [] }),
-    { timeoutMs: REQUEST_TIMEOUT_MS },
-  );
-  const outcome = scrape.outcomes[0];
-  if (outcome?.kind !== 'answered') return 'unknown';
-  const { heapUsed, external } = heapFromMetrics(outcome.body);
+  // /metrics has its own listener (the public port answers 404 there).
+  const response = await fetch(metricsUrl(gateway));
+  if (!response.ok) return 'unknown';
+  const { heapUsed, external } = heapFromMetrics(await response.text());
   return `heap used ${Math.round(heapUsed / MIB)} MiB, external ${Math.round(external / MIB)} MiB`;
 }
 

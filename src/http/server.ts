@@ -278,8 +278,11 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       }
       // uWS neuters the chunk when this callback returns: copy it.
       chunks.push(Buffer.from(chunk.slice(0)));
-      if (isLast) run(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
-      else if (route.authenticate && !callerKnown && !bodyPaused) {
+      if (isLast) {
+        const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+        chunks.length = 0; // this closure lives as long as the request: only `head` keeps the body
+        run(body);
+      } else if (route.authenticate && !callerKnown && !bodyPaused) {
         bodyPaused = true;
         native.pause();
       }

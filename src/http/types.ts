@@ -13,14 +13,20 @@ export interface HttpRequest {
   readonly remoteAddress: string;
   /** Lower-case header names. */
   readonly headers: Readonly<Record<string, string>>;
+  /** The raw body; empty once released. */
   readonly body: Buffer;
+  /**
+   * Lets the raw body go once it is parsed: a stream lasts minutes, and the prompt should not
+   * stay in memory once more for all of them (bench/RESULTS.md, 2026-11-24).
+   */
+  releaseBody(): void;
   /** Also sent to the client as `x-request-id`. */
   readonly requestId: string;
   readonly receivedAtMs: number;
 }
 
 /** What is known of a request before its body: what a route's authenticator sees. */
-export type RequestHead = Omit<HttpRequest, 'body'>;
+export type RequestHead = Omit<HttpRequest, 'body' | 'releaseBody'>;
 
 /**
  * What a handler learned about a request, for its request-log line. Ids and the model name

@@ -9,7 +9,7 @@ export interface UpstreamRequest {
   readonly baseUrl: string;
   readonly path: string;
   readonly headers: Record<string, string>;
-  readonly body: string;
+  readonly body: Buffer;
 }
 
 export interface UpstreamResponse {
@@ -125,6 +125,9 @@ class CallHandler implements Dispatcher.DispatchHandler, UpstreamCall {
     statusCode: number,
     headers: IncomingHttpHeaders,
   ): void {
+    // undici keeps the raw header Buffers on the controller for the whole call (a stream's
+    // minutes); `headers` is their parsed copy.
+    controller.rawHeaders = null;
     if (statusCode < 200) return; // 1xx: the real answer follows
     this.body = new UpstreamBody({
       pause: () => controller.pause(),

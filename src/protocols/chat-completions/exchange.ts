@@ -6,6 +6,9 @@ import { ChatCompletionsStreamRelay } from './stream-relay.js';
 import { readChatCompletionsUsage } from './usage.js';
 
 export function chatCompletionsExchange(endpoint: WireEndpoint, call: ChatCall): UpstreamExchange {
+  // The closures read fields, not `call`: a closure over `call` would keep the client's parsed
+  // body (the prompt) alive for as long as the exchange, a stream's minutes.
+  const { clientWantsUsage } = call;
   return {
     vendorLabel: endpoint.id,
     path: CHAT_COMPLETIONS_PATH,
@@ -17,7 +20,7 @@ export function chatCompletionsExchange(endpoint: WireEndpoint, call: ChatCall):
     errorFlavor: 'default',
     readJsonUsage: readChatCompletionsUsage,
     translateJson: (_payload, rawBytes) => rawBytes,
-    createStreamRelay: () => new ChatCompletionsStreamRelay(call.clientWantsUsage),
+    createStreamRelay: () => new ChatCompletionsStreamRelay(clientWantsUsage),
     mapUpstreamError: endpoint.upstreamError,
     credentialCooldownMs: endpoint.credentialCooldownMs,
   };

@@ -1,6 +1,8 @@
 // Chat-completions request building: the client's body, with the vendor's model name and, when
 // streaming, usage always requested (the gateway needs it to settle).
 
+import { serialisedBody } from '../common/exchange.js';
+
 type JsonObject = Record<string, unknown>;
 
 export const CHAT_COMPLETIONS_PATH = '/v1/chat/completions';
@@ -14,7 +16,7 @@ export interface ChatCompletionsBodyOptions {
 export function buildChatCompletionsBody(
   body: JsonObject,
   options: ChatCompletionsBodyOptions,
-): string {
+): Buffer {
   // Object.assign, not a spread: see docs/decisions.md, 264.
   const upstream: JsonObject = Object.assign({}, body, { model: options.upstreamModel });
   if (options.stream) {
@@ -24,7 +26,7 @@ export function buildChatCompletionsBody(
         : {};
     upstream.stream_options = Object.assign({}, clientOptions, { include_usage: true });
   }
-  return JSON.stringify(upstream);
+  return serialisedBody(upstream);
 }
 
 /** The protocol's usual headers: JSON and a bearer key. */

@@ -1,17 +1,24 @@
 // Chat completions served by a provider speaking the messages protocol: the request translated
 // to the messages protocol, the answer (JSON or stream) translated back.
-import type { ChatCall, UpstreamExchange, WireEndpoint } from '../common/exchange.js';
+import {
+  serialisedBody,
+  type ChatCall,
+  type UpstreamExchange,
+  type WireEndpoint,
+} from '../common/exchange.js';
 import { MESSAGES_PATH } from '../messages/request.js';
 import { readMessagesUsage } from '../messages/usage.js';
 import { chatToMessagesBody } from './chat-to-messages.js';
 import { MessagesToChatStreamRelay, messageToChatCompletion } from './messages-to-chat.js';
 
 export function chatOverMessagesExchange(endpoint: WireEndpoint, call: ChatCall): UpstreamExchange {
+  // The closures read fields, not `call` (see chat-completions/exchange.ts).
+  const { clientWantsUsage } = call;
   return {
     vendorLabel: endpoint.id,
     path: MESSAGES_PATH,
     headersFor: (apiKey) => endpoint.headers(apiKey, undefined),
-    body: JSON.stringify(
+    body: serialisedBody(
       chatToMessagesBody(call.body, {
         upstreamModel: call.upstreamModel,
         maxTokens: call.maxTokens,
@@ -24,7 +31,7 @@ export function chatOverMessagesExchange(endpoint: WireEndpoint, call: ChatCall)
       JSON.stringify(
         messageToChatCompletion(payload as Parameters<typeof messageToChatCompletion>[0]),
       ),
-    createStreamRelay: () => new MessagesToChatStreamRelay(endpoint.id, call.clientWantsUsage),
+    createStreamRelay: () => new MessagesToChatStreamRelay(endpoint.id, clientWantsUsage),
     mapUpstreamError: endpoint.upstreamError,
     credentialCooldownMs: endpoint.credentialCooldownMs,
   };

@@ -32,8 +32,8 @@ export interface StreamRelay {
 export interface UpstreamExchange {
   readonly vendorLabel: string;
   readonly path: string;
-  /** The serialised upstream body. */
-  readonly body: string;
+  /** The serialised upstream body (bytes: see serialisedBody). */
+  readonly body: Buffer;
   /** The upstream headers with the route's key (undefined: none). */
   headersFor(apiKey: string | undefined): Record<string, string>;
   /** How errors are dressed for the client's protocol. */
@@ -105,4 +105,13 @@ export interface WireProtocol {
   ): string | undefined;
   chat(endpoint: WireEndpoint, call: ChatCall): UpstreamExchange;
   readonly messages: ((endpoint: WireEndpoint, call: MessagesCall) => UpstreamExchange) | undefined;
+}
+
+/**
+ * The upstream body as the bytes undici sends. Given a string, undici copies it into a Buffer
+ * and the exchange keeps the string too (failover may send it again): two copies of the
+ * prompt for the whole call, a stream's minutes (bench/RESULTS.md, 2026-11-24).
+ */
+export function serialisedBody(value: unknown): Buffer {
+  return Buffer.from(JSON.stringify(value));
 }

@@ -70,6 +70,7 @@ function bindRoute<Deps>(
                 route.bodyOptional && request.body.length === 0 ? Buffer.from('{}') : request.body,
                 schema,
               ));
+        request.releaseBody(); // parsed: the raw bytes are not needed again
         if (isGwError(parsed)) return refuse(parsed);
         // Dashboard bodies are stored: text Postgres cannot store is refused here, once for
         // every such route, and so are forms (their values are looked up in Postgres).
@@ -114,25 +115,41 @@ function bindRoute<Deps>(
       }
       // The caller and body match the declaration: the adapter ran its authenticator and
       // the schema above validated the body.
-      let result: RouteResult;
+      let pending: Promise<RouteResult>;
       try {
-        result = await route.handler(
-          { request, caller: caller as never, body: body as never, response },
-          deps,
+        pending = Promise.resolve(
+          route.handler({ request, caller: caller as never, body: body as never, response }, deps),
         );
       } catch (error) {
-        // A thrown GwError is an answer like a returned one; anything else is a bug (500).
-        if (!isGwError(error) || response.headersSent) throw error;
-        result = error;
+        pending = Promise.reject(error as Error);
       }
-      if (result === undefined) return; // the handler wrote its answer itself
-      if (isGwError(result)) return refuse(result);
-      if (result instanceof JsonAnswer) {
-        return sendJson(response, result.status, result.body, result.headers);
-      }
-      sendJson(response, successStatus, result);
+      // Not awaited in this frame: a suspended frame keeps its locals, the parsed body among
+      // them, and a stream's handler runs for minutes (bench/RESULTS.md, 2026-11-24).
+      return pending.then(
+        (result) => writeResult(response, refuse, successStatus, result),
+        (error: unknown) => {
+          // A thrown GwError is an answer like a returned one; anything else is a bug (500).
+          if (!isGwError(error) || response.headersSent) throw error;
+          refuse(error);
+        },
+      );
     },
   };
+}
+
+/** Writes what a handler resolved to (see RouteResult). */
+function writeResult(
+  response: HttpResponse,
+  refuse: (error: GwError) => void,
+  successStatus: number,
+  result: RouteResult,
+): void {
+  if (result === undefined) return; // the handler wrote its answer itself
+  if (isGwError(result)) return refuse(result);
+  if (result instanceof JsonAnswer) {
+    return sendJson(response, result.status, result.body, result.headers);
+  }
+  sendJson(response, successStatus, result);
 }
 
 /** Every authenticated caller kind that belongs to one organization names it in the request log. */
