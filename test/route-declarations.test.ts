@@ -3,6 +3,8 @@
 // in-process by the real HTTP adapter (uWS) with fake authenticators (ports, not our Redis or
 // Postgres: authentication itself is tested end to end in auth.e2e.test.ts).
 import { connect } from 'node:net';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { ApiKeyIdentity } from '../src/auth/api-key-store.js';
@@ -61,6 +63,31 @@ const formRoute = declareRoute({
   },
 });
 
+/** What the hold route's handler kept while it runs, and how to let it answer. */
+let held: { rawBodyBytes: number; body: WeakRef<object>; release: () => void } | undefined;
+
+/** A handler that outlives its request's parsing, as a stream's does (for minutes). */
+const holdRoute = declareRoute({
+  method: 'POST',
+  path: '/v1/hold',
+  summary: 'Holds the request open until the test lets it answer',
+  caller: { kind: 'api_key' },
+  body: z.strictObject({ text: z.string() }),
+  responses: { 200: { description: 'released' } },
+  errors: [],
+  handler(call) {
+    // Read here, outside the closures below: they must not capture `call`.
+    const rawBodyBytes = call.request.body.length;
+    const body = new WeakRef(call.body);
+    let release!: () => void;
+    const released = new Promise((resolve) => {
+      release = () => resolve({ released: true });
+    });
+    held = { rawBodyBytes, body, release };
+    return released;
+  },
+});
+
 let authCalls = 0;
 const authenticators: Authenticators = {
   apiKey: (headers) => {
@@ -88,7 +115,7 @@ beforeAll(async () => {
   server = createHttpServer({
     maxBodyBytes: 4 * 1024 * 1024,
     logger: createLogger('silent'),
-    routes: bindRoutes([echoRoute, formRoute], { suffix: '!' }, authenticators),
+    routes: bindRoutes([echoRoute, formRoute, holdRoute], { suffix: '!' }, authenticators),
   });
   port = await server.listen('127.0.0.1', 0);
   base = `http://127.0.0.1:${port}`;
@@ -178,6 +205,30 @@ describe('a route declared in one place', () => {
     expect(responses['401']!.description).toContain('gw_unknown_key');
     expect(responses['400']!.description).toContain('gw_invalid_json');
     expect(responses['403']!.description).toContain('gw_model_not_allowed');
+  });
+});
+
+describe('a request whose handler is still running', () => {
+  it('is no longer kept by the router: neither its raw body nor its parsed body', async () => {
+    setFlagsFromString('--expose-gc');
+    const collectGarbage = runInNewContext('gc') as () => void;
+    const pending = postJson(
+      `${base}/v1/hold`,
+      { text: 'a long prompt '.repeat(2_000) },
+      { authorization: `Bearer ${GOOD_KEY}` },
+    );
+    while (!held) await new Promise((resolve) => setTimeout(resolve, 5));
+    // Released once parsed: the handler already sees an empty raw body.
+    expect(held.rawBodyBytes).toBe(0);
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    collectGarbage();
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    // The handler did not keep it, and nothing in the router does while the handler runs.
+    expect(held.body.deref()).toBeUndefined();
+    held.release();
+    const answer = await pending;
+    expect(answer.status).toBe(200);
+    expect(answer.body).toEqual({ released: true });
   });
 });
 
