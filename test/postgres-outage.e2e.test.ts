@@ -18,7 +18,7 @@ import {
   type SeededOrg,
   type SpawnedGateway,
 } from './support/processes.js';
-import { eventually, testRedis } from './support/services.js';
+import { deletePrefix, eventually, testRedis } from './support/services.js';
 
 const OUTAGE_MS = Number(process.env.GW_FAULT_SECONDS ?? '8') * 1000;
 const PG_BIN = (() => {
@@ -91,6 +91,8 @@ afterAll(async () => {
     // already stopped
   }
   rmSync(dataDir, { recursive: true, force: true });
+  // Its own Postgres is gone with its data dir: its Redis keys go too.
+  await deletePrefix(redis, prefix);
   redis.disconnect();
 });
 
