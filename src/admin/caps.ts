@@ -20,7 +20,7 @@ import {
 import type { RedisClient } from '../redis/connect.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { Actor } from './apps.js';
-import { applyConnectionSettings } from './connections.js';
+import { apiKeyHashes, applyConnectionSettings } from './connections.js';
 
 export type CapTarget =
   | { readonly scope: 'org'; readonly orgId: string }
@@ -289,7 +289,7 @@ export async function setCapAs(
     return { state, connectionId };
   });
   await invalidation.capsChanged({
-    connectionKeyHashes: connectionId ? await connectionKeyHashes(db, connectionId) : null,
+    connectionKeyHashes: connectionId ? await apiKeyHashes(db, { connectionId }) : null,
   });
   return state;
 }
@@ -424,13 +424,4 @@ async function owningOrg(
 
 function missing(target: CapTarget): CapTargetError {
   return new CapTargetError(`no ${target.scope.replace('_', ' ')} ${targetId(target)}`, true);
-}
-
-/** Hashes of a connection's API keys (their cached identities carry its settings). */
-async function connectionKeyHashes(db: DbPool, connectionId: string): Promise<string[]> {
-  const { rows } = await db.query<{ key_hash: string }>(
-    'SELECT key_hash FROM api_keys WHERE app_connection_id = $1',
-    [connectionId],
-  );
-  return rows.map((row) => row.key_hash);
 }

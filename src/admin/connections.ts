@@ -216,17 +216,28 @@ async function connectionById(client: Pick<DbPool, 'query'>, id: string): Promis
   return rows[0]!;
 }
 
-/** Drops API keys (one key, or every key of a connection) from every instance's cache at once. */
-export async function invalidateApiKeys(
-  db: DbPool,
-  apiKeys: Pick<ApiKeyStore, 'invalidate'>,
-  owner: { readonly keyId: string } | { readonly connectionId: string },
-): Promise<void> {
+/** Whose API keys: one key, or every key of a connection. */
+export type ApiKeyOwner = { readonly keyId: string } | { readonly connectionId: string };
+
+/** The hashes of the owner's API keys: what their cached identities are keyed by. */
+export async function apiKeyHashes(
+  db: Pick<DbPool, 'query'>,
+  owner: ApiKeyOwner,
+): Promise<string[]> {
   const [column, id] =
     'keyId' in owner ? ['id', owner.keyId] : ['app_connection_id', owner.connectionId];
   const { rows } = await db.query<{ key_hash: string }>(
     `SELECT key_hash FROM api_keys WHERE ${column} = $1`,
     [id],
   );
-  for (const { key_hash: keyHash } of rows) await apiKeys.invalidate(keyHash);
+  return rows.map((row) => row.key_hash);
+}
+
+/** Drops the owner's API keys from every instance's cache at once. */
+export async function invalidateApiKeys(
+  db: DbPool,
+  apiKeys: Pick<ApiKeyStore, 'invalidate'>,
+  owner: ApiKeyOwner,
+): Promise<void> {
+  for (const keyHash of await apiKeyHashes(db, owner)) await apiKeys.invalidate(keyHash);
 }
