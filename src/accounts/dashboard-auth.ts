@@ -2,6 +2,7 @@
 // token and an allowed Origin; then, for routes on an organization's objects, membership of
 // the organization that owns the object and a high enough role. An object of another
 // organization answers 404 exactly like one that does not exist, so ids cannot be probed.
+import type { Actor } from '../audit/audit.js';
 import type { DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
 import type { RequestHead } from '../http/types.js';
@@ -35,6 +36,8 @@ export interface OrgLocator {
 export interface DashboardCaller {
   readonly user: DashboardUser;
   readonly session: Session;
+  /** The user, as the audit log names who made a change. */
+  readonly actor: Actor;
 }
 
 export interface OrgMemberCaller extends DashboardCaller {
@@ -83,7 +86,7 @@ export class DashboardAuthenticator {
       await this.sessions.destroy(session.handle);
       return gwError('gw_session_required', 'the dashboard session expired; sign in again');
     }
-    return { user, session };
+    return { user, session, actor: { userId: user.id } };
   }
 
   async orgMember(

@@ -3,7 +3,7 @@
 // change is audited in the same transaction.
 import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
 import { readPage, type Page, type PageRequest } from '../db/pages.js';
-import { recordAudit } from '../audit/audit.js';
+import { recordAudit, type Actor } from '../audit/audit.js';
 import { normalizeEmail, roleAtLeast, type Role } from './users.js';
 
 export interface MemberRow {
@@ -34,8 +34,8 @@ export class MembershipError extends Error {
   }
 }
 
-export interface MembershipActor {
-  readonly userId: string;
+/** A member changing the membership list: who (for the audit log) and with which role. */
+export interface MembershipActor extends Actor {
   readonly role: Role;
 }
 

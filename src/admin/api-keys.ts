@@ -9,7 +9,7 @@ import { CURSOR_COLUMN, readPage, type Page, type PageRequest } from '../db/page
 import { withTransaction, type DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
 import { emitEvent } from '../webhooks/outbox.js';
-import type { Actor } from './apps.js';
+import type { Actor } from '../audit/audit.js';
 import { invalidateApiKeys, revokeConnection } from './connections.js';
 import { createApiKey, DEFAULT_MODEL_POLICY } from './provisioning.js';
 

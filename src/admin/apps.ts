@@ -2,7 +2,7 @@
 // softly: its usage, product users and audit entries keep naming it, while its connections
 // are revoked (their API keys and OAuth tokens stop on every instance); it leaves the app list
 // and nothing new can be made under it.
-import { recordAudit } from '../audit/audit.js';
+import { recordAudit, type Actor } from '../audit/audit.js';
 import type { ApiKeyStore } from '../auth/api-key-store.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
 import { CURSOR_COLUMN, readPage, type Page, type PageRequest } from '../db/pages.js';
@@ -18,10 +18,6 @@ export interface AppRow {
   readonly created_at: Date;
   readonly deleted_at: Date | null;
   readonly cursor_us: string;
-}
-
-export interface Actor {
-  readonly userId: string;
 }
 
 /**

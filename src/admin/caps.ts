@@ -19,7 +19,7 @@ import {
 } from '../money.js';
 import type { RedisClient } from '../redis/connect.js';
 import type { RedisKeys } from '../redis/keys.js';
-import type { Actor } from './apps.js';
+import type { Actor } from '../audit/audit.js';
 import { apiKeyHashes, applyConnectionSettings } from './connections.js';
 
 export type CapTarget =

@@ -10,7 +10,7 @@ import { CURSOR_COLUMN, readPage, type Page, type PageRequest } from '../db/page
 import { withTransaction, type DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
 import type { RedisKeys } from '../redis/keys.js';
-import type { Actor } from './apps.js';
+import type { Actor } from '../audit/audit.js';
 import { createServiceKey, SERVICE_KEY_SCOPES } from './provisioning.js';
 
 export type ServiceKeyScopeName = (typeof SERVICE_KEY_SCOPES)[number];

@@ -2,6 +2,11 @@
 // transaction as the change it describes, so the log and the data never disagree.
 import type { DbPool } from '../db/pool.js';
 
+/** Who made an audited change: a dashboard user (or the operator's CLI, which names none). */
+export interface Actor {
+  readonly userId: string;
+}
+
 export interface AuditEntry {
   readonly orgId: string;
   readonly userId: string;

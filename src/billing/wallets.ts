@@ -1,7 +1,7 @@
 // Organization wallets: Postgres holds every transaction (the durable truth); Redis holds
 // the live balance the reserve script checks. A wallet missing from Redis is rebuilt as
 // sum(transactions) − sum(wallet_cost of recorded usage), the latter from the running totals.
-import { recordAudit } from '../audit/audit.js';
+import { recordAudit, type Actor } from '../audit/audit.js';
 import type { RedisClient } from '../redis/connect.js';
 import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
 import {
@@ -17,10 +17,6 @@ import type { RedisScripts } from '../redis/scripts.js';
 import { sumNano, UnwrittenUsage } from '../ledger/unwritten-usage.js';
 
 /** Who changes a wallet, for its history and the audit log (a dashboard user, or 'cli'). */
-export interface WalletActor {
-  readonly userId: string;
-}
-
 /**
  * One entry of a wallet's history: a top-up, the difference a balance set made, or what
  * usage records pruned from the ledger had taken (`gw usage prune`).
@@ -67,7 +63,7 @@ async function insertWalletTransaction(
   orgId: string,
   kind: 'topup' | 'set',
   amountNano: bigint,
-  actor: WalletActor | undefined,
+  actor: Actor | undefined,
   details: Readonly<Record<string, unknown>>,
 ): Promise<WalletTransactionRow> {
   const { rows } = await client.query<WalletTransactionRow>(
@@ -158,7 +154,7 @@ export class WalletService {
    * balance may not pass MAX_AMOUNT_NANO (AmountRangeError, nothing recorded): the wallet row
    * is locked while the ledger is summed, so concurrent top-ups cannot pass it together.
    */
-  async topUp(orgId: string, amountNano: bigint, actor?: WalletActor): Promise<WalletTransaction> {
+  async topUp(orgId: string, amountNano: bigint, actor?: Actor): Promise<WalletTransaction> {
     assertAmountInRange(amountNano, 'the top-up');
     const transaction = await withTransaction(this.db, async (client) => {
       await client.query('SELECT 1 FROM wallets WHERE org_id = $1 FOR UPDATE', [orgId]);
@@ -182,7 +178,7 @@ export class WalletService {
    * cannot record the difference, the live balance is moved back by it, so the two never
    * disagree about a set that failed.
    */
-  async setBalance(orgId: string, targetNano: bigint, actor?: WalletActor): Promise<void> {
+  async setBalance(orgId: string, targetNano: bigint, actor?: Actor): Promise<void> {
     assertAmountInRange(targetNano, 'the wallet balance');
     const outcome = (await this.scripts.walletAdjust(
       { wallet: this.keys.wallet(orgId) },

@@ -1,6 +1,6 @@
 // gw api-key create|rotate|revoke: API keys of an app connection, through the same service as
 // the dashboard API (src/admin/api-keys.ts), audited as done from the command line.
-import type { Actor } from '../admin/apps.js';
+import type { Actor } from '../audit/audit.js';
 import {
   createApiKeyAs,
   MAX_ROTATION_GRACE_S,

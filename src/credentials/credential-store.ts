@@ -1,7 +1,7 @@
 // Provider credentials in Postgres: create (validated with the vendor, sealed), list, disable,
 // delete (which also revokes its grants), grant/revoke to app connections, rewrap under a new
 // master key. Changes are announced so every gateway instance stops using a credential at once.
-import { recordAudit } from '../audit/audit.js';
+import { recordAudit, type Actor } from '../audit/audit.js';
 import type { InvalidatedCache } from '../cache/invalidation.js';
 import type { RedisClient } from '../redis/connect.js';
 import type { Vendor } from '../catalog/models.js';
@@ -44,10 +44,6 @@ export interface CredentialView {
 }
 
 /** Who changes a credential, for the audit log (a dashboard user's id, or 'cli'). */
-export interface CredentialActor {
-  readonly userId: string;
-}
-
 /** What may change on a stored credential (its secret never does: add a new one). */
 export interface CredentialChanges {
   readonly name?: string;
@@ -141,7 +137,7 @@ export class CredentialStore {
     private readonly local?: InvalidatedCache,
   ) {}
 
-  async create(input: NewCredential, actor: CredentialActor): Promise<CredentialView> {
+  async create(input: NewCredential, actor: Actor): Promise<CredentialView> {
     const box = this.requireBox();
     for (const connectionId of input.appConnectionIds)
       await this.requireConnection(input.orgId, connectionId);
@@ -239,7 +235,7 @@ export class CredentialStore {
   async setStatus(
     id: string,
     status: 'active' | 'disabled' | 'deleted',
-    actor: CredentialActor,
+    actor: Actor,
   ): Promise<CredentialView | undefined> {
     const before = await this.get(id);
     if (!before) return undefined;
@@ -270,7 +266,7 @@ export class CredentialStore {
   async update(
     id: string,
     changes: CredentialChanges,
-    actor: CredentialActor,
+    actor: Actor,
   ): Promise<CredentialView | undefined> {
     const before = await this.get(id);
     if (!before) return undefined;
@@ -314,7 +310,7 @@ export class CredentialStore {
     id: string,
     appConnectionId: string,
     granted: boolean,
-    actor: CredentialActor,
+    actor: Actor,
   ): Promise<CredentialView | undefined> {
     const credential = await this.get(id);
     if (!credential) return undefined;

@@ -2,7 +2,7 @@
 // share (client-auth.ts authenticates them at the token and revocation endpoints). A client
 // secret leaves this module once, in the answer to its creation; only its SHA-256 is stored.
 import { revokeConnection } from '../admin/connections.js';
-import type { Actor } from '../admin/apps.js';
+import type { Actor } from '../audit/audit.js';
 import { changeAudited, recordAudit } from '../audit/audit.js';
 import type { ApiKeyStore } from '../auth/api-key-store.js';
 import { CURSOR_COLUMN, readPage, type Page, type PageRequest } from '../db/pages.js';

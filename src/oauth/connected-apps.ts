@@ -8,7 +8,7 @@ import {
   type ConnectedAppRow,
 } from '../admin/connection-events.js';
 import { revokeConnection } from '../admin/connections.js';
-import type { Actor } from '../admin/apps.js';
+import type { Actor } from '../audit/audit.js';
 import type { ApiKeyStore } from '../auth/api-key-store.js';
 import { readPage, type Page, type PageRequest } from '../db/pages.js';
 import type { DbPool } from '../db/pool.js';

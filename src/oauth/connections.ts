@@ -6,7 +6,7 @@
 // members' view of their connected apps is connected-apps.ts.
 import { revokeConnection } from '../admin/connections.js';
 import { recordOAuthConnectionEvent } from '../admin/connection-events.js';
-import type { Actor } from '../admin/apps.js';
+import type { Actor } from '../audit/audit.js';
 import { createAppConnection, createOAuthToken } from '../admin/provisioning.js';
 import type { Membership } from '../accounts/users.js';
 import { roleAtLeast } from '../accounts/users.js';

@@ -7,7 +7,6 @@ export const healthzRoute = declareRoute({
   summary: 'The process is up',
   caller: { kind: 'none' },
   responses: { 200: { description: 'ok' } },
-  errors: [],
   handler() {
     return { status: 'ok' };
   },

@@ -8,7 +8,6 @@ export const metricsRoute = declareRoute({
   summary: 'Prometheus metrics',
   caller: { kind: 'none' },
   responses: { 200: { description: 'Prometheus text format' } },
-  errors: [],
   undocumented: true,
   async handler({ response }, deps: { readonly metricsRegistry: Registry }) {
     const text = await deps.metricsRegistry.metrics();

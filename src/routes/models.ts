@@ -13,7 +13,6 @@ export const modelsRoute = declareRoute({
   summary: 'Models the key may use (messages-protocol format with a vendor-version header)',
   caller: { kind: 'api_key' },
   responses: { 200: { description: 'model list' } },
-  errors: [],
   errorFlavor: (headers) => (headers[VENDOR_VERSION_HEADER] !== undefined ? 'messages' : 'default'),
   handler({ request, caller }, deps: { readonly catalog: ModelCatalog }) {
     const models = deps.catalog

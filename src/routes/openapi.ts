@@ -7,7 +7,6 @@ export const openApiRoute = declareRoute({
   summary: 'This document',
   caller: { kind: 'none' },
   responses: { 200: { description: 'the OpenAPI 3.1 document' } },
-  errors: [],
   handler(_call, deps: { readonly openApiDocument: Record<string, unknown> }) {
     return deps.openApiDocument;
   },

@@ -23,7 +23,6 @@ export const readyzRoute = declareRoute({
     200: { description: 'ready, or degraded (a non-essential dependency is down)' },
     503: { description: 'not ready: draining, or an essential dependency is down' },
   },
-  errors: [],
   async handler(_call, deps: { readonly readiness: ReadinessProbe }) {
     const checks = await deps.readiness.check();
     const draining = deps.readiness.isDraining();

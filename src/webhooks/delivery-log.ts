@@ -9,9 +9,9 @@ import {
   endpointView,
   findEndpoint,
   notFound,
-  type Actor,
   type EndpointRow,
 } from './endpoints.js';
+import type { Actor } from '../audit/audit.js';
 import { eventPayload, type EventType } from './events.js';
 
 /** Attempts shown per delivery (the newest). */

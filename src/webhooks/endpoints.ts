@@ -1,7 +1,7 @@
 // Webhook endpoints of an organization: the one service the CLI (`gw webhook`) and the
 // dashboard API share. Every change is audited in its transaction; a signing secret leaves this
 // module once, in the answer to a creation or a rotation, and is stored sealed.
-import { recordAudit } from '../audit/audit.js';
+import { recordAudit, type Actor } from '../audit/audit.js';
 import type { SecretBox } from '../credentials/secret-box.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
@@ -17,10 +17,6 @@ import {
 } from './target-policy.js';
 
 /** Who makes a change, for the audit log (a dashboard user, or `cli`). */
-export interface Actor {
-  readonly userId: string;
-}
-
 /** What the service needs besides the database. */
 export interface WebhookSettings {
   readonly policy: TargetPolicy;

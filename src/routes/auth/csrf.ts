@@ -6,10 +6,8 @@ export const csrfRoute = declareRoute({
   method: 'GET',
   path: '/auth/csrf',
   summary: "The session's CSRF token: send it as X-CSRF-Token on every dashboard write",
-  tag: 'dashboard',
   caller: { kind: 'session' },
   responses: { 200: { description: 'the token', schema: z.object({ csrf_token: z.string() }) } },
-  errors: [],
   handler({ caller }) {
     return { csrf_token: caller.session.csrfToken };
   },

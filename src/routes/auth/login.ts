@@ -37,7 +37,6 @@ export const loginRoute = declareRoute({
   method: 'POST',
   path: '/auth/login',
   summary: 'Signs in to the dashboard: sets the session cookie',
-  tag: 'dashboard',
   caller: { kind: 'none' },
   body: loginSchema,
   responses: { 200: { description: 'signed in', schema: signedInSchema } },

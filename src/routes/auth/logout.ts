@@ -7,12 +7,10 @@ export const logoutRoute = declareRoute({
   method: 'POST',
   path: '/auth/logout',
   summary: 'Signs out of the dashboard: the session ends on every instance at once',
-  tag: 'dashboard',
   caller: { kind: 'session' },
   responses: {
     200: { description: 'signed out', schema: z.object({ signed_out: z.literal(true) }) },
   },
-  errors: [],
   async handler({ caller, response }, deps: AccountDeps) {
     await deps.accounts.sessions.destroy(caller.session.handle);
     response.writeHead(200, {

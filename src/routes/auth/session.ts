@@ -6,10 +6,8 @@ export const sessionRoute = declareRoute({
   method: 'GET',
   path: '/auth/session',
   summary: 'The signed-in user and their organizations',
-  tag: 'dashboard',
   caller: { kind: 'session' },
   responses: { 200: { description: 'the signed-in user', schema: signedInSchema } },
-  errors: [],
   handler({ caller: { user } }) {
     return {
       user: { id: user.id, email: user.email, personal_org_id: user.personalOrgId },

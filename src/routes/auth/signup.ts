@@ -26,7 +26,6 @@ export const signupRoute = declareRoute({
   method: 'POST',
   path: '/auth/signup',
   summary: 'Self-service sign-up (when enabled): a new user and their personal organization',
-  tag: 'dashboard',
   caller: { kind: 'none' },
   body: signupSchema,
   responses: { 201: { description: 'signed up and signed in', schema: signedInSchema } },

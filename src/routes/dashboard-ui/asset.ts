@@ -30,8 +30,8 @@ export const dashboardAssetRoute = declareRoute({
   undocumented: true,
   responses: { 200: { description: 'the asset' } },
   errors: ['gw_not_found'],
-  handler({ request, response }, deps: { readonly dashboardBundle: DashboardBundle }) {
-    const asset = deps.dashboardBundle.assets.get(request.params.file ?? '');
+  handler({ request, params, response }, deps: { readonly dashboardBundle: DashboardBundle }) {
+    const asset = deps.dashboardBundle.assets.get(params.file);
     if (!asset) return gwError('gw_not_found', 'no such dashboard asset');
     const { body, encoding } = encodingFor(asset, request.headers['accept-encoding']);
     response.writeHead(200, {

@@ -69,7 +69,6 @@ export const dashboardRedirectRoute = declareRoute({
   caller: { kind: 'none' },
   undocumented: true,
   responses: { 308: { description: 'to /dashboard/' } },
-  errors: [],
   handler({ response }) {
     response.writeHead(308, { location: '/dashboard/', 'cache-control': 'no-store' });
     response.end();

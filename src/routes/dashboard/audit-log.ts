@@ -32,7 +32,6 @@ export const auditLogRoute = declareRoute({
   method: 'GET',
   path: '/dashboard/api/orgs/{org_id}/audit-log',
   summary: 'Every dashboard write in the organization: who, what, which object, when',
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'admin', org: inOrg },
   query: auditQuery,
   responses: {

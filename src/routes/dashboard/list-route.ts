@@ -39,7 +39,6 @@ export function declareListRoute<
     method: 'GET',
     path: spec.path,
     summary: spec.summary,
-    tag: 'dashboard',
     caller: { kind: 'org_member', role: 'viewer', org: spec.org },
     query: querySchema,
     responses: { 200: { description: spec.rows, schema: pageOf(spec.item) } },

@@ -26,10 +26,8 @@ export const dashboardModelsRoute = declareRoute({
   method: 'GET',
   path: '/models',
   summary: 'Every routable model with its prices (the dashboard model list)',
-  tag: 'dashboard',
   caller: { kind: 'session' },
   responses: { 200: { description: 'models', schema: z.object({ data: z.array(modelSchema) }) } },
-  errors: [],
   handler(_call, deps: { readonly catalog: ModelCatalog }) {
     return {
       data: deps.catalog.list().map((model) => ({

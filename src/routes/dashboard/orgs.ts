@@ -6,10 +6,8 @@ export const listOrgsRoute = declareRoute({
   method: 'GET',
   path: '/dashboard/api/orgs',
   summary: 'Your organizations and your role in each',
-  tag: 'dashboard',
   caller: { kind: 'session' },
   responses: { 200: { description: 'organizations', schema: pageOf(orgSummarySchema) } },
-  errors: [],
   handler({ caller: { user } }) {
     return {
       data: user.memberships.map(({ id, name, role }) => ({ id, name, role })),

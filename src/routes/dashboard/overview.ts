@@ -59,10 +59,8 @@ export const overviewRoute = declareRoute({
   method: 'GET',
   path: '/dashboard/api/orgs/{org_id}/overview',
   summary: "This month's spend against the org cap, wallet, requests, top models and users",
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'viewer', org: inOrg },
   responses: { 200: { description: 'the overview', schema: overviewSchema } },
-  errors: [],
   async handler(
     { caller },
     deps: { readonly db: DbPool; readonly wallets: Pick<WalletService, 'liveBalance'> },

@@ -53,7 +53,6 @@ export const usageRoute = declareRoute({
   path: '/dashboard/api/orgs/{org_id}/usage',
   summary:
     'Requests, tokens and cost per day, model, connection or product user (top spenders first)',
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'viewer', org: inOrg },
   query: usageQuery,
   responses: {

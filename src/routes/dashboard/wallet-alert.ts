@@ -24,7 +24,6 @@ export const getWalletAlertRoute = declareRoute({
   method: 'GET',
   path: PATH,
   summary: "The wallet's low-balance threshold (wallet.low_balance webhook)",
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'viewer', org: inOrg },
   responses: { 200: { description: 'the alert', schema: walletAlertSchema } },
   errors: ['gw_not_found'],
@@ -39,7 +38,6 @@ export const setWalletAlertRoute = declareRoute({
   method: 'PUT',
   path: PATH,
   summary: "Sets (or with null removes) the wallet's low-balance threshold",
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'admin', org: inOrg },
   body: z.strictObject({ low_balance_threshold: z.string().max(40).nullable() }),
   responses: { 200: { description: 'the alert', schema: walletAlertSchema } },
@@ -56,12 +54,7 @@ export const setWalletAlertRoute = declareRoute({
         return gwError(code, `low_balance_threshold: ${error.message}`);
       }
     }
-    const alert = await setWalletAlert(
-      deps.db,
-      { userId: caller.user.id },
-      caller.org.id,
-      thresholdNano,
-    );
+    const alert = await setWalletAlert(deps.db, caller.actor, caller.org.id, thresholdNano);
     if (!alert) return noWallet();
     return alert;
   },

@@ -113,12 +113,21 @@ function bindRoute<Deps>(
         caller = client;
         annotateCallerOrg(response, caller);
       }
-      // The caller and body match the declaration: the adapter ran its authenticator and
-      // the schema above validated the body.
+      // The caller, body and params match the declaration: the adapter ran its authenticator,
+      // the schema above validated the body, and the path matched every parameter.
       let pending: Promise<RouteResult>;
       try {
         pending = Promise.resolve(
-          route.handler({ request, caller: caller as never, body: body as never, response }, deps),
+          route.handler(
+            {
+              request,
+              params: request.params,
+              caller: caller as never,
+              body: body as never,
+              response,
+            },
+            deps,
+          ),
         );
       } catch (error) {
         pending = Promise.reject(error as Error);

@@ -126,13 +126,25 @@ export interface ResponseDoc {
   readonly schema?: z.ZodType;
 }
 
+/** The names of a path's `{name}` segments (and of a last catch-all `{name*}`). */
+type ParamNames<Path extends string> = Path extends `${string}{${infer Name}}${infer Rest}`
+  ? (Name extends `${infer Tail}*` ? Tail : Name) | ParamNames<Rest>
+  : never;
+
 /**
- * What a handler is called with: the request, the authenticated caller, the parsed body, and
- * the response, for the routes that write their answer themselves (streams, pages, files,
- * redirects).
+ * A path's parameters, typed from the path itself: `'/apps/{app_id}'` gives `{ app_id: string }`.
+ * The router matched every one of them, so each is present.
  */
-export interface RouteCall<Caller, Body> {
+export type PathParams<Path extends string> = { readonly [Name in ParamNames<Path>]: string };
+
+/**
+ * What a handler is called with: the request, its path parameters, the authenticated caller,
+ * the parsed body, and the response, for the routes that write their answer themselves
+ * (streams, pages, files, redirects).
+ */
+export interface RouteCall<Caller, Body, Params = PathParams<string>> {
   readonly request: HttpRequest;
+  readonly params: Params;
   readonly caller: Caller;
   readonly body: Body;
   readonly response: HttpResponse;
@@ -175,12 +187,14 @@ export interface RouteDeclaration<
   Requirement extends CallerRequirement = CallerRequirement,
   BodySchema extends z.ZodType | undefined = z.ZodType | undefined,
   Deps = never,
+  Path extends string = string,
 > {
   readonly method: 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH';
-  readonly path: string;
+  /** `{name}` segments are parameters; the handler gets them typed as `params`. */
+  readonly path: Path;
   /** One line for /openapi.json. */
   readonly summary: string;
-  /** The /openapi.json tag that groups it (the dashboard API is tagged `dashboard`). */
+  /** The /openapi.json tag that groups it: set for a whole section in routes/index.ts. */
   readonly tag?: string;
   readonly caller: Requirement;
   /** The JSON body, validated before the handler runs (400 with the field path otherwise). */
@@ -192,8 +206,8 @@ export interface RouteDeclaration<
   /** Query parameters, for the documentation (handlers read `request.query`). */
   readonly query?: z.ZodObject;
   readonly responses: Readonly<Record<number, ResponseDoc>>;
-  /** Codes the handler itself answers with (the caller's and the body's are added). */
-  readonly errors: readonly ErrorCode[];
+  /** Codes the handler itself answers with (the caller's and the body's are added); none if left out. */
+  readonly errors?: readonly ErrorCode[];
   /** How errors are dressed (the messages protocol adds its `type` fields). */
   readonly errorFlavor?: ErrorFlavor | ((headers: Readonly<Record<string, string>>) => ErrorFlavor);
   /** Left out of /openapi.json (operational routes that are not part of the API). */
@@ -201,7 +215,7 @@ export interface RouteDeclaration<
   // A method, not a function property: a list of routes with different callers and bodies
   // is then one array type (their handlers are checked where each route is declared).
   handler(
-    call: RouteCall<CallerOf<Requirement>, BodyOf<BodySchema>>,
+    call: RouteCall<CallerOf<Requirement>, BodyOf<BodySchema>, PathParams<Path>>,
     deps: Deps,
   ): Promise<RouteResult> | RouteResult;
 }
@@ -209,15 +223,24 @@ export interface RouteDeclaration<
 /** Any declared route whose handler can be given `Deps`. */
 export type DeclaredRoute<Deps> = RouteDeclaration<CallerRequirement, z.ZodType | undefined, Deps>;
 
-/** Declares a route, inferring its caller and body types for the handler. */
+/** Declares a route, inferring its caller, body and path-parameter types for the handler. */
 export function declareRoute<
   Requirement extends CallerRequirement,
   BodySchema extends z.ZodType | undefined = undefined,
   Deps = never,
+  Path extends string = string,
 >(
-  declaration: RouteDeclaration<Requirement, BodySchema, Deps>,
-): RouteDeclaration<Requirement, BodySchema, Deps> {
+  declaration: RouteDeclaration<Requirement, BodySchema, Deps, Path>,
+): RouteDeclaration<Requirement, BodySchema, Deps, Path> {
   return declaration;
+}
+
+/** The routes of one /openapi.json section, each tagged with its name. */
+export function section<Route extends DeclaredRoute<never>>(
+  tag: string,
+  routes: readonly Route[],
+): Route[] {
+  return routes.map((route) => Object.assign({}, route, { tag })); // once, at startup
 }
 
 /** Every error code a declared route can answer with, in catalogue order of appearance. */
@@ -230,7 +253,7 @@ export function routeErrorCodes(route: DeclaredRoute<never>): ErrorCode[] {
       ...(route.caller.kind === 'oauth_client' ? (['gw_invalid_request'] as const) : []),
       // Query and path parameters with NUL characters or lone surrogates (src/http/server.ts).
       ...(route.query || route.path.includes('{') ? (['gw_invalid_request'] as const) : []),
-      ...route.errors,
+      ...(route.errors ?? []),
     ]),
   ];
 }

@@ -32,7 +32,6 @@ export const authorizeDecisionRoute = declareRoute({
   path: '/oauth/authorize',
   summary:
     "The user's answer on the consent page: 302 to the redirect URI with a code, or access_denied",
-  tag: 'oauth',
   caller: { kind: 'session', csrf: 'form' },
   body: decisionSchema,
   bodyEncoding: 'form',

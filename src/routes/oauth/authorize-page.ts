@@ -32,7 +32,6 @@ export const authorizePageRoute = declareRoute({
   path: '/oauth/authorize',
   summary:
     'OAuth authorization request (code flow with PKCE S256): the consent page, or the sign-in page first',
-  tag: 'oauth',
   caller: { kind: 'optional_session' },
   query: authorizationQuerySchema,
   responses: {

@@ -23,7 +23,6 @@ export const revokeTokenRoute = declareRoute({
   method: 'POST',
   path: '/oauth/revoke',
   summary: 'Revokes an OAuth token and its app connection (RFC 7009)',
-  tag: 'oauth',
   caller: { kind: 'oauth_client' },
   body: revokeRequestSchema,
   bodyEncoding: 'form',

@@ -31,7 +31,6 @@ export const tokenRoute = declareRoute({
   method: 'POST',
   path: '/oauth/token',
   summary: "Exchanges an authorization code (with its PKCE verifier) for the connection's token",
-  tag: 'oauth',
   caller: { kind: 'oauth_client' },
   body: tokenRequestSchema,
   bodyEncoding: 'form',

@@ -11,19 +11,16 @@ export const createApiKeyRoute = declareRoute({
   method: 'POST',
   path: '/dashboard/api/connections/{connection_id}/api-keys',
   summary: 'Issues an API key for the connection; the raw key is shown in this answer only',
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'admin', org: ofConnection },
   body: createApiKeyBody,
   bodyOptional: true,
   responses: { 201: { description: 'the key, with its raw value', schema: issuedApiKeySchema } },
   errors: ['gw_conflict'],
-  async handler({ request, caller, body }, deps: { readonly db: DbPool }) {
-    const issued = await createApiKeyAs(
-      deps.db,
-      { userId: caller.user.id },
-      request.params.connection_id ?? '',
-      { name: body.name, ...(body.model_policy && { modelPolicy: body.model_policy }) },
-    );
+  async handler({ params, caller, body }, deps: { readonly db: DbPool }) {
+    const issued = await createApiKeyAs(deps.db, caller.actor, params.connection_id, {
+      name: body.name,
+      ...(body.model_policy && { modelPolicy: body.model_policy }),
+    });
     if (isGwError(issued)) return issued;
     return { ...apiKeyView(issued.row), key: issued.rawKey };
   },

@@ -10,17 +10,11 @@ export const revokeApiKeyRoute = declareRoute({
   method: 'POST',
   path: '/dashboard/api/api-keys/{id}/revoke',
   summary: 'Revokes an API key: every instance refuses it within a second',
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'admin', org: ofApiKey },
   responses: { 200: { description: 'the revoked key', schema: apiKeySchema } },
   errors: ['gw_not_found'],
-  async handler({ request, caller }, deps: KeyRevokingDeps) {
-    const row = await revokeApiKeyAs(
-      deps.db,
-      deps.apiKeys,
-      { userId: caller.user.id },
-      request.params.id ?? '',
-    );
+  async handler({ params, caller }, deps: KeyRevokingDeps) {
+    const row = await revokeApiKeyAs(deps.db, deps.apiKeys, caller.actor, params.id);
     if (!row) return gwError('gw_not_found', 'no API key with this id');
     return apiKeyView(row);
   },

@@ -12,7 +12,6 @@ export const rotateApiKeyRoute = declareRoute({
   path: '/dashboard/api/api-keys/{id}/rotate',
   summary:
     'Rotates an API key: a new raw key (shown once); the old one stops at once or after a grace period',
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'admin', org: ofApiKey },
   body: rotateApiKeyBody,
   bodyOptional: true,
@@ -20,12 +19,12 @@ export const rotateApiKeyRoute = declareRoute({
     201: { description: 'the new key, with its raw value', schema: issuedApiKeySchema },
   },
   errors: ['gw_conflict'],
-  async handler({ request, caller, body }, deps: KeyRevokingDeps) {
+  async handler({ params, caller, body }, deps: KeyRevokingDeps) {
     const rotated = await rotateApiKeyAs(
       deps.db,
       deps.apiKeys,
-      { userId: caller.user.id },
-      request.params.id ?? '',
+      caller.actor,
+      params.id,
       body.grace_seconds,
     );
     if (isGwError(rotated)) return rotated;

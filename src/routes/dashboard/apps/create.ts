@@ -10,13 +10,11 @@ export const createAppRoute = declareRoute({
   method: 'POST',
   path: '/dashboard/api/orgs/{org_id}/apps',
   summary: 'Creates an app in the organization',
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'admin', org: inOrg },
   body: z.strictObject({ name: displayName }),
   responses: { 201: { description: 'the app', schema: appSchema } },
-  errors: [],
   async handler({ caller, body }, deps: { readonly db: DbPool }) {
-    const app = await createAppAs(deps.db, { userId: caller.user.id }, caller.org.id, body.name);
+    const app = await createAppAs(deps.db, caller.actor, caller.org.id, body.name);
     return appView(app);
   },
 });

@@ -14,15 +14,12 @@ export const deleteAppRoute = declareRoute({
   method: 'DELETE',
   path: '/dashboard/api/apps/{app_id}',
   summary: 'Deletes an app: its connections are revoked and its API keys stop at once',
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'admin', org: ofApp },
   responses: { 200: { description: 'the deleted app', schema: appDetailSchema } },
-  errors: [],
-  async handler({ request, caller }, deps: KeyRevokingDeps) {
-    const actor = { userId: caller.user.id };
+  async handler({ params, caller }, deps: KeyRevokingDeps) {
     // Its OAuth clients first, so no one can connect the app while it is being deleted.
-    await deleteOAuthClientsOfAppAs(deps.db, deps.apiKeys, actor, request.params.app_id ?? '');
-    const app = await deleteAppAs(deps.db, deps.apiKeys, actor, request.params.app_id ?? '');
+    await deleteOAuthClientsOfAppAs(deps.db, deps.apiKeys, caller.actor, params.app_id);
+    const app = await deleteAppAs(deps.db, deps.apiKeys, caller.actor, params.app_id);
     if (!app) return gwError('gw_not_found', 'no app with this id');
     return appDetailView(app.row, app.counts);
   },

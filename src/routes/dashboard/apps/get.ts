@@ -11,12 +11,10 @@ export const getAppRoute = declareRoute({
   method: 'GET',
   path: '/dashboard/api/apps/{app_id}',
   summary: 'One app, with its active connections, API keys and product users counted',
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'viewer', org: ofApp },
   responses: { 200: { description: 'the app', schema: appDetailSchema } },
-  errors: [],
-  async handler({ request }, deps: { readonly db: DbPool }) {
-    const app = await getApp(deps.db, request.params.app_id ?? '');
+  async handler({ params }, deps: { readonly db: DbPool }) {
+    const app = await getApp(deps.db, params.app_id);
     if (!app) return gwError('gw_not_found', 'no app with this id');
     return appDetailView(app.row, app.counts);
   },

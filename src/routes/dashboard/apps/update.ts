@@ -12,18 +12,12 @@ export const renameAppRoute = declareRoute({
   method: 'PATCH',
   path: '/dashboard/api/apps/{app_id}',
   summary: 'Renames an app',
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'admin', org: ofApp },
   body: z.strictObject({ name: displayName }),
   responses: { 200: { description: 'the app', schema: appDetailSchema } },
   errors: ['gw_conflict'],
-  async handler({ request, caller, body }, deps: { readonly db: DbPool }) {
-    const app = await renameAppAs(
-      deps.db,
-      { userId: caller.user.id },
-      request.params.app_id ?? '',
-      body.name,
-    );
+  async handler({ params, caller, body }, deps: { readonly db: DbPool }) {
+    const app = await renameAppAs(deps.db, caller.actor, params.app_id, body.name);
     if (isGwError(app)) return app;
     return appDetailView(app.row, app.counts);
   },

@@ -13,10 +13,8 @@ function clearCapRoute(scope: CapScope) {
     method: 'DELETE',
     path: level.path,
     summary: `Removes the spending cap of ${level.noun}`,
-    tag: 'dashboard',
     caller: { kind: 'org_member', role: 'admin', org: level.locator },
     responses: { 200: { description: 'the level, now without a cap', schema: capStateSchema } },
-    errors: [],
     async handler(
       { request, caller },
       deps: { readonly db: DbPool; readonly caps: CapInvalidation },
@@ -25,7 +23,7 @@ function clearCapRoute(scope: CapScope) {
         return await clearCapAs(
           deps.db,
           deps.caps,
-          { userId: caller.user.id },
+          caller.actor,
           capTargetOf(scope, request.params),
         );
       } catch (error) {

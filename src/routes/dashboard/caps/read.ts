@@ -13,10 +13,8 @@ function readCapRoute(scope: CapScope) {
     method: 'GET',
     path: level.path,
     summary: `The spending cap of ${level.noun} (null: none)`,
-    tag: 'dashboard',
     caller: { kind: 'org_member', role: 'viewer', org: level.locator },
     responses: { 200: { description: 'the cap', schema: capStateSchema } },
-    errors: [],
     async handler({ request }, deps: { readonly db: DbPool }) {
       const state = await readCap(deps.db, capTargetOf(scope, request.params));
       if (!state) return gwError('gw_not_found', 'no such object');

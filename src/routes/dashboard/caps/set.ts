@@ -79,7 +79,6 @@ function setCapRoute<Scope extends CapScope>(scope: Scope) {
     method: 'PUT',
     path: level.path,
     summary: `Sets the monthly spending cap of ${level.noun}`,
-    tag: 'dashboard',
     caller: { kind: 'org_member', role: 'admin', org: level.locator },
     body: bodies[scope] as z.ZodType<AnyCapBody>,
     responses: { 200: { description: 'the level with its cap', schema: capStateSchema } },
@@ -94,7 +93,7 @@ function setCapRoute<Scope extends CapScope>(scope: Scope) {
         return await setCapAs(
           deps.db,
           deps.caps,
-          { userId: caller.user.id },
+          caller.actor,
           capTargetOf(scope, request.params),
           settings,
         );

@@ -11,16 +11,9 @@ export const revokeConnectedAppRoute = declareRoute({
   method: 'POST',
   path: '/dashboard/api/connected-apps/{connection_id}/revoke',
   summary: 'Revokes a connected app: its OAuth token stops working at once',
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: SPENDING_ROLE, org: ofConnectedApp },
   responses: { 200: { description: 'the revoked connected app', schema: connectedAppSchema } },
-  errors: [],
-  async handler({ request, caller }, deps: KeyRevokingDeps) {
-    return await revokeConnectedApp(
-      deps.db,
-      deps.apiKeys,
-      { userId: caller.user.id },
-      request.params.connection_id ?? '',
-    );
+  async handler({ params, caller }, deps: KeyRevokingDeps) {
+    return await revokeConnectedApp(deps.db, deps.apiKeys, caller.actor, params.connection_id);
   },
 });

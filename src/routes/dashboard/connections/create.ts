@@ -11,16 +11,15 @@ export const createConnectionRoute = declareRoute({
   method: 'POST',
   path: '/dashboard/api/apps/{app_id}/connections',
   summary: 'Creates a connection of the app',
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'admin', org: ofApp },
   body: connectionSettingsSchema.extend({ name: displayName }),
   responses: { 201: { description: 'the connection', schema: connectionSchema } },
   errors: ['gw_conflict'],
-  async handler({ request, caller, body }, deps: { readonly db: DbPool }) {
+  async handler({ params, caller, body }, deps: { readonly db: DbPool }) {
     const connection = await createConnectionAs(
       deps.db,
-      { userId: caller.user.id },
-      { orgId: caller.org.id, appId: request.params.app_id ?? '' },
+      caller.actor,
+      { orgId: caller.org.id, appId: params.app_id },
       body,
     );
     if (isGwError(connection)) return connection;

@@ -9,17 +9,13 @@ export const revokeConnectionRoute = declareRoute({
   method: 'DELETE',
   path: '/dashboard/api/connections/{connection_id}',
   summary: 'Revokes a connection: its API keys stop working at once',
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'admin', org: ofConnection },
   responses: { 200: { description: 'the revoked connection', schema: connectionSchema } },
-  errors: [],
-  async handler({ request, caller }, deps: KeyRevokingDeps) {
-    const connection = await revokeConnectionAs(
-      deps.db,
-      deps.apiKeys,
-      { userId: caller.user.id },
-      { orgId: caller.org.id, id: request.params.connection_id ?? '' },
-    );
+  async handler({ params, caller }, deps: KeyRevokingDeps) {
+    const connection = await revokeConnectionAs(deps.db, deps.apiKeys, caller.actor, {
+      orgId: caller.org.id,
+      id: params.connection_id,
+    });
     return connectionView(connection);
   },
 });

@@ -9,17 +9,15 @@ export const updateConnectionRoute = declareRoute({
   method: 'PATCH',
   path: '/dashboard/api/connections/{connection_id}',
   summary: 'Renames a connection or changes its settings',
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'admin', org: ofConnection },
   body: connectionSettingsSchema,
   responses: { 200: { description: 'the connection', schema: connectionSchema } },
-  errors: [],
-  async handler({ request, caller, body }, deps: KeyRevokingDeps) {
+  async handler({ params, caller, body }, deps: KeyRevokingDeps) {
     const connection = await updateConnectionAs(
       deps.db,
       deps.apiKeys,
-      { userId: caller.user.id },
-      { orgId: caller.org.id, id: request.params.connection_id ?? '' },
+      caller.actor,
+      { orgId: caller.org.id, id: params.connection_id },
       body,
     );
     return connectionView(connection);

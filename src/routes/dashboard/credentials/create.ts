@@ -37,7 +37,6 @@ export const createCredentialRoute = declareRoute({
   method: 'POST',
   path: '/dashboard/api/orgs/{org_id}/credentials',
   summary: 'Adds a provider credential, checked with the vendor first (fingerprint back)',
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'admin', org: inOrg },
   body: createCredentialBody,
   responses: { 201: { description: 'the credential', schema: credentialSchema } },
@@ -61,7 +60,7 @@ export const createCredentialRoute = declareRoute({
           routingMode: body.routing_mode ?? 'byok_first',
           appConnectionIds: body.app_connection_ids ?? [],
         },
-        { userId: caller.user.id },
+        caller.actor,
       );
     } catch (error) {
       return credentialRefusal(error);

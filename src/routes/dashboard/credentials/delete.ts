@@ -13,15 +13,13 @@ export const deleteCredentialRoute = declareRoute({
   method: 'DELETE',
   path: '/dashboard/api/credentials/{credential_id}',
   summary: 'Deletes a provider credential and revokes its connection grants',
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'admin', org: ofCredential },
   responses: { 200: { description: 'the deleted credential', schema: credentialSchema } },
-  errors: [],
-  async handler({ request, caller }, deps: CredentialRouteDeps) {
+  async handler({ params, caller }, deps: CredentialRouteDeps) {
     const credential = await deps.credentialStore.setStatus(
-      request.params.credential_id ?? '',
+      params.credential_id,
       'deleted',
-      { userId: caller.user.id },
+      caller.actor,
     );
     if (!credential) return credentialNotFound();
     return credential;

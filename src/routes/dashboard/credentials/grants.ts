@@ -18,17 +18,15 @@ function grantRoute(granted: boolean) {
     summary: granted
       ? 'Grants a provider credential to a connection of its organization'
       : "Revokes a connection's grant of a provider credential",
-    tag: 'dashboard',
     caller: { kind: 'org_member', role: 'admin', org: ofCredential },
     responses: { 200: { description: 'the credential', schema: credentialSchema } },
-    errors: [],
-    async handler({ request, caller }, deps: CredentialRouteDeps) {
+    async handler({ params, caller }, deps: CredentialRouteDeps) {
       try {
         const credential = await deps.credentialStore.grant(
-          request.params.credential_id ?? '',
-          request.params.app_connection_id ?? '',
+          params.credential_id,
+          params.app_connection_id,
           granted,
-          { userId: caller.user.id },
+          caller.actor,
         );
         if (!credential) return credentialNotFound();
         return credential;

@@ -29,14 +29,11 @@ export const updateCredentialRoute = declareRoute({
   method: 'PATCH',
   path: '/dashboard/api/credentials/{credential_id}',
   summary: 'Changes a provider credential: name, model policy, priority, routing mode, status',
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'admin', org: ofCredential },
   body: updateCredentialBody,
   responses: { 200: { description: 'the credential', schema: credentialSchema } },
-  errors: [],
-  async handler({ request, caller, body }, deps: CredentialRouteDeps) {
-    const id = request.params.credential_id ?? '';
-    const actor = { userId: caller.user.id };
+  async handler({ params, caller, body }, deps: CredentialRouteDeps) {
+    const id = params.credential_id;
     const { status, ...settings } = body;
     let credential = await deps.credentialStore.get(id);
     if (credential && Object.keys(settings).length > 0) {
@@ -48,11 +45,11 @@ export const updateCredentialRoute = declareRoute({
           ...(settings.priority !== undefined && { priority: settings.priority }),
           ...(settings.routing_mode !== undefined && { routingMode: settings.routing_mode }),
         },
-        actor,
+        caller.actor,
       );
     }
     if (credential && status !== undefined) {
-      credential = await deps.credentialStore.setStatus(id, status, actor);
+      credential = await deps.credentialStore.setStatus(id, status, caller.actor);
     }
     // A deleted credential is gone, as one that never existed.
     if (!credential) return credentialNotFound();

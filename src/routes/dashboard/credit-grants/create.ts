@@ -16,7 +16,6 @@ export const createCreditGrantRoute = declareRoute({
   method: 'POST',
   path: '/dashboard/api/product-users/{product_end_user_id}/credit-grants',
   summary: 'Grants credits to a product user (Idempotency-Key honoured)',
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'admin', org: ofProductUser },
   body: grantBody,
   responses: {
@@ -27,11 +26,14 @@ export const createCreditGrantRoute = declareRoute({
     201: { description: 'granted', schema: creditGrantWithCreditsSchema },
   },
   errors: ['gw_amount_out_of_range', 'gw_idempotency_key_reused'],
-  async handler({ request, caller, body }, deps: { readonly productUsers: ProductUserRouteDeps }) {
+  async handler(
+    { request, params, caller, body },
+    deps: { readonly productUsers: ProductUserRouteDeps },
+  ) {
     const { db, management, profiles } = deps.productUsers;
     const grantInput = creditGrantRequest(body, request.headers['idempotency-key']);
     if (isGwError(grantInput)) return grantInput;
-    const user = (await productUserById(db, request.params.product_end_user_id ?? ''))!;
+    const user = (await productUserById(db, params.product_end_user_id))!;
     const granted = await grantOutcome(
       management.grantCredits(
         { orgId: user.org_id, productUserId: user.id, ...grantInput },

@@ -12,15 +12,14 @@ export const revokeCreditGrantRoute = declareRoute({
   method: 'POST',
   path: '/dashboard/api/credit-grants/{grant_id}/revoke',
   summary: 'Revokes a credit grant: what is left of it can no longer be spent',
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'admin', org: ofCreditGrant },
   responses: { 200: { description: 'the revoked grant', schema: creditGrantWithCreditsSchema } },
   errors: ['gw_conflict'],
   async handler(
-    { request, caller },
+    { params, caller },
     deps: { readonly db: DbPool; readonly productUsers: ProductUserRouteDeps },
   ) {
-    const grantId = request.params.grant_id ?? '';
+    const grantId = params.grant_id;
     const grant = await deps.productUsers.management.revokeGrant(grantId, {
       orgId: caller.org.id,
       userId: caller.user.id,

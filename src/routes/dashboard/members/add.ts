@@ -12,7 +12,6 @@ export const addMemberRoute = declareRoute({
   method: 'POST',
   path: '/dashboard/api/orgs/{org_id}/members',
   summary: 'Adds an existing dashboard user to the organization by e-mail',
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'admin', org: inOrg },
   body: z.strictObject({ email: z.string().max(EMAIL_MAX_LENGTH), role: roleSchema }),
   responses: { 201: { description: 'the new member', schema: memberSchema } },
@@ -21,7 +20,7 @@ export const addMemberRoute = declareRoute({
     try {
       const member = await addMember(
         deps.db,
-        { userId: caller.user.id, role: caller.org.role },
+        { ...caller.actor, role: caller.org.role },
         caller.org.id,
         body.email,
         body.role,

@@ -11,17 +11,16 @@ export const removeMemberRoute = declareRoute({
   method: 'DELETE',
   path: '/dashboard/api/orgs/{org_id}/members/{user_id}',
   summary: 'Removes a member from the organization (or leaves it)',
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'viewer', org: inOrg },
   responses: { 200: { description: 'removed', schema: z.object({ removed: z.literal(true) }) } },
   errors: membershipErrors,
-  async handler({ request, caller }, deps: { readonly db: DbPool }) {
+  async handler({ params, caller }, deps: { readonly db: DbPool }) {
     try {
       await removeMember(
         deps.db,
-        { userId: caller.user.id, role: caller.org.role },
+        { ...caller.actor, role: caller.org.role },
         caller.org.id,
-        request.params.user_id ?? '',
+        params.user_id,
       );
       return { removed: true };
     } catch (error) {

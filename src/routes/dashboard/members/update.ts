@@ -11,18 +11,17 @@ export const changeMemberRoleRoute = declareRoute({
   method: 'PATCH',
   path: '/dashboard/api/orgs/{org_id}/members/{user_id}',
   summary: "Changes a member's role",
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'admin', org: inOrg },
   body: z.strictObject({ role: roleSchema }),
   responses: { 200: { description: 'the member', schema: memberSchema } },
   errors: membershipErrors,
-  async handler({ request, caller, body }, deps: { readonly db: DbPool }) {
+  async handler({ params, caller, body }, deps: { readonly db: DbPool }) {
     try {
       const member = await changeRole(
         deps.db,
-        { userId: caller.user.id, role: caller.org.role },
+        { ...caller.actor, role: caller.org.role },
         caller.org.id,
-        request.params.user_id ?? '',
+        params.user_id,
         body.role,
       );
       return memberView(member);

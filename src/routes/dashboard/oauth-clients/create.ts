@@ -12,7 +12,6 @@ export const createOAuthClientRoute = declareRoute({
   method: 'POST',
   path: '/dashboard/api/apps/{app_id}/oauth-clients',
   summary: 'Registers an OAuth client of the app; a confidential client gets its secret here only',
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'admin', org: ofApp },
   body: createOAuthClientBody,
   responses: {
@@ -22,17 +21,13 @@ export const createOAuthClientRoute = declareRoute({
     },
   },
   errors: ['gw_invalid_request', 'gw_conflict'],
-  async handler({ request, caller, body }, deps: { readonly db: DbPool }) {
-    const created = await createOAuthClientAs(
-      deps.db,
-      { userId: caller.user.id },
-      {
-        appId: request.params.app_id ?? '',
-        name: body.name,
-        redirectUris: body.redirect_uris,
-        public: body.public === true,
-      },
-    );
+  async handler({ params, caller, body }, deps: { readonly db: DbPool }) {
+    const created = await createOAuthClientAs(deps.db, caller.actor, {
+      appId: params.app_id,
+      name: body.name,
+      redirectUris: body.redirect_uris,
+      public: body.public === true,
+    });
     if (isGwError(created)) return created;
     return {
       ...oauthClientView(created.row),

@@ -10,16 +10,14 @@ export const deleteOAuthClientRoute = declareRoute({
   method: 'DELETE',
   path: '/dashboard/api/oauth-clients/{client_id}',
   summary: 'Deletes an OAuth client: the connections made through it are revoked',
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'admin', org: ofOAuthClient },
   responses: { 200: { description: 'the deleted client', schema: oauthClientSchema } },
-  errors: [],
-  async handler({ request, caller }, deps: KeyRevokingDeps) {
+  async handler({ params, caller }, deps: KeyRevokingDeps) {
     const deleted = await deleteOAuthClientAs(
       deps.db,
       deps.apiKeys,
-      { userId: caller.user.id },
-      request.params.client_id ?? '',
+      caller.actor,
+      params.client_id,
     );
     if (!deleted) {
       return gwError('gw_not_found', 'no OAuth client with this id in your organizations');

@@ -10,14 +10,12 @@ export const productUserProfileRoute = declareRoute({
   method: 'GET',
   path: '/dashboard/api/product-users/{product_end_user_id}',
   summary: "A product user's profile: allowance, cap, credits, usage",
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'viewer', org: ofProductUser },
   responses: { 200: { description: 'the product user', schema: productUserSchema } },
-  errors: [],
-  async handler({ request }, deps: { readonly productUsers: ProductUserRouteDeps }) {
+  async handler({ params }, deps: { readonly productUsers: ProductUserRouteDeps }) {
     const { db, profiles } = deps.productUsers;
     // The caller check found the user in the caller's organization.
-    const user = (await productUserById(db, request.params.product_end_user_id ?? ''))!;
+    const user = (await productUserById(db, params.product_end_user_id))!;
     return await profiles.profile(user);
   },
 });

@@ -15,13 +15,11 @@ function statusRoute(verb: 'block' | 'unblock', status: 'blocked' | 'active') {
       verb === 'block'
         ? 'Blocks a product user: their requests are refused whatever their balance'
         : 'Unblocks a product user',
-    tag: 'dashboard',
     caller: { kind: 'org_member', role: 'admin', org: ofProductUser },
     responses: { 200: { description: 'the product user', schema: productUserSchema } },
-    errors: [],
-    async handler({ request, caller }, deps: { readonly productUsers: ProductUserRouteDeps }) {
+    async handler({ params, caller }, deps: { readonly productUsers: ProductUserRouteDeps }) {
       const { db, management, profiles } = deps.productUsers;
-      const user = (await productUserById(db, request.params.product_end_user_id ?? ''))!;
+      const user = (await productUserById(db, params.product_end_user_id))!;
       await management.setStatus(user.org_id, user.app_id, user.external_user_id, status, {
         orgId: caller.org.id,
         userId: caller.user.id,

@@ -11,16 +11,14 @@ export const createServiceKeyRoute = declareRoute({
   method: 'POST',
   path: '/dashboard/api/orgs/{org_id}/service-keys',
   summary: 'Issues a service key; the raw key is shown in this answer only',
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'admin', org: inOrg },
   body: createServiceKeyBody,
   bodyOptional: true,
   responses: {
     201: { description: 'the key, with its raw value', schema: issuedServiceKeySchema },
   },
-  errors: [],
   async handler({ caller, body }, deps: { readonly db: DbPool }) {
-    const issued = await createServiceKeyAs(deps.db, { userId: caller.user.id }, caller.org.id, {
+    const issued = await createServiceKeyAs(deps.db, caller.actor, caller.org.id, {
       ...(body.scopes && { scopes: body.scopes }),
       expiresAt: body.expires_at ? new Date(body.expires_at) : null,
     });

@@ -51,16 +51,15 @@ export function serviceKeyStatusRoute(action: 'revoke' | 'disable') {
       action === 'revoke'
         ? 'Revokes a service key for good: every instance refuses it at once'
         : 'Disables a service key: every instance refuses it at once',
-    tag: 'dashboard',
     caller: { kind: 'org_member', role: 'admin', org: ofServiceKey },
     responses: { 200: { description: `the ${status} key`, schema: serviceKeySchema } },
     errors: ['gw_not_found'],
-    async handler({ request, caller }, deps: ServiceKeyRouteDeps) {
+    async handler({ params, caller }, deps: ServiceKeyRouteDeps) {
       const row = await setServiceKeyStatusAs(
         deps.db,
         deps.serviceKeys,
-        { userId: caller.user.id },
-        request.params.id ?? '',
+        caller.actor,
+        params.id,
         status,
       );
       if (!row) return gwError('gw_not_found', 'no service key with this id');

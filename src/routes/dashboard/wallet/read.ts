@@ -12,7 +12,6 @@ export const readWalletRoute = declareRoute({
   method: 'GET',
   path: '/dashboard/api/orgs/{org_id}/wallet',
   summary: "The organization wallet's balance, held and available amounts",
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'viewer', org: inOrg },
   responses: {
     200: {
@@ -20,7 +19,6 @@ export const readWalletRoute = declareRoute({
       schema: walletSchema.extend({ top_ups_enabled: z.boolean() }),
     },
   },
-  errors: [],
   async handler(
     { caller },
     deps: {

@@ -21,7 +21,6 @@ export const topUpWalletRoute = declareRoute({
   method: 'POST',
   path: '/dashboard/api/orgs/{org_id}/wallet/top-ups',
   summary: "Adds funds to the organization's wallet (when the operator allows it)",
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'admin', org: inOrg },
   body: z.strictObject({ amount: amountInput }),
   responses: {
@@ -44,9 +43,7 @@ export const topUpWalletRoute = declareRoute({
       return gwError('gw_invalid_request', 'amount: must be greater than zero');
     }
     try {
-      const transaction = await deps.wallets.topUp(caller.org.id, amountNano, {
-        userId: caller.user.id,
-      });
+      const transaction = await deps.wallets.topUp(caller.org.id, amountNano, caller.actor);
       return {
         transaction,
         wallet: await readWallet(deps.wallets, caller.org.id),

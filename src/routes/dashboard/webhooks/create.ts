@@ -15,7 +15,6 @@ export const createWebhookRoute = declareRoute({
   method: 'POST',
   path: WEBHOOKS_PATH,
   summary: 'Adds a webhook endpoint; its signing secret is shown in this answer only',
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'admin', org: inOrg },
   body: createWebhookBody,
   responses: {
@@ -26,7 +25,7 @@ export const createWebhookRoute = declareRoute({
     const created = await createEndpoint(
       deps.webhooks.db,
       deps.webhooks.settings,
-      { userId: caller.user.id },
+      caller.actor,
       caller.org.id,
       { url: body.url, description: body.description, eventTypes: body.event_types },
     );

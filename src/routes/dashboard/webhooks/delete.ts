@@ -11,7 +11,6 @@ export const deleteWebhookRoute = declareRoute({
   method: 'DELETE',
   path: WEBHOOK_PATH,
   summary: 'Deletes a webhook endpoint and its delivery log',
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'admin', org: inOrg },
   responses: {
     200: {
@@ -20,14 +19,9 @@ export const deleteWebhookRoute = declareRoute({
     },
   },
   errors: ['gw_not_found'],
-  async handler({ request, caller }, deps: { readonly webhooks: WebhookRouteDeps }) {
-    const id = request.params.webhook_id ?? '';
-    const deleted = await deleteEndpoint(
-      deps.webhooks.db,
-      { userId: caller.user.id },
-      caller.org.id,
-      id,
-    );
+  async handler({ params, caller }, deps: { readonly webhooks: WebhookRouteDeps }) {
+    const id = params.webhook_id;
+    const deleted = await deleteEndpoint(deps.webhooks.db, caller.actor, caller.org.id, id);
     if (!deleted) return gwError('gw_not_found', 'no webhook endpoint with this id');
     return { id, deleted: true };
   },

@@ -23,15 +23,14 @@ export const webhookDeliveriesRoute = declareRoute({
   method: 'GET',
   path: `${WEBHOOK_PATH}/deliveries`,
   summary: "The endpoint's delivery log: messages, states and attempts, newest first",
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'admin', org: inOrg },
   query: deliveriesQuery,
   responses: { 200: { description: 'deliveries', schema: pageOf(deliverySchema) } },
   errors: ['gw_invalid_request', 'gw_not_found'],
-  async handler({ request, caller }, deps: { readonly webhooks: WebhookRouteDeps }) {
+  async handler({ request, params, caller }, deps: { readonly webhooks: WebhookRouteDeps }) {
     const query = parseQuery(request.query, deliveriesQuery);
     if (isGwError(query)) return query;
-    return await listDeliveries(deps.webhooks.db, caller.org.id, request.params.webhook_id ?? '', {
+    return await listDeliveries(deps.webhooks.db, caller.org.id, params.webhook_id, {
       limit: query.limit,
       before: query.cursor ?? null,
       state: query.status,

@@ -9,10 +9,8 @@ export const listWebhooksRoute = declareRoute({
   method: 'GET',
   path: WEBHOOKS_PATH,
   summary: "The organization's webhook endpoints and their health (at most 20: one page)",
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'admin', org: inOrg },
   responses: { 200: { description: 'webhook endpoints', schema: pageOf(webhookSchema) } },
-  errors: [],
   async handler({ caller }, deps: { readonly webhooks: WebhookRouteDeps }) {
     const rows = await listEndpoints(deps.webhooks.db, caller.org.id);
     const now = Date.now();

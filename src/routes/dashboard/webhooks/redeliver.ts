@@ -11,7 +11,6 @@ export const redeliverWebhookRoute = declareRoute({
   method: 'POST',
   path: `${WEBHOOK_PATH}/redeliver`,
   summary: 'Sends a message again, or every message since a time',
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'admin', org: inOrg },
   body: redeliverBody,
   responses: {
@@ -21,12 +20,12 @@ export const redeliverWebhookRoute = declareRoute({
     },
   },
   errors: ['gw_not_found', 'gw_conflict'],
-  async handler({ request, caller, body }, deps: { readonly webhooks: WebhookRouteDeps }) {
+  async handler({ params, caller, body }, deps: { readonly webhooks: WebhookRouteDeps }) {
     return await redeliver(
       deps.webhooks.db,
-      { userId: caller.user.id },
+      caller.actor,
       caller.org.id,
-      request.params.webhook_id ?? '',
+      params.webhook_id,
       body.message_id !== undefined
         ? { messageId: body.message_id }
         : { since: new Date(body.since!) },

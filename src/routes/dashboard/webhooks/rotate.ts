@@ -16,7 +16,6 @@ export const rotateWebhookSecretRoute = declareRoute({
   method: 'POST',
   path: `${WEBHOOK_PATH}/rotate-secret`,
   summary: 'Rotates the signing secret: the old one also signs during the grace period',
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'admin', org: inOrg },
   body: rotateWebhookBody,
   bodyOptional: true,
@@ -24,13 +23,13 @@ export const rotateWebhookSecretRoute = declareRoute({
     200: { description: 'the endpoint, with its new secret', schema: webhookWithSecretSchema },
   },
   errors: ['gw_not_found', 'gw_unavailable'],
-  async handler({ request, caller, body }, deps: { readonly webhooks: WebhookRouteDeps }) {
+  async handler({ params, caller, body }, deps: { readonly webhooks: WebhookRouteDeps }) {
     const rotated = await rotateSecret(
       deps.webhooks.db,
       deps.webhooks.settings,
-      { userId: caller.user.id },
+      caller.actor,
       caller.org.id,
-      request.params.webhook_id ?? '',
+      params.webhook_id,
       body.grace_seconds,
     );
     if (isGwError(rotated)) return rotated;

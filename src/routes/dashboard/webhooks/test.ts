@@ -10,18 +10,12 @@ export const testWebhookRoute = declareRoute({
   method: 'POST',
   path: `${WEBHOOK_PATH}/test`,
   summary: 'Sends a webhook.test event to the endpoint (see its deliveries for the outcome)',
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'admin', org: inOrg },
   responses: {
     202: { description: 'queued', schema: z.object({ message_id: z.string() }) },
   },
   errors: ['gw_not_found', 'gw_conflict'],
-  async handler({ request, caller }, deps: { readonly webhooks: WebhookRouteDeps }) {
-    return await sendTestEvent(
-      deps.webhooks.db,
-      { userId: caller.user.id },
-      caller.org.id,
-      request.params.webhook_id ?? '',
-    );
+  async handler({ params, caller }, deps: { readonly webhooks: WebhookRouteDeps }) {
+    return await sendTestEvent(deps.webhooks.db, caller.actor, caller.org.id, params.webhook_id);
   },
 });

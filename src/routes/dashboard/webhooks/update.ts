@@ -11,19 +11,18 @@ export const updateWebhookRoute = declareRoute({
   method: 'PATCH',
   path: WEBHOOK_PATH,
   summary: 'Changes a webhook endpoint: URL, description, event types, enabled',
-  tag: 'dashboard',
   caller: { kind: 'org_member', role: 'admin', org: inOrg },
   body: updateWebhookBody,
   bodyOptional: true,
   responses: { 200: { description: 'the endpoint', schema: webhookSchema } },
   errors: ['gw_not_found', 'gw_webhook_url_not_allowed'],
-  async handler({ request, caller, body }, deps: { readonly webhooks: WebhookRouteDeps }) {
+  async handler({ params, caller, body }, deps: { readonly webhooks: WebhookRouteDeps }) {
     const updated = await updateEndpoint(
       deps.webhooks.db,
       deps.webhooks.settings,
-      { userId: caller.user.id },
+      caller.actor,
       caller.org.id,
-      request.params.webhook_id ?? '',
+      params.webhook_id,
       {
         url: body.url,
         description: body.description,
