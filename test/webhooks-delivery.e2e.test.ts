@@ -116,6 +116,23 @@ describe('retries', () => {
     expect((await endpointRow(endpoint.id))!.status).toBe('enabled');
   });
 
+  it('a retry waits its delay from the failure, not from when the failed attempt began', async () => {
+    const endpoint = await addEndpoint('/slow-fail');
+    // 600 ms to answer 500, then 200: the retry comes at least 0.8 s (1 s − 20% jitter) after
+    // that answer, so at least 1.4 s after the first attempt arrived.
+    receiver.behave('/slow-fail', (_message, attempt) =>
+      attempt === 1 ? { status: 500, delayMs: 600 } : { status: 200 },
+    );
+    const { message_id: id } = await sendTest(endpoint.id);
+    await eventually(async () =>
+      receiver.messages('/slow-fail').some((m) => m.id === id && m.status === 200)
+        ? true
+        : undefined,
+    );
+    const [first, retry] = receiver.messages('/slow-fail').filter((message) => message.id === id);
+    expect(retry!.receivedAtMs - first!.receivedAtMs).toBeGreaterThanOrEqual(1_400);
+  });
+
   it('a healthy endpoint gets messages in the order they were created', async () => {
     const endpoint = await addEndpoint('/ordered');
     await emitEvents(

@@ -208,12 +208,14 @@ export class WebhookDispatcher {
       return;
     }
     const delayMs = retryDelayMs(this.settings.retryScheduleS, delivery.retry_step);
+    // The delay counts from the failure: clock_timestamp(), not now(), which is when this
+    // attempt's transaction began, before the receiver was called (up to its time-out earlier).
     await connection.query(
       `UPDATE webhook_deliveries SET
          state = CASE WHEN $2::bigint IS NULL THEN 'failed' ELSE 'pending' END,
          attempt_count = attempt_count + 1, retry_step = retry_step + 1, last_attempt_at = now(),
          next_attempt_at = CASE WHEN $2::bigint IS NULL THEN next_attempt_at
-                                ELSE now() + $2::bigint * interval '1 millisecond' END
+                                ELSE clock_timestamp() + $2::bigint * interval '1 millisecond' END
         WHERE id = $1`,
       [delivery.id, delayMs],
     );
