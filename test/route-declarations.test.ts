@@ -63,6 +63,21 @@ const formRoute = declareRoute({
   },
 });
 
+/** A route with path parameters: the handler gets them typed from the path. */
+const paramRoute = declareRoute({
+  method: 'GET',
+  path: '/v1/shelves/{shelf_id}/books/{book_id}',
+  summary: 'Names a book on a shelf',
+  caller: { kind: 'api_key' },
+  responses: { 200: { description: 'the ids' } },
+  handler({ params }) {
+    const ids: { shelf: string; book: string } = { shelf: params.shelf_id, book: params.book_id };
+    // @ts-expect-error: `author_id` is not a parameter of this path (checked by the typecheck)
+    void params.author_id;
+    return ids;
+  },
+});
+
 /** What the hold route's handler kept while it runs, and how to let it answer. */
 let held: { rawBodyBytes: number; body: WeakRef<object>; release: () => void } | undefined;
 
@@ -115,7 +130,11 @@ beforeAll(async () => {
   server = createHttpServer({
     maxBodyBytes: 4 * 1024 * 1024,
     logger: createLogger('silent'),
-    routes: bindRoutes([echoRoute, formRoute, holdRoute], { suffix: '!' }, authenticators),
+    routes: bindRoutes(
+      [echoRoute, formRoute, holdRoute, paramRoute],
+      { suffix: '!' },
+      authenticators,
+    ),
   });
   port = await server.listen('127.0.0.1', 0);
   base = `http://127.0.0.1:${port}`;
@@ -147,6 +166,14 @@ describe('a route declared in one place', () => {
       expect(refused.status).toBe(403);
       expect(refused.body).toEqual({ error: { code: 'gw_model_not_allowed', message } });
     }
+  });
+
+  it('gets its path parameters, decoded, by the names its path gives them', async () => {
+    const response = await fetch(`${base}/v1/shelves/s%201/books/b-2`, {
+      headers: { authorization: `Bearer ${GOOD_KEY}` },
+    });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ shelf: 's 1', book: 'b-2' });
   });
 
   it('is authenticated by its caller kind before its handler runs', async () => {
@@ -291,6 +318,24 @@ describe('the gateway route table', () => {
       .map((route) => `${route.method} ${route.path}`);
     expect(documented.sort()).toEqual(expected.sort());
     expect(documented).not.toContain('GET /metrics');
+  });
+
+  it('tags each route in /openapi.json with its section: every dashboard API route is in "dashboard"', () => {
+    const document = buildOpenApiDocument(routeDeclarations) as {
+      paths: Record<string, Record<string, { tags?: string[] }>>;
+    };
+    const tagsOf = (path: string): string[][] =>
+      Object.values(document.paths[path] ?? {}).map((operation) => operation.tags ?? []);
+    const dashboardPaths = Object.keys(document.paths).filter((path) =>
+      path.startsWith('/dashboard/api/'),
+    );
+    expect(dashboardPaths.length).toBeGreaterThan(40);
+    for (const path of dashboardPaths)
+      expect(tagsOf(path)).toEqual(tagsOf(path).map(() => ['dashboard']));
+    // The paged lists share a declaration helper; they are in the section too.
+    expect(tagsOf('/dashboard/api/orgs/{org_id}/apps')).toContainEqual(['dashboard']);
+    expect(tagsOf('/v1/chat/completions')).toEqual([['inference']]);
+    expect(tagsOf('/oauth/token')).toEqual([['oauth']]);
   });
 
   it('serves a public route with no authenticator call', async () => {
