@@ -40,6 +40,28 @@ describe('dispatchWithFailover', () => {
     ]);
   });
 
+  it('sends the same body on every attempt, and drops it once an answer is accepted', async () => {
+    const vendor = new ScriptedVendor([rateLimited, ok]);
+    const ports = fakePorts(vendor, {
+      secrets: { cred_1: 'key-one', cred_2: 'key-two' },
+      failover: () => ({ kind: 'credential', credentialId: 'cred_2' }),
+    });
+    const exchange = chatExchange();
+    const sent = exchange.body;
+    await dispatchWithFailover(ports, admission({ credentialId: 'cred_1' }), exchange, client());
+    expect(sent?.length).toBeGreaterThan(0);
+    expect(vendor.requests.map((request) => request.body)).toEqual([sent, sent]);
+    // A stream keeps its exchange for minutes: the prompt's bytes must not stay with it.
+    expect(exchange.body).toBeUndefined();
+  });
+
+  it('keeps the body while no answer is accepted (the request can still be retried)', async () => {
+    const exchange = chatExchange();
+    const ports = fakePorts(new ScriptedVendor([rateLimited]), { secrets: { cred_1: 'key-one' } });
+    await dispatchWithFailover(ports, admission(), exchange, client());
+    expect(Buffer.isBuffer(exchange.body)).toBe(true);
+  });
+
   it('falls back to the system route when failover picks it', async () => {
     const vendor = new ScriptedVendor([rateLimited, ok]);
     const ports = fakePorts(vendor, {

@@ -87,20 +87,25 @@ export async function dispatchWithFailover(
     }
     // Past the shutdown grace nothing new goes out (nothing sent, nothing charged).
     if (client.cut) return { credentialId, mock, ...shutdownEnd(exchange) };
+    const body = exchange.body;
+    if (!body) throw new Error('an exchange is dispatched until its answer is accepted, not after');
     let response: UpstreamResponse;
     try {
       const call = ports.upstream.request({
         baseUrl: route.baseUrl,
         path: exchange.path,
         headers: exchange.headersFor(route.apiKey),
-        body: exchange.body,
+        body,
       });
       client.current = call;
       response = await call.response;
     } catch (error) {
       return { credentialId, mock, ...noAnswer(ports, admission, exchange, client, error) };
     }
-    if (response.statusCode < 400) return { kind: 'answered', response, credentialId, mock };
+    if (response.statusCode < 400) {
+      exchange.body = undefined; // no failover from here on (see UpstreamExchange.body)
+      return { kind: 'answered', response, credentialId, mock };
+    }
 
     const errorText = (await response.body.bounded(MAX_ERROR_BODY_BYTES)).toString('utf8');
     const retryAfter = headerText(response.headers['retry-after']);

@@ -1,6 +1,7 @@
 // Keep-alive connection pools to the vendors, one per origin, called through undici's
 // dispatch API: the answer's body arrives as an UpstreamBody (see there for why).
 import type { IncomingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
 import { Pool, type Dispatcher } from 'undici';
 import { UpstreamBody } from './upstream-body.js';
 
@@ -45,12 +46,17 @@ export class UpstreamClient {
   request(request: UpstreamRequest): UpstreamCall {
     const { origin, pathPrefix } = this.split(request.baseUrl);
     const handler = new CallHandler();
+    const { body } = request;
+    const large = body.length > RELEASED_BODY_BYTES;
     this.pool(origin).dispatch(
       {
         method: 'POST',
         path: pathPrefix + request.path,
-        headers: request.headers,
-        body: request.body,
+        headers: large
+          ? Object.assign({}, request.headers, { 'content-length': String(body.length) })
+          : request.headers,
+        // undici documents async iterables as bodies (Dispatcher.md); its types omit them.
+        body: large ? (new OneChunkBody(body) as unknown as Readable) : body,
         headersTimeout: this.timeoutMs,
         bodyTimeout: this.timeoutMs,
       },
@@ -89,6 +95,42 @@ export class UpstreamClient {
       this.pools.set(origin, pool);
     }
     return pool;
+  }
+}
+
+/**
+ * Bodies above this size go to undici as a OneChunkBody, which it lets go of once written;
+ * smaller ones as the Buffer, which undici writes with its head in one writev but keeps until
+ * the call ends. Measured (bench/RESULTS.md, 2026-11-24, session 10): the iterable costs a
+ * few µs of CPU and a second socket write per call; a 20 KB prompt kept for a stream's
+ * minutes costs 20 KB per live stream.
+ */
+export const RELEASED_BODY_BYTES = 4096;
+
+/**
+ * A request body undici holds only until it is on the socket. undici keeps a Buffer body on
+ * its request for the whole call, a stream's minutes; an async iterable it reads once, and
+ * this one gives its chunk up as it hands it over. Sent with its content-length, so the wire
+ * is the same as for the Buffer.
+ */
+export class OneChunkBody implements AsyncIterableIterator<Buffer> {
+  constructor(private chunk: Buffer | undefined) {}
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<Buffer, undefined>> {
+    const chunk = this.chunk;
+    this.chunk = undefined;
+    return Promise.resolve(
+      chunk ? { value: chunk, done: false } : { value: undefined, done: true },
+    );
+  }
+
+  return(): Promise<IteratorResult<Buffer, undefined>> {
+    this.chunk = undefined;
+    return Promise.resolve({ value: undefined, done: true });
   }
 }
 

@@ -32,8 +32,12 @@ export interface StreamRelay {
 export interface UpstreamExchange {
   readonly vendorLabel: string;
   readonly path: string;
-  /** The serialised upstream body (bytes: see serialisedBody). */
-  readonly body: Buffer;
+  /**
+   * The serialised upstream body (bytes: see serialisedBody), until the vendor's answer is
+   * accepted: the dispatch loop then drops it (only a failover sends it again, and a stream
+   * keeps its exchange for minutes).
+   */
+  body: Buffer | undefined;
   /** The upstream headers with the route's key (undefined: none). */
   headersFor(apiKey: string | undefined): Record<string, string>;
   /** How errors are dressed for the client's protocol. */

@@ -1,0 +1,93 @@
+// The vendor client against a real local HTTP server: what goes on the wire, and that a large
+// body is not kept for the whole call (a stream's minutes) once it has been sent.
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RELEASED_BODY_BYTES, UpstreamClient, type UpstreamCall } from './upstream.js';
+
+setFlagsFromString('--expose-gc');
+const collectGarbage = runInNewContext('gc') as () => void;
+
+interface Received {
+  readonly headers: IncomingMessage['headers'];
+  readonly body: Buffer;
+  /** The open answer: headers sent, body not ended (a stream in progress). */
+  readonly response: ServerResponse;
+}
+
+const received: Received[] = [];
+const server = createServer((request, response) => {
+  const chunks: Buffer[] = [];
+  request.on('data', (chunk: Buffer) => chunks.push(chunk));
+  request.on('end', () => {
+    received.push({ headers: request.headers, body: Buffer.concat(chunks), response });
+    response.writeHead(200, { 'content-type': 'text/event-stream' });
+    response.write('data: {}\n\n');
+  });
+});
+const client = new UpstreamClient(10_000);
+const calls: UpstreamCall[] = [];
+let baseUrl = '';
+
+beforeAll(async () => {
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  for (const call of calls) call.abort();
+  for (const { response } of received) response.end();
+  await client.close();
+  server.close();
+});
+
+/** Starts a call with a fresh body of `bytes` bytes; only a weak reference to it stays here. */
+function callWith(bytes: number): { call: UpstreamCall; body: WeakRef<Buffer>; text: string } {
+  const text = JSON.stringify({ prompt: 'x'.repeat(bytes - '{"prompt":""}'.length) });
+  const body = Buffer.from(text);
+  const call = client.request({
+    baseUrl,
+    path: '/v1/chat/completions',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer key-1' },
+    body,
+  });
+  calls.push(call);
+  return { call, body: new WeakRef(body), text };
+}
+
+async function collected(ref: WeakRef<object>): Promise<boolean> {
+  // A WeakRef made in this job holds its target until the job ends.
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  collectGarbage();
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  return ref.deref() === undefined;
+}
+
+describe('UpstreamClient', () => {
+  it.each([
+    ['a small body', 200],
+    ['a large body', RELEASED_BODY_BYTES * 16],
+  ])('sends %s with its content-length, not chunked', async (_name, bytes) => {
+    const { call, text } = callWith(bytes);
+    const response = await call.response;
+    expect(response.statusCode).toBe(200);
+    const seen = received.at(-1)!;
+    expect(seen.body.toString()).toBe(text);
+    expect(seen.headers['content-length']).toBe(String(bytes));
+    expect(seen.headers['transfer-encoding']).toBeUndefined();
+    expect(seen.headers.authorization).toBe('Bearer key-1');
+  });
+
+  it('lets go of a large body once it is sent, while the answer still streams', async () => {
+    const { call, body } = callWith(RELEASED_BODY_BYTES * 16);
+    const response = await call.response;
+    expect(await collected(body)).toBe(true);
+    // The call is still open and reads on.
+    const first = await response.body[Symbol.asyncIterator]().next();
+    expect(Buffer.from(first.value as Uint8Array).toString()).toBe('data: {}\n\n');
+  });
+});
