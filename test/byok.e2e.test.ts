@@ -22,6 +22,7 @@ interface UsageRow {
   credential_id: string | null;
   status: string;
   wallet_cost: string;
+  input_tokens: number;
 }
 
 const chat = {
@@ -33,7 +34,7 @@ const chat = {
 async function usageRows(requestIds: string[]): Promise<Map<string, UsageRow>> {
   const rows = await eventually(async () => {
     const { rows: found } = await db.query<UsageRow>(
-      'SELECT request_id, route, credential_id, status, wallet_cost::text FROM usage_records WHERE request_id = ANY($1::uuid[])',
+      'SELECT request_id, route, credential_id, status, wallet_cost::text, input_tokens FROM usage_records WHERE request_id = ANY($1::uuid[])',
       [requestIds],
     );
     return found.length === requestIds.length ? found : undefined;
@@ -125,16 +126,22 @@ describe('failover across provider credentials', () => {
       });
     }
 
-    // Once the cooldown is over the primary is tried (and fails over) again.
+    // Once the cooldown is over the primary is tried (and fails over) again; with a prompt
+    // large enough that undici gets it as an iterable (decision 269), the backup reads it whole.
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, until - Date.now()) + 100));
     const beforeRetry = failoverLines(gateways[0]!) + failoverLines(gateways[1]!);
+    const longPrompt = 'the long context of a real prompt '.repeat(400); // 13.6 KB
     const streamedAgain = await postSse(
       `${gateways[0]!.url}/v1/chat/completions`,
-      { ...chat, stream: true },
+      { ...chat, stream: true, messages: [{ role: 'user', content: longPrompt }] },
       bearer(org.api_key),
     );
     expect(streamedAgain.data.at(-1)).toBe('[DONE]');
     expect(failoverLines(gateways[0]!) + failoverLines(gateways[1]!)).toBe(beforeRetry + 1);
+    const againId = streamedAgain.headers.get('x-request-id')!;
+    const againRow = (await usageRows([againId])).get(againId)!;
+    expect(againRow).toMatchObject({ credential_id: backup, status: 'completed' });
+    expect(againRow.input_tokens).toBeGreaterThan(2_000); // the vendor counted the whole prompt
   });
 
   it('falls back to the system route when every credential is exhausted (byok_first), paid by the wallet', async () => {
