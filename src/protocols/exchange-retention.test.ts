@@ -1,16 +1,12 @@
 // An exchange lives as long as its call to the vendor (a stream's minutes). It must not keep
 // the client's parsed body, the prompt, alive that long: its upstream body is already the one
 // copy that is sent (decision 266).
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
+import { collected } from '../../test/support/collectable.js';
 import { chatCompletionsExchange } from './chat-completions/exchange.js';
 import { chatOverMessagesExchange } from './chat-over-messages/exchange.js';
 import type { UpstreamExchange, WireEndpoint } from './common/exchange.js';
 import { messagesExchange } from './messages/exchange.js';
-
-setFlagsFromString('--expose-gc');
-const collectGarbage = runInNewContext('gc') as () => void;
 
 const endpoint: WireEndpoint = {
   id: 'vendor_test',
@@ -28,14 +24,6 @@ function exchangeOver(make: (body: Record<string, unknown>) => UpstreamExchange)
 } {
   const body = { messages: [{ role: 'user', content: 'a long prompt '.repeat(2_000) }] };
   return { exchange: make(body), body: new WeakRef(body) };
-}
-
-async function collected(ref: WeakRef<object>): Promise<boolean> {
-  // A WeakRef made in this job holds its target until the job ends.
-  await new Promise((resolve) => setTimeout(resolve, 0));
-  collectGarbage();
-  await new Promise((resolve) => setTimeout(resolve, 0));
-  return ref.deref() === undefined;
 }
 
 const call = { upstreamModel: 'model-x', maxTokens: 64, stream: true };

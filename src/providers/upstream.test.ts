@@ -3,13 +3,9 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { collected } from '../../test/support/collectable.js';
 import { RELEASED_BODY_BYTES, UpstreamClient, type UpstreamCall } from './upstream.js';
-
-setFlagsFromString('--expose-gc');
-const collectGarbage = runInNewContext('gc') as () => void;
 
 interface Received {
   readonly headers: IncomingMessage['headers'];
@@ -57,14 +53,6 @@ function callWith(bytes: number): { call: UpstreamCall; body: WeakRef<Buffer>; t
   });
   calls.push(call);
   return { call, body: new WeakRef(body), text };
-}
-
-async function collected(ref: WeakRef<object>): Promise<boolean> {
-  // A WeakRef made in this job holds its target until the job ends.
-  await new Promise((resolve) => setTimeout(resolve, 0));
-  collectGarbage();
-  await new Promise((resolve) => setTimeout(resolve, 0));
-  return ref.deref() === undefined;
 }
 
 describe('UpstreamClient', () => {
