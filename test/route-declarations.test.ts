@@ -330,6 +330,14 @@ describe('the gateway route table', () => {
     expect(tagsOf('/dashboard/api/orgs/{org_id}/apps')).toContainEqual(['dashboard']);
     expect(tagsOf('/v1/chat/completions')).toEqual([['inference']]);
     expect(tagsOf('/oauth/token')).toEqual([['oauth']]);
+    const { tags } = document as unknown as { tags: Array<{ name: string; description: string }> };
+    expect(tags.map((tag) => tag.name)).toEqual([
+      'inference',
+      'product users',
+      'dashboard',
+      'oauth',
+    ]);
+    for (const tag of tags) expect(tag.description.length).toBeGreaterThan(20);
   });
 
   it('serves a public route with no authenticator call', async () => {

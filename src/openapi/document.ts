@@ -8,6 +8,7 @@ import {
   routeErrorCodes,
   type CallerRequirement,
   type DeclaredRoute,
+  type RouteSection,
 } from '../routes/framework/declaration.js';
 
 const codes = Object.keys(errorCatalogue) as [ErrorCode, ...ErrorCode[]];
@@ -94,6 +95,7 @@ export function buildOpenApiDocument(
   routes: readonly DeclaredRoute<never>[],
 ): Record<string, unknown> {
   const registry = new OpenAPIRegistry();
+  const sections = new Map<string, RouteSection>();
   for (const [name, scheme] of Object.entries(securitySchemes)) {
     registry.registerComponent('securitySchemes', name, scheme);
   }
@@ -106,11 +108,12 @@ export function buildOpenApiDocument(
       ]),
     );
     const routeSecurity = security(route.caller);
+    if (route.section) sections.set(route.section.name, route.section);
     registry.registerPath({
       method: route.method.toLowerCase() as 'get' | 'post' | 'put' | 'delete' | 'patch',
       path: route.path,
       summary: route.summary,
-      ...(route.tag && { tags: [route.tag] }),
+      ...(route.section && { tags: [route.section.name] }),
       ...(routeSecurity && { security: routeSecurity }),
       request: {
         ...(pathParams(route.path) && { params: pathParams(route.path) }),
@@ -136,5 +139,6 @@ export function buildOpenApiDocument(
       version: '0.1.0',
       description: 'Inference routes under /v1; product-user management routes unprefixed.',
     },
+    tags: [...sections.values()].map(({ name, description }) => ({ name, description })),
   }) as unknown as Record<string, unknown>;
 }

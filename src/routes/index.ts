@@ -108,7 +108,7 @@ import {
   dashboardSignInPageRoute,
 } from './dashboard-ui/page.js';
 import { countTokensRoute } from './count-tokens.js';
-import { section, type DeclaredRoute } from './framework/declaration.js';
+import { inSection, type DeclaredRoute, type RouteSection } from './framework/declaration.js';
 import { healthzRoute } from './healthz.js';
 import { readyzRoute, type ReadinessProbe } from './readyz.js';
 import { keyUsageRoute } from './key-usage.js';
@@ -142,29 +142,49 @@ export interface RouteDeps extends AccountDeps, CredentialRouteDeps, OAuthDeps {
   readonly dashboardBundle: DashboardBundle;
 }
 
-/**
- * Every route, by section: /openapi.json tags a section's routes with its name (the
- * operational routes and the dashboard's pages are untagged).
- */
+/** The sections of /openapi.json (the operational routes and the dashboard's pages have none). */
+const sections = {
+  inference: {
+    name: 'inference',
+    description:
+      'Model calls with a gw API key or OAuth access token: chat completions, messages, token counts, models, the key usage',
+  },
+  productUsers: {
+    name: 'product users',
+    description: 'Your end users (product users), with a service key: their profiles and credits',
+  },
+  dashboard: {
+    name: 'dashboard',
+    description:
+      'What the browser dashboard calls, with a session cookie: accounts, apps, keys, caps, wallet, credentials, webhooks',
+  },
+  oauth: {
+    name: 'oauth',
+    description:
+      'Authorization-code flow with PKCE for third-party apps whose users pay from their own wallet',
+  },
+} as const satisfies Record<string, RouteSection>;
+
+/** Every route, by section: /openapi.json tags a section's routes with it. */
 export const routeDeclarations: readonly DeclaredRoute<RouteDeps>[] = [
   healthzRoute,
   readyzRoute,
   metricsRoute,
   openApiRoute,
-  ...section('inference', [
+  ...inSection(sections.inference, [
     chatCompletionsRoute,
     messagesRoute,
     countTokensRoute,
     modelsRoute,
     keyUsageRoute,
   ]),
-  ...section('product users', [
+  ...inSection(sections.productUsers, [
     getProductUserRoute,
     putProductUserRoute,
     creditSummaryRoute,
     creditGrantRoute,
   ]),
-  ...section('dashboard', [
+  ...inSection(sections.dashboard, [
     loginRoute,
     signupRoute,
     logoutRoute,
@@ -237,7 +257,12 @@ export const routeDeclarations: readonly DeclaredRoute<RouteDeps>[] = [
     listConnectedAppsRoute,
     revokeConnectedAppRoute,
   ]),
-  ...section('oauth', [authorizePageRoute, authorizeDecisionRoute, tokenRoute, revokeTokenRoute]),
+  ...inSection(sections.oauth, [
+    authorizePageRoute,
+    authorizeDecisionRoute,
+    tokenRoute,
+    revokeTokenRoute,
+  ]),
   dashboardRedirectRoute,
   dashboardPageRoute,
   dashboardSignInPageRoute,

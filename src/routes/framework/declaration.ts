@@ -194,8 +194,8 @@ export interface RouteDeclaration<
   readonly path: Path;
   /** One line for /openapi.json. */
   readonly summary: string;
-  /** The /openapi.json tag that groups it: set for a whole section in routes/index.ts. */
-  readonly tag?: string;
+  /** The /openapi.json section (tag) that groups it: set for a whole list in routes/index.ts. */
+  readonly section?: RouteSection;
   readonly caller: Requirement;
   /** The JSON body, validated before the handler runs (400 with the field path otherwise). */
   readonly body?: BodySchema;
@@ -235,12 +235,18 @@ export function declareRoute<
   return declaration;
 }
 
-/** The routes of one /openapi.json section, each tagged with its name. */
-export function section<Route extends DeclaredRoute<never>>(
-  tag: string,
+/** A group of routes in /openapi.json: its tag, and what the group is for. */
+export interface RouteSection {
+  readonly name: string;
+  readonly description: string;
+}
+
+/** The routes of one /openapi.json section, each tagged with it. */
+export function inSection<Route extends DeclaredRoute<never>>(
+  section: RouteSection,
   routes: readonly Route[],
 ): Route[] {
-  return routes.map((route) => Object.assign({}, route, { tag })); // once, at startup
+  return routes.map((route) => Object.assign({}, route, { section })); // once, at startup
 }
 
 /** Every error code a declared route can answer with, in catalogue order of appearance. */
