@@ -3,13 +3,12 @@
 // never logged or audited. Every change reaches every instance's key cache through the key
 // store's invalidation (its generation guard keeps a racing lookup from caching the old state),
 // and writes its webhook event (api_key.created / api_key.revoked) in its transaction.
-import { changeAudited, recordAudit } from '../audit/audit.js';
-import type { ApiKeyStore } from '../auth/api-key-store.js';
+import { changeAudited, recordAudit, type Actor } from '../audit/audit.js';
+import type { ApiKeyInvalidation } from '../auth/api-key-store.js';
 import { CURSOR_COLUMN, readPage, type Page, type PageRequest } from '../db/pages.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
 import { emitEvent } from '../webhooks/outbox.js';
-import type { Actor } from '../audit/audit.js';
 import { invalidateApiKeys, revokeConnection } from './connections.js';
 import { createApiKey, DEFAULT_MODEL_POLICY } from './provisioning.js';
 
@@ -39,8 +38,6 @@ export interface IssuedApiKey {
   readonly row: ApiKeyRow;
   readonly rawKey: string;
 }
-
-type ApiKeyInvalidation = Pick<ApiKeyStore, 'invalidate'>;
 
 const COLUMNS = `id, org_id, app_id, app_connection_id, name, key_hint, kind, status, model_policy,
   created_at, revoked_at, expires_at, replaced_by, ${CURSOR_COLUMN}`;

@@ -3,7 +3,7 @@
 // are revoked (their API keys and OAuth tokens stop on every instance); it leaves the app list
 // and nothing new can be made under it.
 import { recordAudit, type Actor } from '../audit/audit.js';
-import type { ApiKeyStore } from '../auth/api-key-store.js';
+import type { ApiKeyInvalidation } from '../auth/api-key-store.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
 import { CURSOR_COLUMN, readPage, type Page, type PageRequest } from '../db/pages.js';
 import { gwError, type GwError } from '../errors.js';
@@ -128,7 +128,7 @@ export async function renameAppAs(
  */
 export async function deleteAppAs(
   db: DbPool,
-  apiKeys: Pick<ApiKeyStore, 'invalidate'>,
+  apiKeys: ApiKeyInvalidation,
   actor: Actor,
   id: string,
 ): Promise<{ row: AppRow; counts: AppCounts } | null> {

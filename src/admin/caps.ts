@@ -3,7 +3,7 @@
 // updates it, clearing retires it. Every change is audited in its transaction, then every
 // gateway instance drops its cached rules (and, for a connection, its keys' cached settings)
 // before the caller is answered, so the next request anywhere sees it.
-import { recordAudit } from '../audit/audit.js';
+import { recordAudit, type Actor } from '../audit/audit.js';
 import { apiKeySharedCache } from '../auth/api-key-store.js';
 import type { CreditMode, OverrunPolicy } from '../billing/modes.js';
 import { CAPS_INVALIDATION_MESSAGE } from '../billing/cap-policies.js';
@@ -19,7 +19,6 @@ import {
 } from '../money.js';
 import type { RedisClient } from '../redis/connect.js';
 import type { RedisKeys } from '../redis/keys.js';
-import type { Actor } from '../audit/audit.js';
 import { apiKeyHashes, applyConnectionSettings } from './connections.js';
 
 export type CapTarget =

@@ -3,13 +3,12 @@
 // settings or revoking it reaches every instance's key cache at once. A connection made by
 // OAuth consent (oauth_client_id set) belongs to the organization that pays for it; revoking
 // it also revokes its OAuth token, however it is revoked (revokeConnection is the one rule).
-import { recordAudit } from '../audit/audit.js';
-import type { ApiKeyStore } from '../auth/api-key-store.js';
+import { recordAudit, type Actor } from '../audit/audit.js';
+import type { ApiKeyInvalidation } from '../auth/api-key-store.js';
 import { CURSOR_COLUMN, readPage, type Page, type PageRequest } from '../db/pages.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
 import { createAppConnection } from './provisioning.js';
-import type { Actor } from '../audit/audit.js';
 import { recordOAuthConnectionEvent } from './connection-events.js';
 
 export interface ConnectionRow {
@@ -97,7 +96,7 @@ export async function createConnectionAs(
 /** Changes a connection's name or settings; keys of the connection see them at once. */
 export async function updateConnectionAs(
   db: DbPool,
-  apiKeys: Pick<ApiKeyStore, 'invalidate'>,
+  apiKeys: ApiKeyInvalidation,
   actor: Actor,
   connection: { orgId: string; id: string },
   settings: ConnectionSettings,
@@ -121,7 +120,7 @@ export async function updateConnectionAs(
 /** Revokes a connection: its API keys stop working on every instance. */
 export async function revokeConnectionAs(
   db: DbPool,
-  apiKeys: Pick<ApiKeyStore, 'invalidate'>,
+  apiKeys: ApiKeyInvalidation,
   actor: Actor,
   connection: { orgId: string; id: string },
 ): Promise<ConnectionRow> {
@@ -137,7 +136,7 @@ export async function revokeConnectionAs(
  */
 export async function revokeConnection(
   db: DbPool,
-  apiKeys: Pick<ApiKeyStore, 'invalidate'>,
+  apiKeys: ApiKeyInvalidation,
   actor: Actor,
   connectionId: string,
 ): Promise<{ row: ConnectionRow; changed: boolean } | null> {
@@ -236,7 +235,7 @@ export async function apiKeyHashes(
 /** Drops the owner's API keys from every instance's cache at once. */
 export async function invalidateApiKeys(
   db: DbPool,
-  apiKeys: Pick<ApiKeyStore, 'invalidate'>,
+  apiKeys: ApiKeyInvalidation,
   owner: ApiKeyOwner,
 ): Promise<void> {
   for (const keyHash of await apiKeyHashes(db, owner)) await apiKeys.invalidate(keyHash);

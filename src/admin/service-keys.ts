@@ -3,14 +3,13 @@
 // module once, in the answer to its creation; it is never logged or audited. A status change
 // drops every instance's service-key cache: this instance's at once, the others' over pub/sub.
 import type { RedisClient } from '../redis/connect.js';
-import { changeAudited, recordAudit } from '../audit/audit.js';
+import { changeAudited, recordAudit, type Actor } from '../audit/audit.js';
 import type { ServiceKeyStore } from '../auth/service-key-store.js';
 import { publishInvalidation } from '../cache/invalidation.js';
 import { CURSOR_COLUMN, readPage, type Page, type PageRequest } from '../db/pages.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
 import type { RedisKeys } from '../redis/keys.js';
-import type { Actor } from '../audit/audit.js';
 import { createServiceKey, SERVICE_KEY_SCOPES } from './provisioning.js';
 
 export type ServiceKeyScopeName = (typeof SERVICE_KEY_SCOPES)[number];

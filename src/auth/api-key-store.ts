@@ -47,6 +47,9 @@ export function apiKeySharedCache(redis: RedisClient, keys: RedisKeys): GuardedR
   }));
 }
 
+/** What a change that stops API keys needs: their invalidation on every instance. */
+export type ApiKeyInvalidation = Pick<ApiKeyStore, 'invalidate'>;
+
 export class ApiKeyStore implements InvalidatedCache {
   private readonly cache: LocalCache<ApiKeyIdentity>;
   private readonly shared: GuardedRedisCache;

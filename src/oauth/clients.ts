@@ -2,9 +2,8 @@
 // share (client-auth.ts authenticates them at the token and revocation endpoints). A client
 // secret leaves this module once, in the answer to its creation; only its SHA-256 is stored.
 import { revokeConnection } from '../admin/connections.js';
-import type { Actor } from '../audit/audit.js';
-import { changeAudited, recordAudit } from '../audit/audit.js';
-import type { ApiKeyStore } from '../auth/api-key-store.js';
+import { changeAudited, recordAudit, type Actor } from '../audit/audit.js';
+import type { ApiKeyInvalidation } from '../auth/api-key-store.js';
 import { CURSOR_COLUMN, readPage, type Page, type PageRequest } from '../db/pages.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
@@ -152,7 +151,7 @@ export function listOAuthClients(
  */
 export async function deleteOAuthClientAs(
   db: DbPool,
-  apiKeys: Pick<ApiKeyStore, 'invalidate'>,
+  apiKeys: ApiKeyInvalidation,
   actor: Actor,
   clientId: string,
 ): Promise<OAuthClientRow | null> {
@@ -184,7 +183,7 @@ export async function deleteOAuthClientAs(
 /** Deletes every active OAuth client of an app (the app is being deleted). */
 export async function deleteOAuthClientsOfAppAs(
   db: DbPool,
-  apiKeys: Pick<ApiKeyStore, 'invalidate'>,
+  apiKeys: ApiKeyInvalidation,
   actor: Actor,
   appId: string,
 ): Promise<void> {

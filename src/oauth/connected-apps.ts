@@ -9,13 +9,11 @@ import {
 } from '../admin/connection-events.js';
 import { revokeConnection } from '../admin/connections.js';
 import type { Actor } from '../audit/audit.js';
-import type { ApiKeyStore } from '../auth/api-key-store.js';
+import type { ApiKeyInvalidation } from '../auth/api-key-store.js';
 import { readPage, type Page, type PageRequest } from '../db/pages.js';
 import type { DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
 import { formatNano, SETTLEMENT_CURRENCY } from '../money.js';
-
-type ApiKeyInvalidation = Pick<ApiKeyStore, 'invalidate'>;
 
 export interface Spend {
   readonly costNano: bigint;

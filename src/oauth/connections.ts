@@ -6,20 +6,17 @@
 // members' view of their connected apps is connected-apps.ts.
 import { revokeConnection } from '../admin/connections.js';
 import { recordOAuthConnectionEvent } from '../admin/connection-events.js';
-import type { Actor } from '../audit/audit.js';
 import { createAppConnection, createOAuthToken } from '../admin/provisioning.js';
 import type { Membership } from '../accounts/users.js';
 import { roleAtLeast } from '../accounts/users.js';
-import { recordAudit } from '../audit/audit.js';
-import type { ApiKeyStore } from '../auth/api-key-store.js';
+import { recordAudit, type Actor } from '../audit/audit.js';
+import type { ApiKeyInvalidation } from '../auth/api-key-store.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
 import { sha256Hex } from '../ids.js';
 import type { AuthorizationCodes } from './codes.js';
 import type { AuthorizingClient, OAuthClientIdentity } from './clients.js';
 import { verifierMatches } from './pkce.js';
-
-type ApiKeyInvalidation = Pick<ApiKeyStore, 'invalidate'>;
 
 /** The least role in an organization that may have it pay for an app (use it). */
 export const SPENDING_ROLE = 'member';

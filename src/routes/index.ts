@@ -1,7 +1,7 @@
 // Every route the gateway serves, declared once each (see declaration.ts). The composition
 // root binds this list to the services; /openapi.json is generated from it.
 import type { Registry } from 'prom-client';
-import type { ApiKeyStore } from '../auth/api-key-store.js';
+import type { ApiKeyInvalidation } from '../auth/api-key-store.js';
 import type { ModelCatalog } from '../catalog/models.js';
 import type { DbPool } from '../db/pool.js';
 import type { ProxyDeps } from '../inference/proxy.js';
@@ -128,7 +128,7 @@ export interface RouteDeps extends AccountDeps, CredentialRouteDeps, OAuthDeps {
   readonly catalog: ModelCatalog;
   readonly tokenCounter: TokenCounter;
   readonly db: DbPool;
-  readonly apiKeys: Pick<ApiKeyStore, 'invalidate'>;
+  readonly apiKeys: ApiKeyInvalidation;
   readonly serviceKeys: ServiceKeyInvalidation;
   readonly caps: CapInvalidation;
   readonly wallets: Pick<WalletService, 'liveBalance' | 'topUp'>;

@@ -1,6 +1,6 @@
 // The delivery log of an endpoint (each message sent to it, its state and its attempts),
 // redelivery (of one message, or of everything since a time) and test events.
-import { recordAudit } from '../audit/audit.js';
+import { recordAudit, type Actor } from '../audit/audit.js';
 import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
 import { newId } from '../ids.js';
@@ -11,7 +11,6 @@ import {
   notFound,
   type EndpointRow,
 } from './endpoints.js';
-import type { Actor } from '../audit/audit.js';
 import { eventPayload, type EventType } from './events.js';
 
 /** Attempts shown per delivery (the newest). */

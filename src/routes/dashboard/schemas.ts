@@ -1,6 +1,6 @@
 // Request and response building blocks of the dashboard API.
 import { z } from 'zod';
-import type { ApiKeyStore } from '../../auth/api-key-store.js';
+import type { ApiKeyInvalidation } from '../../auth/api-key-store.js';
 import type { DbPool } from '../../db/pool.js';
 import { gwError, type GwError } from '../../errors.js';
 import { AmountError, AmountRangeError, parseAmountToNano } from '../../money.js';
@@ -72,5 +72,5 @@ export const modelPolicySchema = z
 /** What a route that stops API keys needs: Postgres, and every instance's key caches told. */
 export interface KeyRevokingDeps {
   readonly db: DbPool;
-  readonly apiKeys: Pick<ApiKeyStore, 'invalidate'>;
+  readonly apiKeys: ApiKeyInvalidation;
 }

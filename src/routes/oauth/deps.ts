@@ -1,6 +1,6 @@
 // What the OAuth routes need: the database, the authorization codes, the API-key cache (an
 // OAuth token is an API-key record: revoking one drops it from every instance's cache).
-import type { ApiKeyStore } from '../../auth/api-key-store.js';
+import type { ApiKeyInvalidation } from '../../auth/api-key-store.js';
 import type { DbPool } from '../../db/pool.js';
 import type { ErrorFlavor } from '../../errors.js';
 import { acceptsHtml } from '../../http/html.js';
@@ -10,7 +10,7 @@ export interface OAuthDeps {
   readonly oauth: {
     readonly db: DbPool;
     readonly codes: AuthorizationCodes;
-    readonly apiKeys: Pick<ApiKeyStore, 'invalidate'>;
+    readonly apiKeys: ApiKeyInvalidation;
   };
 }
 
