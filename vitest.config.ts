@@ -20,6 +20,7 @@ export const clusterFiles = [
   'test/usage-writer.test.ts',
   'test/usage-dead-letters.test.ts',
   'test/lifecycle.e2e.test.ts',
+  'test/lost-requests.e2e.test.ts',
   'test/auth-cache.race.test.ts',
 ];
 

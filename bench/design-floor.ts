@@ -100,7 +100,19 @@ async function serve(
 ): Promise<void> {
   JSON.parse(body.toString('utf8'));
   const requestId = newRequestId();
-  const held = await budget.reserve({ requestId, accounts, amountNano: HOLD_NANO });
+  // The design keeps a draft of each held request beside its holds (what records it if this
+  // instance dies before settling it): the floor pays for writing it as the gateway does.
+  const lostRecord = benchUsageRecord({
+    requestId,
+    orgId,
+    appConnectionId: accounts.appConnectionId,
+    productUserId: null,
+    inputTokens: 0,
+    outputTokens: 0,
+    costNano: 0n,
+    heldNano: HOLD_NANO,
+  });
+  const held = await budget.reserve({ requestId, accounts, amountNano: HOLD_NANO, lostRecord });
   if (held.kind !== 'held') throw new Error(`design-floor: reserve said ${held.kind}`);
   const answer = await pool.request({
     method: 'POST',

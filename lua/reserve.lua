@@ -14,6 +14,8 @@
 -- KEYS[10] user_grants        zset grant_id -> expiry (ms)
 -- KEYS[11] cred_cooldowns     hash credential_id -> cooling down until (ms)
 -- KEYS[12] cred_rotation      hash tier -> rotation counter
+-- KEYS[13] in_flight          hash request_id -> '<credential_id>\n<draft>': the org's requests
+--                             held and not yet settled (see ARGV[12])
 --
 -- ARGV[1] request_id
 -- ARGV[2] amount_nano         the worst-case cost to hold
@@ -26,6 +28,9 @@
 -- ARGV[9] user_mode           'none' (no product user) | 'enforce' | 'track_only' | 'disabled'
 -- ARGV[10] credentials        eligible BYOK credentials by priority tier: 'id1,id2|id3' ('' none)
 -- ARGV[11] byok_only          '1' when the system route must not serve if no credential can
+-- ARGV[12] draft              the settle to run if this request's instance dies before it
+--                             settles ('' : none); kept in in_flight with the credential picked,
+--                             removed by settle.lua
 --
 -- A picked credential pays the vendor, so the org wallet is then not held. The user's account
 -- is held only when its allowance is enforced against a cap (nothing else reads its holds);
@@ -55,7 +60,7 @@
 
 local request_id, amount_text, now_ms, expires_at_ms = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local wallet_pays, org_cap, conn_cap, user_cap, user_mode = ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9]
-local credentials, byok_only = ARGV[10], ARGV[11]
+local credentials, byok_only, draft = ARGV[10], ARGV[11], ARGV[12]
 local need = amount(amount_text, 'amount_nano')
 integer(now_ms, 'now_ms')
 integer(expires_at_ms, 'expires_at_ms')
@@ -151,4 +156,5 @@ end
 if org_cap_value then hold(KEYS[3], KEYS[4], request_id, amount_text, expires_at_ms) end
 if conn_cap_value then hold(KEYS[5], KEYS[6], request_id, amount_text, expires_at_ms) end
 if user_enforced then hold(KEYS[7], KEYS[8], request_id, amount_text, expires_at_ms) end
+if draft ~= '' then redis.call('HSET', KEYS[13], request_id, (credential or '') .. '\n' .. draft) end
 return {0, credential or ''}

@@ -14,6 +14,7 @@
 -- KEYS[10] user_grants        zset grant_id -> expiry (ms)
 -- KEYS[11] settled_marker     string, exists once the request is settled
 -- KEYS[12] usage_stream       stream of usage records
+-- KEYS[13] in_flight          hash request_id -> draft (reserve.lua): this request's is removed
 --
 -- ARGV[1] request_id
 -- ARGV[2] cost_nano           the request's sell cost (caps and allowance)
@@ -72,6 +73,7 @@ local has_user = user_mode ~= 'none'
 local hold_member = request_id .. ':' .. ARGV[4]
 
 if redis.call('EXISTS', KEYS[11]) == 1 then
+  redis.call('HDEL', KEYS[13], request_id)
   return {1}
 end
 
@@ -110,6 +112,7 @@ end
 
 -- Writes from here on.
 redis.call('SET', KEYS[11], '1', 'EX', marker_ttl)
+redis.call('HDEL', KEYS[13], request_id)
 
 -- Releases the request's hold on the account at KEYS[index] (when it may hold one there) and
 -- adds `delta` to `field`, when the account is in Redis (else it is not charged). Returns the

@@ -76,6 +76,7 @@ export const configSchema = z.object({
    */
   UPSTREAM_CONNECTIONS: z.coerce.number().int().min(1).max(65_536).default(8192),
   RESERVATION_TTL_MS: z.coerce.number().int().min(1000).default(600_000),
+  INSTANCE_DEAD_AFTER_MS: z.coerce.number().int().min(600).default(30_000),
   AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).default(30_000),
   TOKEN_WORKERS: z.coerce.number().int().min(1).max(64).default(2),
   USAGE_BATCH_MAX_ROWS: z.coerce.number().int().min(1).max(10_000).default(500),

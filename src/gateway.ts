@@ -26,6 +26,7 @@ import { loadNativeUws } from './http/uws.js';
 import { UsageWriterThread } from './ledger/usage-writer-thread.js';
 import { RecordedUsage } from './ledger/recorded-usage.js';
 import { SettleSpool } from './billing/settle-spool.js';
+import { LostRequestRecovery } from './billing/lost-requests.js';
 import { ShutdownCut } from './inference/shutdown-cut.js';
 import { createRequestLogger, type Logger } from './log.js';
 import { GatewayMetrics } from './metrics.js';
@@ -156,13 +157,27 @@ async function assembleGateway(
 
   const apiKeys = new ApiKeyStore(db, redis, keys, config.AUTH_CACHE_TTL_MS);
 
+  const instanceId = randomUUID();
   const { loader, budget, wallets } = createMoneyLayer({
     db,
     redis,
     keys,
     scripts,
     reservationTtlMs: config.RESERVATION_TTL_MS,
+    instanceId,
   });
+  // Requests this instance leaves unsettled (at the end of a drain, or at all, if killed)
+  // are recorded by the others from their drafts once their holds lapse.
+  let unsettledAtExit = 0;
+  const lostRequests = closers.add(
+    'lost-request recovery',
+    new LostRequestRecovery(redis, keys, budget, logger, {
+      instanceId,
+      deadAfterMs: config.INSTANCE_DEAD_AFTER_MS,
+    }),
+    (recovery) => recovery.stop(unsettledAtExit === 0),
+  );
+  await lostRequests.start();
   const capPolicies = new CapPolicyStore(db);
   const productUsers = new ProductUserDirectory(db);
   const serviceKeys = new ServiceKeyStore(db);
@@ -425,6 +440,7 @@ async function assembleGateway(
         logger.warn({ remaining }, 'shutdown grace elapsed: cutting the requests in flight');
         shutdownCut.cutAll();
         const unsettled = await server.whenIdle(CUT_SETTLE_TIMEOUT_MS);
+        unsettledAtExit = unsettled;
         if (unsettled > 0) {
           logger.error({ unsettled }, 'requests still in flight after the cut; their holds lapse');
         }

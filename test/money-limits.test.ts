@@ -123,6 +123,7 @@ describe('a script given an amount out of range writes nothing', () => {
           user_grants: unused,
           cred_cooldowns: keys.credentialCooldowns(orgId),
           cred_rotation: keys.credentialRotation(orgId),
+          in_flight: keys.inFlight(orgId),
         },
         {
           request_id: 'req_bad_expiry',
@@ -136,6 +137,7 @@ describe('a script given an amount out of range writes nothing', () => {
           user_mode: 'none',
           credentials: '',
           byok_only: '0',
+          draft: '',
         },
       ),
     ).rejects.toThrow(/gw_invalid_argument: expires_at_ms/);

@@ -29,6 +29,10 @@ const builderScopes: Record<keyof RedisKeys, 'org' | 'pair' | 'alone'> = {
   holdExpiries: 'org',
   settled: 'org',
   usageStream: 'org',
+  // Written by reserve.lua, removed by settle.lua, beside the holds.
+  inFlight: 'org',
+  // The instances' heartbeats: ZADD / ZRANGEBYSCORE alone (src/billing/lost-requests.ts).
+  instances: 'alone',
   // One set of every stream: SADD/SMEMBERS alone (the writers read streams slot by slot).
   usageStreamRegistry: 'alone',
   apiKey: 'pair',
@@ -62,6 +66,7 @@ function orgKeys(orgId: string): string[] {
     keys.credentialRotation(orgId),
     keys.settled(orgId, 'req_1'),
     keys.usageStream(orgId),
+    keys.inFlight(orgId),
   ];
 }
 
@@ -75,6 +80,7 @@ const scriptKeys: { [N in ScriptName]: (orgId: string) => Record<string, string>
     ...requestAccountKeys(orgId),
     cred_cooldowns: keys.credentialCooldowns(orgId),
     cred_rotation: keys.credentialRotation(orgId),
+    in_flight: keys.inFlight(orgId),
   }),
   failover: (orgId) => ({
     wallet: keys.wallet(orgId),
@@ -87,6 +93,7 @@ const scriptKeys: { [N in ScriptName]: (orgId: string) => Record<string, string>
     ...requestAccountKeys(orgId),
     settled_marker: keys.settled(orgId, 'req_1'),
     usage_stream: keys.usageStream(orgId),
+    in_flight: keys.inFlight(orgId),
   }),
   accountLoad: (orgId) => ({
     account: keys.orgCap(orgId, '2025-06'),

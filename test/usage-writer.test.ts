@@ -38,8 +38,6 @@ const settle = (record: UsageRecord, through: RedisBudgetStore = store) =>
     orgCap: null,
     connectionCap: null,
     user: null,
-    walletPays: false,
-    credentials: null,
   });
 const logger = createLogger('silent');
 const metrics = new GatewayMetrics(false);

@@ -1,5 +1,8 @@
 // Micro-benchmark: sequential reserve + settle round trips against the local Redis, with a
-// product user, an org cap and a connection cap (the hot path's two Redis calls).
+// product user, an org cap and a connection cap (the hot path's two Redis calls). Prints the
+// round trip as this process sees it and the scripts' time inside Redis (INFO commandstats).
+// `node dist/bench/micro/reserve-settle.js [iterations] [draft|no-draft]`: with `no-draft`,
+// reserve keeps no in-flight draft (to measure what the draft costs; the gateway keeps one).
 import { createMoneyLayer } from '../../src/billing/compose.js';
 import type { RequestAccounts } from '../../src/billing/budget-store.js';
 import { monthlyPeriod } from '../../src/periods.js';
@@ -12,6 +15,7 @@ import { benchUsageRecord } from '../bench-records.js';
 import { deleteKeysUnder } from '../targets.js';
 
 const iterations = Number(process.argv[2] ?? 3000);
+const withDraft = (process.argv[3] ?? 'draft') !== 'no-draft';
 const redis = connectRedis(
   redisTarget({
     REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
@@ -42,30 +46,42 @@ await scripts.accountLoad(
   { field: 'balance', amount_nano: (10n ** 15n).toString(), expire_at_ms: '' },
 );
 
+/** Microseconds Redis spent in EVALSHA so far (all clients: run it on a quiet Redis). */
+async function scriptMicros(): Promise<number> {
+  const stats = await redis.info('commandstats');
+  return Number(/cmdstat_evalsha:calls=\d+,usec=(\d+)/.exec(stats)?.[1] ?? 0);
+}
+
 const timings = { reserve: 0, settle: 0 };
+const redisBefore = await scriptMicros();
 for (let index = 0; index < iterations; index += 1) {
   const requestId = newRequestId();
-  let started = performance.now();
-  await store.reserve({ requestId, accounts, amountNano: 12_600n });
-  timings.reserve += performance.now() - started;
-  started = performance.now();
-  await store.settle(
+  const record = (costNano: bigint, tokens: number): ReturnType<typeof benchUsageRecord> =>
     benchUsageRecord({
       requestId,
       orgId,
       appConnectionId: accounts.appConnectionId,
       productUserId: 'pu_micro',
-      inputTokens: 20,
-      outputTokens: 16,
-      costNano: 12_600n,
+      inputTokens: tokens,
+      outputTokens: tokens,
+      costNano,
       heldNano: 12_600n,
-    }),
+    });
+  let started = performance.now();
+  await store.reserve({
+    requestId,
     accounts,
-  );
+    amountNano: 12_600n,
+    ...(withDraft && { lostRecord: record(0n, 0) }),
+  });
+  timings.reserve += performance.now() - started;
+  started = performance.now();
+  await store.settle(record(12_600n, 18), accounts);
   timings.settle += performance.now() - started;
 }
+const redisMicros = (await scriptMicros()) - redisBefore;
 process.stdout.write(
-  `reserve ${((timings.reserve / iterations) * 1000).toFixed(0)} µs, settle ${((timings.settle / iterations) * 1000).toFixed(0)} µs per call (${iterations} sequential)\n`,
+  `${withDraft ? 'with' : 'without'} the in-flight draft: reserve ${((timings.reserve / iterations) * 1000).toFixed(0)} µs, settle ${((timings.settle / iterations) * 1000).toFixed(0)} µs per call (${iterations} sequential); inside Redis ${(redisMicros / iterations).toFixed(1)} µs per reserve + settle\n`,
 );
 await deleteKeysUnder(redis, `micro-${process.pid}`);
 await redis.quit();

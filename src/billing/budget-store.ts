@@ -41,11 +41,38 @@ export interface RequestAccounts {
   readonly credentials: CredentialChoice | null;
 }
 
+/** A period as settle names it: by its key (the accounts' Redis keys carry it). */
+export interface PeriodKey {
+  readonly key: string;
+}
+
+/**
+ * The accounts as settle needs them (what a request's in-flight draft keeps): periods by key,
+ * no credentials. RequestAccounts is one.
+ */
+export interface SettleAccounts {
+  readonly orgId: string;
+  readonly appConnectionId: string;
+  readonly orgCap: { readonly capNano: bigint; readonly period: PeriodKey } | null;
+  readonly connectionCap: { readonly capNano: bigint; readonly period: PeriodKey } | null;
+  readonly user: {
+    readonly productUserId: string;
+    readonly capNano: bigint | null;
+    readonly creditMode: CreditMode;
+    readonly period: PeriodKey;
+  } | null;
+}
+
 export interface ReserveRequest {
   readonly requestId: string;
   readonly accounts: RequestAccounts;
   /** Worst-case cost of the request (input + max output), nano-units. */
   readonly amountNano: bigint;
+  /**
+   * The record to settle if this instance dies before the request settles (the charging
+   * policy's `instance_lost` outcome): kept beside the holds until settle removes it.
+   */
+  readonly lostRecord?: UsageRecord;
 }
 
 export type ReserveOutcome =
@@ -100,5 +127,5 @@ export interface BudgetStore {
    * credits) and appends the usage record to the ledger stream, atomically. Settling the same
    * request twice changes nothing.
    */
-  settle(record: UsageRecord, accounts: RequestAccounts): Promise<'settled' | 'already_settled'>;
+  settle(record: UsageRecord, accounts: SettleAccounts): Promise<'settled' | 'already_settled'>;
 }

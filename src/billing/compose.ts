@@ -17,6 +17,8 @@ export interface MoneyLayerParts {
   readonly scripts: RedisScripts;
   /** How long a hold lives unsettled (a crashed instance's holds lapse after it). */
   readonly reservationTtlMs: number;
+  /** This gateway instance (named in its requests' in-flight drafts); random when omitted. */
+  readonly instanceId?: string;
 }
 
 export interface MoneyLayer {
@@ -31,6 +33,13 @@ export function createMoneyLayer(parts: MoneyLayerParts): MoneyLayer {
   const unwritten = new UnwrittenUsage(redis, db, keys);
   const wallets = new WalletService(db, redis, keys, scripts, unwritten);
   const loader = new AccountLoader(db, keys, scripts, wallets, unwritten);
-  const budget = new RedisBudgetStore(redis, keys, scripts, loader, parts.reservationTtlMs);
+  const budget = new RedisBudgetStore(
+    redis,
+    keys,
+    scripts,
+    loader,
+    parts.reservationTtlMs,
+    parts.instanceId,
+  );
   return { unwritten, wallets, loader, budget };
 }

@@ -1,24 +1,29 @@
 // BudgetStore on Redis Lua: reserve.lua and settle.lua, one round trip each (plus a load
 // from Postgres the first time an account is used in a period).
+import { randomUUID } from 'node:crypto';
 import type { RedisClient } from '../redis/connect.js';
 import type { UsageRecord } from '../ledger/usage-record.js';
 import { usageRecordToFields } from '../ledger/usage-record.js';
 import { SETTLEMENT_CURRENCY } from '../money.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts, ScriptKeys } from '../redis/scripts.js';
+import { encodeDraft } from './in-flight-draft.js';
 import type { AccountLoader, AccountName } from './account-loader.js';
 import type {
   BudgetStore,
   CredentialChoice,
   FailoverOutcome,
   FailoverRequest,
-  RequestAccounts,
   ReserveOutcome,
   ReserveRequest,
+  SettleAccounts,
 } from './budget-store.js';
 
 /** The KEYS reserve.lua and settle.lua share: every account a request can touch. */
-type RequestAccountKeys = Omit<ScriptKeys<'reserve'>, 'cred_cooldowns' | 'cred_rotation'>;
+type RequestAccountKeys = Omit<
+  ScriptKeys<'reserve'>,
+  'cred_cooldowns' | 'cred_rotation' | 'in_flight'
+>;
 
 const credentialTiers = (choice: CredentialChoice | null): string =>
   choice ? choice.tiers.map((tier) => tier.join(',')).join('|') : '';
@@ -74,6 +79,8 @@ export class RedisBudgetStore implements BudgetStore {
     private readonly scripts: RedisScripts,
     private readonly loader: AccountLoader,
     private readonly reservationTtlMs: number,
+    /** This gateway instance, named in the drafts of the requests it holds. */
+    private readonly instanceId: string = randomUUID(),
   ) {
     this.streamRegisteredAtMs = announcementsOf(redis);
   }
@@ -85,15 +92,18 @@ export class RedisBudgetStore implements BudgetStore {
     const keys = {
       cred_cooldowns: this.keys.credentialCooldowns(accounts.orgId),
       cred_rotation: this.keys.credentialRotation(accounts.orgId),
+      in_flight: this.keys.inFlight(accounts.orgId),
       ...this.accountKeys(accounts),
     };
+    if (request.lostRecord) await this.registerStream(request.lostRecord.orgId);
     const call = async (): Promise<Array<string | number>> => {
       const now = Date.now();
+      const expiresAtMs = now + this.reservationTtlMs;
       return (await this.scripts.reserve(keys, {
         request_id: request.requestId,
         amount_nano: request.amountNano.toString(),
         now_ms: now,
-        expires_at_ms: now + this.reservationTtlMs,
+        expires_at_ms: expiresAtMs,
         wallet_pays: accounts.walletPays ? '1' : '0',
         org_cap_nano: accounts.orgCap?.capNano.toString() ?? '',
         conn_cap_nano: accounts.connectionCap?.capNano.toString() ?? '',
@@ -101,6 +111,15 @@ export class RedisBudgetStore implements BudgetStore {
         user_mode: accounts.user?.creditMode ?? 'none',
         credentials: credentialTiers(accounts.credentials),
         byok_only: accounts.credentials?.byokOnly ? '1' : '0',
+        draft: request.lostRecord
+          ? encodeDraft({
+              instance: this.instanceId,
+              startedAtMs: now,
+              lapsesAtMs: expiresAtMs,
+              record: request.lostRecord,
+              accounts,
+            })
+          : '',
       })) as Array<string | number>;
     };
     let result = await call();
@@ -186,13 +205,14 @@ export class RedisBudgetStore implements BudgetStore {
 
   async settle(
     record: UsageRecord,
-    accounts: RequestAccounts,
+    accounts: SettleAccounts,
   ): Promise<'settled' | 'already_settled'> {
     await this.registerStream(record.orgId);
     const result = (await this.scripts.settle(
       {
         settled_marker: this.keys.settled(record.orgId, record.requestId),
         usage_stream: this.keys.usageStream(record.orgId),
+        in_flight: this.keys.inFlight(accounts.orgId),
         ...this.accountKeys(accounts),
       },
       {
@@ -219,7 +239,7 @@ export class RedisBudgetStore implements BudgetStore {
 
   /** The account KEYS of reserve.lua and settle.lua. Costs are in the settlement currency,
    * so only the user's credits in that currency can pay them. */
-  private accountKeys(accounts: RequestAccounts): RequestAccountKeys {
+  private accountKeys(accounts: SettleAccounts): RequestAccountKeys {
     const { orgId } = accounts;
     const unused = this.keys.orgCap(orgId, UNUSED);
     const wallet = this.keys.wallet(orgId);

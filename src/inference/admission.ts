@@ -16,6 +16,9 @@ import { AttributionError, readAttribution } from '../product-users/attribution.
 import type { ProductUserDirectory, ResolvedProductUser } from '../product-users/directory.js';
 import type { CredentialDirectory } from '../credentials/credential-directory.js';
 import type { CountingFor, TokenCounter } from '../tokens/token-counter.js';
+import type { UsageRecord } from '../ledger/usage-record.js';
+import { chargeFor } from './charging-policy.js';
+import { buildUsageRecord } from './settlement.js';
 
 export interface AdmissionPorts {
   readonly catalog: Pick<ModelCatalog, 'get'>;
@@ -197,10 +200,24 @@ export async function admit<Call>(
 
   let maxOutputTokens = requestedOutput;
   let reservedNano = estimate(maxOutputTokens);
+  // Kept beside the holds until settle: how another instance records the request if this
+  // one dies before it settles (docs/charging.md, "instance lost").
+  const lostRecord = (held: bigint): UsageRecord =>
+    buildUsageRecord(
+      { requestId: input.requestId, identity, model, productUser, reservedNano: held },
+      {
+        stream: input.body.stream === true,
+        startedAtMs: Date.now(),
+        credentialId: null,
+        mock: false,
+        ...chargeFor({ kind: 'instance_lost' }, { estimatedInputTokens, heldOutputTokens: 0 }),
+      },
+    );
   let outcome = await services.budget.reserve({
     requestId: input.requestId,
     accounts,
     amountNano: reservedNano,
+    lostRecord: lostRecord(reservedNano),
   });
   if (outcome.kind === 'allowance_short' && allowance.overrunPolicy === 'limit_output') {
     const affordable = Math.floor(
@@ -216,6 +233,7 @@ export async function admit<Call>(
         requestId: input.requestId,
         accounts,
         amountNano: reservedNano,
+        lostRecord: lostRecord(reservedNano),
       });
     }
   }

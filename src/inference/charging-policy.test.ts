@@ -29,6 +29,17 @@ const table: Array<[string, RequestEnd, Charge]> = [
     },
   ],
   [
+    'the instance serving it died before it settled (another settles its draft)',
+    { kind: 'instance_lost' },
+    {
+      status: 'incomplete',
+      reason: 'gateway_lost',
+      upstreamStatus: null,
+      inputTokens: 0,
+      outputTokens: 0,
+    },
+  ],
+  [
     'client aborted after dispatch, before the answer',
     { kind: 'no_answer', cause: 'client_aborted' },
     {

@@ -15,6 +15,9 @@
 //   client received (as reported, else counted from the relayed text; none when nothing usable
 //   was relayed) are charged. The gateway cutting it at the end of its shutdown grace is such a
 //   break: what was relayed is charged; cut before any answer, nothing is.
+// - The instance serving it died (killed, out of memory) before it settled: what reached the
+//   vendor and the client is unknown, and the failure is the gateway's: nothing is charged; the
+//   record (written by another instance once the holds lapse) keeps the request in the ledger.
 // - Completed: what the vendor reported; without a report, the input estimate and, for a JSON
 //   answer, the whole held output (never under-bill silently), for a stream the counted text.
 import type { UsageStatus } from '../ledger/usage-record.js';
@@ -35,7 +38,8 @@ export type EndReason =
   | 'vendor_error_event'
   | 'truncated'
   | 'gateway_error'
-  | 'gateway_shutdown';
+  | 'gateway_shutdown'
+  | 'gateway_lost';
 
 /** What the vendor's answer told us about usage before it ended (any part may be missing). */
 export interface ObservedUsage {
@@ -78,6 +82,8 @@ export type RequestEnd =
         | 'shutdown';
       readonly usage: ObservedUsage;
     }
+  /** The instance serving it died before settling it (settled by another, from its draft). */
+  | { readonly kind: 'instance_lost' }
   /** The answer completed (a whole JSON body, or a stream's terminal event). */
   | {
       readonly kind: 'completed';
@@ -161,6 +167,14 @@ export function chargeFor(end: RequestEnd, context: ChargeContext): Charge {
           end.cause === 'invalid_json'
             ? 0
             : (end.usage.reported?.outputTokens ?? end.usage.countedOutputTokens ?? 0),
+      };
+    case 'instance_lost':
+      return {
+        status: 'incomplete',
+        reason: 'gateway_lost',
+        upstreamStatus: null,
+        inputTokens: 0,
+        outputTokens: 0,
       };
     case 'completed': {
       const reported = end.usage.reported;

@@ -1,8 +1,19 @@
 // Settlement: turns what the upstream reported into costs and a usage record.
 import type { UsageRecord, UsageStatus } from '../ledger/usage-record.js';
 import { costNano, SETTLEMENT_CURRENCY } from '../money.js';
-import type { Admission } from './admission.js';
+import type { ApiKeyIdentity } from '../auth/api-key-store.js';
+import type { CatalogModel } from '../catalog/models.js';
 import type { EndReason } from './charging-policy.js';
+
+/** What a usage record names of the request itself: an admission's, or what admission knows
+ * when it places the hold (the record of a request lost with its instance). */
+export interface RecordedRequest {
+  readonly requestId: string;
+  readonly identity: ApiKeyIdentity;
+  readonly model: CatalogModel;
+  readonly productUser: { readonly id: string } | null;
+  readonly reservedNano: bigint;
+}
 
 /** A settled request as the charging policy decided it (tokens charged, status, reason). */
 export interface RequestOutcome {
@@ -19,7 +30,7 @@ export interface RequestOutcome {
   readonly mock: boolean;
 }
 
-export function buildUsageRecord(admission: Admission, outcome: RequestOutcome): UsageRecord {
+export function buildUsageRecord(admission: RecordedRequest, outcome: RequestOutcome): UsageRecord {
   const { model, identity } = admission;
   const sellCostNano = costNano(
     [outcome.inputTokens, model.inputPrice],

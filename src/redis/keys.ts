@@ -26,6 +26,10 @@ export interface RedisKeys {
   usageStream(orgId: string): string;
   /** Set of every usage stream key, so writers can find them. */
   usageStreamRegistry(): string;
+  /** The org's requests held and not settled yet: hash request_id → what settles it if lost. */
+  inFlight(orgId: string): string;
+  /** Gateway instances: zset instance_id → last heartbeat (ms). */
+  instances(): string;
   /** Cached API-key record by key hash (JSON), short TTL. */
   apiKey(keyHash: string): string;
   /** Generation of a cached API key, bumped by each invalidation (fills compare it). */
@@ -60,6 +64,8 @@ export function createRedisKeys(prefix: string): RedisKeys {
     settled: (orgId, requestId) => `${org(orgId)}:settled:${requestId}`,
     usageStream: (orgId) => `${org(orgId)}:usage`,
     usageStreamRegistry: () => `${prefix}:usage-streams`,
+    inFlight: (orgId) => `${org(orgId)}:in-flight`,
+    instances: () => `${prefix}:instances`,
     apiKey: (keyHash) => `${prefix}:apikey:{${keyHash}}`,
     apiKeyGeneration: (keyHash) => `${prefix}:apikey:{${keyHash}}:gen`,
     invalidationChannel: () => `${prefix}:invalidate`,
@@ -69,6 +75,11 @@ export function createRedisKeys(prefix: string): RedisKeys {
     oauthCode: (codeHash) => `${prefix}:oauth-code:{${codeHash}}`,
     oauthCodeUsed: (codeHash) => `${prefix}:oauth-code:{${codeHash}}:used`,
   };
+}
+
+/** The org of a key of one organization (its hash tag), e.g. of a usage stream's key. */
+export function orgOfKey(key: string): string | null {
+  return /\{o:([^}]*)\}/.exec(key)?.[1] ?? null;
 }
 
 /** The consumer group every gateway instance's batch writer joins. */

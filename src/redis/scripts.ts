@@ -76,7 +76,7 @@ const REQUEST_ACCOUNT_KEYS = [
 export const scriptSpecs = {
   reserve: {
     file: 'reserve',
-    keys: [...REQUEST_ACCOUNT_KEYS, 'cred_cooldowns', 'cred_rotation'],
+    keys: [...REQUEST_ACCOUNT_KEYS, 'cred_cooldowns', 'cred_rotation', 'in_flight'],
     args: [
       'request_id',
       'amount_nano',
@@ -89,6 +89,7 @@ export const scriptSpecs = {
       'user_mode',
       'credentials',
       'byok_only',
+      'draft',
     ],
   },
   failover: {
@@ -110,7 +111,7 @@ export const scriptSpecs = {
   },
   settle: {
     file: 'settle',
-    keys: [...REQUEST_ACCOUNT_KEYS, 'settled_marker', 'usage_stream'],
+    keys: [...REQUEST_ACCOUNT_KEYS, 'settled_marker', 'usage_stream', 'in_flight'],
     args: [
       'request_id',
       'cost_nano',

@@ -73,8 +73,6 @@ const settleUsage = (orgId: string, sellCostNano: bigint) =>
     orgCap: null,
     connectionCap: null,
     user: null,
-    walletPays: false,
-    credentials: null,
   });
 
 describe('the local Redis Cluster', () => {
@@ -106,6 +104,7 @@ describe('the local Redis Cluster', () => {
           user_grants: keys.orgCap(first!, 'unused'),
           settled_marker: keys.settled(first!, record.requestId),
           usage_stream: keys.usageStream(second!),
+          in_flight: keys.inFlight(first!),
         },
         {
           request_id: record.requestId,

@@ -38,6 +38,22 @@ export function usageRecord(
   };
 }
 
+/** A request's record as a draft keeps it: lost with its instance (nothing charged). */
+export function lostRecord(orgId: string, overrides: Partial<UsageRecord> = {}): UsageRecord {
+  return usageRecord(orgId, 0n, {
+    oauthClientId: null,
+    status: 'incomplete',
+    upstreamStatus: null,
+    inputTokens: 0,
+    outputTokens: 0,
+    reservedNano: 5000n,
+    latencyMs: 0,
+    endReason: 'gateway_lost',
+    servedByMock: false,
+    ...overrides,
+  });
+}
+
 /** `columns` of a request's ledger row, polled until the usage writer has written it. */
 export function ledgerRow<T extends object>(
   db: pg.Pool,

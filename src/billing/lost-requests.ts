@@ -1,0 +1,153 @@
+// Requests lost with their instance. A held request leaves a draft beside its holds
+// (reserve.lua writes it into the org's in-flight hash, settle.lua removes it): the settle that
+// records it as lost (`gateway_lost`, nothing charged: docs/charging.md). Every instance beats
+// in the instances set; one that has gone silent is dead (killed, out of memory), and the
+// others settle its drafts once their holds have lapsed (RESERVATION_TTL_MS after the hold):
+// never sooner, so a request still running on an instance that only lost Redis for a while is
+// not recorded twice (settle is idempotent by request id: the first record wins). Then the
+// ledger has a row for every request that was held, the dead instance's included.
+import type { Logger } from '../log.js';
+import type { RedisClient } from '../redis/connect.js';
+import { orgOfKey, type RedisKeys } from '../redis/keys.js';
+import type { UsageRecord } from '../ledger/usage-record.js';
+import type { BudgetStore } from './budget-store.js';
+import { decodeDraft, type InFlightDraft } from './in-flight-draft.js';
+
+export interface LostRequestOptions {
+  /** This instance (the name its requests' drafts carry). */
+  readonly instanceId: string;
+  /** An instance whose heartbeat is older than this is dead; it beats six times as often. */
+  readonly deadAfterMs: number;
+}
+
+export interface LostRequestSweep {
+  /** Lost requests recorded by this sweep. */
+  readonly settled: number;
+  /** Drafts of dead instances whose holds have not lapsed yet (a later sweep takes them). */
+  readonly waiting: number;
+}
+
+const SCAN_COUNT = 200;
+
+export class LostRequestRecovery {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly keys: RedisKeys,
+    private readonly budget: Pick<BudgetStore, 'settle'>,
+    private readonly logger: Logger,
+    private readonly options: LostRequestOptions,
+  ) {}
+
+  /** Beats once (so the instance is alive before it serves), then beats and sweeps on a timer. */
+  async start(): Promise<void> {
+    await this.beat();
+    const interval = Math.max(100, Math.floor(this.options.deadAfterMs / 6));
+    this.timer = setInterval(() => this.tick(), interval);
+    this.timer.unref();
+  }
+
+  /**
+   * Stops beating. `leave`: nothing of this instance is in flight any more, so it leaves the
+   * set; otherwise it stays there, silent, and the others settle what it left once it lapses.
+   */
+  async stop(leave: boolean): Promise<void> {
+    clearInterval(this.timer);
+    await this.running;
+    if (leave) await this.redis.zrem(this.keys.instances(), this.options.instanceId);
+  }
+
+  private tick(): void {
+    if (this.running) return;
+    this.running = this.beat()
+      .then(() => this.sweep())
+      .then((sweep) => {
+        if (sweep.settled > 0) {
+          this.logger.warn({ settled: sweep.settled }, 'recorded requests lost with an instance');
+        }
+      })
+      .catch((error: unknown) => this.logger.warn({ err: error }, 'lost-request sweep failed'))
+      .finally(() => {
+        this.running = undefined;
+      });
+  }
+
+  async beat(now = Date.now()): Promise<void> {
+    await this.redis.zadd(this.keys.instances(), now, this.options.instanceId);
+  }
+
+  /** Settles the lapsed drafts of every dead instance; forgets the ones with none left. */
+  async sweep(now = Date.now()): Promise<LostRequestSweep> {
+    const dead = (
+      await this.redis.zrangebyscore(this.keys.instances(), '-inf', now - this.options.deadAfterMs)
+    ).filter((instance) => instance !== this.options.instanceId);
+    if (dead.length === 0) return { settled: 0, waiting: 0 };
+    const deadSet = new Set(dead);
+    const waitingOf = new Map<string, number>();
+    let settled = 0;
+    for (const stream of await this.redis.smembers(this.keys.usageStreamRegistry())) {
+      const orgId = orgOfKey(stream);
+      if (orgId === null) continue;
+      const key = this.keys.inFlight(orgId);
+      let cursor = '0';
+      do {
+        const [next, entries] = await this.redis.hscan(key, cursor, 'COUNT', SCAN_COUNT);
+        cursor = next;
+        for (let index = 0; index + 1 < entries.length; index += 2) {
+          const requestId = entries[index]!;
+          const draft = this.readDraft(requestId, entries[index + 1]!);
+          if (!draft || !deadSet.has(draft.instance)) continue;
+          if (draft.lapsesAtMs > now) {
+            waitingOf.set(draft.instance, (waitingOf.get(draft.instance) ?? 0) + 1);
+            continue;
+          }
+          try {
+            if ((await this.settleLost(draft, now)) === 'settled') settled += 1;
+          } catch (error) {
+            // Left in place and logged at every sweep: fix the cause and the next one settles it.
+            this.logger.error(
+              { err: error, requestId, instance: draft.instance },
+              'a lost request could not be recorded',
+            );
+          }
+        }
+      } while (cursor !== '0');
+    }
+    const gone = dead.filter((instance) => !waitingOf.has(instance));
+    if (gone.length > 0) await this.redis.zrem(this.keys.instances(), ...gone);
+    let waiting = 0;
+    for (const count of waitingOf.values()) waiting += count;
+    return { settled, waiting };
+  }
+
+  /** Settles a lost request as its draft says, dated now, naming the credential that served it. */
+  private settleLost(draft: LostDraft, now: number): Promise<'settled' | 'already_settled'> {
+    const record: UsageRecord = Object.assign({}, draft.record, {
+      createdAt: new Date(now),
+      latencyMs: Math.max(0, now - draft.startedAtMs),
+      route: draft.credentialId ? ('byok' as const) : ('system' as const),
+      credentialId: draft.credentialId,
+    });
+    return this.budget.settle(record, draft.accounts);
+  }
+
+  /** An in-flight entry ('<credential_id>\n<draft>', reserve.lua); null (logged) if unreadable. */
+  private readDraft(requestId: string, value: string): LostDraft | null {
+    const newline = value.indexOf('\n');
+    try {
+      if (newline < 0) throw new Error('an in-flight entry without its credential line');
+      return {
+        credentialId: value.slice(0, newline) || null,
+        ...decodeDraft(value.slice(newline + 1)),
+      };
+    } catch (error) {
+      this.logger.error({ err: error, requestId }, 'an in-flight draft cannot be read');
+      return null;
+    }
+  }
+}
+
+/** A draft and the credential reserve.lua picked for it. */
+type LostDraft = InFlightDraft & { readonly credentialId: string | null };

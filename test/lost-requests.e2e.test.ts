@@ -1,0 +1,185 @@
+// Requests lost with their instance: a gateway killed while a request is held leaves its draft
+// beside the holds; another instance records it (`gateway_lost`, nothing charged) once the
+// instance is silent and the holds have lapsed, so the ledger has a row for every held request.
+// And never sooner: not while the instance beats, not before the holds lapse.
+import { randomUUID } from 'node:crypto';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LostRequestRecovery } from '../src/billing/lost-requests.js';
+import { createRedisKeys } from '../src/redis/keys.js';
+import type { UsageRecord } from '../src/ledger/usage-record.js';
+import type { BudgetStore, SettleAccounts } from '../src/billing/budget-store.js';
+import { encodeDraft } from '../src/billing/in-flight-draft.js';
+import { isolatedContext } from './support/context.js';
+import { bearer, postJson } from './support/http.js';
+import {
+  seed,
+  startGateway,
+  startGatewayProcess,
+  type GatewayProcess,
+  type SeededOrg,
+} from './support/processes.js';
+import { eventually } from './support/services.js';
+import { lostRecord } from './support/records.js';
+
+const { env, db, redis, prefix } = isolatedContext('lost');
+const keys = createRedisKeys(prefix);
+const lapse = { RESERVATION_TTL_MS: '2000', INSTANCE_DEAD_AFTER_MS: '1200' };
+let org: SeededOrg;
+const running: GatewayProcess[] = [];
+
+beforeAll(async () => {
+  org = await seed(env);
+});
+
+afterAll(async () => {
+  await Promise.all(running.map((gateway) => gateway.stop()));
+});
+
+const walletReserved = async (): Promise<string | null> =>
+  redis.hget(keys.wallet(org.org_id), 'reserved');
+
+describe('a request lost with its instance', () => {
+  it('is recorded by another instance once its holds lapse: gateway_lost, nothing charged', async () => {
+    const doomed = await startGatewayProcess({ ...env, ...lapse });
+    running.push(doomed);
+    // A request that settles removes its draft.
+    const done = await postJson(
+      `${doomed.url}/v1/chat/completions`,
+      { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: 'settles' }] },
+      bearer(org.api_key),
+    );
+    expect(done.status).toBe(200);
+    expect(await redis.hlen(keys.inFlight(org.org_id))).toBe(0);
+    const balanceBefore = await redis.hget(keys.wallet(org.org_id), 'balance');
+
+    // One the vendor takes its time with: held, then its instance is killed.
+    const lost = postJson(
+      `${doomed.url}/v1/chat/completions`,
+      {
+        model: 'vendor_b/gpt-4o-mini',
+        messages: [{ role: 'user', content: 'lost mock:latency_ms=10000' }],
+      },
+      bearer(org.api_key),
+    ).catch((error: unknown) => error);
+    const [requestId, draft] = await eventually(async () => {
+      const entries = await redis.hgetall(keys.inFlight(org.org_id));
+      return Object.entries(entries)[0];
+    }, 5_000);
+    expect(draft.split('\n')[0]).toBe(''); // the system route serves it: no credential
+    expect(Number(await walletReserved())).toBeGreaterThan(0);
+    await doomed.stop('SIGKILL');
+    expect(await lost).toBeInstanceOf(Error); // the client saw its connection drop
+
+    const survivor = await startGateway({ ...env, ...lapse });
+    running.push(survivor);
+    const rows = await eventually(async () => {
+      const { rows: found } = await db.query(
+        `SELECT status, end_reason, input_tokens, output_tokens, sell_cost::text,
+                wallet_cost::text, reserved_amount > 0 AS held, route, stream, model, api_key_id
+           FROM usage_records WHERE request_id = $1`,
+        [requestId],
+      );
+      return found.length > 0 ? found : undefined;
+    }, 20_000);
+    expect(rows).toEqual([
+      {
+        status: 'incomplete',
+        end_reason: 'gateway_lost',
+        input_tokens: 0,
+        output_tokens: 0,
+        sell_cost: '0.000000000000',
+        wallet_cost: '0.000000000000',
+        held: true,
+        route: 'system',
+        stream: false,
+        model: 'vendor_b/gpt-4o-mini',
+        api_key_id: expect.any(String),
+      },
+    ]);
+    // Its hold is gone, nothing was charged, its draft is gone and so is the dead instance.
+    expect(await walletReserved()).toBe('0');
+    expect(await redis.hget(keys.wallet(org.org_id), 'balance')).toBe(balanceBefore);
+    expect(await redis.hlen(keys.inFlight(org.org_id))).toBe(0);
+    await eventually(async () => ((await redis.zcard(keys.instances())) === 1 ? true : undefined));
+    expect(survivor.output()).toContain('recorded requests lost with an instance');
+  }, 60_000);
+});
+
+describe('the sweep', () => {
+  const settled: Array<{ record: UsageRecord; accounts: SettleAccounts }> = [];
+  const budget: Pick<BudgetStore, 'settle'> = {
+    settle(record, accounts) {
+      settled.push({ record, accounts });
+      return Promise.resolve('settled');
+    },
+  };
+  const logger = pino({ level: 'silent' });
+  const record = (requestId: string, orgId: string): UsageRecord =>
+    lostRecord(orgId, { requestId, createdAt: new Date(0), productUserId: 'pu_1', stream: true });
+  const accounts = (orgId: string): SettleAccounts => ({
+    orgId,
+    appConnectionId: 'conn_1',
+    orgCap: { capNano: 10n ** 12n, period: { key: '1764547200000' } },
+    connectionCap: null,
+    user: {
+      productUserId: 'pu_1',
+      capNano: null,
+      creditMode: 'track_only',
+      period: { key: '1764000000000' },
+    },
+  });
+  const draftOf = (
+    requestId: string,
+    orgId: string,
+    instance: string,
+    lapsesAtMs: number,
+    credentialId = '',
+  ): string =>
+    `${credentialId}\n${encodeDraft({
+      instance,
+      startedAtMs: lapsesAtMs - 2000,
+      lapsesAtMs,
+      record: record(requestId, orgId),
+      accounts: accounts(orgId),
+    })}`;
+
+  it('leaves a beating instance alone, and waits for the holds of a silent one to lapse', async () => {
+    const orgId = `org_sweep_${randomUUID().slice(0, 8)}`;
+    await redis.sadd(keys.usageStreamRegistry(), keys.usageStream(orgId));
+    const now = Date.now();
+    const sweeper = new LostRequestRecovery(redis, keys, budget, logger, {
+      instanceId: 'sweeper',
+      deadAfterMs: 1000,
+    });
+    await redis.zadd(keys.instances(), now, 'beating', now - 5000, 'silent');
+    await redis.hset(keys.inFlight(orgId), {
+      req_beating: draftOf('req_beating', orgId, 'beating', now - 60_000),
+      req_silent: draftOf('req_silent', orgId, 'silent', now + 60_000, 'cred_1'),
+      req_unreadable: 'not a draft',
+    });
+    expect(await sweeper.sweep(now)).toEqual({ settled: 0, waiting: 1 });
+    expect(settled).toEqual([]);
+    expect(await redis.zscore(keys.instances(), 'silent')).not.toBeNull();
+
+    // Its holds lapsed: settled as its draft says, dated now, naming the credential that
+    // served it; the silent instance, with nothing left, leaves the set. The beating one beat.
+    const later = now + 61_000;
+    await redis.zadd(keys.instances(), later, 'beating');
+    expect(await sweeper.sweep(later)).toEqual({ settled: 1, waiting: 0 });
+    expect(settled).toEqual([
+      {
+        record: {
+          ...record('req_silent', orgId),
+          createdAt: new Date(later),
+          latencyMs: 2000 + 61_000 - 60_000,
+          route: 'byok',
+          credentialId: 'cred_1',
+        },
+        accounts: accounts(orgId),
+      },
+    ]);
+    expect(await redis.zscore(keys.instances(), 'silent')).toBeNull();
+    expect(await redis.zscore(keys.instances(), 'beating')).not.toBeNull();
+  });
+});
