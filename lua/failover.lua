@@ -8,6 +8,8 @@
 -- KEYS[3] cred_cooldowns     hash credential_id -> cooling down until (ms)
 -- KEYS[4] cred_rotation      hash tier -> rotation counter
 -- KEYS[5] usage_stream       the org's usage stream (the webhook event goes there)
+-- KEYS[6] in_flight          the org's in-flight drafts (reserve.lua): the request's names the
+--                            credential now serving it ('' : the system route)
 --
 -- ARGV[1] request_id
 -- ARGV[2] failed_credential_id
@@ -54,8 +56,18 @@ if current <= tonumber(now_ms) then
     'cooldown_until_ms', cooldown_until, 'at_ms', now_ms)
 end
 
+-- The request's draft names who serves it now, so a lost request's record says so.
+local function serving(credential_id)
+  local draft = redis.call('HGET', KEYS[6], request_id)
+  local newline = draft and string.find(draft, '\n', 1, true)
+  if newline then
+    redis.call('HSET', KEYS[6], request_id, credential_id .. string.sub(draft, newline))
+  end
+end
+
 local credential = pick_credential(KEYS[3], KEYS[4], credentials, now_ms)
 if credential then
+  serving(credential)
   return {0, credential}
 end
 if byok_only == '1' then
@@ -73,4 +85,5 @@ end
 if not redis.call('ZSCORE', KEYS[2], request_id .. ':' .. amount_text) then
   hold(KEYS[1], KEYS[2], request_id, amount_text, expires_at_ms)
 end
+serving('')
 return {0, ''}

@@ -8,8 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LostRequestRecovery } from '../src/billing/lost-requests.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import type { UsageRecord } from '../src/ledger/usage-record.js';
-import type { BudgetStore, SettleAccounts } from '../src/billing/budget-store.js';
-import { encodeDraft } from '../src/billing/in-flight-draft.js';
+import type { BudgetStore, RequestAccounts, SettleAccounts } from '../src/billing/budget-store.js';
+import { decodeDraft, encodeDraft } from '../src/billing/in-flight-draft.js';
+import { createMoneyLayer } from '../src/billing/compose.js';
+import { defineScripts } from '../src/redis/scripts.js';
 import { isolatedContext } from './support/context.js';
 import { bearer, postJson } from './support/http.js';
 import {
@@ -181,5 +183,68 @@ describe('the sweep', () => {
     ]);
     expect(await redis.zscore(keys.instances(), 'silent')).toBeNull();
     expect(await redis.zscore(keys.instances(), 'beating')).not.toBeNull();
+  });
+});
+
+describe('a draft follows its request', () => {
+  it('names the credential serving it through every failover, and leaves with the settle', async () => {
+    const { budget: store } = createMoneyLayer({
+      db,
+      redis,
+      keys,
+      scripts: defineScripts(redis),
+      reservationTtlMs: 60_000,
+      instanceId: 'follower',
+    });
+    const orgId = `org_follow_${randomUUID().slice(0, 8)}`;
+    const wallet = keys.wallet(orgId);
+    await defineScripts(redis).accountLoad(
+      { account: wallet, expiries: keys.holdExpiries(wallet) },
+      { field: 'balance', amount_nano: '1000000', expire_at_ms: '' },
+    );
+    const accounts: RequestAccounts = {
+      orgId,
+      appConnectionId: 'conn_1',
+      orgCap: null,
+      connectionCap: null,
+      user: null,
+      walletPays: true,
+      credentials: { tiers: [['cred_a'], ['cred_b']], byokOnly: false },
+    };
+    const requestId = randomUUID();
+    const record = lostRecord(orgId, { requestId, reservedNano: 700n });
+    const serving = async (): Promise<string | undefined> =>
+      (await redis.hget(keys.inFlight(orgId), requestId))?.split('\n')[0];
+    const failover = (failed: string) =>
+      store.failover({
+        requestId,
+        accounts,
+        failedCredentialId: failed,
+        cooldownUntilMs: Date.now() + 60_000,
+        amountNano: 700n,
+        failure: 'failed_over',
+        upstreamStatus: 429,
+      });
+
+    expect(
+      await store.reserve({ requestId, accounts, amountNano: 700n, lostRecord: record }),
+    ).toEqual({ kind: 'held', credentialId: 'cred_a' });
+    expect(await serving()).toBe('cred_a');
+    expect(await failover('cred_a')).toEqual({ kind: 'credential', credentialId: 'cred_b' });
+    expect(await serving()).toBe('cred_b');
+    expect(await failover('cred_b')).toEqual({ kind: 'system' });
+    expect(await serving()).toBe('');
+    expect(await redis.hget(wallet, 'reserved')).toBe('700');
+    // What reserve kept is the record the draft decodes to.
+    const kept = (await redis.hget(keys.inFlight(orgId), requestId))!;
+    expect(decodeDraft(kept.slice(kept.indexOf('\n') + 1))).toMatchObject({
+      instance: 'follower',
+      record: { requestId, reservedNano: 700n, endReason: 'gateway_lost' },
+      accounts: { orgId, appConnectionId: 'conn_1', user: null },
+    });
+
+    expect(await store.settle(record, accounts)).toBe('settled');
+    expect(await redis.hexists(keys.inFlight(orgId), requestId)).toBe(0);
+    expect(await redis.hget(wallet, 'reserved')).toBe('0');
   });
 });

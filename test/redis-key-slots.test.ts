@@ -88,6 +88,7 @@ const scriptKeys: { [N in ScriptName]: (orgId: string) => Record<string, string>
     cred_cooldowns: keys.credentialCooldowns(orgId),
     cred_rotation: keys.credentialRotation(orgId),
     usage_stream: keys.usageStream(orgId),
+    in_flight: keys.inFlight(orgId),
   }),
   settle: (orgId) => ({
     ...requestAccountKeys(orgId),

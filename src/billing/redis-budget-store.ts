@@ -167,6 +167,7 @@ export class RedisBudgetStore implements BudgetStore {
       cred_cooldowns: this.keys.credentialCooldowns(accounts.orgId),
       cred_rotation: this.keys.credentialRotation(accounts.orgId),
       usage_stream: this.keys.usageStream(accounts.orgId),
+      in_flight: this.keys.inFlight(accounts.orgId),
     };
     const call = async (): Promise<Array<string | number>> => {
       const now = Date.now();

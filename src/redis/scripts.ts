@@ -94,7 +94,14 @@ export const scriptSpecs = {
   },
   failover: {
     file: 'failover',
-    keys: ['wallet', 'wallet_expiries', 'cred_cooldowns', 'cred_rotation', 'usage_stream'],
+    keys: [
+      'wallet',
+      'wallet_expiries',
+      'cred_cooldowns',
+      'cred_rotation',
+      'usage_stream',
+      'in_flight',
+    ],
     args: [
       'request_id',
       'failed_credential_id',
