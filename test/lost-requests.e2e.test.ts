@@ -163,13 +163,25 @@ describe('the sweep', () => {
     expect(await sweeper.sweep(now)).toEqual({ settled: 0, waiting: 1 });
     expect(settled).toEqual([]);
     expect(await redis.zscore(keys.instances(), 'silent')).not.toBeNull();
+    // Every org is scanned, so not on every tick: the next scan comes when the draft it left
+    // lapses (or another instance dies). A draft that turns up lapsed meanwhile waits for it.
+    await redis.hset(keys.inFlight(orgId), {
+      req_late: draftOf('req_late', orgId, 'silent', now - 1),
+    });
+    expect(await sweeper.sweep(now + 500)).toEqual({ settled: 0, waiting: 0 });
 
     // Its holds lapsed: settled as its draft says, dated now, naming the credential that
     // served it; the silent instance, with nothing left, leaves the set. The beating one beat.
     const later = now + 61_000;
     await redis.zadd(keys.instances(), later, 'beating');
-    expect(await sweeper.sweep(later)).toEqual({ settled: 1, waiting: 0 });
-    expect(settled).toEqual([
+    // Another instance is sweeping: this one leaves it to it.
+    await redis.set(keys.instanceSweep(), 'another', 'PX', 5000);
+    expect(await sweeper.sweep(later)).toEqual({ settled: 0, waiting: 0 });
+    expect(settled).toEqual([]);
+    await redis.del(keys.instanceSweep());
+    expect(await sweeper.sweep(later)).toEqual({ settled: 2, waiting: 0 });
+    expect(settled.map((call) => call.record.requestId).sort()).toEqual(['req_late', 'req_silent']);
+    expect(settled.filter((call) => call.record.requestId === 'req_silent')).toEqual([
       {
         record: {
           ...record('req_silent', orgId),

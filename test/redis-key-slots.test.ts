@@ -33,6 +33,7 @@ const builderScopes: Record<keyof RedisKeys, 'org' | 'pair' | 'alone'> = {
   inFlight: 'org',
   // The instances' heartbeats: ZADD / ZRANGEBYSCORE alone (src/billing/lost-requests.ts).
   instances: 'alone',
+  instanceSweep: 'alone',
   // One set of every stream: SADD/SMEMBERS alone (the writers read streams slot by slot).
   usageStreamRegistry: 'alone',
   apiKey: 'pair',

@@ -32,6 +32,8 @@ const SCAN_COUNT = 200;
 export class LostRequestRecovery {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
+  /** The dead instances the last scan looked for, and when the first draft it left lapses. */
+  private scanned = { dead: new Set<string>(), nextLapseAtMs: Infinity };
 
   constructor(
     private readonly redis: RedisClient,
@@ -84,7 +86,25 @@ export class LostRequestRecovery {
       await this.redis.zrangebyscore(this.keys.instances(), '-inf', now - this.options.deadAfterMs)
     ).filter((instance) => instance !== this.options.instanceId);
     if (dead.length === 0) return { settled: 0, waiting: 0 };
+    // Every registered org is scanned, so not on every tick: only when an instance died since
+    // the last scan or a draft that scan left has lapsed since; and one instance at a time.
+    const known = dead.every((instance) => this.scanned.dead.has(instance));
+    if (known && now < this.scanned.nextLapseAtMs) return { settled: 0, waiting: 0 };
+    const lock = this.keys.instanceSweep();
+    const ttl = Math.max(this.options.deadAfterMs, 10_000);
+    if ((await this.redis.set(lock, this.options.instanceId, 'PX', ttl, 'NX')) !== 'OK') {
+      return { settled: 0, waiting: 0 };
+    }
+    try {
+      return await this.scan(dead, now);
+    } finally {
+      await this.redis.del(lock);
+    }
+  }
+
+  private async scan(dead: readonly string[], now: number): Promise<LostRequestSweep> {
     const deadSet = new Set(dead);
+    let nextLapseAtMs = Infinity;
     const waitingOf = new Map<string, number>();
     let settled = 0;
     for (const stream of await this.redis.smembers(this.keys.usageStreamRegistry())) {
@@ -101,6 +121,7 @@ export class LostRequestRecovery {
           if (!draft || !deadSet.has(draft.instance)) continue;
           if (draft.lapsesAtMs > now) {
             waitingOf.set(draft.instance, (waitingOf.get(draft.instance) ?? 0) + 1);
+            nextLapseAtMs = Math.min(nextLapseAtMs, draft.lapsesAtMs);
             continue;
           }
           try {
@@ -117,6 +138,7 @@ export class LostRequestRecovery {
     }
     const gone = dead.filter((instance) => !waitingOf.has(instance));
     if (gone.length > 0) await this.redis.zrem(this.keys.instances(), ...gone);
+    this.scanned = { dead: deadSet, nextLapseAtMs };
     let waiting = 0;
     for (const count of waitingOf.values()) waiting += count;
     return { settled, waiting };

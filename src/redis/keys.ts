@@ -30,6 +30,8 @@ export interface RedisKeys {
   inFlight(orgId: string): string;
   /** Gateway instances: zset instance_id → last heartbeat (ms). */
   instances(): string;
+  /** Held by the instance scanning for dead instances' drafts (one at a time). */
+  instanceSweep(): string;
   /** Cached API-key record by key hash (JSON), short TTL. */
   apiKey(keyHash: string): string;
   /** Generation of a cached API key, bumped by each invalidation (fills compare it). */
@@ -66,6 +68,7 @@ export function createRedisKeys(prefix: string): RedisKeys {
     usageStreamRegistry: () => `${prefix}:usage-streams`,
     inFlight: (orgId) => `${org(orgId)}:in-flight`,
     instances: () => `${prefix}:instances`,
+    instanceSweep: () => `${prefix}:instances:sweep`,
     apiKey: (keyHash) => `${prefix}:apikey:{${keyHash}}`,
     apiKeyGeneration: (keyHash) => `${prefix}:apikey:{${keyHash}}:gen`,
     invalidationChannel: () => `${prefix}:invalidate`,
