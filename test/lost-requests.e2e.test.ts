@@ -41,8 +41,8 @@ afterAll(async () => {
 const walletReserved = async (): Promise<string | null> =>
   redis.hget(keys.wallet(org.org_id), 'reserved');
 
-describe('a request lost with its instance', () => {
-  it('is recorded by another instance once its holds lapse: gateway_lost, nothing charged', async () => {
+describe('requests lost with their instance', () => {
+  it('are each recorded by another instance once their holds lapse: gateway_lost, nothing charged', async () => {
     const doomed = await startGatewayProcess({ ...env, ...lapse });
     running.push(doomed);
     // A request that settles removes its draft.
@@ -55,49 +55,68 @@ describe('a request lost with its instance', () => {
     expect(await redis.hlen(keys.inFlight(org.org_id))).toBe(0);
     const balanceBefore = await redis.hget(keys.wallet(org.org_id), 'balance');
 
-    // One the vendor takes its time with: held, then its instance is killed.
-    const lost = postJson(
-      `${doomed.url}/v1/chat/completions`,
-      {
-        model: 'vendor_b/gpt-4o-mini',
-        messages: [{ role: 'user', content: 'lost mock:latency_ms=10000' }],
-      },
-      bearer(org.api_key),
-    ).catch((error: unknown) => error);
-    const [requestId, draft] = await eventually(async () => {
-      const entries = await redis.hgetall(keys.inFlight(org.org_id));
-      return Object.entries(entries)[0];
-    }, 5_000);
-    expect(draft.split('\n')[0]).toBe(''); // the system route serves it: no credential
+    // Requests the vendor takes its time with (JSON and streams): held, then their instance is
+    // killed. Every one of them must come back as a record.
+    const LOST = 12;
+    const lost = Array.from({ length: LOST }, (_, index) =>
+      postJson(
+        `${doomed.url}/v1/chat/completions`,
+        {
+          model: 'vendor_b/gpt-4o-mini',
+          ...(index % 2 === 1 && { stream: true }),
+          messages: [{ role: 'user', content: `lost ${index} mock:latency_ms=10000` }],
+        },
+        bearer(org.api_key),
+      ).catch((error: unknown) => error),
+    );
+    const drafts = await eventually(async () => {
+      const entries = Object.entries(await redis.hgetall(keys.inFlight(org.org_id)));
+      return entries.length === LOST ? entries : undefined;
+    }, 10_000);
+    // The system route serves them: no credential on the draft's first line.
+    expect(drafts.map(([, draft]) => draft.split('\n')[0])).toEqual(Array(LOST).fill(''));
     expect(Number(await walletReserved())).toBeGreaterThan(0);
     await doomed.stop('SIGKILL');
-    expect(await lost).toBeInstanceOf(Error); // the client saw its connection drop
+    for (const outcome of await Promise.all(lost)) expect(outcome).toBeInstanceOf(Error); // dropped
 
     const survivor = await startGateway({ ...env, ...lapse });
     running.push(survivor);
+    const requestIds = drafts.map(([requestId]) => requestId);
     const rows = await eventually(async () => {
       const { rows: found } = await db.query(
         `SELECT status, end_reason, input_tokens, output_tokens, sell_cost::text,
                 wallet_cost::text, reserved_amount > 0 AS held, route, stream, model, api_key_id
-           FROM usage_records WHERE request_id = $1`,
-        [requestId],
+           FROM usage_records WHERE request_id = ANY($1::uuid[]) ORDER BY stream`,
+        [requestIds],
       );
-      return found.length > 0 ? found : undefined;
+      return found.length === LOST ? found : undefined;
     }, 20_000);
-    expect(rows).toEqual([
-      {
-        status: 'incomplete',
-        end_reason: 'gateway_lost',
-        input_tokens: 0,
-        output_tokens: 0,
-        sell_cost: '0.000000000000',
-        wallet_cost: '0.000000000000',
-        held: true,
-        route: 'system',
-        stream: false,
-        model: 'vendor_b/gpt-4o-mini',
-        api_key_id: expect.any(String),
-      },
+    expect(rows).toEqual(
+      [false, true].flatMap((stream) =>
+        Array<unknown>(LOST / 2).fill({
+          status: 'incomplete',
+          end_reason: 'gateway_lost',
+          input_tokens: 0,
+          output_tokens: 0,
+          sell_cost: '0.000000000000',
+          wallet_cost: '0.000000000000',
+          held: true,
+          route: 'system',
+          stream,
+          model: 'vendor_b/gpt-4o-mini',
+          api_key_id: expect.any(String),
+        }),
+      ),
+    );
+    // Every request the org sent has its row: the one completed and the ones lost.
+    const { rows: ledger } = await db.query(
+      `SELECT end_reason, count(*)::int AS n FROM usage_records WHERE org_id = $1
+        GROUP BY end_reason ORDER BY end_reason`,
+      [org.org_id],
+    );
+    expect(ledger).toEqual([
+      { end_reason: 'completed', n: 1 },
+      { end_reason: 'gateway_lost', n: LOST },
     ]);
     // Its hold is gone, nothing was charged, its draft is gone and so is the dead instance.
     expect(await walletReserved()).toBe('0');
