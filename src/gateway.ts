@@ -166,18 +166,6 @@ async function assembleGateway(
     reservationTtlMs: config.RESERVATION_TTL_MS,
     instanceId,
   });
-  // Requests this instance leaves unsettled (at the end of a drain, or at all, if killed)
-  // are recorded by the others from their drafts once their holds lapse.
-  let unsettledAtExit = 0;
-  const lostRequests = closers.add(
-    'lost-request recovery',
-    new LostRequestRecovery(redis, keys, budget, logger, {
-      instanceId,
-      deadAfterMs: config.INSTANCE_DEAD_AFTER_MS,
-    }),
-    (recovery) => recovery.stop(unsettledAtExit === 0),
-  );
-  await lostRequests.start();
   const capPolicies = new CapPolicyStore(db);
   const productUsers = new ProductUserDirectory(db);
   const serviceKeys = new ServiceKeyStore(db);
@@ -262,6 +250,19 @@ async function assembleGateway(
     () => pendingUsageRecords(redis, keys),
     { dependencies: checkDependencies, webhookDeliveriesDue: () => webhookDeliveriesDue(db) },
   );
+  // Requests this instance leaves unsettled (at the end of a drain, or at all, if killed)
+  // are recorded by the others from their drafts once their holds lapse.
+  let unsettledAtExit = 0;
+  const lostRequests = closers.add(
+    'lost-request recovery',
+    new LostRequestRecovery(redis, keys, budget, logger, {
+      instanceId,
+      deadAfterMs: config.INSTANCE_DEAD_AFTER_MS,
+      recorded: metrics.lostRequestsRecorded,
+    }),
+    (recovery) => recovery.stop(unsettledAtExit === 0),
+  );
+  await lostRequests.start();
   const writer = new UsageWriterThread(
     {
       redis: target,

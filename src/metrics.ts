@@ -58,6 +58,10 @@ export class GatewayMetrics {
     'gw_settle_spool_replayed_total',
     'Spooled settles applied (or found already recorded) and retired from the spool',
   );
+  readonly lostRequestsRecorded = this.counter(
+    'gw_lost_requests_recorded_total',
+    'Requests of dead instances this instance recorded as lost (gateway_lost, nothing charged) once their holds lapsed',
+  );
   readonly settleSpoolPending = new Gauge({
     name: 'gw_settle_spool_pending',
     help: 'Spooled settles of this instance still waiting for Redis (not yet charged or recorded)',

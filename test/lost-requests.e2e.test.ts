@@ -15,6 +15,7 @@ import { defineScripts } from '../src/redis/scripts.js';
 import { isolatedContext } from './support/context.js';
 import { bearer, postJson } from './support/http.js';
 import {
+  metricsUrl,
   seed,
   startGateway,
   startGatewayProcess,
@@ -79,7 +80,12 @@ describe('requests lost with their instance', () => {
     await doomed.stop('SIGKILL');
     for (const outcome of await Promise.all(lost)) expect(outcome).toBeInstanceOf(Error); // dropped
 
-    const survivor = await startGateway({ ...env, ...lapse });
+    const survivor = await startGateway({
+      ...env,
+      ...lapse,
+      METRICS_ENABLED: 'true',
+      METRICS_PORT: '0',
+    });
     running.push(survivor);
     const requestIds = drafts.map(([requestId]) => requestId);
     const rows = await eventually(async () => {
@@ -124,6 +130,8 @@ describe('requests lost with their instance', () => {
     expect(await redis.hlen(keys.inFlight(org.org_id))).toBe(0);
     await eventually(async () => ((await redis.zcard(keys.instances())) === 1 ? true : undefined));
     expect(survivor.output()).toContain('recorded requests lost with an instance');
+    const metrics = await (await fetch(metricsUrl(survivor))).text();
+    expect(metrics).toContain(`gw_lost_requests_recorded_total ${LOST}`);
   }, 60_000);
 });
 

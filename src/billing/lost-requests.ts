@@ -18,6 +18,8 @@ export interface LostRequestOptions {
   readonly instanceId: string;
   /** An instance whose heartbeat is older than this is dead; it beats six times as often. */
   readonly deadAfterMs: number;
+  /** Counts the lost requests this instance records (gw_lost_requests_recorded_total). */
+  readonly recorded?: { inc(count: number): void };
 }
 
 export interface LostRequestSweep {
@@ -67,6 +69,7 @@ export class LostRequestRecovery {
       .then(() => this.sweep())
       .then((sweep) => {
         if (sweep.settled > 0) {
+          this.options.recorded?.inc(sweep.settled);
           this.logger.warn({ settled: sweep.settled }, 'recorded requests lost with an instance');
         }
       })
