@@ -223,6 +223,34 @@ describe('the sweep', () => {
     expect(await redis.zscore(keys.instances(), 'silent')).toBeNull();
     expect(await redis.zscore(keys.instances(), 'beating')).not.toBeNull();
   });
+  it('keeps a silent instance listed while one of its drafts fails to settle, and tries again', async () => {
+    const orgId = `org_retry_${randomUUID().slice(0, 8)}`;
+    await redis.sadd(keys.usageStreamRegistry(), keys.usageStream(orgId));
+    const now = Date.now();
+    let failures = 1;
+    const attempts: string[] = [];
+    const flaky: Pick<BudgetStore, 'settle'> = {
+      settle(lost) {
+        attempts.push(lost.requestId);
+        if (failures-- > 0) return Promise.reject(new Error('Redis refused the settle'));
+        return Promise.resolve('settled');
+      },
+    };
+    const sweeper = new LostRequestRecovery(redis, keys, flaky, logger, {
+      instanceId: 'sweeper_2',
+      deadAfterMs: 1000,
+    });
+    await redis.zadd(keys.instances(), now - 5000, 'crashed');
+    await redis.hset(keys.inFlight(orgId), {
+      req_flaky: draftOf('req_flaky', orgId, 'crashed', now - 1),
+    });
+    expect(await sweeper.sweep(now)).toEqual({ settled: 0, waiting: 1 });
+    expect(await redis.zscore(keys.instances(), 'crashed')).not.toBeNull();
+    expect(await sweeper.sweep(now + 500)).toEqual({ settled: 0, waiting: 0 }); // not yet
+    expect(await sweeper.sweep(now + 1000)).toEqual({ settled: 1, waiting: 0 });
+    expect(attempts).toEqual(['req_flaky', 'req_flaky']);
+    expect(await redis.zscore(keys.instances(), 'crashed')).toBeNull();
+  });
 });
 
 describe('a draft follows its request', () => {

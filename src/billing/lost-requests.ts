@@ -36,6 +36,7 @@ export class LostRequestRecovery {
   private running: Promise<void> | undefined;
   /** The dead instances the last scan looked for, and when the first draft it left lapses. */
   private scanned = { dead: new Set<string>(), nextLapseAtMs: Infinity };
+  private stopping = false;
 
   constructor(
     private readonly redis: RedisClient,
@@ -58,6 +59,7 @@ export class LostRequestRecovery {
    * set; otherwise it stays there, silent, and the others settle what it left once it lapses.
    */
   async stop(leave: boolean): Promise<void> {
+    this.stopping = true; // a scan under way stops at the next org, leaving the rest for others
     clearInterval(this.timer);
     await this.running;
     if (leave) await this.redis.zrem(this.keys.instances(), this.options.instanceId);
@@ -111,6 +113,7 @@ export class LostRequestRecovery {
     const waitingOf = new Map<string, number>();
     let settled = 0;
     for (const stream of await this.redis.smembers(this.keys.usageStreamRegistry())) {
+      if (this.stopping) return { settled, waiting: 0 }; // nothing concluded from half a scan
       const orgId = orgOfKey(stream);
       if (orgId === null) continue;
       const key = this.keys.inFlight(orgId);
@@ -122,19 +125,24 @@ export class LostRequestRecovery {
           const requestId = entries[index]!;
           const draft = this.readDraft(requestId, entries[index + 1]!);
           if (!draft || !deadSet.has(draft.instance)) continue;
-          if (draft.lapsesAtMs > now) {
+          const waitUntil = (atMs: number): void => {
             waitingOf.set(draft.instance, (waitingOf.get(draft.instance) ?? 0) + 1);
-            nextLapseAtMs = Math.min(nextLapseAtMs, draft.lapsesAtMs);
+            nextLapseAtMs = Math.min(nextLapseAtMs, atMs);
+          };
+          if (draft.lapsesAtMs > now) {
+            waitUntil(draft.lapsesAtMs);
             continue;
           }
           try {
             if ((await this.settleLost(draft, now)) === 'settled') settled += 1;
           } catch (error) {
-            // Left in place and logged at every sweep: fix the cause and the next one settles it.
+            // Left in place, its instance still listed, and tried again a while later: fix the
+            // cause and a later sweep records it.
             this.logger.error(
               { err: error, requestId, instance: draft.instance },
               'a lost request could not be recorded',
             );
+            waitUntil(now + this.options.deadAfterMs);
           }
         }
       } while (cursor !== '0');
