@@ -5,7 +5,7 @@
 // call that crosses slots (CROSSSLOT) — test/cluster/redis-cluster.test.ts shows it does.
 import { describe, expect, it } from 'vitest';
 import { keySlot } from '../src/redis/connect.js';
-import { createRedisKeys, type RedisKeys } from '../src/redis/keys.js';
+import { createRedisKeys, orgOfUsageStream, type RedisKeys } from '../src/redis/keys.js';
 import { scriptSpecs, type ScriptName } from '../src/redis/scripts.js';
 
 const keys = createRedisKeys('t-slots');
@@ -162,6 +162,12 @@ describe('Redis Cluster hash slots', () => {
     }
     // …and the orgs themselves spread over the slots.
     expect(slotsOf(ORGS.map((orgId) => keys.wallet(orgId))).size).toBe(ORGS.length);
+  });
+
+  it('reads the org back from its usage stream key, whatever the org id', () => {
+    for (const orgId of ORGS) expect(orgOfUsageStream(keys, keys.usageStream(orgId))).toBe(orgId);
+    expect(orgOfUsageStream(keys, keys.wallet('org_b'))).toBeNull();
+    expect(orgOfUsageStream(createRedisKeys('other'), keys.usageStream('org_b'))).toBeNull();
   });
 
   it('keeps the two keys of an API-key cache entry, and of an authorization code, in one slot', () => {

@@ -8,7 +8,7 @@
 // ledger has a row for every request that was held, the dead instance's included.
 import type { Logger } from '../log.js';
 import type { RedisClient } from '../redis/connect.js';
-import { orgOfKey, type RedisKeys } from '../redis/keys.js';
+import { orgOfUsageStream, type RedisKeys } from '../redis/keys.js';
 import type { UsageRecord } from '../ledger/usage-record.js';
 import type { BudgetStore } from './budget-store.js';
 import { decodeDraft, type InFlightDraft } from './in-flight-draft.js';
@@ -114,7 +114,7 @@ export class LostRequestRecovery {
     let settled = 0;
     for (const stream of await this.redis.smembers(this.keys.usageStreamRegistry())) {
       if (this.stopping) return { settled, waiting: 0 }; // nothing concluded from half a scan
-      const orgId = orgOfKey(stream);
+      const orgId = orgOfUsageStream(this.keys, stream);
       if (orgId === null) continue;
       const key = this.keys.inFlight(orgId);
       let cursor = '0';

@@ -80,9 +80,15 @@ export function createRedisKeys(prefix: string): RedisKeys {
   };
 }
 
-/** The org of a key of one organization (its hash tag), e.g. of a usage stream's key. */
-export function orgOfKey(key: string): string | null {
-  return /\{o:([^}]*)\}/.exec(key)?.[1] ?? null;
+/**
+ * The org whose usage stream `key` is (as `usageStream` names it), or null for another key.
+ * The inverse of the builder, so any org id comes back whole, braces and all.
+ */
+export function orgOfUsageStream(keys: RedisKeys, key: string): string | null {
+  const [head, tail] = keys.usageStream('\0').split('\0') as [string, string];
+  if (key.length < head.length + tail.length) return null;
+  if (!key.startsWith(head) || !key.endsWith(tail)) return null;
+  return key.slice(head.length, key.length - tail.length);
 }
 
 /** The consumer group every gateway instance's batch writer joins. */
