@@ -136,6 +136,9 @@ describe('requests lost with their instance', () => {
 });
 
 describe('the sweep', () => {
+  // Keys of their own: the gateways above sweep their prefix's instances too, and one of them
+  // (still running) would otherwise record these drafts itself.
+  const keys = createRedisKeys(`${prefix}:sweep`);
   const settled: Array<{ record: UsageRecord; accounts: SettleAccounts }> = [];
   const budget: Pick<BudgetStore, 'settle'> = {
     settle(record, accounts) {
