@@ -186,7 +186,7 @@ describe('the dashboard in a browser', () => {
 
     // removes the newcomer after a confirmation
     await page.getByRole('link', { name: 'Members' }).click();
-    await row.getByRole('button', { name: 'Remove…' }).click();
+    await row.getByRole('button', { name: `Remove ${emails.newcomer}` }).click();
     await expect.poll(() => page.getByRole('dialog').textContent()).toContain('loses access');
     await page.getByRole('dialog').getByRole('button', { name: 'Remove member' }).click();
     await row.waitFor({ state: 'detached' });

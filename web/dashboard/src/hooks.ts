@@ -91,24 +91,31 @@ export function asApiError(error: unknown): ApiError {
   return new ApiError(0, 'client', error instanceof Error ? error.message : String(error));
 }
 
-/** Runs a write: busy while it runs, its error kept to show. */
+/** What a write that succeeded answered. */
+export interface Done<T> {
+  readonly value: T;
+}
+
+/**
+ * Runs a write: busy while it runs, its error kept to show. `run` resolves to the write's
+ * answer once it succeeded, or to null once it failed (its error is then in `error`).
+ */
 export function useAction(): {
   busy: boolean;
   error: ApiError | null;
-  run(action: () => Promise<unknown>): Promise<boolean>;
+  run<T>(action: () => Promise<T>): Promise<Done<T> | null>;
   clear(): void;
 } {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<ApiError | null>(null);
-  const run = useCallback(async (action: () => Promise<unknown>) => {
+  const run = useCallback(async <T>(action: () => Promise<T>): Promise<Done<T> | null> => {
     setBusy(true);
     setError(null);
     try {
-      await action();
-      return true;
+      return { value: await action() };
     } catch (failure) {
       setError(asApiError(failure));
-      return false;
+      return null;
     } finally {
       setBusy(false);
     }

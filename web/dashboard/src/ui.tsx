@@ -2,7 +2,7 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { ApiError } from './api.js';
-import type { Paged } from './hooks.js';
+import { useAction, type Loaded, type Paged } from './hooks.js';
 import { exactAmount } from './money.js';
 import { hrefOf, navigate, type View } from './router.js';
 
@@ -59,17 +59,21 @@ export function PageHeader(props: { title: string; children?: ComponentChildren 
   );
 }
 
-/** A modal confirmation (the native dialog: focus stays inside, Escape cancels). */
-export function Confirm(props: {
+/**
+ * A modal confirmation (the native dialog: focus stays inside, Escape cancels) whose button
+ * runs one write. While it runs the button is busy; if it fails, its error shows in the dialog,
+ * which stays open; once it succeeded, `onDone` hears its answer.
+ */
+export function Confirm<T>(props: {
   title: string;
   children: ComponentChildren;
   confirmLabel: string;
-  busy: boolean;
-  error: ApiError | null;
-  onConfirm(): void;
+  write(): Promise<T>;
+  onDone(answer: T): void;
   onCancel(): void;
 }) {
   const dialog = useRef<HTMLDialogElement>(null);
+  const action = useAction();
   useEffect(() => {
     const element = dialog.current;
     if (element && !element.open) element.showModal();
@@ -87,13 +91,20 @@ export function Confirm(props: {
     >
       <h2 id="confirm-title">{props.title}</h2>
       <div class="confirm-body">{props.children}</div>
-      <ErrorNote error={props.error} />
+      <ErrorNote error={action.error} />
       <div class="actions">
         <button type="button" class="secondary" onClick={props.onCancel}>
           Cancel
         </button>
-        <button type="button" class="danger" disabled={props.busy} onClick={props.onConfirm}>
-          {props.busy ? 'Working…' : props.confirmLabel}
+        <button
+          type="button"
+          class="danger"
+          disabled={action.busy}
+          onClick={() => {
+            void action.run(props.write).then((done) => done && props.onDone(done.value));
+          }}
+        >
+          {action.busy ? 'Working…' : props.confirmLabel}
         </button>
       </div>
     </dialog>
@@ -125,6 +136,147 @@ export function MoreButton(props: { list: Paged<unknown>; what: string }) {
       onClick={props.list.more}
     >
       {props.list.loadingMore ? 'Loading…' : `Load more ${props.what} (not all are shown)`}
+    </button>
+  );
+}
+
+/** One column of a DataTable. */
+export interface Column<Row> {
+  readonly header: ComponentChildren;
+  readonly cell: (row: Row) => ComponentChildren;
+  /** Right-aligned figures (the header too). */
+  readonly numeric?: boolean;
+  /** More classes of the cells: `nowrap`, `small`, `details`. */
+  readonly class?: string;
+  /** The cells name their row (`<th scope="row">`). */
+  readonly rowHeader?: boolean;
+}
+
+/**
+ * A table of rows: a header per column, a cell per column and row, and, with `actions`, a last
+ * column of row buttons whose header is read to screen readers only.
+ */
+export function DataTable<Row>(props: {
+  rows: readonly Row[];
+  columns: readonly Column<Row>[];
+  rowKey(row: Row): string;
+  actions?: (row: Row) => ComponentChildren;
+  caption?: string;
+}) {
+  const numeric = (column: Column<Row>) => (column.numeric ? 'num' : undefined);
+  return (
+    <div class="table-wrap">
+      <table>
+        {props.caption && <caption class="visually-hidden">{props.caption}</caption>}
+        <thead>
+          <tr>
+            {props.columns.map((column, index) => (
+              <th key={index} scope="col" class={numeric(column)}>
+                {column.header}
+              </th>
+            ))}
+            {props.actions && (
+              <th scope="col">
+                <span class="visually-hidden">Actions</span>
+              </th>
+            )}
+          </tr>
+        </thead>
+        <tbody>
+          {props.rows.map((row) => (
+            <tr key={props.rowKey(row)}>
+              {props.columns.map((column, index) => {
+                const classes = [numeric(column), column.class].filter(Boolean).join(' ');
+                return column.rowHeader ? (
+                  <th key={index} scope="row" class={classes || undefined}>
+                    {column.cell(row)}
+                  </th>
+                ) : (
+                  <td key={index} class={classes || undefined}>
+                    {column.cell(row)}
+                  </td>
+                );
+              })}
+              {props.actions && <td class="row-actions">{props.actions(row)}</td>}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+/**
+ * What a loaded list shows before and around its rows: its error, a loading note, and a note
+ * when it is empty.
+ */
+export function ListState(props: {
+  list: Loaded<unknown>;
+  rows: readonly unknown[] | null;
+  /** What the rows are, plural (`service keys`). */
+  what: string;
+  empty: ComponentChildren;
+}) {
+  return (
+    <>
+      <ErrorNote error={props.list.error} />
+      {props.list.loading && <Loading what={props.what} />}
+      {props.rows && props.rows.length === 0 && <Empty>{props.empty}</Empty>}
+    </>
+  );
+}
+
+/**
+ * A loaded list as the pages show it: its states (ListState), its rows as a table, and, for a
+ * paged list, the button that loads more.
+ */
+export function ListTable<Row>(props: {
+  list: Loaded<unknown> | Paged<unknown>;
+  /** The rows as shown: the list's, or those reordered or filtered. */
+  rows: readonly Row[] | null;
+  /** What the rows are, plural (`service keys`): for the loading note and the more button. */
+  what: string;
+  empty: ComponentChildren;
+  columns: readonly Column<Row>[];
+  rowKey(row: Row): string;
+  actions?: (row: Row) => ComponentChildren;
+  caption?: string;
+}) {
+  const { list, rows, what } = props;
+  return (
+    <>
+      <ListState list={list} rows={rows} what={what} empty={props.empty} />
+      {rows && rows.length > 0 && (
+        <DataTable
+          rows={rows}
+          columns={props.columns}
+          rowKey={props.rowKey}
+          actions={props.actions}
+          caption={props.caption}
+        />
+      )}
+      {'more' in list && <MoreButton list={list} what={what} />}
+    </>
+  );
+}
+
+/** A button in a table row: `label` shows, `name` says which row's it is to screen readers. */
+export function RowButton(props: {
+  label: string;
+  name: string;
+  danger?: boolean;
+  disabled?: boolean;
+  onClick(): void;
+}) {
+  return (
+    <button
+      type="button"
+      class={props.danger ? 'danger secondary' : 'secondary'}
+      disabled={props.disabled}
+      aria-label={props.name}
+      onClick={props.onClick}
+    >
+      {props.label}
     </button>
   );
 }

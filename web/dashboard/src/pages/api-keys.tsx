@@ -13,9 +13,10 @@ import {
   ErrorNote,
   formatTime,
   Link,
+  ListTable,
   Loading,
-  MoreButton,
   PageHeader,
+  RowButton,
   ShownOnce,
   Status,
 } from '../ui.js';
@@ -131,77 +132,56 @@ function ConnectionKeys({ connection, manage }: { connection: OrgConnection; man
         <h2 id="keys-heading">
           Keys of {connection.appName} › {connection.name}
         </h2>
-        <ErrorNote error={list.error} />
-        {list.loading && <Loading what="keys" />}
-        {rows && rows.length === 0 && (
-          <Empty>No keys yet. {manage && active ? 'Issue one above.' : ''}</Empty>
-        )}
-        {rows && rows.length > 0 && (
-          <div class="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Key</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Models</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">
-                    <span class="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {rows.map((key) => (
-                  <tr key={`${key.id}-${key.status}-${key.expires_at ?? ''}`}>
-                    <td>{key.name ?? <span class="muted">unnamed</span>}</td>
-                    <td class="nowrap">
-                      <code>{key.key_hint}</code>
-                    </td>
-                    <td>
-                      <Status value={key.status} />
-                      {key.status === 'active' && key.expires_at && (
-                        <span class="small muted"> until {formatTime(key.expires_at)}</span>
-                      )}
-                      {key.replaced_by && <span class="small muted"> · rotated</span>}
-                    </td>
-                    <td class="small">
-                      {key.model_policy.map((pattern) => (
-                        <code key={pattern}>{pattern}</code>
-                      ))}
-                    </td>
-                    <td class="nowrap">{formatTime(key.created_at)}</td>
-                    <td class="row-actions">
-                      {manage && key.status === 'active' && (
-                        <>
-                          {!key.replaced_by && (
-                            <button
-                              type="button"
-                              class="secondary"
-                              aria-label={`Rotate ${keyName(key)}`}
-                              onClick={() => setRotating(key)}
-                            >
-                              Rotate…
-                            </button>
-                          )}{' '}
-                          <button
-                            type="button"
-                            class="danger secondary"
-                            aria-label={`Revoke ${keyName(key)}`}
-                            onClick={() => setRevoking(key)}
-                          >
-                            Revoke…
-                          </button>
-                        </>
-                      )}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        )}
-        <MoreButton list={list} what="keys" />
+        <ListTable
+          list={list}
+          rows={rows}
+          what="keys"
+          empty={`No keys yet. ${manage && active ? 'Issue one above.' : ''}`}
+          rowKey={(key) => `${key.id}-${key.status}-${key.expires_at ?? ''}`}
+          columns={[
+            { header: 'Name', cell: (key) => key.name ?? <span class="muted">unnamed</span> },
+            { header: 'Key', class: 'nowrap', cell: (key) => <code>{key.key_hint}</code> },
+            {
+              header: 'Status',
+              cell: (key) => (
+                <>
+                  <Status value={key.status} />
+                  {key.status === 'active' && key.expires_at && (
+                    <span class="small muted"> until {formatTime(key.expires_at)}</span>
+                  )}
+                  {key.replaced_by && <span class="small muted"> · rotated</span>}
+                </>
+              ),
+            },
+            {
+              header: 'Models',
+              class: 'small',
+              cell: (key) =>
+                key.model_policy.map((pattern) => <code key={pattern}>{pattern}</code>),
+            },
+            { header: 'Created', class: 'nowrap', cell: (key) => formatTime(key.created_at) },
+          ]}
+          actions={(key) =>
+            manage &&
+            key.status === 'active' && (
+              <>
+                {!key.replaced_by && (
+                  <RowButton
+                    label="Rotate…"
+                    name={`Rotate ${keyName(key)}`}
+                    onClick={() => setRotating(key)}
+                  />
+                )}{' '}
+                <RowButton
+                  label="Revoke…"
+                  name={`Revoke ${keyName(key)}`}
+                  danger
+                  onClick={() => setRevoking(key)}
+                />
+              </>
+            )
+          }
+        />
       </section>
       {rotating && (
         <RotateKey
@@ -303,26 +283,19 @@ const GRACE_CHOICES = [
 
 function RotateKey(props: { apiKey: ApiKeyRow; onClose(): void; onRotated(key: IssuedKey): void }) {
   const [grace, setGrace] = useState(0);
-  const action = useAction();
   const when = GRACE_CHOICES.find((choice) => choice.seconds === grace)?.label ?? 'at once';
   return (
     <Confirm
       title={`Rotate ${keyName(props.apiKey)}?`}
       confirmLabel="Rotate key"
-      busy={action.busy}
-      error={action.error}
+      write={() =>
+        api.post<IssuedKey>(
+          `/dashboard/api/api-keys/${encodeURIComponent(props.apiKey.id)}/rotate`,
+          { grace_seconds: grace },
+        )
+      }
+      onDone={props.onRotated}
       onCancel={props.onClose}
-      onConfirm={() => {
-        let rotated: IssuedKey | null = null;
-        void action
-          .run(async () => {
-            rotated = await api.post<IssuedKey>(
-              `/dashboard/api/api-keys/${encodeURIComponent(props.apiKey.id)}/rotate`,
-              { grace_seconds: grace },
-            );
-          })
-          .then((done) => done && rotated && props.onRotated(rotated));
-      }}
     >
       <p>
         gw issues a new key with the same connection, name and models, and shows it once. The old
@@ -348,21 +321,15 @@ function RotateKey(props: { apiKey: ApiKeyRow; onClose(): void; onRotated(key: I
 }
 
 function RevokeKey(props: { apiKey: ApiKeyRow; onClose(): void; onRevoked(): void }) {
-  const action = useAction();
   return (
     <Confirm
       title={`Revoke ${keyName(props.apiKey)}?`}
       confirmLabel="Revoke key"
-      busy={action.busy}
-      error={action.error}
+      write={() =>
+        api.post(`/dashboard/api/api-keys/${encodeURIComponent(props.apiKey.id)}/revoke`)
+      }
+      onDone={props.onRevoked}
       onCancel={props.onClose}
-      onConfirm={() => {
-        void action
-          .run(() =>
-            api.post(`/dashboard/api/api-keys/${encodeURIComponent(props.apiKey.id)}/revoke`),
-          )
-          .then((done) => done && props.onRevoked());
-      }}
     >
       <p>
         Requests with <code>{props.apiKey.key_hint}</code> are refused on every gateway instance

@@ -5,7 +5,16 @@ import { api, canManage, type OrgSummary, type Page } from '../api.js';
 import { useAction, useLoad, usePaged } from '../hooks.js';
 import { orgView } from '../router.js';
 import type { AppRow, ConnectionRow } from '../types.js';
-import { Confirm, Empty, ErrorNote, formatTime, Link, Loading, PageHeader, Status } from '../ui.js';
+import {
+  Confirm,
+  ErrorNote,
+  formatTime,
+  Link,
+  ListState,
+  MoreButton,
+  PageHeader,
+  Status,
+} from '../ui.js';
 import { defaultSettings, type ConnectionSettings } from './connection-settings.js';
 import { OAuthClients } from './oauth-clients.js';
 import { SettingsFields } from './settings-fields.js';
@@ -32,13 +41,12 @@ export function AppPage({ org, appId }: { org: OrgSummary; appId: string }) {
       {manage && <CreateConnection appId={appId} onCreated={list.reload} />}
       <section aria-labelledby="connections-heading">
         <h2 id="connections-heading">Connections</h2>
-        <ErrorNote error={list.error} />
-        {list.loading && <Loading what="connections" />}
-        {list.data && list.data.length === 0 && (
-          <Empty>
-            No connections yet. {manage ? 'Create one above.' : 'An admin can create one.'}
-          </Empty>
-        )}
+        <ListState
+          list={list}
+          rows={list.data}
+          what="connections"
+          empty={`No connections yet. ${manage ? 'Create one above.' : 'An admin can create one.'}`}
+        />
         <ul class="cards">
           {list.data?.map((connection) => (
             <ConnectionCard
@@ -50,11 +58,7 @@ export function AppPage({ org, appId }: { org: OrgSummary; appId: string }) {
             />
           ))}
         </ul>
-        {list.hasMore && (
-          <button type="button" class="secondary" disabled={list.loadingMore} onClick={list.more}>
-            {list.loadingMore ? 'Loading…' : 'Show more'}
-          </button>
-        )}
+        <MoreButton list={list} what="connections" />
       </section>
       <OAuthClients appId={appId} manage={manage} />
     </>
@@ -123,7 +127,6 @@ function ConnectionCard(props: {
   const [name, setName] = useState(connection.name);
   const [confirming, setConfirming] = useState(false);
   const save = useAction();
-  const revoke = useAction();
   const active = connection.status === 'active';
   const renamed = name.trim() !== connection.name;
   const changed = renamed || JSON.stringify(settings) !== JSON.stringify(settingsOf(connection));
@@ -181,21 +184,12 @@ function ConnectionCard(props: {
         <Confirm
           title={`Revoke “${connection.name}”?`}
           confirmLabel="Revoke connection"
-          busy={revoke.busy}
-          error={revoke.error}
-          onCancel={() => {
-            revoke.clear();
+          write={() => api.delete(path)}
+          onDone={() => {
             setConfirming(false);
+            props.onChanged();
           }}
-          onConfirm={() => {
-            void revoke
-              .run(() => api.delete(path))
-              .then((done) => {
-                if (!done) return;
-                setConfirming(false);
-                props.onChanged();
-              });
-          }}
+          onCancel={() => setConfirming(false)}
         >
           <p>
             Every API key of this connection stops working at once, on every gateway instance. A

@@ -4,7 +4,7 @@ import { api, canManage, type OrgSummary } from '../api.js';
 import { useAction, usePaged } from '../hooks.js';
 import { orgView } from '../router.js';
 import type { AppRow } from '../types.js';
-import { Empty, ErrorNote, formatTime, Link, Loading, PageHeader } from '../ui.js';
+import { ErrorNote, formatTime, Link, ListTable, PageHeader } from '../ui.js';
 import { AppPage } from './app.js';
 import type { OrgPage } from './page.js';
 
@@ -24,45 +24,21 @@ function AppsPage({ org }: { org: OrgSummary }) {
       {canManage(org.role) && <CreateApp orgId={org.id} onCreated={list.reload} />}
       <section aria-labelledby="apps-heading">
         <h2 id="apps-heading">All apps</h2>
-        <ErrorNote error={list.error} />
-        {list.loading && <Loading what="apps" />}
-        {list.data && list.data.length === 0 && (
-          <Empty>
-            No apps yet.{' '}
-            {canManage(org.role) ? 'Create the first one above.' : 'An admin can create one.'}
-          </Empty>
-        )}
-        {list.data && list.data.length > 0 && (
-          <div class="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Id</th>
-                  <th scope="col">Created</th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.data.map((app) => (
-                  <tr key={app.id}>
-                    <td>
-                      <Link to={orgView(org.id, 'apps', app.id)}>{app.name}</Link>
-                    </td>
-                    <td>
-                      <code>{app.id}</code>
-                    </td>
-                    <td>{formatTime(app.created_at)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        )}
-        {list.hasMore && (
-          <button type="button" class="secondary" disabled={list.loadingMore} onClick={list.more}>
-            {list.loadingMore ? 'Loading…' : 'Show more'}
-          </button>
-        )}
+        <ListTable
+          list={list}
+          rows={list.data}
+          what="apps"
+          empty={`No apps yet. ${canManage(org.role) ? 'Create the first one above.' : 'An admin can create one.'}`}
+          rowKey={(app) => app.id}
+          columns={[
+            {
+              header: 'Name',
+              cell: (app) => <Link to={orgView(org.id, 'apps', app.id)}>{app.name}</Link>,
+            },
+            { header: 'Id', cell: (app) => <code>{app.id}</code> },
+            { header: 'Created', cell: (app) => formatTime(app.created_at) },
+          ]}
+        />
       </section>
     </>
   );

@@ -1,7 +1,7 @@
 // The audit log: every dashboard write in the organization, newest first.
 import type { OrgSummary } from '../api.js';
 import { usePaged } from '../hooks.js';
-import { Empty, ErrorNote, formatTime, Loading, PageHeader } from '../ui.js';
+import { formatTime, ListTable, PageHeader } from '../ui.js';
 import type { OrgPage } from './page.js';
 
 interface AuditEntry {
@@ -28,50 +28,36 @@ function AuditLogPage({ org }: { org: OrgSummary }) {
       <PageHeader title="Audit log">
         Every change made in the dashboard for {org.name}: who, what, and when.
       </PageHeader>
-      <ErrorNote error={list.error} />
-      {list.loading && <Loading what="the audit log" />}
-      {list.data && list.data.length === 0 && <Empty>Nothing has been changed yet.</Empty>}
-      {list.data && list.data.length > 0 && (
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">When</th>
-                <th scope="col">Who</th>
-                <th scope="col">Action</th>
-                <th scope="col">Object</th>
-                <th scope="col">Details</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.data.map((entry) => (
-                <tr key={entry.id}>
-                  <td class="nowrap">{formatTime(entry.created_at)}</td>
-                  <td>{entry.email ?? <code>{entry.user_id}</code>}</td>
-                  <td class="nowrap">
-                    <code>{entry.action}</code>
-                  </td>
-                  <td>
-                    {entry.object_type} <code>{entry.object_id}</code>
-                  </td>
-                  <td class="details">
-                    {Object.entries(entry.details).map(([key, value]) => (
-                      <span key={key} class="pair">
-                        {key}: <code>{JSON.stringify(value)}</code>
-                      </span>
-                    ))}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-      {list.hasMore && (
-        <button type="button" class="secondary" disabled={list.loadingMore} onClick={list.more}>
-          {list.loadingMore ? 'Loading…' : 'Show older entries'}
-        </button>
-      )}
+      <ListTable
+        list={list}
+        rows={list.data}
+        what="entries"
+        empty="Nothing has been changed yet."
+        rowKey={(entry) => entry.id}
+        columns={[
+          { header: 'When', class: 'nowrap', cell: (entry) => formatTime(entry.created_at) },
+          { header: 'Who', cell: (entry) => entry.email ?? <code>{entry.user_id}</code> },
+          { header: 'Action', class: 'nowrap', cell: (entry) => <code>{entry.action}</code> },
+          {
+            header: 'Object',
+            cell: (entry) => (
+              <>
+                {entry.object_type} <code>{entry.object_id}</code>
+              </>
+            ),
+          },
+          {
+            header: 'Details',
+            class: 'details',
+            cell: (entry) =>
+              Object.entries(entry.details).map(([key, value]) => (
+                <span key={key} class="pair">
+                  {key}: <code>{JSON.stringify(value)}</code>
+                </span>
+              )),
+          },
+        ]}
+      />
     </>
   );
 }

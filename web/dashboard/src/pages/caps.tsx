@@ -122,17 +122,13 @@ function ClearCap(props: {
   onClose(): void;
   onCleared(): void;
 }) {
-  const action = useAction();
   return (
     <Confirm
       title={props.title}
       confirmLabel="Remove cap"
-      busy={action.busy}
-      error={action.error}
+      write={() => api.delete(props.path)}
+      onDone={props.onCleared}
       onCancel={props.onClose}
-      onConfirm={() => {
-        void action.run(() => api.delete(props.path)).then((done) => done && props.onCleared());
-      }}
     >
       <p>{props.what} Every gateway instance stops applying it at once.</p>
     </Confirm>

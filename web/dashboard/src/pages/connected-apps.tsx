@@ -2,18 +2,8 @@
 // for, with what each spent, and revoking one (its token stops at once).
 import { useState } from 'preact/hooks';
 import { api, type OrgSummary } from '../api.js';
-import { useAction, usePaged } from '../hooks.js';
-import {
-  Confirm,
-  Empty,
-  ErrorNote,
-  formatTime,
-  Loading,
-  Money,
-  MoreButton,
-  PageHeader,
-  Status,
-} from '../ui.js';
+import { usePaged } from '../hooks.js';
+import { Confirm, formatTime, ListTable, Money, PageHeader, RowButton, Status } from '../ui.js';
 import type { OrgPage } from './page.js';
 
 export const connectedAppsPage: OrgPage = {
@@ -58,78 +48,66 @@ function ConnectedAppsPage({ org }: { org: OrgSummary }) {
       </PageHeader>
       <section aria-labelledby="connected-apps-heading">
         <h2 id="connected-apps-heading">Connected apps</h2>
-        <ErrorNote error={list.error} />
-        {list.loading && <Loading what="connected apps" />}
-        {list.data && list.data.length === 0 && (
-          <Empty>No app is connected to this organization.</Empty>
-        )}
-        {list.data && list.data.length > 0 && (
-          <div class="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">App</th>
-                  <th scope="col">Connected by</th>
-                  <th scope="col">Status</th>
-                  <th scope="col" class="num">
-                    Spent this month
-                  </th>
-                  <th scope="col" class="num">
-                    Spent in total
-                  </th>
-                  <th scope="col">
-                    <span class="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.data.map((app) => (
-                  <tr key={`${app.id}-${app.status}`}>
-                    <td>
-                      {app.app_name}
-                      {app.client_name && <div class="muted small">{app.client_name}</div>}
-                    </td>
-                    <td class="small">
-                      {app.connected_by ?? '—'}
-                      <div class="muted">{formatTime(app.created_at)}</div>
-                    </td>
-                    <td>
-                      <Status value={app.status} />
-                      {app.revoked_at && (
-                        <div class="muted small">{formatTime(app.revoked_at)}</div>
-                      )}
-                    </td>
-                    <td class="num nowrap">
-                      <Money value={app.spend.this_month.cost} currency={app.currency} />
-                      <div class="muted small">
-                        {app.spend.this_month.requests.toLocaleString()} req.
-                      </div>
-                    </td>
-                    <td class="num nowrap">
-                      <Money value={app.spend.total.cost} currency={app.currency} />
-                      <div class="muted small">
-                        {app.spend.total.requests.toLocaleString()} req.
-                      </div>
-                    </td>
-                    <td class="row-actions">
-                      {revoke && app.status === 'active' && (
-                        <button
-                          type="button"
-                          class="danger secondary"
-                          aria-label={`Revoke ${app.app_name}`}
-                          onClick={() => setRevoking(app)}
-                        >
-                          Revoke…
-                        </button>
-                      )}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        )}
-        <MoreButton list={list} what="connected apps" />
+        <ListTable
+          list={list}
+          rows={list.data}
+          what="connected apps"
+          empty="No app is connected to this organization."
+          rowKey={(app) => `${app.id}-${app.status}`}
+          columns={[
+            {
+              header: 'App',
+              cell: (app) => (
+                <>
+                  {app.app_name}
+                  {app.client_name && <div class="muted small">{app.client_name}</div>}
+                </>
+              ),
+            },
+            {
+              header: 'Connected by',
+              class: 'small',
+              cell: (app) => (
+                <>
+                  {app.connected_by ?? '—'}
+                  <div class="muted">{formatTime(app.created_at)}</div>
+                </>
+              ),
+            },
+            {
+              header: 'Status',
+              cell: (app) => (
+                <>
+                  <Status value={app.status} />
+                  {app.revoked_at && <div class="muted small">{formatTime(app.revoked_at)}</div>}
+                </>
+              ),
+            },
+            {
+              header: 'Spent this month',
+              numeric: true,
+              class: 'nowrap',
+              cell: (app) => <Spent spend={app.spend.this_month} currency={app.currency} />,
+            },
+            {
+              header: 'Spent in total',
+              numeric: true,
+              class: 'nowrap',
+              cell: (app) => <Spent spend={app.spend.total} currency={app.currency} />,
+            },
+          ]}
+          actions={(app) =>
+            revoke &&
+            app.status === 'active' && (
+              <RowButton
+                label="Revoke…"
+                name={`Revoke ${app.app_name}`}
+                danger
+                onClick={() => setRevoking(app)}
+              />
+            )
+          }
+        />
       </section>
       {revoking && (
         <RevokeConnectedApp
@@ -146,21 +124,15 @@ function ConnectedAppsPage({ org }: { org: OrgSummary }) {
 }
 
 function RevokeConnectedApp(props: { app: ConnectedApp; onClose(): void; onRevoked(): void }) {
-  const action = useAction();
   return (
     <Confirm
       title={`Revoke ${props.app.app_name}?`}
       confirmLabel="Revoke connected app"
-      busy={action.busy}
-      error={action.error}
+      write={() =>
+        api.post(`/dashboard/api/connected-apps/${encodeURIComponent(props.app.id)}/revoke`)
+      }
+      onDone={props.onRevoked}
       onCancel={props.onClose}
-      onConfirm={() => {
-        void action
-          .run(() =>
-            api.post(`/dashboard/api/connected-apps/${encodeURIComponent(props.app.id)}/revoke`),
-          )
-          .then((done) => done && props.onRevoked());
-      }}
     >
       <p>
         Every gateway instance refuses the app’s token within a second: it can no longer make
@@ -168,5 +140,15 @@ function RevokeConnectedApp(props: { app: ConnectedApp; onClose(): void; onRevok
         connect it anew.
       </p>
     </Confirm>
+  );
+}
+
+/** What a connected app spent in a period, and in how many requests. */
+function Spent({ spend, currency }: { spend: Spend; currency: string }) {
+  return (
+    <>
+      <Money value={spend.cost} currency={currency} />
+      <div class="muted small">{spend.requests.toLocaleString()} req.</div>
+    </>
   );
 }

@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { api, canManage, type OrgSummary, type Role, type SignedIn } from '../api.js';
 import { useAction, usePaged } from '../hooks.js';
-import { Confirm, Empty, ErrorNote, formatTime, Loading, PageHeader } from '../ui.js';
+import { Confirm, ErrorNote, formatTime, ListTable, PageHeader, RowButton } from '../ui.js';
 import type { OrgPage } from './page.js';
 
 interface MemberRow {
@@ -29,7 +29,6 @@ function MembersPage({ org, session }: { org: OrgSummary; session: SignedIn }) {
   const base = `/dashboard/api/orgs/${encodeURIComponent(org.id)}/members`;
   const list = usePaged<MemberRow>(base);
   const [removing, setRemoving] = useState<MemberRow | null>(null);
-  const remove = useAction();
   const manage = canManage(org.role);
   const isMe = (member: MemberRow) => member.user_id === session.user.id;
   return (
@@ -40,81 +39,56 @@ function MembersPage({ org, session }: { org: OrgSummary; session: SignedIn }) {
       {manage && <AddMember base={base} onAdded={list.reload} />}
       <section aria-labelledby="members-heading">
         <h2 id="members-heading">Members</h2>
-        <ErrorNote error={list.error} />
-        {list.loading && <Loading what="members" />}
-        {list.data && list.data.length === 0 && <Empty>No members.</Empty>}
-        {list.data && list.data.length > 0 && (
-          <div class="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">E-mail</th>
-                  <th scope="col">Role</th>
-                  <th scope="col">Member since</th>
-                  <th scope="col">
-                    <span class="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.data.map((member) => (
-                  <tr key={`${member.user_id}-${member.role}`}>
-                    <td>
-                      {member.email} {isMe(member) && <span class="badge">you</span>}
-                    </td>
-                    <td>
-                      {manage ? (
-                        <RoleSelect base={base} member={member} onChanged={list.reload} />
-                      ) : (
-                        <span class="role">{member.role}</span>
-                      )}
-                    </td>
-                    <td>{formatTime(member.created_at)}</td>
-                    <td class="row-actions">
-                      {(manage || isMe(member)) && (
-                        <button
-                          type="button"
-                          class="danger secondary"
-                          onClick={() => setRemoving(member)}
-                        >
-                          {isMe(member) ? 'Leave…' : 'Remove…'}
-                        </button>
-                      )}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        )}
-        {list.hasMore && (
-          <button type="button" class="secondary" disabled={list.loadingMore} onClick={list.more}>
-            {list.loadingMore ? 'Loading…' : 'Show more'}
-          </button>
-        )}
+        <ListTable
+          list={list}
+          rows={list.data}
+          what="members"
+          empty="No members."
+          rowKey={(member) => `${member.user_id}-${member.role}`}
+          columns={[
+            {
+              header: 'E-mail',
+              cell: (member) => (
+                <>
+                  {member.email} {isMe(member) && <span class="badge">you</span>}
+                </>
+              ),
+            },
+            {
+              header: 'Role',
+              cell: (member) =>
+                manage ? (
+                  <RoleSelect base={base} member={member} onChanged={list.reload} />
+                ) : (
+                  <span class="role">{member.role}</span>
+                ),
+            },
+            { header: 'Member since', cell: (member) => formatTime(member.created_at) },
+          ]}
+          actions={(member) =>
+            (manage || isMe(member)) && (
+              <RowButton
+                label={isMe(member) ? 'Leave…' : 'Remove…'}
+                name={isMe(member) ? `Leave ${org.name}` : `Remove ${member.email}`}
+                danger
+                onClick={() => setRemoving(member)}
+              />
+            )
+          }
+        />
       </section>
       {removing && (
         <Confirm
           title={isMe(removing) ? `Leave ${org.name}?` : `Remove ${removing.email}?`}
           confirmLabel={isMe(removing) ? 'Leave organization' : 'Remove member'}
-          busy={remove.busy}
-          error={remove.error}
-          onCancel={() => {
-            remove.clear();
+          write={() => api.delete(`${base}/${encodeURIComponent(removing.user_id)}`)}
+          onDone={() => {
             setRemoving(null);
+            // Leaving changes your organizations: start again from your own.
+            if (isMe(removing)) location.assign('/dashboard/');
+            else list.reload();
           }}
-          onConfirm={() => {
-            const leaving = isMe(removing);
-            void remove
-              .run(() => api.delete(`${base}/${encodeURIComponent(removing.user_id)}`))
-              .then((done) => {
-                if (!done) return;
-                setRemoving(null);
-                // Leaving changes your organizations: start again from your own.
-                if (leaving) location.assign('/dashboard/');
-                else list.reload();
-              });
-          }}
+          onCancel={() => setRemoving(null)}
         >
           <p>
             {isMe(removing)

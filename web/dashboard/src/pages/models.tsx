@@ -2,7 +2,7 @@
 import { useState } from 'preact/hooks';
 import { useLoad } from '../hooks.js';
 import { exactAmount } from '../money.js';
-import { Empty, ErrorNote, Loading, PageHeader } from '../ui.js';
+import { ListTable, PageHeader } from '../ui.js';
 
 interface ModelRow {
   readonly id: string;
@@ -17,9 +17,10 @@ interface ModelRow {
 export function ModelsPage() {
   const models = useLoad<{ data: ModelRow[] }>('/models');
   const [filter, setFilter] = useState('');
-  const shown = models.data?.data.filter((model) =>
-    model.id.toLowerCase().includes(filter.trim().toLowerCase()),
-  );
+  const needle = filter.trim().toLowerCase();
+  const shown = models.data
+    ? models.data.data.filter((model) => model.id.toLowerCase().includes(needle))
+    : null;
   return (
     <>
       <PageHeader title="Models & prices">
@@ -34,49 +35,35 @@ export function ModelsPage() {
           onInput={(event) => setFilter(event.currentTarget.value)}
         />
       </label>
-      <ErrorNote error={models.error} />
-      {models.loading && <Loading what="models" />}
-      {shown && shown.length === 0 && <Empty>No model matches “{filter}”.</Empty>}
-      {shown && shown.length > 0 && (
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Model</th>
-                <th scope="col">Vendor</th>
-                <th scope="col" class="num">
-                  Input / 1M tokens
-                </th>
-                <th scope="col" class="num">
-                  Output / 1M tokens
-                </th>
-                <th scope="col" class="num">
-                  Max output
-                </th>
-                <th scope="col">Tools</th>
-              </tr>
-            </thead>
-            <tbody>
-              {shown.map((model) => (
-                <tr key={model.id}>
-                  <td>
-                    <code>{model.id}</code>
-                  </td>
-                  <td>{model.vendor}</td>
-                  <td class="num">
-                    {exactAmount(model.input_price_per_million_tokens)} {model.currency}
-                  </td>
-                  <td class="num">
-                    {exactAmount(model.output_price_per_million_tokens)} {model.currency}
-                  </td>
-                  <td class="num">{model.max_output_tokens.toLocaleString()}</td>
-                  <td>{model.supports_tools ? 'yes' : 'no'}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
+      <ListTable
+        list={models}
+        rows={shown}
+        what="models"
+        empty={`No model matches “${filter}”.`}
+        rowKey={(model) => model.id}
+        columns={[
+          { header: 'Model', cell: (model) => <code>{model.id}</code> },
+          { header: 'Vendor', cell: (model) => model.vendor },
+          {
+            header: 'Input / 1M tokens',
+            numeric: true,
+            cell: (model) =>
+              `${exactAmount(model.input_price_per_million_tokens)} ${model.currency}`,
+          },
+          {
+            header: 'Output / 1M tokens',
+            numeric: true,
+            cell: (model) =>
+              `${exactAmount(model.output_price_per_million_tokens)} ${model.currency}`,
+          },
+          {
+            header: 'Max output',
+            numeric: true,
+            cell: (model) => model.max_output_tokens.toLocaleString(),
+          },
+          { header: 'Tools', cell: (model) => (model.supports_tools ? 'yes' : 'no') },
+        ]}
+      />
     </>
   );
 }

@@ -3,16 +3,7 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { useAction, usePaged } from '../hooks.js';
-import {
-  Confirm,
-  Empty,
-  ErrorNote,
-  formatTime,
-  Loading,
-  MoreButton,
-  ShownOnce,
-  Status,
-} from '../ui.js';
+import { Confirm, ErrorNote, formatTime, ListTable, RowButton, ShownOnce, Status } from '../ui.js';
 
 interface OAuthClient {
   readonly client_id: string;
@@ -56,68 +47,57 @@ export function OAuthClients({ appId, manage }: { appId: string; manage: boolean
           }}
         />
       )}
-      <ErrorNote error={list.error} />
-      {list.loading && <Loading what="OAuth clients" />}
-      {rows && rows.length === 0 && <Empty>No OAuth clients for this app.</Empty>}
-      {rows && rows.length > 0 && (
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Client id</th>
-                <th scope="col">Kind</th>
-                <th scope="col">Redirect URIs</th>
-                <th scope="col">Created</th>
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((client) => (
-                <tr key={client.client_id}>
-                  <td>{client.name}</td>
-                  <td class="nowrap">
-                    <code>{client.client_id}</code>
-                  </td>
-                  <td class="small">
-                    {client.public ? (
-                      'public (PKCE)'
-                    ) : (
-                      <>
-                        confidential <code>{client.client_secret_hint}</code>
-                      </>
-                    )}
-                  </td>
-                  <td class="small">
-                    {client.redirect_uris.map((uri) => (
-                      <div key={uri}>
-                        <code>{uri}</code>
-                      </div>
-                    ))}
-                  </td>
-                  <td class="nowrap">{formatTime(client.created_at)}</td>
-                  <td class="row-actions">
-                    <Status value={client.status} />{' '}
-                    {manage && (
-                      <button
-                        type="button"
-                        class="danger secondary"
-                        aria-label={`Delete OAuth client ${client.name}`}
-                        onClick={() => setDeleting(client)}
-                      >
-                        Delete…
-                      </button>
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-      <MoreButton list={list} what="OAuth clients" />
+      <ListTable
+        list={list}
+        rows={rows}
+        what="OAuth clients"
+        empty="No OAuth clients for this app."
+        rowKey={(client) => client.client_id}
+        columns={[
+          { header: 'Name', cell: (client) => client.name },
+          {
+            header: 'Client id',
+            class: 'nowrap',
+            cell: (client) => <code>{client.client_id}</code>,
+          },
+          {
+            header: 'Kind',
+            class: 'small',
+            cell: (client) =>
+              client.public ? (
+                'public (PKCE)'
+              ) : (
+                <>
+                  confidential <code>{client.client_secret_hint}</code>
+                </>
+              ),
+          },
+          {
+            header: 'Redirect URIs',
+            class: 'small',
+            cell: (client) =>
+              client.redirect_uris.map((uri) => (
+                <div key={uri}>
+                  <code>{uri}</code>
+                </div>
+              )),
+          },
+          { header: 'Created', class: 'nowrap', cell: (client) => formatTime(client.created_at) },
+        ]}
+        actions={(client) => (
+          <>
+            <Status value={client.status} />{' '}
+            {manage && (
+              <RowButton
+                label="Delete…"
+                name={`Delete OAuth client ${client.name}`}
+                danger
+                onClick={() => setDeleting(client)}
+              />
+            )}
+          </>
+        )}
+      />
       {deleting && (
         <DeleteClient
           client={deleting}
@@ -205,23 +185,15 @@ function CreateClient(props: {
 }
 
 function DeleteClient(props: { client: OAuthClient; onClose(): void; onDeleted(): void }) {
-  const action = useAction();
   return (
     <Confirm
       title={`Delete OAuth client ${props.client.name}?`}
       confirmLabel="Delete OAuth client"
-      busy={action.busy}
-      error={action.error}
+      write={() =>
+        api.delete(`/dashboard/api/oauth-clients/${encodeURIComponent(props.client.client_id)}`)
+      }
+      onDone={props.onDeleted}
       onCancel={props.onClose}
-      onConfirm={() => {
-        void action
-          .run(() =>
-            api.delete(
-              `/dashboard/api/oauth-clients/${encodeURIComponent(props.client.client_id)}`,
-            ),
-          )
-          .then((done) => done && props.onDeleted());
-      }}
     >
       <p>
         Every connection made through it is revoked: their tokens stop working on every gateway

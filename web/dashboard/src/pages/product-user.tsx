@@ -3,19 +3,19 @@
 import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { api, canManage, type OrgSummary } from '../api.js';
-import { useAction, useLoad, usePaged } from '../hooks.js';
+import { useAction, useLoad, usePaged, type Paged } from '../hooks.js';
 import { money } from '../money.js';
 import { orgView } from '../router.js';
 import type { CreditGrant, Credits, ProductUserProfile, UsageTotals } from '../types.js';
 import {
   Confirm,
-  Empty,
   ErrorNote,
   formatTime,
   Link,
+  ListTable,
   Loading,
-  MoreButton,
   PageHeader,
+  RowButton,
   Status,
 } from '../ui.js';
 
@@ -66,13 +66,7 @@ export function ProductUserProfilePage({ org, userId }: { org: OrgSummary; userI
       )}
       <section aria-labelledby="grants-heading">
         <h2 id="grants-heading">Credit grants</h2>
-        <ErrorNote error={grants.error} />
-        {grants.loading && <Loading what="credit grants" />}
-        {grants.data && grants.data.length === 0 && <Empty>No credits granted yet.</Empty>}
-        {grants.data && grants.data.length > 0 && (
-          <GrantTable grants={[...grants.data].reverse()} manage={manage} onRevoked={refresh} />
-        )}
-        <MoreButton list={grants} what="grants" />
+        <GrantList grants={grants} manage={manage} onRevoked={refresh} />
       </section>
     </>
   );
@@ -165,13 +159,11 @@ function BlockControl(props: { path: string; user: ProductUserProfile; onChanged
   const [confirming, setConfirming] = useState(false);
   const action = useAction();
   const blocked = props.user.status === 'blocked';
-  const send = (verb: 'block' | 'unblock') =>
+  const unblock = () =>
     void action
-      .run(() => api.post(`${props.path}/${verb}`))
+      .run(() => api.post(`${props.path}/unblock`))
       .then((done) => {
-        if (!done) return;
-        setConfirming(false);
-        props.onChanged();
+        if (done) props.onChanged();
       });
   return (
     <div class="card status-bar">
@@ -184,7 +176,7 @@ function BlockControl(props: { path: string; user: ProductUserProfile; onChanged
         <p>Active: their requests are served within their allowance.</p>
       )}
       {blocked ? (
-        <button type="button" disabled={action.busy} onClick={() => send('unblock')}>
+        <button type="button" disabled={action.busy} onClick={unblock}>
           {action.busy ? 'Unblocking…' : 'Unblock'}
         </button>
       ) : (
@@ -192,18 +184,17 @@ function BlockControl(props: { path: string; user: ProductUserProfile; onChanged
           Block…
         </button>
       )}
-      {!confirming && <ErrorNote error={action.error} />}
+      <ErrorNote error={action.error} />
       {confirming && (
         <Confirm
           title={`Block ${props.user.external_user_id}?`}
           confirmLabel="Block user"
-          busy={action.busy}
-          error={action.error}
-          onCancel={() => {
-            action.clear();
+          write={() => api.post(`${props.path}/block`)}
+          onDone={() => {
             setConfirming(false);
+            props.onChanged();
           }}
-          onConfirm={() => send('block')}
+          onCancel={() => setConfirming(false)}
         >
           <p>
             Every gateway instance refuses their requests at once with 403, whatever their allowance
@@ -318,77 +309,56 @@ function GrantCredits(props: { path: string; user: ProductUserProfile; onGranted
   );
 }
 
-function GrantTable(props: { grants: CreditGrant[]; manage: boolean; onRevoked(): void }) {
+function GrantList(props: { grants: Paged<CreditGrant>; manage: boolean; onRevoked(): void }) {
   const [revoking, setRevoking] = useState<CreditGrant | null>(null);
-  const action = useAction();
+  const grants = props.grants;
   return (
     <>
-      <div class="table-wrap">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col" class="num">
-                Amount
-              </th>
-              <th scope="col">Status</th>
-              <th scope="col">Expires</th>
-              <th scope="col">Reason</th>
-              <th scope="col">Granted</th>
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {props.grants.map((grant) => (
-              <tr key={`${grant.grant_id}-${grant.status}`}>
-                <td class="num">{money(grant.amount, grant.currency)}</td>
-                <td>
-                  <Status value={grant.status} />
-                </td>
-                <td class="nowrap">{grant.expires_at ? formatTime(grant.expires_at) : 'never'}</td>
-                <td>{grant.reason ?? <span class="muted">—</span>}</td>
-                <td class="nowrap">{formatTime(grant.created_at)}</td>
-                <td class="row-actions">
-                  {props.manage && grant.status === 'active' && (
-                    <button
-                      type="button"
-                      class="danger secondary"
-                      aria-label={`Revoke the grant of ${money(grant.amount, grant.currency)}`}
-                      onClick={() => setRevoking(grant)}
-                    >
-                      Revoke…
-                    </button>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <ListTable
+        list={grants}
+        rows={grants.data ? [...grants.data].reverse() : null}
+        what="grants"
+        empty="No credits granted yet."
+        rowKey={(grant) => `${grant.grant_id}-${grant.status}`}
+        columns={[
+          {
+            header: 'Amount',
+            numeric: true,
+            cell: (grant) => money(grant.amount, grant.currency),
+          },
+          { header: 'Status', cell: (grant) => <Status value={grant.status} /> },
+          {
+            header: 'Expires',
+            class: 'nowrap',
+            cell: (grant) => (grant.expires_at ? formatTime(grant.expires_at) : 'never'),
+          },
+          { header: 'Reason', cell: (grant) => grant.reason ?? <span class="muted">—</span> },
+          { header: 'Granted', class: 'nowrap', cell: (grant) => formatTime(grant.created_at) },
+        ]}
+        actions={(grant) =>
+          props.manage &&
+          grant.status === 'active' && (
+            <RowButton
+              label="Revoke…"
+              name={`Revoke the grant of ${money(grant.amount, grant.currency)}`}
+              danger
+              onClick={() => setRevoking(grant)}
+            />
+          )
+        }
+      />
       {revoking && (
         <Confirm
           title={`Revoke the grant of ${money(revoking.amount, revoking.currency)}?`}
           confirmLabel="Revoke grant"
-          busy={action.busy}
-          error={action.error}
-          onCancel={() => {
-            action.clear();
+          write={() =>
+            api.post(`/dashboard/api/credit-grants/${encodeURIComponent(revoking.grant_id)}/revoke`)
+          }
+          onDone={() => {
             setRevoking(null);
+            props.onRevoked();
           }}
-          onConfirm={() => {
-            void action
-              .run(() =>
-                api.post(
-                  `/dashboard/api/credit-grants/${encodeURIComponent(revoking.grant_id)}/revoke`,
-                ),
-              )
-              .then((done) => {
-                if (!done) return;
-                setRevoking(null);
-                props.onRevoked();
-              });
-          }}
+          onCancel={() => setRevoking(null)}
         >
           <p>
             What is left of this grant is taken out of the user’s credits at once; what they already

@@ -5,7 +5,7 @@ import type { OrgSummary } from '../api.js';
 import { usePaged } from '../hooks.js';
 import { orgView } from '../router.js';
 import type { ProductUserSummary } from '../types.js';
-import { Empty, ErrorNote, formatTime, Link, Loading, PageHeader, Status } from '../ui.js';
+import { formatTime, Link, ListTable, PageHeader, Status } from '../ui.js';
 import type { OrgPage } from './page.js';
 import { ProductUserProfilePage } from './product-user.js';
 
@@ -61,54 +61,31 @@ function ProductUsersPage({ org }: { org: OrgSummary }) {
           </button>
         )}
       </form>
-      <ErrorNote error={list.error} />
-      {list.loading && <Loading what="product users" />}
-      {list.data && list.data.length === 0 && (
-        <Empty>
-          {query
+      <ListTable
+        list={list}
+        rows={list.data}
+        what="product users"
+        empty={
+          query
             ? `No product user’s external id or name starts with “${query}”.`
-            : 'No product users yet. They appear with the first request that names one (the x-gw-external-user-id header or the user field).'}
-        </Empty>
-      )}
-      {list.data && list.data.length > 0 && (
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">External id</th>
-                <th scope="col">Name</th>
-                <th scope="col">Status</th>
-                <th scope="col">App</th>
-                <th scope="col">First seen</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.data.map((user) => (
-                <tr key={user.product_end_user_id}>
-                  <td>
-                    <Link to={orgView(org.id, 'users', user.product_end_user_id)}>
-                      {user.external_user_id}
-                    </Link>
-                  </td>
-                  <td>{user.display_name}</td>
-                  <td>
-                    <Status value={user.status} />
-                  </td>
-                  <td>
-                    <code>{user.app_id}</code>
-                  </td>
-                  <td class="nowrap">{formatTime(user.created_at)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-      {list.hasMore && (
-        <button type="button" class="secondary" disabled={list.loadingMore} onClick={list.more}>
-          {list.loadingMore ? 'Loading…' : 'Show more'}
-        </button>
-      )}
+            : 'No product users yet. They appear with the first request that names one (the x-gw-external-user-id header or the user field).'
+        }
+        rowKey={(user) => user.product_end_user_id}
+        columns={[
+          {
+            header: 'External id',
+            cell: (user) => (
+              <Link to={orgView(org.id, 'users', user.product_end_user_id)}>
+                {user.external_user_id}
+              </Link>
+            ),
+          },
+          { header: 'Name', cell: (user) => user.display_name },
+          { header: 'Status', cell: (user) => <Status value={user.status} /> },
+          { header: 'App', cell: (user) => <code>{user.app_id}</code> },
+          { header: 'First seen', class: 'nowrap', cell: (user) => formatTime(user.created_at) },
+        ]}
+      />
     </>
   );
 }

@@ -6,7 +6,7 @@ import { api, canManage, type OrgSummary } from '../api.js';
 import { useAction, useAsync, useLoad, usePaged } from '../hooks.js';
 import { connectionLabel, loadOrgConnections, type OrgConnection } from '../org-data.js';
 import type { CredentialRow } from '../types.js';
-import { Confirm, Empty, ErrorNote, Loading, MoreButton, PageHeader, Status } from '../ui.js';
+import { Confirm, ErrorNote, ListTable, PageHeader, RowButton, Status } from '../ui.js';
 import type { OrgPage } from './page.js';
 
 export const providerCredentialsPage: OrgPage = {
@@ -71,102 +71,68 @@ function CredentialsPage({ org }: { org: OrgSummary }) {
       )}
       <section aria-labelledby="credentials-heading">
         <h2 id="credentials-heading">Credentials</h2>
-        <ErrorNote error={list.error ?? connections.error} />
-        {list.loading && <Loading what="credentials" />}
-        {rows && rows.length === 0 && <Empty>No provider credentials yet.</Empty>}
-        {rows && rows.length > 0 && (
-          <div class="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Provider</th>
-                  <th scope="col">Fingerprint</th>
-                  <th scope="col" class="num">
-                    Priority
-                  </th>
-                  <th scope="col">Routing</th>
-                  <th scope="col">Models</th>
-                  <th scope="col">Connections</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">
-                    <span class="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {rows.map((credential) => (
-                  <tr key={`${credential.id}-${credential.status}`}>
-                    <td>{credential.name}</td>
-                    <td>
-                      <code>{credential.provider}</code>
-                    </td>
-                    <td class="nowrap">
-                      <code>{credential.fingerprint}</code>
-                    </td>
-                    <td class="num">{credential.priority}</td>
-                    <td class="nowrap">{credential.routing_mode}</td>
-                    <td class="small">
-                      {credential.model_policy.map((pattern) => (
-                        <code key={pattern}>{pattern} </code>
-                      ))}
-                    </td>
-                    <td class="small">
-                      {credential.app_connection_ids.length === 0 ? (
-                        <span class="muted">none</span>
-                      ) : (
-                        credential.app_connection_ids
-                          .map((id) => connectionLabel(connections.data?.connections, id))
-                          .join(', ')
-                      )}
-                    </td>
-                    <td>
-                      <Status value={credential.status} />
-                    </td>
-                    <td class="row-actions">
-                      {manage && (
-                        <>
-                          <button
-                            type="button"
-                            class="secondary"
-                            aria-label={`Edit ${credential.name}`}
-                            onClick={() =>
-                              setEditing(editing === credential.id ? null : credential.id)
-                            }
-                          >
-                            Edit
-                          </button>{' '}
-                          <button
-                            type="button"
-                            class="secondary"
-                            aria-label={`${credential.status === 'active' ? 'Disable' : 'Enable'} ${credential.name}`}
-                            onClick={() =>
-                              setChange({
-                                credential,
-                                action: credential.status === 'active' ? 'disable' : 'enable',
-                              })
-                            }
-                          >
-                            {credential.status === 'active' ? 'Disable…' : 'Enable…'}
-                          </button>{' '}
-                          <button
-                            type="button"
-                            class="danger secondary"
-                            aria-label={`Delete ${credential.name}`}
-                            onClick={() => setChange({ credential, action: 'delete' })}
-                          >
-                            Delete…
-                          </button>
-                        </>
-                      )}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        )}
-        <MoreButton list={list} what="credentials" />
+        <ErrorNote error={connections.error} />
+        <ListTable
+          list={list}
+          rows={rows}
+          what="credentials"
+          empty="No provider credentials yet."
+          rowKey={(credential) => `${credential.id}-${credential.status}`}
+          columns={[
+            { header: 'Name', cell: (credential) => credential.name },
+            { header: 'Provider', cell: (credential) => <code>{credential.provider}</code> },
+            {
+              header: 'Fingerprint',
+              class: 'nowrap',
+              cell: (credential) => <code>{credential.fingerprint}</code>,
+            },
+            { header: 'Priority', numeric: true, cell: (credential) => credential.priority },
+            { header: 'Routing', class: 'nowrap', cell: (credential) => credential.routing_mode },
+            {
+              header: 'Models',
+              class: 'small',
+              cell: (credential) =>
+                credential.model_policy.map((pattern) => <code key={pattern}>{pattern} </code>),
+            },
+            {
+              header: 'Connections',
+              class: 'small',
+              cell: (credential) =>
+                credential.app_connection_ids.length === 0 ? (
+                  <span class="muted">none</span>
+                ) : (
+                  credential.app_connection_ids
+                    .map((id) => connectionLabel(connections.data?.connections, id))
+                    .join(', ')
+                ),
+            },
+            { header: 'Status', cell: (credential) => <Status value={credential.status} /> },
+          ]}
+          actions={(credential) => {
+            if (!manage) return null;
+            const toggle = credential.status === 'active' ? 'disable' : 'enable';
+            return (
+              <>
+                <RowButton
+                  label="Edit"
+                  name={`Edit ${credential.name}`}
+                  onClick={() => setEditing(editing === credential.id ? null : credential.id)}
+                />{' '}
+                <RowButton
+                  label={toggle === 'disable' ? 'Disable…' : 'Enable…'}
+                  name={`${toggle === 'disable' ? 'Disable' : 'Enable'} ${credential.name}`}
+                  onClick={() => setChange({ credential, action: toggle })}
+                />{' '}
+                <RowButton
+                  label="Delete…"
+                  name={`Delete ${credential.name}`}
+                  danger
+                  onClick={() => setChange({ credential, action: 'delete' })}
+                />
+              </>
+            );
+          }}
+        />
       </section>
       {manage && editing && rows?.find((row) => row.id === editing) && (
         <EditCredential
@@ -462,24 +428,18 @@ function EditCredential(props: {
 function ChangeCredential(props: { change: Change; onClose(): void; onChanged(): void }) {
   const { credential, action: verb } = props.change;
   const path = `/dashboard/api/credentials/${encodeURIComponent(credential.id)}`;
-  const action = useAction();
   const titles = { disable: 'Disable', enable: 'Enable', delete: 'Delete' } as const;
   return (
     <Confirm
       title={`${titles[verb]} ${credential.name}?`}
       confirmLabel={`${titles[verb]} credential`}
-      busy={action.busy}
-      error={action.error}
+      write={() =>
+        verb === 'delete'
+          ? api.delete(path)
+          : api.patch(path, { status: verb === 'disable' ? 'disabled' : 'active' })
+      }
+      onDone={props.onChanged}
       onCancel={props.onClose}
-      onConfirm={() => {
-        void action
-          .run(() =>
-            verb === 'delete'
-              ? api.delete(path)
-              : api.patch(path, { status: verb === 'disable' ? 'disabled' : 'active' }),
-          )
-          .then((done) => done && props.onChanged());
-      }}
     >
       <p>
         {verb === 'delete' &&

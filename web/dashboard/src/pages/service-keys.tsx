@@ -6,12 +6,11 @@ import { useAction, usePaged } from '../hooks.js';
 import type { IssuedKey, ServiceKeyRow, ServiceKeyScope } from '../types.js';
 import {
   Confirm,
-  Empty,
   ErrorNote,
   formatTime,
-  Loading,
-  MoreButton,
+  ListTable,
   PageHeader,
+  RowButton,
   ShownOnce,
   Status,
 } from '../ui.js';
@@ -57,69 +56,46 @@ function ServiceKeysPage({ org }: { org: OrgSummary }) {
       )}
       <section aria-labelledby="service-keys-heading">
         <h2 id="service-keys-heading">Service keys</h2>
-        <ErrorNote error={list.error} />
-        {list.loading && <Loading what="service keys" />}
-        {rows && rows.length === 0 && <Empty>No service keys yet.</Empty>}
-        {rows && rows.length > 0 && (
-          <div class="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Key</th>
-                  <th scope="col">Scopes</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Expires</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">
-                    <span class="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {rows.map((key) => (
-                  <tr key={`${key.id}-${key.status}`}>
-                    <td class="nowrap">
-                      <code>{key.key_hint}</code>
-                    </td>
-                    <td class="small">
-                      {key.scopes.map((scope) => (
-                        <code key={scope}>{scope}</code>
-                      ))}
-                    </td>
-                    <td>
-                      <Status value={key.status} />
-                    </td>
-                    <td class="nowrap">{key.expires_at ? formatTime(key.expires_at) : 'never'}</td>
-                    <td class="nowrap">{formatTime(key.created_at)}</td>
-                    <td class="row-actions">
-                      {manage && key.status === 'active' && (
-                        <>
-                          <button
-                            type="button"
-                            class="secondary"
-                            aria-label={`Disable ${key.key_hint}`}
-                            onClick={() => setChange({ key, action: 'disable' })}
-                          >
-                            Disable…
-                          </button>{' '}
-                          <button
-                            type="button"
-                            class="danger secondary"
-                            aria-label={`Revoke ${key.key_hint}`}
-                            onClick={() => setChange({ key, action: 'revoke' })}
-                          >
-                            Revoke…
-                          </button>
-                        </>
-                      )}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        )}
-        <MoreButton list={list} what="service keys" />
+        <ListTable
+          list={list}
+          rows={rows}
+          what="service keys"
+          empty="No service keys yet."
+          rowKey={(key) => `${key.id}-${key.status}`}
+          columns={[
+            { header: 'Key', class: 'nowrap', cell: (key) => <code>{key.key_hint}</code> },
+            {
+              header: 'Scopes',
+              class: 'small',
+              cell: (key) => key.scopes.map((scope) => <code key={scope}>{scope}</code>),
+            },
+            { header: 'Status', cell: (key) => <Status value={key.status} /> },
+            {
+              header: 'Expires',
+              class: 'nowrap',
+              cell: (key) => (key.expires_at ? formatTime(key.expires_at) : 'never'),
+            },
+            { header: 'Created', class: 'nowrap', cell: (key) => formatTime(key.created_at) },
+          ]}
+          actions={(key) =>
+            manage &&
+            key.status === 'active' && (
+              <>
+                <RowButton
+                  label="Disable…"
+                  name={`Disable ${key.key_hint}`}
+                  onClick={() => setChange({ key, action: 'disable' })}
+                />{' '}
+                <RowButton
+                  label="Revoke…"
+                  name={`Revoke ${key.key_hint}`}
+                  danger
+                  onClick={() => setChange({ key, action: 'revoke' })}
+                />
+              </>
+            )
+          }
+        />
       </section>
       {change && (
         <ChangeServiceKey
@@ -202,19 +178,13 @@ function CreateServiceKey(props: { base: string; onCreated(key: IssuedKey): void
 
 function ChangeServiceKey(props: { change: Change; onClose(): void; onChanged(): void }) {
   const { key, action: verb } = props.change;
-  const action = useAction();
   return (
     <Confirm
       title={`${verb === 'revoke' ? 'Revoke' : 'Disable'} ${key.key_hint}?`}
       confirmLabel={verb === 'revoke' ? 'Revoke service key' : 'Disable service key'}
-      busy={action.busy}
-      error={action.error}
+      write={() => api.post(`/dashboard/api/service-keys/${encodeURIComponent(key.id)}/${verb}`)}
+      onDone={props.onChanged}
       onCancel={props.onClose}
-      onConfirm={() => {
-        void action
-          .run(() => api.post(`/dashboard/api/service-keys/${encodeURIComponent(key.id)}/${verb}`))
-          .then((done) => done && props.onChanged());
-      }}
     >
       <p>
         Every gateway instance refuses <code>{key.key_hint}</code> at once: your back end’s calls

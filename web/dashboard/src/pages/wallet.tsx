@@ -5,16 +5,7 @@ import { useState } from 'preact/hooks';
 import { api, canManage, type OrgSummary } from '../api.js';
 import { useAction, useLoad, usePaged } from '../hooks.js';
 import type { Wallet, WalletAlert, WalletTransaction } from '../types.js';
-import {
-  Confirm,
-  Empty,
-  ErrorNote,
-  formatTime,
-  Loading,
-  Money,
-  MoreButton,
-  PageHeader,
-} from '../ui.js';
+import { Confirm, ErrorNote, formatTime, ListTable, Loading, Money, PageHeader } from '../ui.js';
 import { money } from '../money.js';
 import type { OrgPage } from './page.js';
 
@@ -86,38 +77,28 @@ function WalletPage({ org }: { org: OrgSummary }) {
       <LowBalanceAlert base={base} manage={manage} />
       <section aria-labelledby="wallet-history-heading">
         <h2 id="wallet-history-heading">Top-ups and balance changes</h2>
-        <ErrorNote error={history.error} />
-        {history.loading && <Loading what="the wallet’s history" />}
-        {rows && rows.length === 0 && <Empty>No top-ups yet.</Empty>}
-        {rows && rows.length > 0 && (
-          <div class="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">When</th>
-                  <th scope="col">What</th>
-                  <th scope="col" class="num">
-                    Amount
-                  </th>
-                  <th scope="col">By</th>
-                </tr>
-              </thead>
-              <tbody>
-                {rows.map((row) => (
-                  <tr key={row.id}>
-                    <td class="nowrap">{formatTime(row.created_at)}</td>
-                    <td>{KINDS[row.kind]}</td>
-                    <td class="num nowrap">
-                      <Money value={row.amount} currency={row.currency} />
-                    </td>
-                    <td class="small">{row.created_by ?? <span class="muted">—</span>}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        )}
-        <MoreButton list={history} what="entries" />
+        <ListTable
+          list={history}
+          rows={rows}
+          what="entries"
+          empty="No top-ups yet."
+          rowKey={(row) => row.id}
+          columns={[
+            { header: 'When', class: 'nowrap', cell: (row) => formatTime(row.created_at) },
+            { header: 'What', cell: (row) => KINDS[row.kind] },
+            {
+              header: 'Amount',
+              numeric: true,
+              class: 'nowrap',
+              cell: (row) => <Money value={row.amount} currency={row.currency} />,
+            },
+            {
+              header: 'By',
+              class: 'small',
+              cell: (row) => row.created_by ?? <span class="muted">—</span>,
+            },
+          ]}
+        />
       </section>
     </>
   );
@@ -165,21 +146,14 @@ function TopUp(props: { base: string; currency: string; onDone(): void }) {
         <Confirm
           title={`Add ${amount.trim()} ${props.currency} to the wallet?`}
           confirmLabel="Add funds"
-          busy={action.busy}
-          error={action.error}
-          onCancel={() => setConfirming(false)}
-          onConfirm={() => {
-            const value = amount.trim();
-            void action
-              .run(() => api.post(`${props.base}/wallet/top-ups`, { amount: value }))
-              .then((ok) => {
-                if (!ok) return;
-                setConfirming(false);
-                setDone(money(value, props.currency));
-                setAmount('');
-                props.onDone();
-              });
+          write={() => api.post(`${props.base}/wallet/top-ups`, { amount: amount.trim() })}
+          onDone={() => {
+            setConfirming(false);
+            setDone(money(amount.trim(), props.currency));
+            setAmount('');
+            props.onDone();
           }}
+          onCancel={() => setConfirming(false)}
         >
           <p>
             The balance grows by this amount at once, on every gateway instance. The top-up is

@@ -6,12 +6,11 @@ import { api, canManage, type OrgSummary } from '../api.js';
 import { useAction, usePaged } from '../hooks.js';
 import {
   Confirm,
-  Empty,
   ErrorNote,
   formatTime,
-  Loading,
-  MoreButton,
+  ListTable,
   PageHeader,
+  RowButton,
   ShownOnce,
   Status,
 } from '../ui.js';
@@ -112,115 +111,98 @@ function Endpoints({ org }: { org: OrgSummary }) {
       />
       <section aria-labelledby="endpoints-heading">
         <h2 id="endpoints-heading">Endpoints</h2>
-        <ErrorNote error={list.error ?? test.error} />
+        <ErrorNote error={test.error} />
         <p class="muted small" role="status" aria-live="polite">
           {tested && `Test event ${tested} queued: its outcome shows in the delivery log.`}
         </p>
-        {list.loading && <Loading what="endpoints" />}
-        {list.data && list.data.length === 0 && <Empty>No webhook endpoints yet.</Empty>}
-        {list.data && list.data.length > 0 && (
-          <div class="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">URL</th>
-                  <th scope="col">Events</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Last success</th>
-                  <th scope="col">
-                    <span class="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.data.map((endpoint) => (
-                  <tr key={`${endpoint.id}-${endpoint.status}`}>
-                    <td>
-                      <code>{endpoint.url}</code>
-                      {endpoint.description && (
-                        <div class="muted small">{endpoint.description}</div>
-                      )}
-                    </td>
-                    <td class="small">
-                      {endpoint.event_types.length === 0 ? 'all' : endpoint.event_types.join(', ')}
-                    </td>
-                    <td>
-                      <Status value={endpoint.status} />
-                      {endpoint.disabled_reason && (
-                        <div class="muted small">({endpoint.disabled_reason})</div>
-                      )}
-                      {endpoint.failing_since && (
-                        <div class="muted small">
-                          failing since {formatTime(endpoint.failing_since)}
-                        </div>
-                      )}
-                    </td>
-                    <td class="nowrap">
-                      {endpoint.last_success_at ? formatTime(endpoint.last_success_at) : '—'}
-                    </td>
-                    <td class="row-actions">
-                      <button
-                        type="button"
-                        class="secondary"
-                        aria-label={`Delivery log of ${endpoint.url}`}
-                        onClick={() => setLog(log?.id === endpoint.id ? null : endpoint)}
-                      >
-                        Deliveries
-                      </button>{' '}
-                      <button
-                        type="button"
-                        class="secondary"
-                        disabled={test.busy}
-                        aria-label={`Send a test event to ${endpoint.url}`}
-                        onClick={() => {
-                          setTested(null);
-                          void test.run(async () => {
-                            const queued = await api.post<{ message_id: string }>(
-                              `${base}/${encodeURIComponent(endpoint.id)}/test`,
-                            );
-                            setTested(queued.message_id);
-                          });
-                        }}
-                      >
-                        Send test
-                      </button>{' '}
-                      <button
-                        type="button"
-                        class="secondary"
-                        aria-label={`Rotate the secret of ${endpoint.url}`}
-                        onClick={() => setChange({ endpoint, action: 'rotate' })}
-                      >
-                        Rotate secret…
-                      </button>{' '}
-                      <button
-                        type="button"
-                        class="secondary"
-                        aria-label={`${endpoint.status === 'enabled' ? 'Disable' : 'Enable'} ${endpoint.url}`}
-                        onClick={() =>
-                          setChange({
-                            endpoint,
-                            action: endpoint.status === 'enabled' ? 'disable' : 'enable',
-                          })
-                        }
-                      >
-                        {endpoint.status === 'enabled' ? 'Disable…' : 'Enable…'}
-                      </button>{' '}
-                      <button
-                        type="button"
-                        class="danger secondary"
-                        aria-label={`Delete ${endpoint.url}`}
-                        onClick={() => setChange({ endpoint, action: 'delete' })}
-                      >
-                        Delete…
-                      </button>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        )}
-        <MoreButton list={list} what="endpoints" />
+        <ListTable
+          list={list}
+          rows={list.data}
+          what="endpoints"
+          empty="No webhook endpoints yet."
+          rowKey={(endpoint) => `${endpoint.id}-${endpoint.status}`}
+          columns={[
+            {
+              header: 'URL',
+              cell: (endpoint) => (
+                <>
+                  <code>{endpoint.url}</code>
+                  {endpoint.description && <div class="muted small">{endpoint.description}</div>}
+                </>
+              ),
+            },
+            {
+              header: 'Events',
+              class: 'small',
+              cell: (endpoint) =>
+                endpoint.event_types.length === 0 ? 'all' : endpoint.event_types.join(', '),
+            },
+            {
+              header: 'Status',
+              cell: (endpoint) => (
+                <>
+                  <Status value={endpoint.status} />
+                  {endpoint.disabled_reason && (
+                    <div class="muted small">({endpoint.disabled_reason})</div>
+                  )}
+                  {endpoint.failing_since && (
+                    <div class="muted small">
+                      failing since {formatTime(endpoint.failing_since)}
+                    </div>
+                  )}
+                </>
+              ),
+            },
+            {
+              header: 'Last success',
+              class: 'nowrap',
+              cell: (endpoint) =>
+                endpoint.last_success_at ? formatTime(endpoint.last_success_at) : '—',
+            },
+          ]}
+          actions={(endpoint) => {
+            const toggle = endpoint.status === 'enabled' ? 'disable' : 'enable';
+            return (
+              <>
+                <RowButton
+                  label="Deliveries"
+                  name={`Delivery log of ${endpoint.url}`}
+                  onClick={() => setLog(log?.id === endpoint.id ? null : endpoint)}
+                />{' '}
+                <RowButton
+                  label="Send test"
+                  name={`Send a test event to ${endpoint.url}`}
+                  disabled={test.busy}
+                  onClick={() => {
+                    setTested(null);
+                    void test.run(async () => {
+                      const queued = await api.post<{ message_id: string }>(
+                        `${base}/${encodeURIComponent(endpoint.id)}/test`,
+                      );
+                      setTested(queued.message_id);
+                    });
+                  }}
+                />{' '}
+                <RowButton
+                  label="Rotate secret…"
+                  name={`Rotate the secret of ${endpoint.url}`}
+                  onClick={() => setChange({ endpoint, action: 'rotate' })}
+                />{' '}
+                <RowButton
+                  label={toggle === 'disable' ? 'Disable…' : 'Enable…'}
+                  name={`${toggle === 'disable' ? 'Disable' : 'Enable'} ${endpoint.url}`}
+                  onClick={() => setChange({ endpoint, action: toggle })}
+                />{' '}
+                <RowButton
+                  label="Delete…"
+                  name={`Delete ${endpoint.url}`}
+                  danger
+                  onClick={() => setChange({ endpoint, action: 'delete' })}
+                />
+              </>
+            );
+          }}
+        />
       </section>
       {log && <DeliveryLog key={log.id} base={base} endpoint={log} />}
       {change && (
@@ -333,7 +315,6 @@ function ChangeEndpoint(props: {
 }) {
   const { endpoint, action: verb } = props.change;
   const path = `${props.base}/${encodeURIComponent(endpoint.id)}`;
-  const action = useAction();
   const titles = {
     disable: 'Disable',
     enable: 'Enable',
@@ -350,20 +331,15 @@ function ChangeEndpoint(props: {
     <Confirm
       title={`${titles[verb]} ${endpoint.url}?`}
       confirmLabel={labels[verb]}
-      busy={action.busy}
-      error={action.error}
-      onCancel={props.onClose}
-      onConfirm={() => {
-        let rotated: (Endpoint & { secret: string }) | null = null;
-        void action
-          .run(async () => {
-            if (verb === 'delete') await api.delete(path);
-            else if (verb === 'rotate') {
-              rotated = await api.post<Endpoint & { secret: string }>(`${path}/rotate-secret`);
-            } else await api.patch(path, { enabled: verb === 'enable' });
-          })
-          .then((done) => done && props.onChanged(rotated));
+      write={async () => {
+        if (verb === 'rotate')
+          return api.post<Endpoint & { secret: string }>(`${path}/rotate-secret`);
+        if (verb === 'delete') await api.delete(path);
+        else await api.patch(path, { enabled: verb === 'enable' });
+        return null;
       }}
+      onDone={props.onChanged}
+      onCancel={props.onClose}
     >
       <p>
         {verb === 'delete' &&
@@ -392,83 +368,76 @@ function DeliveryLog({ base, endpoint }: { base: string; endpoint: Endpoint }) {
           Refresh
         </button>
       </div>
-      <ErrorNote error={list.error ?? action.error} />
+      <ErrorNote error={action.error} />
       <p class="muted small" role="status" aria-live="polite">
         {queued && `${queued} queued again.`}
       </p>
-      {list.loading && <Loading what="deliveries" />}
-      {list.data && list.data.length === 0 && <Empty>Nothing sent to this endpoint yet.</Empty>}
-      {list.data && list.data.length > 0 && (
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Created</th>
-                <th scope="col">Event</th>
-                <th scope="col">Status</th>
-                <th scope="col">Attempts</th>
-                <th scope="col">Last answer</th>
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.data.map((delivery) => {
-                const last = delivery.attempts[0];
-                return (
-                  <tr key={`${delivery.id}-${delivery.status}-${delivery.attempt_count}`}>
-                    <td class="nowrap">{formatTime(delivery.created_at)}</td>
-                    <td>
-                      <code>{delivery.event_type}</code>
-                      <div class="muted small">
-                        <code>{delivery.message_id}</code>
-                      </div>
-                    </td>
-                    <td>
-                      <Status value={delivery.status} />
-                      {delivery.next_attempt_at && delivery.status === 'pending' && (
-                        <div class="muted small">next {formatTime(delivery.next_attempt_at)}</div>
-                      )}
-                    </td>
-                    <td class="num">{delivery.attempt_count}</td>
-                    <td class="small">
-                      {last
-                        ? `${last.status_code ?? last.error ?? 'no answer'} · ${last.latency_ms} ms`
-                        : '—'}
-                    </td>
-                    <td class="row-actions">
-                      {delivery.status !== 'pending' && (
-                        <button
-                          type="button"
-                          class="secondary"
-                          disabled={action.busy}
-                          aria-label={`Send ${delivery.message_id} again`}
-                          onClick={() => {
-                            setQueued(null);
-                            void action
-                              .run(() =>
-                                api.post(`${path}/redeliver`, { message_id: delivery.message_id }),
-                              )
-                              .then((done) => {
-                                if (!done) return;
-                                setQueued(delivery.message_id);
-                                list.reload();
-                              });
-                          }}
-                        >
-                          Send again
-                        </button>
-                      )}
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </div>
-      )}
-      <MoreButton list={list} what="deliveries" />
+      <ListTable
+        list={list}
+        rows={list.data}
+        what="deliveries"
+        empty="Nothing sent to this endpoint yet."
+        rowKey={(delivery) => `${delivery.id}-${delivery.status}-${delivery.attempt_count}`}
+        columns={[
+          {
+            header: 'Created',
+            class: 'nowrap',
+            cell: (delivery) => formatTime(delivery.created_at),
+          },
+          {
+            header: 'Event',
+            cell: (delivery) => (
+              <>
+                <code>{delivery.event_type}</code>
+                <div class="muted small">
+                  <code>{delivery.message_id}</code>
+                </div>
+              </>
+            ),
+          },
+          {
+            header: 'Status',
+            cell: (delivery) => (
+              <>
+                <Status value={delivery.status} />
+                {delivery.next_attempt_at && delivery.status === 'pending' && (
+                  <div class="muted small">next {formatTime(delivery.next_attempt_at)}</div>
+                )}
+              </>
+            ),
+          },
+          { header: 'Attempts', numeric: true, cell: (delivery) => delivery.attempt_count },
+          {
+            header: 'Last answer',
+            class: 'small',
+            cell: (delivery) => {
+              const last = delivery.attempts[0];
+              return last
+                ? `${last.status_code ?? last.error ?? 'no answer'} · ${last.latency_ms} ms`
+                : '—';
+            },
+          },
+        ]}
+        actions={(delivery) =>
+          delivery.status !== 'pending' && (
+            <RowButton
+              label="Send again"
+              name={`Send ${delivery.message_id} again`}
+              disabled={action.busy}
+              onClick={() => {
+                setQueued(null);
+                void action
+                  .run(() => api.post(`${path}/redeliver`, { message_id: delivery.message_id }))
+                  .then((done) => {
+                    if (!done) return;
+                    setQueued(delivery.message_id);
+                    list.reload();
+                  });
+              }}
+            />
+          )
+        }
+      />
     </section>
   );
 }
