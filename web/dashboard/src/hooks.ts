@@ -99,11 +99,13 @@ export interface Done<T> {
 /**
  * Runs a write: busy while it runs, its error kept to show. `run` resolves to the write's
  * answer once it succeeded, or to null once it failed (its error is then in `error`).
+ * `submit` makes a form's onSubmit that runs the write and hands its answer to `after`.
  */
 export function useAction(): {
   busy: boolean;
   error: ApiError | null;
   run<T>(action: () => Promise<T>): Promise<Done<T> | null>;
+  submit<T>(write: () => Promise<T>, after: (answer: T) => void): (event: Event) => void;
   clear(): void;
 } {
   const [busy, setBusy] = useState(false);
@@ -120,5 +122,11 @@ export function useAction(): {
       setBusy(false);
     }
   }, []);
-  return { busy, error, run, clear: () => setError(null) };
+  const submit =
+    <T>(write: () => Promise<T>, after: (answer: T) => void) =>
+    (event: Event): void => {
+      event.preventDefault();
+      void run(write).then((done) => done && after(done.value));
+    };
+  return { busy, error, run, submit, clear: () => setError(null) };
 }

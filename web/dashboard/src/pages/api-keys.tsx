@@ -20,6 +20,7 @@ import {
   ShownOnce,
   Status,
 } from '../ui.js';
+import { modelPolicyOf } from './model-policy.js';
 import type { OrgPage } from './page.js';
 
 export const apiKeysPage: OrgPage = {
@@ -216,28 +217,20 @@ function CreateKey(props: { base: string; onCreated(key: IssuedKey, name: string
     <form
       class="card"
       aria-labelledby="create-key-heading"
-      onSubmit={(event) => {
-        event.preventDefault();
-        const patterns = policy
-          .split(/[\s,]+/)
-          .map((pattern) => pattern.trim())
-          .filter(Boolean);
-        const body = {
-          ...(name.trim() && { name: name.trim() }),
-          ...(patterns.length > 0 && { model_policy: patterns }),
-        };
-        let created: IssuedKey | null = null;
-        void action
-          .run(async () => {
-            created = await api.post<IssuedKey>(props.base, body);
-          })
-          .then((done) => {
-            if (!done || !created) return;
-            props.onCreated(created, name.trim());
-            setName('');
-            setPolicy('');
+      onSubmit={action.submit(
+        () => {
+          const patterns = modelPolicyOf(policy);
+          return api.post<IssuedKey>(props.base, {
+            ...(name.trim() && { name: name.trim() }),
+            ...(patterns.length > 0 && { model_policy: patterns }),
           });
-      }}
+        },
+        (created) => {
+          props.onCreated(created, name.trim());
+          setName('');
+          setPolicy('');
+        },
+      )}
     >
       <h2 id="create-key-heading">Issue an API key</h2>
       <div class="row top">

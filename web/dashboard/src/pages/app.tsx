@@ -73,22 +73,18 @@ function CreateConnection({ appId, onCreated }: { appId: string; onCreated(): vo
     <form
       class="card"
       aria-labelledby="create-connection-heading"
-      onSubmit={(event) => {
-        event.preventDefault();
-        void action
-          .run(() =>
-            api.post(`/dashboard/api/apps/${encodeURIComponent(appId)}/connections`, {
-              name,
-              ...settings,
-            }),
-          )
-          .then((done) => {
-            if (!done) return;
-            setName('');
-            setSettings(defaultSettings);
-            onCreated();
-          });
-      }}
+      onSubmit={action.submit(
+        () =>
+          api.post(`/dashboard/api/apps/${encodeURIComponent(appId)}/connections`, {
+            name,
+            ...settings,
+          }),
+        () => {
+          setName('');
+          setSettings(defaultSettings);
+          onCreated();
+        },
+      )}
     >
       <h2 id="create-connection-heading">Create a connection</h2>
       <label>
@@ -145,11 +141,10 @@ function ConnectionCard(props: {
       </p>
       <form
         aria-label={`Settings of ${connection.name}`}
-        onSubmit={(event) => {
-          event.preventDefault();
-          const body = renamed ? { ...settings, name: name.trim() } : settings;
-          void save.run(() => api.patch(path, body)).then((done) => done && props.onChanged());
-        }}
+        onSubmit={save.submit(
+          () => api.patch(path, renamed ? { ...settings, name: name.trim() } : settings),
+          props.onChanged,
+        )}
       >
         {manage && active && (
           <label class="name-field">

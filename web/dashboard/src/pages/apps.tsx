@@ -51,16 +51,13 @@ function CreateApp({ orgId, onCreated }: { orgId: string; onCreated(): void }) {
     <form
       class="card inline-form"
       aria-labelledby="create-app-heading"
-      onSubmit={(event) => {
-        event.preventDefault();
-        void action
-          .run(() => api.post(`/dashboard/api/orgs/${encodeURIComponent(orgId)}/apps`, { name }))
-          .then((done) => {
-            if (!done) return;
-            setName('');
-            onCreated();
-          });
-      }}
+      onSubmit={action.submit(
+        () => api.post(`/dashboard/api/orgs/${encodeURIComponent(orgId)}/apps`, { name }),
+        () => {
+          setName('');
+          onCreated();
+        },
+      )}
     >
       <h2 id="create-app-heading">Create an app</h2>
       <div class="row">

@@ -64,16 +64,13 @@ function OrgCap({ org, manage }: { org: OrgSummary; manage: boolean }) {
       {state.data && <CapSummary state={state.data} what="The organization" />}
       {manage && state.data && (
         <form
-          onSubmit={(event) => {
-            event.preventDefault();
-            void action
-              .run(() => api.put(path, { amount: amount.trim() }))
-              .then((done) => {
-                if (!done) return;
-                setAmount('');
-                state.reload();
-              });
-          }}
+          onSubmit={action.submit(
+            () => api.put(path, { amount: amount.trim() }),
+            () => {
+              setAmount('');
+              state.reload();
+            },
+          )}
         >
           <div class="row">
             <label>
@@ -218,24 +215,21 @@ function ConnectionCapForm(props: {
       )}
       {props.manage ? (
         <form
-          onSubmit={(event) => {
-            event.preventDefault();
-            setSaved(false);
-            void action
-              .run(() =>
-                api.put(props.path, {
-                  amount: amount.trim() === '' ? null : amount.trim(),
-                  per_user_amount: perUser.trim() === '' ? null : perUser.trim(),
-                  credit_mode: creditMode,
-                  overrun_policy: overrun,
-                }),
-              )
-              .then((done) => {
-                if (!done) return;
-                setSaved(true);
-                props.reload();
+          onSubmit={action.submit(
+            () => {
+              setSaved(false);
+              return api.put(props.path, {
+                amount: amount.trim() === '' ? null : amount.trim(),
+                per_user_amount: perUser.trim() === '' ? null : perUser.trim(),
+                credit_mode: creditMode,
+                overrun_policy: overrun,
               });
-          }}
+            },
+            () => {
+              setSaved(true);
+              props.reload();
+            },
+          )}
         >
           <div class="row">
             <label>
@@ -364,22 +358,18 @@ function UserCap({ userId, manage }: { userId: string; manage: boolean }) {
       )}
       {manage && (
         <form
-          onSubmit={(event) => {
-            event.preventDefault();
-            void action
-              .run(() =>
-                api.put(path, {
-                  amount: amount.trim(),
-                  credit_mode: creditMode === '' ? null : creditMode,
-                  overrun_policy: overrun === '' ? null : overrun,
-                }),
-              )
-              .then((done) => {
-                if (!done) return;
-                setAmount('');
-                state.reload();
-              });
-          }}
+          onSubmit={action.submit(
+            () =>
+              api.put(path, {
+                amount: amount.trim(),
+                credit_mode: creditMode === '' ? null : creditMode,
+                overrun_policy: overrun === '' ? null : overrun,
+              }),
+            () => {
+              setAmount('');
+              state.reload();
+            },
+          )}
         >
           <div class="row">
             <label>

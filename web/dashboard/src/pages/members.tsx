@@ -142,16 +142,13 @@ function AddMember({ base, onAdded }: { base: string; onAdded(): void }) {
     <form
       class="card"
       aria-labelledby="add-member-heading"
-      onSubmit={(event) => {
-        event.preventDefault();
-        void action
-          .run(() => api.post(base, { email, role }))
-          .then((done) => {
-            if (!done) return;
-            setEmail('');
-            onAdded();
-          });
-      }}
+      onSubmit={action.submit(
+        () => api.post(base, { email, role }),
+        () => {
+          setEmail('');
+          onAdded();
+        },
+      )}
     >
       <h2 id="add-member-heading">Add a member</h2>
       <p class="muted small">They need a dashboard account already; add them by its e-mail.</p>

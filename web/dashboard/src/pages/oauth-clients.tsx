@@ -124,26 +124,20 @@ function CreateClient(props: {
     <form
       class="card"
       aria-labelledby="create-oauth-client-heading"
-      onSubmit={(event) => {
-        event.preventDefault();
-        let created: (OAuthClient & { client_secret?: string }) | null = null;
-        const body = {
-          name: name.trim(),
-          redirect_uris: uris.split(/\s+/).filter((uri) => uri !== ''),
-          public: isPublic,
-        };
-        void action
-          .run(async () => {
-            created = await api.post<OAuthClient & { client_secret?: string }>(props.base, body);
-          })
-          .then((done) => {
-            if (!done || !created) return;
-            props.onCreated(created);
-            setName('');
-            setUris('');
-            setPublic(false);
-          });
-      }}
+      onSubmit={action.submit(
+        () =>
+          api.post<OAuthClient & { client_secret?: string }>(props.base, {
+            name: name.trim(),
+            redirect_uris: uris.split(/\s+/).filter((uri) => uri !== ''),
+            public: isPublic,
+          }),
+        (created) => {
+          props.onCreated(created);
+          setName('');
+          setUris('');
+          setPublic(false);
+        },
+      )}
     >
       <h3 id="create-oauth-client-heading">Register an OAuth client</h3>
       <div class="row">

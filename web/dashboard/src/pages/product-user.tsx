@@ -226,35 +226,30 @@ function GrantCredits(props: { path: string; user: ProductUserProfile; onGranted
     <form
       class="card"
       aria-labelledby="grant-heading"
-      onSubmit={(event) => {
-        event.preventDefault();
-        setDone(null);
-        let answer: (CreditGrant & { credits: Credits }) | null = null;
-        const body = {
-          amount: amount.trim(),
-          currency: currency.trim().toUpperCase(),
-          ...(expires && { expires_at: new Date(expires).toISOString() }),
-          ...(reason.trim() && { reason: reason.trim() }),
-        };
-        void action
-          .run(async () => {
-            answer = await api.post(`${props.path}/credit-grants`, body, {
-              'idempotency-key': idempotencyKey,
-            });
-          })
-          .then((ok) => {
-            if (!ok || !answer) return;
-            const granted: CreditGrant & { credits: Credits } = answer;
-            setDone(
-              `Granted ${money(granted.amount, granted.currency)}. Available credits now ${money(granted.credits.available_credits, granted.credits.currency)}.`,
-            );
-            setAmount('');
-            setReason('');
-            setExpires('');
-            setIdempotencyKey(newIdempotencyKey());
-            props.onGranted();
+      onSubmit={action.submit(
+        () => {
+          setDone(null);
+          const body = {
+            amount: amount.trim(),
+            currency: currency.trim().toUpperCase(),
+            ...(expires && { expires_at: new Date(expires).toISOString() }),
+            ...(reason.trim() && { reason: reason.trim() }),
+          };
+          return api.post<CreditGrant & { credits: Credits }>(`${props.path}/credit-grants`, body, {
+            'idempotency-key': idempotencyKey,
           });
-      }}
+        },
+        (granted) => {
+          setDone(
+            `Granted ${money(granted.amount, granted.currency)}. Available credits now ${money(granted.credits.available_credits, granted.credits.currency)}.`,
+          );
+          setAmount('');
+          setReason('');
+          setExpires('');
+          setIdempotencyKey(newIdempotencyKey());
+          props.onGranted();
+        },
+      )}
     >
       <h2 id="grant-heading">Grant credits</h2>
       <div class="row">

@@ -7,6 +7,7 @@ import { useAction, useAsync, useLoad, usePaged } from '../hooks.js';
 import { connectionLabel, loadOrgConnections, type OrgConnection } from '../org-data.js';
 import type { CredentialRow } from '../types.js';
 import { Confirm, ErrorNote, ListTable, PageHeader, RowButton, Status } from '../ui.js';
+import { modelPolicyOf } from './model-policy.js';
 import type { OrgPage } from './page.js';
 
 export const providerCredentialsPage: OrgPage = {
@@ -29,12 +30,6 @@ const ROUTING_MODES = [
 ] as const;
 
 /** `vendor_a/*, vendor_a/model-x` as the API's list (empty: the provider's default). */
-const policyOf = (text: string): string[] =>
-  text
-    .split(/[\s,]+/)
-    .map((pattern) => pattern.trim())
-    .filter((pattern) => pattern !== '');
-
 type Change = { credential: CredentialRow; action: 'disable' | 'enable' | 'delete' };
 
 function CredentialsPage({ org }: { org: OrgSummary }) {
@@ -182,33 +177,29 @@ function AddCredential(props: {
     <form
       class="card"
       aria-labelledby="add-credential-heading"
-      onSubmit={(event) => {
-        event.preventDefault();
-        let created: CredentialRow | null = null;
-        const patterns = policyOf(policy);
-        const body = {
-          provider: chosen,
-          name: name.trim(),
-          secret,
-          priority: Number(priority),
-          routing_mode: routing,
-          app_connection_ids: grants,
-          ...(patterns.length > 0 && { model_policy: patterns }),
-        };
-        // The secret leaves the form whatever the answer: it is never kept or shown again.
-        setSecret('');
-        void action
-          .run(async () => {
-            created = await api.post<CredentialRow>(props.base, body);
-          })
-          .then((done) => {
-            if (!done || !created) return;
-            props.onAdded(created);
-            setName('');
-            setPolicy('');
-            setGrants([]);
-          });
-      }}
+      onSubmit={action.submit(
+        () => {
+          const patterns = modelPolicyOf(policy);
+          const body = {
+            provider: chosen,
+            name: name.trim(),
+            secret,
+            priority: Number(priority),
+            routing_mode: routing,
+            app_connection_ids: grants,
+            ...(patterns.length > 0 && { model_policy: patterns }),
+          };
+          // The secret leaves the form whatever the answer: it is never kept or shown again.
+          setSecret('');
+          return api.post<CredentialRow>(props.base, body);
+        },
+        (created) => {
+          props.onAdded(created);
+          setName('');
+          setPolicy('');
+          setGrants([]);
+        },
+      )}
     >
       <h2 id="add-credential-heading">Add a credential</h2>
       <p class="muted small">
@@ -344,23 +335,20 @@ function EditCredential(props: {
     <section class="card" aria-labelledby="edit-credential-heading">
       <h2 id="edit-credential-heading">Edit {credential.name}</h2>
       <form
-        onSubmit={(event) => {
-          event.preventDefault();
-          setSaved(false);
-          void action
-            .run(() =>
-              api.patch(path, {
-                priority: Number(priority),
-                routing_mode: routing,
-                model_policy: policyOf(policy),
-              }),
-            )
-            .then((done) => {
-              if (!done) return;
-              setSaved(true);
-              props.onChanged();
+        onSubmit={action.submit(
+          () => {
+            setSaved(false);
+            return api.patch(path, {
+              priority: Number(priority),
+              routing_mode: routing,
+              model_policy: modelPolicyOf(policy),
             });
-        }}
+          },
+          () => {
+            setSaved(true);
+            props.onChanged();
+          },
+        )}
       >
         <div class="row">
           <label>

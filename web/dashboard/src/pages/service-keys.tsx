@@ -119,23 +119,17 @@ function CreateServiceKey(props: { base: string; onCreated(key: IssuedKey): void
     <form
       class="card"
       aria-labelledby="create-service-key-heading"
-      onSubmit={(event) => {
-        event.preventDefault();
-        let created: IssuedKey | null = null;
-        const body = {
-          scopes,
-          ...(expires && { expires_at: new Date(expires).toISOString() }),
-        };
-        void action
-          .run(async () => {
-            created = await api.post<IssuedKey>(props.base, body);
-          })
-          .then((done) => {
-            if (!done || !created) return;
-            props.onCreated(created);
-            setExpires('');
-          });
-      }}
+      onSubmit={action.submit(
+        () =>
+          api.post<IssuedKey>(props.base, {
+            scopes,
+            ...(expires && { expires_at: new Date(expires).toISOString() }),
+          }),
+        (created) => {
+          props.onCreated(created);
+          setExpires('');
+        },
+      )}
     >
       <h2 id="create-service-key-heading">Issue a service key</h2>
       <fieldset>

@@ -12,12 +12,10 @@ export function SignInPage({ onSignedIn }: { onSignedIn(session: SignedIn): void
     <main class="sign-in">
       <form
         class="card"
-        onSubmit={(event) => {
-          event.preventDefault();
-          void action.run(async () => {
-            onSignedIn(await api.post<SignedIn>('/auth/login', { email, password }));
-          });
-        }}
+        onSubmit={action.submit(
+          () => api.post<SignedIn>('/auth/login', { email, password }),
+          onSignedIn,
+        )}
       >
         <p class="brand">gw</p>
         <h1>Sign in to the dashboard</h1>

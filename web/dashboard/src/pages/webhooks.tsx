@@ -235,26 +235,20 @@ function CreateEndpoint(props: {
     <form
       class="card"
       aria-labelledby="create-webhook-heading"
-      onSubmit={(event) => {
-        event.preventDefault();
-        let created: (Endpoint & { secret: string }) | null = null;
-        const body = {
-          url: url.trim(),
-          ...(description.trim() && { description: description.trim() }),
-          event_types: types,
-        };
-        void action
-          .run(async () => {
-            created = await api.post<Endpoint & { secret: string }>(props.base, body);
-          })
-          .then((done) => {
-            if (!done || !created) return;
-            props.onCreated(created);
-            setUrl('');
-            setDescription('');
-            setTypes([]);
-          });
-      }}
+      onSubmit={action.submit(
+        () =>
+          api.post<Endpoint & { secret: string }>(props.base, {
+            url: url.trim(),
+            ...(description.trim() && { description: description.trim() }),
+            event_types: types,
+          }),
+        (created) => {
+          props.onCreated(created);
+          setUrl('');
+          setDescription('');
+          setTypes([]);
+        },
+      )}
     >
       <h2 id="create-webhook-heading">Add an endpoint</h2>
       <div class="row">
