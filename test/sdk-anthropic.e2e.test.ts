@@ -180,6 +180,19 @@ describe('anthropic client on the messages routes', () => {
     expect(chatFormat.body.object).toBe('list');
   });
 
+  it('retrieves one model in the messages-protocol format', async () => {
+    const model = await client.models.retrieve(MODEL);
+    expect(model).toEqual({
+      type: 'model',
+      id: MODEL,
+      display_name: MODEL,
+      created_at: '2025-01-01T00:00:00Z',
+    });
+    await expect(client.models.retrieve('vendor_a/nope')).rejects.toBeInstanceOf(
+      Anthropic.NotFoundError,
+    );
+  });
+
   it('requires max_tokens, naming the field', async () => {
     const response = await fetch(`${gateway.url}/v1/messages`, {
       method: 'POST',

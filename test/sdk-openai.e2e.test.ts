@@ -207,6 +207,31 @@ describe('openai client: models and errors', () => {
     );
   });
 
+  it('retrieves one model as the list shows it, and refuses unknown and forbidden ones', async () => {
+    // The client percent-encodes the id's '/'; the path as written works too.
+    const model = await client.models.retrieve('vendor_b/gpt-4o-mini');
+    expect(model).toEqual({
+      id: 'vendor_b/gpt-4o-mini',
+      object: 'model',
+      created: 1735689600,
+      owned_by: 'vendor_b',
+    });
+    const written = await fetch(`${gateway.url}/v1/models/vendor_a/claude-haiku-4-5`, {
+      headers: { authorization: `Bearer ${org.api_key}` },
+    });
+    expect(written.status).toBe(200);
+    expect(((await written.json()) as { id: string }).id).toBe('vendor_a/claude-haiku-4-5');
+    const unknown = client.models.retrieve('vendor_b/nope');
+    await expect(unknown).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    await expect(unknown).rejects.toMatchObject({ code: 'gw_unsupported_model' });
+    const narrow = await createApiKey(env, org.app_connection_id, 'vendor_b/*');
+    const limited = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: narrow.api_key });
+    await expect(limited.models.retrieve('vendor_a/claude-haiku-4-5')).rejects.toMatchObject({
+      status: 403,
+      code: 'gw_model_not_allowed',
+    });
+  });
+
   it('maps errors to the client classes', async () => {
     const bad = new OpenAI({
       baseURL: `${gateway.url}/v1`,

@@ -114,6 +114,7 @@ import { readyzRoute, type ReadinessProbe } from './readyz.js';
 import { keyUsageRoute } from './key-usage.js';
 import { messagesRoute } from './messages.js';
 import { metricsRoute } from './metrics.js';
+import { modelRoute } from './model.js';
 import { modelsRoute } from './models.js';
 import { openApiRoute } from './openapi.js';
 import { creditGrantRoute } from './product-users/credit-grant.js';
@@ -176,6 +177,7 @@ export const routeDeclarations: readonly DeclaredRoute<RouteDeps>[] = [
     messagesRoute,
     countTokensRoute,
     modelsRoute,
+    modelRoute,
     keyUsageRoute,
   ]),
   ...inSection(sections.productUsers, [

@@ -1,0 +1,28 @@
+// GET /v1/models/{model_id}: one model the calling key may use, as the list shows it (what the
+// vendors' clients call to retrieve a model). A model id holds a '/' (`vendor_b/gpt-4o-mini`):
+// the path takes it percent-encoded, as the clients send it, or as written.
+import { modelPolicyAllows, type ModelCatalog } from '../catalog/models.js';
+import { gwError } from '../errors.js';
+import { declareRoute } from './framework/declaration.js';
+import { modelFormatOf, modelObject } from './models.js';
+
+export const modelRoute = declareRoute({
+  method: 'GET',
+  path: '/v1/models/{model_id*}',
+  summary: 'One model the key may use (messages-protocol format with a vendor-version header)',
+  caller: { kind: 'api_key' },
+  responses: { 200: { description: 'the model' } },
+  errors: ['gw_unsupported_model', 'gw_model_not_allowed'],
+  errorFlavor: modelFormatOf,
+  handler({ request, params, caller }, deps: { readonly catalog: ModelCatalog }) {
+    const model = deps.catalog.get(params.model_id);
+    if (!model)
+      return gwError(
+        'gw_unsupported_model',
+        `model ${params.model_id} is not routable; see GET /v1/models`,
+      );
+    if (!modelPolicyAllows(caller.modelPolicy, model.id))
+      return gwError('gw_model_not_allowed', `this API key may not use model ${model.id}`);
+    return modelObject(model, modelFormatOf(request.headers));
+  },
+});
