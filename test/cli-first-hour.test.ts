@@ -36,6 +36,35 @@ describe('CLI errors', () => {
     });
   });
 
+  it('gw wallet topup refuses what the dashboard refuses, with the same codes, and records nothing', async () => {
+    const org = await seed(env, ['--wallet', '1']);
+    const rows = async () =>
+      (
+        await db.query<{ n: string }>(
+          'SELECT count(*) AS n FROM wallet_transactions WHERE org_id = $1',
+          [org.org_id],
+        )
+      ).rows[0]!.n;
+    const before = await rows();
+    for (const [amount, code] of [
+      ['0', 'gw_invalid_request'],
+      ['-1', 'gw_invalid_request'],
+      ['1000000.000000001', 'gw_amount_out_of_range'],
+      // The balance it would make is past the limit.
+      ['999999.5', 'gw_amount_out_of_range'],
+    ] as const) {
+      const refused = await runCli(
+        ['wallet', 'topup', '--org-id', org.org_id, '--amount', amount],
+        env,
+      );
+      expect(refused.code, amount).toBe(2);
+      expect((stderrError(refused.stderr) as { error: { code: string } }).error.code, amount).toBe(
+        code,
+      );
+    }
+    expect(await rows()).toBe(before);
+  });
+
   it('a bad environment variable is gw_invalid_config', async () => {
     const result = await runCli(['wallet', 'show', '--org-id', 'o'], { ...env, PORT: 'abc' });
     expect(result.code).toBe(2);

@@ -8,9 +8,11 @@ import {
   type WalletTransaction,
   type WalletTransactionRow,
 } from '../billing/wallets.js';
+import type { Actor } from '../audit/audit.js';
 import { readPage, type Page, type PageRequest } from '../db/pages.js';
 import type { DbPool } from '../db/pool.js';
-import { formatNano, SETTLEMENT_CURRENCY } from '../money.js';
+import { gwError, type GwError } from '../errors.js';
+import { AmountRangeError, formatNano, SETTLEMENT_CURRENCY } from '../money.js';
 
 export interface WalletView {
   org_id: string;
@@ -52,4 +54,24 @@ export async function listWalletTransactions(
     page,
   );
   return { rows: paged.rows.map(walletTransactionView), nextCursor: paged.nextCursor };
+}
+
+/**
+ * A top-up as the dashboard and `gw wallet topup` make it: more than zero (a zero top-up
+ * would only write an empty line in the history), the balance kept within the money layer's
+ * bound (`gw_amount_out_of_range`, nothing recorded).
+ */
+export async function topUpWallet(
+  wallets: Pick<WalletService, 'topUp'>,
+  orgId: string,
+  amountNano: bigint,
+  actor: Actor,
+): Promise<WalletTransaction | GwError> {
+  if (amountNano <= 0n) return gwError('gw_invalid_request', 'amount: must be greater than zero');
+  try {
+    return await wallets.topUp(orgId, amountNano, actor);
+  } catch (error) {
+    if (error instanceof AmountRangeError) return gwError('gw_amount_out_of_range', error.message);
+    throw error;
+  }
 }

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { ConfigError } from '../config.js';
 import { describeIssue, issuePath } from '../validation-messages.js';
 import type { ErrorCode } from '../errors.js';
-import { AmountError } from '../money.js';
+import { AmountError, AmountRangeError } from '../money.js';
 import { adminCommand, adminHelp } from './admin.js';
 import { apiKeyCommand, apiKeyHelp } from './api-key.js';
 import { capCommand, capHelp } from './cap.js';
@@ -128,6 +128,9 @@ function fail(error: unknown): number {
 
 function cliError(error: unknown): { code: ErrorCode; message: string } {
   if (error instanceof UsageError) return { code: error.code, message: error.message };
+  // The HTTP API's codes: past the money layer's limit is gw_amount_out_of_range there too.
+  if (error instanceof AmountRangeError)
+    return { code: 'gw_amount_out_of_range', message: error.message };
   if (error instanceof AmountError) return { code: 'gw_invalid_request', message: error.message };
   if (error instanceof ConfigError) return { code: 'gw_invalid_config', message: error.message };
   if (error instanceof z.ZodError)

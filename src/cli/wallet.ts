@@ -1,10 +1,10 @@
 // gw wallet topup|set|show|alert: the organization wallet.
-import { readWallet } from '../admin/wallet.js';
+import { readWallet, topUpWallet } from '../admin/wallet.js';
 import { setWalletAlert } from '../billing/wallet-alert.js';
 import { parseAmountToNano } from '../money.js';
 import { CLI_ACTOR } from './api-key.js';
 import type { CliContext } from './context.js';
-import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
+import { orUsageError, parseFlags, printJson, requireFlag, UsageError } from './output.js';
 
 export const walletHelp = `gw wallet topup --org-id O --amount 100.00   adds funds
 gw wallet set   --org-id O --amount 0.00     sets the balance exactly
@@ -30,10 +30,13 @@ export async function walletCommand(context: CliContext, argv: string[]): Promis
     return;
   }
   if (action === 'topup') {
-    await context.wallets.topUp(
-      orgId,
-      parseAmountToNano(requireFlag(values.amount, 'amount')),
-      CLI_ACTOR,
+    orUsageError(
+      await topUpWallet(
+        context.wallets,
+        orgId,
+        parseAmountToNano(requireFlag(values.amount, 'amount')),
+        CLI_ACTOR,
+      ),
     );
   } else if (action === 'set') {
     await context.wallets.setBalance(

@@ -4,10 +4,9 @@
 // (DASHBOARD_WALLET_TOPUP, off by default): a dashboard top-up takes no payment, so it suits
 // a gateway whose organizations belong to the operator, not one open to sign-ups.
 import { z } from 'zod';
-import { readWallet } from '../../../admin/wallet.js';
+import { readWallet, topUpWallet } from '../../../admin/wallet.js';
 import type { WalletService } from '../../../billing/wallets.js';
 import { gwError, isGwError } from '../../../errors.js';
-import { AmountRangeError } from '../../../money.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { amountField, amountInput, inOrg } from '../schemas.js';
 import { walletSchema, walletTransactionSchema } from './schema.js';
@@ -39,20 +38,8 @@ export const topUpWalletRoute = declareRoute({
     }
     const amountNano = amountField('amount', body.amount);
     if (isGwError(amountNano)) return amountNano;
-    if (amountNano <= 0n) {
-      return gwError('gw_invalid_request', 'amount: must be greater than zero');
-    }
-    try {
-      const transaction = await deps.wallets.topUp(caller.org.id, amountNano, caller.actor);
-      return {
-        transaction,
-        wallet: await readWallet(deps.wallets, caller.org.id),
-      };
-    } catch (error) {
-      if (error instanceof AmountRangeError) {
-        return gwError('gw_amount_out_of_range', error.message);
-      }
-      throw error;
-    }
+    const transaction = await topUpWallet(deps.wallets, caller.org.id, amountNano, caller.actor);
+    if (isGwError(transaction)) return transaction;
+    return { transaction, wallet: await readWallet(deps.wallets, caller.org.id) };
   },
 });
