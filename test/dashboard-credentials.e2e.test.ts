@@ -249,12 +249,17 @@ describe('changing a credential', () => {
     );
     expect(granted.body.app_connection_ids).toEqual([org.app_connection_id]);
     expect(await servedBy(gateways[0], org.api_key)).toBe(primary.id);
-    const foreign = await owner.request<ErrorBody>(
-      'PUT',
-      `/dashboard/api/credentials/${primary.id}/grants/${tenant.app_connection_id}`,
-    );
-    expect(foreign.status).toBe(404);
-    expect(foreign.body.error.code).toBe('gw_not_found');
+    // Another organization's connection, or none, is not found: to grant and to ungrant alike.
+    for (const method of ['PUT', 'DELETE'] as const) {
+      for (const connectionId of [tenant.app_connection_id, 'conn_nobody']) {
+        const foreign = await owner.request<ErrorBody>(
+          method,
+          `/dashboard/api/credentials/${primary.id}/grants/${connectionId}`,
+        );
+        expect(foreign.status, `${method} ${connectionId}`).toBe(404);
+        expect(foreign.body.error.code).toBe('gw_not_found');
+      }
+    }
 
     const empty = await owner.request<ErrorBody>(
       'PATCH',

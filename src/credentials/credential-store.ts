@@ -314,7 +314,8 @@ export class CredentialStore {
   ): Promise<CredentialView | undefined> {
     const credential = await this.get(id);
     if (!credential) return undefined;
-    if (granted) await this.requireConnection(credential.org_id, appConnectionId);
+    // A connection of another organization (or none) is not found, for a grant and its removal alike.
+    await this.requireConnection(credential.org_id, appConnectionId);
     await withTransaction(this.db, async (client) => {
       const { rowCount } = granted
         ? await client.query(

@@ -1,7 +1,8 @@
 // PUT and DELETE /dashboard/api/credentials/{credential_id}/grants/{app_connection_id} (admin
 // or owner): lets a connection of the credential's organization use it, or stops it. A
 // credential serves only the connections it is granted to; every instance follows at once.
-// Granting twice or revoking a grant that is not there answers the credential unchanged.
+// Granting twice or revoking a grant that is not there answers the credential unchanged; a
+// connection outside the organization is not found either way.
 import { declareRoute } from '../../framework/declaration.js';
 import {
   credentialNotFound,
