@@ -147,6 +147,14 @@ export const routeSpecs: readonly RouteSpec[] = [
     weight: 2,
     headers: (_target, random) => (random.chance(0.5) ? { 'vendor-version': '2023-06-01' } : {}),
   },
+  {
+    method: 'GET',
+    path: '/v1/models/{model_id*}',
+    auth: 'api',
+    weight: 1,
+    params: (_target) => ({ 'model_id*': 'vendor_b/gpt-4o-mini' }),
+    headers: (_target, random) => (random.chance(0.5) ? { 'vendor-version': '2023-06-01' } : {}),
+  },
   { method: 'GET', path: '/inference-keys/usage', auth: 'api', weight: 2 },
   {
     method: 'POST',
