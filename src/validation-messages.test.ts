@@ -72,6 +72,13 @@ describe('the rules in plain words', () => {
     expect(describeFirstIssue(result.error!, 'body')).toBe(message);
   });
 
+  it('calls a record an object', () => {
+    const result = z.object({ metadata: z.record(z.string(), z.unknown()) }).safeParse({
+      metadata: 'x',
+    });
+    expect(describeFirstIssue(result.error!, 'body')).toBe('metadata: must be an object');
+  });
+
   it('lists every issue when asked', () => {
     const result = schema.safeParse({});
     expect(describeAllIssues(result.error!, 'body').slice(0, 2)).toEqual([

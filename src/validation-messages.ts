@@ -12,6 +12,8 @@ const KIND_NAMES: Readonly<Record<string, string>> = {
   string: 'a string',
   boolean: 'true or false',
   object: 'an object',
+  record: 'an object',
+  map: 'an object',
   array: 'an array',
   null: 'null',
 };
