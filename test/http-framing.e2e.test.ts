@@ -106,3 +106,50 @@ describe('authentication before the body', () => {
     expect(answer.closed).toBe(true);
   });
 });
+
+describe('HEAD', () => {
+  it("answers a GET route's status and headers with its body's length and no body", async () => {
+    const get = await fetch(`${gateway.url}/openapi.json`);
+    const getBody = await get.arrayBuffer();
+    const answer = await rawRequest(
+      gateway.port,
+      ['HEAD /openapi.json HTTP/1.1', 'Host: 127.0.0.1'].join('\r\n'),
+    );
+    expect(answer.status).toBe(200);
+    expect(answer.head).toMatch(/\r\ncontent-type: application\/json\r\n/i);
+    expect(answer.head).toMatch(
+      new RegExp(`\\r\\ncontent-length: ${getBody.byteLength}(\\r|$)`, 'i'),
+    );
+    expect(answer.body).toBe('');
+    expect(answer.closed).toBe(false);
+  });
+
+  it('keeps the connection usable: the next answer is read where it starts', async () => {
+    const answer = await rawRequest(
+      gateway.port,
+      [
+        'HEAD /healthz HTTP/1.1',
+        'Host: 127.0.0.1',
+        '',
+        'GET /healthz HTTP/1.1',
+        'Host: 127.0.0.1',
+      ].join('\r\n'),
+    );
+    // The second answer's head follows the first's at once: no body came between them.
+    expect(answer.head).toMatch(/\r\ncontent-length: 15(\r|$)/i);
+    expect(answer.body).toMatch(/^HTTP\/1\.1 200 OK\r\n[^]*\r\ncontent-length: 15$/i);
+  });
+
+  it('is refused where there is no GET, and named in Allow where there is', async () => {
+    const post = await rawRequest(
+      gateway.port,
+      ['HEAD /v1/chat/completions HTTP/1.1', 'Host: 127.0.0.1'].join('\r\n'),
+    );
+    expect(post.status).toBe(405);
+    expect(post.head).toMatch(/\r\nallow: POST(\r|$)/i);
+    expect(post.body).toBe('');
+    const put = await fetch(`${gateway.url}/healthz`, { method: 'PUT' });
+    expect(put.status).toBe(405);
+    expect(put.headers.get('allow')).toBe('GET, HEAD');
+  });
+});

@@ -19,6 +19,8 @@ export class UwsHttpResponse implements HttpResponse {
   aborted = false;
   headersSent = false;
   private ended = false;
+  /** HEAD only: the GET wrote its body in chunks, so its length is not known. */
+  private bodyStreamed = false;
   private status = 200;
   private headers: Readonly<Record<string, string>> = {};
   private abortListeners: Array<() => void> = [];
@@ -30,6 +32,8 @@ export class UwsHttpResponse implements HttpResponse {
     private readonly requestId: string,
     /** Called once when the response ends or the client goes away (status 499 then). */
     private readonly onFinished: (status: number) => void,
+    /** A HEAD request: the GET's status and headers, its body's length, no body. */
+    private readonly headOnly = false,
   ) {}
 
   /** Called by the adapter from the native onAborted callback. */
@@ -62,7 +66,8 @@ export class UwsHttpResponse implements HttpResponse {
     let writable = true;
     this.native.cork(() => {
       this.flushHead();
-      writable = this.native.write(chunk);
+      if (this.headOnly) this.bodyStreamed = true;
+      else writable = this.native.write(chunk);
     });
     if (!writable) {
       this.native.onWritable(() => {
@@ -83,7 +88,7 @@ export class UwsHttpResponse implements HttpResponse {
     this.ended = true;
     this.native.cork(() => {
       this.flushHead();
-      this.native.end(body);
+      this.endBody(body, false);
     });
     this.finished();
   }
@@ -103,9 +108,25 @@ export class UwsHttpResponse implements HttpResponse {
     this.headers = headers;
     this.native.cork(() => {
       this.flushHead();
-      this.native.end(body, true);
+      this.endBody(body, true);
     });
     this.finished();
+  }
+
+  private endBody(body: string | Uint8Array | undefined, close: boolean): void {
+    if (!this.headOnly) {
+      this.native.end(body, close);
+      return;
+    }
+    // HEAD: the length the GET's body would have had (unknown once it was streamed). Written
+    // as a header: uWS's endWithoutBody(length) leaves the head unterminated (uWS.js #739).
+    if (!this.bodyStreamed) {
+      const length = typeof body === 'string' ? Buffer.byteLength(body) : (body?.byteLength ?? 0);
+      this.native.writeHeader('content-length', String(length));
+    }
+    // Without arguments: with any, uWS 20 writes a bogus Content-Length of its own. (A HEAD
+    // request has no body to leave unread, so its connection need not close.)
+    this.native.endWithoutBody();
   }
 
   /** After any of the three ways to end: nothing waits on the response or listens to it. */

@@ -82,23 +82,30 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     const requestId = newRequestId();
     const receivedAtMs = Date.now();
     inFlight += 1;
-    const match = routes.match(method, path);
+    // HEAD is the GET without its body (RFC 9110 §9.3.2): the GET route answers it.
+    const headOnly = method === 'HEAD';
+    const match = routes.match(headOnly ? 'GET' : method, path);
     const route = match.kind === 'route' ? match.route : undefined;
     // Metrics are labelled by the route's declared path (bounded), never the raw path.
     const routeLabel = route ? route.path : 'unmatched';
-    const response = new UwsHttpResponse(native, requestId, (status) => {
-      finished();
-      const durationMs = Date.now() - receivedAtMs;
-      options.onRequestFinished?.(routeLabel, status, durationMs);
-      options.requestLog?.({
-        requestId,
-        method,
-        route: routeLabel,
-        status,
-        durationMs,
-        annotations: response.annotations,
-      });
-    });
+    const response = new UwsHttpResponse(
+      native,
+      requestId,
+      (status) => {
+        finished();
+        const durationMs = Date.now() - receivedAtMs;
+        options.onRequestFinished?.(routeLabel, status, durationMs);
+        options.requestLog?.({
+          requestId,
+          method,
+          route: routeLabel,
+          status,
+          durationMs,
+          annotations: response.annotations,
+        });
+      },
+      headOnly,
+    );
     native.onAborted(() => response.markAborted());
     /** Answers with an error and closes the connection (the rest of the body is not read). */
     const closeWith = (error: GwError, errorFlavor: ErrorFlavor): void => {
@@ -129,7 +136,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       const error =
         match.kind === 'wrong_method'
           ? gwError('gw_method_not_allowed', `${method} is not supported on ${path}`, {
-              headers: { allow: match.allowed.join(', ') },
+              headers: { allow: allowedMethods(match.allowed) },
             })
           : gwError('gw_route_not_found', `no route for ${method} ${path}`);
       sendError(response, error);
@@ -345,4 +352,9 @@ function flavorOf(route: Route, headers: Readonly<Record<string, string>>): Erro
   return typeof route.errorFlavor === 'function'
     ? route.errorFlavor(headers)
     : (route.errorFlavor ?? 'default');
+}
+
+/** The Allow header of a path: its routes' methods, and HEAD wherever GET is. */
+function allowedMethods(methods: readonly string[]): string {
+  return (methods.includes('GET') ? [...methods, 'HEAD'] : methods).join(', ');
 }
