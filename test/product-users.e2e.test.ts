@@ -234,6 +234,27 @@ describe('attribution fields of the wrong type', () => {
   });
 });
 
+describe('metadata.user_id on the messages route', () => {
+  it('refuses one that is not a string, and attributes a string one', async () => {
+    const send = (userId: unknown) =>
+      postJson<ErrorBody>(
+        `${gateways[0]!.url}/v1/messages`,
+        {
+          model: 'vendor_a/claude-haiku-4-5',
+          max_tokens: 16,
+          messages: message,
+          metadata: { user_id: userId },
+        },
+        { 'x-api-key': org.api_key, 'vendor-version': '2023-06-01' },
+      );
+    const refused = await send(42);
+    expect([refused.status, refused.body.error.code]).toEqual([400, 'gw_invalid_request']);
+    expect(refused.body.error.message).toBe('metadata.user_id: must be a string');
+    expect((await send('messages-user')).status).toBe(200);
+    expect(await usersNamed('messages-user')).toHaveLength(1);
+  });
+});
+
 describe('the product-user e-mail on inference', () => {
   it('follows the management API: a malformed address is refused, surrounding spaces are trimmed', async () => {
     const junk = await chat({ user: 'mailer', product_user_email: 'not-an-email' });
