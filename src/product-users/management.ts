@@ -115,14 +115,16 @@ export class ProductUserManagement {
     const rows = await withTransaction(this.db, async (client) => {
       const { rows: existing } = await client.query<{
         id: string;
+        allowance_starts_at: Date | null;
         allowance_anchor_floor: Date | null;
       }>(
-        `SELECT id, allowance_anchor_floor FROM product_users
+        `SELECT id, allowance_starts_at, allowance_anchor_floor FROM product_users
           WHERE org_id = $1 AND app_id = $2 AND external_user_id = $3 FOR UPDATE`,
         [input.orgId, input.appId, input.externalUserId],
       );
+      const stored = existing[0];
       // The floor is the latest anchor ever stored: setting null in between does not lower it.
-      const floor = existing[0]?.allowance_anchor_floor;
+      const floor = stored?.allowance_anchor_floor;
       const anchor = input.allowanceStartsAt;
       if (anchor) {
         if (anchor.getTime() > Date.now()) {
