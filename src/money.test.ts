@@ -35,6 +35,9 @@ describe('money formatting', () => {
     expect(() => parseAmountToNano('-1')).toThrow(AmountError);
     expect(() => parseAmountToNano('1e3')).toThrow(AmountError);
     expect(() => parseAmountToNano('abc')).toThrow(AmountError);
+    for (const text of [' 1.00', '1.00 ', '\t1', '1\n', '1.', '.5', '+1', '01', '', ' ']) {
+      expect(() => parseAmountToNano(text), JSON.stringify(text)).toThrow(AmountError);
+    }
     expect(parseAmountToNano('10')).toBe(10_000_000_000n);
     expect(parseAmountToNano('0.50')).toBe(500_000_000n);
   });

@@ -48,17 +48,18 @@ export function assertAmountInRange(nano: bigint, subject: string): void {
 
 /**
  * Parses a non-negative decimal amount ("10", "0.50", "1.000000000000") into nano-units.
- * Digits beyond the ninth fractional place must be zero: amounts are never silently rounded.
- * Amounts beyond MAX_AMOUNT_NANO throw AmountRangeError.
+ * The text is taken as it is: no surrounding whitespace, no sign, no exponent, digits on both
+ * sides of a point ("1." and ".5" are refused like " 1.00"). Digits beyond the ninth
+ * fractional place must be zero: amounts are never silently rounded. Amounts beyond
+ * MAX_AMOUNT_NANO throw AmountRangeError.
  */
 export function parseAmountToNano(text: string): bigint {
-  const trimmed = text.trim();
-  if (!decimalAmount.test(trimmed)) {
+  if (!decimalAmount.test(text)) {
     throw new AmountError(
       'amount must be a non-negative decimal with at most 12 fractional digits',
     );
   }
-  const [units = '0', fraction = ''] = trimmed.split('.');
+  const [units = '0', fraction = ''] = text.split('.');
   if (/[1-9]/.test(fraction.slice(9))) {
     throw new AmountError('amount has more precision than a nano-unit (1e-9)');
   }

@@ -12,3 +12,16 @@ export function textProblem(text: string): string | undefined {
   if (LONE_SURROGATE.test(text)) return 'must not contain a lone surrogate (invalid Unicode)';
   return undefined;
 }
+
+/**
+ * Why a header value cannot be taken as it came, or undefined when it can. uWebSockets.js
+ * trims every header value of the bytes it compares below 33 as signed chars: spaces and
+ * controls, and also every byte from 0x80 up at the value's ends. A value with non-ASCII text
+ * therefore reaches the gateway cut short ("josé" as "jos") or, inside it, decoded from UTF-8
+ * (U+FFFD for bytes that are not). Headers the gateway keys data by must be printable ASCII;
+ * what survives of any other value is refused here.
+ */
+export function headerTextProblem(value: string): string | undefined {
+  if (/[^\x20-\x7e]/.test(value)) return 'must be printable ASCII (no other characters or bytes)';
+  return undefined;
+}

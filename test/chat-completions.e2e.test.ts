@@ -216,6 +216,74 @@ describe('request errors', () => {
     expect(response.body.error.message).toMatch(/^messages:/);
   });
 
+  it('refuses message content the vendors refuse, naming the field, before anything is held or billed', async () => {
+    const refused: Array<[string, unknown[]]> = [
+      ['messages.0.content', [{ role: 'user', content: 5 }]],
+      ['messages.0.content', [{ role: 'user' }]],
+      ['messages.0.content', [{ role: 'user', content: null }]],
+      ['messages.0.content', [{ role: 'system', content: { text: 'hi' } }]],
+      ['messages.1.content', [{ role: 'user', content: 'hi' }, { role: 'assistant' }]],
+      ['messages.0.content', [{ role: 'user', content: [{ text: 'no type' }] }]],
+      [
+        'messages.2.content',
+        [
+          { role: 'user', content: 'weather?' },
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [
+              { id: 'call_1', type: 'function', function: { name: 'w', arguments: '{}' } },
+            ],
+          },
+          { role: 'tool', tool_call_id: 'call_1' },
+        ],
+      ],
+    ];
+    const requestIds: string[] = [];
+    for (const [field, messages] of refused) {
+      const response = await postJson<{ error: { code: string; message: string } }>(
+        `${gateway.url}/v1/chat/completions`,
+        { model: 'vendor_b/gpt-4o-mini', messages },
+        bearer(org.api_key),
+      );
+      expect([JSON.stringify(messages), response.status, response.body.error.code]).toEqual([
+        JSON.stringify(messages),
+        400,
+        'gw_invalid_request',
+      ]);
+      expect(response.body.error.message.startsWith(`${field}: `)).toBe(true);
+      requestIds.push(response.headers.get('x-request-id')!);
+    }
+    // Refused before admission: nothing held, no usage record for any of them.
+    const { rows } = await db.query('SELECT 1 FROM usage_records WHERE request_id = ANY($1)', [
+      requestIds,
+    ]);
+    expect(rows).toEqual([]);
+  });
+
+  it('accepts content parts, an assistant tool call without content, and fields it does not know', async () => {
+    const response = await postJson<{ choices: unknown[] }>(
+      `${gateway.url}/v1/chat/completions`,
+      {
+        model: 'vendor_b/gpt-4o-mini',
+        messages: [
+          { role: 'system', content: [{ type: 'text', text: 'be brief' }] },
+          { role: 'user', content: 'weather?', name: 'ada', x_vendor_hint: { a: 1 } },
+          {
+            role: 'assistant',
+            tool_calls: [
+              { id: 'call_1', type: 'function', function: { name: 'w', arguments: '{}' } },
+            ],
+          },
+          { role: 'tool', tool_call_id: 'call_1', content: 'sunny' },
+        ],
+      },
+      bearer(org.api_key),
+    );
+    expect(response.status).toBe(200);
+    expect(response.body.choices).toHaveLength(1);
+  });
+
   it('answers 404 gw_unsupported_model for a model it cannot route', async () => {
     const response = await postJson<{ error: { code: string } }>(
       `${gateway.url}/v1/chat/completions`,

@@ -223,7 +223,8 @@ describe('a product user cap', () => {
     const after = await admin.get<Record<string, unknown>>(
       `/dashboard/api/product-users/${userId}`,
     );
-    expect(after.body.cap).toBeUndefined();
+    expect(after.body.cap).toBeNull(); // the profile names no cap (decision 279)
+    expect(after.body.allowance).toBeUndefined();
   });
 });
 

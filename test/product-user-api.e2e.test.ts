@@ -1,5 +1,6 @@
 // The service-key management API, as an app's backend would call it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { emailHash } from '../src/product-users/directory.js';
 import { isolatedContext } from './support/context.js';
 import { bearer, getJson, postJson } from './support/http.js';
 import {
@@ -11,7 +12,7 @@ import {
 } from './support/processes.js';
 import { eventually } from './support/services.js';
 
-const { env } = isolatedContext('puapi');
+const { env, db } = isolatedContext('puapi');
 let gateway: GatewayProcess;
 let org: SeededOrg;
 
@@ -27,6 +28,11 @@ interface ProfileBody {
   };
 }
 type GrantBody = Record<string, unknown> & { grant_id: string };
+interface OpenApiObject {
+  type?: string | string[];
+  properties: Record<string, { type?: string | string[]; properties?: Record<string, unknown> }>;
+  required: string[];
+}
 const DECIMAL = /^\d+\.\d{12}$/;
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 
@@ -144,6 +150,66 @@ describe('GET /product-users/by-external-id', () => {
     expect(
       (await getJson(profileUrl(org.app_id, 'never-seen'), bearer(org.service_key))).status,
     ).toBe(404);
+  });
+
+  it('answers cap: null and no allowance for a user no cap applies to; last_app_connection_id is "" before any call', async () => {
+    const created = await put({ app_id: org.app_id, external_user_id: 'uncapped' });
+    expect(created.status).toBe(201);
+    const profile = await getJson<Record<string, unknown>>(
+      profileUrl(org.app_id, 'uncapped'),
+      bearer(org.service_key),
+    );
+    expect(profile.status).toBe(200);
+    expect(profile.body.cap).toBeNull();
+    expect('allowance' in profile.body).toBe(false);
+    expect(profile.body.last_app_connection_id).toBe('');
+    expect(created.body.cap).toBeNull();
+  });
+
+  it('documents in /openapi.json every field the profile returns, allowance and cap with their shapes', async () => {
+    const user = 'documented';
+    await runCliJson(
+      [
+        'cap',
+        'set',
+        '--scope',
+        'product_user',
+        '--app-id',
+        org.app_id,
+        '--external-user-id',
+        user,
+        '--amount',
+        '2',
+      ],
+      env,
+    );
+    const profile = await getJson<Record<string, Record<string, unknown>>>(
+      profileUrl(org.app_id, user),
+      bearer(org.service_key),
+    );
+    const spec = await getJson<{
+      paths: Record<
+        string,
+        {
+          get: {
+            responses: Record<string, { content: Record<string, { schema: OpenApiObject }> }>;
+          };
+        }
+      >;
+    }>(`${gateway.url}/openapi.json`);
+    const schema =
+      spec.body.paths['/product-users/by-external-id']!.get.responses['200']!.content[
+        'application/json'
+      ]!.schema;
+    expect(Object.keys(schema.properties).sort()).toEqual(Object.keys(profile.body).sort());
+    for (const part of ['allowance', 'cap'] as const) {
+      expect(Object.keys(schema.properties[part]!.properties!).sort()).toEqual(
+        Object.keys(profile.body[part]!).sort(),
+      );
+    }
+    expect(schema.required).toContain('cap');
+    expect(schema.required).not.toContain('allowance');
+    expect(schema.properties.cap!.type).toEqual(['object', 'null']);
   });
 
   it('returns every profile field with its type, the allowance formulas and the usage totals', async () => {
@@ -289,6 +355,27 @@ describe('PUT /product-users/by-external-id', () => {
     });
   });
 
+  it('trims the e-mail before checking and hashing it, refuses a malformed one, and clears it with ""', async () => {
+    const user = 'mail-rules';
+    const trimmed = await put({
+      app_id: org.app_id,
+      external_user_id: user,
+      email: ' Alice@Example.com ',
+    });
+    expect(trimmed.status).toBe(201);
+    expect(trimmed.body.email_hash).toBe(emailHash('alice@example.com'));
+    const junk = await put({ app_id: org.app_id, external_user_id: user, email: 'not-an-email' });
+    expect([junk.status, (junk.body as ErrorBody).error.code]).toEqual([400, 'gw_invalid_request']);
+    expect((junk.body as ErrorBody).error.message).toBe('email: must be an e-mail address');
+    const cleared = await put({ app_id: org.app_id, external_user_id: user, email: '' });
+    expect([cleared.status, cleared.body.email_hash]).toEqual([200, '']);
+    const { rows } = await db.query<{ email_hash: string | null }>(
+      'SELECT email_hash FROM product_users WHERE app_id = $1 AND external_user_id = $2',
+      [org.app_id, user],
+    );
+    expect(rows).toEqual([{ email_hash: null }]);
+  });
+
   it('applies the allowance_starts_at rules: omitted keeps, null restores, future or older → 400', async () => {
     const anchor = '2026-01-15T08:00:00.000Z';
     expect(
@@ -319,6 +406,74 @@ describe('PUT /product-users/by-external-id', () => {
       (await put({ app_id: org.app_id, external_user_id: 'anchored', allowance_starts_at: null }))
         .body.allowance_starts_at,
     ).toBeNull();
+  });
+
+  it('keeps refusing an anchor older than the latest one set after null restored calendar periods', async () => {
+    const user = 'anchor-floor';
+    const anchor = new Date(Date.now() - 10 * 86_400_000).toISOString();
+    const older = new Date(Date.now() - 40 * 86_400_000).toISOString();
+    expect(
+      (await put({ app_id: org.app_id, external_user_id: user, allowance_starts_at: anchor }))
+        .status,
+    ).toBe(201);
+    const calendar = await put({
+      app_id: org.app_id,
+      external_user_id: user,
+      allowance_starts_at: null,
+    });
+    expect([calendar.status, calendar.body.allowance_starts_at]).toEqual([200, null]);
+    const bypass = await put({
+      app_id: org.app_id,
+      external_user_id: user,
+      allowance_starts_at: older,
+    });
+    expect([bypass.status, (bypass.body as ErrorBody).error.code]).toEqual([
+      400,
+      'gw_invalid_request',
+    ]);
+    expect((bypass.body as ErrorBody).error.message).toContain('older than the stored anchor');
+    const { rows } = await db.query<{ allowance_starts_at: Date | null }>(
+      'SELECT allowance_starts_at FROM product_users WHERE app_id = $1 AND external_user_id = $2',
+      [org.app_id, user],
+    );
+    expect(rows).toEqual([{ allowance_starts_at: null }]);
+    // The latest anchor itself, or a newer one, is still accepted.
+    const again = await put({
+      app_id: org.app_id,
+      external_user_id: user,
+      allowance_starts_at: anchor,
+    });
+    expect([again.status, again.body.allowance_starts_at]).toEqual([200, anchor]);
+  });
+
+  it('answers gw_invalid_app_id / gw_invalid_external_user_id for a body field that is missing, empty or not a string', async () => {
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ external_user_id: 'x' }, 'gw_invalid_app_id'],
+      [{ app_id: '', external_user_id: 'x' }, 'gw_invalid_app_id'],
+      [{ app_id: 42, external_user_id: 'x' }, 'gw_invalid_app_id'],
+      [{ app_id: null, external_user_id: 'x' }, 'gw_invalid_app_id'],
+      [{ app_id: org.app_id }, 'gw_invalid_external_user_id'],
+      [{ app_id: org.app_id, external_user_id: '' }, 'gw_invalid_external_user_id'],
+      [{ app_id: org.app_id, external_user_id: 7 }, 'gw_invalid_external_user_id'],
+    ];
+    for (const [body, code] of cases) {
+      const upsert = await put(body);
+      expect([JSON.stringify(body), upsert.status, (upsert.body as ErrorBody).error.code]).toEqual([
+        JSON.stringify(body),
+        400,
+        code,
+      ]);
+      const grant = await postJson<ErrorBody>(
+        `${gateway.url}/product-users/by-external-id/credit-grants`,
+        { ...body, amount: '1.00' },
+        bearer(org.service_key),
+      );
+      expect([JSON.stringify(body), grant.status, grant.body.error.code]).toEqual([
+        JSON.stringify(body),
+        400,
+        code,
+      ]);
+    }
   });
 
   it('400 for a missing app_id or an app of another organization', async () => {
@@ -491,11 +646,27 @@ describe('credit grants and the credit summary', () => {
   });
 
   it('refuses a bad amount and changes nothing', async () => {
-    const response = await postJson<ErrorBody>(
-      `${gateway.url}/product-users/by-external-id/credit-grants`,
-      { app_id: org.app_id, external_user_id: 'granted', amount: '-1' },
+    await put({ app_id: org.app_id, external_user_id: 'badly-granted' });
+    for (const amount of ['-1', ' 1.00', '1.00 ', '1.', '.5']) {
+      const response = await postJson<ErrorBody>(
+        `${gateway.url}/product-users/by-external-id/credit-grants`,
+        { app_id: org.app_id, external_user_id: 'badly-granted', amount },
+        bearer(org.service_key),
+      );
+      expect([amount, response.status, response.body.error.code]).toEqual([
+        amount,
+        400,
+        'gw_invalid_request',
+      ]);
+      expect(response.body.error.message).toMatch(/^amount: /);
+    }
+    const summary = await getJson<Record<string, unknown>>(
+      `${gateway.url}/product-users/by-external-id/credit-summary?app_id=${org.app_id}&external_user_id=badly-granted`,
       bearer(org.service_key),
     );
-    expect([response.status, response.body.error.code]).toEqual([400, 'gw_invalid_request']);
+    expect(summary.body).toMatchObject({
+      available_credits: '0.000000000000',
+      active_grant_count: 0,
+    });
   });
 });

@@ -11,7 +11,8 @@ export const messagesRequestSchema = z.looseObject({
   messages: z.array(z.looseObject({ role: turnRole, content: contentSchema })).min(1),
   system: z.union([z.string(), z.array(z.looseObject({ type: z.string() }))]).optional(),
   stream: z.boolean().optional(),
-  metadata: z.record(z.string(), z.unknown()).optional(),
+  // metadata.user_id attributes the request like `user` (decision 36): the vendor's own type.
+  metadata: z.looseObject({ user_id: z.string().nullish() }).optional(),
   tools: z.array(z.looseObject({ name: z.string() })).optional(),
 });
 

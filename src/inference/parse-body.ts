@@ -1,6 +1,6 @@
 // Parses and validates a JSON request body into a typed value or the spec's 400 error.
 import type { z } from 'zod';
-import { gwError, type GwError } from '../errors.js';
+import { gwError, type ErrorCode, type GwError } from '../errors.js';
 import { describeFirstIssue } from '../validation-messages.js';
 
 /**
@@ -10,9 +10,14 @@ import { describeFirstIssue } from '../validation-messages.js';
  */
 export const MAX_JSON_DEPTH = 400;
 
+/**
+ * `fieldCodes`: top-level fields whose own error code the spec names (`app_id` answers
+ * gw_invalid_app_id); a body whose first problem is in one of them answers that code.
+ */
 export function parseJsonBody<Schema extends z.ZodType>(
   body: Buffer,
   schema: Schema,
+  fieldCodes?: Readonly<Record<string, ErrorCode>>,
 ): z.infer<Schema> | GwError {
   let parsed: unknown;
   try {
@@ -27,7 +32,11 @@ export function parseJsonBody<Schema extends z.ZodType>(
     );
   }
   const result = schema.safeParse(parsed);
-  if (!result.success) return gwError('gw_invalid_request', describeValidationError(result.error));
+  if (!result.success) {
+    const field = result.error.issues[0]?.path[0];
+    const code = (typeof field === 'string' && fieldCodes?.[field]) || 'gw_invalid_request';
+    return gwError(code, describeValidationError(result.error));
+  }
   return result.data;
 }
 

@@ -3,11 +3,13 @@
 // metadata.name / metadata.email / metadata.user_metadata are NOT profile fields.
 import {
   boundedTextProblem,
+  emailProblem,
   MAX_DISPLAY_NAME_CHARS,
-  MAX_EMAIL_CHARS,
   MAX_EXTERNAL_USER_ID_CHARS,
   metadataProblem,
+  normalizedEmail,
 } from './limits.js';
+import { headerTextProblem } from '../text.js';
 
 export interface ProductUserProfile {
   readonly displayName?: string;
@@ -36,16 +38,47 @@ export class AttributionError extends Error {
   override readonly name = 'AttributionError';
 }
 
+/** A text field: absent, or a string within its limits. Anything else is refused. */
 function checkText(field: string, value: unknown, maxChars: number): void {
-  if (typeof value !== 'string') return;
+  if (value === undefined) return;
+  if (typeof value !== 'string') throw new AttributionError(`${field}: must be a string`);
   const problem = boundedTextProblem(value, maxChars);
   if (problem) throw new AttributionError(`${field}: ${problem}`);
 }
 
+function checkEmail(field: string, value: unknown): void {
+  if (value === undefined) return;
+  if (typeof value !== 'string') throw new AttributionError(`${field}: must be a string`);
+  const problem = emailProblem(value);
+  if (problem) throw new AttributionError(`${field}: ${problem}`);
+}
+
+/** An object field: absent, or an object within the metadata limits. */
+function checkObject(field: string, value: unknown): void {
+  if (value === undefined) return;
+  if (!isObject(value)) throw new AttributionError(`${field}: must be an object`);
+}
+
 function checkMetadata(field: string, value: unknown): void {
+  checkObject(field, value);
   if (!isObject(value)) return;
   const problem = metadataProblem(value);
   if (problem) throw new AttributionError(`${field}: ${problem}`);
+}
+
+/**
+ * The identifier header, checked before anything reads it. Its value must be printable ASCII
+ * and not empty: the HTTP parser drops bytes from 0x80 up at the ends of a header value, so a
+ * non-ASCII identifier cannot arrive whole ("josé" would be read as "jos", another user's id);
+ * what is left of it is refused where it can be seen (decision 278).
+ */
+function checkHeader(value: string | undefined): void {
+  if (value === undefined) return;
+  const problem =
+    value === ''
+      ? 'must not be empty (an identifier of only spaces or non-ASCII characters arrives empty; send it in metadata.external_user_id or user instead)'
+      : (headerTextProblem(value) ?? boundedTextProblem(value, MAX_EXTERNAL_USER_ID_CHARS));
+  if (problem) throw new AttributionError(`X-GW-External-User-ID: ${problem}`);
 }
 
 /** The attribution a request carries, or undefined when it names no product user. */
@@ -53,17 +86,19 @@ export function readAttribution(
   headers: Readonly<Record<string, string>>,
   body: JsonObject,
 ): Attribution | undefined {
+  // Every form a client can send is checked, used or not: a bad value (the wrong type, too
+  // long, not storable) is refused, never silently ignored or shadowed (limits in
+  // product-users/limits.ts, docs/limits.md).
+  checkHeader(headers[EXTERNAL_USER_ID_HEADER]);
   const metadata = isObject(body.metadata) ? body.metadata : undefined;
+  checkObject('metadata.product_user', metadata?.product_user);
   const nested = isObject(metadata?.product_user) ? metadata.product_user : {};
-  // Every form a client can send is checked, used or not: a bad value is refused, never
-  // silently shadowed (limits in product-users/limits.ts, docs/limits.md).
-  checkText(EXTERNAL_USER_ID_HEADER, headers[EXTERNAL_USER_ID_HEADER], MAX_EXTERNAL_USER_ID_CHARS);
   checkText('metadata.external_user_id', metadata?.external_user_id, MAX_EXTERNAL_USER_ID_CHARS);
   checkText('user', body.user, MAX_EXTERNAL_USER_ID_CHARS);
   checkText('metadata.product_user.display_name', nested.display_name, MAX_DISPLAY_NAME_CHARS);
   checkText('product_user_display_name', body.product_user_display_name, MAX_DISPLAY_NAME_CHARS);
-  checkText('metadata.product_user.email', nested.email, MAX_EMAIL_CHARS);
-  checkText('product_user_email', body.product_user_email, MAX_EMAIL_CHARS);
+  checkEmail('metadata.product_user.email', nested.email);
+  checkEmail('product_user_email', body.product_user_email);
   checkMetadata('metadata.product_user.metadata', nested.metadata);
   checkMetadata('product_user_metadata', body.product_user_metadata);
 
@@ -82,7 +117,7 @@ export function readAttribution(
       : undefined;
   const profile: ProductUserProfile = {
     ...(displayName !== undefined && { displayName }),
-    ...(email !== undefined && { email }),
+    ...(email !== undefined && { email: normalizedEmail(email) }),
     ...(profileMetadata !== undefined && { metadata: profileMetadata }),
   };
   return { externalUserId, profile };

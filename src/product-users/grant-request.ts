@@ -2,6 +2,7 @@
 // and the dashboard): amount, currency, expiry, reason and the Idempotency-Key header.
 import { gwError, type GwError } from '../errors.js';
 import { AmountError, AmountRangeError, parseAmountToNano } from '../money.js';
+import { headerTextProblem } from '../text.js';
 import { boundedTextProblem } from './limits.js';
 import type { CreditGrant, CreditGrantInput } from './management.js';
 import { DEFAULT_CURRENCY } from './profile.js';
@@ -39,6 +40,9 @@ export function creditGrantRequest(
   ) {
     return gwError('gw_invalid_request', 'Idempotency-Key: must be 1 to 255 characters');
   }
+  // Keys that differ only in non-ASCII characters at an end would arrive equal (decision 278).
+  const keyProblem = idempotencyKey === undefined ? undefined : headerTextProblem(idempotencyKey);
+  if (keyProblem) return gwError('gw_invalid_request', `Idempotency-Key: ${keyProblem}`);
   return {
     amountNano,
     currency: body.currency ?? DEFAULT_CURRENCY,

@@ -25,6 +25,33 @@ export function boundedTextProblem(text: string, maxChars: number): string | und
   return textProblem(text);
 }
 
+/**
+ * Why an e-mail is refused, or undefined when it is fine. One rule for every way in (inference
+ * attribution, PUT, the dashboard): the address is trimmed first (decision 27 hashes it
+ * trimmed and lower-cased), then it must be at most MAX_EMAIL_CHARS characters of zod's e-mail
+ * format. What is left empty after trimming is no address (see normalizedEmail).
+ */
+export function emailProblem(text: string): string | undefined {
+  const trimmed = text.trim();
+  if (trimmed === '') return undefined;
+  if (trimmed.length > MAX_EMAIL_CHARS) return `must be at most ${MAX_EMAIL_CHARS} characters`;
+  if (!z.regexes.email.test(trimmed)) return 'must be an e-mail address';
+  return undefined;
+}
+
+/** A client's e-mail as it is kept: trimmed; '' when none was given (decision 281). */
+export function normalizedEmail(text: string): string {
+  return text.trim();
+}
+
+/** A zod string that passes emailProblem (surrounding spaces allowed, '' meaning none). */
+export function emailText(): z.ZodString {
+  return z.string().superRefine((text, context) => {
+    const problem = emailProblem(text);
+    if (problem) context.addIssue({ code: 'custom', message: problem });
+  });
+}
+
 /** A zod string of at most `maxChars` characters that Postgres can store. */
 export function storableText(maxChars: number): z.ZodString {
   return z

@@ -23,7 +23,8 @@ export interface ProfileUpsert {
   readonly appId: string;
   readonly externalUserId: string;
   readonly displayName?: string;
-  readonly email?: string;
+  /** undefined: keep the stored e-mail; null: remove it. */
+  readonly email?: string | null;
   /** undefined: keep the stored anchor; null: calendar periods. */
   readonly allowanceStartsAt?: Date | null;
 }
@@ -115,35 +116,37 @@ export class ProductUserManagement {
       const { rows: existing } = await client.query<{
         id: string;
         allowance_starts_at: Date | null;
+        allowance_anchor_floor: Date | null;
       }>(
-        `SELECT id, allowance_starts_at FROM product_users
+        `SELECT id, allowance_starts_at, allowance_anchor_floor FROM product_users
           WHERE org_id = $1 AND app_id = $2 AND external_user_id = $3 FOR UPDATE`,
         [input.orgId, input.appId, input.externalUserId],
       );
       const stored = existing[0];
+      // The floor is the latest anchor ever stored: setting null in between does not lower it.
+      const floor = stored?.allowance_anchor_floor;
       const anchor = input.allowanceStartsAt;
       if (anchor) {
         if (anchor.getTime() > Date.now()) {
           throw new ProductUserRuleError('allowance_starts_at cannot be in the future');
         }
-        if (
-          stored?.allowance_starts_at &&
-          anchor.getTime() < stored.allowance_starts_at.getTime()
-        ) {
+        if (floor && anchor.getTime() < floor.getTime()) {
           throw new ProductUserRuleError(
-            'allowance_starts_at cannot be older than the stored anchor',
+            `allowance_starts_at cannot be older than the stored anchor (${floor.toISOString()}, the latest one set)`,
           );
         }
       }
       const keepAnchor = anchor === undefined;
+      const keepEmail = input.email === undefined;
       const upserted = await client.query<ProductUserRow & { inserted: boolean }>(
         `INSERT INTO product_users (id, org_id, app_id, external_user_id, display_name, email_hash,
-                                    allowance_starts_at)
-         VALUES ($1, $2, $3, $4, COALESCE($5, ''), $6, $7)
+                                    allowance_starts_at, allowance_anchor_floor)
+         VALUES ($1, $2, $3, $4, COALESCE($5, ''), $6, $7, $7)
          ON CONFLICT (org_id, app_id, external_user_id) DO UPDATE SET
            display_name = COALESCE($5, product_users.display_name),
-           email_hash = COALESCE($6, product_users.email_hash),
+           email_hash = CASE WHEN $9 THEN product_users.email_hash ELSE $6 END,
            allowance_starts_at = CASE WHEN $8 THEN product_users.allowance_starts_at ELSE $7 END,
+           allowance_anchor_floor = GREATEST(product_users.allowance_anchor_floor, $7),
            updated_at = now()
          RETURNING id, org_id, app_id, external_user_id, display_name, email_hash, status, metadata,
                    allowance_starts_at, last_app_connection_id, (xmax = 0) AS inserted`,
@@ -153,9 +156,10 @@ export class ProductUserManagement {
           input.appId,
           input.externalUserId,
           input.displayName ?? null,
-          input.email !== undefined ? emailHash(input.email) : null,
+          typeof input.email === 'string' ? emailHash(input.email) : null,
           anchor ?? null,
           keepAnchor,
+          keepEmail,
         ],
       );
       const { inserted, ...user } = upserted.rows[0]!;

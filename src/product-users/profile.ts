@@ -171,7 +171,10 @@ export class ProductUserProfiles {
     };
   }
 
-  /** `allowance` and `cap`, present when a cap applies to the user. */
+  /**
+   * `allowance` and `cap` when a cap applies to the user; otherwise no allowance (the spec's
+   * "may be present") and `cap: null` (the spec lists cap without it: decision 279).
+   */
   private async allowance(
     user: ProductUserRow,
     now: Date,
@@ -208,7 +211,7 @@ export class ProductUserProfiles {
       capRuleFromRow(directRows[0]),
       connection?.id ? capRuleFromRow(connection) : null,
     );
-    if (policy.capNano === null || !policy.capRule) return {};
+    if (policy.capNano === null || !policy.capRule) return { cap: null };
 
     const account = this.userAccount(user, now, policy.capNano, policy.creditMode);
     const currency = policy.capRule.currency;

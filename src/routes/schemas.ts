@@ -25,6 +25,41 @@ export const creditsSchema = z.object({
   last_used_at: z.string().nullable(),
 });
 
+const timestampString = z.string().describe('RFC 3339 UTC timestamp');
+
+/** How the profile's allowance was resolved and what is left of it (SPEC: allowance object). */
+export const allowanceSchema = z.object({
+  app_connection_id: z
+    .string()
+    .describe("connection used to resolve the allowance; '' for a user's own cap before any call"),
+  cap_source: z.string().describe('product_end_user'),
+  cap_rule_id: z.string(),
+  credit_mode: z.enum(['enforce', 'track_only', 'disabled']),
+  overrun_policy: z.string().describe('limit_output, or another policy of the connection'),
+  currency: z.string(),
+  period: z.string().describe('monthly'),
+  period_start: timestampString,
+  period_end: timestampString,
+  cap_amount: decimalString,
+  spent_this_period: decimalString,
+  remaining_base_allowance: decimalString,
+  available_credits: decimalString,
+  available_allowance: decimalString,
+});
+
+/** The active cap behind the allowance (SPEC: cap object). */
+export const capSchema = z.object({
+  source: z.string().describe('product_end_user'),
+  cap_rule_id: z.string(),
+  amount: decimalString,
+  currency: z.string(),
+  period: z.string().describe('monthly'),
+  spent_this_period: decimalString,
+  reset_at: timestampString,
+  status: z.string().describe('active'),
+  updated_at: timestampString,
+});
+
 export const productUserSchema = z
   .object({
     product_end_user_id: z.string(),
@@ -36,7 +71,11 @@ export const productUserSchema = z
     status: z.string(),
     metadata: z.record(z.string(), z.unknown()),
     allowance_starts_at: z.string().nullable(),
-    last_app_connection_id: z.string(),
+    last_app_connection_id: z
+      .string()
+      .describe("the last connection the user called through; '' before any call"),
+    allowance: allowanceSchema.optional().describe('present when a cap applies to the user'),
+    cap: capSchema.nullable().describe('null when no cap applies to the user'),
     credits: creditsSchema,
     usage: z.object({ this_month: usageTotalsSchema, total: usageTotalsSchema }),
   })

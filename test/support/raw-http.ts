@@ -16,7 +16,8 @@ export interface RawAnswer {
  */
 export function rawRequest(
   port: number,
-  head: string,
+  /** A Buffer sends bytes no string would (latin-1 or raw UTF-8 header values). */
+  head: string | Buffer,
   body: string | Buffer = '',
   settleMs = 300,
 ): Promise<RawAnswer> {
@@ -41,7 +42,9 @@ export function rawRequest(
       if (received.includes('\r\n\r\n')) timer = setTimeout(() => finish(false), settleMs);
     });
     socket.on('close', () => finish(true));
-    socket.write(`${head}\r\n\r\n`);
+    socket.write(
+      typeof head === 'string' ? `${head}\r\n\r\n` : Buffer.concat([head, Buffer.from('\r\n\r\n')]),
+    );
     if (body.length > 0) socket.write(body);
   });
 }

@@ -69,6 +69,7 @@ function bindRoute<Deps>(
               parseJsonBody(
                 route.bodyOptional && request.body.length === 0 ? Buffer.from('{}') : request.body,
                 schema,
+                route.bodyFieldErrors,
               ));
         request.releaseBody(); // parsed: the raw bytes are not needed again
         if (isGwError(parsed)) return refuse(parsed);

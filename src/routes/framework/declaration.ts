@@ -203,6 +203,11 @@ export interface RouteDeclaration<
   readonly bodyEncoding?: BodyEncoding;
   /** An empty body stands for `{}` (for bodies whose every field is optional). */
   readonly bodyOptional?: boolean;
+  /**
+   * Top-level JSON body fields the spec gives their own error code (`app_id`:
+   * gw_invalid_app_id): a body refused for one of them (missing, wrong type) answers it.
+   */
+  readonly bodyFieldErrors?: Readonly<Record<string, ErrorCode>>;
   /** Query parameters, for the documentation (handlers read `request.query`). */
   readonly query?: z.ZodObject;
   readonly responses: Readonly<Record<number, ResponseDoc>>;
@@ -255,6 +260,7 @@ export function routeErrorCodes(route: DeclaredRoute<never>): ErrorCode[] {
     ...new Set<ErrorCode>([
       ...callerErrors[route.caller.kind],
       ...(route.body ? (route.bodyEncoding === 'form' ? formBodyErrors : bodyErrors) : []),
+      ...Object.values(route.bodyFieldErrors ?? {}),
       // The caller's credentials are fields of the body: a malformed body is refused first.
       ...(route.caller.kind === 'oauth_client' ? (['gw_invalid_request'] as const) : []),
       // Query and path parameters with NUL characters or lone surrogates (src/http/server.ts).

@@ -10,6 +10,7 @@ import {
   creditGrantSchema,
   findFromQuery,
   identityErrors,
+  identityFieldErrors,
   type ProductUserRouteDeps,
 } from './lookup.js';
 
@@ -19,6 +20,7 @@ export const creditGrantRoute = declareRoute({
   summary: 'Grants credits to a product user (Idempotency-Key honoured)',
   caller: { kind: 'service_key', scope: 'product_users:write' },
   body: creditGrantSchema,
+  bodyFieldErrors: identityFieldErrors,
   responses: {
     200: { description: 'an Idempotency-Key replay: the first grant' },
     201: { description: 'granted' },

@@ -25,6 +25,11 @@ export const currencyCode = z.string().regex(/^[A-Z]{3}$/, 'must be a 3-letter I
 export const timestamp = z.iso.datetime({ offset: true });
 export const byExternalIdQuery = z.object({ app_id: z.string(), external_user_id: z.string() });
 export const identityErrors = ['gw_invalid_app_id', 'gw_invalid_external_user_id'] as const;
+/** A body's app_id or external_user_id that is missing or not a string answers its own code. */
+export const identityFieldErrors = {
+  app_id: 'gw_invalid_app_id',
+  external_user_id: 'gw_invalid_external_user_id',
+} as const;
 
 /** A credit grant's body: the service-key route takes it whole, the dashboard without the pair. */
 export const creditGrantSchema = z.strictObject({

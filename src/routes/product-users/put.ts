@@ -4,8 +4,9 @@ import type { ServiceKeyIdentity } from '../../auth/service-key-store.js';
 import { gwError, isGwError } from '../../errors.js';
 import { ProductUserRuleError } from '../../product-users/management.js';
 import {
+  emailText,
   MAX_DISPLAY_NAME_CHARS,
-  MAX_EMAIL_CHARS,
+  normalizedEmail,
   storableText,
 } from '../../product-users/limits.js';
 import { answer, declareRoute, type RouteResult } from '../framework/declaration.js';
@@ -14,16 +15,20 @@ import {
   BASE,
   identifyUser,
   identityErrors,
+  identityFieldErrors,
   timestamp,
   type ProductUserRouteDeps,
 } from './lookup.js';
 
-// app_id and external_user_id are checked by identifyUser (their own error codes).
+// app_id and external_user_id are checked by identifyUser (their own error codes, also when
+// missing or not strings: identityFieldErrors). An e-mail of '' (or spaces) clears it.
 export const upsertProductUserSchema = z.strictObject({
   app_id: z.string(),
   external_user_id: z.string(),
   display_name: storableText(MAX_DISPLAY_NAME_CHARS).optional(),
-  email: z.email().max(MAX_EMAIL_CHARS).optional(),
+  email: emailText()
+    .optional()
+    .describe("an e-mail address (trimmed, stored only as its hash); '' removes it"),
   allowance_starts_at: timestamp.nullable().optional(),
 });
 
@@ -33,6 +38,7 @@ export const putProductUserRoute = declareRoute({
   summary: 'Creates or updates a product user',
   caller: { kind: 'service_key', scope: 'product_users:write' },
   body: upsertProductUserSchema,
+  bodyFieldErrors: identityFieldErrors,
   responses: {
     200: { description: 'updated', schema: productUserSchema },
     201: { description: 'created', schema: productUserSchema },
@@ -55,7 +61,7 @@ async function putProfile(
       appId: pair.appId,
       externalUserId: pair.externalUserId,
       ...(body.display_name !== undefined && { displayName: body.display_name }),
-      ...(body.email !== undefined && { email: body.email }),
+      ...(body.email !== undefined && { email: normalizedEmail(body.email) || null }),
       ...(body.allowance_starts_at !== undefined && {
         allowanceStartsAt:
           body.allowance_starts_at === null ? null : new Date(body.allowance_starts_at),

@@ -99,12 +99,13 @@ export interface ProductUserProfile {
     readonly available_credits: string;
     readonly available_allowance: string;
   };
-  readonly cap?: {
+  /** null when no cap applies to the user. */
+  readonly cap: {
     readonly amount: string;
     readonly currency: string;
     readonly spent_this_period: string;
     readonly reset_at: string;
-  };
+  } | null;
   readonly credits: Credits;
   readonly usage: { readonly this_month: UsageTotals; readonly total: UsageTotals };
 }
