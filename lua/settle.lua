@@ -24,7 +24,7 @@
 -- ARGV[6] now_ms
 -- ARGV[7] user_cap_nano       '' when the user has no cap
 -- ARGV[8] user_mode           'none' | 'enforce' | 'track_only' | 'disabled'
--- ARGV[9] uses_org_cap        '1' | '0'
+-- ARGV[9] uses_org_cap        '1' | '0': the org has a cap (the request may hold on org_cap)
 -- ARGV[10] uses_conn_cap      '1' | '0'
 -- ARGV[11] org_cap_nano       the org cap ('' when none): its threshold marks
 -- ARGV[12] conn_cap_nano      the connection cap ('' when none)
@@ -42,6 +42,10 @@
 -- Accounts missing from Redis are not charged here: they are rebuilt from Postgres, where
 -- this record will be counted. Holds are where reserve.lua put them: the wallet (when it
 -- paid), the caps in use, and the user's account when its allowance is enforced.
+-- A cap account is charged whenever it exists, also with no cap set at that level (KEYS[3]
+-- and KEYS[5] then name the account of the calendar month the request settles in): a cap
+-- cleared and set again in the same month finds its account current, as a user's account is
+-- (docs/decisions.md, 271).
 --
 -- Two phases. First everything is read and validated and every change is worked out; an
 -- error there leaves Redis untouched, so a retry settles for real. Then the idempotency
@@ -86,6 +90,21 @@ if has_user then touched[#touched + 1] = KEYS[7] end
 local all_exist = redis.call('EXISTS', unpack(touched)) == #touched
 local function exists(index)
   return all_exist or redis.call('EXISTS', KEYS[index]) == 1
+end
+-- The cap accounts of levels without a cap: one EXISTS for both (most orgs have neither), a
+-- second look only when one of them is there.
+local uncapped = {}
+if not uses_org_cap then uncapped[#uncapped + 1] = 3 end
+if not uses_conn_cap then uncapped[#uncapped + 1] = 5 end
+local uncapped_exist = {}
+if #uncapped > 0 then
+  local names = {}
+  for position, index in ipairs(uncapped) do names[position] = KEYS[index] end
+  local found = redis.call('EXISTS', unpack(names))
+  for _, index in ipairs(uncapped) do
+    uncapped_exist[index] = found == #uncapped or
+      (found > 0 and redis.call('EXISTS', KEYS[index]) == 1)
+  end
 end
 
 -- Credits pay what the base allowance cannot. Worked out from the spend before this charge;
@@ -151,6 +170,9 @@ if uses_org_cap then
 end
 if uses_conn_cap then
   note_crossings('conn', release_and_charge(5, 'spent', cost, true), cost, conn_cap, cap_period)
+end
+for _, index in ipairs(uncapped) do
+  if uncapped_exist[index] and cost > 0 then redis.call('HINCRBY', KEYS[index], 'spent', ARGV[2]) end
 end
 if user_exists then
   local user_after = release_and_charge(7, 'spent', cost, user_mode == 'enforce' and user_cap ~= nil)

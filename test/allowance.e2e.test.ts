@@ -3,6 +3,7 @@
 // the profile and the Postgres ledger agree to the nano-unit.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { masters } from '../src/redis/connect.js';
+import { monthlyPeriod } from '../src/periods.js';
 import { countInputTokens } from '../src/tokens/count.js';
 import { chatCompletionTexts } from '../src/tokens/request-texts.js';
 import { isolatedContext } from './support/context.js';
@@ -199,6 +200,57 @@ describe('exact enforcement under concurrency (3 instances)', () => {
     });
     expect(await ledgerSum('org_id', org.org_id, k)).toBe(decimal(costNano * BigInt(k)));
   });
+});
+
+describe('a cap cleared and set again', () => {
+  // While no cap is set, the cap's account in Redis (if any is left from before) is still
+  // charged: set again, it holds what the month spent, as the ledger does.
+  it.each(['org', 'app_connection'] as const)(
+    'counts what the %s spent while it had no cap',
+    async (scope) => {
+      const org = await seed(env);
+      const target =
+        scope === 'org' ? ['--org-id', org.org_id] : ['--app-connection-id', org.app_connection_id];
+      const setCap = () =>
+        runCliJson(
+          ['cap', 'set', '--scope', scope, ...target, '--amount', decimal(costNano * 10n)],
+          env,
+        );
+      const sendOne = (index: number) =>
+        postJson<ErrorBody>(
+          `${gateways[index % gateways.length]!.url}/v1/chat/completions`,
+          body(`recap-${index % 3}`),
+          bearer(org.api_key),
+        );
+      await setCap();
+      // Half the cap spent, then none while it is cleared: set again, the cap is long spent.
+      for (let index = 0; index < 5; index += 1) expect((await sendOne(index)).status).toBe(200);
+      await runCliJson(['cap', 'clear', '--scope', scope, ...target], env);
+      for (let index = 0; index < 10; index += 1) expect((await sendOne(index)).status).toBe(200);
+      await setCap();
+      for (let index = 0; index < 3; index += 1) {
+        const refused = await sendOne(index);
+        expect([refused.status, refused.body.error.code]).toEqual([403, 'gw_cap_exceeded']);
+      }
+      const column = scope === 'org' ? 'org_id' : 'app_connection_id';
+      const id = scope === 'org' ? org.org_id : org.app_connection_id;
+      expect(await ledgerSum(column, id, 15)).toBe(decimal(costNano * 15n));
+      const month = monthlyPeriod(new Date(), null).key;
+      const account =
+        scope === 'org'
+          ? `${prefix}:{o:${org.org_id}}:cap:org:${month}`
+          : `${prefix}:{o:${org.org_id}}:cap:conn:${org.app_connection_id}:${month}`;
+      expect(await redis.hmget(account, 'spent', 'reserved')).toEqual([
+        String(costNano * 15n),
+        '0',
+      ]);
+      expect(await runCliJson(['reconcile', '--org-id', org.org_id], env)).toMatchObject({
+        consistent: 1,
+        drifted: 0,
+        orgs: [],
+      });
+    },
+  );
 });
 
 describe('allowance rules on single requests', () => {
