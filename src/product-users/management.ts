@@ -6,6 +6,7 @@ import type { RedisClient } from '../redis/connect.js';
 import { recordAudit, type AuditEntry } from '../audit/audit.js';
 import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
 import { newId } from '../ids.js';
+import { monthlyPeriod } from '../periods.js';
 import { assertAmountInRange, formatNano, nanoToNumeric, numericToNano } from '../money.js';
 import { CREDITS_TTL_MS, NEVER_EXPIRES_MS } from '../billing/account-loader.js';
 import type { RedisKeys } from '../redis/keys.js';
@@ -159,6 +160,7 @@ export class ProductUserManagement {
         ],
       );
       const { inserted, ...user } = upserted.rows[0]!;
+      if (stored && !keepAnchor) await this.dropPeriodAccount(user, stored.allowance_starts_at);
       if (inserted) {
         await emitEvent(client, user.org_id, 'product_user.created', productUserObject(user));
       }
@@ -310,6 +312,24 @@ export class ProductUserManagement {
       user_credits: this.keys.userCredits(row.org_id, row.product_user_id, currency),
       user_grants: this.keys.userGrants(row.org_id, row.product_user_id, currency),
     };
+  }
+
+  /**
+   * After an anchor change, drops the user's spend account of the period the new anchor makes
+   * current (when that is another period), so its first use rebuilds it from the ledger. An
+   * account of that period left from an earlier use of the same anchor (calendar periods
+   * restored, say) was not charged meanwhile and would forget what the user spent under the
+   * other anchor. Run before the change commits: until then no request uses that period.
+   */
+  private async dropPeriodAccount(
+    user: ProductUserRow,
+    previousAnchor: Date | null,
+  ): Promise<void> {
+    const now = new Date();
+    const current = monthlyPeriod(now, user.allowance_starts_at);
+    if (current.key === monthlyPeriod(now, previousAnchor).key) return;
+    const account = this.keys.userSpend(user.org_id, user.id, current.key);
+    await this.redis.del(account, this.keys.holdExpiries(account));
   }
 
   /** Tells every gateway instance to forget its cached copy of this user. */
