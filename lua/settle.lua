@@ -10,7 +10,8 @@
 -- KEYS[6]  conn_cap_expiries
 -- KEYS[7]  user_spend         hash { spent, reserved } for the user's period
 -- KEYS[8]  user_spend_expiries
--- KEYS[9]  user_credits       hash { loaded, g:<grant_id> -> remaining }, settlement currency
+-- KEYS[9]  user_credits       hash { loaded, g:<grant_id> -> remaining, draining }, settlement
+--                             currency
 -- KEYS[10] user_grants        zset grant_id -> expiry (ms)
 -- KEYS[11] settled_marker     string, exists once the request is settled
 -- KEYS[12] usage_stream       stream of usage records
@@ -39,6 +40,9 @@
 -- separated; scope user, org or conn) and `wallet_balance_after` when the wallet paid. Each
 -- charge is atomic, so exactly one settle crosses each mark of an account in a period.
 -- A hold that already lapsed is simply gone: the cost is still charged and recorded.
+-- Credits: the live grants (earliest expiry first), then what revoked grants kept for the
+-- requests in flight when they were revoked (`draining`, credits-change.lua); once the user
+-- has no hold left, what those kept is dropped.
 -- Accounts missing from Redis are not charged here: they are rebuilt from Postgres, where
 -- this record will be counted. Holds are where reserve.lua put them: the wallet (when it
 -- paid), the caps in use, and the user's account when its allowance is enforced.
@@ -115,16 +119,27 @@ local user_exists = has_user and exists(7)
 if user_exists and user_mode ~= 'disabled' and user_cap then
   local spent_before = stored_amount(redis.call('HGET', KEYS[7], 'spent'), 'user spent')
   local needed = math.max(0, cost - math.max(0, user_cap - spent_before))
-  if needed > 0 and redis.call('HEXISTS', KEYS[9], 'loaded') == 1 then
+  local credits_state = needed > 0 and redis.call('HMGET', KEYS[9], 'loaded', 'draining') or {}
+  if credits_state[1] then
+    -- The live grants first, then what revoked grants kept for the requests in flight
+    -- (credits-change.lua): a revoked grant pays only what nothing else can.
     local listed = live_credits(KEYS[9], KEYS[10], now_ms)
+    for grant_id in string.gmatch(credits_state[2] or '', '[^,]+') do
+      listed[#listed + 1] = {
+        grant_id,
+        stored_amount(redis.call('HGET', KEYS[9], 'g:' .. grant_id), 'credit ' .. grant_id),
+      }
+    end
     for _, grant in ipairs(listed) do
       if needed <= 0 then break end
       local take = math.min(grant[2], needed)
-      local take_text = string.format('%.0f', take)
-      taken[#taken + 1] = {'g:' .. grant[1], '-' .. take_text}
-      consumed[#consumed + 1] = grant[1] .. ':' .. take_text
-      credits_cost = credits_cost + take
-      needed = needed - take
+      if take > 0 then
+        local take_text = string.format('%.0f', take)
+        taken[#taken + 1] = {'g:' .. grant[1], '-' .. take_text}
+        consumed[#consumed + 1] = grant[1] .. ':' .. take_text
+        credits_cost = credits_cost + take
+        needed = needed - take
+      end
     end
   end
 end
@@ -180,6 +195,16 @@ if user_exists then
 end
 for _, change in ipairs(taken) do
   redis.call('HINCRBY', KEYS[9], change[1], change[2])
+end
+-- Once the user has nothing in flight, what revoked grants kept for it goes too.
+if user_exists and user_mode == 'enforce' and user_cap then
+  local draining = redis.call('HGET', KEYS[9], 'draining')
+  if draining and tonumber(redis.call('HGET', KEYS[7], 'reserved') or '0') == 0 then
+    for grant_id in string.gmatch(draining, '[^,]+') do
+      redis.call('HDEL', KEYS[9], 'g:' .. grant_id)
+    end
+    redis.call('HDEL', KEYS[9], 'draining')
+  end
 end
 
 local record = {}
