@@ -10,7 +10,8 @@
 -- KEYS[6]  conn_cap_expiries
 -- KEYS[7]  user_spend         hash { spent, reserved } for the user's period
 -- KEYS[8]  user_spend_expiries
--- KEYS[9]  user_credits       hash { loaded, g:<grant_id> -> remaining }, settlement currency
+-- KEYS[9]  user_credits       hash { loaded, g:<grant_id> -> remaining, draining }, settlement
+--                             currency
 -- KEYS[10] user_grants        zset grant_id -> expiry (ms)
 -- KEYS[11] settled_marker     string, exists once the request is settled
 -- KEYS[12] usage_stream       stream of usage records
@@ -24,7 +25,7 @@
 -- ARGV[6] now_ms
 -- ARGV[7] user_cap_nano       '' when the user has no cap
 -- ARGV[8] user_mode           'none' | 'enforce' | 'track_only' | 'disabled'
--- ARGV[9] uses_org_cap        '1' | '0'
+-- ARGV[9] uses_org_cap        '1' | '0': the org has a cap (the request may hold on org_cap)
 -- ARGV[10] uses_conn_cap      '1' | '0'
 -- ARGV[11] org_cap_nano       the org cap ('' when none): its threshold marks
 -- ARGV[12] conn_cap_nano      the connection cap ('' when none)
@@ -39,9 +40,16 @@
 -- separated; scope user, org or conn) and `wallet_balance_after` when the wallet paid. Each
 -- charge is atomic, so exactly one settle crosses each mark of an account in a period.
 -- A hold that already lapsed is simply gone: the cost is still charged and recorded.
+-- Credits: the live grants (earliest expiry first), then what revoked grants kept for the
+-- requests in flight when they were revoked (`draining`, credits-change.lua); once the user
+-- has no hold left, what those kept is dropped.
 -- Accounts missing from Redis are not charged here: they are rebuilt from Postgres, where
 -- this record will be counted. Holds are where reserve.lua put them: the wallet (when it
 -- paid), the caps in use, and the user's account when its allowance is enforced.
+-- A cap account is charged whenever it exists, also with no cap set at that level (KEYS[3]
+-- and KEYS[5] then name the account of the calendar month the request settles in): a cap
+-- cleared and set again in the same month finds its account current, as a user's account is
+-- (docs/decisions.md, 271).
 --
 -- Two phases. First everything is read and validated and every change is worked out; an
 -- error there leaves Redis untouched, so a retry settles for real. Then the idempotency
@@ -87,6 +95,21 @@ local all_exist = redis.call('EXISTS', unpack(touched)) == #touched
 local function exists(index)
   return all_exist or redis.call('EXISTS', KEYS[index]) == 1
 end
+-- The cap accounts of levels without a cap: one EXISTS for both (most orgs have neither), a
+-- second look only when one of them is there.
+local uncapped = {}
+if not uses_org_cap then uncapped[#uncapped + 1] = 3 end
+if not uses_conn_cap then uncapped[#uncapped + 1] = 5 end
+local uncapped_exist = {}
+if #uncapped > 0 then
+  local names = {}
+  for position, index in ipairs(uncapped) do names[position] = KEYS[index] end
+  local found = redis.call('EXISTS', unpack(names))
+  for _, index in ipairs(uncapped) do
+    uncapped_exist[index] = found == #uncapped or
+      (found > 0 and redis.call('EXISTS', KEYS[index]) == 1)
+  end
+end
 
 -- Credits pay what the base allowance cannot. Worked out from the spend before this charge;
 -- the grants' remaining amounts and their sum are validated as they are read.
@@ -96,16 +119,27 @@ local user_exists = has_user and exists(7)
 if user_exists and user_mode ~= 'disabled' and user_cap then
   local spent_before = stored_amount(redis.call('HGET', KEYS[7], 'spent'), 'user spent')
   local needed = math.max(0, cost - math.max(0, user_cap - spent_before))
-  if needed > 0 and redis.call('HEXISTS', KEYS[9], 'loaded') == 1 then
+  local credits_state = needed > 0 and redis.call('HMGET', KEYS[9], 'loaded', 'draining') or {}
+  if credits_state[1] then
+    -- The live grants first, then what revoked grants kept for the requests in flight
+    -- (credits-change.lua): a revoked grant pays only what nothing else can.
     local listed = live_credits(KEYS[9], KEYS[10], now_ms)
+    for grant_id in string.gmatch(credits_state[2] or '', '[^,]+') do
+      listed[#listed + 1] = {
+        grant_id,
+        stored_amount(redis.call('HGET', KEYS[9], 'g:' .. grant_id), 'credit ' .. grant_id),
+      }
+    end
     for _, grant in ipairs(listed) do
       if needed <= 0 then break end
       local take = math.min(grant[2], needed)
-      local take_text = string.format('%.0f', take)
-      taken[#taken + 1] = {'g:' .. grant[1], '-' .. take_text}
-      consumed[#consumed + 1] = grant[1] .. ':' .. take_text
-      credits_cost = credits_cost + take
-      needed = needed - take
+      if take > 0 then
+        local take_text = string.format('%.0f', take)
+        taken[#taken + 1] = {'g:' .. grant[1], '-' .. take_text}
+        consumed[#consumed + 1] = grant[1] .. ':' .. take_text
+        credits_cost = credits_cost + take
+        needed = needed - take
+      end
     end
   end
 end
@@ -152,12 +186,25 @@ end
 if uses_conn_cap then
   note_crossings('conn', release_and_charge(5, 'spent', cost, true), cost, conn_cap, cap_period)
 end
+for _, index in ipairs(uncapped) do
+  if uncapped_exist[index] and cost > 0 then redis.call('HINCRBY', KEYS[index], 'spent', ARGV[2]) end
+end
 if user_exists then
   local user_after = release_and_charge(7, 'spent', cost, user_mode == 'enforce' and user_cap ~= nil)
   note_crossings('user', user_after, cost, user_cap, user_period)
 end
 for _, change in ipairs(taken) do
   redis.call('HINCRBY', KEYS[9], change[1], change[2])
+end
+-- Once the user has nothing in flight, what revoked grants kept for it goes too.
+if user_exists and user_mode == 'enforce' and user_cap then
+  local draining = redis.call('HGET', KEYS[9], 'draining')
+  if draining and tonumber(redis.call('HGET', KEYS[7], 'reserved') or '0') == 0 then
+    for grant_id in string.gmatch(draining, '[^,]+') do
+      redis.call('HDEL', KEYS[9], 'g:' .. grant_id)
+    end
+    redis.call('HDEL', KEYS[9], 'draining')
+  end
 end
 
 local record = {}

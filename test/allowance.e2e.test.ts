@@ -3,6 +3,7 @@
 // the profile and the Postgres ledger agree to the nano-unit.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { masters } from '../src/redis/connect.js';
+import { monthlyPeriod } from '../src/periods.js';
 import { countInputTokens } from '../src/tokens/count.js';
 import { chatCompletionTexts } from '../src/tokens/request-texts.js';
 import { isolatedContext } from './support/context.js';
@@ -201,6 +202,57 @@ describe('exact enforcement under concurrency (3 instances)', () => {
   });
 });
 
+describe('a cap cleared and set again', () => {
+  // While no cap is set, the cap's account in Redis (if any is left from before) is still
+  // charged: set again, it holds what the month spent, as the ledger does.
+  it.each(['org', 'app_connection'] as const)(
+    'counts what the %s spent while it had no cap',
+    async (scope) => {
+      const org = await seed(env);
+      const target =
+        scope === 'org' ? ['--org-id', org.org_id] : ['--app-connection-id', org.app_connection_id];
+      const setCap = () =>
+        runCliJson(
+          ['cap', 'set', '--scope', scope, ...target, '--amount', decimal(costNano * 10n)],
+          env,
+        );
+      const sendOne = (index: number) =>
+        postJson<ErrorBody>(
+          `${gateways[index % gateways.length]!.url}/v1/chat/completions`,
+          body(`recap-${index % 3}`),
+          bearer(org.api_key),
+        );
+      await setCap();
+      // Half the cap spent, then none while it is cleared: set again, the cap is long spent.
+      for (let index = 0; index < 5; index += 1) expect((await sendOne(index)).status).toBe(200);
+      await runCliJson(['cap', 'clear', '--scope', scope, ...target], env);
+      for (let index = 0; index < 10; index += 1) expect((await sendOne(index)).status).toBe(200);
+      await setCap();
+      for (let index = 0; index < 3; index += 1) {
+        const refused = await sendOne(index);
+        expect([refused.status, refused.body.error.code]).toEqual([403, 'gw_cap_exceeded']);
+      }
+      const column = scope === 'org' ? 'org_id' : 'app_connection_id';
+      const id = scope === 'org' ? org.org_id : org.app_connection_id;
+      expect(await ledgerSum(column, id, 15)).toBe(decimal(costNano * 15n));
+      const month = monthlyPeriod(new Date(), null).key;
+      const account =
+        scope === 'org'
+          ? `${prefix}:{o:${org.org_id}}:cap:org:${month}`
+          : `${prefix}:{o:${org.org_id}}:cap:conn:${org.app_connection_id}:${month}`;
+      expect(await redis.hmget(account, 'spent', 'reserved')).toEqual([
+        String(costNano * 15n),
+        '0',
+      ]);
+      expect(await runCliJson(['reconcile', '--org-id', org.org_id], env)).toMatchObject({
+        consistent: 1,
+        drifted: 0,
+        orgs: [],
+      });
+    },
+  );
+});
+
 describe('allowance rules on single requests', () => {
   let org: SeededOrg;
   beforeAll(async () => {
@@ -289,6 +341,80 @@ describe('allowance rules on single requests', () => {
     );
     expect(revoked).toMatchObject({ grant_id: grant.grant_id, status: 'revoked' });
     expect((await send('revoked')).status).toBe(403);
+  });
+
+  it('a grant revoked while requests it funds are in flight pays them, and nothing more', async () => {
+    const user = 'revoked-in-flight';
+    const slow = {
+      ...body(user),
+      messages: [{ role: 'user', content: 'count to eight mock:latency_ms=2500' }],
+    };
+    const slowCost =
+      BigInt(countInputTokens(chatCompletionTexts(slow))) * 150n + BigInt(OUTPUT_TOKENS) * 600n;
+    await setUserCap(org, user, '0', ['--overrun-policy', 'reject']);
+    // Room for five requests and half of a sixth.
+    const grant = await runCliJson<{ grant_id: string }>(
+      [
+        'credits',
+        'grant',
+        '--app-id',
+        org.app_id,
+        '--external-user-id',
+        user,
+        '--amount',
+        decimal(slowCost * 5n + slowCost / 2n),
+      ],
+      env,
+    );
+    const { rows } = await db.query<{ id: string }>(
+      'SELECT id FROM product_users WHERE app_id = $1 AND external_user_id = $2',
+      [org.app_id, user],
+    );
+    const userId = rows[0]!.id;
+    const spendKey = `${prefix}:{o:${org.org_id}}:pu:${userId}:spend:${monthlyPeriod(new Date(), null).key}`;
+    const creditsKey = `${prefix}:{o:${org.org_id}}:pu:${userId}:credits:USD`;
+    const inFlight = Array.from({ length: 8 }, () =>
+      postJson<ErrorBody>(`${gateways[0]!.url}/v1/chat/completions`, slow, bearer(org.api_key)),
+    );
+    await eventually(async () =>
+      (await redis.hget(spendKey, 'reserved')) === String(slowCost * 5n) ? true : undefined,
+    );
+    await runCliJson(['credits', 'revoke', '--grant-id', grant.grant_id], env);
+    const responses = await Promise.all(inFlight);
+    expect(responses.map((response) => response.status).sort()).toEqual([
+      200, 200, 200, 200, 200, 403, 403, 403,
+    ]);
+    // Each of the five was paid by the grant, to the nano-unit.
+    const paid = await eventually(async () => {
+      const { rows: usage } = await db.query<{ count: string; credits: string; spent: string }>(
+        `SELECT count(*)::text AS count, COALESCE(sum(credits_cost), 0)::text AS credits,
+                COALESCE(sum(sell_cost), 0)::text AS spent
+           FROM usage_records WHERE product_user_id = $1`,
+        [userId],
+      );
+      return usage[0]!.count === '5' ? usage[0]! : undefined;
+    }, 10_000);
+    expect(paid).toEqual({
+      count: '5',
+      credits: decimal(slowCost * 5n),
+      spent: decimal(slowCost * 5n),
+    });
+    const consumed = await eventually(async () => {
+      const { rows: consumptions } = await db.query<{ count: string; total: string }>(
+        `SELECT count(*)::text AS count, COALESCE(sum(amount), 0)::text AS total
+           FROM credit_consumptions WHERE grant_id = $1`,
+        [grant.grant_id],
+      );
+      return consumptions[0]!.count === '5' ? consumptions[0]!.total : undefined;
+    }, 10_000);
+    expect(consumed).toBe(decimal(slowCost * 5n));
+    // The half request left on the grant went with the revoke: nothing is left to spend.
+    expect(await redis.hget(creditsKey, `g:${grant.grant_id}`)).toBeNull();
+    expect(await redis.hget(spendKey, 'reserved')).toBe('0');
+    const after = await send(user);
+    expect(after.body.error.provider_specific_fields!.error.code).toBe(
+      'gw_product_user_allowance_insufficient',
+    );
   });
 
   it('gw wallet set and topup change what the wallet can pay', async () => {

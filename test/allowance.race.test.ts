@@ -134,6 +134,8 @@ describe('product-user allowance', () => {
     const credits = {
       user_credits: keys.userCredits(orgId, userId, 'USD'),
       user_grants: keys.userGrants(orgId, userId, 'USD'),
+      user_spend: keys.userSpend(orgId, userId, period.key),
+      user_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, userId, period.key)),
     };
     const now = Date.now();
     await scripts.creditsChange(credits, {
@@ -142,6 +144,8 @@ describe('product-user allowance', () => {
       amount_nano: '50',
       expires_at_ms: String(now + 86_400_000),
       ttl_ms: '',
+      now_ms: '',
+      keep_held: '',
     });
     await scripts.creditsChange(credits, {
       action: 'add',
@@ -149,6 +153,8 @@ describe('product-user allowance', () => {
       amount_nano: '30',
       expires_at_ms: String(now + 3_600_000),
       ttl_ms: '',
+      now_ms: '',
+      keep_held: '',
     });
     await scripts.creditsChange(credits, {
       action: 'add',
@@ -156,6 +162,8 @@ describe('product-user allowance', () => {
       amount_nano: '1000',
       expires_at_ms: String(now - 1000),
       ttl_ms: '',
+      now_ms: '',
+      keep_held: '',
     });
     const account = accounts(orgId, { user: user(userId, 100n) });
 
@@ -214,6 +222,114 @@ describe('product-user allowance', () => {
       creditsNano: 30n,
       availableNano: 30n,
     });
+  });
+});
+
+describe('a grant revoked while requests hold credits', () => {
+  it('keeps what they hold, pays after the base allowance and the live grants, and drops the rest once none is in flight', async () => {
+    const orgId = uniqueOrg();
+    const userId = 'pu_revoke_in_flight';
+    const spendKey = keys.userSpend(orgId, userId, period.key);
+    const credits = {
+      user_credits: keys.userCredits(orgId, userId, 'USD'),
+      user_grants: keys.userGrants(orgId, userId, 'USD'),
+      user_spend: spendKey,
+      user_spend_expiries: keys.holdExpiries(spendKey),
+    };
+    const now = Date.now();
+    for (const [grantId, amount, expiresInMs] of [
+      ['grant_revoked', '30', 3_600_000],
+      ['grant_live', '50', 86_400_000],
+    ] as const) {
+      await scripts.creditsChange(credits, {
+        action: 'add',
+        grant_id: grantId,
+        amount_nano: amount,
+        expires_at_ms: String(now + expiresInMs),
+        ttl_ms: '',
+        now_ms: '',
+        keep_held: '',
+      });
+    }
+    const account = accounts(orgId, { user: user(userId, 0n) });
+    const first = newRequestId();
+    const second = newRequestId();
+    for (const requestId of [first, second]) {
+      expect(await store.reserve({ requestId, accounts: account, amountNano: 40n })).toMatchObject({
+        kind: 'held',
+      });
+    }
+    await scripts.creditsChange(credits, {
+      action: 'remove',
+      grant_id: 'grant_revoked',
+      amount_nano: '',
+      expires_at_ms: '',
+      ttl_ms: '600000',
+      now_ms: String(Date.now()),
+      keep_held: '1',
+    });
+    // The revoked grant keeps its 30 for the 80 held, but no new request counts it.
+    expect(await redis.hget(credits.user_credits, 'g:grant_revoked')).toBe('30');
+    expect(
+      await store.reserve({ requestId: newRequestId(), accounts: account, amountNano: 1n }),
+    ).toMatchObject({ kind: 'allowance_short', creditsNano: 50n, availableNano: 0n });
+
+    const consumption = async () => {
+      const entries = (await redis.xrange(keys.usageStream(orgId), '-', '+')) as Array<
+        [string, string[]]
+      >;
+      return usageRecordFromFields(entries.at(-1)![1]).creditConsumption;
+    };
+    expect(await store.settle(record(orgId, first, 40n, 40n), account)).toBe('settled');
+    expect(await consumption()).toEqual([{ grantId: 'grant_live', amountNano: 40n }]);
+    expect(await store.settle(record(orgId, second, 35n, 40n), account)).toBe('settled');
+    expect(await consumption()).toEqual([
+      { grantId: 'grant_live', amountNano: 10n },
+      { grantId: 'grant_revoked', amountNano: 25n },
+    ]);
+    // Nothing in flight: the 5 the revoked grant had left goes with it.
+    expect(
+      await redis.hmget(credits.user_credits, 'g:grant_revoked', 'g:grant_live', 'draining'),
+    ).toEqual([null, '0', null]);
+    expect(await redis.hmget(spendKey, 'spent', 'reserved')).toEqual(['75', '0']);
+  });
+
+  it('revoked with nothing in flight, a grant goes at once', async () => {
+    const orgId = uniqueOrg();
+    const userId = 'pu_revoke_idle';
+    const spendKey = keys.userSpend(orgId, userId, period.key);
+    const credits = {
+      user_credits: keys.userCredits(orgId, userId, 'USD'),
+      user_grants: keys.userGrants(orgId, userId, 'USD'),
+      user_spend: spendKey,
+      user_spend_expiries: keys.holdExpiries(spendKey),
+    };
+    await scripts.creditsChange(credits, {
+      action: 'add',
+      grant_id: 'grant_idle',
+      amount_nano: '30',
+      expires_at_ms: String(Date.now() + 3_600_000),
+      ttl_ms: '',
+      now_ms: '',
+      keep_held: '',
+    });
+    const account = accounts(orgId, { user: user(userId, 0n) });
+    const requestId = newRequestId();
+    await store.reserve({ requestId, accounts: account, amountNano: 10n });
+    expect(await store.settle(record(orgId, requestId, 10n, 10n), account)).toBe('settled');
+    await scripts.creditsChange(credits, {
+      action: 'remove',
+      grant_id: 'grant_idle',
+      amount_nano: '',
+      expires_at_ms: '',
+      ttl_ms: '600000',
+      now_ms: String(Date.now()),
+      keep_held: '1',
+    });
+    expect(await redis.hmget(credits.user_credits, 'g:grant_idle', 'draining')).toEqual([
+      null,
+      null,
+    ]);
   });
 });
 

@@ -226,6 +226,8 @@ describe('a script given an amount out of range writes nothing', () => {
     const credits = {
       user_credits: keys.userCredits(orgId, 'pu_limits', 'USD'),
       user_grants: keys.userGrants(orgId, 'pu_limits', 'USD'),
+      user_spend: keys.userSpend(orgId, 'pu_limits', 'unused'),
+      user_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, 'pu_limits', 'unused')),
     };
     await expect(
       scripts.creditsLoad(credits, { ttl_ms: '1000' }, [
@@ -244,6 +246,8 @@ describe('a script given an amount out of range writes nothing', () => {
         amount_nano: LUA_LIMIT.toString(),
         expires_at_ms: String(Date.now() + 1000),
         ttl_ms: '',
+        now_ms: '',
+        keep_held: '',
       }),
     ).rejects.toThrow(/gw_amount_out_of_range/);
     await expect(
@@ -259,6 +263,8 @@ describe('credit revocation', () => {
     const credits = {
       user_credits: keys.userCredits(orgId, 'pu_revoked', 'USD'),
       user_grants: keys.userGrants(orgId, 'pu_revoked', 'USD'),
+      user_spend: keys.userSpend(orgId, 'pu_revoked', 'unused'),
+      user_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, 'pu_revoked', 'unused')),
     };
     const expires = String(Date.now() + 86_400_000);
     // The loader read both grants as active; the revocation lands before it writes.
@@ -268,6 +274,8 @@ describe('credit revocation', () => {
       amount_nano: '',
       expires_at_ms: '',
       ttl_ms: '600000',
+      now_ms: String(Date.now()),
+      keep_held: '1',
     });
     await scripts.creditsLoad(credits, { ttl_ms: '600000' }, [
       'grant_revoked',

@@ -3,7 +3,8 @@
 // repaired, and a repair run while requests keep settling corrects exactly the injected drift.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
-import { bearer, postJson } from './support/http.js';
+import { bearer, getJson, postJson } from './support/http.js';
+import { monthlyPeriod } from '../src/periods.js';
 import {
   runCliJson,
   seed,
@@ -62,6 +63,20 @@ async function written(org: SeededOrg, count: number): Promise<void> {
     );
     return Number(rows[0]!.n) >= count ? true : undefined;
   }, 15_000);
+}
+
+const decimalOf = (nano: bigint) =>
+  `${nano / 1_000_000_000n}.${(nano % 1_000_000_000n).toString().padStart(9, '0')}000`;
+
+/** What one `chat` request costs (a throw-away user's, from the ledger). */
+async function costOfOneRequest(org: SeededOrg): Promise<bigint> {
+  await chat(org, 'cost-probe');
+  await written(org, 1);
+  const { rows } = await db.query<{ cost: string }>(
+    'SELECT (sell_cost * 1000000000)::bigint::text AS cost FROM usage_records WHERE org_id = $1',
+    [org.org_id],
+  );
+  return BigInt(rows[0]!.cost);
 }
 
 const walletKey = (org: SeededOrg) => `${prefix}:{o:${org.org_id}}:wallet`;
@@ -187,5 +202,97 @@ describe('gw reconcile', () => {
       BigInt(whole!) * 1_000_000_000n + BigInt(fraction.padEnd(9, '0').slice(0, 9));
     expect(liveNano).toBe(ledgerNano);
     expect(await reconcile(org)).toMatchObject({ consistent: 1, orgs: [] });
+  });
+
+  it('leaves a period key the user no longer uses alone, and restoring calendar periods keeps the month', async () => {
+    const org = await seed(env);
+    const user = 'anchored';
+    const cost = await costOfOneRequest(org);
+    const setCap = (requests: bigint) =>
+      runCliJson(
+        [
+          'cap',
+          'set',
+          '--scope',
+          'product_user',
+          '--app-id',
+          org.app_id,
+          '--external-user-id',
+          user,
+          '--amount',
+          decimalOf(cost * requests),
+          '--overrun-policy',
+          'reject',
+        ],
+        env,
+      );
+    const send = () =>
+      postJson<{ error: { provider_specific_fields?: { error: { code: string } } } }>(
+        `${gateway.url}/v1/chat/completions`,
+        {
+          model: 'vendor_b/gpt-4o-mini',
+          max_tokens: 8,
+          messages: [{ role: 'user', content: 'reconcile me' }],
+          user,
+        },
+        bearer(org.api_key),
+      );
+    const refusedCode = async () => (await send()).body.error.provider_specific_fields?.error.code;
+    const putAnchor = async (anchor: string | null) => {
+      const response = await fetch(`${gateway.url}/product-users/by-external-id`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json', ...bearer(org.service_key) },
+        body: JSON.stringify({
+          app_id: org.app_id,
+          external_user_id: user,
+          allowance_starts_at: anchor,
+        }),
+      });
+      expect(response.status).toBe(200);
+      await new Promise((resolve) => setTimeout(resolve, 300)); // the gateways' caches drop it
+    };
+    const spendKey = async (period: string) => {
+      const { rows } = await db.query<{ id: string }>(
+        'SELECT id FROM product_users WHERE app_id = $1 AND external_user_id = $2',
+        [org.app_id, user],
+      );
+      return `${prefix}:{o:${org.org_id}}:pu:${rows[0]!.id}:spend:${period}`;
+    };
+    const calendarKey = await (async () => {
+      await setCap(10n);
+      return spendKey(monthlyPeriod(new Date(), null).key);
+    })();
+
+    // The anchor goes before the spend, so the calendar month's key no longer names the
+    // user's period: its spend is not that of the anchored month that contains its start.
+    const anchor = new Date(Date.now() - 1000).toISOString();
+    for (let index = 0; index < 10; index += 1) await chat(org, user);
+    expect(await refusedCode()).toBe('gw_product_user_allowance_insufficient');
+    await written(org, 11);
+    await putAnchor(anchor);
+    expect(await reconcile(org)).toMatchObject({ consistent: 1, drifted: 0, orgs: [] });
+    expect(await reconcile(org, '--repair')).toMatchObject({ consistent: 1, repaired: 0 });
+    expect(await redis.hget(calendarKey, 'spent')).toBe(String(cost * 10n));
+
+    // Two more under the anchored period (a raised cap), then calendar periods again: the
+    // month's account counts all twelve.
+    await setCap(12n);
+    await chat(org, user);
+    await chat(org, user);
+    expect(await refusedCode()).toBe('gw_product_user_allowance_insufficient');
+    await putAnchor(null);
+    const profile = await getJson<{ allowance: Record<string, string> }>(
+      `${gateway.url}/product-users/by-external-id?app_id=${org.app_id}&external_user_id=${user}`,
+      bearer(org.service_key),
+    );
+    expect(profile.body.allowance).toMatchObject({
+      spent_this_period: decimalOf(cost * 12n),
+      remaining_base_allowance: '0.000000000000',
+      available_allowance: '0.000000000000',
+    });
+    expect(await refusedCode()).toBe('gw_product_user_allowance_insufficient');
+    await written(org, 13);
+    expect(await redis.hmget(calendarKey, 'spent', 'reserved')).toEqual([String(cost * 12n), '0']);
+    expect(await reconcile(org)).toMatchObject({ consistent: 1, drifted: 0, orgs: [] });
   });
 });

@@ -108,6 +108,8 @@ const scriptKeys: { [N in ScriptName]: (orgId: string) => Record<string, string>
   creditsChange: (orgId) => ({
     user_credits: keys.userCredits(orgId, 'pu_1', 'USD'),
     user_grants: keys.userGrants(orgId, 'pu_1', 'USD'),
+    user_spend: keys.userSpend(orgId, 'pu_1', '2025-06-01'),
+    user_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, 'pu_1', '2025-06-01')),
   }),
   walletAdjust: (orgId) => ({ wallet: keys.wallet(orgId) }),
   accountCorrect: (orgId) => ({ account: keys.userSpend(orgId, 'pu_1', '2025-06-01') }),

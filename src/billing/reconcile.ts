@@ -77,9 +77,33 @@ export class Reconciler {
     const byOrg = await this.liveAccounts(options.orgId);
     const results: OrgReconciliation[] = [];
     for (const [orgId, accounts] of [...byOrg].sort(([a], [b]) => a.localeCompare(b))) {
-      results.push(await this.reconcileOrg(orgId, accounts, options.repair));
+      results.push(await this.reconcileOrg(orgId, await this.inUse(accounts), options.repair));
     }
     return results;
+  }
+
+  /**
+   * The accounts a request can still charge. A product user's spend account whose period is
+   * not one of the user's periods under the current anchor (`allowance_starts_at` changed
+   * since) is left alone: nothing charges it any more, and the ledger's spend over its period
+   * goes on growing with what the user spends under the new anchor, so it has no value to
+   * compare with; it goes at its period's end. Should the anchor come back to it, the
+   * anchor change drops it first, and it is rebuilt from the ledger (management.ts).
+   */
+  private async inUse(accounts: readonly LiveAccount[]): Promise<LiveAccount[]> {
+    const users = accounts.flatMap((account) =>
+      account.kind === 'user_spend' ? [account.productUserId!] : [],
+    );
+    if (users.length === 0) return [...accounts];
+    const anchors = await userAnchors(this.db, users);
+    return accounts.filter(
+      (account) =>
+        account.kind !== 'user_spend' ||
+        monthlyPeriod(
+          new Date(account.periodStart!),
+          anchors.get(account.productUserId!) ?? null,
+        ).start.getTime() === account.periodStart,
+    );
   }
 
   private async reconcileOrg(
@@ -347,7 +371,7 @@ async function unwrittenRecords(
 }
 
 async function userAnchors(
-  client: DbClient,
+  client: Pick<DbPool, 'query'>,
   productUserIds: readonly string[],
 ): Promise<Map<string, Date | null>> {
   if (productUserIds.length === 0) return new Map();

@@ -5,6 +5,7 @@ import type { RedisClient } from '../redis/connect.js';
 import type { UsageRecord } from '../ledger/usage-record.js';
 import { usageRecordToFields } from '../ledger/usage-record.js';
 import { SETTLEMENT_CURRENCY } from '../money.js';
+import { monthlyPeriod } from '../periods.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts, ScriptKeys } from '../redis/scripts.js';
 import { encodeDraft } from './in-flight-draft.js';
@@ -214,7 +215,9 @@ export class RedisBudgetStore implements BudgetStore {
         settled_marker: this.keys.settled(record.orgId, record.requestId),
         usage_stream: this.keys.usageStream(record.orgId),
         in_flight: this.keys.inFlight(accounts.orgId),
-        ...this.accountKeys(accounts),
+        // A level without a cap still has its account charged when it exists: the calendar
+        // month's, by when the ledger counts the record (settle.lua; decision 271).
+        ...this.accountKeys(accounts, monthlyPeriod(record.createdAt, null).key),
       },
       {
         request_id: record.requestId,
@@ -238,15 +241,22 @@ export class RedisBudgetStore implements BudgetStore {
     return result[0] === SettleCode.Settled ? 'settled' : 'already_settled';
   }
 
-  /** The account KEYS of reserve.lua and settle.lua. Costs are in the settlement currency,
-   * so only the user's credits in that currency can pay them. */
-  private accountKeys(accounts: SettleAccounts): RequestAccountKeys {
+  /**
+   * The account KEYS of reserve.lua and settle.lua. Costs are in the settlement currency,
+   * so only the user's credits in that currency can pay them. A level without a cap names
+   * its account of `uncappedPeriodKey` (settle charges it if it exists), else a placeholder.
+   */
+  private accountKeys(accounts: SettleAccounts, uncappedPeriodKey?: string): RequestAccountKeys {
     const { orgId } = accounts;
     const unused = this.keys.orgCap(orgId, UNUSED);
     const wallet = this.keys.wallet(orgId);
-    const orgCap = accounts.orgCap ? this.keys.orgCap(orgId, accounts.orgCap.period.key) : unused;
-    const connCap = accounts.connectionCap
-      ? this.keys.connectionCap(orgId, accounts.appConnectionId, accounts.connectionCap.period.key)
+    const capPeriodKey = (cap: SettleAccounts['orgCap']): string | undefined =>
+      cap ? cap.period.key : uncappedPeriodKey;
+    const orgPeriod = capPeriodKey(accounts.orgCap);
+    const connPeriod = capPeriodKey(accounts.connectionCap);
+    const orgCap = orgPeriod ? this.keys.orgCap(orgId, orgPeriod) : unused;
+    const connCap = connPeriod
+      ? this.keys.connectionCap(orgId, accounts.appConnectionId, connPeriod)
       : unused;
     const user = accounts.user;
     const userSpend = user

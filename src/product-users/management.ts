@@ -6,7 +6,14 @@ import type { RedisClient } from '../redis/connect.js';
 import { recordAudit, type AuditEntry } from '../audit/audit.js';
 import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
 import { newId } from '../ids.js';
-import { assertAmountInRange, formatNano, nanoToNumeric, numericToNano } from '../money.js';
+import { monthlyPeriod } from '../periods.js';
+import {
+  assertAmountInRange,
+  formatNano,
+  nanoToNumeric,
+  numericToNano,
+  SETTLEMENT_CURRENCY,
+} from '../money.js';
 import { CREDITS_TTL_MS, NEVER_EXPIRES_MS } from '../billing/account-loader.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts, ScriptKeys } from '../redis/scripts.js';
@@ -163,6 +170,7 @@ export class ProductUserManagement {
         ],
       );
       const { inserted, ...user } = upserted.rows[0]!;
+      if (stored && !keepAnchor) await this.dropPeriodAccount(user, stored.allowance_starts_at);
       if (inserted) {
         await emitEvent(client, user.org_id, 'product_user.created', productUserObject(user));
       }
@@ -269,23 +277,31 @@ export class ProductUserManagement {
       if (!sameGrant(first, input)) return { keyReused: true };
       return { grant: grantFromRow(first), created: false };
     }
-    await this.scripts.creditsChange(this.creditKeys(row), {
+    await this.scripts.creditsChange(this.creditKeys(row, null), {
       action: 'add',
       grant_id: row.id,
       amount_nano: input.amountNano.toString(),
       expires_at_ms: String(row.expires_at ? row.expires_at.getTime() : NEVER_EXPIRES_MS),
       ttl_ms: '',
+      now_ms: '',
+      keep_held: '',
     });
     return { grant: grantFromRow(row), created: true };
   }
 
-  /** Revokes a grant: what is left of it can no longer be spent. */
+  /**
+   * Revokes a grant: what is left of it can no longer be spent by a new request. What the
+   * user's requests in flight hold stays on it until they settle, for what the base allowance
+   * and the live credits cannot pay (docs/charging.md, "Credits revoked in flight").
+   */
   async revokeGrant(grantId: string, audit?: AuditEntry): Promise<CreditGrant | undefined> {
     const rows = await withTransaction(this.db, async (client) => {
-      const result = await client.query<GrantRow>(
-        `UPDATE credit_grants SET status = 'revoked', revoked_at = now()
-          WHERE id = $1 AND status = 'active'
-          RETURNING id, product_user_id, amount::text, currency, expires_at, reason, status, created_at, org_id`,
+      const result = await client.query<GrantRow & { allowance_starts_at: Date | null }>(
+        `UPDATE credit_grants g SET status = 'revoked', revoked_at = now()
+           FROM product_users u
+          WHERE g.id = $1 AND g.status = 'active' AND u.id = g.product_user_id
+          RETURNING g.id, g.product_user_id, g.amount::text, g.currency, g.expires_at, g.reason,
+                    g.status, g.created_at, g.org_id, u.allowance_starts_at`,
         [grantId],
       );
       const revoked = result.rows[0];
@@ -297,23 +313,52 @@ export class ProductUserManagement {
     });
     const row = rows[0];
     if (!row) return undefined;
-    await this.scripts.creditsChange(this.creditKeys(row), {
+    const { allowance_starts_at: anchor, ...grant } = row;
+    const now = new Date();
+    await this.scripts.creditsChange(this.creditKeys(grant, monthlyPeriod(now, anchor).key), {
       action: 'remove',
-      grant_id: row.id,
+      grant_id: grant.id,
       amount_nano: '',
       expires_at_ms: '',
       ttl_ms: String(CREDITS_TTL_MS),
+      now_ms: String(now.getTime()),
+      // Only credits in the settlement currency pay costs, so only they can be held.
+      keep_held: grant.currency.trim() === SETTLEMENT_CURRENCY ? '1' : '0',
     });
-    return grantFromRow(row);
+    return grantFromRow(grant);
   }
 
-  /** The live credits of the grant's user in the grant's currency. */
-  private creditKeys(row: GrantRow): ScriptKeys<'creditsChange'> {
+  /**
+   * The live credits of the grant's user in the grant's currency, and the user's spend
+   * account of the period `periodKey` (null: not read, a key of the same slot).
+   */
+  private creditKeys(row: GrantRow, periodKey: string | null): ScriptKeys<'creditsChange'> {
     const currency = row.currency.trim();
+    const spend = this.keys.userSpend(row.org_id, row.product_user_id, periodKey ?? 'unused');
     return {
       user_credits: this.keys.userCredits(row.org_id, row.product_user_id, currency),
       user_grants: this.keys.userGrants(row.org_id, row.product_user_id, currency),
+      user_spend: spend,
+      user_spend_expiries: this.keys.holdExpiries(spend),
     };
+  }
+
+  /**
+   * After an anchor change, drops the user's spend account of the period the new anchor makes
+   * current (when that is another period), so its first use rebuilds it from the ledger. An
+   * account of that period left from an earlier use of the same anchor (calendar periods
+   * restored, say) was not charged meanwhile and would forget what the user spent under the
+   * other anchor. Run before the change commits: until then no request uses that period.
+   */
+  private async dropPeriodAccount(
+    user: ProductUserRow,
+    previousAnchor: Date | null,
+  ): Promise<void> {
+    const now = new Date();
+    const current = monthlyPeriod(now, user.allowance_starts_at);
+    if (current.key === monthlyPeriod(now, previousAnchor).key) return;
+    const account = this.keys.userSpend(user.org_id, user.id, current.key);
+    await this.redis.del(account, this.keys.holdExpiries(account));
   }
 
   /** Tells every gateway instance to forget its cached copy of this user. */

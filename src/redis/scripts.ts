@@ -150,8 +150,8 @@ export const scriptSpecs = {
   },
   creditsChange: {
     file: 'credits-change',
-    keys: ['user_credits', 'user_grants'],
-    args: ['action', 'grant_id', 'amount_nano', 'expires_at_ms', 'ttl_ms'],
+    keys: ['user_credits', 'user_grants', 'user_spend', 'user_spend_expiries'],
+    args: ['action', 'grant_id', 'amount_nano', 'expires_at_ms', 'ttl_ms', 'now_ms', 'keep_held'],
   },
   walletAdjust: {
     file: 'wallet-adjust',
