@@ -2,6 +2,7 @@
 // member may remove themselves; the last owner cannot leave).
 import { z } from 'zod';
 import { removeMember } from '../../../accounts/members.js';
+import type { ApiKeyInvalidation } from '../../../auth/api-key-store.js';
 import type { DbPool } from '../../../db/pool.js';
 import { inOrg } from '../schemas.js';
 import { declareRoute } from '../../framework/declaration.js';
@@ -14,10 +15,14 @@ export const removeMemberRoute = declareRoute({
   caller: { kind: 'org_member', role: 'viewer', org: inOrg },
   responses: { 200: { description: 'removed', schema: z.object({ removed: z.literal(true) }) } },
   errors: membershipErrors,
-  async handler({ params, caller }, deps: { readonly db: DbPool }) {
+  async handler(
+    { params, caller },
+    deps: { readonly db: DbPool; readonly apiKeys: ApiKeyInvalidation },
+  ) {
     try {
       await removeMember(
         deps.db,
+        deps.apiKeys,
         { ...caller.actor, role: caller.org.role },
         caller.org.id,
         params.user_id,

@@ -2,6 +2,7 @@
 // (admin or owner; only an owner makes or unmakes an owner; an owner always remains).
 import { z } from 'zod';
 import { changeRole, memberView } from '../../../accounts/members.js';
+import type { ApiKeyInvalidation } from '../../../auth/api-key-store.js';
 import type { DbPool } from '../../../db/pool.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { roleSchema, inOrg } from '../schemas.js';
@@ -15,10 +16,14 @@ export const changeMemberRoleRoute = declareRoute({
   body: z.strictObject({ role: roleSchema }),
   responses: { 200: { description: 'the member', schema: memberSchema } },
   errors: membershipErrors,
-  async handler({ params, caller, body }, deps: { readonly db: DbPool }) {
+  async handler(
+    { params, caller, body },
+    deps: { readonly db: DbPool; readonly apiKeys: ApiKeyInvalidation },
+  ) {
     try {
       const member = await changeRole(
         deps.db,
+        deps.apiKeys,
         { ...caller.actor, role: caller.org.role },
         caller.org.id,
         params.user_id,
