@@ -1,5 +1,6 @@
 // DELETE /dashboard/api/orgs/{org_id}/members/{user_id}: removes a member (admin or owner; any
-// member may remove themselves; the last owner cannot leave).
+// member may remove themselves; the last owner cannot leave). The OAuth connections they
+// approved there are revoked with it.
 import { z } from 'zod';
 import { removeMember } from '../../../accounts/members.js';
 import type { ApiKeyInvalidation } from '../../../auth/api-key-store.js';

@@ -1,5 +1,6 @@
 // PATCH /dashboard/api/orgs/{org_id}/members/{user_id} {"role"}: changes a member's role
-// (admin or owner; only an owner makes or unmakes an owner; an owner always remains).
+// (admin or owner; only an owner makes or unmakes an owner; an owner always remains). Below
+// admin, the OAuth connections they approved there are revoked with it.
 import { z } from 'zod';
 import { changeRole, memberView } from '../../../accounts/members.js';
 import type { ApiKeyInvalidation } from '../../../auth/api-key-store.js';
