@@ -395,6 +395,7 @@ async function assembleGateway(
     serviceKey: (headers, scope) => serviceKeys.authenticate(headers, scope),
     session: (head, options) => dashboardAuth.session(head, options),
     orgMember: (head, role, org) => dashboardAuth.orgMember(head, role, org),
+    dashboardVisitor: (head) => dashboardAuth.visitor(head),
     oauthClient: (headers, form) => oauthClients.authenticate(headers, form),
   };
   const server = createHttpServer({

@@ -128,7 +128,7 @@ describe('sign-in', () => {
   it('sets an HttpOnly, SameSite=Lax, Secure __Host- cookie and keeps only a hash of the id in Redis', async () => {
     const response = await fetch(`${gateway.url}/auth/login`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', origin },
       body: JSON.stringify({ email: adminEmail, password: PASSWORD }),
     });
     expect(response.status).toBe(200);
@@ -156,15 +156,56 @@ describe('sign-in', () => {
     expect(ttl).toBeLessThanOrEqual(2 * 3_600_000);
   });
 
+  it('refuses a sign-in from a foreign Origin, or with none, before any password is checked (login CSRF)', async () => {
+    const attempts: Array<Record<string, string>> = [
+      { origin: 'https://evil.example' },
+      { origin: 'null' },
+      { origin: `http://127.0.0.1:${gateway.port}` }, // not the gateway's (it is https here)
+      {},
+    ];
+    for (const headers of attempts) {
+      const answer = await postJson<ErrorBody>(
+        `${gateway.url}/auth/login`,
+        { email: adminEmail, password: PASSWORD },
+        headers,
+      );
+      expect(answer.status, JSON.stringify(headers)).toBe(403);
+      expect(answer.body.error.code).toBe('gw_origin_not_allowed');
+      expect(answer.headers.get('set-cookie')).toBeNull();
+    }
+    const own = await postJson(
+      `${gateway.url}/auth/login`,
+      { email: adminEmail, password: PASSWORD },
+      { origin },
+    );
+    expect(own.status).toBe(200);
+  });
+
+  it('answers the CSRF token with Cache-Control: no-store', async () => {
+    const admin = await signedIn(adminEmail);
+    const answer = await admin.get<{ csrf_token: string }>('/auth/csrf');
+    expect(answer.status).toBe(200);
+    expect(answer.body.csrf_token).toBe(admin.csrfToken);
+    expect(answer.headers.get('cache-control')).toBe('no-store');
+  });
+
   it('answers one generic error for a wrong password and for an unknown e-mail', async () => {
-    const wrong = await postJson<ErrorBody>(`${gateway.url}/auth/login`, {
-      email: viewerEmail,
-      password: 'not the password at all',
-    });
-    const unknown = await postJson<ErrorBody>(`${gateway.url}/auth/login`, {
-      email: unique('nobody'),
-      password: PASSWORD,
-    });
+    const wrong = await postJson<ErrorBody>(
+      `${gateway.url}/auth/login`,
+      {
+        email: viewerEmail,
+        password: 'not the password at all',
+      },
+      { origin },
+    );
+    const unknown = await postJson<ErrorBody>(
+      `${gateway.url}/auth/login`,
+      {
+        email: unique('nobody'),
+        password: PASSWORD,
+      },
+      { origin },
+    );
     expect(wrong.status).toBe(401);
     expect(unknown.status).toBe(401);
     expect(wrong.body).toEqual({
@@ -174,10 +215,14 @@ describe('sign-in', () => {
   });
 
   it('refuses text Postgres cannot store with a 400 naming the field, on sign-in and on writes', async () => {
-    const login = await postJson<ErrorBody>(`${gateway.url}/auth/login`, {
-      email: `a\u0000b@example.com`,
-      password: PASSWORD,
-    });
+    const login = await postJson<ErrorBody>(
+      `${gateway.url}/auth/login`,
+      {
+        email: `a\u0000b@example.com`,
+        password: PASSWORD,
+      },
+      { origin },
+    );
     expect(login.status).toBe(400);
     expect(login.body.error).toEqual({
       code: 'gw_invalid_request',
@@ -196,16 +241,24 @@ describe('sign-in', () => {
     const email = unique('throttled');
     await createUser(email);
     for (let attempt = 0; attempt < 5; attempt += 1) {
-      const answer = await postJson(`${gateway.url}/auth/login`, {
-        email,
-        password: 'wrong password!',
-      });
+      const answer = await postJson(
+        `${gateway.url}/auth/login`,
+        {
+          email,
+          password: 'wrong password!',
+        },
+        { origin },
+      );
       expect(answer.status).toBe(401);
     }
-    const blocked = await postJson<ErrorBody>(`${gateway.url}/auth/login`, {
-      email,
-      password: PASSWORD,
-    });
+    const blocked = await postJson<ErrorBody>(
+      `${gateway.url}/auth/login`,
+      {
+        email,
+        password: PASSWORD,
+      },
+      { origin },
+    );
     expect(blocked.status).toBe(429);
     expect(blocked.body.error.code).toBe('gw_too_many_attempts');
     const retryAfter = Number(blocked.headers.get('retry-after'));
@@ -536,6 +589,7 @@ describe('/openapi.json', () => {
     const login = document.paths['/auth/login']!.post!;
     expect(login.tags).toEqual(['dashboard']);
     expect(login.responses['429']!.description).toContain('gw_too_many_attempts');
+    expect(login.responses['403']!.description).toContain('gw_origin_not_allowed');
     const create = document.paths['/dashboard/api/orgs/{org_id}/apps']!.post!;
     expect(create.security).toEqual([{ dashboardSession: ['admin'] }]);
     expect(create.responses['403']!.description).toContain('gw_csrf_token_invalid');

@@ -21,6 +21,9 @@ interface SignedIn {
 const client = (gateway: GatewayProcess) =>
   new DashboardClient(gateway.url, `https://127.0.0.1:${gateway.port}`);
 
+/** The Origin a browser on the gateway's own dashboard sends. */
+const ownOrigin = (gateway: GatewayProcess) => ({ origin: `https://127.0.0.1:${gateway.port}` });
+
 /** Forgets this file's sign-up counts, so a test starts with the address's full allowance. */
 const resetThrottle = () => deletePrefix(redis, `${prefix}:signup-attempts`);
 
@@ -38,15 +41,27 @@ afterAll(async () => {
 describe('sign-up switched off (the default)', () => {
   it('answers 403 gw_signup_disabled and makes no account', async () => {
     const email = uniqueEmail('closed');
-    const answer = await postJson<ErrorBody>(`${closed.url}/auth/signup`, {
-      email,
-      password: TEST_PASSWORD,
-    });
+    const answer = await postJson<ErrorBody>(
+      `${closed.url}/auth/signup`,
+      {
+        email,
+        password: TEST_PASSWORD,
+      },
+      ownOrigin(closed),
+    );
     expect(answer.status).toBe(403);
     expect(answer.body.error.code).toBe('gw_signup_disabled');
     expect(answer.headers.get('set-cookie')).toBeNull();
     const { rowCount } = await db.query('SELECT 1 FROM dashboard_users WHERE email = $1', [email]);
     expect(rowCount).toBe(0);
+    // whatever the body: a malformed one is not told more than that sign-up is off
+    const malformed = await postJson<ErrorBody>(
+      `${closed.url}/auth/signup`,
+      { email },
+      ownOrigin(closed),
+    );
+    expect(malformed.status).toBe(403);
+    expect(malformed.body.error.code).toBe('gw_signup_disabled');
   });
 });
 
@@ -91,7 +106,11 @@ describe('sign-up switched on', () => {
   it('refuses an e-mail that has an account (409), a short password and a bad e-mail (400), making nothing', async () => {
     await resetThrottle();
     const email = uniqueEmail('taken');
-    const first = await postJson(`${open.url}/auth/signup`, { email, password: TEST_PASSWORD });
+    const first = await postJson(
+      `${open.url}/auth/signup`,
+      { email, password: TEST_PASSWORD },
+      ownOrigin(open),
+    );
     expect(first.status).toBe(201);
     const cases: [Record<string, unknown>, number, string, RegExp][] = [
       [{ email: email.toUpperCase(), password: TEST_PASSWORD }, 409, 'gw_conflict', /exists/],
@@ -110,7 +129,7 @@ describe('sign-up switched on', () => {
       ],
     ];
     for (const [body, status, code, message] of cases) {
-      const answer = await postJson<ErrorBody>(`${open.url}/auth/signup`, body);
+      const answer = await postJson<ErrorBody>(`${open.url}/auth/signup`, body, ownOrigin(open));
       expect(answer.status, JSON.stringify(body)).toBe(status);
       expect(answer.body.error.code).toBe(code);
       expect(answer.body.error.message).toMatch(message);
@@ -121,6 +140,50 @@ describe('sign-up switched on', () => {
       [[email, ...cases.map(([body]) => String(body.email).toLowerCase())]],
     );
     expect(rows[0]!.n).toBe(1);
+  });
+
+  it('refuses a sign-up from a foreign Origin, or with none (login CSRF), making nothing', async () => {
+    await resetThrottle();
+    for (const headers of [{ origin: 'https://evil.example' }, {}] as Record<string, string>[]) {
+      const email = uniqueEmail('csrf');
+      const answer = await postJson<ErrorBody>(
+        `${open.url}/auth/signup`,
+        { email, password: TEST_PASSWORD },
+        headers,
+      );
+      expect(answer.status, JSON.stringify(headers)).toBe(403);
+      expect(answer.body.error.code).toBe('gw_origin_not_allowed');
+      expect(answer.headers.get('set-cookie')).toBeNull();
+      const { rowCount } = await db.query('SELECT 1 FROM dashboard_users WHERE email = $1', [
+        email,
+      ]);
+      expect(rowCount).toBe(0);
+    }
+  });
+
+  it('counts password lengths in characters, not UTF-16 units: 12 to 256 emoji', async () => {
+    await resetThrottle();
+    const cases: [string, number, RegExp | undefined][] = [
+      ['😀'.repeat(6), 400, /^password: must be at least 12 characters$/],
+      ['😀'.repeat(11), 400, /^password: must be at least 12 characters$/],
+      ['😀'.repeat(12), 201, undefined],
+      ['😀'.repeat(256), 201, undefined],
+      ['😀'.repeat(257), 400, /^password: must be at most 256 characters$/],
+    ];
+    for (const [password, status, message] of cases) {
+      const email = uniqueEmail('emoji');
+      const answer = await postJson<ErrorBody>(
+        `${open.url}/auth/signup`,
+        { email, password },
+        ownOrigin(open),
+      );
+      expect(answer.status, `${[...password].length} emoji`).toBe(status);
+      if (message) expect(answer.body.error.message).toMatch(message);
+      if (status === 201) {
+        // and the same password signs in (the sign-in body takes it too)
+        expect((await client(open).login(email, password)).status).toBe(200);
+      }
+    }
   });
 
   it('ends the session the browser presented: a planted session id is worthless', async () => {
@@ -148,15 +211,23 @@ describe('sign-up switched on', () => {
       const email = uniqueEmail(`burst${attempt}`);
       // Successful sign-ups and refused ones count alike.
       const password = attempt % 2 === 0 ? TEST_PASSWORD : 'short';
-      const answer = await postJson(`${open.url}/auth/signup`, { email, password });
+      const answer = await postJson(
+        `${open.url}/auth/signup`,
+        { email, password },
+        ownOrigin(open),
+      );
       expect(answer.status).toBe(attempt % 2 === 0 ? 201 : 400);
       if (answer.status === 201) made.push(email);
     }
     const email = uniqueEmail('eleventh');
-    const blocked = await postJson<ErrorBody>(`${open.url}/auth/signup`, {
-      email,
-      password: TEST_PASSWORD,
-    });
+    const blocked = await postJson<ErrorBody>(
+      `${open.url}/auth/signup`,
+      {
+        email,
+        password: TEST_PASSWORD,
+      },
+      ownOrigin(open),
+    );
     expect(blocked.status).toBe(429);
     expect(blocked.body.error.code).toBe('gw_too_many_attempts');
     const retryAfter = Number(blocked.headers.get('retry-after'));
@@ -167,5 +238,42 @@ describe('sign-up switched on', () => {
     expect(made).toHaveLength(5);
     // Sign-in is counted apart: these sign-ups do not lock anyone out of signing in.
     expect((await client(open).login(made[0]!, TEST_PASSWORD)).status).toBe(200);
+  });
+
+  it('counts attempts whose body is refused too: malformed bodies use up the allowance', async () => {
+    await resetThrottle();
+    const malformed: unknown[] = [
+      { email: uniqueEmail('nopassword') },
+      { email: uniqueEmail('extra'), password: TEST_PASSWORD, role: 'owner' },
+      { email: 42, password: TEST_PASSWORD },
+      '{"email": "not json',
+      { email: uniqueEmail('long'), password: 'x'.repeat(600) },
+    ];
+    for (let attempt = 0; attempt < 10; attempt += 1) {
+      const answer = await postJson<ErrorBody>(
+        `${open.url}/auth/signup`,
+        malformed[attempt % malformed.length],
+        ownOrigin(open),
+      );
+      expect(answer.status, `attempt ${attempt}`).toBe(400);
+    }
+    const email = uniqueEmail('after-malformed');
+    const blocked = await postJson<ErrorBody>(
+      `${open.url}/auth/signup`,
+      { email, password: TEST_PASSWORD },
+      ownOrigin(open),
+    );
+    expect(blocked.status).toBe(429);
+    expect(blocked.body.error.code).toBe('gw_too_many_attempts');
+    // a malformed attempt past the limit is told so as well
+    const again = await postJson<ErrorBody>(
+      `${open.url}/auth/signup`,
+      malformed[0],
+      ownOrigin(open),
+    );
+    expect(again.status).toBe(429);
+    expect(Number(again.headers.get('retry-after'))).toBeGreaterThan(0);
+    const { rowCount } = await db.query('SELECT 1 FROM dashboard_users WHERE email = $1', [email]);
+    expect(rowCount).toBe(0);
   });
 });

@@ -13,7 +13,17 @@ import {
   type DashboardClient,
 } from './support/dashboard.js';
 import { bearer, postJson } from './support/http.js';
-import { connectAndExchange, type RegisteredClient } from './support/oauth.js';
+import {
+  authorizeQuery,
+  connect as connectWith,
+  connectAndExchange,
+  getAuthorize,
+  pkcePair,
+  postDecision,
+  postForm,
+  readConsentForm,
+  type RegisteredClient,
+} from './support/oauth.js';
 import {
   runCliJson,
   seed,
@@ -29,6 +39,8 @@ let maker: SeededOrg;
 let payer: SeededOrg;
 let makerAdmin: DashboardClient;
 let makerViewer: DashboardClient;
+/** Connects apps to the payer's wallet (an admin: the role that issues keys). */
+let payerAdmin: DashboardClient;
 let payerMember: DashboardClient;
 let payerViewer: DashboardClient;
 let outsider: DashboardClient;
@@ -91,9 +103,10 @@ beforeAll(async () => {
     seed(env, ['--name', 'Maker']),
     seed(env, ['--name', 'Payer', '--wallet', '20.00']),
   ]);
-  [makerAdmin, makerViewer, payerMember, payerViewer] = await Promise.all([
+  [makerAdmin, makerViewer, payerAdmin, payerMember, payerViewer] = await Promise.all([
     member(maker.org_id, 'admin'),
     member(maker.org_id, 'viewer'),
+    member(payer.org_id, 'admin'),
     member(payer.org_id, 'member'),
     member(payer.org_id, 'viewer'),
   ]);
@@ -176,7 +189,7 @@ describe('OAuth clients in the dashboard API', () => {
 
   it('deleting a client revokes the connections made through it; another tenant cannot see or delete it', async () => {
     const doomed = await registerClient({ public: true });
-    const token = await connectAndExchange(gateway.url, payerMember, asRegistered(doomed), {
+    const token = await connectAndExchange(gateway.url, payerAdmin, asRegistered(doomed), {
       orgId: payer.org_id,
     });
     for (const path of [clientsOf(maker.app_id)]) {
@@ -233,7 +246,7 @@ describe('OAuth clients in the dashboard API', () => {
 describe('connected apps of an organization', () => {
   it('lists the apps connected to the organization’s wallet with what each spent this month and in total', async () => {
     const client = asRegistered(await registerClient({ name: 'Spender', public: true }));
-    const token = await connectAndExchange(gateway.url, payerMember, client, {
+    const token = await connectAndExchange(gateway.url, payerAdmin, client, {
       orgId: payer.org_id,
     });
     const ids: string[] = [];
@@ -274,7 +287,7 @@ describe('connected apps of an organization', () => {
       app_name: 'Seeded app',
       oauth_client_id: client.client_id,
       status: 'active',
-      connected_by: expect.stringMatching(/^member-.*@example\.com$/),
+      connected_by: expect.stringMatching(/^admin-.*@example\.com$/),
       token_issued_at: expect.any(String),
       spend: { this_month: spent, total: spent },
     });
@@ -290,7 +303,7 @@ describe('connected apps of an organization', () => {
 
   it('a member revokes one (a viewer may not); revoking twice changes nothing; the audit log says who', async () => {
     const client = asRegistered(await registerClient({ public: true }));
-    const token = await connectAndExchange(gateway.url, payerMember, client, {
+    const token = await connectAndExchange(gateway.url, payerAdmin, client, {
       orgId: payer.org_id,
     });
     const path = `/dashboard/api/connected-apps/${token.app_connection_id}/revoke`;
@@ -323,7 +336,7 @@ describe('connected apps of an organization', () => {
 
   it('is 404 across tenants: the maker, an outsider, and for connections that are not OAuth connections', async () => {
     const client = asRegistered(await registerClient({ public: true }));
-    const token = await connectAndExchange(gateway.url, payerMember, client, {
+    const token = await connectAndExchange(gateway.url, payerAdmin, client, {
       orgId: payer.org_id,
     });
     const path = `/dashboard/api/connected-apps/${token.app_connection_id}/revoke`;
@@ -355,7 +368,7 @@ describe('connected apps of an organization', () => {
   it('the paying organization’s admin revoking it as a connection also revokes its token', async () => {
     const admin = await member(payer.org_id, 'admin');
     const client = asRegistered(await registerClient({ public: true }));
-    const token = await connectAndExchange(gateway.url, payerMember, client, {
+    const token = await connectAndExchange(gateway.url, payerAdmin, client, {
       orgId: payer.org_id,
     });
     const revoked = await admin.request<{ status: string; oauth_client_id: string }>(
@@ -374,5 +387,193 @@ describe('connected apps of an organization', () => {
       {},
     );
     expect(issued.status).toBe(409);
+  });
+});
+
+describe('who may make an organization pay for an app', () => {
+  const chat = {
+    model: 'vendor_b/gpt-4o-mini',
+    messages: [{ role: 'user', content: 'x' }],
+    max_tokens: 8,
+  };
+
+  async function signedInMember(
+    orgId: string,
+    role: string,
+  ): Promise<{ browser: DashboardClient; userId: string; personalOrgId: string }> {
+    const email = uniqueEmail(role);
+    const created = await createMember(env, email, orgId, role);
+    return {
+      browser: await signInTo(gateway, email),
+      userId: created.user_id,
+      personalOrgId: created.personal_org_id,
+    };
+  }
+
+  it('a member may not: the consent page does not offer the organization, and an approval naming it is 403', async () => {
+    const client = asRegistered(await registerClient({ public: true }));
+    const request = {
+      clientId: client.client_id,
+      redirectUri: CALLBACK,
+      challenge: pkcePair().challenge,
+    };
+    const page = await getAuthorize(gateway.url, authorizeQuery(request), {
+      cookie: payerMember.cookie!,
+    });
+    expect(page.status).toBe(200);
+    const form = readConsentForm(page.text);
+    expect(form.orgOptions).not.toContain(payer.org_id);
+    const approval = await postDecision(
+      payerMember,
+      { ...form.fields, org_id: payer.org_id, decision: 'approve' },
+      { accept: 'application/json' },
+    );
+    expect(approval.status).toBe(403);
+    expect(approval.location).toBeNull();
+    expect((JSON.parse(approval.text) as ErrorBody).error.code).toBe('gw_role_forbidden');
+    const { rowCount } = await db.query(
+      'SELECT 1 FROM app_connections WHERE oauth_client_id = $1',
+      [client.client_id],
+    );
+    expect(rowCount).toBe(0);
+  });
+
+  it('removing the admin who approved, or demoting them below admin, revokes what they approved there at once; the rest keeps working', async () => {
+    const owner = await signedInMember(payer.org_id, 'owner');
+    const removed = await signedInMember(payer.org_id, 'admin');
+    const toMember = await signedInMember(payer.org_id, 'admin');
+    const toViewer = await signedInMember(payer.org_id, 'admin');
+    const client = asRegistered(await registerClient({ public: true }));
+    await runCliJson(
+      ['wallet', 'topup', '--org-id', removed.personalOrgId, '--amount', '1.00'],
+      env,
+    );
+    const connect = (who: DashboardClient, orgId = payer.org_id) =>
+      connectAndExchange(gateway.url, who, client, { orgId });
+    const [fromRemoved, personal, fromMember, fromViewer, others] = [
+      await connect(removed.browser),
+      await connect(removed.browser, removed.personalOrgId),
+      await connect(toMember.browser),
+      await connect(toViewer.browser),
+      await connect(payerAdmin),
+    ];
+    for (const token of [fromRemoved, personal, fromMember, fromViewer, others]) {
+      const works = await postJson(
+        `${gateway.url}/v1/chat/completions`,
+        chat,
+        bearer(token.access_token),
+      );
+      expect(works.status).toBe(200); // and now cached on this instance
+    }
+
+    const members = `/dashboard/api/orgs/${payer.org_id}/members`;
+    const gone = await owner.browser.request('DELETE', `${members}/${removed.userId}`);
+    expect(gone.status).toBe(200);
+    const demoted = await owner.browser.request('PATCH', `${members}/${toMember.userId}`, {
+      role: 'member',
+    });
+    expect(demoted.status).toBe(200);
+    const viewer = await owner.browser.request('PATCH', `${members}/${toViewer.userId}`, {
+      role: 'viewer',
+    });
+    expect(viewer.status).toBe(200);
+
+    // at once: the answers above came after every instance's cache was told
+    for (const token of [fromRemoved, fromMember, fromViewer]) {
+      const refused = await postJson<ErrorBody>(
+        `${gateway.url}/v1/chat/completions`,
+        chat,
+        bearer(token.access_token),
+      );
+      expect(refused.status).toBe(401);
+      expect(refused.body.error.code).toBe('gw_key_inactive');
+    }
+    // what they approved elsewhere (their own organization), and what others approved, stay
+    for (const token of [personal, others]) {
+      const works = await postJson(
+        `${gateway.url}/v1/chat/completions`,
+        chat,
+        bearer(token.access_token),
+      );
+      expect(works.status).toBe(200);
+    }
+    const { rows } = await db.query<{ id: string; connection: string; token: string }>(
+      `SELECT c.id, c.status AS connection, k.status AS token
+         FROM app_connections c JOIN api_keys k ON k.app_connection_id = c.id
+        WHERE c.id = ANY($1)`,
+      [
+        [
+          fromRemoved.app_connection_id,
+          fromMember.app_connection_id,
+          fromViewer.app_connection_id,
+          personal.app_connection_id,
+          others.app_connection_id,
+        ],
+      ],
+    );
+    const statusOf = (id: string) => rows.find((row) => row.id === id);
+    for (const token of [fromRemoved, fromMember, fromViewer]) {
+      expect(statusOf(token.app_connection_id)).toMatchObject({
+        connection: 'revoked',
+        token: 'revoked',
+      });
+    }
+    for (const token of [personal, others]) {
+      expect(statusOf(token.app_connection_id)).toMatchObject({
+        connection: 'active',
+        token: 'active',
+      });
+    }
+    const listed = await owner.browser.get<{ data: ConnectedApp[] }>(
+      `${connectedAppsOf(payer.org_id)}?limit=200`,
+    );
+    expect(listed.body.data.find((row) => row.id === fromRemoved.app_connection_id)?.status).toBe(
+      'revoked',
+    );
+    // the audit log names who removed them
+    const audit = await db.query<{ user_id: string }>(
+      `SELECT user_id FROM dashboard_audit_log WHERE object_id = $1 AND action = 'connection.revoke'`,
+      [fromRemoved.app_connection_id],
+    );
+    expect(audit.rows).toEqual([{ user_id: owner.userId }]);
+  });
+
+  it('a code approved by an admin who is removed before its exchange yields nothing', async () => {
+    const owner = await signedInMember(payer.org_id, 'owner');
+    const approver = await signedInMember(payer.org_id, 'admin');
+    const client = asRegistered(await registerClient({ public: true }));
+    const pkce = pkcePair();
+    const answer = await connectWith(
+      approver.browser,
+      { clientId: client.client_id, redirectUri: CALLBACK, challenge: pkce.challenge },
+      { orgId: payer.org_id },
+    );
+    const code = new URL(answer.location!).searchParams.get('code')!;
+    const gone = await owner.browser.request(
+      'DELETE',
+      `/dashboard/api/orgs/${payer.org_id}/members/${approver.userId}`,
+    );
+    expect(gone.status).toBe(200);
+    const token = await postForm<{ error: string; error_description: string }>(
+      `${gateway.url}/oauth/token`,
+      {
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: CALLBACK,
+        code_verifier: pkce.verifier,
+        client_id: client.client_id,
+      },
+    );
+    expect(token.status).toBe(400);
+    expect(token.body).toMatchObject({
+      error: 'invalid_grant',
+      error_description:
+        'the user who approved this code may no longer connect apps to that organization',
+    });
+    const { rowCount } = await db.query(
+      'SELECT 1 FROM app_connections WHERE oauth_client_id = $1',
+      [client.client_id],
+    );
+    expect(rowCount).toBe(0);
   });
 });

@@ -1,12 +1,19 @@
 // Revoking an OAuth connection reaches every gateway instance within a second, however it is
 // revoked — the app (POST /oauth/revoke), the user (connected apps in the dashboard), the
-// app's maker (deleting the OAuth client) — while a request admitted before the revocation
+// app's maker (deleting the OAuth client), the payer's owner (removing the admin who
+// approved it) — while a request admitted before the revocation
 // settles normally and is charged to the paying wallet. Two gateways share Redis and
 // Postgres; their key caches are long-lived, so only the pub/sub invalidation can do it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { numericToNano } from '../src/money.js';
 import { isolatedContext } from './support/context.js';
-import { signInTo, TEST_PASSWORD, uniqueEmail, type DashboardClient } from './support/dashboard.js';
+import {
+  createMember,
+  signInTo,
+  TEST_PASSWORD,
+  uniqueEmail,
+  type DashboardClient,
+} from './support/dashboard.js';
 import { bearer, postJson } from './support/http.js';
 import {
   connectAndExchange,
@@ -65,8 +72,11 @@ async function refusedWithinMs(
   }
 }
 
-async function connected(): Promise<string> {
-  const token = await connectAndExchange(first.url, browser, client);
+async function connected(
+  by: DashboardClient = browser,
+  orgId: string = payerOrgId,
+): Promise<string> {
+  const token = await connectAndExchange(first.url, by, client, { orgId });
   // Both instances have the token's identity cached (for AUTH_CACHE_TTL_MS, ten minutes here).
   for (const gateway of [first, second])
     expect(await infer(gateway, token.access_token)).toEqual([200, undefined]);
@@ -125,6 +135,20 @@ describe('revocation reaches every instance within a second', () => {
       client_id: client.client_id,
     });
     expect(again.body).toEqual({ revoked: false });
+  });
+
+  it('the owner removes the admin who approved it: both instances refuse its token within a second', async () => {
+    const email = uniqueEmail('approver');
+    const approver = await createMember(env, email, payerOrgId, 'admin');
+    const token = await connected(await signInTo(first, email), payerOrgId);
+    const removed = await browser.request(
+      'DELETE',
+      `/dashboard/api/orgs/${payerOrgId}/members/${approver.user_id}`,
+    );
+    const at = Date.now();
+    expect(removed.status).toBe(200);
+    expect(await refusedWithinMs(second, token, at)).toBeLessThan(1000);
+    expect(await refusedWithinMs(first, token, at)).toBeLessThan(1000);
   });
 
   it('the maker deletes the OAuth client: every connection made through it stops on both instances', async () => {

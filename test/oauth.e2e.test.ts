@@ -41,6 +41,8 @@ let maker: SeededOrg;
 let email: string;
 let user: { user_id: string; personal_org_id: string };
 let teamOrg: SeededOrg;
+/** The user is a member there: may use it, not connect apps to its wallet. */
+let memberOrg: SeededOrg;
 let viewedOrg: SeededOrg;
 let browser: DashboardClient;
 let publicClient: RegisteredClient;
@@ -63,7 +65,13 @@ async function walletBalanceNano(orgId: string): Promise<bigint> {
   return numericToNano(shown.balance);
 }
 
-/** A fresh code for the client (approved in the user's personal organization). */
+const codeKey = (code: string) =>
+  `${prefix}:oauth-code:{${createHash('sha256').update(code).digest('hex')}}`;
+
+/**
+ * A fresh code for the client (approved in the user's personal organization), and the id of
+ * the connection its exchange will make (the code carries it).
+ */
 async function freshCode(
   client: RegisteredClient,
   redirectUri = client.redirect_uris[0]!,
@@ -77,11 +85,16 @@ async function freshCode(
   });
   expect(answer.status).toBe(302);
   const code = redirectParams(answer.location!).params.get('code')!;
-  const { rows } = await db.query<{ id: string }>(
-    `SELECT id FROM app_connections WHERE oauth_client_id = $1 ORDER BY created_at DESC LIMIT 1`,
-    [client.client_id],
-  );
-  return { code, verifier: pkce.verifier, connectionId: rows[0]!.id };
+  const grant = JSON.parse((await redis.get(codeKey(code)))!) as { connection_id: string };
+  return { code, verifier: pkce.verifier, connectionId: grant.connection_id };
+}
+
+/** The rows of these connections: an exchange that yields no token makes none. */
+async function connectionRows(ids: readonly string[]): Promise<unknown[]> {
+  const { rows } = await db.query('SELECT id, status FROM app_connections WHERE id = ANY($1)', [
+    ids,
+  ]);
+  return rows;
 }
 
 function exchange(
@@ -103,9 +116,10 @@ function exchange(
 
 beforeAll(async () => {
   gateway = await startGateway(env);
-  [maker, teamOrg, viewedOrg] = await Promise.all([
+  [maker, teamOrg, memberOrg, viewedOrg] = await Promise.all([
     seed(env, ['--name', 'App Maker Inc', '--wallet', '50.00']),
     seed(env, ['--name', 'Team <Org>', '--wallet', '5.00']),
+    seed(env, ['--name', 'Used Org', '--wallet', '5.00']),
     seed(env, ['--name', 'Watched Org', '--wallet', '5.00']),
   ]);
   email = uniqueEmail('oauth-user');
@@ -114,8 +128,9 @@ beforeAll(async () => {
     env,
   );
   await db.query(
-    `INSERT INTO org_memberships (org_id, user_id, role) VALUES ($1, $3, 'member'), ($2, $3, 'viewer')`,
-    [teamOrg.org_id, viewedOrg.org_id, user.user_id],
+    `INSERT INTO org_memberships (org_id, user_id, role)
+     VALUES ($1, $4, 'admin'), ($2, $4, 'member'), ($3, $4, 'viewer')`,
+    [teamOrg.org_id, memberOrg.org_id, viewedOrg.org_id, user.user_id],
   );
   await runCliJson(['wallet', 'topup', '--org-id', user.personal_org_id, '--amount', '10.00'], env);
   browser = await signInTo(gateway, email);
@@ -228,7 +243,8 @@ describe('the authorization request', () => {
     expect(page.text).toContain('App Maker Inc');
     expect(page.text).toContain('Team &lt;Org&gt;'); // names are escaped
     const form = readConsentForm(page.text);
-    // the personal organization first, then those where the user may spend; not the viewed one
+    // the personal organization first, then those where the user may connect apps (admin or
+    // owner); not the one where they are a member, nor the viewed one
     expect(form.orgOptions).toEqual([user.personal_org_id, teamOrg.org_id]);
     expect(form.fields).toMatchObject({
       client_id: confidentialClient.client_id,
@@ -377,7 +393,7 @@ describe('the user’s answer', () => {
     expect(after.rows).toEqual(before.rows);
   });
 
-  it('needs the session’s CSRF token in the form, the gateway’s Origin and a paying organization where the user may spend', async () => {
+  it('needs the session’s CSRF token in the form, the gateway’s Origin and a paying organization where the user may connect apps', async () => {
     const page = await getAuthorize(
       gateway.url,
       authorizeQuery({
@@ -410,6 +426,12 @@ describe('the user’s answer', () => {
         403,
         'gw_role_forbidden',
       ],
+      // a member may use the organization, not issue keys: nor hand its wallet to an app
+      [
+        postDecision(browser, { ...approve, org_id: memberOrg.org_id }, json),
+        403,
+        'gw_role_forbidden',
+      ],
       [postDecision(browser, { ...approve, org_id: maker.org_id }, json), 404, 'gw_not_found'],
       [postDecision(browser, { ...approve, decision: 'maybe' }, json), 400, 'gw_invalid_request'],
     ];
@@ -427,13 +449,13 @@ describe('the user’s answer', () => {
     });
     expect(signedOut.status).toBe(401);
     const { rowCount } = await db.query(
-      `SELECT 1 FROM app_connections WHERE oauth_client_id = $1 AND org_id IN ($2, $3)`,
-      [publicClient.client_id, viewedOrg.org_id, maker.org_id],
+      `SELECT 1 FROM app_connections WHERE oauth_client_id = $1 AND org_id IN ($2, $3, $4)`,
+      [publicClient.client_id, viewedOrg.org_id, maker.org_id, memberOrg.org_id],
     );
     expect(rowCount).toBe(0);
   });
 
-  it('approved: a connection of the app in the chosen organization, active, and a single-use code held 60 s in Redis under its hash only', async () => {
+  it('approved: a single-use code held 60 s in Redis under its hash only; the connection is made by its exchange, with its token', async () => {
     const pkce = pkcePair();
     const answer = await connect(
       browser,
@@ -450,20 +472,7 @@ describe('the user’s answer', () => {
     const code = params.get('code')!;
     expect(code).toMatch(/^[0-9A-Za-z]{43}$/);
     expect(params.get('state')).toBe('ok');
-    const { rows } = await db.query(
-      `SELECT org_id, app_id, status, connected_by_user_id FROM app_connections
-        WHERE oauth_client_id = $1 AND org_id = $2`,
-      [publicClient.client_id, teamOrg.org_id],
-    );
-    expect(rows).toEqual([
-      {
-        org_id: teamOrg.org_id,
-        app_id: maker.app_id,
-        status: 'active',
-        connected_by_user_id: user.user_id,
-      },
-    ]);
-    const key = `${prefix}:oauth-code:{${createHash('sha256').update(code).digest('hex')}}`;
+    const key = codeKey(code);
     const ttl = await redis.pttl(key);
     expect(ttl).toBeGreaterThan(50_000);
     expect(ttl).toBeLessThanOrEqual(60_000);
@@ -474,8 +483,48 @@ describe('the user’s answer', () => {
       code_challenge: pkce.challenge,
       user_id: user.user_id,
       org_id: teamOrg.org_id,
+      connection_id: expect.stringMatching(/^conn_/),
     });
     expect(await redis.exists(`${prefix}:oauth-code:{${code}}`)).toBe(0);
+    // no connection before the exchange: one that never gets a token never exists
+    expect(await connectionRows([stored.connection_id!])).toEqual([]);
+    const listed = await browser.get<{ data: { id: string }[] }>(
+      `/dashboard/api/orgs/${teamOrg.org_id}/connected-apps`,
+    );
+    expect(listed.body.data.map((row) => row.id)).not.toContain(stored.connection_id);
+
+    const token = await exchange(publicClient, {
+      code,
+      redirect_uri: CALLBACK,
+      code_verifier: pkce.verifier,
+    });
+    expect(token.status).toBe(200);
+    expect(token.body.app_connection_id).toBe(stored.connection_id);
+    const { rows } = await db.query(
+      `SELECT c.org_id, c.app_id, c.status, c.connected_by_user_id, k.kind, k.status AS token
+         FROM app_connections c JOIN api_keys k ON k.app_connection_id = c.id
+        WHERE c.oauth_client_id = $1 AND c.org_id = $2`,
+      [publicClient.client_id, teamOrg.org_id],
+    );
+    expect(rows).toEqual([
+      {
+        org_id: teamOrg.org_id,
+        app_id: maker.app_id,
+        status: 'active',
+        connected_by_user_id: user.user_id,
+        kind: 'oauth_token',
+        token: 'active',
+      },
+    ]);
+    const audit = await db.query(
+      `SELECT action, user_id FROM dashboard_audit_log WHERE org_id = $1 AND action LIKE 'oauth_%'
+        ORDER BY id`,
+      [teamOrg.org_id],
+    );
+    expect(audit.rows).toEqual([
+      { action: 'oauth_connection.create', user_id: user.user_id },
+      { action: 'oauth_token.issue', user_id: publicClient.client_id },
+    ]);
   });
 });
 
@@ -495,7 +544,8 @@ describe('the token exchange', () => {
       app_connection_id: connectionId,
     });
     const { rows } = await db.query(
-      `SELECT org_id, app_id, kind, status, key_hash FROM api_keys WHERE app_connection_id = $1`,
+      `SELECT org_id, app_id, kind, status, key_hash, key_hint FROM api_keys
+        WHERE app_connection_id = $1`,
       [connectionId],
     );
     expect(rows).toEqual([
@@ -505,6 +555,8 @@ describe('the token exchange', () => {
         kind: 'oauth_token',
         status: 'active',
         key_hash: createHash('sha256').update(answer.body.access_token).digest('hex'),
+        // the first ten characters, as every key's hint: one character of the secret
+        key_hint: `${answer.body.access_token.slice(0, 10)}…`,
       },
     ]);
   });
@@ -526,46 +578,66 @@ describe('the token exchange', () => {
     expect(basic.status).toBe(200);
     expect(basic.body.access_token).toMatch(/^gw_oauth_/);
 
-    const third = await freshCode(confidentialClient, WEB_CALLBACK);
-    const fields = { code: third.code, redirect_uri: WEB_CALLBACK, code_verifier: third.verifier };
     const url = `${gateway.url}/oauth/token`;
-    const refusals = [
-      await postForm<OAuthError>(url, {
-        grant_type: 'authorization_code',
-        client_id: confidentialClient.client_id,
-        ...fields,
-      }),
-      await postForm<OAuthError>(url, {
-        grant_type: 'authorization_code',
-        client_id: confidentialClient.client_id,
-        client_secret: `gw_client_secret_${'x'.repeat(43)}`,
-        ...fields,
-      }),
-      await postForm<OAuthError>(url, { grant_type: 'authorization_code', ...fields }),
-      await postForm<OAuthError>(
-        url,
-        { grant_type: 'authorization_code', ...fields },
-        { id: confidentialClient.client_id, secret: 'wrong' },
-      ),
-      await postForm<OAuthError>(url, {
-        grant_type: 'authorization_code',
-        client_id: publicClient.client_id,
-        client_secret: 'a public client has none',
-        ...fields,
-      }),
+    type Fields = Record<string, string>;
+    const attempts: Array<
+      (fields: Fields) => Promise<{ status: number; headers: Headers; body: OAuthError }>
+    > = [
+      (fields) =>
+        postForm<OAuthError>(url, {
+          grant_type: 'authorization_code',
+          client_id: confidentialClient.client_id,
+          ...fields,
+        }),
+      (fields) =>
+        postForm<OAuthError>(url, {
+          grant_type: 'authorization_code',
+          client_id: confidentialClient.client_id,
+          client_secret: `gw_client_secret_${'x'.repeat(43)}`,
+          ...fields,
+        }),
+      (fields) => postForm<OAuthError>(url, { grant_type: 'authorization_code', ...fields }),
+      (fields) =>
+        postForm<OAuthError>(
+          url,
+          { grant_type: 'authorization_code', ...fields },
+          { id: confidentialClient.client_id, secret: 'wrong' },
+        ),
+      (fields) =>
+        postForm<OAuthError>(url, {
+          grant_type: 'authorization_code',
+          client_id: publicClient.client_id,
+          client_secret: 'a public client has none',
+          ...fields,
+        }),
     ];
-    for (const refusal of refusals) {
-      expect(refusal.status).toBe(401);
+    for (const [index, attempt] of attempts.entries()) {
+      const fresh = await freshCode(confidentialClient, WEB_CALLBACK);
+      const fields = {
+        code: fresh.code,
+        redirect_uri: WEB_CALLBACK,
+        code_verifier: fresh.verifier,
+      };
+      const refusal = await attempt(fields);
+      expect(refusal.status, `attempt ${index}`).toBe(401);
       expect(refusal.body).toMatchObject({
         error: 'invalid_client',
         gw_code: 'gw_oauth_invalid_client',
       });
       expect(refusal.headers.get('cache-control')).toBe('no-store');
+      if (index === 3) expect(refusal.headers.get('www-authenticate')).toMatch(/^Basic /);
+      // the attempt spent the code, though its client was not authenticated: the right
+      // request after it gets nothing (docs/decisions.md 276)
+      const late = await exchange(confidentialClient, fields);
+      expect(late.status, `attempt ${index}`).toBe(400);
+      expect(late.body).toEqual({
+        error: 'invalid_grant',
+        error_description:
+          'the authorization code was already presented; no token was issued from it',
+        gw_code: 'gw_oauth_invalid_grant',
+      });
+      expect(await connectionRows([fresh.connectionId])).toEqual([]);
     }
-    expect(refusals[3]!.headers.get('www-authenticate')).toMatch(/^Basic /);
-    // none of those attempts used the code: it still works once
-    const late = await exchange(confidentialClient, fields);
-    expect(late.status).toBe(200);
   });
 
   it('refuses a replayed code, and revokes the token its first exchange issued', async () => {
@@ -620,7 +692,13 @@ describe('the token exchange', () => {
       code_verifier: wrongVerifier.verifier,
     });
     expect(retried.status).toBe(400);
-    expect(retried.body.error).toBe('invalid_grant');
+    // no token came of the first attempt, and the answer does not claim one was revoked
+    expect(retried.body).toEqual({
+      error: 'invalid_grant',
+      error_description:
+        'the authorization code was already presented; no token was issued from it',
+      gw_code: 'gw_oauth_invalid_grant',
+    });
 
     const wrongRedirect = await freshCode(confidentialClient, WEB_CALLBACK);
     const mismatch = await exchange(confidentialClient, {
@@ -644,16 +722,110 @@ describe('the token exchange', () => {
     expect(stolen.body).toMatchObject({ error: 'invalid_grant' });
     expect(stolen.body.error_description).toMatch(/another client/);
 
-    // a connection whose code yielded no token is revoked: it never pays for anything
-    const { rows } = await db.query<{ status: string }>(
-      'SELECT status FROM app_connections WHERE id = ANY($1) ORDER BY id',
-      [[wrongVerifier.connectionId, wrongRedirect.connectionId, otherClient.connectionId]],
-    );
-    expect(rows.map((row) => row.status)).toEqual(['revoked', 'revoked', 'revoked']);
+    // a code that yielded no token made no connection: nothing can ever pay through it
+    expect(
+      await connectionRows([
+        wrongVerifier.connectionId,
+        wrongRedirect.connectionId,
+        otherClient.connectionId,
+      ]),
+    ).toEqual([]);
+  });
+
+  it('spends a code on any request that presents it, malformed or not: the right request after it gets nothing', async () => {
+    const url = `${gateway.url}/oauth/token`;
+    const presenting: Array<[string, (code: string, verifier: string) => Promise<Response>]> = [
+      [
+        'no code_verifier',
+        (code) =>
+          fetch(url, {
+            method: 'POST',
+            headers: { 'content-type': 'application/x-www-form-urlencoded' },
+            body: new URLSearchParams({
+              grant_type: 'authorization_code',
+              client_id: publicClient.client_id,
+              code,
+              redirect_uri: CALLBACK,
+            }).toString(),
+          }),
+      ],
+      [
+        'no redirect_uri',
+        (code, verifier) =>
+          fetch(url, {
+            method: 'POST',
+            headers: { 'content-type': 'application/x-www-form-urlencoded' },
+            body: new URLSearchParams({
+              grant_type: 'authorization_code',
+              client_id: publicClient.client_id,
+              code,
+              code_verifier: verifier,
+            }).toString(),
+          }),
+      ],
+      [
+        'another grant_type',
+        (code, verifier) =>
+          fetch(url, {
+            method: 'POST',
+            headers: { 'content-type': 'application/x-www-form-urlencoded' },
+            body: new URLSearchParams({
+              grant_type: 'refresh_token',
+              client_id: publicClient.client_id,
+              code,
+              redirect_uri: CALLBACK,
+              code_verifier: verifier,
+            }).toString(),
+          }),
+      ],
+      [
+        'a parameter sent twice (refused before the client is known)',
+        (code, verifier) =>
+          fetch(url, {
+            method: 'POST',
+            headers: { 'content-type': 'application/x-www-form-urlencoded' },
+            body: `grant_type=authorization_code&client_id=${publicClient.client_id}&client_id=${publicClient.client_id}&code=${code}&redirect_uri=${encodeURIComponent(CALLBACK)}&code_verifier=${verifier}`,
+          }),
+      ],
+      [
+        'an unknown client',
+        (code, verifier) =>
+          fetch(url, {
+            method: 'POST',
+            headers: { 'content-type': 'application/x-www-form-urlencoded' },
+            body: new URLSearchParams({
+              grant_type: 'authorization_code',
+              client_id: `gw_client_${'z'.repeat(24)}`,
+              code,
+              redirect_uri: CALLBACK,
+              code_verifier: verifier,
+            }).toString(),
+          }),
+      ],
+    ];
+    for (const [label, present] of presenting) {
+      const { code, verifier, connectionId } = await freshCode(publicClient);
+      const refused = await present(code, verifier);
+      expect(refused.status, label).toBeGreaterThanOrEqual(400);
+      expect(await redis.exists(codeKey(code)), label).toBe(0);
+      const late = await exchange(publicClient, {
+        code,
+        redirect_uri: CALLBACK,
+        code_verifier: verifier,
+      });
+      expect(late.status, label).toBe(400);
+      expect(late.body, label).toEqual({
+        error: 'invalid_grant',
+        error_description:
+          'the authorization code was already presented; no token was issued from it',
+        gw_code: 'gw_oauth_invalid_grant',
+      });
+      expect(await connectionRows([connectionId]), label).toEqual([]);
+    }
   });
 
   it('refuses an expired or unknown code, and malformed requests, in RFC 6749’s shape', async () => {
-    const { code, verifier } = await freshCode(publicClient);
+    const { code, verifier, connectionId } = await freshCode(publicClient);
     // Redis key expiry is what ends a code: let it run out now.
     const key = `${prefix}:oauth-code:{${createHash('sha256').update(code).digest('hex')}}`;
     expect(await redis.pexpire(key, 1)).toBe(1);
@@ -669,6 +841,12 @@ describe('the token exchange', () => {
       error_description: 'the authorization code is unknown or expired',
       gw_code: 'gw_oauth_invalid_grant',
     });
+    // the approval left nothing active behind: no connection, none among the connected apps
+    expect(await connectionRows([connectionId])).toEqual([]);
+    const listed = await browser.get<{ data: { id: string; token_issued_at: string | null }[] }>(
+      `/dashboard/api/orgs/${user.personal_org_id}/connected-apps?limit=200`,
+    );
+    expect(listed.body.data.filter((row) => row.token_issued_at === null)).toEqual([]);
     const unknown = await exchange(publicClient, {
       code: 'A'.repeat(43),
       redirect_uri: CALLBACK,

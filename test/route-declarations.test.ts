@@ -113,6 +113,12 @@ const authenticators: Authenticators = {
     Promise.resolve(gwError('gw_malformed_or_missing_service_key', 'missing service key')),
   session: () => Promise.resolve(gwError('gw_session_required', 'no session')),
   orgMember: () => Promise.resolve(gwError('gw_session_required', 'no session')),
+  dashboardVisitor: (head) =>
+    Promise.resolve(
+      head.headers.origin === 'https://gw.test'
+        ? null
+        : gwError('gw_origin_not_allowed', 'foreign origin'),
+    ),
   oauthClient: (_headers, form) =>
     Promise.resolve(
       form.client_id === 'gw_client_test'

@@ -67,6 +67,7 @@ const authenticators: Authenticators = {
   serviceKey: noCaller,
   session: noCaller,
   orgMember: noCaller,
+  dashboardVisitor: noCaller,
   oauthClient: noCaller,
 };
 const server = createHttpServer({

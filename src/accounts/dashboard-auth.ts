@@ -1,5 +1,5 @@
 // Authenticates dashboard callers: the session cookie, and for writes the session's CSRF
-// token and an allowed Origin; then, for routes on an organization's objects, membership of
+// token and an allowed Origin (sign-in and sign-up, which have no session yet, the Origin); then, for routes on an organization's objects, membership of
 // the organization that owns the object and a high enough role. An object of another
 // organization answers 404 exactly like one that does not exist, so ids cannot be probed.
 import type { Actor } from '../audit/audit.js';
@@ -115,8 +115,18 @@ export class DashboardAuthenticator {
     return { ...caller, org };
   }
 
-  /** Why a write is refused (Origin first, then the CSRF token), or null when it may go on. */
-  private writeRefusal(head: RequestHead, session: Session, csrfInBody: boolean): GwError | null {
+  /**
+   * A dashboard write before sign-in (sign-in, sign-up): no session yet, but the Origin is
+   * checked as for every dashboard write, so another site cannot sign a browser in to an
+   * account of its choosing (login CSRF). Null when it may go on.
+   */
+  visitor(head: RequestHead): Promise<null | GwError> {
+    const isWrite = head.method !== 'GET' && head.method !== 'HEAD';
+    return Promise.resolve(isWrite ? this.originRefusal(head) : null);
+  }
+
+  /** Why a dashboard write's Origin is refused (missing, or not allowed), or null. */
+  private originRefusal(head: RequestHead): GwError | null {
     const origin = head.headers.origin;
     const own = `${this.settings.insecure ? 'http' : 'https'}://${head.headers.host ?? ''}`;
     if (!origin || (origin !== own && !this.settings.allowedOrigins.includes(origin))) {
@@ -125,6 +135,13 @@ export class DashboardAuthenticator {
         "dashboard writes must come from the gateway's own origin or one in DASHBOARD_ALLOWED_ORIGINS",
       );
     }
+    return null;
+  }
+
+  /** Why a write is refused (Origin first, then the CSRF token), or null when it may go on. */
+  private writeRefusal(head: RequestHead, session: Session, csrfInBody: boolean): GwError | null {
+    const originRefusal = this.originRefusal(head);
+    if (originRefusal) return originRefusal;
     if (!csrfInBody && !csrfTokenMatches(head.headers[CSRF_HEADER], session.csrfToken)) {
       return gwError(
         'gw_csrf_token_invalid',

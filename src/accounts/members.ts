@@ -1,10 +1,17 @@
 // Members of an organization: list, add an existing dashboard user by e-mail, change a role,
 // remove. An organization always keeps an owner; only owners make or unmake owners. Every
-// change is audited in the same transaction.
+// change is audited in the same transaction. A member who leaves, or drops below the role
+// that may connect apps, takes the OAuth connections they approved there with them: revoked
+// in the same transaction, their tokens refused by every instance once it commits.
+import {
+  invalidateConnectionsKeys,
+  revokeOAuthConnectionsApprovedBy,
+} from '../admin/connections.js';
+import { recordAudit, type Actor } from '../audit/audit.js';
+import type { ApiKeyInvalidation } from '../auth/api-key-store.js';
 import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
 import { readPage, type Page, type PageRequest } from '../db/pages.js';
-import { recordAudit, type Actor } from '../audit/audit.js';
-import { normalizeEmail, roleAtLeast, type Role } from './users.js';
+import { APP_CONNECTING_ROLE, normalizeEmail, roleAtLeast, type Role } from './users.js';
 
 export interface MemberRow {
   readonly id: string; // the user's id (the page key)
@@ -98,12 +105,13 @@ export async function addMember(
 
 export async function changeRole(
   db: DbPool,
+  apiKeys: ApiKeyInvalidation,
   actor: MembershipActor,
   orgId: string,
   userId: string,
   role: Role,
 ): Promise<MemberRow> {
-  return withTransaction(db, async (client) => {
+  const { member, revoked } = await withTransaction(db, async (client) => {
     const current = await lockedRole(client, orgId, userId);
     if ((current === 'owner' || role === 'owner') && actor.role !== 'owner') {
       throw new MembershipError('forbidden', 'only an owner can make or unmake an owner');
@@ -122,12 +130,18 @@ export async function changeRole(
       objectId: userId,
       details: { from: current, to: role },
     });
-    return memberOf(client, orgId, userId);
+    const revokedIds = roleAtLeast(role, APP_CONNECTING_ROLE)
+      ? []
+      : await revokeOAuthConnectionsApprovedBy(client, actor, { orgId, userId });
+    return { member: await memberOf(client, orgId, userId), revoked: revokedIds };
   });
+  await invalidateConnectionsKeys(db, apiKeys, revoked);
+  return member;
 }
 
 export async function removeMember(
   db: DbPool,
+  apiKeys: ApiKeyInvalidation,
   actor: MembershipActor,
   orgId: string,
   userId: string,
@@ -139,7 +153,7 @@ export async function removeMember(
       'removing another member needs the admin role or higher',
     );
   }
-  await withTransaction(db, async (client) => {
+  const revoked = await withTransaction(db, async (client) => {
     const current = await lockedRole(client, orgId, userId);
     if (current === 'owner' && actor.role !== 'owner' && actor.userId !== userId) {
       throw new MembershipError('forbidden', 'only an owner can remove an owner');
@@ -157,7 +171,9 @@ export async function removeMember(
       objectId: userId,
       details: { role: current },
     });
+    return revokeOAuthConnectionsApprovedBy(client, actor, { orgId, userId });
   });
+  await invalidateConnectionsKeys(db, apiKeys, revoked);
 }
 
 /** The member's role, with the organization's memberships locked against a concurrent change. */

@@ -7,8 +7,11 @@ const KEY_LENGTH = 32;
 const PARAMETERS = { N: 2 ** 15, r: 8, p: 1 } as const;
 const MAX_MEMORY = 64 * 1024 * 1024;
 
+/** Lengths in characters (Unicode code points), not UTF-16 units: an emoji is one. */
 export const PASSWORD_MIN_LENGTH = 12;
 export const PASSWORD_MAX_LENGTH = 256;
+/** The most UTF-16 units a password of PASSWORD_MAX_LENGTH characters can take (a body's bound). */
+export const PASSWORD_MAX_UTF16_UNITS = PASSWORD_MAX_LENGTH * 2;
 
 function derive(password: string, salt: Buffer, options: ScryptOptions): Promise<Buffer> {
   return new Promise((resolve, reject) => {
@@ -51,9 +54,16 @@ export function decoyPasswordHash(): Promise<string> {
 
 /** Why a new password is refused, or null when it is acceptable. */
 export function passwordProblem(password: string): string | null {
-  if (password.length < PASSWORD_MIN_LENGTH)
+  const characters = codePointCount(password);
+  if (characters < PASSWORD_MIN_LENGTH)
     return `password: must be at least ${PASSWORD_MIN_LENGTH} characters`;
-  if (password.length > PASSWORD_MAX_LENGTH)
+  if (characters > PASSWORD_MAX_LENGTH)
     return `password: must be at most ${PASSWORD_MAX_LENGTH} characters`;
   return null;
+}
+
+function codePointCount(text: string): number {
+  let count = 0;
+  for (const _codePoint of text) count += 1;
+  return count;
 }

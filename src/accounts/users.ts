@@ -16,6 +16,13 @@ export function roleAtLeast(role: Role, minimum: Role): boolean {
   return ROLE_RANK[role] >= ROLE_RANK[minimum];
 }
 
+/**
+ * The least role that may make an organization's wallet pay for an app by approving an OAuth
+ * connection: the one that issues API keys, since the approval hands the app what amounts to
+ * one. A user who loses it (or leaves) takes the connections they approved there with them.
+ */
+export const APP_CONNECTING_ROLE: Role = 'admin';
+
 export const EMAIL_MAX_LENGTH = 254;
 const emailSchema = z.email().max(EMAIL_MAX_LENGTH);
 

@@ -140,47 +140,92 @@ export async function revokeConnection(
   actor: Actor,
   connectionId: string,
 ): Promise<{ row: ConnectionRow; changed: boolean } | null> {
-  const result = await withTransaction(db, async (client) => {
-    const { rows } = await client.query<ConnectionRow>(
-      `UPDATE app_connections SET status = 'revoked', revoked_at = now(), updated_at = now()
-        WHERE id = $1 AND status = 'active' RETURNING ${COLUMNS}`,
-      [connectionId],
-    );
-    const revoked = rows[0];
-    if (revoked) {
-      if (revoked.oauth_client_id !== null) {
-        await client.query(
-          `UPDATE api_keys SET status = 'revoked', revoked_at = now()
-            WHERE app_connection_id = $1 AND kind = 'oauth_token' AND status = 'active'`,
-          [connectionId],
-        );
-        await recordOAuthConnectionEvent(client, {
-          type: 'oauth_connection.revoked',
-          orgId: revoked.org_id,
-          appConnectionId: revoked.id,
-          appId: revoked.app_id,
-          oauthClientId: revoked.oauth_client_id,
-          occurredAt: new Date(),
-        });
-      }
-      await recordAudit(client, {
-        orgId: revoked.org_id,
-        userId: actor.userId,
-        action: 'connection.revoke',
-        objectType: 'app_connection',
-        objectId: connectionId,
-      });
-      return { row: revoked, changed: true };
-    }
-    const { rows: existing } = await client.query<ConnectionRow>(
-      `SELECT ${COLUMNS} FROM app_connections WHERE id = $1`,
-      [connectionId],
-    );
-    return existing[0] ? { row: existing[0], changed: false } : null;
-  });
+  const result = await withTransaction(db, (client) =>
+    markConnectionRevoked(client, actor, connectionId),
+  );
   // Always: a repeated revocation also repairs a cache an earlier failure left behind.
   if (result) await invalidateApiKeys(db, apiKeys, { connectionId });
   return result;
+}
+
+/**
+ * revokeConnection's writes, in the caller's transaction (the caller drops the keys from the
+ * caches once it commits): the connection, an OAuth connection's token, the event, the audit.
+ */
+export async function markConnectionRevoked(
+  client: Pick<DbPool, 'query'>,
+  actor: Actor,
+  connectionId: string,
+): Promise<{ row: ConnectionRow; changed: boolean } | null> {
+  const { rows } = await client.query<ConnectionRow>(
+    `UPDATE app_connections SET status = 'revoked', revoked_at = now(), updated_at = now()
+      WHERE id = $1 AND status = 'active' RETURNING ${COLUMNS}`,
+    [connectionId],
+  );
+  const revoked = rows[0];
+  if (revoked) {
+    if (revoked.oauth_client_id !== null) {
+      await client.query(
+        `UPDATE api_keys SET status = 'revoked', revoked_at = now()
+          WHERE app_connection_id = $1 AND kind = 'oauth_token' AND status = 'active'`,
+        [connectionId],
+      );
+      await recordOAuthConnectionEvent(client, {
+        type: 'oauth_connection.revoked',
+        orgId: revoked.org_id,
+        appConnectionId: revoked.id,
+        appId: revoked.app_id,
+        oauthClientId: revoked.oauth_client_id,
+        occurredAt: new Date(),
+      });
+    }
+    await recordAudit(client, {
+      orgId: revoked.org_id,
+      userId: actor.userId,
+      action: 'connection.revoke',
+      objectType: 'app_connection',
+      objectId: connectionId,
+    });
+    return { row: revoked, changed: true };
+  }
+  const { rows: existing } = await client.query<ConnectionRow>(
+    `SELECT ${COLUMNS} FROM app_connections WHERE id = $1`,
+    [connectionId],
+  );
+  return existing[0] ? { row: existing[0], changed: false } : null;
+}
+
+/**
+ * Revokes, in the caller's transaction, the active OAuth connections `userId` approved for
+ * `orgId` (they left it, or lost the role that may connect apps). Answers their ids: the
+ * caller drops their tokens from every instance's cache once it commits
+ * (invalidateConnectionsKeys).
+ */
+export async function revokeOAuthConnectionsApprovedBy(
+  client: Pick<DbPool, 'query'>,
+  actor: Actor,
+  approval: { orgId: string; userId: string },
+): Promise<string[]> {
+  const { rows } = await client.query<{ id: string }>(
+    `SELECT id FROM app_connections
+      WHERE org_id = $1 AND connected_by_user_id = $2 AND oauth_client_id IS NOT NULL
+        AND status = 'active'
+      ORDER BY id FOR UPDATE`,
+    [approval.orgId, approval.userId],
+  );
+  for (const { id } of rows) await markConnectionRevoked(client, actor, id);
+  return rows.map((row) => row.id);
+}
+
+/** Drops the keys of revoked connections from every instance's cache (after the commit). */
+export async function invalidateConnectionsKeys(
+  db: DbPool,
+  apiKeys: ApiKeyInvalidation,
+  connectionIds: readonly string[],
+): Promise<void> {
+  for (const connectionId of connectionIds) {
+    await invalidateApiKeys(db, apiKeys, { connectionId });
+  }
 }
 
 /** Changes what the settings name (the rest is kept), in the caller's transaction. */

@@ -11,6 +11,11 @@ export const DEFAULT_MODEL_POLICY: readonly string[] = PROVIDERS.flatMap(
 );
 export const SERVICE_KEY_SCOPES = ['product_users:read', 'product_users:write'] as const;
 
+/**
+ * What lists and logs show of a key, service key or OAuth token: its first ten characters
+ * (docs/sessions.md), one rule for every kind, so none shows more of its secret than an API
+ * key's seven characters (a gw_oauth_ token shows one, a gw_svc_ key three).
+ */
 const hint = (raw: string): string => `${raw.slice(0, 10)}…`;
 
 /** Creates an organization and its wallet (inside the caller's transaction when given one). */
@@ -93,7 +98,7 @@ export async function createOAuthToken(
       connection.appId,
       connection.appConnectionId,
       sha256Hex(rawToken),
-      `${rawToken.slice(0, 13)}…`,
+      hint(rawToken),
       modelPolicy,
     ],
   );

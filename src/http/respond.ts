@@ -4,6 +4,11 @@ import { escapeHtml, pageHeaders, renderPage } from './html.js';
 import type { HttpResponse } from './types.js';
 
 const jsonHeaders = { 'content-type': 'application/json' } as const;
+/** JSON holding a secret of the caller's (a session's CSRF token): no cache may keep it. */
+export const noStoreJsonHeaders = {
+  'content-type': 'application/json',
+  'cache-control': 'no-store',
+} as const;
 /** RFC 6749 section 5.1: answers of the token endpoint are never cached. */
 export const oauthHeaders = {
   'content-type': 'application/json',

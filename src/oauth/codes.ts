@@ -1,8 +1,8 @@
 // Authorization codes (RFC 6749 section 4.1.2): random, single use, short-lived, bound to the
 // client, the redirect URI, the PKCE challenge, the user and the paying organization (and the
-// app connection the approval made). They live in Redis only, under the SHA-256 of the code
-// (a dump of Redis yields no usable code), expire by Redis key expiry, and are taken with one
-// atomic script that leaves a marker behind, so a replayed code is recognised.
+// id of the app connection its exchange makes). They live in Redis only, under the SHA-256 of
+// the code (a dump of Redis yields no usable code), expire by Redis key expiry, and are taken
+// with one atomic script that leaves a marker behind, so a replayed code is recognised.
 import { randomBase62, sha256Hex } from '../ids.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts } from '../redis/scripts.js';
@@ -20,7 +20,7 @@ export interface CodeGrant {
 
 export type TakenCode =
   | { readonly kind: 'taken'; readonly grant: CodeGrant }
-  /** Presented before: the connection its first exchange made. */
+  /** Presented before: the connection its first exchange made (if it made one). */
   | { readonly kind: 'used'; readonly connectionId: string }
   /** Never issued, or expired unused. */
   | { readonly kind: 'unknown' };
@@ -34,6 +34,9 @@ export interface CodeSettings {
 
 /** A used code is remembered this long: its replay within it revokes what it made. */
 export const CODE_REPLAY_WINDOW_MS = 3_600_000;
+
+/** The used-code marker of a code presented more than once (lua/oauth-take-code.lua). */
+const REPLAYED_MARKER = 'replayed:';
 
 /** 43 base62 characters: > 256 bits. */
 const CODE_LENGTH = 43;
@@ -101,5 +104,14 @@ export class AuthorizationCodes {
     }
     if (status === 'used' && value !== undefined) return { kind: 'used', connectionId: value };
     return { kind: 'unknown' };
+  }
+
+  /**
+   * Whether a code taken once has been presented again since: an exchange checks it once its
+   * connection is committed, since a replay that came first found nothing to revoke yet.
+   */
+  async presentedAgain(code: string): Promise<boolean> {
+    const marker = await this.redis.get(this.keys.oauthCodeUsed(sha256Hex(code)));
+    return marker?.startsWith(REPLAYED_MARKER) === true;
   }
 }

@@ -1,6 +1,6 @@
 // The consent page: names the app (and who publishes it), where the user will be sent back,
-// and the organization whose wallet will pay, chosen among those where the user may spend
-// (their personal one first). Approve and deny post the request back with the session's CSRF
+// and the organization whose wallet will pay, chosen among those where the user may connect
+// apps, as admin or owner (their personal one first). Approve and deny post the request back with the session's CSRF
 // token. No script: a plain form, under a policy that allows nothing else.
 import type { Membership } from '../accounts/users.js';
 import { escapeHtml, renderPage } from '../http/html.js';
@@ -28,7 +28,7 @@ export function renderConsentPage(page: ConsentPage): string {
     `<h1>Connect <strong>${escapeHtml(request.client.appName)}</strong> to your gw account?</h1>
 <p><strong>${escapeHtml(request.client.appName)}</strong> by ${escapeHtml(request.client.appOrgName)}
 wants to make AI requests on your behalf. Every request it makes is paid from the wallet of the
-organization you choose below, not by the app.</p>
+organization you choose below (one where you are an admin or owner), not by the app.</p>
 <form method="post" action="/oauth/authorize">
 ${hidden('response_type', 'code')}
 ${hidden('client_id', request.client.clientId)}

@@ -45,6 +45,7 @@ const securitySchemes = {
 function security(caller: CallerRequirement): Array<Record<string, string[]>> | undefined {
   switch (caller.kind) {
     case 'none':
+    case 'dashboard_visitor':
       return undefined;
     case 'api_key':
       return [{ apiKey: [] }];

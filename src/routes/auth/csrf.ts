@@ -1,6 +1,7 @@
 // GET /auth/csrf: the CSRF token of the caller's session, to send as X-CSRF-Token on writes.
 import { z } from 'zod';
-import { declareRoute } from '../framework/declaration.js';
+import { noStoreJsonHeaders } from '../../http/respond.js';
+import { answer, declareRoute } from '../framework/declaration.js';
 
 export const csrfRoute = declareRoute({
   method: 'GET',
@@ -9,6 +10,6 @@ export const csrfRoute = declareRoute({
   caller: { kind: 'session' },
   responses: { 200: { description: 'the token', schema: z.object({ csrf_token: z.string() }) } },
   handler({ caller }) {
-    return { csrf_token: caller.session.csrfToken };
+    return answer(200, { csrf_token: caller.session.csrfToken }, noStoreJsonHeaders);
   },
 });

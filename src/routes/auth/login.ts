@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import {
   decoyPasswordHash,
-  PASSWORD_MAX_LENGTH,
+  PASSWORD_MAX_UTF16_UNITS,
   verifyPassword,
 } from '../../accounts/passwords.js';
 import type { SessionStore } from '../../accounts/sessions.js';
@@ -23,7 +23,7 @@ import type { AccountDeps } from './deps.js';
 
 const loginSchema = z.strictObject({
   email: z.string().max(EMAIL_MAX_LENGTH),
-  password: z.string().max(PASSWORD_MAX_LENGTH),
+  password: z.string().max(PASSWORD_MAX_UTF16_UNITS),
 });
 
 export const signedInSchema = z.object({
@@ -37,7 +37,7 @@ export const loginRoute = declareRoute({
   method: 'POST',
   path: '/auth/login',
   summary: 'Signs in to the dashboard: sets the session cookie',
-  caller: { kind: 'none' },
+  caller: { kind: 'dashboard_visitor' },
   body: loginSchema,
   responses: { 200: { description: 'signed in', schema: signedInSchema } },
   errors: ['gw_invalid_credentials', 'gw_too_many_attempts', 'gw_unavailable'],

@@ -3,48 +3,39 @@
 // personal organization (with its wallet, which starts empty) exactly as
 // `gw admin create-user` does, and signs them in (the session cookie, as /auth/login). Every
 // attempt is counted per client address (429 gw_too_many_attempts with Retry-After past
-// the limit), before any password is hashed.
+// the limit), before any password is hashed — a body refused as malformed too.
 import { z } from 'zod';
-import { PASSWORD_MAX_LENGTH } from '../../accounts/passwords.js';
+import { PASSWORD_MAX_UTF16_UNITS } from '../../accounts/passwords.js';
 import {
   AccountRuleError,
   createUser,
   EMAIL_MAX_LENGTH,
   loadDashboardUser,
 } from '../../accounts/users.js';
-import { gwError } from '../../errors.js';
+import { gwError, type GwError } from '../../errors.js';
 import { declareRoute } from '../framework/declaration.js';
 import type { AccountDeps } from './deps.js';
 import { answerSignedIn, signedInSchema } from './login.js';
 
 const signupSchema = z.strictObject({
   email: z.string().max(EMAIL_MAX_LENGTH),
-  password: z.string().max(PASSWORD_MAX_LENGTH),
+  password: z.string().max(PASSWORD_MAX_UTF16_UNITS),
 });
 
 export const signupRoute = declareRoute({
   method: 'POST',
   path: '/auth/signup',
   summary: 'Self-service sign-up (when enabled): a new user and their personal organization',
-  caller: { kind: 'none' },
+  caller: { kind: 'dashboard_visitor' },
   body: signupSchema,
   responses: { 201: { description: 'signed up and signed in', schema: signedInSchema } },
   errors: ['gw_signup_disabled', 'gw_too_many_attempts', 'gw_conflict', 'gw_unavailable'],
+  // A body the router refuses is an attempt too: it is counted (and answered 429 past the limit).
+  onRefused: ({ request }, deps: AccountDeps) => signupGate(request.remoteAddress, deps),
   async handler({ request, body, response }, deps: AccountDeps) {
-    const { db, sessions, throttle, signup } = deps.accounts;
-    if (!signup) {
-      return gwError(
-        'gw_signup_disabled',
-        'self-service sign-up is off on this gateway; ask an admin',
-      );
-    }
-    const waitMs = await throttle.signupAttempt(request.remoteAddress);
-    if (waitMs > 0) {
-      const retryAfterS = Math.ceil(waitMs / 1000);
-      return gwError('gw_too_many_attempts', `too many sign-ups; try again in ${retryAfterS} s`, {
-        headers: { 'retry-after': String(retryAfterS) },
-      });
-    }
+    const { db, sessions } = deps.accounts;
+    const refusal = await signupGate(request.remoteAddress, deps);
+    if (refusal) return refusal;
     let userId: string;
     try {
       userId = (await createUser(db, { email: body.email, password: body.password })).user_id;
@@ -58,3 +49,22 @@ export const signupRoute = declareRoute({
     await answerSignedIn(request, response, sessions, user, 201);
   },
 });
+
+/**
+ * What every sign-up attempt goes through first, whatever its body: refused while sign-up is
+ * off; else counted against its address, and refused past the limit.
+ */
+async function signupGate(address: string, deps: AccountDeps): Promise<GwError | undefined> {
+  if (!deps.accounts.signup) {
+    return gwError(
+      'gw_signup_disabled',
+      'self-service sign-up is off on this gateway; ask an admin',
+    );
+  }
+  const waitMs = await deps.accounts.throttle.signupAttempt(address);
+  if (waitMs === 0) return undefined;
+  const retryAfterS = Math.ceil(waitMs / 1000);
+  return gwError('gw_too_many_attempts', `too many sign-ups; try again in ${retryAfterS} s`, {
+    headers: { 'retry-after': String(retryAfterS) },
+  });
+}

@@ -19,6 +19,7 @@ import { parseFormBody } from './form-body.js';
 
 const STORED_BODY_CALLERS: ReadonlySet<CallerRequirement['kind']> = new Set([
   'none',
+  'dashboard_visitor',
   'session',
   'optional_session',
   'org_member',
@@ -56,6 +57,15 @@ function bindRoute<Deps>(
     handler: async (request, response, authenticated) => {
       const refuse = (error: GwError): void =>
         sendError(response, error, flavorOf(request.headers));
+      // The raw body outlives its release only for a route that must see a refused attempt.
+      const rawBody = route.onRefused ? request.body : undefined;
+      const refuseAttempt = async (error: GwError): Promise<void> => {
+        const instead =
+          rawBody && route.onRefused
+            ? await route.onRefused({ request, rawBody, refusal: error }, deps)
+            : undefined;
+        refuse(instead ?? error);
+      };
       let caller = authenticated;
       // Even a request refused for its body names its caller's organization in the log.
       annotateCallerOrg(response, caller);
@@ -72,7 +82,7 @@ function bindRoute<Deps>(
                 route.bodyFieldErrors,
               ));
         request.releaseBody(); // parsed: the raw bytes are not needed again
-        if (isGwError(parsed)) return refuse(parsed);
+        if (isGwError(parsed)) return refuseAttempt(parsed);
         // Dashboard bodies are stored: text Postgres cannot store is refused here, once for
         // every such route, and so are forms (their values are looked up in Postgres).
         // (Inference bodies go to the vendor, and the service-key routes answer their spec's
@@ -82,7 +92,9 @@ function bindRoute<Deps>(
             ? unstorableText(parsed)
             : undefined;
         if (unstorable) {
-          return refuse(gwError('gw_invalid_request', `${unstorable.path}: ${unstorable.problem}`));
+          return refuseAttempt(
+            gwError('gw_invalid_request', `${unstorable.path}: ${unstorable.problem}`),
+          );
         }
         body = parsed;
       }
@@ -110,7 +122,7 @@ function bindRoute<Deps>(
           request.headers,
           body as Record<string, unknown>,
         );
-        if (isGwError(client)) return refuse(client);
+        if (isGwError(client)) return refuseAttempt(client);
         caller = client;
         annotateCallerOrg(response, caller);
       }
@@ -176,6 +188,8 @@ function authenticate(
   switch (requirement.kind) {
     case 'none':
       return Promise.resolve(null);
+    case 'dashboard_visitor':
+      return authenticators.dashboardVisitor(head);
     case 'api_key':
       return authenticators.apiKey(head.headers);
     case 'service_key':

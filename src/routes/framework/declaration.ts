@@ -18,6 +18,11 @@ import type { OAuthClientIdentity } from '../../oauth/clients.js';
 /** Who may call a route. Each kind has one authenticator (see Authenticators). */
 export type CallerRequirement =
   | { readonly kind: 'none' }
+  /**
+   * A browser on the dashboard before it has a session (sign-in, sign-up): no session, but
+   * a write must come from an allowed Origin like every dashboard write (login CSRF).
+   */
+  | { readonly kind: 'dashboard_visitor' }
   | { readonly kind: 'api_key' }
   | { readonly kind: 'service_key'; readonly scope: ServiceKeyScope }
   /**
@@ -73,6 +78,8 @@ export interface Authenticators {
     options?: { readonly csrfInBody?: boolean },
   ): Promise<DashboardCaller | GwError>;
   orgMember(head: RequestHead, role: Role, org: OrgLocator): Promise<OrgMemberCaller | GwError>;
+  /** A dashboard write without a session: null when its Origin is allowed. */
+  dashboardVisitor(head: RequestHead): Promise<null | GwError>;
   /** Runs once the body is parsed: the client's credentials may be form fields. */
   oauthClient(
     headers: Readonly<Record<string, string>>,
@@ -83,6 +90,7 @@ export interface Authenticators {
 /** The error codes a caller kind can answer with before the handler runs. */
 export const callerErrors: Readonly<Record<CallerRequirement['kind'], readonly ErrorCode[]>> = {
   none: [],
+  dashboard_visitor: ['gw_origin_not_allowed'],
   api_key: ['gw_malformed_or_missing_key', 'gw_unknown_key', 'gw_key_inactive', 'gw_unavailable'],
   service_key: [
     'gw_malformed_or_missing_service_key',
@@ -181,6 +189,14 @@ export function answer(
  */
 export type RouteResult = unknown;
 
+/** A request the router refused before its handler, as a route's `onRefused` sees it. */
+export interface RefusedRequest {
+  readonly request: RequestHead;
+  /** The body as sent (unparsed: it may be what was refused). */
+  readonly rawBody: Buffer;
+  readonly refusal: GwError;
+}
+
 type BodyOf<Schema> = Schema extends z.ZodType ? z.infer<Schema> : undefined;
 
 export interface RouteDeclaration<
@@ -217,6 +233,13 @@ export interface RouteDeclaration<
   readonly errorFlavor?: ErrorFlavor | ((headers: Readonly<Record<string, string>>) => ErrorFlavor);
   /** Left out of /openapi.json (operational routes that are not part of the API). */
   readonly undocumented?: boolean;
+  /**
+   * Runs when the router refuses the request before its handler (its body, or an OAuth
+   * client's authentication), with the raw body: for what an attempt must do whatever its
+   * outcome (count it, spend the authorization code it presents). An error it returns is the
+   * answer instead of the refusal.
+   */
+  onRefused?(refused: RefusedRequest, deps: Deps): Promise<GwError | undefined>;
   // A method, not a function property: a list of routes with different callers and bodies
   // is then one array type (their handlers are checked where each route is declared).
   handler(

@@ -1,13 +1,13 @@
 // POST /oauth/authorize (form-encoded, from the consent page): the user's answer. The request
 // is checked again as on the page; the session's CSRF token comes in the form and the Origin
-// must be the gateway's. Approval creates the app connection in the chosen organization
-// (one where the user may spend) and answers 302 to the redirect URI with a single-use code
-// and the state; denial answers 302 with error=access_denied.
+// must be the gateway's. Approval, in an organization where the user may connect apps (the
+// role that issues API keys), answers 302 to the redirect URI with a single-use code and the
+// state (the code's exchange makes the app connection); denial answers 302 with error=access_denied.
 import { z } from 'zod';
-import { roleAtLeast } from '../../accounts/users.js';
+import { APP_CONNECTING_ROLE, roleAtLeast } from '../../accounts/users.js';
 import { gwError } from '../../errors.js';
 import { answerLocation, checkAuthorizationRequest } from '../../oauth/authorization-request.js';
-import { approve, SPENDING_ROLE } from '../../oauth/connections.js';
+import { approve } from '../../oauth/connections.js';
 import { declareRoute } from '../framework/declaration.js';
 import { redirect } from './authorize-page.js';
 import { pageOrJson, type OAuthDeps } from './deps.js';
@@ -22,7 +22,9 @@ const decisionSchema = z.object({
   state: parameter,
   code_challenge: parameter,
   code_challenge_method: parameter,
-  org_id: parameter.describe('the organization whose wallet pays (one where you may spend)'),
+  org_id: parameter.describe(
+    'the organization whose wallet pays (one where you are an admin or owner)',
+  ),
   decision: parameter.describe('approve or deny'),
   csrf_token: parameter.describe("the session's CSRF token (GET /auth/csrf)"),
 });
@@ -54,13 +56,13 @@ export const authorizeDecisionRoute = declareRoute({
     if (!org) {
       return gwError('gw_not_found', 'org_id: no organization with this id among yours');
     }
-    if (!roleAtLeast(org.role, SPENDING_ROLE)) {
+    if (!roleAtLeast(org.role, APP_CONNECTING_ROLE)) {
       return gwError(
         'gw_role_forbidden',
-        `org_id: paying for an app needs the ${SPENDING_ROLE} role or higher there; yours is ${org.role}`,
+        `org_id: connecting an app to an organization's wallet needs the ${APP_CONNECTING_ROLE} role or higher there (as issuing an API key does); yours is ${org.role}`,
       );
     }
-    const { code } = await approve(deps.oauth.db, deps.oauth.codes, {
+    const { code } = await approve(deps.oauth.codes, {
       client: check.request.client,
       redirectUri: check.request.redirectUri,
       codeChallenge: check.request.codeChallenge,

@@ -1,11 +1,12 @@
 // POST /oauth/token (form-encoded, RFC 6749 section 4.1.3 with PKCE, RFC 7636 section 4.6):
 // the app exchanges a code for the connection's inference token. The client authenticates
 // (client_id; a confidential client's secret in the form or as HTTP Basic). Errors are RFC
-// 6749's `{"error", "error_description"}` (plus the gateway's `gw_code`), never cached.
+// 6749's `{"error", "error_description"}` (plus the gateway's `gw_code`), never cached. A
+// presented code is spent whatever fails: the request, the client's authentication, the grant.
 import { z } from 'zod';
-import { gwError } from '../../errors.js';
+import { gwError, type GwError } from '../../errors.js';
 import { oauthHeaders } from '../../http/respond.js';
-import { exchange } from '../../oauth/connections.js';
+import { exchange, spendCode } from '../../oauth/connections.js';
 import { verifierProblem } from '../../oauth/pkce.js';
 import { answer, declareRoute } from '../framework/declaration.js';
 import type { OAuthDeps } from './deps.js';
@@ -20,6 +21,9 @@ const tokenRequestSchema = z.object({
   client_id: parameter,
   client_secret: parameter.describe('confidential clients (or HTTP Basic)'),
 });
+
+/** More `code` fields than this in one refused form are not worth a Redis call each. */
+const MAX_PRESENTED_CODES = 4;
 
 const tokenSchema = z.object({
   access_token: z.string().describe('gw_oauth_…: use it as a Bearer API key on /v1'),
@@ -42,20 +46,22 @@ export const tokenRoute = declareRoute({
     'gw_unavailable',
   ],
   errorFlavor: 'oauth',
-  async handler({ caller, body }, deps: OAuthDeps) {
-    const missing = (name: string) => gwError('gw_invalid_request', `${name} is required`);
-    if (!body.grant_type) return missing('grant_type');
-    if (body.grant_type !== 'authorization_code') {
-      return gwError('gw_oauth_unsupported_grant_type', 'grant_type must be authorization_code');
+  // A code is one attempt, whatever fails: a request refused for its form or its client
+  // authentication spends the code it presents too (docs/decisions.md 276).
+  async onRefused({ rawBody }, deps: OAuthDeps) {
+    for (const code of presentedCodes(rawBody)) {
+      await spendCode(deps.oauth.db, deps.oauth.codes, deps.oauth.apiKeys, code);
     }
-    if (!body.code) return missing('code');
-    if (!body.redirect_uri) return missing('redirect_uri');
-    const pkce = verifierProblem(body.code_verifier);
-    if (pkce) return gwError('gw_invalid_request', pkce);
+    return undefined;
+  },
+  async handler({ caller, body }, deps: OAuthDeps) {
+    const problem = requestProblem(body);
+    if (!body.code) return problem ?? gwError('gw_invalid_request', 'code is required');
     const result = await exchange(deps.oauth.db, deps.oauth.codes, deps.oauth.apiKeys, caller, {
       code: body.code,
       redirectUri: body.redirect_uri,
-      codeVerifier: body.code_verifier!,
+      codeVerifier: body.code_verifier,
+      requestProblem: problem,
     });
     if ('code' in result) return result;
     return answer(
@@ -69,3 +75,22 @@ export const tokenRoute = declareRoute({
     );
   },
 });
+
+/** What is wrong with a token request apart from its code, in RFC 6749's order. */
+function requestProblem(body: z.infer<typeof tokenRequestSchema>): GwError | undefined {
+  const missing = (name: string) => gwError('gw_invalid_request', `${name} is required`);
+  if (!body.grant_type) return missing('grant_type');
+  if (body.grant_type !== 'authorization_code') {
+    return gwError('gw_oauth_unsupported_grant_type', 'grant_type must be authorization_code');
+  }
+  if (!body.code) return missing('code');
+  if (!body.redirect_uri) return missing('redirect_uri');
+  const pkce = verifierProblem(body.code_verifier);
+  return pkce ? gwError('gw_invalid_request', pkce) : undefined;
+}
+
+/** The codes a refused form presents (a malformed form may name one more than once). */
+function presentedCodes(rawBody: Buffer): string[] {
+  const codes = new URLSearchParams(rawBody.toString('utf8')).getAll('code');
+  return [...new Set(codes.filter((code) => code !== ''))].slice(0, MAX_PRESENTED_CODES);
+}
