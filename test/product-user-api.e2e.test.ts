@@ -150,6 +150,15 @@ describe('GET /product-users/by-external-id', () => {
     expect(
       (await getJson(profileUrl(org.app_id, 'never-seen'), bearer(org.service_key))).status,
     ).toBe(404);
+    // A parameter given twice names no one user: refused, on both read routes.
+    for (const path of ['', '/credit-summary']) {
+      const twice = await getJson<ErrorBody>(
+        `${gateway.url}/product-users/by-external-id${path}?app_id=${org.app_id}&external_user_id=alice&external_user_id=bob`,
+        bearer(org.service_key),
+      );
+      expect([twice.status, twice.body.error.code]).toEqual([400, 'gw_invalid_request']);
+      expect(twice.body.error.message).toBe('query parameter "external_user_id": given twice');
+    }
   });
 
   it('answers cap: null and no allowance for a user no cap applies to; last_app_connection_id is "" before any call', async () => {

@@ -41,11 +41,7 @@ async function postCreditGrant(
   request: HttpRequest,
   body: z.infer<typeof creditGrantSchema>,
 ): Promise<RouteResult> {
-  const user = await findFromQuery(
-    deps,
-    caller,
-    new URLSearchParams({ app_id: body.app_id, external_user_id: body.external_user_id }),
-  );
+  const user = await findFromQuery(deps, caller, body);
   if (isGwError(user)) return user;
   const grantInput = creditGrantRequest(body, request.headers['idempotency-key']);
   if (isGwError(grantInput)) return grantInput;

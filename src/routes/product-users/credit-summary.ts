@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { gwError, isGwError } from '../../errors.js';
 import { DEFAULT_CURRENCY } from '../../product-users/profile.js';
 import { declareRoute } from '../framework/declaration.js';
+import { queryParameters } from '../framework/query.js';
 import { creditsSchema } from '../schemas.js';
 import {
   BASE,
@@ -22,8 +23,9 @@ export const creditSummaryRoute = declareRoute({
   responses: { 200: { description: 'credits', schema: creditsSchema } },
   errors: [...identityErrors, 'gw_invalid_request', 'gw_product_user_not_found'],
   async handler({ request, caller }, deps: { productUsers: ProductUserRouteDeps }) {
-    const query = new URLSearchParams(request.query);
-    const currency = query.get('currency') ?? DEFAULT_CURRENCY;
+    const query = queryParameters(request.query);
+    if (isGwError(query)) return query;
+    const currency = query.currency ?? DEFAULT_CURRENCY;
     if (!currencyCode.safeParse(currency).success) {
       return gwError('gw_invalid_request', 'currency: must be a 3-letter ISO currency code');
     }

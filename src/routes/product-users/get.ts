@@ -1,6 +1,7 @@
 // GET /product-users/by-external-id: a product user's profile (never creates one).
 import { isGwError } from '../../errors.js';
 import { declareRoute } from '../framework/declaration.js';
+import { queryParameters } from '../framework/query.js';
 import { productUserSchema } from '../schemas.js';
 import {
   BASE,
@@ -19,7 +20,9 @@ export const getProductUserRoute = declareRoute({
   responses: { 200: { description: 'the product user', schema: productUserSchema } },
   errors: [...identityErrors, 'gw_product_user_not_found'],
   async handler({ request, caller }, deps: { productUsers: ProductUserRouteDeps }) {
-    const user = await findFromQuery(deps.productUsers, caller, new URLSearchParams(request.query));
+    const query = queryParameters(request.query);
+    if (isGwError(query)) return query;
+    const user = await findFromQuery(deps.productUsers, caller, query);
     if (isGwError(user)) return user;
     return await deps.productUsers.profiles.profile(user);
   },

@@ -67,12 +67,18 @@ export async function identifyUser(
   return { appId, externalUserId };
 }
 
+/** The user a query string (each parameter once: queryParameters) or a body names. */
 export async function findFromQuery(
   deps: ProductUserRouteDeps,
   caller: ServiceKeyIdentity,
-  query: URLSearchParams,
+  query: { readonly app_id?: string; readonly external_user_id?: string },
 ): Promise<ProductUserRow | GwError> {
-  const pair = await identifyUser(deps, caller, query.get('app_id'), query.get('external_user_id'));
+  const pair = await identifyUser(
+    deps,
+    caller,
+    query.app_id ?? null,
+    query.external_user_id ?? null,
+  );
   if (isGwError(pair)) return pair;
   const user = await deps.profiles.findUser(caller.orgId, pair.appId, pair.externalUserId);
   return (
