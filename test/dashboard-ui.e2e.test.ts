@@ -167,8 +167,18 @@ describe('the dashboard in a browser', () => {
       );
       return rows.map((found) => found.role);
     };
+    // choosing another role changes nothing until it is confirmed
     await row.getByRole('combobox').selectOption('viewer');
+    expect(await roleOf(emails.newcomer)).toEqual(['member']);
+    const change = row.getByRole('button', {
+      name: `Change the role of ${emails.newcomer} to viewer…`,
+    });
+    await change.click();
+    const confirmRole = page.getByRole('dialog', { name: `Change ${emails.newcomer} to viewer?` });
+    expect(await confirmRole.textContent()).toContain('from now on they are viewer');
+    await confirmRole.getByRole('button', { name: 'Make them viewer' }).click();
     await expect.poll(() => roleOf(emails.newcomer)).toEqual(['viewer']);
+    await confirmRole.waitFor({ state: 'detached' });
 
     // sees each of those writes in the audit log
     await page.getByRole('link', { name: 'Audit log' }).click();

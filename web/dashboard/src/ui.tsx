@@ -62,7 +62,8 @@ export function PageHeader(props: { title: string; children?: ComponentChildren 
 /**
  * A modal confirmation (the native dialog: focus stays inside, Escape cancels) whose button
  * runs one write. While it runs the button is busy; if it fails, its error shows in the dialog,
- * which stays open; once it succeeded, `onDone` hears its answer.
+ * which stays open; once it succeeded, `onDone` hears its answer. Closed, it gives focus back to
+ * what had it when it opened.
  */
 export function Confirm<T>(props: {
   title: string;
@@ -73,11 +74,18 @@ export function Confirm<T>(props: {
   onCancel(): void;
 }) {
   const dialog = useRef<HTMLDialogElement>(null);
+  // what had focus when the dialog opened (the button that opened it), read on the first render
+  const opener = useRef(document.activeElement);
   const action = useAction();
   useEffect(() => {
     const element = dialog.current;
     if (element && !element.open) element.showModal();
-    return () => element?.close();
+    return () => {
+      element?.close();
+      // back where the user was, not to the page's start (the opener may be gone: a removed row)
+      const back = opener.current;
+      if (back instanceof HTMLElement && back.isConnected) back.focus();
+    };
   }, []);
   return (
     <dialog
