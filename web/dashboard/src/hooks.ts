@@ -100,6 +100,10 @@ export function usePaged<Row>(path: string | null): Paged<Row> {
   };
 }
 
+/** An error in what the user typed, found before sending it: shown as the API's would be. */
+export const invalidInput = (message: string): ApiError =>
+  new ApiError(0, 'invalid_input', message);
+
 export function asApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
   return new ApiError(0, 'client', error instanceof Error ? error.message : String(error));
@@ -120,6 +124,8 @@ export function useAction(): {
   error: ApiError | null;
   run<T>(action: () => Promise<T>): Promise<Done<T> | null>;
   submit<T>(write: () => Promise<T>, after: (answer: T) => void): (event: Event) => void;
+  /** Shows what is wrong with the form's input (found before anything was sent). */
+  refuse(message: string): void;
   clear(): void;
 } {
   const [busy, setBusy] = useState(false);
@@ -142,5 +148,7 @@ export function useAction(): {
       event.preventDefault();
       void run(write).then((done) => done && after(done.value));
     };
-  return { busy, error, run, submit, clear: () => setError(null) };
+  const refuse = useCallback((message: string) => setError(invalidInput(message)), []);
+  const clear = useCallback(() => setError(null), []);
+  return { busy, error, run, submit, refuse, clear };
 }
