@@ -2,7 +2,15 @@
 // sums and orders of decimal strings are exact, amounts are shown without rounding, usage
 // totals are per currency, and the CSV export carries the API's values as they came.
 import { describe, expect, it } from 'vitest';
-import { compareDecimals, exactAmount, money, sumDecimals } from '../web/dashboard/src/money.js';
+import {
+  amountProblem,
+  compareDecimals,
+  exactAmount,
+  isApiAmount,
+  money,
+  plainAmount,
+  sumDecimals,
+} from '../web/dashboard/src/money.js';
 import type { UsageRow } from '../web/dashboard/src/types.js';
 import { daysBetween, summarize, usageCsv } from '../web/dashboard/src/usage-data.js';
 
@@ -34,6 +42,34 @@ describe('dashboard money', () => {
     expect(exactAmount('-12.3')).toBe('-12.30');
     expect(exactAmount('not money')).toBe('not money');
     expect(money('5.250000000000', 'EUR')).toBe('5.25 EUR');
+  });
+
+  it('gives an amount back to a form field plainly: no zeros past the last decimal, no separators', () => {
+    expect(plainAmount('5.000000000000')).toBe('5');
+    expect(plainAmount('2.500000000000')).toBe('2.5');
+    expect(plainAmount('1234567.000000000001')).toBe('1234567.000000000001');
+    expect(plainAmount('0.000000000000')).toBe('0');
+    expect(isApiAmount('25.500000000000')).toBe(true);
+    expect(isApiAmount('25.5')).toBe(false);
+    expect(isApiAmount(25.5)).toBe(false);
+  });
+
+  it('says what is wrong with a typed amount before it is sent', () => {
+    expect(amountProblem('25.5')).toBeNull();
+    expect(amountProblem(' 12.000000000001 ')).toBeNull();
+    expect(amountProblem('abc')).toContain('as digits');
+    expect(amountProblem('1,000')).toContain('no thousands separators');
+    expect(amountProblem('1e3')).toContain('as digits');
+    expect(amountProblem('$5')).toContain('as digits');
+    expect(amountProblem('.5')).toContain('as digits');
+    expect(amountProblem('-5')).toBe('Enter an amount that is not negative.');
+    expect(amountProblem('1.0000000000001')).toBe(
+      'Enter at most 12 digits after the decimal point.',
+    );
+    expect(amountProblem('')).toBe('Enter an amount.');
+    expect(amountProblem('0')).toBe('Enter an amount above 0.');
+    expect(amountProblem('0.00')).toBe('Enter an amount above 0.');
+    expect(amountProblem('0', { zero: true })).toBeNull();
   });
 
   it('totals usage per currency, the most spent first', () => {

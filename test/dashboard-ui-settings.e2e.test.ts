@@ -132,25 +132,32 @@ describe('the settings pages in a browser', () => {
     );
     expect(usage).toEqual([{ route: 'byok', credential_id: rows[0]!.id }]);
 
-    // its priority changes in place (the secret cannot)
+    // its priority and its name change in place (the secret cannot); a refused change's
+    // message goes once the input changes
     await page.getByRole('button', { name: 'Edit Team key' }).click();
     const edit = page.getByRole('region', { name: 'Edit Team key' });
     await edit.getByLabel('Priority (1 is tried first)').fill('3');
+    await edit.getByLabel('Name', { exact: true }).fill('   ');
+    await edit.getByRole('button', { name: 'Save changes' }).click();
+    await edit.getByRole('alert').waitFor();
+    await edit.getByLabel('Name', { exact: true }).fill('Team key (EU)');
+    expect(await edit.getByRole('alert').count()).toBe(0);
     await edit.getByRole('button', { name: 'Save changes' }).click();
     await edit.getByText('Saved.', { exact: false }).waitFor();
-    const { rows: edited } = await db.query<{ priority: number }>(
-      'SELECT priority FROM provider_credentials WHERE id = $1',
+    const { rows: edited } = await db.query<{ priority: number; name: string }>(
+      'SELECT priority, name FROM provider_credentials WHERE id = $1',
       [rows[0]!.id],
     );
-    expect(edited).toEqual([{ priority: 3 }]);
+    expect(edited).toEqual([{ priority: 3, name: 'Team key (EU)' }]);
+    await page.getByRole('cell', { name: 'Team key (EU)', exact: true }).waitFor();
     await edit.getByRole('button', { name: 'Close' }).click();
 
     // disabling it (the confirmation says what happens) sends requests back to gw's route
-    await page.getByRole('button', { name: 'Disable Team key' }).click();
-    const dialog = page.getByRole('dialog', { name: 'Disable Team key?' });
+    await page.getByRole('button', { name: 'Disable Team key (EU)' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Disable Team key (EU)?' });
     expect(await dialog.textContent()).toContain('stops using the key at once');
     await dialog.getByRole('button', { name: 'Disable credential' }).click();
-    await page.getByRole('button', { name: 'Enable Team key' }).waitFor();
+    await page.getByRole('button', { name: 'Enable Team key (EU)' }).waitFor();
     const { rows: after } = await db.query<{ status: string }>(
       'SELECT status FROM provider_credentials WHERE id = $1',
       [rows[0]!.id],
@@ -240,8 +247,12 @@ describe('the settings pages in a browser', () => {
 
     await go(page, 'Caps', 'caps');
     await page.getByText('The organization has no cap.').waitFor();
+    // a cap of 0 stops every request: that asks first
     await page.getByLabel('Monthly cap (USD)').first().fill('0');
     await page.getByRole('button', { name: 'Set organization cap' }).click();
+    const stopAll = page.getByRole('dialog', { name: 'Set the organization cap to 0?' });
+    expect(await stopAll.textContent()).toContain('is refused with 403');
+    await stopAll.getByRole('button', { name: 'Stop all requests' }).click();
     await page.getByText(/Cap:\s*0\.00 USD a month/).waitFor();
     await screenshot(page, 'settings-05-caps');
     const refused = await infer();

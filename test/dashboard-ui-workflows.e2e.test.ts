@@ -292,12 +292,20 @@ describe('running an organization from the dashboard', () => {
     const usage = page.getByRole('region', { name: 'Usage this month' });
     expect(await usage.textContent()).toContain('Requests2');
 
-    // a bad amount: the API's own message, nothing granted
+    // a bad amount: said before anything is sent, nothing granted
     await page.getByLabel('Amount').fill('0');
+    await page.getByRole('button', { name: 'Grant credits' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toBe('Enter an amount above 0.');
+    await page.getByLabel('Amount').fill('1,000');
     await page.getByRole('button', { name: 'Grant credits' }).click();
     await expect
       .poll(() => page.getByRole('alert').textContent())
-      .toBe('amount: must be greater than zero (gw_invalid_request)');
+      .toContain('no thousands separators');
+    // credits in another currency than the user's costs: said before they are granted
+    await page.getByLabel('Currency').fill('EUR');
+    await page.getByText('Credits in EUR pay only for costs in EUR').waitFor();
+    await page.getByLabel('Currency').fill('USD');
+    expect(await page.getByText('Credits in EUR').count()).toBe(0);
     const grants = async () =>
       (
         await db.query<{ amount: string; status: string }>(

@@ -102,6 +102,7 @@ import { dashboardAssetRoute } from './dashboard-ui/asset.js';
 import type { DashboardBundle } from './dashboard-ui/bundle.js';
 import {
   dashboardModelsPageRoute,
+  dashboardNamedPageRoute,
   dashboardOrgPagesRoute,
   dashboardPageRoute,
   dashboardRedirectRoute,
@@ -271,6 +272,7 @@ export const routeDeclarations: readonly DeclaredRoute<RouteDeps>[] = [
   dashboardModelsPageRoute,
   dashboardOrgPagesRoute,
   dashboardAssetRoute,
+  dashboardNamedPageRoute,
 ];
 
 export { metricsRoute };

@@ -1,6 +1,9 @@
 // The dashboard's single page: GET /dashboard/ and every deep link of the app under it
 // (/dashboard/orgs/…, /dashboard/models, …) answer the same HTML, never cached, with a strict
-// Content-Security-Policy (scripts, styles and requests only from the gateway itself).
+// Content-Security-Policy (scripts, styles and requests only from the gateway itself). Where
+// self-service sign-up is on, the page says so in a <meta name="gw-sign-up"> (the signed-out
+// app has no other way to know whether to offer it). /dashboard/<name> answers the page for any
+// name but `api` and `assets`: the app shows its own not-found page for one it does not know.
 import { gwError, type GwError } from '../../errors.js';
 import type { HttpResponse } from '../../http/types.js';
 import { declareRoute } from '../framework/declaration.js';
@@ -30,14 +33,32 @@ const pageHeaders = {
 
 interface PageDeps {
   readonly dashboardBundle: DashboardBundle;
+  readonly accounts: { readonly signup: boolean };
 }
 
-function sendPage(response: HttpResponse, { dashboardBundle }: PageDeps): GwError | undefined {
-  if (!dashboardBundle.html) {
-    return gwError('gw_not_found', 'the dashboard is not built: run `npm run build`');
+const SIGN_UP_META = Buffer.from('<meta name="gw-sign-up" content="open" />\n  </head>');
+/** The page with the sign-up flag, made once per bundle. */
+const withSignUp = new WeakMap<Buffer, Buffer>();
+
+function pageHtml(html: Buffer, signUp: boolean): Buffer {
+  if (!signUp) return html;
+  let flagged = withSignUp.get(html);
+  if (!flagged) {
+    const at = html.indexOf('</head>');
+    flagged =
+      at < 0
+        ? html
+        : Buffer.concat([html.subarray(0, at), SIGN_UP_META, html.subarray(at + '</head>'.length)]);
+    withSignUp.set(html, flagged);
   }
+  return flagged;
+}
+
+function sendPage(response: HttpResponse, deps: PageDeps): GwError | undefined {
+  const html = deps.dashboardBundle.html;
+  if (!html) return gwError('gw_not_found', 'the dashboard is not built: run `npm run build`');
   response.writeHead(200, pageHeaders);
-  response.end(dashboardBundle.html);
+  response.end(pageHtml(html, deps.accounts.signup));
   return undefined;
 }
 
@@ -56,6 +77,22 @@ const pageRoute = (path: string, summary: string) =>
 export const dashboardPageRoute = pageRoute('/dashboard/', 'The dashboard web app');
 export const dashboardModelsPageRoute = pageRoute('/dashboard/models', 'Dashboard: models page');
 export const dashboardSignInPageRoute = pageRoute('/dashboard/sign-in', 'Dashboard: sign-in');
+/** The namespaces under /dashboard/ that are not the app's pages. */
+const NOT_PAGES = new Set(['api', 'assets']);
+
+export const dashboardNamedPageRoute = declareRoute({
+  method: 'GET',
+  path: '/dashboard/{page}',
+  summary: 'Dashboard: a page by name (sign-up, or one the app shows as not found)',
+  caller: { kind: 'none' },
+  undocumented: true,
+  responses: { 200: { description: 'the dashboard page' } },
+  errors: ['gw_not_found'],
+  handler: ({ params, response }, deps: PageDeps) =>
+    NOT_PAGES.has(params.page!)
+      ? gwError('gw_not_found', `no route for GET /dashboard/${params.page}`)
+      : sendPage(response, deps),
+});
 export const dashboardOrgPagesRoute = pageRoute(
   '/dashboard/orgs/{page*}',
   "Dashboard: an organization's pages (deep links)",

@@ -43,6 +43,12 @@ async function csrf(): Promise<string> {
   return csrfToken;
 }
 
+const SIGNED_OUT_WRITES = new Set(['/auth/login', '/auth/signup']);
+
+/** Whether this gateway lets anyone make an account (its page says so: see the page route). */
+export const signUpOpen = (): boolean =>
+  document.querySelector('meta[name="gw-sign-up"]')?.getAttribute('content') === 'open';
+
 export async function request<T>(
   method: string,
   path: string,
@@ -51,7 +57,8 @@ export async function request<T>(
 ): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json', ...extraHeaders };
   if (body !== undefined) headers['content-type'] = 'application/json';
-  if (method !== 'GET' && path !== '/auth/login') headers['x-csrf-token'] = await csrf();
+  // signing in and signing up come before a session (and its token)
+  if (method !== 'GET' && !SIGNED_OUT_WRITES.has(path)) headers['x-csrf-token'] = await csrf();
   let response: Response;
   try {
     response = await fetch(path, {

@@ -5,6 +5,7 @@ import {
   ApiError,
   forgetCsrfToken,
   SESSION_ENDED,
+  signUpOpen,
   type OrgSummary,
   type SignedIn,
 } from './api.js';
@@ -12,8 +13,17 @@ import { asApiError } from './hooks.js';
 import { orgPageOf, orgPages } from './pages/index.js';
 import { ModelsPage } from './pages/models.js';
 import { SignInPage } from './pages/sign-in.js';
-import { hrefOf, navigate, orgView, signInReturnPath, useView, type View } from './router.js';
-import { ErrorNote, Link, Loading } from './ui.js';
+import {
+  hrefOf,
+  navigate,
+  navigateToPath,
+  navigateToSignIn,
+  orgView,
+  signInReturnPath,
+  useView,
+  type View,
+} from './router.js';
+import { ErrorNote, Link, Loading, PageHeader } from './ui.js';
 
 type SessionState =
   | { readonly kind: 'checking' }
@@ -48,13 +58,19 @@ export function App() {
     return () => window.removeEventListener(SESSION_ENDED, ended);
   }, []);
 
+  const signingUp = view.page === 'sign-up' && signUpOpen();
   useEffect(() => {
-    if (state.kind === 'signed-out' && view.page !== 'sign-in') {
-      navigate({ page: 'sign-in' }, { replace: true });
+    if (state.kind === 'signed-out' && view.page !== 'sign-in' && !signingUp) {
+      navigateToSignIn();
     }
-    if (state.kind === 'signed-in' && (view.page === 'sign-in' || view.page === 'home')) {
-      // Signed in on the way to an app's OAuth request: back to its consent page.
-      const back = view.page === 'sign-in' ? signInReturnPath() : null;
+    const signPage = view.page === 'sign-in' || view.page === 'sign-up';
+    if (state.kind === 'signed-in' && (signPage || view.page === 'home')) {
+      // Back to the page opened while signed out, or to an app's OAuth consent page.
+      const back = signPage ? signInReturnPath() : null;
+      if (back?.startsWith('/dashboard/')) {
+        navigateToPath(back);
+        return;
+      }
       if (back) {
         location.replace(back);
         return;
@@ -68,6 +84,7 @@ export function App() {
   useEffect(() => {
     const titles: Record<Exclude<View['page'], 'org'>, string> = {
       'sign-in': 'Sign in',
+      'sign-up': 'Create an account',
       models: 'Models & prices',
       home: 'Dashboard',
       'not-found': 'Not found',
@@ -96,6 +113,7 @@ export function App() {
   if (state.kind === 'signed-out') {
     return (
       <SignInPage
+        mode={signingUp ? 'sign-up' : 'sign-in'}
         onSignedIn={(session) => {
           forgetCsrfToken();
           setState({ kind: 'signed-in', session });
@@ -257,14 +275,10 @@ function Page(props: { view: View; org: OrgSummary | undefined; session: SignedI
   if (!org) return <Loading what="your organization" />;
   const page = view.page === 'org' ? orgPageOf(view.section) : undefined;
   if (view.page !== 'org' || !page) {
-    if (view.page === 'home' || view.page === 'sign-in') {
+    if (view.page === 'home' || view.page === 'sign-in' || view.page === 'sign-up') {
       return <Loading what="your organization" />;
     }
-    return (
-      <p class="error" role="alert">
-        There is no such page. <Link to={orgView(org.id)}>Go to the overview</Link>
-      </p>
-    );
+    return <NotFound orgId={org.id} />;
   }
   return (
     <page.Component
@@ -273,5 +287,18 @@ function Page(props: { view: View; org: OrgSummary | undefined; session: SignedI
       session={props.session}
       id={view.id}
     />
+  );
+}
+
+function NotFound({ orgId }: { orgId: string }) {
+  return (
+    <>
+      <PageHeader title="Page not found">
+        The dashboard has no page at <code>{location.pathname}</code>.
+      </PageHeader>
+      <p>
+        <Link to={orgView(orgId)}>Go to the overview</Link>
+      </p>
+    </>
   );
 }

@@ -13,22 +13,30 @@ export function useLoad<T>(path: string | null): Loaded<T> {
   return useAsync<T>(path === null ? null : () => api.get<T>(path), path);
 }
 
-/** Runs `load` whenever `key` changes (null: nothing to load yet). */
+/**
+ * Runs `load` whenever `key` changes (null: nothing to load). What was loaded for another key
+ * is never returned: while the new key loads, and with no key, there is no data (no stale
+ * figures under new settings).
+ */
 export function useAsync<T>(load: (() => Promise<T>) | null, key: string | null): Loaded<T> {
-  const [state, setState] = useState<{ data: T | null; error: ApiError | null; loading: boolean }>({
-    data: null,
-    error: null,
-    loading: load !== null,
-  });
+  const [state, setState] = useState<{
+    key: string | null;
+    data: T | null;
+    error: ApiError | null;
+    loading: boolean;
+  }>({ key, data: null, error: null, loading: load !== null });
   const [generation, setGeneration] = useState(0);
   useEffect(() => {
-    if (load === null) return;
+    if (load === null) {
+      setState({ key, data: null, error: null, loading: false });
+      return;
+    }
     let current = true;
     setState((previous) => ({ ...previous, loading: true, error: null }));
     load().then(
-      (data) => current && setState({ data, error: null, loading: false }),
+      (data) => current && setState({ key, data, error: null, loading: false }),
       (error: unknown) =>
-        current && setState({ data: null, error: asApiError(error), loading: false }),
+        current && setState({ key, data: null, error: asApiError(error), loading: false }),
     );
     return () => {
       current = false;
@@ -36,7 +44,13 @@ export function useAsync<T>(load: (() => Promise<T>) | null, key: string | null)
     // `key` stands for `load`: a new function each render, the same work while key is the same.
   }, [key, generation]);
   const reload = useCallback(() => setGeneration((value) => value + 1), []);
-  return { ...state, reload };
+  const fresh = state.key === key;
+  return {
+    data: fresh ? state.data : null,
+    error: fresh ? state.error : null,
+    loading: load !== null && (!fresh || state.loading),
+    reload,
+  };
 }
 
 export interface Paged<Row> extends Loaded<Row[]> {
@@ -86,6 +100,10 @@ export function usePaged<Row>(path: string | null): Paged<Row> {
   };
 }
 
+/** An error in what the user typed, found before sending it: shown as the API's would be. */
+export const invalidInput = (message: string): ApiError =>
+  new ApiError(0, 'invalid_input', message);
+
 export function asApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
   return new ApiError(0, 'client', error instanceof Error ? error.message : String(error));
@@ -106,6 +124,8 @@ export function useAction(): {
   error: ApiError | null;
   run<T>(action: () => Promise<T>): Promise<Done<T> | null>;
   submit<T>(write: () => Promise<T>, after: (answer: T) => void): (event: Event) => void;
+  /** Shows what is wrong with the form's input (found before anything was sent). */
+  refuse(message: string): void;
   clear(): void;
 } {
   const [busy, setBusy] = useState(false);
@@ -128,5 +148,7 @@ export function useAction(): {
       event.preventDefault();
       void run(write).then((done) => done && after(done.value));
     };
-  return { busy, error, run, submit, clear: () => setError(null) };
+  const refuse = useCallback((message: string) => setError(invalidInput(message)), []);
+  const clear = useCallback(() => setError(null), []);
+  return { busy, error, run, submit, refuse, clear };
 }

@@ -53,3 +53,41 @@ export const money = (value: string, currency: string): string =>
 
 /** For plotting only (a plot's scale is not exact; every number shown in text is). */
 export const approximately = (value: string): number => Number(value);
+
+/**
+ * An exact amount as a form field takes it back: no thousands separators, no zeros past the
+ * last significant decimal (5.000000000000 → 5, 2.500000000000 → 2.5).
+ */
+export function plainAmount(value: string): string {
+  const match = DECIMAL.exec(value.trim());
+  if (!match) return value;
+  const [, sign = '', whole = '0', fraction = ''] = match;
+  const trimmed = fraction.replace(/0+$/, '');
+  return `${sign}${whole}${trimmed ? `.${trimmed}` : ''}`;
+}
+
+/** The API's money: decimal strings with 12 fraction digits (`25.500000000000`). */
+export const isApiAmount = (value: unknown): value is string =>
+  typeof value === 'string' && /^-?\d+\.\d{12}$/.test(value);
+
+/** The most fraction digits an amount may have (the API keeps 12: nano-cents and below). */
+const MAX_FRACTION_DIGITS = 12;
+
+/**
+ * What is wrong with an amount typed in a form, said so the user can fix it, or null when it
+ * is a decimal the API takes: digits, at most one point and 12 decimals, above zero (or zero
+ * too, with `zero`). Checked before anything asks to confirm it.
+ */
+export function amountProblem(text: string, options: { zero?: boolean } = {}): string | null {
+  const value = text.trim();
+  if (value === '') return 'Enter an amount.';
+  if (!/^-?\d+(\.\d+)?$/.test(value)) {
+    return 'Enter the amount as digits with an optional decimal point, like 25 or 12.50 (no thousands separators, spaces or currency).';
+  }
+  if (value.startsWith('-')) return 'Enter an amount that is not negative.';
+  if ((value.split('.')[1] ?? '').length > MAX_FRACTION_DIGITS) {
+    return `Enter at most ${MAX_FRACTION_DIGITS} digits after the decimal point.`;
+  }
+  if (!options.zero && /^0+(\.0+)?$/.test(value)) return 'Enter an amount above 0.';
+  return null;
+}

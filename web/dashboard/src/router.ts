@@ -7,6 +7,7 @@ import { useEffect, useState } from 'preact/hooks';
 export type View =
   | { readonly page: 'home' }
   | { readonly page: 'sign-in' }
+  | { readonly page: 'sign-up' }
   | { readonly page: 'models' }
   | { readonly page: 'not-found' }
   | {
@@ -39,6 +40,7 @@ export function parseView(pathname: string): View {
   }
   if (parts.length === 0) return { page: 'home' };
   if (parts.length === 1 && parts[0] === 'sign-in') return { page: 'sign-in' };
+  if (parts.length === 1 && parts[0] === 'sign-up') return { page: 'sign-up' };
   if (parts.length === 1 && parts[0] === 'models') return { page: 'models' };
   const [orgs, orgId, section = '', id] = parts;
   if (orgs !== 'orgs' || !orgId || parts.length > 4) return { page: 'not-found' };
@@ -52,6 +54,8 @@ export function hrefOf(view: View): string {
       return `${BASE}/`;
     case 'sign-in':
       return `${BASE}/sign-in`;
+    case 'sign-up':
+      return `${BASE}/sign-up`;
     case 'models':
       return `${BASE}/models`;
     case 'org':
@@ -63,13 +67,34 @@ export function hrefOf(view: View): string {
 }
 
 /**
- * Where the sign-in page sends the user once signed in, from its `?next=`: only back to an
- * OAuth authorization request of this gateway (an app asked the user to connect), never
- * elsewhere (no open redirect).
+ * Where the sign-in page sends the user once signed in, from its `?next=`: back to a page of
+ * the dashboard (a deep link opened while signed out) or to an OAuth authorization request of
+ * this gateway (an app asked the user to connect), never elsewhere (no open redirect: a path
+ * of this origin only).
  */
 export function signInReturnPath(): string | null {
   const next = new URLSearchParams(location.search).get('next');
-  return next !== null && next.startsWith('/oauth/authorize?') ? next : null;
+  if (next === null) return null;
+  if (next.startsWith('/oauth/authorize?')) return next;
+  return next.startsWith(`${BASE}/`) && !next.startsWith(`${BASE}/sign-`) ? next : null;
+}
+
+/** The sign-in (or sign-up) page, remembering the page the user opened (see signInReturnPath). */
+export function navigateToSignIn(page: 'sign-in' | 'sign-up' = 'sign-in'): void {
+  const here = `${location.pathname}${location.search}`;
+  const next =
+    parseView(location.pathname).page === 'home' || location.pathname.startsWith(`${BASE}/sign-`)
+      ? new URLSearchParams(location.search).get('next')
+      : here;
+  const query = next ? `?next=${encodeURIComponent(next)}` : '';
+  history.replaceState(null, '', `${BASE}/${page}${query}`);
+  window.dispatchEvent(new Event(NAVIGATED));
+}
+
+/** Opens a path of the dashboard (with its query) in the app. */
+export function navigateToPath(path: string): void {
+  history.replaceState(null, '', path);
+  window.dispatchEvent(new Event(NAVIGATED));
 }
 
 const NAVIGATED = 'gw:navigated';

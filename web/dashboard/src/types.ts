@@ -8,6 +8,17 @@ export interface AppRow {
   readonly created_at: string;
 }
 
+/** One app as its page shows it (GET /dashboard/api/apps/{id}). */
+export interface AppDetail extends AppRow {
+  readonly status: 'active' | 'deleted';
+  readonly deleted_at: string | null;
+  readonly counts: {
+    readonly connections: number;
+    readonly api_keys: number;
+    readonly product_users: number;
+  };
+}
+
 export interface ConnectionRow {
   readonly id: string;
   readonly app_id: string;

@@ -1,5 +1,5 @@
 // Small building blocks every page uses: links, loading, empty and error states, confirmations.
-import type { ComponentChildren } from 'preact';
+import { Fragment, type ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { ApiError } from './api.js';
 import { useAction, type Loaded, type Paged } from './hooks.js';
@@ -62,7 +62,8 @@ export function PageHeader(props: { title: string; children?: ComponentChildren 
 /**
  * A modal confirmation (the native dialog: focus stays inside, Escape cancels) whose button
  * runs one write. While it runs the button is busy; if it fails, its error shows in the dialog,
- * which stays open; once it succeeded, `onDone` hears its answer.
+ * which stays open; once it succeeded, `onDone` hears its answer. Closed, it gives focus back to
+ * what had it when it opened.
  */
 export function Confirm<T>(props: {
   title: string;
@@ -73,11 +74,18 @@ export function Confirm<T>(props: {
   onCancel(): void;
 }) {
   const dialog = useRef<HTMLDialogElement>(null);
+  // what had focus when the dialog opened (the button that opened it), read on the first render
+  const opener = useRef(document.activeElement);
   const action = useAction();
   useEffect(() => {
     const element = dialog.current;
     if (element && !element.open) element.showModal();
-    return () => element?.close();
+    return () => {
+      element?.close();
+      // back where the user was, not to the page's start (the opener may be gone: a removed row)
+      const back = opener.current;
+      if (back instanceof HTMLElement && back.isConnected) back.focus();
+    };
   }, []);
   return (
     <dialog
@@ -284,6 +292,54 @@ export function RowButton(props: {
 /** A status word in a coloured pill (the word itself carries the meaning, not the colour). */
 export function Status({ value }: { value: string }) {
   return <span class={`status ${value}`}>{value}</span>;
+}
+
+/**
+ * A URL that may break across lines only after a `/`, `?`, `&` or `#` (never inside a host
+ * name or a path segment), as code.
+ */
+export function Url({ value }: { value: string }) {
+  const parts = value.split(/(?<=[/?&#])(?=[^/])/);
+  return (
+    <code class="url">
+      {parts.map((part, index) => (
+        <Fragment key={index}>
+          {index > 0 && <wbr />}
+          {part}
+        </Fragment>
+      ))}
+    </code>
+  );
+}
+
+/** An id to copy: the value as code, and a button that copies it (and says so). */
+export function CopyText(props: { value: string; label: string }) {
+  const [copied, setCopied] = useState<'yes' | 'failed' | null>(null);
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(props.value);
+      setCopied('yes');
+    } catch {
+      setCopied('failed');
+    }
+  };
+  return (
+    <span class="copy-text">
+      <code>{props.value}</code>{' '}
+      <button
+        type="button"
+        class="secondary small-button"
+        aria-label={`Copy ${props.label}`}
+        onClick={() => void copy()}
+      >
+        Copy
+      </button>{' '}
+      <span class="muted small" role="status" aria-live="polite">
+        {copied === 'yes' && 'Copied.'}
+        {copied === 'failed' && 'The browser did not allow copying: select it and copy.'}
+      </span>
+    </span>
+  );
 }
 
 /**

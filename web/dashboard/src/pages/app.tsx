@@ -1,16 +1,17 @@
 // One app: its connections, each with its settings; create, change and revoke them; and its
 // OAuth clients.
 import { useState } from 'preact/hooks';
-import { api, canManage, type OrgSummary, type Page } from '../api.js';
+import { api, canManage, type OrgSummary } from '../api.js';
 import { useAction, useLoad, usePaged } from '../hooks.js';
-import { orgView } from '../router.js';
-import type { AppRow, ConnectionRow } from '../types.js';
+import { navigate, orgView } from '../router.js';
+import type { AppDetail, ConnectionRow } from '../types.js';
 import {
   Confirm,
   ErrorNote,
   formatTime,
   Link,
   ListState,
+  Loading,
   MoreButton,
   PageHeader,
   Status,
@@ -20,25 +21,129 @@ import { OAuthClients } from './oauth-clients.js';
 import { SettingsFields } from './settings-fields.js';
 
 export function AppPage({ org, appId }: { org: OrgSummary; appId: string }) {
-  // The API has no "get one app": its name comes from the organization's list.
-  const apps = useLoad<Page<AppRow>>(
-    `/dashboard/api/orgs/${encodeURIComponent(org.id)}/apps?limit=200`,
-  );
-  const app = apps.data?.data.find((candidate) => candidate.id === appId);
-  const list = usePaged<ConnectionRow>(
-    `/dashboard/api/apps/${encodeURIComponent(appId)}/connections`,
-  );
+  const path = `/dashboard/api/apps/${encodeURIComponent(appId)}`;
+  const app = useLoad<AppDetail>(path);
   const manage = canManage(org.role);
+  const crumbs = (
+    <p class="crumbs">
+      <Link to={orgView(org.id, 'apps')}>Apps</Link> <span aria-hidden="true">›</span>
+    </p>
+  );
+  if (app.error?.status === 404) {
+    return (
+      <>
+        {crumbs}
+        <PageHeader title="No such app">
+          This organization has no app <code>{appId}</code>.
+        </PageHeader>
+        <p>
+          <Link to={orgView(org.id, 'apps')}>See all apps</Link>
+        </p>
+      </>
+    );
+  }
+  if (!app.data) {
+    return (
+      <>
+        {crumbs}
+        <PageHeader title="App" />
+        <ErrorNote error={app.error} />
+        {app.loading && <Loading what="the app" />}
+      </>
+    );
+  }
+  const active = app.data.status === 'active';
   return (
     <>
-      <p class="crumbs">
-        <Link to={orgView(org.id, 'apps')}>Apps</Link> <span aria-hidden="true">›</span>
-      </p>
-      <PageHeader title={app ? app.name : 'App'}>
-        <code>{appId}</code> · Connections of this app. Each connection's API keys follow its
-        settings at once.
+      {crumbs}
+      <PageHeader title={app.data.name}>
+        <code>{appId}</code> · <Status value={app.data.status} /> · Connections of this app. Each
+        connection's API keys follow its settings at once.
       </PageHeader>
-      {manage && <CreateConnection appId={appId} onCreated={list.reload} />}
+      {manage && active && (
+        <AppSettings orgId={org.id} path={path} app={app.data} onRenamed={app.reload} />
+      )}
+      <Connections orgId={org.id} appId={appId} manage={manage && active} />
+      <OAuthClients appId={appId} manage={manage && active} />
+    </>
+  );
+}
+
+/** Renaming and deleting the app (admins and owners). */
+function AppSettings(props: { orgId: string; path: string; app: AppDetail; onRenamed(): void }) {
+  const [name, setName] = useState(props.app.name);
+  const [deleting, setDeleting] = useState(false);
+  const [saved, setSaved] = useState(false);
+  const action = useAction();
+  const renamed = name.trim() !== props.app.name;
+  const { connections, api_keys: keys } = props.app.counts;
+  return (
+    <form
+      class="card inline-form"
+      aria-labelledby="app-settings-heading"
+      onInput={() => {
+        action.clear();
+        setSaved(false);
+      }}
+      onSubmit={action.submit(
+        () => api.patch(props.path, { name: name.trim() }),
+        () => {
+          setSaved(true);
+          props.onRenamed();
+        },
+      )}
+    >
+      <h2 id="app-settings-heading">App</h2>
+      <div class="row">
+        <label>
+          App name
+          <input
+            name="app-name"
+            required
+            maxLength={200}
+            value={name}
+            onInput={(event) => setName(event.currentTarget.value)}
+          />
+        </label>
+        <button type="submit" disabled={!renamed || action.busy}>
+          {action.busy ? 'Saving…' : 'Rename app'}
+        </button>
+        <button type="button" class="secondary danger" onClick={() => setDeleting(true)}>
+          Delete app…
+        </button>
+      </div>
+      <ErrorNote error={action.error} />
+      <p class="muted small" role="status" aria-live="polite">
+        {saved && 'Renamed.'}
+      </p>
+      {deleting && (
+        <Confirm
+          title={`Delete “${props.app.name}”?`}
+          confirmLabel="Delete app"
+          write={() => api.delete(props.path)}
+          onDone={() => navigate(orgView(props.orgId, 'apps'))}
+          onCancel={() => setDeleting(false)}
+        >
+          <p>
+            Its {connections} active connection{connections === 1 ? '' : 's'} are revoked and its{' '}
+            {keys} working API key{keys === 1 ? '' : 's'} stop at once, on every gateway instance;
+            its OAuth clients are deleted. Its usage, product users and audit entries keep naming
+            it. A deleted app cannot be restored.
+          </p>
+        </Confirm>
+      )}
+    </form>
+  );
+}
+
+function Connections(props: { orgId: string; appId: string; manage: boolean }) {
+  const list = usePaged<ConnectionRow>(
+    `/dashboard/api/apps/${encodeURIComponent(props.appId)}/connections`,
+  );
+  const { manage } = props;
+  return (
+    <>
+      {manage && <CreateConnection appId={props.appId} onCreated={list.reload} />}
       <section aria-labelledby="connections-heading">
         <h2 id="connections-heading">Connections</h2>
         <ListState
@@ -51,7 +156,7 @@ export function AppPage({ org, appId }: { org: OrgSummary; appId: string }) {
           {list.data?.map((connection) => (
             <ConnectionCard
               key={`${connection.id}-${connection.updated_at}`}
-              orgId={org.id}
+              orgId={props.orgId}
               connection={connection}
               manage={manage}
               onChanged={list.reload}
@@ -60,7 +165,6 @@ export function AppPage({ org, appId }: { org: OrgSummary; appId: string }) {
         </ul>
         <MoreButton list={list} what="connections" />
       </section>
-      <OAuthClients appId={appId} manage={manage} />
     </>
   );
 }

@@ -1,5 +1,6 @@
 // The audit log: every dashboard write in the organization, newest first.
-import type { OrgSummary } from '../api.js';
+import { canManage, type OrgSummary } from '../api.js';
+import { exactAmount, isApiAmount } from '../money.js';
 import { usePaged } from '../hooks.js';
 import { formatTime, ListTable, PageHeader } from '../ui.js';
 import type { OrgPage } from './page.js';
@@ -22,42 +23,56 @@ export const auditLogPage: OrgPage = {
 };
 
 function AuditLogPage({ org }: { org: OrgSummary }) {
-  const list = usePaged<AuditEntry>(`/dashboard/api/orgs/${encodeURIComponent(org.id)}/audit-log`);
   return (
     <>
       <PageHeader title="Audit log">
         Every change made in the dashboard for {org.name}: who, what, and when.
       </PageHeader>
-      <ListTable
-        list={list}
-        rows={list.data}
-        what="entries"
-        empty="Nothing has been changed yet."
-        rowKey={(entry) => entry.id}
-        columns={[
-          { header: 'When', class: 'nowrap', cell: (entry) => formatTime(entry.created_at) },
-          { header: 'Who', cell: (entry) => entry.email ?? <code>{entry.user_id}</code> },
-          { header: 'Action', class: 'nowrap', cell: (entry) => <code>{entry.action}</code> },
-          {
-            header: 'Object',
-            cell: (entry) => (
-              <>
-                {entry.object_type} <code>{entry.object_id}</code>
-              </>
-            ),
-          },
-          {
-            header: 'Details',
-            class: 'details',
-            cell: (entry) =>
-              Object.entries(entry.details).map(([key, value]) => (
-                <span key={key} class="pair">
-                  {key}: <code>{JSON.stringify(value)}</code>
-                </span>
-              )),
-          },
-        ]}
-      />
+      {canManage(org.role) ? (
+        <AuditLog org={org} />
+      ) : (
+        <p class="muted">Only admins and owners of this organization read its audit log.</p>
+      )}
     </>
+  );
+}
+
+/** A detail's value: the API's money as the dashboard shows amounts, the rest as JSON. */
+const detailValue = (value: unknown): string =>
+  isApiAmount(value) ? exactAmount(value) : JSON.stringify(value);
+
+function AuditLog({ org }: { org: OrgSummary }) {
+  const list = usePaged<AuditEntry>(`/dashboard/api/orgs/${encodeURIComponent(org.id)}/audit-log`);
+  return (
+    <ListTable
+      list={list}
+      rows={list.data}
+      what="entries"
+      empty="Nothing has been changed yet."
+      rowKey={(entry) => entry.id}
+      columns={[
+        { header: 'When', class: 'nowrap', cell: (entry) => formatTime(entry.created_at) },
+        { header: 'Who', cell: (entry) => entry.email ?? <code>{entry.user_id}</code> },
+        { header: 'Action', class: 'nowrap', cell: (entry) => <code>{entry.action}</code> },
+        {
+          header: 'Object',
+          cell: (entry) => (
+            <>
+              {entry.object_type} <code>{entry.object_id}</code>
+            </>
+          ),
+        },
+        {
+          header: 'Details',
+          class: 'details',
+          cell: (entry) =>
+            Object.entries(entry.details).map(([key, value]) => (
+              <span key={key} class="pair">
+                {key}: <code>{detailValue(value)}</code>
+              </span>
+            )),
+        },
+      ]}
+    />
   );
 }

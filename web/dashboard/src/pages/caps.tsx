@@ -2,10 +2,11 @@
 // default and settings (credit mode, overrun policy), and one product user's cap with its
 // overrides. Every instance applies a change to its next request.
 import { useState } from 'preact/hooks';
-import { api, canManage, type OrgSummary } from '../api.js';
-import { useAction, useAsync, useLoad } from '../hooks.js';
+import { api, canManage, type OrgSummary, type Page } from '../api.js';
+import { invalidInput, useAction, useAsync, useLoad } from '../hooks.js';
+import { amountProblem, compareDecimals, plainAmount } from '../money.js';
 import { loadOrgConnections } from '../org-data.js';
-import type { CapState } from '../types.js';
+import type { CapState, ProductUserSummary } from '../types.js';
 import { Confirm, Empty, ErrorNote, formatTime, Loading, Money, PageHeader } from '../ui.js';
 import {
   creditModes,
@@ -34,7 +35,7 @@ function CapsPage({ org }: { org: OrgSummary }) {
       </PageHeader>
       <OrgCap org={org} manage={manage} />
       <ConnectionCaps org={org} manage={manage} />
-      <ProductUserCap manage={manage} />
+      <ProductUserCap org={org} manage={manage} />
     </>
   );
 }
@@ -55,7 +56,12 @@ function OrgCap({ org, manage }: { org: OrgSummary; manage: boolean }) {
   const state = useLoad<CapState>(path);
   const [amount, setAmount] = useState('');
   const [clearing, setClearing] = useState(false);
+  const [stoppingAll, setStoppingAll] = useState(false);
   const action = useAction();
+  const saved = () => {
+    setAmount('');
+    state.reload();
+  };
   return (
     <section class="card" aria-labelledby="org-cap-heading">
       <h2 id="org-cap-heading">Organization cap</h2>
@@ -64,13 +70,15 @@ function OrgCap({ org, manage }: { org: OrgSummary; manage: boolean }) {
       {state.data && <CapSummary state={state.data} what="The organization" />}
       {manage && state.data && (
         <form
-          onSubmit={action.submit(
-            () => api.put(path, { amount: amount.trim() }),
-            () => {
-              setAmount('');
-              state.reload();
-            },
-          )}
+          onInput={() => action.clear()}
+          onSubmit={(event) => {
+            event.preventDefault();
+            const problem = amountProblem(amount, { zero: true });
+            if (problem) action.refuse(problem);
+            // a cap of 0 refuses every request: that asks first
+            else if (compareDecimals(amount.trim(), '0') === 0) setStoppingAll(true);
+            else action.submit(() => api.put(path, { amount: amount.trim() }), saved)(event);
+          }}
         >
           <div class="row">
             <label>
@@ -95,6 +103,23 @@ function OrgCap({ org, manage }: { org: OrgSummary; manage: boolean }) {
           </div>
           <ErrorNote error={action.error} />
         </form>
+      )}
+      {stoppingAll && (
+        <Confirm
+          title="Set the organization cap to 0?"
+          confirmLabel="Stop all requests"
+          write={() => api.put(path, { amount: amount.trim() })}
+          onDone={() => {
+            setStoppingAll(false);
+            saved();
+          }}
+          onCancel={() => setStoppingAll(false)}
+        >
+          <p>
+            Every request of every app and connection of {org.name} that costs anything is refused
+            with 403 until the cap is raised or removed, on every gateway instance at once.
+          </p>
+        </Confirm>
       )}
       {clearing && (
         <ClearCap
@@ -187,8 +212,10 @@ function ConnectionCapForm(props: {
   reload(): void;
 }) {
   const { cap, connection } = props.state;
-  const [amount, setAmount] = useState(cap?.amount ?? '');
-  const [perUser, setPerUser] = useState(cap?.per_user_amount ?? '');
+  const [amount, setAmount] = useState(cap?.amount ? plainAmount(cap.amount) : '');
+  const [perUser, setPerUser] = useState(
+    cap?.per_user_amount ? plainAmount(cap.per_user_amount) : '',
+  );
   const [creditMode, setCreditMode] = useState<CreditMode>(connection?.credit_mode ?? 'enforce');
   const [overrun, setOverrun] = useState<OverrunPolicy>(
     connection?.overrun_policy ?? 'limit_output',
@@ -215,9 +242,18 @@ function ConnectionCapForm(props: {
       )}
       {props.manage ? (
         <form
+          onInput={() => {
+            action.clear();
+            setSaved(false);
+          }}
           onSubmit={action.submit(
             () => {
               setSaved(false);
+              const problem = [amount, perUser]
+                .filter((value) => value.trim() !== '')
+                .map((value) => amountProblem(value, { zero: true }))
+                .find((found) => found !== null);
+              if (problem) throw invalidInput(problem);
               return api.put(props.path, {
                 amount: amount.trim() === '' ? null : amount.trim(),
                 per_user_amount: perUser.trim() === '' ? null : perUser.trim(),
@@ -305,21 +341,35 @@ function ConnectionCapForm(props: {
   );
 }
 
-function ProductUserCap({ manage }: { manage: boolean }) {
+/**
+ * One product user's cap: the user found as on the Product users page (external id or name,
+ * from its start), or by their id (pu_…, shown on their page).
+ */
+function ProductUserCap({ org, manage }: { org: OrgSummary; manage: boolean }) {
   const [typed, setTyped] = useState('');
+  const [query, setQuery] = useState('');
   const [userId, setUserId] = useState<string | null>(null);
+  const byId = /^pu_\S+$/.test(query);
+  const found = useLoad<Page<ProductUserSummary>>(
+    query && !byId
+      ? `/dashboard/api/orgs/${encodeURIComponent(org.id)}/product-users?q=${encodeURIComponent(query)}&limit=10`
+      : null,
+  );
+  const chosen = byId ? query : userId;
   return (
     <section class="card" aria-labelledby="user-cap-heading">
       <h2 id="user-cap-heading">One product user’s cap</h2>
       <form
         class="row"
+        role="search"
         onSubmit={(event) => {
           event.preventDefault();
-          setUserId(typed.trim() || null);
+          setUserId(null);
+          setQuery(typed.trim());
         }}
       >
         <label class="grow">
-          Product user id (peu_…, shown on the user’s page under Product users)
+          Product user: external id or name (from its start), or id (pu_…)
           <input
             name="cap-product-user"
             required
@@ -328,10 +378,38 @@ function ProductUserCap({ manage }: { manage: boolean }) {
           />
         </label>
         <button type="submit" class="secondary">
-          Show cap
+          Find
         </button>
       </form>
-      {userId && <UserCap key={userId} userId={userId} manage={manage} />}
+      {!byId && query && (
+        <>
+          <ErrorNote error={found.error} />
+          {found.loading && <Loading what="product users" />}
+          {found.data?.data.length === 0 && (
+            <Empty>No product user’s external id or name starts with “{query}”.</Empty>
+          )}
+          {found.data && found.data.data.length > 0 && (
+            <ul class="choices" aria-label="Matching product users">
+              {found.data.data.map((user) => (
+                <li key={user.product_end_user_id}>
+                  <button
+                    type="button"
+                    class="secondary"
+                    aria-pressed={user.product_end_user_id === userId}
+                    onClick={() => setUserId(user.product_end_user_id)}
+                  >
+                    {user.display_name && user.display_name !== user.external_user_id
+                      ? `${user.display_name} (${user.external_user_id})`
+                      : user.external_user_id}
+                  </button>{' '}
+                  <code class="small">{user.product_end_user_id}</code>
+                </li>
+              ))}
+            </ul>
+          )}
+        </>
+      )}
+      {chosen && <UserCap key={chosen} userId={chosen} manage={manage} />}
     </section>
   );
 }
@@ -358,13 +436,17 @@ function UserCap({ userId, manage }: { userId: string; manage: boolean }) {
       )}
       {manage && (
         <form
+          onInput={() => action.clear()}
           onSubmit={action.submit(
-            () =>
-              api.put(path, {
+            () => {
+              const problem = amountProblem(amount, { zero: true });
+              if (problem) throw invalidInput(problem);
+              return api.put(path, {
                 amount: amount.trim(),
                 credit_mode: creditMode === '' ? null : creditMode,
                 overrun_policy: overrun === '' ? null : overrun,
-              }),
+              });
+            },
             () => {
               setAmount('');
               state.reload();

@@ -1,5 +1,5 @@
 // Members of the organization: their roles; add by e-mail, change a role, remove or leave.
-import { useState } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import { api, canManage, type OrgSummary, type Role, type SignedIn } from '../api.js';
 import { useAction, usePaged } from '../hooks.js';
 import { Confirm, ErrorNote, formatTime, ListTable, PageHeader, RowButton } from '../ui.js';
@@ -12,11 +12,19 @@ interface MemberRow {
   readonly created_at: string;
 }
 
-const ROLES: readonly { value: Role; label: string }[] = [
-  { value: 'viewer', label: 'Viewer: reads everything' },
-  { value: 'member', label: 'Member: also uses it' },
-  { value: 'admin', label: 'Admin: also manages apps, connections and keys' },
-  { value: 'owner', label: 'Owner: also manages members and owners' },
+const ROLES: readonly { value: Role; label: string; may: string }[] = [
+  { value: 'viewer', label: 'Viewer: reads everything', may: 'reads everything' },
+  { value: 'member', label: 'Member: also uses it', may: 'reads and uses everything' },
+  {
+    value: 'admin',
+    label: 'Admin: also manages apps, connections and keys',
+    may: 'also manages apps, connections and keys',
+  },
+  {
+    value: 'owner',
+    label: 'Owner: also manages members and owners',
+    may: 'also manages members and owners',
+  },
 ];
 
 export const membersPage: OrgPage = {
@@ -58,7 +66,13 @@ function MembersPage({ org, session }: { org: OrgSummary; session: SignedIn }) {
               header: 'Role',
               cell: (member) =>
                 manage ? (
-                  <RoleSelect base={base} member={member} onChanged={list.reload} />
+                  <RoleControl
+                    base={base}
+                    member={member}
+                    orgName={org.name}
+                    isMe={isMe(member)}
+                    onChanged={list.reload}
+                  />
                 ) : (
                   <span class="role">{member.role}</span>
                 ),
@@ -101,37 +115,103 @@ function MembersPage({ org, session }: { org: OrgSummary; session: SignedIn }) {
   );
 }
 
-function RoleSelect(props: { base: string; member: MemberRow; onChanged(): void }) {
-  const action = useAction();
+/**
+ * A member's role: choosing another one in the list changes nothing until "Change role…" is
+ * pressed and the change confirmed (one arrow key must not make an admin an owner).
+ */
+function RoleControl(props: {
+  base: string;
+  member: MemberRow;
+  orgName: string;
+  isMe: boolean;
+  onChanged(): void;
+}) {
+  const { member } = props;
+  const [role, setRole] = useState<Role>(member.role);
+  const [confirming, setConfirming] = useState(false);
+  const select = useRef<HTMLSelectElement>(null);
+  /** Back to the role as it is; focus on the list (the buttons that opened the change go). */
+  const keep = () => {
+    setRole(member.role);
+    requestAnimationFrame(() => select.current?.focus());
+  };
+  const changed = role !== member.role;
+  const who = props.isMe ? 'your own role' : `the role of ${member.email}`;
   return (
-    <div>
+    <form
+      class="role-change"
+      aria-label={`Role of ${member.email}`}
+      onSubmit={(event) => {
+        event.preventDefault();
+        if (changed) setConfirming(true);
+      }}
+    >
       <label class="compact">
-        <span class="visually-hidden">Role of {props.member.email}</span>
+        <span class="visually-hidden">Role of {member.email}</span>
         <select
-          value={props.member.role}
-          disabled={action.busy}
-          onChange={(event) => {
-            const role = event.currentTarget.value as Role;
-            void action
-              .run(() =>
-                api.patch(`${props.base}/${encodeURIComponent(props.member.user_id)}`, { role }),
-              )
-              .then((done) => {
-                if (done) props.onChanged();
-                else event.currentTarget.value = props.member.role;
-              });
-          }}
+          ref={select}
+          value={role}
+          onChange={(event) => setRole(event.currentTarget.value as Role)}
         >
-          {ROLES.map((role) => (
-            <option key={role.value} value={role.value}>
-              {role.value}
+          {ROLES.map((option) => (
+            <option key={option.value} value={option.value}>
+              {option.value}
             </option>
           ))}
         </select>
       </label>
-      <ErrorNote error={action.error} />
-    </div>
+      {changed && (
+        <>
+          <button type="submit" class="secondary" aria-label={`Change ${who} to ${role}…`}>
+            Change role…
+          </button>
+          <button
+            type="button"
+            class="secondary"
+            aria-label={`Keep ${who} as ${member.role}`}
+            onClick={keep}
+          >
+            Keep
+          </button>
+        </>
+      )}
+      {confirming && (
+        <Confirm
+          title={
+            props.isMe
+              ? `Change your own role to ${role}?`
+              : role === 'owner'
+                ? `Make ${member.email} an owner?`
+                : `Change ${member.email} to ${role}?`
+          }
+          confirmLabel={`Make ${props.isMe ? 'me' : 'them'} ${role}`}
+          write={() => api.patch(`${props.base}/${encodeURIComponent(member.user_id)}`, { role })}
+          onDone={() => {
+            setConfirming(false);
+            props.onChanged();
+          }}
+          onCancel={() => {
+            setConfirming(false);
+            keep();
+          }}
+        >
+          <p>{roleChangeEffect(props.orgName, member, role, props.isMe)}</p>
+        </Confirm>
+      )}
+    </form>
   );
+}
+
+/** What a role change does, as its confirmation says it. */
+function roleChangeEffect(orgName: string, member: MemberRow, role: Role, isMe: boolean): string {
+  const allows = ROLES.find((option) => option.value === role)?.may ?? role;
+  if (isMe) {
+    return `You are ${member.role} of ${orgName}; from now on you are ${role} (${allows}). Only an owner can give you a higher role back.`;
+  }
+  if (role === 'owner') {
+    return `${member.email} may then manage every member and owner of ${orgName}, you included, and change or remove your role.`;
+  }
+  return `${member.email} is ${member.role} of ${orgName}; from now on they are ${role} (${allows}).`;
 }
 
 function AddMember({ base, onAdded }: { base: string; onAdded(): void }) {
@@ -142,6 +222,7 @@ function AddMember({ base, onAdded }: { base: string; onAdded(): void }) {
     <form
       class="card"
       aria-labelledby="add-member-heading"
+      onInput={action.clear}
       onSubmit={action.submit(
         () => api.post(base, { email, role }),
         () => {
@@ -167,7 +248,6 @@ function AddMember({ base, onAdded }: { base: string; onAdded(): void }) {
           <label for="member-role">Role</label>
           <select
             id="member-role"
-
             value={role}
             onChange={(event) => setRole(event.currentTarget.value as Role)}
           >

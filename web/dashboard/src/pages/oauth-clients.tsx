@@ -3,7 +3,16 @@
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { useAction, usePaged } from '../hooks.js';
-import { Confirm, ErrorNote, formatTime, ListTable, RowButton, ShownOnce, Status } from '../ui.js';
+import {
+  Confirm,
+  ErrorNote,
+  formatTime,
+  ListTable,
+  RowButton,
+  ShownOnce,
+  Status,
+  Url,
+} from '../ui.js';
 
 interface OAuthClient {
   readonly client_id: string;
@@ -78,7 +87,7 @@ export function OAuthClients({ appId, manage }: { appId: string; manage: boolean
             cell: (client) =>
               client.redirect_uris.map((uri) => (
                 <div key={uri}>
-                  <code>{uri}</code>
+                  <Url value={uri} />
                 </div>
               )),
           },

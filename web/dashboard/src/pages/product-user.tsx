@@ -3,12 +3,13 @@
 import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { api, canManage, type OrgSummary } from '../api.js';
-import { useAction, useLoad, usePaged, type Paged } from '../hooks.js';
-import { money } from '../money.js';
+import { invalidInput, useAction, useLoad, usePaged, type Paged } from '../hooks.js';
+import { amountProblem, money } from '../money.js';
 import { orgView } from '../router.js';
-import type { CreditGrant, Credits, ProductUserProfile, UsageTotals } from '../types.js';
+import type { AppRow, CreditGrant, Credits, ProductUserProfile, UsageTotals } from '../types.js';
 import {
   Confirm,
+  CopyText,
   ErrorNote,
   formatTime,
   Link,
@@ -25,6 +26,9 @@ export function ProductUserProfilePage({ org, userId }: { org: OrgSummary; userI
   const grants = usePaged<CreditGrant>(`${path}/credit-grants?limit=200`);
   const manage = canManage(org.role);
   const user = profile.data;
+  const app = useLoad<AppRow>(
+    user ? `/dashboard/api/apps/${encodeURIComponent(user.app_id)}` : null,
+  );
   // usage is charged in the organization's currency: the cap's, or the credits' by default
   const currency = user ? (user.allowance?.currency ?? user.credits.currency) : '';
   const refresh = () => {
@@ -39,8 +43,12 @@ export function ProductUserProfilePage({ org, userId }: { org: OrgSummary; userI
       <PageHeader title={user ? user.display_name || user.external_user_id : 'Product user'}>
         {user ? (
           <>
-            External id <code>{user.external_user_id}</code> in app <code>{user.app_id}</code> ·{' '}
+            External id <code>{user.external_user_id}</code> in app{' '}
+            <Link to={orgView(org.id, 'apps', user.app_id)}>{app.data?.name ?? user.app_id}</Link> ·{' '}
             <Status value={user.status} />
+            <br />
+            Product user id{' '}
+            <CopyText value={user.product_end_user_id} label="the product user id" />
           </>
         ) : (
           <code>{userId}</code>
@@ -61,7 +69,9 @@ export function ProductUserProfilePage({ org, userId }: { org: OrgSummary; userI
             />
             <UsageCard title="Usage in total" totals={user.usage.total} currency={currency} />
           </div>
-          {manage && <GrantCredits path={path} user={user} onGranted={refresh} />}
+          {manage && (
+            <GrantCredits path={path} user={user} currency={currency} onGranted={refresh} />
+          )}
         </>
       )}
       <section aria-labelledby="grants-heading">
@@ -213,7 +223,13 @@ const newIdempotencyKey = (): string =>
         byte.toString(16).padStart(2, '0'),
       ).join('');
 
-function GrantCredits(props: { path: string; user: ProductUserProfile; onGranted(): void }) {
+function GrantCredits(props: {
+  path: string;
+  user: ProductUserProfile;
+  /** What the user's requests are charged in. */
+  currency: string;
+  onGranted(): void;
+}) {
   const [amount, setAmount] = useState('');
   const [currency, setCurrency] = useState(props.user.credits.currency);
   const [expires, setExpires] = useState('');
@@ -222,13 +238,19 @@ function GrantCredits(props: { path: string; user: ProductUserProfile; onGranted
   const [idempotencyKey, setIdempotencyKey] = useState(newIdempotencyKey);
   const [done, setDone] = useState<string | null>(null);
   const action = useAction();
+  const typedCurrency = currency.trim().toUpperCase();
+  const otherCurrency =
+    /^[A-Z]{3}$/.test(typedCurrency) && typedCurrency !== props.currency ? typedCurrency : null;
   return (
     <form
       class="card"
       aria-labelledby="grant-heading"
+      onInput={() => action.clear()}
       onSubmit={action.submit(
         () => {
           setDone(null);
+          const problem = amountProblem(amount);
+          if (problem) throw invalidInput(problem);
           const body = {
             amount: amount.trim(),
             currency: currency.trim().toUpperCase(),
@@ -284,6 +306,12 @@ function GrantCredits(props: { path: string; user: ProductUserProfile; onGranted
           />
         </label>
       </div>
+      {otherCurrency && (
+        <p class="warning" role="note">
+          Credits in {otherCurrency} pay only for costs in {otherCurrency}; this user’s requests are
+          charged in {props.currency}.
+        </p>
+      )}
       <label>
         Reason (optional)
         <input

@@ -1,10 +1,10 @@
 // Product users: the people using your apps through gw. Search by external id or name; a
 // profile (/orgs/<org>/users/<id>) shows their allowance, cap, credits and usage.
 import { useState } from 'preact/hooks';
-import type { OrgSummary } from '../api.js';
-import { usePaged } from '../hooks.js';
+import type { OrgSummary, Page } from '../api.js';
+import { useLoad, usePaged } from '../hooks.js';
 import { orgView } from '../router.js';
-import type { ProductUserSummary } from '../types.js';
+import type { AppRow, ProductUserSummary } from '../types.js';
 import { formatTime, Link, ListTable, PageHeader, Status } from '../ui.js';
 import type { OrgPage } from './page.js';
 import { ProductUserProfilePage } from './product-user.js';
@@ -23,6 +23,11 @@ function ProductUsersPage({ org }: { org: OrgSummary }) {
   const list = usePaged<ProductUserSummary>(
     query ? `${base}?q=${encodeURIComponent(query)}` : base,
   );
+  // the list names each user's app by id: its name from the organization's apps
+  const apps = useLoad<Page<AppRow>>(
+    `/dashboard/api/orgs/${encodeURIComponent(org.id)}/apps?limit=200`,
+  );
+  const appNames = new Map(apps.data?.data.map((app) => [app.id, app.name]));
   return (
     <>
       <PageHeader title="Product users">
@@ -82,7 +87,10 @@ function ProductUsersPage({ org }: { org: OrgSummary }) {
           },
           { header: 'Name', cell: (user) => user.display_name },
           { header: 'Status', cell: (user) => <Status value={user.status} /> },
-          { header: 'App', cell: (user) => <code>{user.app_id}</code> },
+          {
+            header: 'App',
+            cell: (user) => appNames.get(user.app_id) ?? <code>{user.app_id}</code>,
+          },
           { header: 'First seen', class: 'nowrap', cell: (user) => formatTime(user.created_at) },
         ]}
       />

@@ -325,6 +325,7 @@ function EditCredential(props: {
 }) {
   const { credential } = props;
   const path = `/dashboard/api/credentials/${encodeURIComponent(credential.id)}`;
+  const [name, setName] = useState(credential.name);
   const [priority, setPriority] = useState(String(credential.priority));
   const [routing, setRouting] = useState(credential.routing_mode);
   const [policy, setPolicy] = useState(credential.model_policy.join(', '));
@@ -335,10 +336,15 @@ function EditCredential(props: {
     <section class="card" aria-labelledby="edit-credential-heading">
       <h2 id="edit-credential-heading">Edit {credential.name}</h2>
       <form
+        onInput={() => {
+          action.clear();
+          setSaved(false);
+        }}
         onSubmit={action.submit(
           () => {
             setSaved(false);
             return api.patch(path, {
+              ...(name.trim() !== credential.name && { name: name.trim() }),
               priority: Number(priority),
               routing_mode: routing,
               model_policy: modelPolicyOf(policy),
@@ -346,11 +352,22 @@ function EditCredential(props: {
           },
           () => {
             setSaved(true);
+            grant.clear();
             props.onChanged();
           },
         )}
       >
         <div class="row">
+          <label>
+            Name
+            <input
+              name="edit-credential-name"
+              required
+              maxLength={200}
+              value={name}
+              onInput={(event) => setName(event.currentTarget.value)}
+            />
+          </label>
           <label>
             Priority (1 is tried first)
             <input
@@ -401,7 +418,10 @@ function EditCredential(props: {
                 const url = `${path}/grants/${encodeURIComponent(connection.id)}`;
                 void grant
                   .run(() => (on ? api.put(url) : api.delete(url)))
-                  .then(() => props.onChanged());
+                  .then((done) => {
+                    if (done) action.clear();
+                    props.onChanged();
+                  });
               }}
             />
             {connection.appName} › {connection.name}

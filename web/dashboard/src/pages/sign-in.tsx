@@ -1,24 +1,41 @@
 // Sign-in: e-mail and password; the gateway's answer (wrong password, too many attempts) shown.
+// Sign-up, where the gateway allows it (DASHBOARD_SIGNUP): the same form makes the account (and
+// its personal organization) and signs in.
 import { useState } from 'preact/hooks';
-import { api, type SignedIn } from '../api.js';
+import { api, signUpOpen, type SignedIn } from '../api.js';
 import { useAction } from '../hooks.js';
+import { navigateToSignIn } from '../router.js';
 import { ErrorNote } from '../ui.js';
 
-export function SignInPage({ onSignedIn }: { onSignedIn(session: SignedIn): void }) {
+type Mode = 'sign-in' | 'sign-up';
+
+export function SignInPage(props: { mode: Mode; onSignedIn(session: SignedIn): void }) {
+  const signingUp = props.mode === 'sign-up';
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
   const action = useAction();
+  const switchTo = (mode: Mode) => (event: Event) => {
+    event.preventDefault();
+    action.clear();
+    navigateToSignIn(mode);
+  };
   return (
     <main class="sign-in">
       <form
         class="card"
+        onInput={action.clear}
         onSubmit={action.submit(
-          () => api.post<SignedIn>('/auth/login', { email, password }),
-          onSignedIn,
+          () => api.post<SignedIn>(signingUp ? '/auth/signup' : '/auth/login', { email, password }),
+          props.onSignedIn,
         )}
       >
         <p class="brand">gw</p>
-        <h1>Sign in to the dashboard</h1>
+        <h1>{signingUp ? 'Create your account' : 'Sign in to the dashboard'}</h1>
+        {signingUp && (
+          <p class="muted small">
+            You get an organization of your own, with an empty wallet; its operator funds it.
+          </p>
+        )}
         <label>
           E-mail
           <input
@@ -35,7 +52,7 @@ export function SignInPage({ onSignedIn }: { onSignedIn(session: SignedIn): void
           <input
             type="password"
             name="password"
-            autocomplete="current-password"
+            autocomplete={signingUp ? 'new-password' : 'current-password'}
             required
             value={password}
             onInput={(event) => setPassword(event.currentTarget.value)}
@@ -43,11 +60,33 @@ export function SignInPage({ onSignedIn }: { onSignedIn(session: SignedIn): void
         </label>
         <ErrorNote error={action.error} />
         <button type="submit" disabled={action.busy}>
-          {action.busy ? 'Signing in…' : 'Sign in'}
+          {signingUp
+            ? action.busy
+              ? 'Creating the account…'
+              : 'Create account'
+            : action.busy
+              ? 'Signing in…'
+              : 'Sign in'}
         </button>
-        <p class="muted small">
-          No account yet? An operator creates one with <code>gw admin create-user</code>.
-        </p>
+        {signingUp ? (
+          <p class="muted small">
+            Have an account?{' '}
+            <a href="/dashboard/sign-in" onClick={switchTo('sign-in')}>
+              Sign in
+            </a>
+          </p>
+        ) : signUpOpen() ? (
+          <p class="muted small">
+            No account yet?{' '}
+            <a href="/dashboard/sign-up" onClick={switchTo('sign-up')}>
+              Create one
+            </a>
+          </p>
+        ) : (
+          <p class="muted small">
+            No account yet? An operator creates one with <code>gw admin create-user</code>.
+          </p>
+        )}
       </form>
     </main>
   );

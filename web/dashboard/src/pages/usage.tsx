@@ -1,6 +1,6 @@
 // Usage: requests, tokens and cost per day, model, connection or product user over a chosen
 // range of UTC days, as a chart and a table, with a CSV export of exactly what the API gave.
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import type { OrgSummary } from '../api.js';
 import type { ChartInput } from '../chart.js';
 import { useAsync, useLoad } from '../hooks.js';
@@ -62,11 +62,63 @@ const NAMED_USERS = 12;
 /** Groups on a category chart; the table and the CSV hold them all. */
 const CHARTED_GROUPS = 15;
 
+interface Settings {
+  readonly preset: Preset;
+  readonly range: { readonly from: string; readonly through: string };
+  readonly group: UsageGroup;
+  readonly metric: Metric;
+}
+
+const DAY = /^\d{4}-\d{2}-\d{2}$/;
+const oneOf = <T extends string>(
+  options: readonly { value: T }[],
+  value: string | null,
+  fallback: T,
+): T => options.find((option) => option.value === value)?.value ?? fallback;
+
+/**
+ * The settings the page's URL names (`?range=custom&from=…&through=…&group=model&plot=tokens`),
+ * so a view can be bookmarked, shared and reloaded; what it does not name is the default.
+ */
+function settingsFromUrl(): Settings {
+  const query = new URLSearchParams(location.search);
+  const preset = oneOf(PRESETS, query.get('range'), '30');
+  const from = query.get('from') ?? '';
+  const through = query.get('through') ?? '';
+  const range =
+    preset === 'custom' && DAY.test(from) && DAY.test(through)
+      ? { from, through }
+      : presetRange(preset);
+  return {
+    preset,
+    range,
+    group: oneOf(GROUPS, query.get('group'), 'day'),
+    metric: oneOf(METRICS, query.get('plot'), 'cost'),
+  };
+}
+
+function settingsToUrl({ preset, range, group, metric }: Settings): void {
+  const query = new URLSearchParams({ range: preset });
+  if (preset === 'custom') {
+    query.set('from', range.from);
+    query.set('through', range.through);
+  }
+  query.set('group', group);
+  query.set('plot', metric);
+  const search = `?${query.toString()}`;
+  if (search !== location.search) history.replaceState(history.state, '', search);
+}
+
 function UsagePage({ org }: { org: OrgSummary }) {
-  const [preset, setPreset] = useState<Preset>('30');
-  const [range, setRange] = useState(() => presetRange('30'));
-  const [group, setGroup] = useState<UsageGroup>('day');
-  const [metric, setMetric] = useState<Metric>('cost');
+  const [initial] = useState(settingsFromUrl);
+  const [preset, setPreset] = useState<Preset>(initial.preset);
+  const [range, setRange] = useState(initial.range);
+  const [group, setGroup] = useState<UsageGroup>(initial.group);
+  const [metric, setMetric] = useState<Metric>(initial.metric);
+  useEffect(
+    () => settingsToUrl({ preset, range, group, metric }),
+    [preset, range.from, range.through, group, metric],
+  );
   const to = addDays(range.through, 1); // the API's `to` is exclusive
   const invalid = range.from > range.through;
   const usage = useLoad<Usage>(

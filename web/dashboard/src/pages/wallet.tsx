@@ -2,11 +2,11 @@
 // its top-ups and balance sets, a top-up where the operator allows it, and the low-balance
 // alert (the wallet.low_balance webhook).
 import { useState } from 'preact/hooks';
-import { api, canManage, type OrgSummary } from '../api.js';
+import { api, canManage, type OrgSummary, type Page } from '../api.js';
 import { useAction, useLoad, usePaged } from '../hooks.js';
 import type { Wallet, WalletAlert, WalletTransaction } from '../types.js';
 import { Confirm, ErrorNote, formatTime, ListTable, Loading, Money, PageHeader } from '../ui.js';
-import { money } from '../money.js';
+import { amountProblem, money } from '../money.js';
 import type { OrgPage } from './page.js';
 
 export const walletPage: OrgPage = {
@@ -27,6 +27,17 @@ function WalletPage({ org }: { org: OrgSummary }) {
   const history = usePaged<WalletTransaction>(`${base}/wallet/transactions?limit=200`);
   const manage = canManage(org.role);
   const rows = history.data ? [...history.data].reverse() : null; // newest first
+  // the history names who made a change by user id: their e-mail from the members list
+  const members = useLoad<Page<{ user_id: string; email: string }>>(`${base}/members?limit=200`);
+  const emails = new Map(members.data?.data.map((member) => [member.user_id, member.email]));
+  const by = (createdBy: string | null) =>
+    createdBy === null ? (
+      <span class="muted">—</span>
+    ) : createdBy === 'cli' ? (
+      <>the operator (CLI)</>
+    ) : (
+      <>{emails.get(createdBy) ?? <code>{createdBy}</code>}</>
+    );
   return (
     <>
       <PageHeader title="Wallet">
@@ -87,16 +98,17 @@ function WalletPage({ org }: { org: OrgSummary }) {
             { header: 'When', class: 'nowrap', cell: (row) => formatTime(row.created_at) },
             { header: 'What', cell: (row) => KINDS[row.kind] },
             {
-              header: 'Amount',
+              header: 'Change to the balance',
               numeric: true,
               class: 'nowrap',
-              cell: (row) => <Money value={row.amount} currency={row.currency} />,
+              cell: (row) => (
+                <>
+                  {row.amount.startsWith('-') ? '−' : '+'}
+                  <Money value={row.amount.replace(/^-/, '')} currency={row.currency} />
+                </>
+              ),
             },
-            {
-              header: 'By',
-              class: 'small',
-              cell: (row) => row.created_by ?? <span class="muted">—</span>,
-            },
+            { header: 'By', class: 'small', cell: (row) => by(row.created_by) },
           ]}
         />
       </section>
@@ -113,9 +125,15 @@ function TopUp(props: { base: string; currency: string; onDone(): void }) {
     <form
       class="card"
       aria-labelledby="top-up-heading"
+      onInput={() => action.clear()}
       onSubmit={(event) => {
         event.preventDefault();
         setDone(null);
+        const problem = amountProblem(amount);
+        if (problem) {
+          action.refuse(problem);
+          return;
+        }
         action.clear();
         setConfirming(true);
       }}
@@ -144,7 +162,7 @@ function TopUp(props: { base: string; currency: string; onDone(): void }) {
       </p>
       {confirming && (
         <Confirm
-          title={`Add ${amount.trim()} ${props.currency} to the wallet?`}
+          title={`Add ${money(amount.trim(), props.currency)} to the wallet?`}
           confirmLabel="Add funds"
           write={() => api.post(`${props.base}/wallet/top-ups`, { amount: amount.trim() })}
           onDone={() => {
@@ -169,7 +187,12 @@ function LowBalanceAlert({ base, manage }: { base: string; manage: boolean }) {
   const alert = useLoad<WalletAlert>(`${base}/wallet-alert`);
   const [threshold, setThreshold] = useState('');
   const action = useAction();
-  const save = (value: string | null) =>
+  const save = (value: string | null) => {
+    const problem = value === null ? null : amountProblem(value, { zero: true });
+    if (problem) {
+      action.refuse(problem);
+      return;
+    }
     void action
       .run(() => api.put(`${base}/wallet-alert`, { low_balance_threshold: value }))
       .then((ok) => {
@@ -177,6 +200,7 @@ function LowBalanceAlert({ base, manage }: { base: string; manage: boolean }) {
         setThreshold('');
         alert.reload();
       });
+  };
   return (
     <section class="card" aria-labelledby="wallet-alert-heading">
       <h2 id="wallet-alert-heading">Low-balance alert</h2>
@@ -193,6 +217,7 @@ function LowBalanceAlert({ base, manage }: { base: string; manage: boolean }) {
         ))}
       {manage && alert.data && (
         <form
+          onInput={() => action.clear()}
           onSubmit={(event) => {
             event.preventDefault();
             save(threshold.trim());

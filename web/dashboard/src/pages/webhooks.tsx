@@ -1,7 +1,7 @@
 // Webhooks: the organization's endpoints (admins and owners only: the API refuses others),
 // adding one (its whsec_ signing secret shown once), enabling and disabling, rotating the
 // secret, a test event, the delivery log and sending messages again.
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { api, canManage, type OrgSummary } from '../api.js';
 import { useAction, usePaged } from '../hooks.js';
 import {
@@ -13,6 +13,7 @@ import {
   RowButton,
   ShownOnce,
   Status,
+  Url,
 } from '../ui.js';
 import { EVENT_TYPES as ALL_EVENT_TYPES } from '../../../../src/webhooks/events.js';
 import type { OrgPage } from './page.js';
@@ -82,6 +83,10 @@ function WebhooksPage({ org }: { org: OrgSummary }) {
   );
 }
 
+/** How often, and how many times, the list is read again after a test event. */
+const WATCH_INTERVAL_MS = 1_000;
+const WATCH_READS = 20;
+
 function Endpoints({ org }: { org: OrgSummary }) {
   const base = `/dashboard/api/orgs/${encodeURIComponent(org.id)}/webhooks`;
   const list = usePaged<Endpoint>(base);
@@ -90,6 +95,28 @@ function Endpoints({ org }: { org: OrgSummary }) {
   const [log, setLog] = useState<Endpoint | null>(null);
   const [tested, setTested] = useState<string | null>(null);
   const test = useAction();
+  const reload = list.reload;
+  // After a test event is queued, the list is read again for a while, so the endpoint's
+  // "Last success" shows the delivery without reloading the page.
+  const [watching, setWatching] = useState<{
+    id: string;
+    lastSuccess: string | null;
+    reads: number;
+  } | null>(null);
+  const watched = watching && list.data?.find((endpoint) => endpoint.id === watching.id);
+  const settled = watching && (!watched || watched.last_success_at !== watching.lastSuccess);
+  useEffect(() => {
+    if (!watching) return;
+    if (settled || watching.reads >= WATCH_READS) {
+      setWatching(null);
+      return;
+    }
+    const timer = setTimeout(() => {
+      reload();
+      setWatching((current) => current && { ...current, reads: current.reads + 1 });
+    }, WATCH_INTERVAL_MS);
+    return () => clearTimeout(timer);
+  }, [watching, settled, reload]);
   return (
     <>
       {secret && (
@@ -106,6 +133,7 @@ function Endpoints({ org }: { org: OrgSummary }) {
         base={base}
         onCreated={(created) => {
           setSecret({ title: `Signing secret of ${created.url}`, value: created.secret });
+          test.clear();
           list.reload();
         }}
       />
@@ -126,7 +154,7 @@ function Endpoints({ org }: { org: OrgSummary }) {
               header: 'URL',
               cell: (endpoint) => (
                 <>
-                  <code>{endpoint.url}</code>
+                  <Url value={endpoint.url} />
                   {endpoint.description && <div class="muted small">{endpoint.description}</div>}
                 </>
               ),
@@ -180,6 +208,11 @@ function Endpoints({ org }: { org: OrgSummary }) {
                         `${base}/${encodeURIComponent(endpoint.id)}/test`,
                       );
                       setTested(queued.message_id);
+                      setWatching({
+                        id: endpoint.id,
+                        lastSuccess: endpoint.last_success_at,
+                        reads: 0,
+                      });
                     });
                   }}
                 />{' '}
@@ -212,6 +245,8 @@ function Endpoints({ org }: { org: OrgSummary }) {
           onClose={() => setChange(null)}
           onChanged={(rotated) => {
             setChange(null);
+            test.clear();
+            setTested(null);
             if (rotated) {
               setSecret({ title: `New signing secret of ${rotated.url}`, value: rotated.secret });
             }
@@ -356,7 +391,9 @@ function DeliveryLog({ base, endpoint }: { base: string; endpoint: Endpoint }) {
   const [queued, setQueued] = useState<string | null>(null);
   return (
     <section class="card" aria-labelledby="deliveries-heading">
-      <h2 id="deliveries-heading">Deliveries to {endpoint.url}</h2>
+      <h2 id="deliveries-heading">
+        Deliveries to <Url value={endpoint.url} />
+      </h2>
       <div class="actions">
         <button type="button" class="secondary" onClick={list.reload}>
           Refresh

@@ -1,0 +1,499 @@
+// What keeps a dashboard user from doing what they did not mean, in a real browser (chromium)
+// against a live gateway on the real Redis and Postgres: a role change confirmed before it is
+// made (and the API's refusal shown in its dialog), amounts checked before anything asks to
+// confirm them, focus given back when a dialog closes, no stale figures under an invalid usage
+// range, errors that go once the input changes; and what it shows: names where the API gives
+// ids, amounts as amounts, the product user's id, the app's own page or "no such app", the
+// dashboard's own not-found page, the page a signed-out deep link asked for after signing in,
+// and a webhook endpoint's last success once a test event is delivered. Every window fails its
+// test if the page threw (see openWindow).
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  launchBrowser,
+  openWindow,
+  screenshot,
+  sidewaysOverflow,
+  signIn,
+  type LaunchedBrowser,
+} from './support/browser.js';
+import { isolatedContext } from './support/context.js';
+import { createMember, DashboardClient, TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
+import { bearer, postJson } from './support/http.js';
+import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
+import { ledgerRow } from './support/records.js';
+import { WebhookReceiver, webhookEnv } from './support/webhook-receiver.js';
+
+const { db, prefix } = isolatedContext('dashboard-ui-safeguards');
+// this instance delivers webhooks (the test event of the webhooks page)
+const env = webhookEnv(prefix);
+const receiver = new WebhookReceiver();
+const emails = {
+  owner: uniqueEmail('safeguards-owner'),
+  admin: uniqueEmail('safeguards-admin'),
+  viewer: uniqueEmail('safeguards-viewer'),
+  member: uniqueEmail('safeguards-member'),
+};
+let gateway: GatewayProcess;
+let launched: LaunchedBrowser;
+let browser: Browser;
+let org: SeededOrg;
+let ownerPersonalOrg: string;
+let api: DashboardClient;
+
+async function signedIn(page: Page, email: string, path = `/dashboard/orgs/${org.org_id}`) {
+  await signIn(page, gateway.url, email, TEST_PASSWORD);
+  await page.getByRole('button', { name: 'Sign out' }).waitFor();
+  await page.goto(`${gateway.url}${path}`);
+  await page.getByRole('heading', { level: 1 }).waitFor();
+}
+
+/** The element that has focus: its aria-label, a button's text, or its tag. */
+const focused = (page: Page): Promise<string | null> =>
+  page.evaluate<string | null>(`(() => {
+    const element = document.activeElement;
+    if (!element) return null;
+    return element.getAttribute('aria-label') ??
+      (element.tagName === 'BUTTON' ? element.textContent : element.tagName);
+  })()`);
+
+beforeAll(async () => {
+  await receiver.start();
+  [gateway, launched] = await Promise.all([
+    startGateway({
+      ...env,
+      DASHBOARD_INSECURE_COOKIES: 'true',
+      DASHBOARD_WALLET_TOPUP: 'true',
+    }),
+    launchBrowser(),
+  ]);
+  browser = launched.browser;
+  org = await seed(env, ['--name', 'Safeguards Co', '--wallet', '100.00']);
+  const owner = await createMember(env, emails.owner, org.org_id, 'owner');
+  ownerPersonalOrg = owner.personal_org_id;
+  await createMember(env, emails.admin, org.org_id, 'admin');
+  await createMember(env, emails.viewer, org.org_id, 'viewer');
+  await createMember(env, emails.member, org.org_id, 'member');
+  // plain-HTTP cookies here: the browser's Origin is the gateway's http one
+  api = new DashboardClient(gateway.url, gateway.url);
+  expect((await api.login(emails.admin, TEST_PASSWORD)).status).toBe(200);
+  // a product user of the seeded app, made by a request that names them
+  const answer = await postJson(
+    `${gateway.url}/v1/chat/completions`,
+    { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] },
+    { ...bearer(org.api_key), 'x-gw-external-user-id': 'carol-42' },
+  );
+  expect(answer.status).toBe(200);
+  await ledgerRow(db, answer.headers.get('x-request-id'), 'request_id');
+});
+
+afterAll(async () => {
+  await launched?.close();
+  await gateway?.stop();
+  await receiver.stop();
+});
+
+const roleOf = async (email: string, orgId = org.org_id): Promise<string[]> => {
+  const { rows } = await db.query<{ role: string }>(
+    `SELECT m.role FROM org_memberships m JOIN dashboard_users u ON u.id = m.user_id
+      WHERE m.org_id = $1 AND u.email = $2`,
+    [orgId, email],
+  );
+  return rows.map((found) => found.role);
+};
+
+describe('members: a role changes only when the change is confirmed', () => {
+  it('asks before making an admin an owner, changes nothing when cancelled, and gives focus back', async () => {
+    const { page, close } = await openWindow(browser);
+    await signedIn(page, emails.owner, `/dashboard/orgs/${org.org_id}/members`);
+    const row = page.getByRole('row').filter({ hasText: emails.admin });
+    const role = row.getByRole('combobox', { name: `Role of ${emails.admin}` });
+    await role.waitFor();
+
+    // one arrow key in the list changes the choice, not the role
+    await role.focus();
+    await page.keyboard.press('ArrowDown');
+    await expect.poll(() => role.inputValue()).toBe('owner');
+    expect(await roleOf(emails.admin)).toEqual(['admin']);
+
+    const change = row.getByRole('button', {
+      name: `Change the role of ${emails.admin} to owner…`,
+    });
+    await change.click();
+    const dialog = page.getByRole('dialog', { name: `Make ${emails.admin} an owner?` });
+    expect(await dialog.textContent()).toContain('change or remove your role');
+    await screenshot(page, 'safeguards-01-make-owner');
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    expect(await role.inputValue()).toBe('admin');
+    expect(await roleOf(emails.admin)).toEqual(['admin']);
+    // the buttons that opened it are gone with the change: focus is on the role list
+    await expect.poll(() => focused(page)).toBe('SELECT');
+
+    // a confirmed change is made
+    const other = page.getByRole('row').filter({ hasText: emails.member });
+    await other.getByRole('combobox').selectOption('viewer');
+    await other
+      .getByRole('button', { name: `Change the role of ${emails.member} to viewer…` })
+      .click();
+    await page
+      .getByRole('dialog', { name: `Change ${emails.member} to viewer?` })
+      .getByRole('button', { name: 'Make them viewer' })
+      .click();
+    await expect.poll(() => roleOf(emails.member)).toEqual(['viewer']);
+    await page.getByRole('dialog').waitFor({ state: 'detached' });
+
+    // every dialog gives focus back to the button that opened it
+    const remove = page.getByRole('button', { name: `Remove ${emails.viewer}` });
+    await remove.click();
+    await page.getByRole('dialog', { name: `Remove ${emails.viewer}?` }).waitFor();
+    await page.keyboard.press('Escape');
+    await page.getByRole('dialog').waitFor({ state: 'detached' });
+    await expect.poll(() => focused(page)).toBe(`Remove ${emails.viewer}`);
+    await close();
+  });
+
+  it('shows the refusal of a sole owner demoting themself (409) in the dialog, without a page error', async () => {
+    const { page, close } = await openWindow(browser);
+    await signedIn(page, emails.owner, `/dashboard/orgs/${ownerPersonalOrg}/members`);
+    const row = page.getByRole('row').filter({ hasText: emails.owner });
+    await row.getByRole('combobox').selectOption('admin');
+    await row.getByRole('button', { name: 'Change your own role to admin…' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Change your own role to admin?' });
+    expect(await dialog.textContent()).toContain('Only an owner can give you a higher role back');
+    await dialog.getByRole('button', { name: 'Make me admin' }).click();
+    await expect
+      .poll(() => dialog.getByRole('alert').textContent())
+      .toBe('an organization keeps at least one owner (gw_conflict)');
+    await screenshot(page, 'safeguards-02-sole-owner-refused');
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    expect(await row.getByRole('combobox').inputValue()).toBe('owner');
+    expect(await roleOf(emails.owner, ownerPersonalOrg)).toEqual(['owner']);
+    await close(); // fails on any page error
+  });
+
+  it('fits a 390 px screen without scrolling sideways', async () => {
+    const { page, close } = await openWindow(browser, { width: 390, height: 844 });
+    await signedIn(page, emails.owner, `/dashboard/orgs/${org.org_id}/members`);
+    await page.getByRole('row').filter({ hasText: emails.admin }).waitFor();
+    expect(await sidewaysOverflow(page)).toBe(0);
+    await screenshot(page, 'safeguards-03-members-390');
+    await close();
+  });
+});
+
+describe('amounts are checked before anything asks to confirm them', () => {
+  it('refuses a top-up of abc, -5 or 1,000 in the form; confirms 25.5 as 25.50 USD; the history and the audit log show amounts and e-mails', async () => {
+    const { page, close } = await openWindow(browser);
+    await signedIn(page, emails.admin, `/dashboard/orgs/${org.org_id}/wallet`);
+    const amount = page.getByLabel('Amount (USD)');
+    const cases: [string, string][] = [
+      ['abc', 'Enter the amount as digits'],
+      ['-5', 'Enter an amount that is not negative.'],
+      ['1,000', 'no thousands separators'],
+      ['0', 'Enter an amount above 0.'],
+      ['1.0000000000001', 'at most 12 digits after the decimal point'],
+    ];
+    for (const [typed, message] of cases) {
+      await amount.fill(typed);
+      await page.getByRole('button', { name: 'Top up…' }).click();
+      await expect.poll(() => page.getByRole('alert').textContent()).toContain(message);
+      expect(await page.getByRole('dialog').count()).toBe(0);
+    }
+    // typing again clears the message
+    await amount.fill('25.5');
+    expect(await page.getByRole('alert').count()).toBe(0);
+    await page.getByRole('button', { name: 'Top up…' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Add 25.50 USD to the wallet?' });
+    await dialog.getByRole('button', { name: 'Add funds' }).click();
+    await page.getByText('Added 25.50 USD.').waitFor();
+
+    const history = page.getByRole('region', { name: 'Top-ups and balance changes' });
+    const topUp = history.getByRole('row').filter({ hasText: '+25.50 USD' });
+    await expect.poll(() => topUp.textContent()).toContain(emails.admin);
+    await screenshot(page, 'safeguards-04-wallet');
+
+    await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}/audit-log`);
+    const entry = page.getByRole('row').filter({ hasText: 'wallet.topup' }).first();
+    await expect.poll(() => entry.textContent()).toContain('amount: 25.50');
+    expect(await page.content()).not.toContain('25.500000000000');
+    await close();
+  });
+
+  it('asks before an organization cap of 0, refuses a cap of abc, and prefills a connection cap as 5, not 5.000000000000', async () => {
+    const put = await api.request(
+      'PUT',
+      `/dashboard/api/connections/${org.app_connection_id}/cap`,
+      { amount: '5', per_user_amount: '0.25' },
+    );
+    expect(put.status).toBe(200);
+    const { page, close } = await openWindow(browser);
+    await signedIn(page, emails.admin, `/dashboard/orgs/${org.org_id}/caps`);
+    await expect
+      .poll(() => page.getByLabel('Connection cap (USD, empty: none)').inputValue())
+      .toBe('5');
+    expect(await page.getByLabel(/^Per-user default cap/).inputValue()).toBe('0.25');
+
+    const orgCap = page.getByLabel('Monthly cap (USD)').first();
+    await orgCap.fill('abc');
+    await page.getByRole('button', { name: 'Set organization cap' }).click();
+    await expect
+      .poll(() => page.getByRole('alert').textContent())
+      .toContain('Enter the amount as digits');
+    await page.getByLabel('Connection cap (USD, empty: none)').fill('5,5');
+    await page.getByRole('button', { name: 'Save connection cap' }).click();
+    await expect
+      .poll(() => page.getByRole('alert').allTextContents())
+      .toContainEqual(expect.stringContaining('no thousands separators'));
+
+    await orgCap.fill('0');
+    await page.getByRole('button', { name: 'Set organization cap' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Set the organization cap to 0?' });
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    await expect.poll(() => focused(page)).toBe('Set organization cap');
+    const { rowCount } = await db.query(
+      "SELECT 1 FROM cap_rules WHERE org_id = $1 AND scope = 'org' AND status = 'active'",
+      [org.org_id],
+    );
+    expect(rowCount).toBe(0);
+    await close();
+  });
+});
+
+describe('what the pages show', () => {
+  it('finds a product user’s cap by external id, and shows the product user’s id with a copy button', async () => {
+    const { page, close } = await openWindow(browser);
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], {
+      origin: gateway.url,
+    });
+    await signedIn(page, emails.admin, `/dashboard/orgs/${org.org_id}/caps`);
+    const section = page.getByRole('region', { name: 'One product user’s cap' });
+    const field = section.getByLabel(/^Product user: external id or name/);
+    expect(await section.textContent()).toContain('pu_…');
+    expect(await section.textContent()).not.toContain('peu_');
+    await field.fill('carol');
+    await section.getByRole('button', { name: 'Find' }).click();
+    await section.getByRole('button', { name: 'carol-42' }).click();
+    await section.getByText('This product user has no cap.').waitFor();
+    await screenshot(page, 'safeguards-05-caps-find-user');
+
+    const { rows } = await db.query<{ id: string }>(
+      "SELECT id FROM product_users WHERE org_id = $1 AND external_user_id = 'carol-42'",
+      [org.org_id],
+    );
+    const userId = rows[0]!.id;
+    expect(userId).toMatch(/^pu_/);
+    await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}/users/${userId}`);
+    await page.getByText(userId, { exact: true }).waitFor();
+    await page.getByRole('button', { name: 'Copy the product user id' }).click();
+    await page.getByText('Copied.').waitFor();
+    expect(await page.evaluate<string>('navigator.clipboard.readText()')).toBe(userId);
+    // the user's app by its name
+    await page.getByRole('link', { name: 'Seeded app' }).waitFor();
+
+    // the list names the app too
+    await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}/users`);
+    const row = page.getByRole('row').filter({ hasText: 'carol-42' });
+    await expect.poll(() => row.textContent()).toContain('Seeded app');
+    expect(await row.textContent()).not.toContain(org.app_id);
+    await close();
+  });
+
+  it('shows no figures, chart or export for a usage range whose first day is after its last', async () => {
+    const { page, close } = await openWindow(browser);
+    await signedIn(page, emails.admin, `/dashboard/orgs/${org.org_id}/usage`);
+    await page.getByRole('button', { name: 'Export CSV' }).waitFor();
+    await page.getByLabel('From (UTC day)').fill('2030-01-10');
+    await page.getByLabel('Through (UTC day)').fill('2030-01-01');
+    await page.getByText('The first day must not be after the last.').waitFor();
+    expect(await page.getByRole('button', { name: 'Export CSV' }).count()).toBe(0);
+    expect(await page.locator('.chart').count()).toBe(0);
+    expect(await page.getByLabel('Totals of the range').count()).toBe(0);
+    expect(await page.getByRole('table').count()).toBe(0);
+    await screenshot(page, 'safeguards-06-usage-inverted');
+    await close();
+  });
+
+  it('keeps the usage settings in the URL: a shared link opens the same view', async () => {
+    const { page, close } = await openWindow(browser);
+    const path = `/dashboard/orgs/${org.org_id}/usage`;
+    await signedIn(
+      page,
+      emails.admin,
+      `${path}?range=custom&from=2030-01-01&through=2030-01-05&group=model&plot=tokens`,
+    );
+    expect(await page.getByLabel('Range', { exact: true }).inputValue()).toBe('custom');
+    expect(await page.getByLabel('From (UTC day)').inputValue()).toBe('2030-01-01');
+    expect(await page.getByLabel('Through (UTC day)').inputValue()).toBe('2030-01-05');
+    expect(await page.getByLabel('Group by').inputValue()).toBe('model');
+    expect(await page.getByLabel('Plot', { exact: true }).inputValue()).toBe('tokens');
+    await page
+      .getByText('No requests between 2030-01-01 and 2030-01-05.', { exact: false })
+      .waitFor();
+
+    await page.getByLabel('Group by').selectOption('connection');
+    await page.getByLabel('Range', { exact: true }).selectOption('7');
+    await expect
+      .poll(() => new URL(page.url()).search)
+      .toBe('?range=7&group=connection&plot=tokens');
+    await page.reload();
+    await page.getByRole('heading', { level: 1, name: 'Usage' }).waitFor();
+    expect(await page.getByLabel('Group by').inputValue()).toBe('connection');
+    expect(await page.getByLabel('Range', { exact: true }).inputValue()).toBe('7');
+    await close();
+  });
+
+  it('renames and deletes an app after a confirmation, and says "no such app" for an unknown one', async () => {
+    const created = await api.post<{ id: string }>(`/dashboard/api/orgs/${org.org_id}/apps`, {
+      name: 'Scratch app',
+    });
+    expect(created.status).toBe(201);
+    const appId = created.body.id;
+    const { page, close } = await openWindow(browser);
+    await signedIn(page, emails.admin, `/dashboard/orgs/${org.org_id}/apps/${appId}`);
+    await page.getByRole('heading', { level: 1, name: 'Scratch app' }).waitFor();
+    const settings = page.getByRole('form', { name: 'App' });
+    await settings.getByLabel('App name').fill('Scratch app 2');
+    await settings.getByRole('button', { name: 'Rename app' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Scratch app 2' }).waitFor();
+    const named = await db.query<{ name: string }>('SELECT name FROM apps WHERE id = $1', [appId]);
+    expect(named.rows).toEqual([{ name: 'Scratch app 2' }]);
+
+    await settings.getByRole('button', { name: 'Delete app…' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Delete “Scratch app 2”?' });
+    expect(await dialog.textContent()).toContain('cannot be restored');
+    await dialog.getByRole('button', { name: 'Delete app' }).click();
+    await expect
+      .poll(() => new URL(page.url()).pathname)
+      .toBe(`/dashboard/orgs/${org.org_id}/apps`);
+    await page.getByRole('link', { name: 'Seeded app' }).waitFor();
+    expect(await page.getByRole('link', { name: 'Scratch app 2' }).count()).toBe(0);
+    const deleted = await db.query<{ deleted: boolean }>(
+      'SELECT deleted_at IS NOT NULL AS deleted FROM apps WHERE id = $1',
+      [appId],
+    );
+    expect(deleted.rows).toEqual([{ deleted: true }]);
+
+    await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}/apps/app_nope`);
+    await page.getByRole('heading', { level: 1, name: 'No such app' }).waitFor();
+    expect(await page.getByRole('button', { name: 'Create connection' }).count()).toBe(0);
+    expect(await page.getByRole('alert').count()).toBe(0);
+    await close();
+  });
+
+  it('tells a viewer the audit log is for admins and owners, not the API’s error', async () => {
+    const { page, close } = await openWindow(browser);
+    await signedIn(page, emails.viewer, `/dashboard/orgs/${org.org_id}/audit-log`);
+    await page
+      .getByText('Only admins and owners of this organization read its audit log.')
+      .waitFor();
+    expect(await page.content()).not.toContain('gw_role_forbidden');
+    await close();
+  });
+
+  it('shows a webhook endpoint’s last success once a test event is delivered, without a reload', async () => {
+    const url = receiver.endpoint('/hooks/gw');
+    const created = await api.post<{ secret: string }>(
+      `/dashboard/api/orgs/${org.org_id}/webhooks`,
+      { url },
+    );
+    expect(created.status).toBe(201);
+    receiver.setSecrets('/hooks/gw', [created.body.secret]);
+    const { page, close } = await openWindow(browser);
+    await signedIn(page, emails.admin, `/dashboard/orgs/${org.org_id}/webhooks`);
+    const row = page.getByRole('row').filter({ hasText: '/hooks/gw' });
+    const lastSuccess = row.getByRole('cell').nth(3);
+    expect(await lastSuccess.textContent()).toBe('—');
+    await row.getByRole('button', { name: `Send a test event to ${url}` }).click();
+    await page.getByText(/Test event msg_\w+ queued/).waitFor();
+    await expect.poll(() => lastSuccess.textContent(), { timeout: 20_000 }).toMatch(/\d/);
+    await close();
+  }, 40_000);
+
+  it('keeps long webhook URLs readable on a phone: broken after slashes, never inside a word', async () => {
+    const { page, close } = await openWindow(browser, { width: 390, height: 844 });
+    await signedIn(page, emails.admin, `/dashboard/orgs/${org.org_id}/webhooks`);
+    const url = page.locator('td code.url').first();
+    await url.waitFor();
+    // the column keeps room for a readable piece of the URL (it was ~3 characters wide)
+    expect(await url.evaluate((element) => element.getBoundingClientRect().width)).toBeGreaterThan(
+      150,
+    );
+    expect(await sidewaysOverflow(page)).toBe(0);
+    await screenshot(page, 'safeguards-07-webhooks-390');
+    await close();
+  });
+
+  it('keeps "Spent this month" on one line at 390 and 1440 px', async () => {
+    for (const width of [390, 1440]) {
+      const { page, close } = await openWindow(browser, { width, height: 900 });
+      await signedIn(page, emails.admin);
+      const value = page
+        .locator('.stat')
+        .filter({ hasText: 'Spent this month' })
+        .locator('.money-value')
+        .first();
+      await value.waitFor();
+      const lines = await value.evaluate((element) => {
+        const view = globalThis as unknown as {
+          getComputedStyle(target: unknown): { lineHeight: string };
+        };
+        const style = view.getComputedStyle(element);
+        return element.getBoundingClientRect().height / Number.parseFloat(style.lineHeight);
+      });
+      expect(Math.round(lines)).toBe(1);
+      await screenshot(page, `safeguards-08-overview-${width}`);
+      await close();
+    }
+  });
+});
+
+describe('navigation', () => {
+  it('returns to the page a signed-out deep link opened once signed in', async () => {
+    const { page, close } = await openWindow(browser);
+    await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}/wallet`);
+    await page.getByRole('heading', { name: 'Sign in to the dashboard' }).waitFor();
+    expect(new URL(page.url()).searchParams.get('next')).toBe(
+      `/dashboard/orgs/${org.org_id}/wallet`,
+    );
+    await page.getByLabel('E-mail').fill(emails.admin);
+    await page.getByLabel('Password').fill(TEST_PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Wallet' }).waitFor();
+    expect(new URL(page.url()).pathname).toBe(`/dashboard/orgs/${org.org_id}/wallet`);
+    await close();
+  });
+
+  it('never returns to another site after signing in', async () => {
+    const { page, close } = await openWindow(browser);
+    await page.goto(
+      `${gateway.url}/dashboard/sign-in?next=${encodeURIComponent('//evil.example/')}`,
+    );
+    await page.getByLabel('E-mail').fill(emails.admin);
+    await page.getByLabel('Password').fill(TEST_PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    await page.getByRole('heading', { level: 1 }).waitFor();
+    expect(new URL(page.url()).origin).toBe(gateway.url);
+    await close();
+  });
+
+  it('shows its own not-found page for an unknown dashboard path; API and asset paths stay JSON', async () => {
+    const { page, close } = await openWindow(browser);
+    await signedIn(page, emails.admin);
+    for (const path of ['/dashboard/no-such-page', `/dashboard/orgs/${org.org_id}/nope`]) {
+      const response = await page.goto(`${gateway.url}${path}`);
+      expect(response?.status()).toBe(200);
+      await page.getByRole('heading', { level: 1, name: 'Page not found' }).waitFor();
+      await page.getByRole('link', { name: 'Go to the overview' }).waitFor();
+    }
+    await close();
+    for (const path of ['/dashboard/api', '/dashboard/assets', '/dashboard/api/nope']) {
+      const answer = await fetch(`${gateway.url}${path}`);
+      expect(answer.status).toBe(404);
+      expect(answer.headers.get('content-type')).toBe('application/json');
+    }
+  });
+});
