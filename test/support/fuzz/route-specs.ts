@@ -1092,6 +1092,13 @@ export const dashboardUiRouteSpecs: readonly RouteSpec[] = [
   { method: 'GET', path: '/dashboard/sign-in', auth: 'browser', weight: 0.3 },
   {
     method: 'GET',
+    path: '/dashboard/{page}',
+    auth: 'browser',
+    weight: 0.3,
+    params: (_target) => ({ page: 'sign-up' }),
+  },
+  {
+    method: 'GET',
     path: '/dashboard/orgs/{page*}',
     auth: 'browser',
     weight: 0.5,
