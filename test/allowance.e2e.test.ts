@@ -9,11 +9,12 @@ import { chatCompletionTexts } from '../src/tokens/request-texts.js';
 import { isolatedContext } from './support/context.js';
 import { bearer, getJson, postJson } from './support/http.js';
 import {
+  type GatewayProcess,
   runCliJson,
   seed,
-  startGateway,
-  type GatewayProcess,
   type SeededOrg,
+  setProductUserCap,
+  startGateway,
 } from './support/processes.js';
 import { eventually } from './support/services.js';
 
@@ -81,22 +82,7 @@ async function ledgerSum(
 
 /** `gw cap set --scope product_user` for one user of an org's app. */
 function setUserCap(org: SeededOrg, user: string, amount: string, flags: string[] = []) {
-  return runCliJson(
-    [
-      'cap',
-      'set',
-      '--scope',
-      'product_user',
-      '--app-id',
-      org.app_id,
-      '--external-user-id',
-      user,
-      '--amount',
-      amount,
-      ...flags,
-    ],
-    env,
-  );
+  return setProductUserCap(env, org.app_id, user, amount, flags);
 }
 
 /** `gw credits grant` for one user of an org's app. */

@@ -4,11 +4,12 @@ import { emailHash } from '../src/product-users/directory.js';
 import { isolatedContext } from './support/context.js';
 import { bearer, getJson, postJson } from './support/http.js';
 import {
+  type GatewayProcess,
   runCliJson,
   seed,
-  startGateway,
-  type GatewayProcess,
   type SeededOrg,
+  setProductUserCap,
+  startGateway,
 } from './support/processes.js';
 import { eventually } from './support/services.js';
 
@@ -177,21 +178,7 @@ describe('GET /product-users/by-external-id', () => {
 
   it('documents in /openapi.json every field the profile returns, allowance and cap with their shapes', async () => {
     const user = 'documented';
-    await runCliJson(
-      [
-        'cap',
-        'set',
-        '--scope',
-        'product_user',
-        '--app-id',
-        org.app_id,
-        '--external-user-id',
-        user,
-        '--amount',
-        '2',
-      ],
-      env,
-    );
+    await setProductUserCap(env, org.app_id, user, '2');
     const profile = await getJson<Record<string, Record<string, unknown>>>(
       profileUrl(org.app_id, user),
       bearer(org.service_key),
@@ -223,21 +210,7 @@ describe('GET /product-users/by-external-id', () => {
 
   it('returns every profile field with its type, the allowance formulas and the usage totals', async () => {
     const user = 'profile-user';
-    await runCliJson(
-      [
-        'cap',
-        'set',
-        '--scope',
-        'product_user',
-        '--app-id',
-        org.app_id,
-        '--external-user-id',
-        user,
-        '--amount',
-        '1.00',
-      ],
-      env,
-    );
+    await setProductUserCap(env, org.app_id, user, '1.00');
     await runCliJson(
       ['credits', 'grant', '--app-id', org.app_id, '--external-user-id', user, '--amount', '0.25'],
       env,
@@ -586,21 +559,7 @@ describe('credit grants and the credit summary', () => {
 
   it('spends credits only on costs in their currency: a EUR grant neither raises the USD allowance nor pays a USD request', async () => {
     const user = 'euro-holder';
-    await runCliJson(
-      [
-        'cap',
-        'set',
-        '--scope',
-        'product_user',
-        '--app-id',
-        org.app_id,
-        '--external-user-id',
-        user,
-        '--amount',
-        '0.000001',
-      ],
-      env,
-    );
+    await setProductUserCap(env, org.app_id, user, '0.000001');
     const granted = await postJson<GrantBody>(
       `${gateway.url}/product-users/by-external-id/credit-grants`,
       { app_id: org.app_id, external_user_id: user, amount: '5.00', currency: 'EUR' },

@@ -6,11 +6,12 @@ import { isolatedContext } from './support/context.js';
 import { bearer, getJson, postJson } from './support/http.js';
 import { monthlyPeriod } from '../src/periods.js';
 import {
+  type GatewayProcess,
   runCliJson,
   seed,
-  startGateway,
-  type GatewayProcess,
   type SeededOrg,
+  setProductUserCap,
+  startGateway,
 } from './support/processes.js';
 import { eventually } from './support/services.js';
 
@@ -209,23 +210,10 @@ describe('gw reconcile', () => {
     const user = 'anchored';
     const cost = await costOfOneRequest(org);
     const setCap = (requests: bigint) =>
-      runCliJson(
-        [
-          'cap',
-          'set',
-          '--scope',
-          'product_user',
-          '--app-id',
-          org.app_id,
-          '--external-user-id',
-          user,
-          '--amount',
-          decimalOf(cost * requests),
-          '--overrun-policy',
-          'reject',
-        ],
-        env,
-      );
+      setProductUserCap(env, org.app_id, user, decimalOf(cost * requests), [
+        '--overrun-policy',
+        'reject',
+      ]);
     const send = () =>
       postJson<{ error: { provider_specific_fields?: { error: { code: string } } } }>(
         `${gateway.url}/v1/chat/completions`,

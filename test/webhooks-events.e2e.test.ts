@@ -7,11 +7,12 @@ import { formatNano, numericToNano } from '../src/money.js';
 import { isolatedContext } from './support/context.js';
 import { bearer, postJson, postSse } from './support/http.js';
 import {
+  type GatewayProcess,
   runCliJson,
   seed,
-  startGateway,
-  type GatewayProcess,
   type SeededOrg,
+  setProductUserCap,
+  startGateway,
 } from './support/processes.js';
 import { eventually } from './support/services.js';
 import { TEST_MASTER_KEY } from './support/env.js';
@@ -287,21 +288,7 @@ describe('API keys', () => {
 
 describe('spend', () => {
   it('product_user.allowance_threshold at 0.8 and 1.0 of the cap, once each, with the allowance', async () => {
-    await runCliJson(
-      [
-        'cap',
-        'set',
-        '--scope',
-        'product_user',
-        '--app-id',
-        org.app_id,
-        '--external-user-id',
-        'capped',
-        '--amount',
-        formatNano(unitNano * 5n),
-      ],
-      env,
-    );
+    await setProductUserCap(env, org.app_id, 'capped', formatNano(unitNano * 5n));
     for (let index = 0; index < 6; index += 1) await chat(org.api_key, 'capped');
     const marks = await settles(ALL, 'product_user.allowance_threshold', 2);
     expect(marks.map((message) => message.payload.data.threshold)).toEqual([0.8, 1]);

@@ -6,7 +6,13 @@ import { formatNano, numericToNano } from '../src/money.js';
 import { emitEvents } from '../src/webhooks/outbox.js';
 import { isolatedContext } from './support/context.js';
 import { bearer, postJson } from './support/http.js';
-import { runCliJson, seed, startGateway, type GatewayProcess } from './support/processes.js';
+import {
+  type GatewayProcess,
+  runCliJson,
+  seed,
+  setProductUserCap,
+  startGateway,
+} from './support/processes.js';
 import { eventually } from './support/services.js';
 import { WebhookReceiver, webhookEnv, type ReceivedMessage } from './support/webhook-receiver.js';
 
@@ -92,21 +98,7 @@ describe('thresholds', () => {
     await addEndpoint(spenders.org_id, '/spenders');
     // One product user capped at 20 requests; an org capped at 30, its connection at 35, its
     // wallet funded for 100 with an alert below 75.
-    await runCliJson(
-      [
-        'cap',
-        'set',
-        '--scope',
-        'product_user',
-        '--app-id',
-        users.app_id,
-        '--external-user-id',
-        'racer',
-        '--amount',
-        amount(20n),
-      ],
-      env,
-    );
+    await setProductUserCap(env, users.app_id, 'racer', amount(20n));
     await runCliJson(
       ['cap', 'set', '--scope', 'org', '--org-id', spenders.org_id, '--amount', amount(30n)],
       env,

@@ -155,6 +155,23 @@ export async function runCliJson<T>(args: string[], env: Record<string, string>)
   return JSON.parse(result.stdout) as T;
 }
 
+/** `gw cap set --scope product_user` for one user of an app (made if new), with more flags. */
+export function setProductUserCap(
+  env: Record<string, string>,
+  appId: string,
+  externalUserId: string,
+  amount: string,
+  flags: readonly string[] = [],
+): Promise<unknown> {
+  return runCliJson(
+    [
+      ...['cap', 'set', '--scope', 'product_user', '--app-id', appId],
+      ...['--external-user-id', externalUserId, '--amount', amount, ...flags],
+    ],
+    env,
+  );
+}
+
 export interface SeededOrg {
   readonly org_id: string;
   readonly app_id: string;
