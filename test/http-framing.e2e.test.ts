@@ -153,3 +153,27 @@ describe('HEAD', () => {
     expect(put.headers.get('allow')).toBe('GET, HEAD');
   });
 });
+
+describe('a header read as one value, sent twice', () => {
+  it.each([
+    ['x-gw-external-user-id', ['X-GW-External-User-ID: alice', 'X-GW-External-User-ID: bob']],
+    ['authorization', [`Authorization: Bearer gw_${'A'.repeat(43)}`]],
+    ['idempotency-key', ['Idempotency-Key: k1', 'Idempotency-Key: k2']],
+    ['content-type', ['Content-Type: application/json']],
+  ])('400 gw_invalid_request naming %s, before any caller is looked up', async (name, extra) => {
+    const answer = await rawRequest(gateway.port, chatHead(...extra, 'Content-Length: 2'), '{}');
+    expect(answer.status).toBe(400);
+    expect(errorOf(answer.body)).toEqual({
+      code: 'gw_invalid_request',
+      message: `header ${name}: given twice`,
+    });
+  });
+
+  it('leaves headers gw does not read alone', async () => {
+    const answer = await rawRequest(
+      gateway.port,
+      ['GET /healthz HTTP/1.1', 'Host: 127.0.0.1', 'Accept: a/b', 'Accept: c/d'].join('\r\n'),
+    );
+    expect(answer.status).toBe(200);
+  });
+});

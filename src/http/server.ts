@@ -24,6 +24,24 @@ import { UwsHttpRequest } from './request.js';
 import type { HttpRequest, Route } from './types.js';
 import { loadNativeUws } from './uws.js';
 
+/**
+ * Request headers gw reads as one value. Sent twice, they are refused: uWS keeps every
+ * line, and taking one of them (the last, say) would bill or authenticate a request by a
+ * value its sender may not have meant.
+ */
+const SINGLE_VALUE_HEADERS: ReadonlySet<string> = new Set([
+  'authorization',
+  'x-api-key',
+  'x-gw-external-user-id',
+  'x-gw-legacy-errors',
+  'idempotency-key',
+  'content-type',
+  'origin',
+  'cookie',
+  'x-csrf-token',
+  'vendor-version',
+  'anthropic-version',
+]);
 export interface HttpServerOptions {
   readonly routes: readonly Route[];
   readonly maxBodyBytes: number;
@@ -74,7 +92,10 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     const headers: Record<string, string> = {};
     const contentLengths: string[] = [];
     const transferEncodings: string[] = [];
+    let repeated: string | undefined;
     nativeRequest.forEach((name, value) => {
+      if (repeated === undefined && SINGLE_VALUE_HEADERS.has(name) && Object.hasOwn(headers, name))
+        repeated = name;
       headers[name] = value;
       if (name === 'content-length') contentLengths.push(value);
       else if (name === 'transfer-encoding') transferEncodings.push(value);
@@ -128,6 +149,16 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       // Which body follows is ambiguous: answer and close; nothing of it is read.
       closeWith(
         gwError('gw_invalid_request', badFraming),
+        route ? flavorOf(route, headers) : 'default',
+      );
+      return;
+    }
+    if (repeated !== undefined) {
+      // Two keys, two product users, two idempotency keys: which one was meant is not for
+      // the gateway to guess (decision 287).
+      sendError(
+        response,
+        gwError('gw_invalid_request', `header ${repeated}: given twice`),
         route ? flavorOf(route, headers) : 'default',
       );
       return;
