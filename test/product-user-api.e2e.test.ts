@@ -428,6 +428,31 @@ describe('PUT /product-users/by-external-id', () => {
     expect([again.status, again.body.allowance_starts_at]).toEqual([200, anchor]);
   });
 
+  it('applies the anchor rule to two PUTs that create the same user at once', async () => {
+    const newer = new Date(Date.now() - 5 * 86_400_000).toISOString();
+    const older = new Date(Date.now() - 15 * 86_400_000).toISOString();
+    for (let round = 0; round < 8; round += 1) {
+      const user = `anchor-race-${round}`;
+      const answers = await Promise.all(
+        [newer, older].map((anchor) =>
+          put({ app_id: org.app_id, external_user_id: user, allowance_starts_at: anchor }),
+        ),
+      );
+      // Whichever came first, the newer anchor stands: the older one is applied before it
+      // or refused after it, never written over it.
+      expect(answers.map((answer) => answer.status).sort()).toEqual(
+        answers.some((answer) => answer.status === 400) ? [201, 400] : [200, 201],
+      );
+      const { rows } = await db.query<{ allowance_starts_at: Date; allowance_anchor_floor: Date }>(
+        `SELECT allowance_starts_at, allowance_anchor_floor FROM product_users
+          WHERE app_id = $1 AND external_user_id = $2`,
+        [org.app_id, user],
+      );
+      expect(rows.map((row) => row.allowance_starts_at.toISOString())).toEqual([newer]);
+      expect(rows[0]!.allowance_anchor_floor.toISOString()).toBe(newer);
+    }
+  });
+
   it('answers gw_invalid_app_id / gw_invalid_external_user_id for a body field that is missing, empty or not a string', async () => {
     const cases: Array<[Record<string, unknown>, string]> = [
       [{ external_user_id: 'x' }, 'gw_invalid_app_id'],

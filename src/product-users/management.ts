@@ -120,6 +120,12 @@ export class ProductUserManagement {
   /** Creates or updates a user; `created` tells which. Throws ProductUserRuleError on a bad anchor. */
   async upsert(input: ProfileUpsert): Promise<{ user: ProductUserRow; created: boolean }> {
     const rows = await withTransaction(this.db, async (client) => {
+      // Two PUTs that create the same user would both find no row to lock, and the second's
+      // ON CONFLICT update would skip the anchor rules: the user's key is locked first.
+      await client.query(
+        'SELECT pg_advisory_xact_lock(hashtextextended(concat_ws(chr(10), $1::text, $2::text, $3::text), 0))',
+        [input.orgId, input.appId, input.externalUserId],
+      );
       const { rows: existing } = await client.query<{
         id: string;
         allowance_starts_at: Date | null;
