@@ -640,6 +640,42 @@ describe('the token exchange', () => {
     }
   });
 
+  it('spends a code presented in a JSON body or in the query string', async () => {
+    const url = `${gateway.url}/oauth/token`;
+    const sends = [
+      (code: string) =>
+        fetch(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            grant_type: 'authorization_code',
+            client_id: publicClient.client_id,
+            code,
+          }),
+        }),
+      (code: string) =>
+        fetch(`${url}?code=${encodeURIComponent(code)}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({
+            grant_type: 'authorization_code',
+            client_id: publicClient.client_id,
+          }).toString(),
+        }),
+    ];
+    for (const [index, send] of sends.entries()) {
+      const fresh = await freshCode(publicClient);
+      const refused = await send(fresh.code);
+      expect(refused.status, `send ${index}`).toBe(400);
+      const late = await exchange(publicClient, {
+        code: fresh.code,
+        redirect_uri: CALLBACK,
+        code_verifier: fresh.verifier,
+      });
+      expect([late.status, late.body.error], `send ${index}`).toEqual([400, 'invalid_grant']);
+    }
+  });
+
   it('refuses a replayed code, and revokes the token its first exchange issued', async () => {
     const { code, verifier, connectionId } = await freshCode(publicClient);
     const fields = { code, redirect_uri: CALLBACK, code_verifier: verifier };

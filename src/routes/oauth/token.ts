@@ -48,13 +48,17 @@ export const tokenRoute = declareRoute({
   errorFlavor: 'oauth',
   // A code is one attempt, whatever fails: a request refused for its form or its client
   // authentication spends the code it presents too (docs/decisions.md 276).
-  async onRefused({ rawBody }, deps: OAuthDeps) {
-    for (const code of presentedCodes(rawBody)) {
+  async onRefused({ request, rawBody }, deps: OAuthDeps) {
+    for (const code of presentedCodes(request.query, rawBody)) {
       await spendCode(deps.oauth.db, deps.oauth.codes, deps.oauth.apiKeys, code);
     }
     return undefined;
   },
-  async handler({ caller, body }, deps: OAuthDeps) {
+  async handler({ request, caller, body }, deps: OAuthDeps) {
+    // A code in the query string is presented too, and never where RFC 6749 takes it from.
+    for (const code of presentedCodes(request.query, Buffer.alloc(0))) {
+      await spendCode(deps.oauth.db, deps.oauth.codes, deps.oauth.apiKeys, code);
+    }
     const problem = requestProblem(body);
     if (!body.code) return problem ?? gwError('gw_invalid_request', 'code is required');
     const result = await exchange(deps.oauth.db, deps.oauth.codes, deps.oauth.apiKeys, caller, {
@@ -90,7 +94,25 @@ function requestProblem(body: z.infer<typeof tokenRequestSchema>): GwError | und
 }
 
 /** The codes a refused form presents (a malformed form may name one more than once). */
-function presentedCodes(rawBody: Buffer): string[] {
-  const codes = new URLSearchParams(rawBody.toString('utf8')).getAll('code');
+function presentedCodes(query: string, rawBody: Buffer): string[] {
+  const text = rawBody.toString('utf8');
+  const codes = [
+    // As RFC 6749 sends it (a form), and the ways a confused client might: the query string,
+    // or a JSON body. Sent any way, the code was presented.
+    ...new URLSearchParams(text).getAll('code'),
+    ...new URLSearchParams(query).getAll('code'),
+    ...jsonCode(text),
+  ];
   return [...new Set(codes.filter((code) => code !== ''))].slice(0, MAX_PRESENTED_CODES);
+}
+
+function jsonCode(text: string): string[] {
+  if (!text.trimStart().startsWith('{')) return [];
+  try {
+    const parsed = JSON.parse(text) as unknown;
+    const code = (parsed as { code?: unknown } | null)?.code;
+    return typeof code === 'string' ? [code] : [];
+  } catch {
+    return [];
+  }
 }
