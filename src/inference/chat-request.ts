@@ -7,37 +7,52 @@ export const MAX_CHOICES = 128;
 /** The roles the chat-completions API accepts; anything else is refused, as the vendor does. */
 export const CHAT_ROLES = ['system', 'developer', 'user', 'assistant', 'tool', 'function'] as const;
 
-const contentSchema = z.union([z.string(), z.array(z.looseObject({ type: z.string() }))], {
-  error: 'must be a string or an array of content parts (objects with a type)',
-});
+const CONTENT_RULE = 'must be a string or an array of content parts (objects with a type)';
 
 /**
- * A message as the vendors accept it: `content` is a string or an array of content parts. Only
- * an assistant message that carries tool_calls (or the older function_call) may leave it out
- * or null, and a `function` result may be null; every other message needs it. Other fields
- * pass through unchecked.
+ * What is wrong with a message's `content`, as the vendors accept it: a string or an array of
+ * content parts. Only an assistant message that carries tool_calls (or the older
+ * function_call) may leave it out or null, and a `function` result may be null; every other
+ * message needs it.
  */
-const messageSchema = z
-  .looseObject({
-    role: z.enum(CHAT_ROLES),
-    content: contentSchema.nullish(),
-  })
-  .superRefine((message, context) => {
-    if (message.content !== undefined && message.content !== null) return;
-    const callsTools =
-      message.role === 'assistant' &&
-      ((message.tool_calls !== undefined && message.tool_calls !== null) ||
-        (message.function_call !== undefined && message.function_call !== null));
-    if (callsTools || (message.role === 'function' && message.content === null)) return;
-    context.addIssue({
-      code: 'custom',
-      path: ['content'],
-      message:
-        message.role === 'assistant'
-          ? 'is required unless the message has tool_calls'
-          : 'is required (a string or an array of content parts)',
-    });
-  });
+function contentProblem(message: Readonly<Record<string, unknown>>): string | undefined {
+  const content = message.content;
+  if (typeof content === 'string') return undefined;
+  if (Array.isArray(content)) {
+    for (const part of content as unknown[]) {
+      if (typeof part !== 'object' || part === null || Array.isArray(part)) return CONTENT_RULE;
+      if (typeof (part as { type?: unknown }).type !== 'string') return CONTENT_RULE;
+    }
+    return undefined;
+  }
+  if (content !== undefined && content !== null) return CONTENT_RULE;
+  const callsTools =
+    message.role === 'assistant' &&
+    ((message.tool_calls !== undefined && message.tool_calls !== null) ||
+      (message.function_call !== undefined && message.function_call !== null));
+  if (callsTools || (message.role === 'function' && content === null)) return undefined;
+  return message.role === 'assistant'
+    ? 'is required unless the message has tool_calls'
+    : 'is required (a string or an array of content parts)';
+}
+
+/**
+ * The first message whose content the vendors would refuse, as `messages.N.content: rule`.
+ * Checked after the schema, not inside it: a zod refinement on every message of every request
+ * doubled the bytes a request promotes to the old generation (bench/RESULTS.md, 2026-11-26).
+ */
+export function messageContentProblem(
+  messages: readonly Readonly<Record<string, unknown>>[],
+): string | undefined {
+  for (let index = 0; index < messages.length; index += 1) {
+    const problem = contentProblem(messages[index]!);
+    if (problem) return `messages.${index}.content: ${problem}`;
+  }
+  return undefined;
+}
+
+/** A message: its role checked here, its content by messageContentProblem. */
+const messageSchema = z.looseObject({ role: z.enum(CHAT_ROLES) });
 
 export const chatCompletionRequestSchema = z.looseObject({
   model: z.string().min(1),

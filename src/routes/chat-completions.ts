@@ -7,6 +7,7 @@ import type { HttpRequest, HttpResponse } from '../http/types.js';
 import { admit, ADMISSION_ERRORS, type PlannedOutput } from '../inference/admission.js';
 import {
   chatCompletionRequestSchema,
+  messageContentProblem,
   type ChatCompletionRequest,
 } from '../inference/chat-request.js';
 import { PROXY_ERRORS, type ProxyDeps } from '../inference/proxy.js';
@@ -36,6 +37,8 @@ async function handleChatCompletion(
   parsed: ChatCompletionRequest,
   response: HttpResponse,
 ): Promise<GwError | undefined> {
+  const contentRefusal = messageContentProblem(parsed.messages);
+  if (contentRefusal) return gwError('gw_invalid_request', contentRefusal);
   const body: Record<string, unknown> = parsed;
   response.annotate({ model: modelLabel(parsed.model) });
   const choices = parsed.n ?? 1;
