@@ -8,7 +8,8 @@ export const productUserHelp = `gw product-user block|unblock --app-id A --exter
   Creates the product user if it does not exist yet (block someone before their first request).
 gw credits grant --app-id A --external-user-id U --amount 0.50 [--expires-at RFC3339] [--reason TEXT]
 gw credits revoke --grant-id G
-  Grants credits to a product user (created if missing) or revokes what is left of a grant.`;
+  Grants credits to a product user (created if missing) or revokes what is left of a grant;
+  what the user's requests in flight hold stays to pay them, then goes (docs/charging.md).`;
 
 export async function productUserCommand(context: CliContext, argv: string[]): Promise<void> {
   const [action, ...rest] = argv;
