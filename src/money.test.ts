@@ -3,11 +3,15 @@ import { describe, expect, it } from 'vitest';
 import {
   AmountError,
   AmountRangeError,
-  MAX_AMOUNT_NANO,
+  assertAmountInRange,
   costNano,
   formatNano,
+  MAX_AMOUNT_NANO,
+  NANO_PER_UNIT,
   numericToNano,
+  parseAmountField,
   parseAmountToNano,
+  plainAmount,
   tokenPriceFromDecimal,
 } from './money.js';
 
@@ -83,5 +87,24 @@ describe('amount limits', () => {
     expect(() => parseAmountToNano('1000000.000000001')).toThrow(AmountRangeError);
     expect(() => parseAmountToNano('1000000000000000000')).toThrow(AmountRangeError);
     expect(() => parseAmountToNano('1' + '0'.repeat(40))).toThrow(AmountError);
+  });
+
+  it('says an amount in a message as a sentence would: no trailing zeros, never rounded', () => {
+    expect(plainAmount(MAX_AMOUNT_NANO)).toBe('1000000');
+    expect(plainAmount(500_000_000n)).toBe('0.5');
+    expect(plainAmount(1n)).toBe('0.000000001');
+    expect(plainAmount(0n)).toBe('0');
+    expect(plainAmount(-18_154_745_500n)).toBe('-18.1547455');
+    expect(() =>
+      assertAmountInRange(MAX_AMOUNT_NANO + 5n * NANO_PER_UNIT, 'the wallet balance'),
+    ).toThrow('the wallet balance would be 1000005; at most 1000000 is accepted');
+    expect(parseAmountField('amount', '1000000.5')).toMatchObject({
+      code: 'gw_amount_out_of_range',
+      message: 'amount: must be at most 1000000',
+    });
+    expect(parseAmountField('amount', ' 1')).toMatchObject({
+      code: 'gw_invalid_request',
+      message: 'amount: must be a non-negative decimal with at most 12 fractional digits',
+    });
   });
 });

@@ -2,6 +2,7 @@
 // integer strings in Redis; decimal strings with 12 fractional digits on the wire; numeric in
 // Postgres. Never a float.
 import { Decimal } from 'decimal.js';
+import { gwError, type GwError } from './errors.js';
 
 export const NANO_PER_UNIT = 1_000_000_000n;
 
@@ -17,6 +18,11 @@ export function formatNano(nano: bigint): string {
   const units = magnitude / NANO_PER_UNIT;
   const fraction = (magnitude % NANO_PER_UNIT).toString().padStart(9, '0');
   return `${negative ? '-' : ''}${units}.${fraction}${'0'.repeat(WIRE_FRACTION_DIGITS - 9)}`;
+}
+
+/** An amount as a sentence says it: no trailing zeros ("1000005", "0.5"), never rounded. */
+export function plainAmount(nano: bigint): string {
+  return formatNano(nano).replace(/\.?0+$/, '');
 }
 
 export class AmountError extends Error {
@@ -41,7 +47,7 @@ export class AmountRangeError extends AmountError {
 export function assertAmountInRange(nano: bigint, subject: string): void {
   if (nano > MAX_AMOUNT_NANO || nano < -MAX_AMOUNT_NANO) {
     throw new AmountRangeError(
-      `${subject} would be ${formatNano(nano)}; at most ${formatNano(MAX_AMOUNT_NANO)} is accepted`,
+      `${subject} would be ${plainAmount(nano)}; at most ${plainAmount(MAX_AMOUNT_NANO)} is accepted`,
     );
   }
 }
@@ -55,19 +61,34 @@ export function assertAmountInRange(nano: bigint, subject: string): void {
  */
 export function parseAmountToNano(text: string): bigint {
   if (!decimalAmount.test(text)) {
-    throw new AmountError(
-      'amount must be a non-negative decimal with at most 12 fractional digits',
-    );
+    throw new AmountError('must be a non-negative decimal with at most 12 fractional digits');
   }
   const [units = '0', fraction = ''] = text.split('.');
   if (/[1-9]/.test(fraction.slice(9))) {
-    throw new AmountError('amount has more precision than a nano-unit (1e-9)');
+    throw new AmountError('has more precision than a nano-unit (1e-9)');
   }
   const nano = BigInt(units) * NANO_PER_UNIT + BigInt(fraction.slice(0, 9).padEnd(9, '0'));
   if (nano > MAX_AMOUNT_NANO) {
-    throw new AmountRangeError(`amount must be at most ${formatNano(MAX_AMOUNT_NANO)}`);
+    throw new AmountRangeError(`must be at most ${plainAmount(MAX_AMOUNT_NANO)}`);
   }
   return nano;
+}
+
+/**
+ * An amount field of an API body in nano-units, or the spec's 400 naming the field:
+ * `gw_amount_out_of_range` past the money layer's limit, `gw_invalid_request` for anything
+ * that is not a decimal amount.
+ */
+export function parseAmountField(field: string, text: string): bigint | GwError {
+  try {
+    return parseAmountToNano(text);
+  } catch (error) {
+    if (error instanceof AmountRangeError)
+      return gwError('gw_amount_out_of_range', `${field}: ${error.message}`);
+    if (error instanceof AmountError)
+      return gwError('gw_invalid_request', `${field}: ${error.message}`);
+    throw error;
+  }
 }
 
 /** Postgres numeric text ("12.345000000000") → nano-units, rounding up any sub-nano remainder. */

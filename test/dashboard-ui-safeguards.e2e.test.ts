@@ -455,14 +455,17 @@ describe('navigation', () => {
     const { page, close } = await openWindow(browser);
     await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}/wallet`);
     await page.getByRole('heading', { name: 'Sign in to the dashboard' }).waitFor();
-    expect(new URL(page.url()).searchParams.get('next')).toBe(
-      `/dashboard/orgs/${org.org_id}/wallet`,
-    );
+    // The sign-in page may render before the address bar is rewritten: wait for both.
+    await expect
+      .poll(() => new URL(page.url()).searchParams.get('next'))
+      .toBe(`/dashboard/orgs/${org.org_id}/wallet`);
     await page.getByLabel('E-mail').fill(emails.admin);
     await page.getByLabel('Password').fill(TEST_PASSWORD);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { level: 1, name: 'Wallet' }).waitFor();
-    expect(new URL(page.url()).pathname).toBe(`/dashboard/orgs/${org.org_id}/wallet`);
+    await expect
+      .poll(() => new URL(page.url()).pathname)
+      .toBe(`/dashboard/orgs/${org.org_id}/wallet`);
     await close();
   });
 

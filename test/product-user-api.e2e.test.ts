@@ -568,7 +568,7 @@ describe('credit grants and the credit summary', () => {
       );
     const huge = await grant('1000000000000000000');
     expect([huge.status, huge.body.error.code]).toEqual([400, 'gw_amount_out_of_range']);
-    expect(huge.body.error.message).toContain('1000000.000000000000');
+    expect(huge.body.error.message).toBe('amount: must be at most 1000000');
     expect((await grant('600000')).status).toBe(201);
     const past = await grant('400000.000000001');
     expect([past.status, past.body.error.code]).toEqual([400, 'gw_amount_out_of_range']);

@@ -129,9 +129,13 @@ function fail(error: unknown): number {
 function cliError(error: unknown): { code: ErrorCode; message: string } {
   if (error instanceof UsageError) return { code: error.code, message: error.message };
   // The HTTP API's codes: past the money layer's limit is gw_amount_out_of_range there too.
-  if (error instanceof AmountRangeError)
-    return { code: 'gw_amount_out_of_range', message: error.message };
-  if (error instanceof AmountError) return { code: 'gw_invalid_request', message: error.message };
+  if (error instanceof AmountError) {
+    // A rule without its subject ("must be at most 1000000") is about the amount given.
+    const message = /^(must|has) /.test(error.message) ? `amount: ${error.message}` : error.message;
+    const code =
+      error instanceof AmountRangeError ? 'gw_amount_out_of_range' : 'gw_invalid_request';
+    return { code, message };
+  }
   if (error instanceof ConfigError) return { code: 'gw_invalid_config', message: error.message };
   if (error instanceof z.ZodError)
     return { code: 'gw_invalid_request', message: flagIssues(error) };

@@ -1,7 +1,7 @@
 // The fields of a credit grant request, checked once for every way in (the service-key route
 // and the dashboard): amount, currency, expiry, reason and the Idempotency-Key header.
-import { gwError, type GwError } from '../errors.js';
-import { AmountError, AmountRangeError, parseAmountToNano } from '../money.js';
+import { gwError, isGwError, type GwError } from '../errors.js';
+import { AmountRangeError, parseAmountField } from '../money.js';
 import { headerTextProblem } from '../text.js';
 import { boundedTextProblem } from './limits.js';
 import type { CreditGrant, CreditGrantInput } from './management.js';
@@ -19,16 +19,8 @@ export function creditGrantRequest(
   body: CreditGrantFields,
   idempotencyKey: string | undefined,
 ): Omit<CreditGrantInput, 'orgId' | 'productUserId'> | GwError {
-  let amountNano: bigint;
-  try {
-    amountNano = parseAmountToNano(body.amount);
-  } catch (error) {
-    if (error instanceof AmountRangeError)
-      return gwError('gw_amount_out_of_range', `amount: ${error.message}`);
-    if (error instanceof AmountError)
-      return gwError('gw_invalid_request', `amount: ${error.message}`);
-    throw error;
-  }
+  const amountNano = parseAmountField('amount', body.amount);
+  if (isGwError(amountNano)) return amountNano;
   if (amountNano <= 0n) return gwError('gw_invalid_request', 'amount: must be greater than zero');
   const expiresAt = body.expires_at ? new Date(body.expires_at) : null;
   if (expiresAt && expiresAt.getTime() <= Date.now()) {

@@ -2,8 +2,7 @@
 import { z } from 'zod';
 import type { ApiKeyInvalidation } from '../../auth/api-key-store.js';
 import type { DbPool } from '../../db/pool.js';
-import { gwError, type GwError } from '../../errors.js';
-import { AmountError, AmountRangeError, parseAmountToNano } from '../../money.js';
+import { parseAmountField } from '../../money.js';
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
@@ -43,21 +42,8 @@ export const amountInput = z
   .max(64, 'must be a decimal amount such as "10.00"')
   .describe('decimal amount, at most 12 fractional digits, at most 1000000');
 
-/**
- * Parses an amount field into nano-units, or the spec's 400: `gw_amount_out_of_range` past
- * the money layer's limit, `gw_invalid_request` for anything that is not a decimal amount.
- */
-export function amountField(field: string, text: string): bigint | GwError {
-  try {
-    return parseAmountToNano(text);
-  } catch (error) {
-    if (error instanceof AmountRangeError)
-      return gwError('gw_amount_out_of_range', `${field}: ${error.message}`);
-    if (error instanceof AmountError)
-      return gwError('gw_invalid_request', `${field}: ${error.message}`);
-    throw error;
-  }
-}
+/** Parses an amount field into nano-units, or the spec's 400 naming it (money.ts). */
+export const amountField = parseAmountField;
 
 /** Patterns such as `vendor_b/*`, exact model ids, or `*` (API keys, provider credentials). */
 export const modelPolicySchema = z

@@ -4,8 +4,8 @@
 import { z } from 'zod';
 import { setWalletAlert, walletAlert } from '../../billing/wallet-alert.js';
 import type { DbPool } from '../../db/pool.js';
-import { gwError } from '../../errors.js';
-import { AmountError, AmountRangeError, parseAmountToNano } from '../../money.js';
+import { gwError, isGwError } from '../../errors.js';
+import { parseAmountField } from '../../money.js';
 import { declareRoute } from '../framework/declaration.js';
 import { decimalString } from '../schemas.js';
 import { inOrg } from './schemas.js';
@@ -43,17 +43,11 @@ export const setWalletAlertRoute = declareRoute({
   responses: { 200: { description: 'the alert', schema: walletAlertSchema } },
   errors: ['gw_not_found', 'gw_amount_out_of_range'],
   async handler({ caller, body }, deps: { readonly db: DbPool }) {
-    let thresholdNano: bigint | null = null;
-    if (body.low_balance_threshold !== null) {
-      try {
-        thresholdNano = parseAmountToNano(body.low_balance_threshold);
-      } catch (error) {
-        if (!(error instanceof AmountError)) throw error;
-        const code =
-          error instanceof AmountRangeError ? 'gw_amount_out_of_range' : 'gw_invalid_request';
-        return gwError(code, `low_balance_threshold: ${error.message}`);
-      }
-    }
+    const thresholdNano =
+      body.low_balance_threshold === null
+        ? null
+        : parseAmountField('low_balance_threshold', body.low_balance_threshold);
+    if (isGwError(thresholdNano)) return thresholdNano;
     const alert = await setWalletAlert(deps.db, caller.actor, caller.org.id, thresholdNano);
     if (!alert) return noWallet();
     return alert;
