@@ -140,6 +140,18 @@ describe('HEAD', () => {
     expect(answer.body).toMatch(/^HTTP\/1\.1 200 OK\r\n[^]*\r\ncontent-length: 15$/i);
   });
 
+  it("reports an unknown path's 404 with the length of the GET's answer", async () => {
+    const get = await fetch(`${gateway.url}/no-such-path`);
+    const body = await get.arrayBuffer();
+    const head = await rawRequest(
+      gateway.port,
+      ['HEAD /no-such-path HTTP/1.1', 'Host: 127.0.0.1'].join('\r\n'),
+    );
+    expect([get.status, head.status]).toEqual([404, 404]);
+    expect(head.head).toMatch(new RegExp(`\\r\\ncontent-length: ${body.byteLength}(\\r|$)`, 'i'));
+    expect(head.body).toBe('');
+  });
+
   it('is refused where there is no GET, and named in Allow where there is', async () => {
     const post = await rawRequest(
       gateway.port,

@@ -169,7 +169,8 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
           ? gwError('gw_method_not_allowed', `${method} is not supported on ${path}`, {
               headers: { allow: allowedMethods(match.allowed) },
             })
-          : gwError('gw_route_not_found', `no route for ${method} ${path}`);
+          : // A HEAD answers as its GET would, to the byte count of the body it leaves out.
+            gwError('gw_route_not_found', `no route for ${headOnly ? 'GET' : method} ${path}`);
       sendError(response, error);
       return;
     }
