@@ -5,6 +5,8 @@
 // refused, inference paid by the connecting user's organization (never the app's), and
 // RFC 7009 revocation.
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { numericToNano } from '../src/money.js';
 import { isolatedContext } from './support/context.js';
@@ -559,6 +561,41 @@ describe('the token exchange', () => {
         key_hint: `${answer.body.access_token.slice(0, 10)}…`,
       },
     ]);
+  });
+
+  it('migration 044 trims the hint of a token stored before every hint was ten characters', async () => {
+    const { code, verifier, connectionId } = await freshCode(publicClient);
+    const answer = await exchange(publicClient, {
+      code,
+      redirect_uri: CALLBACK,
+      code_verifier: verifier,
+    });
+    const token = answer.body.access_token;
+    await db.query('UPDATE api_keys SET key_hint = $2 WHERE app_connection_id = $1', [
+      connectionId,
+      `${token.slice(0, 13)}…`,
+    ]);
+    // The API keys of the same app (the maker's): a migration of OAuth hints leaves them alone.
+    const apiKeyHints = async () =>
+      (
+        await db.query<{ id: string; key_hint: string }>(
+          `SELECT id, key_hint FROM api_keys WHERE kind = 'api_key'
+              AND app_id = (SELECT app_id FROM api_keys WHERE app_connection_id = $1)
+            ORDER BY id`,
+          [connectionId],
+        )
+      ).rows;
+    const before = await apiKeyHints();
+    const migration = fileURLToPath(
+      new URL('../src/db/migrations/044_oauth_token_hints.sql', import.meta.url),
+    );
+    await db.query(readFileSync(migration, 'utf8'));
+    const { rows } = await db.query<{ key_hint: string }>(
+      'SELECT key_hint FROM api_keys WHERE app_connection_id = $1',
+      [connectionId],
+    );
+    expect(rows).toEqual([{ key_hint: `${token.slice(0, 10)}…` }]);
+    expect(await apiKeyHints()).toEqual(before);
   });
 
   it('authenticates a confidential client by the secret in the form or by HTTP Basic, and refuses it otherwise (401 invalid_client)', async () => {
