@@ -2,7 +2,6 @@
 import { z } from 'zod';
 import type { ApiKeyInvalidation } from '../../auth/api-key-store.js';
 import type { DbPool } from '../../db/pool.js';
-import { parseAmountField } from '../../money.js';
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
@@ -36,14 +35,11 @@ export function pageOf<Row extends z.ZodType>(row: Row) {
 /** Routes under /dashboard/api/orgs/{org_id}/… act on that organization. */
 export const inOrg = { param: 'org_id', table: 'organizations' } as const;
 
-/** A money amount as the API takes it: a decimal string (checked by `amountField`). */
+/** A money amount as the API takes it: a decimal string (checked by `parseAmountField`, money.ts). */
 export const amountInput = z
   .string()
   .max(64, 'must be a decimal amount such as "10.00"')
   .describe('decimal amount, at most 12 fractional digits, at most 1000000');
-
-/** Parses an amount field into nano-units, or the spec's 400 naming it (money.ts). */
-export const amountField = parseAmountField;
 
 /** Patterns such as `vendor_b/*`, exact model ids, or `*` (API keys, provider credentials). */
 export const modelPolicySchema = z

@@ -8,7 +8,7 @@ import { answer, declareRoute, type RouteResult } from '../framework/declaration
 import {
   BASE,
   creditGrantSchema,
-  findFromQuery,
+  findNamedUser,
   identityErrors,
   identityFieldErrors,
   type ProductUserRouteDeps,
@@ -41,7 +41,7 @@ async function postCreditGrant(
   request: HttpRequest,
   body: z.infer<typeof creditGrantSchema>,
 ): Promise<RouteResult> {
-  const user = await findFromQuery(deps, caller, body);
+  const user = await findNamedUser(deps, caller, body);
   if (isGwError(user)) return user;
   const grantInput = creditGrantRequest(body, request.headers['idempotency-key']);
   if (isGwError(grantInput)) return grantInput;

@@ -9,7 +9,7 @@ import {
   BASE,
   byExternalIdQuery,
   currencyCode,
-  findFromQuery,
+  findNamedUser,
   identityErrors,
   type ProductUserRouteDeps,
 } from './lookup.js';
@@ -29,7 +29,7 @@ export const creditSummaryRoute = declareRoute({
     if (!currencyCode.safeParse(currency).success) {
       return gwError('gw_invalid_request', 'currency: must be a 3-letter ISO currency code');
     }
-    const user = await findFromQuery(deps.productUsers, caller, query);
+    const user = await findNamedUser(deps.productUsers, caller, query);
     if (isGwError(user)) return user;
     return await deps.productUsers.profiles.credits(user, currency);
   },

@@ -6,7 +6,7 @@ import { productUserSchema } from '../schemas.js';
 import {
   BASE,
   byExternalIdQuery,
-  findFromQuery,
+  findNamedUser,
   identityErrors,
   type ProductUserRouteDeps,
 } from './lookup.js';
@@ -22,7 +22,7 @@ export const getProductUserRoute = declareRoute({
   async handler({ request, caller }, deps: { productUsers: ProductUserRouteDeps }) {
     const query = queryParameters(request.query);
     if (isGwError(query)) return query;
-    const user = await findFromQuery(deps.productUsers, caller, query);
+    const user = await findNamedUser(deps.productUsers, caller, query);
     if (isGwError(user)) return user;
     return await deps.productUsers.profiles.profile(user);
   },

@@ -67,8 +67,11 @@ export async function identifyUser(
   return { appId, externalUserId };
 }
 
-/** The user a query string (each parameter once: queryParameters) or a body names. */
-export async function findFromQuery(
+/**
+ * The user an `app_id` and `external_user_id` name: a read's query string (each parameter
+ * once: queryParameters) or a grant's body.
+ */
+export async function findNamedUser(
   deps: ProductUserRouteDeps,
   caller: ServiceKeyIdentity,
   query: { readonly app_id?: string; readonly external_user_id?: string },

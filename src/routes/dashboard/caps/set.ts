@@ -17,9 +17,9 @@ import {
 } from '../../../admin/caps.js';
 import type { DbPool } from '../../../db/pool.js';
 import { isGwError, type GwError } from '../../../errors.js';
-import { SETTLEMENT_CURRENCY } from '../../../money.js';
+import { parseAmountField, SETTLEMENT_CURRENCY } from '../../../money.js';
 import { declareRoute } from '../../framework/declaration.js';
-import { amountField, amountInput } from '../schemas.js';
+import { amountInput } from '../schemas.js';
 import { capLevels, capRefusal, capStateSchema, capTargetOf } from './schema.js';
 
 const creditMode = z.enum(['enforce', 'track_only', 'disabled']);
@@ -51,11 +51,11 @@ type AnyCapBody = {
 
 /** The body as the service's settings, or the 400 its amounts earn. */
 function capSettings(body: AnyCapBody): CapSettings | GwError {
-  const amountNano = body.amount === null ? null : amountField('amount', body.amount);
+  const amountNano = body.amount === null ? null : parseAmountField('amount', body.amount);
   if (isGwError(amountNano)) return amountNano;
   let perUserAmountNano: bigint | null | undefined;
   if (typeof body.per_user_amount === 'string') {
-    const parsed = amountField('per_user_amount', body.per_user_amount);
+    const parsed = parseAmountField('per_user_amount', body.per_user_amount);
     if (isGwError(parsed)) return parsed;
     perUserAmountNano = parsed;
   } else {

@@ -8,7 +8,8 @@ import { readWallet, topUpWallet } from '../../../admin/wallet.js';
 import type { WalletService } from '../../../billing/wallets.js';
 import { gwError, isGwError } from '../../../errors.js';
 import { declareRoute } from '../../framework/declaration.js';
-import { amountField, amountInput, inOrg } from '../schemas.js';
+import { parseAmountField } from '../../../money.js';
+import { amountInput, inOrg } from '../schemas.js';
 import { walletSchema, walletTransactionSchema } from './schema.js';
 
 export interface WalletTopUpDeps {
@@ -36,7 +37,7 @@ export const topUpWalletRoute = declareRoute({
         'wallet top-ups from the dashboard are off on this gateway (DASHBOARD_WALLET_TOPUP)',
       );
     }
-    const amountNano = amountField('amount', body.amount);
+    const amountNano = parseAmountField('amount', body.amount);
     if (isGwError(amountNano)) return amountNano;
     const transaction = await topUpWallet(deps.wallets, caller.org.id, amountNano, caller.actor);
     if (isGwError(transaction)) return transaction;
