@@ -49,16 +49,12 @@ export const tokenRoute = declareRoute({
   // A code is one attempt, whatever fails: a request refused for its form or its client
   // authentication spends the code it presents too (docs/decisions.md 276).
   async onRefused({ request, rawBody }, deps: OAuthDeps) {
-    for (const code of presentedCodes(request.query, rawBody)) {
-      await spendCode(deps.oauth.db, deps.oauth.codes, deps.oauth.apiKeys, code);
-    }
+    await spendPresentedCodes(deps, request.query, rawBody);
     return undefined;
   },
   async handler({ request, caller, body }, deps: OAuthDeps) {
     // A code in the query string is presented too, and never where RFC 6749 takes it from.
-    for (const code of presentedCodes(request.query, Buffer.alloc(0))) {
-      await spendCode(deps.oauth.db, deps.oauth.codes, deps.oauth.apiKeys, code);
-    }
+    await spendPresentedCodes(deps, request.query);
     const problem = requestProblem(body);
     if (!body.code) return problem ?? gwError('gw_invalid_request', 'code is required');
     const result = await exchange(deps.oauth.db, deps.oauth.codes, deps.oauth.apiKeys, caller, {
@@ -93,9 +89,15 @@ function requestProblem(body: z.infer<typeof tokenRequestSchema>): GwError | und
   return pkce ? gwError('gw_invalid_request', pkce) : undefined;
 }
 
-/** The codes a refused form presents (a malformed form may name one more than once). */
-function presentedCodes(query: string, rawBody: Buffer): string[] {
-  const text = rawBody.toString('utf8');
+/** Spends every code a request presents outside a form the handler reads (decision 276). */
+async function spendPresentedCodes(deps: OAuthDeps, query: string, rawBody?: Buffer) {
+  for (const code of presentedCodes(query, rawBody?.toString('utf8') ?? '')) {
+    await spendCode(deps.oauth.db, deps.oauth.codes, deps.oauth.apiKeys, code);
+  }
+}
+
+/** The codes a request presents (a malformed form may name one more than once). */
+function presentedCodes(query: string, text: string): string[] {
   const codes = [
     // As RFC 6749 sends it (a form), and the ways a confused client might: the query string,
     // or a JSON body. Sent any way, the code was presented.
