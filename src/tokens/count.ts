@@ -9,7 +9,10 @@
 // unbroken run (of letters, CJK, punctuation or whitespace) is never given to it; such a run,
 // and all text past a per-request budget, counts as its UTF-8 bytes. Every byte-level BPE
 // token is at least one byte, so the byte count is a safe upper bound of any vendor's count.
-import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
+import { BpeCounter, BpeTable } from './bpe.js';
+
+/** One table and counter per thread (the event loop's, and each counting thread's). */
+const bpe = new BpeCounter(BpeTable.load());
 
 /** Fixed per-message overhead (role markers, separators), as chat formats add. */
 export const TOKENS_PER_MESSAGE = 4;
@@ -38,7 +41,7 @@ export function countTextTokens(text: string, budget: CountBudget = new CountBud
   let batchStart = 0; // start of the text not yet counted (a run boundary)
   let position = 0;
   const flushBatch = (end: number): void => {
-    if (end > batchStart) tokens += countTokens(text.slice(batchStart, end));
+    if (end > batchStart) tokens += bpe.count(text.slice(batchStart, end));
     batchStart = end;
   };
   while (position < text.length) {

@@ -1,7 +1,6 @@
 // Counts input tokens. Inputs past a few hundred characters go to piscina worker threads so
-// the event loop never tokenizes a prompt (gpt-tokenizer spends up to ~10 µs per character of
-// text it has not seen); tiny ones are counted inline, because a worker round trip costs
-// more than counting them. Counting is bounded per request (see count.ts) and a count is
+// the event loop never tokenizes a prompt (BPE costs up to a few µs per character of text);
+// tiny ones are counted inline, because a worker round trip costs more than counting them. Counting is bounded per request (see count.ts) and a count is
 // cancelled with its request: once its client has gone, nothing waits for it any more.
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
