@@ -22,7 +22,8 @@
 -- ARGV[3] wallet_cost_nano    charged to the wallet ('0' when it did not pay)
 -- ARGV[4] held_nano           the amount of each of the request's holds (as reserved)
 -- ARGV[5] marker_ttl_s
--- ARGV[6] now_ms
+-- ARGV[6] now_ms              which grants are live, for a request that has no hold on the
+--                             user's account (below)
 -- ARGV[7] user_cap_nano       '' when the user has no cap
 -- ARGV[8] user_mode           'none' | 'enforce' | 'track_only' | 'disabled'
 -- ARGV[9] uses_org_cap        '1' | '0': the org has a cap (the request may hold on org_cap)
@@ -31,7 +32,8 @@
 -- ARGV[12] conn_cap_nano      the connection cap ('' when none)
 -- ARGV[13] user_period        the user account's period key ('' when no user)
 -- ARGV[14] cap_period         the caps' period key ('' when no cap)
--- ARGV[15..] record_fields    the usage record as field, value, field, value, ...
+-- ARGV[15] reservation_ttl_ms how long after its reserve a hold lapses (RESERVATION_TTL_MS)
+-- ARGV[16..] record_fields    the usage record as field, value, field, value, ...
 --
 -- Returns {0, stream_entry_id, credits_cost_nano} when settled now, {1} when settled before.
 --
@@ -40,9 +42,12 @@
 -- separated; scope user, org or conn) and `wallet_balance_after` when the wallet paid. Each
 -- charge is atomic, so exactly one settle crosses each mark of an account in a period.
 -- A hold that already lapsed is simply gone: the cost is still charged and recorded.
--- Credits: the live grants (earliest expiry first), then what revoked grants kept for the
--- requests in flight when they were revoked (`draining`, credits-change.lua); once the user
--- has no hold left, what those kept is dropped.
+-- Credits: the grants that were live when the request was admitted (earliest expiry first,
+-- also one that has expired since), then what revoked grants kept for the requests in flight
+-- when they were revoked (`draining`, credits-change.lua); once the user has no hold left,
+-- what those kept is dropped. When the request was admitted is read off its hold on the
+-- user's account (its lapse less reservation_ttl_ms): held only under `enforce`, and gone
+-- once lapsed, in which case the grants live now pay (docs/decisions.md, 288).
 -- Accounts missing from Redis are not charged here: they are rebuilt from Postgres, where
 -- this record will be counted. Holds are where reserve.lua put them: the wallet (when it
 -- paid), the caps in use, and the user's account when its allowance is enforced.
@@ -60,11 +65,12 @@
 --#include credits-available
 
 local request_id, marker_ttl, now_ms, user_mode = ARGV[1], ARGV[5], ARGV[6], ARGV[8]
+local reservation_ttl = integer(ARGV[15], 'reservation_ttl_ms')
 local cost = amount(ARGV[2], 'cost_nano')
 local wallet_cost = amount(ARGV[3], 'wallet_cost_nano')
 amount(ARGV[4], 'held_nano')
 integer(marker_ttl, 'marker_ttl_s')
-integer(now_ms, 'now_ms')
+local now = integer(now_ms, 'now_ms')
 local user_cap = optional_amount(ARGV[7], 'user_cap_nano')
 one_of(user_mode, 'user_mode', {'none', 'enforce', 'track_only', 'disabled'})
 local uses_org_cap = one_of(ARGV[9], 'uses_org_cap', {'1', '0'}) == '1'
@@ -74,7 +80,7 @@ local conn_cap = optional_amount(ARGV[12], 'conn_cap_nano')
 local user_period, cap_period = ARGV[13], ARGV[14]
 if user_period ~= '' then integer(user_period, 'user_period') end
 if cap_period ~= '' then integer(cap_period, 'cap_period') end
-if #ARGV < 16 or (#ARGV - 14) % 2 ~= 0 then
+if #ARGV < 17 or (#ARGV - 15) % 2 ~= 0 then
   error('gw_invalid_argument: record_fields must come as one or more field, value pairs')
 end
 local has_user = user_mode ~= 'none'
@@ -121,9 +127,18 @@ if user_exists and user_mode ~= 'disabled' and user_cap then
   local needed = math.max(0, cost - math.max(0, user_cap - spent_before))
   local credits_state = needed > 0 and redis.call('HMGET', KEYS[9], 'loaded', 'draining') or {}
   if credits_state[1] then
-    -- The live grants first, then what revoked grants kept for the requests in flight
-    -- (credits-change.lua): a revoked grant pays only what nothing else can.
-    local listed = live_credits(KEYS[9], KEYS[10], now_ms)
+    -- The grants live at the request's admission first, as they would have paid had it
+    -- settled then: one that expired since pays what its requests in flight hold, and never
+    -- a request admitted after its expiry. Then what revoked grants kept for the requests in
+    -- flight (credits-change.lua): a revoked grant pays only what nothing else can.
+    local admitted_ms = now_ms
+    if user_mode == 'enforce' then
+      local lapses = redis.call('ZSCORE', KEYS[8], hold_member)
+      if lapses and tonumber(lapses) - reservation_ttl < now then
+        admitted_ms = string.format('%.0f', tonumber(lapses) - reservation_ttl)
+      end
+    end
+    local listed = live_credits(KEYS[9], KEYS[10], admitted_ms)
     for grant_id in string.gmatch(credits_state[2] or '', '[^,]+') do
       listed[#listed + 1] = {
         grant_id,
@@ -208,7 +223,7 @@ if user_exists and user_mode == 'enforce' and user_cap then
 end
 
 local record = {}
-for index = 15, #ARGV do
+for index = 16, #ARGV do
   record[#record + 1] = ARGV[index]
 end
 local credits_cost_text = string.format('%.0f', credits_cost)

@@ -333,6 +333,72 @@ describe('a grant revoked while requests hold credits', () => {
   });
 });
 
+describe('a grant that expires while requests hold credits', () => {
+  it('pays the requests admitted before its expiry, earliest expiry first, and none admitted after', async () => {
+    const orgId = uniqueOrg();
+    const userId = 'pu_expire_in_flight';
+    const spendKey = keys.userSpend(orgId, userId, period.key);
+    const credits = {
+      user_credits: keys.userCredits(orgId, userId, 'USD'),
+      user_grants: keys.userGrants(orgId, userId, 'USD'),
+      user_spend: spendKey,
+      user_spend_expiries: keys.holdExpiries(spendKey),
+    };
+    const expiresAtMs = Date.now() + 500;
+    for (const [grantId, amount, expiry] of [
+      ['grant_expiring', '30', expiresAtMs],
+      ['grant_live', '50', expiresAtMs + 86_400_000],
+    ] as const) {
+      await scripts.creditsChange(credits, {
+        action: 'add',
+        grant_id: grantId,
+        amount_nano: amount,
+        expires_at_ms: String(expiry),
+        ttl_ms: '',
+        now_ms: '',
+        keep_held: '',
+      });
+    }
+    const account = accounts(orgId, { user: user(userId, 0n) });
+    const before = newRequestId();
+    expect(
+      await store.reserve({ requestId: before, accounts: account, amountNano: 40n }),
+    ).toMatchObject({ kind: 'held' });
+    expect(Date.now()).toBeLessThan(expiresAtMs);
+    while (Date.now() <= expiresAtMs) await new Promise((resolve) => setTimeout(resolve, 50));
+
+    // Expired, the grant counts for no new request: 50 live, 40 of it held.
+    expect(
+      await store.reserve({ requestId: newRequestId(), accounts: account, amountNano: 11n }),
+    ).toMatchObject({ kind: 'allowance_short', creditsNano: 50n, availableNano: 10n });
+    const after = newRequestId();
+    expect(
+      await store.reserve({ requestId: after, accounts: account, amountNano: 10n }),
+    ).toMatchObject({ kind: 'held' });
+
+    const consumption = async () => {
+      const entries = (await redis.xrange(keys.usageStream(orgId), '-', '+')) as Array<
+        [string, string[]]
+      >;
+      return usageRecordFromFields(entries.at(-1)![1]).creditConsumption;
+    };
+    // Admitted after the expiry: the live grant pays, though the expired one has 30 left.
+    expect(await store.settle(record(orgId, after, 10n, 10n), account)).toBe('settled');
+    expect(await consumption()).toEqual([{ grantId: 'grant_live', amountNano: 10n }]);
+    // Admitted before it: paid as it would have been then, the expiring grant first.
+    expect(await store.settle(record(orgId, before, 40n, 40n), account)).toBe('settled');
+    expect(await consumption()).toEqual([
+      { grantId: 'grant_expiring', amountNano: 30n },
+      { grantId: 'grant_live', amountNano: 10n },
+    ]);
+    expect(await redis.hmget(credits.user_credits, 'g:grant_expiring', 'g:grant_live')).toEqual([
+      '0',
+      '30',
+    ]);
+    expect(await redis.hmget(spendKey, 'spent', 'reserved')).toEqual(['50', '0']);
+  });
+});
+
 describe('org and app-connection caps', () => {
   it('lets exactly K of 200 concurrent requests from many users through an org cap', async () => {
     const orgId = uniqueOrg();

@@ -235,6 +235,9 @@ export class RedisBudgetStore implements BudgetStore {
         conn_cap_nano: accounts.connectionCap?.capNano.toString() ?? '',
         user_period: accounts.user?.period.key ?? '',
         cap_period: (accounts.orgCap ?? accounts.connectionCap)?.period.key ?? '',
+        // When the request was admitted is its hold's lapse less this: the grants live then
+        // pay it, one that expired since too (settle.lua; docs/decisions.md, 288).
+        reservation_ttl_ms: this.reservationTtlMs,
       },
       usageRecordToFields(record),
     )) as [SettleCode, string?, string?];

@@ -134,6 +134,7 @@ export const scriptSpecs = {
       'conn_cap_nano',
       'user_period',
       'cap_period',
+      'reservation_ttl_ms',
     ],
     rest: 'record_fields',
   },

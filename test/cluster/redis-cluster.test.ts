@@ -121,6 +121,7 @@ describe('the local Redis Cluster', () => {
           conn_cap_nano: '',
           user_period: '',
           cap_period: '',
+          reservation_ttl_ms: 60_000,
         },
       ),
     ).rejects.toThrow(/CROSSSLOT/);
