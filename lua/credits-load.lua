@@ -1,6 +1,8 @@
 -- credits-load: merges a user's credit grants in one currency, rebuilt from Postgres, into
 -- Redis. Per-grant HSETNX: a grant added or consumed concurrently is never overwritten,
--- never lost; a grant revoked meanwhile (its `revoked:<id>` mark) is not brought back.
+-- never lost; a grant revoked meanwhile (its `revoked:<id>` mark) is not brought back. What
+-- revoked grants kept for the requests in flight (`draining`) and what is left on expired
+-- grants stay as they are (docs/decisions.md, 289).
 --
 -- KEYS[1] user_credits   hash { loaded, g:<grant_id> -> remaining, revoked:<grant_id> }
 -- KEYS[2] user_grants    zset grant_id -> expiry (ms)

@@ -333,6 +333,87 @@ describe('a grant revoked while requests hold credits', () => {
   });
 });
 
+describe('credits reloaded from Postgres while a grant drains', () => {
+  const creditKeys = (orgId: string, userId: string, periodKey: string) => ({
+    user_credits: keys.userCredits(orgId, userId, 'USD'),
+    user_grants: keys.userGrants(orgId, userId, 'USD'),
+    user_spend: keys.userSpend(orgId, userId, periodKey),
+    user_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, userId, periodKey)),
+  });
+  const addGrant = (credits: ReturnType<typeof creditKeys>, grantId: string, amount: string) =>
+    scripts.creditsChange(credits, {
+      action: 'add',
+      grant_id: grantId,
+      amount_nano: amount,
+      expires_at_ms: String(Date.now() + 3_600_000),
+      ttl_ms: '',
+      now_ms: '',
+      keep_held: '',
+    });
+
+  it('a reload merges into what is there: the revoked grant keeps what it kept and pays', async () => {
+    const orgId = uniqueOrg();
+    const userId = 'pu_reload_draining';
+    const credits = creditKeys(orgId, userId, period.key);
+    await addGrant(credits, 'grant_revoked', '30');
+    const account = accounts(orgId, { user: user(userId, 0n) });
+    const inFlight = newRequestId();
+    expect(
+      await store.reserve({ requestId: inFlight, accounts: account, amountNano: 25n }),
+    ).toMatchObject({ kind: 'held' });
+    await scripts.creditsChange(credits, {
+      action: 'remove',
+      grant_id: 'grant_revoked',
+      amount_nano: '',
+      expires_at_ms: '',
+      ttl_ms: '600000',
+      now_ms: String(Date.now()),
+      keep_held: '1',
+    });
+    // The first request of the next period reloads the user's account and credits from
+    // Postgres (which has no active grant of this user), while the first request is in flight.
+    const next = monthlyPeriod(period.end, null);
+    const nextAccount = accounts(orgId, { user: { ...user(userId, 0n), period: next } });
+    expect(
+      await store.reserve({ requestId: newRequestId(), accounts: nextAccount, amountNano: 1n }),
+    ).toMatchObject({ kind: 'allowance_short', creditsNano: 0n });
+    expect(await redis.exists(keys.userSpend(orgId, userId, next.key))).toBe(1);
+    expect(await redis.hmget(credits.user_credits, 'g:grant_revoked', 'draining')).toEqual([
+      '25',
+      'grant_revoked',
+    ]);
+    expect(await store.settle(record(orgId, inFlight, 25n, 25n), account)).toBe('settled');
+    const entries = (await redis.xrange(keys.usageStream(orgId), '-', '+')) as Array<
+      [string, string[]]
+    >;
+    expect(usageRecordFromFields(entries.at(-1)![1]).creditConsumption).toEqual([
+      { grantId: 'grant_revoked', amountNano: 25n },
+    ]);
+  });
+
+  it('the credits loaded with a period account outlive it: they never expire under a request', async () => {
+    // The worst case: a 31-day period whose account is loaded at its very start.
+    const orgId = uniqueOrg();
+    const userId = 'pu_credits_ttl';
+    const start = Date.now();
+    const longest = {
+      start: new Date(start),
+      end: new Date(start + 31 * 86_400_000),
+      key: String(start),
+    };
+    const credits = creditKeys(orgId, userId, longest.key);
+    await addGrant(credits, 'grant_a', '10');
+    const account = accounts(orgId, { user: { ...user(userId, 0n), period: longest } });
+    expect(
+      await store.reserve({ requestId: newRequestId(), accounts: account, amountNano: 1n }),
+    ).toMatchObject({ kind: 'held' });
+    const spendTtl = await redis.pttl(credits.user_spend);
+    expect(spendTtl).toBeGreaterThan(37 * 86_400_000);
+    expect(await redis.pttl(credits.user_credits)).toBeGreaterThan(spendTtl + 86_400_000);
+    expect(await redis.pttl(credits.user_grants)).toBeGreaterThan(spendTtl + 86_400_000);
+  });
+});
+
 describe('a grant that expires while requests hold credits', () => {
   it('pays the requests admitted before its expiry, earliest expiry first, and none admitted after', async () => {
     const orgId = uniqueOrg();

@@ -12,7 +12,13 @@ import type { WalletService } from './wallets.js';
 
 /** A period's account stays a week past its end (late settles), then goes. */
 const PERIOD_ACCOUNT_GRACE_MS = 7 * 24 * 3600 * 1000;
-/** Loaded credits are rebuilt from Postgres after this long. */
+/**
+ * Loaded credits go after this long unless a load comes first; every load of a user's period
+ * account loads them again (a merge: what is in Redis stays). Longer than the longest period
+ * (31 days) and its grace together, so the credits loaded with a period's account outlive it:
+ * a request held on the account never finds them gone, nor a revoked or expired grant's part
+ * dropped by a rebuild (docs/decisions.md, 289).
+ */
 export const CREDITS_TTL_MS = 40 * 24 * 3600 * 1000;
 /** The expiry score of a grant that never expires. */
 export const NEVER_EXPIRES_MS = 253_402_300_799_000; // 9999-12-31
@@ -142,12 +148,14 @@ export class AccountLoader {
       user.period.start,
       user.period.end,
     );
+    // The credits first: once the account is there, no request loads them again until they
+    // go, so they must have been loaded (their expiry pushed past the account's) before it.
+    await this.installCredits(orgId, user.productUserId, SETTLEMENT_CURRENCY, unwritten);
     await this.installSpent(
       this.keys.userSpend(orgId, user.productUserId, user.period.key),
       spent,
       user,
     );
-    await this.installCredits(orgId, user.productUserId, SETTLEMENT_CURRENCY, unwritten);
   }
 
   /**
