@@ -75,10 +75,20 @@ export const configSchema = z.object({
    * so this bounds the concurrent requests to one vendor; more wait in the pool's queue.
    */
   UPSTREAM_CONNECTIONS: z.coerce.number().int().min(1).max(65_536).default(8192),
-  RESERVATION_TTL_MS: z.coerce.number().int().min(1000).default(600_000),
+  /**
+   * How long a hold lives unless settled. At most a day: settle reads a request's admission
+   * time off its hold, and credits outlive the accounts they pay by 2 days (decisions 288, 289).
+   */
+  RESERVATION_TTL_MS: z.coerce.number().int().min(1000).max(86_400_000).default(600_000),
   INSTANCE_DEAD_AFTER_MS: z.coerce.number().int().min(600).default(30_000),
   AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).default(30_000),
   TOKEN_WORKERS: z.coerce.number().int().min(1).max(64).default(2),
+  /**
+   * V8's heap growing factor, as a percentage over what the last full collection kept
+   * (`--heap-growing-percent`); 0 leaves V8's own (1.1–4×, mostly the upper end on a busy
+   * loop). Long-lived streams make the heap's slack most of a stream's memory (decision 296).
+   */
+  HEAP_GROWTH_PERCENT: z.coerce.number().int().min(0).max(400).default(20),
   USAGE_BATCH_MAX_ROWS: z.coerce.number().int().min(1).max(10_000).default(500),
   USAGE_FLUSH_INTERVAL_MS: z.coerce.number().int().min(1).default(50),
   USAGE_CLAIM_IDLE_MS: z.coerce.number().int().min(100).default(30_000),

@@ -3,6 +3,7 @@
 // (src/gateway.ts) is loaded only where requests are served: a primary that loaded it would
 // hold the whole gateway's code and its tokenizer tables (some 100 MB) for nothing.
 import { pathToFileURL } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
 import { loadConfig, type Config } from './config.js';
 import { createLogger } from './log.js';
 import { isGatewayWorker, runPrimary, workerCount } from './workers.js';
@@ -14,6 +15,10 @@ async function main(): Promise<void> {
   } catch (error) {
     process.stderr.write(`gw: ${(error as Error).message}\n`);
     process.exit(78); // EX_CONFIG
+  }
+  // Before the heap grows: every isolate of the process (its worker threads too) reads it.
+  if (config.HEAP_GROWTH_PERCENT > 0) {
+    setFlagsFromString(`--heap-growing-percent=${config.HEAP_GROWTH_PERCENT}`);
   }
   const logger = createLogger(config.LOG_LEVEL);
   const workers = workerCount(config);
