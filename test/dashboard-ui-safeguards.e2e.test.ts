@@ -483,20 +483,68 @@ describe('navigation', () => {
     await close();
   });
 
-  it('shows its own not-found page for an unknown dashboard path; API and asset paths stay JSON', async () => {
+  it('shows its own not-found page for an unknown dashboard path (404), the right page for a trailing slash; API and asset paths stay JSON', async () => {
     const { page, close } = await openWindow(browser);
     await signedIn(page, emails.admin);
-    for (const path of ['/dashboard/no-such-page', `/dashboard/orgs/${org.org_id}/nope`]) {
+    // the gateway knows these have no page: 404, with the app, which says so
+    for (const path of ['/dashboard/no-such-page', '/dashboard/a/b', '/dashboard/no-such-page/']) {
       const response = await page.goto(`${gateway.url}${path}`);
-      expect(response?.status()).toBe(200);
+      expect(response?.status(), path).toBe(404);
+      expect(response?.headers()['content-type'], path).toBe('text/html; charset=utf-8');
       await page.getByRole('heading', { level: 1, name: 'Page not found' }).waitFor();
       await page.getByRole('link', { name: 'Go to the overview' }).waitFor();
+      expect(await page.title()).toBe('Not found · gw');
+      if (path === '/dashboard/a/b') await screenshot(page, 'safeguards-09-not-found-deep');
     }
+    // an organization's sections are the app's to know: 200, and the app's not-found page
+    const unknownSection = await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}/nope`);
+    expect(unknownSection?.status()).toBe(200);
+    await page.getByRole('heading', { level: 1, name: 'Page not found' }).waitFor();
+    // a trailing slash opens the page without it
+    const wallet = await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}/wallet/`);
+    expect(wallet?.status()).toBe(200);
+    await page.getByRole('heading', { level: 1, name: 'Wallet' }).waitFor();
+    const models = await page.goto(`${gateway.url}/dashboard/models/`);
+    expect(models?.status()).toBe(200);
+    await page.getByRole('heading', { level: 1, name: 'Models & prices' }).waitFor();
+    // /dashboard/orgs/ is your organizations: the app opens yours
+    const orgs = await page.goto(`${gateway.url}/dashboard/orgs/`);
+    expect(orgs?.status()).toBe(200);
+    await expect.poll(() => new URL(page.url()).pathname).toMatch(/^\/dashboard\/orgs\/org_[^/]+$/);
+    await page.getByRole('link', { name: 'Overview', exact: true }).waitFor();
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).not.toBe('Page not found');
+    await screenshot(page, 'safeguards-10-orgs-trailing-slash');
     await close();
-    for (const path of ['/dashboard/api', '/dashboard/assets', '/dashboard/api/nope']) {
+    for (const path of [
+      '/dashboard/api',
+      '/dashboard/assets',
+      '/dashboard/api/nope',
+      '/dashboard/api/nope/',
+      '/dashboard/assets/a/b',
+    ]) {
       const answer = await fetch(`${gateway.url}${path}`);
-      expect(answer.status).toBe(404);
-      expect(answer.headers.get('content-type')).toBe('application/json');
+      expect(answer.status, path).toBe(404);
+      expect(answer.headers.get('content-type'), path).toBe('application/json');
+      expect(((await answer.json()) as { error: { code: string } }).error.code, path).toBe(
+        'gw_route_not_found',
+      );
     }
+    // writes to unknown paths are unknown (404), not a 405 naming the pages' GET
+    for (const path of ['/dashboard/api/nope', '/dashboard/a/b', '/dashboard/no-such-page']) {
+      const answer = await fetch(`${gateway.url}${path}`, { method: 'POST' });
+      expect(answer.status, path).toBe(404);
+      expect(answer.headers.get('content-type'), path).toBe('application/json');
+    }
+    // a path of the API with other methods still names them
+    const wrongMethod = await fetch(
+      `${gateway.url}/dashboard/api/orgs/${org.org_id}/wallet/top-ups`,
+    );
+    expect(wrongMethod.status).toBe(405);
+    expect(wrongMethod.headers.get('allow')).toBe('POST');
+    const head = await fetch(`${gateway.url}/dashboard/a/b`, { method: 'HEAD' });
+    expect([head.status, head.headers.get('content-type')]).toEqual([
+      404,
+      'text/html; charset=utf-8',
+    ]);
   });
 });

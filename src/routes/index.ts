@@ -102,9 +102,8 @@ import { dashboardAssetRoute } from './dashboard-ui/asset.js';
 import type { DashboardBundle } from './dashboard-ui/bundle.js';
 import {
   dashboardModelsPageRoute,
-  dashboardNamedPageRoute,
-  dashboardOrgPagesRoute,
   dashboardPageRoute,
+  dashboardPagesRoute,
   dashboardRedirectRoute,
   dashboardSignInPageRoute,
 } from './dashboard-ui/page.js';
@@ -270,9 +269,8 @@ export const routeDeclarations: readonly DeclaredRoute<RouteDeps>[] = [
   dashboardPageRoute,
   dashboardSignInPageRoute,
   dashboardModelsPageRoute,
-  dashboardOrgPagesRoute,
   dashboardAssetRoute,
-  dashboardNamedPageRoute,
+  dashboardPagesRoute,
 ];
 
 export { metricsRoute };

@@ -1092,17 +1092,10 @@ export const dashboardUiRouteSpecs: readonly RouteSpec[] = [
   { method: 'GET', path: '/dashboard/sign-in', auth: 'browser', weight: 0.3 },
   {
     method: 'GET',
-    path: '/dashboard/{page}',
+    path: '/dashboard/{page*}',
     auth: 'browser',
-    weight: 0.3,
-    params: (_target) => ({ page: 'sign-up' }),
-  },
-  {
-    method: 'GET',
-    path: '/dashboard/orgs/{page*}',
-    auth: 'browser',
-    weight: 0.5,
-    params: (target) => ({ 'page*': `${target.orgId}/apps` }),
+    weight: 0.8,
+    params: (target) => ({ 'page*': `orgs/${target.orgId}/apps` }),
   },
   {
     method: 'GET',

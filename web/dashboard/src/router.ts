@@ -42,6 +42,8 @@ export function parseView(pathname: string): View {
   if (parts.length === 1 && parts[0] === 'sign-in') return { page: 'sign-in' };
   if (parts.length === 1 && parts[0] === 'sign-up') return { page: 'sign-up' };
   if (parts.length === 1 && parts[0] === 'models') return { page: 'models' };
+  // /dashboard/orgs/ (a link trimmed to its organizations): home, your organization
+  if (parts.length === 1 && parts[0] === 'orgs') return { page: 'home' };
   const [orgs, orgId, section = '', id] = parts;
   if (orgs !== 'orgs' || !orgId || parts.length > 4) return { page: 'not-found' };
   return orgView(orgId, section, id);
