@@ -548,3 +548,50 @@ describe('navigation', () => {
     ]);
   });
 });
+
+describe('names beyond the first page', () => {
+  it('names the member who made a wallet change and a product user’s app among hundreds of members and apps', async () => {
+    // 250 members and 250 apps older than the real ones: these come first in their lists,
+    // so the admin and the seeded app are past the first page (200) of each
+    const filler = Math.random().toString(36).slice(2, 10);
+    await db.query(
+      `WITH made AS (
+         INSERT INTO dashboard_users (id, email, password_hash, personal_org_id, created_at)
+         SELECT 'usr_fill' || $2 || lpad(i::text, 4, '0'), 'fill-' || $2 || '-' || i || '@example.com',
+                'not-a-hash', $1, now() - interval '2 days'
+           FROM generate_series(1, 250) AS i
+         RETURNING id)
+       INSERT INTO org_memberships (org_id, user_id, role, created_at)
+       SELECT $1, id, 'viewer', now() - interval '1 day' FROM made`,
+      [org.org_id, filler],
+    );
+    await db.query(
+      `INSERT INTO apps (id, org_id, name, created_at)
+       SELECT 'app_fill' || $2 || lpad(i::text, 4, '0'), $1, 'Filler app ' || i, now() - interval '1 day'
+         FROM generate_series(1, 250) AS i`,
+      [org.org_id, filler],
+    );
+    const firstMembers = await api.get<{ data: { email: string }[] }>(
+      `/dashboard/api/orgs/${org.org_id}/members?limit=200`,
+    );
+    expect(firstMembers.body.data.map((member) => member.email)).not.toContain(emails.admin);
+    const firstApps = await api.get<{ data: { id: string }[] }>(
+      `/dashboard/api/orgs/${org.org_id}/apps?limit=200`,
+    );
+    expect(firstApps.body.data.map((app) => app.id)).not.toContain(org.app_id);
+
+    const { page, close } = await openWindow(browser);
+    await signedIn(page, emails.admin, `/dashboard/orgs/${org.org_id}/wallet`);
+    const history = page.getByRole('region', { name: 'Top-ups and balance changes' });
+    const topUp = history.getByRole('row').filter({ hasText: '+25.50 USD' });
+    await expect.poll(() => topUp.textContent()).toContain(emails.admin);
+    await screenshot(page, 'safeguards-11-wallet-by-beyond-200');
+
+    await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}/users`);
+    const row = page.getByRole('row').filter({ hasText: 'carol-42' });
+    await expect.poll(() => row.textContent()).toContain('Seeded app');
+    expect(await row.textContent()).not.toContain(org.app_id);
+    await screenshot(page, 'safeguards-12-product-users-app-beyond-200');
+    await close();
+  });
+});

@@ -60,6 +60,7 @@ import { listConnectionsRoute } from './dashboard/connections/list.js';
 import { revokeConnectionRoute } from './dashboard/connections/revoke.js';
 import { updateConnectionRoute } from './dashboard/connections/update.js';
 import { addMemberRoute } from './dashboard/members/add.js';
+import { getMemberRoute } from './dashboard/members/get.js';
 import { listMembersRoute } from './dashboard/members/list.js';
 import { removeMemberRoute } from './dashboard/members/remove.js';
 import { changeMemberRoleRoute } from './dashboard/members/update.js';
@@ -211,6 +212,7 @@ export const routeDeclarations: readonly DeclaredRoute<RouteDeps>[] = [
     revokeServiceKeyRoute,
     disableServiceKeyRoute,
     listMembersRoute,
+    getMemberRoute,
     addMemberRoute,
     changeMemberRoleRoute,
     removeMemberRoute,

@@ -497,6 +497,13 @@ export const dashboardRouteSpecs: readonly RouteSpec[] = [
     (target) => ({ email: target.spareMemberEmail, role: 'viewer' }),
     [field('email', strings, hostileOthers), field('role', roles), field('x_unknown', anything)],
   ),
+  {
+    method: 'GET',
+    path: '/dashboard/api/orgs/{org_id}/members/{user_id}',
+    auth: 'session',
+    weight: 1,
+    params: ofMember,
+  },
   dashboardWrite(
     'PATCH',
     '/dashboard/api/orgs/{org_id}/members/{user_id}',
