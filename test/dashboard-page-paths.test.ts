@@ -1,9 +1,9 @@
 // The gateway's status for a path under /dashboard/ (src/routes/dashboard-ui/page.ts) and the
-// app's own reading of it (web/dashboard/src/router.ts) agree: 404 exactly where the app shows
+// app's own reading of it (web/dashboard/src/views.ts) agree: 404 exactly where the app shows
 // its not-found page, and the API's and the assets' namespaces are never pages.
 import { describe, expect, it } from 'vitest';
 import { dashboardPathKind } from '../src/routes/dashboard-ui/page.js';
-import { parseView } from '../web/dashboard/src/router.js';
+import { parseView } from '../web/dashboard/src/views.js';
 
 const paths = [
   '',

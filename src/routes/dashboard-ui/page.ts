@@ -87,7 +87,7 @@ const NAMED_PAGES = new Set(['sign-in', 'sign-up', 'models', 'orgs']);
 /**
  * What /dashboard/<rest> is to the app: one of its pages, a path it shows as not found, or a
  * path of the API's or the assets' namespace (no page at all). The shapes are those of
- * parseView in web/dashboard/src/router.ts (test/dashboard-page-paths.test.ts holds the two
+ * parseView in web/dashboard/src/views.ts (test/dashboard-page-paths.test.ts holds the two
  * together); an organization's sections are the app's to know, so any
  * /dashboard/orgs/<org>[/<section>[/<id>]] is a page here.
  */
