@@ -202,6 +202,58 @@ describe('members', () => {
   });
 });
 
+describe('one member', () => {
+  interface Member {
+    user_id: string;
+    email: string;
+    role: string;
+    created_at: string;
+  }
+
+  it('is read by any member of the organization, as the list shows it; anyone else is not found, and so is another organization', async () => {
+    const viewer = await signedIn(emails.viewer);
+    const owner = await signedIn(emails.owner);
+    const ownerId = (await owner.get<{ user: { id: string } }>('/auth/session')).body.user.id;
+    const path = (orgId: string, userId: string) =>
+      `/dashboard/api/orgs/${orgId}/members/${encodeURIComponent(userId)}`;
+    const one = await viewer.get<Member>(path(tenant.org_id, ownerId));
+    expect(one.status).toBe(200);
+    const list = await viewer.get<{ data: Member[] }>(
+      `/dashboard/api/orgs/${tenant.org_id}/members?limit=200`,
+    );
+    expect(one.body).toEqual(list.body.data.find((member) => member.user_id === ownerId));
+    expect(one.body).toMatchObject({ email: emails.owner, role: 'owner' });
+
+    // another tenant: its member is no member here, and its organization is not the viewer's
+    const other = await seed(env, ['--name', 'Other Tenant']);
+    const stranger = await createMember(env, uniqueEmail('stranger'), other.org_id, 'owner');
+    const refused: Array<[string, string]> = [
+      [tenant.org_id, stranger.user_id],
+      [tenant.org_id, 'usr_000000000000000000000'],
+      [other.org_id, stranger.user_id],
+      [other.org_id, ownerId],
+      [stranger.personal_org_id, stranger.user_id],
+    ];
+    for (const [orgId, userId] of refused) {
+      const answer = await viewer.get<ErrorBody>(path(orgId, userId));
+      expect(answer.status, `${orgId} ${userId}`).toBe(404);
+      expect(answer.body.error.code).toBe('gw_not_found');
+    }
+    // the stranger reads their own organization's member, not this one's
+    const strangerClient = await signedIn(
+      (
+        await db.query<{ email: string }>('SELECT email FROM dashboard_users WHERE id = $1', [
+          stranger.user_id,
+        ])
+      ).rows[0]!.email,
+    );
+    expect((await strangerClient.get(path(other.org_id, stranger.user_id))).status).toBe(200);
+    expect((await strangerClient.get(path(tenant.org_id, ownerId))).status).toBe(404);
+    const anonymous = await fetch(`${gateway.url}${path(tenant.org_id, ownerId)}`);
+    expect(anonymous.status).toBe(401);
+  });
+});
+
 describe('GET /models', () => {
   it('lists every model with its sell prices per million tokens, exact to 12 decimals', async () => {
     const client = await signedIn(emails.viewer);

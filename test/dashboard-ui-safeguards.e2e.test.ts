@@ -483,20 +483,115 @@ describe('navigation', () => {
     await close();
   });
 
-  it('shows its own not-found page for an unknown dashboard path; API and asset paths stay JSON', async () => {
+  it('shows its own not-found page for an unknown dashboard path (404), the right page for a trailing slash; API and asset paths stay JSON', async () => {
     const { page, close } = await openWindow(browser);
     await signedIn(page, emails.admin);
-    for (const path of ['/dashboard/no-such-page', `/dashboard/orgs/${org.org_id}/nope`]) {
+    // the gateway knows these have no page: 404, with the app, which says so
+    for (const path of ['/dashboard/no-such-page', '/dashboard/a/b', '/dashboard/no-such-page/']) {
       const response = await page.goto(`${gateway.url}${path}`);
-      expect(response?.status()).toBe(200);
+      expect(response?.status(), path).toBe(404);
+      expect(response?.headers()['content-type'], path).toBe('text/html; charset=utf-8');
       await page.getByRole('heading', { level: 1, name: 'Page not found' }).waitFor();
       await page.getByRole('link', { name: 'Go to the overview' }).waitFor();
+      expect(await page.title()).toBe('Not found · gw');
+      if (path === '/dashboard/a/b') await screenshot(page, 'safeguards-09-not-found-deep');
     }
+    // an organization's sections are the app's to know: 200, and the app's not-found page
+    const unknownSection = await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}/nope`);
+    expect(unknownSection?.status()).toBe(200);
+    await page.getByRole('heading', { level: 1, name: 'Page not found' }).waitFor();
+    // a trailing slash opens the page without it
+    const wallet = await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}/wallet/`);
+    expect(wallet?.status()).toBe(200);
+    await page.getByRole('heading', { level: 1, name: 'Wallet' }).waitFor();
+    const models = await page.goto(`${gateway.url}/dashboard/models/`);
+    expect(models?.status()).toBe(200);
+    await page.getByRole('heading', { level: 1, name: 'Models & prices' }).waitFor();
+    // /dashboard/orgs/ is your organizations: the app opens yours
+    const orgs = await page.goto(`${gateway.url}/dashboard/orgs/`);
+    expect(orgs?.status()).toBe(200);
+    await expect.poll(() => new URL(page.url()).pathname).toMatch(/^\/dashboard\/orgs\/org_[^/]+$/);
+    await page.getByRole('link', { name: 'Overview', exact: true }).waitFor();
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).not.toBe('Page not found');
+    await screenshot(page, 'safeguards-10-orgs-trailing-slash');
     await close();
-    for (const path of ['/dashboard/api', '/dashboard/assets', '/dashboard/api/nope']) {
+    for (const path of [
+      '/dashboard/api',
+      '/dashboard/assets',
+      '/dashboard/api/nope',
+      '/dashboard/api/nope/',
+      '/dashboard/assets/a/b',
+    ]) {
       const answer = await fetch(`${gateway.url}${path}`);
-      expect(answer.status).toBe(404);
-      expect(answer.headers.get('content-type')).toBe('application/json');
+      expect(answer.status, path).toBe(404);
+      expect(answer.headers.get('content-type'), path).toBe('application/json');
+      expect(((await answer.json()) as { error: { code: string } }).error.code, path).toBe(
+        'gw_route_not_found',
+      );
     }
+    // writes to unknown paths are unknown (404), not a 405 naming the pages' GET
+    for (const path of ['/dashboard/api/nope', '/dashboard/a/b', '/dashboard/no-such-page']) {
+      const answer = await fetch(`${gateway.url}${path}`, { method: 'POST' });
+      expect(answer.status, path).toBe(404);
+      expect(answer.headers.get('content-type'), path).toBe('application/json');
+    }
+    // a path of the API with other methods still names them
+    const wrongMethod = await fetch(
+      `${gateway.url}/dashboard/api/orgs/${org.org_id}/wallet/top-ups`,
+    );
+    expect(wrongMethod.status).toBe(405);
+    expect(wrongMethod.headers.get('allow')).toBe('POST');
+    const head = await fetch(`${gateway.url}/dashboard/a/b`, { method: 'HEAD' });
+    expect([head.status, head.headers.get('content-type')]).toEqual([
+      404,
+      'text/html; charset=utf-8',
+    ]);
+  });
+});
+
+describe('names beyond the first page', () => {
+  it('names the member who made a wallet change and a product user’s app among hundreds of members and apps', async () => {
+    // 250 members and 250 apps older than the real ones: these come first in their lists,
+    // so the admin and the seeded app are past the first page (200) of each
+    const filler = Math.random().toString(36).slice(2, 10);
+    await db.query(
+      `WITH made AS (
+         INSERT INTO dashboard_users (id, email, password_hash, personal_org_id, created_at)
+         SELECT 'usr_fill' || $2 || lpad(i::text, 4, '0'), 'fill-' || $2 || '-' || i || '@example.com',
+                'not-a-hash', $1, now() - interval '2 days'
+           FROM generate_series(1, 250) AS i
+         RETURNING id)
+       INSERT INTO org_memberships (org_id, user_id, role, created_at)
+       SELECT $1, id, 'viewer', now() - interval '1 day' FROM made`,
+      [org.org_id, filler],
+    );
+    await db.query(
+      `INSERT INTO apps (id, org_id, name, created_at)
+       SELECT 'app_fill' || $2 || lpad(i::text, 4, '0'), $1, 'Filler app ' || i, now() - interval '1 day'
+         FROM generate_series(1, 250) AS i`,
+      [org.org_id, filler],
+    );
+    const firstMembers = await api.get<{ data: { email: string }[] }>(
+      `/dashboard/api/orgs/${org.org_id}/members?limit=200`,
+    );
+    expect(firstMembers.body.data.map((member) => member.email)).not.toContain(emails.admin);
+    const firstApps = await api.get<{ data: { id: string }[] }>(
+      `/dashboard/api/orgs/${org.org_id}/apps?limit=200`,
+    );
+    expect(firstApps.body.data.map((app) => app.id)).not.toContain(org.app_id);
+
+    const { page, close } = await openWindow(browser);
+    await signedIn(page, emails.admin, `/dashboard/orgs/${org.org_id}/wallet`);
+    const history = page.getByRole('region', { name: 'Top-ups and balance changes' });
+    const topUp = history.getByRole('row').filter({ hasText: '+25.50 USD' });
+    await expect.poll(() => topUp.textContent()).toContain(emails.admin);
+    await screenshot(page, 'safeguards-11-wallet-by-beyond-200');
+
+    await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}/users`);
+    const row = page.getByRole('row').filter({ hasText: 'carol-42' });
+    await expect.poll(() => row.textContent()).toContain('Seeded app');
+    expect(await row.textContent()).not.toContain(org.app_id);
+    await screenshot(page, 'safeguards-12-product-users-app-beyond-200');
+    await close();
   });
 });

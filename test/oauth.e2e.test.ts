@@ -34,6 +34,7 @@ import {
   type GatewayProcess,
   type SeededOrg,
 } from './support/processes.js';
+import { rawRequest, type RawAnswer } from './support/raw-http.js';
 import { eventually } from './support/services.js';
 
 const { env, db, redis, prefix } = isolatedContext('oauth');
@@ -711,6 +712,119 @@ describe('the token exchange', () => {
       });
       expect([late.status, late.body.error], `send ${index}`).toEqual([400, 'invalid_grant']);
     }
+  });
+
+  it('spends the query string’s code of a request refused before its body is read; an unread body’s code is not seen', async () => {
+    const form = (fields: Record<string, string>) =>
+      new URLSearchParams({
+        grant_type: 'authorization_code',
+        client_id: publicClient.client_id,
+        redirect_uri: CALLBACK,
+        ...fields,
+      }).toString();
+    const head = (target: string, headers: readonly string[]) =>
+      [`POST ${target} HTTP/1.1`, 'Host: 127.0.0.1', ...headers].join('\r\n');
+    const refusals: Array<[string, number, string, (code: string) => Promise<RawAnswer>]> = [
+      [
+        'a body over the limit (declared)',
+        413,
+        'gw_body_too_large',
+        (code) =>
+          rawRequest(
+            gateway.port,
+            head(`/oauth/token?code=${encodeURIComponent(code)}`, [
+              'Content-Type: application/x-www-form-urlencoded',
+              `Content-Length: ${5 * 1024 * 1024}`,
+            ]),
+            'grant_type=authorization_code',
+          ),
+      ],
+      [
+        'a header sent twice',
+        400,
+        'gw_invalid_request',
+        (code) => {
+          const body = form({ code: 'not-this-one' });
+          return rawRequest(
+            gateway.port,
+            head(`/oauth/token?code=${encodeURIComponent(code)}`, [
+              'Content-Type: application/x-www-form-urlencoded',
+              'Content-Type: application/x-www-form-urlencoded',
+              `Content-Length: ${Buffer.byteLength(body)}`,
+            ]),
+            body,
+          );
+        },
+      ],
+      [
+        'a query parameter Postgres cannot store',
+        400,
+        'gw_invalid_request',
+        (code) => {
+          const body = form({});
+          return rawRequest(
+            gateway.port,
+            head(`/oauth/token?code=${encodeURIComponent(code)}&x=%00`, [
+              'Content-Type: application/x-www-form-urlencoded',
+              `Content-Length: ${Buffer.byteLength(body)}`,
+            ]),
+            body,
+          );
+        },
+      ],
+      [
+        'conflicting framing',
+        400,
+        'gw_invalid_request',
+        (code) => {
+          const body = form({});
+          return rawRequest(
+            gateway.port,
+            head(`/oauth/token?code=${encodeURIComponent(code)}`, [
+              'Content-Type: application/x-www-form-urlencoded',
+              `Content-Length: ${Buffer.byteLength(body)}`,
+              `Content-Length: ${Buffer.byteLength(body) + 1}`,
+            ]),
+            body,
+          );
+        },
+      ],
+    ];
+    for (const [name, status, gwCode, send] of refusals) {
+      const fresh = await freshCode(publicClient);
+      const refused = await send(fresh.code);
+      expect(refused.status, name).toBe(status);
+      expect(refused.head, name).toMatch(/\r\ncache-control: no-store(\r|$)/i);
+      expect((JSON.parse(refused.body) as OAuthError).gw_code, name).toBe(gwCode);
+      expect(refused.body, name).not.toContain(fresh.code);
+      const late = await exchange(publicClient, {
+        code: fresh.code,
+        redirect_uri: CALLBACK,
+        code_verifier: fresh.verifier,
+      });
+      expect([late.status, late.body.error_description], name).toEqual([
+        400,
+        'the authorization code was already presented; no token was issued from it',
+      ]);
+    }
+    // A code only in a body that was too large to be read was never seen: it still works
+    // (docs/decisions.md 292).
+    const unread = await freshCode(publicClient);
+    const tooLarge = await rawRequest(
+      gateway.port,
+      head('/oauth/token', [
+        'Content-Type: application/x-www-form-urlencoded',
+        `Content-Length: ${5 * 1024 * 1024}`,
+      ]),
+      form({ code: unread.code, code_verifier: unread.verifier }),
+    );
+    expect(tooLarge.status).toBe(413);
+    const exchanged = await exchange(publicClient, {
+      code: unread.code,
+      redirect_uri: CALLBACK,
+      code_verifier: unread.verifier,
+    });
+    expect(exchanged.status).toBe(200);
   });
 
   it('refuses a replayed code, and revokes the token its first exchange issued', async () => {

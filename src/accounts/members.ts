@@ -1,4 +1,4 @@
-// Members of an organization: list, add an existing dashboard user by e-mail, change a role,
+// Members of an organization: list, read one, add an existing dashboard user by e-mail, change a role,
 // remove. An organization always keeps an owner; only owners make or unmake owners. Every
 // change is audited in the same transaction. A member who leaves, or drops below the role
 // that may connect apps, takes the OAuth connections they approved there with them: revoked
@@ -66,6 +66,19 @@ export function listMembers(
     },
     page,
   );
+}
+
+/** One member of the organization, or null when the user is not a member there. */
+export async function getMember(
+  db: DbPool,
+  orgId: string,
+  userId: string,
+): Promise<MemberRow | null> {
+  const { rows } = await db.query<MemberRow>(
+    `${SELECT_MEMBERS} WHERE m.org_id = $1 AND m.user_id = $2`,
+    [orgId, userId],
+  );
+  return rows[0] ?? null;
 }
 
 export async function addMember(

@@ -40,6 +40,31 @@ describe('RouteTable catch-all segments', () => {
     });
   });
 
+  it('leave a path to its precise routes when they take another method', () => {
+    const apps = route('POST', '/dashboard/api/orgs/{org_id}/apps');
+    const pages: Route = { ...route('GET', '/dashboard/{page*}'), fallback: true };
+    const shared = new RouteTable([apps, pages]);
+    expect(shared.match('GET', '/dashboard/api/orgs/org_1/apps')).toEqual({
+      kind: 'wrong_method',
+      allowed: ['POST'],
+    });
+    expect(shared.match('GET', '/dashboard/orgs/org_1/apps')).toMatchObject({ route: pages });
+  });
+
+  it('as fallbacks, answer only their own method: a path nothing else takes is not found', () => {
+    const pages: Route = { ...route('GET', '/dashboard/{page*}'), fallback: true };
+    const shared = new RouteTable([route('DELETE', '/dashboard/api/apps/{app_id}'), pages]);
+    expect(shared.match('POST', '/dashboard/api/nope')).toEqual({ kind: 'none' });
+    expect(shared.match('PUT', '/dashboard/a/b')).toEqual({ kind: 'none' });
+    expect(shared.match('GET', '/dashboard/api/apps/app_1')).toEqual({
+      kind: 'wrong_method',
+      allowed: ['DELETE'],
+    });
+    expect(() => new RouteTable([{ ...route('GET', '/a/{b}'), fallback: true }])).toThrow(
+      /catch-all/,
+    );
+  });
+
   it('must be the last segment', () => {
     expect(() => new RouteTable([route('GET', '/a/{rest*}/b')])).toThrow(/last segment/);
   });

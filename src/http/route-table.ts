@@ -1,7 +1,9 @@
 // Matches a request's method and path to a route: exact paths by one map lookup, paths with
 // `{name}` segments (each matching one non-empty segment) by their compiled patterns, and last
 // paths ending in a catch-all `{name*}` (the rest of the path: one or more segments), so a
-// catch-all never shadows a more precise route.
+// catch-all never shadows a more precise route: a path that a more precise route names with
+// another method answers 405, not the catch-all. A fallback catch-all (Route.fallback) answers
+// only its own method and never adds to a 405's Allow.
 import type { Route } from './types.js';
 
 export type RouteMatch =
@@ -21,10 +23,14 @@ export class RouteTable {
   private readonly exact = new Map<string, Route>();
   /** `{name}` patterns in declaration order, then the catch-alls. */
   private readonly patterns: PatternRoute[] = [];
+  /** Where the catch-alls start in `patterns`. */
+  private readonly firstCatchAll: number;
 
   constructor(routes: readonly Route[]) {
     const tails: PatternRoute[] = [];
     for (const route of routes) {
+      if (route.fallback && !route.path.endsWith('*}'))
+        throw new Error(`a fallback must be a catch-all: ${route.path}`);
       if (!route.path.includes('{')) {
         this.exact.set(`${route.method} ${route.path}`, route);
         continue;
@@ -44,6 +50,7 @@ export class RouteTable {
       const list = route.path.endsWith('*}') ? tails : this.patterns;
       list.push({ route, pattern: new RegExp(`^${source}$`), names });
     }
+    this.firstCatchAll = this.patterns.length;
     this.patterns.push(...tails);
   }
 
@@ -55,11 +62,13 @@ export class RouteTable {
       const [routeMethod, routePath] = splitKey(key);
       if (routePath === path) allowed.add(routeMethod);
     }
-    for (const { route, pattern, names } of this.patterns) {
+    for (const [position, { route, pattern, names }] of this.patterns.entries()) {
+      // The precise routes of this path take other methods: theirs is the answer (405).
+      if (position === this.firstCatchAll && allowed.size > 0) break;
       const found = pattern.exec(path);
       if (!found) continue;
       if (route.method !== method) {
-        allowed.add(route.method);
+        if (!route.fallback) allowed.add(route.method);
         continue;
       }
       const params: Record<string, string> = {};

@@ -133,37 +133,75 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       const { headers: errorHeaders, body } = errorResponse(error, errorFlavor);
       response.endAndClose(error.status, errorHeaders, body);
     };
+    const flavor: ErrorFlavor = route ? flavorOf(route, headers) : 'default';
+    const head = route
+      ? new UwsHttpRequest(
+          native,
+          method,
+          path,
+          query,
+          headers,
+          match.kind === 'route' ? match.params : {},
+          requestId,
+          receivedAtMs,
+        )
+      : undefined;
+    /**
+     * Refuses the request for what it is before its body is read (its size, its framing, a
+     * header or query parameter): the route's `onRefused` runs first (an OAuth code is spent
+     * whatever fails, decisions 276 and 292), with the body if it was read (null: not read,
+     * or not all of it). `close`: the rest of the body is not read. A refused caller does not
+     * come here: another site can make a browser send a request its Origin check refuses,
+     * and that is no attempt of the visitor's (sign-up would count it against them).
+     */
+    const refuseEarly = (error: GwError, body: Buffer | null, close: boolean): void => {
+      const answer = (final: GwError): void =>
+        close ? closeWith(final, flavor) : sendError(response, final, flavor);
+      const onRefused = route?.onRefused;
+      if (!onRefused || !head) {
+        answer(error);
+        return;
+      }
+      let pending: Promise<GwError | undefined>;
+      try {
+        pending = onRefused(head, error, body);
+      } catch (failure) {
+        pending = Promise.reject(failure as Error);
+      }
+      pending.then(
+        (instead) => answer(instead ?? error),
+        (failure: unknown) => {
+          logFailure(failure);
+          answer(failureAnswer(failure));
+        },
+      );
+    };
 
     if (draining && path !== '/healthz' && path !== '/readyz') {
       // A request on a kept-alive connection after SIGTERM: tell the client to go elsewhere.
+      // Its route's onRefused does not run: the client is told to retry this very request
+      // (an OAuth code it presents must still work there; decision 292).
       closeWith(
         gwError('gw_unavailable', 'this gateway instance is shutting down; retry', {
           headers: { 'retry-after': '1' },
         }),
-        route ? flavorOf(route, headers) : 'default',
+        flavor,
       );
       return;
     }
     const badFraming = framingProblem(contentLengths, transferEncodings);
     if (badFraming !== undefined) {
       // Which body follows is ambiguous: answer and close; nothing of it is read.
-      closeWith(
-        gwError('gw_invalid_request', badFraming),
-        route ? flavorOf(route, headers) : 'default',
-      );
+      refuseEarly(gwError('gw_invalid_request', badFraming), null, true);
       return;
     }
     if (repeated !== undefined) {
       // Two keys, two product users, two idempotency keys: which one was meant is not for
       // the gateway to guess (decision 287).
-      sendError(
-        response,
-        gwError('gw_invalid_request', `header ${repeated}: given twice`),
-        route ? flavorOf(route, headers) : 'default',
-      );
+      refuseEarly(gwError('gw_invalid_request', `header ${repeated}: given twice`), null, false);
       return;
     }
-    if (match.kind !== 'route' || !route) {
+    if (match.kind !== 'route' || !route || !head) {
       const error =
         match.kind === 'wrong_method'
           ? gwError('gw_method_not_allowed', `${method} is not supported on ${path}`, {
@@ -176,20 +214,9 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     }
     const badText = unstorableParameter(query, match.params);
     if (badText !== undefined) {
-      sendError(response, gwError('gw_invalid_request', badText), flavorOf(route, headers));
+      refuseEarly(gwError('gw_invalid_request', badText), null, false);
       return;
     }
-    const head = new UwsHttpRequest(
-      native,
-      method,
-      path,
-      query,
-      headers,
-      match.params,
-      requestId,
-      receivedAtMs,
-    );
-    const flavor = flavorOf(route, headers);
 
     // The caller is authenticated while the body streams in; a refused request is answered
     // at once and its body is not buffered (an unauthenticated client cannot make the
@@ -271,26 +298,31 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     function failed(error: unknown): void {
       // Work cancelled because the client went away (a token count) is not a bug.
       if (response.aborted && (error as { name?: unknown } | null)?.name === 'AbortError') return;
-      options.logger.error({ err: error, requestId, path }, 'unhandled error in route handler');
+      logFailure(error);
       if (response.aborted) return;
       if (response.headersSent) {
         response.destroy();
         return;
       }
-      sendError(
-        response,
-        isDependencyUnavailable(error)
-          ? gwError('gw_unavailable', 'a dependency of the gateway is unreachable; retry shortly', {
-              headers: { 'retry-after': '1' },
-            })
-          : gwError('gw_internal_error', `internal error; request id ${requestId}`),
-        flavor,
-      );
+      sendError(response, failureAnswer(error), flavor);
     }
+    function logFailure(error: unknown): void {
+      options.logger.error({ err: error, requestId, path }, 'unhandled error in route handler');
+    }
+    /** What a bug (500) or an unreachable dependency (503) answers. */
+    function failureAnswer(error: unknown): GwError {
+      return isDependencyUnavailable(error)
+        ? gwError('gw_unavailable', 'a dependency of the gateway is unreachable; retry shortly', {
+            headers: { 'retry-after': '1' },
+          })
+        : gwError('gw_internal_error', `internal error; request id ${requestId}`);
+    }
+    // The body is not read (or not all of it): nothing in it is seen, an OAuth code neither.
     const tooLarge = (): void =>
-      closeWith(
+      refuseEarly(
         gwError('gw_body_too_large', `the request body exceeds ${options.maxBodyBytes} bytes`),
-        flavor,
+        null,
+        true,
       );
 
     const contentLength = headers['content-length'];

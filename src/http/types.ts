@@ -1,5 +1,5 @@
 // The small request/response interface route handlers see. Only src/http/ knows uWS.
-import type { ErrorFlavor } from '../errors.js';
+import type { ErrorFlavor, GwError } from '../errors.js';
 
 export interface HttpRequest {
   /** Upper-case method. */
@@ -75,6 +75,24 @@ export interface Route {
    * once and the rest of the body is not read; anything else is handed to the handler.
    */
   readonly authenticate?: (request: RequestHead) => Promise<unknown>;
+  /**
+   * Runs when the adapter refuses a request of this route before its handler for what the
+   * request is (its body too large, its framing, a header sent twice, a query parameter; not
+   * a refused caller), before the refusal is sent: for what an attempt must do whatever its outcome (spend the OAuth code it
+   * presents). `body` is null when it was not read, or not all of it. An error it resolves to
+   * is the answer instead.
+   */
+  readonly onRefused?: (
+    request: RequestHead,
+    refusal: GwError,
+    body: Buffer | null,
+  ) => Promise<GwError | undefined>;
   /** How errors raised outside the handler (auth, body limit, …) are dressed on this route. */
   readonly errorFlavor?: ErrorFlavor | ((headers: Readonly<Record<string, string>>) => ErrorFlavor);
+  /**
+   * A catch-all (`{name*}`) that takes only the paths no other route has, and only its own
+   * method: it never makes a path answer 405 (the dashboard's pages share /dashboard/ with
+   * its API, where an unknown path must stay a 404 whatever its method).
+   */
+  readonly fallback?: boolean;
 }

@@ -60,6 +60,7 @@ import { listConnectionsRoute } from './dashboard/connections/list.js';
 import { revokeConnectionRoute } from './dashboard/connections/revoke.js';
 import { updateConnectionRoute } from './dashboard/connections/update.js';
 import { addMemberRoute } from './dashboard/members/add.js';
+import { getMemberRoute } from './dashboard/members/get.js';
 import { listMembersRoute } from './dashboard/members/list.js';
 import { removeMemberRoute } from './dashboard/members/remove.js';
 import { changeMemberRoleRoute } from './dashboard/members/update.js';
@@ -102,9 +103,8 @@ import { dashboardAssetRoute } from './dashboard-ui/asset.js';
 import type { DashboardBundle } from './dashboard-ui/bundle.js';
 import {
   dashboardModelsPageRoute,
-  dashboardNamedPageRoute,
-  dashboardOrgPagesRoute,
   dashboardPageRoute,
+  dashboardPagesRoute,
   dashboardRedirectRoute,
   dashboardSignInPageRoute,
 } from './dashboard-ui/page.js';
@@ -212,6 +212,7 @@ export const routeDeclarations: readonly DeclaredRoute<RouteDeps>[] = [
     revokeServiceKeyRoute,
     disableServiceKeyRoute,
     listMembersRoute,
+    getMemberRoute,
     addMemberRoute,
     changeMemberRoleRoute,
     removeMemberRoute,
@@ -270,9 +271,8 @@ export const routeDeclarations: readonly DeclaredRoute<RouteDeps>[] = [
   dashboardPageRoute,
   dashboardSignInPageRoute,
   dashboardModelsPageRoute,
-  dashboardOrgPagesRoute,
   dashboardAssetRoute,
-  dashboardNamedPageRoute,
+  dashboardPagesRoute,
 ];
 
 export { metricsRoute };

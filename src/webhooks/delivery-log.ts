@@ -163,7 +163,11 @@ export async function sendTestEvent(
   });
 }
 
-/** Runs `queue` in one transaction with the endpoint, if it is the organization's and enabled. */
+/**
+ * Runs `queue` in one transaction with the endpoint, if it is the organization's and enabled.
+ * The endpoint's row is locked: an endpoint deleted (or disabled) between the check and the
+ * insert made the insert break its foreign key (a 500 under the fuzz suite).
+ */
 function withEnabledEndpoint<T>(
   db: DbPool,
   orgId: string,
@@ -171,7 +175,7 @@ function withEnabledEndpoint<T>(
   queue: (client: DbClient, endpoint: EndpointRow) => Promise<T | GwError>,
 ): Promise<T | GwError> {
   return withTransaction(db, async (client) => {
-    const endpoint = await findEndpoint(client, orgId, endpointId);
+    const endpoint = await findEndpoint(client, orgId, endpointId, true);
     if (!endpoint) return notFound();
     if (endpoint.status !== 'enabled') return disabledRefusal();
     return queue(client, endpoint);

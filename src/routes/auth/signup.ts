@@ -30,8 +30,12 @@ export const signupRoute = declareRoute({
   body: signupSchema,
   responses: { 201: { description: 'signed up and signed in', schema: signedInSchema } },
   errors: ['gw_signup_disabled', 'gw_too_many_attempts', 'gw_conflict', 'gw_unavailable'],
-  // A body the router refuses is an attempt too: it is counted (and answered 429 past the limit).
-  onRefused: ({ request }, deps: AccountDeps) => signupGate(request.remoteAddress, deps),
+  // A body the router refuses is an attempt too: it is counted (and answered 429 past the
+  // limit). A request refused before its body was read (too large, a bad query string) is
+  // not: a form on another site can send one, and the Origin check has not run yet, so
+  // counting it would let any site spend a visitor's attempts (decision 292).
+  onRefused: ({ request, rawBody }, deps: AccountDeps) =>
+    rawBody === null ? Promise.resolve(undefined) : signupGate(request.remoteAddress, deps),
   async handler({ request, body, response }, deps: AccountDeps) {
     const { db, sessions } = deps.accounts;
     const refusal = await signupGate(request.remoteAddress, deps);

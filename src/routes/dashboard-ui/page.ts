@@ -2,8 +2,10 @@
 // (/dashboard/orgs/…, /dashboard/models, …) answer the same HTML, never cached, with a strict
 // Content-Security-Policy (scripts, styles and requests only from the gateway itself). Where
 // self-service sign-up is on, the page says so in a <meta name="gw-sign-up"> (the signed-out
-// app has no other way to know whether to offer it). /dashboard/<name> answers the page for any
-// name but `api` and `assets`: the app shows its own not-found page for one it does not know.
+// app has no other way to know whether to offer it). Any other GET under /dashboard/ but the
+// `api` and `assets` namespaces answers the page too: 200 where the app has a page of that
+// shape, 404 where it has none (the app then shows its own not-found page), so a mistyped
+// link or a trailing slash still opens the dashboard (docs/decisions.md 291).
 import { gwError, type GwError } from '../../errors.js';
 import type { HttpResponse } from '../../http/types.js';
 import { declareRoute } from '../framework/declaration.js';
@@ -54,10 +56,10 @@ function pageHtml(html: Buffer, signUp: boolean): Buffer {
   return flagged;
 }
 
-function sendPage(response: HttpResponse, deps: PageDeps): GwError | undefined {
+function sendPage(response: HttpResponse, deps: PageDeps, status = 200): GwError | undefined {
   const html = deps.dashboardBundle.html;
   if (!html) return gwError('gw_not_found', 'the dashboard is not built: run `npm run build`');
-  response.writeHead(200, pageHeaders);
+  response.writeHead(status, pageHeaders);
   response.end(pageHtml(html, deps.accounts.signup));
   return undefined;
 }
@@ -79,24 +81,53 @@ export const dashboardModelsPageRoute = pageRoute('/dashboard/models', 'Dashboar
 export const dashboardSignInPageRoute = pageRoute('/dashboard/sign-in', 'Dashboard: sign-in');
 /** The namespaces under /dashboard/ that are not the app's pages. */
 const NOT_PAGES = new Set(['api', 'assets']);
+/** The one-segment pages of the app (`orgs` alone is its home: your organizations). */
+const NAMED_PAGES = new Set(['sign-in', 'sign-up', 'models', 'orgs']);
 
-export const dashboardNamedPageRoute = declareRoute({
+/**
+ * What /dashboard/<rest> is to the app: one of its pages, a path it shows as not found, or a
+ * path of the API's or the assets' namespace (no page at all). The shapes are those of
+ * parseView in web/dashboard/src/views.ts (test/dashboard-page-paths.test.ts holds the two
+ * together); an organization's sections are the app's to know, so any
+ * /dashboard/orgs/<org>[/<section>[/<id>]] is a page here.
+ */
+export function dashboardPathKind(rest: string): 'page' | 'not-found' | 'not-a-page' {
+  const raw = rest.split('/').filter(Boolean);
+  let parts: string[];
+  try {
+    parts = raw.map(decodeURIComponent);
+  } catch {
+    return NOT_PAGES.has(raw[0]!) ? 'not-a-page' : 'not-found';
+  }
+  if (parts.length === 0) return 'page';
+  if (NOT_PAGES.has(parts[0]!)) return 'not-a-page';
+  if (parts.length === 1) return NAMED_PAGES.has(parts[0]!) ? 'page' : 'not-found';
+  return parts[0] === 'orgs' && parts.length <= 4 ? 'page' : 'not-found';
+}
+
+export const dashboardPagesRoute = declareRoute({
   method: 'GET',
-  path: '/dashboard/{page}',
-  summary: 'Dashboard: a page by name (sign-up, or one the app shows as not found)',
+  path: '/dashboard/{page*}',
+  summary: 'Dashboard: any other path under /dashboard/ (deep links; not found: the app says so)',
   caller: { kind: 'none' },
   undocumented: true,
-  responses: { 200: { description: 'the dashboard page' } },
-  errors: ['gw_not_found'],
-  handler: ({ params, response }, deps: PageDeps) =>
-    NOT_PAGES.has(params.page!)
-      ? gwError('gw_not_found', `no route for GET /dashboard/${params.page}`)
-      : sendPage(response, deps),
+  // Only what no other route takes, and only GET: a write to an unknown /dashboard/api/ path
+  // is a 404, not a 405 naming GET.
+  fallback: true,
+  responses: {
+    200: { description: 'the dashboard page' },
+    404: { description: 'the dashboard page, which shows its not-found view' },
+  },
+  errors: ['gw_not_found', 'gw_route_not_found'],
+  handler({ request, response }, deps: PageDeps) {
+    const kind = dashboardPathKind(request.path.slice('/dashboard/'.length));
+    // The API's and the assets' unknown paths answer as any unknown path does (JSON).
+    if (kind === 'not-a-page') {
+      return gwError('gw_route_not_found', `no route for GET ${request.path}`);
+    }
+    return sendPage(response, deps, kind === 'page' ? 200 : 404);
+  },
 });
-export const dashboardOrgPagesRoute = pageRoute(
-  '/dashboard/orgs/{page*}',
-  "Dashboard: an organization's pages (deep links)",
-);
 
 /** /dashboard without the slash: the app's relative asset paths need the slash. */
 export const dashboardRedirectRoute = declareRoute({

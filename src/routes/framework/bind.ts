@@ -53,6 +53,13 @@ function bindRoute<Deps>(
     method: route.method,
     path: route.path,
     errorFlavor: flavorOf,
+    fallback: route.fallback === true,
+    // The adapter's refusals before the handler (its body too large, a header sent twice, …)
+    // reach the route's onRefused as the router's own do below.
+    onRefused: route.onRefused
+      ? (head: RequestHead, refusal: GwError, rawBody: Buffer | null) =>
+          route.onRefused!({ request: head, rawBody, refusal }, deps)
+      : undefined,
     authenticate: (head) => authenticate(authenticators, route.caller, head),
     handler: async (request, response, authenticated) => {
       const refuse = (error: GwError): void =>

@@ -192,8 +192,11 @@ export type RouteResult = unknown;
 /** A request the router refused before its handler, as a route's `onRefused` sees it. */
 export interface RefusedRequest {
   readonly request: RequestHead;
-  /** The body as sent (unparsed: it may be what was refused). */
-  readonly rawBody: Buffer;
+  /**
+   * The body as sent (unparsed: it may be what was refused); null when it was not read, or
+   * not all of it (too large, or refused for its head before it was read).
+   */
+  readonly rawBody: Buffer | null;
   readonly refusal: GwError;
 }
 
@@ -234,10 +237,18 @@ export interface RouteDeclaration<
   /** Left out of /openapi.json (operational routes that are not part of the API). */
   readonly undocumented?: boolean;
   /**
-   * Runs when the router refuses the request before its handler (its body, or an OAuth
-   * client's authentication), with the raw body: for what an attempt must do whatever its
-   * outcome (count it, spend the authorization code it presents). An error it returns is the
-   * answer instead of the refusal.
+   * A GET catch-all (`{name*}`) that takes only the paths no other route has: other methods
+   * there answer 404, not 405 (see Route.fallback in src/http/types.ts).
+   */
+  readonly fallback?: boolean;
+  /**
+   * Runs when the request is refused before its handler (its body, an OAuth client's
+   * authentication, or in the HTTP adapter before the body is read: too large, its framing, a
+   * header sent twice, a query parameter), with the raw body if it was read: for what an
+   * attempt must do whatever its outcome (spend the authorization code it presents). Not for
+   * a caller refused by its authenticator (an Origin, a session, a key), nor when the gateway
+   * is shutting down (the client is told to retry). An error it returns is the answer
+   * instead of the refusal.
    */
   onRefused?(refused: RefusedRequest, deps: Deps): Promise<GwError | undefined>;
   // A method, not a function property: a list of routes with different callers and bodies

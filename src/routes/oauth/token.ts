@@ -46,10 +46,11 @@ export const tokenRoute = declareRoute({
     'gw_unavailable',
   ],
   errorFlavor: 'oauth',
-  // A code is one attempt, whatever fails: a request refused for its form or its client
-  // authentication spends the code it presents too (docs/decisions.md 276).
+  // A code is one attempt, whatever fails: a request refused for its form, its client
+  // authentication or before its body was read spends the code it presents too, as far as
+  // it was read: the query's always, the body's if it was read (decisions 276 and 292).
   async onRefused({ request, rawBody }, deps: OAuthDeps) {
-    await spendPresentedCodes(deps, request.query, rawBody);
+    await spendPresentedCodes(deps, request.query, rawBody ?? undefined);
     return undefined;
   },
   async handler({ request, caller, body }, deps: OAuthDeps) {

@@ -497,6 +497,13 @@ export const dashboardRouteSpecs: readonly RouteSpec[] = [
     (target) => ({ email: target.spareMemberEmail, role: 'viewer' }),
     [field('email', strings, hostileOthers), field('role', roles), field('x_unknown', anything)],
   ),
+  {
+    method: 'GET',
+    path: '/dashboard/api/orgs/{org_id}/members/{user_id}',
+    auth: 'session',
+    weight: 1,
+    params: ofMember,
+  },
   dashboardWrite(
     'PATCH',
     '/dashboard/api/orgs/{org_id}/members/{user_id}',
@@ -1092,17 +1099,10 @@ export const dashboardUiRouteSpecs: readonly RouteSpec[] = [
   { method: 'GET', path: '/dashboard/sign-in', auth: 'browser', weight: 0.3 },
   {
     method: 'GET',
-    path: '/dashboard/{page}',
+    path: '/dashboard/{page*}',
     auth: 'browser',
-    weight: 0.3,
-    params: (_target) => ({ page: 'sign-up' }),
-  },
-  {
-    method: 'GET',
-    path: '/dashboard/orgs/{page*}',
-    auth: 'browser',
-    weight: 0.5,
-    params: (target) => ({ 'page*': `${target.orgId}/apps` }),
+    weight: 0.8,
+    params: (target) => ({ 'page*': `orgs/${target.orgId}/apps` }),
   },
   {
     method: 'GET',

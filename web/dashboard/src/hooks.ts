@@ -1,5 +1,5 @@
 // Loading data: a value, its error and its loading state, and lists that page with a cursor.
-import { useCallback, useEffect, useState } from 'preact/hooks';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError, type Page } from './api.js';
 
 export interface Loaded<T> {
@@ -98,6 +98,40 @@ export function usePaged<Row>(path: string | null): Paged<Row> {
     loadingMore: extra.busy,
     more,
   };
+}
+
+/**
+ * The objects a page names by id (a member who made a change, a product user's app), looked
+ * up for the ids it shows, each once: an organization may have thousands of members or apps,
+ * and a page shows a few. An id not found (or not readable) stays out of the map: the page
+ * shows the id itself.
+ */
+export function useLookup<T>(
+  ids: readonly string[],
+  pathOf: (id: string) => string,
+): ReadonlyMap<string, T> {
+  const [found, setFound] = useState<ReadonlyMap<string, T>>(new Map());
+  const asked = useRef(new Set<string>());
+  const mounted = useRef(true);
+  useEffect(
+    () => () => {
+      mounted.current = false;
+    },
+    [],
+  );
+  const wanted = [...new Set(ids)].sort().join('\n');
+  useEffect(() => {
+    for (const id of wanted === '' ? [] : wanted.split('\n')) {
+      if (asked.current.has(id)) continue;
+      asked.current.add(id);
+      api.get<T>(pathOf(id)).then(
+        (value) => mounted.current && setFound((previous) => new Map(previous).set(id, value)),
+        () => undefined, // not found (or not readable): shown as its id
+      );
+    }
+    // `wanted` stands for `ids`; `pathOf` is the same for the page's life.
+  }, [wanted]);
+  return found;
 }
 
 /** An error in what the user typed, found before sending it: shown as the API's would be. */

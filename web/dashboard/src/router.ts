@@ -1,70 +1,10 @@
-// The dashboard's pages as paths under /dashboard/ (real links: they can be bookmarked, opened
-// in a new tab and shared; the gateway answers each with the app's page). An organization's
-// pages are /dashboard/orgs/<org>/<section>[/<id>]: the section names a page of the registry
-// (pages/index.ts), the id an object it shows (an app, a connection's keys, a product user).
+// The dashboard's pages as real links (they can be bookmarked, opened in a new tab and shared;
+// the gateway answers each with the app's page): the current view, following links, back and
+// forward, and the way back from the sign-in page. The paths themselves are views.ts's.
 import { useEffect, useState } from 'preact/hooks';
+import { BASE, hrefOf, parseView, type View } from './views.js';
 
-export type View =
-  | { readonly page: 'home' }
-  | { readonly page: 'sign-in' }
-  | { readonly page: 'sign-up' }
-  | { readonly page: 'models' }
-  | { readonly page: 'not-found' }
-  | {
-      readonly page: 'org';
-      readonly orgId: string;
-      /** '' is the overview. */
-      readonly section: string;
-      readonly id?: string;
-    };
-
-export type OrgView = Extract<View, { page: 'org' }>;
-
-/** An organization's page: `orgView(org, 'apps', appId)`. */
-export const orgView = (orgId: string, section = '', id?: string): OrgView => ({
-  page: 'org',
-  orgId,
-  section,
-  ...(id !== undefined && { id }),
-});
-
-const BASE = '/dashboard';
-
-export function parseView(pathname: string): View {
-  const rest = pathname.startsWith(BASE) ? pathname.slice(BASE.length) : pathname;
-  let parts: string[];
-  try {
-    parts = rest.split('/').filter(Boolean).map(decodeURIComponent);
-  } catch {
-    return { page: 'not-found' };
-  }
-  if (parts.length === 0) return { page: 'home' };
-  if (parts.length === 1 && parts[0] === 'sign-in') return { page: 'sign-in' };
-  if (parts.length === 1 && parts[0] === 'sign-up') return { page: 'sign-up' };
-  if (parts.length === 1 && parts[0] === 'models') return { page: 'models' };
-  const [orgs, orgId, section = '', id] = parts;
-  if (orgs !== 'orgs' || !orgId || parts.length > 4) return { page: 'not-found' };
-  return orgView(orgId, section, id);
-}
-
-export function hrefOf(view: View): string {
-  switch (view.page) {
-    case 'home':
-    case 'not-found':
-      return `${BASE}/`;
-    case 'sign-in':
-      return `${BASE}/sign-in`;
-    case 'sign-up':
-      return `${BASE}/sign-up`;
-    case 'models':
-      return `${BASE}/models`;
-    case 'org':
-      return [BASE, 'orgs', view.orgId, view.section, view.id]
-        .filter((part): part is string => Boolean(part))
-        .map((part, index) => (index === 0 ? part : encodeURIComponent(part)))
-        .join('/');
-  }
-}
+export { hrefOf, orgView, parseView, type OrgView, type View } from './views.js';
 
 /**
  * Where the sign-in page sends the user once signed in, from its `?next=`: back to a page of

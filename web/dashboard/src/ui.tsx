@@ -268,6 +268,33 @@ export function ListTable<Row>(props: {
   );
 }
 
+/**
+ * A form's name field: its label around a text input of at most 200 characters (the API's
+ * limit for the names of apps, connections, keys and credentials), required unless
+ * `optional`. `name` is the input's form name.
+ */
+export function NameField(props: {
+  label: string;
+  value: string;
+  onInput(value: string): void;
+  name?: string;
+  optional?: boolean;
+  class?: string;
+}) {
+  return (
+    <label class={props.class}>
+      {props.label}
+      <input
+        name={props.name}
+        required={!props.optional}
+        maxLength={200}
+        value={props.value}
+        onInput={(event) => props.onInput(event.currentTarget.value)}
+      />
+    </label>
+  );
+}
+
 /** A button in a table row: `label` shows, `name` says which row's it is to screen readers. */
 export function RowButton(props: {
   label: string;

@@ -15,6 +15,7 @@ import {
   Link,
   ListTable,
   Loading,
+  NameField,
   PageHeader,
   RowButton,
   ShownOnce,
@@ -234,15 +235,13 @@ function CreateKey(props: { base: string; onCreated(key: IssuedKey, name: string
     >
       <h2 id="create-key-heading">Issue an API key</h2>
       <div class="row top">
-        <label>
-          Key name (optional)
-          <input
-            name="key-name"
-            maxLength={200}
-            value={name}
-            onInput={(event) => setName(event.currentTarget.value)}
-          />
-        </label>
+        <NameField
+          label="Key name (optional)"
+          name="key-name"
+          optional
+          value={name}
+          onInput={setName}
+        />
         <div class="field">
           <label for="key-policy">Allowed models (optional)</label>
           <input

@@ -13,6 +13,7 @@ import {
   ListState,
   Loading,
   MoreButton,
+  NameField,
   PageHeader,
   Status,
 } from '../ui.js';
@@ -95,16 +96,7 @@ function AppSettings(props: { orgId: string; path: string; app: AppDetail; onRen
     >
       <h2 id="app-settings-heading">App</h2>
       <div class="row">
-        <label>
-          App name
-          <input
-            name="app-name"
-            required
-            maxLength={200}
-            value={name}
-            onInput={(event) => setName(event.currentTarget.value)}
-          />
-        </label>
+        <NameField label="App name" name="app-name" value={name} onInput={setName} />
         <button type="submit" disabled={!renamed || action.busy}>
           {action.busy ? 'Saving…' : 'Rename app'}
         </button>
@@ -191,16 +183,7 @@ function CreateConnection({ appId, onCreated }: { appId: string; onCreated(): vo
       )}
     >
       <h2 id="create-connection-heading">Create a connection</h2>
-      <label>
-        Connection name
-        <input
-          name="connection-name"
-          required
-          maxLength={200}
-          value={name}
-          onInput={(event) => setName(event.currentTarget.value)}
-        />
-      </label>
+      <NameField label="Connection name" name="connection-name" value={name} onInput={setName} />
       <SettingsFields idPrefix="new" value={settings} onChange={setSettings} />
       <ErrorNote error={action.error} />
       <button type="submit" disabled={action.busy}>
@@ -251,15 +234,7 @@ function ConnectionCard(props: {
         )}
       >
         {manage && active && (
-          <label class="name-field">
-            Name
-            <input
-              required
-              maxLength={200}
-              value={name}
-              onInput={(event) => setName(event.currentTarget.value)}
-            />
-          </label>
+          <NameField label="Name" class="name-field" value={name} onInput={setName} />
         )}
         <SettingsFields
           idPrefix={connection.id}

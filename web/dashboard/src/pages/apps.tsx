@@ -4,7 +4,7 @@ import { api, canManage, type OrgSummary } from '../api.js';
 import { useAction, usePaged } from '../hooks.js';
 import { orgView } from '../router.js';
 import type { AppRow } from '../types.js';
-import { ErrorNote, formatTime, Link, ListTable, PageHeader } from '../ui.js';
+import { ErrorNote, formatTime, Link, ListTable, NameField, PageHeader } from '../ui.js';
 import { AppPage } from './app.js';
 import type { OrgPage } from './page.js';
 
@@ -61,16 +61,7 @@ function CreateApp({ orgId, onCreated }: { orgId: string; onCreated(): void }) {
     >
       <h2 id="create-app-heading">Create an app</h2>
       <div class="row">
-        <label>
-          App name
-          <input
-            name="app-name"
-            required
-            maxLength={200}
-            value={name}
-            onInput={(event) => setName(event.currentTarget.value)}
-          />
-        </label>
+        <NameField label="App name" name="app-name" value={name} onInput={setName} />
         <button type="submit" disabled={action.busy}>
           {action.busy ? 'Creating…' : 'Create app'}
         </button>

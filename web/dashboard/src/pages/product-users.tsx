@@ -1,8 +1,8 @@
 // Product users: the people using your apps through gw. Search by external id or name; a
 // profile (/orgs/<org>/users/<id>) shows their allowance, cap, credits and usage.
 import { useState } from 'preact/hooks';
-import type { OrgSummary, Page } from '../api.js';
-import { useLoad, usePaged } from '../hooks.js';
+import type { OrgSummary } from '../api.js';
+import { useLookup, usePaged } from '../hooks.js';
 import { orgView } from '../router.js';
 import type { AppRow, ProductUserSummary } from '../types.js';
 import { formatTime, Link, ListTable, PageHeader, Status } from '../ui.js';
@@ -23,11 +23,11 @@ function ProductUsersPage({ org }: { org: OrgSummary }) {
   const list = usePaged<ProductUserSummary>(
     query ? `${base}?q=${encodeURIComponent(query)}` : base,
   );
-  // the list names each user's app by id: its name from the organization's apps
-  const apps = useLoad<Page<AppRow>>(
-    `/dashboard/api/orgs/${encodeURIComponent(org.id)}/apps?limit=200`,
+  // the list names each user's app by id: the name of each app it shows
+  const apps = useLookup<AppRow>(
+    (list.data ?? []).map((user) => user.app_id),
+    (appId) => `/dashboard/api/apps/${encodeURIComponent(appId)}`,
   );
-  const appNames = new Map(apps.data?.data.map((app) => [app.id, app.name]));
   return (
     <>
       <PageHeader title="Product users">
@@ -89,7 +89,7 @@ function ProductUsersPage({ org }: { org: OrgSummary }) {
           { header: 'Status', cell: (user) => <Status value={user.status} /> },
           {
             header: 'App',
-            cell: (user) => appNames.get(user.app_id) ?? <code>{user.app_id}</code>,
+            cell: (user) => apps.get(user.app_id)?.name ?? <code>{user.app_id}</code>,
           },
           { header: 'First seen', class: 'nowrap', cell: (user) => formatTime(user.created_at) },
         ]}

@@ -6,7 +6,7 @@ import { api, canManage, type OrgSummary } from '../api.js';
 import { useAction, useAsync, useLoad, usePaged } from '../hooks.js';
 import { connectionLabel, loadOrgConnections, type OrgConnection } from '../org-data.js';
 import type { CredentialRow } from '../types.js';
-import { Confirm, ErrorNote, ListTable, PageHeader, RowButton, Status } from '../ui.js';
+import { Confirm, ErrorNote, ListTable, NameField, PageHeader, RowButton, Status } from '../ui.js';
 import { modelPolicyOf } from './model-policy.js';
 import type { OrgPage } from './page.js';
 
@@ -220,16 +220,7 @@ function AddCredential(props: {
             ))}
           </select>
         </label>
-        <label>
-          Name
-          <input
-            name="credential-name"
-            required
-            maxLength={200}
-            value={name}
-            onInput={(event) => setName(event.currentTarget.value)}
-          />
-        </label>
+        <NameField label="Name" name="credential-name" value={name} onInput={setName} />
         <label class="grow">
           Vendor API key
           <input
@@ -358,16 +349,7 @@ function EditCredential(props: {
         )}
       >
         <div class="row">
-          <label>
-            Name
-            <input
-              name="edit-credential-name"
-              required
-              maxLength={200}
-              value={name}
-              onInput={(event) => setName(event.currentTarget.value)}
-            />
-          </label>
+          <NameField label="Name" name="edit-credential-name" value={name} onInput={setName} />
           <label>
             Priority (1 is tried first)
             <input

@@ -2,8 +2,8 @@
 // its top-ups and balance sets, a top-up where the operator allows it, and the low-balance
 // alert (the wallet.low_balance webhook).
 import { useState } from 'preact/hooks';
-import { api, canManage, type OrgSummary, type Page } from '../api.js';
-import { useAction, useLoad, usePaged } from '../hooks.js';
+import { api, canManage, type OrgSummary } from '../api.js';
+import { useAction, useLoad, useLookup, usePaged } from '../hooks.js';
 import type { Wallet, WalletAlert, WalletTransaction } from '../types.js';
 import { Confirm, ErrorNote, formatTime, ListTable, Loading, Money, PageHeader } from '../ui.js';
 import { amountProblem, money } from '../money.js';
@@ -27,16 +27,20 @@ function WalletPage({ org }: { org: OrgSummary }) {
   const history = usePaged<WalletTransaction>(`${base}/wallet/transactions?limit=200`);
   const manage = canManage(org.role);
   const rows = history.data ? [...history.data].reverse() : null; // newest first
-  // the history names who made a change by user id: their e-mail from the members list
-  const members = useLoad<Page<{ user_id: string; email: string }>>(`${base}/members?limit=200`);
-  const emails = new Map(members.data?.data.map((member) => [member.user_id, member.email]));
+  // the history names who made a change by user id: the e-mail of each member it shows
+  const members = useLookup<{ email: string }>(
+    (rows ?? []).flatMap((row) =>
+      row.created_by !== null && row.created_by !== 'cli' ? [row.created_by] : [],
+    ),
+    (userId) => `${base}/members/${encodeURIComponent(userId)}`,
+  );
   const by = (createdBy: string | null) =>
     createdBy === null ? (
       <span class="muted">—</span>
     ) : createdBy === 'cli' ? (
       <>the operator (CLI)</>
     ) : (
-      <>{emails.get(createdBy) ?? <code>{createdBy}</code>}</>
+      <>{members.get(createdBy)?.email ?? <code>{createdBy}</code>}</>
     );
   return (
     <>
