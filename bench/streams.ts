@@ -79,6 +79,12 @@ function errorCode(body: string): string {
   }
 }
 
+/**
+ * Streams between their first byte and their end, and the most there were at once: on a
+ * saturated machine admissions queue, and not every opened stream is relaying at the peak.
+ */
+const relaying = { now: 0, most: 0 };
+
 async function openStream(
   dispatcher: Agent,
   url: string,
@@ -112,9 +118,17 @@ async function openStream(
       return { cause: `http_${response.statusCode}:${errorCode(body)}`, ttfbMs, requestId };
     }
     let tail = '';
-    for await (const chunk of response.body) {
-      if (ttfbMs < 0) ttfbMs = performance.now() - started;
-      tail = (tail + (chunk as Buffer).toString()).slice(-256);
+    try {
+      for await (const chunk of response.body) {
+        if (ttfbMs < 0) {
+          ttfbMs = performance.now() - started;
+          relaying.now += 1;
+          relaying.most = Math.max(relaying.most, relaying.now);
+        }
+        tail = (tail + (chunk as Buffer).toString()).slice(-256);
+      }
+    } finally {
+      if (ttfbMs >= 0) relaying.now -= 1;
     }
     if (tail.includes('[DONE]')) return { cause: undefined, ttfbMs, requestId };
     return {
@@ -147,6 +161,8 @@ async function run(
   onPeak: (edge: 'start' | 'end') => void = () => undefined,
 ): Promise<Run> {
   const dispatcher = new Agent({ connections: count + 16, pipelining: 0 });
+  relaying.now = 0;
+  relaying.most = 0;
   const all: Promise<StreamResult>[] = [];
   const gapMs = rampMs / count;
   const started = performance.now();
@@ -390,6 +406,7 @@ async function measurePhase(phase: Phase, mockPid: number, baselineTtfbP50: numb
       rss_peak_mb: mb(peakRss),
       rss_per_stream_kb: Math.round((peakRss - idleRss) / streams / 1024),
       peak_window_s: round1((outcome.peakEndMs - outcome.peakStartMs) / 1000),
+      relaying_at_once_max: relaying.most,
       event_loop_delay_p99_peak_ms: worst('p99_ms', targetLoops),
       event_loop_delay_max_peak_ms: worst('max_ms', targetLoops),
       event_loop_per_process: targetLoops,

@@ -1,7 +1,7 @@
 // The process entry: parses config and either runs the primary over GATEWAY_WORKERS workers
 // (src/workers.ts) or runs this process as the gateway. The gateway's composition
 // (src/gateway.ts) is loaded only where requests are served: a primary that loaded it would
-// hold the whole gateway's code and its tokenizer tables (some 100 MB) for nothing.
+// hold the whole gateway's code, its threads and its token table for nothing.
 import { pathToFileURL } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { loadConfig, type Config } from './config.js';
