@@ -251,6 +251,8 @@ export function isDependencyUnavailable(error: unknown): boolean {
   const { name, code, message } = error as { name?: unknown; code?: unknown; message?: unknown };
   if (name === 'MaxRetriesPerRequestError') return true; // ioredis gave up on a command
   if (name === 'ClusterAllFailedError') return true; // no node of a Redis Cluster answers
+  // The usage writer kept moving records while an account was rebuilt (account-rebuild.ts).
+  if (name === 'AccountRebuildBusyError') return true;
   if (
     typeof code === 'string' &&
     // 53300: Postgres refuses new connections (max_connections reached); retrying helps.

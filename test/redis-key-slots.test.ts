@@ -101,6 +101,11 @@ const scriptKeys: { [N in ScriptName]: (orgId: string) => Record<string, string>
     account: keys.orgCap(orgId, '2025-06'),
     expiries: keys.holdExpiries(keys.orgCap(orgId, '2025-06')),
   }),
+  accountRebuild: (orgId) => ({
+    account: keys.orgCap(orgId, '2025-06'),
+    expiries: keys.holdExpiries(keys.orgCap(orgId, '2025-06')),
+    usage_stream: keys.usageStream(orgId),
+  }),
   creditsLoad: (orgId) => ({
     user_credits: keys.userCredits(orgId, 'pu_1', 'USD'),
     user_grants: keys.userGrants(orgId, 'pu_1', 'USD'),

@@ -366,11 +366,25 @@ describe('accounts rebuilt from the ledger', () => {
     ]);
     await fundWallet(orgId, 1_000_000n);
     const ledgerSums: string[] = [];
+    const count = (text: unknown): void => {
+      if (String(text).includes('sum(sell_cost)')) ledgerSums.push(String(text));
+    };
     const counting = Object.create(db) as typeof db;
     counting.query = ((...args: Parameters<typeof db.query>) => {
-      if (String(args[0]).includes('sum(sell_cost)')) ledgerSums.push(String(args[0]));
+      count(args[0]);
       return (db.query as (...a: unknown[]) => unknown)(...args);
     }) as typeof db.query;
+    // A rebuild sums the ledger in a snapshot, on a client of its own.
+    counting.connect = (async () => {
+      const client = await db.connect();
+      const counted = Object.create(client) as typeof client;
+      counted.query = ((...args: unknown[]) => {
+        count(args[0]);
+        return (client.query as (...a: unknown[]) => unknown).apply(client, args);
+      }) as typeof client.query;
+      counted.release = (...args: Parameters<typeof client.release>) => client.release(...args);
+      return counted;
+    }) as typeof db.connect;
     const store = new RedisBudgetStore(
       redis,
       keys,

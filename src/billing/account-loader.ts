@@ -1,12 +1,14 @@
 // Rebuilds accounts missing from Redis out of Postgres: a first use in a period, or a Redis
 // that lost its data. Every load only installs what is not already there, and counts the
-// usage settled in Redis that the writer has not put in Postgres yet (UnwrittenUsage).
-import type { DbPool } from '../db/pool.js';
+// usage settled in Redis that the writer has not put in Postgres yet (UnwrittenUsage), and
+// what settles while it runs (account-rebuild.ts).
+import type { DbClient, DbPool } from '../db/pool.js';
 import { numericToNano, SETTLEMENT_CURRENCY } from '../money.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts } from '../redis/scripts.js';
 import { sumNano, type UnwrittenUsage } from '../ledger/unwritten-usage.js';
 import type { UsageRecord } from '../ledger/usage-record.js';
+import { rebuildAccount, type RebuildParts } from './account-rebuild.js';
 import type { CapAccount, RequestAccounts, UserAccount } from './budget-store.js';
 import type { WalletService } from './wallets.js';
 
@@ -84,77 +86,64 @@ export class AccountLoader {
   }
 
   /**
-   * What `column = id` spent in [from, to): the ledger's sum, plus the usage not written to it
-   * yet (`unwritten`, read before this sum; see UnwrittenUsage).
+   * Rebuilds the spend account `key` of `column = id` over `period`: the ledger's sum in the
+   * rebuild's snapshot, plus the usage not written to it, plus what settles until the install.
    */
-  private async spentBetween(
-    unwritten: readonly UsageRecord[],
+  private async loadSpent(
+    orgId: string,
     column: keyof typeof RECORD_FIELD,
     id: string,
-    from: Date,
-    to: Date,
-  ): Promise<bigint> {
-    const { rows } = await this.db.query<{ spent: string }>(
-      `SELECT COALESCE(sum(sell_cost), 0)::text AS spent FROM usage_records
-        WHERE ${column} = $1 AND created_at >= $2 AND created_at < $3`,
-      [id, from, to],
-    );
+    key: string,
+    period: CapAccount['period'],
+  ): Promise<void> {
     const field = RECORD_FIELD[column];
-    const pending = unwritten.filter(
-      (record) => record[field] === id && record.createdAt >= from && record.createdAt < to,
-    );
-    return numericToNano(rows[0]!.spent) + sumNano(pending, (record) => record.sellCostNano);
+    const { start: from, end: to } = period;
+    await rebuildAccount(this.rebuildParts(), {
+      orgId,
+      key,
+      field: 'spent',
+      expireAtMs: to.getTime() + PERIOD_ACCOUNT_GRACE_MS,
+      // Every entry of the org's stream is the org's; a connection's or a user's mention its id.
+      mentioning: column === 'org_id' ? undefined : id,
+      match: { field: column === 'org_id' ? '' : column, value: id, from, to },
+      amount: async (snapshot: DbClient, unwritten: readonly UsageRecord[]) => {
+        const { rows } = await snapshot.query<{ spent: string }>(
+          `SELECT COALESCE(sum(sell_cost), 0)::text AS spent FROM usage_records
+            WHERE ${column} = $1 AND created_at >= $2 AND created_at < $3`,
+          [id, from, to],
+        );
+        const pending = unwritten.filter(
+          (record) => record[field] === id && record.createdAt >= from && record.createdAt < to,
+        );
+        return numericToNano(rows[0]!.spent) + sumNano(pending, (record) => record.sellCostNano);
+      },
+    });
   }
 
-  private async installSpent(
-    key: string,
-    spent: bigint,
-    cap: CapAccount | UserAccount,
-  ): Promise<void> {
-    const expireAt = cap.period.end.getTime() + PERIOD_ACCOUNT_GRACE_MS;
-    await this.scripts.accountLoad(
-      { account: key, expiries: this.keys.holdExpiries(key) },
-      { field: 'spent', amount_nano: spent.toString(), expire_at_ms: String(expireAt) },
-    );
+  private rebuildParts(): RebuildParts {
+    return { db: this.db, keys: this.keys, scripts: this.scripts, unwritten: this.unwritten };
   }
 
   /** A cap's account: what the org (or one of its connections) spent in the cap's period. */
-  private async loadCap(
+  private loadCap(
     orgId: string,
     scope: { column: 'org_id' | 'app_connection_id'; id: string; key: string },
     cap: CapAccount,
   ): Promise<void> {
-    // Every entry of the org's stream is the org's; a connection's mention its id.
-    const unwritten = await this.unwritten.forOrg(
-      orgId,
-      scope.column === 'org_id' ? undefined : scope.id,
-    );
-    const spent = await this.spentBetween(
-      unwritten,
-      scope.column,
-      scope.id,
-      cap.period.start,
-      cap.period.end,
-    );
-    await this.installSpent(scope.key, spent, cap);
+    return this.loadSpent(orgId, scope.column, scope.id, scope.key, cap.period);
   }
 
   private async loadUser(orgId: string, user: UserAccount): Promise<void> {
-    const unwritten = await this.unwritten.forOrg(orgId, user.productUserId);
-    const spent = await this.spentBetween(
-      unwritten,
-      'product_user_id',
-      user.productUserId,
-      user.period.start,
-      user.period.end,
-    );
     // The credits first: once the account is there, no request loads them again until they
     // go, so they must have been loaded (their expiry pushed past the account's) before it.
+    const unwritten = await this.unwritten.forOrg(orgId, user.productUserId);
     await this.installCredits(orgId, user.productUserId, SETTLEMENT_CURRENCY, unwritten);
-    await this.installSpent(
+    await this.loadSpent(
+      orgId,
+      'product_user_id',
+      user.productUserId,
       this.keys.userSpend(orgId, user.productUserId, user.period.key),
-      spent,
-      user,
+      user.period,
     );
   }
 

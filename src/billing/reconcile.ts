@@ -11,7 +11,7 @@
 // the snapshot and in the MULTI, and a measurement where it moved is taken again. A repair
 // needs two measurements in a row that agree (a top-up is written to Postgres, then Redis),
 // and is a relative change (account-correct.lua), so settles landing meanwhile are kept.
-import type { DbClient, DbPool } from '../db/pool.js';
+import { readOnlySnapshot, type DbClient, type DbPool } from '../db/pool.js';
 import { formatNano, numericToNano } from '../money.js';
 import { monthlyPeriod } from '../periods.js';
 import { masters, type RedisClient } from '../redis/connect.js';
@@ -60,8 +60,11 @@ export interface OrgReconciliation {
 }
 
 interface Measurement {
-  /** key → live − expected, for every account compared. */
-  readonly drifts: Map<string, { live: bigint; expected: bigint }>;
+  /**
+   * key → what Redis held and what it should hold, for every account compared, with the
+   * install it was measured on (its `gen`: account-rebuild.lua; '' for one without).
+   */
+  readonly drifts: Map<string, { live: bigint; expected: bigint; generation: string }>;
 }
 
 export class Reconciler {
@@ -118,24 +121,34 @@ export class Reconciler {
     const drifted = accounts.filter((account) => driftOf(first, account) !== 0n);
     let repairable = new Set<string>();
     if (repair && drifted.length > 0) {
-      // Only a drift seen twice in a row, unchanged, is corrected.
+      // Only a drift seen twice in a row, unchanged, on the same install, is corrected.
       const second = await this.stableMeasurement(orgId, accounts);
       if (second) {
         repairable = new Set(
           drifted
-            .filter((account) => driftOf(second, account) === driftOf(first, account))
+            .filter(
+              (account) =>
+                driftOf(second, account) === driftOf(first, account) &&
+                second.drifts.get(account.key)!.generation ===
+                  first.drifts.get(account.key)!.generation,
+            )
             .map((account) => account.key),
         );
       }
     }
     const drifts: AccountDrift[] = [];
     for (const account of drifted) {
-      const { live, expected } = first.drifts.get(account.key)!;
+      const { live, expected, generation } = first.drifts.get(account.key)!;
       let repaired = false;
       if (repairable.has(account.key)) {
+        // Only the install both measurements saw: one rebuilt since counted the ledger afresh.
         const outcome = (await this.scripts.accountCorrect(
           { account: account.key },
-          { field: account.field, delta_nano: (expected - live).toString() },
+          {
+            field: account.field,
+            delta_nano: (expected - live).toString(),
+            generation,
+          },
         )) as [number, string?];
         repaired = outcome[0] === 1;
       }
@@ -187,14 +200,14 @@ export class Reconciler {
     );
     return readOnlySnapshot(this.db, async (client) => {
       const transaction = this.redis.multi();
-      for (const account of accounts) transaction.hget(account.key, account.field);
+      for (const account of accounts) transaction.hmget(account.key, account.field, 'gen');
       transaction.xinfo('STREAM', stream);
       transaction.xrange(stream, '-', '+');
       const replies = (await transaction.exec()) ?? [];
       // The writer removed records from the stream between the snapshot and the MULTI: one of
       // them may be in neither. Measure again.
       if (streamDeletions(replies[accounts.length]!) !== deletedBefore) return undefined;
-      const live = accounts.map((_a, index) => BigInt((replies[index]![1] as string) ?? '0'));
+      const stored = accounts.map((_a, index) => replies[index]![1] as Array<string | null>);
       const entries = (replies[accounts.length + 1]![1] ?? []) as Array<[string, string[]]>;
       const expected = await this.expectedValues(
         client,
@@ -202,9 +215,14 @@ export class Reconciler {
         accounts,
         entries.map(([, fields]) => fields),
       );
-      const drifts = new Map<string, { live: bigint; expected: bigint }>();
+      const drifts = new Map<string, { live: bigint; expected: bigint; generation: string }>();
       accounts.forEach((account, index) => {
-        drifts.set(account.key, { live: live[index]!, expected: expected[index]! });
+        const [value, generation] = stored[index] ?? [];
+        drifts.set(account.key, {
+          live: BigInt(value ?? '0'),
+          expected: expected[index]!,
+          generation: generation ?? '',
+        });
       });
       return { drifts };
     });
@@ -332,19 +350,6 @@ function streamDeletions(reply: [Error | null, unknown]): number {
   if (error || !Array.isArray(info)) return -1;
   const field = (name: string): number => Number(info[info.indexOf(name) + 1]);
   return field('entries-added') - field('length');
-}
-
-/** Runs `work` in one REPEATABLE READ snapshot, taken before `work` starts. */
-async function readOnlySnapshot<T>(db: DbPool, work: (client: DbClient) => Promise<T>): Promise<T> {
-  const client = await db.connect();
-  try {
-    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-    await client.query('SELECT 1'); // the snapshot is taken at the first statement
-    return await work(client);
-  } finally {
-    await client.query('ROLLBACK').catch(() => undefined);
-    client.release();
-  }
 }
 
 /** The records among `entries` whose rows the snapshot does not have (each once). */

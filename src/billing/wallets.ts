@@ -15,6 +15,7 @@ import {
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts } from '../redis/scripts.js';
 import { sumNano, UnwrittenUsage } from '../ledger/unwritten-usage.js';
+import { rebuildAccount } from './account-rebuild.js';
 
 /** Who changes a wallet, for its history and the audit log (a dashboard user, or 'cli'). */
 /**
@@ -125,13 +126,23 @@ export class WalletService {
     return ledger - sumNano(unwritten, (record) => record.walletCostNano);
   }
 
-  /** Installs the wallet in Redis from Postgres unless it is already there. */
+  /**
+   * Installs the wallet in Redis from Postgres unless it is already there, counting what
+   * settles while it is rebuilt (account-rebuild.ts).
+   */
   async loadIntoRedis(orgId: string): Promise<void> {
-    const balance = await this.rebuiltBalanceNano(orgId);
-    const wallet = this.keys.wallet(orgId);
-    await this.scripts.accountLoad(
-      { account: wallet, expiries: this.keys.holdExpiries(wallet) },
-      { field: 'balance', amount_nano: balance.toString(), expire_at_ms: '' },
+    await rebuildAccount(
+      { db: this.db, keys: this.keys, scripts: this.scripts, unwritten: this.unwritten },
+      {
+        orgId,
+        key: this.keys.wallet(orgId),
+        field: 'balance',
+        expireAtMs: null,
+        match: { field: '', value: '', from: null, to: null },
+        amount: async (snapshot, unwritten) =>
+          (await this.ledgerBalanceNano(orgId, snapshot)) -
+          sumNano(unwritten, (record) => record.walletCostNano),
+      },
     );
   }
 

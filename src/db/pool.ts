@@ -29,3 +29,23 @@ export async function withTransaction<T>(
     client.release();
   }
 }
+
+/**
+ * Runs `work` in one REPEATABLE READ, read-only snapshot, taken before `work` starts (at the
+ * first statement, run here): every query `work` makes on the client sees the database as of
+ * that moment.
+ */
+export async function readOnlySnapshot<T>(
+  db: DbPool,
+  work: (client: DbClient) => Promise<T>,
+): Promise<T> {
+  const client = await db.connect();
+  try {
+    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    await client.query('SELECT 1'); // the snapshot is taken at the first statement
+    return await work(client);
+  } finally {
+    await client.query('ROLLBACK').catch(() => undefined);
+    client.release();
+  }
+}

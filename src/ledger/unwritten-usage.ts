@@ -4,7 +4,7 @@
 // a few can be in both for a moment). An account rebuilt from the ledger adds these, or it
 // would forget what was spent while the writer (or Postgres) lagged behind.
 import type { RedisClient } from '../redis/connect.js';
-import type { DbPool } from '../db/pool.js';
+import type { DbClient, DbPool } from '../db/pool.js';
 import type { RedisKeys } from '../redis/keys.js';
 import { usageRecordFromFields, type UsageRecord } from './usage-record.js';
 
@@ -19,9 +19,28 @@ export const MAX_UNWRITTEN_ENTRIES = 20_000;
 
 type StreamEntry = [id: string, fields: string[]];
 
+/**
+ * An org's usage stream as read at one instant (one MULTI): its entries (at most
+ * MAX_UNWRITTEN_ENTRIES, the oldest), and where the stream stood.
+ */
+export interface StreamCut {
+  readonly entries: readonly string[][];
+  /** The stream's last generated id: every record settled before the read is at or before it
+   * ('0-0' when there was no stream). */
+  readonly lastId: string;
+  /** How many entries the stream has ever had (XINFO entries-added; 0 with no stream). */
+  readonly added: number;
+  /** How many the writer has removed (entries-added − length; -1 with no stream). */
+  readonly deletions: number;
+}
+
 export class UnwrittenUsage {
   /** One stream read per org at a time: the rebuilds that need it together share it. */
   private readonly reading = new Map<string, Promise<StreamEntry[]>>();
+  /** The cut of each org's stream being read, and when (in `events`) its read was sent. */
+  private readonly cutting = new Map<string, { sentAt: number; cut: Promise<StreamCut> }>();
+  /** Counts events in this process: a cut sent after a rebuild's mark may serve it. */
+  private events = 0;
 
   constructor(
     private readonly redis: RedisClient,
@@ -31,46 +50,75 @@ export class UnwrittenUsage {
 
   /**
    * The org's records not in the ledger yet; with `mentioning`, only those whose entry
-   * mentions it (an id: the rest are not parsed). Call it before summing the ledger: a record
-   * the writer commits in between is then found in the ledger and dropped here, never missed.
+   * mentions it (an id: the rest are not parsed). Not exact beside a ledger read of its own:
+   * a record the writer commits after this looks at the ledger is in both. Account rebuilds
+   * read the ledger and the stream as one (cut, unwrittenAt: src/billing/account-rebuild.ts);
+   * credit loads, which merge (a grant Redis has is kept), and a balance set on a wallet that
+   * is not loaded use this.
    */
   async forOrg(orgId: string, mentioning?: string): Promise<UsageRecord[]> {
-    const records: UsageRecord[] = [];
     const entries = [
       ...(await this.entries(orgId)).map(([, fields]) => fields),
       ...(await this.deadLetters(orgId)),
     ];
-    const seen = new Set<string>();
-    for (const fields of entries) {
-      if (mentioning !== undefined && !fields.some((field) => field.includes(mentioning))) {
-        continue;
-      }
-      try {
-        const record = usageRecordFromFields(fields);
-        if (seen.has(record.requestId)) continue;
-        seen.add(record.requestId);
-        records.push(record);
-      } catch {
-        // an unreadable entry is the writer's to report; it has no amounts to count
-      }
+    return unwrittenIn(this.db, entries, mentioning);
+  }
+
+  /**
+   * This moment in the order of the process's stream reads: a rebuild marks it once its
+   * ledger snapshot is taken, and may then share any cut sent after it.
+   */
+  mark(): number {
+    this.events += 1;
+    return this.events;
+  }
+
+  /** How many entries the org's stream has lost so far (-1: there is no stream). */
+  async deletions(orgId: string): Promise<number> {
+    try {
+      return streamPosition(await this.redis.xinfo('STREAM', this.keys.usageStream(orgId)))
+        .deletions;
+    } catch (error) {
+      if (isNoSuchStream(error)) return -1;
+      throw error;
     }
-    if (records.length === 0) return records;
-    const { rows } = await this.db.query<{ request_id: string }>(
-      'SELECT request_id::text FROM usage_records WHERE request_id = ANY($1::uuid[])',
-      // An id that is not a uuid cannot be in the ledger (and would fail the cast).
-      [records.map((record) => record.requestId).filter(isUuid)],
+  }
+
+  /**
+   * The org's stream read in one MULTI, sent after `notBefore` (a mark): the rebuilds of one
+   * org waiting for a cut together share one read, but never one sent before their snapshot.
+   */
+  cut(orgId: string, notBefore: number): Promise<StreamCut> {
+    const running = this.cutting.get(orgId);
+    if (running && running.sentAt > notBefore) return running.cut;
+    const sentAt = this.mark();
+    const cut = readCut(this.redis, this.keys.usageStream(orgId)).finally(() => {
+      if (this.cutting.get(orgId)?.cut === cut) this.cutting.delete(orgId);
+    });
+    this.cutting.set(orgId, { sentAt, cut });
+    return cut;
+  }
+
+  /**
+   * The records of `cut` (and the org's dead letters) that the ledger snapshot `client` reads
+   * does not have, each once; with `mentioning`, only those whose entry mentions it.
+   */
+  async unwrittenAt(
+    client: DbClient,
+    orgId: string,
+    cut: StreamCut,
+    mentioning?: string,
+  ): Promise<UsageRecord[]> {
+    return unwrittenIn(
+      client,
+      [...cut.entries, ...(await deadLettersOf(client, orgId))],
+      mentioning,
     );
-    const written = new Set(rows.map((row) => row.request_id));
-    return records.filter((record) => !written.has(record.requestId));
   }
 
   /** The fields of the org's dead-lettered entries not replayed yet. */
   private async deadLetters(orgId: string): Promise<string[][]> {
-    const { rows } = await this.db.query<{ entry: string }>(
-      'SELECT entry FROM usage_dead_letters WHERE org_id = $1 AND replayed_at IS NULL',
-      [orgId],
-    );
-    return rows.map((row) => JSON.parse(row.entry) as string[]);
+    return deadLettersOf(this.db, orgId);
   }
 
   private entries(orgId: string): Promise<StreamEntry[]> {
@@ -84,6 +132,82 @@ export class UnwrittenUsage {
     this.reading.set(orgId, reading);
     return reading;
   }
+}
+
+async function deadLettersOf(db: Pick<DbPool, 'query'>, orgId: string): Promise<string[][]> {
+  const { rows } = await db.query<{ entry: string }>(
+    'SELECT entry FROM usage_dead_letters WHERE org_id = $1 AND replayed_at IS NULL',
+    [orgId],
+  );
+  return rows.map((row) => JSON.parse(row.entry) as string[]);
+}
+
+/** The records among `entries` that `db` does not have in the ledger, each once. */
+async function unwrittenIn(
+  db: Pick<DbPool, 'query'>,
+  entries: readonly string[][],
+  mentioning?: string,
+): Promise<UsageRecord[]> {
+  const records: UsageRecord[] = [];
+  const seen = new Set<string>();
+  for (const fields of entries) {
+    if (mentioning !== undefined && !fields.some((field) => field.includes(mentioning))) {
+      continue;
+    }
+    try {
+      const record = usageRecordFromFields(fields);
+      if (seen.has(record.requestId)) continue;
+      seen.add(record.requestId);
+      records.push(record);
+    } catch {
+      // an unreadable entry is the writer's to report; it has no amounts to count
+    }
+  }
+  if (records.length === 0) return records;
+  const { rows } = await db.query<{ request_id: string }>(
+    'SELECT request_id::text FROM usage_records WHERE request_id = ANY($1::uuid[])',
+    // An id that is not a uuid cannot be in the ledger (and would fail the cast).
+    [records.map((record) => record.requestId).filter(isUuid)],
+  );
+  const written = new Set(rows.map((row) => row.request_id));
+  return records.filter((record) => !written.has(record.requestId));
+}
+
+/** The stream, its last id and counters read in one MULTI (XINFO STREAM, then XRANGE). */
+async function readCut(redis: RedisClient, stream: string): Promise<StreamCut> {
+  const replies =
+    (await redis
+      .multi()
+      .xinfo('STREAM', stream)
+      .xrange(stream, '-', '+', 'COUNT', MAX_UNWRITTEN_ENTRIES)
+      .exec()) ?? [];
+  const [infoError, info] = replies[0] ?? [new Error('no reply'), undefined];
+  if (infoError) {
+    if (isNoSuchStream(infoError)) return { entries: [], lastId: '0-0', added: 0, deletions: -1 };
+    throw infoError;
+  }
+  const [rangeError, range] = replies[1] ?? [new Error('no reply'), undefined];
+  if (rangeError) throw rangeError;
+  return {
+    entries: ((range ?? []) as StreamEntry[]).map(([, fields]) => fields),
+    ...streamPosition(info),
+  };
+}
+
+/** Where XINFO STREAM's reply says the stream stands. */
+export function streamPosition(info: unknown): Omit<StreamCut, 'entries'> {
+  const list = Array.isArray(info) ? (info as unknown[]) : [];
+  const field = (name: string): unknown => list[list.indexOf(name) + 1];
+  const added = Number(field('entries-added'));
+  return {
+    lastId: String(field('last-generated-id')),
+    added,
+    deletions: added - Number(field('length')),
+  };
+}
+
+function isNoSuchStream(error: unknown): boolean {
+  return error instanceof Error && /no such key/i.test(error.message);
 }
 
 /** A usage stream's entries, oldest first, page by page, up to `max` (about). */

@@ -143,6 +143,22 @@ export const scriptSpecs = {
     keys: ['account', 'expiries'],
     args: ['field', 'amount_nano', 'expire_at_ms'],
   },
+  accountRebuild: {
+    file: 'account-rebuild',
+    keys: ['account', 'expiries', 'usage_stream'],
+    args: [
+      'field',
+      'amount_nano',
+      'expire_at_ms',
+      'cut_last_id',
+      'cut_added',
+      'match_field',
+      'match_value',
+      'from',
+      'to',
+      'generation',
+    ],
+  },
   creditsLoad: {
     file: 'credits-load',
     keys: ['user_credits', 'user_grants'],
@@ -162,7 +178,7 @@ export const scriptSpecs = {
   accountCorrect: {
     file: 'account-correct',
     keys: ['account'],
-    args: ['field', 'delta_nano'],
+    args: ['field', 'delta_nano', 'generation'],
   },
   cacheFill: {
     file: 'cache-fill',

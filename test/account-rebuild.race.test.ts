@@ -1,0 +1,320 @@
+// An account rebuilt from Postgres while its org keeps settling: every interleaving of a settle
+// (and of the usage writer moving its record to Postgres) with the rebuild's steps, driven one
+// by one on the real Redis and Postgres, ends with the account counting the record exactly
+// once. And `gw reconcile --repair` never applies a drift it measured to an account that was
+// rebuilt after it measured (docs/decisions.md, 297).
+import { afterAll, describe, expect, it } from 'vitest';
+import type { RequestAccounts } from '../src/billing/budget-store.js';
+import { createMoneyLayer } from '../src/billing/compose.js';
+import type { AccountName } from '../src/billing/account-loader.js';
+import { Reconciler } from '../src/billing/reconcile.js';
+import { createDbPool, type DbPool } from '../src/db/pool.js';
+import { newRequestId } from '../src/ids.js';
+import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
+import { UsageDeadLetters } from '../src/ledger/usage-dead-letters.js';
+import type { UsageRecord } from '../src/ledger/usage-record.js';
+import { UsageStreamWriter } from '../src/ledger/usage-writer.js';
+import { createLogger } from '../src/log.js';
+import { GatewayMetrics } from '../src/metrics.js';
+import { numericToNano } from '../src/money.js';
+import { monthlyPeriod } from '../src/periods.js';
+import { createRedisKeys } from '../src/redis/keys.js';
+import { defineScripts, type RedisScripts } from '../src/redis/scripts.js';
+import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
+import { usageRecord } from './support/records.js';
+import { deletePrefix, testRedis } from './support/services.js';
+
+const prefix = uniquePrefix('rebuild');
+const redis = testRedis();
+const writerRedis = testRedis();
+const db = createDbPool(TEST_DATABASE_URL, 4);
+const keys = createRedisKeys(prefix);
+const scripts = defineScripts(redis);
+/** Settles (and everything but the rebuild under test) go through this layer. */
+const { budget: store, loader: plainLoader } = createMoneyLayer({
+  db,
+  redis,
+  keys,
+  scripts,
+  reservationTtlMs: 60_000,
+});
+const period = monthlyPeriod(new Date(), null);
+const writer = new UsageStreamWriter(
+  writerRedis,
+  keys,
+  new PostgresUsageSink(db),
+  new UsageDeadLetters(db),
+  createLogger('silent'),
+  new GatewayMetrics(false),
+  { consumerName: 'rebuild-race', batchMaxRows: 100, flushIntervalMs: 20, claimIdleMs: 60_000 },
+);
+let sequence = 0;
+
+afterAll(async () => {
+  await deletePrefix(redis, prefix);
+  await Promise.all([redis.quit(), writerRedis.quit()]);
+  await db.end();
+});
+
+type Step = () => Promise<void>;
+
+/** Runs `step` once, just before the first statement matching `match` reaches Postgres. */
+interface QueryHook {
+  readonly match: RegExp;
+  readonly step: Step;
+}
+
+/**
+ * The real pool, with hooks run before chosen statements (on the pool and on the clients it
+ * hands out): how a test puts a settle between two steps of a rebuild.
+ */
+function hookedPool(pool: DbPool, hooks: QueryHook[]): DbPool {
+  const pending = [...hooks];
+  const before = async (text: unknown): Promise<void> => {
+    const index = pending.findIndex((hook) => typeof text === 'string' && hook.match.test(text));
+    if (index < 0) return;
+    const [hook] = pending.splice(index, 1);
+    await hook!.step();
+  };
+  const withHooks = <T extends { query: (...args: never[]) => unknown }>(target: T): T =>
+    new Proxy(target, {
+      get(object, property, receiver) {
+        if (property === 'query') {
+          return async (...args: unknown[]) => {
+            await before(args[0]);
+            return (object.query as (...a: unknown[]) => unknown).apply(object, args);
+          };
+        }
+        if (property === 'connect' && object === (pool as unknown)) {
+          return async () => withHooks(await pool.connect());
+        }
+        const value = Reflect.get(object, property, receiver) as unknown;
+        return typeof value === 'function' ? (value as () => unknown).bind(object) : value;
+      },
+    });
+  return withHooks(pool);
+}
+
+/** The real scripts, with `step` run once before the rebuild installs the account. */
+function hookedScripts(step: Step | undefined): RedisScripts {
+  let pendingStep = step;
+  const hooked: Record<string, unknown> = { ...scripts };
+  for (const [name, script] of Object.entries(scripts)) {
+    if (!name.startsWith('account')) continue;
+    hooked[name] = async (...args: unknown[]) => {
+      const run = pendingStep;
+      pendingStep = undefined;
+      await run?.();
+      return (script as (...a: unknown[]) => unknown)(...args);
+    };
+  }
+  return hooked as unknown as RedisScripts;
+}
+
+const LEDGER_SUM = /sum\(sell_cost\)|usage_wallet_totals/;
+
+interface Kind {
+  readonly name: AccountName;
+  readonly key: (orgId: string) => string;
+  readonly field: 'spent' | 'balance';
+  readonly accounts: (orgId: string) => RequestAccounts;
+  /** What Postgres says the account should hold, once everything is written. */
+  readonly ledger: (orgId: string) => Promise<bigint>;
+}
+
+/** The org's one connection and one product user (ids of their own: the ledger is shared). */
+const connectionOf = (orgId: string): string => `conn_${orgId}`;
+const userOf = (orgId: string): string => `pu_${orgId}`;
+
+const spentInLedger = async (column: string, id: string): Promise<bigint> => {
+  const { rows } = await db.query<{ spent: string }>(
+    `SELECT COALESCE(sum(sell_cost), 0)::text AS spent FROM usage_records
+      WHERE ${column} = $1 AND created_at >= $2 AND created_at < $3`,
+    [id, period.start, period.end],
+  );
+  return numericToNano(rows[0]!.spent);
+};
+
+const base = (orgId: string): RequestAccounts => ({
+  orgId,
+  appConnectionId: connectionOf(orgId),
+  orgCap: null,
+  connectionCap: null,
+  user: null,
+  walletPays: false,
+  credentials: null,
+});
+
+const KINDS: readonly Kind[] = [
+  {
+    name: 'org_cap',
+    key: (orgId) => keys.orgCap(orgId, period.key),
+    field: 'spent',
+    accounts: (orgId) => ({ ...base(orgId), orgCap: { capNano: 10n ** 12n, period } }),
+    ledger: (orgId) => spentInLedger('org_id', orgId),
+  },
+  {
+    name: 'conn_cap',
+    key: (orgId) => keys.connectionCap(orgId, connectionOf(orgId), period.key),
+    field: 'spent',
+    accounts: (orgId) => ({ ...base(orgId), connectionCap: { capNano: 10n ** 12n, period } }),
+    ledger: (orgId) => spentInLedger('app_connection_id', connectionOf(orgId)),
+  },
+  {
+    name: 'user',
+    key: (orgId) => keys.userSpend(orgId, userOf(orgId), period.key),
+    field: 'spent',
+    accounts: (orgId) => ({
+      ...base(orgId),
+      user: { productUserId: userOf(orgId), capNano: null, creditMode: 'track_only', period },
+    }),
+    ledger: (orgId) => spentInLedger('product_user_id', userOf(orgId)),
+  },
+  {
+    name: 'wallet',
+    key: (orgId) => keys.wallet(orgId),
+    field: 'balance',
+    accounts: (orgId) => ({ ...base(orgId), walletPays: true }),
+    ledger: async (orgId) => -(await spentInLedger('org_id', orgId)),
+  },
+];
+
+/** A record of `orgId` costing `costNano`, of the test's connection and user, paid by the wallet. */
+function record(orgId: string, costNano: bigint): UsageRecord {
+  return usageRecord(orgId, costNano, {
+    requestId: newRequestId(),
+    appConnectionId: connectionOf(orgId),
+    productUserId: userOf(orgId),
+    walletCostNano: costNano,
+    reservedNano: 0n,
+  });
+}
+
+async function settle(kind: Kind, orgId: string, costNano: bigint): Promise<string> {
+  const settled = record(orgId, costNano);
+  expect(await store.settle(settled, kind.accounts(orgId))).toBe('settled');
+  return settled.requestId;
+}
+
+const drain = async (): Promise<void> => {
+  await writer.drainOnce();
+};
+
+/**
+ * Where the settle `R` lands in a rebuild: [the step run before the ledger is summed, the step
+ * run before the account is installed]. `settle` settles R (its account is missing, so settle
+ * does not charge it: the rebuild must count it); `drain` has the writer move what the stream
+ * holds into Postgres.
+ */
+type Interleaving = {
+  readonly name: string;
+  readonly early?: boolean;
+  readonly beforeSum?: Array<'settle' | 'drain'>;
+  readonly beforeInstall?: Array<'settle' | 'drain'>;
+};
+
+const INTERLEAVINGS: readonly Interleaving[] = [
+  { name: 'settled after the stream read, written after the sum', beforeSum: ['settle'] },
+  {
+    name: 'settled and written between the stream read and the sum',
+    beforeSum: ['settle', 'drain'],
+  },
+  {
+    name: 'in the stream at the read, written just before the sum',
+    early: true,
+    beforeSum: ['drain'],
+  },
+  { name: 'settled between the sum and the install', beforeInstall: ['settle'] },
+  {
+    name: 'settled and written between the sum and the install',
+    beforeInstall: ['settle', 'drain'],
+  },
+  {
+    name: 'in the stream at the read, written between the sum and the install',
+    early: true,
+    beforeInstall: ['drain'],
+  },
+];
+
+describe('an account rebuilt while its org settles', () => {
+  for (const kind of KINDS) {
+    for (const interleaving of INTERLEAVINGS) {
+      it(`${kind.name}: ${interleaving.name}`, async () => {
+        sequence += 1;
+        const orgId = `org_rebuild_${Date.now()}_${sequence}`;
+        // Spend already in the ledger, and one record still waiting in the stream.
+        await settle(kind, orgId, 1_000n);
+        await settle(kind, orgId, 2_000n);
+        await drain();
+        await settle(kind, orgId, 4_000n);
+        const late: string[] = [];
+        if (interleaving.early) late.push(await settle(kind, orgId, 30_000n));
+        const steps = (list: Array<'settle' | 'drain'> | undefined): Step | undefined =>
+          list &&
+          (async () => {
+            for (const step of list) {
+              if (step === 'settle') late.push(await settle(kind, orgId, 500_000n));
+              else await drain();
+            }
+          });
+        const beforeSum = steps(interleaving.beforeSum);
+        const { loader } = createMoneyLayer({
+          db: hookedPool(db, beforeSum ? [{ match: LEDGER_SUM, step: beforeSum }] : []),
+          redis,
+          keys,
+          scripts: hookedScripts(steps(interleaving.beforeInstall)),
+          reservationTtlMs: 60_000,
+        });
+
+        expect(await redis.exists(kind.key(orgId))).toBe(0);
+        await loader.load([kind.name], kind.accounts(orgId));
+        await drain();
+
+        const { rows } = await db.query<{ n: string }>(
+          'SELECT count(*)::text AS n FROM usage_records WHERE request_id = ANY($1::uuid[])',
+          [late],
+        );
+        expect(Number(rows[0]!.n)).toBe(late.length);
+        const live = BigInt((await redis.hget(kind.key(orgId), kind.field)) ?? 'NaN');
+        expect(live).toBe(await kind.ledger(orgId));
+        // Traffic after the rebuild is charged as usual.
+        await settle(kind, orgId, 7n);
+        await drain();
+        expect(BigInt((await redis.hget(kind.key(orgId), kind.field)) ?? 'NaN')).toBe(
+          await kind.ledger(orgId),
+        );
+      });
+    }
+  }
+});
+
+describe('gw reconcile --repair and a rebuild', () => {
+  it('does not move an account rebuilt after the drift was measured', async () => {
+    sequence += 1;
+    const orgId = `org_rebuild_${Date.now()}_${sequence}`;
+    const kind = KINDS[0]!;
+    await plainLoader.load([kind.name], kind.accounts(orgId));
+    await settle(kind, orgId, 1_000n);
+    await drain();
+    // A drift (a lost write, say), measured twice; then, before the repair lands, the account
+    // is lost and rebuilt from the ledger (exact again).
+    await redis.hincrby(kind.key(orgId), 'spent', 5_000);
+    const reconciler = new Reconciler(
+      db,
+      redis,
+      keys,
+      hookedScripts(async () => {
+        await redis.del(kind.key(orgId));
+        await plainLoader.load([kind.name], kind.accounts(orgId));
+      }),
+    );
+    const [outcome] = await reconciler.run({ orgId, repair: true });
+    expect(outcome!.drifts).toEqual([
+      expect.objectContaining({ account: 'org_cap', drift: '0.000005000000', repaired: false }),
+    ]);
+    expect(BigInt((await redis.hget(kind.key(orgId), 'spent'))!)).toBe(await kind.ledger(orgId));
+    // Measured again, nothing is left to repair.
+    const [again] = await reconciler.run({ orgId, repair: true });
+    expect(again!.status).toBe('consistent');
+  });
+});
