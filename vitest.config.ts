@@ -12,6 +12,8 @@ export const clusterFiles = [
   'test/reserve-settle.race.test.ts',
   'test/money-limits.test.ts',
   'test/allowance.race.test.ts',
+  'test/account-rebuild.race.test.ts',
+  'test/cap-change.race.test.ts',
   'test/allowance.e2e.test.ts',
   'test/charging.e2e.test.ts',
   'test/byok.e2e.test.ts',
