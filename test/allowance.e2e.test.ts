@@ -329,16 +329,24 @@ describe('allowance rules on single requests', () => {
     expect((await send('revoked')).status).toBe(403);
   });
 
-  it('a grant revoked while requests it funds are in flight pays them, and nothing more', async () => {
-    const user = 'revoked-in-flight';
+  /**
+   * Eight slow requests of a user with a 0 cap (reject) and a grant worth five and a half of
+   * them: once five are admitted on the grant (three are refused), `meanwhile` runs; then
+   * every answer is in, and the five are paid by the grant to the nano-unit.
+   */
+  async function grantFundingFiveInFlight(
+    user: string,
+    latencyMs: number,
+    grantFlags: string[],
+    meanwhile: (grantId: string) => Promise<void>,
+  ) {
     const slow = {
       ...body(user),
-      messages: [{ role: 'user', content: 'count to eight mock:latency_ms=2500' }],
+      messages: [{ role: 'user', content: `count to eight mock:latency_ms=${latencyMs}` }],
     };
     const slowCost =
       BigInt(countInputTokens(chatCompletionTexts(slow))) * 150n + BigInt(OUTPUT_TOKENS) * 600n;
     await setUserCap(org, user, '0', ['--overrun-policy', 'reject']);
-    // Room for five requests and half of a sixth.
     const grant = await runCliJson<{ grant_id: string }>(
       [
         'credits',
@@ -349,6 +357,7 @@ describe('allowance rules on single requests', () => {
         user,
         '--amount',
         decimal(slowCost * 5n + slowCost / 2n),
+        ...grantFlags,
       ],
       env,
     );
@@ -365,12 +374,11 @@ describe('allowance rules on single requests', () => {
     await eventually(async () =>
       (await redis.hget(spendKey, 'reserved')) === String(slowCost * 5n) ? true : undefined,
     );
-    await runCliJson(['credits', 'revoke', '--grant-id', grant.grant_id], env);
+    await meanwhile(grant.grant_id);
     const responses = await Promise.all(inFlight);
     expect(responses.map((response) => response.status).sort()).toEqual([
       200, 200, 200, 200, 200, 403, 403, 403,
     ]);
-    // Each of the five was paid by the grant, to the nano-unit.
     const paid = await eventually(async () => {
       const { rows: usage } = await db.query<{ count: string; credits: string; spent: string }>(
         `SELECT count(*)::text AS count, COALESCE(sum(credits_cost), 0)::text AS credits,
@@ -394,8 +402,19 @@ describe('allowance rules on single requests', () => {
       return consumptions[0]!.count === '5' ? consumptions[0]!.total : undefined;
     }, 10_000);
     expect(consumed).toBe(decimal(slowCost * 5n));
+    return { grantId: grant.grant_id, slowCost, spendKey, creditsKey };
+  }
+
+  it('a grant revoked while requests it funds are in flight pays them, and nothing more', async () => {
+    const user = 'revoked-in-flight';
+    const { grantId, spendKey, creditsKey } = await grantFundingFiveInFlight(
+      user,
+      2500,
+      [],
+      async (id) => void (await runCliJson(['credits', 'revoke', '--grant-id', id], env)),
+    );
     // The half request left on the grant went with the revoke: nothing is left to spend.
-    expect(await redis.hget(creditsKey, `g:${grant.grant_id}`)).toBeNull();
+    expect(await redis.hget(creditsKey, `g:${grantId}`)).toBeNull();
     expect(await redis.hget(spendKey, 'reserved')).toBe('0');
     const after = await send(user);
     expect(after.body.error.provider_specific_fields!.error.code).toBe(
@@ -406,77 +425,17 @@ describe('allowance rules on single requests', () => {
   it('a grant that expires while requests it funds are in flight pays them, and no new one', async () => {
     const user = 'expired-in-flight';
     // Admitted well before the grant expires, answered well after it.
-    const slow = {
-      ...body(user),
-      messages: [{ role: 'user', content: 'count to eight mock:latency_ms=9000' }],
-    };
-    const slowCost =
-      BigInt(countInputTokens(chatCompletionTexts(slow))) * 150n + BigInt(OUTPUT_TOKENS) * 600n;
-    await setUserCap(org, user, '0', ['--overrun-policy', 'reject']);
     const expiresAt = new Date(Date.now() + 8_000);
-    // Room for five requests and half of a sixth.
-    const grant = await runCliJson<{ grant_id: string }>(
-      [
-        'credits',
-        'grant',
-        '--app-id',
-        org.app_id,
-        '--external-user-id',
-        user,
-        '--amount',
-        decimal(slowCost * 5n + slowCost / 2n),
-        '--expires-at',
-        expiresAt.toISOString(),
-      ],
-      env,
+    const { grantId, slowCost, spendKey, creditsKey } = await grantFundingFiveInFlight(
+      user,
+      9000,
+      ['--expires-at', expiresAt.toISOString()],
+      // The five were admitted on the grant's credits while it was live.
+      async () => expect(Date.now()).toBeLessThan(expiresAt.getTime()),
     );
-    const { rows } = await db.query<{ id: string }>(
-      'SELECT id FROM product_users WHERE app_id = $1 AND external_user_id = $2',
-      [org.app_id, user],
-    );
-    const userId = rows[0]!.id;
-    const spendKey = `${prefix}:{o:${org.org_id}}:pu:${userId}:spend:${monthlyPeriod(new Date(), null).key}`;
-    const creditsKey = `${prefix}:{o:${org.org_id}}:pu:${userId}:credits:USD`;
-    const inFlight = Array.from({ length: 8 }, () =>
-      postJson<ErrorBody>(`${gateways[0]!.url}/v1/chat/completions`, slow, bearer(org.api_key)),
-    );
-    await eventually(async () =>
-      (await redis.hget(spendKey, 'reserved')) === String(slowCost * 5n) ? true : undefined,
-    );
-    // The five were admitted on the grant's credits while it was live.
-    expect(Date.now()).toBeLessThan(expiresAt.getTime());
-    const responses = await Promise.all(inFlight);
     expect(Date.now()).toBeGreaterThan(expiresAt.getTime());
-    expect(responses.map((response) => response.status).sort()).toEqual([
-      200, 200, 200, 200, 200, 403, 403, 403,
-    ]);
-    // Each of the five was paid by the grant, to the nano-unit, though it settled after the
-    // grant expired.
-    const paid = await eventually(async () => {
-      const { rows: usage } = await db.query<{ count: string; credits: string; spent: string }>(
-        `SELECT count(*)::text AS count, COALESCE(sum(credits_cost), 0)::text AS credits,
-                COALESCE(sum(sell_cost), 0)::text AS spent
-           FROM usage_records WHERE product_user_id = $1`,
-        [userId],
-      );
-      return usage[0]!.count === '5' ? usage[0]! : undefined;
-    }, 10_000);
-    expect(paid).toEqual({
-      count: '5',
-      credits: decimal(slowCost * 5n),
-      spent: decimal(slowCost * 5n),
-    });
-    const consumed = await eventually(async () => {
-      const { rows: consumptions } = await db.query<{ count: string; total: string }>(
-        `SELECT count(*)::text AS count, COALESCE(sum(amount), 0)::text AS total
-           FROM credit_consumptions WHERE grant_id = $1`,
-        [grant.grant_id],
-      );
-      return consumptions[0]!.count === '5' ? consumptions[0]!.total : undefined;
-    }, 10_000);
-    expect(consumed).toBe(decimal(slowCost * 5n));
     // The half request left on it is no longer spendable: a new request does not count it.
-    expect(await redis.hget(creditsKey, `g:${grant.grant_id}`)).toBe(String(slowCost / 2n));
+    expect(await redis.hget(creditsKey, `g:${grantId}`)).toBe(String(slowCost / 2n));
     expect(await redis.hmget(spendKey, 'spent', 'reserved')).toEqual([String(slowCost * 5n), '0']);
     const after = await send(user);
     expect(after.status).toBe(403);

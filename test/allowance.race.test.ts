@@ -102,6 +102,13 @@ async function spent(key: string): Promise<bigint> {
   return BigInt((await redis.hget(key, 'spent')) ?? '-1');
 }
 
+/** The credit consumption of the last record settled into an org's usage stream. */
+async function lastConsumption(orgId: string) {
+  const entries = (await redis.xrange(keys.usageStream(orgId), '-', '+')) as Array<
+    [string, string[]]
+  >;
+  return usageRecordFromFields(entries.at(-1)![1]).creditConsumption;
+}
 describe('product-user allowance', () => {
   it('lets exactly K of 200 concurrent requests through a user cap (enforce)', async () => {
     const orgId = uniqueOrg();
@@ -274,16 +281,10 @@ describe('a grant revoked while requests hold credits', () => {
       await store.reserve({ requestId: newRequestId(), accounts: account, amountNano: 1n }),
     ).toMatchObject({ kind: 'allowance_short', creditsNano: 50n, availableNano: 0n });
 
-    const consumption = async () => {
-      const entries = (await redis.xrange(keys.usageStream(orgId), '-', '+')) as Array<
-        [string, string[]]
-      >;
-      return usageRecordFromFields(entries.at(-1)![1]).creditConsumption;
-    };
     expect(await store.settle(record(orgId, first, 40n, 40n), account)).toBe('settled');
-    expect(await consumption()).toEqual([{ grantId: 'grant_live', amountNano: 40n }]);
+    expect(await lastConsumption(orgId)).toEqual([{ grantId: 'grant_live', amountNano: 40n }]);
     expect(await store.settle(record(orgId, second, 35n, 40n), account)).toBe('settled');
-    expect(await consumption()).toEqual([
+    expect(await lastConsumption(orgId)).toEqual([
       { grantId: 'grant_live', amountNano: 10n },
       { grantId: 'grant_revoked', amountNano: 25n },
     ]);
@@ -457,18 +458,12 @@ describe('a grant that expires while requests hold credits', () => {
       await store.reserve({ requestId: after, accounts: account, amountNano: 10n }),
     ).toMatchObject({ kind: 'held' });
 
-    const consumption = async () => {
-      const entries = (await redis.xrange(keys.usageStream(orgId), '-', '+')) as Array<
-        [string, string[]]
-      >;
-      return usageRecordFromFields(entries.at(-1)![1]).creditConsumption;
-    };
     // Admitted after the expiry: the live grant pays, though the expired one has 30 left.
     expect(await store.settle(record(orgId, after, 10n, 10n), account)).toBe('settled');
-    expect(await consumption()).toEqual([{ grantId: 'grant_live', amountNano: 10n }]);
+    expect(await lastConsumption(orgId)).toEqual([{ grantId: 'grant_live', amountNano: 10n }]);
     // Admitted before it: paid as it would have been then, the expiring grant first.
     expect(await store.settle(record(orgId, before, 40n, 40n), account)).toBe('settled');
-    expect(await consumption()).toEqual([
+    expect(await lastConsumption(orgId)).toEqual([
       { grantId: 'grant_expiring', amountNano: 30n },
       { grantId: 'grant_live', amountNano: 10n },
     ]);
