@@ -24,7 +24,8 @@ import {
 } from '../src/admin/provisioning.js';
 import { createMoneyLayer } from '../src/billing/compose.js';
 import { createDbPool, type DbPool } from '../src/db/pool.js';
-import { connectRedis, masters, quitRedis, redisTarget, whenReady } from '../src/redis/connect.js';
+import { connectRedis, masters, quitRedis, whenReady } from '../src/redis/connect.js';
+import { redisTarget } from '../src/redis/target.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
 import { median } from './measure.js';

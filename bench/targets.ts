@@ -5,12 +5,8 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import {
-  connectRedis,
-  redisTarget,
-  unlinkMatching,
-  type RedisClient,
-} from '../src/redis/connect.js';
+import { connectRedis, unlinkMatching, type RedisClient } from '../src/redis/connect.js';
+import { redisTarget } from '../src/redis/target.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const execFileAsync = promisify(execFile);

@@ -1,7 +1,7 @@
 // Configuration: environment variables, parsed once by zod at boot and passed down frozen.
 import { z } from 'zod';
 import { PROVIDERS, type ProviderId } from './providers/registry.js';
-import { parseClusterNodes } from './redis/connect.js';
+import { parseClusterNodes } from './redis/target.js';
 import { describeAllIssues } from './validation-messages.js';
 import { DEFAULT_RETRY_SCHEDULE_S, parseRetrySchedule } from './webhooks/retry-schedule.js';
 

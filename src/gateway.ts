@@ -46,15 +46,9 @@ import {
   type VendorSettings,
 } from './providers/system-routes.js';
 import { UpstreamClient } from './providers/upstream.js';
-import {
-  connectRedis,
-  describeTarget,
-  knownNodes,
-  pingAll,
-  quitRedis,
-  redisTarget,
-} from './redis/connect.js';
+import { connectRedis, knownNodes, pingAll, quitRedis } from './redis/connect.js';
 import { createRedisKeys } from './redis/keys.js';
+import { describeTarget, redisTarget } from './redis/target.js';
 import { connectSubscriber } from './redis/subscriber.js';
 import { defineScripts, preloadScripts } from './redis/scripts.js';
 import { buildOpenApiDocument } from './openapi/document.js';

@@ -4,7 +4,7 @@
 // If the thread dies it is started again: entries wait in the Redis stream meanwhile.
 import { Worker } from 'node:worker_threads';
 import type { Logger } from '../log.js';
-import type { RedisTarget } from '../redis/connect.js';
+import type { RedisTarget } from '../redis/target.js';
 import type { UsageWriterCounters, UsageWriterOptions } from './usage-writer.js';
 
 export interface UsageWriterThreadSettings {

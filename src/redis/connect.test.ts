@@ -2,7 +2,7 @@
 // configuration errors that name the variable and never echo a password.
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../config.js';
-import { describeTarget, parseClusterNodes, redisTarget } from './connect.js';
+import { describeTarget, parseClusterNodes, redisTarget } from './target.js';
 
 describe('REDIS_CLUSTER_NODES', () => {
   it('takes host:port items, spaces and a trailing comma allowed', () => {

@@ -7,7 +7,8 @@
 // revoked entries in the local caches.
 import { EventEmitter } from 'node:events';
 import { Redis } from 'ioredis';
-import { connectRedis, type RedisNode, type RedisTarget } from './connect.js';
+import { connectRedis } from './connect.js';
+import type { RedisNode, RedisTarget } from './target.js';
 
 /** What a pub/sub listener needs of its connection (an ioredis client has all of it). */
 export interface Subscriber {

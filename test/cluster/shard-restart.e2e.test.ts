@@ -7,7 +7,8 @@
 // gateway's next announcement, a minute later). A private cluster: the shared one is never
 // killed. (It does not require full coverage, so the other shards keep answering.)
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectRedis, keySlot, redisTarget, whenReady } from '../../src/redis/connect.js';
+import { connectRedis, keySlot, whenReady } from '../../src/redis/connect.js';
+import { redisTarget } from '../../src/redis/target.js';
 import { createRedisKeys } from '../../src/redis/keys.js';
 import { baseEnv, uniquePrefix } from '../support/env.js';
 import { bearer, postJson } from '../support/http.js';

@@ -1,7 +1,7 @@
 // Where the tests find the real services. Each test file isolates itself with its own Redis
 // key prefix and its own organizations; all files share one test database.
 import { randomBytes } from 'node:crypto';
-import { redisTarget, type RedisTarget } from '../../src/redis/connect.js';
+import { redisTarget, type RedisTarget } from '../../src/redis/target.js';
 
 export const TEST_DATABASE_URL =
   process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/gw_test';
