@@ -364,6 +364,8 @@ describe('the organization overview', () => {
         requests: Number(row.requests),
         cost: formatNano(numericToNano(row.cost)),
       })),
+      // the seeded app and its connection
+      counts: { apps: 1, active_connections: 1, revoked_connections: 0 },
     });
     // The request without a product user ranks nobody.
     expect((overview.body.top_product_users as { external_user_id: string }[]).length).toBe(3);

@@ -1,7 +1,7 @@
 // The dashboard's overview of an organization: this calendar month's spend against its org cap,
-// the wallet, requests and tokens, the top models and product users. Every figure comes from
-// the usage rollups the usage writer keeps (never a scan of the ledger), the active cap
-// rule and the live wallet, so it answers in milliseconds however large the ledger grows.
+// the wallet, requests and tokens, the top models and product users, its apps and connections
+// counted. Every figure comes from the usage rollups the usage writer keeps (never a scan of
+// the ledger), the active cap rule, the live wallet and indexed counts, so it answers in milliseconds however large the ledger grows.
 // Usage appears once the writer has committed it (tens of milliseconds after a request).
 import type { WalletService } from '../billing/wallets.js';
 import type { DbPool } from '../db/pool.js';
@@ -9,6 +9,7 @@ import { formatNano, numericToNano, SETTLEMENT_CURRENCY } from '../money.js';
 import { isoDay, monthlyPeriod } from '../periods.js';
 import { PRODUCT_USER_HAVING, productUserRollupSource } from '../ledger/product-user-rollups.js';
 import type { RollupSumsText } from '../ledger/usage-rollups.js';
+import { orgCounts, type OrgCounts } from './org-connections.js';
 import { readWallet, type WalletView } from './wallet.js';
 
 /** How many models and product users the overview ranks. */
@@ -36,6 +37,8 @@ export interface OrgOverview {
     requests: number;
     cost: string;
   }[];
+  /** What the organization holds: its apps and their connections (decision 300). */
+  counts: OrgCounts;
 }
 
 export async function orgOverview(
@@ -49,7 +52,7 @@ export async function orgOverview(
   const range = [orgId, isoDay(period.start), isoDay(period.end), SETTLEMENT_CURRENCY];
   // The month is whole: its product users are read from their monthly rollup.
   const users = productUserRollupSource(orgId, { from: period.start, to: period.end }, 3, now);
-  const [totals, models, topUsers, cap, wallet] = await Promise.all([
+  const [totals, models, topUsers, cap, wallet, counts] = await Promise.all([
     db.query<RollupSumsText>(
       `SELECT COALESCE(sum(requests), 0)::text AS requests,
               COALESCE(sum(input_tokens), 0)::text AS input_tokens,
@@ -94,6 +97,7 @@ export async function orgOverview(
       [orgId],
     ),
     readWallet(wallets, orgId),
+    orgCounts(db, orgId),
   ]);
   const sums = totals.rows[0]!;
   const spentNano = BigInt(sums.sell_cost);
@@ -135,5 +139,6 @@ export async function orgOverview(
       requests: Number(row.requests),
       cost: formatNano(BigInt(row.cost)),
     })),
+    counts,
   };
 }

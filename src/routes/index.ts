@@ -57,6 +57,7 @@ import { listOrgsRoute } from './dashboard/orgs.js';
 import { auditLogRoute } from './dashboard/audit-log.js';
 import { createConnectionRoute } from './dashboard/connections/create.js';
 import { listConnectionsRoute } from './dashboard/connections/list.js';
+import { listOrgConnectionsRoute } from './dashboard/connections/org-list.js';
 import { revokeConnectionRoute } from './dashboard/connections/revoke.js';
 import { updateConnectionRoute } from './dashboard/connections/update.js';
 import { addMemberRoute } from './dashboard/members/add.js';
@@ -200,6 +201,7 @@ export const routeDeclarations: readonly DeclaredRoute<RouteDeps>[] = [
     renameAppRoute,
     deleteAppRoute,
     listConnectionsRoute,
+    listOrgConnectionsRoute,
     createConnectionRoute,
     updateConnectionRoute,
     revokeConnectionRoute,

@@ -1,7 +1,8 @@
 // GET /dashboard/api/orgs/{org_id}/overview (any member): the organization at a glance for the
 // dashboard's overview page — this calendar month's spend against the org cap, the wallet,
-// requests and tokens, the top models and product users by cost. From the usage rollups and
-// the live wallet, never a scan of the ledger.
+// requests and tokens, the top models and product users by cost — and how many apps and
+// connections it has. From the usage rollups, the live wallet and two counts, never a scan of
+// the ledger.
 import { z } from 'zod';
 import { OVERVIEW_TOP, orgOverview } from '../../admin/overview.js';
 import type { WalletService } from '../../billing/wallets.js';
@@ -53,6 +54,12 @@ const overviewSchema = z.object({
       }),
     )
     .max(OVERVIEW_TOP),
+  /** Apps that are not deleted, and their own connections by status (not OAuth ones). */
+  counts: z.object({
+    apps: z.number().int(),
+    active_connections: z.number().int(),
+    revoked_connections: z.number().int(),
+  }),
 });
 
 export const overviewRoute = declareRoute({

@@ -458,6 +458,30 @@ export const dashboardRouteSpecs: readonly RouteSpec[] = [
     params: ofApp,
     query: page,
   },
+  {
+    method: 'GET',
+    path: '/dashboard/api/orgs/{org_id}/connections',
+    auth: 'session',
+    weight: 1.5,
+    params: ofOrg,
+    query: (target, random) => ({
+      limit: String(random.pick([1, 10, 200, 201, 0])),
+      ...(random.chance(0.5) && {
+        q: random.pick(['fuzz', 'Seed', '%', '_', '\\', '', 'x'.repeat(300), random.alnum(3)]),
+      }),
+      ...(random.chance(0.3) && { status: random.pick(['active', 'revoked', 'deleted', '']) }),
+      ...(random.chance(0.4) && {
+        ids: random.pick([
+          target.spareConnectionId,
+          `${target.spareConnectionId},conn_missing`,
+          Array.from({ length: 201 }, (_, i) => `conn_${i}`).join(','),
+          ',',
+          'conn one',
+          '',
+        ]),
+      }),
+    }),
+  },
   dashboardWrite(
     'POST',
     '/dashboard/api/apps/{app_id}/connections',

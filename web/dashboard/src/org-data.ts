@@ -1,41 +1,67 @@
-// Data several pages need: every connection of the organization with its app's name (the
-// API lists connections per app), and the product users a page names by id.
+// Data several pages need: the organization's connections (each with its app's name), found
+// by id or searched, and the product users a page names by id. An organization may have
+// thousands of apps and connections: a page asks for the ones it shows (decision 300).
 import { api, type Page } from './api.js';
-import type { AppRow, ConnectionRow, ProductUserProfile } from './types.js';
+import { useAsync } from './hooks.js';
+import type { ConnectionRow, ProductUserProfile } from './types.js';
 
 export interface OrgConnection extends ConnectionRow {
-  readonly appName: string;
+  readonly app_name: string;
 }
 
-export interface OrgConnections {
-  readonly apps: AppRow[];
-  /** True when the organization has more apps than one page holds (the counts are partial). */
-  readonly appsMore: boolean;
-  readonly connections: OrgConnection[];
+/** How many connections one request names or lists (the API's page). */
+export const CONNECTIONS_PAGE = 200;
+
+/** The organization's connections, narrowed by `q` (the start of a name) and `status`. */
+export function orgConnectionsPath(
+  orgId: string,
+  filter: { readonly q?: string; readonly status?: 'active' | 'revoked' } = {},
+): string {
+  const query = new URLSearchParams({ limit: String(CONNECTIONS_PAGE) });
+  if (filter.status) query.set('status', filter.status);
+  if (filter.q) query.set('q', filter.q);
+  return `/dashboard/api/orgs/${encodeURIComponent(orgId)}/connections?${query.toString()}`;
 }
 
-const LIMIT = 200;
-
-export async function loadOrgConnections(orgId: string): Promise<OrgConnections> {
-  const apps = await api.get<Page<AppRow>>(
-    `/dashboard/api/orgs/${encodeURIComponent(orgId)}/apps?limit=${LIMIT}`,
-  );
-  const lists = await Promise.all(
-    apps.data.map((app) =>
-      api
-        .get<Page<ConnectionRow>>(
-          `/dashboard/api/apps/${encodeURIComponent(app.id)}/connections?limit=${LIMIT}`,
-        )
-        .then((page) => page.data.map((connection) => ({ ...connection, appName: app.name }))),
+/** The organization's connections with these ids, a request per 200; unknown ids are left out. */
+export async function loadConnectionsById(
+  orgId: string,
+  ids: readonly string[],
+): Promise<Map<string, OrgConnection>> {
+  const unique = [...new Set(ids)].sort();
+  const chunks: string[][] = [];
+  for (let at = 0; at < unique.length; at += CONNECTIONS_PAGE) {
+    chunks.push(unique.slice(at, at + CONNECTIONS_PAGE));
+  }
+  const pages = await Promise.all(
+    chunks.map((chunk) =>
+      api.get<Page<OrgConnection>>(
+        `${orgConnectionsPath(orgId)}&ids=${chunk.map(encodeURIComponent).join(',')}`,
+      ),
     ),
   );
-  return { apps: apps.data, appsMore: apps.next_cursor !== null, connections: lists.flat() };
+  return new Map(pages.flatMap((page) => page.data.map((row) => [row.id, row] as const)));
 }
 
-/** "App › connection", or the id when the connection is not in the list. */
-export function connectionLabel(connections: readonly OrgConnection[] | undefined, id: string) {
-  const found = connections?.find((connection) => connection.id === id);
-  return found ? `${found.appName} › ${found.name}` : id;
+/** The connections a page names by id (a credential's grants, usage rows), looked up once. */
+export function useConnectionsById(orgId: string, ids: readonly string[]) {
+  const key = [...new Set(ids)].sort().join(',');
+  return useAsync(
+    key === '' ? null : () => loadConnectionsById(orgId, key.split(',')),
+    key === '' ? null : `${orgId}:${key}`,
+  );
+}
+
+export const connectionName = (connection: OrgConnection): string =>
+  `${connection.app_name} › ${connection.name}`;
+
+/** "App › connection", or the id when the connection is not found. */
+export function connectionLabel(
+  found: ReadonlyMap<string, OrgConnection> | null | undefined,
+  id: string,
+): string {
+  const connection = found?.get(id);
+  return connection ? connectionName(connection) : id;
 }
 
 /** The profiles of a few product users (a usage list names them by id only). */

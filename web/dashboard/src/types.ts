@@ -219,6 +219,12 @@ export interface Overview {
     readonly reserved: string;
     readonly available: string;
   };
+  /** Apps that are not deleted and their connections, counted by the API. */
+  readonly counts: {
+    readonly apps: number;
+    readonly active_connections: number;
+    readonly revoked_connections: number;
+  };
 }
 
 export interface CredentialRow {

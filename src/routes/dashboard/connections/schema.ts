@@ -28,3 +28,6 @@ export const connectionSettingsSchema = z.strictObject({
 export { ofApp } from '../apps/schema.js';
 /** Routes under /dashboard/api/connections/{connection_id} act on its organization. */
 export const ofConnection = { param: 'connection_id', table: 'app_connections' } as const;
+
+/** A connection as the organization-wide list shows it: with its app's name. */
+export const orgConnectionSchema = connectionSchema.extend({ app_name: z.string() });

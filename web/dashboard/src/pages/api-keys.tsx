@@ -1,10 +1,11 @@
 // API keys: a connection's keys (hints only), issuing one (the raw key shown once), rotating
 // with an optional grace period, revoking. The API lists keys per connection, so the page
 // picks a connection first: /orgs/<org>/keys/<connection>.
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { api, canManage, type OrgSummary } from '../api.js';
-import { useAction, useAsync, usePaged } from '../hooks.js';
-import { loadOrgConnections, type OrgConnection } from '../org-data.js';
+import { ConnectionSelect } from '../connection-picker.js';
+import { useAction, usePaged } from '../hooks.js';
+import { connectionName, useConnectionsById, type OrgConnection } from '../org-data.js';
 import { navigate, orgView } from '../router.js';
 import type { ApiKeyRow, IssuedKey } from '../types.js';
 import {
@@ -14,7 +15,6 @@ import {
   formatTime,
   Link,
   ListTable,
-  Loading,
   NameField,
   PageHeader,
   RowButton,
@@ -31,34 +31,33 @@ export const apiKeysPage: OrgPage = {
 };
 
 function ApiKeysPage({ org, connectionId }: { org: OrgSummary; connectionId?: string }) {
-  const connections = useAsync(() => loadOrgConnections(org.id), org.id);
-  const all = connections.data?.connections;
-  const connection = all?.find((candidate) => candidate.id === connectionId);
-
-  // Without a connection in the path, open the first active one.
-  useEffect(() => {
-    if (connectionId || !all) return;
-    const first = all.find((candidate) => candidate.status === 'active') ?? all[0];
-    if (first) navigate(orgView(org.id, 'keys', first.id), { replace: true });
-  }, [all, connectionId, org.id]);
-
+  // the connection the path names, looked up by id: it may be past any page of the list
+  const found = useConnectionsById(org.id, connectionId ? [connectionId] : []);
+  const connection = connectionId ? (found.data?.get(connectionId) ?? null) : null;
   return (
     <>
       <PageHeader title="API keys">
         Keys your apps send to gw. Each belongs to one connection and follows its settings.
       </PageHeader>
-      <ErrorNote error={connections.error} />
-      {connections.loading && <Loading what="connections" />}
-      {all && all.length === 0 && (
-        <Empty>
-          A key belongs to a connection, and there is none yet.{' '}
-          <Link to={orgView(org.id, 'apps')}>Create an app and a connection</Link> first.
-        </Empty>
-      )}
-      {all && all.length > 0 && (
-        <ConnectionPicker orgId={org.id} connections={all} current={connectionId} />
-      )}
-      {all && connectionId && !connection && (
+      <ErrorNote error={found.error} />
+      <ConnectionSelect
+        orgId={org.id}
+        id="key-connection"
+        label="Connection"
+        value={connectionId ?? ''}
+        current={connection}
+        // without a connection in the path, it opens the first active one
+        onChange={(id) =>
+          navigate(orgView(org.id, 'keys', id), { replace: connectionId === undefined })
+        }
+        none={
+          <Empty>
+            A key belongs to a connection, and there is none yet.{' '}
+            <Link to={orgView(org.id, 'apps')}>Create an app and a connection</Link> first.
+          </Empty>
+        }
+      />
+      {connectionId && found.data && !connection && (
         <p class="error" role="alert">
           This organization has no connection <code>{connectionId}</code>.
         </p>
@@ -67,37 +66,6 @@ function ApiKeysPage({ org, connectionId }: { org: OrgSummary; connectionId?: st
         <ConnectionKeys key={connection.id} connection={connection} manage={canManage(org.role)} />
       )}
     </>
-  );
-}
-
-function ConnectionPicker(props: {
-  orgId: string;
-  connections: readonly OrgConnection[];
-  current: string | undefined;
-}) {
-  const apps = [...new Set(props.connections.map((connection) => connection.appName))];
-  return (
-    <div class="field picker">
-      <label for="key-connection">Connection</label>
-      <select
-        id="key-connection"
-        value={props.current ?? ''}
-        onChange={(event) => navigate(orgView(props.orgId, 'keys', event.currentTarget.value))}
-      >
-        {apps.map((app) => (
-          <optgroup key={app} label={app}>
-            {props.connections
-              .filter((connection) => connection.appName === app)
-              .map((connection) => (
-                <option key={connection.id} value={connection.id}>
-                  {connection.appName} › {connection.name}
-                  {connection.status === 'revoked' ? ' (revoked)' : ''}
-                </option>
-              ))}
-          </optgroup>
-        ))}
-      </select>
-    </div>
   );
 }
 
@@ -131,9 +99,7 @@ function ConnectionKeys({ connection, manage }: { connection: OrgConnection; man
         </p>
       )}
       <section aria-labelledby="keys-heading">
-        <h2 id="keys-heading">
-          Keys of {connection.appName} › {connection.name}
-        </h2>
+        <h2 id="keys-heading">Keys of {connectionName(connection)}</h2>
         <ListTable
           list={list}
           rows={rows}

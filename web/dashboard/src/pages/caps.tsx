@@ -3,9 +3,9 @@
 // overrides. Every instance applies a change to its next request.
 import { useState } from 'preact/hooks';
 import { api, canManage, type OrgSummary, type Page } from '../api.js';
-import { invalidInput, useAction, useAsync, useLoad } from '../hooks.js';
+import { ConnectionSelect } from '../connection-picker.js';
+import { invalidInput, useAction, useLoad } from '../hooks.js';
 import { amountProblem, compareDecimals, plainAmount } from '../money.js';
-import { loadOrgConnections } from '../org-data.js';
 import type { CapState, ProductUserSummary } from '../types.js';
 import { Confirm, Empty, ErrorNote, formatTime, Loading, Money, PageHeader } from '../ui.js';
 import {
@@ -158,10 +158,7 @@ function ClearCap(props: {
 }
 
 function ConnectionCaps({ org, manage }: { org: OrgSummary; manage: boolean }) {
-  const connections = useAsync(() => loadOrgConnections(org.id), org.id);
-  const [selected, setSelected] = useState('');
-  const active = connections.data?.connections.filter((c) => c.status === 'active') ?? [];
-  const chosen = selected || active[0]?.id || '';
+  const [chosen, setChosen] = useState('');
   return (
     <section class="card" aria-labelledby="connection-caps-heading">
       <h2 id="connection-caps-heading">Connection caps</h2>
@@ -169,30 +166,18 @@ function ConnectionCaps({ org, manage }: { org: OrgSummary; manage: boolean }) {
         A connection’s cap limits all its requests; its per-user default caps each of its product
         users who has no cap of their own.
       </p>
-      <ErrorNote error={connections.error} />
-      {connections.loading && <Loading what="connections" />}
-      {connections.data && active.length === 0 && (
-        <Empty>No active connections. Create one under Apps.</Empty>
-      )}
-      {active.length > 0 && (
-        <>
-          <label>
-            Connection
-            <select
-              name="cap-connection"
-              value={chosen}
-              onChange={(event) => setSelected(event.currentTarget.value)}
-            >
-              {active.map((connection) => (
-                <option key={connection.id} value={connection.id}>
-                  {connection.appName} › {connection.name}
-                </option>
-              ))}
-            </select>
-          </label>
-          {chosen && <ConnectionCap key={chosen} connectionId={chosen} manage={manage} />}
-        </>
-      )}
+      <ConnectionSelect
+        orgId={org.id}
+        id="cap-connection"
+        name="cap-connection"
+        label="Connection"
+        status="active"
+        value={chosen}
+        current={null}
+        onChange={setChosen}
+        none={<Empty>No active connections. Create one under Apps.</Empty>}
+      />
+      {chosen && <ConnectionCap key={chosen} connectionId={chosen} manage={manage} />}
     </section>
   );
 }
@@ -200,8 +185,14 @@ function ConnectionCaps({ org, manage }: { org: OrgSummary; manage: boolean }) {
 function ConnectionCap({ connectionId, manage }: { connectionId: string; manage: boolean }) {
   const path = `/dashboard/api/connections/${encodeURIComponent(connectionId)}/cap`;
   const state = useLoad<CapState>(path);
-  if (state.loading) return <Loading what="the connection cap" />;
-  if (!state.data) return <ErrorNote error={state.error} />;
+  // a reload after a save keeps the form (and its "Saved.") in place
+  if (!state.data) {
+    return state.loading ? (
+      <Loading what="the connection cap" />
+    ) : (
+      <ErrorNote error={state.error} />
+    );
+  }
   return <ConnectionCapForm path={path} state={state.data} manage={manage} reload={state.reload} />;
 }
 

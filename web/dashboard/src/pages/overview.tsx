@@ -4,7 +4,7 @@ import type { ComponentChildren } from 'preact';
 import type { OrgSummary } from '../api.js';
 import { useAsync, useLoad } from '../hooks.js';
 import { money } from '../money.js';
-import { loadOrgConnections, loadProductUsers, productUserLabel } from '../org-data.js';
+import { loadProductUsers, productUserLabel } from '../org-data.js';
 import { orgView } from '../router.js';
 import type { Overview, Usage, UsageRow } from '../types.js';
 import { UsageChart } from '../usage-chart.js';
@@ -29,7 +29,6 @@ function OverviewPage({ org }: { org: OrgSummary }) {
   const byUser = useLoad<Usage>(`${base}&group_by=product_user&limit=${TOP}`);
   const byDay = useLoad<Usage>(`${base}&group_by=day`);
   const overview = useLoad<Overview>(`/dashboard/api/orgs/${encodeURIComponent(org.id)}/overview`);
-  const counts = useAsync(() => loadOrgConnections(org.id), org.id);
   const userIds = (byUser.data?.data ?? [])
     .map((row) => row.key)
     .filter((key): key is string => key !== null);
@@ -44,8 +43,8 @@ function OverviewPage({ org }: { org: OrgSummary }) {
     year: 'numeric',
     timeZone: 'UTC',
   });
-  const connections = counts.data?.connections;
-  const active = connections?.filter((connection) => connection.status === 'active').length;
+  // counted by the API: an organization may have thousands of apps and connections
+  const counts = overview.data?.counts;
 
   return (
     <>
@@ -77,22 +76,21 @@ function OverviewPage({ org }: { org: OrgSummary }) {
           <span class="stat-label">Tokens this month</span>
         </Link>
         <Link class="stat card" to={orgView(org.id, 'apps')}>
-          <span class="stat-value">
-            {counts.data ? `${counts.data.apps.length}${counts.data.appsMore ? '+' : ''}` : '…'}
-          </span>
+          <span class="stat-value">{counts ? counts.apps.toLocaleString() : '…'}</span>
           <span class="stat-label">Apps</span>
         </Link>
         <Link class="stat card" to={orgView(org.id, 'apps')}>
-          <span class="stat-value">{active ?? '…'}</span>
+          <span class="stat-value">
+            {counts ? counts.active_connections.toLocaleString() : '…'}
+          </span>
           <span class="stat-label">
             Active connections
-            {connections && active !== undefined && connections.length > active
-              ? ` (${connections.length - active} revoked)`
+            {counts && counts.revoked_connections > 0
+              ? ` (${counts.revoked_connections.toLocaleString()} revoked)`
               : ''}
           </span>
         </Link>
       </div>
-      <ErrorNote error={counts.error} />
       {byDay.data && byDay.data.data.length > 0 && (
         <section class="overview-chart" aria-labelledby="per-day-heading">
           <h2 id="per-day-heading">Requests per day</h2>

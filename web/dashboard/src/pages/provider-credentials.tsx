@@ -3,8 +3,9 @@
 // routing mode and connection grants, disabling and deleting it.
 import { useState } from 'preact/hooks';
 import { api, canManage, type OrgSummary } from '../api.js';
-import { useAction, useAsync, useLoad, usePaged } from '../hooks.js';
-import { connectionLabel, loadOrgConnections, type OrgConnection } from '../org-data.js';
+import { ConnectionChecklist } from '../connection-picker.js';
+import { useAction, useLoad, usePaged } from '../hooks.js';
+import { connectionLabel, useConnectionsById, type OrgConnection } from '../org-data.js';
 import type { CredentialRow } from '../types.js';
 import { Confirm, ErrorNote, ListTable, NameField, PageHeader, RowButton, Status } from '../ui.js';
 import { modelPolicyOf } from './model-policy.js';
@@ -35,13 +36,16 @@ type Change = { credential: CredentialRow; action: 'disable' | 'enable' | 'delet
 function CredentialsPage({ org }: { org: OrgSummary }) {
   const base = `/dashboard/api/orgs/${encodeURIComponent(org.id)}/credentials`;
   const list = usePaged<CredentialRow>(`${base}?limit=200`);
-  const connections = useAsync(() => loadOrgConnections(org.id), org.id);
   const manage = canManage(org.role);
   const [added, setAdded] = useState<CredentialRow | null>(null);
   const [change, setChange] = useState<Change | null>(null);
   const [editing, setEditing] = useState<string | null>(null);
-  const active = connections.data?.connections.filter((c) => c.status === 'active') ?? [];
   const rows = list.data?.filter((credential) => credential.status !== 'deleted') ?? null;
+  // the connections the credentials are granted to, looked up by id (decision 300)
+  const connections = useConnectionsById(
+    org.id,
+    rows?.flatMap((credential) => credential.app_connection_ids) ?? [],
+  );
   return (
     <>
       <PageHeader title="Provider credentials">
@@ -57,7 +61,7 @@ function CredentialsPage({ org }: { org: OrgSummary }) {
       {manage && (
         <AddCredential
           base={base}
-          connections={active}
+          orgId={org.id}
           onAdded={(credential) => {
             setAdded(credential);
             list.reload();
@@ -97,7 +101,7 @@ function CredentialsPage({ org }: { org: OrgSummary }) {
                   <span class="muted">none</span>
                 ) : (
                   credential.app_connection_ids
-                    .map((id) => connectionLabel(connections.data?.connections, id))
+                    .map((id) => connectionLabel(connections.data, id))
                     .join(', ')
                 ),
             },
@@ -133,7 +137,8 @@ function CredentialsPage({ org }: { org: OrgSummary }) {
         <EditCredential
           key={editing}
           credential={rows.find((row) => row.id === editing)!}
-          connections={active}
+          orgId={org.id}
+          known={connections.data}
           onChanged={list.reload}
           onClose={() => setEditing(null)}
         />
@@ -154,7 +159,7 @@ function CredentialsPage({ org }: { org: OrgSummary }) {
 
 function AddCredential(props: {
   base: string;
-  connections: readonly OrgConnection[];
+  orgId: string;
   onAdded(credential: CredentialRow): void;
 }) {
   // The providers are the prefixes of the routable models' ids (`vendor_a/…`).
@@ -171,6 +176,8 @@ function AddCredential(props: {
   const [routing, setRouting] = useState<string>('byok_first');
   const [policy, setPolicy] = useState('');
   const [grants, setGrants] = useState<string[]>([]);
+  // the chosen connections, kept to show them while a search lists others
+  const [picked, setPicked] = useState<ReadonlyMap<string, OrgConnection>>(new Map());
   const action = useAction();
   const chosen = provider || providers[0] || '';
   return (
@@ -258,28 +265,19 @@ function AddCredential(props: {
           />
         </label>
       </div>
-      <fieldset>
-        <legend>Connections it serves</legend>
-        {props.connections.length === 0 && (
-          <p class="muted small">No active connections yet: grant it later.</p>
-        )}
-        {props.connections.map((connection) => (
-          <label class="check" key={connection.id}>
-            <input
-              type="checkbox"
-              checked={grants.includes(connection.id)}
-              onChange={(event) =>
-                setGrants((current) =>
-                  event.currentTarget.checked
-                    ? [...current, connection.id]
-                    : current.filter((id) => id !== connection.id),
-                )
-              }
-            />
-            {connection.appName} › {connection.name}
-          </label>
-        ))}
-      </fieldset>
+      <ConnectionChecklist
+        orgId={props.orgId}
+        legend="Connections it serves"
+        chosen={grants}
+        known={picked}
+        none="No active connections yet: grant it later."
+        onToggle={(connection, on) => {
+          setPicked((current) => new Map(current).set(connection.id, connection));
+          setGrants((current) =>
+            on ? [...current, connection.id] : current.filter((id) => id !== connection.id),
+          );
+        }}
+      />
       <ErrorNote error={action.error ?? models.error} />
       <button type="submit" disabled={action.busy || chosen === ''}>
         {action.busy ? 'Checking with the vendor…' : 'Add credential'}
@@ -310,7 +308,9 @@ function RoutingSelect(props: { name: string; value: string; onChange(value: str
 
 function EditCredential(props: {
   credential: CredentialRow;
-  connections: readonly OrgConnection[];
+  orgId: string;
+  /** The connections the credentials are granted to (looked up by the page). */
+  known: ReadonlyMap<string, OrgConnection> | null;
   onChanged(): void;
   onClose(): void;
 }) {
@@ -386,30 +386,23 @@ function EditCredential(props: {
           {saved && 'Saved. Every gateway instance uses it for its next request.'}
         </p>
       </form>
-      <fieldset>
-        <legend>Connections it serves (a change applies at once)</legend>
-        {props.connections.length === 0 && <p class="muted small">No active connections.</p>}
-        {props.connections.map((connection) => (
-          <label class="check" key={connection.id}>
-            <input
-              type="checkbox"
-              disabled={grant.busy}
-              checked={credential.app_connection_ids.includes(connection.id)}
-              onChange={(event) => {
-                const on = event.currentTarget.checked;
-                const url = `${path}/grants/${encodeURIComponent(connection.id)}`;
-                void grant
-                  .run(() => (on ? api.put(url) : api.delete(url)))
-                  .then((done) => {
-                    if (done) action.clear();
-                    props.onChanged();
-                  });
-              }}
-            />
-            {connection.appName} › {connection.name}
-          </label>
-        ))}
-      </fieldset>
+      <ConnectionChecklist
+        orgId={props.orgId}
+        legend="Connections it serves (a change applies at once)"
+        chosen={credential.app_connection_ids}
+        known={props.known}
+        disabled={grant.busy}
+        none="No active connections."
+        onToggle={(connection, on) => {
+          const url = `${path}/grants/${encodeURIComponent(connection.id)}`;
+          void grant
+            .run(() => (on ? api.put(url) : api.delete(url)))
+            .then((done) => {
+              if (done) action.clear();
+              props.onChanged();
+            });
+        }}
+      />
       <ErrorNote error={grant.error} />
     </section>
   );

@@ -7,9 +7,9 @@ import { useAsync, useLoad } from '../hooks.js';
 import { approximately, money } from '../money.js';
 import {
   connectionLabel,
-  loadOrgConnections,
   loadProductUsers,
   productUserLabel,
+  useConnectionsById,
 } from '../org-data.js';
 import { orgView } from '../router.js';
 import type { Usage, UsageGroup, UsageRow } from '../types.js';
@@ -127,9 +127,12 @@ function UsagePage({ org }: { org: OrgSummary }) {
       : `/dashboard/api/orgs/${encodeURIComponent(org.id)}/usage?group_by=${group}&from=${range.from}&to=${to}&limit=1000`,
   );
   const rows = usage.data?.group_by === group ? usage.data.data : null;
-  const connections = useAsync(
-    group === 'connection' ? () => loadOrgConnections(org.id) : null,
-    group === 'connection' ? org.id : null,
+  // the rows' connections, looked up by id (a request per 200): the table and the CSV name them
+  const connections = useConnectionsById(
+    org.id,
+    group === 'connection' && rows
+      ? rows.map((row) => row.key).filter((key): key is string => key !== null)
+      : [],
   );
   const topUserIds =
     group === 'product_user' && rows
@@ -145,7 +148,7 @@ function UsagePage({ org }: { org: OrgSummary }) {
 
   const labelOf = (key: string | null): string => {
     if (key === null) return group === 'product_user' ? 'no product user' : '(none)';
-    if (group === 'connection') return connectionLabel(connections.data?.connections, key);
+    if (group === 'connection') return connectionLabel(connections.data, key);
     if (group === 'product_user') return productUserLabel(users.data?.get(key), key);
     return key;
   };
