@@ -8,7 +8,7 @@ import type { RequestAccounts } from '../src/billing/budget-store.js';
 import { createMoneyLayer } from '../src/billing/compose.js';
 import type { AccountName } from '../src/billing/account-loader.js';
 import { Reconciler } from '../src/billing/reconcile.js';
-import { createDbPool, type DbPool } from '../src/db/pool.js';
+import { createDbPool } from '../src/db/pool.js';
 import { newRequestId } from '../src/ids.js';
 import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
 import { UsageDeadLetters } from '../src/ledger/usage-dead-letters.js';
@@ -21,6 +21,7 @@ import { monthlyPeriod } from '../src/periods.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts, type RedisScripts } from '../src/redis/scripts.js';
 import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
+import { hookedPool, hookedScripts, type Step } from './support/interleave.js';
 import { usageRecord } from './support/records.js';
 import { deletePrefix, testRedis } from './support/services.js';
 
@@ -56,60 +57,9 @@ afterAll(async () => {
   await db.end();
 });
 
-type Step = () => Promise<void>;
-
-/** Runs `step` once, just before the first statement matching `match` reaches Postgres. */
-interface QueryHook {
-  readonly match: RegExp;
-  readonly step: Step;
-}
-
-/**
- * The real pool, with hooks run before chosen statements (on the pool and on the clients it
- * hands out): how a test puts a settle between two steps of a rebuild.
- */
-function hookedPool(pool: DbPool, hooks: QueryHook[]): DbPool {
-  const pending = [...hooks];
-  const before = async (text: unknown): Promise<void> => {
-    const index = pending.findIndex((hook) => typeof text === 'string' && hook.match.test(text));
-    if (index < 0) return;
-    const [hook] = pending.splice(index, 1);
-    await hook!.step();
-  };
-  const withHooks = <T extends { query: (...args: never[]) => unknown }>(target: T): T =>
-    new Proxy(target, {
-      get(object, property, receiver) {
-        if (property === 'query') {
-          return async (...args: unknown[]) => {
-            await before(args[0]);
-            return (object.query as (...a: unknown[]) => unknown).apply(object, args);
-          };
-        }
-        if (property === 'connect' && object === (pool as unknown)) {
-          return async () => withHooks(await pool.connect());
-        }
-        const value = Reflect.get(object, property, receiver) as unknown;
-        return typeof value === 'function' ? (value as () => unknown).bind(object) : value;
-      },
-    });
-  return withHooks(pool);
-}
-
 /** The real scripts, with `step` run once before the rebuild installs the account. */
-function hookedScripts(step: Step | undefined): RedisScripts {
-  let pendingStep = step;
-  const hooked: Record<string, unknown> = { ...scripts };
-  for (const [name, script] of Object.entries(scripts)) {
-    if (!name.startsWith('account')) continue;
-    hooked[name] = async (...args: unknown[]) => {
-      const run = pendingStep;
-      pendingStep = undefined;
-      await run?.();
-      return (script as (...a: unknown[]) => unknown)(...args);
-    };
-  }
-  return hooked as unknown as RedisScripts;
-}
+const hookInstall = (step: Step | undefined): RedisScripts =>
+  hookedScripts(scripts, (name) => name.startsWith('account'), step);
 
 const LEDGER_SUM = /sum\(sell_cost\)|usage_wallet_totals/;
 
@@ -262,7 +212,7 @@ describe('an account rebuilt while its org settles', () => {
           db: hookedPool(db, beforeSum ? [{ match: LEDGER_SUM, step: beforeSum }] : []),
           redis,
           keys,
-          scripts: hookedScripts(steps(interleaving.beforeInstall)),
+          scripts: hookInstall(steps(interleaving.beforeInstall)),
           reservationTtlMs: 60_000,
         });
 
@@ -303,7 +253,7 @@ describe('gw reconcile --repair and a rebuild', () => {
       db,
       redis,
       keys,
-      hookedScripts(async () => {
+      hookInstall(async () => {
         await redis.del(kind.key(orgId));
         await plainLoader.load([kind.name], kind.accounts(orgId));
       }),

@@ -1,0 +1,67 @@
+// Putting one operation between two steps of another on the real Redis and Postgres: a hook
+// runs just before a chosen Postgres statement or a chosen Lua script, once, and awaits a step
+// (test/account-rebuild.race.test.ts, test/wallet-adjust-rebuild.race.test.ts).
+import type { DbPool } from '../../src/db/pool.js';
+import type { RedisScripts } from '../../src/redis/scripts.js';
+
+export type Step = () => Promise<void>;
+
+/** Runs `step` once, just before the first statement matching `match` reaches Postgres. */
+export interface QueryHook {
+  readonly match: RegExp;
+  readonly step: Step;
+}
+
+/**
+ * The real pool, with hooks run before chosen statements (on the pool and on the clients it
+ * hands out): how a test puts a settle between two steps of a rebuild.
+ */
+export function hookedPool(pool: DbPool, hooks: QueryHook[]): DbPool {
+  const pending = [...hooks];
+  const before = async (text: unknown): Promise<void> => {
+    const index = pending.findIndex((hook) => typeof text === 'string' && hook.match.test(text));
+    if (index < 0) return;
+    const [hook] = pending.splice(index, 1);
+    await hook!.step();
+  };
+  const withHooks = <T extends { query: (...args: never[]) => unknown }>(target: T): T =>
+    new Proxy(target, {
+      get(object, property, receiver) {
+        if (property === 'query') {
+          return async (...args: unknown[]) => {
+            await before(args[0]);
+            return (object.query as (...a: unknown[]) => unknown).apply(object, args);
+          };
+        }
+        if (property === 'connect' && object === (pool as unknown)) {
+          return async () => withHooks(await pool.connect());
+        }
+        const value = Reflect.get(object, property, receiver) as unknown;
+        return typeof value === 'function' ? (value as () => unknown).bind(object) : value;
+      },
+    });
+  return withHooks(pool);
+}
+
+/**
+ * The real scripts, with `step` run once before the first call of a script whose name `which`
+ * accepts (for a rebuild: before it installs the account).
+ */
+export function hookedScripts(
+  scripts: RedisScripts,
+  which: (name: string) => boolean,
+  step: Step | undefined,
+): RedisScripts {
+  let pendingStep = step;
+  const hooked: Record<string, unknown> = { ...scripts };
+  for (const [name, script] of Object.entries(scripts)) {
+    if (!which(name)) continue;
+    hooked[name] = async (...args: unknown[]) => {
+      const run = pendingStep;
+      pendingStep = undefined;
+      await run?.();
+      return (script as (...a: unknown[]) => unknown)(...args);
+    };
+  }
+  return hooked as unknown as RedisScripts;
+}
