@@ -13,6 +13,7 @@ export const clusterFiles = [
   'test/money-limits.test.ts',
   'test/allowance.race.test.ts',
   'test/account-rebuild.race.test.ts',
+  'test/wallet-adjust-rebuild.race.test.ts',
   'test/cap-change.race.test.ts',
   'test/allowance.e2e.test.ts',
   'test/charging.e2e.test.ts',

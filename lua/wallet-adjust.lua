@@ -4,7 +4,8 @@
 -- ARGV[1] mode         'add' (ARGV[2] is a delta) or 'set' (ARGV[2] is the new balance)
 -- ARGV[2] amount_nano  integer string
 --
--- Returns {0} when the wallet is not loaded (Postgres alone holds the change),
+-- Returns {0} when the wallet is not loaded (Postgres alone holds the change; the callers put
+-- it in Redis first, so only a Redis that lost it since: decision 301),
 -- {1, previous_balance_nano} otherwise. The new balance must stay in range (includes/
 -- amounts.lua): otherwise nothing is written.
 --#include amounts

@@ -161,12 +161,25 @@ export class WalletService {
   }
 
   /**
-   * Adds funds: recorded in Postgres first, then applied to the live balance if loaded. The
-   * balance may not pass MAX_AMOUNT_NANO (AmountRangeError, nothing recorded): the wallet row
-   * is locked while the ledger is summed, so concurrent top-ups cannot pass it together.
+   * Puts the wallet in Redis before a change to it is recorded (decision 301). A rebuild
+   * installs a wallet only where there is none, so from here on none can install a balance it
+   * measured before the change's commit (which would lack the change) or after it (which the
+   * change's own Redis write would count again): the change reaches the live balance through
+   * that write, once. Only Redis losing the wallet in between defeats it (then `gw reconcile`).
+   */
+  private async ensureLive(orgId: string): Promise<void> {
+    if ((await this.redis.exists(this.keys.wallet(orgId))) === 0) await this.loadIntoRedis(orgId);
+  }
+
+  /**
+   * Adds funds: the wallet is put in Redis (ensureLive), the top-up recorded in Postgres, then
+   * added to the live balance. The balance may not pass MAX_AMOUNT_NANO (AmountRangeError,
+   * nothing recorded): the wallet row is locked while the ledger is summed, so concurrent
+   * top-ups cannot pass it together.
    */
   async topUp(orgId: string, amountNano: bigint, actor?: Actor): Promise<WalletTransaction> {
     assertAmountInRange(amountNano, 'the top-up');
+    await this.ensureLive(orgId);
     const transaction = await withTransaction(this.db, async (client) => {
       await client.query('SELECT 1 FROM wallets WHERE org_id = $1 FOR UPDATE', [orgId]);
       const balance = await this.ledgerBalanceNano(orgId, client);
@@ -176,6 +189,7 @@ export class WalletService {
       });
       return walletTransactionView(row);
     });
+    // {0} only if Redis lost the wallet since ensureLive: its next rebuild counts the top-up.
     await this.scripts.walletAdjust(
       { wallet: this.keys.wallet(orgId) },
       { mode: 'add', amount_nano: amountNano.toString() },
@@ -184,17 +198,19 @@ export class WalletService {
   }
 
   /**
-   * Sets the balance to an exact amount, recording the difference it made. The live balance
-   * changes first (the difference is measured against it, atomically); if Postgres then
-   * cannot record the difference, the live balance is moved back by it, so the two never
-   * disagree about a set that failed.
+   * Sets the balance to an exact amount, recording the difference it made. The wallet is put
+   * in Redis first (ensureLive), and the live balance changes before Postgres records the
+   * difference (measured against it, atomically); if Postgres then cannot record it, the live
+   * balance is moved back by it, so the two never disagree about a set that failed.
    */
   async setBalance(orgId: string, targetNano: bigint, actor?: Actor): Promise<void> {
     assertAmountInRange(targetNano, 'the wallet balance');
+    await this.ensureLive(orgId);
     const outcome = (await this.scripts.walletAdjust(
       { wallet: this.keys.wallet(orgId) },
       { mode: 'set', amount_nano: targetNano.toString() },
     )) as [number, string?];
+    // Not live only if Redis lost the wallet since ensureLive: measured from the ledger then.
     const live = outcome[0] === 1;
     const previous = live ? BigInt(outcome[1] ?? '0') : await this.rebuiltBalanceNano(orgId);
     try {

@@ -1,6 +1,6 @@
 // POST /dashboard/api/orgs/{org_id}/wallet/top-ups {"amount"} (admin or owner): adds funds
-// through the money layer's top-up (the rule `gw wallet topup` uses: recorded in Postgres,
-// bounded, then applied to the live balance), audited. Only where the operator allows it
+// through the money layer's top-up (the rule `gw wallet topup` uses: the wallet put in Redis,
+// the top-up recorded in Postgres, bounded, then applied to the live balance), audited. Only where the operator allows it
 // (DASHBOARD_WALLET_TOPUP, off by default): a dashboard top-up takes no payment, so it suits
 // a gateway whose organizations belong to the operator, not one open to sign-ups.
 import { z } from 'zod';
