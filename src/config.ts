@@ -34,15 +34,32 @@ const booleanFlag = z
   .enum(['true', 'false', '1', '0'])
   .transform((value) => value === 'true' || value === '1');
 
+/**
+ * A whole number written with digits only. `z.coerce.number()` would take whatever Number()
+ * does: `0x14`, `1e1`, ` 5`, and `""` as 0.
+ */
+function wholeNumber(bounds: { readonly min: number; readonly max?: number }) {
+  const number = z.number().int().min(bounds.min);
+  return z
+    .string()
+    .regex(/^\d+$/, 'must be a whole number, written with digits only')
+    .transform(Number)
+    .pipe(bounds.max === undefined ? number : number.max(bounds.max));
+}
+
+/** A decimal number such as `1` or `0.25`, written plainly. */
+const plainDecimal = z
+  .string()
+  .regex(/^\d+(\.\d+)?$/, 'must be a decimal number such as 0.25')
+  .transform(Number);
+
 export const configSchema = z.object({
-  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  PORT: wholeNumber({ min: 0, max: 65535 }).default(8080),
   /**
    * Gateway processes accepting on PORT (SO_REUSEPORT): `auto` is one per core the container
    * has. PORT=0 always runs one (each process would pick its own port).
    */
-  GATEWAY_WORKERS: z
-    .union([z.literal('auto'), z.coerce.number().int().min(1).max(256)])
-    .default('auto'),
+  GATEWAY_WORKERS: z.union([z.literal('auto'), wholeNumber({ min: 1, max: 256 })]).default('auto'),
   HOST: z.string().min(1).default('0.0.0.0'),
   REDIS_URL: z.url().default('redis://127.0.0.1:6379'),
   /** A Redis Cluster by some of its nodes (host:port,… or redis[s]://…); set, it replaces REDIS_URL. */
@@ -64,47 +81,43 @@ export const configSchema = z.object({
     .default('gw'),
   DATABASE_URL: z.url().default('postgres://postgres@127.0.0.1:5432/gw'),
   ...providerEnvShape,
-  MAX_BODY_BYTES: z.coerce
-    .number()
-    .int()
-    .min(1024)
-    .default(4 * 1024 * 1024),
-  UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(100).default(120_000),
+  MAX_BODY_BYTES: wholeNumber({ min: 1024 }).default(4 * 1024 * 1024),
+  UPSTREAM_TIMEOUT_MS: wholeNumber({ min: 100 }).default(120_000),
   /**
    * Connections per vendor origin and process. Every stream in flight holds one (HTTP/1.1),
    * so this bounds the concurrent requests to one vendor; more wait in the pool's queue.
    */
-  UPSTREAM_CONNECTIONS: z.coerce.number().int().min(1).max(65_536).default(8192),
+  UPSTREAM_CONNECTIONS: wholeNumber({ min: 1, max: 65_536 }).default(8192),
   /**
    * How long a hold lives unless settled. At most a day: settle reads a request's admission
    * time off its hold, and credits outlive the accounts they pay by 2 days (decisions 288, 289).
    */
-  RESERVATION_TTL_MS: z.coerce.number().int().min(1000).max(86_400_000).default(600_000),
-  INSTANCE_DEAD_AFTER_MS: z.coerce.number().int().min(600).default(30_000),
-  AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).default(30_000),
-  TOKEN_WORKERS: z.coerce.number().int().min(1).max(64).default(2),
+  RESERVATION_TTL_MS: wholeNumber({ min: 1000, max: 86_400_000 }).default(600_000),
+  INSTANCE_DEAD_AFTER_MS: wholeNumber({ min: 600 }).default(30_000),
+  AUTH_CACHE_TTL_MS: wholeNumber({ min: 0 }).default(30_000),
+  TOKEN_WORKERS: wholeNumber({ min: 1, max: 64 }).default(2),
   /**
    * V8's heap growing factor, as a percentage over what the last full collection kept
    * (`--heap-growing-percent`); 0 leaves V8's own (1.1–4×, mostly the upper end on a busy
    * loop). Long-lived streams make the heap's slack most of a stream's memory (decision 296).
    */
-  HEAP_GROWTH_PERCENT: z.coerce.number().int().min(0).max(400).default(20),
-  USAGE_BATCH_MAX_ROWS: z.coerce.number().int().min(1).max(10_000).default(500),
-  USAGE_FLUSH_INTERVAL_MS: z.coerce.number().int().min(1).default(50),
-  USAGE_CLAIM_IDLE_MS: z.coerce.number().int().min(100).default(30_000),
+  HEAP_GROWTH_PERCENT: wholeNumber({ min: 0, max: 400 }).default(20),
+  USAGE_BATCH_MAX_ROWS: wholeNumber({ min: 1, max: 10_000 }).default(500),
+  USAGE_FLUSH_INTERVAL_MS: wholeNumber({ min: 1 }).default(50),
+  USAGE_CLAIM_IDLE_MS: wholeNumber({ min: 100 }).default(30_000),
   /** Settles that fail after the vendor answered wait here (fsynced) until Redis is back. */
   SPOOL_DIR: z.string().min(1).default('var/spool'),
-  SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(10_000),
+  SHUTDOWN_GRACE_MS: wholeNumber({ min: 0 }).default(10_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** The built-in mock serves every vendor without a base URL (else only when none is set). */
   MOCK_VENDORS: booleanFlag.default(false),
-  REQUEST_LOG_SAMPLE_RATE: z.coerce.number().min(0).max(1).default(1),
-  MOCK_VENDOR_LATENCY_MS: z.coerce.number().int().min(0).default(0),
-  MOCK_VENDOR_TOKENS_PER_SECOND: z.coerce.number().int().min(0).default(0),
+  REQUEST_LOG_SAMPLE_RATE: plainDecimal.pipe(z.number().min(0).max(1)).default(1),
+  MOCK_VENDOR_LATENCY_MS: wholeNumber({ min: 0 }).default(0),
+  MOCK_VENDOR_TOKENS_PER_SECOND: wholeNumber({ min: 0 }).default(0),
   METRICS_ENABLED: booleanFlag.default(true),
   /** /metrics is served only here, never on PORT (0: any free port, logged at start). */
   METRICS_HOST: z.string().min(1).default('127.0.0.1'),
-  METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
+  METRICS_PORT: wholeNumber({ min: 0, max: 65535 }).default(9464),
   CREDENTIALS_MASTER_KEY: optionalSecret,
   CREDENTIALS_MASTER_KEY_ID: z
     .string()
@@ -122,22 +135,14 @@ export const configSchema = z.object({
         .filter((origin) => origin !== ''),
     )
     .pipe(z.array(z.url().regex(/^https?:\/\/[^/]+$/, 'must be scheme://host[:port] only'))),
-  DASHBOARD_SESSION_IDLE_MS: z.coerce
-    .number()
-    .int()
-    .min(60_000)
-    .default(2 * 3_600_000),
-  DASHBOARD_SESSION_MAX_MS: z.coerce
-    .number()
-    .int()
-    .min(60_000)
-    .default(12 * 3_600_000),
+  DASHBOARD_SESSION_IDLE_MS: wholeNumber({ min: 60_000 }).default(2 * 3_600_000),
+  DASHBOARD_SESSION_MAX_MS: wholeNumber({ min: 60_000 }).default(12 * 3_600_000),
   /** Anyone may make an account (and its personal organization) with POST /auth/signup. */
   DASHBOARD_SIGNUP: booleanFlag.default(false),
   /** Owners and admins may add funds to their organization's wallet from the dashboard. */
   DASHBOARD_WALLET_TOPUP: booleanFlag.default(false),
   /** Webhook attempts this instance runs at once (0: it delivers none; others do). */
-  WEBHOOK_DELIVERY_CONCURRENCY: z.coerce.number().int().min(0).max(64).default(4),
+  WEBHOOK_DELIVERY_CONCURRENCY: wholeNumber({ min: 0, max: 64 }).default(4),
   /** Delays in seconds between a delivery's attempts (docs/webhooks.md). */
   WEBHOOK_RETRY_SCHEDULE: z
     .string()
@@ -150,25 +155,21 @@ export const configSchema = z.object({
         return z.NEVER;
       }
     }),
-  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+  WEBHOOK_TIMEOUT_MS: wholeNumber({ min: 100, max: 60_000 }).default(10_000),
   /** An endpoint failing without a success for this long is disabled (5 days). */
-  WEBHOOK_DISABLE_AFTER_S: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .default(5 * 86_400),
+  WEBHOOK_DISABLE_AFTER_S: wholeNumber({ min: 1 }).default(5 * 86_400),
   /** How often an idle dispatcher looks for due deliveries. */
-  WEBHOOK_POLL_INTERVAL_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
+  WEBHOOK_POLL_INTERVAL_MS: wholeNumber({ min: 10, max: 60_000 }).default(1000),
   /** How often credit-grant expiries are announced and old messages deleted. */
-  WEBHOOK_SWEEP_INTERVAL_MS: z.coerce.number().int().min(10).max(3_600_000).default(10_000),
+  WEBHOOK_SWEEP_INTERVAL_MS: wholeNumber({ min: 10, max: 3_600_000 }).default(10_000),
   /** Messages are kept this long (longer than a month: threshold events dedupe on them). */
-  WEBHOOK_RETENTION_DAYS: z.coerce.number().int().min(32).max(3650).default(45),
+  WEBHOOK_RETENTION_DAYS: wholeNumber({ min: 32, max: 3650 }).default(45),
   /** http:// endpoint URLs are accepted (tests, on-premise). */
   WEBHOOK_ALLOW_HTTP: booleanFlag.default(false),
   /** Endpoints may reach loopback and private addresses (tests, on-premise). */
   WEBHOOK_ALLOW_PRIVATE_TARGETS: booleanFlag.default(false),
   /** How long an OAuth authorization code waits for its exchange (RFC 6749: short). */
-  OAUTH_CODE_TTL_MS: z.coerce.number().int().min(1_000).max(600_000).default(60_000),
+  OAUTH_CODE_TTL_MS: wholeNumber({ min: 1_000, max: 600_000 }).default(60_000),
 });
 
 export type Config = Readonly<z.infer<typeof configSchema>>;
@@ -179,7 +180,12 @@ export class ConfigError extends Error {
 
 /** Parses the environment. Throws ConfigError naming every bad variable (never its value). */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const parsed = configSchema.safeParse(env);
+  // A variable set to nothing (compose's `${UNSET}`, Kubernetes' `value: ""`) is not set: it
+  // takes its default, never the 0 or '' that an empty string would parse to.
+  const set = Object.fromEntries(
+    Object.entries(env).filter(([, value]) => value !== undefined && value.trim() !== ''),
+  );
+  const parsed = configSchema.safeParse(set);
   if (!parsed.success) {
     const problems = describeAllIssues(parsed.error, '(environment)');
     throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);

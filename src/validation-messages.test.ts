@@ -18,7 +18,18 @@ function configMessage(env: Record<string, string>): string {
 
 describe('configuration errors', () => {
   it('name the variable and the rule, never the validator text', () => {
-    expect(configMessage({ PORT: 'abc' })).toBe('invalid configuration:\n  PORT: must be a number');
+    expect(configMessage({ PORT: 'abc' })).toBe(
+      'invalid configuration:\n  PORT: must be a whole number, written with digits only',
+    );
+    // What Number() would read, written otherwise, is refused: not taken as 20, 10 or 5.
+    for (const written of ['0x14', '1e1', ' 5', '20.5', '-1']) {
+      expect(configMessage({ HEAP_GROWTH_PERCENT: written }), written).toBe(
+        'invalid configuration:\n  HEAP_GROWTH_PERCENT: must be a whole number, written with digits only',
+      );
+    }
+    expect(configMessage({ REQUEST_LOG_SAMPLE_RATE: '1e-1' })).toBe(
+      'invalid configuration:\n  REQUEST_LOG_SAMPLE_RATE: must be a decimal number such as 0.25',
+    );
     expect(configMessage({ PORT: '70000', TOKEN_WORKERS: '0', LOG_LEVEL: 'loud' })).toBe(
       [
         'invalid configuration:',
@@ -29,6 +40,18 @@ describe('configuration errors', () => {
     );
     expect(configMessage({ REDIS_URL: 'not a url' })).toBe(
       'invalid configuration:\n  REDIS_URL: must be a URL',
+    );
+  });
+});
+
+describe('configuration values', () => {
+  it('set to nothing take their default, not the 0 or "" an empty string parses to', () => {
+    const config = loadConfig({ HEAP_GROWTH_PERCENT: '', PORT: ' ', REQUEST_LOG_SAMPLE_RATE: '' });
+    expect([config.HEAP_GROWTH_PERCENT, config.PORT, config.REQUEST_LOG_SAMPLE_RATE]).toEqual([
+      20, 8080, 1,
+    ]);
+    expect(loadConfig({ HEAP_GROWTH_PERCENT: '0', REQUEST_LOG_SAMPLE_RATE: '0.25' })).toMatchObject(
+      { HEAP_GROWTH_PERCENT: 0, REQUEST_LOG_SAMPLE_RATE: 0.25 },
     );
   });
 });
