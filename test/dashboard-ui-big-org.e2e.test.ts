@@ -209,17 +209,21 @@ describe('the API, for more than 200 apps and connections', () => {
       expect(answer.body.error.code).toBe('gw_not_found');
     }
     const tooMany = Array.from({ length: 201 }, (_, i) => `conn_${i}`).join(',');
-    for (const query of [
-      `?ids=${tooMany}`,
-      '?ids=conn%20one',
-      '?ids=a,,b',
-      '?status=deleted',
-      '?limit=201',
-      '?q=a&q=b',
-    ]) {
+    const refused: Record<string, string> = {
+      [`?ids=${tooMany}`]: 'ids: must name at most 200 connections',
+      '?ids=conn%20one': 'ids: each connection id is 1 to 64 letters, digits, _ or -',
+      [`?ids=${'c'.repeat(65)}`]: 'ids: each connection id is 1 to 64 letters, digits, _ or -',
+      '?ids=a,,b': 'ids: must be connection ids separated by commas, with none empty',
+      '?ids=,': 'ids: must be connection ids separated by commas, with none empty',
+      '?status=deleted': 'status:',
+      '?limit=201': 'limit:',
+      '?q=a&q=b': 'query parameter "q": given twice',
+    };
+    for (const [query, message] of Object.entries(refused)) {
       const answer = await viewer.get<ErrorBody>(connections(org.org_id, query));
       expect(answer.status, query).toBe(400);
       expect(answer.body.error.code).toBe('gw_invalid_request');
+      expect(answer.body.error.message, query).toContain(message);
     }
     const anonymous = await fetch(`${gateway.url}${connections(org.org_id)}`);
     expect(anonymous.status).toBe(401);

@@ -92,7 +92,10 @@ async function insertUser(
     if (taken.rowCount) throw new AccountRuleError(EMAIL_TAKEN, true);
     if (input.orgId !== undefined) {
       const org = await client.query('SELECT 1 FROM organizations WHERE id = $1', [input.orgId]);
-      if (!org.rowCount) throw new AccountRuleError(`org-id: no organization ${input.orgId}`);
+      if (!org.rowCount)
+        throw new AccountRuleError(
+          `org-id: no organization with the id ${JSON.stringify(input.orgId)}`,
+        );
     }
     const personalOrgId = await createOrganization(client, `${email} (personal)`);
     const userId = newId('usr');

@@ -1,8 +1,12 @@
 // Request framing: a body's length must be stated one way only. A request whose framing
 // headers disagree (two different Content-Length values, Content-Length together with
 // Transfer-Encoding, a Transfer-Encoding other than chunked, a length that is not a number)
-// is refused with 400 and its connection closed, so no proxy in front of the gateway and
-// the gateway itself can ever read two different bodies out of one byte stream.
+// is refused, so no proxy in front of the gateway and the gateway itself can ever read two
+// different bodies out of one byte stream. uWebSockets.js itself drops two of these before
+// any handler runs — Content-Length with Transfer-Encoding, and a Content-Length that is not
+// digits (`abc`, `-1`, `+5`) — by closing the connection with no answer (docs/limits.md);
+// the rest (two different lengths, a Transfer-Encoding other than one `chunked`) reach this
+// check and are answered 400 with the connection closed.
 
 /** Why the framing headers are ambiguous, or undefined when they are sound. */
 export function framingProblem(

@@ -97,4 +97,10 @@ describe('counting', () => {
     expect(counter.count('<|endoftext|>')).toBe(reference('<|endoftext|>'));
     expect(counter.count('<|endoftext|>')).toBe(7);
   });
+
+  it("counts U+FEFF as tiktoken's one token, where the reference never finds it", () => {
+    expect(reference('\ufeff')).toBe(2);
+    expect(counter.count('\ufeff')).toBe(1);
+    expect(counter.count('a\ufeffb')).toBe(reference('a\ufeffb') - 1);
+  });
 });

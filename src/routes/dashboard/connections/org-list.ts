@@ -20,10 +20,18 @@ const orgConnectionsQuery = pageQuerySchema.extend({
   ids: z
     .string()
     .max(MAX_CONNECTION_IDS * 65, `must name at most ${MAX_CONNECTION_IDS} connections`)
-    .regex(
-      new RegExp(`^[\\w-]{1,64}(,[\\w-]{1,64}){0,${MAX_CONNECTION_IDS - 1}}$`),
-      `must be at most ${MAX_CONNECTION_IDS} connection ids separated by commas`,
-    )
+    .superRefine((text, context) => {
+      const ids = text.split(',');
+      const problem =
+        ids.length > MAX_CONNECTION_IDS
+          ? `must name at most ${MAX_CONNECTION_IDS} connections`
+          : ids.some((id) => id === '')
+            ? 'must be connection ids separated by commas, with none empty'
+            : ids.some((id) => !/^[\w-]{1,64}$/.test(id))
+              ? 'each connection id is 1 to 64 letters, digits, _ or -'
+              : undefined;
+      if (problem) context.addIssue({ code: 'custom', message: problem });
+    })
     .optional(),
 });
 
