@@ -190,6 +190,16 @@ describe('the API, for more than 200 apps and connections', () => {
       'Lane 005',
     ]);
     expect(await found('?q=%25')).toEqual([]); // LIKE's wildcards are matched as themselves
+    // Both sides fold case the same way (Postgres's), also for letters JavaScript folds otherwise.
+    await db.query(
+      `INSERT INTO app_connections (id, org_id, app_id, name, status)
+       VALUES ('conn_istanbul' || $2, $1, $3, 'İstanbul', 'revoked')`,
+      [org.org_id, filler, org.app_id],
+    );
+    for (const q of ['%C4%B0s', 'is', 'IST']) {
+      expect(await found(`?q=${q}`), q).toEqual(['İstanbul']);
+    }
+    await db.query(`DELETE FROM app_connections WHERE id = 'conn_istanbul' || $1`, [filler]);
     expect(await found('?q=gone')).toEqual([]); // a deleted app's connections are not listed
     expect(await found('?status=revoked&limit=200')).toHaveLength(REVOKED);
     expect(await found('?status=active&q=lane%2002')).toEqual(

@@ -3,7 +3,7 @@
 // counted for the overview. Only connections of the organization's own apps that are not
 // deleted, as the apps list and each app's connections show them (a connection another
 // organization made by OAuth consent is that organization's connected app).
-import { readPage, type Page, type PageRequest } from '../db/pages.js';
+import { likePrefix, readPage, type Page, type PageRequest } from '../db/pages.js';
 import type { DbPool } from '../db/pool.js';
 import { connectionView, type ConnectionRow } from './connections.js';
 
@@ -33,9 +33,6 @@ const COLUMNS = `c.id, c.org_id, c.app_id, a.name AS app_name, c.name, c.status,
 const FROM = `app_connections c JOIN apps a ON a.id = c.app_id`;
 const OWN = `c.org_id = $1 AND a.org_id = $1 AND a.status = 'active'`;
 
-/** `\`, `%` and `_` matched literally by LIKE. */
-const likePrefix = (text: string): string => `${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-
 /** The organization's connections, oldest first, narrowed by the filter. */
 export function listOrgConnections(
   db: Pick<DbPool, 'query'>,
@@ -46,8 +43,9 @@ export function listOrgConnections(
   const params: unknown[] = [orgId];
   const where = [OWN];
   if (filter.q) {
-    params.push(likePrefix(filter.q.toLowerCase()));
-    where.push(`(lower(c.name) LIKE $${params.length} OR lower(a.name) LIKE $${params.length})`);
+    params.push(likePrefix(filter.q));
+    const pattern = `lower($${params.length})`;
+    where.push(`(lower(c.name) LIKE ${pattern} OR lower(a.name) LIKE ${pattern})`);
   }
   if (filter.status) {
     params.push(filter.status);

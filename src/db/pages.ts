@@ -104,3 +104,10 @@ export async function readPage<Row extends { cursor_us: string; id: string }>(
   );
   return pageOfRows(rows, page.limit);
 }
+
+/**
+ * A LIKE pattern for "starts with `text`": its `\`, `%` and `_` match literally. Compare
+ * case-insensitively as `lower(column) LIKE lower($n)`, so that both sides fold the same way
+ * (Postgres's folding, not JavaScript's: `İ`, `ß`).
+ */
+export const likePrefix = (text: string): string => `${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;

@@ -1,7 +1,7 @@
 // Reads of product users and their credit grants for the dashboard: search by the prefix of
 // the external id or the display name within one organization, one user by id, and a user's
 // grants; all in pages (see db/pages.ts).
-import { CURSOR_COLUMN, readPage, type Page, type PageRequest } from '../db/pages.js';
+import { CURSOR_COLUMN, likePrefix, readPage, type Page, type PageRequest } from '../db/pages.js';
 import type { DbPool } from '../db/pool.js';
 import type { GrantRow } from './management.js';
 import { PRODUCT_USER_COLUMNS, type ProductUserRow } from './profile.js';
@@ -15,9 +15,6 @@ export interface ProductUserListRow {
   readonly created_at: Date;
   readonly cursor_us: string;
 }
-
-/** `\`, `%` and `_` matched literally by LIKE. */
-const likePrefix = (text: string): string => `${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 /**
  * The organization's product users whose external id starts with `q` (case-sensitive, as ids
