@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { PROVIDERS, type ProviderId } from './providers/registry.js';
 import { parseClusterNodes } from './redis/target.js';
 import { describeAllIssues } from './validation-messages.js';
+import { plainDecimal, wholeNumber } from './written-numbers.js';
 import { DEFAULT_RETRY_SCHEDULE_S, parseRetrySchedule } from './webhooks/retry-schedule.js';
 
 const optionalUrl = z
@@ -33,25 +34,6 @@ const providerEnvShape = Object.fromEntries(
 const booleanFlag = z
   .enum(['true', 'false', '1', '0'])
   .transform((value) => value === 'true' || value === '1');
-
-/**
- * A whole number written with digits only. `z.coerce.number()` would take whatever Number()
- * does: `0x14`, `1e1`, ` 5`, and `""` as 0.
- */
-function wholeNumber(bounds: { readonly min: number; readonly max?: number }) {
-  const number = z.number().int().min(bounds.min);
-  return z
-    .string()
-    .regex(/^\d+$/, 'must be a whole number, written with digits only')
-    .transform(Number)
-    .pipe(bounds.max === undefined ? number : number.max(bounds.max));
-}
-
-/** A decimal number such as `1` or `0.25`, written plainly. */
-const plainDecimal = z
-  .string()
-  .regex(/^\d+(\.\d+)?$/, 'must be a decimal number such as 0.25')
-  .transform(Number);
 
 export const configSchema = z.object({
   PORT: wholeNumber({ min: 0, max: 65535 }).default(8080),

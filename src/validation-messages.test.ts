@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { ConfigError, loadConfig } from './config.js';
 import { pageQuerySchema } from './db/pages.js';
 import { parseQuery } from './routes/framework/query.js';
+import { routeDeclarations } from './routes/index.js';
 import { describeAllIssues, describeFirstIssue } from './validation-messages.js';
 
 function configMessage(env: Record<string, string>): string {
@@ -58,13 +59,51 @@ describe('configuration values', () => {
 
 describe('query parameters', () => {
   it('keep the schema’s own words and name the parameter', () => {
-    expect(parseQuery('limit=abc', pageQuerySchema)).toMatchObject({
-      code: 'gw_invalid_request',
-      message: 'limit: must be a number',
-    });
     expect(parseQuery('limit=0', pageQuerySchema)).toMatchObject({
+      code: 'gw_invalid_request',
       message: 'limit: must be at least 1',
     });
+    expect(parseQuery('limit=201', pageQuerySchema)).toMatchObject({
+      message: 'limit: must be at most 200',
+    });
+  });
+
+  it('read a number only when it is written with digits (decision 302)', () => {
+    expect(parseQuery('limit=5', pageQuerySchema)).toEqual({ limit: 5 });
+    expect(parseQuery('', pageQuerySchema)).toEqual({ limit: 50 });
+    // What Number() would read as 100, 16, 5 and 5, and what it reads as 0, are refused.
+    for (const written of ['1e2', '0x10', '%205', '5%20', '5.0', '-5', '+5', '', 'abc']) {
+      expect(parseQuery(`limit=${written}`, pageQuerySchema), written).toMatchObject({
+        code: 'gw_invalid_request',
+        status: 400,
+        message: 'limit: must be a whole number, written with digits only',
+      });
+    }
+  });
+
+  // Every route's query parameters: no schema reads a number as Number() would.
+  const numericParameters = routeDeclarations.flatMap((route) =>
+    Object.keys(route.query?.shape ?? {})
+      .filter((name) => route.query!.safeParse({ [name]: '7' }).data?.[name] === 7)
+      .map((name) => [`${route.method} ${route.path}`, name, route.query!] as const),
+  );
+  it('finds the routes that take a number (the check below can fail)', () => {
+    expect(numericParameters.map(([route, name]) => `${route} ${name}`)).toEqual(
+      expect.arrayContaining([
+        'GET /dashboard/api/orgs/{org_id}/audit-log limit',
+        'GET /dashboard/api/orgs/{org_id}/usage limit',
+        'GET /dashboard/api/orgs/{org_id}/webhooks/{webhook_id}/deliveries limit',
+        'GET /dashboard/api/orgs/{org_id}/connections limit',
+      ]),
+    );
+  });
+  it.each(numericParameters)('%s reads %s with digits only', (_, name, schema) => {
+    for (const written of ['1e2', '0x10', '%205', '5.0']) {
+      expect(parseQuery(`${name}=${written}`, schema), written).toMatchObject({
+        code: 'gw_invalid_request',
+        message: `${name}: must be a whole number, written with digits only`,
+      });
+    }
   });
 });
 

@@ -3,18 +3,14 @@
 // travels as whole microseconds since the epoch (Postgres' precision; a JS Date would round
 // it to milliseconds and repeat rows).
 import { z } from 'zod';
+import { wholeNumberOr } from '../written-numbers.js';
 import type { DbPool } from './pool.js';
 
 export const DEFAULT_PAGE_LIMIT = 50;
 export const MAX_PAGE_LIMIT = 200;
 
 export const pageQuerySchema = z.object({
-  limit: z.coerce
-    .number()
-    .int('must be a whole number')
-    .min(1, 'must be at least 1')
-    .max(MAX_PAGE_LIMIT, `must be at most ${MAX_PAGE_LIMIT}`)
-    .default(DEFAULT_PAGE_LIMIT),
+  limit: wholeNumberOr(DEFAULT_PAGE_LIMIT, { min: 1, max: MAX_PAGE_LIMIT }),
   cursor: z.string().max(200, 'is not a cursor this API issued').optional(),
 });
 

@@ -5,12 +5,13 @@ import { auditView, readAuditLog } from '../../audit/audit-log.js';
 import type { DbPool } from '../../db/pool.js';
 import { MAX_PAGE_LIMIT } from '../../db/pages.js';
 import { isGwError } from '../../errors.js';
+import { wholeNumberOr } from '../../written-numbers.js';
 import { declareRoute } from '../framework/declaration.js';
 import { parseQuery } from '../framework/query.js';
 import { pageOf, inOrg } from './schemas.js';
 
 const auditQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(MAX_PAGE_LIMIT).default(50),
+  limit: wholeNumberOr(50, { min: 1, max: MAX_PAGE_LIMIT }),
   cursor: z
     .string()
     .regex(/^\d{1,18}$/, 'is not a cursor this API issued')

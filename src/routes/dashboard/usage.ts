@@ -7,6 +7,7 @@ import type { DbPool } from '../../db/pool.js';
 import { isGwError } from '../../errors.js';
 import { readUsageRollups, USAGE_GROUPS } from '../../ledger/usage-rollups.js';
 import { isoDay } from '../../periods.js';
+import { wholeNumberOr } from '../../written-numbers.js';
 import { inOrg } from './schemas.js';
 import { declareRoute } from '../framework/declaration.js';
 import { parseQuery } from '../framework/query.js';
@@ -20,12 +21,7 @@ const usageQuery = z.object({
   group_by: z.enum(USAGE_GROUPS).default('day'),
   from: z.string().optional(),
   to: z.string().optional(),
-  limit: z.coerce
-    .number()
-    .int('must be a whole number')
-    .min(1, 'must be at least 1')
-    .max(MAX_USAGE_GROUPS, `must be at most ${MAX_USAGE_GROUPS}`)
-    .default(DEFAULT_USAGE_GROUPS),
+  limit: wholeNumberOr(DEFAULT_USAGE_GROUPS, { min: 1, max: MAX_USAGE_GROUPS }),
 });
 
 const money = z.string().describe('12-digit decimal string');

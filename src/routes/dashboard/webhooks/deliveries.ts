@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { MAX_PAGE_LIMIT } from '../../../db/pages.js';
 import { isGwError } from '../../../errors.js';
+import { wholeNumberOr } from '../../../written-numbers.js';
 import { listDeliveries } from '../../../webhooks/delivery-log.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { parseQuery } from '../../framework/query.js';
@@ -11,7 +12,7 @@ import { inOrg, pageOf } from '../schemas.js';
 import { deliverySchema, WEBHOOK_PATH, type WebhookRouteDeps } from './schema.js';
 
 const deliveriesQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(MAX_PAGE_LIMIT).default(50),
+  limit: wholeNumberOr(50, { min: 1, max: MAX_PAGE_LIMIT }),
   cursor: z
     .string()
     .regex(/^\d{1,18}$/, 'is not a cursor this API issued')
