@@ -10,6 +10,8 @@ import {
   launchBrowser,
   openWindow,
   screenshot,
+  screenshotOf,
+  sidewaysOverflow,
   signIn,
   statValue,
   type LaunchedBrowser,
@@ -226,7 +228,12 @@ describe('the API, for more than 200 apps and connections', () => {
       '?ids=a,,b': 'ids: must be connection ids separated by commas, with none empty',
       '?ids=,': 'ids: must be connection ids separated by commas, with none empty',
       '?status=deleted': 'status:',
-      '?limit=201': 'limit:',
+      '?limit=201': 'limit: must be at most 200',
+      // digits only: not what Number() reads as 100, 16 or 5 (decision 303)
+      '?limit=1e2': 'limit: must be a whole number, written with digits only',
+      '?limit=0x10': 'limit: must be a whole number, written with digits only',
+      '?limit=%205': 'limit: must be a whole number, written with digits only',
+      '?limit=5.0': 'limit: must be a whole number, written with digits only',
       '?q=a&q=b': 'query parameter "q": given twice',
     };
     for (const [query, message] of Object.entries(refused)) {
@@ -265,7 +272,12 @@ describe('the pages, for more than 200 apps and connections', () => {
     expect(await select.locator('option').count()).toBe(200);
     await page.getByText('The first 200 connections').waitFor();
 
-    await page.getByRole('searchbox', { name: /Find a connection/ }).fill('seeded');
+    const search = page.getByRole('searchbox', { name: 'Find a connection by name' });
+    await search.fill('seeded');
+    // labelled on the page, not only for screen readers
+    expect(await page.getByText('Find a connection by name', { exact: true }).isVisible()).toBe(
+      true,
+    );
     await expect
       .poll(() => select.locator('option').allTextContents())
       .toContain('Seeded app › Seeded connection');
@@ -293,7 +305,7 @@ describe('the pages, for more than 200 apps and connections', () => {
     await signedIn(page, '/caps');
     const select = page.getByRole('combobox', { name: 'Connection' });
     await expect.poll(() => select.inputValue()).toBe(lane(1));
-    await page.getByRole('searchbox', { name: /Find a connection/ }).fill('Lane 22');
+    await page.getByRole('searchbox', { name: 'Find a connection by name' }).fill('Lane 22');
     await expect.poll(() => select.locator('option').count()).toBe(10); // Lane 001 stays, 220 is revoked
     // the form that follows is that connection's once its cap is read
     const read = page.waitForResponse((answer) => answer.url().endsWith(`${lane(225)}/cap`));
@@ -327,11 +339,17 @@ describe('the pages, for more than 200 apps and connections', () => {
     ).toBe(true);
     await page.getByRole('button', { name: 'Add credential' }).click();
     await page.getByRole('status').filter({ hasText: 'the vendor accepted the key' }).waitFor();
+    // the next credential starts from an empty search and the whole list, nothing chosen
+    const search = serves.getByRole('searchbox', { name: 'Find a connection by name' });
+    expect(await search.inputValue()).toBe('');
+    const firstLane = serves.getByRole('checkbox', { name: 'Filler app 001 › Lane 001' });
+    expect(await firstLane.isChecked()).toBe(false);
+    expect(await serves.getByRole('checkbox').count()).toBe(200);
     const row = page.getByRole('row').filter({ hasText: 'Big key' });
     // in the order the API keeps the grants
     await expect
       .poll(async () =>
-        ((await row.getByRole('cell').nth(6).textContent()) ?? '').split(', ').sort(),
+        (await row.getByRole('cell').nth(6).getByRole('listitem').allTextContents()).sort(),
       )
       .toEqual(['Filler app 001 › Lane 001', 'Seeded app › Seeded connection']);
     const { rows } = await db.query<{ app_connection_id: string }>(
@@ -347,12 +365,66 @@ describe('the pages, for more than 200 apps and connections', () => {
     await close();
   });
 
+  it('keeps the buttons of a credential serving many connections inside its table, at 1280 and 390 px', async () => {
+    const granted = [...Array.from({ length: 12 }, (_, i) => lane(i + 1)), org.app_connection_id];
+    const added = await admin.post(`/dashboard/api/orgs/${org.org_id}/credentials`, {
+      provider: 'vendor_b',
+      name: 'Wide key',
+      secret: 'mock-ok-big-org-wide',
+      app_connection_ids: granted,
+    });
+    expect(added.status).toBe(201);
+    for (const [width, height] of [
+      [1280, 860],
+      [390, 844],
+    ] as const) {
+      const { page, close } = await openWindow(browser, { width, height });
+      await signedIn(page, '/provider-credentials');
+      const row = page.getByRole('row').filter({ hasText: 'Wide key' });
+      await expect
+        .poll(() => row.getByRole('cell').nth(6).getByRole('listitem').allTextContents())
+        .toContain('Filler app 001 › Lane 012');
+      expect(await sidewaysOverflow(page)).toBe(0);
+      const table = page.locator('.table-wrap').filter({ has: row });
+      const section = page.locator('section', {
+        has: page.getByRole('heading', { name: 'Credentials' }),
+      });
+      await screenshotOf(section, `big-org-05-credentials-wide-${width}`);
+      // on a laptop the table fits its card; on a phone it scrolls inside it, as every table
+      // does, and a button is reached by scrolling the table
+      const scrolls = await table.evaluate((wrap) => wrap.scrollWidth > wrap.clientWidth);
+      expect(scrolls, `the table scrolls at ${width} px`).toBe(width < 760);
+      for (const name of ['Edit Wide key', 'Disable Wide key', 'Delete Wide key']) {
+        const button = row.getByRole('button', { name });
+        if (scrolls) await button.scrollIntoViewIfNeeded();
+        const [inner, outer] = [await button.boundingBox(), await table.boundingBox()];
+        const where = `${name} at ${width} px`;
+        expect(inner!.x, where).toBeGreaterThanOrEqual(outer!.x);
+        expect(inner!.x + inner!.width, where).toBeLessThanOrEqual(outer!.x + outer!.width);
+      }
+      if (scrolls) await screenshotOf(section, `big-org-05-credentials-wide-${width}-scrolled`);
+
+      // the connection search box's label shows, as the form's other fields' do
+      const form = page.locator('form', {
+        has: page.getByRole('heading', { name: 'Add a credential' }),
+      });
+      const label = form.getByText('Find a connection by name', { exact: true });
+      await form.getByRole('searchbox', { name: 'Find a connection by name' }).fill('seeded');
+      await form.getByRole('checkbox', { name: 'Seeded app › Seeded connection' }).waitFor();
+      expect(await label.isVisible()).toBe(true);
+      expect((await label.boundingBox())!.height).toBeGreaterThan(10);
+      expect(await sidewaysOverflow(page)).toBe(0);
+      await screenshotOf(form, `big-org-05-credential-form-${width}`);
+      await close();
+    }
+  });
+
   it('names a connection past the first page in usage by connection', async () => {
     const { page, close } = await openWindow(browser);
     await signedIn(page, '/usage?group=connection');
     const row = page.getByRole('row').filter({ hasText: 'Seeded app › Seeded connection' });
     await expect.poll(() => row.getByRole('cell').first().textContent()).toBe('1');
-    await screenshot(page, 'big-org-05-usage-by-connection');
+    await screenshot(page, 'big-org-06-usage-by-connection');
     await close();
   });
 });

@@ -19,18 +19,20 @@ function useSearch(orgId: string, status: 'active' | undefined) {
   return { typed, setTyped, q, list };
 }
 
-function SearchBox(props: { label: string; typed: string; onInput(text: string): void }) {
+/** The search box, labelled like the form's other fields. */
+function SearchBox(props: { typed: string; onInput(text: string): void }) {
   return (
-    <input
-      type="search"
-      class="connection-search"
-      aria-label={props.label}
-      placeholder="Find by app or connection name"
-      value={props.typed}
-      onInput={(event) => props.onInput(event.currentTarget.value)}
-      // Enter searches (it already did): it must not submit the form around the picker
-      onKeyDown={(event) => event.key === 'Enter' && event.preventDefault()}
-    />
+    <label class="connection-search">
+      Find a connection by name
+      <input
+        type="search"
+        placeholder="Start of its app’s or its own name"
+        value={props.typed}
+        onInput={(event) => props.onInput(event.currentTarget.value)}
+        // Enter searches (it already did): it must not submit the form around the picker
+        onKeyDown={(event) => event.key === 'Enter' && event.preventDefault()}
+      />
+    </label>
   );
 }
 
@@ -125,11 +127,7 @@ export function ConnectionSelect(props: {
           </optgroup>
         ))}
       </select>
-      <SearchBox
-        label={`Find a connection for ${props.label.toLowerCase()}`}
-        typed={typed}
-        onInput={setTyped}
-      />
+      <SearchBox typed={typed} onInput={setTyped} />
       <ErrorNote error={list.error} />
       <PageNote list={list} q={q} what="connections" />
     </div>
@@ -160,7 +158,7 @@ export function ConnectionChecklist(props: {
   return (
     <fieldset>
       <legend>{props.legend}</legend>
-      <SearchBox label={`Find a connection: ${props.legend}`} typed={typed} onInput={setTyped} />
+      <SearchBox typed={typed} onInput={setTyped} />
       {list.loading && <Loading what="connections" />}
       {list.data && all.length === 0 && !q && <p class="muted small">{props.none}</p>}
       {all.map((connection) => (

@@ -82,8 +82,8 @@ function CredentialsPage({ org }: { org: OrgSummary }) {
             { header: 'Provider', cell: (credential) => <code>{credential.provider}</code> },
             {
               header: 'Fingerprint',
-              class: 'nowrap',
-              cell: (credential) => <code>{credential.fingerprint}</code>,
+              class: 'fingerprint',
+              cell: (credential) => <Fingerprint value={credential.fingerprint} />,
             },
             { header: 'Priority', numeric: true, cell: (credential) => credential.priority },
             { header: 'Routing', class: 'nowrap', cell: (credential) => credential.routing_mode },
@@ -100,9 +100,11 @@ function CredentialsPage({ org }: { org: OrgSummary }) {
                 credential.app_connection_ids.length === 0 ? (
                   <span class="muted">none</span>
                 ) : (
-                  credential.app_connection_ids
-                    .map((id) => connectionLabel(connections.data, id))
-                    .join(', ')
+                  <ul class="cell-list">
+                    {credential.app_connection_ids.map((id) => (
+                      <li key={id}>{connectionLabel(connections.data, id)}</li>
+                    ))}
+                  </ul>
                 ),
             },
             { header: 'Status', cell: (credential) => <Status value={credential.status} /> },
@@ -157,6 +159,21 @@ function CredentialsPage({ org }: { org: OrgSummary }) {
   );
 }
 
+/**
+ * `sha256:…` on one line where the table has room, else broken after its prefix: the table
+ * then fits a laptop's screen (1280 px) with its buttons inside it.
+ */
+function Fingerprint({ value }: { value: string }) {
+  const colon = value.indexOf(':') + 1;
+  return (
+    <code>
+      {value.slice(0, colon)}
+      <wbr />
+      {value.slice(colon)}
+    </code>
+  );
+}
+
 function AddCredential(props: {
   base: string;
   orgId: string;
@@ -178,6 +195,8 @@ function AddCredential(props: {
   const [grants, setGrants] = useState<string[]>([]);
   // the chosen connections, kept to show them while a search lists others
   const [picked, setPicked] = useState<ReadonlyMap<string, OrgConnection>>(new Map());
+  // each credential added starts a new checklist: its search box empty, its list unfiltered
+  const [addedCount, setAddedCount] = useState(0);
   const action = useAction();
   const chosen = provider || providers[0] || '';
   return (
@@ -205,6 +224,8 @@ function AddCredential(props: {
           setName('');
           setPolicy('');
           setGrants([]);
+          setPicked(new Map());
+          setAddedCount((count) => count + 1);
         },
       )}
     >
@@ -266,6 +287,7 @@ function AddCredential(props: {
         </label>
       </div>
       <ConnectionChecklist
+        key={addedCount}
         orgId={props.orgId}
         legend="Connections it serves"
         chosen={grants}
