@@ -16,6 +16,8 @@
 -- KEYS[11] settled_marker     string, exists once the request is settled
 -- KEYS[12] usage_stream       stream of usage records
 -- KEYS[13] in_flight          hash request_id -> draft (reserve.lua): this request's is removed
+-- KEYS[14] rebuilds           hash account key -> what settles did not charge that account
+--                             while it was missing and being rebuilt (account-rebuild.lua)
 --
 -- ARGV[1] request_id
 -- ARGV[2] cost_nano           the request's sell cost (caps and allowance)
@@ -49,7 +51,8 @@
 -- user's account (its lapse less reservation_ttl_ms): held only under `enforce`, and gone
 -- once lapsed, in which case the grants live now pay (docs/decisions.md, 288).
 -- Accounts missing from Redis are not charged here: they are rebuilt from Postgres, where
--- this record will be counted. Holds are where reserve.lua put them: the wallet (when it
+-- this record will be counted. While one is being rebuilt (its key is a field of `rebuilds`),
+-- what it would have been charged is added to that field, for the rebuild to install. Holds are where reserve.lua put them: the wallet (when it
 -- paid), the caps in use, and the user's account when its allowance is enforced.
 -- A cap account is charged whenever it exists, also with no cap set at that level (KEYS[3]
 -- and KEYS[5] then name the account of the calendar month the request settles in): a cap
@@ -166,8 +169,22 @@ redis.call('HDEL', KEYS[13], request_id)
 -- Releases the request's hold on the account at KEYS[index] (when it may hold one there) and
 -- adds `delta` to `field`, when the account is in Redis (else it is not charged). Returns the
 -- field's new value when it changed.
+-- An account that is missing is being rebuilt when `rebuilds` lists it: what this settle
+-- would have charged it goes there (one EXISTS per settle that meets a missing account).
+local rebuilding
+local function note_missed(index, delta)
+  if delta == 0 then return end
+  if rebuilding == nil then rebuilding = redis.call('EXISTS', KEYS[14]) == 1 end
+  if rebuilding and redis.call('HEXISTS', KEYS[14], KEYS[index]) == 1 then
+    redis.call('HINCRBY', KEYS[14], KEYS[index], string.format('%.0f', delta))
+  end
+end
+
 local function release_and_charge(index, field, delta, may_hold)
-  if not exists(index) then return nil end
+  if not exists(index) then
+    note_missed(index, delta)
+    return nil
+  end
   if may_hold then release_hold(KEYS[index], KEYS[index + 1], hold_member) end
   if delta == 0 then return nil end
   return redis.call('HINCRBY', KEYS[index], field, string.format('%.0f', delta))
@@ -202,11 +219,17 @@ if uses_conn_cap then
   note_crossings('conn', release_and_charge(5, 'spent', cost, true), cost, conn_cap, cap_period)
 end
 for _, index in ipairs(uncapped) do
-  if uncapped_exist[index] and cost > 0 then redis.call('HINCRBY', KEYS[index], 'spent', ARGV[2]) end
+  if uncapped_exist[index] then
+    if cost > 0 then redis.call('HINCRBY', KEYS[index], 'spent', ARGV[2]) end
+  else
+    note_missed(index, cost)
+  end
 end
 if user_exists then
   local user_after = release_and_charge(7, 'spent', cost, user_mode == 'enforce' and user_cap ~= nil)
   note_crossings('user', user_after, cost, user_cap, user_period)
+elseif has_user then
+  note_missed(7, cost)
 end
 for _, change in ipairs(taken) do
   redis.call('HINCRBY', KEYS[9], change[1], change[2])

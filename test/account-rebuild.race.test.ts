@@ -238,6 +238,43 @@ describe('an account rebuilt while its org settles', () => {
   }
 });
 
+describe('an account rebuilt under sustained traffic', () => {
+  for (const kind of KINDS) {
+    it(`${kind.name}: installs exactly though the writer moves a new record during every measurement`, async () => {
+      sequence += 1;
+      const orgId = `org_rebuild_${Date.now()}_${sequence}`;
+      await settle(kind, orgId, 1_000n);
+      await drain();
+      await settle(kind, orgId, 4_000n);
+      // A busy org: while each measurement sums the ledger, and again before each install,
+      // a request settles and the writer moves it to Postgres (a large org's sum takes
+      // hundreds of ms; its writer flushes every 50).
+      const late: string[] = [];
+      const traffic: Step = async () => {
+        late.push(await settle(kind, orgId, 500_000n));
+        await drain();
+      };
+      const { loader } = createMoneyLayer({
+        db: hookedPool(db, [{ match: LEDGER_SUM, step: traffic, every: true }]),
+        redis,
+        keys,
+        scripts: hookedScripts(scripts, (name) => name.startsWith('account'), traffic, true),
+        reservationTtlMs: 60_000,
+      });
+      await loader.load([kind.name], kind.accounts(orgId));
+      await drain();
+      expect(late.length).toBeGreaterThan(0);
+      const live = BigInt((await redis.hget(kind.key(orgId), kind.field)) ?? 'NaN');
+      expect(live).toBe(await kind.ledger(orgId));
+      await settle(kind, orgId, 7n);
+      await drain();
+      expect(BigInt((await redis.hget(kind.key(orgId), kind.field)) ?? 'NaN')).toBe(
+        await kind.ledger(orgId),
+      );
+    });
+  }
+});
+
 describe('gw reconcile --repair and a rebuild', () => {
   it('does not move an account rebuilt after the drift was measured', async () => {
     sequence += 1;

@@ -31,6 +31,8 @@ const builderScopes: Record<keyof RedisKeys, 'org' | 'pair' | 'alone'> = {
   usageStream: 'org',
   // Written by reserve.lua, removed by settle.lua, beside the holds.
   inFlight: 'org',
+  // Listed by a rebuild, grown by settle.lua, read by the cut with the stream.
+  rebuilds: 'org',
   // The instances' heartbeats: ZADD / ZRANGEBYSCORE alone (src/billing/lost-requests.ts).
   instances: 'alone',
   instanceSweep: 'alone',
@@ -96,6 +98,7 @@ const scriptKeys: { [N in ScriptName]: (orgId: string) => Record<string, string>
     settled_marker: keys.settled(orgId, 'req_1'),
     usage_stream: keys.usageStream(orgId),
     in_flight: keys.inFlight(orgId),
+    rebuilds: keys.rebuilds(orgId),
   }),
   accountLoad: (orgId) => ({
     account: keys.orgCap(orgId, '2025-06'),
@@ -104,7 +107,7 @@ const scriptKeys: { [N in ScriptName]: (orgId: string) => Record<string, string>
   accountRebuild: (orgId) => ({
     account: keys.orgCap(orgId, '2025-06'),
     expiries: keys.holdExpiries(keys.orgCap(orgId, '2025-06')),
-    usage_stream: keys.usageStream(orgId),
+    rebuilds: keys.rebuilds(orgId),
   }),
   creditsLoad: (orgId) => ({
     user_credits: keys.userCredits(orgId, 'pu_1', 'USD'),

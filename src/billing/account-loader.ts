@@ -105,7 +105,6 @@ export class AccountLoader {
       expireAtMs: to.getTime() + PERIOD_ACCOUNT_GRACE_MS,
       // Every entry of the org's stream is the org's; a connection's or a user's mention its id.
       mentioning: column === 'org_id' ? undefined : id,
-      match: { field: column === 'org_id' ? '' : column, value: id, from, to },
       amount: async (snapshot: DbClient, unwritten: readonly UsageRecord[]) => {
         const { rows } = await snapshot.query<{ spent: string }>(
           `SELECT COALESCE(sum(sell_cost), 0)::text AS spent FROM usage_records

@@ -2,15 +2,17 @@
 // (docs/decisions.md, 297). Settle does not charge an account that is not in Redis, so the
 // installed amount must count every record settled before the install, once:
 //
-// 1. the stream's deletion count is read; 2. a ledger snapshot is taken; 3. the org's stream
-// is read in one MULTI (a cut: its entries, last id and counters). A record settled before
-// the cut is in the snapshot (committed before it) or in the cut, or both (dropped from the
-// cut by request id, in the snapshot); it is in neither only if the writer committed it after
-// the snapshot and removed it before the cut, which moves the deletion count between 1 and 3:
-// then the rebuild measures again. 4. account-rebuild.lua installs the amount plus the records
-// settled since the cut, read from the stream in the same atomic step; none of them can be in
-// the snapshot, and if one left the stream meanwhile the script refuses and the rebuild
-// measures again. A record settled after the install is charged by settle itself.
+// 0. the account is listed in the org's `rebuilds` hash: from then on, each settle that meets
+// it missing adds what it would have charged to that field (settle.lua); 1. the stream's
+// deletion count is read; 2. a ledger snapshot is taken; 3. the org's stream and the
+// `rebuilds` hash are read in one MULTI (a cut). A record settled before the cut is in the
+// snapshot (committed before it) or in the cut, or both (dropped from the cut by request id,
+// in the snapshot); it is in neither only if the writer committed it after the snapshot and
+// removed it before the cut, which moves the deletion count between 1 and 3: then the rebuild
+// measures again (a window of one round trip). 4. account-rebuild.lua installs the amount
+// plus the field's growth since the cut: what settled after the cut, none of it in the
+// snapshot, wherever the writer has moved it meanwhile (decision 304: a busy org's rebuild
+// is not refused for its traffic). A record settled after the install is charged by settle.
 import { randomBytes } from 'node:crypto';
 import { readOnlySnapshot, type DbClient, type DbPool } from '../db/pool.js';
 import type { RedisKeys } from '../redis/keys.js';
@@ -18,11 +20,14 @@ import type { RedisScripts } from '../redis/scripts.js';
 import type { UnwrittenUsage } from '../ledger/unwritten-usage.js';
 import type { UsageRecord } from '../ledger/usage-record.js';
 
-/** Measurements tried before the rebuild gives up (the writer removed records every time). */
+/**
+ * Measurements tried before the rebuild gives up: the writer removed records within each one's
+ * first round trip, or installs kept taking the account off the list.
+ */
 const MAX_ATTEMPTS = 8;
 const RETRY_PAUSE_MS = 10;
 
-/** The writer removed records from the org's stream during every measurement. */
+/** No measurement could be used (see MAX_ATTEMPTS). */
 export class AccountRebuildBusyError extends Error {
   override readonly name = 'AccountRebuildBusyError';
 }
@@ -35,13 +40,6 @@ export interface RebuildTarget {
   readonly expireAtMs: number | null;
   /** Only stream entries that mention this id are parsed (a connection's, a user's). */
   readonly mentioning?: string | undefined;
-  /** Which records settled after the cut are the account's (account-rebuild.lua). */
-  readonly match: {
-    readonly field: '' | 'app_connection_id' | 'product_user_id';
-    readonly value: string;
-    readonly from: Date | null;
-    readonly to: Date | null;
-  };
   /** The account's amount from the ledger snapshot and the records it does not have. */
   amount(snapshot: DbClient, unwritten: readonly UsageRecord[]): Promise<bigint>;
 }
@@ -57,30 +55,29 @@ export interface RebuildParts {
 export async function rebuildAccount(parts: RebuildParts, target: RebuildTarget): Promise<void> {
   const { db, keys, scripts, unwritten } = parts;
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt += 1) {
+    await unwritten.listRebuild(target.orgId, target.key);
     const deletedBefore = await unwritten.deletions(target.orgId);
     const measured = await readOnlySnapshot(db, async (snapshot) => {
       const cut = await unwritten.cut(target.orgId, unwritten.mark());
-      if (cut.deletions !== deletedBefore) return undefined;
+      // Listed before the cut was sent, the account is in it unless an install took it off
+      // meanwhile (then the account is back, or was lost again: measure again).
+      const missedAtCut = cut.missed.get(target.key);
+      if (cut.deletions !== deletedBefore || missedAtCut === undefined) return undefined;
       const records = await unwritten.unwrittenAt(snapshot, target.orgId, cut, target.mentioning);
-      return { cut, amount: await target.amount(snapshot, records) };
+      return { missedAtCut, amount: await target.amount(snapshot, records) };
     });
     if (measured) {
       const outcome = (await scripts.accountRebuild(
         {
           account: target.key,
           expiries: keys.holdExpiries(target.key),
-          usage_stream: keys.usageStream(target.orgId),
+          rebuilds: keys.rebuilds(target.orgId),
         },
         {
           field: target.field,
           amount_nano: measured.amount.toString(),
           expire_at_ms: target.expireAtMs === null ? '' : String(target.expireAtMs),
-          cut_last_id: measured.cut.lastId,
-          cut_added: String(measured.cut.added),
-          match_field: target.match.field,
-          match_value: target.match.value,
-          from: target.match.from?.toISOString() ?? '',
-          to: target.match.to?.toISOString() ?? '',
+          missed_at_cut: measured.missedAtCut,
           generation: randomBytes(8).toString('hex'),
         },
       )) as [number, string?];

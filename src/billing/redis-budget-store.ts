@@ -215,6 +215,7 @@ export class RedisBudgetStore implements BudgetStore {
         settled_marker: this.keys.settled(record.orgId, record.requestId),
         usage_stream: this.keys.usageStream(record.orgId),
         in_flight: this.keys.inFlight(accounts.orgId),
+        rebuilds: this.keys.rebuilds(record.orgId),
         // A level without a cap still has its account charged when it exists: the calendar
         // month's, by when the ledger counts the record (settle.lua; decision 271).
         ...this.accountKeys(accounts, monthlyPeriod(record.createdAt, null).key),

@@ -138,7 +138,6 @@ export class WalletService {
         key: this.keys.wallet(orgId),
         field: 'balance',
         expireAtMs: null,
-        match: { field: '', value: '', from: null, to: null },
         amount: async (snapshot, unwritten) =>
           (await this.ledgerBalanceNano(orgId, snapshot)) -
           sumNano(unwritten, (record) => record.walletCostNano),

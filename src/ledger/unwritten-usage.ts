@@ -19,6 +19,9 @@ export const MAX_UNWRITTEN_ENTRIES = 20_000;
 
 type StreamEntry = [id: string, fields: string[]];
 
+/** How long the `rebuilds` hash outlives the last rebuild that began. */
+const REBUILDS_TTL_MS = 3_600_000;
+
 /**
  * An org's usage stream as read at one instant (one MULTI): its entries (at most
  * MAX_UNWRITTEN_ENTRIES, the oldest), and where the stream stood.
@@ -32,6 +35,11 @@ export interface StreamCut {
   readonly added: number;
   /** How many the writer has removed (entries-added − length; -1 with no stream). */
   readonly deletions: number;
+  /**
+   * The org's `rebuilds` hash at the read: account key -> what settles had not charged it
+   * (integer strings). An account's growth since is what settled after the cut.
+   */
+  readonly missed: ReadonlyMap<string, string>;
 }
 
 export class UnwrittenUsage {
@@ -47,6 +55,21 @@ export class UnwrittenUsage {
     private readonly db: DbPool,
     private readonly keys: RedisKeys,
   ) {}
+
+  /**
+   * Lists `account` in the org's `rebuilds` hash (if it is not listed already): from now on,
+   * every settle that meets the account missing adds there what it would have charged
+   * (settle.lua), until account-rebuild.lua installs the account. The hash goes an hour after
+   * the last rebuild began, so a rebuild that died leaves nothing behind for long.
+   */
+  async listRebuild(orgId: string, account: string): Promise<void> {
+    const rebuilds = this.keys.rebuilds(orgId);
+    await this.redis
+      .multi()
+      .hsetnx(rebuilds, account, '0')
+      .pexpire(rebuilds, REBUILDS_TTL_MS)
+      .exec();
+  }
 
   /**
    * The org's records not in the ledger yet; with `mentioning`, only those whose entry
@@ -92,7 +115,11 @@ export class UnwrittenUsage {
     const running = this.cutting.get(orgId);
     if (running && running.sentAt > notBefore) return running.cut;
     const sentAt = this.mark();
-    const cut = readCut(this.redis, this.keys.usageStream(orgId)).finally(() => {
+    const cut = readCut(
+      this.redis,
+      this.keys.usageStream(orgId),
+      this.keys.rebuilds(orgId),
+    ).finally(() => {
       if (this.cutting.get(orgId)?.cut === cut) this.cutting.delete(orgId);
     });
     this.cutting.set(orgId, { sentAt, cut });
@@ -173,29 +200,39 @@ async function unwrittenIn(
   return records.filter((record) => !written.has(record.requestId));
 }
 
-/** The stream, its last id and counters read in one MULTI (XINFO STREAM, then XRANGE). */
-async function readCut(redis: RedisClient, stream: string): Promise<StreamCut> {
+/**
+ * The stream, its last id and counters, and the org's `rebuilds` hash, read in one MULTI
+ * (HGETALL, XINFO STREAM, XRANGE).
+ */
+async function readCut(redis: RedisClient, stream: string, rebuilds: string): Promise<StreamCut> {
   const replies =
     (await redis
       .multi()
+      .hgetall(rebuilds)
       .xinfo('STREAM', stream)
       .xrange(stream, '-', '+', 'COUNT', MAX_UNWRITTEN_ENTRIES)
       .exec()) ?? [];
-  const [infoError, info] = replies[0] ?? [new Error('no reply'), undefined];
+  const [missedError, missedFields] = replies[0] ?? [new Error('no reply'), undefined];
+  if (missedError) throw missedError;
+  const missed = new Map(Object.entries((missedFields ?? {}) as Record<string, string>));
+  const [infoError, info] = replies[1] ?? [new Error('no reply'), undefined];
   if (infoError) {
-    if (isNoSuchStream(infoError)) return { entries: [], lastId: '0-0', added: 0, deletions: -1 };
+    if (isNoSuchStream(infoError)) {
+      return { entries: [], lastId: '0-0', added: 0, deletions: -1, missed };
+    }
     throw infoError;
   }
-  const [rangeError, range] = replies[1] ?? [new Error('no reply'), undefined];
+  const [rangeError, range] = replies[2] ?? [new Error('no reply'), undefined];
   if (rangeError) throw rangeError;
   return {
     entries: ((range ?? []) as StreamEntry[]).map(([, fields]) => fields),
     ...streamPosition(info),
+    missed,
   };
 }
 
 /** Where XINFO STREAM's reply says the stream stands. */
-export function streamPosition(info: unknown): Omit<StreamCut, 'entries'> {
+export function streamPosition(info: unknown): Omit<StreamCut, 'entries' | 'missed'> {
   const list = Array.isArray(info) ? (info as unknown[]) : [];
   const field = (name: string): unknown => list[list.indexOf(name) + 1];
   const added = Number(field('entries-added'));

@@ -28,6 +28,8 @@ export interface RedisKeys {
   usageStreamRegistry(): string;
   /** The org's requests held and not settled yet: hash request_id → what settles it if lost. */
   inFlight(orgId: string): string;
+  /** Accounts being rebuilt -> what settles did not charge them meanwhile (account-rebuild.ts). */
+  rebuilds(orgId: string): string;
   /** Gateway instances: zset instance_id → last heartbeat (ms). */
   instances(): string;
   /** Held by the instance scanning for dead instances' drafts (one at a time). */
@@ -67,6 +69,7 @@ export function createRedisKeys(prefix: string): RedisKeys {
     usageStream: (orgId) => `${org(orgId)}:usage`,
     usageStreamRegistry: () => `${prefix}:usage-streams`,
     inFlight: (orgId) => `${org(orgId)}:in-flight`,
+    rebuilds: (orgId) => `${org(orgId)}:rebuilds`,
     instances: () => `${prefix}:instances`,
     instanceSweep: () => `${prefix}:instances:sweep`,
     apiKey: (keyHash) => `${prefix}:apikey:{${keyHash}}`,

@@ -118,7 +118,7 @@ export const scriptSpecs = {
   },
   settle: {
     file: 'settle',
-    keys: [...REQUEST_ACCOUNT_KEYS, 'settled_marker', 'usage_stream', 'in_flight'],
+    keys: [...REQUEST_ACCOUNT_KEYS, 'settled_marker', 'usage_stream', 'in_flight', 'rebuilds'],
     args: [
       'request_id',
       'cost_nano',
@@ -145,19 +145,8 @@ export const scriptSpecs = {
   },
   accountRebuild: {
     file: 'account-rebuild',
-    keys: ['account', 'expiries', 'usage_stream'],
-    args: [
-      'field',
-      'amount_nano',
-      'expire_at_ms',
-      'cut_last_id',
-      'cut_added',
-      'match_field',
-      'match_value',
-      'from',
-      'to',
-      'generation',
-    ],
+    keys: ['account', 'expiries', 'rebuilds'],
+    args: ['field', 'amount_nano', 'expire_at_ms', 'missed_at_cut', 'generation'],
   },
   creditsLoad: {
     file: 'credits-load',

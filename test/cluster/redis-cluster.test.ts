@@ -105,6 +105,7 @@ describe('the local Redis Cluster', () => {
           settled_marker: keys.settled(first!, record.requestId),
           usage_stream: keys.usageStream(second!),
           in_flight: keys.inFlight(first!),
+          rebuilds: keys.rebuilds(first!),
         },
         {
           request_id: record.requestId,

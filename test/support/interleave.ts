@@ -1,5 +1,6 @@
 // Putting one operation between two steps of another on the real Redis and Postgres: a hook
-// runs just before a chosen Postgres statement or a chosen Lua script, once, and awaits a step
+// runs just before a chosen Postgres statement or a chosen Lua script, once (or every time,
+// for sustained traffic), and awaits a step
 // (test/account-rebuild.race.test.ts, test/wallet-adjust-rebuild.race.test.ts).
 import type { DbPool } from '../../src/db/pool.js';
 import type { RedisScripts } from '../../src/redis/scripts.js';
@@ -10,6 +11,8 @@ export type Step = () => Promise<void>;
 export interface QueryHook {
   readonly match: RegExp;
   readonly step: Step;
+  /** Before every matching statement, not only the first. */
+  readonly every?: boolean;
 }
 
 /**
@@ -21,8 +24,9 @@ export function hookedPool(pool: DbPool, hooks: QueryHook[]): DbPool {
   const before = async (text: unknown): Promise<void> => {
     const index = pending.findIndex((hook) => typeof text === 'string' && hook.match.test(text));
     if (index < 0) return;
-    const [hook] = pending.splice(index, 1);
-    await hook!.step();
+    const hook = pending[index]!;
+    if (!hook.every) pending.splice(index, 1);
+    await hook.step();
   };
   const withHooks = <T extends { query: (...args: never[]) => unknown }>(target: T): T =>
     new Proxy(target, {
@@ -45,12 +49,13 @@ export function hookedPool(pool: DbPool, hooks: QueryHook[]): DbPool {
 
 /**
  * The real scripts, with `step` run once before the first call of a script whose name `which`
- * accepts (for a rebuild: before it installs the account).
+ * accepts (for a rebuild: before it installs the account), or before every call.
  */
 export function hookedScripts(
   scripts: RedisScripts,
   which: (name: string) => boolean,
   step: Step | undefined,
+  every = false,
 ): RedisScripts {
   let pendingStep = step;
   const hooked: Record<string, unknown> = { ...scripts };
@@ -58,7 +63,7 @@ export function hookedScripts(
     if (!which(name)) continue;
     hooked[name] = async (...args: unknown[]) => {
       const run = pendingStep;
-      pendingStep = undefined;
+      if (!every) pendingStep = undefined;
       await run?.();
       return (script as (...a: unknown[]) => unknown)(...args);
     };
