@@ -28,17 +28,10 @@
 -- Validates every argument and every amount it reads before the first write.
 --#include amounts
 
-local function signed(text, name)
-  if type(text) ~= 'string' or #text > 18 or not string.match(text, '^%-?%d+$') then
-    error('gw_invalid_argument: ' .. name .. ' is not an integer')
-  end
-  return tonumber(text)
-end
-
 one_of(ARGV[1], 'field', {'balance', 'spent'})
 local value = amount(ARGV[2], 'amount_nano', true)
 if ARGV[3] ~= '' then integer(ARGV[3], 'expire_at_ms') end
-local missed_at_cut = signed(ARGV[4], 'missed_at_cut')
+local missed_at_cut = amount(ARGV[4], 'missed_at_cut', true)
 if redis.call('EXISTS', KEYS[1]) == 1 then
   redis.call('HDEL', KEYS[3], KEYS[1])
   return {0}
@@ -47,7 +40,7 @@ local missed_now = redis.call('HGET', KEYS[3], KEYS[1])
 if not missed_now then
   return {-1}
 end
-value = value + signed(missed_now, 'the missed amount') - missed_at_cut
+value = value + amount(missed_now, 'the missed amount', true) - missed_at_cut
 local installed = amount(string.format('%.0f', value), 'the rebuilt ' .. ARGV[1], true)
 
 redis.call('HSET', KEYS[1], ARGV[1], string.format('%.0f', installed), 'reserved', '0', 'gen', ARGV[5])
