@@ -11,6 +11,7 @@ import { Reconciler } from '../src/billing/reconcile.js';
 import { createDbPool } from '../src/db/pool.js';
 import { newRequestId } from '../src/ids.js';
 import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
+import { UnwrittenUsage } from '../src/ledger/unwritten-usage.js';
 import { UsageDeadLetters } from '../src/ledger/usage-dead-letters.js';
 import type { UsageRecord } from '../src/ledger/usage-record.js';
 import { UsageStreamWriter } from '../src/ledger/usage-writer.js';
@@ -268,6 +269,78 @@ describe('an account rebuilt under sustained traffic', () => {
       await drain();
       expect(late.length).toBeGreaterThan(0);
       await expectExactAfterMoreTraffic(kind, orgId);
+    });
+  }
+});
+
+describe('an account lost again while a rebuild is under way', () => {
+  // Review of decision 304: the install trusted the `rebuilds` field it found to hold every
+  // settle since its cut. A field removed by another install and listed again (or listed
+  // while the account was there) does not: the settles charged to the account while it was
+  // there went with it when it was lost, and the install left them out.
+  const setUp = async (kind: Kind, orgId: string): Promise<void> => {
+    await settle(kind, orgId, 1_000n);
+    await drain();
+    await settle(kind, orgId, 4_000n);
+  };
+  /** The live account, once the rebuilds still under way are done, equals the ledger. */
+  const expectExactOnceDone = async (kind: Kind, orgId: string): Promise<void> => {
+    await plainLoader.load([kind.name], kind.accounts(orgId));
+    await drain();
+    await expectExactAfterMoreTraffic(kind, orgId);
+  };
+
+  for (const kind of KINDS) {
+    it(`${kind.name}: another instance installs it, it is lost, and a third rebuild lists it before this one installs`, async () => {
+      sequence += 1;
+      const orgId = `org_rebuild_${Date.now()}_${sequence}`;
+      await setUp(kind, orgId);
+      const { loader } = createMoneyLayer({
+        db,
+        redis,
+        keys,
+        scripts: hookInstall(async () => {
+          // After this rebuild's cut: another instance rebuilds the account and installs it,
+          // a request is charged to it, Redis loses it, and a third rebuild lists it (its
+          // first step; it finishes below) before a request settles on the missing account.
+          await plainLoader.load([kind.name], kind.accounts(orgId));
+          await settle(kind, orgId, 500_000n);
+          await redis.del(kind.key(orgId));
+          await new UnwrittenUsage(redis, db, keys).listRebuild(orgId, kind.key(orgId));
+          await settle(kind, orgId, 30_000n);
+        }),
+        reservationTtlMs: 60_000,
+      });
+      await loader.load([kind.name], kind.accounts(orgId));
+      await expectExactOnceDone(kind, orgId);
+    });
+
+    it(`${kind.name}: listed just after another instance installed it, lost before this rebuild installs`, async () => {
+      sequence += 1;
+      const orgId = `org_rebuild_${Date.now()}_${sequence}`;
+      await setUp(kind, orgId);
+      let ran = false;
+      const meanwhile: Step = async () => {
+        ran = true;
+        // A request charged to the account, Redis loses it, one settles on it missing.
+        await settle(kind, orgId, 500_000n);
+        await redis.del(kind.key(orgId));
+        await settle(kind, orgId, 30_000n);
+      };
+      // This instance found the account missing; another instance installed it just before
+      // this one's rebuild lists it.
+      await plainLoader.load([kind.name], kind.accounts(orgId));
+      const { loader } = createMoneyLayer({
+        db,
+        redis,
+        keys,
+        scripts: hookInstall(meanwhile),
+        reservationTtlMs: 60_000,
+      });
+      await loader.load([kind.name], kind.accounts(orgId));
+      // A rebuild that sees the account there at once installs nothing: the same steps after.
+      if (!ran) await meanwhile();
+      await expectExactOnceDone(kind, orgId);
     });
   }
 });
