@@ -21,10 +21,17 @@
 -- ARGV[4] missed_at_cut integer string (may be negative): the account's `rebuilds` field as
 --                       the cut read it
 -- ARGV[5] generation    names this install; gw reconcile repairs only the install it measured
+-- ARGV[6] listing_field the `rebuilds` field holding the account's listing token
+-- ARGV[7] listing       the token the rebuild listed the account under and found at its cut.
+--                       The same token now means no install came between (each takes the
+--                       listing off; a listing made anew gets a new token): the account was
+--                       missing since the cut and every settle meanwhile is in the field. A
+--                       field listed anew counts only what settled since, not what was charged
+--                       to an account installed and lost again in between (review of 304).
 --
 -- Returns {1, amount_installed} when installed, {0} when the account already existed (left
--- untouched), {-1} when the account is no longer listed in `rebuilds` (another install took
--- it off, and the account was lost again since: measure again).
+-- untouched), {-1} when the account is no longer listed in `rebuilds` under the rebuild's
+-- token (another install took it off, and the account was lost again since: measure again).
 -- Validates every argument and every amount it reads before the first write.
 --#include amounts
 
@@ -33,18 +40,19 @@ local value = amount(ARGV[2], 'amount_nano', true)
 if ARGV[3] ~= '' then integer(ARGV[3], 'expire_at_ms') end
 local missed_at_cut = amount(ARGV[4], 'missed_at_cut', true)
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  redis.call('HDEL', KEYS[3], KEYS[1])
+  redis.call('HDEL', KEYS[3], KEYS[1], ARGV[6])
   return {0}
 end
-local missed_now = redis.call('HGET', KEYS[3], KEYS[1])
-if not missed_now then
+local listed = redis.call('HMGET', KEYS[3], KEYS[1], ARGV[6])
+local missed_now = listed[1]
+if not missed_now or listed[2] ~= ARGV[7] then
   return {-1}
 end
 value = value + amount(missed_now, 'the missed amount', true) - missed_at_cut
 local installed = amount(string.format('%.0f', value), 'the rebuilt ' .. ARGV[1], true)
 
 redis.call('HSET', KEYS[1], ARGV[1], string.format('%.0f', installed), 'reserved', '0', 'gen', ARGV[5])
-redis.call('HDEL', KEYS[3], KEYS[1])
+redis.call('HDEL', KEYS[3], KEYS[1], ARGV[6])
 redis.call('DEL', KEYS[2])
 if ARGV[3] ~= '' then
   redis.call('PEXPIREAT', KEYS[1], ARGV[3])

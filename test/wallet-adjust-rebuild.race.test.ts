@@ -186,7 +186,9 @@ describe('a wallet top-up while the wallet is rebuilt', () => {
           await released;
         },
       });
-      await reachedInstall;
+      // A rebuild that finds the wallet in Redis when it lists it (ensureLive put it there)
+      // stops there, never reaching its install.
+      await Promise.race([reachedInstall, rebuilt]);
     });
     release();
     await rebuilt;

@@ -2,22 +2,26 @@
 // (docs/decisions.md, 297). Settle does not charge an account that is not in Redis, so the
 // installed amount must count every record settled before the install, once:
 //
-// 0. the account is listed in the org's `rebuilds` hash: from then on, each settle that meets
-// it missing adds what it would have charged to that field (settle.lua); 1. the stream's
+// 0. the account is listed in the org's `rebuilds` hash under a token, in the same atomic step
+// as a check that it is missing (if it is there, another rebuild installed it: done): from
+// then on, each settle that meets it missing adds what it would have charged to that field
+// (settle.lua), until an install takes the listing off; 1. the stream's
 // deletion count is read; 2. a ledger snapshot is taken; 3. the org's stream and the
 // `rebuilds` hash are read in one MULTI (a cut). A record settled before the cut is in the
 // snapshot (committed before it) or in the cut, or both (dropped from the cut by request id,
 // in the snapshot); it is in neither only if the writer committed it after the snapshot and
 // removed it before the cut, which moves the deletion count between 1 and 3: then the rebuild
 // measures again (a window of one round trip). 4. account-rebuild.lua installs the amount
-// plus the field's growth since the cut: what settled after the cut, none of it in the
+// plus the field's growth since the cut, if the cut and the install both find the rebuild's
+// token (no install came between, so the account was missing throughout; else it measures
+// again): what settled after the cut, none of it in the
 // snapshot, wherever the writer has moved it meanwhile (decision 304: a busy org's rebuild
 // is not refused for its traffic). A record settled after the install is charged by settle.
 import { randomBytes } from 'node:crypto';
 import { readOnlySnapshot, type DbClient, type DbPool } from '../db/pool.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts } from '../redis/scripts.js';
-import type { UnwrittenUsage } from '../ledger/unwritten-usage.js';
+import { listingField, type UnwrittenUsage } from '../ledger/unwritten-usage.js';
 import type { UsageRecord } from '../ledger/usage-record.js';
 
 /**
@@ -55,14 +59,18 @@ export interface RebuildParts {
 export async function rebuildAccount(parts: RebuildParts, target: RebuildTarget): Promise<void> {
   const { db, keys, scripts, unwritten } = parts;
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt += 1) {
-    await unwritten.listRebuild(target.orgId, target.key);
+    // null: the account is in Redis (another rebuild installed it since it was found missing).
+    const listing = await unwritten.listRebuild(target.orgId, target.key);
+    if (listing === null) return;
     const deletedBefore = await unwritten.deletions(target.orgId);
     const measured = await readOnlySnapshot(db, async (snapshot) => {
       const cut = await unwritten.cut(target.orgId, unwritten.mark());
-      // Listed before the cut was sent, the account is in it unless an install took it off
-      // meanwhile (then the account is back, or was lost again: measure again).
+      // Listed before the cut was sent, the account is in it with this listing's token unless
+      // an install took it off meanwhile (then the account is back, or was lost again and
+      // listed anew: measure again).
       const missedAtCut = cut.missed.get(target.key);
-      if (cut.deletions !== deletedBefore || missedAtCut === undefined) return undefined;
+      const listed = cut.missed.get(listingField(target.key)) === listing;
+      if (cut.deletions !== deletedBefore || missedAtCut === undefined || !listed) return undefined;
       const records = await unwritten.unwrittenAt(snapshot, target.orgId, cut, target.mentioning);
       return { missedAtCut, amount: await target.amount(snapshot, records) };
     });
@@ -79,6 +87,8 @@ export async function rebuildAccount(parts: RebuildParts, target: RebuildTarget)
           expire_at_ms: target.expireAtMs === null ? '' : String(target.expireAtMs),
           missed_at_cut: measured.missedAtCut,
           generation: randomBytes(8).toString('hex'),
+          listing_field: listingField(target.key),
+          listing,
         },
       )) as [number, string?];
       if (outcome[0] !== -1) return;

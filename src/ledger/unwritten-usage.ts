@@ -3,6 +3,7 @@
 // less the records whose rows the writer already committed (it deletes them right after, so
 // a few can be in both for a moment). An account rebuilt from the ledger adds these, or it
 // would forget what was spent while the writer (or Postgres) lagged behind.
+import { randomBytes } from 'node:crypto';
 import type { RedisClient } from '../redis/connect.js';
 import type { DbClient, DbPool } from '../db/pool.js';
 import type { RedisKeys } from '../redis/keys.js';
@@ -18,6 +19,13 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const MAX_UNWRITTEN_ENTRIES = 20_000;
 
 type StreamEntry = [id: string, fields: string[]];
+
+/**
+ * The `rebuilds` field naming the current listing of `account` (a random token, set with the
+ * listing and removed with it). No account key ends with `:listing`, so settle never notes an
+ * amount there.
+ */
+export const listingField = (account: string): string => `${account}:listing`;
 
 /** How long the `rebuilds` hash outlives the last rebuild that began. */
 const REBUILDS_TTL_MS = 3_600_000;
@@ -61,14 +69,27 @@ export class UnwrittenUsage {
    * every settle that meets the account missing adds there what it would have charged
    * (settle.lua), until account-rebuild.lua installs the account. The hash goes an hour after
    * the last rebuild began, so a rebuild that died leaves nothing behind for long.
+   * Returns the listing's token (a listing made anew gets a new one), or null when the account
+   * is in Redis (read in the same atomic step: nothing to rebuild). An install takes the
+   * listing off, so a rebuild that finds its token at its cut and at its install knows the
+   * account was missing all along, every settle meanwhile noted in the field (review of 304).
    */
-  async listRebuild(orgId: string, account: string): Promise<void> {
+  async listRebuild(orgId: string, account: string): Promise<string | null> {
     const rebuilds = this.keys.rebuilds(orgId);
-    await this.redis
-      .multi()
-      .hsetnx(rebuilds, account, '0')
-      .pexpire(rebuilds, REBUILDS_TTL_MS)
-      .exec();
+    const token = listingField(account);
+    const replies =
+      (await this.redis
+        .multi()
+        .exists(account)
+        .hsetnx(rebuilds, account, '0')
+        .hsetnx(rebuilds, token, randomBytes(8).toString('hex'))
+        .hget(rebuilds, token)
+        .pexpire(rebuilds, REBUILDS_TTL_MS)
+        .exec()) ?? [];
+    for (const [error] of replies) if (error) throw error;
+    if (replies.length !== 5) throw new Error('listRebuild: the MULTI was not answered');
+    if (Number(replies[0]![1]) === 1) return null;
+    return String(replies[3]![1]);
   }
 
   /**

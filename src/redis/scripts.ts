@@ -146,7 +146,15 @@ export const scriptSpecs = {
   accountRebuild: {
     file: 'account-rebuild',
     keys: ['account', 'expiries', 'rebuilds'],
-    args: ['field', 'amount_nano', 'expire_at_ms', 'missed_at_cut', 'generation'],
+    args: [
+      'field',
+      'amount_nano',
+      'expire_at_ms',
+      'missed_at_cut',
+      'generation',
+      'listing_field',
+      'listing',
+    ],
   },
   creditsLoad: {
     file: 'credits-load',
