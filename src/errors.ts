@@ -251,7 +251,7 @@ export function isDependencyUnavailable(error: unknown): boolean {
   const { name, code, message } = error as { name?: unknown; code?: unknown; message?: unknown };
   if (name === 'MaxRetriesPerRequestError') return true; // ioredis gave up on a command
   if (name === 'ClusterAllFailedError') return true; // no node of a Redis Cluster answers
-  // The usage writer kept moving records while an account was rebuilt (account-rebuild.ts).
+  // No measurement of an account's rebuild could be used (account-rebuild.ts, MAX_ATTEMPTS).
   if (name === 'AccountRebuildBusyError') return true;
   if (
     typeof code === 'string' &&

@@ -96,6 +96,6 @@ export async function rebuildAccount(parts: RebuildParts, target: RebuildTarget)
     await new Promise((resolve) => setTimeout(resolve, RETRY_PAUSE_MS * (attempt + 1)));
   }
   throw new AccountRebuildBusyError(
-    `account ${target.key} not rebuilt: the usage writer removed records from the org's stream during each of ${MAX_ATTEMPTS} measurements`,
+    `account ${target.key} not rebuilt: none of ${MAX_ATTEMPTS} measurements could be used (the usage writer removed records as each cut was taken, or installs kept taking the listing off)`,
   );
 }
