@@ -2,7 +2,8 @@
 -- Redis. Per-grant HSETNX: a grant added or consumed concurrently is never overwritten,
 -- never lost; a grant revoked meanwhile (its `revoked:<id>` mark) is not brought back. What
 -- revoked grants kept for the requests in flight (`draining`) and what is left on expired
--- grants stay as they are (docs/decisions.md, 289).
+-- grants stay as they are (docs/decisions.md, 289). A grant with nothing left is not listed in
+-- the grants zset (decision 305).
 --
 -- KEYS[1] user_credits   hash { loaded, g:<grant_id> -> remaining, revoked:<grant_id> }
 -- KEYS[2] user_grants    zset grant_id -> expiry (ms)
@@ -24,7 +25,11 @@ local installed = 0
 for index = 2, #ARGV, 3 do
   if redis.call('HEXISTS', KEYS[1], 'revoked:' .. ARGV[index]) == 0 then
     installed = installed + redis.call('HSETNX', KEYS[1], 'g:' .. ARGV[index], ARGV[index + 1])
-    redis.call('ZADD', KEYS[2], ARGV[index + 2], ARGV[index])
+    -- A grant with nothing left stays out of the zset that reserves walk (settle.lua takes
+    -- out those it empties); its field at 0 keeps a stale load from refilling it.
+    if stored_amount(redis.call('HGET', KEYS[1], 'g:' .. ARGV[index]), 'credit') > 0 then
+      redis.call('ZADD', KEYS[2], ARGV[index + 2], ARGV[index])
+    end
   end
 end
 redis.call('HSET', KEYS[1], 'loaded', '1')

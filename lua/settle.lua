@@ -122,7 +122,7 @@ end
 
 -- Credits pay what the base allowance cannot. Worked out from the spend before this charge;
 -- the grants' remaining amounts and their sum are validated as they are read.
-local consumed, taken = {}, {}
+local consumed, taken, exhausted = {}, {}, {}
 local credits_cost = 0
 local user_exists = has_user and exists(7)
 if user_exists and user_mode ~= 'disabled' and user_cap then
@@ -142,18 +142,22 @@ if user_exists and user_mode ~= 'disabled' and user_cap then
       end
     end
     local listed = live_credits(KEYS[9], KEYS[10], admitted_ms)
+    local live_count = #listed
     for grant_id in string.gmatch(credits_state[2] or '', '[^,]+') do
       listed[#listed + 1] = {
         grant_id,
         stored_amount(redis.call('HGET', KEYS[9], 'g:' .. grant_id), 'credit ' .. grant_id),
       }
     end
-    for _, grant in ipairs(listed) do
+    for position, grant in ipairs(listed) do
       if needed <= 0 then break end
       local take = math.min(grant[2], needed)
       if take > 0 then
         local take_text = string.format('%.0f', take)
         taken[#taken + 1] = {'g:' .. grant[1], '-' .. take_text}
+        -- A live grant this empties leaves the grants zset, which every reserve and settle
+        -- walks; its field stays at 0, so a reload does not bring it back (credits-load.lua).
+        if position <= live_count and take == grant[2] then exhausted[#exhausted + 1] = grant[1] end
         consumed[#consumed + 1] = grant[1] .. ':' .. take_text
         credits_cost = credits_cost + take
         needed = needed - take
@@ -233,6 +237,9 @@ elseif has_user then
 end
 for _, change in ipairs(taken) do
   redis.call('HINCRBY', KEYS[9], change[1], change[2])
+end
+for _, grant_id in ipairs(exhausted) do
+  redis.call('ZREM', KEYS[10], grant_id)
 end
 -- Once the user has nothing in flight, what revoked grants kept for it goes too.
 if user_exists and user_mode == 'enforce' and user_cap then

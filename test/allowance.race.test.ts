@@ -205,6 +205,20 @@ describe('product-user allowance', () => {
     expect(await redis.hget(credits.user_credits!, 'g:grant_soon')).toBe('0');
     expect(await redis.hget(credits.user_credits!, 'g:grant_late')).toBe('30');
     expect(await redis.hget(credits.user_credits!, 'g:grant_expired')).toBe('1000');
+    // The emptied grant leaves the zset every reserve walks; a stale reload (Postgres not yet
+    // told of the consumption) neither refills it nor lists it again.
+    expect(await redis.zscore(credits.user_grants!, 'grant_soon')).toBeNull();
+    expect(await redis.zscore(credits.user_grants!, 'grant_late')).not.toBeNull();
+    await scripts.creditsLoad(
+      { user_credits: credits.user_credits!, user_grants: credits.user_grants! },
+      { ttl_ms: '60000' },
+      ['grant_soon', '30', String(now + 3_600_000), 'grant_late', '50', String(now + 86_400_000)],
+    );
+    expect(await redis.hmget(credits.user_credits!, 'g:grant_soon', 'g:grant_late')).toEqual([
+      '0',
+      '30',
+    ]);
+    expect(await redis.zscore(credits.user_grants!, 'grant_soon')).toBeNull();
     expect(await spent(keys.userSpend(orgId, userId, period.key))).toBe(150n);
 
     const entries = (await redis.xrange(keys.usageStream(orgId), '-', '+')) as Array<
