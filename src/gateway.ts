@@ -151,6 +151,23 @@ async function assembleGateway(
 
   const apiKeys = new ApiKeyStore(db, redis, keys, config.AUTH_CACHE_TTL_MS);
 
+  // What /readyz and the scrape (gw_dependency_up) check: every Redis master, and Postgres.
+  const checkDependencies = async (): Promise<Record<string, boolean>> => {
+    const [redisOk, dbOk] = await Promise.all([
+      pingAll(redis),
+      db.query('SELECT 1').then(
+        () => true,
+        () => false,
+      ),
+    ]);
+    return { redis: redisOk, postgres: dbOk };
+  };
+  const metrics = new GatewayMetrics(
+    config.METRICS_ENABLED,
+    () => pendingUsageRecords(redis, keys),
+    { dependencies: checkDependencies, webhookDeliveriesDue: () => webhookDeliveriesDue(db) },
+  );
+
   const instanceId = randomUUID();
   const { loader, budget, wallets } = createMoneyLayer({
     db,
@@ -159,6 +176,7 @@ async function assembleGateway(
     scripts,
     reservationTtlMs: config.RESERVATION_TTL_MS,
     instanceId,
+    observeRebuilds: metrics.accountRebuilt,
   });
   const capPolicies = new CapPolicyStore(db);
   const productUsers = new ProductUserDirectory(db);
@@ -228,22 +246,6 @@ async function assembleGateway(
   );
   catalogTimer.unref();
 
-  // What /readyz and the scrape (gw_dependency_up) check: every Redis master, and Postgres.
-  const checkDependencies = async (): Promise<Record<string, boolean>> => {
-    const [redisOk, dbOk] = await Promise.all([
-      pingAll(redis),
-      db.query('SELECT 1').then(
-        () => true,
-        () => false,
-      ),
-    ]);
-    return { redis: redisOk, postgres: dbOk };
-  };
-  const metrics = new GatewayMetrics(
-    config.METRICS_ENABLED,
-    () => pendingUsageRecords(redis, keys),
-    { dependencies: checkDependencies, webhookDeliveriesDue: () => webhookDeliveriesDue(db) },
-  );
   // Requests this instance leaves unsettled (at the end of a drain, or at all, if killed)
   // are recorded by the others from their drafts once their holds lapse.
   let unsettledAtExit = 0;

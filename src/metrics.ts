@@ -50,6 +50,16 @@ export class GatewayMetrics {
     'gw_usage_dead_letters_total',
     'Usage stream entries moved to usage_dead_letters (Postgres refused the row, or not a record); each needs an operator',
   );
+  readonly accountRebuilds = this.counter(
+    'gw_account_rebuilds_total',
+    'Accounts rebuilt from the ledger because Redis did not have them (a new period, a lost key), by account and outcome (gave_up: the request answered 503)',
+    ['account', 'outcome'],
+  );
+  readonly accountRebuildRemeasures = this.counter(
+    'gw_account_rebuild_remeasures_total',
+    'Measurements of an account rebuild that could not be used and were taken again',
+    ['account'],
+  );
   readonly settleSpooled = this.counter(
     'gw_settle_spooled_total',
     'Settles that failed after the vendor answered and were written to the local settle spool',
@@ -160,6 +170,16 @@ export class GatewayMetrics {
   ): Counter<Label> {
     return new Counter({ name, help, labelNames, registers: [this.registry] });
   }
+
+  /** How an account rebuild ended (src/billing/account-rebuild.ts). */
+  readonly accountRebuilt = (
+    account: string,
+    outcome: 'installed' | 'present' | 'gave_up',
+    measurements: number,
+  ): void => {
+    this.accountRebuilds.inc({ account, outcome });
+    if (measurements > 1) this.accountRebuildRemeasures.inc({ account }, measurements - 1);
+  };
 
   requestFinished(route: string, status: number, durationMs: number): void {
     this.requests.inc({ route, status: String(status) });

@@ -258,16 +258,20 @@ describe('an account rebuilt under sustained traffic', () => {
         late.push(await settle(kind, orgId, 500_000n));
         await drain();
       };
+      const outcomes: unknown[][] = [];
       const { loader } = createMoneyLayer({
         db: hookedPool(db, [{ match: LEDGER_SUM, step: traffic, every: true }]),
         redis,
         keys,
         scripts: hookedScripts(scripts, (name) => name.startsWith('account'), traffic, true),
         reservationTtlMs: 60_000,
+        observeRebuilds: (...outcome) => outcomes.push(outcome),
       });
       await loader.load([kind.name], kind.accounts(orgId));
       await drain();
       expect(late.length).toBeGreaterThan(0);
+      // Installed at the first measurement, whatever the traffic (gw_account_rebuilds_total).
+      expect(outcomes).toEqual([[kind.name, 'installed', 1]]);
       await expectExactAfterMoreTraffic(kind, orgId);
     });
   }

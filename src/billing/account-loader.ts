@@ -8,7 +8,12 @@ import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts } from '../redis/scripts.js';
 import { sumNano, type UnwrittenUsage } from '../ledger/unwritten-usage.js';
 import type { UsageRecord } from '../ledger/usage-record.js';
-import { rebuildAccount, type RebuildParts } from './account-rebuild.js';
+import {
+  rebuildAccount,
+  type AccountKind,
+  type RebuildObserver,
+  type RebuildParts,
+} from './account-rebuild.js';
 import type { CapAccount, RequestAccounts, UserAccount } from './budget-store.js';
 import type { WalletService } from './wallets.js';
 
@@ -25,7 +30,14 @@ export const CREDITS_TTL_MS = 40 * 24 * 3600 * 1000;
 /** The expiry score of a grant that never expires. */
 export const NEVER_EXPIRES_MS = 253_402_300_799_000; // 9999-12-31
 
-export type AccountName = 'wallet' | 'org_cap' | 'conn_cap' | 'user';
+export type AccountName = AccountKind;
+
+/** The account each ledger column's sum rebuilds. */
+const KIND_OF_COLUMN = {
+  org_id: 'org_cap',
+  app_connection_id: 'conn_cap',
+  product_user_id: 'user',
+} as const satisfies Record<string, AccountKind>;
 
 /** The usage record's field for each ledger column an account sums. */
 const RECORD_FIELD = {
@@ -43,6 +55,7 @@ export class AccountLoader {
     private readonly scripts: RedisScripts,
     private readonly wallets: WalletService,
     private readonly unwritten: UnwrittenUsage,
+    private readonly observe?: RebuildObserver,
   ) {}
 
   async load(names: readonly AccountName[], accounts: RequestAccounts): Promise<void> {
@@ -99,6 +112,7 @@ export class AccountLoader {
     const field = RECORD_FIELD[column];
     const { start: from, end: to } = period;
     await rebuildAccount(this.rebuildParts(), {
+      kind: KIND_OF_COLUMN[column],
       orgId,
       key,
       field: 'spent',
@@ -120,7 +134,13 @@ export class AccountLoader {
   }
 
   private rebuildParts(): RebuildParts {
-    return { db: this.db, keys: this.keys, scripts: this.scripts, unwritten: this.unwritten };
+    return {
+      db: this.db,
+      keys: this.keys,
+      scripts: this.scripts,
+      unwritten: this.unwritten,
+      observe: this.observe,
+    };
   }
 
   /** A cap's account: what the org (or one of its connections) spent in the cap's period. */

@@ -36,7 +36,21 @@ export class AccountRebuildBusyError extends Error {
   override readonly name = 'AccountRebuildBusyError';
 }
 
+/** The accounts a rebuild installs. */
+export type AccountKind = 'wallet' | 'org_cap' | 'conn_cap' | 'user';
+
+/**
+ * How a rebuild ended: `installed` it, found it `present` (another rebuild installed it), or
+ * `gave_up` (AccountRebuildBusyError: the request answers 503); after how many measurements.
+ */
+export type RebuildObserver = (
+  kind: AccountKind,
+  outcome: 'installed' | 'present' | 'gave_up',
+  measurements: number,
+) => void;
+
 export interface RebuildTarget {
+  readonly kind: AccountKind;
   readonly orgId: string;
   readonly key: string;
   readonly field: 'balance' | 'spent';
@@ -53,15 +67,18 @@ export interface RebuildParts {
   readonly keys: RedisKeys;
   readonly scripts: Pick<RedisScripts, 'accountRebuild'>;
   readonly unwritten: UnwrittenUsage;
+  /** Hears how each rebuild ended (the gateway counts them: gw_account_rebuilds_total). */
+  readonly observe?: RebuildObserver | undefined;
 }
 
 /** Installs `target` unless it is in Redis already (then leaves it untouched). */
 export async function rebuildAccount(parts: RebuildParts, target: RebuildTarget): Promise<void> {
   const { db, keys, scripts, unwritten } = parts;
+  const observe = parts.observe ?? (() => undefined);
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt += 1) {
     // null: the account is in Redis (another rebuild installed it since it was found missing).
     const listing = await unwritten.listRebuild(target.orgId, target.key);
-    if (listing === null) return;
+    if (listing === null) return observe(target.kind, 'present', attempt);
     const deletedBefore = await unwritten.deletions(target.orgId);
     const measured = await readOnlySnapshot(db, async (snapshot) => {
       const cut = await unwritten.cut(target.orgId, unwritten.mark());
@@ -91,10 +108,13 @@ export async function rebuildAccount(parts: RebuildParts, target: RebuildTarget)
           listing,
         },
       )) as [number, string?];
-      if (outcome[0] !== -1) return;
+      if (outcome[0] !== -1) {
+        return observe(target.kind, outcome[0] === 1 ? 'installed' : 'present', attempt + 1);
+      }
     }
     await new Promise((resolve) => setTimeout(resolve, RETRY_PAUSE_MS * (attempt + 1)));
   }
+  observe(target.kind, 'gave_up', MAX_ATTEMPTS);
   throw new AccountRebuildBusyError(
     `account ${target.key} not rebuilt: none of ${MAX_ATTEMPTS} measurements could be used (the usage writer removed records as each cut was taken, or installs kept taking the listing off)`,
   );

@@ -7,6 +7,7 @@ import { UnwrittenUsage } from '../ledger/unwritten-usage.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts } from '../redis/scripts.js';
 import { AccountLoader } from './account-loader.js';
+import type { RebuildObserver } from './account-rebuild.js';
 import { RedisBudgetStore } from './redis-budget-store.js';
 import { WalletService } from './wallets.js';
 
@@ -19,6 +20,8 @@ export interface MoneyLayerParts {
   readonly reservationTtlMs: number;
   /** This gateway instance (named in its requests' in-flight drafts); random when omitted. */
   readonly instanceId?: string;
+  /** Hears how each account rebuild ended (the gateway's metrics). */
+  readonly observeRebuilds?: RebuildObserver;
 }
 
 export interface MoneyLayer {
@@ -31,8 +34,8 @@ export interface MoneyLayer {
 export function createMoneyLayer(parts: MoneyLayerParts): MoneyLayer {
   const { db, redis, keys, scripts } = parts;
   const unwritten = new UnwrittenUsage(redis, db, keys);
-  const wallets = new WalletService(db, redis, keys, scripts, unwritten);
-  const loader = new AccountLoader(db, keys, scripts, wallets, unwritten);
+  const wallets = new WalletService(db, redis, keys, scripts, unwritten, parts.observeRebuilds);
+  const loader = new AccountLoader(db, keys, scripts, wallets, unwritten, parts.observeRebuilds);
   const budget = new RedisBudgetStore(
     redis,
     keys,

@@ -15,7 +15,7 @@ import {
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts } from '../redis/scripts.js';
 import { sumNano, UnwrittenUsage } from '../ledger/unwritten-usage.js';
-import { rebuildAccount } from './account-rebuild.js';
+import { rebuildAccount, type RebuildObserver } from './account-rebuild.js';
 
 /** Who changes a wallet, for its history and the audit log (a dashboard user, or 'cli'). */
 /**
@@ -109,6 +109,7 @@ export class WalletService {
     private readonly scripts: RedisScripts,
     /** Shared with the account loader, so concurrent rebuilds of an org read its stream once. */
     private readonly unwritten = new UnwrittenUsage(redis, db, keys),
+    private readonly observe?: RebuildObserver,
   ) {}
 
   /** The balance according to Postgres alone (ledgerBalanceNano). */
@@ -132,8 +133,15 @@ export class WalletService {
    */
   async loadIntoRedis(orgId: string): Promise<void> {
     await rebuildAccount(
-      { db: this.db, keys: this.keys, scripts: this.scripts, unwritten: this.unwritten },
       {
+        db: this.db,
+        keys: this.keys,
+        scripts: this.scripts,
+        unwritten: this.unwritten,
+        observe: this.observe,
+      },
+      {
+        kind: 'wallet',
         orgId,
         key: this.keys.wallet(orgId),
         field: 'balance',
