@@ -52,7 +52,7 @@ export class GatewayMetrics {
   );
   readonly accountRebuilds = this.counter(
     'gw_account_rebuilds_total',
-    'Accounts rebuilt from the ledger because Redis did not have them (a new period, a lost key), by account and outcome (gave_up: the request answered 503)',
+    'Accounts rebuilt from the ledger because Redis did not have them (a new period, a lost key), by account and outcome (inexact: short by what the writer moved during the measurement, until gw reconcile --repair; gave_up: the request answered 503)',
     ['account', 'outcome'],
   );
   readonly accountRebuildRemeasures = this.counter(
@@ -174,7 +174,7 @@ export class GatewayMetrics {
   /** How an account rebuild ended (src/billing/account-rebuild.ts). */
   readonly accountRebuilt = (
     account: string,
-    outcome: 'installed' | 'present' | 'gave_up',
+    outcome: 'installed' | 'inexact' | 'present' | 'gave_up',
     measurements: number,
   ): void => {
     this.accountRebuilds.inc({ account, outcome });

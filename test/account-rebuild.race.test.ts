@@ -349,6 +349,36 @@ describe('an account lost again while a rebuild is under way', () => {
   }
 });
 
+describe('a rebuild whose every measurement the writer cuts into', () => {
+  it('installs at the last measurement instead of refusing the org (outcome inexact)', async () => {
+    sequence += 1;
+    const orgId = `org_rebuild_${Date.now()}_${sequence}`;
+    const kind = KINDS[0]!;
+    await settle(kind, orgId, 1_000n);
+    await drain();
+    // Before every snapshot, a request settles and the writer moves it (and removes it from
+    // the stream): the deletion count moves between the first read and the cut each time.
+    const traffic: Step = async () => {
+      await settle(kind, orgId, 500_000n);
+      await drain();
+    };
+    const outcomes: unknown[][] = [];
+    const { loader } = createMoneyLayer({
+      db: hookedPool(db, [{ match: /^SELECT 1$/, step: traffic, every: true }]),
+      redis,
+      keys,
+      scripts,
+      reservationTtlMs: 60_000,
+      observeRebuilds: (...outcome) => outcomes.push(outcome),
+    });
+    await loader.load([kind.name], kind.accounts(orgId));
+    await drain();
+    expect(outcomes).toEqual([[kind.name, 'inexact', 8]]);
+    // Here each record moved before the snapshot, so the amount is right all the same.
+    await expectExactAfterMoreTraffic(kind, orgId);
+  });
+});
+
 describe('gw reconcile --repair and a rebuild', () => {
   it('does not move an account rebuilt after the drift was measured', async () => {
     sequence += 1;

@@ -38,10 +38,13 @@ export async function withTransaction<T>(
 export async function readOnlySnapshot<T>(
   db: DbPool,
   work: (client: DbClient) => Promise<T>,
+  /** Runs once a connection is held, just before the snapshot is taken (no pool wait after). */
+  beforeSnapshot?: () => Promise<void>,
 ): Promise<T> {
   const client = await db.connect();
   try {
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    await beforeSnapshot?.();
     await client.query('SELECT 1'); // the snapshot is taken at the first statement
     return await work(client);
   } finally {
