@@ -46,6 +46,30 @@ const RECORD_FIELD = {
   product_user_id: 'productUserId',
 } as const;
 
+/**
+ * What `column = id` spent over `period`: the ledger's sum (read through `client`, a rebuild's
+ * snapshot or reconcile's) plus the records in `unwritten` the ledger does not have yet.
+ */
+export async function spentNano(
+  client: Pick<DbClient, 'query'>,
+  unwritten: readonly UsageRecord[],
+  column: keyof typeof RECORD_FIELD,
+  id: string,
+  period: { readonly start: Date; readonly end: Date },
+): Promise<bigint> {
+  const { start, end } = period;
+  const { rows } = await client.query<{ spent: string }>(
+    `SELECT COALESCE(sum(sell_cost), 0)::text AS spent FROM usage_records
+      WHERE ${column} = $1 AND created_at >= $2 AND created_at < $3`,
+    [id, start, end],
+  );
+  const field = RECORD_FIELD[column];
+  const pending = unwritten.filter(
+    (record) => record[field] === id && record.createdAt >= start && record.createdAt < end,
+  );
+  return numericToNano(rows[0]!.spent) + sumNano(pending, (record) => record.sellCostNano);
+}
+
 export class AccountLoader {
   private readonly loading = new Map<string, Promise<void>>();
 
@@ -109,27 +133,16 @@ export class AccountLoader {
     key: string,
     period: CapAccount['period'],
   ): Promise<void> {
-    const field = RECORD_FIELD[column];
-    const { start: from, end: to } = period;
     await rebuildAccount(this.rebuildParts(), {
       kind: KIND_OF_COLUMN[column],
       orgId,
       key,
       field: 'spent',
-      expireAtMs: to.getTime() + PERIOD_ACCOUNT_GRACE_MS,
+      expireAtMs: period.end.getTime() + PERIOD_ACCOUNT_GRACE_MS,
       // Every entry of the org's stream is the org's; a connection's or a user's mention its id.
       mentioning: column === 'org_id' ? undefined : id,
-      amount: async (snapshot: DbClient, unwritten: readonly UsageRecord[]) => {
-        const { rows } = await snapshot.query<{ spent: string }>(
-          `SELECT COALESCE(sum(sell_cost), 0)::text AS spent FROM usage_records
-            WHERE ${column} = $1 AND created_at >= $2 AND created_at < $3`,
-          [id, from, to],
-        );
-        const pending = unwritten.filter(
-          (record) => record[field] === id && record.createdAt >= from && record.createdAt < to,
-        );
-        return numericToNano(rows[0]!.spent) + sumNano(pending, (record) => record.sellCostNano);
-      },
+      amount: (snapshot: DbClient, unwritten: readonly UsageRecord[]) =>
+        spentNano(snapshot, unwritten, column, id, period),
     });
   }
 

@@ -12,13 +12,14 @@
 // needs two measurements in a row that agree (a top-up is written to Postgres, then Redis),
 // and is a relative change (account-correct.lua), so settles landing meanwhile are kept.
 import { readOnlySnapshot, type DbClient, type DbPool } from '../db/pool.js';
-import { formatNano, numericToNano } from '../money.js';
+import { formatNano } from '../money.js';
 import { monthlyPeriod } from '../periods.js';
 import { masters, type RedisClient } from '../redis/connect.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts } from '../redis/scripts.js';
 import { isUuid, sumNano } from '../ledger/unwritten-usage.js';
 import { usageRecordFromFields, type UsageRecord } from '../ledger/usage-record.js';
+import { spentNano } from './account-loader.js';
 import { ledgerBalanceNano } from './wallets.js';
 
 /** Measurements tried per org before it is reported busy (settling all the time). */
@@ -254,26 +255,16 @@ export class Reconciler {
         values.push(ledger - sumNano(unwritten, (record) => record.walletCostNano));
         continue;
       }
-      const [column, id, field] =
+      const [column, id] =
         account.kind === 'org_cap'
-          ? (['org_id', orgId, 'orgId'] as const)
+          ? (['org_id', orgId] as const)
           : account.kind === 'connection_cap'
-            ? (['app_connection_id', account.appConnectionId!, 'appConnectionId'] as const)
-            : (['product_user_id', account.productUserId!, 'productUserId'] as const);
+            ? (['app_connection_id', account.appConnectionId!] as const)
+            : (['product_user_id', account.productUserId!] as const);
       const start = new Date(account.periodStart!);
       const anchor = account.productUserId ? (anchors.get(account.productUserId) ?? null) : null;
       const end = monthlyPeriod(start, anchor).end;
-      const { rows } = await client.query<{ spent: string }>(
-        `SELECT COALESCE(sum(sell_cost), 0)::text AS spent FROM usage_records
-          WHERE ${column} = $1 AND created_at >= $2 AND created_at < $3`,
-        [id, start, end],
-      );
-      const pending = unwritten.filter(
-        (record) => record[field] === id && record.createdAt >= start && record.createdAt < end,
-      );
-      values.push(
-        numericToNano(rows[0]!.spent) + sumNano(pending, (record) => record.sellCostNano),
-      );
+      values.push(await spentNano(client, unwritten, column, id, { start, end }));
     }
     return values;
   }
