@@ -10,13 +10,8 @@ import type { AccountName } from '../src/billing/account-loader.js';
 import { Reconciler } from '../src/billing/reconcile.js';
 import { createDbPool } from '../src/db/pool.js';
 import { newRequestId } from '../src/ids.js';
-import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
 import { UnwrittenUsage } from '../src/ledger/unwritten-usage.js';
-import { UsageDeadLetters } from '../src/ledger/usage-dead-letters.js';
 import type { UsageRecord } from '../src/ledger/usage-record.js';
-import { UsageStreamWriter } from '../src/ledger/usage-writer.js';
-import { createLogger } from '../src/log.js';
-import { GatewayMetrics } from '../src/metrics.js';
 import { numericToNano } from '../src/money.js';
 import { monthlyPeriod } from '../src/periods.js';
 import { createRedisKeys } from '../src/redis/keys.js';
@@ -25,6 +20,7 @@ import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
 import { hookedPool, hookedScripts, type Step } from './support/interleave.js';
 import { usageRecord } from './support/records.js';
 import { deletePrefix, testRedis } from './support/services.js';
+import { testUsageWriter } from './support/usage-writer.js';
 
 const prefix = uniquePrefix('rebuild');
 const redis = testRedis();
@@ -41,15 +37,7 @@ const { budget: store, loader: plainLoader } = createMoneyLayer({
   reservationTtlMs: 60_000,
 });
 const period = monthlyPeriod(new Date(), null);
-const writer = new UsageStreamWriter(
-  writerRedis,
-  keys,
-  new PostgresUsageSink(db),
-  new UsageDeadLetters(db),
-  createLogger('silent'),
-  new GatewayMetrics(false),
-  { consumerName: 'rebuild-race', batchMaxRows: 100, flushIntervalMs: 20, claimIdleMs: 60_000 },
-);
+const writer = testUsageWriter(writerRedis, keys, db, 'rebuild-race', { claimIdleMs: 60_000 });
 let sequence = 0;
 
 afterAll(async () => {

@@ -11,11 +11,6 @@ import type { CapAccount, RequestAccounts } from '../src/billing/budget-store.js
 import { createMoneyLayer } from '../src/billing/compose.js';
 import { createDbPool } from '../src/db/pool.js';
 import { newRequestId } from '../src/ids.js';
-import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
-import { UsageDeadLetters } from '../src/ledger/usage-dead-letters.js';
-import { UsageStreamWriter } from '../src/ledger/usage-writer.js';
-import { createLogger } from '../src/log.js';
-import { GatewayMetrics } from '../src/metrics.js';
 import { numericToNano } from '../src/money.js';
 import { monthlyPeriod } from '../src/periods.js';
 import { createRedisKeys } from '../src/redis/keys.js';
@@ -23,6 +18,7 @@ import { defineScripts } from '../src/redis/scripts.js';
 import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
 import { usageRecord } from './support/records.js';
 import { deletePrefix, testRedis } from './support/services.js';
+import { testUsageWriter } from './support/usage-writer.js';
 
 const prefix = uniquePrefix('capchange');
 const redis = testRedis();
@@ -33,15 +29,7 @@ const layer = () => createMoneyLayer({ db, redis, keys, scripts, reservationTtlM
 /** Two gateway instances: one has heard of the change, the other not yet. */
 const fresh = layer().budget;
 const stale = layer().budget;
-const writer = new UsageStreamWriter(
-  redis,
-  keys,
-  new PostgresUsageSink(db),
-  new UsageDeadLetters(db),
-  createLogger('silent'),
-  new GatewayMetrics(false),
-  { consumerName: 'cap-change', batchMaxRows: 100, flushIntervalMs: 20, claimIdleMs: 60_000 },
-);
+const writer = testUsageWriter(redis, keys, db, 'cap-change', { claimIdleMs: 60_000 });
 const period = monthlyPeriod(new Date(), null);
 const COST = 1_000n;
 let sequence = 0;

@@ -4,17 +4,14 @@
 // rebuilds still count what the dead letters charged.
 import { afterAll, describe, expect, it } from 'vitest';
 import { createDbPool } from '../src/db/pool.js';
-import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
-import { UsageDeadLetters } from '../src/ledger/usage-dead-letters.js';
 import { usageRecordToFields } from '../src/ledger/usage-record.js';
 import { UnwrittenUsage } from '../src/ledger/unwritten-usage.js';
-import { UsageStreamWriter } from '../src/ledger/usage-writer.js';
-import { createLogger } from '../src/log.js';
 import { GatewayMetrics } from '../src/metrics.js';
 import { createRedisKeys, USAGE_CONSUMER_GROUP } from '../src/redis/keys.js';
 import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
 import { usageRecord } from './support/records.js';
 import { deletePrefix, eventually, testRedis } from './support/services.js';
+import { testUsageWriter } from './support/usage-writer.js';
 
 const prefix = uniquePrefix('deadletter');
 const redis = testRedis();
@@ -49,15 +46,7 @@ describe('usage writer with a poison entry', () => {
     const badId = usageRecord(orgId, 11n, { requestId: 'not-a-uuid' });
     const badIdEntry = await appended(usageRecordToFields(badId));
 
-    const writer = new UsageStreamWriter(
-      writerRedis,
-      keys,
-      new PostgresUsageSink(db),
-      new UsageDeadLetters(db),
-      createLogger('silent'),
-      metrics,
-      { consumerName: 'dl-writer', batchMaxRows: 100, flushIntervalMs: 20, claimIdleMs: 30_000 },
-    );
+    const writer = testUsageWriter(writerRedis, keys, db, 'dl-writer', { metrics });
     writer.start();
     try {
       const rows = await eventually(async () => {

@@ -8,14 +8,13 @@ import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
 import type { UsageRecord } from '../src/ledger/usage-record.js';
 import { usageRecord } from './support/records.js';
 import { UsageStreamWriter } from '../src/ledger/usage-writer.js';
-import { UsageDeadLetters } from '../src/ledger/usage-dead-letters.js';
-import { createLogger } from '../src/log.js';
 import { pendingUsageRecords } from '../src/ledger/usage-backlog.js';
 import { GatewayMetrics } from '../src/metrics.js';
 import { createRedisKeys, USAGE_CONSUMER_GROUP } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
 import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
 import { deletePrefix, eventually, testRedis } from './support/services.js';
+import { testUsageWriter } from './support/usage-writer.js';
 
 const prefix = uniquePrefix('writer');
 const redis = testRedis();
@@ -39,9 +38,7 @@ const settle = (record: UsageRecord, through: RedisBudgetStore = store) =>
     connectionCap: null,
     user: null,
   });
-const logger = createLogger('silent');
 const metrics = new GatewayMetrics(false);
-const deadLetters = new UsageDeadLetters(db);
 
 function usage(orgId: string, sellCostNano: bigint): UsageRecord {
   return usageRecord(orgId, sellCostNano, {
@@ -54,20 +51,7 @@ function usage(orgId: string, sellCostNano: bigint): UsageRecord {
 }
 
 function writer(name: string, claimIdleMs: number): UsageStreamWriter {
-  return new UsageStreamWriter(
-    writerRedis,
-    keys,
-    new PostgresUsageSink(db),
-    deadLetters,
-    logger,
-    metrics,
-    {
-      consumerName: name,
-      batchMaxRows: 100,
-      flushIntervalMs: 20,
-      claimIdleMs,
-    },
-  );
+  return testUsageWriter(writerRedis, keys, db, name, { claimIdleMs, metrics });
 }
 
 async function ledgerRows(
@@ -168,15 +152,11 @@ describe('usage writer', () => {
   });
 
   it('stops at once, not after its pause (a long flush interval does not hold up shutdown)', async () => {
-    const idle = new UsageStreamWriter(
-      writerRedis,
-      createRedisKeys(`${prefix}-idle`), // no streams: the loop pauses a whole interval
-      new PostgresUsageSink(db),
-      deadLetters,
-      logger,
+    // No streams under this prefix: the loop pauses a whole interval.
+    const idle = testUsageWriter(writerRedis, createRedisKeys(`${prefix}-idle`), db, 'idle', {
+      flushIntervalMs: 60_000,
       metrics,
-      { consumerName: 'idle', batchMaxRows: 100, flushIntervalMs: 60_000, claimIdleMs: 30_000 },
-    );
+    });
     idle.start();
     await new Promise((resolve) => setTimeout(resolve, 200)); // into its pause
     const startedMs = Date.now();
@@ -206,15 +186,7 @@ describe('usage writer', () => {
     }
     expect(await pendingLine()).toMatch(/^gw_usage_records_pending 4$/m);
 
-    const backlogWriter = new UsageStreamWriter(
-      writerRedis,
-      backlogKeys,
-      new PostgresUsageSink(db),
-      deadLetters,
-      logger,
-      metrics,
-      { consumerName: 'backlog', batchMaxRows: 100, flushIntervalMs: 20, claimIdleMs: 30_000 },
-    );
+    const backlogWriter = testUsageWriter(writerRedis, backlogKeys, db, 'backlog', { metrics });
     expect(await backlogWriter.drainOnce()).toBe(4);
     expect(await pendingLine()).toMatch(/^gw_usage_records_pending 0$/m);
   });

@@ -11,11 +11,6 @@ import { createMoneyLayer } from '../src/billing/compose.js';
 import { CLI_ACTOR } from '../src/cli/api-key.js';
 import { createDbPool } from '../src/db/pool.js';
 import { newRequestId } from '../src/ids.js';
-import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
-import { UsageDeadLetters } from '../src/ledger/usage-dead-letters.js';
-import { UsageStreamWriter } from '../src/ledger/usage-writer.js';
-import { createLogger } from '../src/log.js';
-import { GatewayMetrics } from '../src/metrics.js';
 import { isGwError } from '../src/errors.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
@@ -23,6 +18,7 @@ import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
 import { hookedPool, hookedScripts, type Step } from './support/interleave.js';
 import { usageRecord } from './support/records.js';
 import { deletePrefix, testRedis } from './support/services.js';
+import { testUsageWriter } from './support/usage-writer.js';
 
 const prefix = uniquePrefix('walletadj');
 const redis = testRedis();
@@ -32,20 +28,9 @@ const keys = createRedisKeys(prefix);
 const scripts = defineScripts(redis);
 /** Settles, and the changes not under a hook, go through this layer. */
 const plain = createMoneyLayer({ db, redis, keys, scripts, reservationTtlMs: 60_000 });
-const writer = new UsageStreamWriter(
-  writerRedis,
-  keys,
-  new PostgresUsageSink(db),
-  new UsageDeadLetters(db),
-  createLogger('silent'),
-  new GatewayMetrics(false),
-  {
-    consumerName: 'wallet-adjust-race',
-    batchMaxRows: 100,
-    flushIntervalMs: 20,
-    claimIdleMs: 60_000,
-  },
-);
+const writer = testUsageWriter(writerRedis, keys, db, 'wallet-adjust-race', {
+  claimIdleMs: 60_000,
+});
 
 afterAll(async () => {
   await deletePrefix(redis, prefix);

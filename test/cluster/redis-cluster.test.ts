@@ -10,11 +10,6 @@ import { apiKeySharedCache } from '../../src/auth/api-key-store.js';
 import { createMoneyLayer } from '../../src/billing/compose.js';
 import { createDbPool } from '../../src/db/pool.js';
 import { pendingUsageRecords } from '../../src/ledger/usage-backlog.js';
-import { PostgresUsageSink } from '../../src/ledger/postgres-usage-sink.js';
-import { UsageDeadLetters } from '../../src/ledger/usage-dead-letters.js';
-import { UsageStreamWriter } from '../../src/ledger/usage-writer.js';
-import { createLogger } from '../../src/log.js';
-import { GatewayMetrics } from '../../src/metrics.js';
 import {
   isCluster,
   keySlot,
@@ -36,6 +31,7 @@ import { connectSubscriber } from '../../src/redis/subscriber.js';
 import { TEST_DATABASE_URL, testRedisTarget, uniquePrefix } from '../support/env.js';
 import { usageRecord } from '../support/records.js';
 import { deletePrefix, eventually, testRedis } from '../support/services.js';
+import { testUsageWriter } from '../support/usage-writer.js';
 
 const prefix = uniquePrefix('cluster');
 const keys = createRedisKeys(prefix);
@@ -162,15 +158,7 @@ describe('the local Redis Cluster', () => {
     }
     expect(await pendingUsageRecords(redis, keys)).toBe(600);
     const writerRedis = testRedis();
-    const writer = new UsageStreamWriter(
-      writerRedis,
-      keys,
-      new PostgresUsageSink(db),
-      new UsageDeadLetters(db),
-      createLogger('silent'),
-      new GatewayMetrics(false),
-      { consumerName: 'cluster-test', batchMaxRows: 100, flushIntervalMs: 20, claimIdleMs: 30_000 },
-    );
+    const writer = testUsageWriter(writerRedis, keys, db, 'cluster-test');
     writer.start();
     try {
       const rows = await eventually(async () => {
