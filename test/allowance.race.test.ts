@@ -109,6 +109,31 @@ async function lastConsumption(orgId: string) {
   >;
   return usageRecordFromFields(entries.at(-1)![1]).creditConsumption;
 }
+/** The keys credits-change.lua takes: a user's USD credits and their period account. */
+const creditKeys = (orgId: string, userId: string, periodKey: string = period.key) => ({
+  user_credits: keys.userCredits(orgId, userId, 'USD'),
+  user_grants: keys.userGrants(orgId, userId, 'USD'),
+  user_spend: keys.userSpend(orgId, userId, periodKey),
+  user_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, userId, periodKey)),
+});
+
+/** Adds a grant of `amount` nano-units, expiring at `expiresAtMs` (in an hour by default). */
+const addGrant = (
+  credits: ReturnType<typeof creditKeys>,
+  grantId: string,
+  amount: string,
+  expiresAtMs: number = Date.now() + 3_600_000,
+) =>
+  scripts.creditsChange(credits, {
+    action: 'add',
+    grant_id: grantId,
+    amount_nano: amount,
+    expires_at_ms: String(expiresAtMs),
+    ttl_ms: '',
+    now_ms: '',
+    keep_held: '',
+  });
+
 describe('product-user allowance', () => {
   it('lets exactly K of 200 concurrent requests through a user cap (enforce)', async () => {
     const orgId = uniqueOrg();
@@ -138,40 +163,11 @@ describe('product-user allowance', () => {
   it('spends credits after the base allowance, earliest-expiring grant first; expired grants count for nothing', async () => {
     const orgId = uniqueOrg();
     const userId = 'pu_credits';
-    const credits = {
-      user_credits: keys.userCredits(orgId, userId, 'USD'),
-      user_grants: keys.userGrants(orgId, userId, 'USD'),
-      user_spend: keys.userSpend(orgId, userId, period.key),
-      user_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, userId, period.key)),
-    };
+    const credits = creditKeys(orgId, userId);
     const now = Date.now();
-    await scripts.creditsChange(credits, {
-      action: 'add',
-      grant_id: 'grant_late',
-      amount_nano: '50',
-      expires_at_ms: String(now + 86_400_000),
-      ttl_ms: '',
-      now_ms: '',
-      keep_held: '',
-    });
-    await scripts.creditsChange(credits, {
-      action: 'add',
-      grant_id: 'grant_soon',
-      amount_nano: '30',
-      expires_at_ms: String(now + 3_600_000),
-      ttl_ms: '',
-      now_ms: '',
-      keep_held: '',
-    });
-    await scripts.creditsChange(credits, {
-      action: 'add',
-      grant_id: 'grant_expired',
-      amount_nano: '1000',
-      expires_at_ms: String(now - 1000),
-      ttl_ms: '',
-      now_ms: '',
-      keep_held: '',
-    });
+    await addGrant(credits, 'grant_late', '50', now + 86_400_000);
+    await addGrant(credits, 'grant_soon', '30', now + 3_600_000);
+    await addGrant(credits, 'grant_expired', '1000', now - 1000);
     const account = accounts(orgId, { user: user(userId, 100n) });
 
     const tooMuch = await store.reserve({
@@ -251,26 +247,13 @@ describe('a grant revoked while requests hold credits', () => {
     const orgId = uniqueOrg();
     const userId = 'pu_revoke_in_flight';
     const spendKey = keys.userSpend(orgId, userId, period.key);
-    const credits = {
-      user_credits: keys.userCredits(orgId, userId, 'USD'),
-      user_grants: keys.userGrants(orgId, userId, 'USD'),
-      user_spend: spendKey,
-      user_spend_expiries: keys.holdExpiries(spendKey),
-    };
+    const credits = creditKeys(orgId, userId);
     const now = Date.now();
     for (const [grantId, amount, expiresInMs] of [
       ['grant_revoked', '30', 3_600_000],
       ['grant_live', '50', 86_400_000],
     ] as const) {
-      await scripts.creditsChange(credits, {
-        action: 'add',
-        grant_id: grantId,
-        amount_nano: amount,
-        expires_at_ms: String(now + expiresInMs),
-        ttl_ms: '',
-        now_ms: '',
-        keep_held: '',
-      });
+      await addGrant(credits, grantId, amount, now + expiresInMs);
     }
     const account = accounts(orgId, { user: user(userId, 0n) });
     const first = newRequestId();
@@ -312,22 +295,8 @@ describe('a grant revoked while requests hold credits', () => {
   it('revoked with nothing in flight, a grant goes at once', async () => {
     const orgId = uniqueOrg();
     const userId = 'pu_revoke_idle';
-    const spendKey = keys.userSpend(orgId, userId, period.key);
-    const credits = {
-      user_credits: keys.userCredits(orgId, userId, 'USD'),
-      user_grants: keys.userGrants(orgId, userId, 'USD'),
-      user_spend: spendKey,
-      user_spend_expiries: keys.holdExpiries(spendKey),
-    };
-    await scripts.creditsChange(credits, {
-      action: 'add',
-      grant_id: 'grant_idle',
-      amount_nano: '30',
-      expires_at_ms: String(Date.now() + 3_600_000),
-      ttl_ms: '',
-      now_ms: '',
-      keep_held: '',
-    });
+    const credits = creditKeys(orgId, userId);
+    await addGrant(credits, 'grant_idle', '30', Date.now() + 3_600_000);
     const account = accounts(orgId, { user: user(userId, 0n) });
     const requestId = newRequestId();
     await store.reserve({ requestId, accounts: account, amountNano: 10n });
@@ -349,27 +318,10 @@ describe('a grant revoked while requests hold credits', () => {
 });
 
 describe('credits reloaded from Postgres while a grant drains', () => {
-  const creditKeys = (orgId: string, userId: string, periodKey: string) => ({
-    user_credits: keys.userCredits(orgId, userId, 'USD'),
-    user_grants: keys.userGrants(orgId, userId, 'USD'),
-    user_spend: keys.userSpend(orgId, userId, periodKey),
-    user_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, userId, periodKey)),
-  });
-  const addGrant = (credits: ReturnType<typeof creditKeys>, grantId: string, amount: string) =>
-    scripts.creditsChange(credits, {
-      action: 'add',
-      grant_id: grantId,
-      amount_nano: amount,
-      expires_at_ms: String(Date.now() + 3_600_000),
-      ttl_ms: '',
-      now_ms: '',
-      keep_held: '',
-    });
-
   it('a reload merges into what is there: the revoked grant keeps what it kept and pays', async () => {
     const orgId = uniqueOrg();
     const userId = 'pu_reload_draining';
-    const credits = creditKeys(orgId, userId, period.key);
+    const credits = creditKeys(orgId, userId);
     await addGrant(credits, 'grant_revoked', '30');
     const account = accounts(orgId, { user: user(userId, 0n) });
     const inFlight = newRequestId();
@@ -434,26 +386,13 @@ describe('a grant that expires while requests hold credits', () => {
     const orgId = uniqueOrg();
     const userId = 'pu_expire_in_flight';
     const spendKey = keys.userSpend(orgId, userId, period.key);
-    const credits = {
-      user_credits: keys.userCredits(orgId, userId, 'USD'),
-      user_grants: keys.userGrants(orgId, userId, 'USD'),
-      user_spend: spendKey,
-      user_spend_expiries: keys.holdExpiries(spendKey),
-    };
+    const credits = creditKeys(orgId, userId);
     const expiresAtMs = Date.now() + 500;
     for (const [grantId, amount, expiry] of [
       ['grant_expiring', '30', expiresAtMs],
       ['grant_live', '50', expiresAtMs + 86_400_000],
     ] as const) {
-      await scripts.creditsChange(credits, {
-        action: 'add',
-        grant_id: grantId,
-        amount_nano: amount,
-        expires_at_ms: String(expiry),
-        ttl_ms: '',
-        now_ms: '',
-        keep_held: '',
-      });
+      await addGrant(credits, grantId, amount, expiry);
     }
     const account = accounts(orgId, { user: user(userId, 0n) });
     const before = newRequestId();
