@@ -722,72 +722,59 @@ describe('the token exchange', () => {
         redirect_uri: CALLBACK,
         ...fields,
       }).toString();
-    const head = (target: string, headers: readonly string[]) =>
-      [`POST ${target} HTTP/1.1`, 'Host: 127.0.0.1', ...headers].join('\r\n');
+    /** A form POST to /oauth/token, head written by hand: `lengths` are its length headers. */
+    const post = (
+      target: string,
+      body: string,
+      lengths: (bytes: number) => readonly string[],
+      headers: readonly string[] = [],
+    ) =>
+      rawRequest(
+        gateway.port,
+        [
+          `POST ${target} HTTP/1.1`,
+          'Host: 127.0.0.1',
+          'Content-Type: application/x-www-form-urlencoded',
+          ...headers,
+          ...lengths(Buffer.byteLength(body)),
+        ].join('\r\n'),
+        body,
+      );
+    const withCode = (code: string, query = '') =>
+      `/oauth/token?code=${encodeURIComponent(code)}${query}`;
+    const declared = (bytes: number) => [`Content-Length: ${bytes}`];
+    const tooLarge = () => [`Content-Length: ${5 * 1024 * 1024}`];
     const refusals: Array<[string, number, string, (code: string) => Promise<RawAnswer>]> = [
       [
         'a body over the limit (declared)',
         413,
         'gw_body_too_large',
-        (code) =>
-          rawRequest(
-            gateway.port,
-            head(`/oauth/token?code=${encodeURIComponent(code)}`, [
-              'Content-Type: application/x-www-form-urlencoded',
-              `Content-Length: ${5 * 1024 * 1024}`,
-            ]),
-            'grant_type=authorization_code',
-          ),
+        (code) => post(withCode(code), 'grant_type=authorization_code', tooLarge),
       ],
       [
         'a header sent twice',
         400,
         'gw_invalid_request',
-        (code) => {
-          const body = form({ code: 'not-this-one' });
-          return rawRequest(
-            gateway.port,
-            head(`/oauth/token?code=${encodeURIComponent(code)}`, [
-              'Content-Type: application/x-www-form-urlencoded',
-              'Content-Type: application/x-www-form-urlencoded',
-              `Content-Length: ${Buffer.byteLength(body)}`,
-            ]),
-            body,
-          );
-        },
+        (code) =>
+          post(withCode(code), form({ code: 'not-this-one' }), declared, [
+            'Content-Type: application/x-www-form-urlencoded',
+          ]),
       ],
       [
         'a query parameter Postgres cannot store',
         400,
         'gw_invalid_request',
-        (code) => {
-          const body = form({});
-          return rawRequest(
-            gateway.port,
-            head(`/oauth/token?code=${encodeURIComponent(code)}&x=%00`, [
-              'Content-Type: application/x-www-form-urlencoded',
-              `Content-Length: ${Buffer.byteLength(body)}`,
-            ]),
-            body,
-          );
-        },
+        (code) => post(withCode(code, '&x=%00'), form({}), declared),
       ],
       [
         'conflicting framing',
         400,
         'gw_invalid_request',
-        (code) => {
-          const body = form({});
-          return rawRequest(
-            gateway.port,
-            head(`/oauth/token?code=${encodeURIComponent(code)}`, [
-              'Content-Type: application/x-www-form-urlencoded',
-              `Content-Length: ${Buffer.byteLength(body)}`,
-              `Content-Length: ${Buffer.byteLength(body) + 1}`,
-            ]),
-            body,
-          );
-        },
+        (code) =>
+          post(withCode(code), form({}), (bytes) => [
+            `Content-Length: ${bytes}`,
+            `Content-Length: ${bytes + 1}`,
+          ]),
       ],
     ];
     for (const [name, status, gwCode, send] of refusals) {
@@ -810,15 +797,12 @@ describe('the token exchange', () => {
     // A code only in a body that was too large to be read was never seen: it still works
     // (docs/decisions.md 292).
     const unread = await freshCode(publicClient);
-    const tooLarge = await rawRequest(
-      gateway.port,
-      head('/oauth/token', [
-        'Content-Type: application/x-www-form-urlencoded',
-        `Content-Length: ${5 * 1024 * 1024}`,
-      ]),
+    const unreadAnswer = await post(
+      '/oauth/token',
       form({ code: unread.code, code_verifier: unread.verifier }),
+      tooLarge,
     );
-    expect(tooLarge.status).toBe(413);
+    expect(unreadAnswer.status).toBe(413);
     const exchanged = await exchange(publicClient, {
       code: unread.code,
       redirect_uri: CALLBACK,
