@@ -337,6 +337,83 @@ describe('an account lost again while a rebuild is under way', () => {
   }
 });
 
+describe("a month's start: many accounts of one org rebuilt at once", () => {
+  it('shares each measurement among the rebuilds waiting, and installs every account exactly', async () => {
+    sequence += 1;
+    const orgId = `org_rebuild_${Date.now()}_${sequence}`;
+    const users = Array.from({ length: 30 }, (_, index) => `pu_${orgId}_${index}`);
+    const accountsOf = (user: string): RequestAccounts => ({
+      ...base(orgId),
+      walletPays: true,
+      orgCap: { capNano: 10n ** 12n, period },
+      user: { productUserId: user, capNano: null, creditMode: 'track_only', period },
+    });
+    const settleFor = async (user: string, costNano: bigint): Promise<void> => {
+      const settled = usageRecord(orgId, costNano, {
+        requestId: newRequestId(),
+        appConnectionId: connectionOf(orgId),
+        productUserId: user,
+        walletCostNano: costNano,
+        reservedNano: 0n,
+      });
+      expect(await store.settle(settled, accountsOf(user))).toBe('settled');
+    };
+    // Each user: spend in the ledger and spend still in the stream; the org's wallet and
+    // cap are missing too.
+    for (const [index, user] of users.entries()) await settleFor(user, BigInt(1_000 + index));
+    await drain();
+    for (const [index, user] of users.entries()) await settleFor(user, BigInt(20_000 + index));
+    // While the first measurement sums the ledger, every user settles again (on a missing
+    // account: the rebuild must count it from its listing).
+    const snapshots: string[] = [];
+    const outcomes: unknown[][] = [];
+    const { loader } = createMoneyLayer({
+      db: hookedPool(db, [
+        {
+          match: /^BEGIN ISOLATION LEVEL REPEATABLE READ/,
+          step: async () => {
+            snapshots.push('snapshot');
+          },
+          every: true,
+        },
+        {
+          match: LEDGER_SUM,
+          step: async () => {
+            for (const user of users) await settleFor(user, 300_000n);
+          },
+        },
+      ]),
+      redis,
+      keys,
+      scripts,
+      reservationTtlMs: 60_000,
+      observeRebuilds: (...outcome) => outcomes.push(outcome),
+    });
+    await Promise.all(
+      users.map((user) => loader.load(['wallet', 'org_cap', 'user'], accountsOf(user))),
+    );
+    await drain();
+
+    // 32 accounts, each installed at its first measurement, in a handful of snapshots (the
+    // wallet's, the cap's, then the users' in two or three turns; one per account before
+    // decision 306).
+    expect(outcomes).toHaveLength(32);
+    for (const outcome of outcomes) expect(outcome.slice(1)).toEqual(['installed', 1]);
+    expect(snapshots.length).toBeLessThan(8);
+    const live = async (key: string, field: string): Promise<bigint> =>
+      BigInt((await redis.hget(key, field)) ?? 'NaN');
+    for (const user of users) {
+      expect(await live(keys.userSpend(orgId, user, period.key), 'spent')).toBe(
+        await spentInLedger('product_user_id', user),
+      );
+    }
+    const orgSpent = await spentInLedger('org_id', orgId);
+    expect(orgSpent).toBe(30n * (1_000n + 20_000n + 300_000n) + 2n * 435n);
+    expect(await live(keys.orgCap(orgId, period.key), 'spent')).toBe(orgSpent);
+    expect(await live(keys.wallet(orgId), 'balance')).toBe(-orgSpent);
+  });
+});
+
 describe('a rebuild whose every measurement the writer cuts into', () => {
   it('installs at the last measurement instead of refusing the org (outcome inexact)', async () => {
     sequence += 1;

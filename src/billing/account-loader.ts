@@ -8,12 +8,7 @@ import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts } from '../redis/scripts.js';
 import { sumNano, type UnwrittenUsage } from '../ledger/unwritten-usage.js';
 import type { UsageRecord } from '../ledger/usage-record.js';
-import {
-  rebuildAccount,
-  type AccountKind,
-  type RebuildObserver,
-  type RebuildParts,
-} from './account-rebuild.js';
+import { AccountRebuilder, type AccountKind } from './account-rebuild.js';
 import type { CapAccount, RequestAccounts, UserAccount } from './budget-store.js';
 import type { WalletService } from './wallets.js';
 
@@ -70,6 +65,13 @@ export async function spentNano(
   return numericToNano(rows[0]!.spent) + sumNano(pending, (record) => record.sellCostNano);
 }
 
+/** A grant as the ledger has it: what is left on it (decimal text) and when it expires. */
+interface ActiveGrant {
+  readonly id: string;
+  readonly remaining: string;
+  readonly expires_at: Date | null;
+}
+
 export class AccountLoader {
   private readonly loading = new Map<string, Promise<void>>();
 
@@ -79,7 +81,8 @@ export class AccountLoader {
     private readonly scripts: RedisScripts,
     private readonly wallets: WalletService,
     private readonly unwritten: UnwrittenUsage,
-    private readonly observe?: RebuildObserver,
+    /** Shared with the wallet service: one org's rebuilds share their measurements. */
+    private readonly rebuilder = new AccountRebuilder({ db, keys, scripts, unwritten }),
   ) {}
 
   async load(names: readonly AccountName[], accounts: RequestAccounts): Promise<void> {
@@ -133,27 +136,15 @@ export class AccountLoader {
     key: string,
     period: CapAccount['period'],
   ): Promise<void> {
-    await rebuildAccount(this.rebuildParts(), {
+    await this.rebuilder.rebuild({
       kind: KIND_OF_COLUMN[column],
       orgId,
       key,
       field: 'spent',
       expireAtMs: period.end.getTime() + PERIOD_ACCOUNT_GRACE_MS,
-      // Every entry of the org's stream is the org's; a connection's or a user's mention its id.
-      mentioning: column === 'org_id' ? undefined : id,
       amount: (snapshot: DbClient, unwritten: readonly UsageRecord[]) =>
         spentNano(snapshot, unwritten, column, id, period),
     });
-  }
-
-  private rebuildParts(): RebuildParts {
-    return {
-      db: this.db,
-      keys: this.keys,
-      scripts: this.scripts,
-      unwritten: this.unwritten,
-      observe: this.observe,
-    };
   }
 
   /** A cap's account: what the org (or one of its connections) spent in the cap's period. */
@@ -168,8 +159,7 @@ export class AccountLoader {
   private async loadUser(orgId: string, user: UserAccount): Promise<void> {
     // The credits first: once the account is there, no request loads them again until they
     // go, so they must have been loaded (their expiry pushed past the account's) before it.
-    const unwritten = await this.unwritten.forOrg(orgId, user.productUserId);
-    await this.installCredits(orgId, user.productUserId, SETTLEMENT_CURRENCY, unwritten);
+    await this.installCredits(orgId, user.productUserId, SETTLEMENT_CURRENCY);
     await this.loadSpent(
       orgId,
       'product_user_id',
@@ -184,31 +174,30 @@ export class AccountLoader {
    * the user's account; the profile asks for others), unless another load is running.
    */
   async loadCredits(orgId: string, productUserId: string, currency: string): Promise<void> {
-    await this.once(this.keys.userCredits(orgId, productUserId, currency), async () => {
-      const unwritten = await this.unwritten.forOrg(orgId, productUserId);
-      await this.installCredits(orgId, productUserId, currency, unwritten);
-    });
+    await this.once(this.keys.userCredits(orgId, productUserId, currency), () =>
+      this.installCredits(orgId, productUserId, currency),
+    );
   }
 
-  /** Merges the user's active grants in `currency`, less what unwritten usage took, into Redis. */
+  /**
+   * Merges the user's active grants in `currency`, less what unwritten usage took, into Redis.
+   * A user with no active grant (most users, at first sight) costs one query and no read of
+   * the org's stream: no unwritten record can have drawn on a grant that does not exist, and a
+   * grant added meanwhile goes to Redis itself (credits-change.lua).
+   */
   private async installCredits(
     orgId: string,
     productUserId: string,
     currency: string,
-    unwritten: readonly UsageRecord[],
   ): Promise<void> {
-    const { rows } = await this.db.query<{
-      id: string;
-      remaining: string;
-      expires_at: Date | null;
-    }>(
-      `SELECT g.id, (g.amount - COALESCE(sum(c.amount), 0))::text AS remaining, g.expires_at
-         FROM credit_grants g LEFT JOIN credit_consumptions c ON c.grant_id = g.id
-        WHERE g.product_user_id = $1 AND g.currency = $2 AND g.status = 'active'
-          AND (g.expires_at IS NULL OR g.expires_at > now())
-        GROUP BY g.id`,
-      [productUserId, currency],
-    );
+    let rows = await this.activeGrants(productUserId, currency);
+    let unwritten: readonly UsageRecord[] = [];
+    if (rows.length > 0) {
+      // The stream first, then the grants again: a record the writer moves in between is
+      // counted in both (taken twice from its grant), never in neither.
+      unwritten = await this.unwritten.forOrg(orgId, productUserId);
+      rows = await this.activeGrants(productUserId, currency);
+    }
     // What grants paid for usage that is not in the ledger yet is not left on them either.
     const unwrittenConsumption = new Map<string, bigint>();
     for (const record of unwritten) {
@@ -229,5 +218,18 @@ export class AccountLoader {
       { ttl_ms: String(CREDITS_TTL_MS) },
       triples,
     );
+  }
+
+  /** The user's active grants in `currency` and what is left on each, per the ledger. */
+  private async activeGrants(productUserId: string, currency: string): Promise<ActiveGrant[]> {
+    const { rows } = await this.db.query<ActiveGrant>(
+      `SELECT g.id, (g.amount - COALESCE(sum(c.amount), 0))::text AS remaining, g.expires_at
+         FROM credit_grants g LEFT JOIN credit_consumptions c ON c.grant_id = g.id
+        WHERE g.product_user_id = $1 AND g.currency = $2 AND g.status = 'active'
+          AND (g.expires_at IS NULL OR g.expires_at > now())
+        GROUP BY g.id`,
+      [productUserId, currency],
+    );
+    return rows;
   }
 }

@@ -17,6 +17,8 @@
 // again): what settled after the cut, none of it in the
 // snapshot, wherever the writer has moved it meanwhile (decision 304: a busy org's rebuild
 // is not refused for its traffic). A record settled after the install is charged by settle.
+// Steps 1 to 3 (a measurement) serve every rebuild of the org that listed its account before
+// they began (decision 306); the proof above holds for each, since each listing came first.
 import { randomBytes } from 'node:crypto';
 import { readOnlySnapshot, type DbClient, type DbPool } from '../db/pool.js';
 import type { RedisKeys } from '../redis/keys.js';
@@ -40,7 +42,7 @@ export class AccountRebuildBusyError extends Error {
 export type AccountKind = 'wallet' | 'org_cap' | 'conn_cap' | 'user';
 
 /**
- * How a rebuild ended: `installed` it, installed it `inexact` (see rebuildAccount), found it
+ * How a rebuild ended: `installed` it, installed it `inexact` (see AccountRebuilder.measure), found it
  * `present` (another rebuild installed it), or `gave_up` (AccountRebuildBusyError: the
  * request answers 503); after how many measurements.
  */
@@ -57,9 +59,10 @@ export interface RebuildTarget {
   readonly field: 'balance' | 'spent';
   /** When the account goes (a period's end and its grace); null: never (the wallet). */
   readonly expireAtMs: number | null;
-  /** Only stream entries that mention this id are parsed (a connection's, a user's). */
-  readonly mentioning?: string | undefined;
-  /** The account's amount from the ledger snapshot and the records it does not have. */
+  /**
+   * The account's amount from the ledger snapshot and the org's records it does not have
+   * (every one of them: each target takes its own).
+   */
   amount(snapshot: DbClient, unwritten: readonly UsageRecord[]): Promise<bigint>;
 }
 
@@ -72,67 +75,156 @@ export interface RebuildParts {
   readonly observe?: RebuildObserver | undefined;
 }
 
-/** Installs `target` unless it is in Redis already (then leaves it untouched). */
-export async function rebuildAccount(parts: RebuildParts, target: RebuildTarget): Promise<void> {
-  const { db, keys, scripts, unwritten } = parts;
-  const observe = parts.observe ?? (() => undefined);
-  for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt += 1) {
-    // null: the account is in Redis (another rebuild installed it since it was found missing).
-    const listing = await unwritten.listRebuild(target.orgId, target.key);
-    if (listing === null) return observe(target.kind, 'present', attempt);
+/** One measurement of one account: its amount at the cut, and the cut's `rebuilds` field. */
+interface Measured {
+  readonly missedAtCut: string;
+  readonly exact: boolean;
+  readonly amount: bigint;
+}
+
+/** A rebuild waiting for its org's next measurement. */
+interface Waiting {
+  readonly target: RebuildTarget;
+  readonly listing: string;
+  readonly lastTry: boolean;
+  /** undefined: this measurement cannot be used (measure again). */
+  readonly done: (measured: Measured | undefined) => void;
+  readonly failed: (error: unknown) => void;
+}
+
+/** At most this many accounts share one measurement (one snapshot, one cut). */
+const MAX_BATCH = 500;
+
+/**
+ * Rebuilds accounts missing from Redis. The rebuilds of one org share their measurements: one
+ * runs at a time per org (one pool connection, one ledger snapshot, one cut of the org's
+ * stream, each record parsed once), and every rebuild that arrives meanwhile waits for the
+ * next, which starts when it ends (docs/decisions.md, 306). A month's start, when each product
+ * user's first request rebuilds its period account, costs a few measurements per org, not one
+ * per user.
+ */
+export class AccountRebuilder {
+  /** Orgs measuring now, each with the rebuilds waiting for its next measurement. */
+  private readonly waiting = new Map<string, Waiting[]>();
+
+  constructor(private readonly parts: RebuildParts) {}
+
+  /** Installs `target` unless it is in Redis already (then leaves it untouched). */
+  async rebuild(target: RebuildTarget): Promise<void> {
+    const { keys, scripts, unwritten } = this.parts;
+    const observe = this.parts.observe ?? (() => undefined);
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt += 1) {
+      // null: the account is in Redis (another rebuild installed it since it was found missing).
+      const listing = await unwritten.listRebuild(target.orgId, target.key);
+      if (listing === null) return observe(target.kind, 'present', attempt);
+      const lastTry = attempt === MAX_ATTEMPTS - 1;
+      const measured = await new Promise<Measured | undefined>((done, failed) =>
+        this.enqueue({ target, listing, lastTry, done, failed }),
+      );
+      if (measured) {
+        const outcome = (await scripts.accountRebuild(
+          {
+            account: target.key,
+            expiries: keys.holdExpiries(target.key),
+            rebuilds: keys.rebuilds(target.orgId),
+          },
+          {
+            field: target.field,
+            amount_nano: measured.amount.toString(),
+            expire_at_ms: target.expireAtMs === null ? '' : String(target.expireAtMs),
+            missed_at_cut: measured.missedAtCut,
+            generation: randomBytes(8).toString('hex'),
+            listing_field: listingField(target.key),
+            listing,
+          },
+        )) as [number, string?];
+        if (outcome[0] !== -1) {
+          const installed = measured.exact ? 'installed' : 'inexact';
+          return observe(target.kind, outcome[0] === 1 ? installed : 'present', attempt + 1);
+        }
+      }
+      await new Promise((resolve) => setTimeout(resolve, RETRY_PAUSE_MS * (attempt + 1)));
+    }
+    observe(target.kind, 'gave_up', MAX_ATTEMPTS);
+    throw new AccountRebuildBusyError(
+      `account ${target.key} not rebuilt: installs took its listing off during each of ${MAX_ATTEMPTS} measurements`,
+    );
+  }
+
+  /**
+   * Joins the org's next measurement: starts one now if none runs, else waits for the one
+   * after the running one (whose snapshot may be older than this rebuild's listing).
+   */
+  private enqueue(rebuild: Waiting): void {
+    const orgId = rebuild.target.orgId;
+    const queued = this.waiting.get(orgId);
+    if (queued) {
+      queued.push(rebuild);
+      return;
+    }
+    this.waiting.set(orgId, []);
+    void this.measureInTurn(orgId, [rebuild]);
+  }
+
+  private async measureInTurn(orgId: string, first: Waiting[]): Promise<void> {
+    for (let batch = first; batch.length > 0;) {
+      try {
+        await this.measure(orgId, batch);
+      } catch (error) {
+        // Those already answered keep their answer (a promise settles once).
+        for (const rebuild of batch) rebuild.failed(error);
+      }
+      batch = this.waiting.get(orgId)!.splice(0, MAX_BATCH);
+    }
+    this.waiting.delete(orgId);
+  }
+
+  /**
+   * One measurement for `batch`, all of one org: the stream's deletion count, a ledger
+   * snapshot, then the cut (see the top of this file). Answers each rebuild: its amount, or
+   * undefined when it must measure again.
+   */
+  private async measure(orgId: string, batch: readonly Waiting[]): Promise<void> {
+    const { db, unwritten } = this.parts;
     // Read with a connection in hand, so that the window to the cut is a few round trips,
-    // not a wait for the pool (a month's start rebuilds thousands of accounts at once).
+    // not a wait for the pool.
     let deletedBefore = Number.NaN;
-    const lastTry = attempt === MAX_ATTEMPTS - 1;
-    const measured = await readOnlySnapshot(
+    await readOnlySnapshot(
       db,
       async (snapshot) => {
-        const cut = await unwritten.cut(target.orgId, unwritten.mark());
-        // Listed before the cut was sent, the account is in it with this listing's token unless
-        // an install took it off meanwhile (then the account is back, or was lost again and
-        // listed anew: measure again).
-        const missedAtCut = cut.missed.get(target.key);
-        const listed = cut.missed.get(listingField(target.key)) === listing;
-        if (missedAtCut === undefined || !listed) return undefined;
+        const cut = await unwritten.cut(orgId);
         // A record the writer committed after the snapshot and removed before the cut is in
         // neither. Measured again; the last time, installed anyway (`inexact`: short by what
         // the writer moved in that window, which `gw reconcile --repair` restores) rather than
         // refusing the org's requests with 503 while its traffic goes on.
         const exact = cut.deletions === deletedBefore;
-        if (!exact && !lastTry) return undefined;
-        const records = await unwritten.unwrittenAt(snapshot, target.orgId, cut, target.mentioning);
-        return { missedAtCut, exact, amount: await target.amount(snapshot, records) };
+        const usable: Array<{ rebuild: Waiting; missedAtCut: string }> = [];
+        for (const rebuild of batch) {
+          // Listed before the cut was sent, the account is in it with this listing's token
+          // unless an install took it off meanwhile (then the account is back, or was lost
+          // again and listed anew: measure again).
+          const key = rebuild.target.key;
+          const missedAtCut = cut.missed.get(key);
+          const listed = cut.missed.get(listingField(key)) === rebuild.listing;
+          if (missedAtCut === undefined || !listed || !(exact || rebuild.lastTry)) {
+            rebuild.done(undefined);
+          } else {
+            usable.push({ rebuild, missedAtCut });
+          }
+        }
+        if (usable.length === 0) return;
+        const records = await unwritten.unwrittenAt(snapshot, orgId, cut);
+        for (const { rebuild, missedAtCut } of usable) {
+          rebuild.done({
+            missedAtCut,
+            exact,
+            amount: await rebuild.target.amount(snapshot, records),
+          });
+        }
       },
       async () => {
-        deletedBefore = await unwritten.deletions(target.orgId);
+        deletedBefore = await unwritten.deletions(orgId);
       },
     );
-    if (measured) {
-      const outcome = (await scripts.accountRebuild(
-        {
-          account: target.key,
-          expiries: keys.holdExpiries(target.key),
-          rebuilds: keys.rebuilds(target.orgId),
-        },
-        {
-          field: target.field,
-          amount_nano: measured.amount.toString(),
-          expire_at_ms: target.expireAtMs === null ? '' : String(target.expireAtMs),
-          missed_at_cut: measured.missedAtCut,
-          generation: randomBytes(8).toString('hex'),
-          listing_field: listingField(target.key),
-          listing,
-        },
-      )) as [number, string?];
-      if (outcome[0] !== -1) {
-        const installed = measured.exact ? 'installed' : 'inexact';
-        return observe(target.kind, outcome[0] === 1 ? installed : 'present', attempt + 1);
-      }
-    }
-    await new Promise((resolve) => setTimeout(resolve, RETRY_PAUSE_MS * (attempt + 1)));
   }
-  observe(target.kind, 'gave_up', MAX_ATTEMPTS);
-  throw new AccountRebuildBusyError(
-    `account ${target.key} not rebuilt: installs took its listing off during each of ${MAX_ATTEMPTS} measurements`,
-  );
 }

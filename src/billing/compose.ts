@@ -7,7 +7,7 @@ import { UnwrittenUsage } from '../ledger/unwritten-usage.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts } from '../redis/scripts.js';
 import { AccountLoader } from './account-loader.js';
-import type { RebuildObserver } from './account-rebuild.js';
+import { AccountRebuilder, type RebuildObserver } from './account-rebuild.js';
 import { RedisBudgetStore } from './redis-budget-store.js';
 import { WalletService } from './wallets.js';
 
@@ -34,8 +34,15 @@ export interface MoneyLayer {
 export function createMoneyLayer(parts: MoneyLayerParts): MoneyLayer {
   const { db, redis, keys, scripts } = parts;
   const unwritten = new UnwrittenUsage(redis, db, keys);
-  const wallets = new WalletService(db, redis, keys, scripts, unwritten, parts.observeRebuilds);
-  const loader = new AccountLoader(db, keys, scripts, wallets, unwritten, parts.observeRebuilds);
+  const rebuilder = new AccountRebuilder({
+    db,
+    keys,
+    scripts,
+    unwritten,
+    observe: parts.observeRebuilds,
+  });
+  const wallets = new WalletService(db, redis, keys, scripts, unwritten, rebuilder);
+  const loader = new AccountLoader(db, keys, scripts, wallets, unwritten, rebuilder);
   const budget = new RedisBudgetStore(
     redis,
     keys,

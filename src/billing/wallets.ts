@@ -15,7 +15,7 @@ import {
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts } from '../redis/scripts.js';
 import { sumNano, UnwrittenUsage } from '../ledger/unwritten-usage.js';
-import { rebuildAccount, type RebuildObserver } from './account-rebuild.js';
+import { AccountRebuilder } from './account-rebuild.js';
 
 /** Who changes a wallet, for its history and the audit log (a dashboard user, or 'cli'). */
 /**
@@ -109,7 +109,8 @@ export class WalletService {
     private readonly scripts: RedisScripts,
     /** Shared with the account loader, so concurrent rebuilds of an org read its stream once. */
     private readonly unwritten = new UnwrittenUsage(redis, db, keys),
-    private readonly observe?: RebuildObserver,
+    /** Shared with the account loader: one org's rebuilds share their measurements. */
+    private readonly rebuilder = new AccountRebuilder({ db, keys, scripts, unwritten }),
   ) {}
 
   /** The balance according to Postgres alone (ledgerBalanceNano). */
@@ -132,25 +133,16 @@ export class WalletService {
    * settles while it is rebuilt (account-rebuild.ts).
    */
   async loadIntoRedis(orgId: string): Promise<void> {
-    await rebuildAccount(
-      {
-        db: this.db,
-        keys: this.keys,
-        scripts: this.scripts,
-        unwritten: this.unwritten,
-        observe: this.observe,
-      },
-      {
-        kind: 'wallet',
-        orgId,
-        key: this.keys.wallet(orgId),
-        field: 'balance',
-        expireAtMs: null,
-        amount: async (snapshot, unwritten) =>
-          (await this.ledgerBalanceNano(orgId, snapshot)) -
-          sumNano(unwritten, (record) => record.walletCostNano),
-      },
-    );
+    await this.rebuilder.rebuild({
+      kind: 'wallet',
+      orgId,
+      key: this.keys.wallet(orgId),
+      field: 'balance',
+      expireAtMs: null,
+      amount: async (snapshot, unwritten) =>
+        (await this.ledgerBalanceNano(orgId, snapshot)) -
+        sumNano(unwritten, (record) => record.walletCostNano),
+    });
   }
 
   /**

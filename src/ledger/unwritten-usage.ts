@@ -51,12 +51,8 @@ export interface StreamCut {
 }
 
 export class UnwrittenUsage {
-  /** One stream read per org at a time: the rebuilds that need it together share it. */
+  /** One stream read per org at a time: the credit loads that need it together share it. */
   private readonly reading = new Map<string, Promise<StreamEntry[]>>();
-  /** The cut of each org's stream being read, and when (in `events`) its read was sent. */
-  private readonly cutting = new Map<string, { sentAt: number; cut: Promise<StreamCut> }>();
-  /** Counts events in this process: a cut sent after a rebuild's mark may serve it. */
-  private events = 0;
 
   constructor(
     private readonly redis: RedisClient,
@@ -108,15 +104,6 @@ export class UnwrittenUsage {
     return unwrittenIn(this.db, entries, mentioning);
   }
 
-  /**
-   * This moment in the order of the process's stream reads: a rebuild marks it once its
-   * ledger snapshot is taken, and may then share any cut sent after it.
-   */
-  mark(): number {
-    this.events += 1;
-    return this.events;
-  }
-
   /** How many entries the org's stream has lost so far (-1: there is no stream). */
   async deletions(orgId: string): Promise<number> {
     try {
@@ -129,39 +116,19 @@ export class UnwrittenUsage {
   }
 
   /**
-   * The org's stream read in one MULTI, sent after `notBefore` (a mark): the rebuilds of one
-   * org waiting for a cut together share one read, but never one sent before their snapshot.
+   * The org's stream and its `rebuilds` hash read in one MULTI (account-rebuild.ts measures
+   * one org at a time and shares each cut among the rebuilds waiting for it).
    */
-  cut(orgId: string, notBefore: number): Promise<StreamCut> {
-    const running = this.cutting.get(orgId);
-    if (running && running.sentAt > notBefore) return running.cut;
-    const sentAt = this.mark();
-    const cut = readCut(
-      this.redis,
-      this.keys.usageStream(orgId),
-      this.keys.rebuilds(orgId),
-    ).finally(() => {
-      if (this.cutting.get(orgId)?.cut === cut) this.cutting.delete(orgId);
-    });
-    this.cutting.set(orgId, { sentAt, cut });
-    return cut;
+  cut(orgId: string): Promise<StreamCut> {
+    return readCut(this.redis, this.keys.usageStream(orgId), this.keys.rebuilds(orgId));
   }
 
   /**
    * The records of `cut` (and the org's dead letters) that the ledger snapshot `client` reads
-   * does not have, each once; with `mentioning`, only those whose entry mentions it.
+   * does not have, each once.
    */
-  async unwrittenAt(
-    client: DbClient,
-    orgId: string,
-    cut: StreamCut,
-    mentioning?: string,
-  ): Promise<UsageRecord[]> {
-    return unwrittenIn(
-      client,
-      [...cut.entries, ...(await deadLettersOf(client, orgId))],
-      mentioning,
-    );
+  async unwrittenAt(client: DbClient, orgId: string, cut: StreamCut): Promise<UsageRecord[]> {
+    return unwrittenIn(client, [...cut.entries, ...(await deadLettersOf(client, orgId))]);
   }
 
   /** The fields of the org's dead-lettered entries not replayed yet. */
