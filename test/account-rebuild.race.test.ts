@@ -414,6 +414,88 @@ describe("a month's start: many accounts of one org rebuilt at once", () => {
   });
 });
 
+describe("one org's measurement fails while another org's rebuilds run", () => {
+  it('answers each of its rebuilds with the error, leaves the other org exact, and measures it again next time', async () => {
+    sequence += 1;
+    const failing = `org_rebuild_fails_${Date.now()}_${sequence}`;
+    const healthy = `org_rebuild_healthy_${Date.now()}_${sequence}`;
+    const usersOf = (orgId: string): string[] =>
+      Array.from({ length: 5 }, (_, index) => `pu_${orgId}_${index}`);
+    const accountsOf = (orgId: string, user: string): RequestAccounts => ({
+      ...base(orgId),
+      walletPays: true,
+      user: { productUserId: user, capNano: null, creditMode: 'track_only', period },
+    });
+    const settleFor = async (orgId: string, user: string, costNano: bigint): Promise<void> => {
+      const settled = usageRecord(orgId, costNano, {
+        requestId: newRequestId(),
+        appConnectionId: connectionOf(orgId),
+        productUserId: user,
+        walletCostNano: costNano,
+        reservedNano: 0n,
+      });
+      expect(await store.settle(settled, accountsOf(orgId, user))).toBe('settled');
+    };
+    for (const orgId of [failing, healthy]) {
+      for (const user of usersOf(orgId)) await settleFor(orgId, user, 1_000n);
+    }
+    await drain();
+    for (const orgId of [failing, healthy]) {
+      for (const user of usersOf(orgId)) await settleFor(orgId, user, 20_000n);
+    }
+    // Every ledger sum of the failing org fails (a statement timeout, say), while the other
+    // org's rebuilds run beside it and settle on its missing accounts.
+    let failingDown = true;
+    const timeout = new Error('canceling statement due to statement timeout');
+    const { loader } = createMoneyLayer({
+      db: hookedPool(db, [
+        {
+          match: LEDGER_SUM,
+          values: (values) => values.some((value) => String(value).includes(failing)),
+          every: true,
+          step: async () => {
+            if (!failingDown) return;
+            for (const user of usersOf(healthy)) await settleFor(healthy, user, 300_000n);
+            throw timeout;
+          },
+        },
+      ]),
+      redis,
+      keys,
+      scripts,
+      reservationTtlMs: 60_000,
+    });
+    const loadAll = (orgId: string) =>
+      usersOf(orgId).map((user) => loader.load(['wallet', 'user'], accountsOf(orgId, user)));
+    const [failed, done] = await Promise.all([
+      Promise.allSettled(loadAll(failing)),
+      Promise.allSettled(loadAll(healthy)),
+    ]);
+    // Each of the failing org's loads hears the error (none is left hanging, none succeeds).
+    expect(failed).toEqual(usersOf(failing).map(() => ({ status: 'rejected', reason: timeout })));
+    expect(done.map((outcome) => outcome.status)).toEqual(usersOf(healthy).map(() => 'fulfilled'));
+    await drain();
+    const live = async (key: string, field: string): Promise<bigint> =>
+      BigInt((await redis.hget(key, field)) ?? 'NaN');
+    const expectExact = async (orgId: string): Promise<void> => {
+      for (const user of usersOf(orgId)) {
+        expect(await live(keys.userSpend(orgId, user, period.key), 'spent')).toBe(
+          await spentInLedger('product_user_id', user),
+        );
+      }
+      expect(await live(keys.wallet(orgId), 'balance')).toBe(
+        -(await spentInLedger('org_id', orgId)),
+      );
+    };
+    await expectExact(healthy);
+    expect(await redis.exists(keys.wallet(failing))).toBe(0);
+    // The failing org's turn is over: its next rebuilds measure anew and install exactly.
+    failingDown = false;
+    await Promise.all(loadAll(failing));
+    await expectExact(failing);
+  });
+});
+
 describe('a rebuild whose every measurement the writer cuts into', () => {
   it('installs at the last measurement instead of refusing the org (outcome inexact)', async () => {
     sequence += 1;

@@ -1,7 +1,8 @@
 // Putting one operation between two steps of another on the real Redis and Postgres: a hook
-// runs just before a chosen Postgres statement or a chosen Lua script, once (or every time,
-// for sustained traffic), and awaits a step
-// (test/account-rebuild.race.test.ts, test/wallet-adjust-rebuild.race.test.ts).
+// runs just before a chosen Postgres statement (or just after its answer) or a chosen Lua
+// script, once (or every time, for sustained traffic), and awaits a step
+// (test/account-rebuild.race.test.ts, test/wallet-adjust-rebuild.race.test.ts,
+// test/credits-load.race.test.ts).
 import type { DbPool } from '../../src/db/pool.js';
 import type { RedisScripts } from '../../src/redis/scripts.js';
 
@@ -10,9 +11,13 @@ export type Step = () => Promise<void>;
 /** Runs `step` once, just before the first statement matching `match` reaches Postgres. */
 export interface QueryHook {
   readonly match: RegExp;
+  /** Only statements whose parameters pass this (one org's, say). */
+  readonly values?: (values: readonly unknown[]) => boolean;
   readonly step: Step;
   /** Before every matching statement, not only the first. */
   readonly every?: boolean;
+  /** Once the statement's answer is back, before its caller has it (not before it is sent). */
+  readonly after?: boolean;
 }
 
 /**
@@ -21,8 +26,14 @@ export interface QueryHook {
  */
 export function hookedPool(pool: DbPool, hooks: QueryHook[]): DbPool {
   const pending = [...hooks];
-  const before = async (text: unknown): Promise<void> => {
-    const index = pending.findIndex((hook) => typeof text === 'string' && hook.match.test(text));
+  const run = async (after: boolean, text: unknown, values: unknown): Promise<void> => {
+    const index = pending.findIndex(
+      (hook) =>
+        (hook.after ?? false) === after &&
+        typeof text === 'string' &&
+        hook.match.test(text) &&
+        (!hook.values || hook.values(Array.isArray(values) ? values : [])),
+    );
     if (index < 0) return;
     const hook = pending[index]!;
     if (!hook.every) pending.splice(index, 1);
@@ -33,8 +44,13 @@ export function hookedPool(pool: DbPool, hooks: QueryHook[]): DbPool {
       get(object, property, receiver) {
         if (property === 'query') {
           return async (...args: unknown[]) => {
-            await before(args[0]);
-            return (object.query as (...a: unknown[]) => unknown).apply(object, args);
+            await run(false, args[0], args[1]);
+            const answer: unknown = await (object.query as (...a: unknown[]) => unknown).apply(
+              object,
+              args,
+            );
+            await run(true, args[0], args[1]);
+            return answer;
           };
         }
         if (property === 'connect' && object === (pool as unknown)) {

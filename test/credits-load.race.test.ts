@@ -1,0 +1,212 @@
+// A user's credits loaded from Postgres while their grants change and the usage writer moves
+// what drew on them: the grants are read first, the org's stream only when one is active, and
+// then the grants again (docs/decisions.md, 306). Each interleaving is driven on the real
+// Redis and Postgres, and the live credits end up as the ledger says, never more.
+import { afterAll, describe, expect, it } from 'vitest';
+import { createApp, createOrganization } from '../src/admin/provisioning.js';
+import type { RequestAccounts } from '../src/billing/budget-store.js';
+import { createMoneyLayer } from '../src/billing/compose.js';
+import { NEVER_EXPIRES_MS } from '../src/billing/account-loader.js';
+import { createDbPool } from '../src/db/pool.js';
+import { newRequestId } from '../src/ids.js';
+import { nanoToNumeric } from '../src/money.js';
+import { monthlyPeriod } from '../src/periods.js';
+import { createRedisKeys } from '../src/redis/keys.js';
+import { defineScripts } from '../src/redis/scripts.js';
+import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
+import { hookedPool, type Step } from './support/interleave.js';
+import { usageRecord } from './support/records.js';
+import { deletePrefix, testRedis } from './support/services.js';
+import { testUsageWriter } from './support/usage-writer.js';
+
+const prefix = uniquePrefix('credits');
+const redis = testRedis();
+const writerRedis = testRedis();
+const db = createDbPool(TEST_DATABASE_URL, 4);
+const keys = createRedisKeys(prefix);
+const scripts = defineScripts(redis);
+/** Requests, grants and everything but the load under test go through this layer. */
+const { budget: store } = createMoneyLayer({ db, redis, keys, scripts, reservationTtlMs: 60_000 });
+const period = monthlyPeriod(new Date(), null);
+const writer = testUsageWriter(writerRedis, keys, db, 'credits-race', { claimIdleMs: 60_000 });
+let sequence = 0;
+
+afterAll(async () => {
+  await deletePrefix(redis, prefix);
+  await Promise.all([redis.quit(), writerRedis.quit()]);
+  await db.end();
+});
+
+/** The load's read of the user's active grants (it runs once, or twice with a grant). */
+const GRANTS_QUERY = /FROM credit_grants g LEFT JOIN credit_consumptions/;
+
+interface User {
+  readonly orgId: string;
+  readonly userId: string;
+}
+
+async function newUser(): Promise<User> {
+  sequence += 1;
+  const orgId = await createOrganization(db, `credits race ${prefix} ${sequence}`);
+  const appId = await createApp(db, orgId, 'app');
+  const userId = `pu_credits_${prefix}_${sequence}`;
+  await db.query(
+    'INSERT INTO product_users (id, org_id, app_id, external_user_id) VALUES ($1, $2, $3, $4)',
+    [userId, orgId, appId, 'customer'],
+  );
+  return { orgId, userId };
+}
+
+/** Credits pay everything: the user's base allowance is 0. */
+const accountsOf = ({ orgId, userId }: User): RequestAccounts => ({
+  orgId,
+  appConnectionId: `conn_${orgId}`,
+  orgCap: null,
+  connectionCap: null,
+  user: { productUserId: userId, capNano: 0n, creditMode: 'enforce', period },
+  walletPays: false,
+  credentials: null,
+});
+
+const creditKeys = ({ orgId, userId }: User, currency = 'USD') => ({
+  user_credits: keys.userCredits(orgId, userId, currency),
+  user_grants: keys.userGrants(orgId, userId, currency),
+  user_spend: keys.userSpend(orgId, userId, period.key),
+  user_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, userId, period.key)),
+});
+
+/** A grant as the service makes one: committed to Postgres, then added to Redis. */
+async function commitGrant(user: User, grantId: string, amountNano: bigint, currency = 'USD') {
+  await db.query(
+    `INSERT INTO credit_grants (id, org_id, product_user_id, amount, currency)
+     VALUES ($1, $2, $3, $4, $5)`,
+    [grantId, user.orgId, user.userId, nanoToNumeric(amountNano), currency],
+  );
+}
+async function addGrantToRedis(user: User, grantId: string, amountNano: bigint, currency = 'USD') {
+  await scripts.creditsChange(creditKeys(user, currency), {
+    action: 'add',
+    grant_id: grantId,
+    amount_nano: amountNano.toString(),
+    expires_at_ms: String(NEVER_EXPIRES_MS),
+    ttl_ms: '',
+    now_ms: '',
+    keep_held: '',
+  });
+}
+
+/** A request that credits pay in full; its record stays in the stream until a drain. */
+async function spend(user: User, costNano: bigint): Promise<string> {
+  const requestId = newRequestId();
+  const accounts = accountsOf(user);
+  expect(await store.reserve({ requestId, accounts, amountNano: costNano })).toMatchObject({
+    kind: 'held',
+  });
+  const settled = usageRecord(user.orgId, costNano, {
+    requestId,
+    appConnectionId: accounts.appConnectionId,
+    productUserId: user.userId,
+    reservedNano: costNano,
+  });
+  expect(await store.settle(settled, accounts)).toBe('settled');
+  return requestId;
+}
+
+/** The user's accounts leave Redis (the credits' TTL, an eviction); the stream stays. */
+const evict = (user: User): Promise<number> =>
+  redis.del(
+    keys.userSpend(user.orgId, user.userId, period.key),
+    keys.userCredits(user.orgId, user.userId, 'USD'),
+    keys.userGrants(user.orgId, user.userId, 'USD'),
+  );
+
+const liveCredit = async (user: User, grantId: string, currency = 'USD') =>
+  redis.hget(keys.userCredits(user.orgId, user.userId, currency), `g:${grantId}`);
+
+const drain = async (): Promise<void> => {
+  await writer.drainOnce();
+};
+
+describe("a user's credits loaded while the writer moves what drew on them", () => {
+  it('a record written between the first read of the grants and the stream read is taken once', async () => {
+    const user = await newUser();
+    const grantId = `grant_moved_${prefix}_${sequence}`;
+    await commitGrant(user, grantId, 1_000n);
+    await addGrantToRedis(user, grantId, 1_000n);
+    const drawn = await spend(user, 300n);
+    expect(await liveCredit(user, grantId)).toBe('700');
+    await evict(user);
+    // The load finds the grant (1,000 left per the ledger), then the writer moves the record
+    // that drew 300 on it, before the load reads the org's stream.
+    const { loader } = createMoneyLayer({
+      db: hookedPool(db, [{ match: GRANTS_QUERY, after: true, step: drain }]),
+      redis,
+      keys,
+      scripts,
+      reservationTtlMs: 60_000,
+    });
+    await loader.load(['user'], accountsOf(user));
+    const { rows } = await db.query<{ n: string }>(
+      'SELECT count(*)::text AS n FROM credit_consumptions WHERE request_id = $1',
+      [drawn],
+    );
+    expect(rows[0]!.n).toBe('1');
+    expect(await liveCredit(user, grantId)).toBe('700');
+  });
+});
+
+describe('a grant added while a load finds the user with none', () => {
+  // Where the new grant's Redis add lands: before the load installs the credits it read (no
+  // grant), or after the whole load (the user's account installed too).
+  const landings: ReadonlyArray<{ name: string; redisAddAfterLoad: boolean }> = [
+    { name: 'its Redis add before the credits are installed', redisAddAfterLoad: false },
+    { name: 'its Redis add after the load', redisAddAfterLoad: true },
+  ];
+  for (const { name, redisAddAfterLoad } of landings) {
+    it(`committed after the load's first read, ${name}: spendable, and reloaded exactly`, async () => {
+      const user = await newUser();
+      const grantId = `grant_new_${prefix}_${sequence}`;
+      const euroGrantId = `grant_eur_${prefix}_${sequence}`;
+      // A grant in another currency is no grant for the settlement currency's load.
+      await commitGrant(user, euroGrantId, 5_000n, 'EUR');
+      await addGrantToRedis(user, euroGrantId, 5_000n, 'EUR');
+      const commit: Step = async () => {
+        await commitGrant(user, grantId, 1_000n);
+        if (!redisAddAfterLoad) await addGrantToRedis(user, grantId, 1_000n);
+      };
+      let firstReads = 0;
+      const { loader } = createMoneyLayer({
+        db: hookedPool(db, [
+          {
+            match: GRANTS_QUERY,
+            after: true,
+            step: async () => {
+              firstReads += 1;
+              await commit();
+            },
+          },
+        ]),
+        redis,
+        keys,
+        scripts,
+        reservationTtlMs: 60_000,
+      });
+      await loader.load(['user'], accountsOf(user));
+      expect(firstReads).toBe(1);
+      if (redisAddAfterLoad) await addGrantToRedis(user, grantId, 1_000n);
+      expect(await liveCredit(user, euroGrantId)).toBeNull();
+      expect(await liveCredit(user, grantId)).toBe('1000');
+      // The user spends on it; a reload with the record unwritten, then written, agrees.
+      await spend(user, 300n);
+      expect(await liveCredit(user, grantId)).toBe('700');
+      await evict(user);
+      await loader.load(['user'], accountsOf(user));
+      expect(await liveCredit(user, grantId)).toBe('700');
+      await drain();
+      await evict(user);
+      await loader.load(['user'], accountsOf(user));
+      expect(await liveCredit(user, grantId)).toBe('700');
+      expect(await liveCredit(user, euroGrantId, 'EUR')).toBe('5000');
+    });
+  }
+});
