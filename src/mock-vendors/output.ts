@@ -132,16 +132,35 @@ export function toolCallOutput(name: string, schema: unknown): ToolCallOutput {
   };
 }
 
-/**
- * The call to make for a chosen tool (name and JSON schema), unless the request's max tokens
- * cannot hold it: then the answer is text instead, so usage never exceeds max tokens.
- */
 /** A tool the request offers: its name and its arguments' JSON schema. */
 export interface OfferedTool {
   readonly name: string;
   readonly schema: unknown;
 }
 
+/**
+ * The offered tool the tool choice names, else the first one offered. `readTool` reads one
+ * definition in the protocol's shape (undefined: not a usable tool, skipped).
+ */
+export function namedOrFirstTool(
+  definitions: readonly unknown[],
+  namedChoice: unknown,
+  readTool: (definition: unknown) => OfferedTool | undefined,
+): OfferedTool | undefined {
+  let first: OfferedTool | undefined;
+  for (const definition of definitions) {
+    const tool = readTool(definition);
+    if (!tool) continue;
+    if (tool.name === namedChoice) return tool;
+    first ??= tool;
+  }
+  return first;
+}
+
+/**
+ * The call to make for a chosen tool (name and JSON schema), unless the request's max tokens
+ * cannot hold it: then the answer is text instead, so usage never exceeds max tokens.
+ */
 export function fittingToolCall(
   tool: OfferedTool | undefined,
   maxTokens: number | undefined,

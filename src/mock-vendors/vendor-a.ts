@@ -5,6 +5,7 @@ import {
   bearerToken,
   fittingToolCall,
   mockId,
+  namedOrFirstTool,
   outputText,
   renderedWords,
   type OfferedTool,
@@ -66,6 +67,14 @@ function isToolResultTurn(messages: readonly unknown[]): boolean {
   );
 }
 
+/** A vendor_a tool definition: `name` and `input_schema`. */
+function offeredTool(definition: unknown): OfferedTool | undefined {
+  const tool = definition as { name?: unknown; input_schema?: unknown } | null;
+  return typeof tool?.name === 'string'
+    ? { name: tool.name, schema: tool.input_schema }
+    : undefined;
+}
+
 /** The tool to call, or undefined when the answer is text (no tools, "none", or a tool result). */
 function chosenTool(body: JsonObject): OfferedTool | undefined {
   if (!Array.isArray(body.tools) || body.tools.length === 0) return undefined;
@@ -73,15 +82,7 @@ function chosenTool(body: JsonObject): OfferedTool | undefined {
   if (choice?.type === 'none') return undefined;
   if (isToolResultTurn(Array.isArray(body.messages) ? body.messages : [])) return undefined;
   const named = choice?.type === 'tool' ? choice.name : undefined;
-  let first: OfferedTool | undefined;
-  for (const tool of body.tools) {
-    const definition = tool as { name?: unknown; input_schema?: unknown } | null;
-    if (typeof definition?.name !== 'string') continue;
-    const candidate = { name: definition.name, schema: definition.input_schema };
-    if (definition.name === named) return candidate;
-    first ??= candidate;
-  }
-  return first;
+  return namedOrFirstTool(body.tools, named, offeredTool);
 }
 
 /** The generated tool call, unless max tokens cannot hold it (then the answer is text). */

@@ -5,6 +5,7 @@ import {
   bearerToken,
   fittingToolCall,
   mockId,
+  namedOrFirstTool,
   outputText,
   renderedWords,
   type OfferedTool,
@@ -91,6 +92,13 @@ const MISSING_MODEL = error(
   'model',
 );
 
+/** A vendor_b tool definition: `function.name` and `function.parameters`. */
+function offeredTool(definition: unknown): OfferedTool | undefined {
+  const fn = (definition as { function?: { name?: unknown; parameters?: unknown } } | null)
+    ?.function;
+  return typeof fn?.name === 'string' ? { name: fn.name, schema: fn.parameters } : undefined;
+}
+
 /** The tool to call, or undefined when the answer is text (no tools, "none", or a tool result). */
 function chosenTool(body: JsonObject): OfferedTool | undefined {
   if (!Array.isArray(body.tools) || body.tools.length === 0 || body.tool_choice === 'none')
@@ -99,15 +107,7 @@ function chosenTool(body: JsonObject): OfferedTool | undefined {
   const last: unknown = messages[messages.length - 1];
   if ((last as { role?: unknown } | undefined)?.role === 'tool') return undefined;
   const named = (body.tool_choice as { function?: { name?: unknown } } | null)?.function?.name;
-  let first: OfferedTool | undefined;
-  for (const tool of body.tools) {
-    const fn = (tool as { function?: { name?: unknown; parameters?: unknown } } | null)?.function;
-    if (typeof fn?.name !== 'string') continue;
-    const candidate = { name: fn.name, schema: fn.parameters };
-    if (fn.name === named) return candidate;
-    first ??= candidate;
-  }
-  return first;
+  return namedOrFirstTool(body.tools, named, offeredTool);
 }
 
 /** The generated tool call, unless max tokens cannot hold it (then the answer is text). */
