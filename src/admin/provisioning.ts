@@ -52,28 +52,56 @@ export async function createAppConnection(
   return connectionId;
 }
 
-export async function createApiKey(
+interface ConnectionOfKey {
+  orgId: string;
+  appId: string;
+  appConnectionId: string;
+}
+
+/** Stores a new api_keys row of the connection for the raw secret (only its hash and hint). */
+async function insertApiKeyRow(
   db: Pick<DbPool, 'query'>,
-  connection: { orgId: string; appId: string; appConnectionId: string },
-  modelPolicy: readonly string[] = DEFAULT_MODEL_POLICY,
-  name: string | null = null,
-): Promise<{ id: string; rawKey: string }> {
-  const rawKey = newSecret(secretPrefixes.apiKey);
+  connection: ConnectionOfKey,
+  row: {
+    readonly rawSecret: string;
+    readonly modelPolicy: readonly string[];
+    readonly name: string | null;
+    readonly kind: 'api_key' | 'oauth_token';
+  },
+): Promise<string> {
   const id = newId('key');
   await db.query(
-    `INSERT INTO api_keys (id, org_id, app_id, app_connection_id, key_hash, key_hint, model_policy, name)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    `INSERT INTO api_keys (id, org_id, app_id, app_connection_id, key_hash, key_hint, model_policy,
+                           name, kind)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
     [
       id,
       connection.orgId,
       connection.appId,
       connection.appConnectionId,
-      sha256Hex(rawKey),
-      hint(rawKey),
-      modelPolicy,
-      name,
+      sha256Hex(row.rawSecret),
+      hint(row.rawSecret),
+      row.modelPolicy,
+      row.name,
+      row.kind,
     ],
   );
+  return id;
+}
+
+export async function createApiKey(
+  db: Pick<DbPool, 'query'>,
+  connection: ConnectionOfKey,
+  modelPolicy: readonly string[] = DEFAULT_MODEL_POLICY,
+  name: string | null = null,
+): Promise<{ id: string; rawKey: string }> {
+  const rawKey = newSecret(secretPrefixes.apiKey);
+  const id = await insertApiKeyRow(db, connection, {
+    rawSecret: rawKey,
+    modelPolicy,
+    name,
+    kind: 'api_key',
+  });
   return { id, rawKey };
 }
 
@@ -83,25 +111,16 @@ export async function createApiKey(
  */
 export async function createOAuthToken(
   db: Pick<DbPool, 'query'>,
-  connection: { orgId: string; appId: string; appConnectionId: string },
+  connection: ConnectionOfKey,
   modelPolicy: readonly string[] = DEFAULT_MODEL_POLICY,
 ): Promise<{ id: string; rawToken: string }> {
   const rawToken = newSecret(secretPrefixes.oauthToken);
-  const id = newId('key');
-  await db.query(
-    `INSERT INTO api_keys (id, org_id, app_id, app_connection_id, key_hash, key_hint, model_policy,
-                           name, kind)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, 'OAuth token', 'oauth_token')`,
-    [
-      id,
-      connection.orgId,
-      connection.appId,
-      connection.appConnectionId,
-      sha256Hex(rawToken),
-      hint(rawToken),
-      modelPolicy,
-    ],
-  );
+  const id = await insertApiKeyRow(db, connection, {
+    rawSecret: rawToken,
+    modelPolicy,
+    name: 'OAuth token',
+    kind: 'oauth_token',
+  });
   return { id, rawToken };
 }
 
