@@ -1,4 +1,5 @@
 // Reading the audit log of an organization, newest first.
+import { newestFirstPage } from '../db/pages.js';
 import type { DbPool } from '../db/pool.js';
 
 export interface AuditRow {
@@ -40,6 +41,5 @@ export async function readAuditLog(
       ORDER BY a.id DESC LIMIT $2`,
     [orgId, limit + 1, beforeId],
   );
-  const page = rows.slice(0, limit);
-  return { rows: page, nextCursor: rows.length > limit ? (page.at(-1)?.id ?? null) : null };
+  return newestFirstPage(rows, limit);
 }

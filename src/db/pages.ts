@@ -102,6 +102,27 @@ export async function readPage<Row extends { cursor_us: string; id: string }>(
 }
 
 /**
+ * Lists read newest first by a growing bigint id (the audit log, webhook deliveries): the
+ * cursor is the last row's id, and the next page holds the smaller ids.
+ */
+export const newestFirstPageQuerySchema = z.object({
+  limit: wholeNumberOr(DEFAULT_PAGE_LIMIT, { min: 1, max: MAX_PAGE_LIMIT }),
+  cursor: z
+    .string()
+    .regex(/^\d{1,18}$/, 'is not a cursor this API issued')
+    .optional(),
+});
+
+/** A newest-first page of rows fetched with one row more than the limit: that row means more. */
+export function newestFirstPage<Row extends { id: string }>(
+  rows: readonly Row[],
+  limit: number,
+): { rows: Row[]; nextCursor: string | null } {
+  const page = rows.slice(0, limit);
+  return { rows: page, nextCursor: rows.length > limit ? (page.at(-1)?.id ?? null) : null };
+}
+
+/**
  * A LIKE pattern for "starts with `text`": its `\`, `%` and `_` match literally. Compare
  * case-insensitively as `lower(column) LIKE lower($n)`, so that both sides fold the same way
  * (Postgres's folding, not JavaScript's: `İ`, `ß`).

@@ -1,6 +1,7 @@
 // The delivery log of an endpoint (each message sent to it, its state and its attempts),
 // redelivery (of one message, or of everything since a time) and test events.
 import { recordAudit, type Actor } from '../audit/audit.js';
+import { newestFirstPage } from '../db/pages.js';
 import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
 import { newId } from '../ids.js';
@@ -67,7 +68,7 @@ export async function listDeliveries(
       ORDER BY d.id DESC LIMIT $3`,
     [endpointId, filter.before, filter.limit + 1, ATTEMPTS_SHOWN, filter.state ?? null],
   );
-  const page = rows.slice(0, filter.limit);
+  const { rows: page, nextCursor } = newestFirstPage(rows, filter.limit);
   return {
     data: page.map((row) => ({
       id: row.id,
@@ -90,7 +91,7 @@ export async function listDeliveries(
         }),
       ),
     })),
-    next_cursor: rows.length > filter.limit ? (page.at(-1)?.id ?? null) : null,
+    next_cursor: nextCursor,
   };
 }
 

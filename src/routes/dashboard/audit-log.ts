@@ -3,20 +3,11 @@
 import { z } from 'zod';
 import { auditView, readAuditLog } from '../../audit/audit-log.js';
 import type { DbPool } from '../../db/pool.js';
-import { MAX_PAGE_LIMIT } from '../../db/pages.js';
+import { newestFirstPageQuerySchema } from '../../db/pages.js';
 import { isGwError } from '../../errors.js';
-import { wholeNumberOr } from '../../written-numbers.js';
 import { declareRoute } from '../framework/declaration.js';
 import { parseQuery } from '../framework/query.js';
 import { pageOf, inOrg } from './schemas.js';
-
-const auditQuery = z.object({
-  limit: wholeNumberOr(50, { min: 1, max: MAX_PAGE_LIMIT }),
-  cursor: z
-    .string()
-    .regex(/^\d{1,18}$/, 'is not a cursor this API issued')
-    .optional(),
-});
 
 const auditEntrySchema = z.object({
   id: z.string(),
@@ -34,13 +25,13 @@ export const auditLogRoute = declareRoute({
   path: '/dashboard/api/orgs/{org_id}/audit-log',
   summary: 'Every dashboard write in the organization: who, what, which object, when',
   caller: { kind: 'org_member', role: 'admin', org: inOrg },
-  query: auditQuery,
+  query: newestFirstPageQuerySchema,
   responses: {
     200: { description: 'audit entries, newest first', schema: pageOf(auditEntrySchema) },
   },
   errors: ['gw_invalid_request'],
   async handler({ request, caller }, deps: { readonly db: DbPool }) {
-    const query = parseQuery(request.query, auditQuery);
+    const query = parseQuery(request.query, newestFirstPageQuerySchema);
     if (isGwError(query)) return query;
     const { rows, nextCursor } = await readAuditLog(
       deps.db,

@@ -2,21 +2,15 @@
 // or owner): the endpoint's delivery log, newest first: each message, its state, its latest
 // attempts (time, status, latency, the first bytes of the answer).
 import { z } from 'zod';
-import { MAX_PAGE_LIMIT } from '../../../db/pages.js';
+import { newestFirstPageQuerySchema } from '../../../db/pages.js';
 import { isGwError } from '../../../errors.js';
-import { wholeNumberOr } from '../../../written-numbers.js';
 import { listDeliveries } from '../../../webhooks/delivery-log.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { parseQuery } from '../../framework/query.js';
 import { inOrg, pageOf } from '../schemas.js';
 import { deliverySchema, WEBHOOK_PATH, type WebhookRouteDeps } from './schema.js';
 
-const deliveriesQuery = z.object({
-  limit: wholeNumberOr(50, { min: 1, max: MAX_PAGE_LIMIT }),
-  cursor: z
-    .string()
-    .regex(/^\d{1,18}$/, 'is not a cursor this API issued')
-    .optional(),
+const deliveriesQuery = newestFirstPageQuerySchema.extend({
   status: z.enum(['pending', 'delivered', 'failed']).optional(),
 });
 
