@@ -8,7 +8,14 @@ import {
   rotateApiKeyAs,
 } from '../admin/api-keys.js';
 import type { CliContext } from './context.js';
-import { orUsageError, parseFlags, printJson, requireFlag, UsageError } from './output.js';
+import {
+  graceSecondsFlag,
+  orUsageError,
+  parseFlags,
+  printJson,
+  requireFlag,
+  UsageError,
+} from './output.js';
 
 /** Who the audit log names for a change made with the CLI (it has no dashboard user). */
 export const CLI_ACTOR: Actor = { userId: 'cli' };
@@ -52,12 +59,7 @@ export async function apiKeyCommand(context: CliContext, argv: string[]): Promis
   }
   if (action === 'rotate') {
     const id = requireFlag(values.id, 'id');
-    const grace = Number(values['grace-seconds'] ?? '0');
-    if (!Number.isInteger(grace) || grace < 0 || grace > MAX_ROTATION_GRACE_S) {
-      throw new UsageError(
-        `--grace-seconds must be a whole number from 0 to ${MAX_ROTATION_GRACE_S}`,
-      );
-    }
+    const grace = graceSecondsFlag(values['grace-seconds'], 0, MAX_ROTATION_GRACE_S);
     const { issued, previous } = orUsageError(
       await rotateApiKeyAs(context.db, context.apiKeys, CLI_ACTOR, id, grace),
     );

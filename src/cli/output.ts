@@ -56,3 +56,16 @@ export function requireFlag(value: string | undefined, name: string): string {
   if (value === undefined || value.trim() === '') throw new UsageError(`--${name} is required`);
   return value;
 }
+
+/** `--grace-seconds` of a rotation: whole seconds from 0 to `maxSeconds` (absent: the default). */
+export function graceSecondsFlag(
+  value: string | undefined,
+  defaultSeconds: number,
+  maxSeconds: number,
+): number {
+  const grace = Number(value ?? defaultSeconds);
+  if (!Number.isInteger(grace) || grace < 0 || grace > maxSeconds) {
+    throw new UsageError(`--grace-seconds must be a whole number from 0 to ${maxSeconds}`);
+  }
+  return grace;
+}

@@ -18,6 +18,7 @@ import { CLI_ACTOR } from './api-key.js';
 import type { CliContext } from './context.js';
 import {
   cliMasterKeys,
+  graceSecondsFlag,
   orUsageError,
   parseFlags,
   printJson,
@@ -91,12 +92,11 @@ export async function webhookCommand(context: CliContext, argv: string[]): Promi
       printJson({ id, deleted: true });
       return;
     case 'rotate-secret': {
-      const grace = Number(values['grace-seconds'] ?? DEFAULT_ROTATION_GRACE_S);
-      if (!Number.isInteger(grace) || grace < 0 || grace > MAX_ROTATION_GRACE_S) {
-        throw new UsageError(
-          `--grace-seconds must be a whole number from 0 to ${MAX_ROTATION_GRACE_S}`,
-        );
-      }
+      const grace = graceSecondsFlag(
+        values['grace-seconds'],
+        DEFAULT_ROTATION_GRACE_S,
+        MAX_ROTATION_GRACE_S,
+      );
       const rotated = orUsageError(await rotateSecret(db, settings, CLI_ACTOR, orgId, id, grace));
       const view = endpointView(rotated.row);
       printJson({
