@@ -32,6 +32,21 @@ export function pageOf<Row extends z.ZodType>(row: Row) {
   return z.object({ data: z.array(row), next_cursor: z.string().nullable() });
 }
 
+/**
+ * The `{"grace_seconds"}` body of a rotation: how long the old secret keeps working, in whole
+ * seconds from 0 to `maxSeconds` (`maxInWords` says that maximum in the message).
+ */
+export function rotationBody(maxSeconds: number, maxInWords: string, defaultSeconds: number) {
+  return z.strictObject({
+    grace_seconds: z
+      .number()
+      .int('must be a whole number')
+      .min(0, 'must be at least 0')
+      .max(maxSeconds, `must be at most ${maxSeconds} (${maxInWords})`)
+      .default(defaultSeconds),
+  });
+}
+
 /** Routes under /dashboard/api/orgs/{org_id}/… act on that organization. */
 export const inOrg = { param: 'org_id', table: 'organizations' } as const;
 

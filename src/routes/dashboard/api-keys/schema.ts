@@ -2,7 +2,7 @@
 // their organization.
 import { z } from 'zod';
 import { MAX_ROTATION_GRACE_S } from '../../../admin/api-keys.js';
-import { displayName, modelPolicySchema } from '../schemas.js';
+import { displayName, modelPolicySchema, rotationBody } from '../schemas.js';
 
 export const apiKeySchema = z.object({
   id: z.string(),
@@ -31,14 +31,7 @@ export const createApiKeyBody = z.strictObject({
   model_policy: modelPolicySchema.optional(),
 });
 
-export const rotateApiKeyBody = z.strictObject({
-  grace_seconds: z
-    .number()
-    .int('must be a whole number')
-    .min(0, 'must be at least 0')
-    .max(MAX_ROTATION_GRACE_S, `must be at most ${MAX_ROTATION_GRACE_S} (24 h)`)
-    .default(0),
-});
+export const rotateApiKeyBody = rotationBody(MAX_ROTATION_GRACE_S, '24 h', 0);
 
 /** Routes under /dashboard/api/api-keys/{id} act on the key's organization. */
 export const ofApiKey = { param: 'id', table: 'api_keys' } as const;

@@ -13,6 +13,7 @@ import {
 import { EVENT_TYPES } from '../../../webhooks/events.js';
 import { MAX_URL_CHARS } from '../../../webhooks/target-policy.js';
 import { timestamp } from '../../product-users/lookup.js';
+import { rotationBody } from '../schemas.js';
 
 /** What the webhook routes' handlers are given. */
 export interface WebhookRouteDeps {
@@ -66,14 +67,11 @@ export const updateWebhookBody = z.strictObject({
   enabled: z.boolean().optional(),
 });
 
-export const rotateWebhookBody = z.strictObject({
-  grace_seconds: z
-    .number()
-    .int('must be a whole number')
-    .min(0, 'must be at least 0')
-    .max(MAX_ROTATION_GRACE_S, `must be at most ${MAX_ROTATION_GRACE_S} (7 days)`)
-    .default(DEFAULT_ROTATION_GRACE_S),
-});
+export const rotateWebhookBody = rotationBody(
+  MAX_ROTATION_GRACE_S,
+  '7 days',
+  DEFAULT_ROTATION_GRACE_S,
+);
 
 export const redeliverBody = z
   .strictObject({
