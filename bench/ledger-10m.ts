@@ -29,7 +29,11 @@ import { usageTotals } from '../src/ledger/usage-totals.js';
 import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
 import type { UsageRecord } from '../src/ledger/usage-record.js';
 import { monthlyPeriod } from '../src/periods.js';
-import { ledgerBalanceNano } from '../src/billing/wallets.js';
+import {
+  ledgerAmounts,
+  ledgerBalanceNano,
+  type SpendColumn,
+} from '../src/billing/ledger-amounts.js';
 
 const DAY_MS = 24 * 3600 * 1000;
 const ORGS = 1000;
@@ -251,33 +255,32 @@ async function cases(db: DbPool, org: string, now: Date): Promise<Case[]> {
   const conn = `conn_${org.slice(4)}_0`;
   const user = `pu_${org.slice(4)}_0`;
   const key = `key_${org.slice(4)}_0_0`;
-  const spent = (column: string, id: string): Statement => ({
-    // src/billing/account-loader.ts spentBetween; the same in src/billing/reconcile.ts
-    sql: `SELECT COALESCE(sum(sell_cost), 0)::text AS spent FROM usage_records
-        WHERE ${column} = $1 AND created_at >= $2 AND created_at < $3`,
-    params: [id, period.start, period.end],
-  });
+  // What an account rebuild (and gw reconcile) sends for one account of each kind.
+  const spent = async (column: SpendColumn, id: string): Promise<Statement> =>
+    (
+      await captured((fake) => ledgerAmounts(fake, org, [{ of: 'spent', column, id, period }], []))
+    )[0]!;
   const [walletBalance] = await captured((fake) => ledgerBalanceNano(fake, org));
   const out: Case[] = [
     {
       name: 'wallet ledger balance',
-      source: 'src/billing/wallets.ts ledgerBalanceNano (and reconcile.ts)',
+      source: 'src/billing/ledger-amounts.ts ledgerBalanceNano',
       statement: walletBalance!,
     },
     {
       name: 'org cap rebuild (month)',
-      source: 'src/billing/account-loader.ts',
-      statement: spent('org_id', org),
+      source: 'src/billing/ledger-amounts.ts',
+      statement: await spent('org_id', org),
     },
     {
       name: 'connection cap rebuild (month)',
-      source: 'src/billing/account-loader.ts',
-      statement: spent('app_connection_id', conn),
+      source: 'src/billing/ledger-amounts.ts',
+      statement: await spent('app_connection_id', conn),
     },
     {
       name: 'product-user spend rebuild (month)',
-      source: 'src/billing/account-loader.ts',
-      statement: spent('product_user_id', user),
+      source: 'src/billing/ledger-amounts.ts',
+      statement: await spent('product_user_id', user),
     },
   ];
   const [userTotals] = await captured((fake) => usageTotals(fake, 'product_user_id', user, now));

@@ -3,7 +3,7 @@
 // rollups keep them), recent months refused. Uses December 2000 and January 2001, which no
 // other test writes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ledgerBalanceNano } from '../src/billing/wallets.js';
+import { ledgerBalanceNano } from '../src/billing/ledger-amounts.js';
 import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
 import { formatNano, numericToNano } from '../src/money.js';
 import { isolatedContext } from './support/context.js';

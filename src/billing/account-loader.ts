@@ -2,14 +2,15 @@
 // that lost its data. Every load only installs what is not already there, and counts the
 // usage settled in Redis that the writer has not put in Postgres yet (UnwrittenUsage), and
 // what settles while it runs (account-rebuild.ts).
-import type { DbClient, DbPool } from '../db/pool.js';
+import type { DbPool } from '../db/pool.js';
 import { numericToNano, SETTLEMENT_CURRENCY } from '../money.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts } from '../redis/scripts.js';
-import { sumNano, type UnwrittenUsage } from '../ledger/unwritten-usage.js';
+import type { UnwrittenUsage } from '../ledger/unwritten-usage.js';
 import type { UsageRecord } from '../ledger/usage-record.js';
 import { AccountRebuilder, type AccountKind } from './account-rebuild.js';
 import type { CapAccount, RequestAccounts, UserAccount } from './budget-store.js';
+import type { SpendColumn } from './ledger-amounts.js';
 import type { WalletService } from './wallets.js';
 
 /** A period's account stays a week past its end (late settles), then goes. */
@@ -32,38 +33,7 @@ const KIND_OF_COLUMN = {
   org_id: 'org_cap',
   app_connection_id: 'conn_cap',
   product_user_id: 'user',
-} as const satisfies Record<string, AccountKind>;
-
-/** The usage record's field for each ledger column an account sums. */
-const RECORD_FIELD = {
-  org_id: 'orgId',
-  app_connection_id: 'appConnectionId',
-  product_user_id: 'productUserId',
-} as const;
-
-/**
- * What `column = id` spent over `period`: the ledger's sum (read through `client`, a rebuild's
- * snapshot or reconcile's) plus the records in `unwritten` the ledger does not have yet.
- */
-export async function spentNano(
-  client: Pick<DbClient, 'query'>,
-  unwritten: readonly UsageRecord[],
-  column: keyof typeof RECORD_FIELD,
-  id: string,
-  period: { readonly start: Date; readonly end: Date },
-): Promise<bigint> {
-  const { start, end } = period;
-  const { rows } = await client.query<{ spent: string }>(
-    `SELECT COALESCE(sum(sell_cost), 0)::text AS spent FROM usage_records
-      WHERE ${column} = $1 AND created_at >= $2 AND created_at < $3`,
-    [id, start, end],
-  );
-  const field = RECORD_FIELD[column];
-  const pending = unwritten.filter(
-    (record) => record[field] === id && record.createdAt >= start && record.createdAt < end,
-  );
-  return numericToNano(rows[0]!.spent) + sumNano(pending, (record) => record.sellCostNano);
-}
+} as const satisfies Record<SpendColumn, AccountKind>;
 
 /** A grant as the ledger has it: what is left on it (decimal text) and when it expires. */
 interface ActiveGrant {
@@ -131,7 +101,7 @@ export class AccountLoader {
    */
   private async loadSpent(
     orgId: string,
-    column: keyof typeof RECORD_FIELD,
+    column: SpendColumn,
     id: string,
     key: string,
     period: CapAccount['period'],
@@ -142,8 +112,7 @@ export class AccountLoader {
       key,
       field: 'spent',
       expireAtMs: period.end.getTime() + PERIOD_ACCOUNT_GRACE_MS,
-      amount: (snapshot: DbClient, unwritten: readonly UsageRecord[]) =>
-        spentNano(snapshot, unwritten, column, id, period),
+      amount: { of: 'spent', column, id, period },
     });
   }
 

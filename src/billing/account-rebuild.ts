@@ -20,11 +20,11 @@
 // Steps 1 to 3 (a measurement) serve every rebuild of the org that listed its account before
 // they began (decision 306); the proof above holds for each, since each listing came first.
 import { randomBytes } from 'node:crypto';
-import { readOnlySnapshot, type DbClient, type DbPool } from '../db/pool.js';
+import { readOnlySnapshot, type DbPool } from '../db/pool.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts } from '../redis/scripts.js';
 import { listingField, type UnwrittenUsage } from '../ledger/unwritten-usage.js';
-import type { UsageRecord } from '../ledger/usage-record.js';
+import { ledgerAmounts, type LedgerAmount } from './ledger-amounts.js';
 
 /**
  * Measurements tried: one the writer may have cut short is taken again, and installed anyway
@@ -59,11 +59,8 @@ export interface RebuildTarget {
   readonly field: 'balance' | 'spent';
   /** When the account goes (a period's end and its grace); null: never (the wallet). */
   readonly expireAtMs: number | null;
-  /**
-   * The account's amount from the ledger snapshot and the org's records it does not have
-   * (every one of them: each target takes its own).
-   */
-  amount(snapshot: DbClient, unwritten: readonly UsageRecord[]): Promise<bigint>;
+  /** What the account holds per the ledger (summed with the other accounts measured with it). */
+  readonly amount: LedgerAmount;
 }
 
 export interface RebuildParts {
@@ -192,7 +189,7 @@ export class AccountRebuilder {
     await readOnlySnapshot(
       db,
       async (snapshot) => {
-        const cut = await unwritten.cut(orgId);
+        const cut = await unwritten.cut(orgId, snapshot);
         // A record the writer committed after the snapshot and removed before the cut is in
         // neither. Measured again; the last time, installed anyway (`inexact`: short by what
         // the writer moved in that window, which `gw reconcile --repair` restores) rather than
@@ -213,13 +210,15 @@ export class AccountRebuilder {
           }
         }
         if (usable.length === 0) return;
-        const records = await unwritten.unwrittenAt(snapshot, orgId, cut);
-        for (const { rebuild, missedAtCut } of usable) {
-          rebuild.done({
-            missedAtCut,
-            exact,
-            amount: await rebuild.target.amount(snapshot, records),
-          });
+        const records = await unwritten.unwrittenAt(snapshot, cut);
+        const amounts = await ledgerAmounts(
+          snapshot,
+          orgId,
+          usable.map(({ rebuild }) => rebuild.target.amount),
+          records,
+        );
+        for (const [index, { rebuild, missedAtCut }] of usable.entries()) {
+          rebuild.done({ missedAtCut, exact, amount: amounts[index]! });
         }
       },
       async () => {

@@ -17,10 +17,8 @@ import { monthlyPeriod } from '../periods.js';
 import { masters, type RedisClient } from '../redis/connect.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts } from '../redis/scripts.js';
-import { isUuid, sumNano } from '../ledger/unwritten-usage.js';
-import { usageRecordFromFields, type UsageRecord } from '../ledger/usage-record.js';
-import { spentNano } from './account-loader.js';
-import { ledgerBalanceNano } from './wallets.js';
+import { unwrittenAtSnapshot } from '../ledger/unwritten-usage.js';
+import { ledgerAmounts, type LedgerAmount } from './ledger-amounts.js';
 
 /** Measurements tried per org before it is reported busy (settling all the time). */
 const MAX_ATTEMPTS = 8;
@@ -236,25 +234,13 @@ export class Reconciler {
     accounts: readonly LiveAccount[],
     streamEntries: readonly string[][],
   ): Promise<bigint[]> {
-    const { rows: deadLetters } = await client.query<{ entry: string }>(
-      'SELECT entry FROM usage_dead_letters WHERE org_id = $1 AND replayed_at IS NULL',
-      [orgId],
-    );
-    const unwritten = await unwrittenRecords(client, [
-      ...streamEntries,
-      ...deadLetters.map((row) => JSON.parse(row.entry) as string[]),
-    ]);
+    const unwritten = await unwrittenAtSnapshot(client, orgId, streamEntries);
     const anchors = await userAnchors(
       client,
       accounts.flatMap((account) => (account.productUserId ? [account.productUserId] : [])),
     );
-    const values: bigint[] = [];
-    for (const account of accounts) {
-      if (account.kind === 'wallet') {
-        const ledger = await ledgerBalanceNano(client, orgId);
-        values.push(ledger - sumNano(unwritten, (record) => record.walletCostNano));
-        continue;
-      }
+    const amounts = accounts.map((account): LedgerAmount => {
+      if (account.kind === 'wallet') return { of: 'wallet' };
       const [column, id] =
         account.kind === 'org_cap'
           ? (['org_id', orgId] as const)
@@ -263,10 +249,9 @@ export class Reconciler {
             : (['product_user_id', account.productUserId!] as const);
       const start = new Date(account.periodStart!);
       const anchor = account.productUserId ? (anchors.get(account.productUserId) ?? null) : null;
-      const end = monthlyPeriod(start, anchor).end;
-      values.push(await spentNano(client, unwritten, column, id, { start, end }));
-    }
-    return values;
+      return { of: 'spent', column, id, period: { start, end: monthlyPeriod(start, anchor).end } };
+    });
+    return ledgerAmounts(client, orgId, amounts, unwritten);
   }
 
   /** The live accounts in Redis, by org (SCAN; on a cluster, over every master). */
@@ -341,29 +326,6 @@ function streamDeletions(reply: [Error | null, unknown]): number {
   if (error || !Array.isArray(info)) return -1;
   const field = (name: string): number => Number(info[info.indexOf(name) + 1]);
   return field('entries-added') - field('length');
-}
-
-/** The records among `entries` whose rows the snapshot does not have (each once). */
-async function unwrittenRecords(
-  client: DbClient,
-  entries: readonly string[][],
-): Promise<UsageRecord[]> {
-  const records = new Map<string, UsageRecord>();
-  for (const fields of entries) {
-    try {
-      const record = usageRecordFromFields(fields);
-      if (!records.has(record.requestId)) records.set(record.requestId, record);
-    } catch {
-      // an unreadable entry has no amounts to count (the writer reports it)
-    }
-  }
-  if (records.size === 0) return [];
-  const { rows } = await client.query<{ request_id: string }>(
-    'SELECT request_id::text FROM usage_records WHERE request_id = ANY($1::uuid[])',
-    [[...records.keys()].filter(isUuid)],
-  );
-  for (const row of rows) records.delete(row.request_id);
-  return [...records.values()];
 }
 
 async function userAnchors(

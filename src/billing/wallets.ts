@@ -9,13 +9,13 @@ import {
   formatNano,
   formatNumeric,
   nanoToNumeric,
-  numericToNano,
   SETTLEMENT_CURRENCY,
 } from '../money.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts } from '../redis/scripts.js';
 import { sumNano, UnwrittenUsage } from '../ledger/unwritten-usage.js';
 import { AccountRebuilder } from './account-rebuild.js';
+import { ledgerBalanceNano } from './ledger-amounts.js';
 
 /** Who changes a wallet, for its history and the audit log (a dashboard user, or 'cli'). */
 /**
@@ -86,21 +86,6 @@ async function insertWalletTransaction(
   return row;
 }
 
-/**
- * A wallet's balance according to Postgres alone: its transactions less what usage took from
- * it, read from the running totals the usage writer keeps per month (migration 041) — the
- * same figure as summing the wallet_cost of every usage row, without reading them.
- */
-export async function ledgerBalanceNano(db: Pick<DbPool, 'query'>, orgId: string): Promise<bigint> {
-  const { rows } = await db.query<{ funded: string; spent: string }>(
-    `SELECT (SELECT COALESCE(sum(amount), 0) FROM wallet_transactions WHERE org_id = $1)::text AS funded,
-            (SELECT COALESCE(sum(wallet_cost), 0) FROM usage_wallet_totals WHERE org_id = $1)::text AS spent`,
-    [orgId],
-  );
-  const row = rows[0]!;
-  return numericToNano(row.funded) - numericToNano(row.spent);
-}
-
 export class WalletService {
   constructor(
     private readonly db: DbPool,
@@ -139,9 +124,7 @@ export class WalletService {
       key: this.keys.wallet(orgId),
       field: 'balance',
       expireAtMs: null,
-      amount: async (snapshot, unwritten) =>
-        (await this.ledgerBalanceNano(orgId, snapshot)) -
-        sumNano(unwritten, (record) => record.walletCostNano),
+      amount: { of: 'wallet' },
     });
   }
 

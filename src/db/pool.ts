@@ -30,10 +30,14 @@ export async function withTransaction<T>(
   }
 }
 
+/** Begins a REPEATABLE READ, read-only transaction and takes its snapshot (one round trip). */
+export const SNAPSHOT_STATEMENT = 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT 1';
+
 /**
  * Runs `work` in one REPEATABLE READ, read-only snapshot, taken before `work` starts (at the
- * first statement, run here): every query `work` makes on the client sees the database as of
- * that moment.
+ * transaction's first statement, sent with its BEGIN): every query `work` makes on the client
+ * sees the database as of that moment. The transaction is ended in the background once `work`
+ * is done: nothing depends on it, and under load each round trip costs a turn of a busy loop.
  */
 export async function readOnlySnapshot<T>(
   db: DbPool,
@@ -43,12 +47,14 @@ export async function readOnlySnapshot<T>(
 ): Promise<T> {
   const client = await db.connect();
   try {
-    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     await beforeSnapshot?.();
-    await client.query('SELECT 1'); // the snapshot is taken at the first statement
+    await client.query(SNAPSHOT_STATEMENT);
     return await work(client);
   } finally {
-    await client.query('ROLLBACK').catch(() => undefined);
-    client.release();
+    // A client whose ROLLBACK fails is discarded, not handed out again.
+    client.query('ROLLBACK').then(
+      () => client.release(),
+      (error: Error) => client.release(error),
+    );
   }
 }

@@ -35,6 +35,7 @@ const REBUILDS_TTL_MS = 3_600_000;
  * MAX_UNWRITTEN_ENTRIES, the oldest), and where the stream stood.
  */
 export interface StreamCut {
+  /** The stream's entries, then the org's dead letters not replayed (read with the cut). */
   readonly entries: readonly string[][];
   /** The stream's last generated id: every record settled before the read is at or before it
    * ('0-0' when there was no stream). */
@@ -116,19 +117,24 @@ export class UnwrittenUsage {
   }
 
   /**
-   * The org's stream and its `rebuilds` hash read in one MULTI (account-rebuild.ts measures
-   * one org at a time and shares each cut among the rebuilds waiting for it).
+   * The org's stream and its `rebuilds` hash read in one MULTI, and meanwhile its dead letters
+   * through the ledger snapshot `snapshot` (account-rebuild.ts measures one org at a time and
+   * shares each cut among the rebuilds waiting for it).
    */
-  cut(orgId: string): Promise<StreamCut> {
-    return readCut(this.redis, this.keys.usageStream(orgId), this.keys.rebuilds(orgId));
+  async cut(orgId: string, snapshot: DbClient): Promise<StreamCut> {
+    const [cut, deadLetters] = await Promise.all([
+      readCut(this.redis, this.keys.usageStream(orgId), this.keys.rebuilds(orgId)),
+      deadLettersOf(snapshot, orgId),
+    ]);
+    return { ...cut, entries: [...cut.entries, ...deadLetters] };
   }
 
   /**
-   * The records of `cut` (and the org's dead letters) that the ledger snapshot `client` reads
-   * does not have, each once.
+   * The records of `cut` (its stream entries and the dead letters read with it) that the
+   * ledger snapshot `client` reads does not have, each once.
    */
-  async unwrittenAt(client: DbClient, orgId: string, cut: StreamCut): Promise<UsageRecord[]> {
-    return unwrittenIn(client, [...cut.entries, ...(await deadLettersOf(client, orgId))]);
+  unwrittenAt(client: DbClient, cut: StreamCut): Promise<UsageRecord[]> {
+    return unwrittenIn(client, cut.entries);
   }
 
   /** The fields of the org's dead-lettered entries not replayed yet. */
@@ -147,6 +153,18 @@ export class UnwrittenUsage {
     this.reading.set(orgId, reading);
     return reading;
   }
+}
+
+/**
+ * The records of the org's stream `entries` (read after the snapshot `client` reads) and of
+ * its dead letters that the snapshot does not have, each once (gw reconcile).
+ */
+export async function unwrittenAtSnapshot(
+  client: DbClient,
+  orgId: string,
+  entries: readonly string[][],
+): Promise<UsageRecord[]> {
+  return unwrittenIn(client, [...entries, ...(await deadLettersOf(client, orgId))]);
 }
 
 async function deadLettersOf(db: Pick<DbPool, 'query'>, orgId: string): Promise<string[][]> {
