@@ -368,7 +368,7 @@ describe('accounts rebuilt from the ledger', () => {
     await fundWallet(orgId, 1_000_000n);
     const ledgerSums: string[] = [];
     const count = (text: unknown): void => {
-      if (String(text).includes('sum(sell_cost)')) ledgerSums.push(String(text));
+      if (String(text).includes('sum(u.sell_cost)')) ledgerSums.push(String(text));
     };
     const counting = Object.create(db) as typeof db;
     counting.query = ((...args: Parameters<typeof db.query>) => {
