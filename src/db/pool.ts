@@ -8,6 +8,9 @@ export function createDbPool(databaseUrl: string, max = 10): DbPool {
   const pool = new pg.Pool({ connectionString: databaseUrl, max, idleTimeoutMillis: 30_000 });
   // An idle client's error (e.g. the server restarted) must not crash the process.
   pool.on('error', () => undefined);
+  // Nor a checked-out one's, lost between two statements (a snapshot waiting on Redis): its
+  // next statement fails instead, and the pool drops it when it is released.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   return pool;
 }
 
