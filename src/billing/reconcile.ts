@@ -191,40 +191,49 @@ export class Reconciler {
     accounts: readonly LiveAccount[],
   ): Promise<Measurement | undefined> {
     const stream = this.keys.usageStream(orgId);
-    const deletedBefore = streamDeletions(
-      await this.redis.xinfo('STREAM', stream).then(
-        (info) => [null, info] as [null, unknown],
-        (error: Error) => [error, undefined] as [Error, undefined],
-      ),
-    );
-    return readOnlySnapshot(this.db, async (client) => {
-      const transaction = this.redis.multi();
-      for (const account of accounts) transaction.hmget(account.key, account.field, 'gen');
-      transaction.xinfo('STREAM', stream);
-      transaction.xrange(stream, '-', '+');
-      const replies = (await transaction.exec()) ?? [];
-      // The writer removed records from the stream between the snapshot and the MULTI: one of
-      // them may be in neither. Measure again.
-      if (streamDeletions(replies[accounts.length]!) !== deletedBefore) return undefined;
-      const stored = accounts.map((_a, index) => replies[index]![1] as Array<string | null>);
-      const entries = (replies[accounts.length + 1]![1] ?? []) as Array<[string, string[]]>;
-      const expected = await this.expectedValues(
-        client,
-        orgId,
-        accounts,
-        entries.map(([, fields]) => fields),
+    // Read with a connection in hand, so that no wait for the pool falls between it and the
+    // MULTI (a longer window, more measurements taken again).
+    let deletedBefore = Number.NaN;
+    const readDeletions = async (): Promise<void> => {
+      deletedBefore = streamDeletions(
+        await this.redis.xinfo('STREAM', stream).then(
+          (info) => [null, info] as [null, unknown],
+          (error: Error) => [error, undefined] as [Error, undefined],
+        ),
       );
-      const drifts = new Map<string, { live: bigint; expected: bigint; generation: string }>();
-      accounts.forEach((account, index) => {
-        const [value, generation] = stored[index] ?? [];
-        drifts.set(account.key, {
-          live: BigInt(value ?? '0'),
-          expected: expected[index]!,
-          generation: generation ?? '',
+    };
+    return readOnlySnapshot(
+      this.db,
+      async (client) => {
+        const transaction = this.redis.multi();
+        for (const account of accounts) transaction.hmget(account.key, account.field, 'gen');
+        transaction.xinfo('STREAM', stream);
+        transaction.xrange(stream, '-', '+');
+        const replies = (await transaction.exec()) ?? [];
+        // The writer removed records from the stream between the snapshot and the MULTI: one of
+        // them may be in neither. Measure again.
+        if (streamDeletions(replies[accounts.length]!) !== deletedBefore) return undefined;
+        const stored = accounts.map((_a, index) => replies[index]![1] as Array<string | null>);
+        const entries = (replies[accounts.length + 1]![1] ?? []) as Array<[string, string[]]>;
+        const expected = await this.expectedValues(
+          client,
+          orgId,
+          accounts,
+          entries.map(([, fields]) => fields),
+        );
+        const drifts = new Map<string, { live: bigint; expected: bigint; generation: string }>();
+        accounts.forEach((account, index) => {
+          const [value, generation] = stored[index] ?? [];
+          drifts.set(account.key, {
+            live: BigInt(value ?? '0'),
+            expected: expected[index]!,
+            generation: generation ?? '',
+          });
         });
-      });
-      return { drifts };
-    });
+        return { drifts };
+      },
+      readDeletions,
+    );
   }
 
   /** What each account should hold, from one ledger snapshot and the stream's records. */
