@@ -177,6 +177,7 @@ async function assembleGateway(
     reservationTtlMs: config.RESERVATION_TTL_MS,
     instanceId,
     observeRebuilds: metrics.accountRebuilt,
+    observeRebuildMeasurements: metrics.rebuildMeasured,
   });
   const capPolicies = new CapPolicyStore(db);
   const productUsers = new ProductUserDirectory(db);

@@ -60,6 +60,13 @@ export class GatewayMetrics {
     'Measurements of an account rebuild that could not be used and were taken again',
     ['account'],
   );
+  /** How long each account-rebuild measurement took (one serves every rebuild of its org waiting). */
+  readonly accountRebuildMeasurement = new Histogram({
+    name: 'gw_account_rebuild_measurement_seconds',
+    help: 'Time each account-rebuild measurement took: a ledger snapshot and a cut of the org stream, shared by every rebuild of the org waiting (the first requests of a period wait for it)',
+    buckets: [0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
   readonly settleSpooled = this.counter(
     'gw_settle_spooled_total',
     'Settles that failed after the vendor answered and were written to the local settle spool',
@@ -179,6 +186,11 @@ export class GatewayMetrics {
   ): void => {
     this.accountRebuilds.inc({ account, outcome });
     if (measurements > 1) this.accountRebuildRemeasures.inc({ account }, measurements - 1);
+  };
+
+  /** One account-rebuild measurement's duration (src/billing/account-rebuild.ts). */
+  readonly rebuildMeasured = (seconds: number): void => {
+    this.accountRebuildMeasurement.observe(seconds);
   };
 
   requestFinished(route: string, status: number, durationMs: number): void {

@@ -8,6 +8,7 @@ import type { RequestAccounts } from '../src/billing/budget-store.js';
 import { createMoneyLayer } from '../src/billing/compose.js';
 import type { AccountName } from '../src/billing/account-loader.js';
 import { Reconciler } from '../src/billing/reconcile.js';
+import { GatewayMetrics } from '../src/metrics.js';
 import { createDbPool } from '../src/db/pool.js';
 import { newRequestId } from '../src/ids.js';
 import { UnwrittenUsage } from '../src/ledger/unwritten-usage.js';
@@ -386,6 +387,7 @@ describe("a month's start: many accounts of one org rebuilt at once", () => {
     // account: the rebuild must count it from its listing).
     const snapshots: string[] = [];
     const sums: string[] = [];
+    const metrics = new GatewayMetrics(false);
     const outcomes: unknown[][] = [];
     const { loader } = createMoneyLayer({
       db: hookedPool(db, [
@@ -410,7 +412,11 @@ describe("a month's start: many accounts of one org rebuilt at once", () => {
       keys,
       scripts,
       reservationTtlMs: 60_000,
-      observeRebuilds: (...outcome) => outcomes.push(outcome),
+      observeRebuilds: (...outcome) => {
+        outcomes.push(outcome);
+        metrics.accountRebuilt(...outcome);
+      },
+      observeRebuildMeasurements: metrics.rebuildMeasured,
     });
     await Promise.all(
       users.map((_user, index) => loader.load(['wallet', 'org_cap', 'user'], accountsOf(index))),
@@ -424,6 +430,10 @@ describe("a month's start: many accounts of one org rebuilt at once", () => {
     for (const outcome of outcomes) expect(outcome.slice(1)).toEqual(['installed', 1]);
     expect(snapshots.length).toBeLessThan(8);
     expect(sums.length).toBe(snapshots.length);
+    // What /metrics shows of it: every measurement timed, every account counted.
+    const exposed = await metrics.registry.metrics();
+    expect(exposed).toContain(`gw_account_rebuild_measurement_seconds_count ${snapshots.length}\n`);
+    expect(exposed).toContain('gw_account_rebuilds_total{account="user",outcome="installed"} 30\n');
     const live = async (key: string, field: string): Promise<bigint> =>
       BigInt((await redis.hget(key, field)) ?? 'NaN');
     for (const [index, user] of users.entries()) {

@@ -70,6 +70,8 @@ export interface RebuildParts {
   readonly unwritten: UnwrittenUsage;
   /** Hears how each rebuild ended (the gateway counts them: gw_account_rebuilds_total). */
   readonly observe?: RebuildObserver | undefined;
+  /** Hears how long each measurement took, in seconds (gw_account_rebuild_measurement_seconds). */
+  readonly observeMeasurement?: ((seconds: number) => void) | undefined;
 }
 
 /** One measurement of one account: its amount at the cut, and the cut's `rebuilds` field. */
@@ -165,12 +167,14 @@ export class AccountRebuilder {
 
   private async measureInTurn(orgId: string, first: Waiting[]): Promise<void> {
     for (let batch = first; batch.length > 0;) {
+      const started = performance.now();
       try {
         await this.measure(orgId, batch);
       } catch (error) {
         // Those already answered keep their answer (a promise settles once).
         for (const rebuild of batch) rebuild.failed(error);
       }
+      this.parts.observeMeasurement?.((performance.now() - started) / 1000);
       batch = this.waiting.get(orgId)!.splice(0, MAX_BATCH);
     }
     this.waiting.delete(orgId);

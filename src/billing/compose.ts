@@ -22,6 +22,8 @@ export interface MoneyLayerParts {
   readonly instanceId?: string;
   /** Hears how each account rebuild ended (the gateway's metrics). */
   readonly observeRebuilds?: RebuildObserver;
+  /** Hears how long each rebuild measurement took, in seconds (the gateway's metrics). */
+  readonly observeRebuildMeasurements?: (seconds: number) => void;
 }
 
 export interface MoneyLayer {
@@ -40,6 +42,7 @@ export function createMoneyLayer(parts: MoneyLayerParts): MoneyLayer {
     scripts,
     unwritten,
     observe: parts.observeRebuilds,
+    observeMeasurement: parts.observeRebuildMeasurements,
   });
   const wallets = new WalletService(db, redis, keys, scripts, unwritten, rebuilder);
   const loader = new AccountLoader(db, keys, scripts, wallets, unwritten, rebuilder);
