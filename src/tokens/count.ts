@@ -40,21 +40,19 @@ export function countTextTokens(text: string, budget: CountBudget = new CountBud
   let tokens = 0;
   let batchStart = 0; // start of the text not yet counted (a run boundary)
   let position = 0;
-  const flushBatch = (end: number): void => {
-    if (end > batchStart) tokens += bpe.count(text.slice(batchStart, end));
-    batchStart = end;
-  };
   while (position < text.length) {
     if (budget.remainingChars <= 0) {
-      flushBatch(position);
+      tokens += batchTokens(text, batchStart, position);
       tokens += utf8Bytes(text, position, text.length);
       return tokens;
     }
+    // test(), not exec(): only where the run ends is needed, and exec() allocates a match
+    // array and the run's string for every word of every request.
     RUN.lastIndex = position;
-    RUN.exec(text);
+    RUN.test(text);
     const runEnd = RUN.lastIndex;
     if (runEnd - position > LONG_RUN_CHARS) {
-      flushBatch(position);
+      tokens += batchTokens(text, batchStart, position);
       tokens += utf8Bytes(text, position, runEnd);
       batchStart = runEnd;
     } else {
@@ -62,8 +60,12 @@ export function countTextTokens(text: string, budget: CountBudget = new CountBud
     }
     position = runEnd;
   }
-  flushBatch(text.length);
-  return tokens;
+  return tokens + batchTokens(text, batchStart, text.length);
+}
+
+/** BPE tokens of `text[start, end)` (none when empty). */
+function batchTokens(text: string, start: number, end: number): number {
+  return end > start ? bpe.count(text.slice(start, end)) : 0;
 }
 
 /**
