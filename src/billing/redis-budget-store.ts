@@ -96,7 +96,8 @@ export class RedisBudgetStore implements BudgetStore {
       in_flight: this.keys.inFlight(accounts.orgId),
       ...this.accountKeys(accounts),
     };
-    if (request.lostRecord) await this.registerStream(request.lostRecord.orgId);
+    const announcing = request.lostRecord && this.registerStream(request.lostRecord.orgId);
+    if (announcing) await announcing;
     const call = async (): Promise<Array<string | number>> => {
       const now = Date.now();
       const expiresAtMs = now + this.reservationTtlMs;
@@ -209,7 +210,8 @@ export class RedisBudgetStore implements BudgetStore {
     record: UsageRecord,
     accounts: SettleAccounts,
   ): Promise<'settled' | 'already_settled'> {
-    await this.registerStream(record.orgId);
+    const announcing = this.registerStream(record.orgId);
+    if (announcing) await announcing;
     const result = (await this.scripts.settle(
       {
         settled_marker: this.keys.settled(record.orgId, record.requestId),
@@ -289,9 +291,16 @@ export class RedisBudgetStore implements BudgetStore {
    * process: a Redis that restarted empty has lost the registry, and the records that settle
    * after it must still reach Postgres.
    */
-  private async registerStream(orgId: string): Promise<void> {
+  private registerStream(orgId: string): Promise<void> | undefined {
     const now = Date.now();
-    if ((this.streamRegisteredAtMs.get(orgId) ?? 0) > now - STREAM_REGISTRATION_REFRESH_MS) return;
+    if ((this.streamRegisteredAtMs.get(orgId) ?? 0) > now - STREAM_REGISTRATION_REFRESH_MS) {
+      // Announced within the minute (nearly every call): no promise, no await at the caller.
+      return undefined;
+    }
+    return this.announceStream(orgId, now);
+  }
+
+  private async announceStream(orgId: string, now: number): Promise<void> {
     try {
       await this.redis.sadd(this.keys.usageStreamRegistry(), this.keys.usageStream(orgId));
     } catch {
