@@ -35,8 +35,25 @@ function startInMonth(year: number, monthIndex: number, anchor: Date | null): Da
   );
 }
 
+/**
+ * The last calendar month asked for: nearly every call is for it (a request asks two or three
+ * times), and building it makes six Dates. Periods are read, never changed.
+ */
+let lastCalendarMonth: Period | undefined;
+
 /** The monthly period containing `at`. */
 export function monthlyPeriod(at: Date, anchor: Date | null): Period {
+  if (anchor === null) {
+    const time = at.getTime();
+    const cached = lastCalendarMonth;
+    if (cached && time >= cached.start.getTime() && time < cached.end.getTime()) return cached;
+    lastCalendarMonth = periodContaining(at, null);
+    return lastCalendarMonth;
+  }
+  return periodContaining(at, anchor);
+}
+
+function periodContaining(at: Date, anchor: Date | null): Period {
   const year = at.getUTCFullYear();
   const month = at.getUTCMonth();
   let start = startInMonth(year, month, anchor);
