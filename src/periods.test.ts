@@ -11,6 +11,30 @@ describe('monthlyPeriod', () => {
     expect(period.end.toISOString()).toBe('2026-03-01T00:00:00.000Z');
   });
 
+  it('answers each time with the calendar month of that time (the last month is reused)', () => {
+    const times = [
+      '2026-11-30T23:59:59.999Z',
+      '2026-12-01T00:00:00.000Z',
+      '2026-11-01T00:00:00.000Z',
+      '2026-10-31T23:59:59.999Z',
+      '2026-11-15T12:00:00.000Z',
+    ];
+    const starts = times.map((time) => monthlyPeriod(utc(time), null).start.toISOString());
+    expect(starts).toEqual([
+      '2026-11-01T00:00:00.000Z',
+      '2026-12-01T00:00:00.000Z',
+      '2026-11-01T00:00:00.000Z',
+      '2026-10-01T00:00:00.000Z',
+      '2026-11-01T00:00:00.000Z',
+    ]);
+    // A period asked for with an anchor is never the calendar month kept for the others.
+    const anchored = monthlyPeriod(utc('2026-11-15T12:00:00Z'), utc('2026-01-10T00:00:00Z'));
+    expect(anchored.start.toISOString()).toBe('2026-11-10T00:00:00.000Z');
+    expect(monthlyPeriod(utc('2026-11-15T12:00:00Z'), null).start.toISOString()).toBe(
+      '2026-11-01T00:00:00.000Z',
+    );
+  });
+
   it('clamps an anchor on the 31st to short months, then returns to the 31st', () => {
     const anchor = utc('2026-01-31T12:00:00Z');
     const feb = monthlyPeriod(utc('2026-02-20T00:00:00Z'), anchor);
