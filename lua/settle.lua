@@ -4,11 +4,11 @@
 --
 -- KEYS[1]  wallet             hash { balance, reserved }
 -- KEYS[2]  wallet_expiries    zset '<request_id>:<amount>' -> hold expiry (ms)
--- KEYS[3]  org_cap            hash { spent, reserved, noted:<mark> } for the current period
+-- KEYS[3]  org_cap            hash { spent, reserved } for the current period
 -- KEYS[4]  org_cap_expiries
--- KEYS[5]  conn_cap           hash { spent, reserved, noted:<mark> } for the current period
+-- KEYS[5]  conn_cap           hash { spent, reserved } for the current period
 -- KEYS[6]  conn_cap_expiries
--- KEYS[7]  user_spend         hash { spent, reserved, noted:<mark> } for the user's period
+-- KEYS[7]  user_spend         hash { spent, reserved } for the user's period
 -- KEYS[8]  user_spend_expiries
 -- KEYS[9]  user_credits       hash { loaded, g:<grant_id> -> remaining, draining }, settlement
 --                             currency
@@ -39,11 +39,10 @@
 --
 -- Returns {0, stream_entry_id, credits_cost_nano} when settled now, {1} when settled before.
 --
--- Webhook facts ride along in the record, at no extra cost: `threshold_crossings` when the
--- account has reached 80% or 100% of its cap and no settle noted that mark yet in its period
--- (scope:mark:spent_after:cap:period, comma separated; scope user, org or conn) and
--- `wallet_balance_after` when the wallet paid. Each charge is atomic, so exactly one settle
--- notes each mark of an account in a period (again only after a rebuild: see note_crossings).
+-- Webhook facts ride along in the record, at no extra cost: `threshold_crossings` when this
+-- charge took an account past 80% or 100% of its cap (scope:mark:spent_after:cap:period, comma
+-- separated; scope user, org or conn) and `wallet_balance_after` when the wallet paid. Each
+-- charge is atomic, so exactly one settle crosses each mark of an account in a period.
 -- A hold that already lapsed is simply gone: the cost is still charged and recorded.
 -- Credits: the grants that were live when the request was admitted (earliest expiry first,
 -- also one that has expired since), then what revoked grants kept for the requests in flight
@@ -202,17 +201,13 @@ local function eighty_percent(cap)
   return (scaled - rest) / 5 + (rest > 0 and 1 or 0)
 end
 
--- Notes each mark of `cap` that the account (KEYS[index]) has reached and that no settle has
--- noted yet in its period (its field `noted:<mark>`). Reached, not crossed by this charge: a
--- cap lowered below what was spent, or read a moment stale by the instance settling, is
--- noted at the account's next charge instead of never. The outbox's dedupe key (subject,
--- period, mark) keeps the event to one per period when an account rebuilt from the ledger,
--- which has no `noted` fields, notes a mark again (docs/decisions.md, 307).
+-- Notes each mark of `cap` that this charge of `delta` took the account past.
 local crossings = {}
-local function note_crossings(scope, index, spent_after, cap, period)
+local function note_crossings(scope, spent_after, delta, cap, period)
   if spent_after == nil or cap == nil or cap <= 0 then return end
+  local spent_before = spent_after - delta
   for _, mark in ipairs({{'0.8', eighty_percent(cap)}, {'1.0', cap}}) do
-    if spent_after >= mark[2] and redis.call('HSETNX', KEYS[index], 'noted:' .. mark[1], '1') == 1 then
+    if spent_before < mark[2] and spent_after >= mark[2] then
       crossings[#crossings + 1] = scope .. ':' .. mark[1] .. ':' .. string.format('%.0f', spent_after)
         .. ':' .. string.format('%.0f', cap) .. ':' .. period
     end
@@ -222,10 +217,10 @@ end
 -- The wallet may hold (system route) or not (a BYOK credential paid): always released.
 local wallet_after = release_and_charge(1, 'balance', -wallet_cost, true)
 if uses_org_cap then
-  note_crossings('org', 3, release_and_charge(3, 'spent', cost, true), org_cap, cap_period)
+  note_crossings('org', release_and_charge(3, 'spent', cost, true), cost, org_cap, cap_period)
 end
 if uses_conn_cap then
-  note_crossings('conn', 5, release_and_charge(5, 'spent', cost, true), conn_cap, cap_period)
+  note_crossings('conn', release_and_charge(5, 'spent', cost, true), cost, conn_cap, cap_period)
 end
 for _, index in ipairs(uncapped) do
   if uncapped_exist[index] then
@@ -236,7 +231,7 @@ for _, index in ipairs(uncapped) do
 end
 if user_exists then
   local user_after = release_and_charge(7, 'spent', cost, user_mode == 'enforce' and user_cap ~= nil)
-  note_crossings('user', 7, user_after, user_cap, user_period)
+  note_crossings('user', user_after, cost, user_cap, user_period)
 elseif has_user then
   note_missed(7, cost)
 end

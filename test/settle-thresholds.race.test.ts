@@ -129,20 +129,23 @@ describe('settle notes the marks it crosses', () => {
     expect(records.map((record) => record.walletBalanceAfterNano)).toEqual([null, null]);
   });
 
-  it('a cap lowered below what was spent is noted at the next charge, once per mark, and again only after a rebuild', async () => {
-    const orgId = `org_lowered_${Date.now()}`;
+  it('a settle that carries a cap from before a raise fires no mark its charge did not cross', async () => {
+    // Review of a level-triggered variant (docs/decisions.md, 307): a request admitted under
+    // the old, lower cap and settled after the raise found the spend past the old cap's 80%
+    // and fired it, and the mark then stayed noted for the period, so the real 80% of the new
+    // cap never fired. A mark fires on the charge that crosses it, under the cap it carries.
+    const orgId = `org_raised_${Date.now()}`;
     const accountsWith = (capNano: bigint): RequestAccounts => ({
       orgId,
-      appConnectionId: 'conn_lowered',
+      appConnectionId: 'conn_raised',
       orgCap: { capNano, period },
       connectionCap: null,
       user: null,
       walletPays: false,
       credentials: null,
     });
-    // Settled without a hold (as after a lapse): the cap is only read for its marks.
-    const settleOne = async (capNano: bigint): Promise<string[]> => {
-      const record = usageRecord(orgId, 250n, { appConnectionId: 'conn_lowered' });
+    const settleOne = async (costNano: bigint, capNano: bigint): Promise<string[]> => {
+      const record = usageRecord(orgId, costNano, { appConnectionId: 'conn_raised' });
       expect(await store.settle(record, accountsWith(capNano))).toBe('settled');
       const entries = await readUsageStream(redis, keys.usageStream(orgId));
       const last = usageRecordFromFields(entries.at(-1)![1]);
@@ -151,20 +154,13 @@ describe('settle notes the marks it crosses', () => {
         (crossing) => `${crossing.threshold} at ${crossing.spentAfterNano} of ${crossing.capNano}`,
       );
     };
-    // The account exists, 5,000 spent under a cap of 10,000: no mark reached.
     await redis.hset(keys.orgCap(orgId, period.key), 'spent', '5000', 'reserved', '0');
-    expect(await settleOne(10_000n)).toEqual([]);
-    // The cap is lowered to 5,600 (80%: 4,480), below what was spent: the next charge notes
-    // the 80% mark it did not cross; the one after notes 100% (5,750 of 5,600); then nothing.
-    expect(await settleOne(5_600n)).toEqual(['0.8 at 5500 of 5600']);
-    expect(await settleOne(5_600n)).toEqual(['1.0 at 5750 of 5600']);
-    expect(await settleOne(5_600n)).toEqual([]);
-    // Raised again, the marks stay noted for the period (one event per mark and period).
-    expect(await settleOne(6_000n)).toEqual([]);
-    // Lost and rebuilt, the account has no notes: both marks are noted again (the outbox's
-    // dedupe key makes that no second event).
-    await redis.del(keys.orgCap(orgId, period.key));
-    await redis.hset(keys.orgCap(orgId, period.key), 'spent', '6250', 'reserved', '0');
-    expect(await settleOne(6_000n)).toEqual(['0.8 at 6500 of 6000', '1.0 at 6500 of 6000']);
+    // The cap goes from 10,000 to 20,000; a request under the new cap takes the spend to 8,500.
+    expect(await settleOne(3_500n, 20_000n)).toEqual([]);
+    // One admitted under 10,000 settles now: 8,600 is past that cap's 80%, but it crossed
+    // nothing.
+    expect(await settleOne(100n, 10_000n)).toEqual([]);
+    // The new cap's 80% (16,000) fires when a charge crosses it.
+    expect(await settleOne(7_400n, 20_000n)).toEqual(['0.8 at 16000 of 20000']);
   });
 });
