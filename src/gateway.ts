@@ -58,6 +58,7 @@ import { bindRoutes } from './routes/framework/bind.js';
 import type { Authenticators } from './routes/framework/declaration.js';
 import type { ReadinessProbe } from './routes/readyz.js';
 import { capInvalidation } from './admin/caps.js';
+import { firingCapMarks } from './usage-events/cap-marks.js';
 import { serviceKeyInvalidation } from './admin/service-keys.js';
 import { metricsRoute, routeDeclarations, type RouteDeps } from './routes/index.js';
 import { loadDashboardBundle } from './routes/dashboard-ui/bundle.js';
@@ -350,7 +351,11 @@ async function assembleGateway(
     db,
     apiKeys,
     serviceKeys: serviceKeyInvalidation(redis, keys, serviceKeys),
-    caps: capInvalidation(redis, keys, { capPolicies, apiKeys }),
+    caps: firingCapMarks(capInvalidation(redis, keys, { capPolicies, apiKeys }), {
+      db,
+      redis,
+      keys,
+    }),
     wallets,
     dashboardSettings: { walletTopUp: config.DASHBOARD_WALLET_TOPUP },
     // Validated against the vendor's system route (the built-in mock where it serves).

@@ -85,8 +85,14 @@ export interface CapState {
 }
 
 /** Makes every instance forget cached cap rules (and a connection's keys' settings). */
+/** What follows a cap change: every instance's caches, and the marks a cap set has passed. */
 export interface CapInvalidation {
   capsChanged(change: { readonly connectionKeyHashes: readonly string[] | null }): Promise<void>;
+  /**
+   * After a cap is set: fires the threshold marks the period's spend has already reached
+   * (src/usage-events/cap-marks.ts; decision 307). Left out where no events are wanted.
+   */
+  capSet?(orgId: string, target: CapTarget): Promise<void>;
 }
 
 /**
@@ -212,7 +218,7 @@ export async function setCapAs(
   settings: CapSettings,
 ): Promise<CapState> {
   checkSettings(target, settings);
-  const { state, connectionId } = await withTransaction(db, async (client) => {
+  const { state, connectionId, orgId } = await withTransaction(db, async (client) => {
     const orgId = await owningOrg(client, target, true);
     if (orgId === null) throw missing(target);
     const current = await activeRule(client, target, true);
@@ -285,11 +291,12 @@ export async function setCapAs(
         }),
       },
     });
-    return { state, connectionId };
+    return { state, connectionId, orgId };
   });
   await invalidation.capsChanged({
     connectionKeyHashes: connectionId ? await apiKeyHashes(db, { connectionId }) : null,
   });
+  await invalidation.capSet?.(orgId, target);
   return state;
 }
 

@@ -8,6 +8,7 @@ import {
   setCapAs,
   type CapTarget,
 } from '../admin/caps.js';
+import { firingCapMarks } from '../usage-events/cap-marks.js';
 import type { CreditMode, OverrunPolicy } from '../billing/modes.js';
 import { parseAmountToNano } from '../money.js';
 import { CLI_ACTOR } from './api-key.js';
@@ -67,7 +68,7 @@ export async function capCommand(context: CliContext, argv: string[]): Promise<v
   });
   // Only setting a product user's cap creates the user; showing or clearing one does not.
   const target = await capTarget(context, values, action === 'set');
-  const invalidation = capInvalidation(context.redis, context.keys);
+  const invalidation = firingCapMarks(capInvalidation(context.redis, context.keys), context);
   try {
     if (action === 'show') {
       const state = await readCap(context.db, target);

@@ -130,41 +130,17 @@ export class UsageEvents implements UsageEventWriter {
         row,
       ]),
     );
-    return crossed.map(({ record, crossing }) => {
-      const onOrg = crossing.scope === 'org';
-      const subject = onOrg ? record.orgId : record.appConnectionId;
-      const rule = rules.get(`${crossing.scope}:${subject}`);
-      const period = periodOf(crossing.periodKey, null);
-      const scope = onOrg ? 'org' : 'app_connection';
-      // A rule removed since the charge: the cap as the charge saw it.
-      const cap = rule
-        ? capRuleView(rule)
-        : {
-            cap_rule_id: null,
-            scope,
-            org_id: record.orgId,
-            app_connection_id: onOrg ? null : record.appConnectionId,
-            product_end_user_id: null,
-            amount: formatNano(crossing.capNano),
-            currency: SETTLEMENT_CURRENCY,
-            period: 'monthly',
-          };
-      return {
+    return crossed.map(({ record, crossing }) =>
+      capThresholdEvent({
         orgId: record.orgId,
-        type: 'cap.threshold',
+        appConnectionId: record.appConnectionId,
+        rule: rules.get(
+          `${crossing.scope}:${crossing.scope === 'org' ? record.orgId : record.appConnectionId}`,
+        ),
+        crossing,
         occurredAt: record.createdAt,
-        dedupeKey: `cap.threshold:${scope}:${subject}:${crossing.periodKey}:${crossing.threshold}`,
-        data: {
-          ...cap,
-          // The amount whose mark was crossed (the rule may have changed since).
-          amount: formatNano(crossing.capNano),
-          threshold: Number(crossing.threshold),
-          spent_this_period: formatNano(crossing.spentAfterNano),
-          period_start: period.start.toISOString(),
-          period_end: period.end.toISOString(),
-        },
-      };
-    });
+      }),
+    );
   }
 
   /** A charge that took the wallet from at or above the org's threshold to below it. */
@@ -269,4 +245,58 @@ function crossesDown(after: bigint, cost: bigint, threshold: bigint | null): boo
 function periodOf(periodKey: string, anchor: Date | null): { start: Date; end: Date } {
   const start = new Date(Number(periodKey));
   return { start, end: monthlyPeriod(start, anchor).end };
+}
+
+/** 80 % of a cap, rounded up to a whole nano-unit: the mark settle.lua notes a crossing of. */
+export function eightyPercent(capNano: bigint): bigint {
+  return (capNano * 4n + 4n) / 5n;
+}
+
+/**
+ * The `cap.threshold` event of an org's or connection's mark: from a charge that crossed it
+ * (its usage record) or from a cap set past it (cap-marks.ts). One dedupe key per subject,
+ * period and mark, whichever fires it.
+ */
+export function capThresholdEvent(input: {
+  readonly orgId: string;
+  /** The connection the charge went through (the subject of a `conn` crossing). */
+  readonly appConnectionId: string | null;
+  /** The active rule, if it still is: else the cap as the crossing saw it. */
+  readonly rule: RuleRow | undefined;
+  readonly crossing: ThresholdCrossing;
+  readonly occurredAt: Date;
+}): OutboxEvent {
+  const { orgId, appConnectionId, rule, crossing } = input;
+  const onOrg = crossing.scope === 'org';
+  const subject = onOrg ? orgId : (appConnectionId ?? '');
+  const period = periodOf(crossing.periodKey, null);
+  const scope = onOrg ? 'org' : 'app_connection';
+  // A rule removed since the charge: the cap as the charge saw it.
+  const cap = rule
+    ? capRuleView(rule)
+    : {
+        cap_rule_id: null,
+        scope,
+        org_id: orgId,
+        app_connection_id: onOrg ? null : appConnectionId,
+        product_end_user_id: null,
+        amount: formatNano(crossing.capNano),
+        currency: SETTLEMENT_CURRENCY,
+        period: 'monthly',
+      };
+  return {
+    orgId,
+    type: 'cap.threshold',
+    occurredAt: input.occurredAt,
+    dedupeKey: `cap.threshold:${scope}:${subject}:${crossing.periodKey}:${crossing.threshold}`,
+    data: {
+      ...cap,
+      // The amount whose mark was reached (the rule may have changed since).
+      amount: formatNano(crossing.capNano),
+      threshold: Number(crossing.threshold),
+      spent_this_period: formatNano(crossing.spentAfterNano),
+      period_start: period.start.toISOString(),
+      period_end: period.end.toISOString(),
+    },
+  };
 }

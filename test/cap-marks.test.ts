@@ -1,0 +1,98 @@
+// A cap set below what the month has already spent fires the marks it passes when it is set:
+// no charge will cross them, and under a cap that refuses none comes at all (docs/decisions.md,
+// 307). On the real Redis and Postgres, through setCapAs as the dashboard and the CLI call it.
+import { afterAll, describe, expect, it } from 'vitest';
+import { capInvalidation, setCapAs, type CapTarget } from '../src/admin/caps.js';
+import { createAppConnection, createApp, createOrganization } from '../src/admin/provisioning.js';
+import { createDbPool } from '../src/db/pool.js';
+import { newId } from '../src/ids.js';
+import { monthlyPeriod } from '../src/periods.js';
+import { createRedisKeys } from '../src/redis/keys.js';
+import { firingCapMarks } from '../src/usage-events/cap-marks.js';
+import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
+import { deletePrefix, testRedis } from './support/services.js';
+import { usageRecord } from './support/records.js';
+import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
+
+const prefix = uniquePrefix('capmarks');
+const redis = testRedis();
+const db = createDbPool(TEST_DATABASE_URL, 4);
+const keys = createRedisKeys(prefix);
+const caps = firingCapMarks(capInvalidation(redis, keys), { db, redis, keys });
+const actor = { userId: 'cli' };
+const period = monthlyPeriod(new Date(), null);
+
+afterAll(async () => {
+  await deletePrefix(redis, prefix);
+  await redis.quit();
+  await db.end();
+});
+
+/** An org with an endpoint that takes every event (its messages are what fired). */
+async function orgWithEndpoint(): Promise<string> {
+  const orgId = await createOrganization(db, `cap marks ${Date.now()}`);
+  await db.query(
+    `INSERT INTO webhook_endpoints (id, org_id, url, secret_sealed) VALUES ($1, $2, $3, 'sealed')`,
+    [newId('wh'), orgId, 'https://example.com/hook'],
+  );
+  return orgId;
+}
+
+/** The cap.threshold messages of `orgId`: threshold, amount and spend of each. */
+async function fired(orgId: string): Promise<string[]> {
+  const { rows } = await db.query<{ payload: string }>(
+    `SELECT payload FROM webhook_messages WHERE org_id = $1 AND event_type = 'cap.threshold'
+      ORDER BY seq`,
+    [orgId],
+  );
+  return rows.map((row) => {
+    const { data } = JSON.parse(row.payload) as {
+      data: { threshold: number; amount: string; spent_this_period: string; scope: string };
+    };
+    return `${data.scope} ${data.threshold} of ${data.amount} at ${data.spent_this_period}`;
+  });
+}
+
+const setOrgCap = (orgId: string, amountNano: bigint) =>
+  setCapAs(db, caps, actor, { scope: 'org', orgId } satisfies CapTarget, {
+    amountNano,
+    currency: 'USD',
+  });
+
+describe('a cap set below the spend', () => {
+  it('fires the marks it passes once, from the live account, and a raise fires nothing', async () => {
+    const orgId = await orgWithEndpoint();
+    await redis.hset(keys.orgCap(orgId, period.key), 'spent', '9000000000', 'reserved', '0');
+    await setOrgCap(orgId, 20_000_000_000n); // 45 %: nothing
+    expect(await fired(orgId)).toEqual([]);
+    await setOrgCap(orgId, 10_000_000_000n); // 90 %: the 80 % mark
+    expect(await fired(orgId)).toEqual(['org 0.8 of 10.000000000000 at 9.000000000000']);
+    await setOrgCap(orgId, 8_000_000_000n); // past the cap: 100 %, and 80 % only once
+    await setOrgCap(orgId, 5_000_000_000n);
+    expect(await fired(orgId)).toEqual([
+      'org 0.8 of 10.000000000000 at 9.000000000000',
+      'org 1 of 8.000000000000 at 9.000000000000',
+    ]);
+    await setOrgCap(orgId, 50_000_000_000n);
+    expect(await fired(orgId)).toHaveLength(2);
+  });
+
+  it("reads a connection's spend from the ledger when Redis does not have its account", async () => {
+    const orgId = await orgWithEndpoint();
+    const appId = await createApp(db, orgId, 'cap marks app');
+    const connectionId = await createAppConnection(db, orgId, appId, 'cap marks connection');
+    await new PostgresUsageSink(db).write([
+      usageRecord(orgId, 3_000_000_000n, { appConnectionId: connectionId }),
+      usageRecord(orgId, 1_500_000_000n, { appConnectionId: connectionId }),
+    ]);
+    expect(await redis.exists(keys.connectionCap(orgId, connectionId, period.key))).toBe(0);
+    await setCapAs(
+      db,
+      caps,
+      actor,
+      { scope: 'app_connection', appConnectionId: connectionId },
+      { amountNano: 5_000_000_000n, currency: 'USD' },
+    );
+    expect(await fired(orgId)).toEqual(['app_connection 0.8 of 5.000000000000 at 4.500000000000']);
+  });
+});
