@@ -95,4 +95,55 @@ describe('a cap set below the spend', () => {
     );
     expect(await fired(orgId)).toEqual(['app_connection 0.8 of 5.000000000000 at 4.500000000000']);
   });
+
+  it("fires a product user's allowance marks in the user's own period", async () => {
+    const orgId = await orgWithEndpoint();
+    const appId = await createApp(db, orgId, 'cap marks app');
+    const userId = newId('pu');
+    // The user's period starts on the 10th (an anchor), so its account is keyed by that start.
+    const anchor = new Date(Date.UTC(2026, 0, 10));
+    await db.query(
+      `INSERT INTO product_users (id, org_id, app_id, external_user_id, allowance_starts_at,
+                                  allowance_anchor_floor)
+       VALUES ($1, $2, $3, $4, $5, $5)`,
+      [userId, orgId, appId, `ext_${userId}`, anchor],
+    );
+    const userPeriod = monthlyPeriod(new Date(), anchor);
+    await redis.hset(keys.userSpend(orgId, userId, userPeriod.key), 'spent', '2000000000');
+    await setCapAs(
+      db,
+      caps,
+      actor,
+      { scope: 'product_user', productUserId: userId },
+      { amountNano: 2_000_000_000n, currency: 'USD' },
+    );
+    const { rows } = await db.query<{ payload: string }>(
+      `SELECT payload FROM webhook_messages
+        WHERE org_id = $1 AND event_type = 'product_user.allowance_threshold' ORDER BY seq`,
+      [orgId],
+    );
+    const events = rows.map(
+      (row) =>
+        (
+          JSON.parse(row.payload) as {
+            data: {
+              product_end_user_id: string;
+              threshold: number;
+              allowance: { period_start: string; spent_this_period: string; cap_amount: string };
+            };
+          }
+        ).data,
+    );
+    expect(events.map((event) => event.threshold)).toEqual([0.8, 1]);
+    for (const event of events) {
+      expect(event.product_end_user_id).toBe(userId);
+      expect(event.allowance).toMatchObject({
+        period_start: userPeriod.start.toISOString(),
+        spent_this_period: '2.000000000000',
+        cap_amount: '2.000000000000',
+      });
+    }
+    // No cap.threshold for a user's cap.
+    expect(await fired(orgId)).toEqual([]);
+  });
 });

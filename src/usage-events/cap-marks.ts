@@ -1,9 +1,10 @@
-// The marks (80 %, 100 %) an org's or connection's cap passes when it is set below what the
-// month has already spent. A mark fires on the charge that crosses it (settle.lua), and a cap
-// lowered past the spend has no charge to cross it: under a cap that refuses, none ever comes,
-// and the org would not hear that its requests are now refused (docs/decisions.md, 307).
-// Each event carries the dedupe key a crossing would, so a mark that fired this period does
-// not fire again, and a charge crossing it at the same moment makes one event, not two.
+// The marks (80 %, 100 %) a cap passes when it is set below what its period has already spent:
+// an org's or a connection's cap, or a product user's own. A mark fires on the charge that
+// crosses it (settle.lua), and a cap lowered past the spend has no charge to cross it: under a
+// cap that refuses, none ever comes, and the org would not hear that those requests are now
+// refused (docs/decisions.md, 307). Each event carries the dedupe key a crossing would, so a
+// mark that fired this period does not fire again, and a charge crossing it at the same
+// moment makes one event, not two.
 import type { DbPool } from '../db/pool.js';
 import { withTransaction } from '../db/pool.js';
 import {
@@ -12,15 +13,16 @@ import {
   type CapTarget,
   type RuleRow,
 } from '../admin/caps.js';
-import { ledgerAmounts } from '../billing/ledger-amounts.js';
+import { ledgerAmounts, type SpendColumn } from '../billing/ledger-amounts.js';
 import { UnwrittenUsage } from '../ledger/unwritten-usage.js';
 import type { ThresholdCrossing } from '../ledger/usage-record.js';
 import { numericToNano } from '../money.js';
-import { monthlyPeriod } from '../periods.js';
+import { monthlyPeriod, type Period } from '../periods.js';
+import { PRODUCT_USER_COLUMNS, type ProductUserRow } from '../product-users/profile.js';
 import type { RedisClient } from '../redis/connect.js';
 import type { RedisKeys } from '../redis/keys.js';
 import { emitEvents } from '../webhooks/outbox.js';
-import { capThresholdEvent, eightyPercent } from './usage-events.js';
+import { allowanceThresholdEvent, capThresholdEvent, eightyPercent } from './usage-events.js';
 
 type CapMarkParts = {
   readonly db: DbPool;
@@ -39,9 +41,11 @@ export function firingCapMarks(caps: CapInvalidation, parts: CapMarkParts): CapI
 }
 
 /**
- * Fires the marks of `target`'s active cap that the current month's spend has reached: the
- * live account in Redis, or when it is not there the ledger and the usage not written yet.
- * Product users' caps (allowances) are not handled here. Returns the marks reached.
+ * Fires the marks of `target`'s active cap that the period's spend has reached (the calendar
+ * month for an org or a connection, the user's own period for a product user): the live
+ * account in Redis, or when it is not there the ledger and the usage not written yet. A
+ * connection's per-user amount, which sets many users' allowances at once, fires nothing
+ * here. Returns the marks reached.
  */
 export async function fireReachedCapMarks(
   parts: CapMarkParts,
@@ -49,25 +53,22 @@ export async function fireReachedCapMarks(
   target: CapTarget,
   now = new Date(),
 ): Promise<Array<ThresholdCrossing['threshold']>> {
-  if (target.scope === 'product_user') return [];
   const { db, redis, keys } = parts;
-  const onOrg = target.scope === 'org';
-  const subject = onOrg ? orgId : target.appConnectionId;
+  const level = await levelOf(db, keys, orgId, target, now);
+  if (!level) return [];
   const { rows } = await db.query<RuleRow>(
     `SELECT ${CAP_RULE_VIEW_COLUMNS} FROM cap_rules
       WHERE status = 'active' AND org_id = $1 AND scope = $2
-        AND (scope = 'org' OR app_connection_id = $3)`,
-    [orgId, target.scope, subject],
+        AND CASE scope WHEN 'org' THEN true
+                       WHEN 'app_connection' THEN app_connection_id = $3
+                       ELSE product_user_id = $3 END`,
+    [orgId, target.scope, level.id],
   );
   const rule = rows[0];
   if (!rule || rule.amount === null) return [];
   const capNano = numericToNano(rule.amount);
   if (capNano <= 0n) return [];
-  const period = monthlyPeriod(now, null);
-  const account = onOrg
-    ? keys.orgCap(orgId, period.key)
-    : keys.connectionCap(orgId, subject, period.key);
-  const live = await redis.hget(account, 'spent');
+  const live = await redis.hget(level.account, 'spent');
   const spentNano =
     live !== null
       ? BigInt(live)
@@ -75,7 +76,7 @@ export async function fireReachedCapMarks(
           await ledgerAmounts(
             db,
             orgId,
-            [{ of: 'spent', column: onOrg ? 'org_id' : 'app_connection_id', id: subject, period }],
+            [{ of: 'spent', column: level.column, id: level.id, period: level.period }],
             await new UnwrittenUsage(redis, db, keys).forOrg(orgId),
           )
         )[0]!;
@@ -86,21 +87,63 @@ export async function fireReachedCapMarks(
     ] as const
   ).filter(([, mark]) => spentNano >= mark);
   if (reached.length === 0) return [];
-  const events = reached.map(([threshold]) =>
-    capThresholdEvent({
-      orgId,
-      appConnectionId: onOrg ? null : subject,
-      rule,
-      crossing: {
-        scope: onOrg ? 'org' : 'conn',
-        threshold,
-        spentAfterNano: spentNano,
-        capNano,
-        periodKey: period.key,
-      },
-      occurredAt: now,
-    }),
-  );
+  const events = reached.map(([threshold]) => {
+    const crossing: ThresholdCrossing = {
+      scope: level.scope,
+      threshold,
+      spentAfterNano: spentNano,
+      capNano,
+      periodKey: level.period.key,
+    };
+    return level.user
+      ? allowanceThresholdEvent(level.user, crossing, now)
+      : capThresholdEvent({
+          orgId,
+          appConnectionId: level.scope === 'conn' ? level.id : null,
+          rule,
+          crossing,
+          occurredAt: now,
+        });
+  });
   await withTransaction(db, (client) => emitEvents(client, events));
   return reached.map(([threshold]) => threshold);
+}
+
+/** Where a cap's spend is kept: its account, period and ledger column (and its user). */
+interface CapLevel {
+  readonly scope: ThresholdCrossing['scope'];
+  readonly id: string;
+  readonly column: SpendColumn;
+  readonly period: Period;
+  readonly account: string;
+  readonly user?: ProductUserRow;
+}
+
+async function levelOf(
+  db: DbPool,
+  keys: RedisKeys,
+  orgId: string,
+  target: CapTarget,
+  now: Date,
+): Promise<CapLevel | undefined> {
+  if (target.scope === 'org') {
+    const period = monthlyPeriod(now, null);
+    const account = keys.orgCap(orgId, period.key);
+    return { scope: 'org', id: orgId, column: 'org_id', period, account };
+  }
+  if (target.scope === 'app_connection') {
+    const id = target.appConnectionId;
+    const period = monthlyPeriod(now, null);
+    const account = keys.connectionCap(orgId, id, period.key);
+    return { scope: 'conn', id, column: 'app_connection_id', period, account };
+  }
+  const { rows } = await db.query<ProductUserRow>(
+    `SELECT ${PRODUCT_USER_COLUMNS} FROM product_users WHERE id = $1 AND org_id = $2`,
+    [target.productUserId, orgId],
+  );
+  const user = rows[0];
+  if (!user) return undefined;
+  const period = monthlyPeriod(now, user.allowance_starts_at);
+  const account = keys.userSpend(orgId, user.id, period.key);
+  return { scope: 'user', id: user.id, column: 'product_user_id', period, account, user };
 }

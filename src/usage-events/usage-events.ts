@@ -86,30 +86,7 @@ export class UsageEvents implements UsageEventWriter {
     const users = new Map(rows.map((row) => [row.id, row]));
     return crossed.flatMap(({ record, crossing }) => {
       const user = users.get(record.productUserId ?? '');
-      if (!user) return [];
-      const period = periodOf(crossing.periodKey, user.allowance_starts_at);
-      const remaining = crossing.capNano - crossing.spentAfterNano;
-      return [
-        {
-          orgId: record.orgId,
-          type: 'product_user.allowance_threshold',
-          occurredAt: record.createdAt,
-          dedupeKey: `product_user.allowance_threshold:${user.id}:${crossing.periodKey}:${crossing.threshold}`,
-          data: {
-            ...productUserObject(user),
-            threshold: Number(crossing.threshold),
-            allowance: {
-              currency: SETTLEMENT_CURRENCY,
-              period: 'monthly',
-              period_start: period.start.toISOString(),
-              period_end: period.end.toISOString(),
-              cap_amount: formatNano(crossing.capNano),
-              spent_this_period: formatNano(crossing.spentAfterNano),
-              remaining_base_allowance: formatNano(remaining > 0n ? remaining : 0n),
-            },
-          },
-        },
-      ];
+      return user ? [allowanceThresholdEvent(user, crossing, record.createdAt)] : [];
     });
   }
 
@@ -297,6 +274,38 @@ export function capThresholdEvent(input: {
       spent_this_period: formatNano(crossing.spentAfterNano),
       period_start: period.start.toISOString(),
       period_end: period.end.toISOString(),
+    },
+  };
+}
+
+/**
+ * The `product_user.allowance_threshold` event of a user's mark: from a charge that crossed
+ * it or from a cap set past it (cap-marks.ts). One dedupe key per user, period and mark.
+ */
+export function allowanceThresholdEvent(
+  user: ProductUserRow,
+  crossing: ThresholdCrossing,
+  occurredAt: Date,
+): OutboxEvent {
+  const period = periodOf(crossing.periodKey, user.allowance_starts_at);
+  const remaining = crossing.capNano - crossing.spentAfterNano;
+  return {
+    orgId: user.org_id,
+    type: 'product_user.allowance_threshold',
+    occurredAt,
+    dedupeKey: `product_user.allowance_threshold:${user.id}:${crossing.periodKey}:${crossing.threshold}`,
+    data: {
+      ...productUserObject(user),
+      threshold: Number(crossing.threshold),
+      allowance: {
+        currency: SETTLEMENT_CURRENCY,
+        period: 'monthly',
+        period_start: period.start.toISOString(),
+        period_end: period.end.toISOString(),
+        cap_amount: formatNano(crossing.capNano),
+        spent_this_period: formatNano(crossing.spentAfterNano),
+        remaining_base_allowance: formatNano(remaining > 0n ? remaining : 0n),
+      },
     },
   };
 }
