@@ -53,11 +53,10 @@ async function fired(orgId: string): Promise<string[]> {
   });
 }
 
+const setCap = (target: CapTarget, amountNano: bigint) =>
+  setCapAs(db, caps, actor, target, { amountNano, currency: 'USD' });
 const setOrgCap = (orgId: string, amountNano: bigint) =>
-  setCapAs(db, caps, actor, { scope: 'org', orgId } satisfies CapTarget, {
-    amountNano,
-    currency: 'USD',
-  });
+  setCap({ scope: 'org', orgId }, amountNano);
 
 describe('a cap set below the spend', () => {
   it('fires the marks it passes once, from the live account, and a raise fires nothing', async () => {
@@ -86,13 +85,7 @@ describe('a cap set below the spend', () => {
       usageRecord(orgId, 1_500_000_000n, { appConnectionId: connectionId }),
     ]);
     expect(await redis.exists(keys.connectionCap(orgId, connectionId, period.key))).toBe(0);
-    await setCapAs(
-      db,
-      caps,
-      actor,
-      { scope: 'app_connection', appConnectionId: connectionId },
-      { amountNano: 5_000_000_000n, currency: 'USD' },
-    );
+    await setCap({ scope: 'app_connection', appConnectionId: connectionId }, 5_000_000_000n);
     expect(await fired(orgId)).toEqual(['app_connection 0.8 of 5.000000000000 at 4.500000000000']);
   });
 
@@ -110,13 +103,7 @@ describe('a cap set below the spend', () => {
     );
     const userPeriod = monthlyPeriod(new Date(), anchor);
     await redis.hset(keys.userSpend(orgId, userId, userPeriod.key), 'spent', '2000000000');
-    await setCapAs(
-      db,
-      caps,
-      actor,
-      { scope: 'product_user', productUserId: userId },
-      { amountNano: 2_000_000_000n, currency: 'USD' },
-    );
+    await setCap({ scope: 'product_user', productUserId: userId }, 2_000_000_000n);
     const { rows } = await db.query<{ payload: string }>(
       `SELECT payload FROM webhook_messages
         WHERE org_id = $1 AND event_type = 'product_user.allowance_threshold' ORDER BY seq`,
