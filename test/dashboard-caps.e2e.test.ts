@@ -16,6 +16,9 @@ import {
   type SeededOrg,
 } from './support/processes.js';
 import { eventually } from './support/services.js';
+import { usageRecord } from './support/records.js';
+import { newId } from '../src/ids.js';
+import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
 
 const { env, db } = isolatedContext('dash-caps');
 let gateways: GatewayProcess[];
@@ -423,5 +426,102 @@ describe('one service for the CLI and the API', () => {
       [tenant.app_id, 'never-seen'],
     );
     expect(rowCount).toBe(0);
+  });
+});
+
+describe('the marks a cap set passes (decision 307)', () => {
+  /** A seeded org whose endpoint takes every event, and `spentNano` of this month in its ledger. */
+  async function spentOrg(spentNano: bigint): Promise<SeededOrg> {
+    const org = await seed(env, ['--wallet', '100.00']);
+    await db.query(
+      `INSERT INTO webhook_endpoints (id, org_id, url, secret_sealed) VALUES ($1, $2, $3, 'sealed')`,
+      [newId('wh'), org.org_id, 'https://example.com/hook'],
+    );
+    await new PostgresUsageSink(db).write([
+      usageRecord(org.org_id, spentNano, {
+        appId: org.app_id,
+        appConnectionId: org.app_connection_id,
+      }),
+    ]);
+    return org;
+  }
+
+  /** The cap.threshold messages of `orgId`: scope, threshold and amount of each. */
+  async function marks(orgId: string): Promise<string[]> {
+    const { rows } = await db.query<{ payload: string }>(
+      `SELECT payload FROM webhook_messages WHERE org_id = $1 AND event_type = 'cap.threshold'
+        ORDER BY seq`,
+      [orgId],
+    );
+    return rows.map((row) => {
+      const { data } = JSON.parse(row.payload) as {
+        data: { scope: string; threshold: number; amount: string };
+      };
+      return `${data.scope} ${data.threshold} of ${data.amount}`;
+    });
+  }
+
+  it('a cap set whose marks cannot be written is not set, and says so; set again, it fires them', async () => {
+    const org = await spentOrg(9_000_000_000n);
+    const email = uniqueEmail('marks-fail');
+    await createMember(env, email, org.org_id, 'admin');
+    const admin = await signInTo(gateways[0]!, email);
+    const path = `/dashboard/api/orgs/${org.org_id}/cap`;
+    const trigger = `refuse_${org.org_id.toLowerCase()}`;
+    await db.query(
+      `CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS
+         $$ BEGIN RAISE EXCEPTION 'the outbox refuses'; END $$`,
+    );
+    await db.query(
+      `CREATE TRIGGER ${trigger} BEFORE INSERT ON webhook_messages FOR EACH ROW
+         WHEN (NEW.org_id = '${org.org_id}') EXECUTE FUNCTION ${trigger}()`,
+    );
+    try {
+      const failed = await admin.request<ErrorBody>('PUT', path, { amount: '10' });
+      expect(failed.status).toBe(500);
+      // An error answer leaves the org as it was: no cap in force, none audited.
+      expect((await admin.get<CapState>(path)).body.cap).toBeNull();
+      const { rows } = await db.query(
+        `SELECT 1 FROM dashboard_audit_log WHERE org_id = $1 AND action = 'cap.set'`,
+        [org.org_id],
+      );
+      expect(rows).toEqual([]);
+    } finally {
+      await db.query(`DROP TRIGGER ${trigger} ON webhook_messages`);
+      await db.query(`DROP FUNCTION ${trigger}()`);
+    }
+    const set = await admin.request<CapState>('PUT', path, { amount: '10' });
+    expect(set.status).toBe(200);
+    expect(await marks(org.org_id)).toEqual(['org 0.8 of 10.000000000000']);
+  });
+
+  it("an admin of another org can neither set B's caps nor fire B's marks; gw cap set fires them once", async () => {
+    const other = await spentOrg(9_000_000_000n);
+    const victim = await spentOrg(9_000_000_000n);
+    const victimUser = await productUser(victim, 'cross-tenant');
+    const email = uniqueEmail('marks-cross');
+    await createMember(env, email, other.org_id, 'admin');
+    const admin = await signInTo(gateways[0]!, email);
+    for (const path of [
+      `/dashboard/api/orgs/${victim.org_id}/cap`,
+      `/dashboard/api/connections/${victim.app_connection_id}/cap`,
+      `/dashboard/api/product-users/${victimUser}/cap`,
+    ]) {
+      const refused = await admin.request<ErrorBody>('PUT', path, { amount: '1' });
+      expect(refused.status, path).toBe(404);
+    }
+    const { rows } = await db.query(`SELECT 1 FROM cap_rules WHERE org_id = ANY($1)`, [
+      [other.org_id, victim.org_id],
+    ]);
+    expect(rows).toEqual([]);
+    expect(await marks(other.org_id)).toEqual([]);
+    expect(await marks(victim.org_id)).toEqual([]);
+
+    const args = ['--scope', 'app_connection', '--app-connection-id', victim.app_connection_id];
+    for (let round = 0; round < 2; round++) {
+      await runCliJson<CapState>(['cap', 'set', ...args, '--amount', '10'], env);
+    }
+    expect(await marks(victim.org_id)).toEqual(['app_connection 0.8 of 10.000000000000']);
+    expect(await marks(other.org_id)).toEqual([]);
   });
 });

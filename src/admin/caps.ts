@@ -8,7 +8,7 @@ import { apiKeySharedCache } from '../auth/api-key-store.js';
 import type { CreditMode, OverrunPolicy } from '../billing/modes.js';
 import { CAPS_INVALIDATION_MESSAGE } from '../billing/cap-policies.js';
 import { encodeInvalidation, type InvalidatedCache } from '../cache/invalidation.js';
-import { withTransaction, type DbPool } from '../db/pool.js';
+import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
 import { newId } from '../ids.js';
 import {
   assertAmountInRange,
@@ -84,15 +84,16 @@ export interface CapState {
   };
 }
 
-/** Makes every instance forget cached cap rules (and a connection's keys' settings). */
-/** What follows a cap change: every instance's caches, and the marks a cap set has passed. */
+/** What goes with a cap change: every instance's caches, and the marks a cap set has passed. */
 export interface CapInvalidation {
   capsChanged(change: { readonly connectionKeyHashes: readonly string[] | null }): Promise<void>;
   /**
-   * After a cap is set: fires the threshold marks the period's spend has already reached
-   * (src/usage-events/cap-marks.ts; decision 307). Left out where no events are wanted.
+   * In the transaction that sets a cap (`client`), after the rule is written: fires the
+   * threshold marks the period's spend has already reached (src/usage-events/cap-marks.ts;
+   * decision 307), so the cap and its marks commit together or not at all. Left out where no
+   * events are wanted.
    */
-  capSet?(orgId: string, target: CapTarget): Promise<void>;
+  capSet?(client: DbClient, orgId: string, target: CapTarget): Promise<void>;
 }
 
 /**
@@ -218,7 +219,7 @@ export async function setCapAs(
   settings: CapSettings,
 ): Promise<CapState> {
   checkSettings(target, settings);
-  const { state, connectionId, orgId } = await withTransaction(db, async (client) => {
+  const { state, connectionId } = await withTransaction(db, async (client) => {
     const orgId = await owningOrg(client, target, true);
     if (orgId === null) throw missing(target);
     const current = await activeRule(client, target, true);
@@ -291,12 +292,12 @@ export async function setCapAs(
         }),
       },
     });
-    return { state, connectionId, orgId };
+    await invalidation.capSet?.(client, orgId, target);
+    return { state, connectionId };
   });
   await invalidation.capsChanged({
     connectionKeyHashes: connectionId ? await apiKeyHashes(db, { connectionId }) : null,
   });
-  await invalidation.capSet?.(orgId, target);
   return state;
 }
 

@@ -5,8 +5,7 @@
 // refused (docs/decisions.md, 307). Each event carries the dedupe key a crossing would, so a
 // mark that fired this period does not fire again, and a charge crossing it at the same
 // moment makes one event, not two.
-import type { DbPool } from '../db/pool.js';
-import { withTransaction } from '../db/pool.js';
+import type { DbClient, DbPool } from '../db/pool.js';
 import {
   CAP_RULE_VIEW_COLUMNS,
   type CapInvalidation,
@@ -34,29 +33,30 @@ type CapMarkParts = {
 export function firingCapMarks(caps: CapInvalidation, parts: CapMarkParts): CapInvalidation {
   return {
     capsChanged: (change) => caps.capsChanged(change),
-    capSet: async (orgId, target) => {
-      await fireReachedCapMarks(parts, orgId, target);
+    capSet: async (client, orgId, target) => {
+      await fireReachedCapMarks(parts, client, orgId, target);
     },
   };
 }
 
 /**
- * Fires the marks of `target`'s active cap that the period's spend has reached (the calendar
- * month for an org or a connection, the user's own period for a product user): the live
- * account in Redis, or when it is not there the ledger and the usage not written yet. A
- * connection's per-user amount, which sets many users' allowances at once, fires nothing
- * here. Returns the marks reached.
+ * Fires, on `client` (the cap's own transaction), the marks of `target`'s active cap that the
+ * period's spend has reached (the calendar month for an org or a connection, the user's own
+ * period for a product user): the live account in Redis, or when it is not there the ledger
+ * and the usage not written yet. A connection's per-user amount, which sets many users'
+ * allowances at once, fires nothing here. Returns the marks reached.
  */
 export async function fireReachedCapMarks(
   parts: CapMarkParts,
+  client: DbClient,
   orgId: string,
   target: CapTarget,
   now = new Date(),
 ): Promise<Array<ThresholdCrossing['threshold']>> {
   const { db, redis, keys } = parts;
-  const level = await levelOf(db, keys, orgId, target, now);
+  const level = await levelOf(client, keys, orgId, target, now);
   if (!level) return [];
-  const { rows } = await db.query<RuleRow>(
+  const { rows } = await client.query<RuleRow>(
     `SELECT ${CAP_RULE_VIEW_COLUMNS} FROM cap_rules
       WHERE status = 'active' AND org_id = $1 AND scope = $2
         AND CASE scope WHEN 'org' THEN true
@@ -74,7 +74,7 @@ export async function fireReachedCapMarks(
       ? BigInt(live)
       : (
           await ledgerAmounts(
-            db,
+            client,
             orgId,
             [{ of: 'spent', column: level.column, id: level.id, period: level.period }],
             await new UnwrittenUsage(redis, db, keys).forOrg(orgId),
@@ -105,7 +105,7 @@ export async function fireReachedCapMarks(
           occurredAt: now,
         });
   });
-  await withTransaction(db, (client) => emitEvents(client, events));
+  await emitEvents(client, events);
   return reached.map(([threshold]) => threshold);
 }
 
@@ -120,7 +120,7 @@ interface CapLevel {
 }
 
 async function levelOf(
-  db: DbPool,
+  db: Pick<DbPool, 'query'>,
   keys: RedisKeys,
   orgId: string,
   target: CapTarget,
