@@ -12,6 +12,7 @@ import { firingCapMarks } from '../src/usage-events/cap-marks.js';
 import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
 import { deletePrefix, testRedis } from './support/services.js';
 import { usageRecord } from './support/records.js';
+import { addCatchAllEndpoint, messageData } from './support/webhook-messages.js';
 import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
 
 const prefix = uniquePrefix('capmarks');
@@ -31,26 +32,21 @@ afterAll(async () => {
 /** An org with an endpoint that takes every event (its messages are what fired). */
 async function orgWithEndpoint(): Promise<string> {
   const orgId = await createOrganization(db, `cap marks ${Date.now()}`);
-  await db.query(
-    `INSERT INTO webhook_endpoints (id, org_id, url, secret_sealed) VALUES ($1, $2, $3, 'sealed')`,
-    [newId('wh'), orgId, 'https://example.com/hook'],
-  );
+  await addCatchAllEndpoint(db, orgId);
   return orgId;
 }
 
 /** The cap.threshold messages of `orgId`: threshold, amount and spend of each. */
 async function fired(orgId: string): Promise<string[]> {
-  const { rows } = await db.query<{ payload: string }>(
-    `SELECT payload FROM webhook_messages WHERE org_id = $1 AND event_type = 'cap.threshold'
-      ORDER BY seq`,
-    [orgId],
+  const events = await messageData<{
+    threshold: number;
+    amount: string;
+    spent_this_period: string;
+    scope: string;
+  }>(db, orgId, 'cap.threshold');
+  return events.map(
+    (data) => `${data.scope} ${data.threshold} of ${data.amount} at ${data.spent_this_period}`,
   );
-  return rows.map((row) => {
-    const { data } = JSON.parse(row.payload) as {
-      data: { threshold: number; amount: string; spent_this_period: string; scope: string };
-    };
-    return `${data.scope} ${data.threshold} of ${data.amount} at ${data.spent_this_period}`;
-  });
 }
 
 const setCap = (target: CapTarget, amountNano: bigint) =>
@@ -104,23 +100,11 @@ describe('a cap set below the spend', () => {
     const userPeriod = monthlyPeriod(new Date(), anchor);
     await redis.hset(keys.userSpend(orgId, userId, userPeriod.key), 'spent', '2000000000');
     await setCap({ scope: 'product_user', productUserId: userId }, 2_000_000_000n);
-    const { rows } = await db.query<{ payload: string }>(
-      `SELECT payload FROM webhook_messages
-        WHERE org_id = $1 AND event_type = 'product_user.allowance_threshold' ORDER BY seq`,
-      [orgId],
-    );
-    const events = rows.map(
-      (row) =>
-        (
-          JSON.parse(row.payload) as {
-            data: {
-              product_end_user_id: string;
-              threshold: number;
-              allowance: { period_start: string; spent_this_period: string; cap_amount: string };
-            };
-          }
-        ).data,
-    );
+    const events = await messageData<{
+      product_end_user_id: string;
+      threshold: number;
+      allowance: { period_start: string; spent_this_period: string; cap_amount: string };
+    }>(db, orgId, 'product_user.allowance_threshold');
     expect(events.map((event) => event.threshold)).toEqual([0.8, 1]);
     for (const event of events) {
       expect(event.product_end_user_id).toBe(userId);

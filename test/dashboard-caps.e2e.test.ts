@@ -17,7 +17,7 @@ import {
 } from './support/processes.js';
 import { eventually } from './support/services.js';
 import { usageRecord } from './support/records.js';
-import { newId } from '../src/ids.js';
+import { addCatchAllEndpoint, messageData } from './support/webhook-messages.js';
 import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
 
 const { env, db } = isolatedContext('dash-caps');
@@ -433,10 +433,7 @@ describe('the marks a cap set passes (decision 307)', () => {
   /** A seeded org whose endpoint takes every event, and `spentNano` of this month in its ledger. */
   async function spentOrg(spentNano: bigint): Promise<SeededOrg> {
     const org = await seed(env, ['--wallet', '100.00']);
-    await db.query(
-      `INSERT INTO webhook_endpoints (id, org_id, url, secret_sealed) VALUES ($1, $2, $3, 'sealed')`,
-      [newId('wh'), org.org_id, 'https://example.com/hook'],
-    );
+    await addCatchAllEndpoint(db, org.org_id);
     await new PostgresUsageSink(db).write([
       usageRecord(org.org_id, spentNano, {
         appId: org.app_id,
@@ -448,17 +445,12 @@ describe('the marks a cap set passes (decision 307)', () => {
 
   /** The cap.threshold messages of `orgId`: scope, threshold and amount of each. */
   async function marks(orgId: string): Promise<string[]> {
-    const { rows } = await db.query<{ payload: string }>(
-      `SELECT payload FROM webhook_messages WHERE org_id = $1 AND event_type = 'cap.threshold'
-        ORDER BY seq`,
-      [orgId],
+    const events = await messageData<{ scope: string; threshold: number; amount: string }>(
+      db,
+      orgId,
+      'cap.threshold',
     );
-    return rows.map((row) => {
-      const { data } = JSON.parse(row.payload) as {
-        data: { scope: string; threshold: number; amount: string };
-      };
-      return `${data.scope} ${data.threshold} of ${data.amount}`;
-    });
+    return events.map((data) => `${data.scope} ${data.threshold} of ${data.amount}`);
   }
 
   it('a cap set whose marks cannot be written is not set, and says so; set again, it fires them', async () => {
