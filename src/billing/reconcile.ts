@@ -17,7 +17,7 @@ import { monthlyPeriod } from '../periods.js';
 import { masters, type RedisClient } from '../redis/connect.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts } from '../redis/scripts.js';
-import { unwrittenAtSnapshot } from '../ledger/unwritten-usage.js';
+import { streamPosition, unwrittenAtSnapshot } from '../ledger/unwritten-usage.js';
 import { ledgerAmounts, type LedgerAmount } from './ledger-amounts.js';
 
 /** Measurements tried per org before it is reported busy (settling all the time). */
@@ -333,8 +333,7 @@ function escapeGlob(text: string): string {
 function streamDeletions(reply: [Error | null, unknown]): number {
   const [error, info] = reply;
   if (error || !Array.isArray(info)) return -1;
-  const field = (name: string): number => Number(info[info.indexOf(name) + 1]);
-  return field('entries-added') - field('length');
+  return streamPosition(info).deletions;
 }
 
 async function userAnchors(

@@ -100,7 +100,7 @@ export class UnwrittenUsage {
   async forOrg(orgId: string, mentioning?: string): Promise<UsageRecord[]> {
     const entries = [
       ...(await this.entries(orgId)).map(([, fields]) => fields),
-      ...(await this.deadLetters(orgId)),
+      ...(await deadLettersOf(this.db, orgId)),
     ];
     return unwrittenIn(this.db, entries, mentioning);
   }
@@ -137,11 +137,6 @@ export class UnwrittenUsage {
     return unwrittenIn(client, cut.entries);
   }
 
-  /** The fields of the org's dead-lettered entries not replayed yet. */
-  private async deadLetters(orgId: string): Promise<string[][]> {
-    return deadLettersOf(this.db, orgId);
-  }
-
   private entries(orgId: string): Promise<StreamEntry[]> {
     const running = this.reading.get(orgId);
     if (running) return running;
@@ -167,6 +162,7 @@ export async function unwrittenAtSnapshot(
   return unwrittenIn(client, [...entries, ...(await deadLettersOf(client, orgId))]);
 }
 
+/** The fields of the org's dead-lettered entries not replayed yet. */
 async function deadLettersOf(db: Pick<DbPool, 'query'>, orgId: string): Promise<string[][]> {
   const { rows } = await db.query<{ entry: string }>(
     'SELECT entry FROM usage_dead_letters WHERE org_id = $1 AND replayed_at IS NULL',
