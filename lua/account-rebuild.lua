@@ -34,27 +34,7 @@
 -- token (another install took it off, and the account was lost again since: measure again).
 -- Validates every argument and every amount it reads before the first write.
 --#include amounts
+--#include account-install
 
-one_of(ARGV[1], 'field', {'balance', 'spent'})
-local value = amount(ARGV[2], 'amount_nano', true)
-if ARGV[3] ~= '' then integer(ARGV[3], 'expire_at_ms') end
-local missed_at_cut = amount(ARGV[4], 'missed_at_cut', true)
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  redis.call('HDEL', KEYS[3], KEYS[1], ARGV[6])
-  return {0}
-end
-local listed = redis.call('HMGET', KEYS[3], KEYS[1], ARGV[6])
-local missed_now = listed[1]
-if not missed_now or listed[2] ~= ARGV[7] then
-  return {-1}
-end
-value = value + amount(missed_now, 'the missed amount', true) - missed_at_cut
-local installed = amount(string.format('%.0f', value), 'the rebuilt ' .. ARGV[1], true)
-
-redis.call('HSET', KEYS[1], ARGV[1], string.format('%.0f', installed), 'reserved', '0', 'gen', ARGV[5])
-redis.call('HDEL', KEYS[3], KEYS[1], ARGV[6])
-redis.call('DEL', KEYS[2])
-if ARGV[3] ~= '' then
-  redis.call('PEXPIREAT', KEYS[1], ARGV[3])
-end
-return {1, string.format('%.0f', installed)}
+local value, missed_at_cut = account_install_args()
+return install_account(KEYS[1], KEYS[2], KEYS[3], value, missed_at_cut)

@@ -1,15 +1,16 @@
 // A user's credits loaded from Postgres while their grants change and the usage writer moves
-// what drew on them: the grants are read first, the org's stream only when one is active, and
-// then the grants again (docs/decisions.md, 306). Each interleaving is driven on the real
-// Redis and Postgres, and the live credits end up as the ledger says, never more.
+// what drew on them: the grants are read in the measurement's ledger snapshot, less what the
+// cut's unwritten records drew on them, and installed with the user's account in one script
+// (docs/decisions.md, 308). Each interleaving is driven on the real Redis and Postgres, and
+// the live credits end up as the ledger says: never more, and never less.
 import { afterAll, describe, expect, it } from 'vitest';
 import { createApp, createOrganization } from '../src/admin/provisioning.js';
 import type { RequestAccounts } from '../src/billing/budget-store.js';
 import { createMoneyLayer } from '../src/billing/compose.js';
-import { NEVER_EXPIRES_MS } from '../src/billing/account-loader.js';
-import { createDbPool } from '../src/db/pool.js';
+import { NEVER_EXPIRES_MS, type RebuildObserver } from '../src/billing/account-rebuild.js';
+import { createDbPool, SNAPSHOT_STATEMENT, type DbPool } from '../src/db/pool.js';
 import { newRequestId } from '../src/ids.js';
-import { nanoToNumeric } from '../src/money.js';
+import { nanoToNumeric, numericToNano } from '../src/money.js';
 import { monthlyPeriod } from '../src/periods.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
@@ -37,8 +38,27 @@ afterAll(async () => {
   await db.end();
 });
 
-/** The load's read of the user's active grants (it runs once, or twice with a grant). */
+/** The measurement's read of its users' active grants (src/billing/ledger-amounts.ts). */
 const GRANTS_QUERY = /FROM credit_grants g LEFT JOIN credit_consumptions/;
+/** The measurement's ledger snapshot (its first statement). */
+const SNAPSHOT = new RegExp(`^${SNAPSHOT_STATEMENT.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
+
+/** A money layer whose loads read Postgres through `pool`, and how its rebuilds ended. */
+function loadingLayer(pool: DbPool) {
+  const outcomes: string[] = [];
+  const observe: RebuildObserver = (kind, outcome, measurements) => {
+    outcomes.push(`${kind}/${outcome}/${measurements}`);
+  };
+  const layer = createMoneyLayer({
+    db: pool,
+    redis,
+    keys,
+    scripts,
+    reservationTtlMs: 60_000,
+    observeRebuilds: observe,
+  });
+  return { loader: layer.loader, outcomes };
+}
 
 interface User {
   readonly orgId: string;
@@ -127,31 +147,123 @@ const drain = async (): Promise<void> => {
   await writer.drainOnce();
 };
 
+/** The grant's row in Postgres, and what is left on it there. */
+async function ledgerRemaining(grantId: string): Promise<bigint> {
+  const { rows } = await db.query<{ remaining: string }>(
+    `SELECT (g.amount - COALESCE(sum(c.amount), 0))::text AS remaining
+       FROM credit_grants g LEFT JOIN credit_consumptions c ON c.grant_id = g.id
+      WHERE g.id = $1 GROUP BY g.id`,
+    [grantId],
+  );
+  return numericToNano(rows[0]!.remaining);
+}
+
+/** A user with a grant of 1,000 and a request that drew 300 on it, its record unwritten. */
+async function userWhoDrew(): Promise<{ user: User; grantId: string; drawn: string }> {
+  const user = await newUser();
+  const grantId = `grant_drawn_${prefix}_${sequence}`;
+  await commitGrant(user, grantId, 1_000n);
+  await addGrantToRedis(user, grantId, 1_000n);
+  const drawn = await spend(user, 300n);
+  expect(await liveCredit(user, grantId)).toBe('700');
+  await evict(user);
+  return { user, grantId, drawn };
+}
+
 describe("a user's credits loaded while the writer moves what drew on them", () => {
-  it('a record written between the first read of the grants and the stream read is taken once', async () => {
-    const user = await newUser();
-    const grantId = `grant_moved_${prefix}_${sequence}`;
-    await commitGrant(user, grantId, 1_000n);
-    await addGrantToRedis(user, grantId, 1_000n);
-    const drawn = await spend(user, 300n);
-    expect(await liveCredit(user, grantId)).toBe('700');
-    await evict(user);
-    // The load finds the grant (1,000 left per the ledger), then the writer moves the record
-    // that drew 300 on it, before the load reads the org's stream.
-    const { loader } = createMoneyLayer({
-      db: hookedPool(db, [{ match: GRANTS_QUERY, after: true, step: drain }]),
-      redis,
-      keys,
-      scripts,
-      reservationTtlMs: 60_000,
-    });
+  it('a record moved between the snapshot and the cut is in neither: measured again, taken once', async () => {
+    const { user, grantId, drawn } = await userWhoDrew();
+    let moved = false;
+    const { loader, outcomes } = loadingLayer(
+      hookedPool(db, [
+        {
+          match: SNAPSHOT,
+          after: true,
+          step: async () => {
+            await drain();
+            moved = true;
+          },
+        },
+      ]),
+    );
     await loader.load(['user'], accountsOf(user));
+    expect(moved).toBe(true);
     const { rows } = await db.query<{ n: string }>(
       'SELECT count(*)::text AS n FROM credit_consumptions WHERE request_id = $1',
       [drawn],
     );
     expect(rows[0]!.n).toBe('1');
+    expect(await ledgerRemaining(grantId)).toBe(700n);
     expect(await liveCredit(user, grantId)).toBe('700');
+    expect(outcomes).toEqual(['user/installed/2']);
+  });
+
+  it('a record moved after the cut, before the grants are read: in the cut only, taken once', async () => {
+    const { user, grantId } = await userWhoDrew();
+    let moved = false;
+    const { loader, outcomes } = loadingLayer(
+      hookedPool(db, [
+        {
+          match: GRANTS_QUERY,
+          step: async () => {
+            await drain();
+            moved = true;
+          },
+        },
+      ]),
+    );
+    await loader.load(['user'], accountsOf(user));
+    expect(moved).toBe(true);
+    expect(await ledgerRemaining(grantId)).toBe(700n);
+    expect(await liveCredit(user, grantId)).toBe('700');
+    expect(outcomes).toEqual(['user/installed/1']);
+  });
+
+  it('a user whose account is there and whose credits went: the credits alone, exactly', async () => {
+    const { user, grantId } = await userWhoDrew();
+    // The account comes back first (a load), then the credits alone go.
+    await loadingLayer(db).loader.load(['user'], accountsOf(user));
+    await redis.del(
+      keys.userCredits(user.orgId, user.userId, 'USD'),
+      keys.userGrants(user.orgId, user.userId, 'USD'),
+    );
+    expect(await redis.exists(keys.userSpend(user.orgId, user.userId, period.key))).toBe(1);
+    const { loader, outcomes } = loadingLayer(db);
+    await loader.load(['user'], accountsOf(user));
+    expect(await liveCredit(user, grantId)).toBe('700');
+    expect(outcomes).toEqual(['user/present/0']);
+    // And once the record is written.
+    await drain();
+    await redis.del(keys.userCredits(user.orgId, user.userId, 'USD'));
+    await loader.load(['user'], accountsOf(user));
+    expect(await liveCredit(user, grantId)).toBe('700');
+  });
+
+  it('a grant revoked after the snapshot is not brought back by the install', async () => {
+    const { user, grantId } = await userWhoDrew();
+    const { loader } = loadingLayer(
+      hookedPool(db, [
+        {
+          match: SNAPSHOT,
+          after: true,
+          step: async () => {
+            await db.query(`UPDATE credit_grants SET status = 'revoked' WHERE id = $1`, [grantId]);
+            await scripts.creditsChange(creditKeys(user), {
+              action: 'remove',
+              grant_id: grantId,
+              amount_nano: '',
+              expires_at_ms: '',
+              ttl_ms: '600000',
+              now_ms: String(Date.now()),
+              keep_held: '1',
+            });
+          },
+        },
+      ]),
+    );
+    await loader.load(['user'], accountsOf(user));
+    expect(await liveCredit(user, grantId)).toBeNull();
+    expect(await redis.zscore(keys.userGrants(user.orgId, user.userId, 'USD'), grantId)).toBeNull();
   });
 });
 
@@ -163,7 +275,7 @@ describe('a grant added while a load finds the user with none', () => {
     { name: 'its Redis add after the load', redisAddAfterLoad: true },
   ];
   for (const { name, redisAddAfterLoad } of landings) {
-    it(`committed after the load's first read, ${name}: spendable, and reloaded exactly`, async () => {
+    it(`committed after the measurement's snapshot, ${name}: spendable, and reloaded exactly`, async () => {
       const user = await newUser();
       const grantId = `grant_new_${prefix}_${sequence}`;
       const euroGrantId = `grant_eur_${prefix}_${sequence}`;
@@ -174,25 +286,21 @@ describe('a grant added while a load finds the user with none', () => {
         await commitGrant(user, grantId, 1_000n);
         if (!redisAddAfterLoad) await addGrantToRedis(user, grantId, 1_000n);
       };
-      let firstReads = 0;
-      const { loader } = createMoneyLayer({
-        db: hookedPool(db, [
+      let committed = 0;
+      const { loader } = loadingLayer(
+        hookedPool(db, [
           {
-            match: GRANTS_QUERY,
+            match: SNAPSHOT,
             after: true,
             step: async () => {
-              firstReads += 1;
+              committed += 1;
               await commit();
             },
           },
         ]),
-        redis,
-        keys,
-        scripts,
-        reservationTtlMs: 60_000,
-      });
+      );
       await loader.load(['user'], accountsOf(user));
-      expect(firstReads).toBe(1);
+      expect(committed).toBe(1);
       if (redisAddAfterLoad) await addGrantToRedis(user, grantId, 1_000n);
       expect(await liveCredit(user, euroGrantId)).toBeNull();
       expect(await liveCredit(user, grantId)).toBe('1000');

@@ -109,6 +109,13 @@ const scriptKeys: { [N in ScriptName]: (orgId: string) => Record<string, string>
     expiries: keys.holdExpiries(keys.orgCap(orgId, '2025-06')),
     rebuilds: keys.rebuilds(orgId),
   }),
+  accountRebuildUser: (orgId) => ({
+    account: keys.userSpend(orgId, 'pu_1', '2025-06-01'),
+    expiries: keys.holdExpiries(keys.userSpend(orgId, 'pu_1', '2025-06-01')),
+    rebuilds: keys.rebuilds(orgId),
+    user_credits: keys.userCredits(orgId, 'pu_1', 'USD'),
+    user_grants: keys.userGrants(orgId, 'pu_1', 'USD'),
+  }),
   creditsLoad: (orgId) => ({
     user_credits: keys.userCredits(orgId, 'pu_1', 'USD'),
     user_grants: keys.userGrants(orgId, 'pu_1', 'USD'),

@@ -3,29 +3,22 @@
 // usage settled in Redis that the writer has not put in Postgres yet (UnwrittenUsage), and
 // what settles while it runs (account-rebuild.ts).
 import type { DbPool } from '../db/pool.js';
-import { numericToNano, SETTLEMENT_CURRENCY } from '../money.js';
+import { SETTLEMENT_CURRENCY } from '../money.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts } from '../redis/scripts.js';
 import type { UnwrittenUsage } from '../ledger/unwritten-usage.js';
-import type { UsageRecord } from '../ledger/usage-record.js';
-import { AccountRebuilder, type AccountKind } from './account-rebuild.js';
+import {
+  AccountRebuilder,
+  type AccountKind,
+  type CreditsTarget,
+  type RebuildTarget,
+} from './account-rebuild.js';
 import type { CapAccount, RequestAccounts, UserAccount } from './budget-store.js';
 import type { SpendColumn } from './ledger-amounts.js';
 import type { WalletService } from './wallets.js';
 
 /** A period's account stays a week past its end (late settles), then goes. */
 const PERIOD_ACCOUNT_GRACE_MS = 7 * 24 * 3600 * 1000;
-/**
- * Loaded credits go after this long unless a load comes first; every load of a user's period
- * account loads them again (a merge: what is in Redis stays). Longer than the longest period
- * (31 days) and its grace together, so the credits loaded with a period's account outlive it:
- * a request held on the account never finds them gone, nor a revoked or expired grant's part
- * dropped by a rebuild (docs/decisions.md, 289).
- */
-export const CREDITS_TTL_MS = 40 * 24 * 3600 * 1000;
-/** The expiry score of a grant that never expires. */
-export const NEVER_EXPIRES_MS = 253_402_300_799_000; // 9999-12-31
-
 export type AccountName = AccountKind;
 
 /** The account each ledger column's sum rebuilds. */
@@ -34,13 +27,6 @@ const KIND_OF_COLUMN = {
   app_connection_id: 'conn_cap',
   product_user_id: 'user',
 } as const satisfies Record<SpendColumn, AccountKind>;
-
-/** A grant as the ledger has it: what is left on it (decimal text) and when it expires. */
-interface ActiveGrant {
-  readonly id: string;
-  readonly remaining: string;
-  readonly expires_at: Date | null;
-}
 
 export class AccountLoader {
   private readonly loading = new Map<string, Promise<void>>();
@@ -95,47 +81,28 @@ export class AccountLoader {
     return loading;
   }
 
-  /**
-   * Rebuilds the spend account `key` of `column = id` over `period`: the ledger's sum in the
-   * rebuild's snapshot, plus the usage not written to it, plus what settles until the install.
-   */
-  private async loadSpent(
-    orgId: string,
-    column: SpendColumn,
-    id: string,
-    key: string,
-    period: CapAccount['period'],
-  ): Promise<void> {
-    await this.rebuilder.rebuild({
-      kind: KIND_OF_COLUMN[column],
-      orgId,
-      key,
-      field: 'spent',
-      expireAtMs: period.end.getTime() + PERIOD_ACCOUNT_GRACE_MS,
-      amount: { of: 'spent', column, id, period },
-    });
-  }
-
   /** A cap's account: what the org (or one of its connections) spent in the cap's period. */
-  private loadCap(
+  private async loadCap(
     orgId: string,
     scope: { column: 'org_id' | 'app_connection_id'; id: string; key: string },
     cap: CapAccount,
   ): Promise<void> {
-    return this.loadSpent(orgId, scope.column, scope.id, scope.key, cap.period);
+    await this.rebuilder.rebuild(
+      spentAccount(orgId, scope.column, scope.id, scope.key, cap.period),
+    );
   }
 
+  /** A user's period account, and with it the user's credits in the settlement currency. */
   private async loadUser(orgId: string, user: UserAccount): Promise<void> {
-    // The credits first: once the account is there, no request loads them again until they
-    // go, so they must have been loaded (their expiry pushed past the account's) before it.
-    await this.installCredits(orgId, user.productUserId, SETTLEMENT_CURRENCY);
-    await this.loadSpent(
-      orgId,
-      'product_user_id',
-      user.productUserId,
-      this.keys.userSpend(orgId, user.productUserId, user.period.key),
-      user.period,
-    );
+    const { productUserId, period } = user;
+    const key = this.keys.userSpend(orgId, productUserId, period.key);
+    const credits = this.creditsTarget(orgId, productUserId, SETTLEMENT_CURRENCY);
+    const account = spentAccount(orgId, 'product_user_id', productUserId, key, period);
+    const outcome = await this.rebuilder.rebuild(Object.assign(account, { credits }));
+    // An account installed comes with its credits (one script). One already there: the user
+    // was loaded because its credits were not (they went), or another install just came
+    // first (then this merge keeps everything).
+    if (outcome === 'present') await this.rebuilder.loadCredits(credits);
   }
 
   /**
@@ -143,62 +110,40 @@ export class AccountLoader {
    * the user's account; the profile asks for others), unless another load is running.
    */
   async loadCredits(orgId: string, productUserId: string, currency: string): Promise<void> {
-    await this.once(this.keys.userCredits(orgId, productUserId, currency), () =>
-      this.installCredits(orgId, productUserId, currency),
-    );
+    const credits = this.creditsTarget(orgId, productUserId, currency);
+    await this.once(credits.keys.user_credits, () => this.rebuilder.loadCredits(credits));
   }
 
-  /**
-   * Merges the user's active grants in `currency`, less what unwritten usage took, into Redis.
-   * A user with no active grant (most users, at first sight) costs one query and no read of
-   * the org's stream: no unwritten record can have drawn on a grant that does not exist, and a
-   * grant added meanwhile goes to Redis itself (credits-change.lua).
-   */
-  private async installCredits(
-    orgId: string,
-    productUserId: string,
-    currency: string,
-  ): Promise<void> {
-    let rows = await this.activeGrants(productUserId, currency);
-    let unwritten: readonly UsageRecord[] = [];
-    if (rows.length > 0) {
-      // The stream first, then the grants again: a record the writer moves in between is
-      // counted in both (taken twice from its grant), never in neither.
-      unwritten = await this.unwritten.forOrg(orgId, productUserId);
-      rows = await this.activeGrants(productUserId, currency);
-    }
-    // What grants paid for usage that is not in the ledger yet is not left on them either.
-    const unwrittenConsumption = new Map<string, bigint>();
-    for (const record of unwritten) {
-      for (const { grantId, amountNano } of record.creditConsumption ?? []) {
-        unwrittenConsumption.set(grantId, (unwrittenConsumption.get(grantId) ?? 0n) + amountNano);
-      }
-    }
-    const triples = rows.flatMap((row) => [
-      row.id,
-      (numericToNano(row.remaining) - (unwrittenConsumption.get(row.id) ?? 0n)).toString(),
-      String(row.expires_at ? row.expires_at.getTime() : NEVER_EXPIRES_MS),
-    ]);
-    await this.scripts.creditsLoad(
-      {
+  private creditsTarget(orgId: string, productUserId: string, currency: string): CreditsTarget {
+    return {
+      orgId,
+      productUserId,
+      currency,
+      keys: {
         user_credits: this.keys.userCredits(orgId, productUserId, currency),
         user_grants: this.keys.userGrants(orgId, productUserId, currency),
       },
-      { ttl_ms: String(CREDITS_TTL_MS) },
-      triples,
-    );
+    };
   }
+}
 
-  /** The user's active grants in `currency` and what is left on each, per the ledger. */
-  private async activeGrants(productUserId: string, currency: string): Promise<ActiveGrant[]> {
-    const { rows } = await this.db.query<ActiveGrant>(
-      `SELECT g.id, (g.amount - COALESCE(sum(c.amount), 0))::text AS remaining, g.expires_at
-         FROM credit_grants g LEFT JOIN credit_consumptions c ON c.grant_id = g.id
-        WHERE g.product_user_id = $1 AND g.currency = $2 AND g.status = 'active'
-          AND (g.expires_at IS NULL OR g.expires_at > now())
-        GROUP BY g.id`,
-      [productUserId, currency],
-    );
-    return rows;
-  }
+/**
+ * The spend account `key` of `column = id` over `period`: rebuilt as the ledger's sum in the
+ * rebuild's snapshot, plus the usage not written to it, plus what settles until the install.
+ */
+function spentAccount(
+  orgId: string,
+  column: SpendColumn,
+  id: string,
+  key: string,
+  period: CapAccount['period'],
+): RebuildTarget & { credits?: CreditsTarget } {
+  return {
+    kind: KIND_OF_COLUMN[column],
+    orgId,
+    key,
+    field: 'spent',
+    expireAtMs: period.end.getTime() + PERIOD_ACCOUNT_GRACE_MS,
+    amount: { of: 'spent', column, id, period },
+  };
 }

@@ -19,12 +19,32 @@
 // is not refused for its traffic). A record settled after the install is charged by settle.
 // Steps 1 to 3 (a measurement) serve every rebuild of the org that listed its account before
 // they began (decision 306); the proof above holds for each, since each listing came first.
+// A measurement also reads product users' credits (decision 308): the grants in the snapshot
+// less what the cut's unwritten records drew on them, exact by the same proof. No settle draws
+// on credits that are not in Redis, and a load merges (what Redis has stays), so credits need
+// no listing.
 import { randomBytes } from 'node:crypto';
 import { readOnlySnapshot, type DbPool } from '../db/pool.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts } from '../redis/scripts.js';
 import { listingField, type UnwrittenUsage } from '../ledger/unwritten-usage.js';
-import { ledgerAmounts, type LedgerAmount } from './ledger-amounts.js';
+import {
+  ledgerAmounts,
+  ledgerGrants,
+  type LedgerAmount,
+  type LedgerGrant,
+} from './ledger-amounts.js';
+
+/**
+ * Loaded credits go after this long unless a load comes first; every load of a user's period
+ * account loads them again (a merge: what is in Redis stays). Longer than the longest period
+ * (31 days) and its grace together, so the credits loaded with a period's account outlive it:
+ * a request held on the account never finds them gone, nor a revoked or expired grant's part
+ * dropped by a rebuild (docs/decisions.md, 289).
+ */
+export const CREDITS_TTL_MS = 40 * 24 * 3600 * 1000;
+/** The expiry score of a grant that never expires. */
+export const NEVER_EXPIRES_MS = 253_402_300_799_000; // 9999-12-31
 
 /**
  * Measurements tried: one the writer may have cut short is taken again, and installed anyway
@@ -61,12 +81,25 @@ export interface RebuildTarget {
   readonly expireAtMs: number | null;
   /** What the account holds per the ledger (summed with the other accounts measured with it). */
   readonly amount: LedgerAmount;
+  /**
+   * A user's account: the user's credits in the settlement currency, installed with it in one
+   * step (account-rebuild-user.lua).
+   */
+  readonly credits?: CreditsTarget;
+}
+
+/** A product user's credits in one currency. */
+export interface CreditsTarget {
+  readonly orgId: string;
+  readonly productUserId: string;
+  readonly currency: string;
+  readonly keys: { readonly user_credits: string; readonly user_grants: string };
 }
 
 export interface RebuildParts {
   readonly db: DbPool;
   readonly keys: RedisKeys;
-  readonly scripts: Pick<RedisScripts, 'accountRebuild'>;
+  readonly scripts: Pick<RedisScripts, 'accountRebuild' | 'accountRebuildUser' | 'creditsLoad'>;
   readonly unwritten: UnwrittenUsage;
   /** Hears how each rebuild ended (the gateway counts them: gw_account_rebuilds_total). */
   readonly observe?: RebuildObserver | undefined;
@@ -74,17 +107,23 @@ export interface RebuildParts {
   readonly observeMeasurement?: ((seconds: number) => void) | undefined;
 }
 
-/** One measurement of one account: its amount at the cut, and the cut's `rebuilds` field. */
+/**
+ * What one measurement found for one rebuild: the account's amount at the cut and the cut's
+ * `rebuilds` field, and the credits' grants as `grant_id, remaining_nano, expires_at_ms`
+ * triples (credits-merge.lua).
+ */
 interface Measured {
-  readonly missedAtCut: string;
   readonly exact: boolean;
-  readonly amount: bigint;
+  readonly account?: { readonly missedAtCut: string; readonly amount: bigint };
+  readonly grants: string[];
 }
 
-/** A rebuild waiting for its org's next measurement. */
+/** A rebuild waiting for its org's next measurement: an account (with its credits), or credits. */
 interface Waiting {
-  readonly target: RebuildTarget;
-  readonly listing: string;
+  readonly orgId: string;
+  /** The account and the token it is listed under; absent: the credits alone. */
+  readonly account?: { readonly target: RebuildTarget; readonly listing: string };
+  readonly credits?: CreditsTarget;
   readonly lastTry: boolean;
   /** undefined: this measurement cannot be used (measure again). */
   readonly done: (measured: Measured | undefined) => void;
@@ -108,41 +147,34 @@ export class AccountRebuilder {
 
   constructor(private readonly parts: RebuildParts) {}
 
-  /** Installs `target` unless it is in Redis already (then leaves it untouched). */
-  async rebuild(target: RebuildTarget): Promise<void> {
-    const { keys, scripts, unwritten } = this.parts;
+  /**
+   * Installs `target` (with its credits) unless it is in Redis already: then leaves it
+   * untouched and answers `present`.
+   */
+  async rebuild(target: RebuildTarget): Promise<'installed' | 'present'> {
+    const { unwritten } = this.parts;
     const observe = this.parts.observe ?? (() => undefined);
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt += 1) {
       // null: the account is in Redis (another rebuild installed it since it was found missing).
       const listing = await unwritten.listRebuild(target.orgId, target.key);
-      if (listing === null) return observe(target.kind, 'present', attempt);
-      const lastTry = attempt === MAX_ATTEMPTS - 1;
-      const measured = await new Promise<Measured | undefined>((done, failed) =>
-        this.enqueue({ target, listing, lastTry, done, failed }),
-      );
-      if (measured) {
-        const outcome = (await scripts.accountRebuild(
-          {
-            account: target.key,
-            expiries: keys.holdExpiries(target.key),
-            rebuilds: keys.rebuilds(target.orgId),
-          },
-          {
-            field: target.field,
-            amount_nano: measured.amount.toString(),
-            expire_at_ms: target.expireAtMs === null ? '' : String(target.expireAtMs),
-            missed_at_cut: measured.missedAtCut,
-            generation: randomBytes(8).toString('hex'),
-            listing_field: listingField(target.key),
-            listing,
-          },
-        )) as [number, string?];
-        if (outcome[0] !== -1) {
-          const installed = measured.exact ? 'installed' : 'inexact';
-          return observe(target.kind, outcome[0] === 1 ? installed : 'present', attempt + 1);
-        }
+      if (listing === null) {
+        observe(target.kind, 'present', attempt);
+        return 'present';
       }
-      await new Promise((resolve) => setTimeout(resolve, RETRY_PAUSE_MS * (attempt + 1)));
+      const lastTry = attempt === MAX_ATTEMPTS - 1;
+      const measured = await this.measured({
+        orgId: target.orgId,
+        account: { target, listing },
+        credits: target.credits,
+        lastTry,
+      });
+      const outcome = measured && (await this.install(target, listing, measured));
+      if (outcome !== undefined && outcome !== -1) {
+        const installed = measured!.exact ? 'installed' : 'inexact';
+        observe(target.kind, outcome === 1 ? installed : 'present', attempt + 1);
+        return outcome === 1 ? 'installed' : 'present';
+      }
+      await this.pause(attempt);
     }
     observe(target.kind, 'gave_up', MAX_ATTEMPTS);
     throw new AccountRebuildBusyError(
@@ -151,11 +183,72 @@ export class AccountRebuilder {
   }
 
   /**
+   * Merges a user's credits into Redis (what is there stays), measured with the org's
+   * rebuilds: for a currency other than the settlement one, or a user whose account is in
+   * Redis and whose credits are not.
+   */
+  async loadCredits(credits: CreditsTarget): Promise<void> {
+    for (let attempt = 0; ; attempt += 1) {
+      const lastTry = attempt === MAX_ATTEMPTS - 1;
+      const measured = await this.measured({ orgId: credits.orgId, credits, lastTry });
+      if (measured) {
+        await this.parts.scripts.creditsLoad(
+          credits.keys,
+          { ttl_ms: String(CREDITS_TTL_MS) },
+          measured.grants,
+        );
+        return;
+      }
+      await this.pause(attempt);
+    }
+  }
+
+  /** The account's install script's outcome: 1 installed, 0 present, -1 measure again. */
+  private async install(
+    target: RebuildTarget,
+    listing: string,
+    measured: Measured,
+  ): Promise<number> {
+    const { keys, scripts } = this.parts;
+    const accountKeys = {
+      account: target.key,
+      expiries: keys.holdExpiries(target.key),
+      rebuilds: keys.rebuilds(target.orgId),
+    };
+    const args = {
+      field: target.field,
+      amount_nano: measured.account!.amount.toString(),
+      expire_at_ms: target.expireAtMs === null ? '' : String(target.expireAtMs),
+      missed_at_cut: measured.account!.missedAtCut,
+      generation: randomBytes(8).toString('hex'),
+      listing_field: listingField(target.key),
+      listing,
+    };
+    const outcome = target.credits
+      ? await scripts.accountRebuildUser(
+          Object.assign({}, accountKeys, target.credits.keys),
+          Object.assign({}, args, { ttl_ms: String(CREDITS_TTL_MS) }),
+          measured.grants,
+        )
+      : await scripts.accountRebuild(accountKeys, args);
+    return (outcome as [number, string?])[0];
+  }
+
+  /** Joins the org's next measurement; undefined: it cannot be used (measure again). */
+  private measured(rebuild: Omit<Waiting, 'done' | 'failed'>): Promise<Measured | undefined> {
+    return new Promise((done, failed) => this.enqueue(Object.assign({ done, failed }, rebuild)));
+  }
+
+  private pause(attempt: number): Promise<void> {
+    return new Promise((resolve) => setTimeout(resolve, RETRY_PAUSE_MS * (attempt + 1)));
+  }
+
+  /**
    * Joins the org's next measurement: starts one now if none runs, else waits for the one
    * after the running one (whose snapshot may be older than this rebuild's listing).
    */
   private enqueue(rebuild: Waiting): void {
-    const orgId = rebuild.target.orgId;
+    const orgId = rebuild.orgId;
     const queued = this.waiting.get(orgId);
     if (queued) {
       queued.push(rebuild);
@@ -199,30 +292,42 @@ export class AccountRebuilder {
         // the writer moved in that window, which `gw reconcile --repair` restores) rather than
         // refusing the org's requests with 503 while its traffic goes on.
         const exact = cut.deletions === deletedBefore;
-        const usable: Array<{ rebuild: Waiting; missedAtCut: string }> = [];
+        const usable: Array<{ rebuild: Waiting; missedAtCut?: string }> = [];
         for (const rebuild of batch) {
-          // Listed before the cut was sent, the account is in it with this listing's token
+          // Listed before the cut was sent, an account is in it with this listing's token
           // unless an install took it off meanwhile (then the account is back, or was lost
           // again and listed anew: measure again).
-          const key = rebuild.target.key;
-          const missedAtCut = cut.missed.get(key);
-          const listed = cut.missed.get(listingField(key)) === rebuild.listing;
-          if (missedAtCut === undefined || !listed || !(exact || rebuild.lastTry)) {
-            rebuild.done(undefined);
-          } else {
-            usable.push({ rebuild, missedAtCut });
-          }
+          const key = rebuild.account?.target.key;
+          const missedAtCut = key === undefined ? undefined : cut.missed.get(key);
+          const listed =
+            key === undefined ||
+            (missedAtCut !== undefined &&
+              cut.missed.get(listingField(key)) === rebuild.account!.listing);
+          if (!listed || !(exact || rebuild.lastTry)) rebuild.done(undefined);
+          else usable.push({ rebuild, missedAtCut });
         }
         if (usable.length === 0) return;
         const records = await unwritten.unwrittenAt(snapshot, cut);
+        const targets = usable.flatMap(({ rebuild }) => rebuild.account?.target ?? []);
         const amounts = await ledgerAmounts(
           snapshot,
           orgId,
-          usable.map(({ rebuild }) => rebuild.target.amount),
+          targets.map((target) => target.amount),
           records,
         );
-        for (const [index, { rebuild, missedAtCut }] of usable.entries()) {
-          rebuild.done({ missedAtCut, exact, amount: amounts[index]! });
+        const amountOf = new Map(targets.map((target, index) => [target, amounts[index]!]));
+        const grants = await grantsOf(
+          snapshot,
+          usable.flatMap(({ rebuild }) => rebuild.credits ?? []),
+          records,
+        );
+        for (const { rebuild, missedAtCut } of usable) {
+          const target = rebuild.account?.target;
+          rebuild.done({
+            exact,
+            account: target && { missedAtCut: missedAtCut!, amount: amountOf.get(target)! },
+            grants: rebuild.credits ? grantTriples(grants.get(rebuild.credits) ?? []) : [],
+          });
         }
       },
       async () => {
@@ -230,4 +335,36 @@ export class AccountRebuilder {
       },
     );
   }
+}
+
+/**
+ * The ledger's grants of each of `credits` (read through `snapshot`), less what `unwritten`
+ * drew on them: one statement per currency.
+ */
+async function grantsOf(
+  snapshot: Parameters<typeof ledgerGrants>[0],
+  credits: readonly CreditsTarget[],
+  unwritten: Parameters<typeof ledgerGrants>[3],
+): Promise<Map<CreditsTarget, LedgerGrant[]>> {
+  const found = new Map<CreditsTarget, LedgerGrant[]>();
+  for (const currency of new Set(credits.map((target) => target.currency))) {
+    const ofCurrency = credits.filter((target) => target.currency === currency);
+    const byUser = await ledgerGrants(
+      snapshot,
+      currency,
+      [...new Set(ofCurrency.map((target) => target.productUserId))],
+      unwritten,
+    );
+    for (const target of ofCurrency) found.set(target, byUser.get(target.productUserId) ?? []);
+  }
+  return found;
+}
+
+/** Grants as credits-merge.lua takes them: grant_id, remaining_nano, expires_at_ms triples. */
+function grantTriples(grants: readonly LedgerGrant[]): string[] {
+  return grants.flatMap((grant) => [
+    grant.id,
+    grant.remainingNano.toString(),
+    String(grant.expiresAt ? grant.expiresAt.getTime() : NEVER_EXPIRES_MS),
+  ]);
 }

@@ -121,3 +121,56 @@ function unwrittenById(
   }
   return byId;
 }
+
+/** A credit grant as the ledger has it, less what unwritten usage drew on it. */
+export interface LedgerGrant {
+  readonly id: string;
+  readonly remainingNano: bigint;
+  /** null: never expires. */
+  readonly expiresAt: Date | null;
+}
+
+/**
+ * The active grants in `currency` of each of `productUserIds` (read through `client`, one
+ * snapshot), each less what the records in `unwritten`, which the ledger does not have yet,
+ * drew on it: in one statement, whatever the number of users.
+ */
+export async function ledgerGrants(
+  client: Pick<DbClient, 'query'>,
+  currency: string,
+  productUserIds: readonly string[],
+  unwritten: readonly UsageRecord[],
+): Promise<Map<string, LedgerGrant[]>> {
+  const { rows } = await client.query<{
+    product_user_id: string;
+    id: string;
+    remaining: string;
+    expires_at: Date | null;
+  }>(
+    `SELECT g.product_user_id, g.id, (g.amount - COALESCE(sum(c.amount), 0))::text AS remaining,
+            g.expires_at
+       FROM credit_grants g LEFT JOIN credit_consumptions c ON c.grant_id = g.id
+      WHERE g.product_user_id = ANY($1::text[]) AND g.currency = $2 AND g.status = 'active'
+        AND (g.expires_at IS NULL OR g.expires_at > now())
+      GROUP BY g.id`,
+    [productUserIds, currency],
+  );
+  const drawn = new Map<string, bigint>();
+  for (const record of unwritten) {
+    for (const { grantId, amountNano } of record.creditConsumption ?? []) {
+      drawn.set(grantId, (drawn.get(grantId) ?? 0n) + amountNano);
+    }
+  }
+  const byUser = new Map<string, LedgerGrant[]>();
+  for (const row of rows) {
+    const grant = {
+      id: row.id,
+      remainingNano: numericToNano(row.remaining) - (drawn.get(row.id) ?? 0n),
+      expiresAt: row.expires_at,
+    };
+    const grants = byUser.get(row.product_user_id);
+    if (grants) grants.push(grant);
+    else byUser.set(row.product_user_id, [grant]);
+  }
+  return byUser;
+}

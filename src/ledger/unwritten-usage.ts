@@ -90,19 +90,18 @@ export class UnwrittenUsage {
   }
 
   /**
-   * The org's records not in the ledger yet; with `mentioning`, only those whose entry
-   * mentions it (an id: the rest are not parsed). Not exact beside a ledger read of its own:
-   * a record the writer commits after this looks at the ledger is in both. Account rebuilds
-   * read the ledger and the stream as one (cut, unwrittenAt: src/billing/account-rebuild.ts);
-   * credit loads, which merge (a grant Redis has is kept), and a balance set on a wallet that
-   * is not loaded use this.
+   * The org's records not in the ledger yet. Not exact beside a ledger read of its own: a
+   * record the writer commits after this looks at the ledger is in both. Account rebuilds and
+   * credit loads read the ledger and the stream as one (cut, unwrittenAt:
+   * src/billing/account-rebuild.ts); a balance set on a wallet that is not loaded, and a cap's
+   * marks read when the cap is set, use this.
    */
-  async forOrg(orgId: string, mentioning?: string): Promise<UsageRecord[]> {
+  async forOrg(orgId: string): Promise<UsageRecord[]> {
     const entries = [
       ...(await this.entries(orgId)).map(([, fields]) => fields),
       ...(await deadLettersOf(this.db, orgId)),
     ];
-    return unwrittenIn(this.db, entries, mentioning);
+    return unwrittenIn(this.db, entries);
   }
 
   /** How many entries the org's stream has lost so far (-1: there is no stream). */
@@ -175,14 +174,10 @@ async function deadLettersOf(db: Pick<DbPool, 'query'>, orgId: string): Promise<
 async function unwrittenIn(
   db: Pick<DbPool, 'query'>,
   entries: readonly string[][],
-  mentioning?: string,
 ): Promise<UsageRecord[]> {
   const records: UsageRecord[] = [];
   const seen = new Set<string>();
   for (const fields of entries) {
-    if (mentioning !== undefined && !fields.some((field) => field.includes(mentioning))) {
-      continue;
-    }
     try {
       const record = usageRecordFromFields(fields);
       if (seen.has(record.requestId)) continue;

@@ -14,7 +14,7 @@ import {
   numericToNano,
   SETTLEMENT_CURRENCY,
 } from '../money.js';
-import { CREDITS_TTL_MS, NEVER_EXPIRES_MS } from '../billing/account-loader.js';
+import { CREDITS_TTL_MS, NEVER_EXPIRES_MS } from '../billing/account-rebuild.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts, ScriptKeys } from '../redis/scripts.js';
 import { emitEvent } from '../webhooks/outbox.js';

@@ -156,6 +156,21 @@ export const scriptSpecs = {
       'listing',
     ],
   },
+  accountRebuildUser: {
+    file: 'account-rebuild-user',
+    keys: ['account', 'expiries', 'rebuilds', 'user_credits', 'user_grants'],
+    args: [
+      'field',
+      'amount_nano',
+      'expire_at_ms',
+      'missed_at_cut',
+      'generation',
+      'listing_field',
+      'listing',
+      'ttl_ms',
+    ],
+    rest: 'grants',
+  },
   creditsLoad: {
     file: 'credits-load',
     keys: ['user_credits', 'user_grants'],
