@@ -73,6 +73,17 @@ const REQUEST_ACCOUNT_KEYS = [
   'user_grants',
 ] as const;
 
+/** ARGV[1..7] of account-rebuild.lua, which account-rebuild-user.lua begins with. */
+const ACCOUNT_REBUILD_ARGS = [
+  'field',
+  'amount_nano',
+  'expire_at_ms',
+  'missed_at_cut',
+  'generation',
+  'listing_field',
+  'listing',
+] as const;
+
 export const scriptSpecs = {
   reserve: {
     file: 'reserve',
@@ -146,29 +157,12 @@ export const scriptSpecs = {
   accountRebuild: {
     file: 'account-rebuild',
     keys: ['account', 'expiries', 'rebuilds'],
-    args: [
-      'field',
-      'amount_nano',
-      'expire_at_ms',
-      'missed_at_cut',
-      'generation',
-      'listing_field',
-      'listing',
-    ],
+    args: ACCOUNT_REBUILD_ARGS,
   },
   accountRebuildUser: {
     file: 'account-rebuild-user',
     keys: ['account', 'expiries', 'rebuilds', 'user_credits', 'user_grants'],
-    args: [
-      'field',
-      'amount_nano',
-      'expire_at_ms',
-      'missed_at_cut',
-      'generation',
-      'listing_field',
-      'listing',
-      'ttl_ms',
-    ],
+    args: [...ACCOUNT_REBUILD_ARGS, 'ttl_ms'],
     rest: 'grants',
   },
   creditsLoad: {
