@@ -62,6 +62,11 @@ export const configSchema = z.object({
     .regex(/^[A-Za-z0-9_.-]{1,40}$/, 'letters, digits, _ . - only (1-40 chars)')
     .default('gw'),
   DATABASE_URL: z.url().default('postgres://postgres@127.0.0.1:5432/gw'),
+  /**
+   * The longest the gateway waits on Postgres: for a connection of its pool, and for one
+   * statement (the server cancels it). Past it the request answers 503 gw_unavailable.
+   */
+  DATABASE_TIMEOUT_MS: wholeNumber({ min: 100, max: 600_000 }).default(10_000),
   ...providerEnvShape,
   MAX_BODY_BYTES: wholeNumber({ min: 1024 }).default(4 * 1024 * 1024),
   UPSTREAM_TIMEOUT_MS: wholeNumber({ min: 100 }).default(120_000),

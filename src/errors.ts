@@ -256,7 +256,24 @@ export function isDependencyUnavailable(error: unknown): boolean {
   if (
     typeof code === 'string' &&
     // 53300: Postgres refuses new connections (max_connections reached); retrying helps.
-    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P03', '53300'].includes(code)
+    // 57014: a statement cancelled (DATABASE_TIMEOUT_MS passed, or an operator cancelled it).
+    [
+      'ECONNREFUSED',
+      'ECONNRESET',
+      'ETIMEDOUT',
+      'EPIPE',
+      '57P01',
+      '57P03',
+      '53300',
+      '57014',
+    ].includes(code)
+  ) {
+    return true;
+  }
+  // pg-pool waited DATABASE_TIMEOUT_MS for a connection; pg waited past it for an answer.
+  if (
+    typeof message === 'string' &&
+    ['timeout exceeded when trying to connect', 'Query read timeout'].includes(message)
   ) {
     return true;
   }

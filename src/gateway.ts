@@ -125,10 +125,15 @@ async function assembleGateway(
   loadNativeUws(); // refuse the pure-JS fallback before anything else starts
 
   await ensureDatabase(config.DATABASE_URL);
-  const db = closers.add('postgres pool', createDbPool(config.DATABASE_URL, 20), (pool) =>
-    pool.end(),
+  // Migrations run unbounded on a pool of their own (one can take minutes on a large
+  // ledger); every wait of the gateway's own pool is bounded by DATABASE_TIMEOUT_MS.
+  const migrations = createDbPool(config.DATABASE_URL, 1);
+  await migrate(migrations).finally(() => migrations.end());
+  const db = closers.add(
+    'postgres pool',
+    createDbPool(config.DATABASE_URL, 20, config.DATABASE_TIMEOUT_MS),
+    (pool) => pool.end(),
   );
-  await migrate(db);
 
   // No auto-pipelining: the script calls of the hot path coalesce their writes themselves
   // (src/redis/scripts.ts), more cheaply; other commands are rare.

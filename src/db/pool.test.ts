@@ -4,7 +4,8 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { TEST_DATABASE_URL } from '../../test/support/env.js';
-import { createDbPool, readOnlySnapshot, type DbPool } from './pool.js';
+import { isDependencyUnavailable } from '../errors.js';
+import { createDbPool, readOnlySnapshot, withTransaction, type DbPool } from './pool.js';
 
 const writer = createDbPool(TEST_DATABASE_URL, 1);
 const orgId = `org_snapshot_${randomBytes(4).toString('hex')}`;
@@ -88,6 +89,84 @@ describe('readOnlySnapshot', () => {
       // The broken client is not handed out again: the next snapshot gets a new connection.
       expect(await readOnlySnapshot(db, (client) => inSnapshot(client))).toBe(true);
       expect(db.totalCount).toBe(1);
+    } finally {
+      await db.end();
+    }
+  });
+});
+
+describe('a pool whose waits are bounded (DATABASE_TIMEOUT_MS)', () => {
+  it('cancels a statement that runs past the bound: 57014, counted as a dependency away', async () => {
+    const db = createDbPool(TEST_DATABASE_URL, 1, 200);
+    try {
+      const started = performance.now();
+      const error = await db.query('SELECT pg_sleep(5)').catch((caught: unknown) => caught);
+      expect(performance.now() - started).toBeLessThan(3000);
+      expect(error).toMatchObject({ code: '57014' });
+      expect(isDependencyUnavailable(error)).toBe(true);
+      // The connection is fine afterwards (the server cancelled the statement, not the session).
+      expect((await db.query<{ one: number }>('SELECT 1 AS one')).rows[0]!.one).toBe(1);
+    } finally {
+      await db.end();
+    }
+  });
+
+  it('gives up waiting for a connection after the bound, counted as a dependency away', async () => {
+    const db = createDbPool(TEST_DATABASE_URL, 1, 200);
+    const held = await db.connect();
+    try {
+      const started = performance.now();
+      const error = await db.connect().catch((caught: unknown) => caught);
+      expect(performance.now() - started).toBeGreaterThanOrEqual(150);
+      expect(error).toBeInstanceOf(Error);
+      expect(isDependencyUnavailable(error)).toBe(true);
+    } finally {
+      held.release();
+      await db.end();
+    }
+  });
+
+  it('gives up on a server that never answers, and drops the transaction client it was on', async () => {
+    const db = createDbPool(TEST_DATABASE_URL, 1, 200);
+    const client = await db.connect();
+    const { pid } = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid'))
+      .rows[0]!;
+    client.release();
+    // The client's server process stops answering (a hung server, a network that drops
+    // packets): no statement timeout can fire there.
+    process.kill(pid, 'SIGSTOP');
+    try {
+      const started = performance.now();
+      const error = await withTransaction(db, (transaction) => transaction.query('SELECT 1')).catch(
+        (caught: unknown) => caught,
+      );
+      expect(performance.now() - started).toBeLessThan(8000);
+      expect(error).toMatchObject({ message: 'Query read timeout' });
+      expect(isDependencyUnavailable(error)).toBe(true);
+      // The client is not handed out again: the next statement gets a new connection.
+      expect(db.totalCount).toBe(0);
+      process.kill(pid, 'SIGCONT');
+      expect(
+        (await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid,
+      ).not.toBe(pid);
+    } finally {
+      // Continued, it finds its connection closed and exits (it may be gone already).
+      try {
+        process.kill(pid, 'SIGCONT');
+      } catch {
+        // gone
+      }
+      await writer.query('SELECT pg_terminate_backend($1)', [pid]);
+      await db.end();
+    }
+  });
+
+  it('leaves a pool without a bound unbounded (migrations, the CLI)', async () => {
+    const db = createDbPool(TEST_DATABASE_URL, 1);
+    try {
+      expect(
+        (await db.query<{ statement_timeout: string }>('SHOW statement_timeout')).rows[0],
+      ).toEqual({ statement_timeout: '0' });
     } finally {
       await db.end();
     }

@@ -4,8 +4,29 @@ import pg from 'pg';
 export type DbPool = pg.Pool;
 export type DbClient = pg.PoolClient;
 
-export function createDbPool(databaseUrl: string, max = 10): DbPool {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max, idleTimeoutMillis: 30_000 });
+/**
+ * `timeoutMs` bounds every wait on Postgres (the gateway's DATABASE_TIMEOUT_MS): a statement
+ * runs at most that long (the server cancels it: 57014), a connection is waited for at most
+ * that long (pg-pool: "timeout exceeded when trying to connect"), and an answer that never
+ * comes (a server or network that hangs: nothing left to cancel the statement) is given up
+ * QUERY_TIMEOUT_GRACE_MS later ("Query read timeout"; the client is dropped, never reused).
+ * All answer 503 `gw_unavailable` (isDependencyUnavailable). Unbounded when omitted:
+ * migrations, the CLI.
+ */
+/** How much longer than the server's own bound the client waits for an answer. */
+const QUERY_TIMEOUT_GRACE_MS = 2000;
+
+export function createDbPool(databaseUrl: string, max = 10, timeoutMs?: number): DbPool {
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max,
+    idleTimeoutMillis: 30_000,
+    ...(timeoutMs !== undefined && {
+      statement_timeout: timeoutMs,
+      connectionTimeoutMillis: timeoutMs,
+      query_timeout: timeoutMs + QUERY_TIMEOUT_GRACE_MS,
+    }),
+  });
   // An idle client's error (e.g. the server restarted) must not crash the process.
   pool.on('error', () => undefined);
   // Nor a checked-out one's, lost between two statements (a snapshot waiting on Redis): its
@@ -20,17 +41,23 @@ export async function withTransaction<T>(
   work: (client: DbClient) => Promise<T>,
 ): Promise<T> {
   const client = await db.connect();
+  let result: T;
   try {
     await client.query('BEGIN');
-    const result = await work(client);
+    result = await work(client);
     await client.query('COMMIT');
-    return result;
   } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
+    // A client whose ROLLBACK fails (a statement still unanswered, a lost connection) is
+    // dropped, never handed out again.
+    const rollback = await client.query('ROLLBACK').then(
+      () => undefined,
+      (rollbackError: Error) => rollbackError,
+    );
+    client.release(rollback);
     throw error;
-  } finally {
-    client.release();
   }
+  client.release();
+  return result;
 }
 
 /** Begins a REPEATABLE READ, read-only transaction and takes its snapshot (one round trip). */
