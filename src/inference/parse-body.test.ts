@@ -1,6 +1,11 @@
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import { MAX_JSON_DEPTH, nestsDeeperThan, parseJsonBody } from './parse-body.js';
+import {
+  MAX_JSON_DEPTH,
+  nestsDeeperThan,
+  parseJsonBody,
+  repeatedMemberName,
+} from './parse-body.js';
 
 const nestedText = (depth: number): string => `${'['.repeat(depth)}1${']'.repeat(depth)}`;
 
@@ -26,5 +31,23 @@ describe('JSON nesting bound', () => {
   it('refuses 100,000 levels without overflowing the stack', () => {
     const parsed = parseJsonBody(Buffer.from(nestedText(100_000)), z.unknown());
     expect(parsed).toMatchObject({ code: 'gw_invalid_request' });
+  });
+});
+
+describe('strict bodies', () => {
+  it('finds a name repeated in any object, after unescaping, and nothing else', () => {
+    expect(repeatedMemberName('{"a":1,"b":{"c":[{"d":1,"d":2}]}}')).toBe('d');
+    expect(repeatedMemberName('{"a":1,"\\u0061":2}')).toBe('a');
+    expect(repeatedMemberName('{"a":"\\"a\\":","b":["a","a"],"c":{"a":1}}')).toBeUndefined();
+    expect(repeatedMemberName('[{"a":1},{"a":1}]')).toBeUndefined();
+    expect(repeatedMemberName('{"A":1,"a":2,"":3}')).toBeUndefined();
+  });
+
+  it('refuses bytes that are not UTF-8 only when strict', () => {
+    const latin1 = Buffer.from([0x22, 0xe9, 0x22]);
+    expect(parseJsonBody(latin1, z.string(), undefined, { strict: true })).toMatchObject({
+      code: 'gw_invalid_json',
+    });
+    expect(parseJsonBody(latin1, z.string())).toBe('\uFFFD');
   });
 });

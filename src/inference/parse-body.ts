@@ -13,15 +13,29 @@ export const MAX_JSON_DEPTH = 400;
 /**
  * `fieldCodes`: top-level fields whose own error code the spec names (`app_id` answers
  * gw_invalid_app_id); a body whose first problem is in one of them answers that code.
+ * `strict`: gw's own write routes read a body one way only (decision 30X): bytes that are not
+ * UTF-8 and an object that names a member twice are refused, where JSON.parse would store
+ * U+FFFD or keep the last value while a proxy or log in front may have read the first.
  */
 export function parseJsonBody<Schema extends z.ZodType>(
   body: Buffer,
   schema: Schema,
   fieldCodes?: Readonly<Record<string, ErrorCode>>,
+  options: { readonly strict?: boolean } = {},
 ): z.infer<Schema> | GwError {
+  let text: string;
+  if (options.strict) {
+    try {
+      text = STRICT_UTF8.decode(body);
+    } catch {
+      return gwError('gw_invalid_json', 'the request body is not valid UTF-8');
+    }
+  } else {
+    text = body.toString('utf8');
+  }
   let parsed: unknown;
   try {
-    parsed = JSON.parse(body.toString('utf8'));
+    parsed = JSON.parse(text);
   } catch {
     return gwError('gw_invalid_json', 'the request body is not valid JSON');
   }
@@ -31,6 +45,12 @@ export function parseJsonBody<Schema extends z.ZodType>(
       `the request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`,
     );
   }
+  if (options.strict) {
+    const repeated = repeatedMemberName(text);
+    if (repeated !== undefined) {
+      return gwError('gw_invalid_request', `${quotableName(repeated)}: must be sent once`);
+    }
+  }
   const result = schema.safeParse(parsed);
   if (!result.success) {
     const field = result.error.issues[0]?.path[0];
@@ -38,6 +58,57 @@ export function parseJsonBody<Schema extends z.ZodType>(
     return gwError(code, describeValidationError(result.error));
   }
   return result.data;
+}
+
+/** Refuses bytes that are not UTF-8; keeps a BOM, which JSON.parse then refuses as before. */
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/**
+ * The first member name that an object of `text` (JSON that JSON.parse accepted) names twice,
+ * compared after unescaping (`"a"` and `"\u0061"` are one name); undefined when there is none.
+ * One pass over the text with a set of names per open object.
+ */
+export function repeatedMemberName(text: string): string | undefined {
+  const open: (Set<string> | null)[] = []; // per open container: its names, or null (an array)
+  let nameNext = false;
+  for (let index = 0; index < text.length; index += 1) {
+    const char = text.charCodeAt(index);
+    if (char === 0x22 /* " */) {
+      let end = index + 1;
+      let escaped = false;
+      while (text.charCodeAt(end) !== 0x22) {
+        if (text.charCodeAt(end) === 0x5c /* \ */) {
+          escaped = true;
+          end += 2;
+        } else end += 1;
+      }
+      const names = open[open.length - 1];
+      if (nameNext && names) {
+        const name = escaped
+          ? (JSON.parse(text.slice(index, end + 1)) as string)
+          : text.slice(index + 1, end);
+        if (names.has(name)) return name;
+        names.add(name);
+        nameNext = false;
+      }
+      index = end;
+    } else if (char === 0x7b /* { */) {
+      open.push(new Set());
+      nameNext = true;
+    } else if (char === 0x5b /* [ */) {
+      open.push(null);
+    } else if (char === 0x7d /* } */ || char === 0x5d /* ] */) {
+      open.pop();
+    } else if (char === 0x2c /* , */) {
+      nameNext = open[open.length - 1] != null;
+    }
+  }
+  return undefined;
+}
+
+/** A member name fit for an error message (never arbitrary client text). */
+function quotableName(name: string): string {
+  return /^[\w.-]{1,64}$/.test(name) ? name : 'a field';
 }
 
 /**

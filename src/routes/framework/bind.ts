@@ -87,6 +87,9 @@ function bindRoute<Deps>(
                 route.bodyOptional && request.body.length === 0 ? Buffer.from('{}') : request.body,
                 schema,
                 route.bodyFieldErrors,
+                // gw's own APIs read a body one way only; inference bodies are read as the
+                // vendors read them (decision 30X)
+                { strict: route.caller.kind !== 'api_key' },
               ));
         request.releaseBody(); // parsed: the raw bytes are not needed again
         if (isGwError(parsed)) return refuseAttempt(parsed);
