@@ -270,6 +270,34 @@ describe('API keys', () => {
     expect(await infer(first, key.body.key!)).toEqual([200, undefined]);
   });
 
+  it("another organization's keys are not found, named for what the path asks, and keep working", async () => {
+    const other = await seed(env);
+    const ids = await db.query<{ api_key: string; service_key: string }>(
+      `SELECT (SELECT id FROM api_keys WHERE org_id = $1) AS api_key,
+              (SELECT id FROM service_keys WHERE org_id = $1) AS service_key`,
+      [other.org_id],
+    );
+    const { api_key: apiKeyId, service_key: serviceKeyId } = ids.rows[0]!;
+    const admin = await signedIn(emails.admin);
+    for (const [path, noun] of [
+      [`/dashboard/api/api-keys/${apiKeyId}/rotate`, 'API key'],
+      [`/dashboard/api/api-keys/${apiKeyId}/revoke`, 'API key'],
+      [`/dashboard/api/service-keys/${serviceKeyId}/revoke`, 'service key'],
+      [`/dashboard/api/service-keys/${serviceKeyId}/disable`, 'service key'],
+      [`/dashboard/api/orgs/${other.org_id}/service-keys`, 'organization'],
+      [apiKeysOf(other.app_connection_id), 'connection'],
+    ] as const) {
+      const refused = await admin.post<ErrorBody>(path, {});
+      expect(refused.status, path).toBe(404);
+      expect(refused.body.error).toEqual({
+        code: 'gw_not_found',
+        message: `no ${noun} with this id in your organizations`,
+      });
+    }
+    expect(await infer(first, other.api_key)).toEqual([200, undefined]);
+    expect((await readProfile(first, other.service_key))[0]).not.toBe(403);
+  });
+
   it('the CLI rotates through the same service', async () => {
     const admin = await signedIn(emails.admin);
     const key = await admin.post<ApiKey>(apiKeysOf(tenant.app_connection_id), {});

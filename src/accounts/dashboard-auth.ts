@@ -27,6 +27,19 @@ export type OwnedTable =
   | 'provider_credentials'
   | 'oauth_clients';
 
+/** What a not-found answer calls an object of each table. */
+const OBJECT_NOUNS: Readonly<Record<OwnedTable, string>> = {
+  organizations: 'organization',
+  apps: 'app',
+  app_connections: 'connection',
+  api_keys: 'API key',
+  service_keys: 'service key',
+  product_users: 'product user',
+  credit_grants: 'credit grant',
+  provider_credentials: 'provider credential',
+  oauth_clients: 'OAuth client',
+};
+
 /** Where a route's path names the object, and which table it lives in. */
 export interface OrgLocator {
   readonly param: string;
@@ -104,7 +117,7 @@ export class DashboardAuthenticator {
     if (!org)
       return gwError(
         'gw_not_found',
-        `no ${locator.param.replace(/_id$/, '')} with this id in your organizations`,
+        `no ${OBJECT_NOUNS[locator.table]} with this id in your organizations`,
       );
     if (!roleAtLeast(org.role, role)) {
       return gwError(
