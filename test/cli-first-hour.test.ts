@@ -65,6 +65,27 @@ describe('CLI errors', () => {
     expect(await rows()).toBe(before);
   });
 
+  it('gw webhook add without CREDENTIALS_MASTER_KEY says this command needs it, and adds nothing', async () => {
+    const org = await seed(env);
+    const { CREDENTIALS_MASTER_KEY: _unset, ...withoutKey } = env;
+    const refused = await runCli(
+      ['webhook', 'add', '--org-id', org.org_id, '--url', 'https://example.com/hooks'],
+      withoutKey,
+    );
+    expect(refused.code).toBe(2);
+    expect(stderrError(refused.stderr)).toEqual({
+      error: {
+        code: 'gw_unavailable',
+        message:
+          'webhook signing secrets are encrypted with CREDENTIALS_MASTER_KEY, which is not set here (the gateway and the gw CLI each need it)',
+      },
+    });
+    const { rows } = await db.query('SELECT 1 FROM webhook_endpoints WHERE org_id = $1', [
+      org.org_id,
+    ]);
+    expect(rows).toEqual([]);
+  });
+
   it('a bad environment variable is gw_invalid_config', async () => {
     const result = await runCli(['wallet', 'show', '--org-id', 'o'], { ...env, PORT: 'abc' });
     expect(result.code).toBe(2);

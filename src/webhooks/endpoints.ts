@@ -156,7 +156,7 @@ function requireBox(settings: WebhookSettings): SecretBox | GwError {
     settings.box ??
     gwError(
       'gw_unavailable',
-      'webhook signing secrets need CREDENTIALS_MASTER_KEY on the gateway: it is not set',
+      'webhook signing secrets are encrypted with CREDENTIALS_MASTER_KEY, which is not set here (the gateway and the gw CLI each need it)',
     )
   );
 }
