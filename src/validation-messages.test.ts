@@ -149,3 +149,15 @@ describe('the rules in plain words', () => {
     ]);
   });
 });
+
+describe('names from the input', () => {
+  it('are quoted only as short plain identifiers', () => {
+    const schema = z.strictObject({ a: z.record(z.string(), z.number()) });
+    const unknown = schema.safeParse({ a: {}, ok_name: 1, 'bad\nname': 2, ['k'.repeat(65)]: 3 });
+    expect(describeFirstIssue(unknown.error!, 'body')).toBe(
+      'body: unknown fields ok_name, 2 fields whose names are not shown',
+    );
+    const inRecord = schema.safeParse({ a: { '\u001b[31m': 'x' } });
+    expect(describeFirstIssue(inRecord.error!, 'body')).toBe('a.(a field): must be a number');
+  });
+});

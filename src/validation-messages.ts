@@ -29,9 +29,40 @@ const FORMAT_NAMES: Readonly<Record<string, string>> = {
 /** Zod's own messages; anything else was written by us in a schema and is kept as is. */
 const VALIDATOR_TEXT = /^(Invalid|Too big|Too small|Unrecognized key)/;
 
+/**
+ * A name from the client's own input (a field it sent) as a message may quote it: a plain
+ * identifier of at most 64 characters, else undefined. Messages are safe to log, so they never
+ * echo control characters or a megabyte-long name back.
+ */
+export function quotableName(name: string): string | undefined {
+  return /^[\w.-]{1,64}$/.test(name) ? name : undefined;
+}
+
 /** The field's path as a client names it: `messages.0.role`; `where` for the whole input. */
 export function issuePath(issue: Issue, where: string): string {
-  return issue.path.length > 0 ? issue.path.map(String).join('.') : where;
+  return issue.path.length > 0
+    ? issue.path
+        .map((part) =>
+          typeof part === 'string' ? (quotableName(part) ?? '(a field)') : String(part),
+        )
+        .join('.')
+    : where;
+}
+
+/** Unknown fields, named where they can be quoted (at most five). */
+function unknownFields(keys: readonly string[]): string {
+  const quoted = keys.map(quotableName);
+  const named = quoted.filter((name): name is string => name !== undefined);
+  const parts = named.slice(0, 5);
+  const unnamed = quoted.length - named.length;
+  if (named.length > 5) parts.push(`${named.length - 5} more`);
+  if (unnamed > 0)
+    parts.push(
+      unnamed === 1
+        ? 'a field whose name is not shown'
+        : `${unnamed} fields whose names are not shown`,
+    );
+  return `unknown field${keys.length > 1 ? 's' : ''} ${parts.join(', ')}`;
 }
 
 /** The rule an issue breaks, in plain words (no field name). */
@@ -51,7 +82,7 @@ export function describeIssue(issue: Issue): string {
     case 'invalid_value':
       return `must be one of ${issue.values.map((value) => String(value)).join(', ')}`;
     case 'unrecognized_keys':
-      return `unknown field${issue.keys.length > 1 ? 's' : ''} ${issue.keys.join(', ')}`;
+      return unknownFields(issue.keys);
     case 'not_multiple_of':
       return `must be a multiple of ${String(issue.divisor)}`;
     case 'invalid_union':

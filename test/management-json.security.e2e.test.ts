@@ -205,3 +205,24 @@ describe('a body that is not UTF-8', () => {
     expect(answer.body.display_name).toBe('a\uFFFDb');
   });
 });
+
+describe('a field the schema does not know', () => {
+  it('is named in the refusal only when its name is a short plain identifier', async () => {
+    const hostileName = `${'k'.repeat(100_000)}\n\u001b[31m`;
+    const answer = await asService(
+      'PUT',
+      '/product-users/by-external-id',
+      JSON.stringify({
+        app_id: org.app_id,
+        external_user_id: 'unknown-fields',
+        nickname: 1,
+        [hostileName]: 1,
+      }),
+    );
+    expect(answer.status).toBe(400);
+    expect(answer.body.error).toEqual({
+      code: 'gw_invalid_request',
+      message: 'body: unknown fields nickname, a field whose name is not shown',
+    });
+  });
+});

@@ -1,7 +1,7 @@
 // Parses and validates a JSON request body into a typed value or the spec's 400 error.
 import type { z } from 'zod';
 import { gwError, type ErrorCode, type GwError } from '../errors.js';
-import { describeFirstIssue } from '../validation-messages.js';
+import { describeFirstIssue, quotableName } from '../validation-messages.js';
 
 /**
  * The deepest nesting of arrays and objects a body may have. Deeper JSON parses, but cannot be
@@ -48,7 +48,10 @@ export function parseJsonBody<Schema extends z.ZodType>(
   if (options.strict) {
     const repeated = repeatedMemberName(text);
     if (repeated !== undefined) {
-      return gwError('gw_invalid_request', `${quotableName(repeated)}: must be sent once`);
+      return gwError(
+        'gw_invalid_request',
+        `${quotableName(repeated) ?? 'a field'}: must be sent once`,
+      );
     }
   }
   const result = schema.safeParse(parsed);
@@ -104,11 +107,6 @@ export function repeatedMemberName(text: string): string | undefined {
     }
   }
   return undefined;
-}
-
-/** A member name fit for an error message (never arbitrary client text). */
-function quotableName(name: string): string {
-  return /^[\w.-]{1,64}$/.test(name) ? name : 'a field';
 }
 
 /**

@@ -3,6 +3,7 @@
 import type { z } from 'zod';
 import { gwError, type GwError } from '../../errors.js';
 import { describeValidationError } from '../../inference/parse-body.js';
+import { quotableName } from '../../validation-messages.js';
 
 const FORM_MEDIA_TYPE = 'application/x-www-form-urlencoded';
 
@@ -42,16 +43,14 @@ export function parseFormBody<Schema extends z.ZodType>(
     }
     // RFC 6749 section 3.1: parameters must not be included more than once.
     if (Object.hasOwn(form, name)) {
-      return gwError('gw_invalid_request', `${safeName(name)}: must be sent once`);
+      return gwError(
+        'gw_invalid_request',
+        `${quotableName(name) ?? 'a parameter'}: must be sent once`,
+      );
     }
     form[name] = value;
   }
   const result = schema.safeParse({ ...form });
   if (!result.success) return gwError('gw_invalid_request', describeValidationError(result.error));
   return result.data;
-}
-
-/** A parameter name fit for a message (never a value). */
-function safeName(name: string): string {
-  return /^[\w.-]{1,64}$/.test(name) ? name : 'a parameter';
 }
