@@ -114,6 +114,52 @@ describe('an app', () => {
     expect(refused.body.error.code).toBe('gw_role_forbidden');
   });
 
+  it('refuses names that display as something else (bidirectional overrides, C1 controls), changing nothing', async () => {
+    const admin = await signInTo(gateways[0], emails.admin);
+    const before = await db.query<{ name: string }>('SELECT name FROM apps WHERE id = $1', [
+      tenant.app_id,
+    ]);
+    for (const name of [
+      'Support\u202Etob', // displays as "Supportbot"
+      'Billing\u2067 isolate',
+      'mark\u200Fed',
+      'next\u0085line',
+    ]) {
+      const refused = await admin.request<ErrorBody>(
+        'PATCH',
+        `/dashboard/api/apps/${tenant.app_id}`,
+        {
+          name,
+        },
+      );
+      expect(refused.status, JSON.stringify(name)).toBe(400);
+      expect(refused.body.error.code).toBe('gw_invalid_request');
+      expect(refused.body.error.message).toMatch(/^name: must not contain (control|bidirectional)/);
+      const created = await admin.request<ErrorBody>(
+        'POST',
+        `/dashboard/api/orgs/${tenant.org_id}/apps`,
+        { name },
+      );
+      expect(created.status, JSON.stringify(name)).toBe(400);
+    }
+    const after = await db.query<{ name: string }>('SELECT name FROM apps WHERE id = $1', [
+      tenant.app_id,
+    ]);
+    expect(after.rows).toEqual(before.rows);
+    const { rows } = await db.query('SELECT 1 FROM apps WHERE org_id = $1 AND name ~ $2', [
+      tenant.org_id,
+      '[\u202E\u2067\u200F\u0085]',
+    ]);
+    expect(rows).toEqual([]);
+    // right-to-left text itself is a name like any other
+    const hebrew = await admin.request<{ name: string }>(
+      'POST',
+      `/dashboard/api/orgs/${tenant.org_id}/apps`,
+      { name: 'עוזר תמיכה' },
+    );
+    expect(hebrew.status).toBe(201);
+  });
+
   it('a connection is renamed with PATCH on the connection', async () => {
     const admin = await signInTo(gateways[0], emails.admin);
     const renamed = await admin.request<{ name: string; status: string }>(
