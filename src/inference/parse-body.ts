@@ -13,7 +13,7 @@ export const MAX_JSON_DEPTH = 400;
 /**
  * `fieldCodes`: top-level fields whose own error code the spec names (`app_id` answers
  * gw_invalid_app_id); a body whose first problem is in one of them answers that code.
- * `strict`: gw's own write routes read a body one way only (decision 30X): bytes that are not
+ * `strict`: gw's own write routes read a body one way only (decision 310): bytes that are not
  * UTF-8 and an object that names a member twice are refused, where JSON.parse would store
  * U+FFFD or keep the last value while a proxy or log in front may have read the first.
  */

@@ -88,7 +88,7 @@ function bindRoute<Deps>(
                 schema,
                 route.bodyFieldErrors,
                 // gw's own APIs read a body one way only; inference bodies are read as the
-                // vendors read them (decision 30X)
+                // vendors read them (decision 310)
                 { strict: route.caller.kind !== 'api_key' },
               ));
         request.releaseBody(); // parsed: the raw bytes are not needed again
