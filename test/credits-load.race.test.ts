@@ -318,3 +318,51 @@ describe('a grant added while a load finds the user with none', () => {
     });
   }
 });
+
+describe('credits measured while the writer cuts into every measurement', () => {
+  /**
+   * Before each measurement's cut, the stream loses an entry (the deletion count moves: the
+   * measurement is not exact); before the eighth's, the writer moves the record that drew on
+   * the user's grant, so that record is in neither the snapshot nor the cut.
+   */
+  function cutInto(user: User) {
+    let snapshots = 0;
+    const step: Step = async () => {
+      snapshots += 1;
+      if (snapshots < 8) {
+        const stream = keys.usageStream(user.orgId);
+        const id = await redis.xadd(stream, '*', 'noise', '1');
+        await redis.xdel(stream, id!);
+      } else if (snapshots === 8) {
+        await drain();
+      }
+    };
+    return { hooks: [{ match: SNAPSHOT, after: true, every: true, step }], count: () => snapshots };
+  }
+
+  it('the credits alone (account there): never installed above the ledger', async () => {
+    const { user, grantId } = await userWhoDrew();
+    await loadingLayer(db).loader.load(['user'], accountsOf(user));
+    await redis.del(
+      keys.userCredits(user.orgId, user.userId, 'USD'),
+      keys.userGrants(user.orgId, user.userId, 'USD'),
+    );
+    const { hooks, count } = cutInto(user);
+    const { loader } = loadingLayer(hookedPool(db, hooks));
+    await loader.load(['user'], accountsOf(user));
+    expect(count()).toBeGreaterThanOrEqual(8);
+    expect(await ledgerRemaining(grantId)).toBe(700n);
+    expect(await liveCredit(user, grantId)).toBe('700');
+  });
+
+  it('with the account (installed inexact): the credits are never above the ledger', async () => {
+    const { user, grantId } = await userWhoDrew();
+    const { hooks, count } = cutInto(user);
+    const { loader, outcomes } = loadingLayer(hookedPool(db, hooks));
+    await loader.load(['user'], accountsOf(user));
+    expect(count()).toBeGreaterThanOrEqual(8);
+    expect(outcomes[0]).toBe('user/inexact/8');
+    expect(await ledgerRemaining(grantId)).toBe(700n);
+    expect(await liveCredit(user, grantId)).toBe('700');
+  });
+});
