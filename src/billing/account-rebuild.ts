@@ -27,7 +27,11 @@ import { randomBytes } from 'node:crypto';
 import { readOnlySnapshot, type DbPool } from '../db/pool.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts } from '../redis/scripts.js';
-import { listingField, type UnwrittenUsage } from '../ledger/unwritten-usage.js';
+import {
+  listingField,
+  unwrittenAtSnapshot,
+  type UnwrittenUsage,
+} from '../ledger/unwritten-usage.js';
 import {
   ledgerAmounts,
   ledgerGrants,
@@ -283,6 +287,7 @@ export class AccountRebuilder {
     // Read with a connection in hand, so that the window to the cut is a few round trips,
     // not a wait for the pool.
     let deletedBefore = Number.NaN;
+    let afterwards: (() => Promise<void>) | undefined;
     await readOnlySnapshot(
       db,
       async (snapshot) => {
@@ -316,24 +321,39 @@ export class AccountRebuilder {
           records,
         );
         const amountOf = new Map(targets.map((target, index) => [target, amounts[index]!]));
-        const grants = await grantsOf(
-          snapshot,
-          usable.flatMap(({ rebuild }) => rebuild.credits ?? []),
-          records,
-        );
-        for (const { rebuild, missedAtCut } of usable) {
-          const target = rebuild.account?.target;
-          rebuild.done({
-            exact,
-            account: target && { missedAtCut: missedAtCut!, amount: amountOf.get(target)! },
-            grants: rebuild.credits ? grantTriples(grants.get(rebuild.credits) ?? []) : [],
-          });
+        const credits = usable.flatMap(({ rebuild }) => rebuild.credits ?? []);
+        const answer = (grants: Map<CreditsTarget, LedgerGrant[]>): void => {
+          for (const { rebuild, missedAtCut } of usable) {
+            const target = rebuild.account?.target;
+            rebuild.done({
+              exact,
+              account: target && { missedAtCut: missedAtCut!, amount: amountOf.get(target)! },
+              grants: rebuild.credits ? grantTriples(grants.get(rebuild.credits) ?? []) : [],
+            });
+          }
+        };
+        if (exact || credits.length === 0) {
+          answer(await grantsOf(snapshot, credits, records));
+          return;
         }
+        // Not exact: a record the writer moved between the snapshot and the cut is in
+        // neither, and what it drew would stay on its grant, which nothing repairs (an
+        // account's shortfall `gw reconcile --repair` restores). The grants are read in a
+        // snapshot taken after the cut instead: every record settled before the cut is in it
+        // or in the cut. Once this connection is back (no second one held meanwhile).
+        afterwards = async () => {
+          answer(
+            await readOnlySnapshot(db, async (after) =>
+              grantsOf(after, credits, await unwrittenAtSnapshot(after, orgId, cut.entries)),
+            ),
+          );
+        };
       },
       async () => {
         deletedBefore = await unwritten.deletions(orgId);
       },
     );
+    await afterwards?.();
   }
 }
 
