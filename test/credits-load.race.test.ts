@@ -15,7 +15,7 @@ import { monthlyPeriod } from '../src/periods.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
 import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
-import { hookedPool, type Step } from './support/interleave.js';
+import { hookedPool, hookedScripts, type Step } from './support/interleave.js';
 import { usageRecord } from './support/records.js';
 import { deletePrefix, testRedis } from './support/services.js';
 import { testUsageWriter } from './support/usage-writer.js';
@@ -364,5 +364,69 @@ describe('credits measured while the writer cuts into every measurement', () => 
     expect(outcomes[0]).toBe('user/inexact/8');
     expect(await ledgerRemaining(grantId)).toBe(700n);
     expect(await liveCredit(user, grantId)).toBe('700');
+  });
+});
+
+describe("a late settle of the last period draws on the credits while the new period's account is rebuilt", () => {
+  it('after the cut, before the install: the install keeps what Redis has (never above it)', async () => {
+    const user = await newUser();
+    const grantId = `grant_late_${prefix}_${sequence}`;
+    await commitGrant(user, grantId, 1_000n);
+    await addGrantToRedis(user, grantId, 1_000n);
+    // The user's periods start on a day of the month: the current one began an hour ago, and
+    // a request admitted in the last one (its account and the credits loaded then) is late.
+    const anchor = new Date(Date.now() - 3600 * 1000);
+    const current = monthlyPeriod(new Date(), anchor);
+    const last = monthlyPeriod(new Date(current.start.getTime() - 1), anchor);
+    const withPeriod = (userPeriod: typeof period): RequestAccounts => ({
+      ...accountsOf(user),
+      user: { ...accountsOf(user).user!, period: userPeriod },
+    });
+    const lastAccounts = withPeriod(last);
+    const currentAccounts = withPeriod(current);
+    const requestId = newRequestId();
+    expect(
+      await store.reserve({ requestId, accounts: lastAccounts, amountNano: 200n }),
+    ).toMatchObject({
+      kind: 'held',
+    });
+    expect(await redis.exists(keys.userSpend(user.orgId, user.userId, current.key))).toBe(0);
+    // It settles on the last period's account once the new one's measurement is cut.
+    let settled = false;
+    const lateSettle: Step = async () => {
+      const record = usageRecord(user.orgId, 200n, {
+        requestId,
+        appConnectionId: lastAccounts.appConnectionId,
+        productUserId: user.userId,
+        reservedNano: 200n,
+      });
+      expect(await store.settle(record, lastAccounts)).toBe('settled');
+      settled = true;
+    };
+    const outcomes: string[] = [];
+    const { loader } = createMoneyLayer({
+      db,
+      redis,
+      keys,
+      scripts: hookedScripts(scripts, (name) => name === 'accountRebuildUser', lateSettle),
+      reservationTtlMs: 60_000,
+      observeRebuilds: (kind, outcome, measurements) => {
+        outcomes.push(`${kind}/${outcome}/${measurements}`);
+      },
+    });
+    await loader.load(['user'], currentAccounts);
+    expect(settled).toBe(true);
+    expect(outcomes).toEqual(['user/installed/1']);
+    expect(await liveCredit(user, grantId)).toBe('800');
+    await drain();
+    expect(await ledgerRemaining(grantId)).toBe(800n);
+    // And rebuilt from the ledger alone, the same.
+    await redis.del(
+      keys.userSpend(user.orgId, user.userId, current.key),
+      keys.userCredits(user.orgId, user.userId, 'USD'),
+      keys.userGrants(user.orgId, user.userId, 'USD'),
+    );
+    await loader.load(['user'], currentAccounts);
+    expect(await liveCredit(user, grantId)).toBe('800');
   });
 });
