@@ -10,6 +10,7 @@ import { createDbPool } from '../src/db/pool.js';
 import { newRequestId } from '../src/ids.js';
 import { AmountRangeError, MAX_AMOUNT_NANO } from '../src/money.js';
 import { ProductUserManagement } from '../src/product-users/management.js';
+import { listingField } from '../src/ledger/unwritten-usage.js';
 import { scanKeys } from '../src/redis/connect.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
@@ -200,6 +201,64 @@ describe('a script given an amount out of range writes nothing', () => {
     expect(await snapshot(orgId)).toEqual(before);
     expect(await redis.exists(keys.settled(orgId, requestId))).toBe(0);
     expect(await redis.hget(keys.wallet(orgId), 'balance')).toBe('5000000');
+  });
+
+  it('account-rebuild-user: a bad argument, or a stored credit beyond range (the 1e18 grant), installs neither the account nor any credit', async () => {
+    const orgId = uniqueOrg();
+    const period = monthlyPeriod(new Date(), null);
+    const account = keys.userSpend(orgId, 'pu_limits', period.key);
+    const credits = keys.userCredits(orgId, 'pu_limits', 'USD');
+    const rebuildKeys = {
+      account,
+      expiries: keys.holdExpiries(account),
+      rebuilds: keys.rebuilds(orgId),
+      user_credits: credits,
+      user_grants: keys.userGrants(orgId, 'pu_limits', 'USD'),
+    };
+    // The account is listed (a rebuild under way); the user's credits hold what a 1e18-dollar
+    // grant put in Redis before amounts were bounded.
+    await redis.hset(keys.rebuilds(orgId), account, '0', listingField(account), 'token');
+    await redis.hset(credits, 'g:grant_a', '1' + '0'.repeat(27));
+    const args = {
+      field: 'spent',
+      amount_nano: '100',
+      expire_at_ms: String(period.end.getTime() + 60_000),
+      missed_at_cut: '0',
+      generation: 'gen',
+      listing_field: listingField(account),
+      listing: 'token',
+      ttl_ms: '600000',
+    };
+    const expires = String(Date.now() + 86_400_000);
+    const before = await snapshot(orgId);
+    await expect(
+      scripts.accountRebuildUser(rebuildKeys, args, [
+        'grant_b',
+        '5',
+        expires,
+        'grant_a',
+        '7',
+        expires,
+      ]),
+    ).rejects.toThrow(/gw_invalid_argument: credit/);
+    for (const [bad, grants, error] of [
+      [{ ttl_ms: 'soon' }, [], /ttl_ms/],
+      [{}, ['grant_b', '5'], /triples/],
+      [{}, ['grant_b', LUA_LIMIT.toString(), expires], /gw_amount_out_of_range/],
+      [{}, ['grant_b', '5', 'never'], /expires_at_ms/],
+    ] as const) {
+      await expect(
+        scripts.accountRebuildUser(rebuildKeys, { ...args, ...bad }, [...grants]),
+      ).rejects.toThrow(error);
+    }
+    expect(await snapshot(orgId)).toEqual(before);
+    // In range, it installs both.
+    await redis.hdel(credits, 'g:grant_a');
+    expect(await scripts.accountRebuildUser(rebuildKeys, args, ['grant_b', '5', expires])).toEqual([
+      1,
+      '100',
+    ]);
+    expect(await redis.hmget(credits, 'g:grant_b', 'loaded')).toEqual(['5', '1']);
   });
 
   it('failover, account-load, credits-load, credits-change and wallet-adjust refuse too', async () => {
