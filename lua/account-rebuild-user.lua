@@ -21,14 +21,15 @@
 -- ARGV[8] ttl_ms        how long the loaded credits may stay before they are rebuilt
 -- ARGV[9..] grants      grant_id, remaining_nano, expires_at_ms, ... (triples)
 --
--- Returns what account-rebuild.lua returns. Validates every argument before the first write.
+-- Returns what account-rebuild.lua returns. Validates every argument, and the credit Redis
+-- holds for each grant, before the first write.
 --#include amounts
 --#include account-install
 --#include credits-merge
 
 local value, missed_at_cut = account_install_args()
 integer(ARGV[8], 'ttl_ms')
-credit_triples(9)
+credit_triples(9, KEYS[4])
 local outcome = install_account(KEYS[1], KEYS[2], KEYS[3], value, missed_at_cut)
 if outcome[1] == 1 then
   merge_credits(KEYS[4], KEYS[5], ARGV[8], 9)

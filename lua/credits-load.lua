@@ -10,10 +10,11 @@
 -- ARGV[1] ttl_ms         how long the loaded set may stay before it is rebuilt
 -- ARGV[2..] grants       grant_id, remaining_nano, expires_at_ms, ... (triples)
 --
--- Returns the number of grants installed. Every triple is validated before the first write.
+-- Returns the number of grants installed. Every triple, and the credit Redis holds for each
+-- grant, is validated before the first write.
 --#include amounts
 --#include credits-merge
 
 integer(ARGV[1], 'ttl_ms')
-credit_triples(2)
+credit_triples(2, KEYS[1])
 return merge_credits(KEYS[1], KEYS[2], ARGV[1], 2)

@@ -2,14 +2,17 @@
 -- (credits-load.lua's header gives the rules). The grants come as ARGV[first..] triples:
 -- grant_id, remaining_nano, expires_at_ms.
 
--- Validates every triple (before the script's first write).
-local function credit_triples(first)
+-- Validates every triple, and what `credits` holds for each grant that merge_credits reads
+-- (before the script's first write: what a 1e18-dollar grant put in Redis before amounts were
+-- bounded must not fail the merge once account-rebuild-user has installed the account).
+local function credit_triples(first, credits)
   if (#ARGV - first + 1) % 3 ~= 0 then
     error('gw_invalid_argument: grants must come as grant_id, remaining_nano, expires_at_ms triples')
   end
   for index = first, #ARGV, 3 do
     amount(ARGV[index + 1], 'remaining_nano', true)
     integer(ARGV[index + 2], 'expires_at_ms')
+    stored_amount(redis.call('HGET', credits, 'g:' .. ARGV[index]), 'credit ' .. ARGV[index])
   end
 end
 
