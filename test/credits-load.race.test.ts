@@ -170,6 +170,19 @@ async function userWhoDrew(): Promise<{ user: User; grantId: string; drawn: stri
   return { user, grantId, drawn };
 }
 
+/** What the writer does with a record usage_records refuses: a dead letter, out of the stream. */
+async function deadLetter(user: User, requestId: string): Promise<void> {
+  const stream = keys.usageStream(user.orgId);
+  const entries = await redis.xrange(stream, '-', '+');
+  const [entryId, fields] = entries.find(([, f]) => f.some((field) => field.includes(requestId)))!;
+  await db.query(
+    `INSERT INTO usage_dead_letters (stream, entry_id, request_id, org_id, reason, entry)
+     VALUES ($1, $2, $3, $4, 'refused', $5)`,
+    [stream, entryId, requestId, user.orgId, JSON.stringify(fields)],
+  );
+  await redis.xdel(stream, entryId);
+}
+
 describe("a user's credits loaded while the writer moves what drew on them", () => {
   it('a record moved between the snapshot and the cut is in neither: measured again, taken once', async () => {
     const { user, grantId, drawn } = await userWhoDrew();
@@ -325,7 +338,7 @@ describe('credits measured while the writer cuts into every measurement', () => 
    * measurement is not exact); before the eighth's, the writer moves the record that drew on
    * the user's grant, so that record is in neither the snapshot nor the cut.
    */
-  function cutInto(user: User) {
+  function cutInto(user: User, last: Step = drain) {
     let snapshots = 0;
     const step: Step = async () => {
       snapshots += 1;
@@ -334,7 +347,7 @@ describe('credits measured while the writer cuts into every measurement', () => 
         const id = await redis.xadd(stream, '*', 'noise', '1');
         await redis.xdel(stream, id!);
       } else if (snapshots === 8) {
-        await drain();
+        await last();
       }
     };
     return { hooks: [{ match: SNAPSHOT, after: true, every: true, step }], count: () => snapshots };
@@ -352,6 +365,16 @@ describe('credits measured while the writer cuts into every measurement', () => 
     await loader.load(['user'], accountsOf(user));
     expect(count()).toBeGreaterThanOrEqual(8);
     expect(await ledgerRemaining(grantId)).toBe(700n);
+    expect(await liveCredit(user, grantId)).toBe('700');
+  });
+
+  it('the record dead-lettered in the last window: what it drew stays taken', async () => {
+    const { user, grantId, drawn } = await userWhoDrew();
+    const { hooks, count } = cutInto(user, () => deadLetter(user, drawn));
+    const { loader, outcomes } = loadingLayer(hookedPool(db, hooks));
+    await loader.load(['user'], accountsOf(user));
+    expect(count()).toBeGreaterThanOrEqual(8);
+    expect(outcomes[0]).toBe('user/inexact/8');
     expect(await liveCredit(user, grantId)).toBe('700');
   });
 
@@ -428,5 +451,26 @@ describe("a late settle of the last period draws on the credits while the new pe
     );
     await loader.load(['user'], currentAccounts);
     expect(await liveCredit(user, grantId)).toBe('800');
+  });
+});
+
+describe('a record that drew on a grant and was dead-lettered', () => {
+  it('before the load, or between its snapshot and its cut: what it drew stays taken', async () => {
+    for (const between of [false, true]) {
+      const { user, grantId, drawn } = await userWhoDrew();
+      if (!between) await deadLetter(user, drawn);
+      const { loader, outcomes } = loadingLayer(
+        hookedPool(
+          db,
+          between ? [{ match: SNAPSHOT, after: true, step: () => deadLetter(user, drawn) }] : [],
+        ),
+      );
+      await loader.load(['user'], accountsOf(user));
+      expect(outcomes).toEqual([between ? 'user/installed/2' : 'user/installed/1']);
+      expect(await liveCredit(user, grantId)).toBe('700');
+      expect(await redis.hget(keys.userSpend(user.orgId, user.userId, period.key), 'spent')).toBe(
+        '300',
+      );
+    }
   });
 });
