@@ -474,3 +474,83 @@ describe('a record that drew on a grant and was dead-lettered', () => {
     }
   });
 });
+
+describe("a month's start in one org while the last period's requests settle and the writer moves them", () => {
+  it("every user's live credits end up as the ledger says", async () => {
+    const anchor = new Date(Date.now() - 3600 * 1000);
+    const current = monthlyPeriod(new Date(), anchor);
+    const last = monthlyPeriod(new Date(current.start.getTime() - 1), anchor);
+    const first = await newUser();
+    const users: User[] = [first];
+    const appId = (
+      await db.query<{ app_id: string }>('SELECT app_id FROM product_users WHERE id = $1', [
+        first.userId,
+      ])
+    ).rows[0]!.app_id;
+    for (let index = 1; index < 8; index += 1) {
+      const userId = `${first.userId}_${index}`;
+      await db.query(
+        'INSERT INTO product_users (id, org_id, app_id, external_user_id) VALUES ($1, $2, $3, $4)',
+        [userId, first.orgId, appId, `customer_${index}`],
+      );
+      users.push({ orgId: first.orgId, userId });
+    }
+    const withPeriod = (user: User, userPeriod: typeof period): RequestAccounts => ({
+      ...accountsOf(user),
+      user: { ...accountsOf(user).user!, period: userPeriod },
+    });
+    const grants = new Map<User, string>();
+    const pending: Step[] = [];
+    for (const [index, user] of users.entries()) {
+      const grantId = `grant_start_${prefix}_${sequence}_${index}`;
+      grants.set(user, grantId);
+      await commitGrant(user, grantId, 10_000n);
+      await addGrantToRedis(user, grantId, 10_000n);
+      // Three requests admitted in the last period, on its account and the credits.
+      for (let request = 0; request < 3; request += 1) {
+        const requestId = newRequestId();
+        const accounts = withPeriod(user, last);
+        const cost = BigInt(100 * (index + 1) + request);
+        expect(await store.reserve({ requestId, accounts, amountNano: cost })).toMatchObject({
+          kind: 'held',
+        });
+        pending.push(async () => {
+          const record = usageRecord(user.orgId, cost, {
+            requestId,
+            appConnectionId: accounts.appConnectionId,
+            productUserId: user.userId,
+            reservedNano: cost,
+          });
+          expect(await store.settle(record, accounts)).toBe('settled');
+        });
+      }
+      // One settles now, drawing on the credits; its record stays in the stream. Then half of
+      // the users lose their credits (their accounts stay).
+      await pending.pop()!();
+      if (index % 2 === 0) {
+        await redis.del(
+          keys.userCredits(user.orgId, user.userId, 'USD'),
+          keys.userGrants(user.orgId, user.userId, 'USD'),
+        );
+      }
+    }
+    // Before each statement of the loads, a late request settles; every other time the writer
+    // moves what is in the stream.
+    let steps = 0;
+    const traffic: Step = async () => {
+      steps += 1;
+      await pending.shift()?.();
+      if (steps % 2 === 0) await drain();
+    };
+    const { loader } = loadingLayer(hookedPool(db, [{ match: /./, every: true, step: traffic }]));
+    await Promise.all(users.map((user) => loader.load(['user'], withPeriod(user, current))));
+    expect(steps).toBeGreaterThan(0);
+    while (pending.length > 0) await pending.shift()!();
+    for (let round = 0; round < 3; round += 1) await drain();
+    expect(await redis.xlen(keys.usageStream(first.orgId))).toBe(0);
+    for (const user of users) {
+      const grantId = grants.get(user)!;
+      expect(await liveCredit(user, grantId)).toBe(String(await ledgerRemaining(grantId)));
+    }
+  });
+});
