@@ -62,6 +62,7 @@ describe('kill -9', () => {
     expect(put.status).toBe(201);
     const [hanging] = await receiver.waitFor('/crash', 'product_user.created');
     expect(await first.stop('SIGKILL')).toBeNull();
+    const killedAt = (await db.query<{ now: Date }>('SELECT now()')).rows[0]!.now;
 
     const second = await gatewayProcess();
     const delivered = await eventually(async () => {
@@ -72,7 +73,8 @@ describe('kill -9', () => {
     }, 20_000);
     expect(delivered[0]!.body).toBe(hanging!.body);
     expect(delivered[0]!.payload.data.external_user_id).toBe('survivor');
-    // The killed instance's attempt never committed: one attempt recorded, by the survivor.
+    // The killed instance's attempt never committed: the attempts recorded are the survivor's
+    // (one, unless the busy machine made its first outlast WEBHOOK_TIMEOUT_MS: at least once).
     const rows = await eventually(async () => {
       const { rows: found } = await db.query<{ state: string; attempt_count: number }>(
         'SELECT state, attempt_count FROM webhook_deliveries WHERE message_id = $1',
@@ -80,7 +82,15 @@ describe('kill -9', () => {
       );
       return found[0]?.state === 'delivered' ? found : undefined;
     });
-    expect(rows).toEqual([{ state: 'delivered', attempt_count: 1 }]);
+    const { rows: attempts } = await db.query<{ after_kill: boolean }>(
+      `SELECT a.attempted_at > $2 AS after_kill
+         FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
+        WHERE d.message_id = $1`,
+      [hanging!.id, killedAt],
+    );
+    expect(attempts.length).toBeGreaterThanOrEqual(1);
+    expect(attempts.every((attempt) => attempt.after_kill)).toBe(true);
+    expect(rows).toEqual([{ state: 'delivered', attempt_count: attempts.length }]);
     await second.stop('SIGKILL');
   }, 60_000);
 

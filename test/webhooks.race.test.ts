@@ -154,18 +154,36 @@ describe('thresholds', () => {
       'cap.threshold org 1',
       'wallet.low_balance  ',
     ]);
-    expect(
+    // One message per user (a message received twice is one message sent again: below).
+    const created = new Map(
       receiver
         .ofType('/spenders', 'product_user.created')
-        .map((message) => message.payload.data.external_user_id)
-        .sort(),
-    ).toEqual(Array.from({ length: 50 }, (_, index) => `spender-${index * 2 + 1}`).sort());
+        .map((message) => [message.id, message.payload.data.external_user_id]),
+    );
+    expect([...created.values()].sort()).toEqual(
+      Array.from({ length: 50 }, (_, index) => `spender-${index * 2 + 1}`).sort(),
+    );
     const low = receiver.ofType('/spenders', 'wallet.low_balance')[0]!;
     expect(numericToNano(String(low.payload.data.balance))).toBeLessThan(unit * 75n);
     expect(numericToNano(String(low.payload.data.balance))).toBeGreaterThanOrEqual(unit * 74n);
-    // Each message was delivered once: no id twice.
-    const ids = receiver.received.map((message) => message.id);
-    expect(new Set(ids).size).toBe(ids.length);
+    // Each message was delivered once, unless an attempt the receiver answered outlasted
+    // WEBHOOK_TIMEOUT_MS on a busy machine and was made again (at least once): then the
+    // delivery log has that failed attempt.
+    const counts = new Map<string, number>();
+    for (const { id } of receiver.received) counts.set(id, (counts.get(id) ?? 0) + 1);
+    for (const [id, times] of counts) {
+      if (times === 1) continue;
+      const { rows } = await db.query<{ failed: string }>(
+        `SELECT count(*) FILTER (WHERE a.status_code IS NULL)::text AS failed
+           FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
+          WHERE d.message_id = $1`,
+        [id],
+      );
+      expect(
+        Number(rows[0]!.failed),
+        `message ${id} received ${times} times`,
+      ).toBeGreaterThanOrEqual(times - 1);
+    }
   }, 90_000);
 });
 
