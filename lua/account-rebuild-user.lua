@@ -2,9 +2,9 @@
 -- account-rebuild.lua does, and with it merges the user's credits in the settlement currency
 -- measured in the same snapshot and cut (docs/decisions.md, 308), as credits-load.lua does.
 -- One step: once the account is there, no request loads the credits again until they go, so
--- an install must never leave them out. Merged only when the account is installed: an
--- account already there came with its credits (a user whose account is there and whose
--- credits are not is loaded by credits-load).
+-- an install must never leave them out. Merged too when the account is already there
+-- (another instance installed it since the cut: a merge keeps what Redis has, and spares a
+-- measurement for the credits alone); not when the rebuild must measure again.
 --
 -- KEYS[1] account       the user's period account (see account-rebuild.lua)
 -- KEYS[2] expiries
@@ -31,7 +31,7 @@ local value, missed_at_cut = account_install_args()
 integer(ARGV[8], 'ttl_ms')
 credit_triples(9, KEYS[4])
 local outcome = install_account(KEYS[1], KEYS[2], KEYS[3], value, missed_at_cut)
-if outcome[1] == 1 then
+if outcome[1] >= 0 then
   merge_credits(KEYS[4], KEYS[5], ARGV[8], 9)
 end
 return outcome

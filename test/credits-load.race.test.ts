@@ -44,7 +44,7 @@ const GRANTS_QUERY = /FROM credit_grants g LEFT JOIN credit_consumptions/;
 const SNAPSHOT = new RegExp(`^${SNAPSHOT_STATEMENT.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
 
 /** A money layer whose loads read Postgres through `pool`, and how its rebuilds ended. */
-function loadingLayer(pool: DbPool) {
+function loadingLayer(pool: DbPool, layerScripts = scripts) {
   const outcomes: string[] = [];
   const observe: RebuildObserver = (kind, outcome, measurements) => {
     outcomes.push(`${kind}/${outcome}/${measurements}`);
@@ -53,7 +53,7 @@ function loadingLayer(pool: DbPool) {
     db: pool,
     redis,
     keys,
-    scripts,
+    scripts: layerScripts,
     reservationTtlMs: 60_000,
     observeRebuilds: observe,
   });
@@ -250,6 +250,36 @@ describe("a user's credits loaded while the writer moves what drew on them", () 
     await redis.del(keys.userCredits(user.orgId, user.userId, 'USD'));
     await loader.load(['user'], accountsOf(user));
     expect(await liveCredit(user, grantId)).toBe('700');
+  });
+
+  it('an account another instance installed since the cut: the credits are merged with it, in one measurement', async () => {
+    const { user, grantId } = await userWhoDrew();
+    let grantReads = 0;
+    const { loader, outcomes } = loadingLayer(
+      hookedPool(db, [
+        { match: GRANTS_QUERY, every: true, step: async () => void (grantReads += 1) },
+      ]),
+      hookedScripts(
+        scripts,
+        (name) => name === 'accountRebuildUser',
+        async () => {
+          // Another instance installs the account and its credits, which then go (only
+          // the credits: an eviction) before this rebuild's install finds the account.
+          await loadingLayer(db).loader.load(['user'], accountsOf(user));
+          await redis.del(
+            keys.userCredits(user.orgId, user.userId, 'USD'),
+            keys.userGrants(user.orgId, user.userId, 'USD'),
+          );
+        },
+      ),
+    );
+    await loader.load(['user'], accountsOf(user));
+    expect(outcomes).toEqual(['user/present/1']);
+    expect(grantReads).toBe(1);
+    expect(await liveCredit(user, grantId)).toBe('700');
+    expect(
+      await redis.zscore(keys.userGrants(user.orgId, user.userId, 'USD'), grantId),
+    ).not.toBeNull();
   });
 
   it('a grant revoked after the snapshot is not brought back by the install', async () => {

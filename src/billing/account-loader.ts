@@ -98,11 +98,9 @@ export class AccountLoader {
     const key = this.keys.userSpend(orgId, productUserId, period.key);
     const credits = this.creditsTarget(orgId, productUserId, SETTLEMENT_CURRENCY);
     const account = spentAccount(orgId, 'product_user_id', productUserId, key, period);
-    const outcome = await this.rebuilder.rebuild(Object.assign(account, { credits }));
-    // An account installed comes with its credits (one script). One already there: the user
-    // was loaded because its credits were not (they went), or another install just came
-    // first (then this merge keeps everything).
-    if (outcome === 'present') await this.rebuilder.loadCredits(credits);
+    // The credits come with the account (one script), or alone if the account is there and
+    // they are not.
+    await this.rebuilder.rebuild(Object.assign(account, { credits }));
   }
 
   /**

@@ -153,17 +153,23 @@ export class AccountRebuilder {
 
   /**
    * Installs `target` (with its credits) unless it is in Redis already: then leaves it
-   * untouched and answers `present`.
+   * untouched, and loads its credits if they are not (they went, or an older instance
+   * installed the account without them).
    */
-  async rebuild(target: RebuildTarget): Promise<'installed' | 'present'> {
+  async rebuild(target: RebuildTarget): Promise<void> {
     const { unwritten } = this.parts;
     const observe = this.parts.observe ?? (() => undefined);
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt += 1) {
       // null: the account is in Redis (another rebuild installed it since it was found missing).
-      const listing = await unwritten.listRebuild(target.orgId, target.key);
+      const { listing, creditsLoaded } = await unwritten.listRebuild(
+        target.orgId,
+        target.key,
+        target.credits?.keys.user_credits,
+      );
       if (listing === null) {
         observe(target.kind, 'present', attempt);
-        return 'present';
+        if (target.credits && !creditsLoaded) await this.loadCredits(target.credits);
+        return;
       }
       const lastTry = attempt === MAX_ATTEMPTS - 1;
       const measured = await this.measured({
@@ -172,11 +178,12 @@ export class AccountRebuilder {
         credits: target.credits,
         lastTry,
       });
+      // Installed (1), or present (0: another instance installed it since the cut, and the
+      // user's credits are merged anyway, account-rebuild-user.lua).
       const outcome = measured && (await this.install(target, listing, measured));
       if (outcome !== undefined && outcome !== -1) {
         const installed = measured!.exact ? 'installed' : 'inexact';
-        observe(target.kind, outcome === 1 ? installed : 'present', attempt + 1);
-        return outcome === 1 ? 'installed' : 'present';
+        return observe(target.kind, outcome === 1 ? installed : 'present', attempt + 1);
       }
       await this.pause(attempt);
     }
@@ -189,7 +196,7 @@ export class AccountRebuilder {
   /**
    * Merges a user's credits into Redis (what is there stays), measured with the org's
    * rebuilds: for a currency other than the settlement one, or a user whose account is in
-   * Redis and whose credits are not.
+   * Redis and whose credits are not (rebuild).
    */
   async loadCredits(credits: CreditsTarget): Promise<void> {
     for (let attempt = 0; ; attempt += 1) {

@@ -70,23 +70,33 @@ export class UnwrittenUsage {
    * is in Redis (read in the same atomic step: nothing to rebuild). An install takes the
    * listing off, so a rebuild that finds its token at its cut and at its install knows the
    * account was missing all along, every settle meanwhile noted in the field (review of 304).
+   * With `credits` (a user's credits hash), `creditsLoaded` says whether they are loaded, read
+   * in the same step.
    */
-  async listRebuild(orgId: string, account: string): Promise<string | null> {
+  async listRebuild(
+    orgId: string,
+    account: string,
+    credits?: string,
+  ): Promise<{ listing: string | null; creditsLoaded: boolean }> {
     const rebuilds = this.keys.rebuilds(orgId);
     const token = listingField(account);
-    const replies =
-      (await this.redis
-        .multi()
-        .exists(account)
-        .hsetnx(rebuilds, account, '0')
-        .hsetnx(rebuilds, token, randomBytes(8).toString('hex'))
-        .hget(rebuilds, token)
-        .pexpire(rebuilds, REBUILDS_TTL_MS)
-        .exec()) ?? [];
+    const multi = this.redis
+      .multi()
+      .exists(account)
+      .hsetnx(rebuilds, account, '0')
+      .hsetnx(rebuilds, token, randomBytes(8).toString('hex'))
+      .hget(rebuilds, token)
+      .pexpire(rebuilds, REBUILDS_TTL_MS);
+    if (credits !== undefined) multi.hexists(credits, 'loaded');
+    const replies = (await multi.exec()) ?? [];
     for (const [error] of replies) if (error) throw error;
-    if (replies.length !== 5) throw new Error('listRebuild: the MULTI was not answered');
-    if (Number(replies[0]![1]) === 1) return null;
-    return String(replies[3]![1]);
+    if (replies.length !== (credits === undefined ? 5 : 6)) {
+      throw new Error('listRebuild: the MULTI was not answered');
+    }
+    return {
+      listing: Number(replies[0]![1]) === 1 ? null : String(replies[3]![1]),
+      creditsLoaded: Number(replies[5]?.[1] ?? 0) === 1,
+    };
   }
 
   /**
