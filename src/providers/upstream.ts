@@ -3,6 +3,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import { Pool, type Dispatcher } from 'undici';
+import { checkedConnector } from './checked-connector.js';
 import { UpstreamBody } from './upstream-body.js';
 
 export interface UpstreamRequest {
@@ -91,6 +92,9 @@ export class UpstreamClient {
         // uWS's 10 s): a socket the vendor closes just as a request is written to it fails
         // that request (a POST is never retried), a 502 to the client (decision 251).
         keepAliveTimeout: 4_000,
+        // A new connection the vendor closed before the request went out is replaced, not
+        // written to (decision 30X).
+        connect: checkedConnector(),
       });
       this.pools.set(origin, pool);
     }
