@@ -1,0 +1,53 @@
+// A TCP front for a vendor, on its own thread (so it acts while the test's event loop is
+// blocked): it closes new connections as told, or passes them on to the vendor behind it,
+// and counts the requests that reached it. workerData: { upstreamPort, mode, closeFirst,
+// closed }: `closed` (an Int32Array on shared memory) counts the connections closed unread, so
+// a blocked thread can wait for the next one with Atomics.wait.
+//   mode 'close_new': the first `closeFirst` connections are closed as soon as accepted,
+//     before anything is read from them (a vendor closing connections idle since accept);
+//   mode 'take_and_close': every connection is closed once a request arrived on it, unanswered.
+// Without an upstreamPort, connections it does not close are kept open, unanswered.
+// Messages: 'stats' → { accepted, closedUnread, requests }.
+import { connect, createServer } from 'node:net';
+import { parentPort, workerData } from 'node:worker_threads';
+
+const { upstreamPort, mode, closeFirst = 0, closed } = workerData;
+const stats = { accepted: 0, closedUnread: 0, requests: 0 };
+
+/** Counts request lines in what a connection sent (each request's body is small JSON). */
+function countRequests(chunk) {
+  stats.requests += chunk.toString('latin1').split('POST /v1/').length - 1;
+}
+
+const server = createServer((socket) => {
+  stats.accepted += 1;
+  socket.on('error', () => {});
+  if (mode === 'close_new' && stats.accepted <= closeFirst) {
+    stats.closedUnread += 1;
+    socket.destroy();
+    if (closed) {
+      Atomics.add(closed, 0, 1);
+      Atomics.notify(closed, 0);
+    }
+    return;
+  }
+  if (mode === 'take_and_close') {
+    socket.on('data', (chunk) => {
+      countRequests(chunk);
+      setTimeout(() => socket.destroy(), 20);
+    });
+    return;
+  }
+  socket.on('data', countRequests);
+  if (!upstreamPort) return; // no vendor behind: the connection is kept open, unanswered
+  const upstream = connect(upstreamPort, '127.0.0.1');
+  upstream.on('error', () => socket.destroy());
+  socket.pipe(upstream).pipe(socket);
+  socket.on('close', () => upstream.destroy());
+});
+
+server.listen(0, '127.0.0.1', () => parentPort.postMessage({ port: server.address().port }));
+parentPort.on('message', (message) => {
+  if (message === 'stats') parentPort.postMessage({ stats });
+  if (message === 'stop') server.close(() => parentPort.close());
+});
