@@ -1,12 +1,14 @@
-// Opens vendor connections for undici, handing one over only once it is known to be still
-// open. undici writes a request on a new connection as soon as its connect event is read; when
-// the event loop is stalled, that can be seconds after the vendor accepted it, and a vendor
-// that closes connections idle since their accept (uWS after 10 s, load balancers sooner) has
-// closed it by then: the request goes onto a closed socket, the vendor never reads it, and
-// the client got a 502 (decision 30X). A connection found closed before any request byte was
+// Opens vendor connections for undici, handing one over only if the vendor has not closed it.
+// undici writes a request on a new connection as soon as its connect event is read; when the
+// event loop is stalled, that can be seconds after the vendor accepted it, and a vendor that
+// closes connections idle since their accept (uWS after 10 s, load balancers sooner) has
+// closed it by then: the request goes onto a closed socket, the vendor never reads it, and the
+// client got a 502 (decision 30X). A connection found closed before any request byte was
 // written is dropped and another opened; the request is sent on that one. Nothing is sent
-// twice: a request is never written to a connection this check has not passed.
+// twice: a request is never written to a connection this check found closed.
+import { readSync } from 'node:fs';
 import type { Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import { buildConnector } from 'undici';
 
 /** Connections opened for one request (the first and the ones that replace a closed one). */
@@ -40,11 +42,9 @@ export function checkedConnector(
       connect(options, (error, socket) => {
         // A reset during the connect (a TLS handshake cut by the vendor): nothing was sent.
         if (error) return isReset(error) ? closedBeforeUse() : callback(error, null);
-        whenChecked(socket, (closed) => {
-          if (!closed) return callback(null, socket);
-          socket.destroy();
-          closedBeforeUse();
-        });
+        if (!closedByPeer(socket)) return callback(null, socket);
+        socket.destroy();
+        closedBeforeUse();
       });
     };
     open();
@@ -55,26 +55,26 @@ function isReset(error: Error): boolean {
   return (error as { code?: string }).code === 'ECONNRESET';
 }
 
+const probe = Buffer.alloc(1);
+
 /**
- * Calls `done` once the loop has read what the vendor sent on the new connection so far:
- * `true` when it closed it, reset it or wrote to it before being asked anything. Two turns:
- * the connect event is read in one poll phase and the socket starts reading then, so its end
- * (or reset) is read in the next poll phase, before the second turn's check phase.
+ * Whether the vendor closed (or reset, or wrote to) a connection not used yet, as of now: undici
+ * writes the request in the same turn, so this is the state the request meets. The loop has
+ * not read the socket yet (its connect event was just read), so the end or reset, if any, is
+ * still in the kernel: one read(2) of the descriptor finds it (0 bytes: the end; an error:
+ * the reset; EAGAIN: nothing, open). A plain TCP socket only: on TLS the bytes are the TLS
+ * layer's (a session ticket may be waiting), and the handshake has just shown the vendor there,
+ * in the same turn as the request's write.
  */
-function whenChecked(socket: Socket, done: (closed: boolean) => void): void {
-  let closed = false;
-  const onClosed = (): void => {
-    closed = true;
-  };
-  socket.on('readable', onClosed).on('end', onClosed).on('error', onClosed).on('close', onClosed);
-  setImmediate(() =>
-    setImmediate(() => {
-      socket
-        .off('readable', onClosed)
-        .off('end', onClosed)
-        .off('error', onClosed)
-        .off('close', onClosed);
-      done(closed || socket.destroyed);
-    }),
-  );
+export function closedByPeer(socket: Socket): boolean {
+  if (socket.destroyed) return true;
+  if ((socket as TLSSocket).encrypted) return false;
+  const fd = (socket as unknown as { _handle?: { fd?: number } })._handle?.fd;
+  if (typeof fd !== 'number' || fd < 0) return false; // no descriptor to look at (Windows)
+  try {
+    readSync(fd, probe, 0, 1, null);
+    return true; // the end, or bytes the vendor sent before it was asked anything
+  } catch (error) {
+    return (error as { code?: string }).code !== 'EAGAIN';
+  }
 }
