@@ -11,6 +11,7 @@ import type { Logger } from '../log.js';
 import type { UpstreamExchange } from '../protocols/common/exchange.js';
 import { isRejectedKey } from '../providers/common/credential-failures.js';
 import type { SystemRoutes, VendorRoute } from '../providers/system-routes.js';
+import { isUpstreamNotSent } from '../providers/pre-write-check.js';
 import type { UpstreamCall, UpstreamRequest, UpstreamResponse } from '../providers/upstream.js';
 import type { Admission } from './admission.js';
 import type { RequestEnd } from './charging-policy.js';
@@ -100,6 +101,10 @@ export async function dispatchWithFailover(
       client.current = call;
       response = await call.response;
     } catch (error) {
+      // Not one byte went out (the vendor had closed the connection it was going on): sent
+      // again, the vendor still sees it once (decision 30X; decision 251 is about the rest).
+      if (isUpstreamNotSent(error) && attempt < MAX_ATTEMPTS && !client.aborted && !client.cut)
+        continue;
       return { credentialId, mock, ...noAnswer(ports, admission, exchange, client, error) };
     }
     if (response.statusCode < 400) {

@@ -4,6 +4,12 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import { Pool, type Dispatcher } from 'undici';
 import { checkedConnector } from './checked-connector.js';
+import {
+  aboutToWrite,
+  watchVendorWrites,
+  type StartingCall,
+  type UpstreamNotSentError,
+} from './pre-write-check.js';
 import { UpstreamBody } from './upstream-body.js';
 
 export interface UpstreamRequest {
@@ -42,7 +48,9 @@ export class UpstreamClient {
     private readonly timeoutMs: number,
     /** Connections per vendor origin: each stream in flight holds one (HTTP/1.1). */
     private readonly connectionsPerOrigin = 8192,
-  ) {}
+  ) {
+    watchVendorWrites();
+  }
 
   request(request: UpstreamRequest): UpstreamCall {
     const { origin, pathPrefix } = this.split(request.baseUrl);
@@ -139,7 +147,7 @@ export class OneChunkBody implements AsyncIterableIterator<Buffer> {
 }
 
 /** undici's handler for one call, and the call's face to the proxy. */
-class CallHandler implements Dispatcher.DispatchHandler, UpstreamCall {
+class CallHandler implements Dispatcher.DispatchHandler, UpstreamCall, StartingCall {
   readonly response: Promise<UpstreamResponse>;
   private resolveResponse!: (response: UpstreamResponse) => void;
   private rejectResponse!: (error: unknown) => void;
@@ -164,6 +172,12 @@ class CallHandler implements Dispatcher.DispatchHandler, UpstreamCall {
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
     if (this.abortRequested) controller.abort(new UpstreamAbortedError('abandoned before start'));
+    // undici writes the request next, in this same run: the socket gets a last look first.
+    else aboutToWrite(this);
+  }
+
+  notSent(error: UpstreamNotSentError): void {
+    this.controller?.abort(error);
   }
 
   onResponseStart(
