@@ -110,6 +110,52 @@ describe('dispatchWithFailover', () => {
     expect(result).toMatchObject({ kind: 'ended', reply: { code: 'gw_upstream_rate_limited' } });
   });
 
+  it('sends again a request that was never written (the vendor had closed its connections)', async () => {
+    const vendor = new ScriptedVendor([
+      { fail: { code: 'GW_UPSTREAM_NOT_SENT' } },
+      { fail: { code: 'GW_VENDOR_CLOSED_CONNECTIONS' } },
+      ok,
+    ]);
+    const ports = fakePorts(vendor);
+    const exchange = chatExchange();
+    const sent = exchange.body;
+    const result = await dispatchWithFailover(ports, admission(), exchange, client());
+    expect(result).toMatchObject({ kind: 'answered', credentialId: null });
+    expect(vendor.requests.map((request) => request.body)).toEqual([sent, sent, sent]);
+    expect(ports.failovers).toHaveLength(0);
+  });
+
+  it('never sends again a request that was written, whatever became of it (decision 251)', async () => {
+    for (const code of ['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']) {
+      const vendor = new ScriptedVendor([{ fail: { code } }, ok]);
+      const result = await dispatchWithFailover(
+        fakePorts(vendor),
+        admission(),
+        chatExchange(),
+        client(),
+      );
+      expect(result).toMatchObject({
+        kind: 'ended',
+        end: { kind: 'no_answer', cause: 'network_error' },
+        reply: { code: 'gw_upstream_error' },
+      });
+      expect(vendor.requests).toHaveLength(1);
+    }
+  });
+
+  it('stops sending again after MAX_ATTEMPTS connections the vendor closed', async () => {
+    const notSent = { fail: { code: 'GW_UPSTREAM_NOT_SENT' } };
+    const vendor = new ScriptedVendor(Array.from({ length: MAX_ATTEMPTS }, () => notSent));
+    const result = await dispatchWithFailover(
+      fakePorts(vendor),
+      admission(),
+      chatExchange(),
+      client(),
+    );
+    expect(vendor.requests).toHaveLength(MAX_ATTEMPTS);
+    expect(result).toMatchObject({ kind: 'ended', reply: { code: 'gw_upstream_error' } });
+  });
+
   it('keeps vendor error bodies and secrets out of the reply and the logs', async () => {
     const vendor = new ScriptedVendor([
       rateLimited,

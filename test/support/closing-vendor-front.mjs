@@ -5,7 +5,9 @@
 // a blocked thread can wait for the next one with Atomics.wait.
 //   mode 'close_new': the first `closeFirst` connections are closed as soon as accepted,
 //     before anything is read from them (a vendor closing connections idle since accept);
-//   mode 'take_and_close': every connection is closed once a request arrived on it, unanswered.
+//   mode 'take_and_close': every connection is closed once a request arrived on it, unanswered;
+//   mode 'pass': connections are passed on; the message 'close_all' closes every open one
+//     (a vendor closing kept-alive connections), each counted in `closed`.
 // Without an upstreamPort, connections it does not close are kept open, unanswered.
 // Messages: 'stats' → { accepted, closedUnread, requests }.
 import { connect, createServer } from 'node:net';
@@ -13,6 +15,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 
 const { upstreamPort, mode, closeFirst = 0, closed } = workerData;
 const stats = { accepted: 0, closedUnread: 0, requests: 0 };
+const open = new Set();
 
 /** Counts request lines in what a connection sent (each request's body is small JSON). */
 function countRequests(chunk) {
@@ -39,6 +42,8 @@ const server = createServer((socket) => {
     return;
   }
   socket.on('data', countRequests);
+  open.add(socket);
+  socket.on('close', () => open.delete(socket));
   if (!upstreamPort) return; // no vendor behind: the connection is kept open, unanswered
   const upstream = connect(upstreamPort, '127.0.0.1');
   upstream.on('error', () => socket.destroy());
@@ -50,4 +55,11 @@ server.listen(0, '127.0.0.1', () => parentPort.postMessage({ port: server.addres
 parentPort.on('message', (message) => {
   if (message === 'stats') parentPort.postMessage({ stats });
   if (message === 'stop') server.close(() => parentPort.close());
+  if (message === 'close_all') {
+    for (const socket of open) {
+      socket.destroy();
+      Atomics.add(closed, 0, 1);
+    }
+    Atomics.notify(closed, 0);
+  }
 });

@@ -15,11 +15,13 @@ export interface ClosingFront {
   /** [0]: connections closed unread so far (shared memory: readable while blocked). */
   readonly closed: Int32Array;
   stats(): Promise<ClosingFrontStats>;
+  /** Closes every open connection (mode 'pass'); `closed` counts them once done. */
+  closeAll(): void;
   stop(): Promise<void>;
 }
 
 export async function startClosingFront(options: {
-  mode: 'close_new' | 'take_and_close';
+  mode: 'close_new' | 'take_and_close' | 'pass';
   closeFirst?: number;
   /** Where connections it does not close go (0: nowhere, for fronts that close them all). */
   upstreamPort?: number;
@@ -37,6 +39,9 @@ export async function startClosingFront(options: {
       worker.postMessage('stats');
       const [{ stats }] = (await once(worker, 'message')) as [{ stats: ClosingFrontStats }];
       return stats;
+    },
+    closeAll() {
+      worker.postMessage('close_all');
     },
     async stop() {
       worker.postMessage('stop');
