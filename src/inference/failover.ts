@@ -102,7 +102,7 @@ export async function dispatchWithFailover(
       response = await call.response;
     } catch (error) {
       // Not one byte went out (the vendor had closed the connection it was going on): sent
-      // again, the vendor still sees it once (decision 30X; decision 251 is about the rest).
+      // again, the vendor still sees it once (decision 312; decision 251 is about the rest).
       if (isUpstreamNotSent(error) && attempt < MAX_ATTEMPTS && !client.aborted && !client.cut)
         continue;
       return { credentialId, mock, ...noAnswer(ports, admission, exchange, client, error) };

@@ -3,7 +3,7 @@
 // event loop is stalled, that can be seconds after the vendor accepted it, and a vendor that
 // closes connections idle since their accept (uWS after 10 s, load balancers sooner) has
 // closed it by then: the request goes onto a closed socket, the vendor never reads it, and the
-// client got a 502 (decision 30X). A connection found closed before any request byte was
+// client got a 502 (decision 312). A connection found closed before any request byte was
 // written is dropped and another opened; the request is sent on that one. Nothing is sent
 // twice: a request is never written to a connection this check found closed.
 import { readSync } from 'node:fs';

@@ -5,7 +5,7 @@
 // undici publishes `sendHeaders` just before a request's first byte is written: there the
 // socket is read once (closedByPeer), and a closed one fails the call with
 // UpstreamNotSentError before any byte went out, so the call can be sent again
-// (src/inference/failover.ts; decision 30X).
+// (src/inference/failover.ts; decision 312).
 import dc from 'node:diagnostics_channel';
 import type { Socket } from 'node:net';
 import { closedByPeer } from './checked-connector.js';

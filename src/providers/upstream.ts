@@ -101,7 +101,7 @@ export class UpstreamClient {
         // that request (a POST is never retried), a 502 to the client (decision 251).
         keepAliveTimeout: 4_000,
         // A new connection the vendor closed before the request went out is replaced, not
-        // written to (decision 30X).
+        // written to (decision 312).
         connect: checkedConnector(),
       });
       this.pools.set(origin, pool);
