@@ -14,6 +14,7 @@ export const clusterFiles = [
   'test/allowance.race.test.ts',
   'test/account-rebuild.race.test.ts',
   'test/wallet-adjust-rebuild.race.test.ts',
+  'test/credits-load.race.test.ts',
   'test/cap-change.race.test.ts',
   'test/allowance.e2e.test.ts',
   'test/charging.e2e.test.ts',
