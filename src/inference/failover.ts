@@ -91,8 +91,9 @@ export async function dispatchWithFailover(
     const body = exchange.body;
     if (!body) throw new Error('an exchange is dispatched until its answer is accepted, not after');
     let response: UpstreamResponse;
+    let call: UpstreamCall | undefined;
     try {
-      const call = ports.upstream.request({
+      call = ports.upstream.request({
         baseUrl: route.baseUrl,
         path: exchange.path,
         headers: exchange.headersFor(route.apiKey),
@@ -103,9 +104,14 @@ export async function dispatchWithFailover(
     } catch (error) {
       // Not one byte went out (the vendor had closed the connection it was going on): sent
       // again, the vendor still sees it once (decision 312; decision 251 is about the rest).
-      if (isUpstreamNotSent(error) && attempt < MAX_ATTEMPTS && !client.aborted && !client.cut)
-        continue;
-      return { credentialId, mock, ...noAnswer(ports, admission, exchange, client, error) };
+      const notSent = isUpstreamNotSent(error);
+      if (notSent && attempt < MAX_ATTEMPTS && !client.aborted && !client.cut) continue;
+      const written = !notSent && call?.written !== false;
+      return {
+        credentialId,
+        mock,
+        ...noAnswer(ports, admission, exchange, client, error, written),
+      };
     }
     if (response.statusCode < 400) {
       exchange.body = undefined; // no failover from here on (see UpstreamExchange.body)
@@ -171,9 +177,16 @@ function noAnswer(
   exchange: UpstreamExchange,
   client: DispatchClient,
   error: unknown,
+  /** Whether any byte of the request may have reached the vendor. */
+  written: boolean,
 ): { kind: 'ended'; end: RequestEnd; reply: GwError | null } {
   if (client.aborted) {
-    return { kind: 'ended', end: { kind: 'no_answer', cause: 'client_aborted' }, reply: null };
+    // The client left before anything reached the vendor (its call still waited for a
+    // connection, or found it closed): nothing is charged, as for a client gone before dispatch.
+    const end: RequestEnd = written
+      ? { kind: 'no_answer', cause: 'client_aborted' }
+      : { kind: 'not_dispatched', cause: 'client_gone' };
+    return { kind: 'ended', end, reply: null };
   }
   if (client.cut) return shutdownEnd(exchange);
   const code = (error as { code?: string } | null)?.code;

@@ -23,6 +23,21 @@ const request = (stream = false) => ({
   startedAtMs: 0,
 });
 
+/** The ports, with a client that leaves as soon as the vendor call is made. */
+function leavingOnRequest<P extends ReturnType<typeof fakePorts>>(ports: P, client: FakeClient): P {
+  const upstream = ports.upstream;
+  return {
+    ...ports,
+    upstream: {
+      request: (call: Parameters<typeof upstream.request>[0]) => {
+        const made = upstream.request(call);
+        client.abort();
+        return made;
+      },
+    },
+  };
+}
+
 describe('runProxy', () => {
   it('makes no vendor call and charges nothing for a client gone before dispatch', async () => {
     const vendor = new ScriptedVendor([]);
@@ -71,6 +86,38 @@ describe('runProxy', () => {
     expect(ports.settled).toMatchObject([
       { status: 'upstream_error', reason: 'network_error', inputTokens: 0 },
       { status: 'upstream_error', reason: 'upstream_timeout', inputTokens: 0 },
+    ]);
+  });
+
+  it('charges nothing to a client that left before any byte of its request was written', async () => {
+    // The client left while its call was queued for a connection, or while the gateway found
+    // the vendor's connections closed: the vendor never saw the prompt.
+    for (const fail of [
+      { code: 'GW_UPSTREAM_ABORTED', written: false },
+      { code: 'GW_UPSTREAM_NOT_SENT', written: false },
+      { code: 'GW_VENDOR_CLOSED_CONNECTIONS', written: false },
+      { code: 'UND_ERR_CONNECT_TIMEOUT', written: false },
+    ]) {
+      const client = new FakeClient();
+      const ports = leavingOnRequest(fakePorts(new ScriptedVendor([{ fail }])), client);
+      const running = runProxy(ports, request(), client);
+      expect(await running).toEqual({ kind: 'client_gone' });
+      expect(ports.settled).toMatchObject([
+        { status: 'client_aborted', reason: 'client_gone_before_dispatch', inputTokens: 0 },
+      ]);
+    }
+  });
+
+  it('charges the input to a client that left once its request was written', async () => {
+    const client = new FakeClient();
+    const ports = leavingOnRequest(
+      fakePorts(new ScriptedVendor([{ fail: { code: 'GW_UPSTREAM_ABORTED' } }])),
+      client,
+    );
+    const running = runProxy(ports, request(), client);
+    expect(await running).toEqual({ kind: 'client_gone' });
+    expect(ports.settled).toMatchObject([
+      { status: 'client_aborted', reason: 'client_aborted_before_answer', inputTokens: 10 },
     ]);
   });
 
@@ -159,6 +206,7 @@ describe('runProxy', () => {
         aborted += 1;
         body.fail(Object.assign(new Error('aborted'), { code: 'GW_UPSTREAM_ABORTED' }));
       },
+      written: true,
     };
     const shutdown = new ShutdownCut();
     const ports = {

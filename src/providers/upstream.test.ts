@@ -78,4 +78,20 @@ describe('UpstreamClient', () => {
     const first = await response.body[Symbol.asyncIterator]().next();
     expect(Buffer.from(first.value as Uint8Array).toString()).toBe('data: {}\n\n');
   });
+
+  it('tells whether any byte of a call was written: none when it was abandoned before its start', async () => {
+    const before = received.length;
+    const { call: abandoned } = callWith(200);
+    expect(abandoned.written).toBe(false);
+    abandoned.abort(); // still waiting for its connection
+    await expect(abandoned.response).rejects.toMatchObject({ code: 'GW_UPSTREAM_ABORTED' });
+    expect(abandoned.written).toBe(false);
+
+    const { call: sent } = callWith(200);
+    await sent.response;
+    expect(sent.written).toBe(true);
+    sent.abort();
+    expect(sent.written).toBe(true);
+    expect(received.length).toBe(before + 1);
+  });
 });

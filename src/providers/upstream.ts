@@ -32,6 +32,12 @@ export interface UpstreamCall {
   readonly response: Promise<UpstreamResponse>;
   /** Closes the call: before the answer, it rejects; during the body, the body fails. */
   abort(): void;
+  /**
+   * Whether any byte of the request may have been written: false while it waits for a
+   * connection, and for good if it ended there (abandoned, the connection failed) or the last
+   * look found its socket closed. The vendor saw nothing of a call that ends unwritten.
+   */
+  readonly written: boolean;
 }
 
 /** The reason a call was aborted (undici reports it back as the failure). */
@@ -154,6 +160,7 @@ class CallHandler implements Dispatcher.DispatchHandler, UpstreamCall, StartingC
   private controller: Dispatcher.DispatchController | undefined;
   private body: UpstreamBody | undefined;
   private abortRequested = false;
+  written = false;
 
   constructor() {
     this.response = new Promise((resolve, reject) => {
@@ -172,11 +179,15 @@ class CallHandler implements Dispatcher.DispatchHandler, UpstreamCall, StartingC
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
     if (this.abortRequested) controller.abort(new UpstreamAbortedError('abandoned before start'));
-    // undici writes the request next, in this same run: the socket gets a last look first.
-    else aboutToWrite(this);
+    else {
+      // undici writes the request next, in this same run: the socket gets a last look first.
+      this.written = true;
+      aboutToWrite(this);
+    }
   }
 
   notSent(error: UpstreamNotSentError): void {
+    this.written = false;
     this.controller?.abort(error);
   }
 

@@ -79,7 +79,8 @@ export function admission(overrides: Partial<Admission<UpstreamExchange>> = {}) 
 
 /** What the scripted vendor does with one call. */
 export type VendorScript =
-  | { readonly fail: { code?: string } }
+  /** A call that fails; `written: false`: before any byte of the request went out. */
+  | { readonly fail: { code?: string; written?: boolean } }
   | {
       readonly status: number;
       readonly headers?: Record<string, string>;
@@ -113,7 +114,7 @@ export class ScriptedVendor {
       });
     }
     response.catch(() => undefined);
-    return { response, abort };
+    return { response, abort, written: !('fail' in script) || script.fail.written !== false };
   }
 }
 
