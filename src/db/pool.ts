@@ -35,6 +35,15 @@ export function createDbPool(databaseUrl: string, max = 10, timeoutMs?: number):
   return pool;
 }
 
+/**
+ * A COMMIT is waited for past the pool's read time-out: given up on, it still runs once the
+ * server reads it (a stopped host resumed, a network that held the packets), and the caller,
+ * told the transaction failed, would undo or repeat work Postgres kept (a top-up in the ledger
+ * and not in the live wallet). A server that runs bounds it with its statement_timeout.
+ * (pg falls back to the pool's query_timeout for 0; this is setTimeout's largest delay.)
+ */
+const COMMIT = { text: 'COMMIT', query_timeout: 2 ** 31 - 1 };
+
 /** Runs `work` in one transaction on one client: committed if it resolves, rolled back if not. */
 export async function withTransaction<T>(
   db: DbPool,
@@ -45,10 +54,15 @@ export async function withTransaction<T>(
   try {
     await client.query('BEGIN');
     result = await work(client);
-    await client.query('COMMIT');
+    await client.query(COMMIT);
   } catch (error) {
-    // A client whose ROLLBACK fails (a statement still unanswered, a lost connection) is
-    // dropped, never handed out again.
+    // A statement still unanswered: the client is dropped, which ends the transaction on the
+    // server (no COMMIT was sent); a ROLLBACK would wait behind that statement first.
+    if (isReadTimeout(error)) {
+      client.release(error as Error);
+      throw error;
+    }
+    // A client whose ROLLBACK fails (a lost connection) is dropped, never handed out again.
     const rollback = await client.query('ROLLBACK').then(
       () => undefined,
       (rollbackError: Error) => rollbackError,
@@ -58,6 +72,10 @@ export async function withTransaction<T>(
   }
   client.release();
   return result;
+}
+
+function isReadTimeout(error: unknown): boolean {
+  return (error as { message?: unknown } | null)?.message === 'Query read timeout';
 }
 
 /** Begins a REPEATABLE READ, read-only transaction and takes its snapshot (one round trip). */
