@@ -25,3 +25,28 @@ export function headerTextProblem(value: string): string | undefined {
   if (/[^\x20-\x7e]/.test(value)) return 'must be printable ASCII (no other characters or bytes)';
   return undefined;
 }
+
+/** C0 and C1 control characters and DEL. */
+const isControl = (char: string): boolean => {
+  const code = char.charCodeAt(0);
+  return code < 0x20 || (code >= 0x7f && code <= 0x9f);
+};
+/**
+ * Characters that reorder the text around them: a name with them displays as another name
+ * (`Support\u202Etob` shows as "Supportbot" on the consent page, in lists and the audit log).
+ * Right-to-left letters themselves are fine (decision 311).
+ */
+const BIDI_CONTROL = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+
+/**
+ * Why `name` cannot be a name people read (an app's, a connection's, a key's, an OAuth
+ * client's), or undefined when it can; its length is the caller's to bound.
+ */
+export function displayNameProblem(name: string): string | undefined {
+  if ([...name].some(isControl)) return 'must not contain control characters';
+  if (BIDI_CONTROL.test(name)) {
+    return 'must not contain bidirectional control characters (U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069)';
+  }
+  if (LONE_SURROGATE.test(name)) return 'must not contain lone surrogates';
+  return undefined;
+}

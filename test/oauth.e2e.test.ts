@@ -176,6 +176,33 @@ describe('gw oauth-client create', () => {
     expect(listed.stdout).not.toContain(confidentialClient.client_secret);
   });
 
+  it('refuses a name that displays as another (a bidirectional override), creating nothing', async () => {
+    const before = await db.query('SELECT id FROM oauth_clients WHERE app_id = $1', [maker.app_id]);
+    for (const name of ['Support\u202Etob', 'tab\tname', 'c1\u0085name']) {
+      const result = await runCli(
+        [
+          'oauth-client',
+          'create',
+          '--app-id',
+          maker.app_id,
+          '--name',
+          name,
+          '--redirect-uri',
+          CALLBACK,
+        ],
+        env,
+      );
+      expect(result.code, name).toBe(2);
+      const { error } = JSON.parse(result.stderr) as { error: { code: string; message: string } };
+      expect(error.code).toBe('gw_invalid_request');
+      expect(error.message).toMatch(
+        /^name: must not contain (control|bidirectional)/,
+      );
+    }
+    const after = await db.query('SELECT id FROM oauth_clients WHERE app_id = $1', [maker.app_id]);
+    expect(after.rows).toEqual(before.rows);
+  });
+
   it('refuses redirect URIs that cannot be matched safely, in the JSON error shape', async () => {
     for (const uri of [
       'http://app.example.com/cb', // plain http off loopback

@@ -8,6 +8,7 @@ import { CURSOR_COLUMN, readPage, type Page, type PageRequest } from '../db/page
 import { withTransaction, type DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
 import { newOAuthClientId, newSecret, secretPrefixes, sha256Hex } from '../ids.js';
+import { displayNameProblem } from '../text.js';
 import { MAX_REDIRECT_URIS, redirectUriProblem } from './redirect-uris.js';
 
 /** An authenticated OAuth client, as the token and revocation routes get it. */
@@ -86,13 +87,11 @@ export async function createOAuthClientAs(
 ): Promise<CreatedOAuthClient | GwError> {
   const problem = redirectUrisProblem(input.redirectUris);
   if (problem) return gwError('gw_invalid_request', problem);
-  if (
-    input.name.trim() === '' ||
-    input.name.length > 200 ||
-    [...input.name].some((char) => char.charCodeAt(0) < 0x20 || char === '\u007f')
-  ) {
-    return gwError('gw_invalid_request', 'name: 1 to 200 characters, no control characters');
-  }
+  const nameProblem =
+    input.name.trim() === '' || input.name.length > 200
+      ? 'must be 1 to 200 characters'
+      : displayNameProblem(input.name);
+  if (nameProblem) return gwError('gw_invalid_request', `name: ${nameProblem}`);
   return withTransaction(db, async (client) => {
     const { rows: apps } = await client.query<{ org_id: string; status: string }>(
       'SELECT org_id, status FROM apps WHERE id = $1 FOR SHARE',

@@ -2,33 +2,18 @@
 import { z } from 'zod';
 import type { ApiKeyInvalidation } from '../../auth/api-key-store.js';
 import type { DbPool } from '../../db/pool.js';
+import { displayNameProblem } from '../../text.js';
 
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
-/** C0 and C1 control characters and DEL. */
-const isControl = (char: string): boolean => {
-  const code = char.charCodeAt(0);
-  return code < 0x20 || (code >= 0x7f && code <= 0x9f);
-};
-/**
- * Characters that reorder the text around them: a name with them displays as another name
- * (`Support\u202Etob` shows as "Supportbot" on the consent page, in lists and the audit log).
- * Right-to-left letters themselves are fine.
- */
-const BIDI_CONTROL = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
-
-/** A display name: 1–200 characters of printable text. */
+/** A display name: 1–200 characters of printable text (displayNameProblem). */
 export const displayName = z
   .string()
   .trim()
   .min(1, 'must not be empty')
   .max(200, 'must be at most 200 characters')
-  .refine((value) => ![...value].some(isControl), 'must not contain control characters')
-  .refine(
-    (value) => !BIDI_CONTROL.test(value),
-    'must not contain bidirectional control characters (U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069)',
-  )
-  .refine((value) => !LONE_SURROGATE.test(value), 'must not contain lone surrogates');
+  .superRefine((value, context) => {
+    const problem = displayNameProblem(value);
+    if (problem) context.addIssue({ code: 'custom', message: problem });
+  });
 
 export const roleSchema = z.enum(['owner', 'admin', 'member', 'viewer']);
 
