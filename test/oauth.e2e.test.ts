@@ -195,9 +195,7 @@ describe('gw oauth-client create', () => {
       expect(result.code, name).toBe(2);
       const { error } = JSON.parse(result.stderr) as { error: { code: string; message: string } };
       expect(error.code).toBe('gw_invalid_request');
-      expect(error.message).toMatch(
-        /^name: must not contain (control|bidirectional)/,
-      );
+      expect(error.message).toMatch(/^name: must not contain (control|bidirectional)/);
     }
     const after = await db.query('SELECT id FROM oauth_clients WHERE app_id = $1', [maker.app_id]);
     expect(after.rows).toEqual(before.rows);
