@@ -162,6 +162,38 @@ describe('a pool whose waits are bounded (DATABASE_TIMEOUT_MS)', () => {
     }
   });
 
+  it('drops a snapshot client whose statement got no answer, so the next measurement gets a connection', async () => {
+    // An account rebuild's measurement on a connection whose server process stopped answering:
+    // the measurement fails after one read time-out, and the org's next one needs a connection
+    // at once. A ROLLBACK queued behind the unanswered statement would hold this one for a
+    // second read time-out (2.2 s here), past the pool's wait for a connection (200 ms).
+    const db = createDbPool(TEST_DATABASE_URL, 1, 200);
+    let pid = 0;
+    try {
+      const error = await readOnlySnapshot(db, async (client) => {
+        pid = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+        process.kill(pid, 'SIGSTOP');
+        return client.query('SELECT 1');
+      }).catch((caught: unknown) => caught);
+      expect(error).toMatchObject({ message: 'Query read timeout' });
+      const next = await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid').then(
+        (result) => result.rows[0]!.pid,
+        (caught: unknown) => caught,
+      );
+      expect(typeof next === 'number' && next !== pid ? 'a new connection' : next).toBe(
+        'a new connection',
+      );
+    } finally {
+      try {
+        process.kill(pid, 'SIGCONT');
+      } catch {
+        // gone
+      }
+      if (pid) await writer.query('SELECT pg_terminate_backend($1)', [pid]);
+      await db.end();
+    }
+  });
+
   it('never reports a transaction failed that commits: its COMMIT is waited for past the bound', async () => {
     const db = createDbPool(TEST_DATABASE_URL, 1, 200);
     let pid = 0;

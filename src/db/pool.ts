@@ -94,15 +94,25 @@ export async function readOnlySnapshot<T>(
   beforeSnapshot?: () => Promise<void>,
 ): Promise<T> {
   const client = await db.connect();
+  let unanswered: Error | undefined;
   try {
     await beforeSnapshot?.();
     await client.query(SNAPSHOT_STATEMENT);
     return await work(client);
+  } catch (error) {
+    if (isReadTimeout(error)) unanswered = error as Error;
+    throw error;
   } finally {
-    // A client whose ROLLBACK fails is discarded, not handed out again.
-    client.query('ROLLBACK').then(
-      () => client.release(),
-      (error: Error) => client.release(error),
-    );
+    if (unanswered) {
+      // A statement still unanswered: dropped at once, as in withTransaction (a ROLLBACK would
+      // hold the connection behind it for a second read time-out).
+      client.release(unanswered);
+    } else {
+      // A client whose ROLLBACK fails is discarded, not handed out again.
+      client.query('ROLLBACK').then(
+        () => client.release(),
+        (error: Error) => client.release(error),
+      );
+    }
   }
 }
