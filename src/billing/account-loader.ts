@@ -32,11 +32,11 @@ export class AccountLoader {
   private readonly loading = new Map<string, Promise<void>>();
 
   constructor(
-    private readonly db: DbPool,
+    db: DbPool,
     private readonly keys: RedisKeys,
-    private readonly scripts: RedisScripts,
+    scripts: RedisScripts,
     private readonly wallets: WalletService,
-    private readonly unwritten: UnwrittenUsage,
+    unwritten: UnwrittenUsage,
     /** Shared with the wallet service: one org's rebuilds share their measurements. */
     private readonly rebuilder = new AccountRebuilder({ db, keys, scripts, unwritten }),
   ) {}
