@@ -347,7 +347,8 @@ export class AccountRebuilder {
         // neither, and what it drew would stay on its grant, which nothing repairs (an
         // account's shortfall `gw reconcile --repair` restores). The grants are read in a
         // snapshot taken after the cut instead: every record settled before the cut is in it
-        // or in the cut. Once this connection is back (no second one held meanwhile).
+        // or in the cut. Taken once this snapshot's work is done (its ROLLBACK may still be
+        // running on the first connection, in the background).
         afterwards = async () => {
           answer(
             await readOnlySnapshot(db, async (after) =>
