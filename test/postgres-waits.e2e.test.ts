@@ -67,6 +67,15 @@ describe('a request waiting on Postgres past DATABASE_TIMEOUT_MS', () => {
       // Nothing held, nothing recorded.
       expect((await redis.hget(keys.wallet(org.org_id), 'reserved')) ?? '0').toBe('0');
       expect(await usageRows()).toBe(0);
+      // Logged as what it is: a warning that a dependency is away, not an error of the gateway.
+      const lines = gateway
+        .output()
+        .split('\n')
+        .filter((line) => line.includes(refused.headers.get('x-request-id') ?? 'no request id'));
+      expect(
+        lines.map((line) => (JSON.parse(line) as { level: number; msg: string }).msg),
+      ).toContain('route answered 503: a dependency is unavailable');
+      expect(gateway.output()).not.toContain('unhandled error in route handler');
     } finally {
       await locker.query('ROLLBACK');
       locker.release();

@@ -307,6 +307,15 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       sendError(response, failureAnswer(error), flavor);
     }
     function logFailure(error: unknown): void {
+      // A dependency away (Redis, Postgres refusing or not answering in time) is not a bug:
+      // a warning, as its 503 says, not an error per request while the outage lasts.
+      if (isDependencyUnavailable(error)) {
+        options.logger.warn(
+          { err: error, requestId, path },
+          'route answered 503: a dependency is unavailable',
+        );
+        return;
+      }
       options.logger.error({ err: error, requestId, path }, 'unhandled error in route handler');
     }
     /** What a bug (500) or an unreachable dependency (503) answers. */
