@@ -4,6 +4,9 @@ import pg from 'pg';
 export type DbPool = pg.Pool;
 export type DbClient = pg.PoolClient;
 
+/** How much longer than the server's own bound the client waits for an answer. */
+const QUERY_TIMEOUT_GRACE_MS = 2000;
+
 /**
  * `timeoutMs` bounds every wait on Postgres (the gateway's DATABASE_TIMEOUT_MS): a statement
  * runs at most that long (the server cancels it: 57014), a connection is waited for at most
@@ -13,9 +16,6 @@ export type DbClient = pg.PoolClient;
  * All answer 503 `gw_unavailable` (isDependencyUnavailable). Unbounded when omitted:
  * migrations, the CLI.
  */
-/** How much longer than the server's own bound the client waits for an answer. */
-const QUERY_TIMEOUT_GRACE_MS = 2000;
-
 export function createDbPool(databaseUrl: string, max = 10, timeoutMs?: number): DbPool {
   const pool = new pg.Pool({
     connectionString: databaseUrl,
@@ -56,26 +56,28 @@ export async function withTransaction<T>(
     result = await work(client);
     await client.query(COMMIT);
   } catch (error) {
-    // A statement still unanswered: the client is dropped, which ends the transaction on the
-    // server (no COMMIT was sent); a ROLLBACK would wait behind that statement first.
-    if (isReadTimeout(error)) {
-      client.release(error as Error);
-      throw error;
-    }
-    // A client whose ROLLBACK fails (a lost connection) is dropped, never handed out again.
-    const rollback = await client.query('ROLLBACK').then(
-      () => undefined,
-      (rollbackError: Error) => rollbackError,
-    );
-    client.release(rollback);
+    await rollBackAndRelease(client, error);
     throw error;
   }
   client.release();
   return result;
 }
 
-function isReadTimeout(error: unknown): boolean {
-  return (error as { message?: unknown } | null)?.message === 'Query read timeout';
+/**
+ * Ends `client`'s transaction (after `error`, if it failed) and gives the client back. One whose
+ * statement got no answer is dropped at once: that ends the transaction on the server, where a
+ * ROLLBACK would first wait behind the statement for a second read time-out. One whose
+ * ROLLBACK fails (a lost connection) is dropped too, never handed out again. Never rejects.
+ */
+function rollBackAndRelease(client: DbClient, error?: unknown): Promise<void> {
+  if ((error as { message?: unknown } | null)?.message === 'Query read timeout') {
+    client.release(error as Error);
+    return Promise.resolve();
+  }
+  return client.query('ROLLBACK').then(
+    () => client.release(),
+    (rollbackError: Error) => client.release(rollbackError),
+  );
 }
 
 /** Begins a REPEATABLE READ, read-only transaction and takes its snapshot (one round trip). */
@@ -94,25 +96,14 @@ export async function readOnlySnapshot<T>(
   beforeSnapshot?: () => Promise<void>,
 ): Promise<T> {
   const client = await db.connect();
-  let unanswered: Error | undefined;
   try {
     await beforeSnapshot?.();
     await client.query(SNAPSHOT_STATEMENT);
-    return await work(client);
+    const result = await work(client);
+    void rollBackAndRelease(client);
+    return result;
   } catch (error) {
-    if (isReadTimeout(error)) unanswered = error as Error;
+    void rollBackAndRelease(client, error);
     throw error;
-  } finally {
-    if (unanswered) {
-      // A statement still unanswered: dropped at once, as in withTransaction (a ROLLBACK would
-      // hold the connection behind it for a second read time-out).
-      client.release(unanswered);
-    } else {
-      // A client whose ROLLBACK fails is discarded, not handed out again.
-      client.query('ROLLBACK').then(
-        () => client.release(),
-        (error: Error) => client.release(error),
-      );
-    }
   }
 }
