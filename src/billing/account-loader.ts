@@ -97,10 +97,11 @@ export class AccountLoader {
     const { productUserId, period } = user;
     const key = this.keys.userSpend(orgId, productUserId, period.key);
     const credits = this.creditsTarget(orgId, productUserId, SETTLEMENT_CURRENCY);
-    const account = spentAccount(orgId, 'product_user_id', productUserId, key, period);
     // The credits come with the account (one script), or alone if the account is there and
     // they are not.
-    await this.rebuilder.rebuild(Object.assign(account, { credits }));
+    await this.rebuilder.rebuild(
+      spentAccount(orgId, 'product_user_id', productUserId, key, period, credits),
+    );
   }
 
   /**
@@ -135,7 +136,9 @@ function spentAccount(
   id: string,
   key: string,
   period: CapAccount['period'],
-): RebuildTarget & { credits?: CreditsTarget } {
+  /** A user's account: its credits, installed with it. */
+  credits?: CreditsTarget,
+): RebuildTarget {
   return {
     kind: KIND_OF_COLUMN[column],
     orgId,
@@ -143,5 +146,6 @@ function spentAccount(
     field: 'spent',
     expireAtMs: period.end.getTime() + PERIOD_ACCOUNT_GRACE_MS,
     amount: { of: 'spent', column, id, period },
+    credits,
   };
 }
