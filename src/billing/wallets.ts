@@ -13,9 +13,9 @@ import {
 } from '../money.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts } from '../redis/scripts.js';
-import { sumNano, UnwrittenUsage } from '../ledger/unwritten-usage.js';
+import { UnwrittenUsage } from '../ledger/unwritten-usage.js';
 import { AccountRebuilder } from './account-rebuild.js';
-import { ledgerBalanceNano } from './ledger-amounts.js';
+import { ledgerAmounts, ledgerBalanceNano } from './ledger-amounts.js';
 
 /** Who changes a wallet, for its history and the audit log (a dashboard user, or 'cli'). */
 /**
@@ -109,8 +109,7 @@ export class WalletService {
    */
   private async rebuiltBalanceNano(orgId: string): Promise<bigint> {
     const unwritten = await this.unwritten.forOrg(orgId);
-    const ledger = await this.ledgerBalanceNano(orgId);
-    return ledger - sumNano(unwritten, (record) => record.walletCostNano);
+    return (await ledgerAmounts(this.db, orgId, [{ of: 'wallet' }], unwritten))[0]!;
   }
 
   /**
