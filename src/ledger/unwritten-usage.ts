@@ -52,7 +52,7 @@ export interface StreamCut {
 }
 
 export class UnwrittenUsage {
-  /** One stream read per org at a time: the credit loads that need it together share it. */
+  /** One stream read per org at a time: the forOrg calls that need it together share it. */
   private readonly reading = new Map<string, Promise<StreamEntry[]>>();
 
   constructor(
