@@ -18,6 +18,7 @@ import type { Config } from './config.js';
 import { ensureDatabase, migrate } from './db/migrate.js';
 import { createDbPool } from './db/pool.js';
 import { CredentialDirectory } from './credentials/credential-directory.js';
+import { boundedDependencyChecks } from './dependency-checks.js';
 import { CredentialError, CredentialStore } from './credentials/credential-store.js';
 import { parseMasterKeys } from './credentials/secret-box.js';
 import { createRequestLog } from './http/request-log.js';
@@ -158,16 +159,13 @@ async function assembleGateway(
   const apiKeys = new ApiKeyStore(db, redis, keys, config.AUTH_CACHE_TTL_MS);
 
   // What /readyz and the scrape (gw_dependency_up) check: every Redis master, and Postgres.
-  const checkDependencies = async (): Promise<Record<string, boolean>> => {
-    const [redisOk, dbOk] = await Promise.all([
-      pingAll(redis),
-      db.query('SELECT 1').then(
-        () => true,
-        () => false,
-      ),
-    ]);
-    return { redis: redisOk, postgres: dbOk };
-  };
+  const checkDependencies = boundedDependencyChecks(
+    {
+      redis: () => pingAll(redis),
+      postgres: () => db.query('SELECT 1').then(() => true),
+    },
+    config.DEPENDENCY_CHECK_TIMEOUT_MS,
+  );
   const metrics = new GatewayMetrics(
     config.METRICS_ENABLED,
     () => pendingUsageRecords(redis, keys),

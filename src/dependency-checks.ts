@@ -1,0 +1,52 @@
+// Whether this instance's dependencies answer, for /readyz and the scrape's gw_dependency_up.
+//
+// Each check is bounded: a dependency that has not answered within the bound is down for that
+// answer. Unbounded, a hung Postgres (or a pool with no free connection) held /readyz for
+// DATABASE_TIMEOUT_MS plus 2 s, past any probe's own time-out, and a probe that times out is a
+// failed probe: Kubernetes took every pod out of the Service for an outage that /readyz means
+// to report as `degraded` (routes/readyz.ts). The scrape, bounded on its side, kept the last
+// value, so gw_dependency_up said 1 all through the hang.
+//
+// One check per dependency runs at a time: a probe or scrape arriving while one runs waits on
+// it (within its own bound) instead of sending another statement to a server that does not
+// answer, so probes cannot pile connections onto it.
+
+/** One dependency's check: true when it answered. A rejection counts as down. */
+export type DependencyCheck = () => Promise<boolean>;
+
+/** Runs every check at once; each is down if it rejects or has not answered within `timeoutMs`. */
+export function boundedDependencyChecks(
+  checks: Readonly<Record<string, DependencyCheck>>,
+  timeoutMs: number,
+): () => Promise<Record<string, boolean>> {
+  const shared = Object.entries(checks).map(([name, check]) => [name, sharedRun(check)] as const);
+  return async () => {
+    const answers = await Promise.all(shared.map(([, run]) => within(run(), timeoutMs)));
+    return Object.fromEntries(shared.map(([name], index) => [name, answers[index]!]));
+  };
+}
+
+/** The check's run in progress if there is one, else a new run. */
+function sharedRun(check: DependencyCheck): () => Promise<boolean> {
+  let running: Promise<boolean> | undefined;
+  return () => {
+    running ??= check()
+      .catch(() => false)
+      .finally(() => {
+        running = undefined;
+      });
+    return running;
+  };
+}
+
+async function within(answer: Promise<boolean>, timeoutMs: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<boolean>((resolve) => {
+    timer = setTimeout(resolve, timeoutMs, false);
+  });
+  try {
+    return await Promise.race([answer, timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,104 @@
+// Postgres that hangs (connections open, no answer) rather than refuses: /readyz answers within
+// DEPENDENCY_CHECK_TIMEOUT_MS as `degraded` (200, so a readiness probe keeps the instance in
+// its Service), the scrape says postgres is down, known keys and users are still served, and
+// once Postgres answers again their records land and the instance is `ready`.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isolatedContext } from './support/context.js';
+import { TEST_DATABASE_URL } from './support/env.js';
+import { startFreezableRelay, type FreezableRelay } from './support/freezable-relay.js';
+import { bearer, postJson } from './support/http.js';
+import {
+  metricsUrl,
+  seed,
+  startGateway,
+  type GatewayProcess,
+  type SeededOrg,
+} from './support/processes.js';
+import { eventually } from './support/services.js';
+
+const CHECK_TIMEOUT_MS = 300;
+const { env, db } = isolatedContext('pghang');
+let relay: FreezableRelay;
+let gateway: GatewayProcess;
+let org: SeededOrg;
+
+beforeAll(async () => {
+  org = await seed(env);
+  const target = new URL(TEST_DATABASE_URL);
+  relay = await startFreezableRelay({ host: target.hostname, port: Number(target.port || 5432) });
+  const relayed = new URL(TEST_DATABASE_URL);
+  relayed.port = String(relay.port);
+  gateway = await startGateway({
+    ...env,
+    DATABASE_URL: relayed.href,
+    DEPENDENCY_CHECK_TIMEOUT_MS: String(CHECK_TIMEOUT_MS),
+    METRICS_PORT: '0',
+  });
+});
+
+afterAll(async () => {
+  relay?.thaw();
+  await gateway?.stop();
+  await relay?.close();
+});
+
+const chat = {
+  model: 'vendor_b/gpt-4o-mini',
+  max_tokens: 8,
+  messages: [{ role: 'user', content: 'still there?' }],
+  user: 'known-customer',
+};
+
+async function readyz(): Promise<{ status: number; body: unknown; ms: number }> {
+  const started = performance.now();
+  const response = await fetch(`${gateway.url}/readyz`);
+  const body: unknown = await response.json();
+  return { status: response.status, body, ms: performance.now() - started };
+}
+
+describe('/readyz while Postgres hangs', () => {
+  it('answers degraded within the bound, the scrape says postgres is down, known users are served', async () => {
+    expect((await readyz()).body).toEqual({
+      status: 'ready',
+      draining: false,
+      checks: { redis: true, postgres: true },
+    });
+    const before = await postJson(`${gateway.url}/v1/chat/completions`, chat, bearer(org.api_key));
+    expect(before.status).toBe(200);
+
+    relay.freeze();
+    const probes = [await readyz(), await readyz(), await readyz()];
+    for (const probe of probes) {
+      expect(probe.status).toBe(200);
+      expect(probe.body).toEqual({
+        status: 'degraded',
+        draining: false,
+        checks: { redis: true, postgres: false },
+      });
+      // Before, each waited DATABASE_TIMEOUT_MS + 2 s (12 s): past any probe's time-out.
+      expect(probe.ms).toBeLessThan(CHECK_TIMEOUT_MS + 1_500);
+    }
+    const scrape = await fetch(metricsUrl(gateway)).then((response) => response.text());
+    expect(scrape).toMatch(/^gw_dependency_up\{dependency="postgres"\} 0$/m);
+    expect(scrape).toMatch(/^gw_dependency_up\{dependency="redis"\} 1$/m);
+    const during = await postJson(`${gateway.url}/v1/chat/completions`, chat, bearer(org.api_key));
+    expect(during.status).toBe(200);
+
+    relay.thaw();
+    await eventually(async () => {
+      const probe = await readyz();
+      return probe.status === 200 && (probe.body as { status: string }).status === 'ready'
+        ? probe
+        : undefined;
+    }, 15_000);
+    const requestIds = [before, during].map((answer) => answer.headers.get('x-request-id'));
+    const rows = await eventually(async () => {
+      const { rows } = await db.query<{ request_id: string }>(
+        'SELECT request_id::text FROM usage_records WHERE request_id = ANY($1::uuid[])',
+        [requestIds],
+      );
+      return rows.length === 2 ? rows : undefined;
+    }, 20_000);
+    expect(rows.map((row) => row.request_id).sort()).toEqual([...requestIds].sort());
+  });
+});

@@ -1,0 +1,62 @@
+// A TCP relay in front of a real server that can be frozen: while frozen it reads nothing from
+// either side and opens nothing new, so the server looks hung (connections stay open, no answer
+// comes), not down (which would refuse at once). Thawed, everything held goes through.
+import net from 'node:net';
+
+export interface FreezableRelay {
+  readonly port: number;
+  freeze(): void;
+  thaw(): void;
+  close(): Promise<void>;
+}
+
+export async function startFreezableRelay(target: {
+  host: string;
+  port: number;
+}): Promise<FreezableRelay> {
+  const sockets = new Set<net.Socket>();
+  // Bytes read while frozen, each with where it goes, sent in order on thaw.
+  const held: Array<{ to: net.Socket; chunk: Buffer }> = [];
+  const waiting: net.Socket[] = [];
+  let frozen = false;
+  const forward = (from: net.Socket, to: net.Socket): void => {
+    from.on('data', (chunk: Buffer) => {
+      if (frozen) held.push({ to, chunk });
+      else to.write(chunk);
+    });
+    from.on('end', () => to.end());
+  };
+  const relay = (client: net.Socket): void => {
+    const server = net.connect(target.port, target.host);
+    for (const socket of [client, server]) {
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
+      socket.on('error', () => {
+        client.destroy();
+        server.destroy();
+      });
+    }
+    forward(client, server);
+    forward(server, client);
+  };
+  const listener = net.createServer((client) => {
+    if (frozen) waiting.push(client);
+    else relay(client);
+  });
+  await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (listener.address() as net.AddressInfo).port,
+    freeze() {
+      frozen = true;
+    },
+    thaw() {
+      frozen = false;
+      for (const { to, chunk } of held.splice(0)) if (!to.destroyed) to.write(chunk);
+      for (const client of waiting.splice(0)) relay(client);
+    },
+    async close() {
+      for (const socket of [...sockets, ...waiting]) socket.destroy();
+      await new Promise<void>((resolve) => listener.close(() => resolve()));
+    },
+  };
+}
