@@ -69,6 +69,7 @@ new UsageWriterThread(
   {
     redis: target,
     databaseUrl,
+    writeTimeoutMs: 60_000,
     keyPrefix,
     logLevel: 'warn',
     options: {

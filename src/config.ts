@@ -97,6 +97,12 @@ export const configSchema = z.object({
   USAGE_BATCH_MAX_ROWS: wholeNumber({ min: 1, max: 10_000 }).default(500),
   USAGE_FLUSH_INTERVAL_MS: wholeNumber({ min: 1 }).default(50),
   USAGE_CLAIM_IDLE_MS: wholeNumber({ min: 100 }).default(30_000),
+  /**
+   * The longest the usage writer waits on one statement of a batch (its COMMIT too: a batch
+   * replays harmlessly). Past it the batch is written again on another connection, so a
+   * connection cut off without a reset stalls the ledger this long, not until TCP gives up.
+   */
+  USAGE_WRITE_TIMEOUT_MS: wholeNumber({ min: 1_000, max: 3_600_000 }).default(60_000),
   /** Settles that fail after the vendor answered wait here (fsynced) until Redis is back. */
   SPOOL_DIR: z.string().min(1).default('var/spool'),
   SHUTDOWN_GRACE_MS: wholeNumber({ min: 0 }).default(10_000),

@@ -268,6 +268,7 @@ async function assembleGateway(
     {
       redis: target,
       databaseUrl: config.DATABASE_URL,
+      writeTimeoutMs: config.USAGE_WRITE_TIMEOUT_MS,
       keyPrefix: config.REDIS_KEY_PREFIX,
       logLevel: config.LOG_LEVEL,
       options: {

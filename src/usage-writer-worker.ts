@@ -31,7 +31,7 @@ const redis = connectRedis(settings.redis, {
   maxRetriesPerRequest: settings.redis.kind === 'cluster' ? 2 : null,
   autoPipelining: settings.redis.kind === 'cluster',
 });
-const db = createDbPool(settings.databaseUrl, 2);
+const db = createDbPool(settings.databaseUrl, 2, settings.writeTimeoutMs);
 const writer = new UsageStreamWriter(
   redis,
   createRedisKeys(settings.keyPrefix),

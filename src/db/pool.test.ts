@@ -194,18 +194,26 @@ describe('a pool whose waits are bounded (DATABASE_TIMEOUT_MS)', () => {
     }
   });
 
-  it('never reports a transaction failed that commits: its COMMIT is waited for past the bound', async () => {
+  /**
+   * A pool of one bounded by 200 ms whose server process stops just as a COMMIT is sent (a
+   * hung host, a network that holds the packets) and resumes 3 s later, past the client's read
+   * time-out: the COMMIT then runs. Runs one transaction inserting entry `entryId`; says what
+   * the caller was told and whether the row is there once the server has resumed.
+   */
+  async function commitThroughStall(
+    entryId: string,
+    options?: { replayable: boolean },
+  ): Promise<{ outcome: unknown; landed: number | null; waitedMs: number }> {
     const db = createDbPool(TEST_DATABASE_URL, 1, 200);
     let pid = 0;
-    // The server process stops just as the COMMIT is sent (a hung host, a network that holds
-    // the packets), and resumes past the client's read time-out: the COMMIT then runs.
     const stalling: Pick<DbPool, 'connect'> = {
       connect: async () => {
         const client = await db.connect();
         type Query = (text: unknown, ...rest: unknown[]) => Promise<unknown>;
         const query = client.query.bind(client) as Query;
         (client as unknown as { query: Query }).query = (text, ...rest) => {
-          if (text === 'COMMIT') {
+          const commit = text === 'COMMIT' || (text as { text?: unknown })?.text === 'COMMIT';
+          if (commit) {
             process.kill(pid, 'SIGSTOP');
             setTimeout(() => process.kill(pid, 'SIGCONT'), 3000);
           }
@@ -215,25 +223,30 @@ describe('a pool whose waits are bounded (DATABASE_TIMEOUT_MS)', () => {
       },
     };
     try {
-      const outcome = await withTransaction(stalling as DbPool, async (transaction) => {
-        pid = (await transaction.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!
-          .pid;
-        await transaction.query(
-          `INSERT INTO usage_dead_letters (stream, entry_id, org_id, reason, entry)
-           VALUES ($1, 'commit-0', $1, 'test', '[]')`,
-          [orgId],
-        );
-      }).then(
+      const started = performance.now();
+      const outcome = await withTransaction(
+        stalling as DbPool,
+        async (transaction) => {
+          pid = (await transaction.query<{ pid: number }>('SELECT pg_backend_pid() AS pid'))
+            .rows[0]!.pid;
+          await transaction.query(
+            `INSERT INTO usage_dead_letters (stream, entry_id, org_id, reason, entry)
+             VALUES ($1, $2, $1, 'test', '[]')`,
+            [orgId, entryId],
+          );
+        },
+        options,
+      ).then(
         () => 'committed',
-        (error: unknown) => error,
+        (error: unknown) => (error as Error).message,
       );
+      const waitedMs = performance.now() - started;
       await new Promise((resolve) => setTimeout(resolve, 3500));
       const landed = await writer.query(
-        `SELECT 1 FROM usage_dead_letters WHERE org_id = $1 AND entry_id = 'commit-0'`,
-        [orgId],
+        `SELECT 1 FROM usage_dead_letters WHERE org_id = $1 AND entry_id = $2`,
+        [orgId, entryId],
       );
-      // The caller is told what happened: committed when the row is there, failed when not.
-      expect({ outcome, landed: landed.rowCount }).toEqual({ outcome: 'committed', landed: 1 });
+      return { outcome, landed: landed.rowCount, waitedMs };
     } finally {
       try {
         process.kill(pid, 'SIGCONT');
@@ -241,6 +254,35 @@ describe('a pool whose waits are bounded (DATABASE_TIMEOUT_MS)', () => {
         // gone
       }
       await db.end();
+    }
+  }
+
+  it('never reports a transaction failed that commits: its COMMIT is waited for past the bound', async () => {
+    const { outcome, landed } = await commitThroughStall('commit-0');
+    // The caller is told what happened: committed when the row is there, failed when not.
+    expect({ outcome, landed }).toEqual({ outcome: 'committed', landed: 1 });
+  });
+
+  it('gives up on the COMMIT of a replayable transaction like any statement (it is run again)', async () => {
+    const { outcome, waitedMs } = await commitThroughStall('commit-1', { replayable: true });
+    // Told it failed within the bound and its read grace; the caller writes the batch again,
+    // and a replay of rows already there changes nothing (ON CONFLICT DO NOTHING).
+    expect(outcome).toBe('Query read timeout');
+    expect(waitedMs).toBeLessThan(2_900);
+  });
+
+  it('ends, on the server, a transaction whose client has said nothing for a minute (every pool)', async () => {
+    for (const db of [
+      createDbPool(TEST_DATABASE_URL, 1),
+      createDbPool(TEST_DATABASE_URL, 1, 200),
+    ]) {
+      try {
+        expect((await db.query('SHOW idle_in_transaction_session_timeout')).rows[0]).toEqual({
+          idle_in_transaction_session_timeout: '1min',
+        });
+      } finally {
+        await db.end();
+      }
     }
   });
 

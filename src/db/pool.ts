@@ -6,6 +6,13 @@ export type DbClient = pg.PoolClient;
 
 /** How much longer than the server's own bound the client waits for an answer. */
 const QUERY_TIMEOUT_GRACE_MS = 2000;
+/**
+ * A transaction whose client has said nothing for this long is ended by the server, releasing
+ * its locks. A client cut off without a reset (a partition, a primary replaced under its
+ * address) never closes its session: its row locks would otherwise hold every other
+ * instance's writes of those rows until the server's TCP keepalive notices, hours later.
+ */
+const IDLE_IN_TRANSACTION_MS = 60_000;
 
 /**
  * `timeoutMs` bounds every wait on Postgres (the gateway's DATABASE_TIMEOUT_MS): a statement
@@ -14,13 +21,14 @@ const QUERY_TIMEOUT_GRACE_MS = 2000;
  * comes (a server or network that hangs: nothing left to cancel the statement) is given up
  * QUERY_TIMEOUT_GRACE_MS later ("Query read timeout"; the client is dropped, never reused).
  * All answer 503 `gw_unavailable` (isDependencyUnavailable). Unbounded when omitted:
- * migrations, the CLI.
+ * migrations, the CLI. Every pool's sessions end a transaction idle for IDLE_IN_TRANSACTION_MS.
  */
 export function createDbPool(databaseUrl: string, max = 10, timeoutMs?: number): DbPool {
   const pool = new pg.Pool({
     connectionString: databaseUrl,
     max,
     idleTimeoutMillis: 30_000,
+    idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_MS,
     ...(timeoutMs !== undefined && {
       statement_timeout: timeoutMs,
       connectionTimeoutMillis: timeoutMs,
@@ -44,17 +52,23 @@ export function createDbPool(databaseUrl: string, max = 10, timeoutMs?: number):
  */
 const COMMIT = { text: 'COMMIT', query_timeout: 2 ** 31 - 1 };
 
-/** Runs `work` in one transaction on one client: committed if it resolves, rolled back if not. */
+/**
+ * Runs `work` in one transaction on one client: committed if it resolves, rolled back if not.
+ * `replayable`: every statement of `work` changes nothing when run again (a usage batch: ON
+ * CONFLICT DO NOTHING), so a COMMIT of unknown outcome may be given up on like any statement
+ * and the transaction simply run again: its wait is the pool's read time-out, not unbounded.
+ */
 export async function withTransaction<T>(
   db: DbPool,
   work: (client: DbClient) => Promise<T>,
+  options: { readonly replayable?: boolean } = {},
 ): Promise<T> {
   const client = await db.connect();
   let result: T;
   try {
     await client.query('BEGIN');
     result = await work(client);
-    await client.query(COMMIT);
+    await client.query(options.replayable ? 'COMMIT' : COMMIT);
   } catch (error) {
     await rollBackAndRelease(client, error);
     throw error;

@@ -36,13 +36,17 @@ export class PostgresUsageSink {
   ): Promise<void> {
     if (records.length === 0 && notices.length === 0) return;
     await this.ensurePartitions(records);
-    await withTransaction(this.db, async (client) => {
-      if (records.length > 0) {
-        await this.insertRecords(client, records);
-        await this.insertConsumptions(client, records);
-      }
-      await this.writeEvents(client, records, notices);
-    });
+    await withTransaction(
+      this.db,
+      async (client) => {
+        if (records.length > 0) {
+          await this.insertRecords(client, records);
+          await this.insertConsumptions(client, records);
+        }
+        await this.writeEvents(client, records, notices);
+      },
+      { replayable: true },
+    );
   }
 
   /**

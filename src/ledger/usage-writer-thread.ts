@@ -11,6 +11,8 @@ export interface UsageWriterThreadSettings {
   /** The gateway's Redis (a single one or a cluster); the thread opens its own client. */
   readonly redis: RedisTarget;
   readonly databaseUrl: string;
+  /** Bounds each wait of the thread on Postgres (USAGE_WRITE_TIMEOUT_MS). */
+  readonly writeTimeoutMs: number;
   readonly keyPrefix: string;
   readonly logLevel: string;
   readonly options: UsageWriterOptions;

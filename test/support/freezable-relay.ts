@@ -7,6 +7,11 @@ export interface FreezableRelay {
   readonly port: number;
   freeze(): void;
   thaw(): void;
+  /**
+   * The connections open now go silent for good (a partition, a failed-over primary that
+   * vanished: no reset ever comes); new ones go through.
+   */
+  strandOpen(): void;
   close(): Promise<void>;
 }
 
@@ -19,8 +24,10 @@ export async function startFreezableRelay(target: {
   const held: Array<{ to: net.Socket; chunk: Buffer }> = [];
   const waiting: net.Socket[] = [];
   let frozen = false;
+  const stranded = new WeakSet<net.Socket>();
   const forward = (from: net.Socket, to: net.Socket): void => {
     from.on('data', (chunk: Buffer) => {
+      if (stranded.has(from)) return;
       if (frozen) held.push({ to, chunk });
       else to.write(chunk);
     });
@@ -53,6 +60,9 @@ export async function startFreezableRelay(target: {
       frozen = false;
       for (const { to, chunk } of held.splice(0)) if (!to.destroyed) to.write(chunk);
       for (const client of waiting.splice(0)) relay(client);
+    },
+    strandOpen() {
+      for (const socket of sockets) stranded.add(socket);
     },
     async close() {
       for (const socket of [...sockets, ...waiting]) socket.destroy();
