@@ -140,31 +140,41 @@ export interface RuleRow extends ActiveRuleRow {
   product_user_id: string | null;
 }
 
-/** The columns capRuleView reads. */
-export const CAP_RULE_VIEW_COLUMNS = `id, scope, org_id, app_connection_id, product_user_id,
-  amount::text, per_user_amount::text, currency, period, credit_mode, overrun_policy, updated_at`;
+/** The columns ruleView reads. */
+const RULE_COLUMNS = `id, amount::text, per_user_amount::text, currency, period, credit_mode,
+  overrun_policy, updated_at`;
+
+/** The columns capRuleView reads: the rule's and its target's. */
+export const CAP_RULE_VIEW_COLUMNS = `${RULE_COLUMNS}, scope, org_id, app_connection_id,
+  product_user_id`;
+
+/** A cap rule as the dashboard and the CLI show it. */
+function ruleView(row: ActiveRuleRow): CapRuleView {
+  return {
+    cap_rule_id: row.id,
+    amount: formatNumeric(row.amount),
+    per_user_amount: formatNumeric(row.per_user_amount),
+    currency: row.currency.trim(),
+    period: row.period,
+    credit_mode: row.credit_mode,
+    overrun_policy: row.overrun_policy,
+    status: 'active',
+    updated_at: row.updated_at.toISOString(),
+  };
+}
 
 /** A cap rule with its target, flat, as the webhook events show it. */
 export function capRuleView(rule: RuleRow): Record<string, unknown> {
+  const { cap_rule_id, ...settings } = ruleView(rule);
   return {
-    cap_rule_id: rule.id,
+    cap_rule_id,
     scope: rule.scope,
     org_id: rule.org_id,
     app_connection_id: rule.app_connection_id,
     product_end_user_id: rule.product_user_id,
-    amount: formatNumeric(rule.amount),
-    per_user_amount: formatNumeric(rule.per_user_amount),
-    currency: rule.currency.trim(),
-    period: rule.period,
-    credit_mode: rule.credit_mode,
-    overrun_policy: rule.overrun_policy,
-    status: 'active',
-    updated_at: rule.updated_at.toISOString(),
+    ...settings,
   };
 }
-
-const RULE_COLUMNS = `id, amount::text, per_user_amount::text, currency, period, credit_mode,
-  overrun_policy, updated_at`;
 
 const targetColumn: Record<CapScope, string> = {
   org: 'org_id',
@@ -184,21 +194,6 @@ const targetId = (target: CapTarget): string =>
     : target.scope === 'app_connection'
       ? target.appConnectionId
       : target.productUserId;
-
-function ruleView(row: ActiveRuleRow | undefined): CapRuleView | null {
-  if (!row) return null;
-  return {
-    cap_rule_id: row.id,
-    amount: formatNumeric(row.amount),
-    per_user_amount: formatNumeric(row.per_user_amount),
-    currency: row.currency.trim(),
-    period: row.period,
-    credit_mode: row.credit_mode,
-    overrun_policy: row.overrun_policy,
-    status: 'active',
-    updated_at: row.updated_at.toISOString(),
-  };
-}
 
 /** The target's cap and organization, or null when the target does not exist. */
 export async function readCap(
@@ -375,12 +370,13 @@ async function capState(
   target: CapTarget,
   orgId: string,
 ): Promise<CapState> {
+  const rule = await activeRule(client, target, false);
   const state: CapState = {
     scope: target.scope,
     org_id: orgId,
     app_connection_id: target.scope === 'app_connection' ? target.appConnectionId : null,
     product_end_user_id: target.scope === 'product_user' ? target.productUserId : null,
-    cap: ruleView(await activeRule(client, target, false)),
+    cap: rule ? ruleView(rule) : null,
   };
   if (target.scope === 'app_connection') {
     const { rows } = await client.query<NonNullable<CapState['connection']>>(
