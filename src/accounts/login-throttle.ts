@@ -2,6 +2,7 @@
 // instance); past the limit a sign-in is refused without checking the password until the
 // window ends (429 gw_too_many_attempts with Retry-After). Self-service sign-ups are counted
 // per client address the same way, every attempt.
+import { gwError, type GwError } from '../errors.js';
 import type { RedisClient } from '../redis/connect.js';
 import { sha256Hex } from '../ids.js';
 import type { RedisKeys } from '../redis/keys.js';
@@ -20,6 +21,17 @@ export const DEFAULT_THROTTLE_LIMITS: ThrottleLimits = {
   signupsPerAddress: 10,
   windowMs: 15 * 60_000,
 };
+
+/**
+ * The answer to an attempt the throttle holds back for `waitMs`: 429 with Retry-After, the
+ * wait rounded up to whole seconds. `attempts` names what was counted (`sign-ups`).
+ */
+export function tooManyAttempts(attempts: string, waitMs: number): GwError {
+  const retryAfterS = Math.ceil(waitMs / 1000);
+  return gwError('gw_too_many_attempts', `too many ${attempts}; try again in ${retryAfterS} s`, {
+    headers: { 'retry-after': String(retryAfterS) },
+  });
+}
 
 export class LoginThrottle {
   constructor(

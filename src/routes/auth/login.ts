@@ -2,6 +2,7 @@
 // a wrong e-mail or password; failures are throttled per account and per client address.
 // Every sign-in gets a new session id (and ends the session the browser presented, if any).
 import { z } from 'zod';
+import { tooManyAttempts } from '../../accounts/login-throttle.js';
 import {
   decoyPasswordHash,
   PASSWORD_MAX_UTF16_UNITS,
@@ -45,16 +46,7 @@ export const loginRoute = declareRoute({
     const { db, sessions, throttle } = deps.accounts;
     const email = normalizeEmail(body.email);
     const waitMs = await throttle.blockedForMs(email, request.remoteAddress);
-    if (waitMs > 0) {
-      const retryAfterS = Math.ceil(waitMs / 1000);
-      return gwError(
-        'gw_too_many_attempts',
-        `too many failed sign-ins; try again in ${retryAfterS} s`,
-        {
-          headers: { 'retry-after': String(retryAfterS) },
-        },
-      );
-    }
+    if (waitMs > 0) return tooManyAttempts('failed sign-ins', waitMs);
     const candidate = await findLoginCandidate(db, email);
     // An unknown e-mail costs the same scrypt as a known one: timing tells nothing.
     const matches = await verifyPassword(

@@ -5,6 +5,7 @@
 // attempt is counted per client address (429 gw_too_many_attempts with Retry-After past
 // the limit), before any password is hashed — a body refused as malformed too.
 import { z } from 'zod';
+import { tooManyAttempts } from '../../accounts/login-throttle.js';
 import { PASSWORD_MAX_UTF16_UNITS } from '../../accounts/passwords.js';
 import {
   AccountRuleError,
@@ -66,9 +67,5 @@ async function signupGate(address: string, deps: AccountDeps): Promise<GwError |
     );
   }
   const waitMs = await deps.accounts.throttle.signupAttempt(address);
-  if (waitMs === 0) return undefined;
-  const retryAfterS = Math.ceil(waitMs / 1000);
-  return gwError('gw_too_many_attempts', `too many sign-ups; try again in ${retryAfterS} s`, {
-    headers: { 'retry-after': String(retryAfterS) },
-  });
+  return waitMs === 0 ? undefined : tooManyAttempts('sign-ups', waitMs);
 }
