@@ -6,7 +6,7 @@
 import { recordAudit, type Actor } from '../audit/audit.js';
 import { apiKeySharedCache } from '../auth/api-key-store.js';
 import type { CreditMode, OverrunPolicy } from '../billing/modes.js';
-import { CAPS_INVALIDATION_MESSAGE } from '../billing/cap-policies.js';
+import { CAPS_INVALIDATION_MESSAGE, capRuleTargetColumn } from '../billing/cap-policies.js';
 import { encodeInvalidation, type InvalidatedCache } from '../cache/invalidation.js';
 import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
 import { newId } from '../ids.js';
@@ -175,12 +175,6 @@ export function capRuleView(rule: RuleRow): Record<string, unknown> {
     ...settings,
   };
 }
-
-const targetColumn: Record<CapScope, string> = {
-  org: 'org_id',
-  app_connection: 'app_connection_id',
-  product_user: 'product_user_id',
-};
 
 const conflictTarget: Record<CapScope, string> = {
   org: `(org_id) WHERE scope = 'org' AND status = 'active'`,
@@ -395,7 +389,7 @@ async function activeRule(
 ): Promise<ActiveRuleRow | undefined> {
   const { rows } = await client.query<ActiveRuleRow>(
     `SELECT ${RULE_COLUMNS} FROM cap_rules
-      WHERE scope = $1 AND ${targetColumn[target.scope]} = $2 AND status = 'active'
+      WHERE scope = $1 AND ${capRuleTargetColumn[target.scope]} = $2 AND status = 'active'
       ${lock ? 'FOR UPDATE' : ''}`,
     [target.scope, targetId(target)],
   );

@@ -55,7 +55,8 @@ export function capRuleFromRow(row: CapRuleRow | undefined): CapRule | null {
 }
 
 type Scope = 'org' | 'app_connection' | 'product_user';
-const scopeColumn: Record<Scope, string> = {
+/** The cap_rules column that names a rule's target, by scope. */
+export const capRuleTargetColumn: Readonly<Record<Scope, string>> = {
   org: 'org_id',
   app_connection: 'app_connection_id',
   product_user: 'product_user_id',
@@ -101,7 +102,7 @@ export class CapPolicyStore implements InvalidatedCache {
     const rule = await this.cache.get(`${scope}:${id}`, async () => {
       const { rows } = await this.db.query<CapRuleRow>(
         `SELECT ${CAP_RULE_COLUMNS}
-           FROM cap_rules WHERE scope = $1 AND ${scopeColumn[scope]} = $2 AND status = 'active'`,
+           FROM cap_rules WHERE scope = $1 AND ${capRuleTargetColumn[scope]} = $2 AND status = 'active'`,
         [scope, id],
       );
       return capRuleFromRow(rows[0]) ?? undefined;
