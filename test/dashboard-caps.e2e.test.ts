@@ -429,6 +429,108 @@ describe('one service for the CLI and the API', () => {
   });
 });
 
+describe('a setting changed alone keeps the amount (decision 315)', () => {
+  /** The active rule of the org's product user `externalUserId`, as Postgres holds it. */
+  async function userRuleRows(org: SeededOrg, externalUserId: string) {
+    const { rows } = await db.query(
+      `SELECT r.amount::text, r.credit_mode, r.overrun_policy
+         FROM cap_rules r JOIN product_users u ON u.id = r.product_user_id
+        WHERE u.app_id = $1 AND u.external_user_id = $2 AND r.status = 'active'`,
+      [org.app_id, externalUserId],
+    );
+    return rows;
+  }
+
+  it('gw cap set --credit-mode alone changes a product user cap and keeps its amount; a user without a cap needs --amount', async () => {
+    const org = await seed(env, ['--wallet', '100.00']);
+    const user = (id: string) => [
+      ...['cap', 'set', '--scope', 'product_user', '--app-id', org.app_id],
+      ...['--external-user-id', id],
+    ];
+    await runCliJson([...user('capped'), '--amount', '3.5', '--overrun-policy', 'reject'], env);
+    const changed = await runCliJson<CapState>(
+      [...user('capped'), '--credit-mode', 'track_only'],
+      env,
+    );
+    expect(changed.cap).toMatchObject({
+      amount: '3.500000000000',
+      credit_mode: 'track_only',
+      overrun_policy: 'reject',
+    });
+    expect(await userRuleRows(org, 'capped')).toEqual([
+      { amount: '3.500000000000', credit_mode: 'track_only', overrun_policy: 'reject' },
+    ]);
+
+    const nothing = await runCli(user('capped'), env);
+    expect(nothing.code).toBe(2);
+    expect(JSON.parse(nothing.stderr).error).toEqual({
+      code: 'gw_invalid_request',
+      message: '--amount is required: nothing else is set',
+    });
+    const uncapped = await runCli([...user('uncapped'), '--credit-mode', 'track_only'], env);
+    expect(uncapped.code).toBe(2);
+    expect(JSON.parse(uncapped.stderr).error).toEqual({
+      code: 'gw_invalid_request',
+      message: '--amount is required: the product user has no cap yet',
+    });
+    expect(await userRuleRows(org, 'uncapped')).toEqual([]);
+    expect(await userRuleRows(org, 'capped')).toEqual([
+      { amount: '3.500000000000', credit_mode: 'track_only', overrun_policy: 'reject' },
+    ]);
+  });
+
+  it("a connection's credit mode changes alone from the CLI and the API, amounts kept; the API refuses a first cap without an amount as the CLI does", async () => {
+    const org = await seed(env, ['--wallet', '100.00']);
+    const email = uniqueEmail('caps-keep');
+    await createMember(env, email, org.org_id, 'admin');
+    const admin = await signInTo(gateways[0]!, email);
+    const connection = ['--scope', 'app_connection', '--app-connection-id', org.app_connection_id];
+    await runCliJson(
+      ['cap', 'set', ...connection, '--amount', '25', '--per-user-amount', '2'],
+      env,
+    );
+    await runCliJson(['cap', 'set', ...connection, '--credit-mode', 'track_only'], env);
+    const connectionRow = async () =>
+      (
+        await db.query(
+          `SELECT r.amount::text, r.per_user_amount::text, c.credit_mode, c.overrun_policy
+             FROM app_connections c
+             JOIN cap_rules r ON r.app_connection_id = c.id AND r.status = 'active'
+            WHERE c.id = $1`,
+          [org.app_connection_id],
+        )
+      ).rows;
+    expect(await connectionRow()).toEqual([
+      {
+        amount: '25.000000000000',
+        per_user_amount: '2.000000000000',
+        credit_mode: 'track_only',
+        overrun_policy: 'limit_output',
+      },
+    ]);
+    const path = `/dashboard/api/connections/${org.app_connection_id}/cap`;
+    const fromApi = await admin.request<CapState>('PUT', path, { overrun_policy: 'reject' });
+    expect(fromApi.status).toBe(200);
+    expect(await connectionRow()).toEqual([
+      {
+        amount: '25.000000000000',
+        per_user_amount: '2.000000000000',
+        credit_mode: 'track_only',
+        overrun_policy: 'reject',
+      },
+    ]);
+
+    const userPath = `/dashboard/api/product-users/${await productUser(org, 'api-uncapped')}/cap`;
+    const refused = await admin.request<ErrorBody>('PUT', userPath, { credit_mode: 'disabled' });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error).toMatchObject({
+      code: 'gw_invalid_request',
+      message: 'amount is required: the product user has no cap yet',
+    });
+    expect(await userRuleRows(org, 'api-uncapped')).toEqual([]);
+  });
+});
+
 describe('the marks a cap set passes (decision 307)', () => {
   /** A seeded org whose endpoint takes every event, and `spentNano` of this month in its ledger. */
   async function spentOrg(spentNano: bigint): Promise<SeededOrg> {

@@ -34,8 +34,11 @@ export type CapScope = CapTarget['scope'];
  * the user's overrides of them on a product_user cap (null: inherit the connection's).
  */
 export interface CapSettings {
-  /** null only on an app_connection cap: no combined cap, only the per-user default. */
-  readonly amountNano: bigint | null;
+  /**
+   * null only on an app_connection cap: no combined cap, only the per-user default.
+   * Undefined keeps the amount of the target's cap; a target without one needs it (315).
+   */
+  readonly amountNano?: bigint | null;
   readonly currency: string;
   /** app_connection only: the default cap of each of its product users. */
   readonly perUserAmountNano?: bigint | null;
@@ -53,6 +56,16 @@ export class CapTargetError extends Error {
     readonly notFound = false,
   ) {
     super(message);
+  }
+}
+
+/**
+ * A cap set that must give its amount: the target has no cap yet to keep one from, or
+ * nothing else is set. `reason` says which; the CLI and the API each name their own field.
+ */
+export class CapAmountRequiredError extends CapTargetError {
+  constructor(readonly reason: string) {
+    super(`amount is required: ${reason}`);
   }
 }
 
@@ -199,7 +212,10 @@ export async function readCap(
   return capState(db, target, orgId);
 }
 
-/** Sets (or replaces) the target's active monthly cap. Throws CapTargetError, AmountRangeError. */
+/**
+ * Sets the target's active monthly cap, or changes it: what `settings` leave out is kept.
+ * Throws CapTargetError (CapAmountRequiredError among them), AmountRangeError.
+ */
 export async function setCapAs(
   db: DbPool,
   invalidation: CapInvalidation,
@@ -212,13 +228,12 @@ export async function setCapAs(
     const orgId = await owningOrg(client, target, true);
     if (orgId === null) throw missing(target);
     const current = await activeRule(client, target, true);
-    const perUserAmountNano =
-      settings.perUserAmountNano === undefined
-        ? current?.per_user_amount == null
-          ? null
-          : numericToNano(current.per_user_amount)
-        : settings.perUserAmountNano;
-    if (settings.amountNano === null && perUserAmountNano === null) {
+    if (settings.amountNano === undefined && !current) {
+      throw new CapAmountRequiredError(`the ${scopeNoun(target)} has no cap yet`);
+    }
+    const amountNano = givenOrStored(settings.amountNano, current?.amount);
+    const perUserAmountNano = givenOrStored(settings.perUserAmountNano, current?.per_user_amount);
+    if (amountNano === null && perUserAmountNano === null) {
       throw new CapTargetError(
         'a connection cap needs an amount or a per-user amount (clear the cap to remove both)',
       );
@@ -243,7 +258,7 @@ export async function setCapAs(
         target.scope,
         target.scope === 'app_connection' ? target.appConnectionId : null,
         onUser ? target.productUserId : null,
-        settings.amountNano === null ? null : nanoToNumeric(settings.amountNano),
+        amountNano === null ? null : nanoToNumeric(amountNano),
         perUserAmountNano === null ? null : nanoToNumeric(perUserAmountNano),
         settings.currency,
         onUser ? (settings.creditMode ?? null) : null,
@@ -335,9 +350,18 @@ function checkSettings(target: CapTarget, settings: CapSettings): void {
     );
   }
   if (settings.amountNano === null && target.scope !== 'app_connection') {
-    throw new CapTargetError(`a ${target.scope.replace('_', ' ')} cap needs an amount`);
+    throw new CapTargetError(`a ${scopeNoun(target)} cap needs an amount`);
   }
-  if (settings.amountNano !== null) assertAmountInRange(settings.amountNano, 'the cap');
+  if (
+    settings.amountNano === undefined &&
+    settings.perUserAmountNano === undefined &&
+    settings.creditMode === undefined &&
+    settings.overrunPolicy === undefined &&
+    settings.requiresProductUser === undefined
+  ) {
+    throw new CapAmountRequiredError('nothing else is set');
+  }
+  if (typeof settings.amountNano === 'bigint') assertAmountInRange(settings.amountNano, 'the cap');
   if (typeof settings.perUserAmountNano === 'bigint') {
     assertAmountInRange(settings.perUserAmountNano, 'the per-user cap');
   }
@@ -419,6 +443,18 @@ async function owningOrg(
   return rows[0]?.org_id ?? null;
 }
 
+/** A setting as it is to be stored: the one given, or (undefined) the stored one kept. */
+function givenOrStored(
+  given: bigint | null | undefined,
+  stored: string | null | undefined,
+): bigint | null {
+  if (given !== undefined) return given;
+  return stored == null ? null : numericToNano(stored);
+}
+
+/** How messages name the target's level: `org`, `app connection`, `product user`. */
+const scopeNoun = (target: CapTarget): string => target.scope.replace('_', ' ');
+
 function missing(target: CapTarget): CapTargetError {
-  return new CapTargetError(`no ${target.scope.replace('_', ' ')} ${targetId(target)}`, true);
+  return new CapTargetError(`no ${scopeNoun(target)} ${targetId(target)}`, true);
 }

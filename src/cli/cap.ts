@@ -1,6 +1,7 @@
 // gw cap set|show|clear: spending caps at org, app-connection and product-user scope, through
 // the same service as the dashboard API (src/admin/caps.ts), audited as done from the CLI.
 import {
+  CapAmountRequiredError,
   capInvalidation,
   CapTargetError,
   clearCapAs,
@@ -16,16 +17,16 @@ import { ensureProductUser, type CliContext } from './context.js';
 import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
 
 export const capHelp = `gw cap set --scope org --org-id O --amount 10.00 [--currency USD] [--period monthly]
-gw cap set --scope app_connection --app-connection-id C --amount 5.00|none [--per-user-amount 1.00|none]
+gw cap set --scope app_connection --app-connection-id C [--amount 5.00|none] [--per-user-amount 1.00|none]
            [--credit-mode enforce|track_only|disabled] [--overrun-policy limit_output|reject]
            [--requires-product-user true|false]
-gw cap set --scope product_user --app-id A --external-user-id U --amount 1.00
+gw cap set --scope product_user --app-id A --external-user-id U [--amount 1.00]
            [--credit-mode enforce|track_only|disabled] [--overrun-policy limit_output|reject]
-  Sets (or replaces) the active monthly cap of that scope. A product_user cap creates the
-  product user if it does not exist yet. --per-user-amount is the default cap of each product
-  user of the connection (kept when omitted, removed with none); --amount none on a connection
-  caps only its users. Credit mode and overrun policy on a product_user cap override the
-  connection's.
+  Sets the active monthly cap of that scope, or changes the one it has: a flag left out keeps
+  its value, --amount included (a first cap needs --amount). A product_user cap creates the user
+  if it does not exist yet. --per-user-amount is the default cap of each product user of the
+  connection (removed with none); --amount none on a connection caps only its users. Credit
+  mode and overrun policy on a product_user cap override the connection's.
 gw cap show|clear --scope … (the same target flags)
   Prints the target's active cap (null: none) / removes it.`;
 
@@ -104,7 +105,9 @@ export async function capCommand(context: CliContext, argv: string[]): Promise<v
     }
     printJson(
       await setCapAs(context.db, invalidation, CLI_ACTOR, target, {
-        amountNano: amountOrNone(requireFlag(values.amount, 'amount')),
+        ...(values.amount !== undefined && {
+          amountNano: amountOrNone(requireFlag(values.amount, 'amount')),
+        }),
         currency: values.currency,
         ...(values['per-user-amount'] !== undefined && {
           perUserAmountNano: amountOrNone(values['per-user-amount']),
@@ -115,6 +118,8 @@ export async function capCommand(context: CliContext, argv: string[]): Promise<v
       }),
     );
   } catch (error) {
+    if (error instanceof CapAmountRequiredError)
+      throw new UsageError(`--amount is required: ${error.reason}`);
     if (error instanceof CapTargetError)
       throw new UsageError(error.message, error.notFound ? 'gw_not_found' : 'gw_invalid_request');
     throw error;

@@ -3,11 +3,13 @@
 // monthly cap (USD, the currency every cost is charged in). Through the same service as
 // `gw cap set`, audited; every instance applies it to its next request.
 //   org:          {"amount"}
-//   connection:   {"amount": "…" | null, "per_user_amount"?: "…" | null, "credit_mode"?,
+//   connection:   {"amount"?: "…" | null, "per_user_amount"?: "…" | null, "credit_mode"?,
 //                  "overrun_policy"?, "requires_product_user"?}  (amount null: only the
 //                  per-user default caps; per_user_amount omitted keeps it, null removes it)
-//   product user: {"amount", "credit_mode"?: … | null, "overrun_policy"?: … | null}
+//   product user: {"amount"?, "credit_mode"?: … | null, "overrun_policy"?: … | null}
 //                 (the user's overrides: omitted keeps them, null inherits the connection's)
+// A field left out keeps its value, amount included; a level without a cap needs an amount
+// (400 gw_invalid_request, decision 315).
 import { z } from 'zod';
 import {
   setCapAs,
@@ -28,41 +30,43 @@ const overrunPolicy = z.enum(['limit_output', 'reject']);
 const bodies = {
   org: z.strictObject({ amount: amountInput }),
   app_connection: z.strictObject({
-    amount: amountInput.nullable(),
+    amount: amountInput.nullable().optional(),
     per_user_amount: amountInput.nullable().optional(),
     credit_mode: creditMode.optional(),
     overrun_policy: overrunPolicy.optional(),
     requires_product_user: z.boolean().optional(),
   }),
   product_user: z.strictObject({
-    amount: amountInput,
+    amount: amountInput.optional(),
     credit_mode: creditMode.nullable().optional(),
     overrun_policy: overrunPolicy.nullable().optional(),
   }),
 } as const;
 
 type AnyCapBody = {
-  readonly amount: string | null;
+  readonly amount?: string | null | undefined;
   readonly per_user_amount?: string | null | undefined;
   readonly credit_mode?: z.infer<typeof creditMode> | null | undefined;
   readonly overrun_policy?: z.infer<typeof overrunPolicy> | null | undefined;
   readonly requires_product_user?: boolean | undefined;
 };
 
+/** An amount field in nano-units: a decimal parsed, null (none) and undefined (keep) as sent. */
+function amountFieldNano(
+  field: string,
+  value: string | null | undefined,
+): bigint | null | undefined | GwError {
+  return typeof value === 'string' ? parseAmountField(field, value) : value;
+}
+
 /** The body as the service's settings, or the 400 its amounts earn. */
 function capSettings(body: AnyCapBody): CapSettings | GwError {
-  const amountNano = body.amount === null ? null : parseAmountField('amount', body.amount);
+  const amountNano = amountFieldNano('amount', body.amount);
   if (isGwError(amountNano)) return amountNano;
-  let perUserAmountNano: bigint | null | undefined;
-  if (typeof body.per_user_amount === 'string') {
-    const parsed = parseAmountField('per_user_amount', body.per_user_amount);
-    if (isGwError(parsed)) return parsed;
-    perUserAmountNano = parsed;
-  } else {
-    perUserAmountNano = body.per_user_amount;
-  }
+  const perUserAmountNano = amountFieldNano('per_user_amount', body.per_user_amount);
+  if (isGwError(perUserAmountNano)) return perUserAmountNano;
   return {
-    amountNano,
+    ...(amountNano !== undefined && { amountNano }),
     currency: SETTLEMENT_CURRENCY,
     ...(perUserAmountNano !== undefined && { perUserAmountNano }),
     ...(body.credit_mode !== undefined && { creditMode: body.credit_mode }),
