@@ -16,7 +16,7 @@ import { ModelCatalog } from './catalog/models.js';
 import { Closers } from './closers.js';
 import type { Config } from './config.js';
 import { ensureDatabase, migrate } from './db/migrate.js';
-import { createDbPool } from './db/pool.js';
+import { createDbPool, IDLE_IN_TRANSACTION_MS } from './db/pool.js';
 import { CredentialDirectory } from './credentials/credential-directory.js';
 import { boundedDependencyChecks } from './dependency-checks.js';
 import { CredentialError, CredentialStore } from './credentials/credential-store.js';
@@ -476,7 +476,12 @@ function startWebhooks(
   const settings: WebhookSettings = { policy, box: secretBox };
   const concurrency = config.WEBHOOK_DELIVERY_CONCURRENCY;
   if (concurrency === 0) return { settings, stop: () => Promise.resolve() };
-  const db = createDbPool(config.DATABASE_URL, concurrency + 1);
+  // An attempt's transaction is idle on the server for the whole HTTP attempt (up to
+  // WEBHOOK_TIMEOUT_MS, 60 s at most): ended by the server's idle bound before the attempt is
+  // recorded, the delivery would be attempted again at once with no retry step taken.
+  const db = createDbPool(config.DATABASE_URL, concurrency + 1, undefined, {
+    idleInTransactionMs: config.WEBHOOK_TIMEOUT_MS + IDLE_IN_TRANSACTION_MS,
+  });
   const client = new DeliveryClient(policy, config.WEBHOOK_TIMEOUT_MS);
   const dispatcher = new WebhookDispatcher(
     db,

@@ -12,7 +12,7 @@ const QUERY_TIMEOUT_GRACE_MS = 2000;
  * address) never closes its session: its row locks would otherwise hold every other
  * instance's writes of those rows until the server's TCP keepalive notices, hours later.
  */
-const IDLE_IN_TRANSACTION_MS = 60_000;
+export const IDLE_IN_TRANSACTION_MS = 60_000;
 
 /**
  * `timeoutMs` bounds every wait on Postgres (the gateway's DATABASE_TIMEOUT_MS): a statement
@@ -21,14 +21,21 @@ const IDLE_IN_TRANSACTION_MS = 60_000;
  * comes (a server or network that hangs: nothing left to cancel the statement) is given up
  * QUERY_TIMEOUT_GRACE_MS later ("Query read timeout"; the client is dropped, never reused).
  * All answer 503 `gw_unavailable` (isDependencyUnavailable). Unbounded when omitted:
- * migrations, the CLI. Every pool's sessions end a transaction idle for IDLE_IN_TRANSACTION_MS.
+ * migrations, the CLI. Every pool's sessions end a transaction idle for IDLE_IN_TRANSACTION_MS,
+ * or `idleInTransactionMs` for a pool whose transactions wait on something else by design (the
+ * webhook dispatcher's hold an endpoint through an HTTP attempt).
  */
-export function createDbPool(databaseUrl: string, max = 10, timeoutMs?: number): DbPool {
+export function createDbPool(
+  databaseUrl: string,
+  max = 10,
+  timeoutMs?: number,
+  options: { readonly idleInTransactionMs?: number } = {},
+): DbPool {
   const pool = new pg.Pool({
     connectionString: databaseUrl,
     max,
     idleTimeoutMillis: 30_000,
-    idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_MS,
+    idle_in_transaction_session_timeout: options.idleInTransactionMs ?? IDLE_IN_TRANSACTION_MS,
     ...(timeoutMs !== undefined && {
       statement_timeout: timeoutMs,
       connectionTimeoutMillis: timeoutMs,
