@@ -5,6 +5,7 @@
 // running low, a credential failing) are written in the same transaction by the events port,
 // when one is given.
 import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
+import { isDependencyUnavailable } from '../errors.js';
 import type { Logger } from '../log.js';
 import { nanoToNumeric } from '../money.js';
 import type { UsageNotice } from './usage-notices.js';
@@ -52,7 +53,8 @@ export class PostgresUsageSink {
   /**
    * The batch's events, behind a savepoint: should they fail for what they hold (a bug), the
    * money is still written — the events of this batch are lost and logged, the ledger never
-   * stalls. Connection failures fail the whole transaction, which is retried.
+   * stalls. A failure that says nothing of what they hold (a statement past its bound, a lost
+   * connection, a deadlock) fails the whole transaction, which is retried with its events.
    */
   private async writeEvents(
     client: DbClient,
@@ -65,6 +67,7 @@ export class PostgresUsageSink {
       await this.events.writer.write(client, records, notices);
       await client.query('RELEASE SAVEPOINT usage_events');
     } catch (error) {
+      if (isTransient(error)) throw error;
       await client.query('ROLLBACK TO SAVEPOINT usage_events');
       this.events.logger.error(
         { err: error, records: records.length, notices: notices.length },
@@ -148,4 +151,14 @@ export class PostgresUsageSink {
       this.knownPartitions.add(month);
     }
   }
+}
+
+/**
+ * A failure that a retry of the same statements can get past: a wait given up on (the
+ * writer's bound, USAGE_WRITE_TIMEOUT_MS), a connection lost, a deadlock or serialization
+ * failure. Not a reason to drop a batch's events.
+ */
+function isTransient(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return isDependencyUnavailable(error) || code === '40P01' || code === '40001';
 }
