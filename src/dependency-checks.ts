@@ -39,14 +39,26 @@ function sharedRun(check: DependencyCheck): () => Promise<boolean> {
   };
 }
 
+/**
+ * The answer, or false once `timeoutMs` has passed without one. The bound is a timer on the
+ * event loop, and after a stall (a busy instance) Node runs due timers before it reads the
+ * sockets: an answer that arrived during the stall would lose to the timer and a dependency
+ * that answered would be reported down (Redis down: 503, the instance out of its Service for
+ * being busy). So the timer gives up only after one more turn of the loop, whose poll phase
+ * reads what has arrived.
+ */
 async function within(answer: Promise<boolean>, timeoutMs: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
+  let turn: NodeJS.Immediate | undefined;
   const timedOut = new Promise<boolean>((resolve) => {
-    timer = setTimeout(resolve, timeoutMs, false);
+    timer = setTimeout(() => {
+      turn = setImmediate(resolve, false);
+    }, timeoutMs);
   });
   try {
     return await Promise.race([answer, timedOut]);
   } finally {
     clearTimeout(timer);
+    clearImmediate(turn);
   }
 }
