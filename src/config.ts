@@ -69,9 +69,11 @@ export const configSchema = z.object({
   DATABASE_TIMEOUT_MS: wholeNumber({ min: 100, max: 600_000 }).default(10_000),
   /**
    * How long /readyz and the scrape wait for a dependency to answer before reporting it down
-   * (below the readiness probe's own time-out: a probe that times out is a failed probe).
+   * (below the readiness probe's own time-out: a probe that times out is a failed probe). At
+   * most 1.5 s: the scrape waits 2 s on its probes (metrics.ts) and keeps the last value past
+   * that, so a longer bound would leave gw_dependency_up at 1 through a hang.
    */
-  DEPENDENCY_CHECK_TIMEOUT_MS: wholeNumber({ min: 50, max: 60_000 }).default(1_000),
+  DEPENDENCY_CHECK_TIMEOUT_MS: wholeNumber({ min: 50, max: 1_500 }).default(1_000),
   ...providerEnvShape,
   MAX_BODY_BYTES: wholeNumber({ min: 1024 }).default(4 * 1024 * 1024),
   UPSTREAM_TIMEOUT_MS: wholeNumber({ min: 100 }).default(120_000),
