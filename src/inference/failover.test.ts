@@ -156,6 +156,30 @@ describe('dispatchWithFailover', () => {
     expect(result).toMatchObject({ kind: 'ended', reply: { code: 'gw_upstream_error' } });
   });
 
+  it('tries no next credential for a client that left while the failed one was cooled down', async () => {
+    const vendor = new ScriptedVendor([rateLimited, ok]);
+    const leaving = client();
+    const ports = fakePorts(vendor, {
+      secrets: { cred_1: 'key-one', cred_2: 'key-two' },
+      failover: () => {
+        leaving.aborted = true; // the client leaves between the two attempts
+        return { kind: 'credential', credentialId: 'cred_2' };
+      },
+    });
+    const result = await dispatchWithFailover(
+      ports,
+      admission({ credentialId: 'cred_1' }),
+      chatExchange(),
+      leaving,
+    );
+    expect(result).toMatchObject({
+      kind: 'ended',
+      end: { kind: 'not_dispatched', cause: 'client_gone' },
+      reply: null,
+    });
+    expect(vendor.requests).toHaveLength(1);
+  });
+
   it('keeps vendor error bodies and secrets out of the reply and the logs', async () => {
     const vendor = new ScriptedVendor([
       rateLimited,

@@ -94,4 +94,44 @@ describe('UpstreamClient', () => {
     expect(sent.written).toBe(true);
     expect(received.length).toBe(before + 1);
   });
+
+  it('ends a call abandoned behind a full pool at once; the vendor never gets it, the next one is served', async () => {
+    const single = new UpstreamClient(10_000, 1);
+    const request = (prompt: string): UpstreamCall =>
+      single.request({
+        baseUrl,
+        path: '/v1/chat/completions',
+        headers: { 'content-type': 'application/json' },
+        body: Buffer.from(JSON.stringify({ prompt })),
+      });
+    const before = received.length;
+    try {
+      const occupier = request('occupier');
+      await occupier.response; // its stream holds the only connection
+      const abandoned = request('abandoned');
+      const next = request('next');
+      abandoned.abort();
+      const ended = await Promise.race([
+        abandoned.response.then(
+          () => 'answered',
+          (error: { code?: string }) => error.code,
+        ),
+        new Promise((resolve) => setTimeout(() => resolve('still waiting'), 1_000)),
+      ]);
+      expect(ended).toBe('GW_UPSTREAM_ABORTED');
+      expect(abandoned.written).toBe(false);
+
+      received.at(-1)!.response.end(); // the occupier's stream ends: its connection is free
+      await (await occupier.response).body.bytes();
+      expect((await next.response).statusCode).toBe(200);
+      expect(next.written).toBe(true);
+      expect(
+        received.map(({ body }) => JSON.parse(body.toString()) as unknown).slice(before),
+      ).toEqual([{ prompt: 'occupier' }, { prompt: 'next' }]);
+      next.abort();
+    } finally {
+      for (const { response } of received.slice(before)) response.end();
+      await single.close().catch(() => undefined);
+    }
+  });
 });

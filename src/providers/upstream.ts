@@ -172,12 +172,18 @@ class CallHandler implements Dispatcher.DispatchHandler, UpstreamCall, StartingC
   abort(): void {
     if (this.abortRequested) return;
     this.abortRequested = true;
-    // Still queued for a connection: aborted as soon as undici starts it.
-    this.controller?.abort(new UpstreamAbortedError('the call to the vendor was abandoned'));
+    const reason = new UpstreamAbortedError('the call to the vendor was abandoned');
+    if (this.controller) return this.controller.abort(reason);
+    // Still waiting for a connection (behind a full pool, or its connect under way): undici
+    // has no way to take a request off its queues, and would start it only once a connection
+    // is free or the connect ends (10 s for one that hangs). The call ends here, unwritten;
+    // undici drops the request without writing a byte when it gets to it (decision 316).
+    this.rejectResponse(reason);
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
+    // Abandoned while it waited (its caller has moved on): dropped before any byte is written.
     if (this.abortRequested) controller.abort(new UpstreamAbortedError('abandoned before start'));
     else {
       // undici writes the request next, in this same run: the socket gets a last look first.
