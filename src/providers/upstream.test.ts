@@ -97,18 +97,27 @@ describe('UpstreamClient', () => {
 
   it('ends a call abandoned behind a full pool at once; the vendor never gets it, the next one is served', async () => {
     const single = new UpstreamClient(10_000, 1);
-    const request = (prompt: string): UpstreamCall =>
-      single.request({
+    let lastBody: WeakRef<Buffer> | undefined;
+    const made: UpstreamCall[] = [];
+    const request = (prompt: string): UpstreamCall => {
+      const body = Buffer.from(JSON.stringify({ prompt }));
+      lastBody = new WeakRef(body);
+      const call = single.request({
         baseUrl,
         path: '/v1/chat/completions',
         headers: { 'content-type': 'application/json' },
-        body: Buffer.from(JSON.stringify({ prompt })),
+        body,
       });
+      made.push(call);
+      return call;
+    };
     const before = received.length;
     try {
       const occupier = request('occupier');
       await occupier.response; // its stream holds the only connection
-      const abandoned = request('abandoned');
+      // A large prompt: undici keeps the request queued, but not the prompt.
+      const abandoned = request('abandoned '.repeat(RELEASED_BODY_BYTES));
+      const abandonedBody = lastBody!;
       const next = request('next');
       abandoned.abort();
       const ended = await Promise.race([
@@ -120,6 +129,7 @@ describe('UpstreamClient', () => {
       ]);
       expect(ended).toBe('GW_UPSTREAM_ABORTED');
       expect(abandoned.written).toBe(false);
+      expect(await collected(abandonedBody)).toBe(true);
 
       received.at(-1)!.response.end(); // the occupier's stream ends: its connection is free
       await (await occupier.response).body.bytes();
@@ -128,8 +138,8 @@ describe('UpstreamClient', () => {
       expect(
         received.map(({ body }) => JSON.parse(body.toString()) as unknown).slice(before),
       ).toEqual([{ prompt: 'occupier' }, { prompt: 'next' }]);
-      next.abort();
     } finally {
+      for (const call of made) call.abort();
       for (const { response } of received.slice(before)) response.end();
       await single.close().catch(() => undefined);
     }

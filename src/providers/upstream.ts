@@ -63,6 +63,7 @@ export class UpstreamClient {
     const handler = new CallHandler();
     const { body } = request;
     const large = body.length > RELEASED_BODY_BYTES;
+    if (large) handler.unsentBody = new OneChunkBody(body);
     this.pool(origin).dispatch(
       {
         method: 'POST',
@@ -71,7 +72,7 @@ export class UpstreamClient {
           ? Object.assign({}, request.headers, { 'content-length': String(body.length) })
           : request.headers,
         // undici documents async iterables as bodies (Dispatcher.md); its types omit them.
-        body: large ? (new OneChunkBody(body) as unknown as Readable) : body,
+        body: large ? (handler.unsentBody as unknown as Readable) : body,
         headersTimeout: this.timeoutMs,
         bodyTimeout: this.timeoutMs,
       },
@@ -161,6 +162,8 @@ class CallHandler implements Dispatcher.DispatchHandler, UpstreamCall, StartingC
   private body: UpstreamBody | undefined;
   private abortRequested = false;
   written = false;
+  /** A large body, for an abandoned call to let go of while undici still queues it. */
+  unsentBody: OneChunkBody | undefined = undefined;
 
   constructor() {
     this.response = new Promise((resolve, reject) => {
@@ -177,7 +180,9 @@ class CallHandler implements Dispatcher.DispatchHandler, UpstreamCall, StartingC
     // Still waiting for a connection (behind a full pool, or its connect under way): undici
     // has no way to take a request off its queues, and would start it only once a connection
     // is free or the connect ends (10 s for one that hangs). The call ends here, unwritten;
-    // undici drops the request without writing a byte when it gets to it (decision 316).
+    // undici drops the request without writing a byte when it gets to it (decision 316), and
+    // until then keeps it queued: its prompt need not stay with it.
+    void this.unsentBody?.return();
     this.rejectResponse(reason);
   }
 
