@@ -13,6 +13,7 @@ import { bearer, postJson, postSse } from './support/http.js';
 import {
   runCliJson,
   seed,
+  setProductUserCap,
   startGateway,
   type GatewayProcess,
   type SeededOrg,
@@ -92,6 +93,23 @@ const variants: Variant[] = [
   },
 ];
 
+/** The product user every request that leaves is made for (its allowance is held too). */
+const LEAVER = 'leaver';
+
+/** An org whose product user LEAVER has an enforced allowance: a request holds on it. */
+async function seedWithAllowance(): Promise<SeededOrg> {
+  const org = await seed(env);
+  await setProductUserCap(env, org.app_id, LEAVER, '10', ['--credit-mode', 'enforce']);
+  return org;
+}
+
+/** What is held on the org's product users' allowances this period (each account's `reserved`). */
+async function userHolds(org: SeededOrg): Promise<string[]> {
+  const accounts = await redis.keys(`${prefix}:{o:${org.org_id}}:pu:*:spend:*`);
+  const spend = accounts.filter((key) => !key.endsWith(':resv'));
+  return Promise.all(spend.map(async (key) => (await redis.hget(key, 'reserved')) ?? '0'));
+}
+
 /** Sends a request on a raw connection, to be closed mid-way (the client leaving). */
 async function sendRequest(
   gateway: GatewayProcess,
@@ -107,8 +125,8 @@ async function sendRequest(
   });
   socket.write(
     `POST ${variant.path} HTTP/1.1\r\nhost: gw\r\ncontent-type: application/json\r\n` +
-      `authorization: Bearer ${org.api_key}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n` +
-      body,
+      `authorization: Bearer ${org.api_key}\r\nx-gw-external-user-id: ${LEAVER}\r\n` +
+      `content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
   );
   return socket;
 }
@@ -121,13 +139,17 @@ async function heldRequest(org: SeededOrg): Promise<string> {
   });
 }
 
-/** Whether the request's holds are gone: settled, and nothing held on the org's wallet. */
+/**
+ * Whether the request's holds are gone: settled, and nothing held on the org's wallet or its
+ * product user's allowance.
+ */
 async function released(org: SeededOrg, requestId: string): Promise<boolean> {
-  const [inFlight, walletHeld] = await Promise.all([
+  const [inFlight, walletHeld, usersHeld] = await Promise.all([
     redis.hexists(keys.inFlight(org.org_id), requestId),
     redis.hget(keys.wallet(org.org_id), 'reserved'),
+    userHolds(org),
   ]);
-  return inFlight === 0 && walletHeld === '0';
+  return inFlight === 0 && (walletHeld ?? '0') === '0' && usersHeld.every((held) => held === '0');
 }
 
 /** Closes the client's connection and measures the time until its holds are released. */
@@ -137,6 +159,7 @@ async function leaveAndTimeRelease(
   requestId: string,
 ): Promise<number> {
   expect(await released(org, requestId)).toBe(false);
+  expect((await userHolds(org)).filter((held) => held !== '0')).toHaveLength(1);
   const leftAtMs = Date.now();
   socket.destroy();
   for (;;) {
@@ -183,7 +206,7 @@ describe('a client gone while its call waits for a vendor connection', () => {
       (await requestsReached()) === reachedBefore + 1 ? true : undefined,
     );
 
-    const orgs = await Promise.all(variants.map(() => seed(env)));
+    const orgs = await Promise.all(variants.map(() => seedWithAllowance()));
     const sockets = await Promise.all(
       variants.map((variant, index) => sendRequest(pooled, orgs[index]!, variant)),
     );
@@ -222,7 +245,7 @@ describe('a client gone while its call waits for a vendor connection', () => {
   }, 30_000);
 
   it('between two failover attempts: the next credential is not tried, nothing is charged', async () => {
-    const org = await seed(env);
+    const org = await seedWithAllowance();
     for (const [name, secret, priority] of [
       ['first', 'mock-429-first', '1'],
       ['second', 'mock-ok-second', '2'],
@@ -293,7 +316,7 @@ describe('a client gone while its call waits for a vendor connection', () => {
 
   it('on a connect that hangs: ends at once, charges nothing, and nothing reaches the vendor later', async () => {
     const chosen = [variants[0]!, variants[3]!];
-    const orgs = await Promise.all(chosen.map(() => seed(env)));
+    const orgs = await Promise.all(chosen.map(() => seedWithAllowance()));
     const sockets = await Promise.all(
       chosen.map((variant, index) => sendRequest(hung, orgs[index]!, variant)),
     );
