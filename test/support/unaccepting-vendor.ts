@@ -1,6 +1,6 @@
 // A vendor address whose connections never open: a listener on its own thread with a backlog
 // of one, the thread blocked so it accepts nothing, and the backlog filled by this helper's
-// own connections. The kernel then drops every further SYN, so a connect to it hangs until
+// own connections. The kernel then drops every further SYN (Linux), so a connect to it hangs until
 // the connecting side gives up (undici: 10 s) — the slow or hung connect of a vendor in
 // trouble. `release()` unblocks the thread: from then on it accepts, and counts the bytes it
 // was sent (none should come from a request nobody waits for; its fillers send nothing).
@@ -12,7 +12,7 @@ export interface UnacceptingVendor {
   readonly url: string;
   /** Lets the listener accept again. */
   release(): void;
-  /** Connections accepted since release (its own fillers included), and the bytes they sent. */
+  /** Connections accepted since release (besides its own fillers), and the bytes they sent. */
   stats(): Promise<{ accepted: number; received: number }>;
   stop(): Promise<void>;
 }
@@ -42,14 +42,24 @@ export async function startUnacceptingVendor(): Promise<UnacceptingVendor> {
   const gate = new Int32Array(new SharedArrayBuffer(4));
   const worker = new Worker(LISTENER, { eval: true, workerData: { gate } });
   const [{ port }] = (await once(worker, 'message')) as [{ port: number }];
-  // Fill the accept queue: the kernel completes these, and drops every connect after them.
+  // Fill the accept queue: the kernel completes connects until it is full (two, on Linux, for
+  // a backlog of one), and drops every SYN after. The first connect that hangs is dropped, so
+  // it does not open later.
   const fillers: Socket[] = [];
-  for (let filled = 0; filled < 3; filled += 1) {
+  for (;;) {
     const socket = connect(port, '127.0.0.1');
     socket.on('error', () => undefined);
+    const opened = await Promise.race([
+      once(socket, 'connect').then(() => true),
+      new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 300)),
+    ]);
+    if (!opened) {
+      socket.destroy();
+      break;
+    }
     fillers.push(socket);
+    if (fillers.length > 16) throw new Error('the listener kept completing connects');
   }
-  await Promise.all(fillers.slice(0, 2).map((socket) => once(socket, 'connect')));
   const release = (): void => {
     if (Atomics.load(gate, 0) === 1) return;
     Atomics.store(gate, 0, 1);
@@ -60,8 +70,10 @@ export async function startUnacceptingVendor(): Promise<UnacceptingVendor> {
     release,
     async stats() {
       worker.postMessage('stats');
-      const [stats] = (await once(worker, 'message')) as [{ accepted: number; received: number }];
-      return stats;
+      const [{ accepted, received }] = (await once(worker, 'message')) as [
+        { accepted: number; received: number },
+      ];
+      return { accepted: accepted - fillers.length, received };
     },
     async stop() {
       release();
