@@ -1,5 +1,5 @@
-// How webhooks are delivered: retries with the same webhook-id until a 2xx, in creation order
-// while the endpoint is healthy, a schedule that ends, endpoints disabled by a 410 or by days of
+// How webhooks are delivered: retries with the same webhook-id until a 2xx, a subject's
+// messages in creation order while the endpoint is healthy, a schedule that ends, endpoints disabled by a 410 or by days of
 // failures, no redirects followed, bounded reads and timeouts, secret rotation with both
 // secrets signing, redelivery and the delivery log. Every signature is verified with
 // `standardwebhooks` by the receiver.
@@ -133,14 +133,16 @@ describe('retries', () => {
     expect(retry!.receivedAtMs - first!.receivedAtMs).toBeGreaterThanOrEqual(1_400);
   });
 
-  it('a healthy endpoint gets messages in the order they were created', async () => {
+  it('a healthy endpoint gets the messages about one subject in the order they were created, one at a time', async () => {
     const endpoint = await addEndpoint('/ordered');
+    // One API key's events: one subject, so one lane (decision 30A; test/webhooks-lanes.e2e.test.ts
+    // has many subjects at once).
     await emitEvents(
       db,
       Array.from({ length: 12 }, (_, index) => ({
         orgId: org.org_id,
         type: 'api_key.created' as const,
-        data: { n: index },
+        data: { id: 'key_ordered', n: index },
       })),
     );
     const received = await receiver.waitFor('/ordered', 'api_key.created', 12);

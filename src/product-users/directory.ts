@@ -154,7 +154,8 @@ export class ProductUserDirectory implements InvalidatedCache {
          RETURNING id, org_id, status, allowance_starts_at, (xmax = 0) AS inserted),
        webhook_source AS (
          SELECT $9::text AS id, u.org_id, 'product_user.created'::text AS event_type,
-                $10::text AS payload, NULL::text AS dedupe_key, 1::bigint AS ord
+                $10::text AS payload, NULL::text AS dedupe_key, $11::text AS subject,
+                1::bigint AS ord
            FROM upserted u WHERE u.inserted),
        ${queueMessagesSql('webhook_source')}
        SELECT id, status, allowance_starts_at FROM upserted`,
@@ -169,6 +170,7 @@ export class ProductUserDirectory implements InvalidatedCache {
         input.appConnectionId,
         created.id,
         created.payload,
+        created.subject,
       ],
     );
     const row = rows[0]!;

@@ -12,7 +12,7 @@ import {
   notFound,
   type EndpointRow,
 } from './endpoints.js';
-import { eventPayload, type EventType } from './events.js';
+import { eventPayload, eventSubject, type EventType } from './events.js';
 
 /** Attempts shown per delivery (the newest). */
 export const ATTEMPTS_SHOWN = 10;
@@ -145,12 +145,14 @@ export async function sendTestEvent(
 ): Promise<{ message_id: string } | GwError> {
   return withEnabledEndpoint(db, orgId, endpointId, async (client, endpoint) => {
     const messageId = newId('msg');
+    const view = endpointView(endpoint);
     await queueForEndpoint(
       client,
       endpoint,
       messageId,
       'webhook.test',
-      eventPayload('webhook.test', new Date(), endpointView(endpoint)),
+      eventPayload('webhook.test', new Date(), view),
+      eventSubject('webhook.test', orgId, view),
     );
     await recordAudit(client, {
       orgId,
@@ -189,13 +191,14 @@ async function queueForEndpoint(
   messageId: string,
   type: EventType,
   payload: string,
+  subject: string,
 ): Promise<void> {
   await client.query(
     `WITH message AS (
        INSERT INTO webhook_messages (id, org_id, event_type, payload) VALUES ($1, $2, $3, $4)
        RETURNING id, seq)
-     INSERT INTO webhook_deliveries (message_id, endpoint_id, message_seq)
-     SELECT id, $5, seq FROM message`,
-    [messageId, endpoint.org_id, type, payload, endpoint.id],
+     INSERT INTO webhook_deliveries (message_id, endpoint_id, message_seq, lane)
+     SELECT id, $5, seq, gw_webhook_lane($6) FROM message`,
+    [messageId, endpoint.org_id, type, payload, endpoint.id, subject],
   );
 }

@@ -2,11 +2,13 @@
 // network waits, not CPU, so a few concurrent attempts (WEBHOOK_DELIVERY_CONCURRENCY) cost the
 // request path nothing measurable. Its Postgres connections are its own pool.
 //
-// An attempt runs inside a transaction that holds the endpoint's state row (FOR UPDATE SKIP
-// LOCKED): one endpoint gets one attempt at a time from all instances together, its messages
-// go in creation order (while it is healthy), and no two instances ever send one delivery at
-// once. If the instance dies mid-attempt, Postgres ends its transaction and the delivery is
-// still pending: another instance sends it (at least once; receivers dedupe on webhook-id).
+// An endpoint's deliveries go out on its lanes (8; a message's lane is a hash of its subject,
+// docs/decisions.md 30A). An attempt runs inside a transaction that holds its lane's row (FOR
+// UPDATE SKIP LOCKED): a lane gets one attempt at a time from all instances together, so the
+// messages about one subject go in creation order (while the endpoint is healthy), an endpoint
+// gets up to 8 at once, and no two instances ever send one delivery at once. If the instance
+// dies mid-attempt, Postgres ends its transaction and the delivery is still pending: another
+// instance sends it (at least once; receivers dedupe on webhook-id).
 import type { SecretBox } from '../credentials/secret-box.js';
 import type { DbClient, DbPool } from '../db/pool.js';
 import { recordAudit } from '../audit/audit.js';
@@ -30,12 +32,27 @@ export interface DispatcherCounters {
   readonly webhookAttempts: { inc(labels: { outcome: string }): void };
 }
 
+interface ClaimedLane {
+  readonly endpoint: EndpointRow;
+  readonly lane: number;
+  readonly delivery: ClaimedDelivery;
+}
+
 interface ClaimedDelivery {
   readonly id: string;
   readonly message_id: string;
   readonly payload: string;
   readonly retry_step: number;
 }
+
+/**
+ * What a claim came to. A lane can be 'emptied' between the statement that finds it (its
+ * snapshot) and its lock: its previous attempt delivered the last due message meanwhile.
+ */
+type ClaimOutcome = 'started' | 'nothing due' | 'lane emptied';
+
+/** Emptied lanes a fill goes past before it waits for the next wake or poll. */
+const MAX_EMPTY_LANES_PER_FILL = 3;
 
 /** Who the audit log names for what the dispatcher does on its own. */
 const SYSTEM_ACTOR = 'system';
@@ -46,6 +63,8 @@ export class WebhookDispatcher {
   private filling = false;
   private timer: NodeJS.Timeout | undefined;
   private readonly attempts = new Set<Promise<void>>();
+  /** Attempts in flight on this instance, per endpoint: its share of the slots. */
+  private readonly inFlightByEndpoint = new Map<string, number>();
 
   constructor(
     /** Its own pool: an attempt holds a connection for up to the attempt timeout. */
@@ -85,64 +104,78 @@ export class WebhookDispatcher {
 
   /** Starts attempts until every slot is busy or nothing is due. */
   private async fill(): Promise<void> {
+    let emptyLanes = 0;
     while (this.running && this.inFlight < this.settings.concurrency) {
-      let claimed: boolean;
+      let outcome: ClaimOutcome;
       try {
-        claimed = await this.startOne();
+        outcome = await this.startOne();
       } catch (error) {
         this.logger.error({ err: error }, 'webhook dispatcher: claiming failed');
         return;
       }
-      if (!claimed) return;
+      if (outcome === 'nothing due') return;
+      // A lane whose due delivery another attempt had just delivered: look again, a few times.
+      if (outcome === 'lane emptied') {
+        emptyLanes += 1;
+        if (emptyLanes >= MAX_EMPTY_LANES_PER_FILL) return;
+      }
     }
   }
 
   /**
-   * Claims an endpoint with a due delivery and starts its attempt; false when none is due.
-   * The claim's transaction stays open (holding the endpoint) until the attempt is recorded.
+   * Claims a lane with a due delivery and starts its attempt. The claim's transaction stays
+   * open (holding the lane) until the attempt is recorded.
    */
-  private async startOne(): Promise<boolean> {
+  private async startOne(): Promise<ClaimOutcome> {
     const connection = await this.db.connect();
-    let claimed: { endpoint: EndpointRow; delivery: ClaimedDelivery } | undefined;
+    let claimed: ClaimedLane | Exclude<ClaimOutcome, 'started'>;
     try {
       await connection.query('BEGIN');
-      claimed = await claim(connection);
+      claimed = await claim(connection, this.inFlightByEndpoint, this.endpointShare());
     } catch (error) {
       await connection.query('ROLLBACK').catch(() => undefined);
       connection.release();
       throw error;
     }
-    if (!claimed) {
+    if (typeof claimed === 'string') {
       await connection.query('ROLLBACK').catch(() => undefined);
       connection.release();
-      return false;
+      return claimed;
     }
+    const endpointId = claimed.endpoint.id;
     this.inFlight += 1;
-    const attempt = this.attempt(connection, claimed.endpoint, claimed.delivery)
+    this.inFlightByEndpoint.set(endpointId, (this.inFlightByEndpoint.get(endpointId) ?? 0) + 1);
+    const attempt = this.attempt(connection, claimed)
       .catch((error: unknown) => {
-        this.logger.error(
-          { err: error, endpointId: claimed.endpoint.id },
-          'webhook attempt failed to record',
-        );
+        this.logger.error({ err: error, endpointId }, 'webhook attempt failed to record');
       })
       .finally(() => {
         this.inFlight -= 1;
+        const left = (this.inFlightByEndpoint.get(endpointId) ?? 1) - 1;
+        if (left === 0) this.inFlightByEndpoint.delete(endpointId);
+        else this.inFlightByEndpoint.set(endpointId, left);
         this.attempts.delete(attempt);
         this.wake(); // a slot is free: more may be due
       });
     this.attempts.add(attempt);
-    return true;
+    return 'started';
   }
 
-  private async attempt(
-    connection: DbClient,
-    endpoint: EndpointRow,
-    delivery: ClaimedDelivery,
-  ): Promise<void> {
+  /**
+   * The most slots of this instance one endpoint may hold: all but one, so that another
+   * endpoint's message due meanwhile never waits for an attempt to end (a slow endpoint's can
+   * take WEBHOOK_TIMEOUT_MS).
+   */
+  private endpointShare(): number {
+    return Math.max(1, this.settings.concurrency - 1);
+  }
+
+  private async attempt(connection: DbClient, claimed: ClaimedLane): Promise<void> {
+    const { endpoint, lane, delivery } = claimed;
     let failed = true;
     try {
       const result = await this.send(endpoint, delivery);
-      await this.record(connection, endpoint, delivery, result);
+      await this.record(connection, endpoint, lane, delivery, result);
       await connection.query('COMMIT');
       failed = false;
       this.counters?.webhookAttempts.inc({ outcome: outcomeLabel(result) });
@@ -178,10 +211,16 @@ export class WebhookDispatcher {
     return this.client.post(endpoint.url, delivery.payload, headers);
   }
 
-  /** The attempt's row, the delivery's next state and the endpoint's health, in the claim's transaction. */
+  /**
+   * The attempt's row, the delivery's next state, the lane's turn and the endpoint's health, in
+   * the claim's transaction. The endpoint's state row is shared by its lanes: each change to it
+   * is one statement computed from the row as it is (no lost update), taken last, so it is held
+   * only from that statement to the commit.
+   */
   private async record(
     connection: DbClient,
     endpoint: EndpointRow,
+    lane: number,
     delivery: ClaimedDelivery,
     result: AttemptResult,
   ): Promise<void> {
@@ -189,6 +228,10 @@ export class WebhookDispatcher {
       `INSERT INTO webhook_attempts (delivery_id, status_code, latency_ms, response_snippet, error)
        VALUES ($1, $2, $3, $4, $5)`,
       [delivery.id, result.statusCode, result.latencyMs, result.snippet, result.error],
+    );
+    await connection.query(
+      'UPDATE webhook_endpoint_lanes SET last_attempt_at = now() WHERE endpoint_id = $1 AND lane = $2',
+      [endpoint.id, lane],
     );
     const delivered =
       result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
@@ -199,9 +242,12 @@ export class WebhookDispatcher {
           WHERE id = $1`,
         [delivery.id],
       );
+      // Lanes record out of order: the latest success stays (an attempt that began earlier
+      // may commit later).
       await connection.query(
-        `UPDATE webhook_endpoint_states SET failing_since = NULL, last_attempt_at = now(),
-                last_success_at = now()
+        `UPDATE webhook_endpoint_states SET failing_since = NULL,
+                last_attempt_at = GREATEST(last_attempt_at, now()),
+                last_success_at = GREATEST(last_success_at, now())
           WHERE endpoint_id = $1`,
         [endpoint.id],
       );
@@ -221,7 +267,7 @@ export class WebhookDispatcher {
     );
     const { rows } = await connection.query<{ failing_since: Date }>(
       `UPDATE webhook_endpoint_states SET failing_since = COALESCE(failing_since, now()),
-              last_attempt_at = now()
+              last_attempt_at = GREATEST(last_attempt_at, now())
         WHERE endpoint_id = $1 RETURNING failing_since`,
       [endpoint.id],
     );
@@ -262,37 +308,57 @@ export class WebhookDispatcher {
 }
 
 /**
- * Locks one enabled endpoint that has a due delivery (the one attempted longest ago first, so
- * endpoints take turns) and picks its oldest due delivery. Locked endpoints are skipped: another
- * instance is sending to them.
+ * Locks one lane with a due delivery of an enabled endpoint and picks the lane's oldest due
+ * delivery. Locked lanes are skipped: another attempt is using them. Turns: the endpoint with
+ * the fewest attempts in flight here first, then the one attempted longest ago, then its lane
+ * attempted longest ago; an endpoint holding `share` slots here waits, and one that is failing
+ * gets one attempt at a time here (a receiver in trouble is not sent 8 at once).
+ *
+ * The endpoint's state row is also taken FOR KEY SHARE (SKIP LOCKED): lanes share it, but an
+ * instance of the version before lanes, which locks it FOR UPDATE during its attempts (decision
+ * 167), and this one never send to the same endpoint at once during a rolling deploy.
  */
 async function claim(
   connection: DbClient,
-): Promise<{ endpoint: EndpointRow; delivery: ClaimedDelivery } | undefined> {
-  const { rows: endpoints } = await connection.query<EndpointRow>(
-    `SELECT ${ENDPOINT_COLUMNS}
-       FROM webhook_endpoint_states s JOIN webhook_endpoints e ON e.id = s.endpoint_id
+  inFlight: ReadonlyMap<string, number>,
+  share: number,
+): Promise<ClaimedLane | 'nothing due' | 'lane emptied'> {
+  const { rows: lanes } = await connection.query<EndpointRow & { lane: number }>(
+    `SELECT l.lane, ${ENDPOINT_COLUMNS}
+       FROM webhook_endpoint_lanes l
+       JOIN webhook_endpoints e ON e.id = l.endpoint_id
+       JOIN webhook_endpoint_states s ON s.endpoint_id = l.endpoint_id
+       LEFT JOIN unnest($1::text[], $2::int[]) AS busy (endpoint_id, attempts)
+         ON busy.endpoint_id = l.endpoint_id
       WHERE e.status = 'enabled'
+        AND COALESCE(busy.attempts, 0) < CASE WHEN s.failing_since IS NULL THEN $3 ELSE 1 END
         AND EXISTS (SELECT 1 FROM webhook_deliveries d
-                     WHERE d.endpoint_id = s.endpoint_id AND d.state = 'pending'
-                       AND d.next_attempt_at <= now())
-      ORDER BY s.last_attempt_at NULLS FIRST
+                     WHERE d.endpoint_id = l.endpoint_id AND d.lane = l.lane
+                       AND d.state = 'pending' AND d.next_attempt_at <= now())
+      ORDER BY COALESCE(busy.attempts, 0), s.last_attempt_at NULLS FIRST,
+               l.last_attempt_at NULLS FIRST
       LIMIT 1
-      FOR UPDATE OF s SKIP LOCKED`,
+      FOR UPDATE OF l SKIP LOCKED
+      FOR KEY SHARE OF s SKIP LOCKED`,
+    [[...inFlight.keys()], [...inFlight.values()], share],
   );
-  const endpoint = endpoints[0];
-  if (!endpoint) return undefined;
+  const claimed = lanes[0];
+  if (!claimed) return 'nothing due';
+  const { lane, ...endpoint } = claimed;
+  // A statement of its own, so its snapshot is taken after the lane's lock: it sees the
+  // lane's previous attempt committed.
   const { rows: deliveries } = await connection.query<ClaimedDelivery>(
     `SELECT d.id::text, d.message_id, m.payload, d.retry_step
        FROM webhook_deliveries d JOIN webhook_messages m ON m.id = d.message_id
-      WHERE d.endpoint_id = $1 AND d.state = 'pending' AND d.next_attempt_at <= now()
+      WHERE d.endpoint_id = $1 AND d.lane = $2 AND d.state = 'pending'
+        AND d.next_attempt_at <= now()
       ORDER BY d.message_seq
       LIMIT 1
       FOR UPDATE OF d`,
-    [endpoint.id],
+    [endpoint.id, lane],
   );
   const delivery = deliveries[0];
-  return delivery ? { endpoint, delivery } : undefined;
+  return delivery ? { endpoint, lane, delivery } : 'lane emptied';
 }
 
 function outcomeLabel(result: AttemptResult): string {

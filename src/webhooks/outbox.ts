@@ -7,7 +7,7 @@
 // 'oauth_connection.created', view)` inside their transaction.
 import type { DbPool } from '../db/pool.js';
 import { newId } from '../ids.js';
-import { eventPayload, type EventType } from './events.js';
+import { eventPayload, eventSubject, type EventType } from './events.js';
 
 /** Anything that runs a query: a pool, or a client inside a transaction. */
 export type Queryable = Pick<DbPool, 'query'>;
@@ -31,9 +31,10 @@ function wants(endpoint: string, message: string): string {
 
 /**
  * Three CTEs (to follow `WITH`, after the CTE named `source`) that queue the messages `source`
- * selects — columns id, org_id, event_type, payload, dedupe_key, ord — for every endpoint
- * that wants them, in `ord` order. Another statement's CTE (the product-user upsert) embeds
- * them to write its event in the same statement.
+ * selects — columns id, org_id, event_type, payload, dedupe_key, subject, ord — for every
+ * endpoint that wants them, in `ord` order, each delivery on its subject's lane. Another
+ * statement's CTE (the product-user upsert) embeds them to write its event in the same
+ * statement.
  */
 export function queueMessagesSql(source: string): string {
   return `webhook_new_messages AS (
@@ -50,17 +51,24 @@ export function queueMessagesSql(source: string): string {
        WHERE e.org_id IN (SELECT org_id FROM webhook_new_messages) AND e.status = 'enabled'
        FOR KEY SHARE),
     webhook_new_deliveries AS (
-      INSERT INTO webhook_deliveries (message_id, endpoint_id, message_seq)
-      SELECT m.id, e.id, m.seq FROM webhook_new_messages m JOIN webhook_targets e ON ${wants('e', 'm')}
+      INSERT INTO webhook_deliveries (message_id, endpoint_id, message_seq, lane)
+      SELECT m.id, e.id, m.seq, gw_webhook_lane(s.subject)
+        FROM webhook_new_messages m JOIN ${source} s ON s.id = m.id
+        JOIN webhook_targets e ON ${wants('e', 'm')}
        ORDER BY m.seq, e.id
       RETURNING id)`;
 }
 
-/** The message id and body of an event (what `queueMessagesSql`'s source selects). */
-export function outboxMessage(event: OutboxEvent): { id: string; payload: string } {
+/** The message id, body and subject of an event (what `queueMessagesSql`'s source selects). */
+export function outboxMessage(event: OutboxEvent): {
+  id: string;
+  payload: string;
+  subject: string;
+} {
   return {
     id: newId('msg'),
     payload: eventPayload(event.type, event.occurredAt ?? new Date(), event.data),
+    subject: eventSubject(event.type, event.orgId, event.data),
   };
 }
 
@@ -73,8 +81,8 @@ export async function emitEvents(
   const messages = events.map(outboxMessage);
   const { rows } = await client.query<{ queued: number }>(
     `WITH webhook_source AS (
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])
-         WITH ORDINALITY AS s (id, org_id, event_type, payload, dedupe_key, ord)),
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
+         WITH ORDINALITY AS s (id, org_id, event_type, payload, dedupe_key, subject, ord)),
      ${queueMessagesSql('webhook_source')}
      SELECT count(*)::int AS queued FROM webhook_new_deliveries`,
     [
@@ -83,6 +91,7 @@ export async function emitEvents(
       events.map((event) => event.type),
       messages.map((message) => message.payload),
       events.map((event) => event.dedupeKey ?? null),
+      messages.map((message) => message.subject),
     ],
   );
   return rows[0]?.queued ?? 0;

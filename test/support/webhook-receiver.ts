@@ -33,7 +33,7 @@ export interface Answer {
   readonly headers?: Record<string, string>;
 }
 
-type Behaviour = (message: ReceivedMessage, attempt: number) => Answer;
+export type Behaviour = (message: ReceivedMessage, attempt: number) => Answer;
 
 /** The environment every webhook test gateway runs with (the same in every file: any test
  * file's dispatcher may deliver another's messages while files run side by side). */
