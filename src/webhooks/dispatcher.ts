@@ -213,9 +213,9 @@ export class WebhookDispatcher {
 
   /**
    * The attempt's row, the delivery's next state, the lane's turn and the endpoint's health, in
-   * the claim's transaction. The endpoint's state row is shared by its lanes: each change to it
-   * is one statement computed from the row as it is (no lost update), taken last, so it is held
-   * only from that statement to the commit.
+   * the claim's transaction and in one statement. The endpoint's state row is shared by its
+   * lanes: each change to it is computed from the row as it is (no lost update), and its lock
+   * is held from this statement to the commit.
    */
   private async record(
     connection: DbClient,
@@ -224,52 +224,62 @@ export class WebhookDispatcher {
     delivery: ClaimedDelivery,
     result: AttemptResult,
   ): Promise<void> {
-    await connection.query(
-      `INSERT INTO webhook_attempts (delivery_id, status_code, latency_ms, response_snippet, error)
-       VALUES ($1, $2, $3, $4, $5)`,
-      [delivery.id, result.statusCode, result.latencyMs, result.snippet, result.error],
-    );
-    await connection.query(
-      'UPDATE webhook_endpoint_lanes SET last_attempt_at = now() WHERE endpoint_id = $1 AND lane = $2',
-      [endpoint.id, lane],
-    );
+    const attemptAndLane = `attempt AS (
+        INSERT INTO webhook_attempts (delivery_id, status_code, latency_ms, response_snippet, error)
+        VALUES ($1, $2, $3, $4, $5)),
+      lane AS (
+        UPDATE webhook_endpoint_lanes SET last_attempt_at = now()
+         WHERE endpoint_id = $6 AND lane = $7)`;
+    const attemptValues = [
+      delivery.id,
+      result.statusCode,
+      result.latencyMs,
+      result.snippet,
+      result.error,
+      endpoint.id,
+      lane,
+    ];
     const delivered =
       result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
     if (delivered) {
+      // The state row is written by every lane, and its lock is held until the commit (a WAL
+      // flush): written on every success, it would make the lanes take turns. A success
+      // writes it when it changes the endpoint's health, or when last_success_at is a second
+      // old; a row that needs neither is passed without waiting for its lock. Lanes record
+      // out of order: the latest success stays (an attempt that began earlier may commit later).
       await connection.query(
-        `UPDATE webhook_deliveries SET state = 'delivered', attempt_count = attempt_count + 1,
-                last_attempt_at = now(), delivered_at = now()
-          WHERE id = $1`,
-        [delivery.id],
-      );
-      // Lanes record out of order: the latest success stays (an attempt that began earlier
-      // may commit later).
-      await connection.query(
-        `UPDATE webhook_endpoint_states SET failing_since = NULL,
+        `WITH ${attemptAndLane},
+           delivery AS (
+             UPDATE webhook_deliveries SET state = 'delivered', attempt_count = attempt_count + 1,
+                    last_attempt_at = now(), delivered_at = now()
+              WHERE id = $1)
+         UPDATE webhook_endpoint_states SET failing_since = NULL,
                 last_attempt_at = GREATEST(last_attempt_at, now()),
                 last_success_at = GREATEST(last_success_at, now())
-          WHERE endpoint_id = $1`,
-        [endpoint.id],
+          WHERE endpoint_id = $6
+            AND (failing_since IS NOT NULL OR last_success_at IS NULL
+                 OR last_success_at < now() - interval '1 second')`,
+        attemptValues,
       );
       return;
     }
     const delayMs = retryDelayMs(this.settings.retryScheduleS, delivery.retry_step);
     // The delay counts from the failure: clock_timestamp(), not now(), which is when this
     // attempt's transaction began, before the receiver was called (up to its time-out earlier).
-    await connection.query(
-      `UPDATE webhook_deliveries SET
-         state = CASE WHEN $2::bigint IS NULL THEN 'failed' ELSE 'pending' END,
-         attempt_count = attempt_count + 1, retry_step = retry_step + 1, last_attempt_at = now(),
-         next_attempt_at = CASE WHEN $2::bigint IS NULL THEN next_attempt_at
-                                ELSE clock_timestamp() + $2::bigint * interval '1 millisecond' END
-        WHERE id = $1`,
-      [delivery.id, delayMs],
-    );
     const { rows } = await connection.query<{ failing_since: Date }>(
-      `UPDATE webhook_endpoint_states SET failing_since = COALESCE(failing_since, now()),
+      `WITH ${attemptAndLane},
+         delivery AS (
+           UPDATE webhook_deliveries SET
+             state = CASE WHEN $8::bigint IS NULL THEN 'failed' ELSE 'pending' END,
+             attempt_count = attempt_count + 1, retry_step = retry_step + 1,
+             last_attempt_at = now(),
+             next_attempt_at = CASE WHEN $8::bigint IS NULL THEN next_attempt_at
+                                    ELSE clock_timestamp() + $8::bigint * interval '1 millisecond' END
+            WHERE id = $1)
+       UPDATE webhook_endpoint_states SET failing_since = COALESCE(failing_since, now()),
               last_attempt_at = GREATEST(last_attempt_at, now())
-        WHERE endpoint_id = $1 RETURNING failing_since`,
-      [endpoint.id],
+        WHERE endpoint_id = $6 RETURNING failing_since`,
+      [...attemptValues, delayMs],
     );
     const failingSince = rows[0]?.failing_since;
     const gone = result.statusCode === 410;
