@@ -316,7 +316,7 @@ describe('lanes', () => {
     const [quiet] = await receiver.waitFor('/quiet', 'api_key.created');
     // One endpoint takes three of the instance's four slots at most: the quiet endpoint's
     // message went at once, not after a noisy attempt (1 s), with the noisy backlog still there.
-    expect(quiet!.receivedAtMs - queuedAtMs).toBeLessThan(500);
+    expect(quiet!.receivedAtMs - queuedAtMs).toBeLessThan(700);
     expect(receiver.messages('/noisy').length).toBeLessThan(noisy.length);
     await allDelivered('/noisy', noisy.length, 60_000);
   }, 90_000);
