@@ -135,7 +135,7 @@ describe('retries', () => {
 
   it('a healthy endpoint gets the messages about one subject in the order they were created, one at a time', async () => {
     const endpoint = await addEndpoint('/ordered');
-    // One API key's events: one subject, so one lane (decision 30A; test/webhooks-lanes.e2e.test.ts
+    // One API key's events: one subject, so one lane (decision 317; test/webhooks-lanes.e2e.test.ts
     // has many subjects at once).
     await emitEvents(
       db,

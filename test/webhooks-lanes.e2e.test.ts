@@ -1,4 +1,4 @@
-// Webhook lanes (docs/decisions.md 30A): an endpoint gets several attempts at once, on lanes,
+// Webhook lanes (docs/decisions.md 317): an endpoint gets several attempts at once, on lanes,
 // while the messages about one subject (a product user, a credential, …) still arrive in the
 // order they were created; no two dispatchers ever send one delivery at once; a 410 on one
 // lane disables the endpoint for all of them, and its health stays one record however many

@@ -203,7 +203,7 @@ describe('delivery across instances', () => {
       Array.from({ length: 15 }, (_, index) => ({
         orgId: org.org_id,
         type: 'api_key.revoked' as const,
-        // Five keys: five subjects, so at most five lanes of each endpoint (decision 30A).
+        // Five keys: five subjects, so at most five lanes of each endpoint (decision 317).
         data: { id: `key_${index % 5}`, n: index },
       })),
     );

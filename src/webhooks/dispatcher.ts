@@ -3,7 +3,7 @@
 // request path nothing measurable. Its Postgres connections are its own pool.
 //
 // An endpoint's deliveries go out on its lanes (8; a message's lane is a hash of its subject,
-// docs/decisions.md 30A). An attempt runs inside a transaction that holds its lane's row (FOR
+// docs/decisions.md 317). An attempt runs inside a transaction that holds its lane's row (FOR
 // UPDATE SKIP LOCKED): a lane gets one attempt at a time from all instances together, so the
 // messages about one subject go in creation order (while the endpoint is healthy), an endpoint
 // gets up to 8 at once, and no two instances ever send one delivery at once. If the instance

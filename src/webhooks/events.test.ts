@@ -1,5 +1,5 @@
 // Which subject each event is about: the messages about one subject keep their order on one
-// lane of each endpoint (docs/decisions.md 30A).
+// lane of each endpoint (docs/decisions.md 317).
 import { describe, expect, it } from 'vitest';
 import { eventSubject } from './events.js';
 

@@ -27,7 +27,7 @@ const known: ReadonlySet<string> = new Set(EVENT_TYPES);
 /**
  * What each event is about, its *subject*: the messages about one subject go to an endpoint in
  * the order they were created (while it is healthy), each subject on one of the endpoint's
- * lanes (docs/decisions.md 30A). A field of `data` holding the subject's id, or `org` for the
+ * lanes (docs/decisions.md 317). A field of `data` holding the subject's id, or `org` for the
  * organization's own accounts (its caps and wallet), whose few events keep one order.
  * Migration 046 read this table once, in SQL, to place the deliveries pending then.
  */

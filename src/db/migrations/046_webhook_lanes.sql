@@ -1,4 +1,4 @@
--- Webhook lanes (docs/decisions.md 30A): an endpoint's deliveries go out on 8 lanes at once
+-- Webhook lanes (docs/decisions.md 317): an endpoint's deliveries go out on 8 lanes at once
 -- instead of one attempt at a time. A message's lane is a hash of its subject (the product
 -- user, the credential, the org…: src/webhooks/events.ts), so the messages about one subject
 -- share a lane and keep their creation order while the endpoint is healthy. The dispatcher
