@@ -16,7 +16,7 @@ import { ModelCatalog } from './catalog/models.js';
 import { Closers } from './closers.js';
 import type { Config } from './config.js';
 import { ensureDatabase, migrate } from './db/migrate.js';
-import { createDbPool, IDLE_IN_TRANSACTION_MS } from './db/pool.js';
+import { createDbPool, IDLE_IN_TRANSACTION_MS, type DbPool } from './db/pool.js';
 import { CredentialDirectory } from './credentials/credential-directory.js';
 import { boundedDependencyChecks } from './dependency-checks.js';
 import { CredentialError, CredentialStore } from './credentials/credential-store.js';
@@ -459,6 +459,21 @@ async function assembleGateway(
 }
 
 /**
+ * The webhook dispatcher's own pool: one connection per attempt at once, and one for its
+ * claims. An attempt's transaction is idle on the server for the whole HTTP attempt (up to
+ * WEBHOOK_TIMEOUT_MS, 60 s at most): ended by the server's idle bound before the attempt is
+ * recorded, the delivery would be attempted again at once with no retry step taken. So its
+ * idle bound is the attempt's plus the usual minute.
+ */
+export function createWebhookDeliveryPool(
+  config: Pick<Config, 'DATABASE_URL' | 'WEBHOOK_DELIVERY_CONCURRENCY' | 'WEBHOOK_TIMEOUT_MS'>,
+): DbPool {
+  return createDbPool(config.DATABASE_URL, config.WEBHOOK_DELIVERY_CONCURRENCY + 1, undefined, {
+    idleInTransactionMs: config.WEBHOOK_TIMEOUT_MS + IDLE_IN_TRANSACTION_MS,
+  });
+}
+
+/**
  * Webhooks on this instance: the dispatcher (its own Postgres pool, on this event loop: its
  * attempts are network waits) and the periodic sweep (credit-grant expiries, old messages).
  * WEBHOOK_DELIVERY_CONCURRENCY=0 leaves both to the other instances.
@@ -476,12 +491,7 @@ function startWebhooks(
   const settings: WebhookSettings = { policy, box: secretBox };
   const concurrency = config.WEBHOOK_DELIVERY_CONCURRENCY;
   if (concurrency === 0) return { settings, stop: () => Promise.resolve() };
-  // An attempt's transaction is idle on the server for the whole HTTP attempt (up to
-  // WEBHOOK_TIMEOUT_MS, 60 s at most): ended by the server's idle bound before the attempt is
-  // recorded, the delivery would be attempted again at once with no retry step taken.
-  const db = createDbPool(config.DATABASE_URL, concurrency + 1, undefined, {
-    idleInTransactionMs: config.WEBHOOK_TIMEOUT_MS + IDLE_IN_TRANSACTION_MS,
-  });
+  const db = createWebhookDeliveryPool(config);
   const client = new DeliveryClient(policy, config.WEBHOOK_TIMEOUT_MS);
   const dispatcher = new WebhookDispatcher(
     db,
