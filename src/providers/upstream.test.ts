@@ -24,6 +24,9 @@ const server = createServer((request, response) => {
     response.write('data: {}\n\n');
   });
 });
+/** Connections the vendor accepted. */
+let connections = 0;
+server.on('connection', () => (connections += 1));
 const client = new UpstreamClient(10_000);
 const calls: UpstreamCall[] = [];
 let baseUrl = '';
@@ -131,13 +134,57 @@ describe('UpstreamClient', () => {
       expect(abandoned.written).toBe(false);
       expect(await collected(abandonedBody)).toBe(true);
 
+      const connectionsBefore = connections;
       received.at(-1)!.response.end(); // the occupier's stream ends: its connection is free
       await (await occupier.response).body.bytes();
       expect((await next.response).statusCode).toBe(200);
+      // Dropping the abandoned request left the connection to the next one.
+      expect(connections).toBe(connectionsBefore);
       expect(next.written).toBe(true);
       expect(
         received.map(({ body }) => JSON.parse(body.toString()) as unknown).slice(before),
       ).toEqual([{ prompt: 'occupier' }, { prompt: 'next' }]);
+    } finally {
+      for (const call of made) call.abort();
+      for (const { response } of received.slice(before)) response.end();
+      await single.close().catch(() => undefined);
+    }
+  });
+
+  it('drops abandoned requests without closing the connection they would have used', async () => {
+    const single = new UpstreamClient(10_000, 1);
+    const request = (prompt: string): UpstreamCall =>
+      single.request({
+        baseUrl,
+        path: '/v1/chat/completions',
+        headers: { 'content-type': 'application/json' },
+        body: Buffer.from(JSON.stringify({ prompt })),
+      });
+    const before = received.length;
+    const connectionsBefore = connections;
+    const made: UpstreamCall[] = [];
+    try {
+      const occupier = request('occupier');
+      made.push(occupier);
+      await occupier.response; // its stream holds the only connection
+      // A client that leaves right away is charged nothing, so it can leave many of these.
+      const abandoned = [1, 2, 3].map((n) =>
+        request(n === 2 ? 'large '.repeat(RELEASED_BODY_BYTES) : `abandoned ${n}`),
+      );
+      made.push(...abandoned);
+      for (const call of abandoned) call.abort();
+      await Promise.all(abandoned.map((call) => call.response.catch(() => undefined)));
+      const next = request('next');
+      made.push(next);
+      received.at(-1)!.response.end(); // the occupier's stream ends: its connection is free
+      await (await occupier.response).body.bytes();
+      expect((await next.response).statusCode).toBe(200);
+      expect(
+        received.map(({ body }) => JSON.parse(body.toString()) as unknown).slice(before),
+      ).toEqual([{ prompt: 'occupier' }, { prompt: 'next' }]);
+      // One connection for all of them: each dropped request used to close it, and the next
+      // one opened another.
+      expect(connections - connectionsBefore).toBe(1);
     } finally {
       for (const call of made) call.abort();
       for (const { response } of received.slice(before)) response.end();

@@ -189,7 +189,13 @@ class CallHandler implements Dispatcher.DispatchHandler, UpstreamCall, StartingC
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
     // Abandoned while it waited (its caller has moved on): dropped before any byte is written.
-    if (this.abortRequested) controller.abort(new UpstreamAbortedError('abandoned before start'));
+    // Thrown, not `controller.abort()`: undici's abort also destroys the socket it was about
+    // to use, a kept-alive or just-opened connection with nothing on it, so every abandoned
+    // request would cost the next one a new connect (and a hostile client, charged nothing for
+    // them, could queue any number). A throw here fails the request alone (writeH1 catches it,
+    // the request is marked aborted and taken off the queue) and the connection serves the
+    // next request (decision 316).
+    if (this.abortRequested) throw new UpstreamAbortedError('abandoned before start');
     else {
       // undici writes the request next, in this same run: the socket gets a last look first.
       this.written = true;
