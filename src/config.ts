@@ -68,6 +68,12 @@ export const configSchema = z.object({
    */
   DATABASE_TIMEOUT_MS: wholeNumber({ min: 100, max: 600_000 }).default(10_000),
   /**
+   * The longest a request waits on one Redis command (while the event loop is free to read
+   * its answer). Past it the request answers 503 gw_unavailable; a hold it may have placed is
+   * released, a settle goes to the settle spool (decision 31A).
+   */
+  REDIS_TIMEOUT_MS: wholeNumber({ min: 100, max: 600_000 }).default(5_000),
+  /**
    * How long /readyz and the scrape wait for a dependency to answer before reporting it down
    * (below the readiness probe's own time-out: a probe that times out is a failed probe). At
    * most 1.5 s: the scrape waits 2 s on its probes (metrics.ts) and keeps the last value past

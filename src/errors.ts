@@ -270,10 +270,13 @@ export function isDependencyUnavailable(error: unknown): boolean {
   ) {
     return true;
   }
-  // pg-pool waited DATABASE_TIMEOUT_MS for a connection; pg waited past it for an answer.
+  // pg-pool waited DATABASE_TIMEOUT_MS for a connection; pg waited past it for an answer;
+  // ioredis waited REDIS_TIMEOUT_MS for an answer (src/redis/command-timeout.ts).
   if (
     typeof message === 'string' &&
-    ['timeout exceeded when trying to connect', 'Query read timeout'].includes(message)
+    ['timeout exceeded when trying to connect', 'Query read timeout', 'Command timed out'].includes(
+      message,
+    )
   ) {
     return true;
   }

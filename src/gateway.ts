@@ -137,10 +137,16 @@ async function assembleGateway(
   );
 
   // No auto-pipelining: the script calls of the hot path coalesce their writes themselves
-  // (src/redis/scripts.ts), more cheaply; other commands are rare.
+  // (src/redis/scripts.ts), more cheaply; other commands are rare. Every command waits at most
+  // REDIS_TIMEOUT_MS for its answer: a Redis that hangs answers requests 503, not never
+  // (decision 31A). The subscriber and the usage writer's thread wait as long as it takes.
   const target = redisTarget(config);
   logger.info(describeTarget(target), 'redis');
-  const redis = closers.add('redis', connectRedis(target, { maxRetriesPerRequest: 2 }), quitRedis);
+  const redis = closers.add(
+    'redis',
+    connectRedis(target, { maxRetriesPerRequest: 2, commandTimeoutMs: config.REDIS_TIMEOUT_MS }),
+    quitRedis,
+  );
   const seedNodes = target.kind === 'cluster' ? target.nodes : [];
   const subscriber = closers.add(
     'redis subscriber',
@@ -182,6 +188,7 @@ async function assembleGateway(
     instanceId,
     observeRebuilds: metrics.accountRebuilt,
     observeRebuildMeasurements: metrics.rebuildMeasured,
+    logger,
   });
   const capPolicies = new CapPolicyStore(db);
   const productUsers = new ProductUserDirectory(db);

@@ -85,6 +85,10 @@ const scriptKeys: { [N in ScriptName]: (orgId: string) => Record<string, string>
     cred_rotation: keys.credentialRotation(orgId),
     in_flight: keys.inFlight(orgId),
   }),
+  release: (orgId) => {
+    const { user_credits: _credits, user_grants: _grants, ...accounts } = requestAccountKeys(orgId);
+    return { ...accounts, in_flight: keys.inFlight(orgId) };
+  },
   failover: (orgId) => ({
     wallet: keys.wallet(orgId),
     wallet_expiries: keys.holdExpiries(keys.wallet(orgId)),

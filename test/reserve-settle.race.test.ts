@@ -12,11 +12,11 @@ import { newRequestId } from '../src/ids.js';
 import type { UsageRecord } from '../src/ledger/usage-record.js';
 import { monthlyPeriod } from '../src/periods.js';
 import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
-import { usageRecord } from './support/records.js';
+import { lostRecord, usageRecord } from './support/records.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
 import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
-import { deletePrefix, testRedis } from './support/services.js';
+import { deletePrefix, eventually, testRedis } from './support/services.js';
 
 const prefix = uniquePrefix('reserve');
 const redis = testRedis();
@@ -181,6 +181,68 @@ describe('reserve.lua', () => {
       }),
     ).toEqual({ kind: 'held', credentialId: null });
     expect(await redis.exists(keys.wallet(orgId))).toBe(0);
+  });
+});
+
+describe('a reserve given up on (decision 31A)', () => {
+  /** release.lua's KEYS for a wallet-only request (the other accounts: placeholders). */
+  function releaseKeys(orgId: string) {
+    const unused = keys.orgCap(orgId, 'unused');
+    return {
+      wallet: keys.wallet(orgId),
+      wallet_expiries: keys.holdExpiries(keys.wallet(orgId)),
+      org_cap: unused,
+      org_cap_expiries: keys.holdExpiries(unused),
+      conn_cap: unused,
+      conn_cap_expiries: keys.holdExpiries(unused),
+      user_spend: unused,
+      user_spend_expiries: keys.holdExpiries(unused),
+      in_flight: keys.inFlight(orgId),
+    };
+  }
+
+  it('holds once when the same reserve runs twice (sent again after its connection closed)', async () => {
+    const orgId = `org_twice_${Date.now()}`;
+    await fundWallet(orgId, 5_000_000n);
+    const store = storeWithTtl(60_000);
+    const requestId = newRequestId();
+    for (let run = 0; run < 2; run += 1) {
+      expect(
+        (await store.reserve({ requestId, accounts: walletOnly(orgId), amountNano: 2_000_000n }))
+          .kind,
+      ).toBe('held');
+    }
+    expect(await walletState(orgId)).toEqual({ balance: 5_000_000n, reserved: 2_000_000n });
+    await store.settle(record(orgId, requestId, 1_000n, 2_000_000n), walletOnly(orgId));
+    expect(await walletState(orgId)).toEqual({ balance: 4_999_000n, reserved: 0n });
+  });
+
+  it('releases its holds and its draft, records and charges nothing, and changes nothing run again', async () => {
+    const orgId = `org_release_${Date.now()}`;
+    await fundWallet(orgId, 5_000_000n);
+    const store = storeWithTtl(60_000);
+    const requestId = newRequestId();
+    const other = newRequestId();
+    for (const id of [requestId, other]) {
+      await store.reserve({
+        requestId: id,
+        accounts: walletOnly(orgId),
+        amountNano: 1_500_000n,
+        lostRecord: lostRecord(orgId, { requestId: id }),
+      });
+    }
+    expect(await redis.hexists(keys.inFlight(orgId), requestId)).toBe(1);
+    for (let run = 0; run < 2; run += 1) {
+      store.releases.release(requestId, releaseKeys(orgId), 1_500_000n);
+      await eventually(async () => (store.releases.waiting === 0 ? true : undefined));
+      expect(await walletState(orgId)).toEqual({ balance: 5_000_000n, reserved: 1_500_000n });
+      expect(await redis.zrange(keys.holdExpiries(keys.wallet(orgId)), 0, -1)).toEqual([
+        `${other}:1500000`,
+      ]);
+      expect(await redis.hexists(keys.inFlight(orgId), requestId)).toBe(0);
+      expect(await redis.hexists(keys.inFlight(orgId), other)).toBe(1);
+      expect(await redis.exists(keys.usageStream(orgId))).toBe(0);
+    }
   });
 });
 

@@ -4,6 +4,7 @@
 import type { RedisClient } from '../redis/connect.js';
 import type { DbPool } from '../db/pool.js';
 import { UnwrittenUsage } from '../ledger/unwritten-usage.js';
+import type { Logger } from '../log.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts } from '../redis/scripts.js';
 import { AccountLoader } from './account-loader.js';
@@ -24,6 +25,8 @@ export interface MoneyLayerParts {
   readonly observeRebuilds?: RebuildObserver;
   /** Hears how long each rebuild measurement took, in seconds (the gateway's metrics). */
   readonly observeRebuildMeasurements?: (seconds: number) => void;
+  /** Where the budget store says what it released of reserves given up on. */
+  readonly logger?: Logger;
 }
 
 export interface MoneyLayer {
@@ -53,6 +56,7 @@ export function createMoneyLayer(parts: MoneyLayerParts): MoneyLayer {
     loader,
     parts.reservationTtlMs,
     parts.instanceId,
+    parts.logger,
   );
   return { unwritten, wallets, loader, budget };
 }

@@ -10,6 +10,8 @@ import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts, ScriptKeys } from '../redis/scripts.js';
 import { encodeDraft } from './in-flight-draft.js';
 import type { AccountLoader, AccountName } from './account-loader.js';
+import { HoldReleases } from './hold-releases.js';
+import type { Logger } from '../log.js';
 import type {
   BudgetStore,
   CredentialChoice,
@@ -51,6 +53,8 @@ const SETTLED_MARKER_TTL_S = 300;
 const STREAM_REGISTRATION_REFRESH_MS = 60_000;
 /** Placeholder key for an account a request does not use (same slot, never written). */
 const UNUSED = 'unused';
+/** How often a release of a reserve given up on is sent again until answered. */
+const RELEASE_RETRY_MS = 1_000;
 
 /**
  * When each org's usage stream was last announced to the writers' registry, per Redis client:
@@ -73,6 +77,8 @@ function announcementsOf(redis: RedisClient): Map<string, number> {
 
 export class RedisBudgetStore implements BudgetStore {
   private readonly streamRegisteredAtMs: Map<string, number>;
+  /** Takes back the holds of reserves that got no answer (decision 31A). */
+  readonly releases: HoldReleases;
 
   constructor(
     private readonly redis: RedisClient,
@@ -82,8 +88,10 @@ export class RedisBudgetStore implements BudgetStore {
     private readonly reservationTtlMs: number,
     /** This gateway instance, named in the drafts of the requests it holds. */
     private readonly instanceId: string = randomUUID(),
+    logger?: Logger,
   ) {
     this.streamRegisteredAtMs = announcementsOf(redis);
+    this.releases = new HoldReleases(scripts, RELEASE_RETRY_MS, logger);
   }
 
   async reserve(request: ReserveRequest): Promise<ReserveOutcome> {
@@ -124,10 +132,19 @@ export class RedisBudgetStore implements BudgetStore {
           : '',
       })) as Array<string | number>;
     };
-    let result = await call();
+    let result: Array<string | number>;
+    try {
+      result = await call();
+    } catch (error) {
+      throw this.givenUp(error, request, keys);
+    }
     if (result[0] === ReserveCode.NotLoaded) {
       await this.loader.load(result.slice(1) as AccountName[], accounts);
-      result = await call();
+      try {
+        result = await call();
+      } catch (error) {
+        throw this.givenUp(error, request, keys);
+      }
     }
     const amount = (index: number): bigint => BigInt(result[index] ?? '0');
     switch (result[0]) {
@@ -157,6 +174,32 @@ export class RedisBudgetStore implements BudgetStore {
       default:
         throw new Error(`reserve.lua returned unexpected code ${String(result[0])}`);
     }
+  }
+
+  /**
+   * A reserve without an answer (REDIS_TIMEOUT_MS passed, or its connection closed first) may
+   * have run or may still run: what it may hold is released, on the same connection, after it
+   * (HoldReleases). The request answers 503. A script error (ReplyError) wrote nothing.
+   */
+  private givenUp(error: unknown, request: ReserveRequest, keys: ScriptKeys<'reserve'>): unknown {
+    if ((error as Error | null)?.name !== 'ReplyError') {
+      this.releases.release(
+        request.requestId,
+        {
+          wallet: keys.wallet,
+          wallet_expiries: keys.wallet_expiries,
+          org_cap: keys.org_cap,
+          org_cap_expiries: keys.org_cap_expiries,
+          conn_cap: keys.conn_cap,
+          conn_cap_expiries: keys.conn_cap_expiries,
+          user_spend: keys.user_spend,
+          user_spend_expiries: keys.user_spend_expiries,
+          in_flight: keys.in_flight,
+        },
+        request.amountNano,
+      );
+    }
+    return error;
   }
 
   async failover(request: FailoverRequest): Promise<FailoverOutcome> {

@@ -1,8 +1,13 @@
 // Settles with a few retries: settle is idempotent, so a retry after a lost reply is safe.
 // A settle that still fails (Redis unreachable) goes to the settle spool: the vendor call
 // happened, so its usage is recorded and charged once Redis is back, and the client gets
-// the answer as if it had settled (see "A spooled settle counts as settled").
+// the answer as if it had settled (see "A spooled settle counts as settled"). A settle that
+// got no answer within REDIS_TIMEOUT_MS goes to the spool at once: a retry would queue behind
+// it on the same connection and wait as long; the settle given up on may still run when Redis
+// answers again, and settle is idempotent, so with the spooled one it charges once
+// (decision 31A).
 import type { Logger } from '../log.js';
+import { isCommandTimeout } from '../redis/command-timeout.js';
 import type { BudgetStore, RequestAccounts } from '../billing/budget-store.js';
 import type { UsageRecord } from '../ledger/usage-record.js';
 import type { Admission } from './admission.js';
@@ -37,7 +42,7 @@ export async function settleWithRetry(
       deps.settledCounter?.settled(record);
       return;
     } catch (error) {
-      if (attempt >= SETTLE_ATTEMPTS) {
+      if (attempt >= SETTLE_ATTEMPTS || isCommandTimeout(error)) {
         const spool = deps.services.settleSpool;
         if (spool) {
           try {

@@ -6,6 +6,7 @@
 // and an ioredis pipeline on a cluster goes to one node.
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, Redis } from 'ioredis';
+import { installStallTolerantTimeout } from './command-timeout.js';
 import type { RedisNode, RedisTarget } from './target.js';
 
 export type RedisClient = Redis | Cluster;
@@ -17,13 +18,22 @@ export interface ConnectOptions {
   readonly autoPipelining?: boolean;
   /** CLIENT SETNAME of each connection (what `CLIENT LIST` shows). */
   readonly connectionName?: string;
+  /**
+   * Gives a command up after this long without an answer (REDIS_TIMEOUT_MS; a stalled event
+   * loop does not count, src/redis/command-timeout.ts); unset: waits as long as it takes.
+   * The command stays on its connection and may still run when Redis answers again.
+   */
+  readonly commandTimeoutMs?: number;
 }
 
 /** A new client on the target. */
 export function connectRedis(target: RedisTarget, options: ConnectOptions): RedisClient {
+  if (options.commandTimeoutMs !== undefined) installStallTolerantTimeout();
   const common = {
     maxRetriesPerRequest: options.maxRetriesPerRequest,
     ...(options.connectionName !== undefined && { connectionName: options.connectionName }),
+    // Each node's connection of a cluster applies it too (redisOptions).
+    ...(options.commandTimeoutMs !== undefined && { commandTimeout: options.commandTimeoutMs }),
   };
   if (target.kind === 'single') {
     return new Redis(target.url, {

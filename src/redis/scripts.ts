@@ -127,6 +127,21 @@ export const scriptSpecs = {
       'upstream_status',
     ],
   },
+  release: {
+    file: 'release',
+    keys: [
+      'wallet',
+      'wallet_expiries',
+      'org_cap',
+      'org_cap_expiries',
+      'conn_cap',
+      'conn_cap_expiries',
+      'user_spend',
+      'user_spend_expiries',
+      'in_flight',
+    ],
+    args: ['request_id', 'held_nano'],
+  },
   settle: {
     file: 'settle',
     keys: [...REQUEST_ACCOUNT_KEYS, 'settled_marker', 'usage_stream', 'in_flight', 'rebuilds'],

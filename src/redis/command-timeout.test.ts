@@ -1,0 +1,128 @@
+// REDIS_TIMEOUT_MS on ioredis: a Redis that never answers fails the command after the bound;
+// a Redis that answered while the event loop was stalled does not (the reply is read first).
+// ioredis' own timer, run in the same stalls, fails those healthy commands: the control.
+import { createServer, type Server, type Socket } from 'node:net';
+import { Command, Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isDependencyUnavailable } from '../errors.js';
+import {
+  COMMAND_TIMED_OUT,
+  installStallTolerantTimeout,
+  isCommandTimeout,
+} from './command-timeout.js';
+
+const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const BOUND_MS = 500;
+
+type SetTimeoutMethod = (ms: number) => void;
+const commandPrototype = Command.prototype as unknown as { setTimeout: SetTimeoutMethod };
+const ioredisTimeout = commandPrototype.setTimeout;
+installStallTolerantTimeout();
+const stallTolerantTimeout = commandPrototype.setTimeout;
+
+/** Keeps the event loop busy for `ms`: nothing is read from any socket meanwhile. */
+function stallLoop(ms: number): void {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    // busy
+  }
+}
+
+/** Where the stall begins: in an I/O callback (a Redis reply), a setImmediate, a timer. */
+const CONTEXTS = ['io', 'immediate', 'timer'] as const;
+
+/** PINGs, then stalls the loop for `stallMs` from `where`: the reply, or the error's message. */
+function stalledPing(where: (typeof CONTEXTS)[number], stallMs: number): Promise<string> {
+  return new Promise((resolve) => {
+    const run = (): void => {
+      const reply = redis.ping();
+      stallLoop(stallMs);
+      reply.then(resolve, (error: Error) => resolve(error.message));
+    };
+    if (where === 'io') void redis.get('command-timeout-test').then(run);
+    else if (where === 'immediate') setImmediate(run);
+    else setTimeout(run, 1);
+  });
+}
+
+let silent: Server;
+let silentPort: number;
+const silentSockets = new Set<Socket>();
+let redis: Redis;
+
+beforeAll(async () => {
+  // Accepts connections, reads every command, answers none: a Redis that hangs.
+  silent = createServer((socket) => {
+    silentSockets.add(socket);
+    socket.resume();
+  });
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  silentPort = (silent.address() as { port: number }).port;
+  redis = new Redis(REDIS_URL, { commandTimeout: BOUND_MS, maxRetriesPerRequest: 2 });
+  await redis.ping();
+});
+
+afterAll(async () => {
+  redis.disconnect();
+  for (const socket of silentSockets) socket.destroy();
+  await new Promise((resolve) => silent.close(resolve));
+});
+
+describe('REDIS_TIMEOUT_MS (stall-tolerant command time-out)', () => {
+  it('gives up on a command Redis never answers, after the bound, as a dependency unavailable', async () => {
+    const hung = new Redis({
+      port: silentPort,
+      host: '127.0.0.1',
+      commandTimeout: BOUND_MS,
+      enableReadyCheck: false,
+      maxRetriesPerRequest: 2,
+    });
+    hung.on('error', () => undefined);
+    try {
+      const startedAt = Date.now();
+      const error = await hung.get('some-key').then(
+        () => undefined,
+        (failure: unknown) => failure,
+      );
+      const waitedMs = Date.now() - startedAt;
+      expect((error as Error).message).toBe(COMMAND_TIMED_OUT);
+      expect(isCommandTimeout(error)).toBe(true);
+      expect(isDependencyUnavailable(error)).toBe(true); // 503 gw_unavailable, not a 500
+      expect(waitedMs).toBeGreaterThanOrEqual(BOUND_MS - 5);
+      expect(waitedMs).toBeLessThan(BOUND_MS + 400);
+    } finally {
+      hung.disconnect();
+    }
+  });
+
+  it('does not fail a command whose answer came while the loop was stalled past the bound', async () => {
+    for (const where of CONTEXTS) {
+      for (const stallMs of [BOUND_MS + 100, BOUND_MS * 3]) {
+        expect({ where, stallMs, outcome: await stalledPing(where, stallMs) }).toEqual({
+          where,
+          stallMs,
+          outcome: 'PONG',
+        });
+      }
+    }
+  });
+
+  it('control: ioredis’ own timer fails those healthy commands', async () => {
+    commandPrototype.setTimeout = ioredisTimeout;
+    try {
+      // Its timer runs before the reply is read when the stall began in an I/O callback or a
+      // setImmediate (libuv runs timers after the check phase, polls after the timers).
+      for (const where of ['io', 'immediate'] as const) {
+        for (const stallMs of [BOUND_MS + 100, BOUND_MS * 3]) {
+          expect({ where, stallMs, outcome: await stalledPing(where, stallMs) }).toEqual({
+            where,
+            stallMs,
+            outcome: COMMAND_TIMED_OUT,
+          });
+        }
+      }
+    } finally {
+      commandPrototype.setTimeout = stallTolerantTimeout;
+    }
+  });
+});
