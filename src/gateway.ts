@@ -47,10 +47,11 @@ import {
   type VendorSettings,
 } from './providers/system-routes.js';
 import { UpstreamClient } from './providers/upstream.js';
-import { connectRedis, knownNodes, pingAll, quitRedis } from './redis/connect.js';
+import { connectRedis, knownNodes, pingAll, quitRedis, quitWithin } from './redis/connect.js';
 import { createRedisKeys } from './redis/keys.js';
 import { describeTarget, redisTarget } from './redis/target.js';
 import { connectSubscriber } from './redis/subscriber.js';
+import { replaceSilentConnections } from './redis/silent-connections.js';
 import { defineScripts, preloadScripts } from './redis/scripts.js';
 import { buildOpenApiDocument } from './openapi/document.js';
 import { OAuthClientAuthenticator } from './oauth/client-auth.js';
@@ -147,6 +148,19 @@ async function assembleGateway(
     connectRedis(target, { maxRetriesPerRequest: 2, commandTimeoutMs: config.REDIS_TIMEOUT_MS }),
     quitRedis,
   );
+  // A connection silent for good (cut off without a reset) is replaced, not waited on until TCP
+  // gives up (src/redis/silent-connections.ts).
+  closers.add(
+    'redis silence watch',
+    replaceSilentConnections(redis, config.REDIS_TIMEOUT_MS, (connection, silentForMs) => {
+      const { host, port } = connection.options;
+      logger.warn(
+        { host, port, silentForMs },
+        'redis connection silent with commands waiting: reconnecting',
+      );
+    }),
+    (watch) => watch.stop(),
+  );
   const seedNodes = target.kind === 'cluster' ? target.nodes : [];
   const subscriber = closers.add(
     'redis subscriber',
@@ -156,7 +170,9 @@ async function assembleGateway(
       () => knownNodes(redis, seedNodes),
       `${config.REDIS_KEY_PREFIX}:invalidations`,
     ),
-    (connection) => connection.quit(),
+    // No bound on its commands (none waits on it), but a shutdown does not wait on a Redis that
+    // hangs for its QUIT.
+    (connection) => quitWithin(connection, config.REDIS_TIMEOUT_MS),
   );
   const keys = createRedisKeys(config.REDIS_KEY_PREFIX);
   const scripts = defineScripts(redis);
@@ -276,6 +292,7 @@ async function assembleGateway(
       redis: target,
       databaseUrl: config.DATABASE_URL,
       writeTimeoutMs: config.USAGE_WRITE_TIMEOUT_MS,
+      redisTimeoutMs: config.REDIS_TIMEOUT_MS,
       keyPrefix: config.REDIS_KEY_PREFIX,
       logLevel: config.LOG_LEVEL,
       options: {

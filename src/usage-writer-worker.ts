@@ -7,6 +7,7 @@ import { createDbPool } from './db/pool.js';
 import { createLogger } from './log.js';
 import { connectRedis } from './redis/connect.js';
 import { createRedisKeys } from './redis/keys.js';
+import { replaceSilentConnections } from './redis/silent-connections.js';
 import { PostgresUsageSink } from './ledger/postgres-usage-sink.js';
 import { UsageDeadLetters } from './ledger/usage-dead-letters.js';
 import { UsageStreamWriter } from './ledger/usage-writer.js';
@@ -31,6 +32,24 @@ const redis = connectRedis(settings.redis, {
   maxRetriesPerRequest: settings.redis.kind === 'cluster' ? 2 : null,
   autoPipelining: settings.redis.kind === 'cluster',
 });
+// No bound on its commands (a blocking read waits up to USAGE_FLUSH_INTERVAL_MS by design, and
+// a read or an ack given up on would only be sent again), but a connection cut off without a
+// reset is replaced rather than waited on until TCP gives up (decision 31A): what it read and
+// never acknowledged is claimed again after USAGE_CLAIM_IDLE_MS.
+const silenceWatch =
+  settings.redisTimeoutMs === undefined
+    ? undefined
+    : replaceSilentConnections(
+        redis,
+        settings.options.flushIntervalMs + settings.redisTimeoutMs,
+        (connection, silentForMs) => {
+          const { host, port: redisPort } = connection.options;
+          logger.warn(
+            { host, port: redisPort, silentForMs },
+            'redis connection silent with commands waiting: reconnecting',
+          );
+        },
+      );
 const db = createDbPool(settings.databaseUrl, 2, settings.writeTimeoutMs);
 const writer = new UsageStreamWriter(
   redis,
@@ -51,6 +70,7 @@ port.on('message', (message: unknown) => {
   if (message !== STOP_WRITER) return;
   void (async () => {
     await writer.stop();
+    silenceWatch?.stop();
     await Promise.allSettled([redis.quit(), db.end()]);
     port.close(); // nothing left to run: the thread exits
   })();

@@ -4,7 +4,10 @@
 // (no hold, no draft, no usage row, nothing charged, also after another instance has looked
 // for lost requests). A settle that hangs after the vendor answered goes to the settle spool:
 // the client gets its answer, and once Redis resumes the request is recorded and charged
-// exactly once. A private redis-server (the shared one is never stopped).
+// exactly once. A connection cut off without a reset (a partition, a failed-over master
+// that vanished) is replaced: requests answer 503 meanwhile, then are served and recorded
+// again. A private redis-server behind a relay that can strand its connections (the shared
+// Redis is never stopped).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -16,6 +19,7 @@ import { createRedisKeys } from '../src/redis/keys.js';
 import { baseEnv, uniquePrefix } from './support/env.js';
 import { bearer } from './support/http.js';
 import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
+import { startFreezableRelay, type FreezableRelay } from './support/freezable-relay.js';
 import { eventually, testDb } from './support/services.js';
 
 const REDIS_TIMEOUT_MS = 1_000;
@@ -27,6 +31,7 @@ const redisDir = mkdtempSync(path.join(tmpdir(), 'gw-redis-hang-'));
 const db = testDb();
 let redisServer: ChildProcess;
 let direct: Redis;
+let relay: FreezableRelay;
 let vendor: Server;
 let env: Record<string, string>;
 let gateway: GatewayProcess | undefined;
@@ -152,9 +157,10 @@ beforeAll(async () => {
   direct.on('error', () => undefined); // until the server listens
   await eventually(async () => ((await direct.ping()) === 'PONG' ? true : undefined), 10_000);
   const vendorUrl = await startVendor();
+  relay = await startFreezableRelay({ host: '127.0.0.1', port });
   env = {
     ...baseEnv(prefix),
-    REDIS_URL: `redis://127.0.0.1:${port}`,
+    REDIS_URL: `redis://127.0.0.1:${relay.port}`,
     REDIS_CLUSTER_NODES: '', // this file's own single Redis, whatever the run's
     VENDOR_B_BASE_URL: vendorUrl,
     VENDOR_B_API_KEY: 'test-vendor-key',
@@ -170,6 +176,7 @@ afterAll(async () => {
   resumeRedis();
   await gateway?.stop();
   direct?.disconnect();
+  await relay?.close();
   await new Promise((resolve) => vendor?.close(resolve));
   redisServer?.kill('SIGKILL');
   await db.end();
@@ -273,5 +280,43 @@ describe('a Redis that hangs', () => {
     const after = await walletState();
     expect(after).toEqual({ balance: before.balance - cost, reserved: 0n, holds: 0 });
     expect(await direct.hexists(keys.inFlight(org.org_id), answered.requestId)).toBe(0);
+  }, 60_000);
+  it('replaces a connection cut off without a reset: requests answer 503 meanwhile, then are served and recorded again', async () => {
+    const before = await walletState();
+    // Every connection open now (the gateway's, its writer thread's, its subscriber's) goes
+    // silent for good, as after a failover that left no reset behind; new ones go through.
+    relay.strandOpen();
+    const refused = await chat('on a stranded connection');
+    expect({ status: refused.status, code: refused.code }).toEqual({
+      status: 503,
+      code: 'gw_unavailable',
+    });
+    expect(refused.waitedMs).toBeLessThan(REDIS_TIMEOUT_MS + 2_000);
+    // Within twice the bound the connection is replaced and requests are served again.
+    const served = await eventually(
+      async () => {
+        const answer = await chat('after the cut');
+        return answer.status === 200 ? answer : undefined;
+      },
+      20_000,
+      200,
+    );
+    expect(gateway!.output()).toContain(
+      'redis connection silent with commands waiting: reconnecting',
+    );
+    // The writer thread's connection too: the served request reaches Postgres.
+    const [row] = await eventually(async () => {
+      const rows = await usageRows(served.requestId);
+      return rows.length > 0 ? rows : undefined;
+    }, 30_000);
+    // The refused request's reserve, sent again on the new connection with its release after
+    // it, holds nothing and is never recorded.
+    expect(await usageRows(refused.requestId)).toEqual([]);
+    expect(await direct.hexists(keys.inFlight(org.org_id), refused.requestId)).toBe(0);
+    expect(await walletState()).toEqual({
+      balance: before.balance - BigInt(row!.wallet_cost),
+      reserved: 0n,
+      holds: 0,
+    });
   }, 60_000);
 });

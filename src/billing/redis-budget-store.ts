@@ -53,8 +53,6 @@ const SETTLED_MARKER_TTL_S = 300;
 const STREAM_REGISTRATION_REFRESH_MS = 60_000;
 /** Placeholder key for an account a request does not use (same slot, never written). */
 const UNUSED = 'unused';
-/** How often a release of a reserve given up on is sent again until answered. */
-const RELEASE_RETRY_MS = 1_000;
 
 /**
  * When each org's usage stream was last announced to the writers' registry, per Redis client:
@@ -75,6 +73,18 @@ function announcementsOf(redis: RedisClient): Map<string, number> {
   return announced;
 }
 
+/** The releases of reserves given up on, one per client (one `ready` listener each). */
+const holdReleases = new WeakMap<RedisClient, HoldReleases>();
+
+function releasesOf(redis: RedisClient, create: () => HoldReleases): HoldReleases {
+  let releases = holdReleases.get(redis);
+  if (!releases) {
+    releases = create();
+    holdReleases.set(redis, releases);
+  }
+  return releases;
+}
+
 export class RedisBudgetStore implements BudgetStore {
   private readonly streamRegisteredAtMs: Map<string, number>;
   /** Takes back the holds of reserves that got no answer (decision 31A). */
@@ -91,7 +101,10 @@ export class RedisBudgetStore implements BudgetStore {
     logger?: Logger,
   ) {
     this.streamRegisteredAtMs = announcementsOf(redis);
-    this.releases = new HoldReleases(scripts, RELEASE_RETRY_MS, logger);
+    this.releases = releasesOf(
+      redis,
+      () => new HoldReleases(redis, scripts, reservationTtlMs, logger),
+    );
   }
 
   async reserve(request: ReserveRequest): Promise<ReserveOutcome> {

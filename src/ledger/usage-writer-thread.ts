@@ -13,6 +13,12 @@ export interface UsageWriterThreadSettings {
   readonly databaseUrl: string;
   /** Bounds each wait of the thread on Postgres (USAGE_WRITE_TIMEOUT_MS). */
   readonly writeTimeoutMs: number;
+  /**
+   * REDIS_TIMEOUT_MS: the thread's commands wait as long as it takes (its blocking read must
+   * not be cut), but a connection silent for twice this plus a read's block is replaced.
+   * Unset: never.
+   */
+  readonly redisTimeoutMs?: number;
   readonly keyPrefix: string;
   readonly logLevel: string;
   readonly options: UsageWriterOptions;

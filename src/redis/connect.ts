@@ -182,6 +182,32 @@ export async function whenReady(redis: RedisClient, ms = 10_000): Promise<void> 
   });
 }
 
+/**
+ * Quits a connection, or drops it when QUIT is not answered within `ms` (a Redis that hangs
+ * must not hold a shutdown): for the connections without REDIS_TIMEOUT_MS, the subscriber's.
+ */
+export async function quitWithin(
+  connection: { quit(): Promise<unknown>; disconnect(): void },
+  ms: number,
+): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(resolve, ms, 'late');
+  });
+  try {
+    const outcome = await Promise.race([
+      connection.quit().then(
+        () => 'quit' as const,
+        () => 'failed' as const,
+      ),
+      late,
+    ]);
+    if (outcome !== 'quit') connection.disconnect();
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Quits a client; one that never connected (or already ended) is just dropped. */
 export async function quitRedis(redis: RedisClient): Promise<void> {
   if (redis.status === 'end') return;

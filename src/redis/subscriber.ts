@@ -16,6 +16,8 @@ export interface Subscriber {
   on(event: 'message', listener: (channel: string, message: string) => void): this;
   on(event: 'ready', listener: () => void): this;
   quit(): Promise<unknown>;
+  /** Drops the connection at once (a quit that got no answer). */
+  disconnect(): void;
 }
 
 /** Reconnection attempts on one node before moving to the next. */
@@ -80,6 +82,11 @@ class NodeHoppingSubscriber extends EventEmitter implements Subscriber {
     const connection = this.connection;
     if (!connection || connection.status === 'end') return;
     await connection.quit().catch(() => connection.disconnect());
+  }
+
+  disconnect(): void {
+    this.closed = true;
+    this.connection?.disconnect();
   }
 
   private open(): void {
