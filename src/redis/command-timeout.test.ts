@@ -95,6 +95,32 @@ describe('REDIS_TIMEOUT_MS (stall-tolerant command time-out)', () => {
     }
   });
 
+  it('still gives up on a silent Redis when every turn of the loop is long, past six bounds', async () => {
+    const hung = new Redis({
+      port: silentPort,
+      host: '127.0.0.1',
+      commandTimeout: BOUND_MS,
+      enableReadyCheck: false,
+      maxRetriesPerRequest: 2,
+    });
+    hung.on('error', () => undefined);
+    const busy = setInterval(() => stallLoop(300), 0); // every turn takes 300 ms
+    try {
+      const startedAt = Date.now();
+      const error = await hung.get('some-key').then(
+        () => undefined,
+        (failure: unknown) => failure,
+      );
+      const waitedMs = Date.now() - startedAt;
+      expect(isCommandTimeout(error)).toBe(true);
+      expect(waitedMs).toBeGreaterThanOrEqual(BOUND_MS * 6 - 5);
+      expect(waitedMs).toBeLessThan(BOUND_MS * 6 + 1_500);
+    } finally {
+      clearInterval(busy);
+      hung.disconnect();
+    }
+  });
+
   it('does not fail a command whose answer came while the loop was stalled past the bound', async () => {
     for (const where of CONTEXTS) {
       for (const stallMs of [BOUND_MS + 100, BOUND_MS * 3]) {

@@ -3,10 +3,12 @@
 // before that turn's poll phase reads the sockets: after the loop stalled (10,000 streams
 // stall it for seconds, bench/RESULTS.md) a reply that came during the stall is waiting,
 // unread, when the timer fires, and ioredis would fail a command Redis had answered. Here a
-// timer that fires late (the loop was busy) waits once more, as long as the loop then stays
-// responsive; and even an on-time timer gives the poll phase of its turn a look
-// (setImmediate: after the poll phase) before it fails the command. A command fails only when
-// Redis has said nothing for the bound while the loop was free to read it (decision 31A).
+// timer that fires late (the loop was busy) waits the bound again from then; one on time
+// gives a poll phase a look first (setImmediate runs after the next poll phase), and another
+// while those turns take long (a poll phase busy with thousands of sockets may have begun
+// before the answer came). A command fails only when Redis has said nothing for the bound and
+// a quick turn of the loop then read nothing from it, or in any case past six bounds
+// (decision 31A).
 import { Command } from 'ioredis';
 
 /** The error of a command given up on; isCommandTimeout recognises it. */
@@ -14,6 +16,8 @@ export const COMMAND_TIMED_OUT = 'Command timed out';
 
 /** A timer later than this (ms) means the loop was stalled, not that Redis was silent. */
 const STALL_MS = 250;
+/** Past this many bounds a command fails whatever the loop did: the bound stays a bound. */
+const MAX_BOUNDS = 6;
 
 interface TimedCommand {
   isResolved: boolean;
@@ -36,18 +40,27 @@ export function installStallTolerantTimeout(): void {
   };
   prototype.setTimeout = function setTimeout(this: TimedCommand, ms: number): void {
     if (this._commandTimeoutTimer) return;
+    const giveUpAtMs = Date.now() + ms * MAX_BOUNDS;
     const expire = (dueAtMs: number): void => {
       if (this.isResolved) return;
-      if (Date.now() - dueAtMs > STALL_MS) {
+      if (Date.now() - dueAtMs > STALL_MS && Date.now() < giveUpAtMs) {
         // Fired late: the loop was stalled, and a reply may be waiting unread. Wait again
         // from now; a Redis that is silent fails the command then.
         this._commandTimeoutTimer = globalThis.setTimeout(expire, ms, Date.now() + ms);
         return;
       }
-      // The poll phase of this turn reads what arrived; then, still no answer: time out.
-      setImmediate(() => {
-        if (!this.isResolved) this.reject(new Error(COMMAND_TIMED_OUT));
-      });
+      // The poll phase before the immediate reads what arrived before it began. A long turn
+      // (a poll phase busy with thousands of sockets) may have begun before the answer came:
+      // then one more turn.
+      const look = (scheduledAtMs: number): void => {
+        setImmediate(() => {
+          if (this.isResolved) return;
+          const now = Date.now();
+          if (now - scheduledAtMs > STALL_MS && now < giveUpAtMs) look(now);
+          else this.reject(new Error(COMMAND_TIMED_OUT));
+        });
+      };
+      look(Date.now());
     };
     this._commandTimeoutTimer = globalThis.setTimeout(expire, ms, Date.now() + ms);
   };
