@@ -153,6 +153,13 @@ beforeAll(async () => {
     ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
     { stdio: 'ignore', cwd: redisDir },
   );
+  // Never left behind, stopped or not, even when a hook below times out.
+  process.once('exit', () => {
+    if (redisServer.exitCode === null) {
+      process.kill(redisServer.pid!, 'SIGCONT');
+      redisServer.kill('SIGKILL');
+    }
+  });
   direct = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: null });
   direct.on('error', () => undefined); // until the server listens
   await eventually(async () => ((await direct.ping()) === 'PONG' ? true : undefined), 10_000);
