@@ -1,7 +1,7 @@
 -- release: takes back what a reserve of one request may have held, for a request that will
 -- never settle: its reserve was given up on (no answer within REDIS_TIMEOUT_MS), the client was
 -- answered 503, and the reserve may still run once Redis answers again. Sent on the same
--- connection right after it, so Redis runs it after the reserve (decision 31A). Writes no
+-- connection right after it, so Redis runs it after the reserve (decision 318). Writes no
 -- usage record and charges nothing: the vendor was never called. Running it again, or for a
 -- reserve that held nothing, changes nothing.
 --

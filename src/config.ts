@@ -70,7 +70,7 @@ export const configSchema = z.object({
   /**
    * The longest a request waits on one Redis command while the event loop is free to read its
    * answer (a stalled loop's time counts only past six times this). Past it the request answers 503 gw_unavailable; a hold it may have placed is
-   * released, a settle goes to the settle spool (decision 31A).
+   * released, a settle goes to the settle spool (decision 318).
    */
   REDIS_TIMEOUT_MS: wholeNumber({ min: 100, max: 600_000 }).default(5_000),
   /**

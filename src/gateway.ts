@@ -140,7 +140,7 @@ async function assembleGateway(
   // No auto-pipelining: the script calls of the hot path coalesce their writes themselves
   // (src/redis/scripts.ts), more cheaply; other commands are rare. Every command waits at most
   // REDIS_TIMEOUT_MS for its answer: a Redis that hangs answers requests 503, not never
-  // (decision 31A). The subscriber and the usage writer's thread wait as long as it takes.
+  // (decision 318). The subscriber and the usage writer's thread wait as long as it takes.
   const target = redisTarget(config);
   logger.info(describeTarget(target), 'redis');
   const redis = closers.add(

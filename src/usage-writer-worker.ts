@@ -34,7 +34,7 @@ const redis = connectRedis(settings.redis, {
 });
 // No bound on its commands (a blocking read waits up to USAGE_FLUSH_INTERVAL_MS by design, and
 // a read or an ack given up on would only be sent again), but a connection cut off without a
-// reset is replaced rather than waited on until TCP gives up (decision 31A): what it read and
+// reset is replaced rather than waited on until TCP gives up (decision 318): what it read and
 // never acknowledged is claimed again after USAGE_CLAIM_IDLE_MS.
 const silenceWatch =
   settings.redisTimeoutMs === undefined

@@ -184,7 +184,7 @@ describe('reserve.lua', () => {
   });
 });
 
-describe('a reserve given up on (decision 31A)', () => {
+describe('a reserve given up on (decision 318)', () => {
   /** release.lua's KEYS for a wallet-only request (the other accounts: placeholders). */
   function releaseKeys(orgId: string) {
     const unused = keys.orgCap(orgId, 'unused');

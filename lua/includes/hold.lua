@@ -4,7 +4,7 @@
 -- A hold already listed is not counted again (only its lapse moves): a reserve that runs twice
 -- (ioredis sends a command again on a new connection when the old one closed before its
 -- answer, and it may have run there) holds once, so the one release of it leaves `reserved`
--- exact (decision 31A).
+-- exact (decision 318).
 local function hold(account, expiries, request_id, amount, expires_at_ms)
   if redis.call('ZADD', expiries, expires_at_ms, request_id .. ':' .. amount) == 1 then
     redis.call('HINCRBY', account, 'reserved', amount)

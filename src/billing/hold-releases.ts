@@ -10,7 +10,7 @@
 // before): the client's `ready` comes after ioredis has sent again what it kept, so the new
 // release runs after any reserve still to run. Running it twice changes nothing. One per
 // client; a release older than a hold's lapse is forgotten (the hold has lapsed by then;
-// decision 31A).
+// decision 318).
 import type { Logger } from '../log.js';
 import type { RedisClient } from '../redis/connect.js';
 import type { RedisScripts, ScriptKeys } from '../redis/scripts.js';

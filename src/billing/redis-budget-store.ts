@@ -87,7 +87,7 @@ function releasesOf(redis: RedisClient, create: () => HoldReleases): HoldRelease
 
 export class RedisBudgetStore implements BudgetStore {
   private readonly streamRegisteredAtMs: Map<string, number>;
-  /** Takes back the holds of reserves that got no answer (decision 31A). */
+  /** Takes back the holds of reserves that got no answer (decision 318). */
   readonly releases: HoldReleases;
 
   constructor(

@@ -5,7 +5,7 @@
 // got no answer within REDIS_TIMEOUT_MS goes to the spool at once: a retry would queue behind
 // it on the same connection and wait as long; the settle given up on may still run when Redis
 // answers again, and settle is idempotent, so with the spooled one it charges once
-// (decision 31A).
+// (decision 318).
 import type { Logger } from '../log.js';
 import { isCommandTimeout } from '../redis/command-timeout.js';
 import type { BudgetStore, RequestAccounts } from '../billing/budget-store.js';

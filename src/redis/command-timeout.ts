@@ -8,7 +8,7 @@
 // while those turns take long (a poll phase busy with thousands of sockets may have begun
 // before the answer came). A command fails only when Redis has said nothing for the bound and
 // a quick turn of the loop then read nothing from it, or in any case past six bounds
-// (decision 31A).
+// (decision 318).
 import { Command } from 'ioredis';
 
 /** The error of a command given up on; isCommandTimeout recognises it. */

@@ -7,7 +7,7 @@
 // event loop was free to read its answer, the connection is dropped and ioredis connects again.
 // What it had sent without an answer it sends again on the new connection, in order; each of
 // those commands is safe to run twice (holds and releases are idempotent, settle has its
-// marker: decision 31A). A Redis that only paused (a stopped host resumed within the bound)
+// marker: decision 318). A Redis that only paused (a stopped host resumed within the bound)
 // keeps its connection.
 import type { Redis } from 'ioredis';
 import { isCluster, type RedisClient } from './connect.js';
