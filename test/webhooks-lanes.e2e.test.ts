@@ -12,7 +12,7 @@ import { ensureDatabase, migrate } from '../src/db/migrate.js';
 import { createLogger } from '../src/log.js';
 import { DeliveryClient } from '../src/webhooks/delivery-client.js';
 import { WebhookDispatcher } from '../src/webhooks/dispatcher.js';
-import { createEndpoint, type WebhookSettings } from '../src/webhooks/endpoints.js';
+import { createEndpoint, deleteEndpoint, type WebhookSettings } from '../src/webhooks/endpoints.js';
 import { emitEvents, type OutboxEvent } from '../src/webhooks/outbox.js';
 import { parseRetrySchedule } from '../src/webhooks/retry-schedule.js';
 import { isolatedContext } from './support/context.js';
@@ -466,6 +466,30 @@ describe('health with lanes', () => {
     );
     expect(rows[0]!.last_success_at.getTime()).toBeGreaterThan(failingSince.getTime());
   });
+});
+
+describe('deleting an endpoint', () => {
+  it('waits for the attempts in flight, not for the backlog the lanes keep sending', async () => {
+    const orgId = await newOrg('lanes delete');
+    const endpointId = await addEndpoint(orgId, '/delete-busy');
+    receiver.behave('/delete-busy', () => ({ status: 200, delayMs: 250 }));
+    // 320 messages on the 8 lanes: about 10 s of work at 250 ms an answer.
+    const events = productUserEvents(orgId, 40, 8, 'delete');
+    await emitEvents(db, events);
+    startDispatcher(8);
+    startDispatcher(8);
+    await eventually(async () =>
+      receiver.messages('/delete-busy').length >= 16 ? true : undefined,
+    );
+    const startedAtMs = Date.now();
+    expect(
+      await deleteEndpoint(db as unknown as DbPool, { userId: 'test' }, orgId, endpointId),
+    ).toBe(true);
+    const tookMs = Date.now() - startedAtMs;
+    // Each lane's attempt in flight ends (250 ms); the rest of the backlog is not sent first.
+    expect(tookMs).toBeLessThan(2_500);
+    expect(receiver.messages('/delete-busy').length).toBeLessThan(events.length / 2);
+  }, 60_000);
 });
 
 describe('migration 046', () => {

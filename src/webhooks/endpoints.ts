@@ -290,6 +290,20 @@ export async function deleteEndpoint(
   endpointId: string,
 ): Promise<boolean> {
   return withTransaction(db, async (client) => {
+    // The endpoint's lanes first (docs/decisions.md 317): each lane waits for its attempt in
+    // flight, and a lane held here is claimed by no one after. Without it the delete waits on
+    // the state row, which the lanes' claims share (FOR KEY SHARE): a shared lock is granted
+    // past a waiting delete, so the delete waited until the lanes had sent the whole backlog.
+    // The idle lanes at once, then each one in flight (a lane not yet held could be claimed
+    // again meanwhile: the wait is at most one attempt per lane in flight).
+    for (const wait of ['SKIP LOCKED', '']) {
+      await client.query(
+        `SELECT 1 FROM webhook_endpoint_lanes l JOIN webhook_endpoints e ON e.id = l.endpoint_id
+          WHERE e.id = $1 AND e.org_id = $2
+          ORDER BY l.lane FOR UPDATE OF l ${wait}`,
+        [endpointId, orgId],
+      );
+    }
     const { rowCount } = await client.query(
       'DELETE FROM webhook_endpoints WHERE id = $1 AND org_id = $2',
       [endpointId, orgId],
