@@ -507,11 +507,12 @@ describe('migration 046', () => {
          DROP INDEX webhook_deliveries_lane_due, webhook_deliveries_lane_order;
          ALTER TABLE webhook_deliveries DROP COLUMN lane;
          DROP FUNCTION gw_webhook_lane(text);
-         CREATE INDEX webhook_deliveries_due ON webhook_deliveries (endpoint_id, next_attempt_at)
-           WHERE state = 'pending';
+         CREATE INDEX IF NOT EXISTS webhook_deliveries_due
+           ON webhook_deliveries (endpoint_id, next_attempt_at) WHERE state = 'pending';
          CREATE INDEX webhook_deliveries_order ON webhook_deliveries (endpoint_id, message_seq)
            WHERE state = 'pending';
-         DELETE FROM schema_migrations WHERE name = '046_webhook_lanes.sql'`,
+         DELETE FROM schema_migrations
+          WHERE name IN ('046_webhook_lanes.sql', '047_webhook_due_endpoints.sql')`,
       );
       const org = await createOrganization(fresh, 'before 046');
       const addOld = async (id: string) => {
@@ -545,7 +546,10 @@ describe('migration 046', () => {
       await old('msg_cred', 'provider_credential.rejected', { id: 'cred_old' });
       await old('msg_done', 'product_user.created', { product_end_user_id: 'pu_old_1' });
 
-      expect(await migrate(fresh)).toEqual(['046_webhook_lanes.sql']);
+      expect(await migrate(fresh)).toEqual([
+        '046_webhook_lanes.sql',
+        '047_webhook_due_endpoints.sql',
+      ]);
       const { rows: lanes } = await fresh.query<{ lanes: number[] }>(
         "SELECT array_agg(lane ORDER BY lane) AS lanes FROM webhook_endpoint_lanes WHERE endpoint_id = 'wh_old'",
       );

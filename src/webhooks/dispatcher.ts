@@ -333,18 +333,29 @@ async function claim(
   inFlight: ReadonlyMap<string, number>,
   share: number,
 ): Promise<ClaimedLane | 'nothing due' | 'lane emptied'> {
+  // The endpoints with a delivery due first (one index probe each, webhook_deliveries_due),
+  // then their lanes alone: the planner, left to itself, read every due delivery (or probed
+  // all 8 lanes of every endpoint) on each claim. OFFSET 0 keeps the lane's EXISTS a probe
+  // per lane row rather than a join over the due deliveries.
   const { rows: lanes } = await connection.query<EndpointRow & { lane: number }>(
-    `SELECT l.lane, ${ENDPOINT_COLUMNS}
+    `WITH due AS MATERIALIZED (
+       SELECT e.id FROM webhook_endpoints e
+        WHERE e.status = 'enabled'
+          AND EXISTS (SELECT 1 FROM webhook_deliveries d
+                       WHERE d.endpoint_id = e.id AND d.state = 'pending'
+                         AND d.next_attempt_at <= now()))
+     SELECT l.lane, ${ENDPOINT_COLUMNS}
        FROM webhook_endpoint_lanes l
        JOIN webhook_endpoints e ON e.id = l.endpoint_id
        JOIN webhook_endpoint_states s ON s.endpoint_id = l.endpoint_id
        LEFT JOIN unnest($1::text[], $2::int[]) AS busy (endpoint_id, attempts)
          ON busy.endpoint_id = l.endpoint_id
-      WHERE e.status = 'enabled'
+      WHERE l.endpoint_id = ANY (ARRAY(SELECT id FROM due))
+        AND e.status = 'enabled'
         AND COALESCE(busy.attempts, 0) < CASE WHEN s.failing_since IS NULL THEN $3 ELSE 1 END
         AND EXISTS (SELECT 1 FROM webhook_deliveries d
                      WHERE d.endpoint_id = l.endpoint_id AND d.lane = l.lane
-                       AND d.state = 'pending' AND d.next_attempt_at <= now())
+                       AND d.state = 'pending' AND d.next_attempt_at <= now() OFFSET 0)
       ORDER BY COALESCE(busy.attempts, 0), s.last_attempt_at NULLS FIRST,
                l.last_attempt_at NULLS FIRST
       LIMIT 1
