@@ -569,6 +569,37 @@ describe('deleting an endpoint', () => {
   }, 60_000);
 });
 
+/** Back to the schema before 046 (and 047): what an older instance's database looks like. */
+const REWIND_046 = `DROP TRIGGER webhook_endpoint_lanes_create ON webhook_endpoint_states;
+  DROP FUNCTION gw_webhook_endpoint_lanes();
+  DROP TABLE webhook_endpoint_lanes;
+  DROP INDEX webhook_deliveries_lane_due, webhook_deliveries_lane_order;
+  ALTER TABLE webhook_deliveries DROP COLUMN lane;
+  DROP FUNCTION gw_webhook_lane(text);
+  CREATE INDEX IF NOT EXISTS webhook_deliveries_due
+    ON webhook_deliveries (endpoint_id, next_attempt_at) WHERE state = 'pending';
+  CREATE INDEX webhook_deliveries_order ON webhook_deliveries (endpoint_id, message_seq)
+    WHERE state = 'pending';
+  DELETE FROM schema_migrations
+   WHERE name IN ('046_webhook_lanes.sql', '047_webhook_due_endpoints.sql')`;
+
+/** A database of its own for a migration test (dropped after). */
+async function withFreshDatabase(name: string, body: (fresh: DbPool) => Promise<void>) {
+  const url = `${TEST_DATABASE_URL}_${name}`;
+  await ensureDatabase(url);
+  const fresh = createDbPool(url, 3);
+  try {
+    await migrate(fresh);
+    await fresh.query(REWIND_046);
+    await body(fresh);
+  } finally {
+    await fresh.end();
+    const admin = createDbPool(TEST_DATABASE_URL.replace(/\/[^/]*$/, '/postgres'), 1);
+    await admin.query(`DROP DATABASE IF EXISTS "${new URL(url).pathname.slice(1)}"`);
+    await admin.end();
+  }
+}
+
 describe('migration 046', () => {
   it('gives existing endpoints their lanes and moves pending deliveries to their subject’s lane', async () => {
     const url = `${TEST_DATABASE_URL}_webhook_lanes`;
@@ -577,20 +608,7 @@ describe('migration 046', () => {
     try {
       await migrate(fresh);
       // Back to the schema before 046, with rows as the version before lanes wrote them.
-      await fresh.query(
-        `DROP TRIGGER webhook_endpoint_lanes_create ON webhook_endpoint_states;
-         DROP FUNCTION gw_webhook_endpoint_lanes();
-         DROP TABLE webhook_endpoint_lanes;
-         DROP INDEX webhook_deliveries_lane_due, webhook_deliveries_lane_order;
-         ALTER TABLE webhook_deliveries DROP COLUMN lane;
-         DROP FUNCTION gw_webhook_lane(text);
-         CREATE INDEX IF NOT EXISTS webhook_deliveries_due
-           ON webhook_deliveries (endpoint_id, next_attempt_at) WHERE state = 'pending';
-         CREATE INDEX webhook_deliveries_order ON webhook_deliveries (endpoint_id, message_seq)
-           WHERE state = 'pending';
-         DELETE FROM schema_migrations
-          WHERE name IN ('046_webhook_lanes.sql', '047_webhook_due_endpoints.sql')`,
-      );
+      await fresh.query(REWIND_046);
       const org = await createOrganization(fresh, 'before 046');
       const addOld = async (id: string) => {
         await fresh.query(
@@ -670,5 +688,74 @@ describe('migration 046', () => {
       await admin.query(`DROP DATABASE IF EXISTS "${new URL(url).pathname.slice(1)}"`);
       await admin.end();
     }
+  });
+
+  it('runs beside an older instance’s attempt in flight: both commit, no deadlock', async () => {
+    await withFreshDatabase('webhook_lanes_lock', async (fresh) => {
+      const org = await createOrganization(fresh, 'before 046, delivering');
+      await fresh.query(
+        `INSERT INTO webhook_endpoints (id, org_id, url, secret_sealed)
+         VALUES ('wh_busy', $1, 'https://example.com/hook', 'sealed')`,
+        [org],
+      );
+      await fresh.query("INSERT INTO webhook_endpoint_states (endpoint_id) VALUES ('wh_busy')");
+      await fresh.query(
+        `WITH m AS (INSERT INTO webhook_messages (id, org_id, event_type, payload)
+                    VALUES ('msg_busy', $1, 'api_key.created', '{"data":{"id":"key_busy"}}')
+                    RETURNING id, seq)
+         INSERT INTO webhook_deliveries (message_id, endpoint_id, message_seq)
+         SELECT id, 'wh_busy', seq FROM m`,
+        [org],
+      );
+      // An older instance's attempt (decision 167): its claim, then its record once the
+      // receiver answered, while 046 runs.
+      const older = await fresh.connect();
+      let recorded: string;
+      let migrated: Promise<string[]>;
+      try {
+        await older.query('BEGIN');
+        await older.query(
+          "SELECT 1 FROM webhook_endpoint_states WHERE endpoint_id = 'wh_busy' FOR UPDATE SKIP LOCKED",
+        );
+        const { rows } = await older.query<{ id: string }>(
+          `SELECT id::text FROM webhook_deliveries
+            WHERE endpoint_id = 'wh_busy' AND state = 'pending' ORDER BY message_seq LIMIT 1
+              FOR UPDATE`,
+        );
+        migrated = migrate(fresh);
+        migrated.catch(() => undefined);
+        // The receiver answers after the migration has started waiting (longer than the
+        // server's deadlock_timeout: the attempt was the one rolled back).
+        await new Promise((resolve) => setTimeout(resolve, 1_500));
+        try {
+          await older.query(
+            `INSERT INTO webhook_attempts (delivery_id, status_code, latency_ms, response_snippet)
+             VALUES ($1, 200, 5, 'ok')`,
+            [rows[0]!.id],
+          );
+          await older.query(
+            "UPDATE webhook_deliveries SET state = 'delivered', delivered_at = now() WHERE id = $1",
+            [rows[0]!.id],
+          );
+          await older.query(
+            `UPDATE webhook_endpoint_states SET failing_since = NULL, last_attempt_at = now(),
+                    last_success_at = now() WHERE endpoint_id = 'wh_busy'`,
+          );
+          await older.query('COMMIT');
+          recorded = 'recorded';
+        } catch (error) {
+          await older.query('ROLLBACK');
+          recorded = (error as Error).message;
+        }
+      } finally {
+        older.release();
+      }
+      expect(recorded).toBe('recorded');
+      expect(await migrated).toEqual(['046_webhook_lanes.sql', '047_webhook_due_endpoints.sql']);
+      const { rows } = await fresh.query(
+        "SELECT state, lane FROM webhook_deliveries WHERE message_id = 'msg_busy'",
+      );
+      expect(rows).toEqual([{ state: 'delivered', lane: 0 }]);
+    });
   });
 });

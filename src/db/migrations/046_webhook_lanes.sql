@@ -12,6 +12,14 @@ CREATE FUNCTION gw_webhook_lane(subject text) RETURNS smallint
   LANGUAGE sql IMMUTABLE PARALLEL SAFE
   AS $$ SELECT (hashtextextended(subject, 0) & 7)::smallint $$;
 
+-- Deliveries queued from now on get their lane from the outbox; those of an instance of the
+-- version before this one (a rolling deploy) go to lane 0. First of the table locks: it waits
+-- for the older instances' attempts in flight while this migration holds nothing they need to
+-- record them. Taken after the state row's trigger (the lane table's foreign key, the trigger),
+-- an attempt recording meanwhile waited for this migration and this migration for it: a
+-- deadlock, the migration or the attempt's record rolled back.
+ALTER TABLE webhook_deliveries ADD COLUMN lane smallint NOT NULL DEFAULT 0;
+
 CREATE TABLE webhook_endpoint_lanes (
   endpoint_id      text NOT NULL REFERENCES webhook_endpoints (id) ON DELETE CASCADE,
   lane             smallint NOT NULL CHECK (lane BETWEEN 0 AND 7),
@@ -34,10 +42,6 @@ CREATE TRIGGER webhook_endpoint_lanes_create AFTER INSERT ON webhook_endpoint_st
 
 INSERT INTO webhook_endpoint_lanes (endpoint_id, lane)
 SELECT s.endpoint_id, lane FROM webhook_endpoint_states s, generate_series(0, 7) AS lane;
-
--- Deliveries queued from now on get their lane from the outbox; those of an instance of the
--- version before this one (a rolling deploy) go to lane 0.
-ALTER TABLE webhook_deliveries ADD COLUMN lane smallint NOT NULL DEFAULT 0;
 
 -- The deliveries still pending move to their subject's lane, so a backlog queued before this
 -- migration drains on every lane, and a subject's older messages share the lane of its newer
