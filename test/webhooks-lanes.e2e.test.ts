@@ -465,11 +465,7 @@ describe('health with lanes', () => {
     expect(client.maxInFlightByUrl.get(`${receiver.url}/throttled`)).toBe(1);
   });
 
-  // A known race (docs/decisions.md 317, review): a success passes the state row by when its
-  // snapshot shows a recent success and no failure, without waiting for a lane whose failure
-  // is being recorded; that failure then commits failing_since after the success. Marked
-  // `fails` until the success path sees the row as it is: it then clears failing_since.
-  it.fails('a success made while another lane records a failure clears failing_since', async () => {
+  it('a success made while another lane records a failure clears failing_since', async () => {
     const orgId = await newOrg('lanes race');
     const endpointId = await addEndpoint(orgId, '/race');
     receiver.behave('/race', () => ({ status: 200 }));
@@ -483,30 +479,40 @@ describe('health with lanes', () => {
       );
       return rows.length > 0 ? true : undefined;
     });
-    // Another lane's failure, as its record writes it, not committed yet.
+    const delivered = async () => {
+      const { rows } = await db.query(
+        "SELECT 1 FROM webhook_deliveries WHERE endpoint_id = $1 AND state = 'delivered'",
+        [endpointId],
+      );
+      return rows.length === 2 ? true : undefined;
+    };
+    // Another lane's failure, as its record writes it (its lock, then the state row), not
+    // committed yet. A success within the second after the last one used to pass the row by
+    // without waiting, commit, and leave failing_since to this failure.
     const failing = await db.connect();
     try {
       await failing.query('BEGIN');
+      await failing.query(
+        `SELECT pg_advisory_xact_lock(
+           hashtextextended('webhook endpoint health' || chr(10) || $1::text, 0))`,
+        [endpointId],
+      );
       await failing.query(
         `UPDATE webhook_endpoint_states SET failing_since = COALESCE(failing_since, now()),
                 last_attempt_at = GREATEST(last_attempt_at, now())
           WHERE endpoint_id = $1`,
         [endpointId],
       );
-      // A success after that failure, recorded (committed) while the failure is not.
+      // A success after that failure: answered while the failure is being recorded.
       await emitEvents(db, productUserEvents(orgId, 1, 1, 'race-b'));
       await allDelivered('/race', 2);
-      await eventually(async () => {
-        const { rows } = await db.query(
-          "SELECT 1 FROM webhook_deliveries WHERE endpoint_id = $1 AND state = 'delivered'",
-          [endpointId],
-        );
-        return rows.length === 2 ? true : undefined;
-      });
+      // Its record now waits for the failure's (it used to commit at once).
+      await eventually(delivered, 500).catch(() => undefined);
       await failing.query('COMMIT');
     } finally {
       failing.release();
     }
+    await eventually(delivered);
     // The last thing that happened is a success.
     expect((await endpointState(endpointId))!.failing_since).toBeNull();
   });

@@ -54,6 +54,14 @@ type ClaimOutcome = 'started' | 'nothing due' | 'lane emptied';
 /** Emptied lanes a fill goes past before it waits for the next wake or poll. */
 const MAX_EMPTY_LANES_PER_FILL = 3;
 
+/**
+ * SQL: the lock a failure's record takes, exclusive, before it writes the endpoint's state
+ * row; a success that passes the row by takes it shared (record()). `id`: the parameter
+ * holding the endpoint's id.
+ */
+const healthLock = (id: string): string =>
+  `hashtextextended('webhook endpoint health' || chr(10) || ${id}::text, 0)`;
+
 /** Who the audit log names for what the dispatcher does on its own. */
 const SYSTEM_ACTOR = 'system';
 
@@ -258,11 +266,16 @@ export class WebhookDispatcher {
                 last_success_at = GREATEST(last_success_at, now())
           WHERE endpoint_id = $6
             AND (failing_since IS NOT NULL OR last_success_at IS NULL
-                 OR last_success_at < now() - interval '1 second')`,
+                 OR last_success_at < now() - interval '1 second'
+                 OR NOT pg_try_advisory_xact_lock_shared(${healthLock('$6')}))`,
         attemptValues,
       );
       return;
     }
+    // Before the state row: a success skips that row only while it holds this lock shared
+    // (above), so a failure recorded at the same time is never committed after a success that
+    // passed it by (failing_since would stay set with a success after it).
+    await connection.query(`SELECT pg_advisory_xact_lock(${healthLock('$1')})`, [endpoint.id]);
     const delayMs = retryDelayMs(this.settings.retryScheduleS, delivery.retry_step);
     // The delay counts from the failure: clock_timestamp(), not now(), which is when this
     // attempt's transaction began, before the receiver was called (up to its time-out earlier).
