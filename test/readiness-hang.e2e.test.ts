@@ -4,8 +4,7 @@
 // once Postgres answers again their records land and the instance is `ready`.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
-import { TEST_DATABASE_URL } from './support/env.js';
-import { startFreezableRelay, type FreezableRelay } from './support/freezable-relay.js';
+import { relayedTestDatabase, type FreezableRelay } from './support/freezable-relay.js';
 import { bearer, postJson } from './support/http.js';
 import {
   metricsUrl,
@@ -24,13 +23,11 @@ let org: SeededOrg;
 
 beforeAll(async () => {
   org = await seed(env);
-  const target = new URL(TEST_DATABASE_URL);
-  relay = await startFreezableRelay({ host: target.hostname, port: Number(target.port || 5432) });
-  const relayed = new URL(TEST_DATABASE_URL);
-  relayed.port = String(relay.port);
+  const relayed = await relayedTestDatabase();
+  relay = relayed.relay;
   gateway = await startGateway({
     ...env,
-    DATABASE_URL: relayed.href,
+    DATABASE_URL: relayed.url,
     DEPENDENCY_CHECK_TIMEOUT_MS: String(CHECK_TIMEOUT_MS),
     METRICS_PORT: '0',
   });

@@ -59,8 +59,8 @@ interface ScriptSpec {
   readonly rest?: string;
 }
 
-/** KEYS[1..10] of reserve.lua and settle.lua: every account a request can touch. */
-const REQUEST_ACCOUNT_KEYS = [
+/** KEYS[1..8] of reserve.lua, settle.lua and release.lua: every account a request holds on. */
+const HOLD_ACCOUNT_KEYS = [
   'wallet',
   'wallet_expiries',
   'org_cap',
@@ -69,9 +69,10 @@ const REQUEST_ACCOUNT_KEYS = [
   'conn_cap_expiries',
   'user_spend',
   'user_spend_expiries',
-  'user_credits',
-  'user_grants',
 ] as const;
+
+/** KEYS[1..10] of reserve.lua and settle.lua: every account a request can touch. */
+const REQUEST_ACCOUNT_KEYS = [...HOLD_ACCOUNT_KEYS, 'user_credits', 'user_grants'] as const;
 
 /** ARGV[1..7] of account-rebuild.lua, which account-rebuild-user.lua begins with. */
 const ACCOUNT_REBUILD_ARGS = [
@@ -129,17 +130,7 @@ export const scriptSpecs = {
   },
   release: {
     file: 'release',
-    keys: [
-      'wallet',
-      'wallet_expiries',
-      'org_cap',
-      'org_cap_expiries',
-      'conn_cap',
-      'conn_cap_expiries',
-      'user_spend',
-      'user_spend_expiries',
-      'in_flight',
-    ],
+    keys: [...HOLD_ACCOUNT_KEYS, 'in_flight'],
     args: ['request_id', 'held_nano'],
   },
   settle: {

@@ -2,6 +2,7 @@
 // either side and opens nothing new, so the server looks hung (connections stay open, no answer
 // comes), not down (which would refuse at once). Thawed, everything held goes through.
 import net from 'node:net';
+import { TEST_DATABASE_URL } from './env.js';
 
 export interface FreezableRelay {
   readonly port: number;
@@ -69,4 +70,15 @@ export async function startFreezableRelay(target: {
       await new Promise<void>((resolve) => listener.close(() => resolve()));
     },
   };
+}
+
+/** A relay in front of the test database, and the database's URL through it. */
+export async function relayedTestDatabase(): Promise<{ relay: FreezableRelay; url: string }> {
+  const target = new URL(TEST_DATABASE_URL);
+  const relay = await startFreezableRelay({
+    host: target.hostname,
+    port: Number(target.port || 5432),
+  });
+  target.port = String(relay.port);
+  return { relay, url: target.href };
 }
