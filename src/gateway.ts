@@ -50,7 +50,7 @@ import { UpstreamClient } from './providers/upstream.js';
 import { connectRedis, knownNodes, pingAll, quitRedis, quitWithin } from './redis/connect.js';
 import { createRedisKeys } from './redis/keys.js';
 import { describeTarget, redisTarget } from './redis/target.js';
-import { connectSubscriber } from './redis/subscriber.js';
+import { connectSubscriber, keepSubscriberAlive } from './redis/subscriber.js';
 import { replaceSilentConnections } from './redis/silent-connections.js';
 import { defineScripts, preloadScripts } from './redis/scripts.js';
 import { buildOpenApiDocument } from './openapi/document.js';
@@ -173,6 +173,17 @@ async function assembleGateway(
     // No bound on its commands (none waits on it), but a shutdown does not wait on a Redis that
     // hangs for its QUIT.
     (connection) => quitWithin(connection, config.REDIS_TIMEOUT_MS),
+  );
+  closers.add(
+    'redis subscriber watch',
+    keepSubscriberAlive(subscriber, config.REDIS_TIMEOUT_MS, (connection, silentForMs) => {
+      const { host, port } = connection.options;
+      logger.warn(
+        { host, port, silentForMs },
+        'redis subscriber silent: reconnecting (caches are dropped once it listens again)',
+      );
+    }),
+    (watch) => watch.stop(),
   );
   const keys = createRedisKeys(config.REDIS_KEY_PREFIX);
   const scripts = defineScripts(redis);

@@ -33,6 +33,19 @@ export function replaceSilentConnections(
   boundMs: number,
   onReplace: (connection: Redis, silentForMs: number) => void,
 ): SilenceWatch {
+  return watchConnections(
+    () => (isCluster(redis) ? redis.nodes('all') : [redis]),
+    boundMs,
+    onReplace,
+  );
+}
+
+/** The same watch over whatever connections `connections()` names at each tick. */
+export function watchConnections(
+  connections: () => readonly Redis[],
+  boundMs: number,
+  onReplace: (connection: Redis, silentForMs: number) => void,
+): SilenceWatch {
   const watched = new WeakMap<Redis, Watched>();
   const intervalMs = Math.max(50, Math.floor(boundMs / 2));
   let lastTickAtMs = Date.now();
@@ -41,7 +54,7 @@ export function replaceSilentConnections(
     const elapsedMs = now - lastTickAtMs;
     lastTickAtMs = now;
     const stalled = elapsedMs > intervalMs + STALL_MS;
-    for (const connection of isCluster(redis) ? redis.nodes('all') : [redis]) {
+    for (const connection of connections()) {
       const head = connection.commandQueue.peekFront();
       const state = watched.get(connection);
       if (head === undefined || stalled || !state || state.head !== head) {

@@ -8,6 +8,7 @@
 import { EventEmitter } from 'node:events';
 import { Redis } from 'ioredis';
 import { connectRedis } from './connect.js';
+import { watchConnections, type SilenceWatch } from './silent-connections.js';
 import type { RedisNode, RedisTarget } from './target.js';
 
 /** What a pub/sub listener needs of its connection (an ioredis client has all of it). */
@@ -29,11 +30,16 @@ export function connectSubscriber(
   target: RedisTarget,
   nodes: () => readonly RedisNode[],
   connectionName = 'gw-subscriber',
-): Subscriber & { readonly connectedTo: () => RedisNode | undefined } {
+): Subscriber & {
+  readonly connectedTo: () => RedisNode | undefined;
+  /** The connection it listens on now (for keepSubscriberAlive). */
+  readonly connections: () => readonly Redis[];
+} {
   if (target.kind === 'single') {
     const client = connectRedis(target, { maxRetriesPerRequest: null, connectionName }) as Redis;
     return Object.assign(client, {
       connectedTo: () => ({ host: client.options.host!, port: client.options.port! }),
+      connections: () => [client],
     });
   }
   return new NodeHoppingSubscriber(nodes, {
@@ -68,6 +74,10 @@ class NodeHoppingSubscriber extends EventEmitter implements Subscriber {
 
   connectedTo(): RedisNode | undefined {
     return this.connection?.status === 'ready' ? this.node : undefined;
+  }
+
+  connections(): readonly Redis[] {
+    return this.connection ? [this.connection] : [];
   }
 
   async subscribe(channel: string): Promise<void> {
@@ -133,4 +143,40 @@ class NodeHoppingSubscriber extends EventEmitter implements Subscriber {
     if (this.closed) return;
     this.open();
   }
+}
+
+/**
+ * Keeps a subscriber honest about its connection. A subscriber only listens: cut off without a
+ * reset (a partition, a failed-over node that vanished), nothing it waits for ever fails, TCP
+ * never notices an idle connection, and the instance would miss every invalidation from then
+ * on, serving revoked keys and old caps until each cache entry's TTL (minutes) — with no
+ * 'ready' to tell it to drop what it holds. So it PINGs every half bound (allowed while
+ * subscribed), and a connection whose PING has gone unanswered for twice the bound is dropped
+ * (watchConnections): the reconnection subscribes again and emits 'ready', and the caches are
+ * dropped. One PING per half bound per instance; nothing per request.
+ */
+export function keepSubscriberAlive(
+  subscriber: { readonly connections: () => readonly Redis[] },
+  boundMs: number,
+  onReplace: (connection: Redis, silentForMs: number) => void,
+): SilenceWatch {
+  const pings = setInterval(
+    () => {
+      for (const connection of subscriber.connections()) {
+        // One PING waiting at a time: the watch judges the oldest.
+        if (connection.status === 'ready' && connection.commandQueue.length === 0) {
+          connection.ping().catch(() => undefined);
+        }
+      }
+    },
+    Math.max(50, Math.floor(boundMs / 2)),
+  );
+  pings.unref();
+  const watch = watchConnections(() => subscriber.connections(), boundMs, onReplace);
+  return {
+    stop: () => {
+      clearInterval(pings);
+      watch.stop();
+    },
+  };
 }
