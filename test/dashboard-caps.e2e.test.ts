@@ -477,6 +477,29 @@ describe('a setting changed alone keeps the amount (decision 315)', () => {
     expect(await userRuleRows(org, 'capped')).toEqual([
       { amount: '3.500000000000', credit_mode: 'track_only', overrun_policy: 'reject' },
     ]);
+
+    // inherit removes a product user's override: the connection's setting applies again.
+    const inherited = await runCliJson<CapState>(
+      [...user('capped'), '--overrun-policy', 'inherit'],
+      env,
+    );
+    expect(inherited.cap).toMatchObject({ amount: '3.500000000000', overrun_policy: null });
+    expect(await userRuleRows(org, 'capped')).toEqual([
+      { amount: '3.500000000000', credit_mode: 'track_only', overrun_policy: null },
+    ]);
+    // Only a product user's cap has an override to remove.
+    const onConnection = await runCli(
+      [
+        ...['cap', 'set', '--scope', 'app_connection'],
+        ...['--app-connection-id', org.app_connection_id, '--credit-mode', 'inherit'],
+      ],
+      env,
+    );
+    expect(onConnection.code).toBe(2);
+    expect(JSON.parse(onConnection.stderr).error).toEqual({
+      code: 'gw_invalid_request',
+      message: '--credit-mode inherit is for a product_user cap (it removes its override)',
+    });
   });
 
   it("a connection's credit mode changes alone from the CLI and the API, amounts kept; the API refuses a first cap without an amount as the CLI does", async () => {

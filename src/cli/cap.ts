@@ -21,17 +21,37 @@ gw cap set --scope app_connection --app-connection-id C [--amount 5.00|none] [--
            [--credit-mode enforce|track_only|disabled] [--overrun-policy limit_output|reject]
            [--requires-product-user true|false]
 gw cap set --scope product_user --app-id A --external-user-id U [--amount 1.00]
-           [--credit-mode enforce|track_only|disabled] [--overrun-policy limit_output|reject]
+           [--credit-mode enforce|track_only|disabled|inherit]
+           [--overrun-policy limit_output|reject|inherit]
   Sets the active monthly cap of that scope, or changes the one it has: a flag left out keeps
   its value, --amount included (a first cap needs --amount). A product_user cap creates the user
   if it does not exist yet. --per-user-amount is the default cap of each product user of the
   connection (removed with none); --amount none on a connection caps only its users. Credit
-  mode and overrun policy on a product_user cap override the connection's.
+  mode and overrun policy on a product_user cap override the connection's; inherit removes the
+  override (the connection's applies again).
 gw cap show|clear --scope … (the same target flags)
   Prints the target's active cap (null: none) / removes it.`;
 
 const CREDIT_MODES = ['enforce', 'track_only', 'disabled'] as const;
 const OVERRUN_POLICIES = ['limit_output', 'reject'] as const;
+/** A product user's override removed: the connection's setting applies (the API's null). */
+const INHERIT = 'inherit';
+
+/** A mode flag of a product_user cap: one of `allowed`, or `inherit` (null: no override). */
+function modeOrInherit<T extends string>(
+  value: string | undefined,
+  allowed: readonly T[],
+  flag: string,
+  scope: CapTarget['scope'],
+): T | null | undefined {
+  if (value === INHERIT) {
+    if (scope !== 'product_user') {
+      throw new UsageError(`--${flag} inherit is for a product_user cap (it removes its override)`);
+    }
+    return null;
+  }
+  return oneOf(value, allowed, flag);
+}
 
 function oneOf<T extends string>(
   value: string | undefined,
@@ -87,19 +107,24 @@ export async function capCommand(context: CliContext, argv: string[]): Promise<v
       ['true', 'false'] as const,
       'requires-product-user',
     );
-    const creditMode: CreditMode | undefined = oneOf(
+    const creditMode: CreditMode | null | undefined = modeOrInherit(
       values['credit-mode'],
       CREDIT_MODES,
       'credit-mode',
+      target.scope,
     );
-    const overrunPolicy: OverrunPolicy | undefined = oneOf(
+    const overrunPolicy: OverrunPolicy | null | undefined = modeOrInherit(
       values['overrun-policy'],
       OVERRUN_POLICIES,
       'overrun-policy',
+      target.scope,
     );
     if (
       target.scope === 'org' &&
-      (creditMode || overrunPolicy || requires || values['per-user-amount'])
+      (creditMode !== undefined ||
+        overrunPolicy !== undefined ||
+        requires ||
+        values['per-user-amount'])
     ) {
       throw new UsageError('an org cap takes only --amount, --currency and --period');
     }
@@ -112,8 +137,8 @@ export async function capCommand(context: CliContext, argv: string[]): Promise<v
         ...(values['per-user-amount'] !== undefined && {
           perUserAmountNano: amountOrNone(values['per-user-amount']),
         }),
-        ...(creditMode && { creditMode }),
-        ...(overrunPolicy && { overrunPolicy }),
+        ...(creditMode !== undefined && { creditMode }),
+        ...(overrunPolicy !== undefined && { overrunPolicy }),
         ...(requires && { requiresProductUser: requires === 'true' }),
       }),
     );
