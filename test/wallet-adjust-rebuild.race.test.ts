@@ -8,7 +8,7 @@ import { createOrganization } from '../src/admin/provisioning.js';
 import { topUpWallet } from '../src/admin/wallet.js';
 import type { RequestAccounts } from '../src/billing/budget-store.js';
 import { createMoneyLayer } from '../src/billing/compose.js';
-import { CLI_ACTOR } from '../src/cli/api-key.js';
+import { CLI_ACTOR } from '../src/cli/context.js';
 import { createDbPool } from '../src/db/pool.js';
 import { newRequestId } from '../src/ids.js';
 import { isGwError } from '../src/errors.js';

@@ -1,13 +1,12 @@
 // gw api-key create|rotate|revoke: API keys of an app connection, through the same service as
 // the dashboard API (src/admin/api-keys.ts), audited as done from the command line.
-import type { Actor } from '../audit/audit.js';
 import {
   createApiKeyAs,
   MAX_ROTATION_GRACE_S,
   revokeApiKeyAs,
   rotateApiKeyAs,
 } from '../admin/api-keys.js';
-import type { CliContext } from './context.js';
+import { CLI_ACTOR, type CliContext } from './context.js';
 import {
   graceSecondsFlag,
   orUsageError,
@@ -16,9 +15,6 @@ import {
   requireFlag,
   UsageError,
 } from './output.js';
-
-/** Who the audit log names for a change made with the CLI (it has no dashboard user). */
-export const CLI_ACTOR: Actor = { userId: 'cli' };
 
 export const apiKeyHelp = `gw api-key create --app-connection-id C [--name N] [--model-policy 'vendor_b/*,vendor_a/*']
   Issues a new API key for the connection; the raw key is printed once.

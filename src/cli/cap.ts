@@ -12,8 +12,7 @@ import {
 import { firingCapMarks } from '../usage-events/cap-marks.js';
 import type { CreditMode, OverrunPolicy } from '../billing/modes.js';
 import { parseAmountToNano } from '../money.js';
-import { CLI_ACTOR } from './api-key.js';
-import { ensureProductUser, type CliContext } from './context.js';
+import { CLI_ACTOR, ensureProductUser, type CliContext } from './context.js';
 import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
 
 export const capHelp = `gw cap set --scope org --org-id O --amount 10.00 [--currency USD] [--period monthly]

@@ -1,4 +1,5 @@
 // The CLI's composition root: the same config and adapters as the gateway, for one command.
+import type { Actor } from '../audit/audit.js';
 import { ApiKeyStore } from '../auth/api-key-store.js';
 import { createMoneyLayer } from '../billing/compose.js';
 import type { WalletService } from '../billing/wallets.js';
@@ -12,6 +13,9 @@ import { createRedisKeys, type RedisKeys } from '../redis/keys.js';
 import { cliIo } from './io.js';
 import { UsageError } from './output.js';
 import { defineScripts, type RedisScripts } from '../redis/scripts.js';
+
+/** Who the audit log names for a change made with the CLI (it has no dashboard user). */
+export const CLI_ACTOR: Actor = { userId: 'cli' };
 
 export interface CliContext {
   readonly config: Config;

@@ -10,10 +10,9 @@ import {
 import { findProvider, PROVIDER_IDS, PROVIDERS } from '../providers/registry.js';
 import { mockServedVendors, providerSettings } from '../providers/system-routes.js';
 import { startMockVendors } from '../mock-vendors/server.js';
-import { CLI_ACTOR } from './api-key.js';
 import { SecretBoxError } from '../credentials/secret-box.js';
 import { rewrapSigningSecrets } from '../webhooks/sealed-secret.js';
-import type { CliContext } from './context.js';
+import { CLI_ACTOR, type CliContext } from './context.js';
 import { cliMasterKeys, parseFlags, printJson, requireFlag, UsageError } from './output.js';
 
 export const credentialsHelp = `gw credentials add --org-id O --provider ${PROVIDER_IDS.join('|')} --name N --secret S

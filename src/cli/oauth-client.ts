@@ -7,8 +7,7 @@ import {
   listOAuthClients,
   oauthClientView,
 } from '../oauth/clients.js';
-import { CLI_ACTOR } from './api-key.js';
-import type { CliContext } from './context.js';
+import { CLI_ACTOR, type CliContext } from './context.js';
 import { parseFlags, printJson, requireFlag, UsageError, orUsageError } from './output.js';
 
 export const oauthClientHelp = `gw oauth-client create --app-id APP --name N --redirect-uri URI [--redirect-uri URI…] [--public]

@@ -5,8 +5,7 @@ import {
   serviceKeyInvalidation,
   setServiceKeyStatusAs,
 } from '../admin/service-keys.js';
-import { CLI_ACTOR } from './api-key.js';
-import type { CliContext } from './context.js';
+import { CLI_ACTOR, type CliContext } from './context.js';
 import { parseFlags, printJson, requireFlag, UsageError, orUsageError } from './output.js';
 
 export const serviceKeyHelp = `gw service-key create --org-id O [--scopes product_users:read,product_users:write] [--expires-at RFC3339]

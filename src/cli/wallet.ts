@@ -2,8 +2,7 @@
 import { readWallet, topUpWallet } from '../admin/wallet.js';
 import { setWalletAlert } from '../billing/wallet-alert.js';
 import { parseAmountToNano } from '../money.js';
-import { CLI_ACTOR } from './api-key.js';
-import type { CliContext } from './context.js';
+import { CLI_ACTOR, type CliContext } from './context.js';
 import { orUsageError, parseFlags, printJson, requireFlag, UsageError } from './output.js';
 
 export const walletHelp = `gw wallet topup --org-id O --amount 100.00   adds funds

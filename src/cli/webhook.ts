@@ -14,8 +14,7 @@ import {
   updateEndpoint,
   type WebhookSettings,
 } from '../webhooks/endpoints.js';
-import { CLI_ACTOR } from './api-key.js';
-import type { CliContext } from './context.js';
+import { CLI_ACTOR, type CliContext } from './context.js';
 import {
   cliMasterKeys,
   graceSecondsFlag,
