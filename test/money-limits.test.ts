@@ -310,7 +310,10 @@ describe('a script given an amount out of range writes nothing', () => {
       }),
     ).rejects.toThrow(/gw_amount_out_of_range/);
     await expect(
-      scripts.walletAdjust({ wallet }, { mode: 'add', amount_nano: (LUA_LIMIT - 1n).toString() }),
+      scripts.walletAdjust(
+        { wallet, adjustment: `${wallet}-adjustment:limits` },
+        { mode: 'add', amount_nano: (LUA_LIMIT - 1n).toString(), adjustment_ttl_ms: 60_000 },
+      ),
     ).rejects.toThrow(/gw_amount_out_of_range: the new balance/);
     expect(await snapshot(orgId)).toEqual(before);
   });

@@ -19,6 +19,8 @@ const ORGS = ['org_01JZ8Q3V5X0000000000000000', 'org_b', 'org_with}brace{', 'org
  */
 const builderScopes: Record<keyof RedisKeys, 'org' | 'pair' | 'alone'> = {
   wallet: 'org',
+  // Beside the wallet: wallet-adjust.lua takes both.
+  walletAdjustment: 'org',
   orgCap: 'org',
   connectionCap: 'org',
   userSpend: 'org',
@@ -68,6 +70,7 @@ function orgKeys(orgId: string): string[] {
     keys.credentialCooldowns(orgId),
     keys.credentialRotation(orgId),
     keys.settled(orgId, 'req_1'),
+    keys.walletAdjustment(orgId, 'topup:1'),
     keys.usageStream(orgId),
     keys.inFlight(orgId),
   ];
@@ -130,7 +133,10 @@ const scriptKeys: { [N in ScriptName]: (orgId: string) => Record<string, string>
     user_spend: keys.userSpend(orgId, 'pu_1', '2025-06-01'),
     user_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, 'pu_1', '2025-06-01')),
   }),
-  walletAdjust: (orgId) => ({ wallet: keys.wallet(orgId) }),
+  walletAdjust: (orgId) => ({
+    wallet: keys.wallet(orgId),
+    adjustment: keys.walletAdjustment(orgId, 'topup:1'),
+  }),
   accountCorrect: (orgId) => ({ account: keys.userSpend(orgId, 'pu_1', '2025-06-01') }),
   // The API-key cache's entry (src/auth/api-key-store.ts), by key hash rather than org.
   cacheFill: (keyHash) => ({

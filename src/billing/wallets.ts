@@ -1,6 +1,7 @@
 // Organization wallets: Postgres holds every transaction (the durable truth); Redis holds
 // the live balance the reserve script checks. A wallet missing from Redis is rebuilt as
 // sum(transactions) − sum(wallet_cost of recorded usage), the latter from the running totals.
+import { randomUUID } from 'node:crypto';
 import { recordAudit, type Actor } from '../audit/audit.js';
 import type { RedisClient } from '../redis/connect.js';
 import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
@@ -16,6 +17,13 @@ import type { RedisScripts } from '../redis/scripts.js';
 import { UnwrittenUsage } from '../ledger/unwritten-usage.js';
 import { AccountRebuilder } from './account-rebuild.js';
 import { ledgerAmounts, ledgerBalanceNano } from './ledger-amounts.js';
+
+/**
+ * How long a change of a live balance is remembered (wallet-adjust.lua): longer than any copy
+ * of it can wait on a connection to run again (a Redis hang, reconnects), and cheap (one key
+ * per admin change).
+ */
+const WALLET_ADJUSTMENT_TTL_MS = 24 * 60 * 60 * 1000;
 
 /** Who changes a wallet, for its history and the audit log (a dashboard user, or 'cli'). */
 /**
@@ -142,6 +150,30 @@ export class WalletService {
   }
 
   /**
+   * Changes the live balance once (wallet-adjust.lua): `adjustmentId` names the change, so a
+   * copy that runs again (ioredis writes an unanswered command again after a reconnect, and a
+   * Redis that only hung also runs the first: decision 318) changes nothing more.
+   */
+  private adjustLive(
+    orgId: string,
+    mode: 'add' | 'set',
+    amountNano: bigint,
+    adjustmentId: string = randomUUID(),
+  ): Promise<unknown> {
+    return this.scripts.walletAdjust(
+      {
+        wallet: this.keys.wallet(orgId),
+        adjustment: this.keys.walletAdjustment(orgId, adjustmentId),
+      },
+      {
+        mode,
+        amount_nano: amountNano.toString(),
+        adjustment_ttl_ms: WALLET_ADJUSTMENT_TTL_MS,
+      },
+    );
+  }
+
+  /**
    * Puts the wallet in Redis before a change to it is recorded (decision 301). A rebuild
    * installs a wallet only where there is none, so from here on none can install a balance it
    * measured before the change's commit (which would lack the change) or after it (which the
@@ -171,10 +203,8 @@ export class WalletService {
       return walletTransactionView(row);
     });
     // {0} only if Redis lost the wallet since ensureLive: its next rebuild counts the top-up.
-    await this.scripts.walletAdjust(
-      { wallet: this.keys.wallet(orgId) },
-      { mode: 'add', amount_nano: amountNano.toString() },
-    );
+    // Named by its ledger transaction: the one top-up reaches the live balance once.
+    await this.adjustLive(orgId, 'add', amountNano, `topup:${transaction.id}`);
     return transaction;
   }
 
@@ -187,10 +217,7 @@ export class WalletService {
   async setBalance(orgId: string, targetNano: bigint, actor?: Actor): Promise<void> {
     assertAmountInRange(targetNano, 'the wallet balance');
     await this.ensureLive(orgId);
-    const outcome = (await this.scripts.walletAdjust(
-      { wallet: this.keys.wallet(orgId) },
-      { mode: 'set', amount_nano: targetNano.toString() },
-    )) as [number, string?];
+    const outcome = (await this.adjustLive(orgId, 'set', targetNano)) as [number, string?];
     // Not live only if Redis lost the wallet since ensureLive: measured from the ledger then.
     const live = outcome[0] === 1;
     const previous = live ? BigInt(outcome[1] ?? '0') : await this.rebuiltBalanceNano(orgId);
@@ -206,10 +233,7 @@ export class WalletService {
     } catch (error) {
       // Relative, so what requests spent meanwhile stays spent.
       if (live) {
-        await this.scripts.walletAdjust(
-          { wallet: this.keys.wallet(orgId) },
-          { mode: 'add', amount_nano: (previous - targetNano).toString() },
-        );
+        await this.adjustLive(orgId, 'add', previous - targetNano);
       }
       throw error;
     }

@@ -4,6 +4,8 @@
 export interface RedisKeys {
   /** Org wallet account: hash { balance, reserved }. */
   wallet(orgId: string): string;
+  /** One change of a wallet's live balance (wallet-adjust.lua): its answer, once it ran. */
+  walletAdjustment(orgId: string, adjustmentId: string): string;
   /** Org cap account for one period: hash { spent, reserved }. */
   orgCap(orgId: string, periodKey: string): string;
   /** App-connection cap account (the connection's combined usage) for one period. */
@@ -56,6 +58,7 @@ export function createRedisKeys(prefix: string): RedisKeys {
   const org = (orgId: string): string => `${prefix}:{o:${orgId}}`;
   return {
     wallet: (orgId) => `${org(orgId)}:wallet`,
+    walletAdjustment: (orgId, adjustmentId) => `${org(orgId)}:wallet-adjustment:${adjustmentId}`,
     orgCap: (orgId, periodKey) => `${org(orgId)}:cap:org:${periodKey}`,
     connectionCap: (orgId, connectionId, periodKey) =>
       `${org(orgId)}:cap:conn:${connectionId}:${periodKey}`,

@@ -184,8 +184,8 @@ export const scriptSpecs = {
   },
   walletAdjust: {
     file: 'wallet-adjust',
-    keys: ['wallet'],
-    args: ['mode', 'amount_nano'],
+    keys: ['wallet', 'adjustment'],
+    args: ['mode', 'amount_nano', 'adjustment_ttl_ms'],
   },
   accountCorrect: {
     file: 'account-correct',
