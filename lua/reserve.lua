@@ -123,11 +123,24 @@ local function current(account, expiries, state, field)
   return state[1], state[2]
 end
 
+-- What this request already holds on an account, counted in its `reserved`: a reserve that
+-- runs twice (sent again on a new connection, having run on the old one: decision 318) must
+-- not be refused for its own first hold, which hold() then keeps as it is. Looked at only
+-- when a check fails (one call fewer on the hot path).
+local member = request_id .. ':' .. amount_text
+local function own_hold(expiries)
+  if redis.call('ZSCORE', expiries, member) then return need end
+  return 0
+end
+
 for _, cap in ipairs({{org_cap_value, 3, 'org', org_state}, {conn_cap_value, 5, 'app_connection', conn_state}}) do
   if cap[1] then
     local spent, reserved = current(KEYS[cap[2]], KEYS[cap[2] + 1], cap[4], 'spent')
     if spent + reserved + need > cap[1] then
-      return {3, cap[3], fmt(cap[1]), fmt(spent), fmt(reserved)}
+      reserved = reserved - own_hold(KEYS[cap[2] + 1])
+      if spent + reserved + need > cap[1] then
+        return {3, cap[3], fmt(cap[1]), fmt(spent), fmt(reserved)}
+      end
     end
   end
 end
@@ -135,6 +148,7 @@ end
 if user_enforced then
   local spent, reserved = current(KEYS[7], KEYS[8], user_state, 'spent')
   local base_remaining = math.max(0, user_cap_value - spent)
+  if need > base_remaining - reserved then reserved = reserved - own_hold(KEYS[8]) end
   -- Credits are summed only when the base allowance alone cannot cover the request.
   if need > base_remaining - reserved then
     local _, credits = live_credits(KEYS[9], KEYS[10], now_ms)
@@ -148,6 +162,7 @@ end
 if wallet_pays == '1' then
   local balance, reserved = current(KEYS[1], KEYS[2], wallet_state, 'balance')
   local available = balance - reserved
+  if available < need then available = available + own_hold(KEYS[2]) end
   if available < need then
     return {2, fmt(math.max(available, 0))}
   end

@@ -217,6 +217,61 @@ describe('a reserve given up on (decision 318)', () => {
     expect(await walletState(orgId)).toEqual({ balance: 4_999_000n, reserved: 0n });
   });
 
+  it('holds once and answers held again when the same reserve runs twice on a tight wallet', async () => {
+    // Its first copy's hold must not count against its second copy: counted, the second
+    // answered wallet_short (the client refused) and the first copy's hold and draft stayed
+    // until the hold lapsed, then recorded as a lost request.
+    const orgId = `org_twice_tight_${Date.now()}`;
+    await fundWallet(orgId, 5_000_000n);
+    const store = storeWithTtl(60_000);
+    const requestId = newRequestId();
+    for (let run = 0; run < 2; run += 1) {
+      expect(
+        (await store.reserve({ requestId, accounts: walletOnly(orgId), amountNano: 3_000_000n }))
+          .kind,
+      ).toBe('held');
+    }
+    expect(await walletState(orgId)).toEqual({ balance: 5_000_000n, reserved: 3_000_000n });
+    // Another request still sees only what is left.
+    expect(
+      (
+        await store.reserve({
+          requestId: newRequestId(),
+          accounts: walletOnly(orgId),
+          amountNano: 3_000_000n,
+        })
+      ).kind,
+    ).toBe('wallet_short');
+    await store.settle(record(orgId, requestId, 1_000n, 3_000_000n), walletOnly(orgId));
+    expect(await walletState(orgId)).toEqual({ balance: 4_999_000n, reserved: 0n });
+  });
+
+  it('is not refused by its own first hold under an org cap either', async () => {
+    const orgId = `org_twice_cap_${Date.now()}`;
+    await fundWallet(orgId, 50_000_000n);
+    const period = monthlyPeriod(new Date(), null);
+    const capAccount = keys.orgCap(orgId, period.key);
+    await scripts.accountLoad(
+      { account: capAccount, expiries: keys.holdExpiries(capAccount) },
+      { field: 'spent', amount_nano: '0', expire_at_ms: '' },
+    );
+    const accounts: RequestAccounts = {
+      ...walletOnly(orgId),
+      orgCap: { capNano: 4_000_000n, period },
+    };
+    const store = storeWithTtl(60_000);
+    const requestId = newRequestId();
+    for (let run = 0; run < 2; run += 1) {
+      expect((await store.reserve({ requestId, accounts, amountNano: 3_000_000n })).kind).toBe(
+        'held',
+      );
+    }
+    expect(await redis.hget(capAccount, 'reserved')).toBe('3000000');
+    expect(
+      (await store.reserve({ requestId: newRequestId(), accounts, amountNano: 3_000_000n })).kind,
+    ).toBe('cap_exceeded');
+  });
+
   it('releases its holds and its draft, records and charges nothing, and changes nothing run again', async () => {
     const orgId = `org_release_${Date.now()}`;
     await fundWallet(orgId, 5_000_000n);
