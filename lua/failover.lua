@@ -77,12 +77,14 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
   return {1}
 end
 sweep_expired(KEYS[1], KEYS[2], now_ms, 20)
-local state = redis.call('HMGET', KEYS[1], 'balance', 'reserved')
-local available = stored_amount(state[1], 'wallet balance') - stored_amount(state[2], 'wallet reserved')
-if available < need then
-  return {2, string.format('%.0f', math.max(available, 0))}
-end
+-- Already held (its reserve held the wallet, or this failover ran before and is sent again
+-- after a reconnect: decision 318): its own hold is not counted against it.
 if not redis.call('ZSCORE', KEYS[2], request_id .. ':' .. amount_text) then
+  local state = redis.call('HMGET', KEYS[1], 'balance', 'reserved')
+  local available = stored_amount(state[1], 'wallet balance') - stored_amount(state[2], 'wallet reserved')
+  if available < need then
+    return {2, string.format('%.0f', math.max(available, 0))}
+  end
   hold(KEYS[1], KEYS[2], request_id, amount_text, expires_at_ms)
 end
 serving('')

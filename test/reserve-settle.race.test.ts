@@ -272,6 +272,40 @@ describe('a reserve given up on (decision 318)', () => {
     ).toBe('cap_exceeded');
   });
 
+  it('a failover to the system route that runs twice holds once and is not refused the second time', async () => {
+    const orgId = `org_failover_twice_${Date.now()}`;
+    await fundWallet(orgId, 5_000_000n);
+    const requestId = newRequestId();
+    const wallet = keys.wallet(orgId);
+    const failover = (): Promise<unknown> =>
+      scripts.failover(
+        {
+          wallet,
+          wallet_expiries: keys.holdExpiries(wallet),
+          cred_cooldowns: keys.credentialCooldowns(orgId),
+          cred_rotation: keys.credentialRotation(orgId),
+          usage_stream: keys.usageStream(orgId),
+          in_flight: keys.inFlight(orgId),
+        },
+        {
+          request_id: requestId,
+          failed_credential_id: 'cred_1',
+          cooldown_until_ms: Date.now() + 60_000,
+          credentials: '',
+          byok_only: '0',
+          amount_nano: '3000000',
+          now_ms: Date.now(),
+          expires_at_ms: Date.now() + 60_000,
+          org_id: orgId,
+          failure: 'failed_over',
+          upstream_status: 429,
+        },
+      );
+    expect(await failover()).toEqual([0, '']);
+    expect(await failover()).toEqual([0, '']);
+    expect(await walletState(orgId)).toEqual({ balance: 5_000_000n, reserved: 3_000_000n });
+  });
+
   it('releases its holds and its draft, records and charges nothing, and changes nothing run again', async () => {
     const orgId = `org_release_${Date.now()}`;
     await fundWallet(orgId, 5_000_000n);
