@@ -191,11 +191,18 @@ async function assembleGateway(
 
   const apiKeys = new ApiKeyStore(db, redis, keys, config.AUTH_CACHE_TTL_MS);
 
-  // What /readyz and the scrape (gw_dependency_up) check: every Redis master, and Postgres.
+  // What /readyz and the scrape (gw_dependency_up) check: every Redis master, and Postgres on
+  // a connection of its own: on the request pool, a pool busy under load would read as
+  // Postgres down (and fire its alert). Opened when a check runs, closed once idle.
+  const probeDb = closers.add(
+    'postgres probe',
+    createDbPool(config.DATABASE_URL, 1, config.DATABASE_TIMEOUT_MS),
+    (pool) => pool.end(),
+  );
   const checkDependencies = boundedDependencyChecks(
     {
       redis: () => pingAll(redis),
-      postgres: () => db.query('SELECT 1').then(() => true),
+      postgres: () => probeDb.query('SELECT 1').then(() => true),
     },
     config.DEPENDENCY_CHECK_TIMEOUT_MS,
   );

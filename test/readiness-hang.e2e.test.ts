@@ -98,4 +98,45 @@ describe('/readyz while Postgres hangs', () => {
     }, 20_000);
     expect(rows.map((row) => row.request_id).sort()).toEqual([...requestIds].sort());
   });
+
+  it('does not read a request pool busy to its last connection as Postgres down', async () => {
+    // Another transaction is inserting 24 product users and has not committed: the first
+    // request of each waits for its row lock on a connection of the gateway's pool.
+    const locker = await db.connect();
+    const waiting: Array<Promise<unknown>> = [];
+    try {
+      await locker.query('BEGIN');
+      const users = Array.from({ length: 24 }, (_, i) => `locked-customer-${i}`);
+      for (const user of users) {
+        await locker.query(
+          `INSERT INTO product_users (id, org_id, app_id, external_user_id)
+           VALUES ($1, $2, $3, $4)`,
+          [`pu_${org.org_id}_${user}`, org.org_id, org.app_id, user],
+        );
+      }
+      for (const user of users) {
+        waiting.push(
+          postJson(`${gateway.url}/v1/chat/completions`, { ...chat, user }, bearer(org.api_key)),
+        );
+      }
+      // The pool's 20 connections are all waiting on the lock (the four others wait for one).
+      await eventually(async () => {
+        const { rows } = await db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE wait_event_type = 'Lock' AND datname = current_database()`,
+        );
+        return rows[0]!.n >= 20 ? true : undefined;
+      }, 10_000);
+      const probe = await readyz();
+      expect(probe.body).toEqual({
+        status: 'ready',
+        draining: false,
+        checks: { redis: true, postgres: true },
+      });
+    } finally {
+      await locker.query('ROLLBACK');
+      locker.release();
+      await Promise.all(waiting);
+    }
+  });
 });
