@@ -474,6 +474,18 @@ describe('a setting changed alone keeps the amount (decision 315)', () => {
       message: '--amount is required: the product user has no cap yet',
     });
     expect(await userRuleRows(org, 'uncapped')).toEqual([]);
+    // A refused command changes nothing: the product user it named was not created either.
+    const badFlag = await runCli(
+      [...user('misspelled'), '--amount', '2', '--credit-mode', 'enforced'],
+      env,
+    );
+    expect(badFlag.code).toBe(2);
+    const created = await db.query(
+      `SELECT external_user_id FROM product_users
+        WHERE app_id = $1 AND external_user_id IN ('uncapped', 'misspelled')`,
+      [org.app_id],
+    );
+    expect(created.rows).toEqual([]);
     expect(await userRuleRows(org, 'capped')).toEqual([
       { amount: '3.500000000000', credit_mode: 'track_only', overrun_policy: 'reject' },
     ]);

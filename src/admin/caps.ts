@@ -223,7 +223,7 @@ export async function setCapAs(
   target: CapTarget,
   settings: CapSettings,
 ): Promise<CapState> {
-  checkSettings(target, settings);
+  checkCapSettings(target.scope, settings);
   const { state, connectionId } = await withTransaction(db, async (client) => {
     const orgId = await owningOrg(client, target, true);
     if (orgId === null) throw missing(target);
@@ -342,7 +342,12 @@ export async function clearCapAs(
   return state;
 }
 
-function checkSettings(target: CapTarget, settings: CapSettings): void {
+/**
+ * Refuses settings no cap of `scope` can take (before anything is read or written: the CLI
+ * checks them before it creates the product user a cap names).
+ */
+export function checkCapSettings(scope: CapScope, settings: CapSettings): void {
+  const target = { scope } as const;
   // A cap limits what costs add up to, and every cost is in the settlement currency.
   if (settings.currency !== SETTLEMENT_CURRENCY) {
     throw new CapTargetError(
@@ -453,7 +458,7 @@ function givenOrStored(
 }
 
 /** How messages name the target's level: `org`, `app connection`, `product user`. */
-const scopeNoun = (target: CapTarget): string => target.scope.replace('_', ' ');
+const scopeNoun = (target: Pick<CapTarget, 'scope'>): string => target.scope.replace('_', ' ');
 
 function missing(target: CapTarget): CapTargetError {
   return new CapTargetError(`no ${scopeNoun(target)} ${targetId(target)}`, true);

@@ -4,9 +4,11 @@ import {
   CapAmountRequiredError,
   capInvalidation,
   CapTargetError,
+  checkCapSettings,
   clearCapAs,
   readCap,
   setCapAs,
+  type CapSettings,
   type CapTarget,
 } from '../admin/caps.js';
 import { firingCapMarks } from '../usage-events/cap-marks.js';
@@ -41,7 +43,7 @@ function modeOrInherit<T extends string>(
   value: string | undefined,
   allowed: readonly T[],
   flag: string,
-  scope: CapTarget['scope'],
+  scope: CapTarget['scope'] | undefined,
 ): T | null | undefined {
   if (value === INHERIT) {
     if (scope !== 'product_user') {
@@ -86,10 +88,22 @@ export async function capCommand(context: CliContext, argv: string[]): Promise<v
     'overrun-policy': { type: 'string' },
     'requires-product-user': { type: 'string' },
   });
-  // Only setting a product user's cap creates the user; showing or clearing one does not.
-  const target = await capTarget(context, values, action === 'set');
+  const scope = oneOf(values.scope, ['org', 'app_connection', 'product_user'] as const, 'scope');
+  // Every flag is checked before anything is written: a refused command changes nothing.
+  const settings = action === 'set' ? capSettings(values, scope) : undefined;
   const invalidation = firingCapMarks(capInvalidation(context.redis, context.keys), context);
   try {
+    if (settings && scope) checkCapSettings(scope, settings);
+    // Only setting a product user's cap creates the user, and only with --amount: a user who
+    // does not exist yet has no cap for the other flags to change.
+    const target = await capTarget(context, values, settings?.amountNano !== undefined).catch(
+      (error: unknown) => {
+        if (settings && error instanceof UsageError && error.code === 'gw_not_found') {
+          throw new CapAmountRequiredError('the product user has no cap yet');
+        }
+        throw error;
+      },
+    );
     if (action === 'show') {
       const state = await readCap(context.db, target);
       if (!state) throw new CapTargetError(`no ${target.scope.replace('_', ' ')}`, true);
@@ -98,49 +112,7 @@ export async function capCommand(context: CliContext, argv: string[]): Promise<v
     if (action === 'clear') {
       return printJson(await clearCapAs(context.db, invalidation, CLI_ACTOR, target));
     }
-    if (values.period !== 'monthly') throw new UsageError('--period: only monthly is supported');
-    if (!/^[A-Z]{3}$/.test(values.currency))
-      throw new UsageError('--currency must be a 3-letter ISO code');
-    const requires = oneOf(
-      values['requires-product-user'],
-      ['true', 'false'] as const,
-      'requires-product-user',
-    );
-    const creditMode: CreditMode | null | undefined = modeOrInherit(
-      values['credit-mode'],
-      CREDIT_MODES,
-      'credit-mode',
-      target.scope,
-    );
-    const overrunPolicy: OverrunPolicy | null | undefined = modeOrInherit(
-      values['overrun-policy'],
-      OVERRUN_POLICIES,
-      'overrun-policy',
-      target.scope,
-    );
-    if (
-      target.scope === 'org' &&
-      (creditMode !== undefined ||
-        overrunPolicy !== undefined ||
-        requires ||
-        values['per-user-amount'])
-    ) {
-      throw new UsageError('an org cap takes only --amount, --currency and --period');
-    }
-    printJson(
-      await setCapAs(context.db, invalidation, CLI_ACTOR, target, {
-        ...(values.amount !== undefined && {
-          amountNano: amountOrNone(requireFlag(values.amount, 'amount')),
-        }),
-        currency: values.currency,
-        ...(values['per-user-amount'] !== undefined && {
-          perUserAmountNano: amountOrNone(values['per-user-amount']),
-        }),
-        ...(creditMode !== undefined && { creditMode }),
-        ...(overrunPolicy !== undefined && { overrunPolicy }),
-        ...(requires && { requiresProductUser: requires === 'true' }),
-      }),
-    );
+    printJson(await setCapAs(context.db, invalidation, CLI_ACTOR, target, settings!));
   } catch (error) {
     if (error instanceof CapAmountRequiredError)
       throw new UsageError(`--amount is required: ${error.reason}`);
@@ -150,12 +122,60 @@ export async function capCommand(context: CliContext, argv: string[]): Promise<v
   }
 }
 
+/** The settings `gw cap set` gives, every flag checked (nothing is read or written yet). */
+function capSettings(
+  values: Record<string, string | undefined>,
+  scope: CapTarget['scope'] | undefined,
+): CapSettings {
+  if (values.period !== 'monthly') throw new UsageError('--period: only monthly is supported');
+  if (!/^[A-Z]{3}$/.test(values.currency ?? ''))
+    throw new UsageError('--currency must be a 3-letter ISO code');
+  const requires = oneOf(
+    values['requires-product-user'],
+    ['true', 'false'] as const,
+    'requires-product-user',
+  );
+  const creditMode: CreditMode | null | undefined = modeOrInherit(
+    values['credit-mode'],
+    CREDIT_MODES,
+    'credit-mode',
+    scope,
+  );
+  const overrunPolicy: OverrunPolicy | null | undefined = modeOrInherit(
+    values['overrun-policy'],
+    OVERRUN_POLICIES,
+    'overrun-policy',
+    scope,
+  );
+  if (
+    scope === 'org' &&
+    (creditMode !== undefined ||
+      overrunPolicy !== undefined ||
+      requires ||
+      values['per-user-amount'])
+  ) {
+    throw new UsageError('an org cap takes only --amount, --currency and --period');
+  }
+  return {
+    ...(values.amount !== undefined && {
+      amountNano: amountOrNone(requireFlag(values.amount, 'amount')),
+    }),
+    currency: values.currency!,
+    ...(values['per-user-amount'] !== undefined && {
+      perUserAmountNano: amountOrNone(values['per-user-amount']),
+    }),
+    ...(creditMode !== undefined && { creditMode }),
+    ...(overrunPolicy !== undefined && { overrunPolicy }),
+    ...(requires && { requiresProductUser: requires === 'true' }),
+  };
+}
+
 async function capTarget(
   context: CliContext,
   values: Record<string, string | undefined>,
   createUser: boolean,
 ): Promise<CapTarget> {
-  const scope = oneOf(values.scope, ['org', 'app_connection', 'product_user'] as const, 'scope');
+  const scope = values.scope as CapTarget['scope'];
   if (scope === 'org') return { scope, orgId: requireFlag(values['org-id'], 'org-id') };
   if (scope === 'app_connection') {
     return {
