@@ -10,6 +10,7 @@
 // One check per dependency runs at a time: a probe or scrape arriving while one runs waits on
 // it (within its own bound) instead of sending another statement to a server that does not
 // answer, so probes cannot pile connections onto it.
+import { stallTolerantTimeout } from './stall-tolerant-timeout.js';
 
 /** One dependency's check: true when it answered. A rejection counts as down. */
 export type DependencyCheck = () => Promise<boolean>;
@@ -40,25 +41,26 @@ function sharedRun(check: DependencyCheck): () => Promise<boolean> {
 }
 
 /**
- * The answer, or false once `timeoutMs` has passed without one. The bound is a timer on the
- * event loop, and after a stall (a busy instance) Node runs due timers before it reads the
- * sockets: an answer that arrived during the stall would lose to the timer and a dependency
- * that answered would be reported down (Redis down: 503, the instance out of its Service for
- * being busy). So the timer gives up only after one more turn of the loop, whose poll phase
- * reads what has arrived.
+ * The answer, or false once `timeoutMs` has passed without one. After a stall (a busy
+ * instance) Node runs due timers before it reads the sockets: an answer that arrived during
+ * the stall would lose to a plain timer and a dependency that answered would be reported down
+ * (Redis down: 503, the instance out of its Service for being busy). So the bound gives up
+ * only after one more turn of the loop, whose poll phase reads what has arrived, and never
+ * waits a second bound (the scrape waits 2 s on its probes).
  */
 async function within(answer: Promise<boolean>, timeoutMs: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  let turn: NodeJS.Immediate | undefined;
+  let cancel: () => void = () => undefined;
   const timedOut = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => {
-      turn = setImmediate(resolve, false);
-    }, timeoutMs);
+    cancel = stallTolerantTimeout(
+      timeoutMs,
+      1,
+      () => false,
+      () => resolve(false),
+    );
   });
   try {
     return await Promise.race([answer, timedOut]);
   } finally {
-    clearTimeout(timer);
-    clearImmediate(turn);
+    cancel();
   }
 }

@@ -10,10 +10,8 @@
 // marker: decision 318). A Redis that only paused (a stopped host resumed within the bound)
 // keeps its connection.
 import type { Redis } from 'ioredis';
+import { STALL_MS } from '../stall-tolerant-timeout.js';
 import { isCluster, type RedisClient } from './connect.js';
-
-/** A tick later than this (ms) means the loop was stalled: nothing is judged across it. */
-const STALL_MS = 250;
 
 interface Watched {
   head: unknown;
@@ -53,6 +51,7 @@ export function watchConnections(
     const now = Date.now();
     const elapsedMs = now - lastTickAtMs;
     lastTickAtMs = now;
+    // A tick later than STALL_MS means the loop was stalled: nothing is judged across it.
     const stalled = elapsedMs > intervalMs + STALL_MS;
     for (const connection of connections()) {
       const head = connection.commandQueue.peekFront();
