@@ -51,7 +51,7 @@ import { connectRedis, knownNodes, pingAll, quitRedis, quitWithin } from './redi
 import { createRedisKeys } from './redis/keys.js';
 import { describeTarget, redisTarget } from './redis/target.js';
 import { connectSubscriber, keepSubscriberAlive } from './redis/subscriber.js';
-import { replaceSilentConnections } from './redis/silent-connections.js';
+import { replaceSilentConnections, warnOfReplacement } from './redis/silent-connections.js';
 import { defineScripts, preloadScripts } from './redis/scripts.js';
 import { buildOpenApiDocument } from './openapi/document.js';
 import { OAuthClientAuthenticator } from './oauth/client-auth.js';
@@ -152,13 +152,11 @@ async function assembleGateway(
   // gives up (src/redis/silent-connections.ts).
   closers.add(
     'redis silence watch',
-    replaceSilentConnections(redis, config.REDIS_TIMEOUT_MS, (connection, silentForMs) => {
-      const { host, port } = connection.options;
-      logger.warn(
-        { host, port, silentForMs },
-        'redis connection silent with commands waiting: reconnecting',
-      );
-    }),
+    replaceSilentConnections(
+      redis,
+      config.REDIS_TIMEOUT_MS,
+      warnOfReplacement(logger, 'redis connection silent with commands waiting: reconnecting'),
+    ),
     (watch) => watch.stop(),
   );
   const seedNodes = target.kind === 'cluster' ? target.nodes : [];
@@ -176,13 +174,14 @@ async function assembleGateway(
   );
   closers.add(
     'redis subscriber watch',
-    keepSubscriberAlive(subscriber, config.REDIS_TIMEOUT_MS, (connection, silentForMs) => {
-      const { host, port } = connection.options;
-      logger.warn(
-        { host, port, silentForMs },
+    keepSubscriberAlive(
+      subscriber,
+      config.REDIS_TIMEOUT_MS,
+      warnOfReplacement(
+        logger,
         'redis subscriber silent: reconnecting (caches are dropped once it listens again)',
-      );
-    }),
+      ),
+    ),
     (watch) => watch.stop(),
   );
   const keys = createRedisKeys(config.REDIS_KEY_PREFIX);

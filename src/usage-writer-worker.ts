@@ -7,7 +7,7 @@ import { createDbPool } from './db/pool.js';
 import { createLogger } from './log.js';
 import { connectRedis } from './redis/connect.js';
 import { createRedisKeys } from './redis/keys.js';
-import { replaceSilentConnections } from './redis/silent-connections.js';
+import { replaceSilentConnections, warnOfReplacement } from './redis/silent-connections.js';
 import { PostgresUsageSink } from './ledger/postgres-usage-sink.js';
 import { UsageDeadLetters } from './ledger/usage-dead-letters.js';
 import { UsageStreamWriter } from './ledger/usage-writer.js';
@@ -42,13 +42,7 @@ const silenceWatch =
     : replaceSilentConnections(
         redis,
         settings.options.flushIntervalMs + settings.redisTimeoutMs,
-        (connection, silentForMs) => {
-          const { host, port: redisPort } = connection.options;
-          logger.warn(
-            { host, port: redisPort, silentForMs },
-            'redis connection silent with commands waiting: reconnecting',
-          );
-        },
+        warnOfReplacement(logger, 'redis connection silent with commands waiting: reconnecting'),
       );
 const db = createDbPool(settings.databaseUrl, 2, settings.writeTimeoutMs);
 const writer = new UsageStreamWriter(

@@ -10,6 +10,7 @@
 // marker: decision 318). A Redis that only paused (a stopped host resumed within the bound)
 // keeps its connection.
 import type { Redis } from 'ioredis';
+import type { Logger } from '../log.js';
 import { STALL_MS } from '../stall-tolerant-timeout.js';
 import { isCluster, type RedisClient } from './connect.js';
 
@@ -71,4 +72,15 @@ export function watchConnections(
   }, intervalMs);
   timer.unref();
   return { stop: () => clearInterval(timer) };
+}
+
+/** A watch's `onReplace` that warns with `message`, naming the node and how long it was silent. */
+export function warnOfReplacement(
+  logger: Logger,
+  message: string,
+): (connection: Redis, silentForMs: number) => void {
+  return (connection, silentForMs) => {
+    const { host, port } = connection.options;
+    logger.warn({ host, port, silentForMs }, message);
+  };
 }
