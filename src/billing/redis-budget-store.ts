@@ -119,45 +119,41 @@ export class RedisBudgetStore implements BudgetStore {
     };
     const announcing = request.lostRecord && this.registerStream(request.lostRecord.orgId);
     if (announcing) await announcing;
+    // A reserve without an answer is given up on (and what it may hold released) on either call.
     const call = async (): Promise<Array<string | number>> => {
       const now = Date.now();
       const expiresAtMs = now + this.reservationTtlMs;
-      return (await this.scripts.reserve(keys, {
-        request_id: request.requestId,
-        amount_nano: request.amountNano.toString(),
-        now_ms: now,
-        expires_at_ms: expiresAtMs,
-        wallet_pays: accounts.walletPays ? '1' : '0',
-        org_cap_nano: accounts.orgCap?.capNano.toString() ?? '',
-        conn_cap_nano: accounts.connectionCap?.capNano.toString() ?? '',
-        user_cap_nano: accounts.user?.capNano?.toString() ?? '',
-        user_mode: accounts.user?.creditMode ?? 'none',
-        credentials: credentialTiers(accounts.credentials),
-        byok_only: accounts.credentials?.byokOnly ? '1' : '0',
-        draft: request.lostRecord
-          ? encodeDraft({
-              instance: this.instanceId,
-              startedAtMs: now,
-              lapsesAtMs: expiresAtMs,
-              record: request.lostRecord,
-              accounts,
-            })
-          : '',
-      })) as Array<string | number>;
-    };
-    let result: Array<string | number>;
-    try {
-      result = await call();
-    } catch (error) {
-      throw this.givenUp(error, request, keys);
-    }
-    if (result[0] === ReserveCode.NotLoaded) {
-      await this.loader.load(result.slice(1) as AccountName[], accounts);
       try {
-        result = await call();
+        return (await this.scripts.reserve(keys, {
+          request_id: request.requestId,
+          amount_nano: request.amountNano.toString(),
+          now_ms: now,
+          expires_at_ms: expiresAtMs,
+          wallet_pays: accounts.walletPays ? '1' : '0',
+          org_cap_nano: accounts.orgCap?.capNano.toString() ?? '',
+          conn_cap_nano: accounts.connectionCap?.capNano.toString() ?? '',
+          user_cap_nano: accounts.user?.capNano?.toString() ?? '',
+          user_mode: accounts.user?.creditMode ?? 'none',
+          credentials: credentialTiers(accounts.credentials),
+          byok_only: accounts.credentials?.byokOnly ? '1' : '0',
+          draft: request.lostRecord
+            ? encodeDraft({
+                instance: this.instanceId,
+                startedAtMs: now,
+                lapsesAtMs: expiresAtMs,
+                record: request.lostRecord,
+                accounts,
+              })
+            : '',
+        })) as Array<string | number>;
       } catch (error) {
         throw this.givenUp(error, request, keys);
       }
+    };
+    let result = await call();
+    if (result[0] === ReserveCode.NotLoaded) {
+      await this.loader.load(result.slice(1) as AccountName[], accounts);
+      result = await call();
     }
     const amount = (index: number): bigint => BigInt(result[index] ?? '0');
     switch (result[0]) {
