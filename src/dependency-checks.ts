@@ -10,7 +10,7 @@
 // One check per dependency runs at a time: a probe or scrape arriving while one runs waits on
 // it (within its own bound) instead of sending another statement to a server that does not
 // answer, so probes cannot pile connections onto it.
-import { stallTolerantTimeout } from './stall-tolerant-timeout.js';
+import { stallTolerantTimeout, type StallTolerantTarget } from './stall-tolerant-timeout.js';
 
 /** One dependency's check: true when it answered. A rejection counts as down. */
 export type DependencyCheck = () => Promise<boolean>;
@@ -40,6 +40,12 @@ function sharedRun(check: DependencyCheck): () => Promise<boolean> {
   };
 }
 
+/** A check's time-out resolves its answer to false; the race has the real answer first. */
+const ANSWER_FALSE: StallTolerantTarget<(up: boolean) => void> = {
+  done: () => false,
+  expire: (resolve) => resolve(false),
+};
+
 /**
  * The answer, or false once `timeoutMs` has passed without one. After a stall (a busy
  * instance) Node runs due timers before it reads the sockets: an answer that arrived during
@@ -49,18 +55,13 @@ function sharedRun(check: DependencyCheck): () => Promise<boolean> {
  * waits a second bound (the scrape waits 2 s on its probes).
  */
 async function within(answer: Promise<boolean>, timeoutMs: number): Promise<boolean> {
-  let cancel: () => void = () => undefined;
+  let timeout: { cancel(): void } | undefined;
   const timedOut = new Promise<boolean>((resolve) => {
-    cancel = stallTolerantTimeout(
-      timeoutMs,
-      1,
-      () => false,
-      () => resolve(false),
-    );
+    timeout = stallTolerantTimeout(resolve, ANSWER_FALSE, timeoutMs, 1);
   });
   try {
     return await Promise.race([answer, timedOut]);
   } finally {
-    cancel();
+    timeout?.cancel();
   }
 }

@@ -4,7 +4,7 @@
 // waits unread. A command fails only when Redis has said nothing for the bound and a quick
 // turn of the loop then read nothing from it, or in any case past six bounds (decision 318).
 import { Command } from 'ioredis';
-import { stallTolerantTimeout } from '../stall-tolerant-timeout.js';
+import { stallTolerantTimeout, type StallTolerantTarget } from '../stall-tolerant-timeout.js';
 
 /** The error of a command given up on; isCommandTimeout recognises it. */
 export const COMMAND_TIMED_OUT = 'Command timed out';
@@ -17,6 +17,13 @@ interface TimedCommand {
   _commandTimeoutTimer?: NodeJS.Timeout;
   reject(error: Error): void;
 }
+
+/** A command's answer, give-up and timer, as the stall-tolerant time-out sees them. */
+const COMMAND: StallTolerantTarget<TimedCommand> = {
+  done: (command) => command.isResolved,
+  expire: (command) => command.reject(new Error(COMMAND_TIMED_OUT)),
+  armed: (command, timer) => (command._commandTimeoutTimer = timer),
+};
 
 let installed = false;
 
@@ -33,13 +40,7 @@ export function installStallTolerantTimeout(): void {
   };
   prototype.setTimeout = function setTimeout(this: TimedCommand, ms: number): void {
     if (this._commandTimeoutTimer) return;
-    stallTolerantTimeout(
-      ms,
-      MAX_BOUNDS,
-      () => this.isResolved,
-      () => this.reject(new Error(COMMAND_TIMED_OUT)),
-      (timer) => (this._commandTimeoutTimer = timer),
-    );
+    stallTolerantTimeout(this, COMMAND, ms, MAX_BOUNDS);
   };
 }
 
