@@ -208,7 +208,11 @@ async function assembleGateway(
   const metrics = new GatewayMetrics(
     config.METRICS_ENABLED,
     () => pendingUsageRecords(redis, keys),
-    { dependencies: checkDependencies, webhookDeliveriesDue: () => webhookDeliveriesDue(db) },
+    {
+      dependencies: checkDependencies,
+      webhookDeliveriesDue: () => webhookDeliveriesDue(db),
+      upstreamWaiting: () => upstream.waiting(),
+    },
   );
 
   const instanceId = randomUUID();

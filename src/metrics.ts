@@ -21,6 +21,8 @@ export interface ScrapeProbes {
   readonly dependencies?: () => Promise<Record<string, boolean>>;
   /** Webhook deliveries due and not yet attempted (every instance's). */
   readonly webhookDeliveriesDue?: () => Promise<number>;
+  /** This worker's vendor calls waiting for a connection (UpstreamClient.waiting). */
+  readonly upstreamWaiting?: () => number;
 }
 
 export class GatewayMetrics {
@@ -124,7 +126,7 @@ export class GatewayMetrics {
         pendingUsageRecords,
       );
     }
-    const { dependencies, webhookDeliveriesDue } = probes;
+    const { dependencies, webhookDeliveriesDue, upstreamWaiting } = probes;
     if (dependencies) {
       new Gauge({
         name: 'gw_dependency_up',
@@ -139,6 +141,16 @@ export class GatewayMetrics {
           for (const [dependency, up] of Object.entries(checks)) {
             this.set({ dependency }, up ? 1 : 0);
           }
+        },
+      });
+    }
+    if (upstreamWaiting) {
+      new Gauge({
+        name: 'gw_upstream_calls_waiting',
+        help: 'Vendor calls of this instance waiting for a connection: all UPSTREAM_CONNECTIONS to their vendor are busy (each live stream holds one)',
+        registers: [this.registry],
+        collect() {
+          this.set(upstreamWaiting());
         },
       });
     }

@@ -11,6 +11,7 @@ import { startClosingFront, type ClosingFront } from './support/closing-vendor.j
 import { isolatedContext } from './support/context.js';
 import { bearer, postJson, postSse } from './support/http.js';
 import {
+  metricsUrl,
   runCliJson,
   seed,
   setProductUserCap,
@@ -186,6 +187,13 @@ async function expectChargedNothing(requestId: string): Promise<void> {
 }
 
 const requestsReached = async (): Promise<number> => (await front.stats()).requests;
+/** The gateway's vendor calls waiting for a connection, as its metrics report them. */
+const callsWaiting = async (gateway: GatewayProcess): Promise<number> => {
+  const scrape = await (await fetch(metricsUrl(gateway))).text();
+  const value = /^gw_upstream_calls_waiting (\d+)$/m.exec(scrape)?.[1];
+  if (value === undefined) throw new Error('no gw_upstream_calls_waiting in the scrape');
+  return Number(value);
+};
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('a client gone while its call waits for a vendor connection', () => {
@@ -212,6 +220,7 @@ describe('a client gone while its call waits for a vendor connection', () => {
     );
     const requestIds = await Promise.all(orgs.map((org) => heldRequest(org)));
     await sleep(200); // each call is now queued behind the occupier's connection
+    expect(await callsWaiting(pooled)).toBe(variants.length);
 
     const releaseMs = await Promise.all(
       variants.map((_, index) =>
@@ -222,6 +231,8 @@ describe('a client gone while its call waits for a vendor connection', () => {
       expect(ms, variants[index]!.name).toBeLessThan(RELEASED_WITHIN_MS);
     }
     for (const requestId of requestIds) await expectChargedNothing(requestId);
+    // Out of the gateway's line for the vendor's connections, not only settled (decision 320).
+    expect(await callsWaiting(pooled)).toBe(0);
 
     // A request queued behind the same connection after they left is served once it frees up.
     const queuedOrg = await seed(env);

@@ -151,6 +151,90 @@ describe('UpstreamClient', () => {
     }
   });
 
+  it('keeps calls beyond a full pool in its own line, in order; an abandoned one leaves it with its prompt', async () => {
+    const single = new UpstreamClient(10_000, 1);
+    const made: UpstreamCall[] = [];
+    const request = (prompt: string): { call: UpstreamCall; body: WeakRef<Buffer> } => {
+      const body = Buffer.from(JSON.stringify({ prompt }));
+      const call = single.request({
+        baseUrl,
+        path: '/v1/chat/completions',
+        headers: { 'content-type': 'application/json' },
+        body,
+      });
+      made.push(call);
+      return { call, body: new WeakRef(body) };
+    };
+    const before = received.length;
+    const connectionsBefore = connections;
+    try {
+      const { call: occupier } = request('occupier');
+      await occupier.response; // its stream holds the only connection
+      expect(single.waiting()).toBe(0);
+      const { call: first } = request('first');
+      // Small prompts, which undici kept with a request queued in it until it reached it: a
+      // client that leaves at once is charged nothing, so it can leave any number of them.
+      const abandoned = Array.from({ length: 500 }, (_, n) => request(`abandoned ${n}`));
+      const { call: last } = request('last');
+      expect(single.waiting()).toBe(502);
+      for (const { call } of abandoned) call.abort();
+      expect(single.waiting()).toBe(2);
+      for (const { call } of abandoned) {
+        await expect(call.response).rejects.toMatchObject({ code: 'GW_UPSTREAM_ABORTED' });
+        expect(call.written).toBe(false);
+      }
+      expect(await collected(abandoned[0]!.body)).toBe(true);
+      expect(await collected(abandoned[499]!.body)).toBe(true);
+
+      received.at(-1)!.response.end(); // the occupier's stream ends: `first` goes next
+      await (await occupier.response).body.bytes();
+      expect((await first.response).statusCode).toBe(200);
+      expect(single.waiting()).toBe(1);
+      received.at(-1)!.response.end();
+      await (await first.response).body.bytes();
+      expect((await last.response).statusCode).toBe(200);
+      expect(single.waiting()).toBe(0);
+      expect(
+        received.map(({ body }) => JSON.parse(body.toString()) as unknown).slice(before),
+      ).toEqual([{ prompt: 'occupier' }, { prompt: 'first' }, { prompt: 'last' }]);
+      expect(connections - connectionsBefore).toBe(1);
+    } finally {
+      for (const call of made) call.abort();
+      for (const { response } of received.slice(before)) response.end();
+      await single.close().catch(() => undefined);
+    }
+  });
+
+  it('closes once the calls still waiting for a connection have been sent', async () => {
+    const single = new UpstreamClient(10_000, 1);
+    const request = (prompt: string): UpstreamCall =>
+      single.request({
+        baseUrl,
+        path: '/v1/chat/completions',
+        headers: { 'content-type': 'application/json' },
+        body: Buffer.from(JSON.stringify({ prompt })),
+      });
+    const before = received.length;
+    const occupier = request('occupier');
+    await occupier.response;
+    const waiting = request('waiting');
+    let closed = false;
+    const closing = single.close().then(() => (closed = true));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(closed).toBe(false);
+    received.at(-1)!.response.end();
+    await (await occupier.response).body.bytes();
+    const answer = await waiting.response;
+    expect(answer.statusCode).toBe(200);
+    received.at(-1)!.response.end();
+    await answer.body.bytes();
+    await closing;
+    expect(closed).toBe(true);
+    expect(
+      received.map(({ body }) => JSON.parse(body.toString()) as unknown).slice(before),
+    ).toEqual([{ prompt: 'occupier' }, { prompt: 'waiting' }]);
+  });
+
   it('drops abandoned requests without closing the connection they would have used', async () => {
     const single = new UpstreamClient(10_000, 1);
     const request = (prompt: string): UpstreamCall =>

@@ -1,5 +1,6 @@
 // Keep-alive connection pools to the vendors, one per origin, called through undici's
-// dispatch API: the answer's body arrives as an UpstreamBody (see there for why).
+// dispatch API: the answer's body arrives as an UpstreamBody (see there for why). Calls
+// beyond a pool's connections wait in the origin's line, not in undici (OriginLine).
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import { Pool, type Dispatcher } from 'undici';
@@ -47,7 +48,7 @@ export class UpstreamAbortedError extends Error {
 }
 
 export class UpstreamClient {
-  private readonly pools = new Map<string, Pool>();
+  private readonly lines = new Map<string, OriginLine>();
   private readonly prefixes = new Map<string, { origin: string; pathPrefix: string }>();
 
   constructor(
@@ -64,26 +65,32 @@ export class UpstreamClient {
     const { body } = request;
     const large = body.length > RELEASED_BODY_BYTES;
     if (large) handler.unsentBody = new OneChunkBody(body);
-    this.pool(origin).dispatch(
-      {
-        method: 'POST',
-        path: pathPrefix + request.path,
-        headers: large
-          ? Object.assign({}, request.headers, { 'content-length': String(body.length) })
-          : request.headers,
-        // undici documents async iterables as bodies (Dispatcher.md); its types omit them.
-        body: large ? (handler.unsentBody as unknown as Readable) : body,
-        headersTimeout: this.timeoutMs,
-        bodyTimeout: this.timeoutMs,
-      },
-      handler,
-    );
+    this.line(origin).send(handler, {
+      method: 'POST',
+      path: pathPrefix + request.path,
+      headers: large
+        ? Object.assign({}, request.headers, { 'content-length': String(body.length) })
+        : request.headers,
+      // undici documents async iterables as bodies (Dispatcher.md); its types omit them.
+      body: large ? (handler.unsentBody as unknown as Readable) : body,
+      headersTimeout: this.timeoutMs,
+      bodyTimeout: this.timeoutMs,
+    });
     return handler;
   }
 
+  /** Calls waiting for a vendor connection, over every origin (a gauge: a full pool). */
+  waiting(): number {
+    let count = 0;
+    for (const line of this.lines.values()) count += line.waitingCount;
+    return count;
+  }
+
+  /** Waits for the calls still waiting to be sent, then closes every connection. */
   async close(): Promise<void> {
-    await Promise.all([...this.pools.values()].map((pool) => pool.close()));
-    this.pools.clear();
+    const lines = [...this.lines.values()];
+    this.lines.clear();
+    await Promise.all(lines.map((line) => line.close()));
   }
 
   /** A base URL may carry a path prefix (a proxy's); the vendor path goes after it. */
@@ -97,10 +104,10 @@ export class UpstreamClient {
     return parts;
   }
 
-  private pool(origin: string): Pool {
-    let pool = this.pools.get(origin);
-    if (!pool) {
-      pool = new Pool(origin, {
+  private line(origin: string): OriginLine {
+    let line = this.lines.get(origin);
+    if (!line) {
+      const pool = new Pool(origin, {
         connections: this.connectionsPerOrigin,
         pipelining: 1,
         // Below the idle time-outs servers commonly close kept-alive sockets at (Node's 5 s,
@@ -111,9 +118,84 @@ export class UpstreamClient {
         // written to (decision 312).
         connect: checkedConnector(),
       });
-      this.pools.set(origin, pool);
+      line = new OriginLine(pool, this.connectionsPerOrigin);
+      this.lines.set(origin, line);
     }
-    return pool;
+    return line;
+  }
+}
+
+/**
+ * One vendor origin: its keep-alive pool, and the calls waiting for one of its connections.
+ * undici is given at most as many calls as the pool has connections; the rest wait here, in
+ * order, where an abandoned one is taken out at once (decision 320). undici has no way to take
+ * a request off its own queue, so a call abandoned there stayed, with its prompt, until a
+ * connection freed up: against a vendor whose connects hang, clients that leave at once (and
+ * are charged nothing) could grow that queue without bound.
+ */
+class OriginLine {
+  /** Calls given to undici and not yet ended; at most `connections`. */
+  private inPool = 0;
+  private first: CallHandler | undefined;
+  private last: CallHandler | undefined;
+  waitingCount = 0;
+  /** Set while the line hands calls to undici: an end reported meanwhile only counts. */
+  private pumping = false;
+  private emptied: (() => void) | undefined;
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly connections: number,
+  ) {}
+
+  send(call: CallHandler, options: Dispatcher.DispatchOptions): void {
+    if (this.inPool < this.connections && !this.first) return this.dispatch(call, options);
+    call.waiting = options;
+    call.line = this;
+    call.previous = this.last;
+    if (this.last) this.last.next = call;
+    else this.first = call;
+    this.last = call;
+    this.waitingCount += 1;
+  }
+
+  /** A waiting call abandoned: out of the line, with its request. */
+  leave(call: CallHandler): void {
+    if (call.previous) call.previous.next = call.next;
+    else this.first = call.next;
+    if (call.next) call.next.previous = call.previous;
+    else this.last = call.previous;
+    call.previous = call.next = call.waiting = call.line = undefined;
+    this.waitingCount -= 1;
+    if (!this.first) this.emptied?.();
+  }
+
+  /** undici ended a call it was given (answered, failed or refused): the next one goes. */
+  ended(): void {
+    this.inPool -= 1;
+    if (this.pumping) return;
+    this.pumping = true;
+    try {
+      while (this.inPool < this.connections && this.first) {
+        const call = this.first;
+        const options = call.waiting!;
+        this.leave(call);
+        this.dispatch(call, options);
+      }
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.first) await new Promise<void>((resolve) => (this.emptied = resolve));
+    await this.pool.close();
+  }
+
+  private dispatch(call: CallHandler, options: Dispatcher.DispatchOptions): void {
+    this.inPool += 1;
+    call.sentTo = this;
+    this.pool.dispatch(options, call);
   }
 }
 
@@ -164,6 +246,13 @@ class CallHandler implements Dispatcher.DispatchHandler, UpstreamCall, StartingC
   written = false;
   /** A large body, for an abandoned call to let go of while undici still queues it. */
   unsentBody: OneChunkBody | undefined = undefined;
+  /** While the call waits in its origin's line: the line, its place there and its request. */
+  line: OriginLine | undefined = undefined;
+  previous: CallHandler | undefined = undefined;
+  next: CallHandler | undefined = undefined;
+  waiting: Dispatcher.DispatchOptions | undefined = undefined;
+  /** The line whose undici pool has the call, until undici ends it. */
+  sentTo: OriginLine | undefined = undefined;
 
   constructor() {
     this.response = new Promise((resolve, reject) => {
@@ -177,11 +266,13 @@ class CallHandler implements Dispatcher.DispatchHandler, UpstreamCall, StartingC
     this.abortRequested = true;
     const reason = new UpstreamAbortedError('the call to the vendor was abandoned');
     if (this.controller) return this.controller.abort(reason);
-    // Still waiting for a connection (behind a full pool, or its connect under way): undici
-    // has no way to take a request off its queues, and would start it only once a connection
-    // is free or the connect ends (10 s for one that hangs). The call ends here, unwritten;
-    // undici drops the request without writing a byte when it gets to it (decision 316), and
-    // until then keeps it queued: its prompt need not stay with it.
+    // Still waiting for a connection. In its origin's line (a full pool), it leaves it with its
+    // request (decision 320). Given to undici, its connect under way: undici has no way to take
+    // a request off its queues, and would start it only once the connect ends (10 s for one
+    // that hangs). Either way the call ends here, unwritten; undici drops the request without
+    // writing a byte when it gets to it (decision 316), and until then keeps it: its prompt
+    // need not stay with it.
+    this.line?.leave(this);
     void this.unsentBody?.return();
     this.rejectResponse(reason);
   }
@@ -230,11 +321,20 @@ class CallHandler implements Dispatcher.DispatchHandler, UpstreamCall, StartingC
   }
 
   onResponseEnd(): void {
+    this.leavePool();
     this.body?.end();
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    this.leavePool();
     if (this.body) this.body.fail(error);
     else this.rejectResponse(error);
+  }
+
+  /** undici is done with the call (once): its place in the pool goes to the next one. */
+  private leavePool(): void {
+    const line = this.sentTo;
+    this.sentTo = undefined;
+    line?.ended();
   }
 }
