@@ -52,6 +52,7 @@ describe('docs/operations.md alerts', () => {
   const registered = new GatewayMetrics(false, probe, {
     dependencies: () => Promise.resolve({}),
     webhookDeliveriesDue: probe,
+    upstreamWaiting: () => 0,
   }).registry
     .getMetricsAsArray()
     .map((metric) => metric.name);
