@@ -9,6 +9,7 @@ import {
 import { CLI_ACTOR, type CliContext } from './context.js';
 import {
   graceSecondsFlag,
+  listFlag,
   orUsageError,
   parseFlags,
   printJson,
@@ -35,10 +36,7 @@ export async function apiKeyCommand(context: CliContext, argv: string[]): Promis
   });
   if (action === 'create') {
     const connectionId = requireFlag(values['app-connection-id'], 'app-connection-id');
-    const modelPolicy = values['model-policy']
-      ?.split(',')
-      .map((pattern) => pattern.trim())
-      .filter(Boolean);
+    const modelPolicy = listFlag(values['model-policy']);
     const { row, rawKey } = orUsageError(
       await createApiKeyAs(context.db, CLI_ACTOR, connectionId, {
         name: values.name,

@@ -13,7 +13,14 @@ import { startMockVendors } from '../mock-vendors/server.js';
 import { SecretBoxError } from '../credentials/secret-box.js';
 import { rewrapSigningSecrets } from '../webhooks/sealed-secret.js';
 import { CLI_ACTOR, type CliContext } from './context.js';
-import { cliMasterKeys, parseFlags, printJson, requireFlag, UsageError } from './output.js';
+import {
+  cliMasterKeys,
+  listFlag,
+  parseFlags,
+  printJson,
+  requireFlag,
+  UsageError,
+} from './output.js';
 
 export const credentialsHelp = `gw credentials add --org-id O --provider ${PROVIDER_IDS.join('|')} --name N --secret S
                    [--model-policy 'vendor_b/*'] [--priority 1] [--routing-mode byok_first|byok_only]
@@ -96,12 +103,8 @@ function priority(values: Values): number | undefined {
 }
 
 function modelPolicy(values: Values): string[] | undefined {
-  const text = values['model-policy'];
-  if (text === undefined) return undefined;
-  const patterns = text
-    .split(',')
-    .map((pattern) => pattern.trim())
-    .filter(Boolean);
+  const patterns = listFlag(values['model-policy']);
+  if (patterns === undefined) return undefined;
   if (patterns.length === 0) throw new UsageError('--model-policy must name at least one pattern');
   return patterns;
 }

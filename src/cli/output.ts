@@ -57,6 +57,14 @@ export function requireFlag(value: string | undefined, name: string): string {
   return value;
 }
 
+/** A comma-separated flag (`--model-policy a,b`) as its trimmed, non-empty items (absent: undefined). */
+export function listFlag(value: string | undefined): string[] | undefined {
+  return value
+    ?.split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
+}
+
 /** `--grace-seconds` of a rotation: whole seconds from 0 to `maxSeconds` (absent: the default). */
 export function graceSecondsFlag(
   value: string | undefined,

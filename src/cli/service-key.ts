@@ -6,7 +6,14 @@ import {
   setServiceKeyStatusAs,
 } from '../admin/service-keys.js';
 import { CLI_ACTOR, type CliContext } from './context.js';
-import { parseFlags, printJson, requireFlag, UsageError, orUsageError } from './output.js';
+import {
+  listFlag,
+  parseFlags,
+  printJson,
+  requireFlag,
+  UsageError,
+  orUsageError,
+} from './output.js';
 
 export const serviceKeyHelp = `gw service-key create --org-id O [--scopes product_users:read,product_users:write] [--expires-at RFC3339]
 gw service-key revoke|disable --id S
@@ -22,10 +29,7 @@ export async function serviceKeyCommand(context: CliContext, argv: string[]): Pr
   });
   if (action === 'create') {
     const orgId = requireFlag(values['org-id'], 'org-id');
-    const scopes = values.scopes
-      ?.split(',')
-      .map((scope) => scope.trim())
-      .filter(Boolean);
+    const scopes = listFlag(values.scopes);
     const expiresAt = values['expires-at'] ? new Date(values['expires-at']) : null;
     if (expiresAt && Number.isNaN(expiresAt.getTime()))
       throw new UsageError('--expires-at must be an RFC 3339 timestamp');

@@ -18,6 +18,7 @@ import { CLI_ACTOR, type CliContext } from './context.js';
 import {
   cliMasterKeys,
   graceSecondsFlag,
+  listFlag,
   orUsageError,
   parseFlags,
   printJson,
@@ -57,10 +58,7 @@ export async function webhookCommand(context: CliContext, argv: string[]): Promi
       await createEndpoint(db, settings, CLI_ACTOR, orgId, {
         url: requireFlag(values.url, 'url'),
         description: values.description,
-        eventTypes: values.events
-          ?.split(',')
-          .map((type) => type.trim())
-          .filter(Boolean),
+        eventTypes: listFlag(values.events),
       }),
     );
     printJson({ id: created.row.id, secret: created.secret });
