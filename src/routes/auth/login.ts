@@ -22,7 +22,8 @@ import { declareRoute } from '../framework/declaration.js';
 import { dashboardUserSchema, orgSummarySchema } from '../dashboard/schemas.js';
 import type { AccountDeps } from './deps.js';
 
-const loginSchema = z.strictObject({
+/** The body of sign-in and sign-up: an e-mail and a password, no longer than an account holds. */
+export const emailPasswordSchema = z.strictObject({
   email: z.string().max(EMAIL_MAX_LENGTH),
   password: z.string().max(PASSWORD_MAX_UTF16_UNITS),
 });
@@ -39,7 +40,7 @@ export const loginRoute = declareRoute({
   path: '/auth/login',
   summary: 'Signs in to the dashboard: sets the session cookie',
   caller: { kind: 'dashboard_visitor' },
-  body: loginSchema,
+  body: emailPasswordSchema,
   responses: { 200: { description: 'signed in', schema: signedInSchema } },
   errors: ['gw_invalid_credentials', 'gw_too_many_attempts', 'gw_unavailable'],
   async handler({ request, body, response }, deps: AccountDeps) {

@@ -4,31 +4,19 @@
 // `gw admin create-user` does, and signs them in (the session cookie, as /auth/login). Every
 // attempt is counted per client address (429 gw_too_many_attempts with Retry-After past
 // the limit), before any password is hashed — a body refused as malformed too.
-import { z } from 'zod';
 import { tooManyAttempts } from '../../accounts/login-throttle.js';
-import { PASSWORD_MAX_UTF16_UNITS } from '../../accounts/passwords.js';
-import {
-  AccountRuleError,
-  createUser,
-  EMAIL_MAX_LENGTH,
-  loadDashboardUser,
-} from '../../accounts/users.js';
+import { AccountRuleError, createUser, loadDashboardUser } from '../../accounts/users.js';
 import { gwError, type GwError } from '../../errors.js';
 import { declareRoute } from '../framework/declaration.js';
 import type { AccountDeps } from './deps.js';
-import { answerSignedIn, signedInSchema } from './login.js';
-
-const signupSchema = z.strictObject({
-  email: z.string().max(EMAIL_MAX_LENGTH),
-  password: z.string().max(PASSWORD_MAX_UTF16_UNITS),
-});
+import { answerSignedIn, emailPasswordSchema, signedInSchema } from './login.js';
 
 export const signupRoute = declareRoute({
   method: 'POST',
   path: '/auth/signup',
   summary: 'Self-service sign-up (when enabled): a new user and their personal organization',
   caller: { kind: 'dashboard_visitor' },
-  body: signupSchema,
+  body: emailPasswordSchema,
   responses: { 201: { description: 'signed up and signed in', schema: signedInSchema } },
   errors: ['gw_signup_disabled', 'gw_too_many_attempts', 'gw_conflict', 'gw_unavailable'],
   // A body the router refuses is an attempt too: it is counted (and answered 429 past the
