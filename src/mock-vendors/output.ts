@@ -1,5 +1,5 @@
 // Deterministic generated output: text from words that are each exactly one o200k token,
-// tool arguments built from a JSON schema, and cheap unique ids.
+// tool arguments built from a JSON schema, cheap unique ids, and usage spliced into an answer.
 import { randomBytes } from 'node:crypto';
 import { countTextTokens } from '../tokens/count.js';
 
@@ -177,4 +177,12 @@ let idCounter = 0;
 export function mockId(prefix: string): string {
   idCounter += 1;
   return `${prefix}${idStem}${idCounter.toString(36).padStart(8, '0')}`;
+}
+
+/**
+ * An answer's JSON with `"usage":usageJson` as its last field, spliced in as text: usage is all
+ * integers, so it needs no serialising. `answer` has at least one field.
+ */
+export function withUsageJson(answer: object, usageJson: string): string {
+  return `${JSON.stringify(answer).slice(0, -1)},"usage":${usageJson}}`;
 }

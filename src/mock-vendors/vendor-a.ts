@@ -10,6 +10,7 @@ import {
   renderedWords,
   type OfferedTool,
   type ToolCallOutput,
+  withUsageJson,
 } from './output.js';
 import { jsonError } from './responses.js';
 import type {
@@ -109,8 +110,7 @@ function completion(plan: AnswerPlan): string {
     stop_sequence: null,
   };
   const outputTokens = call ? call.outputTokens : plan.outputTokens;
-  // usage is spliced in as text: it is all integers.
-  return `${JSON.stringify(message).slice(0, -1)},"usage":${usageOf(plan.inputTokens, outputTokens)}}`;
+  return withUsageJson(message, usageOf(plan.inputTokens, outputTokens));
 }
 
 const wordEvent = renderedWords(

@@ -10,6 +10,7 @@ import {
   renderedWords,
   type OfferedTool,
   type ToolCallOutput,
+  withUsageJson,
 } from './output.js';
 import { jsonError } from './responses.js';
 import type {
@@ -167,8 +168,7 @@ function completion(plan: AnswerPlan): string {
     })),
     system_fingerprint: SYSTEM_FINGERPRINT,
   };
-  // usage is spliced in as text: it is all integers.
-  return `${JSON.stringify(answer).slice(0, -1)},"usage":${usageOf(plan, completionTokens * choices)}}`;
+  return withUsageJson(answer, usageOf(plan, completionTokens * choices));
 }
 
 const wordDelta = renderedWords((word) => JSON.stringify({ content: word }));
