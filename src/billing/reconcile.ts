@@ -14,7 +14,7 @@
 import { readOnlySnapshot, type DbClient, type DbPool } from '../db/pool.js';
 import { formatNano } from '../money.js';
 import { monthlyPeriod } from '../periods.js';
-import { masters, type RedisClient } from '../redis/connect.js';
+import { scanKeys, type RedisClient } from '../redis/connect.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts } from '../redis/scripts.js';
 import { streamPosition, unwrittenAtSnapshot } from '../ledger/unwritten-usage.js';
@@ -269,20 +269,16 @@ export class Reconciler {
     const prefix = probe.slice(0, probe.indexOf('{o:ORG}'));
     const pattern = `${prefix}{o:${onlyOrgId ? escapeGlob(onlyOrgId) : '*'}}:*`;
     const byOrg = new Map<string, LiveAccount[]>();
-    for (const node of masters(this.redis)) {
-      let cursor = '0';
-      do {
-        const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-        cursor = next;
-        for (const key of keys) {
-          const parsed = parseAccountKey(key.slice(prefix.length));
-          if (!parsed) continue;
-          const list = byOrg.get(parsed.orgId) ?? [];
-          list.push({ ...parsed.account, key });
-          byOrg.set(parsed.orgId, list);
-        }
-      } while (cursor !== '0');
-    }
+    await scanKeys(this.redis, pattern, (keys) => {
+      for (const key of keys) {
+        const parsed = parseAccountKey(key.slice(prefix.length));
+        if (!parsed) continue;
+        const list = byOrg.get(parsed.orgId) ?? [];
+        list.push({ ...parsed.account, key });
+        byOrg.set(parsed.orgId, list);
+      }
+      return Promise.resolve();
+    });
     return byOrg;
   }
 }
