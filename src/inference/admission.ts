@@ -4,7 +4,7 @@
 // Whatever can fail is done before the hold: after it, only the proxy step and settle remain.
 // It takes narrow ports (what it calls, nothing more), so it runs against fakes in unit tests.
 import type { ApiKeyIdentity } from '../auth/api-key-store.js';
-import type { BudgetStore, RequestAccounts } from '../billing/budget-store.js';
+import type { BudgetStore, RequestAccounts, ReserveOutcome } from '../billing/budget-store.js';
 import type { CapPolicyStore } from '../billing/cap-policies.js';
 import { monthlyPeriod } from '../periods.js';
 import { LEGACY_ERRORS_HEADER, reservationError } from '../billing/rejections.js';
@@ -16,7 +16,6 @@ import { AttributionError, readAttribution } from '../product-users/attribution.
 import type { ProductUserDirectory, ResolvedProductUser } from '../product-users/directory.js';
 import type { CredentialDirectory } from '../credentials/credential-directory.js';
 import type { CountingFor, TokenCounter } from '../tokens/token-counter.js';
-import type { UsageRecord } from '../ledger/usage-record.js';
 import { chargeFor } from './charging-policy.js';
 import { buildUsageRecord } from './settlement.js';
 
@@ -200,25 +199,26 @@ export async function admit<Call>(
 
   let maxOutputTokens = requestedOutput;
   let reservedNano = estimate(maxOutputTokens);
-  // Kept beside the holds until settle: how another instance records the request if this
-  // one dies before it settles (docs/charging.md, "instance lost").
-  const lostRecord = (held: bigint): UsageRecord =>
-    buildUsageRecord(
-      { requestId: input.requestId, identity, model, productUser, reservedNano: held },
-      {
-        stream: input.body.stream === true,
-        startedAtMs: Date.now(),
-        credentialId: null,
-        mock: false,
-        ...chargeFor({ kind: 'instance_lost' }, { estimatedInputTokens, heldOutputTokens: 0 }),
-      },
-    );
-  let outcome = await services.budget.reserve({
-    requestId: input.requestId,
-    accounts,
-    amountNano: reservedNano,
-    lostRecord: lostRecord(reservedNano),
-  });
+  // Holds `held` on every account, with the record kept beside the holds until settle: how
+  // another instance records the request if this one dies before it settles
+  // (docs/charging.md, "instance lost").
+  const reserve = (held: bigint): Promise<ReserveOutcome> =>
+    services.budget.reserve({
+      requestId: input.requestId,
+      accounts,
+      amountNano: held,
+      lostRecord: buildUsageRecord(
+        { requestId: input.requestId, identity, model, productUser, reservedNano: held },
+        {
+          stream: input.body.stream === true,
+          startedAtMs: Date.now(),
+          credentialId: null,
+          mock: false,
+          ...chargeFor({ kind: 'instance_lost' }, { estimatedInputTokens, heldOutputTokens: 0 }),
+        },
+      ),
+    });
+  let outcome = await reserve(reservedNano);
   if (outcome.kind === 'allowance_short' && allowance.overrunPolicy === 'limit_output') {
     const affordable = Math.floor(
       affordableOutputTokens(outcome.availableNano, estimatedInputTokens, model, choices) / choices,
@@ -229,12 +229,7 @@ export async function admit<Call>(
     ) {
       maxOutputTokens = affordable;
       reservedNano = estimate(maxOutputTokens);
-      outcome = await services.budget.reserve({
-        requestId: input.requestId,
-        accounts,
-        amountNano: reservedNano,
-        lostRecord: lostRecord(reservedNano),
-      });
+      outcome = await reserve(reservedNano);
     }
   }
   if (outcome.kind !== 'held') {
