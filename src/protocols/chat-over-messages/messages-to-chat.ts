@@ -137,12 +137,19 @@ export class MessagesToChatStreamRelay extends MessagesUsageRelay {
   }
 
   private chunk(delta: JsonObject, finish: string | null = null): string {
+    return this.chunkEvent({
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+    });
+  }
+
+  /** A chat.completion.chunk SSE event: the stream's id, created and model, then `fields`. */
+  private chunkEvent(fields: JsonObject): string {
     return `data: ${JSON.stringify({
       id: this.id,
       object: 'chat.completion.chunk',
       created: this.created,
       model: this.model,
-      choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+      ...fields,
     })}\n\n`;
   }
 
@@ -188,14 +195,7 @@ export class MessagesToChatStreamRelay extends MessagesUsageRelay {
         this.done = true;
         const usage = this.tracker.usage;
         if (!this.clientWantsUsage || !usage) return '';
-        return `data: ${JSON.stringify({
-          id: this.id,
-          object: 'chat.completion.chunk',
-          created: this.created,
-          model: this.model,
-          choices: [],
-          usage: usageObject(usage),
-        })}\n\n`;
+        return this.chunkEvent({ choices: [], usage: usageObject(usage) });
       }
       case 'error':
         this.vendorErrorSeen = true;
