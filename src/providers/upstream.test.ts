@@ -235,6 +235,44 @@ describe('UpstreamClient', () => {
     ).toEqual([{ prompt: 'occupier' }, { prompt: 'waiting' }]);
   });
 
+  it('refuses a call whose headers undici would refuse, without costing its pool a connection', async () => {
+    // undici's Pool marks the connection a refused request was given to as busy for good (it
+    // waits for a drain that never comes): as many refusals as connections, and every later
+    // call to the origin waited forever. A client's own `vendor-version` travels upstream.
+    const double = new UpstreamClient(10_000, 2);
+    const request = (version: string): UpstreamCall =>
+      double.request({
+        baseUrl,
+        path: '/v1/messages',
+        headers: { 'content-type': 'application/json', 'anthropic-version': version },
+        body: Buffer.from('{}'),
+      });
+    const before = received.length;
+    try {
+      for (const version of ['2023-06-01\x7f', '2023-06-01\u20ac']) {
+        const refused = request(version);
+        await expect(refused.response).rejects.toMatchObject({ code: 'UND_ERR_INVALID_ARG' });
+        expect(refused.written).toBe(false);
+      }
+      const next = request('2023-06-01');
+      const answered = await Promise.race([
+        next.response.then((response) => response.statusCode),
+        new Promise((resolve) => setTimeout(() => resolve('still waiting'), 2_000)),
+      ]);
+      expect(answered).toBe(200);
+      expect(received.length).toBe(before + 1);
+      next.abort();
+    } finally {
+      for (const { response } of received.slice(before)) response.end();
+      // A wedged pool never closed either (its queued call waited for that same drain).
+      const closed = await Promise.race([
+        double.close().then(() => 'closed'),
+        new Promise((resolve) => setTimeout(() => resolve('still closing'), 2_000)),
+      ]);
+      expect(closed).toBe('closed');
+    }
+  });
+
   it('drops abandoned requests without closing the connection they would have used', async () => {
     const single = new UpstreamClient(10_000, 1);
     const request = (prompt: string): UpstreamCall =>
