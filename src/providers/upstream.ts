@@ -3,7 +3,7 @@
 // beyond a pool's connections wait in the origin's line, not in undici (OriginLine).
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
-import { Pool, type Dispatcher } from 'undici';
+import { errors, Pool, type Dispatcher } from 'undici';
 import { checkedConnector } from './checked-connector.js';
 import {
   aboutToWrite,
@@ -62,6 +62,11 @@ export class UpstreamClient {
   request(request: UpstreamRequest): UpstreamCall {
     const { origin, pathPrefix } = this.split(request.baseUrl);
     const handler = new CallHandler();
+    const refused = refusedHeader(request.headers);
+    if (refused !== undefined) {
+      handler.refuse(new errors.InvalidArgumentError(`invalid ${refused} header`));
+      return handler;
+    }
     const { body } = request;
     const large = body.length > RELEASED_BODY_BYTES;
     if (large) handler.unsentBody = new OneChunkBody(body);
@@ -124,6 +129,25 @@ export class UpstreamClient {
     return line;
   }
 }
+
+/**
+ * A header value undici would refuse (a control character, or a character above U+00FF: its
+ * own test), or undefined. undici refuses such a request as it is handed to one of the pool's
+ * connections, and its Pool then marks that connection busy until it drains, which it never
+ * does: it has nothing to do. As many refusals as connections, and every later call to the
+ * origin waited in the Pool's queue for good, and the Pool never closed. A client's
+ * `vendor-version` travels upstream as it came, so any client could do that to a vendor for
+ * every organization (decision 320). Header names are the gateway's own.
+ */
+function refusedHeader(headers: Record<string, string>): string | undefined {
+  for (const name in headers) {
+    if (REFUSED_HEADER_VALUE.test(headers[name]!)) return name;
+  }
+  return undefined;
+}
+
+/** undici's own test of a header value (lib/core/util.js, isValidHeaderValue). */
+const REFUSED_HEADER_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
 
 /**
  * One vendor origin: its keep-alive pool, and the calls waiting for one of its connections.
@@ -275,6 +299,11 @@ class CallHandler implements Dispatcher.DispatchHandler, UpstreamCall, StartingC
     this.line?.leave(this);
     void this.unsentBody?.return();
     this.rejectResponse(reason);
+  }
+
+  /** Ends the call before it reaches undici, unwritten. */
+  refuse(error: Error): void {
+    this.rejectResponse(error);
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
