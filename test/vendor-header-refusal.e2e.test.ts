@@ -51,16 +51,12 @@ function messages(version: Buffer): ReturnType<typeof rawRequest> {
 
 describe('a vendor header undici refuses', () => {
   it('is refused to its client alone: the vendor is still served', async () => {
-    // The pool has one connection: one such request was enough. The client's own header, so
-    // its own 400 (it was a 502, "vendor_a could not be reached").
-    for (const version of [
-      Buffer.from('2023-06-01\x7f', 'latin1'),
-      Buffer.from('2023-06-01\u20ac', 'utf8'),
-    ]) {
-      const refused = await messages(version);
-      expect(refused.status, version.toString('hex')).toBe(400);
-      expect(refused.body).toContain('vendor-version');
-    }
+    // The pool has one connection: one such request was enough. uWS passes a DEL byte on (it
+    // refuses other control bytes, and drops what follows a non-ASCII one). The client's own
+    // header, so its own 400 (it was a 502, "vendor_a could not be reached").
+    const refused = await messages(Buffer.from('2023-06-01\x7f', 'latin1'));
+    expect(refused.status).toBe(400);
+    expect(refused.body).toContain('vendor-version: must be printable ASCII');
     const served = await Promise.race([
       messages(Buffer.from('2023-06-01')).then((answer) => answer.status),
       new Promise((resolve) => setTimeout(() => resolve('still waiting'), 5_000)),

@@ -16,6 +16,8 @@ import { modelLabel } from '../inference/request-annotations.js';
 
 /** The client's protocol version header, forwarded to the provider. */
 export const VENDOR_VERSION_HEADER = 'vendor-version';
+/** What a forwarded version may be: printable ASCII (a vendor's are dates, `2023-06-01`). */
+const VENDOR_VERSION = /^[\x20-\x7e]*$/;
 
 export const messagesRoute = declareRoute({
   method: 'POST',
@@ -55,6 +57,10 @@ async function handleMessages(
   const userId = parsed.metadata?.user_id;
   const stream = parsed.stream === true;
   const version = request.headers[VENDOR_VERSION_HEADER];
+  // Sent upstream as it came: one the vendor's header could not carry is the client's error.
+  if (version !== undefined && !VENDOR_VERSION.test(version)) {
+    return gwError('gw_invalid_request', `${VENDOR_VERSION_HEADER}: must be printable ASCII`);
+  }
   const admission = await admit(deps.services, {
     identity,
     requestId: request.requestId,
