@@ -228,6 +228,15 @@ describe('UpstreamClient', () => {
     expect(answer.statusCode).toBe(200);
     received.at(-1)!.response.end();
     await answer.body.bytes();
+    // Closing: a new call is refused, not given a pool nobody closes.
+    await expect(
+      single.request({
+        baseUrl,
+        path: '/v1/chat/completions',
+        headers: { 'content-type': 'application/json' },
+        body: Buffer.from('{}'),
+      }).response,
+    ).rejects.toMatchObject({ code: 'UND_ERR_CLOSED' });
     await closing;
     expect(closed).toBe(true);
     expect(

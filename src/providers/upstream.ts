@@ -49,6 +49,8 @@ export class UpstreamAbortedError extends Error {
 
 export class UpstreamClient {
   private readonly lines = new Map<string, OriginLine>();
+  /** Set by close(): later calls are refused, as undici refuses them on a closed pool. */
+  private closed = false;
   private readonly prefixes = new Map<string, { origin: string; pathPrefix: string }>();
 
   constructor(
@@ -62,6 +64,10 @@ export class UpstreamClient {
   request(request: UpstreamRequest): UpstreamCall {
     const { origin, pathPrefix } = this.split(request.baseUrl);
     const handler = new CallHandler();
+    if (this.closed) {
+      handler.refuse(new errors.ClientClosedError());
+      return handler;
+    }
     const refused = refusedHeader(request.headers);
     if (refused !== undefined) {
       handler.refuse(new errors.InvalidArgumentError(`invalid ${refused} header`));
@@ -91,8 +97,9 @@ export class UpstreamClient {
     return count;
   }
 
-  /** Waits for the calls still waiting to be sent, then closes every connection. */
+  /** Refuses new calls, waits for the calls in line to be sent, then closes every connection. */
   async close(): Promise<void> {
+    this.closed = true;
     const lines = [...this.lines.values()];
     this.lines.clear();
     await Promise.all(lines.map((line) => line.close()));
