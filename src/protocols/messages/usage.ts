@@ -4,33 +4,74 @@ import { isTokenCount, type TokenUsage } from '../common/usage.js';
 
 interface UsageShape {
   input_tokens?: unknown;
+  cache_creation_input_tokens?: unknown;
+  cache_read_input_tokens?: unknown;
   output_tokens?: unknown;
+}
+
+/** A cache part of the prompt: 0 when the vendor did not name it (or sent null). */
+const cachePart = (value: unknown): number => (isTokenCount(value) ? value : 0);
+
+/**
+ * The prompt tokens of a usage object: the vendor reports the prompt in three parts, all
+ * billed — `input_tokens` (after the last cache breakpoint), `cache_creation_input_tokens`
+ * (written to its prompt cache) and `cache_read_input_tokens` (read from it). A client's
+ * `cache_control` moves nearly all of its prompt out of `input_tokens`; charging that alone
+ * let a prompt of any size pass for a few tokens (decision 32B). Undefined when
+ * `input_tokens` is missing or malformed.
+ */
+function promptTokens(usage: UsageShape): number | undefined {
+  if (!isTokenCount(usage.input_tokens)) return undefined;
+  return (
+    usage.input_tokens +
+    cachePart(usage.cache_creation_input_tokens) +
+    cachePart(usage.cache_read_input_tokens)
+  );
 }
 
 /** Usage of a whole `message` object, if present and well-formed. */
 export function readMessagesUsage(payload: unknown): TokenUsage | undefined {
   if (typeof payload !== 'object' || payload === null) return undefined;
   const usage = (payload as { usage?: UsageShape }).usage;
-  if (!usage || !isTokenCount(usage.input_tokens) || !isTokenCount(usage.output_tokens))
-    return undefined;
-  return { inputTokens: usage.input_tokens, outputTokens: usage.output_tokens };
+  if (!usage || !isTokenCount(usage.output_tokens)) return undefined;
+  const inputTokens = promptTokens(usage);
+  if (inputTokens === undefined) return undefined;
+  return { inputTokens, outputTokens: usage.output_tokens };
 }
 
 /**
- * Accumulates usage over a stream: input tokens arrive in `message_start`, the output count in
- * each `message_delta` (cumulative). Complete once a message_delta has been seen.
+ * Accumulates usage over a stream: the prompt's parts arrive in `message_start`, the output
+ * count in each `message_delta` (cumulative; it may name prompt parts again, which then
+ * replace those seen). Complete once a message_delta has been seen.
  */
 export class MessagesStreamUsage {
-  private inputTokens: number | undefined;
+  private uncachedTokens: number | undefined;
+  private cacheWriteTokens = 0;
+  private cacheReadTokens = 0;
   private outputTokens: number | undefined;
 
   observe(event: { type?: unknown; message?: { usage?: UsageShape }; usage?: UsageShape }): void {
-    if (event.type === 'message_start' && isTokenCount(event.message?.usage?.input_tokens)) {
-      this.inputTokens = event.message.usage.input_tokens;
+    if (event.type === 'message_start' && event.message?.usage) {
+      this.observePrompt(event.message.usage);
     } else if (event.type === 'message_delta' && isTokenCount(event.usage?.output_tokens)) {
       this.outputTokens = event.usage.output_tokens;
-      if (isTokenCount(event.usage.input_tokens)) this.inputTokens = event.usage.input_tokens;
+      this.observePrompt(event.usage);
     }
+  }
+
+  private observePrompt(usage: UsageShape): void {
+    if (isTokenCount(usage.input_tokens)) this.uncachedTokens = usage.input_tokens;
+    if (isTokenCount(usage.cache_creation_input_tokens)) {
+      this.cacheWriteTokens = usage.cache_creation_input_tokens;
+    }
+    if (isTokenCount(usage.cache_read_input_tokens)) {
+      this.cacheReadTokens = usage.cache_read_input_tokens;
+    }
+  }
+
+  private get inputTokens(): number | undefined {
+    if (this.uncachedTokens === undefined) return undefined;
+    return this.uncachedTokens + this.cacheWriteTokens + this.cacheReadTokens;
   }
 
   /** Input tokens from `message_start`, known before the output count. */
