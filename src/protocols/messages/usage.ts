@@ -17,7 +17,7 @@ const cachePart = (value: unknown): number => (isTokenCount(value) ? value : 0);
  * billed — `input_tokens` (after the last cache breakpoint), `cache_creation_input_tokens`
  * (written to its prompt cache) and `cache_read_input_tokens` (read from it). A client's
  * `cache_control` moves nearly all of its prompt out of `input_tokens`; charging that alone
- * let a prompt of any size pass for a few tokens (decision 32B). Undefined when
+ * let a prompt of any size pass for a few tokens (decision 321). Undefined when
  * `input_tokens` is missing or malformed.
  */
 function promptTokens(usage: UsageShape): number | undefined {
