@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
 import { bearer, postJson } from './support/http.js';
 import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
+import { ledgerRow } from './support/records.js';
 
 const { env, db } = isolatedContext('firstin');
 let gateway: GatewayProcess;
@@ -129,6 +130,32 @@ describe('input the vendors refuse is refused', () => {
       max_completion_tokens: 16_385,
     });
     expect(completion.body.error.message).toMatch(/^max_completion_tokens: must be at most 16384/);
+    // Both sent: the vendor may honour either, so the larger is what is checked and held.
+    const both = await chat({
+      model: 'vendor_b/gpt-4o-mini',
+      messages: hello,
+      max_completion_tokens: 10,
+      max_tokens: 100_000,
+    });
+    expect(both.status).toBe(400);
+    expect(both.body.error.message).toMatch(/^max_tokens: must be at most 16384/);
+    const held = async (limits: Record<string, number>): Promise<string> => {
+      const answer = await chat({ model: 'vendor_b/gpt-4o-mini', messages: hello, ...limits });
+      expect(answer.status).toBe(200);
+      const row = await ledgerRow<{ reserved_amount: string }>(
+        db,
+        answer.headers.get('x-request-id'),
+        'reserved_amount::text',
+      );
+      return row.reserved_amount;
+    };
+    expect(await held({ max_completion_tokens: 10, max_tokens: 2_000 })).toBe(
+      await held({ max_tokens: 2_000 }),
+    );
+    expect(await held({ max_completion_tokens: 2_000, max_tokens: 10 })).toBe(
+      await held({ max_completion_tokens: 2_000 }),
+    );
+    expect(await held({ max_completion_tokens: 10 })).not.toBe(await held({ max_tokens: 2_000 }));
     expect(
       (await chat({ model: 'vendor_b/gpt-4o-mini', messages: hello, max_tokens: 16_384 })).status,
     ).toBe(200);

@@ -267,7 +267,11 @@ function outputLimitError(
 ): GwError | undefined {
   if (input.requestedMaxTokens === undefined) return undefined;
   if (input.requestedMaxTokens <= model.maxOutputTokens) return undefined;
-  const field = input.body.max_completion_tokens != null ? 'max_completion_tokens' : 'max_tokens';
+  // The field that asked for it (a chat request may send both).
+  const field =
+    input.body.max_completion_tokens === input.requestedMaxTokens
+      ? 'max_completion_tokens'
+      : 'max_tokens';
   return gwError(
     'gw_invalid_request',
     `${field}: must be at most ${model.maxOutputTokens}, the maximum output of ${model.id}`,

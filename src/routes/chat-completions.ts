@@ -51,9 +51,12 @@ async function handleChatCompletion(
     // The upstream body leaves without the gateway's own fields (admission has read them).
     stripAttributionFields(body);
     if (output.clamped) {
-      // limit_output: the allowance covers only this much output.
+      // limit_output: the allowance covers only this much output, whichever field the vendor
+      // reads.
       if (parsed.max_completion_tokens != null) body.max_completion_tokens = output.maxOutputTokens;
-      else body.max_tokens = output.maxOutputTokens;
+      if (parsed.max_tokens != null || parsed.max_completion_tokens == null) {
+        body.max_tokens = output.maxOutputTokens;
+      }
     }
     // The provider's wire protocol passes the call through or translates it.
     return model.provider.protocol.chat(model.provider, {
@@ -71,10 +74,21 @@ async function handleChatCompletion(
     body,
     modelId: parsed.model,
     inputTexts: chatCompletionTexts(body),
-    requestedMaxTokens: parsed.max_completion_tokens ?? parsed.max_tokens ?? undefined,
+    // Both may be sent, and the vendor may honour either: the hold covers the larger.
+    requestedMaxTokens: largerLimit(parsed.max_completion_tokens, parsed.max_tokens),
     choices,
     prepareCall,
     client: response,
   });
   return relayAdmission(deps, admission, { stream, startedAtMs: request.receivedAtMs }, response);
+}
+
+/** The larger of two optional output limits; undefined when neither is given. */
+function largerLimit(
+  first: number | null | undefined,
+  second: number | null | undefined,
+): number | undefined {
+  if (first == null) return second ?? undefined;
+  if (second == null) return first;
+  return Math.max(first, second);
 }
