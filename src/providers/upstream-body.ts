@@ -2,6 +2,12 @@
 // chunk by chunk. Reading from the socket pauses while chunks wait unread (backpressure) and
 // resumes when the reader asks for more. No Node stream and no AbortSignal per request:
 // undici's request()/Readable path cost about twice the CPU per call (bench/RESULTS.md).
+//
+// The reader gets every chunk that has arrived as one Buffer, not one read per chunk: a vendor
+// sends each SSE event as its own HTTP chunk, and when the loop is late a socket holds many.
+// One chunk per read made the relay write to the client once per chunk, a send(2) each,
+// where a Node Readable (the bare passthrough) hands over everything buffered at once: under
+// load the gateway made ~4 writes for each of the passthrough's (decision 323).
 
 /** What the body needs from the undici request it belongs to. */
 export interface BodySource {
@@ -15,42 +21,59 @@ type Waiter = {
   reject: (error: unknown) => void;
 };
 
+/**
+ * The most a reader is handed at once. Chunks undici parses while a reader waits are held
+ * until it takes them, so past this the socket is paused as if nobody were reading.
+ */
+export const MAX_BATCH_BYTES = 64 * 1024;
+
 export class UpstreamBody implements AsyncIterable<Buffer> {
-  private readonly queued: Buffer[] = [];
+  private queued: Buffer[] = [];
+  private queuedBytes = 0;
   private ended = false;
   private failure: unknown = undefined;
   private waiter: Waiter | undefined;
   private paused = false;
+  private deliveryScheduled = false;
 
   constructor(private readonly source: BodySource) {}
 
-  /** From the undici handler: a chunk arrived. */
+  /**
+   * From the undici handler: a chunk arrived. undici parses a whole socket read in one run,
+   * calling this once per HTTP chunk; a waiting reader gets them all together just after
+   * that run (a microtask), not the first alone.
+   */
   push(chunk: Buffer): void {
-    const waiter = this.waiter;
-    if (waiter) {
-      this.waiter = undefined;
-      waiter.resolve({ value: chunk, done: false });
-      return;
-    }
     this.queued.push(chunk);
-    // Nobody is reading right now: stop reading the socket until somebody does.
+    this.queuedBytes += chunk.length;
+    if (this.waiter !== undefined) {
+      if (!this.deliveryScheduled) {
+        this.deliveryScheduled = true;
+        queueMicrotask(this.deliverQueued);
+      }
+      if (this.queuedBytes < MAX_BATCH_BYTES) return;
+    }
+    // Nobody is reading right now (or a reader's batch is full): stop reading the socket
+    // until somebody asks for more.
     if (!this.paused) {
       this.paused = true;
       this.source.pause();
     }
   }
 
-  /** From the undici handler: the body is complete. */
+  /** From the undici handler: the body is complete (after whatever is still queued). */
   end(): void {
     this.ended = true;
+    if (this.queued.length > 0) return; // the delivery or the next read hands them over first
     const waiter = this.waiter;
     this.waiter = undefined;
     waiter?.resolve({ value: undefined, done: true });
   }
 
-  /** From the undici handler: the body failed (timeout, reset, abort). */
+  /** From the undici handler: the body failed (timeout, reset, abort), after what is queued. */
   fail(error: unknown): void {
     this.failure = error;
+    if (this.queued.length > 0) return;
     const waiter = this.waiter;
     this.waiter = undefined;
     waiter?.reject(error);
@@ -103,17 +126,33 @@ export class UpstreamBody implements AsyncIterable<Buffer> {
   }
 
   private next(): Promise<IteratorResult<Buffer>> {
-    const chunk = this.queued.shift();
-    if (chunk) return Promise.resolve({ value: chunk, done: false });
+    if (this.queued.length > 0) return Promise.resolve({ value: this.takeQueued(), done: false });
     if (this.failure !== undefined) return Promise.reject(this.failure);
     if (this.ended) return Promise.resolve({ value: undefined, done: true });
     return new Promise((resolve, reject) => {
-      // Waiting first: resuming may deliver the next chunk (or the end) at once.
+      // Waiting first: resuming may deliver the next chunks (or the end) at once.
       this.waiter = { resolve, reject };
       if (this.paused) {
         this.paused = false;
         this.source.resume();
       }
     });
+  }
+
+  /** What arrived while a reader waited, handed over once undici's run has ended. */
+  private readonly deliverQueued = (): void => {
+    this.deliveryScheduled = false;
+    const waiter = this.waiter;
+    if (waiter === undefined || this.queued.length === 0) return;
+    this.waiter = undefined;
+    waiter.resolve({ value: this.takeQueued(), done: false });
+  };
+
+  private takeQueued(): Buffer {
+    const chunks = this.queued;
+    const bytes = this.queuedBytes;
+    this.queued = [];
+    this.queuedBytes = 0;
+    return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes);
   }
 }
