@@ -58,6 +58,16 @@ function callWith(bytes: number): { call: UpstreamCall; body: WeakRef<Buffer>; t
   return { call, body: new WeakRef(body), text };
 }
 
+/** A call on `client` whose body is `{"prompt": …}`. */
+function promptCall(client: UpstreamClient, prompt: string): UpstreamCall {
+  return client.request({
+    baseUrl,
+    path: '/v1/chat/completions',
+    headers: { 'content-type': 'application/json' },
+    body: Buffer.from(JSON.stringify({ prompt })),
+  });
+}
+
 describe('UpstreamClient', () => {
   it.each([
     ['a small body', 200],
@@ -207,13 +217,7 @@ describe('UpstreamClient', () => {
 
   it('closes once the calls still waiting for a connection have been sent', async () => {
     const single = new UpstreamClient(10_000, 1);
-    const request = (prompt: string): UpstreamCall =>
-      single.request({
-        baseUrl,
-        path: '/v1/chat/completions',
-        headers: { 'content-type': 'application/json' },
-        body: Buffer.from(JSON.stringify({ prompt })),
-      });
+    const request = (prompt: string): UpstreamCall => promptCall(single, prompt);
     const before = received.length;
     const occupier = request('occupier');
     await occupier.response;
@@ -229,14 +233,9 @@ describe('UpstreamClient', () => {
     received.at(-1)!.response.end();
     await answer.body.bytes();
     // Closing: a new call is refused, not given a pool nobody closes.
-    await expect(
-      single.request({
-        baseUrl,
-        path: '/v1/chat/completions',
-        headers: { 'content-type': 'application/json' },
-        body: Buffer.from('{}'),
-      }).response,
-    ).rejects.toMatchObject({ code: 'UND_ERR_CLOSED' });
+    await expect(promptCall(single, 'late').response).rejects.toMatchObject({
+      code: 'UND_ERR_CLOSED',
+    });
     await closing;
     expect(closed).toBe(true);
     expect(
@@ -284,13 +283,7 @@ describe('UpstreamClient', () => {
 
   it('drops abandoned requests without closing the connection they would have used', async () => {
     const single = new UpstreamClient(10_000, 1);
-    const request = (prompt: string): UpstreamCall =>
-      single.request({
-        baseUrl,
-        path: '/v1/chat/completions',
-        headers: { 'content-type': 'application/json' },
-        body: Buffer.from(JSON.stringify({ prompt })),
-      });
+    const request = (prompt: string): UpstreamCall => promptCall(single, prompt);
     const before = received.length;
     const connectionsBefore = connections;
     const made: UpstreamCall[] = [];
