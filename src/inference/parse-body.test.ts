@@ -5,6 +5,7 @@ import {
   nestsDeeperThan,
   parseJsonBody,
   repeatedMemberName,
+  shapesMoreThan,
 } from './parse-body.js';
 
 const nestedText = (depth: number): string => `${'['.repeat(depth)}1${']'.repeat(depth)}`;
@@ -99,6 +100,22 @@ describe('distinct member names', () => {
     const started = performance.now();
     expect(parseJsonBody(body, z.unknown())).toMatchObject({ code: 'gw_invalid_request' });
     expect(performance.now() - started).toBeLessThan(300);
+  });
+
+  it('counts a shape per member count and names in order, nothing in strings or arrays', () => {
+    const shapes = (text: string): number => {
+      let limit = 0;
+      while (shapesMoreThan(text.padEnd(4 * limit, ' '), limit)) limit += 1;
+      return limit;
+    };
+    expect(shapes('{"a":1,"b":2}')).toBe(2);
+    expect(shapes('[{"a":1,"b":2},{"a":3,"b":4}]')).toBe(2);
+    expect(shapes('[{"a":1,"b":2},{"b":3,"a":4}]')).toBe(4);
+    expect(shapes('[{"a":1},{"a":1,"b":2}]')).toBe(3);
+    expect(shapes('{"a":[[{"b":1}],"x"],"c":2}')).toBe(3);
+    expect(shapes('{"a":"\\":\\"b\\":","c":["d" , ":"]}')).toBe(2);
+    expect(shapes('{"a\\\\":1,"\\u0061":2}')).toBe(2);
+    expect(shapes('{"a":1,"b":')).toBe(2); // unclosed: its name sequences count
   });
 
   it('reads a body of 10,000 distinct names, and any number of repeated ones', () => {

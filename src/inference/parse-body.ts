@@ -33,10 +33,10 @@ export function parseJsonBody<Schema extends z.ZodType>(
   } else {
     text = body.toString('utf8');
   }
-  if (namesMoreMembersThan(text, MAX_MEMBER_NAMES)) {
+  if (shapesMoreThan(text, MAX_OBJECT_SHAPES)) {
     return gwError(
       'gw_invalid_request',
-      `the request body has more than ${MAX_MEMBER_NAMES} distinct member names`,
+      `the request body has objects of more than ${MAX_OBJECT_SHAPES} distinct shapes (member names in order)`,
     );
   }
   let parsed: unknown;
@@ -70,37 +70,87 @@ export function parseJsonBody<Schema extends z.ZodType>(
 }
 
 /**
- * The most distinct object member names a body may use. V8's JSON.parse makes a hidden class
- * for each new name: 300,000 of them (3.6 MB) cost it over a second of the event loop, where
- * 3.6 MB of ordinary JSON costs tens of milliseconds; 10,000 cost it about 15 ms. Requests
- * repeat their names (role, content, type, ...); tool schemas add a few hundred at most.
+ * The most object shapes a body may make V8 build. JSON.parse gives each object the hidden class
+ * of its member names in order, starting from one per member count: every new sequence (a new
+ * name, or known names in a new order or in an object of a new size) costs it new classes.
+ * 300,000 of them (3.6 MB) cost it over a second of the event loop, where 3.6 MB of ordinary
+ * JSON costs tens of milliseconds; 10,000 cost it about 15 ms. Requests repeat their objects'
+ * shapes (role and content, type and text); tool schemas add a few hundred at most.
  */
-export const MAX_MEMBER_NAMES = 10_000;
+export const MAX_OBJECT_SHAPES = 10_000;
 
 /**
- * True when `text` names more than `limit` distinct object members (a name being a string
- * followed by `:`; names are compared as written, escapes and all). Checked before JSON.parse,
- * so it reads text that may not be JSON: it stops at an unterminated string and leaves the
- * refusal to JSON.parse. Jumps from quote to quote with indexOf. A member takes at least 4
- * characters (`"":0`), so a text shorter than 4 × limit is not read at all (most requests).
+ * True when the objects of `text` have more than `limit` shapes: distinct pairs of a member
+ * count and a sequence of names that starts one of its objects of that many members (a
+ * hidden class each; names compared as written, escapes and all). More than `limit` distinct
+ * name sequences in all is refused too, closed or not, which bounds what the count keeps.
+ * Checked before JSON.parse, so it reads text that may not be JSON: it stops at an
+ * unterminated string and leaves the refusal to JSON.parse. Jumps over strings with indexOf. A
+ * member takes at least 4 characters (`"":0`), so a text shorter than 4 × limit is not read at
+ * all (most requests).
  */
-export function namesMoreMembersThan(text: string, limit: number): boolean {
+export function shapesMoreThan(text: string, limit: number): boolean {
   if (text.length < 4 * limit) return false;
-  let names: Set<string> | undefined;
-  let open = text.indexOf('"');
-  while (open !== -1) {
-    let close = text.indexOf('"', open + 1);
-    // A quote after an odd run of backslashes is part of the string.
-    while (close !== -1 && escapedAt(text, close)) close = text.indexOf('"', close + 1);
-    if (close === -1) return false;
-    let next = close + 1;
-    while (isJsonWhitespace(text.charCodeAt(next))) next += 1;
-    if (text.charCodeAt(next) === 0x3a /* : */) {
-      names ??= new Set();
-      names.add(text.slice(open + 1, close));
-      if (names.size > limit) return true;
+  // The name sequences seen, as a tree: 0 is the empty sequence; each other one has the
+  // sequence it extends by one name, its member count, and the sequences that extend it.
+  const longer: Map<string, number>[] = [new Map()];
+  const shorter: number[] = [-1];
+  const members: number[] = [0];
+  const shapes = new Set<string>(); // `${member count}:${sequence}`
+  // The open objects, each as the sequence of its names so far and the arrays open around it
+  // since the object outside it; and the arrays open inside the innermost one (or the text).
+  const openSequences: number[] = [];
+  const openArraysAround: number[] = [];
+  let openArrays = 0;
+  for (let index = 0; index < text.length; index += 1) {
+    const char = text.charCodeAt(index);
+    if (char === 0x22 /* " */) {
+      let close = text.indexOf('"', index + 1);
+      // A quote after an odd run of backslashes is part of the string.
+      while (close !== -1 && escapedAt(text, close)) close = text.indexOf('"', close + 1);
+      if (close === -1) return false;
+      let next = close + 1;
+      while (isJsonWhitespace(text.charCodeAt(next))) next += 1;
+      const top = openSequences.length - 1;
+      if (text.charCodeAt(next) === 0x3a /* : */ && top >= 0 && openArrays === 0) {
+        const sequence = openSequences[top]!;
+        const name = text.slice(index + 1, close);
+        let extended = longer[sequence]!.get(name);
+        if (extended === undefined) {
+          extended = longer.length;
+          if (extended > limit) return true;
+          longer[sequence]!.set(name, extended);
+          longer.push(new Map());
+          shorter.push(sequence);
+          members.push(members[sequence]! + 1);
+        }
+        openSequences[top] = extended;
+      }
+      index = close;
+    } else if (char === 0x5b /* [ */) {
+      openArrays += 1;
+    } else if (char === 0x7b /* { */) {
+      openSequences.push(0);
+      openArraysAround.push(openArrays);
+      openArrays = 0;
+    } else if (char === 0x7d /* } */ || char === 0x5d /* ] */) {
+      if (openArrays > 0) {
+        openArrays -= 1;
+        continue;
+      }
+      const closed = openSequences.pop();
+      if (closed === undefined) continue;
+      openArrays = openArraysAround.pop()!;
+      // An object of n members has the shape of each of its first names' sequences, in
+      // objects of n members; one counted already was counted with every shorter one.
+      const count = members[closed]!;
+      for (let sequence = closed; sequence > 0; sequence = shorter[sequence]!) {
+        const shape = `${count}:${sequence}`;
+        if (shapes.has(shape)) break;
+        shapes.add(shape);
+        if (shapes.size > limit) return true;
+      }
     }
-    open = text.indexOf('"', next);
   }
   return false;
 }
