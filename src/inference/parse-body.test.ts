@@ -29,6 +29,16 @@ describe('JSON nesting bound', () => {
     });
   });
 
+  it('refuses 2,000,000 levels (4 MB) before JSON.parse spends most of a second on them', () => {
+    // V8's JSON.parse builds every level before the depth is checked: 0.5-1.5 s here.
+    const started = performance.now();
+    expect(parseJsonBody(Buffer.from(nestedText(2_000_000)), z.unknown())).toMatchObject({
+      code: 'gw_invalid_request',
+      message: expect.stringContaining('deeper than 400') as unknown,
+    });
+    expect(performance.now() - started).toBeLessThan(150);
+  });
+
   it('refuses 100,000 levels without overflowing the stack', () => {
     const parsed = parseJsonBody(Buffer.from(nestedText(100_000)), z.unknown());
     expect(parsed).toMatchObject({ code: 'gw_invalid_request' });
