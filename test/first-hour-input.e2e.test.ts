@@ -160,6 +160,23 @@ describe('input the vendors refuse is refused', () => {
       (await chat({ model: 'vendor_b/gpt-4o-mini', messages: hello, max_tokens: 16_384 })).status,
     ).toBe(200);
   });
+
+  it('a messages request over the maximum is refused naming max_tokens, its only limit', async () => {
+    // The messages protocol has no max_completion_tokens: one sent along passes through
+    // unread, and the refusal names the field that was checked.
+    const response = await postJson<ErrorBody>(
+      `${gateway.url}/v1/messages`,
+      {
+        model: 'vendor_a/claude-haiku-4-5',
+        max_tokens: 10_000_000,
+        max_completion_tokens: 10_000_000,
+        messages: [{ role: 'user', content: 'x' }],
+      },
+      { 'x-api-key': org.api_key, 'vendor-version': '2023-06-01' },
+    );
+    expect(response.status).toBe(400);
+    expect(response.body.error.message).toMatch(/^max_tokens: must be at most /);
+  });
 });
 
 describe('Idempotency-Key on credit grants', () => {
