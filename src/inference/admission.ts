@@ -55,6 +55,8 @@ export interface AdmissionInput<Call> {
   readonly inputTexts: readonly string[];
   /** max_tokens as the client asked (undefined: the model's maximum). */
   readonly requestedMaxTokens: number | undefined;
+  /** The body field that asked for `requestedMaxTokens`, as a refusal names it (max_tokens). */
+  readonly maxTokensField?: string;
   /** Choices asked for (`n`): every one may produce the max output, so each is held for. */
   readonly choices?: number;
   /**
@@ -267,11 +269,7 @@ function outputLimitError(
 ): GwError | undefined {
   if (input.requestedMaxTokens === undefined) return undefined;
   if (input.requestedMaxTokens <= model.maxOutputTokens) return undefined;
-  // The field that asked for it (a chat request may send both).
-  const field =
-    input.body.max_completion_tokens === input.requestedMaxTokens
-      ? 'max_completion_tokens'
-      : 'max_tokens';
+  const field = input.maxTokensField ?? 'max_tokens';
   return gwError(
     'gw_invalid_request',
     `${field}: must be at most ${model.maxOutputTokens}, the maximum output of ${model.id}`,

@@ -76,6 +76,11 @@ async function handleChatCompletion(
     inputTexts: chatCompletionTexts(body),
     // Both may be sent, and the vendor may honour either: the hold covers the larger.
     requestedMaxTokens: largerLimit(parsed.max_completion_tokens, parsed.max_tokens),
+    // A refusal names the field that asked for the larger (max_completion_tokens on a tie).
+    maxTokensField:
+      (parsed.max_completion_tokens ?? 0) >= (parsed.max_tokens ?? 0)
+        ? 'max_completion_tokens'
+        : 'max_tokens',
     choices,
     prepareCall,
     client: response,
