@@ -1,7 +1,8 @@
 // Authenticates dashboard callers: the session cookie, and for writes the session's CSRF
-// token and an allowed Origin (sign-in and sign-up, which have no session yet, the Origin); then, for routes on an organization's objects, membership of
-// the organization that owns the object and a high enough role. An object of another
-// organization answers 404 exactly like one that does not exist, so ids cannot be probed.
+// token and an allowed Origin (sign-in and sign-up, which have no session yet, the Origin);
+// then, for routes on an organization's objects, membership of the organization that owns
+// the object and a high enough role. An object of another organization answers 404 exactly
+// like one that does not exist, so ids cannot be probed.
 import type { Actor } from '../audit/audit.js';
 import type { DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';

@@ -43,7 +43,6 @@ export interface CredentialView {
   created_at: string;
 }
 
-/** Who changes a credential, for the audit log (a dashboard user's id, or 'cli'). */
 /** What may change on a stored credential (its secret never does: add a new one). */
 export interface CredentialChanges {
   readonly name?: string;
