@@ -67,6 +67,12 @@ async function handleChatCompletion(
       clientWantsUsage,
     });
   };
+  // Both limits may be sent, and the vendor may honour either: the hold covers the larger, and
+  // a refusal names its field (max_completion_tokens on a tie; both are positive when sent).
+  const limitField =
+    (parsed.max_completion_tokens ?? 0) >= (parsed.max_tokens ?? 0)
+      ? 'max_completion_tokens'
+      : 'max_tokens';
   const admission = await admit(deps.services, {
     identity,
     requestId: request.requestId,
@@ -74,26 +80,11 @@ async function handleChatCompletion(
     body,
     modelId: parsed.model,
     inputTexts: chatCompletionTexts(body),
-    // Both may be sent, and the vendor may honour either: the hold covers the larger.
-    requestedMaxTokens: largerLimit(parsed.max_completion_tokens, parsed.max_tokens),
-    // A refusal names the field that asked for the larger (max_completion_tokens on a tie).
-    maxTokensField:
-      (parsed.max_completion_tokens ?? 0) >= (parsed.max_tokens ?? 0)
-        ? 'max_completion_tokens'
-        : 'max_tokens',
+    requestedMaxTokens: parsed[limitField] ?? undefined,
+    maxTokensField: limitField,
     choices,
     prepareCall,
     client: response,
   });
   return relayAdmission(deps, admission, { stream, startedAtMs: request.receivedAtMs }, response);
-}
-
-/** The larger of two optional output limits; undefined when neither is given. */
-function largerLimit(
-  first: number | null | undefined,
-  second: number | null | undefined,
-): number | undefined {
-  if (first == null) return second ?? undefined;
-  if (second == null) return first;
-  return Math.max(first, second);
 }
