@@ -33,21 +33,27 @@ export function parseJsonBody<Schema extends z.ZodType>(
   } else {
     text = body.toString('utf8');
   }
-  const costly = costlyStructure(text, MAX_OBJECT_SHAPES, MAX_JSON_DEPTH);
-  if (costly === 'shapes') {
-    return gwError(
-      'gw_invalid_request',
-      `the request body has objects of more than ${MAX_OBJECT_SHAPES} distinct shapes (member names in order)`,
-    );
+  // A member takes at least 4 characters (`"":0`), so a text shorter than 4 × MAX_OBJECT_SHAPES
+  // cannot make that many shapes: it is not scanned (most requests), and its depth is checked
+  // on the parsed value, cheap at that size. A longer one is scanned, its depth with it.
+  const scanned = text.length >= 4 * MAX_OBJECT_SHAPES;
+  if (scanned) {
+    const costly = costlyStructure(text, MAX_OBJECT_SHAPES, MAX_JSON_DEPTH);
+    if (costly === 'shapes') {
+      return gwError(
+        'gw_invalid_request',
+        `the request body has objects of more than ${MAX_OBJECT_SHAPES} distinct shapes (member names in order)`,
+      );
+    }
+    if (costly === 'depth') return tooDeep();
   }
-  if (costly === 'depth') return tooDeep();
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch {
     return gwError('gw_invalid_json', 'the request body is not valid JSON');
   }
-  if (nestsDeeperThan(parsed, MAX_JSON_DEPTH)) return tooDeep();
+  if (!scanned && nestsDeeperThan(parsed, MAX_JSON_DEPTH)) return tooDeep();
   if (options.strict) {
     const repeated = repeatedMemberName(text);
     if (repeated !== undefined) {
@@ -91,16 +97,14 @@ const tooDeep = (): GwError =>
  * than `maxDepth` (JSON.parse builds every level before the parsed value can be checked:
  * 2,000,000 levels in 4 MB cost it 0.5-1.5 s).
  * Checked before JSON.parse, so it reads text that may not be JSON: it stops at an
- * unterminated string and leaves the refusal to JSON.parse. Jumps over strings with indexOf. A
- * member takes at least 4 characters (`"":0`), so a text shorter than 4 × maxShapes is not read
- * at all (most requests; their depth is checked after JSON.parse, cheap at that size).
+ * unterminated string and leaves the refusal to JSON.parse. Jumps over strings with indexOf.
+ * On text JSON.parse then accepts, its depth is the parsed value's (nestsDeeperThan).
  */
 export function costlyStructure(
   text: string,
   maxShapes: number,
   maxDepth: number,
 ): 'shapes' | 'depth' | undefined {
-  if (text.length < 4 * maxShapes) return undefined;
   // The name sequences seen, as a tree: 0 is the empty sequence; each other one has the
   // sequence it extends by one name, its member count, and the sequences that extend it.
   const longer: Map<string, number>[] = [new Map()];
