@@ -9,6 +9,13 @@ interface UsageShape {
   output_tokens?: unknown;
 }
 
+/** The usage fields that make up the prompt (promptTokens). */
+const PROMPT_PARTS = [
+  'input_tokens',
+  'cache_creation_input_tokens',
+  'cache_read_input_tokens',
+] as const;
+
 /** A cache part of the prompt: 0 when the vendor did not name it (or sent null). */
 const cachePart = (value: unknown): number => (isTokenCount(value) ? value : 0);
 
@@ -45,9 +52,8 @@ export function readMessagesUsage(payload: unknown): TokenUsage | undefined {
  * replace those seen). Complete once a message_delta has been seen.
  */
 export class MessagesStreamUsage {
-  private uncachedTokens: number | undefined;
-  private cacheWriteTokens = 0;
-  private cacheReadTokens = 0;
+  /** The prompt's parts seen so far, each the last well-formed count the vendor sent. */
+  private readonly prompt: UsageShape = {};
   private outputTokens: number | undefined;
 
   observe(event: { type?: unknown; message?: { usage?: UsageShape }; usage?: UsageShape }): void {
@@ -60,28 +66,20 @@ export class MessagesStreamUsage {
   }
 
   private observePrompt(usage: UsageShape): void {
-    if (isTokenCount(usage.input_tokens)) this.uncachedTokens = usage.input_tokens;
-    if (isTokenCount(usage.cache_creation_input_tokens)) {
-      this.cacheWriteTokens = usage.cache_creation_input_tokens;
+    for (const part of PROMPT_PARTS) {
+      if (isTokenCount(usage[part])) this.prompt[part] = usage[part];
     }
-    if (isTokenCount(usage.cache_read_input_tokens)) {
-      this.cacheReadTokens = usage.cache_read_input_tokens;
-    }
-  }
-
-  private get inputTokens(): number | undefined {
-    if (this.uncachedTokens === undefined) return undefined;
-    return this.uncachedTokens + this.cacheWriteTokens + this.cacheReadTokens;
   }
 
   /** Input tokens from `message_start`, known before the output count. */
   get inputTokensSeen(): number | undefined {
-    return this.inputTokens;
+    return promptTokens(this.prompt);
   }
 
   get usage(): TokenUsage | undefined {
-    if (this.inputTokens === undefined || this.outputTokens === undefined) return undefined;
-    return { inputTokens: this.inputTokens, outputTokens: this.outputTokens };
+    const inputTokens = this.inputTokensSeen;
+    if (inputTokens === undefined || this.outputTokens === undefined) return undefined;
+    return { inputTokens, outputTokens: this.outputTokens };
   }
 }
 
