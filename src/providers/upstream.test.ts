@@ -68,6 +68,22 @@ function promptCall(client: UpstreamClient, prompt: string): UpstreamCall {
   });
 }
 
+/** The prompts the vendor received after its first `before` requests, in order. */
+function promptsSince(before: number): unknown[] {
+  return received.slice(before).map(({ body }) => JSON.parse(body.toString()) as unknown);
+}
+
+/** Ends what a test left open: its calls, the vendor's answers since `before`, its client. */
+async function closeAll(
+  client: UpstreamClient,
+  made: readonly UpstreamCall[],
+  before: number,
+): Promise<void> {
+  for (const call of made) call.abort();
+  for (const { response } of received.slice(before)) response.end();
+  await client.close().catch(() => undefined);
+}
+
 describe('UpstreamClient', () => {
   it.each([
     ['a small body', 200],
@@ -151,13 +167,9 @@ describe('UpstreamClient', () => {
       // Dropping the abandoned request left the connection to the next one.
       expect(connections).toBe(connectionsBefore);
       expect(next.written).toBe(true);
-      expect(
-        received.map(({ body }) => JSON.parse(body.toString()) as unknown).slice(before),
-      ).toEqual([{ prompt: 'occupier' }, { prompt: 'next' }]);
+      expect(promptsSince(before)).toEqual([{ prompt: 'occupier' }, { prompt: 'next' }]);
     } finally {
-      for (const call of made) call.abort();
-      for (const { response } of received.slice(before)) response.end();
-      await single.close().catch(() => undefined);
+      await closeAll(single, made, before);
     }
   });
 
@@ -204,14 +216,14 @@ describe('UpstreamClient', () => {
       await (await first.response).body.bytes();
       expect((await last.response).statusCode).toBe(200);
       expect(single.waiting()).toBe(0);
-      expect(
-        received.map(({ body }) => JSON.parse(body.toString()) as unknown).slice(before),
-      ).toEqual([{ prompt: 'occupier' }, { prompt: 'first' }, { prompt: 'last' }]);
+      expect(promptsSince(before)).toEqual([
+        { prompt: 'occupier' },
+        { prompt: 'first' },
+        { prompt: 'last' },
+      ]);
       expect(connections - connectionsBefore).toBe(1);
     } finally {
-      for (const call of made) call.abort();
-      for (const { response } of received.slice(before)) response.end();
-      await single.close().catch(() => undefined);
+      await closeAll(single, made, before);
     }
   });
 
@@ -238,9 +250,7 @@ describe('UpstreamClient', () => {
     });
     await closing;
     expect(closed).toBe(true);
-    expect(
-      received.map(({ body }) => JSON.parse(body.toString()) as unknown).slice(before),
-    ).toEqual([{ prompt: 'occupier' }, { prompt: 'waiting' }]);
+    expect(promptsSince(before)).toEqual([{ prompt: 'occupier' }, { prompt: 'waiting' }]);
   });
 
   it('refuses a call whose headers undici would refuse, without costing its pool a connection', async () => {
@@ -303,16 +313,12 @@ describe('UpstreamClient', () => {
       received.at(-1)!.response.end(); // the occupier's stream ends: its connection is free
       await (await occupier.response).body.bytes();
       expect((await next.response).statusCode).toBe(200);
-      expect(
-        received.map(({ body }) => JSON.parse(body.toString()) as unknown).slice(before),
-      ).toEqual([{ prompt: 'occupier' }, { prompt: 'next' }]);
+      expect(promptsSince(before)).toEqual([{ prompt: 'occupier' }, { prompt: 'next' }]);
       // One connection for all of them: each dropped request used to close it, and the next
       // one opened another.
       expect(connections - connectionsBefore).toBe(1);
     } finally {
-      for (const call of made) call.abort();
-      for (const { response } of received.slice(before)) response.end();
-      await single.close().catch(() => undefined);
+      await closeAll(single, made, before);
     }
   });
 });
