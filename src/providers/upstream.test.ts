@@ -58,14 +58,24 @@ function callWith(bytes: number): { call: UpstreamCall; body: WeakRef<Buffer>; t
   return { call, body: new WeakRef(body), text };
 }
 
-/** A call on `client` whose body is `{"prompt": …}`. */
-function promptCall(client: UpstreamClient, prompt: string): UpstreamCall {
-  return client.request({
+/** A call on `client` whose body is `{"prompt": …}`, and a weak reference to that body. */
+function tracedPromptCall(
+  client: UpstreamClient,
+  prompt: string,
+): { call: UpstreamCall; body: WeakRef<Buffer> } {
+  const body = Buffer.from(JSON.stringify({ prompt }));
+  const call = client.request({
     baseUrl,
     path: '/v1/chat/completions',
     headers: { 'content-type': 'application/json' },
-    body: Buffer.from(JSON.stringify({ prompt })),
+    body,
   });
+  return { call, body: new WeakRef(body) };
+}
+
+/** A call on `client` whose body is `{"prompt": …}`. */
+function promptCall(client: UpstreamClient, prompt: string): UpstreamCall {
+  return tracedPromptCall(client, prompt).call;
 }
 
 /** The prompts the vendor received after its first `before` requests, in order. */
@@ -129,14 +139,8 @@ describe('UpstreamClient', () => {
     let lastBody: WeakRef<Buffer> | undefined;
     const made: UpstreamCall[] = [];
     const request = (prompt: string): UpstreamCall => {
-      const body = Buffer.from(JSON.stringify({ prompt }));
-      lastBody = new WeakRef(body);
-      const call = single.request({
-        baseUrl,
-        path: '/v1/chat/completions',
-        headers: { 'content-type': 'application/json' },
-        body,
-      });
+      const { call, body } = tracedPromptCall(single, prompt);
+      lastBody = body;
       made.push(call);
       return call;
     };
@@ -177,15 +181,9 @@ describe('UpstreamClient', () => {
     const single = new UpstreamClient(10_000, 1);
     const made: UpstreamCall[] = [];
     const request = (prompt: string): { call: UpstreamCall; body: WeakRef<Buffer> } => {
-      const body = Buffer.from(JSON.stringify({ prompt }));
-      const call = single.request({
-        baseUrl,
-        path: '/v1/chat/completions',
-        headers: { 'content-type': 'application/json' },
-        body,
-      });
-      made.push(call);
-      return { call, body: new WeakRef(body) };
+      const traced = tracedPromptCall(single, prompt);
+      made.push(traced.call);
+      return traced;
     };
     const before = received.length;
     const connectionsBefore = connections;
