@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
 import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
 import { ledgerRow } from './support/records.js';
+import { messagesEvent } from './support/messages-events.js';
 
 const { env, db } = isolatedContext('vendor-a-stub');
 let org: SeededOrg;
@@ -20,8 +21,6 @@ const STUB_KEY = 'stub-vendor-key-0123456789abcdef';
 let seen: { headers: IncomingMessage['headers']; body: Record<string, unknown> } | undefined;
 let upstreamClosedEarly: Promise<boolean> = Promise.resolve(false);
 
-const event = (type: string, data: Record<string, unknown>) =>
-  `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
 const stubMessage = {
   id: 'msg_stub',
   type: 'message',
@@ -59,28 +58,40 @@ const stub = createServer((request, response) => {
     response.writeHead(200, { 'content-type': 'text/event-stream' });
     if (body.max_tokens === LINGER_MAX_TOKENS) {
       response.write(
-        event('message_start', { message: stubMessage }) +
-          event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }) +
-          event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'done' } }) +
-          event('content_block_stop', { index: 0 }) +
-          event('message_delta', {
+        messagesEvent('message_start', { message: stubMessage }) +
+          messagesEvent('content_block_start', {
+            index: 0,
+            content_block: { type: 'text', text: '' },
+          }) +
+          messagesEvent('content_block_delta', {
+            index: 0,
+            delta: { type: 'text_delta', text: 'done' },
+          }) +
+          messagesEvent('content_block_stop', { index: 0 }) +
+          messagesEvent('message_delta', {
             delta: { stop_reason: 'end_turn', stop_sequence: null },
             usage: { output_tokens: 4 },
           }) +
-          event('message_stop', {}),
+          messagesEvent('message_stop', {}),
       );
       const timer = setTimeout(() => response.end(), LINGER_MS);
       response.on('close', () => clearTimeout(timer));
       return;
     }
     response.write(
-      event('message_start', { message: stubMessage }) +
-        event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
+      messagesEvent('message_start', { message: stubMessage }) +
+        messagesEvent('content_block_start', {
+          index: 0,
+          content_block: { type: 'text', text: '' },
+        }),
     );
     // An endless slow stream: only a client abort (passed upstream) ends it.
     const timer = setInterval(() => {
       response.write(
-        event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'word ' } }),
+        messagesEvent('content_block_delta', {
+          index: 0,
+          delta: { type: 'text_delta', text: 'word ' },
+        }),
       );
     }, 40);
     upstreamClosedEarly = new Promise((resolve) =>

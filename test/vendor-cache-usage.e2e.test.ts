@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
 import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
 import { ledgerRow } from './support/records.js';
+import { messagesEvent } from './support/messages-events.js';
 
 const { env, db } = isolatedContext('vendor-cache-usage');
 let org: SeededOrg;
@@ -20,9 +21,6 @@ const UNCACHED = 3;
 const CACHE_WRITTEN = 5000;
 const CACHE_READ = 4000;
 const OUTPUT = 2;
-
-const event = (type: string, data: Record<string, unknown>) =>
-  `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
 
 /** vendor_a as it answers a prompt with a cache breakpoint: most of it cached. */
 const stub = createServer((request, response) => {
@@ -58,15 +56,23 @@ const stub = createServer((request, response) => {
     }
     response.writeHead(200, { 'content-type': 'text/event-stream' });
     response.end(
-      event('message_start', { message: { ...message, usage: { ...usage, output_tokens: 1 } } }) +
-        event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }) +
-        event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'ok' } }) +
-        event('content_block_stop', { index: 0 }) +
-        event('message_delta', {
+      messagesEvent('message_start', {
+        message: { ...message, usage: { ...usage, output_tokens: 1 } },
+      }) +
+        messagesEvent('content_block_start', {
+          index: 0,
+          content_block: { type: 'text', text: '' },
+        }) +
+        messagesEvent('content_block_delta', {
+          index: 0,
+          delta: { type: 'text_delta', text: 'ok' },
+        }) +
+        messagesEvent('content_block_stop', { index: 0 }) +
+        messagesEvent('message_delta', {
           delta: { stop_reason: 'end_turn', stop_sequence: null },
           usage: { output_tokens: OUTPUT },
         }) +
-        event('message_stop', {}),
+        messagesEvent('message_stop', {}),
     );
   });
 });

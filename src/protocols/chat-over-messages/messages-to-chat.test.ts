@@ -2,42 +2,43 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { chatToMessagesBody } from './chat-to-messages.js';
 import { MessagesToChatStreamRelay, messageToChatCompletion } from './messages-to-chat.js';
-
-const sse = (type: string, data: Record<string, unknown>): string =>
-  `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+import { messagesEvent } from '../../../test/support/messages-events.js';
 
 // A recorded vendor_a stream: text, then a tool call whose arguments arrive in pieces.
 const recorded = [
-  sse('message_start', {
+  messagesEvent('message_start', {
     message: {
       id: 'msg_1',
       model: 'claude-haiku-4-5',
       usage: { input_tokens: 21, output_tokens: 1 },
     },
   }),
-  sse('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
-  sse('ping', {}),
-  sse('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'Héllo ' } }),
-  sse('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'wörld 👋' } }),
-  sse('content_block_stop', { index: 0 }),
-  sse('content_block_start', {
+  messagesEvent('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
+  messagesEvent('ping', {}),
+  messagesEvent('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'Héllo ' } }),
+  messagesEvent('content_block_delta', {
+    index: 0,
+    delta: { type: 'text_delta', text: 'wörld 👋' },
+  }),
+  messagesEvent('content_block_stop', { index: 0 }),
+  messagesEvent('content_block_start', {
     index: 1,
     content_block: { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: {} },
   }),
-  sse('content_block_delta', {
+  messagesEvent('content_block_delta', {
     index: 1,
     delta: { type: 'input_json_delta', partial_json: '{"city":' },
   }),
-  sse('content_block_delta', {
+  messagesEvent('content_block_delta', {
     index: 1,
     delta: { type: 'input_json_delta', partial_json: '"Paris"}' },
   }),
-  sse('content_block_stop', { index: 1 }),
-  sse('message_delta', {
+  messagesEvent('content_block_stop', { index: 1 }),
+  messagesEvent('message_delta', {
     delta: { stop_reason: 'tool_use', stop_sequence: null },
     usage: { output_tokens: 17 },
   }),
-  sse('message_stop', {}),
+  messagesEvent('message_stop', {}),
 ].join('');
 
 function translate(bytes: Buffer, cuts: number[], wantsUsage: boolean) {
@@ -107,7 +108,9 @@ describe('vendor_a stream → chat completion chunks', () => {
     const cut = recorded.indexOf('event: message_delta');
     const failed = Buffer.from(
       recorded.slice(0, cut) +
-        sse('error', { error: { type: 'overloaded_error', message: 'Overloaded: prompt was x' } }),
+        messagesEvent('error', {
+          error: { type: 'overloaded_error', message: 'Overloaded: prompt was x' },
+        }),
       'utf8',
     );
     const { chunks, done, usage, reported } = translate(failed, [], true);
