@@ -1,10 +1,9 @@
 // Provider credentials at rest and their eligibility: encryption, key rotation, validation
 // with the vendor, and each eligibility rule excluding a credential on its own.
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { CatalogModel } from '../src/catalog/models.js';
+import { tokenRates, type CatalogModel } from '../src/catalog/models.js';
 import { CredentialDirectory } from '../src/credentials/credential-directory.js';
 import { parseMasterKeys, SecretBoxError } from '../src/credentials/secret-box.js';
-import { tokenPriceFromDecimal } from '../src/money.js';
 import { openFromText } from '../src/webhooks/sealed-secret.js';
 import { isolatedContext } from './support/context.js';
 import { TEST_MASTER_KEY } from './support/env.js';
@@ -22,16 +21,14 @@ interface Credential {
   app_connection_ids: string[];
 }
 
-const price = tokenPriceFromDecimal('0.000001');
+const rates = tokenRates('0.000001', '0.000001');
 const model = (id: string): CatalogModel => ({
   id,
   vendor: id.startsWith('vendor_a/') ? 'vendor_a' : 'vendor_b',
   provider: id.startsWith('vendor_a/') ? vendorA : vendorB,
   upstreamModel: id.split('/')[1]!,
-  inputCost: price,
-  outputCost: price,
-  inputPrice: price,
-  outputPrice: price,
+  cost: rates,
+  price: rates,
   maxOutputTokens: 100,
   supportsTools: true,
 });

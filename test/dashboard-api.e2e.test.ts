@@ -262,25 +262,40 @@ describe('GET /models', () => {
         id: string;
         input_price_per_million_tokens: string;
         output_price_per_million_tokens: string;
+        cache_write_price_per_million_tokens: string;
+        cache_read_price_per_million_tokens: string;
       }[];
     }>('/models');
     expect(models.status).toBe(200);
+    // A cache rate left unset is the input's.
     const { rows } = await db.query<{ id: string; input: string; output: string }>(
       `SELECT id, to_char(input_price_per_token * 1000000, 'FM999999990.000000000000') AS input,
-              to_char(output_price_per_token * 1000000, 'FM999999990.000000000000') AS output
+              to_char(output_price_per_token * 1000000, 'FM999999990.000000000000') AS output,
+              to_char(COALESCE(cache_write_price_per_token, input_price_per_token) * 1000000,
+                      'FM999999990.000000000000') AS cache_write,
+              to_char(COALESCE(cache_read_price_per_token, input_price_per_token) * 1000000,
+                      'FM999999990.000000000000') AS cache_read
          FROM models WHERE enabled AND vendor = ANY($1) ORDER BY id`,
       // Rows of vendors no provider serves (another test's) are not listed.
       [PROVIDER_IDS],
     );
     expect(
-      models.body.data.map(
-        ({ id, input_price_per_million_tokens, output_price_per_million_tokens }) => ({
-          id,
-          input: input_price_per_million_tokens,
-          output: output_price_per_million_tokens,
-        }),
-      ),
+      models.body.data.map((model) => ({
+        id: model.id,
+        input: model.input_price_per_million_tokens,
+        output: model.output_price_per_million_tokens,
+        cache_write: model.cache_write_price_per_million_tokens,
+        cache_read: model.cache_read_price_per_million_tokens,
+      })),
     ).toEqual(rows);
+    // The seeded vendor_a models write their cache at 1.25× the input rate and read it at 0.1×.
+    expect(
+      models.body.data.find((model) => model.id === 'vendor_a/claude-haiku-4-5'),
+    ).toMatchObject({
+      input_price_per_million_tokens: '1.000000000000',
+      cache_write_price_per_million_tokens: '1.250000000000',
+      cache_read_price_per_million_tokens: '0.100000000000',
+    });
     const anonymous = await fetch(`${gateway.url}/models`);
     expect(anonymous.status).toBe(401);
   });

@@ -205,6 +205,11 @@ describe('the dashboard in a browser', () => {
     // models with their exact prices
     await page.getByRole('link', { name: 'Models & prices' }).click();
     await page.getByRole('cell', { name: 'vendor_b/gpt-4o-mini' }).waitFor();
+    // input, output, cache write and cache read, per million tokens
+    const haiku = page.getByRole('row', { name: /vendor_a\/claude-haiku-4-5/ });
+    expect(await haiku.getByRole('cell').allTextContents()).toEqual(
+      expect.arrayContaining(['1.00', '5.00', '1.25', '0.10']),
+    );
     await screenshot(page, '08-models');
 
     // signs out: the session is gone, and a deep link shows the sign-in page

@@ -4,6 +4,8 @@
 // (which /v1/messages passes through) moves nearly all of it out of `input_tokens`: the
 // request must still be charged for every prompt token the vendor reported, or caps,
 // allowances and the wallet are bypassed while the system route's vendor account pays.
+// Each part is priced at its own rate (decision 324): vendor_a writes its cache at 1.25× the
+// input rate and reads it at 0.1×; vendor_b's cache is automatic and reads at 0.5×.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,6 +18,7 @@ const { env, db } = isolatedContext('vendor-cache-usage');
 let org: SeededOrg;
 let gateway: GatewayProcess;
 const MODEL = 'vendor_a/claude-haiku-4-5';
+const CHAT_MODEL = 'vendor_b/gpt-4o-mini';
 
 const UNCACHED = 3;
 const CACHE_WRITTEN = 5000;
@@ -77,28 +80,96 @@ const stub = createServer((request, response) => {
   });
 });
 
+const CHAT_PROMPT = 1000;
+const CHAT_CACHED = 800;
+const CHAT_OUTPUT = 10;
+
+/** vendor_b as it answers a prompt whose start it served from its (automatic) cache. */
+const chatStub = createServer((request, response) => {
+  const chunks: Buffer[] = [];
+  request.on('data', (chunk: Buffer) => chunks.push(chunk));
+  request.on('end', () => {
+    const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
+    const usage = {
+      prompt_tokens: CHAT_PROMPT,
+      completion_tokens: CHAT_OUTPUT,
+      total_tokens: CHAT_PROMPT + CHAT_OUTPUT,
+      prompt_tokens_details: { cached_tokens: CHAT_CACHED },
+    };
+    const base = { id: 'chatcmpl-cache', created: 1, model: 'gpt-4o-mini' };
+    if (body.stream !== true) {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(
+        JSON.stringify({
+          ...base,
+          object: 'chat.completion',
+          choices: [
+            { index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' },
+          ],
+          usage,
+        }),
+      );
+      return;
+    }
+    const chunk = (fields: Record<string, unknown>) =>
+      `data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', ...fields })}\n\n`;
+    response.writeHead(200, { 'content-type': 'text/event-stream' });
+    response.end(
+      chunk({
+        choices: [{ index: 0, delta: { content: 'ok' }, finish_reason: null }],
+        usage: null,
+      }) +
+        chunk({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage: null }) +
+        chunk({ choices: [], usage }) +
+        'data: [DONE]\n\n',
+    );
+  });
+});
+
+const listen = async (server: typeof stub): Promise<string> => {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+};
+
 beforeAll(async () => {
-  await new Promise<void>((resolve) => stub.listen(0, '127.0.0.1', resolve));
-  const { port } = stub.address() as AddressInfo;
+  const [vendorA, vendorB] = await Promise.all([listen(stub), listen(chatStub)]);
   [org, gateway] = await Promise.all([
     seed(env),
     startGateway({
       ...env,
-      VENDOR_A_BASE_URL: `http://127.0.0.1:${port}`,
+      VENDOR_A_BASE_URL: vendorA,
       VENDOR_A_API_KEY: 'stub-vendor-key-0123456789abcdef',
+      VENDOR_B_BASE_URL: vendorB,
+      VENDOR_B_API_KEY: 'stub-vendor-key-0123456789abcdef',
     }),
   ]);
 });
 
 afterAll(async () => {
   await gateway?.stop();
-  stub.closeAllConnections();
-  await new Promise((resolve) => stub.close(resolve));
+  for (const server of [stub, chatStub]) {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
 });
 
 const PROMPT_TOKENS = UNCACHED + CACHE_WRITTEN + CACHE_READ;
-// claude-haiku-4-5 sells input at 0.000001 and output at 0.000005 per token.
-const SELL_COST = ((PROMPT_TOKENS * 1 + OUTPUT * 5) / 1e6).toFixed(12);
+// claude-haiku-4-5 sells (and costs) per million tokens: input 1, cache writes 1.25, cache
+// reads 0.1, output 5.
+const SELL_COST = (
+  (UNCACHED * 1 + CACHE_WRITTEN * 1.25 + CACHE_READ * 0.1 + OUTPUT * 5) /
+  1e6
+).toFixed(12);
+
+interface PricedRow {
+  input_tokens: number;
+  cache_write_tokens: number;
+  cache_read_tokens: number;
+  sell_cost: string;
+  vendor_cost: string;
+}
+const PRICED_COLUMNS =
+  'input_tokens, cache_write_tokens, cache_read_tokens, sell_cost::text, vendor_cost::text';
 
 async function ask(path: string, body: Record<string, unknown>): Promise<string | null> {
   const answer = await fetch(`${gateway.url}${path}`, {
@@ -120,31 +191,80 @@ const cachedPrompt = {
 
 describe('a prompt the vendor served partly from its cache', () => {
   for (const stream of [false, true]) {
-    it(`charges every prompt token the vendor reported (${stream ? 'stream' : 'JSON'})`, async () => {
+    it(`charges every prompt token the vendor reported, each part at its rate (${stream ? 'stream' : 'JSON'})`, async () => {
       const requestId = await ask('/v1/messages', { ...cachedPrompt, stream });
-      const row = await ledgerRow<{ input_tokens: number; sell_cost: string }>(
-        db,
-        requestId,
-        'input_tokens, sell_cost::text',
-      );
-      expect(row).toEqual({ input_tokens: PROMPT_TOKENS, sell_cost: SELL_COST });
+      const row = await ledgerRow<PricedRow>(db, requestId, PRICED_COLUMNS);
+      expect(row).toEqual({
+        input_tokens: PROMPT_TOKENS,
+        cache_write_tokens: CACHE_WRITTEN,
+        cache_read_tokens: CACHE_READ,
+        sell_cost: SELL_COST,
+        vendor_cost: SELL_COST,
+      });
     });
   }
 
-  it('charges them on the chat route too, and reports them as prompt tokens', async () => {
+  it('charges them on the chat route too, and reports them as prompt tokens with the cached ones', async () => {
     const answer = await fetch(`${gateway.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${org.api_key}` },
       body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'hi' }] }),
     });
     expect(answer.status).toBe(200);
-    const completion = (await answer.json()) as { usage: { prompt_tokens: number } };
+    const completion = (await answer.json()) as {
+      usage: { prompt_tokens: number; prompt_tokens_details: { cached_tokens: number } };
+    };
     expect(completion.usage.prompt_tokens).toBe(PROMPT_TOKENS);
-    const row = await ledgerRow<{ input_tokens: number }>(
-      db,
-      answer.headers.get('x-request-id'),
-      'input_tokens',
-    );
-    expect(row.input_tokens).toBe(PROMPT_TOKENS);
+    expect(completion.usage.prompt_tokens_details).toEqual({ cached_tokens: CACHE_READ });
+    const row = await ledgerRow<PricedRow>(db, answer.headers.get('x-request-id'), PRICED_COLUMNS);
+    expect(row).toMatchObject({ input_tokens: PROMPT_TOKENS, sell_cost: SELL_COST });
   });
+});
+
+describe('the hold of a prompt that asks for a cache write', () => {
+  it('prices the prompt at the cache-write rate, and a prompt without one at the input rate', async () => {
+    const heldFor = async (body: Record<string, unknown>): Promise<number> => {
+      const requestId = await ask('/v1/messages', body);
+      const row = await ledgerRow<{ reserved: string }>(
+        db,
+        requestId,
+        'reserved_amount::text AS reserved',
+      );
+      // The output held: max_tokens (100) at 0.000005.
+      return Math.round((Number(row.reserved) - 100 * 0.000005) * 1e9);
+    };
+    const plain = await heldFor({
+      ...cachedPrompt,
+      system: [{ type: 'text', text: 'a long system prompt' }],
+    });
+    const cached = await heldFor(cachedPrompt);
+    expect(plain).toBeGreaterThan(0);
+    expect(cached).toBe(plain * 1.25);
+  });
+});
+
+describe('a chat prompt the vendor served partly from its automatic cache', () => {
+  // gpt-4o-mini sells (and costs) per million tokens: input 0.15, cache reads 0.075, output 0.6.
+  const chatCost = (
+    ((CHAT_PROMPT - CHAT_CACHED) * 0.15 + CHAT_CACHED * 0.075 + CHAT_OUTPUT * 0.6) /
+    1e6
+  ).toFixed(12);
+
+  for (const stream of [false, true]) {
+    it(`charges the cached part at the cache-read rate (${stream ? 'stream' : 'JSON'})`, async () => {
+      const requestId = await ask('/v1/chat/completions', {
+        model: CHAT_MODEL,
+        messages: [{ role: 'user', content: 'hi' }],
+        stream,
+      });
+      const row = await ledgerRow<PricedRow>(db, requestId, PRICED_COLUMNS);
+      expect(row).toEqual({
+        input_tokens: CHAT_PROMPT,
+        cache_write_tokens: 0,
+        cache_read_tokens: CHAT_CACHED,
+        sell_cost: chatCost,
+        vendor_cost: chatCost,
+      });
+    });
+  }
 });

@@ -4,13 +4,17 @@ import { describe, expect, it } from 'vitest';
 import type { ReserveOutcome, ReserveRequest } from '../billing/budget-store.js';
 import { isGwError } from '../errors.js';
 import { costNano } from '../money.js';
+import { tokenRates, type CatalogModel } from '../catalog/models.js';
 import { identity, model } from '../../test/support/pipeline-fakes.js';
 import { admit, type AdmissionPorts, type PlannedOutput } from './admission.js';
 
-function ports(reserve: (request: ReserveRequest) => ReserveOutcome = () => held) {
+function ports(
+  reserve: (request: ReserveRequest) => ReserveOutcome = () => held,
+  served: CatalogModel = model,
+) {
   const reserved: ReserveRequest[] = [];
   const fake: AdmissionPorts = {
-    catalog: { get: (id) => (id === model.id ? model : undefined) },
+    catalog: { get: (id) => (id === served.id ? served : undefined) },
     productUsers: { resolve: () => Promise.reject(new Error('no attribution expected')) },
     capPolicies: {
       orgCap: () => Promise.resolve(null),
@@ -44,7 +48,7 @@ const input = (overrides: Record<string, unknown> = {}) => ({
 });
 
 const costOf = (outputTokens: number): bigint =>
-  costNano([10, model.inputPrice], [outputTokens, model.outputPrice]);
+  costNano([10, model.price.input], [outputTokens, model.price.output]);
 
 describe('admit', () => {
   it('builds the upstream call before placing the hold', async () => {
@@ -108,6 +112,69 @@ describe('admit', () => {
       call: { maxOutputTokens: 50, clamped: true },
     });
     expect(reserved.map((request) => request.amountNano)).toEqual([costOf(300), costOf(150)]);
+  });
+
+  describe('a prompt the vendor may write to its cache', () => {
+    // Cache writes at 1.25× the input rate, reads at 0.1× (as vendor_a bills them).
+    const caching: CatalogModel = {
+      ...model,
+      price: tokenRates('0.00000016', '0.0000006', '0.0000002', '0.000000016'),
+    };
+    const heldFor = (promptRate: string, outputTokens: number): bigint =>
+      costNano([10, tokenRates(promptRate, '0').input], [outputTokens, caching.price.output]);
+
+    it('is held at the cache-write rate when the body asks for a cache write', async () => {
+      const { fake, reserved } = ports(undefined, caching);
+      await admit(fake, input({ asksForPromptCache: () => true }));
+      expect(reserved[0]!.amountNano).toBe(heldFor('0.0000002', 100));
+      expect(reserved[0]!.amountNano).toBeGreaterThan(heldFor('0.00000016', 100));
+    });
+
+    it('is held at the input rate when the body does not ask, or the write costs no more', async () => {
+      const { fake, reserved } = ports(undefined, caching);
+      await admit(fake, input({ asksForPromptCache: () => false }));
+      await admit(fake, input());
+      expect(reserved.map((request) => request.amountNano)).toEqual([
+        heldFor('0.00000016', 100),
+        heldFor('0.00000016', 100),
+      ]);
+      const asked: string[] = [];
+      const plain = ports();
+      await admit(plain.fake, input({ asksForPromptCache: () => asked.push('asked') > 0 }));
+      expect(plain.reserved[0]!.amountNano).toBe(costOf(100));
+      expect(asked).toEqual([]);
+    });
+
+    it('under limit_output, leaves the prompt its cache-write cost', async () => {
+      // 300 nano over 40 tokens' worth: at the input rate the prompt would leave room for 41.
+      const available = heldFor('0.0000002', 40) + 300n;
+      const { fake, reserved } = ports(
+        (request) =>
+          request.amountNano > available
+            ? {
+                kind: 'allowance_short',
+                capNano: 0n,
+                spentNano: 0n,
+                baseRemainingNano: 0n,
+                creditsNano: 0n,
+                availableNano: available,
+              }
+            : held,
+        caching,
+      );
+      const admission = await admit(
+        fake,
+        input({
+          identity: { ...identity, overrunPolicy: 'limit_output' },
+          asksForPromptCache: () => true,
+        }),
+      );
+      expect(admission).toMatchObject({ maxOutputTokens: 40, outputClamped: true });
+      expect(reserved.map((request) => request.amountNano)).toEqual([
+        heldFor('0.0000002', 100),
+        heldFor('0.0000002', 40),
+      ]);
+    });
   });
 
   it('refuses an unknown model before building anything or holding', async () => {

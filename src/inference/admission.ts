@@ -11,7 +11,7 @@ import { LEGACY_ERRORS_HEADER, reservationError } from '../billing/rejections.js
 import { userAllowancePolicy } from '../billing/user-allowance.js';
 import { modelPolicyAllows, type CatalogModel, type ModelCatalog } from '../catalog/models.js';
 import { gwError, type ErrorCode, type GwError } from '../errors.js';
-import { costNano, SETTLEMENT_CURRENCY } from '../money.js';
+import { costNano, SETTLEMENT_CURRENCY, type TokenPrice } from '../money.js';
 import { AttributionError, readAttribution } from '../product-users/attribution.js';
 import type { ProductUserDirectory, ResolvedProductUser } from '../product-users/directory.js';
 import type { CredentialDirectory } from '../credentials/credential-directory.js';
@@ -57,6 +57,12 @@ export interface AdmissionInput<Call> {
   readonly requestedMaxTokens: number | undefined;
   /** The body field that asked for `requestedMaxTokens`, as a refusal names it (max_tokens). */
   readonly maxTokensField?: string;
+  /**
+   * Whether the body asks the vendor to write its prompt cache, whose rate may be above the
+   * input's: then the hold prices the prompt at the higher (decision 324). Asked only for
+   * such a model. Absent: the protocol has no cache writes at a premium.
+   */
+  readonly asksForPromptCache?: () => boolean;
   /** Choices asked for (`n`): every one may produce the max output, so each is held for. */
   readonly choices?: number;
   /**
@@ -192,10 +198,11 @@ export async function admit<Call>(
     model.maxOutputTokens,
   );
   const choices = input.choices ?? 1;
+  const promptRate = holdPromptRate(input, model);
   const estimate = (outputTokensPerChoice: number): bigint =>
     costNano(
-      [estimatedInputTokens, model.inputPrice],
-      [outputTokensPerChoice * choices, model.outputPrice],
+      [estimatedInputTokens, promptRate],
+      [outputTokensPerChoice * choices, model.price.output],
     );
   let call = input.prepareCall(model, { maxOutputTokens: requestedOutput, clamped: false });
 
@@ -223,7 +230,12 @@ export async function admit<Call>(
   let outcome = await reserve(reservedNano);
   if (outcome.kind === 'allowance_short' && allowance.overrunPolicy === 'limit_output') {
     const affordable = Math.floor(
-      affordableOutputTokens(outcome.availableNano, estimatedInputTokens, model, choices) / choices,
+      affordableOutputTokens(
+        outcome.availableNano,
+        [estimatedInputTokens, promptRate],
+        model,
+        choices,
+      ) / choices,
     );
     if (
       affordable >= Math.min(MIN_OUTPUT_TOKENS, requestedOutput) &&
@@ -277,22 +289,32 @@ function outputLimitError(
 }
 
 /**
- * The most output tokens (over all `choices`) `availableNano` pays for after the input (0 when
+ * The rate the hold prices the prompt at: the input's, or the cache write's when the body asks
+ * for a cache write and that rate is higher (a prompt written to the cache is billed at it).
+ */
+function holdPromptRate(input: AdmissionInput<unknown>, model: CatalogModel): TokenPrice {
+  const { input: inputRate, cacheWrite } = model.price;
+  if (cacheWrite.attoPerToken <= inputRate.attoPerToken) return inputRate;
+  return input.asksForPromptCache?.() === true ? cacheWrite : inputRate;
+}
+
+/**
+ * The most output tokens (over all `choices`) `availableNano` pays for after the prompt (0 when
  * not even that).
  */
 function affordableOutputTokens(
   availableNano: bigint,
-  inputTokens: number,
+  [inputTokens, promptRate]: readonly [number, TokenPrice],
   model: CatalogModel,
   choices: number,
 ): number {
-  const inputNano = costNano([inputTokens, model.inputPrice]);
+  const inputNano = costNano([inputTokens, promptRate]);
   if (availableNano <= inputNano) return 0;
   const maxTokens = model.maxOutputTokens * choices;
-  const perTokenAtto = model.outputPrice.attoPerToken;
+  const perTokenAtto = model.price.output.attoPerToken;
   if (perTokenAtto === 0n) return maxTokens;
   // Largest n with ceil((inputAtto + n·price) / 1e9) ≤ available: compute in atto-units.
-  const inputAtto = BigInt(inputTokens) * model.inputPrice.attoPerToken;
+  const inputAtto = BigInt(inputTokens) * promptRate.attoPerToken;
   const budgetAtto = availableNano * 1_000_000_000n - inputAtto;
   const tokens = budgetAtto / perTokenAtto;
   return Number(tokens > BigInt(maxTokens) ? BigInt(maxTokens) : tokens);

@@ -21,7 +21,7 @@
 // - Completed: what the vendor reported; without a report, the input estimate and, for a JSON
 //   answer, the whole held output (never under-bill silently), for a stream the counted text.
 import type { UsageStatus } from '../ledger/usage-record.js';
-import type { TokenUsage } from '../protocols/common/usage.js';
+import { uncachedPrompt, type PromptTokens, type TokenUsage } from '../protocols/common/usage.js';
 
 /** Why a request ended, as its usage record says (column `end_reason`). */
 export type EndReason =
@@ -45,8 +45,8 @@ export type EndReason =
 export interface ObservedUsage {
   /** Full usage as the vendor reported it. */
   readonly reported?: TokenUsage | undefined;
-  /** Input tokens the vendor named before its full usage (vendor_a's message_start). */
-  readonly reportedInputTokens?: number | undefined;
+  /** The prompt the vendor named before its full usage (vendor_a's message_start). */
+  readonly reportedPrompt?: PromptTokens | undefined;
   /** Output tokens counted from the text relayed to the client (when usage never came). */
   readonly countedOutputTokens?: number | undefined;
 }
@@ -99,12 +99,33 @@ export interface ChargeContext {
   readonly heldOutputTokens: number;
 }
 
-export interface Charge {
+/** What a request is charged: its tokens (the prompt's cache parts priced apart), and how it
+ * ended. */
+export interface Charge extends TokenUsage {
   readonly status: UsageStatus;
   readonly reason: EndReason;
   readonly upstreamStatus: number | null;
-  readonly inputTokens: number;
-  readonly outputTokens: number;
+}
+
+const NO_PROMPT = uncachedPrompt(0);
+
+/** A charge, its fields always in one order (one object shape for all). */
+function charge(
+  status: UsageStatus,
+  reason: EndReason,
+  upstreamStatus: number | null,
+  prompt: PromptTokens,
+  outputTokens: number,
+): Charge {
+  return {
+    status,
+    reason,
+    upstreamStatus,
+    inputTokens: prompt.inputTokens,
+    cacheWriteTokens: prompt.cacheWriteTokens,
+    cacheReadTokens: prompt.cacheReadTokens,
+    outputTokens,
+  };
 }
 
 const NO_ANSWER_REASON = {
@@ -127,72 +148,57 @@ const BROKEN_REASON = {
 export function chargeFor(end: RequestEnd, context: ChargeContext): Charge {
   switch (end.kind) {
     case 'not_dispatched':
-      return {
-        status: end.cause === 'client_gone' ? 'client_aborted' : 'incomplete',
-        reason: end.cause === 'client_gone' ? 'client_gone_before_dispatch' : 'gateway_error',
-        upstreamStatus: null,
-        inputTokens: 0,
-        outputTokens: 0,
-      };
+      return end.cause === 'client_gone'
+        ? charge('client_aborted', 'client_gone_before_dispatch', null, NO_PROMPT, 0)
+        : charge('incomplete', 'gateway_error', null, NO_PROMPT, 0);
     case 'no_answer': {
       const clientLeft = end.cause === 'client_aborted';
-      return {
-        status: clientLeft
-          ? 'client_aborted'
-          : end.cause === 'shutdown'
-            ? 'incomplete'
-            : 'upstream_error',
-        reason: NO_ANSWER_REASON[end.cause],
-        upstreamStatus: null,
-        inputTokens: clientLeft ? context.estimatedInputTokens : 0,
-        outputTokens: 0,
-      };
+      return charge(
+        clientLeft ? 'client_aborted' : end.cause === 'shutdown' ? 'incomplete' : 'upstream_error',
+        NO_ANSWER_REASON[end.cause],
+        null,
+        clientLeft ? uncachedPrompt(context.estimatedInputTokens) : NO_PROMPT,
+        0,
+      );
     }
     case 'vendor_refused':
-      return {
-        status: 'upstream_error',
-        reason: end.failoverExhausted ? 'failover_exhausted' : 'vendor_error_status',
-        upstreamStatus: end.upstreamStatus,
-        inputTokens: 0,
-        outputTokens: 0,
-      };
+      return charge(
+        'upstream_error',
+        end.failoverExhausted ? 'failover_exhausted' : 'vendor_error_status',
+        end.upstreamStatus,
+        NO_PROMPT,
+        0,
+      );
     case 'answer_broken':
-      return {
-        status: end.cause === 'client_aborted' ? 'client_aborted' : 'incomplete',
-        reason: BROKEN_REASON[end.cause],
-        upstreamStatus: end.upstreamStatus,
-        inputTokens: inputOf(end.usage, context),
+      return charge(
+        end.cause === 'client_aborted' ? 'client_aborted' : 'incomplete',
+        BROKEN_REASON[end.cause],
+        end.upstreamStatus,
+        promptOf(end.usage, context),
         // Only what reached the client: nothing usable was relayed from invalid JSON.
-        outputTokens:
-          end.cause === 'invalid_json'
-            ? 0
-            : (end.usage.reported?.outputTokens ?? end.usage.countedOutputTokens ?? 0),
-      };
+        end.cause === 'invalid_json'
+          ? 0
+          : (end.usage.reported?.outputTokens ?? end.usage.countedOutputTokens ?? 0),
+      );
     case 'instance_lost':
-      return {
-        status: 'incomplete',
-        reason: 'gateway_lost',
-        upstreamStatus: null,
-        inputTokens: 0,
-        outputTokens: 0,
-      };
+      return charge('incomplete', 'gateway_lost', null, NO_PROMPT, 0);
     case 'completed': {
       const reported = end.usage.reported;
-      return {
-        status: 'completed',
-        reason: reported ? 'completed' : 'completed_without_usage',
-        upstreamStatus: end.upstreamStatus,
-        inputTokens: inputOf(end.usage, context),
-        outputTokens:
-          reported?.outputTokens ??
+      return charge(
+        'completed',
+        reported ? 'completed' : 'completed_without_usage',
+        end.upstreamStatus,
+        promptOf(end.usage, context),
+        reported?.outputTokens ??
           (end.stream
             ? (end.usage.countedOutputTokens ?? context.heldOutputTokens)
             : context.heldOutputTokens),
-      };
+      );
     }
   }
 }
 
-function inputOf(usage: ObservedUsage, context: ChargeContext): number {
-  return usage.reported?.inputTokens ?? usage.reportedInputTokens ?? context.estimatedInputTokens;
+/** The prompt charged: as the vendor reported it, else the estimate (no cache parts). */
+function promptOf(usage: ObservedUsage, context: ChargeContext): PromptTokens {
+  return usage.reported ?? usage.reportedPrompt ?? uncachedPrompt(context.estimatedInputTokens);
 }

@@ -135,7 +135,7 @@ export async function relayStreamAnswer(
 
   const usage: ObservedUsage = {
     reported: relay.usage,
-    reportedInputTokens: relay.reportedInputTokens,
+    reportedPrompt: relay.reportedPrompt,
     countedOutputTokens: relay.usage
       ? undefined
       : await outputCounter.countOutput(relay.producedText),

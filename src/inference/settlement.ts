@@ -1,9 +1,10 @@
 // Settlement: turns what the upstream reported into costs and a usage record.
 import type { UsageRecord, UsageStatus } from '../ledger/usage-record.js';
-import { costNano, SETTLEMENT_CURRENCY } from '../money.js';
+import { SETTLEMENT_CURRENCY } from '../money.js';
 import type { ApiKeyIdentity } from '../auth/api-key-store.js';
-import type { CatalogModel } from '../catalog/models.js';
+import { usageCostNano, type CatalogModel } from '../catalog/models.js';
 import type { EndReason } from './charging-policy.js';
+import type { TokenUsage } from '../protocols/common/usage.js';
 
 /** What a usage record names of the request itself: an admission's, or what admission knows
  * when it places the hold (the record of a request lost with its instance). */
@@ -16,13 +17,11 @@ export interface RecordedRequest {
 }
 
 /** A settled request as the charging policy decided it (tokens charged, status, reason). */
-export interface RequestOutcome {
+export interface RequestOutcome extends TokenUsage {
   readonly status: UsageStatus;
   readonly reason: EndReason;
   readonly upstreamStatus: number | null;
   readonly stream: boolean;
-  readonly inputTokens: number;
-  readonly outputTokens: number;
   readonly startedAtMs: number;
   /** The BYOK credential that served it; null when the system route (and the wallet) did. */
   readonly credentialId: string | null;
@@ -32,14 +31,8 @@ export interface RequestOutcome {
 
 export function buildUsageRecord(admission: RecordedRequest, outcome: RequestOutcome): UsageRecord {
   const { model, identity } = admission;
-  const sellCostNano = costNano(
-    [outcome.inputTokens, model.inputPrice],
-    [outcome.outputTokens, model.outputPrice],
-  );
-  const vendorCostNano = costNano(
-    [outcome.inputTokens, model.inputCost],
-    [outcome.outputTokens, model.outputCost],
-  );
+  const sellCostNano = usageCostNano(outcome, model.price);
+  const vendorCostNano = usageCostNano(outcome, model.cost);
   const createdAt = new Date();
   return {
     requestId: admission.requestId,
@@ -59,6 +52,8 @@ export function buildUsageRecord(admission: RecordedRequest, outcome: RequestOut
     upstreamStatus: outcome.upstreamStatus,
     inputTokens: outcome.inputTokens,
     outputTokens: outcome.outputTokens,
+    cacheWriteTokens: outcome.cacheWriteTokens,
+    cacheReadTokens: outcome.cacheReadTokens,
     currency: SETTLEMENT_CURRENCY,
     sellCostNano,
     vendorCostNano,

@@ -45,6 +45,11 @@ export class StreamEntryFields {
     return value;
   }
 
+  /** The field as a safe integer, or `absent` when older versions did not write it. */
+  integerOr(name: string, absent: number): number {
+    return this.values.has(name) ? this.integer(name) : absent;
+  }
+
   /** The field, with the empty string read as null; throws when it is absent. */
   optional(name: string): string | null {
     const value = this.text(name);

@@ -35,6 +35,10 @@ export interface UsageRecord {
   readonly upstreamStatus: number | null;
   readonly inputTokens: number;
   readonly outputTokens: number;
+  /** Parts of inputTokens the vendor's prompt cache wrote and read (absent: none, and on
+   * records from before decision 324). */
+  readonly cacheWriteTokens?: number;
+  readonly cacheReadTokens?: number;
   readonly currency: string;
   readonly sellCostNano: bigint;
   readonly vendorCostNano: bigint;
@@ -90,6 +94,8 @@ export function usageRecordToFields(record: UsageRecord): string[] {
     upstream_status: record.upstreamStatus === null ? '' : String(record.upstreamStatus),
     input_tokens: String(record.inputTokens),
     output_tokens: String(record.outputTokens),
+    cache_write_tokens: String(record.cacheWriteTokens ?? 0),
+    cache_read_tokens: String(record.cacheReadTokens ?? 0),
     currency: record.currency,
     sell_cost_nano: record.sellCostNano.toString(),
     vendor_cost_nano: record.vendorCostNano.toString(),
@@ -172,6 +178,9 @@ export function usageRecordFromFields(fields: readonly string[]): UsageRecord {
     upstreamStatus: upstreamStatus === null ? null : Number(upstreamStatus),
     inputTokens: entry.integer('input_tokens'),
     outputTokens: entry.integer('output_tokens'),
+    // Absent from records of versions before decision 324.
+    cacheWriteTokens: entry.integerOr('cache_write_tokens', 0),
+    cacheReadTokens: entry.integerOr('cache_read_tokens', 0),
     currency: entry.text('currency'),
     sellCostNano: BigInt(entry.text('sell_cost_nano')),
     vendorCostNano: BigInt(entry.text('vendor_cost_nano')),

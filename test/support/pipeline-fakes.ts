@@ -2,8 +2,7 @@
 // that end or break), a recording settle, a client connection, and a ready admission.
 import type { ApiKeyIdentity } from '../../src/auth/api-key-store.js';
 import type { FailoverOutcome, FailoverRequest } from '../../src/billing/budget-store.js';
-import type { CatalogModel } from '../../src/catalog/models.js';
-import { tokenPriceFromDecimal } from '../../src/money.js';
+import { tokenRates, type CatalogModel } from '../../src/catalog/models.js';
 import type { UpstreamExchange } from '../../src/protocols/common/exchange.js';
 import { UpstreamBody } from '../../src/providers/upstream-body.js';
 import type {
@@ -33,10 +32,8 @@ export const model: CatalogModel = {
   vendor: 'vendor_b',
   provider: vendorB,
   upstreamModel: 'gpt-4o-mini',
-  inputCost: tokenPriceFromDecimal('0.0000001'),
-  outputCost: tokenPriceFromDecimal('0.0000004'),
-  inputPrice: tokenPriceFromDecimal('0.00000015'),
-  outputPrice: tokenPriceFromDecimal('0.0000006'),
+  cost: tokenRates('0.0000001', '0.0000004'),
+  price: tokenRates('0.00000015', '0.0000006'),
   maxOutputTokens: 1000,
   supportsTools: true,
 };

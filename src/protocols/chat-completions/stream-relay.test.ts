@@ -24,7 +24,12 @@ describe('vendor_b stream relay', () => {
       relay.push(encoder.encode(events.slice(0, 50))) +
       relay.push(encoder.encode(events.slice(50)));
     expect(out).toBe(content('Hel') + content('lo'));
-    expect(relay.usage).toEqual({ inputTokens: 7, outputTokens: 3 });
+    expect(relay.usage).toEqual({
+      inputTokens: 7,
+      cacheWriteTokens: 0,
+      cacheReadTokens: 0,
+      outputTokens: 3,
+    });
     expect(relay.done).toBe(true);
   });
 
@@ -69,7 +74,40 @@ describe('vendor_b stream relay', () => {
           'data: {"choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": 1}}\n\n',
       ),
     );
-    expect(relay.usage).toEqual({ inputTokens: 4, outputTokens: 1 });
+    expect(relay.usage).toEqual({
+      inputTokens: 4,
+      cacheWriteTokens: 0,
+      cacheReadTokens: 0,
+      outputTokens: 1,
+    });
+  });
+
+  it('reads the prompt tokens served from the cache, never more than the prompt', () => {
+    const cachedUsage = (cached: unknown) =>
+      chunk({
+        choices: [],
+        usage: {
+          prompt_tokens: 50,
+          completion_tokens: 2,
+          prompt_tokens_details: { cached_tokens: cached },
+        },
+      });
+    for (const [cached, read] of [
+      [40, 40],
+      [80, 50],
+      [-1, 0],
+      ['40', 0],
+      [null, 0],
+    ] as const) {
+      const relay = new ChatCompletionsStreamRelay(true);
+      relay.push(encoder.encode(cachedUsage(cached)));
+      expect(relay.usage).toEqual({
+        inputTokens: 50,
+        cacheWriteTokens: 0,
+        cacheReadTokens: read,
+        outputTokens: 2,
+      });
+    }
   });
 
   it('reads usage that comes on a content chunk', () => {
@@ -79,7 +117,12 @@ describe('vendor_b stream relay', () => {
       usage: { prompt_tokens: 2, completion_tokens: 1 },
     });
     expect(relay.push(encoder.encode(last))).toBe(last);
-    expect(relay.usage).toEqual({ inputTokens: 2, outputTokens: 1 });
+    expect(relay.usage).toEqual({
+      inputTokens: 2,
+      cacheWriteTokens: 0,
+      cacheReadTokens: 0,
+      outputTokens: 1,
+    });
     expect(relay.producedText).toEqual(['!']);
   });
 });

@@ -1,12 +1,30 @@
 // Reads token usage from chat-completions answers.
 import { isTokenCount, type TokenUsage } from '../common/usage.js';
 
-/** Usage from a chat.completion object or a usage chunk, if present and well-formed. */
+/**
+ * Usage from a chat.completion object or a usage chunk, if present and well-formed. The
+ * vendor's prompt cache is automatic: `prompt_tokens` counts every prompt token, and
+ * `prompt_tokens_details.cached_tokens` the part read from the cache (billed at its own price,
+ * decision 324; never more than the prompt, whatever a vendor sends). It writes at no premium.
+ */
 export function readChatCompletionsUsage(payload: unknown): TokenUsage | undefined {
   if (typeof payload !== 'object' || payload === null) return undefined;
   const usage = (payload as { usage?: unknown }).usage;
   if (typeof usage !== 'object' || usage === null) return undefined;
-  const { prompt_tokens: input, completion_tokens: output } = usage as Record<string, unknown>;
+  const {
+    prompt_tokens: input,
+    completion_tokens: output,
+    prompt_tokens_details: details,
+  } = usage as Record<string, unknown>;
   if (!isTokenCount(input) || !isTokenCount(output)) return undefined;
-  return { inputTokens: input, outputTokens: output };
+  const cached =
+    typeof details === 'object' && details !== null
+      ? (details as { cached_tokens?: unknown }).cached_tokens
+      : undefined;
+  return {
+    inputTokens: input,
+    cacheWriteTokens: 0,
+    cacheReadTokens: isTokenCount(cached) ? Math.min(cached, input) : 0,
+    outputTokens: output,
+  };
 }

@@ -55,7 +55,7 @@ function translate(bytes: Buffer, cuts: number[], wantsUsage: boolean) {
     .filter(Boolean)
     .map((event) => JSON.parse(event.slice('data: '.length)) as Record<string, unknown>)
     .map(({ created: _created, ...rest }) => rest);
-  return { chunks, usage: relay.usage, done: relay.done, reported: relay.reportedInputTokens };
+  return { chunks, usage: relay.usage, done: relay.done, reported: relay.reportedPrompt };
 }
 
 describe('vendor_a stream → chat completion chunks', () => {
@@ -88,7 +88,12 @@ describe('vendor_a stream → chat completion chunks', () => {
       choices: [],
       usage: { prompt_tokens: 21, completion_tokens: 17, total_tokens: 38 },
     });
-    expect(whole.usage).toEqual({ inputTokens: 21, outputTokens: 17 });
+    expect(whole.usage).toEqual({
+      inputTokens: 21,
+      cacheWriteTokens: 0,
+      cacheReadTokens: 0,
+      outputTokens: 17,
+    });
     expect(whole.done).toBe(true);
   });
 
@@ -116,7 +121,7 @@ describe('vendor_a stream → chat completion chunks', () => {
     const { chunks, done, usage, reported } = translate(failed, [], true);
     // No output count came, but the input tokens of message_start are known and billed.
     expect(usage).toBeUndefined();
-    expect(reported).toBe(21);
+    expect(reported).toEqual({ inputTokens: 21, cacheWriteTokens: 0, cacheReadTokens: 0 });
     expect(chunks.at(-1)).toEqual({
       error: {
         code: 'gw_upstream_error',

@@ -25,11 +25,14 @@ export function finishReason(stopReason: unknown): string {
   return (typeof stopReason === 'string' && FINISH_REASONS[stopReason]) || 'stop';
 }
 
+/** The chat protocol's usage: the prompt's cache reads are its `cached_tokens`, as the
+ * chat-completions vendor reports its own. */
 function usageObject(usage: TokenUsage): JsonObject {
   return {
     prompt_tokens: usage.inputTokens,
     completion_tokens: usage.outputTokens,
     total_tokens: usage.inputTokens + usage.outputTokens,
+    prompt_tokens_details: { cached_tokens: usage.cacheReadTokens },
   };
 }
 

@@ -5,7 +5,7 @@
 // before the hold is placed (its body is serialised then: whatever can fail, fails before money
 // moves); only the headers wait for the route, whose key the reserve or a failover picks.
 import type { ErrorFlavor, GwError } from '../../errors.js';
-import type { TokenUsage } from './usage.js';
+import type { PromptTokens, TokenUsage } from './usage.js';
 
 export interface StreamRelay {
   /** Feeds upstream bytes; returns what to send to the client now ('' for nothing). */
@@ -15,10 +15,10 @@ export interface StreamRelay {
   /** Usage reported by the vendor, once seen. */
   readonly usage: TokenUsage | undefined;
   /**
-   * Input tokens the vendor reported before the stream ended, when its full usage never came
-   * (vendor_a names them in `message_start`): billed instead of the estimate.
+   * The prompt as the vendor reported it before the stream ended, when its full usage never
+   * came (vendor_a names it in `message_start`): billed instead of the estimate.
    */
-  readonly reportedInputTokens?: number;
+  readonly reportedPrompt?: PromptTokens | undefined;
   /** True once the vendor's stream completed (its terminal event arrived). */
   readonly done: boolean;
   /** True once the vendor sent an error event inside the stream. */

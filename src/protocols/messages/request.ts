@@ -15,3 +15,24 @@ export function messagesHeaders(
   if (apiKey !== undefined) headers['x-api-key'] = apiKey;
   return headers;
 }
+
+/**
+ * Whether a messages-protocol body asks the vendor to write its prompt cache: a
+ * `cache_control` member anywhere in it (the top level, tools, system blocks, content blocks,
+ * nested tool results). A walk of the parsed body, so no spelling of the name in the JSON
+ * text escapes it (decision 324).
+ */
+export function asksForPromptCache(body: unknown): boolean {
+  const pending: unknown[] = [body];
+  while (pending.length > 0) {
+    const value = pending.pop();
+    if (typeof value !== 'object' || value === null) continue;
+    if (Array.isArray(value)) {
+      for (const item of value) pending.push(item);
+    } else {
+      if (Object.hasOwn(value, 'cache_control')) return true;
+      for (const member of Object.values(value)) pending.push(member);
+    }
+  }
+  return false;
+}

@@ -1,6 +1,6 @@
 // Reads token usage from messages-protocol answers and stream events.
 import { EventRelay } from '../common/event-relay.js';
-import { isTokenCount, type TokenUsage } from '../common/usage.js';
+import { isTokenCount, withOutput, type PromptTokens, type TokenUsage } from '../common/usage.js';
 
 interface UsageShape {
   input_tokens?: unknown;
@@ -20,20 +20,22 @@ const PROMPT_PARTS = [
 const cachePart = (value: unknown): number => (isTokenCount(value) ? value : 0);
 
 /**
- * The prompt tokens of a usage object: the vendor reports the prompt in three parts, all
- * billed — `input_tokens` (after the last cache breakpoint), `cache_creation_input_tokens`
- * (written to its prompt cache) and `cache_read_input_tokens` (read from it). A client's
- * `cache_control` moves nearly all of its prompt out of `input_tokens`; charging that alone
- * let a prompt of any size pass for a few tokens (decision 321). Undefined when
- * `input_tokens` is missing or malformed.
+ * The prompt of a usage object: the vendor reports it in three parts, all billed —
+ * `input_tokens` (after the last cache breakpoint), `cache_creation_input_tokens` (written to
+ * its prompt cache) and `cache_read_input_tokens` (read from it). A client's `cache_control`
+ * moves nearly all of its prompt out of `input_tokens`; charging that alone let a prompt of
+ * any size pass for a few tokens (decision 321). The cache parts are priced apart (decision
+ * 324). Undefined when `input_tokens` is missing or malformed.
  */
-function promptTokens(usage: UsageShape): number | undefined {
+function promptTokens(usage: UsageShape): PromptTokens | undefined {
   if (!isTokenCount(usage.input_tokens)) return undefined;
-  return (
-    usage.input_tokens +
-    cachePart(usage.cache_creation_input_tokens) +
-    cachePart(usage.cache_read_input_tokens)
-  );
+  const cacheWriteTokens = cachePart(usage.cache_creation_input_tokens);
+  const cacheReadTokens = cachePart(usage.cache_read_input_tokens);
+  return {
+    inputTokens: usage.input_tokens + cacheWriteTokens + cacheReadTokens,
+    cacheWriteTokens,
+    cacheReadTokens,
+  };
 }
 
 /** Usage of a whole `message` object, if present and well-formed. */
@@ -41,9 +43,9 @@ export function readMessagesUsage(payload: unknown): TokenUsage | undefined {
   if (typeof payload !== 'object' || payload === null) return undefined;
   const usage = (payload as { usage?: UsageShape }).usage;
   if (!usage || !isTokenCount(usage.output_tokens)) return undefined;
-  const inputTokens = promptTokens(usage);
-  if (inputTokens === undefined) return undefined;
-  return { inputTokens, outputTokens: usage.output_tokens };
+  const prompt = promptTokens(usage);
+  if (prompt === undefined) return undefined;
+  return withOutput(prompt, usage.output_tokens);
 }
 
 /**
@@ -71,15 +73,15 @@ export class MessagesStreamUsage {
     }
   }
 
-  /** Input tokens from `message_start`, known before the output count. */
-  get inputTokensSeen(): number | undefined {
+  /** The prompt from `message_start`, known before the output count. */
+  get promptSeen(): PromptTokens | undefined {
     return promptTokens(this.prompt);
   }
 
   get usage(): TokenUsage | undefined {
-    const inputTokens = this.inputTokensSeen;
-    if (inputTokens === undefined || this.outputTokens === undefined) return undefined;
-    return { inputTokens, outputTokens: this.outputTokens };
+    const prompt = this.promptSeen;
+    if (prompt === undefined || this.outputTokens === undefined) return undefined;
+    return withOutput(prompt, this.outputTokens);
   }
 }
 
@@ -91,7 +93,7 @@ export abstract class MessagesUsageRelay extends EventRelay {
     return this.tracker.usage;
   }
 
-  get reportedInputTokens(): number | undefined {
-    return this.tracker.inputTokensSeen;
+  get reportedPrompt(): PromptTokens | undefined {
+    return this.tracker.promptSeen;
   }
 }

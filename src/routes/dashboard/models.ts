@@ -18,6 +18,9 @@ const modelSchema = z.object({
   currency: z.string(),
   input_price_per_million_tokens: decimalString,
   output_price_per_million_tokens: decimalString,
+  /** Prompt tokens written to and read from the vendor's prompt cache (decision 324). */
+  cache_write_price_per_million_tokens: decimalString,
+  cache_read_price_per_million_tokens: decimalString,
   max_output_tokens: z.number().int(),
   supports_tools: z.boolean(),
 });
@@ -34,8 +37,10 @@ export const dashboardModelsRoute = declareRoute({
         id: model.id,
         vendor: model.vendor,
         currency: 'USD',
-        input_price_per_million_tokens: perMillionTokens(model.inputPrice),
-        output_price_per_million_tokens: perMillionTokens(model.outputPrice),
+        input_price_per_million_tokens: perMillionTokens(model.price.input),
+        output_price_per_million_tokens: perMillionTokens(model.price.output),
+        cache_write_price_per_million_tokens: perMillionTokens(model.price.cacheWrite),
+        cache_read_price_per_million_tokens: perMillionTokens(model.price.cacheRead),
         max_output_tokens: model.maxOutputTokens,
         supports_tools: model.supportsTools,
       })),

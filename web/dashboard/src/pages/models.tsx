@@ -10,6 +10,8 @@ interface ModelRow {
   readonly currency: string;
   readonly input_price_per_million_tokens: string;
   readonly output_price_per_million_tokens: string;
+  readonly cache_write_price_per_million_tokens: string;
+  readonly cache_read_price_per_million_tokens: string;
   readonly max_output_tokens: number;
   readonly supports_tools: boolean;
 }
@@ -18,13 +20,16 @@ export function ModelsPage() {
   const models = useLoad<{ data: ModelRow[] }>('/models');
   const [filter, setFilter] = useState('');
   const needle = filter.trim().toLowerCase();
+  // Every price is in the settlement currency: named once, above the table.
+  const currency = models.data?.data[0]?.currency ?? 'USD';
   const shown = models.data
     ? models.data.data.filter((model) => model.id.toLowerCase().includes(needle))
     : null;
   return (
     <>
       <PageHeader title="Models & prices">
-        What each model costs through gw, per million tokens.
+        What each model costs through gw per million tokens, in {currency}. Prompt tokens the vendor
+        writes to or reads from its prompt cache are charged at the cache rates.
       </PageHeader>
       <label class="search">
         Filter models
@@ -45,16 +50,24 @@ export function ModelsPage() {
           { header: 'Model', cell: (model) => <code>{model.id}</code> },
           { header: 'Vendor', cell: (model) => model.vendor },
           {
-            header: 'Input / 1M tokens',
+            header: 'Input / 1M',
             numeric: true,
-            cell: (model) =>
-              `${exactAmount(model.input_price_per_million_tokens)} ${model.currency}`,
+            cell: (model) => exactAmount(model.input_price_per_million_tokens),
           },
           {
-            header: 'Output / 1M tokens',
+            header: 'Output / 1M',
             numeric: true,
-            cell: (model) =>
-              `${exactAmount(model.output_price_per_million_tokens)} ${model.currency}`,
+            cell: (model) => exactAmount(model.output_price_per_million_tokens),
+          },
+          {
+            header: 'Cache write / 1M',
+            numeric: true,
+            cell: (model) => exactAmount(model.cache_write_price_per_million_tokens),
+          },
+          {
+            header: 'Cache read / 1M',
+            numeric: true,
+            cell: (model) => exactAmount(model.cache_read_price_per_million_tokens),
           },
           {
             header: 'Max output',
