@@ -63,6 +63,11 @@ export const CSRF_HEADER = 'x-csrf-token';
 /** Ids the gateway issues: a prefix and base62; anything else cannot name an object. */
 const OBJECT_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
+/** A write is any method but GET and HEAD: those are the ones checked for Origin and CSRF. */
+function isWrite(method: string): boolean {
+  return method !== 'GET' && method !== 'HEAD';
+}
+
 export interface DashboardAuthSettings {
   /** Origins besides the gateway's own that may send dashboard writes. */
   readonly allowedOrigins: readonly string[];
@@ -91,7 +96,7 @@ export class DashboardAuthenticator {
     const session = await this.sessions.find(id);
     if (!session)
       return gwError('gw_session_required', 'the dashboard session expired; sign in again');
-    if (head.method !== 'GET' && head.method !== 'HEAD') {
+    if (isWrite(head.method)) {
       const refusal = this.writeRefusal(head, session, options.csrfInBody === true);
       if (refusal) return refusal;
     }
@@ -135,8 +140,7 @@ export class DashboardAuthenticator {
    * account of its choosing (login CSRF). Null when it may go on.
    */
   visitor(head: RequestHead): Promise<null | GwError> {
-    const isWrite = head.method !== 'GET' && head.method !== 'HEAD';
-    return Promise.resolve(isWrite ? this.originRefusal(head) : null);
+    return Promise.resolve(isWrite(head.method) ? this.originRefusal(head) : null);
   }
 
   /** Why a dashboard write's Origin is refused (missing, or not allowed), or null. */
