@@ -1,6 +1,7 @@
 // Parses and validates a JSON request body into a typed value or the spec's 400 error.
 import type { z } from 'zod';
 import { gwError, type ErrorCode, type GwError } from '../errors.js';
+import { mediaTypeOf } from '../http/content-type.js';
 import { describeFirstIssue, quotableName } from '../validation-messages.js';
 
 /**
@@ -249,9 +250,8 @@ export function nestsDeeperThan(value: unknown, limit: number): boolean {
  * APIs do; a body without content-type is read as JSON. See "Non-JSON content types are refused".
  */
 export function contentTypeError(headers: Readonly<Record<string, string>>): GwError | undefined {
-  const declared = headers['content-type'];
-  if (declared === undefined) return undefined;
-  const mediaType = declared.split(';', 1)[0]!.trim().toLowerCase();
+  const mediaType = mediaTypeOf(headers['content-type']);
+  if (mediaType === undefined) return undefined;
   if (mediaType === 'application/json' || mediaType.endsWith('+json')) return undefined;
   return gwError(
     'gw_invalid_request',

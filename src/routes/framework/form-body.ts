@@ -2,6 +2,7 @@
 // an object of strings, validated against the route's schema; or the spec's 400 error.
 import type { z } from 'zod';
 import { gwError, type GwError } from '../../errors.js';
+import { mediaTypeOf } from '../../http/content-type.js';
 import { describeValidationError } from '../../inference/parse-body.js';
 import { quotableName } from '../../validation-messages.js';
 
@@ -16,7 +17,7 @@ export function parseFormBody<Schema extends z.ZodType>(
   schema: Schema,
 ): z.infer<Schema> | GwError {
   const declared = headers['content-type'];
-  const mediaType = declared?.split(';', 1)[0]!.trim().toLowerCase();
+  const mediaType = mediaTypeOf(declared);
   if (mediaType !== FORM_MEDIA_TYPE) {
     return gwError(
       'gw_invalid_request',
