@@ -1,7 +1,7 @@
 // Parses and validates a JSON request body into a typed value or the spec's 400 error.
 import type { z } from 'zod';
 import { gwError, type ErrorCode, type GwError } from '../errors.js';
-import { mediaTypeOf } from '../http/content-type.js';
+import { mediaTypeOf, wrongMediaType } from '../http/content-type.js';
 import { describeFirstIssue, quotableName } from '../validation-messages.js';
 
 /**
@@ -253,10 +253,7 @@ export function contentTypeError(headers: Readonly<Record<string, string>>): GwE
   const mediaType = mediaTypeOf(headers['content-type']);
   if (mediaType === undefined) return undefined;
   if (mediaType === 'application/json' || mediaType.endsWith('+json')) return undefined;
-  return gwError(
-    'gw_invalid_request',
-    `content-type: must be application/json (the body was sent as ${mediaType || 'nothing'})`,
-  );
+  return wrongMediaType('application/json', mediaType);
 }
 
 /** Formats the first zod issue of a body as "field.path: rule in plain words". */

@@ -2,7 +2,7 @@
 // an object of strings, validated against the route's schema; or the spec's 400 error.
 import type { z } from 'zod';
 import { gwError, type GwError } from '../../errors.js';
-import { mediaTypeOf } from '../../http/content-type.js';
+import { mediaTypeOf, wrongMediaType } from '../../http/content-type.js';
 import { describeValidationError } from '../../inference/parse-body.js';
 import { quotableName } from '../../validation-messages.js';
 
@@ -18,12 +18,7 @@ export function parseFormBody<Schema extends z.ZodType>(
 ): z.infer<Schema> | GwError {
   const declared = headers['content-type'];
   const mediaType = mediaTypeOf(declared);
-  if (mediaType !== FORM_MEDIA_TYPE) {
-    return gwError(
-      'gw_invalid_request',
-      `content-type: must be ${FORM_MEDIA_TYPE} (the body was sent as ${mediaType || 'nothing'})`,
-    );
-  }
+  if (mediaType !== FORM_MEDIA_TYPE) return wrongMediaType(FORM_MEDIA_TYPE, mediaType);
   const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(declared ?? '')?.[1]?.toLowerCase();
   if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
     return gwError('gw_invalid_request', 'content-type: the form must be UTF-8');
