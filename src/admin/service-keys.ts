@@ -98,7 +98,7 @@ export async function createServiceKeyAs(
       objectId: key.id,
       details: { scopes, expires_at: expiresAt?.toISOString() ?? null },
     });
-    return { row: await serviceKeyById(client, key.id), rawKey: key.rawKey };
+    return { row: (await serviceKeyById(client, key.id))!, rawKey: key.rawKey };
   });
 }
 
@@ -126,20 +126,20 @@ export async function setServiceKeyStatusAs(
         objectId: keyId,
       },
     );
-    const { rows: found } = await client.query<ServiceKeyRow>(
-      `SELECT ${COLUMNS} FROM service_keys WHERE id = $1`,
-      [keyId],
-    );
-    return found[0] ?? null;
+    return serviceKeyById(client, keyId);
   });
   if (row) await invalidation.invalidate();
   return row;
 }
 
-async function serviceKeyById(client: Pick<DbPool, 'query'>, id: string): Promise<ServiceKeyRow> {
+/** The key, or null when there is none. */
+async function serviceKeyById(
+  client: Pick<DbPool, 'query'>,
+  id: string,
+): Promise<ServiceKeyRow | null> {
   const { rows } = await client.query<ServiceKeyRow>(
     `SELECT ${COLUMNS} FROM service_keys WHERE id = $1`,
     [id],
   );
-  return rows[0]!;
+  return rows[0] ?? null;
 }
