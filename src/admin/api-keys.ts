@@ -118,7 +118,7 @@ export async function createApiKeyAs(
         model_policy: modelPolicy,
       },
     });
-    const row = await apiKeyById(client, key.id);
+    const row = (await apiKeyById(client, key.id))!;
     await emitEvent(client, row.org_id, 'api_key.created', apiKeyView(row));
     return { row, rawKey: key.rawKey };
   });
@@ -162,8 +162,8 @@ export async function rotateApiKeyAs(
       objectId: keyId,
       details: { replaced_by: key.id, grace_seconds: graceSeconds },
     });
-    const issued = await apiKeyById(client, key.id);
-    const previous = await apiKeyById(client, keyId);
+    const issued = (await apiKeyById(client, key.id))!;
+    const previous = (await apiKeyById(client, keyId))!;
     await emitEvent(client, issued.org_id, 'api_key.created', apiKeyView(issued));
     if (previous.status === 'revoked') {
       await emitEvent(client, previous.org_id, 'api_key.revoked', apiKeyView(previous));
@@ -201,11 +201,7 @@ export async function revokeApiKeyAs(
       [keyId],
       { userId: actor.userId, action: 'api_key.revoke', objectType: 'api_key', objectId: keyId },
     );
-    const { rows: found } = await client.query<ApiKeyRow>(
-      `SELECT ${COLUMNS} FROM api_keys WHERE id = $1`,
-      [keyId],
-    );
-    const row = found[0] ?? null;
+    const row = await apiKeyById(client, keyId);
     if (revoked && row) await emitEvent(client, row.org_id, 'api_key.revoked', apiKeyView(row));
     return row;
   });
@@ -241,9 +237,10 @@ async function lockedUsableKey(
   return row;
 }
 
-async function apiKeyById(client: Pick<DbPool, 'query'>, id: string): Promise<ApiKeyRow> {
+/** The key, or null when there is none. */
+async function apiKeyById(client: Pick<DbPool, 'query'>, id: string): Promise<ApiKeyRow | null> {
   const { rows } = await client.query<ApiKeyRow>(`SELECT ${COLUMNS} FROM api_keys WHERE id = $1`, [
     id,
   ]);
-  return rows[0]!;
+  return rows[0] ?? null;
 }
