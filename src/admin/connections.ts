@@ -89,7 +89,7 @@ export async function createConnectionAs(
       objectId: id,
       details: { ...settings },
     });
-    return connectionById(client, id);
+    return (await connectionById(client, id))!;
   });
 }
 
@@ -111,7 +111,7 @@ export async function updateConnectionAs(
       objectId: connection.id,
       details: { ...settings },
     });
-    return connectionById(client, connection.id);
+    return (await connectionById(client, connection.id))!;
   });
   await invalidateApiKeys(db, apiKeys, { connectionId: connection.id });
   return row;
@@ -188,11 +188,8 @@ export async function markConnectionRevoked(
     });
     return { row: revoked, changed: true };
   }
-  const { rows: existing } = await client.query<ConnectionRow>(
-    `SELECT ${COLUMNS} FROM app_connections WHERE id = $1`,
-    [connectionId],
-  );
-  return existing[0] ? { row: existing[0], changed: false } : null;
+  const existing = await connectionById(client, connectionId);
+  return existing ? { row: existing, changed: false } : null;
 }
 
 /**
@@ -252,12 +249,16 @@ export async function applyConnectionSettings(
   );
 }
 
-async function connectionById(client: Pick<DbPool, 'query'>, id: string): Promise<ConnectionRow> {
+/** The connection, or null when there is none. */
+async function connectionById(
+  client: Pick<DbPool, 'query'>,
+  id: string,
+): Promise<ConnectionRow | null> {
   const { rows } = await client.query<ConnectionRow>(
     `SELECT ${COLUMNS} FROM app_connections WHERE id = $1`,
     [id],
   );
-  return rows[0]!;
+  return rows[0] ?? null;
 }
 
 /** Whose API keys: one key, or every key of a connection. */
