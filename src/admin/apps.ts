@@ -79,7 +79,7 @@ export async function createAppAs(
       objectId: id,
       details: { name },
     });
-    return appById(client, id);
+    return (await appById(client, id))!;
   });
 }
 
@@ -88,8 +88,7 @@ export async function getApp(
   db: Pick<DbPool, 'query'>,
   id: string,
 ): Promise<{ row: AppRow; counts: AppCounts } | null> {
-  const { rows } = await db.query<AppRow>(`SELECT ${COLUMNS} FROM apps WHERE id = $1`, [id]);
-  const row = rows[0];
+  const row = await appById(db, id);
   if (!row) return null;
   return { row, counts: await appCounts(db, id) };
 }
@@ -114,7 +113,7 @@ export async function renameAppAs(
       objectId: id,
       details: { name, previous_name: locked.name },
     });
-    return appById(client, id);
+    return (await appById(client, id))!;
   });
   if ('code' in renamed) return renamed;
   return { row: renamed, counts: await appCounts(db, id) };
@@ -163,9 +162,10 @@ export async function deleteAppAs(
   return { row: app, counts: await appCounts(db, id) };
 }
 
-async function appById(client: Pick<DbPool, 'query'>, id: string): Promise<AppRow> {
+/** The app (a deleted one too), or null when there is none. */
+async function appById(client: Pick<DbPool, 'query'>, id: string): Promise<AppRow | null> {
   const { rows } = await client.query<AppRow>(`SELECT ${COLUMNS} FROM apps WHERE id = $1`, [id]);
-  return rows[0]!;
+  return rows[0] ?? null;
 }
 
 async function lockedApp(client: Pick<DbPool, 'query'>, id: string): Promise<AppRow | undefined> {
