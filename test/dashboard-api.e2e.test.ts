@@ -263,19 +263,26 @@ describe('GET /models', () => {
         input_price_per_million_tokens: string;
         output_price_per_million_tokens: string;
         cache_write_price_per_million_tokens: string;
+        cache_write_1h_price_per_million_tokens: string;
         cache_read_price_per_million_tokens: string;
       }[];
     }>('/models');
     expect(models.status).toBe(200);
-    // A cache rate left unset is the input's.
+    // A cache rate left unset is the vendor's multiple of the input rate: vendor_a writes at
+    // 1.25× (2× for an hour) and reads at 0.1×; vendor_b reads at 0.5×.
     const { rows } = await db.query<{ id: string; input: string; output: string }>(
-      `SELECT id, to_char(input_price_per_token * 1000000, 'FM999999990.000000000000') AS input,
+      `WITH ratios (vendor, write, write_1h, read) AS (
+         VALUES ('vendor_a', 1.25, 2, 0.1), ('vendor_b', 1, 1, 0.5))
+       SELECT id, to_char(input_price_per_token * 1000000, 'FM999999990.000000000000') AS input,
               to_char(output_price_per_token * 1000000, 'FM999999990.000000000000') AS output,
-              to_char(COALESCE(cache_write_price_per_token, input_price_per_token) * 1000000,
-                      'FM999999990.000000000000') AS cache_write,
-              to_char(COALESCE(cache_read_price_per_token, input_price_per_token) * 1000000,
-                      'FM999999990.000000000000') AS cache_read
-         FROM models WHERE enabled AND vendor = ANY($1) ORDER BY id`,
+              to_char(COALESCE(cache_write_price_per_token, input_price_per_token * r.write)
+                        * 1000000, 'FM999999990.000000000000') AS cache_write,
+              to_char(COALESCE(cache_write_1h_price_per_token, input_price_per_token * r.write_1h)
+                        * 1000000, 'FM999999990.000000000000') AS cache_write_1h,
+              to_char(COALESCE(cache_read_price_per_token, input_price_per_token * r.read)
+                        * 1000000, 'FM999999990.000000000000') AS cache_read
+         FROM models JOIN ratios r USING (vendor)
+        WHERE enabled AND vendor = ANY($1) ORDER BY id`,
       // Rows of vendors no provider serves (another test's) are not listed.
       [PROVIDER_IDS],
     );
@@ -285,15 +292,18 @@ describe('GET /models', () => {
         input: model.input_price_per_million_tokens,
         output: model.output_price_per_million_tokens,
         cache_write: model.cache_write_price_per_million_tokens,
+        cache_write_1h: model.cache_write_1h_price_per_million_tokens,
         cache_read: model.cache_read_price_per_million_tokens,
       })),
     ).toEqual(rows);
-    // The seeded vendor_a models write their cache at 1.25× the input rate and read it at 0.1×.
+    // The seeded vendor_a models write their cache at 1.25× the input rate (2× for an hour) and
+    // read it at 0.1×.
     expect(
       models.body.data.find((model) => model.id === 'vendor_a/claude-haiku-4-5'),
     ).toMatchObject({
       input_price_per_million_tokens: '1.000000000000',
       cache_write_price_per_million_tokens: '1.250000000000',
+      cache_write_1h_price_per_million_tokens: '2.000000000000',
       cache_read_price_per_million_tokens: '0.100000000000',
     });
     const anonymous = await fetch(`${gateway.url}/models`);

@@ -205,11 +205,18 @@ describe('the dashboard in a browser', () => {
     // models with their exact prices
     await page.getByRole('link', { name: 'Models & prices' }).click();
     await page.getByRole('cell', { name: 'vendor_b/gpt-4o-mini' }).waitFor();
-    // input, output, cache write and cache read, per million tokens
+    // input, output, cache write (five minutes · an hour) and cache read, per million tokens
     const haiku = page.getByRole('row', { name: /vendor_a\/claude-haiku-4-5/ });
-    expect(await haiku.getByRole('cell').allTextContents()).toEqual(
-      expect.arrayContaining(['1.00', '5.00', '1.25', '0.10']),
-    );
+    expect(await haiku.getByRole('cell').allTextContents()).toEqual([
+      'vendor_a/claude-haiku-4-5',
+      'vendor_a',
+      '1.00',
+      '5.00',
+      '1.25 · 2.00',
+      '0.10',
+      '8,192',
+      'yes',
+    ]);
     await screenshot(page, '08-models');
 
     // signs out: the session is gone, and a deep link shows the sign-in page

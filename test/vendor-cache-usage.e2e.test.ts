@@ -22,6 +22,8 @@ const CHAT_MODEL = 'vendor_b/gpt-4o-mini';
 
 const UNCACHED = 3;
 const CACHE_WRITTEN = 5000;
+/** Of the writes, those kept for an hour (`cache_control.ttl: "1h"`). */
+const CACHE_WRITTEN_1H = 2000;
 const CACHE_READ = 4000;
 const OUTPUT = 2;
 
@@ -35,6 +37,10 @@ const stub = createServer((request, response) => {
       input_tokens: UNCACHED,
       cache_creation_input_tokens: CACHE_WRITTEN,
       cache_read_input_tokens: CACHE_READ,
+      cache_creation: {
+        ephemeral_5m_input_tokens: CACHE_WRITTEN - CACHE_WRITTEN_1H,
+        ephemeral_1h_input_tokens: CACHE_WRITTEN_1H,
+      },
     };
     const message = {
       id: 'msg_cache',
@@ -154,22 +160,27 @@ afterAll(async () => {
 });
 
 const PROMPT_TOKENS = UNCACHED + CACHE_WRITTEN + CACHE_READ;
-// claude-haiku-4-5 sells (and costs) per million tokens: input 1, cache writes 1.25, cache
-// reads 0.1, output 5.
+// claude-haiku-4-5 sells (and costs) per million tokens: input 1, cache writes 1.25 (2 for an
+// hour), cache reads 0.1, output 5.
 const SELL_COST = (
-  (UNCACHED * 1 + CACHE_WRITTEN * 1.25 + CACHE_READ * 0.1 + OUTPUT * 5) /
+  (UNCACHED * 1 +
+    (CACHE_WRITTEN - CACHE_WRITTEN_1H) * 1.25 +
+    CACHE_WRITTEN_1H * 2 +
+    CACHE_READ * 0.1 +
+    OUTPUT * 5) /
   1e6
 ).toFixed(12);
 
 interface PricedRow {
   input_tokens: number;
   cache_write_tokens: number;
+  cache_write_1h_tokens: number;
   cache_read_tokens: number;
   sell_cost: string;
   vendor_cost: string;
 }
 const PRICED_COLUMNS =
-  'input_tokens, cache_write_tokens, cache_read_tokens, sell_cost::text, vendor_cost::text';
+  'input_tokens, cache_write_tokens, cache_write_1h_tokens, cache_read_tokens, sell_cost::text, vendor_cost::text';
 
 async function ask(path: string, body: Record<string, unknown>): Promise<string | null> {
   const answer = await fetch(`${gateway.url}${path}`, {
@@ -197,6 +208,7 @@ describe('a prompt the vendor served partly from its cache', () => {
       expect(row).toEqual({
         input_tokens: PROMPT_TOKENS,
         cache_write_tokens: CACHE_WRITTEN,
+        cache_write_1h_tokens: CACHE_WRITTEN_1H,
         cache_read_tokens: CACHE_READ,
         sell_cost: SELL_COST,
         vendor_cost: SELL_COST,
@@ -222,7 +234,7 @@ describe('a prompt the vendor served partly from its cache', () => {
 });
 
 describe('the hold of a prompt that asks for a cache write', () => {
-  it('prices the prompt at the cache-write rate, and a prompt without one at the input rate', async () => {
+  it("prices the prompt at the cache-write rate (an hour's when asked), and a prompt without one at the input rate", async () => {
     const heldFor = async (body: Record<string, unknown>): Promise<number> => {
       const requestId = await ask('/v1/messages', body);
       const row = await ledgerRow<{ reserved: string }>(
@@ -238,8 +250,19 @@ describe('the hold of a prompt that asks for a cache write', () => {
       system: [{ type: 'text', text: 'a long system prompt' }],
     });
     const cached = await heldFor(cachedPrompt);
+    const cachedForAnHour = await heldFor({
+      ...cachedPrompt,
+      system: [
+        {
+          type: 'text',
+          text: 'a long system prompt',
+          cache_control: { type: 'ephemeral', ttl: '1h' },
+        },
+      ],
+    });
     expect(plain).toBeGreaterThan(0);
     expect(cached).toBe(plain * 1.25);
+    expect(cachedForAnHour).toBe(plain * 2);
   });
 });
 
@@ -261,6 +284,7 @@ describe('a chat prompt the vendor served partly from its automatic cache', () =
       expect(row).toEqual({
         input_tokens: CHAT_PROMPT,
         cache_write_tokens: 0,
+        cache_write_1h_tokens: 0,
         cache_read_tokens: CHAT_CACHED,
         sell_cost: chatCost,
         vendor_cost: chatCost,

@@ -1,9 +1,14 @@
 // The model catalogue: which vendor serves a model id and what its tokens cost. Loaded from
 // Postgres at boot and refreshed in the background; lookups on the hot path are a Map get.
+import { Decimal } from 'decimal.js';
 import type { DbPool } from '../db/pool.js';
 import { costNano, tokenPriceFromDecimal, type TokenPrice } from '../money.js';
-import type { TokenUsage } from '../protocols/common/usage.js';
-import type { Provider } from '../providers/common/provider.js';
+import type { PromptTokens, TokenUsage } from '../protocols/common/usage.js';
+import {
+  NO_CACHE_PRICING,
+  type PromptCacheRatios,
+  type Provider,
+} from '../providers/common/provider.js';
 
 /** A provider's id (src/providers/registry.ts, or a provider the gateway was started with). */
 export type Vendor = string;
@@ -30,6 +35,8 @@ export interface TokenRates {
   readonly output: TokenPrice;
   /** Prompt tokens written to the vendor's prompt cache (the input's rate unless set). */
   readonly cacheWrite: TokenPrice;
+  /** Prompt tokens written to it for an hour (the cache write's rate unless set). */
+  readonly cacheWrite1h: TokenPrice;
   /** Prompt tokens read from the vendor's prompt cache (the input's rate unless set). */
   readonly cacheRead: TokenPrice;
 }
@@ -40,12 +47,60 @@ export interface TokenRates {
  */
 export function usageCostNano(usage: TokenUsage, rates: TokenRates): bigint {
   const uncached = Math.max(0, usage.inputTokens - usage.cacheWriteTokens - usage.cacheReadTokens);
+  const oneHour = Math.min(usage.cacheWrite1hTokens, usage.cacheWriteTokens);
   return costNano(
     [uncached, rates.input],
-    [usage.cacheWriteTokens, rates.cacheWrite],
+    [usage.cacheWriteTokens - oneHour, rates.cacheWrite],
+    [oneHour, rates.cacheWrite1h],
     [usage.cacheReadTokens, rates.cacheRead],
     [usage.outputTokens, rates.output],
   );
+}
+
+/**
+ * The prompt-cache write a request may make the vendor bill: none, a write, or a write kept an
+ * hour (vendor_a's `cache_control.ttl: "1h"`).
+ */
+export type PromptCacheWrite = 'none' | 'write' | 'write_1h';
+
+/** The part of a prompt a token may be billed as, short of the vendor's report. */
+export type PromptPart = 'input' | 'write' | 'write_1h';
+
+const PART_RATE = {
+  input: (rates: TokenRates) => rates.input,
+  write: (rates: TokenRates) => rates.cacheWrite,
+  write_1h: (rates: TokenRates) => rates.cacheWrite1h,
+} as const satisfies Record<PromptPart, (rates: TokenRates) => TokenPrice>;
+
+/**
+ * The dearest part a prompt that may make this write can be billed as: what a hold prices it
+ * at, and what a charge from the estimate bills it as, so neither falls short of what the
+ * vendor may bill (decision 324).
+ */
+export function promptHoldPart(rates: TokenRates, write: PromptCacheWrite): PromptPart {
+  const parts: readonly PromptPart[] =
+    write === 'none'
+      ? ['input']
+      : write === 'write'
+        ? ['input', 'write']
+        : ['input', 'write', 'write_1h'];
+  return parts.reduce((dearest, part) =>
+    PART_RATE[part](rates).attoPerToken > PART_RATE[dearest](rates).attoPerToken ? part : dearest,
+  );
+}
+
+export function partRate(rates: TokenRates, part: PromptPart): TokenPrice {
+  return PART_RATE[part](rates);
+}
+
+/** An estimated prompt, every token billed as `part`. */
+export function estimatedPrompt(tokens: number, part: PromptPart): PromptTokens {
+  return {
+    inputTokens: tokens,
+    cacheWriteTokens: part === 'input' ? 0 : tokens,
+    cacheWrite1hTokens: part === 'write_1h' ? tokens : 0,
+    cacheReadTokens: 0,
+  };
 }
 
 interface ModelRow {
@@ -57,8 +112,10 @@ interface ModelRow {
   input_price_per_token: string;
   output_price_per_token: string;
   cache_write_cost_per_token: string | null;
+  cache_write_1h_cost_per_token: string | null;
   cache_read_cost_per_token: string | null;
   cache_write_price_per_token: string | null;
+  cache_write_1h_price_per_token: string | null;
   cache_read_price_per_token: string | null;
   max_output_tokens: number;
   supports_tools: boolean;
@@ -92,8 +149,9 @@ export class ModelCatalog {
     const { rows } = await this.db.query<ModelRow>(
       `SELECT id, vendor, upstream_model, input_cost_per_token::text, output_cost_per_token::text,
               input_price_per_token::text, output_price_per_token::text,
-              cache_write_cost_per_token::text, cache_read_cost_per_token::text,
-              cache_write_price_per_token::text, cache_read_price_per_token::text,
+              cache_write_cost_per_token::text, cache_write_1h_cost_per_token::text,
+              cache_read_cost_per_token::text, cache_write_price_per_token::text,
+              cache_write_1h_price_per_token::text, cache_read_price_per_token::text,
               max_output_tokens, supports_tools
          FROM models WHERE enabled ORDER BY id`,
     );
@@ -109,14 +167,22 @@ export class ModelCatalog {
         cost: tokenRates(
           row.input_cost_per_token,
           row.output_cost_per_token,
-          row.cache_write_cost_per_token,
-          row.cache_read_cost_per_token,
+          {
+            write: row.cache_write_cost_per_token,
+            write1h: row.cache_write_1h_cost_per_token,
+            read: row.cache_read_cost_per_token,
+          },
+          provider.promptCache,
         ),
         price: tokenRates(
           row.input_price_per_token,
           row.output_price_per_token,
-          row.cache_write_price_per_token,
-          row.cache_read_price_per_token,
+          {
+            write: row.cache_write_price_per_token,
+            write1h: row.cache_write_1h_price_per_token,
+            read: row.cache_read_price_per_token,
+          },
+          provider.promptCache,
         ),
         maxOutputTokens: row.max_output_tokens,
         supportsTools: row.supports_tools,
@@ -126,19 +192,34 @@ export class ModelCatalog {
   }
 }
 
-/** Rates from decimal per-token prices; a cache rate left unset (NULL) is the input's. */
+/** A model's cache rates as decimal per-token prices, each optional (see tokenRates). */
+export interface CacheRateTexts {
+  readonly write?: string | null;
+  readonly write1h?: string | null;
+  readonly read?: string | null;
+}
+
+/**
+ * Rates from decimal per-token prices. A cache rate left unset (NULL in the catalogue) is the
+ * vendor's multiple of the input rate (its provider's `promptCache`), rounded up to the
+ * atto-unit; a model of a vendor without cache pricing has its input rate for each.
+ */
 export function tokenRates(
   input: string,
   output: string,
-  cacheWrite: string | null = null,
-  cacheRead: string | null = null,
+  cache: CacheRateTexts = {},
+  ratios: PromptCacheRatios = NO_CACHE_PRICING,
 ): TokenRates {
-  const inputRate = tokenPriceFromDecimal(input);
+  const rate = (text: string | null | undefined, ratio: string): TokenPrice =>
+    tokenPriceFromDecimal(
+      text ?? new Decimal(input).times(ratio).toDecimalPlaces(18, Decimal.ROUND_CEIL).toFixed(),
+    );
   return {
-    input: inputRate,
+    input: tokenPriceFromDecimal(input),
     output: tokenPriceFromDecimal(output),
-    cacheWrite: cacheWrite === null ? inputRate : tokenPriceFromDecimal(cacheWrite),
-    cacheRead: cacheRead === null ? inputRate : tokenPriceFromDecimal(cacheRead),
+    cacheWrite: rate(cache.write, ratios.write),
+    cacheWrite1h: rate(cache.write1h, ratios.write1h),
+    cacheRead: rate(cache.read, ratios.read),
   };
 }
 

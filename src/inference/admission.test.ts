@@ -118,21 +118,31 @@ describe('admit', () => {
     // Cache writes at 1.25× the input rate, reads at 0.1× (as vendor_a bills them).
     const caching: CatalogModel = {
       ...model,
-      price: tokenRates('0.00000016', '0.0000006', '0.0000002', '0.000000016'),
+      price: tokenRates('0.00000016', '0.0000006', {
+        write: '0.0000002',
+        write1h: '0.00000032',
+        read: '0.000000016',
+      }),
     };
     const heldFor = (promptRate: string, outputTokens: number): bigint =>
       costNano([10, tokenRates(promptRate, '0').input], [outputTokens, caching.price.output]);
 
     it('is held at the cache-write rate when the body asks for a cache write', async () => {
       const { fake, reserved } = ports(undefined, caching);
-      await admit(fake, input({ asksForPromptCache: () => true }));
+      await admit(fake, input({ promptCacheWrite: () => 'write' }));
       expect(reserved[0]!.amountNano).toBe(heldFor('0.0000002', 100));
       expect(reserved[0]!.amountNano).toBeGreaterThan(heldFor('0.00000016', 100));
     });
 
+    it('is held at the one-hour write rate when the body asks for an hour', async () => {
+      const { fake, reserved } = ports(undefined, caching);
+      await admit(fake, input({ promptCacheWrite: () => 'write_1h' }));
+      expect(reserved[0]!.amountNano).toBe(heldFor('0.00000032', 100));
+    });
+
     it('is held at the input rate when the body does not ask, or the write costs no more', async () => {
       const { fake, reserved } = ports(undefined, caching);
-      await admit(fake, input({ asksForPromptCache: () => false }));
+      await admit(fake, input({ promptCacheWrite: () => 'none' }));
       await admit(fake, input());
       expect(reserved.map((request) => request.amountNano)).toEqual([
         heldFor('0.00000016', 100),
@@ -140,7 +150,15 @@ describe('admit', () => {
       ]);
       const asked: string[] = [];
       const plain = ports();
-      await admit(plain.fake, input({ asksForPromptCache: () => asked.push('asked') > 0 }));
+      await admit(
+        plain.fake,
+        input({
+          promptCacheWrite: () => {
+            asked.push('asked');
+            return 'write_1h';
+          },
+        }),
+      );
       expect(plain.reserved[0]!.amountNano).toBe(costOf(100));
       expect(asked).toEqual([]);
     });
@@ -166,7 +184,7 @@ describe('admit', () => {
         fake,
         input({
           identity: { ...identity, overrunPolicy: 'limit_output' },
-          asksForPromptCache: () => true,
+          promptCacheWrite: () => 'write',
         }),
       );
       expect(admission).toMatchObject({ maxOutputTokens: 40, outputClamped: true });

@@ -4,12 +4,22 @@
 // Whatever can fail is done before the hold: after it, only the proxy step and settle remain.
 // It takes narrow ports (what it calls, nothing more), so it runs against fakes in unit tests.
 import type { ApiKeyIdentity } from '../auth/api-key-store.js';
+import type { PromptTokens } from '../protocols/common/usage.js';
 import type { BudgetStore, RequestAccounts, ReserveOutcome } from '../billing/budget-store.js';
 import type { CapPolicyStore } from '../billing/cap-policies.js';
 import { monthlyPeriod } from '../periods.js';
 import { LEGACY_ERRORS_HEADER, reservationError } from '../billing/rejections.js';
 import { userAllowancePolicy } from '../billing/user-allowance.js';
-import { modelPolicyAllows, type CatalogModel, type ModelCatalog } from '../catalog/models.js';
+import {
+  modelPolicyAllows,
+  estimatedPrompt,
+  partRate,
+  promptHoldPart,
+  type CatalogModel,
+  type PromptPart,
+  type ModelCatalog,
+  type PromptCacheWrite,
+} from '../catalog/models.js';
 import { gwError, type ErrorCode, type GwError } from '../errors.js';
 import { costNano, SETTLEMENT_CURRENCY, type TokenPrice } from '../money.js';
 import { AttributionError, readAttribution } from '../product-users/attribution.js';
@@ -58,11 +68,11 @@ export interface AdmissionInput<Call> {
   /** The body field that asked for `requestedMaxTokens`, as a refusal names it (max_tokens). */
   readonly maxTokensField?: string;
   /**
-   * Whether the body asks the vendor to write its prompt cache, whose rate may be above the
-   * input's: then the hold prices the prompt at the higher (decision 324). Asked only for
-   * such a model. Absent: the protocol has no cache writes at a premium.
+   * The prompt-cache write the body asks the vendor for, whose rate may be above the input's:
+   * then the hold prices the prompt at the higher (decision 324). Asked only for a model with
+   * such a rate. Absent: the protocol has no cache writes at a premium.
    */
-  readonly asksForPromptCache?: () => boolean;
+  readonly promptCacheWrite?: () => PromptCacheWrite;
   /** Choices asked for (`n`): every one may produce the max output, so each is held for. */
   readonly choices?: number;
   /**
@@ -82,7 +92,8 @@ export interface Admission<Call = unknown> {
   readonly model: CatalogModel;
   readonly productUser: ResolvedProductUser | null;
   readonly accounts: RequestAccounts;
-  readonly estimatedInputTokens: number;
+  /** The prompt as counted, billed as the part the hold priced it at (charged without a report). */
+  readonly estimatedPrompt: PromptTokens;
   /** The output budget per choice; sent upstream as the max tokens when `outputClamped`. */
   readonly maxOutputTokens: number;
   /** The output held for over every choice: maxOutputTokens × choices. */
@@ -198,7 +209,8 @@ export async function admit<Call>(
     model.maxOutputTokens,
   );
   const choices = input.choices ?? 1;
-  const promptRate = holdPromptRate(input, model);
+  const promptPart = holdPromptPart(input, model);
+  const promptRate = partRate(model.price, promptPart);
   const estimate = (outputTokensPerChoice: number): bigint =>
     costNano(
       [estimatedInputTokens, promptRate],
@@ -223,7 +235,10 @@ export async function admit<Call>(
           startedAtMs: Date.now(),
           credentialId: null,
           mock: false,
-          ...chargeFor({ kind: 'instance_lost' }, { estimatedInputTokens, heldOutputTokens: 0 }),
+          ...chargeFor(
+            { kind: 'instance_lost' },
+            { estimatedPrompt: estimatedPrompt(0, 'input'), heldOutputTokens: 0 },
+          ),
         },
       ),
     });
@@ -261,7 +276,7 @@ export async function admit<Call>(
     model,
     productUser,
     accounts,
-    estimatedInputTokens,
+    estimatedPrompt: estimatedPrompt(estimatedInputTokens, promptPart),
     maxOutputTokens,
     heldOutputTokens: maxOutputTokens * choices,
     outputClamped,
@@ -289,13 +304,15 @@ function outputLimitError(
 }
 
 /**
- * The rate the hold prices the prompt at: the input's, or the cache write's when the body asks
- * for a cache write and that rate is higher (a prompt written to the cache is billed at it).
+ * The part the hold prices the prompt as: the input, or a cache write when the body asks for
+ * that write and it costs more (a prompt written to the cache is billed at its rate). The body
+ * is read only for a model whose cache writes cost more than its input.
  */
-function holdPromptRate(input: AdmissionInput<unknown>, model: CatalogModel): TokenPrice {
-  const { input: inputRate, cacheWrite } = model.price;
-  if (cacheWrite.attoPerToken <= inputRate.attoPerToken) return inputRate;
-  return input.asksForPromptCache?.() === true ? cacheWrite : inputRate;
+function holdPromptPart(input: AdmissionInput<unknown>, model: CatalogModel): PromptPart {
+  if (!input.promptCacheWrite || promptHoldPart(model.price, 'write_1h') === 'input') {
+    return 'input';
+  }
+  return promptHoldPart(model.price, input.promptCacheWrite());
 }
 
 /**

@@ -1,10 +1,27 @@
 import { describe, expect, it } from 'vitest';
 import { chargeFor, type Charge, type RequestEnd } from './charging-policy.js';
 
-const context = { estimatedInputTokens: 100, heldOutputTokens: 3000 };
+const estimatedPrompt = {
+  inputTokens: 100,
+  cacheWriteTokens: 0,
+  cacheWrite1hTokens: 0,
+  cacheReadTokens: 0,
+};
+const context = { estimatedPrompt, heldOutputTokens: 3000 };
 // The prompt's cache parts travel with the tokens they belong to.
-const reported = { inputTokens: 90, cacheWriteTokens: 20, cacheReadTokens: 30, outputTokens: 40 };
-const reportedPrompt = { inputTokens: 95, cacheWriteTokens: 0, cacheReadTokens: 50 };
+const reported = {
+  inputTokens: 90,
+  cacheWriteTokens: 20,
+  cacheWrite1hTokens: 5,
+  cacheReadTokens: 30,
+  outputTokens: 40,
+};
+const reportedPrompt = {
+  inputTokens: 95,
+  cacheWriteTokens: 0,
+  cacheWrite1hTokens: 0,
+  cacheReadTokens: 50,
+};
 
 // The table of docs/charging.md, row by row: how a request ended → what it is charged.
 const table: Array<[string, RequestEnd, Charge]> = [
@@ -17,6 +34,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       upstreamStatus: null,
       inputTokens: 0,
       cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 0,
     },
@@ -30,6 +48,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       upstreamStatus: null,
       inputTokens: 0,
       cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 0,
     },
@@ -43,6 +62,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       upstreamStatus: null,
       inputTokens: 0,
       cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 0,
     },
@@ -56,6 +76,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       upstreamStatus: null,
       inputTokens: 100,
       cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 0,
     },
@@ -69,6 +90,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       upstreamStatus: null,
       inputTokens: 0,
       cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 0,
     },
@@ -82,6 +104,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       upstreamStatus: null,
       inputTokens: 0,
       cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 0,
     },
@@ -95,6 +118,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       upstreamStatus: null,
       inputTokens: 0,
       cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 0,
     },
@@ -108,6 +132,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       upstreamStatus: 500,
       inputTokens: 0,
       cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 0,
     },
@@ -121,6 +146,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       upstreamStatus: 429,
       inputTokens: 0,
       cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 0,
     },
@@ -134,6 +160,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       upstreamStatus: 200,
       inputTokens: 100,
       cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 0,
     },
@@ -147,6 +174,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       upstreamStatus: 200,
       inputTokens: 100,
       cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 0,
     },
@@ -165,6 +193,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       upstreamStatus: 200,
       inputTokens: 95,
       cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
       cacheReadTokens: 50,
       outputTokens: 12,
     },
@@ -183,6 +212,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       upstreamStatus: 200,
       inputTokens: 100,
       cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 7,
     },
@@ -201,6 +231,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       upstreamStatus: 200,
       inputTokens: 100,
       cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 3,
     },
@@ -219,6 +250,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       upstreamStatus: 200,
       inputTokens: 95,
       cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
       cacheReadTokens: 50,
       outputTokens: 12,
     },
@@ -232,6 +264,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       upstreamStatus: 200,
       inputTokens: 100,
       cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 0,
     },
@@ -250,6 +283,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       upstreamStatus: 200,
       inputTokens: 90,
       cacheWriteTokens: 20,
+      cacheWrite1hTokens: 5,
       cacheReadTokens: 30,
       outputTokens: 40,
     },
@@ -263,6 +297,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       upstreamStatus: 200,
       inputTokens: 90,
       cacheWriteTokens: 20,
+      cacheWrite1hTokens: 5,
       cacheReadTokens: 30,
       outputTokens: 40,
     },
@@ -276,6 +311,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       upstreamStatus: 200,
       inputTokens: 100,
       cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 3000,
     },
@@ -294,6 +330,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       upstreamStatus: 200,
       inputTokens: 100,
       cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 22,
     },
@@ -311,6 +348,25 @@ describe('chargeFor', () => {
         Math.max(context.heldOutputTokens, reported.outputTokens),
       );
     }
+  });
+
+  it('charges an estimated prompt as the part the hold priced it at, a reported one as reported', () => {
+    // A body that asked for a cache write, held at its rate: without a report, the vendor may
+    // have written the whole prompt to its cache.
+    const written = { ...estimatedPrompt, cacheWriteTokens: 100, cacheWrite1hTokens: 100 };
+    const heldAsWrite = { estimatedPrompt: written, heldOutputTokens: 3000 };
+    expect(chargeFor({ kind: 'no_answer', cause: 'client_aborted' }, heldAsWrite)).toMatchObject(
+      written,
+    );
+    expect(
+      chargeFor({ kind: 'completed', upstreamStatus: 200, stream: false, usage: {} }, heldAsWrite),
+    ).toMatchObject(written);
+    expect(
+      chargeFor(
+        { kind: 'completed', upstreamStatus: 200, stream: false, usage: { reported } },
+        heldAsWrite,
+      ),
+    ).toMatchObject({ inputTokens: 90, cacheWriteTokens: 20, cacheWrite1hTokens: 5 });
   });
 
   it('charges nothing for any ending where the vendor was not called or refused', () => {

@@ -94,7 +94,11 @@ export type RequestEnd =
 
 /** What the policy needs to know about the request itself. */
 export interface ChargeContext {
-  readonly estimatedInputTokens: number;
+  /**
+   * The prompt as admission counted it, billed as the part the hold priced it at (a cache
+   * write when the body asked for one and it costs more: decision 324).
+   */
+  readonly estimatedPrompt: PromptTokens;
   /** Output tokens held for, over every choice requested. */
   readonly heldOutputTokens: number;
 }
@@ -123,6 +127,7 @@ function charge(
     upstreamStatus,
     inputTokens: prompt.inputTokens,
     cacheWriteTokens: prompt.cacheWriteTokens,
+    cacheWrite1hTokens: prompt.cacheWrite1hTokens,
     cacheReadTokens: prompt.cacheReadTokens,
     outputTokens,
   };
@@ -157,7 +162,7 @@ export function chargeFor(end: RequestEnd, context: ChargeContext): Charge {
         clientLeft ? 'client_aborted' : end.cause === 'shutdown' ? 'incomplete' : 'upstream_error',
         NO_ANSWER_REASON[end.cause],
         null,
-        clientLeft ? uncachedPrompt(context.estimatedInputTokens) : NO_PROMPT,
+        clientLeft ? context.estimatedPrompt : NO_PROMPT,
         0,
       );
     }
@@ -198,7 +203,7 @@ export function chargeFor(end: RequestEnd, context: ChargeContext): Charge {
   }
 }
 
-/** The prompt charged: as the vendor reported it, else the estimate (no cache parts). */
+/** The prompt charged: as the vendor reported it, else the estimate. */
 function promptOf(usage: ObservedUsage, context: ChargeContext): PromptTokens {
-  return usage.reported ?? usage.reportedPrompt ?? uncachedPrompt(context.estimatedInputTokens);
+  return usage.reported ?? usage.reportedPrompt ?? context.estimatedPrompt;
 }

@@ -121,6 +121,27 @@ describe('runProxy', () => {
     ]);
   });
 
+  it('charges an estimated prompt as the cache write its hold priced it as', async () => {
+    // The body asked for a cache write: without the vendor's report, the prompt may have been
+    // written to its cache, and is charged at that rate, as it was held.
+    const client = new FakeClient();
+    const ports = leavingOnRequest(
+      fakePorts(new ScriptedVendor([{ fail: { code: 'GW_UPSTREAM_ABORTED' } }])),
+      client,
+    );
+    const estimatedPrompt = {
+      inputTokens: 10,
+      cacheWriteTokens: 10,
+      cacheWrite1hTokens: 0,
+      cacheReadTokens: 0,
+    };
+    const asked = { ...request(), admission: admission({ call: chatExchange(), estimatedPrompt }) };
+    expect(await runProxy(ports, asked, client)).toEqual({ kind: 'client_gone' });
+    expect(ports.settled).toMatchObject([
+      { reason: 'client_aborted_before_answer', ...estimatedPrompt, outputTokens: 0 },
+    ]);
+  });
+
   it('relays a stream with backpressure and ends it with the terminal event after settling', async () => {
     const events = [
       'data: {"choices":[{"delta":{"content":"a"}}]}\n\n',

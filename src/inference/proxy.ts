@@ -110,7 +110,7 @@ export async function runProxy(
   const settle = async (end: RequestEnd): Promise<void> => {
     settled = true;
     const charge = chargeFor(end, {
-      estimatedInputTokens: admission.estimatedInputTokens,
+      estimatedPrompt: admission.estimatedPrompt,
       heldOutputTokens: admission.heldOutputTokens,
     });
     await ports.settle(admission, {

@@ -53,6 +53,7 @@ export function buildUsageRecord(admission: RecordedRequest, outcome: RequestOut
     inputTokens: outcome.inputTokens,
     outputTokens: outcome.outputTokens,
     cacheWriteTokens: outcome.cacheWriteTokens,
+    cacheWrite1hTokens: outcome.cacheWrite1hTokens,
     cacheReadTokens: outcome.cacheReadTokens,
     currency: SETTLEMENT_CURRENCY,
     sellCostNano,

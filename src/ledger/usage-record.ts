@@ -35,9 +35,10 @@ export interface UsageRecord {
   readonly upstreamStatus: number | null;
   readonly inputTokens: number;
   readonly outputTokens: number;
-  /** Parts of inputTokens the vendor's prompt cache wrote and read (absent: none, and on
-   * records from before decision 324). */
+  /** Parts of inputTokens the vendor's prompt cache wrote (of which for an hour) and read
+   * (absent: none, and on records from before decision 324). */
   readonly cacheWriteTokens?: number;
+  readonly cacheWrite1hTokens?: number;
   readonly cacheReadTokens?: number;
   readonly currency: string;
   readonly sellCostNano: bigint;
@@ -95,6 +96,7 @@ export function usageRecordToFields(record: UsageRecord): string[] {
     input_tokens: String(record.inputTokens),
     output_tokens: String(record.outputTokens),
     cache_write_tokens: String(record.cacheWriteTokens ?? 0),
+    cache_write_1h_tokens: String(record.cacheWrite1hTokens ?? 0),
     cache_read_tokens: String(record.cacheReadTokens ?? 0),
     currency: record.currency,
     sell_cost_nano: record.sellCostNano.toString(),
@@ -180,6 +182,7 @@ export function usageRecordFromFields(fields: readonly string[]): UsageRecord {
     outputTokens: entry.integer('output_tokens'),
     // Absent from records of versions before decision 324.
     cacheWriteTokens: entry.integerOr('cache_write_tokens', 0),
+    cacheWrite1hTokens: entry.integerOr('cache_write_1h_tokens', 0),
     cacheReadTokens: entry.integerOr('cache_read_tokens', 0),
     currency: entry.text('currency'),
     sellCostNano: BigInt(entry.text('sell_cost_nano')),

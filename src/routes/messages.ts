@@ -6,7 +6,7 @@ import { gwError, type GwError } from '../errors.js';
 import type { HttpRequest, HttpResponse } from '../http/types.js';
 import { admit, ADMISSION_ERRORS, type PlannedOutput } from '../inference/admission.js';
 import { messagesRequestSchema } from '../inference/messages-request.js';
-import { asksForPromptCache } from '../protocols/messages/request.js';
+import { promptCacheWrite } from '../protocols/messages/request.js';
 import { PROXY_ERRORS, type ProxyDeps } from '../inference/proxy.js';
 import { relayAdmission } from '../inference/proxy-http.js';
 import type { CatalogModel } from '../catalog/models.js';
@@ -70,7 +70,7 @@ async function handleMessages(
     modelId: parsed.model,
     inputTexts: messagesTexts(body),
     requestedMaxTokens: parsed.max_tokens,
-    asksForPromptCache: () => asksForPromptCache(body),
+    promptCacheWrite: () => promptCacheWrite(body),
     prepareCall: (model: CatalogModel, output: PlannedOutput) => {
       stripAttributionFields(body);
       const messagesCall = model.provider.protocol.messages;

@@ -63,7 +63,12 @@ export function admission(overrides: Partial<Admission<UpstreamExchange>> = {}) 
       connectionCap: null,
       user: null,
     },
-    estimatedInputTokens: 10,
+    estimatedPrompt: {
+      inputTokens: 10,
+      cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
+      cacheReadTokens: 0,
+    },
     maxOutputTokens: 100,
     heldOutputTokens: 100,
     outputClamped: false,

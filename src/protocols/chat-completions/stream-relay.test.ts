@@ -27,6 +27,7 @@ describe('vendor_b stream relay', () => {
     expect(relay.usage).toEqual({
       inputTokens: 7,
       cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 3,
     });
@@ -77,6 +78,7 @@ describe('vendor_b stream relay', () => {
     expect(relay.usage).toEqual({
       inputTokens: 4,
       cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 1,
     });
@@ -104,6 +106,7 @@ describe('vendor_b stream relay', () => {
       expect(relay.usage).toEqual({
         inputTokens: 50,
         cacheWriteTokens: 0,
+        cacheWrite1hTokens: 0,
         cacheReadTokens: read,
         outputTokens: 2,
       });
@@ -120,6 +123,7 @@ describe('vendor_b stream relay', () => {
     expect(relay.usage).toEqual({
       inputTokens: 2,
       cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 1,
     });

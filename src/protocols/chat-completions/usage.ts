@@ -24,6 +24,7 @@ export function readChatCompletionsUsage(payload: unknown): TokenUsage | undefin
   return {
     inputTokens: input,
     cacheWriteTokens: 0,
+    cacheWrite1hTokens: 0,
     cacheReadTokens: isTokenCount(cached) ? Math.min(cached, input) : 0,
     outputTokens: output,
   };

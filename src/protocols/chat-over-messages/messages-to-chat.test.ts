@@ -91,6 +91,7 @@ describe('vendor_a stream → chat completion chunks', () => {
     expect(whole.usage).toEqual({
       inputTokens: 21,
       cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 17,
     });
@@ -121,7 +122,12 @@ describe('vendor_a stream → chat completion chunks', () => {
     const { chunks, done, usage, reported } = translate(failed, [], true);
     // No output count came, but the input tokens of message_start are known and billed.
     expect(usage).toBeUndefined();
-    expect(reported).toEqual({ inputTokens: 21, cacheWriteTokens: 0, cacheReadTokens: 0 });
+    expect(reported).toEqual({
+      inputTokens: 21,
+      cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
+      cacheReadTokens: 0,
+    });
     expect(chunks.at(-1)).toEqual({
       error: {
         code: 'gw_upstream_error',

@@ -1,4 +1,6 @@
-// The messages protocol's requests: path, headers, and the protocol version header.
+// The messages protocol's requests: path, headers, the protocol version header, and the cache
+// writes a body asks for.
+import type { PromptCacheWrite } from '../../catalog/models.js';
 
 export const MESSAGES_PATH = '/v1/messages';
 /** Sent upstream when the client did not name a protocol version. */
@@ -17,22 +19,29 @@ export function messagesHeaders(
 }
 
 /**
- * Whether a messages-protocol body asks the vendor to write its prompt cache: a
- * `cache_control` member anywhere in it (the top level, tools, system blocks, content blocks,
- * nested tool results). A walk of the parsed body, so no spelling of the name in the JSON
- * text escapes it (decision 324).
+ * The cache write a messages-protocol body may make the vendor bill: a `cache_control` member
+ * anywhere in it (the top level, tools, system blocks, content blocks, nested tool results)
+ * asks for one, kept an hour when its `ttl` is anything but five minutes (`"5m"`, the default).
+ * A walk of the parsed body, so no spelling of the name in the JSON text escapes it (decision
+ * 324).
  */
-export function asksForPromptCache(body: unknown): boolean {
-  const pending: unknown[] = [body];
-  while (pending.length > 0) {
-    const value = pending.pop();
-    if (typeof value !== 'object' || value === null) continue;
-    if (Array.isArray(value)) {
-      for (const item of value) pending.push(item);
-    } else {
-      if (Object.hasOwn(value, 'cache_control')) return true;
-      for (const member of Object.values(value)) pending.push(member);
+export function promptCacheWrite(body: unknown): PromptCacheWrite {
+  let found: PromptCacheWrite = 'none';
+  // Only containers are queued: a body of millions of scalars costs a glance at each.
+  const pending: object[] = isContainer(body) ? [body] : [];
+  for (let value = pending.pop(); value !== undefined; value = pending.pop()) {
+    const members: readonly unknown[] = Array.isArray(value) ? value : Object.values(value);
+    if (!Array.isArray(value) && Object.hasOwn(value, 'cache_control')) {
+      const control = (value as { cache_control?: unknown }).cache_control;
+      const ttl = isContainer(control) ? (control as { ttl?: unknown }).ttl : undefined;
+      if (ttl !== undefined && ttl !== '5m') return 'write_1h';
+      found = 'write';
     }
+    for (const member of members) if (isContainer(member)) pending.push(member);
   }
-  return false;
+  return found;
+}
+
+function isContainer(value: unknown): value is object {
+  return typeof value === 'object' && value !== null;
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MessagesStreamUsage, readMessagesUsage } from './usage.js';
-import { asksForPromptCache } from './request.js';
+import { promptCacheWrite } from './request.js';
 
 describe('messages usage', () => {
   it('counts every prompt part as input and keeps the cache parts apart', () => {
@@ -15,9 +15,38 @@ describe('messages usage', () => {
     expect(usage).toEqual({
       inputTokens: 543,
       cacheWriteTokens: 500,
+      cacheWrite1hTokens: 0,
       cacheReadTokens: 40,
       outputTokens: 7,
     });
+  });
+
+  it('keeps the one-hour part of the cache writes apart, never more than the writes', () => {
+    const usage = (hour: unknown) =>
+      readMessagesUsage({
+        usage: {
+          input_tokens: 1,
+          cache_creation_input_tokens: 300,
+          cache_read_input_tokens: 0,
+          cache_creation: { ephemeral_5m_input_tokens: 100, ephemeral_1h_input_tokens: hour },
+          output_tokens: 1,
+        },
+      })?.cacheWrite1hTokens;
+    expect(usage(200)).toBe(200);
+    expect(usage(900)).toBe(300);
+    expect(usage(-1)).toBe(0);
+    expect(usage('200')).toBe(0);
+  });
+
+  it('reads a count the ledger could not hold as malformed', () => {
+    const usage = (fields: Record<string, unknown>) =>
+      readMessagesUsage({ usage: { input_tokens: 3, output_tokens: 1, ...fields } });
+    expect(usage({ cache_creation_input_tokens: 2_147_483_647 })).toMatchObject({
+      inputTokens: 3,
+      cacheWriteTokens: 0,
+    });
+    expect(usage({ input_tokens: 100_000_001 })).toBeUndefined();
+    expect(usage({ input_tokens: 100_000_000 })).toMatchObject({ inputTokens: 100_000_000 });
   });
 
   it('reads missing or malformed cache parts as none', () => {
@@ -32,6 +61,7 @@ describe('messages usage', () => {
     expect(usage).toEqual({
       inputTokens: 3,
       cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 1,
     });
@@ -48,6 +78,7 @@ describe('messages usage', () => {
     expect(tracker.promptSeen).toEqual({
       inputTokens: 92,
       cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
       cacheReadTokens: 90,
     });
     expect(tracker.usage).toBeUndefined();
@@ -55,13 +86,14 @@ describe('messages usage', () => {
     expect(tracker.usage).toEqual({
       inputTokens: 92,
       cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
       cacheReadTokens: 90,
       outputTokens: 4,
     });
   });
 });
 
-describe('asksForPromptCache', () => {
+describe('promptCacheWrite', () => {
   const body = (extra: Record<string, unknown>) => ({
     model: 'vendor_a/claude-haiku-4-5',
     max_tokens: 10,
@@ -69,9 +101,9 @@ describe('asksForPromptCache', () => {
     ...extra,
   });
 
-  it('is false for a body without cache_control', () => {
-    expect(asksForPromptCache(body({ system: [{ type: 'text', text: 'cache_control' }] }))).toBe(
-      false,
+  it('is none for a body without cache_control', () => {
+    expect(promptCacheWrite(body({ system: [{ type: 'text', text: 'cache_control' }] }))).toBe(
+      'none',
     );
   });
 
@@ -97,13 +129,25 @@ describe('asksForPromptCache', () => {
         ],
       },
     ];
-    for (const place of places) expect(asksForPromptCache(body(place))).toBe(true);
+    for (const place of places) expect(promptCacheWrite(body(place))).toBe('write');
+  });
+
+  it('is a one-hour write when any breakpoint asks for a ttl other than five minutes', () => {
+    const block = (ttl: unknown) => ({
+      type: 'text',
+      text: 'x',
+      cache_control: { type: 'ephemeral', ttl },
+    });
+    expect(promptCacheWrite(body({ system: [block('5m'), block('5m')] }))).toBe('write');
+    expect(promptCacheWrite(body({ system: [block('5m'), block('1h')] }))).toBe('write_1h');
+    expect(promptCacheWrite(body({ tools: [{ name: 't', ...block('2h') }] }))).toBe('write_1h');
+    expect(promptCacheWrite(body({ system: [block(3600)] }))).toBe('write_1h');
   });
 
   it('finds the name however the JSON text spelled it', () => {
     const parsed: unknown = JSON.parse(
-      '{"system":[{"type":"text","text":"x","cache\\u005fcontrol":{"type":"ephemeral"}}]}',
+      '{"system":[{"type":"text","text":"x","cache\\u005fcontrol":{"type":"ephemeral","\\u0074tl":"1h"}}]}',
     );
-    expect(asksForPromptCache(parsed)).toBe(true);
+    expect(promptCacheWrite(parsed)).toBe('write_1h');
   });
 });

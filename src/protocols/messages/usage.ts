@@ -6,6 +6,8 @@ interface UsageShape {
   input_tokens?: unknown;
   cache_creation_input_tokens?: unknown;
   cache_read_input_tokens?: unknown;
+  /** The cache writes by how long they are kept: `ephemeral_1h_input_tokens`, `…5m…`. */
+  cache_creation?: unknown;
   output_tokens?: unknown;
 }
 
@@ -15,6 +17,14 @@ const PROMPT_PARTS = [
   'cache_creation_input_tokens',
   'cache_read_input_tokens',
 ] as const;
+
+/** The one-hour part of the cache writes, never more than the writes (0 when not named). */
+function oneHourWrites(usage: UsageShape, cacheWriteTokens: number): number {
+  const split = usage.cache_creation;
+  if (typeof split !== 'object' || split === null) return 0;
+  const hour = (split as { ephemeral_1h_input_tokens?: unknown }).ephemeral_1h_input_tokens;
+  return isTokenCount(hour) ? Math.min(hour, cacheWriteTokens) : 0;
+}
 
 /** A cache part of the prompt: 0 when the vendor did not name it (or sent null). */
 const cachePart = (value: unknown): number => (isTokenCount(value) ? value : 0);
@@ -34,6 +44,7 @@ function promptTokens(usage: UsageShape): PromptTokens | undefined {
   return {
     inputTokens: usage.input_tokens + cacheWriteTokens + cacheReadTokens,
     cacheWriteTokens,
+    cacheWrite1hTokens: oneHourWrites(usage, cacheWriteTokens),
     cacheReadTokens,
   };
 }
@@ -70,6 +81,9 @@ export class MessagesStreamUsage {
   private observePrompt(usage: UsageShape): void {
     for (const part of PROMPT_PARTS) {
       if (isTokenCount(usage[part])) this.prompt[part] = usage[part];
+    }
+    if (typeof usage.cache_creation === 'object' && usage.cache_creation !== null) {
+      this.prompt.cache_creation = usage.cache_creation;
     }
   }
 

@@ -7,9 +7,25 @@ import type { WireEndpoint, WireProtocol } from '../../protocols/common/exchange
 import { upstreamError } from '../../protocols/common/upstream-errors.js';
 import { credentialCooldownMs } from './credential-failures.js';
 
+/**
+ * How a vendor bills the prompt tokens its prompt cache writes (for five minutes, for an hour)
+ * and reads, as multiples of the model's input rate (decimal strings, exact): a model's cache
+ * rate left unset in the catalogue is this multiple of its input rate (decision 324).
+ */
+export interface PromptCacheRatios {
+  readonly write: string;
+  readonly write1h: string;
+  readonly read: string;
+}
+
+/** A vendor whose prompt cache (if any) bills its tokens as any other prompt tokens. */
+export const NO_CACHE_PRICING: PromptCacheRatios = { write: '1', write1h: '1', read: '1' };
+
 export interface Provider extends WireEndpoint {
   /** 'vendor_a': lower case letters, digits and _, the prefix of its models' ids. */
   readonly id: string;
+  /** How its prompt cache is billed, relative to the input rate. */
+  readonly promptCache: PromptCacheRatios;
   /** The wire protocol it speaks natively. */
   readonly protocol: WireProtocol;
   /** The environment variables of its system route, derived from the id. */
@@ -23,6 +39,8 @@ export interface Provider extends WireEndpoint {
 export interface ProviderDefinition<Id extends string> {
   readonly id: Id;
   readonly protocol: WireProtocol;
+  /** Default: NO_CACHE_PRICING. */
+  readonly promptCache?: PromptCacheRatios;
   headers(apiKey: string | undefined, clientVersion: string | undefined): Record<string, string>;
   /** Default: the request headers without content-type. */
   validationHeaders?(secret: string): Record<string, string>;
@@ -47,6 +65,7 @@ export function defineProvider<const Id extends string>(
   return {
     id,
     protocol: definition.protocol,
+    promptCache: definition.promptCache ?? NO_CACHE_PRICING,
     headers,
     env: { baseUrl: providerEnvVar(id, 'BASE_URL'), apiKey: providerEnvVar(id, 'API_KEY') },
     defaultModelPolicy: [`${id}/*`],

@@ -18,8 +18,10 @@ const modelSchema = z.object({
   currency: z.string(),
   input_price_per_million_tokens: decimalString,
   output_price_per_million_tokens: decimalString,
-  /** Prompt tokens written to and read from the vendor's prompt cache (decision 324). */
+  /** Prompt tokens written to (for five minutes, an hour) and read from the vendor's prompt
+   * cache (decision 324). */
   cache_write_price_per_million_tokens: decimalString,
+  cache_write_1h_price_per_million_tokens: decimalString,
   cache_read_price_per_million_tokens: decimalString,
   max_output_tokens: z.number().int(),
   supports_tools: z.boolean(),
@@ -40,6 +42,7 @@ export const dashboardModelsRoute = declareRoute({
         input_price_per_million_tokens: perMillionTokens(model.price.input),
         output_price_per_million_tokens: perMillionTokens(model.price.output),
         cache_write_price_per_million_tokens: perMillionTokens(model.price.cacheWrite),
+        cache_write_1h_price_per_million_tokens: perMillionTokens(model.price.cacheWrite1h),
         cache_read_price_per_million_tokens: perMillionTokens(model.price.cacheRead),
         max_output_tokens: model.maxOutputTokens,
         supports_tools: model.supportsTools,

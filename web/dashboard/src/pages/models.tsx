@@ -11,6 +11,7 @@ interface ModelRow {
   readonly input_price_per_million_tokens: string;
   readonly output_price_per_million_tokens: string;
   readonly cache_write_price_per_million_tokens: string;
+  readonly cache_write_1h_price_per_million_tokens: string;
   readonly cache_read_price_per_million_tokens: string;
   readonly max_output_tokens: number;
   readonly supports_tools: boolean;
@@ -60,9 +61,12 @@ export function ModelsPage() {
             cell: (model) => exactAmount(model.output_price_per_million_tokens),
           },
           {
-            header: 'Cache write / 1M',
+            header: 'Cache write / 1M (5 min · 1 h)',
             numeric: true,
-            cell: (model) => exactAmount(model.cache_write_price_per_million_tokens),
+            cell: (model) =>
+              `${exactAmount(model.cache_write_price_per_million_tokens)} · ${exactAmount(
+                model.cache_write_1h_price_per_million_tokens,
+              )}`,
           },
           {
             header: 'Cache read / 1M',
