@@ -91,6 +91,39 @@ describe('messages usage', () => {
       outputTokens: 4,
     });
   });
+
+  it('in a stream, keeps the one-hour part of the writes as the last well-formed count named', () => {
+    const start = {
+      type: 'message_start',
+      message: {
+        usage: {
+          input_tokens: 1,
+          cache_creation_input_tokens: 5000,
+          cache_read_input_tokens: 0,
+          cache_creation: { ephemeral_5m_input_tokens: 1000, ephemeral_1h_input_tokens: 4000 },
+        },
+      },
+    };
+    const oneHourAfter = (deltaUsage: Record<string, unknown>): number | undefined => {
+      const tracker = new MessagesStreamUsage();
+      tracker.observe(start);
+      tracker.observe({ type: 'message_delta', usage: { output_tokens: 4, ...deltaUsage } });
+      return tracker.usage?.cacheWrite1hTokens;
+    };
+    // message_delta's counts are cumulative: it may leave the split out, or name it again.
+    expect(oneHourAfter({ cache_creation_input_tokens: 5000 })).toBe(4000);
+    expect(
+      oneHourAfter({
+        cache_creation_input_tokens: 5000,
+        cache_creation: { ephemeral_5m_input_tokens: 3000, ephemeral_1h_input_tokens: 2000 },
+      }),
+    ).toBe(2000);
+    // A split that does not name the one-hour count (or names it malformed) leaves the count
+    // seen before, as every other part of the prompt does.
+    expect(oneHourAfter({ cache_creation: { ephemeral_5m_input_tokens: 1000 } })).toBe(4000);
+    expect(oneHourAfter({ cache_creation: { ephemeral_1h_input_tokens: null } })).toBe(4000);
+    expect(oneHourAfter({ cache_creation: null })).toBe(4000);
+  });
 });
 
 describe('promptCacheWrite', () => {

@@ -82,9 +82,12 @@ export class MessagesStreamUsage {
     for (const part of PROMPT_PARTS) {
       if (isTokenCount(usage[part])) this.prompt[part] = usage[part];
     }
-    if (typeof usage.cache_creation === 'object' && usage.cache_creation !== null) {
-      this.prompt.cache_creation = usage.cache_creation;
-    }
+    // The one-hour count is a part too: a split that does not name it well-formed leaves the
+    // one seen before (message_delta may name the split again, or only some of it).
+    const split = usage.cache_creation;
+    if (typeof split !== 'object' || split === null) return;
+    const hour = (split as { ephemeral_1h_input_tokens?: unknown }).ephemeral_1h_input_tokens;
+    if (isTokenCount(hour)) this.prompt.cache_creation = { ephemeral_1h_input_tokens: hour };
   }
 
   /** The prompt from `message_start`, known before the output count. */
