@@ -33,11 +33,14 @@ export interface CatalogModel {
 export interface TokenRates {
   readonly input: TokenPrice;
   readonly output: TokenPrice;
-  /** Prompt tokens written to the vendor's prompt cache (the input's rate unless set). */
+  /**
+   * Prompt tokens written to the vendor's prompt cache. Each cache rate the catalogue leaves
+   * unset is the vendor's multiple of the input rate (its provider's `promptCache`).
+   */
   readonly cacheWrite: TokenPrice;
-  /** Prompt tokens written to it for an hour (the cache write's rate unless set). */
+  /** Prompt tokens written to it for an hour. */
   readonly cacheWrite1h: TokenPrice;
-  /** Prompt tokens read from the vendor's prompt cache (the input's rate unless set). */
+  /** Prompt tokens read from the vendor's prompt cache. */
   readonly cacheRead: TokenPrice;
 }
 
