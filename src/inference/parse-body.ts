@@ -35,8 +35,9 @@ export function parseJsonBody<Schema extends z.ZodType>(
     text = body.toString('utf8');
   }
   // A member takes at least 4 characters (`"":0`), so a text shorter than 4 × MAX_OBJECT_SHAPES
-  // cannot make that many shapes: it is not scanned (most requests), and its depth is checked
-  // on the parsed value, cheap at that size. A longer one is scanned, its depth with it.
+  // cannot make that many shapes, nor hold MAX_CONTAINERS arrays and objects (2 characters
+  // each): it is not scanned (most requests), and its depth is checked on the parsed value,
+  // cheap at that size. A longer one is scanned, its depth with it.
   const scanned = text.length >= 4 * MAX_OBJECT_SHAPES;
   if (scanned) {
     const costly = costlyStructure(text, MAX_OBJECT_SHAPES, MAX_JSON_DEPTH);
@@ -47,6 +48,12 @@ export function parseJsonBody<Schema extends z.ZodType>(
       );
     }
     if (costly === 'depth') return tooDeep();
+    if (costly === 'containers') {
+      return gwError(
+        'gw_invalid_request',
+        `the request body has more than ${MAX_CONTAINERS} arrays and objects`,
+      );
+    }
   }
   let parsed: unknown;
   try {
@@ -83,6 +90,15 @@ export function parseJsonBody<Schema extends z.ZodType>(
  */
 export const MAX_OBJECT_SHAPES = 10_000;
 
+/**
+ * The most arrays and objects a body may hold. JSON.parse allocates each, and past a few
+ * hundred thousand the collector's work grows faster than their number: 1,300,000 empty
+ * objects (3.9 MB) cost it about a second of the event loop, 100,000 about 15-50 ms. A request
+ * holds a few per message, content block and tool schema node: tens of thousands would be a
+ * conversation of thousands of turns (decision 325).
+ */
+export const MAX_CONTAINERS = 100_000;
+
 const tooDeep = (): GwError =>
   gwError(
     'gw_invalid_request',
@@ -96,7 +112,8 @@ const tooDeep = (): GwError =>
  * escapes and all; more than `maxShapes` distinct name sequences in all count too, closed or
  * not, which bounds what the count keeps); `depth` when it nests arrays and objects deeper
  * than `maxDepth` (JSON.parse builds every level before the parsed value can be checked:
- * 2,000,000 levels in 4 MB cost it 0.5-1.5 s).
+ * 2,000,000 levels in 4 MB cost it 0.5-1.5 s); `containers` when it opens more than
+ * MAX_CONTAINERS arrays and objects.
  * Checked before JSON.parse, so it reads text that may not be JSON: it stops at an
  * unterminated string and leaves the refusal to JSON.parse. Jumps over strings with indexOf.
  * On text JSON.parse then accepts, its depth is the parsed value's (nestsDeeperThan).
@@ -105,7 +122,7 @@ export function costlyStructure(
   text: string,
   maxShapes: number,
   maxDepth: number,
-): 'shapes' | 'depth' | undefined {
+): 'shapes' | 'depth' | 'containers' | undefined {
   // The name sequences seen, as a tree: 0 is the empty sequence; each other one has the
   // sequence it extends by one name, its member count, and the sequences that extend it.
   const longer: Map<string, number>[] = [new Map()];
@@ -118,6 +135,7 @@ export function costlyStructure(
   const openArraysAround: number[] = [];
   let openArrays = 0;
   let depth = 0;
+  let containers = 0;
   for (let index = 0; index < text.length; index += 1) {
     const char = text.charCodeAt(index);
     if (char === 0x22 /* " */) {
@@ -145,9 +163,11 @@ export function costlyStructure(
       index = close;
     } else if (char === 0x5b /* [ */) {
       if (++depth > maxDepth) return 'depth';
+      if (++containers > MAX_CONTAINERS) return 'containers';
       openArrays += 1;
     } else if (char === 0x7b /* { */) {
       if (++depth > maxDepth) return 'depth';
+      if (++containers > MAX_CONTAINERS) return 'containers';
       openSequences.push(0);
       openArraysAround.push(openArrays);
       openArrays = 0;
