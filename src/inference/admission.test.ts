@@ -35,6 +35,21 @@ function ports(
 
 const held: ReserveOutcome = { kind: 'held', credentialId: null };
 
+/** A reserve against an allowance of `availableNano`: a hold above it is refused as short. */
+const allowanceOf =
+  (availableNano: bigint) =>
+  (request: ReserveRequest): ReserveOutcome =>
+    request.amountNano > availableNano
+      ? {
+          kind: 'allowance_short',
+          capNano: 0n,
+          spentNano: 0n,
+          baseRemainingNano: 0n,
+          creditsNano: 0n,
+          availableNano,
+        }
+      : held;
+
 const input = (overrides: Record<string, unknown> = {}) => ({
   identity,
   requestId: 'req_1',
@@ -89,18 +104,7 @@ describe('admit', () => {
   });
 
   it('under limit_output, lowers the output per choice to what the allowance covers for all of them', async () => {
-    const { fake, reserved } = ports((request) =>
-      request.amountNano > costOf(150)
-        ? {
-            kind: 'allowance_short',
-            capNano: 0n,
-            spentNano: 0n,
-            baseRemainingNano: 0n,
-            creditsNano: 0n,
-            availableNano: costOf(150),
-          }
-        : held,
-    );
+    const { fake, reserved } = ports(allowanceOf(costOf(150)));
     const admission = await admit(
       fake,
       input({ identity: { ...identity, overrunPolicy: 'limit_output' }, choices: 3 }),
@@ -166,20 +170,7 @@ describe('admit', () => {
     it('under limit_output, leaves the prompt its cache-write cost', async () => {
       // 300 nano over 40 tokens' worth: at the input rate the prompt would leave room for 41.
       const available = heldFor('0.0000002', 40) + 300n;
-      const { fake, reserved } = ports(
-        (request) =>
-          request.amountNano > available
-            ? {
-                kind: 'allowance_short',
-                capNano: 0n,
-                spentNano: 0n,
-                baseRemainingNano: 0n,
-                creditsNano: 0n,
-                availableNano: available,
-              }
-            : held,
-        caching,
-      );
+      const { fake, reserved } = ports(allowanceOf(available), caching);
       const admission = await admit(
         fake,
         input({
