@@ -5,11 +5,11 @@
 // ran the first version never runs the second. Both must end with the schema the code reads,
 // and with the rates the vendor's rule gives (decision 324).
 import { describe, expect, it } from 'vitest';
-import { ensureDatabase, migrate } from '../src/db/migrate.js';
-import { createDbPool, type DbPool } from '../src/db/pool.js';
+import { migrate } from '../src/db/migrate.js';
+import type { DbPool } from '../src/db/pool.js';
 import { ModelCatalog } from '../src/catalog/models.js';
 import { PROVIDERS } from '../src/providers/registry.js';
-import { TEST_DATABASE_URL } from './support/env.js';
+import { withDatabase } from './support/scratch-database.js';
 
 /** The schema and rows 048 left as it was first committed (7387944). */
 const FIRST_048 = `ALTER TABLE models
@@ -28,27 +28,6 @@ const FIRST_048 = `ALTER TABLE models
          cache_read_price_per_token = input_price_per_token * 0.5
    WHERE vendor = 'vendor_b';
   DELETE FROM schema_migrations WHERE name > '048_prompt_cache_rates.sql'`;
-
-/** A database of its own, migrated, then `rewind` (dropped after). */
-async function withDatabase(
-  name: string,
-  rewind: string,
-  body: (db: DbPool) => Promise<void>,
-): Promise<void> {
-  const url = `${TEST_DATABASE_URL}_${name}`;
-  await ensureDatabase(url);
-  const db = createDbPool(url, 2);
-  try {
-    await migrate(db);
-    await db.query(rewind);
-    await body(db);
-  } finally {
-    await db.end();
-    const admin = createDbPool(TEST_DATABASE_URL.replace(/\/[^/]*$/, '/postgres'), 1);
-    await admin.query(`DROP DATABASE IF EXISTS "${new URL(url).pathname.slice(1)}" WITH (FORCE)`);
-    await admin.end();
-  }
-}
 
 async function expectCurrentSchema(db: DbPool): Promise<void> {
   const catalog = new ModelCatalog(db, PROVIDERS);

@@ -1,5 +1,8 @@
 // Migrations: numbered SQL files in src/db/migrations, applied once each, in order, under an
-// advisory lock so that many instances booting together apply them exactly once.
+// advisory lock so that many instances booting together apply them exactly once. Each applied
+// migration's checksum is kept: a file changed after it was applied stops the boot (decision
+// 326), since a database that ran it never runs it again.
+import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
@@ -60,20 +63,39 @@ export async function migrate(pool: DbPool): Promise<string[]> {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_ID]);
     await client.query(
       `CREATE TABLE IF NOT EXISTS schema_migrations (
-         name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`,
+         name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
+       ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS checksum text`,
     );
-    const done = new Set(
-      (await client.query<{ name: string }>('SELECT name FROM schema_migrations')).rows.map(
-        (row) => row.name,
-      ),
+    const done = new Map(
+      (
+        await client.query<{ name: string; checksum: string | null }>(
+          'SELECT name, checksum FROM schema_migrations',
+        )
+      ).rows.map((row) => [row.name, row.checksum]),
     );
     for (const name of names) {
-      if (done.has(name)) continue;
       const sql = await readFile(path.join(dir, name), 'utf8');
+      const checksum = createHash('sha256').update(sql).digest('hex');
+      if (done.has(name)) {
+        const recorded = done.get(name);
+        if (recorded === null) {
+          // Applied before checksums were kept: the file as it is now is taken as applied.
+          await client.query('UPDATE schema_migrations SET checksum = $2 WHERE name = $1', [
+            name,
+            checksum,
+          ]);
+        } else if (recorded !== checksum) {
+          throw new MigrationChangedError(name);
+        }
+        continue;
+      }
       await client.query('BEGIN');
       try {
         await client.query(sql);
-        await client.query('INSERT INTO schema_migrations (name) VALUES ($1)', [name]);
+        await client.query('INSERT INTO schema_migrations (name, checksum) VALUES ($1, $2)', [
+          name,
+          checksum,
+        ]);
         await client.query('COMMIT');
       } catch (error) {
         await client.query('ROLLBACK');
@@ -91,4 +113,19 @@ export async function migrate(pool: DbPool): Promise<string[]> {
     client.release();
   }
   return applied;
+}
+
+/**
+ * An applied migration's file no longer reads as it did when applied: the database will never
+ * run the new text, so the code that expects it would meet a schema it does not know.
+ */
+export class MigrationChangedError extends Error {
+  override readonly name = 'MigrationChangedError';
+
+  constructor(readonly migration: string) {
+    super(
+      `migration ${migration} was changed after this database applied it; ` +
+        'restore it as it was and put the change in a new migration',
+    );
+  }
 }
