@@ -305,6 +305,10 @@ describe('GET /models', () => {
       cache_write_price_per_million_tokens: '1.250000000000',
       cache_write_1h_price_per_million_tokens: '2.000000000000',
       cache_read_price_per_million_tokens: '0.100000000000',
+      web_search_price_per_search: '0.010000000000',
+    });
+    expect(models.body.data.find((model) => model.id === 'vendor_b/gpt-4o-mini')).toMatchObject({
+      web_search_price_per_search: null,
     });
     const anonymous = await fetch(`${gateway.url}/models`);
     expect(anonymous.status).toBe(401);

@@ -41,6 +41,7 @@ describe('usageCostNano', () => {
       cacheWrite1hTokens: 200,
       cacheReadTokens: 300,
       outputTokens: 10,
+      webSearchRequests: 0,
     };
     // 200 × 1 + 300 × 1.25 + 200 × 2 + 300 × 0.1 + 10 × 5 = 1,055 micro-units.
     expect(usageCostNano(usage, rates)).toBe(1_055_000n);
@@ -52,6 +53,23 @@ describe('usageCostNano', () => {
         tokenRates('0.0000000001', '0'),
       ),
     ).toBe(1n);
+  });
+});
+
+describe('web searches', () => {
+  it('are priced per search at the vendor’s price, beside the tokens', () => {
+    const rates = tokenRates('0.000001', '0.000005', {}, undefined, '0.01');
+    const usage = {
+      inputTokens: 100,
+      cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
+      cacheReadTokens: 0,
+      outputTokens: 10,
+      webSearchRequests: 3,
+    };
+    // 100 × 1 + 10 × 5 micro-units, and 3 × 0.01.
+    expect(usageCostNano(usage, rates)).toBe(150_000n + 30_000_000n);
+    expect(usageCostNano(usage, tokenRates('0.000001', '0.000005'))).toBe(150_000n);
   });
 });
 

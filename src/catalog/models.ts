@@ -3,7 +3,7 @@
 import { Decimal } from 'decimal.js';
 import type { DbPool } from '../db/pool.js';
 import { costNano, tokenPriceFromDecimal, type TokenPrice } from '../money.js';
-import type { PromptTokens, TokenUsage } from '../protocols/common/usage.js';
+import type { PromptCacheWrite, PromptTokens, TokenUsage } from '../protocols/common/usage.js';
 import {
   NO_CACHE_PRICING,
   type PromptCacheRatios,
@@ -22,15 +22,15 @@ export interface CatalogModel {
   /** The vendor's own name for it. */
   readonly upstreamModel: string;
   /** What the vendor charges per token: vendor_cost. */
-  readonly cost: TokenRates;
+  readonly cost: UsageRates;
   /** What gw sells a token for: sell_cost, charged against caps, allowances and the wallet. */
-  readonly price: TokenRates;
+  readonly price: UsageRates;
   readonly maxOutputTokens: number;
   readonly supportsTools: boolean;
 }
 
-/** A per-token rate for each kind of token a vendor bills. */
-export interface TokenRates {
+/** What a vendor bills per token of each kind, and per use of its metered server tools. */
+export interface UsageRates {
   readonly input: TokenPrice;
   readonly output: TokenPrice;
   /**
@@ -42,13 +42,15 @@ export interface TokenRates {
   readonly cacheWrite1h: TokenPrice;
   /** Prompt tokens read from the vendor's prompt cache. */
   readonly cacheRead: TokenPrice;
+  /** One web search by the vendor's server tool (its provider's `webSearchPrice`; 0: none). */
+  readonly webSearch: TokenPrice;
 }
 
 /**
  * What some usage costs at these rates, in nano-units (rounded up once): the prompt's cache
  * parts at their own rates, the rest of it at the input's (decision 324).
  */
-export function usageCostNano(usage: TokenUsage, rates: TokenRates): bigint {
+export function usageCostNano(usage: TokenUsage, rates: UsageRates): bigint {
   const uncached = Math.max(0, usage.inputTokens - usage.cacheWriteTokens - usage.cacheReadTokens);
   const oneHour = Math.min(usage.cacheWrite1hTokens, usage.cacheWriteTokens);
   return costNano(
@@ -57,30 +59,25 @@ export function usageCostNano(usage: TokenUsage, rates: TokenRates): bigint {
     [oneHour, rates.cacheWrite1h],
     [usage.cacheReadTokens, rates.cacheRead],
     [usage.outputTokens, rates.output],
+    [usage.webSearchRequests, rates.webSearch],
   );
 }
-
-/**
- * The prompt-cache write a request may make the vendor bill: none, a write, or a write kept an
- * hour (vendor_a's `cache_control.ttl: "1h"`).
- */
-export type PromptCacheWrite = 'none' | 'write' | 'write_1h';
 
 /** The part of a prompt a token may be billed as, short of the vendor's report. */
 export type PromptPart = 'input' | 'write' | 'write_1h';
 
 const PART_RATE = {
-  input: (rates: TokenRates) => rates.input,
-  write: (rates: TokenRates) => rates.cacheWrite,
-  write_1h: (rates: TokenRates) => rates.cacheWrite1h,
-} as const satisfies Record<PromptPart, (rates: TokenRates) => TokenPrice>;
+  input: (rates: UsageRates) => rates.input,
+  write: (rates: UsageRates) => rates.cacheWrite,
+  write_1h: (rates: UsageRates) => rates.cacheWrite1h,
+} as const satisfies Record<PromptPart, (rates: UsageRates) => TokenPrice>;
 
 /**
  * The dearest part a prompt that may make this write can be billed as: what a hold prices it
  * at, and what a charge from the estimate bills it as, so neither falls short of what the
  * vendor may bill (decision 324).
  */
-export function promptHoldPart(rates: TokenRates, write: PromptCacheWrite): PromptPart {
+export function promptHoldPart(rates: UsageRates, write: PromptCacheWrite): PromptPart {
   const parts: readonly PromptPart[] =
     write === 'none'
       ? ['input']
@@ -92,7 +89,7 @@ export function promptHoldPart(rates: TokenRates, write: PromptCacheWrite): Prom
   );
 }
 
-export function partRate(rates: TokenRates, part: PromptPart): TokenPrice {
+export function partRate(rates: UsageRates, part: PromptPart): TokenPrice {
   return PART_RATE[part](rates);
 }
 
@@ -176,6 +173,7 @@ export class ModelCatalog {
             read: row.cache_read_cost_per_token,
           },
           provider.promptCache,
+          provider.webSearchPrice,
         ),
         price: tokenRates(
           row.input_price_per_token,
@@ -186,6 +184,7 @@ export class ModelCatalog {
             read: row.cache_read_price_per_token,
           },
           provider.promptCache,
+          provider.webSearchPrice,
         ),
         maxOutputTokens: row.max_output_tokens,
         supportsTools: row.supports_tools,
@@ -212,7 +211,8 @@ export function tokenRates(
   output: string,
   cache: CacheRateTexts = {},
   ratios: PromptCacheRatios = NO_CACHE_PRICING,
-): TokenRates {
+  webSearchPrice: string | null = null,
+): UsageRates {
   const rate = (text: string | null | undefined, ratio: string): TokenPrice =>
     tokenPriceFromDecimal(
       text ?? new Decimal(input).times(ratio).toDecimalPlaces(18, Decimal.ROUND_CEIL).toFixed(),
@@ -223,6 +223,7 @@ export function tokenRates(
     cacheWrite: rate(cache.write, ratios.write),
     cacheWrite1h: rate(cache.write1h, ratios.write1h),
     cacheRead: rate(cache.read, ratios.read),
+    webSearch: tokenPriceFromDecimal(webSearchPrice ?? '0'),
   };
 }
 

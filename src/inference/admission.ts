@@ -4,7 +4,7 @@
 // Whatever can fail is done before the hold: after it, only the proxy step and settle remain.
 // It takes narrow ports (what it calls, nothing more), so it runs against fakes in unit tests.
 import type { ApiKeyIdentity } from '../auth/api-key-store.js';
-import type { PromptTokens } from '../protocols/common/usage.js';
+import type { PromptCacheWrite, PromptTokens } from '../protocols/common/usage.js';
 import type { BudgetStore, RequestAccounts, ReserveOutcome } from '../billing/budget-store.js';
 import type { CapPolicyStore } from '../billing/cap-policies.js';
 import { monthlyPeriod } from '../periods.js';
@@ -18,7 +18,6 @@ import {
   type CatalogModel,
   type PromptPart,
   type ModelCatalog,
-  type PromptCacheWrite,
 } from '../catalog/models.js';
 import { gwError, type ErrorCode, type GwError } from '../errors.js';
 import { costNano, SETTLEMENT_CURRENCY, type TokenPrice } from '../money.js';
@@ -73,6 +72,12 @@ export interface AdmissionInput<Call> {
    * such a rate. Absent: the protocol has no cache writes at a premium.
    */
   readonly promptCacheWrite?: () => PromptCacheWrite;
+  /**
+   * The most web searches the vendor's server tool may make for the body (each web search
+   * tool's `max_uses`, summed; the route refuses one without): held at the model's price per
+   * search (decision 327). Absent: none.
+   */
+  readonly webSearches?: number;
   /** Choices asked for (`n`): every one may produce the max output, so each is held for. */
   readonly choices?: number;
   /**
@@ -98,6 +103,8 @@ export interface Admission<Call = unknown> {
   readonly maxOutputTokens: number;
   /** The output held for over every choice: maxOutputTokens × choices. */
   readonly heldOutputTokens: number;
+  /** The web searches held for (charged when the vendor reports none). */
+  readonly heldWebSearches: number;
   /** True when limit_output lowered the client's max tokens to what the allowance covers. */
   readonly outputClamped: boolean;
   readonly reservedNano: bigint;
@@ -210,12 +217,14 @@ export async function admit<Call>(
   );
   const choices = input.choices ?? 1;
   const promptPart = holdPromptPart(input, model);
-  const promptRate = partRate(model.price, promptPart);
+  const webSearches = input.webSearches ?? 0;
+  // What the hold covers besides the output: the prompt, and the searches it may make.
+  const beforeOutput = [
+    [estimatedInputTokens, partRate(model.price, promptPart)],
+    [webSearches, model.price.webSearch],
+  ] as const;
   const estimate = (outputTokensPerChoice: number): bigint =>
-    costNano(
-      [estimatedInputTokens, promptRate],
-      [outputTokensPerChoice * choices, model.price.output],
-    );
+    costNano(...beforeOutput, [outputTokensPerChoice * choices, model.price.output]);
   let call = input.prepareCall(model, { maxOutputTokens: requestedOutput, clamped: false });
 
   let maxOutputTokens = requestedOutput;
@@ -237,7 +246,11 @@ export async function admit<Call>(
           mock: false,
           ...chargeFor(
             { kind: 'instance_lost' },
-            { estimatedPrompt: estimatedPrompt(0, 'input'), heldOutputTokens: 0 },
+            {
+              estimatedPrompt: estimatedPrompt(0, 'input'),
+              heldOutputTokens: 0,
+              heldWebSearches: 0,
+            },
           ),
         },
       ),
@@ -245,12 +258,7 @@ export async function admit<Call>(
   let outcome = await reserve(reservedNano);
   if (outcome.kind === 'allowance_short' && allowance.overrunPolicy === 'limit_output') {
     const affordable = Math.floor(
-      affordableOutputTokens(
-        outcome.availableNano,
-        [estimatedInputTokens, promptRate],
-        model,
-        choices,
-      ) / choices,
+      affordableOutputTokens(outcome.availableNano, beforeOutput, model, choices) / choices,
     );
     if (
       affordable >= Math.min(MIN_OUTPUT_TOKENS, requestedOutput) &&
@@ -279,6 +287,7 @@ export async function admit<Call>(
     estimatedPrompt: estimatedPrompt(estimatedInputTokens, promptPart),
     maxOutputTokens,
     heldOutputTokens: maxOutputTokens * choices,
+    heldWebSearches: webSearches,
     outputClamped,
     reservedNano,
     credentialId: outcome.credentialId,
@@ -316,22 +325,25 @@ function holdPromptPart(input: AdmissionInput<unknown>, model: CatalogModel): Pr
 }
 
 /**
- * The most output tokens (over all `choices`) `availableNano` pays for after the prompt (0 when
- * not even that).
+ * The most output tokens (over all `choices`) `availableNano` pays for after what is held
+ * before them, the prompt and its searches (0 when not even that).
  */
 function affordableOutputTokens(
   availableNano: bigint,
-  [inputTokens, promptRate]: readonly [number, TokenPrice],
+  beforeOutput: ReadonlyArray<readonly [number, TokenPrice]>,
   model: CatalogModel,
   choices: number,
 ): number {
-  const inputNano = costNano([inputTokens, promptRate]);
+  const inputNano = costNano(...beforeOutput);
   if (availableNano <= inputNano) return 0;
   const maxTokens = model.maxOutputTokens * choices;
   const perTokenAtto = model.price.output.attoPerToken;
   if (perTokenAtto === 0n) return maxTokens;
   // Largest n with ceil((inputAtto + n·price) / 1e9) ≤ available: compute in atto-units.
-  const inputAtto = BigInt(inputTokens) * promptRate.attoPerToken;
+  const inputAtto = beforeOutput.reduce(
+    (sum, [count, rate]) => sum + BigInt(count) * rate.attoPerToken,
+    0n,
+  );
   const budgetAtto = availableNano * 1_000_000_000n - inputAtto;
   const tokens = budgetAtto / perTokenAtto;
   return Number(tokens > BigInt(maxTokens) ? BigInt(maxTokens) : tokens);

@@ -7,7 +7,8 @@ const estimatedPrompt = {
   cacheWrite1hTokens: 0,
   cacheReadTokens: 0,
 };
-const context = { estimatedPrompt, heldOutputTokens: 3000 };
+// The body allowed 3 web searches; the vendor reported 2.
+const context = { estimatedPrompt, heldOutputTokens: 3000, heldWebSearches: 3 };
 // The prompt's cache parts travel with the tokens they belong to.
 const reported = {
   inputTokens: 90,
@@ -15,6 +16,7 @@ const reported = {
   cacheWrite1hTokens: 5,
   cacheReadTokens: 30,
   outputTokens: 40,
+  webSearchRequests: 2,
 };
 const reportedPrompt = {
   inputTokens: 95,
@@ -37,6 +39,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 0,
+      webSearchRequests: 0,
     },
   ],
   [
@@ -51,6 +54,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 0,
+      webSearchRequests: 0,
     },
   ],
   [
@@ -65,6 +69,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 0,
+      webSearchRequests: 0,
     },
   ],
   [
@@ -79,6 +84,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 0,
+      webSearchRequests: 3,
     },
   ],
   [
@@ -93,6 +99,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 0,
+      webSearchRequests: 0,
     },
   ],
   [
@@ -107,6 +114,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 0,
+      webSearchRequests: 0,
     },
   ],
   [
@@ -121,6 +129,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 0,
+      webSearchRequests: 0,
     },
   ],
   [
@@ -135,6 +144,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 0,
+      webSearchRequests: 0,
     },
   ],
   [
@@ -149,6 +159,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 0,
+      webSearchRequests: 0,
     },
   ],
   [
@@ -163,6 +174,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 0,
+      webSearchRequests: 3,
     },
   ],
   [
@@ -177,6 +189,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 0,
+      webSearchRequests: 3,
     },
   ],
   [
@@ -196,6 +209,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       cacheWrite1hTokens: 0,
       cacheReadTokens: 50,
       outputTokens: 12,
+      webSearchRequests: 3,
     },
   ],
   [
@@ -215,6 +229,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 7,
+      webSearchRequests: 3,
     },
   ],
   [
@@ -234,6 +249,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 3,
+      webSearchRequests: 3,
     },
   ],
   [
@@ -253,6 +269,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       cacheWrite1hTokens: 0,
       cacheReadTokens: 50,
       outputTokens: 12,
+      webSearchRequests: 3,
     },
   ],
   [
@@ -267,6 +284,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 0,
+      webSearchRequests: 3,
     },
   ],
   [
@@ -286,6 +304,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       cacheWrite1hTokens: 5,
       cacheReadTokens: 30,
       outputTokens: 40,
+      webSearchRequests: 2,
     },
   ],
   [
@@ -300,6 +319,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       cacheWrite1hTokens: 5,
       cacheReadTokens: 30,
       outputTokens: 40,
+      webSearchRequests: 2,
     },
   ],
   [
@@ -314,6 +334,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 3000,
+      webSearchRequests: 3,
     },
   ],
   [
@@ -333,6 +354,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
       cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 22,
+      webSearchRequests: 3,
     },
   ],
 ];
@@ -354,7 +376,7 @@ describe('chargeFor', () => {
     // A body that asked for a cache write, held at its rate: without a report, the vendor may
     // have written the whole prompt to its cache.
     const written = { ...estimatedPrompt, cacheWriteTokens: 100, cacheWrite1hTokens: 100 };
-    const heldAsWrite = { estimatedPrompt: written, heldOutputTokens: 3000 };
+    const heldAsWrite = { estimatedPrompt: written, heldOutputTokens: 3000, heldWebSearches: 0 };
     expect(chargeFor({ kind: 'no_answer', cause: 'client_aborted' }, heldAsWrite)).toMatchObject(
       written,
     );

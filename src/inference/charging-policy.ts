@@ -101,6 +101,8 @@ export interface ChargeContext {
   readonly estimatedPrompt: PromptTokens;
   /** Output tokens held for, over every choice requested. */
   readonly heldOutputTokens: number;
+  /** Web searches held for: what the body's web search tools allow (decision 327). */
+  readonly heldWebSearches: number;
 }
 
 /** What a request is charged: its tokens (the prompt's cache parts priced apart), and how it
@@ -120,6 +122,7 @@ function charge(
   upstreamStatus: number | null,
   prompt: PromptTokens,
   outputTokens: number,
+  webSearchRequests = 0,
 ): Charge {
   return {
     status,
@@ -130,6 +133,7 @@ function charge(
     cacheWrite1hTokens: prompt.cacheWrite1hTokens,
     cacheReadTokens: prompt.cacheReadTokens,
     outputTokens,
+    webSearchRequests,
   };
 }
 
@@ -164,6 +168,8 @@ export function chargeFor(end: RequestEnd, context: ChargeContext): Charge {
         null,
         clientLeft ? context.estimatedPrompt : NO_PROMPT,
         0,
+        // The vendor may have searched before it answered.
+        clientLeft ? context.heldWebSearches : 0,
       );
     }
     case 'vendor_refused':
@@ -184,6 +190,7 @@ export function chargeFor(end: RequestEnd, context: ChargeContext): Charge {
         end.cause === 'invalid_json'
           ? 0
           : (end.usage.reported?.outputTokens ?? end.usage.countedOutputTokens ?? 0),
+        searchesOf(end.usage, context),
       );
     case 'instance_lost':
       return charge('incomplete', 'gateway_lost', null, NO_PROMPT, 0);
@@ -198,9 +205,15 @@ export function chargeFor(end: RequestEnd, context: ChargeContext): Charge {
           (end.stream
             ? (end.usage.countedOutputTokens ?? context.heldOutputTokens)
             : context.heldOutputTokens),
+        searchesOf(end.usage, context),
       );
     }
   }
+}
+
+/** The web searches charged: as the vendor reported them, else all that were held for. */
+function searchesOf(usage: ObservedUsage, context: ChargeContext): number {
+  return usage.reported?.webSearchRequests ?? context.heldWebSearches;
 }
 
 /** The prompt charged: as the vendor reported it, else the estimate. */

@@ -111,6 +111,7 @@ export async function runProxy(
     settled = true;
     const charge = chargeFor(end, {
       estimatedPrompt: admission.estimatedPrompt,
+      heldWebSearches: admission.heldWebSearches,
       heldOutputTokens: admission.heldOutputTokens,
     });
     await ports.settle(admission, {

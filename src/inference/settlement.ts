@@ -55,6 +55,7 @@ export function buildUsageRecord(admission: RecordedRequest, outcome: RequestOut
     cacheWriteTokens: outcome.cacheWriteTokens,
     cacheWrite1hTokens: outcome.cacheWrite1hTokens,
     cacheReadTokens: outcome.cacheReadTokens,
+    webSearchRequests: outcome.webSearchRequests,
     currency: SETTLEMENT_CURRENCY,
     sellCostNano,
     vendorCostNano,

@@ -84,13 +84,14 @@ export class PostgresUsageSink {
          upstream_status, input_tokens, output_tokens, total_tokens, currency, sell_cost,
          vendor_cost, wallet_cost, reserved_amount, latency_ms, credits_cost, end_reason,
          served_by_mock, oauth_client_id, cache_write_tokens, cache_write_1h_tokens,
-         cache_read_tokens)
+         cache_read_tokens, web_search_requests)
        SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::text[], $4::text[], $5::text[],
          $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::boolean[],
          $13::text[], $14::integer[], $15::integer[], $16::integer[], $17::integer[], $18::text[],
          $19::numeric[], $20::numeric[], $21::numeric[], $22::numeric[], $23::integer[],
          $24::numeric[], $25::text[], $26::boolean[], $27::text[], $28::integer[],
-         $29::integer[], $30::integer[])
+         $29::integer[], $30::integer[],
+         $31::integer[])
        ON CONFLICT (request_id, created_at) DO NOTHING`),
       [
         column((r) => r.requestId),
@@ -123,6 +124,7 @@ export class PostgresUsageSink {
         column((r) => r.cacheWriteTokens ?? 0),
         column((r) => r.cacheWrite1hTokens ?? 0),
         column((r) => r.cacheReadTokens ?? 0),
+        column((r) => r.webSearchRequests ?? 0),
       ],
     );
   }

@@ -40,6 +40,8 @@ export interface UsageRecord {
   readonly cacheWriteTokens?: number;
   readonly cacheWrite1hTokens?: number;
   readonly cacheReadTokens?: number;
+  /** Searches the vendor's web search server tool made (absent: none; decision 327). */
+  readonly webSearchRequests?: number;
   readonly currency: string;
   readonly sellCostNano: bigint;
   readonly vendorCostNano: bigint;
@@ -98,6 +100,7 @@ export function usageRecordToFields(record: UsageRecord): string[] {
     cache_write_tokens: String(record.cacheWriteTokens ?? 0),
     cache_write_1h_tokens: String(record.cacheWrite1hTokens ?? 0),
     cache_read_tokens: String(record.cacheReadTokens ?? 0),
+    web_search_requests: String(record.webSearchRequests ?? 0),
     currency: record.currency,
     sell_cost_nano: record.sellCostNano.toString(),
     vendor_cost_nano: record.vendorCostNano.toString(),
@@ -184,6 +187,7 @@ export function usageRecordFromFields(fields: readonly string[]): UsageRecord {
     cacheWriteTokens: entry.integerOr('cache_write_tokens', 0),
     cacheWrite1hTokens: entry.integerOr('cache_write_1h_tokens', 0),
     cacheReadTokens: entry.integerOr('cache_read_tokens', 0),
+    webSearchRequests: entry.integerOr('web_search_requests', 0),
     currency: entry.text('currency'),
     sellCostNano: BigInt(entry.text('sell_cost_nano')),
     vendorCostNano: BigInt(entry.text('vendor_cost_nano')),

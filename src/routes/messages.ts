@@ -6,7 +6,7 @@ import { gwError, type GwError } from '../errors.js';
 import type { HttpRequest, HttpResponse } from '../http/types.js';
 import { admit, ADMISSION_ERRORS, type PlannedOutput } from '../inference/admission.js';
 import { messagesRequestSchema } from '../inference/messages-request.js';
-import { promptCacheWrite } from '../protocols/messages/request.js';
+import { promptCacheWrite, serverToolCosts } from '../protocols/messages/request.js';
 import { PROXY_ERRORS, type ProxyDeps } from '../inference/proxy.js';
 import { relayAdmission } from '../inference/proxy-http.js';
 import type { CatalogModel } from '../catalog/models.js';
@@ -62,6 +62,12 @@ async function handleMessages(
   if (version !== undefined && !VENDOR_VERSION.test(version)) {
     return gwError('gw_invalid_request', `${VENDOR_VERSION_HEADER}: must be printable ASCII`);
   }
+  // Server tools billed beyond tokens: web searches are held for and charged, others refused.
+  // (An unknown model is refused by admission, with its own error.)
+  const toolCosts = model
+    ? serverToolCosts(parsed.tools, model.provider.webSearchPrice !== null)
+    : { webSearches: 0 };
+  if ('refusal' in toolCosts) return gwError('gw_invalid_request', toolCosts.refusal);
   const admission = await admit(deps.services, {
     identity,
     requestId: request.requestId,
@@ -71,6 +77,7 @@ async function handleMessages(
     inputTexts: messagesTexts(body),
     requestedMaxTokens: parsed.max_tokens,
     promptCacheWrite: () => promptCacheWrite(body),
+    webSearches: toolCosts.webSearches,
     prepareCall: (model: CatalogModel, output: PlannedOutput) => {
       stripAttributionFields(body);
       const messagesCall = model.provider.protocol.messages;

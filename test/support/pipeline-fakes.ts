@@ -71,6 +71,7 @@ export function admission(overrides: Partial<Admission<UpstreamExchange>> = {}) 
     },
     maxOutputTokens: 100,
     heldOutputTokens: 100,
+    heldWebSearches: 0,
     outputClamped: false,
     reservedNano: 61_500n,
     credentialId: null,

@@ -30,6 +30,7 @@ describe('vendor_b stream relay', () => {
       cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 3,
+      webSearchRequests: 0,
     });
     expect(relay.done).toBe(true);
   });
@@ -81,6 +82,7 @@ describe('vendor_b stream relay', () => {
       cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 1,
+      webSearchRequests: 0,
     });
   });
 
@@ -109,6 +111,7 @@ describe('vendor_b stream relay', () => {
         cacheWrite1hTokens: 0,
         cacheReadTokens: read,
         outputTokens: 2,
+        webSearchRequests: 0,
       });
     }
   });
@@ -126,6 +129,7 @@ describe('vendor_b stream relay', () => {
       cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 1,
+      webSearchRequests: 0,
     });
     expect(relay.producedText).toEqual(['!']);
   });

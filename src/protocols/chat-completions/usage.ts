@@ -27,5 +27,6 @@ export function readChatCompletionsUsage(payload: unknown): TokenUsage | undefin
     cacheWrite1hTokens: 0,
     cacheReadTokens: isTokenCount(cached) ? Math.min(cached, input) : 0,
     outputTokens: output,
+    webSearchRequests: 0,
   };
 }

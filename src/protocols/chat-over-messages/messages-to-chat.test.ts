@@ -94,6 +94,7 @@ describe('vendor_a stream → chat completion chunks', () => {
       cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 17,
+      webSearchRequests: 0,
     });
     expect(whole.done).toBe(true);
   });

@@ -13,8 +13,16 @@ export interface PromptTokens {
   readonly cacheReadTokens: number;
 }
 
+/**
+ * The prompt-cache write a request may make the vendor bill: none, a write, or a write kept an
+ * hour (vendor_a's `cache_control.ttl: "1h"`).
+ */
+export type PromptCacheWrite = 'none' | 'write' | 'write_1h';
+
 export interface TokenUsage extends PromptTokens {
   readonly outputTokens: number;
+  /** Searches the vendor's web search server tool made (billed per use; decision 327). */
+  readonly webSearchRequests: number;
 }
 
 /** A prompt with no part written to or read from a prompt cache. */
@@ -22,14 +30,19 @@ export function uncachedPrompt(inputTokens: number): PromptTokens {
   return { inputTokens, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0 };
 }
 
-/** A prompt's usage with its output. */
-export function withOutput(prompt: PromptTokens, outputTokens: number): TokenUsage {
+/** A prompt's usage with its output (and the web searches it took). */
+export function withOutput(
+  prompt: PromptTokens,
+  outputTokens: number,
+  webSearchRequests = 0,
+): TokenUsage {
   return {
     inputTokens: prompt.inputTokens,
     cacheWriteTokens: prompt.cacheWriteTokens,
     cacheWrite1hTokens: prompt.cacheWrite1hTokens,
     cacheReadTokens: prompt.cacheReadTokens,
     outputTokens,
+    webSearchRequests,
   };
 }
 

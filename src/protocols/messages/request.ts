@@ -1,6 +1,6 @@
 // The messages protocol's requests: path, headers, the protocol version header, and the cache
 // writes a body asks for.
-import type { PromptCacheWrite } from '../../catalog/models.js';
+import type { PromptCacheWrite } from '../common/usage.js';
 
 export const MESSAGES_PATH = '/v1/messages';
 /** Sent upstream when the client did not name a protocol version. */
@@ -44,4 +44,49 @@ export function promptCacheWrite(body: unknown): PromptCacheWrite {
 
 function isContainer(value: unknown): value is object {
   return typeof value === 'object' && value !== null;
+}
+
+/** Most searches one web search tool may allow through gw (its `max_uses`). */
+export const MAX_WEB_SEARCH_USES = 1000;
+
+/**
+ * What a body's server tools may cost beyond tokens (decision 327): the web searches its web
+ * search tools allow (`max_uses`, summed), or why the gateway refuses them. A web search tool
+ * must name its `max_uses` (the hold covers every search before the call), and only a vendor
+ * whose price per search gw knows (`meteredWebSearch`) may take one. Code execution, billed by
+ * the vendor for its run time, is not metered and is refused. Other tools cost tokens only.
+ */
+export function serverToolCosts(
+  tools: unknown,
+  meteredWebSearch: boolean,
+): { readonly webSearches: number } | { readonly refusal: string } {
+  let webSearches = 0;
+  if (!Array.isArray(tools)) return { webSearches };
+  for (const [index, tool] of tools.entries()) {
+    const type = isContainer(tool) ? (tool as { type?: unknown }).type : undefined;
+    if (typeof type !== 'string') continue;
+    if (type.startsWith('code_execution_')) {
+      return {
+        refusal: `tools[${index}]: ${type} is billed by the vendor for its run time, which gw does not meter`,
+      };
+    }
+    if (!type.startsWith('web_search_')) continue;
+    if (!meteredWebSearch) {
+      return {
+        refusal: `tools[${index}]: ${type} is billed by the vendor per search, which gw does not meter for this model`,
+      };
+    }
+    const uses = (tool as { max_uses?: unknown }).max_uses;
+    if (
+      !Number.isSafeInteger(uses) ||
+      (uses as number) < 1 ||
+      (uses as number) > MAX_WEB_SEARCH_USES
+    ) {
+      return {
+        refusal: `tools[${index}].max_uses: required for web search, a whole number from 1 to ${MAX_WEB_SEARCH_USES} (every search is held for before the call)`,
+      };
+    }
+    webSearches += uses as number;
+  }
+  return { webSearches };
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MessagesStreamUsage, readMessagesUsage } from './usage.js';
-import { promptCacheWrite } from './request.js';
+import { promptCacheWrite, serverToolCosts } from './request.js';
 
 describe('messages usage', () => {
   it('counts every prompt part as input and keeps the cache parts apart', () => {
@@ -18,6 +18,7 @@ describe('messages usage', () => {
       cacheWrite1hTokens: 0,
       cacheReadTokens: 40,
       outputTokens: 7,
+      webSearchRequests: 0,
     });
   });
 
@@ -49,6 +50,28 @@ describe('messages usage', () => {
     expect(usage({ input_tokens: 100_000_000 })).toMatchObject({ inputTokens: 100_000_000 });
   });
 
+  it('reads the web searches the vendor made, in a whole message and over a stream', () => {
+    expect(
+      readMessagesUsage({
+        usage: { input_tokens: 3, output_tokens: 1, server_tool_use: { web_search_requests: 4 } },
+      })?.webSearchRequests,
+    ).toBe(4);
+    expect(
+      readMessagesUsage({
+        usage: { input_tokens: 3, output_tokens: 1, server_tool_use: { web_search_requests: -1 } },
+      })?.webSearchRequests,
+    ).toBe(0);
+    const tracker = new MessagesStreamUsage();
+    tracker.observe({ type: 'message_start', message: { usage: { input_tokens: 2 } } });
+    const delta = (usage: Record<string, unknown>) =>
+      tracker.observe({ type: 'message_delta', usage: { output_tokens: 1, ...usage } });
+    delta({ server_tool_use: { web_search_requests: 1 } });
+    delta({ server_tool_use: { web_search_requests: 3 } });
+    // Cumulative: a delta that does not name them leaves the count seen.
+    delta({});
+    expect(tracker.usage?.webSearchRequests).toBe(3);
+  });
+
   it('reads missing or malformed cache parts as none', () => {
     const usage = readMessagesUsage({
       usage: {
@@ -64,6 +87,7 @@ describe('messages usage', () => {
       cacheWrite1hTokens: 0,
       cacheReadTokens: 0,
       outputTokens: 1,
+      webSearchRequests: 0,
     });
   });
 
@@ -89,6 +113,7 @@ describe('messages usage', () => {
       cacheWrite1hTokens: 0,
       cacheReadTokens: 90,
       outputTokens: 4,
+      webSearchRequests: 0,
     });
   });
 
@@ -182,5 +207,41 @@ describe('promptCacheWrite', () => {
       '{"system":[{"type":"text","text":"x","cache\\u005fcontrol":{"type":"ephemeral","\\u0074tl":"1h"}}]}',
     );
     expect(promptCacheWrite(parsed)).toBe('write_1h');
+  });
+});
+
+describe('serverToolCosts', () => {
+  const search = (extra: Record<string, unknown> = {}) => ({
+    type: 'web_search_20250305',
+    name: 'web_search',
+    max_uses: 4,
+    ...extra,
+  });
+
+  it('sums the searches web search tools allow; other tools cost tokens only', () => {
+    expect(
+      serverToolCosts(
+        [
+          { name: 'lookup', input_schema: { type: 'object' } },
+          search(),
+          { type: 'web_fetch_20250910', name: 'web_fetch' },
+          search({ max_uses: 1 }),
+        ],
+        true,
+      ),
+    ).toEqual({ webSearches: 5 });
+    expect(serverToolCosts(undefined, true)).toEqual({ webSearches: 0 });
+  });
+
+  it('refuses a search without a bound, one gw cannot price, and code execution', () => {
+    for (const maxUses of [undefined, 0, 1.5, '3', 1001]) {
+      expect(serverToolCosts([search({ max_uses: maxUses })], true)).toHaveProperty('refusal');
+    }
+    expect(serverToolCosts([search({ max_uses: 1000 })], true)).toEqual({ webSearches: 1000 });
+    expect(serverToolCosts([search()], false)).toEqual({
+      refusal:
+        'tools[0]: web_search_20250305 is billed by the vendor per search, which gw does not meter for this model',
+    });
+    expect(serverToolCosts([{ type: 'code_execution_20250522' }], true)).toHaveProperty('refusal');
   });
 });

@@ -9,6 +9,16 @@ interface UsageShape {
   /** The cache writes by how long they are kept: `ephemeral_1h_input_tokens`, `…5m…`. */
   cache_creation?: unknown;
   output_tokens?: unknown;
+  /** Uses of the vendor's server tools: `web_search_requests` (decision 327). */
+  server_tool_use?: unknown;
+}
+
+/** The web searches a usage object names (0 when it names none well-formed). */
+function webSearches(usage: UsageShape): number | undefined {
+  const uses = usage.server_tool_use;
+  if (typeof uses !== 'object' || uses === null) return undefined;
+  const searches = (uses as { web_search_requests?: unknown }).web_search_requests;
+  return isTokenCount(searches) ? searches : undefined;
 }
 
 /** The usage fields that make up the prompt (promptTokens). */
@@ -56,7 +66,7 @@ export function readMessagesUsage(payload: unknown): TokenUsage | undefined {
   if (!usage || !isTokenCount(usage.output_tokens)) return undefined;
   const prompt = promptTokens(usage);
   if (prompt === undefined) return undefined;
-  return withOutput(prompt, usage.output_tokens);
+  return withOutput(prompt, usage.output_tokens, webSearches(usage) ?? 0);
 }
 
 /**
@@ -68,12 +78,15 @@ export class MessagesStreamUsage {
   /** The prompt's parts seen so far, each the last well-formed count the vendor sent. */
   private readonly prompt: UsageShape = {};
   private outputTokens: number | undefined;
+  /** The web searches named so far (cumulative, like the output count). */
+  private webSearchRequests = 0;
 
   observe(event: { type?: unknown; message?: { usage?: UsageShape }; usage?: UsageShape }): void {
     if (event.type === 'message_start' && event.message?.usage) {
       this.observePrompt(event.message.usage);
     } else if (event.type === 'message_delta' && isTokenCount(event.usage?.output_tokens)) {
       this.outputTokens = event.usage.output_tokens;
+      this.webSearchRequests = webSearches(event.usage) ?? this.webSearchRequests;
       this.observePrompt(event.usage);
     }
   }
@@ -98,7 +111,7 @@ export class MessagesStreamUsage {
   get usage(): TokenUsage | undefined {
     const prompt = this.promptSeen;
     if (prompt === undefined || this.outputTokens === undefined) return undefined;
-    return withOutput(prompt, this.outputTokens);
+    return withOutput(prompt, this.outputTokens, this.webSearchRequests);
   }
 }
 

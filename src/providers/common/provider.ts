@@ -26,6 +26,11 @@ export interface Provider extends WireEndpoint {
   readonly id: string;
   /** How its prompt cache is billed, relative to the input rate. */
   readonly promptCache: PromptCacheRatios;
+  /**
+   * What it bills per web search its server tool makes (decimal, the settlement currency; gw
+   * sells it at that price), or null when gw meters none of its (decision 327).
+   */
+  readonly webSearchPrice: string | null;
   /** The wire protocol it speaks natively. */
   readonly protocol: WireProtocol;
   /** The environment variables of its system route, derived from the id. */
@@ -41,6 +46,8 @@ export interface ProviderDefinition<Id extends string> {
   readonly protocol: WireProtocol;
   /** Default: NO_CACHE_PRICING. */
   readonly promptCache?: PromptCacheRatios;
+  /** Default: null. */
+  readonly webSearchPrice?: string;
   headers(apiKey: string | undefined, clientVersion: string | undefined): Record<string, string>;
   /** Default: the request headers without content-type. */
   validationHeaders?(secret: string): Record<string, string>;
@@ -66,6 +73,7 @@ export function defineProvider<const Id extends string>(
     id,
     protocol: definition.protocol,
     promptCache: definition.promptCache ?? NO_CACHE_PRICING,
+    webSearchPrice: definition.webSearchPrice ?? null,
     headers,
     env: { baseUrl: providerEnvVar(id, 'BASE_URL'), apiKey: providerEnvVar(id, 'API_KEY') },
     defaultModelPolicy: [`${id}/*`],

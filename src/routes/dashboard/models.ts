@@ -12,6 +12,12 @@ function perMillionTokens(price: TokenPrice): string {
   return new Decimal(price.attoPerToken.toString()).div('1e12').toFixed(12);
 }
 
+/** atto-units per use → units, exact with 18 decimals (trailing zeros kept to 12). */
+function perUse(price: TokenPrice): string {
+  const units = new Decimal(price.attoPerToken.toString()).div('1e18');
+  return units.decimalPlaces() > 12 ? units.toFixed() : units.toFixed(12);
+}
+
 const modelSchema = z.object({
   id: z.string(),
   vendor: z.string(),
@@ -23,6 +29,8 @@ const modelSchema = z.object({
   cache_write_price_per_million_tokens: decimalString,
   cache_write_1h_price_per_million_tokens: decimalString,
   cache_read_price_per_million_tokens: decimalString,
+  /** One search by the vendor's web search server tool; null: gw takes none (decision 327). */
+  web_search_price_per_search: decimalString.nullable(),
   max_output_tokens: z.number().int(),
   supports_tools: z.boolean(),
 });
@@ -44,6 +52,8 @@ export const dashboardModelsRoute = declareRoute({
         cache_write_price_per_million_tokens: perMillionTokens(model.price.cacheWrite),
         cache_write_1h_price_per_million_tokens: perMillionTokens(model.price.cacheWrite1h),
         cache_read_price_per_million_tokens: perMillionTokens(model.price.cacheRead),
+        web_search_price_per_search:
+          model.provider.webSearchPrice === null ? null : perUse(model.price.webSearch),
         max_output_tokens: model.maxOutputTokens,
         supports_tools: model.supportsTools,
       })),
