@@ -17,6 +17,8 @@ const INPUT = 40;
 const OUTPUT = 6;
 const SEARCHES = 2;
 let vendorCalls = 0;
+/** A body whose web search allows 7 searches is answered by a stream cut after one began. */
+const CUT_SHORT = /"max_uses":7/;
 
 /** vendor_a answering after two searches: its usage names them beside the tokens. */
 const stub = createServer((request, response) => {
@@ -49,6 +51,25 @@ const stub = createServer((request, response) => {
       return;
     }
     response.writeHead(200, { 'content-type': 'text/event-stream' });
+    if (CUT_SHORT.test(JSON.stringify(body.tools))) {
+      // One search begun, then the connection drops: no message_delta, no report.
+      response.end(
+        messagesEvent('message_start', {
+          message: { ...message, usage: { input_tokens: INPUT, output_tokens: 1 } },
+        }) +
+          messagesEvent('content_block_start', {
+            index: 0,
+            content_block: {
+              type: 'server_tool_use',
+              id: 'srvtoolu_1',
+              name: 'web_search',
+              input: {},
+            },
+          }) +
+          messagesEvent('content_block_stop', { index: 0 }),
+      );
+      return;
+    }
     response.end(
       messagesEvent('message_start', {
         message: { ...message, usage: { input_tokens: INPUT, output_tokens: 1 } },
@@ -152,6 +173,20 @@ describe('a request that lets the vendor search the web', () => {
       expect(extraHeld).toBeLessThan(0.0501);
     });
   }
+
+  it('charges a stream cut short the searches it began, not all 7 held', async () => {
+    const cut = await ask({ stream: true, tools: [webSearch(7)] });
+    expect(cut.status).toBe(200);
+    await cut.text();
+    const row = await ledgerRow<SearchRow & { end_reason: string }>(
+      db,
+      cut.headers.get('x-request-id'),
+      `${COLUMNS}, end_reason`,
+    );
+    expect(row).toMatchObject({ end_reason: 'truncated', web_search_requests: 1 });
+    // The prompt message_start named, and one search.
+    expect(row.sell_cost).toBe((INPUT / 1e6 + 0.01).toFixed(12));
+  });
 
   it('refuses a web search without max_uses, and code execution, before holding or sending anything', async () => {
     const before = vendorCalls;

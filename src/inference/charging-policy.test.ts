@@ -391,6 +391,47 @@ describe('chargeFor', () => {
     ).toMatchObject({ inputTokens: 90, cacheWriteTokens: 20, cacheWrite1hTokens: 5 });
   });
 
+  it('charges a stream cut short the searches it relayed, not every one held', () => {
+    // The vendor began one search (a server_tool_use block) before the stream broke: the other
+    // two it was allowed never ran, as the output it never produced is not charged.
+    for (const cause of ['truncated', 'vendor_error_event', 'client_aborted'] as const) {
+      expect(
+        chargeFor(
+          {
+            kind: 'answer_broken',
+            upstreamStatus: 200,
+            cause,
+            usage: { reportedPrompt, countedOutputTokens: 7, countedWebSearches: 1 },
+          },
+          context,
+        ).webSearchRequests,
+      ).toBe(1);
+    }
+    expect(
+      chargeFor(
+        {
+          kind: 'completed',
+          upstreamStatus: 200,
+          stream: true,
+          usage: { countedOutputTokens: 7, countedWebSearches: 0 },
+        },
+        context,
+      ).webSearchRequests,
+    ).toBe(0);
+    // A report wins over the count.
+    expect(
+      chargeFor(
+        {
+          kind: 'answer_broken',
+          upstreamStatus: 200,
+          cause: 'truncated',
+          usage: { reported, countedWebSearches: 1 },
+        },
+        context,
+      ).webSearchRequests,
+    ).toBe(2);
+  });
+
   it('charges nothing for any ending where the vendor was not called or refused', () => {
     for (const [, end] of table) {
       if (end.kind !== 'not_dispatched' && end.kind !== 'vendor_refused') continue;

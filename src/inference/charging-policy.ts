@@ -49,6 +49,8 @@ export interface ObservedUsage {
   readonly reportedPrompt?: PromptTokens | undefined;
   /** Output tokens counted from the text relayed to the client (when usage never came). */
   readonly countedOutputTokens?: number | undefined;
+  /** Web searches a stream began (when usage never came): vendor_a's server_tool_use blocks. */
+  readonly countedWebSearches?: number | undefined;
 }
 
 /** How a request ended, as the pipeline observed it. */
@@ -211,9 +213,12 @@ export function chargeFor(end: RequestEnd, context: ChargeContext): Charge {
   }
 }
 
-/** The web searches charged: as the vendor reported them, else all that were held for. */
+/**
+ * The web searches charged: as the vendor reported them, else as a stream began them (the
+ * client saw each), else all that were held for (a JSON answer shows none before it ends).
+ */
 function searchesOf(usage: ObservedUsage, context: ChargeContext): number {
-  return usage.reported?.webSearchRequests ?? context.heldWebSearches;
+  return usage.reported?.webSearchRequests ?? usage.countedWebSearches ?? context.heldWebSearches;
 }
 
 /** The prompt charged: as the vendor reported it, else the estimate. */

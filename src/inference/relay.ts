@@ -136,6 +136,7 @@ export async function relayStreamAnswer(
   const usage: ObservedUsage = {
     reported: relay.usage,
     reportedPrompt: relay.reportedPrompt,
+    countedWebSearches: relay.countedWebSearches,
     countedOutputTokens: relay.usage
       ? undefined
       : await outputCounter.countOutput(relay.producedText),

@@ -19,6 +19,12 @@ export interface StreamRelay {
    * came (vendor_a names it in `message_start`): billed instead of the estimate.
    */
   readonly reportedPrompt?: PromptTokens | undefined;
+  /**
+   * The web searches the stream began, for a protocol whose vendor searches (vendor_a's
+   * `server_tool_use` blocks): charged when its full usage never came, as the output is
+   * counted (decision 327). Absent: the protocol's vendor runs no search.
+   */
+  readonly countedWebSearches?: number;
   /** True once the vendor's stream completed (its terminal event arrived). */
   readonly done: boolean;
   /** True once the vendor sent an error event inside the stream. */

@@ -72,6 +72,21 @@ describe('messages usage', () => {
     expect(tracker.usage?.webSearchRequests).toBe(3);
   });
 
+  it('counts the web searches a stream began, for a stream that ends without a report', () => {
+    const tracker = new MessagesStreamUsage();
+    tracker.observe({ type: 'message_start', message: { usage: { input_tokens: 2 } } });
+    const block = (content_block: Record<string, unknown>) =>
+      tracker.observe({ type: 'content_block_start', content_block });
+    block({ type: 'text', text: '' });
+    block({ type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search', input: {} });
+    block({ type: 'web_search_tool_result', tool_use_id: 'srvtoolu_1', content: [] });
+    block({ type: 'server_tool_use', id: 'srvtoolu_2', name: 'web_fetch', input: {} });
+    block({ type: 'tool_use', id: 'toolu_1', name: 'web_search', input: {} });
+    block({ type: 'server_tool_use', id: 'srvtoolu_3', name: 'web_search', input: {} });
+    expect(tracker.usage).toBeUndefined();
+    expect(tracker.searchesSeen).toBe(2);
+  });
+
   it('reads missing or malformed cache parts as none', () => {
     const usage = readMessagesUsage({
       usage: {

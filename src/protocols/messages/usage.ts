@@ -80,9 +80,24 @@ export class MessagesStreamUsage {
   private outputTokens: number | undefined;
   /** The web searches named so far (cumulative, like the output count). */
   private webSearchRequests = 0;
+  /**
+   * The web searches the stream began (`server_tool_use` blocks named `web_search`): what a
+   * stream that ends without a report is charged for, as its output is counted (decision 327).
+   * A search runs only after its block, so none the vendor ran before the stream ended is
+   * missed.
+   */
+  searchesSeen = 0;
 
-  observe(event: { type?: unknown; message?: { usage?: UsageShape }; usage?: UsageShape }): void {
-    if (event.type === 'message_start' && event.message?.usage) {
+  observe(event: {
+    type?: unknown;
+    message?: { usage?: UsageShape };
+    usage?: UsageShape;
+    content_block?: { type?: unknown; name?: unknown };
+  }): void {
+    if (event.type === 'content_block_start') {
+      const block = event.content_block;
+      if (block?.type === 'server_tool_use' && block.name === 'web_search') this.searchesSeen += 1;
+    } else if (event.type === 'message_start' && event.message?.usage) {
       this.observePrompt(event.message.usage);
     } else if (event.type === 'message_delta' && isTokenCount(event.usage?.output_tokens)) {
       this.outputTokens = event.usage.output_tokens;
@@ -125,5 +140,9 @@ export abstract class MessagesUsageRelay extends EventRelay {
 
   get reportedPrompt(): PromptTokens | undefined {
     return this.tracker.promptSeen;
+  }
+
+  get countedWebSearches(): number {
+    return this.tracker.searchesSeen;
   }
 }
