@@ -2,9 +2,10 @@
 // that would leave the database without the change while the code expects it. Each applied
 // migration's checksum is kept, and a changed file stops the boot with the migration named
 // (decision 326).
+import { createHash } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { migrate, MigrationChangedError } from '../src/db/migrate.js';
+import { migrate, migrationChecksum, MigrationChangedError } from '../src/db/migrate.js';
 import type { DbPool } from '../src/db/pool.js';
 import { withDatabase } from './support/scratch-database.js';
 
@@ -57,5 +58,17 @@ describe('migration checksums', () => {
         for (const checksum of kept.values()) expect(checksum).toMatch(/^[0-9a-f]{64}$/);
       },
     );
+  });
+});
+
+describe('migrationChecksum', () => {
+  it('reads a file the same whatever its line endings or byte-order mark (a Windows checkout)', () => {
+    const unix = '-- a migration\nALTER TABLE t ADD COLUMN c integer;\n';
+    const windows = unix.replaceAll('\n', '\r\n');
+    expect(migrationChecksum(windows)).toBe(migrationChecksum(unix));
+    expect(migrationChecksum(`\uFEFF${unix}`)).toBe(migrationChecksum(unix));
+    // What databases already keep: the sha-256 of the LF file as it is.
+    expect(migrationChecksum(unix)).toBe(createHash('sha256').update(unix).digest('hex'));
+    expect(migrationChecksum(`${unix}-- edited\n`)).not.toBe(migrationChecksum(unix));
   });
 });

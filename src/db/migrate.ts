@@ -75,7 +75,7 @@ export async function migrate(pool: DbPool): Promise<string[]> {
     );
     for (const name of names) {
       const sql = await readFile(path.join(dir, name), 'utf8');
-      const checksum = createHash('sha256').update(sql).digest('hex');
+      const checksum = migrationChecksum(sql);
       if (done.has(name)) {
         const recorded = done.get(name);
         if (recorded === null) {
@@ -113,6 +113,17 @@ export async function migrate(pool: DbPool): Promise<string[]> {
     client.release();
   }
   return applied;
+}
+
+/**
+ * A migration's checksum: the SHA-256 of its text with LF line endings and no byte-order mark,
+ * so a checkout that writes CRLF (Git for Windows' default, without a .gitattributes) or an
+ * editor's BOM does not read as a changed migration; Flyway's checksum ignores both too. An
+ * LF file hashes as it is, so the checksums databases already keep still match.
+ */
+export function migrationChecksum(sql: string): string {
+  const text = sql.replace(/^\uFEFF/, '').replace(/\r\n/g, '\n');
+  return createHash('sha256').update(text).digest('hex');
 }
 
 /**
