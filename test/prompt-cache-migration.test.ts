@@ -11,7 +11,10 @@ import { ModelCatalog } from '../src/catalog/models.js';
 import { PROVIDERS } from '../src/providers/registry.js';
 import { withDatabase } from './support/scratch-database.js';
 
-/** The schema and rows 048 left as it was first committed (7387944). */
+/**
+ * The schema and rows 048 left as it was first committed (7387944), 049 not yet run (the
+ * migrations after it are independent of the two and stay applied).
+ */
 const FIRST_048 = `ALTER TABLE models
     DROP COLUMN IF EXISTS cache_write_1h_cost_per_token,
     DROP COLUMN IF EXISTS cache_write_1h_price_per_token;
@@ -27,7 +30,7 @@ const FIRST_048 = `ALTER TABLE models
          cache_read_cost_per_token = input_cost_per_token * 0.5,
          cache_read_price_per_token = input_price_per_token * 0.5
    WHERE vendor = 'vendor_b';
-  DELETE FROM schema_migrations WHERE name > '048_prompt_cache_rates.sql'`;
+  DELETE FROM schema_migrations WHERE name = '049_prompt_cache_1h_rates.sql'`;
 
 async function expectCurrentSchema(db: DbPool): Promise<void> {
   const catalog = new ModelCatalog(db, PROVIDERS);
@@ -67,7 +70,7 @@ describe('migrating the prompt-cache rates', () => {
   it('leaves a database that ran the edited 048 with that schema', async () => {
     await withDatabase(
       'prompt_cache_edited',
-      `DELETE FROM schema_migrations WHERE name > '048_prompt_cache_rates.sql'`,
+      `DELETE FROM schema_migrations WHERE name = '049_prompt_cache_1h_rates.sql'`,
       async (db) => {
         await migrate(db);
         await expectCurrentSchema(db);

@@ -21,7 +21,12 @@
 // - Completed: what the vendor reported; without a report, the input estimate and, for a JSON
 //   answer, the whole held output (never under-bill silently), for a stream the counted text.
 import type { UsageStatus } from '../ledger/usage-record.js';
-import { uncachedPrompt, type PromptTokens, type TokenUsage } from '../protocols/common/usage.js';
+import {
+  uncachedPrompt,
+  withOutput,
+  type PromptTokens,
+  type TokenUsage,
+} from '../protocols/common/usage.js';
 
 /** Why a request ended, as its usage record says (column `end_reason`). */
 export type EndReason =
@@ -126,17 +131,7 @@ function charge(
   outputTokens: number,
   webSearchRequests = 0,
 ): Charge {
-  return {
-    status,
-    reason,
-    upstreamStatus,
-    inputTokens: prompt.inputTokens,
-    cacheWriteTokens: prompt.cacheWriteTokens,
-    cacheWrite1hTokens: prompt.cacheWrite1hTokens,
-    cacheReadTokens: prompt.cacheReadTokens,
-    outputTokens,
-    webSearchRequests,
-  };
+  return { status, reason, upstreamStatus, ...withOutput(prompt, outputTokens, webSearchRequests) };
 }
 
 const NO_ANSWER_REASON = {
