@@ -217,6 +217,9 @@ describe('the dashboard in a browser', () => {
       '8,192',
       'yes',
     ]);
+    expect(await page.getByRole('main').textContent()).toContain(
+      "a vendor's web search tool, at 0.01 USD per web search (vendor_a).",
+    );
     await screenshot(page, '08-models');
 
     // signs out: the session is gone, and a deep link shows the sign-in page

@@ -15,6 +15,23 @@ interface ModelRow {
   readonly cache_read_price_per_million_tokens: string;
   readonly max_output_tokens: number;
   readonly supports_tools: boolean;
+  /** null: the model's vendor runs no web search gw meters. */
+  readonly web_search_price_per_search: string | null;
+}
+
+/** "0.01 USD per web search (vendor_a)" for each price the listed vendors charge. */
+function webSearchPrices(models: readonly ModelRow[], currency: string): string[] {
+  const vendorsByPrice = new Map<string, Set<string>>();
+  for (const model of models) {
+    if (model.web_search_price_per_search === null) continue;
+    const price = exactAmount(model.web_search_price_per_search);
+    const vendors = vendorsByPrice.get(price) ?? new Set<string>();
+    vendors.add(model.vendor);
+    vendorsByPrice.set(price, vendors);
+  }
+  return [...vendorsByPrice].map(
+    ([price, vendors]) => `${price} ${currency} per web search (${[...vendors].join(', ')})`,
+  );
 }
 
 export function ModelsPage() {
@@ -23,6 +40,7 @@ export function ModelsPage() {
   const needle = filter.trim().toLowerCase();
   // Every price is in the settlement currency: named once, above the table.
   const currency = models.data?.data[0]?.currency ?? 'USD';
+  const searches = webSearchPrices(models.data?.data ?? [], currency);
   const shown = models.data
     ? models.data.data.filter((model) => model.id.toLowerCase().includes(needle))
     : null;
@@ -30,7 +48,8 @@ export function ModelsPage() {
     <>
       <PageHeader title="Models & prices">
         What each model costs through gw per million tokens, in {currency}. Prompt tokens the vendor
-        writes to or reads from its prompt cache are charged at the cache rates.
+        writes to or reads from its prompt cache are charged at the cache rates
+        {searches.length > 0 ? `; a vendor's web search tool, at ${searches.join('; ')}.` : '.'}
       </PageHeader>
       <label class="search">
         Filter models
@@ -51,17 +70,17 @@ export function ModelsPage() {
           { header: 'Model', cell: (model) => <code>{model.id}</code> },
           { header: 'Vendor', cell: (model) => model.vendor },
           {
-            header: 'Input / 1M',
+            header: 'Input',
             numeric: true,
             cell: (model) => exactAmount(model.input_price_per_million_tokens),
           },
           {
-            header: 'Output / 1M',
+            header: 'Output',
             numeric: true,
             cell: (model) => exactAmount(model.output_price_per_million_tokens),
           },
           {
-            header: 'Cache write / 1M (5 min · 1 h)',
+            header: 'Cache write (5m · 1h)',
             numeric: true,
             cell: (model) =>
               `${exactAmount(model.cache_write_price_per_million_tokens)} · ${exactAmount(
@@ -69,7 +88,7 @@ export function ModelsPage() {
               )}`,
           },
           {
-            header: 'Cache read / 1M',
+            header: 'Cache read',
             numeric: true,
             cell: (model) => exactAmount(model.cache_read_price_per_million_tokens),
           },
