@@ -13,13 +13,20 @@ interface UsageShape {
   server_tool_use?: unknown;
 }
 
-/** The web searches a usage object names (0 when it names none well-formed). */
-function webSearches(usage: UsageShape): number | undefined {
-  const uses = usage.server_tool_use;
-  if (typeof uses !== 'object' || uses === null) return undefined;
-  const searches = (uses as { web_search_requests?: unknown }).web_search_requests;
-  return isTokenCount(searches) ? searches : undefined;
+/** The count `field` of an object nested in a usage object, if it is one well-formed. */
+function nestedCount(parent: unknown, field: string): number | undefined {
+  if (typeof parent !== 'object' || parent === null) return undefined;
+  const count = (parent as Record<string, unknown>)[field];
+  return isTokenCount(count) ? count : undefined;
 }
+
+/** The web searches a usage object names (undefined when it names none well-formed). */
+const webSearches = (usage: UsageShape): number | undefined =>
+  nestedCount(usage.server_tool_use, 'web_search_requests');
+
+/** The one-hour part of the cache writes, as named (undefined when not well-formed). */
+const oneHourCount = (usage: UsageShape): number | undefined =>
+  nestedCount(usage.cache_creation, 'ephemeral_1h_input_tokens');
 
 /** The usage fields that make up the prompt (promptTokens). */
 const PROMPT_PARTS = [
@@ -30,10 +37,7 @@ const PROMPT_PARTS = [
 
 /** The one-hour part of the cache writes, never more than the writes (0 when not named). */
 function oneHourWrites(usage: UsageShape, cacheWriteTokens: number): number {
-  const split = usage.cache_creation;
-  if (typeof split !== 'object' || split === null) return 0;
-  const hour = (split as { ephemeral_1h_input_tokens?: unknown }).ephemeral_1h_input_tokens;
-  return isTokenCount(hour) ? Math.min(hour, cacheWriteTokens) : 0;
+  return Math.min(oneHourCount(usage) ?? 0, cacheWriteTokens);
 }
 
 /** A cache part of the prompt: 0 when the vendor did not name it (or sent null). */
@@ -112,10 +116,8 @@ export class MessagesStreamUsage {
     }
     // The one-hour count is a part too: a split that does not name it well-formed leaves the
     // one seen before (message_delta may name the split again, or only some of it).
-    const split = usage.cache_creation;
-    if (typeof split !== 'object' || split === null) return;
-    const hour = (split as { ephemeral_1h_input_tokens?: unknown }).ephemeral_1h_input_tokens;
-    if (isTokenCount(hour)) this.prompt.cache_creation = { ephemeral_1h_input_tokens: hour };
+    const hour = oneHourCount(usage);
+    if (hour !== undefined) this.prompt.cache_creation = { ephemeral_1h_input_tokens: hour };
   }
 
   /** The prompt from `message_start`, known before the output count. */
