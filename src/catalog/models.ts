@@ -164,34 +164,29 @@ export class ModelCatalog {
         vendor: row.vendor,
         provider,
         upstreamModel: row.upstream_model,
-        cost: tokenRates(
-          row.input_cost_per_token,
-          row.output_cost_per_token,
-          {
-            write: row.cache_write_cost_per_token,
-            write1h: row.cache_write_1h_cost_per_token,
-            read: row.cache_read_cost_per_token,
-          },
-          provider.promptCache,
-          provider.webSearchPrice,
-        ),
-        price: tokenRates(
-          row.input_price_per_token,
-          row.output_price_per_token,
-          {
-            write: row.cache_write_price_per_token,
-            write1h: row.cache_write_1h_price_per_token,
-            read: row.cache_read_price_per_token,
-          },
-          provider.promptCache,
-          provider.webSearchPrice,
-        ),
+        cost: rowRates(row, 'cost', provider),
+        price: rowRates(row, 'price', provider),
         maxOutputTokens: row.max_output_tokens,
         supportsTools: row.supports_tools,
       });
     }
     this.models = next;
   }
+}
+
+/** A catalogue row's rates of one side: what the vendor charges (cost) or gw sells (price). */
+function rowRates(row: ModelRow, side: 'cost' | 'price', provider: Provider): UsageRates {
+  return tokenRates(
+    row[`input_${side}_per_token`],
+    row[`output_${side}_per_token`],
+    {
+      write: row[`cache_write_${side}_per_token`],
+      write1h: row[`cache_write_1h_${side}_per_token`],
+      read: row[`cache_read_${side}_per_token`],
+    },
+    provider.promptCache,
+    provider.webSearchPrice,
+  );
 }
 
 /** A model's cache rates as decimal per-token prices, each optional (see tokenRates). */
