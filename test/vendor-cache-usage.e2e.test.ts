@@ -26,6 +26,8 @@ const CACHE_WRITTEN = 5000;
 const CACHE_WRITTEN_1H = 2000;
 const CACHE_READ = 4000;
 const OUTPUT = 2;
+/** A prompt the stub answers with a cache part it cannot be read from. */
+const MALFORMED_ASK = 'answer with malformed counts';
 
 /** vendor_a as it answers a prompt with a cache breakpoint: most of it cached. */
 const stub = createServer((request, response) => {
@@ -33,10 +35,12 @@ const stub = createServer((request, response) => {
   request.on('data', (chunk: Buffer) => chunks.push(chunk));
   request.on('end', () => {
     const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
+    const malformed = JSON.stringify(body.messages).includes(MALFORMED_ASK);
     const usage = {
       input_tokens: UNCACHED,
       cache_creation_input_tokens: CACHE_WRITTEN,
-      cache_read_input_tokens: CACHE_READ,
+      // A vendor that names a part it cannot be read from (decision 328).
+      cache_read_input_tokens: malformed ? String(CACHE_READ) : CACHE_READ,
       cache_creation: {
         ephemeral_5m_input_tokens: CACHE_WRITTEN - CACHE_WRITTEN_1H,
         ephemeral_1h_input_tokens: CACHE_WRITTEN_1H,
@@ -213,6 +217,30 @@ describe('a prompt the vendor served partly from its cache', () => {
         sell_cost: SELL_COST,
         vendor_cost: SELL_COST,
       });
+    });
+  }
+
+  for (const stream of [false, true]) {
+    it(`charges a usage naming an unreadable cache part as unreported (${stream ? 'stream' : 'JSON'})`, async () => {
+      const requestId = await ask('/v1/messages', {
+        ...cachedPrompt,
+        messages: [{ role: 'user', content: MALFORMED_ASK }],
+        stream,
+      });
+      const row = await ledgerRow<PricedRow & { end_reason: string; output_tokens: number }>(
+        db,
+        requestId,
+        `${PRICED_COLUMNS}, end_reason, output_tokens`,
+      );
+      // The estimate billed as the hold priced it (a cache write), not 4000 reads read as 0.
+      expect(row).toMatchObject({
+        end_reason: 'completed_without_usage',
+        cache_read_tokens: 0,
+        // JSON: the whole held output; a stream: the counted text ("ok").
+        output_tokens: stream ? 1 : cachedPrompt.max_tokens,
+      });
+      expect(row.input_tokens).toBeGreaterThan(0);
+      expect(row.cache_write_tokens).toBe(row.input_tokens);
     });
   }
 

@@ -35,17 +35,16 @@ describe('messages usage', () => {
       })?.cacheWrite1hTokens;
     expect(usage(200)).toBe(200);
     expect(usage(900)).toBe(300);
-    expect(usage(-1)).toBe(0);
-    expect(usage('200')).toBe(0);
+    expect(usage(null)).toBe(0);
+    // Unreadable: the whole usage object is (decision 328).
+    expect(usage(-1)).toBeUndefined();
+    expect(usage('200')).toBeUndefined();
   });
 
   it('reads a count the ledger could not hold as malformed', () => {
     const usage = (fields: Record<string, unknown>) =>
       readMessagesUsage({ usage: { input_tokens: 3, output_tokens: 1, ...fields } });
-    expect(usage({ cache_creation_input_tokens: 2_147_483_647 })).toMatchObject({
-      inputTokens: 3,
-      cacheWriteTokens: 0,
-    });
+    expect(usage({ cache_creation_input_tokens: 2_147_483_647 })).toBeUndefined();
     expect(usage({ input_tokens: 100_000_001 })).toBeUndefined();
     expect(usage({ input_tokens: 100_000_000 })).toMatchObject({ inputTokens: 100_000_000 });
   });
@@ -59,8 +58,8 @@ describe('messages usage', () => {
     expect(
       readMessagesUsage({
         usage: { input_tokens: 3, output_tokens: 1, server_tool_use: { web_search_requests: -1 } },
-      })?.webSearchRequests,
-    ).toBe(0);
+      }),
+    ).toBeUndefined();
     const tracker = new MessagesStreamUsage();
     tracker.observe({ type: 'message_start', message: { usage: { input_tokens: 2 } } });
     const delta = (usage: Record<string, unknown>) =>
@@ -87,12 +86,13 @@ describe('messages usage', () => {
     expect(tracker.searchesSeen).toBe(2);
   });
 
-  it('reads missing or malformed cache parts as none', () => {
+  it('reads cache parts and searches left out (or null) as none', () => {
     const usage = readMessagesUsage({
       usage: {
         input_tokens: 3,
         cache_creation_input_tokens: null,
-        cache_read_input_tokens: -5,
+        cache_creation: null,
+        server_tool_use: {},
         output_tokens: 1,
       },
     });
@@ -104,6 +104,29 @@ describe('messages usage', () => {
       outputTokens: 1,
       webSearchRequests: 0,
     });
+  });
+
+  // Read as none, each would under-bill: the request is charged as if nothing was reported.
+  it.each([
+    ['a negative cache read', { cache_read_input_tokens: -5 }],
+    ['a cache write as text', { cache_creation_input_tokens: '9000' }],
+    ['a fractional cache read', { cache_read_input_tokens: 1.5 }],
+    ['one-hour writes as text', { cache_creation: { ephemeral_1h_input_tokens: '4000' } }],
+    ['the cache split as a number', { cache_creation: 4000 }],
+    ['searches as text', { server_tool_use: { web_search_requests: '3' } }],
+    ['server tool use as a list', { server_tool_use: [3] }],
+  ])('reads a usage object naming %s as malformed', (_name, part) => {
+    const usage = { input_tokens: 3, output_tokens: 1, ...part };
+    expect(readMessagesUsage({ usage })).toBeUndefined();
+    const started = new MessagesStreamUsage();
+    started.observe({ type: 'message_start', message: { usage } });
+    started.observe({ type: 'message_delta', usage: { output_tokens: 1 } });
+    expect(started.promptSeen).toBeUndefined();
+    expect(started.usage).toBeUndefined();
+    const ended = new MessagesStreamUsage();
+    ended.observe({ type: 'message_start', message: { usage: { input_tokens: 3 } } });
+    ended.observe({ type: 'message_delta', usage });
+    expect(ended.usage).toBeUndefined();
   });
 
   it('in a stream, knows the prompt and its cache parts from message_start', () => {
@@ -158,8 +181,8 @@ describe('messages usage', () => {
         cache_creation: { ephemeral_5m_input_tokens: 3000, ephemeral_1h_input_tokens: 2000 },
       }),
     ).toBe(2000);
-    // A split that does not name the one-hour count (or names it malformed) leaves the count
-    // seen before, as every other part of the prompt does.
+    // A split that does not name the one-hour count (or names it null) leaves the count seen
+    // before, as every other part of the prompt does.
     expect(oneHourAfter({ cache_creation: { ephemeral_5m_input_tokens: 1000 } })).toBe(4000);
     expect(oneHourAfter({ cache_creation: { ephemeral_1h_input_tokens: null } })).toBe(4000);
     expect(oneHourAfter({ cache_creation: null })).toBe(4000);

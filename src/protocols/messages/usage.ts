@@ -35,6 +35,34 @@ const PROMPT_PARTS = [
   'cache_read_input_tokens',
 ] as const;
 
+/** Whether a usage object names a count it may leave out (absent or null: not named). */
+const isNamed = (value: unknown): boolean => value !== undefined && value !== null;
+
+/** Whether a count the vendor may leave out is named but unreadable. */
+const isMalformed = (value: unknown): boolean => isNamed(value) && !isTokenCount(value);
+
+/** Whether `parent`, an object the vendor may leave out, is named but its `field` unreadable. */
+function isMalformedNested(parent: unknown, field: string): boolean {
+  if (!isNamed(parent)) return false;
+  if (typeof parent !== 'object' || Array.isArray(parent)) return true;
+  return isMalformed((parent as Record<string, unknown>)[field]);
+}
+
+/**
+ * Whether a usage object names a billed count it cannot be read from: a cache part, the
+ * one-hour writes or the web searches, named but not a count. Reading one as none would
+ * under-bill; such a usage object is malformed as a whole, as one without `input_tokens` is,
+ * and the request is charged as if the vendor had reported nothing (decision 328).
+ */
+function namesMalformedCount(usage: UsageShape): boolean {
+  return (
+    isMalformed(usage.cache_creation_input_tokens) ||
+    isMalformed(usage.cache_read_input_tokens) ||
+    isMalformedNested(usage.cache_creation, 'ephemeral_1h_input_tokens') ||
+    isMalformedNested(usage.server_tool_use, 'web_search_requests')
+  );
+}
+
 /** The one-hour part of the cache writes, never more than the writes (0 when not named). */
 function oneHourWrites(usage: UsageShape, cacheWriteTokens: number): number {
   return Math.min(oneHourCount(usage) ?? 0, cacheWriteTokens);
@@ -67,7 +95,7 @@ function promptTokens(usage: UsageShape): PromptTokens | undefined {
 export function readMessagesUsage(payload: unknown): TokenUsage | undefined {
   if (typeof payload !== 'object' || payload === null) return undefined;
   const usage = (payload as { usage?: UsageShape }).usage;
-  if (!usage || !isTokenCount(usage.output_tokens)) return undefined;
+  if (!usage || !isTokenCount(usage.output_tokens) || namesMalformedCount(usage)) return undefined;
   const prompt = promptTokens(usage);
   if (prompt === undefined) return undefined;
   return withOutput(prompt, usage.output_tokens, webSearches(usage) ?? 0);
@@ -84,6 +112,8 @@ export class MessagesStreamUsage {
   private outputTokens: number | undefined;
   /** The web searches named so far (cumulative, like the output count). */
   private webSearchRequests = 0;
+  /** Whether an event named a billed count unreadable: then the stream reported no usage. */
+  private malformed = false;
   /**
    * The web searches the stream began (`server_tool_use` blocks named `web_search`): what a
    * stream that ends without a report is charged for, as its output is counted (decision 327).
@@ -111,6 +141,7 @@ export class MessagesStreamUsage {
   }
 
   private observePrompt(usage: UsageShape): void {
+    if (namesMalformedCount(usage)) this.malformed = true;
     for (const part of PROMPT_PARTS) {
       if (isTokenCount(usage[part])) this.prompt[part] = usage[part];
     }
@@ -122,7 +153,7 @@ export class MessagesStreamUsage {
 
   /** The prompt from `message_start`, known before the output count. */
   get promptSeen(): PromptTokens | undefined {
-    return promptTokens(this.prompt);
+    return this.malformed ? undefined : promptTokens(this.prompt);
   }
 
   get usage(): TokenUsage | undefined {
