@@ -42,6 +42,10 @@ export default defineConfig({
     hookTimeout: 60_000,
     pool: 'forks',
     maxWorkers: 2,
+    // Each worker runs its files one after another in one process, importing src/ and the
+    // drivers once instead of once per file: a fifth off the suite's wall time (decision 329).
+    // Files share no module state they change (no vi.mock, no process.env writes).
+    isolate: false,
     // after-hooks in reverse order: a file's own cleanup (stopping gateways) runs before the
     // shared context's (test/support/context.ts) deletes its keys and closes its handles
     sequence: { hooks: 'stack' },

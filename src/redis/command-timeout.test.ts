@@ -8,6 +8,7 @@ import { isDependencyUnavailable } from '../errors.js';
 import {
   COMMAND_TIMED_OUT,
   installStallTolerantTimeout,
+  ioredisCommandTimer,
   isCommandTimeout,
 } from './command-timeout.js';
 
@@ -16,7 +17,7 @@ const BOUND_MS = 500;
 
 type SetTimeoutMethod = (ms: number) => void;
 const commandPrototype = Command.prototype as unknown as { setTimeout: SetTimeoutMethod };
-const ioredisTimeout = commandPrototype.setTimeout;
+const ioredisTimeout: SetTimeoutMethod = ioredisCommandTimer;
 installStallTolerantTimeout();
 const stallTolerantTimeout = commandPrototype.setTimeout;
 

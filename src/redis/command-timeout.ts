@@ -25,6 +25,16 @@ const COMMAND: StallTolerantTarget<TimedCommand> = {
   armed: (command, timer) => (command._commandTimeoutTimer = timer),
 };
 
+type SetTimeout = (this: TimedCommand, ms: number) => void;
+const commandPrototype = Command.prototype as unknown as { setTimeout: SetTimeout };
+
+/**
+ * ioredis' own per-command timer, as this module found it before replacing it: what its tests
+ * compare the stall-tolerant one with. Taken here, where it is replaced, because a test that
+ * reads it from ioredis' class after any module installed the replacement gets the replacement.
+ */
+export const ioredisCommandTimer: SetTimeout = commandPrototype.setTimeout;
+
 let installed = false;
 
 /**
@@ -35,10 +45,7 @@ let installed = false;
 export function installStallTolerantTimeout(): void {
   if (installed) return;
   installed = true;
-  const prototype = Command.prototype as unknown as {
-    setTimeout(this: TimedCommand, ms: number): void;
-  };
-  prototype.setTimeout = function setTimeout(this: TimedCommand, ms: number): void {
+  commandPrototype.setTimeout = function setTimeout(this: TimedCommand, ms: number): void {
     if (this._commandTimeoutTimer) return;
     stallTolerantTimeout(this, COMMAND, ms, MAX_BOUNDS);
   };
