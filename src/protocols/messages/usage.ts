@@ -38,6 +38,10 @@ const PROMPT_PARTS = [
 /** Whether a usage object names a count it may leave out (absent or null: not named). */
 const isNamed = (value: unknown): boolean => value !== undefined && value !== null;
 
+/** Whether a value is an object (not a list): what a usage object and its nested parts are. */
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
 /** Whether a count the vendor may leave out is named but unreadable. */
 const isMalformed = (value: unknown): boolean => isNamed(value) && !isTokenCount(value);
 
@@ -112,8 +116,13 @@ export class MessagesStreamUsage {
   private outputTokens: number | undefined;
   /** The web searches named so far (cumulative, like the output count). */
   private webSearchRequests = 0;
-  /** Whether an event named a billed count unreadable: then the stream reported no usage. */
-  private malformed = false;
+  /**
+   * The billed counts the last event naming them named unreadable (decision 328). Each count is
+   * cumulative, the last one named is the one billed: a later event naming it well-formed
+   * replaces it, one naming it malformed leaves the stream without a report, whatever came
+   * before (an earlier count is not the billed one).
+   */
+  private readonly unreadable = new Set<string>();
   /**
    * The web searches the stream began (`server_tool_use` blocks named `web_search`): what a
    * stream that ends without a report is charged for, as its output is counted (decision 327).
@@ -131,29 +140,66 @@ export class MessagesStreamUsage {
     if (event.type === 'content_block_start') {
       const block = event.content_block;
       if (block?.type === 'server_tool_use' && block.name === 'web_search') this.searchesSeen += 1;
-    } else if (event.type === 'message_start' && event.message?.usage) {
+    } else if (event.type === 'message_start' && isObject(event.message?.usage)) {
       this.observePrompt(event.message.usage);
-    } else if (event.type === 'message_delta' && isTokenCount(event.usage?.output_tokens)) {
-      this.outputTokens = event.usage.output_tokens;
-      this.webSearchRequests = webSearches(event.usage) ?? this.webSearchRequests;
-      this.observePrompt(event.usage);
+    } else if (event.type === 'message_delta' && isObject(event.usage)) {
+      const usage = event.usage;
+      this.observeCount('output_tokens', usage.output_tokens, (count) => {
+        this.outputTokens = count;
+      });
+      this.observePrompt(usage);
     }
   }
 
-  private observePrompt(usage: UsageShape): void {
-    if (namesMalformedCount(usage)) this.malformed = true;
-    for (const part of PROMPT_PARTS) {
-      if (isTokenCount(usage[part])) this.prompt[part] = usage[part];
+  /** A count an event may name: kept when well-formed, noted unreadable when not. */
+  private observeCount(part: string, value: unknown, keep: (count: number) => void): void {
+    if (!isNamed(value)) return;
+    if (isTokenCount(value)) {
+      keep(value);
+      this.unreadable.delete(part);
+    } else {
+      this.unreadable.add(part);
     }
-    // The one-hour count is a part too: a split that does not name it well-formed leaves the
-    // one seen before (message_delta may name the split again, or only some of it).
-    const hour = oneHourCount(usage);
-    if (hour !== undefined) this.prompt.cache_creation = { ephemeral_1h_input_tokens: hour };
+  }
+
+  /** A count named inside an object an event may name (the split, the server tool uses). */
+  private observeNested(
+    part: string,
+    parent: unknown,
+    field: string,
+    keep: (count: number) => void,
+  ): void {
+    if (!isNamed(parent)) return;
+    if (!isObject(parent)) this.unreadable.add(part);
+    else this.observeCount(part, parent[field], keep);
+  }
+
+  /** The counts message_start and message_delta may both name (cumulative, like the output). */
+  private observePrompt(usage: UsageShape): void {
+    this.observeNested('server_tool_use', usage.server_tool_use, 'web_search_requests', (count) => {
+      this.webSearchRequests = count;
+    });
+    for (const part of PROMPT_PARTS) {
+      this.observeCount(part, usage[part], (count) => {
+        this.prompt[part] = count;
+      });
+    }
+    // The one-hour count is a part too: a split that does not name it leaves the one seen
+    // before (message_delta may name the split again, or only some of it).
+    this.observeNested(
+      'cache_creation',
+      usage.cache_creation,
+      'ephemeral_1h_input_tokens',
+      (hour) => {
+        this.prompt.cache_creation = { ephemeral_1h_input_tokens: hour };
+      },
+    );
   }
 
   /** The prompt from `message_start`, known before the output count. */
   get promptSeen(): PromptTokens | undefined {
-    return this.malformed ? undefined : promptTokens(this.prompt);
+    // A usage naming a billed count unreadable is malformed as a whole (decision 328).
+    return this.unreadable.size > 0 ? undefined : promptTokens(this.prompt);
   }
 
   get usage(): TokenUsage | undefined {
