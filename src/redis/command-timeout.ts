@@ -26,14 +26,23 @@ const COMMAND: StallTolerantTarget<TimedCommand> = {
 };
 
 type SetTimeout = (this: TimedCommand, ms: number) => void;
-const commandPrototype = Command.prototype as unknown as { setTimeout: SetTimeout };
+/**
+ * Where the first copy of this module to replace ioredis' timer keeps the one it replaced: a
+ * test process holds two copies (src/, and dist/ that its in-process gateways run), and the
+ * second to load finds the first one's replacement on ioredis' class.
+ */
+const IOREDIS_TIMER = Symbol.for('gw.ioredisCommandTimer');
+const commandPrototype = Command.prototype as unknown as {
+  setTimeout: SetTimeout;
+  [IOREDIS_TIMER]?: SetTimeout;
+};
 
 /**
- * ioredis' own per-command timer, as this module found it before replacing it: what its tests
- * compare the stall-tolerant one with. Taken here, where it is replaced, because a test that
- * reads it from ioredis' class after any module installed the replacement gets the replacement.
+ * ioredis' own per-command timer, as found before any copy of this module replaced it: what
+ * its tests compare the stall-tolerant one with.
  */
-export const ioredisCommandTimer: SetTimeout = commandPrototype.setTimeout;
+export const ioredisCommandTimer: SetTimeout =
+  commandPrototype[IOREDIS_TIMER] ?? commandPrototype.setTimeout;
 
 let installed = false;
 
@@ -45,6 +54,7 @@ let installed = false;
 export function installStallTolerantTimeout(): void {
   if (installed) return;
   installed = true;
+  commandPrototype[IOREDIS_TIMER] ??= commandPrototype.setTimeout;
   commandPrototype.setTimeout = function setTimeout(this: TimedCommand, ms: number): void {
     if (this._commandTimeoutTimer) return;
     stallTolerantTimeout(this, COMMAND, ms, MAX_BOUNDS);
