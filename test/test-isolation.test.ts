@@ -1,7 +1,8 @@
 // The test files run one after another in each worker's process, sharing its modules
 // (vitest.config.ts: `isolate: false`, decision 329). That is safe while no file changes what
 // another file's modules see: no module replaced by a mock, no environment variable or global
-// stubbed or written. A file that needs one of those must undo it itself, and is named here.
+// stubbed or written, in a test file or in a helper under test/support. (Spies and stubs made
+// through vi are undone after each test: restoreMocks, unstubEnvs, unstubGlobals.)
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -10,7 +11,7 @@ function testFiles(folder: string): string[] {
   return readdirSync(folder, { withFileTypes: true }).flatMap((entry) => {
     const path = join(folder, entry.name);
     if (entry.isDirectory()) return entry.name === 'node_modules' ? [] : testFiles(path);
-    return entry.name.endsWith('.test.ts') ? [path] : [];
+    return entry.name.endsWith('.test.ts') || folder.endsWith('support') ? [path] : [];
   });
 }
 
@@ -21,8 +22,10 @@ const SHARED_STATE_WRITES: readonly [string, RegExp][] = [
   ['fake timers', /\bvi\.useFakeTimers\(/],
   [
     'a write to process.env',
-    /process\.env(?:\.\w+|\[[^\]]+\])\s*(?:=[^=]|\?\?=)|delete\s+process\.env/,
+    /process\.env(?:\.\w+|\[[^\]]+\])?\s*(?:=[^=>]|\?\?=|\|\|=)|delete\s+process\.env|(?:assign|set)\(\s*process\.env\b/,
   ],
+  ['a global written', /\bglobalThis(?:\.\w+|\[[^\]]+\])\s*(?:=[^=>]|\?\?=|\|\|=)/],
+  ["undici's global dispatcher replaced", /\bsetGlobalDispatcher\(/],
 ];
 
 describe('test files sharing a process', () => {
@@ -51,7 +54,13 @@ describe('test files sharing a process', () => {
     expect(matches("process.env.PORT = '1'")).toEqual(['a write to process.env']);
     expect(matches("process.env['PORT'] = '1'")).toEqual(['a write to process.env']);
     expect(matches('delete process.env.PORT')).toEqual(['a write to process.env']);
+    expect(matches('Object.assign(process.env, { PORT: 1 })')).toEqual(['a write to process.env']);
+    expect(matches('process.env = {}')).toEqual(['a write to process.env']);
+    expect(matches("process.env.PORT ||= '1'")).toEqual(['a write to process.env']);
+    expect(matches('globalThis.fetch = stub')).toEqual(['a global written']);
+    expect(matches('setGlobalDispatcher(agent)')).toEqual(["undici's global dispatcher replaced"]);
     expect(matches("process.env.PORT === '1'")).toEqual([]);
+    expect(matches('const env = { ...process.env, PORT: 1 }')).toEqual([]);
     expect(matches('const url = process.env.TEST_REDIS_URL ?? x')).toEqual([]);
   });
 });

@@ -134,6 +134,23 @@ describe('REDIS_TIMEOUT_MS (stall-tolerant command time-out)', () => {
     }
   });
 
+  it('knows ioredis’ own timer in every copy of the module, whichever replaced it first', async () => {
+    // A test process holds two copies (src/, and dist/ that in-process gateways run); a copy
+    // loaded after the other replaced the timer must not take the replacement for ioredis' own.
+    const dist = (await import(
+      new URL('../../dist/src/redis/command-timeout.js', import.meta.url).href
+    )) as typeof import('./command-timeout.js');
+    dist.installStallTolerantTimeout();
+    const later = (await import(
+      new URL('../../dist/src/redis/command-timeout.js?loaded-later', import.meta.url).href
+    )) as typeof import('./command-timeout.js');
+    expect(later).not.toBe(dist);
+    for (const copy of [dist, later]) {
+      expect(copy.ioredisCommandTimer).toBe(ioredisCommandTimer);
+    }
+    expect(ioredisCommandTimer).not.toBe(commandPrototype.setTimeout);
+  });
+
   it('control: ioredis’ own timer fails those healthy commands', async () => {
     commandPrototype.setTimeout = ioredisTimeout;
     try {

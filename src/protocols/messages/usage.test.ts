@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { MessagesStreamUsage, readMessagesUsage } from './usage.js';
 import { promptCacheWrite, serverToolCosts } from './request.js';
+import { MessagesStreamRelay } from './stream-relay.js';
 
 describe('messages usage', () => {
   it('counts every prompt part as input and keeps the cache parts apart', () => {
@@ -22,20 +23,26 @@ describe('messages usage', () => {
     });
   });
 
-  it('keeps the one-hour part of the cache writes apart, never more than the writes', () => {
-    const usage = (hour: unknown) =>
+  it('keeps the one-hour part of the cache writes apart, the writes never below their split', () => {
+    const usage = (hour: unknown, total: unknown = 300) =>
       readMessagesUsage({
         usage: {
           input_tokens: 1,
-          cache_creation_input_tokens: 300,
+          cache_creation_input_tokens: total,
           cache_read_input_tokens: 0,
           cache_creation: { ephemeral_5m_input_tokens: 100, ephemeral_1h_input_tokens: hour },
           output_tokens: 1,
         },
-      })?.cacheWrite1hTokens;
-    expect(usage(200)).toBe(200);
-    expect(usage(900)).toBe(300);
-    expect(usage(null)).toBe(0);
+      });
+    const writes = (hour: unknown, total?: unknown) => {
+      const read = usage(hour, total);
+      return read && [read.cacheWriteTokens, read.cacheWrite1hTokens, read.inputTokens];
+    };
+    expect(writes(200)).toEqual([300, 200, 301]);
+    expect(writes(null)).toEqual([300, 0, 301]);
+    // The vendor bills its split: a total below it (or none) is read as the split's sum.
+    expect(writes(900)).toEqual([1000, 900, 1001]);
+    expect(writes(2000, null)).toEqual([2100, 2000, 2101]);
     // Unreadable: the whole usage object is (decision 328).
     expect(usage(-1)).toBeUndefined();
     expect(usage('200')).toBeUndefined();
@@ -186,6 +193,95 @@ describe('messages usage', () => {
     expect(oneHourAfter({ cache_creation: { ephemeral_5m_input_tokens: 1000 } })).toBe(4000);
     expect(oneHourAfter({ cache_creation: { ephemeral_1h_input_tokens: null } })).toBe(4000);
     expect(oneHourAfter({ cache_creation: null })).toBe(4000);
+  });
+});
+
+describe('messages usage over a stream: each billed count is the last one named (decision 328)', () => {
+  const started = (usage: Record<string, unknown>) => {
+    const tracker = new MessagesStreamUsage();
+    tracker.observe({ type: 'message_start', message: { usage } });
+    return tracker;
+  };
+
+  // message_delta names input_tokens cumulatively (a web search adds the pages it read).
+  it("leaves the stream unreported when a delta names its input unreadable, not message_start's", () => {
+    const tracker = started({ input_tokens: 2679 });
+    tracker.observe({
+      type: 'message_delta',
+      usage: {
+        input_tokens: '10682',
+        output_tokens: 510,
+        server_tool_use: { web_search_requests: 1 },
+      },
+    });
+    expect(tracker.usage).toBeUndefined();
+    expect(tracker.promptSeen).toBeUndefined();
+  });
+
+  it('leaves it unreported when a later delta names the output unreadable', () => {
+    const tracker = started({ input_tokens: 10 });
+    tracker.observe({ type: 'message_delta', usage: { output_tokens: 5 } });
+    tracker.observe({ type: 'message_delta', usage: { output_tokens: '5000' } });
+    expect(tracker.usage).toBeUndefined();
+  });
+
+  it('takes a well-formed final count over an unreadable earlier one', () => {
+    const tracker = started({
+      input_tokens: 10,
+      cache_read_input_tokens: '9000',
+      output_tokens: 1,
+    });
+    expect(tracker.promptSeen).toBeUndefined();
+    tracker.observe({
+      type: 'message_delta',
+      usage: { input_tokens: 10, cache_read_input_tokens: 9000, output_tokens: 5000 },
+    });
+    expect(tracker.usage).toEqual({
+      inputTokens: 9010,
+      cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
+      cacheReadTokens: 9000,
+      outputTokens: 5000,
+      webSearchRequests: 0,
+    });
+  });
+
+  it('reads the writes from their split when the total is not named', () => {
+    const tracker = started({
+      input_tokens: 1,
+      cache_creation: { ephemeral_5m_input_tokens: 3000, ephemeral_1h_input_tokens: 2000 },
+    });
+    tracker.observe({ type: 'message_delta', usage: { output_tokens: 1 } });
+    expect(tracker.usage).toMatchObject({
+      inputTokens: 5001,
+      cacheWriteTokens: 5000,
+      cacheWrite1hTokens: 2000,
+    });
+  });
+});
+
+describe('the output a messages stream relayed', () => {
+  const sse = (events: object[]): Uint8Array =>
+    Buffer.from(events.map((event) => `data: ${JSON.stringify(event)}\n\n`).join(''));
+
+  // What a stream that ends without a usable report is charged for is counted from it.
+  it('includes extended thinking, which the vendor bills as output', () => {
+    const relay = new MessagesStreamRelay();
+    const delta = (index: number, fields: Record<string, unknown>) => ({
+      type: 'content_block_delta',
+      index,
+      delta: fields,
+    });
+    relay.push(
+      sse([
+        { type: 'message_start', message: { usage: { input_tokens: 10 } } },
+        delta(0, { type: 'thinking_delta', thinking: 'first, ' }),
+        delta(0, { type: 'signature_delta', signature: 'c2lnbmF0dXJl' }),
+        delta(1, { type: 'text_delta', text: 'ok' }),
+        delta(2, { type: 'input_json_delta', partial_json: '{"a":1}' }),
+      ]),
+    );
+    expect(relay.producedText).toEqual(['first, ', 'ok', '{"a":1}']);
   });
 });
 

@@ -24,9 +24,8 @@ function nestedCount(parent: unknown, field: string): number | undefined {
 const webSearches = (usage: UsageShape): number | undefined =>
   nestedCount(usage.server_tool_use, 'web_search_requests');
 
-/** The one-hour part of the cache writes, as named (undefined when not well-formed). */
-const oneHourCount = (usage: UsageShape): number | undefined =>
-  nestedCount(usage.cache_creation, 'ephemeral_1h_input_tokens');
+/** The fields of the cache writes' split by how long they are kept (`cache_creation`). */
+const SPLIT_PARTS = ['ephemeral_5m_input_tokens', 'ephemeral_1h_input_tokens'] as const;
 
 /** The usage fields that make up the prompt (promptTokens). */
 const PROMPT_PARTS = [
@@ -62,14 +61,9 @@ function namesMalformedCount(usage: UsageShape): boolean {
   return (
     isMalformed(usage.cache_creation_input_tokens) ||
     isMalformed(usage.cache_read_input_tokens) ||
-    isMalformedNested(usage.cache_creation, 'ephemeral_1h_input_tokens') ||
+    SPLIT_PARTS.some((field) => isMalformedNested(usage.cache_creation, field)) ||
     isMalformedNested(usage.server_tool_use, 'web_search_requests')
   );
-}
-
-/** The one-hour part of the cache writes, never more than the writes (0 when not named). */
-function oneHourWrites(usage: UsageShape, cacheWriteTokens: number): number {
-  return Math.min(oneHourCount(usage) ?? 0, cacheWriteTokens);
 }
 
 /** A cache part of the prompt: 0 when the vendor did not name it (or sent null). */
@@ -85,12 +79,20 @@ const cachePart = (value: unknown): number => (isTokenCount(value) ? value : 0);
  */
 function promptTokens(usage: UsageShape): PromptTokens | undefined {
   if (!isTokenCount(usage.input_tokens)) return undefined;
-  const cacheWriteTokens = cachePart(usage.cache_creation_input_tokens);
+  // The writes are their split's sum (the vendor bills the split): never read below it when
+  // the total is missing or smaller (0 of either when not named).
+  const [fiveMinutes, oneHour] = SPLIT_PARTS.map(
+    (field) => nestedCount(usage.cache_creation, field) ?? 0,
+  ) as [number, number];
+  const cacheWriteTokens = Math.max(
+    cachePart(usage.cache_creation_input_tokens),
+    fiveMinutes + oneHour,
+  );
   const cacheReadTokens = cachePart(usage.cache_read_input_tokens);
   return {
     inputTokens: usage.input_tokens + cacheWriteTokens + cacheReadTokens,
     cacheWriteTokens,
-    cacheWrite1hTokens: oneHourWrites(usage, cacheWriteTokens),
+    cacheWrite1hTokens: oneHour,
     cacheReadTokens,
   };
 }
@@ -111,8 +113,10 @@ export function readMessagesUsage(payload: unknown): TokenUsage | undefined {
  * replace those seen). Complete once a message_delta has been seen.
  */
 export class MessagesStreamUsage {
+  /** The cache writes' split seen so far, each the last well-formed count the vendor sent. */
+  private readonly split: Partial<Record<(typeof SPLIT_PARTS)[number], number>> = {};
   /** The prompt's parts seen so far, each the last well-formed count the vendor sent. */
-  private readonly prompt: UsageShape = {};
+  private readonly prompt: UsageShape = { cache_creation: this.split };
   private outputTokens: number | undefined;
   /** The web searches named so far (cumulative, like the output count). */
   private webSearchRequests = 0;
@@ -184,16 +188,13 @@ export class MessagesStreamUsage {
         this.prompt[part] = count;
       });
     }
-    // The one-hour count is a part too: a split that does not name it leaves the one seen
+    // The split's counts are parts too: a split that does not name one leaves the one seen
     // before (message_delta may name the split again, or only some of it).
-    this.observeNested(
-      'cache_creation',
-      usage.cache_creation,
-      'ephemeral_1h_input_tokens',
-      (hour) => {
-        this.prompt.cache_creation = { ephemeral_1h_input_tokens: hour };
-      },
-    );
+    for (const field of SPLIT_PARTS) {
+      this.observeNested(`cache_creation.${field}`, usage.cache_creation, field, (count) => {
+        this.split[field] = count;
+      });
+    }
   }
 
   /** The prompt from `message_start`, known before the output count. */
