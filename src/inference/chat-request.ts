@@ -1,6 +1,7 @@
 // The chat-completions request as the gateway validates it. Unknown fields pass through to
 // the vendor; only what the gateway itself relies on is checked here.
 import { z } from 'zod';
+import { isJsonObject } from '../json-shapes.js';
 
 /** The most choices (`n`) one request may ask for (the vendors' own limit). */
 export const MAX_CHOICES = 128;
@@ -20,8 +21,8 @@ function contentProblem(message: Readonly<Record<string, unknown>>): string | un
   if (typeof content === 'string') return undefined;
   if (Array.isArray(content)) {
     for (const part of content as unknown[]) {
-      if (typeof part !== 'object' || part === null || Array.isArray(part)) return CONTENT_RULE;
-      if (typeof (part as { type?: unknown }).type !== 'string') return CONTENT_RULE;
+      if (!isJsonObject(part)) return CONTENT_RULE;
+      if (typeof part.type !== 'string') return CONTENT_RULE;
     }
     return undefined;
   }

@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import { gwError, type ErrorCode, type GwError } from '../errors.js';
 import { mediaTypeOf, wrongMediaType } from '../http/content-type.js';
 import { describeFirstIssue, quotableName } from '../validation-messages.js';
+import { isJsonContainer } from '../json-shapes.js';
 
 /**
  * The deepest nesting of arrays and objects a body may have. Deeper JSON parses, but cannot be
@@ -254,7 +255,7 @@ export function repeatedMemberName(text: string): string | undefined {
  * once and stops at the limit, so its recursion is bounded too; no allocation per node.
  */
 export function nestsDeeperThan(value: unknown, limit: number): boolean {
-  if (typeof value !== 'object' || value === null) return false;
+  if (!isJsonContainer(value)) return false;
   if (limit === 0) return true;
   if (Array.isArray(value)) {
     for (const item of value) if (nestsDeeperThan(item, limit - 1)) return true;

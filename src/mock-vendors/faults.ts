@@ -2,6 +2,7 @@
 // instance and test sees the same behaviour), by directives in the last user message (so tests
 // can drive faults through a gateway that passes the body through), and by the fault-rate knob.
 import type { JsonObject, MockErrorFault, MockFault, MockPlayedFault } from './types.js';
+import { isJsonContainer } from '../json-shapes.js';
 
 export interface MockDirectives {
   readonly fault: MockFault | undefined;
@@ -49,7 +50,7 @@ export function lastUserText(body: JsonObject): string {
   if (!Array.isArray(messages)) return '';
   for (let index = messages.length - 1; index >= 0; index -= 1) {
     const message: unknown = messages[index];
-    if (typeof message !== 'object' || message === null) continue;
+    if (!isJsonContainer(message)) continue;
     const { role, content } = message as { role?: unknown; content?: unknown };
     if (role !== 'user') continue;
     if (typeof content === 'string') return content;

@@ -2,6 +2,7 @@
 // tool arguments built from a JSON schema, cheap unique ids, and usage spliced into an answer.
 import { randomBytes } from 'node:crypto';
 import { countTextTokens } from '../tokens/count.js';
+import { isJsonObject } from '../json-shapes.js';
 
 /**
  * Each word, with its leading space, is one o200k token, and the tokenizer never merges across
@@ -64,8 +65,7 @@ export interface SchemaLike {
   readonly oneOf?: unknown;
 }
 
-const isSchema = (value: unknown): value is SchemaLike =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
+const isSchema = (value: unknown): value is SchemaLike => isJsonObject(value);
 
 const MAX_SCHEMA_DEPTH = 8;
 

@@ -19,6 +19,7 @@ import { MockExchange, readBody } from './responses.js';
 import type { AnswerPlan, JsonObject, MockHeaders, MockProtocol } from './types.js';
 import { countTokensBody, countTokensInvalid, vendorA, vendorAModelsBody } from './vendor-a.js';
 import { vendorB, vendorBModelsBody } from './vendor-b.js';
+import { isJsonObject } from '../json-shapes.js';
 
 export { mockVendorOptionsSchema, type MockVendorOptions } from './options.js';
 
@@ -53,9 +54,7 @@ function copyHeaders(req: uWS.HttpRequest): MockHeaders {
 function parseObject(body: Buffer): JsonObject | undefined {
   try {
     const parsed: unknown = JSON.parse(body.toString('utf8'));
-    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)
-      ? (parsed as JsonObject)
-      : undefined;
+    return isJsonObject(parsed) ? parsed : undefined;
   } catch {
     return undefined;
   }

@@ -1,6 +1,8 @@
 // Shapes shared by the mock vendors' protocol modules and their uWS server.
 
-export type JsonObject = Record<string, unknown>;
+import type { JsonObject } from '../json-shapes.js';
+
+export type { JsonObject };
 
 /** Request headers the mock reads, copied while the uWS request was still valid. */
 export interface MockHeaders {

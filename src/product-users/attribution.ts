@@ -9,6 +9,7 @@ import {
   metadataProblem,
   normalizedEmail,
 } from './limits.js';
+import { isJsonObject, type JsonObject } from '../json-shapes.js';
 import { headerTextProblem } from '../text.js';
 
 export interface ProductUserProfile {
@@ -23,12 +24,6 @@ export interface Attribution {
 }
 
 export const EXTERNAL_USER_ID_HEADER = 'x-gw-external-user-id';
-
-type JsonObject = Record<string, unknown>;
-
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function nonEmptyString(value: unknown): string | undefined {
   return typeof value === 'string' && value.trim() !== '' ? value : undefined;
@@ -56,12 +51,12 @@ function checkEmail(field: string, value: unknown): void {
 /** An object field: absent, or an object within the metadata limits. */
 function checkObject(field: string, value: unknown): void {
   if (value === undefined) return;
-  if (!isObject(value)) throw new AttributionError(`${field}: must be an object`);
+  if (!isJsonObject(value)) throw new AttributionError(`${field}: must be an object`);
 }
 
 function checkMetadata(field: string, value: unknown): void {
   checkObject(field, value);
-  if (!isObject(value)) return;
+  if (!isJsonObject(value)) return;
   const problem = metadataProblem(value);
   if (problem) throw new AttributionError(`${field}: ${problem}`);
 }
@@ -90,9 +85,9 @@ export function readAttribution(
   // long, not storable) is refused, never silently ignored or shadowed (limits in
   // product-users/limits.ts, docs/limits.md).
   checkHeader(headers[EXTERNAL_USER_ID_HEADER]);
-  const metadata = isObject(body.metadata) ? body.metadata : undefined;
+  const metadata = isJsonObject(body.metadata) ? body.metadata : undefined;
   checkObject('metadata.product_user', metadata?.product_user);
-  const nested = isObject(metadata?.product_user) ? metadata.product_user : {};
+  const nested = isJsonObject(metadata?.product_user) ? metadata.product_user : {};
   checkText('metadata.external_user_id', metadata?.external_user_id, MAX_EXTERNAL_USER_ID_CHARS);
   checkText('user', body.user, MAX_EXTERNAL_USER_ID_CHARS);
   checkText('metadata.product_user.display_name', nested.display_name, MAX_DISPLAY_NAME_CHARS);
@@ -110,9 +105,9 @@ export function readAttribution(
   const displayName =
     nonEmptyString(nested.display_name) ?? nonEmptyString(body.product_user_display_name);
   const email = nonEmptyString(nested.email) ?? nonEmptyString(body.product_user_email);
-  const profileMetadata = isObject(nested.metadata)
+  const profileMetadata = isJsonObject(nested.metadata)
     ? nested.metadata
-    : isObject(body.product_user_metadata)
+    : isJsonObject(body.product_user_metadata)
       ? body.product_user_metadata
       : undefined;
   const profile: ProductUserProfile = {
@@ -131,7 +126,7 @@ export function stripAttributionFields(body: JsonObject): void {
   delete body.product_user_display_name;
   delete body.product_user_email;
   delete body.product_user_metadata;
-  if (isObject(body.metadata)) {
+  if (isJsonObject(body.metadata)) {
     const { external_user_id: _id, product_user: _profile, ...rest } = body.metadata;
     if (Object.keys(rest).length === 0) delete body.metadata;
     else body.metadata = rest;

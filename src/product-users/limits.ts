@@ -4,6 +4,7 @@
 // character and no lone UTF-16 surrogate. docs/limits.md lists these with their error codes.
 import { z } from 'zod';
 import { textProblem } from '../text.js';
+import { isJsonContainer } from '../json-shapes.js';
 
 export { textProblem };
 
@@ -78,7 +79,7 @@ export function metadataProblem(metadata: Record<string, unknown>): string | und
       const problem = textProblem(value);
       return problem && `${path} ${problem}`;
     }
-    if (typeof value !== 'object' || value === null) {
+    if (!isJsonContainer(value)) {
       bytes += 8;
       return bytes > MAX_METADATA_BYTES
         ? `must be at most ${MAX_METADATA_BYTES} bytes of JSON`

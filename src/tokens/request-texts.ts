@@ -4,11 +4,7 @@
 // so the two agree exactly. Total and cheap: odd but valid input never throws, and binary
 // parts (images, audio, files) are skipped rather than counted as base64 text.
 
-type JsonObject = Record<string, unknown>;
-
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
+import { isJsonObject, type JsonObject } from '../json-shapes.js';
 
 /** JSON text of a value; never throws (a body from JSON.parse cannot cycle, but be total). */
 function jsonText(value: unknown): string {
@@ -43,7 +39,7 @@ function partText(part: JsonObject): string {
     case 'document': {
       // A plain-text document counts as its text; a PDF or other binary source is skipped.
       const source = part.source;
-      return isObject(source) && source.type === 'text' && typeof source.data === 'string'
+      return isJsonObject(source) && source.type === 'text' && typeof source.data === 'string'
         ? source.data
         : '';
     }
@@ -56,18 +52,18 @@ function partText(part: JsonObject): string {
 function contentText(content: unknown): string {
   if (typeof content === 'string') return content;
   if (content === null || content === undefined) return '';
-  if (!Array.isArray(content)) return isObject(content) ? partText(content) : String(content);
+  if (!Array.isArray(content)) return isJsonObject(content) ? partText(content) : String(content);
   let text = '';
   for (const part of content) {
     if (typeof part === 'string') text += part;
-    else if (isObject(part)) text += partText(part);
+    else if (isJsonObject(part)) text += partText(part);
   }
   return text;
 }
 
 /** A chat tool call's name and arguments (the arguments are already a JSON string). */
 function functionCallText(call: unknown): string {
-  if (!isObject(call)) return '';
+  if (!isJsonObject(call)) return '';
   const name = typeof call.name === 'string' ? call.name : '';
   const args = call.arguments;
   return name + (typeof args === 'string' ? args : args === undefined ? '' : jsonText(args));
@@ -83,11 +79,11 @@ export function chatCompletionTexts(body: JsonObject): string[] {
   const texts: string[] = [];
   const messages = Array.isArray(body.messages) ? body.messages : [];
   for (const message of messages) {
-    if (!isObject(message)) continue;
+    if (!isJsonObject(message)) continue;
     let text = contentText(message.content);
     if (Array.isArray(message.tool_calls)) {
       for (const call of message.tool_calls) {
-        if (isObject(call)) text += functionCallText(call.function);
+        if (isJsonObject(call)) text += functionCallText(call.function);
       }
     }
     // The deprecated single function_call of older clients.
@@ -105,7 +101,7 @@ export function messagesTexts(body: JsonObject): string[] {
   if (body.system !== undefined && body.system !== null) texts.push(contentText(body.system));
   const messages = Array.isArray(body.messages) ? body.messages : [];
   for (const message of messages) {
-    if (isObject(message)) texts.push(contentText(message.content));
+    if (isJsonObject(message)) texts.push(contentText(message.content));
   }
   toolTexts(body.tools, texts);
   return texts;

@@ -1,5 +1,6 @@
 // The webhook event catalogue: every event type gw sends. The names are a contract (endpoints
 // filter on them, receivers switch on them); docs/webhooks.md shows each with its payload.
+import { isJsonContainer } from '../json-shapes.js';
 
 export const EVENT_TYPES = [
   'product_user.created',
@@ -55,7 +56,7 @@ export const EVENT_SUBJECTS: Readonly<Record<EventType, 'product_end_user_id' | 
 /** The subject of an event (EVENT_SUBJECTS): an id from `data`, else the organization. */
 export function eventSubject(type: EventType, orgId: string, data: unknown): string {
   const field = EVENT_SUBJECTS[type];
-  if (field === 'org' || typeof data !== 'object' || data === null) return orgId;
+  if (field === 'org' || !isJsonContainer(data)) return orgId;
   const id = (data as Record<string, unknown>)[field];
   return typeof id === 'string' && id !== '' ? id : orgId;
 }

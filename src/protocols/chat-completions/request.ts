@@ -1,9 +1,8 @@
 // Chat-completions request building: the client's body, with the vendor's model name and, when
 // streaming, usage always requested (the gateway needs it to settle).
 
+import { isJsonContainer, type JsonObject } from '../../json-shapes.js';
 import { serialisedBody } from '../common/exchange.js';
-
-type JsonObject = Record<string, unknown>;
 
 export const CHAT_COMPLETIONS_PATH = '/v1/chat/completions';
 
@@ -20,10 +19,9 @@ export function buildChatCompletionsBody(
   // Object.assign, not a spread: see docs/decisions.md, 264.
   const upstream: JsonObject = Object.assign({}, body, { model: options.upstreamModel });
   if (options.stream) {
-    const clientOptions =
-      typeof body.stream_options === 'object' && body.stream_options !== null
-        ? (body.stream_options as JsonObject)
-        : {};
+    const clientOptions = isJsonContainer(body.stream_options)
+      ? (body.stream_options as JsonObject)
+      : {};
     upstream.stream_options = Object.assign({}, clientOptions, { include_usage: true });
   }
   return serialisedBody(upstream);

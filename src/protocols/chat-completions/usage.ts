@@ -1,5 +1,6 @@
 // Reads token usage from chat-completions answers.
 import { isTokenCount, type TokenUsage } from '../common/usage.js';
+import { isJsonContainer } from '../../json-shapes.js';
 
 /**
  * Usage from a chat.completion object or a usage chunk, if present and well-formed. The
@@ -8,19 +9,18 @@ import { isTokenCount, type TokenUsage } from '../common/usage.js';
  * decision 324; never more than the prompt, whatever a vendor sends). It writes at no premium.
  */
 export function readChatCompletionsUsage(payload: unknown): TokenUsage | undefined {
-  if (typeof payload !== 'object' || payload === null) return undefined;
+  if (!isJsonContainer(payload)) return undefined;
   const usage = (payload as { usage?: unknown }).usage;
-  if (typeof usage !== 'object' || usage === null) return undefined;
+  if (!isJsonContainer(usage)) return undefined;
   const {
     prompt_tokens: input,
     completion_tokens: output,
     prompt_tokens_details: details,
   } = usage as Record<string, unknown>;
   if (!isTokenCount(input) || !isTokenCount(output)) return undefined;
-  const cached =
-    typeof details === 'object' && details !== null
-      ? (details as { cached_tokens?: unknown }).cached_tokens
-      : undefined;
+  const cached = isJsonContainer(details)
+    ? (details as { cached_tokens?: unknown }).cached_tokens
+    : undefined;
   return {
     inputTokens: input,
     cacheWriteTokens: 0,

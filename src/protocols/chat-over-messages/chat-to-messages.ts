@@ -2,15 +2,13 @@
 // system prompts, multi-part content, tools, tool calls and tool results, stop sequences.
 // Parameters the messages protocol has no counterpart for are dropped without error.
 
-type JsonObject = Record<string, unknown>;
+import { isJsonObject, type JsonObject } from '../../json-shapes.js';
+
 type Block = JsonObject;
 interface Turn {
   role: 'user' | 'assistant';
   content: Block[];
 }
-
-const isObject = (value: unknown): value is JsonObject =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** Parameters with the same meaning on both protocols. */
 const SHARED_PARAMETERS = ['temperature', 'top_p', 'top_k'] as const;
@@ -19,7 +17,7 @@ function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
   return content
-    .map((part) => (isObject(part) && typeof part.text === 'string' ? part.text : ''))
+    .map((part) => (isJsonObject(part) && typeof part.text === 'string' ? part.text : ''))
     .join('');
 }
 
@@ -35,12 +33,12 @@ function contentBlocks(content: unknown): Block[] {
   if (!Array.isArray(content)) return [];
   const blocks: Block[] = [];
   for (const part of content) {
-    if (!isObject(part)) continue;
+    if (!isJsonObject(part)) continue;
     if (part.type === 'text' && typeof part.text === 'string')
       blocks.push({ type: 'text', text: part.text });
     else if (
       part.type === 'image_url' &&
-      isObject(part.image_url) &&
+      isJsonObject(part.image_url) &&
       typeof part.image_url.url === 'string'
     ) {
       blocks.push(imageBlock(part.image_url.url));
@@ -60,8 +58,8 @@ function parseArguments(text: unknown): unknown {
 
 function toolUseBlocks(toolCalls: unknown): Block[] {
   if (!Array.isArray(toolCalls)) return [];
-  return toolCalls.filter(isObject).map((call) => {
-    const fn = isObject(call.function) ? call.function : {};
+  return toolCalls.filter(isJsonObject).map((call) => {
+    const fn = isJsonObject(call.function) ? call.function : {};
     return {
       type: 'tool_use',
       id: String(call.id ?? ''),
@@ -83,7 +81,11 @@ function namedToolChoice(choice: unknown): JsonObject | undefined {
   if (choice === 'auto') return { type: 'auto' };
   if (choice === 'none') return { type: 'none' };
   if (choice === 'required') return { type: 'any' };
-  if (isObject(choice) && isObject(choice.function) && typeof choice.function.name === 'string') {
+  if (
+    isJsonObject(choice) &&
+    isJsonObject(choice.function) &&
+    typeof choice.function.name === 'string'
+  ) {
     return { type: 'tool', name: choice.function.name };
   }
   return undefined;
@@ -102,7 +104,7 @@ export function chatToMessagesBody(
 ): JsonObject {
   const system: string[] = [];
   const turns: Turn[] = [];
-  const messages = Array.isArray(body.messages) ? body.messages.filter(isObject) : [];
+  const messages = Array.isArray(body.messages) ? body.messages.filter(isJsonObject) : [];
   for (const message of messages) {
     switch (message.role) {
       case 'system':
@@ -140,13 +142,13 @@ export function chatToMessagesBody(
     typeof body.stop === 'string' ? [body.stop] : Array.isArray(body.stop) ? body.stop : undefined;
   if (stop && stop.length > 0) upstream.stop_sequences = stop;
   if (Array.isArray(body.tools) && body.tools.length > 0) {
-    upstream.tools = body.tools.filter(isObject).map((tool) => {
-      const fn = isObject(tool.function) ? tool.function : {};
+    upstream.tools = body.tools.filter(isJsonObject).map((tool) => {
+      const fn = isJsonObject(tool.function) ? tool.function : {};
       return Object.assign(
         { name: fn.name },
         fn.description !== undefined ? { description: fn.description } : {},
         {
-          input_schema: isObject(fn.parameters)
+          input_schema: isJsonObject(fn.parameters)
             ? fn.parameters
             : { type: 'object', properties: {} },
         },

@@ -10,8 +10,7 @@ import {
   readMessagesUsage,
   type MessagesStreamUsage,
 } from '../messages/usage.js';
-
-type JsonObject = Record<string, unknown>;
+import type { JsonObject } from '../../json-shapes.js';
 
 const FINISH_REASONS: Record<string, string> = {
   end_turn: 'stop',

@@ -1,5 +1,6 @@
 // The messages protocol's requests: path, headers, the protocol version header, and the cache
 // writes a body asks for.
+import { isJsonContainer } from '../../json-shapes.js';
 import type { PromptCacheWrite } from '../common/usage.js';
 
 export const MESSAGES_PATH = '/v1/messages';
@@ -28,22 +29,18 @@ export function messagesHeaders(
 export function promptCacheWrite(body: unknown): PromptCacheWrite {
   let found: PromptCacheWrite = 'none';
   // Only containers are queued: a body of millions of scalars costs a glance at each.
-  const pending: object[] = isContainer(body) ? [body] : [];
+  const pending: object[] = isJsonContainer(body) ? [body] : [];
   for (let value = pending.pop(); value !== undefined; value = pending.pop()) {
     const members: readonly unknown[] = Array.isArray(value) ? value : Object.values(value);
     if (!Array.isArray(value) && Object.hasOwn(value, 'cache_control')) {
       const control = (value as { cache_control?: unknown }).cache_control;
-      const ttl = isContainer(control) ? (control as { ttl?: unknown }).ttl : undefined;
+      const ttl = isJsonContainer(control) ? (control as { ttl?: unknown }).ttl : undefined;
       if (ttl !== undefined && ttl !== '5m') return 'write_1h';
       found = 'write';
     }
-    for (const member of members) if (isContainer(member)) pending.push(member);
+    for (const member of members) if (isJsonContainer(member)) pending.push(member);
   }
   return found;
-}
-
-function isContainer(value: unknown): value is object {
-  return typeof value === 'object' && value !== null;
 }
 
 /** Most searches one web search tool may allow through gw (its `max_uses`). */
@@ -63,7 +60,7 @@ export function serverToolCosts(
   let webSearches = 0;
   if (!Array.isArray(tools)) return { webSearches };
   for (const [index, tool] of tools.entries()) {
-    const type = isContainer(tool) ? (tool as { type?: unknown }).type : undefined;
+    const type = isJsonContainer(tool) ? (tool as { type?: unknown }).type : undefined;
     if (typeof type !== 'string') continue;
     if (type.startsWith('code_execution_')) {
       return {

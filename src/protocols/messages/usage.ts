@@ -1,6 +1,7 @@
 // Reads token usage from messages-protocol answers and stream events.
 import { EventRelay } from '../common/event-relay.js';
 import { isTokenCount, withOutput, type PromptTokens, type TokenUsage } from '../common/usage.js';
+import { isJsonContainer, isJsonObject } from '../../json-shapes.js';
 
 interface UsageShape {
   input_tokens?: unknown;
@@ -15,7 +16,7 @@ interface UsageShape {
 
 /** The count `field` of an object nested in a usage object, if it is one well-formed. */
 function nestedCount(parent: unknown, field: string): number | undefined {
-  if (typeof parent !== 'object' || parent === null) return undefined;
+  if (!isJsonContainer(parent)) return undefined;
   const count = (parent as Record<string, unknown>)[field];
   return isTokenCount(count) ? count : undefined;
 }
@@ -47,8 +48,8 @@ const isMalformed = (value: unknown): boolean => isNamed(value) && !isTokenCount
 /** Whether `parent`, an object the vendor may leave out, is named but its `field` unreadable. */
 function isMalformedNested(parent: unknown, field: string): boolean {
   if (!isNamed(parent)) return false;
-  if (typeof parent !== 'object' || Array.isArray(parent)) return true;
-  return isMalformed((parent as Record<string, unknown>)[field]);
+  if (!isJsonObject(parent)) return true;
+  return isMalformed(parent[field]);
 }
 
 /**
@@ -99,7 +100,7 @@ function promptTokens(usage: UsageShape): PromptTokens | undefined {
 
 /** Usage of a whole `message` object, if present and well-formed. */
 export function readMessagesUsage(payload: unknown): TokenUsage | undefined {
-  if (typeof payload !== 'object' || payload === null) return undefined;
+  if (!isJsonContainer(payload)) return undefined;
   const usage = (payload as { usage?: UsageShape }).usage;
   if (!usage || !isTokenCount(usage.output_tokens) || namesMalformedCount(usage)) return undefined;
   const prompt = promptTokens(usage);

@@ -16,6 +16,7 @@ import {
   type RouteResult,
 } from './declaration.js';
 import { parseFormBody } from './form-body.js';
+import { isJsonContainer } from '../../json-shapes.js';
 
 const STORED_BODY_CALLERS: ReadonlySet<CallerRequirement['kind']> = new Set([
   'none',
@@ -245,7 +246,7 @@ function unstorableText(
     const problem = textProblem(value);
     return problem ? { path, problem } : undefined;
   }
-  if (typeof value !== 'object' || value === null) return undefined;
+  if (!isJsonContainer(value)) return undefined;
   for (const [key, item] of Object.entries(value)) {
     const keyProblem = textProblem(key);
     if (keyProblem) return { path: `${path} key`, problem: keyProblem };
