@@ -38,10 +38,6 @@ const PROMPT_PARTS = [
 /** Whether a usage object names a count it may leave out (absent or null: not named). */
 const isNamed = (value: unknown): boolean => value !== undefined && value !== null;
 
-/** Whether a value is an object (not a list): what a usage object and its nested parts are. */
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
-
 /** Whether a count the vendor may leave out is named but unreadable. */
 const isMalformed = (value: unknown): boolean => isNamed(value) && !isTokenCount(value);
 
@@ -145,9 +141,9 @@ export class MessagesStreamUsage {
     if (event.type === 'content_block_start') {
       const block = event.content_block;
       if (block?.type === 'server_tool_use' && block.name === 'web_search') this.searchesSeen += 1;
-    } else if (event.type === 'message_start' && isObject(event.message?.usage)) {
+    } else if (event.type === 'message_start' && isJsonObject(event.message?.usage)) {
       this.observePrompt(event.message.usage);
-    } else if (event.type === 'message_delta' && isObject(event.usage)) {
+    } else if (event.type === 'message_delta' && isJsonObject(event.usage)) {
       const usage = event.usage;
       this.observeCount('output_tokens', usage.output_tokens, (count) => {
         this.outputTokens = count;
@@ -175,7 +171,7 @@ export class MessagesStreamUsage {
     keep: (count: number) => void,
   ): void {
     if (!isNamed(parent)) return;
-    if (!isObject(parent)) this.unreadable.add(part);
+    if (!isJsonObject(parent)) this.unreadable.add(part);
     else this.observeCount(part, parent[field], keep);
   }
 
