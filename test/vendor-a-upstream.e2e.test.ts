@@ -2,15 +2,27 @@
 // vendor (its key and version headers, no gateway fields), proof that a client abort
 // aborts the upstream request, with the input tokens the vendor reported billed, and that a
 // stream is settled and finished at the vendor's message_stop, not when its body ends.
-import { createServer, type IncomingMessage } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingHttpHeaders } from 'node:http';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
 import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
 import { ledgerRow } from './support/records.js';
-import { messagesEvent } from './support/messages-events.js';
+import {
+  messagesEvent,
+  messagesMessage,
+  messagesTextStream,
+  textBlockStart,
+  textDelta,
+} from './support/messages-events.js';
+import {
+  answerJson,
+  closeStub,
+  listenLocally,
+  openEventStream,
+  stubVendor,
+} from './support/stub-vendor.js';
 
 const { env, db } = isolatedContext('vendor-a-stub');
 let org: SeededOrg;
@@ -18,108 +30,64 @@ let gateway: GatewayProcess;
 const MODEL = 'vendor_a/claude-haiku-4-5';
 
 const STUB_KEY = 'stub-vendor-key-0123456789abcdef';
-let seen: { headers: IncomingMessage['headers']; body: Record<string, unknown> } | undefined;
+let seen: { headers: IncomingHttpHeaders; body: Record<string, unknown> } | undefined;
 let upstreamClosedEarly: Promise<boolean> = Promise.resolve(false);
 
-const stubMessage = {
-  id: 'msg_stub',
-  type: 'message',
-  role: 'assistant',
-  model: 'stub',
-  content: [] as unknown[],
-  stop_reason: null as string | null,
-  stop_sequence: null,
+const stubMessage = { id: 'msg_stub', model: 'stub' };
+/** The message message_start carries. */
+const startedMessage = messagesMessage({
+  ...stubMessage,
   usage: { input_tokens: 9, output_tokens: 1 },
-};
+});
 
 /** max_tokens that asks the stub for a complete stream whose HTTP body then lingers open. */
 const LINGER_MAX_TOKENS = 77;
 const LINGER_MS = 4000;
 
 /** vendor_a as a stub: records each request; answers JSON, or streams slowly without end. */
-const stub = createServer((request, response) => {
-  const chunks: Buffer[] = [];
-  request.on('data', (chunk: Buffer) => chunks.push(chunk));
-  request.on('end', () => {
-    const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
-    seen = { headers: request.headers, body };
-    if (body.stream !== true) {
-      response.writeHead(200, { 'content-type': 'application/json' });
-      response.end(
-        JSON.stringify({
-          ...stubMessage,
-          content: [{ type: 'text', text: 'fine' }],
-          stop_reason: 'stop_sequence',
-          usage: { input_tokens: 9, output_tokens: 2 },
-        }),
-      );
-      return;
-    }
-    response.writeHead(200, { 'content-type': 'text/event-stream' });
-    if (body.max_tokens === LINGER_MAX_TOKENS) {
-      response.write(
-        messagesEvent('message_start', { message: stubMessage }) +
-          messagesEvent('content_block_start', {
-            index: 0,
-            content_block: { type: 'text', text: '' },
-          }) +
-          messagesEvent('content_block_delta', {
-            index: 0,
-            delta: { type: 'text_delta', text: 'done' },
-          }) +
-          messagesEvent('content_block_stop', { index: 0 }) +
-          messagesEvent('message_delta', {
-            delta: { stop_reason: 'end_turn', stop_sequence: null },
-            usage: { output_tokens: 4 },
-          }) +
-          messagesEvent('message_stop', {}),
-      );
-      const timer = setTimeout(() => response.end(), LINGER_MS);
-      response.on('close', () => clearTimeout(timer));
-      return;
-    }
-    response.write(
-      messagesEvent('message_start', { message: stubMessage }) +
-        messagesEvent('content_block_start', {
-          index: 0,
-          content_block: { type: 'text', text: '' },
-        }),
-    );
-    // An endless slow stream: only a client abort (passed upstream) ends it.
-    const timer = setInterval(() => {
-      response.write(
-        messagesEvent('content_block_delta', {
-          index: 0,
-          delta: { type: 'text_delta', text: 'word ' },
-        }),
-      );
-    }, 40);
-    upstreamClosedEarly = new Promise((resolve) =>
-      response.on('close', () => {
-        clearInterval(timer);
-        resolve(!response.writableEnded);
+const stub = stubVendor((body, response, headers) => {
+  seen = { headers, body };
+  if (body.stream !== true) {
+    answerJson(
+      response,
+      messagesMessage({
+        ...stubMessage,
+        text: 'fine',
+        stopReason: 'stop_sequence',
+        usage: { input_tokens: 9, output_tokens: 2 },
       }),
     );
-  });
+    return;
+  }
+  openEventStream(response);
+  if (body.max_tokens === LINGER_MAX_TOKENS) {
+    response.write(messagesTextStream(startedMessage, 'done', { output_tokens: 4 }));
+    const timer = setTimeout(() => response.end(), LINGER_MS);
+    response.on('close', () => clearTimeout(timer));
+    return;
+  }
+  response.write(messagesEvent('message_start', { message: startedMessage }) + textBlockStart(0));
+  // An endless slow stream: only a client abort (passed upstream) ends it.
+  const timer = setInterval(() => response.write(textDelta(0, 'word ')), 40);
+  upstreamClosedEarly = new Promise((resolve) =>
+    response.on('close', () => {
+      clearInterval(timer);
+      resolve(!response.writableEnded);
+    }),
+  );
 });
 
 beforeAll(async () => {
-  await new Promise<void>((resolve) => stub.listen(0, '127.0.0.1', resolve));
-  const { port } = stub.address() as AddressInfo;
+  const vendorA = await listenLocally(stub);
   [org, gateway] = await Promise.all([
     seed(env),
-    startGateway({
-      ...env,
-      VENDOR_A_BASE_URL: `http://127.0.0.1:${port}`,
-      VENDOR_A_API_KEY: STUB_KEY,
-    }),
+    startGateway({ ...env, VENDOR_A_BASE_URL: vendorA, VENDOR_A_API_KEY: STUB_KEY }),
   ]);
 });
 
 afterAll(async () => {
   await gateway?.stop();
-  stub.closeAllConnections();
-  await new Promise((resolve) => stub.close(resolve));
+  await closeStub(stub);
 });
 
 describe('the gateway against a recording vendor_a stub', () => {

@@ -6,13 +6,18 @@
 // allowances and the wallet are bypassed while the system route's vendor account pays.
 // Each part is priced at its own rate (decision 324): vendor_a writes its cache at 1.25× the
 // input rate and reads it at 0.1×; vendor_b's cache is automatic and reads at 0.5×.
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
 import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
 import { ledgerRow } from './support/records.js';
-import { messagesEvent } from './support/messages-events.js';
+import {
+  answerJson,
+  answerMessagesText,
+  closeStub,
+  listenLocally,
+  openEventStream,
+  stubVendor,
+} from './support/stub-vendor.js';
 
 const { env, db } = isolatedContext('vendor-cache-usage');
 let org: SeededOrg;
@@ -30,63 +35,25 @@ const OUTPUT = 2;
 const MALFORMED_ASK = 'answer with malformed counts';
 
 /** vendor_a as it answers a prompt with a cache breakpoint: most of it cached. */
-const stub = createServer((request, response) => {
-  const chunks: Buffer[] = [];
-  request.on('data', (chunk: Buffer) => chunks.push(chunk));
-  request.on('end', () => {
-    const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
-    const malformed = JSON.stringify(body.messages).includes(MALFORMED_ASK);
-    const usage = {
-      input_tokens: UNCACHED,
-      cache_creation_input_tokens: CACHE_WRITTEN,
-      // A vendor that names a part it cannot be read from (decision 328).
-      cache_read_input_tokens: malformed ? String(CACHE_READ) : CACHE_READ,
-      cache_creation: {
-        ephemeral_5m_input_tokens: CACHE_WRITTEN - CACHE_WRITTEN_1H,
-        ephemeral_1h_input_tokens: CACHE_WRITTEN_1H,
-      },
-    };
-    const message = {
-      id: 'msg_cache',
-      type: 'message',
-      role: 'assistant',
-      model: 'claude-haiku-4-5',
-      content: [] as unknown[],
-      stop_reason: null as string | null,
-      stop_sequence: null,
-    };
-    if (body.stream !== true) {
-      response.writeHead(200, { 'content-type': 'application/json' });
-      response.end(
-        JSON.stringify({
-          ...message,
-          content: [{ type: 'text', text: 'ok' }],
-          stop_reason: 'end_turn',
-          usage: { ...usage, output_tokens: OUTPUT },
-        }),
-      );
-      return;
-    }
-    response.writeHead(200, { 'content-type': 'text/event-stream' });
-    response.end(
-      messagesEvent('message_start', {
-        message: { ...message, usage: { ...usage, output_tokens: 1 } },
-      }) +
-        messagesEvent('content_block_start', {
-          index: 0,
-          content_block: { type: 'text', text: '' },
-        }) +
-        messagesEvent('content_block_delta', {
-          index: 0,
-          delta: { type: 'text_delta', text: 'ok' },
-        }) +
-        messagesEvent('content_block_stop', { index: 0 }) +
-        messagesEvent('message_delta', {
-          delta: { stop_reason: 'end_turn', stop_sequence: null },
-          usage: { output_tokens: OUTPUT },
-        }) +
-        messagesEvent('message_stop', {}),
-    );
+const stub = stubVendor((body, response) => {
+  const malformed = JSON.stringify(body.messages).includes(MALFORMED_ASK);
+  const usage = {
+    input_tokens: UNCACHED,
+    cache_creation_input_tokens: CACHE_WRITTEN,
+    // A vendor that names a part it cannot be read from (decision 328).
+    cache_read_input_tokens: malformed ? String(CACHE_READ) : CACHE_READ,
+    cache_creation: {
+      ephemeral_5m_input_tokens: CACHE_WRITTEN - CACHE_WRITTEN_1H,
+      ephemeral_1h_input_tokens: CACHE_WRITTEN_1H,
+    },
+  };
+  answerMessagesText(body, response, {
+    id: 'msg_cache',
+    model: 'claude-haiku-4-5',
+    text: 'ok',
+    usage: { ...usage, output_tokens: OUTPUT },
+    startUsage: { ...usage, output_tokens: 1 },
+    finalUsage: { output_tokens: OUTPUT },
   });
 });
 
@@ -95,54 +62,39 @@ const CHAT_CACHED = 800;
 const CHAT_OUTPUT = 10;
 
 /** vendor_b as it answers a prompt whose start it served from its (automatic) cache. */
-const chatStub = createServer((request, response) => {
-  const chunks: Buffer[] = [];
-  request.on('data', (chunk: Buffer) => chunks.push(chunk));
-  request.on('end', () => {
-    const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
-    const usage = {
-      prompt_tokens: CHAT_PROMPT,
-      completion_tokens: CHAT_OUTPUT,
-      total_tokens: CHAT_PROMPT + CHAT_OUTPUT,
-      prompt_tokens_details: { cached_tokens: CHAT_CACHED },
-    };
-    const base = { id: 'chatcmpl-cache', created: 1, model: 'gpt-4o-mini' };
-    if (body.stream !== true) {
-      response.writeHead(200, { 'content-type': 'application/json' });
-      response.end(
-        JSON.stringify({
-          ...base,
-          object: 'chat.completion',
-          choices: [
-            { index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' },
-          ],
-          usage,
-        }),
-      );
-      return;
-    }
-    const chunk = (fields: Record<string, unknown>) =>
-      `data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', ...fields })}\n\n`;
-    response.writeHead(200, { 'content-type': 'text/event-stream' });
-    response.end(
-      chunk({
-        choices: [{ index: 0, delta: { content: 'ok' }, finish_reason: null }],
-        usage: null,
-      }) +
-        chunk({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage: null }) +
-        chunk({ choices: [], usage }) +
-        'data: [DONE]\n\n',
-    );
-  });
+const chatStub = stubVendor((body, response) => {
+  const usage = {
+    prompt_tokens: CHAT_PROMPT,
+    completion_tokens: CHAT_OUTPUT,
+    total_tokens: CHAT_PROMPT + CHAT_OUTPUT,
+    prompt_tokens_details: { cached_tokens: CHAT_CACHED },
+  };
+  const base = { id: 'chatcmpl-cache', created: 1, model: 'gpt-4o-mini' };
+  if (body.stream !== true) {
+    answerJson(response, {
+      ...base,
+      object: 'chat.completion',
+      choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
+      usage,
+    });
+    return;
+  }
+  const chunk = (fields: Record<string, unknown>) =>
+    `data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', ...fields })}\n\n`;
+  openEventStream(response);
+  response.end(
+    chunk({
+      choices: [{ index: 0, delta: { content: 'ok' }, finish_reason: null }],
+      usage: null,
+    }) +
+      chunk({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage: null }) +
+      chunk({ choices: [], usage }) +
+      'data: [DONE]\n\n',
+  );
 });
 
-const listen = async (server: typeof stub): Promise<string> => {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-};
-
 beforeAll(async () => {
-  const [vendorA, vendorB] = await Promise.all([listen(stub), listen(chatStub)]);
+  const [vendorA, vendorB] = await Promise.all([listenLocally(stub), listenLocally(chatStub)]);
   [org, gateway] = await Promise.all([
     seed(env),
     startGateway({
@@ -157,10 +109,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await gateway?.stop();
-  for (const server of [stub, chatStub]) {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  }
+  await Promise.all([stub, chatStub].map(closeStub));
 });
 
 const PROMPT_TOKENS = UNCACHED + CACHE_WRITTEN + CACHE_READ;

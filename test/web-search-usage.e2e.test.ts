@@ -1,13 +1,18 @@
 // vendor_a's web search server tool bills every search (0.01 each) on top of tokens. A search
 // is held for before the call (the tool's max_uses) and charged as the vendor reported it;
 // server tools gw cannot meter are refused before anything is held or sent (decision 327).
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
 import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
 import { ledgerRow } from './support/records.js';
-import { messagesEvent } from './support/messages-events.js';
+import { messagesEvent, messagesMessage } from './support/messages-events.js';
+import {
+  answerMessagesText,
+  closeStub,
+  listenLocally,
+  openEventStream,
+  stubVendor,
+} from './support/stub-vendor.js';
 
 const { env, db } = isolatedContext('web-search-usage');
 let org: SeededOrg;
@@ -21,85 +26,49 @@ let vendorCalls = 0;
 const CUT_SHORT = /"max_uses":7/;
 
 /** vendor_a answering after two searches: its usage names them beside the tokens. */
-const stub = createServer((request, response) => {
-  const chunks: Buffer[] = [];
-  request.on('data', (chunk: Buffer) => chunks.push(chunk));
-  request.on('end', () => {
-    vendorCalls += 1;
-    const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
-    const searched = Array.isArray(body.tools) && body.tools.length > 0 ? SEARCHES : 0;
-    const usage = { input_tokens: INPUT, server_tool_use: { web_search_requests: searched } };
-    const message = {
-      id: 'msg_search',
-      type: 'message',
-      role: 'assistant',
-      model: 'claude-haiku-4-5',
-      content: [] as unknown[],
-      stop_reason: null as string | null,
-      stop_sequence: null,
-    };
-    if (body.stream !== true) {
-      response.writeHead(200, { 'content-type': 'application/json' });
-      response.end(
-        JSON.stringify({
-          ...message,
-          content: [{ type: 'text', text: 'found it' }],
-          stop_reason: 'end_turn',
-          usage: { ...usage, output_tokens: OUTPUT },
-        }),
-      );
-      return;
-    }
-    response.writeHead(200, { 'content-type': 'text/event-stream' });
-    if (CUT_SHORT.test(JSON.stringify(body.tools))) {
-      // One search begun, then the connection drops: no message_delta, no report.
-      response.end(
-        messagesEvent('message_start', {
-          message: { ...message, usage: { input_tokens: INPUT, output_tokens: 1 } },
-        }) +
-          messagesEvent('content_block_start', {
-            index: 0,
-            content_block: {
-              type: 'server_tool_use',
-              id: 'srvtoolu_1',
-              name: 'web_search',
-              input: {},
-            },
-          }) +
-          messagesEvent('content_block_stop', { index: 0 }),
-      );
-      return;
-    }
+const stub = stubVendor((body, response) => {
+  vendorCalls += 1;
+  const searched = Array.isArray(body.tools) && body.tools.length > 0 ? SEARCHES : 0;
+  const usage = { input_tokens: INPUT, server_tool_use: { web_search_requests: searched } };
+  const message = { id: 'msg_search', model: 'claude-haiku-4-5' };
+  const startUsage = { input_tokens: INPUT, output_tokens: 1 };
+  if (body.stream === true && CUT_SHORT.test(JSON.stringify(body.tools))) {
+    // One search begun, then the connection drops: no message_delta, no report.
+    openEventStream(response);
     response.end(
       messagesEvent('message_start', {
-        message: { ...message, usage: { input_tokens: INPUT, output_tokens: 1 } },
+        message: messagesMessage({ ...message, usage: startUsage }),
       }) +
         messagesEvent('content_block_start', {
           index: 0,
-          content_block: { type: 'text', text: '' },
+          content_block: {
+            type: 'server_tool_use',
+            id: 'srvtoolu_1',
+            name: 'web_search',
+            input: {},
+          },
         }) +
-        messagesEvent('content_block_delta', {
-          index: 0,
-          delta: { type: 'text_delta', text: 'found it' },
-        }) +
-        messagesEvent('content_block_stop', { index: 0 }) +
-        messagesEvent('message_delta', {
-          delta: { stop_reason: 'end_turn', stop_sequence: null },
-          usage: { ...usage, output_tokens: OUTPUT },
-        }) +
-        messagesEvent('message_stop', {}),
+        messagesEvent('content_block_stop', { index: 0 }),
     );
+    return;
+  }
+  const finalUsage = { ...usage, output_tokens: OUTPUT };
+  answerMessagesText(body, response, {
+    ...message,
+    text: 'found it',
+    usage: finalUsage,
+    startUsage,
+    finalUsage,
   });
 });
 
 beforeAll(async () => {
-  await new Promise<void>((resolve) => stub.listen(0, '127.0.0.1', resolve));
-  const { port } = stub.address() as AddressInfo;
+  const vendorA = await listenLocally(stub);
   [org, gateway] = await Promise.all([
     seed(env),
     startGateway({
       ...env,
-      VENDOR_A_BASE_URL: `http://127.0.0.1:${port}`,
+      VENDOR_A_BASE_URL: vendorA,
       VENDOR_A_API_KEY: 'stub-vendor-key-0123456789abcdef',
     }),
   ]);
@@ -107,8 +76,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await gateway?.stop();
-  stub.closeAllConnections();
-  await new Promise((resolve) => stub.close(resolve));
+  await closeStub(stub);
 });
 
 const ask = (body: Record<string, unknown>): Promise<Response> =>
