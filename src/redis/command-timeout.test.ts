@@ -69,23 +69,34 @@ afterAll(async () => {
   await new Promise((resolve) => silent.close(resolve));
 });
 
+/** A client of the silent Redis (no command of it is ever answered), its errors ignored. */
+function silentClient(): Redis {
+  const client = new Redis({
+    port: silentPort,
+    host: '127.0.0.1',
+    commandTimeout: BOUND_MS,
+    enableReadyCheck: false,
+    maxRetriesPerRequest: 2,
+  });
+  client.on('error', () => undefined);
+  return client;
+}
+
+/** A GET on `client`: the error it failed with (undefined if answered) and how long it took. */
+async function timedFailure(client: Redis): Promise<{ error: unknown; waitedMs: number }> {
+  const startedAt = Date.now();
+  const error = await client.get('some-key').then(
+    () => undefined,
+    (failure: unknown) => failure,
+  );
+  return { error, waitedMs: Date.now() - startedAt };
+}
+
 describe('REDIS_TIMEOUT_MS (stall-tolerant command time-out)', () => {
   it('gives up on a command Redis never answers, after the bound, as a dependency unavailable', async () => {
-    const hung = new Redis({
-      port: silentPort,
-      host: '127.0.0.1',
-      commandTimeout: BOUND_MS,
-      enableReadyCheck: false,
-      maxRetriesPerRequest: 2,
-    });
-    hung.on('error', () => undefined);
+    const hung = silentClient();
     try {
-      const startedAt = Date.now();
-      const error = await hung.get('some-key').then(
-        () => undefined,
-        (failure: unknown) => failure,
-      );
-      const waitedMs = Date.now() - startedAt;
+      const { error, waitedMs } = await timedFailure(hung);
       expect((error as Error).message).toBe(COMMAND_TIMED_OUT);
       expect(isCommandTimeout(error)).toBe(true);
       expect(isDependencyUnavailable(error)).toBe(true); // 503 gw_unavailable, not a 500
@@ -97,22 +108,10 @@ describe('REDIS_TIMEOUT_MS (stall-tolerant command time-out)', () => {
   });
 
   it('still gives up on a silent Redis when every turn of the loop is long, past six bounds', async () => {
-    const hung = new Redis({
-      port: silentPort,
-      host: '127.0.0.1',
-      commandTimeout: BOUND_MS,
-      enableReadyCheck: false,
-      maxRetriesPerRequest: 2,
-    });
-    hung.on('error', () => undefined);
+    const hung = silentClient();
     const busy = setInterval(() => stallLoop(300), 0); // every turn takes 300 ms
     try {
-      const startedAt = Date.now();
-      const error = await hung.get('some-key').then(
-        () => undefined,
-        (failure: unknown) => failure,
-      );
-      const waitedMs = Date.now() - startedAt;
+      const { error, waitedMs } = await timedFailure(hung);
       expect(isCommandTimeout(error)).toBe(true);
       expect(waitedMs).toBeGreaterThanOrEqual(BOUND_MS * 6 - 5);
       expect(waitedMs).toBeLessThan(BOUND_MS * 6 + 1_500);
