@@ -26,6 +26,10 @@ interface UsageRow {
   input_tokens: number;
   output_tokens: number;
   total_tokens: number;
+  cache_write_tokens: number;
+  cache_write_1h_tokens: number;
+  cache_read_tokens: number;
+  web_search_requests: number;
   cost: string;
   wallet_cost: string;
 }
@@ -87,12 +91,20 @@ async function ledgerUsage(
     input_tokens: number;
     output_tokens: number;
     total_tokens: number;
+    cache_write_tokens: number;
+    cache_write_1h_tokens: number;
+    cache_read_tokens: number;
+    web_search_requests: number;
     sell_cost: string;
     wallet_cost: string;
   }>(
     `SELECT ${groupColumn} AS key, currency, count(*)::int AS requests,
             sum(input_tokens)::int AS input_tokens, sum(output_tokens)::int AS output_tokens,
-            sum(total_tokens)::int AS total_tokens, sum(sell_cost)::text AS sell_cost,
+            sum(total_tokens)::int AS total_tokens,
+            sum(cache_write_tokens)::int AS cache_write_tokens,
+            sum(cache_write_1h_tokens)::int AS cache_write_1h_tokens,
+            sum(cache_read_tokens)::int AS cache_read_tokens,
+            sum(web_search_requests)::int AS web_search_requests, sum(sell_cost)::text AS sell_cost,
             sum(wallet_cost)::text AS wallet_cost
        FROM usage_records
       WHERE org_id = $1 AND created_at >= $2::date AND created_at < $3::date
@@ -123,6 +135,11 @@ describe('usage for plots', () => {
         model: 'vendor_a/claude-x',
         appConnectionId: tenant.app_connection_id,
         walletCostNano: 7n,
+        inputTokens: 10,
+        cacheWriteTokens: 6,
+        cacheWrite1hTokens: 2,
+        cacheReadTokens: 3,
+        webSearchRequests: 2,
       }),
       usageRecord(tenant.org_id, 3n, {
         createdAt: new Date(now - 3 * DAY_MS),
@@ -130,6 +147,8 @@ describe('usage for plots', () => {
         appConnectionId: 'conn_other',
         inputTokens: 1000,
         outputTokens: 1,
+        cacheReadTokens: 900,
+        webSearchRequests: 1,
       }),
       usageRecord(tenant.org_id, 999_999_999_999n, { createdAt: new Date(now - 40 * DAY_MS) }),
     ]);
@@ -162,6 +181,10 @@ describe('usage for plots', () => {
     expect(byModel.body.data.find((row) => row.key === 'vendor_a/claude-x')).toMatchObject({
       requests: 2,
       input_tokens: 1010,
+      cache_write_tokens: 6,
+      cache_write_1h_tokens: 2,
+      cache_read_tokens: 903,
+      web_search_requests: 3,
       cost: '1.234567894000',
       wallet_cost: '0.000000007000',
     });
@@ -182,10 +205,16 @@ describe('usage for plots', () => {
 
   it('counts a replayed usage entry once, also when it comes back in a batch with new rows', async () => {
     const model = `vendor_b/replay-${Date.now()}`;
-    const first = usageRecord(tenant.org_id, 500n, { model });
+    const first = usageRecord(tenant.org_id, 500n, {
+      model,
+      cacheWriteTokens: 4,
+      cacheWrite1hTokens: 4,
+      cacheReadTokens: 5,
+      webSearchRequests: 7,
+    });
     await sink.write([first]);
     await sink.write([first]);
-    await sink.write([first, usageRecord(tenant.org_id, 20n, { model })]);
+    await sink.write([first, usageRecord(tenant.org_id, 20n, { model, cacheReadTokens: 1 })]);
     const viewer = await signedIn(emails.viewer);
     const answer = await viewer.get<Usage>(
       `/dashboard/api/orgs/${tenant.org_id}/usage?group_by=model`,
@@ -197,6 +226,10 @@ describe('usage for plots', () => {
       input_tokens: 20,
       output_tokens: 10,
       total_tokens: 30,
+      cache_write_tokens: 4,
+      cache_write_1h_tokens: 4,
+      cache_read_tokens: 6,
+      web_search_requests: 7,
       cost: '0.000000520000',
       wallet_cost: '0.000000000000',
     });

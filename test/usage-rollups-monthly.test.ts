@@ -53,6 +53,10 @@ beforeAll(async () => {
         currency: n % 13 === 0 ? 'EUR' : 'USD',
         inputTokens: n % 97,
         outputTokens: n % 31,
+        cacheWriteTokens: n % 29,
+        cacheWrite1hTokens: n % 7,
+        cacheReadTokens: n % 37,
+        webSearchRequests: n % 3,
         walletCostNano: cost / 3n,
       }),
     );
@@ -67,8 +71,12 @@ async function fromDailyRows(from: Date, to: Date, limit: number) {
   const { rows } = await db.query<RollupSumsText & { key: string | null; currency: string }>(
     `SELECT NULLIF(product_user_id, '') AS key, currency, sum(requests)::text AS requests,
             sum(input_tokens)::text AS input_tokens, sum(output_tokens)::text AS output_tokens,
-            sum(total_tokens)::text AS total_tokens, sum(sell_cost_nano)::text AS sell_cost,
-            sum(wallet_cost_nano)::text AS wallet_cost
+            sum(total_tokens)::text AS total_tokens,
+            sum(cache_write_tokens)::text AS cache_write_tokens,
+            sum(cache_write_1h_tokens)::text AS cache_write_1h_tokens,
+            sum(cache_read_tokens)::text AS cache_read_tokens,
+            sum(web_search_requests)::text AS web_search_requests,
+            sum(sell_cost_nano)::text AS sell_cost, sum(wallet_cost_nano)::text AS wallet_cost
        FROM usage_rollups_daily_product_users
       WHERE org_id = $1 AND day >= $2::date AND day < $3::date
       GROUP BY 1, 2 ORDER BY sum(sell_cost_nano) DESC, 1 NULLS LAST, 2 LIMIT $4`,

@@ -64,7 +64,9 @@ async function totalsAgainstRows(pool: DbPool, orgId: string) {
 /** The monthly product-user rollup against the daily rows summed per month. */
 async function monthlyAgainstDaily(pool: DbPool, orgId: string) {
   const sums = `sum(requests) || ' ' || sum(input_tokens) || ' ' || sum(output_tokens) || ' ' ||
-                sum(total_tokens) || ' ' || sum(sell_cost_nano) || ' ' || sum(wallet_cost_nano)`;
+                sum(total_tokens) || ' ' || sum(sell_cost_nano) || ' ' || sum(wallet_cost_nano) ||
+                ' ' || sum(cache_write_tokens) || ' ' || sum(cache_write_1h_tokens) || ' ' ||
+                sum(cache_read_tokens) || ' ' || sum(web_search_requests)`;
   const { rows } = await pool.query<{ key: string; monthly: string | null; daily: string | null }>(
     `SELECT COALESCE(m.key, d.key) AS key, m.sums AS monthly, d.sums AS daily
        FROM (SELECT month || product_user_id || currency AS key, ${sums} AS sums
@@ -92,6 +94,10 @@ const costly = (orgId: string, walletCostNano: bigint, at: string, user: string 
     createdAt: new Date(at),
     walletCostNano,
     productUserId: user,
+    cacheWriteTokens: 3,
+    cacheWrite1hTokens: 1,
+    cacheReadTokens: Number(walletCostNano % 5n),
+    webSearchRequests: 2,
   });
 
 describe("a wallet's ledger balance from the running totals", () => {
@@ -192,14 +198,14 @@ describe("a wallet's ledger balance from the running totals", () => {
   });
 });
 
-describe('migrations 041 and 042', () => {
+describe('migrations 041, 042 and 051', () => {
   it('build the running totals from the usage already recorded', async () => {
     const url = `${TEST_DATABASE_URL}_migrations`;
     await ensureDatabase(url);
     const fresh = createDbPool(url, 2);
     try {
       await migrate(fresh);
-      // The rows, then the two migrations undone and applied again: as on a ledger that
+      // The rows, then the three migrations undone and applied again: as on a ledger that
       // had them before the migrations came.
       const orgId = await createOrganization(fresh, 'before 041');
       const records = [
@@ -211,13 +217,21 @@ describe('migrations 041 and 042', () => {
       await fresh.query(
         `DROP TABLE usage_wallet_totals, usage_rollups_monthly_product_users;
          DROP FUNCTION gw_rebuild_usage_wallet_totals(), gw_rebuild_usage_rollups_monthly_product_users(),
-           gw_lock_usage_wallet_totals();
+           gw_lock_usage_wallet_totals(), gw_rebuild_usage_rollups_cache_parts();
+         ALTER TABLE usage_rollups_daily DROP COLUMN cache_write_tokens,
+           DROP COLUMN cache_write_1h_tokens, DROP COLUMN cache_read_tokens,
+           DROP COLUMN web_search_requests;
+         ALTER TABLE usage_rollups_daily_product_users DROP COLUMN cache_write_tokens,
+           DROP COLUMN cache_write_1h_tokens, DROP COLUMN cache_read_tokens,
+           DROP COLUMN web_search_requests;
          DELETE FROM schema_migrations
-          WHERE name IN ('041_usage_wallet_totals.sql', '042_usage_rollups_monthly_product_users.sql')`,
+          WHERE name IN ('041_usage_wallet_totals.sql', '042_usage_rollups_monthly_product_users.sql',
+                         '051_usage_rollups_cache_parts.sql')`,
       );
       expect(await migrate(fresh)).toEqual([
         '041_usage_wallet_totals.sql',
         '042_usage_rollups_monthly_product_users.sql',
+        '051_usage_rollups_cache_parts.sql',
       ]);
       const { rows } = await fresh.query<{ month: string; records: string; wallet_cost: string }>(
         `SELECT to_char(month, 'YYYY-MM') AS month, records::text, wallet_cost::text

@@ -53,7 +53,13 @@ export async function orgOverview(
   // The month is whole: its product users are read from their monthly rollup.
   const users = productUserRollupSource(orgId, { from: period.start, to: period.end }, 3, now);
   const [totals, models, topUsers, cap, wallet, counts] = await Promise.all([
-    db.query<RollupSumsText>(
+    // The overview's tokens are input, output and total; the usage page splits the prompt.
+    db.query<
+      Pick<
+        RollupSumsText,
+        'requests' | 'input_tokens' | 'output_tokens' | 'total_tokens' | 'sell_cost' | 'wallet_cost'
+      >
+    >(
       `SELECT COALESCE(sum(requests), 0)::text AS requests,
               COALESCE(sum(input_tokens), 0)::text AS input_tokens,
               COALESCE(sum(output_tokens), 0)::text AS output_tokens,

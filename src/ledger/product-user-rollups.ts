@@ -39,6 +39,10 @@ const SUMMED = [
   'total_tokens',
   'sell_cost_nano',
   'wallet_cost_nano',
+  'cache_write_tokens',
+  'cache_write_1h_tokens',
+  'cache_read_tokens',
+  'web_search_requests',
 ];
 
 /** Days of [from, to) that can hold usage at `now` (none after today). */
@@ -82,7 +86,7 @@ export const PRODUCT_USER_HAVING = 'HAVING sum(requests) > 0';
 /**
  * A FROM item of the organization's product-user rollup rows over the range: columns
  * product_user_id ('' for none), currency, requests, input_tokens, output_tokens, total_tokens,
- * sell_cost_nano, wallet_cost_nano. Summed per group (with PRODUCT_USER_HAVING), they are the
+ * sell_cost_nano, wallet_cost_nano, the cache parts and web_search_requests. Summed per group (with PRODUCT_USER_HAVING), they are the
  * daily table's sums over [from, to). Its parameters are numbered from `firstParam`. One branch
  * per part of the plan, each with its own bounds, so each is an index range scan (a join on a
  * list of intervals is planned as a scan of the whole daily table).

@@ -9,19 +9,27 @@ import { PRODUCT_USER_HAVING, productUserRollupSource } from './product-user-rol
 
 /** The columns the usage_records INSERT must return for the rollups (see withRollups). */
 export const ROLLUP_RETURNING =
-  'RETURNING org_id, created_at, model, app_connection_id, product_user_id, currency, input_tokens, output_tokens, total_tokens, sell_cost, wallet_cost';
+  'RETURNING org_id, created_at, model, app_connection_id, product_user_id, currency, input_tokens, output_tokens, total_tokens, sell_cost, wallet_cost, cache_write_tokens, cache_write_1h_tokens, cache_read_tokens, web_search_requests';
 
 // Costs are kept in nano-units (bigint): summing them is exact and much faster than numeric.
+// The prompt's cache parts and the web searches (migration 051) are summed like the tokens.
 const SUMS = `count(*), sum(input_tokens), sum(output_tokens), sum(total_tokens),
-  sum((sell_cost * 1000000000)::bigint), sum((wallet_cost * 1000000000)::bigint)`;
-const SUM_COLUMNS =
-  'requests, input_tokens, output_tokens, total_tokens, sell_cost_nano, wallet_cost_nano';
+  sum((sell_cost * 1000000000)::bigint), sum((wallet_cost * 1000000000)::bigint),
+  sum(cache_write_tokens), sum(cache_write_1h_tokens), sum(cache_read_tokens),
+  sum(web_search_requests)`;
+const SUM_COLUMNS = `requests, input_tokens, output_tokens, total_tokens, sell_cost_nano,
+  wallet_cost_nano, cache_write_tokens, cache_write_1h_tokens, cache_read_tokens,
+  web_search_requests`;
 const ADD_EXCLUDED = `requests = r.requests + EXCLUDED.requests,
   input_tokens = r.input_tokens + EXCLUDED.input_tokens,
   output_tokens = r.output_tokens + EXCLUDED.output_tokens,
   total_tokens = r.total_tokens + EXCLUDED.total_tokens,
   sell_cost_nano = r.sell_cost_nano + EXCLUDED.sell_cost_nano,
-  wallet_cost_nano = r.wallet_cost_nano + EXCLUDED.wallet_cost_nano`;
+  wallet_cost_nano = r.wallet_cost_nano + EXCLUDED.wallet_cost_nano,
+  cache_write_tokens = r.cache_write_tokens + EXCLUDED.cache_write_tokens,
+  cache_write_1h_tokens = r.cache_write_1h_tokens + EXCLUDED.cache_write_1h_tokens,
+  cache_read_tokens = r.cache_read_tokens + EXCLUDED.cache_read_tokens,
+  web_search_requests = r.web_search_requests + EXCLUDED.web_search_requests`;
 const UTC_DAY = "(created_at AT TIME ZONE 'UTC')::date";
 const UTC_MONTH = "date_trunc('month', created_at AT TIME ZONE 'UTC')::date";
 
@@ -129,6 +137,12 @@ export interface UsageRollupRow {
   readonly input_tokens: number;
   readonly output_tokens: number;
   readonly total_tokens: number;
+  /** Of input_tokens, those the prompt cache wrote (all of them), wrote for an hour, and read. */
+  readonly cache_write_tokens: number;
+  readonly cache_write_1h_tokens: number;
+  readonly cache_read_tokens: number;
+  /** The searches the vendor's web search tool made. */
+  readonly web_search_requests: number;
   /** What the requests cost against caps and allowances (sell price), 12-digit string. */
   readonly cost: string;
   /** What was taken from the organization's wallet, 12-digit string. */
@@ -141,6 +155,10 @@ export interface RollupSumsText {
   input_tokens: string;
   output_tokens: string;
   total_tokens: string;
+  cache_write_tokens: string;
+  cache_write_1h_tokens: string;
+  cache_read_tokens: string;
+  web_search_requests: string;
   sell_cost: string;
   wallet_cost: string;
 }
@@ -155,7 +173,12 @@ export async function readUsageRollups(
   const { rows } = await db.query<RollupSumsText & { key: string | null; currency: string }>(
     `SELECT ${column} AS key, currency, sum(requests)::text AS requests,
             sum(input_tokens)::text AS input_tokens, sum(output_tokens)::text AS output_tokens,
-            sum(total_tokens)::text AS total_tokens, sum(sell_cost_nano)::text AS sell_cost,
+            sum(total_tokens)::text AS total_tokens,
+            sum(cache_write_tokens)::text AS cache_write_tokens,
+            sum(cache_write_1h_tokens)::text AS cache_write_1h_tokens,
+            sum(cache_read_tokens)::text AS cache_read_tokens,
+            sum(web_search_requests)::text AS web_search_requests,
+            sum(sell_cost_nano)::text AS sell_cost,
             sum(wallet_cost_nano)::text AS wallet_cost
        FROM ${source.sql}
       GROUP BY 1, 2 ${source.having}
@@ -177,6 +200,10 @@ export function usageRollupRow(
     input_tokens: Number(row.input_tokens),
     output_tokens: Number(row.output_tokens),
     total_tokens: Number(row.total_tokens),
+    cache_write_tokens: Number(row.cache_write_tokens),
+    cache_write_1h_tokens: Number(row.cache_write_1h_tokens),
+    cache_read_tokens: Number(row.cache_read_tokens),
+    web_search_requests: Number(row.web_search_requests),
     cost: formatNano(BigInt(row.sell_cost)),
     wallet_cost: formatNano(BigInt(row.wallet_cost)),
   };
@@ -189,8 +216,9 @@ export interface RebuiltTotals {
 }
 
 /**
- * Computes the wallets' running totals again from usage_records, and the monthly product-user
- * rollup from the daily one (the functions migrations 041 and 042 built them with), in one
+ * Computes the wallets' running totals again from usage_records, the monthly product-user
+ * rollup from the daily one, and the rollups' cache parts and searches from the records that
+ * have any (the functions migrations 041, 042 and 051 built them with), in one
  * transaction that holds the ledger's writes meanwhile: for rows something other than this
  * version's writer put there (an instance of an older version still running during a rollout).
  */
@@ -198,6 +226,7 @@ export async function rebuildRunningTotals(db: DbPool): Promise<RebuiltTotals> {
   return withTransaction(db, async (client) => {
     await client.query('SELECT gw_rebuild_usage_wallet_totals()');
     await client.query('SELECT gw_rebuild_usage_rollups_monthly_product_users()');
+    await client.query('SELECT gw_rebuild_usage_rollups_cache_parts()');
     const { rows } = await client.query<{ wallets: string; users: string }>(
       `SELECT (SELECT count(*) FROM usage_wallet_totals)::text AS wallets,
               (SELECT count(*) FROM usage_rollups_monthly_product_users)::text AS users`,

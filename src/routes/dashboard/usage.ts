@@ -1,6 +1,6 @@
 // GET /dashboard/api/orgs/{org_id}/usage?group_by=day|model|connection|product_user&from&to:
-// the organization's requests, tokens and cost per group, for the dashboard's plots (any
-// member). Read from the rollups the usage writer keeps (product users: whole months from the
+// the organization's requests, tokens (and of the prompt, what the cache read and wrote), web
+// searches and cost per group, for the dashboard's plots (any member). Read from the rollups the usage writer keeps (product users: whole months from the
 // monthly one, src/ledger/product-user-rollups.ts), never a scan of the ledger.
 import { z } from 'zod';
 import type { DbPool } from '../../db/pool.js';
@@ -38,6 +38,14 @@ const usageSchema = z.object({
       input_tokens: z.number(),
       output_tokens: z.number(),
       total_tokens: z.number(),
+      cache_write_tokens: z
+        .number()
+        .describe('of input_tokens, those the prompt cache wrote (five-minute and one-hour)'),
+      cache_write_1h_tokens: z
+        .number()
+        .describe('of cache_write_tokens, those written to be kept an hour'),
+      cache_read_tokens: z.number().describe('of input_tokens, those read from the prompt cache'),
+      web_search_requests: z.number().describe("searches the vendor's web search tool made"),
       cost: money,
       wallet_cost: money,
     }),
