@@ -12,7 +12,7 @@ import {
   sumDecimals,
 } from '../web/dashboard/src/money.js';
 import type { UsageRow } from '../web/dashboard/src/types.js';
-import { daysBetween, summarize, usageCsv } from '../web/dashboard/src/usage-data.js';
+import { cacheNote, daysBetween, summarize, usageCsv } from '../web/dashboard/src/usage-data.js';
 
 describe('dashboard money', () => {
   it('adds decimal strings exactly, where floats would not', () => {
@@ -80,6 +80,10 @@ describe('dashboard money', () => {
       input_tokens: 3,
       output_tokens: 4,
       total_tokens: 7,
+      cache_write_tokens: 1,
+      cache_write_1h_tokens: 1,
+      cache_read_tokens: 2,
+      web_search_requests: 5,
       cost,
       wallet_cost: '0.000000000001',
     });
@@ -93,6 +97,10 @@ describe('dashboard money', () => {
       requests: 6,
       inputTokens: 9,
       outputTokens: 12,
+      cacheWriteTokens: 3,
+      cacheWrite1hTokens: 3,
+      cacheReadTokens: 6,
+      webSearchRequests: 15,
       costs: [
         { currency: 'EUR', cost: '5.000000000000', walletCost: '0.000000000001' },
         { currency: 'USD', cost: '0.300000000000', walletCost: '0.000000000002' },
@@ -109,6 +117,10 @@ describe('dashboard money', () => {
         input_tokens: 10,
         output_tokens: 5,
         total_tokens: 15,
+        cache_write_tokens: 4,
+        cache_write_1h_tokens: 1,
+        cache_read_tokens: 3,
+        web_search_requests: 2,
         cost: '0.000001230000',
         wallet_cost: '0.000000000000',
       },
@@ -119,17 +131,29 @@ describe('dashboard money', () => {
         input_tokens: 0,
         output_tokens: 0,
         total_tokens: 0,
+        cache_write_tokens: 0,
+        cache_write_1h_tokens: 0,
+        cache_read_tokens: 0,
+        web_search_requests: 0,
         cost: '0.000000000000',
         wallet_cost: '0.000000000000',
       },
     ];
     const label = (key: string | null) => (key ? 'Shop, "EU" › Web' : '(none)');
     expect(usageCsv('connection', rows, label).split('\r\n')).toEqual([
-      'connection,label,currency,requests,input_tokens,output_tokens,total_tokens,cost,wallet_cost',
-      'conn_1,"Shop, ""EU"" › Web",USD,1,10,5,15,0.000001230000,0.000000000000',
-      ',(none),USD,2,0,0,0,0.000000000000,0.000000000000',
+      'connection,label,currency,requests,input_tokens,output_tokens,total_tokens,' +
+        'cache_write_tokens,cache_write_1h_tokens,cache_read_tokens,web_search_requests,cost,wallet_cost',
+      'conn_1,"Shop, ""EU"" › Web",USD,1,10,5,15,4,1,3,2,0.000001230000,0.000000000000',
+      ',(none),USD,2,0,0,0,0,0,0,0,0.000000000000,0.000000000000',
       '',
     ]);
+    expect(cacheNote({ read: 1234, write: 0, write1h: 0 })).toEqual([['1,234 cache read']]);
+    expect(cacheNote({ read: 0, write: 5, write1h: 0 })).toEqual([['5 cache write']]);
+    expect(cacheNote({ read: 2, write: 5, write1h: 5 })).toEqual([
+      ['2 cache read'],
+      ['5 cache write', '(5 for 1 h)'],
+    ]);
+    expect(cacheNote({ read: 0, write: 0, write1h: 0 })).toEqual([]);
     expect(daysBetween('2024-02-27', '2024-03-02')).toEqual([
       '2024-02-27',
       '2024-02-28',

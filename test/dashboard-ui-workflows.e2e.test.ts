@@ -230,12 +230,14 @@ describe('running an organization from the dashboard', () => {
       .trim()
       .split('\r\n');
     expect(csv[0]).toBe(
-      'product_user,label,currency,requests,input_tokens,output_tokens,total_tokens,cost,wallet_cost',
+      'product_user,label,currency,requests,input_tokens,output_tokens,total_tokens,' +
+        'cache_write_tokens,cache_write_1h_tokens,cache_read_tokens,web_search_requests,cost,wallet_cost',
     );
     const { rows: expected } = await db.query<{ line: string }>(
       `SELECT concat_ws(',', u.id, u.external_user_id, trim(r.currency), count(*),
                 sum(r.input_tokens), sum(r.output_tokens), sum(r.total_tokens),
-                to_char(sum(r.sell_cost), 'FM0.000000000000'),
+                sum(r.cache_write_tokens), sum(r.cache_write_1h_tokens), sum(r.cache_read_tokens),
+                sum(r.web_search_requests), to_char(sum(r.sell_cost), 'FM0.000000000000'),
                 to_char(sum(r.wallet_cost), 'FM0.000000000000')) AS line
          FROM usage_records r JOIN product_users u ON u.id = r.product_user_id
         WHERE r.org_id = $1 GROUP BY u.id, u.external_user_id, r.currency`,

@@ -11,8 +11,9 @@ export const usageHelp = `gw usage prune --before YYYY-MM [--apply]
   change; the dashboard's rollups stay. The current and previous months are kept.
 gw usage rebuild-totals
   computes the wallets' running totals (what usage took, per org and month) again from
-  usage_records, and the monthly product-user rollup from the daily one, holding the ledger's
-  writes meanwhile; run it once a rollout past migration 041 has no older instance left.`;
+  usage_records, the monthly product-user rollup from the daily one, and the rollups' prompt
+  cache parts and web searches from the records that have any, holding the ledger's writes
+  meanwhile; run it once a rollout past migration 041 (or 051) has no older instance left.`;
 
 export async function usageCommand(context: CliContext, argv: string[]): Promise<void> {
   const [action, ...rest] = argv;

@@ -140,6 +140,11 @@ export interface UsageRow {
   readonly input_tokens: number;
   readonly output_tokens: number;
   readonly total_tokens: number;
+  /** Of input_tokens: written to the prompt cache (of them kept an hour), read from it. */
+  readonly cache_write_tokens: number;
+  readonly cache_write_1h_tokens: number;
+  readonly cache_read_tokens: number;
+  readonly web_search_requests: number;
   readonly cost: string;
   readonly wallet_cost: string;
 }

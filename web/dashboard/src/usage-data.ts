@@ -12,6 +12,11 @@ export interface UsageSummary {
   readonly requests: number;
   readonly inputTokens: number;
   readonly outputTokens: number;
+  /** Parts of inputTokens: written to the prompt cache (of them for an hour), read from it. */
+  readonly cacheWriteTokens: number;
+  readonly cacheWrite1hTokens: number;
+  readonly cacheReadTokens: number;
+  readonly webSearchRequests: number;
   /** One entry per currency, the most spent first. */
   readonly costs: CurrencyTotal[];
 }
@@ -32,6 +37,10 @@ export function summarize(rows: readonly UsageRow[]): UsageSummary {
     requests: rows.reduce((sum, row) => sum + row.requests, 0),
     inputTokens: rows.reduce((sum, row) => sum + row.input_tokens, 0),
     outputTokens: rows.reduce((sum, row) => sum + row.output_tokens, 0),
+    cacheWriteTokens: rows.reduce((sum, row) => sum + row.cache_write_tokens, 0),
+    cacheWrite1hTokens: rows.reduce((sum, row) => sum + row.cache_write_1h_tokens, 0),
+    cacheReadTokens: rows.reduce((sum, row) => sum + row.cache_read_tokens, 0),
+    webSearchRequests: rows.reduce((sum, row) => sum + row.web_search_requests, 0),
     costs,
   };
 }
@@ -59,6 +68,27 @@ const csvCell = (value: string | number | null): string => {
   return /[",\n\r]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 };
 
+/**
+ * What of a prompt the cache read and wrote, as parts of a note ("900 cache read · 6 cache
+ * write (2 for 1 h)"), each in pieces a narrow column may break between; none when it did
+ * neither.
+ */
+export function cacheNote(counts: {
+  readonly read: number;
+  readonly write: number;
+  readonly write1h: number;
+}): string[][] {
+  const parts: string[][] = [];
+  if (counts.read > 0) parts.push([`${counts.read.toLocaleString()} cache read`]);
+  if (counts.write > 0) {
+    const write = `${counts.write.toLocaleString()} cache write`;
+    parts.push(
+      counts.write1h > 0 ? [write, `(${counts.write1h.toLocaleString()} for 1 h)`] : [write],
+    );
+  }
+  return parts;
+}
+
 /** The rows as CSV, money exactly as the API gave it. */
 export function usageCsv(
   groupBy: string,
@@ -73,6 +103,10 @@ export function usageCsv(
     'input_tokens',
     'output_tokens',
     'total_tokens',
+    'cache_write_tokens',
+    'cache_write_1h_tokens',
+    'cache_read_tokens',
+    'web_search_requests',
     'cost',
     'wallet_cost',
   ];
@@ -85,6 +119,10 @@ export function usageCsv(
       row.input_tokens,
       row.output_tokens,
       row.total_tokens,
+      row.cache_write_tokens,
+      row.cache_write_1h_tokens,
+      row.cache_read_tokens,
+      row.web_search_requests,
       row.cost,
       row.wallet_cost,
     ]

@@ -1,5 +1,8 @@
 // Usage: requests, tokens and cost per day, model, connection or product user over a chosen
 // range of UTC days, as a chart and a table, with a CSV export of exactly what the API gave.
+// The table says under the input tokens what the prompt cache read and wrote of them, and
+// counts web searches when there were any.
+import { Fragment } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import type { OrgSummary } from '../api.js';
 import type { ChartInput } from '../chart.js';
@@ -14,7 +17,7 @@ import {
 import { orgView } from '../router.js';
 import type { Usage, UsageGroup, UsageRow } from '../types.js';
 import { UsageChart } from '../usage-chart.js';
-import { addDays, byCost, daysBetween, summarize, usageCsv } from '../usage-data.js';
+import { addDays, byCost, cacheNote, daysBetween, summarize, usageCsv } from '../usage-data.js';
 import { Empty, ErrorNote, isoDay, Link, Loading, Money, PageHeader } from '../ui.js';
 import type { OrgPage } from './page.js';
 
@@ -339,6 +342,11 @@ function chartInput(
 }
 
 function Totals({ summary }: { summary: ReturnType<typeof summarize> }) {
+  const cached = cacheNote({
+    read: summary.cacheReadTokens,
+    write: summary.cacheWriteTokens,
+    write1h: summary.cacheWrite1hTokens,
+  });
   return (
     <div class="stats" aria-label="Totals of the range">
       <div class="stat card">
@@ -353,7 +361,18 @@ function Totals({ summary }: { summary: ReturnType<typeof summarize> }) {
           Tokens ({summary.inputTokens.toLocaleString()} in, {summary.outputTokens.toLocaleString()}{' '}
           out)
         </span>
+        {cached.length > 0 && (
+          <span class="stat-label small">
+            of the input: <NoteParts parts={cached} />
+          </span>
+        )}
       </div>
+      {summary.webSearchRequests > 0 && (
+        <div class="stat card">
+          <span class="stat-value">{summary.webSearchRequests.toLocaleString()}</span>
+          <span class="stat-label">Web searches</span>
+        </div>
+      )}
       {summary.costs.map((total) => (
         <div class="stat card" key={total.currency}>
           <span class="stat-value money">
@@ -373,6 +392,8 @@ function UsageTable(props: {
   labelOf(key: string | null): string;
 }) {
   const heading = GROUPS.find((group) => group.value === props.group)?.label ?? 'Group';
+  // a column of web searches only for a range that had any
+  const searches = props.rows.some((row) => row.web_search_requests > 0);
   return (
     <div class="table-wrap">
       <table>
@@ -389,6 +410,11 @@ function UsageTable(props: {
             <th scope="col" class="num">
               Output tokens
             </th>
+            {searches && (
+              <th scope="col" class="num">
+                Searches
+              </th>
+            )}
             <th scope="col" class="num">
               Cost
             </th>
@@ -410,8 +436,12 @@ function UsageTable(props: {
                 )}
               </th>
               <td class="num">{row.requests.toLocaleString()}</td>
-              <td class="num">{row.input_tokens.toLocaleString()}</td>
+              <td class="num">
+                {row.input_tokens.toLocaleString()}
+                <CacheNote row={row} />
+              </td>
               <td class="num">{row.output_tokens.toLocaleString()}</td>
+              {searches && <td class="num">{row.web_search_requests.toLocaleString()}</td>}
               <td class="num">{money(row.cost, row.currency)}</td>
               <td class="num">{money(row.wallet_cost, row.currency)}</td>
             </tr>
@@ -419,6 +449,38 @@ function UsageTable(props: {
         </tbody>
       </table>
     </div>
+  );
+}
+
+function CacheNote({ row }: { row: UsageRow }) {
+  const note = cacheNote({
+    read: row.cache_read_tokens,
+    write: row.cache_write_tokens,
+    write1h: row.cache_write_1h_tokens,
+  });
+  return note.length > 0 ? (
+    <span class="cell-note">
+      <NoteParts parts={note} />
+    </span>
+  ) : null;
+}
+
+/** A note's parts, wrapped between their pieces, never inside one. */
+function NoteParts({ parts }: { parts: readonly (readonly string[])[] }) {
+  return (
+    <>
+      {parts.map((pieces, index) => (
+        <Fragment key={pieces[0]}>
+          {index > 0 && ' · '}
+          {pieces.map((piece, at) => (
+            <Fragment key={piece}>
+              {at > 0 && ' '}
+              <span class="nowrap">{piece}</span>
+            </Fragment>
+          ))}
+        </Fragment>
+      ))}
+    </>
   );
 }
 

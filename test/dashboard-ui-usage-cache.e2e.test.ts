@@ -1,0 +1,135 @@
+// The usage page says what the prompt cache read and wrote of the input tokens, and counts the
+// web searches (decision 330): in a real browser (chromium) against a live gateway, on ledger
+// rows written by the usage writer, under each row's input tokens and in the totals, with a
+// column of searches only while the range had any. The CSV carries the four sums.
+import { readFileSync } from 'node:fs';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDbPool } from '../src/db/pool.js';
+import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
+import type { UsageRecord } from '../src/ledger/usage-record.js';
+import {
+  launchBrowser,
+  openWindow,
+  screenshot,
+  signIn,
+  statValue,
+  type LaunchedBrowser,
+} from './support/browser.js';
+import { isolatedContext } from './support/context.js';
+import { createMember, TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
+import { TEST_DATABASE_URL } from './support/env.js';
+import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
+import { usageRecord } from './support/records.js';
+
+const { env } = isolatedContext('dashboard-ui-usage-cache');
+const sinkDb = createDbPool(TEST_DATABASE_URL, 2);
+const email = uniqueEmail('cache-viewer');
+let gateway: GatewayProcess;
+let launched: LaunchedBrowser;
+let browser: Browser;
+let org: SeededOrg;
+const longAgo = new Date(Date.now() - 40 * 24 * 3600_000);
+
+beforeAll(async () => {
+  [gateway, launched] = await Promise.all([
+    startGateway({ ...env, DASHBOARD_INSECURE_COOKIES: 'true' }),
+    launchBrowser(),
+  ]);
+  browser = launched.browser;
+  org = await seed(env, ['--name', 'Cache Co']);
+  await createMember(env, email, org.org_id, 'viewer');
+  const record = (model: string, sellCostNano: bigint, parts: Partial<UsageRecord>) =>
+    usageRecord(org.org_id, sellCostNano, {
+      createdAt: new Date(Date.now() - 3600_000),
+      model,
+      appConnectionId: org.app_connection_id,
+      ...parts,
+    });
+  await new PostgresUsageSink(sinkDb).write([
+    record('vendor_a/claude-haiku-4-5', 2_500_000n, {
+      inputTokens: 12_000,
+      outputTokens: 800,
+      cacheWriteTokens: 4_000,
+      cacheWrite1hTokens: 1_000,
+      cacheReadTokens: 7_500,
+      webSearchRequests: 3,
+    }),
+    record('vendor_a/claude-haiku-4-5', 1_000_000n, {
+      inputTokens: 9_000,
+      outputTokens: 300,
+      cacheReadTokens: 8_800,
+    }),
+    record('vendor_b/gpt-4o-mini', 40_000n, { inputTokens: 1_500, outputTokens: 200 }),
+    // outside the default range (30 days): no cache, no search
+    record('vendor_b/gpt-4o-mini', 7n, { createdAt: longAgo, inputTokens: 60, outputTokens: 6 }),
+  ]);
+});
+
+afterAll(async () => {
+  await launched?.close();
+  await gateway?.stop();
+  await sinkDb.end();
+});
+
+async function signedIn(page: Page, path: string): Promise<void> {
+  await signIn(page, gateway.url, email, TEST_PASSWORD);
+  await page.getByRole('button', { name: 'Sign out' }).waitFor();
+  await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}${path}`);
+  await page.getByRole('heading', { level: 1 }).waitFor();
+}
+
+describe('the usage page', () => {
+  it('shows the cache reads and writes under the input tokens, and the web searches', async () => {
+    const { page, close } = await openWindow(browser);
+    await signedIn(page, '/usage?group=model&plot=tokens');
+    const haiku = page.getByRole('row').filter({ hasText: 'vendor_a/claude-haiku-4-5' });
+    await expect.poll(() => haiku.getByRole('cell').first().textContent()).toBe('2');
+    const cells = (row: typeof haiku) =>
+      row.getByRole('cell').evaluateAll((found) => found.map((cell) => cell.textContent));
+    // requests, input tokens (and their cache parts), output tokens, web searches, cost, wallet
+    expect((await cells(haiku)).slice(0, 4)).toEqual([
+      '2',
+      '21,00016,300 cache read · 4,000 cache write (1,000 for 1 h)',
+      '1,100',
+      '3',
+    ]);
+    const mini = page.getByRole('row').filter({ hasText: 'vendor_b/gpt-4o-mini' });
+    expect((await cells(mini)).slice(0, 4)).toEqual(['1', '1,500', '200', '0']);
+    await expect.poll(() => page.getByRole('columnheader', { name: 'Searches' }).count()).toBe(1);
+    expect(await statValue(page, 'Web searches')).toBe('3');
+    expect(await page.locator('.stat').filter({ hasText: 'of the input' }).textContent()).toContain(
+      'of the input: 16,300 cache read · 4,000 cache write (1,000 for 1 h)',
+    );
+    await page.locator('.chart-box canvas').first().waitFor();
+    await screenshot(page, 'usage-cache-01-by-model');
+
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('button', { name: 'Export CSV' }).click(),
+    ]);
+    const csv = readFileSync((await download.path())!, 'utf8')
+      .trim()
+      .split('\r\n');
+    expect(csv[0]).toBe(
+      'model,label,currency,requests,input_tokens,output_tokens,total_tokens,cache_write_tokens,' +
+        'cache_write_1h_tokens,cache_read_tokens,web_search_requests,cost,wallet_cost',
+    );
+    expect(csv.slice(1)).toEqual([
+      'vendor_a/claude-haiku-4-5,vendor_a/claude-haiku-4-5,USD,2,21000,1100,22100,4000,1000,16300,3,0.003500000000,0.000000000000',
+      'vendor_b/gpt-4o-mini,vendor_b/gpt-4o-mini,USD,1,1500,200,1700,0,0,0,0,0.000040000000,0.000000000000',
+    ]);
+
+    // A range without searches has no column for them, and input tokens without a cache part
+    // no note.
+    const day = longAgo.toISOString().slice(0, 10);
+    await page.goto(
+      `${gateway.url}/dashboard/orgs/${org.org_id}/usage?range=custom&from=${day}&through=${day}&group=model`,
+    );
+    const old = page.getByRole('row').filter({ hasText: 'vendor_b/gpt-4o-mini' });
+    await expect.poll(() => old.getByRole('cell').first().textContent()).toBe('1');
+    expect((await cells(old)).slice(0, 4)).toEqual(['1', '60', '6', '0.000000007 USD']);
+    expect(await page.getByRole('columnheader', { name: 'Searches' }).count()).toBe(0);
+    await close();
+  });
+});
