@@ -39,8 +39,9 @@ END $$;
 
 -- The new sums computed again from usage_records, for every rollup row whose UTC day (month)
 -- can hold a record with any of them: the records' columns exist since 048 was applied (049:
--- one-hour writes, 050: searches, both later), and a gateway writes usage only after its boot
--- migrated, so no such record is older than 048's applied_at. A day before it is a margin for
+-- one-hour writes, 050: searches, both later), and no gateway writes them before its version's
+-- migrations ran (at its boot, or the Deployment's migrate step before it), so no such record
+-- is older than 048's applied_at. A day before it is a margin for
 -- the clocks of the gateways that stamp created_at. Every other rollup row has none of them.
 -- Only records with a part are read, and only the rollup rows they fall in are written: a row
 -- without any keeps 0. The sums are set, not added, so it can run again: in `gw usage
