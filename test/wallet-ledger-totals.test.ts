@@ -214,6 +214,11 @@ describe('migrations 041, 042 and 051', () => {
         costly(orgId, 3n, '2026-01-20T01:00:00Z', null),
       ];
       await new PostgresUsageSink(fresh).write(records);
+      // 048 applied before the rows, so 051 fills their cache parts and searches.
+      await fresh.query(
+        `UPDATE schema_migrations SET applied_at = '2025-12-01T00:00:00Z'
+          WHERE name = '048_prompt_cache_rates.sql'`,
+      );
       await fresh.query(
         `DROP TABLE usage_wallet_totals, usage_rollups_monthly_product_users;
          DROP FUNCTION gw_rebuild_usage_wallet_totals(), gw_rebuild_usage_rollups_monthly_product_users(),
@@ -242,6 +247,16 @@ describe('migrations 041, 042 and 051', () => {
         { month: '2025-12', records: '1', wallet_cost: '1.000000001000' },
         { month: '2026-01', records: '2', wallet_cost: '0.000000005000' },
       ]);
+      // The daily product-user rows carry the records' parts again (none would compare equal
+      // below, monthly against daily, too).
+      const daily = await fresh.query<{ parts: string }>(
+        `SELECT string_agg(product_user_id || ' ' || cache_write_tokens || ' ' ||
+                  cache_write_1h_tokens || ' ' || cache_read_tokens || ' ' || web_search_requests,
+                  ', ' ORDER BY day, product_user_id) AS parts
+           FROM usage_rollups_daily_product_users WHERE org_id = $1`,
+        [orgId],
+      );
+      expect(daily.rows[0]!.parts).toBe('pu_a 3 1 1 2, pu_a 3 1 2 2,  3 1 3 2');
       const monthly = await monthlyAgainstDaily(fresh, orgId);
       expect(monthly).toHaveLength(3);
       for (const row of monthly) expect(row.monthly, row.key).toBe(row.daily);
