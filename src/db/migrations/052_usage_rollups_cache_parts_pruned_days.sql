@@ -5,7 +5,9 @@
 -- cache parts and searches from the records left, below its requests and tokens, which the
 -- rollups keep whole.
 CREATE OR REPLACE FUNCTION gw_rebuild_usage_rollups_cache_parts() RETURNS void
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET datestyle = 'ISO, YMD'                       -- the partition bounds as read back below
+AS $$
 DECLARE
   since date;
   first_kept timestamptz;
@@ -24,7 +26,9 @@ BEGIN
     FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
    WHERE i.inhparent = 'usage_records'::regclass;
   IF first_kept IS NOT NULL THEN
-    since := greatest(since, (first_kept AT TIME ZONE 'UTC' + interval '1 day' - interval '1 microsecond')::date);
+    -- the first UTC midnight at or after it
+    since := greatest(since,
+      (first_kept AT TIME ZONE 'UTC' + interval '1 day' - interval '1 microsecond')::date);
   END IF;
   -- The writers' upserts wait until the caller commits, so a record committed before is read
   -- and one committed after adds its own parts (a writer of this version).
