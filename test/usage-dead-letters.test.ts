@@ -104,8 +104,13 @@ describe('usage writer with a poison entry', () => {
     );
     // Settled and charged in Redis, missing from usage_records: an account rebuilt from the
     // ledger still counts them (until an operator replays them).
+    // (In no particular order: the dead letters are read without one, and summed.)
     const unwritten = await new UnwrittenUsage(redis, db, keys).forOrg(orgId);
-    expect(unwritten.map((record) => [record.requestId, record.sellCostNano])).toEqual([
+    expect(
+      unwritten
+        .map((record) => [record.requestId, record.sellCostNano] as const)
+        .sort(([, a], [, b]) => Number(a - b)),
+    ).toEqual([
       [poison.requestId, 9n],
       [badId.requestId, 11n],
     ]);
