@@ -240,7 +240,9 @@ describe('migration 051', () => {
       const euro = { model: 'vendor_b/n', appConnectionId: 'conn_2', currency: 'EUR' };
       const sink = new PostgresUsageSink(db);
       await sink.write([
-        at('2026-03-05T10:00:00Z', [0, 0, 0, 0]), // before 048: none
+        // Before 048 (and its day of margin) no writer knew the parts: the fill does not read
+        // there, so what such a record names (imported data, say) stays out of the rollups.
+        at('2026-03-05T10:00:00Z', [50, 0, 3, 2]),
         at('2026-03-09T23:30:00Z', [100, 40, 7, 1]), // the day before 048's: a clock behind
         at('2026-03-10T00:30:00Z', [5, 0, 300, 0]),
         at('2026-03-10T20:00:00Z', [0, 0, 11, 3], { productUserId: null }),
