@@ -14,17 +14,6 @@ interface UsageShape {
   server_tool_use?: unknown;
 }
 
-/** The count `field` of an object nested in a usage object, if it is one well-formed. */
-function nestedCount(parent: unknown, field: string): number | undefined {
-  if (!isJsonContainer(parent)) return undefined;
-  const count = (parent as Record<string, unknown>)[field];
-  return isTokenCount(count) ? count : undefined;
-}
-
-/** The web searches a usage object names (undefined when it names none well-formed). */
-const webSearches = (usage: UsageShape): number | undefined =>
-  nestedCount(usage.server_tool_use, 'web_search_requests');
-
 /** The fields of the cache writes' split by how long they are kept (`cache_creation`). */
 const SPLIT_PARTS = ['ephemeral_5m_input_tokens', 'ephemeral_1h_input_tokens'] as const;
 
@@ -35,18 +24,31 @@ const PROMPT_PARTS = [
   'cache_read_input_tokens',
 ] as const;
 
-/** Whether a usage object names a count it may leave out (absent or null: not named). */
-const isNamed = (value: unknown): boolean => value !== undefined && value !== null;
+/** What a usage object names for a count the vendor may leave out (decision 328). */
+const UNREADABLE = Symbol('unreadable');
+type NamedCount = number | typeof UNREADABLE | undefined;
 
-/** Whether a count the vendor may leave out is named but unreadable. */
-const isMalformed = (value: unknown): boolean => isNamed(value) && !isTokenCount(value);
-
-/** Whether `parent`, an object the vendor may leave out, is named but its `field` unreadable. */
-function isMalformedNested(parent: unknown, field: string): boolean {
-  if (!isNamed(parent)) return false;
-  if (!isJsonObject(parent)) return true;
-  return isMalformed(parent[field]);
+/** The count, undefined when not named (absent or null), UNREADABLE when not a count. */
+function namedCount(value: unknown): NamedCount {
+  if (value === undefined || value === null) return undefined;
+  return isTokenCount(value) ? value : UNREADABLE;
 }
+
+/** The same for `field` of an object the vendor may leave out: an odd object is unreadable. */
+function namedNestedCount(parent: unknown, field: string): NamedCount {
+  if (parent === undefined || parent === null) return undefined;
+  return isJsonObject(parent) ? namedCount(parent[field]) : UNREADABLE;
+}
+
+/** The count `field` of an object nested in a usage object, if it is one well-formed. */
+function nestedCount(parent: unknown, field: string): number | undefined {
+  const named = namedNestedCount(parent, field);
+  return typeof named === 'number' ? named : undefined;
+}
+
+/** The web searches a usage object names (undefined when it names none well-formed). */
+const webSearches = (usage: UsageShape): number | undefined =>
+  nestedCount(usage.server_tool_use, 'web_search_requests');
 
 /**
  * Whether a usage object names a billed count it cannot be read from: a cache part, the
@@ -55,12 +57,12 @@ function isMalformedNested(parent: unknown, field: string): boolean {
  * and the request is charged as if the vendor had reported nothing (decision 328).
  */
 function namesMalformedCount(usage: UsageShape): boolean {
-  return (
-    isMalformed(usage.cache_creation_input_tokens) ||
-    isMalformed(usage.cache_read_input_tokens) ||
-    SPLIT_PARTS.some((field) => isMalformedNested(usage.cache_creation, field)) ||
-    isMalformedNested(usage.server_tool_use, 'web_search_requests')
-  );
+  return [
+    namedCount(usage.cache_creation_input_tokens),
+    namedCount(usage.cache_read_input_tokens),
+    ...SPLIT_PARTS.map((field) => namedNestedCount(usage.cache_creation, field)),
+    namedNestedCount(usage.server_tool_use, 'web_search_requests'),
+  ].includes(UNREADABLE);
 }
 
 /** A cache part of the prompt: 0 when the vendor did not name it (or sent null). */
@@ -145,7 +147,7 @@ export class MessagesStreamUsage {
       this.observePrompt(event.message.usage);
     } else if (event.type === 'message_delta' && isJsonObject(event.usage)) {
       const usage = event.usage;
-      this.observeCount('output_tokens', usage.output_tokens, (count) => {
+      this.observeCount('output_tokens', namedCount(usage.output_tokens), (count) => {
         this.outputTokens = count;
       });
       this.observePrompt(usage);
@@ -153,42 +155,32 @@ export class MessagesStreamUsage {
   }
 
   /** A count an event may name: kept when well-formed, noted unreadable when not. */
-  private observeCount(part: string, value: unknown, keep: (count: number) => void): void {
-    if (!isNamed(value)) return;
-    if (isTokenCount(value)) {
-      keep(value);
-      this.unreadable.delete(part);
-    } else {
+  private observeCount(part: string, named: NamedCount, keep: (count: number) => void): void {
+    if (named === undefined) return;
+    if (named === UNREADABLE) {
       this.unreadable.add(part);
+    } else {
+      keep(named);
+      this.unreadable.delete(part);
     }
-  }
-
-  /** A count named inside an object an event may name (the split, the server tool uses). */
-  private observeNested(
-    part: string,
-    parent: unknown,
-    field: string,
-    keep: (count: number) => void,
-  ): void {
-    if (!isNamed(parent)) return;
-    if (!isJsonObject(parent)) this.unreadable.add(part);
-    else this.observeCount(part, parent[field], keep);
   }
 
   /** The counts message_start and message_delta may both name (cumulative, like the output). */
   private observePrompt(usage: UsageShape): void {
-    this.observeNested('server_tool_use', usage.server_tool_use, 'web_search_requests', (count) => {
+    const searches = namedNestedCount(usage.server_tool_use, 'web_search_requests');
+    this.observeCount('server_tool_use', searches, (count) => {
       this.webSearchRequests = count;
     });
     for (const part of PROMPT_PARTS) {
-      this.observeCount(part, usage[part], (count) => {
+      this.observeCount(part, namedCount(usage[part]), (count) => {
         this.prompt[part] = count;
       });
     }
     // The split's counts are parts too: a split that does not name one leaves the one seen
     // before (message_delta may name the split again, or only some of it).
     for (const field of SPLIT_PARTS) {
-      this.observeNested(`cache_creation.${field}`, usage.cache_creation, field, (count) => {
+      const named = namedNestedCount(usage.cache_creation, field);
+      this.observeCount(`cache_creation.${field}`, named, (count) => {
         this.split[field] = count;
       });
     }
