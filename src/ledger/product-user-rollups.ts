@@ -10,6 +10,7 @@
 // one request (rows are only ever added to), so that is exactly the groups that have a daily
 // row in the range.
 import { isoDay } from '../periods.js';
+import { ROLLUP_SUMS } from './rollup-sums.js';
 
 const DAY_MS = 24 * 3600 * 1000;
 /** What reading a month's rows costs, in days of daily rows (a user active any day of the
@@ -30,20 +31,6 @@ export interface ProductUserRangePlan {
   /** Daily rows subtracted: days of a month in `months` that are outside the range. */
   readonly subtracted: DayInterval[];
 }
-
-/** The summed columns of both product-user rollups. */
-const SUMMED = [
-  'requests',
-  'input_tokens',
-  'output_tokens',
-  'total_tokens',
-  'sell_cost_nano',
-  'wallet_cost_nano',
-  'cache_write_tokens',
-  'cache_write_1h_tokens',
-  'cache_read_tokens',
-  'web_search_requests',
-];
 
 /** Days of [from, to) that can hold usage at `now` (none after today). */
 function pastDays(from: number, to: number, now: Date): number {
@@ -86,8 +73,8 @@ export const PRODUCT_USER_HAVING = 'HAVING sum(requests) > 0';
 /**
  * A FROM item of the organization's product-user rollup rows over the range: columns
  * product_user_id ('' for none), currency, requests, input_tokens, output_tokens, total_tokens,
- * sell_cost_nano, wallet_cost_nano, the cache parts and web_search_requests. Summed per group (with PRODUCT_USER_HAVING), they are the
- * daily table's sums over [from, to). Its parameters are numbered from `firstParam`. One branch
+ * sell_cost_nano, wallet_cost_nano, the cache parts and web_search_requests (ROLLUP_SUMS).
+ * Summed per group (with PRODUCT_USER_HAVING), they are the daily table's sums over [from, to). Its parameters are numbered from `firstParam`. One branch
  * per part of the plan, each with its own bounds, so each is an index range scan (a join on a
  * list of intervals is planned as a scan of the whole daily table).
  */
@@ -106,12 +93,12 @@ export function productUserRollupSource(
   const org = `$${firstParam}`;
   const branches: string[] = [];
   if (plan.months.length > 0) {
-    branches.push(`SELECT product_user_id, currency, ${SUMMED.join(', ')}
+    branches.push(`SELECT product_user_id, currency, ${ROLLUP_SUMS.join(', ')}
        FROM usage_rollups_monthly_product_users
       WHERE org_id = ${org} AND month = ANY(${param(plan.months)}::date[])`);
   }
   const days = (interval: DayInterval, sign: '' | '-'): string =>
-    `SELECT product_user_id, currency, ${SUMMED.map((name) => `${sign}${name} AS ${name}`).join(', ')}
+    `SELECT product_user_id, currency, ${ROLLUP_SUMS.map((name) => `${sign}${name} AS ${name}`).join(', ')}
        FROM usage_rollups_daily_product_users
       WHERE org_id = ${org} AND day >= ${param(interval.first)}::date
         AND day < ${param(interval.end)}::date`;

@@ -6,6 +6,7 @@ import { withTransaction, type DbPool } from '../db/pool.js';
 import { formatNano } from '../money.js';
 import { isoDay } from '../periods.js';
 import { PRODUCT_USER_HAVING, productUserRollupSource } from './product-user-rollups.js';
+import { ROLLUP_SUMS } from './rollup-sums.js';
 
 /** The columns the usage_records INSERT must return for the rollups (see withRollups). */
 export const ROLLUP_RETURNING =
@@ -13,23 +14,15 @@ export const ROLLUP_RETURNING =
 
 // Costs are kept in nano-units (bigint): summing them is exact and much faster than numeric.
 // The prompt's cache parts and the web searches (migration 051) are summed like the tokens.
+// One sum per column of ROLLUP_SUMS, in its order.
 const SUMS = `count(*), sum(input_tokens), sum(output_tokens), sum(total_tokens),
   sum((sell_cost * 1000000000)::bigint), sum((wallet_cost * 1000000000)::bigint),
   sum(cache_write_tokens), sum(cache_write_1h_tokens), sum(cache_read_tokens),
   sum(web_search_requests)`;
-const SUM_COLUMNS = `requests, input_tokens, output_tokens, total_tokens, sell_cost_nano,
-  wallet_cost_nano, cache_write_tokens, cache_write_1h_tokens, cache_read_tokens,
-  web_search_requests`;
-const ADD_EXCLUDED = `requests = r.requests + EXCLUDED.requests,
-  input_tokens = r.input_tokens + EXCLUDED.input_tokens,
-  output_tokens = r.output_tokens + EXCLUDED.output_tokens,
-  total_tokens = r.total_tokens + EXCLUDED.total_tokens,
-  sell_cost_nano = r.sell_cost_nano + EXCLUDED.sell_cost_nano,
-  wallet_cost_nano = r.wallet_cost_nano + EXCLUDED.wallet_cost_nano,
-  cache_write_tokens = r.cache_write_tokens + EXCLUDED.cache_write_tokens,
-  cache_write_1h_tokens = r.cache_write_1h_tokens + EXCLUDED.cache_write_1h_tokens,
-  cache_read_tokens = r.cache_read_tokens + EXCLUDED.cache_read_tokens,
-  web_search_requests = r.web_search_requests + EXCLUDED.web_search_requests`;
+const SUM_COLUMNS = ROLLUP_SUMS.join(', ');
+const ADD_EXCLUDED = ROLLUP_SUMS.map(
+  (column) => `${column} = r.${column} + EXCLUDED.${column}`,
+).join(',\n  ');
 const UTC_DAY = "(created_at AT TIME ZONE 'UTC')::date";
 const UTC_MONTH = "date_trunc('month', created_at AT TIME ZONE 'UTC')::date";
 

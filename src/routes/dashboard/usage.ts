@@ -1,7 +1,8 @@
 // GET /dashboard/api/orgs/{org_id}/usage?group_by=day|model|connection|product_user&from&to:
 // the organization's requests, tokens (and of the prompt, what the cache read and wrote), web
-// searches and cost per group, for the dashboard's plots (any member). Read from the rollups the usage writer keeps (product users: whole months from the
-// monthly one, src/ledger/product-user-rollups.ts), never a scan of the ledger.
+// searches and cost per group, for the dashboard's plots (any member). Read from the rollups
+// the usage writer keeps (product users: whole months from the monthly one,
+// src/ledger/product-user-rollups.ts), never a scan of the ledger.
 import { z } from 'zod';
 import type { DbPool } from '../../db/pool.js';
 import { isGwError } from '../../errors.js';
