@@ -428,6 +428,49 @@ describe('the gateway route table', () => {
     for (const tag of tags) expect(tag.description.length).toBeGreaterThan(20);
   });
 
+  it('types every count in /openapi.json (tokens, requests, searches, …) as an integer', () => {
+    const document = buildOpenApiDocument(routeDeclarations);
+    /** Every numeric property of every schema: where it is, its name, its parent's name. */
+    const numeric: Array<{ where: string; name: string; parent: string; type: unknown }> = [];
+    const walk = (node: unknown, where: string, parent: string): void => {
+      if (Array.isArray(node))
+        return node.forEach((item, i) => walk(item, `${where}/${i}`, parent));
+      if (node === null || typeof node !== 'object') return;
+      const properties = (node as { properties?: Record<string, { type?: unknown }> }).properties;
+      for (const [name, schema] of Object.entries(properties ?? {})) {
+        const types = [schema?.type].flat();
+        if (types.includes('number') || types.includes('integer'))
+          numeric.push({ where: `${where}/${name}`, name, parent, type: schema.type });
+      }
+      for (const [key, value] of Object.entries(node))
+        walk(value, `${where}/${key}`, key === 'properties' ? parent : key);
+    };
+    walk(document, '', '');
+    // A count by its name, or a member of an object of counts. (Money is never a number:
+    // decimal strings.)
+    const counts = numeric.filter(
+      ({ name, parent }) =>
+        /(tokens|requests|_count)$|^requests_/.test(name) ||
+        parent === 'counts' ||
+        parent.startsWith('tokens_'),
+    );
+    const usageRow = counts
+      .filter(({ where }) => where.includes('/dashboard/api/orgs/{org_id}/usage/'))
+      .map(({ name }) => name);
+    expect(usageRow.sort()).toEqual([
+      'cache_read_tokens',
+      'cache_write_1h_tokens',
+      'cache_write_tokens',
+      'input_tokens',
+      'output_tokens',
+      'requests',
+      'total_tokens',
+      'web_search_requests',
+    ]);
+    expect(counts.length).toBeGreaterThan(50);
+    expect(counts.filter(({ type }) => [type].flat()[0] !== 'integer')).toEqual([]);
+  });
+
   it('serves a public route with no authenticator call', async () => {
     const before = authCalls;
     const open = createHttpServer({
