@@ -162,4 +162,32 @@ describe('dashboard money', () => {
     ]);
     expect(daysBetween('2024-03-02', '2024-03-02')).toEqual([]);
   });
+
+  it('leaves out what an older API does not give: empty CSV cells, no cache or search totals', () => {
+    // A page of this version served against an API from before the cache parts and the web
+    // searches (a rolling deploy): the rows lack the four fields.
+    const older: UsageRow = {
+      key: 'vendor_a/claude-haiku-4-5',
+      currency: 'USD',
+      requests: 3,
+      input_tokens: 10,
+      output_tokens: 5,
+      total_tokens: 15,
+      cost: '0.000001230000',
+      wallet_cost: '0.000000000000',
+    };
+    expect(usageCsv('model', [older], (key) => key ?? '').split('\r\n')).toEqual([
+      'model,label,currency,requests,input_tokens,output_tokens,total_tokens,' +
+        'cache_write_tokens,cache_write_1h_tokens,cache_read_tokens,web_search_requests,cost,wallet_cost',
+      'vendor_a/claude-haiku-4-5,vendor_a/claude-haiku-4-5,USD,3,10,5,15,,,,,0.000001230000,0.000000000000',
+      '',
+    ]);
+    expect(summarize([older, older])).toMatchObject({
+      requests: 6,
+      cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
+      cacheReadTokens: 0,
+      webSearchRequests: 0,
+    });
+  });
 });

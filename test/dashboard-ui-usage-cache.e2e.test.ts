@@ -1,7 +1,9 @@
 // The usage page says what the prompt cache read and wrote of the input tokens, and counts the
 // web searches (decision 330): in a real browser (chromium) against a live gateway, on ledger
 // rows written by the usage writer, under each row's input tokens and in the totals, with a
-// column of searches only while the range had any. The CSV carries the four sums.
+// column of searches only while the range had any. The CSV carries the four sums. Served by an
+// API older than the four sums (a rolling deploy), the page shows none of them and the CSV
+// leaves their cells empty.
 import { readFileSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -130,6 +132,51 @@ describe('the usage page', () => {
     await expect.poll(() => old.getByRole('cell').first().textContent()).toBe('1');
     expect((await cells(old)).slice(0, 4)).toEqual(['1', '60', '6', '0.000000007 USD']);
     expect(await page.getByRole('columnheader', { name: 'Searches' }).count()).toBe(0);
+    await close();
+  });
+
+  it('served by an older API without the four sums, shows none of them and leaves their CSV cells empty', async () => {
+    const { page, close } = await openWindow(browser);
+    // The gateway's answer as a version before the cache parts and the searches gave it.
+    const older = [
+      'cache_write_tokens',
+      'cache_write_1h_tokens',
+      'cache_read_tokens',
+      'web_search_requests',
+    ];
+    await page.route(
+      (url) => url.pathname === `/dashboard/api/orgs/${org.org_id}/usage`,
+      async (route) => {
+        const response = await route.fetch();
+        const usage = (await response.json()) as { data: Record<string, unknown>[] };
+        for (const row of usage.data) for (const field of older) delete row[field];
+        await route.fulfill({ response, json: usage });
+      },
+    );
+    await signedIn(page, '/usage?group=model&plot=tokens');
+    const haiku = page.getByRole('row').filter({ hasText: 'vendor_a/claude-haiku-4-5' });
+    await expect.poll(() => haiku.getByRole('cell').first().textContent()).toBe('2');
+    const cells = (row: typeof haiku) =>
+      row.getByRole('cell').evaluateAll((found) => found.map((cell) => cell.textContent));
+    // requests, input tokens (no cache note), output tokens, then the costs: no searches column
+    expect((await cells(haiku)).slice(0, 4)).toEqual(['2', '21,000', '1,100', '0.0035 USD']);
+    expect(await page.getByRole('columnheader', { name: 'Searches' }).count()).toBe(0);
+    expect(await page.locator('.stat').filter({ hasText: 'Web searches' }).count()).toBe(0);
+    expect(await page.locator('.stat').filter({ hasText: 'of the input' }).count()).toBe(0);
+    expect(await page.locator('main').textContent()).not.toMatch(/NaN|undefined/);
+    await screenshot(page, 'usage-cache-02-older-api');
+
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('button', { name: 'Export CSV' }).click(),
+    ]);
+    const csv = readFileSync((await download.path())!, 'utf8')
+      .trim()
+      .split('\r\n');
+    expect(csv.slice(1)).toEqual([
+      'vendor_a/claude-haiku-4-5,vendor_a/claude-haiku-4-5,USD,2,21000,1100,22100,,,,,0.003500000000,0.000000000000',
+      'vendor_b/gpt-4o-mini,vendor_b/gpt-4o-mini,USD,1,1500,200,1700,,,,,0.000040000000,0.000000000000',
+    ]);
     await close();
   });
 });

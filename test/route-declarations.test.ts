@@ -15,6 +15,7 @@ import { answer, declareRoute, type Authenticators } from '../src/routes/framewo
 import { routeDeclarations } from '../src/routes/index.js';
 import { collected } from './support/collectable.js';
 import { getJson, postJson } from './support/http.js';
+import { rawRequest } from './support/raw-http.js';
 
 const GOOD_KEY = `gw_${'a'.repeat(40)}`;
 const identity: ApiKeyIdentity = {
@@ -77,6 +78,29 @@ const paramRoute = declareRoute({
   },
 });
 
+/**
+ * A session route whose CSRF token comes in its form body, served for GET (and so HEAD) and
+ * POST. None of the gateway's own is a GET (its one is POST /oauth/authorize, and a HEAD there
+ * is answered by GET /oauth/authorize, another route): declared here to hold the rule that
+ * the body's CSRF check, like the header's, exempts exactly the methods that are not writes.
+ */
+const formNoteRead = declareRoute({
+  method: 'GET',
+  path: '/v1/form-note',
+  summary: 'Echoes a form field back to the signed-in user',
+  caller: { kind: 'session', csrf: 'form' },
+  body: z.object({ note: z.string().max(20), csrf_token: z.string().optional() }),
+  bodyEncoding: 'form',
+  responses: { 200: { description: 'the note' } },
+  errors: [],
+  handler({ caller, body }) {
+    return { note: body.note, user: caller.user.id };
+  },
+});
+const formNoteWrite = declareRoute({ ...formNoteRead, method: 'POST' });
+const SESSION_COOKIE = 'session=test-session';
+const SESSION_CSRF = 'csrf-of-test-session';
+
 /** What the hold route's handler kept while it runs, and how to let it answer. */
 let held: { rawBodyBytes: number; body: WeakRef<object>; release: () => void } | undefined;
 
@@ -111,7 +135,26 @@ const authenticators: Authenticators = {
   },
   serviceKey: () =>
     Promise.resolve(gwError('gw_malformed_or_missing_service_key', 'missing service key')),
-  session: () => Promise.resolve(gwError('gw_session_required', 'no session')),
+  session: (head) =>
+    Promise.resolve(
+      head.headers.cookie === SESSION_COOKIE
+        ? {
+            user: {
+              id: 'user_test',
+              email: 'u@gw.test',
+              personalOrgId: 'org_test',
+              memberships: [],
+            },
+            session: {
+              handle: 'h',
+              userId: 'user_test',
+              csrfToken: SESSION_CSRF,
+              createdAtMs: 0,
+            },
+            actor: { userId: 'user_test' },
+          }
+        : gwError('gw_session_required', 'no session'),
+    ),
   orgMember: () => Promise.resolve(gwError('gw_session_required', 'no session')),
   dashboardVisitor: (head) =>
     Promise.resolve(
@@ -136,7 +179,7 @@ beforeAll(async () => {
     maxBodyBytes: 4 * 1024 * 1024,
     logger: createLogger('silent'),
     routes: bindRoutes(
-      [echoRoute, formRoute, holdRoute, paramRoute],
+      [echoRoute, formRoute, holdRoute, paramRoute, formNoteRead, formNoteWrite],
       { suffix: '!' },
       authenticators,
     ),
@@ -300,6 +343,45 @@ describe('a form-encoded route', () => {
   });
 });
 
+describe('a session route with its CSRF token in the form', () => {
+  /** One request with a form body, over a socket (fetch sends no body with GET or HEAD). */
+  const send = (method: string, form: string) =>
+    rawRequest(
+      port,
+      [
+        `${method} /v1/form-note HTTP/1.1`,
+        'host: 127.0.0.1',
+        `cookie: ${SESSION_COOKIE}`,
+        'content-type: application/x-www-form-urlencoded',
+        `content-length: ${Buffer.byteLength(form)}`,
+      ].join('\r\n'),
+      form,
+    );
+
+  it('answers a HEAD as its GET, without the CSRF token a write needs', async () => {
+    const get = await send('GET', 'note=hello');
+    expect(get.status).toBe(200);
+    expect(JSON.parse(get.body)).toEqual({ note: 'hello', user: 'user_test' });
+    const head = await send('HEAD', 'note=hello');
+    expect(head.status).toBe(200);
+    expect(head.body).toBe('');
+    expect(head.head).toMatch(
+      new RegExp(`content-length: ${Buffer.byteLength(get.body)}\\r?$`, 'im'),
+    );
+  });
+
+  it("refuses a write without the session's CSRF token in the form, and serves it with it", async () => {
+    for (const form of ['note=hello', 'note=hello&csrf_token=not-the-token']) {
+      const refused = await send('POST', form);
+      expect(refused.status).toBe(403);
+      expect(JSON.parse(refused.body).error.code).toBe('gw_csrf_token_invalid');
+    }
+    const served = await send('POST', `note=hello&csrf_token=${SESSION_CSRF}`);
+    expect(served.status).toBe(200);
+    expect(JSON.parse(served.body)).toEqual({ note: 'hello', user: 'user_test' });
+  });
+});
+
 describe('the gateway route table', () => {
   it('declares each method and path once', () => {
     const keys = routeDeclarations.map((route) => `${route.method} ${route.path}`);
@@ -344,6 +426,49 @@ describe('the gateway route table', () => {
       'oauth',
     ]);
     for (const tag of tags) expect(tag.description.length).toBeGreaterThan(20);
+  });
+
+  it('types every count in /openapi.json (tokens, requests, searches, …) as an integer', () => {
+    const document = buildOpenApiDocument(routeDeclarations);
+    /** Every numeric property of every schema: where it is, its name, its parent's name. */
+    const numeric: Array<{ where: string; name: string; parent: string; type: unknown }> = [];
+    const walk = (node: unknown, where: string, parent: string): void => {
+      if (Array.isArray(node))
+        return node.forEach((item, i) => walk(item, `${where}/${i}`, parent));
+      if (node === null || typeof node !== 'object') return;
+      const properties = (node as { properties?: Record<string, { type?: unknown }> }).properties;
+      for (const [name, schema] of Object.entries(properties ?? {})) {
+        const types = [schema?.type].flat();
+        if (types.includes('number') || types.includes('integer'))
+          numeric.push({ where: `${where}/${name}`, name, parent, type: schema.type });
+      }
+      for (const [key, value] of Object.entries(node))
+        walk(value, `${where}/${key}`, key === 'properties' ? parent : key);
+    };
+    walk(document, '', '');
+    // A count by its name, or a member of an object of counts. (Money is never a number:
+    // decimal strings.)
+    const counts = numeric.filter(
+      ({ name, parent }) =>
+        /(tokens|requests|_count)$|^requests_/.test(name) ||
+        parent === 'counts' ||
+        parent.startsWith('tokens_'),
+    );
+    const usageRow = counts
+      .filter(({ where }) => where.includes('/dashboard/api/orgs/{org_id}/usage/'))
+      .map(({ name }) => name);
+    expect(usageRow.sort()).toEqual([
+      'cache_read_tokens',
+      'cache_write_1h_tokens',
+      'cache_write_tokens',
+      'input_tokens',
+      'output_tokens',
+      'requests',
+      'total_tokens',
+      'web_search_requests',
+    ]);
+    expect(counts.length).toBeGreaterThan(50);
+    expect(counts.filter(({ type }) => [type].flat()[0] !== 'integer')).toEqual([]);
   });
 
   it('serves a public route with no authenticator call', async () => {

@@ -6,6 +6,7 @@
 import type { Actor } from '../audit/audit.js';
 import type { DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
+import { isWriteMethod } from '../http/methods.js';
 import type { RequestHead } from '../http/types.js';
 import { csrfTokenMatches, type Session, type SessionStore } from './sessions.js';
 import {
@@ -63,11 +64,6 @@ export const CSRF_HEADER = 'x-csrf-token';
 /** Ids the gateway issues: a prefix and base62; anything else cannot name an object. */
 const OBJECT_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
-/** A write is any method but GET and HEAD: those are the ones checked for Origin and CSRF. */
-function isWrite(method: string): boolean {
-  return method !== 'GET' && method !== 'HEAD';
-}
-
 export interface DashboardAuthSettings {
   /** Origins besides the gateway's own that may send dashboard writes. */
   readonly allowedOrigins: readonly string[];
@@ -96,7 +92,7 @@ export class DashboardAuthenticator {
     const session = await this.sessions.find(id);
     if (!session)
       return gwError('gw_session_required', 'the dashboard session expired; sign in again');
-    if (isWrite(head.method)) {
+    if (isWriteMethod(head.method)) {
       const refusal = this.writeRefusal(head, session, options.csrfInBody === true);
       if (refusal) return refusal;
     }
@@ -140,7 +136,7 @@ export class DashboardAuthenticator {
    * account of its choosing (login CSRF). Null when it may go on.
    */
   visitor(head: RequestHead): Promise<null | GwError> {
-    return Promise.resolve(isWrite(head.method) ? this.originRefusal(head) : null);
+    return Promise.resolve(isWriteMethod(head.method) ? this.originRefusal(head) : null);
   }
 
   /** Why a dashboard write's Origin is refused (missing, or not allowed), or null. */

@@ -27,6 +27,9 @@ const usageQuery = z.object({
 
 const money = z.string().describe('12-digit decimal string');
 
+/** Requests, tokens and searches are counted: whole numbers. */
+const count = z.number().int();
+
 const usageSchema = z.object({
   group_by: z.enum(USAGE_GROUPS),
   from: z.string(),
@@ -35,18 +38,18 @@ const usageSchema = z.object({
     z.object({
       key: z.string().nullable(),
       currency: z.string(),
-      requests: z.number(),
-      input_tokens: z.number(),
-      output_tokens: z.number(),
-      total_tokens: z.number(),
-      cache_write_tokens: z
-        .number()
-        .describe('of input_tokens, those the prompt cache wrote (five-minute and one-hour)'),
-      cache_write_1h_tokens: z
-        .number()
-        .describe('of cache_write_tokens, those written to be kept an hour'),
-      cache_read_tokens: z.number().describe('of input_tokens, those read from the prompt cache'),
-      web_search_requests: z.number().describe("searches the vendor's web search tool made"),
+      requests: count,
+      input_tokens: count,
+      output_tokens: count,
+      total_tokens: count,
+      cache_write_tokens: count.describe(
+        'of input_tokens, those the prompt cache wrote (five-minute and one-hour)',
+      ),
+      cache_write_1h_tokens: count.describe(
+        'of cache_write_tokens, those written to be kept an hour',
+      ),
+      cache_read_tokens: count.describe('of input_tokens, those read from the prompt cache'),
+      web_search_requests: count.describe("searches the vendor's web search tool made"),
       cost: money,
       wallet_cost: money,
     }),

@@ -4,6 +4,7 @@
 import type { z } from 'zod';
 import { csrfTokenMatches } from '../../accounts/sessions.js';
 import { gwError, isGwError, type ErrorFlavor, type GwError } from '../../errors.js';
+import { isWriteMethod } from '../../http/methods.js';
 import { sendError, sendJson } from '../../http/respond.js';
 import type { HttpResponse, RequestHead, Route } from '../../http/types.js';
 import { contentTypeError, parseJsonBody } from '../../inference/parse-body.js';
@@ -110,11 +111,12 @@ function bindRoute<Deps>(
         body = parsed;
       }
       // What the caller proves with the body: a form's CSRF token, an OAuth client's secret.
+      // The token is a write's proof, by the rule the header's token follows (isWriteMethod).
       if (route.caller.kind === 'session' && route.caller.csrf === 'form') {
         const session = (caller as { session: { csrfToken: string } }).session;
         const presented = (body as Record<string, unknown>)[CSRF_FORM_FIELD];
         if (
-          request.method !== 'GET' &&
+          isWriteMethod(request.method) &&
           !csrfTokenMatches(
             typeof presented === 'string' ? presented : undefined,
             session.csrfToken,

@@ -140,11 +140,14 @@ export interface UsageRow {
   readonly input_tokens: number;
   readonly output_tokens: number;
   readonly total_tokens: number;
-  /** Of input_tokens: written to the prompt cache (of them kept an hour), read from it. */
-  readonly cache_write_tokens: number;
-  readonly cache_write_1h_tokens: number;
-  readonly cache_read_tokens: number;
-  readonly web_search_requests: number;
+  /**
+   * Of input_tokens: written to the prompt cache (of them kept an hour), read from it; and the
+   * web searches. Absent from an API older than them (a page served during a rolling deploy).
+   */
+  readonly cache_write_tokens?: number;
+  readonly cache_write_1h_tokens?: number;
+  readonly cache_read_tokens?: number;
+  readonly web_search_requests?: number;
   readonly cost: string;
   readonly wallet_cost: string;
 }

@@ -21,6 +21,7 @@ export interface UsageSummary {
   readonly costs: CurrencyTotal[];
 }
 
+/** Totals of the rows; a count an older API does not give adds nothing (so none is shown). */
 export function summarize(rows: readonly UsageRow[]): UsageSummary {
   const currencies = [...new Set(rows.map((row) => row.currency))];
   const costs = currencies
@@ -37,10 +38,10 @@ export function summarize(rows: readonly UsageRow[]): UsageSummary {
     requests: rows.reduce((sum, row) => sum + row.requests, 0),
     inputTokens: rows.reduce((sum, row) => sum + row.input_tokens, 0),
     outputTokens: rows.reduce((sum, row) => sum + row.output_tokens, 0),
-    cacheWriteTokens: rows.reduce((sum, row) => sum + row.cache_write_tokens, 0),
-    cacheWrite1hTokens: rows.reduce((sum, row) => sum + row.cache_write_1h_tokens, 0),
-    cacheReadTokens: rows.reduce((sum, row) => sum + row.cache_read_tokens, 0),
-    webSearchRequests: rows.reduce((sum, row) => sum + row.web_search_requests, 0),
+    cacheWriteTokens: rows.reduce((sum, row) => sum + (row.cache_write_tokens ?? 0), 0),
+    cacheWrite1hTokens: rows.reduce((sum, row) => sum + (row.cache_write_1h_tokens ?? 0), 0),
+    cacheReadTokens: rows.reduce((sum, row) => sum + (row.cache_read_tokens ?? 0), 0),
+    webSearchRequests: rows.reduce((sum, row) => sum + (row.web_search_requests ?? 0), 0),
     costs,
   };
 }
@@ -63,8 +64,9 @@ export function daysBetween(from: string, to: string): string[] {
   return days;
 }
 
-const csvCell = (value: string | number | null): string => {
-  const text = value === null ? '' : String(value);
+/** A cell of the CSV; empty for a null key, and for a count the API did not give (undefined). */
+const csvCell = (value: string | number | null | undefined): string => {
+  const text = value === null || value === undefined ? '' : String(value);
   return /[",\n\r]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 };
 
@@ -89,7 +91,10 @@ export function cacheNote(counts: {
   return parts;
 }
 
-/** The rows as CSV, money exactly as the API gave it. */
+/**
+ * The rows as CSV, money exactly as the API gave it; a count the API did not give (an older
+ * version's answer) is an empty cell, not a zero it did not say.
+ */
 export function usageCsv(
   groupBy: string,
   rows: readonly UsageRow[],

@@ -392,8 +392,8 @@ function UsageTable(props: {
   labelOf(key: string | null): string;
 }) {
   const heading = GROUPS.find((group) => group.value === props.group)?.label ?? 'Group';
-  // a column of web searches only for a range that had any
-  const searches = props.rows.some((row) => row.web_search_requests > 0);
+  // a column of web searches only for a range that had any (an older API gives none)
+  const searches = props.rows.some((row) => (row.web_search_requests ?? 0) > 0);
   return (
     <div class="table-wrap">
       <table>
@@ -441,7 +441,7 @@ function UsageTable(props: {
                 <CacheNote row={row} />
               </td>
               <td class="num">{row.output_tokens.toLocaleString()}</td>
-              {searches && <td class="num">{row.web_search_requests.toLocaleString()}</td>}
+              {searches && <td class="num">{row.web_search_requests?.toLocaleString()}</td>}
               <td class="num">{money(row.cost, row.currency)}</td>
               <td class="num">{money(row.wallet_cost, row.currency)}</td>
             </tr>
@@ -454,9 +454,10 @@ function UsageTable(props: {
 
 function CacheNote({ row }: { row: UsageRow }) {
   const note = cacheNote({
-    read: row.cache_read_tokens,
-    write: row.cache_write_tokens,
-    write1h: row.cache_write_1h_tokens,
+    // an older API gives no cache parts: no note
+    read: row.cache_read_tokens ?? 0,
+    write: row.cache_write_tokens ?? 0,
+    write1h: row.cache_write_1h_tokens ?? 0,
   });
   return note.length > 0 ? (
     <span class="cell-note">
