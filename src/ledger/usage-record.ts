@@ -78,7 +78,9 @@ function parseConsumption(text: string): Array<{ grantId: string; amountNano: bi
  * (or beside it, as records of older versions were written), and those settle.lua appends.
  * The reader reads only these and the gateway writes only these (both checked by the
  * compiler); a writer leaves an entry naming any other for a newer version (entry-format.ts),
- * so a field added here is never dropped by a writer that does not know it yet.
+ * so a field added here is never dropped by a writer that does not know it yet. A field no
+ * longer read stays here while gateways of a version that writes it may run: a writer that
+ * dropped it from the list would leave their records waiting for a version that never comes.
  */
 export const USAGE_RECORD_FIELDS = [
   'record',
