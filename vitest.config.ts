@@ -23,6 +23,7 @@ export const clusterFiles = [
   'test/settle-spool.test.ts',
   'test/usage-writer.test.ts',
   'test/usage-dead-letters.test.ts',
+  'test/usage-writer.rolling-deploy.test.ts',
   'test/lifecycle.e2e.test.ts',
   'test/lost-requests.e2e.test.ts',
   'test/auth-cache.race.test.ts',

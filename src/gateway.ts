@@ -31,7 +31,7 @@ import { LostRequestRecovery } from './billing/lost-requests.js';
 import { ShutdownCut } from './inference/shutdown-cut.js';
 import { createRequestLogger, type Logger } from './log.js';
 import { GatewayMetrics } from './metrics.js';
-import { pendingUsageRecords } from './ledger/usage-backlog.js';
+import { pendingUsageRecords, usageRecordsAwaitingNewerWriter } from './ledger/usage-backlog.js';
 import { startMockVendors } from './mock-vendors/server.js';
 import { ProductUserDirectory } from './product-users/directory.js';
 import { LiveBalanceReader } from './product-users/live-balance.js';
@@ -210,6 +210,7 @@ async function assembleGateway(
     () => pendingUsageRecords(redis, keys),
     {
       dependencies: checkDependencies,
+      usageRecordsAwaitingNewerWriter: () => usageRecordsAwaitingNewerWriter(redis, keys),
       webhookDeliveriesDue: () => webhookDeliveriesDue(db),
       upstreamWaiting: () => upstream.waiting(),
     },

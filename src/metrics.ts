@@ -19,6 +19,8 @@ export interface ScrapeProbes {
   readonly pendingUsageRecords?: () => Promise<number>;
   /** Each dependency (redis, postgres) and whether it answers. */
   readonly dependencies?: () => Promise<Record<string, boolean>>;
+  /** Of the usage records not yet in Postgres, those left for a writer of a newer version. */
+  readonly usageRecordsAwaitingNewerWriter?: () => Promise<number>;
   /** Webhook deliveries due and not yet attempted (every instance's). */
   readonly webhookDeliveriesDue?: () => Promise<number>;
   /** This worker's vendor calls waiting for a connection (UpstreamClient.waiting). */
@@ -126,7 +128,15 @@ export class GatewayMetrics {
         pendingUsageRecords,
       );
     }
-    const { dependencies, webhookDeliveriesDue, upstreamWaiting } = probes;
+    const { dependencies, webhookDeliveriesDue, upstreamWaiting, usageRecordsAwaitingNewerWriter } =
+      probes;
+    if (usageRecordsAwaitingNewerWriter) {
+      this.sharedCountGauge(
+        'gw_usage_records_awaiting_newer_writer',
+        'Of gw_usage_records_pending, those a writer left for a writer of a newer version (they name fields it does not know); above 0 once a rollout is done: an older version still runs',
+        usageRecordsAwaitingNewerWriter,
+      );
+    }
     if (dependencies) {
       new Gauge({
         name: 'gw_dependency_up',

@@ -51,6 +51,7 @@ describe('docs/operations.md alerts', () => {
   const probe = () => Promise.resolve(0);
   const registered = new GatewayMetrics(false, probe, {
     dependencies: () => Promise.resolve({}),
+    usageRecordsAwaitingNewerWriter: probe,
     webhookDeliveriesDue: probe,
     upstreamWaiting: () => 0,
   }).registry

@@ -1,8 +1,10 @@
 // A usage stream entry's flat fields (name, value, name, value, …) read by name. Records and
 // notices both travel in the org's usage stream; each kind throws its own format error, so
-// the writer can tell an entry it cannot read from one it does not know.
+// the writer can tell an entry it cannot read from one it does not know. `Name` is the kind's
+// list of field names: a reader cannot read a name its kind does not list, and the list is
+// what tells a writer an entry of a newer version (entry-format.ts).
 
-export class StreamEntryFields {
+export class StreamEntryFields<Name extends string = string> {
   private readonly values = new Map<string, string>();
 
   /**
@@ -21,7 +23,7 @@ export class StreamEntryFields {
   }
 
   /** The field, or undefined when absent (for fields older versions did not write). */
-  get(name: string): string | undefined {
+  get(name: Name): string | undefined {
     return this.values.get(name);
   }
 
@@ -30,7 +32,7 @@ export class StreamEntryFields {
   }
 
   /** The field; throws when it is absent. */
-  text(name: string): string {
+  text(name: Name): string {
     const value = this.values.get(name);
     if (value === undefined || (this.emptyIsMissing && value === ''))
       throw this.fail(`${this.entry} entry lacks ${name}`);
@@ -38,7 +40,7 @@ export class StreamEntryFields {
   }
 
   /** The field as a safe integer; throws when it is absent or not one. */
-  integer(name: string): number {
+  integer(name: Name): number {
     const value = Number(this.text(name));
     if (!Number.isSafeInteger(value))
       throw this.fail(`${this.entry} entry ${name} is not an integer`);
@@ -46,12 +48,12 @@ export class StreamEntryFields {
   }
 
   /** The field as a safe integer, or `absent` when older versions did not write it. */
-  integerOr(name: string, absent: number): number {
+  integerOr(name: Name, absent: number): number {
     return this.values.has(name) ? this.integer(name) : absent;
   }
 
   /** The field, with the empty string read as null; throws when it is absent. */
-  optional(name: string): string | null {
+  optional(name: Name): string | null {
     const value = this.text(name);
     return value === '' ? null : value;
   }

@@ -18,10 +18,23 @@ export interface CredentialFailureNotice {
 
 export type UsageNotice = CredentialFailureNotice;
 
-const NOTICE_TYPES: ReadonlySet<string> = new Set<NoticeType>([
+export const NOTICE_TYPES: ReadonlySet<string> = new Set<NoticeType>([
   'provider_credential.failed_over',
   'provider_credential.rejected',
 ]);
+
+/** Every field name a notice entry of this version may carry (as usage-record.ts's list). */
+export const USAGE_NOTICE_FIELDS = [
+  'event',
+  'org_id',
+  'credential_id',
+  'request_id',
+  'upstream_status',
+  'cooldown_until_ms',
+  'at_ms',
+] as const;
+
+type UsageNoticeField = (typeof USAGE_NOTICE_FIELDS)[number];
 
 export class UsageNoticeFormatError extends Error {
   override readonly name = 'UsageNoticeFormatError';
@@ -34,7 +47,7 @@ export function isNoticeEntry(fields: readonly string[]): boolean {
 
 /** Reads a notice entry; throws UsageNoticeFormatError on one this version cannot read. */
 export function usageNoticeFromFields(fields: readonly string[]): UsageNotice {
-  const entry = new StreamEntryFields(
+  const entry = new StreamEntryFields<UsageNoticeField>(
     fields,
     (message) => new UsageNoticeFormatError(message),
     'notice',

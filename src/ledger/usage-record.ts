@@ -74,12 +74,61 @@ function parseConsumption(text: string): Array<{ grantId: string; amountNano: bi
 }
 
 /**
+ * Every field name a usage record entry of this version may carry: inside the packed `record`
+ * (or beside it, as records of older versions were written), and those settle.lua appends.
+ * The reader reads only these and the gateway writes only these (both checked by the
+ * compiler); a writer leaves an entry naming any other for a newer version (entry-format.ts),
+ * so a field added here is never dropped by a writer that does not know it yet. A field no
+ * longer read stays here while gateways of a version that writes it may run: a writer that
+ * dropped it from the list would leave their records waiting for a version that never comes.
+ */
+export const USAGE_RECORD_FIELDS = [
+  'record',
+  'request_id',
+  'created_at',
+  'org_id',
+  'app_id',
+  'app_connection_id',
+  'api_key_id',
+  'oauth_client_id',
+  'product_user_id',
+  'model',
+  'vendor',
+  'route',
+  'credential_id',
+  'stream',
+  'status',
+  'upstream_status',
+  'input_tokens',
+  'output_tokens',
+  'cache_write_tokens',
+  'cache_write_1h_tokens',
+  'cache_read_tokens',
+  'web_search_requests',
+  'currency',
+  'sell_cost_nano',
+  'vendor_cost_nano',
+  'wallet_cost_nano',
+  'reserved_nano',
+  'latency_ms',
+  'end_reason',
+  'served_by_mock',
+  // Appended by settle.lua.
+  'credits_cost_nano',
+  'credit_consumption',
+  'threshold_crossings',
+  'wallet_balance_after',
+] as const;
+
+export type UsageRecordField = (typeof USAGE_RECORD_FIELDS)[number];
+
+/**
  * A record as one stream entry field, `record` → JSON of string values: one argument for the
  * settle call instead of forty (Redis and its client pay per argument). settle.lua appends
  * `credits_cost_nano` and `credit_consumption` beside it.
  */
 export function usageRecordToFields(record: UsageRecord): string[] {
-  const fields: Record<string, string> = {
+  const fields: Partial<Record<UsageRecordField, string>> = {
     request_id: record.requestId,
     created_at: record.createdAt.toISOString(),
     org_id: record.orgId,
@@ -138,7 +187,7 @@ export class UsageRecordFormatError extends Error {
 
 /** Rebuilds a record from stream entry fields. Throws on an entry that is not a record. */
 export function usageRecordFromFields(fields: readonly string[]): UsageRecord {
-  const entry = new StreamEntryFields(
+  const entry = new StreamEntryFields<UsageRecordField>(
     fields,
     (message) => new UsageRecordFormatError(message),
     'usage',

@@ -11,6 +11,13 @@ import { USAGE_CONSUMER_GROUP } from '../redis/keys.js';
 export type StreamEntry = [id: string, fields: string[]];
 export type StreamBatch = Array<[stream: string, entries: StreamEntry[]]>;
 
+/**
+ * The consumer that holds the entries a writer left for a newer version (entry-format.ts):
+ * pending and unacknowledged, counted by the backlog gauge (usage-backlog.ts), and claimed
+ * again like any other idle pending entry, by whichever writer comes first.
+ */
+export const AWAITING_NEWER_WRITER = 'awaiting-newer-writer';
+
 /** Slots read together on a cluster (one command each, pipelined per node). */
 const SLOTS_PER_WINDOW = 256;
 
@@ -72,6 +79,32 @@ export class UsageStreamGroup {
           const ids = idsOf.get(stream)!;
           pipeline.xack(stream, USAGE_CONSUMER_GROUP, ...ids);
           pipeline.xdel(stream, ...ids);
+        }
+        await pipeline.exec();
+      }),
+    );
+  }
+
+  /**
+   * Hands entries to AWAITING_NEWER_WRITER, unacknowledged (one pipeline per node; JUSTID: no
+   * delivery counted). Their idle time starts again, so the next claim of them is at least
+   * `claimIdleMs` away. One that fails stays this consumer's, and is claimed all the same.
+   */
+  async park(batch: StreamBatch): Promise<void> {
+    const idsOf = new Map(batch.map(([stream, entries]) => [stream, entries.map(([id]) => id)]));
+    await Promise.allSettled(
+      pipelineGroups(this.redis, [...idsOf.keys()]).map(async (streams) => {
+        const pipeline = this.redis.pipeline();
+        for (const stream of streams) {
+          pipeline.call(
+            'XCLAIM',
+            stream,
+            USAGE_CONSUMER_GROUP,
+            AWAITING_NEWER_WRITER,
+            '0',
+            ...idsOf.get(stream)!,
+            'JUSTID',
+          );
         }
         await pipeline.exec();
       }),

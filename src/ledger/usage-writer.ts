@@ -1,12 +1,15 @@
 // The batch writer: drains every org's usage stream (Redis consumer group) into Postgres in
 // batches, acknowledges only after commit, and claims entries left pending by instances that
 // died. A row Postgres refuses goes to the dead-letter table instead of blocking the rest.
+// An entry of a newer version (a name this version does not know) is neither written nor
+// dead-lettered nor acknowledged: it is left pending for a newer writer (entry-format.ts).
 // A slow Postgres slows this loop, never the request path.
 import { setTimeout as delay } from 'node:timers/promises';
 import { isCluster, pipelineGroups, type RedisClient } from '../redis/connect.js';
 import type { Logger } from '../log.js';
 import { USAGE_CONSUMER_GROUP, type RedisKeys } from '../redis/keys.js';
 import type { PostgresUsageSink } from './postgres-usage-sink.js';
+import { KNOWN_ENTRY_NAMES, unknownEntryNames } from './entry-format.js';
 import { isRowRefusal, type DeadLetter, type UsageDeadLetters } from './usage-dead-letters.js';
 import { isNoticeEntry, usageNoticeFromFields, type UsageNotice } from './usage-notices.js';
 import { usageRecordFromFields, type UsageRecord } from './usage-record.js';
@@ -29,6 +32,11 @@ export interface UsageWriterOptions {
   readonly batchMaxRows: number;
   readonly flushIntervalMs: number;
   readonly claimIdleMs: number;
+  /**
+   * The entry names this writer knows (default: this version's, KNOWN_ENTRY_NAMES); tests
+   * give fewer to play a writer of an older version.
+   */
+  readonly knownEntryNames?: ReadonlySet<string>;
 }
 
 const REGISTRY_REFRESH_MS = 1000;
@@ -50,6 +58,9 @@ export class UsageStreamWriter {
   private lastRegistryRefreshMs = 0;
   private lastClaimMs = 0;
   private readonly group: UsageStreamGroup;
+  /** The drain that runs after the one running, which later calls join (drainOnce). */
+  private nextDrain: Promise<number> | undefined;
+  private drainsDone: Promise<unknown> = Promise.resolve();
 
   constructor(
     /** A dedicated connection: blocking reads must not stall the request path's client. */
@@ -81,8 +92,24 @@ export class UsageStreamWriter {
     );
   }
 
-  /** Reads and writes until the streams have nothing new (used at shutdown and in tests). */
-  async drainOnce(): Promise<number> {
+  /**
+   * Reads and writes until the streams have nothing new (used at shutdown and in tests);
+   * returns the rows written. One drain at a time: a call while one runs waits for it, then
+   * runs one more (which reads everything appended before the call); calls while that one
+   * waits join it and get its count.
+   */
+  drainOnce(): Promise<number> {
+    if (this.nextDrain) return this.nextDrain;
+    const next = this.drainsDone.then(() => {
+      this.nextDrain = undefined;
+      return this.drain();
+    });
+    this.nextDrain = next;
+    this.drainsDone = next.catch(() => undefined);
+    return next;
+  }
+
+  private async drain(): Promise<number> {
     await this.refreshStreams(true);
     let written = 0;
     for (;;) {
@@ -226,12 +253,18 @@ export class UsageStreamWriter {
    * because of what a row holds is split until the refused rows are alone; those (and entries
    * that are not records) go to the dead-letter table with the reason. Any other failure is
    * retried as it is. An entry is acked only once its row is in usage_records or in the
-   * dead-letter table.
+   * dead-letter table. An entry naming something this version does not know is left out of
+   * all of it, pending for a newer writer (parked).
    */
   private async persist(batch: StreamBatch): Promise<number> {
     const readable: DecodedEntry[] = [];
     const unreadable: DeadLetter[] = [];
-    for (const [stream, entries] of batch) {
+    const { owned, newer, unknownNames } = byVersion(
+      batch,
+      this.options.knownEntryNames ?? KNOWN_ENTRY_NAMES,
+    );
+    if (newer.length > 0) await this.park(newer, unknownNames);
+    for (const [stream, entries] of owned) {
       for (const [id, fields] of entries) {
         try {
           readable.push(
@@ -272,8 +305,22 @@ export class UsageStreamWriter {
         );
       }
     }
-    await this.group.acknowledge(batch);
+    await this.group.acknowledge(owned);
     return written;
+  }
+
+  /**
+   * Leaves entries of a newer version pending for a writer that knows them. Parked, they are
+   * claimed again only once idle for claimIdleMs (by any writer: one of this version parks
+   * them again, once per claimIdleMs at most, never in a loop); the backlog gauge counts them.
+   */
+  private async park(newer: StreamBatch, unknownNames: readonly string[]): Promise<void> {
+    const count = newer.reduce((total, [, entries]) => total + entries.length, 0);
+    this.logger.warn(
+      { count, unknownNames: unknownNames.slice(0, 20) },
+      'usage writer: records wait for a newer writer (they name fields this version does not know); left pending, not written',
+    );
+    await this.group.park(newer);
   }
 
   /** Writes the entries' rows; returns those Postgres refuses, each alone, with the reason. */
@@ -295,6 +342,31 @@ export class UsageStreamWriter {
       ];
     }
   }
+}
+
+/**
+ * Splits a batch into the entries this writer can write whole (owned) and those naming
+ * something it does not know (newer), with those names.
+ */
+function byVersion(
+  batch: StreamBatch,
+  known: ReadonlySet<string>,
+): { owned: StreamBatch; newer: StreamBatch; unknownNames: string[] } {
+  const owned: StreamBatch = [];
+  const newer: StreamBatch = [];
+  const unknownNames = new Set<string>();
+  for (const [stream, entries] of batch) {
+    const ownedEntries: StreamEntry[] = [];
+    const newerEntries: StreamEntry[] = [];
+    for (const entry of entries) {
+      const unknown = unknownEntryNames(entry[1], known);
+      for (const name of unknown) unknownNames.add(name);
+      (unknown.length > 0 ? newerEntries : ownedEntries).push(entry);
+    }
+    if (ownedEntries.length > 0) owned.push([stream, ownedEntries]);
+    if (newerEntries.length > 0) newer.push([stream, newerEntries]);
+  }
+  return { owned, newer, unknownNames: [...unknownNames].sort() };
 }
 
 /** A stream entry read: a usage record, or a notice for the webhooks (usage-notices.ts). */
