@@ -68,6 +68,13 @@ export const configSchema = z.object({
    */
   DATABASE_TIMEOUT_MS: wholeNumber({ min: 100, max: 600_000 }).default(10_000),
   /**
+   * The most Postgres connections a gateway process's request pool opens (its other pools:
+   * the usage writer's 2, the readiness probe's 1, the webhook dispatcher's
+   * WEBHOOK_DELIVERY_CONCURRENCY + 1). Requests past it wait for a connection, up to
+   * DATABASE_TIMEOUT_MS.
+   */
+  DATABASE_POOL_SIZE: wholeNumber({ min: 1, max: 1_000 }).default(20),
+  /**
    * The longest a request waits on one Redis command while the event loop is free to read its
    * answer (a stalled loop's time counts only past six times this). Past it the request answers 503 gw_unavailable; a hold it may have placed is
    * released, a settle goes to the settle spool (decision 318).

@@ -129,11 +129,15 @@ async function assembleGateway(
   await ensureDatabase(config.DATABASE_URL);
   // Migrations run unbounded on a pool of their own (one can take minutes on a large
   // ledger); every wait of the gateway's own pool is bounded by DATABASE_TIMEOUT_MS.
-  const migrations = createDbPool(config.DATABASE_URL, 1);
+  const migrations = createDbPool(config.DATABASE_URL, 1, undefined, {
+    applicationName: 'gw-migrate',
+  });
   await migrate(migrations).finally(() => migrations.end());
   const db = closers.add(
     'postgres pool',
-    createDbPool(config.DATABASE_URL, 20, config.DATABASE_TIMEOUT_MS),
+    createDbPool(config.DATABASE_URL, config.DATABASE_POOL_SIZE, config.DATABASE_TIMEOUT_MS, {
+      applicationName: 'gw-requests',
+    }),
     (pool) => pool.end(),
   );
 
@@ -195,7 +199,9 @@ async function assembleGateway(
   // Postgres down (and fire its alert). Opened when a check runs, closed once idle.
   const probeDb = closers.add(
     'postgres probe',
-    createDbPool(config.DATABASE_URL, 1, config.DATABASE_TIMEOUT_MS),
+    createDbPool(config.DATABASE_URL, 1, config.DATABASE_TIMEOUT_MS, {
+      applicationName: 'gw-probe',
+    }),
     (pool) => pool.end(),
   );
   const checkDependencies = boundedDependencyChecks(
@@ -515,6 +521,7 @@ export function createWebhookDeliveryPool(
 ): DbPool {
   return createDbPool(config.DATABASE_URL, config.WEBHOOK_DELIVERY_CONCURRENCY + 1, undefined, {
     idleInTransactionMs: config.WEBHOOK_TIMEOUT_MS + IDLE_IN_TRANSACTION_MS,
+    applicationName: 'gw-webhooks',
   });
 }
 
