@@ -43,3 +43,32 @@ describe('options a vendor bills beyond the token rates', () => {
     expect(messagesOptionRefusal({ inference_geo: ['global'] })).toMatch(/^inference_geo: /);
   });
 });
+
+describe('audio replayed from an earlier answer (review of decision 332)', () => {
+  // An assistant turn may carry `audio: { id }`, a previous audio answer the vendor feeds the
+  // model again: billed as audio input tokens, at audio rates, like an input_audio part.
+  it('refuses an assistant turn that names a previous audio answer', () => {
+    expect(
+      chatCompletionsRefusal({
+        model: 'm',
+        messages: [
+          { role: 'user', content: 'say hello' },
+          { role: 'assistant', content: 'hello', audio: { id: 'audio_abc123' } },
+          { role: 'user', content: 'again, slower' },
+        ],
+      }),
+    ).toMatch(/^messages\.1\.audio: /);
+  });
+
+  it('passes an assistant turn whose audio is null', () => {
+    expect(
+      chatCompletionsRefusal({
+        model: 'm',
+        messages: [
+          { role: 'user', content: 'hi' },
+          { role: 'assistant', content: 'hello', audio: null },
+        ],
+      }),
+    ).toBeUndefined();
+  });
+});
