@@ -213,3 +213,55 @@ describe('options a vendor bills beyond the token rates', () => {
     await expect.poll(recordCount, { timeout: 10_000 }).toBe(records + 4);
   });
 });
+
+describe('options spelled twice or with escapes (review of decision 332)', () => {
+  const raw = (path: string, headers: Record<string, string>, body: string): Promise<Response> =>
+    fetch(`${gateway.url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body,
+    });
+
+  // gw reads an inference body as the vendors do (the last value of a repeated name wins, escapes
+  // unescaped) and sends the vendor its own serialisation of what it read: no spelling makes the
+  // vendor see an option gw did not check.
+  it('are read as the vendor reads them, and refused before anything is sent', async () => {
+    const sentA = received.vendor_a.length;
+    const sentB = received.vendor_b.length;
+    const records = await recordCount();
+    const bearer = { authorization: `Bearer ${org.api_key}` };
+    const chatBodies = [
+      `{"model":"${CHAT_MODEL}","service_tier":"default","service_tier":"priority","messages":[{"role":"user","content":"hi"}]}`,
+      `{"model":"${CHAT_MODEL}","service\\u005ftier":"priority","messages":[{"role":"user","content":"hi"}]}`,
+      `{"model":"${CHAT_MODEL}","service_tier":"pr\\u0069ority","messages":[{"role":"user","content":"hi"}]}`,
+      `{"model":"${CHAT_MODEL}","messages":[{"role":"user","content":[{"type":"input\\u005faudio","input_audio":{"data":"UklGRg==","format":"wav"}}]}]}`,
+    ];
+    for (const body of chatBodies) {
+      const refused = await raw('/v1/chat/completions', bearer, body);
+      expect(refused.status).toBe(400);
+      expect(((await refused.json()) as { error: { code: string } }).error.code).toBe(
+        'gw_invalid_request',
+      );
+    }
+    const messagesBodies = [
+      `{"model":"${MESSAGES_MODEL}","max_tokens":50,"speed":"standard","speed":"fast","messages":[{"role":"user","content":"hi"}]}`,
+      `{"model":"${MESSAGES_MODEL}","max_tokens":50,"inference\\u005fgeo":"us","messages":[{"role":"user","content":"hi"}]}`,
+    ];
+    for (const body of messagesBodies) {
+      const refused = await raw('/v1/messages', { 'x-api-key': org.api_key }, body);
+      expect(refused.status).toBe(400);
+      expect(await refused.json()).toMatchObject({ error: { type: 'invalid_request_error' } });
+    }
+    // The reverse: a premium value overridden by a later default reaches the vendor as the default.
+    const passed = await raw(
+      '/v1/chat/completions',
+      bearer,
+      `{"model":"${CHAT_MODEL}","service_tier":"priority","service_tier":"default","messages":[{"role":"user","content":"hi"}]}`,
+    );
+    expect(passed.status).toBe(200);
+    expect(received.vendor_b.at(-1)).toMatchObject({ service_tier: 'default' });
+    expect(received.vendor_a.length).toBe(sentA);
+    expect(received.vendor_b.length).toBe(sentB + 1);
+    await expect.poll(recordCount, { timeout: 10_000 }).toBe(records + 1);
+  });
+});
