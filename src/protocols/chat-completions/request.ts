@@ -53,8 +53,9 @@ const PRICED_OPTIONS: readonly PricedOption[] = [
 
 /**
  * Why a chat request sent to a chat-completions vendor as it is would be billed beyond what gw
- * charges, or undefined (decision 332): an option the vendor prices otherwise, or an audio
- * input part. Checked before admission, so nothing is held or sent.
+ * charges, or undefined (decision 332): an option the vendor prices otherwise, an audio input
+ * part, or an assistant turn replaying an earlier audio answer (`audio: {id}`, fed to the model
+ * again as audio input). Checked before admission, so nothing is held or sent.
  */
 export function chatCompletionsRefusal(
   request: Readonly<Record<string, unknown>>,
@@ -63,7 +64,11 @@ export function chatCompletionsRefusal(
   if (refusal) return refusal;
   const messages = Array.isArray(request.messages) ? (request.messages as unknown[]) : [];
   for (const [index, message] of messages.entries()) {
-    const content = isJsonObject(message) ? message.content : undefined;
+    if (!isJsonObject(message)) continue;
+    if (message.audio !== undefined && message.audio !== null) {
+      return `messages.${index}.audio: an earlier audio answer is read again as input audio, billed at audio rates gw does not price`;
+    }
+    const content = message.content;
     if (!Array.isArray(content)) continue;
     for (const [part, block] of content.entries()) {
       if (isJsonObject(block) && block.type === 'input_audio') {
