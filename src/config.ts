@@ -121,6 +121,12 @@ export const configSchema = z.object({
   /** Settles that fail after the vendor answered wait here (fsynced) until Redis is back. */
   SPOOL_DIR: z.string().min(1).default('var/spool'),
   SHUTDOWN_GRACE_MS: wholeNumber({ min: 0 }).default(10_000),
+  /**
+   * Load shedding (decision 336): while the event loop runs this many ms late, new requests
+   * (not health checks) are answered 503 gw_unavailable at once and their connections closed;
+   * requests in flight go on. 0: off.
+   */
+  SHED_LOOP_DELAY_MS: wholeNumber({ min: 0, max: 60_000 }).default(0),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** The built-in mock serves every vendor without a base URL (else only when none is set). */
   MOCK_VENDORS: booleanFlag.default(false),

@@ -22,6 +22,7 @@ import { boundedDependencyChecks } from './dependency-checks.js';
 import { CredentialError, CredentialStore } from './credentials/credential-store.js';
 import { parseMasterKeys } from './credentials/secret-box.js';
 import { createRequestLog } from './http/request-log.js';
+import { LoopLag } from './http/loop-lag.js';
 import { createHttpServer } from './http/server.js';
 import { loadNativeUws } from './http/uws.js';
 import { UsageWriterThread } from './ledger/usage-writer-thread.js';
@@ -455,9 +456,18 @@ async function assembleGateway(
     dashboardVisitor: (head) => dashboardAuth.visitor(head),
     oauthClient: (headers, form) => oauthClients.authenticate(headers, form),
   };
+  // Load shedding (decision 336): off unless SHED_LOOP_DELAY_MS is set.
+  const loopLag =
+    config.SHED_LOOP_DELAY_MS > 0
+      ? closers.add('loop lag', new LoopLag(), (lag) => lag.stop())
+      : undefined;
   const server = createHttpServer({
     maxBodyBytes: config.MAX_BODY_BYTES,
     logger,
+    ...(loopLag && {
+      overloaded: () => loopLag.lateMs() > config.SHED_LOOP_DELAY_MS,
+      onShed: () => metrics.requestsShed.inc(),
+    }),
     onRequestFinished: (route, status, durationMs) =>
       metrics.requestFinished(route, status, durationMs),
     requestLog: createRequestLog(createRequestLogger(logger), config.REQUEST_LOG_SAMPLE_RATE),
