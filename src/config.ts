@@ -68,6 +68,13 @@ export const configSchema = z.object({
    */
   DATABASE_TIMEOUT_MS: wholeNumber({ min: 100, max: 600_000 }).default(10_000),
   /**
+   * The most Postgres connections a gateway process's request pool opens (its other pools:
+   * the usage writer's 2, the readiness probe's 1, the webhook dispatcher's
+   * WEBHOOK_DELIVERY_CONCURRENCY + 1). Requests past it wait for a connection, up to
+   * DATABASE_TIMEOUT_MS.
+   */
+  DATABASE_POOL_SIZE: wholeNumber({ min: 1, max: 1_000 }).default(20),
+  /**
    * The longest a request waits on one Redis command while the event loop is free to read its
    * answer (a stalled loop's time counts only past six times this). Past it the request answers 503 gw_unavailable; a hold it may have placed is
    * released, a settle goes to the settle spool (decision 318).
@@ -114,6 +121,12 @@ export const configSchema = z.object({
   /** Settles that fail after the vendor answered wait here (fsynced) until Redis is back. */
   SPOOL_DIR: z.string().min(1).default('var/spool'),
   SHUTDOWN_GRACE_MS: wholeNumber({ min: 0 }).default(10_000),
+  /**
+   * Load shedding (decision 336): while the event loop runs this many ms late, new requests
+   * (not health checks) are answered 503 gw_unavailable at once and their connections closed;
+   * requests in flight go on. 0: off.
+   */
+  SHED_LOOP_DELAY_MS: wholeNumber({ min: 0, max: 60_000 }).default(0),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** The built-in mock serves every vendor without a base URL (else only when none is set). */
   MOCK_VENDORS: booleanFlag.default(false),

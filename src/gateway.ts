@@ -22,6 +22,7 @@ import { boundedDependencyChecks } from './dependency-checks.js';
 import { CredentialError, CredentialStore } from './credentials/credential-store.js';
 import { parseMasterKeys } from './credentials/secret-box.js';
 import { createRequestLog } from './http/request-log.js';
+import { LoopLag } from './http/loop-lag.js';
 import { createHttpServer } from './http/server.js';
 import { loadNativeUws } from './http/uws.js';
 import { UsageWriterThread } from './ledger/usage-writer-thread.js';
@@ -129,11 +130,15 @@ async function assembleGateway(
   await ensureDatabase(config.DATABASE_URL);
   // Migrations run unbounded on a pool of their own (one can take minutes on a large
   // ledger); every wait of the gateway's own pool is bounded by DATABASE_TIMEOUT_MS.
-  const migrations = createDbPool(config.DATABASE_URL, 1);
+  const migrations = createDbPool(config.DATABASE_URL, 1, undefined, {
+    applicationName: 'gw-migrate',
+  });
   await migrate(migrations).finally(() => migrations.end());
   const db = closers.add(
     'postgres pool',
-    createDbPool(config.DATABASE_URL, 20, config.DATABASE_TIMEOUT_MS),
+    createDbPool(config.DATABASE_URL, config.DATABASE_POOL_SIZE, config.DATABASE_TIMEOUT_MS, {
+      applicationName: 'gw-requests',
+    }),
     (pool) => pool.end(),
   );
 
@@ -195,7 +200,9 @@ async function assembleGateway(
   // Postgres down (and fire its alert). Opened when a check runs, closed once idle.
   const probeDb = closers.add(
     'postgres probe',
-    createDbPool(config.DATABASE_URL, 1, config.DATABASE_TIMEOUT_MS),
+    createDbPool(config.DATABASE_URL, 1, config.DATABASE_TIMEOUT_MS, {
+      applicationName: 'gw-probe',
+    }),
     (pool) => pool.end(),
   );
   const checkDependencies = boundedDependencyChecks(
@@ -450,9 +457,18 @@ async function assembleGateway(
     dashboardVisitor: (head) => dashboardAuth.visitor(head),
     oauthClient: (headers, form) => oauthClients.authenticate(headers, form),
   };
+  // Load shedding (decision 336): off unless SHED_LOOP_DELAY_MS is set.
+  const loopLag =
+    config.SHED_LOOP_DELAY_MS > 0
+      ? closers.add('loop lag', new LoopLag(), (lag) => lag.stop())
+      : undefined;
   const server = createHttpServer({
     maxBodyBytes: config.MAX_BODY_BYTES,
     logger,
+    ...(loopLag && {
+      overloaded: () => loopLag.lateMs() > config.SHED_LOOP_DELAY_MS,
+      onShed: () => metrics.requestsShed.inc(),
+    }),
     onRequestFinished: (route, status, durationMs) =>
       metrics.requestFinished(route, status, durationMs),
     requestLog: createRequestLog(createRequestLogger(logger), config.REQUEST_LOG_SAMPLE_RATE),
@@ -516,6 +532,7 @@ export function createWebhookDeliveryPool(
 ): DbPool {
   return createDbPool(config.DATABASE_URL, config.WEBHOOK_DELIVERY_CONCURRENCY + 1, undefined, {
     idleInTransactionMs: config.WEBHOOK_TIMEOUT_MS + IDLE_IN_TRANSACTION_MS,
+    applicationName: 'gw-webhooks',
   });
 }
 

@@ -41,6 +41,10 @@ export class GatewayMetrics {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     registers: [this.registry],
   });
+  readonly requestsShed = this.counter(
+    'gw_requests_shed_total',
+    'New requests answered 503 at once while the event loop ran SHED_LOOP_DELAY_MS late (load shedding)',
+  );
   readonly usageRowsWritten = this.counter(
     'gw_usage_rows_written_total',
     'Usage records the batch writer committed to Postgres',

@@ -44,7 +44,9 @@ const silenceWatch =
         settings.options.flushIntervalMs + settings.redisTimeoutMs,
         warnOfReplacement(logger, 'redis connection silent with commands waiting: reconnecting'),
       );
-const db = createDbPool(settings.databaseUrl, 2, settings.writeTimeoutMs);
+const db = createDbPool(settings.databaseUrl, 2, settings.writeTimeoutMs, {
+  applicationName: 'gw-usage-writer',
+});
 const writer = new UsageStreamWriter(
   redis,
   createRedisKeys(settings.keyPrefix),

@@ -51,7 +51,7 @@ export async function ensureProductUser(
 export async function openCliContext(): Promise<CliContext> {
   const config = loadConfig(cliIo().env);
   await ensureDatabase(config.DATABASE_URL);
-  const db = createDbPool(config.DATABASE_URL, 2);
+  const db = createDbPool(config.DATABASE_URL, 2, undefined, { applicationName: 'gw-cli' });
   await migrate(db);
   const redis = connectRedis(redisTarget(config), { maxRetriesPerRequest: 2 });
   const keys = createRedisKeys(config.REDIS_KEY_PREFIX);

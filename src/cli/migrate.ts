@@ -16,7 +16,7 @@ export async function migrateCommand(argv: string[]): Promise<void> {
   if (argv.length > 0) throw new UsageError(`gw migrate takes no arguments (got ${argv[0]})`);
   const config = loadConfig(cliIo().env);
   await ensureDatabase(config.DATABASE_URL);
-  const db = createDbPool(config.DATABASE_URL, 1);
+  const db = createDbPool(config.DATABASE_URL, 1, undefined, { applicationName: 'gw-migrate' });
   try {
     printJson({ applied: await migrate(db) });
   } finally {

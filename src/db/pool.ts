@@ -23,17 +23,19 @@ export const IDLE_IN_TRANSACTION_MS = 60_000;
  * All answer 503 `gw_unavailable` (isDependencyUnavailable). Unbounded when omitted:
  * migrations, the CLI. Every pool's sessions end a transaction idle for IDLE_IN_TRANSACTION_MS,
  * or `idleInTransactionMs` for a pool whose transactions wait on something else by design (the
- * webhook dispatcher's hold an endpoint through an HTTP attempt).
+ * webhook dispatcher's hold an endpoint through an HTTP attempt). Its sessions carry
+ * `applicationName` (`pg_stat_activity.application_name`: which pool of gw holds what).
  */
 export function createDbPool(
   databaseUrl: string,
   max = 10,
   timeoutMs?: number,
-  options: { readonly idleInTransactionMs?: number } = {},
+  options: { readonly idleInTransactionMs?: number; readonly applicationName?: string } = {},
 ): DbPool {
   const pool = new pg.Pool({
     connectionString: databaseUrl,
     max,
+    application_name: options.applicationName ?? 'gw',
     idleTimeoutMillis: 30_000,
     idle_in_transaction_session_timeout: options.idleInTransactionMs ?? IDLE_IN_TRANSACTION_MS,
     ...(timeoutMs !== undefined && {

@@ -50,6 +50,13 @@ export interface HttpServerOptions {
   readonly onRequestFinished?: (route: string, status: number, durationMs: number) => void;
   /** Writes the request-log line of every finished request (see request-log.ts). */
   readonly requestLog?: RequestLog;
+  /**
+   * Whether the instance is too late to take a new request (load shedding, decision 336):
+   * asked as each request arrives; when true, it is answered 503 and its connection closed
+   * (health checks are always served). Told of each with `onShed`.
+   */
+  readonly overloaded?: () => boolean;
+  readonly onShed?: () => void;
 }
 
 export interface HttpServer {
@@ -177,16 +184,27 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       );
     };
 
-    if (draining && path !== '/healthz' && path !== '/readyz') {
-      // A request on a kept-alive connection after SIGTERM: tell the client to go elsewhere.
-      // Its route's onRefused does not run: the client is told to retry this very request
-      // (an OAuth code it presents must still work there; decision 292).
+    /** Tells the client to retry elsewhere (the connection closes); onRefused does not run. */
+    const sendElsewhere = (why: string): void =>
       closeWith(
-        gwError('gw_unavailable', 'this gateway instance is shutting down; retry', {
+        gwError('gw_unavailable', `this gateway instance is ${why}; retry`, {
           headers: { 'retry-after': '1' },
         }),
         flavor,
       );
+    const healthCheck = path === '/healthz' || path === '/readyz';
+    if (draining && !healthCheck) {
+      // A request on a kept-alive connection after SIGTERM: tell the client to go elsewhere.
+      // Its route's onRefused does not run: the client is told to retry this very request
+      // (an OAuth code it presents must still work there; decision 292).
+      sendElsewhere('shutting down');
+      return;
+    }
+    if (!healthCheck && options.overloaded?.() === true) {
+      // Taken now, it would wait behind the work that made the loop late and make that later
+      // still: refused at once, before its body or its key is read (decision 336).
+      options.onShed?.();
+      sendElsewhere('overloaded');
       return;
     }
     const badFraming = framingProblem(contentLengths, transferEncodings);

@@ -6,7 +6,11 @@ import { gwError, type GwError } from '../errors.js';
 import type { HttpRequest, HttpResponse } from '../http/types.js';
 import { admit, ADMISSION_ERRORS, type PlannedOutput } from '../inference/admission.js';
 import { messagesRequestSchema } from '../inference/messages-request.js';
-import { promptCacheWrite, serverToolCosts } from '../protocols/messages/request.js';
+import {
+  messagesOptionRefusal,
+  promptCacheWrite,
+  serverToolCosts,
+} from '../protocols/messages/request.js';
 import { PROXY_ERRORS, type ProxyDeps } from '../inference/proxy.js';
 import { relayAdmission } from '../inference/proxy-http.js';
 import type { CatalogModel } from '../catalog/models.js';
@@ -62,8 +66,11 @@ async function handleMessages(
   if (version !== undefined && !VENDOR_VERSION.test(version)) {
     return gwError('gw_invalid_request', `${VENDOR_VERSION_HEADER}: must be printable ASCII`);
   }
-  // Server tools billed beyond tokens: web searches are held for and charged, others refused.
-  // (An unknown model is refused by admission, with its own error.)
+  // Options billed beyond the catalogue's rates are refused; server tools billed beyond tokens:
+  // web searches are held for and charged, others refused. (An unknown model is refused by
+  // admission, with its own error.)
+  const optionRefusal = model ? messagesOptionRefusal(body) : undefined;
+  if (optionRefusal) return gwError('gw_invalid_request', optionRefusal);
   const toolCosts = model
     ? serverToolCosts(parsed.tools, model.provider.webSearchPrice !== null)
     : { webSearches: 0 };

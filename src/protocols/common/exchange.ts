@@ -107,10 +107,11 @@ export interface WireProtocol {
   readonly name: string;
   /**
    * Why a chat request cannot be served as asked with this protocol (`n`, tools it cannot
-   * carry), or undefined: answered 400 before anything is held.
+   * carry, an option the vendor would bill beyond gw's price), or undefined: answered 400
+   * before anything is held.
    */
   chatRefusal(
-    request: { readonly model: string; readonly tools?: unknown },
+    request: Readonly<Record<string, unknown>> & { readonly model: string },
     choices: number,
   ): string | undefined;
   chat(endpoint: WireEndpoint, call: ChatCall): UpstreamExchange;

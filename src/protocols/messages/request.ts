@@ -1,6 +1,7 @@
 // The messages protocol's requests: path, headers, the protocol version header, and the cache
 // writes a body asks for.
 import { isJsonContainer } from '../../json-shapes.js';
+import { oneOf, unpricedOptionRefusal, type PricedOption } from '../common/priced-options.js';
 import type { PromptCacheWrite } from '../common/usage.js';
 
 export const MESSAGES_PATH = '/v1/messages';
@@ -41,6 +42,29 @@ export function promptCacheWrite(body: unknown): PromptCacheWrite {
     for (const member of members) if (isJsonContainer(member)) pending.push(member);
   }
   return found;
+}
+
+/** The messages-protocol options a vendor bills beyond the catalogue's token rates. */
+const PRICED_OPTIONS: readonly PricedOption[] = [
+  {
+    field: 'speed',
+    priced: oneOf('standard'),
+    reason: 'gw prices the standard speed only; the vendor bills a faster one at a premium',
+  },
+  {
+    field: 'inference_geo',
+    priced: oneOf('global'),
+    reason: 'gw prices global inference only; the vendor bills a pinned geography at a premium',
+  },
+];
+
+/**
+ * Why a messages-protocol body would be billed beyond what gw charges for its tokens, or
+ * undefined (decision 332): an option the vendor prices otherwise. Server tools are
+ * `serverToolCosts`' to read.
+ */
+export function messagesOptionRefusal(body: Readonly<Record<string, unknown>>): string | undefined {
+  return unpricedOptionRefusal(body, PRICED_OPTIONS);
 }
 
 /** Most searches one web search tool may allow through gw (its `max_uses`). */

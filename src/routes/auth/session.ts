@@ -1,6 +1,6 @@
 // GET /auth/session: who is signed in, and their organizations (the dashboard's first call).
 import { declareRoute } from '../framework/declaration.js';
-import { signedInSchema } from './login.js';
+import { signedInSchema } from './signed-in.js';
 
 export const sessionRoute = declareRoute({
   method: 'GET',

@@ -9,7 +9,7 @@ import { AccountRuleError, createUser, loadDashboardUser } from '../../accounts/
 import { gwError, type GwError } from '../../errors.js';
 import { declareRoute } from '../framework/declaration.js';
 import type { AccountDeps } from './deps.js';
-import { answerSignedIn, emailPasswordSchema, signedInSchema } from './login.js';
+import { answerSignedIn, emailPasswordSchema, signedInSchema } from './signed-in.js';
 
 export const signupRoute = declareRoute({
   method: 'POST',

@@ -1,0 +1,47 @@
+// What sign-in and sign-up share: the e-mail and password body, and the answer that starts a
+// session (its cookie, the user and their organizations).
+import { z } from 'zod';
+import { PASSWORD_MAX_UTF16_UNITS } from '../../accounts/passwords.js';
+import type { SessionStore } from '../../accounts/sessions.js';
+import { EMAIL_MAX_LENGTH, type DashboardUser } from '../../accounts/users.js';
+import type { HttpRequest, HttpResponse } from '../../http/types.js';
+import { dashboardUserSchema, orgSummarySchema } from '../dashboard/schemas.js';
+
+/** The body of sign-in and sign-up: an e-mail and a password, no longer than an account holds. */
+export const emailPasswordSchema = z.strictObject({
+  email: z.string().max(EMAIL_MAX_LENGTH),
+  password: z.string().max(PASSWORD_MAX_UTF16_UNITS),
+});
+
+export const signedInSchema = z.object({
+  user: dashboardUserSchema,
+  orgs: z.array(orgSummarySchema),
+});
+
+/**
+ * Starts a session for `user` (ending the one the browser presented, if any: a session id
+ * planted before sign-in is worthless) and answers the user and their organizations with
+ * the session cookie.
+ */
+export async function answerSignedIn(
+  request: HttpRequest,
+  response: HttpResponse,
+  sessions: SessionStore,
+  user: DashboardUser,
+  status: 200 | 201,
+): Promise<void> {
+  const presented = sessions.idFromCookieHeader(request.headers.cookie);
+  const previous = presented ? await sessions.find(presented) : null;
+  if (previous) await sessions.destroy(previous.handle);
+  const { id } = await sessions.create(user.id);
+  response.writeHead(status, {
+    'content-type': 'application/json',
+    'set-cookie': sessions.cookie(id),
+  });
+  response.end(
+    JSON.stringify({
+      user: { id: user.id, email: user.email, personal_org_id: user.personalOrgId },
+      orgs: user.memberships.map(({ id: orgId, name, role }) => ({ id: orgId, name, role })),
+    }),
+  );
+}
