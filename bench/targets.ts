@@ -160,7 +160,7 @@ export async function startGatewayTarget(
     CREDENTIALS_MASTER_KEY: Buffer.alloc(32, 42).toString('base64'),
     // The webhook dispatcher's cost: BENCH_WEBHOOK_DELIVERY_CONCURRENCY=0 measures without it.
     WEBHOOK_DELIVERY_CONCURRENCY: process.env.BENCH_WEBHOOK_DELIVERY_CONCURRENCY ?? '4',
-    // Load shedding (decision 336): BENCH_SHED_LOOP_DELAY_MS=500 measures with it.
+    // Load shedding (decision 335): BENCH_SHED_LOOP_DELAY_MS=500 measures with it.
     SHED_LOOP_DELAY_MS: process.env.BENCH_SHED_LOOP_DELAY_MS ?? '0',
   };
   const { child, value } = await spawnUntil(

@@ -122,7 +122,7 @@ export const configSchema = z.object({
   SPOOL_DIR: z.string().min(1).default('var/spool'),
   SHUTDOWN_GRACE_MS: wholeNumber({ min: 0 }).default(10_000),
   /**
-   * Load shedding (decision 336): while the event loop runs this many ms late, new requests
+   * Load shedding (decision 335): while the event loop runs this many ms late, new requests
    * (not health checks) are answered 503 gw_unavailable at once and their connections closed;
    * requests in flight go on. 0: off.
    */

@@ -457,7 +457,7 @@ async function assembleGateway(
     dashboardVisitor: (head) => dashboardAuth.visitor(head),
     oauthClient: (headers, form) => oauthClients.authenticate(headers, form),
   };
-  // Load shedding (decision 336): off unless SHED_LOOP_DELAY_MS is set.
+  // Load shedding (decision 335): off unless SHED_LOOP_DELAY_MS is set.
   const loopLag =
     config.SHED_LOOP_DELAY_MS > 0
       ? closers.add('loop lag', new LoopLag(), (lag) => lag.stop())

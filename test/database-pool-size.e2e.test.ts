@@ -1,5 +1,5 @@
 // DATABASE_POOL_SIZE bounds the Postgres connections of a gateway's request pool (decision
-// 335): many instances' workers together must stay below the server's max_connections. Each
+// 334): many instances' workers together must stay below the server's max_connections. Each
 // pool names itself in pg_stat_activity. The gateway runs on a database of this file's own,
 // so the connections counted are its own.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

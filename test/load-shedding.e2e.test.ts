@@ -1,4 +1,4 @@
-// Load shedding (decision 336): with SHED_LOOP_DELAY_MS set, a request that arrives while the
+// Load shedding (decision 335): with SHED_LOOP_DELAY_MS set, a request that arrives while the
 // event loop runs that late is answered 503 at once and its connection closed, health checks are
 // served, requests already in flight go on, and new ones are served again once the loop keeps
 // time. The gateway is a real process, stopped (SIGSTOP) to make its loop late: requests sent

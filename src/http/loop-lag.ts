@@ -1,4 +1,4 @@
-// How late the event loop runs: the signal for shedding new requests (decision 336). A timer
+// How late the event loop runs: the signal for shedding new requests (decision 335). A timer
 // ticks every INTERVAL_MS; a tick that comes late says the loop was busy (or the process was
 // not scheduled) for that long. Between ticks, the time since the last one says how long the
 // turn in progress has kept the loop: a request read after a long stall is judged by it, even

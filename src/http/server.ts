@@ -51,7 +51,7 @@ export interface HttpServerOptions {
   /** Writes the request-log line of every finished request (see request-log.ts). */
   readonly requestLog?: RequestLog;
   /**
-   * Whether the instance is too late to take a new request (load shedding, decision 336):
+   * Whether the instance is too late to take a new request (load shedding, decision 335):
    * asked as each request arrives; when true, it is answered 503 and its connection closed
    * (health checks are always served). Told of each with `onShed`.
    */
@@ -202,7 +202,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     }
     if (!healthCheck && options.overloaded?.() === true) {
       // Taken now, it would wait behind the work that made the loop late and make that later
-      // still: refused at once, before its body or its key is read (decision 336).
+      // still: refused at once, before its body or its key is read (decision 335).
       options.onShed?.();
       sendElsewhere('overloaded');
       return;
