@@ -19,7 +19,7 @@ import path from 'node:path';
 import type { BudgetStore, RequestAccounts } from './budget-store.js';
 import type { Logger } from '../log.js';
 import type { RecordedUsage } from '../ledger/recorded-usage.js';
-import { parseSpoolLine, spoolLine, type SpooledSettle } from './spool-entry.js';
+import { readSpoolLine, spoolLine, type SpoolLine, type SpooledSettle } from './spool-entry.js';
 import type { UsageRecord } from '../ledger/usage-record.js';
 
 export interface SettleSpoolOptions {
@@ -200,45 +200,60 @@ export class SettleSpool {
     this.reportPending();
   }
 
-  /** Replays one file's entries; rewrites it with those left, or deletes it. */
+  /**
+   * Replays one file's entries; rewrites it with the lines left (as they were written), or
+   * deletes it. Lines a newer version wrote are left for one.
+   */
   private async replayFile(file: string): Promise<{ left: number; redisGone: boolean }> {
-    const entries = await this.readEntries(file);
-    const left: SpooledSettle[] = [];
+    const lines = await this.readEntries(file);
+    const left: string[] = [];
     let redisGone = false;
     let retired = 0;
-    const byOrg = new Map<string, SpooledSettle[]>();
-    for (const entry of entries) {
-      const orgEntries = byOrg.get(entry.record.orgId) ?? [];
-      orgEntries.push(entry);
-      byOrg.set(entry.record.orgId, orgEntries);
+    const byOrg = new Map<string, Array<{ entry: SpooledSettle; line: string }>>();
+    const newer: string[] = [];
+    for (const read of lines) {
+      if (read.kind === 'newer') {
+        left.push(read.line);
+        newer.push(...read.unknown);
+        continue;
+      }
+      const orgEntries = byOrg.get(read.entry.record.orgId) ?? [];
+      orgEntries.push(read);
+      byOrg.set(read.entry.record.orgId, orgEntries);
+    }
+    if (newer.length > 0) {
+      this.deps.logger.warn(
+        { file: path.basename(file), unknown: [...new Set(newer)].slice(0, 20) },
+        'settle spool: entries a newer version spooled wait for one (not replayed)',
+      );
     }
     for (const [orgId, orgEntries] of byOrg) {
       if (redisGone) {
-        left.push(...orgEntries);
+        left.push(...orgEntries.map(({ line }) => line));
         continue;
       }
       let recorded: Set<string>;
       try {
         recorded = await this.deps.recorded.among(
           orgId,
-          orgEntries.map((entry) => entry.record.requestId),
+          orgEntries.map(({ entry }) => entry.record.requestId),
         );
       } catch (error) {
         this.deps.logger.warn({ err: error }, 'settle spool: cannot check records yet');
-        left.push(...orgEntries);
+        left.push(...orgEntries.map(({ line }) => line));
         redisGone = true;
         continue;
       }
-      for (const entry of orgEntries) {
+      for (const { entry, line } of orgEntries) {
         if (redisGone) {
-          left.push(entry);
+          left.push(line);
           continue;
         }
         if (!recorded.has(entry.record.requestId)) {
           try {
             await this.deps.budget.settle(entry.record, entry.accounts);
           } catch (error) {
-            left.push(entry);
+            left.push(line);
             if (isRefusal(error)) {
               this.deps.logger.error(
                 { err: error, requestId: entry.record.requestId },
@@ -260,21 +275,21 @@ export class SettleSpool {
     }
     if (left.length === 0) {
       await unlink(file);
-    } else if (left.length < entries.length) {
+    } else if (left.length < lines.length) {
       await this.rewrite(file, left);
     }
     return { left: left.length, redisGone };
   }
 
-  /** The file's entries; lines that do not parse (a torn last line) are skipped, loudly. */
-  private async readEntries(file: string): Promise<SpooledSettle[]> {
-    const entries: SpooledSettle[] = [];
+  /** The file's lines; those that are not entries (a torn last line) are skipped, loudly. */
+  private async readEntries(file: string): Promise<SpoolLine[]> {
+    const entries: SpoolLine[] = [];
     const text = await readFile(file, 'utf8');
     let skipped = 0;
     for (const line of text.split('\n')) {
       if (line.trim() === '') continue;
       try {
-        entries.push(parseSpoolLine(line));
+        entries.push(readSpoolLine(line));
       } catch {
         skipped += 1;
       }
@@ -288,11 +303,12 @@ export class SettleSpool {
     return entries;
   }
 
-  private async rewrite(file: string, entries: readonly SpooledSettle[]): Promise<void> {
+  /** Writes `lines` (as read: nothing re-encoded) in place of the file, fsynced. */
+  private async rewrite(file: string, lines: readonly string[]): Promise<void> {
     const temporary = `${file}.tmp`;
     const handle = await open(temporary, 'w');
     try {
-      await handle.writeFile(entries.map((entry) => `${spoolLine(entry)}\n`).join(''));
+      await handle.writeFile(lines.map((line) => `${line}\n`).join(''));
       await handle.sync();
     } finally {
       await handle.close();

@@ -1,8 +1,12 @@
 // One spooled settle as a line of the settle spool: the usage record (as its stream fields, so
 // every field of the record travels) and the accounts the settle touches, in JSON. Amounts
-// are decimal strings of nano-units, dates ISO strings.
+// are decimal strings of nano-units, dates ISO strings. A line a newer version wrote (a format
+// or a record field this version does not know) is left in the spool, as it is, for a newer
+// version to replay: settled here, its record would reach the ledger without what this version
+// does not read (decision 333).
 import type { RequestAccounts } from './budget-store.js';
 import type { Period } from '../periods.js';
+import { unknownEntryNames } from '../ledger/entry-format.js';
 import {
   usageRecordFromFields,
   usageRecordToFields,
@@ -58,6 +62,27 @@ export function spoolLine(entry: SpooledSettle): string {
       credentials: accounts.credentials,
     },
   });
+}
+
+/** A spool line as read: an entry this version replays, or one it leaves for a newer version. */
+export type SpoolLine =
+  | { readonly kind: 'entry'; readonly entry: SpooledSettle; readonly line: string }
+  | { readonly kind: 'newer'; readonly line: string; readonly unknown: readonly string[] };
+
+/**
+ * Reads a spool line: a newer format version, or a record naming a field this version does not
+ * know, is `newer` (kept as written); throws on a line that is not an entry (torn by a crash).
+ */
+export function readSpoolLine(line: string): SpoolLine {
+  const json = JSON.parse(line) as { v?: unknown; fields?: unknown };
+  if (typeof json.v === 'number' && json.v > FORMAT_VERSION) {
+    return { kind: 'newer', line, unknown: [`format ${json.v}`] };
+  }
+  if (json.v === FORMAT_VERSION && Array.isArray(json.fields)) {
+    const unknown = unknownEntryNames(json.fields as string[]);
+    if (unknown.length > 0) return { kind: 'newer', line, unknown };
+  }
+  return { kind: 'entry', entry: parseSpoolLine(line), line };
 }
 
 /** Parses a line written by spoolLine; throws on anything else (a torn or foreign line). */

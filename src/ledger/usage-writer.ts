@@ -56,7 +56,7 @@ export class UsageStreamWriter {
   /** Every stream this writer has read: kept when the registry or a group is lost. */
   private readonly known = new Set<string>();
   private lastRegistryRefreshMs = 0;
-  private lastClaimMs = 0;
+  private nextClaimAtMs = 0;
   private readonly group: UsageStreamGroup;
   /** The drain that runs after the one running, which later calls join (drainOnce). */
   private nextDrain: Promise<number> | undefined;
@@ -127,8 +127,8 @@ export class UsageStreamWriter {
           await sleep(this.options.flushIntervalMs, this.stopping.signal);
           continue;
         }
-        if (Date.now() - this.lastClaimMs > this.options.claimIdleMs / 2) {
-          this.lastClaimMs = Date.now();
+        if (Date.now() >= this.nextClaimAtMs) {
+          this.nextClaimAtMs = Date.now() + claimRoundDelayMs(this.options.claimIdleMs);
           await this.claimStale();
         }
         const cycleStartedMs = Date.now();
@@ -342,6 +342,17 @@ export class UsageStreamWriter {
       ];
     }
   }
+}
+
+/**
+ * The time to this writer's next claim round: half the claim idle time on average, drawn from a
+ * quarter to three quarters of it. Jittered: an entry a writer parks (or claims) becomes idle
+ * again in step with that writer's own rounds, so with fixed rounds the same writer would claim
+ * it first every time, and a newer writer beside an older one that parks a record would never
+ * get it while the older one runs (review of decision 333).
+ */
+function claimRoundDelayMs(claimIdleMs: number): number {
+  return claimIdleMs * (0.25 + Math.random() * 0.5);
 }
 
 /**
