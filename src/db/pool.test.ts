@@ -166,10 +166,12 @@ describe('a pool whose waits are bounded (DATABASE_TIMEOUT_MS)', () => {
     // An account rebuild's measurement on a connection whose server process stopped answering:
     // the measurement fails after one read time-out, and the org's next one needs a connection
     // at once. A ROLLBACK queued behind the unanswered statement would hold this one for a
-    // second read time-out (2.2 s here), past the pool's wait for a connection (200 ms).
-    const db = createDbPool(TEST_DATABASE_URL, 1, 200);
+    // second read time-out (3 s here), past the pool's wait for a connection (1 s: room for a
+    // loaded machine to connect, which 200 ms did not always leave).
+    const db = createDbPool(TEST_DATABASE_URL, 1, 1000);
     let pid = 0;
     try {
+      await db.query('SELECT 1'); // the snapshot's connection, made before the clock matters
       const error = await readOnlySnapshot(db, async (client) => {
         pid = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
         process.kill(pid, 'SIGSTOP');

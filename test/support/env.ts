@@ -40,5 +40,8 @@ export function baseEnv(prefix: string): Record<string, string> {
     // Test gateways deliver no webhooks unless a test asks (webhook-receiver.ts: webhookEnv):
     // all of them share one database, so any dispatcher would deliver any test's messages.
     WEBHOOK_DELIVERY_CONCURRENCY: '0',
+    // Two test workers run a dozen gateways at once on one Postgres (max_connections 100):
+    // request pools of 5, not 20 (decision 334).
+    DATABASE_POOL_SIZE: '5',
   };
 }
