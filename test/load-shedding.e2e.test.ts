@@ -2,7 +2,9 @@
 // event loop runs that late is answered 503 at once and its connection closed, health checks are
 // served, requests already in flight go on, and new ones are served again once the loop keeps
 // time. The gateway is a real process, stopped (SIGSTOP) to make its loop late: requests sent
-// meanwhile wait in the kernel and are read after SIGCONT, before the loop's next timer.
+// meanwhile, on new connections and on connections it had already accepted, wait in the kernel
+// and are read after SIGCONT, over the turns that follow.
+import { connect, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
@@ -50,6 +52,25 @@ const slowCall = (latencyMs: number): Promise<Response> =>
     }),
   });
 
+/** A connection the gateway has accepted; `ask` writes a GET and resolves with its status. */
+async function acceptedConnection(): Promise<{ ask: (path: string) => Promise<number> }> {
+  const socket: Socket = connect(gateway.port, '127.0.0.1');
+  await new Promise((resolve) => socket.once('connect', resolve));
+  let received = '';
+  socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+  return {
+    ask: async (path) => {
+      socket.write(
+        `GET ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${org.api_key}\r\n\r\n`,
+      );
+      // A shed answer closes the connection; any other would leave it open (read it anyway).
+      await Promise.race([new Promise((resolve) => socket.once('close', resolve)), sleep(5_000)]);
+      socket.destroy();
+      return Number(/^HTTP\/1\.1 (\d{3})/.exec(received)?.[1] ?? 0);
+    },
+  };
+}
+
 async function shedCount(): Promise<number> {
   const text = await (await fetch(metricsUrl(gateway))).text();
   return Number(/^gw_requests_shed_total (\d+)/m.exec(text)?.[1]);
@@ -62,9 +83,11 @@ describe('a gateway whose event loop runs late', () => {
     await expect.poll(served, { timeout: 10_000 }).toBe(200);
     const shedBefore = await shedCount();
     const inFlight = slowCall(1_500);
-    await sleep(300); // the call is read and waits on the mock
+    const accepted = await Promise.all([acceptedConnection(), acceptedConnection()]);
+    await sleep(300); // the call is read and waits on the mock; the connections are accepted
     gateway.child.kill('SIGSTOP');
     const arrivals = [models(), models(), slowCall(0)];
+    const onAccepted = accepted.map((connection) => connection.ask('/v1/models'));
     const health = fetch(`${gateway.url}/healthz`);
     await sleep(SHED_MS * 3);
     gateway.child.kill('SIGCONT');
@@ -77,7 +100,9 @@ describe('a gateway whose event loop runs late', () => {
         error: { code: 'gw_unavailable', message: 'this gateway instance is overloaded; retry' },
       });
     }
-    expect(await shedCount()).toBe(shedBefore + 3);
+    // Shed answers close their connections (a kept-alive one would not close after a 200).
+    expect(await Promise.all(onAccepted)).toEqual([503, 503]);
+    expect(await shedCount()).toBe(shedBefore + 5);
     expect((await health).status).toBe(200);
     const answered = await inFlight;
     expect(answered.status).toBe(200);

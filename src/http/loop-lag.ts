@@ -1,15 +1,19 @@
 // How late the event loop runs: the signal for shedding new requests (decision 335). A timer
 // ticks every INTERVAL_MS; a tick that comes late says the loop was busy (or the process was
 // not scheduled) for that long. Between ticks, the time since the last one says how long the
-// turn in progress has kept the loop: a request read after a long stall is judged by it, even
-// before the overdue tick runs (libuv reads sockets before it runs the next turn's timers).
+// turn in progress has kept the loop. A stall's lateness is held for as long as the stall
+// lasted: the requests that arrived during it are read over the turns that follow (a new
+// connection is accepted in one turn and read in the next, after another tick), and each of
+// them has waited the whole stall.
 import { performance } from 'node:perf_hooks';
 
 const INTERVAL_MS = 50;
 
 export class LoopLag {
   private lastTickAt = performance.now();
-  private lastLateMs = 0;
+  /** The largest lateness still held, and until when it is. */
+  private heldLateMs = 0;
+  private heldUntil = 0;
   private readonly timer: NodeJS.Timeout;
 
   constructor() {
@@ -17,10 +21,11 @@ export class LoopLag {
     this.timer.unref();
   }
 
-  /** How late the loop runs now (ms): the last tick's delay, or the running turn's if longer. */
+  /** How late the loop runs now (ms): a stall still held, or the running turn's if longer. */
   lateMs(): number {
-    const sinceDue = performance.now() - this.lastTickAt - INTERVAL_MS;
-    return Math.max(this.lastLateMs, sinceDue);
+    const now = performance.now();
+    const sinceDue = now - this.lastTickAt - INTERVAL_MS;
+    return Math.max(now < this.heldUntil ? this.heldLateMs : 0, sinceDue);
   }
 
   stop(): void {
@@ -29,7 +34,11 @@ export class LoopLag {
 
   private tick(): void {
     const now = performance.now();
-    this.lastLateMs = Math.max(0, now - this.lastTickAt - INTERVAL_MS);
+    const late = Math.max(0, now - this.lastTickAt - INTERVAL_MS);
     this.lastTickAt = now;
+    if (late >= this.heldLateMs || now >= this.heldUntil) {
+      this.heldLateMs = late;
+      this.heldUntil = now + late;
+    }
   }
 }
