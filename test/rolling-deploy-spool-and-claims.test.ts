@@ -6,7 +6,6 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createMoneyLayer } from '../src/billing/compose.js';
-import type { RequestAccounts } from '../src/billing/budget-store.js';
 import { SettleSpool } from '../src/billing/settle-spool.js';
 import { createDbPool } from '../src/db/pool.js';
 import { KNOWN_ENTRY_NAMES, unknownEntryNames } from '../src/ledger/entry-format.js';
@@ -18,7 +17,7 @@ import { GatewayMetrics } from '../src/metrics.js';
 import { createRedisKeys, USAGE_CONSUMER_GROUP } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
 import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
-import { usageRecord } from './support/records.js';
+import { usageRecord, walletAccounts } from './support/records.js';
 import { deletePrefix, eventually, testRedis } from './support/services.js';
 import { testUsageWriter } from './support/usage-writer.js';
 
@@ -43,15 +42,7 @@ describe('a newer version’s spooled settle, replayed by this version', () => {
     await redis.hset(keys.wallet(orgId), 'balance', '1000000', 'reserved', '0');
     const newerRecord = usageRecord(orgId, 400n, { walletCostNano: 400n });
     const knownRecord = usageRecord(orgId, 300n, { walletCostNano: 300n });
-    const accounts: RequestAccounts = {
-      orgId,
-      appConnectionId: newerRecord.appConnectionId,
-      orgCap: null,
-      connectionCap: null,
-      user: null,
-      walletPays: true,
-      credentials: null,
-    };
+    const accounts = walletAccounts(newerRecord);
     const dir = mkdtempSync(path.join(tmpdir(), 'gw-spool-review-'));
     const spool = new SettleSpool(
       { dir, namespace: prefix },

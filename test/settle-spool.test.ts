@@ -16,7 +16,7 @@ import { GatewayMetrics } from '../src/metrics.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
 import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
-import { usageRecord } from './support/records.js';
+import { usageRecord, walletAccounts } from './support/records.js';
 import { deletePrefix, eventually, testRedis } from './support/services.js';
 
 const prefix = uniquePrefix('spool-unit');
@@ -58,15 +58,7 @@ describe('settle spool replay', () => {
     const walletKey = keys.wallet(orgId);
     await redis.hset(walletKey, 'balance', '1000000', 'reserved', '0');
     const record = usageRecord(orgId, 400n, { walletCostNano: 400n });
-    const accounts: RequestAccounts = {
-      orgId,
-      appConnectionId: record.appConnectionId,
-      orgCap: null,
-      connectionCap: null,
-      user: null,
-      walletPays: true,
-      credentials: null,
-    };
+    const accounts = walletAccounts(record);
     const dir = mkdtempSync(path.join(tmpdir(), 'gw-spool-unit-'));
     const spool = new SettleSpool(
       { dir, namespace: prefix },

@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { KNOWN_ENTRY_NAMES, unknownEntryNames } from './entry-format.js';
 import { usageRecordToFields, type UsageRecord } from './usage-record.js';
+import { FAILOVER_NOTICE_FIELDS } from '../../test/support/records.js';
 
 const record: UsageRecord = {
   requestId: '0190c7a2-0000-7000-8000-000000000001',
@@ -49,23 +50,7 @@ const settled = [
   '90',
 ];
 
-/** As failover.lua writes it. */
-const notice = [
-  'event',
-  'provider_credential.failed_over',
-  'org_id',
-  'org_1',
-  'credential_id',
-  'cred_1',
-  'request_id',
-  'req_1',
-  'upstream_status',
-  '429',
-  'cooldown_until_ms',
-  '1000',
-  'at_ms',
-  '900',
-];
+const notice = [...FAILOVER_NOTICE_FIELDS];
 
 /** The entry with `name: value` added inside its packed record. */
 function withPacked(fields: readonly string[], name: string, value: unknown): string[] {

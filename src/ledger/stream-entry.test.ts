@@ -2,23 +2,9 @@
 import { describe, expect, it } from 'vitest';
 import { usageNoticeFromFields, UsageNoticeFormatError } from './usage-notices.js';
 import { usageRecordFromFields, UsageRecordFormatError } from './usage-record.js';
+import { FAILOVER_NOTICE_FIELDS } from '../../test/support/records.js';
 
-const notice = [
-  'event',
-  'provider_credential.failed_over',
-  'org_id',
-  'org_1',
-  'credential_id',
-  'cred_1',
-  'request_id',
-  'req_1',
-  'upstream_status',
-  '429',
-  'cooldown_until_ms',
-  '1000',
-  'at_ms',
-  '900',
-];
+const notice = [...FAILOVER_NOTICE_FIELDS];
 
 describe('usage stream entries', () => {
   it('reads a notice, and refuses an empty or a non-integer field as a notice error', () => {

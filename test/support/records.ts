@@ -2,6 +2,7 @@
 // lands in the ledger.
 import type pg from 'pg';
 import { newRequestId } from '../../src/ids.js';
+import type { RequestAccounts } from '../../src/billing/budget-store.js';
 import type { UsageRecord } from '../../src/ledger/usage-record.js';
 import { eventually } from './services.js';
 
@@ -69,3 +70,36 @@ export function ledgerRow<T extends object>(
     return rows[0];
   }, timeoutMs);
 }
+
+/** The accounts of a settle the org's wallet alone pays: no cap, no product user, no credential. */
+export function walletAccounts(
+  record: Pick<UsageRecord, 'orgId' | 'appConnectionId'>,
+): RequestAccounts {
+  return {
+    orgId: record.orgId,
+    appConnectionId: record.appConnectionId,
+    orgCap: null,
+    connectionCap: null,
+    user: null,
+    walletPays: true,
+    credentials: null,
+  };
+}
+
+/** A credential notice's stream entry fields, as lua/failover.lua writes them. */
+export const FAILOVER_NOTICE_FIELDS: readonly string[] = [
+  'event',
+  'provider_credential.failed_over',
+  'org_id',
+  'org_1',
+  'credential_id',
+  'cred_1',
+  'request_id',
+  'req_1',
+  'upstream_status',
+  '429',
+  'cooldown_until_ms',
+  '1000',
+  'at_ms',
+  '900',
+];
