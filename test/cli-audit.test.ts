@@ -43,6 +43,14 @@ const errorOf = (stderr: string): { code: string; message: string } =>
   (JSON.parse(stderr) as { error: { code: string; message: string } }).error;
 
 describe('gw admin: dashboard users and the seeded organization', () => {
+  it('the startup line says where the dashboard is', () => {
+    expect(gateway.output()).toMatch(
+      new RegExp(
+        `"dashboard":"http://127\\.0\\.0\\.1:${gateway.port}/dashboard/"[^\\n]*"msg":"gw listening"`,
+      ),
+    );
+  });
+
   it('create-user --org-id makes an owner of the seeded org, audited as the operator; the org is in their list', async () => {
     const org = await seed(env);
     const email = uniqueEmail('readme');
