@@ -72,7 +72,7 @@ import { WebhookDispatcher } from './webhooks/dispatcher.js';
 import type { WebhookSettings } from './webhooks/endpoints.js';
 import { webhookDeliveriesDue } from './webhooks/backlog.js';
 import { deleteOldMessages } from './webhooks/retention.js';
-import { isGatewayWorker, reportWorkerListening } from './workers.js';
+import { isGatewayWorker, localDashboardUrl, reportWorkerListening } from './workers.js';
 
 const CATALOG_REFRESH_MS = 60_000;
 /** The writer's final drain at shutdown; what it cannot write stays in Redis for the others. */
@@ -489,6 +489,7 @@ async function assembleGateway(
   logger.info(
     {
       port,
+      dashboard: localDashboardUrl(config.HOST, port),
       ...(metricsPort !== undefined && { metricsPort }),
       ...routeLabels(providers, systemRoutes),
     },

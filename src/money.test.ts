@@ -104,7 +104,8 @@ describe('amount limits', () => {
     });
     expect(parseAmountField('amount', ' 1')).toMatchObject({
       code: 'gw_invalid_request',
-      message: 'amount: must be a non-negative decimal with at most 12 fractional digits',
+      message:
+        'amount: must be digits with an optional decimal point, like 25 or 12.50 (no sign, thousands separators, spaces or currency; at most 12 decimals)',
     });
   });
 });

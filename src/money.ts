@@ -53,6 +53,13 @@ export function assertAmountInRange(nano: bigint, subject: string): void {
 }
 
 /**
+ * What an amount must look like, said as the dashboard's forms say it (web/dashboard/src/money.ts),
+ * so the API, the CLI and the dashboard give a user who typed "1,000" the same advice.
+ */
+export const AMOUNT_FORMAT_RULE =
+  'must be digits with an optional decimal point, like 25 or 12.50 (no sign, thousands separators, spaces or currency; at most 12 decimals)';
+
+/**
  * Parses a non-negative decimal amount ("10", "0.50", "1.000000000000") into nano-units.
  * The text is taken as it is: no surrounding whitespace, no sign, no exponent, digits on both
  * sides of a point ("1." and ".5" are refused like " 1.00"). Digits beyond the ninth
@@ -61,7 +68,7 @@ export function assertAmountInRange(nano: bigint, subject: string): void {
  */
 export function parseAmountToNano(text: string): bigint {
   if (!decimalAmount.test(text)) {
-    throw new AmountError('must be a non-negative decimal with at most 12 fractional digits');
+    throw new AmountError(AMOUNT_FORMAT_RULE);
   }
   const [units = '0', fraction = ''] = text.split('.');
   if (/[1-9]/.test(fraction.slice(9))) {

@@ -27,6 +27,16 @@ export function isGatewayWorker(): boolean {
 }
 
 /** In a worker: lets the primary's /metrics read this registry, and says the worker listens. */
+/**
+ * Where a browser on this machine opens the dashboard, for the startup line: a gateway on every
+ * interface is reached at 127.0.0.1. Plain http: TLS, where there is any, ends in front of gw.
+ */
+export function localDashboardUrl(host: string, port: number): string {
+  const reachable = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  const shown = reachable.includes(':') ? `[${reachable}]` : reachable;
+  return `http://${shown}:${port}/dashboard/`;
+}
+
 export function reportWorkerListening(registry: Registry, port: number): void {
   AggregatorRegistry.setRegistries([registry]);
   // Constructing one installs prom-client's answerer for the primary's metrics requests.
@@ -53,7 +63,14 @@ export function runPrimary(config: Config, logger: Logger, count: number): void 
       listening.add(slot);
       if (listening.size === count && !announced) {
         announced = true;
-        logger.info({ port: message.port, workers: count }, 'gw workers listening');
+        logger.info(
+          {
+            port: message.port,
+            workers: count,
+            dashboard: localDashboardUrl(config.HOST, message.port ?? config.PORT),
+          },
+          'gw workers listening',
+        );
       }
     });
     worker.on('exit', (code, signal) => {

@@ -63,6 +63,19 @@ describe('CLI errors', () => {
       );
     }
     expect(await rows()).toBe(before);
+    // A thousands separator gets the dashboard form's advice.
+    const grouped = await runCli(
+      ['wallet', 'topup', '--org-id', org.org_id, '--amount', '1,000'],
+      env,
+    );
+    expect(stderrError(grouped.stderr)).toEqual({
+      error: {
+        code: 'gw_invalid_request',
+        message:
+          'amount: must be digits with an optional decimal point, like 25 or 12.50 (no sign, thousands separators, spaces or currency; at most 12 decimals)',
+      },
+    });
+    expect(await rows()).toBe(before);
   });
 
   it('gw webhook add without CREDENTIALS_MASTER_KEY says this command needs it, and adds nothing', async () => {

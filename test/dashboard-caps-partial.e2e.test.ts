@@ -112,7 +112,7 @@ describe('a setting changed alone (decision 315)', () => {
       } else {
         expect(changed.status).toBe(400);
         expect(changed.body.error?.message).toBe(
-          'amount is required: the product user has no cap yet',
+          'amount is required: the product user has no cap of their own yet',
         );
         expect(active).toEqual([]);
       }

@@ -471,9 +471,34 @@ describe('a setting changed alone keeps the amount (decision 315)', () => {
     expect(uncapped.code).toBe(2);
     expect(JSON.parse(uncapped.stderr).error).toEqual({
       code: 'gw_invalid_request',
-      message: '--amount is required: the product user has no cap yet',
+      message: '--amount is required: the product user has no cap of their own yet',
     });
     expect(await userRuleRows(org, 'uncapped')).toEqual([]);
+    // A user covered by their connection's per-user default is told so: "no cap" would read
+    // as "not capped".
+    await runCliJson(
+      [
+        ...[
+          'cap',
+          'set',
+          '--scope',
+          'app_connection',
+          '--app-connection-id',
+          org.app_connection_id,
+        ],
+        ...['--amount', 'none', '--per-user-amount', '1.5'],
+      ],
+      env,
+    );
+    expect((await infer(gateways[0]!, org.api_key, 'defaulted')).status).toBe(200);
+    const defaulted = await runCli([...user('defaulted'), '--credit-mode', 'track_only'], env);
+    expect(defaulted.code).toBe(2);
+    expect(JSON.parse(defaulted.stderr).error).toEqual({
+      code: 'gw_invalid_request',
+      message:
+        "--amount is required: the product user has no cap of their own yet, only their connection's per-user default (1.5 USD a month)",
+    });
+    expect(await userRuleRows(org, 'defaulted')).toEqual([]);
     // A refused command changes nothing: the product user it named was not created either.
     const badFlag = await runCli(
       [...user('misspelled'), '--amount', '2', '--credit-mode', 'enforced'],
@@ -560,7 +585,7 @@ describe('a setting changed alone keeps the amount (decision 315)', () => {
     expect(refused.status).toBe(400);
     expect(refused.body.error).toMatchObject({
       code: 'gw_invalid_request',
-      message: 'amount is required: the product user has no cap yet',
+      message: 'amount is required: the product user has no cap of their own yet',
     });
     expect(await userRuleRows(org, 'api-uncapped')).toEqual([]);
   });

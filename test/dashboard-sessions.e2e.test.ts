@@ -310,10 +310,24 @@ describe('dashboard writes', () => {
       { origin: 'https://evil.example' },
     );
     expect(wrongOrigin.status).toBe(403);
-    expect(wrongOrigin.body.error.code).toBe('gw_origin_not_allowed');
+    // The refusal names the origin it expected, and the one it was sent.
+    expect(wrongOrigin.body.error).toEqual({
+      code: 'gw_origin_not_allowed',
+      message: `dashboard writes must come from the gateway's own origin or one in DASHBOARD_ALLOWED_ORIGINS: expected ${origin}; this request sent Origin https://evil.example`,
+    });
     const noOrigin = await client.post<ErrorBody>(path, { name: 'x' }, { origin: null });
     expect(noOrigin.status).toBe(403);
     expect(noOrigin.body.error.code).toBe('gw_origin_not_allowed');
+    expect(noOrigin.body.error.message).toMatch(/this request sent no Origin header$/);
+    // A plain-HTTP local gateway is the usual cause of an http:// own origin: said so.
+    const plain = await client.post<ErrorBody>(
+      path,
+      { name: 'x' },
+      { origin: origin.replace('https:', 'http:') },
+    );
+    expect(plain.body.error.message).toMatch(
+      /\(a plain-HTTP local gateway: start it with DASHBOARD_INSECURE_COOKIES=true\)$/,
+    );
     const other = await signedIn(viewerEmail);
     const foreignToken = new DashboardClient(gateway.url, origin);
     foreignToken.cookie = client.cookie;

@@ -183,6 +183,8 @@ describe('the dashboard in a browser', () => {
     // sees each of those writes in the audit log
     await page.getByRole('link', { name: 'Audit log' }).click();
     await page.getByRole('table').waitFor();
+    // the CLI's changes are there too (gw cap set, product-user block, …): the page says so
+    await page.getByText('in the dashboard or with the operator’s gw CLI').waitFor();
     const actions = await page.locator('tbody tr td:nth-child(3)').allTextContents();
     expect(actions.slice(0, 6)).toEqual([
       'member.change_role',

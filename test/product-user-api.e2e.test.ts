@@ -1,10 +1,12 @@
 // The service-key management API, as an app's backend would call it.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emailHash } from '../src/product-users/directory.js';
 import { isolatedContext } from './support/context.js';
 import { bearer, getJson, postJson } from './support/http.js';
 import {
   type GatewayProcess,
+  runCli,
   runCliJson,
   seed,
   type SeededOrg,
@@ -101,10 +103,13 @@ describe('service-key authentication', () => {
       ['service-key', 'create', '--org-id', org.org_id],
       env,
     );
+    // A key cannot be issued expired (below): this one expires a moment after it is issued.
+    const expiresAt = new Date(Date.now() + 1000);
     const expired = await runCliJson<{ service_key: string }>(
-      ['service-key', 'create', '--org-id', org.org_id, '--expires-at', '2020-01-01T00:00:00Z'],
+      ['service-key', 'create', '--org-id', org.org_id, '--expires-at', expiresAt.toISOString()],
       env,
     );
+    await sleep(Math.max(0, expiresAt.getTime() - Date.now() + 50));
     await runCliJson(['service-key', 'revoke', '--id', revoked.id], env);
     await runCliJson(['service-key', 'disable', '--id', disabled.id], env);
     for (const key of [revoked.service_key, disabled.service_key, expired.service_key]) {
@@ -112,6 +117,30 @@ describe('service-key authentication', () => {
       expect(response.status).toBe(403);
       expect(response.body.error.code).toBe('gw_service_key_inactive');
     }
+  });
+
+  it('gw service-key create refuses an expiry that has passed, and issues nothing', async () => {
+    const count = async () =>
+      (
+        await db.query<{ n: number }>(
+          'SELECT count(*)::int AS n FROM service_keys WHERE org_id = $1',
+          [org.org_id],
+        )
+      ).rows[0]!.n;
+    const before = await count();
+    const refused = await runCli(
+      ['service-key', 'create', '--org-id', org.org_id, '--expires-at', '2020-01-01T00:00:00Z'],
+      env,
+    );
+    expect(refused.code).toBe(2);
+    expect(JSON.parse(refused.stderr)).toEqual({
+      error: {
+        code: 'gw_invalid_request',
+        message:
+          '--expires-at must be in the future: 2020-01-01T00:00:00.000Z has passed (a key issued expired is refused on every call)',
+      },
+    });
+    expect(await count()).toBe(before);
   });
 
   it('refuses a service key on inference routes and does not serve the /api/v1 prefix', async () => {

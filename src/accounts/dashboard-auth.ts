@@ -63,6 +63,8 @@ export interface OrgMemberCaller extends DashboardCaller {
 export const CSRF_HEADER = 'x-csrf-token';
 /** Ids the gateway issues: a prefix and base62; anything else cannot name an object. */
 const OBJECT_ID = /^[A-Za-z0-9_-]{1,64}$/;
+/** How much of a refused Origin the error repeats (an origin is short; a hostile one need not be). */
+const ORIGIN_SHOWN_MAX = 200;
 
 export interface DashboardAuthSettings {
   /** Origins besides the gateway's own that may send dashboard writes. */
@@ -144,12 +146,20 @@ export class DashboardAuthenticator {
     const origin = head.headers.origin;
     const own = `${this.settings.insecure ? 'http' : 'https'}://${head.headers.host ?? ''}`;
     if (!origin || (origin !== own && !this.settings.allowedOrigins.includes(origin))) {
-      return gwError(
-        'gw_origin_not_allowed',
-        "dashboard writes must come from the gateway's own origin or one in DASHBOARD_ALLOWED_ORIGINS",
-      );
+      return gwError('gw_origin_not_allowed', this.originMessage(origin, own));
     }
     return null;
+  }
+
+  /** The refusal names the origins it takes (none of them secret) and the one it was sent. */
+  private originMessage(origin: string | undefined, own: string): string {
+    const expected = [own, ...this.settings.allowedOrigins].join(', ');
+    const sent = origin ? `Origin ${origin.slice(0, ORIGIN_SHOWN_MAX)}` : 'no Origin header';
+    const plainHttp =
+      !this.settings.insecure && origin === own.replace(/^https:/, 'http:')
+        ? ' (a plain-HTTP local gateway: start it with DASHBOARD_INSECURE_COOKIES=true)'
+        : '';
+    return `dashboard writes must come from the gateway's own origin or one in DASHBOARD_ALLOWED_ORIGINS: expected ${expected}; this request sent ${sent}${plainHttp}`;
   }
 
   /** Why a write is refused (Origin first, then the CSRF token), or null when it may go on. */

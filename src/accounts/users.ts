@@ -2,6 +2,7 @@
 // organization (with its wallet) that they own; OAuth connections will pay from it.
 import { z } from 'zod';
 import { createOrganization } from '../admin/provisioning.js';
+import { recordAudit, type Actor } from '../audit/audit.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
 import { newId } from '../ids.js';
 import { hashPassword, passwordProblem } from './passwords.js';
@@ -51,9 +52,8 @@ export function normalizeEmail(email: string): string {
 export interface NewUser {
   readonly email: string;
   readonly password: string;
-  /** Also make the user a member of this existing organization. */
-  readonly orgId?: string;
-  readonly role?: Role;
+  /** Also make the user a member of this existing organization, audited as `actor`'s change. */
+  readonly membership?: { readonly orgId: string; readonly role: Role; readonly actor: Actor };
 }
 
 export interface CreatedUser {
@@ -90,11 +90,14 @@ async function insertUser(
   return withTransaction(db, async (client) => {
     const taken = await client.query('SELECT 1 FROM dashboard_users WHERE email = $1', [email]);
     if (taken.rowCount) throw new AccountRuleError(EMAIL_TAKEN, true);
-    if (input.orgId !== undefined) {
-      const org = await client.query('SELECT 1 FROM organizations WHERE id = $1', [input.orgId]);
+    const { membership } = input;
+    if (membership !== undefined) {
+      const org = await client.query('SELECT 1 FROM organizations WHERE id = $1', [
+        membership.orgId,
+      ]);
       if (!org.rowCount)
         throw new AccountRuleError(
-          `org-id: no organization with the id ${JSON.stringify(input.orgId)}`,
+          `org-id: no organization with the id ${JSON.stringify(membership.orgId)}`,
         );
     }
     const personalOrgId = await createOrganization(client, `${email} (personal)`);
@@ -109,12 +112,22 @@ async function insertUser(
       [personalOrgId, userId],
     );
     const orgIds = [personalOrgId];
-    if (input.orgId !== undefined) {
+    if (membership !== undefined) {
       await client.query(
         'INSERT INTO org_memberships (org_id, user_id, role) VALUES ($1, $2, $3)',
-        [input.orgId, userId, input.role ?? 'member'],
+        [membership.orgId, userId, membership.role],
       );
-      orgIds.push(input.orgId);
+      // Audited as the members page's "add member" is (the personal organization is not:
+      // nobody else is in it).
+      await recordAudit(client, {
+        orgId: membership.orgId,
+        userId: membership.actor.userId,
+        action: 'member.add',
+        objectType: 'member',
+        objectId: userId,
+        details: { role: membership.role },
+      });
+      orgIds.push(membership.orgId);
     }
     return { user_id: userId, email, personal_org_id: personalOrgId, org_ids: orgIds };
   });

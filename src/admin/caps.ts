@@ -15,6 +15,7 @@ import {
   formatNumeric,
   nanoToNumeric,
   numericToNano,
+  plainAmount,
   SETTLEMENT_CURRENCY,
 } from '../money.js';
 import type { RedisClient } from '../redis/connect.js';
@@ -229,7 +230,7 @@ export async function setCapAs(
     if (orgId === null) throw missing(target);
     const current = await activeRule(client, target, true);
     if (settings.amountNano === undefined && !current) {
-      throw new CapAmountRequiredError(`the ${scopeNoun(target)} has no cap yet`);
+      throw new CapAmountRequiredError(await noCapYet(client, target));
     }
     const amountNano = givenOrStored(settings.amountNano, current?.amount);
     const perUserAmountNano = givenOrStored(settings.perUserAmountNano, current?.per_user_amount);
@@ -459,6 +460,26 @@ function givenOrStored(
 
 /** How messages name the target's level: `org`, `app connection`, `product user`. */
 const scopeNoun = (target: Pick<CapTarget, 'scope'>): string => target.scope.replace('_', ' ');
+
+/**
+ * Why a cap set needs an amount: the target has no cap of its own. A product user may still
+ * be capped by the per-user default of the connection they last used: said, so "no cap" is not
+ * read as "not capped" (changing that default is a connection cap's --per-user-amount).
+ */
+async function noCapYet(client: Pick<DbPool, 'query'>, target: CapTarget): Promise<string> {
+  if (target.scope !== 'product_user') return `the ${scopeNoun(target)} has no cap yet`;
+  const { rows } = await client.query<{ per_user_amount: string; currency: string }>(
+    `SELECT r.per_user_amount::text, r.currency FROM product_users u
+       JOIN cap_rules r ON r.scope = 'app_connection' AND r.status = 'active'
+                       AND r.app_connection_id = u.last_app_connection_id
+      WHERE u.id = $1 AND r.per_user_amount IS NOT NULL`,
+    [target.productUserId],
+  );
+  const fallback = rows[0];
+  if (!fallback) return 'the product user has no cap of their own yet';
+  const amount = plainAmount(numericToNano(fallback.per_user_amount));
+  return `the product user has no cap of their own yet, only their connection's per-user default (${amount} ${fallback.currency.trim()} a month)`;
+}
 
 function missing(target: CapTarget): CapTargetError {
   return new CapTargetError(`no ${scopeNoun(target)} ${targetId(target)}`, true);

@@ -1,5 +1,6 @@
-// The audit log of dashboard writes: who did what to which object, when. Written in the same
-// transaction as the change it describes, so the log and the data never disagree.
+// The audit log of changes made in the dashboard or with the CLI (actor `cli`): who did what to
+// which object, when. Written in the same transaction as the change it describes, so the log and
+// the data never disagree.
 import type { DbPool } from '../db/pool.js';
 
 /** Who made an audited change: a dashboard user (or the operator's CLI, which names none). */

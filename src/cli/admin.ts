@@ -1,13 +1,24 @@
-// gw admin create-user: a dashboard user (with a personal organization), optionally a member
-// of an existing organization. Invitations by e-mail are not built: print the sign-in URL.
+// gw admin create-user | add-member: dashboard users and their organizations. Invitations by
+// e-mail are not built: print the sign-in URL. A membership the CLI makes is audited as the
+// operator's (`cli`), as the members page audits the member who made it.
+import { addMember, memberView, MembershipError } from '../accounts/members.js';
 import { AccountRuleError, createUser, ROLES, type Role } from '../accounts/users.js';
-import type { CliContext } from './context.js';
+import { CLI_ACTOR, type CliContext } from './context.js';
 import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
 
 export const adminHelp = `gw admin create-user --email E --password P [--org-id ORG --role owner|admin|member|viewer]
   Creates a dashboard user with a personal organization (and wallet) they own; with --org-id
   also a member of that organization (role default member). Prints {"user_id","email",
-  "personal_org_id","org_ids"}. Passwords: 12 to 256 characters.`;
+  "personal_org_id","org_ids"}. Passwords: 12 to 256 characters. An e-mail that already has a
+  user is refused: add that user to an organization with add-member.
+gw admin add-member --email E --org-id ORG [--role owner|admin|member|viewer]
+  Makes an existing dashboard user a member of the organization (role default member), as the
+  dashboard's members page does; their password is not touched. Prints {"org_id","user_id",
+  "email","role","created_at"}. A user who is already a member is refused (change a role on
+  the members page).`;
+
+const USAGE =
+  'usage: gw admin create-user --email E --password P [--org-id ORG --role R] | gw admin add-member --email E --org-id ORG [--role R]';
 
 export async function adminCommand(context: CliContext, argv: string[]): Promise<void> {
   const [action, ...rest] = argv;
@@ -17,11 +28,21 @@ export async function adminCommand(context: CliContext, argv: string[]): Promise
     'org-id': { type: 'string' },
     role: { type: 'string' },
   });
-  if (action !== 'create-user')
-    throw new UsageError('usage: gw admin create-user --email E --password P');
+  if (action !== 'create-user' && action !== 'add-member') throw new UsageError(USAGE);
   const role = values.role;
   if (role !== undefined && !(ROLES as readonly string[]).includes(role)) {
     throw new UsageError(`--role must be one of ${ROLES.join(', ')}`);
+  }
+  if (action === 'add-member') {
+    if (values.password !== undefined) {
+      throw new UsageError('add-member takes no --password: the user keeps the one they have');
+    }
+    await addMemberCommand(context, {
+      email: requireFlag(values.email, 'email'),
+      orgId: requireFlag(values['org-id'], 'org-id'),
+      role: (role ?? 'member') as Role,
+    });
+    return;
   }
   if (role !== undefined && values['org-id'] === undefined) {
     throw new UsageError('--role needs --org-id (the personal organization is always owned)');
@@ -31,12 +52,56 @@ export async function adminCommand(context: CliContext, argv: string[]): Promise
       await createUser(context.db, {
         email: requireFlag(values.email, 'email'),
         password: requireFlag(values.password, 'password'),
-        ...(values['org-id'] !== undefined && { orgId: values['org-id'] }),
-        ...(role !== undefined && { role: role as Role }),
+        ...(values['org-id'] !== undefined && {
+          membership: {
+            orgId: values['org-id'],
+            role: (role ?? 'member') as Role,
+            actor: CLI_ACTOR,
+          },
+        }),
       }),
     );
   } catch (error) {
+    if (error instanceof AccountRuleError && error.conflict) {
+      throw new UsageError(
+        `${error.message} (to add that user to an organization: gw admin add-member --email E --org-id ORG --role R)`,
+        'gw_conflict',
+      );
+    }
     if (error instanceof AccountRuleError) throw new UsageError(error.message);
+    throw error;
+  }
+}
+
+async function addMemberCommand(
+  context: CliContext,
+  input: { readonly email: string; readonly orgId: string; readonly role: Role },
+): Promise<void> {
+  const { rows } = await context.db.query('SELECT 1 FROM organizations WHERE id = $1', [
+    input.orgId,
+  ]);
+  if (!rows[0]) {
+    throw new UsageError(
+      `no organization with the id ${JSON.stringify(input.orgId)}`,
+      'gw_not_found',
+    );
+  }
+  try {
+    // The operator may make anyone anything: an owner's rights.
+    const member = await addMember(
+      context.db,
+      { ...CLI_ACTOR, role: 'owner' },
+      input.orgId,
+      input.email,
+      input.role,
+    );
+    printJson({ org_id: input.orgId, ...memberView(member) });
+  } catch (error) {
+    if (error instanceof MembershipError) {
+      const code = error.kind === 'not_found' ? 'gw_not_found' : 'gw_conflict';
+      const hint = error.kind === 'not_found' ? ' (create one with gw admin create-user)' : '';
+      throw new UsageError(`${error.message}${hint}`, code);
+    }
     throw error;
   }
 }

@@ -99,7 +99,7 @@ export async function capCommand(context: CliContext, argv: string[]): Promise<v
     const target = await capTarget(context, values, settings?.amountNano !== undefined).catch(
       (error: unknown) => {
         if (settings && error instanceof UsageError && error.code === 'gw_not_found') {
-          throw new CapAmountRequiredError('the product user has no cap yet');
+          throw new CapAmountRequiredError('the product user has no cap of their own yet');
         }
         throw error;
       },

@@ -1,6 +1,7 @@
-// gw product-user block|unblock and gw credits grant|revoke.
+// gw product-user block|unblock and gw credits grant|revoke, audited as done from the CLI as
+// the dashboard's block, grant and revoke are audited as done by the member.
 import { parseAmountToNano } from '../money.js';
-import { ensureProductUser, type CliContext } from './context.js';
+import { CLI_ACTOR, ensureProductUser, type CliContext } from './context.js';
 import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
 
 export const productUserHelp = `gw product-user block|unblock --app-id A --external-user-id U
@@ -25,7 +26,13 @@ export async function productUserCommand(context: CliContext, argv: string[]): P
   // Every management command creates the product user it names (as cap set and credits grant do).
   const user = await ensureProductUser(context, appId, externalUserId);
   const status = action === 'block' ? 'blocked' : 'active';
-  await context.productUsers.setStatus(user.org_id, appId, externalUserId, status);
+  await context.productUsers.setStatus(user.org_id, appId, externalUserId, status, {
+    orgId: user.org_id,
+    userId: CLI_ACTOR.userId,
+    action: `product_user.${action}`,
+    objectType: 'product_user',
+    objectId: user.id,
+  });
   printJson({
     product_end_user_id: user.id,
     app_id: appId,
@@ -54,15 +61,31 @@ export async function creditsCommand(context: CliContext, argv: string[]): Promi
     if (expiresAt && Number.isNaN(expiresAt.getTime()))
       throw new UsageError('--expires-at must be an RFC 3339 timestamp');
     const user = await ensureProductUser(context, appId, externalUserId);
-    const granted = await context.productUsers.grantCredits({
-      orgId: user.org_id,
-      productUserId: user.id,
-      amountNano,
-      currency: values.currency,
-      expiresAt,
-      reason: values.reason ?? null,
-      idempotencyKey: null,
-    });
+    const reason = values.reason ?? null;
+    const granted = await context.productUsers.grantCredits(
+      {
+        orgId: user.org_id,
+        productUserId: user.id,
+        amountNano,
+        currency: values.currency,
+        expiresAt,
+        reason,
+        idempotencyKey: null,
+      },
+      {
+        orgId: user.org_id,
+        userId: CLI_ACTOR.userId,
+        action: 'credit_grant.create',
+        objectType: 'credit_grant',
+        details: {
+          product_end_user_id: user.id,
+          amount: values.amount,
+          currency: values.currency,
+          expires_at: expiresAt?.toISOString() ?? null,
+          reason,
+        },
+      },
+    );
     // No idempotency key from the CLI, so never a reused one.
     if ('keyReused' in granted)
       throw new UsageError('idempotency key reused', 'gw_idempotency_key_reused');
@@ -71,7 +94,21 @@ export async function creditsCommand(context: CliContext, argv: string[]): Promi
   }
   if (action === 'revoke') {
     const grantId = requireFlag(values['grant-id'], 'grant-id');
-    const grant = await context.productUsers.revokeGrant(grantId);
+    const { rows } = await context.db.query<{ org_id: string }>(
+      'SELECT org_id FROM credit_grants WHERE id = $1',
+      [grantId],
+    );
+    const orgId = rows[0]?.org_id;
+    const grant =
+      orgId === undefined
+        ? undefined
+        : await context.productUsers.revokeGrant(grantId, {
+            orgId,
+            userId: CLI_ACTOR.userId,
+            action: 'credit_grant.revoke',
+            objectType: 'credit_grant',
+            objectId: grantId,
+          });
     if (!grant) throw new UsageError(`no active grant ${grantId}`, 'gw_not_found');
     printJson(grant);
     return;

@@ -33,6 +33,12 @@ export async function serviceKeyCommand(context: CliContext, argv: string[]): Pr
     const expiresAt = values['expires-at'] ? new Date(values['expires-at']) : null;
     if (expiresAt && Number.isNaN(expiresAt.getTime()))
       throw new UsageError('--expires-at must be an RFC 3339 timestamp');
+    // As the dashboard refuses one: a key that is expired when issued is refused on every call.
+    if (expiresAt && expiresAt.getTime() <= Date.now()) {
+      throw new UsageError(
+        `--expires-at must be in the future: ${expiresAt.toISOString()} has passed (a key issued expired is refused on every call)`,
+      );
+    }
     const { rows } = await context.db.query('SELECT 1 FROM organizations WHERE id = $1', [orgId]);
     if (rows.length === 0) throw new UsageError(`no organization ${orgId}`, 'gw_not_found');
     const { row, rawKey } = orUsageError(

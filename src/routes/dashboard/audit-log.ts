@@ -1,5 +1,5 @@
-// GET /dashboard/api/orgs/{org_id}/audit-log: every dashboard write in the organization, newest
-// first (admin or owner).
+// GET /dashboard/api/orgs/{org_id}/audit-log: every change to the organization made in the
+// dashboard or with the CLI (user_id `cli`), newest first (admin or owner).
 import { z } from 'zod';
 import { auditView, readAuditLog } from '../../audit/audit-log.js';
 import type { DbPool } from '../../db/pool.js';
@@ -23,7 +23,8 @@ const auditEntrySchema = z.object({
 export const auditLogRoute = declareRoute({
   method: 'GET',
   path: '/dashboard/api/orgs/{org_id}/audit-log',
-  summary: 'Every dashboard write in the organization: who, what, which object, when',
+  summary:
+    'Every change to the organization, in the dashboard or with the CLI (user_id cli): who, what, which object, when',
   caller: { kind: 'org_member', role: 'admin', org: inOrg },
   query: newestFirstPageQuerySchema,
   responses: {

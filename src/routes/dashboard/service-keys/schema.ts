@@ -26,7 +26,7 @@ export const issuedServiceKeySchema = serviceKeySchema.extend({ key: z.string() 
 
 export const createServiceKeyBody = z.strictObject({
   scopes: z.array(z.enum(SERVICE_KEY_SCOPES)).min(1, 'must name a scope').optional(),
-  // The CLI may issue an already-expired key (for tests); the dashboard has no use for one.
+  // A key issued expired is refused on every call (the CLI refuses one too).
   expires_at: z.iso
     .datetime({ offset: true })
     .refine((value) => Date.parse(value) > Date.now(), 'must be in the future')

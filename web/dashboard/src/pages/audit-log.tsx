@@ -1,4 +1,5 @@
-// The audit log: every dashboard write in the organization, newest first.
+// The audit log: every change to the organization made in the dashboard or with the gw CLI,
+// newest first.
 import { canManage, type OrgSummary } from '../api.js';
 import { exactAmount, isApiAmount } from '../money.js';
 import { usePaged } from '../hooks.js';
@@ -26,7 +27,8 @@ function AuditLogPage({ org }: { org: OrgSummary }) {
   return (
     <>
       <PageHeader title="Audit log">
-        Every change made in the dashboard for {org.name}: who, what, and when.
+        Every change made to {org.name} in the dashboard or with the operator’s gw CLI: who, what,
+        and when.
       </PageHeader>
       {canManage(org.role) ? (
         <AuditLog org={org} />

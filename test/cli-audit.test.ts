@@ -1,0 +1,230 @@
+// The README's dashboard path with the CLI: the first dashboard user made a member of the
+// seeded organization, an existing user added to one (gw admin add-member), and every CLI
+// write that changes an organization audited as its dashboard equivalent is, by the operator.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { signInTo, TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
+import { isolatedContext } from './support/context.js';
+import {
+  runCli,
+  runCliJson,
+  seed,
+  startGateway,
+  type GatewayProcess,
+} from './support/processes.js';
+
+const { env, db } = isolatedContext('cliaudit');
+let gateway: GatewayProcess;
+
+beforeAll(async () => {
+  gateway = await startGateway(env);
+});
+afterAll(async () => {
+  await gateway.stop();
+});
+
+interface AuditRow {
+  user_id: string;
+  action: string;
+  object_type: string;
+  object_id: string;
+  details: Record<string, unknown>;
+}
+
+async function auditRows(orgId: string): Promise<AuditRow[]> {
+  const { rows } = await db.query<AuditRow>(
+    `SELECT user_id, action, object_type, object_id, details FROM dashboard_audit_log
+      WHERE org_id = $1 ORDER BY id`,
+    [orgId],
+  );
+  return rows;
+}
+
+const errorOf = (stderr: string): { code: string; message: string } =>
+  (JSON.parse(stderr) as { error: { code: string; message: string } }).error;
+
+describe('gw admin: dashboard users and the seeded organization', () => {
+  it('the startup line says where the dashboard is', () => {
+    expect(gateway.output()).toMatch(
+      new RegExp(
+        `"dashboard":"http://127\\.0\\.0\\.1:${gateway.port}/dashboard/"[^\\n]*"msg":"gw listening"`,
+      ),
+    );
+  });
+
+  it('create-user --org-id makes an owner of the seeded org, audited as the operator; the org is in their list', async () => {
+    const org = await seed(env);
+    const email = uniqueEmail('readme');
+    const created = await runCliJson<{ user_id: string; org_ids: string[] }>(
+      [
+        ...['admin', 'create-user', '--email', email, '--password', TEST_PASSWORD],
+        ...['--org-id', org.org_id, '--role', 'owner'],
+      ],
+      env,
+    );
+    expect(created.org_ids).toContain(org.org_id);
+    expect(await auditRows(org.org_id)).toEqual([
+      {
+        user_id: 'cli',
+        action: 'member.add',
+        object_type: 'member',
+        object_id: created.user_id,
+        details: { role: 'owner' },
+      },
+    ]);
+    const client = await signInTo(gateway, email);
+    const orgs = await client.get<{ data: { id: string; role: string }[] }>('/dashboard/api/orgs');
+    expect(orgs.body.data).toContainEqual(
+      expect.objectContaining({ id: org.org_id, role: 'owner' }),
+    );
+  });
+
+  it('an existing user is added with add-member (password untouched); create-user on their e-mail points there', async () => {
+    const org = await seed(env);
+    const email = uniqueEmail('existing');
+    const created = await runCliJson<{ user_id: string }>(
+      ['admin', 'create-user', '--email', email, '--password', TEST_PASSWORD],
+      env,
+    );
+    const hashBefore = (
+      await db.query<{ password_hash: string }>(
+        'SELECT password_hash FROM dashboard_users WHERE id = $1',
+        [created.user_id],
+      )
+    ).rows[0]!.password_hash;
+
+    const again = await runCli(
+      [
+        ...['admin', 'create-user', '--email', email, '--password', 'another long passphrase'],
+        ...['--org-id', org.org_id, '--role', 'owner'],
+      ],
+      env,
+    );
+    expect(again.code).toBe(2);
+    expect(errorOf(again.stderr)).toEqual({
+      code: 'gw_conflict',
+      message:
+        'email: a user with this e-mail exists (to add that user to an organization: gw admin add-member --email E --org-id ORG --role R)',
+    });
+
+    const added = await runCliJson<Record<string, unknown>>(
+      [
+        'admin',
+        'add-member',
+        '--email',
+        email.toUpperCase(),
+        '--org-id',
+        org.org_id,
+        '--role',
+        'owner',
+      ],
+      env,
+    );
+    expect(added).toMatchObject({
+      org_id: org.org_id,
+      user_id: created.user_id,
+      email,
+      role: 'owner',
+    });
+    const hashAfter = (
+      await db.query<{ password_hash: string }>(
+        'SELECT password_hash FROM dashboard_users WHERE id = $1',
+        [created.user_id],
+      )
+    ).rows[0]!.password_hash;
+    expect(hashAfter).toBe(hashBefore);
+    expect(await auditRows(org.org_id)).toEqual([
+      {
+        user_id: 'cli',
+        action: 'member.add',
+        object_type: 'member',
+        object_id: created.user_id,
+        details: { role: 'owner' },
+      },
+    ]);
+    const client = await signInTo(gateway, email);
+    const overview = await client.get(`/dashboard/api/orgs/${org.org_id}/overview`);
+    expect(overview.status).toBe(200);
+
+    const twice = await runCli(
+      ['admin', 'add-member', '--email', email, '--org-id', org.org_id],
+      env,
+    );
+    expect(twice.code).toBe(2);
+    expect(errorOf(twice.stderr)).toEqual({
+      code: 'gw_conflict',
+      message: 'this user is already a member',
+    });
+    const nobody = await runCli(
+      ['admin', 'add-member', '--email', uniqueEmail('nobody'), '--org-id', org.org_id],
+      env,
+    );
+    expect(errorOf(nobody.stderr)).toEqual({
+      code: 'gw_not_found',
+      message: 'no dashboard user with this e-mail (create one with gw admin create-user)',
+    });
+    const noOrg = await runCli(
+      ['admin', 'add-member', '--email', email, '--org-id', 'org_nope'],
+      env,
+    );
+    expect(errorOf(noOrg.stderr)).toEqual({
+      code: 'gw_not_found',
+      message: 'no organization with the id "org_nope"',
+    });
+    expect(await auditRows(org.org_id)).toHaveLength(1);
+  });
+});
+
+describe('CLI writes to product users are audited as the dashboard audits them', () => {
+  it('product-user block/unblock and credits grant/revoke each leave an entry by the operator', async () => {
+    const org = await seed(env);
+    const user = ['--app-id', org.app_id, '--external-user-id', 'customer-7'];
+    const blocked = await runCliJson<{ product_end_user_id: string }>(
+      ['product-user', 'block', ...user],
+      env,
+    );
+    await runCliJson(['product-user', 'unblock', ...user], env);
+    const grant = await runCliJson<{ grant_id: string }>(
+      ['credits', 'grant', ...user, '--amount', '2.25', '--reason', 'support'],
+      env,
+    );
+    await runCliJson(['credits', 'revoke', '--grant-id', grant.grant_id], env);
+
+    const userId = blocked.product_end_user_id;
+    expect(await auditRows(org.org_id)).toEqual([
+      {
+        user_id: 'cli',
+        action: 'product_user.block',
+        object_type: 'product_user',
+        object_id: userId,
+        details: {},
+      },
+      {
+        user_id: 'cli',
+        action: 'product_user.unblock',
+        object_type: 'product_user',
+        object_id: userId,
+        details: {},
+      },
+      {
+        user_id: 'cli',
+        action: 'credit_grant.create',
+        object_type: 'credit_grant',
+        object_id: grant.grant_id,
+        details: {
+          product_end_user_id: userId,
+          amount: '2.25',
+          currency: 'USD',
+          expires_at: null,
+          reason: 'support',
+        },
+      },
+      {
+        user_id: 'cli',
+        action: 'credit_grant.revoke',
+        object_type: 'credit_grant',
+        object_id: grant.grant_id,
+        details: {},
+      },
+    ]);
+  });
+});
