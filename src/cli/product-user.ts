@@ -1,6 +1,7 @@
 // gw product-user block|unblock and gw credits grant|revoke, audited as done from the CLI as
 // the dashboard's block, grant and revoke are audited as done by the member.
-import { parseAmountToNano } from '../money.js';
+import { isGwError } from '../errors.js';
+import { creditGrantRequest } from '../product-users/grant-request.js';
 import { CLI_ACTOR, ensureProductUser, type CliContext } from './context.js';
 import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
 
@@ -55,13 +56,18 @@ export async function creditsCommand(context: CliContext, argv: string[]): Promi
   if (action === 'grant') {
     const appId = requireFlag(values['app-id'], 'app-id');
     const externalUserId = requireFlag(values['external-user-id'], 'external-user-id');
-    const amountNano = parseAmountToNano(requireFlag(values.amount, 'amount'));
-    if (amountNano <= 0n) throw new UsageError('--amount must be greater than zero');
-    const expiresAt = values['expires-at'] ? new Date(values['expires-at']) : null;
-    if (expiresAt && Number.isNaN(expiresAt.getTime()))
+    const amount = requireFlag(values.amount, 'amount');
+    const expiresAtFlag = values['expires-at'];
+    if (expiresAtFlag !== undefined && Number.isNaN(new Date(expiresAtFlag).getTime()))
       throw new UsageError('--expires-at must be an RFC 3339 timestamp');
+    // The rules the API and the dashboard apply (an amount above zero, an expiry to come).
+    const request = creditGrantRequest(
+      { amount, currency: values.currency, expires_at: expiresAtFlag, reason: values.reason },
+      undefined,
+    );
+    if (isGwError(request)) throw new UsageError(request.message, request.code);
+    const { amountNano, expiresAt, reason } = request;
     const user = await ensureProductUser(context, appId, externalUserId);
-    const reason = values.reason ?? null;
     const granted = await context.productUsers.grantCredits(
       {
         orgId: user.org_id,
