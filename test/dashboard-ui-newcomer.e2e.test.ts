@@ -166,6 +166,7 @@ describe('what the pages say', () => {
   it('shows the latest day in the chart legend before any hover', async () => {
     const { page, close } = await openWindow(browser);
     await signedIn(page, emails.owner);
+    await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}`);
     const legend = page.locator('.u-legend');
     await legend.waitFor();
     const today = new Date().toISOString().slice(0, 10);
@@ -189,16 +190,17 @@ describe('what the pages say', () => {
     await page.goto(
       `${gateway.url}/dashboard/orgs/${org.org_id}/users/${granted.product_end_user_id}`,
     );
-    const allowance = page.getByRole('region', { name: 'Allowance this month' });
-    await expect.poll(() => allowance.textContent()).toContain('per-user default');
-    expect(await allowance.textContent()).not.toContain('No cap applies');
-
     await page.getByLabel('Amount').fill('2.25');
     await page.getByRole('button', { name: 'Grant credits' }).click();
     await page.getByText('Granted 2.25 USD.').waitFor();
     await page.getByRole('button', { name: 'Block…' }).click();
     await page.getByRole('dialog').waitFor();
     expect(await page.getByText('Granted 2.25 USD.').count()).toBe(0);
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    const allowance = page.getByRole('region', { name: 'Allowance this month' });
+    await expect.poll(() => allowance.textContent()).toContain('per-user default');
+    expect(await allowance.textContent()).not.toContain('No cap applies');
+
     await screenshot(page, 'newcomer-07-profile-after-grant');
     await close();
   });
@@ -206,12 +208,6 @@ describe('what the pages say', () => {
   it('names the operator for the seed’s top-up, keeps model names and ids whole, and styles the app page’s destructive buttons alike', async () => {
     const { page, close } = await openWindow(browser, { width: 1024, height: 800 });
     await signedIn(page, emails.owner);
-    await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}/wallet`);
-    const history = page.getByRole('region', { name: 'Top-ups and balance changes' });
-    const seeded = history.getByRole('row').filter({ hasText: '100.00 USD' }).first();
-    await expect.poll(() => seeded.textContent()).toContain('the operator (CLI)');
-    await screenshot(page, 'newcomer-08-wallet');
-
     // a model name with hyphens is one line, not broken after "4-"
     await page.goto(`${gateway.url}/dashboard/models`);
     const sonnet = page.getByRole('cell').locator('code', { hasText: 'claude-sonnet-4-5' });
@@ -238,6 +234,12 @@ describe('what the pages say', () => {
       );
     expect(await background(revoke)).toBe(await background(remove));
     await screenshot(page, 'newcomer-10-app');
+    await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}/wallet`);
+    const history = page.getByRole('region', { name: 'Top-ups and balance changes' });
+    const seeded = history.getByRole('row').filter({ hasText: '100.00 USD' }).first();
+    await expect.poll(() => seeded.textContent()).toContain('the operator (CLI)');
+    await screenshot(page, 'newcomer-08-wallet');
+
     await close();
   });
 });
