@@ -11,6 +11,7 @@ import {
   plainAmount,
   sumDecimals,
 } from '../web/dashboard/src/money.js';
+import { landingOrgId, usableReturnPath } from '../web/dashboard/src/landing.js';
 import type { UsageRow } from '../web/dashboard/src/types.js';
 import { cacheNote, daysBetween, summarize, usageCsv } from '../web/dashboard/src/usage-data.js';
 
@@ -44,11 +45,13 @@ describe('dashboard money', () => {
     expect(money('5.250000000000', 'EUR')).toBe('5.25 EUR');
   });
 
-  it('gives an amount back to a form field plainly: no zeros past the last decimal, no separators', () => {
-    expect(plainAmount('5.000000000000')).toBe('5');
-    expect(plainAmount('2.500000000000')).toBe('2.5');
+  it('gives an amount back to a form field as money: cents always, no zeros past them it does not need, no separators', () => {
+    expect(plainAmount('5.000000000000')).toBe('5.00');
+    expect(plainAmount('2.500000000000')).toBe('2.50');
+    expect(plainAmount('10.000000000000')).toBe('10.00');
+    expect(plainAmount('0.000150000000')).toBe('0.00015');
     expect(plainAmount('1234567.000000000001')).toBe('1234567.000000000001');
-    expect(plainAmount('0.000000000000')).toBe('0');
+    expect(plainAmount('0.000000000000')).toBe('0.00');
     expect(isApiAmount('25.500000000000')).toBe(true);
     expect(isApiAmount('25.5')).toBe(false);
     expect(isApiAmount(25.5)).toBe(false);
@@ -189,5 +192,37 @@ describe('dashboard money', () => {
       cacheReadTokens: 0,
       webSearchRequests: 0,
     });
+  });
+});
+
+describe('where a signed-in user lands', () => {
+  const session = {
+    user: { personal_org_id: 'org_personal' },
+    orgs: [{ id: 'org_seeded' }, { id: 'org_personal' }, { id: 'org_other' }],
+  };
+
+  it('opens the organization last used in this browser, else the first that is not the personal one', () => {
+    expect(landingOrgId(session, 'org_other')).toBe('org_other');
+    expect(landingOrgId(session, 'org_personal')).toBe('org_personal');
+    expect(landingOrgId(session, null)).toBe('org_seeded');
+    // one they are no longer a member of counts as none
+    expect(landingOrgId(session, 'org_gone')).toBe('org_seeded');
+    const personalFirst = { ...session, orgs: [{ id: 'org_personal' }, { id: 'org_seeded' }] };
+    expect(landingOrgId(personalFirst, null)).toBe('org_seeded');
+    const alone = { ...session, orgs: [{ id: 'org_personal' }] };
+    expect(landingOrgId(alone, null)).toBe('org_personal');
+    expect(landingOrgId({ ...session, orgs: [] }, null)).toBeNull();
+  });
+
+  it('follows the sign-in page’s way back only into an organization of the user signing in', () => {
+    expect(usableReturnPath('/dashboard/orgs/org_other/usage?group=model', session)).toBe(
+      '/dashboard/orgs/org_other/usage?group=model',
+    );
+    expect(usableReturnPath('/dashboard/orgs/org_someone_elses/caps', session)).toBeNull();
+    expect(usableReturnPath('/dashboard/models', session)).toBe('/dashboard/models');
+    expect(usableReturnPath('/oauth/authorize?client_id=x', session)).toBe(
+      '/oauth/authorize?client_id=x',
+    );
+    expect(usableReturnPath(null, session)).toBeNull();
   });
 });

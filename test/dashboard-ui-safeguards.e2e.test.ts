@@ -221,21 +221,29 @@ describe('amounts are checked before anything asks to confirm them', () => {
     await close();
   });
 
-  it('asks before an organization cap of 0, refuses a cap of abc, and prefills a connection cap as 5, not 5.000000000000', async () => {
+  it('asks before an organization cap of 0, refuses a cap of abc, and prefills the caps in force as money: 10.00 and 5.00, not empty or 5.000000000000', async () => {
     const put = await api.request(
       'PUT',
       `/dashboard/api/connections/${org.app_connection_id}/cap`,
       { amount: '5', per_user_amount: '0.25' },
     );
     expect(put.status).toBe(200);
+    const orgCapPath = `/dashboard/api/orgs/${org.org_id}/cap`;
+    expect((await api.request('PUT', orgCapPath, { amount: '10' })).status).toBe(200);
     const { page, close } = await openWindow(browser);
     await signedIn(page, emails.admin, `/dashboard/orgs/${org.org_id}/caps`);
     await expect
       .poll(() => page.getByLabel('Connection cap (USD, empty: none)').inputValue())
-      .toBe('5');
+      .toBe('5.00');
     expect(await page.getByLabel(/^Per-user default cap/).inputValue()).toBe('0.25');
-
     const orgCap = page.getByLabel('Monthly cap (USD)').first();
+    await expect.poll(() => orgCap.inputValue()).toBe('10.00');
+    await screenshot(page, 'safeguards-caps-prefilled');
+    // the rest of this test asks about a first organization cap
+    expect((await api.request('DELETE', orgCapPath)).status).toBe(200);
+    await page.reload();
+    await page.getByText('The organization has no cap.').waitFor();
+
     await orgCap.fill('abc');
     await page.getByRole('button', { name: 'Set organization cap' }).click();
     await expect

@@ -46,7 +46,7 @@ async function infer(): Promise<{
 async function signedIn(page: Page, email: string): Promise<void> {
   await signIn(page, gateway.url, email, TEST_PASSWORD);
   await page.getByRole('button', { name: 'Sign out' }).waitFor();
-  // members land in their personal organization: open the seeded one
+  // members land on the organization they share (decision 337); open it by its address anyway
   await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}`);
   await page.getByRole('heading', { level: 1, name: 'Settings Co' }).waitFor();
 }

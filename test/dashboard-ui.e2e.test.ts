@@ -86,11 +86,16 @@ describe('the dashboard in a browser', () => {
     const { page, close } = await openWindow();
     await signedIn(page, emails.admin);
 
-    // lands on the overview of their personal organization
-    await page.getByRole('heading', { level: 1 }).waitFor();
-    await expect.poll(() => page.getByText('Your role here').textContent()).toContain('owner');
+    // lands on Acme Robotics, where they are an admin, not on their empty personal organization
+    await page.getByRole('heading', { level: 1, name: 'Acme Robotics' }).waitFor();
+    expect(new URL(page.url()).pathname).toBe(`/dashboard/orgs/${tenant.org_id}`);
+    await expect.poll(() => page.getByText('Your role here').textContent()).toContain('admin');
 
-    // switches to Acme Robotics, where they are an admin
+    // switches to their personal organization, and back to Acme Robotics
+    await page
+      .getByLabel('Organization')
+      .selectOption({ label: `${emails.admin} (personal) (owner)` });
+    await expect.poll(() => page.getByText('Your role here').textContent()).toContain('owner');
     await page.getByLabel('Organization').selectOption(tenant.org_id);
     await page.getByRole('heading', { name: 'Acme Robotics' }).waitFor();
     expect(new URL(page.url()).pathname).toBe(`/dashboard/orgs/${tenant.org_id}`);

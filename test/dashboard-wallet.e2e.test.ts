@@ -122,7 +122,7 @@ describe('the wallet', () => {
         kind: 'topup',
         amount: '100.000000000000',
         currency: 'USD',
-        created_by: null, // the seed
+        created_by: 'cli', // the seed: the operator's top-up
         created_at: expect.any(String),
       },
       expect.objectContaining({ kind: 'topup', amount: '5.500000000000', created_by: 'cli' }),
@@ -140,7 +140,12 @@ describe('the wallet', () => {
       `SELECT action FROM dashboard_audit_log WHERE org_id = $1 AND action LIKE 'wallet.%' ORDER BY id`,
       [tenant.org_id],
     );
-    expect(rows).toEqual([{ action: 'wallet.topup' }, { action: 'wallet.set' }]);
+    // the seed's top-up, then the CLI's two writes
+    expect(rows).toEqual([
+      { action: 'wallet.topup' },
+      { action: 'wallet.topup' },
+      { action: 'wallet.set' },
+    ]);
     const bad = await viewer.get<ErrorBody>(`${path}?cursor=not-a-cursor`);
     expect(bad.status).toBe(400);
     expect(bad.body.error.code).toBe('gw_invalid_request');
@@ -191,7 +196,7 @@ describe('the wallet', () => {
     expect(wallet.body.top_ups_enabled).toBe(true);
     const { rows } = await db.query(
       `SELECT user_id, action, object_type, object_id, details FROM dashboard_audit_log
-        WHERE org_id = $1 AND action = 'wallet.topup'`,
+        WHERE org_id = $1 AND action = 'wallet.topup' AND user_id <> 'cli'`,
       [org.org_id],
     );
     expect(rows).toEqual([

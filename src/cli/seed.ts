@@ -10,7 +10,7 @@ import {
 } from '../admin/provisioning.js';
 import { modelPolicyAllows } from '../catalog/models.js';
 import { parseAmountToNano } from '../money.js';
-import type { CliContext } from './context.js';
+import { CLI_ACTOR, type CliContext } from './context.js';
 import { cliIo } from './io.js';
 import { parseFlags, printJson } from './output.js';
 
@@ -38,7 +38,8 @@ export async function seedCommand(context: CliContext, argv: string[]): Promise<
   const walletNano = parseAmountToNano(values.wallet);
   const { db } = context;
   const orgId = await createOrganization(db, values.name);
-  await context.wallets.topUp(orgId, walletNano);
+  // the operator's top-up, like `gw wallet topup`: the wallet's history says who added it
+  await context.wallets.topUp(orgId, walletNano, CLI_ACTOR);
   const appId = await createApp(db, orgId, 'Seeded app');
   const appConnectionId = await createAppConnection(db, orgId, appId, 'Seeded connection');
   const apiKey = await createApiKey(db, { orgId, appId, appConnectionId });

@@ -10,6 +10,8 @@ import {
   type SignedIn,
 } from './api.js';
 import { asApiError } from './hooks.js';
+import { landingOrgId, usableReturnPath } from './landing.js';
+import { lastUsedOrg, rememberLastUsedOrg } from './last-org.js';
 import { orgPageOf, orgPages } from './pages/index.js';
 import { ModelsPage } from './pages/models.js';
 import { SignInPage } from './pages/sign-in.js';
@@ -65,8 +67,9 @@ export function App() {
     }
     const signPage = view.page === 'sign-in' || view.page === 'sign-up';
     if (state.kind === 'signed-in' && (signPage || view.page === 'home')) {
-      // Back to the page opened while signed out, or to an app's OAuth consent page.
-      const back = signPage ? signInReturnPath() : null;
+      // Back to the page opened while signed out, or to an app's OAuth consent page (not to an
+      // organization of someone else's: a link a previous user's session left).
+      const back = signPage ? usableReturnPath(signInReturnPath(), state.session) : null;
       if (back?.startsWith('/dashboard/')) {
         navigateToPath(back);
         return;
@@ -75,9 +78,8 @@ export function App() {
         location.replace(back);
         return;
       }
-      const { user, orgs } = state.session;
-      const home = orgs.find((org) => org.id === user.personal_org_id) ?? orgs[0];
-      if (home) navigate(orgView(home.id), { replace: true });
+      const home = landingOrgId(state.session, lastUsedOrg(state.session.user.id));
+      if (home) navigate(orgView(home), { replace: true });
     }
   }, [state, view]);
 
@@ -127,6 +129,8 @@ export function App() {
       view={view}
       onSignedOut={() => {
         forgetCsrfToken();
+        // signed out on purpose: the next one to sign in here starts afresh, not on this page
+        navigateToSignIn('sign-in', { comeBack: false });
         setState({ kind: 'signed-out' });
       }}
     />
@@ -165,8 +169,15 @@ function Shell(props: { session: SignedIn; view: View; onSignedOut(): void }) {
   useEffect(() => {
     if (viewOrgId) setLastOrgId(viewOrgId);
   }, [viewOrgId]);
-  const orgId = viewOrgId ?? lastOrgId ?? session.user.personal_org_id;
+  const homeOrgId = landingOrgId(session, lastUsedOrg(session.user.id));
+  const orgId = viewOrgId ?? lastOrgId ?? homeOrgId;
   const org = session.orgs.find((candidate) => candidate.id === orgId);
+  useEffect(() => {
+    if (org) rememberLastUsedOrg(session.user.id, org.id);
+  }, [org?.id]);
+  // an organization the user is not a member of: the page says so, the navigation is their own
+  const homeOrg = session.orgs.find((candidate) => candidate.id === homeOrgId);
+  const navOrg = org ?? homeOrg;
   const [signOutError, setSignOutError] = useState<ApiError | null>(null);
   useFocusOnNavigation(view);
 
@@ -195,14 +206,12 @@ function Shell(props: { session: SignedIn; view: View; onSignedOut(): void }) {
       </header>
       <ErrorNote error={signOutError} />
       <div class="layout">
-        {org && <Nav org={org} view={view} />}
+        {navOrg && <Nav org={navOrg} view={view} />}
         <main id="main" tabIndex={-1}>
           {org || !viewOrgId ? (
             <Page view={view} org={org} session={session} />
           ) : (
-            <p class="error" role="alert">
-              You are not a member of this organization, or it does not exist.
-            </p>
+            <NotAMember orgs={session.orgs} />
           )}
         </main>
       </div>
@@ -224,6 +233,11 @@ function OrgSwitcher(props: { orgs: readonly OrgSummary[]; currentId: string; vi
           navigate(target);
         }}
       >
+        {!props.orgs.some((org) => org.id === props.currentId) && (
+          <option value={props.currentId} disabled>
+            Choose an organization
+          </option>
+        )}
         {props.orgs.map((org) => (
           <option key={org.id} value={org.id}>
             {org.name} ({org.role})
@@ -235,7 +249,8 @@ function OrgSwitcher(props: { orgs: readonly OrgSummary[]; currentId: string; vi
 }
 
 function Nav({ org, view }: { org: OrgSummary; view: View }) {
-  const section = view.page === 'org' ? view.section : null;
+  // another organization's page (one the user is not a member of) highlights nothing here
+  const section = view.page === 'org' && view.orgId === org.id ? view.section : null;
   const item = (label: string, to: View, active: boolean, soon = false) => (
     <li key={label}>
       <Link to={to} current={active}>
@@ -287,6 +302,32 @@ function Page(props: { view: View; org: OrgSummary | undefined; session: SignedI
       session={props.session}
       id={view.id}
     />
+  );
+}
+
+function NotAMember({ orgs }: { orgs: readonly OrgSummary[] }) {
+  return (
+    <>
+      <PageHeader title="Organization not available">
+        You are not a member of this organization, or it does not exist. A member who manages it can
+        add you.
+      </PageHeader>
+      {orgs.length > 0 ? (
+        <>
+          <h2>Your organizations</h2>
+          <ul class="org-list">
+            {orgs.map((org) => (
+              <li key={org.id}>
+                <Link to={orgView(org.id)}>{org.name}</Link>{' '}
+                <span class="muted small">({org.role})</span>
+              </li>
+            ))}
+          </ul>
+        </>
+      ) : (
+        <p>You are not a member of any organization yet.</p>
+      )}
+    </>
   );
 }
 

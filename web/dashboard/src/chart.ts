@@ -28,6 +28,10 @@ export function drawChart(target: HTMLElement, input: ChartInput, width: number)
     ? input.labels.map((day) => Date.parse(`${day}T00:00:00Z`) / 1000)
     : input.labels.map((_, index) => index);
   const half = days ? 43_200 : 0.5;
+  // Away from the bars, the legend reads the latest day (or the first, largest group), not
+  // dashes; hovering a bar shows that bar's.
+  const restingIndex = days ? input.labels.length - 1 : 0;
+  const shown = (index: number | null): number => index ?? restingIndex;
   const options: uPlot.Options = {
     width,
     height: 280,
@@ -65,12 +69,11 @@ export function drawChart(target: HTMLElement, input: ChartInput, width: number)
       days
         ? {
             label: 'Day',
-            value: (_u, seconds) =>
-              seconds === null ? '–' : new Date(seconds * 1000).toISOString().slice(0, 10),
+            value: (_u, _seconds, _series, index) => input.labels[shown(index)] ?? '–',
           }
         : {
             label: 'Group',
-            value: (_u, index) => (index === null ? '–' : (input.labels[index] ?? '')),
+            value: (_u, _index, _series, index) => input.labels[shown(index)] ?? '–',
           },
       {
         label: input.seriesLabel,
@@ -79,7 +82,10 @@ export function drawChart(target: HTMLElement, input: ChartInput, width: number)
         width: 1,
         points: { show: false },
         paths: uPlot.paths.bars!({ size: [0.7, 48] }),
-        value: (_u, value) => (value === null ? '–' : input.format(value)),
+        value: (_u, _value, _series, index) => {
+          const value = input.values[shown(index)];
+          return value === undefined ? '–' : input.format(value);
+        },
       },
     ],
   };

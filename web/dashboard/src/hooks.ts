@@ -186,3 +186,28 @@ export function useAction(): {
   const clear = useCallback(() => setError(null), []);
   return { busy, error, run, submit, refuse, clear };
 }
+
+/**
+ * A success message ("Saved.", "Granted 2.25 USD."): shown until the user's next action on the
+ * page (a click on a button, link or menu, typing, sending a form), so that it never sits next
+ * to the outcome of a later one.
+ */
+export function useNotice<T>(): [T | null, (value: T | null) => void] {
+  const [notice, setNotice] = useState<T | null>(null);
+  useEffect(() => {
+    if (notice === null) return;
+    const clear = (event: Event) => {
+      const target = event.target;
+      if (event.type === 'click' && !(target instanceof Element && target.closest('button, a'))) {
+        return;
+      }
+      setNotice(null);
+    };
+    const events = ['click', 'input', 'change', 'submit'] as const;
+    for (const type of events) document.addEventListener(type, clear, true);
+    return () => {
+      for (const type of events) document.removeEventListener(type, clear, true);
+    };
+  }, [notice]);
+  return [notice, setNotice];
+}

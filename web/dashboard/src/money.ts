@@ -55,15 +55,14 @@ export const money = (value: string, currency: string): string =>
 export const approximately = (value: string): number => Number(value);
 
 /**
- * An exact amount as a form field takes it back: no thousands separators, no zeros past the
- * last significant decimal (5.000000000000 → 5, 2.500000000000 → 2.5).
+ * An exact amount as a form field takes it back: money as the pages show it, without thousands
+ * separators (5.000000000000 → 5.00, 2.500000000000 → 2.50, 0.000150000000 → 0.00015).
  */
 export function plainAmount(value: string): string {
   const match = DECIMAL.exec(value.trim());
   if (!match) return value;
   const [, sign = '', whole = '0', fraction = ''] = match;
-  const trimmed = fraction.replace(/0+$/, '');
-  return `${sign}${whole}${trimmed ? `.${trimmed}` : ''}`;
+  return `${sign}${whole}.${fraction.replace(/0+$/, '').padEnd(2, '0')}`;
 }
 
 /** The API's money: decimal strings with 12 fraction digits (`25.500000000000`). */

@@ -19,13 +19,22 @@ export function signInReturnPath(): string | null {
   return next.startsWith(`${BASE}/`) && !next.startsWith(`${BASE}/sign-`) ? next : null;
 }
 
-/** The sign-in (or sign-up) page, remembering the page the user opened (see signInReturnPath). */
-export function navigateToSignIn(page: 'sign-in' | 'sign-up' = 'sign-in'): void {
+/**
+ * The sign-in (or sign-up) page, remembering the page the user opened (see signInReturnPath),
+ * unless `comeBack` is false (the user signed out: whoever signs in next starts afresh).
+ */
+export function navigateToSignIn(
+  page: 'sign-in' | 'sign-up' = 'sign-in',
+  options: { comeBack?: boolean } = {},
+): void {
   const here = `${location.pathname}${location.search}`;
   const next =
-    parseView(location.pathname).page === 'home' || location.pathname.startsWith(`${BASE}/sign-`)
-      ? new URLSearchParams(location.search).get('next')
-      : here;
+    options.comeBack === false
+      ? null
+      : parseView(location.pathname).page === 'home' ||
+          location.pathname.startsWith(`${BASE}/sign-`)
+        ? new URLSearchParams(location.search).get('next')
+        : here;
   const query = next ? `?next=${encodeURIComponent(next)}` : '';
   history.replaceState(null, '', `${BASE}/${page}${query}`);
   window.dispatchEvent(new Event(NAVIGATED));

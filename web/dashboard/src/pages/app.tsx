@@ -2,7 +2,7 @@
 // OAuth clients.
 import { useState } from 'preact/hooks';
 import { api, canManage, type OrgSummary } from '../api.js';
-import { useAction, useLoad, usePaged } from '../hooks.js';
+import { useAction, useLoad, useNotice, usePaged } from '../hooks.js';
 import { navigate, orgView } from '../router.js';
 import type { AppDetail, ConnectionRow } from '../types.js';
 import {
@@ -74,7 +74,7 @@ export function AppPage({ org, appId }: { org: OrgSummary; appId: string }) {
 function AppSettings(props: { orgId: string; path: string; app: AppDetail; onRenamed(): void }) {
   const [name, setName] = useState(props.app.name);
   const [deleting, setDeleting] = useState(false);
-  const [saved, setSaved] = useState(false);
+  const [saved, setSaved] = useNotice<true>();
   const action = useAction();
   const renamed = name.trim() !== props.app.name;
   const { connections, api_keys: keys } = props.app.counts;
@@ -84,7 +84,7 @@ function AppSettings(props: { orgId: string; path: string; app: AppDetail; onRen
       aria-labelledby="app-settings-heading"
       onInput={() => {
         action.clear();
-        setSaved(false);
+        setSaved(null);
       }}
       onSubmit={action.submit(
         () => api.patch(props.path, { name: name.trim() }),
@@ -248,7 +248,7 @@ function ConnectionCard(props: {
             <button type="submit" disabled={!changed || save.busy}>
               {save.busy ? 'Saving…' : 'Save settings'}
             </button>
-            <button type="button" class="danger" onClick={() => setConfirming(true)}>
+            <button type="button" class="secondary danger" onClick={() => setConfirming(true)}>
               Revoke…
             </button>
           </div>

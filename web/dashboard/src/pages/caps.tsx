@@ -1,10 +1,10 @@
 // Caps: the organization's monthly spending cap, each connection's cap with its per-user
 // default and settings (credit mode, overrun policy), and one product user's cap with its
 // overrides. Every instance applies a change to its next request.
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { api, canManage, type OrgSummary, type Page } from '../api.js';
 import { ConnectionSelect } from '../connection-picker.js';
-import { invalidInput, useAction, useLoad } from '../hooks.js';
+import { invalidInput, useAction, useLoad, useNotice } from '../hooks.js';
 import { amountProblem, compareDecimals, plainAmount } from '../money.js';
 import type { CapState, ProductUserSummary } from '../types.js';
 import { Confirm, Empty, ErrorNote, formatTime, Loading, Money, PageHeader } from '../ui.js';
@@ -40,6 +40,16 @@ function CapsPage({ org }: { org: OrgSummary }) {
   );
 }
 
+/** A cap's amount field: the cap in force (10.00), until the user types another. */
+function useCurrentAmount(state: CapState | null): [string, (amount: string) => void] {
+  const current = state?.cap?.amount ?? null;
+  const [amount, setAmount] = useState(current ? plainAmount(current) : '');
+  useEffect(() => {
+    setAmount(current ? plainAmount(current) : '');
+  }, [current]);
+  return [amount, setAmount];
+}
+
 function CapSummary({ state, what }: { state: CapState; what: string }) {
   const cap = state.cap;
   if (!cap || cap.amount === null) return <Empty>{what} has no cap.</Empty>;
@@ -54,14 +64,11 @@ function CapSummary({ state, what }: { state: CapState; what: string }) {
 function OrgCap({ org, manage }: { org: OrgSummary; manage: boolean }) {
   const path = `/dashboard/api/orgs/${encodeURIComponent(org.id)}/cap`;
   const state = useLoad<CapState>(path);
-  const [amount, setAmount] = useState('');
+  const [amount, setAmount] = useCurrentAmount(state.data);
   const [clearing, setClearing] = useState(false);
   const [stoppingAll, setStoppingAll] = useState(false);
   const action = useAction();
-  const saved = () => {
-    setAmount('');
-    state.reload();
-  };
+  const saved = () => state.reload();
   return (
     <section class="card" aria-labelledby="org-cap-heading">
       <h2 id="org-cap-heading">Organization cap</h2>
@@ -87,7 +94,6 @@ function OrgCap({ org, manage }: { org: OrgSummary; manage: boolean }) {
                 name="org-cap-amount"
                 inputMode="decimal"
                 required
-                placeholder="100.00"
                 value={amount}
                 onInput={(event) => setAmount(event.currentTarget.value)}
               />
@@ -212,7 +218,7 @@ function ConnectionCapForm(props: {
     connection?.overrun_policy ?? 'limit_output',
   );
   const [clearing, setClearing] = useState(false);
-  const [saved, setSaved] = useState(false);
+  const [saved, setSaved] = useNotice<true>();
   const action = useAction();
   return (
     <div>
@@ -235,11 +241,11 @@ function ConnectionCapForm(props: {
         <form
           onInput={() => {
             action.clear();
-            setSaved(false);
+            setSaved(null);
           }}
           onSubmit={action.submit(
             () => {
-              setSaved(false);
+              setSaved(null);
               const problem = [amount, perUser]
                 .filter((value) => value.trim() !== '')
                 .map((value) => amountProblem(value, { zero: true }))
@@ -408,7 +414,7 @@ function ProductUserCap({ org, manage }: { org: OrgSummary; manage: boolean }) {
 function UserCap({ userId, manage }: { userId: string; manage: boolean }) {
   const path = `/dashboard/api/product-users/${encodeURIComponent(userId)}/cap`;
   const state = useLoad<CapState>(path);
-  const [amount, setAmount] = useState('');
+  const [amount, setAmount] = useCurrentAmount(state.data);
   const [creditMode, setCreditMode] = useState<CreditMode | ''>('');
   const [overrun, setOverrun] = useState<OverrunPolicy | ''>('');
   const [clearing, setClearing] = useState(false);
@@ -438,10 +444,7 @@ function UserCap({ userId, manage }: { userId: string; manage: boolean }) {
                 overrun_policy: overrun === '' ? null : overrun,
               });
             },
-            () => {
-              setAmount('');
-              state.reload();
-            },
+            () => state.reload(),
           )}
         >
           <div class="row">

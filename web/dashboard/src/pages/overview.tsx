@@ -51,6 +51,13 @@ function OverviewPage({ org }: { org: OrgSummary }) {
       <PageHeader title={org.name}>
         Your role here: <strong class="role">{org.role}</strong> · {month} so far (UTC days)
       </PageHeader>
+      {counts && counts.apps === 0 && (
+        <p class="card">
+          Nothing to show yet: requests come through an app’s connection.{' '}
+          <Link to={orgView(org.id, 'apps')}>Create an app first</Link>, then a connection and an
+          API key for it.
+        </p>
+      )}
       <ErrorNote error={byModel.error} />
       <div class="stats" aria-busy={byModel.loading}>
         <Link class="stat card" to={orgView(org.id, 'usage')}>

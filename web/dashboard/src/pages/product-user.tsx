@@ -3,7 +3,7 @@
 import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { api, canManage, type OrgSummary } from '../api.js';
-import { invalidInput, useAction, useLoad, usePaged, type Paged } from '../hooks.js';
+import { invalidInput, type Paged, useAction, useLoad, useNotice, usePaged } from '../hooks.js';
 import { amountProblem, money } from '../money.js';
 import { orgView } from '../router.js';
 import type { AppRow, CreditGrant, Credits, ProductUserProfile, UsageTotals } from '../types.js';
@@ -118,9 +118,17 @@ function AllowanceCard({ user }: { user: ProductUserProfile }) {
             <code>{allowance.credit_mode}</code>, overrun <code>{allowance.overrun_policy}</code>
           </Fact>
         </Facts>
+      ) : user.last_app_connection_id === '' ? (
+        // no request through a connection yet: which connection's per-user default will apply
+        // is not known until then
+        <p class="muted">
+          No cap of their own. Their first request through a connection shows here what applies:
+          that connection’s per-user default cap, if it has one.
+        </p>
       ) : (
         <p class="muted">
-          No cap applies to this user: only the organization’s caps and wallet limit their requests.
+          No cap applies to this user (none of their own, and their connection has no per-user
+          default): only the organization’s caps and wallet limit their requests.
         </p>
       )}
     </section>
@@ -236,7 +244,7 @@ function GrantCredits(props: {
   const [reason, setReason] = useState('');
   // One key per grant being filled in: a double submit or a retry grants once.
   const [idempotencyKey, setIdempotencyKey] = useState(newIdempotencyKey);
-  const [done, setDone] = useState<string | null>(null);
+  const [done, setDone] = useNotice<string>();
   const action = useAction();
   const typedCurrency = currency.trim().toUpperCase();
   const otherCurrency =

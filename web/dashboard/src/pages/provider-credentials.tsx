@@ -4,7 +4,7 @@
 import { useState } from 'preact/hooks';
 import { api, canManage, type OrgSummary } from '../api.js';
 import { ConnectionChecklist } from '../connection-picker.js';
-import { useAction, useLoad, usePaged } from '../hooks.js';
+import { useAction, useLoad, useNotice, usePaged } from '../hooks.js';
 import { connectionLabel, useConnectionsById, type OrgConnection } from '../org-data.js';
 import type { CredentialRow } from '../types.js';
 import { Confirm, ErrorNote, ListTable, NameField, PageHeader, RowButton, Status } from '../ui.js';
@@ -342,7 +342,7 @@ function EditCredential(props: {
   const [priority, setPriority] = useState(String(credential.priority));
   const [routing, setRouting] = useState(credential.routing_mode);
   const [policy, setPolicy] = useState(credential.model_policy.join(', '));
-  const [saved, setSaved] = useState(false);
+  const [saved, setSaved] = useNotice<true>();
   const action = useAction();
   const grant = useAction();
   return (
@@ -351,11 +351,11 @@ function EditCredential(props: {
       <form
         onInput={() => {
           action.clear();
-          setSaved(false);
+          setSaved(null);
         }}
         onSubmit={action.submit(
           () => {
-            setSaved(false);
+            setSaved(null);
             return api.patch(path, {
               ...(name.trim() !== credential.name && { name: name.trim() }),
               priority: Number(priority),

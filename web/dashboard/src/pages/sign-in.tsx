@@ -9,6 +9,9 @@ import { ErrorNote } from '../ui.js';
 
 type Mode = 'sign-in' | 'sign-up';
 
+/** The gateway's rule for a new account's password (PASSWORD_MIN_LENGTH in src/accounts). */
+const MIN_PASSWORD_LENGTH = 12;
+
 export function SignInPage(props: { mode: Mode; onSignedIn(session: SignedIn): void }) {
   const signingUp = props.mode === 'sign-up';
   const [email, setEmail] = useState('');
@@ -54,10 +57,16 @@ export function SignInPage(props: { mode: Mode; onSignedIn(session: SignedIn): v
             name="password"
             autocomplete={signingUp ? 'new-password' : 'current-password'}
             required
+            {...(signingUp && { 'aria-describedby': 'password-rule' })}
             value={password}
             onInput={(event) => setPassword(event.currentTarget.value)}
           />
         </label>
+        {signingUp && (
+          <p class="hint" id="password-rule">
+            At least {MIN_PASSWORD_LENGTH} characters.
+          </p>
+        )}
         <ErrorNote error={action.error} />
         <button type="submit" disabled={action.busy}>
           {signingUp

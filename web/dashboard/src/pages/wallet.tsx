@@ -3,7 +3,7 @@
 // alert (the wallet.low_balance webhook).
 import { useState } from 'preact/hooks';
 import { api, canManage, type OrgSummary } from '../api.js';
-import { useAction, useLoad, useLookup, usePaged } from '../hooks.js';
+import { useAction, useLoad, useLookup, useNotice, usePaged } from '../hooks.js';
 import type { Wallet, WalletAlert, WalletTransaction } from '../types.js';
 import { Confirm, ErrorNote, formatTime, ListTable, Loading, Money, PageHeader } from '../ui.js';
 import { amountProblem, money } from '../money.js';
@@ -123,7 +123,7 @@ function WalletPage({ org }: { org: OrgSummary }) {
 function TopUp(props: { base: string; currency: string; onDone(): void }) {
   const [amount, setAmount] = useState('');
   const [confirming, setConfirming] = useState(false);
-  const [done, setDone] = useState<string | null>(null);
+  const [done, setDone] = useNotice<string>();
   const action = useAction();
   return (
     <form

@@ -3,7 +3,7 @@
 // secret, a test event, the delivery log and sending messages again.
 import { useEffect, useState } from 'preact/hooks';
 import { api, canManage, type OrgSummary } from '../api.js';
-import { useAction, usePaged } from '../hooks.js';
+import { useAction, useNotice, usePaged } from '../hooks.js';
 import {
   Confirm,
   ErrorNote,
@@ -93,7 +93,7 @@ function Endpoints({ org }: { org: OrgSummary }) {
   const [secret, setSecret] = useState<{ title: string; value: string } | null>(null);
   const [change, setChange] = useState<Change | null>(null);
   const [log, setLog] = useState<Endpoint | null>(null);
-  const [tested, setTested] = useState<string | null>(null);
+  const [tested, setTested] = useNotice<string>();
   const test = useAction();
   const reload = list.reload;
   // After a test event is queued, the list is read again for a while, so the endpoint's

@@ -1,0 +1,245 @@
+// What a new user meets first in the dashboard, in a real browser (chromium) against a live
+// gateway on the real Redis and Postgres: sign-in lands on the organization they share (or the
+// one they last used here), not on their empty personal one; a sign-out leaves no way back into
+// the previous user's organization for the next one; an organization they are not in shows
+// their own; and the pages say what is true in a form that reads well: the password rule before
+// signing up, the per-user default a profile will get, the latest day in a chart's legend, the
+// seed's top-up by the operator, an empty organization's first step, success messages that go
+// with the next action, ids that do not break at their hyphens.
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  launchBrowser,
+  openWindow,
+  screenshot,
+  signIn,
+  type LaunchedBrowser,
+} from './support/browser.js';
+import { isolatedContext } from './support/context.js';
+import { createMember, TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
+import { bearer, postJson } from './support/http.js';
+import {
+  runCliJson,
+  seed,
+  startGateway,
+  type GatewayProcess,
+  type SeededOrg,
+} from './support/processes.js';
+import { ledgerRow } from './support/records.js';
+
+const { env, db } = isolatedContext('dashboard-ui-newcomer');
+const emails = { owner: uniqueEmail('newcomer-owner'), loner: uniqueEmail('newcomer-loner') };
+let gateway: GatewayProcess;
+let launched: LaunchedBrowser;
+let browser: Browser;
+let org: SeededOrg;
+let ownerPersonalOrg: string;
+let lonerPersonalOrg: string;
+
+async function signedIn(page: Page, email: string): Promise<void> {
+  await signIn(page, gateway.url, email, TEST_PASSWORD);
+  await page.getByRole('button', { name: 'Sign out' }).waitFor();
+  await page.getByRole('heading', { level: 1 }).waitFor();
+}
+
+const pathname = (page: Page): string => new URL(page.url()).pathname;
+
+beforeAll(async () => {
+  [gateway, launched] = await Promise.all([
+    startGateway({ ...env, DASHBOARD_INSECURE_COOKIES: 'true', DASHBOARD_SIGNUP: 'true' }),
+    launchBrowser(),
+  ]);
+  browser = launched.browser;
+  org = await seed(env, ['--name', 'Newcomer Co']);
+  ({ personal_org_id: ownerPersonalOrg } = await createMember(
+    env,
+    emails.owner,
+    org.org_id,
+    'owner',
+  ));
+  ({ personal_org_id: lonerPersonalOrg } = await runCliJson<{ personal_org_id: string }>(
+    ['admin', 'create-user', '--email', emails.loner, '--password', TEST_PASSWORD],
+    env,
+  ));
+  // a request today, for the charts
+  const answer = await postJson(
+    `${gateway.url}/v1/chat/completions`,
+    { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] },
+    { ...bearer(org.api_key), 'x-gw-external-user-id': 'dana-1' },
+  );
+  expect(answer.status).toBe(200);
+  await ledgerRow(db, answer.headers.get('x-request-id'), 'request_id');
+});
+
+afterAll(async () => {
+  await launched?.close();
+  await gateway?.stop();
+});
+
+describe('signing in and out', () => {
+  it('lands on the organization the user shares, then on the one they last used in this browser', async () => {
+    const { page, close } = await openWindow(browser);
+    await signedIn(page, emails.owner);
+    await expect.poll(() => pathname(page)).toBe(`/dashboard/orgs/${org.org_id}`);
+    await page.getByRole('heading', { level: 1, name: 'Newcomer Co' }).waitFor();
+    await screenshot(page, 'newcomer-01-landed-on-shared-org');
+
+    // uses their personal organization, signs out and in again: back there
+    await page.getByLabel('Organization').selectOption(ownerPersonalOrg);
+    await expect.poll(() => pathname(page)).toBe(`/dashboard/orgs/${ownerPersonalOrg}`);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { name: 'Sign in to the dashboard' }).waitFor();
+    await signedIn(page, emails.owner);
+    await expect.poll(() => pathname(page)).toBe(`/dashboard/orgs/${ownerPersonalOrg}`);
+    await close();
+  });
+
+  it('leaves no way back into the previous user’s organization after a sign-out, and shows a usable page for an organization the user is not in', async () => {
+    const { page, close } = await openWindow(browser);
+    await signedIn(page, emails.owner);
+    await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}/caps`);
+    await page.getByRole('heading', { level: 1, name: 'Caps' }).waitFor();
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { name: 'Sign in to the dashboard' }).waitFor();
+    expect(pathname(page)).toBe('/dashboard/sign-in');
+    expect(new URL(page.url()).search).toBe('');
+    await screenshot(page, 'newcomer-02-signed-out');
+
+    // another user signs in here: their own organization
+    await page.getByLabel('E-mail').fill(emails.loner);
+    await page.getByLabel('Password').fill(TEST_PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    await expect.poll(() => pathname(page)).toBe(`/dashboard/orgs/${lonerPersonalOrg}`);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { name: 'Sign in to the dashboard' }).waitFor();
+
+    // a sign-in link that still names the first user's organization (their session ended there)
+    await page.goto(
+      `${gateway.url}/dashboard/sign-in?next=${encodeURIComponent(`/dashboard/orgs/${org.org_id}/caps`)}`,
+    );
+    await page.getByLabel('E-mail').fill(emails.loner);
+    await page.getByLabel('Password').fill(TEST_PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    await expect.poll(() => pathname(page)).toBe(`/dashboard/orgs/${lonerPersonalOrg}`);
+
+    // opening that organization's page: said plainly, with their own organizations at hand
+    await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}/caps`);
+    await page.getByRole('heading', { level: 1, name: 'Organization not available' }).waitFor();
+    const nav = page.getByRole('navigation', { name: 'Dashboard' });
+    await nav.getByRole('link', { name: 'Overview' }).waitFor();
+    const options = await page.getByLabel('Organization').locator('option').allTextContents();
+    expect(options).toContain('Choose an organization');
+    expect(options.some((option) => option.endsWith('(owner)'))).toBe(true);
+    await screenshot(page, 'newcomer-03-not-a-member');
+    await page.getByRole('main').getByRole('link').first().click();
+    await expect.poll(() => pathname(page)).toBe(`/dashboard/orgs/${lonerPersonalOrg}`);
+    await close();
+  });
+
+  it('shows the password rule on the sign-up form before anything is sent', async () => {
+    const { page, close } = await openWindow(browser);
+    await page.goto(`${gateway.url}/dashboard/sign-up`);
+    await page.getByRole('heading', { name: 'Create your account' }).waitFor();
+    await page.getByText('At least 12 characters.').waitFor();
+    expect(await page.getByLabel('Password').getAttribute('aria-describedby')).toBe(
+      'password-rule',
+    );
+    await screenshot(page, 'newcomer-04-sign-up-rule');
+    await close();
+  });
+});
+
+describe('what the pages say', () => {
+  it('points an empty organization to creating an app first', async () => {
+    const { page, close } = await openWindow(browser);
+    await signedIn(page, emails.loner);
+    const hint = page.getByText('Nothing to show yet');
+    await hint.waitFor();
+    await screenshot(page, 'newcomer-05-empty-overview');
+    await page.getByRole('link', { name: 'Create an app first' }).click();
+    await expect.poll(() => pathname(page)).toBe(`/dashboard/orgs/${lonerPersonalOrg}/apps`);
+    await close();
+  });
+
+  it('shows the latest day in the chart legend before any hover', async () => {
+    const { page, close } = await openWindow(browser);
+    await signedIn(page, emails.owner);
+    await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}`);
+    const legend = page.locator('.u-legend');
+    await legend.waitFor();
+    const today = new Date().toISOString().slice(0, 10);
+    await expect.poll(() => legend.textContent()).toContain(today);
+    expect(await legend.textContent()).not.toContain('–');
+    expect(await legend.textContent()).toMatch(/Requests\s*1$/);
+    await screenshot(page, 'newcomer-06-overview-legend');
+    await close();
+  });
+
+  it('does not say that no cap applies to a product user who has no connection yet, and a success message goes with the next action', async () => {
+    const granted = await runCliJson<{ product_end_user_id: string }>(
+      [
+        ...['credits', 'grant', '--app-id', org.app_id, '--external-user-id', 'customer-7'],
+        ...['--amount', '0.50'],
+      ],
+      env,
+    );
+    const { page, close } = await openWindow(browser);
+    await signedIn(page, emails.owner);
+    await page.goto(
+      `${gateway.url}/dashboard/orgs/${org.org_id}/users/${granted.product_end_user_id}`,
+    );
+    await page.getByLabel('Amount').fill('2.25');
+    await page.getByRole('button', { name: 'Grant credits' }).click();
+    await page.getByText('Granted 2.25 USD.').waitFor();
+    await page.getByRole('button', { name: 'Block…' }).click();
+    await page.getByRole('dialog').waitFor();
+    expect(await page.getByText('Granted 2.25 USD.').count()).toBe(0);
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    const allowance = page.getByRole('region', { name: 'Allowance this month' });
+    await expect.poll(() => allowance.textContent()).toContain('per-user default');
+    expect(await allowance.textContent()).not.toContain('No cap applies');
+
+    await screenshot(page, 'newcomer-07-profile-after-grant');
+    await close();
+  });
+
+  it('names the operator for the seed’s top-up, keeps model names and ids whole, and styles the app page’s destructive buttons alike', async () => {
+    const { page, close } = await openWindow(browser, { width: 1024, height: 800 });
+    await signedIn(page, emails.owner);
+    // a model name with hyphens is one line, not broken after "4-"
+    await page.goto(`${gateway.url}/dashboard/models`);
+    const sonnet = page.getByRole('cell').locator('code', { hasText: 'claude-sonnet-4-5' });
+    await sonnet.waitFor();
+    // the page's script runs in the browser: it has a DOM, this file's types do not
+    expect(
+      await sonnet.evaluate(
+        (element: unknown) =>
+          (element as { getClientRects(): { length: number } }).getClientRects().length,
+      ),
+    ).toBe(1);
+    await screenshot(page, 'newcomer-09-models');
+
+    await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}/apps/${org.app_id}`);
+    const revoke = page.getByRole('button', { name: 'Revoke…' });
+    const remove = page.getByRole('button', { name: 'Delete app…' });
+    await revoke.waitFor();
+    const background = (button: typeof revoke) =>
+      button.evaluate(
+        (element: unknown) =>
+          (
+            globalThis as unknown as { getComputedStyle(e: unknown): { backgroundColor: string } }
+          ).getComputedStyle(element).backgroundColor,
+      );
+    expect(await background(revoke)).toBe(await background(remove));
+    await screenshot(page, 'newcomer-10-app');
+    await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}/wallet`);
+    const history = page.getByRole('region', { name: 'Top-ups and balance changes' });
+    const seeded = history.getByRole('row').filter({ hasText: '100.00 USD' }).first();
+    await expect.poll(() => seeded.textContent()).toContain('the operator (CLI)');
+    await screenshot(page, 'newcomer-08-wallet');
+
+    await close();
+  });
+});
