@@ -232,7 +232,7 @@ describe('changing a credential', () => {
     expect(mismatched.body.error).toEqual({
       code: 'gw_invalid_request',
       message:
-        'model_policy: "vendor_a/*": vendor_a is not this credential\'s provider; patterns start with vendor_b/ (e.g. vendor_b/* or vendor_b/<model>)',
+        'model_policy: "vendor_a/*" names another provider than the credential\'s: patterns start with vendor_b/ (e.g. vendor_b/* or vendor_b/<model>)',
     });
     expect(changed.body).toMatchObject({
       name: 'backup, renamed',

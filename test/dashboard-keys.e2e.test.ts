@@ -139,7 +139,7 @@ describe('API keys', () => {
       ).rows[0]!.n;
     const before = await count();
     for (const [policy, message] of [
-      [['vendor_c/*'], 'model_policy.0: "vendor_c/*": vendor_c is not a registered provider'],
+      [['vendor_c/*'], 'model_policy.0: "vendor_c/*" names no registered provider'],
       [['vendor_b/*', 'gpt-4o'], 'model_policy.1: "gpt-4o" names no provider'],
       [['vendor_a/claude-*'], 'model_policy.0: "vendor_a/claude-*" is not a pattern'],
     ] as const) {

@@ -11,6 +11,11 @@ export const MAX_MODEL_POLICY_PATTERNS = 100;
 /** The model part of an exact id, as the catalogue's ids have it (`claude-sonnet-4-5`). */
 const MODEL_NAME = /^[\w.:-]+$/;
 
+/** A pattern as an answer shows it: JSON-quoted (control characters escaped), 80 at most. */
+function quoted(pattern: string): string {
+  return JSON.stringify(pattern.length > 80 ? `${pattern.slice(0, 80)}…` : pattern);
+}
+
 /**
  * Why a pattern can never match a model, or undefined when it can. `provider`: the policy is
  * a credential's, which serves only its own provider's models.
@@ -23,20 +28,21 @@ export function modelPatternProblem(
   const known = (provider === undefined ? providers : [provider]).map((id) => `${id}/`);
   const examples = `e.g. ${known[0]}* or ${known[0]}<model>`;
   if (pattern === '*') return undefined;
+  const shown = quoted(pattern);
   const slash = pattern.indexOf('/');
   if (slash < 0) {
-    return `"${pattern}" names no provider: a pattern is *, <provider>/* or <provider>/<model> (${examples}), with a provider of ${known.map((prefix) => prefix.slice(0, -1)).join(', ')}`;
+    return `${shown} names no provider: a pattern is *, <provider>/* or <provider>/<model> (${examples}), with a provider of ${known.map((prefix) => prefix.slice(0, -1)).join(', ')}`;
   }
   const prefix = pattern.slice(0, slash + 1);
   if (!known.includes(prefix)) {
     const which =
-      provider === undefined ? 'not a registered provider' : `not this credential's provider`;
-    return `"${pattern}": ${prefix.slice(0, -1)} is ${which}; patterns start with ${known.join(' or ')} (${examples})`;
+      provider === undefined ? 'no registered provider' : `another provider than the credential's`;
+    return `${shown} names ${which}: patterns start with ${known.join(' or ')} (${examples})`;
   }
   const model = pattern.slice(slash + 1);
   if (model === '*') return undefined;
   if (!MODEL_NAME.test(model)) {
-    return `"${pattern}" is not a pattern: after ${prefix} comes * (every model) or one model id (letters, digits, . _ : -); * matches only as the whole model part`;
+    return `${shown} is not a pattern: after ${prefix} comes * (every model) or one model id (letters, digits, . _ : -); * matches only as the whole model part`;
   }
   return undefined;
 }
