@@ -145,6 +145,16 @@ export const errorCatalogue = {
 
 export type ErrorCode = keyof typeof errorCatalogue;
 
+/**
+ * The codes answered in the spec's allowance-rejection shape (SPEC.md, Errors): `error.code` is
+ * the HTTP status as text ("403") and the code sits in
+ * `error.provider_specific_fields.error.code` (src/billing/rejections.ts writes them).
+ */
+export const ALLOWANCE_SHAPED_CODES: readonly ErrorCode[] = [
+  'gw_product_user_allowance_insufficient',
+  'gw_product_user_credits_insufficient',
+];
+
 /** An expected failure, returned as a value and rendered in the spec's error shape. */
 export interface GwError {
   readonly code: ErrorCode;

@@ -16,6 +16,7 @@ import {
   setProductUserCap,
   startGateway,
 } from './support/processes.js';
+import { responseSchema, schemaProblems } from './support/openapi-check.js';
 import { eventually } from './support/services.js';
 
 const { env, db, redis, prefix } = isolatedContext('allowe2e');
@@ -279,6 +280,47 @@ describe('allowance rules on single requests', () => {
     expect(legacy.body.error.provider_specific_fields!.error.code).toBe(
       'gw_product_user_credits_insufficient',
     );
+  });
+
+  it('answers bodies that /openapi.json describes: the 403 allowance shape and the standard one, in both protocols', async () => {
+    await setUserCap(org, 'documented', '0.000001', ['--overrun-policy', 'reject']);
+    const document = (await getJson(`${gateways[0]!.url}/openapi.json`)).body;
+    const chat = await send('documented');
+    const legacy = await send('documented', {}, { 'x-gw-legacy-errors': 'true' });
+    const messages = await postJson<ErrorBody>(
+      `${gateways[0]!.url}/v1/messages`,
+      {
+        model: 'vendor_a/claude-haiku-4-5',
+        max_tokens: OUTPUT_TOKENS,
+        messages: [{ role: 'user', content: 'count to eight' }],
+        metadata: { external_user_id: 'documented' },
+      },
+      { 'x-api-key': org.api_key },
+    );
+    await runCliJson(
+      ['product-user', 'block', '--app-id', org.app_id, '--external-user-id', 'documented'],
+      env,
+    );
+    const blocked = await send('documented');
+    for (const [path, response, code] of [
+      ['/v1/chat/completions', chat, 'gw_product_user_allowance_insufficient'],
+      ['/v1/chat/completions', legacy, 'gw_product_user_credits_insufficient'],
+      ['/v1/messages', messages, 'gw_product_user_allowance_insufficient'],
+      ['/v1/chat/completions', blocked, 'gw_product_user_blocked'],
+    ] as const) {
+      expect(response.status, code).toBe(403);
+      const error = response.body.error;
+      expect(error.provider_specific_fields?.error.code ?? error.code, path).toBe(code);
+      const schema = responseSchema(document, path, 'post', 403);
+      expect(schemaProblems(document, schema, response.body), `${path} ${code}`).toEqual([]);
+    }
+    // The schema tells the shapes apart: the allowance body with its gw_ code in error.code
+    // (what the schema used to demand) matches none of them.
+    const schema = responseSchema(document, '/v1/chat/completions', 'post', 403);
+    const mislabelled = {
+      error: { ...chat.body.error, code: 'gw_product_user_allowance_insufficient' },
+    };
+    expect(schemaProblems(document, schema, mislabelled)).not.toEqual([]);
   });
 
   it('limit_output clamps max_tokens to what the allowance covers', async () => {

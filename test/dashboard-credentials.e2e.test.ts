@@ -166,6 +166,10 @@ describe('adding a credential', () => {
       [{ priority: 0 }, 'priority'],
       [{ routing_mode: 'byok_sometimes' }, 'routing_mode'],
       [{ model_policy: ['not a pattern'] }, 'model_policy'],
+      // Patterns that can never match one of a vendor_b credential's models (decision 338).
+      [{ model_policy: ['vendor_c/*'] }, 'model_policy'],
+      [{ model_policy: ['gpt-4o'] }, 'model_policy'],
+      [{ model_policy: ['vendor_b/*', 'vendor_a/*'] }, 'model_policy'],
     ] as const) {
       const answer = await addCredential(admin, tenant, 'mock-ok-x', extra);
       expect(answer.status, field).toBe(400);
@@ -219,6 +223,17 @@ describe('changing a credential', () => {
         model_policy: ['vendor_b/gpt-4o-mini'],
       },
     );
+    const mismatched = await owner.request<ErrorBody>(
+      'PATCH',
+      `/dashboard/api/credentials/${backup.id}`,
+      { model_policy: ['vendor_a/*'] },
+    );
+    expect(mismatched.status).toBe(400);
+    expect(mismatched.body.error).toEqual({
+      code: 'gw_invalid_request',
+      message:
+        'model_policy: "vendor_a/*" names another provider than the credential\'s: patterns start with vendor_b/ (e.g. vendor_b/* or vendor_b/<model>)',
+    });
     expect(changed.body).toMatchObject({
       name: 'backup, renamed',
       priority: 5,

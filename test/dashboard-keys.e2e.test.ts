@@ -128,6 +128,40 @@ describe('API keys', () => {
     expect(JSON.stringify(audit.rows)).not.toContain(raw);
   });
 
+  it('are refused (400, nothing issued) for a policy pattern no model can match; a model the catalogue lacks yet is a warning', async () => {
+    const admin = await signedIn(emails.admin);
+    const count = async () =>
+      (
+        await db.query<{ n: number }>(
+          'SELECT count(*)::int AS n FROM api_keys WHERE app_connection_id = $1',
+          [tenant.app_connection_id],
+        )
+      ).rows[0]!.n;
+    const before = await count();
+    for (const [policy, message] of [
+      [['vendor_c/*'], 'model_policy.0: "vendor_c/*" names no registered provider'],
+      [['vendor_b/*', 'gpt-4o'], 'model_policy.1: "gpt-4o" names no provider'],
+      [['vendor_a/claude-*'], 'model_policy.0: "vendor_a/claude-*" is not a pattern'],
+    ] as const) {
+      const refused = await admin.post<ErrorBody>(apiKeysOf(tenant.app_connection_id), {
+        model_policy: policy,
+      });
+      expect(refused.status, message).toBe(400);
+      expect(refused.body.error.code).toBe('gw_invalid_request');
+      expect(refused.body.error.message.startsWith(message), refused.body.error.message).toBe(true);
+    }
+    expect(await count()).toBe(before);
+    const ahead = await admin.post<ApiKey & { warnings: string[] }>(
+      apiKeysOf(tenant.app_connection_id),
+      { model_policy: ['vendor_b/gpt-5'] },
+    );
+    expect(ahead.status).toBe(201);
+    expect(ahead.body.model_policy).toEqual(['vendor_b/gpt-5']);
+    expect(ahead.body.warnings).toEqual([
+      'vendor_b/gpt-5 is not in the model catalogue (yet): the key or credential serves it once it is added',
+    ]);
+  });
+
   it('are created without a body, and listed in pages', async () => {
     const admin = await signedIn(emails.admin);
     const connection = await admin.post<{ id: string }>(

@@ -10,13 +10,8 @@ import { chatCompletionsProtocol } from '../src/protocols/wire-protocols.js';
 import { defineProvider } from '../src/providers/common/provider.js';
 import { isolatedContext } from './support/context.js';
 import { bearer, getJson, postJson, postSse } from './support/http.js';
-import {
-  createApiKey,
-  seed,
-  startGateway,
-  type GatewayProcess,
-  type SeededOrg,
-} from './support/processes.js';
+import { createApiKey } from '../src/admin/provisioning.js';
+import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
 import { ledgerRow } from './support/records.js';
 
 const vendorC = defineProvider({
@@ -29,7 +24,11 @@ const { env, db } = isolatedContext('provider-registry');
 const MODEL = 'vendor_c/c-small';
 const STUB_KEY = 'vendor-c-system-key-0123456789';
 let org: SeededOrg;
-/** A key for vendor_c's models (the seeded key's policy names the registered providers). */
+/**
+ * A key for vendor_c's models (the seeded key's policy names the registered providers). Written
+ * straight to Postgres: `gw api-key create` refuses a policy naming a provider outside the
+ * registry (decision 338), and vendor_c is registered only in this test's gateway.
+ */
 let apiKey: string;
 let gateway: GatewayProcess;
 let seen: { path: string | undefined; headers: IncomingMessage['headers']; body: unknown }[] = [];
@@ -84,7 +83,11 @@ beforeAll(async () => {
       ],
     }),
   ]);
-  ({ api_key: apiKey } = await createApiKey(env, org.app_connection_id, 'vendor_c/*'));
+  ({ rawKey: apiKey } = await createApiKey(
+    db,
+    { orgId: org.org_id, appId: org.app_id, appConnectionId: org.app_connection_id },
+    ['vendor_c/*'],
+  ));
 });
 
 afterAll(async () => {

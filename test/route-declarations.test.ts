@@ -6,16 +6,40 @@ import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { ApiKeyIdentity } from '../src/auth/api-key-store.js';
-import { gwError } from '../src/errors.js';
+import { errorCatalogue, gwError, type ErrorCode } from '../src/errors.js';
 import { createHttpServer, type HttpServer } from '../src/http/server.js';
 import { createLogger } from '../src/log.js';
-import { buildOpenApiDocument } from '../src/openapi/document.js';
+import { buildOpenApiDocument, documentedPath } from '../src/openapi/document.js';
 import { bindRoutes } from '../src/routes/framework/bind.js';
-import { answer, declareRoute, type Authenticators } from '../src/routes/framework/declaration.js';
+import {
+  answer,
+  declareRoute,
+  routeErrorCodes,
+  type Authenticators,
+} from '../src/routes/framework/declaration.js';
 import { routeDeclarations } from '../src/routes/index.js';
 import { collected } from './support/collectable.js';
 import { getJson, postJson } from './support/http.js';
+import { resolveRef } from './support/openapi-check.js';
 import { rawRequest } from './support/raw-http.js';
+
+interface OpenApiParameter {
+  readonly name: string;
+  readonly in: string;
+  readonly required?: boolean;
+}
+interface OpenApiOperation {
+  readonly operationId?: string;
+  readonly security?: Array<Record<string, string[]>>;
+  readonly parameters?: OpenApiParameter[];
+  readonly responses: Record<
+    string,
+    {
+      description: string;
+      content?: Record<string, { schema: Record<string, unknown> }>;
+    }
+  >;
+}
 
 const GOOD_KEY = `gw_${'a'.repeat(40)}`;
 const identity: ApiKeyIdentity = {
@@ -273,7 +297,8 @@ describe('a route declared in one place', () => {
       paths: Record<string, Record<string, Record<string, unknown>>>;
     };
     const operation = document.paths['/v1/echo']!.post!;
-    expect(operation.security).toEqual([{ apiKey: [] }]);
+    // An API key is sent as a bearer token or in x-api-key.
+    expect(operation.security).toEqual([{ apiKey: [] }, { apiKeyHeader: [] }]);
     expect(operation.requestBody).toBeDefined();
     const responses = operation.responses as Record<string, { description: string }>;
     expect(Object.keys(responses).sort()).toEqual(['200', '400', '401', '403', '413', '503']);
@@ -397,7 +422,7 @@ describe('the gateway route table', () => {
     );
     const expected = routeDeclarations
       .filter((route) => !route.undocumented)
-      .map((route) => `${route.method} ${route.path}`);
+      .map((route) => `${route.method} ${documentedPath(route.path)}`);
     expect(documented.sort()).toEqual(expected.sort());
     expect(documented).not.toContain('GET /metrics');
   });
@@ -469,6 +494,132 @@ describe('the gateway route table', () => {
     ]);
     expect(counts.length).toBeGreaterThan(50);
     expect(counts.filter(({ type }) => [type].flat()[0] !== 'integer')).toEqual([]);
+  });
+
+  it('declares every parameter of every path template, and no parameter the path lacks', () => {
+    const document = buildOpenApiDocument(routeDeclarations) as {
+      paths: Record<string, Record<string, { parameters?: OpenApiParameter[] }>>;
+    };
+    let templated = 0;
+    for (const [path, operations] of Object.entries(document.paths)) {
+      // A template expression is a bare name: OpenAPI has no catch-all `{name*}`.
+      expect(path, path).not.toMatch(/\{[^}]*[^\w}][^}]*\}/);
+      const names = [...path.matchAll(/\{(\w+)\}/g)].map((found) => found[1]!);
+      if (names.length > 0) templated += 1;
+      for (const [method, operation] of Object.entries(operations)) {
+        const declared = (operation.parameters ?? []).filter(
+          (parameter) => parameter.in === 'path',
+        );
+        expect(declared.map((parameter) => parameter.name).sort(), `${method} ${path}`).toEqual(
+          [...names].sort(),
+        );
+        for (const parameter of declared) expect(parameter.required).toBe(true);
+      }
+    }
+    expect(templated).toBeGreaterThan(30);
+    expect(document.paths['/v1/models/{model_id}']!.get!.parameters).toEqual([
+      expect.objectContaining({ name: 'model_id', in: 'path', required: true }),
+    ]);
+  });
+
+  it('lists under each error status only the codes the route answers with that status', () => {
+    const document = buildOpenApiDocument(routeDeclarations);
+    const schemas = (document.components as { schemas: Record<string, unknown> }).schemas;
+    /** The codes an error body's schema admits (each code's component fixes its code). */
+    const codesOf = (schema: Record<string, unknown>): string[] => {
+      if (typeof schema.$ref === 'string') {
+        const name = schema.$ref.replace('#/components/schemas/', '');
+        expect(schemas[name], schema.$ref).toBeDefined();
+        return [name];
+      }
+      if (schema.oneOf) return (schema.oneOf as Record<string, unknown>[]).flatMap(codesOf);
+      // OAuth's shape: the component and an enum of gw_code.
+      const [base, narrowed] = schema.allOf as [{ $ref: string }, { properties: never }];
+      expect(base.$ref).toBe('#/components/schemas/OAuthError');
+      return (narrowed.properties as { gw_code: { enum: string[] } }).gw_code.enum;
+    };
+    const paths = document.paths as Record<string, Record<string, OpenApiOperation>>;
+    let checked = 0;
+    for (const route of routeDeclarations.filter((declared) => !declared.undocumented)) {
+      const operation = paths[documentedPath(route.path)]![route.method.toLowerCase()]!;
+      const expected = new Map<string, string[]>();
+      for (const code of routeErrorCodes(route)) {
+        const status = String(errorCatalogue[code].status);
+        expected.set(status, [...(expected.get(status) ?? []), code]);
+      }
+      // An error status the route answers itself (/readyz's 503) has no codes.
+      const isError = (status: string) => Number(status) >= 400 && !(status in route.responses);
+      for (const [status, response] of Object.entries(operation.responses)) {
+        if (!isError(status)) continue;
+        const codes = codesOf(response.content!['application/json']!.schema);
+        expect(codes, `${route.method} ${route.path} ${status}`).toEqual(expected.get(status));
+        for (const code of codes)
+          expect(errorCatalogue[code as ErrorCode].status, code).toBe(Number(status));
+        checked += 1;
+      }
+      expect(Object.keys(operation.responses).filter(isError).sort()).toEqual(
+        [...expected.keys()].sort(),
+      );
+    }
+    expect(checked).toBeGreaterThan(300);
+    // Each code is one shared component, described by its status and summary.
+    expect(schemas.gw_unknown_key).toEqual({
+      description: '401: API key unknown',
+      allOf: [
+        { $ref: '#/components/schemas/Error' },
+        { properties: { error: { properties: { code: { const: 'gw_unknown_key' } } } } },
+      ],
+    });
+  });
+
+  it('is a well-formed OpenAPI 3.1 document: references resolve, security schemes exist, responses are described', () => {
+    const document = buildOpenApiDocument(routeDeclarations);
+    expect(document.openapi).toBe('3.1.0');
+    expect(document.info).toMatchObject({ title: expect.any(String), version: expect.any(String) });
+    const walk = (node: unknown, visit: (object: Record<string, unknown>) => void): void => {
+      if (Array.isArray(node)) return node.forEach((item) => walk(item, visit));
+      if (node === null || typeof node !== 'object') return;
+      visit(node as Record<string, unknown>);
+      for (const value of Object.values(node)) walk(value, visit);
+    };
+    let references = 0;
+    walk(document, (object) => {
+      if (typeof object.$ref !== 'string') return;
+      references += 1;
+      expect(
+        () => resolveRef(document, object.$ref as string),
+        object.$ref as string,
+      ).not.toThrow();
+    });
+    expect(references).toBeGreaterThan(300);
+    const schemes = Object.keys(
+      (document.components as { securitySchemes: Record<string, unknown> }).securitySchemes,
+    );
+    const operationIds = new Set<string>();
+    for (const [path, operations] of Object.entries(
+      document.paths as Record<string, Record<string, OpenApiOperation>>,
+    )) {
+      expect(path.startsWith('/'), path).toBe(true);
+      for (const [method, operation] of Object.entries(operations)) {
+        expect(['get', 'post', 'put', 'patch', 'delete']).toContain(method);
+        for (const requirement of operation.security ?? [])
+          for (const name of Object.keys(requirement)) expect(schemes).toContain(name);
+        expect(Object.keys(operation.responses).length).toBeGreaterThan(0);
+        for (const response of Object.values(operation.responses))
+          expect(typeof response.description).toBe('string');
+        if (operation.operationId) {
+          expect(operationIds.has(operation.operationId)).toBe(false);
+          operationIds.add(operation.operationId);
+        }
+      }
+    }
+    // /v1/messages takes the key as its clients send it (x-api-key) or as a bearer token.
+    const messages = (document.paths as Record<string, Record<string, OpenApiOperation>>)[
+      '/v1/messages'
+    ]!.post!;
+    expect(messages.security).toEqual([{ apiKey: [] }, { apiKeyHeader: [] }]);
+    // The error bodies are shared components, not one enum of every code per response.
+    expect(Buffer.byteLength(JSON.stringify(document))).toBeLessThan(350_000);
   });
 
   it('serves a public route with no authenticator call', async () => {

@@ -3,6 +3,7 @@
 // never logged or audited. Every change reaches every instance's key cache through the key
 // store's invalidation (its generation guard keeps a racing lookup from caching the old state),
 // and writes its webhook event (api_key.created / api_key.revoked) in its transaction.
+import { modelPolicyProblem, modelPolicyWarnings } from '../catalog/model-policy.js';
 import { changeAudited, recordAudit, type Actor } from '../audit/audit.js';
 import type { ApiKeyInvalidation } from '../auth/api-key-store.js';
 import { CURSOR_COLUMN, readPage, type Page, type PageRequest } from '../db/pages.js';
@@ -71,13 +72,17 @@ export function listApiKeys(
   return readPage(db, { select, where: 'app_connection_id = $1', params: [connectionId] }, page);
 }
 
-/** Issues a key for an active connection; its raw value is in the answer only. */
+/**
+ * Issues a key for an active connection; its raw value is in the answer only. A policy with a
+ * pattern that can never match is refused; `warnings` name its exact model ids the catalogue
+ * does not list (yet): the key is issued all the same (decision 338).
+ */
 export async function createApiKeyAs(
   db: DbPool,
   actor: Actor,
   connectionId: string,
   settings: { readonly name?: string | undefined; readonly modelPolicy?: readonly string[] },
-): Promise<IssuedApiKey | GwError> {
+): Promise<(IssuedApiKey & { readonly warnings: readonly string[] }) | GwError> {
   return withTransaction(db, async (client) => {
     const { rows } = await client.query<{
       org_id: string;
@@ -100,6 +105,8 @@ export async function createApiKeyAs(
       );
     }
     const modelPolicy = settings.modelPolicy ?? DEFAULT_MODEL_POLICY;
+    const problem = modelPolicyProblem(modelPolicy);
+    if (problem !== undefined) return gwError('gw_invalid_request', `model_policy: ${problem}`);
     const key = await createApiKey(
       client,
       { orgId: connection.org_id, appId: connection.app_id, appConnectionId: connectionId },
@@ -120,7 +127,7 @@ export async function createApiKeyAs(
     });
     const row = (await apiKeyById(client, key.id))!;
     await emitEvent(client, row.org_id, 'api_key.created', apiKeyView(row));
-    return { row, rawKey: key.rawKey };
+    return { row, rawKey: key.rawKey, warnings: await modelPolicyWarnings(client, modelPolicy) };
   });
 }
 

@@ -6,6 +6,7 @@ import {
   revokeApiKeyAs,
   rotateApiKeyAs,
 } from '../admin/api-keys.js';
+import { PROVIDER_IDS } from '../providers/registry.js';
 import { CLI_ACTOR, type CliContext } from './context.js';
 import {
   graceSecondsFlag,
@@ -18,7 +19,9 @@ import {
 } from './output.js';
 
 export const apiKeyHelp = `gw api-key create --app-connection-id C [--name N] [--model-policy 'vendor_b/*,vendor_a/*']
-  Issues a new API key for the connection; the raw key is printed once.
+  Issues a new API key for the connection; the raw key is printed once. Each policy pattern is
+  *, <provider>/* or <provider>/<model> (providers: ${PROVIDER_IDS.join(', ')}); a model the
+  catalogue does not list yet is accepted with a warning.
 gw api-key rotate --id K [--grace-seconds 0..${MAX_ROTATION_GRACE_S}]
   Issues a new key for the same connection and policy (printed once); the old key stops at
   once, or when the grace period ends.
@@ -37,7 +40,7 @@ export async function apiKeyCommand(context: CliContext, argv: string[]): Promis
   if (action === 'create') {
     const connectionId = requireFlag(values['app-connection-id'], 'app-connection-id');
     const modelPolicy = listFlag(values['model-policy']);
-    const { row, rawKey } = orUsageError(
+    const { row, rawKey, warnings } = orUsageError(
       await createApiKeyAs(context.db, CLI_ACTOR, connectionId, {
         name: values.name,
         ...(modelPolicy && { modelPolicy }),
@@ -48,6 +51,7 @@ export async function apiKeyCommand(context: CliContext, argv: string[]): Promis
       api_key: rawKey,
       app_connection_id: connectionId,
       model_policy: row.model_policy,
+      warnings,
     });
     return;
   }

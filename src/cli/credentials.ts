@@ -102,11 +102,9 @@ function priority(values: Values): number | undefined {
   return value;
 }
 
+/** The patterns as given: the credential service checks them (src/catalog/model-policy.ts). */
 function modelPolicy(values: Values): string[] | undefined {
-  const patterns = listFlag(values['model-policy']);
-  if (patterns === undefined) return undefined;
-  if (patterns.length === 0) throw new UsageError('--model-policy must name at least one pattern');
-  return patterns;
+  return listFlag(values['model-policy']);
 }
 
 async function run(

@@ -5,6 +5,7 @@ import { recordAudit, type Actor } from '../audit/audit.js';
 import type { InvalidatedCache } from '../cache/invalidation.js';
 import type { RedisClient } from '../redis/connect.js';
 import type { Vendor } from '../catalog/models.js';
+import { modelPolicyProblem } from '../catalog/model-policy.js';
 import { readPage, type Page, type PageRequest } from '../db/pages.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
 import { newId } from '../ids.js';
@@ -55,9 +56,11 @@ export interface CredentialChanges {
  * Why a credential change was refused (the message is safe to show: never the secret):
  * `not_found` a credential or connection not in the organization, `rejected` the vendor
  * refused the key, `unreachable` the vendor could not be asked, `not_configured` no master
- * key (BYOK off) or no route to that vendor on this gateway.
+ * key (BYOK off) or no route to that vendor on this gateway, `invalid` a model policy with a
+ * pattern that can never match one of the credential's models.
  */
-export type CredentialErrorKind = 'not_found' | 'rejected' | 'unreachable' | 'not_configured';
+export type CredentialErrorKind =
+  'not_found' | 'rejected' | 'unreachable' | 'not_configured' | 'invalid';
 
 export class CredentialError extends Error {
   override readonly name = 'CredentialError';
@@ -67,6 +70,12 @@ export class CredentialError extends Error {
   ) {
     super(message);
   }
+}
+
+/** A credential serves only its provider's models: a pattern naming another never matches. */
+function requireUsablePolicy(policy: readonly string[], provider: Vendor): void {
+  const problem = modelPolicyProblem(policy, provider);
+  if (problem !== undefined) throw new CredentialError(`model_policy: ${problem}`, 'invalid');
 }
 
 export const CREDENTIALS_INVALIDATION_MESSAGE = 'credentials';
@@ -137,6 +146,7 @@ export class CredentialStore {
   ) {}
 
   async create(input: NewCredential, actor: Actor): Promise<CredentialView> {
+    requireUsablePolicy(input.modelPolicy, input.provider);
     const box = this.requireBox();
     for (const connectionId of input.appConnectionIds)
       await this.requireConnection(input.orgId, connectionId);
@@ -269,6 +279,8 @@ export class CredentialStore {
   ): Promise<CredentialView | undefined> {
     const before = await this.get(id);
     if (!before) return undefined;
+    if (changes.modelPolicy !== undefined)
+      requireUsablePolicy(changes.modelPolicy, before.provider);
     await withTransaction(this.db, async (client) => {
       await client.query(
         `UPDATE provider_credentials

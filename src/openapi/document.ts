@@ -1,9 +1,11 @@
 // The public machine-readable schema (GET /openapi.json), generated from the route
 // declarations: their caller kinds, request and response schemas, and error codes (with the
-// statuses from the error catalogue).
+// statuses from the error catalogue). Error bodies are components (`Error`, `AllowanceError`,
+// `OAuthError`); each error response narrows `code` to the codes its route answers with that
+// status.
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
-import { errorCatalogue, type ErrorCode } from '../errors.js';
+import { ALLOWANCE_SHAPED_CODES, errorCatalogue, type ErrorCode } from '../errors.js';
 import {
   routeErrorCodes,
   type CallerRequirement,
@@ -11,21 +13,142 @@ import {
   type RouteSection,
 } from '../routes/framework/declaration.js';
 
-const codes = Object.keys(errorCatalogue) as [ErrorCode, ...ErrorCode[]];
-const errorSchema = z.object({
-  error: z.object({ code: z.enum(codes), message: z.string() }).loose(),
-});
-/** RFC 6749 section 5.2, as the OAuth token and revocation endpoints answer errors. */
-const oauthErrorSchema = z.object({
-  error: z
-    .string()
-    .describe('invalid_request, invalid_client, invalid_grant, unsupported_grant_type, …'),
-  error_description: z.string(),
-  gw_code: z.enum(codes),
-});
+type SchemaObject = Record<string, unknown>;
+const ref = (name: string): SchemaObject => ({ $ref: `#/components/schemas/${name}` });
+const decimal = { type: 'string', description: 'decimal amount, 12 fractional digits' } as const;
+
+/** The error bodies, shared by every error response (docs/errors.md). */
+const errorComponents: Record<string, SchemaObject> = {
+  Error: {
+    type: 'object',
+    description:
+      'The standard error shape. The messages protocol (/v1/messages, and the model routes asked in its format) adds `type: "error"` and `error.type`.',
+    required: ['error'],
+    properties: {
+      type: { type: 'string', const: 'error' },
+      error: {
+        type: 'object',
+        required: ['code', 'message'],
+        properties: {
+          code: { type: 'string', description: 'a code of the error catalogue (docs/errors.md)' },
+          message: { type: 'string' },
+          type: { type: 'string' },
+        },
+      },
+    },
+  },
+  AllowanceError: {
+    type: 'object',
+    description:
+      "The allowance rejection (SPEC.md): `error.code` is the HTTP status as text, the gateway's code and the amounts are under `error.provider_specific_fields.error`.",
+    required: ['error'],
+    properties: {
+      type: { type: 'string', const: 'error' },
+      error: {
+        type: 'object',
+        required: ['code', 'message', 'provider_specific_fields'],
+        properties: {
+          code: { type: 'string', const: '403' },
+          message: { type: 'string' },
+          type: { type: 'string' },
+          provider_specific_fields: {
+            type: 'object',
+            required: ['error'],
+            properties: {
+              error: {
+                type: 'object',
+                required: ['code', 'message', 'params'],
+                properties: {
+                  code: { type: 'string', enum: [...ALLOWANCE_SHAPED_CODES] },
+                  message: { type: 'string' },
+                  params: {
+                    type: 'object',
+                    required: [
+                      'cap_amount',
+                      'remaining_base_allowance',
+                      'promotional_credit_balance',
+                      'available_allowance',
+                      'estimated_request_cost',
+                      'shortfall',
+                    ],
+                    properties: {
+                      cap_amount: decimal,
+                      remaining_base_allowance: decimal,
+                      promotional_credit_balance: decimal,
+                      available_allowance: decimal,
+                      estimated_request_cost: decimal,
+                      shortfall: decimal,
+                    },
+                  },
+                },
+              },
+            },
+          },
+        },
+      },
+    },
+  },
+  OAuthError: {
+    type: 'object',
+    description: 'RFC 6749 section 5.2, as the OAuth token and revocation endpoints answer errors.',
+    required: ['error', 'error_description', 'gw_code'],
+    properties: {
+      error: {
+        type: 'string',
+        description: 'invalid_request, invalid_client, invalid_grant, unsupported_grant_type, …',
+      },
+      error_description: { type: 'string' },
+      gw_code: { type: 'string', description: 'a code of the error catalogue (docs/errors.md)' },
+    },
+  },
+};
+
+/**
+ * One schema per code of the catalogue, named by it: its shape with its code (the allowance
+ * codes in their own shape), described by its summary.
+ */
+function codeComponents(): Record<string, SchemaObject> {
+  return Object.fromEntries(
+    Object.entries(errorCatalogue).map(([code, { status, summary }]) => {
+      const own = ALLOWANCE_SHAPED_CODES.includes(code as ErrorCode)
+        ? [
+            ref('AllowanceError'),
+            {
+              properties: {
+                error: {
+                  properties: {
+                    provider_specific_fields: {
+                      properties: { error: { properties: { code: { const: code } } } },
+                    },
+                  },
+                },
+              },
+            },
+          ]
+        : [ref('Error'), { properties: { error: { properties: { code: { const: code } } } } }];
+      return [code, { description: `${status}: ${summary}`, allOf: own }];
+    }),
+  );
+}
+
+/**
+ * The body of an error response: one of the route's codes of that status (each code's schema
+ * fixes its code, so a body matches exactly one).
+ */
+function errorBodySchema(codes: readonly ErrorCode[], oauthShape: boolean): SchemaObject {
+  if (oauthShape)
+    return { allOf: [ref('OAuthError'), { properties: { gw_code: { enum: codes } } }] };
+  return codes.length === 1 ? ref(codes[0]!) : { oneOf: codes.map((code) => ref(code)) };
+}
 
 const securitySchemes = {
   apiKey: { type: 'http', scheme: 'bearer', description: 'gw_… API key' },
+  apiKeyHeader: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'x-api-key',
+    description: 'gw_… API key in the messages protocol header (instead of Authorization)',
+  },
   serviceKey: { type: 'http', scheme: 'bearer', description: 'gw_svc_… service key' },
   oauthClientBasic: {
     type: 'http',
@@ -48,7 +171,7 @@ function security(caller: CallerRequirement): Array<Record<string, string[]>> | 
     case 'dashboard_visitor':
       return undefined;
     case 'api_key':
-      return [{ apiKey: [] }];
+      return [{ apiKey: [] }, { apiKeyHeader: [] }];
     case 'service_key':
       return [{ serviceKey: [caller.scope] }];
     case 'session':
@@ -62,7 +185,9 @@ function security(caller: CallerRequirement): Array<Record<string, string[]>> | 
   }
 }
 
-const json = (schema: z.ZodType) => ({ content: { 'application/json': { schema } } });
+const json = (schema: z.ZodType | SchemaObject) => ({
+  content: { 'application/json': { schema } },
+});
 const form = (schema: z.ZodType) => ({
   content: { 'application/x-www-form-urlencoded': { schema } },
 });
@@ -79,17 +204,34 @@ function errorResponses(codesOfRoute: readonly ErrorCode[], oauthShape: boolean)
       String(status),
       {
         description: list.map((code) => `\`${code}\`: ${errorCatalogue[code].summary}`).join('; '),
-        ...json(oauthShape ? oauthErrorSchema : errorSchema),
+        ...json(errorBodySchema(list, oauthShape)),
       },
     ]),
   );
 }
 
-/** The `{name}` segments of a route path, as the schema of its path parameters. */
+/**
+ * A route path as OpenAPI writes it: a catch-all `{name*}` (the rest of the path, `/` included)
+ * is the parameter `{name}`, whose value a client sends percent-encoded (the router takes both).
+ */
+export function documentedPath(path: string): string {
+  return path.replace(/\{(\w+)\*\}/g, '{$1}');
+}
+
+/** The `{name}` and `{name*}` segments of a route path, as the schema of its path parameters. */
 function pathParams(path: string): z.ZodObject | undefined {
-  const names = [...path.matchAll(/\{(\w+)\}/g)].map((found) => found[1]!);
-  if (names.length === 0) return undefined;
-  return z.object(Object.fromEntries(names.map((name) => [name, z.string()])));
+  const found = [...path.matchAll(/\{(\w+)(\*?)\}/g)];
+  if (found.length === 0) return undefined;
+  return z.object(
+    Object.fromEntries(
+      found.map(([, name, rest]) => [
+        name!,
+        rest === '*'
+          ? z.string().describe('the rest of the path; it may hold a `/` (sent as %2F or as is)')
+          : z.string(),
+      ]),
+    ),
+  );
 }
 
 export function buildOpenApiDocument(
@@ -99,6 +241,9 @@ export function buildOpenApiDocument(
   const sections = new Map<string, RouteSection>();
   for (const [name, scheme] of Object.entries(securitySchemes)) {
     registry.registerComponent('securitySchemes', name, scheme);
+  }
+  for (const [name, schema] of Object.entries({ ...errorComponents, ...codeComponents() })) {
+    registry.registerComponent('schemas', name, schema);
   }
   for (const route of routes) {
     if (route.undocumented) continue;
@@ -112,7 +257,7 @@ export function buildOpenApiDocument(
     if (route.section) sections.set(route.section.name, route.section);
     registry.registerPath({
       method: route.method.toLowerCase() as 'get' | 'post' | 'put' | 'delete' | 'patch',
-      path: route.path,
+      path: documentedPath(route.path),
       summary: route.summary,
       ...(route.section && { tags: [route.section.name] }),
       ...(routeSecurity && { security: routeSecurity }),

@@ -1,6 +1,7 @@
 // Request and response building blocks of the dashboard API.
 import { z } from 'zod';
 import type { ApiKeyInvalidation } from '../../auth/api-key-store.js';
+import { MAX_MODEL_POLICY_PATTERNS, modelPatternProblem } from '../../catalog/model-policy.js';
 import type { DbPool } from '../../db/pool.js';
 import { displayNameProblem } from '../../text.js';
 
@@ -54,15 +55,23 @@ export const amountInput = z
   .max(64, 'must be a decimal amount such as "10.00"')
   .describe('decimal amount, at most 12 fractional digits, at most 1000000');
 
-/** Patterns such as `vendor_b/*`, exact model ids, or `*` (API keys, provider credentials). */
+/**
+ * Patterns such as `vendor_b/*`, exact model ids, or `*` (API keys, provider credentials):
+ * checked as every writer checks them (src/catalog/model-policy.ts); a credential's patterns
+ * must also name its own provider (checked by the credential service).
+ */
 export const modelPolicySchema = z
   .array(
     z
       .string()
-      .regex(/^(\*|[\w.-]+\/(\*|[\w.:-]+))$/, 'must be *, vendor/*, or a model id (vendor/model)'),
+      .max(200, 'must be at most 200 characters')
+      .superRefine((pattern, context) => {
+        const problem = modelPatternProblem(pattern);
+        if (problem !== undefined) context.addIssue({ code: 'custom', message: problem });
+      }),
   )
   .min(1, 'must allow at least one model')
-  .max(100, 'must have at most 100 patterns');
+  .max(MAX_MODEL_POLICY_PATTERNS, `must have at most ${MAX_MODEL_POLICY_PATTERNS} patterns`);
 
 /** What a route that stops API keys needs: Postgres, and every instance's key caches told. */
 export interface KeyRevokingDeps {

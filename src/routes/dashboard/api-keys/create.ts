@@ -1,11 +1,13 @@
 // POST /dashboard/api/connections/{connection_id}/api-keys {"name"?, "model_policy"?}: a new
-// API key of the connection (admin or owner). The raw key is in this answer only.
+// API key of the connection (admin or owner). The raw key is in this answer only. A policy
+// pattern that can never match is refused (400); `warnings` name exact model ids the catalogue
+// does not list yet (the key is issued: decision 338).
 import { apiKeyView, createApiKeyAs } from '../../../admin/api-keys.js';
 import type { DbPool } from '../../../db/pool.js';
 import { isGwError } from '../../../errors.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { ofConnection } from '../connections/schema.js';
-import { createApiKeyBody, issuedApiKeySchema } from './schema.js';
+import { createApiKeyBody, createdApiKeySchema } from './schema.js';
 
 export const createApiKeyRoute = declareRoute({
   method: 'POST',
@@ -14,7 +16,7 @@ export const createApiKeyRoute = declareRoute({
   caller: { kind: 'org_member', role: 'admin', org: ofConnection },
   body: createApiKeyBody,
   bodyOptional: true,
-  responses: { 201: { description: 'the key, with its raw value', schema: issuedApiKeySchema } },
+  responses: { 201: { description: 'the key, with its raw value', schema: createdApiKeySchema } },
   errors: ['gw_conflict'],
   async handler({ params, caller, body }, deps: { readonly db: DbPool }) {
     const issued = await createApiKeyAs(deps.db, caller.actor, params.connection_id, {
@@ -22,6 +24,6 @@ export const createApiKeyRoute = declareRoute({
       ...(body.model_policy && { modelPolicy: body.model_policy }),
     });
     if (isGwError(issued)) return issued;
-    return { ...apiKeyView(issued.row), key: issued.rawKey };
+    return { ...apiKeyView(issued.row), key: issued.rawKey, warnings: issued.warnings };
   },
 });

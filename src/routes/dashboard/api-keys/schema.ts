@@ -26,6 +26,9 @@ export const apiKeySchema = z.object({
 /** A key as created or rotated: the object and, in this answer only, the raw key. */
 export const issuedApiKeySchema = apiKeySchema.extend({ key: z.string() });
 
+/** A new key, and what is odd about its policy (exact model ids the catalogue lacks yet). */
+export const createdApiKeySchema = issuedApiKeySchema.extend({ warnings: z.array(z.string()) });
+
 export const createApiKeyBody = z.strictObject({
   name: displayName.optional(),
   model_policy: modelPolicySchema.optional(),

@@ -49,6 +49,7 @@ const CODES: Readonly<Record<CredentialError['kind'], ErrorCode>> = {
   rejected: 'gw_provider_credential_rejected',
   unreachable: 'gw_provider_credential_unverified',
   not_configured: 'gw_provider_credentials_not_configured',
+  invalid: 'gw_invalid_request',
 };
 
 /** A refusal of the credential service as the spec's error (anything else is rethrown). */

@@ -8,6 +8,7 @@ import { declareRoute } from '../../framework/declaration.js';
 import { displayName, modelPolicySchema } from '../schemas.js';
 import {
   credentialNotFound,
+  credentialRefusal,
   credentialSchema,
   ofCredential,
   prioritySchema,
@@ -37,16 +38,21 @@ export const updateCredentialRoute = declareRoute({
     const { status, ...settings } = body;
     let credential = await deps.credentialStore.get(id);
     if (credential && Object.keys(settings).length > 0) {
-      credential = await deps.credentialStore.update(
-        id,
-        {
-          ...(settings.name !== undefined && { name: settings.name }),
-          ...(settings.model_policy !== undefined && { modelPolicy: settings.model_policy }),
-          ...(settings.priority !== undefined && { priority: settings.priority }),
-          ...(settings.routing_mode !== undefined && { routingMode: settings.routing_mode }),
-        },
-        caller.actor,
-      );
+      try {
+        credential = await deps.credentialStore.update(
+          id,
+          {
+            ...(settings.name !== undefined && { name: settings.name }),
+            ...(settings.model_policy !== undefined && { modelPolicy: settings.model_policy }),
+            ...(settings.priority !== undefined && { priority: settings.priority }),
+            ...(settings.routing_mode !== undefined && { routingMode: settings.routing_mode }),
+          },
+          caller.actor,
+        );
+      } catch (error) {
+        // A model policy naming another provider than the credential's (400).
+        return credentialRefusal(error);
+      }
     }
     if (credential && status !== undefined) {
       credential = await deps.credentialStore.setStatus(id, status, caller.actor);
