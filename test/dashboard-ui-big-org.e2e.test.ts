@@ -7,14 +7,15 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  dataRows,
   launchBrowser,
+  type LaunchedBrowser,
   openWindow,
   screenshot,
   screenshotOf,
   sidewaysOverflow,
   signIn,
   statValue,
-  type LaunchedBrowser,
 } from './support/browser.js';
 import { isolatedContext } from './support/context.js';
 import { createMember, DashboardClient, TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
@@ -422,7 +423,7 @@ describe('the pages, for more than 200 apps and connections', () => {
   it('names a connection past the first page in usage by connection', async () => {
     const { page, close } = await openWindow(browser);
     await signedIn(page, '/usage?group=connection');
-    const row = page.getByRole('row').filter({ hasText: 'Seeded app › Seeded connection' });
+    const row = dataRows(page).filter({ hasText: 'Seeded app › Seeded connection' });
     await expect.poll(() => row.getByRole('cell').first().textContent()).toBe('1');
     await screenshot(page, 'big-org-06-usage-by-connection');
     await close();

@@ -11,12 +11,13 @@ import { createDbPool } from '../src/db/pool.js';
 import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
 import type { UsageRecord } from '../src/ledger/usage-record.js';
 import {
+  dataRows,
   launchBrowser,
+  type LaunchedBrowser,
   openWindow,
   screenshot,
   signIn,
   statValue,
-  type LaunchedBrowser,
 } from './support/browser.js';
 import { isolatedContext } from './support/context.js';
 import { createMember, TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
@@ -85,7 +86,7 @@ describe('the usage page', () => {
   it('shows the cache reads and writes under the input tokens, and the web searches', async () => {
     const { page, close } = await openWindow(browser);
     await signedIn(page, '/usage?group=model&plot=tokens');
-    const haiku = page.getByRole('row').filter({ hasText: 'vendor_a/claude-haiku-4-5' });
+    const haiku = dataRows(page).filter({ hasText: 'vendor_a/claude-haiku-4-5' });
     await expect.poll(() => haiku.getByRole('cell').first().textContent()).toBe('2');
     const cells = (row: typeof haiku) =>
       row.getByRole('cell').evaluateAll((found) => found.map((cell) => cell.textContent));
@@ -96,7 +97,7 @@ describe('the usage page', () => {
       '1,100',
       '3',
     ]);
-    const mini = page.getByRole('row').filter({ hasText: 'vendor_b/gpt-4o-mini' });
+    const mini = dataRows(page).filter({ hasText: 'vendor_b/gpt-4o-mini' });
     expect((await cells(mini)).slice(0, 4)).toEqual(['1', '1,500', '200', '0']);
     await expect.poll(() => page.getByRole('columnheader', { name: 'Searches' }).count()).toBe(1);
     expect(await statValue(page, 'Web searches')).toBe('3');
@@ -128,7 +129,7 @@ describe('the usage page', () => {
     await page.goto(
       `${gateway.url}/dashboard/orgs/${org.org_id}/usage?range=custom&from=${day}&through=${day}&group=model`,
     );
-    const old = page.getByRole('row').filter({ hasText: 'vendor_b/gpt-4o-mini' });
+    const old = dataRows(page).filter({ hasText: 'vendor_b/gpt-4o-mini' });
     await expect.poll(() => old.getByRole('cell').first().textContent()).toBe('1');
     expect((await cells(old)).slice(0, 4)).toEqual(['1', '60', '6', '0.000000007 USD']);
     expect(await page.getByRole('columnheader', { name: 'Searches' }).count()).toBe(0);
@@ -154,7 +155,7 @@ describe('the usage page', () => {
       },
     );
     await signedIn(page, '/usage?group=model&plot=tokens');
-    const haiku = page.getByRole('row').filter({ hasText: 'vendor_a/claude-haiku-4-5' });
+    const haiku = dataRows(page).filter({ hasText: 'vendor_a/claude-haiku-4-5' });
     await expect.poll(() => haiku.getByRole('cell').first().textContent()).toBe('2');
     const cells = (row: typeof haiku) =>
       row.getByRole('cell').evaluateAll((found) => found.map((cell) => cell.textContent));

@@ -10,14 +10,15 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatNano, numericToNano } from '../src/money.js';
 import {
+  type BrowserWindow,
+  dataRows,
   launchBrowser,
+  type LaunchedBrowser,
   openWindow,
   screenshot,
   sidewaysOverflow,
   signIn,
   statValue,
-  type BrowserWindow,
-  type LaunchedBrowser,
 } from './support/browser.js';
 import { isolatedContext } from './support/context.js';
 import { TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
@@ -197,23 +198,21 @@ describe('running an organization from the dashboard', () => {
     // the plot is drawn (uPlot's canvas), and its numbers are in the table under it
     await page.locator('.chart-box canvas').first().waitFor();
     const today = new Date().toISOString().slice(0, 10);
-    const dayRow = page.getByRole('row').filter({ hasText: today });
+    const dayRow = dataRows(page).filter({ hasText: today });
     expect(await dayRow.getByRole('cell').first().textContent()).toBe('3');
     await screenshot(page, '22-usage-by-day');
 
     await page.getByLabel('Group by').selectOption('model');
-    const modelRow = page.getByRole('row').filter({ hasText: 'vendor_b/gpt-4o-mini' });
+    const modelRow = dataRows(page).filter({ hasText: 'vendor_b/gpt-4o-mini' });
     await expect.poll(() => modelRow.getByRole('cell').first().textContent()).toBe('3');
 
     await page.getByLabel('Group by').selectOption('connection');
-    const connectionRow = page
-      .getByRole('row')
-      .filter({ hasText: 'Checkout assistant › Production' });
+    const connectionRow = dataRows(page).filter({ hasText: 'Checkout assistant › Production' });
     await expect.poll(() => connectionRow.getByRole('cell').first().textContent()).toBe('3');
 
     await page.getByLabel('Group by').selectOption('product_user');
     await page.getByLabel('Plot').selectOption('requests');
-    const aliceRow = page.getByRole('row').filter({ hasText: 'alice' });
+    const aliceRow = dataRows(page).filter({ hasText: 'alice' });
     await expect.poll(() => aliceRow.getByRole('cell').first().textContent()).toBe('2');
     await page.locator('.chart-box canvas').first().waitFor();
     await screenshot(page, '23-usage-by-product-user');

@@ -21,6 +21,9 @@ let relay: FreezableRelay;
 let gateway: GatewayProcess;
 let org: SeededOrg;
 
+/** The gateway's request pool: fewer than the 24 first requests the lock holds up. */
+const POOL_SIZE = 8;
+
 beforeAll(async () => {
   org = await seed(env);
   const relayed = await relayedTestDatabase();
@@ -30,6 +33,7 @@ beforeAll(async () => {
     DATABASE_URL: relayed.url,
     DEPENDENCY_CHECK_TIMEOUT_MS: String(CHECK_TIMEOUT_MS),
     METRICS_PORT: '0',
+    DATABASE_POOL_SIZE: String(POOL_SIZE),
   });
 });
 
@@ -119,13 +123,13 @@ describe('/readyz while Postgres hangs', () => {
           postJson(`${gateway.url}/v1/chat/completions`, { ...chat, user }, bearer(org.api_key)),
         );
       }
-      // The pool's 20 connections are all waiting on the lock (the four others wait for one).
+      // The pool's connections are all waiting on the lock (the other requests wait for one).
       await eventually(async () => {
         const { rows } = await db.query<{ n: number }>(
           `SELECT count(*)::int AS n FROM pg_stat_activity
             WHERE wait_event_type = 'Lock' AND datname = current_database()`,
         );
-        return rows[0]!.n >= 20 ? true : undefined;
+        return rows[0]!.n >= POOL_SIZE ? true : undefined;
       }, 10_000);
       const probe = await readyz();
       expect(probe.body).toEqual({

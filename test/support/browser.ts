@@ -119,3 +119,10 @@ export const statValue = (page: Page, label: string | RegExp): Promise<string | 
     .filter({ has: page.locator('.stat-label', { hasText: label }) })
     .locator('.stat-value')
     .textContent();
+
+/**
+ * The rows of the page's data tables, not of a chart's legend (uPlot draws its legend as a
+ * table whose row names the hovered, or the latest, group: it would match a row's text too).
+ */
+export const dataRows = (page: Page): Locator =>
+  page.locator('table:not(.u-legend)').getByRole('row');
