@@ -90,10 +90,13 @@ async function restartUnderLoad(
   };
   await redis.start();
   // The writer runs every 2 s: records wait in Redis that long, so a crash without
-  // persistence has records to lose.
+  // persistence has records to lose. A batch Redis delivered (and logged in its AOF) whose
+  // answer the crash cut off stays pending for the writer until a claim round takes it back,
+  // once idle USAGE_CLAIM_IDLE_MS: 3 s here, where the default 30 s outlasts the wait below.
   const gateway: SpawnedGateway = await startGatewayProcess({
     ...env,
     USAGE_FLUSH_INTERVAL_MS: '2000',
+    USAGE_CLAIM_IDLE_MS: '3000',
   });
   cleanups.push(async () => {
     await gateway.stop('SIGKILL');
