@@ -4,6 +4,7 @@
 // An entry of a newer version (a name this version does not know) is neither written nor
 // dead-lettered nor acknowledged: it is left pending for a newer writer (entry-format.ts).
 // A slow Postgres slows this loop, never the request path.
+import { randomInt } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { isCluster, pipelineGroups, type RedisClient } from '../redis/connect.js';
 import type { Logger } from '../log.js';
@@ -352,7 +353,7 @@ export class UsageStreamWriter {
  * get it while the older one runs (review of decision 333).
  */
 function claimRoundDelayMs(claimIdleMs: number): number {
-  return claimIdleMs * (0.25 + Math.random() * 0.5);
+  return claimIdleMs * (0.25 + randomInt(500_001) / 1_000_000);
 }
 
 /**
