@@ -11,7 +11,13 @@ import { recordAudit, type Actor } from '../audit/audit.js';
 import type { ApiKeyInvalidation } from '../auth/api-key-store.js';
 import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
 import { readPage, type Page, type PageRequest } from '../db/pages.js';
-import { APP_CONNECTING_ROLE, normalizeEmail, roleAtLeast, type Role } from './users.js';
+import {
+  APP_CONNECTING_ROLE,
+  insertMembership,
+  normalizeEmail,
+  roleAtLeast,
+  type Role,
+} from './users.js';
 
 export interface MemberRow {
   readonly id: string; // the user's id (the page key)
@@ -98,20 +104,9 @@ export async function addMember(
     );
     const user = rows[0];
     if (!user) throw new MembershipError('not_found', 'no dashboard user with this e-mail');
-    const inserted = await client.query(
-      `INSERT INTO org_memberships (org_id, user_id, role) VALUES ($1, $2, $3)
-       ON CONFLICT DO NOTHING`,
-      [orgId, user.id, role],
-    );
-    if (!inserted.rowCount) throw new MembershipError('conflict', 'this user is already a member');
-    await recordAudit(client, {
-      orgId,
-      userId: actor.userId,
-      action: 'member.add',
-      objectType: 'member',
-      objectId: user.id,
-      details: { role },
-    });
+    if (!(await insertMembership(client, actor, orgId, user.id, role))) {
+      throw new MembershipError('conflict', 'this user is already a member');
+    }
     return memberOf(client, orgId, user.id);
   });
 }

@@ -113,20 +113,9 @@ async function insertUser(
     );
     const orgIds = [personalOrgId];
     if (membership !== undefined) {
-      await client.query(
-        'INSERT INTO org_memberships (org_id, user_id, role) VALUES ($1, $2, $3)',
-        [membership.orgId, userId, membership.role],
-      );
       // Audited as the members page's "add member" is (the personal organization is not:
       // nobody else is in it).
-      await recordAudit(client, {
-        orgId: membership.orgId,
-        userId: membership.actor.userId,
-        action: 'member.add',
-        objectType: 'member',
-        objectId: userId,
-        details: { role: membership.role },
-      });
+      await insertMembership(client, membership.actor, membership.orgId, userId, membership.role);
       orgIds.push(membership.orgId);
     }
     return { user_id: userId, email, personal_org_id: personalOrgId, org_ids: orgIds };
@@ -196,4 +185,32 @@ export async function loadDashboardUser(db: DbPool, userId: string): Promise<Das
         personal: row.org_id === first.personal_org_id,
       })),
   };
+}
+
+/**
+ * Makes `userId` a member of `orgId` with `role`, audited as `actor`'s `member.add`, in the
+ * caller's transaction. False (nothing written) when they already are one.
+ */
+export async function insertMembership(
+  client: Pick<DbPool, 'query'>,
+  actor: Actor,
+  orgId: string,
+  userId: string,
+  role: Role,
+): Promise<boolean> {
+  const inserted = await client.query(
+    `INSERT INTO org_memberships (org_id, user_id, role) VALUES ($1, $2, $3)
+     ON CONFLICT DO NOTHING`,
+    [orgId, userId, role],
+  );
+  if (!inserted.rowCount) return false;
+  await recordAudit(client, {
+    orgId,
+    userId: actor.userId,
+    action: 'member.add',
+    objectType: 'member',
+    objectId: userId,
+    details: { role },
+  });
+  return true;
 }
