@@ -1,5 +1,6 @@
 // Configuration: environment variables, parsed once by zod at boot and passed down frozen.
 import { z } from 'zod';
+import { poolSettingsInUrl } from './db/url-parameters.js';
 import { PROVIDERS, type ProviderId } from './providers/registry.js';
 import { parseClusterNodes } from './redis/target.js';
 import { describeAllIssues } from './validation-messages.js';
@@ -61,7 +62,17 @@ export const configSchema = z.object({
     .string()
     .regex(/^[A-Za-z0-9_.-]{1,40}$/, 'letters, digits, _ . - only (1-40 chars)')
     .default('gw'),
-  DATABASE_URL: z.url().default('postgres://postgres@127.0.0.1:5432/gw'),
+  DATABASE_URL: z
+    .url()
+    .default('postgres://postgres@127.0.0.1:5432/gw')
+    .superRefine((value, context) => {
+      const named = poolSettingsInUrl(value);
+      if (named.length === 0) return;
+      context.addIssue({
+        code: 'custom',
+        message: `must not set ${named.join(', ')}: gw sets ${named.length === 1 ? 'it' : 'them'} on every connection itself (DATABASE_TIMEOUT_MS bounds statements; each pool names itself)`,
+      });
+    }),
   /**
    * The longest the gateway waits on Postgres: for a connection of its pool, and for one
    * statement (the server cancels it). Past it the request answers 503 gw_unavailable.

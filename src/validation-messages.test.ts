@@ -42,6 +42,14 @@ describe('configuration errors', () => {
     expect(configMessage({ REDIS_URL: 'not a url' })).toBe(
       'invalid configuration:\n  REDIS_URL: must be a URL',
     );
+    // A setting gw gives every Postgres session itself, which pg would let the URL override.
+    expect(
+      configMessage({
+        DATABASE_URL: 'postgres://u@db:5432/gw?sslmode=require&statement_timeout=0',
+      }),
+    ).toBe(
+      'invalid configuration:\n  DATABASE_URL: must not set statement_timeout: gw sets it on every connection itself (DATABASE_TIMEOUT_MS bounds statements; each pool names itself)',
+    );
   });
 });
 
