@@ -190,7 +190,20 @@ describe('CLI writes to product users are audited as the dashboard audits them',
       ['credits', 'grant', ...user, '--amount', '2.25', '--reason', 'support'],
       env,
     );
+    const expiring = await runCliJson<{ grant_id: string }>(
+      ['credits', 'grant', ...user, '--amount', '1', '--expires-at', '2099-01-01T00:00:00+02:00'],
+      env,
+    );
     await runCliJson(['credits', 'revoke', '--grant-id', grant.grant_id], env);
+    // Revoking it again, or a grant that does not exist, changes nothing and audits nothing.
+    for (const grantId of [grant.grant_id, 'grant_doesnotexist0000']) {
+      const refused = await runCli(['credits', 'revoke', '--grant-id', grantId], env);
+      expect(refused.code).toBe(2);
+      expect(errorOf(refused.stderr)).toEqual({
+        code: 'gw_not_found',
+        message: `no active grant ${grantId}`,
+      });
+    }
 
     const userId = blocked.product_end_user_id;
     expect(await auditRows(org.org_id)).toEqual([
@@ -219,6 +232,20 @@ describe('CLI writes to product users are audited as the dashboard audits them',
           currency: 'USD',
           expires_at: null,
           reason: 'support',
+        },
+      },
+      {
+        user_id: 'cli',
+        action: 'credit_grant.create',
+        object_type: 'credit_grant',
+        object_id: expiring.grant_id,
+        // The amount as typed; the expiry as the instant the CLI read.
+        details: {
+          product_end_user_id: userId,
+          amount: '1',
+          currency: 'USD',
+          expires_at: '2098-12-31T22:00:00.000Z',
+          reason: null,
         },
       },
       {

@@ -48,10 +48,13 @@ interface Grant {
   grant_id: string;
   status: string;
   amount: string;
+  expires_at: string | null;
   credits: { available_credits: string };
 }
 
 const emails = { admin: uniqueEmail('admin'), viewer: uniqueEmail('viewer') };
+/** The dashboard user ids of the members made in beforeAll, by role. */
+const memberIds: Record<string, string> = {};
 const DAY_MS = 24 * 3600 * 1000;
 const isoDay = (date: Date): string => date.toISOString().slice(0, 10);
 const chat = { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
@@ -68,7 +71,7 @@ beforeAll(async () => {
   gateway = await startGateway(env);
   tenant = await seed(env);
   for (const [role, email] of Object.entries(emails)) {
-    await createMember(env, email, tenant.org_id, role);
+    memberIds[role] = (await createMember(env, email, tenant.org_id, role)).user_id;
   }
 });
 
@@ -327,12 +330,20 @@ describe('product users', () => {
     expect(unblocked.body.status).toBe('active');
     expect((await infer('blockee')).status).toBe(200);
     const audit = await db.query(
-      'SELECT action, object_type FROM dashboard_audit_log WHERE object_id = $1 ORDER BY id',
+      `SELECT org_id, user_id, action, object_type, object_id, details FROM dashboard_audit_log
+        WHERE object_id = $1 ORDER BY id`,
       [userId],
     );
+    const byAdmin = {
+      org_id: tenant.org_id,
+      user_id: memberIds.admin,
+      object_type: 'product_user',
+      object_id: userId,
+      details: {},
+    };
     expect(audit.rows).toEqual([
-      { action: 'product_user.block', object_type: 'product_user' },
-      { action: 'product_user.unblock', object_type: 'product_user' },
+      { ...byAdmin, action: 'product_user.block' },
+      { ...byAdmin, action: 'product_user.unblock' },
     ]);
   });
 
@@ -358,10 +369,15 @@ describe('product users', () => {
     expect(huge.status).toBe(400);
     expect(huge.body.error.code).toBe('gw_amount_out_of_range');
 
-    const granted = await admin.post<Grant>(grantsPath, { amount: '2.5', reason: 'support' });
+    const granted = await admin.post<Grant>(grantsPath, {
+      amount: '2.5',
+      reason: 'support',
+      expires_at: '2099-01-01T00:00:00+02:00',
+    });
     expect(granted.status).toBe(201);
     expect(granted.body).toMatchObject({
       amount: '2.500000000000',
+      expires_at: '2098-12-31T22:00:00.000Z',
       status: 'active',
       credits: { available_credits: '2.500000000000' },
     });
@@ -402,12 +418,30 @@ describe('product users', () => {
       expect.objectContaining({ grant_id: granted.body.grant_id, status: 'revoked' }),
     ]);
     const audit = await db.query(
-      'SELECT action, object_type FROM dashboard_audit_log WHERE object_id = $1 ORDER BY id',
+      `SELECT org_id, user_id, action, object_type, object_id, details FROM dashboard_audit_log
+        WHERE object_id = $1 ORDER BY id`,
       [granted.body.grant_id],
     );
+    const byAdmin = {
+      org_id: tenant.org_id,
+      user_id: memberIds.admin,
+      object_type: 'credit_grant',
+      object_id: granted.body.grant_id,
+    };
+    // The amount and the expiry as the admin wrote them.
     expect(audit.rows).toEqual([
-      { action: 'credit_grant.create', object_type: 'credit_grant' },
-      { action: 'credit_grant.revoke', object_type: 'credit_grant' },
+      {
+        ...byAdmin,
+        action: 'credit_grant.create',
+        details: {
+          product_end_user_id: userId,
+          amount: '2.5',
+          currency: 'USD',
+          expires_at: '2099-01-01T00:00:00+02:00',
+          reason: 'support',
+        },
+      },
+      { ...byAdmin, action: 'credit_grant.revoke', details: {} },
     ]);
   });
 });

@@ -9,7 +9,7 @@
 // again. A private redis-server behind a relay that can strand its connections (the shared
 // Redis is never stopped).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -21,12 +21,13 @@ import { bearer } from './support/http.js';
 import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
 import { startFreezableRelay, type FreezableRelay } from './support/freezable-relay.js';
 import { eventually, testDb } from './support/services.js';
+import { spoolDirectory, spoolFiles } from './support/settle-spool.js';
 
 const REDIS_TIMEOUT_MS = 1_000;
 const port = 16_500 + Math.floor(Math.random() * 400);
 const prefix = uniquePrefix('redis-hang');
 const keys = createRedisKeys(prefix);
-const spoolDir = mkdtempSync(path.join(tmpdir(), 'gw-redis-hang-spool-'));
+const spoolDir = spoolDirectory(prefix);
 const redisDir = mkdtempSync(path.join(tmpdir(), 'gw-redis-hang-'));
 const db = testDb();
 let redisServer: ChildProcess;
@@ -131,8 +132,6 @@ async function usageRows(
   );
   return rows;
 }
-
-const spooled = (): string[] => readdirSync(spoolDir).filter((name) => name.endsWith('.spool'));
 
 function gatewayEnv(): Record<string, string> {
   return {
@@ -271,7 +270,7 @@ describe('a Redis that hangs', () => {
     // Spooled at the first time-out: a retry would only queue behind it on the same connection.
     expect(answered.waitedMs).toBeGreaterThanOrEqual(REDIS_TIMEOUT_MS - 50);
     expect(answered.waitedMs).toBeLessThan(REDIS_TIMEOUT_MS * 2);
-    expect(spooled().length).toBe(1);
+    expect(spoolFiles(spoolDir).length).toBe(1);
 
     // The settle given up on runs now, and the spool's replay finds its record: one row, one
     // charge, no hold, the spool empty.
@@ -282,7 +281,7 @@ describe('a Redis that hangs', () => {
     expect(row!.status).toBe('completed');
     const cost = BigInt(row!.wallet_cost);
     expect(cost).toBeGreaterThan(0n);
-    await eventually(async () => (spooled().length === 0 ? true : undefined), 15_000);
+    await eventually(async () => (spoolFiles(spoolDir).length === 0 ? true : undefined), 15_000);
     expect(await usageRows(answered.requestId)).toHaveLength(1);
     const after = await walletState();
     expect(after).toEqual({ balance: before.balance - cost, reserved: 0n, holds: 0 });

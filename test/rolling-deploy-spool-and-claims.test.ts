@@ -1,24 +1,19 @@
 // Decision 333 beyond the writer: a newer version's spooled settle waits in the spool for a
 // newer version, and a newer writer beside an older one that parks a record gets it (claim
 // rounds are jittered). Real Redis and Postgres.
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createMoneyLayer } from '../src/billing/compose.js';
-import { SettleSpool } from '../src/billing/settle-spool.js';
 import { createDbPool } from '../src/db/pool.js';
 import { KNOWN_ENTRY_NAMES, unknownEntryNames } from '../src/ledger/entry-format.js';
-import { RecordedUsage } from '../src/ledger/recorded-usage.js';
 import { usageRecordToFields } from '../src/ledger/usage-record.js';
 import { AWAITING_NEWER_WRITER } from '../src/ledger/usage-stream-group.js';
-import { createLogger } from '../src/log.js';
-import { GatewayMetrics } from '../src/metrics.js';
 import { createRedisKeys, USAGE_CONSUMER_GROUP } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
 import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
 import { usageRecord, walletAccounts } from './support/records.js';
 import { deletePrefix, eventually, testRedis } from './support/services.js';
+import { spoolFiles, testSettleSpool } from './support/settle-spool.js';
 import { testUsageWriter } from './support/usage-writer.js';
 
 const prefix = uniquePrefix('rd-review');
@@ -43,24 +38,13 @@ describe('a newer version’s spooled settle, replayed by this version', () => {
     const newerRecord = usageRecord(orgId, 400n, { walletCostNano: 400n });
     const knownRecord = usageRecord(orgId, 300n, { walletCostNano: 300n });
     const accounts = walletAccounts(newerRecord);
-    const dir = mkdtempSync(path.join(tmpdir(), 'gw-spool-review-'));
-    const spool = new SettleSpool(
-      { dir, namespace: prefix },
-      {
-        budget: store,
-        recorded: new RecordedUsage(redis, db, keys),
-        redisReady: () => true,
-        logger: createLogger('silent'),
-        counters: new GatewayMetrics(false),
-      },
-    );
+    const { spool, dir } = testSettleSpool({ db, redis, keys, budget: store }, prefix);
     await spool.open();
     await spool.append(newerRecord, accounts);
     await spool.append(knownRecord, accounts);
     // The first line as a gateway of a later version spools it: its record names a field this
     // version does not know. A rollback, or an older instance taking the file over.
-    const [file] = readdirSync(dir).filter((name) => name.endsWith('.spool'));
-    const filePath = path.join(dir, file!);
+    const filePath = spoolFiles(dir)[0]!;
     const [first, second] = readFileSync(filePath, 'utf8').trim().split('\n');
     const line = JSON.parse(first!) as { fields: string[] };
     const packed = JSON.parse(line.fields[1]!) as Record<string, string>;

@@ -4,7 +4,7 @@
 // Postgres once, the wallet is charged once, no hold is left. The same across a gateway
 // killed while Redis is down (the next start replays its file, a torn last line and all).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readFileSync } from 'node:fs';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { createServer as createTcpServer, connect, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -22,12 +22,13 @@ import {
   type SeededOrg,
 } from './support/processes.js';
 import { eventually, testDb } from './support/services.js';
+import { spoolDirectory, spoolFiles } from './support/settle-spool.js';
 
 // Spare ports of this branch: a private Redis, and the proxy in front of it that the test cuts.
 const REDIS_PORT = 6385;
 const PROXY_PORT = 6386;
 const prefix = uniquePrefix('spool');
-const spoolDir = mkdtempSync(path.join(tmpdir(), 'gw-spool-'));
+const spoolDir = spoolDirectory(prefix);
 const redisDir = mkdtempSync(path.join(tmpdir(), 'gw-spool-redis-'));
 const keys = createRedisKeys(prefix);
 const db = testDb();
@@ -116,9 +117,8 @@ const wallet = () =>
     env,
   );
 const spooledRequestIds = (): string[] =>
-  readdirSync(spoolDir)
-    .filter((name) => name.endsWith('.spool'))
-    .flatMap((name) => readFileSync(path.join(spoolDir, name), 'utf8').split('\n'))
+  spoolFiles(spoolDir)
+    .flatMap((file) => readFileSync(file, 'utf8').split('\n'))
     .filter((line) => line !== '')
     .map((line) => /\\"request_id\\":\\"([0-9a-f-]+)\\"/.exec(line)?.[1] ?? 'unreadable');
 
@@ -214,8 +214,7 @@ describe('settle spool', () => {
     await gateway!.stop('SIGKILL');
     gateway = undefined;
     // A crash in the middle of a later append leaves a torn line at the end of the file.
-    const [file] = readdirSync(spoolDir).filter((name) => name.endsWith('.spool'));
-    appendFileSync(path.join(spoolDir, file!), '{"v":1,"fields":["record","{\\"request_id');
+    appendFileSync(spoolFiles(spoolDir)[0]!, '{"v":1,"fields":["record","{\\"request_id');
 
     await proxy.open();
     gateway = await startGatewayProcess(env);

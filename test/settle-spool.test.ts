@@ -2,22 +2,17 @@
 // every account it touches, and a spooled settle whose first attempt did run after all (its
 // reply was lost) is retired without charging twice, even once settle's marker has expired.
 import { createMoneyLayer } from '../src/billing/compose.js';
-import { mkdtempSync, readdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { RequestAccounts } from '../src/billing/budget-store.js';
 import { createDbPool } from '../src/db/pool.js';
-import { RecordedUsage } from '../src/ledger/recorded-usage.js';
-import { SettleSpool } from '../src/billing/settle-spool.js';
 import { parseSpoolLine, spoolLine } from '../src/billing/spool-entry.js';
-import { createLogger } from '../src/log.js';
 import { GatewayMetrics } from '../src/metrics.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
 import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
 import { usageRecord, walletAccounts } from './support/records.js';
 import { deletePrefix, eventually, testRedis } from './support/services.js';
+import { spoolFiles, testSettleSpool } from './support/settle-spool.js';
 
 const prefix = uniquePrefix('spool-unit');
 const redis = testRedis();
@@ -59,17 +54,7 @@ describe('settle spool replay', () => {
     await redis.hset(walletKey, 'balance', '1000000', 'reserved', '0');
     const record = usageRecord(orgId, 400n, { walletCostNano: 400n });
     const accounts = walletAccounts(record);
-    const dir = mkdtempSync(path.join(tmpdir(), 'gw-spool-unit-'));
-    const spool = new SettleSpool(
-      { dir, namespace: prefix },
-      {
-        budget: store,
-        recorded: new RecordedUsage(redis, db, keys),
-        redisReady: () => true,
-        logger: createLogger('silent'),
-        counters: metrics,
-      },
-    );
+    const { spool, dir } = testSettleSpool({ db, redis, keys, budget: store }, prefix, metrics);
     await spool.open();
     // The settle ran in Redis, its reply was lost, the caller spooled it...
     await store.settle(record, accounts);
@@ -79,10 +64,9 @@ describe('settle spool replay', () => {
 
     // Replayed until retired, as the spool's timer would (a loaded Postgres may refuse the
     // check for a while: then the entry waits).
-    const spoolFiles = (): string[] => readdirSync(dir).filter((name) => name.endsWith('.spool'));
     await eventually(async () => {
       await spool.replay();
-      return spoolFiles().length === 0 ? true : undefined;
+      return spoolFiles(dir).length === 0 ? true : undefined;
     });
     expect(await redis.hget(walletKey, 'balance')).toBe('999600');
     expect(await redis.xlen(keys.usageStream(orgId))).toBe(1);

@@ -1,5 +1,5 @@
-// gw product-user block|unblock and gw credits grant|revoke, audited as done from the CLI as
-// the dashboard's block, grant and revoke are audited as done by the member.
+// gw product-user block|unblock and gw credits grant|revoke: the service the dashboard uses
+// audits each as done by the CLI, as it audits the dashboard's as done by the member.
 import { isGwError } from '../errors.js';
 import { creditGrantRequest } from '../product-users/grant-request.js';
 import { CLI_ACTOR, ensureProductUser, type CliContext } from './context.js';
@@ -27,13 +27,7 @@ export async function productUserCommand(context: CliContext, argv: string[]): P
   // Every management command creates the product user it names (as cap set and credits grant do).
   const user = await ensureProductUser(context, appId, externalUserId);
   const status = action === 'block' ? 'blocked' : 'active';
-  await context.productUsers.setStatus(user.org_id, appId, externalUserId, status, {
-    orgId: user.org_id,
-    userId: CLI_ACTOR.userId,
-    action: `product_user.${action}`,
-    objectType: 'product_user',
-    objectId: user.id,
-  });
+  await context.productUsers.setStatus(user.org_id, appId, externalUserId, status, CLI_ACTOR);
   printJson({
     product_end_user_id: user.id,
     app_id: appId,
@@ -78,19 +72,7 @@ export async function creditsCommand(context: CliContext, argv: string[]): Promi
         reason,
         idempotencyKey: null,
       },
-      {
-        orgId: user.org_id,
-        userId: CLI_ACTOR.userId,
-        action: 'credit_grant.create',
-        objectType: 'credit_grant',
-        details: {
-          product_end_user_id: user.id,
-          amount: values.amount,
-          currency: values.currency,
-          expires_at: expiresAt?.toISOString() ?? null,
-          reason,
-        },
-      },
+      { actor: CLI_ACTOR, amount, expiresAt: expiresAt?.toISOString() ?? null },
     );
     // No idempotency key from the CLI, so never a reused one.
     if ('keyReused' in granted)
@@ -100,21 +82,8 @@ export async function creditsCommand(context: CliContext, argv: string[]): Promi
   }
   if (action === 'revoke') {
     const grantId = requireFlag(values['grant-id'], 'grant-id');
-    const { rows } = await context.db.query<{ org_id: string }>(
-      'SELECT org_id FROM credit_grants WHERE id = $1',
-      [grantId],
-    );
-    const orgId = rows[0]?.org_id;
-    const grant =
-      orgId === undefined
-        ? undefined
-        : await context.productUsers.revokeGrant(grantId, {
-            orgId,
-            userId: CLI_ACTOR.userId,
-            action: 'credit_grant.revoke',
-            objectType: 'credit_grant',
-            objectId: grantId,
-          });
+    // The operator may revoke a grant of any organization.
+    const grant = await context.productUsers.revokeGrant(grantId, CLI_ACTOR, null);
     if (!grant) throw new UsageError(`no active grant ${grantId}`, 'gw_not_found');
     printJson(grant);
     return;

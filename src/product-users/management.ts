@@ -1,9 +1,10 @@
-// Writes on product users shared by the management API and the admin CLI: the profile
-// upsert (with the allowance anchor rules), credit grants and block/unblock. Every change
+// Writes on product users shared by the management API, the dashboard and the admin CLI: the
+// profile upsert (with the allowance anchor rules), credit grants and block/unblock. Every change
 // that affects the request path is pushed to the gateway instances' caches; every change a
-// webhook event describes writes it in the change's transaction.
+// webhook event describes writes it in the change's transaction, and every change made by a
+// dashboard member or the CLI is audited in it too.
 import type { RedisClient } from '../redis/connect.js';
-import { recordAudit, type AuditEntry } from '../audit/audit.js';
+import { recordAudit, type Actor } from '../audit/audit.js';
 import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
 import { newId } from '../ids.js';
 import { monthlyPeriod } from '../periods.js';
@@ -44,6 +45,17 @@ export interface CreditGrantInput {
   readonly expiresAt: Date | null;
   readonly reason: string | null;
   readonly idempotencyKey: string | null;
+}
+
+/**
+ * Who makes a grant, and its amount and expiry as their audit entry keeps them: the amount as
+ * they wrote it (`2.5`, not the stored 2.500000000000); the expiry as the dashboard's body wrote
+ * it, or the CLI's --expires-at as the instant it reads (ISO, milliseconds included).
+ */
+export interface GrantAudit {
+  readonly actor: Actor;
+  readonly amount: string;
+  readonly expiresAt: string | null;
 }
 
 export interface CreditGrant {
@@ -192,8 +204,8 @@ export class ProductUserManagement {
     appId: string,
     externalUserId: string,
     status: 'active' | 'blocked',
-    /** The dashboard's audit entry, written in the same transaction as the change. */
-    audit?: AuditEntry,
+    /** Audited as `product_user.block` or `.unblock`, even when the status was already so. */
+    actor: Actor,
   ): Promise<boolean> {
     const changed = await withTransaction(this.db, async (client) => {
       const { rows: before } = await client.query<{ status: string }>(
@@ -208,7 +220,13 @@ export class ProductUserManagement {
           RETURNING ${PRODUCT_USER_COLUMNS}`,
         [orgId, appId, externalUserId, status],
       );
-      if (audit) await recordAudit(client, audit);
+      await recordAudit(client, {
+        orgId,
+        userId: actor.userId,
+        action: status === 'blocked' ? 'product_user.block' : 'product_user.unblock',
+        objectType: 'product_user',
+        objectId: after[0]!.id,
+      });
       if (before[0].status !== status) {
         await emitEvent(
           client,
@@ -233,8 +251,8 @@ export class ProductUserManagement {
    */
   async grantCredits(
     input: CreditGrantInput,
-    /** The dashboard's audit entry (objectId filled in), written with the grant. */
-    audit?: Omit<AuditEntry, 'objectId'>,
+    /** Audits the grant as `credit_grant.create` (the service-key API's grants are not). */
+    audit?: GrantAudit,
   ): Promise<{ grant: CreditGrant; created: boolean } | { keyReused: true }> {
     const inserted = await withTransaction(this.db, async (client) => {
       await client.query('SELECT 1 FROM product_users WHERE id = $1 FOR UPDATE', [
@@ -267,7 +285,22 @@ export class ProductUserManagement {
       );
       const grant = result.rows[0];
       if (grant) {
-        if (audit) await recordAudit(client, { ...audit, objectId: grant.id });
+        if (audit) {
+          await recordAudit(client, {
+            orgId: input.orgId,
+            userId: audit.actor.userId,
+            action: 'credit_grant.create',
+            objectType: 'credit_grant',
+            objectId: grant.id,
+            details: {
+              product_end_user_id: input.productUserId,
+              amount: audit.amount,
+              currency: input.currency,
+              expires_at: audit.expiresAt,
+              reason: input.reason,
+            },
+          });
+        }
         await emitEvent(client, grant.org_id, 'credit_grant.created', grantFromRow(grant));
       }
       return result;
@@ -299,20 +332,33 @@ export class ProductUserManagement {
    * Revokes a grant: what is left of it can no longer be spent by a new request. What the
    * user's requests in flight hold stays on it until they settle, for what the base allowance
    * and the live credits cannot pay (docs/charging.md, "Credits revoked in flight").
+   * Undefined when there is no active grant `grantId` in the organization `orgId` (null: in
+   * any organization, for the operator's CLI); else audited as `credit_grant.revoke`.
    */
-  async revokeGrant(grantId: string, audit?: AuditEntry): Promise<CreditGrant | undefined> {
+  async revokeGrant(
+    grantId: string,
+    actor: Actor,
+    orgId: string | null,
+  ): Promise<CreditGrant | undefined> {
     const rows = await withTransaction(this.db, async (client) => {
       const result = await client.query<GrantRow & { allowance_starts_at: Date | null }>(
         `UPDATE credit_grants g SET status = 'revoked', revoked_at = now()
            FROM product_users u
-          WHERE g.id = $1 AND g.status = 'active' AND u.id = g.product_user_id
+          WHERE g.id = $1 AND g.status = 'active' AND ($2::text IS NULL OR g.org_id = $2)
+            AND u.id = g.product_user_id
           RETURNING g.id, g.product_user_id, g.amount::text, g.currency, g.expires_at, g.reason,
                     g.status, g.created_at, g.org_id, u.allowance_starts_at`,
-        [grantId],
+        [grantId, orgId],
       );
       const revoked = result.rows[0];
       if (revoked) {
-        if (audit) await recordAudit(client, audit);
+        await recordAudit(client, {
+          orgId: revoked.org_id,
+          userId: actor.userId,
+          action: 'credit_grant.revoke',
+          objectType: 'credit_grant',
+          objectId: revoked.id,
+        });
         await emitEvent(client, revoked.org_id, 'credit_grant.revoked', grantFromRow(revoked));
       }
       return result.rows;

@@ -37,19 +37,7 @@ export const createCreditGrantRoute = declareRoute({
     const granted = await grantOutcome(
       management.grantCredits(
         { orgId: user.org_id, productUserId: user.id, ...grantInput },
-        {
-          orgId: caller.org.id,
-          userId: caller.user.id,
-          action: 'credit_grant.create',
-          objectType: 'credit_grant',
-          details: {
-            product_end_user_id: user.id,
-            amount: body.amount,
-            currency: grantInput.currency,
-            expires_at: body.expires_at ?? null,
-            reason: grantInput.reason,
-          },
-        },
+        { actor: caller.actor, amount: body.amount, expiresAt: body.expires_at ?? null },
       ),
     );
     if (isGwError(granted)) return granted;

@@ -19,14 +19,12 @@ export const revokeCreditGrantRoute = declareRoute({
     { params, caller },
     deps: { readonly db: DbPool; readonly productUsers: ProductUserRouteDeps },
   ) {
-    const grantId = params.grant_id;
-    const grant = await deps.productUsers.management.revokeGrant(grantId, {
-      orgId: caller.org.id,
-      userId: caller.user.id,
-      action: 'credit_grant.revoke',
-      objectType: 'credit_grant',
-      objectId: grantId,
-    });
+    // A grant of the organization the caller's role was checked in, never another's.
+    const grant = await deps.productUsers.management.revokeGrant(
+      params.grant_id,
+      caller.actor,
+      caller.org.id,
+    );
     if (!grant) {
       return gwError('gw_conflict', 'this credit grant is already revoked');
     }

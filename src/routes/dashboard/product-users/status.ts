@@ -20,13 +20,13 @@ function statusRoute(verb: 'block' | 'unblock', status: 'blocked' | 'active') {
     async handler({ params, caller }, deps: { readonly productUsers: ProductUserRouteDeps }) {
       const { db, management, profiles } = deps.productUsers;
       const user = (await productUserById(db, params.product_end_user_id))!;
-      await management.setStatus(user.org_id, user.app_id, user.external_user_id, status, {
-        orgId: caller.org.id,
-        userId: caller.user.id,
-        action: `product_user.${verb}`,
-        objectType: 'product_user',
-        objectId: user.id,
-      });
+      await management.setStatus(
+        user.org_id,
+        user.app_id,
+        user.external_user_id,
+        status,
+        caller.actor,
+      );
       return await profiles.profile({ ...user, status });
     },
   });
