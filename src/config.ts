@@ -198,11 +198,44 @@ export const configSchema = z.object({
   WEBHOOK_ALLOW_HTTP: booleanFlag.default(false),
   /** Endpoints may reach loopback and private addresses (tests, on-premise). */
   WEBHOOK_ALLOW_PRIVATE_TARGETS: booleanFlag.default(false),
+  /**
+   * The origin users and apps reach the gateway at (`https://gw.example.com`): the OAuth
+   * issuer (RFC 8414) and the base of its endpoints' URLs. Unset: the origin each request was
+   * sent to, as the dashboard's Origin check takes it (decision 343).
+   */
+  PUBLIC_ORIGIN: z
+    .string()
+    .trim()
+    .transform((value, context) => {
+      const origin = originOf(value);
+      if (origin === undefined) {
+        context.addIssue({
+          code: 'custom',
+          message: 'must be scheme://host[:port] only (http or https, no path, query or user)',
+        });
+        return z.NEVER;
+      }
+      return origin;
+    })
+    .optional(),
   /** How long an OAuth authorization code waits for its exchange (RFC 6749: short). */
   OAUTH_CODE_TTL_MS: wholeNumber({ min: 1_000, max: 600_000 }).default(60_000),
 });
 
 export type Config = Readonly<z.infer<typeof configSchema>>;
+
+/** `scheme://host[:port]` as URL normalises it (lower-case host, no default port), or undefined. */
+function originOf(value: string): string | undefined {
+  // No path (a trailing slash aside), query or fragment; then no user name.
+  if (!/^https?:\/\/[^/?#]+\/?$/i.test(value)) return undefined;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return undefined;
+  }
+  return url.username === '' && url.password === '' ? url.origin : undefined;
+}
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';

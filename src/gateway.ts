@@ -443,6 +443,10 @@ async function assembleGateway(
         replayWindowMs: CODE_REPLAY_WINDOW_MS,
       }),
       apiKeys,
+      issuer: {
+        publicOrigin: config.PUBLIC_ORIGIN,
+        insecure: config.DASHBOARD_INSECURE_COOKIES,
+      },
     },
     readiness,
     metricsRegistry: metrics.registry,

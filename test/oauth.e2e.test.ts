@@ -385,8 +385,10 @@ describe('the authorization request', () => {
     });
     expect(answer.status).toBe(302);
     expect(answer.location).toMatch(
-      /^https:\/\/app\.example\.com\/callback\?mode=web&code=[0-9A-Za-z]{43}&state=w$/,
+      /^https:\/\/app\.example\.com\/callback\?mode=web&code=[0-9A-Za-z]{43}&state=w&iss=[^&]+$/,
     );
+    // the gateway's issuer identifier (RFC 9207)
+    expect(new URL(answer.location!).searchParams.get('iss')).toBe(browser.origin);
   });
 });
 
@@ -413,6 +415,7 @@ describe('the user’s answer', () => {
       error: 'access_denied',
       error_description: 'the user denied the request',
       state: 'no-thanks',
+      iss: browser.origin, // the gateway's issuer identifier (RFC 9207)
     });
     const after = await db.query(
       'SELECT count(*)::int AS n FROM app_connections WHERE org_id = $1',

@@ -7,6 +7,7 @@ import type { Actor } from '../audit/audit.js';
 import type { DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
 import { isWriteMethod } from '../http/methods.js';
+import { requestOrigin } from '../http/own-origin.js';
 import type { RequestHead } from '../http/types.js';
 import { csrfTokenMatches, type Session, type SessionStore } from './sessions.js';
 import {
@@ -144,7 +145,7 @@ export class DashboardAuthenticator {
   /** Why a dashboard write's Origin is refused (missing, or not allowed), or null. */
   private originRefusal(head: RequestHead): GwError | null {
     const origin = head.headers.origin;
-    const own = `${this.settings.insecure ? 'http' : 'https'}://${head.headers.host ?? ''}`;
+    const own = requestOrigin(head.headers, this.settings.insecure);
     if (!origin || (origin !== own && !this.settings.allowedOrigins.includes(origin))) {
       return gwError('gw_origin_not_allowed', this.originMessage(origin, own));
     }

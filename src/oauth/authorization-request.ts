@@ -3,6 +3,7 @@
 // answered (POST /oauth/authorize). An unknown client or a redirect URI that is not exactly a
 // registered one is refused on the gateway's own page, never redirected to (RFC 6749 section
 // 4.1.2.1); any other problem is reported to the client at its (registered) redirect URI.
+// Every answer sent to the redirect URI names the gateway as its issuer (`iss`, RFC 9207).
 import type { DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
 import { findAuthorizingClient, type AuthorizingClient } from './clients.js';
@@ -23,6 +24,8 @@ export interface AuthorizationParams {
 }
 
 export interface ValidAuthorization {
+  /** The gateway's issuer identifier (src/oauth/issuer.ts), sent back as `iss`. */
+  readonly issuer: string;
   readonly client: AuthorizingClient;
   readonly redirectUri: string;
   readonly state: string | undefined;
@@ -52,6 +55,7 @@ export function authorizationParamsOfQuery(query: string): {
 
 export async function checkAuthorizationRequest(
   db: DbPool,
+  issuer: string,
   params: AuthorizationParams,
   repeated: readonly string[] = [],
 ): Promise<AuthorizationCheck> {
@@ -77,6 +81,7 @@ export async function checkAuthorizationRequest(
       error,
       error_description: description,
       ...(state !== undefined && state.length <= MAX_STATE_LENGTH && { state }),
+      iss: issuer,
     }),
   });
   if (repeated.length > 0) {
@@ -95,7 +100,7 @@ export async function checkAuthorizationRequest(
   if (pkce) return back('invalid_request', pkce);
   return {
     kind: 'valid',
-    request: { client, redirectUri, state, codeChallenge: params.code_challenge! },
+    request: { issuer, client, redirectUri, state, codeChallenge: params.code_challenge! },
   };
 }
 
@@ -108,11 +113,12 @@ export function answerLocation(
   return redirectWith(
     request.redirectUri,
     'code' in answer
-      ? { code: answer.code, ...state }
+      ? { code: answer.code, ...state, iss: request.issuer }
       : {
           error: 'access_denied',
           error_description: 'the user denied the request',
           ...state,
+          iss: request.issuer,
         },
   );
 }

@@ -9,6 +9,12 @@ import { CLIENT_ID_FORMAT, type OAuthClientIdentity } from './clients.js';
 
 const INVALID_CLIENT = 'client authentication failed';
 
+/**
+ * The ways a client authenticates, as RFC 8414 names them: its secret as HTTP Basic or in the
+ * form (confidential clients), or its client_id alone (public clients).
+ */
+export const CLIENT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'none'] as const;
+
 /** Authenticates the client of a token or revocation request (the caller kind oauth_client). */
 export class OAuthClientAuthenticator {
   constructor(private readonly db: DbPool) {}

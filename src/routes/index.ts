@@ -99,6 +99,7 @@ import { authorizeDecisionRoute } from './oauth/authorize-decision.js';
 import { authorizePageRoute } from './oauth/authorize-page.js';
 import type { OAuthDeps } from './oauth/deps.js';
 import { revokeTokenRoute } from './oauth/revoke.js';
+import { serverMetadataRoute } from './oauth/server-metadata.js';
 import { tokenRoute } from './oauth/token.js';
 import { dashboardAssetRoute } from './dashboard-ui/asset.js';
 import type { DashboardBundle } from './dashboard-ui/bundle.js';
@@ -264,6 +265,7 @@ export const routeDeclarations: readonly DeclaredRoute<RouteDeps>[] = [
     revokeConnectedAppRoute,
   ]),
   ...inSection(sections.oauth, [
+    serverMetadataRoute,
     authorizePageRoute,
     authorizeDecisionRoute,
     tokenRoute,

@@ -3,11 +3,13 @@
 // must be the gateway's. Approval, in an organization where the user may connect apps (the
 // role that issues API keys), answers 302 to the redirect URI with a single-use code and the
 // state (the code's exchange makes the app connection); denial answers 302 with error=access_denied.
+// Both carry the gateway's issuer as `iss` (RFC 9207).
 import { z } from 'zod';
 import { APP_CONNECTING_ROLE, roleAtLeast } from '../../accounts/users.js';
 import { gwError } from '../../errors.js';
 import { answerLocation, checkAuthorizationRequest } from '../../oauth/authorization-request.js';
 import { approve } from '../../oauth/connections.js';
+import { issuerOf } from '../../oauth/issuer.js';
 import { declareRoute } from '../framework/declaration.js';
 import { redirect } from './authorize-page.js';
 import { pageOrJson, type OAuthDeps } from './deps.js';
@@ -42,8 +44,9 @@ export const authorizeDecisionRoute = declareRoute({
   },
   errors: ['gw_redirect_uri_mismatch', 'gw_not_found', 'gw_role_forbidden', 'gw_unavailable'],
   errorFlavor: pageOrJson,
-  async handler({ caller, body, response }, deps: OAuthDeps) {
-    const check = await checkAuthorizationRequest(deps.oauth.db, body);
+  async handler({ request, caller, body, response }, deps: OAuthDeps) {
+    const issuer = issuerOf(deps.oauth.issuer, request.headers);
+    const check = await checkAuthorizationRequest(deps.oauth.db, issuer, body);
     if (check.kind === 'refused') return check.error;
     if (check.kind === 'redirect') return redirect(response, check.location);
     if (body.decision === 'deny') {

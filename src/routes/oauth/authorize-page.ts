@@ -11,6 +11,7 @@ import {
   checkAuthorizationRequest,
 } from '../../oauth/authorization-request.js';
 import { renderConsentPage } from '../../oauth/consent-page.js';
+import { issuerOf } from '../../oauth/issuer.js';
 import { payingOrgsOf } from '../../oauth/connections.js';
 import { formActionSource } from '../../oauth/redirect-uris.js';
 import { declareRoute } from '../framework/declaration.js';
@@ -45,7 +46,8 @@ export const authorizePageRoute = declareRoute({
   errorFlavor: pageOrJson,
   async handler({ request, caller, response }, deps: OAuthDeps) {
     const { params, repeated } = authorizationParamsOfQuery(request.query);
-    const check = await checkAuthorizationRequest(deps.oauth.db, params, repeated);
+    const issuer = issuerOf(deps.oauth.issuer, request.headers);
+    const check = await checkAuthorizationRequest(deps.oauth.db, issuer, params, repeated);
     if (check.kind === 'refused') {
       return check.error;
     }

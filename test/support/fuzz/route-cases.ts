@@ -72,9 +72,12 @@ function decodeBody(spec: RouteSpec, body: Buffer): Record<string, unknown> {
 
 function baseDraft(spec: RouteSpec, target: FuzzTarget, random: Random): Draft {
   const body = spec.body?.(target, random);
-  const headers: Headers = [...authHeaders(spec, target)];
-  for (const [name, value] of Object.entries(spec.headers?.(target, random) ?? {}))
-    if (value !== undefined) headers.push([name, value]);
+  let headers: Headers = [...authHeaders(spec, target)];
+  // A route's own headers replace the browser's of the same name (a Host the issuer reads).
+  for (const [name, value] of Object.entries(spec.headers?.(target, random) ?? {})) {
+    if (value === undefined) continue;
+    headers = [...headers.filter(([existing]) => existing !== name), [name, value]];
+  }
   if (body) {
     headers.push([
       'content-type',

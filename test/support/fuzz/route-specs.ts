@@ -987,16 +987,43 @@ const authorizeFields = [
   'code_challenge_method',
 ].map((name) => field(name, strings));
 
-/** The OAuth routes: the authorization endpoint (a browser's), token and revocation (an app's). */
+/**
+ * Host values a parser lets through: without PUBLIC_ORIGIN the OAuth issuer (the metadata's
+ * URLs, the `iss` of authorization responses) is the origin the request names.
+ */
+const hostileHosts = [
+  'gw.example.com',
+  'GW.Example.COM:443',
+  '[::1]:8080',
+  'evil.example/path?x=1#frag',
+  '"><script>alert(1)</script>',
+  'a b',
+  `${'h'.repeat(1000)}.example`,
+];
+const issuerHost = (target: FuzzTarget, random: Random): string =>
+  random.chance(0.5) ? target.host : random.pick(hostileHosts);
+
+/**
+ * The OAuth routes: the server's metadata, the authorization endpoint (a browser's), token and
+ * revocation (an app's).
+ */
 export const oauthRouteSpecs: readonly RouteSpec[] = [
+  {
+    method: 'GET',
+    path: '/.well-known/oauth-authorization-server',
+    auth: 'none',
+    weight: 1,
+    headers: (target, random) => ({ host: issuerHost(target, random) }),
+  },
   {
     method: 'GET',
     path: '/oauth/authorize',
     auth: 'session',
     weight: 3,
     query: oauthParameter,
-    headers: (_target, random) => ({
+    headers: (target, random) => ({
       accept: random.chance(0.5) ? 'text/html' : 'application/json',
+      ...(random.chance(0.2) && { host: issuerHost(target, random) }),
     }),
   },
   {
