@@ -392,7 +392,11 @@ async function assembleGateway(
   });
   const oauthClients = new OAuthClientAuthenticator(db);
   const dashboardAuth = new DashboardAuthenticator(db, sessions, {
-    allowedOrigins: config.DASHBOARD_ALLOWED_ORIGINS,
+    // The origin users reach the gateway at is its own, whatever Host a proxy passes on.
+    allowedOrigins: [
+      ...(config.PUBLIC_ORIGIN === undefined ? [] : [config.PUBLIC_ORIGIN]),
+      ...config.DASHBOARD_ALLOWED_ORIGINS,
+    ],
     insecure: config.DASHBOARD_INSECURE_COOKIES,
   });
   const routeDeps: RouteDeps = {

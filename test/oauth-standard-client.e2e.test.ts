@@ -479,4 +479,21 @@ describe('PUBLIC_ORIGIN', () => {
       /unexpected "iss" \(issuer\) response parameter value/,
     );
   });
+
+  it("is the dashboard's own origin too: its writes pass the Origin check, others do not", async () => {
+    const signIn = (origin: string) =>
+      fetch(`${behindProxy.url}/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', origin },
+        body: JSON.stringify({ email: 'nobody@example.test', password: 'not the password' }),
+      });
+    // past the Origin check: the sign-in itself fails
+    const fromPublic = await signIn(publicOrigin);
+    expect(fromPublic.status).toBe(401);
+    const elsewhere = await signIn('https://elsewhere.example.test');
+    expect(elsewhere.status).toBe(403);
+    expect(((await elsewhere.json()) as { error: { code: string } }).error.code).toBe(
+      'gw_origin_not_allowed',
+    );
+  });
 });
