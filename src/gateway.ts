@@ -376,6 +376,7 @@ async function assembleGateway(
     logger,
     shutdown: shutdownCut,
     settledCounter: metrics,
+    unpricedTierCounter: metrics,
   };
   const readiness: ReadinessProbe = {
     check: checkDependencies,

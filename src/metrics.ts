@@ -1,8 +1,9 @@
 // Prometheus metrics (GET /metrics): requests by route and status with their latency, and the
 // usage writer's progress: rows written, failed writes, dead letters, and records still waiting
 // in Redis; the settle spool: settles waiting on this instance's disk for Redis; the webhook
-// attempts and backlog; whether Redis and Postgres answer; and the settled requests by vendor
-// and end reason with what they cost, in nano-units of the currency.
+// attempts and backlog; whether Redis and Postgres answer; the settled requests by vendor
+// and end reason with what they cost, in nano-units of the currency; and the calls vendors
+// served at a tier gw does not price.
 //
 // Every label is bounded by the code (routes, statuses, vendors, end reasons, currencies): no
 // org, app, user, key or credential id ever becomes a label (one series per tenant would grow
@@ -103,6 +104,11 @@ export class GatewayMetrics {
     'gw_settled_requests_total',
     'Inference requests settled (charged and recorded, or spooled to be) by this instance, by vendor and end reason (docs/charging.md)',
     ['vendor', 'end_reason'],
+  );
+  private readonly vendorTierMismatches = this.counter(
+    'gw_vendor_tier_mismatches_total',
+    'Calls a vendor said it served at a tier gw does not price (a priority or flex tier, a fast speed, a pinned geography; usually the vendor account’s default), charged at the catalogue’s standard rates: one per field of the answer naming one, by provider, field (service_tier, speed, inference_geo) and tier (a value the field does not know: other)',
+    ['provider', 'field', 'tier'],
   );
   /** Exact sums (bigint nano-units) behind the cost counters, by their label values. */
   private readonly sellCostNano = new Map<string, bigint>();
@@ -230,6 +236,11 @@ export class GatewayMetrics {
     const key = `${record.currency}\u0000${record.route}`;
     this.sellCostNano.set(key, (this.sellCostNano.get(key) ?? 0n) + record.sellCostNano);
     this.vendorCostNano.set(key, (this.vendorCostNano.get(key) ?? 0n) + record.vendorCostNano);
+  }
+
+  /** Counts a tier a vendor served a call at that gw does not price (src/inference/unpriced-tiers.ts). */
+  unpricedTierServed(provider: string, field: string, tier: string): void {
+    this.vendorTierMismatches.inc({ provider, field, tier });
   }
 
   /**

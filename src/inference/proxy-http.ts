@@ -32,6 +32,7 @@ function createProxyPorts(deps: ProxyDeps): ProxyPorts {
     outputCounter: deps.services.tokenCounter,
     settle: (admission, outcome) => settleWithRetry(deps, admission, outcome),
     shutdown: deps.shutdown,
+    unpricedTierCounter: deps.unpricedTierCounter,
   };
 }
 

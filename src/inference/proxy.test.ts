@@ -162,6 +162,63 @@ describe('runProxy', () => {
     ]);
   });
 
+  it('counts and logs a call its vendor served at a tier gw does not price, charged as any other', async () => {
+    const flex = COMPLETION.replace('"choices"', '"service_tier":"flex","choices"');
+    const stream = [
+      'data: {"choices":[{"delta":{"content":"a"}}]}\n\n',
+      'data: {"service_tier":"priority","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":4}}\n\n',
+      'data: [DONE]\n\n',
+    ];
+    const vendor = new ScriptedVendor([
+      { status: 200, chunks: [COMPLETION] },
+      { status: 200, chunks: [flex] },
+      { status: 200, chunks: stream },
+    ]);
+    const counted: string[][] = [];
+    const ports = {
+      ...fakePorts(vendor, { secrets: { cred_1: 'sk-vendor-secret' } }),
+      unpricedTierCounter: {
+        unpricedTierServed: (...labels: string[]) => void counted.push(labels),
+      },
+    };
+    const byok = (stream: boolean) => ({
+      ...request(stream),
+      admission: admission({ call: chatExchange(stream), credentialId: 'cred_1' }),
+    });
+    await runProxy(ports, byok(false), new FakeClient());
+    expect(counted).toEqual([]); // no tier named: the standard one
+    await runProxy(ports, byok(false), new FakeClient());
+    await runProxy(ports, byok(true), new FakeClient());
+    expect(counted).toEqual([
+      ['vendor_b', 'service_tier', 'flex'],
+      ['vendor_b', 'service_tier', 'priority'],
+    ]);
+    const charged = ports.settled.map(({ inputTokens, outputTokens, credentialId }) => ({
+      inputTokens,
+      outputTokens,
+      credentialId,
+    }));
+    expect(new Set(charged.map((charge) => JSON.stringify(charge))).size).toBe(1);
+    expect(charged[0]).toEqual({ inputTokens: 9, outputTokens: 4, credentialId: 'cred_1' });
+    const warnings = ports.logged.filter((line) => JSON.stringify(line).includes('tier gw does'));
+    expect(warnings).toEqual([
+      [
+        {
+          requestId: 'req_1',
+          orgId: 'org_1',
+          model: 'vendor_b/gpt-4o-mini',
+          provider: 'vendor_b',
+          route: 'byok',
+          credentialId: 'cred_1',
+          reported: { service_tier: 'flex' },
+        },
+        'vendor served the call at a tier gw does not price; charged at the catalogue rates',
+      ],
+      [expect.objectContaining({ reported: { service_tier: 'priority' } }), expect.any(String)],
+    ]);
+    expect(JSON.stringify(ports.logged)).not.toContain('sk-vendor-secret');
+  });
+
   it('closes a truncated stream without the terminal event and charges the counted text', async () => {
     const ports = fakePorts(
       new ScriptedVendor([

@@ -6,6 +6,7 @@
 import type { ErrorCode, GwError } from '../errors.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
 import type { UpstreamExchange } from '../protocols/common/exchange.js';
+import type { UnpricedTier } from '../protocols/common/served-tiers.js';
 import type { Logger } from '../log.js';
 import type { SystemRoutes } from '../providers/system-routes.js';
 import type { UpstreamCall, UpstreamClient } from '../providers/upstream.js';
@@ -16,6 +17,7 @@ import { readJsonAnswer, relayStreamAnswer, type StreamSink } from './relay.js';
 import type { RequestOutcome } from './settlement.js';
 import type { SettledCounter } from './settle-retry.js';
 import type { ShutdownWatch } from './shutdown-cut.js';
+import { reportUnpricedTiers, type UnpricedTierCounter } from './unpriced-tiers.js';
 
 /** The gateway's services the inference routes hand the proxy step (ports are built from them). */
 export interface ProxyDeps {
@@ -27,6 +29,8 @@ export interface ProxyDeps {
   readonly shutdown?: ShutdownWatch;
   /** Counts the settled requests and their costs (the metrics). */
   readonly settledCounter?: SettledCounter;
+  /** Counts the calls vendors served at a tier gw does not price (the metrics). */
+  readonly unpricedTierCounter?: UnpricedTierCounter;
 }
 
 /** The codes the proxy step answers with (for the routes' declarations). */
@@ -45,6 +49,8 @@ export interface ProxyPorts extends DispatchPorts {
   readonly settle: (admission: Admission, outcome: RequestOutcome) => Promise<void>;
   /** The shutdown cut to watch (none: the call runs to its end). */
   readonly shutdown?: ShutdownWatch;
+  /** Counts the tiers vendors served calls at that gw does not price (none: logged only). */
+  readonly unpricedTierCounter?: UnpricedTierCounter;
 }
 
 export interface ProxyRequest {
@@ -123,6 +129,13 @@ export async function runProxy(
     });
   };
 
+  // The vendor's own word on the tier it served the call at (decision 342): charges unchanged.
+  const noteServedTiers = (tiers: readonly UnpricedTier[] | undefined): void => {
+    if (!tiers) return;
+    const served = { admission, provider: exchange.vendorLabel, credentialId };
+    reportUnpricedTiers(ports, served, tiers);
+  };
+
   try {
     const dispatched = await dispatchWithFailover(ports, admission, exchange, dispatchClient);
     credentialId = dispatched.credentialId;
@@ -142,10 +155,12 @@ export async function runProxy(
         shutdown,
       );
       await settle(relayed.end);
+      noteServedTiers(relayed.unpricedTiers);
       return { kind: 'stream_end', finalEvent: relayed.finalEvent };
     }
     const answered = await readJsonAnswer(exchange, dispatched.response, dispatchClient);
     await settle(answered.end);
+    noteServedTiers(answered.unpricedTiers);
     if (answered.reply === null) return { kind: 'client_gone' };
     return 'body' in answered.reply
       ? { kind: 'json', body: answered.reply.body }

@@ -5,6 +5,7 @@ import { errorBody, gwError, type ErrorFlavor, type GwError } from '../errors.js
 import type { HttpResponse } from '../http/types.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
 import type { StreamRelay, UpstreamExchange } from '../protocols/common/exchange.js';
+import type { UnpricedTier } from '../protocols/common/served-tiers.js';
 import type { UpstreamResponse } from '../providers/upstream.js';
 import type { ObservedUsage, RequestEnd } from './charging-policy.js';
 import { shutdownError, type ShutdownWatch } from './shutdown-cut.js';
@@ -12,7 +13,12 @@ import { shutdownError, type ShutdownWatch } from './shutdown-cut.js';
 /** The client connection as a stream relay needs it. */
 export type StreamSink = Pick<HttpResponse, 'aborted' | 'writeHead' | 'write' | 'drained'>;
 
-export interface JsonRelayed {
+/** The tiers a vendor's answer named that gw's prices do not cover (decision 342). */
+interface ServedAs {
+  readonly unpricedTiers?: readonly UnpricedTier[] | undefined;
+}
+
+export interface JsonRelayed extends ServedAs {
   readonly end: RequestEnd;
   /** The client's body, an error for the client, or null when the client is gone. */
   readonly reply: { readonly body: Uint8Array | string } | GwError | null;
@@ -61,6 +67,7 @@ export async function readJsonAnswer(
       usage: { reported: exchange.readJsonUsage(payload) },
     },
     reply: { body: exchange.translateJson(payload, bytes) },
+    unpricedTiers: exchange.readJsonUnpricedTiers(payload),
   };
 }
 
@@ -71,7 +78,7 @@ const SSE_HEADERS = {
 } as const;
 const KEEP_ALIVE_INTERVAL_MS = 15_000;
 
-export interface StreamRelayed {
+export interface StreamRelayed extends ServedAs {
   readonly end: RequestEnd;
   /** The terminal event to write after settlement (null: close without it). */
   readonly finalEvent: string | null;
@@ -142,11 +149,14 @@ export async function relayStreamAnswer(
       : await outputCounter.countOutput(relay.producedText),
   };
   const upstreamStatus = upstreamResponse.statusCode;
+  // Named before the stream broke or not, it is how the vendor served (and bills) the call.
+  const unpricedTiers = relay.unpricedTiers;
   const cause = streamBreak(relay, sink, upstreamFailure, shutdown?.cut === true);
   if (cause === undefined) {
     return {
       end: { kind: 'completed', upstreamStatus, stream: true, usage },
       finalEvent: relay.finalEvent,
+      unpricedTiers,
     };
   }
   // Closed without the terminal event: the client knows the stream is incomplete. A cut at
@@ -156,7 +166,11 @@ export async function relayStreamAnswer(
     cause === 'shutdown'
       ? streamErrorEvent(shutdownError(exchange.vendorLabel), exchange.errorFlavor)
       : null;
-  return { end: { kind: 'answer_broken', upstreamStatus, cause, usage }, finalEvent };
+  return {
+    end: { kind: 'answer_broken', upstreamStatus, cause, usage },
+    finalEvent,
+    unpricedTiers,
+  };
 }
 
 /** An error as a stream's error event: the messages protocol's `event: error`, else a `data:` error. */

@@ -1,19 +1,35 @@
 // Which fault a mock vendor plays for one request. Decided by the API key (so every gateway
 // instance and test sees the same behaviour), by directives in the last user message (so tests
 // can drive faults through a gateway that passes the body through), and by the fault-rate knob.
-import type { JsonObject, MockErrorFault, MockFault, MockPlayedFault } from './types.js';
+// The directives also set the answer's length, its latency, and the tier it says it served at.
+import type {
+  JsonObject,
+  MockErrorFault,
+  MockFault,
+  MockPlayedFault,
+  MockServedAs,
+} from './types.js';
 import { isJsonContainer } from '../json-shapes.js';
 
 export interface MockDirectives {
   readonly fault: MockFault | undefined;
   readonly outputTokens: number | undefined;
   readonly latencyMs: number | undefined;
+  readonly servedAs: MockServedAs;
 }
+
+/** The vendor's standard tier, speed and geography. */
+const STANDARD_SERVICE: MockServedAs = {
+  serviceTier: undefined,
+  speed: undefined,
+  inferenceGeo: undefined,
+};
 
 const NO_DIRECTIVES: MockDirectives = {
   fault: undefined,
   outputTokens: undefined,
   latencyMs: undefined,
+  servedAs: STANDARD_SERVICE,
 };
 
 const DIRECTIVE_FAULTS: ReadonlySet<string> = new Set([
@@ -29,10 +45,18 @@ const DIRECTIVE_FAULTS: ReadonlySet<string> = new Set([
 const FAULT_DIRECTIVE = /mock:fault=([a-z_]+)/;
 const OUTPUT_TOKENS_DIRECTIVE = /mock:output_tokens=(\d+)/;
 const LATENCY_DIRECTIVE = /mock:latency_ms=(\d+)/;
+// Lower-case words only: the value is written into the answer's JSON as it is.
+const SERVICE_TIER_DIRECTIVE = /mock:service_tier=([a-z_]+)/;
+const SPEED_DIRECTIVE = /mock:speed=([a-z_]+)/;
+const INFERENCE_GEO_DIRECTIVE = /mock:inference_geo=([a-z_]+)/;
 
-/** Directives like `mock:fault=cut_stream mock:output_tokens=5 mock:latency_ms=200`. */
+/**
+ * Directives like `mock:fault=cut_stream mock:output_tokens=5 mock:latency_ms=200`, and
+ * `mock:service_tier=priority mock:speed=fast mock:inference_geo=us` for the tier the answer
+ * names.
+ */
 export function readDirectives(text: string): MockDirectives {
-  // Most requests carry none: one substring scan instead of three regexes.
+  // Most requests carry none: one substring scan instead of the regexes.
   if (!text.includes('mock:')) return NO_DIRECTIVES;
   const fault = FAULT_DIRECTIVE.exec(text)?.[1];
   const outputTokens = OUTPUT_TOKENS_DIRECTIVE.exec(text)?.[1];
@@ -41,6 +65,11 @@ export function readDirectives(text: string): MockDirectives {
     fault: fault !== undefined && DIRECTIVE_FAULTS.has(fault) ? (fault as MockFault) : undefined,
     outputTokens: outputTokens === undefined ? undefined : Number(outputTokens),
     latencyMs: latencyMs === undefined ? undefined : Number(latencyMs),
+    servedAs: {
+      serviceTier: SERVICE_TIER_DIRECTIVE.exec(text)?.[1],
+      speed: SPEED_DIRECTIVE.exec(text)?.[1],
+      inferenceGeo: INFERENCE_GEO_DIRECTIVE.exec(text)?.[1],
+    },
   };
 }
 

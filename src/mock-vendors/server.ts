@@ -141,6 +141,7 @@ export async function startMockVendors(input: MockVendorOptions = {}): Promise<R
         outputTokens: maxTokens === undefined ? wantedTokens : Math.min(wantedTokens, maxTokens),
         limitedByMax: maxTokens !== undefined && maxTokens < wantedTokens,
         maxTokens,
+        servedAs: directives.servedAs,
       };
       if (body.stream !== true) {
         if (fault === 'cut_stream') return exchange.close();

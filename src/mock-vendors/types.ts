@@ -38,6 +38,16 @@ export interface MockError {
   readonly body: string;
 }
 
+/**
+ * How the answer says the call was served, when a test asks for a tier other than the
+ * vendor's standard one (`mock:service_tier=…`, `mock:speed=…`, `mock:inference_geo=…`).
+ */
+export interface MockServedAs {
+  readonly serviceTier: string | undefined;
+  readonly speed: string | undefined;
+  readonly inferenceGeo: string | undefined;
+}
+
 /** What to generate for one completion request, decided before any protocol rendering. */
 export interface AnswerPlan {
   readonly body: JsonObject;
@@ -49,6 +59,8 @@ export interface AnswerPlan {
   readonly limitedByMax: boolean;
   /** The max tokens the request allows, if it set one (a longer tool call becomes text). */
   readonly maxTokens: number | undefined;
+  /** The tier, speed and geography the answer names (undefined: the vendor's standard). */
+  readonly servedAs: MockServedAs;
 }
 
 /** One vendor's wire format, as the server needs it. */

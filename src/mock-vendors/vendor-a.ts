@@ -20,6 +20,7 @@ import type {
   MockErrorFault,
   MockHeaders,
   MockProtocol,
+  MockServedAs,
   StreamEvents,
 } from './types.js';
 
@@ -90,9 +91,18 @@ function chosenTool(body: JsonObject): OfferedTool | undefined {
 const plannedToolCall = (plan: AnswerPlan): ToolCallOutput | undefined =>
   fittingToolCall(chosenTool(plan.body), plan.maxTokens);
 
-const usageOf = (inputTokens: number, outputTokens: number): string =>
-  `{"input_tokens":${inputTokens},"cache_creation_input_tokens":0,` +
-  `"cache_read_input_tokens":0,"output_tokens":${outputTokens},"service_tier":"standard"}`;
+/**
+ * How the usage says the call was served: the standard tier, unless the request's directives
+ * name another tier, a speed or a geography (the directive's value is lower-case letters).
+ */
+const servedFields = ({ serviceTier, speed, inferenceGeo }: MockServedAs): string =>
+  `"service_tier":"${serviceTier ?? 'standard'}"` +
+  (speed === undefined ? '' : `,"speed":"${speed}"`) +
+  (inferenceGeo === undefined ? '' : `,"inference_geo":"${inferenceGeo}"`);
+
+const usageOf = (plan: AnswerPlan, outputTokens: number): string =>
+  `{"input_tokens":${plan.inputTokens},"cache_creation_input_tokens":0,` +
+  `"cache_read_input_tokens":0,"output_tokens":${outputTokens},${servedFields(plan.servedAs)}}`;
 
 function completion(plan: AnswerPlan): string {
   const call = plannedToolCall(plan);
@@ -110,7 +120,7 @@ function completion(plan: AnswerPlan): string {
     stop_sequence: null,
   };
   const outputTokens = call ? call.outputTokens : plan.outputTokens;
-  return withUsageJson(message, usageOf(plan.inputTokens, outputTokens));
+  return withUsageJson(message, usageOf(plan, outputTokens));
 }
 
 const wordEvent = renderedWords(
@@ -129,7 +139,7 @@ function streamEvents(plan: AnswerPlan): StreamEvents {
     'event: message_start\ndata: {"type":"message_start","message":' +
       `{"id":"${mockId('msg_')}","type":"message","role":"assistant",` +
       `"model":${JSON.stringify(plan.model)},"content":[],"stop_reason":null,` +
-      `"stop_sequence":null,"usage":${usageOf(plan.inputTokens, 1)}}}\n\n`,
+      `"stop_sequence":null,"usage":${usageOf(plan, 1)}}}\n\n`,
   ];
   let stopReason: string;
   let outputTokens: number;

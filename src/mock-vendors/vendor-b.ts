@@ -122,6 +122,12 @@ function usageOf(plan: AnswerPlan, completionTokens: number): string {
   );
 }
 
+/**
+ * The tier the answer (and every chunk) says it was served at: `default`, unless the request's
+ * `mock:service_tier=…` directive names another (lower-case letters).
+ */
+const servedTier = (plan: AnswerPlan): string => plan.servedAs.serviceTier ?? 'default';
+
 /** Choices asked for by `n` (1 to 128; anything else: 1). */
 function choiceCount(body: JsonObject): number {
   const n = body.n;
@@ -166,6 +172,7 @@ function completion(plan: AnswerPlan): string {
       logprobs: null,
       finish_reason: finishReason,
     })),
+    service_tier: servedTier(plan),
     system_fingerprint: SYSTEM_FINGERPRINT,
   };
   return withUsageJson(answer, usageOf(plan, completionTokens * choices));
@@ -179,7 +186,7 @@ function streamEvents(plan: AnswerPlan): StreamEvents {
   const head =
     `data: {"id":"${mockId('chatcmpl-')}","object":"chat.completion.chunk",` +
     `"created":${Math.floor(Date.now() / 1000)},"model":${JSON.stringify(plan.model)},` +
-    `"system_fingerprint":"${SYSTEM_FINGERPRINT}"`;
+    `"service_tier":"${servedTier(plan)}","system_fingerprint":"${SYSTEM_FINGERPRINT}"`;
   const choiceHead = `${head},"choices":[{"index":0,"delta":`;
   // With include_usage every chunk carries "usage":null until the usage chunk.
   const tail = wantsUsage ? '}],"usage":null}\n\n' : '}]}\n\n';

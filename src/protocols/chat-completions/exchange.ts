@@ -3,7 +3,7 @@
 import type { ChatCall, UpstreamExchange, WireEndpoint } from '../common/exchange.js';
 import { buildChatCompletionsBody, CHAT_COMPLETIONS_PATH } from './request.js';
 import { ChatCompletionsStreamRelay } from './stream-relay.js';
-import { readChatCompletionsUsage } from './usage.js';
+import { readChatCompletionsUnpricedTiers, readChatCompletionsUsage } from './usage.js';
 
 export function chatCompletionsExchange(endpoint: WireEndpoint, call: ChatCall): UpstreamExchange {
   // The closures read fields, not `call`: a closure over `call` would keep the client's parsed
@@ -18,6 +18,7 @@ export function chatCompletionsExchange(endpoint: WireEndpoint, call: ChatCall):
       stream: call.stream,
     }),
     errorFlavor: 'default',
+    readJsonUnpricedTiers: readChatCompletionsUnpricedTiers,
     readJsonUsage: readChatCompletionsUsage,
     translateJson: (_payload, rawBytes) => rawBytes,
     createStreamRelay: () => new ChatCompletionsStreamRelay(clientWantsUsage),

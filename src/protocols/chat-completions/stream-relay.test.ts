@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { UNPARSED_CHUNKS_MAX_BYTES, ChatCompletionsStreamRelay } from './stream-relay.js';
+import { readChatCompletionsUnpricedTiers } from './usage.js';
 
 const encoder = new TextEncoder();
 const chunk = (body: Record<string, unknown>) => `data: ${JSON.stringify(body)}\n\n`;
@@ -132,5 +133,37 @@ describe('vendor_b stream relay', () => {
       webSearchRequests: 0,
     });
     expect(relay.producedText).toEqual(['!']);
+  });
+});
+
+describe('the tier vendor_b says it served at (decision 342)', () => {
+  const served = (serviceTier: unknown) => ({
+    object: 'chat.completion.chunk',
+    service_tier: serviceTier,
+    choices: [],
+    usage: { prompt_tokens: 7, completion_tokens: 3 },
+  });
+
+  it('names a JSON answer served at a tier other than default; auto is a request value', () => {
+    expect(readChatCompletionsUnpricedTiers({ service_tier: 'default' })).toBeUndefined();
+    expect(readChatCompletionsUnpricedTiers({ service_tier: null })).toBeUndefined();
+    expect(readChatCompletionsUnpricedTiers({ object: 'chat.completion' })).toBeUndefined();
+    expect(readChatCompletionsUnpricedTiers({ service_tier: 'flex' })).toEqual([
+      { field: 'service_tier', reported: 'flex', tier: 'flex' },
+    ]);
+    expect(readChatCompletionsUnpricedTiers({ service_tier: 'auto' })).toEqual([
+      { field: 'service_tier', reported: 'auto', tier: 'other' },
+    ]);
+  });
+
+  it('reads the tier of a stream from its usage chunk, the one chunk it parses', () => {
+    const relay = new ChatCompletionsStreamRelay(false);
+    relay.push(encoder.encode(content('a') + chunk(served('priority')) + 'data: [DONE]\n\n'));
+    expect(relay.unpricedTiers).toEqual([
+      { field: 'service_tier', reported: 'priority', tier: 'priority' },
+    ]);
+    const standard = new ChatCompletionsStreamRelay(false);
+    standard.push(encoder.encode(content('a') + chunk(served('default')) + 'data: [DONE]\n\n'));
+    expect(standard.unpricedTiers).toBeUndefined();
   });
 });

@@ -2,9 +2,11 @@
 // the usage chunk when the client did not ask for it, and holds back `data: [DONE]` — the
 // route writes it after settling, so a client that saw [DONE] always has a usage record.
 import { EventRelay, parseEventData } from '../common/event-relay.js';
+import type { UnpricedTier } from '../common/served-tiers.js';
 import type { SseEvent } from '../common/sse.js';
 import type { TokenUsage } from '../common/usage.js';
-import { readChatCompletionsUsage } from './usage.js';
+import { isJsonObject } from '../../json-shapes.js';
+import { chatCompletionsTierTracker, readChatCompletionsUsage } from './usage.js';
 
 export const DONE_EVENT = 'data: [DONE]\n\n';
 
@@ -39,12 +41,18 @@ export class ChatCompletionsStreamRelay extends EventRelay {
   readonly finalEvent = DONE_EVENT;
   /** Usage reported by the vendor (the final chunk), once seen. */
   usage: TokenUsage | undefined;
+  /** The tier the parsed chunks name (the usage chunk names it, as every chunk does). */
+  private readonly servedTier = chatCompletionsTierTracker();
   /** Data of the chunks relayed and not yet read for text, in order (after earlier text). */
   private unparsedChunks: string[] = [];
   private unparsedBytes = 0;
 
   constructor(private readonly clientWantsUsage: boolean) {
     super();
+  }
+
+  get unpricedTiers(): UnpricedTier[] | undefined {
+    return this.servedTier.unpricedTiers;
   }
 
   /** Bytes of chunk data held unparsed: never more than UNPARSED_CHUNKS_MAX_BYTES. */
@@ -69,6 +77,7 @@ export class ChatCompletionsStreamRelay extends EventRelay {
     if (!mayCarryUsage(event.data)) return event.raw;
     const chunk = parseEventData(event);
     if (chunk === undefined) return event.raw; // not ours to judge: pass it through
+    if (isJsonObject(chunk)) this.servedTier.observe(chunk);
     const usage = readChatCompletionsUsage(chunk);
     if (usage) {
       this.usage = usage;

@@ -1,4 +1,10 @@
-// Reads token usage from chat-completions answers.
+// Reads token usage, and the tier the vendor served at, from chat-completions answers.
+import {
+  ServedTierTracker,
+  unpricedTiers,
+  type ServedTierField,
+  type UnpricedTier,
+} from '../common/served-tiers.js';
 import { isTokenCount, type TokenUsage } from '../common/usage.js';
 import { isJsonContainer } from '../../json-shapes.js';
 
@@ -30,3 +36,21 @@ export function readChatCompletionsUsage(payload: unknown): TokenUsage | undefin
     webSearchRequests: 0,
   };
 }
+
+/**
+ * The tier a chat-completions vendor names on its answer and on every stream chunk (the usage
+ * chunk too): `service_tier`, the tier it served at. `default` is the standard rates; `auto`
+ * is a request's value, so an answer naming it is not read as standard (decision 342).
+ */
+const SERVED_TIERS: readonly ServedTierField[] = [
+  { field: 'service_tier', standard: ['default'], known: ['flex', 'scale', 'priority'] },
+];
+
+/** The tier a chat.completion object or chunk names, if gw's prices do not cover it. */
+export function readChatCompletionsUnpricedTiers(payload: unknown): UnpricedTier[] | undefined {
+  return unpricedTiers(SERVED_TIERS, payload);
+}
+
+/** Follows the tier a stream's parsed chunks name. */
+export const chatCompletionsTierTracker = (): ServedTierTracker =>
+  new ServedTierTracker(SERVED_TIERS);

@@ -7,7 +7,7 @@ import {
   type WireEndpoint,
 } from '../common/exchange.js';
 import { MESSAGES_PATH } from '../messages/request.js';
-import { readMessagesUsage } from '../messages/usage.js';
+import { readMessagesUnpricedTiers, readMessagesUsage } from '../messages/usage.js';
 import { chatToMessagesBody } from './chat-to-messages.js';
 import { MessagesToChatStreamRelay, messageToChatCompletion } from './messages-to-chat.js';
 
@@ -26,6 +26,7 @@ export function chatOverMessagesExchange(endpoint: WireEndpoint, call: ChatCall)
       }),
     ),
     errorFlavor: 'default',
+    readJsonUnpricedTiers: readMessagesUnpricedTiers,
     readJsonUsage: readMessagesUsage,
     translateJson: (payload) =>
       JSON.stringify(

@@ -3,6 +3,7 @@
 // parsing the event's JSON with `parseEventData` when it needs it); this class does the SSE
 // parsing and the bookkeeping.
 import type { StreamRelay } from './exchange.js';
+import type { UnpricedTier } from './served-tiers.js';
 import { SseParser, type SseEvent } from './sse.js';
 import type { TokenUsage } from './usage.js';
 
@@ -18,6 +19,7 @@ export function parseEventData(event: SseEvent): unknown {
 export abstract class EventRelay implements StreamRelay {
   abstract readonly finalEvent: string;
   abstract readonly usage: TokenUsage | undefined;
+  abstract readonly unpricedTiers: readonly UnpricedTier[] | undefined;
   /** Generated text as relayed, for relays that collect it event by event. */
   protected readonly relayedText: string[] = [];
   done = false;

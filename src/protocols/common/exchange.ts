@@ -5,6 +5,7 @@
 // before the hold is placed (its body is serialised then: whatever can fail, fails before money
 // moves); only the headers wait for the route, whose key the reserve or a failover picks.
 import type { ErrorFlavor, GwError } from '../../errors.js';
+import type { UnpricedTier } from './served-tiers.js';
 import type { PromptTokens, TokenUsage } from './usage.js';
 
 export interface StreamRelay {
@@ -25,6 +26,11 @@ export interface StreamRelay {
    * counted (decision 327). Absent: the protocol's vendor runs no search.
    */
   readonly countedWebSearches?: number;
+  /**
+   * The tiers the stream's events named that gw's prices do not cover (a priority tier, a
+   * pinned geography: decision 342), read from events parsed for their usage; undefined: none.
+   */
+  readonly unpricedTiers: readonly UnpricedTier[] | undefined;
   /** True once the vendor's stream completed (its terminal event arrived). */
   readonly done: boolean;
   /** True once the vendor sent an error event inside the stream. */
@@ -50,6 +56,8 @@ export interface UpstreamExchange {
   readonly errorFlavor: ErrorFlavor;
   /** Usage of a JSON answer, if reported. */
   readJsonUsage(payload: unknown): TokenUsage | undefined;
+  /** The tiers a JSON answer names that gw's prices do not cover (undefined: none). */
+  readJsonUnpricedTiers(payload: unknown): readonly UnpricedTier[] | undefined;
   /** The client's JSON body for the vendor's JSON answer (identity for native routes). */
   translateJson(payload: unknown, rawBytes: Buffer): Uint8Array | string;
   createStreamRelay(): StreamRelay;

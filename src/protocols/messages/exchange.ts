@@ -8,7 +8,7 @@ import {
 } from '../common/exchange.js';
 import { MESSAGES_PATH } from './request.js';
 import { MessagesStreamRelay } from './stream-relay.js';
-import { readMessagesUsage } from './usage.js';
+import { readMessagesUnpricedTiers, readMessagesUsage } from './usage.js';
 
 export function messagesExchange(endpoint: WireEndpoint, call: MessagesCall): UpstreamExchange {
   // The closures read fields, not `call` (see chat-completions/exchange.ts).
@@ -21,6 +21,7 @@ export function messagesExchange(endpoint: WireEndpoint, call: MessagesCall): Up
       Object.assign({}, call.body, { model: call.upstreamModel, max_tokens: call.maxTokens }),
     ),
     errorFlavor: 'messages',
+    readJsonUnpricedTiers: readMessagesUnpricedTiers,
     readJsonUsage: readMessagesUsage,
     translateJson: (_payload, rawBytes) => rawBytes,
     createStreamRelay: () => new MessagesStreamRelay(),

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { MessagesStreamUsage, readMessagesUsage } from './usage.js';
+import { MessagesToChatStreamRelay } from '../chat-over-messages/messages-to-chat.js';
+import { MessagesStreamUsage, readMessagesUnpricedTiers, readMessagesUsage } from './usage.js';
 import { promptCacheWrite, serverToolCosts } from './request.js';
 import { MessagesStreamRelay } from './stream-relay.js';
 
@@ -282,6 +283,63 @@ describe('the output a messages stream relayed', () => {
       ]),
     );
     expect(relay.producedText).toEqual(['first, ', 'ok', '{"a":1}']);
+  });
+});
+
+describe('the tier vendor_a says it served at (decision 342)', () => {
+  const sse = (events: object[]): Uint8Array =>
+    Buffer.from(events.map((event) => `data: ${JSON.stringify(event)}\n\n`).join(''));
+  const standard = { service_tier: 'standard', inference_geo: 'not_available', speed: 'standard' };
+
+  it('names what a JSON answer reports beyond the standard tier, speed and geography', () => {
+    const tiers = (usage: Record<string, unknown>) =>
+      readMessagesUnpricedTiers({ usage: { input_tokens: 1, output_tokens: 1, ...usage } });
+    expect(tiers(standard)).toBeUndefined();
+    expect(tiers({ inference_geo: 'global' })).toBeUndefined();
+    expect(tiers({})).toBeUndefined();
+    expect(readMessagesUnpricedTiers({ id: 'msg' })).toBeUndefined();
+    expect(tiers({ service_tier: 'priority', speed: 'fast', inference_geo: 'us' })).toEqual([
+      { field: 'service_tier', reported: 'priority', tier: 'priority' },
+      { field: 'speed', reported: 'fast', tier: 'fast' },
+      { field: 'inference_geo', reported: 'us', tier: 'us' },
+    ]);
+    expect(tiers({ service_tier: 'batch', inference_geo: 'eu' })).toEqual([
+      { field: 'service_tier', reported: 'batch', tier: 'batch' },
+      { field: 'inference_geo', reported: 'eu', tier: 'other' },
+    ]);
+  });
+
+  it('reads a stream from message_start, message_delta naming it again or not', () => {
+    for (const relay of [
+      new MessagesStreamRelay(),
+      new MessagesToChatStreamRelay('vendor_a', false),
+    ]) {
+      relay.push(
+        sse([
+          {
+            type: 'message_start',
+            message: { usage: { input_tokens: 10, service_tier: 'priority', inference_geo: 'us' } },
+          },
+          { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'ok' } },
+          {
+            type: 'message_delta',
+            delta: {},
+            usage: { output_tokens: 1, inference_geo: 'global' },
+          },
+        ]),
+      );
+      expect(relay.unpricedTiers).toEqual([
+        { field: 'service_tier', reported: 'priority', tier: 'priority' },
+      ]);
+    }
+    const standardStream = new MessagesStreamRelay();
+    standardStream.push(
+      sse([
+        { type: 'message_start', message: { usage: { input_tokens: 10, ...standard } } },
+        { type: 'message_delta', delta: {}, usage: { output_tokens: 1 } },
+      ]),
+    );
+    expect(standardStream.unpricedTiers).toBeUndefined();
   });
 });
 

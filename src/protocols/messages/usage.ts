@@ -1,5 +1,12 @@
-// Reads token usage from messages-protocol answers and stream events.
+// Reads token usage, and the tier the vendor served at, from messages-protocol answers and
+// stream events.
 import { EventRelay } from '../common/event-relay.js';
+import {
+  ServedTierTracker,
+  unpricedTiers,
+  type ServedTierField,
+  type UnpricedTier,
+} from '../common/served-tiers.js';
 import { isTokenCount, withOutput, type PromptTokens, type TokenUsage } from '../common/usage.js';
 import { isJsonContainer, isJsonObject } from '../../json-shapes.js';
 
@@ -96,6 +103,25 @@ function promptTokens(usage: UsageShape): PromptTokens | undefined {
   };
 }
 
+/**
+ * How a messages-protocol vendor says it served a call, in the usage object (a JSON answer's,
+ * and a stream's `message_start` and `message_delta`): `service_tier` (`priority` and `batch`
+ * bill at other rates), `speed` (`fast`: several times the token rates) and `inference_geo`
+ * (`us`: a premium; `not_available` is a model that cannot be pinned, served and billed as
+ * `global`). gw prices the standard tier, speed and geography (decision 342).
+ */
+const SERVED_TIERS: readonly ServedTierField[] = [
+  { field: 'service_tier', standard: ['standard'], known: ['priority', 'batch'] },
+  { field: 'speed', standard: ['standard'], known: ['fast'] },
+  { field: 'inference_geo', standard: ['global', 'not_available'], known: ['us'] },
+];
+
+/** The tiers a whole `message` object's usage names, if gw's prices do not cover them. */
+export function readMessagesUnpricedTiers(payload: unknown): UnpricedTier[] | undefined {
+  if (!isJsonContainer(payload)) return undefined;
+  return unpricedTiers(SERVED_TIERS, (payload as { usage?: unknown }).usage);
+}
+
 /** Usage of a whole `message` object, if present and well-formed. */
 export function readMessagesUsage(payload: unknown): TokenUsage | undefined {
   if (!isJsonContainer(payload)) return undefined;
@@ -133,6 +159,8 @@ export class MessagesStreamUsage {
    * missed.
    */
   searchesSeen = 0;
+  /** The tier, speed and geography the usage objects named (message_start names them). */
+  readonly servedTier = new ServedTierTracker(SERVED_TIERS);
 
   observe(event: {
     type?: unknown;
@@ -167,6 +195,7 @@ export class MessagesStreamUsage {
 
   /** The counts message_start and message_delta may both name (cumulative, like the output). */
   private observePrompt(usage: UsageShape): void {
+    this.servedTier.observe(usage as Readonly<Record<string, unknown>>);
     const searches = namedNestedCount(usage.server_tool_use, 'web_search_requests');
     this.observeCount('server_tool_use', searches, (count) => {
       this.webSearchRequests = count;
@@ -213,5 +242,9 @@ export abstract class MessagesUsageRelay extends EventRelay {
 
   get countedWebSearches(): number {
     return this.tracker.searchesSeen;
+  }
+
+  get unpricedTiers(): UnpricedTier[] | undefined {
+    return this.tracker.servedTier.unpricedTiers;
   }
 }
