@@ -191,7 +191,8 @@ describe('what the pages say', () => {
       `${gateway.url}/dashboard/orgs/${org.org_id}/users/${granted.product_end_user_id}`,
     );
     await page.getByLabel('Amount').fill('2.25');
-    await page.getByRole('button', { name: 'Grant credits' }).click();
+    await page.getByRole('button', { name: 'Grant credits…' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Grant 2.25 USD' }).click();
     await page.getByText('Granted 2.25 USD.').waitFor();
     await page.getByRole('button', { name: 'Block…' }).click();
     await page.getByRole('dialog').waitFor();

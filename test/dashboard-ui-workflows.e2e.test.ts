@@ -295,10 +295,10 @@ describe('running an organization from the dashboard', () => {
 
     // a bad amount: said before anything is sent, nothing granted
     await page.getByLabel('Amount').fill('0');
-    await page.getByRole('button', { name: 'Grant credits' }).click();
+    await page.getByRole('button', { name: 'Grant credits…' }).click();
     await expect.poll(() => page.getByRole('alert').textContent()).toBe('Enter an amount above 0.');
     await page.getByLabel('Amount').fill('1,000');
-    await page.getByRole('button', { name: 'Grant credits' }).click();
+    await page.getByRole('button', { name: 'Grant credits…' }).click();
     await expect
       .poll(() => page.getByRole('alert').textContent())
       .toContain('no thousands separators');
@@ -319,7 +319,11 @@ describe('running an organization from the dashboard', () => {
 
     await page.getByLabel('Amount').fill('5.25');
     await page.getByLabel('Reason (optional)').fill('sorry for the outage');
-    await page.getByRole('button', { name: 'Grant credits' }).click();
+    await page.getByRole('button', { name: 'Grant credits…' }).click();
+    // granted once confirmed, in a dialog that says how much goes to whom
+    const confirmGrant = page.getByRole('dialog', { name: 'Grant 5.25 USD of credits?' });
+    expect(await confirmGrant.locator('.facts').innerText()).toContain('alice');
+    await confirmGrant.getByRole('button', { name: 'Grant 5.25 USD' }).click();
     await page.getByText('Granted 5.25 USD. Available credits now 5.25 USD.').waitFor();
     await expect.poll(() => credits.textContent()).toContain('Available5.25 USD');
     await expect.poll(() => allowance.textContent()).toContain('Plus credits5.25 USD');

@@ -15,10 +15,13 @@ import { expect } from 'vitest';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
-/** Screenshots land here (gitignored), to be looked at after a run. */
-export const SCREENSHOT_DIR = fileURLToPath(
-  new URL('../../test-results/dashboard/', import.meta.url),
-);
+/**
+ * Screenshots land here (gitignored), to be looked at after a run; DASHBOARD_SCREENSHOT_DIR
+ * puts them elsewhere (outside the checkout).
+ */
+export const SCREENSHOT_DIR =
+  process.env.DASHBOARD_SCREENSHOT_DIR ??
+  fileURLToPath(new URL('../../test-results/dashboard/', import.meta.url));
 
 export interface LaunchedBrowser {
   readonly browser: Browser;

@@ -25,7 +25,7 @@ import {
   useView,
   type View,
 } from './router.js';
-import { ErrorNote, Link, Loading, PageHeader } from './ui.js';
+import { ErrorNote, Link, Loading, PageHeader, Url } from './ui.js';
 
 type SessionState =
   | { readonly kind: 'checking' }
@@ -335,7 +335,7 @@ function NotFound({ orgId }: { orgId: string }) {
   return (
     <>
       <PageHeader title="Page not found">
-        The dashboard has no page at <code>{location.pathname}</code>.
+        The dashboard has no page at <Url value={location.pathname} />.
       </PageHeader>
       <p>
         <Link to={orgView(orgId)}>Go to the overview</Link>

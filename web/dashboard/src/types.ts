@@ -62,6 +62,12 @@ export interface IssuedKey {
   readonly key_hint: string;
 }
 
+/** A new API key as its create answer has it. */
+export interface CreatedApiKey extends IssuedKey {
+  /** Exact model ids of its policy the catalogue does not list: issued all the same. */
+  readonly warnings: readonly string[];
+}
+
 export interface ProductUserSummary {
   readonly product_end_user_id: string;
   readonly app_id: string;

@@ -50,7 +50,8 @@ export function Empty({ children }: { children: ComponentChildren }) {
   return <p class="empty">{children}</p>;
 }
 
-export function PageHeader(props: { title: string; children?: ComponentChildren }) {
+/** A page's heading (its title: text, or an id as <IdText> breaks it) and its lede. */
+export function PageHeader(props: { title: ComponentChildren; children?: ComponentChildren }) {
   return (
     <header class="page-header">
       <h1 tabIndex={-1}>{props.title}</h1>
@@ -66,7 +67,7 @@ export function PageHeader(props: { title: string; children?: ComponentChildren 
  * what had it when it opened.
  */
 export function Confirm<T>(props: {
-  title: string;
+  title: ComponentChildren;
   children: ComponentChildren;
   confirmLabel: string;
   write(): Promise<T>;
@@ -116,6 +117,20 @@ export function Confirm<T>(props: {
         </button>
       </div>
     </dialog>
+  );
+}
+
+/** Figures or settings, each a term and its value on one line (a card's, a confirmation's). */
+export function Facts({ children }: { children: ComponentChildren }) {
+  return <dl class="facts">{children}</dl>;
+}
+
+export function Fact({ term, children }: { term: string; children: ComponentChildren }) {
+  return (
+    <div>
+      <dt>{term}</dt>
+      <dd>{children}</dd>
+    </div>
   );
 }
 
@@ -321,20 +336,52 @@ export function Status({ value }: { value: string }) {
   return <span class={`status ${value}`}>{value}</span>;
 }
 
+/** Text in pieces, a line allowed to break only between two of them. */
+function Pieces({ pieces }: { pieces: readonly string[] }) {
+  return (
+    <>
+      {pieces.map((piece, index) => (
+        <Fragment key={index}>
+          {index > 0 && <wbr />}
+          {piece}
+        </Fragment>
+      ))}
+    </>
+  );
+}
+
 /**
  * A URL that may break across lines only after a `/`, `?`, `&` or `#` (never inside a host
  * name or a path segment), as code.
  */
 export function Url({ value }: { value: string }) {
-  const parts = value.split(/(?<=[/?&#])(?=[^/])/);
   return (
     <code class="url">
-      {parts.map((part, index) => (
-        <Fragment key={index}>
-          {index > 0 && <wbr />}
-          {part}
-        </Fragment>
-      ))}
+      <Pieces pieces={value.split(/(?<=[/?&#])(?=[^/])/)} />
+    </code>
+  );
+}
+
+/**
+ * Where an id (`pu_7Kx…`, an external user id such as `eu-west.acme:team_4/jane.doe@example.com`)
+ * may break: after a `/ _ - : ? & # = , |` and before a `. @ + ~`, each between a letter or
+ * digit and the next piece, so that a piece never starts or ends with a lone separator.
+ */
+const ID_BREAKS = /(?<=[/_:?&#=,|-])(?=[\p{L}\p{N}])|(?<=[\p{L}\p{N}])(?=[.@+~])/u;
+
+/**
+ * An id as text (in a heading): broken across lines at its separators only, where it does not
+ * fit on one (a piece longer than the line still breaks, as the last resort, within it).
+ */
+export function IdText({ value }: { value: string }) {
+  return <Pieces pieces={value.split(ID_BREAKS)} />;
+}
+
+/** An id as code, broken across lines at its separators only (see IdText). */
+export function Id({ value }: { value: string }) {
+  return (
+    <code class="id">
+      <IdText value={value} />
     </code>
   );
 }
@@ -352,7 +399,7 @@ export function CopyText(props: { value: string; label: string }) {
   };
   return (
     <span class="copy-text">
-      <code>{props.value}</code>{' '}
+      <Id value={props.value} />{' '}
       <button
         type="button"
         class="secondary small-button"
@@ -381,6 +428,8 @@ export function ShownOnce(props: {
   label?: string;
   noun?: string;
   warning?: ComponentChildren;
+  /** More about the value, under it (what to know about a new key). */
+  children?: ComponentChildren;
 }) {
   const label = props.label ?? 'New key';
   const noun = props.noun ?? 'key';
@@ -421,6 +470,7 @@ export function ShownOnce(props: {
         {copied === 'failed' &&
           `The browser did not allow copying: the ${noun} is selected, press Ctrl+C (⌘C).`}
       </p>
+      {props.children}
       <div class="actions">
         <button type="button" class="secondary" onClick={props.onDone}>
           I have stored it: hide the {noun}

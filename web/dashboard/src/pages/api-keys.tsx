@@ -7,12 +7,13 @@ import { ConnectionSelect } from '../connection-picker.js';
 import { useAction, usePaged } from '../hooks.js';
 import { connectionName, useConnectionsById, type OrgConnection } from '../org-data.js';
 import { navigate, orgView } from '../router.js';
-import type { ApiKeyRow, IssuedKey } from '../types.js';
+import type { ApiKeyRow, CreatedApiKey, IssuedKey } from '../types.js';
 import {
   Confirm,
   Empty,
   ErrorNote,
   formatTime,
+  Id,
   Link,
   ListTable,
   NameField,
@@ -59,7 +60,7 @@ function ApiKeysPage({ org, connectionId }: { org: OrgSummary; connectionId?: st
       />
       {connectionId && found.data && !connection && (
         <p class="error" role="alert">
-          This organization has no connection <code>{connectionId}</code>.
+          This organization has no connection <Id value={connectionId} />.
         </p>
       )}
       {connection && (
@@ -74,7 +75,12 @@ const keyName = (key: ApiKeyRow): string => key.name ?? key.key_hint;
 function ConnectionKeys({ connection, manage }: { connection: OrgConnection; manage: boolean }) {
   const base = `/dashboard/api/connections/${encodeURIComponent(connection.id)}/api-keys`;
   const list = usePaged<ApiKeyRow>(`${base}?limit=200`);
-  const [issued, setIssued] = useState<{ title: string; key: string } | null>(null);
+  const [issued, setIssued] = useState<{
+    title: string;
+    key: string;
+    /** What the API warned of when it issued the key (models the catalogue lacks). */
+    warnings?: readonly string[];
+  } | null>(null);
   const [rotating, setRotating] = useState<ApiKeyRow | null>(null);
   const [revoking, setRevoking] = useState<ApiKeyRow | null>(null);
   const active = connection.status === 'active';
@@ -82,13 +88,21 @@ function ConnectionKeys({ connection, manage }: { connection: OrgConnection; man
   return (
     <>
       {issued && (
-        <ShownOnce title={issued.title} value={issued.key} onDone={() => setIssued(null)} />
+        <ShownOnce title={issued.title} value={issued.key} onDone={() => setIssued(null)}>
+          {issued.warnings && issued.warnings.length > 0 && (
+            <PolicyWarnings warnings={issued.warnings} />
+          )}
+        </ShownOnce>
       )}
       {manage && active && (
         <CreateKey
           base={base}
           onCreated={(key, name) => {
-            setIssued({ title: `Your new API key${name ? ` “${name}”` : ''}`, key: key.key });
+            setIssued({
+              title: `Your new API key${name ? ` “${name}”` : ''}`,
+              key: key.key,
+              warnings: key.warnings,
+            });
             list.reload();
           }}
         />
@@ -176,7 +190,33 @@ function ConnectionKeys({ connection, manage }: { connection: OrgConnection; man
   );
 }
 
-function CreateKey(props: { base: string; onCreated(key: IssuedKey, name: string): void }) {
+/**
+ * What the API warned of when it issued a key (decision 338): its policy names a model id the
+ * catalogue does not list. The key is issued; it serves that model once the catalogue has it.
+ */
+function PolicyWarnings({ warnings }: { warnings: readonly string[] }) {
+  return (
+    <div class="warning" role="status">
+      <p>
+        <strong>
+          Issued, with {warnings.length === 1 ? 'a warning' : `${warnings.length} warnings`} about
+          its allowed models:
+        </strong>
+      </p>
+      <ul>
+        {warnings.map((warning) => (
+          <li key={warning}>{warning}</li>
+        ))}
+      </ul>
+      <p>
+        The ids gw serves are listed under Models &amp; prices (copy the key first: it is not shown
+        again). A key’s models do not change: for others, issue a new key and revoke this one.
+      </p>
+    </div>
+  );
+}
+
+function CreateKey(props: { base: string; onCreated(key: CreatedApiKey, name: string): void }) {
   const [name, setName] = useState('');
   const [policy, setPolicy] = useState('');
   const action = useAction();
@@ -187,7 +227,7 @@ function CreateKey(props: { base: string; onCreated(key: IssuedKey, name: string
       onSubmit={action.submit(
         () => {
           const patterns = modelPolicyOf(policy);
-          return api.post<IssuedKey>(props.base, {
+          return api.post<CreatedApiKey>(props.base, {
             ...(name.trim() && { name: name.trim() }),
             ...(patterns.length > 0 && { model_policy: patterns }),
           });
@@ -214,7 +254,7 @@ function CreateKey(props: { base: string; onCreated(key: IssuedKey, name: string
             id="key-policy"
             name="key-policy"
             aria-describedby="key-policy-hint"
-            placeholder="vendor_b/*, vendor_a/claude-x"
+            placeholder="vendor_b/*, vendor_a/claude-sonnet-4-5"
             value={policy}
             onInput={(event) => setPolicy(event.currentTarget.value)}
           />

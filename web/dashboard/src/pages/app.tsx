@@ -9,6 +9,7 @@ import {
   Confirm,
   ErrorNote,
   formatTime,
+  Id,
   Link,
   ListState,
   Loading,
@@ -35,7 +36,7 @@ export function AppPage({ org, appId }: { org: OrgSummary; appId: string }) {
       <>
         {crumbs}
         <PageHeader title="No such app">
-          This organization has no app <code>{appId}</code>.
+          This organization has no app <Id value={appId} />.
         </PageHeader>
         <p>
           <Link to={orgView(org.id, 'apps')}>See all apps</Link>
@@ -58,8 +59,8 @@ export function AppPage({ org, appId }: { org: OrgSummary; appId: string }) {
     <>
       {crumbs}
       <PageHeader title={app.data.name}>
-        <code>{appId}</code> · <Status value={app.data.status} /> · Connections of this app. Each
-        connection's API keys follow its settings at once.
+        <Id value={appId} /> · <Status value={app.data.status} /> · Connections of this app. Each
+        connection’s API keys follow its settings at once.
       </PageHeader>
       {manage && active && (
         <AppSettings orgId={org.id} path={path} app={app.data} onRenamed={app.reload} />
@@ -221,7 +222,7 @@ function ConnectionCard(props: {
         <Status value={connection.status} />
       </div>
       <p class="muted small">
-        <code>{connection.id}</code> · created {formatTime(connection.created_at)} ·{' '}
+        <Id value={connection.id} /> · created {formatTime(connection.created_at)} ·{' '}
         <Link to={orgView(props.orgId, 'keys', connection.id)}>
           API keys<span class="visually-hidden"> of {connection.name}</span>
         </Link>

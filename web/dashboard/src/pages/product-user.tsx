@@ -1,17 +1,20 @@
 // One product user's profile: allowance and cap this period, credits, usage; block and
 // unblock; their credit grants, granting and revoking.
-import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { api, canManage, type OrgSummary } from '../api.js';
-import { invalidInput, type Paged, useAction, useLoad, useNotice, usePaged } from '../hooks.js';
-import { amountProblem, money } from '../money.js';
+import { type Paged, useAction, useLoad, usePaged } from '../hooks.js';
+import { money } from '../money.js';
 import { orgView } from '../router.js';
 import type { AppRow, CreditGrant, Credits, ProductUserProfile, UsageTotals } from '../types.js';
 import {
   Confirm,
   CopyText,
   ErrorNote,
+  Fact,
+  Facts,
   formatTime,
+  Id,
+  IdText,
   Link,
   ListTable,
   Loading,
@@ -19,6 +22,7 @@ import {
   RowButton,
   Status,
 } from '../ui.js';
+import { GrantCredits } from './grant-credits.js';
 
 export function ProductUserProfilePage({ org, userId }: { org: OrgSummary; userId: string }) {
   const path = `/dashboard/api/product-users/${encodeURIComponent(userId)}`;
@@ -40,10 +44,14 @@ export function ProductUserProfilePage({ org, userId }: { org: OrgSummary; userI
       <p class="crumbs">
         <Link to={orgView(org.id, 'users')}>Product users</Link> <span aria-hidden="true">›</span>
       </p>
-      <PageHeader title={user ? user.display_name || user.external_user_id : 'Product user'}>
+      <PageHeader
+        title={
+          user ? user.display_name || <IdText value={user.external_user_id} /> : 'Product user'
+        }
+      >
         {user ? (
           <>
-            External id <code>{user.external_user_id}</code> in app{' '}
+            External id <Id value={user.external_user_id} /> in app{' '}
             <Link to={orgView(org.id, 'apps', user.app_id)}>{app.data?.name ?? user.app_id}</Link> ·{' '}
             <Status value={user.status} />
             <br />
@@ -51,7 +59,7 @@ export function ProductUserProfilePage({ org, userId }: { org: OrgSummary; userI
             <CopyText value={user.product_end_user_id} label="the product user id" />
           </>
         ) : (
-          <code>{userId}</code>
+          <Id value={userId} />
         )}
       </PageHeader>
       <ErrorNote error={profile.error} />
@@ -70,7 +78,13 @@ export function ProductUserProfilePage({ org, userId }: { org: OrgSummary; userI
             <UsageCard title="Usage in total" totals={user.usage.total} currency={currency} />
           </div>
           {manage && (
-            <GrantCredits path={path} user={user} currency={currency} onGranted={refresh} />
+            <GrantCredits
+              path={path}
+              user={user}
+              appName={app.data?.name ?? null}
+              currency={currency}
+              onGranted={refresh}
+            />
           )}
         </>
       )}
@@ -79,19 +93,6 @@ export function ProductUserProfilePage({ org, userId }: { org: OrgSummary; userI
         <GrantList grants={grants} manage={manage} onRevoked={refresh} />
       </section>
     </>
-  );
-}
-
-function Facts({ children }: { children: ComponentChildren }) {
-  return <dl class="facts">{children}</dl>;
-}
-
-function Fact({ term, children }: { term: string; children: ComponentChildren }) {
-  return (
-    <div>
-      <dt>{term}</dt>
-      <dd>{children}</dd>
-    </div>
   );
 }
 
@@ -205,7 +206,11 @@ function BlockControl(props: { path: string; user: ProductUserProfile; onChanged
       <ErrorNote error={action.error} />
       {confirming && (
         <Confirm
-          title={`Block ${props.user.external_user_id}?`}
+          title={
+            <>
+              Block <IdText value={props.user.external_user_id} />?
+            </>
+          }
           confirmLabel="Block user"
           write={() => api.post(`${props.path}/block`)}
           onDone={() => {
@@ -221,122 +226,6 @@ function BlockControl(props: { path: string; user: ProductUserProfile; onChanged
         </Confirm>
       )}
     </div>
-  );
-}
-
-const newIdempotencyKey = (): string =>
-  typeof crypto.randomUUID === 'function'
-    ? crypto.randomUUID()
-    : Array.from(crypto.getRandomValues(new Uint8Array(16)), (byte) =>
-        byte.toString(16).padStart(2, '0'),
-      ).join('');
-
-function GrantCredits(props: {
-  path: string;
-  user: ProductUserProfile;
-  /** What the user's requests are charged in. */
-  currency: string;
-  onGranted(): void;
-}) {
-  const [amount, setAmount] = useState('');
-  const [currency, setCurrency] = useState(props.user.credits.currency);
-  const [expires, setExpires] = useState('');
-  const [reason, setReason] = useState('');
-  // One key per grant being filled in: a double submit or a retry grants once.
-  const [idempotencyKey, setIdempotencyKey] = useState(newIdempotencyKey);
-  const [done, setDone] = useNotice<string>();
-  const action = useAction();
-  const typedCurrency = currency.trim().toUpperCase();
-  const otherCurrency =
-    /^[A-Z]{3}$/.test(typedCurrency) && typedCurrency !== props.currency ? typedCurrency : null;
-  return (
-    <form
-      class="card"
-      aria-labelledby="grant-heading"
-      onInput={() => action.clear()}
-      onSubmit={action.submit(
-        () => {
-          setDone(null);
-          const problem = amountProblem(amount);
-          if (problem) throw invalidInput(problem);
-          const body = {
-            amount: amount.trim(),
-            currency: currency.trim().toUpperCase(),
-            ...(expires && { expires_at: new Date(expires).toISOString() }),
-            ...(reason.trim() && { reason: reason.trim() }),
-          };
-          return api.post<CreditGrant & { credits: Credits }>(`${props.path}/credit-grants`, body, {
-            'idempotency-key': idempotencyKey,
-          });
-        },
-        (granted) => {
-          setDone(
-            `Granted ${money(granted.amount, granted.currency)}. Available credits now ${money(granted.credits.available_credits, granted.credits.currency)}.`,
-          );
-          setAmount('');
-          setReason('');
-          setExpires('');
-          setIdempotencyKey(newIdempotencyKey());
-          props.onGranted();
-        },
-      )}
-    >
-      <h2 id="grant-heading">Grant credits</h2>
-      <div class="row">
-        <label>
-          Amount
-          <input
-            name="grant-amount"
-            inputMode="decimal"
-            required
-            placeholder="5.00"
-            value={amount}
-            onInput={(event) => setAmount(event.currentTarget.value)}
-          />
-        </label>
-        <label class="narrow">
-          Currency
-          <input
-            name="grant-currency"
-            required
-            maxLength={3}
-            value={currency}
-            onInput={(event) => setCurrency(event.currentTarget.value)}
-          />
-        </label>
-        <label>
-          Expires (optional, your local time)
-          <input
-            type="datetime-local"
-            name="grant-expires"
-            value={expires}
-            onInput={(event) => setExpires(event.currentTarget.value)}
-          />
-        </label>
-      </div>
-      {otherCurrency && (
-        <p class="warning" role="note">
-          Credits in {otherCurrency} pay only for costs in {otherCurrency}; this user’s requests are
-          charged in {props.currency}.
-        </p>
-      )}
-      <label>
-        Reason (optional)
-        <input
-          name="grant-reason"
-          maxLength={500}
-          value={reason}
-          onInput={(event) => setReason(event.currentTarget.value)}
-        />
-      </label>
-      <ErrorNote error={action.error} />
-      <p class="ok" role="status" aria-live="polite">
-        {done}
-      </p>
-      <button type="submit" disabled={action.busy}>
-        {action.busy ? 'Granting…' : 'Grant credits'}
-      </button>
-    </form>
   );
 }
 
