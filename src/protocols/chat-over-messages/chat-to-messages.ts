@@ -73,8 +73,13 @@ function toolUseBlocks(toolCalls: unknown): Block[] {
 function pushTurn(turns: Turn[], role: Turn['role'], content: Block[]): void {
   if (content.length === 0) return;
   const last = turns.at(-1);
-  if (last && last.role === role) last.content.push(...content);
-  else turns.push({ role, content });
+  if (!last || last.role !== role) {
+    turns.push({ role, content });
+    return;
+  }
+  // One push per block: spread into one call, every block is an argument on the stack, and
+  // about 120,000 of them (fewer deeper in a call stack) overflow it.
+  for (const block of content) last.content.push(block);
 }
 
 function namedToolChoice(choice: unknown): JsonObject | undefined {

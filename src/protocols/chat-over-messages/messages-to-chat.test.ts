@@ -215,6 +215,28 @@ describe('chat request → messages request', () => {
     });
   });
 
+  it('merges a turn of more content parts than a call takes arguments', () => {
+    // Spread into one push(), 200,000 blocks overflowed the stack (RangeError). Bodies
+    // past 100,000 containers are refused before this (decision 325): a guard for a raised bound.
+    const parts = Array.from({ length: 200_000 }, (_, index) => ({
+      type: 'text',
+      text: `${index}`,
+    }));
+    const body = chatToMessagesBody(
+      {
+        model: 'vendor_a/claude-haiku-4-5',
+        messages: [
+          { role: 'user', content: 'first' },
+          { role: 'user', content: parts },
+        ],
+      },
+      { upstreamModel: 'm', maxTokens: 10, stream: false },
+    );
+    expect(body.messages).toEqual([
+      { role: 'user', content: [{ type: 'text', text: 'first' }, ...parts] },
+    ]);
+  });
+
   it('merges consecutive tool results and a following user turn; keeps developer prompts', () => {
     const body = chatToMessagesBody(
       {

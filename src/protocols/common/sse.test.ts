@@ -24,6 +24,35 @@ function parseSplit(bytes: Buffer, cuts: number[]): SseEvent[] {
   return events;
 }
 
+/**
+ * Characters the parser's string searches and rewrites examine while `work` runs: `indexOf`
+ * from where it starts, `includes` and `replace` over the whole string. A measure of its work
+ * that does not depend on the machine's speed.
+ */
+function charactersExamined(work: () => void): number {
+  const strings = String.prototype;
+  const { indexOf, includes, replace } = strings;
+  let examined = 0;
+  strings.indexOf = function (this: string, search: string, from?: number): number {
+    examined += this.length - Math.min(Math.max(from ?? 0, 0), this.length);
+    return indexOf.call(this, search, from);
+  };
+  strings.includes = function (this: string, search: string, from?: number): boolean {
+    examined += this.length;
+    return includes.call(this, search, from);
+  };
+  strings.replace = function (this: string, ...args: unknown[]): string {
+    examined += this.length;
+    return (replace as (...args: unknown[]) => string).apply(this, args);
+  };
+  try {
+    work();
+  } finally {
+    Object.assign(strings, { indexOf, includes, replace });
+  }
+  return examined;
+}
+
 describe('SseParser', () => {
   const bytes = Buffer.from(recorded, 'utf8');
   const whole = parseSplit(bytes, []);
@@ -66,5 +95,43 @@ describe('SseParser', () => {
     const parser = new SseParser();
     expect(parser.push(Buffer.from('data: {"a":1}\n\ndata: {"cut'))).toHaveLength(1);
     expect(parser.end()).toEqual([]);
+  });
+
+  it('gives the events of the unsplit text for any text split anywhere', () => {
+    // Blank lines that end across chunks ('\n' | '\n', '\r' | '\n'), runs of them, comments.
+    const piece = fc.constantFrom('data: x', 'event: e', ': c', 'é', '👋', ':', ' ', 'a');
+    const lineEnd = fc.constantFrom('\n', '\r', '\r\n', '\n\n', '\r\r', '\r\n\r\n');
+    fc.assert(
+      fc.property(
+        fc.array(fc.oneof(piece, lineEnd), { maxLength: 40 }),
+        fc.array(fc.nat(), { maxLength: 20 }),
+        (pieces, rawCuts) => {
+          const text = Buffer.from(pieces.join(''), 'utf8');
+          const cuts = rawCuts.map((cut) => cut % (text.length + 1));
+          expect(parseSplit(text, cuts)).toEqual(parseSplit(text, []));
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it('reads an event that spans many chunks once, not once per chunk', () => {
+    // Kept as one string searched from its start, a 1 MiB event in 1 KiB chunks was read
+    // 1,024 times over (an 8 MB one cost about a second): each byte is now read a few times.
+    const data = 'x'.repeat(1024 * 1024);
+    for (const lineEnd of ['\n', '\r\n']) {
+      const bytes = Buffer.from(`event: big${lineEnd}data: ${data}${lineEnd}${lineEnd}`, 'utf8');
+      const cuts = Array.from(
+        { length: Math.floor(bytes.length / 1024) },
+        (_, n) => (n + 1) * 1024,
+      );
+      let events: SseEvent[] = [];
+      const examined = charactersExamined(() => {
+        events = parseSplit(bytes, cuts);
+      });
+      expect(events).toEqual([{ event: 'big', data, raw: `event: big\ndata: ${data}\n\n` }]);
+      expect(examined).toBeGreaterThan(bytes.length); // the measure sees the parser's reads
+      expect(examined).toBeLessThan(4 * bytes.length);
+    }
   });
 });

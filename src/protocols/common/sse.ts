@@ -1,5 +1,10 @@
 // Incremental Server-Sent Events parser: bytes in (split anywhere, even inside a UTF-8
 // character), whole events out, each with its raw text so it can be forwarded unchanged.
+//
+// Linear in the bytes however they are split: each chunk's text is searched and normalised
+// once, and the text of an event that spans many chunks is only appended to until it ends.
+// (Kept as one string searched from its start, an 8 MB event cost about a second in 16 KiB
+// chunks and over a minute with CRLF line ends in 1 KiB chunks: bench/RESULTS.md, 2026-11-27.)
 
 export interface SseEvent {
   /** The `event:` field, if any. */
@@ -10,46 +15,79 @@ export interface SseEvent {
   readonly raw: string;
 }
 
+const NEWLINE = 0x0a;
+
 export class SseParser {
   private readonly decoder = new TextDecoder();
-  private buffer = '';
+  /**
+   * The text of the event not complete yet (line ends normalised). Only appended to, never
+   * searched: V8 keeps the appends as a rope, copied once, when the event is read.
+   */
+  private pending = '';
+  /** Whether the pending text ends with '\n' (a blank line may end across the next chunk). */
+  private pendingEndsWithNewline = false;
+  /** A '\r' at the very end of the text so far: the first half of '\r\n', or a line end. */
+  private pendingCr = false;
 
   push(chunk: Uint8Array): SseEvent[] {
-    this.append(this.decoder.decode(chunk, { stream: true }));
-    return this.takeEvents();
+    return this.takeEvents(this.normalised(this.decoder.decode(chunk, { stream: true })));
   }
 
   /** Flushes at end of stream; a trailing event without its blank line is incomplete and dropped. */
   end(): SseEvent[] {
-    this.append(this.decoder.decode());
-    return this.takeEvents();
+    return this.takeEvents(this.normalised(this.decoder.decode()));
   }
 
-  private append(text: string): void {
-    if (text.length === 0) return;
-    // A '\r' at the very end may be the first half of '\r\n': keep it for the next chunk.
-    this.buffer += text;
-    if (this.buffer.includes('\r')) {
-      const pendingCr = this.buffer.endsWith('\r');
-      const body = pendingCr ? this.buffer.slice(0, -1) : this.buffer;
-      this.buffer = body.replace(/\r\n?/g, '\n') + (pendingCr ? '\r' : '');
+  /** `text` with '\r\n' and '\r' as '\n'; a '\r' it ends with waits for the next text. */
+  private normalised(text: string): string {
+    if (text.length === 0) return text;
+    let added = this.pendingCr ? `\r${text}` : text;
+    this.pendingCr = false;
+    if (!added.includes('\r')) return added;
+    if (added.endsWith('\r')) {
+      this.pendingCr = true;
+      added = added.slice(0, -1);
     }
+    return added.replace(/\r\n?/g, '\n');
   }
 
-  private takeEvents(): SseEvent[] {
+  /** The events `text` completes; what it leaves incomplete waits in `pending`. */
+  private takeEvents(text: string): SseEvent[] {
     const events: SseEvent[] = [];
-    let start = 0;
-    for (;;) {
-      const end = this.buffer.indexOf('\n\n', start);
-      if (end === -1) break;
-      const block = this.buffer.slice(start, end);
-      start = end + 2;
-      const event = parseBlock(block);
-      if (event) events.push(event);
+    if (text.length === 0) return events;
+    let start = 0; // where the text not yet in an event starts
+    // The blank line may end across the chunks: the pending text ends with '\n', this begins so.
+    if (this.pendingEndsWithNewline && text.charCodeAt(0) === NEWLINE) {
+      pushEvent(events, this.takePending().slice(0, -1));
+      start = 1;
     }
-    if (start > 0) this.buffer = this.buffer.slice(start);
+    for (;;) {
+      const end = text.indexOf('\n\n', start);
+      if (end === -1) break;
+      const tail = text.slice(start, end);
+      pushEvent(events, this.pending === '' ? tail : this.takePending() + tail);
+      start = end + 2;
+    }
+    if (start < text.length) {
+      this.pending += start === 0 ? text : text.slice(start);
+      this.pendingEndsWithNewline = text.charCodeAt(text.length - 1) === NEWLINE;
+    } else {
+      this.pendingEndsWithNewline = false;
+    }
     return events;
   }
+
+  /** The pending text in one piece, and nothing pending any more. */
+  private takePending(): string {
+    const text = this.pending;
+    this.pending = '';
+    return text;
+  }
+}
+
+function pushEvent(events: SseEvent[], block: string): void {
+  const event = parseBlock(block);
+  if (event) events.push(event);
 }
 
 function parseBlock(block: string): SseEvent | undefined {
