@@ -5,6 +5,7 @@
 // and tenants kept apart.
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sha256Hex } from '../src/ids.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { isolatedContext } from './support/context.js';
 import { createMember, DashboardClient, signInTo, uniqueEmail } from './support/dashboard.js';
@@ -178,6 +179,34 @@ describe('product_user_requests_per_minute', () => {
     });
     expect(Number(keyRefused.retryAfter)).toBeGreaterThanOrEqual(11);
     expect(Number(keyRefused.retryAfter)).toBeLessThanOrEqual(12);
+  });
+});
+
+describe('a rolling deploy', () => {
+  it('reads an identity an older instance cached in Redis (without the limits) as unlimited until it expires', async () => {
+    const admin = await signInTo(first, emails.admin);
+    const key = await newKey(admin, { requests_per_minute: 1 });
+    const { rows } = await db.query<Record<string, unknown>>(
+      `SELECT k.id AS "keyId", k.org_id AS "orgId", k.app_id AS "appId",
+              k.app_connection_id AS "appConnectionId", k.model_policy AS "modelPolicy"
+         FROM api_keys k WHERE k.id = $1`,
+      [key.id],
+    );
+    // The identity as the version before the limits wrote it: no limit fields.
+    const older = {
+      ...rows[0],
+      active: true,
+      requiresProductUser: false,
+      creditMode: 'enforce',
+      overrunPolicy: 'reject',
+      expiresAtMs: null,
+      oauthClientId: null,
+    };
+    const cached = keys.apiKey(sha256Hex(key.key));
+    await redis.set(cached, JSON.stringify(older), 'EX', 300);
+    for (const gateway of [first, second, first])
+      expect(await statusOf(gateway, key.key)).toBe(200);
+    expect(await redis.exists(keys.keyRate(tenant.org_id, key.id))).toBe(0);
   });
 });
 
