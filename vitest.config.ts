@@ -11,6 +11,7 @@ export const clusterFiles = [
 
   'test/reserve-settle.race.test.ts',
   'test/money-limits.test.ts',
+  'test/rate-limits.test.ts',
   'test/allowance.race.test.ts',
   'test/account-rebuild.race.test.ts',
   'test/wallet-adjust-rebuild.race.test.ts',

@@ -16,6 +16,8 @@
 -- KEYS[12] cred_rotation      hash tier -> rotation counter
 -- KEYS[13] in_flight          hash request_id -> '<credential_id>\n<draft>': the org's requests
 --                             held and not yet settled (see ARGV[12])
+-- KEYS[14] key_rate           string: the API key's request-rate bucket (rate-take.lua)
+-- KEYS[15] user_rate          string: the bucket of the product user under this API key
 --
 -- ARGV[1] request_id
 -- ARGV[2] amount_nano         the worst-case cost to hold
@@ -31,6 +33,9 @@
 -- ARGV[12] draft              the settle to run if this request's instance dies before it
 --                             settles ('' : none); kept in in_flight with the credential picked,
 --                             removed by settle.lua
+-- ARGV[13] key_rpm            the API key's requests per minute ('' : no limit)
+-- ARGV[14] user_rpm           each product user's requests per minute under this key ('' : no
+--                             limit; ignored without a product user)
 --
 -- A picked credential pays the vendor, so the org wallet is then not held. The user's account
 -- is held only when its allowance is enforced against a cap (nothing else reads its holds);
@@ -44,6 +49,11 @@
 --   {4, cap, spent, base_remaining, credits, available}
 --                                         the user's allowance cannot cover it (enforce)
 --   {5}                                   byok_only and every credential is cooling down
+--   {6, scope, limit, retry_after_ms}     a request-rate limit is reached (scope: key |
+--                                         product_user; the longer wait when both are)
+-- The rate limits are checked first, before any account is read, and an arrival is recorded
+-- only when the request is held (code 0): a request refused for money, or told to load its
+-- accounts first and sent again, does not use up its rate. Without a limit they cost no call.
 -- Every argument and every amount read is validated (includes/amounts.lua) before the first
 -- write that could leave a partial change: a script that errors writes nothing but the
 -- sweep of lapsed holds and the credential rotation counter, both complete on their own.
@@ -57,6 +67,7 @@
 --#include hold
 --#include credits-available
 --#include pick-credential
+--#include rate-take
 
 local request_id, amount_text, now_ms, expires_at_ms = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local wallet_pays, org_cap, conn_cap, user_cap, user_mode = ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9]
@@ -73,6 +84,9 @@ local user_cap_value = optional_amount(user_cap, 'user_cap_nano')
 local has_user = user_mode ~= 'none'
 local user_enforced = user_mode == 'enforce' and user_cap ~= ''
 local user_credits_may_pay = has_user and user_mode ~= 'disabled' and user_cap ~= ''
+local key_rpm = rate_limit(ARGV[13], 'key_rpm')
+local user_rpm = rate_limit(ARGV[14], 'user_rpm')
+if not has_user then user_rpm = nil end
 
 local function fmt(value)
   return string.format('%.0f', value)
@@ -89,6 +103,28 @@ local function read_account(used, account, field)
   end
   return state
 end
+-- The rate buckets this request passes, to record if it is held: {key, tat, expiry_ms}.
+local rate_taken = {}
+if key_rpm or user_rpm then
+  local now = tonumber(now_ms)
+  local refusal
+  for _, rate in ipairs({{key_rpm, 14, 'key'}, {user_rpm, 15, 'product_user'}}) do
+    if rate[1] then
+      local passes, tat_or_wait, expiry_ms = rate_take(KEYS[rate[2]], rate[1], now)
+      if passes then
+        rate_taken[#rate_taken + 1] = {KEYS[rate[2]], tat_or_wait, expiry_ms}
+      elseif not refusal or tat_or_wait > refusal[4] then
+        refusal = {6, rate[3], rate[1], tat_or_wait}
+      end
+    end
+  end
+  if refusal then
+    -- A reserve run again after holding (decision 318) already counted its arrival.
+    if draft == '' or redis.call('HEXISTS', KEYS[13], request_id) == 0 then return refusal end
+    rate_taken = {}
+  end
+end
+
 local wallet_state = read_account(wallet_pays == '1', KEYS[1], 'balance')
 local org_state = read_account(org_cap ~= '', KEYS[3], 'spent')
 local conn_state = read_account(conn_cap ~= '', KEYS[5], 'spent')
@@ -172,4 +208,5 @@ if org_cap_value then hold(KEYS[3], KEYS[4], request_id, amount_text, expires_at
 if conn_cap_value then hold(KEYS[5], KEYS[6], request_id, amount_text, expires_at_ms) end
 if user_enforced then hold(KEYS[7], KEYS[8], request_id, amount_text, expires_at_ms) end
 if draft ~= '' then redis.call('HSET', KEYS[13], request_id, (credential or '') .. '\n' .. draft) end
+for _, taken in ipairs(rate_taken) do redis.call('SET', taken[1], taken[2], 'PX', taken[3]) end
 return {0, credential or ''}

@@ -19,6 +19,11 @@ export const errorCatalogue = {
   gw_key_inactive: { status: 401, summary: 'API key revoked or otherwise inactive' },
   gw_model_not_allowed: { status: 403, summary: "the model is outside the key's model policy" },
   gw_unsupported_model: { status: 404, summary: 'the gateway cannot route the model' },
+  gw_rate_limited: {
+    status: 429,
+    summary:
+      "the API key's requests-per-minute limit, or its product user's, is reached; see Retry-After",
+  },
   // Service keys (management routes)
   gw_malformed_or_missing_service_key: {
     status: 401,

@@ -125,6 +125,8 @@ describe('a script given an amount out of range writes nothing', () => {
           cred_cooldowns: keys.credentialCooldowns(orgId),
           cred_rotation: keys.credentialRotation(orgId),
           in_flight: keys.inFlight(orgId),
+          key_rate: unused,
+          user_rate: unused,
         },
         {
           request_id: 'req_bad_expiry',
@@ -139,6 +141,8 @@ describe('a script given an amount out of range writes nothing', () => {
           credentials: '',
           byok_only: '0',
           draft: '',
+          key_rpm: '',
+          user_rpm: '',
         },
       ),
     ).rejects.toThrow(/gw_invalid_argument: expires_at_ms/);

@@ -29,6 +29,9 @@ const builderScopes: Record<keyof RedisKeys, 'org' | 'pair' | 'alone'> = {
   credentialCooldowns: 'org',
   credentialRotation: 'org',
   holdExpiries: 'org',
+  // Request-rate buckets, read and written by reserve.lua with the holds.
+  keyRate: 'org',
+  productUserRate: 'org',
   settled: 'org',
   usageStream: 'org',
   // Written by reserve.lua, removed by settle.lua, beside the holds.
@@ -73,6 +76,8 @@ function orgKeys(orgId: string): string[] {
     keys.walletAdjustment(orgId, 'topup:1'),
     keys.usageStream(orgId),
     keys.inFlight(orgId),
+    keys.keyRate(orgId, 'key_1'),
+    keys.productUserRate(orgId, 'key_1', 'pu_1'),
   ];
 }
 
@@ -87,6 +92,8 @@ const scriptKeys: { [N in ScriptName]: (orgId: string) => Record<string, string>
     cred_cooldowns: keys.credentialCooldowns(orgId),
     cred_rotation: keys.credentialRotation(orgId),
     in_flight: keys.inFlight(orgId),
+    key_rate: keys.keyRate(orgId, 'key_1'),
+    user_rate: keys.productUserRate(orgId, 'key_1', 'pu_1'),
   }),
   release: (orgId) => {
     const { user_credits: _credits, user_grants: _grants, ...accounts } = requestAccountKeys(orgId);

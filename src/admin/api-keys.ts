@@ -12,6 +12,12 @@ import { gwError, type GwError } from '../errors.js';
 import { emitEvent } from '../webhooks/outbox.js';
 import { invalidateApiKeys, revokeConnection } from './connections.js';
 import { createApiKey, DEFAULT_MODEL_POLICY } from './provisioning.js';
+import {
+  NO_RATE_LIMITS,
+  rateLimitFields,
+  type ApiKeyRateLimits,
+  type RateLimitChange,
+} from './api-key-rate-limits.js';
 
 /** The longest grace period a rotation may give the old key (24 h). */
 export const MAX_ROTATION_GRACE_S = 86_400;
@@ -31,6 +37,8 @@ export interface ApiKeyRow {
   readonly revoked_at: Date | null;
   readonly expires_at: Date | null;
   readonly replaced_by: string | null;
+  readonly requests_per_minute: number | null;
+  readonly product_user_requests_per_minute: number | null;
   readonly cursor_us: string;
 }
 
@@ -41,7 +49,8 @@ export interface IssuedApiKey {
 }
 
 const COLUMNS = `id, org_id, app_id, app_connection_id, name, key_hint, kind, status, model_policy,
-  created_at, revoked_at, expires_at, replaced_by, ${CURSOR_COLUMN}`;
+  created_at, revoked_at, expires_at, replaced_by, requests_per_minute,
+  product_user_requests_per_minute, ${CURSOR_COLUMN}`;
 
 /** What the dashboard shows of a key: its hint, never the key. */
 export function apiKeyView(row: ApiKeyRow, now = Date.now()): Record<string, unknown> {
@@ -60,6 +69,16 @@ export function apiKeyView(row: ApiKeyRow, now = Date.now()): Record<string, unk
     revoked_at: row.revoked_at?.toISOString() ?? null,
     expires_at: row.expires_at?.toISOString() ?? null,
     replaced_by: row.replaced_by,
+    requests_per_minute: row.requests_per_minute,
+    product_user_requests_per_minute: row.product_user_requests_per_minute,
+  };
+}
+
+/** The key's request-rate limits. */
+export function rateLimitsOf(row: ApiKeyRow): ApiKeyRateLimits {
+  return {
+    requestsPerMinute: row.requests_per_minute,
+    productUserRequestsPerMinute: row.product_user_requests_per_minute,
   };
 }
 
@@ -81,7 +100,11 @@ export async function createApiKeyAs(
   db: DbPool,
   actor: Actor,
   connectionId: string,
-  settings: { readonly name?: string | undefined; readonly modelPolicy?: readonly string[] },
+  settings: {
+    readonly name?: string | undefined;
+    readonly modelPolicy?: readonly string[];
+    readonly rateLimits?: ApiKeyRateLimits;
+  },
 ): Promise<(IssuedApiKey & { readonly warnings: readonly string[] }) | GwError> {
   return withTransaction(db, async (client) => {
     const { rows } = await client.query<{
@@ -105,6 +128,7 @@ export async function createApiKeyAs(
       );
     }
     const modelPolicy = settings.modelPolicy ?? DEFAULT_MODEL_POLICY;
+    const rateLimits = settings.rateLimits ?? NO_RATE_LIMITS;
     const problem = modelPolicyProblem(modelPolicy);
     if (problem !== undefined) return gwError('gw_invalid_request', `model_policy: ${problem}`);
     const key = await createApiKey(
@@ -112,6 +136,7 @@ export async function createApiKeyAs(
       { orgId: connection.org_id, appId: connection.app_id, appConnectionId: connectionId },
       modelPolicy,
       settings.name ?? null,
+      rateLimits,
     );
     await recordAudit(client, {
       orgId: connection.org_id,
@@ -123,6 +148,10 @@ export async function createApiKeyAs(
         app_connection_id: connectionId,
         name: settings.name ?? null,
         model_policy: modelPolicy,
+        // named when set (a key without limits is audited as before them)
+        ...((rateLimits.requestsPerMinute !== null ||
+          rateLimits.productUserRequestsPerMinute !== null) &&
+          rateLimitFields(rateLimits)),
       },
     });
     const row = (await apiKeyById(client, key.id))!;
@@ -151,6 +180,7 @@ export async function rotateApiKeyAs(
       { orgId: old.org_id, appId: old.app_id, appConnectionId: old.app_connection_id },
       old.model_policy,
       old.name,
+      rateLimitsOf(old),
     );
     await client.query(
       graceSeconds === 0
@@ -176,6 +206,56 @@ export async function rotateApiKeyAs(
       await emitEvent(client, previous.org_id, 'api_key.revoked', apiKeyView(previous));
     }
     return { issued: { row: issued, rawKey: key.rawKey }, previous };
+  });
+  if ('code' in result) return result;
+  await invalidateApiKeys(db, apiKeys, { keyId });
+  return result;
+}
+
+/**
+ * Changes a key's request-rate limits (an absent one is kept, null clears it); every instance
+ * applies them to its next request (the key caches are invalidated). An OAuth token has none:
+ * they cannot be set on it (yet). Audited as `api_key.update` with the limits now.
+ */
+export async function updateApiKeyLimitsAs(
+  db: DbPool,
+  apiKeys: ApiKeyInvalidation,
+  actor: Actor,
+  keyId: string,
+  change: RateLimitChange,
+): Promise<ApiKeyRow | GwError> {
+  const result = await withTransaction(db, async (client) => {
+    const { rows } = await client.query<ApiKeyRow>(
+      `SELECT ${COLUMNS} FROM api_keys WHERE id = $1 FOR UPDATE`,
+      [keyId],
+    );
+    const old = rows[0];
+    if (!old) return gwError('gw_not_found', `no API key ${keyId}`);
+    if (old.kind === 'oauth_token') {
+      return gwError('gw_conflict', 'an OAuth token has no request-rate limits to change');
+    }
+    const limits: ApiKeyRateLimits = {
+      requestsPerMinute:
+        change.requestsPerMinute === undefined ? old.requests_per_minute : change.requestsPerMinute,
+      productUserRequestsPerMinute:
+        change.productUserRequestsPerMinute === undefined
+          ? old.product_user_requests_per_minute
+          : change.productUserRequestsPerMinute,
+    };
+    await client.query(
+      `UPDATE api_keys SET requests_per_minute = $2, product_user_requests_per_minute = $3
+        WHERE id = $1`,
+      [keyId, limits.requestsPerMinute, limits.productUserRequestsPerMinute],
+    );
+    await recordAudit(client, {
+      orgId: old.org_id,
+      userId: actor.userId,
+      action: 'api_key.update',
+      objectType: 'api_key',
+      objectId: keyId,
+      details: rateLimitFields(limits),
+    });
+    return (await apiKeyById(client, keyId))!;
   });
   if ('code' in result) return result;
   await invalidateApiKeys(db, apiKeys, { keyId });

@@ -2,6 +2,7 @@
 // seed and the dashboard services (api-keys.ts, service-keys.ts) build on. Raw keys are
 // returned once and stored only as hashes.
 import type { DbPool } from '../db/pool.js';
+import { NO_RATE_LIMITS, type ApiKeyRateLimits } from './api-key-rate-limits.js';
 import { newId, newSecret, secretPrefixes, sha256Hex } from '../ids.js';
 import { PROVIDERS } from '../providers/registry.js';
 
@@ -67,13 +68,14 @@ async function insertApiKeyRow(
     readonly modelPolicy: readonly string[];
     readonly name: string | null;
     readonly kind: 'api_key' | 'oauth_token';
+    readonly rateLimits?: ApiKeyRateLimits;
   },
 ): Promise<string> {
   const id = newId('key');
   await db.query(
     `INSERT INTO api_keys (id, org_id, app_id, app_connection_id, key_hash, key_hint, model_policy,
-                           name, kind)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+                           name, kind, requests_per_minute, product_user_requests_per_minute)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
     [
       id,
       connection.orgId,
@@ -84,6 +86,8 @@ async function insertApiKeyRow(
       row.modelPolicy,
       row.name,
       row.kind,
+      row.rateLimits?.requestsPerMinute ?? null,
+      row.rateLimits?.productUserRequestsPerMinute ?? null,
     ],
   );
   return id;
@@ -94,6 +98,7 @@ export async function createApiKey(
   connection: ConnectionOfKey,
   modelPolicy: readonly string[] = DEFAULT_MODEL_POLICY,
   name: string | null = null,
+  rateLimits: ApiKeyRateLimits = NO_RATE_LIMITS,
 ): Promise<{ id: string; rawKey: string }> {
   const rawKey = newSecret(secretPrefixes.apiKey);
   const id = await insertApiKeyRow(db, connection, {
@@ -101,6 +106,7 @@ export async function createApiKey(
     modelPolicy,
     name,
     kind: 'api_key',
+    rateLimits,
   });
   return { id, rawKey };
 }

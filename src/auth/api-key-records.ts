@@ -24,6 +24,13 @@ export interface ApiKeyIdentity {
    * API key). Its usage records name the client.
    */
   readonly oauthClientId?: string | null;
+  /**
+   * The key's request-rate limits per minute: all its requests, and each product user's
+   * under it (docs/limits.md). Null or absent: none. Absent in an identity an older instance
+   * cached in Redis during a rolling deploy: no limit until that entry's TTL (decision 344).
+   */
+  readonly requestsPerMinute?: number | null;
+  readonly productUserRequestsPerMinute?: number | null;
 }
 
 export interface ApiKeyRecords {
@@ -44,6 +51,8 @@ interface ApiKeyRow {
   overrun_policy: OverrunPolicy;
   expires_at: Date | null;
   oauth_client_id: string | null;
+  requests_per_minute: number | null;
+  product_user_requests_per_minute: number | null;
 }
 
 export class PostgresApiKeyRecords implements ApiKeyRecords {
@@ -53,7 +62,8 @@ export class PostgresApiKeyRecords implements ApiKeyRecords {
     const { rows } = await this.db.query<ApiKeyRow>(
       `SELECT k.id, k.org_id, k.app_id, k.app_connection_id, k.status AS key_status,
               c.status AS connection_status, k.model_policy, c.requires_product_user,
-              c.credit_mode, c.overrun_policy, k.expires_at, c.oauth_client_id
+              c.credit_mode, c.overrun_policy, k.expires_at, c.oauth_client_id,
+              k.requests_per_minute, k.product_user_requests_per_minute
          FROM api_keys k JOIN app_connections c ON c.id = k.app_connection_id
         WHERE k.key_hash = $1`,
       [keyHash],
@@ -72,6 +82,8 @@ export class PostgresApiKeyRecords implements ApiKeyRecords {
       overrunPolicy: row.overrun_policy,
       expiresAtMs: row.expires_at?.getTime() ?? null,
       oauthClientId: row.oauth_client_id,
+      requestsPerMinute: row.requests_per_minute,
+      productUserRequestsPerMinute: row.product_user_requests_per_minute,
     };
   }
 }

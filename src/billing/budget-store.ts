@@ -63,6 +63,16 @@ export interface SettleAccounts {
   } | null;
 }
 
+/**
+ * The request-rate limits a request counts against (docs/decisions.md 344): its API key's, and
+ * its product user's under that key (only when it has one). Null: no limit.
+ */
+export interface RequestRateLimits {
+  readonly apiKeyId: string;
+  readonly keyPerMinute: number | null;
+  readonly productUserPerMinute: number | null;
+}
+
 export interface ReserveRequest {
   readonly requestId: string;
   readonly accounts: RequestAccounts;
@@ -73,12 +83,21 @@ export interface ReserveRequest {
    * policy's `instance_lost` outcome): kept beside the holds until settle removes it.
    */
   readonly lostRecord?: UsageRecord;
+  /** Absent: the request has no rate limit (nothing is read or written for it). */
+  readonly rateLimits?: RequestRateLimits | undefined;
 }
 
 export type ReserveOutcome =
   | { readonly kind: 'held'; readonly credentialId: string | null }
   | { readonly kind: 'no_credential' }
   | { readonly kind: 'wallet_short'; readonly availableNano: bigint }
+  | {
+      readonly kind: 'rate_limited';
+      readonly scope: 'key' | 'product_user';
+      readonly limitPerMinute: number;
+      /** When the request would pass (ms from now). */
+      readonly retryAfterMs: number;
+    }
   | {
       readonly kind: 'cap_exceeded';
       readonly scope: 'org' | 'app_connection';

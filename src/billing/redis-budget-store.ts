@@ -25,7 +25,7 @@ import type {
 /** The KEYS reserve.lua and settle.lua share: every account a request can touch. */
 type RequestAccountKeys = Omit<
   ScriptKeys<'reserve'>,
-  'cred_cooldowns' | 'cred_rotation' | 'in_flight'
+  'cred_cooldowns' | 'cred_rotation' | 'in_flight' | 'key_rate' | 'user_rate'
 >;
 
 const credentialTiers = (choice: CredentialChoice | null): string =>
@@ -39,6 +39,7 @@ export enum ReserveCode {
   CapExceeded = 3,
   AllowanceShort = 4,
   NoCredential = 5,
+  RateLimited = 6,
 }
 
 /** Status codes returned by settle.lua. */
@@ -108,13 +109,27 @@ export class RedisBudgetStore implements BudgetStore {
   }
 
   async reserve(request: ReserveRequest): Promise<ReserveOutcome> {
-    const { accounts } = request;
+    const { accounts, rateLimits } = request;
+    const keyRpm = rateLimits?.keyPerMinute ?? null;
+    const userRpm = (accounts.user && rateLimits?.productUserPerMinute) ?? null;
+    // Without a limit its bucket is a placeholder of the org's slot, never read.
+    const noBucket = this.keys.orgCap(accounts.orgId, UNUSED);
     // Named keys first, then the spread (a property after a spread costs a new map per call:
     // docs/decisions.md, 264).
     const keys = {
       cred_cooldowns: this.keys.credentialCooldowns(accounts.orgId),
       cred_rotation: this.keys.credentialRotation(accounts.orgId),
       in_flight: this.keys.inFlight(accounts.orgId),
+      key_rate:
+        keyRpm !== null ? this.keys.keyRate(accounts.orgId, rateLimits!.apiKeyId) : noBucket,
+      user_rate:
+        userRpm !== null
+          ? this.keys.productUserRate(
+              accounts.orgId,
+              rateLimits!.apiKeyId,
+              accounts.user!.productUserId,
+            )
+          : noBucket,
       ...this.accountKeys(accounts),
     };
     const announcing = request.lostRecord && this.registerStream(request.lostRecord.orgId);
@@ -145,6 +160,8 @@ export class RedisBudgetStore implements BudgetStore {
                 accounts,
               })
             : '',
+          key_rpm: keyRpm ?? '',
+          user_rpm: userRpm ?? '',
         })) as Array<string | number>;
       } catch (error) {
         throw this.givenUp(error, request, keys);
@@ -163,6 +180,13 @@ export class RedisBudgetStore implements BudgetStore {
         return { kind: 'no_credential' };
       case ReserveCode.WalletShort:
         return { kind: 'wallet_short', availableNano: amount(1) };
+      case ReserveCode.RateLimited:
+        return {
+          kind: 'rate_limited',
+          scope: result[1] === 'key' ? 'key' : 'product_user',
+          limitPerMinute: Number(result[2]),
+          retryAfterMs: Number(result[3]),
+        };
       case ReserveCode.CapExceeded:
         return {
           kind: 'cap_exceeded',

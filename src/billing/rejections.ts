@@ -20,6 +20,21 @@ export function reservationError(
         'gw_provider_credentials_unavailable',
         'every provider credential for this model is rate limited or out of quota, and the routing mode forbids the system route',
       );
+    case 'rate_limited': {
+      const retryAfterS = Math.max(1, Math.ceil(refusal.retryAfterMs / 1000));
+      const requests = refusal.limitPerMinute === 1 ? 'request' : 'requests';
+      const whose = refusal.scope === 'key' ? "this API key's limit" : "this product user's limit";
+      const under = refusal.scope === 'key' ? '' : ' under this key';
+      return gwError(
+        'gw_rate_limited',
+        `${whose} of ${refusal.limitPerMinute} ${requests} per minute${under} is reached; ` +
+          `retry in ${retryAfterS} s`,
+        {
+          details: { rate_limit_scope: refusal.scope },
+          headers: { 'retry-after': String(retryAfterS) },
+        },
+      );
+    }
     case 'wallet_short':
       return gwError(
         'gw_reservation_insufficient_balance',

@@ -1,11 +1,20 @@
-// gw api-key create|rotate|revoke: API keys of an app connection, through the same service as
+// gw api-key create|update|rotate|revoke: API keys of an app connection, through the same service as
 // the dashboard API (src/admin/api-keys.ts), audited as done from the command line.
 import {
   createApiKeyAs,
   MAX_ROTATION_GRACE_S,
   revokeApiKeyAs,
   rotateApiKeyAs,
+  rateLimitsOf,
+  updateApiKeyLimitsAs,
+  type ApiKeyRow,
 } from '../admin/api-keys.js';
+import {
+  isRequestsPerMinute,
+  MAX_REQUESTS_PER_MINUTE,
+  rateLimitFields,
+  type RateLimitChange,
+} from '../admin/api-key-rate-limits.js';
 import { PROVIDER_IDS } from '../providers/registry.js';
 import { CLI_ACTOR, type CliContext } from './context.js';
 import {
@@ -19,9 +28,13 @@ import {
 } from './output.js';
 
 export const apiKeyHelp = `gw api-key create --app-connection-id C [--name N] [--model-policy 'vendor_b/*,vendor_a/*']
+    [--requests-per-minute N] [--product-user-requests-per-minute N]
   Issues a new API key for the connection; the raw key is printed once. Each policy pattern is
   *, <provider>/* or <provider>/<model> (providers: ${PROVIDER_IDS.join(', ')}); a model the
-  catalogue does not list yet is accepted with a warning.
+  catalogue does not list yet is accepted with a warning. The limits (1..${MAX_REQUESTS_PER_MINUTE}
+  requests a minute: all the key's requests, and each product user's) are off unless given.
+gw api-key update --id K [--requests-per-minute N|none] [--product-user-requests-per-minute N|none]
+  Changes the key's request-rate limits (none clears one); every instance applies them at once.
 gw api-key rotate --id K [--grace-seconds 0..${MAX_ROTATION_GRACE_S}]
   Issues a new key for the same connection and policy (printed once); the old key stops at
   once, or when the grace period ends.
@@ -36,7 +49,10 @@ export async function apiKeyCommand(context: CliContext, argv: string[]): Promis
     'app-connection-id': { type: 'string' },
     'model-policy': { type: 'string' },
     'grace-seconds': { type: 'string' },
+    'requests-per-minute': { type: 'string' },
+    'product-user-requests-per-minute': { type: 'string' },
   });
+  const limits = rateLimitFlags(values, action === 'update');
   if (action === 'create') {
     const connectionId = requireFlag(values['app-connection-id'], 'app-connection-id');
     const modelPolicy = listFlag(values['model-policy']);
@@ -44,6 +60,10 @@ export async function apiKeyCommand(context: CliContext, argv: string[]): Promis
       await createApiKeyAs(context.db, CLI_ACTOR, connectionId, {
         name: values.name,
         ...(modelPolicy && { modelPolicy }),
+        rateLimits: {
+          requestsPerMinute: limits.requestsPerMinute ?? null,
+          productUserRequestsPerMinute: limits.productUserRequestsPerMinute ?? null,
+        },
       }),
     );
     printJson({
@@ -51,8 +71,25 @@ export async function apiKeyCommand(context: CliContext, argv: string[]): Promis
       api_key: rawKey,
       app_connection_id: connectionId,
       model_policy: row.model_policy,
+      ...limitsOf(row),
       warnings,
     });
+    return;
+  }
+  if (action === 'update') {
+    const id = requireFlag(values.id, 'id');
+    if (
+      limits.requestsPerMinute === undefined &&
+      limits.productUserRequestsPerMinute === undefined
+    ) {
+      throw new UsageError(
+        'api-key update: give --requests-per-minute or --product-user-requests-per-minute',
+      );
+    }
+    const row = orUsageError(
+      await updateApiKeyLimitsAs(context.db, context.apiKeys, CLI_ACTOR, id, limits),
+    );
+    printJson({ id: row.id, ...limitsOf(row) });
     return;
   }
   if (action === 'rotate') {
@@ -66,6 +103,7 @@ export async function apiKeyCommand(context: CliContext, argv: string[]): Promis
       api_key: issued.rawKey,
       app_connection_id: issued.row.app_connection_id,
       model_policy: issued.row.model_policy,
+      ...limitsOf(issued.row),
       replaces: previous.id,
       old_key_expires_at: (previous.expires_at ?? previous.revoked_at)?.toISOString() ?? null,
     });
@@ -78,4 +116,39 @@ export async function apiKeyCommand(context: CliContext, argv: string[]): Promis
     return;
   }
   throw new UsageError(`unknown api-key action ${action ?? '(none)'}\n${apiKeyHelp}`);
+}
+
+const limitsOf = (row: ApiKeyRow): ReturnType<typeof rateLimitFields> =>
+  rateLimitFields(rateLimitsOf(row));
+
+/** The limit flags given (`none` clears one, where `clearable`), checked before anything runs. */
+function rateLimitFlags(
+  values: Readonly<Record<string, unknown>>,
+  clearable: boolean,
+): RateLimitChange {
+  const change: {
+    requestsPerMinute?: number | null;
+    productUserRequestsPerMinute?: number | null;
+  } = {};
+  const flags = [
+    ['requests-per-minute', 'requestsPerMinute'],
+    ['product-user-requests-per-minute', 'productUserRequestsPerMinute'],
+  ] as const;
+  for (const [flag, field] of flags) {
+    const text = values[flag];
+    if (typeof text !== 'string') continue;
+    if (clearable && text === 'none') {
+      change[field] = null;
+      continue;
+    }
+    const value = /^\d+$/.test(text) ? Number(text) : NaN;
+    if (!isRequestsPerMinute(value)) {
+      throw new UsageError(
+        `--${flag} must be a whole number from 1 to ${MAX_REQUESTS_PER_MINUTE}` +
+          (clearable ? ' or none' : ''),
+      );
+    }
+    change[field] = value;
+  }
+  return change;
 }

@@ -126,6 +126,7 @@ export const ADMISSION_ERRORS: readonly ErrorCode[] = [
   'gw_product_user_credits_insufficient',
   'gw_reservation_insufficient_balance',
   'gw_provider_credentials_unavailable',
+  'gw_rate_limited',
   'gw_unavailable',
 ];
 
@@ -227,6 +228,15 @@ export async function admit<Call>(
     costNano(...beforeOutput, [outputTokensPerChoice * choices, model.price.output]);
   let call = input.prepareCall(model, { maxOutputTokens: requestedOutput, clamped: false });
 
+  // Absent when the key has neither limit (or an older instance cached its identity without
+  // them): then reserve reads and writes no bucket.
+  const keyPerMinute = identity.requestsPerMinute ?? null;
+  const productUserPerMinute = identity.productUserRequestsPerMinute ?? null;
+  const rateLimits =
+    keyPerMinute !== null || productUserPerMinute !== null
+      ? { apiKeyId: identity.keyId, keyPerMinute, productUserPerMinute }
+      : undefined;
+
   let maxOutputTokens = requestedOutput;
   let reservedNano = estimate(maxOutputTokens);
   // Holds `held` on every account, with the record kept beside the holds until settle: how
@@ -237,6 +247,7 @@ export async function admit<Call>(
       requestId: input.requestId,
       accounts,
       amountNano: held,
+      rateLimits,
       lostRecord: buildUsageRecord(
         { requestId: input.requestId, identity, model, productUser, reservedNano: held },
         {

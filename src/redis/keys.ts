@@ -20,6 +20,10 @@ export interface RedisKeys {
   credentialCooldowns(orgId: string): string;
   /** Round-robin counters of credential priority tiers: hash tier → counter. */
   credentialRotation(orgId: string): string;
+  /** An API key's request-rate bucket: string, its theoretical arrival time (reserve.lua). */
+  keyRate(orgId: string, apiKeyId: string): string;
+  /** The request-rate bucket of one product user under one API key. */
+  productUserRate(orgId: string, apiKeyId: string, productUserId: string): string;
   /** The holds on any account key above: zset '<request_id>:<amount_nano>' → expiry (ms). */
   holdExpiries(accountKey: string): string;
   /** Marks a settled request (idempotency), with a TTL. */
@@ -67,6 +71,8 @@ export function createRedisKeys(prefix: string): RedisKeys {
     userGrants: (orgId, userId, currency) => `${org(orgId)}:pu:${userId}:grants:${currency}`,
     credentialCooldowns: (orgId) => `${org(orgId)}:cred:cooldown`,
     credentialRotation: (orgId) => `${org(orgId)}:cred:rotation`,
+    keyRate: (orgId, keyId) => `${org(orgId)}:rate:key:${keyId}`,
+    productUserRate: (orgId, keyId, userId) => `${org(orgId)}:rate:key:${keyId}:pu:${userId}`,
     holdExpiries: (accountKey) => `${accountKey}:resv`,
     settled: (orgId, requestId) => `${org(orgId)}:settled:${requestId}`,
     usageStream: (orgId) => `${org(orgId)}:usage`,

@@ -88,7 +88,14 @@ const ACCOUNT_REBUILD_ARGS = [
 export const scriptSpecs = {
   reserve: {
     file: 'reserve',
-    keys: [...REQUEST_ACCOUNT_KEYS, 'cred_cooldowns', 'cred_rotation', 'in_flight'],
+    keys: [
+      ...REQUEST_ACCOUNT_KEYS,
+      'cred_cooldowns',
+      'cred_rotation',
+      'in_flight',
+      'key_rate',
+      'user_rate',
+    ],
     args: [
       'request_id',
       'amount_nano',
@@ -102,6 +109,8 @@ export const scriptSpecs = {
       'credentials',
       'byok_only',
       'draft',
+      'key_rpm',
+      'user_rpm',
     ],
   },
   failover: {

@@ -18,6 +18,7 @@ import { createApiKeyRoute } from './dashboard/api-keys/create.js';
 import { listApiKeysRoute } from './dashboard/api-keys/list.js';
 import { revokeApiKeyRoute } from './dashboard/api-keys/revoke.js';
 import { rotateApiKeyRoute } from './dashboard/api-keys/rotate.js';
+import { updateApiKeyRoute } from './dashboard/api-keys/update.js';
 import type { CapInvalidation } from '../admin/caps.js';
 import type { WalletService } from '../billing/wallets.js';
 import { createAppRoute } from './dashboard/apps/create.js';
@@ -209,6 +210,7 @@ export const routeDeclarations: readonly DeclaredRoute<RouteDeps>[] = [
     listApiKeysRoute,
     createApiKeyRoute,
     rotateApiKeyRoute,
+    updateApiKeyRoute,
     revokeApiKeyRoute,
     listServiceKeysRoute,
     createServiceKeyRoute,

@@ -327,6 +327,11 @@ const ofOrg = (target: FuzzTarget) => ({ org_id: target.orgId });
 const ofApp = (target: FuzzTarget) => ({ app_id: target.appId });
 const ofConnection = (target: FuzzTarget) => ({ connection_id: target.spareConnectionId });
 const ofApiKey = (target: FuzzTarget) => ({ id: target.spareApiKeyId });
+/** An API key's request-rate limits (integers 1..1,000,000 or null). */
+const rateLimitFields = [
+  field('requests_per_minute', hostileCounts, anything),
+  field('product_user_requests_per_minute', hostileCounts, anything),
+];
 const ofServiceKey = (target: FuzzTarget) => ({ id: target.spareServiceKeyId });
 const ofMember = (target: FuzzTarget) => ({ org_id: target.orgId, user_id: target.spareMemberId });
 const ofProductUser = (target: FuzzTarget) => ({
@@ -563,8 +568,20 @@ export const dashboardRouteSpecs: readonly RouteSpec[] = [
     [
       field('name', strings, hostileOthers),
       field('model_policy', anything),
+      ...rateLimitFields,
       field('x_unknown', anything),
     ],
+  ),
+  dashboardWrite(
+    'PATCH',
+    '/dashboard/api/api-keys/{id}',
+    1,
+    ofApiKey,
+    (_target, random) => ({
+      requests_per_minute: random.pick([null, 1, 60, 1_000_000]),
+      product_user_requests_per_minute: random.pick([null, 1, 10]),
+    }),
+    [...rateLimitFields, field('x_unknown', anything)],
   ),
   dashboardWrite(
     'POST',

@@ -1,5 +1,6 @@
-// POST /dashboard/api/connections/{connection_id}/api-keys {"name"?, "model_policy"?}: a new
-// API key of the connection (admin or owner). The raw key is in this answer only. A policy
+// POST /dashboard/api/connections/{connection_id}/api-keys {"name"?, "model_policy"?,
+// "requests_per_minute"?, "product_user_requests_per_minute"?}: a new API key of the connection
+// (admin or owner), with its request-rate limits (null or absent: none). The raw key is in this answer only. A policy
 // pattern that can never match is refused (400); `warnings` name exact model ids the catalogue
 // does not list yet (the key is issued: decision 338).
 import { apiKeyView, createApiKeyAs } from '../../../admin/api-keys.js';
@@ -22,6 +23,10 @@ export const createApiKeyRoute = declareRoute({
     const issued = await createApiKeyAs(deps.db, caller.actor, params.connection_id, {
       name: body.name,
       ...(body.model_policy && { modelPolicy: body.model_policy }),
+      rateLimits: {
+        requestsPerMinute: body.requests_per_minute ?? null,
+        productUserRequestsPerMinute: body.product_user_requests_per_minute ?? null,
+      },
     });
     if (isGwError(issued)) return issued;
     return { ...apiKeyView(issued.row), key: issued.rawKey, warnings: issued.warnings };

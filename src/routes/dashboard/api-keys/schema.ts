@@ -2,6 +2,7 @@
 // their organization.
 import { z } from 'zod';
 import { MAX_ROTATION_GRACE_S } from '../../../admin/api-keys.js';
+import { MAX_REQUESTS_PER_MINUTE } from '../../../admin/api-key-rate-limits.js';
 import { displayName, modelPolicySchema, rotationBody } from '../schemas.js';
 
 export const apiKeySchema = z.object({
@@ -21,7 +22,19 @@ export const apiKeySchema = z.object({
   expires_at: z.string().nullable(),
   /** The key a rotation issued in its place. */
   replaced_by: z.string().nullable(),
+  /** Requests per minute made with the key (null: no limit; docs/limits.md). */
+  requests_per_minute: z.number().int().nullable(),
+  /** Requests per minute of each product user attributed through the key (null: no limit). */
+  product_user_requests_per_minute: z.number().int().nullable(),
 });
+
+/** A request-rate limit as written: an integer 1..1,000,000, or null for none. */
+const requestsPerMinute = z
+  .number()
+  .int('must be a whole number')
+  .min(1, 'must be at least 1')
+  .max(MAX_REQUESTS_PER_MINUTE, `must be at most ${MAX_REQUESTS_PER_MINUTE}`)
+  .nullable();
 
 /** A key as created or rotated: the object and, in this answer only, the raw key. */
 export const issuedApiKeySchema = apiKeySchema.extend({ key: z.string() });
@@ -32,6 +45,14 @@ export const createdApiKeySchema = issuedApiKeySchema.extend({ warnings: z.array
 export const createApiKeyBody = z.strictObject({
   name: displayName.optional(),
   model_policy: modelPolicySchema.optional(),
+  requests_per_minute: requestsPerMinute.optional(),
+  product_user_requests_per_minute: requestsPerMinute.optional(),
+});
+
+/** A change of a key's limits: an absent field is kept, null clears it. */
+export const updateApiKeyBody = z.strictObject({
+  requests_per_minute: requestsPerMinute.optional(),
+  product_user_requests_per_minute: requestsPerMinute.optional(),
 });
 
 export const rotateApiKeyBody = rotationBody(MAX_ROTATION_GRACE_S, '24 h', 0);

@@ -1,0 +1,50 @@
+--#include amounts
+
+-- Request rate limits (GCRA; docs/decisions.md 344): a bucket of `limit` requests refilled
+-- continuously at `limit` per minute, so bursts of up to `limit`, then `limit` a minute. Its
+-- key holds the theoretical arrival time (TAT) as '<ms>:<part>:<limit>', part in 1/limit ms:
+-- counted in units of 1/limit ms, one request is exactly 60000 units and a full bucket
+-- 60000 * limit (one minute), exact integers whichever limit (7 a minute is 8571 3/7 ms
+-- apart). Every value stays below 6e10, exact in a Lua number.
+local RATE_WINDOW_MS = 60000
+local RATE_LIMIT_MAX = 1000000
+
+-- A limit argument: '' (none) is nil, else an integer 1..RATE_LIMIT_MAX.
+local function rate_limit(text, name)
+  if text == '' then return nil end
+  local value = integer(text, name)
+  if value < 1 or value > RATE_LIMIT_MAX then
+    error('gw_invalid_argument: ' .. name .. ' is not an integer from 1 to ' .. RATE_LIMIT_MAX)
+  end
+  return value
+end
+
+-- One request against the bucket at `key` at `now` (ms): true, the TAT to store and its
+-- expiry (ms: when the bucket is full again); or false and the wait (ms) until it would pass.
+-- It writes nothing: the caller stores the TAT only if the request goes on.
+local function rate_take(key, limit, now)
+  local debt = 0 -- how far the TAT is ahead of now, in units
+  local stored = redis.call('GET', key)
+  if stored then
+    local tat_ms, part, stored_limit = string.match(stored, '^(%d+):(%d+):(%d+)$')
+    if tat_ms then
+      tat_ms, part = tonumber(tat_ms), tonumber(part)
+      if tonumber(stored_limit) ~= limit then
+        -- the limit changed: its part in the old units rounds up to a whole ms
+        if part > 0 then tat_ms = tat_ms + 1 end
+        part = 0
+      end
+      if tat_ms >= now then debt = (tat_ms - now) * limit + part end
+    end
+  end
+  local horizon = RATE_WINDOW_MS * limit
+  -- a TAT further ahead than a full bucket (another instance's clock ahead) counts as full
+  if debt > horizon then debt = horizon end
+  local after = debt + RATE_WINDOW_MS
+  if after > horizon then
+    return false, math.ceil((after - horizon) / limit)
+  end
+  local ahead_ms = math.floor(after / limit)
+  local tat = string.format('%.0f:%.0f:%.0f', now + ahead_ms, after % limit, limit)
+  return true, tat, math.ceil(after / limit)
+end

@@ -1,0 +1,31 @@
+// PATCH /dashboard/api/api-keys/{id} {"requests_per_minute"?, "product_user_requests_per_minute"?}
+// (admin or owner): changes an API key's request-rate limits; an absent field is kept, null
+// clears it. Every instance applies them to the key's next request. An OAuth token has none
+// (409).
+import { apiKeyView, updateApiKeyLimitsAs } from '../../../admin/api-keys.js';
+import { isGwError } from '../../../errors.js';
+import { declareRoute } from '../../framework/declaration.js';
+import type { KeyRevokingDeps } from '../schemas.js';
+import { apiKeySchema, ofApiKey, updateApiKeyBody } from './schema.js';
+
+export const updateApiKeyRoute = declareRoute({
+  method: 'PATCH',
+  path: '/dashboard/api/api-keys/{id}',
+  summary: "Changes an API key's request-rate limits (null clears one)",
+  caller: { kind: 'org_member', role: 'admin', org: ofApiKey },
+  body: updateApiKeyBody,
+  responses: { 200: { description: 'the key', schema: apiKeySchema } },
+  errors: ['gw_not_found', 'gw_conflict'],
+  async handler({ params, caller, body }, deps: KeyRevokingDeps) {
+    const row = await updateApiKeyLimitsAs(deps.db, deps.apiKeys, caller.actor, params.id, {
+      ...(body.requests_per_minute !== undefined && {
+        requestsPerMinute: body.requests_per_minute,
+      }),
+      ...(body.product_user_requests_per_minute !== undefined && {
+        productUserRequestsPerMinute: body.product_user_requests_per_minute,
+      }),
+    });
+    if (isGwError(row)) return row;
+    return apiKeyView(row);
+  },
+});

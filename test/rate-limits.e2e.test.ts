@@ -1,0 +1,382 @@
+// Per-API-key request rate limits through two real gateways (dist/), the dashboard API and the
+// CLI, on the real Redis and Postgres: the refusal a client sees on both protocols (429
+// gw_rate_limited, Retry-After, nothing held or recorded), one bucket across instances, product
+// users' own buckets, a refusal for money using no rate, a change reaching running gateways,
+// and tenants kept apart.
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sha256Hex } from '../src/ids.js';
+import { createRedisKeys } from '../src/redis/keys.js';
+import { isolatedContext } from './support/context.js';
+import { createMember, DashboardClient, signInTo, uniqueEmail } from './support/dashboard.js';
+import { bearer, postJson } from './support/http.js';
+import {
+  runCliJson,
+  seed,
+  startGateway,
+  type GatewayProcess,
+  type SeededOrg,
+} from './support/processes.js';
+import { eventually } from './support/services.js';
+
+const { env, db, redis, prefix } = isolatedContext('rate-e2e');
+const keys = createRedisKeys(prefix);
+let first: GatewayProcess;
+let second: GatewayProcess;
+let tenant: SeededOrg;
+let other: SeededOrg;
+const emails = { admin: uniqueEmail('rate-admin'), otherAdmin: uniqueEmail('rate-other') };
+
+interface ApiKey {
+  id: string;
+  key?: string;
+  requests_per_minute: number | null;
+  product_user_requests_per_minute: number | null;
+}
+type ErrorBody = { error: { code: string; message: string; rate_limit_scope?: string } };
+
+const chat = { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
+const apiKeysOf = (connectionId: string) => `/dashboard/api/connections/${connectionId}/api-keys`;
+
+beforeAll(async () => {
+  [first, second] = await Promise.all([startGateway(env), startGateway(env)]);
+  [tenant, other] = await Promise.all([seed(env), seed(env)]);
+  await createMember(env, emails.admin, tenant.org_id, 'admin');
+  await createMember(env, emails.otherAdmin, other.org_id, 'admin');
+});
+
+afterAll(async () => {
+  await Promise.all([first?.stop(), second?.stop()]);
+});
+
+async function infer(
+  gateway: GatewayProcess,
+  key: string,
+  user?: string,
+): Promise<{ status: number; body: ErrorBody; retryAfter: string | null }> {
+  const headers = { ...bearer(key), ...(user && { 'x-gw-external-user-id': user }) };
+  const answer = await postJson<ErrorBody>(`${gateway.url}/v1/chat/completions`, chat, headers);
+  return { ...answer, retryAfter: answer.headers.get('retry-after') };
+}
+
+const statusOf = async (gateway: GatewayProcess, key: string, user?: string): Promise<number> =>
+  (await infer(gateway, key, user)).status;
+
+async function newKey(
+  admin: DashboardClient,
+  limits: Partial<Pick<ApiKey, 'requests_per_minute' | 'product_user_requests_per_minute'>>,
+): Promise<ApiKey & { key: string }> {
+  const created = await admin.post<ApiKey & { key: string }>(
+    apiKeysOf(tenant.app_connection_id),
+    limits,
+  );
+  expect(created.status).toBe(201);
+  return created.body;
+}
+
+const walletState = async (orgId: string) => redis.hmget(keys.wallet(orgId), 'balance', 'reserved');
+const recordsOf = async (keyId: string): Promise<number> =>
+  (
+    await db.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM usage_records WHERE api_key_id = $1',
+      [keyId],
+    )
+  ).rows[0]!.n;
+
+describe('a key with requests_per_minute 3', () => {
+  it('passes three requests across instances; the fourth is 429 gw_rate_limited with Retry-After, holding and recording nothing', async () => {
+    const admin = await signInTo(first, emails.admin);
+    const key = await newKey(admin, { requests_per_minute: 3 });
+    expect(key).toMatchObject({ requests_per_minute: 3, product_user_requests_per_minute: null });
+    expect(await statusOf(first, key.key)).toBe(200);
+    expect(await statusOf(second, key.key)).toBe(200);
+    expect(await statusOf(first, key.key)).toBe(200);
+    await eventually(async () => ((await recordsOf(key.id)) === 3 ? true : undefined));
+    const before = await walletState(tenant.org_id);
+    expect(before[1]).toBe('0');
+
+    const refused = await infer(second, key.key);
+    expect(refused.status).toBe(429);
+    // 20 s a request: the wait is 20 s less the time the three took, rounded up.
+    expect(['19', '20']).toContain(refused.retryAfter);
+    expect(refused.body).toEqual({
+      error: {
+        code: 'gw_rate_limited',
+        rate_limit_scope: 'key',
+        message: `this API key's limit of 3 requests per minute is reached; retry in ${refused.retryAfter} s`,
+      },
+    });
+    // The messages protocol answers it in its own shape.
+    const messages = await postJson<Record<string, unknown>>(
+      `${first.url}/v1/messages`,
+      { model: 'vendor_a/claude-haiku-4-5', max_tokens: 16, messages: chat.messages },
+      bearer(key.key),
+    );
+    expect(messages.status).toBe(429);
+    expect(messages.headers.get('retry-after')).toMatch(/^(19|20)$/);
+    expect(messages.body).toEqual({
+      type: 'error',
+      error: {
+        type: 'rate_limit_error',
+        code: 'gw_rate_limited',
+        rate_limit_scope: 'key',
+        message: `this API key's limit of 3 requests per minute is reached; retry in ${messages.headers.get('retry-after')} s`,
+      },
+    });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await walletState(tenant.org_id)).toEqual(before);
+    expect(await recordsOf(key.id)).toBe(3);
+
+    // The official openai client sees a 429 it parses (and would retry after Retry-After).
+    const client = new OpenAI({ baseURL: `${first.url}/v1`, apiKey: key.key, maxRetries: 0 });
+    const error = await client.chat.completions
+      .create({ model: chat.model, messages: [{ role: 'user', content: 'hi' }] })
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(OpenAI.RateLimitError);
+    expect(error).toMatchObject({ status: 429, code: 'gw_rate_limited' });
+    expect((error as InstanceType<typeof OpenAI.APIError>).headers?.get('retry-after')).toMatch(
+      /^\d+$/,
+    );
+
+    // Twenty seconds later (the bucket's arrival time moved back by 20 s) one more passes.
+    const bucket = keys.keyRate(tenant.org_id, key.id);
+    const [tatMs, ...rest] = (await redis.get(bucket))!.split(':');
+    await redis.set(bucket, [Number(tatMs) - 20_000, ...rest].join(':'), 'PX', 60_000);
+    expect(await statusOf(second, key.key)).toBe(200);
+    expect(await statusOf(first, key.key)).toBe(429);
+  });
+});
+
+describe('product_user_requests_per_minute', () => {
+  it('gives each product user its own bucket under the key; the key limit holds for all of them', async () => {
+    const created = await runCliJson<ApiKey & { api_key: string }>(
+      [
+        ...['api-key', 'create', '--app-connection-id', tenant.app_connection_id],
+        ...['--requests-per-minute', '5', '--product-user-requests-per-minute', '2'],
+      ],
+      env,
+    );
+    expect(created).toMatchObject({ requests_per_minute: 5, product_user_requests_per_minute: 2 });
+    const key = created.api_key;
+    expect(await statusOf(first, key, 'user-a')).toBe(200);
+    expect(await statusOf(second, key, 'user-a')).toBe(200);
+    const userRefused = await infer(first, key, 'user-a');
+    expect(userRefused.status).toBe(429);
+    expect(userRefused.body.error).toMatchObject({
+      code: 'gw_rate_limited',
+      rate_limit_scope: 'product_user',
+      message: `this product user's limit of 2 requests per minute under this key is reached; retry in ${userRefused.retryAfter} s`,
+    });
+    expect(await statusOf(second, key, 'user-b')).toBe(200);
+    expect(await statusOf(first, key, 'user-b')).toBe(200);
+    expect(await statusOf(second, key, 'user-c')).toBe(200);
+    // Five requests made with the key: user-d's first is refused by the key's limit.
+    const keyRefused = await infer(first, key, 'user-d');
+    expect(keyRefused.status).toBe(429);
+    expect(keyRefused.body.error).toMatchObject({
+      rate_limit_scope: 'key',
+      message: `this API key's limit of 5 requests per minute is reached; retry in ${keyRefused.retryAfter} s`,
+    });
+    expect(Number(keyRefused.retryAfter)).toBeGreaterThanOrEqual(11);
+    expect(Number(keyRefused.retryAfter)).toBeLessThanOrEqual(12);
+  });
+});
+
+describe('a rolling deploy', () => {
+  it('reads an identity an older instance cached in Redis (without the limits) as unlimited until it expires', async () => {
+    const admin = await signInTo(first, emails.admin);
+    const key = await newKey(admin, { requests_per_minute: 1 });
+    const { rows } = await db.query<Record<string, unknown>>(
+      `SELECT k.id AS "keyId", k.org_id AS "orgId", k.app_id AS "appId",
+              k.app_connection_id AS "appConnectionId", k.model_policy AS "modelPolicy"
+         FROM api_keys k WHERE k.id = $1`,
+      [key.id],
+    );
+    // The identity as the version before the limits wrote it: no limit fields.
+    const older = {
+      ...rows[0],
+      active: true,
+      requiresProductUser: false,
+      creditMode: 'enforce',
+      overrunPolicy: 'reject',
+      expiresAtMs: null,
+      oauthClientId: null,
+    };
+    const cached = keys.apiKey(sha256Hex(key.key));
+    await redis.set(cached, JSON.stringify(older), 'EX', 300);
+    for (const gateway of [first, second, first])
+      expect(await statusOf(gateway, key.key)).toBe(200);
+    expect(await redis.exists(keys.keyRate(tenant.org_id, key.id))).toBe(0);
+  });
+});
+
+describe('a request refused for money', () => {
+  it('does not use up the rate', async () => {
+    const poor = await seed(env, ['--wallet', '0.00']);
+    const created = await runCliJson<{ id: string; api_key: string }>(
+      [
+        ...['api-key', 'create', '--app-connection-id', poor.app_connection_id],
+        ...['--requests-per-minute', '1'],
+      ],
+      env,
+    );
+    const short = await infer(first, created.api_key);
+    expect([short.status, short.body.error.code]).toEqual([
+      402,
+      'gw_reservation_insufficient_balance',
+    ]);
+    expect(await redis.exists(keys.keyRate(poor.org_id, created.id))).toBe(0);
+    await runCliJson(['wallet', 'topup', '--org-id', poor.org_id, '--amount', '1.00'], env);
+    expect(await statusOf(second, created.api_key)).toBe(200);
+    expect(await statusOf(first, created.api_key)).toBe(429);
+  });
+});
+
+describe('limits changed through the dashboard API', () => {
+  it('take effect on running gateways at once; null clears them; audited; rotation keeps them', async () => {
+    const admin = await signInTo(first, emails.admin);
+    const key = await newKey(admin, {});
+    expect(key).toMatchObject({
+      requests_per_minute: null,
+      product_user_requests_per_minute: null,
+    });
+    // Both instances have the key's identity cached, without limits.
+    for (const gateway of [first, second, first, second]) {
+      expect(await statusOf(gateway, key.key)).toBe(200);
+    }
+    const limited = await admin.request<ApiKey>('PATCH', `/dashboard/api/api-keys/${key.id}`, {
+      requests_per_minute: 1,
+    });
+    expect(limited.status).toBe(200);
+    expect(limited.body).toMatchObject({
+      requests_per_minute: 1,
+      product_user_requests_per_minute: null,
+    });
+    expect(await statusOf(second, key.key)).toBe(200);
+    expect(await statusOf(first, key.key)).toBe(429);
+    expect(await statusOf(second, key.key)).toBe(429);
+
+    const cleared = await admin.request<ApiKey>('PATCH', `/dashboard/api/api-keys/${key.id}`, {
+      requests_per_minute: null,
+      product_user_requests_per_minute: 4,
+    });
+    expect(cleared.body).toMatchObject({
+      requests_per_minute: null,
+      product_user_requests_per_minute: 4,
+    });
+    for (const gateway of [first, second, first]) {
+      expect(await statusOf(gateway, key.key)).toBe(200);
+    }
+    const audit = await db.query<{ action: string; details: unknown }>(
+      "SELECT action, details FROM dashboard_audit_log WHERE object_id = $1 AND action = 'api_key.update' ORDER BY id",
+      [key.id],
+    );
+    expect(audit.rows).toEqual([
+      {
+        action: 'api_key.update',
+        details: { requests_per_minute: 1, product_user_requests_per_minute: null },
+      },
+      {
+        action: 'api_key.update',
+        details: { requests_per_minute: null, product_user_requests_per_minute: 4 },
+      },
+    ]);
+
+    const rotated = await admin.post<ApiKey>(`/dashboard/api/api-keys/${key.id}/rotate`, {});
+    expect(rotated.status).toBe(201);
+    expect(rotated.body).toMatchObject({
+      requests_per_minute: null,
+      product_user_requests_per_minute: 4,
+    });
+  });
+
+  it('refuses a limit that is not an integer from 1 to 1,000,000 (400), changing nothing', async () => {
+    const admin = await signInTo(first, emails.admin);
+    const key = await newKey(admin, { requests_per_minute: 10 });
+    const bad: unknown[] = [0, -1, 1_000_001, 1.5, '5', true, [], {}, 1e308];
+    for (const value of bad) {
+      for (const field of ['requests_per_minute', 'product_user_requests_per_minute']) {
+        const patched = await admin.request<ErrorBody>(
+          'PATCH',
+          `/dashboard/api/api-keys/${key.id}`,
+          { [field]: value },
+        );
+        expect([field, value, patched.status, patched.body.error.code]).toEqual([
+          field,
+          value,
+          400,
+          'gw_invalid_request',
+        ]);
+        const created = await admin.post<ErrorBody>(apiKeysOf(tenant.app_connection_id), {
+          [field]: value,
+        });
+        expect([field, value, created.status]).toEqual([field, value, 400]);
+      }
+    }
+    const unknown = await admin.request<ErrorBody>('PATCH', `/dashboard/api/api-keys/${key.id}`, {
+      requests_per_hour: 5,
+    });
+    expect(unknown.status).toBe(400);
+    const { rows } = await db.query(
+      'SELECT requests_per_minute, product_user_requests_per_minute FROM api_keys WHERE id = $1',
+      [key.id],
+    );
+    expect(rows).toEqual([{ requests_per_minute: 10, product_user_requests_per_minute: null }]);
+  });
+
+  it("an admin of another organization can neither read nor change a key's limits (404)", async () => {
+    const admin = await signInTo(first, emails.admin);
+    const key = await newKey(admin, { requests_per_minute: 10 });
+    const stranger = await signInTo(second, emails.otherAdmin);
+    const patched = await stranger.request<ErrorBody>(
+      'PATCH',
+      `/dashboard/api/api-keys/${key.id}`,
+      {
+        requests_per_minute: null,
+      },
+    );
+    expect([patched.status, patched.body.error.code]).toEqual([404, 'gw_not_found']);
+    const listed = await stranger.get<ErrorBody>(apiKeysOf(tenant.app_connection_id));
+    expect([listed.status, listed.body.error.code]).toEqual([404, 'gw_not_found']);
+    const { rows } = await db.query('SELECT requests_per_minute FROM api_keys WHERE id = $1', [
+      key.id,
+    ]);
+    expect(rows).toEqual([{ requests_per_minute: 10 }]);
+  });
+
+  it('gw api-key update sets and clears limits (none), refusing anything else', async () => {
+    const admin = await signInTo(first, emails.admin);
+    const key = await newKey(admin, {});
+    expect(
+      await runCliJson(
+        ['api-key', 'update', '--id', key.id, '--product-user-requests-per-minute', '7'],
+        env,
+      ),
+    ).toEqual({ id: key.id, requests_per_minute: null, product_user_requests_per_minute: 7 });
+    expect(
+      await runCliJson(
+        [
+          ...['api-key', 'update', '--id', key.id, '--requests-per-minute', '30'],
+          ...['--product-user-requests-per-minute', 'none'],
+        ],
+        env,
+      ),
+    ).toEqual({ id: key.id, requests_per_minute: 30, product_user_requests_per_minute: null });
+    await expect(
+      runCliJson(['api-key', 'update', '--id', key.id, '--requests-per-minute', '0'], env),
+    ).rejects.toThrow(/--requests-per-minute must be a whole number from 1 to 1000000 or none/);
+    await expect(
+      runCliJson(
+        [
+          'api-key',
+          'create',
+          '--app-connection-id',
+          tenant.app_connection_id,
+          '--requests-per-minute',
+          'none',
+        ],
+        env,
+      ),
+    ).rejects.toThrow(/--requests-per-minute must be a whole number from 1 to 1000000"/);
+  });
+});

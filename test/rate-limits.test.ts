@@ -1,0 +1,280 @@
+// Request-rate limits in reserve.lua (GCRA, docs/decisions.md 344) against the real Redis,
+// time driven through the script's now_ms: bursts up to the limit, then the limit a minute,
+// exactly (7 a minute included); the wait it answers; the bucket's expiry; and an arrival
+// recorded only when the request is held. Runs on the Redis Cluster too (vitest.config.ts).
+import { afterAll, describe, expect, it } from 'vitest';
+import { createMoneyLayer } from '../src/billing/compose.js';
+import type { RequestAccounts } from '../src/billing/budget-store.js';
+import { createDbPool } from '../src/db/pool.js';
+import { newRequestId } from '../src/ids.js';
+import { createRedisKeys } from '../src/redis/keys.js';
+import { defineScripts } from '../src/redis/scripts.js';
+import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
+import { deletePrefix, testRedis } from './support/services.js';
+
+const prefix = uniquePrefix('rate');
+const redis = testRedis();
+const db = createDbPool(TEST_DATABASE_URL, 2);
+const keys = createRedisKeys(prefix);
+const scripts = defineScripts(redis);
+const { budget } = createMoneyLayer({ db, redis, keys, scripts, reservationTtlMs: 60_000 });
+
+afterAll(async () => {
+  await deletePrefix(redis, prefix);
+  await redis.quit();
+  await db.end();
+});
+
+let counter = 0;
+const uniqueOrg = (): string => `org_rate_${Date.now()}_${(counter += 1)}`;
+const KEY_ID = 'key_rate';
+const T0 = 1_800_000_000_000;
+
+async function fundedOrg(balanceNano = 1_000_000_000n): Promise<string> {
+  const orgId = uniqueOrg();
+  const wallet = keys.wallet(orgId);
+  await scripts.accountLoad(
+    { account: wallet, expiries: keys.holdExpiries(wallet) },
+    { field: 'balance', amount_nano: balanceNano.toString(), expire_at_ms: '' },
+  );
+  return orgId;
+}
+
+/** A product user's (uncapped, track_only) spend account, loaded. */
+async function loadUser(orgId: string, userId: string): Promise<void> {
+  const account = keys.userSpend(orgId, userId, 'p');
+  await scripts.accountLoad(
+    { account, expiries: keys.holdExpiries(account) },
+    { field: 'spent', amount_nano: '0', expire_at_ms: String(T0 + 86_400_000) },
+  );
+}
+
+interface Call {
+  readonly at: number;
+  readonly keyRpm?: number | string;
+  readonly userRpm?: number | string;
+  readonly user?: string;
+  readonly requestId?: string;
+  readonly amountNano?: bigint;
+  readonly draft?: string;
+}
+
+/** reserve.lua for `orgId` at time `call.at`, called as the budget store calls it. */
+async function reserveAt(orgId: string, call: Call): Promise<unknown[]> {
+  const unused = keys.orgCap(orgId, 'unused');
+  const userSpend = call.user ? keys.userSpend(orgId, call.user, 'p') : unused;
+  return (await scripts.reserve(
+    {
+      wallet: keys.wallet(orgId),
+      wallet_expiries: keys.holdExpiries(keys.wallet(orgId)),
+      org_cap: unused,
+      org_cap_expiries: keys.holdExpiries(unused),
+      conn_cap: unused,
+      conn_cap_expiries: keys.holdExpiries(unused),
+      user_spend: userSpend,
+      user_spend_expiries: keys.holdExpiries(userSpend),
+      user_credits: unused,
+      user_grants: unused,
+      cred_cooldowns: keys.credentialCooldowns(orgId),
+      cred_rotation: keys.credentialRotation(orgId),
+      in_flight: keys.inFlight(orgId),
+      key_rate: keys.keyRate(orgId, KEY_ID),
+      user_rate: call.user ? keys.productUserRate(orgId, KEY_ID, call.user) : unused,
+    },
+    {
+      request_id: call.requestId ?? newRequestId(),
+      amount_nano: (call.amountNano ?? 1000n).toString(),
+      now_ms: call.at,
+      expires_at_ms: call.at + 60_000,
+      wallet_pays: '1',
+      org_cap_nano: '',
+      conn_cap_nano: '',
+      user_cap_nano: '',
+      user_mode: call.user ? 'track_only' : 'none',
+      credentials: '',
+      byok_only: '0',
+      draft: call.draft ?? 'draft',
+      key_rpm: call.keyRpm ?? '',
+      user_rpm: call.userRpm ?? '',
+    },
+  )) as unknown[];
+}
+
+const HELD = [0, ''];
+const walletReserved = async (orgId: string): Promise<string | null> =>
+  redis.hget(keys.wallet(orgId), 'reserved');
+
+describe('a key limit of R requests per minute (GCRA)', () => {
+  it('passes a burst of R, refuses the next with the exact wait, and stores the arrival time with its expiry', async () => {
+    const orgId = await fundedOrg();
+    for (let index = 0; index < 3; index += 1) {
+      expect(await reserveAt(orgId, { at: T0, keyRpm: 3 })).toEqual(HELD);
+    }
+    expect(await reserveAt(orgId, { at: T0, keyRpm: 3 })).toEqual([6, 'key', 3, 20_000]);
+    expect(await reserveAt(orgId, { at: T0 + 19_999, keyRpm: 3 })).toEqual([6, 'key', 3, 1]);
+    // Refusals held nothing: three holds of 1000 nano-units.
+    expect(await walletReserved(orgId)).toBe('3000');
+    // TAT: a full minute ahead of T0 (three requests of 20 s each), expiring then.
+    const bucket = keys.keyRate(orgId, KEY_ID);
+    expect(await redis.get(bucket)).toBe(`${T0 + 60_000}:0:3`);
+    const ttl = await redis.pttl(bucket);
+    expect(ttl).toBeGreaterThan(59_000);
+    expect(ttl).toBeLessThanOrEqual(60_000);
+
+    expect(await reserveAt(orgId, { at: T0 + 20_000, keyRpm: 3 })).toEqual(HELD);
+    expect(await reserveAt(orgId, { at: T0 + 20_000, keyRpm: 3 })).toEqual([6, 'key', 3, 20_000]);
+    // After a quiet minute the whole burst is back.
+    for (let index = 0; index < 3; index += 1) {
+      expect(await reserveAt(orgId, { at: T0 + 80_000, keyRpm: 3 })).toEqual(HELD);
+    }
+    expect(await reserveAt(orgId, { at: T0 + 80_000, keyRpm: 3 })).toEqual([6, 'key', 3, 20_000]);
+  });
+
+  it('7 a minute: the k-th request after a burst passes at exactly ceil(k·60000/7) ms, for ten minutes, without drift', async () => {
+    const orgId = await fundedOrg();
+    for (let index = 0; index < 7; index += 1) {
+      expect(await reserveAt(orgId, { at: T0, keyRpm: 7 })).toEqual(HELD);
+    }
+    // 60000/7 = 8571.43 ms: the 8th waits 8572 ms (rounded up to whole ms).
+    expect(await reserveAt(orgId, { at: T0, keyRpm: 7 })).toEqual([6, 'key', 7, 8572]);
+    for (let k = 1; k <= 70; k += 1) {
+      const due = T0 + Math.ceil((k * 60_000) / 7);
+      const early = await reserveAt(orgId, { at: due - 1, keyRpm: 7 });
+      expect(early.slice(0, 3)).toEqual([6, 'key', 7]);
+      expect(early[3]).toBe(1);
+      expect(await reserveAt(orgId, { at: due, keyRpm: 7 })).toEqual(HELD);
+    }
+  });
+
+  it('a limit of 1: one request, then one a minute', async () => {
+    const orgId = await fundedOrg();
+    expect(await reserveAt(orgId, { at: T0, keyRpm: 1 })).toEqual(HELD);
+    expect(await reserveAt(orgId, { at: T0 + 1, keyRpm: 1 })).toEqual([6, 'key', 1, 59_999]);
+    expect(await reserveAt(orgId, { at: T0 + 60_000, keyRpm: 1 })).toEqual(HELD);
+  });
+
+  it('a changed limit reads the stored arrival time in whole ms', async () => {
+    const orgId = await fundedOrg();
+    expect(await reserveAt(orgId, { at: T0, keyRpm: 7 })).toEqual(HELD);
+    // TAT T0 + 8571 3/7 ms, rounded up to T0 + 8572 under another limit: the bucket of 3 (20 s
+    // a request) has 60 − 8.572 s of room: two more pass, the next waits 8.572 s.
+    expect(await redis.get(keys.keyRate(orgId, KEY_ID))).toBe(`${T0 + 8571}:3:7`);
+    expect(await reserveAt(orgId, { at: T0, keyRpm: 3 })).toEqual(HELD);
+    expect(await reserveAt(orgId, { at: T0, keyRpm: 3 })).toEqual(HELD);
+    expect(await reserveAt(orgId, { at: T0, keyRpm: 3 })).toEqual([6, 'key', 3, 8572]);
+  });
+
+  it('refuses a limit out of range, writing nothing', async () => {
+    const orgId = await fundedOrg();
+    for (const keyRpm of ['0', '1000001', '-1', '1.5', 'x']) {
+      await expect(reserveAt(orgId, { at: T0, keyRpm })).rejects.toThrow(
+        /gw_invalid_argument: key_rpm/,
+      );
+    }
+    await expect(reserveAt(orgId, { at: T0, userRpm: '0', user: 'pu_x' })).rejects.toThrow(
+      /gw_invalid_argument: user_rpm/,
+    );
+    expect(await redis.exists(keys.keyRate(orgId, KEY_ID))).toBe(0);
+    expect(await walletReserved(orgId)).toBe('0');
+  });
+});
+
+describe('an arrival is recorded only when the request is held', () => {
+  it('a request refused for money, or told to load its accounts first, does not use up the rate', async () => {
+    const orgId = await fundedOrg(1500n);
+    expect(await reserveAt(orgId, { at: T0, keyRpm: 1, amountNano: 2000n })).toEqual([2, '1500']);
+    expect(await redis.exists(keys.keyRate(orgId, KEY_ID))).toBe(0);
+    const unloaded = uniqueOrg();
+    expect(await reserveAt(unloaded, { at: T0, keyRpm: 1 })).toEqual([1, 'wallet']);
+    expect(await redis.exists(keys.keyRate(unloaded, KEY_ID))).toBe(0);
+    // The one request of the minute is still there.
+    expect(await reserveAt(orgId, { at: T0, keyRpm: 1, amountNano: 1000n })).toEqual(HELD);
+    expect(await reserveAt(orgId, { at: T0, keyRpm: 1 })).toEqual([6, 'key', 1, 60_000]);
+  });
+
+  it('a reserve of a held request run again (decision 318) is not refused for its own arrival', async () => {
+    const orgId = await fundedOrg();
+    const requestId = newRequestId();
+    expect(await reserveAt(orgId, { at: T0, keyRpm: 1, requestId })).toEqual(HELD);
+    const bucket = await redis.get(keys.keyRate(orgId, KEY_ID));
+    expect(await reserveAt(orgId, { at: T0 + 5, keyRpm: 1, requestId })).toEqual(HELD);
+    expect(await redis.get(keys.keyRate(orgId, KEY_ID))).toBe(bucket);
+    expect(await walletReserved(orgId)).toBe('1000');
+    expect(await reserveAt(orgId, { at: T0 + 5, keyRpm: 1 })).toEqual([6, 'key', 1, 59_995]);
+  });
+
+  it('without limits no bucket is read or written', async () => {
+    const orgId = await fundedOrg();
+    await loadUser(orgId, 'pu_free');
+    for (let index = 0; index < 5; index += 1) {
+      expect(await reserveAt(orgId, { at: T0, user: 'pu_free' })).toEqual(HELD);
+    }
+    expect(await redis.exists(keys.keyRate(orgId, KEY_ID))).toBe(0);
+    expect(await redis.exists(keys.productUserRate(orgId, KEY_ID, 'pu_free'))).toBe(0);
+  });
+});
+
+describe('product-user limits under a key', () => {
+  it('each product user has a bucket of its own; a key limit and a user limit together', async () => {
+    const orgId = await fundedOrg();
+    await loadUser(orgId, 'pu_a');
+    await loadUser(orgId, 'pu_b');
+    const limits = { keyRpm: 3, userRpm: 2 };
+    expect(await reserveAt(orgId, { at: T0, ...limits, user: 'pu_a' })).toEqual(HELD);
+    expect(await reserveAt(orgId, { at: T0, ...limits, user: 'pu_a' })).toEqual(HELD);
+    // A's bucket of 2 is empty (30 s a request); the key's has one left.
+    expect(await reserveAt(orgId, { at: T0, ...limits, user: 'pu_a' })).toEqual([
+      6,
+      'product_user',
+      2,
+      30_000,
+    ]);
+    expect(await reserveAt(orgId, { at: T0, ...limits, user: 'pu_b' })).toEqual(HELD);
+    // B's bucket has room, the key's is empty.
+    expect(await reserveAt(orgId, { at: T0, ...limits, user: 'pu_b' })).toEqual([
+      6,
+      'key',
+      3,
+      20_000,
+    ]);
+    // Both full for A: the longer wait is answered.
+    expect(await reserveAt(orgId, { at: T0 + 1000, ...limits, user: 'pu_a' })).toEqual([
+      6,
+      'product_user',
+      2,
+      29_000,
+    ]);
+    // A request without a product user counts against the key only.
+    expect(await reserveAt(orgId, { at: T0 + 20_000, ...limits })).toEqual(HELD);
+    expect(await redis.get(keys.productUserRate(orgId, KEY_ID, 'pu_b'))).toBe(`${T0 + 30_000}:0:2`);
+  });
+});
+
+describe('the budget store', () => {
+  it('answers rate_limited with the scope, the limit and the wait; nothing held', async () => {
+    const orgId = await fundedOrg();
+    const accounts: RequestAccounts = {
+      orgId,
+      appConnectionId: 'conn_rate',
+      orgCap: null,
+      connectionCap: null,
+      user: null,
+      walletPays: true,
+      credentials: null,
+    };
+    const reserve = () =>
+      budget.reserve({
+        requestId: newRequestId(),
+        accounts,
+        amountNano: 10n,
+        rateLimits: { apiKeyId: KEY_ID, keyPerMinute: 2, productUserPerMinute: 1 },
+      });
+    expect(await reserve()).toMatchObject({ kind: 'held' });
+    expect(await reserve()).toMatchObject({ kind: 'held' });
+    const refused = await reserve();
+    expect(refused).toMatchObject({ kind: 'rate_limited', scope: 'key', limitPerMinute: 2 });
+    expect(refused.kind === 'rate_limited' && refused.retryAfterMs).toBeGreaterThan(29_000);
+    expect(refused.kind === 'rate_limited' && refused.retryAfterMs).toBeLessThanOrEqual(30_000);
+    expect(await walletReserved(orgId)).toBe('20');
+  });
+});
