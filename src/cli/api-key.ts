@@ -34,7 +34,8 @@ export const apiKeyHelp = `gw api-key create --app-connection-id C [--name N] [-
   catalogue does not list yet is accepted with a warning. The limits (1..${MAX_REQUESTS_PER_MINUTE}
   requests a minute: all the key's requests, and each product user's) are off unless given.
 gw api-key update --id K [--requests-per-minute N|none] [--product-user-requests-per-minute N|none]
-  Changes the key's request-rate limits (none clears one); every instance applies them at once.
+  Changes the key's request-rate limits (none clears one); every instance applies them within
+  moments.
 gw api-key rotate --id K [--grace-seconds 0..${MAX_ROTATION_GRACE_S}]
   Issues a new key for the same connection and policy (printed once); the old key stops at
   once, or when the grace period ends.
