@@ -482,5 +482,16 @@ describe('limits changed through the dashboard API', () => {
         env,
       ),
     ).rejects.toThrow(/--requests-per-minute must be a whole number from 1 to 1000000"/);
+    // rotate and revoke take none (a rotation copies the limits): refused, the key unchanged.
+    for (const action of ['rotate', 'revoke']) {
+      await expect(
+        runCliJson(['api-key', action, '--id', key.id, '--requests-per-minute', '5'], env),
+      ).rejects.toThrow(/api-key \w+ takes no limit flags/);
+    }
+    const { rows } = await db.query(
+      'SELECT status, replaced_by, requests_per_minute FROM api_keys WHERE id = $1',
+      [key.id],
+    );
+    expect(rows).toEqual([{ status: 'active', replaced_by: null, requests_per_minute: 30 }]);
   });
 });
