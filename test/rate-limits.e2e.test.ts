@@ -203,14 +203,25 @@ describe('the official clients', () => {
       ],
       env,
     );
-    // A full bucket (600 requests a minute: one back every 100 ms).
+    // Both gateways know the key (its first request loads it from Postgres), then its bucket is
+    // full (600 requests a minute: one back every 100 ms).
+    expect(await statusOf(first, created.api_key)).toBe(200);
+    expect(await statusOf(second, created.api_key)).toBe(200);
     const bucket = keys.keyRate(tenant.org_id, created.id);
     const fill = () => redis.set(bucket, `${Date.now() + 60_000}:0:600`, 'PX', 60_000);
+    // The statuses each client saw, attempt by attempt.
+    let statuses: number[] = [];
+    const watched: typeof fetch = async (url, init) => {
+      const response = await fetch(url, init);
+      statuses.push(response.status);
+      return response;
+    };
     await fill();
     const openai = new OpenAI({
       baseURL: `${first.url}/v1`,
       apiKey: created.api_key,
       maxRetries: 1,
+      fetch: watched,
     });
     let startedAt = Date.now();
     const completion = await openai.chat.completions.create({
@@ -218,14 +229,17 @@ describe('the official clients', () => {
       messages: [{ role: 'user', content: 'hi' }],
     });
     expect(completion.object).toBe('chat.completion');
-    // Retry-After alone (1 s) made the client wait a second.
+    expect(statuses).toEqual([429, 200]);
+    // Retry-After alone (1 s) made the client wait a second for a bucket with room after 100 ms.
     expect(Date.now() - startedAt).toBeLessThan(900);
 
+    statuses = [];
     await fill();
     const anthropic = new Anthropic({
       baseURL: second.url,
       apiKey: created.api_key,
       maxRetries: 1,
+      fetch: watched,
     });
     startedAt = Date.now();
     const message = await anthropic.messages.create({
@@ -234,6 +248,7 @@ describe('the official clients', () => {
       messages: [{ role: 'user', content: 'hi' }],
     });
     expect(message.type).toBe('message');
+    expect(statuses).toEqual([429, 200]);
     expect(Date.now() - startedAt).toBeLessThan(900);
   });
 });
