@@ -223,6 +223,43 @@ describe('vendor_b (chat completions) served at another tier', () => {
     expect(gateway.output()).not.toContain(secret);
   });
 
+  it('logs calls served alike (one org, route and tier) once a minute, each counted', async () => {
+    // A BYOK account whose default is another tier would otherwise log every call it serves,
+    // at warn, whatever REQUEST_LOG_SAMPLE_RATE says (decision 346).
+    const busyOrg = await seed(env);
+    const requestIds: (string | null)[] = [];
+    const moved = await countedWhile(async () => {
+      for (let call = 0; call < 3; call += 1) {
+        const response = await postJson(
+          `${gateway.url}/v1/chat/completions`,
+          chatBody('mock:service_tier=scale'),
+          bearer(busyOrg.api_key),
+        );
+        expect(response.status).toBe(200);
+        requestIds.push(response.headers.get('x-request-id'));
+      }
+    });
+    expect(moved).toEqual({
+      [series({ provider: 'vendor_b', field: 'service_tier', tier: 'scale' })]: 3,
+    });
+    expect(requestIds.map((requestId) => tierWarning(requestId) !== undefined)).toEqual([
+      true,
+      false,
+      false,
+    ]);
+    expect(tierWarning(requestIds[0]!)).toMatchObject({
+      orgId: busyOrg.org_id,
+      reported: { service_tier: 'scale' },
+    });
+    // another org served at that tier is its own line
+    const response = await postJson(
+      `${gateway.url}/v1/chat/completions`,
+      chatBody('mock:service_tier=scale'),
+      bearer(org.api_key),
+    );
+    expect(tierWarning(response.headers.get('x-request-id'))).toMatchObject({ orgId: org.org_id });
+  });
+
   it('counts nothing for an answer at the default tier, in JSON or a stream', async () => {
     const moved = await countedWhile(async () => {
       for (const stream of [false, true]) {
