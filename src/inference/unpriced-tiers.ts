@@ -5,14 +5,18 @@
 // for every call: what the vendor billed beyond (or below) it shows only here. An account that
 // defaults to such a tier serves every call so: the log names each org, route and tier once a
 // minute, with the calls left out since its last line (decision 346); the counter counts all.
+import type { UsageRecord } from '../ledger/usage-record.js';
 import type { Logger } from '../log.js';
 import type { UnpricedTier } from '../protocols/common/served-tiers.js';
 import type { Admission } from './admission.js';
 
 /** Counts the tiers calls were served at that gw does not price (the metrics). */
 export interface UnpricedTierCounter {
-  unpricedTierServed(provider: string, field: string, tier: string): void;
+  unpricedTierServed(provider: string, route: ServingRoute, field: string, tier: string): void;
 }
+
+/** Whose vendor account served the call: the gateway's (system) or the org's own (byok). */
+export type ServingRoute = UsageRecord['route'];
 
 export interface UnpricedTierPorts {
   readonly unpricedTierCounter?: UnpricedTierCounter;
@@ -26,14 +30,17 @@ export interface ServedCall {
   readonly credentialId: string | null;
 }
 
+const servingRoute = (call: ServedCall): ServingRoute => (call.credentialId ? 'byok' : 'system');
+
 /** Counts each tier the vendor named, and logs the call unless one like it was just logged. */
 export function reportUnpricedTiers(
   ports: UnpricedTierPorts,
   call: ServedCall,
   tiers: readonly UnpricedTier[],
 ): void {
+  const route = servingRoute(call);
   for (const tier of tiers) {
-    ports.unpricedTierCounter?.unpricedTierServed(call.provider, tier.field, tier.tier);
+    ports.unpricedTierCounter?.unpricedTierServed(call.provider, route, tier.field, tier.tier);
   }
   ports.unpricedTierLog.served(call, tiers);
 }
@@ -85,7 +92,7 @@ export class UnpricedTierLog {
         orgId: admission.identity.orgId,
         model: admission.model.id,
         provider: call.provider,
-        route: credentialId ? 'byok' : 'system',
+        route: servingRoute(call),
         credentialId,
         reported,
         ...(last !== undefined && last.leftOut > 0 && { similarCallsNotLogged: last.leftOut }),
