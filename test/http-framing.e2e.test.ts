@@ -221,14 +221,16 @@ describe('the Host header (RFC 9112 section 3.2)', () => {
   });
 
   it.each([
-    'gw.example.com',
-    'GW.Example.COM:8443',
-    '127.0.0.1:8080',
-    '[::1]:8080',
-    'gw_internal.svc.cluster.local.',
-  ])('serves a request naming %s', async (host) => {
+    ['gw.example.com', 'https://gw.example.com'],
+    // as URL writes the origin: what a cache that normalises its key serves for either
+    ['GW.Example.COM:8443', 'https://gw.example.com:8443'],
+    ['gw.example.com:443', 'https://gw.example.com'],
+    ['127.0.0.1:8080', 'https://127.0.0.1:8080'],
+    ['[::1]:8080', 'https://[::1]:8080'],
+    ['gw_internal.svc.cluster.local.', 'https://gw_internal.svc.cluster.local.'],
+  ])('serves a request naming %s, its issuer %s', async (host, issuer) => {
     const answer = await metadata(host);
     expect(answer.status).toBe(200);
-    expect((JSON.parse(answer.body) as { issuer: string }).issuer).toBe(`https://${host}`);
+    expect((JSON.parse(answer.body) as { issuer: string }).issuer).toBe(issuer);
   });
 });

@@ -17,10 +17,19 @@ export function hostProblem(host: string | undefined): string | undefined {
   return 'header host: must be host[:port]';
 }
 
-/** `https://<Host>`, or `http://<Host>` when the gateway serves plain HTTP (insecure cookies). */
+/**
+ * `https://<Host>`, or `http://<Host>` when the gateway serves plain HTTP (insecure cookies),
+ * as URL writes an origin (lower case, no default port): as a browser writes its Origin, and
+ * the same for every Host a cache in front may take for one.
+ */
 export function requestOrigin(
   headers: Readonly<Record<string, string>>,
   insecure: boolean,
 ): string {
-  return `${insecure ? 'http' : 'https'}://${headers.host ?? ''}`;
+  const origin = `${insecure ? 'http' : 'https'}://${headers.host ?? ''}`;
+  try {
+    return new URL(origin).origin;
+  } catch {
+    return origin; // a host URL refuses (a port past 65535): compared, never matched
+  }
 }
