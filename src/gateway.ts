@@ -14,8 +14,9 @@ import { CapPolicyStore } from './billing/cap-policies.js';
 import { subscribeInvalidations } from './cache/invalidation.js';
 import { ModelCatalog } from './catalog/models.js';
 import { Closers } from './closers.js';
+import { openPostgres } from './composition/postgres.js';
+import { openRedis } from './composition/redis.js';
 import type { Config } from './config.js';
-import { ensureDatabase, migrate } from './db/migrate.js';
 import { createDbPool, IDLE_IN_TRANSACTION_MS, type DbPool } from './db/pool.js';
 import { CredentialDirectory } from './credentials/credential-directory.js';
 import { boundedDependencyChecks } from './dependency-checks.js';
@@ -48,12 +49,7 @@ import {
   type VendorSettings,
 } from './providers/system-routes.js';
 import { UpstreamClient } from './providers/upstream.js';
-import { connectRedis, knownNodes, pingAll, quitRedis, quitWithin } from './redis/connect.js';
-import { createRedisKeys } from './redis/keys.js';
-import { describeTarget, redisTarget } from './redis/target.js';
-import { connectSubscriber, keepSubscriberAlive } from './redis/subscriber.js';
-import { replaceSilentConnections, warnOfReplacement } from './redis/silent-connections.js';
-import { defineScripts, preloadScripts } from './redis/scripts.js';
+import { pingAll } from './redis/connect.js';
 import { buildOpenApiDocument } from './openapi/document.js';
 import { OAuthClientAuthenticator } from './oauth/client-auth.js';
 import { AuthorizationCodes, CODE_REPLAY_WINDOW_MS } from './oauth/codes.js';
@@ -127,71 +123,14 @@ async function assembleGateway(
 ): Promise<RunningGateway> {
   loadNativeUws(); // refuse the pure-JS fallback before anything else starts
 
-  await ensureDatabase(config.DATABASE_URL);
-  // Migrations run unbounded on a pool of their own (one can take minutes on a large
-  // ledger); every wait of the gateway's own pool is bounded by DATABASE_TIMEOUT_MS.
-  const migrations = createDbPool(config.DATABASE_URL, 1, undefined, {
-    applicationName: 'gw-migrate',
-  });
-  await migrate(migrations).finally(() => migrations.end());
-  const db = closers.add(
-    'postgres pool',
-    createDbPool(config.DATABASE_URL, config.DATABASE_POOL_SIZE, config.DATABASE_TIMEOUT_MS, {
-      applicationName: 'gw-requests',
-    }),
-    (pool) => pool.end(),
-  );
-
-  // No auto-pipelining: the script calls of the hot path coalesce their writes themselves
-  // (src/redis/scripts.ts), more cheaply; other commands are rare. Every command waits at most
-  // REDIS_TIMEOUT_MS for its answer: a Redis that hangs answers requests 503, not never
-  // (decision 318). The subscriber and the usage writer's thread wait as long as it takes.
-  const target = redisTarget(config);
-  logger.info(describeTarget(target), 'redis');
-  const redis = closers.add(
-    'redis',
-    connectRedis(target, { maxRetriesPerRequest: 2, commandTimeoutMs: config.REDIS_TIMEOUT_MS }),
-    quitRedis,
-  );
-  // A connection silent for good (cut off without a reset) is replaced, not waited on until TCP
-  // gives up (src/redis/silent-connections.ts).
-  closers.add(
-    'redis silence watch',
-    replaceSilentConnections(
-      redis,
-      config.REDIS_TIMEOUT_MS,
-      warnOfReplacement(logger, 'redis connection silent with commands waiting: reconnecting'),
-    ),
-    (watch) => watch.stop(),
-  );
-  const seedNodes = target.kind === 'cluster' ? target.nodes : [];
-  const subscriber = closers.add(
-    'redis subscriber',
-    // Named, so an operator (or a test) can find this instance's subscriber in CLIENT LIST.
-    connectSubscriber(
-      target,
-      () => knownNodes(redis, seedNodes),
-      `${config.REDIS_KEY_PREFIX}:invalidations`,
-    ),
-    // No bound on its commands (none waits on it), but a shutdown does not wait on a Redis that
-    // hangs for its QUIT.
-    (connection) => quitWithin(connection, config.REDIS_TIMEOUT_MS),
-  );
-  closers.add(
-    'redis subscriber watch',
-    keepSubscriberAlive(
-      subscriber,
-      config.REDIS_TIMEOUT_MS,
-      warnOfReplacement(
-        logger,
-        'redis subscriber silent: reconnecting (caches are dropped once it listens again)',
-      ),
-    ),
-    (watch) => watch.stop(),
-  );
-  const keys = createRedisKeys(config.REDIS_KEY_PREFIX);
-  const scripts = defineScripts(redis);
-  await preloadScripts(redis);
+  const db = await openPostgres(config, closers);
+  const {
+    target,
+    client: redis,
+    subscriber,
+    keys,
+    scripts,
+  } = await openRedis(config, logger, closers);
 
   const apiKeys = new ApiKeyStore(db, redis, keys, config.AUTH_CACHE_TTL_MS);
 
