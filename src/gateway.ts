@@ -7,19 +7,14 @@ import type { Registry } from 'prom-client';
 import { DashboardAuthenticator } from './accounts/dashboard-auth.js';
 import { LoginThrottle } from './accounts/login-throttle.js';
 import { SessionStore } from './accounts/sessions.js';
-import { ApiKeyStore } from './auth/api-key-store.js';
-import { ServiceKeyStore } from './auth/service-key-store.js';
-import { createMoneyLayer } from './billing/compose.js';
-import { CapPolicyStore } from './billing/cap-policies.js';
-import { subscribeInvalidations } from './cache/invalidation.js';
 import { ModelCatalog } from './catalog/models.js';
 import { Closers } from './closers.js';
 import { openPostgres } from './composition/postgres.js';
 import { openRedis } from './composition/redis.js';
+import { startObservability } from './composition/observability.js';
+import { buildStores } from './composition/stores.js';
 import type { Config } from './config.js';
 import { createDbPool, IDLE_IN_TRANSACTION_MS, type DbPool } from './db/pool.js';
-import { CredentialDirectory } from './credentials/credential-directory.js';
-import { boundedDependencyChecks } from './dependency-checks.js';
 import { CredentialError, CredentialStore } from './credentials/credential-store.js';
 import { parseMasterKeys } from './credentials/secret-box.js';
 import { createRequestLog } from './http/request-log.js';
@@ -33,9 +28,7 @@ import { LostRequestRecovery } from './billing/lost-requests.js';
 import { ShutdownCut } from './inference/shutdown-cut.js';
 import { createRequestLogger, type Logger } from './log.js';
 import { GatewayMetrics } from './metrics.js';
-import { pendingUsageRecords, usageRecordsAwaitingNewerWriter } from './ledger/usage-backlog.js';
 import { startMockVendors } from './mock-vendors/server.js';
-import { ProductUserDirectory } from './product-users/directory.js';
 import { LiveBalanceReader } from './product-users/live-balance.js';
 import { ProductUserManagement } from './product-users/management.js';
 import { ProductUserProfiles } from './product-users/profile.js';
@@ -49,7 +42,6 @@ import {
   type VendorSettings,
 } from './providers/system-routes.js';
 import { UpstreamClient } from './providers/upstream.js';
-import { pingAll } from './redis/connect.js';
 import { buildOpenApiDocument } from './openapi/document.js';
 import { OAuthClientAuthenticator } from './oauth/client-auth.js';
 import { AuthorizationCodes, CODE_REPLAY_WINDOW_MS } from './oauth/codes.js';
@@ -66,7 +58,6 @@ import { announceExpiredGrants } from './product-users/grant-expiry.js';
 import { DeliveryClient } from './webhooks/delivery-client.js';
 import { WebhookDispatcher } from './webhooks/dispatcher.js';
 import type { WebhookSettings } from './webhooks/endpoints.js';
-import { webhookDeliveriesDue } from './webhooks/backlog.js';
 import { deleteOldMessages } from './webhooks/retention.js';
 import { isGatewayWorker, localDashboardUrl, reportWorkerListening } from './workers.js';
 
@@ -124,72 +115,29 @@ async function assembleGateway(
   loadNativeUws(); // refuse the pure-JS fallback before anything else starts
 
   const db = await openPostgres(config, closers);
-  const {
-    target,
-    client: redis,
-    subscriber,
-    keys,
-    scripts,
-  } = await openRedis(config, logger, closers);
+  const redisConnections = await openRedis(config, logger, closers);
+  const { target, client: redis, keys, scripts } = redisConnections;
 
-  const apiKeys = new ApiKeyStore(db, redis, keys, config.AUTH_CACHE_TTL_MS);
-
-  // What /readyz and the scrape (gw_dependency_up) check: every Redis master, and Postgres on
-  // a connection of its own: on the request pool, a pool busy under load would read as
-  // Postgres down (and fire its alert). Opened when a check runs, closed once idle.
-  const probeDb = closers.add(
-    'postgres probe',
-    createDbPool(config.DATABASE_URL, 1, config.DATABASE_TIMEOUT_MS, {
-      applicationName: 'gw-probe',
-    }),
-    (pool) => pool.end(),
-  );
-  const checkDependencies = boundedDependencyChecks(
-    {
-      redis: () => pingAll(redis),
-      postgres: () => probeDb.query('SELECT 1').then(() => true),
-    },
-    config.DEPENDENCY_CHECK_TIMEOUT_MS,
-  );
-  const metrics = new GatewayMetrics(
-    config.METRICS_ENABLED,
-    () => pendingUsageRecords(redis, keys),
-    {
-      dependencies: checkDependencies,
-      usageRecordsAwaitingNewerWriter: () => usageRecordsAwaitingNewerWriter(redis, keys),
-      webhookDeliveriesDue: () => webhookDeliveriesDue(db),
-      upstreamWaiting: () => upstream.waiting(),
-    },
-  );
-
-  const instanceId = randomUUID();
-  const { loader, budget, wallets } = createMoneyLayer({
+  // The upstream client's line is read only by a scrape, once the gateway listens.
+  const { metrics, checkDependencies } = startObservability(
+    config,
     db,
-    redis,
-    keys,
-    scripts,
-    reservationTtlMs: config.RESERVATION_TTL_MS,
-    instanceId,
-    observeRebuilds: metrics.accountRebuilt,
-    observeRebuildMeasurements: metrics.rebuildMeasured,
-    logger,
-  });
-  const capPolicies = new CapPolicyStore(db);
-  const productUsers = new ProductUserDirectory(db);
-  const serviceKeys = new ServiceKeyStore(db);
-  const secretBox = parseMasterKeys(
-    config.CREDENTIALS_MASTER_KEY,
-    config.CREDENTIALS_MASTER_KEY_ID,
-    config.CREDENTIALS_PREVIOUS_KEYS,
+    redisConnections,
+    () => upstream.waiting(),
+    closers,
   );
-  const credentials = new CredentialDirectory(db, secretBox);
-  if (!secretBox) {
-    logger.warn('CREDENTIALS_MASTER_KEY is not set: BYOK provider credentials are not used');
-  }
-  // Caches dropped by pub/sub messages. Messages published while the subscriber was
-  // disconnected are lost, so every cache is dropped whenever it connects again.
-  const invalidatedCaches = [apiKeys, capPolicies, productUsers, serviceKeys, credentials];
-  await subscribeInvalidations(subscriber, keys.invalidationChannel(), invalidatedCaches);
+  const {
+    instanceId,
+    loader,
+    budget,
+    wallets,
+    apiKeys,
+    serviceKeys,
+    capPolicies,
+    productUsers,
+    credentials,
+    secretBox,
+  } = await buildStores(config, logger, db, redisConnections, metrics);
   const tokenCounter = closers.add(
     'token counter',
     new PiscinaTokenCounter(config.TOKEN_WORKERS),
