@@ -7,12 +7,12 @@ import type { Registry } from 'prom-client';
 import { DashboardAuthenticator } from './accounts/dashboard-auth.js';
 import { LoginThrottle } from './accounts/login-throttle.js';
 import { SessionStore } from './accounts/sessions.js';
-import { ModelCatalog } from './catalog/models.js';
 import { Closers } from './closers.js';
 import { openPostgres } from './composition/postgres.js';
 import { openRedis } from './composition/redis.js';
 import { startObservability } from './composition/observability.js';
 import { buildStores } from './composition/stores.js';
+import { startInference, type ExtraProvider } from './composition/inference.js';
 import type { Config } from './config.js';
 import { createDbPool, IDLE_IN_TRANSACTION_MS, type DbPool } from './db/pool.js';
 import { CredentialError, CredentialStore } from './credentials/credential-store.js';
@@ -28,20 +28,11 @@ import { LostRequestRecovery } from './billing/lost-requests.js';
 import { ShutdownCut } from './inference/shutdown-cut.js';
 import { createRequestLogger, type Logger } from './log.js';
 import { GatewayMetrics } from './metrics.js';
-import { startMockVendors } from './mock-vendors/server.js';
 import { LiveBalanceReader } from './product-users/live-balance.js';
 import { ProductUserManagement } from './product-users/management.js';
 import { ProductUserProfiles } from './product-users/profile.js';
 import type { Provider } from './providers/common/provider.js';
-import { PROVIDERS } from './providers/registry.js';
-import {
-  buildSystemRoutes,
-  mockServedVendors,
-  providerSettings,
-  type SystemRoutes,
-  type VendorSettings,
-} from './providers/system-routes.js';
-import { UpstreamClient } from './providers/upstream.js';
+import type { SystemRoutes } from './providers/system-routes.js';
 import { buildOpenApiDocument } from './openapi/document.js';
 import { OAuthClientAuthenticator } from './oauth/client-auth.js';
 import { AuthorizationCodes, CODE_REPLAY_WINDOW_MS } from './oauth/codes.js';
@@ -53,7 +44,6 @@ import { firingCapMarks } from './usage-events/cap-marks.js';
 import { serviceKeyInvalidation } from './admin/service-keys.js';
 import { metricsRoute, routeDeclarations, type RouteDeps } from './routes/index.js';
 import { loadDashboardBundle } from './routes/dashboard-ui/bundle.js';
-import { PiscinaTokenCounter } from './tokens/token-counter.js';
 import { announceExpiredGrants } from './product-users/grant-expiry.js';
 import { DeliveryClient } from './webhooks/delivery-client.js';
 import { WebhookDispatcher } from './webhooks/dispatcher.js';
@@ -61,7 +51,6 @@ import type { WebhookSettings } from './webhooks/endpoints.js';
 import { deleteOldMessages } from './webhooks/retention.js';
 import { isGatewayWorker, localDashboardUrl, reportWorkerListening } from './workers.js';
 
-const CATALOG_REFRESH_MS = 60_000;
 /** The writer's final drain at shutdown; what it cannot write stays in Redis for the others. */
 const WRITER_STOP_TIMEOUT_MS = 15_000;
 /**
@@ -78,11 +67,7 @@ export interface RunningGateway {
   stop(): Promise<void>;
 }
 
-/** A provider the gateway is started with beyond the registry's, and its system route. */
-export interface ExtraProvider {
-  readonly provider: Provider;
-  readonly settings: VendorSettings;
-}
+export type { ExtraProvider } from './composition/inference.js';
 
 export interface GatewayOptions {
   /** Providers to serve beside the registered ones (the tests' own vendors). */
@@ -138,57 +123,13 @@ async function assembleGateway(
     credentials,
     secretBox,
   } = await buildStores(config, logger, db, redisConnections, metrics);
-  const tokenCounter = closers.add(
-    'token counter',
-    new PiscinaTokenCounter(config.TOKEN_WORKERS),
-    (counter) => counter.close(),
-  );
-  const upstream = closers.add(
-    'upstream client',
-    new UpstreamClient(config.UPSTREAM_TIMEOUT_MS, config.UPSTREAM_CONNECTIONS),
-    (client) => client.close(),
-  );
-
-  const extraProviders = options.extraProviders ?? [];
-  const providers = [...PROVIDERS, ...extraProviders.map((extra) => extra.provider)];
-  const vendorSettings = providerSettings(PROVIDERS, config);
-  for (const extra of extraProviders) vendorSettings[extra.provider.id] = extra.settings;
-  const mockVendors = mockServedVendors(vendorSettings, config.MOCK_VENDORS);
-  const mock =
-    mockVendors.length > 0
-      ? closers.add(
-          'mock vendors',
-          await startMockVendors({
-            host: '127.0.0.1',
-            port: 0,
-            latencyMs: config.MOCK_VENDOR_LATENCY_MS,
-            tokensPerSecond: config.MOCK_VENDOR_TOKENS_PER_SECOND,
-          }),
-          (server) => server.close(),
-        )
-      : undefined;
-  const systemRoutes = buildSystemRoutes(vendorSettings, mockVendors, mock?.url);
-  if (mock) {
-    logger.warn(
-      { vendors: mockVendors },
-      'the built-in mock vendors answer these vendors: development only, never real traffic',
-    );
-  }
-  const catalog = new ModelCatalog(
+  const { tokenCounter, upstream, providers, systemRoutes, catalog } = await startInference(
+    config,
+    logger,
     db,
-    providers.filter((provider) => systemRoutes[provider.id] !== undefined),
+    options.extraProviders ?? [],
+    closers,
   );
-  await catalog.refresh();
-  const catalogTimer = closers.add(
-    'catalog refresh',
-    setInterval(() => {
-      catalog
-        .refresh()
-        .catch((error: unknown) => logger.warn({ err: error }, 'catalog refresh failed'));
-    }, CATALOG_REFRESH_MS),
-    clearInterval,
-  );
-  catalogTimer.unref();
 
   // Requests this instance leaves unsettled (at the end of a drain, or at all, if killed)
   // are recorded by the others from their drafts once their holds lapse.
