@@ -2,7 +2,6 @@
 // the server, and shuts it all down in order on SIGTERM. Nothing else constructs
 // infrastructure. The process entry is src/main.ts, which loads this module only in a
 // process that serves requests (a primary over workers never does).
-import { randomUUID } from 'node:crypto';
 import type { Registry } from 'prom-client';
 import { DashboardAuthenticator } from './accounts/dashboard-auth.js';
 import { LoginThrottle } from './accounts/login-throttle.js';
@@ -13,21 +12,16 @@ import { openRedis } from './composition/redis.js';
 import { startObservability } from './composition/observability.js';
 import { buildStores } from './composition/stores.js';
 import { startInference, type ExtraProvider } from './composition/inference.js';
+import { drainThenClose, shutdownState } from './composition/drain.js';
+import { startUsageRecording } from './composition/usage-recording.js';
+import { startWebhooks } from './composition/webhooks.js';
 import type { Config } from './config.js';
-import { createDbPool, IDLE_IN_TRANSACTION_MS, type DbPool } from './db/pool.js';
 import { CredentialError, CredentialStore } from './credentials/credential-store.js';
-import { parseMasterKeys } from './credentials/secret-box.js';
 import { createRequestLog } from './http/request-log.js';
 import { LoopLag } from './http/loop-lag.js';
 import { createHttpServer } from './http/server.js';
 import { loadNativeUws } from './http/uws.js';
-import { UsageWriterThread } from './ledger/usage-writer-thread.js';
-import { RecordedUsage } from './ledger/recorded-usage.js';
-import { SettleSpool } from './billing/settle-spool.js';
-import { LostRequestRecovery } from './billing/lost-requests.js';
-import { ShutdownCut } from './inference/shutdown-cut.js';
 import { createRequestLogger, type Logger } from './log.js';
-import { GatewayMetrics } from './metrics.js';
 import { LiveBalanceReader } from './product-users/live-balance.js';
 import { ProductUserManagement } from './product-users/management.js';
 import { ProductUserProfiles } from './product-users/profile.js';
@@ -44,20 +38,9 @@ import { firingCapMarks } from './usage-events/cap-marks.js';
 import { serviceKeyInvalidation } from './admin/service-keys.js';
 import { metricsRoute, routeDeclarations, type RouteDeps } from './routes/index.js';
 import { loadDashboardBundle } from './routes/dashboard-ui/bundle.js';
-import { announceExpiredGrants } from './product-users/grant-expiry.js';
-import { DeliveryClient } from './webhooks/delivery-client.js';
-import { WebhookDispatcher } from './webhooks/dispatcher.js';
-import type { WebhookSettings } from './webhooks/endpoints.js';
-import { deleteOldMessages } from './webhooks/retention.js';
 import { isGatewayWorker, localDashboardUrl, reportWorkerListening } from './workers.js';
 
-/** The writer's final drain at shutdown; what it cannot write stays in Redis for the others. */
-const WRITER_STOP_TIMEOUT_MS = 15_000;
-/**
- * After the grace, the requests cut then settle (Redis, a token count): this bounds the wait.
- * What is still in flight after it (a stuck Redis) lapses by its hold's TTL, unrecorded.
- */
-const CUT_SETTLE_TIMEOUT_MS = 5_000;
+export { createWebhookDeliveryPool } from './composition/webhooks.js';
 
 export interface RunningGateway {
   readonly port: number;
@@ -101,7 +84,7 @@ async function assembleGateway(
 
   const db = await openPostgres(config, closers);
   const redisConnections = await openRedis(config, logger, closers);
-  const { target, client: redis, keys, scripts } = redisConnections;
+  const { client: redis, keys, scripts } = redisConnections;
 
   // The upstream client's line is read only by a scrape, once the gateway listens.
   const { metrics, checkDependencies } = startObservability(
@@ -131,62 +114,15 @@ async function assembleGateway(
     closers,
   );
 
-  // Requests this instance leaves unsettled (at the end of a drain, or at all, if killed)
-  // are recorded by the others from their drafts once their holds lapse.
-  let unsettledAtExit = 0;
-  const lostRequests = closers.add(
-    'lost-request recovery',
-    new LostRequestRecovery(redis, keys, budget, logger, {
-      instanceId,
-      deadAfterMs: config.INSTANCE_DEAD_AFTER_MS,
-      recorded: metrics.lostRequestsRecorded,
-    }),
-    (recovery) => recovery.stop(unsettledAtExit === 0),
-  );
-  await lostRequests.start();
-  const writer = new UsageWriterThread(
-    {
-      redis: target,
-      databaseUrl: config.DATABASE_URL,
-      writeTimeoutMs: config.USAGE_WRITE_TIMEOUT_MS,
-      redisTimeoutMs: config.REDIS_TIMEOUT_MS,
-      keyPrefix: config.REDIS_KEY_PREFIX,
-      logLevel: config.LOG_LEVEL,
-      options: {
-        consumerName: `gw-${process.pid}-${randomUUID().slice(0, 8)}`,
-        batchMaxRows: config.USAGE_BATCH_MAX_ROWS,
-        flushIntervalMs: config.USAGE_FLUSH_INTERVAL_MS,
-        claimIdleMs: config.USAGE_CLAIM_IDLE_MS,
-      },
-    },
-    metrics,
+  const shutdown = shutdownState();
+  const settleSpool = await startUsageRecording(
+    config,
     logger,
+    { db, redis: redisConnections, stores: { budget, instanceId }, metrics, shutdown },
+    closers,
   );
-  writer.start();
-  closers.add('usage writer', writer, (thread) => thread.stop(WRITER_STOP_TIMEOUT_MS));
+  const webhookSettings = startWebhooks(config, secretBox, metrics, logger, closers);
 
-  const settleSpool = new SettleSpool(
-    { dir: config.SPOOL_DIR, namespace: config.REDIS_KEY_PREFIX },
-    {
-      budget,
-      recorded: new RecordedUsage(redis, db, keys),
-      redisReady: () => redis.status === 'ready',
-      logger,
-      counters: metrics,
-    },
-  );
-  await settleSpool.open();
-  settleSpool.start();
-  closers.add('settle spool', settleSpool, (spool) => spool.stop());
-  redis.on('ready', () => void settleSpool.replay());
-
-  const webhooks = closers.add(
-    'webhooks',
-    startWebhooks(config, secretBox, metrics, logger),
-    (started) => started.stop(),
-  );
-
-  let draining = false;
   const services = {
     catalog,
     productUsers,
@@ -196,20 +132,19 @@ async function assembleGateway(
     budget,
     settleSpool,
   };
-  const shutdownCut = new ShutdownCut();
   const proxyDeps = {
     services,
     upstream,
     systemRoutes,
     logger,
-    shutdown: shutdownCut,
+    shutdown: shutdown.cut,
     settledCounter: metrics,
     unpricedTierCounter: metrics,
   };
   const readiness: ReadinessProbe = {
     check: checkDependencies,
     essential: ['redis'],
-    isDraining: () => draining,
+    isDraining: () => shutdown.draining,
   };
   // /metrics has its own listener (METRICS_HOST:METRICS_PORT, loopback by default), never
   // the public port.
@@ -268,7 +203,7 @@ async function assembleGateway(
       profiles: new ProductUserProfiles(db, new LiveBalanceReader(redis, keys, loader)),
       management: new ProductUserManagement(db, redis, keys, scripts),
     },
-    webhooks: { db, settings: webhooks.settings },
+    webhooks: { db, settings: webhookSettings },
     oauth: {
       db,
       codes: new AuthorizationCodes(redis, keys, scripts, {
@@ -336,97 +271,7 @@ async function assembleGateway(
   return {
     port,
     metricsRegistry: metrics.registry,
-    async stop() {
-      draining = true;
-      server.stopAccepting();
-      metricsServer?.stopAccepting();
-      const remaining = await server.whenIdle(config.SHUTDOWN_GRACE_MS);
-      if (remaining > 0) {
-        // Cut what outlasts the grace while everything a settle needs is still open: each is
-        // settled as partial (`gateway_shutdown`) and its record goes out with the writer's
-        // final drain below.
-        logger.warn({ remaining }, 'shutdown grace elapsed: cutting the requests in flight');
-        shutdownCut.cutAll();
-        const unsettled = await server.whenIdle(CUT_SETTLE_TIMEOUT_MS);
-        unsettledAtExit = unsettled;
-        if (unsettled > 0) {
-          logger.error({ unsettled }, 'requests still in flight after the cut; their holds lapse');
-        }
-      }
-      await closers.closeAll(logger);
-    },
-  };
-}
-
-/**
- * The webhook dispatcher's own pool: one connection per attempt at once, and one for its
- * claims. An attempt's transaction is idle on the server for the whole HTTP attempt (up to
- * WEBHOOK_TIMEOUT_MS, 60 s at most): ended by the server's idle bound before the attempt is
- * recorded, the delivery would be attempted again at once with no retry step taken. So its
- * idle bound is the attempt's plus the usual minute.
- */
-export function createWebhookDeliveryPool(
-  config: Pick<Config, 'DATABASE_URL' | 'WEBHOOK_DELIVERY_CONCURRENCY' | 'WEBHOOK_TIMEOUT_MS'>,
-): DbPool {
-  return createDbPool(config.DATABASE_URL, config.WEBHOOK_DELIVERY_CONCURRENCY + 1, undefined, {
-    idleInTransactionMs: config.WEBHOOK_TIMEOUT_MS + IDLE_IN_TRANSACTION_MS,
-    applicationName: 'gw-webhooks',
-  });
-}
-
-/**
- * Webhooks on this instance: the dispatcher (its own Postgres pool, on this event loop: its
- * attempts are network waits) and the periodic sweep (credit-grant expiries, old messages).
- * WEBHOOK_DELIVERY_CONCURRENCY=0 leaves both to the other instances.
- */
-function startWebhooks(
-  config: Config,
-  secretBox: ReturnType<typeof parseMasterKeys>,
-  metrics: GatewayMetrics,
-  logger: Logger,
-): { settings: WebhookSettings; stop(): Promise<void> } {
-  const policy = {
-    allowHttp: config.WEBHOOK_ALLOW_HTTP,
-    allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
-  };
-  const settings: WebhookSettings = { policy, box: secretBox };
-  const concurrency = config.WEBHOOK_DELIVERY_CONCURRENCY;
-  if (concurrency === 0) return { settings, stop: () => Promise.resolve() };
-  const db = createWebhookDeliveryPool(config);
-  const client = new DeliveryClient(policy, config.WEBHOOK_TIMEOUT_MS);
-  const dispatcher = new WebhookDispatcher(
-    db,
-    client,
-    secretBox,
-    {
-      concurrency,
-      retryScheduleS: config.WEBHOOK_RETRY_SCHEDULE,
-      disableAfterMs: config.WEBHOOK_DISABLE_AFTER_S * 1000,
-      pollIntervalMs: config.WEBHOOK_POLL_INTERVAL_MS,
-    },
-    logger,
-    metrics,
-  );
-  dispatcher.start();
-  let sweeping: Promise<void> | undefined;
-  const sweepTimer = setInterval(() => {
-    sweeping ??= (async () => {
-      if ((await announceExpiredGrants(db)) > 0) dispatcher.wake();
-      await deleteOldMessages(db, config.WEBHOOK_RETENTION_DAYS);
-    })()
-      .catch((error: unknown) => logger.warn({ err: error }, 'webhook sweep failed'))
-      .finally(() => (sweeping = undefined));
-  }, config.WEBHOOK_SWEEP_INTERVAL_MS);
-  sweepTimer.unref();
-  return {
-    settings,
-    async stop() {
-      clearInterval(sweepTimer);
-      await dispatcher.stop();
-      await sweeping;
-      await client.close();
-      await db.end();
-    },
+    stop: () => drainThenClose(config, logger, { server, metricsServer }, shutdown, closers),
   };
 }
 
