@@ -226,8 +226,9 @@ export type Config = Readonly<z.infer<typeof configSchema>>;
 
 /** `scheme://host[:port]` as URL normalises it (lower-case host, no default port), or undefined. */
 function originOf(value: string): string | undefined {
-  // No path (a trailing slash aside), query or fragment; then no user name.
-  if (!/^https?:\/\/[^/?#]+\/?$/i.test(value)) return undefined;
+  // No path (a trailing slash aside; URL reads a backslash as one), query or fragment; then no
+  // user name.
+  if (!/^https?:\/\/[^/\\?#]+\/?$/i.test(value)) return undefined;
   let url: URL;
   try {
     url = new URL(value);
@@ -259,6 +260,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (parsed.data.DASHBOARD_SIGNUP && parsed.data.DASHBOARD_WALLET_TOPUP) {
     throw new ConfigError(
       'invalid configuration:\n  DASHBOARD_WALLET_TOPUP: cannot be true while DASHBOARD_SIGNUP is: anyone could sign up and fund their own wallet',
+    );
+  }
+  // The issuer is an https URL (RFC 8414), and the gateway's own origin is http only when it
+  // serves plain HTTP: an http PUBLIC_ORIGIN on a TLS gateway would also let a plain-HTTP page
+  // send dashboard writes (decision 346).
+  if (parsed.data.PUBLIC_ORIGIN?.startsWith('http:') && !parsed.data.DASHBOARD_INSECURE_COOKIES) {
+    throw new ConfigError(
+      'invalid configuration:\n  PUBLIC_ORIGIN: http:// only for a plain-HTTP gateway (DASHBOARD_INSECURE_COOKIES=true); use https://',
     );
   }
   return Object.freeze(parsed.data);

@@ -1,87 +1,27 @@
 // Composition root: builds the adapters from the parsed config, wires the services, starts
-// the server, and shuts it all down in order on SIGTERM. Nothing else constructs
-// infrastructure. The process entry is src/main.ts, which loads this module only in a
-// process that serves requests (a primary over workers never does).
-import { randomUUID } from 'node:crypto';
+// the server, and shuts it all down in order on SIGTERM. Each phase of start-up is a function
+// of its own in src/composition/; `assembleGateway` below lists them in order. Nothing else
+// constructs infrastructure. The process entry is src/main.ts, which loads this module only in
+// a process that serves requests (a primary over workers never does).
 import type { Registry } from 'prom-client';
-import { DashboardAuthenticator } from './accounts/dashboard-auth.js';
-import { LoginThrottle } from './accounts/login-throttle.js';
-import { SessionStore } from './accounts/sessions.js';
-import { ApiKeyStore } from './auth/api-key-store.js';
-import { ServiceKeyStore } from './auth/service-key-store.js';
-import { createMoneyLayer } from './billing/compose.js';
-import { CapPolicyStore } from './billing/cap-policies.js';
-import { subscribeInvalidations } from './cache/invalidation.js';
-import { ModelCatalog } from './catalog/models.js';
 import { Closers } from './closers.js';
+import { openPostgres } from './composition/postgres.js';
+import { openRedis } from './composition/redis.js';
+import { startObservability } from './composition/observability.js';
+import { buildStores } from './composition/stores.js';
+import { startInference, type ExtraProvider } from './composition/inference.js';
+import { drainThenClose, shutdownState } from './composition/drain.js';
+import { startUsageRecording } from './composition/usage-recording.js';
+import { startWebhooks } from './composition/webhooks.js';
+import { wireRoutes } from './composition/routes.js';
+import { listen } from './composition/listeners.js';
 import type { Config } from './config.js';
-import { ensureDatabase, migrate } from './db/migrate.js';
-import { createDbPool, IDLE_IN_TRANSACTION_MS, type DbPool } from './db/pool.js';
-import { CredentialDirectory } from './credentials/credential-directory.js';
-import { boundedDependencyChecks } from './dependency-checks.js';
-import { CredentialError, CredentialStore } from './credentials/credential-store.js';
-import { parseMasterKeys } from './credentials/secret-box.js';
-import { createRequestLog } from './http/request-log.js';
-import { LoopLag } from './http/loop-lag.js';
-import { createHttpServer } from './http/server.js';
 import { loadNativeUws } from './http/uws.js';
-import { UsageWriterThread } from './ledger/usage-writer-thread.js';
-import { RecordedUsage } from './ledger/recorded-usage.js';
-import { SettleSpool } from './billing/settle-spool.js';
-import { LostRequestRecovery } from './billing/lost-requests.js';
-import { ShutdownCut } from './inference/shutdown-cut.js';
-import { createRequestLogger, type Logger } from './log.js';
-import { GatewayMetrics } from './metrics.js';
-import { pendingUsageRecords, usageRecordsAwaitingNewerWriter } from './ledger/usage-backlog.js';
-import { startMockVendors } from './mock-vendors/server.js';
-import { ProductUserDirectory } from './product-users/directory.js';
-import { LiveBalanceReader } from './product-users/live-balance.js';
-import { ProductUserManagement } from './product-users/management.js';
-import { ProductUserProfiles } from './product-users/profile.js';
-import type { Provider } from './providers/common/provider.js';
-import { PROVIDERS } from './providers/registry.js';
-import {
-  buildSystemRoutes,
-  mockServedVendors,
-  providerSettings,
-  type SystemRoutes,
-  type VendorSettings,
-} from './providers/system-routes.js';
-import { UpstreamClient } from './providers/upstream.js';
-import { connectRedis, knownNodes, pingAll, quitRedis, quitWithin } from './redis/connect.js';
-import { createRedisKeys } from './redis/keys.js';
-import { describeTarget, redisTarget } from './redis/target.js';
-import { connectSubscriber, keepSubscriberAlive } from './redis/subscriber.js';
-import { replaceSilentConnections, warnOfReplacement } from './redis/silent-connections.js';
-import { defineScripts, preloadScripts } from './redis/scripts.js';
-import { buildOpenApiDocument } from './openapi/document.js';
-import { OAuthClientAuthenticator } from './oauth/client-auth.js';
-import { AuthorizationCodes, CODE_REPLAY_WINDOW_MS } from './oauth/codes.js';
-import { bindRoutes } from './routes/framework/bind.js';
-import type { Authenticators } from './routes/framework/declaration.js';
-import type { ReadinessProbe } from './routes/readyz.js';
-import { capInvalidation } from './admin/caps.js';
-import { firingCapMarks } from './usage-events/cap-marks.js';
-import { serviceKeyInvalidation } from './admin/service-keys.js';
-import { metricsRoute, routeDeclarations, type RouteDeps } from './routes/index.js';
-import { loadDashboardBundle } from './routes/dashboard-ui/bundle.js';
-import { PiscinaTokenCounter } from './tokens/token-counter.js';
-import { announceExpiredGrants } from './product-users/grant-expiry.js';
-import { DeliveryClient } from './webhooks/delivery-client.js';
-import { WebhookDispatcher } from './webhooks/dispatcher.js';
-import type { WebhookSettings } from './webhooks/endpoints.js';
-import { webhookDeliveriesDue } from './webhooks/backlog.js';
-import { deleteOldMessages } from './webhooks/retention.js';
-import { isGatewayWorker, localDashboardUrl, reportWorkerListening } from './workers.js';
+import type { Logger } from './log.js';
+import { isGatewayWorker, reportWorkerListening } from './workers.js';
 
-const CATALOG_REFRESH_MS = 60_000;
-/** The writer's final drain at shutdown; what it cannot write stays in Redis for the others. */
-const WRITER_STOP_TIMEOUT_MS = 15_000;
-/**
- * After the grace, the requests cut then settle (Redis, a token count): this bounds the wait.
- * What is still in flight after it (a stuck Redis) lapses by its hold's TTL, unrecorded.
- */
-const CUT_SETTLE_TIMEOUT_MS = 5_000;
+export type { ExtraProvider } from './composition/inference.js';
+export { createWebhookDeliveryPool } from './composition/webhooks.js';
 
 export interface RunningGateway {
   readonly port: number;
@@ -89,12 +29,6 @@ export interface RunningGateway {
   readonly metricsRegistry: Registry;
   /** Graceful stop: stop accepting, drain in-flight requests, flush usage, close everything. */
   stop(): Promise<void>;
-}
-
-/** A provider the gateway is started with beyond the registry's, and its system route. */
-export interface ExtraProvider {
-  readonly provider: Provider;
-  readonly settings: VendorSettings;
 }
 
 export interface GatewayOptions {
@@ -119,6 +53,10 @@ export async function startGateway(
   }
 }
 
+/**
+ * The phases of start-up, in order: each awaits what it must before the next begins and
+ * registers how to close what it started, so `closers` closes them last first.
+ */
 async function assembleGateway(
   config: Config,
   logger: Logger,
@@ -126,491 +64,51 @@ async function assembleGateway(
   closers: Closers,
 ): Promise<RunningGateway> {
   loadNativeUws(); // refuse the pure-JS fallback before anything else starts
-
-  await ensureDatabase(config.DATABASE_URL);
-  // Migrations run unbounded on a pool of their own (one can take minutes on a large
-  // ledger); every wait of the gateway's own pool is bounded by DATABASE_TIMEOUT_MS.
-  const migrations = createDbPool(config.DATABASE_URL, 1, undefined, {
-    applicationName: 'gw-migrate',
-  });
-  await migrate(migrations).finally(() => migrations.end());
-  const db = closers.add(
-    'postgres pool',
-    createDbPool(config.DATABASE_URL, config.DATABASE_POOL_SIZE, config.DATABASE_TIMEOUT_MS, {
-      applicationName: 'gw-requests',
-    }),
-    (pool) => pool.end(),
-  );
-
-  // No auto-pipelining: the script calls of the hot path coalesce their writes themselves
-  // (src/redis/scripts.ts), more cheaply; other commands are rare. Every command waits at most
-  // REDIS_TIMEOUT_MS for its answer: a Redis that hangs answers requests 503, not never
-  // (decision 318). The subscriber and the usage writer's thread wait as long as it takes.
-  const target = redisTarget(config);
-  logger.info(describeTarget(target), 'redis');
-  const redis = closers.add(
-    'redis',
-    connectRedis(target, { maxRetriesPerRequest: 2, commandTimeoutMs: config.REDIS_TIMEOUT_MS }),
-    quitRedis,
-  );
-  // A connection silent for good (cut off without a reset) is replaced, not waited on until TCP
-  // gives up (src/redis/silent-connections.ts).
-  closers.add(
-    'redis silence watch',
-    replaceSilentConnections(
-      redis,
-      config.REDIS_TIMEOUT_MS,
-      warnOfReplacement(logger, 'redis connection silent with commands waiting: reconnecting'),
-    ),
-    (watch) => watch.stop(),
-  );
-  const seedNodes = target.kind === 'cluster' ? target.nodes : [];
-  const subscriber = closers.add(
-    'redis subscriber',
-    // Named, so an operator (or a test) can find this instance's subscriber in CLIENT LIST.
-    connectSubscriber(
-      target,
-      () => knownNodes(redis, seedNodes),
-      `${config.REDIS_KEY_PREFIX}:invalidations`,
-    ),
-    // No bound on its commands (none waits on it), but a shutdown does not wait on a Redis that
-    // hangs for its QUIT.
-    (connection) => quitWithin(connection, config.REDIS_TIMEOUT_MS),
-  );
-  closers.add(
-    'redis subscriber watch',
-    keepSubscriberAlive(
-      subscriber,
-      config.REDIS_TIMEOUT_MS,
-      warnOfReplacement(
-        logger,
-        'redis subscriber silent: reconnecting (caches are dropped once it listens again)',
-      ),
-    ),
-    (watch) => watch.stop(),
-  );
-  const keys = createRedisKeys(config.REDIS_KEY_PREFIX);
-  const scripts = defineScripts(redis);
-  await preloadScripts(redis);
-
-  const apiKeys = new ApiKeyStore(db, redis, keys, config.AUTH_CACHE_TTL_MS);
-
-  // What /readyz and the scrape (gw_dependency_up) check: every Redis master, and Postgres on
-  // a connection of its own: on the request pool, a pool busy under load would read as
-  // Postgres down (and fire its alert). Opened when a check runs, closed once idle.
-  const probeDb = closers.add(
-    'postgres probe',
-    createDbPool(config.DATABASE_URL, 1, config.DATABASE_TIMEOUT_MS, {
-      applicationName: 'gw-probe',
-    }),
-    (pool) => pool.end(),
-  );
-  const checkDependencies = boundedDependencyChecks(
-    {
-      redis: () => pingAll(redis),
-      postgres: () => probeDb.query('SELECT 1').then(() => true),
-    },
-    config.DEPENDENCY_CHECK_TIMEOUT_MS,
-  );
-  const metrics = new GatewayMetrics(
-    config.METRICS_ENABLED,
-    () => pendingUsageRecords(redis, keys),
-    {
-      dependencies: checkDependencies,
-      usageRecordsAwaitingNewerWriter: () => usageRecordsAwaitingNewerWriter(redis, keys),
-      webhookDeliveriesDue: () => webhookDeliveriesDue(db),
-      upstreamWaiting: () => upstream.waiting(),
-    },
-  );
-
-  const instanceId = randomUUID();
-  const { loader, budget, wallets } = createMoneyLayer({
+  const db = await openPostgres(config, closers);
+  const redis = await openRedis(config, logger, closers);
+  // The upstream client's line is read only by a scrape, once the gateway listens.
+  const observability = startObservability(
+    config,
     db,
     redis,
-    keys,
-    scripts,
-    reservationTtlMs: config.RESERVATION_TTL_MS,
-    instanceId,
-    observeRebuilds: metrics.accountRebuilt,
-    observeRebuildMeasurements: metrics.rebuildMeasured,
+    () => inference.upstream.waiting(),
+    closers,
+  );
+  const { metrics } = observability;
+  const stores = await buildStores(config, logger, db, redis, metrics);
+  const inference = await startInference(config, logger, db, options.extraProviders ?? [], closers);
+  const shutdown = shutdownState();
+  const settleSpool = await startUsageRecording(
+    config,
     logger,
-  });
-  const capPolicies = new CapPolicyStore(db);
-  const productUsers = new ProductUserDirectory(db);
-  const serviceKeys = new ServiceKeyStore(db);
-  const secretBox = parseMasterKeys(
-    config.CREDENTIALS_MASTER_KEY,
-    config.CREDENTIALS_MASTER_KEY_ID,
-    config.CREDENTIALS_PREVIOUS_KEYS,
+    { db, redis, stores, metrics, shutdown },
+    closers,
   );
-  const credentials = new CredentialDirectory(db, secretBox);
-  if (!secretBox) {
-    logger.warn('CREDENTIALS_MASTER_KEY is not set: BYOK provider credentials are not used');
-  }
-  // Caches dropped by pub/sub messages. Messages published while the subscriber was
-  // disconnected are lost, so every cache is dropped whenever it connects again.
-  const invalidatedCaches = [apiKeys, capPolicies, productUsers, serviceKeys, credentials];
-  await subscribeInvalidations(subscriber, keys.invalidationChannel(), invalidatedCaches);
-  const tokenCounter = closers.add(
-    'token counter',
-    new PiscinaTokenCounter(config.TOKEN_WORKERS),
-    (counter) => counter.close(),
-  );
-  const upstream = closers.add(
-    'upstream client',
-    new UpstreamClient(config.UPSTREAM_TIMEOUT_MS, config.UPSTREAM_CONNECTIONS),
-    (client) => client.close(),
-  );
-
-  const extraProviders = options.extraProviders ?? [];
-  const providers = [...PROVIDERS, ...extraProviders.map((extra) => extra.provider)];
-  const vendorSettings = providerSettings(PROVIDERS, config);
-  for (const extra of extraProviders) vendorSettings[extra.provider.id] = extra.settings;
-  const mockVendors = mockServedVendors(vendorSettings, config.MOCK_VENDORS);
-  const mock =
-    mockVendors.length > 0
-      ? closers.add(
-          'mock vendors',
-          await startMockVendors({
-            host: '127.0.0.1',
-            port: 0,
-            latencyMs: config.MOCK_VENDOR_LATENCY_MS,
-            tokensPerSecond: config.MOCK_VENDOR_TOKENS_PER_SECOND,
-          }),
-          (server) => server.close(),
-        )
-      : undefined;
-  const systemRoutes = buildSystemRoutes(vendorSettings, mockVendors, mock?.url);
-  if (mock) {
-    logger.warn(
-      { vendors: mockVendors },
-      'the built-in mock vendors answer these vendors: development only, never real traffic',
-    );
-  }
-  const catalog = new ModelCatalog(
+  const webhookSettings = startWebhooks(config, stores.secretBox, metrics, logger, closers);
+  const routes = wireRoutes(config, logger, {
     db,
-    providers.filter((provider) => systemRoutes[provider.id] !== undefined),
-  );
-  await catalog.refresh();
-  const catalogTimer = closers.add(
-    'catalog refresh',
-    setInterval(() => {
-      catalog
-        .refresh()
-        .catch((error: unknown) => logger.warn({ err: error }, 'catalog refresh failed'));
-    }, CATALOG_REFRESH_MS),
-    clearInterval,
-  );
-  catalogTimer.unref();
-
-  // Requests this instance leaves unsettled (at the end of a drain, or at all, if killed)
-  // are recorded by the others from their drafts once their holds lapse.
-  let unsettledAtExit = 0;
-  const lostRequests = closers.add(
-    'lost-request recovery',
-    new LostRequestRecovery(redis, keys, budget, logger, {
-      instanceId,
-      deadAfterMs: config.INSTANCE_DEAD_AFTER_MS,
-      recorded: metrics.lostRequestsRecorded,
-    }),
-    (recovery) => recovery.stop(unsettledAtExit === 0),
-  );
-  await lostRequests.start();
-  const writer = new UsageWriterThread(
-    {
-      redis: target,
-      databaseUrl: config.DATABASE_URL,
-      writeTimeoutMs: config.USAGE_WRITE_TIMEOUT_MS,
-      redisTimeoutMs: config.REDIS_TIMEOUT_MS,
-      keyPrefix: config.REDIS_KEY_PREFIX,
-      logLevel: config.LOG_LEVEL,
-      options: {
-        consumerName: `gw-${process.pid}-${randomUUID().slice(0, 8)}`,
-        batchMaxRows: config.USAGE_BATCH_MAX_ROWS,
-        flushIntervalMs: config.USAGE_FLUSH_INTERVAL_MS,
-        claimIdleMs: config.USAGE_CLAIM_IDLE_MS,
-      },
-    },
-    metrics,
-    logger,
-  );
-  writer.start();
-  closers.add('usage writer', writer, (thread) => thread.stop(WRITER_STOP_TIMEOUT_MS));
-
-  const settleSpool = new SettleSpool(
-    { dir: config.SPOOL_DIR, namespace: config.REDIS_KEY_PREFIX },
-    {
-      budget,
-      recorded: new RecordedUsage(redis, db, keys),
-      redisReady: () => redis.status === 'ready',
-      logger,
-      counters: metrics,
-    },
-  );
-  await settleSpool.open();
-  settleSpool.start();
-  closers.add('settle spool', settleSpool, (spool) => spool.stop());
-  redis.on('ready', () => void settleSpool.replay());
-
-  const webhooks = closers.add(
-    'webhooks',
-    startWebhooks(config, secretBox, metrics, logger),
-    (started) => started.stop(),
-  );
-
-  let draining = false;
-  const services = {
-    catalog,
-    productUsers,
-    capPolicies,
-    credentials,
-    tokenCounter,
-    budget,
+    redis,
+    observability,
+    stores,
+    inference,
     settleSpool,
-  };
-  const shutdownCut = new ShutdownCut();
-  const proxyDeps = {
-    services,
-    upstream,
-    systemRoutes,
-    logger,
-    shutdown: shutdownCut,
-    settledCounter: metrics,
-    unpricedTierCounter: metrics,
-  };
-  const readiness: ReadinessProbe = {
-    check: checkDependencies,
-    essential: ['redis'],
-    isDraining: () => draining,
-  };
-  // /metrics has its own listener (METRICS_HOST:METRICS_PORT, loopback by default), never
-  // the public port.
-  const servedRoutes = routeDeclarations.filter((route) => route !== metricsRoute);
-  const sessions = new SessionStore(redis, keys, {
-    idleMs: config.DASHBOARD_SESSION_IDLE_MS,
-    absoluteMs: config.DASHBOARD_SESSION_MAX_MS,
-    insecureCookies: config.DASHBOARD_INSECURE_COOKIES,
+    webhookSettings,
+    shutdown,
   });
-  const oauthClients = new OAuthClientAuthenticator(db);
-  const dashboardAuth = new DashboardAuthenticator(db, sessions, {
-    // The origin users reach the gateway at is its own, whatever Host a proxy passes on.
-    allowedOrigins: [
-      ...(config.PUBLIC_ORIGIN === undefined ? [] : [config.PUBLIC_ORIGIN]),
-      ...config.DASHBOARD_ALLOWED_ORIGINS,
-    ],
-    insecure: config.DASHBOARD_INSECURE_COOKIES,
-  });
-  const routeDeps: RouteDeps = {
-    accounts: {
-      db,
-      sessions,
-      throttle: new LoginThrottle(redis, keys),
-      signup: config.DASHBOARD_SIGNUP,
-    },
-    proxy: proxyDeps,
-    catalog,
-    tokenCounter,
-    db,
-    apiKeys,
-    serviceKeys: serviceKeyInvalidation(redis, keys, serviceKeys),
-    caps: firingCapMarks(capInvalidation(redis, keys, { capPolicies, apiKeys }), {
-      db,
-      redis,
-      keys,
-    }),
-    wallets,
-    dashboardSettings: { walletTopUp: config.DASHBOARD_WALLET_TOPUP },
-    // Validated against the vendor's system route (the built-in mock where it serves).
-    credentialStore: new CredentialStore(
-      db,
-      redis,
-      keys,
-      secretBox,
-      (provider) => {
-        const route = systemRoutes[provider];
-        if (!route) {
-          throw new CredentialError(`${provider} is not served by this gateway (no route to it)`);
-        }
-        return route.baseUrl;
-      },
-      credentials,
-    ),
-    productUsers: {
-      db,
-      profiles: new ProductUserProfiles(db, new LiveBalanceReader(redis, keys, loader)),
-      management: new ProductUserManagement(db, redis, keys, scripts),
-    },
-    webhooks: { db, settings: webhooks.settings },
-    oauth: {
-      db,
-      codes: new AuthorizationCodes(redis, keys, scripts, {
-        ttlMs: config.OAUTH_CODE_TTL_MS,
-        replayWindowMs: CODE_REPLAY_WINDOW_MS,
-      }),
-      apiKeys,
-      issuer: {
-        publicOrigin: config.PUBLIC_ORIGIN,
-        insecure: config.DASHBOARD_INSECURE_COOKIES,
-      },
-    },
-    readiness,
-    metricsRegistry: metrics.registry,
-    openApiDocument: buildOpenApiDocument(servedRoutes),
-    dashboardBundle: loadDashboardBundle(),
-  };
-  const authenticators: Authenticators = {
-    apiKey: (headers) => apiKeys.authenticate(headers),
-    serviceKey: (headers, scope) => serviceKeys.authenticate(headers, scope),
-    session: (head, options) => dashboardAuth.session(head, options),
-    orgMember: (head, role, org) => dashboardAuth.orgMember(head, role, org),
-    dashboardVisitor: (head) => dashboardAuth.visitor(head),
-    oauthClient: (headers, form) => oauthClients.authenticate(headers, form),
-  };
-  // Load shedding (decision 335): off unless SHED_LOOP_DELAY_MS is set.
-  const loopLag =
-    config.SHED_LOOP_DELAY_MS > 0
-      ? closers.add('loop lag', new LoopLag(), (lag) => lag.stop())
-      : undefined;
-  const server = createHttpServer({
-    maxBodyBytes: config.MAX_BODY_BYTES,
-    logger,
-    ...(loopLag && {
-      overloaded: () => loopLag.lateMs() > config.SHED_LOOP_DELAY_MS,
-      onShed: () => metrics.requestsShed.inc(),
-    }),
-    onRequestFinished: (route, status, durationMs) =>
-      metrics.requestFinished(route, status, durationMs),
-    requestLog: createRequestLog(createRequestLogger(logger), config.REQUEST_LOG_SAMPLE_RATE),
-    routes: bindRoutes(servedRoutes, routeDeps, authenticators),
-  });
-  const port = await server.listen(config.HOST, config.PORT);
-  closers.add('public listener', server, (listener) => listener.stopAccepting());
-  const metricsServer =
-    config.METRICS_ENABLED && options.serveMetrics !== false
-      ? createHttpServer({
-          maxBodyBytes: 1024,
-          logger,
-          routes: bindRoutes([metricsRoute], routeDeps, authenticators),
-        })
-      : undefined;
-  const metricsPort = await metricsServer?.listen(config.METRICS_HOST, config.METRICS_PORT);
-  if (metricsServer) closers.add('metrics listener', metricsServer, (l) => l.stopAccepting());
-  logger.info(
-    {
-      port,
-      dashboard: localDashboardUrl(config.HOST, port),
-      ...(metricsPort !== undefined && { metricsPort }),
-      ...routeLabels(providers, systemRoutes),
-    },
-    'gw listening',
-  );
-
-  return {
-    port,
-    metricsRegistry: metrics.registry,
-    async stop() {
-      draining = true;
-      server.stopAccepting();
-      metricsServer?.stopAccepting();
-      const remaining = await server.whenIdle(config.SHUTDOWN_GRACE_MS);
-      if (remaining > 0) {
-        // Cut what outlasts the grace while everything a settle needs is still open: each is
-        // settled as partial (`gateway_shutdown`) and its record goes out with the writer's
-        // final drain below.
-        logger.warn({ remaining }, 'shutdown grace elapsed: cutting the requests in flight');
-        shutdownCut.cutAll();
-        const unsettled = await server.whenIdle(CUT_SETTLE_TIMEOUT_MS);
-        unsettledAtExit = unsettled;
-        if (unsettled > 0) {
-          logger.error({ unsettled }, 'requests still in flight after the cut; their holds lapse');
-        }
-      }
-      await closers.closeAll(logger);
-    },
-  };
-}
-
-/**
- * The webhook dispatcher's own pool: one connection per attempt at once, and one for its
- * claims. An attempt's transaction is idle on the server for the whole HTTP attempt (up to
- * WEBHOOK_TIMEOUT_MS, 60 s at most): ended by the server's idle bound before the attempt is
- * recorded, the delivery would be attempted again at once with no retry step taken. So its
- * idle bound is the attempt's plus the usual minute.
- */
-export function createWebhookDeliveryPool(
-  config: Pick<Config, 'DATABASE_URL' | 'WEBHOOK_DELIVERY_CONCURRENCY' | 'WEBHOOK_TIMEOUT_MS'>,
-): DbPool {
-  return createDbPool(config.DATABASE_URL, config.WEBHOOK_DELIVERY_CONCURRENCY + 1, undefined, {
-    idleInTransactionMs: config.WEBHOOK_TIMEOUT_MS + IDLE_IN_TRANSACTION_MS,
-    applicationName: 'gw-webhooks',
-  });
-}
-
-/**
- * Webhooks on this instance: the dispatcher (its own Postgres pool, on this event loop: its
- * attempts are network waits) and the periodic sweep (credit-grant expiries, old messages).
- * WEBHOOK_DELIVERY_CONCURRENCY=0 leaves both to the other instances.
- */
-function startWebhooks(
-  config: Config,
-  secretBox: ReturnType<typeof parseMasterKeys>,
-  metrics: GatewayMetrics,
-  logger: Logger,
-): { settings: WebhookSettings; stop(): Promise<void> } {
-  const policy = {
-    allowHttp: config.WEBHOOK_ALLOW_HTTP,
-    allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
-  };
-  const settings: WebhookSettings = { policy, box: secretBox };
-  const concurrency = config.WEBHOOK_DELIVERY_CONCURRENCY;
-  if (concurrency === 0) return { settings, stop: () => Promise.resolve() };
-  const db = createWebhookDeliveryPool(config);
-  const client = new DeliveryClient(policy, config.WEBHOOK_TIMEOUT_MS);
-  const dispatcher = new WebhookDispatcher(
-    db,
-    client,
-    secretBox,
-    {
-      concurrency,
-      retryScheduleS: config.WEBHOOK_RETRY_SCHEDULE,
-      disableAfterMs: config.WEBHOOK_DISABLE_AFTER_S * 1000,
-      pollIntervalMs: config.WEBHOOK_POLL_INTERVAL_MS,
-    },
+  const listening = await listen(
+    config,
     logger,
     metrics,
+    routes,
+    inference,
+    options.serveMetrics !== false,
+    closers,
   );
-  dispatcher.start();
-  let sweeping: Promise<void> | undefined;
-  const sweepTimer = setInterval(() => {
-    sweeping ??= (async () => {
-      if ((await announceExpiredGrants(db)) > 0) dispatcher.wake();
-      await deleteOldMessages(db, config.WEBHOOK_RETENTION_DAYS);
-    })()
-      .catch((error: unknown) => logger.warn({ err: error }, 'webhook sweep failed'))
-      .finally(() => (sweeping = undefined));
-  }, config.WEBHOOK_SWEEP_INTERVAL_MS);
-  sweepTimer.unref();
   return {
-    settings,
-    async stop() {
-      clearInterval(sweepTimer);
-      await dispatcher.stop();
-      await sweeping;
-      await client.close();
-      await db.end();
-    },
+    port: listening.port,
+    metricsRegistry: metrics.registry,
+    stop: () => drainThenClose(config, logger, listening, shutdown, closers),
   };
-}
-
-/** Each provider's route for the start-up log: vendor_a → vendorA: 'configured'. */
-function routeLabels(providers: readonly Provider[], routes: SystemRoutes): Record<string, string> {
-  const labels: Record<string, string> = {};
-  for (const { id } of providers) {
-    const route = routes[id];
-    const key = id.replace(/_([a-z0-9])/g, (_match, letter: string) => letter.toUpperCase());
-    labels[key] = route === undefined ? 'unconfigured' : route.mock ? 'mock' : 'configured';
-  }
-  return labels;
 }
 
 /** Runs this process as the gateway (alone, or as one worker) until SIGTERM/SIGINT. */

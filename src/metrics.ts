@@ -107,8 +107,8 @@ export class GatewayMetrics {
   );
   private readonly vendorTierMismatches = this.counter(
     'gw_vendor_tier_mismatches_total',
-    'Calls a vendor said it served at a tier gw does not price (a priority or flex tier, a fast speed, a pinned geography; usually the vendor account’s default), charged at the catalogue’s standard rates: one per field of the answer naming one, by provider, field (service_tier, speed, inference_geo) and tier (a value the field does not know: other)',
-    ['provider', 'field', 'tier'],
+    'Calls a vendor said it served at a tier gw does not price (a priority or flex tier, a fast speed, a pinned geography; usually the vendor account’s default), charged at the catalogue’s standard rates: one per field of the answer naming one, by provider, route (system: the gateway’s own account; byok: the org’s), field (service_tier, speed, inference_geo) and tier (a value the field does not know: other)',
+    ['provider', 'route', 'field', 'tier'],
   );
   /** Exact sums (bigint nano-units) behind the cost counters, by their label values. */
   private readonly sellCostNano = new Map<string, bigint>();
@@ -239,8 +239,13 @@ export class GatewayMetrics {
   }
 
   /** Counts a tier a vendor served a call at that gw does not price (src/inference/unpriced-tiers.ts). */
-  unpricedTierServed(provider: string, field: string, tier: string): void {
-    this.vendorTierMismatches.inc({ provider, field, tier });
+  unpricedTierServed(
+    provider: string,
+    route: UsageRecord['route'],
+    field: string,
+    tier: string,
+  ): void {
+    this.vendorTierMismatches.inc({ provider, route, field, tier });
   }
 
   /**

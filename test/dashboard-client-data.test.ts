@@ -1,6 +1,7 @@
 // What the dashboard computes in the browser from the API's answers (web/dashboard/src):
 // sums and orders of decimal strings are exact, amounts are shown without rounding, usage
-// totals are per currency, and the CSV export carries the API's values as they came.
+// totals are per currency, the CSV export carries the API's values as they came, and an API
+// key's rate limits are checked by the API's own rule before they are sent.
 import { describe, expect, it } from 'vitest';
 import {
   amountProblem,
@@ -12,6 +13,15 @@ import {
   sumDecimals,
 } from '../web/dashboard/src/money.js';
 import { landingOrgId, usableReturnPath } from '../web/dashboard/src/landing.js';
+import {
+  limitProblem,
+  limitsOf,
+  limitsProblem,
+  limitsSummary,
+  lowersALimit,
+  typedLimits,
+} from '../web/dashboard/src/pages/request-limits.js';
+import { updateApiKeyBody } from '../src/routes/dashboard/api-keys/schema.js';
 import type { UsageRow } from '../web/dashboard/src/types.js';
 import { cacheNote, daysBetween, summarize, usageCsv } from '../web/dashboard/src/usage-data.js';
 
@@ -224,5 +234,92 @@ describe('where a signed-in user lands', () => {
       '/oauth/authorize?client_id=x',
     );
     expect(usableReturnPath(null, session)).toBeNull();
+  });
+});
+
+describe('an API key’s rate limits as typed', () => {
+  const label = 'Requests per minute';
+  const limits = (rpm: number | null, userRpm: number | null) => ({
+    requests_per_minute: rpm,
+    product_user_requests_per_minute: userRpm,
+  });
+
+  it('passes exactly what the API takes: a whole number from 1 to 1,000,000, or empty for none', () => {
+    const typed = [
+      '',
+      ' ',
+      '1',
+      ' 60 ',
+      '007',
+      '999999',
+      '1000000',
+      '1000001',
+      '0',
+      '00',
+      '-1',
+      '60.5',
+      '60.0',
+      '1e3',
+      '1,000',
+      '1 000',
+      '0x10',
+      'sixty',
+      '٣',
+    ];
+    for (const text of typed) {
+      const passes = limitProblem(text, label) === null;
+      const sent = limitsOf({ perKey: text, perUser: '' }).requests_per_minute;
+      const api = updateApiKeyBody.safeParse({ requests_per_minute: sent }).success;
+      // what the form passes, the API takes as sent; what it stops never leaves the page
+      if (passes) expect([text, api]).toEqual([text, true]);
+    }
+    expect(limitsOf({ perKey: ' 60 ', perUser: '' })).toEqual(limits(60, null));
+    expect(limitsOf({ perKey: '007', perUser: '1000000' })).toEqual(limits(7, 1_000_000));
+    expect(limitsOf({ perKey: '', perUser: ' ' })).toEqual(limits(null, null));
+    // the API refuses these numbers: so does the form, saying why
+    for (const [text, sent] of [
+      ['0', 0],
+      ['1000001', 1_000_001],
+    ] as const) {
+      expect(updateApiKeyBody.safeParse({ requests_per_minute: sent }).success).toBe(false);
+      expect(limitProblem(text, label)).not.toBeNull();
+    }
+    expect(limitProblem('0', label)).toBe(
+      'Requests per minute: enter at least 1, or leave it empty for no limit.',
+    );
+    expect(limitProblem('1000001', label)).toBe(
+      `Requests per minute: enter at most ${(1_000_000).toLocaleString()}.`,
+    );
+    // written otherwise than with digits (what JSON or a locale would read differently)
+    for (const text of ['60.5', '60.0', '1e3', '1,000', '1 000', '0x10', '-1', 'sixty', '٣']) {
+      expect(limitProblem(text, label)).toBe(
+        'Requests per minute: enter a whole number with digits only, like 60 (no separators, spaces or decimals), or leave it empty for no limit.',
+      );
+    }
+    // the first field's problem first, each named by its field
+    expect(limitsProblem({ perKey: '0', perUser: 'x' })).toMatch(/^Requests per minute: /);
+    expect(limitsProblem({ perKey: '5', perUser: '0' })).toMatch(
+      /^Per product user, requests per minute: enter at least 1/,
+    );
+    expect(limitsProblem({ perKey: '', perUser: '' })).toBeNull();
+  });
+
+  it('says a key’s limits in a few words, and starts a form with them', () => {
+    expect(limitsSummary(limits(null, null))).toEqual(['unlimited']);
+    expect(limitsSummary(limits(60, null))).toEqual(['60/min']);
+    expect(limitsSummary(limits(60, 10))).toEqual(['60/min', '10/min per user']);
+    expect(limitsSummary(limits(null, 10))).toEqual(['unlimited', '10/min per user']);
+    expect(typedLimits(limits(60, null))).toEqual({ perKey: '60', perUser: '' });
+  });
+
+  it('asks first only when a change could refuse requests that pass now', () => {
+    // set where there was none, or lowered: asks
+    expect(lowersALimit(limits(null, null), limits(60, null))).toBe(true);
+    expect(lowersALimit(limits(60, 10), limits(59, 10))).toBe(true);
+    expect(lowersALimit(limits(60, null), limits(100, 5))).toBe(true);
+    // raised, cleared or unchanged: does not
+    expect(lowersALimit(limits(60, 10), limits(61, 10))).toBe(false);
+    expect(lowersALimit(limits(60, 10), limits(null, null))).toBe(false);
+    expect(lowersALimit(limits(60, 10), limits(60, 10))).toBe(false);
   });
 });

@@ -87,8 +87,9 @@ const grantRows = async (productUserId: string) =>
  * its text nodes grouped by the line box each sits on).
  */
 async function renderedLines(element: Locator): Promise<string[]> {
-  // the function is defined in the page by source: this file's types have no DOM
-  await element.page().evaluate(`globalThis.renderedLines = (element) => {
+  // the function is defined in the page (its window, not this process) by source: this
+  // file's types have no DOM
+  await element.page().evaluate(`window.renderedLines = (element) => {
     const lines = [];
     let top = null;
     const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);

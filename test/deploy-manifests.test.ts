@@ -44,8 +44,8 @@ describe('deploy/kubernetes', () => {
     const grace = Number(/terminationGracePeriodSeconds: (\d+)/.exec(deployment)![1]);
     const preStop = Number(/command: \['sleep', '(\d+)'\]/.exec(deployment)![1]);
     const drainSeconds = Number(config.get('SHUTDOWN_GRACE_MS')) / 1000;
-    const cutSettleSeconds = 5; // CUT_SETTLE_TIMEOUT_MS in src/gateway.ts
-    const writerDrainSeconds = 15; // WRITER_STOP_TIMEOUT_MS in src/gateway.ts
+    const cutSettleSeconds = 5; // CUT_SETTLE_TIMEOUT_MS in src/composition/drain.ts
+    const writerDrainSeconds = 15; // WRITER_STOP_TIMEOUT_MS in src/composition/usage-recording.ts
     expect(grace).toBeGreaterThan(preStop + drainSeconds + cutSettleSeconds + writerDrainSeconds);
   });
 

@@ -172,6 +172,8 @@ describe('a header read as one value, sent twice', () => {
     ['authorization', [`Authorization: Bearer gw_${'A'.repeat(43)}`]],
     ['idempotency-key', ['Idempotency-Key: k1', 'Idempotency-Key: k2']],
     ['content-type', ['Content-Type: application/json']],
+    // a cache keyed on one Host must not get an answer built from the other (the OAuth issuer)
+    ['host', ['Host: evil.example']],
   ])('400 gw_invalid_request naming %s, before any caller is looked up', async (name, extra) => {
     const answer = await rawRequest(gateway.port, chatHead(...extra, 'Content-Length: 2'), '{}');
     expect(answer.status).toBe(400);
@@ -187,5 +189,48 @@ describe('a header read as one value, sent twice', () => {
       ['GET /healthz HTTP/1.1', 'Host: 127.0.0.1', 'Accept: a/b', 'Accept: c/d'].join('\r\n'),
     );
     expect(answer.status).toBe(200);
+  });
+});
+
+describe('the Host header (RFC 9112 section 3.2)', () => {
+  const metadata = (host: string | Buffer) =>
+    rawRequest(
+      gateway.port,
+      Buffer.concat([
+        Buffer.from('GET /.well-known/oauth-authorization-server HTTP/1.1\r\nHost: '),
+        Buffer.isBuffer(host) ? host : Buffer.from(host, 'latin1'),
+      ]),
+    );
+
+  it.each([
+    ['a user name before the host', 'gw.example.com@evil.example'],
+    ['a path, query and fragment', 'evil.example/path?x=1#f'],
+    ['a space', 'gw example'],
+    ['markup', '"><script>alert(1)</script>'],
+    ['a backslash', 'gw.example.com\\evil'],
+    ['nothing', ''],
+    ['a port that is not digits', 'gw.example.com:https'],
+    ['UTF-8 bytes', Buffer.from('gw.exämple.com', 'utf8')],
+  ])('400 gw_invalid_request for %s: the issuer is never made from it', async (_name, host) => {
+    const answer = await metadata(host);
+    expect(answer.status).toBe(400);
+    expect(errorOf(answer.body)).toEqual({
+      code: 'gw_invalid_request',
+      message: 'header host: must be host[:port]',
+    });
+  });
+
+  it.each([
+    ['gw.example.com', 'https://gw.example.com'],
+    // as URL writes the origin: what a cache that normalises its key serves for either
+    ['GW.Example.COM:8443', 'https://gw.example.com:8443'],
+    ['gw.example.com:443', 'https://gw.example.com'],
+    ['127.0.0.1:8080', 'https://127.0.0.1:8080'],
+    ['[::1]:8080', 'https://[::1]:8080'],
+    ['gw_internal.svc.cluster.local.', 'https://gw_internal.svc.cluster.local.'],
+  ])('serves a request naming %s, its issuer %s', async (host, issuer) => {
+    const answer = await metadata(host);
+    expect(answer.status).toBe(200);
+    expect((JSON.parse(answer.body) as { issuer: string }).issuer).toBe(issuer);
   });
 });

@@ -417,12 +417,15 @@ describe('PUBLIC_ORIGIN', () => {
     expect(loadConfig({ PUBLIC_ORIGIN: 'https://GW.Example.test:443/' }).PUBLIC_ORIGIN).toBe(
       publicOrigin,
     );
-    expect(loadConfig({ PUBLIC_ORIGIN: 'http://127.0.0.1:8080' }).PUBLIC_ORIGIN).toBe(
-      'http://127.0.0.1:8080',
-    );
+    expect(
+      loadConfig({ PUBLIC_ORIGIN: 'http://127.0.0.1:8080', DASHBOARD_INSECURE_COOKIES: 'true' })
+        .PUBLIC_ORIGIN,
+    ).toBe('http://127.0.0.1:8080');
     expect(loadConfig({}).PUBLIC_ORIGIN).toBeUndefined();
     for (const value of [
       'https://gw.example.test/gw',
+      // URL reads a backslash as a slash: a path all the same
+      'https://gw.example.test\\gw',
       'https://gw.example.test?x=1',
       'https://gw.example.test#top',
       'https://user@gw.example.test',
@@ -433,6 +436,17 @@ describe('PUBLIC_ORIGIN', () => {
         /PUBLIC_ORIGIN: must be scheme:\/\/host\[:port\] only/,
       );
     }
+  });
+
+  it('is https unless the gateway serves plain HTTP: an http issuer and write origin are refused at boot', () => {
+    // RFC 8414: the issuer is an https URL; the own origin is http only under insecure cookies
+    expect(() => loadConfig({ PUBLIC_ORIGIN: 'http://gw.example.test' })).toThrow(
+      /PUBLIC_ORIGIN: http:\/\/ only for a plain-HTTP gateway \(DASHBOARD_INSECURE_COOKIES=true\)/,
+    );
+    expect(
+      loadConfig({ PUBLIC_ORIGIN: 'https://gw.example.test', DASHBOARD_INSECURE_COOKIES: 'true' })
+        .PUBLIC_ORIGIN,
+    ).toBe(publicOrigin);
   });
   let behindProxy: GatewayProcess;
 

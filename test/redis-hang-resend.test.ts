@@ -55,7 +55,7 @@ beforeAll(async () => {
   direct = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: null });
   direct.on('error', () => undefined);
   await direct.ping();
-  // The gateway's client, as src/gateway.ts builds it.
+  // The gateway's client, as src/composition/redis.ts builds it.
   client = connectRedis(
     { kind: 'single', url: `redis://127.0.0.1:${port}` },
     { maxRetriesPerRequest: 2, commandTimeoutMs: BOUND_MS },

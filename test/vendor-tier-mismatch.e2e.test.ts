@@ -42,16 +42,16 @@ afterAll(async () => {
   await gateway?.stop();
 });
 
-type Labels = { provider: string; field: string; tier: string };
+type Labels = { provider: string; route?: 'system' | 'byok'; field: string; tier: string };
 
-/** gw_vendor_tier_mismatches_total's samples, keyed `provider/field/tier`. */
+/** gw_vendor_tier_mismatches_total's samples, keyed `provider/route/field/tier`. */
 async function mismatches(): Promise<Map<string, number>> {
   const text = await (await fetch(metricsUrl(gateway))).text();
   const counts = new Map<string, number>();
   for (const match of text.matchAll(
-    /^gw_vendor_tier_mismatches_total\{provider="([^"]*)",field="([^"]*)",tier="([^"]*)"\} (\S+)$/gm,
+    /^gw_vendor_tier_mismatches_total\{provider="([^"]*)",route="([^"]*)",field="([^"]*)",tier="([^"]*)"\} (\S+)$/gm,
   )) {
-    counts.set(`${match[1]}/${match[2]}/${match[3]}`, Number(match[4]));
+    counts.set(`${match[1]}/${match[2]}/${match[3]}/${match[4]}`, Number(match[5]));
   }
   return counts;
 }
@@ -69,7 +69,9 @@ async function countedWhile(send: () => Promise<void>): Promise<Record<string, n
   return moved;
 }
 
-const series = ({ provider, field, tier }: Labels): string => `${provider}/${field}/${tier}`;
+/** A series' key; the system route unless `route` says otherwise. */
+const series = ({ provider, route = 'system', field, tier }: Labels): string =>
+  `${provider}/${route}/${field}/${tier}`;
 
 interface ChargedRow {
   status: string;
@@ -206,13 +208,20 @@ describe('vendor_b (chat completions) served at another tier', () => {
       ],
       env,
     );
-    const response = await postJson(
-      `${gateway.url}/v1/chat/completions`,
-      chatBody('mock:service_tier=flex'),
-      bearer(byokOrg.api_key),
-    );
-    expect(response.status).toBe(200);
-    const requestId = response.headers.get('x-request-id');
+    let requestId: string | null = null;
+    const moved = await countedWhile(async () => {
+      const response = await postJson(
+        `${gateway.url}/v1/chat/completions`,
+        chatBody('mock:service_tier=flex'),
+        bearer(byokOrg.api_key),
+      );
+      expect(response.status).toBe(200);
+      requestId = response.headers.get('x-request-id');
+    });
+    // apart from the system route's: the org's own account, which the operator does not pay
+    expect(moved).toEqual({
+      [series({ provider: 'vendor_b', route: 'byok', field: 'service_tier', tier: 'flex' })]: 1,
+    });
     const warning = tierWarning(requestId);
     expect(warning).toMatchObject({
       route: 'byok',
@@ -221,6 +230,43 @@ describe('vendor_b (chat completions) served at another tier', () => {
     });
     expect(JSON.stringify(warning)).not.toContain(secret);
     expect(gateway.output()).not.toContain(secret);
+  });
+
+  it('logs calls served alike (one org, route and tier) once a minute, each counted', async () => {
+    // A BYOK account whose default is another tier would otherwise log every call it serves,
+    // at warn, whatever REQUEST_LOG_SAMPLE_RATE says (decision 346).
+    const busyOrg = await seed(env);
+    const requestIds: (string | null)[] = [];
+    const moved = await countedWhile(async () => {
+      for (let call = 0; call < 3; call += 1) {
+        const response = await postJson(
+          `${gateway.url}/v1/chat/completions`,
+          chatBody('mock:service_tier=scale'),
+          bearer(busyOrg.api_key),
+        );
+        expect(response.status).toBe(200);
+        requestIds.push(response.headers.get('x-request-id'));
+      }
+    });
+    expect(moved).toEqual({
+      [series({ provider: 'vendor_b', field: 'service_tier', tier: 'scale' })]: 3,
+    });
+    expect(requestIds.map((requestId) => tierWarning(requestId) !== undefined)).toEqual([
+      true,
+      false,
+      false,
+    ]);
+    expect(tierWarning(requestIds[0]!)).toMatchObject({
+      orgId: busyOrg.org_id,
+      reported: { service_tier: 'scale' },
+    });
+    // another org served at that tier is its own line
+    const response = await postJson(
+      `${gateway.url}/v1/chat/completions`,
+      chatBody('mock:service_tier=scale'),
+      bearer(org.api_key),
+    );
+    expect(tierWarning(response.headers.get('x-request-id'))).toMatchObject({ orgId: org.org_id });
   });
 
   it('counts nothing for an answer at the default tier, in JSON or a stream', async () => {

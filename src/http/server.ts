@@ -15,6 +15,7 @@ import {
 import { newRequestId } from '../ids.js';
 import type { Logger } from '../log.js';
 import { framingProblem } from './framing.js';
+import { hostProblem } from './own-origin.js';
 import { textProblem } from '../text.js';
 import type { RequestLog } from './request-log.js';
 import { errorResponse, sendError } from './respond.js';
@@ -41,6 +42,8 @@ const SINGLE_VALUE_HEADERS: ReadonlySet<string> = new Set([
   'x-csrf-token',
   'vendor-version',
   'anthropic-version',
+  // the dashboard's own origin and the OAuth issuer (src/http/own-origin.ts)
+  'host',
 ]);
 export interface HttpServerOptions {
   readonly routes: readonly Route[];
@@ -217,6 +220,12 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       // Two keys, two product users, two idempotency keys: which one was meant is not for
       // the gateway to guess (decision 287).
       refuseEarly(gwError('gw_invalid_request', `header ${repeated}: given twice`), null, false);
+      return;
+    }
+    const badHost = hostProblem(headers.host);
+    if (badHost !== undefined) {
+      // RFC 9112 section 3.2; an issuer or own origin is never made from it (decision 346).
+      refuseEarly(gwError('gw_invalid_request', badHost), null, false);
       return;
     }
     if (match.kind !== 'route' || !route || !head) {

@@ -8,6 +8,7 @@ import type { Admission } from './admission.js';
 import { annotateAdmission } from './request-annotations.js';
 import { runProxy, type ProxyDeps, type ProxyOutcome, type ProxyPorts } from './proxy.js';
 import { settleWithRetry } from './settle-retry.js';
+import { UnpricedTierLog } from './unpriced-tiers.js';
 
 const portsByDeps = new WeakMap<ProxyDeps, ProxyPorts>();
 
@@ -33,6 +34,7 @@ function createProxyPorts(deps: ProxyDeps): ProxyPorts {
     settle: (admission, outcome) => settleWithRetry(deps, admission, outcome),
     shutdown: deps.shutdown,
     unpricedTierCounter: deps.unpricedTierCounter,
+    unpricedTierLog: new UnpricedTierLog(deps.logger, Date.now),
   };
 }
 

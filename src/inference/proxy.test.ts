@@ -190,8 +190,8 @@ describe('runProxy', () => {
     await runProxy(ports, byok(false), new FakeClient());
     await runProxy(ports, byok(true), new FakeClient());
     expect(counted).toEqual([
-      ['vendor_b', 'service_tier', 'flex'],
-      ['vendor_b', 'service_tier', 'priority'],
+      ['vendor_b', 'byok', 'service_tier', 'flex'],
+      ['vendor_b', 'byok', 'service_tier', 'priority'],
     ]);
     const charged = ports.settled.map(({ inputTokens, outputTokens, credentialId }) => ({
       inputTokens,

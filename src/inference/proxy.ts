@@ -17,7 +17,11 @@ import { readJsonAnswer, relayStreamAnswer, type StreamSink } from './relay.js';
 import type { RequestOutcome } from './settlement.js';
 import type { SettledCounter } from './settle-retry.js';
 import type { ShutdownWatch } from './shutdown-cut.js';
-import { reportUnpricedTiers, type UnpricedTierCounter } from './unpriced-tiers.js';
+import {
+  reportUnpricedTiers,
+  type UnpricedTierCounter,
+  type UnpricedTierLog,
+} from './unpriced-tiers.js';
 
 /** The gateway's services the inference routes hand the proxy step (ports are built from them). */
 export interface ProxyDeps {
@@ -51,6 +55,8 @@ export interface ProxyPorts extends DispatchPorts {
   readonly shutdown?: ShutdownWatch;
   /** Counts the tiers vendors served calls at that gw does not price (none: logged only). */
   readonly unpricedTierCounter?: UnpricedTierCounter;
+  /** Logs the calls served at such a tier, one line per kind of call a minute. */
+  readonly unpricedTierLog: UnpricedTierLog;
 }
 
 export interface ProxyRequest {

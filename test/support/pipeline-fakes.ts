@@ -14,6 +14,7 @@ import { vendorB } from '../../src/providers/vendor-b/provider.js';
 import type { Admission } from '../../src/inference/admission.js';
 import type { ProxyClient, ProxyPorts } from '../../src/inference/proxy.js';
 import type { RequestOutcome } from '../../src/inference/settlement.js';
+import { UnpricedTierLog } from '../../src/inference/unpriced-tiers.js';
 
 export const identity: ApiKeyIdentity = {
   keyId: 'key_1',
@@ -168,6 +169,11 @@ export function fakePorts(
   const settled: RequestOutcome[] = [];
   const failovers: FailoverRequest[] = [];
   const logged: unknown[] = [];
+  const logger = {
+    info: (...args: unknown[]) => void logged.push(args),
+    warn: (...args: unknown[]) => void logged.push(args),
+  } as RecordingPorts['logger'];
+  const nowMs = (): number => 1_000_000;
   return {
     upstream: vendor,
     failover: {
@@ -182,11 +188,9 @@ export function fakePorts(
     systemRoutes: {
       vendor_b: { baseUrl: 'http://vendor-b.test', apiKey: 'system-key', mock: false },
     },
-    logger: {
-      info: (...args: unknown[]) => void logged.push(args),
-      warn: (...args: unknown[]) => void logged.push(args),
-    } as RecordingPorts['logger'],
-    nowMs: () => 1_000_000,
+    logger,
+    nowMs,
+    unpricedTierLog: new UnpricedTierLog(logger, nowMs),
     outputCounter: { countOutput: () => Promise.resolve(options.countedOutputTokens ?? 0) },
     settle: (_admission, outcome) => {
       settled.push(outcome);

@@ -196,16 +196,22 @@ export function useNotice<T>(): [T | null, (value: T | null) => void] {
   const [notice, setNotice] = useState<T | null>(null);
   useEffect(() => {
     if (notice === null) return;
+    let clearing: ReturnType<typeof setTimeout> | undefined;
     const clear = (event: Event) => {
       const target = event.target;
       if (event.type === 'click' && !(target instanceof Element && target.closest('button, a'))) {
         return;
       }
-      setNotice(null);
+      // Once the event's own handlers have run: a render in between (the page re-rendered for
+      // the cleared notice) would put a field's old value back before its handler read the new
+      // one, and the first keystroke after "Saved." would be lost. A notice the handlers set
+      // meanwhile re-runs this effect, which cancels the clearing.
+      clearing ??= setTimeout(() => setNotice(null), 0);
     };
     const events = ['click', 'input', 'change', 'submit'] as const;
     for (const type of events) document.addEventListener(type, clear, true);
     return () => {
+      clearTimeout(clearing);
       for (const type of events) document.removeEventListener(type, clear, true);
     };
   }, [notice]);

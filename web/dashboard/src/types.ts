@@ -36,12 +36,18 @@ export interface ApiKeyRow {
   readonly app_connection_id: string;
   readonly name: string | null;
   readonly key_hint: string;
+  /** 'oauth_token': the `gw_oauth_…` token of an OAuth connection (it has no limits to set). */
+  readonly kind: 'api_key' | 'oauth_token';
   readonly status: 'active' | 'revoked' | 'expired';
   readonly model_policy: string[];
   readonly created_at: string;
   readonly revoked_at: string | null;
   readonly expires_at: string | null;
   readonly replaced_by: string | null;
+  /** Requests a minute made with the key (null: unlimited; docs/limits.md). */
+  readonly requests_per_minute: number | null;
+  /** Requests a minute of each product user attributed through the key (null: unlimited). */
+  readonly product_user_requests_per_minute: number | null;
 }
 
 export type ServiceKeyScope = 'product_users:read' | 'product_users:write';

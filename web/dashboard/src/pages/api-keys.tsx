@@ -1,10 +1,11 @@
-// API keys: a connection's keys (hints only), issuing one (the raw key shown once), rotating
-// with an optional grace period, revoking. The API lists keys per connection, so the page
-// picks a connection first: /orgs/<org>/keys/<connection>.
+// API keys: a connection's keys (hints only) with their rate limits, issuing one (the raw key
+// shown once), changing its rate limits, rotating with an optional grace period, revoking. The
+// API lists keys per connection, so the page picks a connection first:
+// /orgs/<org>/keys/<connection>.
 import { useState } from 'preact/hooks';
 import { api, canManage, type OrgSummary } from '../api.js';
 import { ConnectionSelect } from '../connection-picker.js';
-import { useAction, usePaged } from '../hooks.js';
+import { invalidInput, useAction, usePaged } from '../hooks.js';
 import { connectionName, useConnectionsById, type OrgConnection } from '../org-data.js';
 import { navigate, orgView } from '../router.js';
 import type { ApiKeyRow, CreatedApiKey, IssuedKey } from '../types.js';
@@ -22,8 +23,10 @@ import {
   ShownOnce,
   Status,
 } from '../ui.js';
+import { EditLimits, LimitFields, LimitsCell, NO_LIMITS_TYPED } from './key-limits.js';
 import { modelPolicyOf } from './model-policy.js';
 import type { OrgPage } from './page.js';
+import { limitsOf, limitsProblem, type TypedLimits } from './request-limits.js';
 
 export const apiKeysPage: OrgPage = {
   section: 'keys',
@@ -72,6 +75,9 @@ function ApiKeysPage({ org, connectionId }: { org: OrgSummary; connectionId?: st
 
 const keyName = (key: ApiKeyRow): string => key.name ?? key.key_hint;
 
+/** An OAuth connection's token is not an API key: it is not rotated and has no limits to set. */
+const isApiKey = (key: ApiKeyRow): boolean => key.kind === 'api_key';
+
 function ConnectionKeys({ connection, manage }: { connection: OrgConnection; manage: boolean }) {
   const base = `/dashboard/api/connections/${encodeURIComponent(connection.id)}/api-keys`;
   const list = usePaged<ApiKeyRow>(`${base}?limit=200`);
@@ -83,8 +89,11 @@ function ConnectionKeys({ connection, manage }: { connection: OrgConnection; man
   } | null>(null);
   const [rotating, setRotating] = useState<ApiKeyRow | null>(null);
   const [revoking, setRevoking] = useState<ApiKeyRow | null>(null);
+  const [editing, setEditing] = useState<string | null>(null);
   const active = connection.status === 'active';
   const rows = list.data ? [...list.data].reverse() : null; // newest first
+  const editable = (key: ApiKeyRow) => manage && key.status === 'active' && isApiKey(key);
+  const edited = editing === null ? undefined : rows?.find((key) => key.id === editing);
   return (
     <>
       {issued && (
@@ -136,6 +145,20 @@ function ConnectionKeys({ connection, manage }: { connection: OrgConnection; man
               ),
             },
             {
+              header: 'Rate limits',
+              class: 'small',
+              cell: (key) => (
+                <LimitsCell
+                  limits={key}
+                  name={keyName(key)}
+                  editing={editing === key.id}
+                  onEdit={
+                    editable(key) ? () => setEditing(editing === key.id ? null : key.id) : null
+                  }
+                />
+              ),
+            },
+            {
               header: 'Models',
               class: 'small',
               cell: (key) =>
@@ -147,7 +170,7 @@ function ConnectionKeys({ connection, manage }: { connection: OrgConnection; man
             manage &&
             key.status === 'active' && (
               <>
-                {!key.replaced_by && (
+                {!key.replaced_by && isApiKey(key) && (
                   <RowButton
                     label="Rotate…"
                     name={`Rotate ${keyName(key)}`}
@@ -165,6 +188,15 @@ function ConnectionKeys({ connection, manage }: { connection: OrgConnection; man
           }
         />
       </section>
+      {edited && editable(edited) && (
+        <EditLimits
+          key={edited.id}
+          apiKey={edited}
+          name={keyName(edited)}
+          onSaved={list.reload}
+          onClose={() => setEditing(null)}
+        />
+      )}
       {rotating && (
         <RotateKey
           apiKey={rotating}
@@ -219,23 +251,31 @@ function PolicyWarnings({ warnings }: { warnings: readonly string[] }) {
 function CreateKey(props: { base: string; onCreated(key: CreatedApiKey, name: string): void }) {
   const [name, setName] = useState('');
   const [policy, setPolicy] = useState('');
+  const [limits, setLimits] = useState<TypedLimits>(NO_LIMITS_TYPED);
   const action = useAction();
   return (
     <form
       class="card"
       aria-labelledby="create-key-heading"
+      onInput={() => action.clear()}
       onSubmit={action.submit(
         () => {
+          const problem = limitsProblem(limits);
+          if (problem) throw invalidInput(problem);
           const patterns = modelPolicyOf(policy);
+          const { requests_per_minute, product_user_requests_per_minute } = limitsOf(limits);
           return api.post<CreatedApiKey>(props.base, {
             ...(name.trim() && { name: name.trim() }),
             ...(patterns.length > 0 && { model_policy: patterns }),
+            ...(requests_per_minute !== null && { requests_per_minute }),
+            ...(product_user_requests_per_minute !== null && { product_user_requests_per_minute }),
           });
         },
         (created) => {
           props.onCreated(created, name.trim());
           setName('');
           setPolicy('');
+          setLimits(NO_LIMITS_TYPED);
         },
       )}
     >
@@ -264,6 +304,7 @@ function CreateKey(props: { base: string; onCreated(key: CreatedApiKey, name: st
           </span>
         </div>
       </div>
+      <LimitFields idPrefix="key" value={limits} onChange={setLimits} />
       <ErrorNote error={action.error} />
       <button type="submit" disabled={action.busy}>
         {action.busy ? 'Issuing…' : 'Issue key'}
@@ -296,9 +337,9 @@ function RotateKey(props: { apiKey: ApiKeyRow; onClose(): void; onRotated(key: I
       onCancel={props.onClose}
     >
       <p>
-        gw issues a new key with the same connection, name and models, and shows it once. The old
-        key <code>{props.apiKey.key_hint}</code> stops working <strong>{when}</strong>, on every
-        gateway instance.
+        gw issues a new key with the same connection, name, models and rate limits, and shows it
+        once. On every gateway instance, the old key <code>{props.apiKey.key_hint}</code> stops
+        working <strong>{when}</strong>.
       </p>
       <div class="field">
         <label for="rotate-grace">The old key stops working</label>

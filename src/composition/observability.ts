@@ -1,0 +1,59 @@
+// Start-up, what the gateway reports on itself: the dependency checks behind /readyz and the
+// scrape (gw_dependency_up), and the metrics.
+import type { Closers } from '../closers.js';
+import type { Config } from '../config.js';
+import { createDbPool, type DbPool } from '../db/pool.js';
+import { boundedDependencyChecks } from '../dependency-checks.js';
+import { pendingUsageRecords, usageRecordsAwaitingNewerWriter } from '../ledger/usage-backlog.js';
+import { GatewayMetrics } from '../metrics.js';
+import { pingAll } from '../redis/connect.js';
+import { webhookDeliveriesDue } from '../webhooks/backlog.js';
+import type { RedisConnections } from './redis.js';
+
+export interface Observability {
+  readonly metrics: GatewayMetrics;
+  /** Each dependency and whether it answered, within DEPENDENCY_CHECK_TIMEOUT_MS. */
+  readonly checkDependencies: () => Promise<Record<string, boolean>>;
+}
+
+/**
+ * The checks (their Postgres probe pool closed by `closers`) and the metrics. `upstreamWaiting`
+ * is read at each scrape only: the upstream client it reads is started after the metrics, which
+ * the money layer reports to.
+ */
+export function startObservability(
+  config: Config,
+  db: DbPool,
+  { client: redis, keys }: RedisConnections,
+  upstreamWaiting: () => number,
+  closers: Closers,
+): Observability {
+  // What /readyz and the scrape (gw_dependency_up) check: every Redis master, and Postgres on
+  // a connection of its own: on the request pool, a pool busy under load would read as
+  // Postgres down (and fire its alert). Opened when a check runs, closed once idle.
+  const probeDb = closers.add(
+    'postgres probe',
+    createDbPool(config.DATABASE_URL, 1, config.DATABASE_TIMEOUT_MS, {
+      applicationName: 'gw-probe',
+    }),
+    (pool) => pool.end(),
+  );
+  const checkDependencies = boundedDependencyChecks(
+    {
+      redis: () => pingAll(redis),
+      postgres: () => probeDb.query('SELECT 1').then(() => true),
+    },
+    config.DEPENDENCY_CHECK_TIMEOUT_MS,
+  );
+  const metrics = new GatewayMetrics(
+    config.METRICS_ENABLED,
+    () => pendingUsageRecords(redis, keys),
+    {
+      dependencies: checkDependencies,
+      usageRecordsAwaitingNewerWriter: () => usageRecordsAwaitingNewerWriter(redis, keys),
+      webhookDeliveriesDue: () => webhookDeliveriesDue(db),
+      upstreamWaiting,
+    },
+  );
+  return { metrics, checkDependencies };
+}

@@ -1,0 +1,164 @@
+// Start-up, the routes' side: everything a route handler may be given (RouteDeps) and the
+// authenticators of each caller kind, built from what the phases before started.
+import { DashboardAuthenticator } from '../accounts/dashboard-auth.js';
+import { LoginThrottle } from '../accounts/login-throttle.js';
+import { SessionStore } from '../accounts/sessions.js';
+import { capInvalidation } from '../admin/caps.js';
+import { serviceKeyInvalidation } from '../admin/service-keys.js';
+import type { SettleSpool } from '../billing/settle-spool.js';
+import type { Config } from '../config.js';
+import { CredentialError, CredentialStore } from '../credentials/credential-store.js';
+import type { DbPool } from '../db/pool.js';
+import type { Logger } from '../log.js';
+import { OAuthClientAuthenticator } from '../oauth/client-auth.js';
+import { AuthorizationCodes, CODE_REPLAY_WINDOW_MS } from '../oauth/codes.js';
+import { buildOpenApiDocument } from '../openapi/document.js';
+import { LiveBalanceReader } from '../product-users/live-balance.js';
+import { ProductUserManagement } from '../product-users/management.js';
+import { ProductUserProfiles } from '../product-users/profile.js';
+import { loadDashboardBundle } from '../routes/dashboard-ui/bundle.js';
+import type { Authenticators, DeclaredRoute } from '../routes/framework/declaration.js';
+import { metricsRoute, routeDeclarations, type RouteDeps } from '../routes/index.js';
+import type { ReadinessProbe } from '../routes/readyz.js';
+import { firingCapMarks } from '../usage-events/cap-marks.js';
+import type { WebhookSettings } from '../webhooks/endpoints.js';
+import type { ShutdownState } from './drain.js';
+import type { Inference } from './inference.js';
+import type { Observability } from './observability.js';
+import type { RedisConnections } from './redis.js';
+import type { Stores } from './stores.js';
+
+export interface RouteParts {
+  readonly db: DbPool;
+  readonly redis: RedisConnections;
+  readonly observability: Observability;
+  readonly stores: Stores;
+  readonly inference: Inference;
+  readonly settleSpool: SettleSpool;
+  readonly webhookSettings: WebhookSettings;
+  /** Whether the gateway drains (for /readyz), and the cut each proxy step watches. */
+  readonly shutdown: Pick<ShutdownState, 'draining' | 'cut'>;
+}
+
+export interface WiredRoutes {
+  /** Every declared route but /metrics, which is served on a listener of its own. */
+  readonly served: readonly DeclaredRoute<RouteDeps>[];
+  readonly deps: RouteDeps;
+  readonly authenticators: Authenticators;
+}
+
+/** Builds the route dependencies once; nothing here is started or needs closing. */
+export function wireRoutes(config: Config, logger: Logger, parts: RouteParts): WiredRoutes {
+  const { db, observability, stores, inference, shutdown } = parts;
+  const { client: redis, keys, scripts } = parts.redis;
+  const { metrics } = observability;
+  const { apiKeys, serviceKeys, capPolicies, credentials, secretBox } = stores;
+  const { catalog, tokenCounter, systemRoutes } = inference;
+  const services = {
+    catalog,
+    productUsers: stores.productUsers,
+    capPolicies,
+    credentials,
+    tokenCounter,
+    budget: stores.budget,
+    settleSpool: parts.settleSpool,
+  };
+  const proxyDeps = {
+    services,
+    upstream: inference.upstream,
+    systemRoutes,
+    logger,
+    shutdown: shutdown.cut,
+    settledCounter: metrics,
+    unpricedTierCounter: metrics,
+  };
+  const readiness: ReadinessProbe = {
+    check: observability.checkDependencies,
+    essential: ['redis'],
+    isDraining: () => shutdown.draining,
+  };
+  // /metrics has its own listener (METRICS_HOST:METRICS_PORT, loopback by default), never
+  // the public port.
+  const served = routeDeclarations.filter((route) => route !== metricsRoute);
+  const sessions = new SessionStore(redis, keys, {
+    idleMs: config.DASHBOARD_SESSION_IDLE_MS,
+    absoluteMs: config.DASHBOARD_SESSION_MAX_MS,
+    insecureCookies: config.DASHBOARD_INSECURE_COOKIES,
+  });
+  const oauthClients = new OAuthClientAuthenticator(db);
+  const dashboardAuth = new DashboardAuthenticator(db, sessions, {
+    // The origin users reach the gateway at is its own, whatever Host a proxy passes on.
+    allowedOrigins: [
+      ...(config.PUBLIC_ORIGIN === undefined ? [] : [config.PUBLIC_ORIGIN]),
+      ...config.DASHBOARD_ALLOWED_ORIGINS,
+    ],
+    insecure: config.DASHBOARD_INSECURE_COOKIES,
+  });
+  const deps: RouteDeps = {
+    accounts: {
+      db,
+      sessions,
+      throttle: new LoginThrottle(redis, keys),
+      signup: config.DASHBOARD_SIGNUP,
+    },
+    proxy: proxyDeps,
+    catalog,
+    tokenCounter,
+    db,
+    apiKeys,
+    serviceKeys: serviceKeyInvalidation(redis, keys, serviceKeys),
+    caps: firingCapMarks(capInvalidation(redis, keys, { capPolicies, apiKeys }), {
+      db,
+      redis,
+      keys,
+    }),
+    wallets: stores.wallets,
+    dashboardSettings: { walletTopUp: config.DASHBOARD_WALLET_TOPUP },
+    // Validated against the vendor's system route (the built-in mock where it serves).
+    credentialStore: new CredentialStore(
+      db,
+      redis,
+      keys,
+      secretBox,
+      (provider) => {
+        const route = systemRoutes[provider];
+        if (!route) {
+          throw new CredentialError(`${provider} is not served by this gateway (no route to it)`);
+        }
+        return route.baseUrl;
+      },
+      credentials,
+    ),
+    productUsers: {
+      db,
+      profiles: new ProductUserProfiles(db, new LiveBalanceReader(redis, keys, stores.loader)),
+      management: new ProductUserManagement(db, redis, keys, scripts),
+    },
+    webhooks: { db, settings: parts.webhookSettings },
+    oauth: {
+      db,
+      codes: new AuthorizationCodes(redis, keys, scripts, {
+        ttlMs: config.OAUTH_CODE_TTL_MS,
+        replayWindowMs: CODE_REPLAY_WINDOW_MS,
+      }),
+      apiKeys,
+      issuer: {
+        publicOrigin: config.PUBLIC_ORIGIN,
+        insecure: config.DASHBOARD_INSECURE_COOKIES,
+      },
+    },
+    readiness,
+    metricsRegistry: metrics.registry,
+    openApiDocument: buildOpenApiDocument(served),
+    dashboardBundle: loadDashboardBundle(),
+  };
+  const authenticators: Authenticators = {
+    apiKey: (headers) => apiKeys.authenticate(headers),
+    serviceKey: (headers, scope) => serviceKeys.authenticate(headers, scope),
+    session: (head, options) => dashboardAuth.session(head, options),
+    orgMember: (head, role, org) => dashboardAuth.orgMember(head, role, org),
+    dashboardVisitor: (head) => dashboardAuth.visitor(head),
+    oauthClient: (headers, form) => oauthClients.authenticate(headers, form),
+  };
+  return { served, deps, authenticators };
+}
