@@ -3,6 +3,7 @@
 // gw_rate_limited, Retry-After, nothing held or recorded), one bucket across instances, product
 // users' own buckets, a refusal for money using no rate, a change reaching running gateways,
 // and tenants kept apart.
+import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../src/ids.js';
@@ -53,10 +54,19 @@ async function infer(
   gateway: GatewayProcess,
   key: string,
   user?: string,
-): Promise<{ status: number; body: ErrorBody; retryAfter: string | null }> {
+): Promise<{
+  status: number;
+  body: ErrorBody;
+  retryAfter: string | null;
+  retryAfterMs: string | null;
+}> {
   const headers = { ...bearer(key), ...(user && { 'x-gw-external-user-id': user }) };
   const answer = await postJson<ErrorBody>(`${gateway.url}/v1/chat/completions`, chat, headers);
-  return { ...answer, retryAfter: answer.headers.get('retry-after') };
+  return {
+    ...answer,
+    retryAfter: answer.headers.get('retry-after'),
+    retryAfterMs: answer.headers.get('retry-after-ms'),
+  };
 }
 
 const statusOf = async (gateway: GatewayProcess, key: string, user?: string): Promise<number> =>
@@ -99,6 +109,9 @@ describe('a key with requests_per_minute 3', () => {
     expect(refused.status).toBe(429);
     // 20 s a request: the wait is 20 s less the time the three took, rounded up.
     expect(['19', '20']).toContain(refused.retryAfter);
+    // The exact wait for the clients that read it (the official OpenAI and Anthropic ones).
+    expect(Number(refused.retryAfterMs)).toBeLessThanOrEqual(Number(refused.retryAfter) * 1000);
+    expect(Number(refused.retryAfterMs)).toBeGreaterThan((Number(refused.retryAfter) - 1) * 1000);
     expect(refused.body).toEqual({
       error: {
         code: 'gw_rate_limited',
@@ -108,7 +121,7 @@ describe('a key with requests_per_minute 3', () => {
     });
     // The messages protocol answers it in its own shape.
     const messages = await postJson<Record<string, unknown>>(
-      `${first.url}/v1/messages`,
+      `${second.url}/v1/messages`,
       { model: 'vendor_a/claude-haiku-4-5', max_tokens: 16, messages: chat.messages },
       bearer(key.key),
     );
@@ -128,7 +141,7 @@ describe('a key with requests_per_minute 3', () => {
     expect(await recordsOf(key.id)).toBe(3);
 
     // The official openai client sees a 429 it parses (and would retry after Retry-After).
-    const client = new OpenAI({ baseURL: `${first.url}/v1`, apiKey: key.key, maxRetries: 0 });
+    const client = new OpenAI({ baseURL: `${second.url}/v1`, apiKey: key.key, maxRetries: 0 });
     const error = await client.chat.completions
       .create({ model: chat.model, messages: [{ role: 'user', content: 'hi' }] })
       .catch((caught: unknown) => caught);
@@ -138,12 +151,105 @@ describe('a key with requests_per_minute 3', () => {
       /^\d+$/,
     );
 
-    // Twenty seconds later (the bucket's arrival time moved back by 20 s) one more passes.
+    // Twenty seconds later (the bucket's arrival time moved back by 20 s) one more passes. Only
+    // `first` sees it: `second` refused the key and answers from that refusal until its wait
+    // runs out (decision 347), which moving the bucket back does not shorten.
     const bucket = keys.keyRate(tenant.org_id, key.id);
     const [tatMs, ...rest] = (await redis.get(bucket))!.split(':');
     await redis.set(bucket, [Number(tatMs) - 20_000, ...rest].join(':'), 'PX', 60_000);
-    expect(await statusOf(second, key.key)).toBe(200);
+    expect(await statusOf(first, key.key)).toBe(200);
     expect(await statusOf(first, key.key)).toBe(429);
+  });
+});
+
+describe('a flood on a key past its limit', () => {
+  it('is refused before its product users are looked up: none is created for a refused request on an instance that already refused the key', async () => {
+    const created = await runCliJson<{ id: string; api_key: string }>(
+      [
+        ...['api-key', 'create', '--app-connection-id', tenant.app_connection_id],
+        ...['--requests-per-minute', '1'],
+      ],
+      env,
+    );
+    expect(await statusOf(first, created.api_key, 'flood-0')).toBe(200);
+    expect(await statusOf(first, created.api_key, 'flood-1')).toBe(429);
+    const flood = Array.from({ length: 10 }, (_, index) => `flood-${index + 2}`);
+    for (const user of flood) {
+      const refused = await infer(first, created.api_key, user);
+      expect([
+        refused.status,
+        refused.body.error.code,
+        refused.body.error.rate_limit_scope,
+      ]).toEqual([429, 'gw_rate_limited', 'key']);
+      expect(Number(refused.retryAfter)).toBeGreaterThanOrEqual(59);
+      expect(refused.body.error.message).toBe(
+        `this API key's limit of 1 request per minute is reached; retry in ${refused.retryAfter} s`,
+      );
+    }
+    const users = await db.query(
+      'SELECT external_user_id FROM product_users WHERE org_id = $1 AND external_user_id = ANY($2)',
+      [tenant.org_id, flood],
+    );
+    expect(users.rows).toEqual([]);
+  });
+});
+
+describe('the official clients', () => {
+  it('retry a refusal after the exact wait (retry-after-ms), not a whole second', async () => {
+    const created = await runCliJson<{ id: string; api_key: string }>(
+      [
+        ...['api-key', 'create', '--app-connection-id', tenant.app_connection_id],
+        ...['--requests-per-minute', '600'],
+      ],
+      env,
+    );
+    // Both gateways know the key (its first request loads it from Postgres), then its bucket is
+    // full (600 requests a minute: one back every 100 ms).
+    expect(await statusOf(first, created.api_key)).toBe(200);
+    expect(await statusOf(second, created.api_key)).toBe(200);
+    const bucket = keys.keyRate(tenant.org_id, created.id);
+    const fill = () => redis.set(bucket, `${Date.now() + 60_000}:0:600`, 'PX', 60_000);
+    // The statuses each client saw, attempt by attempt.
+    let statuses: number[] = [];
+    const watched: typeof fetch = async (url, init) => {
+      const response = await fetch(url, init);
+      statuses.push(response.status);
+      return response;
+    };
+    await fill();
+    const openai = new OpenAI({
+      baseURL: `${first.url}/v1`,
+      apiKey: created.api_key,
+      maxRetries: 1,
+      fetch: watched,
+    });
+    let startedAt = Date.now();
+    const completion = await openai.chat.completions.create({
+      model: chat.model,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    expect(completion.object).toBe('chat.completion');
+    expect(statuses).toEqual([429, 200]);
+    // Retry-After alone (1 s) made the client wait a second for a bucket with room after 100 ms.
+    expect(Date.now() - startedAt).toBeLessThan(900);
+
+    statuses = [];
+    await fill();
+    const anthropic = new Anthropic({
+      baseURL: second.url,
+      apiKey: created.api_key,
+      maxRetries: 1,
+      fetch: watched,
+    });
+    startedAt = Date.now();
+    const message = await anthropic.messages.create({
+      model: 'vendor_a/claude-haiku-4-5',
+      max_tokens: 16,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    expect(message.type).toBe('message');
+    expect(statuses).toEqual([429, 200]);
+    expect(Date.now() - startedAt).toBeLessThan(900);
   });
 });
 
@@ -233,7 +339,7 @@ describe('a request refused for money', () => {
 });
 
 describe('limits changed through the dashboard API', () => {
-  it('take effect on running gateways at once; null clears them; audited; rotation keeps them', async () => {
+  it('take effect on running gateways (the one answering at once, the others over pub/sub); null clears them; audited; rotation keeps them', async () => {
     const admin = await signInTo(first, emails.admin);
     const key = await newKey(admin, {});
     expect(key).toMatchObject({
@@ -252,7 +358,10 @@ describe('limits changed through the dashboard API', () => {
       requests_per_minute: 1,
       product_user_requests_per_minute: null,
     });
-    expect(await statusOf(second, key.key)).toBe(200);
+    // `first` answered the PATCH and dropped the key at once; `second` drops it when the
+    // invalidation reaches it over pub/sub, moments later (a request it serves before that
+    // is not counted): it then passes one request and refuses the next.
+    await eventually(async () => ((await statusOf(second, key.key)) === 429 ? true : undefined));
     expect(await statusOf(first, key.key)).toBe(429);
     expect(await statusOf(second, key.key)).toBe(429);
 
@@ -264,6 +373,7 @@ describe('limits changed through the dashboard API', () => {
       requests_per_minute: null,
       product_user_requests_per_minute: 4,
     });
+    await eventually(async () => ((await statusOf(second, key.key)) === 200 ? true : undefined));
     for (const gateway of [first, second, first]) {
       expect(await statusOf(gateway, key.key)).toBe(200);
     }
@@ -317,6 +427,15 @@ describe('limits changed through the dashboard API', () => {
       requests_per_hour: 5,
     });
     expect(unknown.status).toBe(400);
+    // A change that names no limit is refused, as `gw api-key update` without one is: it would
+    // be audited as a change and drop the key from every cache for nothing.
+    const empty = await admin.request<ErrorBody>('PATCH', `/dashboard/api/api-keys/${key.id}`, {});
+    expect([empty.status, empty.body.error.code]).toEqual([400, 'gw_invalid_request']);
+    const audited = await db.query(
+      "SELECT 1 FROM dashboard_audit_log WHERE object_id = $1 AND action = 'api_key.update'",
+      [key.id],
+    );
+    expect(audited.rows).toEqual([]);
     const { rows } = await db.query(
       'SELECT requests_per_minute, product_user_requests_per_minute FROM api_keys WHERE id = $1',
       [key.id],
@@ -378,5 +497,16 @@ describe('limits changed through the dashboard API', () => {
         env,
       ),
     ).rejects.toThrow(/--requests-per-minute must be a whole number from 1 to 1000000"/);
+    // rotate and revoke take none (a rotation copies the limits): refused, the key unchanged.
+    for (const action of ['rotate', 'revoke']) {
+      await expect(
+        runCliJson(['api-key', action, '--id', key.id, '--requests-per-minute', '5'], env),
+      ).rejects.toThrow(/api-key \w+ takes no limit flags/);
+    }
+    const { rows } = await db.query(
+      'SELECT status, replaced_by, requests_per_minute FROM api_keys WHERE id = $1',
+      [key.id],
+    );
+    expect(rows).toEqual([{ status: 'active', replaced_by: null, requests_per_minute: 30 }]);
   });
 });

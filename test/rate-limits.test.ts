@@ -7,6 +7,7 @@ import { createMoneyLayer } from '../src/billing/compose.js';
 import type { RequestAccounts } from '../src/billing/budget-store.js';
 import { createDbPool } from '../src/db/pool.js';
 import { newRequestId } from '../src/ids.js';
+import { monthlyPeriod } from '../src/periods.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
 import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
@@ -276,5 +277,78 @@ describe('the budget store', () => {
     expect(refused.kind === 'rate_limited' && refused.retryAfterMs).toBeGreaterThan(29_000);
     expect(refused.kind === 'rate_limited' && refused.retryAfterMs).toBeLessThanOrEqual(30_000);
     expect(await walletReserved(orgId)).toBe('20');
+  });
+});
+
+describe('the refusals the budget store remembers (decision 347)', () => {
+  const accountsOf = (orgId: string): RequestAccounts => ({
+    orgId,
+    appConnectionId: 'conn_rate',
+    orgCap: null,
+    connectionCap: null,
+    user: null,
+    walletPays: true,
+    credentials: null,
+  });
+
+  it("after a refusal by the key's own limit, answers it without Redis until the wait runs out", async () => {
+    const orgId = await fundedOrg();
+    const limits = { apiKeyId: 'key_known', keyPerMinute: 1, productUserPerMinute: null };
+    const reserve = () =>
+      budget.reserve({
+        requestId: newRequestId(),
+        accounts: accountsOf(orgId),
+        amountNano: 10n,
+        rateLimits: limits,
+      });
+    expect(budget.knownRateRefusal(limits)).toBeUndefined();
+    expect(await reserve()).toMatchObject({ kind: 'held' });
+    // One pass is not a refusal: nothing known yet.
+    expect(budget.knownRateRefusal(limits)).toBeUndefined();
+    const refused = await reserve();
+    expect(refused).toMatchObject({ kind: 'rate_limited', scope: 'key', limitPerMinute: 1 });
+    const known = budget.knownRateRefusal(limits);
+    expect(known).toMatchObject({ kind: 'rate_limited', scope: 'key', limitPerMinute: 1 });
+    // The wait left, counted from the same clock as the reserve's (never longer than it).
+    const waited = refused.kind === 'rate_limited' ? refused.retryAfterMs : 0;
+    expect(known!.retryAfterMs).toBeLessThanOrEqual(waited);
+    expect(known!.retryAfterMs).toBeGreaterThan(waited - 1_000);
+    // Under another limit (the key was changed) the bucket is asked again.
+    expect(budget.knownRateRefusal({ ...limits, keyPerMinute: 2 })).toBeUndefined();
+    expect(budget.knownRateRefusal({ ...limits, keyPerMinute: null })).toBeUndefined();
+    // When the bucket passes again, so does the store.
+    const bucket = keys.keyRate(orgId, 'key_known');
+    const [tatMs, ...rest] = (await redis.get(bucket))!.split(':');
+    await redis.set(bucket, [Number(tatMs) - 60_000, ...rest].join(':'), 'PX', 60_000);
+    expect(await reserve()).toMatchObject({ kind: 'held' });
+  });
+
+  it("does not remember a product user's refusal: other users of the key still pass", async () => {
+    const orgId = await fundedOrg();
+    const limits = { apiKeyId: 'key_users', keyPerMinute: 10, productUserPerMinute: 1 };
+    // The user's (uncapped) account is loaded by the store from Postgres on first use.
+    const userAccounts = (userId: string): RequestAccounts => ({
+      ...accountsOf(orgId),
+      user: {
+        productUserId: userId,
+        capNano: null,
+        creditMode: 'track_only',
+        period: monthlyPeriod(new Date(), null),
+      },
+    });
+    const reserveAs = async (userId: string) =>
+      budget.reserve({
+        requestId: newRequestId(),
+        accounts: userAccounts(userId),
+        amountNano: 10n,
+        rateLimits: limits,
+      });
+    expect(await reserveAs('pu_one')).toMatchObject({ kind: 'held' });
+    expect(await reserveAs('pu_one')).toMatchObject({
+      kind: 'rate_limited',
+      scope: 'product_user',
+    });
+    expect(budget.knownRateRefusal(limits)).toBeUndefined();
+    expect(await reserveAs('pu_two')).toMatchObject({ kind: 'held' });
   });
 });

@@ -133,8 +133,17 @@ export interface FailoverRequest {
   readonly upstreamStatus: number;
 }
 
+export type RateLimitedOutcome = Extract<ReserveOutcome, { kind: 'rate_limited' }>;
+
 export interface BudgetStore {
   reserve(request: ReserveRequest): Promise<ReserveOutcome>;
+  /**
+   * The refusal a reserve would answer now by the key's own limit, when this instance's
+   * reserves have already found the key past it (recent-rate-refusals.ts); undefined when
+   * none is known, and then only the reserve knows. Asked before the product user is looked
+   * up: a key past its limit costs no Postgres write and no token count.
+   */
+  knownRateRefusal(limits: RequestRateLimits): RateLimitedOutcome | undefined;
   /**
    * Cools a failed BYOK credential down (for every instance) and picks the next one, or the
    * system route (holding the amount on the org wallet, which then pays). The call that starts

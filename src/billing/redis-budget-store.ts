@@ -11,12 +11,15 @@ import type { RedisScripts, ScriptKeys } from '../redis/scripts.js';
 import { encodeDraft } from './in-flight-draft.js';
 import type { AccountLoader, AccountName } from './account-loader.js';
 import { HoldReleases } from './hold-releases.js';
+import { RecentRateRefusals } from './recent-rate-refusals.js';
 import type { Logger } from '../log.js';
 import type {
   BudgetStore,
   CredentialChoice,
   FailoverOutcome,
   FailoverRequest,
+  RateLimitedOutcome,
+  RequestRateLimits,
   ReserveOutcome,
   ReserveRequest,
   SettleAccounts,
@@ -90,6 +93,8 @@ export class RedisBudgetStore implements BudgetStore {
   private readonly streamRegisteredAtMs: Map<string, number>;
   /** Takes back the holds of reserves that got no answer (decision 318). */
   readonly releases: HoldReleases;
+  /** Keys this store's reserves found past their own rate limit, and until when. */
+  private readonly rateRefusals = new RecentRateRefusals();
 
   constructor(
     private readonly redis: RedisClient,
@@ -106,6 +111,12 @@ export class RedisBudgetStore implements BudgetStore {
       redis,
       () => new HoldReleases(redis, scripts, reservationTtlMs, logger),
     );
+  }
+
+  knownRateRefusal(limits: RequestRateLimits): RateLimitedOutcome | undefined {
+    if (limits.keyPerMinute === null) return undefined;
+    const known = this.rateRefusals.refusal(limits.apiKeyId, limits.keyPerMinute, Date.now());
+    return known && { kind: 'rate_limited', scope: 'key', ...known };
   }
 
   async reserve(request: ReserveRequest): Promise<ReserveOutcome> {
@@ -135,8 +146,10 @@ export class RedisBudgetStore implements BudgetStore {
     const announcing = request.lostRecord && this.registerStream(request.lostRecord.orgId);
     if (announcing) await announcing;
     // A reserve without an answer is given up on (and what it may hold released) on either call.
+    let calledAtMs = 0; // the now_ms of the call that answered
     const call = async (): Promise<Array<string | number>> => {
       const now = Date.now();
+      calledAtMs = now;
       const expiresAtMs = now + this.reservationTtlMs;
       try {
         return (await this.scripts.reserve(keys, {
@@ -180,13 +193,20 @@ export class RedisBudgetStore implements BudgetStore {
         return { kind: 'no_credential' };
       case ReserveCode.WalletShort:
         return { kind: 'wallet_short', availableNano: amount(1) };
-      case ReserveCode.RateLimited:
-        return {
+      case ReserveCode.RateLimited: {
+        const refusal: RateLimitedOutcome = {
           kind: 'rate_limited',
           scope: result[1] === 'key' ? 'key' : 'product_user',
           limitPerMinute: Number(result[2]),
           retryAfterMs: Number(result[3]),
         };
+        // Counted from the now_ms the script was given (decision 347).
+        if (refusal.scope === 'key' && rateLimits) {
+          const { limitPerMinute, retryAfterMs } = refusal;
+          this.rateRefusals.remember(rateLimits.apiKeyId, limitPerMinute, calledAtMs, retryAfterMs);
+        }
+        return refusal;
+      }
       case ReserveCode.CapExceeded:
         return {
           kind: 'cap_exceeded',

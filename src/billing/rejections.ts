@@ -7,6 +7,7 @@ import type { ReserveOutcome } from './budget-store.js';
 export const LEGACY_ERRORS_HEADER = 'x-gw-legacy-errors';
 
 type Refusal = Exclude<ReserveOutcome, { kind: 'held' }>;
+type RateLimited = Extract<ReserveOutcome, { kind: 'rate_limited' }>;
 
 export function reservationError(
   refusal: Refusal,
@@ -20,21 +21,8 @@ export function reservationError(
         'gw_provider_credentials_unavailable',
         'every provider credential for this model is rate limited or out of quota, and the routing mode forbids the system route',
       );
-    case 'rate_limited': {
-      const retryAfterS = Math.max(1, Math.ceil(refusal.retryAfterMs / 1000));
-      const requests = refusal.limitPerMinute === 1 ? 'request' : 'requests';
-      const whose = refusal.scope === 'key' ? "this API key's limit" : "this product user's limit";
-      const under = refusal.scope === 'key' ? '' : ' under this key';
-      return gwError(
-        'gw_rate_limited',
-        `${whose} of ${refusal.limitPerMinute} ${requests} per minute${under} is reached; ` +
-          `retry in ${retryAfterS} s`,
-        {
-          details: { rate_limit_scope: refusal.scope },
-          headers: { 'retry-after': String(retryAfterS) },
-        },
-      );
-    }
+    case 'rate_limited':
+      return rateLimitedError(refusal);
     case 'wallet_short':
       return gwError(
         'gw_reservation_insufficient_balance',
@@ -80,4 +68,27 @@ export function reservationError(
       });
     }
   }
+}
+
+/**
+ * 429 gw_rate_limited: which limit, its size and the wait. `Retry-After` in whole seconds (at
+ * least 1, rounded up) for every client; `retry-after-ms` the exact wait, which the official
+ * OpenAI and Anthropic clients read first (a whole second is 10 times the wait of a limit of
+ * 600 a minute).
+ */
+export function rateLimitedError(refusal: RateLimited): GwError {
+  const retryAfterMs = Math.max(1, refusal.retryAfterMs);
+  const retryAfterS = Math.ceil(retryAfterMs / 1000);
+  const requests = refusal.limitPerMinute === 1 ? 'request' : 'requests';
+  const whose = refusal.scope === 'key' ? "this API key's limit" : "this product user's limit";
+  const under = refusal.scope === 'key' ? '' : ' under this key';
+  return gwError(
+    'gw_rate_limited',
+    `${whose} of ${refusal.limitPerMinute} ${requests} per minute${under} is reached; ` +
+      `retry in ${retryAfterS} s`,
+    {
+      details: { rate_limit_scope: refusal.scope },
+      headers: { 'retry-after': String(retryAfterS), 'retry-after-ms': String(retryAfterMs) },
+    },
+  );
 }

@@ -34,9 +34,10 @@ export const apiKeyHelp = `gw api-key create --app-connection-id C [--name N] [-
   catalogue does not list yet is accepted with a warning. The limits (1..${MAX_REQUESTS_PER_MINUTE}
   requests a minute: all the key's requests, and each product user's) are off unless given.
 gw api-key update --id K [--requests-per-minute N|none] [--product-user-requests-per-minute N|none]
-  Changes the key's request-rate limits (none clears one); every instance applies them at once.
+  Changes the key's request-rate limits (none clears one); every instance applies them within
+  moments.
 gw api-key rotate --id K [--grace-seconds 0..${MAX_ROTATION_GRACE_S}]
-  Issues a new key for the same connection and policy (printed once); the old key stops at
+  Issues a new key for the same connection, policy and limits (printed once); the old key stops at
   once, or when the grace period ends.
 gw api-key revoke --id K
   Revokes the key; every gateway instance refuses it within a second.`;
@@ -53,6 +54,12 @@ export async function apiKeyCommand(context: CliContext, argv: string[]): Promis
     'product-user-requests-per-minute': { type: 'string' },
   });
   const limits = rateLimitFlags(values, action === 'update');
+  // A rotation copies the old key's limits: a limit flag there would be silently dropped.
+  if ((action === 'rotate' || action === 'revoke') && Object.keys(limits).length > 0) {
+    throw new UsageError(
+      `api-key ${action} takes no limit flags: a rotation copies the key's limits; change them with api-key update`,
+    );
+  }
   if (action === 'create') {
     const connectionId = requireFlag(values['app-connection-id'], 'app-connection-id');
     const modelPolicy = listFlag(values['model-policy']);

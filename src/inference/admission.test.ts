@@ -24,6 +24,7 @@ function ports(
     credentials: { choiceFor: () => Promise.resolve(null) },
     tokenCounter: { countInput: () => Promise.resolve(10) },
     budget: {
+      knownRateRefusal: () => undefined,
       reserve: (request) => {
         reserved.push(request);
         return Promise.resolve(reserve(request));
@@ -183,6 +184,53 @@ describe('admit', () => {
         heldFor('0.0000002', 100),
         heldFor('0.0000002', 40),
       ]);
+    });
+  });
+
+  describe('a key its budget store already knows to be past its own rate limit', () => {
+    const known =
+      (asked: string[]): AdmissionPorts['budget']['knownRateRefusal'] =>
+      (limits) => {
+        asked.push(`${limits.apiKeyId} ${String(limits.keyPerMinute)}`);
+        return { kind: 'rate_limited', scope: 'key', limitPerMinute: 5, retryAfterMs: 1_500 };
+      };
+
+    it('is refused before its product user is looked up or its tokens are counted', async () => {
+      const asked: string[] = [];
+      const { fake, reserved } = ports();
+      const counted: string[] = [];
+      const refused = await admit(
+        {
+          ...fake,
+          tokenCounter: { countInput: () => Promise.resolve(counted.push('counted')) },
+          budget: { ...fake.budget, knownRateRefusal: known(asked) },
+        },
+        input({
+          identity: { ...identity, requestsPerMinute: 5 },
+          headers: { 'x-gw-external-user-id': 'user-1' },
+        }),
+      );
+      // The fake directory rejects any lookup: none was made.
+      expect(refused).toEqual({
+        code: 'gw_rate_limited',
+        status: 429,
+        message: "this API key's limit of 5 requests per minute is reached; retry in 2 s",
+        details: { rate_limit_scope: 'key' },
+        headers: { 'retry-after': '2', 'retry-after-ms': '1500' },
+      });
+      expect(asked).toEqual(['key_1 5']);
+      expect([counted, reserved]).toEqual([[], []]);
+    });
+
+    it('is not asked about a key without limits', async () => {
+      const asked: string[] = [];
+      const { fake, reserved } = ports();
+      const admission = await admit(
+        { ...fake, budget: { ...fake.budget, knownRateRefusal: known(asked) } },
+        input(),
+      );
+      expect(isGwError(admission)).toBe(false);
+      expect([asked, reserved.length]).toEqual([[], 1]);
     });
   });
 

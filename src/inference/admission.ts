@@ -8,7 +8,7 @@ import type { PromptCacheWrite, PromptTokens } from '../protocols/common/usage.j
 import type { BudgetStore, RequestAccounts, ReserveOutcome } from '../billing/budget-store.js';
 import type { CapPolicyStore } from '../billing/cap-policies.js';
 import { monthlyPeriod } from '../periods.js';
-import { LEGACY_ERRORS_HEADER, reservationError } from '../billing/rejections.js';
+import { LEGACY_ERRORS_HEADER, rateLimitedError, reservationError } from '../billing/rejections.js';
 import { userAllowancePolicy } from '../billing/user-allowance.js';
 import {
   modelPolicyAllows,
@@ -34,7 +34,7 @@ export interface AdmissionPorts {
   readonly capPolicies: Pick<CapPolicyStore, 'orgCap' | 'connectionCap' | 'productUserCap'>;
   readonly credentials: Pick<CredentialDirectory, 'choiceFor'>;
   readonly tokenCounter: Pick<TokenCounter, 'countInput'>;
-  readonly budget: Pick<BudgetStore, 'reserve'>;
+  readonly budget: Pick<BudgetStore, 'reserve' | 'knownRateRefusal'>;
 }
 
 /** The gateway's services as the inference routes get them (admission reads a subset). */
@@ -164,6 +164,20 @@ export async function admit<Call>(
       'this connection requires a product user: send X-GW-External-User-ID, metadata.external_user_id or user',
     );
   }
+  // Absent when the key has neither limit (or an older instance cached its identity without
+  // them): then reserve reads and writes no bucket.
+  const keyPerMinute = identity.requestsPerMinute ?? null;
+  const productUserPerMinute = identity.productUserRequestsPerMinute ?? null;
+  const rateLimits =
+    keyPerMinute !== null || productUserPerMinute !== null
+      ? { apiKeyId: identity.keyId, keyPerMinute, productUserPerMinute }
+      : undefined;
+
+  // A key this instance already found past its own limit is refused before its product user
+  // is looked up (a Postgres write for one seen first) and its tokens counted (decision 347).
+  const knownRefusal = rateLimits && services.budget.knownRateRefusal(rateLimits);
+  if (knownRefusal) return rateLimitedError(knownRefusal);
+
   const productUser = attribution
     ? await services.productUsers.resolve({
         orgId: identity.orgId,
@@ -227,15 +241,6 @@ export async function admit<Call>(
   const estimate = (outputTokensPerChoice: number): bigint =>
     costNano(...beforeOutput, [outputTokensPerChoice * choices, model.price.output]);
   let call = input.prepareCall(model, { maxOutputTokens: requestedOutput, clamped: false });
-
-  // Absent when the key has neither limit (or an older instance cached its identity without
-  // them): then reserve reads and writes no bucket.
-  const keyPerMinute = identity.requestsPerMinute ?? null;
-  const productUserPerMinute = identity.productUserRequestsPerMinute ?? null;
-  const rateLimits =
-    keyPerMinute !== null || productUserPerMinute !== null
-      ? { apiKeyId: identity.keyId, keyPerMinute, productUserPerMinute }
-      : undefined;
 
   let maxOutputTokens = requestedOutput;
   let reservedNano = estimate(maxOutputTokens);

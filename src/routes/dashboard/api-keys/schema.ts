@@ -49,11 +49,13 @@ export const createApiKeyBody = z.strictObject({
   product_user_requests_per_minute: requestsPerMinute.optional(),
 });
 
-/** A change of a key's limits: an absent field is kept, null clears it. */
-export const updateApiKeyBody = z.strictObject({
-  requests_per_minute: requestsPerMinute.optional(),
-  product_user_requests_per_minute: requestsPerMinute.optional(),
-});
+/** A change of a key's limits: an absent field is kept, null clears it; at least one. */
+export const updateApiKeyBody = z
+  .strictObject({
+    requests_per_minute: requestsPerMinute.optional(),
+    product_user_requests_per_minute: requestsPerMinute.optional(),
+  })
+  .refine((body) => Object.keys(body).length > 0, 'name at least one limit to change');
 
 export const rotateApiKeyBody = rotationBody(MAX_ROTATION_GRACE_S, '24 h', 0);
 

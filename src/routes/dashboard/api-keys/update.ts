@@ -1,7 +1,7 @@
 // PATCH /dashboard/api/api-keys/{id} {"requests_per_minute"?, "product_user_requests_per_minute"?}
 // (admin or owner): changes an API key's request-rate limits; an absent field is kept, null
-// clears it. Every instance applies them to the key's next request. An OAuth token has none
-// (409).
+// clears it, at least one is named (400). Every instance applies them to the key's next
+// request once the invalidation reaches it (pub/sub). An OAuth token has none (409).
 import { apiKeyView, updateApiKeyLimitsAs } from '../../../admin/api-keys.js';
 import { isGwError } from '../../../errors.js';
 import { declareRoute } from '../../framework/declaration.js';
