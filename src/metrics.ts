@@ -35,6 +35,12 @@ export class GatewayMetrics {
     'HTTP requests by route and status (499: the client went away first)',
     ['route', 'status'],
   );
+  /** Which error each refusal was: a gateway 429 (gw_rate_limited) apart from a vendor's. */
+  private readonly errors = this.counter(
+    'gw_http_errors_total',
+    'Error answers by route and error code (the error catalogue: bounded)',
+    ['route', 'code'],
+  );
   private readonly latency = new Histogram({
     name: 'gw_http_request_duration_seconds',
     help: 'Time from the request to its last byte, by route',
@@ -225,8 +231,14 @@ export class GatewayMetrics {
     this.accountRebuildMeasurement.observe(seconds);
   };
 
-  requestFinished(route: string, status: number, durationMs: number): void {
+  requestFinished(
+    route: string,
+    status: number,
+    durationMs: number,
+    errorCode?: string | undefined,
+  ): void {
     this.requests.inc({ route, status: String(status) });
+    if (errorCode !== undefined) this.errors.inc({ route, code: errorCode });
     this.latency.observe({ route }, durationMs / 1000);
   }
 

@@ -125,6 +125,37 @@ describe('what /metrics says about money and the services', () => {
     expect(valueOf(scrape, 'gw_webhook_deliveries_due')).toMatch(/^\d+$/);
   });
 
+  it('counts error answers by route and catalogue code, apart from statuses', async () => {
+    const errors = async (route: string, code: string): Promise<number> =>
+      Number(
+        valueOf(samples(await (await fetch(metricsUrl(gateway))).text()), 'gw_http_errors_total', {
+          route,
+          code,
+        }) ?? '0',
+      );
+    const route = '/v1/chat/completions';
+    const before = await errors(route, 'gw_unknown_key');
+    const unknownKey = await postJson(
+      `${gateway.url}${route}`,
+      { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] },
+      bearer(`gw_${'x'.repeat(43)}`),
+    );
+    expect(unknownKey.status).toBe(401);
+    expect(await errors(route, 'gw_unknown_key')).toBe(before + 1);
+    // an answer that is no error counts nothing there
+    const invalidBefore = await errors(route, 'gw_invalid_request');
+    const served = await postJson(
+      `${gateway.url}${route}`,
+      { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] },
+      bearer(org.api_key),
+    );
+    expect(served.status).toBe(200);
+    expect(await errors(route, 'gw_invalid_request')).toBe(invalidBefore);
+    expect(await errors(route, 'gw_unknown_key')).toBe(before + 1);
+    // a path no route serves (the public port's /metrics, above) counts as route "unmatched"
+    expect(await errors('unmatched', 'gw_route_not_found')).toBeGreaterThanOrEqual(1);
+  });
+
   it('never labels a series with an org, app, user, key or request', async () => {
     const scrape = samples(await (await fetch(metricsUrl(gateway))).text());
     expect(scrape.length).toBeGreaterThan(20);

@@ -61,7 +61,13 @@ describe('request log', () => {
     });
     expect(ok!.productUserId).toMatch(/^pu_|^peu_|^[a-z]+_/);
     expect(typeof ok!.durationMs).toBe('number');
-    expect(bad).toMatchObject({ status: 400, orgId: org.org_id, route: '/v1/chat/completions' });
+    expect(bad).toMatchObject({
+      status: 400,
+      orgId: org.org_id,
+      route: '/v1/chat/completions',
+      errorCode: 'gw_invalid_request',
+    });
+    expect(ok).not.toHaveProperty('errorCode');
     expect(gateway.output()).not.toContain(PROMPT);
     expect(gateway.output()).not.toContain(org.api_key);
   });
@@ -71,6 +77,8 @@ describe('request log', () => {
     gateways.push(gateway);
     expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200);
     expect((await fetch(`${gateway.url}/no-such-route`)).status).toBe(404);
-    expect(await linesOnceThere(gateway, 1)).toMatchObject([{ route: 'unmatched', status: 404 }]);
+    expect(await linesOnceThere(gateway, 1)).toMatchObject([
+      { route: 'unmatched', status: 404, errorCode: 'gw_route_not_found' },
+    ]);
   });
 });

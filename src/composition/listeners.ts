@@ -43,8 +43,8 @@ export async function listen(
       overloaded: () => loopLag.lateMs() > config.SHED_LOOP_DELAY_MS,
       onShed: () => metrics.requestsShed.inc(),
     }),
-    onRequestFinished: (route, status, durationMs) =>
-      metrics.requestFinished(route, status, durationMs),
+    onRequestFinished: (route, status, durationMs, errorCode) =>
+      metrics.requestFinished(route, status, durationMs, errorCode),
     requestLog: createRequestLog(createRequestLogger(logger), config.REQUEST_LOG_SAMPLE_RATE),
     routes: bindRoutes(routes.served, routes.deps, routes.authenticators),
   });

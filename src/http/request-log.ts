@@ -29,7 +29,7 @@ export function createRequestLog(
   if (!logger.isLevelEnabled('info')) return () => undefined;
   return (request) => {
     if (request.status < 400 && successSampleRate < 1 && random() >= successSampleRate) return;
-    const { model, orgId, productUserId } = request.annotations;
+    const { model, orgId, productUserId, errorCode } = request.annotations;
     logger.info(
       {
         requestId: request.requestId,
@@ -40,6 +40,7 @@ export function createRequestLog(
         ...(model !== undefined && { model }),
         ...(orgId !== undefined && { orgId }),
         ...(productUserId !== undefined && { productUserId }),
+        ...(errorCode !== undefined && { errorCode }),
       },
       'request',
     );

@@ -44,6 +44,7 @@ export function sendError(
   flavor: ErrorFlavor = 'default',
 ): void {
   const { headers, body } = errorResponse(error, flavor);
+  response.annotate({ errorCode: error.code });
   response.writeHead(error.status, headers);
   response.end(body);
 }

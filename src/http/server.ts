@@ -50,7 +50,13 @@ export interface HttpServerOptions {
   readonly maxBodyBytes: number;
   readonly logger: Logger;
   /** Told about every finished request (for metrics); `route` is the matched path or 'unmatched'. */
-  readonly onRequestFinished?: (route: string, status: number, durationMs: number) => void;
+  readonly onRequestFinished?: (
+    route: string,
+    status: number,
+    durationMs: number,
+    /** The catalogue code of an error answer, if it was one. */
+    errorCode: string | undefined,
+  ) => void;
   /** Writes the request-log line of every finished request (see request-log.ts). */
   readonly requestLog?: RequestLog;
   /**
@@ -125,7 +131,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       (status) => {
         finished();
         const durationMs = Date.now() - receivedAtMs;
-        options.onRequestFinished?.(routeLabel, status, durationMs);
+        options.onRequestFinished?.(routeLabel, status, durationMs, response.annotations.errorCode);
         options.requestLog?.({
           requestId,
           method,
@@ -141,6 +147,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     /** Answers with an error and closes the connection (the rest of the body is not read). */
     const closeWith = (error: GwError, errorFlavor: ErrorFlavor): void => {
       const { headers: errorHeaders, body } = errorResponse(error, errorFlavor);
+      response.annotate({ errorCode: error.code });
       response.endAndClose(error.status, errorHeaders, body);
     };
     const flavor: ErrorFlavor = route ? flavorOf(route, headers) : 'default';

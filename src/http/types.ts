@@ -36,6 +36,8 @@ export interface RequestAnnotations {
   model?: string;
   orgId?: string;
   productUserId?: string;
+  /** The catalogue code of an error answer (src/http/respond.ts sets it). */
+  errorCode?: string;
 }
 
 export interface HttpResponse {
