@@ -210,9 +210,9 @@ export function EditLimits(props: {
             </Fact>
           </Facts>
           <p>
-            From the key’s next request, on every gateway instance, requests over a limit are
-            refused with 429 and told when to retry. Apps sending more than this now start getting
-            those refusals at once.
+            Within moments, on every gateway instance, requests over a limit are refused with 429
+            and told when to retry. Apps sending more than this now start getting those refusals
+            right away.
           </p>
         </Confirm>
       )}
