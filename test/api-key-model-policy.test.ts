@@ -66,7 +66,7 @@ describe('gw api-key create --model-policy', () => {
     );
     expect(issued.model_policy).toEqual(['vendor_b/gpt-5', 'vendor_b/gpt-4o-mini', 'vendor_a/*']);
     expect(issued.warnings).toEqual([
-      'vendor_b/gpt-5 is not in the model catalogue (yet): the key or credential serves it once it is added',
+      'vendor_b/gpt-5 is not in the model catalogue (yet): the key serves it once it is added',
     ]);
     const plain = await runCliJson<{ warnings: string[] }>(
       ['api-key', 'create', '--app-connection-id', org.app_connection_id],

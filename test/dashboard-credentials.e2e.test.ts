@@ -1,11 +1,13 @@
 // Provider credentials (bring your own key) through the dashboard API, on two gateway
 // instances over the real Redis and Postgres: added only after the vendor accepts the key,
 // answered with its fingerprint and never its secret, used by inference at once, and
-// disabled, re-prioritised, granted, ungranted and deleted with every instance following.
+// disabled, re-prioritised, granted, ungranted and deleted with every instance following. A
+// policy naming a model the catalogue lacks is stored, with `warnings` saying so.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
 import { createMember, signInTo, uniqueEmail, type DashboardClient } from './support/dashboard.js';
-import { bearer, postJson } from './support/http.js';
+import { bearer, getJson, postJson } from './support/http.js';
+import { responseSchema, schemaProblems } from './support/openapi-check.js';
 import {
   runCliJson,
   seed,
@@ -67,13 +69,16 @@ async function addCredential(
   secret: string,
   extra: Record<string, unknown> = {},
 ) {
-  return client.post<Credential & ErrorBody>(`/dashboard/api/orgs/${org.org_id}/credentials`, {
-    provider: 'vendor_b',
-    name: 'primary',
-    secret,
-    app_connection_ids: [org.app_connection_id],
-    ...extra,
-  });
+  return client.post<Credential & { warnings: string[] } & ErrorBody>(
+    `/dashboard/api/orgs/${org.org_id}/credentials`,
+    {
+      provider: 'vendor_b',
+      name: 'primary',
+      secret,
+      app_connection_ids: [org.app_connection_id],
+      ...extra,
+    },
+  );
 }
 
 beforeAll(async () => {
@@ -110,6 +115,7 @@ describe('adding a credential', () => {
       fingerprint: expect.stringMatching(/^sha256:[0-9a-f]{16}$/),
       app_connection_ids: [tenant.app_connection_id],
       created_at: expect.any(String),
+      warnings: [],
     });
     expect(JSON.stringify(created.body)).not.toContain(secret);
     expect(await servedBy(gateways[0], tenant.api_key)).toBe(created.body.id);
@@ -183,6 +189,85 @@ describe('adding a credential', () => {
     expect(foreignGrant.status).toBe(404);
     expect(foreignGrant.body.error.code).toBe('gw_not_found');
     expect(await count()).toEqual(before);
+  });
+});
+
+describe('a model policy naming a model the catalogue lacks', () => {
+  it('is stored, and the create and the change that wrote it answer warnings naming the credential', async () => {
+    const org = await seed(env);
+    const email = uniqueEmail('cred-warned');
+    await createMember(env, email, org.org_id, 'admin');
+    const admin = await signInTo(gateways[0], email);
+    const warned = (id: string) =>
+      `${id} is not in the model catalogue (yet): the credential serves it once it is added`;
+    const storedPolicy = async (id: string) =>
+      (
+        await db.query<{ model_policy: string[] }>(
+          'SELECT model_policy FROM provider_credentials WHERE id = $1',
+          [id],
+        )
+      ).rows[0]?.model_policy;
+
+    const created = await addCredential(admin, org, 'mock-ok-warned-key', {
+      model_policy: ['vendor_b/gpt-4o-mini', 'vendor_b/gpt-next-preview'],
+      app_connection_ids: [],
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.warnings).toEqual([warned('vendor_b/gpt-next-preview')]);
+    expect(created.body.model_policy).toEqual([
+      'vendor_b/gpt-4o-mini',
+      'vendor_b/gpt-next-preview',
+    ]);
+    expect(await storedPolicy(created.body.id)).toEqual([
+      'vendor_b/gpt-4o-mini',
+      'vendor_b/gpt-next-preview',
+    ]);
+    // the answer is as /openapi.json describes it
+    const document = (await getJson(`${gateways[0].url}/openapi.json`)).body;
+    const createSchema = responseSchema(
+      document,
+      '/dashboard/api/orgs/{org_id}/credentials',
+      'post',
+      201,
+    );
+    expect(schemaProblems(document, createSchema, created.body)).toEqual([]);
+    // and the schema holds the field: an answer without it does not pass
+    const { warnings: _warnings, ...withoutWarnings } = created.body;
+    expect(schemaProblems(document, createSchema, withoutWarnings)).toEqual([
+      '$.warnings: required, missing',
+    ]);
+
+    const path = `/dashboard/api/credentials/${created.body.id}`;
+    const changed = await admin.request<Credential & { warnings: string[] }>('PATCH', path, {
+      model_policy: ['vendor_b/*', 'vendor_b/o9', 'vendor_b/o9-mini'],
+    });
+    expect(changed.status).toBe(200);
+    expect(changed.body.warnings).toEqual([warned('vendor_b/o9'), warned('vendor_b/o9-mini')]);
+    expect(await storedPolicy(created.body.id)).toEqual([
+      'vendor_b/*',
+      'vendor_b/o9',
+      'vendor_b/o9-mini',
+    ]);
+    const updateSchema = responseSchema(
+      document,
+      '/dashboard/api/credentials/{credential_id}',
+      'patch',
+      200,
+    );
+    expect(schemaProblems(document, updateSchema, changed.body)).toEqual([]);
+
+    // a change that writes no policy answers none, whatever the stored one names
+    for (const change of [{ priority: 2 }, { status: 'disabled' }, { name: 'renamed' }]) {
+      const other = await admin.request<{ warnings: string[] }>('PATCH', path, change);
+      expect(other.status, JSON.stringify(change)).toBe(200);
+      expect(other.body.warnings, JSON.stringify(change)).toEqual([]);
+    }
+    // models the catalogue lists, or wildcards: no warnings
+    const known = await admin.request<{ warnings: string[] }>('PATCH', path, {
+      model_policy: ['vendor_b/gpt-4o-mini'],
+    });
+    expect(known.body.warnings).toEqual([]);
+    expect(await storedPolicy(created.body.id)).toEqual(['vendor_b/gpt-4o-mini']);
   });
 });
 

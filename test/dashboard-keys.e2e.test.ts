@@ -158,7 +158,7 @@ describe('API keys', () => {
     expect(ahead.status).toBe(201);
     expect(ahead.body.model_policy).toEqual(['vendor_b/gpt-5']);
     expect(ahead.body.warnings).toEqual([
-      'vendor_b/gpt-5 is not in the model catalogue (yet): the key or credential serves it once it is added',
+      'vendor_b/gpt-5 is not in the model catalogue (yet): the key serves it once it is added',
     ]);
   });
 

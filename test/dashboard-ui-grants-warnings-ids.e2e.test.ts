@@ -1,12 +1,16 @@
 // What a dashboard user meets around money, key policies and long ids, in a real browser
 // (chromium) against a live gateway on the real Redis and Postgres: credits granted to a
 // product user only after a confirmation that names the amount, currency, user and expiry
-// (cancelled: nothing sent, nothing granted); the warnings the API answers for a key whose
-// policy names a model the catalogue lacks (the key issued all the same); and ids in page
-// headers that break at their separators on a 375 px phone, the page never wider than the screen.
+// (cancelled: nothing sent, nothing granted), its button in the primary colour (it adds; a
+// block's stays red); the warnings the API answers for a key whose policy names a model the
+// catalogue lacks (the key issued all the same); ids in page headers that break at their
+// separators on a 375 px phone, the page never wider than the screen; and an address naming no
+// connection, however long or odd, said as such.
 import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  CONFIRM_COLOURS,
+  confirmButtonColour,
   launchBrowser,
   openWindow,
   screenshot,
@@ -209,6 +213,8 @@ describe('granting credits asks first', () => {
     expect(await dialog.textContent()).toContain(
       'Credits in EUR pay only for costs in EUR; this user’s requests are charged in USD.',
     );
+    // granting adds: its button is the primary one, not a red one
+    expect(await confirmButtonColour(dialog)).toBe(CONFIRM_COLOURS.constructive);
     await screenshotOf(dialog, 'grants-01-confirm-eur');
 
     // cancelled: the dialog closes, nothing was sent, nothing is granted
@@ -328,7 +334,7 @@ describe('a key’s model policy', () => {
       'Issued, with a warning about its allowed models:\n',
     );
     expect(await warning.getByRole('listitem').allTextContents()).toEqual([
-      'vendor_a/claude-next-preview is not in the model catalogue (yet): the key or credential serves it once it is added',
+      'vendor_a/claude-next-preview is not in the model catalogue (yet): the key serves it once it is added',
     ]);
     // not an error: the page shows none, and the key is in the list and in Postgres
     expect(await page.getByRole('alert').count()).toBe(0);
@@ -369,6 +375,8 @@ describe('long ids on a 375 px phone', () => {
     await expect
       .poll(() => dialog.getByRole('heading').textContent())
       .toBe(`Block ${LONG_EXTERNAL_ID}?`);
+    // blocking takes something away: red
+    expect(await confirmButtonColour(dialog)).toBe(CONFIRM_COLOURS.destructive);
     expect(await sidewaysOverflow(page)).toBe(0);
     await screenshotOf(dialog, 'ids-02-block-375');
     await dialog.getByRole('button', { name: 'Cancel' }).click();
@@ -406,6 +414,39 @@ describe('long ids on a 375 px phone', () => {
     await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}/keys/conn_${'x-'.repeat(29)}`);
     await page.getByText('This organization has no connection').waitFor();
     expect(await sidewaysOverflow(page)).toBe(0);
+    await close();
+  });
+
+  it('says "no such connection" for a keys address whose id is longer than an id can be, or of characters no id has, as for an unknown one', async () => {
+    const { page, close } = await openWindow(browser);
+    await signedIn(page, `/keys/${org.app_connection_id}`);
+    await page.getByRole('heading', { name: /^Keys of/ }).waitFor();
+    const lookups: string[] = [];
+    page.on('request', (request) => {
+      if (new URL(request.url()).searchParams.has('ids')) lookups.push(request.url());
+    });
+    for (const [what, id] of [
+      ['65 characters', `conn_${'x'.repeat(60)}`],
+      ['far too long', `conn_${'unknown-connection-id_'.repeat(12)}end`],
+      ['a dot', 'conn_abc.def'],
+      ['unknown, of the right form', `conn_${'x'.repeat(59)}`],
+    ] as const) {
+      await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}/keys/${encodeURIComponent(id)}`);
+      const alert = page.getByRole('alert');
+      await expect
+        .poll(() => alert.allTextContents(), { message: what })
+        .toEqual([`This organization has no connection ${id}.`]);
+      // nothing of the API's validation, no key form, no list
+      expect(await page.getByText('letters, digits').count(), what).toBe(0);
+      expect(await page.getByRole('form', { name: 'Issue an API key' }).count(), what).toBe(0);
+      expect(await page.getByRole('heading', { name: /^Keys of/ }).count(), what).toBe(0);
+      expect(await sidewaysOverflow(page), what).toBe(0);
+    }
+    await screenshot(page, 'ids-06-no-such-connection');
+    // only the id that could name one was looked up
+    expect(lookups.map((url) => new URL(url).searchParams.get('ids'))).toEqual([
+      `conn_${'x'.repeat(59)}`,
+    ]);
     await close();
   });
 });

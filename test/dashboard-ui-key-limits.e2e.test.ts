@@ -1,13 +1,17 @@
 // An API key's request-rate limits on the dashboard's keys page (decision 344), in a real
 // browser (chromium) against a live gateway on the real Redis and Postgres: set when a key is
 // issued, shown in the list, changed and cleared on an existing key (a change that could refuse
-// live traffic asks first), a limit the API would refuse stopped in the form (and the API's own
-// refusal shown when it answers one), no edit for viewers, members or OAuth tokens, and the
-// page on a 375 px phone without sideways scrolling.
+// live traffic asks first; closed, focus back on its Edit button), a limit the API would refuse
+// stopped in the form (and the API's own refusal shown when it answers one), no edit for
+// viewers, members or OAuth tokens, no key form on an OAuth connection (a note on where its
+// token comes from instead), and the page on a 375 px phone without sideways scrolling.
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  CONFIRM_COLOURS,
+  confirmButtonColour,
   dataRows,
+  focusedButton,
   launchBrowser,
   openWindow,
   screenshot,
@@ -258,6 +262,8 @@ describe('changing an existing key’s rate limits', () => {
     expect(facts).toMatch(/Requests per minute\s+60\/min → 1\/min/);
     expect(facts).toMatch(/Per product user\s+10\/min \(unchanged\)/);
     expect(await dialog.textContent()).toContain('refused with 429');
+    // it can refuse live traffic: its button is red
+    expect(await confirmButtonColour(dialog)).toBe(CONFIRM_COLOURS.destructive);
     await screenshotOf(dialog, 'key-limits-03-lower-confirm');
     await dialog.getByRole('button', { name: 'Cancel' }).click();
     await dialog.waitFor({ state: 'detached' });
@@ -322,9 +328,17 @@ describe('changing an existing key’s rate limits', () => {
     await expect.poll(() => limitsCell(page, 'batch-jobs')).toBe('unlimited · 5/min per user');
     expect(await storedLimits('batch-jobs')).toEqual([[null, 5]]);
 
-    // closed: the card goes, the list stays
+    // closed: the card goes, the list stays, and focus is back on the Edit button that opened
+    // it (not lost at the page's start)
     await card.getByRole('button', { name: 'Close' }).click();
     expect(await card.count()).toBe(0);
+    expect(await focusedButton(page)).toBe('Edit limits of batch-jobs');
+    // the keyboard opens it again from there
+    await page.keyboard.press('Enter');
+    await card.waitFor();
+    await expect.poll(() => page.evaluate('document.activeElement.id')).toBe('edit-key-rpm');
+    await card.getByRole('button', { name: 'Close' }).click();
+    expect(await focusedButton(page)).toBe('Edit limits of batch-jobs');
     await close();
   });
 });
@@ -342,7 +356,7 @@ describe('who may change a key’s limits', () => {
     });
   }
 
-  it('an OAuth connection’s token shows no limits to edit (nor a rotation the API refuses)', async () => {
+  it('an OAuth connection’s token shows no limits to edit (nor a rotation the API refuses), and the connection no key form: a note says where its token comes from', async () => {
     const client = await api.post<{ client_id: string; redirect_uris: string[] }>(
       `/dashboard/api/apps/${org.app_id}/oauth-clients`,
       { name: 'Phone app', redirect_uris: ['http://127.0.0.1:9/cb'], public: true },
@@ -350,11 +364,46 @@ describe('who may change a key’s limits', () => {
     expect(client.status).toBe(201);
     const token = await connectAndExchange(gateway.url, api, client.body, { orgId: org.org_id });
     const { page, close } = await openWindow(browser);
+    const posts = sent(page, 'POST', /\/api-keys$/);
     await signedIn(page, emails.admin, `/keys/${token.app_connection_id}`);
     const hint = token.access_token.slice(0, 10);
     await expect.poll(() => limitsCell(page, hint)).toBe('unlimited');
     const row = dataRows(page).filter({ hasText: hint });
     expect(await row.getByRole('button').allTextContents()).toEqual(['Revoke…']);
+
+    // no form to issue a key the API would refuse (409): a note instead, for an admin too
+    expect(await page.getByRole('form', { name: 'Issue an API key' }).count()).toBe(0);
+    expect(await page.getByLabel('Key name (optional)').count()).toBe(0);
+    expect(await page.getByRole('button', { name: 'Issue key' }).count()).toBe(0);
+    const note = page.getByRole('note');
+    expect(await note.textContent()).toBe(
+      'This connection was made through OAuth: its token is issued by OAuth when someone connects the app, and no API keys are issued on it. To cut the app off, revoke its token below, or the app on the Connected apps page.',
+    );
+    expect(await page.getByText('Issue one above').count()).toBe(0);
+    await screenshot(page, 'key-limits-09-oauth-connection');
+    // the API would have refused the key; the page asked for none, and the connection holds
+    // its token only
+    const refused = await api.post<ErrorBody>(
+      `/dashboard/api/connections/${token.app_connection_id}/api-keys`,
+      { name: 'not-issued' },
+    );
+    expect([refused.status, refused.body.error.code]).toEqual([409, 'gw_conflict']);
+    expect(posts).toEqual([]);
+    const { rows } = await db.query<{ kind: string; name: string | null }>(
+      'SELECT kind, name FROM api_keys WHERE app_connection_id = $1',
+      [token.app_connection_id],
+    );
+    expect(rows).toEqual([{ kind: 'oauth_token', name: 'OAuth token' }]);
+
+    // its link opens the connected apps page, where the app can be revoked
+    await note.getByRole('link', { name: 'Connected apps' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Connected apps' }).waitFor();
+    expect(new URL(page.url()).pathname).toBe(`/dashboard/orgs/${org.org_id}/connected-apps`);
+
+    // an API-key connection keeps its form, and no note
+    await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}/keys/${org.app_connection_id}`);
+    await page.getByRole('form', { name: 'Issue an API key' }).waitFor();
+    expect(await page.getByRole('note').count()).toBe(0);
     await close();
   });
 });

@@ -1,15 +1,22 @@
 // The organization's settings pages in a browser (chromium) against a live gateway on the real
 // Redis and Postgres: a provider credential added through the vendor check (its secret never
-// shown again, its fingerprint listed, the next request served with it), a webhook endpoint
+// shown again, its fingerprint listed, the next request served with it; a policy naming a model
+// the catalogue lacks stored with the API's warning shown where it was written; its edit card
+// closed with focus back on its Edit button), a webhook endpoint
 // whose signing secret is shown once, a test event in its delivery log, the wallet, and an
-// organization cap set in the form that makes the next inference request 403. A viewer sees
-// none of the write controls.
+// organization cap set in the form that makes the next inference request 403. Confirmations
+// that add (a top-up, enabling) have a primary button, those that take away a red one. A viewer
+// sees none of the write controls.
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  CONFIRM_COLOURS,
+  confirmButtonColour,
+  focusedButton,
   launchBrowser,
   openWindow,
   screenshot,
+  screenshotOf,
   signIn,
   type LaunchedBrowser,
 } from './support/browser.js';
@@ -150,19 +157,101 @@ describe('the settings pages in a browser', () => {
     );
     expect(edited).toEqual([{ priority: 3, name: 'Team key (EU)' }]);
     await page.getByRole('cell', { name: 'Team key (EU)', exact: true }).waitFor();
+    // closed: focus goes back to the Edit button that opened the card (renamed with its row)
     await edit.getByRole('button', { name: 'Close' }).click();
+    expect(await edit.count()).toBe(0);
+    expect(await focusedButton(page)).toBe('Edit Team key (EU)');
 
     // disabling it (the confirmation says what happens) sends requests back to gw's route
     await page.getByRole('button', { name: 'Disable Team key (EU)' }).click();
     const dialog = page.getByRole('dialog', { name: 'Disable Team key (EU)?' });
     expect(await dialog.textContent()).toContain('stops using the key at once');
+    expect(await confirmButtonColour(dialog)).toBe(CONFIRM_COLOURS.destructive);
     await dialog.getByRole('button', { name: 'Disable credential' }).click();
-    await page.getByRole('button', { name: 'Enable Team key (EU)' }).waitFor();
+    await page.getByRole('button', { name: 'Enable Team key (EU)' }).click();
+    // enabling takes nothing away: its button is the primary one (cancelled here: it stays off)
+    const enable = page.getByRole('dialog', { name: 'Enable Team key (EU)?' });
+    expect(await confirmButtonColour(enable)).toBe(CONFIRM_COLOURS.constructive);
+    await enable.getByRole('button', { name: 'Cancel' }).click();
+    await enable.waitFor({ state: 'detached' });
     const { rows: after } = await db.query<{ status: string }>(
       'SELECT status FROM provider_credentials WHERE id = $1',
       [rows[0]!.id],
     );
     expect(after).toEqual([{ status: 'disabled' }]);
+    await close();
+  });
+
+  it('stores a credential whose models the catalogue lacks, with the API’s warning shown when it is added and when its models are changed', async () => {
+    const { page, close } = await openWindow(browser);
+    await signedIn(page, emails.admin);
+    await go(page, 'Provider credentials', 'provider-credentials');
+    const warned = (id: string) =>
+      `${id} is not in the model catalogue (yet): the credential serves it once it is added`;
+    const storedPolicy = async (name: string) =>
+      (
+        await db.query<{ model_policy: string[] }>(
+          'SELECT model_policy FROM provider_credentials WHERE org_id = $1 AND name = $2',
+          [org.org_id, name],
+        )
+      ).rows.map((row) => row.model_policy);
+
+    // added (no connection granted: it serves nothing here) with a model not listed yet
+    const form = page.getByRole('form', { name: 'Add a credential' });
+    await form.getByRole('combobox', { name: /^Provider/ }).selectOption('vendor_b');
+    await form.getByLabel('Name', { exact: true }).fill('Preview key');
+    await form.getByLabel('Vendor API key').fill('mock-ok-preview-key');
+    await form
+      .getByLabel('Models it serves (empty: all of the provider’s)')
+      .fill('vendor_b/gpt-4o-mini, vendor_b/gpt-next-preview');
+    await form.getByRole('button', { name: 'Add credential' }).click();
+    await page.getByRole('status').filter({ hasText: 'Added Preview key' }).waitFor();
+    const addedWarning = page.locator('.warning[role="status"]');
+    expect(await addedWarning.innerText()).toContain(
+      'Added, with a warning about its allowed models:\n',
+    );
+    expect(await addedWarning.getByRole('listitem').allTextContents()).toEqual([
+      warned('vendor_b/gpt-next-preview'),
+    ]);
+    // a notice, not an error: stored as written
+    expect(await page.getByRole('alert').count()).toBe(0);
+    expect(await storedPolicy('Preview key')).toEqual([
+      ['vendor_b/gpt-4o-mini', 'vendor_b/gpt-next-preview'],
+    ]);
+    await screenshot(page, 'settings-08-credential-policy-warning');
+
+    // changed to two models not listed: saved, both named in the edit card
+    await page.getByRole('button', { name: 'Edit Preview key' }).click();
+    const edit = page.getByRole('region', { name: 'Edit Preview key' });
+    const models = edit.getByLabel('Models it serves');
+    expect(await models.inputValue()).toBe('vendor_b/gpt-4o-mini, vendor_b/gpt-next-preview');
+    await models.fill('vendor_b/*, vendor_b/o9, vendor_b/o9-mini');
+    await edit.getByRole('button', { name: 'Save changes' }).click();
+    await edit.getByText('Saved.', { exact: false }).waitFor();
+    const savedWarning = edit.locator('.warning[role="status"]');
+    expect(await savedWarning.innerText()).toContain(
+      'Saved, with 2 warnings about its allowed models:\n',
+    );
+    expect(await savedWarning.getByRole('listitem').allTextContents()).toEqual([
+      warned('vendor_b/o9'),
+      warned('vendor_b/o9-mini'),
+    ]);
+    expect(await edit.getByRole('alert').count()).toBe(0);
+    expect(await storedPolicy('Preview key')).toEqual([
+      ['vendor_b/*', 'vendor_b/o9', 'vendor_b/o9-mini'],
+    ]);
+    await screenshotOf(edit, 'settings-09-credential-edit-warning');
+
+    // typing clears the notice; models the catalogue lists save without a warning
+    await models.fill('vendor_b/gpt-4o-mini');
+    expect(await savedWarning.count()).toBe(0);
+    await edit.getByRole('button', { name: 'Save changes' }).click();
+    await edit.getByText('Saved.', { exact: false }).waitFor();
+    expect(await savedWarning.count()).toBe(0);
+    expect(await storedPolicy('Preview key')).toEqual([['vendor_b/gpt-4o-mini']]);
+
+    await edit.getByRole('button', { name: 'Close' }).click();
+    expect(await focusedButton(page)).toBe('Edit Preview key');
     await close();
   });
 
@@ -229,6 +318,8 @@ describe('the settings pages in a browser', () => {
     await page.getByRole('button', { name: 'Top up…' }).click();
     const topUp = page.getByRole('dialog', { name: 'Add 25.50 USD to the wallet?' });
     expect(await topUp.textContent()).toContain('The balance grows by this amount at once');
+    // adding money: the primary button, not a red one
+    expect(await confirmButtonColour(topUp)).toBe(CONFIRM_COLOURS.constructive);
     await topUp.getByRole('button', { name: 'Add funds' }).click();
     await page.getByText('Added 25.50 USD.').waitFor();
     await page

@@ -156,7 +156,11 @@ export async function createApiKeyAs(
     });
     const row = (await apiKeyById(client, key.id))!;
     await emitEvent(client, row.org_id, 'api_key.created', apiKeyView(row));
-    return { row, rawKey: key.rawKey, warnings: await modelPolicyWarnings(client, modelPolicy) };
+    return {
+      row,
+      rawKey: key.rawKey,
+      warnings: await modelPolicyWarnings(client, modelPolicy, 'key'),
+    };
   });
 }
 

@@ -62,13 +62,18 @@ export function modelPolicyProblem(
   return undefined;
 }
 
+/** What holds a policy, as its warnings name it. */
+export type PolicyHolder = 'key' | 'credential';
+
 /**
  * The policy's exact model ids the catalogue does not list (enabled) now: stored all the same,
- * since models are added to the catalogue while the gateway runs, but worth a warning.
+ * since models are added to the catalogue while the gateway runs, but worth a warning (one
+ * sentence each, naming the `holder`: what the user just issued or saved).
  */
 export async function modelPolicyWarnings(
   db: Pick<DbPool, 'query'>,
   policy: readonly string[],
+  holder: PolicyHolder,
 ): Promise<string[]> {
   const exact = [...new Set(policy.filter((pattern) => !pattern.endsWith('*')))];
   if (exact.length === 0) return [];
@@ -80,7 +85,6 @@ export async function modelPolicyWarnings(
   return exact
     .filter((id) => !listed.has(id))
     .map(
-      (id) =>
-        `${id} is not in the model catalogue (yet): the key or credential serves it once it is added`,
+      (id) => `${id} is not in the model catalogue (yet): the ${holder} serves it once it is added`,
     );
 }

@@ -129,3 +129,35 @@ export const statValue = (page: Page, label: string | RegExp): Promise<string | 
  */
 export const dataRows = (page: Page): Locator =>
   page.locator('table:not(.u-legend)').getByRole('row');
+
+/**
+ * The colours a dialog's confirm button is painted (web/dashboard/src/styles.css): red
+ * (`--danger`) for what takes something away, the primary colour (`--accent`) for what adds.
+ */
+export const CONFIRM_COLOURS = {
+  destructive: 'rgb(180, 35, 24)',
+  constructive: 'rgb(29, 78, 216)',
+} as const;
+
+/** The background colour of a dialog's confirm button (the last of its actions), once it shows. */
+export async function confirmButtonColour(dialog: Locator): Promise<string> {
+  await dialog.waitFor();
+  return dialog
+    .locator('.actions button')
+    .last()
+    .evaluate(
+      (button) =>
+        // runs in the page, which has getComputedStyle: this file's types have no DOM
+        (
+          globalThis as unknown as {
+            getComputedStyle(element: unknown): { backgroundColor: string };
+          }
+        ).getComputedStyle(button).backgroundColor,
+    );
+}
+
+/** The accessible name (`aria-label`, else its text) of what has focus, if it is a button. */
+export const focusedButton = (page: Page): Promise<string | null> =>
+  page.evaluate<string | null>(
+    "document.activeElement instanceof HTMLButtonElement ? (document.activeElement.getAttribute('aria-label') ?? document.activeElement.textContent) : null",
+  );

@@ -23,12 +23,21 @@ export function orgConnectionsPath(
   return `/dashboard/api/orgs/${encodeURIComponent(orgId)}/connections?${query.toString()}`;
 }
 
-/** The organization's connections with these ids, a request per 200; unknown ids are left out. */
+/**
+ * What a connection id can be, as the API's `ids` takes it (1 to 64 letters, digits, _ or -):
+ * a text of another form names no connection, and asking for it would be refused as a whole.
+ */
+const CONNECTION_ID = /^[\w-]{1,64}$/;
+
+/**
+ * The organization's connections with these ids, a request per 200; unknown ids are left out
+ * (as are texts that cannot be an id: a mistyped or cut address).
+ */
 export async function loadConnectionsById(
   orgId: string,
   ids: readonly string[],
 ): Promise<Map<string, OrgConnection>> {
-  const unique = [...new Set(ids)].sort();
+  const unique = [...new Set(ids)].filter((id) => CONNECTION_ID.test(id)).sort();
   const chunks: string[][] = [];
   for (let at = 0; at < unique.length; at += CONNECTIONS_PAGE) {
     chunks.push(unique.slice(at, at + CONNECTIONS_PAGE));

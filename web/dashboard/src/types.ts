@@ -27,6 +27,8 @@ export interface ConnectionRow {
   readonly credit_mode: CreditMode;
   readonly overrun_policy: OverrunPolicy;
   readonly requires_product_user: boolean;
+  /** Set on a connection made by OAuth consent: its only credential is the app's token. */
+  readonly oauth_client_id: string | null;
   readonly created_at: string;
   readonly updated_at: string;
 }
@@ -260,4 +262,10 @@ export interface CredentialRow {
   readonly fingerprint: string;
   readonly app_connection_ids: string[];
   readonly created_at: string;
+}
+
+/** A credential as its create or change answers it. */
+export interface WrittenCredential extends CredentialRow {
+  /** Exact model ids of the policy written that the catalogue does not list: stored all the same. */
+  readonly warnings: readonly string[];
 }

@@ -61,6 +61,27 @@ export function PageHeader(props: { title: ComponentChildren; children?: Compone
 }
 
 /**
+ * Gives focus back to what had it when the component first rendered (the button that opened a
+ * dialog or a card): back where the user was, not to the page's start. The returned function
+ * does it; it does nothing once that element is gone (a removed row).
+ */
+export function useFocusReturn(): () => void {
+  // read on the first render: the opener still has focus then
+  const opener = useRef(document.activeElement);
+  return () => {
+    const back = opener.current;
+    if (back instanceof HTMLElement && back.isConnected) back.focus();
+  };
+}
+
+/**
+ * What a confirmation's button does: `destructive` (red) takes something away — revokes,
+ * deletes, blocks, lowers —; `constructive` (the primary colour) adds, as money to a wallet or
+ * credits to a user.
+ */
+export type ConfirmTone = 'destructive' | 'constructive';
+
+/**
  * A modal confirmation (the native dialog: focus stays inside, Escape cancels) whose button
  * runs one write. While it runs the button is busy; if it fails, its error shows in the dialog,
  * which stays open; once it succeeded, `onDone` hears its answer. Closed, it gives focus back to
@@ -70,22 +91,21 @@ export function Confirm<T>(props: {
   title: ComponentChildren;
   children: ComponentChildren;
   confirmLabel: string;
+  /** Default `destructive`. */
+  tone?: ConfirmTone;
   write(): Promise<T>;
   onDone(answer: T): void;
   onCancel(): void;
 }) {
   const dialog = useRef<HTMLDialogElement>(null);
-  // what had focus when the dialog opened (the button that opened it), read on the first render
-  const opener = useRef(document.activeElement);
+  const returnFocus = useFocusReturn();
   const action = useAction();
   useEffect(() => {
     const element = dialog.current;
     if (element && !element.open) element.showModal();
     return () => {
       element?.close();
-      // back where the user was, not to the page's start (the opener may be gone: a removed row)
-      const back = opener.current;
-      if (back instanceof HTMLElement && back.isConnected) back.focus();
+      returnFocus();
     };
   }, []);
   return (
@@ -107,7 +127,7 @@ export function Confirm<T>(props: {
         </button>
         <button
           type="button"
-          class="danger"
+          class={props.tone === 'constructive' ? undefined : 'danger'}
           disabled={action.busy}
           onClick={() => {
             void action.run(props.write).then((done) => done && props.onDone(done.value));

@@ -1,7 +1,9 @@
 // POST /dashboard/api/orgs/{org_id}/credentials (admin or owner): adds a provider credential
 // (bring your own key). The secret is checked with the vendor first (nothing is stored if it
 // refuses), sealed with the master key, and never answered, logged or audited: the answer has
-// its fingerprint. The same service as `gw credentials add`; every instance sees it at once.
+// its fingerprint, and `warnings` naming exact model ids of its policy the catalogue does not
+// list yet (stored all the same: decisions 338, 350). The same service as `gw credentials add`;
+// every instance sees it at once.
 import { z } from 'zod';
 import { findProvider, PROVIDER_IDS } from '../../../providers/registry.js';
 import { ROUTING_MODES } from '../../../credentials/credential-store.js';
@@ -9,9 +11,10 @@ import { declareRoute } from '../../framework/declaration.js';
 import { displayName, inOrg, modelPolicySchema } from '../schemas.js';
 import {
   credentialRefusal,
-  credentialSchema,
   prioritySchema,
-  type CredentialRouteDeps,
+  writtenCredential,
+  writtenCredentialSchema,
+  type CredentialWriteDeps,
 } from './schema.js';
 
 const createCredentialBody = z.strictObject({
@@ -39,17 +42,23 @@ export const createCredentialRoute = declareRoute({
   summary: 'Adds a provider credential, checked with the vendor first (fingerprint back)',
   caller: { kind: 'org_member', role: 'admin', org: inOrg },
   body: createCredentialBody,
-  responses: { 201: { description: 'the credential', schema: credentialSchema } },
+  responses: {
+    201: {
+      description: 'the credential, and its policy’s warnings',
+      schema: writtenCredentialSchema,
+    },
+  },
   errors: [
     'gw_not_found',
     'gw_provider_credential_rejected',
     'gw_provider_credential_unverified',
     'gw_provider_credentials_not_configured',
   ],
-  async handler({ caller, body }, deps: CredentialRouteDeps) {
+  async handler({ caller, body }, deps: CredentialWriteDeps) {
     const provider = findProvider(body.provider)!;
+    let created;
     try {
-      return await deps.credentialStore.create(
+      created = await deps.credentialStore.create(
         {
           orgId: caller.org.id,
           provider: provider.id,
@@ -65,5 +74,6 @@ export const createCredentialRoute = declareRoute({
     } catch (error) {
       return credentialRefusal(error);
     }
+    return writtenCredential(deps.db, created, true);
   },
 });

@@ -1,13 +1,16 @@
-// The provider-credential object of the dashboard API (its fingerprint, never the secret),
-// where its routes find their organization, and the credential service's refusals as the
-// spec's errors.
+// The provider-credential object of the dashboard API (its fingerprint, never the secret), the
+// answer of its writes (with the warnings of the policy written), where its routes find their
+// organization, and the credential service's refusals as the spec's errors.
 import { z } from 'zod';
+import { modelPolicyWarnings } from '../../../catalog/model-policy.js';
 import {
   CredentialError,
   type CredentialStore,
   MAX_CREDENTIAL_PRIORITY,
   ROUTING_MODES,
+  type CredentialView,
 } from '../../../credentials/credential-store.js';
+import type { DbPool } from '../../../db/pool.js';
 import { gwError, type ErrorCode, type GwError } from '../../../errors.js';
 
 /** Routes under /dashboard/api/credentials/{credential_id} act on its organization. */
@@ -19,6 +22,11 @@ export interface CredentialRouteDeps {
     CredentialStore,
     'create' | 'get' | 'update' | 'setStatus' | 'grant'
   >;
+}
+
+/** What the create and update routes also read: the model catalogue's table, for warnings. */
+export interface CredentialWriteDeps extends CredentialRouteDeps {
+  readonly db: Pick<DbPool, 'query'>;
 }
 
 export const credentialSchema = z.object({
@@ -37,6 +45,28 @@ export const credentialSchema = z.object({
   app_connection_ids: z.array(z.string()),
   created_at: z.string(),
 });
+
+/** A credential as created or changed, and what is odd about the model policy written. */
+export const writtenCredentialSchema = credentialSchema.extend({
+  /** Exact model ids of the policy written that the catalogue does not list (yet): stored all
+   * the same (decision 338); empty when the request wrote no policy. */
+  warnings: z.array(z.string()),
+});
+
+/**
+ * The answer to a write: the credential, and the warnings of the policy the request wrote
+ * (`written`: false when it changed none, as a rename or a status change).
+ */
+export async function writtenCredential(
+  db: Pick<DbPool, 'query'>,
+  credential: CredentialView,
+  written: boolean,
+): Promise<CredentialView & { readonly warnings: string[] }> {
+  const warnings = written
+    ? await modelPolicyWarnings(db, credential.model_policy, 'credential')
+    : [];
+  return { ...credential, warnings };
+}
 
 export const prioritySchema = z
   .number()

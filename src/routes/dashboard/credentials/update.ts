@@ -1,7 +1,7 @@
 // PATCH /dashboard/api/credentials/{credential_id} (admin or owner): renames a credential or
 // changes its model policy, priority or routing mode, and disables or re-enables it
 // (`status`). Its secret never changes: add a new credential instead. Every instance uses the
-// change for its next request.
+// change for its next request. A model policy written answers `warnings` as the create does.
 import { z } from 'zod';
 import { ROUTING_MODES } from '../../../credentials/credential-store.js';
 import { declareRoute } from '../../framework/declaration.js';
@@ -9,10 +9,11 @@ import { displayName, modelPolicySchema } from '../schemas.js';
 import {
   credentialNotFound,
   credentialRefusal,
-  credentialSchema,
   ofCredential,
   prioritySchema,
-  type CredentialRouteDeps,
+  writtenCredential,
+  writtenCredentialSchema,
+  type CredentialWriteDeps,
 } from './schema.js';
 
 const updateCredentialBody = z
@@ -32,8 +33,13 @@ export const updateCredentialRoute = declareRoute({
   summary: 'Changes a provider credential: name, model policy, priority, routing mode, status',
   caller: { kind: 'org_member', role: 'admin', org: ofCredential },
   body: updateCredentialBody,
-  responses: { 200: { description: 'the credential', schema: credentialSchema } },
-  async handler({ params, caller, body }, deps: CredentialRouteDeps) {
+  responses: {
+    200: {
+      description: 'the credential, and its policy’s warnings',
+      schema: writtenCredentialSchema,
+    },
+  },
+  async handler({ params, caller, body }, deps: CredentialWriteDeps) {
     const id = params.credential_id;
     const { status, ...settings } = body;
     let credential = await deps.credentialStore.get(id);
@@ -59,6 +65,6 @@ export const updateCredentialRoute = declareRoute({
     }
     // A deleted credential is gone, as one that never existed.
     if (!credential) return credentialNotFound();
-    return credential;
+    return writtenCredential(deps.db, credential, settings.model_policy !== undefined);
   },
 });

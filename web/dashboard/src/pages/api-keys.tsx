@@ -1,7 +1,7 @@
 // API keys: a connection's keys (hints only) with their rate limits, issuing one (the raw key
 // shown once), changing its rate limits, rotating with an optional grace period, revoking. The
 // API lists keys per connection, so the page picks a connection first:
-// /orgs/<org>/keys/<connection>.
+// /orgs/<org>/keys/<connection>. An OAuth connection gets no keys: its token comes from OAuth.
 import { useState } from 'preact/hooks';
 import { api, canManage, type OrgSummary } from '../api.js';
 import { ConnectionSelect } from '../connection-picker.js';
@@ -26,6 +26,7 @@ import {
 import { EditLimits, LimitFields, LimitsCell, NO_LIMITS_TYPED } from './key-limits.js';
 import { modelPolicyOf } from './model-policy.js';
 import type { OrgPage } from './page.js';
+import { PolicyWarnings } from './policy-warnings.js';
 import { limitsOf, limitsProblem, type TypedLimits } from './request-limits.js';
 
 export const apiKeysPage: OrgPage = {
@@ -67,7 +68,12 @@ function ApiKeysPage({ org, connectionId }: { org: OrgSummary; connectionId?: st
         </p>
       )}
       {connection && (
-        <ConnectionKeys key={connection.id} connection={connection} manage={canManage(org.role)} />
+        <ConnectionKeys
+          key={connection.id}
+          orgId={org.id}
+          connection={connection}
+          manage={canManage(org.role)}
+        />
       )}
     </>
   );
@@ -78,7 +84,8 @@ const keyName = (key: ApiKeyRow): string => key.name ?? key.key_hint;
 /** An OAuth connection's token is not an API key: it is not rotated and has no limits to set. */
 const isApiKey = (key: ApiKeyRow): boolean => key.kind === 'api_key';
 
-function ConnectionKeys({ connection, manage }: { connection: OrgConnection; manage: boolean }) {
+function ConnectionKeys(props: { orgId: string; connection: OrgConnection; manage: boolean }) {
+  const { connection, manage } = props;
   const base = `/dashboard/api/connections/${encodeURIComponent(connection.id)}/api-keys`;
   const list = usePaged<ApiKeyRow>(`${base}?limit=200`);
   const [issued, setIssued] = useState<{
@@ -91,6 +98,8 @@ function ConnectionKeys({ connection, manage }: { connection: OrgConnection; man
   const [revoking, setRevoking] = useState<ApiKeyRow | null>(null);
   const [editing, setEditing] = useState<string | null>(null);
   const active = connection.status === 'active';
+  // the API refuses keys on an OAuth connection (409): its app holds the token OAuth issued
+  const oauth = connection.oauth_client_id !== null;
   const rows = list.data ? [...list.data].reverse() : null; // newest first
   const editable = (key: ApiKeyRow) => manage && key.status === 'active' && isApiKey(key);
   const edited = editing === null ? undefined : rows?.find((key) => key.id === editing);
@@ -98,12 +107,22 @@ function ConnectionKeys({ connection, manage }: { connection: OrgConnection; man
     <>
       {issued && (
         <ShownOnce title={issued.title} value={issued.key} onDone={() => setIssued(null)}>
-          {issued.warnings && issued.warnings.length > 0 && (
-            <PolicyWarnings warnings={issued.warnings} />
-          )}
+          <PolicyWarnings warnings={issued.warnings ?? []} done="Issued">
+            The ids gw serves are listed under Models &amp; prices (copy the key first: it is not
+            shown again). A key’s models do not change: for others, issue a new key and revoke this
+            one.
+          </PolicyWarnings>
         </ShownOnce>
       )}
-      {manage && active && (
+      {active && oauth && (
+        <p class="card" role="note">
+          This connection was made through OAuth: its token is issued by OAuth when someone connects
+          the app, and no API keys are issued on it. To cut the app off, revoke its token below, or
+          the app on the <Link to={orgView(props.orgId, 'connected-apps')}>Connected apps</Link>{' '}
+          page.
+        </p>
+      )}
+      {manage && active && !oauth && (
         <CreateKey
           base={base}
           onCreated={(key, name) => {
@@ -127,7 +146,7 @@ function ConnectionKeys({ connection, manage }: { connection: OrgConnection; man
           list={list}
           rows={rows}
           what="keys"
-          empty={`No keys yet. ${manage && active ? 'Issue one above.' : ''}`}
+          empty={`No keys yet. ${manage && active && !oauth ? 'Issue one above.' : ''}`}
           rowKey={(key) => `${key.id}-${key.status}-${key.expires_at ?? ''}`}
           columns={[
             { header: 'Name', cell: (key) => key.name ?? <span class="muted">unnamed</span> },
@@ -219,32 +238,6 @@ function ConnectionKeys({ connection, manage }: { connection: OrgConnection; man
         />
       )}
     </>
-  );
-}
-
-/**
- * What the API warned of when it issued a key (decision 338): its policy names a model id the
- * catalogue does not list. The key is issued; it serves that model once the catalogue has it.
- */
-function PolicyWarnings({ warnings }: { warnings: readonly string[] }) {
-  return (
-    <div class="warning" role="status">
-      <p>
-        <strong>
-          Issued, with {warnings.length === 1 ? 'a warning' : `${warnings.length} warnings`} about
-          its allowed models:
-        </strong>
-      </p>
-      <ul>
-        {warnings.map((warning) => (
-          <li key={warning}>{warning}</li>
-        ))}
-      </ul>
-      <p>
-        The ids gw serves are listed under Models &amp; prices (copy the key first: it is not shown
-        again). A key’s models do not change: for others, issue a new key and revoke this one.
-      </p>
-    </div>
   );
 }
 

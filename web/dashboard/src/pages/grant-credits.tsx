@@ -131,6 +131,7 @@ export function GrantCredits(props: {
         <Confirm
           title={`Grant ${money(confirming.amount, confirming.currency)} of credits?`}
           confirmLabel={`Grant ${money(confirming.amount, confirming.currency)}`}
+          tone="constructive"
           write={() =>
             api.post<CreditGrant & { credits: Credits }>(
               `${props.path}/credit-grants`,

@@ -6,7 +6,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { useAction, useNotice } from '../hooks.js';
 import type { ApiKeyRow } from '../types.js';
-import { Confirm, ErrorNote, Fact, Facts } from '../ui.js';
+import { Confirm, ErrorNote, Fact, Facts, useFocusReturn } from '../ui.js';
 import {
   LIMIT_LABELS,
   limitsOf,
@@ -128,7 +128,8 @@ const change = (now: number | null, next: number | null): string =>
 /**
  * Changes a key's limits: the form starts with the limits in force; a change that sets or
  * lowers one asks first (apps sending more start getting 429 at once), one that raises or
- * clears them (empty fields) is saved at once. Saved, it shows the limits now in force.
+ * clears them (empty fields) is saved at once. Saved, it shows the limits now in force. Closed,
+ * it gives focus back to the Edit button that opened it.
  */
 export function EditLimits(props: {
   apiKey: ApiKeyRow;
@@ -144,6 +145,7 @@ export function EditLimits(props: {
   const [lowering, setLowering] = useState<RequestLimits | null>(null);
   const [saved, setSaved] = useNotice<true>();
   const action = useAction();
+  const returnFocus = useFocusReturn();
   const write = (next: RequestLimits) => api.patch<ApiKeyRow>(path, next);
   const done = (key: ApiKeyRow) => {
     setLowering(null);
@@ -182,7 +184,14 @@ export function EditLimits(props: {
           <button type="submit" disabled={action.busy}>
             {action.busy ? 'Saving…' : 'Save limits'}
           </button>
-          <button type="button" class="secondary" onClick={props.onClose}>
+          <button
+            type="button"
+            class="secondary"
+            onClick={() => {
+              returnFocus();
+              props.onClose();
+            }}
+          >
             Close
           </button>
         </div>

@@ -1,15 +1,26 @@
 // Provider credentials (bring your own key): the organization's vendor keys by fingerprint —
 // never the secret —, adding one (checked with the vendor first), its priority, model policy,
-// routing mode and connection grants, disabling and deleting it.
+// routing mode and connection grants, disabling and deleting it. A policy naming a model the
+// catalogue lacks is stored with the API's warnings, shown where it was written.
 import { useState } from 'preact/hooks';
 import { api, canManage, type OrgSummary } from '../api.js';
 import { ConnectionChecklist } from '../connection-picker.js';
 import { useAction, useLoad, useNotice, usePaged } from '../hooks.js';
 import { connectionLabel, useConnectionsById, type OrgConnection } from '../org-data.js';
-import type { CredentialRow } from '../types.js';
-import { Confirm, ErrorNote, ListTable, NameField, PageHeader, RowButton, Status } from '../ui.js';
+import type { CredentialRow, WrittenCredential } from '../types.js';
+import {
+  Confirm,
+  ErrorNote,
+  ListTable,
+  NameField,
+  PageHeader,
+  RowButton,
+  Status,
+  useFocusReturn,
+} from '../ui.js';
 import { modelPolicyOf } from './model-policy.js';
 import type { OrgPage } from './page.js';
+import { PolicyWarnings } from './policy-warnings.js';
 
 export const providerCredentialsPage: OrgPage = {
   section: 'provider-credentials',
@@ -37,7 +48,7 @@ function CredentialsPage({ org }: { org: OrgSummary }) {
   const base = `/dashboard/api/orgs/${encodeURIComponent(org.id)}/credentials`;
   const list = usePaged<CredentialRow>(`${base}?limit=200`);
   const manage = canManage(org.role);
-  const [added, setAdded] = useState<CredentialRow | null>(null);
+  const [added, setAdded] = useState<WrittenCredential | null>(null);
   const [change, setChange] = useState<Change | null>(null);
   const [editing, setEditing] = useState<string | null>(null);
   const rows = list.data?.filter((credential) => credential.status !== 'deleted') ?? null;
@@ -57,6 +68,12 @@ function CredentialsPage({ org }: { org: OrgSummary }) {
           Added <strong>{added.name}</strong>: the vendor accepted the key. Its fingerprint is{' '}
           <code>{added.fingerprint}</code>; the key itself is never shown again.
         </p>
+      )}
+      {added && (
+        <PolicyWarnings warnings={added.warnings} done="Added">
+          The ids gw serves are listed under Models &amp; prices. To change the models it serves,
+          edit it below.
+        </PolicyWarnings>
       )}
       {manage && (
         <AddCredential
@@ -177,7 +194,7 @@ function Fingerprint({ value }: { value: string }) {
 function AddCredential(props: {
   base: string;
   orgId: string;
-  onAdded(credential: CredentialRow): void;
+  onAdded(credential: WrittenCredential): void;
 }) {
   // The providers are the prefixes of the routable models' ids (`vendor_a/…`).
   const models = useLoad<{ data: { id: string }[] }>('/models');
@@ -217,7 +234,7 @@ function AddCredential(props: {
           };
           // The secret leaves the form whatever the answer: it is never kept or shown again.
           setSecret('');
-          return api.post<CredentialRow>(props.base, body);
+          return api.post<WrittenCredential>(props.base, body);
         },
         (created) => {
           props.onAdded(created);
@@ -342,9 +359,11 @@ function EditCredential(props: {
   const [priority, setPriority] = useState(String(credential.priority));
   const [routing, setRouting] = useState(credential.routing_mode);
   const [policy, setPolicy] = useState(credential.model_policy.join(', '));
-  const [saved, setSaved] = useNotice<true>();
+  // saved: the policy's warnings the answer had (none: the "Saved." note alone)
+  const [saved, setSaved] = useNotice<{ readonly warnings: readonly string[] }>();
   const action = useAction();
   const grant = useAction();
+  const returnFocus = useFocusReturn();
   return (
     <section class="card" aria-labelledby="edit-credential-heading">
       <h2 id="edit-credential-heading">Edit {credential.name}</h2>
@@ -356,15 +375,15 @@ function EditCredential(props: {
         onSubmit={action.submit(
           () => {
             setSaved(null);
-            return api.patch(path, {
+            return api.patch<WrittenCredential>(path, {
               ...(name.trim() !== credential.name && { name: name.trim() }),
               priority: Number(priority),
               routing_mode: routing,
               model_policy: modelPolicyOf(policy),
             });
           },
-          () => {
-            setSaved(true);
+          (changed) => {
+            setSaved({ warnings: changed.warnings });
             grant.clear();
             props.onChanged();
           },
@@ -400,13 +419,25 @@ function EditCredential(props: {
           <button type="submit" disabled={action.busy}>
             {action.busy ? 'Saving…' : 'Save changes'}
           </button>
-          <button type="button" class="secondary" onClick={props.onClose}>
+          <button
+            type="button"
+            class="secondary"
+            onClick={() => {
+              returnFocus();
+              props.onClose();
+            }}
+          >
             Close
           </button>
         </div>
         <p class="muted small" role="status" aria-live="polite">
           {saved && 'Saved. Every gateway instance uses it for its next request.'}
         </p>
+        {saved && (
+          <PolicyWarnings warnings={saved.warnings} done="Saved">
+            The ids gw serves are listed under Models &amp; prices.
+          </PolicyWarnings>
+        )}
       </form>
       <ConnectionChecklist
         orgId={props.orgId}
@@ -438,6 +469,7 @@ function ChangeCredential(props: { change: Change; onClose(): void; onChanged():
     <Confirm
       title={`${titles[verb]} ${credential.name}?`}
       confirmLabel={`${titles[verb]} credential`}
+      tone={verb === 'enable' ? 'constructive' : 'destructive'}
       write={() =>
         verb === 'delete'
           ? api.delete(path)

@@ -360,6 +360,7 @@ function ChangeEndpoint(props: {
     <Confirm
       title={`${titles[verb]} ${endpoint.url}?`}
       confirmLabel={labels[verb]}
+      tone={verb === 'enable' ? 'constructive' : 'destructive'}
       write={async () => {
         if (verb === 'rotate')
           return api.post<Endpoint & { secret: string }>(`${path}/rotate-secret`);
