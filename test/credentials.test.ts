@@ -1,9 +1,11 @@
 // Provider credentials at rest and their eligibility: encryption, key rotation, validation
-// with the vendor, and each eligibility rule excluding a credential on its own.
+// with the vendor, the CLI's policy warnings, and each eligibility rule excluding a credential
+// on its own.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { tokenRates, type CatalogModel } from '../src/catalog/models.js';
 import { CredentialDirectory } from '../src/credentials/credential-directory.js';
 import { parseMasterKeys, SecretBoxError } from '../src/credentials/secret-box.js';
+import { writtenCredentialSchema } from '../src/routes/dashboard/credentials/schema.js';
 import { openFromText } from '../src/webhooks/sealed-secret.js';
 import { isolatedContext } from './support/context.js';
 import { TEST_MASTER_KEY } from './support/env.js';
@@ -195,6 +197,59 @@ describe('gw credentials', () => {
       CREDENTIALS_PREVIOUS_KEYS: `test-k2:${newKey}`,
     });
     await db.query('DELETE FROM webhook_endpoints WHERE id = $1', [hook.id]);
+  });
+});
+
+describe('gw credentials warnings', () => {
+  it('add and update print the warnings of the policy they wrote, in the dashboard API’s answer shape', async () => {
+    const owner = await seed(env);
+    const warned = (id: string) =>
+      `${id} is not in the model catalogue (yet): the credential serves it once it is added`;
+    type Written = Credential & { model_policy: string[]; priority: number; warnings: string[] };
+    const storedPolicy = async (id: string) =>
+      (
+        await db.query<{ model_policy: string[] }>(
+          'SELECT model_policy FROM provider_credentials WHERE id = $1',
+          [id],
+        )
+      ).rows[0]?.model_policy;
+    const base = ['--org-id', owner.org_id, '--provider', 'vendor_b'];
+    const added = await runCliJson<Written>(
+      [
+        ...['credentials', 'add', ...base, '--name', 'early', '--secret', 'mock-warned-1'],
+        ...['--model-policy', 'vendor_b/gpt-4o-mini,vendor_b/gpt-next-preview'],
+      ],
+      env,
+    );
+    expect(added.warnings).toEqual([warned('vendor_b/gpt-next-preview')]);
+    expect(Object.keys(added).sort()).toEqual(Object.keys(writtenCredentialSchema.shape).sort());
+    expect(await storedPolicy(added.id)).toEqual([
+      'vendor_b/gpt-4o-mini',
+      'vendor_b/gpt-next-preview',
+    ]);
+
+    const changed = await runCliJson<Written>(
+      ['credentials', 'update', '--id', added.id, '--model-policy', 'vendor_b/*,vendor_b/o9'],
+      env,
+    );
+    expect(changed.warnings).toEqual([warned('vendor_b/o9')]);
+    expect(await storedPolicy(added.id)).toEqual(['vendor_b/*', 'vendor_b/o9']);
+    // a change that writes no policy warns of none, whatever the stored one names
+    const reordered = await runCliJson<Written>(
+      ['credentials', 'update', '--id', added.id, '--priority', '2'],
+      env,
+    );
+    expect([reordered.priority, reordered.model_policy, reordered.warnings]).toEqual([
+      2,
+      ['vendor_b/*', 'vendor_b/o9'],
+      [],
+    ]);
+    // the provider's own models by default: nothing to warn of
+    const plain = await runCliJson<Written>(
+      ['credentials', 'add', ...base, '--name', 'plain', '--secret', 'mock-warned-2'],
+      env,
+    );
+    expect([plain.model_policy, plain.warnings]).toEqual([['vendor_b/*'], []]);
   });
 });
 

@@ -3,8 +3,10 @@
 // issued, shown in the list, changed and cleared on an existing key (a change that could refuse
 // live traffic asks first; closed, focus back on its Edit button), a limit the API would refuse
 // stopped in the form (and the API's own refusal shown when it answers one), no edit for
-// viewers, members or OAuth tokens, no key form on an OAuth connection (a note on where its
-// token comes from instead), and the page on a 375 px phone without sideways scrolling.
+// viewers or members, an OAuth token's limits edited as a key's (not rotated), no key form on
+// an OAuth connection (a note on where its token comes from instead), a connected app's limits
+// shown and changed on the Connected apps page (decision 352), and the page on a 375 px phone
+// without sideways scrolling.
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -284,7 +286,14 @@ describe('changing an existing key’s rate limits', () => {
       [issued.id],
     );
     expect(audit.rows).toEqual([
-      { details: { requests_per_minute: 1, product_user_requests_per_minute: 10 } },
+      {
+        details: {
+          requests_per_minute: 1,
+          product_user_requests_per_minute: 10,
+          previous_requests_per_minute: 60,
+          previous_product_user_requests_per_minute: 10,
+        },
+      },
     ]);
     const infer = () =>
       postJson<ErrorBody>(`${gateway.url}/v1/chat/completions`, chat, bearer(issued.key));
@@ -356,7 +365,7 @@ describe('who may change a key’s limits', () => {
     });
   }
 
-  it('an OAuth connection’s token shows no limits to edit (nor a rotation the API refuses), and the connection no key form: a note says where its token comes from', async () => {
+  it('an OAuth connection’s token has its limits to edit (no rotation, which the API refuses), and the connection no key form: a note says where its token comes from', async () => {
     const client = await api.post<{ client_id: string; redirect_uris: string[] }>(
       `/dashboard/api/apps/${org.app_id}/oauth-clients`,
       { name: 'Phone app', redirect_uris: ['http://127.0.0.1:9/cb'], public: true },
@@ -369,7 +378,24 @@ describe('who may change a key’s limits', () => {
     const hint = token.access_token.slice(0, 10);
     await expect.poll(() => limitsCell(page, hint)).toBe('unlimited');
     const row = dataRows(page).filter({ hasText: hint });
-    expect(await row.getByRole('button').allTextContents()).toEqual(['Revoke…']);
+    // its limits' Edit, and Revoke: no Rotate
+    expect(await row.getByRole('button').allTextContents()).toEqual(['Edit', 'Revoke…']);
+    await row.getByRole('button', { name: 'Edit limits of OAuth token' }).click();
+    const card = page.getByRole('region', { name: 'Rate limits of OAuth token' });
+    await card.getByLabel('Per product user, requests per minute').fill('12');
+    await card.getByRole('button', { name: 'Save limits' }).click();
+    await page
+      .getByRole('dialog', { name: 'Lower the rate limits of OAuth token?' })
+      .getByRole('button', { name: 'Lower limits' })
+      .click();
+    await expect.poll(() => limitsCell(page, hint)).toBe('unlimited · 12/min per user');
+    const { rows: limits } = await db.query(
+      `SELECT requests_per_minute AS rpm, product_user_requests_per_minute AS user_rpm
+         FROM api_keys WHERE app_connection_id = $1`,
+      [token.app_connection_id],
+    );
+    expect(limits).toEqual([{ rpm: null, user_rpm: 12 }]);
+    await card.getByRole('button', { name: 'Close' }).click();
 
     // no form to issue a key the API would refuse (409): a note instead, for an admin too
     expect(await page.getByRole('form', { name: 'Issue an API key' }).count()).toBe(0);
@@ -405,6 +431,80 @@ describe('who may change a key’s limits', () => {
     await page.getByRole('form', { name: 'Issue an API key' }).waitFor();
     expect(await page.getByRole('note').count()).toBe(0);
     await close();
+  });
+});
+
+describe('a connected app’s rate limits on the Connected apps page', () => {
+  it('shows each app’s limits; an admin changes them there (a stricter one asks first), and the gateway applies them to the app’s token; a viewer only sees them', async () => {
+    // an app of its own, so that its row is the only one with its name
+    const app = await api.post<{ id: string }>(`/dashboard/api/orgs/${org.org_id}/apps`, {
+      name: 'Hammering app',
+    });
+    expect(app.status).toBe(201);
+    const client = await api.post<{ client_id: string; redirect_uris: string[] }>(
+      `/dashboard/api/apps/${app.body.id}/oauth-clients`,
+      { name: 'Hammer', redirect_uris: ['http://127.0.0.1:9/cb'], public: true },
+    );
+    expect(client.status).toBe(201);
+    const token = await connectAndExchange(gateway.url, api, client.body, { orgId: org.org_id });
+    const { page, close } = await openWindow(browser);
+    const patches = sent(page, 'PATCH', /\/api-keys\/[^/]+$/);
+    await signedIn(page, emails.admin, '/connected-apps');
+    const appRow = dataRows(page).filter({ hasText: 'Hammering app' });
+    const cell = async () => {
+      const headers = await page.getByRole('columnheader').allTextContents();
+      const column = headers.indexOf('Rate limits');
+      expect(column).toBeGreaterThan(-1);
+      return appRow.getByRole('cell').nth(column).locator('.limits-cell > span').textContent();
+    };
+    await expect.poll(cell).toBe('unlimited');
+
+    await appRow.getByRole('button', { name: 'Edit limits of Hammering app' }).click();
+    const card = page.getByRole('region', { name: 'Rate limits of Hammering app' });
+    await card.waitFor();
+    // the words are the app's
+    expect(await card.getByText(/^Now:/).textContent()).toBe(
+      'Now: unlimited. A change applies to the app’s next request on every gateway instance.',
+    );
+    expect(await card.locator('#edit-key-rpm-hint').textContent()).toBe(
+      'Bursts of up to this many requests by the app, then this many a minute; more are refused (429). Empty: unlimited.',
+    );
+    await card.getByLabel('Requests per minute', { exact: true }).fill('1');
+    await card.getByRole('button', { name: 'Save limits' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Lower the rate limits of Hammering app?' });
+    await dialog.waitFor();
+    expect(await dialog.locator('.facts').innerText()).toMatch(
+      /Requests per minute\s+unlimited → 1\/min/,
+    );
+    await screenshotOf(dialog, 'key-limits-10-connected-app-confirm');
+    await dialog.getByRole('button', { name: 'Lower limits' }).click();
+    await expect.poll(cell).toBe('1/min');
+    expect(await card.getByRole('status').textContent()).toBe('Saved.');
+    expect(patches).toHaveLength(1);
+    const { rows } = await db.query(
+      `SELECT kind, requests_per_minute AS rpm, product_user_requests_per_minute AS user_rpm
+         FROM api_keys WHERE app_connection_id = $1`,
+      [token.app_connection_id],
+    );
+    expect(rows).toEqual([{ kind: 'oauth_token', rpm: 1, user_rpm: null }]);
+    const infer = () =>
+      postJson<ErrorBody>(`${gateway.url}/v1/chat/completions`, chat, bearer(token.access_token));
+    expect((await infer()).status).toBe(200);
+    const refused = await infer();
+    expect([refused.status, refused.body.error?.code]).toEqual([429, 'gw_rate_limited']);
+    await screenshot(page, 'key-limits-11-connected-apps');
+    await card.getByRole('button', { name: 'Close' }).click();
+    expect(await focusedButton(page)).toBe('Edit limits of Hammering app');
+    await close();
+
+    // a viewer sees the limits, and nothing to change them with
+    const viewer = await openWindow(browser);
+    await signedIn(viewer.page, emails.viewer, '/connected-apps');
+    const viewerRow = dataRows(viewer.page).filter({ hasText: 'Hammering app' });
+    await viewerRow.waitFor();
+    expect(await viewerRow.locator('.limits-cell').textContent()).toBe('1/min');
+    expect(await viewer.page.getByRole('button', { name: /^Edit limits/ }).count()).toBe(0);
+    await viewer.close();
   });
 });
 

@@ -291,6 +291,16 @@ describe('connected apps of an organization', () => {
       token_issued_at: expect.any(String),
       spend: { this_month: spent, total: spent },
     });
+    // its token, whose rate limits the payer's admins set (none yet)
+    const { rows: tokens } = await db.query<{ id: string }>(
+      "SELECT id FROM api_keys WHERE app_connection_id = $1 AND kind = 'oauth_token'",
+      [token.app_connection_id],
+    );
+    expect(app).toMatchObject({
+      token_id: tokens[0]!.id,
+      requests_per_minute: null,
+      product_user_requests_per_minute: null,
+    });
     expect(numericToNano(spent.cost)).toBeGreaterThan(0n);
     // the app's maker sees neither the connection nor its spend among its app's connections
     const makerConnections = await makerAdmin.get<{ data: { id: string }[] }>(

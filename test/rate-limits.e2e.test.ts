@@ -1,8 +1,9 @@
 // Per-API-key request rate limits through two real gateways (dist/), the dashboard API and the
 // CLI, on the real Redis and Postgres: the refusal a client sees on both protocols (429
 // gw_rate_limited, Retry-After, nothing held or recorded), one bucket across instances, product
-// users' own buckets, a refusal for money using no rate, a change reaching running gateways,
-// and tenants kept apart.
+// users' own buckets, a refusal for money using no rate, a change reaching running gateways
+// (audited with the limits before and after), a connected app's OAuth token limited by the
+// organization that pays for it, and tenants kept apart.
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,6 +12,7 @@ import { createRedisKeys } from '../src/redis/keys.js';
 import { isolatedContext } from './support/context.js';
 import { createMember, DashboardClient, signInTo, uniqueEmail } from './support/dashboard.js';
 import { bearer, postJson } from './support/http.js';
+import { connectAndExchange, createOAuthClient } from './support/oauth.js';
 import {
   runCliJson,
   seed,
@@ -26,7 +28,11 @@ let first: GatewayProcess;
 let second: GatewayProcess;
 let tenant: SeededOrg;
 let other: SeededOrg;
-const emails = { admin: uniqueEmail('rate-admin'), otherAdmin: uniqueEmail('rate-other') };
+const emails = {
+  admin: uniqueEmail('rate-admin'),
+  member: uniqueEmail('rate-member'),
+  otherAdmin: uniqueEmail('rate-other'),
+};
 
 interface ApiKey {
   id: string;
@@ -43,6 +49,7 @@ beforeAll(async () => {
   [first, second] = await Promise.all([startGateway(env), startGateway(env)]);
   [tenant, other] = await Promise.all([seed(env), seed(env)]);
   await createMember(env, emails.admin, tenant.org_id, 'admin');
+  await createMember(env, emails.member, tenant.org_id, 'member');
   await createMember(env, emails.otherAdmin, other.org_id, 'admin');
 });
 
@@ -392,14 +399,25 @@ describe('limits changed through the dashboard API', () => {
       "SELECT action, details FROM dashboard_audit_log WHERE object_id = $1 AND action = 'api_key.update' ORDER BY id",
       [key.id],
     );
+    // each change with the limits before it and after it
     expect(audit.rows).toEqual([
       {
         action: 'api_key.update',
-        details: { requests_per_minute: 1, product_user_requests_per_minute: null },
+        details: {
+          requests_per_minute: 1,
+          product_user_requests_per_minute: null,
+          previous_requests_per_minute: null,
+          previous_product_user_requests_per_minute: null,
+        },
       },
       {
         action: 'api_key.update',
-        details: { requests_per_minute: null, product_user_requests_per_minute: 4 },
+        details: {
+          requests_per_minute: null,
+          product_user_requests_per_minute: 4,
+          previous_requests_per_minute: 1,
+          previous_product_user_requests_per_minute: null,
+        },
       },
     ]);
 
@@ -519,5 +537,137 @@ describe('limits changed through the dashboard API', () => {
       [key.id],
     );
     expect(rows).toEqual([{ status: 'active', replaced_by: null, requests_per_minute: 30 }]);
+  });
+});
+
+describe("a connected app's OAuth token", () => {
+  it('is limited by an admin of the organization that pays for it, through the same PATCH (and CLI); running gateways apply it; audited before and after; still never rotated', async () => {
+    const payerAdmin = await signInTo(first, emails.admin);
+    // an app of the other organization, connected to the tenant's wallet by its admin
+    const client = await createOAuthClient(env, other.app_id, ['http://127.0.0.1:9/cb'], {
+      public: true,
+    });
+    const token = await connectAndExchange(first.url, payerAdmin, client, {
+      orgId: tenant.org_id,
+    });
+    const { rows: tokens } = await db.query<{ id: string; org_id: string }>(
+      "SELECT id, org_id FROM api_keys WHERE app_connection_id = $1 AND kind = 'oauth_token'",
+      [token.app_connection_id],
+    );
+    expect(tokens).toEqual([{ id: expect.stringMatching(/^key_/), org_id: tenant.org_id }]);
+    const tokenId = tokens[0]!.id;
+    const path = `/dashboard/api/api-keys/${tokenId}`;
+    // Both instances have the token's identity cached, without limits.
+    for (const gateway of [first, second, first, second]) {
+      expect(await statusOf(gateway, token.access_token)).toBe(200);
+    }
+
+    // The app's maker does not own the row (404, as any other organization), a member of the
+    // paying one may not change it (403): nothing changes.
+    const maker = await signInTo(second, emails.otherAdmin);
+    const byMaker = await maker.request<ErrorBody>('PATCH', path, { requests_per_minute: 1 });
+    expect([byMaker.status, byMaker.body.error.code]).toEqual([404, 'gw_not_found']);
+    const member = await signInTo(first, emails.member);
+    const byMember = await member.request<ErrorBody>('PATCH', path, { requests_per_minute: 1 });
+    expect([byMember.status, byMember.body.error.code]).toEqual([403, 'gw_role_forbidden']);
+    const stored = async () =>
+      (
+        await db.query(
+          `SELECT requests_per_minute AS rpm, product_user_requests_per_minute AS user_rpm
+             FROM api_keys WHERE id = $1`,
+          [tokenId],
+        )
+      ).rows;
+    expect(await stored()).toEqual([{ rpm: null, user_rpm: null }]);
+
+    const limited = await payerAdmin.request<ApiKey & { kind: string }>('PATCH', path, {
+      requests_per_minute: 1,
+    });
+    expect(limited.status).toBe(200);
+    expect(limited.body).toMatchObject({
+      id: tokenId,
+      kind: 'oauth_token',
+      requests_per_minute: 1,
+      product_user_requests_per_minute: null,
+    });
+    expect(await stored()).toEqual([{ rpm: 1, user_rpm: null }]);
+    // `second` applies it once the invalidation reaches it: one request, then refusals, on
+    // both instances (one bucket).
+    await eventually(async () =>
+      (await statusOf(second, token.access_token)) === 429 ? true : undefined,
+    );
+    const refused = await infer(first, token.access_token);
+    expect([refused.status, refused.body.error.code, refused.body.error.rate_limit_scope]).toEqual([
+      429,
+      'gw_rate_limited',
+      'key',
+    ]);
+    expect(refused.body.error.message).toBe(
+      `this API key's limit of 1 request per minute is reached; retry in ${refused.retryAfter} s`,
+    );
+    // The connected apps page's list shows the token and its limits.
+    const listed = await payerAdmin.get<{
+      data: Array<{ id: string; token_id: string | null } & Omit<ApiKey, 'id'>>;
+    }>(`/dashboard/api/orgs/${tenant.org_id}/connected-apps?limit=200`);
+    expect(listed.body.data.find((app) => app.id === token.app_connection_id)).toMatchObject({
+      token_id: tokenId,
+      requests_per_minute: 1,
+      product_user_requests_per_minute: null,
+    });
+
+    // `gw api-key update` changes it too: cleared, both instances let the app through again.
+    expect(
+      await runCliJson(
+        ['api-key', 'update', '--id', tokenId, '--requests-per-minute', 'none'],
+        env,
+      ),
+    ).toEqual({ id: tokenId, requests_per_minute: null, product_user_requests_per_minute: null });
+    await eventually(async () =>
+      (await statusOf(second, token.access_token)) === 200 ? true : undefined,
+    );
+    expect(await statusOf(first, token.access_token)).toBe(200);
+    expect(await stored()).toEqual([{ rpm: null, user_rpm: null }]);
+
+    const audit = await db.query(
+      `SELECT org_id, user_id = 'cli' AS by_cli, details FROM dashboard_audit_log
+        WHERE object_id = $1 AND action = 'api_key.update' ORDER BY id`,
+      [tokenId],
+    );
+    expect(audit.rows).toEqual([
+      {
+        org_id: tenant.org_id,
+        by_cli: false,
+        details: {
+          requests_per_minute: 1,
+          product_user_requests_per_minute: null,
+          previous_requests_per_minute: null,
+          previous_product_user_requests_per_minute: null,
+        },
+      },
+      {
+        org_id: tenant.org_id,
+        by_cli: true,
+        details: {
+          requests_per_minute: null,
+          product_user_requests_per_minute: null,
+          previous_requests_per_minute: 1,
+          previous_product_user_requests_per_minute: null,
+        },
+      },
+    ]);
+
+    // A token is still not rotated: the app gets a new one by connecting again.
+    const rotated = await payerAdmin.post<ErrorBody>(`${path}/rotate`, {});
+    expect([rotated.status, rotated.body.error]).toEqual([
+      409,
+      {
+        code: 'gw_conflict',
+        message: 'an OAuth token is not rotated: the app gets a new one by connecting again',
+      },
+    ]);
+    const { rowCount } = await db.query('SELECT 1 FROM api_keys WHERE app_connection_id = $1', [
+      token.app_connection_id,
+    ]);
+    expect(rowCount).toBe(1);
   });
 });

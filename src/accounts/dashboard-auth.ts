@@ -9,6 +9,7 @@ import { gwError, type GwError } from '../errors.js';
 import { isWriteMethod } from '../http/methods.js';
 import { requestOrigin } from '../http/own-origin.js';
 import type { RequestHead } from '../http/types.js';
+import { isObjectIdForm } from '../object-ids.js';
 import { csrfTokenMatches, type Session, type SessionStore } from './sessions.js';
 import {
   loadDashboardUser,
@@ -62,8 +63,6 @@ export interface OrgMemberCaller extends DashboardCaller {
 }
 
 export const CSRF_HEADER = 'x-csrf-token';
-/** Ids the gateway issues: a prefix and base62; anything else cannot name an object. */
-const OBJECT_ID = /^[A-Za-z0-9_-]{1,64}$/;
 /** How much of a refused Origin the error repeats (an origin is short; a hostile one need not be). */
 const ORIGIN_SHOWN_MAX = 200;
 
@@ -115,7 +114,8 @@ export class DashboardAuthenticator {
     const caller = await this.session(head);
     if ('code' in caller) return caller;
     const objectId = head.params[locator.param] ?? '';
-    const orgId = OBJECT_ID.test(objectId) ? await this.ownerOf(locator.table, objectId) : null;
+    // an id of another form than the gateway issues cannot name an object
+    const orgId = isObjectIdForm(objectId) ? await this.ownerOf(locator.table, objectId) : null;
     const org = orgId
       ? caller.user.memberships.find((membership) => membership.id === orgId)
       : undefined;

@@ -13,7 +13,9 @@ import { emitEvent } from '../webhooks/outbox.js';
 import { invalidateApiKeys, revokeConnection } from './connections.js';
 import { createApiKey, DEFAULT_MODEL_POLICY } from './provisioning.js';
 import {
+  changedRateLimits,
   NO_RATE_LIMITS,
+  rateLimitChangeFields,
   rateLimitFields,
   type ApiKeyRateLimits,
   type RateLimitChange,
@@ -217,9 +219,10 @@ export async function rotateApiKeyAs(
 }
 
 /**
- * Changes a key's request-rate limits (an absent one is kept, null clears it); every instance
- * applies them to its next request (the key caches are invalidated). An OAuth token has none:
- * they cannot be set on it (yet). Audited as `api_key.update` with the limits now.
+ * Changes the request-rate limits of a key or an OAuth token (an absent one is kept, null
+ * clears it); every instance applies them to its next request (the key caches are
+ * invalidated). Audited as `api_key.update` with the limits before and after, read under the
+ * row's lock in the same transaction as the change.
  */
 export async function updateApiKeyLimitsAs(
   db: DbPool,
@@ -235,20 +238,11 @@ export async function updateApiKeyLimitsAs(
     );
     const old = rows[0];
     if (!old) return gwError('gw_not_found', `no API key ${keyId}`);
-    if (old.kind === 'oauth_token') {
-      return gwError('gw_conflict', 'an OAuth token has no request-rate limits to change');
-    }
-    const limits: ApiKeyRateLimits = {
-      requestsPerMinute:
-        change.requestsPerMinute === undefined ? old.requests_per_minute : change.requestsPerMinute,
-      productUserRequestsPerMinute:
-        change.productUserRequestsPerMinute === undefined
-          ? old.product_user_requests_per_minute
-          : change.productUserRequestsPerMinute,
-    };
-    await client.query(
+    const previous = rateLimitsOf(old);
+    const limits = changedRateLimits(previous, change);
+    const { rows: updated } = await client.query<ApiKeyRow>(
       `UPDATE api_keys SET requests_per_minute = $2, product_user_requests_per_minute = $3
-        WHERE id = $1`,
+        WHERE id = $1 RETURNING ${COLUMNS}`,
       [keyId, limits.requestsPerMinute, limits.productUserRequestsPerMinute],
     );
     await recordAudit(client, {
@@ -257,9 +251,9 @@ export async function updateApiKeyLimitsAs(
       action: 'api_key.update',
       objectType: 'api_key',
       objectId: keyId,
-      details: rateLimitFields(limits),
+      details: rateLimitChangeFields(previous, limits),
     });
-    return (await apiKeyById(client, keyId))!;
+    return updated[0]!;
   });
   if ('code' in result) return result;
   await invalidateApiKeys(db, apiKeys, { keyId });

@@ -1,5 +1,7 @@
 // gw credentials add|list|disable|delete|grant|revoke-grant|rewrap: an organization's own
-// vendor keys (bring your own key). Output never contains a secret, only its fingerprint.
+// vendor keys (bring your own key). Output never contains a secret, only its fingerprint. `add`
+// and `update` print the policy's warnings as the dashboard API answers them (`warnings`).
+import type { DbPool } from '../db/pool.js';
 import {
   CredentialError,
   CredentialStore,
@@ -11,6 +13,7 @@ import { findProvider, PROVIDER_IDS, PROVIDERS } from '../providers/registry.js'
 import { mockServedVendors, providerSettings } from '../providers/system-routes.js';
 import { startMockVendors } from '../mock-vendors/server.js';
 import { SecretBoxError } from '../credentials/secret-box.js';
+import { writtenCredential } from '../credentials/written-credential.js';
 import { rewrapSigningSecrets } from '../webhooks/sealed-secret.js';
 import { CLI_ACTOR, type CliContext } from './context.js';
 import {
@@ -27,9 +30,11 @@ export const credentialsHelp = `gw credentials add --org-id O --provider ${PROVI
                    [--app-connection-id C]
   Validates the key with the vendor, stores it encrypted (CREDENTIALS_MASTER_KEY) and prints its
   id and fingerprint. A credential serves only the connections it is granted to. Priority 1 is
-  tried before 2; byok_first falls back to the system route, byok_only answers an error.
+  tried before 2; byok_first falls back to the system route, byok_only answers an error. A
+  model the catalogue does not list yet is accepted, with a warning (warnings).
 gw credentials list --org-id O
 gw credentials update --id ID [--name N] [--model-policy P] [--priority 2] [--routing-mode M]
+  (a policy written is warned of as add does)
 gw credentials disable|enable|delete --id ID   (delete also revokes its grants)
 gw credentials grant|revoke-grant --id ID --app-connection-id C
 gw credentials rewrap [--org-id O]             re-encrypts credentials and webhook signing secrets
@@ -66,7 +71,7 @@ export async function credentialsCommand(context: CliContext, argv: string[]): P
     return baseUrl;
   });
   try {
-    const result = await run(store, action, values);
+    const result = await run(store, context.db, action, values);
     if (action === 'rewrap' && box) {
       const webhooks = await rewrapSigningSecrets(context.db, box, values['org-id']);
       printJson({ ...(result as object), webhook_secrets_rewrapped: webhooks });
@@ -109,6 +114,7 @@ function modelPolicy(values: Values): string[] | undefined {
 
 async function run(
   store: CredentialStore,
+  db: Pick<DbPool, 'query'>,
   action: string | undefined,
   values: Values,
 ): Promise<unknown> {
@@ -134,7 +140,7 @@ async function run(
         },
         CLI_ACTOR,
       );
-      return credential;
+      return writtenCredential(db, credential, true);
     }
     case 'list':
       return { credentials: await store.list(requireFlag(values['org-id'], 'org-id')) };
@@ -151,7 +157,8 @@ async function run(
           'name at least one of --name, --model-policy, --priority, --routing-mode',
         );
       }
-      return found(await store.update(id, changes, CLI_ACTOR), id);
+      const credential = found(await store.update(id, changes, CLI_ACTOR), id);
+      return writtenCredential(db, credential, changes.modelPolicy !== undefined);
     }
     case 'disable':
     case 'enable':

@@ -3,6 +3,7 @@
 // travels as whole microseconds since the epoch (Postgres' precision; a JS Date would round
 // it to milliseconds and repeat rows).
 import { z } from 'zod';
+import { isObjectIdForm } from '../object-ids.js';
 import { wholeNumberOr } from '../written-numbers.js';
 import type { DbPool } from './pool.js';
 
@@ -30,7 +31,7 @@ export function pageRequest(query: z.infer<typeof pageQuerySchema>): PageRequest
   const separator = text.indexOf('|');
   const createdAtUs = text.slice(0, separator);
   const id = text.slice(separator + 1);
-  if (separator < 0 || !/^\d{1,17}$/.test(createdAtUs) || !/^[\w-]{1,64}$/.test(id)) {
+  if (separator < 0 || !/^\d{1,17}$/.test(createdAtUs) || !isObjectIdForm(id)) {
     throw new CursorError('cursor: is not a cursor this API issued');
   }
   return { limit: query.limit, after: { createdAtUs, id } };

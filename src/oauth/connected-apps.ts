@@ -1,6 +1,8 @@
 // Connected apps: an organization's OAuth connections as its members see them — which app,
-// who connected it, whether its token was issued, and what it spent (this calendar month and
-// in total, from the daily rollups the usage writer keeps) — and the members' revocation.
+// who connected it, whether its token was issued, its token's request-rate limits, and what it
+// spent (this calendar month and in total, from the daily rollups the usage writer keeps) —
+// and the members' revocation. The limits are changed as an API key's are
+// (PATCH /dashboard/api/api-keys/{token_id}: src/admin/api-keys.ts).
 import {
   CONNECTED_APP_COLUMNS,
   CONNECTED_APP_FROM,
@@ -21,10 +23,27 @@ export interface Spend {
   readonly requests: number;
 }
 
-/** A connected app with what it spent this calendar month (UTC) and in total. */
-export interface ConnectedAppWithSpend extends ConnectedAppRow {
+/** A connected app with its token's limits, and what it spent this calendar month (UTC) and in
+ * total. */
+export interface ConnectedAppWithSpend extends ConnectedAppRow, ConnectedAppToken {
   readonly spend: { readonly thisMonth: Spend; readonly total: Spend };
 }
+
+/** The app's token (an `api_keys` row of kind `oauth_token`): its id and rate limits. */
+interface ConnectedAppToken {
+  /** Null: no token was issued (a code never exchanged, before connections waited for it). */
+  readonly token_id: string | null;
+  readonly requests_per_minute: number | null;
+  readonly product_user_requests_per_minute: number | null;
+}
+
+/** The connected app's columns with its token's (the view of the dashboard, not the events'). */
+const SELECT_CONNECTED_APP = `SELECT ${CONNECTED_APP_COLUMNS}, t.id AS token_id,
+  t.requests_per_minute, t.product_user_requests_per_minute
+  FROM ${CONNECTED_APP_FROM}
+  LEFT JOIN LATERAL (SELECT k.id, k.requests_per_minute, k.product_user_requests_per_minute
+    FROM api_keys k WHERE k.app_connection_id = c.id AND k.kind = 'oauth_token'
+    ORDER BY k.created_at LIMIT 1) t ON true`;
 
 export function connectedAppView(row: ConnectedAppWithSpend): Record<string, unknown> {
   const { spend } = row;
@@ -35,6 +54,9 @@ export function connectedAppView(row: ConnectedAppWithSpend): Record<string, unk
   });
   return {
     ...connectedAppObject(row),
+    token_id: row.token_id,
+    requests_per_minute: row.requests_per_minute,
+    product_user_requests_per_minute: row.product_user_requests_per_minute,
     currency: SETTLEMENT_CURRENCY,
     spend: { this_month: money(spend.thisMonth), total: money(spend.total) },
   };
@@ -46,10 +68,10 @@ export async function listConnectedApps(
   orgId: string,
   page: PageRequest,
 ): Promise<Page<ConnectedAppWithSpend>> {
-  const { rows, nextCursor } = await readPage<ConnectedAppRow>(
+  const { rows, nextCursor } = await readPage<ConnectedAppRow & ConnectedAppToken>(
     db,
     {
-      select: `SELECT ${CONNECTED_APP_COLUMNS} FROM ${CONNECTED_APP_FROM}`,
+      select: SELECT_CONNECTED_APP,
       where: 'c.org_id = $1 AND c.oauth_client_id IS NOT NULL',
       params: [orgId],
       createdAtColumn: 'c.created_at',
@@ -70,9 +92,8 @@ export async function connectedApp(
   db: DbPool,
   connectionId: string,
 ): Promise<ConnectedAppWithSpend | null> {
-  const { rows } = await db.query<ConnectedAppRow>(
-    `SELECT ${CONNECTED_APP_COLUMNS} FROM ${CONNECTED_APP_FROM}
-      WHERE c.id = $1 AND c.oauth_client_id IS NOT NULL`,
+  const { rows } = await db.query<ConnectedAppRow & ConnectedAppToken>(
+    `${SELECT_CONNECTED_APP} WHERE c.id = $1 AND c.oauth_client_id IS NOT NULL`,
     [connectionId],
   );
   const row = rows[0];

@@ -1,6 +1,7 @@
 // Data several pages need: the organization's connections (each with its app's name), found
 // by id or searched, and the product users a page names by id. An organization may have
 // thousands of apps and connections: a page asks for the ones it shows (decision 300).
+import { isObjectIdForm } from '../../../src/object-ids.js';
 import { api, type Page } from './api.js';
 import { useAsync } from './hooks.js';
 import type { ConnectionRow, ProductUserProfile } from './types.js';
@@ -24,12 +25,6 @@ export function orgConnectionsPath(
 }
 
 /**
- * What a connection id can be, as the API's `ids` takes it (1 to 64 letters, digits, _ or -):
- * a text of another form names no connection, and asking for it would be refused as a whole.
- */
-const CONNECTION_ID = /^[\w-]{1,64}$/;
-
-/**
  * The organization's connections with these ids, a request per 200; unknown ids are left out
  * (as are texts that cannot be an id: a mistyped or cut address).
  */
@@ -37,7 +32,9 @@ export async function loadConnectionsById(
   orgId: string,
   ids: readonly string[],
 ): Promise<Map<string, OrgConnection>> {
-  const unique = [...new Set(ids)].filter((id) => CONNECTION_ID.test(id)).sort();
+  // a text of another form than the API's `ids` takes (the server's own rule) names no
+  // connection, and asking for it would be refused as a whole
+  const unique = [...new Set(ids)].filter(isObjectIdForm).sort();
   const chunks: string[][] = [];
   for (let at = 0; at < unique.length; at += CONNECTIONS_PAGE) {
     chunks.push(unique.slice(at, at + CONNECTIONS_PAGE));

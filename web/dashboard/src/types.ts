@@ -38,7 +38,8 @@ export interface ApiKeyRow {
   readonly app_connection_id: string;
   readonly name: string | null;
   readonly key_hint: string;
-  /** 'oauth_token': the `gw_oauth_…` token of an OAuth connection (it has no limits to set). */
+  /** 'oauth_token': the `gw_oauth_…` token of an OAuth connection (never rotated; its limits
+   * are set as a key's). */
   readonly kind: 'api_key' | 'oauth_token';
   readonly status: 'active' | 'revoked' | 'expired';
   readonly model_policy: string[];

@@ -1,7 +1,8 @@
 // PATCH /dashboard/api/api-keys/{id} {"requests_per_minute"?, "product_user_requests_per_minute"?}
-// (admin or owner): changes an API key's request-rate limits; an absent field is kept, null
-// clears it, at least one is named (400). Every instance applies them to the key's next
-// request once the invalidation reaches it (pub/sub). An OAuth token has none (409).
+// (admin or owner of the organization that owns the key): changes the request-rate limits of
+// an API key, or of an OAuth token (a connected app's, in the paying organization); an absent
+// field is kept, null clears it, at least one is named (400). Every instance applies them to
+// the key's next request once the invalidation reaches it (pub/sub).
 import { apiKeyView, updateApiKeyLimitsAs } from '../../../admin/api-keys.js';
 import { isGwError } from '../../../errors.js';
 import { declareRoute } from '../../framework/declaration.js';
@@ -11,11 +12,11 @@ import { apiKeySchema, ofApiKey, updateApiKeyBody } from './schema.js';
 export const updateApiKeyRoute = declareRoute({
   method: 'PATCH',
   path: '/dashboard/api/api-keys/{id}',
-  summary: "Changes an API key's request-rate limits (null clears one)",
+  summary: "Changes an API key's or OAuth token's request-rate limits (null clears one)",
   caller: { kind: 'org_member', role: 'admin', org: ofApiKey },
   body: updateApiKeyBody,
   responses: { 200: { description: 'the key', schema: apiKeySchema } },
-  errors: ['gw_not_found', 'gw_conflict'],
+  errors: ['gw_not_found'],
   async handler({ params, caller, body }, deps: KeyRevokingDeps) {
     const row = await updateApiKeyLimitsAs(deps.db, deps.apiKeys, caller.actor, params.id, {
       ...(body.requests_per_minute !== undefined && {

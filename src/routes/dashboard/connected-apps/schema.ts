@@ -1,5 +1,6 @@
 // A connected app as the organization that pays for it sees it: the OAuth connection, who
-// made it, and what it spent (this calendar month and in total, from the daily rollups).
+// made it, its token's request-rate limits, and what it spent (this calendar month and in
+// total, from the daily rollups).
 import { z } from 'zod';
 
 const spendSchema = z.object({
@@ -18,6 +19,22 @@ export const connectedAppSchema = z.object({
   status: z.enum(['active', 'revoked']),
   connected_by: z.string().nullable().describe('e-mail of the user who approved it'),
   token_issued_at: z.string().nullable().describe('null: the app never exchanged its code'),
+  token_id: z
+    .string()
+    .nullable()
+    .describe(
+      "the app's token (an API-key id, kind oauth_token): PATCH /dashboard/api/api-keys/{id} changes its limits; null: none issued",
+    ),
+  requests_per_minute: z
+    .number()
+    .int()
+    .nullable()
+    .describe("the token's limit of requests per minute (null: none; docs/limits.md)"),
+  product_user_requests_per_minute: z
+    .number()
+    .int()
+    .nullable()
+    .describe("the token's limit per product user (null: none)"),
   created_at: z.string(),
   revoked_at: z.string().nullable(),
   currency: z.string(),

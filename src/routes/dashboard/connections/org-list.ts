@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { pageQuerySchema } from '../../../db/pages.js';
 import { storableText } from '../../../product-users/limits.js';
 import { listOrgConnections, orgConnectionView } from '../../../admin/org-connections.js';
+import { isObjectIdForm } from '../../../object-ids.js';
 import { declareListRoute } from '../list-route.js';
 import { inOrg } from '../schemas.js';
 import { orgConnectionSchema } from './schema.js';
@@ -27,7 +28,7 @@ const orgConnectionsQuery = pageQuerySchema.extend({
           ? `must name at most ${MAX_CONNECTION_IDS} connections`
           : ids.some((id) => id === '')
             ? 'must be connection ids separated by commas, with none empty'
-            : ids.some((id) => !/^[\w-]{1,64}$/.test(id))
+            : !ids.every(isObjectIdForm)
               ? 'each connection id is 1 to 64 letters, digits, _ or -'
               : undefined;
       if (problem) context.addIssue({ code: 'custom', message: problem });

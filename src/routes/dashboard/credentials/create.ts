@@ -7,12 +7,12 @@
 import { z } from 'zod';
 import { findProvider, PROVIDER_IDS } from '../../../providers/registry.js';
 import { ROUTING_MODES } from '../../../credentials/credential-store.js';
+import { writtenCredential } from '../../../credentials/written-credential.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { displayName, inOrg, modelPolicySchema } from '../schemas.js';
 import {
   credentialRefusal,
   prioritySchema,
-  writtenCredential,
   writtenCredentialSchema,
   type CredentialWriteDeps,
 } from './schema.js';

@@ -1,14 +1,13 @@
 // The provider-credential object of the dashboard API (its fingerprint, never the secret), the
-// answer of its writes (with the warnings of the policy written), where its routes find their
-// organization, and the credential service's refusals as the spec's errors.
+// answer of its writes (with the warnings of the policy written: writtenCredential, shared with
+// the CLI), where its routes find their organization, and the credential service's refusals as
+// the spec's errors.
 import { z } from 'zod';
-import { modelPolicyWarnings } from '../../../catalog/model-policy.js';
 import {
   CredentialError,
   type CredentialStore,
   MAX_CREDENTIAL_PRIORITY,
   ROUTING_MODES,
-  type CredentialView,
 } from '../../../credentials/credential-store.js';
 import type { DbPool } from '../../../db/pool.js';
 import { gwError, type ErrorCode, type GwError } from '../../../errors.js';
@@ -52,21 +51,6 @@ export const writtenCredentialSchema = credentialSchema.extend({
    * the same (decision 338); empty when the request wrote no policy. */
   warnings: z.array(z.string()),
 });
-
-/**
- * The answer to a write: the credential, and the warnings of the policy the request wrote
- * (`written`: false when it changed none, as a rename or a status change).
- */
-export async function writtenCredential(
-  db: Pick<DbPool, 'query'>,
-  credential: CredentialView,
-  written: boolean,
-): Promise<CredentialView & { readonly warnings: string[] }> {
-  const warnings = written
-    ? await modelPolicyWarnings(db, credential.model_policy, 'credential')
-    : [];
-  return { ...credential, warnings };
-}
 
 export const prioritySchema = z
   .number()

@@ -4,6 +4,7 @@
 // change for its next request. A model policy written answers `warnings` as the create does.
 import { z } from 'zod';
 import { ROUTING_MODES } from '../../../credentials/credential-store.js';
+import { writtenCredential } from '../../../credentials/written-credential.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { displayName, modelPolicySchema } from '../schemas.js';
 import {
@@ -11,7 +12,6 @@ import {
   credentialRefusal,
   ofCredential,
   prioritySchema,
-  writtenCredential,
   writtenCredentialSchema,
   type CredentialWriteDeps,
 } from './schema.js';

@@ -1,7 +1,8 @@
 // API keys: a connection's keys (hints only) with their rate limits, issuing one (the raw key
 // shown once), changing its rate limits, rotating with an optional grace period, revoking. The
 // API lists keys per connection, so the page picks a connection first:
-// /orgs/<org>/keys/<connection>. An OAuth connection gets no keys: its token comes from OAuth.
+// /orgs/<org>/keys/<connection>. An OAuth connection gets no keys: its token comes from OAuth
+// (its limits are changed here too, or on the Connected apps page).
 import { useState } from 'preact/hooks';
 import { api, canManage, type OrgSummary } from '../api.js';
 import { ConnectionSelect } from '../connection-picker.js';
@@ -81,7 +82,8 @@ function ApiKeysPage({ org, connectionId }: { org: OrgSummary; connectionId?: st
 
 const keyName = (key: ApiKeyRow): string => key.name ?? key.key_hint;
 
-/** An OAuth connection's token is not an API key: it is not rotated and has no limits to set. */
+/** An OAuth connection's token is not an API key: it is not rotated (the app connects again).
+ * Its limits are set as a key's: the paying organization throttles the app with them. */
 const isApiKey = (key: ApiKeyRow): boolean => key.kind === 'api_key';
 
 function ConnectionKeys(props: { orgId: string; connection: OrgConnection; manage: boolean }) {
@@ -101,7 +103,7 @@ function ConnectionKeys(props: { orgId: string; connection: OrgConnection; manag
   // the API refuses keys on an OAuth connection (409): its app holds the token OAuth issued
   const oauth = connection.oauth_client_id !== null;
   const rows = list.data ? [...list.data].reverse() : null; // newest first
-  const editable = (key: ApiKeyRow) => manage && key.status === 'active' && isApiKey(key);
+  const editable = (key: ApiKeyRow) => manage && key.status === 'active';
   const edited = editing === null ? undefined : rows?.find((key) => key.id === editing);
   return (
     <>
@@ -210,7 +212,7 @@ function ConnectionKeys(props: { orgId: string; connection: OrgConnection; manag
       {edited && editable(edited) && (
         <EditLimits
           key={edited.id}
-          apiKey={edited}
+          limited={edited}
           name={keyName(edited)}
           onSaved={list.reload}
           onClose={() => setEditing(null)}

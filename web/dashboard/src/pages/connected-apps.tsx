@@ -1,9 +1,11 @@
 // Connected apps: apps people connected through OAuth that this organization's wallet pays
-// for, with what each spent, and revoking one (its token stops at once).
+// for, with what each spent, its token's rate limits (changed here by admins, as a key's are:
+// decision 352), and revoking one (its token stops at once).
 import { useState } from 'preact/hooks';
-import { api, type OrgSummary } from '../api.js';
+import { api, canManage, type OrgSummary } from '../api.js';
 import { usePaged } from '../hooks.js';
 import { Confirm, formatTime, ListTable, Money, PageHeader, RowButton, Status } from '../ui.js';
+import { EditLimits, LimitsCell } from './key-limits.js';
 import type { OrgPage } from './page.js';
 
 export const connectedAppsPage: OrgPage = {
@@ -25,6 +27,10 @@ interface ConnectedApp {
   readonly status: 'active' | 'revoked';
   readonly connected_by: string | null;
   readonly token_issued_at: string | null;
+  /** The app's OAuth token, whose limits these are (null: none was issued). */
+  readonly token_id: string | null;
+  readonly requests_per_minute: number | null;
+  readonly product_user_requests_per_minute: number | null;
   readonly created_at: string;
   readonly revoked_at: string | null;
   readonly currency: string;
@@ -39,12 +45,17 @@ function ConnectedAppsPage({ org }: { org: OrgSummary }) {
     `/dashboard/api/orgs/${encodeURIComponent(org.id)}/connected-apps?limit=200`,
   );
   const [revoking, setRevoking] = useState<ConnectedApp | null>(null);
+  const [editing, setEditing] = useState<string | null>(null);
   const revoke = canRevoke(org.role);
+  // the limits are the token's, changed as an API key's are: by admins and owners
+  const editable = (app: ConnectedApp): app is ConnectedApp & { token_id: string } =>
+    canManage(org.role) && app.status === 'active' && app.token_id !== null;
+  const edited = editing === null ? undefined : list.data?.find((app) => app.id === editing);
   return (
     <>
       <PageHeader title="Connected apps">
         Apps you allowed, through OAuth sign-in, to make requests paid from this organization’s
-        wallet.
+        wallet. Rate limits slow an app down; revoking it stops it.
       </PageHeader>
       <section aria-labelledby="connected-apps-heading">
         <h2 id="connected-apps-heading">Connected apps</h2>
@@ -84,6 +95,20 @@ function ConnectedAppsPage({ org }: { org: OrgSummary }) {
               ),
             },
             {
+              header: 'Rate limits',
+              class: 'small',
+              cell: (app) => (
+                <LimitsCell
+                  limits={app}
+                  name={app.app_name}
+                  editing={editing === app.id}
+                  onEdit={
+                    editable(app) ? () => setEditing(editing === app.id ? null : app.id) : null
+                  }
+                />
+              ),
+            },
+            {
               header: 'Spent this month',
               numeric: true,
               class: 'nowrap',
@@ -109,6 +134,16 @@ function ConnectedAppsPage({ org }: { org: OrgSummary }) {
           }
         />
       </section>
+      {edited && editable(edited) && (
+        <EditLimits
+          key={edited.id}
+          limited={{ ...edited, id: edited.token_id }}
+          name={edited.app_name}
+          holder="app"
+          onSaved={list.reload}
+          onClose={() => setEditing(null)}
+        />
+      )}
       {revoking && (
         <RevokeConnectedApp
           app={revoking}

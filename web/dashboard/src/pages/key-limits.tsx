@@ -1,6 +1,7 @@
-// An API key's request-rate limits on the keys page (decision 344): the two fields of the
-// create and edit forms, the list's summary, and the edit card, which asks first when a change
-// would refuse requests that pass now.
+// An API key's request-rate limits (decision 344), on the keys page and, for a connected app's
+// token, on the Connected apps page (decision 352): the two fields of the create and edit
+// forms, the list's summary, and the edit card, which asks first when a change would refuse
+// requests that pass now.
 import { Fragment } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../api.js';
@@ -21,11 +22,19 @@ import {
 
 export const NO_LIMITS_TYPED: TypedLimits = { perKey: '', perUser: '' };
 
-const LIMIT_HINTS = {
-  perKey:
-    'Bursts of up to this many requests with the key, then this many a minute; more are refused (429). Empty: unlimited.',
-  perUser: 'The same, counted for each product user of the key on their own. Empty: unlimited.',
+/** What holds the limits, as the fields' hints and the edit card name it: an API key, or a
+ * connected app (its OAuth token). */
+export type LimitHolder = 'key' | 'app';
+
+const HOLDER_WORDS = {
+  key: { requestsWith: 'requests with the key', of: 'of the key', next: 'the key’s next request' },
+  app: { requestsWith: 'requests by the app', of: 'of the app', next: 'the app’s next request' },
 } as const;
+
+const limitHints = (holder: LimitHolder) => ({
+  perKey: `Bursts of up to this many ${HOLDER_WORDS[holder].requestsWith}, then this many a minute; more are refused (429). Empty: unlimited.`,
+  perUser: `The same, counted for each product user ${HOLDER_WORDS[holder].of} on their own. Empty: unlimited.`,
+});
 
 /** The two limit fields of a form (`idPrefix` names their inputs: `<prefix>-rpm`, …). */
 export function LimitFields(props: {
@@ -36,7 +45,10 @@ export function LimitFields(props: {
   onChange(update: (previous: TypedLimits) => TypedLimits): void;
   /** The first field takes focus when it appears (the edit card, below a long list). */
   autoFocus?: boolean;
+  /** What the limits are of (the hints say it): an API key unless given. */
+  holder?: LimitHolder;
 }) {
+  const hints = limitHints(props.holder ?? 'key');
   const first = useRef<HTMLInputElement>(null);
   useEffect(() => {
     if (props.autoFocus) first.current?.focus();
@@ -59,7 +71,7 @@ export function LimitFields(props: {
         }}
       />
       <span class="hint" id={`${id}-hint`}>
-        {LIMIT_HINTS[which]}
+        {hints[which]}
       </span>
     </div>
   );
@@ -90,14 +102,15 @@ export function LimitsSummary({ limits }: { limits: RequestLimits }) {
 }
 
 /**
- * A key's limits in its row of the list, with (for those who may change them) a small button
- * that opens the edit card: in the cell, so that the row's actions stay two buttons wide.
+ * A key's (or connected app's) limits in its row of a list, with (for those who may change
+ * them) a small button that opens the edit card: in the cell, so that the row's actions stay
+ * two buttons wide.
  */
 export function LimitsCell(props: {
   limits: RequestLimits;
   /** The key as the list names it: the button's accessible name says whose limits. */
   name: string;
-  /** Null: the limits are read only (a viewer or member, an OAuth token, a revoked key). */
+  /** Null: the limits are read only (a viewer or member, a revoked key or app). */
   onEdit: (() => void) | null;
   editing: boolean;
 }) {
@@ -126,22 +139,27 @@ const change = (now: number | null, next: number | null): string =>
   now === next ? `${limitText(next)} (unchanged)` : `${limitText(now)} → ${limitText(next)}`;
 
 /**
- * Changes a key's limits: the form starts with the limits in force; a change that sets or
- * lowers one asks first (apps sending more start getting 429 at once), one that raises or
- * clears them (empty fields) is saved at once. Saved, it shows the limits now in force. Closed,
- * it gives focus back to the Edit button that opened it.
+ * Changes a key's limits (an API key, or a connected app's OAuth token: the API changes both
+ * alike): the form starts with the limits in force; a change that sets or lowers one asks
+ * first (apps sending more start getting 429 at once), one that raises or clears them (empty
+ * fields) is saved at once. Saved, it shows the limits now in force. Closed, it gives focus
+ * back to the Edit button that opened it.
  */
 export function EditLimits(props: {
-  apiKey: ApiKeyRow;
-  /** The key as the list names it (its name, or its hint). */
+  /** The key or token (its id in the API) and the limits it has. */
+  limited: RequestLimits & { readonly id: string };
+  /** As the list names it (a key's name or hint; a connected app's name). */
   name: string;
+  /** What the card's words call it: an API key unless given. */
+  holder?: LimitHolder;
   onSaved(): void;
   onClose(): void;
 }) {
-  const path = `/dashboard/api/api-keys/${encodeURIComponent(props.apiKey.id)}`;
+  const holder = props.holder ?? 'key';
+  const path = `/dashboard/api/api-keys/${encodeURIComponent(props.limited.id)}`;
   // the limits in force, as the last answer had them
-  const [current, setCurrent] = useState<RequestLimits>(props.apiKey);
-  const [typed, setTyped] = useState<TypedLimits>(typedLimits(props.apiKey));
+  const [current, setCurrent] = useState<RequestLimits>(props.limited);
+  const [typed, setTyped] = useState<TypedLimits>(typedLimits(props.limited));
   const [lowering, setLowering] = useState<RequestLimits | null>(null);
   const [saved, setSaved] = useNotice<true>();
   const action = useAction();
@@ -158,8 +176,8 @@ export function EditLimits(props: {
     <section class="card" aria-labelledby="edit-limits-heading">
       <h2 id="edit-limits-heading">Rate limits of {props.name}</h2>
       <p class="muted small">
-        Now: <LimitsSummary limits={current} />. A change applies to the key’s next request on every
-        gateway instance.
+        Now: <LimitsSummary limits={current} />. A change applies to {HOLDER_WORDS[holder].next} on
+        every gateway instance.
       </p>
       <form
         aria-labelledby="edit-limits-heading"
@@ -178,7 +196,13 @@ export function EditLimits(props: {
           else void action.run(() => write(next)).then((answer) => answer && done(answer.value));
         }}
       >
-        <LimitFields idPrefix="edit-key" value={typed} onChange={setTyped} autoFocus />
+        <LimitFields
+          idPrefix="edit-key"
+          value={typed}
+          onChange={setTyped}
+          holder={holder}
+          autoFocus
+        />
         <ErrorNote error={action.error} />
         <div class="actions">
           <button type="submit" disabled={action.busy}>
