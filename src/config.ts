@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { poolSettingsInUrl } from './db/url-parameters.js';
 import { PROVIDERS, type ProviderId } from './providers/registry.js';
 import { parseClusterNodes } from './redis/target.js';
+import { DEFAULT_MAX_WAITING_PER_LANE } from './tokens/fair-scheduler.js';
 import { describeAllIssues } from './validation-messages.js';
 import { plainDecimal, wholeNumber } from './written-numbers.js';
 import { DEFAULT_RETRY_SCHEDULE_S, parseRetrySchedule } from './webhooks/retry-schedule.js';
@@ -114,6 +115,11 @@ export const configSchema = z.object({
   INSTANCE_DEAD_AFTER_MS: wholeNumber({ min: 600 }).default(30_000),
   AUTH_CACHE_TTL_MS: wholeNumber({ min: 0 }).default(30_000),
   TOKEN_WORKERS: wholeNumber({ min: 1, max: 64 }).default(2),
+  /**
+   * Token counts one organization may have waiting for the TOKEN_WORKERS threads, per
+   * process; past it its requests answer 429 gw_concurrency_limited (decision 351).
+   */
+  TOKEN_QUEUE_PER_ORG: wholeNumber({ min: 1, max: 100_000 }).default(DEFAULT_MAX_WAITING_PER_LANE),
   /**
    * V8's heap growing factor, as a percentage over what the last full collection kept
    * (`--heap-growing-percent`); 0 leaves V8's own (1.1–4×, mostly the upper end on a busy

@@ -24,6 +24,11 @@ export const errorCatalogue = {
     summary:
       "the API key's requests-per-minute limit, or its product user's, is reached; see Retry-After",
   },
+  gw_concurrency_limited: {
+    status: 429,
+    summary:
+      "the organization's requests waiting for their token count on this instance are at TOKEN_QUEUE_PER_ORG; see Retry-After",
+  },
   // Service keys (management routes)
   gw_malformed_or_missing_service_key: {
     status: 401,

@@ -66,17 +66,27 @@ async function assembleGateway(
   loadNativeUws(); // refuse the pure-JS fallback before anything else starts
   const db = await openPostgres(config, closers);
   const redis = await openRedis(config, logger, closers);
-  // The upstream client's line is read only by a scrape, once the gateway listens.
+  // The upstream client's line and the token counts waiting are read only by a scrape, once
+  // the gateway listens.
   const observability = startObservability(
     config,
     db,
     redis,
-    () => inference.upstream.waiting(),
+    {
+      upstreamWaiting: () => inference.upstream.waiting(),
+      tokenCountsWaiting: () => inference.tokenCounter.waiting,
+    },
     closers,
   );
   const { metrics } = observability;
   const stores = await buildStores(config, logger, db, redis, metrics);
-  const inference = await startInference(config, logger, db, options.extraProviders ?? [], closers);
+  const inference = await startInference(
+    config,
+    logger,
+    { db, metrics },
+    options.extraProviders ?? [],
+    closers,
+  );
   const shutdown = shutdownState();
   const settleSpool = await startUsageRecording(
     config,

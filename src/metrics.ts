@@ -2,8 +2,8 @@
 // usage writer's progress: rows written, failed writes, dead letters, and records still waiting
 // in Redis; the settle spool: settles waiting on this instance's disk for Redis; the webhook
 // attempts and backlog; whether Redis and Postgres answer; the settled requests by vendor
-// and end reason with what they cost, in nano-units of the currency; and the calls vendors
-// served at a tier gw does not price.
+// and end reason with what they cost, in nano-units of the currency; the calls vendors
+// served at a tier gw does not price; and the token counts waiting for a thread, or refused.
 //
 // Every label is bounded by the code (routes, statuses, vendors, end reasons, currencies): no
 // org, app, user, key or credential id ever becomes a label (one series per tenant would grow
@@ -26,6 +26,8 @@ export interface ScrapeProbes {
   readonly webhookDeliveriesDue?: () => Promise<number>;
   /** This worker's vendor calls waiting for a connection (UpstreamClient.waiting). */
   readonly upstreamWaiting?: () => number;
+  /** This worker's token counts waiting for a counting thread (PiscinaTokenCounter.waiting). */
+  readonly tokenCountsWaiting?: () => number;
 }
 
 export class GatewayMetrics {
@@ -51,6 +53,10 @@ export class GatewayMetrics {
   readonly requestsShed = this.counter(
     'gw_requests_shed_total',
     'New requests answered 503 at once while the event loop ran SHED_LOOP_DELAY_MS late (load shedding)',
+  );
+  readonly tokenCountsRefused = this.counter(
+    'gw_token_counts_refused_total',
+    'Requests answered 429 gw_concurrency_limited: their organization already had TOKEN_QUEUE_PER_ORG token counts waiting for this worker’s counting threads',
   );
   readonly usageRowsWritten = this.counter(
     'gw_usage_rows_written_total',
@@ -144,8 +150,13 @@ export class GatewayMetrics {
         pendingUsageRecords,
       );
     }
-    const { dependencies, webhookDeliveriesDue, upstreamWaiting, usageRecordsAwaitingNewerWriter } =
-      probes;
+    const {
+      dependencies,
+      webhookDeliveriesDue,
+      upstreamWaiting,
+      tokenCountsWaiting,
+      usageRecordsAwaitingNewerWriter,
+    } = probes;
     if (usageRecordsAwaitingNewerWriter) {
       this.sharedCountGauge(
         'gw_usage_records_awaiting_newer_writer',
@@ -177,6 +188,16 @@ export class GatewayMetrics {
         registers: [this.registry],
         collect() {
           this.set(upstreamWaiting());
+        },
+      });
+    }
+    if (tokenCountsWaiting) {
+      new Gauge({
+        name: 'gw_token_counts_waiting',
+        help: 'Token counts of this instance waiting for a counting thread (every organization’s; TOKEN_WORKERS threads count one each at a time)',
+        registers: [this.registry],
+        collect() {
+          this.set(tokenCountsWaiting());
         },
       });
     }

@@ -54,6 +54,7 @@ describe('docs/operations.md alerts', () => {
     usageRecordsAwaitingNewerWriter: probe,
     webhookDeliveriesDue: probe,
     upstreamWaiting: () => 0,
+    tokenCountsWaiting: () => 0,
   }).registry
     .getMetricsAsArray()
     .map((metric) => metric.name);

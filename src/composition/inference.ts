@@ -6,6 +6,7 @@ import { ModelCatalog } from '../catalog/models.js';
 import type { Config } from '../config.js';
 import type { DbPool } from '../db/pool.js';
 import type { Logger } from '../log.js';
+import type { GatewayMetrics } from '../metrics.js';
 import { startMockVendors } from '../mock-vendors/server.js';
 import type { Provider } from '../providers/common/provider.js';
 import { PROVIDERS } from '../providers/registry.js';
@@ -40,13 +41,16 @@ export interface Inference {
 export async function startInference(
   config: Config,
   logger: Logger,
-  db: DbPool,
+  { db, metrics }: { readonly db: DbPool; readonly metrics: GatewayMetrics },
   extraProviders: readonly ExtraProvider[],
   closers: Closers,
 ): Promise<Inference> {
   const tokenCounter = closers.add(
     'token counter',
-    new PiscinaTokenCounter(config.TOKEN_WORKERS),
+    new PiscinaTokenCounter(config.TOKEN_WORKERS, {
+      maxWaitingPerOrg: config.TOKEN_QUEUE_PER_ORG,
+      onRefused: () => metrics.tokenCountsRefused.inc(),
+    }),
     (counter) => counter.close(),
   );
   const upstream = closers.add(

@@ -5,7 +5,7 @@ import type { Config } from '../config.js';
 import { createDbPool, type DbPool } from '../db/pool.js';
 import { boundedDependencyChecks } from '../dependency-checks.js';
 import { pendingUsageRecords, usageRecordsAwaitingNewerWriter } from '../ledger/usage-backlog.js';
-import { GatewayMetrics } from '../metrics.js';
+import { GatewayMetrics, type ScrapeProbes } from '../metrics.js';
 import { pingAll } from '../redis/connect.js';
 import { webhookDeliveriesDue } from '../webhooks/backlog.js';
 import type { RedisConnections } from './redis.js';
@@ -17,15 +17,15 @@ export interface Observability {
 }
 
 /**
- * The checks (their Postgres probe pool closed by `closers`) and the metrics. `upstreamWaiting`
- * is read at each scrape only: the upstream client it reads is started after the metrics, which
- * the money layer reports to.
+ * The checks (their Postgres probe pool closed by `closers`) and the metrics. `inferenceQueues`
+ * are read at each scrape only: the upstream client and the token counter they read are
+ * started after the metrics, which the money layer reports to.
  */
 export function startObservability(
   config: Config,
   db: DbPool,
   { client: redis, keys }: RedisConnections,
-  upstreamWaiting: () => number,
+  inferenceQueues: Required<Pick<ScrapeProbes, 'upstreamWaiting' | 'tokenCountsWaiting'>>,
   closers: Closers,
 ): Observability {
   // What /readyz and the scrape (gw_dependency_up) check: every Redis master, and Postgres on
@@ -52,7 +52,7 @@ export function startObservability(
       dependencies: checkDependencies,
       usageRecordsAwaitingNewerWriter: () => usageRecordsAwaitingNewerWriter(redis, keys),
       webhookDeliveriesDue: () => webhookDeliveriesDue(db),
-      upstreamWaiting,
+      ...inferenceQueues,
     },
   );
   return { metrics, checkDependencies };

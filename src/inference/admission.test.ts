@@ -2,7 +2,7 @@
 // hold covers every choice asked for, and limit_output shares what is affordable among them.
 import { describe, expect, it } from 'vitest';
 import type { ReserveOutcome, ReserveRequest } from '../billing/budget-store.js';
-import { isGwError } from '../errors.js';
+import { gwError, isGwError } from '../errors.js';
 import { costNano } from '../money.js';
 import { tokenRates, type CatalogModel } from '../catalog/models.js';
 import { identity, model } from '../../test/support/pipeline-fakes.js';
@@ -232,6 +232,28 @@ describe('admit', () => {
       expect(isGwError(admission)).toBe(false);
       expect([asked, reserved.length]).toEqual([[], 1]);
     });
+  });
+
+  it("counts the prompt in its organization's lane, and answers a refused count before the product user is looked up or anything is held", async () => {
+    const { fake, reserved } = ports();
+    const asked: Array<{ texts: readonly string[]; orgId: string | undefined }> = [];
+    const busy = gwError('gw_concurrency_limited', 'waiting counts of this organization are at 64');
+    const refused = await admit(
+      {
+        ...fake,
+        tokenCounter: {
+          countInput: (texts, countFor) => {
+            asked.push({ texts, orgId: countFor?.orgId });
+            return Promise.resolve(busy);
+          },
+        },
+      },
+      input({ headers: { 'x-gw-external-user-id': 'user-1' } }),
+    );
+    // The fake directory rejects any lookup: none was made.
+    expect(refused).toBe(busy);
+    expect(asked).toEqual([{ texts: ['hi'], orgId: 'org_1' }]);
+    expect(reserved).toEqual([]);
   });
 
   it('refuses an unknown model before building anything or holding', async () => {

@@ -19,7 +19,7 @@ import {
   type PromptPart,
   type ModelCatalog,
 } from '../catalog/models.js';
-import { gwError, type ErrorCode, type GwError } from '../errors.js';
+import { gwError, isGwError, type ErrorCode, type GwError } from '../errors.js';
 import { costNano, SETTLEMENT_CURRENCY, type TokenPrice } from '../money.js';
 import { AttributionError, readAttribution } from '../product-users/attribution.js';
 import type { ProductUserDirectory, ResolvedProductUser } from '../product-users/directory.js';
@@ -127,6 +127,7 @@ export const ADMISSION_ERRORS: readonly ErrorCode[] = [
   'gw_reservation_insufficient_balance',
   'gw_provider_credentials_unavailable',
   'gw_rate_limited',
+  'gw_concurrency_limited',
   'gw_unavailable',
 ];
 
@@ -178,6 +179,14 @@ export async function admit<Call>(
   const knownRefusal = rateLimits && services.budget.knownRateRefusal(rateLimits);
   if (knownRefusal) return rateLimitedError(knownRefusal);
 
+  // Counted before the product user is looked up: an organization with its most counts
+  // waiting on this instance is refused before a Postgres write (decision 351, as 347).
+  const estimatedInputTokens = await services.tokenCounter.countInput(input.inputTexts, {
+    orgId: identity.orgId,
+    client: input.client,
+  });
+  if (isGwError(estimatedInputTokens)) return estimatedInputTokens;
+
   const productUser = attribution
     ? await services.productUsers.resolve({
         orgId: identity.orgId,
@@ -222,10 +231,6 @@ export async function admit<Call>(
       : null,
   };
 
-  const estimatedInputTokens = await services.tokenCounter.countInput(
-    input.inputTexts,
-    input.client,
-  );
   const requestedOutput = Math.min(
     input.requestedMaxTokens ?? model.maxOutputTokens,
     model.maxOutputTokens,

@@ -157,7 +157,8 @@ export async function runProxy(
         exchange,
         dispatched.response,
         client,
-        ports.outputCounter,
+        // Charged by it whatever the client does: never cancelled, never refused.
+        (texts) => ports.outputCounter.countOutput(texts, { orgId: admission.identity.orgId }),
         shutdown,
       );
       await settle(relayed.end);

@@ -3,7 +3,6 @@
 // policy) and what the client still has to get; neither charges anything.
 import { errorBody, gwError, type ErrorFlavor, type GwError } from '../errors.js';
 import type { HttpResponse } from '../http/types.js';
-import type { TokenCounter } from '../tokens/token-counter.js';
 import type { StreamRelay, UpstreamExchange } from '../protocols/common/exchange.js';
 import type { UnpricedTier } from '../protocols/common/served-tiers.js';
 import type { UpstreamResponse } from '../providers/upstream.js';
@@ -92,7 +91,8 @@ export async function relayStreamAnswer(
   exchange: UpstreamExchange,
   upstreamResponse: UpstreamResponse,
   sink: StreamSink,
-  outputCounter: Pick<TokenCounter, 'countOutput'>,
+  /** Counts what the stream produced, for a stream that ended without its usage. */
+  countOutput: (texts: readonly string[]) => Promise<number>,
   shutdown?: ShutdownWatch,
 ): Promise<StreamRelayed> {
   const relay = exchange.createStreamRelay();
@@ -144,9 +144,7 @@ export async function relayStreamAnswer(
     reported: relay.usage,
     reportedPrompt: relay.reportedPrompt,
     countedWebSearches: relay.countedWebSearches,
-    countedOutputTokens: relay.usage
-      ? undefined
-      : await outputCounter.countOutput(relay.producedText),
+    countedOutputTokens: relay.usage ? undefined : await countOutput(relay.producedText),
   };
   const upstreamStatus = upstreamResponse.statusCode;
   // Named before the stream broke or not, it is how the vendor served (and bills) the call.

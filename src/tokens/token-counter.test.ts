@@ -113,16 +113,50 @@ describe('PiscinaTokenCounter', () => {
   });
 
   it('is cancelled with its request, and the pool keeps counting afterwards', async () => {
-    await expect(counter.countInput(['x'.repeat(10_000)], goneClient(true))).rejects.toMatchObject({
-      name: 'AbortError',
-    });
+    await expect(
+      counter.countInput(['x'.repeat(10_000)], { orgId: 'org_a', client: goneClient(true) }),
+    ).rejects.toMatchObject({ name: 'AbortError' });
     const leaving = goneClient(false);
-    const counting = counter.countInput(
-      [seededText('abcdefghij klmnopqrstuvwxyz ', 100_000, 9)],
-      leaving,
-    );
+    const counting = counter.countInput([seededText('abcdefghij klmnopqrstuvwxyz ', 100_000, 9)], {
+      orgId: 'org_a',
+      client: leaving,
+    });
     leaving.leave();
     await expect(counting).rejects.toMatchObject({ name: 'AbortError' });
     expect(await counter.countInput(['y '.repeat(500)])).toBe(countInputTokens(['y '.repeat(500)]));
+  });
+
+  it("refuses an organization's count past its waiting bound with 429, and counts another's", async () => {
+    const refusals: string[] = [];
+    const bounded = new PiscinaTokenCounter(1, {
+      maxWaitingPerOrg: 1,
+      onRefused: () => refusals.push('refused'),
+    });
+    try {
+      const prompt = 'lorem ipsum dolor sit amet '.repeat(50);
+      const running = bounded.countInput([prompt], { orgId: 'org_a' });
+      const waiting = bounded.countInput([prompt], { orgId: 'org_a' });
+      expect(await bounded.countInput([prompt], { orgId: 'org_a' })).toEqual({
+        code: 'gw_concurrency_limited',
+        status: 429,
+        message:
+          'this organization already has 1 requests waiting for their tokens to be counted on this gateway instance; retry shortly',
+        headers: { 'retry-after': '1' },
+      });
+      expect(refusals).toEqual(['refused']);
+      // Inline counts never wait, and the stream end's count is never refused.
+      expect(await bounded.countInput(['short'], { orgId: 'org_a' })).toBe(
+        countInputTokens(['short']),
+      );
+      const output = bounded.countOutput([prompt], { orgId: 'org_a' });
+      const other = bounded.countInput([prompt], { orgId: 'org_b' });
+      expect(bounded.waiting).toBe(3);
+      const counted = countInputTokens([prompt]);
+      expect(await Promise.all([running, waiting, other])).toEqual([counted, counted, counted]);
+      expect(await output).toBe(counted - 7); // no per-message and reply overheads
+      expect(refusals).toEqual(['refused']);
+    } finally {
+      await bounded.close();
+    }
   });
 });
