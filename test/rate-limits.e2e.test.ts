@@ -602,8 +602,9 @@ describe("a connected app's OAuth token", () => {
       'gw_rate_limited',
       'key',
     ]);
+    // named as what the app holds: not an API key of the organization's own
     expect(refused.body.error.message).toBe(
-      `this API key's limit of 1 request per minute is reached; retry in ${refused.retryAfter} s`,
+      `this connected app's limit of 1 request per minute is reached; retry in ${refused.retryAfter} s`,
     );
     // The connected apps page's list shows the token and its limits.
     const listed = await payerAdmin.get<{

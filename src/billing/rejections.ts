@@ -9,10 +9,18 @@ export const LEGACY_ERRORS_HEADER = 'x-gw-legacy-errors';
 type Refusal = Exclude<ReserveOutcome, { kind: 'held' }>;
 type RateLimited = Extract<ReserveOutcome, { kind: 'rate_limited' }>;
 
+/** What the refused request came with: an app's API key, or a connected app's OAuth token. */
+export type LimitedCaller = 'api_key' | 'oauth_token';
+
 export function reservationError(
   refusal: Refusal,
   estimatedCostNano: bigint,
-  options: { readonly legacyClient: boolean; readonly currency: string },
+  options: {
+    readonly legacyClient: boolean;
+    readonly currency: string;
+    /** Whose rate limit a refusal names (default: an API key's). */
+    readonly caller?: LimitedCaller;
+  },
 ): GwError {
   const money = (nano: bigint): string => `${formatNano(nano)} ${options.currency}`;
   switch (refusal.kind) {
@@ -22,7 +30,7 @@ export function reservationError(
         'every provider credential for this model is rate limited or out of quota, and the routing mode forbids the system route',
       );
     case 'rate_limited':
-      return rateLimitedError(refusal);
+      return rateLimitedError(refusal, options.caller);
     case 'wallet_short':
       return gwError(
         'gw_reservation_insufficient_balance',
@@ -76,12 +84,14 @@ export function reservationError(
  * OpenAI and Anthropic clients read first (a whole second is 10 times the wait of a limit of
  * 600 a minute).
  */
-export function rateLimitedError(refusal: RateLimited): GwError {
+export function rateLimitedError(refusal: RateLimited, caller: LimitedCaller = 'api_key'): GwError {
   const retryAfterMs = Math.max(1, refusal.retryAfterMs);
   const retryAfterS = Math.ceil(retryAfterMs / 1000);
   const requests = refusal.limitPerMinute === 1 ? 'request' : 'requests';
-  const whose = refusal.scope === 'key' ? "this API key's limit" : "this product user's limit";
-  const under = refusal.scope === 'key' ? '' : ' under this key';
+  const holder = caller === 'api_key' ? 'API key' : 'connected app';
+  const whose = refusal.scope === 'key' ? `this ${holder}'s limit` : "this product user's limit";
+  const under =
+    refusal.scope === 'key' ? '' : caller === 'api_key' ? ' under this key' : ' through this app';
   return gwError(
     'gw_rate_limited',
     `${whose} of ${refusal.limitPerMinute} ${requests} per minute${under} is reached; ` +

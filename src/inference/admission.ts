@@ -8,7 +8,12 @@ import type { PromptCacheWrite, PromptTokens } from '../protocols/common/usage.j
 import type { BudgetStore, RequestAccounts, ReserveOutcome } from '../billing/budget-store.js';
 import type { CapPolicyStore } from '../billing/cap-policies.js';
 import { monthlyPeriod } from '../periods.js';
-import { LEGACY_ERRORS_HEADER, rateLimitedError, reservationError } from '../billing/rejections.js';
+import {
+  LEGACY_ERRORS_HEADER,
+  rateLimitedError,
+  reservationError,
+  type LimitedCaller,
+} from '../billing/rejections.js';
 import { userAllowancePolicy } from '../billing/user-allowance.js';
 import {
   modelPolicyAllows,
@@ -176,8 +181,9 @@ export async function admit<Call>(
 
   // A key this instance already found past its own limit is refused before its product user
   // is looked up (a Postgres write for one seen first) and its tokens counted (decision 347).
+  const limitedCaller: LimitedCaller = identity.oauthClientId ? 'oauth_token' : 'api_key';
   const knownRefusal = rateLimits && services.budget.knownRateRefusal(rateLimits);
-  if (knownRefusal) return rateLimitedError(knownRefusal);
+  if (knownRefusal) return rateLimitedError(knownRefusal, limitedCaller);
 
   // Counted before the product user is looked up: an organization with its most counts
   // waiting on this instance is refused before a Postgres write (decision 351, as 347).
@@ -294,6 +300,7 @@ export async function admit<Call>(
     return reservationError(outcome, estimate(requestedOutput), {
       legacyClient: input.headers[LEGACY_ERRORS_HEADER] === 'true',
       currency: SETTLEMENT_CURRENCY,
+      caller: limitedCaller,
     });
   }
 
