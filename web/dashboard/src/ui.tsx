@@ -28,6 +28,43 @@ export function Link(props: {
   );
 }
 
+/**
+ * The foot of an edit card's form: its save button (busy while the write runs), Close (focus
+ * goes back to the button that opened the card) and the status line `saved` fills in.
+ */
+export function EditCardActions(props: {
+  busy: boolean;
+  saveLabel: string;
+  /** What the status line says after a save (empty until then). */
+  saved: string | null;
+  onClose(): void;
+}) {
+  // rendered with the card: the button that opened it still has focus
+  const returnFocus = useFocusReturn();
+  return (
+    <Fragment>
+      <div class="actions">
+        <button type="submit" disabled={props.busy}>
+          {props.busy ? 'Saving…' : props.saveLabel}
+        </button>
+        <button
+          type="button"
+          class="secondary"
+          onClick={() => {
+            returnFocus();
+            props.onClose();
+          }}
+        >
+          Close
+        </button>
+      </div>
+      <p class="muted small" role="status" aria-live="polite">
+        {props.saved}
+      </p>
+    </Fragment>
+  );
+}
+
 export function ErrorNote({ error }: { error: ApiError | null }) {
   if (!error) return null;
   return (

@@ -7,7 +7,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { useAction, useNotice } from '../hooks.js';
 import type { ApiKeyRow } from '../types.js';
-import { Confirm, ErrorNote, Fact, Facts, useFocusReturn } from '../ui.js';
+import { Confirm, EditCardActions, ErrorNote, Fact, Facts } from '../ui.js';
 import {
   LIMIT_LABELS,
   limitsOf,
@@ -163,7 +163,6 @@ export function EditLimits(props: {
   const [lowering, setLowering] = useState<RequestLimits | null>(null);
   const [saved, setSaved] = useNotice<true>();
   const action = useAction();
-  const returnFocus = useFocusReturn();
   const write = (next: RequestLimits) => api.patch<ApiKeyRow>(path, next);
   const done = (key: ApiKeyRow) => {
     setLowering(null);
@@ -204,24 +203,12 @@ export function EditLimits(props: {
           autoFocus
         />
         <ErrorNote error={action.error} />
-        <div class="actions">
-          <button type="submit" disabled={action.busy}>
-            {action.busy ? 'Saving…' : 'Save limits'}
-          </button>
-          <button
-            type="button"
-            class="secondary"
-            onClick={() => {
-              returnFocus();
-              props.onClose();
-            }}
-          >
-            Close
-          </button>
-        </div>
-        <p class="muted small" role="status" aria-live="polite">
-          {saved && 'Saved.'}
-        </p>
+        <EditCardActions
+          busy={action.busy}
+          saveLabel="Save limits"
+          saved={saved ? 'Saved.' : null}
+          onClose={props.onClose}
+        />
       </form>
       {lowering && (
         <Confirm

@@ -10,13 +10,13 @@ import { connectionLabel, useConnectionsById, type OrgConnection } from '../org-
 import type { CredentialRow, WrittenCredential } from '../types.js';
 import {
   Confirm,
+  EditCardActions,
   ErrorNote,
   ListTable,
   NameField,
   PageHeader,
   RowButton,
   Status,
-  useFocusReturn,
 } from '../ui.js';
 import { modelPolicyOf } from './model-policy.js';
 import type { OrgPage } from './page.js';
@@ -363,7 +363,6 @@ function EditCredential(props: {
   const [saved, setSaved] = useNotice<{ readonly warnings: readonly string[] }>();
   const action = useAction();
   const grant = useAction();
-  const returnFocus = useFocusReturn();
   return (
     <section class="card" aria-labelledby="edit-credential-heading">
       <h2 id="edit-credential-heading">Edit {credential.name}</h2>
@@ -415,24 +414,12 @@ function EditCredential(props: {
           </label>
         </div>
         <ErrorNote error={action.error} />
-        <div class="actions">
-          <button type="submit" disabled={action.busy}>
-            {action.busy ? 'Saving…' : 'Save changes'}
-          </button>
-          <button
-            type="button"
-            class="secondary"
-            onClick={() => {
-              returnFocus();
-              props.onClose();
-            }}
-          >
-            Close
-          </button>
-        </div>
-        <p class="muted small" role="status" aria-live="polite">
-          {saved && 'Saved. Every gateway instance uses it for its next request.'}
-        </p>
+        <EditCardActions
+          busy={action.busy}
+          saveLabel="Save changes"
+          saved={saved ? 'Saved. Every gateway instance uses it for its next request.' : null}
+          onClose={props.onClose}
+        />
         {saved && (
           <PolicyWarnings warnings={saved.warnings} done="Saved">
             The ids gw serves are listed under Models &amp; prices.
