@@ -7,7 +7,7 @@
 // an OAuth connection (a note on where its token comes from instead), a connected app's limits
 // shown and changed on the Connected apps page (decision 352), and the page on a 375 px phone
 // without sideways scrolling.
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   CONFIRM_COLOURS,
@@ -74,6 +74,19 @@ async function storedLimits(name: string): Promise<[number | null, number | null
 
 /** The limits the "Rate limits" cell of the key row that holds `text` (its name or hint) shows
  * (without its Edit button). */
+/**
+ * Opens the edit card of `name`'s limits and waits until its first field has taken focus, as
+ * the card gives it when it appears: filling another field before that, the focus (and the
+ * text typed into it) could move to the first field under a loaded machine.
+ */
+async function openLimitsCard(page: Page, opener: Locator, name: string): Promise<Locator> {
+  await opener.getByRole('button', { name: `Edit limits of ${name}` }).click();
+  const card = page.getByRole('region', { name: `Rate limits of ${name}` });
+  await card.waitFor();
+  await expect.poll(() => page.evaluate('document.activeElement.id')).toBe('edit-key-rpm');
+  return card;
+}
+
 async function limitsCell(page: Page, text: string): Promise<string> {
   const headers = await page
     .getByRole('region', { name: /^Keys of/ })
@@ -233,9 +246,7 @@ describe('changing an existing key’s rate limits', () => {
     await signedIn(page, emails.admin, `/keys/${org.app_connection_id}`);
     await expect.poll(() => limitsCell(page, 'batch-jobs')).toBe('60/min · 10/min per user');
 
-    await page.getByRole('button', { name: 'Edit limits of batch-jobs' }).click();
-    const card = page.getByRole('region', { name: 'Rate limits of batch-jobs' });
-    await card.waitFor();
+    const card = await openLimitsCard(page, page.locator('body'), 'batch-jobs');
     const perKey = card.getByLabel('Requests per minute', { exact: true });
     const perUser = card.getByLabel('Per product user, requests per minute');
     // it starts with the limits in force, the first field ready to type in
@@ -380,8 +391,7 @@ describe('who may change a key’s limits', () => {
     const row = dataRows(page).filter({ hasText: hint });
     // its limits' Edit, and Revoke: no Rotate
     expect(await row.getByRole('button').allTextContents()).toEqual(['Edit', 'Revoke…']);
-    await row.getByRole('button', { name: 'Edit limits of OAuth token' }).click();
-    const card = page.getByRole('region', { name: 'Rate limits of OAuth token' });
+    const card = await openLimitsCard(page, row, 'OAuth token');
     await card.getByLabel('Per product user, requests per minute').fill('12');
     await card.getByRole('button', { name: 'Save limits' }).click();
     await page
@@ -459,9 +469,7 @@ describe('a connected app’s rate limits on the Connected apps page', () => {
     };
     await expect.poll(cell).toBe('unlimited');
 
-    await appRow.getByRole('button', { name: 'Edit limits of Hammering app' }).click();
-    const card = page.getByRole('region', { name: 'Rate limits of Hammering app' });
-    await card.waitFor();
+    const card = await openLimitsCard(page, appRow, 'Hammering app');
     // the words are the app's
     expect(await card.getByText(/^Now:/).textContent()).toBe(
       'Now: unlimited. A change applies to the app’s next request on every gateway instance.',
@@ -529,9 +537,7 @@ describe('the keys page on a 375 px phone', () => {
     })()`);
     expect(await sidewaysOverflow(page)).toBe(0);
     await screenshotOf(page.locator('.table-wrap'), 'key-limits-06-keys-375-scrolled');
-    await page.getByRole('button', { name: 'Edit limits of phone-app' }).click();
-    const card = page.getByRole('region', { name: 'Rate limits of phone-app' });
-    await card.waitFor();
+    const card = await openLimitsCard(page, page.locator('body'), 'phone-app');
     expect(await sidewaysOverflow(page)).toBe(0);
     await screenshotOf(card, 'key-limits-07-edit-375');
     await card.getByLabel('Requests per minute', { exact: true }).fill('100');
