@@ -19,20 +19,7 @@ import { promptCacheWrite } from '../../src/protocols/messages/request.js';
 import { countInputTokens } from '../../src/tokens/count.js';
 import { chatCompletionTexts, messagesTexts } from '../../src/tokens/request-texts.js';
 import type { JsonObject } from '../../src/json-shapes.js';
-
-/** Median CPU (ms) of `rounds` runs after one warm-up. */
-function cpuMs(work: () => unknown, rounds = 5): number {
-  work();
-  const samples: number[] = [];
-  for (let round = 0; round < rounds; round += 1) {
-    const start = process.cpuUsage();
-    work();
-    const used = process.cpuUsage(start);
-    samples.push((used.user + used.system) / 1000);
-  }
-  samples.sort((a, b) => a - b);
-  return samples[Math.floor(samples.length / 2)]!;
-}
+import { cpuMs } from './cpu-time.js';
 
 /** N messages of 'hi', roles alternating, starting and ending with the user. */
 function body(model: string, messages: number): Buffer {

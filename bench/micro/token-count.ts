@@ -10,6 +10,7 @@ import type { Authenticators } from '../../src/routes/framework/declaration.js';
 import { healthzRoute } from '../../src/routes/healthz.js';
 import { countInputTokens } from '../../src/tokens/count.js';
 import { PiscinaTokenCounter } from '../../src/tokens/token-counter.js';
+import { cpuMs } from './cpu-time.js';
 
 const MIB = 1024 * 1024;
 const repeatTo = (unit: string, bytes: number): string =>
@@ -32,19 +33,6 @@ const bodies: Record<string, string> = {
   '128-letter words, 4 MiB': repeatTo(`${'b'.repeat(127)} `, 4 * MIB),
   'random short words, 4 MiB': randomWords(4 * MIB),
 };
-
-function cpuMs(work: () => unknown, rounds = 5): number {
-  work(); // warm
-  const samples: number[] = [];
-  for (let round = 0; round < rounds; round += 1) {
-    const start = process.cpuUsage();
-    work();
-    const used = process.cpuUsage(start);
-    samples.push((used.user + used.system) / 1000);
-  }
-  samples.sort((a, b) => a - b);
-  return samples[Math.floor(samples.length / 2)]!;
-}
 
 process.stdout.write(
   '| body | count CPU (ms) | JSON.parse CPU (ms) | count / parse |\n|---|---|---|---|\n',
