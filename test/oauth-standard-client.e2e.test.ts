@@ -108,17 +108,30 @@ async function connectApp(
     await answerInBrowser(pending.url),
     pending.state,
   );
-  const response = await oauth.authorizationCodeGrantRequest(
+  const tokens = await exchangeCode(client, auth, callback, pending.verifier);
+  return { tokens, callback, verifier: pending.verifier };
+}
+
+/** The code exchange as the app makes it: its token request, read by the library. */
+async function exchangeCode(
+  client: oauth.Client,
+  auth: oauth.ClientAuth,
+  callback: URLSearchParams,
+  verifier: string,
+): Promise<oauth.TokenEndpointResponse> {
+  return oauth.processAuthorizationCodeResponse(
     as,
     client,
-    auth,
-    callback,
-    CALLBACK,
-    pending.verifier,
-    insecure,
+    await oauth.authorizationCodeGrantRequest(
+      as,
+      client,
+      auth,
+      callback,
+      CALLBACK,
+      verifier,
+      insecure,
+    ),
   );
-  const tokens = await oauth.processAuthorizationCodeResponse(as, client, response);
-  return { tokens, callback, verifier: pending.verifier };
 }
 
 const chat = (token: string) =>
@@ -291,21 +304,9 @@ describe('gw’s error answers, as the library reports them', () => {
   it('a replayed code: ResponseBodyError invalid_grant, and the token of its first exchange is revoked (RFC 6749 4.1.2)', async () => {
     const { client, auth } = libraryClient(confidentialClient, 'client_secret_post');
     const { tokens, callback, verifier } = await connectApp(client, auth);
-    const replay = await oauth
-      .processAuthorizationCodeResponse(
-        as,
-        client,
-        await oauth.authorizationCodeGrantRequest(
-          as,
-          client,
-          auth,
-          callback,
-          CALLBACK,
-          verifier,
-          insecure,
-        ),
-      )
-      .catch((error: unknown) => error);
+    const replay = await exchangeCode(client, auth, callback, verifier).catch(
+      (error: unknown) => error,
+    );
     expect(replay).toBeInstanceOf(oauth.ResponseBodyError);
     expect(replay).toMatchObject({
       status: 400,
@@ -334,21 +335,12 @@ describe('gw’s error answers, as the library reports them', () => {
       await answerInBrowser(pending.url),
       pending.state,
     );
-    const refused = await oauth
-      .processAuthorizationCodeResponse(
-        as,
-        client,
-        await oauth.authorizationCodeGrantRequest(
-          as,
-          client,
-          auth,
-          callback,
-          CALLBACK,
-          oauth.generateRandomCodeVerifier(),
-          insecure,
-        ),
-      )
-      .catch((error: unknown) => error);
+    const refused = await exchangeCode(
+      client,
+      auth,
+      callback,
+      oauth.generateRandomCodeVerifier(),
+    ).catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(oauth.ResponseBodyError);
     expect(refused).toMatchObject({ status: 400, error: 'invalid_grant' });
   });
@@ -363,21 +355,12 @@ describe('gw’s error answers, as the library reports them', () => {
       await answerInBrowser(pending.url),
       pending.state,
     );
-    const challenged = await oauth
-      .processAuthorizationCodeResponse(
-        as,
-        basic.client,
-        await oauth.authorizationCodeGrantRequest(
-          as,
-          basic.client,
-          basic.auth,
-          callback,
-          CALLBACK,
-          pending.verifier,
-          insecure,
-        ),
-      )
-      .catch((error: unknown) => error);
+    const challenged = await exchangeCode(
+      basic.client,
+      basic.auth,
+      callback,
+      pending.verifier,
+    ).catch((error: unknown) => error);
     expect(challenged).toBeInstanceOf(oauth.WWWAuthenticateChallengeError);
     expect(challenged).toMatchObject({
       status: 401,
