@@ -2,7 +2,7 @@
 // instance); past the limit a sign-in is refused without checking the password until the
 // window ends (429 gw_too_many_attempts with Retry-After). Each attempt is counted before its
 // password is checked, and a success takes its count back. Self-service sign-ups are counted
-// per client address the same way, every attempt.
+// per client address the same way, every attempt. An IPv6 client is counted by its /64.
 import { gwError, type GwError } from '../errors.js';
 import type { RedisClient } from '../redis/connect.js';
 import { sha256Hex } from '../ids.js';
@@ -32,6 +32,26 @@ export function tooManyAttempts(attempts: string, waitMs: number): GwError {
   return gwError('gw_too_many_attempts', `too many ${attempts}; try again in ${retryAfterS} s`, {
     headers: { 'retry-after': String(retryAfterS) },
   });
+}
+
+/** An IPv6 peer as uWebSockets.js writes it: eight groups of four hex digits. */
+const IPV6_PEER = /^(?:[0-9a-f]{4}:){7}[0-9a-f]{4}$/i;
+const IPV4_MAPPED_PREFIX = '0000:0000:0000:0000:0000:ffff:';
+
+/**
+ * The client an address counts for: an IPv6 peer by its /64 (a host is given a whole /64 and
+ * can send from any address in it), an IPv4 one by its address, also when a dual-stack
+ * listener gives it as ::ffff:a.b.c.d.
+ */
+export function throttledClient(address: string): string {
+  if (!IPV6_PEER.test(address)) return address;
+  const lower = address.toLowerCase();
+  if (lower.startsWith(IPV4_MAPPED_PREFIX)) {
+    const [high = '', low = ''] = lower.slice(IPV4_MAPPED_PREFIX.length).split(':');
+    const value = (parseInt(high, 16) << 16) | parseInt(low, 16);
+    return [24, 16, 8, 0].map((shift) => (value >>> shift) & 255).join('.');
+  }
+  return `${lower.split(':').slice(0, 4).join(':')}::/64`;
 }
 
 export class LoginThrottle {
@@ -80,7 +100,8 @@ export class LoginThrottle {
    * past the limit, else 0. Counted before the attempt, so a burst cannot outrun the count.
    */
   async signupAttempt(address: string): Promise<number> {
-    const { count, ttlMs } = await this.countAttempt(this.keys.signupAttempts(address));
+    const key = this.keys.signupAttempts(throttledClient(address));
+    const { count, ttlMs } = await this.countAttempt(key);
     return count > this.limits.signupsPerAddress ? Math.max(1, ttlMs) : 0;
   }
 
@@ -98,7 +119,7 @@ export class LoginThrottle {
   private keysFor(email: string, address: string): [string, string] {
     return [
       this.keys.loginFailures('account', sha256Hex(email)),
-      this.keys.loginFailures('address', address),
+      this.keys.loginFailures('address', throttledClient(address)),
     ];
   }
 }
