@@ -266,6 +266,42 @@ describe('sign-in', () => {
     expect(retryAfter).toBeLessThanOrEqual(15 * 60);
   });
 
+  it('counts a sign-in before checking its password: a burst of guesses at once gets 5 checked, not all', async () => {
+    const email = unique('burst');
+    await createUser(email);
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, attempt) =>
+        postJson(
+          `${gateway.url}/auth/login`,
+          { email, password: `wrong password ${attempt}` },
+          { origin },
+        ),
+      ),
+    );
+    const statuses = answers.map((answer) => answer.status).sort();
+    expect(statuses).toEqual([...Array(5).fill(401), ...Array(15).fill(429)]);
+    const blocked = await postJson<ErrorBody>(
+      `${gateway.url}/auth/login`,
+      { email, password: PASSWORD },
+      { origin },
+    );
+    expect(blocked.status).toBe(429);
+  });
+
+  it('does not count a successful sign-in against its address', async () => {
+    // 50 failures block an address: 51 successful sign-ins from it are never held back.
+    const email = unique('regular');
+    await createUser(email);
+    for (let signIn = 0; signIn < 51; signIn += 1) {
+      const answer = await postJson(
+        `${gateway.url}/auth/login`,
+        { email, password: PASSWORD },
+        { origin },
+      );
+      expect(answer.status).toBe(200);
+    }
+  });
+
   it('gives a new session id at every sign-in and ends the one the browser presented', async () => {
     const client = await signedIn(viewerEmail);
     const firstCookie = client.cookie!;

@@ -1,7 +1,8 @@
 // Failed sign-ins are counted per account and per client address in Redis (shared by every
 // instance); past the limit a sign-in is refused without checking the password until the
-// window ends (429 gw_too_many_attempts with Retry-After). Self-service sign-ups are counted
-// per client address the same way, every attempt.
+// window ends (429 gw_too_many_attempts with Retry-After). Each attempt is counted before its
+// password is checked, and a success takes its count back. Self-service sign-ups are counted
+// per client address the same way, every attempt. An IPv6 client is counted by its /64.
 import { gwError, type GwError } from '../errors.js';
 import type { RedisClient } from '../redis/connect.js';
 import { sha256Hex } from '../ids.js';
@@ -33,6 +34,26 @@ export function tooManyAttempts(attempts: string, waitMs: number): GwError {
   });
 }
 
+/** An IPv6 peer as uWebSockets.js writes it: eight groups of four hex digits. */
+const IPV6_PEER = /^(?:[0-9a-f]{4}:){7}[0-9a-f]{4}$/i;
+const IPV4_MAPPED_PREFIX = '0000:0000:0000:0000:0000:ffff:';
+
+/**
+ * The client an address counts for: an IPv6 peer by its /64 (a host is given a whole /64 and
+ * can send from any address in it), an IPv4 one by its address, also when a dual-stack
+ * listener gives it as ::ffff:a.b.c.d.
+ */
+export function throttledClient(address: string): string {
+  if (!IPV6_PEER.test(address)) return address;
+  const lower = address.toLowerCase();
+  if (lower.startsWith(IPV4_MAPPED_PREFIX)) {
+    const [high = '', low = ''] = lower.slice(IPV4_MAPPED_PREFIX.length).split(':');
+    const value = (parseInt(high, 16) << 16) | parseInt(low, 16);
+    return [24, 16, 8, 0].map((shift) => (value >>> shift) & 255).join('.');
+  }
+  return `${lower.split(':').slice(0, 4).join(':')}::/64`;
+}
+
 export class LoginThrottle {
   constructor(
     private readonly redis: RedisClient,
@@ -40,31 +61,37 @@ export class LoginThrottle {
     private readonly limits: ThrottleLimits = DEFAULT_THROTTLE_LIMITS,
   ) {}
 
-  /** Milliseconds until sign-in may be tried again, or 0 when it may be tried now. */
-  async blockedForMs(email: string, address: string): Promise<number> {
+  /**
+   * Counts a sign-in attempt against the account and the address before its password is
+   * checked: the milliseconds until sign-in may be tried again when this attempt is past
+   * either limit, else 0. Counted first (as a failure), so a burst of guesses sent at once
+   * cannot all be checked before the first failure is recorded; a success takes its count
+   * back (recordSuccess).
+   */
+  async attempt(email: string, address: string): Promise<number> {
     const [accountKey, addressKey] = this.keysFor(email, address);
-    // One read per key: the two need not share a Redis Cluster slot.
+    // One transaction per key: the two need not share a Redis Cluster slot.
     const [account, byAddress] = await Promise.all([
-      this.countAndTtl(accountKey),
-      this.countAndTtl(addressKey),
+      this.countAttempt(accountKey),
+      this.countAttempt(addressKey),
     ]);
     let waitMs = 0;
-    if (account.count >= this.limits.perAccount) waitMs = Math.max(waitMs, account.ttlMs);
-    if (byAddress.count >= this.limits.perAddress) waitMs = Math.max(waitMs, byAddress.ttlMs);
-    return Math.max(0, waitMs);
+    if (account.count > this.limits.perAccount) waitMs = Math.max(waitMs, account.ttlMs);
+    if (byAddress.count > this.limits.perAddress) waitMs = Math.max(waitMs, byAddress.ttlMs);
+    return waitMs > 0 ? Math.max(1, waitMs) : 0;
   }
 
-  async recordFailure(email: string, address: string): Promise<void> {
-    await Promise.all(
-      this.keysFor(email, address).map((key) =>
-        this.redis.multi().incr(key).pexpire(key, this.limits.windowMs, 'NX').exec(),
-      ),
-    );
-  }
-
-  /** A successful sign-in clears the account's count (not the address's). */
-  async recordSuccess(email: string): Promise<void> {
-    await this.redis.del(this.keys.loginFailures('account', sha256Hex(email)));
+  /**
+   * A successful sign-in clears the account's count and takes its attempt back from the
+   * address's (a success is not a failure: an office behind one address signs in all day).
+   */
+  async recordSuccess(email: string, address: string): Promise<void> {
+    const [accountKey, addressKey] = this.keysFor(email, address);
+    await Promise.all([
+      this.redis.del(accountKey),
+      // Should the window have ended meanwhile, the -1 this leaves expires like any count.
+      this.redis.multi().decr(addressKey).pexpire(addressKey, this.limits.windowMs, 'NX').exec(),
+    ]);
   }
 
   /**
@@ -73,28 +100,26 @@ export class LoginThrottle {
    * past the limit, else 0. Counted before the attempt, so a burst cannot outrun the count.
    */
   async signupAttempt(address: string): Promise<number> {
-    const key = this.keys.signupAttempts(address);
+    const key = this.keys.signupAttempts(throttledClient(address));
+    const { count, ttlMs } = await this.countAttempt(key);
+    return count > this.limits.signupsPerAddress ? Math.max(1, ttlMs) : 0;
+  }
+
+  private async countAttempt(key: string): Promise<{ count: number; ttlMs: number }> {
     const results = await this.redis
       .multi()
       .incr(key)
       .pexpire(key, this.limits.windowMs, 'NX')
       .pttl(key)
       .exec();
-    const count = Number(results?.[0]?.[1] ?? 0);
-    const ttlMs = Number(results?.[2]?.[1] ?? 0);
-    return count > this.limits.signupsPerAddress ? Math.max(1, ttlMs) : 0;
-  }
-
-  private async countAndTtl(key: string): Promise<{ count: number; ttlMs: number }> {
-    const results = await this.redis.multi().get(key).pttl(key).exec();
     const value = (index: number): number => Number(results?.[index]?.[1] ?? 0);
-    return { count: value(0), ttlMs: value(1) };
+    return { count: value(0), ttlMs: value(2) };
   }
 
   private keysFor(email: string, address: string): [string, string] {
     return [
       this.keys.loginFailures('account', sha256Hex(email)),
-      this.keys.loginFailures('address', address),
+      this.keys.loginFailures('address', throttledClient(address)),
     ];
   }
 }

@@ -120,8 +120,11 @@ export async function changeRole(
   role: Role,
 ): Promise<MemberRow> {
   const { member, revoked } = await withTransaction(db, async (client) => {
-    const current = await lockedRole(client, orgId, userId);
-    if ((current === 'owner' || role === 'owner') && actor.role !== 'owner') {
+    const { current, actorRole } = await lockedRoles(client, orgId, userId, actor);
+    if (!roleAtLeast(actorRole, 'admin')) {
+      throw new MembershipError('forbidden', 'changing a role needs the admin role or higher');
+    }
+    if ((current === 'owner' || role === 'owner') && actorRole !== 'owner') {
       throw new MembershipError('forbidden', 'only an owner can make or unmake an owner');
     }
     if (current === 'owner' && role !== 'owner') await keepAnOwner(client, orgId);
@@ -154,16 +157,16 @@ export async function removeMember(
   orgId: string,
   userId: string,
 ): Promise<void> {
-  // Leaving is every member's right; removing someone else takes an admin.
-  if (actor.userId !== userId && !roleAtLeast(actor.role, 'admin')) {
-    throw new MembershipError(
-      'forbidden',
-      'removing another member needs the admin role or higher',
-    );
-  }
   const revoked = await withTransaction(db, async (client) => {
-    const current = await lockedRole(client, orgId, userId);
-    if (current === 'owner' && actor.role !== 'owner' && actor.userId !== userId) {
+    const { current, actorRole } = await lockedRoles(client, orgId, userId, actor);
+    // Leaving is every member's right; removing someone else takes an admin.
+    if (actor.userId !== userId && !roleAtLeast(actorRole, 'admin')) {
+      throw new MembershipError(
+        'forbidden',
+        'removing another member needs the admin role or higher',
+      );
+    }
+    if (current === 'owner' && actorRole !== 'owner' && actor.userId !== userId) {
       throw new MembershipError('forbidden', 'only an owner can remove an owner');
     }
     if (current === 'owner') await keepAnOwner(client, orgId);
@@ -184,17 +187,31 @@ export async function removeMember(
   await invalidateConnectionsKeys(db, apiKeys, revoked);
 }
 
-/** The member's role, with the organization's memberships locked against a concurrent change. */
-async function lockedRole(client: DbClient, orgId: string, userId: string): Promise<Role> {
+/**
+ * The member's role and the actor's, with the organization's memberships locked against a
+ * concurrent change. The actor's role is read here, not taken from when their request was
+ * authenticated: an owner demoted (or a member removed) while the request waited acts as
+ * what they are now.
+ */
+async function lockedRoles(
+  client: DbClient,
+  orgId: string,
+  userId: string,
+  actor: MembershipActor,
+): Promise<{ current: Role; actorRole: Role }> {
   // Locking every membership row of the org serializes owner changes: two owners cannot
   // demote each other at once and leave none.
   const { rows } = await client.query<{ user_id: string; role: Role }>(
     'SELECT user_id, role FROM org_memberships WHERE org_id = $1 FOR UPDATE',
     [orgId],
   );
+  const actorRow = rows.find((row) => row.user_id === actor.userId);
+  if (!actorRow) {
+    throw new MembershipError('not_found', 'no organization with this id in your organizations');
+  }
   const member = rows.find((row) => row.user_id === userId);
   if (!member) throw new MembershipError('not_found', 'no member with this id in the organization');
-  return member.role;
+  return { current: member.role, actorRole: actorRow.role };
 }
 
 async function keepAnOwner(client: DbClient, orgId: string): Promise<void> {

@@ -22,7 +22,8 @@ export const loginRoute = declareRoute({
   async handler({ request, body, response }, deps: AccountDeps) {
     const { db, sessions, throttle } = deps.accounts;
     const email = normalizeEmail(body.email);
-    const waitMs = await throttle.blockedForMs(email, request.remoteAddress);
+    // Counted before the password is checked: a burst sent at once cannot outrun the count.
+    const waitMs = await throttle.attempt(email, request.remoteAddress);
     if (waitMs > 0) return tooManyAttempts('failed sign-ins', waitMs);
     const candidate = await findLoginCandidate(db, email);
     // An unknown e-mail costs the same scrypt as a known one: timing tells nothing.
@@ -31,11 +32,8 @@ export const loginRoute = declareRoute({
       candidate?.passwordHash ?? (await decoyPasswordHash()),
     );
     const user = candidate && matches ? await loadDashboardUser(db, candidate.id) : null;
-    if (!user) {
-      await throttle.recordFailure(email, request.remoteAddress);
-      return gwError('gw_invalid_credentials', INVALID_CREDENTIALS);
-    }
-    await throttle.recordSuccess(email);
+    if (!user) return gwError('gw_invalid_credentials', INVALID_CREDENTIALS);
+    await throttle.recordSuccess(email, request.remoteAddress);
     await answerSignedIn(request, response, sessions, user, 200);
   },
 });

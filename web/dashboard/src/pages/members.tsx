@@ -17,13 +17,13 @@ const ROLES: readonly { value: Role; label: string; may: string }[] = [
   { value: 'member', label: 'Member: also uses it', may: 'reads and uses everything' },
   {
     value: 'admin',
-    label: 'Admin: also manages apps, connections and keys',
-    may: 'also manages apps, connections and keys',
+    label: 'Admin: also manages apps, connections, keys and members',
+    may: 'also manages apps, connections, keys and members',
   },
   {
     value: 'owner',
-    label: 'Owner: also manages members and owners',
-    may: 'also manages members and owners',
+    label: 'Owner: also manages owners',
+    may: 'also manages owners',
   },
 ];
 

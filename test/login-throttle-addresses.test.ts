@@ -1,0 +1,58 @@
+// The sign-in and sign-up throttles count an IPv6 client by its /64 (one host holds a whole
+// /64 and can send from any address in it) and an IPv4 client by its address, however the
+// listener writes it (dual-stack listeners give IPv4 peers as ::ffff:a.b.c.d), against the
+// real Redis.
+import { randomBytes } from 'node:crypto';
+import { afterAll, describe, expect, it } from 'vitest';
+import { LoginThrottle } from '../src/accounts/login-throttle.js';
+import { createRedisKeys } from '../src/redis/keys.js';
+import { uniquePrefix } from './support/env.js';
+import { deletePrefix, testRedis } from './support/services.js';
+
+const prefix = uniquePrefix('throttle-addr');
+const redis = testRedis();
+const keys = createRedisKeys(prefix);
+const throttle = new LoginThrottle(redis, keys, {
+  perAccount: 1000,
+  perAddress: 3,
+  signupsPerAddress: 3,
+  windowMs: 60_000,
+});
+
+afterAll(async () => {
+  await deletePrefix(redis, prefix);
+  await redis.quit();
+});
+
+/** An address as uWebSockets.js writes a peer's: eight zero-padded groups. */
+const hostIn64 = (network: string): string =>
+  `${network}:${Array.from({ length: 4 }, () => randomBytes(2).toString('hex')).join(':')}`;
+const someone = (): string => `someone-${randomBytes(4).toString('hex')}@example.com`;
+
+describe('the address the throttles count', () => {
+  it('is the /64 of an IPv6 client: a host that moves around its /64 is still held back', async () => {
+    const network = `2001:0db8:${randomBytes(2).toString('hex')}:0001`;
+    for (let attempt = 0; attempt < 3; attempt += 1) {
+      expect(await throttle.attempt(someone(), hostIn64(network))).toBe(0);
+    }
+    expect(await throttle.attempt(someone(), hostIn64(network))).toBeGreaterThan(0);
+    // another /64 is another client
+    expect(await throttle.attempt(someone(), hostIn64(`${network.slice(0, -4)}0002`))).toBe(0);
+    for (let attempt = 0; attempt < 3; attempt += 1) {
+      expect(await throttle.signupAttempt(hostIn64(network))).toBe(0);
+    }
+    expect(await throttle.signupAttempt(hostIn64(network))).toBeGreaterThan(0);
+  });
+
+  it('is the IPv4 address of a client a dual-stack listener gives as ::ffff:a.b.c.d', async () => {
+    const last = Math.floor(Math.random() * 250) + 1;
+    const mapped = `0000:0000:0000:0000:0000:ffff:c000:02${last.toString(16).padStart(2, '0')}`;
+    expect(await throttle.attempt(someone(), `192.0.2.${last}`)).toBe(0);
+    expect(await throttle.attempt(someone(), mapped)).toBe(0);
+    expect(await throttle.attempt(someone(), `192.0.2.${last}`)).toBe(0);
+    expect(await throttle.attempt(someone(), mapped)).toBeGreaterThan(0);
+    // its neighbour is not held back
+    expect(await throttle.attempt(someone(), `192.0.2.${last === 1 ? 2 : last - 1}`)).toBe(0);
+    expect(await redis.exists(keys.loginFailures('address', `192.0.2.${last}`))).toBe(1);
+  });
+});
