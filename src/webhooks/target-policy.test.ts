@@ -39,17 +39,28 @@ describe('addresses', () => {
     '::ffff:7f00:1',
     '64:ff9b::a9fe:a9fe', // NAT64 of 169.254.169.254
     '2002:c0a8:0101::1', // 6to4 of 192.168.1.1
+    '::7f00:1', // IPv4-compatible (deprecated) 127.0.0.1, as URLs write [::127.0.0.1]
+    '::ffff:0:7f00:1', // IPv4-translated (SIIT) 127.0.0.1
+    '::ffff:0:169.254.169.254', // the same, dotted
+    '64:ff9b:1::7f00:1', // local-use NAT64 of 127.0.0.1
+    '64:ff9b:1:abcd::a9fe:a9fe', // local-use NAT64 (another /96 of the /48) of 169.254.169.254
+    '3fff::1', // documentation (RFC 9637)
     'not an address',
   ])('refuses %s', (address) => {
     expect(isRefusedAddress(address)).toBe(true);
   });
 
-  it.each(['93.184.216.34', '8.8.8.8', '172.32.0.1', '2606:4700::1111', '64:ff9b::808:808'])(
-    'accepts %s',
-    (address) => {
-      expect(isRefusedAddress(address)).toBe(false);
-    },
-  );
+  it.each([
+    '93.184.216.34',
+    '8.8.8.8',
+    '172.32.0.1',
+    '2606:4700::1111',
+    '64:ff9b::808:808',
+    '64:ff9b:1::808:808', // local-use NAT64 of 8.8.8.8
+    '::ffff:0:808:808', // IPv4-translated 8.8.8.8
+  ])('accepts %s', (address) => {
+    expect(isRefusedAddress(address)).toBe(false);
+  });
 });
 
 describe('URLs', () => {
@@ -65,6 +76,8 @@ describe('URLs', () => {
     ],
     ['https://169.254.169.254/latest/meta-data', 'must not point'],
     ['https://0x7f000001/', 'must not point'], // the URL parser reads it as 127.0.0.1
+    ['https://[::127.0.0.1]/', 'must not point'], // written back as [::7f00:1]
+    ['https://[64:ff9b:1::127.0.0.1]/', 'must not point'],
     ['not a url', 'is not a URL'],
     [`https://example.com/${'a'.repeat(2048)}`, 'must be at most 2048 characters'],
   ])('refuses %s', (url, reason) => {

@@ -49,10 +49,10 @@ for (const [network, prefix] of [
   refused.addSubnet(network, prefix, 'ipv4');
 }
 for (const [network, prefix] of [
-  ['::', 128], // unspecified
-  ['::1', 128], // loopback
+  ['::', 96], // unspecified, loopback, IPv4-compatible (deprecated: ::127.0.0.1)
   ['100::', 64], // discard
   ['2001:db8::', 32], // documentation
+  ['3fff::', 20], // documentation (RFC 9637)
   ['fc00::', 7], // unique local (AWS metadata fd00:ec2::254)
   ['fe80::', 10], // link-local
   ['fec0::', 10], // site-local (deprecated)
@@ -61,18 +61,41 @@ for (const [network, prefix] of [
   refused.addSubnet(network, prefix, 'ipv6');
 }
 
-/** The IPv4 address an IPv6 address embeds (NAT64 64:ff9b::/96, 6to4 2002::/16), if any. */
+/** The eight 16-bit groups of a valid IPv6 address (a dotted IPv4 tail is the last two). */
+function groupsOf(address: string): number[] | undefined {
+  let text = address.toLowerCase().replace(/%.*$/, '');
+  const dotted = /^(.*:)(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (dotted) {
+    const [a, b, c, d] = dotted.slice(2).map(Number) as [number, number, number, number];
+    text = `${dotted[1]}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head = '', tail] = text.split('::');
+  const parse = (part: string): number[] =>
+    part === '' ? [] : part.split(':').map((group) => parseInt(group, 16));
+  const first = parse(head);
+  const last = tail === undefined ? [] : parse(tail);
+  const groups = [...first, ...new Array<number>(8 - first.length - last.length).fill(0), ...last];
+  return groups.length === 8 ? groups : undefined;
+}
+
+/**
+ * The IPv4 address an IPv6 address embeds, if any: IPv4-mapped (::ffff:0:0/96), IPv4-translated
+ * (::ffff:0:0:0/96), NAT64 (64:ff9b::/96, and the local-use 64:ff9b:1::/48 in its /96 form),
+ * 6to4 (2002::/16).
+ */
 function embeddedIpv4(address: string): string | undefined {
-  const lower = address.toLowerCase();
-  const dotted = /^(?:64:ff9b::|::ffff:)(\d+\.\d+\.\d+\.\d+)$/.exec(lower)?.[1];
-  if (dotted) return dotted;
-  const nat64 = /^64:ff9b::([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
-  const sixToFour = /^2002:([0-9a-f]{1,4}):([0-9a-f]{1,4})(?::|$)/.exec(lower);
-  const parts = nat64 ?? sixToFour;
-  if (!parts) return undefined;
-  const high = parseInt(parts[1]!, 16);
-  const low = parseInt(parts[2]!, 16);
-  return [high >> 8, high & 255, low >> 8, low & 255].join('.');
+  const g = groupsOf(address);
+  if (!g) return undefined;
+  const dottedOf = (high: number, low: number): string =>
+    [high >> 8, high & 255, low >> 8, low & 255].join('.');
+  const zeroFrom = (start: number, end: number): boolean =>
+    g.slice(start, end).every((group) => group === 0);
+  const lastTwo = dottedOf(g[6]!, g[7]!);
+  if (zeroFrom(0, 5) && g[5] === 0xffff) return lastTwo;
+  if (zeroFrom(0, 4) && g[4] === 0xffff && g[5] === 0) return lastTwo;
+  if (g[0] === 0x64 && g[1] === 0xff9b && (zeroFrom(2, 6) || g[2] === 1)) return lastTwo;
+  if (g[0] === 0x2002) return dottedOf(g[1]!, g[2]!);
+  return undefined;
 }
 
 /** True for an address no webhook may reach (unless private targets are allowed). */

@@ -1,13 +1,21 @@
 // The day range of a usage query: `from` and `to` as dates (YYYY-MM-DD) or RFC 3339 timestamps
 // at a UTC midnight (the rollups are daily, so a finer bound could not be answered exactly).
-// `to` is exclusive; the range is at most MAX_USAGE_RANGE_DAYS long.
+// `to` is exclusive; the range is at most MAX_USAGE_RANGE_DAYS long, inside FIRST_DAY…LAST_DAY.
 import { gwError, type GwError } from '../../errors.js';
 
 export const MAX_USAGE_RANGE_DAYS = 366;
 export const DEFAULT_USAGE_RANGE_DAYS = 30;
 const DAY_MS = 24 * 3600 * 1000;
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
-const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
+/** RFC 3339 (hours 00–23); its date part is checked against the calendar like a plain date. */
+const RFC3339 =
+  /^(\d{4}-\d{2}-\d{2})T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d+)?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)$/i;
+/**
+ * The days a range may name: none before the epoch (no usage is older), none past year 9999
+ * (Postgres' and RFC 3339's four-digit years; an older year also reads as 19xx in Date.UTC).
+ */
+const FIRST_DAY = '1970-01-01';
+const LAST_DAY = '9999-12-31';
 
 export interface DayRange {
   readonly from: Date;
@@ -15,22 +23,28 @@ export interface DayRange {
 }
 
 function parseDay(name: string, text: string): Date | GwError {
-  const value = DATE.test(text) ? `${text}T00:00:00Z` : text;
-  const date = new Date(value);
-  if ((!DATE.test(text) && !RFC3339.test(text)) || Number.isNaN(date.getTime())) {
+  const timestamp = RFC3339.exec(text);
+  const day = DATE.test(text) ? text : timestamp?.[1];
+  const date = new Date(DATE.test(text) ? `${text}T00:00:00Z` : text);
+  if (day === undefined || Number.isNaN(date.getTime())) {
     return gwError(
       'gw_invalid_request',
       `${name}: must be a date (YYYY-MM-DD) or an RFC 3339 timestamp`,
     );
   }
-  if (DATE.test(text) && date.toISOString().slice(0, 10) !== text) {
-    return gwError('gw_invalid_request', `${name}: ${text} is not a calendar date`);
+  const midnight = new Date(`${day}T00:00:00Z`);
+  if (Number.isNaN(midnight.getTime()) || midnight.toISOString().slice(0, 10) !== day) {
+    return gwError('gw_invalid_request', `${name}: ${day} is not a calendar date`);
   }
-  if (date.getTime() % DAY_MS !== 0) {
+  // A midnight has no fraction of a second (Date keeps milliseconds only: .0001 would pass).
+  if (date.getTime() % DAY_MS !== 0 || /[1-9]/.test(timestamp?.[2] ?? '')) {
     return gwError(
       'gw_invalid_request',
       `${name}: usage is kept per UTC day; give a date or a timestamp at 00:00 UTC`,
     );
+  }
+  if (date.getTime() < Date.parse(FIRST_DAY) || date.getTime() > Date.parse(LAST_DAY)) {
+    return gwError('gw_invalid_request', `${name}: must be a day from ${FIRST_DAY} to ${LAST_DAY}`);
   }
   return date;
 }

@@ -22,7 +22,17 @@ export interface ProductUserRouteDeps {
 
 export const BASE = '/product-users/by-external-id';
 export const currencyCode = z.string().regex(/^[A-Z]{3}$/, 'must be a 3-letter ISO currency code');
-export const timestamp = z.iso.datetime({ offset: true });
+/** The instants an RFC 3339 UTC answer can write: years 0001–9999 (toISOString has no other). */
+const FIRST_INSTANT_MS = Date.parse('0001-01-01T00:00:00Z');
+const LAST_INSTANT_MS = Date.parse('9999-12-31T23:59:59.999Z');
+/**
+ * An RFC 3339 timestamp with an offset, whose instant is in years 0001–9999 UTC: every one the
+ * API takes it writes back as an RFC 3339 UTC string ('0000-01-01T00:00:00+23:59' is year -1).
+ */
+export const timestamp = z.iso.datetime({ offset: true }).refine((text) => {
+  const ms = Date.parse(text);
+  return ms >= FIRST_INSTANT_MS && ms <= LAST_INSTANT_MS;
+}, 'must be between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z');
 export const byExternalIdQuery = z.object({ app_id: z.string(), external_user_id: z.string() });
 export const identityErrors = ['gw_invalid_app_id', 'gw_invalid_external_user_id'] as const;
 /** A body's app_id or external_user_id that is missing or not a string answers its own code. */

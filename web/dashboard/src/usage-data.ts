@@ -64,10 +64,17 @@ export function daysBetween(from: string, to: string): string[] {
   return days;
 }
 
-/** A cell of the CSV; empty for a null key, and for a count the API did not give (undefined). */
+/**
+ * A cell of the CSV; empty for a null key, and for a count the API did not give (undefined).
+ * Text a spreadsheet would read as a formula (= + - @, tab, carriage return first: a product
+ * user's display name or external id is its end user's own) starts with ' to stay text; a
+ * plain number (a negative amount) is left as it is.
+ */
 const csvCell = (value: string | number | null | undefined): string => {
   const text = value === null || value === undefined ? '' : String(value);
-  return /[",\n\r]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+  const formula = /^[=+\-@\t\r]/.test(text) && !/^-?\d+(\.\d+)?$/.test(text);
+  const inert = formula ? `'${text}` : text;
+  return /[",\n\r]/.test(inert) ? `"${inert.replace(/"/g, '""')}"` : inert;
 };
 
 /**

@@ -10,6 +10,7 @@ import { SERVICE_KEY_SCOPES } from '../../../admin/provisioning.js';
 import type { DbPool } from '../../../db/pool.js';
 import { gwError } from '../../../errors.js';
 import { declareRoute } from '../../framework/declaration.js';
+import { timestamp } from '../../product-users/lookup.js';
 
 export const serviceKeySchema = z.object({
   id: z.string(),
@@ -27,8 +28,7 @@ export const issuedServiceKeySchema = serviceKeySchema.extend({ key: z.string() 
 export const createServiceKeyBody = z.strictObject({
   scopes: z.array(z.enum(SERVICE_KEY_SCOPES)).min(1, 'must name a scope').optional(),
   // A key issued expired is refused on every call (the CLI refuses one too).
-  expires_at: z.iso
-    .datetime({ offset: true })
+  expires_at: timestamp
     .refine((value) => Date.parse(value) > Date.now(), 'must be in the future')
     .optional(),
 });
