@@ -6,13 +6,13 @@
 // collections promote per request: the bytes a request keeps alive past a scavenge. It is a
 // count, not a time, so it holds on a busy machine where req/s does not (bench/RESULTS.md,
 // "the CPU regression traced to the young-generation collector").
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { GcTrace } from './gc-trace.js';
 import { measure } from './measure.js';
+import { cpuMicros, machineTicks, postgresPids, redisPid } from './proc-cpu.js';
 import {
   BENCH_PROMPT,
   gwCli,
@@ -92,48 +92,6 @@ function report(profile: CpuProfile, top: number): string {
       .map(([name, micros]) => `${((micros / total) * 100).toFixed(1).padStart(5)} %  ${name}`)
       .join('\n');
   return `By place:\n${lines(byPlace, 25)}\n\nBy function (self time):\n${lines(byFunction, top)}\n`;
-}
-
-/** CPU time (user + system) a process has used so far, in µs (Linux /proc); 0 once gone. */
-function cpuMicros(pid: number): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    const ticks = Number(fields[11]) + Number(fields[12]);
-    return (ticks * 1_000_000) / 100; // USER_HZ is 100 on Linux
-  } catch {
-    return 0;
-  }
-}
-
-function redisPid(): number | undefined {
-  try {
-    const info = execFileSync('redis-cli', ['info', 'server'], { encoding: 'utf8' });
-    return Number(/process_id:(\d+)/.exec(info)?.[1]);
-  } catch {
-    return undefined; // no redis-cli here: the other processes are still reported
-  }
-}
-
-/** Every Postgres process (the server and its backends). */
-function postgresPids(): number[] {
-  return readdirSync('/proc')
-    .filter((name) => /^\d+$/.test(name))
-    .filter((pid) => {
-      try {
-        return readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('postgres');
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-}
-
-/** Busy and total jiffies of the whole machine (/proc/stat). */
-function machineTicks(): { busy: number; total: number } {
-  const values = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1);
-  const [user, nice, system, idle, iowait, irq, softirq, steal] = values.map(Number);
-  const busy = user! + nice! + system! + irq! + softirq! + steal!;
-  return { busy, total: busy + idle! + iowait! };
 }
 
 /**

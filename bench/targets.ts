@@ -25,10 +25,11 @@ function spawnUntil(
   env: Record<string, string>,
   ready: (output: string) => string | undefined,
   onOutput?: (chunk: string) => void,
+  cwd: string = root,
 ): Promise<{ child: ChildProcess; value: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, {
-      cwd: root,
+      cwd,
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -130,12 +131,21 @@ export async function startGatewayTarget(
     sharing,
     metrics = false,
     onOutput,
+    checkout = root,
+    name,
+    extraEnv = {},
   }: {
     workers?: number;
     sharing?: GatewayTarget;
     metrics?: boolean;
     /** Hears the gateway's stdout, from its start (e.g. V8's GC trace). */
     onOutput?: (chunk: string) => void;
+    /** The checkout whose build (`dist/`) runs: another worktree's, for an A/B of two builds. */
+    checkout?: string;
+    /** The target's name in reports (by default `gateway`, or `gateway ×N`). */
+    name?: string;
+    /** Settings over the bench's (e.g. REQUEST_LOG_SAMPLE_RATE for one gateway of an A/B). */
+    extraEnv?: Record<string, string>;
   } = {},
 ): Promise<GatewayTarget> {
   const env = {
@@ -162,6 +172,7 @@ export async function startGatewayTarget(
     WEBHOOK_DELIVERY_CONCURRENCY: process.env.BENCH_WEBHOOK_DELIVERY_CONCURRENCY ?? '4',
     // Load shedding (decision 335): BENCH_SHED_LOOP_DELAY_MS=500 measures with it.
     SHED_LOOP_DELAY_MS: process.env.BENCH_SHED_LOOP_DELAY_MS ?? '0',
+    ...extraEnv,
   };
   const { child, value } = await spawnUntil(
     [...nodeArgs, 'dist/src/main.js'],
@@ -171,9 +182,10 @@ export async function startGatewayTarget(
         ? /"port":(\d+)[^\n]*"msg":"gw workers listening"/.exec(output)?.[1]
         : /"port":(\d+)[^\n]*"msg":"gw listening"/.exec(output)?.[1],
     onOutput,
+    checkout,
   );
   return {
-    name: workers > 1 ? `gateway ×${workers}` : 'gateway',
+    name: name ?? (workers > 1 ? `gateway ×${workers}` : 'gateway'),
     url: `http://127.0.0.1:${value}`,
     child,
     env,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { newRequestId, newSecret, randomBase62, secretPrefixes } from './ids.js';
+import { newRequestId, newSecret, randomBase62, secretPrefixes, sha256Hex } from './ids.js';
 
 describe('request ids', () => {
   it('are unique UUIDv7s that sort by creation time', () => {
@@ -22,5 +22,15 @@ describe('secrets', () => {
     expect(key).toMatch(/^gw_[0-9A-Za-z]{43}$/);
     expect(newSecret(secretPrefixes.serviceKey)).toMatch(/^gw_svc_[0-9A-Za-z]{43}$/);
     expect(new Set(Array.from({ length: 1000 }, () => randomBase62(12))).size).toBe(1000);
+  });
+});
+
+describe('sha256Hex', () => {
+  it('is the SHA-256 of the text as UTF-8, in hex (the stored hashes of keys and users)', () => {
+    // FIPS 180-2's example, and the hash of the UTF-8 bytes of a non-ASCII text.
+    expect(sha256Hex('abc')).toBe(
+      'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad',
+    );
+    expect(sha256Hex('é')).toBe('4a99557e4033c3539de2eb65472017cad5f9557f7a0625a09f1c3f6e2ba69c4c');
   });
 });

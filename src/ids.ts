@@ -1,5 +1,5 @@
 // Identifiers and secrets: CSPRNG only, base62 secrets compared by SHA-256 hash.
-import { createHash, randomBytes, randomFillSync } from 'node:crypto';
+import { hash, randomBytes, randomFillSync } from 'node:crypto';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
@@ -35,8 +35,9 @@ export function newOAuthClientId(): string {
   return secretPrefixes.oauthClientId + randomBase62(24);
 }
 
+/** SHA-256 of the text's UTF-8 bytes, in hex (one-shot: no Hash object per call). */
 export function sha256Hex(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
+  return hash('sha256', text, 'hex');
 }
 
 /** Readable ids for rows: a short type prefix and 20 base62 characters (~119 bits). */
