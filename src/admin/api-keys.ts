@@ -2,7 +2,7 @@
 // share. A raw key leaves this module once, in the answer to its creation or rotation; it is
 // never logged or audited. Every change reaches every instance's key cache through the key
 // store's invalidation (its generation guard keeps a racing lookup from caching the old state),
-// and writes its webhook event (api_key.created / api_key.revoked) in its transaction.
+// and writes its webhook event (api_key.created / .updated / .revoked) in its transaction.
 import { modelPolicyProblem, modelPolicyWarnings } from '../catalog/model-policy.js';
 import { changeAudited, recordAudit, type Actor } from '../audit/audit.js';
 import type { ApiKeyInvalidation } from '../auth/api-key-store.js';
@@ -17,6 +17,7 @@ import {
   NO_RATE_LIMITS,
   rateLimitChangeFields,
   rateLimitFields,
+  sameRateLimits,
   type ApiKeyRateLimits,
   type RateLimitChange,
 } from './api-key-rate-limits.js';
@@ -222,7 +223,8 @@ export async function rotateApiKeyAs(
  * Changes the request-rate limits of a key or an OAuth token (an absent one is kept, null
  * clears it); every instance applies them to its next request (the key caches are
  * invalidated). Audited as `api_key.update` with the limits before and after, read under the
- * row's lock in the same transaction as the change. A key that no longer works (revoked, its
+ * row's lock in the same transaction as the change, which also writes the `api_key.updated`
+ * event when the limits differ from those before. A key that no longer works (revoked, its
  * connection revoked, its rotation grace period over) is refused, 409, and nothing changes
  * (decision 355): it can never be used again, so a limit on it would only mislead.
  */
@@ -256,7 +258,12 @@ export async function updateApiKeyLimitsAs(
       objectId: keyId,
       details: rateLimitChangeFields(previous, limits),
     });
-    return updated[0]!;
+    const row = updated[0]!;
+    // Setting the limits a key has is no change to announce (as blocking a blocked user).
+    if (!sameRateLimits(previous, limits)) {
+      await emitEvent(client, row.org_id, 'api_key.updated', apiKeyView(row));
+    }
+    return row;
   });
   if ('code' in result) return result;
   await invalidateApiKeys(db, apiKeys, { keyId });
