@@ -263,6 +263,8 @@ describe('the settings pages in a browser', () => {
     const url = 'http://127.0.0.1:9/gw-hooks';
     await page.getByLabel('URL (https)').fill(url);
     await page.getByLabel('Description (optional)').fill('Billing service');
+    // every event kind of the catalogue is offered, the newest too
+    await page.getByRole('checkbox', { name: 'api_key.updated' }).check();
     await page.getByRole('button', { name: 'Add endpoint' }).click();
     const shownOnce = page.getByRole('region', { name: `Signing secret of ${url}` });
     await shownOnce.waitFor();
@@ -270,11 +272,11 @@ describe('the settings pages in a browser', () => {
     const secret = await shownOnce.getByLabel('Signing secret').inputValue();
     expect(secret).toMatch(/^whsec_/);
     await screenshot(page, 'settings-02-webhook-secret');
-    const { rows } = await db.query<{ id: string; url: string }>(
-      'SELECT id, url FROM webhook_endpoints WHERE org_id = $1',
+    const { rows } = await db.query<{ id: string; url: string; event_types: string[] }>(
+      'SELECT id, url, event_types FROM webhook_endpoints WHERE org_id = $1',
       [org.org_id],
     );
-    expect(rows).toEqual([{ id: expect.any(String), url }]);
+    expect(rows).toEqual([{ id: expect.any(String), url, event_types: ['api_key.updated'] }]);
 
     await shownOnce.getByRole('button', { name: /hide the secret/ }).click();
     await shownOnce.waitFor({ state: 'detached' });

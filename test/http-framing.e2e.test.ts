@@ -59,6 +59,37 @@ describe('conflicting framing headers', () => {
     });
   }
 
+  it('a HEAD whose framing is refused: 400 with Connection: close, and the connection closed', async () => {
+    const answer = await rawRequest(
+      gateway.port,
+      ['HEAD /healthz HTTP/1.1', 'Host: 127.0.0.1', 'Content-Length: 0', 'Content-Length: 1'].join(
+        '\r\n',
+      ),
+    );
+    expect([answer.status, answer.body, answer.closed]).toEqual([400, '', true]);
+    expect(answer.head).toMatch(/\r\nconnection: close(\r|$)/i);
+  });
+
+  it('serves nothing pipelined behind an answer that closes the connection', async () => {
+    // The refused request and a health check in one write: uWS dispatches the second at
+    // once; it finds the first unanswered and drops the connection, serving neither.
+    const socket = connect(gateway.port, '127.0.0.1');
+    let received = '';
+    socket.on('data', (chunk) => (received += chunk.toString('latin1')));
+    socket.on('error', () => undefined); // a reset is a close here
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    socket.write(
+      `${chatHead('Content-Length: 2', 'Content-Length: 40')}\r\n\r\n{}` +
+        'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n',
+    );
+    await closed;
+    expect(received).toBe('');
+    // Alone, the same refusal is answered (above); and a health check is served.
+    expect(
+      (await rawRequest(gateway.port, 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1')).status,
+    ).toBe(200);
+  });
+
   it('reads a small refused body to its end and keeps the connection open', async () => {
     const answer = await rawRequest(gateway.port, chatHead('Content-Length: 2'), '{}');
     expect(answer.status).toBe(401);

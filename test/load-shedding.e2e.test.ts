@@ -52,22 +52,38 @@ const slowCall = (latencyMs: number): Promise<Response> =>
     }),
   });
 
-/** A connection the gateway has accepted; `ask` writes a GET and resolves with its status. */
-async function acceptedConnection(): Promise<{ ask: (path: string) => Promise<number> }> {
+/** The answers read on a connection until it closed (or 5 s passed: `closed` false). */
+interface Answers {
+  readonly statuses: number[];
+  readonly heads: string[];
+  readonly closed: boolean;
+}
+
+/** A connection the gateway has accepted; `send` writes raw requests and reads the answers. */
+async function acceptedConnection(): Promise<{
+  send: (requests: string) => Promise<Answers>;
+  ask: (path: string, method?: string) => Promise<Answers>;
+}> {
   const socket: Socket = connect(gateway.port, '127.0.0.1');
   await new Promise((resolve) => socket.once('connect', resolve));
   let received = '';
   socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+  const send = async (requests: string): Promise<Answers> => {
+    socket.write(requests);
+    // A shed answer closes the connection; any other would leave it open (read it anyway).
+    const closed = await Promise.race([
+      new Promise<boolean>((resolve) => socket.once('close', () => resolve(true))),
+      sleep(5_000).then(() => false),
+    ]);
+    socket.destroy();
+    const heads = received.split('\r\n\r\n').filter((part) => part.startsWith('HTTP/1.1 '));
+    return { statuses: heads.map((head) => Number(head.slice(9, 12))), heads, closed };
+  };
+  const request = (method: string, path: string): string =>
+    `${method} ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${org.api_key}\r\n\r\n`;
   return {
-    ask: async (path) => {
-      socket.write(
-        `GET ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${org.api_key}\r\n\r\n`,
-      );
-      // A shed answer closes the connection; any other would leave it open (read it anyway).
-      await Promise.race([new Promise((resolve) => socket.once('close', resolve)), sleep(5_000)]);
-      socket.destroy();
-      return Number(/^HTTP\/1\.1 (\d{3})/.exec(received)?.[1] ?? 0);
-    },
+    send,
+    ask: (path, method = 'GET') => send(request(method, path)),
   };
 }
 
@@ -84,10 +100,29 @@ describe('a gateway whose event loop runs late', () => {
     const shedBefore = await shedCount();
     const inFlight = slowCall(1_500);
     const accepted = await Promise.all([acceptedConnection(), acceptedConnection()]);
+    const [headConnection, pipelining] = await Promise.all([
+      acceptedConnection(),
+      acceptedConnection(),
+    ]);
     await sleep(300); // the call is read and waits on the mock; the connections are accepted
     gateway.child.kill('SIGSTOP');
     const arrivals = [models(), models(), slowCall(0)];
     const onAccepted = accepted.map((connection) => connection.ask('/v1/models'));
+    const head = headConnection.ask('/v1/models', 'HEAD');
+    // Two requests in one write: the first is shed; the second, pipelined behind an answer
+    // that closes the connection, must never be served.
+    const pipelined = pipelining.send(
+      [
+        'GET /v1/models HTTP/1.1',
+        'host: 127.0.0.1',
+        `authorization: Bearer ${org.api_key}`,
+        '',
+        'GET /healthz HTTP/1.1',
+        'host: 127.0.0.1',
+        '',
+        '',
+      ].join('\r\n'),
+    );
     const health = fetch(`${gateway.url}/healthz`);
     await sleep(SHED_MS * 3);
     gateway.child.kill('SIGCONT');
@@ -101,8 +136,21 @@ describe('a gateway whose event loop runs late', () => {
       });
     }
     // Shed answers close their connections (a kept-alive one would not close after a 200).
-    expect(await Promise.all(onAccepted)).toEqual([503, 503]);
-    expect(await shedCount()).toBe(shedBefore + 5);
+    for (const answers of await Promise.all(onAccepted)) {
+      expect([answers.statuses, answers.closed]).toEqual([[503], true]);
+    }
+    // A shed HEAD too: its status and Connection: close, no body, and the connection closed.
+    const headAnswers = await head;
+    expect([headAnswers.statuses, headAnswers.closed]).toEqual([[503], true]);
+    expect(headAnswers.heads[0]).toMatch(/\r\nconnection: close\r\n/i);
+    expect(headAnswers.heads[0]).toMatch(/\r\nretry-after: 1\r\n/i);
+    // Nothing is served behind the shed answer: uWS drops a connection whose next request
+    // arrives before the answer is written, so neither is answered (the client retries both,
+    // and neither was processed) and the connection closes.
+    const pipelinedAnswers = await pipelined;
+    expect([pipelinedAnswers.statuses, pipelinedAnswers.closed]).toEqual([[], true]);
+    // The pipelined pair's first request was shed; the second never reached the gateway.
+    expect(await shedCount()).toBe(shedBefore + 7);
     expect((await health).status).toBe(200);
     const answered = await inFlight;
     expect(answered.status).toBe(200);

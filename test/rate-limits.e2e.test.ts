@@ -14,6 +14,7 @@ import { createMember, DashboardClient, signInTo, uniqueEmail } from './support/
 import { bearer, postJson } from './support/http.js';
 import { connectAndExchange, createOAuthClient } from './support/oauth.js';
 import {
+  runCli,
   runCliJson,
   seed,
   startGateway,
@@ -537,6 +538,101 @@ describe('limits changed through the dashboard API', () => {
       [key.id],
     );
     expect(rows).toEqual([{ status: 'active', replaced_by: null, requests_per_minute: 30 }]);
+  });
+});
+
+describe('a key that no longer works', () => {
+  it('keeps its limits: the PATCH and gw api-key update answer 409 gw_conflict (revoked, rotated past its grace, its connection revoked), changing and auditing nothing; nor is it rotated', async () => {
+    const admin = await signInTo(first, emails.admin);
+    const patch = (id: string) =>
+      admin.request<ErrorBody>('PATCH', `/dashboard/api/api-keys/${id}`, {
+        requests_per_minute: 1,
+      });
+    const revoked = await newKey(admin, { requests_per_minute: 10 });
+    expect((await admin.post(`/dashboard/api/api-keys/${revoked.id}/revoke`)).status).toBe(200);
+    // Rotated with a second of grace: stopped once the gateway refuses it.
+    const expired = await newKey(admin, { requests_per_minute: 10 });
+    const rotated = await admin.post(`/dashboard/api/api-keys/${expired.id}/rotate`, {
+      grace_seconds: 1,
+    });
+    expect(rotated.status).toBe(201);
+    await eventually(async () => ((await statusOf(first, expired.key)) === 401 ? true : undefined));
+    // A connection of its own, revoked: its key's row stays active, the key does not work.
+    const connection = await admin.post<{ id: string }>(
+      `/dashboard/api/apps/${tenant.app_id}/connections`,
+      { name: 'closing' },
+    );
+    expect(connection.status).toBe(201);
+    const orphan = await admin.post<ApiKey & { key: string }>(apiKeysOf(connection.body.id), {
+      requests_per_minute: 10,
+    });
+    expect(orphan.status).toBe(201);
+    expect(
+      (await admin.request('DELETE', `/dashboard/api/connections/${connection.body.id}`)).status,
+    ).toBe(200);
+    expect(await statusOf(first, orphan.body.key)).toBe(401);
+
+    const cases = [
+      [revoked.id, 'this API key is revoked'],
+      [expired.id, 'this API key was rotated and its grace period has ended'],
+      [orphan.body.id, "this API key's connection is revoked"],
+    ] as const;
+    for (const [id, why] of cases) {
+      const refused = await patch(id);
+      expect([refused.status, refused.body]).toEqual([
+        409,
+        {
+          error: {
+            code: 'gw_conflict',
+            message: `${why}: its limits can no longer be changed`,
+          },
+        },
+      ]);
+      const cli = await runCli(
+        ['api-key', 'update', '--id', id, '--requests-per-minute', 'none'],
+        env,
+      );
+      expect([cli.code, cli.stdout, JSON.parse(cli.stderr)]).toEqual([
+        2,
+        '',
+        {
+          error: {
+            code: 'gw_conflict',
+            message: `${why}: its limits can no longer be changed`,
+          },
+        },
+      ]);
+    }
+    // Nor is the key of a revoked connection rotated (its successor would never work).
+    const rotation = await admin.post<ErrorBody>(
+      `/dashboard/api/api-keys/${orphan.body.id}/rotate`,
+    );
+    expect([rotation.status, rotation.body]).toEqual([
+      409,
+      {
+        error: {
+          code: 'gw_conflict',
+          message: "this API key's connection is revoked: it cannot be rotated",
+        },
+      },
+    ]);
+    const ids = cases.map(([id]) => id);
+    const issued = await db.query('SELECT 1 FROM api_keys WHERE app_connection_id = $1', [
+      connection.body.id,
+    ]);
+    expect(issued.rows).toHaveLength(1);
+    const { rows } = await db.query(
+      'SELECT requests_per_minute, product_user_requests_per_minute FROM api_keys WHERE id = ANY($1) ORDER BY id',
+      [ids],
+    );
+    expect(rows).toEqual(
+      ids.map(() => ({ requests_per_minute: 10, product_user_requests_per_minute: null })),
+    );
+    const audited = await db.query(
+      "SELECT 1 FROM dashboard_audit_log WHERE object_id = ANY($1) AND action = 'api_key.update'",
+      [ids],
+    );
+    expect(audited.rows).toEqual([]);
   });
 });
 

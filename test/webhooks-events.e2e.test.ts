@@ -286,6 +286,103 @@ describe('API keys', () => {
   });
 });
 
+describe('API key limits', () => {
+  it('api_key.updated once per change of the limits, written with the change and its audit entry; not for the same limits, a refused change, or an admin of another organization', async () => {
+    const adminEmail = uniqueEmail('wh-key-admin');
+    await createMember(env, adminEmail, org.org_id, 'admin');
+    const admin = await signInTo(gateway, adminEmail);
+    const stranger = await seed(env);
+    await addEndpoint(stranger.org_id, '/stranger');
+    const strangerEmail = uniqueEmail('wh-key-stranger');
+    await createMember(env, strangerEmail, stranger.org_id, 'admin');
+    const outsider = await signInTo(gateway, strangerEmail);
+    const created = await runCliJson<{ id: string; api_key: string }>(
+      ['api-key', 'create', '--app-connection-id', org.app_connection_id, '--name', 'limited'],
+      env,
+    );
+    const path = `/dashboard/api/api-keys/${created.id}`;
+    /** The api_key.updated rows of the key: each message, its deliveries, its audit twin. */
+    const written = async () =>
+      (
+        await db.query<{ org_id: string; deliveries: number; audited: number }>(
+          `SELECT m.org_id,
+                  (SELECT count(*)::int FROM webhook_deliveries d WHERE d.message_id = m.id) AS deliveries,
+                  (SELECT count(*)::int FROM dashboard_audit_log a
+                    WHERE a.object_id = $1 AND a.action = 'api_key.update'
+                      AND a.created_at = m.created_at) AS audited
+             FROM webhook_messages m
+            WHERE m.event_type = 'api_key.updated' AND m.payload::jsonb -> 'data' ->> 'id' = $1
+            ORDER BY m.seq`,
+          [created.id],
+        )
+      ).rows;
+
+    const limited = await admin.request<Record<string, unknown>>('PATCH', path, {
+      requests_per_minute: 60,
+    });
+    expect(limited.status).toBe(200);
+    // One message, delivered to the org's one endpoint, stamped with the time of the
+    // transaction that wrote the audit entry (now() is the transaction's start).
+    expect(await written()).toEqual([{ org_id: org.org_id, deliveries: 1, audited: 1 }]);
+    // The same limits again: audited, but nothing changed to announce.
+    const same = await admin.request('PATCH', path, { requests_per_minute: 60 });
+    expect(same.status).toBe(200);
+    const cli = await runCliJson(
+      ['api-key', 'update', '--id', created.id, '--product-user-requests-per-minute', '5'],
+      env,
+    );
+    expect(cli).toEqual({
+      id: created.id,
+      requests_per_minute: 60,
+      product_user_requests_per_minute: 5,
+    });
+    // Another organization's admin: not found, nothing written for either organization.
+    const foreign = await outsider.request<{ error: { code: string } }>('PATCH', path, {
+      requests_per_minute: null,
+    });
+    expect([foreign.status, foreign.body.error.code]).toEqual([404, 'gw_not_found']);
+    // A revoked key: refused, nothing written.
+    await runCliJson(['api-key', 'revoke', '--id', created.id], env);
+    const refused = await admin.request<{ error: { code: string } }>('PATCH', path, {
+      requests_per_minute: 1,
+    });
+    expect([refused.status, refused.body.error.code]).toEqual([409, 'gw_conflict']);
+
+    const updated = (await settles(ALL, 'api_key.updated', 2)).filter(
+      (message) => message.payload.data.id === created.id,
+    );
+    expect(updated.map((message) => message.payload.data)).toEqual([
+      limited.body,
+      { ...limited.body, product_user_requests_per_minute: 5 },
+    ]);
+    expect(limited.body).toMatchObject({
+      id: created.id,
+      org_id: org.org_id,
+      kind: 'api_key',
+      status: 'active',
+      requests_per_minute: 60,
+      product_user_requests_per_minute: null,
+    });
+    expect(await written()).toEqual([
+      { org_id: org.org_id, deliveries: 1, audited: 1 },
+      { org_id: org.org_id, deliveries: 1, audited: 1 },
+    ]);
+    // The revocation's event carries the limits the key kept.
+    const revoked = await eventually(async () =>
+      receiver
+        .ofType(ALL, 'api_key.revoked')
+        .find((message) => message.payload.data.id === created.id),
+    );
+    expect(revoked.payload.data).toMatchObject({
+      status: 'revoked',
+      requests_per_minute: 60,
+      product_user_requests_per_minute: 5,
+    });
+    expect(receiver.messages('/stranger')).toEqual([]);
+    for (const message of receiver.received) expect(message.body).not.toContain(created.api_key);
+  });
+});
+
 describe('spend', () => {
   it('product_user.allowance_threshold at 0.8 and 1.0 of the cap, once each, with the allowance', async () => {
     await setProductUserCap(env, org.app_id, 'capped', formatNano(unitNano * 5n));

@@ -35,6 +35,14 @@ export function changedRateLimits(
   };
 }
 
+/** Are both limits the same? */
+export function sameRateLimits(a: ApiKeyRateLimits, b: ApiKeyRateLimits): boolean {
+  return (
+    a.requestsPerMinute === b.requestsPerMinute &&
+    a.productUserRequestsPerMinute === b.productUserRequestsPerMinute
+  );
+}
+
 /** Is this a limit a key may have (an integer from 1 to MAX_REQUESTS_PER_MINUTE)? */
 export function isRequestsPerMinute(value: number): boolean {
   return Number.isInteger(value) && value >= 1 && value <= MAX_REQUESTS_PER_MINUTE;

@@ -2,7 +2,7 @@
 // share. A raw key leaves this module once, in the answer to its creation or rotation; it is
 // never logged or audited. Every change reaches every instance's key cache through the key
 // store's invalidation (its generation guard keeps a racing lookup from caching the old state),
-// and writes its webhook event (api_key.created / api_key.revoked) in its transaction.
+// and writes its webhook event (api_key.created / .updated / .revoked) in its transaction.
 import { modelPolicyProblem, modelPolicyWarnings } from '../catalog/model-policy.js';
 import { changeAudited, recordAudit, type Actor } from '../audit/audit.js';
 import type { ApiKeyInvalidation } from '../auth/api-key-store.js';
@@ -17,6 +17,7 @@ import {
   NO_RATE_LIMITS,
   rateLimitChangeFields,
   rateLimitFields,
+  sameRateLimits,
   type ApiKeyRateLimits,
   type RateLimitChange,
 } from './api-key-rate-limits.js';
@@ -222,7 +223,10 @@ export async function rotateApiKeyAs(
  * Changes the request-rate limits of a key or an OAuth token (an absent one is kept, null
  * clears it); every instance applies them to its next request (the key caches are
  * invalidated). Audited as `api_key.update` with the limits before and after, read under the
- * row's lock in the same transaction as the change.
+ * row's lock in the same transaction as the change, which also writes the `api_key.updated`
+ * event when the limits differ from those before. A key that no longer works (revoked, its
+ * connection revoked, its rotation grace period over) is refused, 409, and nothing changes
+ * (decision 355): it can never be used again, so a limit on it would only mislead.
  */
 export async function updateApiKeyLimitsAs(
   db: DbPool,
@@ -232,12 +236,13 @@ export async function updateApiKeyLimitsAs(
   change: RateLimitChange,
 ): Promise<ApiKeyRow | GwError> {
   const result = await withTransaction(db, async (client) => {
-    const { rows } = await client.query<ApiKeyRow>(
-      `SELECT ${COLUMNS} FROM api_keys WHERE id = $1 FOR UPDATE`,
-      [keyId],
-    );
-    const old = rows[0];
-    if (!old) return gwError('gw_not_found', `no API key ${keyId}`);
+    const locked = await lockedKey(client, keyId);
+    if ('code' in locked) return locked;
+    const { row: old, connectionStatus } = locked;
+    const stopped = stoppedKeyProblem(old, connectionStatus);
+    if (stopped !== undefined) {
+      return gwError('gw_conflict', `${stopped}: its limits can no longer be changed`);
+    }
     const previous = rateLimitsOf(old);
     const limits = changedRateLimits(previous, change);
     const { rows: updated } = await client.query<ApiKeyRow>(
@@ -253,7 +258,12 @@ export async function updateApiKeyLimitsAs(
       objectId: keyId,
       details: rateLimitChangeFields(previous, limits),
     });
-    return updated[0]!;
+    const row = updated[0]!;
+    // Setting the limits a key has is no change to announce (as blocking a blocked user).
+    if (!sameRateLimits(previous, limits)) {
+      await emitEvent(client, row.org_id, 'api_key.updated', apiKeyView(row));
+    }
+    return row;
   });
   if ('code' in result) return result;
   await invalidateApiKeys(db, apiKeys, { keyId });
@@ -294,32 +304,64 @@ export async function revokeApiKeyAs(
   return row;
 }
 
+/** A key that may be rotated, under its lock: a working key, not an OAuth token, not rotated yet. */
 async function lockedUsableKey(
   client: Pick<DbPool, 'query'>,
   keyId: string,
 ): Promise<ApiKeyRow | GwError> {
-  const { rows } = await client.query<ApiKeyRow>(
-    `SELECT ${COLUMNS} FROM api_keys WHERE id = $1 FOR UPDATE`,
-    [keyId],
-  );
-  const row = rows[0];
-  if (!row) return gwError('gw_not_found', `no API key ${keyId}`);
+  const locked = await lockedKey(client, keyId);
+  if ('code' in locked) return locked;
+  const { row, connectionStatus } = locked;
   if (row.kind === 'oauth_token') {
     return gwError(
       'gw_conflict',
       'an OAuth token is not rotated: the app gets a new one by connecting again',
     );
   }
-  if (row.status !== 'active' || row.replaced_by !== null) {
-    return gwError(
-      'gw_conflict',
-      'this API key is revoked or already rotated: rotate its successor',
-    );
+  if (row.replaced_by !== null) {
+    return gwError('gw_conflict', 'this API key is already rotated: rotate its successor');
   }
-  if (row.expires_at !== null && row.expires_at.getTime() <= Date.now()) {
-    return gwError('gw_conflict', 'this API key has expired');
-  }
+  const stopped = stoppedKeyProblem(row, connectionStatus);
+  if (stopped !== undefined) return gwError('gw_conflict', `${stopped}: it cannot be rotated`);
   return row;
+}
+
+/**
+ * A key under its lock (FOR UPDATE), with the status of its connection. The connection is
+ * locked first (FOR SHARE), in the order a revocation takes them (the connection, then its
+ * OAuth token): a revocation waits for the change or the change sees it, and the two never
+ * deadlock.
+ */
+async function lockedKey(
+  client: Pick<DbPool, 'query'>,
+  keyId: string,
+): Promise<{ row: ApiKeyRow; connectionStatus: string } | GwError> {
+  const { rows: connections } = await client.query<{ status: string }>(
+    `SELECT c.status FROM app_connections c JOIN api_keys k ON k.app_connection_id = c.id
+      WHERE k.id = $1 FOR SHARE OF c`,
+    [keyId],
+  );
+  const { rows } = await client.query<ApiKeyRow>(
+    `SELECT ${COLUMNS} FROM api_keys WHERE id = $1 FOR UPDATE`,
+    [keyId],
+  );
+  const row = rows[0];
+  if (!row || !connections[0]) return gwError('gw_not_found', `no API key ${keyId}`);
+  return { row, connectionStatus: connections[0].status };
+}
+
+/**
+ * Why a key no longer works, as the gateway refuses it (gw_key_inactive), or undefined while
+ * it does: revoked, its connection revoked, or past a rotation's grace period.
+ */
+function stoppedKeyProblem(row: ApiKeyRow, connectionStatus: string): string | undefined {
+  const what = row.kind === 'oauth_token' ? 'this OAuth token' : 'this API key';
+  if (row.status !== 'active') return `${what} is revoked`;
+  if (connectionStatus !== 'active') return `${what}'s connection is revoked`;
+  if (row.expires_at !== null && row.expires_at.getTime() <= Date.now()) {
+    return `${what} was rotated and its grace period has ended`;
+  }
+  return undefined;
 }
 
 /** The key, or null when there is none. */

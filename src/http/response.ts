@@ -19,6 +19,8 @@ export class UwsHttpResponse implements HttpResponse {
   aborted = false;
   headersSent = false;
   private ended = false;
+  /** endAndClose was called and its answer waits for the next turn (see there). */
+  private closePending = false;
   /** HEAD only: the GET wrote its body in chunks, so its length is not known. */
   private bodyStreamed = false;
   private status = 200;
@@ -38,8 +40,9 @@ export class UwsHttpResponse implements HttpResponse {
 
   /** Called by the adapter from the native onAborted callback. */
   markAborted(): void {
-    if (this.aborted || this.ended) return;
+    if (this.aborted || (this.ended && !this.closePending)) return;
     this.aborted = true;
+    this.closePending = false;
     this.settleDrainWaiters();
     for (const listener of this.abortListeners) listener();
     this.abortListeners = [];
@@ -100,22 +103,42 @@ export class UwsHttpResponse implements HttpResponse {
     this.finished();
   }
 
-  /** Ends with a body and closes the connection (used when the request body is refused). */
+  /**
+   * Ends with a body and `Connection: close`, and closes the connection once it is sent: after
+   * it, nothing more on the connection is served. Written on the loop's next turn, when uWS
+   * has parsed everything that arrived with the request: uWS dispatches a request pipelined
+   * behind an answer that closes, and the next request's start clears the close (its
+   * connection stays open), whereas a request pipelined behind one not answered yet makes uWS
+   * drop the connection unanswered, as it does behind any request whose answer is awaited.
+   * The client then retries both (RFC 9112 section 9.3.2), and neither was processed.
+   */
   endAndClose(status: number, headers: Readonly<Record<string, string>>, body: string): void {
     if (this.aborted || this.ended) return;
     this.ended = true;
+    this.closePending = true;
     this.status = status;
     this.headers = headers;
-    this.native.cork(() => {
-      this.flushHead();
-      this.endBody(body, true);
+    setImmediate(() => {
+      if (this.aborted) return; // the connection went first (markAborted finished it)
+      this.closePending = false;
+      this.native.cork(() => {
+        this.flushHead();
+        this.endBody(body, true);
+      });
+      this.finished();
     });
-    this.finished();
   }
 
   private endBody(body: string | Uint8Array | undefined, close: boolean): void {
     if (!this.headOnly) {
       this.native.end(body, close);
+      return;
+    }
+    if (close) {
+      // uWS closes a connection only after an answer whose Content-Length it wrote, and one
+      // naming a length it does not send never ends (the connection would hang): a HEAD
+      // answered this way says 0 (decision 355).
+      this.native.endWithoutBody(0, true);
       return;
     }
     // HEAD: the length the GET's body would have had (unknown once it was streamed). Written
@@ -124,8 +147,8 @@ export class UwsHttpResponse implements HttpResponse {
       const length = typeof body === 'string' ? Buffer.byteLength(body) : (body?.byteLength ?? 0);
       this.native.writeHeader('content-length', String(length));
     }
-    // Without arguments: with any, uWS 20 writes a bogus Content-Length of its own. (A HEAD
-    // request has no body to leave unread, so its connection need not close.)
+    // Without arguments: with any, uWS 20 writes a Content-Length of its own (bogus, or one
+    // that leaves the answer unfinished: the connection would hang).
     this.native.endWithoutBody();
   }
 

@@ -32,6 +32,7 @@ describe('eventSubject', () => {
       'cred_1',
     );
     expect(eventSubject('api_key.revoked', ORG, { id: 'key_1', org_id: ORG })).toBe('key_1');
+    expect(eventSubject('api_key.updated', ORG, { id: 'key_1', org_id: ORG })).toBe('key_1');
     expect(eventSubject('oauth_connection.created', ORG, { id: 'conn_1', org_id: ORG })).toBe(
       'conn_1',
     );
