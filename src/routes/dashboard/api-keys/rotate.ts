@@ -18,7 +18,7 @@ export const rotateApiKeyRoute = declareRoute({
   responses: {
     201: { description: 'the new key, with its raw value', schema: issuedApiKeySchema },
   },
-  errors: ['gw_conflict'],
+  errors: ['gw_not_found', 'gw_conflict'],
   async handler({ params, caller, body }, deps: KeyRevokingDeps) {
     const rotated = await rotateApiKeyAs(
       deps.db,
