@@ -87,8 +87,27 @@ export interface ReserveRequest {
   readonly rateLimits?: RequestRateLimits | undefined;
 }
 
+/**
+ * Where a request stands against its rate limits, as its answer's headers tell the client
+ * (docs/decisions.md 353): the tighter bucket of the key's and its product user's.
+ */
+export interface RateLimitState {
+  readonly limitPerMinute: number;
+  /** The requests that bucket would still pass now (0 when it refused this one). */
+  readonly remaining: number;
+  /** How long until that bucket is full again (ms from `atMs`). */
+  readonly resetMs: number;
+  /** The clock reading `resetMs` counts from: the now the bucket was read at. */
+  readonly atMs: number;
+}
+
 export type ReserveOutcome =
-  | { readonly kind: 'held'; readonly credentialId: string | null }
+  | {
+      readonly kind: 'held';
+      readonly credentialId: string | null;
+      /** Absent when the request has no rate limit. */
+      readonly rateLimit?: RateLimitState;
+    }
   | { readonly kind: 'no_credential' }
   | { readonly kind: 'wallet_short'; readonly availableNano: bigint }
   | {
@@ -97,6 +116,8 @@ export type ReserveOutcome =
       readonly limitPerMinute: number;
       /** When the request would pass (ms from now). */
       readonly retryAfterMs: number;
+      /** The refusing bucket (remaining 0), for the answer's headers. */
+      readonly rateLimit: RateLimitState;
     }
   | {
       readonly kind: 'cap_exceeded';

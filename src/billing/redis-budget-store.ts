@@ -115,8 +115,12 @@ export class RedisBudgetStore implements BudgetStore {
 
   knownRateRefusal(limits: RequestRateLimits): RateLimitedOutcome | undefined {
     if (limits.keyPerMinute === null) return undefined;
-    const known = this.rateRefusals.refusal(limits.apiKeyId, limits.keyPerMinute, Date.now());
-    return known && { kind: 'rate_limited', scope: 'key', ...known };
+    const nowMs = Date.now();
+    const known = this.rateRefusals.refusal(limits.apiKeyId, limits.keyPerMinute, nowMs);
+    if (!known) return undefined;
+    const { limitPerMinute, retryAfterMs, resetMs } = known;
+    const rateLimit = { limitPerMinute, remaining: 0, resetMs, atMs: nowMs };
+    return { kind: 'rate_limited', scope: 'key', limitPerMinute, retryAfterMs, rateLimit };
   }
 
   async reserve(request: ReserveRequest): Promise<ReserveOutcome> {
@@ -187,8 +191,17 @@ export class RedisBudgetStore implements BudgetStore {
     }
     const amount = (index: number): bigint => BigInt(result[index] ?? '0');
     switch (result[0]) {
-      case ReserveCode.Held:
-        return { kind: 'held', credentialId: result[1] ? String(result[1]) : null };
+      case ReserveCode.Held: {
+        const credentialId = result[1] ? String(result[1]) : null;
+        if (result.length < 5) return { kind: 'held', credentialId };
+        const rateLimit = {
+          limitPerMinute: Number(result[2]),
+          remaining: Number(result[3]),
+          resetMs: Number(result[4]),
+          atMs: calledAtMs,
+        };
+        return { kind: 'held', credentialId, rateLimit };
+      }
       case ReserveCode.NoCredential:
         return { kind: 'no_credential' };
       case ReserveCode.WalletShort:
@@ -199,11 +212,20 @@ export class RedisBudgetStore implements BudgetStore {
           scope: result[1] === 'key' ? 'key' : 'product_user',
           limitPerMinute: Number(result[2]),
           retryAfterMs: Number(result[3]),
+          rateLimit: {
+            limitPerMinute: Number(result[2]),
+            remaining: 0,
+            resetMs: Number(result[4]),
+            atMs: calledAtMs,
+          },
         };
         // Counted from the now_ms the script was given (decision 347).
         if (refusal.scope === 'key' && rateLimits) {
-          const { limitPerMinute, retryAfterMs } = refusal;
-          this.rateRefusals.remember(rateLimits.apiKeyId, limitPerMinute, calledAtMs, retryAfterMs);
+          this.rateRefusals.remember(rateLimits.apiKeyId, calledAtMs, {
+            limitPerMinute: refusal.limitPerMinute,
+            retryAfterMs: refusal.retryAfterMs,
+            resetMs: refusal.rateLimit.resetMs,
+          });
         }
         return refusal;
       }
