@@ -58,7 +58,9 @@
 --                                         the ms until that bucket is full again
 -- The rate limits are checked first, before any account is read, and an arrival is recorded
 -- only when the request is held (code 0): a request refused for money, or told to load its
--- accounts first and sent again, does not use up its rate. Without a limit they cost no call.
+-- accounts first and sent again, does not use up its rate; and once per request (a request
+-- already in in_flight is not counted again). Without a limit they cost no call; with one, a
+-- GET per bucket and the HEXISTS on in_flight.
 -- Every argument and every amount read is validated (includes/amounts.lua) before the first
 -- write that could leave a partial change: a script that errors writes nothing but the
 -- sweep of lapsed holds and the credential rotation counter, both complete on their own.
@@ -122,9 +124,14 @@ local function show_rate(limit, debt)
 end
 if key_rpm or user_rpm then
   local now = tonumber(now_ms)
+  -- A reserve of a request it already held (run again: decision 318) neither counts it again
+  -- nor refuses it for its own arrival: its draft in in_flight says it ran (decision 353).
+  local counted = draft ~= '' and redis.call('HEXISTS', KEYS[13], request_id) == 1
   local refusal
   for _, rate in ipairs({{key_rpm, 14, 'key'}, {user_rpm, 15, 'product_user'}}) do
-    if rate[1] then
+    if rate[1] and counted then
+      show_rate(rate[1], rate_debt(KEYS[rate[2]], rate[1], now))
+    elseif rate[1] then
       -- passing: the TAT, its expiry, the debt after it; refused: the wait, the debt found
       local passes, tat_or_wait, expiry_or_debt, after = rate_take(KEYS[rate[2]], rate[1], now)
       if passes then
@@ -136,12 +143,7 @@ if key_rpm or user_rpm then
       end
     end
   end
-  if refusal then
-    -- A reserve run again after holding (decision 318) already counted its arrival.
-    if draft == '' or redis.call('HEXISTS', KEYS[13], request_id) == 0 then return refusal end
-    rate_taken = {}
-    rate_shown = {refusal[3], 0, refusal[5]}
-  end
+  if refusal then return refusal end
 end
 
 local wallet_state = read_account(wallet_pays == '1', KEYS[1], 'balance')

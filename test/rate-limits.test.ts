@@ -253,6 +253,17 @@ describe('an arrival is recorded only when the request is held', () => {
     ]);
   });
 
+  it('a reserve run twice for one request (decision 318) counts its arrival once, and answers where the bucket stands', async () => {
+    const orgId = await fundedOrg();
+    const requestId = newRequestId();
+    expect(await reserveAt(orgId, { at: T0, keyRpm: 3, requestId })).toEqual(held(3, 2, 20_000));
+    expect(await reserveAt(orgId, { at: T0 + 5, keyRpm: 3, requestId })).toEqual(
+      held(3, 2, 19_995),
+    );
+    expect(await redis.get(keys.keyRate(orgId, KEY_ID))).toBe(`${T0 + 20_000}:0:3`);
+    expect(await reserveAt(orgId, { at: T0 + 5, keyRpm: 3 })).toEqual(held(3, 1, 39_995));
+  });
+
   it('without limits no bucket is read or written', async () => {
     const orgId = await fundedOrg();
     await loadUser(orgId, 'pu_free');
@@ -261,6 +272,78 @@ describe('an arrival is recorded only when the request is held', () => {
     }
     expect(await redis.exists(keys.keyRate(orgId, KEY_ID))).toBe(0);
     expect(await redis.exists(keys.productUserRate(orgId, KEY_ID, 'pu_free'))).toBe(0);
+  });
+});
+
+describe('a reserve given up on gives its arrival back (release.lua, decision 353)', () => {
+  /** release.lua for `requestId`, as the budget store sends it after a reserve got no answer. */
+  const releaseOf = async (
+    orgId: string,
+    requestId: string,
+    rated: { key: boolean; user?: string },
+  ): Promise<unknown[]> => {
+    const unused = keys.orgCap(orgId, 'unused');
+    const userSpend = rated.user ? keys.userSpend(orgId, rated.user, 'p') : unused;
+    return (await scripts.release(
+      {
+        wallet: keys.wallet(orgId),
+        wallet_expiries: keys.holdExpiries(keys.wallet(orgId)),
+        org_cap: unused,
+        org_cap_expiries: keys.holdExpiries(unused),
+        conn_cap: unused,
+        conn_cap_expiries: keys.holdExpiries(unused),
+        user_spend: userSpend,
+        user_spend_expiries: keys.holdExpiries(userSpend),
+        in_flight: keys.inFlight(orgId),
+        key_rate: keys.keyRate(orgId, KEY_ID),
+        user_rate: rated.user ? keys.productUserRate(orgId, KEY_ID, rated.user) : unused,
+      },
+      {
+        request_id: requestId,
+        held_nano: '1000',
+        key_rated: rated.key ? '1' : '0',
+        user_rated: rated.user ? '1' : '0',
+      },
+    )) as unknown[];
+  };
+
+  it('one request back in the key bucket, once; nothing for a reserve that did not hold', async () => {
+    const orgId = await fundedOrg();
+    const bucket = keys.keyRate(orgId, KEY_ID);
+    expect(await reserveAt(orgId, { at: T0, keyRpm: 2 })).toEqual(held(2, 1, 30_000));
+    const givenUp = newRequestId();
+    expect(await reserveAt(orgId, { at: T0, keyRpm: 2, requestId: givenUp })).toEqual(
+      held(2, 0, 60_000),
+    );
+    const refused = newRequestId();
+    expect((await reserveAt(orgId, { at: T0, keyRpm: 2, requestId: refused }))[0]).toBe(6);
+    // The refused one counted nothing and gives nothing back.
+    expect(await releaseOf(orgId, refused, { key: true })).toEqual([0, 0]);
+    expect(await redis.get(bucket)).toBe(`${T0 + 60_000}:0:2`);
+    // The one given up on: its hold released, its arrival given back, its expiry kept.
+    expect(await releaseOf(orgId, givenUp, { key: true })).toEqual([1, 1]);
+    expect(await redis.get(bucket)).toBe(`${T0 + 30_000}:0:2`);
+    expect(await redis.pttl(bucket)).toBeGreaterThan(0);
+    expect(await walletReserved(orgId)).toBe('1000');
+    // Run again (sent after a reconnect), it gives nothing more.
+    expect(await releaseOf(orgId, givenUp, { key: true })).toEqual([0, 0]);
+    expect(await redis.get(bucket)).toBe(`${T0 + 30_000}:0:2`);
+    expect(await reserveAt(orgId, { at: T0, keyRpm: 2 })).toEqual(held(2, 0, 60_000));
+  });
+
+  it("exactly one request at any limit (7 a minute: 8571 3/7 ms), and in the product user's bucket too", async () => {
+    const orgId = await fundedOrg();
+    await loadUser(orgId, 'pu_g');
+    const limits = { keyRpm: 7, userRpm: 3, user: 'pu_g' };
+    expect(await reserveAt(orgId, { at: T0, ...limits })).toEqual(held(3, 2, 20_000));
+    const givenUp = newRequestId();
+    expect(await reserveAt(orgId, { at: T0, ...limits, requestId: givenUp })).toEqual(
+      held(3, 1, 40_000),
+    );
+    expect(await redis.get(keys.keyRate(orgId, KEY_ID))).toBe(`${T0 + 17_142}:6:7`);
+    expect(await releaseOf(orgId, givenUp, { key: true, user: 'pu_g' })).toEqual([1, 2]);
+    expect(await redis.get(keys.keyRate(orgId, KEY_ID))).toBe(`${T0 + 8571}:3:7`);
+    expect(await redis.get(keys.productUserRate(orgId, KEY_ID, 'pu_g'))).toBe(`${T0 + 20_000}:0:3`);
   });
 });
 

@@ -97,7 +97,12 @@ const scriptKeys: { [N in ScriptName]: (orgId: string) => Record<string, string>
   }),
   release: (orgId) => {
     const { user_credits: _credits, user_grants: _grants, ...accounts } = requestAccountKeys(orgId);
-    return { ...accounts, in_flight: keys.inFlight(orgId) };
+    return {
+      ...accounts,
+      in_flight: keys.inFlight(orgId),
+      key_rate: keys.keyRate(orgId, 'key_1'),
+      user_rate: keys.productUserRate(orgId, 'key_1', 'pu_1'),
+    };
   },
   failover: (orgId) => ({
     wallet: keys.wallet(orgId),

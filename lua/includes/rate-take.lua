@@ -63,3 +63,23 @@ local function rate_take(key, limit, now)
   local tat = string.format('%.0f:%.0f:%.0f', now + ahead_ms, after % limit, limit)
   return true, tat, math.ceil(after / limit), after
 end
+
+-- Takes one request back out of the bucket at `key`, for a reserve given up on (decision 353):
+-- its TAT moves back by one request at the bucket's limit (60000 units: whole ms and a part),
+-- its expiry kept (a TAT behind now reads as a full bucket). A bucket gone is full already.
+local function rate_give_back(key)
+  local stored = redis.call('GET', key)
+  if not stored then return false end
+  local tat_ms, part, limit = string.match(stored, '^(%d+):(%d+):(%d+)$')
+  if not tat_ms then return false end
+  tat_ms, part, limit = tonumber(tat_ms), tonumber(part), tonumber(limit)
+  local back_part = RATE_WINDOW_MS % limit
+  tat_ms = tat_ms - (RATE_WINDOW_MS - back_part) / limit
+  part = part - back_part
+  if part < 0 then
+    part = part + limit
+    tat_ms = tat_ms - 1
+  end
+  redis.call('SET', key, string.format('%.0f:%.0f:%.0f', tat_ms, part, limit), 'KEEPTTL')
+  return true
+end

@@ -10,7 +10,7 @@ import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts, ScriptKeys } from '../redis/scripts.js';
 import { encodeDraft } from './in-flight-draft.js';
 import type { AccountLoader, AccountName } from './account-loader.js';
-import { HoldReleases } from './hold-releases.js';
+import { HoldReleases, type RatesCounted } from './hold-releases.js';
 import { RecentRateRefusals } from './recent-rate-refusals.js';
 import type { Logger } from '../log.js';
 import type {
@@ -181,7 +181,7 @@ export class RedisBudgetStore implements BudgetStore {
           user_rpm: userRpm ?? '',
         })) as Array<string | number>;
       } catch (error) {
-        throw this.givenUp(error, request, keys);
+        throw this.givenUp(error, request, keys, { key: keyRpm !== null, user: userRpm !== null });
       }
     };
     let result = await call();
@@ -254,9 +254,15 @@ export class RedisBudgetStore implements BudgetStore {
   /**
    * A reserve without an answer (REDIS_TIMEOUT_MS passed, or its connection closed first) may
    * have run or may still run: what it may hold is released, on the same connection, after it
-   * (HoldReleases). The request answers 503. A script error (ReplyError) wrote nothing.
+   * (HoldReleases), and the arrival it counted in its rate buckets given back (decision 353).
+   * The request answers 503. A script error (ReplyError) wrote nothing.
    */
-  private givenUp(error: unknown, request: ReserveRequest, keys: ScriptKeys<'reserve'>): unknown {
+  private givenUp(
+    error: unknown,
+    request: ReserveRequest,
+    keys: ScriptKeys<'reserve'>,
+    rates: RatesCounted,
+  ): unknown {
     if ((error as Error | null)?.name !== 'ReplyError') {
       this.releases.release(
         request.requestId,
@@ -270,8 +276,11 @@ export class RedisBudgetStore implements BudgetStore {
           user_spend: keys.user_spend,
           user_spend_expiries: keys.user_spend_expiries,
           in_flight: keys.in_flight,
+          key_rate: keys.key_rate,
+          user_rate: keys.user_rate,
         },
         request.amountNano,
+        rates,
       );
     }
     return error;
