@@ -296,6 +296,71 @@ describe("rate-limit headers (decision 353): where the key stands, in its protoc
   });
 });
 
+describe('count_tokens (decision 353)', () => {
+  const countBody = { model: 'vendor_a/claude-haiku-4-5', messages: chat.messages };
+  type CountBody = { input_tokens?: number } & ErrorBody;
+
+  it("counts in a bucket of its own per key, of twice the key's requests a minute, told in Anthropic's headers", async () => {
+    const created = await runCliJson<{ id: string; api_key: string }>(
+      [
+        ...['api-key', 'create', '--app-connection-id', tenant.app_connection_id],
+        ...['--requests-per-minute', '1'],
+      ],
+      env,
+    );
+    const auth = bearer(created.api_key);
+    const count = (gateway: GatewayProcess) =>
+      postJson<CountBody>(`${gateway.url}/v1/messages/count_tokens`, countBody, auth);
+    const firstCount = await count(first);
+    expect(firstCount.status).toBe(200);
+    expect(firstCount.body.input_tokens).toBeGreaterThan(0);
+    expect(firstCount.headers.get('anthropic-ratelimit-requests-limit')).toBe('2');
+    expect(firstCount.headers.get('anthropic-ratelimit-requests-remaining')).toBe('1');
+    const secondCount = await count(second);
+    expect(secondCount.status).toBe(200);
+    expect(secondCount.headers.get('anthropic-ratelimit-requests-remaining')).toBe('0');
+    const refused = await count(first);
+    expect(refused.status).toBe(429);
+    expect(refused.body).toEqual({
+      type: 'error',
+      error: {
+        type: 'rate_limit_error',
+        code: 'gw_rate_limited',
+        rate_limit_scope: 'key',
+        message: `this API key's limit of 2 token counts per minute is reached; retry in ${refused.headers.get('retry-after')} s`,
+      },
+    });
+    expect(refused.headers.get('retry-after-ms')).toMatch(/^\d+$/);
+    expect(refused.headers.get('anthropic-ratelimit-requests-remaining')).toBe('0');
+    // The key's one request a minute is still there, and counts do not use it up.
+    const message = await postJson(
+      `${second.url}/v1/messages`,
+      { ...countBody, max_tokens: 16 },
+      auth,
+    );
+    expect(message.status).toBe(200);
+    expect(message.headers.get('anthropic-ratelimit-requests-limit')).toBe('1');
+    expect(await redis.get(keys.countTokensRate(tenant.org_id, created.id))).toMatch(/:2$/);
+  });
+
+  it('a key without a limit counts without a bucket or a header', async () => {
+    const created = await runCliJson<{ id: string; api_key: string }>(
+      ['api-key', 'create', '--app-connection-id', tenant.app_connection_id],
+      env,
+    );
+    for (let index = 0; index < 3; index += 1) {
+      const counted = await postJson(
+        `${first.url}/v1/messages/count_tokens`,
+        countBody,
+        bearer(created.api_key),
+      );
+      expect(counted.status).toBe(200);
+      expect([...counted.headers.keys()].filter((name) => name.includes('ratelimit'))).toEqual([]);
+    }
+    expect(await redis.exists(keys.countTokensRate(tenant.org_id, created.id))).toBe(0);
+  });
+});
+
 describe('a flood on a key past its limit', () => {
   it('is refused before its product users are looked up: none is created for a refused request on an instance that already refused the key', async () => {
     const created = await runCliJson<{ id: string; api_key: string }>(

@@ -408,6 +408,49 @@ describe('what the client is told of its rate (decision 353)', () => {
   });
 });
 
+describe('count_tokens: a bucket of its own (rate-limit.lua, decision 353)', () => {
+  it('counts one request when it passes, refuses with the wait and the full time, writing nothing', async () => {
+    const orgId = uniqueOrg();
+    const bucket = keys.countTokensRate(orgId, KEY_ID);
+    const take = async (at: number) =>
+      (await scripts.rateLimit({ bucket }, { limit: 4, now_ms: at })) as unknown[];
+    expect(await take(T0)).toEqual([0, 3, 15_000]);
+    expect(await take(T0)).toEqual([0, 2, 30_000]);
+    expect(await take(T0)).toEqual([0, 1, 45_000]);
+    expect(await take(T0)).toEqual([0, 0, 60_000]);
+    expect(await take(T0 + 1_000)).toEqual([6, 14_000, 59_000]);
+    expect(await redis.get(bucket)).toBe(`${T0 + 60_000}:0:4`);
+    expect(await take(T0 + 15_000)).toEqual([0, 0, 60_000]);
+    for (const limit of ['', '0', '1000001']) {
+      await expect(scripts.rateLimit({ bucket }, { limit, now_ms: T0 })).rejects.toThrow(
+        /gw_invalid_argument: limit/,
+      );
+    }
+  });
+
+  it("through the budget store: apart from the key's inference requests", async () => {
+    const orgId = await fundedOrg();
+    const bucket = { orgId, apiKeyId: KEY_ID, limitPerMinute: 2 };
+    expect(await budget.takeCountTokens(bucket)).toMatchObject({
+      kind: 'passed',
+      rateLimit: { limitPerMinute: 2, remaining: 1, resetMs: 30_000 },
+    });
+    expect(await budget.takeCountTokens(bucket)).toMatchObject({
+      kind: 'passed',
+      rateLimit: { remaining: 0 },
+    });
+    expect(await budget.takeCountTokens(bucket)).toMatchObject({
+      kind: 'rate_limited',
+      scope: 'key',
+      limitPerMinute: 2,
+      rateLimit: { remaining: 0 },
+    });
+    // The key's own bucket was not touched: its inference requests have their whole burst.
+    expect(await redis.exists(keys.keyRate(orgId, KEY_ID))).toBe(0);
+    expect(await reserveAt(orgId, { at: Date.now(), keyRpm: 1 })).toEqual(held(1, 0, 60_000));
+  });
+});
+
 describe('the budget store', () => {
   it('answers rate_limited with the scope, the limit and the wait; nothing held', async () => {
     const orgId = await fundedOrg();

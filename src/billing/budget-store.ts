@@ -156,6 +156,16 @@ export interface FailoverRequest {
 
 export type RateLimitedOutcome = Extract<ReserveOutcome, { kind: 'rate_limited' }>;
 
+/** A bucket a route that holds nothing counts its requests in (count_tokens: decision 353). */
+export interface RateBucket {
+  readonly orgId: string;
+  readonly apiKeyId: string;
+  readonly limitPerMinute: number;
+}
+
+export type RateTakeOutcome =
+  { readonly kind: 'passed'; readonly rateLimit: RateLimitState } | RateLimitedOutcome;
+
 export interface BudgetStore {
   reserve(request: ReserveRequest): Promise<ReserveOutcome>;
   /**
@@ -165,6 +175,11 @@ export interface BudgetStore {
    * up: a key past its limit costs no Postgres write and no token count.
    */
   knownRateRefusal(limits: RequestRateLimits): RateLimitedOutcome | undefined;
+  /**
+   * One token count against the key's bucket of counts (decision 353): counted when it passes.
+   * Its own bucket, apart from the key's inference requests; scope `key`.
+   */
+  takeCountTokens(bucket: RateBucket): Promise<RateTakeOutcome>;
   /**
    * Cools a failed BYOK credential down (for every instance) and picks the next one, or the
    * system route (holding the amount on the org wallet, which then pays). The call that starts

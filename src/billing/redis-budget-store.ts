@@ -18,7 +18,9 @@ import type {
   CredentialChoice,
   FailoverOutcome,
   FailoverRequest,
+  RateBucket,
   RateLimitedOutcome,
+  RateTakeOutcome,
   RequestRateLimits,
   ReserveOutcome,
   ReserveRequest,
@@ -121,6 +123,20 @@ export class RedisBudgetStore implements BudgetStore {
     const { limitPerMinute, retryAfterMs, resetMs } = known;
     const rateLimit = { limitPerMinute, remaining: 0, resetMs, atMs: nowMs };
     return { kind: 'rate_limited', scope: 'key', limitPerMinute, retryAfterMs, rateLimit };
+  }
+
+  async takeCountTokens(bucket: RateBucket): Promise<RateTakeOutcome> {
+    const atMs = Date.now();
+    const [code, first, resetMs] = (await this.scripts.rateLimit(
+      { bucket: this.keys.countTokensRate(bucket.orgId, bucket.apiKeyId) },
+      { limit: bucket.limitPerMinute, now_ms: atMs },
+    )) as [number, number, number];
+    const limitPerMinute = bucket.limitPerMinute;
+    if (code === ReserveCode.Held) {
+      return { kind: 'passed', rateLimit: { limitPerMinute, remaining: first, resetMs, atMs } };
+    }
+    const rateLimit = { limitPerMinute, remaining: 0, resetMs, atMs };
+    return { kind: 'rate_limited', scope: 'key', limitPerMinute, retryAfterMs: first, rateLimit };
   }
 
   async reserve(request: ReserveRequest): Promise<ReserveOutcome> {

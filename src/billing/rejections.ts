@@ -95,10 +95,12 @@ export function rateLimitedError(
   refusal: RateLimited,
   caller: LimitedCaller = 'api_key',
   rateLimitHeaders: Readonly<Record<string, string>> = {},
+  /** What the bucket counts: inference requests, or token counts (count_tokens: 353). */
+  counted: 'requests' | 'token counts' = 'requests',
 ): GwError {
   const retryAfterMs = Math.max(1, refusal.retryAfterMs);
   const retryAfterS = Math.ceil(retryAfterMs / 1000);
-  const requests = refusal.limitPerMinute === 1 ? 'request' : 'requests';
+  const requests = refusal.limitPerMinute === 1 ? counted.slice(0, -1) : counted;
   const holder = caller === 'api_key' ? 'API key' : 'connected app';
   const whose = refusal.scope === 'key' ? `this ${holder}'s limit` : "this product user's limit";
   const under =

@@ -164,6 +164,11 @@ export const scriptSpecs = {
     ],
     rest: 'record_fields',
   },
+  rateLimit: {
+    file: 'rate-limit',
+    keys: ['bucket'],
+    args: ['limit', 'now_ms'],
+  },
   accountLoad: {
     file: 'account-load',
     keys: ['account', 'expiries'],
