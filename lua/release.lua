@@ -14,16 +14,27 @@
 -- KEYS[7] user_spend           hash { spent, reserved }
 -- KEYS[8] user_spend_expiries
 -- KEYS[9] in_flight            hash request_id -> draft (reserve.lua): this request's goes
+-- KEYS[10] key_rate            string: the API key's request-rate bucket (reserve.lua)
+-- KEYS[11] user_rate           string: the product user's bucket under that key
 --
 -- ARGV[1] request_id
 -- ARGV[2] held_nano            the amount the reserve held on each account
+-- ARGV[3] key_rated            '1' when the reserve counted the request in KEYS[10], else '0'
+-- ARGV[4] user_rated           '1' when it counted it in KEYS[11], else '0'
 --
--- Returns {released}: how many holds were still there.
+-- A reserve that held wrote the request's draft, and counted its arrival in each bucket it was
+-- given, once (reserve.lua): when the draft is still there, each of those gives one request
+-- back (decision 353). A reserve that did not run, or did not hold, counted nothing.
+--
+-- Returns {released, rates}: how many holds were still there, how many buckets gave one back.
 --#include amounts
 --#include release-hold
+--#include rate-take
 
 local request_id = ARGV[1]
 amount(ARGV[2], 'held_nano')
+one_of(ARGV[3], 'key_rated', {'1', '0'})
+one_of(ARGV[4], 'user_rated', {'1', '0'})
 if type(request_id) ~= 'string' or request_id == '' then
   error('gw_invalid_argument: request_id is empty')
 end
@@ -37,5 +48,10 @@ for index = 1, 7, 2 do
     redis.call('ZREM', KEYS[index + 1], member)
   end
 end
-redis.call('HDEL', KEYS[9], request_id)
-return {released}
+local rates = 0
+if redis.call('HDEL', KEYS[9], request_id) == 1 then
+  for index, rated in ipairs({ARGV[3], ARGV[4]}) do
+    if rated == '1' and rate_give_back(KEYS[9 + index]) then rates = rates + 1 end
+  end
+end
+return {released, rates}

@@ -41,7 +41,10 @@
 -- is held only when its allowance is enforced against a cap (nothing else reads its holds);
 -- its credits must be loaded only when they may pay (a cap, and a mode other than disabled).
 -- Returns {code, ...}:
---   {0, credential_id}                    held ('' : the system route serves)
+--   {0, credential_id[, limit, remaining, reset_ms]}
+--                                         held ('' : the system route serves); with a rate
+--                                         limit, the tighter bucket's limit, the requests it
+--                                         still passes now and the ms until it is full again
 --   {1, name, ...}                        accounts to load from Postgres first
 --                                         (names: wallet, org_cap, conn_cap, user)
 --   {2, available}                        the wallet cannot cover amount_nano
@@ -49,11 +52,15 @@
 --   {4, cap, spent, base_remaining, credits, available}
 --                                         the user's allowance cannot cover it (enforce)
 --   {5}                                   byok_only and every credential is cooling down
---   {6, scope, limit, retry_after_ms}     a request-rate limit is reached (scope: key |
---                                         product_user; the longer wait when both are)
+--   {6, scope, limit, retry_after_ms, reset_ms}
+--                                         a request-rate limit is reached (scope: key |
+--                                         product_user; the longer wait when both are), and
+--                                         the ms until that bucket is full again
 -- The rate limits are checked first, before any account is read, and an arrival is recorded
 -- only when the request is held (code 0): a request refused for money, or told to load its
--- accounts first and sent again, does not use up its rate. Without a limit they cost no call.
+-- accounts first and sent again, does not use up its rate; and once per request (a request
+-- already in in_flight is not counted again). Without a limit they cost no call; with one, a
+-- GET per bucket and the HEXISTS on in_flight.
 -- Every argument and every amount read is validated (includes/amounts.lua) before the first
 -- write that could leave a partial change: a script that errors writes nothing but the
 -- sweep of lapsed holds and the credential rotation counter, both complete on their own.
@@ -105,24 +112,38 @@ local function read_account(used, account, field)
 end
 -- The rate buckets this request passes, to record if it is held: {key, tat, expiry_ms}.
 local rate_taken = {}
+-- What the client is told of its rate (decision 353): {limit, remaining, reset_ms} of the
+-- tighter bucket (fewer requests left; on a tie, the later to be full again).
+local rate_shown
+local function show_rate(limit, debt)
+  local remaining, reset_ms = rate_left(debt, limit)
+  if not rate_shown or remaining < rate_shown[2] or
+      (remaining == rate_shown[2] and reset_ms > rate_shown[3]) then
+    rate_shown = {limit, remaining, reset_ms}
+  end
+end
 if key_rpm or user_rpm then
   local now = tonumber(now_ms)
+  -- A reserve of a request it already held (run again: decision 318) neither counts it again
+  -- nor refuses it for its own arrival: its draft in in_flight says it ran (decision 353).
+  local counted = draft ~= '' and redis.call('HEXISTS', KEYS[13], request_id) == 1
   local refusal
   for _, rate in ipairs({{key_rpm, 14, 'key'}, {user_rpm, 15, 'product_user'}}) do
-    if rate[1] then
-      local passes, tat_or_wait, expiry_ms = rate_take(KEYS[rate[2]], rate[1], now)
+    if rate[1] and counted then
+      show_rate(rate[1], rate_debt(KEYS[rate[2]], rate[1], now))
+    elseif rate[1] then
+      -- passing: the TAT, its expiry, the debt after it; refused: the wait, the debt found
+      local passes, tat_or_wait, expiry_or_debt, after = rate_take(KEYS[rate[2]], rate[1], now)
       if passes then
-        rate_taken[#rate_taken + 1] = {KEYS[rate[2]], tat_or_wait, expiry_ms}
+        rate_taken[#rate_taken + 1] = {KEYS[rate[2]], tat_or_wait, expiry_or_debt}
+        show_rate(rate[1], after)
       elseif not refusal or tat_or_wait > refusal[4] then
-        refusal = {6, rate[3], rate[1], tat_or_wait}
+        local _, reset_ms = rate_left(expiry_or_debt, rate[1])
+        refusal = {6, rate[3], rate[1], tat_or_wait, reset_ms}
       end
     end
   end
-  if refusal then
-    -- A reserve run again after holding (decision 318) already counted its arrival.
-    if draft == '' or redis.call('HEXISTS', KEYS[13], request_id) == 0 then return refusal end
-    rate_taken = {}
-  end
+  if refusal then return refusal end
 end
 
 local wallet_state = read_account(wallet_pays == '1', KEYS[1], 'balance')
@@ -209,4 +230,5 @@ if conn_cap_value then hold(KEYS[5], KEYS[6], request_id, amount_text, expires_a
 if user_enforced then hold(KEYS[7], KEYS[8], request_id, amount_text, expires_at_ms) end
 if draft ~= '' then redis.call('HSET', KEYS[13], request_id, (credential or '') .. '\n' .. draft) end
 for _, taken in ipairs(rate_taken) do redis.call('SET', taken[1], taken[2], 'PX', taken[3]) end
+if rate_shown then return {0, credential or '', rate_shown[1], rate_shown[2], rate_shown[3]} end
 return {0, credential or ''}

@@ -11,7 +11,7 @@ import { sha256Hex } from '../src/ids.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { isolatedContext } from './support/context.js';
 import { createMember, DashboardClient, signInTo, uniqueEmail } from './support/dashboard.js';
-import { bearer, postJson } from './support/http.js';
+import { bearer, postJson, postSse } from './support/http.js';
 import { connectAndExchange, createOAuthClient } from './support/oauth.js';
 import {
   runCli,
@@ -167,6 +167,198 @@ describe('a key with requests_per_minute 3', () => {
     await redis.set(bucket, [Number(tatMs) - 20_000, ...rest].join(':'), 'PX', 60_000);
     expect(await statusOf(first, key.key)).toBe(200);
     expect(await statusOf(first, key.key)).toBe(429);
+  });
+});
+
+describe("rate-limit headers (decision 353): where the key stands, in its protocol's names", () => {
+  const messages = { model: 'vendor_a/claude-haiku-4-5', max_tokens: 16, messages: chat.messages };
+  const openAiNames = [
+    'x-ratelimit-limit-requests',
+    'x-ratelimit-remaining-requests',
+    'x-ratelimit-reset-requests',
+  ];
+  const anthropicNames = [
+    'anthropic-ratelimit-requests-limit',
+    'anthropic-ratelimit-requests-remaining',
+    'anthropic-ratelimit-requests-reset',
+  ];
+  const pick = (headers: Headers, names: string[]) => names.map((name) => headers.get(name));
+  /** A Go duration of whole ms or less (`12s`, `23.987s`, `1m0s`), in ms. */
+  const durationMs = (text: string | null): number => {
+    const parts = /^(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s|(\d+)ms)$/.exec(text ?? '');
+    expect(parts, String(text)).not.toBeNull();
+    const [, minutes, seconds, ms] = parts!;
+    return (
+      Number(minutes ?? 0) * 60_000 + Math.round(Number(seconds ?? 0) * 1000) + Number(ms ?? 0)
+    );
+  };
+  /** Anthropic's reset: an RFC 3339 time in whole seconds. */
+  const timeMs = (text: string | null): number => {
+    expect(text).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    return Date.parse(text!);
+  };
+
+  it('a key of 5 a minute is told 4, 3, 2, 1, 0 left, on both protocols, streamed or not, across instances, and on its 429s', async () => {
+    const created = await runCliJson<{ id: string; api_key: string }>(
+      [
+        ...['api-key', 'create', '--app-connection-id', tenant.app_connection_id],
+        ...['--requests-per-minute', '5'],
+      ],
+      env,
+    );
+    const auth = bearer(created.api_key);
+    const startedMs = Date.now();
+    const first1 = await postJson(`${first.url}/v1/chat/completions`, chat, auth);
+    expect(first1.status).toBe(200);
+    // A fresh bucket: one request of 12 s in it, exactly.
+    expect(pick(first1.headers, openAiNames)).toEqual(['5', '4', '12s']);
+    expect(pick(first1.headers, anthropicNames)).toEqual([null, null, null]);
+
+    // A stream has them with its first bytes, before its events.
+    const streamed = await postSse(
+      `${second.url}/v1/chat/completions`,
+      { ...chat, stream: true },
+      auth,
+    );
+    const secondDoneMs = Date.now();
+    expect([streamed.status, streamed.headers.get('content-type')]).toEqual([
+      200,
+      'text/event-stream',
+    ]);
+    expect(pick(streamed.headers, openAiNames).slice(0, 2)).toEqual(['5', '3']);
+    // Two requests ahead of the first one's now: 24 s less the time since (measured bound).
+    const secondReset = durationMs(streamed.headers.get('x-ratelimit-reset-requests'));
+    expect(secondReset).toBeLessThanOrEqual(24_000);
+    expect(secondReset).toBeGreaterThanOrEqual(24_000 - (secondDoneMs - startedMs));
+
+    // The messages protocol: Anthropic's names, the reset as the time the bucket is full.
+    const third = await postJson(`${first.url}/v1/messages`, messages, auth);
+    const thirdDoneMs = Date.now();
+    expect(third.status).toBe(200);
+    expect(pick(third.headers, openAiNames)).toEqual([null, null, null]);
+    expect(pick(third.headers, anthropicNames).slice(0, 2)).toEqual(['5', '2']);
+    const thirdReset = timeMs(third.headers.get('anthropic-ratelimit-requests-reset'));
+    expect(thirdReset).toBeGreaterThanOrEqual(startedMs + 36_000);
+    expect(thirdReset).toBeLessThan(thirdDoneMs + 37_000);
+    const fourth = await postSse(`${second.url}/v1/messages`, { ...messages, stream: true }, auth);
+    expect(fourth.status).toBe(200);
+    expect(pick(fourth.headers, anthropicNames).slice(0, 2)).toEqual(['5', '1']);
+    // Each request moves the full time 12 s on, exactly (12 s is whole seconds).
+    expect(timeMs(fourth.headers.get('anthropic-ratelimit-requests-reset'))).toBe(
+      thirdReset + 12_000,
+    );
+    const fifth = await postJson(`${first.url}/v1/chat/completions`, chat, auth);
+    expect(pick(fifth.headers, openAiNames).slice(0, 2)).toEqual(['5', '0']);
+
+    // The refusals carry them too: none left, and the bucket's full time unmoved.
+    const refused = await postJson(`${first.url}/v1/chat/completions`, chat, auth);
+    expect(refused.status).toBe(429);
+    expect(pick(refused.headers, openAiNames).slice(0, 2)).toEqual(['5', '0']);
+    expect(durationMs(refused.headers.get('x-ratelimit-reset-requests'))).toBeGreaterThan(
+      Number(refused.headers.get('retry-after-ms')),
+    );
+    // `first` now answers the key from the refusal it remembers (decision 347), alike.
+    const remembered = await postJson(`${first.url}/v1/messages`, messages, auth);
+    expect(remembered.status).toBe(429);
+    expect(pick(remembered.headers, anthropicNames).slice(0, 2)).toEqual(['5', '0']);
+    expect(timeMs(remembered.headers.get('anthropic-ratelimit-requests-reset'))).toBe(
+      thirdReset + 24_000,
+    );
+    const fromRedis = await postSse(
+      `${second.url}/v1/messages`,
+      { ...messages, stream: true },
+      auth,
+    );
+    expect(fromRedis.status).toBe(429);
+    expect(pick(fromRedis.headers, anthropicNames)).toEqual([
+      '5',
+      '0',
+      remembered.headers.get('anthropic-ratelimit-requests-reset'),
+    ]);
+  });
+
+  it('a key without a limit gets none of them, on either protocol, streamed or not', async () => {
+    const created = await runCliJson<{ id: string; api_key: string }>(
+      ['api-key', 'create', '--app-connection-id', tenant.app_connection_id],
+      env,
+    );
+    const auth = bearer(created.api_key);
+    const answers = [
+      await postJson(`${first.url}/v1/chat/completions`, chat, auth),
+      await postSse(`${second.url}/v1/chat/completions`, { ...chat, stream: true }, auth),
+      await postJson(`${first.url}/v1/messages`, messages, auth),
+      await postSse(`${second.url}/v1/messages`, { ...messages, stream: true }, auth),
+    ];
+    for (const answer of answers) {
+      expect(answer.status).toBe(200);
+      const names = [...answer.headers.keys()].filter((name) => name.includes('ratelimit'));
+      expect(names).toEqual([]);
+    }
+  });
+});
+
+describe('count_tokens (decision 353)', () => {
+  const countBody = { model: 'vendor_a/claude-haiku-4-5', messages: chat.messages };
+  type CountBody = { input_tokens?: number } & ErrorBody;
+
+  it("counts in a bucket of its own per key, of twice the key's requests a minute, told in Anthropic's headers", async () => {
+    const created = await runCliJson<{ id: string; api_key: string }>(
+      [
+        ...['api-key', 'create', '--app-connection-id', tenant.app_connection_id],
+        ...['--requests-per-minute', '1'],
+      ],
+      env,
+    );
+    const auth = bearer(created.api_key);
+    const count = (gateway: GatewayProcess) =>
+      postJson<CountBody>(`${gateway.url}/v1/messages/count_tokens`, countBody, auth);
+    const firstCount = await count(first);
+    expect(firstCount.status).toBe(200);
+    expect(firstCount.body.input_tokens).toBeGreaterThan(0);
+    expect(firstCount.headers.get('anthropic-ratelimit-requests-limit')).toBe('2');
+    expect(firstCount.headers.get('anthropic-ratelimit-requests-remaining')).toBe('1');
+    const secondCount = await count(second);
+    expect(secondCount.status).toBe(200);
+    expect(secondCount.headers.get('anthropic-ratelimit-requests-remaining')).toBe('0');
+    const refused = await count(first);
+    expect(refused.status).toBe(429);
+    expect(refused.body).toEqual({
+      type: 'error',
+      error: {
+        type: 'rate_limit_error',
+        code: 'gw_rate_limited',
+        rate_limit_scope: 'key',
+        message: `this API key's limit of 2 token counts per minute is reached; retry in ${refused.headers.get('retry-after')} s`,
+      },
+    });
+    expect(refused.headers.get('retry-after-ms')).toMatch(/^\d+$/);
+    expect(refused.headers.get('anthropic-ratelimit-requests-remaining')).toBe('0');
+    // The key's one request a minute is still there, and counts do not use it up.
+    const message = await postJson(
+      `${second.url}/v1/messages`,
+      { ...countBody, max_tokens: 16 },
+      auth,
+    );
+    expect(message.status).toBe(200);
+    expect(message.headers.get('anthropic-ratelimit-requests-limit')).toBe('1');
+    expect(await redis.get(keys.countTokensRate(tenant.org_id, created.id))).toMatch(/:2$/);
+  });
+
+  it('a key without a limit counts without a bucket or a header', async () => {
+    const created = await runCliJson<{ id: string; api_key: string }>(
+      ['api-key', 'create', '--app-connection-id', tenant.app_connection_id],
+      env,
+    );
+    for (let index = 0; index < 3; index += 1) {
+      const counted = await postJson(
+        `${first.url}/v1/messages/count_tokens`,
+        countBody,
+        bearer(created.api_key),
+      );
+      expect(counted.status).toBe(200);
+      expect([...counted.headers.keys()].filter((name) => name.includes('ratelimit'))).toEqual([]);
+    }
+    expect(await redis.exists(keys.countTokensRate(tenant.org_id, created.id))).toBe(0);
   });
 });
 

@@ -102,17 +102,32 @@ async function reserveAt(orgId: string, call: Call): Promise<unknown[]> {
 }
 
 const HELD = [0, ''];
+/** Held, with what the tighter bucket tells the client (decision 353). */
+const held = (limit: number, remaining: number, resetMs: number) => [
+  0,
+  '',
+  limit,
+  remaining,
+  resetMs,
+];
 const walletReserved = async (orgId: string): Promise<string | null> =>
   redis.hget(keys.wallet(orgId), 'reserved');
 
 describe('a key limit of R requests per minute (GCRA)', () => {
   it('passes a burst of R, refuses the next with the exact wait, and stores the arrival time with its expiry', async () => {
     const orgId = await fundedOrg();
-    for (let index = 0; index < 3; index += 1) {
-      expect(await reserveAt(orgId, { at: T0, keyRpm: 3 })).toEqual(HELD);
-    }
-    expect(await reserveAt(orgId, { at: T0, keyRpm: 3 })).toEqual([6, 'key', 3, 20_000]);
-    expect(await reserveAt(orgId, { at: T0 + 19_999, keyRpm: 3 })).toEqual([6, 'key', 3, 1]);
+    // each answers the requests left and the ms until the bucket is full again
+    expect(await reserveAt(orgId, { at: T0, keyRpm: 3 })).toEqual(held(3, 2, 20_000));
+    expect(await reserveAt(orgId, { at: T0, keyRpm: 3 })).toEqual(held(3, 1, 40_000));
+    expect(await reserveAt(orgId, { at: T0, keyRpm: 3 })).toEqual(held(3, 0, 60_000));
+    expect(await reserveAt(orgId, { at: T0, keyRpm: 3 })).toEqual([6, 'key', 3, 20_000, 60_000]);
+    expect(await reserveAt(orgId, { at: T0 + 19_999, keyRpm: 3 })).toEqual([
+      6,
+      'key',
+      3,
+      1,
+      40_001,
+    ]);
     // Refusals held nothing: three holds of 1000 nano-units.
     expect(await walletReserved(orgId)).toBe('3000');
     // TAT: a full minute ahead of T0 (three requests of 20 s each), expiring then.
@@ -122,47 +137,71 @@ describe('a key limit of R requests per minute (GCRA)', () => {
     expect(ttl).toBeGreaterThan(59_000);
     expect(ttl).toBeLessThanOrEqual(60_000);
 
-    expect(await reserveAt(orgId, { at: T0 + 20_000, keyRpm: 3 })).toEqual(HELD);
-    expect(await reserveAt(orgId, { at: T0 + 20_000, keyRpm: 3 })).toEqual([6, 'key', 3, 20_000]);
+    expect(await reserveAt(orgId, { at: T0 + 20_000, keyRpm: 3 })).toEqual(held(3, 0, 60_000));
+    expect(await reserveAt(orgId, { at: T0 + 20_000, keyRpm: 3 })).toEqual([
+      6,
+      'key',
+      3,
+      20_000,
+      60_000,
+    ]);
     // After a quiet minute the whole burst is back.
-    for (let index = 0; index < 3; index += 1) {
-      expect(await reserveAt(orgId, { at: T0 + 80_000, keyRpm: 3 })).toEqual(HELD);
+    for (const remaining of [2, 1, 0]) {
+      expect(await reserveAt(orgId, { at: T0 + 80_000, keyRpm: 3 })).toEqual(
+        held(3, remaining, (3 - remaining) * 20_000),
+      );
     }
-    expect(await reserveAt(orgId, { at: T0 + 80_000, keyRpm: 3 })).toEqual([6, 'key', 3, 20_000]);
+    expect((await reserveAt(orgId, { at: T0 + 80_000, keyRpm: 3 })).slice(0, 4)).toEqual([
+      6,
+      'key',
+      3,
+      20_000,
+    ]);
   });
 
   it('7 a minute: the k-th request after a burst passes at exactly ceil(k·60000/7) ms, for ten minutes, without drift', async () => {
     const orgId = await fundedOrg();
     for (let index = 0; index < 7; index += 1) {
-      expect(await reserveAt(orgId, { at: T0, keyRpm: 7 })).toEqual(HELD);
+      expect((await reserveAt(orgId, { at: T0, keyRpm: 7 })).slice(0, 4)).toEqual([
+        0,
+        '',
+        7,
+        6 - index,
+      ]);
     }
     // 60000/7 = 8571.43 ms: the 8th waits 8572 ms (rounded up to whole ms).
-    expect(await reserveAt(orgId, { at: T0, keyRpm: 7 })).toEqual([6, 'key', 7, 8572]);
+    expect(await reserveAt(orgId, { at: T0, keyRpm: 7 })).toEqual([6, 'key', 7, 8572, 60_000]);
     for (let k = 1; k <= 70; k += 1) {
       const due = T0 + Math.ceil((k * 60_000) / 7);
       const early = await reserveAt(orgId, { at: due - 1, keyRpm: 7 });
       expect(early.slice(0, 3)).toEqual([6, 'key', 7]);
       expect(early[3]).toBe(1);
-      expect(await reserveAt(orgId, { at: due, keyRpm: 7 })).toEqual(HELD);
+      expect((await reserveAt(orgId, { at: due, keyRpm: 7 })).slice(0, 4)).toEqual([0, '', 7, 0]);
     }
   });
 
   it('a limit of 1: one request, then one a minute', async () => {
     const orgId = await fundedOrg();
-    expect(await reserveAt(orgId, { at: T0, keyRpm: 1 })).toEqual(HELD);
-    expect(await reserveAt(orgId, { at: T0 + 1, keyRpm: 1 })).toEqual([6, 'key', 1, 59_999]);
-    expect(await reserveAt(orgId, { at: T0 + 60_000, keyRpm: 1 })).toEqual(HELD);
+    expect(await reserveAt(orgId, { at: T0, keyRpm: 1 })).toEqual(held(1, 0, 60_000));
+    expect(await reserveAt(orgId, { at: T0 + 1, keyRpm: 1 })).toEqual([
+      6,
+      'key',
+      1,
+      59_999,
+      59_999,
+    ]);
+    expect(await reserveAt(orgId, { at: T0 + 60_000, keyRpm: 1 })).toEqual(held(1, 0, 60_000));
   });
 
   it('a changed limit reads the stored arrival time in whole ms', async () => {
     const orgId = await fundedOrg();
-    expect(await reserveAt(orgId, { at: T0, keyRpm: 7 })).toEqual(HELD);
+    expect(await reserveAt(orgId, { at: T0, keyRpm: 7 })).toEqual(held(7, 6, 8572));
     // TAT T0 + 8571 3/7 ms, rounded up to T0 + 8572 under another limit: the bucket of 3 (20 s
     // a request) has 60 − 8.572 s of room: two more pass, the next waits 8.572 s.
     expect(await redis.get(keys.keyRate(orgId, KEY_ID))).toBe(`${T0 + 8571}:3:7`);
-    expect(await reserveAt(orgId, { at: T0, keyRpm: 3 })).toEqual(HELD);
-    expect(await reserveAt(orgId, { at: T0, keyRpm: 3 })).toEqual(HELD);
-    expect(await reserveAt(orgId, { at: T0, keyRpm: 3 })).toEqual([6, 'key', 3, 8572]);
+    expect(await reserveAt(orgId, { at: T0, keyRpm: 3 })).toEqual(held(3, 1, 28_572));
+    expect(await reserveAt(orgId, { at: T0, keyRpm: 3 })).toEqual(held(3, 0, 48_572));
+    expect(await reserveAt(orgId, { at: T0, keyRpm: 3 })).toEqual([6, 'key', 3, 8572, 48_572]);
   });
 
   it('refuses a limit out of range, writing nothing', async () => {
@@ -189,19 +228,40 @@ describe('an arrival is recorded only when the request is held', () => {
     expect(await reserveAt(unloaded, { at: T0, keyRpm: 1 })).toEqual([1, 'wallet']);
     expect(await redis.exists(keys.keyRate(unloaded, KEY_ID))).toBe(0);
     // The one request of the minute is still there.
-    expect(await reserveAt(orgId, { at: T0, keyRpm: 1, amountNano: 1000n })).toEqual(HELD);
-    expect(await reserveAt(orgId, { at: T0, keyRpm: 1 })).toEqual([6, 'key', 1, 60_000]);
+    expect(await reserveAt(orgId, { at: T0, keyRpm: 1, amountNano: 1000n })).toEqual(
+      held(1, 0, 60_000),
+    );
+    expect(await reserveAt(orgId, { at: T0, keyRpm: 1 })).toEqual([6, 'key', 1, 60_000, 60_000]);
   });
 
   it('a reserve of a held request run again (decision 318) is not refused for its own arrival', async () => {
     const orgId = await fundedOrg();
     const requestId = newRequestId();
-    expect(await reserveAt(orgId, { at: T0, keyRpm: 1, requestId })).toEqual(HELD);
+    expect(await reserveAt(orgId, { at: T0, keyRpm: 1, requestId })).toEqual(held(1, 0, 60_000));
     const bucket = await redis.get(keys.keyRate(orgId, KEY_ID));
-    expect(await reserveAt(orgId, { at: T0 + 5, keyRpm: 1, requestId })).toEqual(HELD);
+    expect(await reserveAt(orgId, { at: T0 + 5, keyRpm: 1, requestId })).toEqual(
+      held(1, 0, 59_995),
+    );
     expect(await redis.get(keys.keyRate(orgId, KEY_ID))).toBe(bucket);
     expect(await walletReserved(orgId)).toBe('1000');
-    expect(await reserveAt(orgId, { at: T0 + 5, keyRpm: 1 })).toEqual([6, 'key', 1, 59_995]);
+    expect(await reserveAt(orgId, { at: T0 + 5, keyRpm: 1 })).toEqual([
+      6,
+      'key',
+      1,
+      59_995,
+      59_995,
+    ]);
+  });
+
+  it('a reserve run twice for one request (decision 318) counts its arrival once, and answers where the bucket stands', async () => {
+    const orgId = await fundedOrg();
+    const requestId = newRequestId();
+    expect(await reserveAt(orgId, { at: T0, keyRpm: 3, requestId })).toEqual(held(3, 2, 20_000));
+    expect(await reserveAt(orgId, { at: T0 + 5, keyRpm: 3, requestId })).toEqual(
+      held(3, 2, 19_995),
+    );
+    expect(await redis.get(keys.keyRate(orgId, KEY_ID))).toBe(`${T0 + 20_000}:0:3`);
+    expect(await reserveAt(orgId, { at: T0 + 5, keyRpm: 3 })).toEqual(held(3, 1, 39_995));
   });
 
   it('without limits no bucket is read or written', async () => {
@@ -215,28 +275,104 @@ describe('an arrival is recorded only when the request is held', () => {
   });
 });
 
+describe('a reserve given up on gives its arrival back (release.lua, decision 353)', () => {
+  /** release.lua for `requestId`, as the budget store sends it after a reserve got no answer. */
+  const releaseOf = async (
+    orgId: string,
+    requestId: string,
+    rated: { key: boolean; user?: string },
+  ): Promise<unknown[]> => {
+    const unused = keys.orgCap(orgId, 'unused');
+    const userSpend = rated.user ? keys.userSpend(orgId, rated.user, 'p') : unused;
+    return (await scripts.release(
+      {
+        wallet: keys.wallet(orgId),
+        wallet_expiries: keys.holdExpiries(keys.wallet(orgId)),
+        org_cap: unused,
+        org_cap_expiries: keys.holdExpiries(unused),
+        conn_cap: unused,
+        conn_cap_expiries: keys.holdExpiries(unused),
+        user_spend: userSpend,
+        user_spend_expiries: keys.holdExpiries(userSpend),
+        in_flight: keys.inFlight(orgId),
+        key_rate: keys.keyRate(orgId, KEY_ID),
+        user_rate: rated.user ? keys.productUserRate(orgId, KEY_ID, rated.user) : unused,
+      },
+      {
+        request_id: requestId,
+        held_nano: '1000',
+        key_rated: rated.key ? '1' : '0',
+        user_rated: rated.user ? '1' : '0',
+      },
+    )) as unknown[];
+  };
+
+  it('one request back in the key bucket, once; nothing for a reserve that did not hold', async () => {
+    const orgId = await fundedOrg();
+    const bucket = keys.keyRate(orgId, KEY_ID);
+    expect(await reserveAt(orgId, { at: T0, keyRpm: 2 })).toEqual(held(2, 1, 30_000));
+    const givenUp = newRequestId();
+    expect(await reserveAt(orgId, { at: T0, keyRpm: 2, requestId: givenUp })).toEqual(
+      held(2, 0, 60_000),
+    );
+    const refused = newRequestId();
+    expect((await reserveAt(orgId, { at: T0, keyRpm: 2, requestId: refused }))[0]).toBe(6);
+    // The refused one counted nothing and gives nothing back.
+    expect(await releaseOf(orgId, refused, { key: true })).toEqual([0, 0]);
+    expect(await redis.get(bucket)).toBe(`${T0 + 60_000}:0:2`);
+    // The one given up on: its hold released, its arrival given back, its expiry kept.
+    expect(await releaseOf(orgId, givenUp, { key: true })).toEqual([1, 1]);
+    expect(await redis.get(bucket)).toBe(`${T0 + 30_000}:0:2`);
+    expect(await redis.pttl(bucket)).toBeGreaterThan(0);
+    expect(await walletReserved(orgId)).toBe('1000');
+    // Run again (sent after a reconnect), it gives nothing more.
+    expect(await releaseOf(orgId, givenUp, { key: true })).toEqual([0, 0]);
+    expect(await redis.get(bucket)).toBe(`${T0 + 30_000}:0:2`);
+    expect(await reserveAt(orgId, { at: T0, keyRpm: 2 })).toEqual(held(2, 0, 60_000));
+  });
+
+  it("exactly one request at any limit (7 a minute: 8571 3/7 ms), and in the product user's bucket too", async () => {
+    const orgId = await fundedOrg();
+    await loadUser(orgId, 'pu_g');
+    const limits = { keyRpm: 7, userRpm: 3, user: 'pu_g' };
+    expect(await reserveAt(orgId, { at: T0, ...limits })).toEqual(held(3, 2, 20_000));
+    const givenUp = newRequestId();
+    expect(await reserveAt(orgId, { at: T0, ...limits, requestId: givenUp })).toEqual(
+      held(3, 1, 40_000),
+    );
+    expect(await redis.get(keys.keyRate(orgId, KEY_ID))).toBe(`${T0 + 17_142}:6:7`);
+    expect(await releaseOf(orgId, givenUp, { key: true, user: 'pu_g' })).toEqual([1, 2]);
+    expect(await redis.get(keys.keyRate(orgId, KEY_ID))).toBe(`${T0 + 8571}:3:7`);
+    expect(await redis.get(keys.productUserRate(orgId, KEY_ID, 'pu_g'))).toBe(`${T0 + 20_000}:0:3`);
+  });
+});
+
 describe('product-user limits under a key', () => {
   it('each product user has a bucket of its own; a key limit and a user limit together', async () => {
     const orgId = await fundedOrg();
     await loadUser(orgId, 'pu_a');
     await loadUser(orgId, 'pu_b');
     const limits = { keyRpm: 3, userRpm: 2 };
-    expect(await reserveAt(orgId, { at: T0, ...limits, user: 'pu_a' })).toEqual(HELD);
-    expect(await reserveAt(orgId, { at: T0, ...limits, user: 'pu_a' })).toEqual(HELD);
+    // The tighter bucket is told: A's (1 left of 2) rather than the key's (2 left of 3).
+    expect(await reserveAt(orgId, { at: T0, ...limits, user: 'pu_a' })).toEqual(held(2, 1, 30_000));
+    expect(await reserveAt(orgId, { at: T0, ...limits, user: 'pu_a' })).toEqual(held(2, 0, 60_000));
     // A's bucket of 2 is empty (30 s a request); the key's has one left.
     expect(await reserveAt(orgId, { at: T0, ...limits, user: 'pu_a' })).toEqual([
       6,
       'product_user',
       2,
       30_000,
+      60_000,
     ]);
-    expect(await reserveAt(orgId, { at: T0, ...limits, user: 'pu_b' })).toEqual(HELD);
+    // Now the key's bucket is the tighter: none left (B's has one).
+    expect(await reserveAt(orgId, { at: T0, ...limits, user: 'pu_b' })).toEqual(held(3, 0, 60_000));
     // B's bucket has room, the key's is empty.
     expect(await reserveAt(orgId, { at: T0, ...limits, user: 'pu_b' })).toEqual([
       6,
       'key',
       3,
       20_000,
+      60_000,
     ]);
     // Both full for A: the longer wait is answered.
     expect(await reserveAt(orgId, { at: T0 + 1000, ...limits, user: 'pu_a' })).toEqual([
@@ -244,10 +380,74 @@ describe('product-user limits under a key', () => {
       'product_user',
       2,
       29_000,
+      59_000,
     ]);
     // A request without a product user counts against the key only.
-    expect(await reserveAt(orgId, { at: T0 + 20_000, ...limits })).toEqual(HELD);
+    expect(await reserveAt(orgId, { at: T0 + 20_000, ...limits })).toEqual(held(3, 0, 60_000));
     expect(await redis.get(keys.productUserRate(orgId, KEY_ID, 'pu_b'))).toBe(`${T0 + 30_000}:0:2`);
+  });
+});
+
+describe('what the client is told of its rate (decision 353)', () => {
+  it('on a tie of the requests left, the bucket full again later', async () => {
+    const orgId = await fundedOrg();
+    await loadUser(orgId, 'pu_t');
+    const limits = { keyRpm: 3, userRpm: 2 };
+    expect(await reserveAt(orgId, { at: T0, ...limits })).toEqual(held(3, 2, 20_000));
+    // One left in each: the key's is full again in 40 s, the user's in 30 s.
+    expect(await reserveAt(orgId, { at: T0, ...limits, user: 'pu_t' })).toEqual(held(3, 1, 40_000));
+  });
+
+  it('counts down the requests left, exactly, as time refills the bucket', async () => {
+    const orgId = await fundedOrg();
+    expect(await reserveAt(orgId, { at: T0, keyRpm: 5 })).toEqual(held(5, 4, 12_000));
+    expect(await reserveAt(orgId, { at: T0, keyRpm: 5 })).toEqual(held(5, 3, 24_000));
+    // 11.999 s later not quite one request is back; at 12 s one is.
+    expect(await reserveAt(orgId, { at: T0 + 11_999, keyRpm: 5 })).toEqual(held(5, 2, 24_001));
+    expect(await reserveAt(orgId, { at: T0 + 24_000, keyRpm: 5 })).toEqual(held(5, 3, 24_000));
+  });
+});
+
+describe('count_tokens: a bucket of its own (rate-limit.lua, decision 353)', () => {
+  it('counts one request when it passes, refuses with the wait and the full time, writing nothing', async () => {
+    const orgId = uniqueOrg();
+    const bucket = keys.countTokensRate(orgId, KEY_ID);
+    const take = async (at: number) =>
+      (await scripts.rateLimit({ bucket }, { limit: 4, now_ms: at })) as unknown[];
+    expect(await take(T0)).toEqual([0, 3, 15_000]);
+    expect(await take(T0)).toEqual([0, 2, 30_000]);
+    expect(await take(T0)).toEqual([0, 1, 45_000]);
+    expect(await take(T0)).toEqual([0, 0, 60_000]);
+    expect(await take(T0 + 1_000)).toEqual([6, 14_000, 59_000]);
+    expect(await redis.get(bucket)).toBe(`${T0 + 60_000}:0:4`);
+    expect(await take(T0 + 15_000)).toEqual([0, 0, 60_000]);
+    for (const limit of ['', '0', '1000001']) {
+      await expect(scripts.rateLimit({ bucket }, { limit, now_ms: T0 })).rejects.toThrow(
+        /gw_invalid_argument: limit/,
+      );
+    }
+  });
+
+  it("through the budget store: apart from the key's inference requests", async () => {
+    const orgId = await fundedOrg();
+    const bucket = { orgId, apiKeyId: KEY_ID, limitPerMinute: 2 };
+    expect(await budget.takeCountTokens(bucket)).toMatchObject({
+      kind: 'passed',
+      rateLimit: { limitPerMinute: 2, remaining: 1, resetMs: 30_000 },
+    });
+    expect(await budget.takeCountTokens(bucket)).toMatchObject({
+      kind: 'passed',
+      rateLimit: { remaining: 0 },
+    });
+    expect(await budget.takeCountTokens(bucket)).toMatchObject({
+      kind: 'rate_limited',
+      scope: 'key',
+      limitPerMinute: 2,
+      rateLimit: { remaining: 0 },
+    });
+    // The key's own bucket was not touched: its inference requests have their whole burst.
+    expect(await redis.exists(keys.keyRate(orgId, KEY_ID))).toBe(0);
+    expect(await reserveAt(orgId, { at: Date.now(), keyRpm: 1 })).toEqual(held(1, 0, 60_000));
   });
 });
 
@@ -270,10 +470,19 @@ describe('the budget store', () => {
         amountNano: 10n,
         rateLimits: { apiKeyId: KEY_ID, keyPerMinute: 2, productUserPerMinute: 1 },
       });
-    expect(await reserve()).toMatchObject({ kind: 'held' });
-    expect(await reserve()).toMatchObject({ kind: 'held' });
+    const first = await reserve();
+    expect(first).toMatchObject({
+      kind: 'held',
+      rateLimit: { limitPerMinute: 2, remaining: 1, resetMs: 30_000 },
+    });
+    expect(await reserve()).toMatchObject({ kind: 'held', rateLimit: { remaining: 0 } });
     const refused = await reserve();
-    expect(refused).toMatchObject({ kind: 'rate_limited', scope: 'key', limitPerMinute: 2 });
+    expect(refused).toMatchObject({
+      kind: 'rate_limited',
+      scope: 'key',
+      limitPerMinute: 2,
+      rateLimit: { limitPerMinute: 2, remaining: 0 },
+    });
     expect(refused.kind === 'rate_limited' && refused.retryAfterMs).toBeGreaterThan(29_000);
     expect(refused.kind === 'rate_limited' && refused.retryAfterMs).toBeLessThanOrEqual(30_000);
     expect(await walletReserved(orgId)).toBe('20');

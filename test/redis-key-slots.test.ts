@@ -32,6 +32,9 @@ const builderScopes: Record<keyof RedisKeys, 'org' | 'pair' | 'alone'> = {
   // Request-rate buckets, read and written by reserve.lua with the holds.
   keyRate: 'org',
   productUserRate: 'org',
+  // A key's bucket of token counts: rate-limit.lua alone takes it; in the org's slot with its
+  // other buckets.
+  countTokensRate: 'org',
   settled: 'org',
   usageStream: 'org',
   // Written by reserve.lua, removed by settle.lua, beside the holds.
@@ -97,8 +100,14 @@ const scriptKeys: { [N in ScriptName]: (orgId: string) => Record<string, string>
   }),
   release: (orgId) => {
     const { user_credits: _credits, user_grants: _grants, ...accounts } = requestAccountKeys(orgId);
-    return { ...accounts, in_flight: keys.inFlight(orgId) };
+    return {
+      ...accounts,
+      in_flight: keys.inFlight(orgId),
+      key_rate: keys.keyRate(orgId, 'key_1'),
+      user_rate: keys.productUserRate(orgId, 'key_1', 'pu_1'),
+    };
   },
+  rateLimit: (orgId) => ({ bucket: keys.countTokensRate(orgId, 'key_1') }),
   failover: (orgId) => ({
     wallet: keys.wallet(orgId),
     wallet_expiries: keys.holdExpiries(keys.wallet(orgId)),

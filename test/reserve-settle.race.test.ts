@@ -198,6 +198,8 @@ describe('a reserve given up on (decision 318)', () => {
       user_spend: unused,
       user_spend_expiries: keys.holdExpiries(unused),
       in_flight: keys.inFlight(orgId),
+      key_rate: unused,
+      user_rate: unused,
     };
   }
 
@@ -322,7 +324,10 @@ describe('a reserve given up on (decision 318)', () => {
     }
     expect(await redis.hexists(keys.inFlight(orgId), requestId)).toBe(1);
     for (let run = 0; run < 2; run += 1) {
-      store.releases.release(requestId, releaseKeys(orgId), 1_500_000n);
+      store.releases.release(requestId, releaseKeys(orgId), 1_500_000n, {
+        key: false,
+        user: false,
+      });
       await eventually(async () => (store.releases.waiting === 0 ? true : undefined));
       expect(await walletState(orgId)).toEqual({ balance: 5_000_000n, reserved: 1_500_000n });
       expect(await redis.zrange(keys.holdExpiries(keys.wallet(orgId)), 0, -1)).toEqual([

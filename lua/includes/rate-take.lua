@@ -19,11 +19,10 @@ local function rate_limit(text, name)
   return value
 end
 
--- One request against the bucket at `key` at `now` (ms): true, the TAT to store and its
--- expiry (ms: when the bucket is full again); or false and the wait (ms) until it would pass.
--- It writes nothing: the caller stores the TAT only if the request goes on.
-local function rate_take(key, limit, now)
-  local debt = 0 -- how far the TAT is ahead of now, in units
+-- How far the bucket at `key` is from full at `now` (ms), in units: its TAT's lead over now,
+-- at most a full bucket (a TAT further ahead, another instance's clock ahead, counts as full).
+local function rate_debt(key, limit, now)
+  local debt = 0
   local stored = redis.call('GET', key)
   if stored then
     local tat_ms, part, stored_limit = string.match(stored, '^(%d+):(%d+):(%d+)$')
@@ -38,13 +37,49 @@ local function rate_take(key, limit, now)
     end
   end
   local horizon = RATE_WINDOW_MS * limit
-  -- a TAT further ahead than a full bucket (another instance's clock ahead) counts as full
   if debt > horizon then debt = horizon end
+  return debt
+end
+
+-- What a bucket `debt` units from full tells its client (decision 353): the requests that
+-- would still pass now, and the ms until it is full again (rounded up). Both exact: a quotient
+-- of integers below 6e10 that is not whole is at least 1/60000 from the next whole number.
+local function rate_left(debt, limit)
+  return math.floor((RATE_WINDOW_MS * limit - debt) / RATE_WINDOW_MS), math.ceil(debt / limit)
+end
+
+-- One request against the bucket at `key` at `now` (ms): true, the TAT to store, its expiry
+-- (ms: when the bucket is full again) and the debt after it; or false, the wait (ms) until it
+-- would pass and the debt it found. It writes nothing: the caller stores the TAT only if the
+-- request goes on.
+local function rate_take(key, limit, now)
+  local debt = rate_debt(key, limit, now)
   local after = debt + RATE_WINDOW_MS
+  local horizon = RATE_WINDOW_MS * limit
   if after > horizon then
-    return false, math.ceil((after - horizon) / limit)
+    return false, math.ceil((after - horizon) / limit), debt
   end
   local ahead_ms = math.floor(after / limit)
   local tat = string.format('%.0f:%.0f:%.0f', now + ahead_ms, after % limit, limit)
-  return true, tat, math.ceil(after / limit)
+  return true, tat, math.ceil(after / limit), after
+end
+
+-- Takes one request back out of the bucket at `key`, for a reserve given up on (decision 353):
+-- its TAT moves back by one request at the bucket's limit (60000 units: whole ms and a part),
+-- its expiry kept (a TAT behind now reads as a full bucket). A bucket gone is full already.
+local function rate_give_back(key)
+  local stored = redis.call('GET', key)
+  if not stored then return false end
+  local tat_ms, part, limit = string.match(stored, '^(%d+):(%d+):(%d+)$')
+  if not tat_ms then return false end
+  tat_ms, part, limit = tonumber(tat_ms), tonumber(part), tonumber(limit)
+  local back_part = RATE_WINDOW_MS % limit
+  tat_ms = tat_ms - (RATE_WINDOW_MS - back_part) / limit
+  part = part - back_part
+  if part < 0 then
+    part = part + limit
+    tat_ms = tat_ms - 1
+  end
+  redis.call('SET', key, string.format('%.0f:%.0f:%.0f', tat_ms, part, limit), 'KEEPTTL')
+  return true
 end

@@ -87,8 +87,27 @@ export interface ReserveRequest {
   readonly rateLimits?: RequestRateLimits | undefined;
 }
 
+/**
+ * Where a request stands against its rate limits, as its answer's headers tell the client
+ * (docs/decisions.md 353): the tighter bucket of the key's and its product user's.
+ */
+export interface RateLimitState {
+  readonly limitPerMinute: number;
+  /** The requests that bucket would still pass now (0 when it refused this one). */
+  readonly remaining: number;
+  /** How long until that bucket is full again (ms from `atMs`). */
+  readonly resetMs: number;
+  /** The clock reading `resetMs` counts from: the now the bucket was read at. */
+  readonly atMs: number;
+}
+
 export type ReserveOutcome =
-  | { readonly kind: 'held'; readonly credentialId: string | null }
+  | {
+      readonly kind: 'held';
+      readonly credentialId: string | null;
+      /** Absent when the request has no rate limit. */
+      readonly rateLimit?: RateLimitState;
+    }
   | { readonly kind: 'no_credential' }
   | { readonly kind: 'wallet_short'; readonly availableNano: bigint }
   | {
@@ -97,6 +116,8 @@ export type ReserveOutcome =
       readonly limitPerMinute: number;
       /** When the request would pass (ms from now). */
       readonly retryAfterMs: number;
+      /** The refusing bucket (remaining 0), for the answer's headers. */
+      readonly rateLimit: RateLimitState;
     }
   | {
       readonly kind: 'cap_exceeded';
@@ -135,6 +156,16 @@ export interface FailoverRequest {
 
 export type RateLimitedOutcome = Extract<ReserveOutcome, { kind: 'rate_limited' }>;
 
+/** A bucket a route that holds nothing counts its requests in (count_tokens: decision 353). */
+export interface RateBucket {
+  readonly orgId: string;
+  readonly apiKeyId: string;
+  readonly limitPerMinute: number;
+}
+
+export type RateTakeOutcome =
+  { readonly kind: 'passed'; readonly rateLimit: RateLimitState } | RateLimitedOutcome;
+
 export interface BudgetStore {
   reserve(request: ReserveRequest): Promise<ReserveOutcome>;
   /**
@@ -144,6 +175,11 @@ export interface BudgetStore {
    * up: a key past its limit costs no Postgres write and no token count.
    */
   knownRateRefusal(limits: RequestRateLimits): RateLimitedOutcome | undefined;
+  /**
+   * One token count against the key's bucket of counts (decision 353): counted when it passes.
+   * Its own bucket, apart from the key's inference requests; scope `key`.
+   */
+  takeCountTokens(bucket: RateBucket): Promise<RateTakeOutcome>;
   /**
    * Cools a failed BYOK credential down (for every instance) and picks the next one, or the
    * system route (holding the amount on the org wallet, which then pays). The call that starts

@@ -15,9 +15,16 @@ import type { Logger } from '../log.js';
 import type { RedisClient } from '../redis/connect.js';
 import type { RedisScripts, ScriptKeys } from '../redis/scripts.js';
 
+/** The rate buckets (KEYS key_rate, user_rate) the reserve counted the request in. */
+export interface RatesCounted {
+  readonly key: boolean;
+  readonly user: boolean;
+}
+
 interface PendingRelease {
   readonly keys: ScriptKeys<'release'>;
   readonly heldNano: string;
+  readonly rates: RatesCounted;
   readonly sinceMs: number;
   sending: boolean;
 }
@@ -37,11 +44,20 @@ export class HoldReleases {
     redis.on('ready', () => this.sendAgain());
   }
 
-  /** Releases what the request's reserve of `heldNano` may hold, now and after reconnects. */
-  release(requestId: string, keys: ScriptKeys<'release'>, heldNano: bigint): void {
+  /**
+   * Releases what the request's reserve of `heldNano` may hold, and the arrival it may have
+   * counted in its rate buckets, now and after reconnects.
+   */
+  release(
+    requestId: string,
+    keys: ScriptKeys<'release'>,
+    heldNano: bigint,
+    rates: RatesCounted,
+  ): void {
     const entry: PendingRelease = {
       keys,
       heldNano: heldNano.toString(),
+      rates,
       sinceMs: Date.now(),
       sending: false,
     };
@@ -68,12 +84,21 @@ export class HoldReleases {
 
   private send(requestId: string, entry: PendingRelease): void {
     entry.sending = true;
-    this.scripts.release(entry.keys, { request_id: requestId, held_nano: entry.heldNano }).then(
+    const args = {
+      request_id: requestId,
+      held_nano: entry.heldNano,
+      key_rated: entry.rates.key ? '1' : '0',
+      user_rated: entry.rates.user ? '1' : '0',
+    };
+    this.scripts.release(entry.keys, args).then(
       (result) => {
         if (this.pending.get(requestId) === entry) this.pending.delete(requestId);
-        const released = Number((result as [number])[0]);
-        if (released > 0) {
-          this.logger?.info({ requestId, released }, 'released the holds of a reserve given up on');
+        const [released, rates] = (result as [number, number]).map(Number);
+        if (released! > 0 || rates! > 0) {
+          this.logger?.info(
+            { requestId, released, ratesGivenBack: rates },
+            'released the holds of a reserve given up on',
+          );
         }
       },
       (error: unknown) => {

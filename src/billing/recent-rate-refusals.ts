@@ -8,6 +8,8 @@
 // push it; time drains the debt towards it), so a reserve refused at now_ms with a wait of w ms
 // means every request before now_ms + w is refused too, under the same limit. The entry is
 // per key and limit: a changed limit is checked in Redis afresh, a cleared one not at all.
+// For the same reason the bucket's TAT stays where it was until then (nothing passes to push
+// it), so when it is full again (the rate-limit headers' reset, decision 353) is exact too.
 
 /** Entries kept at most (a few hundred bytes each): past it the oldest go first. */
 const MAX_ENTRIES = 10_000;
@@ -16,47 +18,63 @@ export interface KnownRateRefusal {
   readonly limitPerMinute: number;
   /** How long the key's limit still refuses it (ms from `nowMs`). */
   readonly retryAfterMs: number;
+  /** How long until the key's bucket is full again (ms from `nowMs`). */
+  readonly resetMs: number;
+}
+
+interface RefusalTimes {
+  /** The first ms at which a request may pass again. */
+  readonly passesAtMs: number;
+  /** The ms at which the bucket is full again. */
+  readonly fullAtMs: number;
 }
 
 export class RecentRateRefusals {
-  /** '<api key id> <limit>' → the first ms at which a request may pass again. */
-  private readonly passesAtMs = new Map<string, number>();
+  /** '<api key id> <limit>' → when the refusal ends, and when the bucket is full again. */
+  private readonly entries = new Map<string, RefusalTimes>();
 
   constructor(private readonly maxEntries = MAX_ENTRIES) {}
 
-  /** The reserve at `nowMs` refused the key's bucket of `limitPerMinute` for `waitMs`. */
-  remember(apiKeyId: string, limitPerMinute: number, nowMs: number, waitMs: number): void {
-    const entry = `${apiKeyId} ${limitPerMinute}`;
-    this.passesAtMs.delete(entry); // re-inserted last: the oldest entries are the first ones
-    if (this.passesAtMs.size >= this.maxEntries) this.makeRoom(nowMs);
-    this.passesAtMs.set(entry, nowMs + waitMs);
+  /** The reserve at `nowMs` refused the key's bucket by `refusal` (its waits from `nowMs`). */
+  remember(apiKeyId: string, nowMs: number, refusal: KnownRateRefusal): void {
+    const entry = `${apiKeyId} ${refusal.limitPerMinute}`;
+    this.entries.delete(entry); // re-inserted last: the oldest entries are the first ones
+    if (this.entries.size >= this.maxEntries) this.makeRoom(nowMs);
+    this.entries.set(entry, {
+      passesAtMs: nowMs + refusal.retryAfterMs,
+      fullAtMs: nowMs + refusal.resetMs,
+    });
   }
 
   /** The refusal still running for this key and limit at `nowMs`, if one is known. */
   refusal(apiKeyId: string, limitPerMinute: number, nowMs: number): KnownRateRefusal | undefined {
     const entry = `${apiKeyId} ${limitPerMinute}`;
-    const passesAtMs = this.passesAtMs.get(entry);
-    if (passesAtMs === undefined) return undefined;
-    if (passesAtMs <= nowMs) {
-      this.passesAtMs.delete(entry);
+    const times = this.entries.get(entry);
+    if (times === undefined) return undefined;
+    if (times.passesAtMs <= nowMs) {
+      this.entries.delete(entry);
       return undefined;
     }
-    return { limitPerMinute, retryAfterMs: passesAtMs - nowMs };
+    return {
+      limitPerMinute,
+      retryAfterMs: times.passesAtMs - nowMs,
+      resetMs: times.fullAtMs - nowMs,
+    };
   }
 
   get size(): number {
-    return this.passesAtMs.size;
+    return this.entries.size;
   }
 
   /** Drops the lapsed entries, then the oldest ones down to 9/10 of the bound (amortised). */
   private makeRoom(nowMs: number): void {
-    for (const [entry, passesAtMs] of this.passesAtMs) {
-      if (passesAtMs <= nowMs) this.passesAtMs.delete(entry);
+    for (const [entry, times] of this.entries) {
+      if (times.passesAtMs <= nowMs) this.entries.delete(entry);
     }
     const keep = Math.floor(this.maxEntries * 0.9);
-    for (const entry of this.passesAtMs.keys()) {
-      if (this.passesAtMs.size <= keep) break;
-      this.passesAtMs.delete(entry);
+    for (const entry of this.entries.keys()) {
+      if (this.entries.size <= keep) break;
+      this.entries.delete(entry);
     }
   }
 }

@@ -10,7 +10,7 @@ import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts, ScriptKeys } from '../redis/scripts.js';
 import { encodeDraft } from './in-flight-draft.js';
 import type { AccountLoader, AccountName } from './account-loader.js';
-import { HoldReleases } from './hold-releases.js';
+import { HoldReleases, type RatesCounted } from './hold-releases.js';
 import { RecentRateRefusals } from './recent-rate-refusals.js';
 import type { Logger } from '../log.js';
 import type {
@@ -18,7 +18,9 @@ import type {
   CredentialChoice,
   FailoverOutcome,
   FailoverRequest,
+  RateBucket,
   RateLimitedOutcome,
+  RateTakeOutcome,
   RequestRateLimits,
   ReserveOutcome,
   ReserveRequest,
@@ -115,8 +117,26 @@ export class RedisBudgetStore implements BudgetStore {
 
   knownRateRefusal(limits: RequestRateLimits): RateLimitedOutcome | undefined {
     if (limits.keyPerMinute === null) return undefined;
-    const known = this.rateRefusals.refusal(limits.apiKeyId, limits.keyPerMinute, Date.now());
-    return known && { kind: 'rate_limited', scope: 'key', ...known };
+    const nowMs = Date.now();
+    const known = this.rateRefusals.refusal(limits.apiKeyId, limits.keyPerMinute, nowMs);
+    if (!known) return undefined;
+    const { limitPerMinute, retryAfterMs, resetMs } = known;
+    const rateLimit = { limitPerMinute, remaining: 0, resetMs, atMs: nowMs };
+    return { kind: 'rate_limited', scope: 'key', limitPerMinute, retryAfterMs, rateLimit };
+  }
+
+  async takeCountTokens(bucket: RateBucket): Promise<RateTakeOutcome> {
+    const atMs = Date.now();
+    const [code, first, resetMs] = (await this.scripts.rateLimit(
+      { bucket: this.keys.countTokensRate(bucket.orgId, bucket.apiKeyId) },
+      { limit: bucket.limitPerMinute, now_ms: atMs },
+    )) as [number, number, number];
+    const limitPerMinute = bucket.limitPerMinute;
+    if (code === ReserveCode.Held) {
+      return { kind: 'passed', rateLimit: { limitPerMinute, remaining: first, resetMs, atMs } };
+    }
+    const rateLimit = { limitPerMinute, remaining: 0, resetMs, atMs };
+    return { kind: 'rate_limited', scope: 'key', limitPerMinute, retryAfterMs: first, rateLimit };
   }
 
   async reserve(request: ReserveRequest): Promise<ReserveOutcome> {
@@ -177,7 +197,7 @@ export class RedisBudgetStore implements BudgetStore {
           user_rpm: userRpm ?? '',
         })) as Array<string | number>;
       } catch (error) {
-        throw this.givenUp(error, request, keys);
+        throw this.givenUp(error, request, keys, { key: keyRpm !== null, user: userRpm !== null });
       }
     };
     let result = await call();
@@ -187,8 +207,17 @@ export class RedisBudgetStore implements BudgetStore {
     }
     const amount = (index: number): bigint => BigInt(result[index] ?? '0');
     switch (result[0]) {
-      case ReserveCode.Held:
-        return { kind: 'held', credentialId: result[1] ? String(result[1]) : null };
+      case ReserveCode.Held: {
+        const credentialId = result[1] ? String(result[1]) : null;
+        if (result.length < 5) return { kind: 'held', credentialId };
+        const rateLimit = {
+          limitPerMinute: Number(result[2]),
+          remaining: Number(result[3]),
+          resetMs: Number(result[4]),
+          atMs: calledAtMs,
+        };
+        return { kind: 'held', credentialId, rateLimit };
+      }
       case ReserveCode.NoCredential:
         return { kind: 'no_credential' };
       case ReserveCode.WalletShort:
@@ -199,11 +228,20 @@ export class RedisBudgetStore implements BudgetStore {
           scope: result[1] === 'key' ? 'key' : 'product_user',
           limitPerMinute: Number(result[2]),
           retryAfterMs: Number(result[3]),
+          rateLimit: {
+            limitPerMinute: Number(result[2]),
+            remaining: 0,
+            resetMs: Number(result[4]),
+            atMs: calledAtMs,
+          },
         };
         // Counted from the now_ms the script was given (decision 347).
         if (refusal.scope === 'key' && rateLimits) {
-          const { limitPerMinute, retryAfterMs } = refusal;
-          this.rateRefusals.remember(rateLimits.apiKeyId, limitPerMinute, calledAtMs, retryAfterMs);
+          this.rateRefusals.remember(rateLimits.apiKeyId, calledAtMs, {
+            limitPerMinute: refusal.limitPerMinute,
+            retryAfterMs: refusal.retryAfterMs,
+            resetMs: refusal.rateLimit.resetMs,
+          });
         }
         return refusal;
       }
@@ -232,9 +270,15 @@ export class RedisBudgetStore implements BudgetStore {
   /**
    * A reserve without an answer (REDIS_TIMEOUT_MS passed, or its connection closed first) may
    * have run or may still run: what it may hold is released, on the same connection, after it
-   * (HoldReleases). The request answers 503. A script error (ReplyError) wrote nothing.
+   * (HoldReleases), and the arrival it counted in its rate buckets given back (decision 353).
+   * The request answers 503. A script error (ReplyError) wrote nothing.
    */
-  private givenUp(error: unknown, request: ReserveRequest, keys: ScriptKeys<'reserve'>): unknown {
+  private givenUp(
+    error: unknown,
+    request: ReserveRequest,
+    keys: ScriptKeys<'reserve'>,
+    rates: RatesCounted,
+  ): unknown {
     if ((error as Error | null)?.name !== 'ReplyError') {
       this.releases.release(
         request.requestId,
@@ -248,8 +292,11 @@ export class RedisBudgetStore implements BudgetStore {
           user_spend: keys.user_spend,
           user_spend_expiries: keys.user_spend_expiries,
           in_flight: keys.in_flight,
+          key_rate: keys.key_rate,
+          user_rate: keys.user_rate,
         },
         request.amountNano,
+        rates,
       );
     }
     return error;

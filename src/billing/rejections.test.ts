@@ -3,7 +3,13 @@ import { rateLimitedError } from './rejections.js';
 
 describe('a rate-limit refusal', () => {
   const refusal = (scope: 'key' | 'product_user', limitPerMinute: number, retryAfterMs: number) =>
-    ({ kind: 'rate_limited', scope, limitPerMinute, retryAfterMs }) as const;
+    ({
+      kind: 'rate_limited',
+      scope,
+      limitPerMinute,
+      retryAfterMs,
+      rateLimit: { limitPerMinute, remaining: 0, resetMs: 60_000, atMs: 0 },
+    }) as const;
 
   it('names what the caller holds, the limit and the wait', () => {
     const byKey = rateLimitedError(refusal('key', 60, 1_500));
@@ -23,6 +29,15 @@ describe('a rate-limit refusal', () => {
       message:
         "this product user's limit of 2 requests per minute through this app is reached; retry in 1 s",
       headers: { 'retry-after': '1', 'retry-after-ms': '1' },
+    });
+  });
+
+  it('carries the headers it is given on where the key stands, besides the waits', () => {
+    const headers = { 'x-ratelimit-remaining-requests': '0' };
+    expect(rateLimitedError(refusal('key', 60, 1_500), 'api_key', headers).headers).toEqual({
+      'x-ratelimit-remaining-requests': '0',
+      'retry-after': '2',
+      'retry-after-ms': '1500',
     });
   });
 });

@@ -1,7 +1,7 @@
 // The spec's errors for a reservation the money layer refused.
 import { gwError, type GwError } from '../errors.js';
 import { formatNano } from '../money.js';
-import type { ReserveOutcome } from './budget-store.js';
+import type { RateLimitState, ReserveOutcome } from './budget-store.js';
 
 /** Header by which an old client asks for the legacy allowance error code. */
 export const LEGACY_ERRORS_HEADER = 'x-gw-legacy-errors';
@@ -20,6 +20,8 @@ export function reservationError(
     readonly currency: string;
     /** Whose rate limit a refusal names (default: an API key's). */
     readonly caller?: LimitedCaller;
+    /** The protocol's rate-limit headers for a rate refusal (decision 353). */
+    readonly rateLimitHeaders?: (state: RateLimitState) => Record<string, string>;
   },
 ): GwError {
   const money = (nano: bigint): string => `${formatNano(nano)} ${options.currency}`;
@@ -30,7 +32,11 @@ export function reservationError(
         'every provider credential for this model is rate limited or out of quota, and the routing mode forbids the system route',
       );
     case 'rate_limited':
-      return rateLimitedError(refusal, options.caller);
+      return rateLimitedError(
+        refusal,
+        options.caller,
+        options.rateLimitHeaders?.(refusal.rateLimit),
+      );
     case 'wallet_short':
       return gwError(
         'gw_reservation_insufficient_balance',
@@ -82,12 +88,19 @@ export function reservationError(
  * 429 gw_rate_limited: which limit, its size and the wait. `Retry-After` in whole seconds (at
  * least 1, rounded up) for every client; `retry-after-ms` the exact wait, which the official
  * OpenAI and Anthropic clients read first (a whole second is 10 times the wait of a limit of
- * 600 a minute).
+ * 600 a minute). `rateLimitHeaders`: the protocol's headers on where the key stands (decision
+ * 353).
  */
-export function rateLimitedError(refusal: RateLimited, caller: LimitedCaller = 'api_key'): GwError {
+export function rateLimitedError(
+  refusal: RateLimited,
+  caller: LimitedCaller = 'api_key',
+  rateLimitHeaders: Readonly<Record<string, string>> = {},
+  /** What the bucket counts: inference requests, or token counts (count_tokens: 353). */
+  counted: 'requests' | 'token counts' = 'requests',
+): GwError {
   const retryAfterMs = Math.max(1, refusal.retryAfterMs);
   const retryAfterS = Math.ceil(retryAfterMs / 1000);
-  const requests = refusal.limitPerMinute === 1 ? 'request' : 'requests';
+  const requests = refusal.limitPerMinute === 1 ? counted.slice(0, -1) : counted;
   const holder = caller === 'api_key' ? 'API key' : 'connected app';
   const whose = refusal.scope === 'key' ? `this ${holder}'s limit` : "this product user's limit";
   const under =
@@ -98,7 +111,11 @@ export function rateLimitedError(refusal: RateLimited, caller: LimitedCaller = '
       `retry in ${retryAfterS} s`,
     {
       details: { rate_limit_scope: refusal.scope },
-      headers: { 'retry-after': String(retryAfterS), 'retry-after-ms': String(retryAfterMs) },
+      headers: {
+        'retry-after': String(retryAfterS),
+        'retry-after-ms': String(retryAfterMs),
+        ...rateLimitHeaders,
+      },
     },
   );
 }

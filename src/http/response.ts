@@ -25,6 +25,8 @@ export class UwsHttpResponse implements HttpResponse {
   private bodyStreamed = false;
   private status = 200;
   private headers: Readonly<Record<string, string>> = {};
+  /** Headers added by header(), sent after writeHead's (none on nearly every answer). */
+  private addedHeaders: Array<readonly [string, string]> | undefined = undefined;
   private abortListeners: Array<() => void> = [];
   private drainWaiters: Array<() => void> = [];
   annotations: RequestAnnotations = {};
@@ -62,6 +64,11 @@ export class UwsHttpResponse implements HttpResponse {
     if (this.headersSent) return;
     this.status = status;
     this.headers = headers;
+  }
+
+  header(name: string, value: string): void {
+    if (this.headersSent) return;
+    (this.addedHeaders ??= []).push([name, value]);
   }
 
   write(chunk: string | Uint8Array): boolean {
@@ -165,6 +172,9 @@ export class UwsHttpResponse implements HttpResponse {
     this.native.writeStatus(statusLine(this.status));
     this.native.writeHeader('x-request-id', this.requestId);
     for (const name in this.headers) this.native.writeHeader(name, this.headers[name]!);
+    if (this.addedHeaders) {
+      for (const [name, value] of this.addedHeaders) this.native.writeHeader(name, value);
+    }
   }
 
   private settleDrainWaiters(): void {

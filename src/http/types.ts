@@ -48,6 +48,11 @@ export interface HttpResponse {
   onAborted(listener: () => void): void;
   /** Status and headers, sent with the first write or with end. */
   writeHead(status: number, headers?: Readonly<Record<string, string>>): void;
+  /**
+   * A header sent with whatever status and headers writeHead names (a rate-limited request's
+   * headers, on its answer, its stream or its error); ignored once the head is sent.
+   */
+  header(name: string, value: string): void;
   /** Writes a chunk; false means back off: await drained() before writing more. */
   write(chunk: string | Uint8Array): boolean;
   /** Resolves when the client can take more (or went away). */

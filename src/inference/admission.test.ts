@@ -6,6 +6,7 @@ import { gwError, isGwError } from '../errors.js';
 import { costNano } from '../money.js';
 import { tokenRates, type CatalogModel } from '../catalog/models.js';
 import { identity, model } from '../../test/support/pipeline-fakes.js';
+import { chatCompletionsRateLimitHeaders } from './rate-limit-headers.js';
 import { admit, type AdmissionPorts, type PlannedOutput } from './admission.js';
 
 function ports(
@@ -60,6 +61,7 @@ const input = (overrides: Record<string, unknown> = {}) => ({
   inputTexts: ['hi'],
   requestedMaxTokens: 100,
   prepareCall: (_model: unknown, output: PlannedOutput) => output,
+  rateLimitHeaders: chatCompletionsRateLimitHeaders,
   ...overrides,
 });
 
@@ -192,7 +194,14 @@ describe('admit', () => {
       (asked: string[]): AdmissionPorts['budget']['knownRateRefusal'] =>
       (limits) => {
         asked.push(`${limits.apiKeyId} ${String(limits.keyPerMinute)}`);
-        return { kind: 'rate_limited', scope: 'key', limitPerMinute: 5, retryAfterMs: 1_500 };
+        const rateLimit = { limitPerMinute: 5, remaining: 0, resetMs: 12_250, atMs: 0 };
+        return {
+          kind: 'rate_limited',
+          scope: 'key',
+          limitPerMinute: 5,
+          retryAfterMs: 1_500,
+          rateLimit,
+        };
       };
 
     it('is refused before its product user is looked up or its tokens are counted', async () => {
@@ -216,7 +225,14 @@ describe('admit', () => {
         status: 429,
         message: "this API key's limit of 5 requests per minute is reached; retry in 2 s",
         details: { rate_limit_scope: 'key' },
-        headers: { 'retry-after': '2', 'retry-after-ms': '1500' },
+        // where the key stands, in the names of the route's protocol (decision 353)
+        headers: {
+          'retry-after': '2',
+          'retry-after-ms': '1500',
+          'x-ratelimit-limit-requests': '5',
+          'x-ratelimit-remaining-requests': '0',
+          'x-ratelimit-reset-requests': '12.25s',
+        },
       });
       expect(asked).toEqual(['key_1 5']);
       expect([counted, reserved]).toEqual([[], []]);

@@ -31,6 +31,7 @@ import type { ProductUserDirectory, ResolvedProductUser } from '../product-users
 import type { CredentialDirectory } from '../credentials/credential-directory.js';
 import type { CountingFor, TokenCounter } from '../tokens/token-counter.js';
 import { chargeFor } from './charging-policy.js';
+import type { RateLimitHeaders } from './rate-limit-headers.js';
 import { buildUsageRecord } from './settlement.js';
 
 export interface AdmissionPorts {
@@ -94,6 +95,8 @@ export interface AdmissionInput<Call> {
   readonly prepareCall: (model: CatalogModel, output: PlannedOutput) => Call;
   /** The client connection: when it goes away, the token count is cancelled. */
   readonly client?: CountingFor;
+  /** The protocol's headers telling a rate-limited key where it stands (decision 353). */
+  readonly rateLimitHeaders: RateLimitHeaders;
 }
 
 export interface Admission<Call = unknown> {
@@ -117,6 +120,8 @@ export interface Admission<Call = unknown> {
   readonly credentialId: string | null;
   /** The upstream call, built before the hold. */
   readonly call: Call;
+  /** Headers every answer to the request carries: its rate limit's (none without a limit). */
+  readonly responseHeaders?: Readonly<Record<string, string>> | undefined;
 }
 
 /** The codes admission answers with (for the routes' declarations). */
@@ -183,7 +188,10 @@ export async function admit<Call>(
   // is looked up (a Postgres write for one seen first) and its tokens counted (decision 347).
   const limitedCaller: LimitedCaller = identity.oauthClientId ? 'oauth_token' : 'api_key';
   const knownRefusal = rateLimits && services.budget.knownRateRefusal(rateLimits);
-  if (knownRefusal) return rateLimitedError(knownRefusal, limitedCaller);
+  if (knownRefusal) {
+    const headers = input.rateLimitHeaders(knownRefusal.rateLimit);
+    return rateLimitedError(knownRefusal, limitedCaller, headers);
+  }
 
   // Counted before the product user is looked up: an organization with its most counts
   // waiting on this instance is refused before a Postgres write (decision 351, as 347).
@@ -301,6 +309,7 @@ export async function admit<Call>(
       legacyClient: input.headers[LEGACY_ERRORS_HEADER] === 'true',
       currency: SETTLEMENT_CURRENCY,
       caller: limitedCaller,
+      rateLimitHeaders: input.rateLimitHeaders,
     });
   }
 
@@ -320,6 +329,7 @@ export async function admit<Call>(
     reservedNano,
     credentialId: outcome.credentialId,
     call,
+    responseHeaders: outcome.rateLimit && input.rateLimitHeaders(outcome.rateLimit),
   };
 }
 

@@ -50,6 +50,11 @@ export async function relayAdmission(
 ): Promise<GwError | undefined> {
   if (isGwError(admission)) return admission;
   annotateAdmission(response, admission);
+  // Its rate limit's headers go with whatever it is answered: the body, the stream's first
+  // bytes, or an error (decision 353).
+  for (const name in admission.responseHeaders) {
+    response.header(name, admission.responseHeaders[name]!);
+  }
   // From here on every path settles: the hold is released and the usage recorded.
   await proxyToVendor(proxyPortsFor(deps), admission, request, response);
   return undefined;

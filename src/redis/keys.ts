@@ -24,6 +24,8 @@ export interface RedisKeys {
   keyRate(orgId: string, apiKeyId: string): string;
   /** The request-rate bucket of one product user under one API key. */
   productUserRate(orgId: string, apiKeyId: string, productUserId: string): string;
+  /** An API key's bucket of token counts (rate-limit.lua; decision 353). */
+  countTokensRate(orgId: string, apiKeyId: string): string;
   /** The holds on any account key above: zset '<request_id>:<amount_nano>' → expiry (ms). */
   holdExpiries(accountKey: string): string;
   /** Marks a settled request (idempotency), with a TTL. */
@@ -73,6 +75,7 @@ export function createRedisKeys(prefix: string): RedisKeys {
     credentialRotation: (orgId) => `${org(orgId)}:cred:rotation`,
     keyRate: (orgId, keyId) => `${org(orgId)}:rate:key:${keyId}`,
     productUserRate: (orgId, keyId, userId) => `${org(orgId)}:rate:key:${keyId}:pu:${userId}`,
+    countTokensRate: (orgId, keyId) => `${org(orgId)}:rate:count-tokens:${keyId}`,
     holdExpiries: (accountKey) => `${accountKey}:resv`,
     settled: (orgId, requestId) => `${org(orgId)}:settled:${requestId}`,
     usageStream: (orgId) => `${org(orgId)}:usage`,

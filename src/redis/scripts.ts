@@ -139,8 +139,8 @@ export const scriptSpecs = {
   },
   release: {
     file: 'release',
-    keys: [...HOLD_ACCOUNT_KEYS, 'in_flight'],
-    args: ['request_id', 'held_nano'],
+    keys: [...HOLD_ACCOUNT_KEYS, 'in_flight', 'key_rate', 'user_rate'],
+    args: ['request_id', 'held_nano', 'key_rated', 'user_rated'],
   },
   settle: {
     file: 'settle',
@@ -163,6 +163,11 @@ export const scriptSpecs = {
       'reservation_ttl_ms',
     ],
     rest: 'record_fields',
+  },
+  rateLimit: {
+    file: 'rate-limit',
+    keys: ['bucket'],
+    args: ['limit', 'now_ms'],
   },
   accountLoad: {
     file: 'account-load',

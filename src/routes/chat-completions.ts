@@ -12,6 +12,7 @@ import {
 } from '../inference/chat-request.js';
 import { PROXY_ERRORS, type ProxyDeps } from '../inference/proxy.js';
 import { relayAdmission } from '../inference/proxy-http.js';
+import { chatCompletionsRateLimitHeaders } from '../inference/rate-limit-headers.js';
 import { stripAttributionFields } from '../product-users/attribution.js';
 import type { UpstreamExchange } from '../protocols/common/exchange.js';
 import { chatCompletionTexts } from '../tokens/request-texts.js';
@@ -85,6 +86,7 @@ async function handleChatCompletion(
     choices,
     prepareCall,
     client: response,
+    rateLimitHeaders: chatCompletionsRateLimitHeaders,
   });
   return relayAdmission(deps, admission, { stream, startedAtMs: request.receivedAtMs }, response);
 }

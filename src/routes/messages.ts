@@ -13,6 +13,7 @@ import {
 } from '../protocols/messages/request.js';
 import { PROXY_ERRORS, type ProxyDeps } from '../inference/proxy.js';
 import { relayAdmission } from '../inference/proxy-http.js';
+import { messagesRateLimitHeaders } from '../inference/rate-limit-headers.js';
 import type { CatalogModel } from '../catalog/models.js';
 import { stripAttributionFields } from '../product-users/attribution.js';
 import { messagesTexts } from '../tokens/request-texts.js';
@@ -98,6 +99,7 @@ async function handleMessages(
       });
     },
     client: response,
+    rateLimitHeaders: messagesRateLimitHeaders,
   });
   return relayAdmission(deps, admission, { stream, startedAtMs: request.receivedAtMs }, response);
 }
