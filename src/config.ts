@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { poolSettingsInUrl } from './db/url-parameters.js';
 import { PROVIDERS, type ProviderId } from './providers/registry.js';
 import { parseClusterNodes } from './redis/target.js';
+import { DEFAULT_MAX_SSE_EVENT_BYTES } from './protocols/common/sse.js';
 import { DEFAULT_MAX_WAITING_PER_LANE } from './tokens/fair-scheduler.js';
 import { describeAllIssues } from './validation-messages.js';
 import { plainDecimal, wholeNumber } from './written-numbers.js';
@@ -102,6 +103,13 @@ export const configSchema = z.object({
   ...providerEnvShape,
   MAX_BODY_BYTES: wholeNumber({ min: 1024 }).default(4 * 1024 * 1024),
   UPSTREAM_TIMEOUT_MS: wholeNumber({ min: 100 }).default(120_000),
+  /**
+   * The largest single SSE event a vendor's stream may send; past it the stream ends as the
+   * vendor's failure (an error event to the client, charged as a broken stream: decision 354).
+   */
+  MAX_SSE_EVENT_BYTES: wholeNumber({ min: 64 * 1024, max: 1024 * 1024 * 1024 }).default(
+    DEFAULT_MAX_SSE_EVENT_BYTES,
+  ),
   /**
    * Connections per vendor origin and process. Every stream in flight holds one (HTTP/1.1),
    * so this bounds the concurrent requests to one vendor; more wait in the pool's queue.

@@ -47,8 +47,11 @@ export class ChatCompletionsStreamRelay extends EventRelay {
   private unparsedChunks: string[] = [];
   private unparsedBytes = 0;
 
-  constructor(private readonly clientWantsUsage: boolean) {
-    super();
+  constructor(
+    private readonly clientWantsUsage: boolean,
+    maxEventBytes?: number,
+  ) {
+    super(maxEventBytes);
   }
 
   get unpricedTiers(): UnpricedTier[] | undefined {
