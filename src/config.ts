@@ -2,7 +2,9 @@
 import { z } from 'zod';
 import { poolSettingsInUrl } from './db/url-parameters.js';
 import { PROVIDERS, type ProviderId } from './providers/registry.js';
+import { originOf } from './http/own-origin.js';
 import { parseClusterNodes } from './redis/target.js';
+import { DEFAULT_MAX_SSE_EVENT_BYTES } from './protocols/common/sse.js';
 import { DEFAULT_MAX_WAITING_PER_LANE } from './tokens/fair-scheduler.js';
 import { describeAllIssues } from './validation-messages.js';
 import { plainDecimal, wholeNumber } from './written-numbers.js';
@@ -103,6 +105,13 @@ export const configSchema = z.object({
   MAX_BODY_BYTES: wholeNumber({ min: 1024 }).default(4 * 1024 * 1024),
   UPSTREAM_TIMEOUT_MS: wholeNumber({ min: 100 }).default(120_000),
   /**
+   * The largest single SSE event a vendor's stream may send; past it the stream ends as the
+   * vendor's failure (an error event to the client, charged as a broken stream: decision 354).
+   */
+  MAX_SSE_EVENT_BYTES: wholeNumber({ min: 64 * 1024, max: 1024 * 1024 * 1024 }).default(
+    DEFAULT_MAX_SSE_EVENT_BYTES,
+  ),
+  /**
    * Connections per vendor origin and process. Every stream in flight holds one (HTTP/1.1),
    * so this bounds the concurrent requests to one vendor; more wait in the pool's queue.
    */
@@ -161,16 +170,33 @@ export const configSchema = z.object({
     .default('k1'),
   CREDENTIALS_PREVIOUS_KEYS: optionalSecret,
   DASHBOARD_INSECURE_COOKIES: booleanFlag.default(false),
+  /**
+   * Origins besides the gateway's own that may send dashboard writes, comma-separated; each
+   * normalised as a browser writes its Origin (lower case, no default port, no trailing
+   * slash: decision 354), so `https://App.Example:443/` matches `https://app.example`.
+   */
   DASHBOARD_ALLOWED_ORIGINS: z
     .string()
     .default('')
-    .transform((value) =>
-      value
+    .transform((value, context) => {
+      const entries = value
         .split(',')
-        .map((origin) => origin.trim())
-        .filter((origin) => origin !== ''),
-    )
-    .pipe(z.array(z.url().regex(/^https?:\/\/[^/]+$/, 'must be scheme://host[:port] only'))),
+        .map((entry) => entry.trim())
+        .filter((entry) => entry !== '');
+      const origins = new Set<string>();
+      entries.forEach((entry, index) => {
+        const origin = entry.includes('*') ? undefined : originOf(entry);
+        if (origin !== undefined) origins.add(origin);
+        else {
+          context.addIssue({
+            code: 'custom',
+            // By position: a configuration error never repeats a value.
+            message: `entry ${index + 1} of ${entries.length} is not an origin: each must be scheme://host[:port] only (http or https, no path, query, user or wildcard)`,
+          });
+        }
+      });
+      return [...origins];
+    }),
   DASHBOARD_SESSION_IDLE_MS: wholeNumber({ min: 60_000 }).default(2 * 3_600_000),
   DASHBOARD_SESSION_MAX_MS: wholeNumber({ min: 60_000 }).default(12 * 3_600_000),
   /** Anyone may make an account (and its personal organization) with POST /auth/signup. */
@@ -229,20 +255,6 @@ export const configSchema = z.object({
 });
 
 export type Config = Readonly<z.infer<typeof configSchema>>;
-
-/** `scheme://host[:port]` as URL normalises it (lower-case host, no default port), or undefined. */
-function originOf(value: string): string | undefined {
-  // No path (a trailing slash aside; URL reads a backslash as one), query or fragment; then no
-  // user name.
-  if (!/^https?:\/\/[^/\\?#]+\/?$/i.test(value)) return undefined;
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return undefined;
-  }
-  return url.username === '' && url.password === '' ? url.origin : undefined;
-}
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';

@@ -53,6 +53,41 @@ describe('configuration errors', () => {
   });
 });
 
+describe('DASHBOARD_ALLOWED_ORIGINS (decision 354)', () => {
+  it('normalises each entry as a browser writes its Origin, and drops repeats', () => {
+    const config = loadConfig({
+      DASHBOARD_ALLOWED_ORIGINS:
+        ' HTTPS://Partner.Example:443/ , http://LOCALHOST:80,https://partner.example,http://[::1]:5173/',
+    });
+    expect(config.DASHBOARD_ALLOWED_ORIGINS).toEqual([
+      'https://partner.example',
+      'http://localhost',
+      'http://[::1]:5173',
+    ]);
+    expect(loadConfig({}).DASHBOARD_ALLOWED_ORIGINS).toEqual([]);
+  });
+
+  it('refuses at startup an entry that is not an origin, by position, never its value', () => {
+    for (const entry of [
+      'https://app.example/dashboard',
+      'app.example',
+      'ftp://app.example',
+      'https://user@app.example',
+      'https://app.example?x=1',
+      'https://*.example',
+      'null',
+      'https://app.example:99999',
+    ]) {
+      const message = configMessage({
+        DASHBOARD_ALLOWED_ORIGINS: `https://ok.example, ${entry}`,
+      });
+      expect(message, entry).toBe(
+        'invalid configuration:\n  DASHBOARD_ALLOWED_ORIGINS: entry 2 of 2 is not an origin: each must be scheme://host[:port] only (http or https, no path, query, user or wildcard)',
+      );
+    }
+  });
+});
+
 describe('configuration values', () => {
   it('set to nothing take their default, not the 0 or "" an empty string parses to', () => {
     const config = loadConfig({ HEAP_GROWTH_PERCENT: '', PORT: ' ', REQUEST_LOG_SAMPLE_RATE: '' });

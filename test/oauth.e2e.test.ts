@@ -223,6 +223,54 @@ describe('gw oauth-client create', () => {
     );
     expect(none.code).toBe(2);
   });
+
+  it('refuses a redirect URI whose query names a parameter the answer adds (iss, state, code…)', async () => {
+    // The answer keeps the registered query and adds its own `iss` (RFC 9207): a second one
+    // would leave the client reading the registered value (decision 354).
+    for (const [uri, name] of [
+      ['https://app.example.com/cb?iss=https%3A%2F%2Fother.example', 'iss'],
+      ['https://app.example.com/cb?mode=web&i%73s=x', 'iss'], // as the client decodes it
+      ['https://app.example.com/cb?state=fixed', 'state'],
+      ['https://app.example.com/cb?code=1', 'code'],
+      ['com.example.app:/cb?error=x', 'error'],
+    ]) {
+      const result = await runCli(
+        ['oauth-client', 'create', '--app-id', maker.app_id, '--name', 'x', '--redirect-uri', uri!],
+        env,
+      );
+      expect(result.code, uri).toBe(2);
+      expect((JSON.parse(result.stderr) as ErrorBody).error).toEqual({
+        code: 'gw_invalid_request',
+        message: `redirect_uris.0: must not carry ${name} in its query: the authorization response adds its own ${name}, and a response parameter is sent once (RFC 6749 section 3.1, RFC 9207)`,
+      });
+    }
+  });
+
+  it('sends nothing to such a URI registered before the rule: refused on the gateway’s page', async () => {
+    const legacy = await createOAuthClient(env, maker.app_id, [CALLBACK], { public: true });
+    const withIss = 'http://127.0.0.1:9/callback?iss=https%3A%2F%2Fother.example';
+    // As a row written before registration refused it.
+    await db.query('UPDATE oauth_clients SET redirect_uris = $2 WHERE id = $1', [
+      legacy.client_id,
+      [withIss],
+    ]);
+    const query = authorizeQuery({
+      clientId: legacy.client_id,
+      redirectUri: withIss,
+      state: 's',
+      challenge: pkcePair().challenge,
+    });
+    const answer = await getAuthorize(gateway.url, query, {
+      cookie: browser.cookie!,
+      accept: 'application/json',
+    });
+    expect(answer.status).toBe(400);
+    expect(answer.location).toBeNull();
+    expect((JSON.parse(answer.text) as ErrorBody).error).toMatchObject({
+      code: 'gw_redirect_uri_mismatch',
+      message: expect.stringContaining('must not carry iss in its query') as unknown,
+    });
+  });
 });
 
 describe('the authorization request', () => {

@@ -188,6 +188,26 @@ describe('vendor_b (chat completions) served at another tier', () => {
     expect(tierWarning(requestId)).toMatchObject({ reported: { service_tier: 'turbo' } });
   });
 
+  it('counts a stream cut before its usage chunk, from the chunks that named the tier', async () => {
+    // Decision 354: the usage chunk never came; every chunk before it named the tier.
+    const body = chatBody('mock:service_tier=flex mock:fault=cut_stream', { stream: true });
+    let requestId: string | null = null;
+    const moved = await countedWhile(async () => {
+      const response = await postSse(
+        `${gateway.url}/v1/chat/completions`,
+        body,
+        bearer(org.api_key),
+      );
+      expect(response.status).toBe(200);
+      expect(response.data).not.toContain('[DONE]');
+      requestId = response.headers.get('x-request-id');
+    });
+    expect(moved).toEqual({
+      [series({ provider: 'vendor_b', field: 'service_tier', tier: 'flex' })]: 1,
+    });
+    expect(tierWarning(requestId)).toMatchObject({ reported: { service_tier: 'flex' } });
+  });
+
   it('names the BYOK credential that served it (its id, never its secret)', async () => {
     const byokOrg = await seed(env);
     const secret = 'sk-tiers-byok-secret-0123456789';

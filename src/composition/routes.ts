@@ -71,6 +71,7 @@ export function wireRoutes(config: Config, logger: Logger, parts: RouteParts): W
     shutdown: shutdown.cut,
     settledCounter: metrics,
     unpricedTierCounter: metrics,
+    maxStreamEventBytes: config.MAX_SSE_EVENT_BYTES,
   };
   const readiness: ReadinessProbe = {
     check: observability.checkDependencies,

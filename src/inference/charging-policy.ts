@@ -11,7 +11,7 @@
 //   (the vendor bills it; the client chose to leave). A timeout or a network error before any
 //   answer is the vendor's or the gateway's failure, not the client's: nothing is charged.
 // - The vendor answered but the answer broke (cut short, an error event, invalid JSON, the
-//   client left half-way): the input (as reported, else the estimate) and the output the
+//   client left half-way, an event too large to relay): the input (as reported, else the estimate) and the output the
 //   client received (as reported, else counted from the relayed text; none when nothing usable
 //   was relayed) are charged. The gateway cutting it at the end of its shutdown grace is such a
 //   break: what was relayed is charged; cut before any answer, nothing is.
@@ -41,6 +41,7 @@ export type EndReason =
   | 'failover_exhausted'
   | 'vendor_invalid_json'
   | 'vendor_error_event'
+  | 'vendor_event_too_large'
   | 'truncated'
   | 'gateway_error'
   | 'gateway_shutdown'
@@ -85,6 +86,8 @@ export type RequestEnd =
         | 'truncated'
         | 'invalid_json'
         | 'vendor_error_event'
+        /** The vendor sent an SSE event past MAX_SSE_EVENT_BYTES: the gateway ended it. */
+        | 'event_too_large'
         /** The gateway cut it at the end of its shutdown grace. */
         | 'shutdown';
       readonly usage: ObservedUsage;
@@ -148,6 +151,7 @@ const BROKEN_REASON = {
   truncated: 'truncated',
   invalid_json: 'vendor_invalid_json',
   vendor_error_event: 'vendor_error_event',
+  event_too_large: 'vendor_event_too_large',
   shutdown: 'gateway_shutdown',
 } as const;
 

@@ -35,6 +35,7 @@ function createProxyPorts(deps: ProxyDeps): ProxyPorts {
     shutdown: deps.shutdown,
     unpricedTierCounter: deps.unpricedTierCounter,
     unpricedTierLog: new UnpricedTierLog(deps.logger, Date.now),
+    maxStreamEventBytes: deps.maxStreamEventBytes,
   };
 }
 

@@ -35,6 +35,8 @@ export interface ProxyDeps {
   readonly settledCounter?: SettledCounter;
   /** Counts the calls vendors served at a tier gw does not price (the metrics). */
   readonly unpricedTierCounter?: UnpricedTierCounter;
+  /** The largest SSE event a vendor may send (MAX_SSE_EVENT_BYTES). */
+  readonly maxStreamEventBytes?: number;
 }
 
 /** The codes the proxy step answers with (for the routes' declarations). */
@@ -57,6 +59,8 @@ export interface ProxyPorts extends DispatchPorts {
   readonly unpricedTierCounter?: UnpricedTierCounter;
   /** Logs the calls served at such a tier, one line per kind of call a minute. */
   readonly unpricedTierLog: UnpricedTierLog;
+  /** The largest SSE event a vendor may send (MAX_SSE_EVENT_BYTES; none: the parser's default). */
+  readonly maxStreamEventBytes?: number | undefined;
 }
 
 export interface ProxyRequest {
@@ -153,14 +157,13 @@ export async function runProxy(
         : { kind: 'client_gone' };
     }
     if (request.stream) {
-      const relayed = await relayStreamAnswer(
-        exchange,
-        dispatched.response,
-        client,
+      const relayed = await relayStreamAnswer(exchange, dispatched.response, client, {
         // Charged by it whatever the client does: never cancelled, never refused.
-        (texts) => ports.outputCounter.countOutput(texts, { orgId: admission.identity.orgId }),
+        countOutput: (texts) =>
+          ports.outputCounter.countOutput(texts, { orgId: admission.identity.orgId }),
         shutdown,
-      );
+        maxEventBytes: ports.maxStreamEventBytes,
+      });
       await settle(relayed.end);
       noteServedTiers(relayed.unpricedTiers);
       return { kind: 'stream_end', finalEvent: relayed.finalEvent };

@@ -83,19 +83,29 @@ export interface StreamRelayed extends ServedAs {
   readonly finalEvent: string | null;
 }
 
+export interface StreamRelayOptions {
+  /** Counts what the stream produced, for a stream that ended without its usage. */
+  readonly countOutput: (texts: readonly string[]) => Promise<number>;
+  /** The shutdown cut to watch (none: the stream runs to its end). */
+  readonly shutdown?: ShutdownWatch | undefined;
+  /** The largest event the vendor may send (MAX_SSE_EVENT_BYTES; undefined: the parser's default). */
+  readonly maxEventBytes?: number | undefined;
+}
+
 /**
  * Relays a stream until its end, or until the shutdown cut (`shutdown`): the caller aborts the
- * vendor call then; the relay stops waiting at once, even on a client that does not read.
+ * vendor call then; the relay stops waiting at once, even on a client that does not read. An
+ * event past `maxEventBytes` ends it as the vendor's failure: the vendor's body is dropped
+ * (leaving the loop closes it) and the client gets an error event.
  */
 export async function relayStreamAnswer(
   exchange: UpstreamExchange,
   upstreamResponse: UpstreamResponse,
   sink: StreamSink,
-  /** Counts what the stream produced, for a stream that ended without its usage. */
-  countOutput: (texts: readonly string[]) => Promise<number>,
-  shutdown?: ShutdownWatch,
+  options: StreamRelayOptions,
 ): Promise<StreamRelayed> {
-  const relay = exchange.createStreamRelay();
+  const { countOutput, shutdown } = options;
+  const relay = exchange.createStreamRelay(options.maxEventBytes);
   sink.writeHead(200, SSE_HEADERS);
   // A vendor that thinks for long between events: an SSE comment keeps proxies and load
   // balancers on the way from closing the idle connection.
@@ -125,10 +135,10 @@ export async function relayStreamAnswer(
           // write() false: back off until the client drains, so upstream reading pauses too.
           if (!sink.write(out)) await sink.drained();
         }
-        if (sink.aborted) break;
+        if (sink.aborted || relay.eventTooLarge) break;
         if (relay.done) relayStopped();
       }
-      const rest = cutNow() ? '' : relay.end();
+      const rest = cutNow() || relay.eventTooLarge ? '' : relay.end();
       if (rest.length > 0) sink.write(rest);
     } catch (error) {
       if (!sink.aborted && !relay.done) upstreamFailure = error ?? new Error('stream failed');
@@ -158,12 +168,14 @@ export async function relayStreamAnswer(
     };
   }
   // Closed without the terminal event: the client knows the stream is incomplete. A cut at
-  // shutdown also says why, as an error event of the client's protocol (a retry may go to
-  // another instance).
+  // shutdown, or an event too large to relay, also says why, as an error event of the
+  // client's protocol (a retry may go to another instance; the vendor's event never came).
   const finalEvent =
     cause === 'shutdown'
       ? streamErrorEvent(shutdownError(exchange.vendorLabel), exchange.errorFlavor)
-      : null;
+      : cause === 'event_too_large'
+        ? streamErrorEvent(eventTooLargeError(exchange.vendorLabel), exchange.errorFlavor)
+        : null;
   return {
     end: { kind: 'answer_broken', upstreamStatus, cause, usage },
     finalEvent,
@@ -177,8 +189,22 @@ export function streamErrorEvent(error: GwError, flavor: ErrorFlavor): string {
   return flavor === 'messages' ? `event: error\n${data}` : data;
 }
 
+/** What the client is told when the vendor sent an event past the bound. */
+function eventTooLargeError(vendorLabel: string): GwError {
+  return gwError(
+    'gw_upstream_error',
+    `${vendorLabel} sent a stream event larger than the gateway relays (MAX_SSE_EVENT_BYTES); the stream was ended`,
+  );
+}
+
 type BreakCause =
-  'client_aborted' | 'network_error' | 'timeout' | 'truncated' | 'vendor_error_event' | 'shutdown';
+  | 'client_aborted'
+  | 'network_error'
+  | 'timeout'
+  | 'truncated'
+  | 'vendor_error_event'
+  | 'event_too_large'
+  | 'shutdown';
 
 /** Why a stream did not complete (undefined: it did). */
 function streamBreak(
@@ -189,6 +215,7 @@ function streamBreak(
 ): BreakCause | undefined {
   if (sink.aborted) return 'client_aborted';
   if (relay.vendorErrorSeen) return 'vendor_error_event';
+  if (relay.eventTooLarge) return 'event_too_large';
   if (relay.done && upstreamFailure === undefined) return undefined;
   // Cut before its terminal event: charged for what was relayed up to the cut.
   if (cutAtShutdown) return 'shutdown';

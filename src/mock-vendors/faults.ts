@@ -40,6 +40,7 @@ const DIRECTIVE_FAULTS: ReadonlySet<string> = new Set([
   'cut_stream',
   'invalid_json',
   'error_event',
+  'huge_event',
 ]);
 
 const FAULT_DIRECTIVE = /mock:fault=([a-z_]+)/;
@@ -139,6 +140,7 @@ const PLAYED_FAULTS: ReadonlySet<MockFault> = new Set<MockPlayedFault>([
   'cut_stream',
   'invalid_json',
   'error_event',
+  'huge_event',
 ]);
 
 /** True for faults played inside a success answer rather than answered with an error body. */

@@ -32,6 +32,18 @@ export function renderedWords(render: (word: string) => string): (index: number)
   return (index) => (index === 0 ? first : words[index % words.length]!);
 }
 
+/** Bytes of the text of the huge_event fault's one delta: past any bound a gateway should set. */
+export const HUGE_EVENT_TEXT_BYTES = 1024 * 1024;
+
+/**
+ * An SSE event rendered once, on first use: the huge_event fault's megabyte is built only in a
+ * process that plays it.
+ */
+export function renderedOnce(render: (text: string) => string): () => string {
+  let rendered: string | undefined;
+  return () => (rendered ??= render(' the'.repeat(HUGE_EVENT_TEXT_BYTES / 4)));
+}
+
 /** The HTTP Bearer token of an Authorization header, if it is one. */
 export function bearerToken(authorization: string): string | undefined {
   return authorization.startsWith('Bearer ') ? authorization.slice(7).trim() : undefined;

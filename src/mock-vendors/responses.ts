@@ -76,22 +76,19 @@ export class MockExchange {
   /**
    * Plays an SSE answer. tokensPerSecond > 0 paces the output events (one token each);
    * 0 sends everything in one write. `cut` sends about half the events, then drops the
-   * connection (no terminal event, no usage); `errorEvent` sends about half the events, then
-   * that event, and ends the body normally.
+   * connection (no terminal event, no usage); `lastEvent` (the vendor's error event, or a
+   * huge one) sends about half the events, then that event, and ends the body normally.
    */
   async stream(
     answer: StreamEvents,
     tokensPerSecond: number,
-    fault: { readonly cut: boolean; readonly errorEvent: string | undefined },
+    fault: { readonly cut: boolean; readonly lastEvent: string | undefined },
   ): Promise<void> {
-    const { cut, errorEvent } = fault;
+    const { cut, lastEvent } = fault;
     const events =
-      errorEvent === undefined
+      lastEvent === undefined
         ? answer.events
-        : [
-            ...answer.events.slice(0, Math.max(1, Math.floor(answer.events.length / 2))),
-            errorEvent,
-          ];
+        : [...answer.events.slice(0, Math.max(1, Math.floor(answer.events.length / 2))), lastEvent];
     if (events !== answer.events) answer = { ...answer, events };
     const total = cut ? Math.max(1, Math.floor(events.length / 2)) : events.length;
     if (!this.open) return;

@@ -151,7 +151,12 @@ export async function startMockVendors(input: MockVendorOptions = {}): Promise<R
       }
       await exchange.stream(protocol.streamEvents(plan), options.tokensPerSecond, {
         cut: fault === 'cut_stream',
-        errorEvent: fault === 'error_event' ? protocol.streamErrorEvent : undefined,
+        lastEvent:
+          fault === 'error_event'
+            ? protocol.streamErrorEvent
+            : fault === 'huge_event'
+              ? protocol.hugeEvent()
+              : undefined,
       });
     };
 

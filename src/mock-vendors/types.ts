@@ -22,10 +22,11 @@ export type MockFault =
   | 'overloaded'
   | 'cut_stream'
   | 'invalid_json'
-  | 'error_event';
+  | 'error_event'
+  | 'huge_event';
 
 /** Faults played inside a success answer (a cut, a broken body, an error event mid-stream). */
-export type MockPlayedFault = 'cut_stream' | 'invalid_json' | 'error_event';
+export type MockPlayedFault = 'cut_stream' | 'invalid_json' | 'error_event' | 'huge_event';
 
 /** Faults answered with an error body. */
 export type MockErrorFault = Exclude<MockFault, MockPlayedFault>;
@@ -83,6 +84,8 @@ export interface MockProtocol {
   streamEvents(plan: AnswerPlan): StreamEvents;
   /** The vendor's error event inside a stream (the error_event fault ends a stream with it). */
   readonly streamErrorEvent: string;
+  /** One text delta of HUGE_EVENT_TEXT_BYTES (the huge_event fault ends a stream with it). */
+  hugeEvent(): string;
 }
 
 export interface StreamEvents {

@@ -7,6 +7,7 @@ import {
   mockId,
   namedOrFirstTool,
   outputText,
+  renderedOnce,
   renderedWords,
   type OfferedTool,
   type ToolCallOutput,
@@ -203,6 +204,10 @@ export const vendorA: MockProtocol = {
   streamEvents,
   streamErrorEvent:
     'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n',
+  hugeEvent: renderedOnce(
+    (text) =>
+      `event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"${text}"}}\n\n`,
+  ),
 };
 
 export const VENDOR_A_MODELS = [

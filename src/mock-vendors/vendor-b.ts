@@ -7,6 +7,7 @@ import {
   mockId,
   namedOrFirstTool,
   outputText,
+  renderedOnce,
   renderedWords,
   type OfferedTool,
   type ToolCallOutput,
@@ -271,6 +272,10 @@ export const vendorB: MockProtocol = {
   streamEvents,
   streamErrorEvent:
     'data: {"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}\n\n',
+  hugeEvent: renderedOnce(
+    (text) =>
+      `data: {"id":"chatcmpl-mock-huge","object":"chat.completion.chunk","created":0,"model":"mock","choices":[{"index":0,"delta":{"content":"${text}"},"logprobs":null,"finish_reason":null}]}\n\n`,
+  ),
 };
 
 export const VENDOR_B_MODELS = ['gpt-4o-mini', 'gpt-4o', 'gpt-4.1', 'gpt-4.1-mini'] as const;

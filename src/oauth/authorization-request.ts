@@ -3,12 +3,19 @@
 // answered (POST /oauth/authorize). An unknown client or a redirect URI that is not exactly a
 // registered one is refused on the gateway's own page, never redirected to (RFC 6749 section
 // 4.1.2.1); any other problem is reported to the client at its (registered) redirect URI.
-// Every answer sent to the redirect URI names the gateway as its issuer (`iss`, RFC 9207).
+// Every answer sent to the redirect URI names the gateway as its issuer (`iss`, RFC 9207), and
+// never to a URI whose own query names a response parameter (it would reach the client twice).
 import type { DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
 import { findAuthorizingClient, type AuthorizingClient } from './clients.js';
 import { challengeProblem } from './pkce.js';
-import { isRegisteredRedirectUri, MAX_REDIRECT_URI_LENGTH, redirectWith } from './redirect-uris.js';
+import {
+  isRegisteredRedirectUri,
+  MAX_REDIRECT_URI_LENGTH,
+  redirectWith,
+  repeatedResponseParameter,
+  responseParameterInQuery,
+} from './redirect-uris.js';
 
 /** The longest `state` echoed back; longer ones are refused (a client's state is short). */
 export const MAX_STATE_LENGTH = 1024;
@@ -72,6 +79,14 @@ export async function checkAuthorizationRequest(
   ) {
     return refused(
       'redirect_uri is not an exact match of a URI registered for this client (scheme, host, port, path, query and trailing slash must all match)',
+    );
+  }
+  // Registered before registration refused such a URI: the answer would be ambiguous (two
+  // `iss`, two `state`), so none is sent to it (decision 354).
+  const repeatedInUri = responseParameterInQuery(redirectUri);
+  if (repeatedInUri !== undefined) {
+    return refused(
+      `redirect_uri ${repeatedResponseParameter(repeatedInUri)}; the app must register one without it`,
     );
   }
   const state = params.state;

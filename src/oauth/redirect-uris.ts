@@ -10,6 +10,44 @@ const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
 /** RFC 8252 section 7.1: a native app's private-use scheme is a reversed domain name. */
 const PRIVATE_USE_SCHEME = /^[a-z][a-z0-9+-]*(\.[a-z0-9+-]+)+$/;
 
+/**
+ * The parameters an authorization response adds to the redirect URI (RFC 6749 sections 4.1.2
+ * and 4.1.2.1, RFC 9207 section 2). A registered URI's query is kept as it is, so one of these
+ * in it would reach the client twice.
+ */
+export const AUTHORIZATION_RESPONSE_PARAMETERS: readonly string[] = [
+  'code',
+  'state',
+  'iss',
+  'error',
+  'error_description',
+  'error_uri',
+];
+
+/**
+ * The first authorization response parameter `uri`'s query already names (as a client reads
+ * it: form-decoded, so `i%73s` is `iss`), or undefined.
+ */
+export function responseParameterInQuery(uri: string): string | undefined {
+  const queryAt = uri.indexOf('?');
+  if (queryAt === -1) return undefined;
+  const fragmentAt = uri.indexOf('#', queryAt);
+  const query = uri.slice(queryAt + 1, fragmentAt === -1 ? undefined : fragmentAt);
+  for (const name of new URLSearchParams(query).keys()) {
+    if (AUTHORIZATION_RESPONSE_PARAMETERS.includes(name)) return name;
+  }
+  return undefined;
+}
+
+/**
+ * Why a URI whose query names `name` cannot serve as a redirect URI: the answer would carry
+ * the parameter twice, and a client would read the registered value, not the gateway's (its
+ * `iss` check against mix-up attacks included: RFC 9207 section 2.4).
+ */
+export function repeatedResponseParameter(name: string): string {
+  return `must not carry ${name} in its query: the authorization response adds its own ${name}, and a response parameter is sent once (RFC 6749 section 3.1, RFC 9207)`;
+}
+
 /** Why `uri` cannot be registered as a redirect URI, or undefined when it can. */
 export function redirectUriProblem(uri: string): string | undefined {
   if (uri.length === 0) return 'must not be empty';
@@ -18,6 +56,8 @@ export function redirectUriProblem(uri: string): string | undefined {
   // Printable ASCII only: what is registered is compared byte for byte with what is sent.
   if (!/^[\x21-\x7e]+$/.test(uri)) return 'must be printable ASCII without spaces';
   if (uri.includes('#')) return 'must not have a fragment (RFC 6749 section 3.1.2)';
+  const repeated = responseParameterInQuery(uri);
+  if (repeated !== undefined) return repeatedResponseParameter(repeated);
   let url: URL;
   try {
     url = new URL(uri);

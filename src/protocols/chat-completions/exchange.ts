@@ -21,7 +21,8 @@ export function chatCompletionsExchange(endpoint: WireEndpoint, call: ChatCall):
     readJsonUnpricedTiers: readChatCompletionsUnpricedTiers,
     readJsonUsage: readChatCompletionsUsage,
     translateJson: (_payload, rawBytes) => rawBytes,
-    createStreamRelay: () => new ChatCompletionsStreamRelay(clientWantsUsage),
+    createStreamRelay: (maxEventBytes) =>
+      new ChatCompletionsStreamRelay(clientWantsUsage, maxEventBytes),
     mapUpstreamError: endpoint.upstreamError,
     credentialCooldownMs: endpoint.credentialCooldownMs,
   };

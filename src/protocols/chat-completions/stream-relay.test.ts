@@ -166,4 +166,41 @@ describe('the tier vendor_b says it served at (decision 342)', () => {
     standard.push(encoder.encode(content('a') + chunk(served('default')) + 'data: [DONE]\n\n'));
     expect(standard.unpricedTiers).toBeUndefined();
   });
+
+  /** A content chunk as vendor_b streams it with usage asked for: the tier, `"usage":null`. */
+  const tiered = (text: string, serviceTier: string) =>
+    chunk({
+      object: 'chat.completion.chunk',
+      service_tier: serviceTier,
+      choices: [{ index: 0, delta: { content: text } }],
+      usage: null,
+    });
+
+  it('reads the tier from the chunks relayed when the stream ends before its usage chunk', () => {
+    // Short (kept whole) and long (read in batches as it goes): decision 354.
+    for (const count of [2, 200]) {
+      const relay = new ChatCompletionsStreamRelay(false);
+      for (let index = 0; index < count; index += 1) {
+        relay.push(encoder.encode(tiered('word ', 'priority')));
+      }
+      relay.end();
+      expect(relay.usage).toBeUndefined();
+      expect(relay.unpricedTiers).toEqual([
+        { field: 'service_tier', reported: 'priority', tier: 'priority' },
+      ]);
+      expect(relay.producedText).toHaveLength(count); // the text is still all there to count
+    }
+    const standard = new ChatCompletionsStreamRelay(false);
+    standard.push(encoder.encode(tiered('a', 'default') + tiered('b', 'default')));
+    expect(standard.unpricedTiers).toBeUndefined();
+  });
+
+  it('takes the usage chunk’s tier over the chunks before it, and parses none of them', () => {
+    const relay = new ChatCompletionsStreamRelay(false);
+    relay.push(encoder.encode(tiered('a', 'flex') + chunk(served('priority'))));
+    expect(relay.unpricedTiers).toEqual([
+      { field: 'service_tier', reported: 'priority', tier: 'priority' },
+    ]);
+    expect(relay.unparsedChunkBytes).toBeGreaterThan(0); // the content chunk was never read
+  });
 });

@@ -41,17 +41,26 @@ export class ChatCompletionsStreamRelay extends EventRelay {
   readonly finalEvent = DONE_EVENT;
   /** Usage reported by the vendor (the final chunk), once seen. */
   usage: TokenUsage | undefined;
-  /** The tier the parsed chunks name (the usage chunk names it, as every chunk does). */
+  /**
+   * The tier the parsed chunks name: the usage chunk names it, as every chunk does; a stream
+   * that ends before it is read from the chunks it relayed (decision 354).
+   */
   private readonly servedTier = chatCompletionsTierTracker();
   /** Data of the chunks relayed and not yet read for text, in order (after earlier text). */
   private unparsedChunks: string[] = [];
   private unparsedBytes = 0;
 
-  constructor(private readonly clientWantsUsage: boolean) {
-    super();
+  constructor(
+    private readonly clientWantsUsage: boolean,
+    maxEventBytes?: number,
+  ) {
+    super(maxEventBytes);
   }
 
   get unpricedTiers(): UnpricedTier[] | undefined {
+    // Without the usage chunk, every chunk relayed is kept for its text: reading them (as the
+    // count of the output does) gives the tier they named.
+    if (this.usage === undefined) this.readUnparsedChunks();
     return this.servedTier.unpricedTiers;
   }
 
@@ -77,9 +86,10 @@ export class ChatCompletionsStreamRelay extends EventRelay {
     if (!mayCarryUsage(event.data)) return event.raw;
     const chunk = parseEventData(event);
     if (chunk === undefined) return event.raw; // not ours to judge: pass it through
-    if (isJsonObject(chunk)) this.servedTier.observe(chunk);
     const usage = readChatCompletionsUsage(chunk);
     if (usage) {
+      // The chunks before it are read for their tier only if no usage comes: this one is last.
+      if (isJsonObject(chunk)) this.servedTier.observe(chunk);
       this.usage = usage;
       const choices = (chunk as ChunkShape).choices;
       if (!this.clientWantsUsage && (!choices || choices.length === 0)) return '';
@@ -93,9 +103,12 @@ export class ChatCompletionsStreamRelay extends EventRelay {
     if (this.unparsedBytes > UNPARSED_CHUNKS_MAX_BYTES) this.readUnparsedChunks();
   }
 
+  /** Reads the chunks kept for their text, and the tier they name, in the stream's order. */
   private readUnparsedChunks(): void {
     for (const data of this.unparsedChunks) {
-      collectText(parseJson(data) as ChunkShape | null | undefined, this.relayedText);
+      const chunk = parseJson(data);
+      collectText(chunk as ChunkShape | null | undefined, this.relayedText);
+      if (isJsonObject(chunk)) this.servedTier.observe(chunk);
     }
     this.unparsedChunks = [];
     this.unparsedBytes = 0;

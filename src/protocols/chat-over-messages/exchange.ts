@@ -32,7 +32,8 @@ export function chatOverMessagesExchange(endpoint: WireEndpoint, call: ChatCall)
       JSON.stringify(
         messageToChatCompletion(payload as Parameters<typeof messageToChatCompletion>[0]),
       ),
-    createStreamRelay: () => new MessagesToChatStreamRelay(endpoint.id, clientWantsUsage),
+    createStreamRelay: (maxEventBytes) =>
+      new MessagesToChatStreamRelay(endpoint.id, clientWantsUsage, maxEventBytes),
     mapUpstreamError: endpoint.upstreamError,
     credentialCooldownMs: endpoint.credentialCooldownMs,
   };

@@ -126,8 +126,9 @@ export class MessagesToChatStreamRelay extends MessagesUsageRelay {
   constructor(
     private readonly vendor: string,
     private readonly clientWantsUsage: boolean,
+    maxEventBytes?: number,
   ) {
-    super();
+    super(maxEventBytes);
   }
 
   protected relayEvent(sse: SseEvent): string {

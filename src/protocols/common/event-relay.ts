@@ -24,7 +24,16 @@ export abstract class EventRelay implements StreamRelay {
   protected readonly relayedText: string[] = [];
   done = false;
   vendorErrorSeen = false;
-  private readonly parser = new SseParser();
+  private readonly parser: SseParser;
+
+  /** `maxEventBytes`: the largest event read (SseParser; its default when undefined). */
+  constructor(maxEventBytes?: number) {
+    this.parser = new SseParser(maxEventBytes);
+  }
+
+  get eventTooLarge(): boolean {
+    return this.parser.eventTooLarge;
+  }
 
   push(chunk: Uint8Array): string {
     return this.relayAll(this.parser.push(chunk));

@@ -35,6 +35,11 @@ export interface StreamRelay {
   readonly done: boolean;
   /** True once the vendor sent an error event inside the stream. */
   readonly vendorErrorSeen: boolean;
+  /**
+   * True once an event grew past the relay's bound (MAX_SSE_EVENT_BYTES): it reads nothing
+   * more, and the stream ends as the vendor's failure.
+   */
+  readonly eventTooLarge: boolean;
   /** Generated text relayed so far: counted when the stream ends without usage. */
   readonly producedText: readonly string[];
   /** The terminal event, written to the client only after settlement. */
@@ -60,7 +65,8 @@ export interface UpstreamExchange {
   readJsonUnpricedTiers(payload: unknown): readonly UnpricedTier[] | undefined;
   /** The client's JSON body for the vendor's JSON answer (identity for native routes). */
   translateJson(payload: unknown, rawBytes: Buffer): Uint8Array | string;
-  createStreamRelay(): StreamRelay;
+  /** A relay for the streamed answer; `maxEventBytes` bounds one event (default: SseParser's). */
+  createStreamRelay(maxEventBytes?: number): StreamRelay;
   /** The client-facing error for a vendor error answer. */
   mapUpstreamError(status: number, bodyText: string, retryAfter: string | undefined): GwError;
   /** How long a BYOK credential rests after this vendor answer (undefined: not its fault). */

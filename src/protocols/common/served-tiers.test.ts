@@ -54,4 +54,13 @@ describe('the tier a vendor says it served a call at', () => {
     tracker.observe({ service_tier: 'standard', inference_geo: 'us' });
     expect(tracker.unpricedTiers).toEqual([{ field: 'inference_geo', reported: 'us', tier: 'us' }]);
   });
+
+  it('reads a null as naming nothing: the value named before stays', () => {
+    const tracker = new ServedTierTracker(RULES);
+    tracker.observe({ service_tier: 'priority' });
+    tracker.observe({ service_tier: null, output_tokens: 9 });
+    expect(tracker.unpricedTiers).toEqual([
+      { field: 'service_tier', reported: 'priority', tier: 'priority' },
+    ]);
+  });
 });

@@ -65,7 +65,9 @@ export function unpricedTiers(
 
 /**
  * The tiers a stream names, event by event: for each field, the last value an event named (an
- * event that does not name it leaves the one before, as vendor_a's `message_delta` does).
+ * event that does not name it, or names it null, leaves the one before: vendor_a's
+ * `message_delta` may send `"service_tier": null` after `message_start` named the tier, and
+ * null means the vendor named none, not that it served the standard tier: decision 354).
  */
 export class ServedTierTracker {
   private readonly named: Record<string, unknown> = {};
@@ -76,7 +78,7 @@ export class ServedTierTracker {
   observe(source: Readonly<Record<string, unknown>>): void {
     for (const rule of this.rules) {
       const value = source[rule.field];
-      if (value !== undefined) this.named[rule.field] = value;
+      if (value !== undefined && value !== null) this.named[rule.field] = value;
     }
   }
 

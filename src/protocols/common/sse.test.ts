@@ -134,4 +134,49 @@ describe('SseParser', () => {
       expect(examined).toBeLessThan(4 * bytes.length);
     }
   });
+
+  describe('the bound on one event', () => {
+    const limit = 64 * 1024;
+    const event = (bytes: number): string => `data: ${'x'.repeat(bytes - 6)}\n\n`; // 6: 'data: '
+
+    /** The events read from `text` pushed in `chunkBytes` chunks, and whether it stopped. */
+    function read(text: string, chunkBytes: number): { data: string[]; tooLarge: boolean } {
+      const parser = new SseParser(limit);
+      const bytes = Buffer.from(text, 'utf8');
+      const events: SseEvent[] = [];
+      for (let at = 0; at < bytes.length; at += chunkBytes) {
+        events.push(...parser.push(bytes.subarray(at, at + chunkBytes)));
+      }
+      events.push(...parser.end());
+      return { data: events.map((read) => read.data.slice(0, 8)), tooLarge: parser.eventTooLarge };
+    }
+
+    it('reads an event of exactly the bound, in one chunk or many', () => {
+      for (const chunkBytes of [1024, 1024 * 1024]) {
+        expect(read(event(limit) + 'data: after\n\n', chunkBytes)).toEqual({
+          data: ['xxxxxxxx', 'after'],
+          tooLarge: false,
+        });
+      }
+    });
+
+    it('stops at the first event past it: the events before are read, nothing after', () => {
+      for (const chunkBytes of [1024, 1024 * 1024]) {
+        const text = 'data: before\n\n' + event(limit + 1) + 'data: after\n\n';
+        expect(read(text, chunkBytes)).toEqual({ data: ['before'], tooLarge: true });
+      }
+    });
+
+    it('counts UTF-8 bytes, not characters', () => {
+      // 'é' is one character and two bytes: 40,000 of them are over 64 KiB.
+      const text = `data: ${'é'.repeat(40_000)}\n\n`;
+      expect(read(text, 1024 * 1024).tooLarge).toBe(true);
+      expect(read(text, 1000).tooLarge).toBe(true);
+      expect(read(`data: ${'é'.repeat(30_000)}\n\n`, 1000).tooLarge).toBe(false);
+    });
+
+    it('bounds lines that never make an event (no blank line) as well', () => {
+      expect(read(': keep-alive\n'.repeat(10_000), 4096).tooLarge).toBe(true);
+    });
+  });
 });

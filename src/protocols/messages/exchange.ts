@@ -24,7 +24,7 @@ export function messagesExchange(endpoint: WireEndpoint, call: MessagesCall): Up
     readJsonUnpricedTiers: readMessagesUnpricedTiers,
     readJsonUsage: readMessagesUsage,
     translateJson: (_payload, rawBytes) => rawBytes,
-    createStreamRelay: () => new MessagesStreamRelay(),
+    createStreamRelay: (maxEventBytes) => new MessagesStreamRelay(maxEventBytes),
     mapUpstreamError: endpoint.upstreamError,
     credentialCooldownMs: endpoint.credentialCooldownMs,
   };

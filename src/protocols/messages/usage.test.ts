@@ -341,6 +341,31 @@ describe('the tier vendor_a says it served at (decision 342)', () => {
     );
     expect(standardStream.unpricedTiers).toBeUndefined();
   });
+
+  it('keeps what message_start named when message_delta names it null (decision 354)', () => {
+    for (const relay of [
+      new MessagesStreamRelay(),
+      new MessagesToChatStreamRelay('vendor_a', false),
+    ]) {
+      relay.push(
+        sse([
+          {
+            type: 'message_start',
+            message: { usage: { input_tokens: 10, service_tier: 'priority', speed: 'fast' } },
+          },
+          {
+            type: 'message_delta',
+            delta: {},
+            usage: { output_tokens: 1, service_tier: null, speed: null, inference_geo: null },
+          },
+        ]),
+      );
+      expect(relay.unpricedTiers).toEqual([
+        { field: 'service_tier', reported: 'priority', tier: 'priority' },
+        { field: 'speed', reported: 'fast', tier: 'fast' },
+      ]);
+    }
+  });
 });
 
 describe('promptCacheWrite', () => {
