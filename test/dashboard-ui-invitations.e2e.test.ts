@@ -10,6 +10,7 @@ import {
   openWindow,
   screenshot,
   screenshotOf,
+  sidewaysOverflow,
   signIn,
   type LaunchedBrowser,
 } from './support/browser.js';
@@ -163,10 +164,13 @@ describe('invitations in a browser', () => {
     await close();
   });
 
-  it('the invited user may decline: the invitation goes, and they join nothing', async () => {
-    const { page, close } = await openWindow(browser);
+  it('the invited user may decline, on a phone: the invitation goes, and they join nothing', async () => {
+    const { page, close } = await openWindow(browser, { width: 390, height: 844 });
     await signedIn(page, emails.decliner);
     const banner = page.getByRole('region', { name: 'You have an invitation' });
+    await banner.waitFor();
+    expect(await sidewaysOverflow(page)).toBe(0);
+    await screenshotOf(banner, 'invitations-05-banner-390');
     await banner.getByRole('button', { name: 'Decline the invitation to Harbor Labs' }).click();
     await banner.waitFor({ state: 'detached' });
     expect(await statusOf(emails.decliner)).toEqual(['declined']);

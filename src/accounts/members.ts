@@ -132,10 +132,10 @@ export async function changeRole(
     if ((current === 'owner' || role === 'owner') && actorRole !== 'owner') {
       throw new MembershipError('forbidden', 'only an owner can make or unmake an owner');
     }
+    if (current === 'owner' && role !== 'owner') await keepAnOwner(client, orgId);
     if (role !== 'owner') {
       await keepPersonalOwner(client, orgId, userId, 'their role there cannot change');
     }
-    if (current === 'owner' && role !== 'owner') await keepAnOwner(client, orgId);
     await client.query('UPDATE org_memberships SET role = $3 WHERE org_id = $1 AND user_id = $2', [
       orgId,
       userId,
@@ -177,8 +177,8 @@ export async function removeMember(
     if (current === 'owner' && actorRole !== 'owner' && actor.userId !== userId) {
       throw new MembershipError('forbidden', 'only an owner can remove an owner');
     }
-    await keepPersonalOwner(client, orgId, userId, 'they cannot leave it or be removed');
     if (current === 'owner') await keepAnOwner(client, orgId);
+    await keepPersonalOwner(client, orgId, userId, 'they cannot leave it or be removed');
     await client.query('DELETE FROM org_memberships WHERE org_id = $1 AND user_id = $2', [
       orgId,
       userId,
