@@ -82,7 +82,7 @@ export const errorCatalogue = {
   gw_too_many_attempts: {
     status: 429,
     summary:
-      'too many failed sign-ins for this account or address, or sign-ups from it; see Retry-After',
+      'too many failed sign-ins for this account or address, sign-ups from it, or invitations from an organization; see Retry-After',
   },
   gw_session_required: { status: 401, summary: 'no dashboard session, or it expired' },
   gw_csrf_token_invalid: {

@@ -43,7 +43,19 @@ export function sha256Hex(text: string): string {
 /** Readable ids for rows: a short type prefix and 20 base62 characters (~119 bits). */
 export function newId(
   prefix:
-    'org' | 'app' | 'conn' | 'key' | 'svc' | 'pu' | 'cap' | 'grant' | 'cred' | 'usr' | 'wh' | 'msg',
+    | 'org'
+    | 'app'
+    | 'conn'
+    | 'key'
+    | 'svc'
+    | 'pu'
+    | 'cap'
+    | 'grant'
+    | 'cred'
+    | 'usr'
+    | 'wh'
+    | 'msg'
+    | 'inv',
 ): string {
   return `${prefix}_${randomBase62(20)}`;
 }

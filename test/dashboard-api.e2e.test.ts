@@ -133,41 +133,41 @@ describe('connections', () => {
 });
 
 describe('members', () => {
-  it('are added by e-mail, change role, and leave; an organization keeps an owner; all of it audited', async () => {
+  it('join by an invitation they accept, change role, and leave; an organization keeps an owner; all of it audited', async () => {
     const newcomer = uniqueEmail('newcomer');
-    await runCliJson(
+    const created = await runCliJson<{ user_id: string }>(
       ['admin', 'create-user', '--email', newcomer, '--password', TEST_PASSWORD],
       env,
     );
     const admin = await signedIn(emails.admin);
-    const asOwner = await admin.post<ErrorBody>(`/dashboard/api/orgs/${tenant.org_id}/members`, {
-      email: newcomer,
-      role: 'owner',
-    });
+    const invitations = `/dashboard/api/orgs/${tenant.org_id}/invitations`;
+    const asOwner = await admin.post<ErrorBody>(invitations, { email: newcomer, role: 'owner' });
     expect(asOwner.status).toBe(403);
     expect(asOwner.body.error.code).toBe('gw_role_forbidden');
-    const added = await admin.post<{ user_id: string; role: string }>(
-      `/dashboard/api/orgs/${tenant.org_id}/members`,
-      { email: newcomer.toUpperCase(), role: 'member' },
+    const invited = await admin.post<{ id: string; role: string }>(invitations, {
+      email: newcomer.toUpperCase(),
+      role: 'member',
+    });
+    expect(invited.status).toBe(201);
+    const self = await signedIn(newcomer);
+    const accepted = await self.post<{ status: string }>(
+      `/dashboard/api/user/invitations/${invited.body.id}/accept`,
     );
-    expect(added.status).toBe(201);
-    expect(added.body.role).toBe('member');
-    const again = await admin.post<ErrorBody>(`/dashboard/api/orgs/${tenant.org_id}/members`, {
+    expect(accepted.body.status).toBe('accepted');
+    const added = { body: { user_id: created.user_id } };
+    const again = await admin.post<ErrorBody>(invitations, { email: newcomer, role: 'viewer' });
+    expect(again.status).toBe(409);
+    expect(again.body.error.code).toBe('gw_conflict');
+    // the direct way in is gone: a member is added by invitation only
+    const direct = await admin.post<ErrorBody>(`/dashboard/api/orgs/${tenant.org_id}/members`, {
       email: newcomer,
       role: 'viewer',
     });
-    expect(again.status).toBe(409);
-    expect(again.body.error.code).toBe('gw_conflict');
-    const nobody = await admin.post<ErrorBody>(`/dashboard/api/orgs/${tenant.org_id}/members`, {
-      email: uniqueEmail('nobody'),
-      role: 'viewer',
-    });
-    expect(nobody.status).toBe(404);
+    expect(direct.status).toBe(405);
 
     const member = `/dashboard/api/orgs/${tenant.org_id}/members/${added.body.user_id}`;
     const demoted = await admin.request<{ role: string }>('PATCH', member, { role: 'viewer' });
     expect(demoted.body.role).toBe('viewer');
-    const self = await signedIn(newcomer);
     const left = await self.request('DELETE', member);
     expect(left.status).toBe(200);
     expect((await self.get<ErrorBody>(`/dashboard/api/orgs/${tenant.org_id}/apps`)).status).toBe(

@@ -229,10 +229,13 @@ describe('sign-in', () => {
       message: 'email: must not contain a NUL character',
     });
     const admin = await signedIn(adminEmail);
-    const member = await admin.post<ErrorBody>(`/dashboard/api/orgs/${tenantA.org_id}/members`, {
-      email: 'x\ud800@example.com',
-      role: 'viewer',
-    });
+    const member = await admin.post<ErrorBody>(
+      `/dashboard/api/orgs/${tenantA.org_id}/invitations`,
+      {
+        email: 'x\ud800@example.com',
+        role: 'viewer',
+      },
+    );
     expect(member.status).toBe(400);
     expect(member.body.error.message).toMatch(/^email: must not contain a lone surrogate/);
   });
@@ -510,6 +513,14 @@ describe('tenant isolation, for every organization route the gateway declares', 
           env,
         )
       ).client_id,
+      org_invitations: (
+        await (
+          await signedIn(adminEmail)
+        ).post<{ id: string }>(`/dashboard/api/orgs/${tenantA.org_id}/invitations`, {
+          email: unique('isolation-probe'),
+          role: 'viewer',
+        })
+      ).body.id,
     };
     const before = await db.query('SELECT count(*)::int AS n FROM apps WHERE org_id = $1', [
       tenantA.org_id,
@@ -547,6 +558,10 @@ describe('tenant isolation, for every organization route the gateway declares', 
       tenantA.org_id,
     ]);
     expect(after.rows).toEqual(before.rows);
+    const invitation = await db.query('SELECT status FROM org_invitations WHERE id = $1', [
+      foreign.org_invitations,
+    ]);
+    expect(invitation.rows).toEqual([{ status: 'pending' }]);
     for (const table of ['api_keys', 'service_keys'] as const) {
       const { rows } = await db.query(`SELECT status FROM ${table} WHERE id = $1`, [
         foreign[table],

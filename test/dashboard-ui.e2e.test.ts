@@ -15,6 +15,7 @@ import {
   type LaunchedBrowser,
 } from './support/browser.js';
 import { isolatedContext } from './support/context.js';
+import { DashboardClient } from './support/dashboard.js';
 import {
   runCliJson,
   seed,
@@ -153,12 +154,29 @@ describe('the dashboard in a browser', () => {
     await dialog.getByRole('button', { name: 'Revoke connection' }).click();
     await expect.poll(() => card.locator('.status').textContent()).toBe('revoked');
 
-    // adds a member by e-mail
+    // invites a member by e-mail; once the newcomer accepts, they are one
     await page.getByRole('link', { name: 'Members' }).click();
     await page.getByLabel('E-mail').fill(emails.newcomer);
     await page.getByLabel('Role', { exact: true }).selectOption('member');
-    await page.getByRole('button', { name: 'Add member' }).click();
-    const row = page.getByRole('row').filter({ hasText: emails.newcomer });
+    await page.getByRole('button', { name: 'Send invitation' }).click();
+    const pending = page
+      .getByRole('region', { name: 'Pending invitations' })
+      .getByRole('row')
+      .filter({ hasText: emails.newcomer });
+    await pending.waitFor();
+    const newcomer = new DashboardClient(gateway.url, `http://127.0.0.1:${gateway.port}`);
+    expect((await newcomer.login(emails.newcomer, PASSWORD)).status).toBe(200);
+    const [invitation] = (
+      await newcomer.get<{ data: { id: string }[] }>('/dashboard/api/user/invitations')
+    ).body.data;
+    expect(
+      (await newcomer.post(`/dashboard/api/user/invitations/${invitation!.id}/accept`)).status,
+    ).toBe(200);
+    await page.reload();
+    const row = page
+      .getByRole('region', { name: 'Members' })
+      .getByRole('row')
+      .filter({ hasText: emails.newcomer });
     await row.waitFor();
     await expect.poll(() => row.getByRole('combobox').inputValue()).toBe('member');
     await screenshot(page, '06-members');
@@ -191,9 +209,11 @@ describe('the dashboard in a browser', () => {
     // the CLI's changes are there too (gw cap set, product-user block, …): the page says so
     await page.getByText('in the dashboard or with the operator’s gw CLI').waitFor();
     const actions = await page.locator('tbody tr td:nth-child(3)').allTextContents();
-    expect(actions.slice(0, 6)).toEqual([
+    expect(actions.slice(0, 8)).toEqual([
       'member.change_role',
+      'invitation.accept',
       'member.add',
+      'invitation.create',
       'connection.revoke',
       'connection.update',
       'connection.create',
@@ -253,7 +273,8 @@ describe('the dashboard in a browser', () => {
 
     await page.getByRole('link', { name: 'Members' }).click();
     await page.getByRole('table').waitFor();
-    expect(await page.getByRole('button', { name: 'Add member' }).count()).toBe(0);
+    expect(await page.getByRole('button', { name: 'Send invitation' }).count()).toBe(0);
+    expect(await page.getByRole('region', { name: 'Pending invitations' }).count()).toBe(0);
 
     // keys: hints to read, nothing to issue, rotate or revoke
     await page.getByRole('link', { name: 'API keys' }).click();

@@ -268,6 +268,20 @@ async function dashboardSetup() {
   const publicClient = await registerClient(true);
   const spareOAuthClient = await registerClient(true);
   const token = await connectAndExchange(gateway.url, client, publicClient);
+  // An invitation of the org the fuzz may revoke, and one to the owner (from the spare
+  // member's personal organization) it may accept or decline.
+  const invitation = await client.post<{ id: string }>(
+    `/dashboard/api/orgs/${org.org_id}/invitations`,
+    { email: email('fuzz-invited'), role: 'viewer' },
+  );
+  expect(invitation.status).toBe(201);
+  const memberClient = new DashboardClient(gateway.url, origin);
+  expect((await memberClient.login(spareMember, PASSWORD)).status).toBe(200);
+  const inbound = await memberClient.post<{ id: string }>(
+    `/dashboard/api/orgs/${member.personal_org_id}/invitations`,
+    { email: owner, role: 'viewer' },
+  );
+  expect(inbound.status).toBe(201);
   const spareConnectedApp = await connectAndExchange(gateway.url, client, publicClient);
   return {
     oauthClientId: confidential.client_id,
@@ -286,6 +300,8 @@ async function dashboardSetup() {
     spareConnectionId: connection.body.id,
     spareMemberId: member.user_id,
     spareMemberEmail: spareMember,
+    spareInvitationId: invitation.body.id,
+    inboundInvitationId: inbound.body.id,
     spareApiKeyId: apiKey.body.id,
     spareServiceKeyId: serviceKey.body.id,
     spareProductUserId: spareGrant.product_end_user_id,

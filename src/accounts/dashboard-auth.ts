@@ -29,7 +29,8 @@ export type OwnedTable =
   | 'product_users'
   | 'credit_grants'
   | 'provider_credentials'
-  | 'oauth_clients';
+  | 'oauth_clients'
+  | 'org_invitations';
 
 /** What a not-found answer calls an object of each table. */
 const OBJECT_NOUNS: Readonly<Record<OwnedTable, string>> = {
@@ -42,6 +43,7 @@ const OBJECT_NOUNS: Readonly<Record<OwnedTable, string>> = {
   credit_grants: 'credit grant',
   provider_credentials: 'provider credential',
   oauth_clients: 'OAuth client',
+  org_invitations: 'invitation',
 };
 
 /** Where a route's path names the object, and which table it lives in. */

@@ -1,6 +1,7 @@
-// Members of an organization: list, read one, add an existing dashboard user by e-mail, change a role,
-// remove. An organization always keeps an owner; only owners make or unmake owners. Every
-// change is audited in the same transaction. A member who leaves, or drops below the role
+// Members of an organization: list, read one, add an existing dashboard user by e-mail (the
+// operator's CLI only: the dashboard invites, see invitations.ts), change a role, remove. An
+// organization always keeps an owner; only owners make or unmake owners; a user stays the
+// owner of their personal organization. Every change is audited in the same transaction. A member who leaves, or drops below the role
 // that may connect apps, takes the OAuth connections they approved there with them: revoked
 // in the same transaction, their tokens refused by every instance once it commits.
 import {
@@ -87,6 +88,10 @@ export async function getMember(
   return rows[0] ?? null;
 }
 
+/**
+ * Makes an existing user a member at once. The operator's CLI only (trusted, and it knows
+ * who has an account): a dashboard member invites instead, and the user accepts.
+ */
 export async function addMember(
   db: DbPool,
   actor: MembershipActor,
@@ -128,6 +133,9 @@ export async function changeRole(
       throw new MembershipError('forbidden', 'only an owner can make or unmake an owner');
     }
     if (current === 'owner' && role !== 'owner') await keepAnOwner(client, orgId);
+    if (role !== 'owner') {
+      await keepPersonalOwner(client, orgId, userId, 'their role there cannot change');
+    }
     await client.query('UPDATE org_memberships SET role = $3 WHERE org_id = $1 AND user_id = $2', [
       orgId,
       userId,
@@ -170,6 +178,7 @@ export async function removeMember(
       throw new MembershipError('forbidden', 'only an owner can remove an owner');
     }
     if (current === 'owner') await keepAnOwner(client, orgId);
+    await keepPersonalOwner(client, orgId, userId, 'they cannot leave it or be removed');
     await client.query('DELETE FROM org_memberships WHERE org_id = $1 AND user_id = $2', [
       orgId,
       userId,
@@ -199,19 +208,54 @@ async function lockedRoles(
   userId: string,
   actor: MembershipActor,
 ): Promise<{ current: Role; actorRole: Role }> {
-  // Locking every membership row of the org serializes owner changes: two owners cannot
-  // demote each other at once and leave none.
+  const roles = await lockMemberships(client, orgId);
+  const actorRole = roles.get(actor.userId);
+  if (!actorRole) {
+    throw new MembershipError('not_found', 'no organization with this id in your organizations');
+  }
+  const current = roles.get(userId);
+  if (!current)
+    throw new MembershipError('not_found', 'no member with this id in the organization');
+  return { current, actorRole };
+}
+
+/**
+ * Every member's role in the organization, by user id, with its membership rows locked until
+ * the transaction ends. Locking every membership row of the org serializes changes to it:
+ * two owners cannot demote each other at once and leave none, and an invitation is made or
+ * accepted against the roles as they are.
+ */
+export async function lockMemberships(
+  client: DbClient,
+  orgId: string,
+): Promise<ReadonlyMap<string, Role>> {
   const { rows } = await client.query<{ user_id: string; role: Role }>(
     'SELECT user_id, role FROM org_memberships WHERE org_id = $1 FOR UPDATE',
     [orgId],
   );
-  const actorRow = rows.find((row) => row.user_id === actor.userId);
-  if (!actorRow) {
-    throw new MembershipError('not_found', 'no organization with this id in your organizations');
+  return new Map(rows.map((row) => [row.user_id, row.role]));
+}
+
+/**
+ * A user's personal organization is theirs for good (their `personal_org_id` always names an
+ * organization they own): refused when `orgId` is `userId`'s personal one.
+ */
+async function keepPersonalOwner(
+  client: DbClient,
+  orgId: string,
+  userId: string,
+  consequence: string,
+): Promise<void> {
+  const { rowCount } = await client.query(
+    'SELECT 1 FROM dashboard_users WHERE id = $1 AND personal_org_id = $2',
+    [userId, orgId],
+  );
+  if (rowCount) {
+    throw new MembershipError(
+      'conflict',
+      `this is the member's personal organization, which they always own: ${consequence}`,
+    );
   }
-  const member = rows.find((row) => row.user_id === userId);
-  if (!member) throw new MembershipError('not_found', 'no member with this id in the organization');
-  return { current: member.role, actorRole: actorRow.role };
 }
 
 async function keepAnOwner(client: DbClient, orgId: string): Promise<void> {

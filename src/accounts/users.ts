@@ -49,6 +49,11 @@ export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
 }
 
+/** Whether a normalized e-mail is one an account may have (the rule of every user's e-mail). */
+export function isAccountEmail(email: string): boolean {
+  return emailSchema.safeParse(email).success;
+}
+
 export interface NewUser {
   readonly email: string;
   readonly password: string;
@@ -65,7 +70,7 @@ export interface CreatedUser {
 
 export async function createUser(db: DbPool, input: NewUser): Promise<CreatedUser> {
   const email = normalizeEmail(input.email);
-  if (!emailSchema.safeParse(email).success) {
+  if (!isAccountEmail(email)) {
     throw new AccountRuleError('email: must be an e-mail address of at most 254 characters');
   }
   const problem = passwordProblem(input.password);
@@ -188,8 +193,9 @@ export async function loadDashboardUser(db: DbPool, userId: string): Promise<Das
 }
 
 /**
- * Makes `userId` a member of `orgId` with `role`, audited as `actor`'s `member.add`, in the
- * caller's transaction. False (nothing written) when they already are one.
+ * Makes `userId` a member of `orgId` with `role`, audited as `actor`'s `member.add` (with
+ * `details` beside the role), in the caller's transaction. False (nothing written) when they
+ * already are one.
  */
 export async function insertMembership(
   client: Pick<DbPool, 'query'>,
@@ -197,6 +203,7 @@ export async function insertMembership(
   orgId: string,
   userId: string,
   role: Role,
+  details: Readonly<Record<string, unknown>> = {},
 ): Promise<boolean> {
   const inserted = await client.query(
     `INSERT INTO org_memberships (org_id, user_id, role) VALUES ($1, $2, $3)
@@ -210,7 +217,7 @@ export async function insertMembership(
     action: 'member.add',
     objectType: 'member',
     objectId: userId,
-    details: { role },
+    details: { role, ...details },
   });
   return true;
 }

@@ -1,6 +1,7 @@
-// gw admin create-user | add-member: dashboard users and their organizations. Invitations by
-// e-mail are not built: print the sign-in URL. A membership the CLI makes is audited as the
-// operator's (`cli`), as the members page audits the member who made it.
+// gw admin create-user | add-member: dashboard users and their organizations. The operator is
+// trusted (they can read the accounts anyway), so the CLI adds an existing user at once where
+// the dashboard sends an invitation the user accepts (decision 359). A membership the CLI
+// makes is audited as the operator's (`cli`).
 import { addMember, memberView, MembershipError } from '../accounts/members.js';
 import { AccountRuleError, createUser, ROLES, type Role } from '../accounts/users.js';
 import { CLI_ACTOR, type CliContext } from './context.js';
@@ -12,8 +13,9 @@ export const adminHelp = `gw admin create-user --email E --password P [--org-id 
   "personal_org_id","org_ids"}. Passwords: 12 to 256 characters. An e-mail that already has a
   user is refused: add that user to an organization with add-member.
 gw admin add-member --email E --org-id ORG [--role owner|admin|member|viewer]
-  Makes an existing dashboard user a member of the organization (role default member), as the
-  dashboard's members page does; their password is not touched. Prints {"org_id","user_id",
+  Makes an existing dashboard user a member of the organization at once (role default
+  member); the dashboard's members page invites instead, and the user accepts. Their password
+  is not touched. Prints {"org_id","user_id",
   "email","role","created_at"}. A user who is already a member is refused (change a role on
   the members page).`;
 

@@ -61,8 +61,13 @@ import { listConnectionsRoute } from './dashboard/connections/list.js';
 import { listOrgConnectionsRoute } from './dashboard/connections/org-list.js';
 import { revokeConnectionRoute } from './dashboard/connections/revoke.js';
 import { updateConnectionRoute } from './dashboard/connections/update.js';
-import { addMemberRoute } from './dashboard/members/add.js';
 import { getMemberRoute } from './dashboard/members/get.js';
+import { acceptInvitationRoute } from './dashboard/invitations/accept.js';
+import { createInvitationRoute } from './dashboard/invitations/create.js';
+import { declineInvitationRoute } from './dashboard/invitations/decline.js';
+import { listInvitationsRoute } from './dashboard/invitations/list.js';
+import { myInvitationsRoute } from './dashboard/invitations/mine.js';
+import { revokeInvitationRoute } from './dashboard/invitations/revoke.js';
 import { listMembersRoute } from './dashboard/members/list.js';
 import { removeMemberRoute } from './dashboard/members/remove.js';
 import { changeMemberRoleRoute } from './dashboard/members/update.js';
@@ -218,9 +223,14 @@ export const routeDeclarations: readonly DeclaredRoute<RouteDeps>[] = [
     disableServiceKeyRoute,
     listMembersRoute,
     getMemberRoute,
-    addMemberRoute,
     changeMemberRoleRoute,
     removeMemberRoute,
+    listInvitationsRoute,
+    createInvitationRoute,
+    revokeInvitationRoute,
+    myInvitationsRoute,
+    acceptInvitationRoute,
+    declineInvitationRoute,
     auditLogRoute,
     dashboardModelsRoute,
     usageRoute,

@@ -1,8 +1,10 @@
-// The shape every paged dashboard list shares: GET, any member of the object's organization,
-// `limit`/`cursor` (plus the list's own filters), and `{data, next_cursor}` back. A list route
-// declares only what differs: its path, its rows and how to read them.
+// The shape every paged dashboard list shares: GET, a member of the object's organization (any
+// role, unless the list names one), `limit`/`cursor` (plus the list's own filters), and
+// `{data, next_cursor}` back. A list route declares only what differs: its path, its rows and
+// how to read them.
 import type { z } from 'zod';
 import type { OrgLocator } from '../../accounts/dashboard-auth.js';
+import type { Role } from '../../accounts/users.js';
 import type { DbPool } from '../../db/pool.js';
 import { pageQuerySchema, type PageRequest } from '../../db/pages.js';
 import { isGwError } from '../../errors.js';
@@ -15,6 +17,8 @@ export interface ListRouteSpec<Row, Query extends typeof pageQuerySchema> {
   readonly summary: string;
   /** Which organization the path's object belongs to; its id is what `list` receives. */
   readonly org: OrgLocator;
+  /** The least role that may read the list (default viewer: every member). */
+  readonly role?: Role;
   /** What one row is called in the docs, plural ("apps"). */
   readonly rows: string;
   readonly item: z.ZodType;
@@ -39,7 +43,7 @@ export function declareListRoute<
     method: 'GET',
     path: spec.path,
     summary: spec.summary,
-    caller: { kind: 'org_member', role: 'viewer', org: spec.org },
+    caller: { kind: 'org_member', role: spec.role ?? 'viewer', org: spec.org },
     query: querySchema,
     responses: { 200: { description: spec.rows, schema: pageOf(spec.item) } },
     errors: ['gw_invalid_request'],

@@ -41,6 +41,9 @@ export interface FuzzTarget {
   readonly spareConnectionId: string;
   readonly spareMemberId: string;
   readonly spareMemberEmail: string;
+  /** An invitation of the org the fuzz may revoke, and one to the owner it may answer. */
+  readonly spareInvitationId: string;
+  readonly inboundInvitationId: string;
   /** An API key and a service key the fuzz may rotate, revoke or disable. */
   readonly spareApiKeyId: string;
   readonly spareServiceKeyId: string;
@@ -334,6 +337,10 @@ const rateLimitFields = [
 ];
 const ofServiceKey = (target: FuzzTarget) => ({ id: target.spareServiceKeyId });
 const ofMember = (target: FuzzTarget) => ({ org_id: target.orgId, user_id: target.spareMemberId });
+const ofInvitation = (target: FuzzTarget) => ({ invitation_id: target.spareInvitationId });
+const ofInboundInvitation = (target: FuzzTarget) => ({
+  invitation_id: target.inboundInvitationId,
+});
 const ofProductUser = (target: FuzzTarget) => ({
   product_end_user_id: target.spareProductUserId,
 });
@@ -421,7 +428,7 @@ const connectionBody = (_target: FuzzTarget, random: Random) => ({
   credit_mode: random.pick(['enforce', 'track_only']),
 });
 
-/** The dashboard's routes (sessions, orgs, apps, connections, members, audit log, models). */
+/** The dashboard's routes (sessions, orgs, apps, connections, members, invitations, audit log, models). */
 export const dashboardRouteSpecs: readonly RouteSpec[] = [
   {
     method: 'POST',
@@ -518,14 +525,53 @@ export const dashboardRouteSpecs: readonly RouteSpec[] = [
     params: ofOrg,
     query: page,
   },
+  {
+    method: 'GET',
+    path: '/dashboard/api/orgs/{org_id}/invitations',
+    auth: 'session',
+    weight: 1,
+    params: ofOrg,
+    query: page,
+  },
   dashboardWrite(
     'POST',
-    '/dashboard/api/orgs/{org_id}/members',
+    '/dashboard/api/orgs/{org_id}/invitations',
     1.5,
     ofOrg,
-    (target) => ({ email: target.spareMemberEmail, role: 'viewer' }),
+    (target, random) => ({
+      email: random.chance(0.3) ? target.spareMemberEmail : `fuzz-${random.alnum(8)}@example.com`,
+      role: random.pick(['viewer', 'member', 'admin', 'owner']),
+    }),
     [field('email', strings, hostileOthers), field('role', roles), field('x_unknown', anything)],
   ),
+  {
+    method: 'POST',
+    path: '/dashboard/api/invitations/{invitation_id}/revoke',
+    auth: 'session',
+    weight: 0.5,
+    params: ofInvitation,
+  },
+  {
+    method: 'GET',
+    path: '/dashboard/api/user/invitations',
+    auth: 'session',
+    weight: 1,
+    query: page,
+  },
+  {
+    method: 'POST',
+    path: '/dashboard/api/user/invitations/{invitation_id}/accept',
+    auth: 'session',
+    weight: 0.5,
+    params: ofInboundInvitation,
+  },
+  {
+    method: 'POST',
+    path: '/dashboard/api/user/invitations/{invitation_id}/decline',
+    auth: 'session',
+    weight: 0.5,
+    params: ofInboundInvitation,
+  },
   {
     method: 'GET',
     path: '/dashboard/api/orgs/{org_id}/members/{user_id}',

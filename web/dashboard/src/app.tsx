@@ -10,6 +10,7 @@ import {
   type SignedIn,
 } from './api.js';
 import { asApiError } from './hooks.js';
+import { PendingInvitations } from './invitations.js';
 import { landingOrgId, usableReturnPath } from './landing.js';
 import { lastUsedOrg, rememberLastUsedOrg } from './last-org.js';
 import { orgPageOf, orgPages } from './pages/index.js';
@@ -37,8 +38,9 @@ export function App() {
   const view = useView();
   const [state, setState] = useState<SessionState>({ kind: 'checking' });
 
+  /** Reads the session again (sign-in, or the organizations changed); settles once it has. */
   const refresh = useCallback(() => {
-    api.get<SignedIn>('/auth/session').then(
+    return api.get<SignedIn>('/auth/session').then(
       (session) => setState({ kind: 'signed-in', session }),
       (error: unknown) => {
         const failure = asApiError(error);
@@ -50,7 +52,9 @@ export function App() {
       },
     );
   }, []);
-  useEffect(refresh, [refresh]);
+  useEffect(() => {
+    void refresh();
+  }, [refresh]);
   useEffect(() => {
     const ended = () => {
       forgetCsrfToken();
@@ -106,7 +110,7 @@ export function App() {
     return (
       <main class="center">
         <ErrorNote error={state.error} />
-        <button type="button" onClick={refresh}>
+        <button type="button" onClick={() => void refresh()}>
           Try again
         </button>
       </main>
@@ -127,6 +131,10 @@ export function App() {
     <Shell
       session={state.session}
       view={view}
+      onJoined={(orgId) => {
+        // the organization joined is in the session once it is read again; then open it
+        void refresh().then(() => navigate(orgView(orgId)));
+      }}
       onSignedOut={() => {
         forgetCsrfToken();
         // signed out on purpose: the next one to sign in here starts afresh, not on this page
@@ -162,7 +170,12 @@ function useFocusOnNavigation(view: View): void {
   }, [href]);
 }
 
-function Shell(props: { session: SignedIn; view: View; onSignedOut(): void }) {
+function Shell(props: {
+  session: SignedIn;
+  view: View;
+  onJoined(orgId: string): void;
+  onSignedOut(): void;
+}) {
   const { session, view } = props;
   const [lastOrgId, setLastOrgId] = useState<string | null>(null);
   const viewOrgId = currentOrgId(view);
@@ -208,6 +221,7 @@ function Shell(props: { session: SignedIn; view: View; onSignedOut(): void }) {
       <div class="layout">
         {navOrg && <Nav org={navOrg} view={view} />}
         <main id="main" tabIndex={-1}>
+          <PendingInvitations onJoined={props.onJoined} />
           {org || !viewOrgId ? (
             <Page view={view} org={org} session={session} />
           ) : (
@@ -310,7 +324,7 @@ function NotAMember({ orgs }: { orgs: readonly OrgSummary[] }) {
     <>
       <PageHeader title="Organization not available">
         You are not a member of this organization, or it does not exist. A member who manages it can
-        add you.
+        invite you.
       </PageHeader>
       {orgs.length > 0 ? (
         <>

@@ -1,7 +1,9 @@
-// Members of the organization: their roles; add by e-mail, change a role, remove or leave.
+// Members of the organization: their roles; invite by e-mail (and revoke a pending
+// invitation), change a role, remove or leave.
 import { useRef, useState } from 'preact/hooks';
 import { api, canManage, type OrgSummary, type Role, type SignedIn } from '../api.js';
-import { useAction, usePaged } from '../hooks.js';
+import { useAction, useNotice, usePaged, type Paged } from '../hooks.js';
+import { INVITATION_DAYS, type Invitation } from '../invitations.js';
 import { Confirm, ErrorNote, formatTime, ListTable, PageHeader, RowButton } from '../ui.js';
 import type { OrgPage } from './page.js';
 
@@ -38,13 +40,23 @@ function MembersPage({ org, session }: { org: OrgSummary; session: SignedIn }) {
   const list = usePaged<MemberRow>(base);
   const [removing, setRemoving] = useState<MemberRow | null>(null);
   const manage = canManage(org.role);
+  const invitations = usePaged<Invitation>(
+    manage ? `/dashboard/api/orgs/${encodeURIComponent(org.id)}/invitations` : null,
+  );
   const isMe = (member: MemberRow) => member.user_id === session.user.id;
+  const personal = org.id === session.user.personal_org_id;
   return (
     <>
       <PageHeader title="Members">
         Who can use the dashboard for {org.name}, and what each may do.
       </PageHeader>
-      {manage && <AddMember base={base} onAdded={list.reload} />}
+      {manage && (
+        <InviteMember
+          path={`/dashboard/api/orgs/${encodeURIComponent(org.id)}/invitations`}
+          mayInviteOwners={org.role === 'owner'}
+          onInvited={invitations.reload}
+        />
+      )}
       <section aria-labelledby="members-heading">
         <h2 id="members-heading">Members</h2>
         <ListTable
@@ -80,7 +92,9 @@ function MembersPage({ org, session }: { org: OrgSummary; session: SignedIn }) {
             { header: 'Member since', cell: (member) => formatTime(member.created_at) },
           ]}
           actions={(member) =>
-            (manage || isMe(member)) && (
+            // nobody leaves, or is removed from, their own personal organization
+            (manage || isMe(member)) &&
+            !(personal && isMe(member)) && (
               <RowButton
                 label={isMe(member) ? 'Leave…' : 'Remove…'}
                 name={isMe(member) ? `Leave ${org.name}` : `Remove ${member.email}`}
@@ -91,6 +105,7 @@ function MembersPage({ org, session }: { org: OrgSummary; session: SignedIn }) {
           }
         />
       </section>
+      {manage && <PendingInvitationList list={invitations} orgRole={org.role} orgName={org.name} />}
       {removing && (
         <Confirm
           title={isMe(removing) ? `Leave ${org.name}?` : `Remove ${removing.email}?`}
@@ -106,7 +121,7 @@ function MembersPage({ org, session }: { org: OrgSummary; session: SignedIn }) {
         >
           <p>
             {isMe(removing)
-              ? `You lose access to ${org.name} at once. Only a member with a role that manages members can add you back.`
+              ? `You lose access to ${org.name} at once. Only a member with a role that manages members can invite you back.`
               : `${removing.email} loses access to ${org.name} at once. Their account and other organizations are not affected.`}
           </p>
         </Confirm>
@@ -214,55 +229,119 @@ function roleChangeEffect(orgName: string, member: MemberRow, role: Role, isMe: 
   return `${member.email} is ${member.role} of ${orgName}; from now on they are ${role} (${allows}).`;
 }
 
-function AddMember({ base, onAdded }: { base: string; onAdded(): void }) {
+/** Invites an e-mail with a role; whoever has (or later makes) an account with it accepts. */
+function InviteMember(props: { path: string; mayInviteOwners: boolean; onInvited(): void }) {
   const [email, setEmail] = useState('');
   const [role, setRole] = useState<Role>('viewer');
+  const [sent, setSent] = useNotice<Invitation>();
   const action = useAction();
   return (
     <form
       class="card"
-      aria-labelledby="add-member-heading"
+      aria-labelledby="invite-member-heading"
       onInput={action.clear}
       onSubmit={action.submit(
-        () => api.post(base, { email, role }),
-        () => {
+        () => api.post<Invitation>(props.path, { email, role }),
+        (invitation) => {
           setEmail('');
-          onAdded();
+          setSent(invitation);
+          props.onInvited();
         },
       )}
     >
-      <h2 id="add-member-heading">Add a member</h2>
-      <p class="muted small">They need a dashboard account already; add them by its e-mail.</p>
+      <h2 id="invite-member-heading">Invite a member</h2>
+      <p class="muted small">
+        They see the invitation once they sign in with this e-mail (with the account they have, or
+        one they make later) and join when they accept it. It stays open for {INVITATION_DAYS} days.
+      </p>
       <div class="row">
         <label>
           E-mail
           <input
             type="email"
-            name="member-email"
+            name="invite-email"
             required
             value={email}
             onInput={(event) => setEmail(event.currentTarget.value)}
           />
         </label>
         <div class="field">
-          <label for="member-role">Role</label>
+          <label for="invite-role">Role</label>
           <select
-            id="member-role"
+            id="invite-role"
             value={role}
             onChange={(event) => setRole(event.currentTarget.value as Role)}
           >
-            {ROLES.map((option) => (
-              <option key={option.value} value={option.value}>
-                {option.label}
-              </option>
-            ))}
+            {ROLES.filter((option) => props.mayInviteOwners || option.value !== 'owner').map(
+              (option) => (
+                <option key={option.value} value={option.value}>
+                  {option.label}
+                </option>
+              ),
+            )}
           </select>
         </div>
         <button type="submit" disabled={action.busy}>
-          {action.busy ? 'Adding…' : 'Add member'}
+          {action.busy ? 'Inviting…' : 'Send invitation'}
         </button>
       </div>
       <ErrorNote error={action.error} />
+      <p class="muted small" role="status" aria-live="polite">
+        {sent && `Invited ${sent.email} as ${sent.role}.`}
+      </p>
     </form>
+  );
+}
+
+/** The organization's open invitations, each revocable (an owner invitation by an owner). */
+function PendingInvitationList(props: { list: Paged<Invitation>; orgRole: Role; orgName: string }) {
+  const { list } = props;
+  const [revoking, setRevoking] = useState<Invitation | null>(null);
+  return (
+    <section aria-labelledby="invitations-pending-heading">
+      <h2 id="invitations-pending-heading">Pending invitations</h2>
+      <ListTable
+        list={list}
+        rows={list.data}
+        what="pending invitations"
+        empty="No pending invitations."
+        rowKey={(invitation) => invitation.id}
+        columns={[
+          { header: 'E-mail', cell: (invitation) => invitation.email },
+          { header: 'Role', cell: (invitation) => <span class="role">{invitation.role}</span> },
+          { header: 'Invited by', cell: (invitation) => invitation.invited_by_email ?? '—' },
+          { header: 'Open until', cell: (invitation) => formatTime(invitation.expires_at) },
+        ]}
+        actions={(invitation) =>
+          (invitation.role !== 'owner' || props.orgRole === 'owner') && (
+            <RowButton
+              label="Revoke…"
+              name={`Revoke the invitation of ${invitation.email}`}
+              danger
+              onClick={() => setRevoking(invitation)}
+            />
+          )
+        }
+      />
+      {revoking && (
+        <Confirm
+          title={`Revoke the invitation of ${revoking.email}?`}
+          confirmLabel="Revoke invitation"
+          write={() =>
+            api.post(`/dashboard/api/invitations/${encodeURIComponent(revoking.id)}/revoke`)
+          }
+          onDone={() => {
+            setRevoking(null);
+            list.reload();
+          }}
+          onCancel={() => setRevoking(null)}
+        >
+          <p>
+            {revoking.email} can no longer accept it and join {props.orgName}. You can invite them
+            again afterwards.
+          </p>
+        </Confirm>
+      )}
+    </section>
   );
 }

@@ -1,0 +1,29 @@
+// GET /dashboard/api/user/invitations: the pending invitations addressed to the signed-in
+// user's e-mail, from any organization, oldest first.
+import { invitationView, listInvitationsFor } from '../../../accounts/invitations.js';
+import type { DbPool } from '../../../db/pool.js';
+import { pageQuerySchema } from '../../../db/pages.js';
+import { isGwError } from '../../../errors.js';
+import { declareRoute } from '../../framework/declaration.js';
+import { parsePage } from '../../framework/query.js';
+import { pageOf } from '../schemas.js';
+import { invitationSchema } from './schema.js';
+
+export const myInvitationsRoute = declareRoute({
+  method: 'GET',
+  path: '/dashboard/api/user/invitations',
+  summary: 'The pending invitations to your e-mail, to accept or decline',
+  caller: { kind: 'session' },
+  query: pageQuerySchema,
+  responses: {
+    200: { description: 'pending invitations, oldest first', schema: pageOf(invitationSchema) },
+  },
+  errors: ['gw_invalid_request'],
+  async handler({ request, caller }, deps: { readonly db: DbPool }) {
+    const page = parsePage(request.query);
+    if (isGwError(page)) return page;
+    const { rows, nextCursor } = await listInvitationsFor(deps.db, caller.user.email, page);
+    const now = Date.now();
+    return { data: rows.map((row) => invitationView(row, now)), next_cursor: nextCursor };
+  },
+});

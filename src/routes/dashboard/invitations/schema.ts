@@ -1,0 +1,37 @@
+// The invitation object of the dashboard API, and how invitation rules answer.
+import { z } from 'zod';
+import { InvitationError } from '../../../accounts/invitations.js';
+import { tooManyAttempts } from '../../../accounts/login-throttle.js';
+import { gwError, type GwError } from '../../../errors.js';
+import { roleSchema } from '../schemas.js';
+
+export const invitationSchema = z.object({
+  id: z.string(),
+  org_id: z.string(),
+  org_name: z.string(),
+  email: z.string(),
+  role: roleSchema,
+  status: z.enum(['pending', 'accepted', 'declined', 'revoked', 'expired']),
+  invited_by: z.string().describe('the user id of the member who sent it'),
+  invited_by_email: z.string().nullable(),
+  created_at: z.string(),
+  expires_at: z.string(),
+});
+
+/** Invitations of the organization the path names (`{invitation_id}`). */
+export const ofInvitation = { param: 'invitation_id', table: 'org_invitations' } as const;
+
+export const invitationErrors = ['gw_not_found', 'gw_conflict', 'gw_role_forbidden'] as const;
+
+/** The spec-shaped answer to a broken invitation rule (other errors are rethrown). */
+export function invitationRefusal(error: unknown): GwError {
+  if (!(error instanceof InvitationError)) throw error;
+  if (error.kind === 'throttled') return tooManyAttempts('invitations', error.retryAfterMs);
+  const code = {
+    invalid: 'gw_invalid_request',
+    not_found: 'gw_not_found',
+    conflict: 'gw_conflict',
+    forbidden: 'gw_role_forbidden',
+  } as const;
+  return gwError(code[error.kind], error.message);
+}

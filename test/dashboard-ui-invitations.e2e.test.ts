@@ -1,0 +1,194 @@
+// Invitations in a browser (chromium) against a live gateway on the real Redis and Postgres:
+// an admin invites from the members page and sees the invitation pending (and revokes one);
+// the invited user finds it above whatever page they land on, accepts (and is taken to the
+// organization) or declines; a viewer sees neither the form nor the pending list; nobody is
+// offered to leave their own personal organization.
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  launchBrowser,
+  openWindow,
+  screenshot,
+  screenshotOf,
+  sidewaysOverflow,
+  signIn,
+  type LaunchedBrowser,
+} from './support/browser.js';
+import { isolatedContext } from './support/context.js';
+import { createMember, TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
+import { runCliJson, seed, startGateway, type GatewayProcess } from './support/processes.js';
+
+const { env, db } = isolatedContext('dashboard-ui-invites');
+let gateway: GatewayProcess;
+let launched: LaunchedBrowser;
+let browser: Browser;
+let orgId: string;
+const emails = {
+  admin: uniqueEmail('inv-admin'),
+  viewer: uniqueEmail('inv-viewer'),
+  joiner: uniqueEmail('inv-joiner'),
+  decliner: uniqueEmail('inv-decliner'),
+};
+let joinerPersonalOrg: string;
+
+async function signedIn(page: Page, email: string): Promise<void> {
+  await signIn(page, gateway.url, email, TEST_PASSWORD);
+  await page.getByRole('button', { name: 'Sign out' }).waitFor();
+}
+
+async function membersPage(page: Page): Promise<void> {
+  await page.goto(`${gateway.url}/dashboard/orgs/${orgId}/members`);
+  await page.getByRole('heading', { level: 1, name: 'Members' }).waitFor();
+}
+
+async function invite(page: Page, email: string, role: string): Promise<void> {
+  await page.getByLabel('E-mail').fill(email);
+  await page.getByLabel('Role', { exact: true }).selectOption(role);
+  await page.getByRole('button', { name: 'Send invitation' }).click();
+  await page
+    .getByRole('status')
+    .filter({ hasText: `Invited ${email} as ${role}.` })
+    .waitFor();
+}
+
+const statusOf = async (email: string): Promise<string[]> =>
+  (
+    await db.query<{ status: string }>(
+      'SELECT status FROM org_invitations WHERE org_id = $1 AND email = $2 ORDER BY created_at',
+      [orgId, email],
+    )
+  ).rows.map((row) => row.status);
+
+const roleIn = async (org: string, email: string): Promise<string | null> =>
+  (
+    await db.query<{ role: string }>(
+      `SELECT m.role FROM org_memberships m JOIN dashboard_users u ON u.id = m.user_id
+        WHERE m.org_id = $1 AND u.email = $2`,
+      [org, email],
+    )
+  ).rows[0]?.role ?? null;
+
+beforeAll(async () => {
+  [gateway, launched] = await Promise.all([
+    startGateway({ ...env, DASHBOARD_INSECURE_COOKIES: 'true' }),
+    launchBrowser(),
+  ]);
+  browser = launched.browser;
+  orgId = (await seed(env, ['--name', 'Harbor Labs'])).org_id;
+  await createMember(env, emails.admin, orgId, 'admin');
+  await createMember(env, emails.viewer, orgId, 'viewer');
+  joinerPersonalOrg = (
+    await runCliJson<{ personal_org_id: string }>(
+      ['admin', 'create-user', '--email', emails.joiner, '--password', TEST_PASSWORD],
+      env,
+    )
+  ).personal_org_id;
+  await runCliJson(
+    ['admin', 'create-user', '--email', emails.decliner, '--password', TEST_PASSWORD],
+    env,
+  );
+});
+
+afterAll(async () => {
+  await launched?.close();
+  await gateway?.stop();
+});
+
+describe('invitations in a browser', () => {
+  it('an admin invites from the members page, sees the invitations pending, and revokes one', async () => {
+    const { page, close } = await openWindow(browser);
+    await signedIn(page, emails.admin);
+    await membersPage(page);
+    // an admin invites no owner: the form does not offer it
+    const roles = await page
+      .getByLabel('Role', { exact: true })
+      .locator('option')
+      .allTextContents();
+    expect(roles.some((label) => label.startsWith('Owner'))).toBe(false);
+    await invite(page, emails.joiner, 'member');
+    await invite(page, emails.decliner, 'viewer');
+    const stranger = uniqueEmail('inv-nobody');
+    await invite(page, stranger, 'viewer');
+    const pending = page.getByRole('region', { name: 'Pending invitations' });
+    for (const email of [emails.joiner, emails.decliner, stranger]) {
+      await pending.getByRole('row').filter({ hasText: email }).waitFor();
+    }
+    expect(await roleIn(orgId, emails.joiner)).toBeNull();
+    await screenshot(page, 'invitations-01-members-pending');
+
+    await pending.getByRole('button', { name: `Revoke the invitation of ${stranger}` }).click();
+    const dialog = page.getByRole('dialog', { name: `Revoke the invitation of ${stranger}?` });
+    await expect.poll(() => dialog.textContent()).toContain('can no longer accept it');
+    await screenshotOf(dialog, 'invitations-02-revoke-confirmation');
+    await dialog.getByRole('button', { name: 'Revoke invitation' }).click();
+    await pending.getByRole('row').filter({ hasText: stranger }).waitFor({ state: 'detached' });
+    expect(await statusOf(stranger)).toEqual(['revoked']);
+    await close();
+  });
+
+  it('the invited user sees the invitation where they land, accepts, and is taken to the organization', async () => {
+    const { page, close } = await openWindow(browser);
+    await signedIn(page, emails.joiner);
+    // they land on their own organization, with the invitation above its page
+    await expect.poll(() => new URL(page.url()).pathname).toContain(joinerPersonalOrg);
+    const banner = page.getByRole('region', { name: 'You have an invitation' });
+    await banner.waitFor();
+    expect(await banner.textContent()).toContain(
+      `${emails.admin} invited you to join Harbor Labs as member.`,
+    );
+    await screenshot(page, 'invitations-03-banner-on-landing');
+    // it follows them to any page
+    await page
+      .getByRole('navigation', { name: 'Dashboard' })
+      .getByRole('link', { name: 'Members' })
+      .click();
+    await page.getByRole('heading', { level: 1, name: 'Members' }).waitFor();
+    await banner.waitFor();
+    // their own personal organization offers no way to leave it
+    expect(await page.getByRole('button', { name: /^Leave/ }).count()).toBe(0);
+
+    await banner.getByRole('button', { name: 'Accept the invitation to Harbor Labs' }).click();
+    await expect.poll(() => new URL(page.url()).pathname).toBe(`/dashboard/orgs/${orgId}`);
+    await page.getByRole('heading', { level: 1, name: 'Harbor Labs' }).waitFor();
+    await banner.waitFor({ state: 'detached' });
+    expect(await page.getByRole('combobox', { name: 'Organization' }).inputValue()).toBe(orgId);
+    expect(await roleIn(orgId, emails.joiner)).toBe('member');
+    expect(await statusOf(emails.joiner)).toEqual(['accepted']);
+    await screenshot(page, 'invitations-04-accepted');
+    // a member of someone else's organization may leave it
+    await page
+      .getByRole('navigation', { name: 'Dashboard' })
+      .getByRole('link', { name: 'Members' })
+      .click();
+    await page.getByRole('button', { name: 'Leave Harbor Labs' }).waitFor();
+    await close();
+  });
+
+  it('the invited user may decline, on a phone: the invitation goes, and they join nothing', async () => {
+    const { page, close } = await openWindow(browser, { width: 390, height: 844 });
+    await signedIn(page, emails.decliner);
+    const banner = page.getByRole('region', { name: 'You have an invitation' });
+    await banner.waitFor();
+    expect(await sidewaysOverflow(page)).toBe(0);
+    await screenshotOf(banner, 'invitations-05-banner-390');
+    await banner.getByRole('button', { name: 'Decline the invitation to Harbor Labs' }).click();
+    await banner.waitFor({ state: 'detached' });
+    expect(await statusOf(emails.decliner)).toEqual(['declined']);
+    expect(await roleIn(orgId, emails.decliner)).toBeNull();
+    await page.reload();
+    await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    await page.getByRole('heading', { level: 1 }).waitFor();
+    expect(await page.getByRole('region', { name: /invitation/ }).count()).toBe(0);
+    await close();
+  });
+
+  it('shows a viewer neither the invitation form nor the pending invitations', async () => {
+    const { page, close } = await openWindow(browser);
+    await signedIn(page, emails.viewer);
+    await membersPage(page);
+    await page.getByRole('region', { name: 'Members' }).getByRole('table').waitFor();
+    expect(await page.getByRole('button', { name: 'Send invitation' }).count()).toBe(0);
+    expect(await page.getByRole('region', { name: 'Pending invitations' }).count()).toBe(0);
+    await close();
+  });
+});

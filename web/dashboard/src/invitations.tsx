@@ -1,0 +1,106 @@
+// The invitations waiting for the signed-in user: shown above every page until answered.
+// Accepting joins the organization (the session's organizations are read again, and the
+// dashboard opens the one joined); declining only removes the invitation from the list.
+import { useState } from 'preact/hooks';
+import { api, type Role } from './api.js';
+import { useAction, usePaged } from './hooks.js';
+import { ErrorNote, formatTime } from './ui.js';
+
+/** An invitation as the API answers it (members page and this banner). */
+export interface Invitation {
+  readonly id: string;
+  readonly org_id: string;
+  readonly org_name: string;
+  readonly email: string;
+  readonly role: Role;
+  readonly status: string;
+  readonly invited_by: string;
+  readonly invited_by_email: string | null;
+  readonly created_at: string;
+  readonly expires_at: string;
+}
+
+/** How long an invitation may be accepted (the gateway's rule, decision 359). */
+export const INVITATION_DAYS = 7;
+
+export function PendingInvitations(props: { onJoined(orgId: string): void }) {
+  const list = usePaged<Invitation>('/dashboard/api/user/invitations');
+  const [answered, setAnswered] = useState<ReadonlySet<string>>(new Set());
+  const open = (list.data ?? []).filter((invitation) => !answered.has(invitation.id));
+  if (open.length === 0) return null;
+  const answer = (invitation: Invitation) =>
+    setAnswered((before) => new Set([...before, invitation.id]));
+  return (
+    <section class="invitations card" aria-labelledby="invitations-heading">
+      <h2 id="invitations-heading">
+        {open.length === 1 ? 'You have an invitation' : `You have ${open.length} invitations`}
+      </h2>
+      <ul>
+        {open.map((invitation) => (
+          <InvitationItem
+            key={invitation.id}
+            invitation={invitation}
+            onAccepted={() => {
+              answer(invitation);
+              props.onJoined(invitation.org_id);
+            }}
+            onDeclined={() => answer(invitation)}
+          />
+        ))}
+      </ul>
+      {list.hasMore && (
+        <button type="button" class="secondary" onClick={list.more} disabled={list.loadingMore}>
+          More invitations
+        </button>
+      )}
+    </section>
+  );
+}
+
+function InvitationItem(props: { invitation: Invitation; onAccepted(): void; onDeclined(): void }) {
+  const { invitation } = props;
+  const action = useAction();
+  const path = `/dashboard/api/user/invitations/${encodeURIComponent(invitation.id)}`;
+  const from = invitation.invited_by_email ?? 'A member';
+  return (
+    <li>
+      <p>
+        {from} invited you to join <strong>{invitation.org_name}</strong> as{' '}
+        <span class="role">{invitation.role}</span>.{' '}
+        <span class="muted small">Open until {formatTime(invitation.expires_at)}.</span>
+      </p>
+      <div class="actions">
+        <button
+          type="button"
+          disabled={action.busy}
+          aria-label={`Accept the invitation to ${invitation.org_name}`}
+          onClick={() => {
+            void action
+              .run(() => api.post(`${path}/accept`))
+              .then((done) => {
+                if (done) props.onAccepted();
+              });
+          }}
+        >
+          Accept
+        </button>
+        <button
+          type="button"
+          class="secondary"
+          disabled={action.busy}
+          aria-label={`Decline the invitation to ${invitation.org_name}`}
+          onClick={() => {
+            void action
+              .run(() => api.post(`${path}/decline`))
+              .then((done) => {
+                if (done) props.onDeclined();
+              });
+          }}
+        >
+          Decline
+        </button>
+      </div>
+      <ErrorNote error={action.error} />
+    </li>
+  );
+}
