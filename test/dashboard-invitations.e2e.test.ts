@@ -445,6 +445,16 @@ describe('the personal organization', () => {
     const second = await user('second');
     const sent = await invite(holder.client, holder.personalOrgId, second.email, 'owner');
     expect((await accept(second.client, sent.body.id)).status).toBe(200);
+    // the list says whose personal organization it is, so the page offers no change there
+    const listed = await second.client.request<{
+      data: { user_id: string; personal_organization: boolean }[];
+    }>('GET', `/dashboard/api/orgs/${holder.personalOrgId}/members`);
+    expect(listed.body.data.map((row) => [row.user_id, row.personal_organization]).sort()).toEqual(
+      [
+        [holder.id, true],
+        [second.id, false],
+      ].sort(),
+    );
     const member = `/dashboard/api/orgs/${holder.personalOrgId}/members/${holder.id}`;
     const removed = await second.client.request<ErrorBody>('DELETE', member);
     expect(removed.status).toBe(409);

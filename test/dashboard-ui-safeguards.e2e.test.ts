@@ -155,7 +155,14 @@ describe('members: a role changes only when the change is confirmed', () => {
 
   it('shows the refusal of a sole owner demoting themself (409) in the dialog, without a page error', async () => {
     const { page, close } = await openWindow(browser);
+    // the owner's own personal organization offers no role change and no Leave at all
     await signedIn(page, emails.owner, `/dashboard/orgs/${ownerPersonalOrg}/members`);
+    const personalRow = page.getByRole('row').filter({ hasText: emails.owner });
+    await personalRow.getByText('owner', { exact: true }).waitFor();
+    expect(await personalRow.getByRole('combobox').count()).toBe(0);
+    expect(await personalRow.getByRole('button').count()).toBe(0);
+    // in an organization it is the sole owner of, the change is offered and refused
+    await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}/members`);
     const row = page.getByRole('row').filter({ hasText: emails.owner });
     await row.getByRole('combobox').selectOption('admin');
     await row.getByRole('button', { name: 'Change your own role to admin…' }).click();
@@ -169,7 +176,7 @@ describe('members: a role changes only when the change is confirmed', () => {
     await dialog.getByRole('button', { name: 'Cancel' }).click();
     await dialog.waitFor({ state: 'detached' });
     expect(await row.getByRole('combobox').inputValue()).toBe('owner');
-    expect(await roleOf(emails.owner, ownerPersonalOrg)).toEqual(['owner']);
+    expect(await roleOf(emails.owner, org.org_id)).toEqual(['owner']);
     await close(); // fails on any page error
   });
 

@@ -25,6 +25,8 @@ export interface MemberRow {
   readonly email: string;
   readonly role: Role;
   readonly created_at: Date;
+  /** The organization is this member's personal one, which they always own (decision 359). */
+  readonly personal_organization: boolean;
   readonly cursor_us: string;
 }
 
@@ -33,6 +35,7 @@ export function memberView(row: MemberRow): Record<string, unknown> {
     user_id: row.id,
     email: row.email,
     role: row.role,
+    personal_organization: row.personal_organization,
     created_at: row.created_at.toISOString(),
   };
 }
@@ -54,6 +57,7 @@ export interface MembershipActor extends Actor {
 }
 
 const SELECT_MEMBERS = `SELECT u.id, u.email, m.role, m.created_at,
+       u.personal_org_id IS NOT DISTINCT FROM m.org_id AS personal_organization,
        (extract(epoch FROM m.created_at) * 1000000)::bigint::text AS cursor_us
   FROM org_memberships m JOIN dashboard_users u ON u.id = m.user_id`;
 

@@ -8,6 +8,8 @@ export const memberSchema = z.object({
   user_id: z.string(),
   email: z.string(),
   role: roleSchema,
+  /** This is the member's personal organization: they always own it (no role change, no removal). */
+  personal_organization: z.boolean(),
   created_at: z.string(),
 });
 

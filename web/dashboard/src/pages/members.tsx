@@ -11,6 +11,8 @@ interface MemberRow {
   readonly user_id: string;
   readonly email: string;
   readonly role: Role;
+  /** The member's own personal organization: they always own it (the API refuses a change). */
+  readonly personal_organization: boolean;
   readonly created_at: string;
 }
 
@@ -44,7 +46,6 @@ function MembersPage({ org, session }: { org: OrgSummary; session: SignedIn }) {
     manage ? `/dashboard/api/orgs/${encodeURIComponent(org.id)}/invitations` : null,
   );
   const isMe = (member: MemberRow) => member.user_id === session.user.id;
-  const personal = org.id === session.user.personal_org_id;
   return (
     <>
       <PageHeader title="Members">
@@ -77,7 +78,7 @@ function MembersPage({ org, session }: { org: OrgSummary; session: SignedIn }) {
             {
               header: 'Role',
               cell: (member) =>
-                manage ? (
+                manage && !member.personal_organization ? (
                   <RoleControl
                     base={base}
                     member={member}
@@ -94,7 +95,7 @@ function MembersPage({ org, session }: { org: OrgSummary; session: SignedIn }) {
           actions={(member) =>
             // nobody leaves, or is removed from, their own personal organization
             (manage || isMe(member)) &&
-            !(personal && isMe(member)) && (
+            !member.personal_organization && (
               <RowButton
                 label={isMe(member) ? 'Leave…' : 'Remove…'}
                 name={isMe(member) ? `Leave ${org.name}` : `Remove ${member.email}`}
