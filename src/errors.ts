@@ -78,13 +78,16 @@ export const errorCatalogue = {
   gw_upstream_error: { status: 502, summary: 'the vendor failed or answered unusably' },
   gw_upstream_timeout: { status: 504, summary: 'the vendor did not answer in time' },
   // Dashboard accounts and sessions
-  gw_invalid_credentials: { status: 401, summary: 'sign-in refused: wrong e-mail or password' },
+  gw_invalid_credentials: {
+    status: 401,
+    summary: 'sign-in refused (wrong e-mail or password), or a password change (wrong current one)',
+  },
   gw_too_many_attempts: {
     status: 429,
     summary:
-      'too many failed sign-ins for this account or address, sign-ups from it, or invitations from an organization; see Retry-After',
+      'too many failed sign-ins or password changes for this account or address, sign-ups from it, or invitations from an organization; see Retry-After',
   },
-  gw_session_required: { status: 401, summary: 'no dashboard session, or it expired' },
+  gw_session_required: { status: 401, summary: 'no dashboard session, or it expired or was ended' },
   gw_csrf_token_invalid: {
     status: 403,
     summary: 'a dashboard write without the current X-CSRF-Token of the session',

@@ -97,10 +97,11 @@ describe('gw admin: dashboard users and the seeded organization', () => {
 
     const again = await runCli(
       [
-        ...['admin', 'create-user', '--email', email, '--password', 'another long passphrase'],
+        ...['admin', 'create-user', '--email', email, '--password-stdin'],
         ...['--org-id', org.org_id, '--role', 'owner'],
       ],
       env,
+      { stdin: 'another long passphrase\n' },
     );
     expect(again.code).toBe(2);
     expect(errorOf(again.stderr)).toEqual({

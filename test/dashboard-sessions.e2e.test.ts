@@ -103,21 +103,14 @@ describe('gw admin create-user', () => {
   it('refuses a second user with the same e-mail, a short password and an unknown role, in the JSON error shape', async () => {
     const email = unique('dup');
     await createUser(email);
-    for (const args of [
-      ['--email', email, '--password', PASSWORD],
-      ['--email', unique('short'), '--password', 'short'],
-      [
-        '--email',
-        unique('role'),
-        '--password',
-        PASSWORD,
-        '--org-id',
-        tenantA.org_id,
-        '--role',
-        'robot',
-      ],
-    ]) {
-      const result = await runCli(['admin', 'create-user', ...args], env);
+    for (const [args, password] of [
+      [['--email', email], PASSWORD],
+      [['--email', unique('short')], 'short'],
+      [['--email', unique('role'), '--org-id', tenantA.org_id, '--role', 'robot'], PASSWORD],
+    ] as const) {
+      const result = await runCli(['admin', 'create-user', ...args, '--password-stdin'], env, {
+        stdin: `${password}\n`,
+      });
       expect(result.code).toBe(2);
       expect(JSON.parse(result.stderr).error.message).toMatch(/e-mail exists|at least 12|--role/);
     }

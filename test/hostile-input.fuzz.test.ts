@@ -198,14 +198,18 @@ async function dashboardSetup() {
   const member = await createUser(spareMember, inOrg('viewer'));
   const loginEmail = email('fuzz-login');
   await createUser(loginEmail);
+  const passwordEmail = email('fuzz-password');
+  await createUser(passwordEmail);
   const origin = `https://127.0.0.1:${gateway.port}`;
-  const signIn = async () => {
+  const signIn = async (address = owner) => {
     const client = new DashboardClient(gateway.url, origin);
-    expect((await client.login(owner, PASSWORD)).status).toBe(200);
+    expect((await client.login(address, PASSWORD)).status).toBe(200);
     return { cookie: client.cookie!, csrfToken: client.csrfToken!, client };
   };
   const { client, ...session } = await signIn();
   const { client: _spare, ...spareSession } = await signIn();
+  const { client: _password, ...passwordSession } = await signIn(passwordEmail);
+  const { client: _everywhere, ...everywhereSession } = await signIn(loginEmail);
   const connection = await client.post<{ id: string }>(
     `/dashboard/api/apps/${org.app_id}/connections`,
     { name: 'fuzz spare connection' },
@@ -295,6 +299,8 @@ async function dashboardSetup() {
     origin,
     session,
     spareSession,
+    passwordSession,
+    everywhereSession,
     loginEmail,
     loginPassword: PASSWORD,
     spareConnectionId: connection.body.id,

@@ -51,6 +51,9 @@ const builderScopes: Record<keyof RedisKeys, 'org' | 'pair' | 'alone'> = {
   // A pub/sub channel, not a key: PUBLISH reaches every node of a cluster.
   invalidationChannel: 'alone',
   session: 'alone',
+  // ZADD / ZRANGE / ZREM alone; the sessions it names are deleted one command each
+  // (src/accounts/sessions.ts): they hash anywhere.
+  userSessions: 'alone',
   // Counted per key, one transaction per key (src/accounts/login-throttle.ts).
   loginFailures: 'alone',
   // One key per client address, in a transaction of its own.

@@ -168,12 +168,14 @@ const authenticators: Authenticators = {
               email: 'u@gw.test',
               personalOrgId: 'org_test',
               memberships: [],
+              sessionEpoch: 0,
             },
             session: {
               handle: 'h',
               userId: 'user_test',
               csrfToken: SESSION_CSRF,
               createdAtMs: 0,
+              epoch: 0,
             },
             actor: { userId: 'user_test' },
           }

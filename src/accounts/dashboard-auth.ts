@@ -102,8 +102,17 @@ export class DashboardAuthenticator {
     }
     const user = await loadDashboardUser(this.db, session.userId);
     if (!user) {
-      await this.sessions.destroy(session.handle);
+      await this.sessions.destroy(session);
       return gwError('gw_session_required', 'the dashboard session expired; sign in again');
+    }
+    // Ended with all the user's sessions (a password change, sign-out everywhere), whether or
+    // not its Redis entry was deleted yet (src/accounts/user-sessions.ts).
+    if (session.epoch !== user.sessionEpoch) {
+      await this.sessions.destroy(session);
+      return gwError(
+        'gw_session_required',
+        "the dashboard session was ended (the account's password changed, or all its sessions were signed out); sign in again",
+      );
     }
     return { user, session, actor: { userId: user.id } };
   }

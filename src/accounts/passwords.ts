@@ -52,13 +52,18 @@ export function decoyPasswordHash(): Promise<string> {
   return decoyHash;
 }
 
-/** Why a new password is refused, or null when it is acceptable. */
-export function passwordProblem(password: string): string | null {
+/**
+ * What a password over the length rule is told, by the rule itself and by a request body's
+ * bound on UTF-16 units alike (the body's bound is the rule's, in the units a string has).
+ */
+export const PASSWORD_TOO_LONG = `must be at most ${PASSWORD_MAX_LENGTH} characters`;
+
+/** Why a new password (in the field `field`) is refused, or null when it is acceptable. */
+export function passwordProblem(password: string, field = 'password'): string | null {
   const characters = codePointCount(password);
   if (characters < PASSWORD_MIN_LENGTH)
-    return `password: must be at least ${PASSWORD_MIN_LENGTH} characters`;
-  if (characters > PASSWORD_MAX_LENGTH)
-    return `password: must be at most ${PASSWORD_MAX_LENGTH} characters`;
+    return `${field}: must be at least ${PASSWORD_MIN_LENGTH} characters`;
+  if (characters > PASSWORD_MAX_LENGTH) return `${field}: ${PASSWORD_TOO_LONG}`;
   return null;
 }
 

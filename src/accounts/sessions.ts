@@ -1,6 +1,10 @@
 // Dashboard sessions: server-side in Redis, found by the SHA-256 of the cookie's random id
 // (a Redis dump reveals no usable session), with an idle and an absolute expiry, a CSRF
-// token bound to each session, and rotation at login (a new id every time).
+// token bound to each session, and rotation at login (a new id every time). Each user's
+// sessions are also listed in a sorted set (handle → when it expires unused), so all of them
+// can be ended at once; its expired entries are pruned whenever a session is made or ended.
+// Ending them all is not atomic across Redis Cluster slots: what makes it final is the user's
+// session epoch (src/accounts/user-sessions.ts), which every session carries.
 import { timingSafeEqual } from 'node:crypto';
 import type { RedisClient } from '../redis/connect.js';
 import { randomBase62, sha256Hex } from '../ids.js';
@@ -13,12 +17,35 @@ export interface SessionSettings {
   readonly insecureCookies: boolean;
 }
 
+/** The sessions' settings from the gateway's configuration (the gateway's and the CLI's). */
+export function sessionSettingsOf(config: {
+  readonly DASHBOARD_SESSION_IDLE_MS: number;
+  readonly DASHBOARD_SESSION_MAX_MS: number;
+  readonly DASHBOARD_INSECURE_COOKIES: boolean;
+}): SessionSettings {
+  return {
+    idleMs: config.DASHBOARD_SESSION_IDLE_MS,
+    absoluteMs: config.DASHBOARD_SESSION_MAX_MS,
+    insecureCookies: config.DASHBOARD_INSECURE_COOKIES,
+  };
+}
+
 export interface Session {
   /** The Redis key's hash of the id (never the id itself). */
   readonly handle: string;
   readonly userId: string;
   readonly csrfToken: string;
   readonly createdAtMs: number;
+  /** The user's session epoch when it was made: a session of an earlier epoch is refused. */
+  readonly epoch: number;
+}
+
+/** A session as Redis holds it (`e` is absent from sessions made before epochs: 0). */
+interface StoredSession {
+  readonly u: string;
+  readonly c: string;
+  readonly t: number;
+  readonly e?: number;
 }
 
 const SESSION_ID_LENGTH = 43; // > 256 bits
@@ -34,21 +61,36 @@ export class SessionStore {
     return this.settings.insecureCookies ? 'gw_session' : '__Host-gw_session';
   }
 
-  /** A new session for the user: returns the raw id for the cookie. */
-  async create(userId: string): Promise<{ id: string; session: Session }> {
+  /**
+   * A new session for the user, of the session epoch read with their password hash: returns
+   * the raw id for the cookie. Listed under the user before it exists, so no session escapes
+   * endAll.
+   */
+  async create(userId: string, epoch: number): Promise<{ id: string; session: Session }> {
     const id = randomBase62(SESSION_ID_LENGTH);
     const session: Session = {
       handle: sha256Hex(id),
       userId,
       csrfToken: randomBase62(SESSION_ID_LENGTH),
       createdAtMs: Date.now(),
+      epoch,
     };
-    await this.redis.set(
-      this.keys.session(session.handle),
-      JSON.stringify({ u: session.userId, c: session.csrfToken, t: session.createdAtMs }),
-      'PX',
-      Math.min(this.settings.idleMs, this.settings.absoluteMs),
-    );
+    const ttlMs = Math.min(this.settings.idleMs, this.settings.absoluteMs);
+    const index = this.keys.userSessions(userId);
+    await this.redis
+      .multi()
+      .zremrangebyscore(index, '-inf', session.createdAtMs)
+      .zadd(index, session.createdAtMs + ttlMs, session.handle)
+      // No session of the user outlives the newest one's absolute expiry.
+      .pexpire(index, this.settings.absoluteMs)
+      .exec();
+    const stored: StoredSession = {
+      u: session.userId,
+      c: session.csrfToken,
+      t: session.createdAtMs,
+      e: epoch,
+    };
+    await this.redis.set(this.keys.session(session.handle), JSON.stringify(stored), 'PX', ttlMs);
     return { id, session };
   }
 
@@ -59,19 +101,54 @@ export class SessionStore {
     const key = this.keys.session(handle);
     const text = await this.redis.get(key);
     if (!text) return null;
-    const stored = JSON.parse(text) as { u: string; c: string; t: number };
-    const age = Date.now() - stored.t;
-    const left = this.settings.absoluteMs - age;
+    const stored = JSON.parse(text) as StoredSession;
+    const session: Session = {
+      handle,
+      userId: stored.u,
+      csrfToken: stored.c,
+      createdAtMs: stored.t,
+      epoch: stored.e ?? 0,
+    };
+    const now = Date.now();
+    const left = this.settings.absoluteMs - (now - stored.t);
     if (left <= 0) {
-      await this.redis.del(key);
+      await this.destroy(session);
       return null;
     }
-    await this.redis.pexpire(key, Math.min(this.settings.idleMs, left));
-    return { handle, userId: stored.u, csrfToken: stored.c, createdAtMs: stored.t };
+    const ttlMs = Math.min(this.settings.idleMs, left);
+    // Two keys, two slots: one command each (the index's entry only if it is still there).
+    await Promise.all([
+      this.redis.pexpire(key, ttlMs),
+      this.redis.zadd(this.keys.userSessions(stored.u), 'XX', now + ttlMs, handle),
+    ]);
+    return session;
   }
 
-  async destroy(handle: string): Promise<void> {
-    await this.redis.del(this.keys.session(handle));
+  async destroy(session: Pick<Session, 'handle' | 'userId'>): Promise<void> {
+    await Promise.all([
+      this.redis.del(this.keys.session(session.handle)),
+      this.redis.zrem(this.keys.userSessions(session.userId), session.handle),
+    ]);
+  }
+
+  /**
+   * Ends every listed session of the user (on every instance at once: they live in Redis
+   * only). Answers the handles of the live sessions it ended.
+   */
+  async endAll(userId: string): Promise<string[]> {
+    const index = this.keys.userSessions(userId);
+    const results = await this.redis
+      .multi()
+      .zremrangebyscore(index, '-inf', Date.now())
+      .zrange(index, 0, -1)
+      .exec();
+    const handles = (results?.[1]?.[1] ?? []) as string[];
+    if (handles.length === 0) return [];
+    // One DEL per session: their keys hash to any slot of a cluster.
+    await Promise.all(handles.map((handle) => this.redis.del(this.keys.session(handle))));
+    // Only these: a session made meanwhile (a sign-in with the new password) stays listed.
+    await this.redis.zrem(index, ...handles);
+    return handles;
   }
 
   /** The Set-Cookie value that carries a new session id to the browser. */

@@ -130,18 +130,22 @@ async function insertUser(
 export interface LoginCandidate {
   readonly id: string;
   readonly passwordHash: string;
+  /** Read with the hash: a session made from it ends if the password changes meanwhile. */
+  readonly sessionEpoch: number;
 }
 
 export async function findLoginCandidate(
   db: DbPool,
   email: string,
 ): Promise<LoginCandidate | null> {
-  const { rows } = await db.query<{ id: string; password_hash: string }>(
-    'SELECT id, password_hash FROM dashboard_users WHERE email = $1',
+  const { rows } = await db.query<{ id: string; password_hash: string; session_epoch: number }>(
+    'SELECT id, password_hash, session_epoch FROM dashboard_users WHERE email = $1',
     [normalizeEmail(email)],
   );
   const row = rows[0];
-  return row ? { id: row.id, passwordHash: row.password_hash } : null;
+  return row
+    ? { id: row.id, passwordHash: row.password_hash, sessionEpoch: row.session_epoch }
+    : null;
 }
 
 export interface Membership {
@@ -156,6 +160,8 @@ export interface DashboardUser {
   readonly email: string;
   readonly personalOrgId: string;
   readonly memberships: readonly Membership[];
+  /** Sessions of an earlier epoch are ended (src/accounts/user-sessions.ts). */
+  readonly sessionEpoch: number;
 }
 
 /** The user and every organization they belong to (null when the user no longer exists). */
@@ -163,11 +169,12 @@ export async function loadDashboardUser(db: DbPool, userId: string): Promise<Das
   const { rows } = await db.query<{
     email: string;
     personal_org_id: string;
+    session_epoch: number;
     org_id: string | null;
     name: string | null;
     role: Role | null;
   }>(
-    `SELECT u.email, u.personal_org_id, m.org_id, o.name, m.role
+    `SELECT u.email, u.personal_org_id, u.session_epoch, m.org_id, o.name, m.role
        FROM dashboard_users u
        LEFT JOIN org_memberships m ON m.user_id = u.id
        LEFT JOIN organizations o ON o.id = m.org_id
@@ -181,6 +188,7 @@ export async function loadDashboardUser(db: DbPool, userId: string): Promise<Das
     id: userId,
     email: first.email,
     personalOrgId: first.personal_org_id,
+    sessionEpoch: first.session_epoch,
     memberships: rows
       .filter((row) => row.org_id !== null)
       .map((row) => ({

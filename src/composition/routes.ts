@@ -2,7 +2,7 @@
 // authenticators of each caller kind, built from what the phases before started.
 import { DashboardAuthenticator } from '../accounts/dashboard-auth.js';
 import { LoginThrottle } from '../accounts/login-throttle.js';
-import { SessionStore } from '../accounts/sessions.js';
+import { sessionSettingsOf, SessionStore } from '../accounts/sessions.js';
 import { capInvalidation } from '../admin/caps.js';
 import { serviceKeyInvalidation } from '../admin/service-keys.js';
 import type { SettleSpool } from '../billing/settle-spool.js';
@@ -81,11 +81,7 @@ export function wireRoutes(config: Config, logger: Logger, parts: RouteParts): W
   // /metrics has its own listener (METRICS_HOST:METRICS_PORT, loopback by default), never
   // the public port.
   const served = routeDeclarations.filter((route) => route !== metricsRoute);
-  const sessions = new SessionStore(redis, keys, {
-    idleMs: config.DASHBOARD_SESSION_IDLE_MS,
-    absoluteMs: config.DASHBOARD_SESSION_MAX_MS,
-    insecureCookies: config.DASHBOARD_INSECURE_COOKIES,
-  });
+  const sessions = new SessionStore(redis, keys, sessionSettingsOf(config));
   const oauthClients = new OAuthClientAuthenticator(db);
   const dashboardAuth = new DashboardAuthenticator(db, sessions, {
     // The origin users reach the gateway at is its own, whatever Host a proxy passes on.

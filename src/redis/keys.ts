@@ -50,6 +50,8 @@ export interface RedisKeys {
   invalidationChannel(): string;
   /** A dashboard session by the SHA-256 of its id (JSON), expiring when idle. */
   session(handle: string): string;
+  /** A dashboard user's sessions: zset session handle → when it expires if unused (ms). */
+  userSessions(userId: string): string;
   /** Failed sign-ins in the current window, per account (e-mail hash) or client address. */
   loginFailures(kind: 'account' | 'address', subject: string): string;
   /** Self-service sign-up attempts from a client address in the current window. */
@@ -88,6 +90,7 @@ export function createRedisKeys(prefix: string): RedisKeys {
     apiKeyGeneration: (keyHash) => `${prefix}:apikey:{${keyHash}}:gen`,
     invalidationChannel: () => `${prefix}:invalidate`,
     session: (handle) => `${prefix}:session:${handle}`,
+    userSessions: (userId) => `${prefix}:user-sessions:${userId}`,
     loginFailures: (kind, subject) => `${prefix}:login-fail:${kind}:${subject}`,
     signupAttempts: (address) => `${prefix}:signup-attempts:${address}`,
     oauthCode: (codeHash) => `${prefix}:oauth-code:{${codeHash}}`,

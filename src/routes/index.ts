@@ -10,6 +10,8 @@ import type { AccountDeps } from './auth/deps.js';
 import { csrfRoute } from './auth/csrf.js';
 import { loginRoute } from './auth/login.js';
 import { logoutRoute } from './auth/logout.js';
+import { logoutEverywhereRoute } from './auth/logout-everywhere.js';
+import { changePasswordRoute } from './auth/password.js';
 import { sessionRoute } from './auth/session.js';
 import { signupRoute } from './auth/signup.js';
 import { chatCompletionsRoute } from './chat-completions.js';
@@ -199,6 +201,8 @@ export const routeDeclarations: readonly DeclaredRoute<RouteDeps>[] = [
     loginRoute,
     signupRoute,
     logoutRoute,
+    logoutEverywhereRoute,
+    changePasswordRoute,
     csrfRoute,
     sessionRoute,
     listOrgsRoute,

@@ -114,10 +114,21 @@ export interface CliResult {
   readonly stderr: string;
 }
 
-/** Runs a `gw` command in this process, with its own environment and output. */
-export async function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
+/**
+ * What a `gw` command run in-process reads: `stdin`, piped to it (empty when not given), or
+ * `typed`, the answers typed at a terminal, one per prompt.
+ */
+export type CliInput = { readonly stdin?: string } | { readonly typed: readonly string[] };
+
+/** Runs a `gw` command in this process, with its own environment, input and output. */
+export async function runCli(
+  args: string[],
+  env: Record<string, string>,
+  input: CliInput = {},
+): Promise<CliResult> {
   let stdout = '';
   let stderr = '';
+  const typed = 'typed' in input ? [...input.typed] : null;
   const code = await withCliIo(
     {
       env: { ...process.env, ...env },
@@ -125,22 +136,34 @@ export async function runCli(args: string[], env: Record<string, string>): Promi
         if (stream === 'stdout') stdout += text;
         else stderr += text;
       },
+      inputIsTerminal: typed !== null,
+      readInput: () => Promise.resolve('stdin' in input ? (input.stdin ?? '') : ''),
+      askSecret: (prompt) => {
+        stderr += prompt;
+        const answer = typed?.shift();
+        return answer === undefined
+          ? Promise.reject(new Error(`no answer typed for ${prompt}`))
+          : Promise.resolve(answer);
+      },
     },
     () => runCliInProcess(args),
   );
   return { code, stdout, stderr };
 }
 
-/** Runs the real `gw` binary (bin/gw.js) as a user would. */
+/** Runs the real `gw` binary (bin/gw.js) as a user would, with `stdin` piped to it if given. */
 export async function runCliProcess(
   args: string[],
   env: Record<string, string>,
+  stdin?: string,
 ): Promise<CliResult> {
   try {
-    const { stdout, stderr } = await execFileAsync(process.execPath, ['bin/gw.js', ...args], {
+    const running = execFileAsync(process.execPath, ['bin/gw.js', ...args], {
       cwd: root,
       env: { ...process.env, ...env },
     });
+    if (stdin !== undefined) running.child.stdin?.end(stdin);
+    const { stdout, stderr } = await running;
     return { code: 0, stdout, stderr };
   } catch (error) {
     const failure = error as { code?: number; stdout?: string; stderr?: string };

@@ -32,8 +32,8 @@ export const loginRoute = declareRoute({
       candidate?.passwordHash ?? (await decoyPasswordHash()),
     );
     const user = candidate && matches ? await loadDashboardUser(db, candidate.id) : null;
-    if (!user) return gwError('gw_invalid_credentials', INVALID_CREDENTIALS);
+    if (!candidate || !user) return gwError('gw_invalid_credentials', INVALID_CREDENTIALS);
     await throttle.recordSuccess(email, request.remoteAddress);
-    await answerSignedIn(request, response, sessions, user, 200);
+    await answerSignedIn(request, response, sessions, user, candidate.sessionEpoch, 200);
   },
 });

@@ -12,7 +12,7 @@ export const logoutRoute = declareRoute({
     200: { description: 'signed out', schema: z.object({ signed_out: z.literal(true) }) },
   },
   async handler({ caller, response }, deps: AccountDeps) {
-    await deps.accounts.sessions.destroy(caller.session.handle);
+    await deps.accounts.sessions.destroy(caller.session);
     response.writeHead(200, {
       'content-type': 'application/json',
       'set-cookie': deps.accounts.sessions.clearingCookie(),

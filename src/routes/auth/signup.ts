@@ -39,7 +39,7 @@ export const signupRoute = declareRoute({
         : gwError('gw_invalid_request', error.message);
     }
     const user = (await loadDashboardUser(db, userId))!;
-    await answerSignedIn(request, response, sessions, user, 201);
+    await answerSignedIn(request, response, sessions, user, user.sessionEpoch, 201);
   },
 });
 

@@ -82,7 +82,7 @@ export const dashboardSignInPageRoute = pageRoute('/dashboard/sign-in', 'Dashboa
 /** The namespaces under /dashboard/ that are not the app's pages. */
 const NOT_PAGES = new Set(['api', 'assets']);
 /** The one-segment pages of the app (`orgs` alone is its home: your organizations). */
-const NAMED_PAGES = new Set(['sign-in', 'sign-up', 'models', 'orgs']);
+const NAMED_PAGES = new Set(['sign-in', 'sign-up', 'models', 'account', 'orgs']);
 
 /**
  * What /dashboard/<rest> is to the app: one of its pages, a path it shows as not found, or a

@@ -4,7 +4,13 @@ import { refusedAmount, type FuzzCase } from './cases.js';
 import { hostileTexts, pickHostile, setPath, toJson } from './hostile-values.js';
 import type { Random } from './random.js';
 import { encodeRequest, type HeaderValue } from './raw-http.js';
-import { hostileParams, unroutedTargets, type FuzzTarget, type RouteSpec } from './route-specs.js';
+import {
+  hostileParams,
+  unroutedTargets,
+  type DashboardSession,
+  type FuzzTarget,
+  type RouteSpec,
+} from './route-specs.js';
 
 type Headers = Array<readonly [string, HeaderValue]>;
 
@@ -25,6 +31,19 @@ const OVER_LIMIT_BYTES = 4 * 1024 * 1024 + 16;
 
 const BROWSER_HEADERS = new Set(['host', 'origin', 'cookie', 'x-csrf-token', 'authorization']);
 
+/**
+ * The session a route is sent with: the owner's, but for the routes that end sessions or
+ * change a password, whose own sessions (of other users, or a spare one) they may end.
+ */
+function sessionOf(spec: RouteSpec, target: FuzzTarget): DashboardSession {
+  const own: Readonly<Record<string, DashboardSession>> = {
+    '/auth/logout': target.spareSession,
+    '/auth/logout-everywhere': target.everywhereSession,
+    '/auth/password': target.passwordSession,
+  };
+  return own[spec.path] ?? target.session;
+}
+
 function authHeaders(spec: RouteSpec, target: FuzzTarget): Headers {
   if (spec.auth === 'api') return [['authorization', `Bearer ${target.apiKey}`]];
   if (spec.auth === 'service') return [['authorization', `Bearer ${target.serviceKey}`]];
@@ -34,7 +53,7 @@ function authHeaders(spec: RouteSpec, target: FuzzTarget): Headers {
   ];
   if (spec.auth === 'browser') return browser;
   if (spec.auth === 'none') return [];
-  const session = spec.path === '/auth/logout' ? target.spareSession : target.session;
+  const session = sessionOf(spec, target);
   return [
     ...browser,
     ['cookie', session.cookie],
@@ -99,7 +118,8 @@ function baseDraft(spec: RouteSpec, target: FuzzTarget, random: Random): Draft {
 
 /** Session variants by name: what a browser, a forger or a script might send instead. */
 function sessionVariants(spec: RouteSpec, target: FuzzTarget, random: Random): [string, Headers][] {
-  const { cookie, csrfToken } = target.session;
+  // the route's own session: a variant that still authenticates must not end the owner's
+  const { cookie, csrfToken } = sessionOf(spec, target);
   const [cookieName] = cookie.split('=');
   const host: readonly [string, string] = ['host', target.host];
   const origin: readonly [string, string] = ['origin', target.origin];

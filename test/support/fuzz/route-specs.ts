@@ -34,6 +34,13 @@ export interface FuzzTarget {
   readonly session: DashboardSession;
   /** A second session of the owner, for logout to end. */
   readonly spareSession: DashboardSession;
+  /**
+   * A session of another user, whose password the fuzz tries to change (never with the right
+   * current password: a change would end the session).
+   */
+  readonly passwordSession: DashboardSession;
+  /** A session of the login user, for sign-out everywhere to end (with the login's others). */
+  readonly everywhereSession: DashboardSession;
   /** A user whose password the login inputs try (throttling it harms nothing else). */
   readonly loginEmail: string;
   readonly loginPassword: string;
@@ -442,6 +449,22 @@ export const dashboardRouteSpecs: readonly RouteSpec[] = [
     fields: [field('email', strings, hostileOthers), field('password', strings, hostileOthers)],
   },
   { method: 'POST', path: '/auth/logout', auth: 'session', weight: 0.5 },
+  { method: 'POST', path: '/auth/logout-everywhere', auth: 'session', weight: 0.3 },
+  {
+    method: 'POST',
+    path: '/auth/password',
+    auth: 'session',
+    weight: 0.8,
+    body: (target, random) => ({
+      current_password: `wrong-${random.alnum(8)}`,
+      new_password: random.chance(0.7) ? target.loginPassword : random.alnum(random.int(20)),
+    }),
+    fields: [
+      field('current_password', strings, hostileOthers),
+      field('new_password', strings, hostileOthers),
+      field('x_unknown', anything),
+    ],
+  },
   { method: 'GET', path: '/auth/csrf', auth: 'session', weight: 1 },
   { method: 'GET', path: '/auth/session', auth: 'session', weight: 1 },
   { method: 'GET', path: '/models', auth: 'session', weight: 1 },

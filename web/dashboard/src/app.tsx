@@ -13,6 +13,7 @@ import { asApiError } from './hooks.js';
 import { PendingInvitations } from './invitations.js';
 import { landingOrgId, usableReturnPath } from './landing.js';
 import { lastUsedOrg, rememberLastUsedOrg } from './last-org.js';
+import { AccountPage } from './pages/account.js';
 import { orgPageOf, orgPages } from './pages/index.js';
 import { ModelsPage } from './pages/models.js';
 import { SignInPage } from './pages/sign-in.js';
@@ -92,6 +93,7 @@ export function App() {
       'sign-in': 'Sign in',
       'sign-up': 'Create an account',
       models: 'Models & prices',
+      account: 'Your account',
       home: 'Dashboard',
       'not-found': 'Not found',
     };
@@ -210,9 +212,10 @@ function Shell(props: {
       <header class="topbar">
         <span class="brand">gw</span>
         <OrgSwitcher orgs={session.orgs} currentId={org?.id ?? ''} view={view} />
-        <span class="who" title="Signed in as">
+        <Link to={{ page: 'account' }} class="who" current={view.page === 'account'}>
+          <span class="visually-hidden">Your account: </span>
           {session.user.email}
-        </span>
+        </Link>
         <button type="button" class="secondary" onClick={signOut}>
           Sign out
         </button>
@@ -223,7 +226,7 @@ function Shell(props: {
         <main id="main" tabIndex={-1}>
           <PendingInvitations onJoined={props.onJoined} />
           {org || !viewOrgId ? (
-            <Page view={view} org={org} session={session} />
+            <Page view={view} org={org} session={session} onSignedOut={props.onSignedOut} />
           ) : (
             <NotAMember orgs={session.orgs} />
           )}
@@ -281,6 +284,7 @@ function Nav({ org, view }: { org: OrgSummary; view: View }) {
           .filter((page) => !page.notYetAvailable)
           .map((page) => item(page.label, orgView(org.id, page.section), section === page.section))}
         {item('Models & prices', { page: 'models' }, view.page === 'models')}
+        {item('Your account', { page: 'account' }, view.page === 'account')}
       </ul>
       {coming.length > 0 && (
         <>
@@ -298,9 +302,17 @@ function Nav({ org, view }: { org: OrgSummary; view: View }) {
   );
 }
 
-function Page(props: { view: View; org: OrgSummary | undefined; session: SignedIn }) {
+function Page(props: {
+  view: View;
+  org: OrgSummary | undefined;
+  session: SignedIn;
+  onSignedOut(): void;
+}) {
   const { view, org } = props;
   if (view.page === 'models') return <ModelsPage />;
+  if (view.page === 'account') {
+    return <AccountPage session={props.session} onSignedOutEverywhere={props.onSignedOut} />;
+  }
   if (!org) return <Loading what="your organization" />;
   const page = view.page === 'org' ? orgPageOf(view.section) : undefined;
   if (view.page !== 'org' || !page) {

@@ -9,6 +9,8 @@ export type View =
   | { readonly page: 'sign-in' }
   | { readonly page: 'sign-up' }
   | { readonly page: 'models' }
+  /** The signed-in user's own: password, sessions. */
+  | { readonly page: 'account' }
   | { readonly page: 'not-found' }
   | {
       readonly page: 'org';
@@ -42,6 +44,7 @@ export function parseView(pathname: string): View {
   if (parts.length === 1 && parts[0] === 'sign-in') return { page: 'sign-in' };
   if (parts.length === 1 && parts[0] === 'sign-up') return { page: 'sign-up' };
   if (parts.length === 1 && parts[0] === 'models') return { page: 'models' };
+  if (parts.length === 1 && parts[0] === 'account') return { page: 'account' };
   // /dashboard/orgs/ (a link trimmed to its organizations): home, your organization
   if (parts.length === 1 && parts[0] === 'orgs') return { page: 'home' };
   const [orgs, orgId, section = '', id] = parts;
@@ -60,6 +63,8 @@ export function hrefOf(view: View): string {
       return `${BASE}/sign-up`;
     case 'models':
       return `${BASE}/models`;
+    case 'account':
+      return `${BASE}/account`;
     case 'org':
       return [BASE, 'orgs', view.orgId, view.section, view.id]
         .filter((part): part is string => Boolean(part))

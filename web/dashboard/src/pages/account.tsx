@@ -1,0 +1,155 @@
+// The signed-in user's own account: change the password (every other browser signed in as
+// them is signed out; this one stays signed in under a new session) and sign out everywhere.
+import { useState } from 'preact/hooks';
+import { api, forgetCsrfToken, type SignedIn } from '../api.js';
+import { useAction, useNotice } from '../hooks.js';
+import { Confirm, ErrorNote, PageHeader } from '../ui.js';
+
+/** The gateway's rule for a password (PASSWORD_MIN_LENGTH in src/accounts). */
+const MIN_PASSWORD_LENGTH = 12;
+
+const characters = (text: string): number => [...text].length;
+
+export function AccountPage(props: { session: SignedIn; onSignedOutEverywhere(): void }) {
+  return (
+    <>
+      <PageHeader title="Your account">
+        Signed in as <strong>{props.session.user.email}</strong>.
+      </PageHeader>
+      <ChangePassword email={props.session.user.email} />
+      <SignOutEverywhere onDone={props.onSignedOutEverywhere} />
+    </>
+  );
+}
+
+function ChangePassword({ email }: { email: string }) {
+  const [current, setCurrent] = useState('');
+  const [next, setNext] = useState('');
+  const [again, setAgain] = useState('');
+  const [done, setDone] = useNotice<number>();
+  const action = useAction();
+  return (
+    <form
+      class="card"
+      aria-labelledby="change-password-heading"
+      onInput={() => action.clear()}
+      onSubmit={(event) => {
+        event.preventDefault();
+        setDone(null);
+        if (characters(next) < MIN_PASSWORD_LENGTH) {
+          action.refuse(`The new password needs at least ${MIN_PASSWORD_LENGTH} characters.`);
+          return;
+        }
+        if (next !== again) {
+          action.refuse('The two new passwords differ.');
+          return;
+        }
+        void action
+          .run(() =>
+            api.post<{ other_sessions_ended: number }>('/auth/password', {
+              current_password: current,
+              new_password: next,
+            }),
+          )
+          .then((changed) => {
+            if (!changed) return;
+            // this browser's session was renewed: a new CSRF token with it
+            forgetCsrfToken();
+            setCurrent('');
+            setNext('');
+            setAgain('');
+            setDone(changed.value.other_sessions_ended);
+          });
+      }}
+    >
+      <h2 id="change-password-heading">Change your password</h2>
+      <p class="muted small">
+        Every other browser signed in to your account is signed out at once; this one stays signed
+        in.
+      </p>
+      {/* for password managers: the account whose password this is */}
+      <input type="text" name="username" autocomplete="username" value={email} readOnly hidden />
+      <label>
+        Current password
+        <input
+          type="password"
+          name="current-password"
+          autocomplete="current-password"
+          required
+          value={current}
+          onInput={(event) => setCurrent(event.currentTarget.value)}
+        />
+      </label>
+      <div class="row">
+        <label>
+          New password
+          <input
+            type="password"
+            name="new-password"
+            autocomplete="new-password"
+            required
+            aria-describedby="new-password-rule"
+            value={next}
+            onInput={(event) => setNext(event.currentTarget.value)}
+          />
+        </label>
+        <label>
+          New password again
+          <input
+            type="password"
+            name="new-password-again"
+            autocomplete="new-password"
+            required
+            value={again}
+            onInput={(event) => setAgain(event.currentTarget.value)}
+          />
+        </label>
+      </div>
+      <p class="hint" id="new-password-rule">
+        At least {MIN_PASSWORD_LENGTH} characters.
+      </p>
+      <ErrorNote error={action.error} />
+      <button type="submit" disabled={action.busy}>
+        {action.busy ? 'Changing…' : 'Change password'}
+      </button>
+      <p class="muted small" role="status" aria-live="polite">
+        {done !== null && `Password changed. ${signedOutElsewhere(done)}`}
+      </p>
+    </form>
+  );
+}
+
+function signedOutElsewhere(count: number): string {
+  if (count === 0) return 'No other browser was signed in.';
+  return count === 1
+    ? '1 other browser was signed out.'
+    : `${count} other browsers were signed out.`;
+}
+
+function SignOutEverywhere({ onDone }: { onDone(): void }) {
+  const [confirming, setConfirming] = useState(false);
+  return (
+    <section class="card" aria-labelledby="sign-out-everywhere-heading">
+      <h2 id="sign-out-everywhere-heading">Sign out everywhere</h2>
+      <p class="muted small">
+        Ends every session of your account on every browser and device, this one included. Use it if
+        you signed in on a computer that is not yours, or lost one. Your password stays as it is: if
+        someone else may know it, change it instead.
+      </p>
+      <button type="button" class="danger" onClick={() => setConfirming(true)}>
+        Sign out everywhere…
+      </button>
+      {confirming && (
+        <Confirm
+          title="Sign out of every browser?"
+          confirmLabel="Sign out everywhere"
+          write={() => api.post('/auth/logout-everywhere')}
+          onDone={onDone}
+          onCancel={() => setConfirming(false)}
+        >
+          <p>You will need to sign in again here too.</p>
+        </Confirm>
+      )}
+    </section>
+  );
+}
