@@ -138,6 +138,11 @@ describe('managing endpoints', () => {
       ],
       [{ url: 'https://user:pw@hooks.example.com/' }, 'gw_webhook_url_not_allowed', 'credentials'],
       [
+        { url: 'https://hooks.example.com:0/' },
+        'gw_webhook_url_not_allowed',
+        'url: must not use port 0',
+      ],
+      [
         { url: 'https://hooks.example.com/', event_types: ['nope'] },
         'gw_invalid_request',
         'event_types',
