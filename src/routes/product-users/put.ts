@@ -40,6 +40,7 @@ export const putProductUserRoute = declareRoute({
   caller: { kind: 'service_key', scope: 'product_users:write' },
   body: upsertProductUserSchema,
   bodyFieldErrors: identityFieldErrors,
+  answerCarriesSecret: true,
   responses: {
     200: { description: 'updated', schema: productUserSchema },
     201: { description: 'created', schema: productUserSchema },
