@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emailHash } from '../src/product-users/directory.js';
 import { isolatedContext } from './support/context.js';
+import { createMember, signInTo, uniqueEmail } from './support/dashboard.js';
 import { bearer, getJson, postJson } from './support/http.js';
 import {
   type GatewayProcess,
@@ -735,5 +736,79 @@ describe('credit grants and the credit summary', () => {
       available_credits: '0.000000000000',
       active_grant_count: 0,
     });
+  });
+});
+
+describe('an app that was deleted (soft: decision 127)', () => {
+  it('keeps its product users readable and updatable, refuses new users and new grants with 409 gw_conflict, changing nothing', async () => {
+    const gone = await seed(env);
+    const ownerEmail = uniqueEmail('pu-deleted-app');
+    await createMember(env, ownerEmail, gone.org_id, 'owner');
+    const owner = await signInTo(gateway, ownerEmail);
+    const grant = (key: string, amount = '1.00') =>
+      postJson<GrantBody & ErrorBody>(
+        `${gateway.url}/product-users/by-external-id/credit-grants`,
+        { app_id: gone.app_id, external_user_id: 'kept', amount },
+        { 'idempotency-key': key, ...bearer(gone.service_key) },
+      );
+    expect(
+      (await put({ app_id: gone.app_id, external_user_id: 'kept' }, gone.service_key)).status,
+    ).toBe(201);
+    const before = await grant('before-delete');
+    expect(before.status).toBe(201);
+    expect((await owner.request('DELETE', `/dashboard/api/apps/${gone.app_id}`)).status).toBe(200);
+
+    // Reading, and updating the users it has, still work.
+    expect((await getJson(profileUrl(gone.app_id, 'kept'), bearer(gone.service_key))).status).toBe(
+      200,
+    );
+    const updated = await put(
+      { app_id: gone.app_id, external_user_id: 'kept', display_name: 'Kept' },
+      gone.service_key,
+    );
+    expect(updated).toMatchObject({ status: 200, body: { display_name: 'Kept' } });
+    // A replayed grant is the grant made before the deletion, not a new one.
+    const replayed = await grant('before-delete');
+    expect(replayed.status).toBe(200);
+    expect(replayed.body.grant_id).toBe(before.body.grant_id);
+
+    const newUser = await put({ app_id: gone.app_id, external_user_id: 'late' }, gone.service_key);
+    expect(newUser.status).toBe(409);
+    expect(newUser.body).toEqual({
+      error: {
+        code: 'gw_conflict',
+        message: 'the app is deleted: it cannot get new product users',
+      },
+    });
+    const newGrant = await grant('after-delete');
+    expect(newGrant.status).toBe(409);
+    expect(newGrant.body).toEqual({
+      error: {
+        code: 'gw_conflict',
+        message: 'the app is deleted: it cannot get new credit grants',
+      },
+    });
+    // The dashboard's grant goes through the same service.
+    const kept = await db.query<{ id: string }>(
+      `SELECT id FROM product_users WHERE app_id = $1 AND external_user_id = 'kept'`,
+      [gone.app_id],
+    );
+    const fromDashboard = await owner.post<ErrorBody>(
+      `/dashboard/api/product-users/${kept.rows[0]!.id}/credit-grants`,
+      { amount: '1.00' },
+    );
+    expect(fromDashboard.status).toBe(409);
+    expect(fromDashboard.body.error.code).toBe('gw_conflict');
+
+    const users = await db.query(`SELECT external_user_id FROM product_users WHERE app_id = $1`, [
+      gone.app_id,
+    ]);
+    expect(users.rows).toEqual([{ external_user_id: 'kept' }]);
+    const grants = await db.query(
+      `SELECT g.id FROM credit_grants g JOIN product_users u ON u.id = g.product_user_id
+        WHERE u.app_id = $1`,
+      [gone.app_id],
+    );
+    expect(grants.rows).toEqual([{ id: before.body.grant_id }]);
   });
 });

@@ -415,6 +415,25 @@ describe('the gateway route table', () => {
     expect(new Set(keys).size).toBe(keys.length);
   });
 
+  it('sends every answer that holds a secret with Cache-Control: no-store (it declares so)', () => {
+    const secretFields = ['secret', 'key', 'client_secret', 'access_token', 'csrf_token'];
+    const holdsSecret = (schema: z.ZodType | undefined): boolean =>
+      schema instanceof z.ZodObject &&
+      Object.keys(schema.shape).some((name) => secretFields.includes(name));
+    const holding = routeDeclarations.filter((route) =>
+      Object.values(route.responses).some((doc) => holdsSecret(doc.schema)),
+    );
+    expect(holding.length).toBeGreaterThanOrEqual(7);
+    for (const route of holding) {
+      expect(route.answerCarriesSecret, `${route.method} ${route.path}`).toBe(true);
+    }
+    const document = buildOpenApiDocument(routeDeclarations) as {
+      paths: Record<string, Record<string, { responses: Record<string, { headers?: unknown }> }>>;
+    };
+    const token = document.paths['/oauth/token']!.post!.responses['200']!;
+    expect(token.headers).toMatchObject({ 'Cache-Control': { schema: { enum: ['no-store'] } } });
+  });
+
   it('documents every route but the operational ones', () => {
     const document = buildOpenApiDocument(routeDeclarations) as {
       paths: Record<string, Record<string, unknown>>;

@@ -37,7 +37,7 @@ interface Deliveries {
     status: string;
     event_type: string;
     payload: { type: string; data: Record<string, unknown> };
-    attempts: Array<{ status_code: number | null }>;
+    attempts: Array<{ status_code: number | null; error: string | null }>;
   }>;
   next_cursor: string | null;
 }
@@ -137,6 +137,11 @@ describe('managing endpoints', () => {
         'url: must be an http or https URL',
       ],
       [{ url: 'https://user:pw@hooks.example.com/' }, 'gw_webhook_url_not_allowed', 'credentials'],
+      [
+        { url: 'https://hooks.example.com:0/' },
+        'gw_webhook_url_not_allowed',
+        'url: must not use port 0',
+      ],
       [
         { url: 'https://hooks.example.com/', event_types: ['nope'] },
         'gw_invalid_request',
@@ -242,8 +247,28 @@ describe('the delivery log and redelivery', () => {
   it('lists deliveries newest first with their attempts, pages them, and sends them again', async () => {
     const admin = await signInTo(gateway, emails.admin);
     const endpoint = await create(admin, '/log');
-    receiver.behave('/log', (_message, attempt) => ({ status: attempt === 1 ? 502 : 200 }));
+    // A message is refused once, then taken. "Once" as the gateway saw it: on a busy machine an
+    // attempt can outlast WEBHOOK_TIMEOUT_MS (logged with no status, its answer lost), so the
+    // receiver refuses until the gateway has logged a 502 for the message, not just its first
+    // arrival. The gateway makes a delivery's next attempt only after logging the last one.
+    receiver.behave('/log', async (message) => {
+      const { rowCount } = await db.query(
+        `SELECT 1 FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
+          WHERE d.endpoint_id = $1 AND d.message_id = $2 AND a.status_code = 502`,
+        [endpoint.id, message.id],
+      );
+      return { status: rowCount === 0 ? 502 : 200 };
+    });
     const path = `${base()}/${endpoint.id}`;
+    /** A delivery's answered attempts, newest first; every other one must have timed out. */
+    const answered = (attempts: Deliveries['data'][number]['attempts']): Array<number | null> => {
+      for (const unanswered of attempts.filter((attempt) => attempt.status_code === null)) {
+        expect(unanswered.error).toMatch(/^timeout: no answer within \d+ ms$/);
+      }
+      return attempts
+        .filter((attempt) => attempt.status_code !== null)
+        .map((attempt) => attempt.status_code);
+    };
     const first = (await admin.post<{ message_id: string }>(`${path}/test`)).body.message_id;
     const second = (await admin.post<{ message_id: string }>(`${path}/test`)).body.message_id;
     const log = await eventually(async () => {
@@ -252,7 +277,8 @@ describe('the delivery log and redelivery', () => {
     }, 15_000);
     expect(log.data.map((delivery) => delivery.message_id)).toEqual([second, first]);
     expect(log.data[1]).toMatchObject({ status: 'delivered', event_type: 'webhook.test' });
-    expect(log.data[1]!.attempts.map((attempt) => attempt.status_code)).toEqual([200, 502]);
+    expect(log.data[1]!.attempts[0]!.status_code).toBe(200);
+    expect(answered(log.data[1]!.attempts)).toEqual([200, 502]);
     expect(log.data[1]!.payload).toMatchObject({ type: 'webhook.test', data: { id: endpoint.id } });
 
     const page = await admin.get<Deliveries>(`${path}/deliveries?limit=1`);
@@ -272,11 +298,16 @@ describe('the delivery log and redelivery', () => {
       message_id: first,
     });
     expect(again).toMatchObject({ status: 202, body: { redelivered: 1 } });
-    await eventually(async () =>
-      receiver.messages('/log').filter((message) => message.id === first).length === 3
-        ? true
-        : undefined,
-    );
+    const redelivered = await eventually(async () => {
+      const answer = await admin.get<Deliveries>(`${path}/deliveries?status=delivered`);
+      const delivery = answer.body.data.find((entry) => entry.message_id === first);
+      return delivery && answered(delivery.attempts).length === 3 ? delivery : undefined;
+    });
+    expect(answered(redelivered.attempts)).toEqual([200, 200, 502]);
+    expect(
+      receiver.messages('/log').filter((message) => message.id === first && message.status === 200)
+        .length,
+    ).toBeGreaterThanOrEqual(2);
     for (const body of [
       {},
       { message_id: first, since: new Date().toISOString() },

@@ -8,6 +8,7 @@ import { Webhook } from 'standardwebhooks';
 import { emitEvents } from '../src/webhooks/outbox.js';
 import { isolatedContext } from './support/context.js';
 import {
+  runCli,
   runCliJson,
   seed,
   startGateway,
@@ -285,6 +286,90 @@ describe('secrets', () => {
         'webhook-signature': messages[1]!.signature,
       }),
     ).toThrow();
+  });
+});
+
+describe('rotating twice within the grace period', () => {
+  type Rotated = {
+    secret: string;
+    previous_secret_expires_at: string | null;
+    earlier_secrets_expire_at: string[];
+  };
+  const rotate = (id: string, grace: string) =>
+    runCliJson<Rotated>(['webhook', 'rotate-secret', '--id', id, '--grace-seconds', grace], env);
+
+  it('keeps every earlier secret signing until its own grace ends, at most 3, and 0 ends them all', async () => {
+    const endpoint = await addEndpoint('/rotating-twice');
+    const first = await rotate(endpoint.id, '3600');
+    const second = await rotate(endpoint.id, '600');
+    // The secret the first rotation retired keeps its hour; the second one's has 10 minutes.
+    expect(Date.parse(second.previous_secret_expires_at!) - Date.now()).toBeLessThanOrEqual(
+      600_000,
+    );
+    expect(second.earlier_secrets_expire_at).toHaveLength(1);
+    expect(Date.parse(second.earlier_secrets_expire_at[0]!) - Date.now()).toBeGreaterThan(
+      3_000_000,
+    );
+    receiver.setSecrets('/rotating-twice', [endpoint.secret, first.secret, second.secret]);
+    await sendTest(endpoint.id);
+    const [signedByAll] = await receiver.waitFor('/rotating-twice', 'webhook.test');
+    expect(signedByAll!.signature.split(' ')).toHaveLength(3);
+    expect(signedByAll!.verifiedWith).toEqual([0, 1, 2]);
+
+    // A receiver still on the first secret is served until that secret's own grace ends.
+    await db.query(
+      `UPDATE webhook_endpoints
+          SET earlier_secrets = jsonb_set(earlier_secrets, '{0,expires_at}', to_jsonb($2::text))
+        WHERE id = $1`,
+      [endpoint.id, new Date(Date.now() - 1000).toISOString()],
+    );
+    await sendTest(endpoint.id);
+    const [, afterItsGrace] = await receiver.waitFor('/rotating-twice', 'webhook.test', 2);
+    expect(afterItsGrace!.verifiedWith).toEqual([1, 2]);
+    expect(afterItsGrace!.signature.split(' ')).toHaveLength(2);
+
+    // At most 3 earlier secrets sign beside the current one: a fourth is refused, nothing changes.
+    const third = await rotate(endpoint.id, '600');
+    const fourth = await rotate(endpoint.id, '600');
+    expect(fourth.earlier_secrets_expire_at).toHaveLength(2);
+    const refused = await runCli(
+      ['webhook', 'rotate-secret', '--id', endpoint.id, '--grace-seconds', '600'],
+      env,
+    );
+    expect(refused.code).toBe(2);
+    expect(JSON.parse(refused.stderr)).toEqual({
+      error: {
+        code: 'gw_conflict',
+        message: expect.stringContaining('at most 3 earlier secrets sign beside the current one'),
+      },
+    });
+    receiver.setSecrets('/rotating-twice', [
+      first.secret,
+      second.secret,
+      third.secret,
+      fourth.secret,
+    ]);
+    await sendTest(endpoint.id);
+    const [, , fourSigned] = await receiver.waitFor('/rotating-twice', 'webhook.test', 3);
+    expect(fourSigned!.verifiedWith).toEqual([0, 1, 2, 3]);
+
+    // A rotation without grace (a leaked secret) stops every earlier one at once.
+    const clean = await rotate(endpoint.id, '0');
+    expect(clean).toMatchObject({
+      previous_secret_expires_at: null,
+      earlier_secrets_expire_at: [],
+    });
+    receiver.setSecrets('/rotating-twice', [
+      first.secret,
+      second.secret,
+      third.secret,
+      fourth.secret,
+      clean.secret,
+    ]);
+    await sendTest(endpoint.id);
+    const [, , , onlyNew] = await receiver.waitFor('/rotating-twice', 'webhook.test', 4);
+    expect(onlyNew!.verifiedWith).toEqual([4]);
+    expect(onlyNew!.signature.split(' ')).toHaveLength(1);
   });
 });
 

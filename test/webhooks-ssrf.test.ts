@@ -42,6 +42,10 @@ describe('when an endpoint is saved', () => {
     ['https://[fd00:ec2::254]/in', 'must not point'],
     ['https://[::ffff:127.0.0.1]/in', 'must not point'],
     ['https://2130706433/in', 'must not point'], // 127.0.0.1 as one number
+    ['https://[2001::808:808]/in', 'must not point'], // Teredo
+    ['https://[2001:20::1]/in', 'must not point'], // ORCHIDv2
+    ['https://[5f00::1]/in', 'must not point'], // SRv6 segment identifiers
+    ['https://hooks.example.com:0/in', 'must not use port 0'],
     ['https://admin:pw@hooks.example.com/in', 'must not carry credentials'],
   ])('refuses %s (gw_webhook_url_not_allowed), storing nothing', async (url, reason) => {
     const result = await runCli(['webhook', 'add', '--org-id', org.org_id, '--url', url], env);

@@ -4,6 +4,7 @@ import { ConfigError } from '../config.js';
 import { describeIssue, issuePath } from '../validation-messages.js';
 import type { ErrorCode } from '../errors.js';
 import { AmountError, AmountRangeError } from '../money.js';
+import { AppDeletedError } from '../product-users/management.js';
 import { adminCommand, adminHelp } from './admin.js';
 import { apiKeyCommand, apiKeyHelp } from './api-key.js';
 import { capCommand, capHelp } from './cap.js';
@@ -137,6 +138,7 @@ function cliError(error: unknown): { code: ErrorCode; message: string } {
     return { code, message };
   }
   if (error instanceof ConfigError) return { code: 'gw_invalid_config', message: error.message };
+  if (error instanceof AppDeletedError) return { code: 'gw_conflict', message: error.message };
   if (error instanceof z.ZodError)
     return { code: 'gw_invalid_request', message: flagIssues(error) };
   return { code: 'gw_internal_error', message: `unexpected error: ${(error as Error).message}` };

@@ -9,6 +9,7 @@ import {
   endpointOrg,
   endpointView,
   listEndpoints,
+  MAX_RETIRING_SECRETS,
   MAX_ROTATION_GRACE_S,
   rotateSecret,
   updateEndpoint,
@@ -32,7 +33,8 @@ export const webhookHelp = `gw webhook add --org-id O --url URL [--events a,b] [
 gw webhook list --org-id O
 gw webhook enable|disable|delete --id W
 gw webhook rotate-secret --id W [--grace-seconds 0..${MAX_ROTATION_GRACE_S}]
-  A new secret (printed once); the old one also signs for the grace period (default ${DEFAULT_ROTATION_GRACE_S}).
+  A new secret (printed once); the old one also signs for the grace period (default ${DEFAULT_ROTATION_GRACE_S}),
+  and secrets retired before it until their own grace ends (at most ${MAX_RETIRING_SECRETS}; 0 stops them all).
 gw webhook test --id W                          sends a webhook.test event
 gw webhook redeliver --id W (--message-id M | --since RFC3339)
 gw webhook deliveries --id W [--limit N]        the delivery log, newest first`;
@@ -100,6 +102,7 @@ export async function webhookCommand(context: CliContext, argv: string[]): Promi
         id,
         secret: rotated.secret,
         previous_secret_expires_at: view.previous_secret_expires_at,
+        earlier_secrets_expire_at: view.earlier_secrets_expire_at,
       });
       return;
     }

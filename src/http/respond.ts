@@ -4,11 +4,11 @@ import { escapeHtml, pageHeaders, renderPage } from './html.js';
 import type { HttpResponse } from './types.js';
 
 const jsonHeaders = { 'content-type': 'application/json' } as const;
-/** JSON holding a secret of the caller's (a session's CSRF token): no cache may keep it. */
-export const noStoreJsonHeaders = {
-  'content-type': 'application/json',
-  'cache-control': 'no-store',
-} as const;
+/**
+ * What a route declared `answerCarriesSecret` adds to its answers (a raw key, a signing or client
+ * secret, a token, a person's profile): no browser or proxy cache may keep them.
+ */
+export const noStoreHeaders = { 'cache-control': 'no-store' } as const;
 /** RFC 6749 section 5.1: answers of the token endpoint are never cached. */
 export const oauthHeaders = {
   'content-type': 'application/json',
@@ -21,8 +21,9 @@ export function sendJson(
   status: number,
   body: unknown,
   headers: Readonly<Record<string, string>> = jsonHeaders,
+  extraHeaders?: Readonly<Record<string, string>>,
 ): void {
-  response.writeHead(status, headers);
+  response.writeHead(status, extraHeaders ? { ...headers, ...extraHeaders } : headers);
   response.end(JSON.stringify(body));
 }
 
@@ -42,10 +43,11 @@ export function sendError(
   response: HttpResponse,
   error: GwError,
   flavor: ErrorFlavor = 'default',
+  extraHeaders?: Readonly<Record<string, string>>,
 ): void {
   const { headers, body } = errorResponse(error, flavor);
   response.annotate({ errorCode: error.code });
-  response.writeHead(error.status, headers);
+  response.writeHead(error.status, extraHeaders ? { ...headers, ...extraHeaders } : headers);
   response.end(body);
 }
 

@@ -192,6 +192,14 @@ const form = (schema: z.ZodType) => ({
   content: { 'application/x-www-form-urlencoded': { schema } },
 });
 
+/** The header every answer of a route declared `answerCarriesSecret` has. */
+const noStoreHeaderDoc = {
+  'Cache-Control': {
+    description: 'the answer carries a secret or a profile: no cache may store it',
+    schema: { type: 'string' as const, enum: ['no-store'] },
+  },
+};
+
 /** Error responses of a route: each status with the codes the gateway answers with it. */
 function errorResponses(codesOfRoute: readonly ErrorCode[], oauthShape: boolean) {
   const byStatus = new Map<number, ErrorCode[]>();
@@ -250,7 +258,11 @@ export function buildOpenApiDocument(
     const successes = Object.fromEntries(
       Object.entries(route.responses).map(([status, doc]) => [
         status,
-        { description: doc.description, ...(doc.schema && json(doc.schema)) },
+        {
+          description: doc.description,
+          ...(doc.schema && json(doc.schema)),
+          ...(route.answerCarriesSecret && { headers: noStoreHeaderDoc }),
+        },
       ]),
     );
     const routeSecurity = security(route.caller);

@@ -4,7 +4,7 @@ import { gwError, isGwError, type GwError } from '../errors.js';
 import { AmountRangeError, parseAmountField } from '../money.js';
 import { headerTextProblem } from '../text.js';
 import { boundedTextProblem } from './limits.js';
-import type { CreditGrant, CreditGrantInput } from './management.js';
+import { AppDeletedError, type CreditGrant, type CreditGrantInput } from './management.js';
 import { DEFAULT_CURRENCY } from './profile.js';
 
 export interface CreditGrantFields {
@@ -46,7 +46,8 @@ export function creditGrantRequest(
 
 /**
  * What grantCredits answered, with its refusals as the spec's errors: credits the user would
- * hold beyond the maximum amount (nothing granted), or an Idempotency-Key reused with another body.
+ * hold beyond the maximum amount (nothing granted), an Idempotency-Key reused with another body,
+ * or a user of a deleted app (409 gw_conflict).
  */
 export async function grantOutcome(
   granting: Promise<{ grant: CreditGrant; created: boolean } | { keyReused: true }>,
@@ -62,6 +63,7 @@ export async function grantOutcome(
     return granted;
   } catch (error) {
     if (error instanceof AmountRangeError) return gwError('gw_amount_out_of_range', error.message);
+    if (error instanceof AppDeletedError) return gwError('gw_conflict', error.message);
     throw error;
   }
 }

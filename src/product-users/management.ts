@@ -26,6 +26,18 @@ export class ProductUserRuleError extends Error {
   override readonly name = 'ProductUserRuleError';
 }
 
+/**
+ * A deleted app's product users stay (decision 127): read, updated, their grants replayed or
+ * revoked; but it gets no new user and no new grant (decision 361). 409 gw_conflict, as a
+ * deleted app's other refusals.
+ */
+export class AppDeletedError extends Error {
+  override readonly name = 'AppDeletedError';
+  constructor(what: 'product users' | 'credit grants') {
+    super(`the app is deleted: it cannot get new ${what}`);
+  }
+}
+
 export interface ProfileUpsert {
   readonly orgId: string;
   readonly appId: string;
@@ -148,6 +160,15 @@ export class ProductUserManagement {
         [input.orgId, input.appId, input.externalUserId],
       );
       const stored = existing[0];
+      if (!stored) {
+        // Shared with the app's deletion (FOR UPDATE there): a user created by a PUT that
+        // started before the app was deleted is the app's like any other.
+        const { rows: app } = await client.query<{ status: string }>(
+          'SELECT status FROM apps WHERE id = $1 FOR SHARE',
+          [input.appId],
+        );
+        if (app[0]?.status === 'deleted') throw new AppDeletedError('product users');
+      }
       // The floor is the latest anchor ever stored: setting null in between does not lower it.
       const floor = stored?.allowance_anchor_floor;
       const anchor = input.allowanceStartsAt;
@@ -247,7 +268,8 @@ export class ProductUserManagement {
    * with different grant fields grants nothing and answers `keyReused` (Stripe's rule). What
    * the user has left in the grant's currency may not pass MAX_AMOUNT_NANO (AmountRangeError,
    * nothing granted; a replay is not a new grant and is not checked): the user's row is locked
-   * while it is summed, so concurrent grants cannot pass it together.
+   * while it is summed, so concurrent grants cannot pass it together. A user of a deleted app
+   * gets no new grant (AppDeletedError; a replay still answers the first grant).
    */
   async grantCredits(
     input: CreditGrantInput,
@@ -255,9 +277,11 @@ export class ProductUserManagement {
     audit?: GrantAudit,
   ): Promise<{ grant: CreditGrant; created: boolean } | { keyReused: true }> {
     const inserted = await withTransaction(this.db, async (client) => {
-      await client.query('SELECT 1 FROM product_users WHERE id = $1 FOR UPDATE', [
-        input.productUserId,
-      ]);
+      const { rows: owner } = await client.query<{ app_status: string }>(
+        `SELECT a.status AS app_status FROM product_users u JOIN apps a ON a.id = u.app_id
+          WHERE u.id = $1 FOR UPDATE OF u FOR SHARE OF a`,
+        [input.productUserId],
+      );
       const replay =
         input.idempotencyKey !== null &&
         (
@@ -266,6 +290,7 @@ export class ProductUserManagement {
             [input.productUserId, input.idempotencyKey],
           )
         ).rowCount !== 0;
+      if (!replay && owner[0]?.app_status === 'deleted') throw new AppDeletedError('credit grants');
       if (!replay) await assertCreditsInRange(client, input);
       const result = await client.query<GrantRow>(
         `INSERT INTO credit_grants (id, org_id, product_user_id, amount, currency, reason, idempotency_key, expires_at)

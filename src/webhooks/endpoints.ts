@@ -31,6 +31,18 @@ export const MAX_DESCRIPTION_CHARS = 500;
 /** How long the old secret keeps signing after a rotation: 24 h by default, 7 days at most. */
 export const DEFAULT_ROTATION_GRACE_S = 86_400;
 export const MAX_ROTATION_GRACE_S = 7 * 86_400;
+/**
+ * How many retired secrets may sign beside the current one, each until its own grace ends:
+ * rotations in a row never end an earlier secret early (a receiver mid-deploy keeps
+ * verifying), and the signature header stays small.
+ */
+export const MAX_RETIRING_SECRETS = 3;
+
+/** A secret retired before the last rotation that signs until `expires_at` (RFC 3339). */
+export interface EarlierSecret {
+  readonly sealed: string;
+  readonly expires_at: string;
+}
 
 export interface EndpointRow {
   readonly id: string;
@@ -44,6 +56,8 @@ export interface EndpointRow {
   readonly secret_sealed: string;
   readonly previous_secret_sealed: string | null;
   readonly previous_secret_expires_at: Date | null;
+  /** Retired before the last rotation, oldest first (those past their grace may linger). */
+  readonly earlier_secrets: readonly EarlierSecret[];
   readonly failing_since: Date | null;
   readonly last_success_at: Date | null;
   readonly created_at: Date;
@@ -52,10 +66,26 @@ export interface EndpointRow {
 
 export const ENDPOINT_COLUMNS = `e.id, e.org_id, e.url, e.description, e.event_types, e.status,
   e.disabled_reason, e.disabled_at, e.secret_sealed, e.previous_secret_sealed,
-  e.previous_secret_expires_at, s.failing_since, s.last_success_at, e.created_at, e.updated_at`;
+  e.previous_secret_expires_at, e.earlier_secrets, s.failing_since, s.last_success_at, e.created_at, e.updated_at`;
 const FROM_ENDPOINTS = `webhook_endpoints e LEFT JOIN webhook_endpoint_states s ON s.endpoint_id = e.id`;
 
 const iso = (date: Date | null): string | null => date?.toISOString() ?? null;
+
+/** The retired secrets that still sign at `nowMs`, oldest first: the earlier ones, then the previous. */
+function retiringSecrets(row: EndpointRow, nowMs: number): EarlierSecret[] {
+  const retiring = row.earlier_secrets.filter((secret) => Date.parse(secret.expires_at) > nowMs);
+  if (
+    row.previous_secret_sealed &&
+    row.previous_secret_expires_at &&
+    row.previous_secret_expires_at.getTime() > nowMs
+  ) {
+    retiring.push({
+      sealed: row.previous_secret_sealed,
+      expires_at: row.previous_secret_expires_at.toISOString(),
+    });
+  }
+  return retiring;
+}
 
 /** An endpoint as the dashboard and the CLI show it: never its secret. */
 export function endpointView(row: EndpointRow, now = Date.now()): Record<string, unknown> {
@@ -75,22 +105,22 @@ export function endpointView(row: EndpointRow, now = Date.now()): Record<string,
     failing_since: iso(row.failing_since),
     last_success_at: iso(row.last_success_at),
     previous_secret_expires_at: iso(rollover),
+    earlier_secrets_expire_at: row.earlier_secrets
+      .map((secret) => secret.expires_at)
+      .filter((expiresAt) => Date.parse(expiresAt) > now),
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
   };
 }
 
-/** The secrets that sign an attempt now: the current one, and the previous during a rollover. */
+/** The secrets that sign an attempt now: the current one, and every retired one in its grace. */
 export function signingSecrets(box: SecretBox, row: EndpointRow, nowMs: number): string[] {
-  const secrets = [openFromText(box, row.secret_sealed)];
-  if (
-    row.previous_secret_sealed &&
-    row.previous_secret_expires_at &&
-    row.previous_secret_expires_at.getTime() > nowMs
-  ) {
-    secrets.push(openFromText(box, row.previous_secret_sealed));
-  }
-  return secrets;
+  return [
+    openFromText(box, row.secret_sealed),
+    ...retiringSecrets(row, nowMs)
+      .reverse()
+      .map((secret) => openFromText(box, secret.sealed)),
+  ];
 }
 
 export async function listEndpoints(db: DbPool, orgId: string): Promise<EndpointRow[]> {
@@ -322,7 +352,9 @@ export async function deleteEndpoint(
 
 /**
  * A new signing secret (in the answer only). The old one keeps signing beside it for
- * `graceSeconds` (0: it stops at once), so receivers can switch without missing a message.
+ * `graceSeconds`, and the secrets retired before it keep signing until their own grace ends
+ * (at most MAX_RETIRING_SECRETS at once: one more is 409); 0 stops every old secret at once
+ * (a leaked secret).
  */
 export async function rotateSecret(
   db: DbPool,
@@ -338,14 +370,23 @@ export async function rotateSecret(
   return withTransaction(db, async (client) => {
     const before = await findEndpoint(client, orgId, endpointId, true);
     if (!before) return notFound();
+    const earlier = graceSeconds > 0 ? retiringSecrets(before, Date.now()) : [];
+    if (earlier.length >= MAX_RETIRING_SECRETS) {
+      const nextEnd = earlier.map((retired) => retired.expires_at).sort()[0]!;
+      return gwError(
+        'gw_conflict',
+        `at most ${MAX_RETIRING_SECRETS} earlier secrets sign beside the current one: the first stops at ${nextEnd}; rotate after that, or with grace_seconds 0, which stops them all now`,
+      );
+    }
     await client.query(
       `UPDATE webhook_endpoints SET
          previous_secret_sealed = CASE WHEN $3 > 0 THEN secret_sealed END,
          previous_secret_expires_at = CASE WHEN $3 > 0 THEN now() + $3 * interval '1 second' END,
+         earlier_secrets = $4::jsonb,
          secret_sealed = $2,
          updated_at = now()
        WHERE id = $1`,
-      [endpointId, sealToText(box, secret), graceSeconds],
+      [endpointId, sealToText(box, secret), graceSeconds, JSON.stringify(earlier)],
     );
     await recordAudit(client, {
       orgId,

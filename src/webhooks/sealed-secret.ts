@@ -42,8 +42,9 @@ export async function rewrapSigningSecrets(
     id: string;
     secret_sealed: string;
     previous_secret_sealed: string | null;
+    earlier_secrets: Array<{ sealed: string; expires_at: string }>;
   }>(
-    `SELECT id, secret_sealed, previous_secret_sealed FROM webhook_endpoints
+    `SELECT id, secret_sealed, previous_secret_sealed, earlier_secrets FROM webhook_endpoints
       WHERE $1::text IS NULL OR org_id = $1`,
     [orgId ?? null],
   );
@@ -53,12 +54,24 @@ export async function rewrapSigningSecrets(
     text !== null && stale(text) ? sealToText(box, openFromText(box, text)) : text;
   let changed = 0;
   for (const row of rows) {
-    if (!stale(row.secret_sealed) && !stale(row.previous_secret_sealed)) continue;
+    const earlierStale = row.earlier_secrets.some((earlier) => stale(earlier.sealed));
+    if (!stale(row.secret_sealed) && !stale(row.previous_secret_sealed) && !earlierStale) continue;
+    const earlier = row.earlier_secrets.map((secret) => ({
+      ...secret,
+      sealed: reseal(secret.sealed)!,
+    }));
     // Only if no rotation came in between (its secret is sealed under the current key).
     const { rowCount } = await db.query(
-      `UPDATE webhook_endpoints SET secret_sealed = $2, previous_secret_sealed = $3
+      `UPDATE webhook_endpoints SET secret_sealed = $2, previous_secret_sealed = $3,
+              earlier_secrets = $5::jsonb
         WHERE id = $1 AND secret_sealed = $4`,
-      [row.id, reseal(row.secret_sealed), reseal(row.previous_secret_sealed), row.secret_sealed],
+      [
+        row.id,
+        reseal(row.secret_sealed),
+        reseal(row.previous_secret_sealed),
+        row.secret_sealed,
+        JSON.stringify(earlier),
+      ],
     );
     changed += rowCount ?? 0;
   }

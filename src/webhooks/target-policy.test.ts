@@ -45,6 +45,17 @@ describe('addresses', () => {
     '64:ff9b:1::7f00:1', // local-use NAT64 of 127.0.0.1
     '64:ff9b:1:abcd::a9fe:a9fe', // local-use NAT64 (another /96 of the /48) of 169.254.169.254
     '3fff::1', // documentation (RFC 9637)
+    '2001::1', // Teredo (2001::/32)
+    '2001:0:4136:e378:8000:63bf:3fff:fdd2', // a Teredo client
+    '2001:2::1', // benchmarking (2001:2::/48)
+    '2001:10::1', // ORCHID (deprecated)
+    '2001:20::1', // ORCHIDv2
+    '2001:1ff:ffff::1', // the last /32 of the IETF protocol assignments (2001::/23)
+    '5f00::1', // SRv6 SIDs (RFC 9602)
+    '100:0:0:1::1', // dummy prefix (RFC 9780)
+    '64:ff9b:1::808:808', // local-use NAT64: not globally reachable, whatever it embeds
+    '4000::1', // outside global unicast (2000::/3): reserved by the IETF
+    '1:2::3', // the same, in ::/8 but no IPv4 form
     'not an address',
   ])('refuses %s', (address) => {
     expect(isRefusedAddress(address)).toBe(true);
@@ -56,8 +67,12 @@ describe('addresses', () => {
     '172.32.0.1',
     '2606:4700::1111',
     '64:ff9b::808:808',
-    '64:ff9b:1::808:808', // local-use NAT64 of 8.8.8.8
+    '::ffff:808:808', // IPv4-mapped 8.8.8.8
     '::ffff:0:808:808', // IPv4-translated 8.8.8.8
+    '2001:200::1', // the first address past 2001::/23: an ordinary allocation
+    '2002:808:808::1', // 6to4 of 8.8.8.8
+    '3fff:1000::1', // past 3fff::/20
+    '2620:4f:8000::1', // AS112 (globally reachable)
   ])('accepts %s', (address) => {
     expect(isRefusedAddress(address)).toBe(false);
   });
@@ -78,6 +93,10 @@ describe('URLs', () => {
     ['https://0x7f000001/', 'must not point'], // the URL parser reads it as 127.0.0.1
     ['https://[::127.0.0.1]/', 'must not point'], // written back as [::7f00:1]
     ['https://[64:ff9b:1::127.0.0.1]/', 'must not point'],
+    ['https://[2001::1]/', 'must not point'],
+    ['https://[5f00::1]/', 'must not point'],
+    ['https://hooks.example.com:0/', 'must not use port 0'],
+    ['https://127.0.0.1:0/', 'must not use port 0'],
     ['not a url', 'is not a URL'],
     [`https://example.com/${'a'.repeat(2048)}`, 'must be at most 2048 characters'],
   ])('refuses %s', (url, reason) => {
@@ -88,6 +107,10 @@ describe('URLs', () => {
 
   it('accepts https, and http or private addresses only where config allows', () => {
     expect(checkTargetUrl('https://hooks.example.com/in?x=1', strict)).toBeInstanceOf(URL);
+    expect(checkTargetUrl('https://hooks.example.com:8443/in', strict)).toBeInstanceOf(URL);
+    expect(checkTargetUrl('http://127.0.0.1:0/', { allowHttp: true, allowPrivate: true })).toBe(
+      'must not use port 0',
+    );
     expect(
       checkTargetUrl('http://127.0.0.1:9/', { allowHttp: true, allowPrivate: true }),
     ).toBeInstanceOf(URL);

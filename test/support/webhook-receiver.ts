@@ -34,6 +34,8 @@ export interface Answer {
 }
 
 export type Behaviour = (message: ReceivedMessage, attempt: number) => Answer;
+/** A behaviour that looks elsewhere before it answers (the gateway's delivery log). */
+export type AsyncBehaviour = (message: ReceivedMessage, attempt: number) => Promise<Answer>;
 
 /** The environment every webhook test gateway runs with (the same in every file: any test
  * file's dispatcher may deliver another's messages while files run side by side). */
@@ -56,7 +58,7 @@ export class WebhookReceiver {
   /** Requests whose signature no secret of their path verified (must stay empty). */
   readonly unverified: Array<{ path: string; reason: string }> = [];
   private readonly secrets = new Map<string, string[]>();
-  private readonly behaviours = new Map<string, Behaviour>();
+  private readonly behaviours = new Map<string, Behaviour | AsyncBehaviour>();
   private readonly attemptsById = new Map<string, number>();
   private readonly inFlightByPath = new Map<string, number>();
   private readonly inFlightById = new Map<string, number>();
@@ -104,7 +106,7 @@ export class WebhookReceiver {
   }
 
   /** How the path answers: by default 200 at once. */
-  behave(path: string, behaviour: Behaviour): void {
+  behave(path: string, behaviour: Behaviour | AsyncBehaviour): void {
     this.behaviours.set(path, behaviour);
   }
 
@@ -166,10 +168,12 @@ export class WebhookReceiver {
       headers: request.headers,
       attempt,
     };
-    const answer: Answer = (this.behaviours.get(path) ?? (() => ({ status: 200 })))(
+    const answering = (this.behaviours.get(path) ?? (() => ({ status: 200 })))(
       { ...arrived, status: 0 },
       attempt,
     );
+    // A behaviour that answers at once is not made to wait a turn (the in-flight counts below).
+    const answer: Answer = answering instanceof Promise ? await answering : answering;
     const message: ReceivedMessage = { ...arrived, status: answer.status };
     this.received.push(message);
     const pathCount = (this.inFlightByPath.get(path) ?? 0) + 1;

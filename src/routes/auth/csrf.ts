@@ -1,7 +1,6 @@
 // GET /auth/csrf: the CSRF token of the caller's session, to send as X-CSRF-Token on writes.
 import { z } from 'zod';
-import { noStoreJsonHeaders } from '../../http/respond.js';
-import { answer, declareRoute } from '../framework/declaration.js';
+import { declareRoute } from '../framework/declaration.js';
 
 export const csrfRoute = declareRoute({
   method: 'GET',
@@ -9,7 +8,8 @@ export const csrfRoute = declareRoute({
   summary: "The session's CSRF token: send it as X-CSRF-Token on every dashboard write",
   caller: { kind: 'session' },
   responses: { 200: { description: 'the token', schema: z.object({ csrf_token: z.string() }) } },
+  answerCarriesSecret: true,
   handler({ caller }) {
-    return answer(200, { csrf_token: caller.session.csrfToken }, noStoreJsonHeaders);
+    return { csrf_token: caller.session.csrfToken };
   },
 });

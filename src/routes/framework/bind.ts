@@ -5,7 +5,7 @@ import type { z } from 'zod';
 import { csrfTokenMatches } from '../../accounts/sessions.js';
 import { gwError, isGwError, type ErrorFlavor, type GwError } from '../../errors.js';
 import { isWriteMethod } from '../../http/methods.js';
-import { sendError, sendJson } from '../../http/respond.js';
+import { noStoreHeaders, sendError, sendJson } from '../../http/respond.js';
 import type { HttpResponse, RequestHead, Route } from '../../http/types.js';
 import { contentTypeError, parseJsonBody } from '../../inference/parse-body.js';
 import { textProblem } from '../../text.js';
@@ -51,6 +51,7 @@ function bindRoute<Deps>(
       : (route.errorFlavor ?? 'default');
   // A handler's plain body answers with the route's first declared status.
   const successStatus = Number(Object.keys(route.responses)[0] ?? 200);
+  const extraHeaders = route.answerCarriesSecret ? noStoreHeaders : undefined;
   return {
     method: route.method,
     path: route.path,
@@ -65,7 +66,7 @@ function bindRoute<Deps>(
     authenticate: (head) => authenticate(authenticators, route.caller, head),
     handler: async (request, response, authenticated) => {
       const refuse = (error: GwError): void =>
-        sendError(response, error, flavorOf(request.headers));
+        sendError(response, error, flavorOf(request.headers), extraHeaders);
       // The raw body outlives its release only for a route that must see a refused attempt.
       const rawBody = route.onRefused ? request.body : undefined;
       const refuseAttempt = async (error: GwError): Promise<void> => {
@@ -161,7 +162,7 @@ function bindRoute<Deps>(
       // Not awaited in this frame: a suspended frame keeps its locals, the parsed body among
       // them, and a stream's handler runs for minutes (bench/RESULTS.md, 2026-11-24).
       return pending.then(
-        (result) => writeResult(response, refuse, successStatus, result),
+        (result) => writeResult(response, refuse, successStatus, result, extraHeaders),
         (error: unknown) => {
           // A thrown GwError is an answer like a returned one; anything else is a bug (500).
           if (!isGwError(error) || response.headersSent) throw error;
@@ -178,13 +179,14 @@ function writeResult(
   refuse: (error: GwError) => void,
   successStatus: number,
   result: RouteResult,
+  extraHeaders: Readonly<Record<string, string>> | undefined,
 ): void {
   if (result === undefined) return; // the handler wrote its answer itself
   if (isGwError(result)) return refuse(result);
   if (result instanceof JsonAnswer) {
-    return sendJson(response, result.status, result.body, result.headers);
+    return sendJson(response, result.status, result.body, result.headers, extraHeaders);
   }
-  sendJson(response, successStatus, result);
+  sendJson(response, successStatus, result, undefined, extraHeaders);
 }
 
 /** Every authenticated caller kind that belongs to one organization names it in the request log. */

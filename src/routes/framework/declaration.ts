@@ -234,6 +234,12 @@ export interface RouteDeclaration<
   readonly errors?: readonly ErrorCode[];
   /** How errors are dressed (the messages protocol adds its `type` fields). */
   readonly errorFlavor?: ErrorFlavor | ((headers: Readonly<Record<string, string>>) => ErrorFlavor);
+  /**
+   * The answer carries a secret (a raw key, a signing or client secret, a token) or a person's
+   * profile: the router sends every answer of the route with `Cache-Control: no-store`, and
+   * /openapi.json says so.
+   */
+  readonly answerCarriesSecret?: boolean;
   /** Left out of /openapi.json (operational routes that are not part of the API). */
   readonly undocumented?: boolean;
   /**

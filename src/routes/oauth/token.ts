@@ -38,6 +38,7 @@ export const tokenRoute = declareRoute({
   caller: { kind: 'oauth_client' },
   body: tokenRequestSchema,
   bodyEncoding: 'form',
+  answerCarriesSecret: true,
   responses: { 200: { description: 'the inference token', schema: tokenSchema } },
   errors: [
     'gw_oauth_unsupported_grant_type',

@@ -30,6 +30,7 @@ export const creditGrantRoute = declareRoute({
     'gw_product_user_not_found',
     'gw_idempotency_key_reused',
     'gw_amount_out_of_range',
+    'gw_conflict',
   ],
   handler: ({ request, caller, body }, deps: { productUsers: ProductUserRouteDeps }) =>
     postCreditGrant(deps.productUsers, caller, request, body),

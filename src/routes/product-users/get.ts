@@ -17,6 +17,7 @@ export const getProductUserRoute = declareRoute({
   summary: "A product user's profile: allowance, cap, credits, usage (never creates one)",
   caller: { kind: 'service_key', scope: 'product_users:read' },
   query: byExternalIdQuery,
+  answerCarriesSecret: true,
   responses: { 200: { description: 'the product user', schema: productUserSchema } },
   errors: [...identityErrors, 'gw_product_user_not_found'],
   async handler({ request, caller }, deps: { productUsers: ProductUserRouteDeps }) {

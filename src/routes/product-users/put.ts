@@ -1,8 +1,9 @@
-// PUT /product-users/by-external-id: creates or updates a product user.
+// PUT /product-users/by-external-id: creates or updates a product user (in a deleted app it
+// updates one, and creates none: 409).
 import { z } from 'zod';
 import type { ServiceKeyIdentity } from '../../auth/service-key-store.js';
 import { gwError, isGwError } from '../../errors.js';
-import { ProductUserRuleError } from '../../product-users/management.js';
+import { AppDeletedError, ProductUserRuleError } from '../../product-users/management.js';
 import {
   emailText,
   MAX_DISPLAY_NAME_CHARS,
@@ -39,11 +40,12 @@ export const putProductUserRoute = declareRoute({
   caller: { kind: 'service_key', scope: 'product_users:write' },
   body: upsertProductUserSchema,
   bodyFieldErrors: identityFieldErrors,
+  answerCarriesSecret: true,
   responses: {
     200: { description: 'updated', schema: productUserSchema },
     201: { description: 'created', schema: productUserSchema },
   },
-  errors: [...identityErrors],
+  errors: [...identityErrors, 'gw_conflict'],
   handler: ({ caller, body }, deps: { productUsers: ProductUserRouteDeps }) =>
     putProfile(deps.productUsers, caller, body),
 });
@@ -69,6 +71,7 @@ async function putProfile(
     });
     return answer(created ? 201 : 200, await deps.profiles.profile(user));
   } catch (error) {
+    if (error instanceof AppDeletedError) return gwError('gw_conflict', error.message);
     if (error instanceof ProductUserRuleError) {
       return gwError(
         'gw_invalid_request',

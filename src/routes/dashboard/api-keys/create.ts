@@ -17,6 +17,7 @@ export const createApiKeyRoute = declareRoute({
   caller: { kind: 'org_member', role: 'admin', org: ofConnection },
   body: createApiKeyBody,
   bodyOptional: true,
+  answerCarriesSecret: true,
   responses: { 201: { description: 'the key, with its raw value', schema: createdApiKeySchema } },
   errors: ['gw_conflict'],
   async handler({ params, caller, body }, deps: { readonly db: DbPool }) {

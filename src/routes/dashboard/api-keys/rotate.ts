@@ -15,6 +15,7 @@ export const rotateApiKeyRoute = declareRoute({
   caller: { kind: 'org_member', role: 'admin', org: ofApiKey },
   body: rotateApiKeyBody,
   bodyOptional: true,
+  answerCarriesSecret: true,
   responses: {
     201: { description: 'the new key, with its raw value', schema: issuedApiKeySchema },
   },

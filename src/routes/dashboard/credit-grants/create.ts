@@ -25,7 +25,7 @@ export const createCreditGrantRoute = declareRoute({
     },
     201: { description: 'granted', schema: creditGrantWithCreditsSchema },
   },
-  errors: ['gw_amount_out_of_range', 'gw_idempotency_key_reused'],
+  errors: ['gw_amount_out_of_range', 'gw_idempotency_key_reused', 'gw_conflict'],
   async handler(
     { request, params, caller, body },
     deps: { readonly productUsers: ProductUserRouteDeps },

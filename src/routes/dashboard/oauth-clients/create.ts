@@ -14,6 +14,7 @@ export const createOAuthClientRoute = declareRoute({
   summary: 'Registers an OAuth client of the app; a confidential client gets its secret here only',
   caller: { kind: 'org_member', role: 'admin', org: ofApp },
   body: createOAuthClientBody,
+  answerCarriesSecret: true,
   responses: {
     201: {
       description: 'the client, with its secret if confidential',

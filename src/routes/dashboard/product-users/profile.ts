@@ -11,6 +11,7 @@ export const productUserProfileRoute = declareRoute({
   path: '/dashboard/api/product-users/{product_end_user_id}',
   summary: "A product user's profile: allowance, cap, credits, usage",
   caller: { kind: 'org_member', role: 'viewer', org: ofProductUser },
+  answerCarriesSecret: true,
   responses: { 200: { description: 'the product user', schema: productUserSchema } },
   async handler({ params }, deps: { readonly productUsers: ProductUserRouteDeps }) {
     const { db, profiles } = deps.productUsers;

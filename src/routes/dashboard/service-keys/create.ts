@@ -14,6 +14,7 @@ export const createServiceKeyRoute = declareRoute({
   caller: { kind: 'org_member', role: 'admin', org: inOrg },
   body: createServiceKeyBody,
   bodyOptional: true,
+  answerCarriesSecret: true,
   responses: {
     201: { description: 'the key, with its raw value', schema: issuedServiceKeySchema },
   },

@@ -17,6 +17,7 @@ export const createWebhookRoute = declareRoute({
   summary: 'Adds a webhook endpoint; its signing secret is shown in this answer only',
   caller: { kind: 'org_member', role: 'admin', org: inOrg },
   body: createWebhookBody,
+  answerCarriesSecret: true,
   responses: {
     201: { description: 'the endpoint, with its secret', schema: webhookWithSecretSchema },
   },

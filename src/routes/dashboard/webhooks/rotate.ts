@@ -19,6 +19,7 @@ export const rotateWebhookSecretRoute = declareRoute({
   caller: { kind: 'org_member', role: 'admin', org: inOrg },
   body: rotateWebhookBody,
   bodyOptional: true,
+  answerCarriesSecret: true,
   responses: {
     200: { description: 'the endpoint, with its new secret', schema: webhookWithSecretSchema },
   },

@@ -40,6 +40,8 @@ export const webhookSchema = z.object({
   last_success_at: z.string().nullable(),
   /** While a rotated-out secret still signs beside the new one. */
   previous_secret_expires_at: z.string().nullable(),
+  /** Secrets retired by earlier rotations that still sign until then (their own grace). */
+  earlier_secrets_expire_at: z.array(z.string()),
   created_at: z.string(),
   updated_at: z.string(),
 });
