@@ -9,6 +9,8 @@ const jsonHeaders = { 'content-type': 'application/json' } as const;
  * secret, a token, a person's profile): no browser or proxy cache may keep them.
  */
 export const noStoreHeaders = { 'cache-control': 'no-store' } as const;
+/** A JSON answer a route writes itself that no cache may keep (it sets a session cookie). */
+export const noStoreJsonHeaders = { ...jsonHeaders, ...noStoreHeaders } as const;
 /** RFC 6749 section 5.1: answers of the token endpoint are never cached. */
 export const oauthHeaders = {
   'content-type': 'application/json',
