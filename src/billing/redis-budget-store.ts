@@ -467,9 +467,14 @@ export class RedisBudgetStore implements BudgetStore {
   }
 }
 
-/** The remembered bucket of the product user a request names under its key, if it has one. */
+/**
+ * The remembered bucket of the product user a request names under its key, if it has one and
+ * the key a limit of its own (read only beside a known refusal of the key).
+ */
 function userBucketOf(limits: RequestRateLimits): string | undefined {
-  return limits.productUserPerMinute !== null && limits.externalUserId !== undefined
+  return limits.keyPerMinute !== null &&
+    limits.productUserPerMinute !== null &&
+    limits.externalUserId !== undefined
     ? productUserBucket(limits.apiKeyId, limits.externalUserId)
     : undefined;
 }
