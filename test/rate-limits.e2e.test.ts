@@ -496,6 +496,13 @@ describe('product_user_requests_per_minute', () => {
     });
     expect(Number(keyRefused.retryAfter)).toBeGreaterThanOrEqual(11);
     expect(Number(keyRefused.retryAfter)).toBeLessThanOrEqual(12);
+    // user-a is refused by both buckets: the instance that remembers the key's refusal
+    // answers user-a's own, longer wait (about 30 s), as the buckets would (decision 362).
+    const bothRefused = await infer(first, key, 'user-a');
+    expect(bothRefused.status).toBe(429);
+    expect(bothRefused.body.error).toMatchObject({ rate_limit_scope: 'product_user' });
+    expect(Number(bothRefused.retryAfter)).toBeGreaterThan(12);
+    expect(Number(bothRefused.retryAfter)).toBeLessThanOrEqual(30);
   });
 });
 

@@ -560,4 +560,58 @@ describe('the refusals the budget store remembers (decision 347)', () => {
     expect(budget.knownRateRefusal(limits)).toBeUndefined();
     expect(await reserveAs('pu_two')).toMatchObject({ kind: 'held' });
   });
+
+  it("answers a known key refusal with the product user's longer wait when its own bucket refused it too (decision 362)", async () => {
+    const orgId = await fundedOrg();
+    // As admission names them: the product user by the external id the request sent.
+    const limitsOf = (externalUserId?: string) => ({
+      apiKeyId: 'key_both',
+      keyPerMinute: 3,
+      productUserPerMinute: 1,
+      externalUserId,
+    });
+    const reserveAs = async (externalUserId: string) =>
+      budget.reserve({
+        requestId: newRequestId(),
+        accounts: {
+          ...accountsOf(orgId),
+          user: {
+            productUserId: `pu_${externalUserId}`,
+            capNano: null,
+            creditMode: 'track_only',
+            period: monthlyPeriod(new Date(), null),
+          },
+        },
+        amountNano: 10n,
+        rateLimits: limitsOf(externalUserId),
+      });
+    expect(await reserveAs('a')).toMatchObject({ kind: 'held' });
+    // a's bucket of 1 refuses it for a minute; the key (3) has two left.
+    const userRefusal = await reserveAs('a');
+    expect(userRefusal).toMatchObject({ kind: 'rate_limited', scope: 'product_user' });
+    expect(await reserveAs('b')).toMatchObject({ kind: 'held' });
+    expect(await reserveAs('c')).toMatchObject({ kind: 'held' });
+    // The key is full: refused for about 20 s, and remembered.
+    expect(await reserveAs('d')).toMatchObject({ kind: 'rate_limited', scope: 'key' });
+    const keyKnown = budget.knownRateRefusal(limitsOf('d'));
+    expect(keyKnown).toMatchObject({ scope: 'key', limitPerMinute: 3 });
+    expect(keyKnown!.retryAfterMs).toBeLessThanOrEqual(20_000);
+    // a's next request is refused by both buckets: the longer wait is a's own (decision 344),
+    // as Redis would answer it, not the key's 20 s.
+    const known = budget.knownRateRefusal(limitsOf('a'));
+    expect(known).toMatchObject({
+      kind: 'rate_limited',
+      scope: 'product_user',
+      limitPerMinute: 1,
+      rateLimit: { limitPerMinute: 1, remaining: 0 },
+    });
+    const userWait = userRefusal.kind === 'rate_limited' ? userRefusal.retryAfterMs : 0;
+    expect(known!.retryAfterMs).toBeGreaterThan(20_000);
+    expect(known!.retryAfterMs).toBeLessThanOrEqual(userWait);
+    // A product user refused nowhere, or a request naming none, gets the key's.
+    expect(budget.knownRateRefusal(limitsOf('e'))).toMatchObject({ scope: 'key' });
+    expect(budget.knownRateRefusal(limitsOf())).toMatchObject({ scope: 'key' });
+    // A product user's refusal alone is still asked of Redis (decision 347).
+    expect(budget.knownRateRefusal({ ...limitsOf('a'), apiKeyId: 'key_other' })).toBeUndefined();
+  });
 });

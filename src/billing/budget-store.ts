@@ -71,6 +71,11 @@ export interface RequestRateLimits {
   readonly apiKeyId: string;
   readonly keyPerMinute: number | null;
   readonly productUserPerMinute: number | null;
+  /**
+   * The product user the request names, by its external id (known before it is looked up):
+   * how a refusal by its bucket is remembered (decision 362).
+   */
+  readonly externalUserId?: string | undefined;
 }
 
 export interface ReserveRequest {

@@ -10,6 +10,14 @@
 // per key and limit: a changed limit is checked in Redis afresh, a cleared one not at all.
 // For the same reason the bucket's TAT stays where it was until then (nothing passes to push
 // it), so when it is full again (the rate-limit headers' reset, decision 353) is exact too.
+// (A reserve given up on gives its arrival back, moving the TAT back by one request: then an
+// entry may refuse for up to one request's interval more than the bucket would; decision 362.)
+//
+// A product user's bucket under a key is remembered too (`productUserBucket`), by the external
+// id the request named, which admission knows before it looks the user up: it only ever
+// lengthens a known refusal of the key, when the user's own wait is the longer one, as the
+// reserve answers the longer of two refusals (decision 362). Alone it answers nothing: the
+// product user's refusal is asked of Redis, as before (decision 347).
 
 /** Entries kept at most (a few hundred bytes each): past it the oldest go first. */
 const MAX_ENTRIES = 10_000;
@@ -29,15 +37,23 @@ interface RefusalTimes {
   readonly fullAtMs: number;
 }
 
+/** The bucket of the product user named `externalUserId` under an API key, as remembered. */
+export const productUserBucket = (apiKeyId: string, externalUserId: string): string =>
+  `${apiKeyId}/pu/${externalUserId}`;
+
 export class RecentRateRefusals {
-  /** '<api key id> <limit>' → when the refusal ends, and when the bucket is full again. */
+  /**
+   * '<bucket> <limit>' → when the refusal ends, and when the bucket is full again. A bucket is
+   * an API key's id, or `productUserBucket` (key ids have no '/'; the limit, after the last
+   * space, has none).
+   */
   private readonly entries = new Map<string, RefusalTimes>();
 
   constructor(private readonly maxEntries = MAX_ENTRIES) {}
 
-  /** The reserve at `nowMs` refused the key's bucket by `refusal` (its waits from `nowMs`). */
-  remember(apiKeyId: string, nowMs: number, refusal: KnownRateRefusal): void {
-    const entry = `${apiKeyId} ${refusal.limitPerMinute}`;
+  /** The reserve at `nowMs` refused the bucket by `refusal` (its waits from `nowMs`). */
+  remember(bucket: string, nowMs: number, refusal: KnownRateRefusal): void {
+    const entry = `${bucket} ${refusal.limitPerMinute}`;
     this.entries.delete(entry); // re-inserted last: the oldest entries are the first ones
     if (this.entries.size >= this.maxEntries) this.makeRoom(nowMs);
     this.entries.set(entry, {
@@ -46,9 +62,9 @@ export class RecentRateRefusals {
     });
   }
 
-  /** The refusal still running for this key and limit at `nowMs`, if one is known. */
-  refusal(apiKeyId: string, limitPerMinute: number, nowMs: number): KnownRateRefusal | undefined {
-    const entry = `${apiKeyId} ${limitPerMinute}`;
+  /** The refusal still running for this bucket and limit at `nowMs`, if one is known. */
+  refusal(bucket: string, limitPerMinute: number, nowMs: number): KnownRateRefusal | undefined {
+    const entry = `${bucket} ${limitPerMinute}`;
     const times = this.entries.get(entry);
     if (times === undefined) return undefined;
     if (times.passesAtMs <= nowMs) {

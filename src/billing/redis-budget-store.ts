@@ -11,7 +11,7 @@ import type { RedisScripts, ScriptKeys } from '../redis/scripts.js';
 import { encodeDraft } from './in-flight-draft.js';
 import type { AccountLoader, AccountName } from './account-loader.js';
 import { HoldReleases, type RatesCounted } from './hold-releases.js';
-import { RecentRateRefusals } from './recent-rate-refusals.js';
+import { productUserBucket, RecentRateRefusals } from './recent-rate-refusals.js';
 import type { Logger } from '../log.js';
 import type {
   BudgetStore,
@@ -120,9 +120,17 @@ export class RedisBudgetStore implements BudgetStore {
     const nowMs = Date.now();
     const known = this.rateRefusals.refusal(limits.apiKeyId, limits.keyPerMinute, nowMs);
     if (!known) return undefined;
-    const { limitPerMinute, retryAfterMs, resetMs } = known;
+    // Both buckets refuse: the longer wait is answered, as the reserve would (decision 362).
+    const bucket = userBucketOf(limits);
+    const user =
+      bucket !== undefined
+        ? this.rateRefusals.refusal(bucket, limits.productUserPerMinute!, nowMs)
+        : undefined;
+    const longer = user && user.retryAfterMs > known.retryAfterMs ? user : known;
+    const { limitPerMinute, retryAfterMs, resetMs } = longer;
+    const scope = longer === known ? 'key' : 'product_user';
     const rateLimit = { limitPerMinute, remaining: 0, resetMs, atMs: nowMs };
-    return { kind: 'rate_limited', scope: 'key', limitPerMinute, retryAfterMs, rateLimit };
+    return { kind: 'rate_limited', scope, limitPerMinute, retryAfterMs, rateLimit };
   }
 
   async takeCountTokens(bucket: RateBucket): Promise<RateTakeOutcome> {
@@ -235,9 +243,12 @@ export class RedisBudgetStore implements BudgetStore {
             atMs: calledAtMs,
           },
         };
-        // Counted from the now_ms the script was given (decision 347).
-        if (refusal.scope === 'key' && rateLimits) {
-          this.rateRefusals.remember(rateLimits.apiKeyId, calledAtMs, {
+        // Counted from the now_ms the script was given (decision 347); a product user's
+        // bucket by the external id the request named (decision 362).
+        const bucket =
+          refusal.scope === 'key' ? rateLimits?.apiKeyId : rateLimits && userBucketOf(rateLimits);
+        if (bucket !== undefined) {
+          this.rateRefusals.remember(bucket, calledAtMs, {
             limitPerMinute: refusal.limitPerMinute,
             retryAfterMs: refusal.retryAfterMs,
             resetMs: refusal.rateLimit.resetMs,
@@ -454,4 +465,16 @@ export class RedisBudgetStore implements BudgetStore {
     }
     this.streamRegisteredAtMs.set(orgId, now);
   }
+}
+
+/**
+ * The remembered bucket of the product user a request names under its key, if it has one and
+ * the key a limit of its own (read only beside a known refusal of the key).
+ */
+function userBucketOf(limits: RequestRateLimits): string | undefined {
+  return limits.keyPerMinute !== null &&
+    limits.productUserPerMinute !== null &&
+    limits.externalUserId !== undefined
+    ? productUserBucket(limits.apiKeyId, limits.externalUserId)
+    : undefined;
 }

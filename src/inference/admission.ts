@@ -181,7 +181,12 @@ export async function admit<Call>(
   const productUserPerMinute = identity.productUserRequestsPerMinute ?? null;
   const rateLimits =
     keyPerMinute !== null || productUserPerMinute !== null
-      ? { apiKeyId: identity.keyId, keyPerMinute, productUserPerMinute }
+      ? {
+          apiKeyId: identity.keyId,
+          keyPerMinute,
+          productUserPerMinute,
+          externalUserId: attribution?.externalUserId,
+        }
       : undefined;
 
   // A key this instance already found past its own limit is refused before its product user
