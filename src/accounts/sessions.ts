@@ -50,6 +50,12 @@ interface StoredSession {
 
 const SESSION_ID_LENGTH = 43; // > 256 bits
 
+/**
+ * Live sessions one user may have: a sign-in past it ends their least recently used ones, so
+ * neither the user's list nor what ending them all deletes grows without bound.
+ */
+export const MAX_SESSIONS_PER_USER = 100;
+
 export class SessionStore {
   constructor(
     private readonly redis: RedisClient,
@@ -77,13 +83,16 @@ export class SessionStore {
     };
     const ttlMs = Math.min(this.settings.idleMs, this.settings.absoluteMs);
     const index = this.keys.userSessions(userId);
-    await this.redis
+    const listed = await this.redis
       .multi()
       .zremrangebyscore(index, '-inf', session.createdAtMs)
       .zadd(index, session.createdAtMs + ttlMs, session.handle)
       // No session of the user outlives the newest one's absolute expiry.
       .pexpire(index, this.settings.absoluteMs)
+      .zcard(index)
       .exec();
+    const excess = Number(listed?.[3]?.[1] ?? 0) - MAX_SESSIONS_PER_USER;
+    if (excess > 0) await this.endLeastRecentlyUsed(userId, excess);
     const stored: StoredSession = {
       u: session.userId,
       c: session.csrfToken,
@@ -149,6 +158,16 @@ export class SessionStore {
     // Only these: a session made meanwhile (a sign-in with the new password) stays listed.
     await this.redis.zrem(index, ...handles);
     return handles;
+  }
+
+  /** Ends the user's `count` least recently used sessions (the lowest idle expiries). */
+  private async endLeastRecentlyUsed(userId: string, count: number): Promise<void> {
+    const index = this.keys.userSessions(userId);
+    const handles = await this.redis.zrange(index, 0, count - 1);
+    if (handles.length === 0) return;
+    // One DEL per session: their keys hash to any slot of a cluster.
+    await Promise.all(handles.map((handle) => this.redis.del(this.keys.session(handle))));
+    await this.redis.zrem(index, ...handles);
   }
 
   /** The Set-Cookie value that carries a new session id to the browser. */
