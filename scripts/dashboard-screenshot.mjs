@@ -36,18 +36,24 @@ const out = process.env.OUT ?? fileURLToPath(new URL('docs/images/dashboard-over
 const email = `owner-${randomBytes(3).toString('hex')}@example.com`;
 const password = 'a long passphrase for the picture';
 
-/** Runs a `gw` command in this process; its JSON answer. */
-async function gw(...args) {
+/** Runs a `gw` command in this process with `stdin` piped to it (none: empty); its JSON answer. */
+async function gwWithInput(stdin, ...args) {
   let stdout = '';
   let stderr = '';
   const io = {
     env,
     write: (stream, text) => (stream === 'stdout' ? (stdout += text) : (stderr += text)),
+    inputIsTerminal: false,
+    readInput: () => Promise.resolve(stdin),
+    askSecret: () => Promise.reject(new Error('no terminal to ask at')),
   };
   const code = await withCliIo(io, () => runCli(args));
   if (code !== 0) throw new Error(`gw ${args.join(' ')} failed: ${stderr}`);
   return JSON.parse(stdout);
 }
+
+/** Runs a `gw` command in this process; its JSON answer. */
+const gw = (...args) => gwWithInput('', ...args);
 
 const config = loadConfig(env);
 const gateway = await startGateway(config, pino({ level: 'warn' }));
@@ -59,13 +65,13 @@ const browser = await chromium.launch({
 try {
   const org = await gw('seed', '--name', 'Acme Robotics');
   await gw('cap', 'set', '--scope', 'org', '--org-id', org.org_id, '--amount', '25.00');
-  await gw(
+  await gwWithInput(
+    `${password}\n`,
     'admin',
     'create-user',
     '--email',
     email,
-    '--password',
-    password,
+    '--password-stdin',
     '--org-id',
     org.org_id,
     '--role',

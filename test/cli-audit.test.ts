@@ -59,10 +59,11 @@ describe('gw admin: dashboard users and the seeded organization', () => {
     const email = uniqueEmail('readme');
     const created = await runCliJson<{ user_id: string; org_ids: string[] }>(
       [
-        ...['admin', 'create-user', '--email', email, '--password', TEST_PASSWORD],
+        ...['admin', 'create-user', '--email', email, '--password-stdin'],
         ...['--org-id', org.org_id, '--role', 'owner'],
       ],
       env,
+      { stdin: TEST_PASSWORD },
     );
     expect(created.org_ids).toContain(org.org_id);
     expect(await auditRows(org.org_id)).toEqual([
@@ -85,8 +86,9 @@ describe('gw admin: dashboard users and the seeded organization', () => {
     const org = await seed(env);
     const email = uniqueEmail('existing');
     const created = await runCliJson<{ user_id: string }>(
-      ['admin', 'create-user', '--email', email, '--password', TEST_PASSWORD],
+      ['admin', 'create-user', '--email', email, '--password-stdin'],
       env,
+      { stdin: TEST_PASSWORD },
     );
     const hashBefore = (
       await db.query<{ password_hash: string }>(

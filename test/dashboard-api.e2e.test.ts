@@ -136,8 +136,9 @@ describe('members', () => {
   it('join by an invitation they accept, change role, and leave; an organization keeps an owner; all of it audited', async () => {
     const newcomer = uniqueEmail('newcomer');
     const created = await runCliJson<{ user_id: string }>(
-      ['admin', 'create-user', '--email', newcomer, '--password', TEST_PASSWORD],
+      ['admin', 'create-user', '--email', newcomer, '--password-stdin'],
       env,
+      { stdin: TEST_PASSWORD },
     );
     const admin = await signedIn(emails.admin);
     const invitations = `/dashboard/api/orgs/${tenant.org_id}/invitations`;

@@ -202,8 +202,9 @@ describe('deleting an app', () => {
     const oauthClient = await createOAuthClient(env, org.app_id, ['https://app.example.com/cb']);
     const connectingEmail = uniqueEmail('oauth-user');
     const connecting = await runCliJson<{ personal_org_id: string }>(
-      ['admin', 'create-user', '--email', connectingEmail, '--password', TEST_PASSWORD],
+      ['admin', 'create-user', '--email', connectingEmail, '--password-stdin'],
       env,
+      { stdin: TEST_PASSWORD },
     );
     await runCliJson(
       ['wallet', 'topup', '--org-id', connecting.personal_org_id, '--amount', '5'],

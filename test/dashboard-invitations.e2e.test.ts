@@ -66,8 +66,9 @@ async function user(
 ): Promise<{ email: string; id: string; personalOrgId: string; client: DashboardClient }> {
   const email = uniqueEmail(label);
   const created = await runCliJson<{ user_id: string; personal_org_id: string }>(
-    ['admin', 'create-user', '--email', email, '--password', TEST_PASSWORD],
+    ['admin', 'create-user', '--email', email, '--password-stdin'],
     env,
+    { stdin: TEST_PASSWORD },
   );
   return {
     email,

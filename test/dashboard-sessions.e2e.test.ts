@@ -36,8 +36,9 @@ const unique = (label: string): string =>
 
 function createUser(email: string, extra: string[] = []): Promise<CreatedUser> {
   return runCliJson<CreatedUser>(
-    ['admin', 'create-user', '--email', email, '--password', PASSWORD, ...extra],
+    ['admin', 'create-user', '--email', email, '--password-stdin', ...extra],
     env,
+    { stdin: PASSWORD },
   );
 }
 
@@ -411,8 +412,9 @@ describe('dashboard writes', () => {
     const admin = await signedIn(adminEmail);
     const org = (
       await runCliJson<CreatedUser>(
-        ['admin', 'create-user', '--email', unique('pager'), '--password', PASSWORD],
+        ['admin', 'create-user', '--email', unique('pager'), '--password-stdin'],
         env,
+        { stdin: PASSWORD },
       )
     ).personal_org_id;
     await db.query(

@@ -30,8 +30,9 @@ beforeAll(async () => {
   ]);
   browser = launched.browser;
   ({ user_id: userId } = await runCliJson<{ user_id: string }>(
-    ['admin', 'create-user', '--email', email, '--password', TEST_PASSWORD],
+    ['admin', 'create-user', '--email', email, '--password-stdin'],
     env,
+    { stdin: TEST_PASSWORD },
   ));
 });
 

@@ -79,14 +79,14 @@ beforeAll(async () => {
   await createMember(env, emails.viewer, orgId, 'viewer');
   joinerPersonalOrg = (
     await runCliJson<{ personal_org_id: string }>(
-      ['admin', 'create-user', '--email', emails.joiner, '--password', TEST_PASSWORD],
+      ['admin', 'create-user', '--email', emails.joiner, '--password-stdin'],
       env,
+      { stdin: TEST_PASSWORD },
     )
   ).personal_org_id;
-  await runCliJson(
-    ['admin', 'create-user', '--email', emails.decliner, '--password', TEST_PASSWORD],
-    env,
-  );
+  await runCliJson(['admin', 'create-user', '--email', emails.decliner, '--password-stdin'], env, {
+    stdin: TEST_PASSWORD,
+  });
 });
 
 afterAll(async () => {

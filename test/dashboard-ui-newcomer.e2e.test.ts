@@ -58,8 +58,9 @@ beforeAll(async () => {
     'owner',
   ));
   ({ personal_org_id: lonerPersonalOrg } = await runCliJson<{ personal_org_id: string }>(
-    ['admin', 'create-user', '--email', emails.loner, '--password', TEST_PASSWORD],
+    ['admin', 'create-user', '--email', emails.loner, '--password-stdin'],
     env,
+    { stdin: TEST_PASSWORD },
   ));
   // a request today, for the charts
   const answer = await postJson(

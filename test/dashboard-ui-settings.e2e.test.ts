@@ -294,6 +294,47 @@ describe('the settings pages in a browser', () => {
     expect(newSecret).not.toBe(secret);
     await rotated.getByRole('button', { name: /hide the secret/ }).click();
     await rotated.waitFor({ state: 'detached' });
+    const endpointRow = page.getByRole('row').filter({ hasText: url });
+    await endpointRow.getByText('1 still signs').waitFor();
+
+    // Two more rotations: each retired secret keeps signing until its own grace ends
+    // (decision 361), and the list says until when; a fourth is refused and the dialog says why.
+    for (const signing of ['2 still sign', '3 still sign']) {
+      await page.getByRole('button', { name: `Rotate the secret of ${url}` }).click();
+      const again = page.getByRole('dialog', { name: `Rotate the secret of ${url}?` });
+      expect(await again.textContent()).toContain('retired before it keep');
+      await again.getByRole('button', { name: 'Rotate secret' }).click();
+      const shown = page.getByRole('region', { name: `New signing secret of ${url}` });
+      await shown.getByRole('button', { name: /hide the secret/ }).click();
+      await shown.waitFor({ state: 'detached' });
+      await endpointRow.getByText(signing).waitFor();
+    }
+    const stored = async () =>
+      (
+        await db.query<{ secret_sealed: string; earlier: number }>(
+          `SELECT secret_sealed, jsonb_array_length(earlier_secrets) AS earlier
+             FROM webhook_endpoints WHERE org_id = $1`,
+          [org.org_id],
+        )
+      ).rows;
+    const beforeRefusal = await stored();
+    expect(beforeRefusal).toEqual([{ secret_sealed: expect.any(String), earlier: 2 }]);
+    expect(await endpointRow.getByRole('listitem').count()).toBe(3);
+    await screenshot(page, 'settings-10-webhook-old-secrets');
+    await page.getByRole('button', { name: `Rotate the secret of ${url}` }).click();
+    const refused = page.getByRole('dialog', { name: `Rotate the secret of ${url}?` });
+    expect(await refused.getByRole('note').textContent()).toContain(
+      '3 old secrets already sign beside the current one',
+    );
+    await refused.getByRole('button', { name: 'Rotate secret' }).click();
+    await refused
+      .getByRole('alert')
+      .getByText(/at most 3 earlier secrets sign/)
+      .waitFor();
+    await screenshotOf(refused, 'settings-11-webhook-rotation-refused');
+    await refused.getByRole('button', { name: 'Cancel' }).click();
+    await refused.waitFor({ state: 'detached' });
+    expect(await stored()).toEqual(beforeRefusal);
 
     await page.getByRole('button', { name: `Send a test event to ${url}` }).click();
     await page.getByText(/Test event msg_\w+ queued/).waitFor();

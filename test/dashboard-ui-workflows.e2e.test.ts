@@ -97,8 +97,9 @@ beforeAll(async () => {
   ]);
   browser = launched.browser;
   ({ personal_org_id: orgId } = await runCliJson<{ personal_org_id: string }>(
-    ['admin', 'create-user', '--email', email, '--password', TEST_PASSWORD],
+    ['admin', 'create-user', '--email', email, '--password-stdin'],
     env,
+    { stdin: TEST_PASSWORD },
   ));
   await runCliJson(['wallet', 'topup', '--org-id', orgId, '--amount', '100.00'], env);
   window = await openWindow(browser);

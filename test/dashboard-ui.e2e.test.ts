@@ -36,9 +36,13 @@ const unique = (label: string): string =>
 const emails = { admin: unique('admin'), viewer: unique('viewer'), newcomer: unique('newcomer') };
 
 function createUser(email: string, extra: string[] = []): Promise<{ personal_org_id: string }> {
-  return runCliJson(['admin', 'create-user', '--email', email, '--password', PASSWORD, ...extra], {
-    ...env,
-  });
+  return runCliJson(
+    ['admin', 'create-user', '--email', email, '--password-stdin', ...extra],
+    {
+      ...env,
+    },
+    { stdin: PASSWORD },
+  );
 }
 
 const openWindow = (viewport?: { width: number; height: number }) =>

@@ -188,8 +188,9 @@ async function dashboardSetup() {
   const email = (label: string): string => `${label}-${prefix}@example.com`;
   const createUser = (address: string, extra: string[] = []) =>
     runCliJson<{ user_id: string; personal_org_id: string }>(
-      ['admin', 'create-user', '--email', address, '--password', PASSWORD, ...extra],
+      ['admin', 'create-user', '--email', address, '--password-stdin', ...extra],
       env,
+      { stdin: PASSWORD },
     );
   const inOrg = (role: string) => ['--org-id', org.org_id, '--role', role];
   const owner = email('fuzz-owner');

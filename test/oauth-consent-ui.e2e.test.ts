@@ -78,8 +78,9 @@ describe('connecting an app in a browser', () => {
   it('signs in, approves on the consent page and lands on the app’s redirect URI with the code and the state', async () => {
     const email = uniqueEmail('browser-user');
     const user = await runCliJson<{ personal_org_id: string }>(
-      ['admin', 'create-user', '--email', email, '--password', TEST_PASSWORD],
+      ['admin', 'create-user', '--email', email, '--password-stdin'],
       env,
+      { stdin: TEST_PASSWORD },
     );
     await runCliJson(
       ['wallet', 'topup', '--org-id', user.personal_org_id, '--amount', '1.00'],
@@ -149,7 +150,9 @@ describe('connecting an app in a browser', () => {
 
   it('denying sends the browser back with error=access_denied', async () => {
     const email = uniqueEmail('browser-denier');
-    await runCliJson(['admin', 'create-user', '--email', email, '--password', TEST_PASSWORD], env);
+    await runCliJson(['admin', 'create-user', '--email', email, '--password-stdin'], env, {
+      stdin: TEST_PASSWORD,
+    });
     const context = await browser.newContext();
     context.setDefaultTimeout(10_000);
     const page = await context.newPage();

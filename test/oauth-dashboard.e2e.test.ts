@@ -111,10 +111,9 @@ beforeAll(async () => {
     member(payer.org_id, 'viewer'),
   ]);
   const outsiderEmail = uniqueEmail('outsider');
-  await runCliJson(
-    ['admin', 'create-user', '--email', outsiderEmail, '--password', TEST_PASSWORD],
-    env,
-  );
+  await runCliJson(['admin', 'create-user', '--email', outsiderEmail, '--password-stdin'], env, {
+    stdin: TEST_PASSWORD,
+  });
   outsider = await signInTo(gateway, outsiderEmail);
 });
 

@@ -90,8 +90,9 @@ beforeAll(async () => {
   client = await createOAuthClient(env, maker.app_id, [CALLBACK], { public: true });
   const email = uniqueEmail('payer');
   const user = await runCliJson<{ personal_org_id: string }>(
-    ['admin', 'create-user', '--email', email, '--password', TEST_PASSWORD],
+    ['admin', 'create-user', '--email', email, '--password-stdin'],
     env,
+    { stdin: TEST_PASSWORD },
   );
   payerOrgId = user.personal_org_id;
   await runCliJson(['wallet', 'topup', '--org-id', payerOrgId, '--amount', '5.00'], env);

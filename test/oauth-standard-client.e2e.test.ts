@@ -150,10 +150,9 @@ beforeAll(async () => {
   gateway = await startGateway({ ...env, DASHBOARD_INSECURE_COOKIES: 'true' });
   maker = await seed(env, ['--name', 'Third Party Inc', '--wallet', '5.00']);
   const email = uniqueEmail('oauth-lib-user');
-  user = await runCliJson(
-    ['admin', 'create-user', '--email', email, '--password', TEST_PASSWORD],
-    env,
-  );
+  user = await runCliJson(['admin', 'create-user', '--email', email, '--password-stdin'], env, {
+    stdin: TEST_PASSWORD,
+  });
   await runCliJson(['wallet', 'topup', '--org-id', user.personal_org_id, '--amount', '5.00'], env);
   browser = new DashboardClient(gateway.url, gateway.url);
   const login = await browser.login(email, TEST_PASSWORD);

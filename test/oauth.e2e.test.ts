@@ -126,10 +126,9 @@ beforeAll(async () => {
     seed(env, ['--name', 'Watched Org', '--wallet', '5.00']),
   ]);
   email = uniqueEmail('oauth-user');
-  user = await runCliJson(
-    ['admin', 'create-user', '--email', email, '--password', TEST_PASSWORD],
-    env,
-  );
+  user = await runCliJson(['admin', 'create-user', '--email', email, '--password-stdin'], env, {
+    stdin: TEST_PASSWORD,
+  });
   await db.query(
     `INSERT INTO org_memberships (org_id, user_id, role)
      VALUES ($1, $4, 'admin'), ($2, $4, 'member'), ($3, $4, 'viewer')`,
@@ -1209,8 +1208,9 @@ describe('inference with an OAuth token', () => {
 
   it('refuses when the paying wallet cannot cover it, whatever the app maker holds', async () => {
     const payer = await runCliJson<{ user_id: string; personal_org_id: string }>(
-      ['admin', 'create-user', '--email', uniqueEmail('broke'), '--password', TEST_PASSWORD],
+      ['admin', 'create-user', '--email', uniqueEmail('broke'), '--password-stdin'],
       env,
+      { stdin: TEST_PASSWORD },
     );
     const { rows } = await db.query<{ email: string }>(
       'SELECT email FROM dashboard_users WHERE id = $1',

@@ -413,7 +413,10 @@ describe('count_tokens: a bucket of its own (rate-limit.lua, decision 353)', () 
     const orgId = uniqueOrg();
     const bucket = keys.countTokensRate(orgId, KEY_ID);
     const take = async (at: number) =>
-      (await scripts.rateLimit({ bucket }, { limit: 4, now_ms: at })) as unknown[];
+      (await scripts.rateLimit(
+        { bucket, counted: keys.countTokensCounted(orgId, newRequestId()) },
+        { limit: 4, now_ms: at, counted_ttl_ms: 300_000 },
+      )) as unknown[];
     expect(await take(T0)).toEqual([0, 3, 15_000]);
     expect(await take(T0)).toEqual([0, 2, 30_000]);
     expect(await take(T0)).toEqual([0, 1, 45_000]);
@@ -422,24 +425,70 @@ describe('count_tokens: a bucket of its own (rate-limit.lua, decision 353)', () 
     expect(await redis.get(bucket)).toBe(`${T0 + 60_000}:0:4`);
     expect(await take(T0 + 15_000)).toEqual([0, 0, 60_000]);
     for (const limit of ['', '0', '1000001']) {
-      await expect(scripts.rateLimit({ bucket }, { limit, now_ms: T0 })).rejects.toThrow(
-        /gw_invalid_argument: limit/,
-      );
+      await expect(
+        scripts.rateLimit(
+          { bucket, counted: keys.countTokensCounted(orgId, 'req_bad') },
+          { limit, now_ms: T0, counted_ttl_ms: 300_000 },
+        ),
+      ).rejects.toThrow(/gw_invalid_argument: limit/);
     }
+  });
+
+  it('counts a request once however often it is sent (a re-send after a reconnect, decision 364)', async () => {
+    const orgId = uniqueOrg();
+    const bucket = keys.countTokensRate(orgId, KEY_ID);
+    const takeAs = async (requestId: string, at: number) =>
+      (await scripts.rateLimit(
+        { bucket, counted: keys.countTokensCounted(orgId, requestId) },
+        { limit: 2, now_ms: at, counted_ttl_ms: 300_000 },
+      )) as unknown[];
+    const [sent, other, refused] = [newRequestId(), newRequestId(), newRequestId()];
+    expect(await takeAs(sent, T0)).toEqual([0, 1, 30_000]);
+    // The same count run again, 10 s later: where the bucket stands then, nothing counted.
+    expect(await takeAs(sent, T0 + 10_000)).toEqual([0, 1, 20_000]);
+    expect(await redis.get(bucket)).toBe(`${T0 + 30_000}:0:2`);
+    const marker = keys.countTokensCounted(orgId, sent);
+    expect(await redis.get(marker)).toBe('1');
+    expect(await redis.pttl(marker)).toBeGreaterThan(290_000);
+    // Another request still takes the last one; a third is refused and leaves no marker,
+    // so it is counted when it is sent again once the bucket has room.
+    expect(await takeAs(other, T0 + 10_000)).toEqual([0, 0, 50_000]);
+    expect(await takeAs(refused, T0 + 10_000)).toEqual([6, 20_000, 50_000]);
+    expect(await redis.exists(keys.countTokensCounted(orgId, refused))).toBe(0);
+    expect(await takeAs(refused, T0 + 30_000)).toEqual([0, 0, 60_000]);
+    expect(await takeAs(refused, T0 + 30_000)).toEqual([0, 0, 60_000]);
+    expect(await redis.get(bucket)).toBe(`${T0 + 90_000}:0:2`);
+    await expect(
+      scripts.rateLimit(
+        { bucket, counted: keys.countTokensCounted(orgId, 'req_bad') },
+        { limit: 2, now_ms: T0, counted_ttl_ms: 0 },
+      ),
+    ).rejects.toThrow(/gw_invalid_argument: counted_ttl_ms/);
   });
 
   it("through the budget store: apart from the key's inference requests", async () => {
     const orgId = await fundedOrg();
-    const bucket = { orgId, apiKeyId: KEY_ID, limitPerMinute: 2 };
-    expect(await budget.takeCountTokens(bucket)).toMatchObject({
+    const bucket = (requestId: string) => ({
+      orgId,
+      apiKeyId: KEY_ID,
+      limitPerMinute: 2,
+      requestId,
+    });
+    const first = bucket(newRequestId());
+    expect(await budget.takeCountTokens(first)).toMatchObject({
       kind: 'passed',
       rateLimit: { limitPerMinute: 2, remaining: 1, resetMs: 30_000 },
     });
-    expect(await budget.takeCountTokens(bucket)).toMatchObject({
+    // The same request again is not a second count.
+    expect(await budget.takeCountTokens(first)).toMatchObject({
+      kind: 'passed',
+      rateLimit: { remaining: 1 },
+    });
+    expect(await budget.takeCountTokens(bucket(newRequestId()))).toMatchObject({
       kind: 'passed',
       rateLimit: { remaining: 0 },
     });
-    expect(await budget.takeCountTokens(bucket)).toMatchObject({
+    expect(await budget.takeCountTokens(bucket(newRequestId()))).toMatchObject({
       kind: 'rate_limited',
       scope: 'key',
       limitPerMinute: 2,

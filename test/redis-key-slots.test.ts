@@ -35,6 +35,8 @@ const builderScopes: Record<keyof RedisKeys, 'org' | 'pair' | 'alone'> = {
   // A key's bucket of token counts: rate-limit.lua alone takes it; in the org's slot with its
   // other buckets.
   countTokensRate: 'org',
+  // Its counts' markers: rate-limit.lua takes one with the bucket.
+  countTokensCounted: 'org',
   settled: 'org',
   usageStream: 'org',
   // Written by reserve.lua, removed by settle.lua, beside the holds.
@@ -110,7 +112,10 @@ const scriptKeys: { [N in ScriptName]: (orgId: string) => Record<string, string>
       user_rate: keys.productUserRate(orgId, 'key_1', 'pu_1'),
     };
   },
-  rateLimit: (orgId) => ({ bucket: keys.countTokensRate(orgId, 'key_1') }),
+  rateLimit: (orgId) => ({
+    bucket: keys.countTokensRate(orgId, 'key_1'),
+    counted: keys.countTokensCounted(orgId, 'req_1'),
+  }),
   failover: (orgId) => ({
     wallet: keys.wallet(orgId),
     wallet_expiries: keys.holdExpiries(keys.wallet(orgId)),

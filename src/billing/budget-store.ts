@@ -166,6 +166,8 @@ export interface RateBucket {
   readonly orgId: string;
   readonly apiKeyId: string;
   readonly limitPerMinute: number;
+  /** The request counted: one arrival per request, however often the count is sent. */
+  readonly requestId: string;
 }
 
 export type RateTakeOutcome =

@@ -56,6 +56,8 @@ export enum SettleCode {
 /** Settle retries come within milliseconds; the marker outlives them by far, without costing
  * Redis one key per request for days. */
 const SETTLED_MARKER_TTL_S = 300;
+/** A token count sent again after a reconnect (decision 318) comes within the same bound. */
+const COUNTED_MARKER_TTL_MS = SETTLED_MARKER_TTL_S * 1000;
 const STREAM_REGISTRATION_REFRESH_MS = 60_000;
 /** Placeholder key for an account a request does not use (same slot, never written). */
 const UNUSED = 'unused';
@@ -136,8 +138,11 @@ export class RedisBudgetStore implements BudgetStore {
   async takeCountTokens(bucket: RateBucket): Promise<RateTakeOutcome> {
     const atMs = Date.now();
     const [code, first, resetMs] = (await this.scripts.rateLimit(
-      { bucket: this.keys.countTokensRate(bucket.orgId, bucket.apiKeyId) },
-      { limit: bucket.limitPerMinute, now_ms: atMs },
+      {
+        bucket: this.keys.countTokensRate(bucket.orgId, bucket.apiKeyId),
+        counted: this.keys.countTokensCounted(bucket.orgId, bucket.requestId),
+      },
+      { limit: bucket.limitPerMinute, now_ms: atMs, counted_ttl_ms: COUNTED_MARKER_TTL_MS },
     )) as [number, number, number];
     const limitPerMinute = bucket.limitPerMinute;
     if (code === ReserveCode.Held) {

@@ -9,12 +9,12 @@ import {
   endpointOrg,
   endpointView,
   listEndpoints,
-  MAX_RETIRING_SECRETS,
   MAX_ROTATION_GRACE_S,
   rotateSecret,
   updateEndpoint,
   type WebhookSettings,
 } from '../webhooks/endpoints.js';
+import { MAX_RETIRING_SECRETS } from '../webhooks/retiring-secrets.js';
 import { CLI_ACTOR, type CliContext } from './context.js';
 import {
   cliMasterKeys,

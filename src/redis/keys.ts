@@ -26,6 +26,8 @@ export interface RedisKeys {
   productUserRate(orgId: string, apiKeyId: string, productUserId: string): string;
   /** An API key's bucket of token counts (rate-limit.lua; decision 353). */
   countTokensRate(orgId: string, apiKeyId: string): string;
+  /** Marks a token count as counted in its bucket, with a TTL (rate-limit.lua; decision 364). */
+  countTokensCounted(orgId: string, requestId: string): string;
   /** The holds on any account key above: zset '<request_id>:<amount_nano>' → expiry (ms). */
   holdExpiries(accountKey: string): string;
   /** Marks a settled request (idempotency), with a TTL. */
@@ -78,6 +80,7 @@ export function createRedisKeys(prefix: string): RedisKeys {
     keyRate: (orgId, keyId) => `${org(orgId)}:rate:key:${keyId}`,
     productUserRate: (orgId, keyId, userId) => `${org(orgId)}:rate:key:${keyId}:pu:${userId}`,
     countTokensRate: (orgId, keyId) => `${org(orgId)}:rate:count-tokens:${keyId}`,
+    countTokensCounted: (orgId, requestId) => `${org(orgId)}:count-tokens-counted:${requestId}`,
     holdExpiries: (accountKey) => `${accountKey}:resv`,
     settled: (orgId, requestId) => `${org(orgId)}:settled:${requestId}`,
     usageStream: (orgId) => `${org(orgId)}:usage`,

@@ -166,8 +166,8 @@ export const scriptSpecs = {
   },
   rateLimit: {
     file: 'rate-limit',
-    keys: ['bucket'],
-    args: ['limit', 'now_ms'],
+    keys: ['bucket', 'counted'],
+    args: ['limit', 'now_ms', 'counted_ttl_ms'],
   },
   accountLoad: {
     file: 'account-load',

@@ -46,14 +46,15 @@ export const countTokensRoute = declareRoute({
     'gw_concurrency_limited',
   ],
   errorFlavor: 'messages',
-  handler: ({ caller, body, response }, deps: CountTokensDeps) =>
-    countTokens(deps, caller, body, response),
+  handler: ({ request, caller, body, response }, deps: CountTokensDeps) =>
+    countTokens(deps, caller, body, request.requestId, response),
 });
 
 async function countTokens(
   deps: CountTokensDeps,
   identity: ApiKeyIdentity,
   parsed: z.infer<typeof countTokensRequestSchema>,
+  requestId: string,
   response: HttpResponse,
 ): Promise<GwError | { input_tokens: number }> {
   response.annotate({ model: modelLabel(parsed.model) });
@@ -64,7 +65,7 @@ async function countTokens(
   if (!modelPolicyAllows(identity.modelPolicy, model.id)) {
     return gwError('gw_model_not_allowed', `this API key may not use model ${model.id}`);
   }
-  const rateRefusal = await takeCountTokensRate(deps, identity, response);
+  const rateRefusal = await takeCountTokensRate(deps, identity, requestId, response);
   if (rateRefusal) return rateRefusal;
   const inputTokens = await deps.tokenCounter.countInput(messagesTexts(parsed), {
     orgId: identity.orgId,
@@ -78,6 +79,7 @@ async function countTokens(
 async function takeCountTokensRate(
   deps: CountTokensDeps,
   identity: ApiKeyIdentity,
+  requestId: string,
   response: HttpResponse,
 ): Promise<GwError | undefined> {
   const requestsPerMinute = identity.requestsPerMinute ?? null;
@@ -86,6 +88,7 @@ async function takeCountTokensRate(
     orgId: identity.orgId,
     apiKeyId: identity.keyId,
     limitPerMinute: countTokensPerMinute(requestsPerMinute),
+    requestId,
   });
   const headers = messagesRateLimitHeaders(taken.rateLimit);
   if (taken.kind === 'rate_limited') {

@@ -9,6 +9,7 @@ import { newId } from '../ids.js';
 import { isEventType, type EventType } from './events.js';
 import { openFromText, sealToText } from './sealed-secret.js';
 import { newSigningSecret } from './signing.js';
+import { MAX_RETIRING_SECRETS } from './retiring-secrets.js';
 import {
   checkTargetAddresses,
   checkTargetUrl,
@@ -31,12 +32,6 @@ export const MAX_DESCRIPTION_CHARS = 500;
 /** How long the old secret keeps signing after a rotation: 24 h by default, 7 days at most. */
 export const DEFAULT_ROTATION_GRACE_S = 86_400;
 export const MAX_ROTATION_GRACE_S = 7 * 86_400;
-/**
- * How many retired secrets may sign beside the current one, each until its own grace ends:
- * rotations in a row never end an earlier secret early (a receiver mid-deploy keeps
- * verifying), and the signature header stays small.
- */
-export const MAX_RETIRING_SECRETS = 3;
 
 /** A secret retired before the last rotation that signs until `expires_at` (RFC 3339). */
 export interface EarlierSecret {

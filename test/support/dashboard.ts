@@ -100,13 +100,13 @@ export function createMember(
       'create-user',
       '--email',
       email,
-      '--password',
-      TEST_PASSWORD,
+      '--password-stdin',
       '--org-id',
       orgId,
       '--role',
       role,
     ],
     env,
+    { stdin: TEST_PASSWORD },
   );
 }

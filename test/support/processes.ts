@@ -171,8 +171,12 @@ export async function runCliProcess(
   }
 }
 
-export async function runCliJson<T>(args: string[], env: Record<string, string>): Promise<T> {
-  const result = await runCli(args, env);
+export async function runCliJson<T>(
+  args: string[],
+  env: Record<string, string>,
+  input: CliInput = {},
+): Promise<T> {
+  const result = await runCli(args, env, input);
   if (result.code !== 0)
     throw new Error(`gw ${args.join(' ')} failed (${result.code}): ${result.stderr}`);
   return JSON.parse(result.stdout) as T;

@@ -16,6 +16,7 @@ import {
   Url,
 } from '../ui.js';
 import { EVENT_TYPES as ALL_EVENT_TYPES } from '../../../../src/webhooks/events.js';
+import { MAX_RETIRING_SECRETS } from '../../../../src/webhooks/retiring-secrets.js';
 import type { OrgPage } from './page.js';
 
 export const webhooksPage: OrgPage = {
@@ -41,7 +42,16 @@ interface Endpoint {
   readonly failing_since: string | null;
   readonly last_success_at: string | null;
   readonly previous_secret_expires_at: string | null;
+  /** The secrets retired before the last rotation that still sign, each until then. */
+  readonly earlier_secrets_expire_at: string[];
   readonly created_at: string;
+}
+
+/** Until when each retired secret of `endpoint` still signs beside the current one, soonest first. */
+function retiredSecretsEnds(endpoint: Endpoint): string[] {
+  const ends = [...endpoint.earlier_secrets_expire_at];
+  if (endpoint.previous_secret_expires_at) ends.push(endpoint.previous_secret_expires_at);
+  return ends.sort();
 }
 
 interface Delivery {
@@ -180,6 +190,26 @@ function Endpoints({ org }: { org: OrgSummary }) {
                   )}
                 </>
               ),
+            },
+            {
+              header: 'Old secrets',
+              class: 'small',
+              cell: (endpoint) => {
+                const ends = retiredSecretsEnds(endpoint);
+                if (ends.length === 0) return '—';
+                return (
+                  <>
+                    {ends.length === 1 ? '1 still signs' : `${ends.length} still sign`}
+                    <ul class="cell-list">
+                      {ends.map((end, index) => (
+                        <li key={index} class="nowrap">
+                          until {formatTime(end)}
+                        </li>
+                      ))}
+                    </ul>
+                  </>
+                );
+              },
             },
             {
               header: 'Last success',
@@ -344,6 +374,7 @@ function ChangeEndpoint(props: {
 }) {
   const { endpoint, action: verb } = props.change;
   const path = `${props.base}/${encodeURIComponent(endpoint.id)}`;
+  const retired = retiredSecretsEnds(endpoint);
   const titles = {
     disable: 'Disable',
     enable: 'Enable',
@@ -381,6 +412,24 @@ function ChangeEndpoint(props: {
         {verb === 'rotate' &&
           'A new secret is shown once. The old one keeps signing beside it for 24 hours, so your receiver can switch without missing deliveries.'}
       </p>
+      {verb === 'rotate' && retired.length > 0 && retired.length < MAX_RETIRING_SECRETS && (
+        <p class="muted small">
+          {retired.length === 1
+            ? 'The secret retired before it keeps signing'
+            : `The ${retired.length} secrets retired before it keep signing`}{' '}
+          until their own 24 hours are over (the first until {formatTime(retired[0]!)}).
+        </p>
+      )}
+      {verb === 'rotate' && retired.length >= MAX_RETIRING_SECRETS && (
+        <p class="warning" role="note">
+          {MAX_RETIRING_SECRETS} old secrets already sign beside the current one, the most gw keeps,
+          so gw refuses another rotation until the first of them stops, at {formatTime(retired[0]!)}
+          : rotating now would end it early and could break a receiver still switching. If a secret
+          has leaked, stop every old secret at once instead, with{' '}
+          <code>gw webhook rotate-secret --id {endpoint.id} --grace-seconds 0</code> or the
+          API&rsquo;s <code>grace_seconds</code> 0.
+        </p>
+      )}
     </Confirm>
   );
 }
