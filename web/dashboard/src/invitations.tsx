@@ -31,6 +31,12 @@ export interface SentInvitation extends Invitation {
 /** The fragment of an invitation link: `#invitation_token=<token>` (see the create route). */
 const LINK_TOKEN = /invitation_token=([0-9A-Za-z_]+)/;
 
+/**
+ * The token of the invitation link the page was opened from, read as the app loads (its
+ * landing may move to another path, and the fragment with it, before the banner shows).
+ */
+const openedWithToken = LINK_TOKEN.exec(location.hash)?.[1] ?? '';
+
 /** The accept token in a pasted invitation link, or what was pasted (the token alone). */
 function tokenOf(pasted: string): string {
   return LINK_TOKEN.exec(pasted)?.[1] ?? pasted.trim();
@@ -77,8 +83,7 @@ function InvitationItem(props: { invitation: Invitation; onAccepted(): void; onD
   const { invitation } = props;
   const action = useAction();
   const needsLink = signUpOpen();
-  // Opened from an invitation link: its token is in the page's fragment.
-  const [pasted, setPasted] = useState(() => LINK_TOKEN.exec(location.hash)?.[0] ?? '');
+  const [pasted, setPasted] = useState(openedWithToken);
   const token = tokenOf(pasted);
   const path = `/dashboard/api/user/invitations/${encodeURIComponent(invitation.id)}`;
   const from = invitation.invited_by_email ?? 'A member';
