@@ -24,6 +24,7 @@ export const secretPrefixes = {
   oauthToken: 'gw_oauth_',
   oauthClientId: 'gw_client_',
   oauthClientSecret: 'gw_client_secret_',
+  invitationToken: 'gw_inv_',
 } as const;
 
 export function newSecret(prefix: string): string {

@@ -2,6 +2,7 @@
 // tells nothing about whether it has an account, and only the user with that e-mail, once
 // signed in, accepts or declines it. Driven as a browser would, against the real services,
 // across two tenants.
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
 import {
@@ -28,6 +29,11 @@ interface Invitation {
   invited_by_email: string | null;
   created_at: string;
   expires_at: string;
+}
+/** The answer to making one: the invitation, with its accept token and link (once). */
+interface Sent extends Invitation {
+  accept_token: string;
+  accept_url: string;
 }
 interface Page<Row> {
   data: Row[];
@@ -79,9 +85,16 @@ async function user(
 }
 
 const invite = (client: DashboardClient, orgId: string, email: string, role = 'member') =>
-  client.post<Invitation & ErrorBody>(`/dashboard/api/orgs/${orgId}/invitations`, { email, role });
-const accept = (client: DashboardClient, id: string) =>
-  client.post<Invitation & ErrorBody>(`/dashboard/api/user/invitations/${id}/accept`);
+  client.post<Sent & ErrorBody>(`/dashboard/api/orgs/${orgId}/invitations`, { email, role });
+/** Accepts, with the accept token when one is given (the gateway here has sign-up on). */
+const accept = (client: DashboardClient, id: string, token?: string) =>
+  client.post<Invitation & ErrorBody>(
+    `/dashboard/api/user/invitations/${id}/accept`,
+    token === undefined ? undefined : { token },
+  );
+/** The invitation as the lists show it: no token. */
+const listed = ({ accept_token: _token, accept_url: _url, ...invitation }: Sent): Invitation =>
+  invitation;
 const decline = (client: DashboardClient, id: string) =>
   client.post<Invitation & ErrorBody>(`/dashboard/api/user/invitations/${id}/decline`);
 const revoke = (client: DashboardClient, id: string) =>
@@ -129,12 +142,14 @@ describe('inviting', () => {
     expect(unknown.status).toBe(201);
     expect(Object.keys(known.body).sort()).toEqual(Object.keys(unknown.body).sort());
     /** What may differ between two invitations: their ids, e-mails and times. */
-    const comparable = (invitation: Invitation) => ({
+    const comparable = (invitation: Sent) => ({
       ...invitation,
       id: undefined,
       email: undefined,
       created_at: undefined,
       expires_at: undefined,
+      accept_token: undefined,
+      accept_url: undefined,
     });
     expect(comparable(known.body)).toEqual(comparable(unknown.body));
     expect(known.body).toMatchObject({
@@ -145,6 +160,19 @@ describe('inviting', () => {
       invited_by_email: a.emails.admin,
     });
     expect(unknown.body.email).toBe(unknownEmail);
+    // the accept token, once, in a dashboard link; only its SHA-256 is kept
+    expect(known.body.accept_token).toMatch(/^gw_inv_[0-9A-Za-z]{43}$/);
+    expect(known.body.accept_url).toBe(
+      `https://127.0.0.1:${gateway.port}/dashboard/#invitation_token=${known.body.accept_token}`,
+    );
+    expect(known.headers.get('cache-control')).toBe('no-store');
+    const stored = await db.query<{ accept_token_hash: string }>(
+      'SELECT accept_token_hash FROM org_invitations WHERE id = $1',
+      [known.body.id],
+    );
+    expect(stored.rows[0]!.accept_token_hash).toBe(
+      createHash('sha256').update(known.body.accept_token).digest('hex'),
+    );
     // seven days to answer
     expect(Date.parse(known.body.expires_at) - Date.parse(known.body.created_at)).toBe(
       7 * 24 * 3600 * 1000,
@@ -153,11 +181,11 @@ describe('inviting', () => {
     expect(
       (await invitee.client.get<ErrorBody>(`/dashboard/api/orgs/${a.orgId}/apps`)).status,
     ).toBe(404);
-    const listed = await a.admin.get<Page<Invitation>>(
+    const orgList = await a.admin.get<Page<Invitation>>(
       `/dashboard/api/orgs/${a.orgId}/invitations`,
     );
-    expect(listed.status).toBe(200);
-    expect(listed.body.data.map((row) => row.id)).toEqual([known.body.id, unknown.body.id]);
+    expect(orgList.status).toBe(200);
+    expect(orgList.body.data).toEqual([listed(known.body), listed(unknown.body)]);
     expect(await auditOf(a.orgId, known.body.id)).toEqual([
       {
         user_id: expect.stringMatching(/^usr_/),
@@ -258,8 +286,8 @@ describe('answering an invitation', () => {
     const invitee = await user('accepts');
     const sent = await invite(a.admin, a.orgId, invitee.email, 'admin');
     const pending = await mine(invitee.client);
-    expect(pending).toEqual([sent.body]);
-    const accepted = await accept(invitee.client, sent.body.id);
+    expect(pending).toEqual([listed(sent.body)]);
+    const accepted = await accept(invitee.client, sent.body.id, sent.body.accept_token);
     expect(accepted.status).toBe(200);
     expect(accepted.body).toMatchObject({ id: sent.body.id, status: 'accepted', role: 'admin' });
     expect(await membershipOf(a.orgId, invitee.id)).toBe('admin');
@@ -275,7 +303,7 @@ describe('answering an invitation', () => {
       (await a.admin.get<Page<Invitation>>(`/dashboard/api/orgs/${a.orgId}/invitations`)).body.data,
     ).toEqual([]);
 
-    const twice = await accept(invitee.client, sent.body.id);
+    const twice = await accept(invitee.client, sent.body.id, sent.body.accept_token);
     expect(twice.status).toBe(200);
     expect(twice.body).toEqual(accepted.body);
     const declinedAfter = await decline(invitee.client, sent.body.id);
@@ -315,7 +343,7 @@ describe('answering an invitation', () => {
     expect(declined.status).toBe(200);
     expect(declined.body.status).toBe('declined');
     expect((await decline(later, sent.body.id)).status).toBe(200);
-    const acceptedAfter = await accept(later, sent.body.id);
+    const acceptedAfter = await accept(later, sent.body.id, sent.body.accept_token);
     expect(acceptedAfter.status).toBe(409);
     expect(acceptedAfter.body.error.message).toBe('this invitation was declined');
     expect(await membershipOf(a.orgId, made.body.user.id)).toBeNull();
@@ -335,7 +363,7 @@ describe('answering an invitation', () => {
     expect(withdrawn.status).toBe(200);
     expect(withdrawn.body.status).toBe('revoked');
     expect((await revoke(a.admin, revoked.body.id)).status).toBe(409);
-    const afterRevoke = await accept(invitee.client, revoked.body.id);
+    const afterRevoke = await accept(invitee.client, revoked.body.id, revoked.body.accept_token);
     expect(afterRevoke.status).toBe(409);
     expect(afterRevoke.body.error.message).toBe('this invitation was revoked');
 
@@ -346,7 +374,7 @@ describe('answering an invitation', () => {
       [expiring.body.id],
     );
     expect(await mine(invitee.client)).toEqual([]);
-    const afterExpiry = await accept(invitee.client, expiring.body.id);
+    const afterExpiry = await accept(invitee.client, expiring.body.id, expiring.body.accept_token);
     expect(afterExpiry.status).toBe(409);
     expect(afterExpiry.body.error.message).toBe('this invitation expired: ask for a new one');
     expect((await decline(invitee.client, expiring.body.id)).status).toBe(409);
@@ -372,7 +400,7 @@ describe('answering an invitation', () => {
       { role: 'viewer' },
     );
     expect(demoted.status).toBe(200);
-    const refused = await accept(invitee.client, sent.body.id);
+    const refused = await accept(invitee.client, sent.body.id, sent.body.accept_token);
     expect(refused.status).toBe(409);
     expect(refused.body.error.message).toMatch(/can no longer add this role/);
     expect(await membershipOf(a.orgId, invitee.id)).toBeNull();
@@ -387,13 +415,130 @@ describe('answering an invitation', () => {
       ['admin', 'add-member', '--email', invitee.email, '--org-id', a.orgId, '--role', 'viewer'],
       env,
     );
-    const accepted = await accept(invitee.client, sent.body.id);
+    const accepted = await accept(invitee.client, sent.body.id, sent.body.accept_token);
     expect(accepted.status).toBe(200);
     expect(await membershipOf(a.orgId, invitee.id)).toBe('viewer');
     expect((await auditOf(a.orgId, sent.body.id)).at(-1)).toMatchObject({
       action: 'invitation.accept',
       details: { already_member: true },
     });
+  });
+});
+
+describe('the accept token, where anyone may sign up (decision 365)', () => {
+  it('whoever signs up first with the invited e-mail cannot accept without the token; the invitee with it can', async () => {
+    const a = await tenant();
+    const email = uniqueEmail('squatted');
+    const sent = await invite(a.admin, a.orgId, email, 'admin');
+    // someone else signs up with the address (nobody proves they own it) and finds the invitation
+    const signUp = new DashboardClient(gateway.url, `https://127.0.0.1:${gateway.port}`);
+    const made = await signUp.post<{ user: { id: string } }>(
+      '/auth/signup',
+      { email, password: TEST_PASSWORD },
+      { csrf: false },
+    );
+    expect(made.status).toBe(201);
+    const squatter = await signInTo(gateway, email);
+    expect((await mine(squatter)).map((row) => row.id)).toEqual([sent.body.id]);
+
+    const without = await accept(squatter, sent.body.id);
+    expect(without.status).toBe(404);
+    expect(without.body.error).toEqual({
+      code: 'gw_not_found',
+      message:
+        'no invitation with this id and accept token for you: accept it with the link its sender gave you',
+    });
+    const guessed = await accept(squatter, sent.body.id, `gw_inv_${'A'.repeat(43)}`);
+    expect(guessed.status).toBe(404);
+    expect(guessed.body).toEqual(without.body);
+    const empty = await accept(squatter, sent.body.id, '');
+    expect(empty.body).toEqual(without.body);
+    const notJson = await squatter.post<ErrorBody>(
+      `/dashboard/api/user/invitations/${sent.body.id}/accept`,
+      { token: 42 },
+    );
+    expect(notJson.status).toBe(400);
+    // nothing changed: still pending, nobody joined, only the creation audited
+    expect(await statusOf(sent.body.id)).toBe('pending');
+    expect(await membershipOf(a.orgId, made.body.user.id)).toBeNull();
+    expect((await auditOf(a.orgId, sent.body.id)).map((entry) => entry.action)).toEqual([
+      'invitation.create',
+    ]);
+
+    // the link's holder (here the same account: e-mails are unique) accepts with it
+    const withToken = await accept(squatter, sent.body.id, sent.body.accept_token);
+    expect(withToken.status).toBe(200);
+    expect(withToken.body.status).toBe('accepted');
+    expect(await membershipOf(a.orgId, made.body.user.id)).toBe('admin');
+  });
+
+  it('declining needs no token; an invitation made before tokens cannot be accepted', async () => {
+    const a = await tenant();
+    const invitee = await user('no-token');
+    const declined = await invite(a.admin, a.orgId, invitee.email);
+    expect((await decline(invitee.client, declined.body.id)).status).toBe(200);
+
+    const old = await invite(a.owner, a.orgId, invitee.email, 'viewer');
+    await db.query('UPDATE org_invitations SET accept_token_hash = NULL WHERE id = $1', [
+      old.body.id,
+    ]);
+    for (const token of [undefined, old.body.accept_token]) {
+      const refused = await accept(invitee.client, old.body.id, token);
+      expect(refused.status).toBe(409);
+      expect(refused.body.error.message).toBe(
+        'this invitation was made before invitations had an accept token, and anyone may sign up on this gateway: ask for a new one',
+      );
+    }
+    expect(await statusOf(old.body.id)).toBe('pending');
+    expect(await membershipOf(a.orgId, invitee.id)).toBeNull();
+  });
+});
+
+describe('the accept token, where only the operator makes accounts', () => {
+  let closed: GatewayProcess;
+  beforeAll(async () => {
+    closed = await startGateway({ ...env, DASHBOARD_SIGNUP: 'false' });
+  });
+  afterAll(async () => {
+    await closed?.stop();
+  });
+
+  it('is not needed (the account is trusted), but a wrong one is refused', async () => {
+    const { org_id: orgId } = await seed(env);
+    const adminEmail = uniqueEmail('closed-admin');
+    await createMember(env, adminEmail, orgId, 'admin');
+    const admin = await signInTo(closed, adminEmail);
+    const email = uniqueEmail('closed-invitee');
+    const created = await runCliJson<{ user_id: string }>(
+      ['admin', 'create-user', '--email', email, '--password', TEST_PASSWORD],
+      env,
+    );
+    const invitee = await signInTo(closed, email);
+
+    const sent = await invite(admin, orgId, email, 'member');
+    expect(sent.status).toBe(201);
+    expect(sent.body.accept_token).toMatch(/^gw_inv_/);
+    const wrong = await accept(invitee, sent.body.id, `gw_inv_${'B'.repeat(43)}`);
+    expect(wrong.status).toBe(404);
+    expect(await statusOf(sent.body.id)).toBe('pending');
+    const accepted = await accept(invitee, sent.body.id);
+    expect(accepted.status).toBe(200);
+    expect(await membershipOf(orgId, created.user_id)).toBe('member');
+
+    // one made before tokens: accepted without one, refused with one (it cannot match)
+    const second = uniqueEmail('closed-second');
+    const secondUser = await runCliJson<{ user_id: string }>(
+      ['admin', 'create-user', '--email', second, '--password', TEST_PASSWORD],
+      env,
+    );
+    const legacy = await invite(admin, orgId, second, 'viewer');
+    await db.query('UPDATE org_invitations SET accept_token_hash = NULL WHERE id = $1', [
+      legacy.body.id,
+    ]);
+    const secondClient = await signInTo(closed, second);
+    expect((await accept(secondClient, legacy.body.id, legacy.body.accept_token)).status).toBe(404);
+    expect((await accept(secondClient, legacy.body.id)).status).toBe(200);
+    expect(await membershipOf(orgId, secondUser.user_id)).toBe('viewer');
   });
 });
 
@@ -420,13 +565,14 @@ describe('between tenants and users', () => {
     expect(inviteIntoA.status).toBe(404);
 
     expect(await mine(stranger.client)).toEqual([]);
-    const acceptByStranger = await accept(stranger.client, sent.body.id);
+    // the token does not make the invitation anyone else's
+    const acceptByStranger = await accept(stranger.client, sent.body.id, sent.body.accept_token);
     expect(acceptByStranger.status).toBe(404);
     expect(acceptByStranger.body.error.code).toBe('gw_not_found');
     const declineByStranger = await decline(stranger.client, sent.body.id);
     expect(declineByStranger.status).toBe(404);
     // even an admin of the inviting organization cannot answer for the invitee
-    expect((await accept(a.admin, sent.body.id)).status).toBe(404);
+    expect((await accept(a.admin, sent.body.id, sent.body.accept_token)).status).toBe(404);
     const absent = await accept(stranger.client, 'inv_doesnotexist00000000');
     expect(absent.body).toEqual(acceptByStranger.body);
 
@@ -436,7 +582,7 @@ describe('between tenants and users', () => {
       'invitation.create',
     ]);
     // the invitee still can
-    expect((await accept(invitee.client, sent.body.id)).status).toBe(200);
+    expect((await accept(invitee.client, sent.body.id, sent.body.accept_token)).status).toBe(200);
   });
 });
 
@@ -445,7 +591,7 @@ describe('the personal organization', () => {
     const holder = await user('holder');
     const second = await user('second');
     const sent = await invite(holder.client, holder.personalOrgId, second.email, 'owner');
-    expect((await accept(second.client, sent.body.id)).status).toBe(200);
+    expect((await accept(second.client, sent.body.id, sent.body.accept_token)).status).toBe(200);
     // the list says whose personal organization it is, so the page offers no change there
     const listed = await second.client.request<{
       data: { user_id: string; personal_organization: boolean }[];

@@ -192,3 +192,69 @@ describe('invitations in a browser', () => {
     await close();
   });
 });
+
+describe('invitations in a browser, where anyone may sign up (decision 365)', () => {
+  let open: GatewayProcess;
+  beforeAll(async () => {
+    open = await startGateway({
+      ...env,
+      DASHBOARD_INSECURE_COOKIES: 'true',
+      DASHBOARD_SIGNUP: 'true',
+    });
+  });
+  afterAll(async () => {
+    await open?.stop();
+  });
+
+  it('the admin gets the link once; the invitee accepts only with it, filled in when they open it', async () => {
+    const invitee = uniqueEmail('inv-linked');
+    await runCliJson(
+      ['admin', 'create-user', '--email', invitee, '--password', TEST_PASSWORD],
+      env,
+    );
+    const admin = await openWindow(browser);
+    await signIn(admin.page, open.url, emails.admin, TEST_PASSWORD);
+    await admin.page.getByRole('button', { name: 'Sign out' }).waitFor();
+    await admin.page.goto(`${open.url}/dashboard/orgs/${orgId}/members`);
+    await admin.page.getByRole('heading', { level: 1, name: 'Members' }).waitFor();
+    await admin.page.getByLabel('E-mail').fill(invitee);
+    await admin.page.getByLabel('Role', { exact: true }).selectOption('viewer');
+    await admin.page.getByRole('button', { name: 'Send invitation' }).click();
+    const shown = admin.page.getByRole('region', { name: `Invitation link for ${invitee}` });
+    await shown.waitFor();
+    expect(await shown.textContent()).toContain(`send this link to ${invitee} yourself`);
+    const link = await shown.getByLabel('Invitation link').inputValue();
+    expect(link).toMatch(
+      new RegExp(`^${open.url}/dashboard/#invitation_token=gw_inv_[0-9A-Za-z]{43}$`),
+    );
+    await screenshotOf(shown, 'invitations-06-link-shown-once');
+    await shown.getByRole('button', { name: 'I have stored it: hide the link' }).click();
+    await shown.waitFor({ state: 'detached' });
+    await admin.close();
+
+    const { page, close } = await openWindow(browser);
+    await signIn(page, open.url, invitee, TEST_PASSWORD);
+    await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    const banner = page.getByRole('region', { name: 'You have an invitation' });
+    await banner.waitFor();
+    // without the link, Accept cannot be pressed; a wrong one is refused and changes nothing
+    const accept = banner.getByRole('button', { name: 'Accept the invitation to Harbor Labs' });
+    expect(await accept.isDisabled()).toBe(true);
+    await banner.getByLabel(/Invitation link/).fill(`gw_inv_${'C'.repeat(43)}`);
+    await accept.click();
+    await banner.getByText(/no invitation with this id and accept token for you/).waitFor();
+    expect(await roleIn(orgId, invitee)).toBeNull();
+
+    // opened from the link, the banner has it
+    await page.goto(link);
+    await banner.waitFor();
+    expect(await banner.getByLabel(/Invitation link/).inputValue()).toMatch(/^gw_inv_/);
+    await screenshotOf(banner, 'invitations-07-banner-with-link');
+    await accept.click();
+    await expect.poll(() => new URL(page.url()).pathname).toBe(`/dashboard/orgs/${orgId}`);
+    await banner.waitFor({ state: 'detached' });
+    expect(await roleIn(orgId, invitee)).toBe('viewer');
+    expect(await statusOf(invitee)).toEqual(['accepted']);
+    await close();
+  });
+});

@@ -282,7 +282,7 @@ async function dashboardSetup() {
   expect(invitation.status).toBe(201);
   const memberClient = new DashboardClient(gateway.url, origin);
   expect((await memberClient.login(spareMember, PASSWORD)).status).toBe(200);
-  const inbound = await memberClient.post<{ id: string }>(
+  const inbound = await memberClient.post<{ id: string; accept_token: string }>(
     `/dashboard/api/orgs/${member.personal_org_id}/invitations`,
     { email: owner, role: 'viewer' },
   );
@@ -309,6 +309,7 @@ async function dashboardSetup() {
     spareMemberEmail: spareMember,
     spareInvitationId: invitation.body.id,
     inboundInvitationId: inbound.body.id,
+    inboundInvitationToken: inbound.body.accept_token,
     spareApiKeyId: apiKey.body.id,
     spareServiceKeyId: serviceKey.body.id,
     spareProductUserId: spareGrant.product_end_user_id,

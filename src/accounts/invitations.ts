@@ -3,12 +3,15 @@
 // account has that e-mail, so inviting tells nobody who has one. The user with the e-mail
 // (now, or once sign-up or the operator makes their account) sees it once signed in and
 // accepts or declines it; acceptance is checked against the organization as it is then.
+// Making one answers an accept token once (only its SHA-256 is kept) for the inviter to pass
+// on: where anyone may sign up, nobody proves they own an e-mail, so acceptance needs it
+// (decision 365).
 // Invitations expire; they are bounded per organization (open ones, and ones made a day).
 // Every change is audited in the same transaction.
 import { recordAudit, type Actor } from '../audit/audit.js';
 import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
 import { readPage, type Page, type PageRequest } from '../db/pages.js';
-import { newId } from '../ids.js';
+import { newId, newSecret, secretPrefixes, sha256Hex } from '../ids.js';
 import { lockMemberships, type MembershipActor } from './members.js';
 import {
   insertMembership,
@@ -42,6 +45,8 @@ export interface InvitationRow {
   readonly invited_by_email: string | null;
   readonly created_at: Date;
   readonly expires_at: Date;
+  /** SHA-256 (hex) of its accept token; null for one made before it had one (migration 057). */
+  readonly accept_token_hash: string | null;
   readonly cursor_us: string;
 }
 
@@ -78,6 +83,7 @@ export class InvitationError extends Error {
 
 const SELECT_INVITATIONS = `SELECT i.id, i.org_id, o.name AS org_name, i.email, i.role, i.status,
        i.invited_by, inviter.email AS invited_by_email, i.created_at, i.expires_at,
+       i.accept_token_hash,
        (extract(epoch FROM i.created_at) * 1000000)::bigint::text AS cursor_us
   FROM org_invitations i
   JOIN organizations o ON o.id = i.org_id
@@ -123,13 +129,19 @@ export function listInvitationsFor(
   );
 }
 
+/** A new invitation and its accept token, the one time it is known. */
+export interface CreatedInvitation {
+  readonly invitation: InvitationRow;
+  readonly acceptToken: string;
+}
+
 export async function createInvitation(
   db: DbPool,
   actor: MembershipActor,
   orgId: string,
   rawEmail: string,
   role: Role,
-): Promise<InvitationRow> {
+): Promise<CreatedInvitation> {
   const email = normalizeEmail(rawEmail);
   if (!isAccountEmail(email)) {
     throw new InvitationError(
@@ -190,10 +202,11 @@ export async function createInvitation(
       );
     }
     const id = newId('inv');
+    const acceptToken = newSecret(secretPrefixes.invitationToken);
     await client.query(
-      `INSERT INTO org_invitations (id, org_id, email, role, invited_by, expires_at)
-       VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 day')`,
-      [id, orgId, email, role, actor.userId, INVITATION_TTL_DAYS],
+      `INSERT INTO org_invitations (id, org_id, email, role, invited_by, expires_at, accept_token_hash)
+       VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 day', $7)`,
+      [id, orgId, email, role, actor.userId, INVITATION_TTL_DAYS, sha256Hex(acceptToken)],
     );
     const invitation = await invitationOf(client, id);
     await recordAudit(client, {
@@ -204,7 +217,7 @@ export async function createInvitation(
       objectId: id,
       details: { email, role, expires_at: invitation.expires_at.toISOString() },
     });
-    return invitation;
+    return { invitation, acceptToken };
   });
 }
 
@@ -237,19 +250,28 @@ export interface Invitee {
   readonly email: string;
 }
 
+/** The accept token presented, and whether one is needed (self-service sign-up is on). */
+export interface AcceptProof {
+  readonly token: string | undefined;
+  readonly tokenRequired: boolean;
+}
+
 /**
  * Accepts an invitation addressed to the user's e-mail: they become a member with its role,
  * if whoever sent it may still add that role (else 409, and it stays open for an admin to
  * revoke). A user who is a member already keeps the role they have. Accepting an invitation
- * the user accepted already changes nothing and answers the same.
+ * the user accepted already changes nothing and answers the same. Its accept token is checked
+ * first (see checkAcceptToken).
  */
 export async function acceptInvitation(
   db: DbPool,
   user: Invitee,
   invitationId: string,
+  proof: AcceptProof,
 ): Promise<InvitationRow> {
   return withTransaction(db, async (client) => {
     const { invitation, roles } = await inviteeInvitation(client, user, invitationId);
+    checkAcceptToken(invitation, proof);
     if (invitation.status === 'accepted') return invitation;
     refuseUnlessOpen(invitation);
     const inviterRole = roles.get(invitation.invited_by);
@@ -286,6 +308,28 @@ export async function declineInvitation(
     refuseUnlessOpen(invitation);
     return close(client, invitation, 'declined', user.id, { email: invitation.email });
   });
+}
+
+/**
+ * A token presented must be the invitation's; where one is required (sign-up on) it must be
+ * presented, and an invitation made before tokens (none stored) cannot be accepted. A missing
+ * or wrong token answers as an invitation to another e-mail does (404): it tells nothing more.
+ */
+function checkAcceptToken(invitation: InvitationRow, proof: AcceptProof): void {
+  const stored = invitation.accept_token_hash;
+  if (stored === null && proof.tokenRequired) {
+    throw new InvitationError(
+      'conflict',
+      'this invitation was made before invitations had an accept token, and anyone may sign up on this gateway: ask for a new one',
+    );
+  }
+  if (proof.token === undefined ? !proof.tokenRequired : sha256Hex(proof.token) === stored) {
+    return;
+  }
+  throw new InvitationError(
+    'not_found',
+    'no invitation with this id and accept token for you: accept it with the link its sender gave you',
+  );
 }
 
 function canInvite(role: Role, invitedRole: Role): boolean {

@@ -51,6 +51,8 @@ export interface FuzzTarget {
   /** An invitation of the org the fuzz may revoke, and one to the owner it may answer. */
   readonly spareInvitationId: string;
   readonly inboundInvitationId: string;
+  /** Its accept token (decision 365). */
+  readonly inboundInvitationToken: string;
   /** An API key and a service key the fuzz may rotate, revoke or disable. */
   readonly spareApiKeyId: string;
   readonly spareServiceKeyId: string;
@@ -581,13 +583,16 @@ export const dashboardRouteSpecs: readonly RouteSpec[] = [
     weight: 1,
     query: page,
   },
-  {
-    method: 'POST',
-    path: '/dashboard/api/user/invitations/{invitation_id}/accept',
-    auth: 'session',
-    weight: 0.5,
-    params: ofInboundInvitation,
-  },
+  dashboardWrite(
+    'POST',
+    '/dashboard/api/user/invitations/{invitation_id}/accept',
+    0.5,
+    ofInboundInvitation,
+    // With sign-up on (as the fuzz gateway runs), acceptance needs the invitation's token.
+    (target, random) =>
+      random.chance(0.5) ? { token: target.inboundInvitationToken } : { token: random.alnum(20) },
+    [field('token', strings, anything), field('x_unknown', anything)],
+  ),
   {
     method: 'POST',
     path: '/dashboard/api/user/invitations/{invitation_id}/decline',

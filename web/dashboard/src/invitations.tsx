@@ -1,8 +1,10 @@
 // The invitations waiting for the signed-in user: shown above every page until answered.
 // Accepting joins the organization (the session's organizations are read again, and the
-// dashboard opens the one joined); declining only removes the invitation from the list.
+// dashboard opens the one joined); declining only removes the invitation from the list. Where
+// anyone may sign up, accepting needs the invitation link its sender passed on (decision 365):
+// the banner asks for it, filled in when the page was opened from it.
 import { useState } from 'preact/hooks';
-import { api, type Role } from './api.js';
+import { api, signUpOpen, type Role } from './api.js';
 import { useAction, usePaged } from './hooks.js';
 import { ErrorNote, formatTime } from './ui.js';
 
@@ -18,6 +20,26 @@ export interface Invitation {
   readonly invited_by_email: string | null;
   readonly created_at: string;
   readonly expires_at: string;
+}
+
+/** The answer to making one: the invitation with its accept token and link, shown once. */
+export interface SentInvitation extends Invitation {
+  readonly accept_token: string;
+  readonly accept_url: string;
+}
+
+/** The fragment of an invitation link: `#invitation_token=<token>` (see the create route). */
+const LINK_TOKEN = /invitation_token=([0-9A-Za-z_]+)/;
+
+/**
+ * The token of the invitation link the page was opened from, read as the app loads (its
+ * landing may move to another path, and the fragment with it, before the banner shows).
+ */
+const openedWithToken = LINK_TOKEN.exec(location.hash)?.[1] ?? '';
+
+/** The accept token in a pasted invitation link, or what was pasted (the token alone). */
+function tokenOf(pasted: string): string {
+  return LINK_TOKEN.exec(pasted)?.[1] ?? pasted.trim();
 }
 
 /** How long an invitation may be accepted (the gateway's rule, decision 359). */
@@ -60,6 +82,9 @@ export function PendingInvitations(props: { onJoined(orgId: string): void }) {
 function InvitationItem(props: { invitation: Invitation; onAccepted(): void; onDeclined(): void }) {
   const { invitation } = props;
   const action = useAction();
+  const needsLink = signUpOpen();
+  const [pasted, setPasted] = useState(openedWithToken);
+  const token = tokenOf(pasted);
   const path = `/dashboard/api/user/invitations/${encodeURIComponent(invitation.id)}`;
   const from = invitation.invited_by_email ?? 'A member';
   return (
@@ -69,14 +94,29 @@ function InvitationItem(props: { invitation: Invitation; onAccepted(): void; onD
         <span class="role">{invitation.role}</span>.{' '}
         <span class="muted small">Open until {formatTime(invitation.expires_at)}.</span>
       </p>
+      {needsLink && (
+        <label>
+          Invitation link (from whoever invited you)
+          <input
+            name={`invitation-link-${invitation.id}`}
+            value={pasted}
+            spellcheck={false}
+            autocomplete="off"
+            onInput={(event) => {
+              setPasted(event.currentTarget.value);
+              action.clear();
+            }}
+          />
+        </label>
+      )}
       <div class="actions">
         <button
           type="button"
-          disabled={action.busy}
+          disabled={action.busy || (needsLink && token === '')}
           aria-label={`Accept the invitation to ${invitation.org_name}`}
           onClick={() => {
             void action
-              .run(() => api.post(`${path}/accept`))
+              .run(() => api.post(`${path}/accept`, needsLink ? { token } : undefined))
               .then((done) => {
                 if (done) props.onAccepted();
               });

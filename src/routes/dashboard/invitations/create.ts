@@ -1,15 +1,27 @@
 // POST /dashboard/api/orgs/{org_id}/invitations {"email","role"}: invites an e-mail to the
 // organization with a role (admin or owner; only an owner invites an owner). The answer is
 // the same whether or not an account has the e-mail; its user (now or once they have an
-// account) accepts or declines it once signed in. At most 100 open invitations per
-// organization (409), and 200 made in any 24 hours (429 with Retry-After).
+// account) accepts or declines it once signed in. The answer carries the invitation's accept
+// token and link, once: the inviter passes the link on, and where anyone may sign up
+// accepting needs it (decision 365). At most 100 open invitations per organization (409),
+// and 200 made in any 24 hours (429 with Retry-After).
 import { z } from 'zod';
 import { createInvitation, invitationView } from '../../../accounts/invitations.js';
 import { EMAIL_MAX_LENGTH } from '../../../accounts/users.js';
 import type { DbPool } from '../../../db/pool.js';
+import { issuerOf, type IssuerSettings } from '../../../oauth/issuer.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { inOrg, roleSchema } from '../schemas.js';
 import { invitationErrors, invitationRefusal, invitationSchema } from './schema.js';
+
+const createdInvitationSchema = invitationSchema.extend({
+  accept_token: z
+    .string()
+    .describe('shown once: the invitee accepts with it (required where anyone may sign up)'),
+  accept_url: z
+    .string()
+    .describe('shown once: the dashboard link to send the invitee, carrying the accept token'),
+});
 
 export const createInvitationRoute = declareRoute({
   method: 'POST',
@@ -18,18 +30,34 @@ export const createInvitationRoute = declareRoute({
     'Invites an e-mail to the organization with a role; its user accepts or declines once signed in',
   caller: { kind: 'org_member', role: 'admin', org: inOrg },
   body: z.strictObject({ email: z.string().max(EMAIL_MAX_LENGTH), role: roleSchema }),
-  responses: { 201: { description: 'the pending invitation', schema: invitationSchema } },
+  responses: {
+    201: {
+      description: 'the pending invitation, with its accept token and link',
+      schema: createdInvitationSchema,
+    },
+  },
   errors: [...invitationErrors, 'gw_too_many_attempts'],
-  async handler({ caller, body }, deps: { readonly db: DbPool }) {
+  answerCarriesSecret: true,
+  async handler(
+    { request, caller, body },
+    deps: { readonly db: DbPool; readonly oauth: { readonly issuer: IssuerSettings } },
+  ) {
     try {
-      const invitation = await createInvitation(
+      const { invitation, acceptToken } = await createInvitation(
         deps.db,
         { ...caller.actor, role: caller.org.role },
         caller.org.id,
         body.email,
         body.role,
       );
-      return invitationView(invitation);
+      // The gateway's public origin (PUBLIC_ORIGIN, else the one this request was sent to);
+      // the token rides in the fragment, which no browser sends to a server.
+      const origin = issuerOf(deps.oauth.issuer, request.headers);
+      return {
+        ...invitationView(invitation),
+        accept_token: acceptToken,
+        accept_url: `${origin}/dashboard/#invitation_token=${acceptToken}`,
+      };
     } catch (error) {
       return invitationRefusal(error);
     }

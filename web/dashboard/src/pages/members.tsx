@@ -1,10 +1,18 @@
 // Members of the organization: their roles; invite by e-mail (and revoke a pending
 // invitation), change a role, remove or leave.
 import { useRef, useState } from 'preact/hooks';
-import { api, canManage, type OrgSummary, type Role, type SignedIn } from '../api.js';
+import { api, canManage, signUpOpen, type OrgSummary, type Role, type SignedIn } from '../api.js';
 import { useAction, useNotice, usePaged, type Paged } from '../hooks.js';
-import { INVITATION_DAYS, type Invitation } from '../invitations.js';
-import { Confirm, ErrorNote, formatTime, ListTable, PageHeader, RowButton } from '../ui.js';
+import { INVITATION_DAYS, type Invitation, type SentInvitation } from '../invitations.js';
+import {
+  Confirm,
+  ErrorNote,
+  formatTime,
+  ListTable,
+  PageHeader,
+  RowButton,
+  ShownOnce,
+} from '../ui.js';
 import type { OrgPage } from './page.js';
 
 interface MemberRow {
@@ -230,67 +238,92 @@ function roleChangeEffect(orgName: string, member: MemberRow, role: Role, isMe: 
   return `${member.email} is ${member.role} of ${orgName}; from now on they are ${role} (${allows}).`;
 }
 
-/** Invites an e-mail with a role; whoever has (or later makes) an account with it accepts. */
+/**
+ * Invites an e-mail with a role; whoever has (or later makes) an account with it accepts. The
+ * invitation's link is shown once, for the inviter to send: where anyone may sign up, accepting
+ * needs it (decision 365).
+ */
 function InviteMember(props: { path: string; mayInviteOwners: boolean; onInvited(): void }) {
   const [email, setEmail] = useState('');
   const [role, setRole] = useState<Role>('viewer');
   const [sent, setSent] = useNotice<Invitation>();
+  const [link, setLink] = useState<SentInvitation | null>(null);
   const action = useAction();
   return (
-    <form
-      class="card"
-      aria-labelledby="invite-member-heading"
-      onInput={action.clear}
-      onSubmit={action.submit(
-        () => api.post<Invitation>(props.path, { email, role }),
-        (invitation) => {
-          setEmail('');
-          setSent(invitation);
-          props.onInvited();
-        },
+    <>
+      {link && (
+        <ShownOnce
+          title={`Invitation link for ${link.email}`}
+          value={link.accept_url}
+          label="Invitation link"
+          noun="link"
+          warning={`gw sends no e-mail: send this link to ${link.email} yourself. gw keeps only a hash of it; if it is lost, revoke the invitation and invite again.`}
+          onDone={() => setLink(null)}
+        >
+          <p class="muted small">
+            {signUpOpen()
+              ? 'Anyone may sign up on this gateway, so they accept with this link (or the token at its end) once signed in.'
+              : 'They may also accept without it once signed in: accounts here are made by the operator.'}
+          </p>
+        </ShownOnce>
       )}
-    >
-      <h2 id="invite-member-heading">Invite a member</h2>
-      <p class="muted small">
-        They see the invitation once they sign in with this e-mail (with the account they have, or
-        one they make later) and join when they accept it. It stays open for {INVITATION_DAYS} days.
-      </p>
-      <div class="row">
-        <label>
-          E-mail
-          <input
-            type="email"
-            name="invite-email"
-            required
-            value={email}
-            onInput={(event) => setEmail(event.currentTarget.value)}
-          />
-        </label>
-        <div class="field">
-          <label for="invite-role">Role</label>
-          <select
-            id="invite-role"
-            value={role}
-            onChange={(event) => setRole(event.currentTarget.value as Role)}
-          >
-            {ROLES.filter((option) => props.mayInviteOwners || option.value !== 'owner').map(
-              (option) => (
-                <option key={option.value} value={option.value}>
-                  {option.label}
-                </option>
-              ),
-            )}
-          </select>
+      <form
+        class="card"
+        aria-labelledby="invite-member-heading"
+        onInput={action.clear}
+        onSubmit={action.submit(
+          () => api.post<SentInvitation>(props.path, { email, role }),
+          (invitation) => {
+            setEmail('');
+            setSent(invitation);
+            setLink(invitation);
+            props.onInvited();
+          },
+        )}
+      >
+        <h2 id="invite-member-heading">Invite a member</h2>
+        <p class="muted small">
+          They see the invitation once they sign in with this e-mail (with the account they have, or
+          one they make later) and join when they accept it. It stays open for {INVITATION_DAYS}{' '}
+          days.
+        </p>
+        <div class="row">
+          <label>
+            E-mail
+            <input
+              type="email"
+              name="invite-email"
+              required
+              value={email}
+              onInput={(event) => setEmail(event.currentTarget.value)}
+            />
+          </label>
+          <div class="field">
+            <label for="invite-role">Role</label>
+            <select
+              id="invite-role"
+              value={role}
+              onChange={(event) => setRole(event.currentTarget.value as Role)}
+            >
+              {ROLES.filter((option) => props.mayInviteOwners || option.value !== 'owner').map(
+                (option) => (
+                  <option key={option.value} value={option.value}>
+                    {option.label}
+                  </option>
+                ),
+              )}
+            </select>
+          </div>
+          <button type="submit" disabled={action.busy}>
+            {action.busy ? 'Inviting…' : 'Send invitation'}
+          </button>
         </div>
-        <button type="submit" disabled={action.busy}>
-          {action.busy ? 'Inviting…' : 'Send invitation'}
-        </button>
-      </div>
-      <ErrorNote error={action.error} />
-      <p class="muted small" role="status" aria-live="polite">
-        {sent && `Invited ${sent.email} as ${sent.role}.`}
-      </p>
-    </form>
+        <ErrorNote error={action.error} />
+        <p class="muted small" role="status" aria-live="polite">
+          {sent && `Invited ${sent.email} as ${sent.role}.`}
+        </p>
+      </form>
+    </>
   );
 }
 
