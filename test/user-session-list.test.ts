@@ -18,12 +18,20 @@ describe('the session list of a user', () => {
   it(`holds at most ${MAX_SESSIONS_PER_USER} sessions: a sign-in past it ends the least recently used`, async () => {
     const userId = 'usr_sessionlistbound';
     const made: string[] = [];
+    // A session's place in the list is its expiry in ms: sessions made in the same ms tie (and
+    // either may go first), so each sign-in here waits for the clock's next ms to be ordered.
+    const nextMs = async (): Promise<void> => {
+      const start = Date.now();
+      while (Date.now() === start) await new Promise((resolve) => setImmediate(resolve));
+    };
     const signIn = async (): Promise<void> => {
+      await nextMs();
       made.push((await store.create(userId, 0)).id);
     };
     for (let i = 0; i < MAX_SESSIONS_PER_USER; i += 1) await signIn();
     expect(await redis.zcard(keys.userSessions(userId))).toBe(MAX_SESSIONS_PER_USER);
     // the first one is used again: the second, third and fourth are the least recently used
+    await nextMs();
     expect(await store.find(made[0]!)).not.toBeNull();
     for (let i = 0; i < 3; i += 1) await signIn();
     expect(await redis.zcard(keys.userSessions(userId))).toBe(MAX_SESSIONS_PER_USER);
