@@ -152,18 +152,19 @@ export class SessionStore {
       .zrange(index, 0, -1)
       .exec();
     const handles = (results?.[1]?.[1] ?? []) as string[];
-    if (handles.length === 0) return [];
-    // One DEL per session: their keys hash to any slot of a cluster.
-    await Promise.all(handles.map((handle) => this.redis.del(this.keys.session(handle))));
     // Only these: a session made meanwhile (a sign-in with the new password) stays listed.
-    await this.redis.zrem(index, ...handles);
+    await this.endListed(index, handles);
     return handles;
   }
 
   /** Ends the user's `count` least recently used sessions (the lowest idle expiries). */
   private async endLeastRecentlyUsed(userId: string, count: number): Promise<void> {
     const index = this.keys.userSessions(userId);
-    const handles = await this.redis.zrange(index, 0, count - 1);
+    await this.endListed(index, await this.redis.zrange(index, 0, count - 1));
+  }
+
+  /** Deletes these sessions, then their entries in the user's list `index`. */
+  private async endListed(index: string, handles: readonly string[]): Promise<void> {
     if (handles.length === 0) return;
     // One DEL per session: their keys hash to any slot of a cluster.
     await Promise.all(handles.map((handle) => this.redis.del(this.keys.session(handle))));
