@@ -15,7 +15,7 @@ import { readPage, type Page, type PageRequest } from '../db/pages.js';
 import {
   APP_CONNECTING_ROLE,
   insertMembership,
-  normalizeEmail,
+  findUserByEmail,
   roleAtLeast,
   type Role,
 } from './users.js';
@@ -107,16 +107,12 @@ export async function addMember(
     throw new MembershipError('forbidden', 'only an owner can make someone an owner');
   }
   return withTransaction(db, async (client) => {
-    const { rows } = await client.query<{ id: string }>(
-      'SELECT id FROM dashboard_users WHERE email = $1',
-      [normalizeEmail(email)],
-    );
-    const user = rows[0];
+    const user = await findUserByEmail(client, email);
     if (!user) throw new MembershipError('not_found', 'no dashboard user with this e-mail');
-    if (!(await insertMembership(client, actor, orgId, user.id, role))) {
+    if (!(await insertMembership(client, actor, orgId, user.user_id, role))) {
       throw new MembershipError('conflict', 'this user is already a member');
     }
-    return memberOf(client, orgId, user.id);
+    return memberOf(client, orgId, user.user_id);
   });
 }
 

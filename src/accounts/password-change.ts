@@ -5,7 +5,7 @@ import type { DbPool } from '../db/pool.js';
 import { hashPassword, passwordProblem, verifyPassword } from './passwords.js';
 import type { SessionStore } from './sessions.js';
 import { endEverySession } from './user-sessions.js';
-import { AccountRuleError, normalizeEmail } from './users.js';
+import { AccountRuleError, findUserByEmail } from './users.js';
 
 export type PasswordChange =
   | { readonly kind: 'changed'; readonly epoch: number; readonly ended: readonly string[] }
@@ -64,17 +64,4 @@ export async function resetPassword(
     hash: await hashPassword(password),
   });
   return ended ? { ...user, sessions_ended: ended.ended.length } : null;
-}
-
-/** The user with this e-mail (trimmed, lower-cased), or null. */
-export async function findUserByEmail(
-  db: DbPool,
-  email: string,
-): Promise<{ user_id: string; email: string } | null> {
-  const normalized = normalizeEmail(email);
-  const { rows } = await db.query<{ id: string }>(
-    'SELECT id FROM dashboard_users WHERE email = $1',
-    [normalized],
-  );
-  return rows[0] ? { user_id: rows[0].id, email: normalized } : null;
 }

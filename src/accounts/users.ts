@@ -127,6 +127,19 @@ async function insertUser(
   });
 }
 
+/** The user with this e-mail (trimmed, lower-cased), or null. */
+export async function findUserByEmail(
+  db: Pick<DbPool, 'query'>,
+  email: string,
+): Promise<{ user_id: string; email: string } | null> {
+  const normalized = normalizeEmail(email);
+  const { rows } = await db.query<{ id: string }>(
+    'SELECT id FROM dashboard_users WHERE email = $1',
+    [normalized],
+  );
+  return rows[0] ? { user_id: rows[0].id, email: normalized } : null;
+}
+
 export interface LoginCandidate {
   readonly id: string;
   readonly passwordHash: string;

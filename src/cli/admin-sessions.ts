@@ -1,10 +1,10 @@
 // gw admin set-password | end-sessions: the operator resets a dashboard user's password, or
 // signs them out of every browser. Both end every session of the user at once, on every
 // gateway instance (src/accounts/user-sessions.ts).
-import { findUserByEmail, resetPassword } from '../accounts/password-change.js';
+import { resetPassword } from '../accounts/password-change.js';
 import { sessionSettingsOf, SessionStore } from '../accounts/sessions.js';
 import { endEverySession } from '../accounts/user-sessions.js';
-import { AccountRuleError } from '../accounts/users.js';
+import { AccountRuleError, findUserByEmail } from '../accounts/users.js';
 import type { CliContext } from './context.js';
 import { printJson, UsageError } from './output.js';
 import { readPassword } from './password-input.js';
