@@ -60,12 +60,16 @@ interface Call {
   readonly draft?: string;
 }
 
-/** reserve.lua for `orgId` at time `call.at`, called as the budget store calls it. */
-async function reserveAt(orgId: string, call: Call): Promise<unknown[]> {
+/**
+ * The keys reserve.lua and release.lua share for `orgId`: the wallet and no caps (an unused
+ * key stands in), the product user's spend and rate bucket when `user` is named, the key's.
+ */
+function holdKeys(orgId: string, user: string | undefined) {
   const unused = keys.orgCap(orgId, 'unused');
-  const userSpend = call.user ? keys.userSpend(orgId, call.user, 'p') : unused;
-  return (await scripts.reserve(
-    {
+  const userSpend = user ? keys.userSpend(orgId, user, 'p') : unused;
+  return {
+    unused,
+    shared: {
       wallet: keys.wallet(orgId),
       wallet_expiries: keys.holdExpiries(keys.wallet(orgId)),
       org_cap: unused,
@@ -74,13 +78,23 @@ async function reserveAt(orgId: string, call: Call): Promise<unknown[]> {
       conn_cap_expiries: keys.holdExpiries(unused),
       user_spend: userSpend,
       user_spend_expiries: keys.holdExpiries(userSpend),
+      in_flight: keys.inFlight(orgId),
+      key_rate: keys.keyRate(orgId, KEY_ID),
+      user_rate: user ? keys.productUserRate(orgId, KEY_ID, user) : unused,
+    },
+  };
+}
+
+/** reserve.lua for `orgId` at time `call.at`, called as the budget store calls it. */
+async function reserveAt(orgId: string, call: Call): Promise<unknown[]> {
+  const { unused, shared } = holdKeys(orgId, call.user);
+  return (await scripts.reserve(
+    {
+      ...shared,
       user_credits: unused,
       user_grants: unused,
       cred_cooldowns: keys.credentialCooldowns(orgId),
       cred_rotation: keys.credentialRotation(orgId),
-      in_flight: keys.inFlight(orgId),
-      key_rate: keys.keyRate(orgId, KEY_ID),
-      user_rate: call.user ? keys.productUserRate(orgId, KEY_ID, call.user) : unused,
     },
     {
       request_id: call.requestId ?? newRequestId(),
@@ -282,29 +296,12 @@ describe('a reserve given up on gives its arrival back (release.lua, decision 35
     requestId: string,
     rated: { key: boolean; user?: string },
   ): Promise<unknown[]> => {
-    const unused = keys.orgCap(orgId, 'unused');
-    const userSpend = rated.user ? keys.userSpend(orgId, rated.user, 'p') : unused;
-    return (await scripts.release(
-      {
-        wallet: keys.wallet(orgId),
-        wallet_expiries: keys.holdExpiries(keys.wallet(orgId)),
-        org_cap: unused,
-        org_cap_expiries: keys.holdExpiries(unused),
-        conn_cap: unused,
-        conn_cap_expiries: keys.holdExpiries(unused),
-        user_spend: userSpend,
-        user_spend_expiries: keys.holdExpiries(userSpend),
-        in_flight: keys.inFlight(orgId),
-        key_rate: keys.keyRate(orgId, KEY_ID),
-        user_rate: rated.user ? keys.productUserRate(orgId, KEY_ID, rated.user) : unused,
-      },
-      {
-        request_id: requestId,
-        held_nano: '1000',
-        key_rated: rated.key ? '1' : '0',
-        user_rated: rated.user ? '1' : '0',
-      },
-    )) as unknown[];
+    return (await scripts.release(holdKeys(orgId, rated.user).shared, {
+      request_id: requestId,
+      held_nano: '1000',
+      key_rated: rated.key ? '1' : '0',
+      user_rated: rated.user ? '1' : '0',
+    })) as unknown[];
   };
 
   it('one request back in the key bucket, once; nothing for a reserve that did not hold', async () => {
