@@ -236,6 +236,7 @@ describe('the API, for more than 200 apps and connections', () => {
       '?limit=%205': 'limit: must be a whole number, written with digits only',
       '?limit=5.0': 'limit: must be a whole number, written with digits only',
       '?q=a&q=b': 'query parameter "q": given twice',
+      '?sort=name': 'query parameter "sort": not one this route takes (limit, cursor,',
     };
     for (const [query, message] of Object.entries(refused)) {
       const answer = await viewer.get<ErrorBody>(connections(org.org_id, query));

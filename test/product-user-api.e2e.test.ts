@@ -189,6 +189,15 @@ describe('GET /product-users/by-external-id', () => {
       );
       expect([twice.status, twice.body.error.code]).toEqual([400, 'gw_invalid_request']);
       expect(twice.body.error.message).toBe('query parameter "external_user_id": given twice');
+      // A filter these routes do not have is refused, not ignored.
+      const unknown = await getJson<ErrorBody>(
+        `${gateway.url}/product-users/by-external-id${path}?app_id=${org.app_id}&external_user_id=alice&status=blocked`,
+        bearer(org.service_key),
+      );
+      expect([unknown.status, unknown.body.error.code]).toEqual([400, 'gw_invalid_request']);
+      expect(unknown.body.error.message).toBe(
+        `query parameter "status": not one this route takes (app_id, external_user_id${path ? ', currency' : ''})`,
+      );
     }
   });
 

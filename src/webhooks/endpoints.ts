@@ -17,7 +17,6 @@ import {
   type TargetPolicy,
 } from './target-policy.js';
 
-/** Who makes a change, for the audit log (a dashboard user, or `cli`). */
 /** What the service needs besides the database. */
 export interface WebhookSettings {
   readonly policy: TargetPolicy;

@@ -9,7 +9,7 @@ import type { DbPool } from '../../db/pool.js';
 import { pageQuerySchema, type PageRequest } from '../../db/pages.js';
 import { isGwError } from '../../errors.js';
 import { declareRoute } from '../framework/declaration.js';
-import { parsePage, parseQuery } from '../framework/query.js';
+import { pageOfQuery, parseQuery } from '../framework/query.js';
 import { pageOf } from './schemas.js';
 
 export interface ListRouteSpec<Row, Query extends typeof pageQuerySchema> {
@@ -50,7 +50,7 @@ export function declareListRoute<
     async handler({ request }, deps: { readonly db: DbPool }) {
       const query = parseQuery(request.query, querySchema);
       if (isGwError(query)) return query;
-      const page = parsePage(request.query);
+      const page = pageOfQuery(query);
       if (isGwError(page)) return page;
       const scopeId = request.params[spec.org.param] ?? '';
       const { rows, nextCursor } = await spec.list(deps.db, scopeId, page, query as z.infer<Query>);

@@ -18,6 +18,24 @@ describe('query parameters', () => {
     expect(isGwError(page) && page.message).toBe('query parameter "limit": given twice');
   });
 
+  it('refuses a name the route does not declare, naming those it does', () => {
+    const declared = z.object({ app_id: z.string(), q: z.string().optional() });
+    expect(queryParameters('app_id=a&q=b', declared)).toEqual({ app_id: 'a', q: 'b' });
+    const refused = parseQuery('app_id=a&status=blocked', declared);
+    expect(isGwError(refused) && [refused.code, refused.message]).toEqual([
+      'gw_invalid_request',
+      'query parameter "status": not one this route takes (app_id, q)',
+    ]);
+    const long = queryParameters(`${'n'.repeat(500)}=1`, declared);
+    expect(isGwError(long) && long.message).toBe(
+      `query parameter "${'n'.repeat(64)}…": not one this route takes (app_id, q)`,
+    );
+    // Names of Object.prototype are not declared ones.
+    expect(isGwError(queryParameters('constructor=x', declared))).toBe(true);
+    // Without a declaration (a route that reads its own parameters), any name is read.
+    expect(queryParameters('anything=1')).toEqual({ anything: '1' });
+  });
+
   it('keeps names that are Object.prototype members as plain data', () => {
     const parsed = queryParameters('__proto__=x&constructor=y');
     expect(parsed).toEqual({ ['__proto__']: 'x', constructor: 'y' });

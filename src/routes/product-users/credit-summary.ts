@@ -14,16 +14,18 @@ import {
   type ProductUserRouteDeps,
 } from './lookup.js';
 
+const creditSummaryQuery = byExternalIdQuery.extend({ currency: z.string().optional() });
+
 export const creditSummaryRoute = declareRoute({
   method: 'GET',
   path: `${BASE}/credit-summary`,
   summary: "A product user's credits in one currency (default USD)",
   caller: { kind: 'service_key', scope: 'product_users:read' },
-  query: byExternalIdQuery.extend({ currency: z.string().optional() }),
+  query: creditSummaryQuery,
   responses: { 200: { description: 'credits', schema: creditsSchema } },
   errors: [...identityErrors, 'gw_invalid_request', 'gw_product_user_not_found'],
   async handler({ request, caller }, deps: { productUsers: ProductUserRouteDeps }) {
-    const query = queryParameters(request.query);
+    const query = queryParameters(request.query, creditSummaryQuery);
     if (isGwError(query)) return query;
     const currency = query.currency ?? DEFAULT_CURRENCY;
     if (!currencyCode.safeParse(currency).success) {

@@ -21,7 +21,7 @@ export const getProductUserRoute = declareRoute({
   responses: { 200: { description: 'the product user', schema: productUserSchema } },
   errors: [...identityErrors, 'gw_product_user_not_found'],
   async handler({ request, caller }, deps: { productUsers: ProductUserRouteDeps }) {
-    const query = queryParameters(request.query);
+    const query = queryParameters(request.query, byExternalIdQuery);
     if (isGwError(query)) return query;
     const user = await findNamedUser(deps.productUsers, caller, query);
     if (isGwError(user)) return user;
