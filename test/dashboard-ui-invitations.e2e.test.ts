@@ -257,4 +257,67 @@ describe('invitations in a browser, where anyone may sign up (decision 365)', ()
     expect(await statusOf(invitee)).toEqual(['accepted']);
     await close();
   });
+
+  /** Invites `email` as a viewer through the API of a signed-in admin; answers the link. */
+  async function invitationLink(email: string): Promise<string> {
+    const admin = await openWindow(browser);
+    await signIn(admin.page, open.url, emails.admin, TEST_PASSWORD);
+    await admin.page.getByRole('button', { name: 'Sign out' }).waitFor();
+    await admin.page.goto(`${open.url}/dashboard/orgs/${orgId}/members`);
+    await admin.page.getByRole('heading', { level: 1, name: 'Members' }).waitFor();
+    await admin.page.getByLabel('E-mail').fill(email);
+    await admin.page.getByLabel('Role', { exact: true }).selectOption('viewer');
+    await admin.page.getByRole('button', { name: 'Send invitation' }).click();
+    const shown = admin.page.getByRole('region', { name: `Invitation link for ${email}` });
+    const link = await shown.getByLabel('Invitation link').inputValue();
+    await admin.close();
+    return link;
+  }
+
+  it('keeps the link opened while signed out through signing in, and accepts with it', async () => {
+    const invitee = uniqueEmail('inv-signed-out');
+    await runCliJson(['admin', 'create-user', '--email', invitee, '--password-stdin'], env, {
+      stdin: TEST_PASSWORD,
+    });
+    const link = await invitationLink(invitee);
+    const { page, close } = await openWindow(browser);
+    await page.goto(link);
+    await page.getByRole('heading', { name: 'Sign in to the dashboard' }).waitFor();
+    await page.getByLabel('E-mail').fill(invitee);
+    await page.getByLabel('Password').fill(TEST_PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    const banner = page.getByRole('region', { name: 'You have an invitation' });
+    await banner.waitFor();
+    expect(await banner.getByLabel(/Invitation link/).inputValue()).toBe(tokenOf(link));
+    await screenshotOf(banner, 'invitations-08-link-kept-through-sign-in');
+    await banner.getByRole('button', { name: 'Accept the invitation to Harbor Labs' }).click();
+    await banner.waitFor({ state: 'detached' });
+    expect(await roleIn(orgId, invitee)).toBe('viewer');
+    await close();
+  });
+
+  it('keeps the link opened by someone with no account through creating one, and accepts with it', async () => {
+    const invitee = uniqueEmail('inv-new-person');
+    const link = await invitationLink(invitee);
+    const { page, close } = await openWindow(browser);
+    await page.goto(link);
+    await page.getByRole('heading', { name: 'Sign in to the dashboard' }).waitFor();
+    await page.getByRole('link', { name: 'Create one' }).click();
+    await page.getByRole('heading', { name: 'Create your account' }).waitFor();
+    await page.getByLabel('E-mail').fill(invitee);
+    await page.getByLabel('Password').fill(TEST_PASSWORD);
+    await page.getByRole('button', { name: 'Create account' }).click();
+    const banner = page.getByRole('region', { name: 'You have an invitation' });
+    await banner.waitFor();
+    expect(await banner.getByLabel(/Invitation link/).inputValue()).toBe(tokenOf(link));
+    await screenshot(page, 'invitations-09-link-kept-through-sign-up');
+    await banner.getByRole('button', { name: 'Accept the invitation to Harbor Labs' }).click();
+    await banner.waitFor({ state: 'detached' });
+    expect(await roleIn(orgId, invitee)).toBe('viewer');
+    await close();
+  });
 });
+
+/** The accept token in an invitation link. */
+const tokenOf = (link: string): string =>
+  /invitation_token=(gw_inv_[0-9A-Za-z]{43})$/.exec(link)![1]!;
