@@ -297,7 +297,8 @@ describe('sign-in', () => {
       );
       expect(answer.status).toBe(200);
     }
-  });
+    // 51 password checks (scrypt, by design slow): longer than the default on a loaded machine.
+  }, 120_000);
 
   it('gives a new session id at every sign-in and ends the one the browser presented', async () => {
     const client = await signedIn(viewerEmail);
