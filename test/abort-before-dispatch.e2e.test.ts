@@ -219,8 +219,10 @@ describe('a client gone while its call waits for a vendor connection', () => {
       variants.map((variant, index) => sendRequest(pooled, orgs[index]!, variant)),
     );
     const requestIds = await Promise.all(orgs.map((org) => heldRequest(org)));
-    await sleep(200); // each call is now queued behind the occupier's connection
-    expect(await callsWaiting(pooled)).toBe(variants.length);
+    // each call is queued behind the occupier's connection
+    await eventually(async () =>
+      (await callsWaiting(pooled)) === variants.length ? true : undefined,
+    );
 
     const releaseMs = await Promise.all(
       variants.map((_, index) =>
@@ -302,7 +304,7 @@ describe('a client gone while its call waits for a vendor connection', () => {
     // attempt waits for the connection in turn.
     const socket = await sendRequest(pooled, org, variants[0]!);
     const requestId = await heldRequest(org);
-    await sleep(200);
+    await eventually(async () => ((await callsWaiting(pooled)) === 1 ? true : undefined));
     const next = long('next in line', 4_000);
     await eventually(
       async () =>
@@ -311,8 +313,12 @@ describe('a client gone while its call waits for a vendor connection', () => {
           : undefined,
       5_000,
     );
-    await sleep(200); // the second attempt is queued
-    expect(await requestsReached()).toBe(reachedBefore + 3); // occupier, first attempt, next
+    // occupier, first attempt, next; then the second attempt is queued behind next
+    await eventually(async () =>
+      (await requestsReached()) === reachedBefore + 3 ? true : undefined,
+    );
+    await eventually(async () => ((await callsWaiting(pooled)) === 1 ? true : undefined));
+    expect(await requestsReached()).toBe(reachedBefore + 3);
 
     const releaseMs = await leaveAndTimeRelease(socket, org, requestId);
     expect(releaseMs).toBeLessThan(RELEASED_WITHIN_MS);

@@ -4,6 +4,7 @@ import { spawn } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { createRedisKeys } from '../src/redis/keys.js';
 import { isolatedContext } from './support/context.js';
 import { bearer, postJson, postSse } from './support/http.js';
 import {
@@ -15,7 +16,8 @@ import {
 } from './support/processes.js';
 import { eventually } from './support/services.js';
 
-const { env, db } = isolatedContext('life');
+const { prefix, env, db, redis } = isolatedContext('life');
+const keys = createRedisKeys(prefix);
 const root = fileURLToPath(new URL('../', import.meta.url));
 let org: SeededOrg;
 
@@ -81,7 +83,10 @@ describe('shutdown and crashes', () => {
       },
       bearer(org.api_key),
     );
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Admitted (its hold is in Redis) before the signal, however loaded the machine is.
+    await eventually(async () =>
+      (await redis.hlen(keys.inFlight(org.org_id))) === 1 ? true : undefined,
+    );
     const exited = gateway.stop('SIGTERM');
     const response = await streaming;
     expect(response.status).toBe(200);
@@ -124,7 +129,8 @@ describe('shutdown and crashes', () => {
     } finally {
       await survivor.stop();
     }
-  });
+    // two gateway processes started in turn: more than the default on a loaded machine
+  }, 90_000);
 });
 
 describe('start-up that fails halfway', () => {
