@@ -96,6 +96,26 @@ describe('an authorization request with a bad parameter', () => {
     }
   });
 
+  it("puts no text of the request's own on the page: a repeated unknown parameter is not named", async () => {
+    const lure = 'Your account is locked, call 555-0100';
+    const query = `${authorizeQuery({ ...bad(), challenge: pkcePair().challenge })}&${new URLSearchParams(
+      [
+        [lure, '1'],
+        [lure, '2'],
+      ],
+    ).toString()}`;
+    const answer = await getAuthorize(gateway.url, query);
+    expect(answer.status).toBe(400);
+    expect(answer.text).toContain('each parameter must be sent once');
+    expect(answer.text).not.toContain('555-0100');
+    // A parameter the request is made of is named.
+    const twice = await getAuthorize(
+      gateway.url,
+      `${authorizeQuery({ ...bad(), challenge: pkcePair().challenge })}&state=again`,
+    );
+    expect(twice.text).toContain('state must be sent once');
+  });
+
   it('answers JSON to a caller that does not ask for a page, and names no location', async () => {
     for (const request of [
       bad(),

@@ -23,6 +23,20 @@ import {
 /** The longest `state` echoed back; longer ones are refused (a client's state is short). */
 export const MAX_STATE_LENGTH = 1024;
 
+/**
+ * The parameters an authorization request is made of: the ones a problem may name. Any other
+ * name is the sender's own text, never repeated on the gateway's page.
+ */
+const AUTHORIZATION_PARAMETERS: readonly string[] = [
+  'response_type',
+  'client_id',
+  'redirect_uri',
+  'state',
+  'code_challenge',
+  'code_challenge_method',
+  'scope',
+];
+
 /** The request's parameters as sent (query or form). */
 export interface AuthorizationParams {
   readonly response_type?: string | undefined;
@@ -117,7 +131,8 @@ export async function checkAuthorizationRequest(
     }),
   });
   if (repeated.length > 0) {
-    return back('invalid_request', `${repeated[0]} must be sent once`);
+    const name = AUTHORIZATION_PARAMETERS.includes(repeated[0]!) ? repeated[0] : 'each parameter';
+    return back('invalid_request', `${name} must be sent once`);
   }
   if (state !== undefined && state.length > MAX_STATE_LENGTH) {
     return back('invalid_request', `state must be at most ${MAX_STATE_LENGTH} characters`);
