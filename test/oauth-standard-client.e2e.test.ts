@@ -17,6 +17,7 @@ import {
   getAuthorize,
   postDecision,
   readConsentForm,
+  readErrorPageLink,
   type RegisteredClient,
 } from './support/oauth.js';
 import {
@@ -454,7 +455,8 @@ describe('PUBLIC_ORIGIN', () => {
       token_endpoint: `${publicOrigin}/oauth/token`,
       revocation_endpoint: `${publicOrigin}/oauth/revoke`,
     });
-    // An error sent to the redirect URI (no PKCE) carries it too (RFC 9207 section 2).
+    // An error for the redirect URI (no PKCE; the gateway's page links to it, decision 366)
+    // carries it too (RFC 9207 section 2).
     const client: oauth.Client = { client_id: publicClient.client_id };
     const query = new URLSearchParams({
       response_type: 'code',
@@ -463,8 +465,8 @@ describe('PUBLIC_ORIGIN', () => {
       state: 'st',
     });
     const answer = await getAuthorize(behindProxy.url, query.toString());
-    expect(answer.status).toBe(302);
-    const callback = new URL(answer.location!);
+    expect(answer.status).toBe(400);
+    const callback = new URL(readErrorPageLink(answer.text)!);
     expect(callback.searchParams.get('iss')).toBe(publicOrigin);
     expect(callback.searchParams.get('error')).toBe('invalid_request');
     expect(() => oauth.validateAuthResponse(proxied, client, callback, 'st')).toThrow(

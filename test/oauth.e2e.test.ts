@@ -22,6 +22,7 @@ import {
   postDecision,
   postForm,
   readConsentForm,
+  readErrorPageLink,
   redirectParams,
   type RegisteredClient,
   type TokenAnswer,
@@ -399,7 +400,7 @@ describe('the authorization request', () => {
     expect(tampered.text).toContain('gw_redirect_uri_mismatch');
   });
 
-  it('reports other problems to the registered redirect URI, with the state', async () => {
+  it('shows other problems on its own page, with a link back to the registered redirect URI carrying the error and the state', async () => {
     const base = { clientId: publicClient.client_id, redirectUri: CALLBACK, state: 'keep-me' };
     const challenge = pkcePair().challenge;
     const cases: Array<[Parameters<typeof authorizeQuery>[0], string, RegExp]> = [
@@ -409,11 +410,14 @@ describe('the authorization request', () => {
       [{ ...base, challenge, responseType: 'token' }, 'unsupported_response_type', /code/],
     ];
     for (const [request, error, description] of cases) {
+      // Never an automatic redirect (RFC 9700 section 4.11.2, decision 366): the user follows
+      // the link, or not.
       const answer = await getAuthorize(gateway.url, authorizeQuery(request), {
         cookie: browser.cookie!,
       });
-      expect(answer.status).toBe(302);
-      const { base: target, params } = redirectParams(answer.location!);
+      expect(answer.status).toBe(400);
+      expect(answer.location).toBeNull();
+      const { base: target, params } = redirectParams(readErrorPageLink(answer.text)!);
       expect(target).toBe(CALLBACK);
       expect(params.get('error')).toBe(error);
       expect(params.get('error_description')).toMatch(description);

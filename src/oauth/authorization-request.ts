@@ -2,7 +2,10 @@
 // the same way when the consent page is asked for (GET /oauth/authorize) and when it is
 // answered (POST /oauth/authorize). An unknown client or a redirect URI that is not exactly a
 // registered one is refused on the gateway's own page, never redirected to (RFC 6749 section
-// 4.1.2.1); any other problem is reported to the client at its (registered) redirect URI.
+// 4.1.2.1); any other problem is reported to the client at its (registered) redirect URI: by
+// a link the user follows from the gateway's page when the request itself has it, since
+// anyone can register a client whose redirect URI is a phishing page and send people to it
+// through the gateway's address with a request made to fail (RFC 9700 section 4.11.2).
 // Every answer sent to the redirect URI names the gateway as its issuer (`iss`, RFC 9207), and
 // never to a URI whose own query names a response parameter (it would reach the client twice).
 import type { DbPool } from '../db/pool.js';
@@ -19,6 +22,20 @@ import {
 
 /** The longest `state` echoed back; longer ones are refused (a client's state is short). */
 export const MAX_STATE_LENGTH = 1024;
+
+/**
+ * The parameters an authorization request is made of: the ones a problem may name. Any other
+ * name is the sender's own text, never repeated on the gateway's page.
+ */
+const AUTHORIZATION_PARAMETERS: readonly string[] = [
+  'response_type',
+  'client_id',
+  'redirect_uri',
+  'state',
+  'code_challenge',
+  'code_challenge_method',
+  'scope',
+];
 
 /** The request's parameters as sent (query or form). */
 export interface AuthorizationParams {
@@ -42,8 +59,19 @@ export interface ValidAuthorization {
 export type AuthorizationCheck =
   /** Shown on the gateway's page (or as JSON): nothing is sent to an unverified URI. */
   | { readonly kind: 'refused'; readonly error: GwError }
-  /** Sent back to the client's registered redirect URI as `error=…`. */
-  | { readonly kind: 'redirect'; readonly location: string }
+  /**
+   * A bad parameter, for the client's registered redirect URI as `error=…` (`location`): the
+   * consent page's answer is sent there; the request itself shows it on the gateway's page,
+   * with a link to `location` (RFC 9700 section 4.11.2: no automatic redirect on a request
+   * anyone can craft).
+   */
+  | {
+      readonly kind: 'redirect';
+      readonly location: string;
+      readonly client: AuthorizingClient;
+      readonly redirectUri: string;
+      readonly description: string;
+    }
   | { readonly kind: 'valid'; readonly request: ValidAuthorization };
 
 /** The parameters of a query string; `repeated` names those sent more than once. */
@@ -92,6 +120,9 @@ export async function checkAuthorizationRequest(
   const state = params.state;
   const back = (error: string, description: string): AuthorizationCheck => ({
     kind: 'redirect',
+    client,
+    redirectUri,
+    description,
     location: redirectWith(redirectUri, {
       error,
       error_description: description,
@@ -100,7 +131,8 @@ export async function checkAuthorizationRequest(
     }),
   });
   if (repeated.length > 0) {
-    return back('invalid_request', `${repeated[0]} must be sent once`);
+    const name = AUTHORIZATION_PARAMETERS.includes(repeated[0]!) ? repeated[0] : 'each parameter';
+    return back('invalid_request', `${name} must be sent once`);
   }
   if (state !== undefined && state.length > MAX_STATE_LENGTH) {
     return back('invalid_request', `state must be at most ${MAX_STATE_LENGTH} characters`);

@@ -1,7 +1,7 @@
 // OAuth clients of an app: the one service the CLI (`gw oauth-client`) and the dashboard API
 // share (client-auth.ts authenticates them at the token and revocation endpoints). A client
 // secret leaves this module once, in the answer to its creation; only its SHA-256 is stored.
-import { revokeConnection } from '../admin/connections.js';
+import { invalidateConnectionsKeys, markConnectionRevoked } from '../admin/connections.js';
 import { changeAudited, recordAudit, type Actor } from '../audit/audit.js';
 import type { ApiKeyInvalidation } from '../auth/api-key-store.js';
 import { CURSOR_COLUMN, readPage, type Page, type PageRequest } from '../db/pages.js';
@@ -145,8 +145,10 @@ export function listOAuthClients(
 
 /**
  * Deletes a client: it can no longer authorize or authenticate, and every connection made
- * through it is revoked (its tokens stop on every instance). The row stays, marked deleted,
- * for the usage records that name it. Null when there is no active client with this id.
+ * through it is revoked (its tokens stop on every instance), in the same transaction: a
+ * failure half-way leaves the client and its connections as they were, never a deleted
+ * client whose tokens still work. The row stays, marked deleted, for the usage records that
+ * name it. Null when there is no active client with this id.
  */
 export async function deleteOAuthClientAs(
   db: DbPool,
@@ -167,16 +169,19 @@ export async function deleteOAuthClientAs(
         objectId: clientId,
       },
     );
-    return row ?? null;
+    if (!row) return null;
+    const { rows: connections } = await client.query<{ id: string }>(
+      `SELECT id FROM app_connections WHERE oauth_client_id = $1 AND status = 'active'
+        ORDER BY id FOR UPDATE`,
+      [clientId],
+    );
+    // The paying organizations' audit logs name the client, not the app owner's user.
+    for (const { id } of connections) await markConnectionRevoked(client, { userId: clientId }, id);
+    return { row, connectionIds: connections.map(({ id }) => id) };
   });
   if (!deleted) return null;
-  const { rows: connections } = await db.query<{ id: string }>(
-    "SELECT id FROM app_connections WHERE oauth_client_id = $1 AND status = 'active'",
-    [clientId],
-  );
-  // The paying organizations' audit logs name the client, not the app owner's user.
-  for (const { id } of connections) await revokeConnection(db, apiKeys, { userId: clientId }, id);
-  return deleted;
+  await invalidateConnectionsKeys(db, apiKeys, deleted.connectionIds);
+  return deleted.row;
 }
 
 /** Deletes every active OAuth client of an app (the app is being deleted). */

@@ -49,6 +49,30 @@ time in the dashboard. After your answer you go back to <code>${escapeHtml(retur
   );
 }
 
+/**
+ * The page of an authorization request with a bad parameter: what is wrong, and a link that
+ * takes the user back to the app with the error (RFC 6749 section 4.1.2.1's answer). The
+ * gateway does not send them there on its own: any admin can register a client whose
+ * redirect URI is a phishing page, and a request made to fail would turn the gateway's
+ * address into a redirector to it (RFC 9700 section 4.11.2). Its URI is registered, so the
+ * user is told where the link goes and follows it or not.
+ */
+export function renderRequestErrorPage(page: {
+  readonly appName: string;
+  readonly redirectUri: string;
+  readonly description: string;
+  readonly location: string;
+}): string {
+  return renderPage(
+    'Invalid request',
+    `<h1>${escapeHtml(page.appName)} sent an invalid request</h1>
+<p>${escapeHtml(page.description)}.</p>
+<p class="muted">Nothing was connected. The app can be told about the error at the address it
+registered; go there only if you trust it.</p>
+<p><a id="back-to-app" href="${escapeHtml(page.location)}">Back to ${escapeHtml(destinationOf(page.redirectUri))}</a></p>`,
+  );
+}
+
 /** What the user is told they will go back to: the site, or the app's scheme. */
 function destinationOf(redirectUri: string): string {
   const url = new URL(redirectUri);

@@ -121,6 +121,15 @@ export function readConsentForm(html: string): ConsentForm {
   return { fields, orgOptions };
 }
 
+/**
+ * The link back to the app on the gateway's page for an authorization request with a bad
+ * parameter (the error response the user may follow), or undefined when there is none.
+ */
+export function readErrorPageLink(html: string): string | undefined {
+  const href = /<a id="back-to-app" href="([^"]*)"/.exec(html)?.[1];
+  return href === undefined ? undefined : decodeEntities(href);
+}
+
 /** POST /oauth/authorize, form-encoded, with the session cookie and the gateway's Origin. */
 export async function postDecision(
   client: DashboardClient,

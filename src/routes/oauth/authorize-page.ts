@@ -1,16 +1,18 @@
 // GET /oauth/authorize: the authorization request of an app (RFC 6749 section 4.1.1, PKCE S256
 // required). An unknown client or an unregistered redirect URI gets an error page (or JSON
-// gw_redirect_uri_mismatch), never a redirect; other problems go back to the app's redirect
-// URI as `error=…`. A visitor without a dashboard session is sent to the sign-in page, which
+// gw_redirect_uri_mismatch), never a redirect; other problems get a page with a link back to
+// the app's redirect URI carrying `error=…` (or JSON gw_invalid_request), never an automatic
+// redirect either (RFC 9700 section 4.11.2). A visitor without a dashboard session is sent to the sign-in page, which
 // brings them back here; a signed-in user gets the consent page.
 import { z } from 'zod';
-import { pageHeaders } from '../../http/html.js';
+import { gwError } from '../../errors.js';
+import { acceptsHtml, pageHeaders } from '../../http/html.js';
 import type { HttpResponse } from '../../http/types.js';
 import {
   authorizationParamsOfQuery,
   checkAuthorizationRequest,
 } from '../../oauth/authorization-request.js';
-import { renderConsentPage } from '../../oauth/consent-page.js';
+import { renderConsentPage, renderRequestErrorPage } from '../../oauth/consent-page.js';
 import { issuerOf } from '../../oauth/issuer.js';
 import { payingOrgsOf } from '../../oauth/connections.js';
 import { formActionSource } from '../../oauth/redirect-uris.js';
@@ -32,17 +34,14 @@ export const authorizePageRoute = declareRoute({
   method: 'GET',
   path: '/oauth/authorize',
   summary:
-    'OAuth authorization request (code flow with PKCE S256): the consent page, or the sign-in page first',
+    'OAuth authorization request (code flow with PKCE S256): the consent page, or the sign-in page first; a bad parameter gets a page linking back to the app with the error, never a redirect',
   caller: { kind: 'optional_session' },
   query: authorizationQuerySchema,
   responses: {
     200: { description: 'the consent page (HTML)' },
-    302: {
-      description:
-        'to the sign-in page (no session), or to the redirect URI with error=… (a bad parameter)',
-    },
+    302: { description: 'to the sign-in page (no session)' },
   },
-  errors: ['gw_redirect_uri_mismatch'],
+  errors: ['gw_redirect_uri_mismatch', 'gw_invalid_request'],
   errorFlavor: pageOrJson,
   async handler({ request, caller, response }, deps: OAuthDeps) {
     const { params, repeated } = authorizationParamsOfQuery(request.query);
@@ -51,7 +50,20 @@ export const authorizePageRoute = declareRoute({
     if (check.kind === 'refused') {
       return check.error;
     }
-    if (check.kind === 'redirect') return redirect(response, check.location);
+    if (check.kind === 'redirect') {
+      if (!acceptsHtml(request.headers)) return gwError('gw_invalid_request', check.description);
+      response.annotate({ errorCode: 'gw_invalid_request' });
+      response.writeHead(400, pageHeaders());
+      response.end(
+        renderRequestErrorPage({
+          appName: check.client.appName,
+          redirectUri: check.redirectUri,
+          description: check.description,
+          location: check.location,
+        }),
+      );
+      return;
+    }
     if (!caller) {
       const back = `${request.path}?${request.query}`;
       return redirect(response, `${SIGN_IN_PAGE}?next=${encodeURIComponent(back)}`);
