@@ -62,7 +62,15 @@ export const signupRoute = declareRoute({
     }
     let userId: string;
     try {
-      userId = (await createUser(db, { email: body.email, password: body.password })).user_id;
+      // Unverified (nothing proved the address), with no hold: without e-mail nobody could
+      // follow a link before one expired, so sign-up never takes such an account over.
+      userId = (
+        await createUser(db, {
+          email: body.email,
+          password: body.password,
+          signup: { holdMs: null },
+        })
+      ).user_id;
     } catch (error) {
       if (!(error instanceof AccountRuleError)) throw error;
       return error.conflict
