@@ -168,6 +168,23 @@ describe('forgot password, where gw sends e-mail', () => {
     expect((stale.body as ErrorBody).error.code).toBe('gw_email_token_invalid');
   });
 
+  it('voids a reset link once the password is changed another way', async () => {
+    await resetThrottles();
+    const email = await newUser('Changer');
+    const { token } = await resetLink(email);
+    const user = browser();
+    expect((await user.login(email, TEST_PASSWORD)).status).toBe(200);
+    const changed = await user.post('/auth/password', {
+      current_password: TEST_PASSWORD,
+      new_password: NEW_PASSWORD,
+    });
+    expect(changed.status).toBe(200);
+    const stale = await confirmReset(token, 'the link must not undo the change');
+    expect(stale.status).toBe(400);
+    expect((stale.body as ErrorBody).error.code).toBe('gw_email_token_invalid');
+    expect((await browser().login(email, NEW_PASSWORD)).status).toBe(200);
+  });
+
   it('answers a known and an unknown address identically, and mails only the known one', async () => {
     await resetThrottles();
     const known = await newUser('Known');
