@@ -250,6 +250,34 @@ export const configSchema = z.object({
       return origin;
     })
     .optional(),
+  /**
+   * Where gw sends its e-mail (verification and password-reset links): smtp://user:pass@host:port
+   * (STARTTLS when the server offers it) or smtps:// (TLS from the start). A secret: it holds the
+   * SMTP password, and no message ever repeats it. Unset: gw sends no e-mail (decision 370).
+   */
+  SMTP_URL: z
+    .string()
+    .trim()
+    .transform((value, context) => {
+      let url: URL | undefined;
+      try {
+        url = new URL(value);
+      } catch {
+        url = undefined;
+      }
+      if (!url || (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') || !url.hostname) {
+        // Never the value: it holds a password.
+        context.addIssue({
+          code: 'custom',
+          message: 'must be smtp://[user:password@]host[:port] or smtps://…',
+        });
+        return z.NEVER;
+      }
+      return value;
+    })
+    .optional(),
+  /** The From of gw's e-mail: `gw <no-reply@example.com>` or a bare address. */
+  EMAIL_FROM: z.string().trim().max(320).optional(),
   /** How long an OAuth authorization code waits for its exchange (RFC 6749: short). */
   OAUTH_CODE_TTL_MS: wholeNumber({ min: 1_000, max: 600_000 }).default(60_000),
 });
@@ -287,6 +315,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(
       'invalid configuration:\n  PUBLIC_ORIGIN: http:// only for a plain-HTTP gateway (DASHBOARD_INSECURE_COOKIES=true); use https://',
     );
+  }
+  // The links gw mails must point at the gateway whoever asked for them: the origin a request
+  // was sent to is the Host header, which a caller chooses (a reset link to their own host
+  // would hand them the victim's token). So e-mail needs PUBLIC_ORIGIN, and a sender.
+  if (parsed.data.SMTP_URL !== undefined) {
+    const missing = [
+      ...(parsed.data.PUBLIC_ORIGIN === undefined
+        ? ['PUBLIC_ORIGIN: must be set when SMTP_URL is: the links gw mails are built on it']
+        : []),
+      ...(parsed.data.EMAIL_FROM === undefined
+        ? ['EMAIL_FROM: must be set when SMTP_URL is (the From of its e-mail)']
+        : []),
+    ];
+    if (missing.length > 0) {
+      throw new ConfigError(`invalid configuration:\n  ${missing.join('\n  ')}`);
+    }
   }
   return Object.freeze(parsed.data);
 }

@@ -85,7 +85,7 @@ export const errorCatalogue = {
   gw_too_many_attempts: {
     status: 429,
     summary:
-      'too many failed sign-ins or password changes for this account or address, sign-ups from it, or invitations from an organization; see Retry-After',
+      'too many failed sign-ins or password changes for this account or address, sign-ups from it, e-mails to one address, password-reset requests or links from one client, or invitations from an organization; see Retry-After',
   },
   gw_session_required: { status: 401, summary: 'no dashboard session, or it expired or was ended' },
   gw_csrf_token_invalid: {
@@ -105,6 +105,20 @@ export const errorCatalogue = {
   gw_signup_disabled: {
     status: 403,
     summary: 'self-service sign-up is off on this gateway (DASHBOARD_SIGNUP)',
+  },
+  gw_email_disabled: {
+    status: 403,
+    summary:
+      'this gateway sends no e-mail (SMTP_URL unset): no password reset or address verification by e-mail',
+  },
+  gw_email_unverified: {
+    status: 403,
+    summary:
+      "the account's e-mail address is not verified yet: open the link gw sent (or send it again)",
+  },
+  gw_email_token_invalid: {
+    status: 400,
+    summary: 'the link from the e-mail is unknown, used or expired: ask for a new one',
   },
   gw_wallet_topup_disabled: {
     status: 403,

@@ -14,6 +14,7 @@ import { drainThenClose, shutdownState } from './composition/drain.js';
 import { startUsageRecording } from './composition/usage-recording.js';
 import { startWebhooks } from './composition/webhooks.js';
 import { wireRoutes } from './composition/routes.js';
+import { SmtpMailer } from './email/mailer.js';
 import { listen } from './composition/listeners.js';
 import type { Config } from './config.js';
 import { loadNativeUws } from './http/uws.js';
@@ -95,7 +96,16 @@ async function assembleGateway(
     closers,
   );
   const webhookSettings = startWebhooks(config, stores.secretBox, metrics, logger, closers);
+  const mailer =
+    config.SMTP_URL === undefined || config.EMAIL_FROM === undefined
+      ? null
+      : closers.add(
+          'mailer',
+          new SmtpMailer({ url: config.SMTP_URL, from: config.EMAIL_FROM }, logger, metrics),
+          (started) => started.close(),
+        );
   const routes = wireRoutes(config, logger, {
+    mailer,
     db,
     redis,
     observability,

@@ -25,6 +25,8 @@ export const secretPrefixes = {
   oauthClientId: 'gw_client_',
   oauthClientSecret: 'gw_client_secret_',
   invitationToken: 'gw_inv_',
+  emailVerificationToken: 'gw_ev_',
+  passwordResetToken: 'gw_pwr_',
 } as const;
 
 export function newSecret(prefix: string): string {

@@ -58,6 +58,15 @@ export class GatewayMetrics {
     'gw_token_counts_refused_total',
     'Requests answered 429 gw_concurrency_limited: their organization already had TOKEN_QUEUE_PER_ORG token counts waiting for this worker’s counting threads',
   );
+  private readonly emails = this.counter(
+    'gw_emails_total',
+    'E-mails gw tried to send (verification, sign-up notice, password reset) by purpose and result (sent, failed: see the log)',
+    ['purpose', 'result'],
+  );
+  /** One e-mail's outcome (src/email/mailer.ts); both labels are bounded by the code. */
+  readonly mailSent = (purpose: string, result: 'sent' | 'failed'): void => {
+    this.emails.inc({ purpose, result });
+  };
   readonly usageRowsWritten = this.counter(
     'gw_usage_rows_written_total',
     'Usage records the batch writer committed to Postgres',

@@ -81,6 +81,8 @@ describe('sign-up switched on', () => {
         id: expect.stringMatching(/^usr_/),
         email: email.toLowerCase(),
         personal_org_id: expect.stringMatching(/^org_/),
+        // a sign-up proves no address where gw sends no e-mail (decision 370)
+        email_verified: false,
       },
       orgs: [{ id: answer.body.user.personal_org_id, name: expect.any(String), role: 'owner' }],
     });

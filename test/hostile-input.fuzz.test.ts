@@ -37,6 +37,7 @@ import {
 } from './support/fuzz/route-specs.js';
 import { connectAndExchange } from './support/oauth.js';
 import { DashboardClient } from './support/dashboard.js';
+import { startMailCatcher, type MailCatcher } from './support/mail-catcher.js';
 import { routeDeclarations } from '../src/routes/index.js';
 import {
   abortCase,
@@ -77,6 +78,7 @@ const MIB = 1024 * 1024;
 
 const { env, db, redis, prefix } = isolatedContext('fuzz');
 let gateway: SpawnedGateway;
+let mailCatcher: MailCatcher;
 let org: SeededOrg;
 let cases: FuzzCase[] = [];
 let failures: Failure[] = [];
@@ -338,12 +340,18 @@ async function waitForQuiet(): Promise<void> {
 
 beforeAll(async () => {
   // A process of its own: its RSS is what the memory check reads.
+  mailCatcher = await startMailCatcher();
   gateway = await startGatewayProcess({
     ...env,
     LOG_LEVEL: 'info', // 'gw listening' (how the fixture finds the port) is an info line
     NODE_OPTIONS: '--enable-source-maps',
     MOCK_VENDOR_TOKENS_PER_SECOND: '3000',
     DASHBOARD_SIGNUP: 'true', // sign-up's inputs reach the account rules, not only the switch
+    // e-mail on (decision 370): reset and verification inputs reach their rules, and mails go
+    // to a local SMTP server
+    SMTP_URL: mailCatcher.url,
+    EMAIL_FROM: 'fuzz@gw.example.test',
+    PUBLIC_ORIGIN: 'https://gw.fuzz.example.test',
   });
   org = await seed(env, ['--wallet', '1000.00']);
   const revoked = await createApiKey(env, org.app_connection_id);
@@ -471,6 +479,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await gateway?.stop();
+  await mailCatcher?.close();
   // The memory phase stores megabytes of metadata per user: do not keep it in the test database.
   if (org) {
     await db.query(`UPDATE product_users SET metadata = '{}' WHERE org_id = $1`, [org.org_id]);

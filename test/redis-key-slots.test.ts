@@ -60,6 +60,7 @@ const builderScopes: Record<keyof RedisKeys, 'org' | 'pair' | 'alone'> = {
   loginFailures: 'alone',
   // One key per client address, in a transaction of its own.
   signupAttempts: 'alone',
+  emailAttempts: 'alone',
   // An authorization code and its replay marker: taken together by oauth-take-code.lua.
   oauthCode: 'pair',
   oauthCodeUsed: 'pair',

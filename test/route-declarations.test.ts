@@ -169,6 +169,7 @@ const authenticators: Authenticators = {
               personalOrgId: 'org_test',
               memberships: [],
               sessionEpoch: 0,
+              emailVerified: true,
             },
             session: {
               handle: 'h',

@@ -73,6 +73,11 @@ export interface DashboardAuthSettings {
   readonly allowedOrigins: readonly string[];
   /** Plain-HTTP development: the gateway's own origin is http://<host>, else https://<host>. */
   readonly insecure: boolean;
+  /**
+   * gw sends e-mail (SMTP_URL): an account whose address is not verified may make only the
+   * writes its route allows them (decision 370).
+   */
+  readonly verificationRequired?: boolean;
 }
 
 export class DashboardAuthenticator {
@@ -88,7 +93,7 @@ export class DashboardAuthenticator {
    */
   async session(
     head: RequestHead,
-    options: { readonly csrfInBody?: boolean } = {},
+    options: { readonly csrfInBody?: boolean; readonly unverifiedAllowed?: boolean } = {},
   ): Promise<DashboardCaller | GwError> {
     const id = this.sessions.idFromCookieHeader(head.headers.cookie);
     if (!id)
@@ -112,6 +117,17 @@ export class DashboardAuthenticator {
       return gwError(
         'gw_session_required',
         "the dashboard session was ended (the account's password changed, or all its sessions were signed out); sign in again",
+      );
+    }
+    if (
+      this.settings.verificationRequired === true &&
+      !user.emailVerified &&
+      isWriteMethod(head.method) &&
+      options.unverifiedAllowed !== true
+    ) {
+      return gwError(
+        'gw_email_unverified',
+        `verify your e-mail address first: open the link sent to ${user.email} (or send a new one from the dashboard)`,
       );
     }
     return { user, session, actor: { userId: user.id } };

@@ -13,6 +13,11 @@ export interface ThrottleLimits {
   readonly perAddress: number;
   /** Self-service sign-ups (every attempt, successful or not) per client address. */
   readonly signupsPerAddress: number;
+  /** Requests that may e-mail one address (sign-ups, resends, reset requests), from anyone. */
+  readonly emailsPerRecipient: number;
+  /** Password-reset requests, and uses of e-mailed links (reset, verification), per client address. */
+  readonly resetRequestsPerAddress: number;
+  readonly linkUsesPerAddress: number;
   readonly windowMs: number;
 }
 
@@ -20,6 +25,9 @@ export const DEFAULT_THROTTLE_LIMITS: ThrottleLimits = {
   perAccount: 5,
   perAddress: 50,
   signupsPerAddress: 10,
+  emailsPerRecipient: 5,
+  resetRequestsPerAddress: 20,
+  linkUsesPerAddress: 20,
   windowMs: 15 * 60_000,
 };
 
@@ -55,11 +63,16 @@ export function throttledClient(address: string): string {
 }
 
 export class LoginThrottle {
+  private readonly limits: ThrottleLimits;
+
+  /** `limits`: the defaults but those given. */
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
-    private readonly limits: ThrottleLimits = DEFAULT_THROTTLE_LIMITS,
-  ) {}
+    limits: Partial<ThrottleLimits> = {},
+  ) {
+    this.limits = { ...DEFAULT_THROTTLE_LIMITS, ...limits };
+  }
 
   /**
    * Counts a sign-in attempt against the account and the address before its password is
@@ -103,6 +116,40 @@ export class LoginThrottle {
     const key = this.keys.signupAttempts(throttledClient(address));
     const { count, ttlMs } = await this.countAttempt(key);
     return count > this.limits.signupsPerAddress ? Math.max(1, ttlMs) : 0;
+  }
+
+  /**
+   * Counts a request that may send e-mail to `email` (a sign-up while gw sends mail, a resent
+   * verification, a password-reset request), whether or not the address has an account, so
+   * the answer past the limit says nothing about it. The wait when past the limit, else 0.
+   */
+  async emailAttempt(email: string): Promise<number> {
+    const key = this.keys.emailAttempts('recipient', sha256Hex(email));
+    return this.past(await this.countAttempt(key), this.limits.emailsPerRecipient);
+  }
+
+  /** Counts a password-reset request from `address`: the wait when past the limit, else 0. */
+  async resetRequestAttempt(address: string): Promise<number> {
+    const key = this.keys.emailAttempts('reset-request', throttledClient(address));
+    return this.past(await this.countAttempt(key), this.limits.resetRequestsPerAddress);
+  }
+
+  /**
+   * Counts a use of an e-mailed link (a password reset, an address verification) from
+   * `address`, before its token is looked up: the wait when past the limit, else 0.
+   */
+  async linkAttempt(address: string): Promise<number> {
+    const key = this.keys.emailAttempts('link-use', throttledClient(address));
+    return this.past(await this.countAttempt(key), this.limits.linkUsesPerAddress);
+  }
+
+  /** Clears the account's failed sign-ins (its password was just reset by e-mail). */
+  async clearAccount(email: string): Promise<void> {
+    await this.redis.del(this.keys.loginFailures('account', sha256Hex(email)));
+  }
+
+  private past(attempt: { count: number; ttlMs: number }, limit: number): number {
+    return attempt.count > limit ? Math.max(1, attempt.ttlMs) : 0;
   }
 
   private async countAttempt(key: string): Promise<{ count: number; ttlMs: number }> {

@@ -1,8 +1,10 @@
 // A dashboard user's password, changed by the user (who proves the current one) or reset by
 // the operator (`gw admin set-password`). Either way every session of the user ends, on every
-// instance at once (src/accounts/user-sessions.ts); the caller of a change gets a new one.
+// instance at once (src/accounts/user-sessions.ts), and reset links mailed before are void;
+// the caller of a change gets a new one.
 import type { DbPool } from '../db/pool.js';
 import { hashPassword, passwordProblem, verifyPassword } from './passwords.js';
+import { voidEmailTokens } from './email-tokens.js';
 import type { SessionStore } from './sessions.js';
 import { endEverySession } from './user-sessions.js';
 import { AccountRuleError, findUserByEmail } from './users.js';
@@ -36,7 +38,10 @@ export async function changePassword(
   if (!(await verifyPassword(currentPassword, stored))) return { kind: 'wrong_current_password' };
   const hash = await hashPassword(newPassword);
   const ended = await endEverySession(db, sessions, userId, { hash, replacing: stored });
-  return ended ? { kind: 'changed', ...ended } : { kind: 'changed_meanwhile' };
+  if (!ended) return { kind: 'changed_meanwhile' };
+  // A reset link mailed before (decision 370) would undo the password just chosen.
+  await voidEmailTokens(db, userId, ['password_reset']);
+  return { kind: 'changed', ...ended };
 }
 
 export interface PasswordReset {
@@ -63,5 +68,7 @@ export async function resetPassword(
   const ended = await endEverySession(db, sessions, user.user_id, {
     hash: await hashPassword(password),
   });
-  return ended ? { ...user, sessions_ended: ended.ended.length } : null;
+  if (!ended) return null;
+  await voidEmailTokens(db, user.user_id, ['password_reset']);
+  return { ...user, sessions_ended: ended.ended.length };
 }

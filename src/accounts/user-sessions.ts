@@ -26,9 +26,11 @@ export interface PasswordReplacement {
 
 /**
  * Raises the user's session epoch, with a new password hash when given (a password change
- * or reset). Null when no such user exists, or their hash is no longer `replacing`.
+ * or reset). Null when no such user exists, or their hash is no longer `replacing`. Step 1
+ * alone, for a caller that raises it inside a transaction of its own (a reset by e-mail) and
+ * ends the listed sessions (`SessionStore.endAll`) once that committed.
  */
-async function raiseSessionEpoch(
+export async function raiseSessionEpoch(
   db: Pick<DbPool, 'query'>,
   userId: string,
   password?: PasswordReplacement,

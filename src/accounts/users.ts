@@ -57,6 +57,12 @@ export function isAccountEmail(email: string): boolean {
 export interface NewUser {
   readonly email: string;
   readonly password: string;
+  /**
+   * A self-service sign-up: the address is unverified (the operator's accounts are taken as
+   * verified); `holdMs`, while gw sends mail, how long it holds the address unverified before
+   * a new sign-up may take it over (decision 370), else null.
+   */
+  readonly signup?: { readonly holdMs: number | null };
   /** Also make the user a member of this existing organization, audited as `actor`'s change. */
   readonly membership?: { readonly orgId: string; readonly role: Role; readonly actor: Actor };
 }
@@ -108,9 +114,18 @@ async function insertUser(
     const personalOrgId = await createOrganization(client, `${email} (personal)`);
     const userId = newId('usr');
     await client.query(
-      `INSERT INTO dashboard_users (id, email, password_hash, personal_org_id)
-       VALUES ($1, $2, $3, $4)`,
-      [userId, email, passwordHash, personalOrgId],
+      `INSERT INTO dashboard_users
+         (id, email, password_hash, personal_org_id, email_verified_at, email_hold_until)
+       VALUES ($1, $2, $3, $4, CASE WHEN $5 THEN NULL ELSE now() END,
+               now() + $6 * interval '1 millisecond')`,
+      [
+        userId,
+        email,
+        passwordHash,
+        personalOrgId,
+        input.signup !== undefined,
+        input.signup?.holdMs ?? null,
+      ],
     );
     await client.query(
       `INSERT INTO org_memberships (org_id, user_id, role) VALUES ($1, $2, 'owner')`,
@@ -175,6 +190,8 @@ export interface DashboardUser {
   readonly memberships: readonly Membership[];
   /** Sessions of an earlier epoch are ended (src/accounts/user-sessions.ts). */
   readonly sessionEpoch: number;
+  /** The account proved it receives mail at its address (or the operator made it). */
+  readonly emailVerified: boolean;
 }
 
 /** The user and every organization they belong to (null when the user no longer exists). */
@@ -183,11 +200,13 @@ export async function loadDashboardUser(db: DbPool, userId: string): Promise<Das
     email: string;
     personal_org_id: string;
     session_epoch: number;
+    email_verified: boolean;
     org_id: string | null;
     name: string | null;
     role: Role | null;
   }>(
-    `SELECT u.email, u.personal_org_id, u.session_epoch, m.org_id, o.name, m.role
+    `SELECT u.email, u.personal_org_id, u.session_epoch,
+            u.email_verified_at IS NOT NULL AS email_verified, m.org_id, o.name, m.role
        FROM dashboard_users u
        LEFT JOIN org_memberships m ON m.user_id = u.id
        LEFT JOIN organizations o ON o.id = m.org_id
@@ -202,6 +221,7 @@ export async function loadDashboardUser(db: DbPool, userId: string): Promise<Das
     email: first.email,
     personalOrgId: first.personal_org_id,
     sessionEpoch: first.session_epoch,
+    emailVerified: first.email_verified,
     memberships: rows
       .filter((row) => row.org_id !== null)
       .map((row) => ({

@@ -1,5 +1,6 @@
 // Start-up, the routes' side: everything a route handler may be given (RouteDeps) and the
 // authenticators of each caller kind, built from what the phases before started.
+import { AccountMail } from '../accounts/account-mail.js';
 import { DashboardAuthenticator } from '../accounts/dashboard-auth.js';
 import { LoginThrottle } from '../accounts/login-throttle.js';
 import { sessionSettingsOf, SessionStore } from '../accounts/sessions.js';
@@ -7,6 +8,7 @@ import { capInvalidation } from '../admin/caps.js';
 import { serviceKeyInvalidation } from '../admin/service-keys.js';
 import type { SettleSpool } from '../billing/settle-spool.js';
 import type { Config } from '../config.js';
+import type { Mailer } from '../email/mailer.js';
 import { CredentialError, CredentialStore } from '../credentials/credential-store.js';
 import type { DbPool } from '../db/pool.js';
 import type { Logger } from '../log.js';
@@ -30,6 +32,8 @@ import type { Stores } from './stores.js';
 
 export interface RouteParts {
   readonly db: DbPool;
+  /** gw's outgoing e-mail (SMTP_URL), else null. */
+  readonly mailer: Mailer | null;
   readonly redis: RedisConnections;
   readonly observability: Observability;
   readonly stores: Stores;
@@ -90,6 +94,7 @@ export function wireRoutes(config: Config, logger: Logger, parts: RouteParts): W
       ...config.DASHBOARD_ALLOWED_ORIGINS,
     ],
     insecure: config.DASHBOARD_INSECURE_COOKIES,
+    verificationRequired: parts.mailer !== null,
   });
   const deps: RouteDeps = {
     accounts: {
@@ -97,6 +102,11 @@ export function wireRoutes(config: Config, logger: Logger, parts: RouteParts): W
       sessions,
       throttle: new LoginThrottle(redis, keys),
       signup: config.DASHBOARD_SIGNUP,
+      // PUBLIC_ORIGIN is required with SMTP_URL (src/config.ts): links never follow a Host.
+      mail:
+        parts.mailer && config.PUBLIC_ORIGIN !== undefined
+          ? new AccountMail(parts.mailer, config.PUBLIC_ORIGIN)
+          : null,
     },
     proxy: proxyDeps,
     catalog,

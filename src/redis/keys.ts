@@ -58,6 +58,12 @@ export interface RedisKeys {
   loginFailures(kind: 'account' | 'address', subject: string): string;
   /** Self-service sign-up attempts from a client address in the current window. */
   signupAttempts(address: string): string;
+  /**
+   * Requests that may send e-mail or use a link from one (decision 370) in the current window:
+   * `recipient` (the SHA-256 of an address: sign-ups, resends, reset requests), and
+   * `reset-request` and `link-use` (an e-mailed link followed) by client address.
+   */
+  emailAttempts(kind: 'recipient' | 'reset-request' | 'link-use', subject: string): string;
   /** An OAuth authorization code's grant (JSON) by the SHA-256 of the code, until it expires. */
   oauthCode(codeHash: string): string;
   /** The app connection a used code made, kept a while to catch its replay. */
@@ -96,6 +102,7 @@ export function createRedisKeys(prefix: string): RedisKeys {
     userSessions: (userId) => `${prefix}:user-sessions:${userId}`,
     loginFailures: (kind, subject) => `${prefix}:login-fail:${kind}:${subject}`,
     signupAttempts: (address) => `${prefix}:signup-attempts:${address}`,
+    emailAttempts: (kind, subject) => `${prefix}:email-attempts:${kind}:${subject}`,
     oauthCode: (codeHash) => `${prefix}:oauth-code:{${codeHash}}`,
     oauthCodeUsed: (codeHash) => `${prefix}:oauth-code:{${codeHash}}:used`,
   };

@@ -12,8 +12,12 @@ import { loginRoute } from './auth/login.js';
 import { logoutRoute } from './auth/logout.js';
 import { logoutEverywhereRoute } from './auth/logout-everywhere.js';
 import { changePasswordRoute } from './auth/password.js';
+import { passwordResetConfirmRoute } from './auth/password-reset-confirm.js';
+import { passwordResetRequestRoute } from './auth/password-reset-request.js';
 import { sessionRoute } from './auth/session.js';
 import { signupRoute } from './auth/signup.js';
+import { verifyEmailRoute } from './auth/verify-email.js';
+import { resendVerificationRoute } from './auth/verify-email-resend.js';
 import { chatCompletionsRoute } from './chat-completions.js';
 import type { ServiceKeyInvalidation } from '../admin/service-keys.js';
 import { createApiKeyRoute } from './dashboard/api-keys/create.js';
@@ -203,6 +207,10 @@ export const routeDeclarations: readonly DeclaredRoute<RouteDeps>[] = [
     logoutRoute,
     logoutEverywhereRoute,
     changePasswordRoute,
+    passwordResetRequestRoute,
+    passwordResetConfirmRoute,
+    verifyEmailRoute,
+    resendVerificationRoute,
     csrfRoute,
     sessionRoute,
     listOrgsRoute,

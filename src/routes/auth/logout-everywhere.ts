@@ -11,7 +11,7 @@ export const logoutEverywhereRoute = declareRoute({
   method: 'POST',
   path: '/auth/logout-everywhere',
   summary: "Signs out of every one of the user's dashboard sessions, on every browser",
-  caller: { kind: 'session' },
+  caller: { kind: 'session', unverified: 'allowed' },
   responses: {
     200: {
       description: 'signed out everywhere',

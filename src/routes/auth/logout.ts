@@ -7,7 +7,7 @@ export const logoutRoute = declareRoute({
   method: 'POST',
   path: '/auth/logout',
   summary: 'Signs out of the dashboard: the session ends on every instance at once',
-  caller: { kind: 'session' },
+  caller: { kind: 'session', unverified: 'allowed' },
   responses: {
     200: { description: 'signed out', schema: z.object({ signed_out: z.literal(true) }) },
   },

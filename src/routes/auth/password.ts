@@ -19,7 +19,7 @@ export const changePasswordRoute = declareRoute({
   path: '/auth/password',
   summary:
     "Changes the signed-in user's password: every other session ends, this one continues under a new id",
-  caller: { kind: 'session' },
+  caller: { kind: 'session', unverified: 'allowed' },
   body: z.strictObject({ current_password: passwordField, new_password: passwordField }),
   responses: {
     200: {

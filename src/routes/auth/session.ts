@@ -10,7 +10,12 @@ export const sessionRoute = declareRoute({
   responses: { 200: { description: 'the signed-in user', schema: signedInSchema } },
   handler({ caller: { user } }) {
     return {
-      user: { id: user.id, email: user.email, personal_org_id: user.personalOrgId },
+      user: {
+        id: user.id,
+        email: user.email,
+        personal_org_id: user.personalOrgId,
+        email_verified: user.emailVerified,
+      },
       orgs: user.memberships.map(({ id, name, role }) => ({ id, name, role })),
     };
   },

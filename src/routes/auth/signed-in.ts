@@ -48,7 +48,12 @@ export async function answerSignedIn(
   });
   response.end(
     JSON.stringify({
-      user: { id: user.id, email: user.email, personal_org_id: user.personalOrgId },
+      user: {
+        id: user.id,
+        email: user.email,
+        personal_org_id: user.personalOrgId,
+        email_verified: user.emailVerified,
+      },
       orgs: user.memberships.map(({ id: orgId, name, role }) => ({ id: orgId, name, role })),
     }),
   );

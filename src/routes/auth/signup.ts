@@ -4,10 +4,22 @@
 // `gw admin create-user` does, and signs them in (the session cookie, as /auth/login). Every
 // attempt is counted per client address (429 gw_too_many_attempts with Retry-After past
 // the limit), before any password is hashed — a body refused as malformed too.
+// Where gw sends e-mail (SMTP_URL, decision 370), a sign-up signs nobody in: it answers 202
+// the same whether the address was free (an unverified account is made and sent a
+// verification link), held past 24 hours by an account never verified (taken over), or
+// another account's (its owner is sent a notice instead). Each counts against the address
+// too (the e-mails one address may be sent).
 import { tooManyAttempts } from '../../accounts/login-throttle.js';
-import { AccountRuleError, createUser, loadDashboardUser } from '../../accounts/users.js';
+import { signUpWithVerification } from '../../accounts/email-verification.js';
+import {
+  AccountRuleError,
+  createUser,
+  loadDashboardUser,
+  normalizeEmail,
+} from '../../accounts/users.js';
 import { gwError, type GwError } from '../../errors.js';
-import { declareRoute } from '../framework/declaration.js';
+import { z } from 'zod';
+import { answer, declareRoute } from '../framework/declaration.js';
 import type { AccountDeps } from './deps.js';
 import { answerSignedIn, emailPasswordSchema, signedInSchema } from './signed-in.js';
 
@@ -17,7 +29,14 @@ export const signupRoute = declareRoute({
   summary: 'Self-service sign-up (when enabled): a new user and their personal organization',
   caller: { kind: 'dashboard_visitor' },
   body: emailPasswordSchema,
-  responses: { 201: { description: 'signed up and signed in', schema: signedInSchema } },
+  responses: {
+    201: { description: 'signed up and signed in (gw sends no e-mail)', schema: signedInSchema },
+    202: {
+      description:
+        'where gw sends e-mail: a verification link (or, for an address with an account, a notice) is on its way; sign in with the password',
+      schema: z.object({ email: z.string(), verification_sent: z.literal(true) }),
+    },
+  },
   errors: ['gw_signup_disabled', 'gw_too_many_attempts', 'gw_conflict', 'gw_unavailable'],
   // A body the router refuses is an attempt too: it is counted (and answered 429 past the
   // limit). A request refused before its body was read (too large, a bad query string) is
@@ -29,9 +48,29 @@ export const signupRoute = declareRoute({
     const { db, sessions } = deps.accounts;
     const refusal = await signupGate(request.remoteAddress, deps);
     if (refusal) return refusal;
+    if (deps.accounts.mail) {
+      const email = normalizeEmail(body.email);
+      const waitMs = await deps.accounts.throttle.emailAttempt(email);
+      if (waitMs > 0) return tooManyAttempts('sign-ups with this e-mail', waitMs);
+      try {
+        await signUpWithVerification(db, sessions, deps.accounts.mail, body);
+      } catch (error) {
+        if (!(error instanceof AccountRuleError)) throw error;
+        return gwError('gw_invalid_request', error.message);
+      }
+      return answer(202, { email, verification_sent: true });
+    }
     let userId: string;
     try {
-      userId = (await createUser(db, { email: body.email, password: body.password })).user_id;
+      // Unverified (nothing proved the address), with no hold: without e-mail nobody could
+      // follow a link before one expired, so sign-up never takes such an account over.
+      userId = (
+        await createUser(db, {
+          email: body.email,
+          password: body.password,
+          signup: { holdMs: null },
+        })
+      ).user_id;
     } catch (error) {
       if (!(error instanceof AccountRuleError)) throw error;
       return error.conflict

@@ -2,7 +2,8 @@
 // (/dashboard/orgs/…, /dashboard/models, …) answer the same HTML, never cached, with a strict
 // Content-Security-Policy (scripts, styles and requests only from the gateway itself). Where
 // self-service sign-up is on, the page says so in a <meta name="gw-sign-up"> (the signed-out
-// app has no other way to know whether to offer it). Any other GET under /dashboard/ but the
+// app has no other way to know whether to offer it), and where gw sends e-mail in a
+// <meta name="gw-email"> (its sign-in page then offers "forgot password"). Any other GET under /dashboard/ but the
 // `api` and `assets` namespaces answers the page too: 200 where the app has a page of that
 // shape, 404 where it has none (the app then shows its own not-found page), so a mistyped
 // link or a trailing slash still opens the dashboard (docs/decisions.md 291).
@@ -35,23 +36,29 @@ const pageHeaders = {
 
 interface PageDeps {
   readonly dashboardBundle: DashboardBundle;
-  readonly accounts: { readonly signup: boolean };
+  readonly accounts: { readonly signup: boolean; readonly mail: unknown };
 }
 
-const SIGN_UP_META = Buffer.from('<meta name="gw-sign-up" content="open" />\n  </head>');
-/** The page with the sign-up flag, made once per bundle. */
-const withSignUp = new WeakMap<Buffer, Buffer>();
+const SIGN_UP_META = '<meta name="gw-sign-up" content="open" />\n  ';
+/** gw sends e-mail (decision 370): the sign-in page offers "forgot password". */
+const EMAIL_META = '<meta name="gw-email" content="on" />\n  ';
+/** The page with its flags, made once per bundle and set of flags. */
+const flaggedPages = new WeakMap<Buffer, Map<string, Buffer>>();
 
-function pageHtml(html: Buffer, signUp: boolean): Buffer {
-  if (!signUp) return html;
-  let flagged = withSignUp.get(html);
+function pageHtml(html: Buffer, signUp: boolean, email: boolean): Buffer {
+  const metas = (signUp ? SIGN_UP_META : '') + (email ? EMAIL_META : '');
+  if (metas === '') return html;
+  let pages = flaggedPages.get(html);
+  if (!pages) {
+    pages = new Map();
+    flaggedPages.set(html, pages);
+  }
+  let flagged = pages.get(metas);
   if (!flagged) {
     const at = html.indexOf('</head>');
     flagged =
-      at < 0
-        ? html
-        : Buffer.concat([html.subarray(0, at), SIGN_UP_META, html.subarray(at + '</head>'.length)]);
-    withSignUp.set(html, flagged);
+      at < 0 ? html : Buffer.concat([html.subarray(0, at), Buffer.from(metas), html.subarray(at)]);
+    pages.set(metas, flagged);
   }
   return flagged;
 }
@@ -60,7 +67,7 @@ function sendPage(response: HttpResponse, deps: PageDeps, status = 200): GwError
   const html = deps.dashboardBundle.html;
   if (!html) return gwError('gw_not_found', 'the dashboard is not built: run `npm run build`');
   response.writeHead(status, pageHeaders);
-  response.end(pageHtml(html, deps.accounts.signup));
+  response.end(pageHtml(html, deps.accounts.signup, deps.accounts.mail !== null));
   return undefined;
 }
 
@@ -82,7 +89,7 @@ export const dashboardSignInPageRoute = pageRoute('/dashboard/sign-in', 'Dashboa
 /** The namespaces under /dashboard/ that are not the app's pages. */
 const NOT_PAGES = new Set(['api', 'assets']);
 /** The one-segment pages of the app (`orgs` alone is its home: your organizations). */
-const NAMED_PAGES = new Set(['sign-in', 'sign-up', 'models', 'account', 'orgs']);
+const NAMED_PAGES = new Set(['sign-in', 'sign-up', 'forgot-password', 'models', 'account', 'orgs']);
 
 /**
  * What /dashboard/<rest> is to the app: one of its pages, a path it shows as not found, or a

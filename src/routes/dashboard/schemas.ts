@@ -24,6 +24,11 @@ export const dashboardUserSchema = z.object({
   id: z.string(),
   email: z.string(),
   personal_org_id: z.string(),
+  email_verified: z
+    .boolean()
+    .describe(
+      'the account proved its address (or the operator made it); while false and gw sends e-mail, only its own password, sign-out and a new verification link are writes it may make',
+    ),
 });
 
 /** The envelope of every dashboard list: a page of rows and the cursor of the next page. */

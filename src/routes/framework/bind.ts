@@ -210,7 +210,10 @@ function authenticate(
     case 'service_key':
       return authenticators.serviceKey(head.headers, requirement.scope);
     case 'session':
-      return authenticators.session(head, { csrfInBody: requirement.csrf === 'form' });
+      return authenticators.session(head, {
+        csrfInBody: requirement.csrf === 'form',
+        unverifiedAllowed: requirement.unverified === 'allowed',
+      });
     case 'optional_session':
       // No session (or an expired one) is a caller too: the route sends them to sign in.
       return authenticators

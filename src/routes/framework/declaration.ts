@@ -29,8 +29,15 @@ export type CallerRequirement =
    * Any signed-in dashboard user (writes also need the CSRF token and an allowed Origin).
    * `csrf: 'form'`: the token comes in the form body's `csrf_token` field instead of the
    * X-CSRF-Token header (a server-rendered HTML form cannot set headers).
+   * `unverified: 'allowed'`: a write an account whose e-mail address is not verified yet may
+   * make (its own password, signing out, a new verification link); every other dashboard
+   * write answers it 403 gw_email_unverified while gw sends e-mail (decision 370).
    */
-  | { readonly kind: 'session'; readonly csrf?: 'header' | 'form' }
+  | {
+      readonly kind: 'session';
+      readonly csrf?: 'header' | 'form';
+      readonly unverified?: 'allowed';
+    }
   /**
    * The signed-in dashboard user, or null when there is none (a page that sends a stranger
    * to the sign-in page and back). GET routes only: writes need a session.
@@ -72,10 +79,13 @@ export interface Authenticators {
     headers: Readonly<Record<string, string>>,
     scope: ServiceKeyScope,
   ): Promise<ServiceKeyIdentity | GwError>;
-  /** `csrfInBody`: a write whose CSRF token the router checks in its form body instead. */
+  /**
+   * `csrfInBody`: a write whose CSRF token the router checks in its form body instead;
+   * `unverifiedAllowed`: a write an account with an unverified address may make.
+   */
   session(
     head: RequestHead,
-    options?: { readonly csrfInBody?: boolean },
+    options?: { readonly csrfInBody?: boolean; readonly unverifiedAllowed?: boolean },
   ): Promise<DashboardCaller | GwError>;
   orgMember(head: RequestHead, role: Role, org: OrgLocator): Promise<OrgMemberCaller | GwError>;
   /** A dashboard write without a session: null when its Origin is allowed. */
@@ -99,7 +109,12 @@ export const callerErrors: Readonly<Record<CallerRequirement['kind'], readonly E
     'gw_service_key_scope_required',
     'gw_unavailable',
   ],
-  session: ['gw_session_required', 'gw_csrf_token_invalid', 'gw_origin_not_allowed'],
+  session: [
+    'gw_session_required',
+    'gw_csrf_token_invalid',
+    'gw_origin_not_allowed',
+    'gw_email_unverified',
+  ],
   optional_session: [],
   oauth_client: ['gw_oauth_invalid_client'],
   org_member: [
@@ -108,6 +123,7 @@ export const callerErrors: Readonly<Record<CallerRequirement['kind'], readonly E
     'gw_origin_not_allowed',
     'gw_not_found',
     'gw_role_forbidden',
+    'gw_email_unverified',
   ],
 };
 

@@ -467,6 +467,43 @@ export const dashboardRouteSpecs: readonly RouteSpec[] = [
       field('x_unknown', anything),
     ],
   },
+  // E-mail (decision 370): the fuzz gateway sends to a local SMTP server. Reset requests name
+  // the login user or nobody; confirmations and verifications carry tokens nobody was sent,
+  // so no password changes; the owner is verified, so a resend answers 409.
+  {
+    method: 'POST',
+    path: '/auth/password-reset/request',
+    auth: 'browser',
+    weight: 0.5,
+    body: (target, random) => ({
+      email: random.chance(0.5) ? target.loginEmail : `fuzz-nobody-${random.alnum(8)}@example.com`,
+    }),
+    fields: [field('email', strings, hostileOthers), field('x_unknown', anything)],
+  },
+  {
+    method: 'POST',
+    path: '/auth/password-reset/confirm',
+    auth: 'browser',
+    weight: 0.5,
+    body: (target, random) => ({
+      token: `gw_pwr_${random.alnum(43)}`,
+      new_password: random.chance(0.7) ? target.loginPassword : random.alnum(random.int(20)),
+    }),
+    fields: [
+      field('token', strings, hostileOthers),
+      field('new_password', strings, hostileOthers),
+      field('x_unknown', anything),
+    ],
+  },
+  {
+    method: 'POST',
+    path: '/auth/verify-email',
+    auth: 'browser',
+    weight: 0.4,
+    body: (_target, random) => ({ token: `gw_ev_${random.alnum(43)}` }),
+    fields: [field('token', strings, hostileOthers), field('x_unknown', anything)],
+  },
+  { method: 'POST', path: '/auth/verify-email/resend', auth: 'session', weight: 0.3 },
   { method: 'GET', path: '/auth/csrf', auth: 'session', weight: 1 },
   { method: 'GET', path: '/auth/session', auth: 'session', weight: 1 },
   { method: 'GET', path: '/models', auth: 'session', weight: 1 },

@@ -18,7 +18,13 @@ export interface OrgSummary {
   readonly role: Role;
 }
 export interface SignedIn {
-  readonly user: { readonly id: string; readonly email: string; readonly personal_org_id: string };
+  readonly user: {
+    readonly id: string;
+    readonly email: string;
+    readonly personal_org_id: string;
+    /** False: gw sent a verification link not yet followed (decision 370). */
+    readonly email_verified: boolean;
+  };
   readonly orgs: readonly OrgSummary[];
 }
 export interface Page<Row> {
@@ -43,7 +49,13 @@ async function csrf(): Promise<string> {
   return csrfToken;
 }
 
-const SIGNED_OUT_WRITES = new Set(['/auth/login', '/auth/signup']);
+const SIGNED_OUT_WRITES = new Set([
+  '/auth/login',
+  '/auth/signup',
+  '/auth/password-reset/request',
+  '/auth/password-reset/confirm',
+  '/auth/verify-email',
+]);
 
 /** Whether this gateway lets anyone make an account (its page says so: see the page route). */
 export const signUpOpen = (): boolean =>

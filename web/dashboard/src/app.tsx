@@ -1,4 +1,5 @@
 // The signed-in shell: who you are, which organization, the navigation, and the page.
+import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import {
   api,
@@ -9,6 +10,14 @@ import {
   type OrgSummary,
   type SignedIn,
 } from './api.js';
+import {
+  emailOn,
+  ForgotPasswordPage,
+  openedWith,
+  ResetPasswordPage,
+  UnverifiedBanner,
+  VerificationResult,
+} from './email-links.js';
 import { asApiError } from './hooks.js';
 import { PendingInvitations } from './invitations.js';
 import { landingOrgId, usableReturnPath } from './landing.js';
@@ -38,6 +47,8 @@ type SessionState =
 export function App() {
   const view = useView();
   const [state, setState] = useState<SessionState>({ kind: 'checking' });
+  /** The token of the password-reset link the page was opened from, until it is used. */
+  const [resetToken, setResetToken] = useState(openedWith.passwordReset);
 
   /** Reads the session again (sign-in, or the organizations changed); settles once it has. */
   const refresh = useCallback(() => {
@@ -66,11 +77,14 @@ export function App() {
   }, []);
 
   const signingUp = view.page === 'sign-up' && signUpOpen();
+  const forgotPassword = view.page === 'forgot-password' && emailOn();
   useEffect(() => {
-    if (state.kind === 'signed-out' && view.page !== 'sign-in' && !signingUp) {
+    if (resetToken !== null) return;
+    if (state.kind === 'signed-out' && view.page !== 'sign-in' && !signingUp && !forgotPassword) {
       navigateToSignIn();
     }
-    const signPage = view.page === 'sign-in' || view.page === 'sign-up';
+    const signPage =
+      view.page === 'sign-in' || view.page === 'sign-up' || view.page === 'forgot-password';
     if (state.kind === 'signed-in' && (signPage || view.page === 'home')) {
       // Back to the page opened while signed out, or to an app's OAuth consent page (not to an
       // organization of someone else's: a link a previous user's session left).
@@ -86,12 +100,13 @@ export function App() {
       const home = landingOrgId(state.session, lastUsedOrg(state.session.user.id));
       if (home) navigate(orgView(home), { replace: true });
     }
-  }, [state, view]);
+  }, [state, view, resetToken]);
 
   useEffect(() => {
     const titles: Record<Exclude<View['page'], 'org'>, string> = {
       'sign-in': 'Sign in',
       'sign-up': 'Create an account',
+      'forgot-password': 'Reset your password',
       models: 'Models & prices',
       account: 'Your account',
       home: 'Dashboard',
@@ -101,6 +116,21 @@ export function App() {
     document.title = `${title ?? 'Not found'} · gw`;
   }, [view]);
 
+  const verification = <VerificationResult onVerified={() => void refresh()} />;
+  if (resetToken !== null) {
+    return (
+      <ResetPasswordPage
+        token={resetToken}
+        onDone={() => {
+          // the reset ended every session of the account, this browser's too if it had one
+          setResetToken(null);
+          forgetCsrfToken();
+          navigateToSignIn('sign-in', { comeBack: false });
+          setState({ kind: 'signed-out' });
+        }}
+      />
+    );
+  }
   if (state.kind === 'checking') {
     return (
       <main class="center">
@@ -119,18 +149,23 @@ export function App() {
     );
   }
   if (state.kind === 'signed-out') {
+    if (forgotPassword) return <ForgotPasswordPage />;
     return (
-      <SignInPage
-        mode={signingUp ? 'sign-up' : 'sign-in'}
-        onSignedIn={(session) => {
-          forgetCsrfToken();
-          setState({ kind: 'signed-in', session });
-        }}
-      />
+      <>
+        {verification}
+        <SignInPage
+          mode={signingUp ? 'sign-up' : 'sign-in'}
+          onSignedIn={(session) => {
+            forgetCsrfToken();
+            setState({ kind: 'signed-in', session });
+          }}
+        />
+      </>
     );
   }
   return (
     <Shell
+      verification={verification}
       session={state.session}
       view={view}
       onJoined={(orgId) => {
@@ -175,6 +210,8 @@ function useFocusOnNavigation(view: View): void {
 function Shell(props: {
   session: SignedIn;
   view: View;
+  /** How following an e-mail verification link went, if the page was opened from one. */
+  verification: ComponentChildren;
   onJoined(orgId: string): void;
   onSignedOut(): void;
 }) {
@@ -224,6 +261,8 @@ function Shell(props: {
       <div class="layout">
         {navOrg && <Nav org={navOrg} view={view} />}
         <main id="main" tabIndex={-1}>
+          {props.verification}
+          <UnverifiedBanner session={session} />
           <PendingInvitations onJoined={props.onJoined} />
           {org || !viewOrgId ? (
             <Page view={view} org={org} session={session} onSignedOut={props.onSignedOut} />
@@ -316,7 +355,12 @@ function Page(props: {
   if (!org) return <Loading what="your organization" />;
   const page = view.page === 'org' ? orgPageOf(view.section) : undefined;
   if (view.page !== 'org' || !page) {
-    if (view.page === 'home' || view.page === 'sign-in' || view.page === 'sign-up') {
+    if (
+      view.page === 'home' ||
+      view.page === 'sign-in' ||
+      view.page === 'sign-up' ||
+      view.page === 'forgot-password'
+    ) {
       return <Loading what="your organization" />;
     }
     return <NotFound orgId={org.id} />;

@@ -8,6 +8,8 @@ export type View =
   | { readonly page: 'home' }
   | { readonly page: 'sign-in' }
   | { readonly page: 'sign-up' }
+  /** "Forgot password?": asks for a reset link by e-mail (where the gateway sends any). */
+  | { readonly page: 'forgot-password' }
   | { readonly page: 'models' }
   /** The signed-in user's own: password, sessions. */
   | { readonly page: 'account' }
@@ -43,6 +45,7 @@ export function parseView(pathname: string): View {
   if (parts.length === 0) return { page: 'home' };
   if (parts.length === 1 && parts[0] === 'sign-in') return { page: 'sign-in' };
   if (parts.length === 1 && parts[0] === 'sign-up') return { page: 'sign-up' };
+  if (parts.length === 1 && parts[0] === 'forgot-password') return { page: 'forgot-password' };
   if (parts.length === 1 && parts[0] === 'models') return { page: 'models' };
   if (parts.length === 1 && parts[0] === 'account') return { page: 'account' };
   // /dashboard/orgs/ (a link trimmed to its organizations): home, your organization
@@ -61,6 +64,8 @@ export function hrefOf(view: View): string {
       return `${BASE}/sign-in`;
     case 'sign-up':
       return `${BASE}/sign-up`;
+    case 'forgot-password':
+      return `${BASE}/forgot-password`;
     case 'models':
       return `${BASE}/models`;
     case 'account':

@@ -1,10 +1,14 @@
 // Sign-in: e-mail and password; the gateway's answer (wrong password, too many attempts) shown.
 // Sign-up, where the gateway allows it (DASHBOARD_SIGNUP): the same form makes the account (and
-// its personal organization) and signs in.
+// its personal organization) and signs in. Where the gateway sends e-mail, a sign-up answers
+// only that a link is on its way (the same for an address that has an account: decision 370);
+// the form then signs in with the password, and says to check the inbox if that fails.
+// "Forgot password?" where the gateway sends e-mail.
 import { useState } from 'preact/hooks';
 import { api, signUpOpen, type SignedIn } from '../api.js';
+import { emailOn } from '../email-links.js';
 import { useAction } from '../hooks.js';
-import { navigateToSignIn } from '../router.js';
+import { navigate, navigateToSignIn } from '../router.js';
 import { ErrorNote } from '../ui.js';
 
 type Mode = 'sign-in' | 'sign-up';
@@ -16,7 +20,22 @@ export function SignInPage(props: { mode: Mode; onSignedIn(session: SignedIn): v
   const signingUp = props.mode === 'sign-up';
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
+  /** A sign-up that could not sign in: the address it was for (check the inbox). */
+  const [checkInbox, setCheckInbox] = useState<string | null>(null);
   const action = useAction();
+  const signUp = async (): Promise<SignedIn | null> => {
+    const answer = await api.post<SignedIn | { verification_sent: true; email: string }>(
+      '/auth/signup',
+      { email, password },
+    );
+    if (!('verification_sent' in answer)) return answer;
+    try {
+      return await api.post<SignedIn>('/auth/login', { email, password });
+    } catch {
+      setCheckInbox(answer.email);
+      return null;
+    }
+  };
   const switchTo = (mode: Mode) => (event: Event) => {
     event.preventDefault();
     action.clear();
@@ -28,8 +47,8 @@ export function SignInPage(props: { mode: Mode; onSignedIn(session: SignedIn): v
         class="card"
         onInput={action.clear}
         onSubmit={action.submit(
-          () => api.post<SignedIn>(signingUp ? '/auth/signup' : '/auth/login', { email, password }),
-          props.onSignedIn,
+          () => (signingUp ? signUp() : api.post<SignedIn>('/auth/login', { email, password })),
+          (session) => session && props.onSignedIn(session),
         )}
       >
         <p class="brand">gw</p>
@@ -68,6 +87,11 @@ export function SignInPage(props: { mode: Mode; onSignedIn(session: SignedIn): v
           </p>
         )}
         <ErrorNote error={action.error} />
+        {checkInbox !== null && (
+          <p role="status">
+            We sent a message to <strong>{checkInbox}</strong>: check your inbox to go on.
+          </p>
+        )}
         <button type="submit" disabled={action.busy}>
           {signingUp
             ? action.busy
@@ -77,6 +101,20 @@ export function SignInPage(props: { mode: Mode; onSignedIn(session: SignedIn): v
               ? 'Signing in…'
               : 'Sign in'}
         </button>
+        {!signingUp && emailOn() && (
+          <p class="muted small">
+            <a
+              href="/dashboard/forgot-password"
+              onClick={(event) => {
+                event.preventDefault();
+                action.clear();
+                navigate({ page: 'forgot-password' });
+              }}
+            >
+              Forgot password?
+            </a>
+          </p>
+        )}
         {signingUp ? (
           <p class="muted small">
             Have an account?{' '}

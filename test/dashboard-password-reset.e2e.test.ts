@@ -1,0 +1,304 @@
+// "Forgot password" by e-mail (decision 370), against a real SMTP server (smtp-server), the
+// real Redis and Postgres: the request answers the same for known and unknown addresses, the
+// mailed link sets a new password once, within 30 minutes, and ends every session; requests
+// and link uses are throttled; a send failure is counted and logged without a secret; and a
+// gateway without SMTP_URL offers none of it.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sha256Hex } from '../src/ids.js';
+import { isolatedContext } from './support/context.js';
+import { DashboardClient, TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
+import {
+  linkToken,
+  SMTP_PASSWORD,
+  startMailCatcher,
+  type MailCatcher,
+} from './support/mail-catcher.js';
+import { metricsUrl, runCli, startGateway, type GatewayProcess } from './support/processes.js';
+import { deletePrefix } from './support/services.js';
+
+const { env, db, redis, prefix } = isolatedContext('password-reset');
+const PUBLIC_ORIGIN = 'https://gw.example.test';
+const FROM = 'gw dashboard <no-reply@gw.example.test>';
+const NEW_PASSWORD = 'a brand new passphrase, long enough';
+let mail: MailCatcher;
+let gateway: GatewayProcess;
+let noMail: GatewayProcess;
+
+type ErrorBody = { error: { code: string; message: string } };
+
+beforeAll(async () => {
+  mail = await startMailCatcher();
+  [gateway, noMail] = await Promise.all([
+    startGateway({ ...env, SMTP_URL: mail.url, EMAIL_FROM: FROM, PUBLIC_ORIGIN }),
+    startGateway(env),
+  ]);
+});
+
+afterAll(async () => {
+  await Promise.all([gateway?.stop(), noMail?.stop()]);
+  await mail?.close();
+});
+
+const browser = (on: GatewayProcess = gateway) =>
+  new DashboardClient(on.url, `https://127.0.0.1:${on.port}`);
+
+/** Forgets this file's e-mail counts, so a test starts with every allowance full. */
+const resetThrottles = () => deletePrefix(redis, `${prefix}:email-attempts`);
+
+async function newUser(label: string): Promise<string> {
+  const email = uniqueEmail(label).toLowerCase();
+  const created = await runCli(
+    ['admin', 'create-user', '--email', email, '--password-stdin'],
+    env,
+    { stdin: TEST_PASSWORD },
+  );
+  expect(created.code).toBe(0);
+  return email;
+}
+
+const requestReset = (email: string, on: GatewayProcess = gateway) =>
+  browser(on).post<Record<string, unknown>>(
+    '/auth/password-reset/request',
+    { email },
+    { csrf: false },
+  );
+
+const confirmReset = (token: string, newPassword = NEW_PASSWORD) =>
+  browser().post<Record<string, unknown>>(
+    '/auth/password-reset/confirm',
+    { token, new_password: newPassword },
+    { csrf: false },
+  );
+
+/** Asks for a reset of `email` and reads the `count`-th mail it is sent: its link's token. */
+async function resetLink(email: string, count = 1): Promise<{ link: string; token: string }> {
+  expect((await requestReset(email)).status).toBe(202);
+  const received = await mail.nth(email, count);
+  return linkToken(received.text, 'password_reset_token');
+}
+
+describe('forgot password, where gw sends e-mail', () => {
+  it('mails a link that sets a new password once, ending every session; the old password stops working', async () => {
+    await resetThrottles();
+    const email = await newUser('Forgetful');
+    const first = browser();
+    const second = browser();
+    expect((await first.login(email, TEST_PASSWORD)).status).toBe(200);
+    expect((await second.login(email, TEST_PASSWORD)).status).toBe(200);
+
+    const asked = await requestReset(email);
+    expect(asked.status).toBe(202);
+    expect(asked.body).toEqual({ reset_requested: true });
+    const received = await mail.nth(email, 1);
+    expect(received.to).toEqual([email]);
+    expect(received.from).toBe('no-reply@gw.example.test');
+    expect(received.subject).toBe('Reset your gw dashboard password');
+    expect(received.text).toContain('within 30 minutes');
+    const { link, token } = linkToken(received.text, 'password_reset_token');
+    // on PUBLIC_ORIGIN, never the Host the request named; the secret in the fragment
+    expect(link).toBe(`${PUBLIC_ORIGIN}/dashboard/#password_reset_token=${token}`);
+    expect(token).toMatch(/^gw_pwr_[0-9A-Za-z]{43}$/);
+    // Postgres holds its SHA-256 only
+    const stored = await db.query<{ token_hash: string; purpose: string }>(
+      `SELECT t.token_hash, t.purpose FROM dashboard_email_tokens t
+         JOIN dashboard_users u ON u.id = t.user_id WHERE u.email = $1`,
+      [email],
+    );
+    expect(stored.rows).toEqual([{ token_hash: sha256Hex(token), purpose: 'password_reset' }]);
+
+    // a new password the rules refuse: 400 naming it, and the link still works
+    const short = await confirmReset(token, 'short');
+    expect(short.status).toBe(400);
+    expect((short.body as ErrorBody).error.message).toContain('new_password');
+
+    const reset = await confirmReset(token);
+    expect(reset.status).toBe(200);
+    expect(reset.body).toEqual({ password_reset: true, email, sessions_ended: 2 });
+    for (const ended of [first, second]) {
+      const answer = await ended.get<ErrorBody>('/auth/session');
+      expect(answer.status).toBe(401);
+      expect(answer.body.error.code).toBe('gw_session_required');
+    }
+    const oldPassword = await browser().login(email, TEST_PASSWORD);
+    expect(oldPassword.status).toBe(401);
+    expect((await browser().login(email, NEW_PASSWORD)).status).toBe(200);
+
+    // single use
+    const again = await confirmReset(token, 'yet another passphrase, long');
+    expect(again.status).toBe(400);
+    expect((again.body as ErrorBody).error.code).toBe('gw_email_token_invalid');
+    expect((await browser().login(email, NEW_PASSWORD)).status).toBe(200);
+
+    const audit = await db.query<{ action: string; details: unknown }>(
+      `SELECT a.action, a.details FROM dashboard_audit_log a
+         JOIN dashboard_users u ON u.personal_org_id = a.org_id AND u.id = a.user_id
+        WHERE u.email = $1`,
+      [email],
+    );
+    expect(audit.rows).toEqual([{ action: 'user.password_reset', details: { via: 'email_link' } }]);
+    // neither the token, its link nor the SMTP password is in the log
+    expect(gateway.output()).not.toContain(token);
+    expect(gateway.output()).not.toContain(SMTP_PASSWORD);
+  });
+
+  it('refuses an expired link and changes nothing', async () => {
+    await resetThrottles();
+    const email = await newUser('Late');
+    const { token } = await resetLink(email);
+    await db.query(
+      `UPDATE dashboard_email_tokens SET expires_at = now() - interval '1 second'
+        WHERE token_hash = $1`,
+      [sha256Hex(token)],
+    );
+    const late = await confirmReset(token);
+    expect(late.status).toBe(400);
+    expect((late.body as ErrorBody).error.code).toBe('gw_email_token_invalid');
+    expect((await browser().login(email, TEST_PASSWORD)).status).toBe(200);
+    expect((await browser().login(email, NEW_PASSWORD)).status).toBe(401);
+  });
+
+  it('voids the other reset links of the account once one is used', async () => {
+    await resetThrottles();
+    const email = await newUser('Twice');
+    const { token: older } = await resetLink(email, 1);
+    const { token: newer } = await resetLink(email, 2);
+    expect((await confirmReset(newer)).status).toBe(200);
+    const stale = await confirmReset(older, 'the older link must not work');
+    expect(stale.status).toBe(400);
+    expect((stale.body as ErrorBody).error.code).toBe('gw_email_token_invalid');
+  });
+
+  it('voids a reset link once the password is changed another way', async () => {
+    await resetThrottles();
+    const email = await newUser('Changer');
+    const { token } = await resetLink(email);
+    const user = browser();
+    expect((await user.login(email, TEST_PASSWORD)).status).toBe(200);
+    const changed = await user.post('/auth/password', {
+      current_password: TEST_PASSWORD,
+      new_password: NEW_PASSWORD,
+    });
+    expect(changed.status).toBe(200);
+    const stale = await confirmReset(token, 'the link must not undo the change');
+    expect(stale.status).toBe(400);
+    expect((stale.body as ErrorBody).error.code).toBe('gw_email_token_invalid');
+    expect((await browser().login(email, NEW_PASSWORD)).status).toBe(200);
+  });
+
+  it('answers a known and an unknown address identically, and mails only the known one', async () => {
+    await resetThrottles();
+    const known = await newUser('Known');
+    const unknown = uniqueEmail('nobody').toLowerCase();
+    const unknownAnswer = await requestReset(unknown);
+    const knownAnswer = await requestReset(known);
+    const shape = (answer: Awaited<ReturnType<typeof requestReset>>) => ({
+      status: answer.status,
+      body: answer.body,
+      headers: [...answer.headers.entries()].filter(
+        ([name]) => name !== 'date' && name !== 'x-request-id',
+      ),
+    });
+    expect(shape(unknownAnswer)).toEqual(shape(knownAnswer));
+    expect(knownAnswer.status).toBe(202);
+    await mail.nth(known, 1);
+    // the known address's mail was sent after the unknown's request was answered
+    expect(mail.to(unknown)).toEqual([]);
+    const rows = await db.query('SELECT 1 FROM dashboard_users WHERE email = $1', [unknown]);
+    expect(rows.rowCount).toBe(0);
+  });
+
+  it('throttles requests per address asked for, known or not, and per client', async () => {
+    await resetThrottles();
+    const known = await newUser('Hammered');
+    const unknown = uniqueEmail('hammered-nobody').toLowerCase();
+    for (const email of [known, unknown]) {
+      for (let attempt = 1; attempt <= 5; attempt += 1) {
+        expect((await requestReset(email)).status).toBe(202);
+      }
+      const refused = await requestReset(email);
+      expect(refused.status).toBe(429);
+      expect((refused.body as unknown as ErrorBody).error.code).toBe('gw_too_many_attempts');
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    }
+    // per client address: 20 requests in the window, whatever addresses they name
+    await resetThrottles();
+    const answers: number[] = [];
+    for (let attempt = 1; attempt <= 21; attempt += 1) {
+      answers.push((await requestReset(uniqueEmail(`spray${attempt}`))).status);
+    }
+    expect(answers.slice(0, 20).every((status) => status === 202)).toBe(true);
+    expect(answers[20]).toBe(429);
+  });
+
+  it('throttles uses of reset links per client, before the token is looked up', async () => {
+    await resetThrottles();
+    const statuses: number[] = [];
+    for (let attempt = 1; attempt <= 21; attempt += 1) {
+      statuses.push((await confirmReset(`gw_pwr_guess${attempt}`)).status);
+    }
+    expect(statuses.slice(0, 20).every((status) => status === 400)).toBe(true);
+    expect(statuses[20]).toBe(429);
+    // a real link waits out the window too: nothing is looked up past the limit
+    await deletePrefix(redis, `${prefix}:email-attempts:recipient`);
+    const email = await newUser('Patient');
+    const { token } = await resetLink(email);
+    const refused = await confirmReset(token);
+    expect(refused.status).toBe(429);
+    await resetThrottles();
+    expect((await confirmReset(token)).status).toBe(200);
+  });
+
+  it('answers the same when the mail cannot be sent, and counts and logs the failure without a secret', async () => {
+    await resetThrottles();
+    const email = await newUser('Unreachable');
+    const failuresBefore = await failedResetMails();
+    mail.refuse = true;
+    try {
+      const asked = await requestReset(email);
+      expect(asked.status).toBe(202);
+      expect(asked.body).toEqual({ reset_requested: true });
+      await expect.poll(failedResetMails, { timeout: 10_000 }).toBe(failuresBefore + 1);
+    } finally {
+      mail.refuse = false;
+    }
+    const line = gateway
+      .output()
+      .split('\n')
+      .find((entry) => entry.includes('an e-mail could not be sent'));
+    expect(JSON.parse(line!)).toMatchObject({ purpose: 'password_reset', responseCode: 550 });
+    const { rows } = await db.query<{ token_hash: string }>(
+      `SELECT t.token_hash FROM dashboard_email_tokens t
+         JOIN dashboard_users u ON u.id = t.user_id WHERE u.email = $1`,
+      [email],
+    );
+    expect(rows).toHaveLength(1);
+    expect(gateway.output()).not.toContain(email);
+    expect(gateway.output()).not.toContain(SMTP_PASSWORD);
+  });
+});
+
+async function failedResetMails(): Promise<number> {
+  const text = await (await fetch(metricsUrl(gateway))).text();
+  const match = /^gw_emails_total\{purpose="password_reset",result="failed"\} (\d+)$/m.exec(text);
+  return Number(match?.[1] ?? 0);
+}
+
+describe('without SMTP_URL', () => {
+  it('offers no reset: 403 gw_email_disabled, and the page says nothing of e-mail', async () => {
+    const email = await newUser('NoMail');
+    const asked = await requestReset(email, noMail);
+    expect(asked.status).toBe(403);
+    expect((asked.body as unknown as ErrorBody).error.code).toBe('gw_email_disabled');
+    const confirm = await browser(noMail).post<ErrorBody>(
+      '/auth/password-reset/confirm',
+      { token: 'gw_pwr_x', new_password: NEW_PASSWORD },
+      { csrf: false },
+    );
+    expect(confirm.status).toBe(403);
+    expect(confirm.body.error.code).toBe('gw_email_disabled');
+    const page = await (await fetch(`${noMail.url}/dashboard/sign-in`)).text();
+    expect(page).not.toContain('gw-email');
+    const withMail = await (await fetch(`${gateway.url}/dashboard/sign-in`)).text();
+    expect(withMail).toContain('<meta name="gw-email" content="on" />');
+  });
+});

@@ -1,0 +1,257 @@
+// What gw's e-mail brings to the dashboard (decision 370), where the gateway sends any (its page
+// carries <meta name="gw-email">): "forgot password" (a form that asks for a reset link, and
+// the form the link opens to set a new password), the verification link of a sign-up, and the
+// banner an account with an unverified address sees, with a way to send the link again.
+// A link's token rides in the URL's fragment (`#password_reset_token=…`,
+// `#email_verification_token=…`), which no browser sends to a server; it is read once as the
+// app loads and taken out of the address bar, so it is not left in the history.
+import { useEffect, useState } from 'preact/hooks';
+import { api, ApiError, type SignedIn } from './api.js';
+import { asApiError, useAction } from './hooks.js';
+import { navigateToSignIn } from './router.js';
+import { ErrorNote } from './ui.js';
+
+/** Whether this gateway sends e-mail (its page says so: see the page route). */
+export const emailOn = (): boolean =>
+  document.querySelector('meta[name="gw-email"]')?.getAttribute('content') === 'on';
+
+/** The gateway's rule for a password (PASSWORD_MIN_LENGTH in src/accounts). */
+const MIN_PASSWORD_LENGTH = 12;
+const characters = (text: string): number => [...text].length;
+
+function takeFragmentToken(name: string): string | null {
+  const token = new RegExp(`${name}=([0-9A-Za-z_]+)`).exec(location.hash)?.[1] ?? null;
+  if (token !== null) {
+    history.replaceState(history.state, '', location.pathname + location.search);
+  }
+  return token;
+}
+
+/** The tokens of the link the page was opened from, taken as the app loads. */
+export const openedWith = {
+  passwordReset: takeFragmentToken('password_reset_token'),
+  emailVerification: takeFragmentToken('email_verification_token'),
+};
+
+/** "Forgot password?": asks for a reset link; the answer is the same for any address. */
+export function ForgotPasswordPage() {
+  const [email, setEmail] = useState('');
+  const [sentTo, setSentTo] = useState<string | null>(null);
+  const action = useAction();
+  return (
+    <main class="sign-in">
+      <form
+        class="card"
+        onInput={action.clear}
+        onSubmit={action.submit(
+          () => api.post('/auth/password-reset/request', { email }),
+          () => setSentTo(email.trim()),
+        )}
+      >
+        <p class="brand">gw</p>
+        <h1>Reset your password</h1>
+        {sentTo === null ? (
+          <>
+            <p class="muted small">
+              Enter your account's e-mail address. If it has an account, we send it a link to choose
+              a new password; the link works once, for 30 minutes.
+            </p>
+            <label>
+              E-mail
+              <input
+                type="email"
+                name="email"
+                autocomplete="username"
+                required
+                value={email}
+                onInput={(event) => setEmail(event.currentTarget.value)}
+              />
+            </label>
+            <ErrorNote error={action.error} />
+            <button type="submit" disabled={action.busy}>
+              {action.busy ? 'Sending…' : 'Send the link'}
+            </button>
+          </>
+        ) : (
+          <p role="status">
+            If <strong>{sentTo}</strong> has an account, a link to reset its password is on its way.
+            Check your inbox (and spam folder); the link works for 30 minutes.
+          </p>
+        )}
+        <p class="muted small">
+          Remembered it?{' '}
+          <a
+            href="/dashboard/sign-in"
+            onClick={(event) => {
+              event.preventDefault();
+              navigateToSignIn('sign-in', { comeBack: false });
+            }}
+          >
+            Sign in
+          </a>
+        </p>
+      </form>
+    </main>
+  );
+}
+
+/** The form a reset link opens: a new password, twice. */
+export function ResetPasswordPage(props: { token: string; onDone(): void }) {
+  const [next, setNext] = useState('');
+  const [again, setAgain] = useState('');
+  const [reset, setReset] = useState<{ email: string } | null>(null);
+  const action = useAction();
+  return (
+    <main class="sign-in">
+      <form
+        class="card"
+        onInput={action.clear}
+        onSubmit={(event) => {
+          event.preventDefault();
+          if (characters(next) < MIN_PASSWORD_LENGTH) {
+            action.refuse(`The new password needs at least ${MIN_PASSWORD_LENGTH} characters.`);
+            return;
+          }
+          if (next !== again) {
+            action.refuse('The two passwords differ.');
+            return;
+          }
+          void action
+            .run(() =>
+              api.post<{ email: string }>('/auth/password-reset/confirm', {
+                token: props.token,
+                new_password: next,
+              }),
+            )
+            .then((done) => done && setReset(done.value));
+        }}
+      >
+        <p class="brand">gw</p>
+        <h1>Choose a new password</h1>
+        {reset === null ? (
+          <>
+            <p class="muted small">
+              Every browser signed in to the account is signed out when the password changes.
+            </p>
+            <label>
+              New password
+              <input
+                type="password"
+                name="new-password"
+                autocomplete="new-password"
+                required
+                aria-describedby="reset-password-rule"
+                value={next}
+                onInput={(event) => setNext(event.currentTarget.value)}
+              />
+            </label>
+            <label>
+              New password, again
+              <input
+                type="password"
+                name="new-password-again"
+                autocomplete="new-password"
+                required
+                value={again}
+                onInput={(event) => setAgain(event.currentTarget.value)}
+              />
+            </label>
+            <p class="hint" id="reset-password-rule">
+              At least {MIN_PASSWORD_LENGTH} characters.
+            </p>
+            <ErrorNote error={action.error} />
+            <button type="submit" disabled={action.busy}>
+              {action.busy ? 'Saving…' : 'Set the new password'}
+            </button>
+          </>
+        ) : (
+          <>
+            <p role="status">
+              The password of <strong>{reset.email}</strong> is reset, and every session of the
+              account has ended. Sign in with the new password.
+            </p>
+            <button type="button" onClick={props.onDone}>
+              Sign in
+            </button>
+          </>
+        )}
+      </form>
+    </main>
+  );
+}
+
+type Verification =
+  | { readonly kind: 'verifying' }
+  | { readonly kind: 'verified'; readonly email: string }
+  | { readonly kind: 'failed'; readonly error: ApiError };
+
+/**
+ * Follows the verification link the page was opened from, once, and says how it went (above
+ * the sign-in page or the signed-in dashboard). `onVerified`: the session is read again.
+ */
+export function VerificationResult(props: { onVerified(): void }) {
+  const token = openedWith.emailVerification;
+  const [state, setState] = useState<Verification | null>(
+    token === null ? null : { kind: 'verifying' },
+  );
+  useEffect(() => {
+    if (token === null) return;
+    api.post<{ email: string }>('/auth/verify-email', { token }).then(
+      (answer) => {
+        setState({ kind: 'verified', email: answer.email });
+        props.onVerified();
+      },
+      (error: unknown) => setState({ kind: 'failed', error: asApiError(error) }),
+    );
+  }, []);
+  if (state === null) return null;
+  if (state.kind === 'failed') return <ErrorNote error={state.error} />;
+  return (
+    <p class="email-notice card" role="status">
+      {state.kind === 'verifying' ? (
+        'Verifying your e-mail address…'
+      ) : (
+        <>
+          Your e-mail address <strong>{state.email}</strong> is verified.
+        </>
+      )}
+    </p>
+  );
+}
+
+/** Above every page of an account whose address is not verified yet: what waits, and resend. */
+export function UnverifiedBanner({ session }: { session: SignedIn }) {
+  const [sent, setSent] = useState(false);
+  const action = useAction();
+  if (!emailOn() || session.user.email_verified) return null;
+  return (
+    <section class="email-notice card" aria-labelledby="unverified-heading">
+      <h2 id="unverified-heading">Verify your e-mail address</h2>
+      <p>
+        We sent a link to <strong>{session.user.email}</strong>. Open it to confirm the address is
+        yours. Until then you can look around and change your password, but not change anything
+        else, join an organization or connect an app.
+      </p>
+      <div class="actions">
+        <button
+          type="button"
+          class="secondary"
+          disabled={action.busy}
+          onClick={() =>
+            void action
+              .run(() => api.post('/auth/verify-email/resend'))
+              .then((done) => done && setSent(true))
+          }
+        >
+          {action.busy ? 'Sending…' : 'Send the link again'}
+        </button>
+        {sent && (
+          <span class="ok" role="status">
+            A new link is on its way.
+          </span>
+        )}
+      </div>
+      <ErrorNote error={action.error} />
+    </section>
+  );
+}
