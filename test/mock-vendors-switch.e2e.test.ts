@@ -75,12 +75,12 @@ describe('one vendor configured, no mock switch', () => {
         'vendor_a',
         '--name',
         'unroutable',
-        '--secret',
-        'mock-key-for-vendor-a',
+        '--secret-stdin',
         '--app-connection-id',
         org.app_connection_id,
       ],
       { ...env, VENDOR_B_BASE_URL: configuredVendor.url },
+      { stdin: 'mock-key-for-vendor-a' },
     );
     expect(result.code).not.toBe(0);
     expect(result.stderr).toContain('vendor_a is not configured on this gateway');
