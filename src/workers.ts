@@ -92,7 +92,9 @@ export function runPrimary(config: Config, logger: Logger, count: number): void 
   };
 
   let exitCode = 0;
-  let metricsServer: Server | undefined;
+  const metricsServer = config.METRICS_ENABLED
+    ? serveClusterMetrics(aggregator, logger)
+    : undefined;
   const finish = (): void => {
     if (metricsServer) metricsServer.close(() => process.exit(exitCode));
     else process.exit(exitCode);
@@ -105,17 +107,46 @@ export function runPrimary(config: Config, logger: Logger, count: number): void 
     for (const worker of workers.values()) worker.process.kill('SIGTERM');
   };
 
-  for (let slot = 0; slot < count; slot += 1) fork(slot);
-  if (config.METRICS_ENABLED) {
-    metricsServer = serveClusterMetrics(aggregator, logger);
-    metricsServer.listen(config.METRICS_PORT, config.METRICS_HOST);
-  }
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.on(signal, () => {
       logger.info({ signal }, 'shutting down the workers');
       stop(0);
     });
   }
+  const forkAll = (): void => {
+    for (let slot = 0; slot < count; slot += 1) fork(slot);
+  };
+  if (!metricsServer) return forkAll();
+  // The metrics listener first: a port another process holds stops the start, as it does for
+  // a single process, rather than leaving a scraper reading that other process's numbers.
+  metricsServer.once('error', (error) => {
+    const message = listenFailure(
+      config.METRICS_HOST,
+      config.METRICS_PORT,
+      'METRICS_HOST',
+      'METRICS_PORT',
+    );
+    logger.fatal({ err: error }, message);
+    process.exit(1);
+  });
+  metricsServer.listen(config.METRICS_PORT, config.METRICS_HOST, () => {
+    metricsServer.removeAllListeners('error');
+    metricsServer.on('error', (error) => logger.error({ err: error }, 'metrics listener failed'));
+    if (!stopping) forkAll();
+  });
+}
+
+/**
+ * What a listener that could not bind says: the address and the variables that set it, so the
+ * failure names its fix.
+ */
+export function listenFailure(
+  host: string,
+  port: number,
+  hostVariable: string,
+  portVariable: string,
+): string {
+  return `could not listen on ${host}:${port} (${hostVariable}:${portVariable}): another process has the port, or the address is not this machine's; set ${portVariable} to a free port`;
 }
 
 function serveClusterMetrics(
@@ -136,5 +167,5 @@ function serveClusterMetrics(
         response.writeHead(503).end();
       },
     );
-  }).on('error', (error) => logger.error({ err: error }, 'metrics listener failed'));
+  });
 }

@@ -273,14 +273,14 @@ describe('a client gone while its call waits for a vendor connection', () => {
           'vendor_b',
           '--name',
           name,
-          '--secret',
-          secret,
+          '--secret-stdin',
           '--app-connection-id',
           org.app_connection_id,
           '--priority',
           priority,
         ],
         env,
+        { stdin: secret },
       );
     }
     const otherOrg = await seed(env);

@@ -58,13 +58,13 @@ async function addCredential(
       'vendor_b',
       '--name',
       name,
-      '--secret',
-      secret,
+      '--secret-stdin',
       '--app-connection-id',
       org.app_connection_id,
       ...extra,
     ],
     env,
+    { stdin: secret },
   );
   return credential.id;
 }

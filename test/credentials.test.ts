@@ -3,6 +3,7 @@
 // on its own.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { tokenRates, type CatalogModel } from '../src/catalog/models.js';
+import { SECRET_ON_COMMAND_LINE_WARNING } from '../src/cli/password-input.js';
 import { CredentialDirectory } from '../src/credentials/credential-directory.js';
 import { parseMasterKeys, SecretBoxError } from '../src/credentials/secret-box.js';
 import { writtenCredentialSchema } from '../src/routes/dashboard/credentials/schema.js';
@@ -70,14 +71,14 @@ describe('gw credentials', () => {
         'vendor_b',
         '--name',
         'primary',
-        '--secret',
-        secret,
+        '--secret-stdin',
         '--model-policy',
         'vendor_b/*',
         '--app-connection-id',
         org.app_connection_id,
       ],
       env,
+      { stdin: secret },
     );
     expect(result.code).toBe(0);
     expect(result.stdout).not.toContain(secret);
@@ -95,6 +96,46 @@ describe('gw credentials', () => {
     expect(listed.stdout).not.toContain(secret);
   });
 
+  it('takes the key from standard input or a terminal prompt, and warns when it is an argument', async () => {
+    const count = async () =>
+      (
+        await db.query<{ n: number }>(
+          'SELECT count(*)::int AS n FROM provider_credentials WHERE org_id = $1',
+          [org.org_id],
+        )
+      ).rows[0]!.n;
+    const add = ['credentials', 'add', '--org-id', org.org_id, '--provider', 'vendor_b'];
+    const before = await count();
+    // Neither source, no terminal: told how to pipe it, nothing stored, nothing waited for.
+    const none = await runCli([...add, '--name', 'none'], env);
+    expect(none.code).toBe(2);
+    expect(JSON.parse(none.stderr).error.message).toBe(
+      `credentials add reads the vendor API key from standard input with --secret-stdin (e.g. printf '%s\\n' "$VENDOR_API_KEY" | gw credentials add … --secret-stdin), or asks for it at a terminal`,
+    );
+    const both = await runCli(
+      [...add, '--name', 'both', '--secret', 'mock-x', '--secret-stdin'],
+      env,
+      {
+        stdin: 'mock-x\n',
+      },
+    );
+    expect(JSON.parse(both.stderr).error.message).toBe(
+      'give the vendor API key once: --secret or --secret-stdin, not both',
+    );
+    expect(await count()).toBe(before);
+    // At a terminal it is asked for once, without echo.
+    const typed = await runCli([...add, '--name', 'typed'], env, { typed: ['mock-typed-key'] });
+    expect([typed.code, typed.stderr]).toEqual([0, 'Vendor API key: ']);
+    // On the command line it still works, with a warning (and never the key) on stderr.
+    const argument = await runCli(
+      [...add, '--name', 'argument', '--secret', 'mock-argument-key'],
+      env,
+    );
+    expect(argument.code).toBe(0);
+    expect(argument.stderr).toBe(SECRET_ON_COMMAND_LINE_WARNING);
+    expect(await count()).toBe(before + 2);
+  });
+
   it('refuses a key the vendor rejects, storing nothing', async () => {
     const before = await db.query(
       'SELECT count(*)::int AS n FROM provider_credentials WHERE org_id = $1',
@@ -110,10 +151,10 @@ describe('gw credentials', () => {
         'vendor_a',
         '--name',
         'bad',
-        '--secret',
-        'mock-bad-key-123',
+        '--secret-stdin',
       ],
       env,
+      { stdin: 'mock-bad-key-123' },
     );
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/refused this key/);
@@ -137,10 +178,10 @@ describe('gw credentials', () => {
         'vendor_b',
         '--name',
         'r',
-        '--secret',
-        'mock-rewrap-key-42',
+        '--secret-stdin',
       ],
       env,
+      { stdin: 'mock-rewrap-key-42' },
     );
     // A webhook endpoint's signing secret is sealed with the same master key.
     const hook = await runCliJson<{ id: string; secret: string }>(
@@ -216,10 +257,11 @@ describe('gw credentials warnings', () => {
     const base = ['--org-id', owner.org_id, '--provider', 'vendor_b'];
     const added = await runCliJson<Written>(
       [
-        ...['credentials', 'add', ...base, '--name', 'early', '--secret', 'mock-warned-1'],
+        ...['credentials', 'add', ...base, '--name', 'early', '--secret-stdin'],
         ...['--model-policy', 'vendor_b/gpt-4o-mini,vendor_b/gpt-next-preview'],
       ],
       env,
+      { stdin: 'mock-warned-1' },
     );
     expect(added.warnings).toEqual([warned('vendor_b/gpt-next-preview')]);
     expect(Object.keys(added).sort()).toEqual(Object.keys(writtenCredentialSchema.shape).sort());
@@ -246,8 +288,9 @@ describe('gw credentials warnings', () => {
     ]);
     // the provider's own models by default: nothing to warn of
     const plain = await runCliJson<Written>(
-      ['credentials', 'add', ...base, '--name', 'plain', '--secret', 'mock-warned-2'],
+      ['credentials', 'add', ...base, '--name', 'plain', '--secret-stdin'],
       env,
+      { stdin: 'mock-warned-2' },
     );
     expect([plain.model_policy, plain.warnings]).toEqual([['vendor_b/*'], []]);
   });
@@ -266,26 +309,19 @@ describe('eligibility', () => {
       owner.app_connection_id,
     ];
     const eligible = await runCliJson<Credential>(
-      [
-        'credentials',
-        'add',
-        ...base,
-        '--name',
-        'eligible',
-        '--secret',
-        'mock-e1',
-        '--priority',
-        '1',
-      ],
+      ['credentials', 'add', ...base, '--name', 'eligible', '--secret-stdin', '--priority', '1'],
       env,
+      { stdin: 'mock-e1' },
     );
     const backup = await runCliJson<Credential>(
-      ['credentials', 'add', ...base, '--name', 'backup', '--secret', 'mock-e2', '--priority', '2'],
+      ['credentials', 'add', ...base, '--name', 'backup', '--secret-stdin', '--priority', '2'],
       env,
+      { stdin: 'mock-e2' },
     );
     const disabled = await runCliJson<Credential>(
-      ['credentials', 'add', ...base, '--name', 'disabled', '--secret', 'mock-e3'],
+      ['credentials', 'add', ...base, '--name', 'disabled', '--secret-stdin'],
       env,
+      { stdin: 'mock-e3' },
     );
     await runCliJson(['credentials', 'disable', '--id', disabled.id], env);
     await runCliJson<Credential>(
@@ -295,12 +331,12 @@ describe('eligibility', () => {
         ...base,
         '--name',
         'policy',
-        '--secret',
-        'mock-e4',
+        '--secret-stdin',
         '--model-policy',
         'vendor_b/gpt-4o',
       ],
       env,
+      { stdin: 'mock-e4' },
     );
     await runCliJson<Credential>(
       [
@@ -312,10 +348,10 @@ describe('eligibility', () => {
         'vendor_b',
         '--name',
         'ungranted',
-        '--secret',
-        'mock-e5',
+        '--secret-stdin',
       ],
       env,
+      { stdin: 'mock-e5' },
     );
     await runCliJson<Credential>(
       [
@@ -327,12 +363,12 @@ describe('eligibility', () => {
         'vendor_a',
         '--name',
         'other vendor',
-        '--secret',
-        'mock-e6',
+        '--secret-stdin',
         '--app-connection-id',
         owner.app_connection_id,
       ],
       env,
+      { stdin: 'mock-e6' },
     );
 
     const directory = new CredentialDirectory(

@@ -477,12 +477,12 @@ describe('tenant isolation, for every organization route the gateway declares', 
         'vendor_b',
         '--name',
         'isolation probe',
-        '--secret',
-        'mock-ok-isolation-probe',
+        '--secret-stdin',
         '--app-connection-id',
         tenantA.app_connection_id,
       ],
       env,
+      { stdin: 'mock-ok-isolation-probe' },
     );
     /** An object of tenant A for each table a route can name (a new table needs one here). */
     const foreign: Record<string, string> = {

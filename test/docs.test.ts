@@ -1,7 +1,12 @@
-// The error catalogue page lists every code with the status the gateway really answers, and
-// the alerts in docs/operations.md name only metrics the gateway really serves.
-import { readFileSync } from 'node:fs';
+// The error catalogue page lists every code with the status the gateway really answers, the
+// alerts in docs/operations.md name only metrics the gateway really serves, README's
+// configuration table is the variables src/config.ts reads, and every `gw` command the guides
+// show is one the CLI has, with its actions and flags.
+import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { withCliIo } from '../src/cli/io.js';
+import { runCli } from '../src/cli/main.js';
+import { configSchema } from '../src/config.js';
 import { errorCatalogue } from '../src/errors.js';
 import { GatewayMetrics } from '../src/metrics.js';
 
@@ -82,5 +87,102 @@ describe('docs/operations.md alerts', () => {
       if (name in errorCatalogue) continue;
       expect(registered, name).toContain(name.replace(/_(bucket|sum|count)$/, ''));
     }
+  });
+});
+
+/** README.md and the guides in docs/ (the decisions log records history, not usage). */
+function guides(): { name: string; text: string }[] {
+  const docs = new URL('../docs/', import.meta.url);
+  return [
+    { name: 'README.md', text: readFileSync(new URL('../README.md', import.meta.url), 'utf8') },
+    ...readdirSync(docs)
+      .filter((file) => file.endsWith('.md') && file !== 'decisions.md')
+      .map((file) => ({ name: `docs/${file}`, text: readFileSync(new URL(file, docs), 'utf8') })),
+  ];
+}
+
+describe('the configuration table of README.md', () => {
+  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+  const table = readme.slice(
+    readme.indexOf('\n## Configuration'),
+    readme.indexOf('\n## Endpoints'),
+  );
+  const documented = [...table.matchAll(/^\| `([A-Z][A-Z0-9_]*)` \|/gm)].map((match) => match[1]);
+
+  it('lists every variable the gateway reads, and only those', () => {
+    expect(documented.length).toBeGreaterThan(40);
+    expect([...documented].sort()).toEqual(Object.keys(configSchema.shape).sort());
+  });
+});
+
+describe('the gw commands the guides show', () => {
+  /**
+   * The `gw …` commands in code: a code line or an inline code span that starts with `gw` or
+   * `npx gw` (or runs one in `$(…)`), up to a comment, a shell pipe or a closing `)` or `"`
+   * (`grant|revoke` names two actions).
+   */
+  function commandsShown(text: string): string[] {
+    const blocks = [...text.matchAll(/```[a-z]*\n([\s\S]*?)```/g)].map((match) => match[1]!);
+    const inline = [...text.replace(/```[\s\S]*?```/g, '').matchAll(/`([^`]+)`/g)];
+    const snippets = [
+      // A command broken over lines with a trailing backslash is one command.
+      ...blocks.flatMap((block) => block.replace(/\\\n\s*/g, ' ').split('\n')),
+      ...inline.map((match) => match[1]!.replace(/\s+/g, ' ')),
+    ];
+    return snippets.flatMap((snippet) =>
+      [...snippet.trim().matchAll(/(?:^|npx |\$\()(gw [a-z](?:(?! \| )[^#)"])*)/g)].map((match) =>
+        match[1]!.trim(),
+      ),
+    );
+  }
+  // Log lines the guides quote, which are not commands.
+  const logLines = new Set(['gw listening', 'gw workers listening']);
+
+  it('are commands, actions and flags `gw --help` describes', async () => {
+    let help = '';
+    await withCliIo(
+      {
+        env: process.env,
+        write: (_stream, text) => void (help += text),
+        inputIsTerminal: false,
+        readInput: () => Promise.resolve(''),
+        askSecret: () => Promise.reject(new Error('no terminal')),
+      },
+      () => runCli(['--help']),
+    );
+    // Each command's part of the help: from its first `gw <command>` line to the next command's.
+    const sections = new Map<string, string>();
+    let current = '';
+    for (const line of help.split('\n')) {
+      const command = /^gw ([a-z-]+)/.exec(line)?.[1];
+      if (command) current = command;
+      if (current) sections.set(current, `${sections.get(current) ?? ''}${line}\n`);
+    }
+    const problems: string[] = [];
+    let checked = 0;
+    for (const { name, text } of guides()) {
+      for (const shown of commandsShown(text)) {
+        if (logLines.has(shown)) continue;
+        checked += 1;
+        const [, command = '', action] = shown.split(/\s+/);
+        const section = sections.get(command);
+        if (section === undefined) {
+          problems.push(`${name}: \`${shown}\`: no command ${command}`);
+          continue;
+        }
+        if (action !== undefined && /^[a-z][a-z|-]*$/.test(action)) {
+          for (const one of action.split('|')) {
+            if (!new RegExp(`^gw ${command} (\\S*\\|)?${one}(\\||\\s|$)`, 'm').test(section))
+              problems.push(`${name}: \`${shown}\`: gw ${command} has no action ${one}`);
+          }
+        }
+        for (const [flag] of shown.matchAll(/--[a-z][a-z-]*/g)) {
+          if (!new RegExp(`${flag}(?![a-z-])`).test(section))
+            problems.push(`${name}: \`${shown}\`: gw ${command} takes no ${flag}`);
+        }
+      }
+    }
+    expect(checked).toBeGreaterThan(40);
+    expect(problems).toEqual([]);
   });
 });

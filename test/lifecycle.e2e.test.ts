@@ -14,7 +14,7 @@ import {
   startGatewayProcess,
   type SeededOrg,
 } from './support/processes.js';
-import { eventually } from './support/services.js';
+import { eventually, freePort } from './support/services.js';
 
 const { prefix, env, db, redis } = isolatedContext('life');
 const keys = createRedisKeys(prefix);
@@ -49,6 +49,32 @@ describe('configuration', () => {
     expect(result.stderr).toContain('PORT');
     expect(result.stderr).toContain('REDIS_KEY_PREFIX');
   });
+});
+
+describe('a port another process holds', () => {
+  it.each(['1', '2'])(
+    'stops the start (GATEWAY_WORKERS=%s) and names METRICS_PORT rather than serving without metrics',
+    async (workers) => {
+      const holder = createServer();
+      await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+      const taken = (holder.address() as AddressInfo).port;
+      try {
+        const result = await runToExit({
+          METRICS_PORT: String(taken),
+          GATEWAY_WORKERS: workers,
+          PORT: workers === '1' ? '0' : String(await freePort()),
+        });
+        expect(result.code).toBe(1);
+        expect(result.stdout).toContain(
+          `could not listen on 127.0.0.1:${taken} (METRICS_HOST:METRICS_PORT)`,
+        );
+        expect(result.stdout).not.toContain('listening');
+      } finally {
+        await new Promise((resolve) => holder.close(resolve));
+      }
+    },
+    90_000, // a single process fails only after the rest of its start-up, slow on a busy machine
+  );
 });
 
 describe('the gw binary', () => {

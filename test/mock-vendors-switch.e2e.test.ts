@@ -45,6 +45,22 @@ afterAll(async () => {
 const servedByMock = async (requestId: string): Promise<boolean> =>
   (await ledgerRow<{ served_by_mock: boolean }>(db, requestId, 'served_by_mock')).served_by_mock;
 
+describe('a vendor base URL without its key', () => {
+  it('is warned of at boot, naming the variable to set', async () => {
+    const keyless = await startGateway({ ...env, VENDOR_B_BASE_URL: configuredVendor.url });
+    try {
+      const warning = keyless
+        .output()
+        .split('\n')
+        .find((line) => line.includes('set without its API key'));
+      expect(JSON.parse(warning ?? '{}')).toMatchObject({ level: 40, unset: ['VENDOR_B_API_KEY'] });
+      expect(strict.output()).not.toContain('set without its API key');
+    } finally {
+      await keyless.stop();
+    }
+  });
+});
+
 describe('one vendor configured, no mock switch', () => {
   it('answers gw_unsupported_model for the unconfigured vendor and does not list its models', async () => {
     const response = await postJson<{ error: { code: string } }>(
@@ -75,12 +91,12 @@ describe('one vendor configured, no mock switch', () => {
         'vendor_a',
         '--name',
         'unroutable',
-        '--secret',
-        'mock-key-for-vendor-a',
+        '--secret-stdin',
         '--app-connection-id',
         org.app_connection_id,
       ],
       { ...env, VENDOR_B_BASE_URL: configuredVendor.url },
+      { stdin: 'mock-key-for-vendor-a' },
     );
     expect(result.code).not.toBe(0);
     expect(result.stderr).toContain('vendor_a is not configured on this gateway');

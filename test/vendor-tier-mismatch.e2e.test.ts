@@ -221,12 +221,12 @@ describe('vendor_b (chat completions) served at another tier', () => {
         'vendor_b',
         '--name',
         'tiers',
-        '--secret',
-        secret,
+        '--secret-stdin',
         '--app-connection-id',
         byokOrg.app_connection_id,
       ],
       env,
+      { stdin: secret },
     );
     let requestId: string | null = null;
     const moved = await countedWhile(async () => {

@@ -522,14 +522,14 @@ describe('provider credentials', () => {
           'vendor_b',
           '--name',
           name,
-          '--secret',
-          secret,
+          '--secret-stdin',
           '--priority',
           priority,
           '--app-connection-id',
           byok.app_connection_id,
         ],
         env,
+        { stdin: secret },
       );
     const limited = await add('limited', 'mock-429-limited', '1');
     const answers = await Promise.all([1, 2, 3].map(() => chat(byok.api_key, 'byok-user')));

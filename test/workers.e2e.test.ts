@@ -14,20 +14,12 @@ import {
   type SeededOrg,
   type SpawnedGateway,
 } from './support/processes.js';
-import { eventually } from './support/services.js';
+import { eventually, freePort } from './support/services.js';
 
 const { env, db } = isolatedContext('workers');
 let org: SeededOrg;
 let gateway: SpawnedGateway;
 let metricsPort: number;
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** One chat completion on a connection of its own, so the kernel may pick any worker. */
 function chatOnNewConnection(
@@ -221,7 +213,9 @@ describe('a worker that cannot start', () => {
           GATEWAY_WORKERS: '2',
           METRICS_ENABLED: 'false',
         }),
-      ).rejects.toThrow(/exited with 1 before listening[\s\S]*a gateway worker failed to start/);
+      ).rejects.toThrow(
+        /exited with 1 before listening[\s\S]*\(HOST:PORT\)[\s\S]*a gateway worker failed to start/,
+      );
     } finally {
       squatter.close();
     }

@@ -16,6 +16,7 @@ import { SecretBoxError } from '../credentials/secret-box.js';
 import { writtenCredential } from '../credentials/written-credential.js';
 import { rewrapSigningSecrets } from '../webhooks/sealed-secret.js';
 import { CLI_ACTOR, type CliContext } from './context.js';
+import { readVendorKey } from './password-input.js';
 import {
   cliMasterKeys,
   listFlag,
@@ -25,11 +26,13 @@ import {
   UsageError,
 } from './output.js';
 
-export const credentialsHelp = `gw credentials add --org-id O --provider ${PROVIDER_IDS.join('|')} --name N --secret S
+export const credentialsHelp = `gw credentials add --org-id O --provider ${PROVIDER_IDS.join('|')} --name N --secret-stdin
                    [--model-policy 'vendor_b/*'] [--priority 1] [--routing-mode byok_first|byok_only]
                    [--app-connection-id C]
-  Validates the key with the vendor, stores it encrypted (CREDENTIALS_MASTER_KEY) and prints its
-  id and fingerprint. A credential serves only the connections it is granted to. Priority 1 is
+  Validates the vendor's API key with the vendor, stores it encrypted (CREDENTIALS_MASTER_KEY)
+  and prints its id and fingerprint. The key comes from standard input with --secret-stdin (one
+  line), or is asked for at a terminal; --secret S still works but warns (other users of the
+  machine see it in the process list). A credential serves only the connections it is granted to. Priority 1 is
   tried before 2; byok_first falls back to the system route, byok_only answers an error. A
   model the catalogue does not list yet is accepted, with a warning (warnings).
 gw credentials list --org-id O
@@ -49,6 +52,7 @@ export async function credentialsCommand(context: CliContext, argv: string[]): P
     provider: { type: 'string' },
     name: { type: 'string' },
     secret: { type: 'string' },
+    'secret-stdin': { type: 'boolean' },
     'model-policy': { type: 'string' },
     priority: { type: 'string' },
     'routing-mode': { type: 'string' },
@@ -56,6 +60,12 @@ export async function credentialsCommand(context: CliContext, argv: string[]): P
   });
   const { config } = context;
   const box = cliMasterKeys(config);
+  // Before anything starts: a key given on the command line is warned about, a missing one
+  // asked for (or refused without a terminal).
+  const secret =
+    action === 'add'
+      ? await readVendorKey({ fromStdin: values['secret-stdin'] === true, argument: values.secret })
+      : undefined;
   // Where the gateway routes to its built-in mock, validate against the mock too; a vendor
   // the gateway does not serve at all cannot take credentials.
   const settings = providerSettings(PROVIDERS, config);
@@ -71,7 +81,8 @@ export async function credentialsCommand(context: CliContext, argv: string[]): P
     return baseUrl;
   });
   try {
-    const result = await run(store, context.db, action, values);
+    const { 'secret-stdin': _fromStdin, ...named } = values;
+    const result = await run(store, context.db, action, { ...named, secret });
     if (action === 'rewrap' && box) {
       const webhooks = await rewrapSigningSecrets(context.db, box, values['org-id']);
       printJson({ ...(result as object), webhook_secrets_rewrapped: webhooks });
@@ -132,7 +143,7 @@ async function run(
           orgId: requireFlag(values['org-id'], 'org-id'),
           provider,
           name: requireFlag(values.name, 'name'),
-          secret: requireFlag(values.secret, 'secret'),
+          secret: requireFlag(values.secret, 'secret-stdin'),
           modelPolicy: modelPolicy(values) ?? registered.defaultModelPolicy,
           priority: priority(values) ?? 1,
           routingMode: routingMode(values) ?? 'byok_first',

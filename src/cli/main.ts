@@ -11,7 +11,7 @@ import { capCommand, capHelp } from './cap.js';
 import { credentialsCommand, credentialsHelp } from './credentials.js';
 import { openCliContext, type CliContext } from './context.js';
 import { migrateCommand, migrateHelp } from './migrate.js';
-import { mockVendorsCommand } from './mock-vendors.js';
+import { mockVendorsCommand, mockVendorsHelp } from './mock-vendors.js';
 import { oauthClientCommand, oauthClientHelp } from './oauth-client.js';
 import { cliIo } from './io.js';
 import { UsageError } from './output.js';
@@ -53,9 +53,7 @@ ${usageHelp}
 
 ${migrateHelp}
 
-gw mock-vendors [--port N] [--host H] [--latency-ms N] [--tokens-per-second N] [--output-tokens N]
-  Serves both mock vendors on one port (vendor_a at /v1/messages, vendor_b at
-  /v1/chat/completions) until SIGINT/SIGTERM.
+${mockVendorsHelp}
 
 Environment: DATABASE_URL, REDIS_URL (or REDIS_CLUSTER_NODES), REDIS_KEY_PREFIX as for the gateway
 (see README).`;

@@ -4,7 +4,7 @@ import { startMockVendors, type MockVendorOptions } from '../mock-vendors/server
 import { parseFlags, UsageError } from './output.js';
 import { cliIo } from './io.js';
 
-const USAGE = `gw mock-vendors [--port N] [--host H] [--latency-ms N] [--tokens-per-second N]
+export const mockVendorsHelp = `gw mock-vendors [--port N] [--host H] [--latency-ms N] [--tokens-per-second N]
                 [--output-tokens N] [--fault-rate R]
 
 Serves the built-in mock vendors on one port: vendor_a (POST /v1/messages,
@@ -43,7 +43,7 @@ export async function mockVendorsCommand(argv: string[]): Promise<void> {
     'fault-rate': { type: 'string' },
   });
   if (values.help) {
-    cliIo().write('stdout', `${USAGE}\n`);
+    cliIo().write('stdout', `${mockVendorsHelp}\n`);
     return;
   }
   const faultRate = numberFlag(values['fault-rate'], 'fault-rate');

@@ -83,6 +83,19 @@ export async function startInference(
       'the built-in mock vendors answer these vendors: development only, never real traffic',
     );
   }
+  // A system route without its key reaches the vendor, which refuses every request (401, a 502
+  // to the client): say so at boot rather than at the first request.
+  const keyless = PROVIDERS.filter(
+    (provider) =>
+      vendorSettings[provider.id]?.baseUrl !== undefined &&
+      vendorSettings[provider.id]?.apiKey === undefined,
+  ).map((provider) => provider.env.apiKey);
+  if (keyless.length > 0) {
+    logger.warn(
+      { unset: keyless },
+      'a vendor base URL is set without its API key: its requests go without one, and a vendor refuses them',
+    );
+  }
   const catalog = new ModelCatalog(
     db,
     providers.filter((provider) => systemRoutes[provider.id] !== undefined),

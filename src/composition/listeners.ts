@@ -11,7 +11,7 @@ import type { Provider } from '../providers/common/provider.js';
 import type { SystemRoutes } from '../providers/system-routes.js';
 import { bindRoutes } from '../routes/framework/bind.js';
 import { metricsRoute } from '../routes/index.js';
-import { localDashboardUrl } from '../workers.js';
+import { listenFailure, localDashboardUrl } from '../workers.js';
 import type { Listeners } from './drain.js';
 import type { Inference } from './inference.js';
 import type { WiredRoutes } from './routes.js';
@@ -48,7 +48,9 @@ export async function listen(
     requestLog: createRequestLog(createRequestLogger(logger), config.REQUEST_LOG_SAMPLE_RATE),
     routes: bindRoutes(routes.served, routes.deps, routes.authenticators),
   });
-  const port = await server.listen(config.HOST, config.PORT);
+  const port = await server.listen(config.HOST, config.PORT).catch(() => {
+    throw new Error(listenFailure(config.HOST, config.PORT, 'HOST', 'PORT'));
+  });
   closers.add('public listener', server, (listener) => listener.stopAccepting());
   const metricsServer =
     config.METRICS_ENABLED && serveMetrics
@@ -58,7 +60,13 @@ export async function listen(
           routes: bindRoutes([metricsRoute], routes.deps, routes.authenticators),
         })
       : undefined;
-  const metricsPort = await metricsServer?.listen(config.METRICS_HOST, config.METRICS_PORT);
+  const metricsPort = await metricsServer
+    ?.listen(config.METRICS_HOST, config.METRICS_PORT)
+    .catch(() => {
+      throw new Error(
+        listenFailure(config.METRICS_HOST, config.METRICS_PORT, 'METRICS_HOST', 'METRICS_PORT'),
+      );
+    });
   if (metricsServer) closers.add('metrics listener', metricsServer, (l) => l.stopAccepting());
   logger.info(
     {

@@ -1,4 +1,5 @@
 // Direct handles on the real Postgres and Redis (or Redis Cluster), for assertions and cleanup.
+import { createServer, type AddressInfo } from 'node:net';
 import pg from 'pg';
 import { connectRedis, unlinkMatching, type RedisClient } from '../../src/redis/connect.js';
 import { TEST_DATABASE_URL, testRedisTarget } from './env.js';
@@ -30,4 +31,13 @@ export async function eventually<T>(
     if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
+}
+
+/** A port free on 127.0.0.1 now (for a gateway that must be told one, not given 0). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }
