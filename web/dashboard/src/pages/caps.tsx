@@ -6,6 +6,7 @@ import { api, canManage, type OrgSummary, type Page } from '../api.js';
 import { ConnectionSelect } from '../connection-picker.js';
 import { invalidInput, useAction, useEditedField, useLoad, useNotice } from '../hooks.js';
 import { amountProblem, compareDecimals, plainAmount } from '../money.js';
+import { userLabel } from '../org-data.js';
 import type { CapState, ProductUserSummary } from '../types.js';
 import { Confirm, Empty, ErrorNote, formatTime, Loading, Money, PageHeader } from '../ui.js';
 import {
@@ -397,9 +398,7 @@ function ProductUserCap({ org, manage }: { org: OrgSummary; manage: boolean }) {
                     aria-pressed={user.product_end_user_id === userId}
                     onClick={() => setUserId(user.product_end_user_id)}
                   >
-                    {user.display_name && user.display_name !== user.external_user_id
-                      ? `${user.display_name} (${user.external_user_id})`
-                      : user.external_user_id}
+                    {userLabel(user)}
                   </button>{' '}
                   <code class="small">{user.product_end_user_id}</code>
                 </li>
