@@ -3,8 +3,9 @@
 // Redis and Postgres. Names an admin types refuse them (decision 311), and so does a webhook
 // endpoint's description; a product user's external id and display name come from the app's
 // end users and are stored as sent, so the dashboard shows each control as a visible mark
-// (`‹U+202E›`) instead of letting it turn "bidi\u202Eevil" into "bidilive". Every window fails
-// its test if the page threw (see openWindow).
+// (`‹U+202E›`) instead of letting it turn "bidi\u202Eevil" into "bidilive", and so is the
+// reason the app gave a credit grant. Every window fails its test if the page threw (see
+// openWindow).
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -86,6 +87,19 @@ describe('text with bidirectional controls', () => {
     });
     expect(put.status).toBe(201);
     const userId = ((await put.json()) as { product_end_user_id: string }).product_end_user_id;
+    // the app grants credits with a reason of its own, stored as sent
+    const grant = await fetch(`${gateway.url}/product-users/by-external-id/credit-grants`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${org.service_key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        app_id: org.app_id,
+        external_user_id: `bidi${RLO}evil`,
+        amount: '1.00',
+        currency: 'USD',
+        reason: `refund ${RLO}lanigiro`,
+      }),
+    });
+    expect(grant.status).toBe(201);
 
     const { page, close } = await openWindow(browser);
     await signIn(page, gateway.url, adminEmail, TEST_PASSWORD);
@@ -103,6 +117,7 @@ describe('text with bidirectional controls', () => {
 
     await row.getByRole('link').click();
     await page.getByRole('heading', { level: 1, name: 'ad‹U+202E›nimda' }).waitFor();
+    await page.getByRole('cell', { name: 'refund ‹U+202E›lanigiro' }).waitFor();
     expect(await page.locator('main').textContent()).not.toContain(RLO);
     await screenshot(page, 'reordering-02-product-user');
     expect(new URL(page.url()).pathname).toBe(

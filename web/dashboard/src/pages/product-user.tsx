@@ -255,7 +255,12 @@ function GrantList(props: { grants: Paged<CreditGrant>; manage: boolean; onRevok
             class: 'nowrap',
             cell: (grant) => (grant.expires_at ? formatTime(grant.expires_at) : 'never'),
           },
-          { header: 'Reason', cell: (grant) => grant.reason ?? <span class="muted">—</span> },
+          {
+            header: 'Reason',
+            // a service key's grant gives the app's own reason, as sent
+            cell: (grant) =>
+              grant.reason === null ? <span class="muted">—</span> : shownText(grant.reason),
+          },
           { header: 'Granted', class: 'nowrap', cell: (grant) => formatTime(grant.created_at) },
         ]}
         actions={(grant) =>
