@@ -34,9 +34,10 @@ const isControl = (char: string): boolean => {
 /**
  * Characters that reorder the text around them: a name with them displays as another name
  * (`Support\u202Etob` shows as "Supportbot" on the consent page, in lists and the audit log).
- * Right-to-left letters themselves are fine (decision 311).
+ * Right-to-left letters themselves are fine (decision 311). The dashboard shows them as marks in
+ * text it does not refuse them in (web/dashboard/src/shown-text.ts).
  */
-const BIDI_CONTROL = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+export const BIDI_CONTROL = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
 
 /**
  * Why `name` cannot be a name people read (an app's, a connection's, a key's, an OAuth

@@ -13,6 +13,7 @@ import {
   sumDecimals,
 } from '../web/dashboard/src/money.js';
 import { landingOrgId, usableReturnPath } from '../web/dashboard/src/landing.js';
+import { shownText } from '../web/dashboard/src/shown-text.js';
 import {
   limitProblem,
   limitsOf,
@@ -353,5 +354,14 @@ describe('an API key’s rate limits as typed', () => {
     expect(lowersALimit(limits(60, 10), limits(61, 10))).toBe(false);
     expect(lowersALimit(limits(60, 10), limits(null, null))).toBe(false);
     expect(lowersALimit(limits(60, 10), limits(60, 10))).toBe(false);
+  });
+});
+
+describe('text the organization does not choose', () => {
+  it('shows each bidirectional control as a mark, and leaves other text as it is', () => {
+    expect(shownText('bidi\u202eevil')).toBe('bidi‹U+202E›evil');
+    expect(shownText('\u2066a\u2069\u061c\u200f')).toBe('‹U+2066›a‹U+2069›‹U+061C›‹U+200F›');
+    // right-to-left letters are text like any other
+    expect(shownText('שלום user_1 <b>')).toBe('שלום user_1 <b>');
   });
 });

@@ -7,6 +7,7 @@ import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-ope
 import { z } from 'zod';
 import { ALLOWANCE_SHAPED_CODES, errorCatalogue, type ErrorCode } from '../errors.js';
 import {
+  answersNoStore,
   routeErrorCodes,
   type CallerRequirement,
   type DeclaredRoute,
@@ -192,10 +193,11 @@ const form = (schema: z.ZodType) => ({
   content: { 'application/x-www-form-urlencoded': { schema } },
 });
 
-/** The header every answer of a route declared `answerCarriesSecret` has. */
+/** The header every answer of a route no cache may keep has (answersNoStore). */
 const noStoreHeaderDoc = {
   'Cache-Control': {
-    description: 'the answer carries a secret or a profile: no cache may store it',
+    description:
+      'the answer carries a secret or a profile, or answers a signed-in user: no cache may store it',
     schema: { type: 'string' as const, enum: ['no-store'] },
   },
 };
@@ -261,7 +263,7 @@ export function buildOpenApiDocument(
         {
           description: doc.description,
           ...(doc.schema && json(doc.schema)),
-          ...(route.answerCarriesSecret && { headers: noStoreHeaderDoc }),
+          ...(answersNoStore(route) && { headers: noStoreHeaderDoc }),
         },
       ]),
     );

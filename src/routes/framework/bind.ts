@@ -10,6 +10,7 @@ import type { HttpResponse, RequestHead, Route } from '../../http/types.js';
 import { contentTypeError, parseJsonBody } from '../../inference/parse-body.js';
 import { textProblem } from '../../text.js';
 import {
+  answersNoStore,
   JsonAnswer,
   type Authenticators,
   type CallerRequirement,
@@ -51,7 +52,7 @@ function bindRoute<Deps>(
       : (route.errorFlavor ?? 'default');
   // A handler's plain body answers with the route's first declared status.
   const successStatus = Number(Object.keys(route.responses)[0] ?? 200);
-  const extraHeaders = route.answerCarriesSecret ? noStoreHeaders : undefined;
+  const extraHeaders = answersNoStore(route as DeclaredRoute<never>) ? noStoreHeaders : undefined;
   return {
     method: route.method,
     path: route.path,

@@ -311,6 +311,20 @@ export function inSection<Route extends DeclaredRoute<never>>(
 }
 
 /** Every error code a declared route can answer with, in catalogue order of appearance. */
+/**
+ * Whether no cache may keep the route's answers (`Cache-Control: no-store`): it carries a secret
+ * or a profile, or it answers a signed-in dashboard user (what an organization holds: its
+ * product users, members' e-mails, usage and audit log must not stay in a shared browser's disk
+ * cache after sign-out).
+ */
+export function answersNoStore(route: DeclaredRoute<never>): boolean {
+  return (
+    route.answerCarriesSecret === true ||
+    route.caller.kind === 'session' ||
+    route.caller.kind === 'org_member'
+  );
+}
+
 export function routeErrorCodes(route: DeclaredRoute<never>): ErrorCode[] {
   return [
     ...new Set<ErrorCode>([

@@ -217,3 +217,30 @@ export function useNotice<T>(): [T | null, (value: T | null) => void] {
   }, [notice]);
   return [notice, setNotice];
 }
+
+/** A form field over a value the page loaded (see useEditedField). */
+export interface EditedField<T> {
+  readonly value: T;
+  set(value: T): void;
+  /** The field differs from what was loaded last: the form's write sends it. */
+  readonly changed: boolean;
+}
+
+/**
+ * A form field that starts as the loaded value, follows a reload while the user has not
+ * touched it, and says whether it was changed. A form writes only its changed fields (the API
+ * keeps what a write leaves out), so saving one setting never writes back the value another
+ * admin changed since the page loaded it.
+ */
+export function useEditedField<T>(loaded: T): EditedField<T> {
+  const [value, setValue] = useState(loaded);
+  const base = useRef(loaded);
+  useEffect(() => {
+    if (base.current === loaded) return;
+    const untouched = value === base.current;
+    base.current = loaded;
+    if (untouched) setValue(loaded);
+    // only a new loaded value moves the field; `value` is read as this render has it
+  }, [loaded]);
+  return { value, set: setValue, changed: value !== loaded };
+}

@@ -4,6 +4,7 @@
 import { isObjectIdForm } from '../../../src/object-ids.js';
 import { api, type Page } from './api.js';
 import { useAsync } from './hooks.js';
+import { shownText } from './shown-text.js';
 import type { ConnectionRow, ProductUserProfile } from './types.js';
 
 export interface OrgConnection extends ConnectionRow {
@@ -87,8 +88,15 @@ export async function loadProductUsers(
 }
 
 export const productUserLabel = (profile: ProductUserProfile | undefined, id: string): string =>
-  profile
-    ? profile.display_name && profile.display_name !== profile.external_user_id
-      ? `${profile.display_name} (${profile.external_user_id})`
-      : profile.external_user_id
-    : id;
+  profile ? userLabel(profile) : id;
+
+/** A product user as the dashboard names them: their name and external id (see shownText). */
+export const userLabel = (user: {
+  readonly display_name: string;
+  readonly external_user_id: string;
+}): string =>
+  shownText(
+    user.display_name && user.display_name !== user.external_user_id
+      ? `${user.display_name} (${user.external_user_id})`
+      : user.external_user_id,
+  );

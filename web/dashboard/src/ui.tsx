@@ -5,6 +5,7 @@ import type { ApiError } from './api.js';
 import { useAction, type Loaded, type Paged } from './hooks.js';
 import { exactAmount } from './money.js';
 import { hrefOf, navigate, type View } from './router.js';
+import { shownText } from './shown-text.js';
 
 export function Link(props: {
   to: View;
@@ -431,7 +432,7 @@ const ID_BREAKS = /(?<=[/_:?&#=,|-])(?=[\p{L}\p{N}])|(?<=[\p{L}\p{N}])(?=[.@+~])
  * fit on one (a piece longer than the line still breaks, as the last resort, within it).
  */
 export function IdText({ value }: { value: string }) {
-  return <Pieces pieces={value.split(ID_BREAKS)} />;
+  return <Pieces pieces={shownText(value).split(ID_BREAKS)} />;
 }
 
 /** An id as code, broken across lines at its separators only (see IdText). */

@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import type { DbPool } from '../../../db/pool.js';
 import { storableText } from '../../../product-users/limits.js';
+import { displayNameProblem } from '../../../text.js';
 import {
   DEFAULT_ROTATION_GRACE_S,
   MAX_DESCRIPTION_CHARS,
@@ -50,7 +51,11 @@ export const webhookSchema = z.object({
 export const webhookWithSecretSchema = webhookSchema.extend({ secret: z.string() });
 
 const url = z.string().max(MAX_URL_CHARS, `must be at most ${MAX_URL_CHARS} characters`);
-const description = storableText(MAX_DESCRIPTION_CHARS);
+/** Shown to every admin beside the URL: refused where it would read as other text (311). */
+const description = storableText(MAX_DESCRIPTION_CHARS).superRefine((value, context) => {
+  const problem = displayNameProblem(value);
+  if (problem) context.addIssue({ code: 'custom', message: problem });
+});
 const eventTypes = z
   .array(z.enum(EVENT_TYPES))
   .max(EVENT_TYPES.length, `must list at most ${EVENT_TYPES.length} event types`);

@@ -2,7 +2,7 @@
 // OAuth clients.
 import { useState } from 'preact/hooks';
 import { api, canManage, type OrgSummary } from '../api.js';
-import { useAction, useLoad, useNotice, usePaged } from '../hooks.js';
+import { useAction, useEditedField, useLoad, useNotice, usePaged } from '../hooks.js';
 import { navigate, orgView } from '../router.js';
 import type { AppDetail, ConnectionRow } from '../types.js';
 import {
@@ -207,13 +207,33 @@ function ConnectionCard(props: {
   onChanged(): void;
 }) {
   const { connection, manage } = props;
-  const [settings, setSettings] = useState(settingsOf(connection));
-  const [name, setName] = useState(connection.name);
+  // each field follows the loaded connection until edited; a save writes the edited ones only
+  const loaded = settingsOf(connection);
+  const creditMode = useEditedField(loaded.credit_mode);
+  const overrun = useEditedField(loaded.overrun_policy);
+  const requiresUser = useEditedField(loaded.requires_product_user);
+  const settings: ConnectionSettings = {
+    credit_mode: creditMode.value,
+    overrun_policy: overrun.value,
+    requires_product_user: requiresUser.value,
+  };
+  const setSettings = (next: ConnectionSettings) => {
+    creditMode.set(next.credit_mode);
+    overrun.set(next.overrun_policy);
+    requiresUser.set(next.requires_product_user);
+  };
+  const name = useEditedField(connection.name);
   const [confirming, setConfirming] = useState(false);
   const save = useAction();
   const active = connection.status === 'active';
-  const renamed = name.trim() !== connection.name;
-  const changed = renamed || JSON.stringify(settings) !== JSON.stringify(settingsOf(connection));
+  const renamed = name.changed && name.value.trim() !== connection.name;
+  const changes = {
+    ...(renamed && { name: name.value.trim() }),
+    ...(creditMode.changed && { credit_mode: creditMode.value }),
+    ...(overrun.changed && { overrun_policy: overrun.value }),
+    ...(requiresUser.changed && { requires_product_user: requiresUser.value }),
+  };
+  const changed = Object.keys(changes).length > 0;
   const path = `/dashboard/api/connections/${encodeURIComponent(connection.id)}`;
   return (
     <li class="card connection" aria-labelledby={`conn-${connection.id}`}>
@@ -229,13 +249,10 @@ function ConnectionCard(props: {
       </p>
       <form
         aria-label={`Settings of ${connection.name}`}
-        onSubmit={save.submit(
-          () => api.patch(path, renamed ? { ...settings, name: name.trim() } : settings),
-          props.onChanged,
-        )}
+        onSubmit={save.submit(() => api.patch(path, changes), props.onChanged)}
       >
         {manage && active && (
-          <NameField label="Name" class="name-field" value={name} onInput={setName} />
+          <NameField label="Name" class="name-field" value={name.value} onInput={name.set} />
         )}
         <SettingsFields
           idPrefix={connection.id}

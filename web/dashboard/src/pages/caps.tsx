@@ -4,8 +4,9 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, canManage, type OrgSummary, type Page } from '../api.js';
 import { ConnectionSelect } from '../connection-picker.js';
-import { invalidInput, useAction, useLoad, useNotice } from '../hooks.js';
+import { invalidInput, useAction, useEditedField, useLoad, useNotice } from '../hooks.js';
 import { amountProblem, compareDecimals, plainAmount } from '../money.js';
+import { userLabel } from '../org-data.js';
 import type { CapState, ProductUserSummary } from '../types.js';
 import { Confirm, Empty, ErrorNote, formatTime, Loading, Money, PageHeader } from '../ui.js';
 import {
@@ -209,14 +210,11 @@ function ConnectionCapForm(props: {
   reload(): void;
 }) {
   const { cap, connection } = props.state;
-  const [amount, setAmount] = useState(cap?.amount ? plainAmount(cap.amount) : '');
-  const [perUser, setPerUser] = useState(
-    cap?.per_user_amount ? plainAmount(cap.per_user_amount) : '',
-  );
-  const [creditMode, setCreditMode] = useState<CreditMode>(connection?.credit_mode ?? 'enforce');
-  const [overrun, setOverrun] = useState<OverrunPolicy>(
-    connection?.overrun_policy ?? 'limit_output',
-  );
+  // each field follows the loaded state until edited; a save writes the edited ones only
+  const amount = useEditedField(cap?.amount ? plainAmount(cap.amount) : '');
+  const perUser = useEditedField(cap?.per_user_amount ? plainAmount(cap.per_user_amount) : '');
+  const creditMode = useEditedField<CreditMode>(connection?.credit_mode ?? 'enforce');
+  const overrun = useEditedField<OverrunPolicy>(connection?.overrun_policy ?? 'limit_output');
   const [clearing, setClearing] = useState(false);
   const [saved, setSaved] = useNotice<true>();
   const action = useAction();
@@ -246,17 +244,22 @@ function ConnectionCapForm(props: {
           onSubmit={action.submit(
             () => {
               setSaved(null);
-              const problem = [amount, perUser]
+              const problem = [amount.value, perUser.value]
                 .filter((value) => value.trim() !== '')
                 .map((value) => amountProblem(value, { zero: true }))
                 .find((found) => found !== null);
               if (problem) throw invalidInput(problem);
-              return api.put(props.path, {
-                amount: amount.trim() === '' ? null : amount.trim(),
-                per_user_amount: perUser.trim() === '' ? null : perUser.trim(),
-                credit_mode: creditMode,
-                overrun_policy: overrun,
-              });
+              const orNull = (value: string) => (value.trim() === '' ? null : value.trim());
+              const changes = {
+                // a connection without a cap yet needs its amount, even none (null)
+                ...((amount.changed || !cap) && { amount: orNull(amount.value) }),
+                ...(perUser.changed && { per_user_amount: orNull(perUser.value) }),
+                ...(creditMode.changed && { credit_mode: creditMode.value }),
+                ...(overrun.changed && { overrun_policy: overrun.value }),
+              };
+              return Object.keys(changes).length === 0
+                ? Promise.resolve(null)
+                : api.put(props.path, changes);
             },
             () => {
               setSaved(true);
@@ -270,8 +273,8 @@ function ConnectionCapForm(props: {
               <input
                 name="connection-cap-amount"
                 inputMode="decimal"
-                value={amount}
-                onInput={(event) => setAmount(event.currentTarget.value)}
+                value={amount.value}
+                onInput={(event) => amount.set(event.currentTarget.value)}
               />
             </label>
             <label>
@@ -279,8 +282,8 @@ function ConnectionCapForm(props: {
               <input
                 name="connection-cap-per-user"
                 inputMode="decimal"
-                value={perUser}
-                onInput={(event) => setPerUser(event.currentTarget.value)}
+                value={perUser.value}
+                onInput={(event) => perUser.set(event.currentTarget.value)}
               />
             </label>
           </div>
@@ -289,15 +292,15 @@ function ConnectionCapForm(props: {
               id="connection-credit-mode"
               label="Credit mode"
               choices={creditModes}
-              value={creditMode}
-              onChange={setCreditMode}
+              value={creditMode.value}
+              onChange={creditMode.set}
             />
             <ChoiceField<OverrunPolicy>
               id="connection-overrun-policy"
               label="Overrun policy"
               choices={overrunPolicies}
-              value={overrun}
-              onChange={setOverrun}
+              value={overrun.value}
+              onChange={overrun.set}
             />
           </div>
           <ErrorNote error={action.error} />
@@ -395,9 +398,7 @@ function ProductUserCap({ org, manage }: { org: OrgSummary; manage: boolean }) {
                     aria-pressed={user.product_end_user_id === userId}
                     onClick={() => setUserId(user.product_end_user_id)}
                   >
-                    {user.display_name && user.display_name !== user.external_user_id
-                      ? `${user.display_name} (${user.external_user_id})`
-                      : user.external_user_id}
+                    {userLabel(user)}
                   </button>{' '}
                   <code class="small">{user.product_end_user_id}</code>
                 </li>
@@ -414,9 +415,12 @@ function ProductUserCap({ org, manage }: { org: OrgSummary; manage: boolean }) {
 function UserCap({ userId, manage }: { userId: string; manage: boolean }) {
   const path = `/dashboard/api/product-users/${encodeURIComponent(userId)}/cap`;
   const state = useLoad<CapState>(path);
-  const [amount, setAmount] = useCurrentAmount(state.data);
-  const [creditMode, setCreditMode] = useState<CreditMode | ''>('');
-  const [overrun, setOverrun] = useState<OverrunPolicy | ''>('');
+  const stored = state.data?.cap ?? null;
+  // each field follows the loaded cap until edited (its own settings shown, '' inheriting the
+  // connection's); a save of a cap in force writes the edited ones only
+  const amount = useEditedField(stored?.amount ? plainAmount(stored.amount) : '');
+  const creditMode = useEditedField<CreditMode | ''>(stored?.credit_mode ?? '');
+  const overrun = useEditedField<OverrunPolicy | ''>(stored?.overrun_policy ?? '');
   const [clearing, setClearing] = useState(false);
   const action = useAction();
   if (state.loading) return <Loading what="the product user’s cap" />;
@@ -436,13 +440,20 @@ function UserCap({ userId, manage }: { userId: string; manage: boolean }) {
           onInput={() => action.clear()}
           onSubmit={action.submit(
             () => {
-              const problem = amountProblem(amount, { zero: true });
+              const problem = amountProblem(amount.value, { zero: true });
               if (problem) throw invalidInput(problem);
-              return api.put(path, {
-                amount: amount.trim(),
-                credit_mode: creditMode === '' ? null : creditMode,
-                overrun_policy: overrun === '' ? null : overrun,
-              });
+              const changes = {
+                ...((amount.changed || !cap) && { amount: amount.value.trim() }),
+                ...(creditMode.changed && {
+                  credit_mode: creditMode.value === '' ? null : creditMode.value,
+                }),
+                ...(overrun.changed && {
+                  overrun_policy: overrun.value === '' ? null : overrun.value,
+                }),
+              };
+              return Object.keys(changes).length === 0
+                ? Promise.resolve(null)
+                : api.put(path, changes);
             },
             () => state.reload(),
           )}
@@ -454,8 +465,8 @@ function UserCap({ userId, manage }: { userId: string; manage: boolean }) {
                 name="user-cap-amount"
                 inputMode="decimal"
                 required
-                value={amount}
-                onInput={(event) => setAmount(event.currentTarget.value)}
+                value={amount.value}
+                onInput={(event) => amount.set(event.currentTarget.value)}
               />
             </label>
             <ChoiceField<CreditMode | ''>
@@ -463,16 +474,16 @@ function UserCap({ userId, manage }: { userId: string; manage: boolean }) {
               label="Credit mode"
               choices={creditModes}
               inherit="As the connection"
-              value={creditMode}
-              onChange={setCreditMode}
+              value={creditMode.value}
+              onChange={creditMode.set}
             />
             <ChoiceField<OverrunPolicy | ''>
               id="user-overrun-policy"
               label="Overrun policy"
               choices={overrunPolicies}
               inherit="As the connection"
-              value={overrun}
-              onChange={setOverrun}
+              value={overrun.value}
+              onChange={overrun.set}
             />
           </div>
           <ErrorNote error={action.error} />

@@ -5,6 +5,7 @@ import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { useAction, useNotice } from '../hooks.js';
 import { amountProblem, money } from '../money.js';
+import { shownText } from '../shown-text.js';
 import type { CreditGrant, Credits, ProductUserProfile } from '../types.js';
 import { Confirm, ErrorNote, Fact, Facts, formatTime, Id } from '../ui.js';
 
@@ -154,7 +155,7 @@ export function GrantCredits(props: {
         >
           <Facts>
             <Fact term="To">
-              {props.user.display_name && <>{props.user.display_name}, </>}
+              {props.user.display_name && <>{shownText(props.user.display_name)}, </>}
               <Id value={props.user.external_user_id} />
             </Fact>
             <Fact term="In app">{props.appName ?? <Id value={props.user.app_id} />}</Fact>

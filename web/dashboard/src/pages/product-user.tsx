@@ -5,6 +5,7 @@ import { api, canManage, type OrgSummary } from '../api.js';
 import { type Paged, useAction, useLoad, usePaged } from '../hooks.js';
 import { money } from '../money.js';
 import { orgView } from '../router.js';
+import { shownText } from '../shown-text.js';
 import type { AppRow, CreditGrant, Credits, ProductUserProfile, UsageTotals } from '../types.js';
 import {
   Confirm,
@@ -46,7 +47,9 @@ export function ProductUserProfilePage({ org, userId }: { org: OrgSummary; userI
       </p>
       <PageHeader
         title={
-          user ? user.display_name || <IdText value={user.external_user_id} /> : 'Product user'
+          user
+            ? shownText(user.display_name) || <IdText value={user.external_user_id} />
+            : 'Product user'
         }
       >
         {user ? (
@@ -252,7 +255,12 @@ function GrantList(props: { grants: Paged<CreditGrant>; manage: boolean; onRevok
             class: 'nowrap',
             cell: (grant) => (grant.expires_at ? formatTime(grant.expires_at) : 'never'),
           },
-          { header: 'Reason', cell: (grant) => grant.reason ?? <span class="muted">—</span> },
+          {
+            header: 'Reason',
+            // a service key's grant gives the app's own reason, as sent
+            cell: (grant) =>
+              grant.reason === null ? <span class="muted">—</span> : shownText(grant.reason),
+          },
           { header: 'Granted', class: 'nowrap', cell: (grant) => formatTime(grant.created_at) },
         ]}
         actions={(grant) =>

@@ -4,6 +4,7 @@ import { useState } from 'preact/hooks';
 import type { OrgSummary } from '../api.js';
 import { useLookup, usePaged } from '../hooks.js';
 import { orgView } from '../router.js';
+import { shownText } from '../shown-text.js';
 import type { AppRow, ProductUserSummary } from '../types.js';
 import { formatTime, Link, ListTable, PageHeader, Status } from '../ui.js';
 import type { OrgPage } from './page.js';
@@ -81,11 +82,11 @@ function ProductUsersPage({ org }: { org: OrgSummary }) {
             header: 'External id',
             cell: (user) => (
               <Link to={orgView(org.id, 'users', user.product_end_user_id)}>
-                {user.external_user_id}
+                {shownText(user.external_user_id)}
               </Link>
             ),
           },
-          { header: 'Name', cell: (user) => user.display_name },
+          { header: 'Name', cell: (user) => shownText(user.display_name) },
           { header: 'Status', cell: (user) => <Status value={user.status} /> },
           {
             header: 'App',

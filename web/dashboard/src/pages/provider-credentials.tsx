@@ -5,7 +5,7 @@
 import { useState } from 'preact/hooks';
 import { api, canManage, type OrgSummary } from '../api.js';
 import { ConnectionChecklist } from '../connection-picker.js';
-import { useAction, useLoad, useNotice, usePaged } from '../hooks.js';
+import { useAction, useEditedField, useLoad, useNotice, usePaged } from '../hooks.js';
 import { connectionLabel, useConnectionsById, type OrgConnection } from '../org-data.js';
 import type { CredentialRow, WrittenCredential } from '../types.js';
 import {
@@ -355,10 +355,11 @@ function EditCredential(props: {
 }) {
   const { credential } = props;
   const path = `/dashboard/api/credentials/${encodeURIComponent(credential.id)}`;
-  const [name, setName] = useState(credential.name);
-  const [priority, setPriority] = useState(String(credential.priority));
-  const [routing, setRouting] = useState(credential.routing_mode);
-  const [policy, setPolicy] = useState(credential.model_policy.join(', '));
+  // each field follows the loaded credential until edited; a save writes the edited ones only
+  const name = useEditedField(credential.name);
+  const priority = useEditedField(String(credential.priority));
+  const routing = useEditedField(credential.routing_mode);
+  const policy = useEditedField(credential.model_policy.join(', '));
   // saved: the policy's warnings the answer had (none: the "Saved." note alone)
   const [saved, setSaved] = useNotice<{ readonly warnings: readonly string[] }>();
   const action = useAction();
@@ -374,22 +375,31 @@ function EditCredential(props: {
         onSubmit={action.submit(
           () => {
             setSaved(null);
-            return api.patch<WrittenCredential>(path, {
-              ...(name.trim() !== credential.name && { name: name.trim() }),
-              priority: Number(priority),
-              routing_mode: routing,
-              model_policy: modelPolicyOf(policy),
-            });
+            const changes = {
+              ...(name.changed &&
+                name.value.trim() !== credential.name && { name: name.value.trim() }),
+              ...(priority.changed && { priority: Number(priority.value) }),
+              ...(routing.changed && { routing_mode: routing.value }),
+              ...(policy.changed && { model_policy: modelPolicyOf(policy.value) }),
+            };
+            return Object.keys(changes).length === 0
+              ? Promise.resolve(null)
+              : api.patch<WrittenCredential>(path, changes);
           },
           (changed) => {
-            setSaved({ warnings: changed.warnings });
+            setSaved({ warnings: changed?.warnings ?? [] });
             grant.clear();
             props.onChanged();
           },
         )}
       >
         <div class="row">
-          <NameField label="Name" name="edit-credential-name" value={name} onInput={setName} />
+          <NameField
+            label="Name"
+            name="edit-credential-name"
+            value={name.value}
+            onInput={name.set}
+          />
           <label>
             Priority (1 is tried first)
             <input
@@ -398,18 +408,22 @@ function EditCredential(props: {
               min={1}
               max={1000}
               required
-              value={priority}
-              onInput={(event) => setPriority(event.currentTarget.value)}
+              value={priority.value}
+              onInput={(event) => priority.set(event.currentTarget.value)}
             />
           </label>
-          <RoutingSelect name="edit-credential-routing" value={routing} onChange={setRouting} />
+          <RoutingSelect
+            name="edit-credential-routing"
+            value={routing.value}
+            onChange={routing.set}
+          />
           <label class="grow">
             Models it serves
             <input
               name="edit-credential-model-policy"
               required
-              value={policy}
-              onInput={(event) => setPolicy(event.currentTarget.value)}
+              value={policy.value}
+              onInput={(event) => policy.set(event.currentTarget.value)}
             />
           </label>
         </div>
