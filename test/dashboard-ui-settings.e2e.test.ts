@@ -336,6 +336,30 @@ describe('the settings pages in a browser', () => {
     await refused.waitFor({ state: 'detached' });
     expect(await stored()).toEqual(beforeRefusal);
 
+    // A leaked secret: rotated with no grace, every old secret stops at once (the limit on
+    // retired secrets does not stand in the way).
+    await page.getByRole('button', { name: `Rotate the secret of ${url}` }).click();
+    const leak = page.getByRole('dialog', { name: `Rotate the secret of ${url}?` });
+    await leak
+      .getByLabel('The old secret keeps signing for')
+      .selectOption({ label: 'Not at all: the old secret has leaked' });
+    expect(await leak.textContent()).toContain('every old secret stops at once');
+    expect(await leak.getByRole('note').textContent()).toContain(
+      'All 3 old secrets that still sign stop too.',
+    );
+    await screenshotOf(leak, 'settings-12-webhook-rotation-leaked');
+    await leak.getByRole('button', { name: 'Rotate secret' }).click();
+    const afterLeak = page.getByRole('region', { name: `New signing secret of ${url}` });
+    await afterLeak.getByRole('button', { name: /hide the secret/ }).click();
+    await afterLeak.waitFor({ state: 'detached' });
+    await expect.poll(async () => endpointRow.getByText(/still sign/).count()).toBe(0);
+    const afterLeakRows = await db.query<{ earlier: number; previous: string | null }>(
+      `SELECT jsonb_array_length(earlier_secrets) AS earlier, previous_secret_sealed AS previous
+         FROM webhook_endpoints WHERE org_id = $1`,
+      [org.org_id],
+    );
+    expect(afterLeakRows.rows).toEqual([{ earlier: 0, previous: null }]);
+
     await page.getByRole('button', { name: `Send a test event to ${url}` }).click();
     await page.getByText(/Test event msg_\w+ queued/).waitFor();
     await page.getByRole('button', { name: `Delivery log of ${url}` }).click();

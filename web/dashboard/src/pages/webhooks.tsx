@@ -366,6 +366,17 @@ function CreateEndpoint(props: {
   );
 }
 
+/**
+ * How long the old secret keeps signing after a rotation, as the dialog offers it (the API's
+ * `grace_seconds`: 24 h by default, at most 7 days; 0 stops every old secret at once).
+ */
+const ROTATION_GRACES = [
+  { seconds: 86_400, label: '24 hours (the default)', span: '24 hours' },
+  { seconds: 3_600, label: '1 hour', span: '1 hour' },
+  { seconds: 7 * 86_400, label: '7 days', span: '7 days' },
+  { seconds: 0, label: 'Not at all: the old secret has leaked', span: '' },
+] as const;
+
 function ChangeEndpoint(props: {
   base: string;
   change: Change;
@@ -375,6 +386,8 @@ function ChangeEndpoint(props: {
   const { endpoint, action: verb } = props.change;
   const path = `${props.base}/${encodeURIComponent(endpoint.id)}`;
   const retired = retiredSecretsEnds(endpoint);
+  const [grace, setGrace] = useState<(typeof ROTATION_GRACES)[number]>(ROTATION_GRACES[0]);
+  const leaked = grace.seconds === 0;
   const titles = {
     disable: 'Disable',
     enable: 'Enable',
@@ -394,7 +407,9 @@ function ChangeEndpoint(props: {
       tone={verb === 'enable' ? 'constructive' : 'destructive'}
       write={async () => {
         if (verb === 'rotate')
-          return api.post<Endpoint & { secret: string }>(`${path}/rotate-secret`);
+          return api.post<Endpoint & { secret: string }>(`${path}/rotate-secret`, {
+            grace_seconds: grace.seconds,
+          });
         if (verb === 'delete') await api.delete(path);
         else await api.patch(path, { enabled: verb === 'enable' });
         return null;
@@ -410,24 +425,56 @@ function ChangeEndpoint(props: {
         {verb === 'enable' &&
           'gw sends to this URL again, starting with the messages that waited; past failures are forgotten.'}
         {verb === 'rotate' &&
-          'A new secret is shown once. The old one keeps signing beside it for 24 hours, so your receiver can switch without missing deliveries.'}
+          (leaked
+            ? 'A new secret is shown once, and from now on only it signs: every old secret stops at once, so deliveries fail their check until your receiver has the new one.'
+            : `A new secret is shown once. The old one keeps signing beside it for ${grace.span}, so your receiver can switch without missing deliveries.`)}
       </p>
-      {verb === 'rotate' && retired.length > 0 && retired.length < MAX_RETIRING_SECRETS && (
-        <p class="muted small">
-          {retired.length === 1
-            ? 'The secret retired before it keeps signing'
-            : `The ${retired.length} secrets retired before it keep signing`}{' '}
-          until their own 24 hours are over (the first until {formatTime(retired[0]!)}).
-        </p>
+      {verb === 'rotate' && (
+        <label>
+          The old secret keeps signing for
+          <select
+            name="rotation-grace"
+            value={String(grace.seconds)}
+            onChange={(event) =>
+              setGrace(
+                ROTATION_GRACES.find(
+                  (choice) => String(choice.seconds) === event.currentTarget.value,
+                ) ?? ROTATION_GRACES[0],
+              )
+            }
+          >
+            {ROTATION_GRACES.map((choice) => (
+              <option key={choice.seconds} value={String(choice.seconds)}>
+                {choice.label}
+              </option>
+            ))}
+          </select>
+        </label>
       )}
-      {verb === 'rotate' && retired.length >= MAX_RETIRING_SECRETS && (
+      {verb === 'rotate' &&
+        !leaked &&
+        retired.length > 0 &&
+        retired.length < MAX_RETIRING_SECRETS && (
+          <p class="muted small">
+            {retired.length === 1
+              ? 'The secret retired before it keeps signing'
+              : `The ${retired.length} secrets retired before it keep signing`}{' '}
+            until their own 24 hours are over (the first until {formatTime(retired[0]!)}).
+          </p>
+        )}
+      {verb === 'rotate' && !leaked && retired.length >= MAX_RETIRING_SECRETS && (
         <p class="warning" role="note">
           {MAX_RETIRING_SECRETS} old secrets already sign beside the current one, the most gw keeps,
           so gw refuses another rotation until the first of them stops, at {formatTime(retired[0]!)}
           : rotating now would end it early and could break a receiver still switching. If a secret
-          has leaked, stop every old secret at once instead, with{' '}
-          <code>gw webhook rotate-secret --id {endpoint.id} --grace-seconds 0</code> or the
-          API&rsquo;s <code>grace_seconds</code> 0.
+          has leaked, choose &ldquo;Not at all&rdquo; above to stop every old secret at once.
+        </p>
+      )}
+      {verb === 'rotate' && leaked && retired.length > 0 && (
+        <p class="warning" role="note">
+          {retired.length === 1
+            ? 'The old secret that still signs stops too.'
+            : `All ${retired.length} old secrets that still sign stop too.`}
         </p>
       )}
     </Confirm>
