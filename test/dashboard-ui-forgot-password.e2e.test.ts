@@ -79,11 +79,11 @@ describe('forgot password in the dashboard', () => {
     // the token left the address bar (and so the history) as the page loaded
     expect(page.url()).not.toContain('password_reset_token');
     await page.getByLabel('New password', { exact: true }).fill(NEW_PASSWORD);
-    await page.getByLabel('New password, again').fill('not the same passphrase at all');
+    await page.getByLabel('New password again').fill('not the same passphrase at all');
     await page.getByRole('button', { name: 'Set the new password' }).click();
     await page.getByRole('alert').waitFor();
     expect(await page.getByRole('alert').textContent()).toContain('differ');
-    await page.getByLabel('New password, again').fill(NEW_PASSWORD);
+    await page.getByLabel('New password again').fill(NEW_PASSWORD);
     await page.getByRole('button', { name: 'Set the new password' }).click();
     await page.getByRole('status').filter({ hasText: 'is reset' }).waitFor();
     await screenshot(page, 'forgot-password-03-reset');

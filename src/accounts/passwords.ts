@@ -1,15 +1,14 @@
 // Password hashing with scrypt (node:crypto, no native addon): a random salt per password,
 // parameters stored with the hash so they can be raised later, constant-time comparison.
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, passwordCharacters } from './password-rule.js';
 
 const KEY_LENGTH = 32;
 /** N = 2^15, r = 8, p = 1: ~50 ms and 32 MiB per hash, OWASP's scrypt floor. */
 const PARAMETERS = { N: 2 ** 15, r: 8, p: 1 } as const;
 const MAX_MEMORY = 64 * 1024 * 1024;
 
-/** Lengths in characters (Unicode code points), not UTF-16 units: an emoji is one. */
-export const PASSWORD_MIN_LENGTH = 12;
-export const PASSWORD_MAX_LENGTH = 256;
+export { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from './password-rule.js';
 /** The most UTF-16 units a password of PASSWORD_MAX_LENGTH characters can take (a body's bound). */
 export const PASSWORD_MAX_UTF16_UNITS = PASSWORD_MAX_LENGTH * 2;
 
@@ -60,15 +59,9 @@ export const PASSWORD_TOO_LONG = `must be at most ${PASSWORD_MAX_LENGTH} charact
 
 /** Why a new password (in the field `field`) is refused, or null when it is acceptable. */
 export function passwordProblem(password: string, field = 'password'): string | null {
-  const characters = codePointCount(password);
+  const characters = passwordCharacters(password);
   if (characters < PASSWORD_MIN_LENGTH)
     return `${field}: must be at least ${PASSWORD_MIN_LENGTH} characters`;
   if (characters > PASSWORD_MAX_LENGTH) return `${field}: ${PASSWORD_TOO_LONG}`;
   return null;
-}
-
-function codePointCount(text: string): number {
-  let count = 0;
-  for (const _codePoint of text) count += 1;
-  return count;
 }

@@ -9,15 +9,12 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, type SignedIn } from './api.js';
 import { asApiError, useAction } from './hooks.js';
 import { navigateToSignIn } from './router.js';
+import { NewPasswordFields, newPasswordProblem } from './new-password.js';
 import { ErrorNote } from './ui.js';
 
 /** Whether this gateway sends e-mail (its page says so: see the page route). */
 export const emailOn = (): boolean =>
   document.querySelector('meta[name="gw-email"]')?.getAttribute('content') === 'on';
-
-/** The gateway's rule for a password (PASSWORD_MIN_LENGTH in src/accounts). */
-const MIN_PASSWORD_LENGTH = 12;
-const characters = (text: string): number => [...text].length;
 
 function takeFragmentToken(name: string): string | null {
   const token = new RegExp(`${name}=([0-9A-Za-z_]+)`).exec(location.hash)?.[1] ?? null;
@@ -108,12 +105,9 @@ export function ResetPasswordPage(props: { token: string; onDone(): void }) {
         onInput={action.clear}
         onSubmit={(event) => {
           event.preventDefault();
-          if (characters(next) < MIN_PASSWORD_LENGTH) {
-            action.refuse(`The new password needs at least ${MIN_PASSWORD_LENGTH} characters.`);
-            return;
-          }
-          if (next !== again) {
-            action.refuse('The two passwords differ.');
+          const problem = newPasswordProblem(next, again);
+          if (problem) {
+            action.refuse(problem);
             return;
           }
           void action
@@ -133,32 +127,7 @@ export function ResetPasswordPage(props: { token: string; onDone(): void }) {
             <p class="muted small">
               Every browser signed in to the account is signed out when the password changes.
             </p>
-            <label>
-              New password
-              <input
-                type="password"
-                name="new-password"
-                autocomplete="new-password"
-                required
-                aria-describedby="reset-password-rule"
-                value={next}
-                onInput={(event) => setNext(event.currentTarget.value)}
-              />
-            </label>
-            <label>
-              New password, again
-              <input
-                type="password"
-                name="new-password-again"
-                autocomplete="new-password"
-                required
-                value={again}
-                onInput={(event) => setAgain(event.currentTarget.value)}
-              />
-            </label>
-            <p class="hint" id="reset-password-rule">
-              At least {MIN_PASSWORD_LENGTH} characters.
-            </p>
+            <NewPasswordFields next={next} again={again} onNext={setNext} onAgain={setAgain} />
             <ErrorNote error={action.error} />
             <button type="submit" disabled={action.busy}>
               {action.busy ? 'Saving…' : 'Set the new password'}

@@ -3,12 +3,8 @@
 import { useState } from 'preact/hooks';
 import { api, forgetCsrfToken, type SignedIn } from '../api.js';
 import { useAction, useNotice } from '../hooks.js';
+import { NewPasswordFields, newPasswordProblem } from '../new-password.js';
 import { Confirm, ErrorNote, PageHeader } from '../ui.js';
-
-/** The gateway's rule for a password (PASSWORD_MIN_LENGTH in src/accounts). */
-const MIN_PASSWORD_LENGTH = 12;
-
-const characters = (text: string): number => [...text].length;
 
 export function AccountPage(props: { session: SignedIn; onSignedOutEverywhere(): void }) {
   return (
@@ -36,12 +32,9 @@ function ChangePassword({ email }: { email: string }) {
       onSubmit={(event) => {
         event.preventDefault();
         setDone(null);
-        if (characters(next) < MIN_PASSWORD_LENGTH) {
-          action.refuse(`The new password needs at least ${MIN_PASSWORD_LENGTH} characters.`);
-          return;
-        }
-        if (next !== again) {
-          action.refuse('The two new passwords differ.');
+        const problem = newPasswordProblem(next, again);
+        if (problem) {
+          action.refuse(problem);
           return;
         }
         void action
@@ -80,34 +73,7 @@ function ChangePassword({ email }: { email: string }) {
           onInput={(event) => setCurrent(event.currentTarget.value)}
         />
       </label>
-      <div class="row">
-        <label>
-          New password
-          <input
-            type="password"
-            name="new-password"
-            autocomplete="new-password"
-            required
-            aria-describedby="new-password-rule"
-            value={next}
-            onInput={(event) => setNext(event.currentTarget.value)}
-          />
-        </label>
-        <label>
-          New password again
-          <input
-            type="password"
-            name="new-password-again"
-            autocomplete="new-password"
-            required
-            value={again}
-            onInput={(event) => setAgain(event.currentTarget.value)}
-          />
-        </label>
-      </div>
-      <p class="hint" id="new-password-rule">
-        At least {MIN_PASSWORD_LENGTH} characters.
-      </p>
+      <NewPasswordFields next={next} again={again} onNext={setNext} onAgain={setAgain} sideBySide />
       <ErrorNote error={action.error} />
       <button type="submit" disabled={action.busy}>
         {action.busy ? 'Changing…' : 'Change password'}

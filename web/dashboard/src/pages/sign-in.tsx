@@ -9,12 +9,10 @@ import { api, signUpOpen, type SignedIn } from '../api.js';
 import { emailOn } from '../email-links.js';
 import { useAction } from '../hooks.js';
 import { navigate, navigateToSignIn } from '../router.js';
+import { PASSWORD_MIN_LENGTH } from '../../../../src/accounts/password-rule.js';
 import { ErrorNote } from '../ui.js';
 
 type Mode = 'sign-in' | 'sign-up';
-
-/** The gateway's rule for a new account's password (PASSWORD_MIN_LENGTH in src/accounts). */
-const MIN_PASSWORD_LENGTH = 12;
 
 export function SignInPage(props: { mode: Mode; onSignedIn(session: SignedIn): void }) {
   const signingUp = props.mode === 'sign-up';
@@ -83,7 +81,7 @@ export function SignInPage(props: { mode: Mode; onSignedIn(session: SignedIn): v
         </label>
         {signingUp && (
           <p class="hint" id="password-rule">
-            At least {MIN_PASSWORD_LENGTH} characters.
+            At least {PASSWORD_MIN_LENGTH} characters.
           </p>
         )}
         <ErrorNote error={action.error} />
