@@ -5,7 +5,13 @@
 import { createServer } from 'node:net';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, openWindow, screenshot, type LaunchedBrowser } from './support/browser.js';
+import {
+  launchBrowser,
+  openWindow,
+  requestsSent,
+  screenshot,
+  type LaunchedBrowser,
+} from './support/browser.js';
 import { isolatedContext } from './support/context.js';
 import { TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
 import { linkToken, startMailCatcher, type MailCatcher } from './support/mail-catcher.js';
@@ -120,8 +126,40 @@ describe('forgot password in the dashboard', () => {
     const { link } = linkToken((await mail.nth(email, 2)).text, 'email_verification_token');
     await page.goto(link);
     await page.getByText(`Your e-mail address ${email} is verified.`).waitFor();
-    expect(await page.getByRole('region', { name: 'Verify your e-mail address' }).count()).toBe(0);
+    // the session is read again after the link is followed: the banner goes
+    await page
+      .getByRole('region', { name: 'Verify your e-mail address' })
+      .waitFor({ state: 'detached' });
     await screenshot(page, 'verify-email-02-verified');
+    await close();
+  });
+
+  it('follows a link opened while signed out once: signing in after it shows no banner and no error', async () => {
+    const email = uniqueEmail('Elsewhere').toLowerCase();
+    const signUp = await openWindow(browser);
+    await signUp.page.goto(`${gateway.url}/dashboard/sign-up`);
+    await signUp.page.getByLabel('E-mail').fill(email);
+    await signUp.page.getByLabel('Password').fill(TEST_PASSWORD);
+    await signUp.page.getByRole('button', { name: 'Create account' }).click();
+    await signUp.page.getByRole('region', { name: 'Verify your e-mail address' }).waitFor();
+    await signUp.close();
+
+    // another browser (the phone the mail was read on): no session there
+    const { page, close } = await openWindow(browser);
+    const verifications = requestsSent(page, 'POST', /\/auth\/verify-email$/);
+    const { link } = linkToken((await mail.nth(email, 1)).text, 'email_verification_token');
+    await page.goto(link);
+    await page.getByText(`Your e-mail address ${email} is verified.`).waitFor();
+    await page.getByRole('heading', { name: 'Sign in to the dashboard' }).waitFor();
+    await page.getByLabel('E-mail').fill(email);
+    await page.getByLabel('Password').fill(TEST_PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    await page.getByText(`Your e-mail address ${email} is verified.`).waitFor();
+    expect(await page.getByRole('region', { name: 'Verify your e-mail address' }).count()).toBe(0);
+    expect(await page.getByRole('alert').count()).toBe(0);
+    expect(verifications.length).toBe(1);
+    await screenshot(page, 'verify-email-03-signed-in-after-link');
     await close();
   });
 });

@@ -16,6 +16,7 @@ import {
   focusedButton,
   launchBrowser,
   openWindow,
+  requestsSent,
   screenshot,
   screenshotOf,
   sidewaysOverflow,
@@ -100,17 +101,6 @@ async function limitsCell(page: Page, text: string): Promise<string> {
   );
 }
 
-/** The requests the page sends that match `method` and a path ending. */
-function sent(page: Page, method: string, ending: RegExp): string[] {
-  const urls: string[] = [];
-  page.on('request', (request) => {
-    if (request.method() === method && ending.test(new URL(request.url()).pathname)) {
-      urls.push(request.url());
-    }
-  });
-  return urls;
-}
-
 beforeAll(async () => {
   [gateway, launched] = await Promise.all([
     startGateway({ ...env, DASHBOARD_INSECURE_COOKIES: 'true' }),
@@ -134,7 +124,7 @@ afterAll(async () => {
 describe('issuing a key with rate limits', () => {
   it('stops a limit the API would refuse in the form, sending nothing; issues one with limits, shown in the list as stored', async () => {
     const { page, close } = await openWindow(browser);
-    const posts = sent(page, 'POST', /\/api-keys$/);
+    const posts = requestsSent(page, 'POST', /\/api-keys$/);
     await signedIn(page, emails.admin, `/keys/${org.app_connection_id}`);
     const form = page.getByRole('form', { name: 'Issue an API key' });
     const perKey = form.getByLabel('Requests per minute', { exact: true });
@@ -242,7 +232,7 @@ describe('changing an existing key’s rate limits', () => {
       product_user_requests_per_minute: 10,
     });
     const { page, close } = await openWindow(browser);
-    const patches = sent(page, 'PATCH', /\/api-keys\/[^/]+$/);
+    const patches = requestsSent(page, 'PATCH', /\/api-keys\/[^/]+$/);
     await signedIn(page, emails.admin, `/keys/${org.app_connection_id}`);
     await expect.poll(() => limitsCell(page, 'batch-jobs')).toBe('60/min · 10/min per user');
 
@@ -384,7 +374,7 @@ describe('who may change a key’s limits', () => {
     expect(client.status).toBe(201);
     const token = await connectAndExchange(gateway.url, api, client.body, { orgId: org.org_id });
     const { page, close } = await openWindow(browser);
-    const posts = sent(page, 'POST', /\/api-keys$/);
+    const posts = requestsSent(page, 'POST', /\/api-keys$/);
     await signedIn(page, emails.admin, `/keys/${token.app_connection_id}`);
     const hint = token.access_token.slice(0, 10);
     await expect.poll(() => limitsCell(page, hint)).toBe('unlimited');
@@ -458,7 +448,7 @@ describe('a connected app’s rate limits on the Connected apps page', () => {
     expect(client.status).toBe(201);
     const token = await connectAndExchange(gateway.url, api, client.body, { orgId: org.org_id });
     const { page, close } = await openWindow(browser);
-    const patches = sent(page, 'PATCH', /\/api-keys\/[^/]+$/);
+    const patches = requestsSent(page, 'PATCH', /\/api-keys\/[^/]+$/);
     await signedIn(page, emails.admin, '/connected-apps');
     const appRow = dataRows(page).filter({ hasText: 'Hammering app' });
     const cell = async () => {

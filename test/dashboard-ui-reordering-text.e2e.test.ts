@@ -106,11 +106,16 @@ describe('text with bidirectional controls', () => {
     await page.getByRole('button', { name: 'Sign out' }).waitFor();
     await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}/users`);
     await page.getByRole('heading', { level: 1, name: 'Product users' }).waitFor();
-    const headers = await page.getByRole('columnheader').allTextContents();
-    const column = (name: string) => headers.findIndex((text) => text.trim() === name);
     const row = dataRows(page).filter({ hasText: 'bidi' });
     const cells = row.getByRole('cell');
+    // the headers are read once the row is shown (the heading comes before the table's rows)
     await row.waitFor();
+    const headers = await page.getByRole('columnheader').allTextContents();
+    const column = (name: string) => {
+      const found = headers.findIndex((text) => text.trim() === name);
+      expect(found, `column ${name} among ${headers.join(', ')}`).toBeGreaterThan(-1);
+      return found;
+    };
     expect(await cells.nth(column('External id')).textContent()).toBe('bidi‹U+202E›evil');
     expect(await cells.nth(column('Name')).textContent()).toBe('ad‹U+202E›nimda');
     await screenshot(page, 'reordering-01-product-users');

@@ -130,6 +130,17 @@ export const statValue = (page: Page, label: string | RegExp): Promise<string | 
 export const dataRows = (page: Page): Locator =>
   page.locator('table:not(.u-legend)').getByRole('row');
 
+/** The URLs of the requests the page sends from now on that match `method` and a path ending. */
+export function requestsSent(page: Page, method: string, ending: RegExp): string[] {
+  const urls: string[] = [];
+  page.on('request', (request) => {
+    if (request.method() === method && ending.test(new URL(request.url()).pathname)) {
+      urls.push(request.url());
+    }
+  });
+  return urls;
+}
+
 /**
  * The colours a dialog's confirm button is painted (web/dashboard/src/styles.css): red
  * (`--danger`) for what takes something away, the primary colour (`--accent`) for what adds.

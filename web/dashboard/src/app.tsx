@@ -16,6 +16,7 @@ import {
   openedWith,
   ResetPasswordPage,
   UnverifiedBanner,
+  useEmailVerification,
   VerificationResult,
 } from './email-links.js';
 import { asApiError } from './hooks.js';
@@ -50,11 +51,26 @@ export function App() {
   /** The token of the password-reset link the page was opened from, until it is used. */
   const [resetToken, setResetToken] = useState(openedWith.passwordReset);
 
-  /** Reads the session again (sign-in, or the organizations changed); settles once it has. */
+  /** Which read of the session is the latest: only its answer is taken. */
+  const latestRead = useRef(0);
+  /** Sets the session's state here (signed in or out): any read still on its way is stale. */
+  const settle = useCallback((next: SessionState) => {
+    latestRead.current++;
+    setState(next);
+  }, []);
+  /**
+   * Reads the session again (sign-in, the organizations changed, the address was verified);
+   * settles once it has. Reads may overlap (the first one and a verification's): an earlier
+   * read answering last does not put its older session back.
+   */
   const refresh = useCallback(() => {
+    const read = ++latestRead.current;
     return api.get<SignedIn>('/auth/session').then(
-      (session) => setState({ kind: 'signed-in', session }),
+      (session) => {
+        if (read === latestRead.current) setState({ kind: 'signed-in', session });
+      },
       (error: unknown) => {
+        if (read !== latestRead.current) return;
         const failure = asApiError(error);
         setState(
           failure.code === 'gw_session_required'
@@ -70,7 +86,7 @@ export function App() {
   useEffect(() => {
     const ended = () => {
       forgetCsrfToken();
-      setState({ kind: 'signed-out' });
+      settle({ kind: 'signed-out' });
     };
     window.addEventListener(SESSION_ENDED, ended);
     return () => window.removeEventListener(SESSION_ENDED, ended);
@@ -116,7 +132,8 @@ export function App() {
     document.title = `${title ?? 'Not found'} · gw`;
   }, [view]);
 
-  const verification = <VerificationResult onVerified={() => void refresh()} />;
+  const verified = useEmailVerification(() => void refresh());
+  const verification = <VerificationResult state={verified} />;
   if (resetToken !== null) {
     return (
       <ResetPasswordPage
@@ -126,7 +143,7 @@ export function App() {
           setResetToken(null);
           forgetCsrfToken();
           navigateToSignIn('sign-in', { comeBack: false });
-          setState({ kind: 'signed-out' });
+          settle({ kind: 'signed-out' });
         }}
       />
     );
@@ -157,7 +174,7 @@ export function App() {
           mode={signingUp ? 'sign-up' : 'sign-in'}
           onSignedIn={(session) => {
             forgetCsrfToken();
-            setState({ kind: 'signed-in', session });
+            settle({ kind: 'signed-in', session });
           }}
         />
       </>
@@ -176,7 +193,7 @@ export function App() {
         forgetCsrfToken();
         // signed out on purpose: the next one to sign in here starts afresh, not on this page
         navigateToSignIn('sign-in', { comeBack: false });
-        setState({ kind: 'signed-out' });
+        settle({ kind: 'signed-out' });
       }}
     />
   );

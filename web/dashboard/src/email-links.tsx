@@ -149,16 +149,17 @@ export function ResetPasswordPage(props: { token: string; onDone(): void }) {
   );
 }
 
-type Verification =
+export type Verification =
   | { readonly kind: 'verifying' }
   | { readonly kind: 'verified'; readonly email: string }
   | { readonly kind: 'failed'; readonly error: ApiError };
 
 /**
- * Follows the verification link the page was opened from, once, and says how it went (above
- * the sign-in page or the signed-in dashboard). `onVerified`: the session is read again.
+ * Follows the verification link the page was opened from, once for the app's life (the App
+ * holds it, so signing in after following it does not follow it again), and says how it went.
+ * `onVerified`: the session is read again (its address is now verified).
  */
-export function VerificationResult(props: { onVerified(): void }) {
+export function useEmailVerification(onVerified: () => void): Verification | null {
   const token = openedWith.emailVerification;
   const [state, setState] = useState<Verification | null>(
     token === null ? null : { kind: 'verifying' },
@@ -168,11 +169,16 @@ export function VerificationResult(props: { onVerified(): void }) {
     api.post<{ email: string }>('/auth/verify-email', { token }).then(
       (answer) => {
         setState({ kind: 'verified', email: answer.email });
-        props.onVerified();
+        onVerified();
       },
       (error: unknown) => setState({ kind: 'failed', error: asApiError(error) }),
     );
   }, []);
+  return state;
+}
+
+/** How following the link went (above the sign-in page or the signed-in dashboard). */
+export function VerificationResult({ state }: { state: Verification | null }) {
   if (state === null) return null;
   if (state.kind === 'failed') return <ErrorNote error={state.error} />;
   return (
