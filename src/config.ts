@@ -47,6 +47,12 @@ export const configSchema = z.object({
    */
   GATEWAY_WORKERS: z.union([z.literal('auto'), wholeNumber({ min: 1, max: 256 })]).default('auto'),
   HOST: z.string().min(1).default('0.0.0.0'),
+  /**
+   * Let other processes accept on PORT too (SO_REUSEPORT), e.g. a new gateway started before the
+   * old one drains on a host without containers. Off: a PORT another process holds stops the
+   * start, rather than the kernel spreading connections over both (decision 376).
+   */
+  LISTEN_REUSE_PORT: booleanFlag.default(false),
   REDIS_URL: z.url().default('redis://127.0.0.1:6379'),
   /** A Redis Cluster by some of its nodes (host:port,… or redis[s]://…); set, it replaces REDIS_URL. */
   REDIS_CLUSTER_NODES: z

@@ -1,11 +1,13 @@
-// One container, every core: GATEWAY_WORKERS gateway processes accept on one port. uWS sets
-// SO_REUSEPORT on Linux, so each worker binds PORT itself and the kernel spreads connections over
-// them. Workers share nothing a request needs to be exact: money lives in Redis, records in
+// One container, every core: GATEWAY_WORKERS gateway processes accept on one port. Each worker
+// binds PORT itself with SO_REUSEPORT and the kernel spreads connections over them; the primary
+// first checks that no other process holds PORT (unless LISTEN_REUSE_PORT), which the kernel
+// would otherwise let share them. Workers share nothing a request needs to be exact: money lives in Redis, records in
 // Postgres, caches are per process and dropped by the same pub/sub messages. The primary serves
 // no request: it forks the workers, starts another when one dies, forwards SIGTERM so each drains
 // its own streams, and serves /metrics summed over the workers.
 import cluster, { type Worker } from 'node:cluster';
 import { createServer, type Server } from 'node:http';
+import { createServer as createNetServer } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { AggregatorRegistry, type PrometheusContentType, type Registry } from 'prom-client';
 import type { Config } from './config.js';
@@ -116,23 +118,42 @@ export function runPrimary(config: Config, logger: Logger, count: number): void 
   const forkAll = (): void => {
     for (let slot = 0; slot < count; slot += 1) fork(slot);
   };
-  if (!metricsServer) return forkAll();
-  // The metrics listener first: a port another process holds stops the start, as it does for
-  // a single process, rather than leaving a scraper reading that other process's numbers.
-  metricsServer.once('error', (error) => {
-    const message = listenFailure(
-      config.METRICS_HOST,
-      config.METRICS_PORT,
-      'METRICS_HOST',
-      'METRICS_PORT',
-    );
+  const refuse = (error: unknown, message: string): void => {
     logger.fatal({ err: error }, message);
     process.exit(1);
+  };
+  // The workers bind PORT with SO_REUSEPORT, which another process's socket with it would
+  // silently share: unless that is wanted (LISTEN_REUSE_PORT), PORT must be free first.
+  const portChecked = config.LISTEN_REUSE_PORT
+    ? Promise.resolve()
+    : bindOnce(config.HOST, config.PORT).catch((error: unknown) =>
+        refuse(error, listenFailure(config.HOST, config.PORT, 'HOST', 'PORT')),
+      );
+  void portChecked.then(() => {
+    if (stopping) return;
+    if (!metricsServer) return forkAll();
+    // The metrics listener next: a port another process holds stops the start, as it does for
+    // a single process, rather than leaving a scraper reading that other process's numbers.
+    metricsServer.once('error', (error) =>
+      refuse(
+        error,
+        listenFailure(config.METRICS_HOST, config.METRICS_PORT, 'METRICS_HOST', 'METRICS_PORT'),
+      ),
+    );
+    metricsServer.listen(config.METRICS_PORT, config.METRICS_HOST, () => {
+      metricsServer.removeAllListeners('error');
+      metricsServer.on('error', (error) => logger.error({ err: error }, 'metrics listener failed'));
+      if (!stopping) forkAll();
+    });
   });
-  metricsServer.listen(config.METRICS_PORT, config.METRICS_HOST, () => {
-    metricsServer.removeAllListeners('error');
-    metricsServer.on('error', (error) => logger.error({ err: error }, 'metrics listener failed'));
-    if (!stopping) forkAll();
+}
+
+/** Binds host:port without SO_REUSEPORT and lets it go: rejects if any socket holds the port. */
+function bindOnce(host: string, port: number): Promise<void> {
+  const probe = createNetServer();
+  return new Promise((resolve, reject) => {
+    probe.once('error', reject);
+    probe.listen(port, host, () => probe.close(() => resolve()));
   });
 }
 

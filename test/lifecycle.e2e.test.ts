@@ -3,7 +3,9 @@
 import { spawn } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import type { us_listen_socket } from 'uWebSockets.js';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { loadNativeUws } from '../src/http/uws.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { isolatedContext } from './support/context.js';
 import { bearer, postJson, postSse } from './support/http.js';
@@ -75,6 +77,58 @@ describe('a port another process holds', () => {
     },
     90_000, // a single process fails only after the rest of its start-up, slow on a busy machine
   );
+});
+
+describe('a public port another gateway holds', () => {
+  /** What another gateway's worker does: binds the port with SO_REUSEPORT (uWS's default). */
+  async function holdShared(): Promise<{ port: number; release(): void }> {
+    const uws = loadNativeUws();
+    const port = await freePort();
+    const socket = await new Promise<us_listen_socket | false>((resolve) =>
+      uws.App().listen('127.0.0.1', port, resolve),
+    );
+    if (!socket) throw new Error(`could not hold port ${port}`);
+    return { port, release: () => uws.us_listen_socket_close(socket) };
+  }
+
+  it.each(['1', '2'])(
+    'stops the start (GATEWAY_WORKERS=%s) and names PORT, rather than the kernel splitting connections between them',
+    async (workers) => {
+      const holder = await holdShared();
+      try {
+        const result = await runToExit({
+          HOST: '127.0.0.1',
+          PORT: String(holder.port),
+          GATEWAY_WORKERS: workers,
+          METRICS_ENABLED: 'false',
+        });
+        expect(result.code).toBe(1);
+        expect(result.stdout).toContain(`could not listen on 127.0.0.1:${holder.port} (HOST:PORT)`);
+        expect(result.stdout).not.toContain('listening');
+      } finally {
+        holder.release();
+      }
+    },
+    90_000, // a single process fails only after the rest of its start-up, slow on a busy machine
+  );
+
+  it('shares the port when told to (LISTEN_REUSE_PORT=true: a new gateway beside the old one)', async () => {
+    const holder = await holdShared();
+    try {
+      const gateway = await startGatewayProcess({
+        ...env,
+        HOST: '127.0.0.1',
+        PORT: String(holder.port),
+        GATEWAY_WORKERS: '1',
+        METRICS_ENABLED: 'false',
+        LISTEN_REUSE_PORT: 'true',
+      });
+      expect(gateway.port).toBe(holder.port);
+      expect(await gateway.stop()).toBe(0);
+    } finally {
+      holder.release();
+    }
+  }, 90_000);
 });
 
 describe('the gw binary', () => {

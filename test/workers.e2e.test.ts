@@ -212,6 +212,8 @@ describe('a worker that cannot start', () => {
           PORT: String(port),
           GATEWAY_WORKERS: '2',
           METRICS_ENABLED: 'false',
+          // the primary does not check the port first: the workers are the ones that fail
+          LISTEN_REUSE_PORT: 'true',
         }),
       ).rejects.toThrow(
         /exited with 1 before listening[\s\S]*\(HOST:PORT\)[\s\S]*a gateway worker failed to start/,

@@ -11,7 +11,7 @@ import type { Provider } from '../providers/common/provider.js';
 import type { SystemRoutes } from '../providers/system-routes.js';
 import { bindRoutes } from '../routes/framework/bind.js';
 import { metricsRoute } from '../routes/index.js';
-import { listenFailure, localDashboardUrl } from '../workers.js';
+import { isGatewayWorker, listenFailure, localDashboardUrl } from '../workers.js';
 import type { Listeners } from './drain.js';
 import type { Inference } from './inference.js';
 import type { WiredRoutes } from './routes.js';
@@ -48,7 +48,9 @@ export async function listen(
     requestLog: createRequestLog(createRequestLogger(logger), config.REQUEST_LOG_SAMPLE_RATE),
     routes: bindRoutes(routes.served, routes.deps, routes.authenticators),
   });
-  const port = await server.listen(config.HOST, config.PORT).catch(() => {
+  // A worker shares PORT with its siblings (the primary found it free before forking them).
+  const shared = config.LISTEN_REUSE_PORT || isGatewayWorker();
+  const port = await server.listen(config.HOST, config.PORT, shared).catch(() => {
     throw new Error(listenFailure(config.HOST, config.PORT, 'HOST', 'PORT'));
   });
   closers.add('public listener', server, (listener) => listener.stopAccepting());

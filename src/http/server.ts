@@ -3,6 +3,7 @@
 import type {
   HttpRequest as UwsRequest,
   HttpResponse as UwsResponse,
+  TemplatedApp,
   us_listen_socket,
 } from 'uWebSockets.js';
 import {
@@ -69,8 +70,12 @@ export interface HttpServerOptions {
 }
 
 export interface HttpServer {
-  /** Resolves with the bound port. */
-  listen(host: string, port: number): Promise<number>;
+  /**
+   * Resolves with the bound port. `shared`: other sockets may bind the port too (SO_REUSEPORT:
+   * the gateway's own workers); otherwise the port is this listener's alone, and a port another
+   * process holds (even with SO_REUSEPORT) fails the listen.
+   */
+  listen(host: string, port: number, shared?: boolean): Promise<number>;
   /** Stops accepting connections; in-flight requests continue. */
   stopAccepting(): void;
   /** Resolves when no request is in flight, or after `timeoutMs`. Returns how many remain. */
@@ -81,6 +86,31 @@ export interface HttpServer {
 /** A refused request's body up to this size is read (keeps the connection); larger: closed. */
 const SMALL_BODY_BYTES = 64 * 1024;
 const noop = (): void => undefined;
+
+/** uWS's LIBUS_LISTEN_DEFAULT: SO_REUSEPORT on Linux, so other sockets may bind the port too. */
+const LISTEN_SHARED = 0;
+/** uWS's LIBUS_LISTEN_EXCLUSIVE_PORT: no SO_REUSEPORT; a port already bound fails the listen. */
+const LISTEN_EXCLUSIVE = 1;
+
+/**
+ * `app.listen(host, port, options, cb)`: the binding takes listen options after a host as after
+ * a port alone, but uWS's typings declare them only for the latter.
+ */
+function listenOn(
+  app: TemplatedApp,
+  host: string,
+  port: number,
+  options: typeof LISTEN_SHARED | typeof LISTEN_EXCLUSIVE,
+  done: (socket: us_listen_socket | false) => void,
+): void {
+  const listen = app.listen as unknown as (
+    host: string,
+    port: number,
+    options: number,
+    done: (socket: us_listen_socket | false) => void,
+  ) => TemplatedApp;
+  listen.call(app, host, port, options, done);
+}
 
 export function createHttpServer(options: HttpServerOptions): HttpServer {
   const uws = loadNativeUws();
@@ -407,9 +437,9 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     get inFlight() {
       return inFlight;
     },
-    listen(host, port) {
+    listen(host, port, shared = false) {
       return new Promise((resolve, reject) => {
-        app.listen(host, port, (socket) => {
+        listenOn(app, host, port, shared ? LISTEN_SHARED : LISTEN_EXCLUSIVE, (socket) => {
           if (!socket) {
             reject(new Error(`could not listen on ${host}:${port}`));
             return;
