@@ -142,14 +142,14 @@ async function main(): Promise<void> {
           'vendor_b',
           '--name',
           name,
-          '--secret',
-          secret,
+          '--secret-stdin',
           '--priority',
           priority,
           '--app-connection-id',
           byokOrg.app_connection_id,
         ],
         gateway.env,
+        `${secret}\n`,
       );
     }
     const vendorHeaders = { authorization: 'Bearer mock-bench-key' };

@@ -215,11 +215,18 @@ export async function startDesignFloor(
   return { name: 'floor', url: `http://127.0.0.1:${value}`, child, redisKeyPrefix };
 }
 
-export async function gwCli<T>(args: string[], env: Record<string, string>): Promise<T> {
-  const { stdout } = await execFileAsync(process.execPath, ['bin/gw.js', ...args], {
+/** Runs a `gw` command and parses its JSON output; `stdin` is piped to it (a secret, say). */
+export async function gwCli<T>(
+  args: string[],
+  env: Record<string, string>,
+  stdin = '',
+): Promise<T> {
+  const running = execFileAsync(process.execPath, ['bin/gw.js', ...args], {
     cwd: root,
     env: { ...process.env, ...env },
   });
+  running.child.stdin?.end(stdin);
+  const { stdout } = await running;
   return JSON.parse(stdout) as T;
 }
 
