@@ -79,6 +79,8 @@ describe('POST /v1/chat/completions (vendor_b, non-streaming)', () => {
       'x-gw-external-user-id': 'user-nonstream',
     });
     expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('application/json');
+    expect(response.headers.get('x-content-type-options')).toBe('nosniff');
     expect(response.body.object).toBe('chat.completion');
     expect(response.body.choices[0]!.message.role).toBe('assistant');
     expect(typeof response.body.choices[0]!.message.content).toBe('string');

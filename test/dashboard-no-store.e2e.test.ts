@@ -63,6 +63,8 @@ describe('answers to a signed-in dashboard user', () => {
       const answer = await admin.get(path);
       expect(answer.status, `GET ${route.path}`).toBe(200);
       expect(answer.headers.get('cache-control'), `GET ${route.path}`).toBe('no-store');
+      // and no browser reads the JSON as anything else (a script, a page)
+      expect(answer.headers.get('x-content-type-options'), `GET ${route.path}`).toBe('nosniff');
       served.push(route.path);
     }
     // the organization's lists and pages, its wallet, usage, audit log, a product user, …
@@ -82,5 +84,16 @@ describe('answers to a signed-in dashboard user', () => {
     const refused = await admin.get(`/dashboard/api/orgs/${org.org_id}/usage?from=yesterday`);
     expect(refused.status).toBe(400);
     expect(refused.headers.get('cache-control')).toBe('no-store');
+    expect(refused.headers.get('x-content-type-options')).toBe('nosniff');
+  });
+
+  it('sign in and sign out answer JSON that no browser sniffs either', async () => {
+    const client = new DashboardClient(gateway.url, gateway.url);
+    const signedIn = await client.login(adminEmail, TEST_PASSWORD);
+    expect(signedIn.status).toBe(200);
+    expect(signedIn.headers.get('x-content-type-options')).toBe('nosniff');
+    const signedOut = await client.post('/auth/logout');
+    expect(signedOut.status).toBe(200);
+    expect(signedOut.headers.get('x-content-type-options')).toBe('nosniff');
   });
 });

@@ -3,7 +3,14 @@ import { errorBody, type ErrorFlavor, type GwError } from '../errors.js';
 import { escapeHtml, pageHeaders, renderPage } from './html.js';
 import type { HttpResponse } from './types.js';
 
-const jsonHeaders = { 'content-type': 'application/json' } as const;
+/**
+ * Every JSON answer gw writes: `nosniff` keeps a browser from reading one as anything else (a
+ * script or a page), whatever text a field holds.
+ */
+export const jsonHeaders = {
+  'content-type': 'application/json',
+  'x-content-type-options': 'nosniff',
+} as const;
 /**
  * What a route declared `answerCarriesSecret` adds to its answers (a raw key, a signing or client
  * secret, a token, a person's profile): no browser or proxy cache may keep them.
@@ -13,7 +20,7 @@ export const noStoreHeaders = { 'cache-control': 'no-store' } as const;
 export const noStoreJsonHeaders = { ...jsonHeaders, ...noStoreHeaders } as const;
 /** RFC 6749 section 5.1: answers of the token endpoint are never cached. */
 export const oauthHeaders = {
-  'content-type': 'application/json',
+  ...jsonHeaders,
   'cache-control': 'no-store',
   pragma: 'no-cache',
 } as const;

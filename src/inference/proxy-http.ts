@@ -1,6 +1,6 @@
 // The thin HTTP layer over the proxy step: builds its ports from the gateway's services once
 // per route, runs it, and writes the outcome it returns.
-import { sendError } from '../http/respond.js';
+import { jsonHeaders, sendError } from '../http/respond.js';
 import type { HttpResponse } from '../http/types.js';
 import { isGwError, type ErrorFlavor, type GwError } from '../errors.js';
 import type { UpstreamExchange } from '../protocols/common/exchange.js';
@@ -87,7 +87,7 @@ export function writeProxyOutcome(
 ): void {
   switch (outcome.kind) {
     case 'json':
-      response.writeHead(200, { 'content-type': 'application/json' });
+      response.writeHead(200, jsonHeaders);
       response.end(outcome.body);
       return;
     case 'error':

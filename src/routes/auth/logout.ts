@@ -1,5 +1,6 @@
 // POST /auth/logout: ends the session (server-side) and clears the cookie.
 import { z } from 'zod';
+import { jsonHeaders } from '../../http/respond.js';
 import { declareRoute } from '../framework/declaration.js';
 import type { AccountDeps } from './deps.js';
 
@@ -14,7 +15,7 @@ export const logoutRoute = declareRoute({
   async handler({ caller, response }, deps: AccountDeps) {
     await deps.accounts.sessions.destroy(caller.session);
     response.writeHead(200, {
-      'content-type': 'application/json',
+      ...jsonHeaders,
       'set-cookie': deps.accounts.sessions.clearingCookie(),
     });
     response.end(JSON.stringify({ signed_out: true }));

@@ -5,6 +5,7 @@ import { PASSWORD_MAX_UTF16_UNITS, PASSWORD_TOO_LONG } from '../../accounts/pass
 import type { SessionStore } from '../../accounts/sessions.js';
 import { EMAIL_MAX_LENGTH, type DashboardUser } from '../../accounts/users.js';
 import type { HttpRequest, HttpResponse } from '../../http/types.js';
+import { jsonHeaders } from '../../http/respond.js';
 import { dashboardUserSchema, orgSummarySchema } from '../dashboard/schemas.js';
 
 /**
@@ -43,7 +44,7 @@ export async function answerSignedIn(
   if (previous) await sessions.destroy(previous);
   const { id } = await sessions.create(user.id, sessionEpoch);
   response.writeHead(status, {
-    'content-type': 'application/json',
+    ...jsonHeaders,
     'set-cookie': sessions.cookie(id),
   });
   response.end(
