@@ -20,9 +20,9 @@ export const noStoreHeaders = { 'cache-control': 'no-store' } as const;
 export const noStoreJsonHeaders = { ...jsonHeaders, ...noStoreHeaders } as const;
 /** RFC 6749 section 5.1: answers of the token endpoint are never cached. */
 export const oauthHeaders = {
-  ...jsonHeaders,
   'cache-control': 'no-store',
   pragma: 'no-cache',
+  ...jsonHeaders,
 } as const;
 
 export function sendJson(
