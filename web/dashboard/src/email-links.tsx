@@ -10,7 +10,7 @@ import { api, ApiError, type SignedIn } from './api.js';
 import { asApiError, useAction } from './hooks.js';
 import { navigateToSignIn } from './router.js';
 import { NewPasswordFields, newPasswordProblem } from './new-password.js';
-import { ErrorNote } from './ui.js';
+import { EmailField, ErrorNote } from './ui.js';
 
 /** Whether this gateway sends e-mail (its page says so: see the page route). */
 export const emailOn = (): boolean =>
@@ -53,17 +53,7 @@ export function ForgotPasswordPage() {
               Enter your account's e-mail address. If it has an account, we send it a link to choose
               a new password; the link works once, for 30 minutes.
             </p>
-            <label>
-              E-mail
-              <input
-                type="email"
-                name="email"
-                autocomplete="username"
-                required
-                value={email}
-                onInput={(event) => setEmail(event.currentTarget.value)}
-              />
-            </label>
+            <EmailField value={email} onInput={setEmail} />
             <ErrorNote error={action.error} />
             <button type="submit" disabled={action.busy}>
               {action.busy ? 'Sending…' : 'Send the link'}

@@ -368,6 +368,26 @@ export function NameField(props: {
   );
 }
 
+/**
+ * The e-mail address of the signing-in forms (sign in, sign up, forgot password): the
+ * account's username to the browser's password manager.
+ */
+export function EmailField(props: { value: string; onInput(value: string): void }) {
+  return (
+    <label>
+      E-mail
+      <input
+        type="email"
+        name="email"
+        autocomplete="username"
+        required
+        value={props.value}
+        onInput={(event) => props.onInput(event.currentTarget.value)}
+      />
+    </label>
+  );
+}
+
 /** A button in a table row: `label` shows, `name` says which row's it is to screen readers. */
 export function RowButton(props: {
   label: string;

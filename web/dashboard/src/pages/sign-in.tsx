@@ -10,7 +10,7 @@ import { emailOn } from '../email-links.js';
 import { useAction } from '../hooks.js';
 import { navigate, navigateToSignIn } from '../router.js';
 import { PASSWORD_MIN_LENGTH } from '../../../../src/accounts/password-rule.js';
-import { ErrorNote } from '../ui.js';
+import { EmailField, ErrorNote } from '../ui.js';
 
 type Mode = 'sign-in' | 'sign-up';
 
@@ -56,17 +56,7 @@ export function SignInPage(props: { mode: Mode; onSignedIn(session: SignedIn): v
             You get an organization of your own, with an empty wallet; its operator funds it.
           </p>
         )}
-        <label>
-          E-mail
-          <input
-            type="email"
-            name="email"
-            autocomplete="username"
-            required
-            value={email}
-            onInput={(event) => setEmail(event.currentTarget.value)}
-          />
-        </label>
+        <EmailField value={email} onInput={setEmail} />
         <label>
           Password
           <input
