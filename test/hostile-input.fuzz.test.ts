@@ -260,8 +260,8 @@ async function dashboardSetup() {
     url: 'https://hooks.example.invalid/fuzz-spare',
   });
   expect(webhook.status).toBe(201);
-  // OAuth: clients of the seeded app, a token the fuzz may revoke, a client it may delete and
-  // a connected app of the owner's it may revoke.
+  // OAuth: clients of the seeded app, a token the fuzz may revoke, a client it may delete, one
+  // whose secret it may rotate and a connected app of the owner's it may revoke.
   const oauthRedirectUri = 'http://127.0.0.1:9/fuzz-callback';
   const registerClient = async (isPublic: boolean) => {
     const created = await client.post<{ client_id: string; client_secret?: string }>(
@@ -274,6 +274,7 @@ async function dashboardSetup() {
   const confidential = await registerClient(false);
   const publicClient = await registerClient(true);
   const spareOAuthClient = await registerClient(true);
+  const rotatableOAuthClient = await registerClient(false);
   const token = await connectAndExchange(gateway.url, client, publicClient);
   // An invitation of the org the fuzz may revoke, and one to the owner (from the spare
   // member's personal organization) it may accept or decline.
@@ -297,6 +298,7 @@ async function dashboardSetup() {
     oauthRedirectUri,
     oauthToken: token.access_token,
     spareOAuthClientId: spareOAuthClient.client_id,
+    rotatableOAuthClientId: rotatableOAuthClient.client_id,
     spareConnectedAppId: spareConnectedApp.app_connection_id,
     host: `127.0.0.1:${gateway.port}`,
     origin,

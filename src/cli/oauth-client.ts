@@ -1,4 +1,4 @@
-// gw oauth-client create|list|delete: OAuth clients of an app, through the same service as the
+// gw oauth-client create|list|delete|rotate-secret: OAuth clients of an app, through the same service as the
 // dashboard API (src/oauth/clients.ts), audited as done from the command line.
 import { pageRequest } from '../db/pages.js';
 import {
@@ -6,9 +6,22 @@ import {
   deleteOAuthClientAs,
   listOAuthClients,
   oauthClientView,
+  rotateOAuthClientSecretAs,
 } from '../oauth/clients.js';
+import {
+  DEFAULT_ROTATION_GRACE_S,
+  MAX_RETIRING_SECRETS,
+  MAX_ROTATION_GRACE_S,
+} from '../retiring-secrets.js';
 import { CLI_ACTOR, type CliContext } from './context.js';
-import { parseFlags, printJson, requireFlag, UsageError, orUsageError } from './output.js';
+import {
+  graceSecondsFlag,
+  parseFlags,
+  printJson,
+  requireFlag,
+  UsageError,
+  orUsageError,
+} from './output.js';
 
 export const oauthClientHelp = `gw oauth-client create --app-id APP --name N --redirect-uri URI [--redirect-uri URI…] [--public]
   Registers an OAuth client of the app (docs/oauth.md); prints its client_id, the
@@ -17,7 +30,11 @@ export const oauthClientHelp = `gw oauth-client create --app-id APP --name N --r
 gw oauth-client list --app-id APP
   The app's OAuth clients (secret hints, never secrets).
 gw oauth-client delete --client-id C
-  Deletes the client; every connection made through it is revoked at once.`;
+  Deletes the client; every connection made through it is revoked at once.
+gw oauth-client rotate-secret --client-id C [--grace-seconds 0..${MAX_ROTATION_GRACE_S}]
+  A new client_secret for a confidential client (printed once); its connections and tokens are
+  untouched. The old secret also authenticates for the grace period (default ${DEFAULT_ROTATION_GRACE_S}), and
+  secrets retired before it until their own grace ends (at most ${MAX_RETIRING_SECRETS}; 0 stops them all).`;
 
 export async function oauthClientCommand(context: CliContext, argv: string[]): Promise<void> {
   const [action, ...rest] = argv;
@@ -27,6 +44,7 @@ export async function oauthClientCommand(context: CliContext, argv: string[]): P
     'redirect-uri': { type: 'string', multiple: true },
     public: { type: 'boolean' },
     'client-id': { type: 'string' },
+    'grace-seconds': { type: 'string' },
   });
   if (action === 'create') {
     const appId = requireFlag(values['app-id'], 'app-id');
@@ -59,6 +77,23 @@ export async function oauthClientCommand(context: CliContext, argv: string[]): P
     const deleted = await deleteOAuthClientAs(context.db, context.apiKeys, CLI_ACTOR, clientId);
     if (!deleted) throw new UsageError(`no OAuth client ${clientId}`, 'gw_not_found');
     printJson({ client_id: clientId, deleted: true });
+    return;
+  }
+  if (action === 'rotate-secret') {
+    const clientId = requireFlag(values['client-id'], 'client-id');
+    const grace = graceSecondsFlag(
+      values['grace-seconds'],
+      DEFAULT_ROTATION_GRACE_S,
+      MAX_ROTATION_GRACE_S,
+    );
+    const rotated = orUsageError(
+      await rotateOAuthClientSecretAs(context.db, CLI_ACTOR, clientId, grace),
+    );
+    printJson({
+      client_id: clientId,
+      client_secret: rotated.clientSecret,
+      retired_secrets_expire_at: oauthClientView(rotated.row).retired_secrets_expire_at,
+    });
     return;
   }
   throw new UsageError(`unknown oauth-client action ${action ?? '(none)'}\n${oauthClientHelp}`);

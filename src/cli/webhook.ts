@@ -14,7 +14,7 @@ import {
   updateEndpoint,
   type WebhookSettings,
 } from '../webhooks/endpoints.js';
-import { MAX_RETIRING_SECRETS } from '../webhooks/retiring-secrets.js';
+import { MAX_RETIRING_SECRETS } from '../retiring-secrets.js';
 import { CLI_ACTOR, type CliContext } from './context.js';
 import {
   cliMasterKeys,

@@ -1,6 +1,8 @@
 // Authentication of an OAuth client at the token and revocation endpoints (RFC 6749 section
 // 2.3.1): client_id in the form; a confidential client's secret in the form or as HTTP Basic,
 // never both; a public client presents no secret. Its answer is the caller kind oauth_client.
+// A confidential client's current secret authenticates, and so does one retired by a rotation
+// until its grace ends (decision 374); an expired one is refused as a wrong one.
 import { timingSafeEqual } from 'node:crypto';
 import type { DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
@@ -32,12 +34,17 @@ export class OAuthClientAuthenticator {
         ...(basic && { headers: { 'www-authenticate': 'Basic realm="gw", charset="UTF-8"' } }),
       });
     if (!CLIENT_ID_FORMAT.test(clientId)) return refusal(`${INVALID_CLIENT}: unknown client_id`);
+    // The grace ends by the database's clock, the one the rotation set it by.
     const { rows } = await this.db.query<{
       app_id: string;
       org_id: string;
       client_secret_hash: string | null;
+      retired_hashes: string[];
     }>(
-      `SELECT app_id, org_id, client_secret_hash FROM oauth_clients
+      `SELECT app_id, org_id, client_secret_hash,
+              ARRAY(SELECT retired->>'hash' FROM jsonb_array_elements(retired_secrets) retired
+                     WHERE (retired->>'expires_at')::timestamptz > now()) AS retired_hashes
+         FROM oauth_clients
         WHERE id = $1 AND status = 'active'`,
       [clientId],
     );
@@ -50,7 +57,7 @@ export class OAuthClientAuthenticator {
           `${INVALID_CLIENT}: this client is confidential: send its client_secret (form field or HTTP Basic)`,
         );
       }
-      if (!hashesMatch(sha256Hex(secret), row.client_secret_hash!)) {
+      if (!matchesAny(sha256Hex(secret), [row.client_secret_hash!, ...row.retired_hashes])) {
         return refusal(`${INVALID_CLIENT}: wrong client_secret`);
       }
     } else if (secret !== undefined) {
@@ -58,6 +65,13 @@ export class OAuthClientAuthenticator {
     }
     return { clientId, appId: row.app_id, orgId: row.org_id, confidential };
   }
+}
+
+/** Whether `presented` is one of `accepted`, every one compared (no early exit). */
+function matchesAny(presented: string, accepted: readonly string[]): boolean {
+  let matched = false;
+  for (const hash of accepted) matched = hashesMatch(presented, hash) || matched;
+  return matched;
 }
 
 function hashesMatch(a: string, b: string): boolean {

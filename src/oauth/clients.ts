@@ -1,6 +1,7 @@
 // OAuth clients of an app: the one service the CLI (`gw oauth-client`) and the dashboard API
 // share (client-auth.ts authenticates them at the token and revocation endpoints). A client
-// secret leaves this module once, in the answer to its creation; only its SHA-256 is stored.
+// secret leaves this module once, in the answer to its creation or rotation; only its SHA-256
+// is stored, and a rotated-out one's while it still authenticates (decision 374).
 import { invalidateConnectionsKeys, markConnectionRevoked } from '../admin/connections.js';
 import { changeAudited, recordAudit, type Actor } from '../audit/audit.js';
 import type { ApiKeyInvalidation } from '../auth/api-key-store.js';
@@ -8,6 +9,7 @@ import { CURSOR_COLUMN, readPage, type Page, type PageRequest } from '../db/page
 import { withTransaction, type DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
 import { newOAuthClientId, newSecret, secretPrefixes, sha256Hex } from '../ids.js';
+import { keptByRotation, stillRetiring, type RetiringSecret } from '../retiring-secrets.js';
 import { displayNameProblem } from '../text.js';
 import { MAX_REDIRECT_URIS, redirectUriProblem } from './redirect-uris.js';
 
@@ -26,6 +28,8 @@ export interface OAuthClientRow {
   readonly app_id: string;
   readonly name: string;
   readonly client_secret_hint: string | null;
+  /** Secrets retired by rotations, oldest first (those past their grace may linger). */
+  readonly retired_secrets: readonly RetiredClientSecret[];
   readonly redirect_uris: string[];
   readonly status: 'active' | 'deleted';
   readonly created_at: Date;
@@ -41,6 +45,11 @@ export interface NewOAuthClient {
   readonly public: boolean;
 }
 
+/** A rotated-out secret (its SHA-256) that authenticates until `expires_at`. */
+export interface RetiredClientSecret extends RetiringSecret {
+  readonly hash: string;
+}
+
 /** A client and, for a confidential one, its secret: in this answer only. */
 export interface CreatedOAuthClient {
   readonly row: OAuthClientRow;
@@ -48,11 +57,14 @@ export interface CreatedOAuthClient {
 }
 
 export const CLIENT_ID_FORMAT = /^gw_client_[0-9A-Za-z]{16,64}$/;
-const COLUMNS = `id, org_id, app_id, name, client_secret_hint, redirect_uris, status, created_at,
-  deleted_at, ${CURSOR_COLUMN}`;
+const COLUMNS = `id, org_id, app_id, name, client_secret_hint, retired_secrets, redirect_uris,
+  status, created_at, deleted_at, ${CURSOR_COLUMN}`;
+
+/** What the dashboard shows of a secret: its prefix and first characters. */
+const secretHint = (secret: string): string => `${secret.slice(0, 21)}…`;
 
 /** What the dashboard shows of a client: the secret's hint, never the secret. */
-export function oauthClientView(row: OAuthClientRow): Record<string, unknown> {
+export function oauthClientView(row: OAuthClientRow, nowMs = Date.now()): Record<string, unknown> {
   return {
     client_id: row.id,
     org_id: row.org_id,
@@ -60,6 +72,9 @@ export function oauthClientView(row: OAuthClientRow): Record<string, unknown> {
     name: row.name,
     public: row.client_secret_hint === null,
     client_secret_hint: row.client_secret_hint,
+    retired_secrets_expire_at: stillRetiring(row.retired_secrets, nowMs)
+      .map((retired) => new Date(Date.parse(retired.expires_at)).toISOString())
+      .sort(),
     redirect_uris: row.redirect_uris,
     status: row.status,
     created_at: row.created_at.toISOString(),
@@ -114,7 +129,7 @@ export async function createOAuthClientAs(
         input.appId,
         input.name,
         secret === undefined ? null : sha256Hex(secret),
-        secret === undefined ? null : `${secret.slice(0, 21)}…`,
+        secret === undefined ? null : secretHint(secret),
         input.redirectUris,
       ],
     );
@@ -127,6 +142,64 @@ export async function createOAuthClientAs(
       details: { app_id: input.appId, name: input.name, public: input.public },
     });
     return { row: await clientById(client, id), clientSecret: secret };
+  });
+}
+
+/**
+ * A new secret for a confidential client (in the answer only). The old one keeps
+ * authenticating beside it for `graceSeconds`, and those retired before it until their own
+ * grace ends (at most MAX_RETIRING_SECRETS at once: one more is 409); 0 stops every old secret
+ * at once (a leaked secret). The client's connections and their tokens are not touched. A
+ * public client has no secret: 409.
+ */
+export async function rotateOAuthClientSecretAs(
+  db: DbPool,
+  actor: Actor,
+  clientId: string,
+  graceSeconds: number,
+): Promise<CreatedOAuthClient | GwError> {
+  const secret = newSecret(secretPrefixes.oauthClientSecret);
+  return withTransaction(db, async (client) => {
+    const { rows } = await client.query<OAuthClientRow & { confidential: boolean }>(
+      `SELECT ${COLUMNS}, client_secret_hash IS NOT NULL AS confidential FROM oauth_clients
+        WHERE id = $1 AND status = 'active' FOR UPDATE`,
+      [clientId],
+    );
+    const before = rows[0];
+    if (!before) return gwError('gw_not_found', 'no active OAuth client with this id');
+    if (!before.confidential) {
+      return gwError(
+        'gw_conflict',
+        'this OAuth client is public: it has no client_secret to rotate (PKCE alone binds its codes)',
+      );
+    }
+    const kept = keptByRotation(
+      stillRetiring(before.retired_secrets, Date.now()),
+      graceSeconds,
+      'authenticate',
+    );
+    if ('refusal' in kept) return gwError('gw_conflict', kept.refusal);
+    await client.query(
+      `UPDATE oauth_clients SET
+         retired_secrets = $2::jsonb || CASE WHEN $3 > 0
+           THEN jsonb_build_array(jsonb_build_object(
+                  'hash', client_secret_hash,
+                  'expires_at', now() + $3 * interval '1 second'))
+           ELSE '[]'::jsonb END,
+         client_secret_hash = $4,
+         client_secret_hint = $5
+       WHERE id = $1`,
+      [clientId, JSON.stringify(kept), graceSeconds, sha256Hex(secret), secretHint(secret)],
+    );
+    await recordAudit(client, {
+      orgId: before.org_id,
+      userId: actor.userId,
+      action: 'oauth_client.rotate_secret',
+      objectType: 'oauth_client',
+      objectId: clientId,
+      details: { grace_seconds: graceSeconds },
+    });
+    return { row: await clientById(client, clientId), clientSecret: secret };
   });
 }
 

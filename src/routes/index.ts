@@ -106,6 +106,7 @@ import { listConnectedAppsRoute } from './dashboard/connected-apps/list.js';
 import { revokeConnectedAppRoute } from './dashboard/connected-apps/revoke.js';
 import { createOAuthClientRoute } from './dashboard/oauth-clients/create.js';
 import { deleteOAuthClientRoute } from './dashboard/oauth-clients/delete.js';
+import { rotateOAuthClientSecretRoute } from './dashboard/oauth-clients/rotate.js';
 import { listOAuthClientsRoute } from './dashboard/oauth-clients/list.js';
 import { authorizeDecisionRoute } from './oauth/authorize-decision.js';
 import { authorizePageRoute } from './oauth/authorize-page.js';
@@ -285,6 +286,7 @@ export const routeDeclarations: readonly DeclaredRoute<RouteDeps>[] = [
     listOAuthClientsRoute,
     createOAuthClientRoute,
     deleteOAuthClientRoute,
+    rotateOAuthClientSecretRoute,
     listConnectedAppsRoute,
     revokeConnectedAppRoute,
   ]),

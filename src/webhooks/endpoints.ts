@@ -6,10 +6,10 @@ import type { SecretBox } from '../credentials/secret-box.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
 import { newId } from '../ids.js';
+import { keptByRotation, stillRetiring } from '../retiring-secrets.js';
 import { isEventType, type EventType } from './events.js';
 import { openFromText, sealToText } from './sealed-secret.js';
 import { newSigningSecret } from './signing.js';
-import { MAX_RETIRING_SECRETS } from './retiring-secrets.js';
 import {
   checkTargetAddresses,
   checkTargetUrl,
@@ -29,8 +29,7 @@ export interface WebhookSettings {
 export const MAX_ENDPOINTS_PER_ORG = 20;
 export const MAX_DESCRIPTION_CHARS = 500;
 /** How long the old secret keeps signing after a rotation: 24 h by default, 7 days at most. */
-export const DEFAULT_ROTATION_GRACE_S = 86_400;
-export const MAX_ROTATION_GRACE_S = 7 * 86_400;
+export { DEFAULT_ROTATION_GRACE_S, MAX_ROTATION_GRACE_S } from '../retiring-secrets.js';
 
 /** A secret retired before the last rotation that signs until `expires_at` (RFC 3339). */
 export interface EarlierSecret {
@@ -67,7 +66,7 @@ const iso = (date: Date | null): string | null => date?.toISOString() ?? null;
 
 /** The retired secrets that still sign at `nowMs`, oldest first: the earlier ones, then the previous. */
 function retiringSecrets(row: EndpointRow, nowMs: number): EarlierSecret[] {
-  const retiring = row.earlier_secrets.filter((secret) => Date.parse(secret.expires_at) > nowMs);
+  const retiring = stillRetiring(row.earlier_secrets, nowMs);
   if (
     row.previous_secret_sealed &&
     row.previous_secret_expires_at &&
@@ -364,14 +363,8 @@ export async function rotateSecret(
   return withTransaction(db, async (client) => {
     const before = await findEndpoint(client, orgId, endpointId, true);
     if (!before) return notFound();
-    const earlier = graceSeconds > 0 ? retiringSecrets(before, Date.now()) : [];
-    if (earlier.length >= MAX_RETIRING_SECRETS) {
-      const nextEnd = earlier.map((retired) => retired.expires_at).sort()[0]!;
-      return gwError(
-        'gw_conflict',
-        `at most ${MAX_RETIRING_SECRETS} earlier secrets sign beside the current one: the first stops at ${nextEnd}; rotate after that, or with grace_seconds 0, which stops them all now`,
-      );
-    }
+    const earlier = keptByRotation(retiringSecrets(before, Date.now()), graceSeconds, 'sign');
+    if ('refusal' in earlier) return gwError('gw_conflict', earlier.refusal);
     await client.query(
       `UPDATE webhook_endpoints SET
          previous_secret_sealed = CASE WHEN $3 > 0 THEN secret_sealed END,

@@ -75,6 +75,8 @@ export interface FuzzTarget {
   /** A token of the public client the fuzz may revoke, and a client it may delete. */
   readonly oauthToken: string;
   readonly spareOAuthClientId: string;
+  /** A confidential client whose secret the fuzz may rotate (no other case uses its secret). */
+  readonly rotatableOAuthClientId: string;
   /** A connected app (OAuth connection) of the owner's the fuzz may revoke. */
   readonly spareConnectedAppId: string;
 }
@@ -1253,6 +1255,14 @@ export const oauthRouteSpecs: readonly RouteSpec[] = [
     weight: 0.5,
     params: (target) => ({ client_id: target.spareOAuthClientId }),
   },
+  dashboardWrite(
+    'POST',
+    '/dashboard/api/oauth-clients/{client_id}/rotate-secret',
+    0.5,
+    (target) => ({ client_id: target.rotatableOAuthClientId }),
+    (_target, random) => ({ grace_seconds: random.int(3600) }),
+    [field('grace_seconds', hostileCounts, anything), field('x_unknown', anything)],
+  ),
   {
     method: 'GET',
     path: '/dashboard/api/orgs/{org_id}/connected-apps',

@@ -2,7 +2,8 @@
 // where its routes find their organization.
 import { z } from 'zod';
 import { MAX_REDIRECT_URI_LENGTH, MAX_REDIRECT_URIS } from '../../../oauth/redirect-uris.js';
-import { displayName } from '../schemas.js';
+import { DEFAULT_ROTATION_GRACE_S, MAX_ROTATION_GRACE_S } from '../../../retiring-secrets.js';
+import { displayName, rotationBody } from '../schemas.js';
 
 export const oauthClientSchema = z.object({
   client_id: z.string(),
@@ -12,6 +13,8 @@ export const oauthClientSchema = z.object({
   /** A public client has no secret (PKCE alone binds its codes). */
   public: z.boolean(),
   client_secret_hint: z.string().nullable(),
+  /** Until when each secret retired by a rotation still authenticates, soonest first. */
+  retired_secrets_expire_at: z.array(z.string()),
   redirect_uris: z.array(z.string()),
   status: z.enum(['active', 'deleted']),
   created_at: z.string(),
@@ -22,6 +25,15 @@ export const oauthClientSchema = z.object({
 export const createdOAuthClientSchema = oauthClientSchema.extend({
   client_secret: z.string().optional(),
 });
+
+/** A client whose secret was just rotated: the new secret, in this answer only. */
+export const rotatedOAuthClientSchema = oauthClientSchema.extend({ client_secret: z.string() });
+
+export const rotateOAuthClientSecretBody = rotationBody(
+  MAX_ROTATION_GRACE_S,
+  '7 days',
+  DEFAULT_ROTATION_GRACE_S,
+);
 
 export const createOAuthClientBody = z.strictObject({
   name: displayName,

@@ -1,5 +1,6 @@
 // One app's OAuth clients (the app page shows them): registering one — a confidential
-// client's secret shown once —, the list with secret hints, and deleting one.
+// client's secret shown once —, the list with secret hints, rotating a confidential client's
+// secret (the new one shown once, the old one working for the grace chosen), and deleting one.
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { useAction, usePaged } from '../hooks.js';
@@ -13,12 +14,20 @@ import {
   Status,
   Url,
 } from '../ui.js';
+import {
+  GraceChoice,
+  RetiredSecretsNote,
+  useRotationGrace,
+  type SecretUse,
+} from '../secret-rotation.js';
 
 interface OAuthClient {
   readonly client_id: string;
   readonly name: string;
   readonly public: boolean;
   readonly client_secret_hint: string | null;
+  /** Until when each secret retired by a rotation still authenticates, soonest first. */
+  readonly retired_secrets_expire_at: string[];
   readonly redirect_uris: string[];
   readonly status: 'active' | 'deleted';
   readonly created_at: string;
@@ -27,8 +36,9 @@ interface OAuthClient {
 export function OAuthClients({ appId, manage }: { appId: string; manage: boolean }) {
   const base = `/dashboard/api/apps/${encodeURIComponent(appId)}/oauth-clients`;
   const list = usePaged<OAuthClient>(`${base}?limit=200`);
-  const [secret, setSecret] = useState<{ name: string; value: string } | null>(null);
+  const [secret, setSecret] = useState<{ title: string; value: string } | null>(null);
   const [deleting, setDeleting] = useState<OAuthClient | null>(null);
+  const [rotating, setRotating] = useState<OAuthClient | null>(null);
   const rows = list.data?.filter((client) => client.status === 'active') ?? null;
   return (
     <section aria-labelledby="oauth-clients-heading">
@@ -39,11 +49,11 @@ export function OAuthClients({ appId, manage }: { appId: string; manage: boolean
       </p>
       {secret && (
         <ShownOnce
-          title={`Client secret of ${secret.name}`}
+          title={secret.title}
           value={secret.value}
           label="Client secret"
           noun="secret"
-          warning="gw keeps only a hash of it; if it is lost, delete the client and register a new one."
+          warning="gw keeps only a hash of it; if it is lost, rotate the secret."
           onDone={() => setSecret(null)}
         />
       )}
@@ -51,7 +61,9 @@ export function OAuthClients({ appId, manage }: { appId: string; manage: boolean
         <CreateClient
           base={base}
           onCreated={(client) => {
-            if (client.client_secret) setSecret({ name: client.name, value: client.client_secret });
+            if (client.client_secret) {
+              setSecret({ title: `Client secret of ${client.name}`, value: client.client_secret });
+            }
             list.reload();
           }}
         />
@@ -78,6 +90,11 @@ export function OAuthClients({ appId, manage }: { appId: string; manage: boolean
               ) : (
                 <>
                   confidential <code>{client.client_secret_hint}</code>
+                  {client.retired_secrets_expire_at.map((end) => (
+                    <div key={end} class="muted">
+                      an old secret works until {formatTime(end)}
+                    </div>
+                  ))}
                 </>
               ),
           },
@@ -96,6 +113,15 @@ export function OAuthClients({ appId, manage }: { appId: string; manage: boolean
         actions={(client) => (
           <>
             <Status value={client.status} />{' '}
+            {manage && !client.public && (
+              <>
+                <RowButton
+                  label="Rotate secret…"
+                  name={`Rotate the secret of OAuth client ${client.name}`}
+                  onClick={() => setRotating(client)}
+                />{' '}
+              </>
+            )}
             {manage && (
               <RowButton
                 label="Delete…"
@@ -107,6 +133,20 @@ export function OAuthClients({ appId, manage }: { appId: string; manage: boolean
           </>
         )}
       />
+      {rotating && (
+        <RotateSecret
+          client={rotating}
+          onClose={() => setRotating(null)}
+          onRotated={(rotated) => {
+            setRotating(null);
+            setSecret({
+              title: `New client secret of ${rotated.name}`,
+              value: rotated.client_secret,
+            });
+            list.reload();
+          }}
+        />
+      )}
       {deleting && (
         <DeleteClient
           client={deleting}
@@ -202,6 +242,50 @@ function DeleteClient(props: { client: OAuthClient; onClose(): void; onDeleted()
         Every connection made through it is revoked: their tokens stop working on every gateway
         instance at once, and people must connect again through another client.
       </p>
+    </Confirm>
+  );
+}
+
+/** What a client's old secret does in the rotate dialog's words. */
+const AUTHENTICATING: SecretUse = {
+  verb: 'work',
+  ing: 'working',
+  third: 'works',
+  switcher: 'an app',
+};
+
+function RotateSecret(props: {
+  client: OAuthClient;
+  onClose(): void;
+  onRotated(rotated: OAuthClient & { client_secret: string }): void;
+}) {
+  const [grace, setGrace] = useRotationGrace();
+  const leaked = grace.seconds === 0;
+  const path = `/dashboard/api/oauth-clients/${encodeURIComponent(props.client.client_id)}`;
+  return (
+    <Confirm
+      title={`Rotate the secret of OAuth client ${props.client.name}?`}
+      confirmLabel="Rotate secret"
+      write={() =>
+        api.post<OAuthClient & { client_secret: string }>(`${path}/rotate-secret`, {
+          grace_seconds: grace.seconds,
+        })
+      }
+      onDone={props.onRotated}
+      onCancel={props.onClose}
+    >
+      <p>
+        {leaked
+          ? 'A new secret is shown once, and from now on only it works: every old secret stops at once, so the app cannot exchange codes or revoke tokens until it has the new one.'
+          : `A new secret is shown once. The old one keeps working beside it for ${grace.span}, so the app can switch without failing a sign-in.`}{' '}
+        Connections made through this client stay, and their tokens keep working.
+      </p>
+      <GraceChoice use={AUTHENTICATING} grace={grace} onChange={setGrace} />
+      <RetiredSecretsNote
+        use={AUTHENTICATING}
+        retiredEnds={props.client.retired_secrets_expire_at}
+        leaked={leaked}
+      />
     </Confirm>
   );
 }

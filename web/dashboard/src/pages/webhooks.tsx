@@ -16,7 +16,12 @@ import {
   Url,
 } from '../ui.js';
 import { EVENT_TYPES as ALL_EVENT_TYPES } from '../../../../src/webhooks/events.js';
-import { MAX_RETIRING_SECRETS } from '../../../../src/webhooks/retiring-secrets.js';
+import {
+  GraceChoice,
+  RetiredSecretsNote,
+  useRotationGrace,
+  type SecretUse,
+} from '../secret-rotation.js';
 import type { OrgPage } from './page.js';
 
 export const webhooksPage: OrgPage = {
@@ -366,16 +371,13 @@ function CreateEndpoint(props: {
   );
 }
 
-/**
- * How long the old secret keeps signing after a rotation, as the dialog offers it (the API's
- * `grace_seconds`: 24 h by default, at most 7 days; 0 stops every old secret at once).
- */
-const ROTATION_GRACES = [
-  { seconds: 86_400, label: '24 hours (the default)', span: '24 hours' },
-  { seconds: 3_600, label: '1 hour', span: '1 hour' },
-  { seconds: 7 * 86_400, label: '7 days', span: '7 days' },
-  { seconds: 0, label: 'Not at all: the old secret has leaked', span: '' },
-] as const;
+/** What a webhook's old secret does in the rotate dialog's words. */
+const SIGNING: SecretUse = {
+  verb: 'sign',
+  ing: 'signing',
+  third: 'signs',
+  switcher: 'a receiver',
+};
 
 function ChangeEndpoint(props: {
   base: string;
@@ -386,7 +388,7 @@ function ChangeEndpoint(props: {
   const { endpoint, action: verb } = props.change;
   const path = `${props.base}/${encodeURIComponent(endpoint.id)}`;
   const retired = retiredSecretsEnds(endpoint);
-  const [grace, setGrace] = useState<(typeof ROTATION_GRACES)[number]>(ROTATION_GRACES[0]);
+  const [grace, setGrace] = useRotationGrace();
   const leaked = grace.seconds === 0;
   const titles = {
     disable: 'Disable',
@@ -429,53 +431,9 @@ function ChangeEndpoint(props: {
             ? 'A new secret is shown once, and from now on only it signs: every old secret stops at once, so deliveries fail their check until your receiver has the new one.'
             : `A new secret is shown once. The old one keeps signing beside it for ${grace.span}, so your receiver can switch without missing deliveries.`)}
       </p>
+      {verb === 'rotate' && <GraceChoice use={SIGNING} grace={grace} onChange={setGrace} />}
       {verb === 'rotate' && (
-        <label>
-          The old secret keeps signing for
-          <select
-            name="rotation-grace"
-            value={String(grace.seconds)}
-            onChange={(event) =>
-              setGrace(
-                ROTATION_GRACES.find(
-                  (choice) => String(choice.seconds) === event.currentTarget.value,
-                ) ?? ROTATION_GRACES[0],
-              )
-            }
-          >
-            {ROTATION_GRACES.map((choice) => (
-              <option key={choice.seconds} value={String(choice.seconds)}>
-                {choice.label}
-              </option>
-            ))}
-          </select>
-        </label>
-      )}
-      {verb === 'rotate' &&
-        !leaked &&
-        retired.length > 0 &&
-        retired.length < MAX_RETIRING_SECRETS && (
-          <p class="muted small">
-            {retired.length === 1
-              ? 'The secret retired before it keeps signing'
-              : `The ${retired.length} secrets retired before it keep signing`}{' '}
-            until their own 24 hours are over (the first until {formatTime(retired[0]!)}).
-          </p>
-        )}
-      {verb === 'rotate' && !leaked && retired.length >= MAX_RETIRING_SECRETS && (
-        <p class="warning" role="note">
-          {MAX_RETIRING_SECRETS} old secrets already sign beside the current one, the most gw keeps,
-          so gw refuses another rotation until the first of them stops, at {formatTime(retired[0]!)}
-          : rotating now would end it early and could break a receiver still switching. If a secret
-          has leaked, choose &ldquo;Not at all&rdquo; above to stop every old secret at once.
-        </p>
-      )}
-      {verb === 'rotate' && leaked && retired.length > 0 && (
-        <p class="warning" role="note">
-          {retired.length === 1
-            ? 'The old secret that still signs stops too.'
-            : `All ${retired.length} old secrets that still sign stop too.`}
-        </p>
+        <RetiredSecretsNote use={SIGNING} retiredEnds={retired} leaked={leaked} />
       )}
     </Confirm>
   );
