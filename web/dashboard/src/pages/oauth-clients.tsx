@@ -8,6 +8,7 @@ import {
   Confirm,
   ErrorNote,
   formatTime,
+  Id,
   ListTable,
   RowButton,
   ShownOnce,
@@ -76,11 +77,8 @@ export function OAuthClients({ appId, manage }: { appId: string; manage: boolean
         rowKey={(client) => client.client_id}
         columns={[
           { header: 'Name', cell: (client) => client.name },
-          {
-            header: 'Client id',
-            class: 'nowrap',
-            cell: (client) => <code>{client.client_id}</code>,
-          },
+          // broken after its prefix where the row is narrow: the table then fits the page
+          { header: 'Client id', cell: (client) => <Id value={client.client_id} /> },
           {
             header: 'Kind',
             class: 'small',
@@ -108,7 +106,7 @@ export function OAuthClients({ appId, manage }: { appId: string; manage: boolean
                 </div>
               )),
           },
-          { header: 'Created', class: 'nowrap', cell: (client) => formatTime(client.created_at) },
+          { header: 'Created', cell: (client) => formatTime(client.created_at) },
         ]}
         actions={(client) => (
           <>
