@@ -353,6 +353,39 @@ describe('changing an existing key’s rate limits', () => {
   });
 });
 
+describe('two admins changing one key’s limits', () => {
+  it('sends only the limit changed: another admin’s change to the other one meanwhile stays', async () => {
+    const issued = await issueKey('shared-limits', {
+      requests_per_minute: 60,
+      product_user_requests_per_minute: 10,
+    });
+    const { page, close } = await openWindow(browser);
+    const patches = requestsSent(page, 'PATCH', /\/api-keys\/[^/]+$/);
+    await signedIn(page, emails.admin, `/keys/${org.app_connection_id}`);
+    await expect.poll(() => limitsCell(page, 'shared-limits')).toBe('60/min · 10/min per user');
+    const card = await openLimitsCard(page, page.locator('body'), 'shared-limits');
+    // while the card is open, another admin raises the per-user limit
+    const other = await api.request('PATCH', `/dashboard/api/api-keys/${issued.id}`, {
+      product_user_requests_per_minute: 30,
+    });
+    expect(other.status).toBe(200);
+    await card.getByLabel('Requests per minute', { exact: true }).fill('120');
+    await card.getByRole('button', { name: 'Save limits' }).click();
+    await expect.poll(() => card.getByRole('status').textContent()).toBe('Saved.');
+    expect(await storedLimits('shared-limits')).toEqual([[120, 30]]);
+    expect(await card.getByText(/^Now:/).textContent()).toContain(
+      'Now: 120/min · 30/min per user.',
+    );
+    await expect.poll(() => limitsCell(page, 'shared-limits')).toBe('120/min · 30/min per user');
+    // saved again with nothing changed: nothing to send
+    await card.getByRole('button', { name: 'Save limits' }).click();
+    await expect.poll(() => card.getByRole('status').textContent()).toBe('Saved.');
+    expect(patches).toHaveLength(1);
+    expect(await storedLimits('shared-limits')).toEqual([[120, 30]]);
+    await close();
+  });
+});
+
 describe('who may change a key’s limits', () => {
   for (const role of ['viewer', 'member'] as const) {
     it(`a ${role} sees the limits and no edit action`, async () => {

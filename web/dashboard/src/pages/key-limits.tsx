@@ -9,6 +9,7 @@ import { useAction, useNotice } from '../hooks.js';
 import type { ApiKeyRow } from '../types.js';
 import { Confirm, EditCardActions, ErrorNote, Fact, Facts } from '../ui.js';
 import {
+  changedLimits,
   LIMIT_LABELS,
   limitsOf,
   limitsProblem,
@@ -163,7 +164,9 @@ export function EditLimits(props: {
   const [lowering, setLowering] = useState<RequestLimits | null>(null);
   const [saved, setSaved] = useNotice<true>();
   const action = useAction();
-  const write = (next: RequestLimits) => api.patch<ApiKeyRow>(path, next);
+  // only what the form changed from the limits it showed: another admin's change to the other
+  // limit meanwhile stays
+  const write = (next: RequestLimits) => api.patch<ApiKeyRow>(path, changedLimits(current, next));
   const done = (key: ApiKeyRow) => {
     setLowering(null);
     setCurrent(key);
@@ -190,6 +193,8 @@ export function EditLimits(props: {
           const problem = limitsProblem(typed);
           const next = limitsOf(typed);
           if (problem) action.refuse(problem);
+          // the limits typed are those in force: nothing to send
+          else if (Object.keys(changedLimits(current, next)).length === 0) setSaved(true);
           // a stricter limit can refuse live traffic: that asks first
           else if (lowersALimit(current, next)) setLowering(next);
           else void action.run(() => write(next)).then((answer) => answer && done(answer.value));

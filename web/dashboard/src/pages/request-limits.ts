@@ -83,3 +83,18 @@ const lower = (now: number | null, next: number | null): boolean =>
 export const lowersALimit = (now: RequestLimits, next: RequestLimits): boolean =>
   lower(now.requests_per_minute, next.requests_per_minute) ||
   lower(now.product_user_requests_per_minute, next.product_user_requests_per_minute);
+
+/**
+ * The limits `next` changes from `now`: what an edit form sends, so a change someone else made
+ * meanwhile to the other limit is kept (not overwritten with what the form was opened with).
+ */
+export function changedLimits(now: RequestLimits, next: RequestLimits): Partial<RequestLimits> {
+  const changed: { -readonly [Field in keyof RequestLimits]?: RequestLimits[Field] } = {};
+  if (next.requests_per_minute !== now.requests_per_minute) {
+    changed.requests_per_minute = next.requests_per_minute;
+  }
+  if (next.product_user_requests_per_minute !== now.product_user_requests_per_minute) {
+    changed.product_user_requests_per_minute = next.product_user_requests_per_minute;
+  }
+  return changed;
+}
