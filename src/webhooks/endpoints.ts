@@ -7,7 +7,7 @@ import { withTransaction, type DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
 import { newId } from '../ids.js';
 import { isEventType, type EventType } from './events.js';
-import { openFromText, sealToText } from './sealed-secret.js';
+import { openFromText, sealToText } from '../credentials/sealed-text.js';
 import { newSigningSecret } from './signing.js';
 import { MAX_RETIRING_SECRETS } from './retiring-secrets.js';
 import {
