@@ -15,7 +15,7 @@ import { createDbPool } from '../../src/db/pool.js';
 import type pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
 import { baseEnv, TEST_DATABASE_URL, uniquePrefix } from './env.js';
-import { deletePrefix, testDb, testRedis } from './services.js';
+import { deletePrefix, eventually, testDb, testRedis } from './services.js';
 
 export interface TestContext {
   readonly prefix: string;
@@ -60,6 +60,15 @@ export function isolatedContext(
       const admin = createDbPool(TEST_DATABASE_URL.replace(/\/[^/]*$/, '/postgres'), 1);
       try {
         const name = new URL(databaseUrl).pathname.slice(1);
+        // The file's connections close as their pools end: a session FORCE ended meanwhile
+        // would be an error in a client with nobody listening. Waited for, a while.
+        await eventually(async () => {
+          const { rows } = await admin.query<{ sessions: number }>(
+            'SELECT count(*)::int AS sessions FROM pg_stat_activity WHERE datname = $1',
+            [name],
+          );
+          return rows[0]!.sessions === 0 ? true : undefined;
+        }, 10_000).catch(() => undefined);
         await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
       } finally {
         await admin.end();
