@@ -324,7 +324,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   // The links gw mails must point at the gateway whoever asked for them: the origin a request
   // was sent to is the Host header, which a caller chooses (a reset link to their own host
-  // would hand them the victim's token). So e-mail needs PUBLIC_ORIGIN, and a sender.
+  // would hand them the victim's token). So e-mail needs PUBLIC_ORIGIN, and a sender. The
+  // messages wait in Postgres until sent, sealed: e-mail needs the master key (decision 375).
   if (parsed.data.SMTP_URL !== undefined) {
     const missing = [
       ...(parsed.data.PUBLIC_ORIGIN === undefined
@@ -332,6 +333,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         : []),
       ...(parsed.data.EMAIL_FROM === undefined
         ? ['EMAIL_FROM: must be set when SMTP_URL is (the From of its e-mail)']
+        : []),
+      ...(parsed.data.CREDENTIALS_MASTER_KEY === undefined
+        ? [
+            'CREDENTIALS_MASTER_KEY: must be set when SMTP_URL is: e-mail waiting to be sent is encrypted with it',
+          ]
         : []),
     ];
     if (missing.length > 0) {

@@ -13,8 +13,8 @@ import { startInference, type ExtraProvider } from './composition/inference.js';
 import { drainThenClose, shutdownState } from './composition/drain.js';
 import { startUsageRecording } from './composition/usage-recording.js';
 import { startWebhooks } from './composition/webhooks.js';
+import { startEmail } from './composition/email.js';
 import { wireRoutes } from './composition/routes.js';
-import { SmtpMailer } from './email/mailer.js';
 import { listen } from './composition/listeners.js';
 import type { Config } from './config.js';
 import { loadNativeUws } from './http/uws.js';
@@ -96,16 +96,9 @@ async function assembleGateway(
     closers,
   );
   const webhookSettings = startWebhooks(config, stores.secretBox, metrics, logger, closers);
-  const mailer =
-    config.SMTP_URL === undefined || config.EMAIL_FROM === undefined
-      ? null
-      : closers.add(
-          'mailer',
-          new SmtpMailer({ url: config.SMTP_URL, from: config.EMAIL_FROM }, logger, metrics),
-          (started) => started.close(),
-        );
+  const mailOutbox = startEmail(config, stores.secretBox, metrics, logger, closers);
   const routes = wireRoutes(config, logger, {
-    mailer,
+    mailOutbox,
     db,
     redis,
     observability,

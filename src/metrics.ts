@@ -24,6 +24,8 @@ export interface ScrapeProbes {
   readonly usageRecordsAwaitingNewerWriter?: () => Promise<number>;
   /** Webhook deliveries due and not yet attempted (every instance's). */
   readonly webhookDeliveriesDue?: () => Promise<number>;
+  /** E-mails in the outbox, neither sent nor given up (every instance's; with SMTP_URL). */
+  readonly emailOutboxPending?: () => Promise<number>;
   /** This worker's vendor calls waiting for a connection (UpstreamClient.waiting). */
   readonly upstreamWaiting?: () => number;
   /** This worker's token counts waiting for a counting thread (PiscinaTokenCounter.waiting). */
@@ -60,11 +62,14 @@ export class GatewayMetrics {
   );
   private readonly emails = this.counter(
     'gw_emails_total',
-    'E-mails gw tried to send (verification, sign-up notice, password reset) by purpose and result (sent, failed: see the log)',
+    'E-mails gw tried to send (verification, sign-up notice, password reset) by purpose and result (sent; retried: an attempt failed, tried again later; failed: refused for good; expired: given up, its link no longer works: see the log)',
     ['purpose', 'result'],
   );
-  /** One e-mail's outcome (src/email/mailer.ts); both labels are bounded by the code. */
-  readonly mailSent = (purpose: string, result: 'sent' | 'failed'): void => {
+  /** One attempt's outcome (src/email/outbox-sender.ts); both labels are bounded by the code. */
+  readonly mailSent = (
+    purpose: string,
+    result: 'sent' | 'failed' | 'retried' | 'expired',
+  ): void => {
     this.emails.inc({ purpose, result });
   };
   readonly usageRowsWritten = this.counter(
@@ -162,6 +167,7 @@ export class GatewayMetrics {
     const {
       dependencies,
       webhookDeliveriesDue,
+      emailOutboxPending,
       upstreamWaiting,
       tokenCountsWaiting,
       usageRecordsAwaitingNewerWriter,
@@ -209,6 +215,13 @@ export class GatewayMetrics {
           this.set(tokenCountsWaiting());
         },
       });
+    }
+    if (emailOutboxPending) {
+      this.sharedCountGauge(
+        'gw_email_outbox_pending',
+        'E-mails accepted and neither sent nor given up yet (every instance’s: the outbox); staying above 0: the SMTP server is unreachable or refuses the credentials',
+        emailOutboxPending,
+      );
     }
     if (webhookDeliveriesDue) {
       this.sharedCountGauge(

@@ -7,7 +7,7 @@ import { SECRET_ON_COMMAND_LINE_WARNING } from '../src/cli/password-input.js';
 import { CredentialDirectory } from '../src/credentials/credential-directory.js';
 import { parseMasterKeys, SecretBoxError } from '../src/credentials/secret-box.js';
 import { writtenCredentialSchema } from '../src/routes/dashboard/credentials/schema.js';
-import { openFromText } from '../src/webhooks/sealed-secret.js';
+import { openFromText } from '../src/credentials/sealed-text.js';
 import { isolatedContext } from './support/context.js';
 import { TEST_MASTER_KEY } from './support/env.js';
 import { runCli, runCliJson, seed, type SeededOrg } from './support/processes.js';

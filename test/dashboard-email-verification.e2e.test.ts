@@ -12,7 +12,7 @@ import { connect, createOAuthClient, pkcePair } from './support/oauth.js';
 import { runCli, seed, startGateway, type GatewayProcess } from './support/processes.js';
 import { deletePrefix } from './support/services.js';
 
-const { env, db, redis, prefix } = isolatedContext('email-verification');
+const { env, db, redis, prefix } = isolatedContext('email-verification', { ownDatabase: true });
 const PUBLIC_ORIGIN = 'https://gw.example.test';
 const OTHER_PASSWORD = 'somebody else entirely, typed here';
 let mail: MailCatcher;

@@ -16,7 +16,7 @@ import {
 import { metricsUrl, runCli, startGateway, type GatewayProcess } from './support/processes.js';
 import { deletePrefix } from './support/services.js';
 
-const { env, db, redis, prefix } = isolatedContext('password-reset');
+const { env, db, redis, prefix } = isolatedContext('password-reset', { ownDatabase: true });
 const PUBLIC_ORIGIN = 'https://gw.example.test';
 const FROM = 'gw dashboard <no-reply@gw.example.test>';
 const NEW_PASSWORD = 'a brand new passphrase, long enough';
@@ -265,7 +265,18 @@ describe('forgot password, where gw sends e-mail', () => {
       .output()
       .split('\n')
       .find((entry) => entry.includes('an e-mail could not be sent'));
-    expect(JSON.parse(line!)).toMatchObject({ purpose: 'password_reset', responseCode: 550 });
+    expect(JSON.parse(line!)).toMatchObject({
+      purpose: 'password_reset',
+      responseCode: 550,
+      retry: false,
+    });
+    // Refused for good (550: no such mailbox): given up at once, not left to be tried again.
+    const queued = await db.query(
+      `SELECT 1 FROM email_outbox o JOIN dashboard_email_tokens t ON t.token_hash = o.token_hash
+         JOIN dashboard_users u ON u.id = t.user_id WHERE u.email = $1`,
+      [email],
+    );
+    expect(queued.rows).toEqual([]);
     const { rows } = await db.query<{ token_hash: string }>(
       `SELECT t.token_hash FROM dashboard_email_tokens t
          JOIN dashboard_users u ON u.id = t.user_id WHERE u.email = $1`,

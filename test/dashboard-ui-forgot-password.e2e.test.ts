@@ -17,7 +17,7 @@ import { TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
 import { linkToken, startMailCatcher, type MailCatcher } from './support/mail-catcher.js';
 import { runCli, startGateway, type GatewayProcess } from './support/processes.js';
 
-const { env } = isolatedContext('dashboard-ui-forgot-password');
+const { env } = isolatedContext('dashboard-ui-forgot-password', { ownDatabase: true });
 const NEW_PASSWORD = 'a brand new passphrase, long enough';
 let mail: MailCatcher;
 let gateway: GatewayProcess;

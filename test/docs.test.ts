@@ -58,6 +58,7 @@ describe('docs/operations.md alerts', () => {
     dependencies: () => Promise.resolve({}),
     usageRecordsAwaitingNewerWriter: probe,
     webhookDeliveriesDue: probe,
+    emailOutboxPending: probe,
     upstreamWaiting: () => 0,
     tokenCountsWaiting: () => 0,
   }).registry

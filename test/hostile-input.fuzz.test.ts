@@ -76,7 +76,7 @@ const SETTLE_WAIT_MS = knob('FUZZ_SETTLE_WAIT_MS', 5_000);
 const RSS_WAIT_MS = knob('FUZZ_RSS_WAIT_MS', 10_000);
 const MIB = 1024 * 1024;
 
-const { env, db, redis, prefix } = isolatedContext('fuzz');
+const { env, db, redis, prefix } = isolatedContext('fuzz', { ownDatabase: true });
 let gateway: SpawnedGateway;
 let mailCatcher: MailCatcher;
 let org: SeededOrg;

@@ -11,7 +11,7 @@
 import { recordAudit } from '../audit/audit.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
 import type { AccountMail } from './account-mail.js';
-import { issueEmailToken, redeemEmailToken, voidEmailTokens } from './email-tokens.js';
+import { redeemEmailToken, voidEmailTokens } from './email-tokens.js';
 import { hashPassword, passwordProblem } from './passwords.js';
 import type { SessionStore } from './sessions.js';
 import { raiseSessionEpoch } from './user-sessions.js';
@@ -65,11 +65,10 @@ export async function signUpWithVerification(
   if (userId === null) {
     // The same scrypt work as a sign-up that makes an account: the time tells little.
     await hashPassword(input.password);
-    mail.sendSignupNotice(email);
+    await mail.sendSignupNotice(db, email);
     return 'notified_owner';
   }
-  const token = await issueEmailToken(db, userId, email, 'verify_email');
-  mail.sendVerification(email, token);
+  await mail.sendVerification(db, { userId, email });
   return existing ? 'taken_over' : 'created';
 }
 
@@ -157,7 +156,6 @@ export async function resendVerification(
   user: { readonly id: string; readonly email: string; readonly emailVerified: boolean },
 ): Promise<boolean> {
   if (user.emailVerified) return false;
-  const token = await issueEmailToken(db, user.id, user.email, 'verify_email');
-  mail.sendVerification(user.email, token);
+  await mail.sendVerification(db, { userId: user.id, email: user.email });
   return true;
 }

@@ -1,13 +1,14 @@
 // "Forgot password" (decision 370): a user who cannot sign in asks for a link by e-mail and
 // sets a new password with it. Asking answers the same whether or not the address has an
-// account (the routes answer 202 either way, and the mail goes out after the answer); the
-// link works once, for 30 minutes. Setting the password ends every session of the user on
-// every instance (the session epoch, src/accounts/user-sessions.ts), voids the user's other
-// reset links, and marks the address verified: the link proved the user reads its mail.
+// account (the routes answer 202 either way; the mail is queued with its link, decision 375,
+// and goes out after the answer); the link works once, for 30 minutes. Setting the password
+// ends every session of the user on every instance (the session epoch,
+// src/accounts/user-sessions.ts), voids the user's other reset links, and marks the address
+// verified: the link proved the user reads its mail.
 import { recordAudit } from '../audit/audit.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
 import type { AccountMail } from './account-mail.js';
-import { issueEmailToken, redeemEmailToken, voidEmailTokens } from './email-tokens.js';
+import { redeemEmailToken, voidEmailTokens } from './email-tokens.js';
 import { hashPassword, passwordProblem } from './passwords.js';
 import type { SessionStore } from './sessions.js';
 import { raiseSessionEpoch } from './user-sessions.js';
@@ -21,8 +22,7 @@ export async function requestPasswordReset(
 ): Promise<void> {
   const user = await findUserByEmail(db, email);
   if (!user) return;
-  const token = await issueEmailToken(db, user.user_id, user.email, 'password_reset');
-  mail.sendPasswordReset(user.email, token);
+  await mail.sendPasswordReset(db, { userId: user.user_id, email: user.email });
 }
 
 export type PasswordResetOutcome =

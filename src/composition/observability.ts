@@ -4,6 +4,7 @@ import type { Closers } from '../closers.js';
 import type { Config } from '../config.js';
 import { createDbPool, type DbPool } from '../db/pool.js';
 import { boundedDependencyChecks } from '../dependency-checks.js';
+import { emailOutboxPending } from '../email/outbox.js';
 import { pendingUsageRecords, usageRecordsAwaitingNewerWriter } from '../ledger/usage-backlog.js';
 import { GatewayMetrics, type ScrapeProbes } from '../metrics.js';
 import { pingAll } from '../redis/connect.js';
@@ -52,6 +53,7 @@ export function startObservability(
       dependencies: checkDependencies,
       usageRecordsAwaitingNewerWriter: () => usageRecordsAwaitingNewerWriter(redis, keys),
       webhookDeliveriesDue: () => webhookDeliveriesDue(db),
+      ...(config.SMTP_URL !== undefined && { emailOutboxPending: () => emailOutboxPending(db) }),
       ...inferenceQueues,
     },
   );

@@ -8,7 +8,7 @@ import { capInvalidation } from '../admin/caps.js';
 import { serviceKeyInvalidation } from '../admin/service-keys.js';
 import type { SettleSpool } from '../billing/settle-spool.js';
 import type { Config } from '../config.js';
-import type { Mailer } from '../email/mailer.js';
+import type { MailOutbox } from '../email/outbox.js';
 import { CredentialError, CredentialStore } from '../credentials/credential-store.js';
 import type { DbPool } from '../db/pool.js';
 import type { Logger } from '../log.js';
@@ -32,8 +32,8 @@ import type { Stores } from './stores.js';
 
 export interface RouteParts {
   readonly db: DbPool;
-  /** gw's outgoing e-mail (SMTP_URL), else null. */
-  readonly mailer: Mailer | null;
+  /** Where gw queues its outgoing e-mail (SMTP_URL), else null. */
+  readonly mailOutbox: MailOutbox | null;
   readonly redis: RedisConnections;
   readonly observability: Observability;
   readonly stores: Stores;
@@ -94,7 +94,7 @@ export function wireRoutes(config: Config, logger: Logger, parts: RouteParts): W
       ...config.DASHBOARD_ALLOWED_ORIGINS,
     ],
     insecure: config.DASHBOARD_INSECURE_COOKIES,
-    verificationRequired: parts.mailer !== null,
+    verificationRequired: parts.mailOutbox !== null,
   });
   const deps: RouteDeps = {
     accounts: {
@@ -104,8 +104,8 @@ export function wireRoutes(config: Config, logger: Logger, parts: RouteParts): W
       signup: config.DASHBOARD_SIGNUP,
       // PUBLIC_ORIGIN is required with SMTP_URL (src/config.ts): links never follow a Host.
       mail:
-        parts.mailer && config.PUBLIC_ORIGIN !== undefined
-          ? new AccountMail(parts.mailer, config.PUBLIC_ORIGIN)
+        parts.mailOutbox && config.PUBLIC_ORIGIN !== undefined
+          ? new AccountMail(parts.mailOutbox, config.PUBLIC_ORIGIN)
           : null,
     },
     proxy: proxyDeps,

@@ -2,12 +2,9 @@
 // (an address to verify, a password-reset link, a notice that someone tried to sign up with
 // their address), through the SMTP server SMTP_URL names, from EMAIL_FROM.
 //
-// A send never holds up or changes an HTTP answer: the routes answer the same whether or not
-// an address has an account, so a message goes out after the answer, and a failure is logged
-// (never the message, its link or the SMTP password: the error's code and the SMTP status
-// only) and counted in gw_emails_total{result="failed"}.
+// This is the SMTP side only: one attempt at one message. What is to be sent waits in the
+// outbox (src/email/outbox.ts, decision 375) until an attempt here succeeds or it is given up.
 import { createTransport } from 'nodemailer';
-import type { Logger } from '../log.js';
 
 /** What each message is for: a bounded label of the metric. */
 export type MailPurpose = 'verify_email' | 'signup_notice' | 'password_reset';
@@ -16,20 +13,29 @@ export interface OutgoingMail {
   readonly purpose: MailPurpose;
   readonly to: string;
   readonly subject: string;
-  /** Plain text; may hold a link with a secret: never logged. */
+  /** Plain text; may hold a link with a secret: never logged, never stored in the clear. */
   readonly text: string;
 }
 
-export interface Mailer {
-  /** Sends in the background: the answer of the request that asked for it does not wait. */
-  send(mail: OutgoingMail): void;
-  /** Waits (bounded) for the messages under way, then closes the connection. */
-  close(): Promise<void>;
-}
+/**
+ * What an attempt came to. A failure carries the error's code and the server's status only:
+ * its message, the command and the response text may repeat the recipient, the link or
+ * credentials. `permanent`: the server refused this message itself (a 5xx to its recipient or
+ * content): sending it again would be refused again. Anything else (the server unreachable,
+ * slow, refusing the credentials, a 4xx) may pass later.
+ */
+export type DeliveryResult =
+  | { readonly kind: 'sent' }
+  | {
+      readonly kind: 'failed';
+      readonly permanent: boolean;
+      readonly code: string | undefined;
+      readonly responseCode: number | undefined;
+    };
 
-/** Counts what happened to each message (src/metrics.ts). */
-export interface MailCounter {
-  mailSent(purpose: MailPurpose, result: 'sent' | 'failed'): void;
+export interface MailTransport {
+  deliver(mail: OutgoingMail): Promise<DeliveryResult>;
+  close(): void;
 }
 
 export interface SmtpSettings {
@@ -42,18 +48,14 @@ export interface SmtpSettings {
 /** Bounds on a slow or silent SMTP server (nodemailer's defaults wait minutes). */
 const CONNECTION_TIMEOUT_MS = 10_000;
 const SOCKET_TIMEOUT_MS = 30_000;
-/** How long shutdown waits for messages under way. */
-const CLOSE_WAIT_MS = 5_000;
 
-export class SmtpMailer implements Mailer {
+/** nodemailer's codes for a message the server refused (its recipients; its content). */
+const MESSAGE_REFUSED_CODES = new Set(['EENVELOPE', 'EMESSAGE']);
+
+export class SmtpMailer implements MailTransport {
   private readonly transport: ReturnType<typeof createTransport>;
-  private readonly underWay = new Set<Promise<void>>();
 
-  constructor(
-    private readonly settings: SmtpSettings,
-    private readonly logger: Logger,
-    private readonly counter: MailCounter,
-  ) {
+  constructor(private readonly settings: SmtpSettings) {
     this.transport = createTransport({
       url: settings.url,
       connectionTimeout: CONNECTION_TIMEOUT_MS,
@@ -65,29 +67,7 @@ export class SmtpMailer implements Mailer {
     });
   }
 
-  send(mail: OutgoingMail): void {
-    const sending = this.deliver(mail).finally(() => this.underWay.delete(sending));
-    this.underWay.add(sending);
-  }
-
-  /** Every message under way has been sent or has failed (tests, shutdown). */
-  async settled(): Promise<void> {
-    while (this.underWay.size > 0) await Promise.allSettled([...this.underWay]);
-  }
-
-  async close(): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      this.settled(),
-      new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, CLOSE_WAIT_MS);
-      }),
-    ]);
-    clearTimeout(timer);
-    this.transport.close();
-  }
-
-  private async deliver(mail: OutgoingMail): Promise<void> {
+  async deliver(mail: OutgoingMail): Promise<DeliveryResult> {
     try {
       await this.transport.sendMail({
         from: this.settings.from,
@@ -95,20 +75,25 @@ export class SmtpMailer implements Mailer {
         subject: mail.subject,
         text: mail.text,
       });
-      this.counter.mailSent(mail.purpose, 'sent');
+      return { kind: 'sent' };
     } catch (error) {
-      this.counter.mailSent(mail.purpose, 'failed');
-      // The code (ECONNECTION, EAUTH, EENVELOPE…) and the server's status only: the message,
-      // the command and the response text may repeat the recipient, the link or credentials.
       const { code, responseCode } = error as { code?: unknown; responseCode?: unknown };
-      this.logger.warn(
-        {
-          purpose: mail.purpose,
-          code: typeof code === 'string' ? code : undefined,
-          responseCode: typeof responseCode === 'number' ? responseCode : undefined,
-        },
-        'an e-mail could not be sent',
-      );
+      const safeCode = typeof code === 'string' ? code : undefined;
+      const status = typeof responseCode === 'number' ? responseCode : undefined;
+      return {
+        kind: 'failed',
+        permanent:
+          safeCode !== undefined &&
+          MESSAGE_REFUSED_CODES.has(safeCode) &&
+          status !== undefined &&
+          status >= 500,
+        code: safeCode,
+        responseCode: status,
+      };
     }
+  }
+
+  close(): void {
+    this.transport.close();
   }
 }

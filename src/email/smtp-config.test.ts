@@ -1,5 +1,6 @@
 // SMTP_URL and its companions at boot (decision 370): a scheme gw speaks, never the value (it
-// holds a password) in the message, and PUBLIC_ORIGIN and EMAIL_FROM required beside it.
+// holds a password) in the message, and PUBLIC_ORIGIN, EMAIL_FROM and the master key that
+// seals the messages waiting to be sent (decision 375) required beside it.
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../config.js';
 
@@ -8,6 +9,7 @@ const complete = {
   SMTP_URL: `smtps://mailer:${SECRET}@smtp.example.com:465`,
   EMAIL_FROM: 'gw <no-reply@example.com>',
   PUBLIC_ORIGIN: 'https://gw.example.com',
+  CREDENTIALS_MASTER_KEY: Buffer.alloc(32, 3).toString('base64'),
 };
 
 function refusal(env: Record<string, string>): string {
@@ -36,10 +38,11 @@ describe('SMTP_URL', () => {
     }
   });
 
-  it('needs PUBLIC_ORIGIN (links never follow a Host header) and EMAIL_FROM beside it', () => {
+  it('needs PUBLIC_ORIGIN (links never follow a Host header), EMAIL_FROM and CREDENTIALS_MASTER_KEY beside it', () => {
     const message = refusal({ SMTP_URL: complete.SMTP_URL });
     expect(message).toContain('PUBLIC_ORIGIN: must be set when SMTP_URL is');
     expect(message).toContain('EMAIL_FROM: must be set when SMTP_URL is');
+    expect(message).toContain('CREDENTIALS_MASTER_KEY: must be set when SMTP_URL is');
     expect(message).not.toContain(SECRET);
   });
 });

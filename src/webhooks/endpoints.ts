@@ -8,7 +8,7 @@ import { gwError, type GwError } from '../errors.js';
 import { newId } from '../ids.js';
 import { keptByRotation, stillRetiring } from '../retiring-secrets.js';
 import { isEventType, type EventType } from './events.js';
-import { openFromText, sealToText } from './sealed-secret.js';
+import { openFromText, sealToText } from '../credentials/sealed-text.js';
 import { newSigningSecret } from './signing.js';
 import {
   checkTargetAddresses,

@@ -1,32 +1,8 @@
-// Signing secrets at rest: sealed with the credentials master key (AES-256-GCM, the key id
-// kept with the ciphertext, src/credentials/secret-box.ts), stored as one text value
-// `<key id>:<iv>:<auth tag>:<ciphertext>` (base64). Never stored or logged in the clear.
-import type { SecretBox, SealedSecret } from '../credentials/secret-box.js';
+// Signing secrets at rest: sealed with the credentials master key (src/credentials/sealed-text.ts).
+// Never stored or logged in the clear.
+import type { SecretBox } from '../credentials/secret-box.js';
+import { openFromText, parseSealed, sealToText } from '../credentials/sealed-text.js';
 import type { DbPool } from '../db/pool.js';
-
-export function sealToText(box: SecretBox, secret: string): string {
-  const sealed = box.seal(secret);
-  return [
-    sealed.keyId,
-    sealed.iv.toString('base64'),
-    sealed.authTag.toString('base64'),
-    sealed.ciphertext.toString('base64'),
-  ].join(':');
-}
-
-export function parseSealed(text: string): SealedSecret {
-  const [keyId, iv, authTag, ciphertext] = text.split(':');
-  return {
-    keyId: keyId ?? '',
-    iv: Buffer.from(iv ?? '', 'base64'),
-    authTag: Buffer.from(authTag ?? '', 'base64'),
-    ciphertext: Buffer.from(ciphertext ?? '', 'base64'),
-  };
-}
-
-export function openFromText(box: SecretBox, text: string): string {
-  return box.open(parseSealed(text));
-}
 
 /**
  * Re-seals the signing secrets (of one organization, if given) that are not sealed under the

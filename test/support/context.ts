@@ -2,11 +2,20 @@
 // streams and caches), the environment for the gateway processes and CLI calls it starts,
 // and handles on the real Postgres and Redis. The keys under the prefix are deleted and the
 // handles closed after the file, once its own afterAll hooks (stopping gateways) have run.
+//
+// `ownDatabase`: the file's gateways and CLI calls use a database of its own (made and migrated
+// before the file, dropped after), not the suite's shared one. For gateways that send e-mail:
+// each sends every message queued in its database (the outbox, decision 375) through its own
+// SMTP_URL, so on a shared database one file's gateway would send another file's messages to
+// its own test server.
+import { randomBytes } from 'node:crypto';
 import type { RedisClient } from '../../src/redis/connect.js';
+import { ensureDatabase, migrate } from '../../src/db/migrate.js';
+import { createDbPool } from '../../src/db/pool.js';
 import type pg from 'pg';
-import { afterAll } from 'vitest';
-import { baseEnv, uniquePrefix } from './env.js';
-import { deletePrefix, testDb, testRedis } from './services.js';
+import { afterAll, beforeAll } from 'vitest';
+import { baseEnv, TEST_DATABASE_URL, uniquePrefix } from './env.js';
+import { deletePrefix, eventually, testDb, testRedis } from './services.js';
 
 export interface TestContext {
   readonly prefix: string;
@@ -16,19 +25,55 @@ export interface TestContext {
 }
 
 /** Call once at the top of a test file. */
-export function isolatedContext(label: string): TestContext {
+export function isolatedContext(
+  label: string,
+  options: { readonly ownDatabase?: boolean } = {},
+): TestContext {
   const prefix = uniquePrefix(label);
+  const databaseUrl = options.ownDatabase
+    ? `${TEST_DATABASE_URL}_${randomBytes(6).toString('hex')}`
+    : TEST_DATABASE_URL;
   const context: TestContext = {
     prefix,
-    env: baseEnv(prefix),
-    db: testDb(),
+    env: { ...baseEnv(prefix), DATABASE_URL: databaseUrl },
+    db: testDb(databaseUrl),
     redis: testRedis(),
   };
+  if (options.ownDatabase) {
+    // Registered first, so it runs before the file's own: its gateways find the tables.
+    beforeAll(async () => {
+      await ensureDatabase(databaseUrl);
+      const migrating = createDbPool(databaseUrl, 1);
+      try {
+        await migrate(migrating);
+      } finally {
+        await migrating.end();
+      }
+    });
+  }
   // Registered first, so it runs last: vitest runs after-hooks in reverse order ('stack').
   afterAll(async () => {
     await deletePrefix(context.redis, prefix);
     await context.redis.quit();
     await context.db.end();
+    if (options.ownDatabase) {
+      const admin = createDbPool(TEST_DATABASE_URL.replace(/\/[^/]*$/, '/postgres'), 1);
+      try {
+        const name = new URL(databaseUrl).pathname.slice(1);
+        // The file's connections close as their pools end: a session FORCE ended meanwhile
+        // would be an error in a client with nobody listening. Waited for, a while.
+        await eventually(async () => {
+          const { rows } = await admin.query<{ sessions: number }>(
+            'SELECT count(*)::int AS sessions FROM pg_stat_activity WHERE datname = $1',
+            [name],
+          );
+          return rows[0]!.sessions === 0 ? true : undefined;
+        }, 10_000).catch(() => undefined);
+        await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      } finally {
+        await admin.end();
+      }
+    }
   });
   return context;
 }

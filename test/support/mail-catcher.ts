@@ -1,7 +1,7 @@
 // A real SMTP server for the tests (the `smtp-server` package, on 127.0.0.1): it takes what
 // the gateway sends over SMTP, with the credentials of SMTP_URL, and keeps each message so a
 // test can read it, find its link and follow it, as the person it was sent to would.
-import type { AddressInfo } from 'node:net';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 import { eventually } from './services.js';
 
@@ -51,7 +51,10 @@ function parse(raw: string, from: string, to: string[]): CaughtMail {
   return { from, to, subject: header('Subject'), text: body.replace(/\r\n/g, '\n'), raw };
 }
 
-export async function startMailCatcher(): Promise<MailCatcher> {
+/** `port`: listen there (a server that was down coming up), else on any free port. */
+export async function startMailCatcher(
+  options: { readonly port?: number } = {},
+): Promise<MailCatcher> {
   const mails: CaughtMail[] = [];
   const catcher = {
     refuse: false,
@@ -87,11 +90,11 @@ export async function startMailCatcher(): Promise<MailCatcher> {
       });
     },
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
   const { port } = server.server.address() as AddressInfo;
   const to = (address: string) => mails.filter((mail) => mail.to.includes(address));
   return Object.assign(catcher, {
-    url: `smtp://${USER}:${PASSWORD}@127.0.0.1:${port}`,
+    url: mailCatcherUrl(port),
     mails,
     to,
     nth: (address: string, count: number, timeoutMs = 10_000) =>
@@ -108,3 +111,37 @@ export function linkToken(text: string, name: string): { link: string; token: st
 }
 
 export const SMTP_PASSWORD = PASSWORD;
+
+/** The SMTP_URL of a catcher on `port`, before it runs (a server that is down, then up). */
+export function mailCatcherUrl(port: number): string {
+  return `smtp://${USER}:${PASSWORD}@127.0.0.1:${port}`;
+}
+
+export interface SilentSmtpServer {
+  /** Resolves once a client (a gateway's sender) has connected. */
+  readonly connected: Promise<void>;
+  /** Closes it and every connection it holds (its port free again). */
+  close(): Promise<void>;
+}
+
+/** An SMTP server that hangs: it takes connections on `port` and never says a word. */
+export async function startSilentSmtp(port: number): Promise<SilentSmtpServer> {
+  const sockets = new Set<Socket>();
+  let onConnected: () => void = () => undefined;
+  const connected = new Promise<void>((resolve) => (onConnected = resolve));
+  const server = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('error', () => undefined);
+    socket.on('close', () => sockets.delete(socket));
+    onConnected();
+  });
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return {
+    connected,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -4,8 +4,8 @@ import pg from 'pg';
 import { connectRedis, unlinkMatching, type RedisClient } from '../../src/redis/connect.js';
 import { TEST_DATABASE_URL, testRedisTarget } from './env.js';
 
-export function testDb(): pg.Pool {
-  return new pg.Pool({ connectionString: TEST_DATABASE_URL, max: 4 });
+export function testDb(databaseUrl = TEST_DATABASE_URL): pg.Pool {
+  return new pg.Pool({ connectionString: databaseUrl, max: 4 });
 }
 
 /** A client on the tests' Redis: the cluster when TEST_REDIS_CLUSTER_NODES is set. */

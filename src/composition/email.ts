@@ -1,0 +1,58 @@
+// Start-up, gw's outgoing e-mail (SMTP_URL; decisions 370, 375): the outbox the routes queue
+// messages in, and this instance's sender, on a Postgres pool of its own, closed by `closers`.
+import type { Closers } from '../closers.js';
+import type { Config } from '../config.js';
+import type { SecretBox } from '../credentials/secret-box.js';
+import { createDbPool, IDLE_IN_TRANSACTION_MS } from '../db/pool.js';
+import { SmtpMailer } from '../email/mailer.js';
+import { MailOutbox } from '../email/outbox.js';
+import { OutboxSender, type MailCounter } from '../email/outbox-sender.js';
+import type { Logger } from '../log.js';
+
+/** Messages one instance sends at once: mail is rare (sign-ups, resets), SMTP slow at worst. */
+const SEND_CONCURRENCY = 2;
+/** How often an idle sender looks for messages queued elsewhere or due for a retry. */
+const POLL_INTERVAL_MS = 1_000;
+/** How long a stopping instance waits for its attempts under way. */
+const STOP_WAIT_MS = 5_000;
+/**
+ * An attempt's transaction is idle on the server while the SMTP server is talked to (bounded by
+ * the mailer's connection, greeting and socket time-outs, 10, 10 and 30 s a step): ended by the
+ * server's idle bound before it is recorded, the message would be due again and may go twice.
+ */
+const SEND_IDLE_IN_TRANSACTION_MS = 4 * 60_000 + IDLE_IN_TRANSACTION_MS;
+
+/** The outbox, and its sender started; null where gw sends no e-mail. */
+export function startEmail(
+  config: Config,
+  secretBox: SecretBox | undefined,
+  counter: MailCounter,
+  logger: Logger,
+  closers: Closers,
+): MailOutbox | null {
+  if (config.SMTP_URL === undefined || config.EMAIL_FROM === undefined) return null;
+  // src/config.ts refuses SMTP_URL without CREDENTIALS_MASTER_KEY: messages are sealed.
+  if (!secretBox) throw new Error('SMTP_URL needs CREDENTIALS_MASTER_KEY');
+  const db = createDbPool(config.DATABASE_URL, SEND_CONCURRENCY, config.DATABASE_TIMEOUT_MS, {
+    idleInTransactionMs: SEND_IDLE_IN_TRANSACTION_MS,
+    applicationName: 'gw-email',
+  });
+  const sender = new OutboxSender(
+    db,
+    secretBox,
+    new SmtpMailer({ url: config.SMTP_URL, from: config.EMAIL_FROM }),
+    {
+      concurrency: SEND_CONCURRENCY,
+      pollIntervalMs: POLL_INTERVAL_MS,
+      stopWaitMs: STOP_WAIT_MS,
+    },
+    logger,
+    counter,
+  );
+  closers.add('e-mail sender', sender, async (started) => {
+    await started.stop();
+    await db.end();
+  });
+  sender.start();
+  return new MailOutbox(secretBox, () => sender.wake());
+}
