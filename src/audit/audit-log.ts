@@ -1,4 +1,5 @@
-// Reading the audit log of an organization, newest first.
+// Reading the audit log: an organization's, or what one user did in their organizations; newest
+// first.
 import { newestFirstPage } from '../db/pages.js';
 import type { DbPool } from '../db/pool.js';
 
@@ -40,6 +41,40 @@ export async function readAuditLog(
       WHERE a.org_id = $1 AND ($3::bigint IS NULL OR a.id < $3::bigint)
       ORDER BY a.id DESC LIMIT $2`,
     [orgId, limit + 1, beforeId],
+  );
+  return newestFirstPage(rows, limit);
+}
+
+/** An entry of a user's own activity: which organization it changed, beside the entry. */
+export interface ActivityRow extends AuditRow {
+  readonly org_id: string;
+  readonly org_name: string;
+}
+
+export function activityView(row: ActivityRow): Record<string, unknown> {
+  return { org_id: row.org_id, org_name: row.org_name, ...auditView(row) };
+}
+
+/**
+ * One page of what `userId` did, newest first, in the organizations they are a member of now
+ * (one they left or were removed from is no longer theirs to read).
+ */
+export async function readUserActivity(
+  db: DbPool,
+  userId: string,
+  limit: number,
+  beforeId: string | null,
+): Promise<{ rows: ActivityRow[]; nextCursor: string | null }> {
+  const { rows } = await db.query<ActivityRow>(
+    `SELECT a.id::text, a.user_id, u.email, a.action, a.object_type, a.object_id, a.details,
+            a.created_at, a.org_id, o.name AS org_name
+       FROM dashboard_audit_log a
+       JOIN org_memberships m ON m.org_id = a.org_id AND m.user_id = a.user_id
+       JOIN organizations o ON o.id = a.org_id
+       LEFT JOIN dashboard_users u ON u.id = a.user_id
+      WHERE a.user_id = $1 AND ($3::bigint IS NULL OR a.id < $3::bigint)
+      ORDER BY a.id DESC LIMIT $2`,
+    [userId, limit + 1, beforeId],
   );
   return newestFirstPage(rows, limit);
 }

@@ -73,6 +73,7 @@ import { createInvitationRoute } from './dashboard/invitations/create.js';
 import { declineInvitationRoute } from './dashboard/invitations/decline.js';
 import { listInvitationsRoute } from './dashboard/invitations/list.js';
 import { myInvitationsRoute } from './dashboard/invitations/mine.js';
+import { userActivityRoute } from './dashboard/user-activity.js';
 import { revokeInvitationRoute } from './dashboard/invitations/revoke.js';
 import { listMembersRoute } from './dashboard/members/list.js';
 import { removeMemberRoute } from './dashboard/members/remove.js';
@@ -245,6 +246,7 @@ export const routeDeclarations: readonly DeclaredRoute<RouteDeps>[] = [
     acceptInvitationRoute,
     declineInvitationRoute,
     auditLogRoute,
+    userActivityRoute,
     dashboardModelsRoute,
     usageRoute,
     overviewRoute,

@@ -9,7 +9,7 @@ import { declareRoute } from '../framework/declaration.js';
 import { parseQuery } from '../framework/query.js';
 import { pageOf, inOrg } from './schemas.js';
 
-const auditEntrySchema = z.object({
+export const auditEntrySchema = z.object({
   id: z.string(),
   user_id: z.string(),
   email: z.string().nullable(),
