@@ -44,6 +44,10 @@ export default defineConfig({
     globalSetup: ['test/support/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    // expect.poll waits for what a page or another instance shows next: its default of 1 s is
+    // less than a loaded machine (CI: 2 cores at load ~10) can take to render a fetched list or
+    // carry an invalidation, as long as a browser test's own waits (10 s, test/support/browser.ts)
+    expect: { poll: { timeout: 10_000 } },
     pool: 'forks',
     maxWorkers: 2,
     // Each worker runs its files one after another in one process, importing src/ and the

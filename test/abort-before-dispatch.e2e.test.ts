@@ -34,8 +34,21 @@ let unaccepting: UnacceptingVendor;
 /** Vendors whose connects hang. */
 let hung: GatewayProcess;
 
-/** Well under the old wait (until a connection freed up, or the 10 s connect time-out). */
-const RELEASED_WITHIN_MS = 1_000;
+/**
+ * Well under the old wait for a connect that hangs (its 10 s time-out), and long for a loaded
+ * machine. Behind a full pool, the release is checked by what still holds the connection.
+ */
+const RELEASED_WITHIN_MS = 5_000;
+
+/** Reads, at any later moment, whether `promise` has settled yet. */
+function settledYet(promise: Promise<unknown>): () => boolean {
+  let settled = false;
+  const done = () => {
+    settled = true;
+  };
+  promise.then(done, done);
+  return () => settled;
+}
 
 beforeAll(async () => {
   vendor = await startMockVendors({ port: 0 });
@@ -199,6 +212,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 describe('a client gone while its call waits for a vendor connection', () => {
   it('behind a full pool: each protocol, streamed or not, ends at once and charges nothing; the queue goes on', async () => {
     const occupierOrg = await seed(env);
+    // made before the occupier takes the connection: its 6 s are for what follows
+    const orgs = await Promise.all(variants.map(() => seedWithAllowance()));
     const reachedBefore = await requestsReached();
     // Holds the only vendor connection for 6 s (the mock waits before its first byte).
     const occupier = postSse(
@@ -210,11 +225,11 @@ describe('a client gone while its call waits for a vendor connection', () => {
       },
       bearer(occupierOrg.api_key),
     );
+    const occupierDone = settledYet(occupier);
     await eventually(async () =>
       (await requestsReached()) === reachedBefore + 1 ? true : undefined,
     );
 
-    const orgs = await Promise.all(variants.map(() => seedWithAllowance()));
     const sockets = await Promise.all(
       variants.map((variant, index) => sendRequest(pooled, orgs[index]!, variant)),
     );
@@ -224,13 +239,16 @@ describe('a client gone while its call waits for a vendor connection', () => {
       (await callsWaiting(pooled)) === variants.length ? true : undefined,
     );
 
-    const releaseMs = await Promise.all(
+    // released while the occupier still holds the connection, not once it frees up
+    const occupierStillThere = await Promise.all(
       variants.map((_, index) =>
-        leaveAndTimeRelease(sockets[index]!, orgs[index]!, requestIds[index]!),
+        leaveAndTimeRelease(sockets[index]!, orgs[index]!, requestIds[index]!).then(
+          () => !occupierDone(),
+        ),
       ),
     );
-    for (const [index, ms] of releaseMs.entries()) {
-      expect(ms, variants[index]!.name).toBeLessThan(RELEASED_WITHIN_MS);
+    for (const [index, stillThere] of occupierStillThere.entries()) {
+      expect(stillThere, variants[index]!.name).toBe(true);
     }
     for (const requestId of requestIds) await expectChargedNothing(requestId);
     // Out of the gateway's line for the vendor's connections, not only settled (decision 320).
@@ -295,7 +313,8 @@ describe('a client gone while its call waits for a vendor connection', () => {
         },
         bearer(otherOrg.api_key),
       );
-    const occupier = long('occupy', 1_500);
+    // long enough for the two requests below to queue behind it on a loaded machine
+    const occupier = long('occupy', 5_000);
     await eventually(async () =>
       (await requestsReached()) === reachedBefore + 1 ? true : undefined,
     );
@@ -305,13 +324,12 @@ describe('a client gone while its call waits for a vendor connection', () => {
     const socket = await sendRequest(pooled, org, variants[0]!);
     const requestId = await heldRequest(org);
     await eventually(async () => ((await callsWaiting(pooled)) === 1 ? true : undefined));
-    const next = long('next in line', 4_000);
-    await eventually(
-      async () =>
-        Object.keys(await redis.hgetall(keys.credentialCooldowns(org.org_id))).length === 1
-          ? true
-          : undefined,
-      5_000,
+    const next = long('next in line', 8_000);
+    const nextDone = settledYet(next);
+    await eventually(async () =>
+      Object.keys(await redis.hgetall(keys.credentialCooldowns(org.org_id))).length === 1
+        ? true
+        : undefined,
     );
     // occupier, first attempt, next; then the second attempt is queued behind next
     await eventually(async () =>
@@ -320,8 +338,9 @@ describe('a client gone while its call waits for a vendor connection', () => {
     await eventually(async () => ((await callsWaiting(pooled)) === 1 ? true : undefined));
     expect(await requestsReached()).toBe(reachedBefore + 3);
 
-    const releaseMs = await leaveAndTimeRelease(socket, org, requestId);
-    expect(releaseMs).toBeLessThan(RELEASED_WITHIN_MS);
+    // released while next still holds the connection the second attempt waits for
+    await leaveAndTimeRelease(socket, org, requestId);
+    expect(nextDone()).toBe(false);
     await expectChargedNothing(requestId);
     const [occupied, followed] = await Promise.all([occupier, next]);
     expect(occupied.data.at(-1)).toBe('[DONE]');
@@ -329,7 +348,7 @@ describe('a client gone while its call waits for a vendor connection', () => {
     await sleep(200);
     // The second credential's attempt never reached the vendor.
     expect(await requestsReached()).toBe(reachedBefore + 3);
-  }, 30_000);
+  }, 45_000);
 
   it('on a connect that hangs: ends at once, charges nothing, and nothing reaches the vendor later', async () => {
     const chosen = [variants[0]!, variants[3]!];

@@ -387,7 +387,8 @@ describe('a grant that expires while requests hold credits', () => {
     const userId = 'pu_expire_in_flight';
     const spendKey = keys.userSpend(orgId, userId, period.key);
     const credits = creditKeys(orgId, userId);
-    const expiresAtMs = Date.now() + 500;
+    // 3 s: the first request must be admitted before the expiry, even on a loaded machine
+    const expiresAtMs = Date.now() + 3_000;
     for (const [grantId, amount, expiry] of [
       ['grant_expiring', '30', expiresAtMs],
       ['grant_live', '50', expiresAtMs + 86_400_000],

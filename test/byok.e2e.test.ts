@@ -89,6 +89,7 @@ describe('failover across provider credentials', () => {
     const primary = await addCredential(org, 'primary', 'mock-429-primary', ['--priority', '1']);
     const backup = await addCredential(org, 'backup', 'mock-ok-backup', ['--priority', '2']);
 
+    const sentAt = Date.now();
     const first = await postJson(
       `${gateways[0]!.url}/v1/chat/completions`,
       chat,
@@ -97,7 +98,9 @@ describe('failover across provider credentials', () => {
     expect(first.status).toBe(200);
     const cooldowns = await redis.hgetall(`${prefix}:{o:${org.org_id}}:cred:cooldown`);
     const until = Number(cooldowns[primary]);
-    expect(until).toBeGreaterThan(Date.now() + 1000); // retry-after: 2 honoured
+    // retry-after: 2 honoured, from when the 429 came (between sending and reading it here,
+    // however long a loaded machine takes in between)
+    expect(until).toBeGreaterThan(sentAt + 1000);
     expect(until).toBeLessThanOrEqual(Date.now() + 2100);
 
     const before = failoverLines(gateways[1]!);
@@ -200,7 +203,7 @@ describe('failover across provider credentials', () => {
     });
   });
 
-  it('a disabled credential stops being used on every instance within a second', async () => {
+  it('a disabled credential stops being used on every instance once the invalidation arrives', async () => {
     const org = await seed(env);
     const credential = await addCredential(org, 'soon disabled', 'mock-ok-disable');
     for (const gateway of gateways)
@@ -208,17 +211,21 @@ describe('failover across provider credentials', () => {
         (await postJson(`${gateway.url}/v1/chat/completions`, chat, bearer(org.api_key))).status,
       ).toBe(200);
     await runCliJson(['credentials', 'disable', '--id', credential], env);
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-    const responses = await Promise.all(
-      gateways.map((gateway) =>
-        postJson(`${gateway.url}/v1/chat/completions`, chat, bearer(org.api_key)),
-      ),
-    );
-    const rows = await usageRows(
-      responses.map((response) => response.headers.get('x-request-id')!),
-    );
-    for (const row of rows.values())
+    // The CLI's change reaches each instance by pub/sub: until it arrives, the instance still
+    // serves with the credential; once it has, with gw's own route.
+    for (const gateway of gateways) {
+      const row = await eventually(async () => {
+        const answer = await postJson(
+          `${gateway.url}/v1/chat/completions`,
+          chat,
+          bearer(org.api_key),
+        );
+        expect(answer.status).toBe(200);
+        const [served] = (await usageRows([answer.headers.get('x-request-id')!])).values();
+        return served!.route === 'byok' ? undefined : served;
+      }, 15_000);
       expect(row).toMatchObject({ route: 'system', credential_id: null });
+    }
   });
 
   it('rotates between credentials of the same priority', async () => {

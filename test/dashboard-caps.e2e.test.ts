@@ -1,8 +1,9 @@
 // Spending caps through the dashboard API at every level (organization, app connection with
 // its per-user default, one product user), driven as a browser would, on two gateway
 // instances over the real Redis and Postgres: a cap set in the dashboard refuses the next
-// inference request on the instance that set it, and within a second on the other; clearing
-// it lets requests through again; the CLI and the API read and write the same rules.
+// inference request on the instance that set it, and on the other once the invalidation
+// arrives; clearing it lets requests through again; the CLI and the API read and write the same
+// rules.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
 import { createMember, signInTo, uniqueEmail } from './support/dashboard.js';
@@ -15,7 +16,7 @@ import {
   type GatewayProcess,
   type SeededOrg,
 } from './support/processes.js';
-import { eventually } from './support/services.js';
+import { firstNot200 } from './support/services.js';
 import { usageRecord } from './support/records.js';
 import { addCatchAllEndpoint, messageData } from './support/webhook-messages.js';
 import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
@@ -100,7 +101,7 @@ afterAll(async () => {
 });
 
 describe('the org cap', () => {
-  it('is read as null, set, refuses the next request at once here and within a second on the other instance, and is cleared', async () => {
+  it('is read as null, set, refuses the next request at once here and on the other instance once the invalidation arrives, and is cleared', async () => {
     const org = await seed(env, ['--wallet', '100.00']);
     const email = uniqueEmail('org-cap');
     await createMember(env, email, org.org_id, 'admin');
@@ -135,12 +136,10 @@ describe('the org cap', () => {
     expect(refused.status).toBe(403);
     expect(refused.body.error.code).toBe('gw_cap_exceeded');
     expect(refused.body.error.cap_scope).toBe('org');
-    const startedAt = Date.now();
-    const elsewhere = await eventually(async () => {
-      const answer = await infer(there, org.api_key);
-      return answer.status === 403 ? answer : undefined;
-    }, 1000);
-    expect(Date.now() - startedAt).toBeLessThan(1000);
+    // the other instance refuses once the invalidation arrives (served until then; its cache
+    // alone would keep the old rule for five minutes)
+    const elsewhere = await firstNot200(() => infer(there, org.api_key));
+    expect(elsewhere.status).toBe(403);
     expect(elsewhere.body.error.code).toBe('gw_cap_exceeded');
     expect(await auditActions(set.body.cap!.cap_rule_id)).toEqual([
       { action: 'cap.set', user_id: expect.stringMatching(/^usr_/) },

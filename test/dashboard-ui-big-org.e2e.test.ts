@@ -254,10 +254,12 @@ describe('the pages, for more than 200 apps and connections', () => {
     const { page, close } = await openWindow(browser);
     await signedIn(page, '');
     await expect.poll(() => statValue(page, /^Apps$/)).toBe((FILLER_APPS + 1).toLocaleString());
-    expect(await statValue(page, /^Active connections/)).toBe(String(LANES - REVOKED + 1));
-    expect(
-      await page.locator('.stat-label', { hasText: /^Active connections/ }).textContent(),
-    ).toBe(`Active connections (${REVOKED} revoked)`);
+    await expect
+      .poll(() => statValue(page, /^Active connections/))
+      .toBe(String(LANES - REVOKED + 1));
+    await expect
+      .poll(() => page.locator('.stat-label', { hasText: /^Active connections/ }).textContent())
+      .toBe(`Active connections (${REVOKED} revoked)`);
     await screenshot(page, 'big-org-01-overview');
     await close();
   });
@@ -271,7 +273,8 @@ describe('the pages, for more than 200 apps and connections', () => {
       .toBe(`/dashboard/orgs/${org.org_id}/keys/${lane(1)}`);
     await page.getByRole('heading', { name: 'Keys of Filler app 001 › Lane 001' }).waitFor();
     const select = page.getByRole('combobox', { name: 'Connection' });
-    expect(await select.locator('option').count()).toBe(200);
+    // the heading names the connection before the select's list of connections is loaded
+    await expect.poll(() => select.locator('option').count()).toBe(200);
     await page.getByText('The first 200 connections').waitFor();
 
     const search = page.getByRole('searchbox', { name: 'Find a connection by name' });
@@ -294,7 +297,7 @@ describe('the pages, for more than 200 apps and connections', () => {
     // a deep link to a connection past the first page, and one of another organization
     await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}/keys/${lane(215)}`);
     await page.getByRole('heading', { name: 'Keys of Filler app 001 › Lane 215' }).waitFor();
-    expect(await select.inputValue()).toBe(lane(215));
+    await expect.poll(() => select.inputValue()).toBe(lane(215));
     await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}/keys/${other.app_connection_id}`);
     await page
       .getByText(`This organization has no connection ${other.app_connection_id}`)
@@ -341,12 +344,13 @@ describe('the pages, for more than 200 apps and connections', () => {
     ).toBe(true);
     await page.getByRole('button', { name: 'Add credential' }).click();
     await page.getByRole('status').filter({ hasText: 'the vendor accepted the key' }).waitFor();
-    // the next credential starts from an empty search and the whole list, nothing chosen
+    // the next credential starts from an empty search and the whole list, nothing chosen (the
+    // list is a new one, loaded again: its checkboxes come after the notice)
     const search = serves.getByRole('searchbox', { name: 'Find a connection by name' });
     expect(await search.inputValue()).toBe('');
     const firstLane = serves.getByRole('checkbox', { name: 'Filler app 001 › Lane 001' });
     expect(await firstLane.isChecked()).toBe(false);
-    expect(await serves.getByRole('checkbox').count()).toBe(200);
+    await expect.poll(() => serves.getByRole('checkbox').count()).toBe(200);
     const row = page.getByRole('row').filter({ hasText: 'Big key' });
     // in the order the API keeps the grants
     await expect

@@ -231,7 +231,7 @@ describe('granting credits asks first', () => {
       `/dashboard/api/product-users/${userId}/credit-grants`,
     );
     expect(listed.body.data).toEqual([]);
-    expect(await page.getByText('No credits granted yet.').count()).toBe(1);
+    await expect.poll(() => page.getByText('No credits granted yet.').count()).toBe(1);
 
     // confirmed in USD, without an expiry: granted once, as shown
     await form.getByLabel('Currency').fill('USD');
@@ -347,7 +347,7 @@ describe('a key’s model policy', () => {
 
     // dismissed with the key: gone
     await shownOnce.getByRole('button', { name: /hide the key/ }).click();
-    expect(await page.getByText('Issued, with a warning').count()).toBe(0);
+    await page.getByText('Issued, with a warning').waitFor({ state: 'detached' });
     await close();
   });
 });

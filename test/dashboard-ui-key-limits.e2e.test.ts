@@ -89,13 +89,15 @@ async function openLimitsCard(page: Page, opener: Locator, name: string): Promis
 }
 
 async function limitsCell(page: Page, text: string): Promise<string> {
+  // the headers are read once the row is shown: before, the table may not be there yet
+  const row = dataRows(page).filter({ hasText: text });
+  await row.waitFor();
   const headers = await page
     .getByRole('region', { name: /^Keys of/ })
     .getByRole('columnheader')
     .allTextContents();
   const column = headers.indexOf('Rate limits');
   expect(column).toBeGreaterThan(-1);
-  const row = dataRows(page).filter({ hasText: text });
   return (
     (await row.getByRole('cell').nth(column).locator('.limits-cell > span').textContent()) ?? ''
   );
@@ -162,7 +164,7 @@ describe('issuing a key with rate limits', () => {
     await screenshotOf(form, 'key-limits-01-refused-in-form');
     // typing again clears the note
     await perUser.fill('');
-    expect(await form.getByRole('alert').count()).toBe(0);
+    await form.getByRole('alert').waitFor({ state: 'detached' });
     expect(posts).toEqual([]);
     expect(await storedLimits('refused')).toEqual([]);
 
@@ -176,8 +178,8 @@ describe('issuing a key with rate limits', () => {
     expect(await storedLimits('checkout')).toEqual([[1_000_000, 10]]);
     await expect.poll(() => limitsCell(page, 'checkout')).toBe('1,000,000/min · 10/min per user');
     // the form is empty again: the next key starts unlimited
-    expect(await perKey.inputValue()).toBe('');
-    expect(await perUser.inputValue()).toBe('');
+    await expect.poll(() => perKey.inputValue()).toBe('');
+    await expect.poll(() => perUser.inputValue()).toBe('');
     await shownOnce.getByRole('button', { name: /hide the key/ }).click();
 
     // none: unlimited, as every key made before limits existed (the seeded one)
@@ -186,7 +188,7 @@ describe('issuing a key with rate limits', () => {
     await page.getByRole('region', { name: 'Your new API key “open-door”' }).waitFor();
     expect(await storedLimits('open-door')).toEqual([[null, null]]);
     await expect.poll(() => limitsCell(page, 'open-door')).toBe('unlimited');
-    expect(await limitsCell(page, org.api_key.slice(0, 10))).toBe('unlimited');
+    await expect.poll(() => limitsCell(page, org.api_key.slice(0, 10))).toBe('unlimited');
     // only the per-user limit
     await form.getByLabel('Key name (optional)').fill('per-user-only');
     await perUser.fill('30');
@@ -341,14 +343,14 @@ describe('changing an existing key’s rate limits', () => {
     // closed: the card goes, the list stays, and focus is back on the Edit button that opened
     // it (not lost at the page's start)
     await card.getByRole('button', { name: 'Close' }).click();
-    expect(await card.count()).toBe(0);
-    expect(await focusedButton(page)).toBe('Edit limits of batch-jobs');
+    await card.waitFor({ state: 'detached' });
+    await expect.poll(() => focusedButton(page)).toBe('Edit limits of batch-jobs');
     // the keyboard opens it again from there
     await page.keyboard.press('Enter');
     await card.waitFor();
     await expect.poll(() => page.evaluate('document.activeElement.id')).toBe('edit-key-rpm');
     await card.getByRole('button', { name: 'Close' }).click();
-    expect(await focusedButton(page)).toBe('Edit limits of batch-jobs');
+    await expect.poll(() => focusedButton(page)).toBe('Edit limits of batch-jobs');
     await close();
   });
 });
@@ -413,7 +415,7 @@ describe('who may change a key’s limits', () => {
     await expect.poll(() => limitsCell(page, hint)).toBe('unlimited');
     const row = dataRows(page).filter({ hasText: hint });
     // its limits' Edit, and Revoke: no Rotate
-    expect(await row.getByRole('button').allTextContents()).toEqual(['Edit', 'Revoke…']);
+    await expect.poll(() => row.getByRole('button').allTextContents()).toEqual(['Edit', 'Revoke…']);
     const card = await openLimitsCard(page, row, 'OAuth token');
     await card.getByLabel('Per product user, requests per minute').fill('12');
     await card.getByRole('button', { name: 'Save limits' }).click();
@@ -485,6 +487,7 @@ describe('a connected app’s rate limits on the Connected apps page', () => {
     await signedIn(page, emails.admin, '/connected-apps');
     const appRow = dataRows(page).filter({ hasText: 'Hammering app' });
     const cell = async () => {
+      await appRow.waitFor();
       const headers = await page.getByRole('columnheader').allTextContents();
       const column = headers.indexOf('Rate limits');
       expect(column).toBeGreaterThan(-1);
@@ -525,7 +528,7 @@ describe('a connected app’s rate limits on the Connected apps page', () => {
     expect([refused.status, refused.body.error?.code]).toEqual([429, 'gw_rate_limited']);
     await screenshot(page, 'key-limits-11-connected-apps');
     await card.getByRole('button', { name: 'Close' }).click();
-    expect(await focusedButton(page)).toBe('Edit limits of Hammering app');
+    await expect.poll(() => focusedButton(page)).toBe('Edit limits of Hammering app');
     await close();
 
     // a viewer sees the limits, and nothing to change them with

@@ -48,7 +48,7 @@ describe('signing up in the dashboard', () => {
     expect(await page.getByRole('alert').textContent()).toContain('gw_invalid_request');
     // typing again clears it
     await page.getByLabel('Password').fill(TEST_PASSWORD);
-    expect(await page.getByRole('alert').count()).toBe(0);
+    await page.getByRole('alert').waitFor({ state: 'detached' });
 
     await page.getByRole('button', { name: 'Create account' }).click();
     await page.getByRole('button', { name: 'Sign out' }).waitFor();

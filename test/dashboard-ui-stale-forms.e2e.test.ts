@@ -76,12 +76,14 @@ describe('edit forms write only what was changed', () => {
     const amount = page.getByLabel('Monthly cap (USD)').last();
     await expect.poll(() => amount.inputValue()).toBe('5.00');
     // the form shows the user's own setting, not "as the connection"
-    expect(
-      await page
-        .getByRole('combobox', { name: /^Credit mode/ })
-        .last()
-        .inputValue(),
-    ).toBe('track_only');
+    await expect
+      .poll(() =>
+        page
+          .getByRole('combobox', { name: /^Credit mode/ })
+          .last()
+          .inputValue(),
+      )
+      .toBe('track_only');
     await amount.fill('7.50');
     await page.getByRole('button', { name: 'Set product user cap' }).click();
     await page.getByText(/Cap:\s*7\.50 USD a month/).waitFor();

@@ -100,10 +100,10 @@ describe('the usage page', () => {
     const mini = dataRows(page).filter({ hasText: 'vendor_b/gpt-4o-mini' });
     expect((await cells(mini)).slice(0, 4)).toEqual(['1', '1,500', '200', '0']);
     await expect.poll(() => page.getByRole('columnheader', { name: 'Searches' }).count()).toBe(1);
-    expect(await statValue(page, 'Web searches')).toBe('3');
-    expect(await page.locator('.stat').filter({ hasText: 'of the input' }).textContent()).toContain(
-      'of the input: 16,300 cache read · 4,000 cache write (1,000 for 1 h)',
-    );
+    await expect.poll(() => statValue(page, 'Web searches')).toBe('3');
+    await expect
+      .poll(() => page.locator('.stat').filter({ hasText: 'of the input' }).textContent())
+      .toContain('of the input: 16,300 cache read · 4,000 cache write (1,000 for 1 h)');
     await page.locator('.chart-box canvas').first().waitFor();
     await screenshot(page, 'usage-cache-01-by-model');
 

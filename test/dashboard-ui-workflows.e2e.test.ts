@@ -129,7 +129,7 @@ describe('running an organization from the dashboard', () => {
     // keyboard users land on the new page's heading after a navigation
     await go('Apps & connections', 'apps');
     await expect.poll(() => page.evaluate('document.activeElement?.tagName')).toBe('H1');
-    expect(await page.evaluate('document.activeElement?.textContent')).toBe('Apps');
+    await expect.poll(() => page.evaluate('document.activeElement?.textContent')).toBe('Apps');
 
     await page.getByLabel('App name').fill('Checkout assistant');
     await page.getByRole('button', { name: 'Create app' }).click();
@@ -200,7 +200,7 @@ describe('running an organization from the dashboard', () => {
     await page.locator('.chart-box canvas').first().waitFor();
     const today = new Date().toISOString().slice(0, 10);
     const dayRow = dataRows(page).filter({ hasText: today });
-    expect(await dayRow.getByRole('cell').first().textContent()).toBe('3');
+    await expect.poll(() => dayRow.getByRole('cell').first().textContent()).toBe('3');
     await screenshot(page, '22-usage-by-day');
 
     await page.getByLabel('Group by').selectOption('model');
@@ -248,7 +248,7 @@ describe('running an organization from the dashboard', () => {
 
     await go('Overview', '');
     await expect.poll(() => statValue(page, 'Requests this month')).toBe('3');
-    expect(await statValue(page, 'Spent this month')).toBe(`${shown(total)} USD`);
+    await expect.poll(() => statValue(page, 'Spent this month')).toBe(`${shown(total)} USD`);
     const topModels = page.getByRole('region', { name: 'Top models this month' });
     await expect.poll(() => topModels.textContent()).toContain('vendor_b/gpt-4o-mini');
     const topUsers = page.getByRole('region', { name: 'Top product users this month' });
@@ -289,10 +289,11 @@ describe('running an organization from the dashboard', () => {
     await page.getByRole('heading', { name: 'alice', level: 1 }).waitFor();
     const allowance = page.getByRole('region', { name: 'Allowance this month' });
     await expect.poll(() => allowance.textContent()).toContain('Cap0.000000001 USD');
+    // each region shows what its own read answers, in no set order
     const credits = page.getByRole('region', { name: 'Credits' });
-    expect(await credits.textContent()).toContain('Available0.00 USD');
+    await expect.poll(() => credits.textContent()).toContain('Available0.00 USD');
     const usage = page.getByRole('region', { name: 'Usage this month' });
-    expect(await usage.textContent()).toContain('Requests2');
+    await expect.poll(() => usage.textContent()).toContain('Requests2');
 
     // a bad amount: said before anything is sent, nothing granted
     await page.getByLabel('Amount').fill('0');
@@ -307,7 +308,7 @@ describe('running an organization from the dashboard', () => {
     await page.getByLabel('Currency').fill('EUR');
     await page.getByText('Credits in EUR pay only for costs in EUR').waitFor();
     await page.getByLabel('Currency').fill('USD');
-    expect(await page.getByText('Credits in EUR').count()).toBe(0);
+    await page.getByText('Credits in EUR').waitFor({ state: 'detached' });
     const grants = async () =>
       (
         await db.query<{ amount: string; status: string }>(

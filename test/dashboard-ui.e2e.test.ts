@@ -212,17 +212,20 @@ describe('the dashboard in a browser', () => {
     await page.getByRole('table').waitFor();
     // the CLI's changes are there too (gw cap set, product-user block, …): the page says so
     await page.getByText('in the dashboard or with the operator’s gw CLI').waitFor();
-    const actions = await page.locator('tbody tr td:nth-child(3)').allTextContents();
-    expect(actions.slice(0, 8)).toEqual([
-      'member.change_role',
-      'invitation.accept',
-      'member.add',
-      'invitation.create',
-      'connection.revoke',
-      'connection.update',
-      'connection.create',
-      'app.create',
-    ]);
+    const actions = async () =>
+      (await page.locator('tbody tr td:nth-child(3)').allTextContents()).slice(0, 8);
+    await expect
+      .poll(actions)
+      .toEqual([
+        'member.change_role',
+        'invitation.accept',
+        'member.add',
+        'invitation.create',
+        'connection.revoke',
+        'connection.update',
+        'connection.create',
+        'app.create',
+      ]);
     await screenshot(page, '07-audit-log');
 
     // removes the newcomer after a confirmation
@@ -238,16 +241,18 @@ describe('the dashboard in a browser', () => {
     await page.getByRole('cell', { name: 'vendor_b/gpt-4o-mini' }).waitFor();
     // input, output, cache write (five minutes · an hour) and cache read, per million tokens
     const haiku = page.getByRole('row', { name: /vendor_a\/claude-haiku-4-5/ });
-    expect(await haiku.getByRole('cell').allTextContents()).toEqual([
-      'vendor_a/claude-haiku-4-5',
-      'vendor_a',
-      '1.00',
-      '5.00',
-      '1.25 · 2.00',
-      '0.10',
-      '8,192',
-      'yes',
-    ]);
+    await expect
+      .poll(() => haiku.getByRole('cell').allTextContents())
+      .toEqual([
+        'vendor_a/claude-haiku-4-5',
+        'vendor_a',
+        '1.00',
+        '5.00',
+        '1.25 · 2.00',
+        '0.10',
+        '8,192',
+        'yes',
+      ]);
     expect(await page.getByRole('main').textContent()).toContain(
       "a vendor's web search tool, at 0.01 USD per web search (vendor_a).",
     );

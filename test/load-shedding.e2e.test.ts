@@ -7,6 +7,7 @@
 import { connect, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRedisKeys } from '../src/redis/keys.js';
 import { isolatedContext } from './support/context.js';
 import {
   metricsUrl,
@@ -15,8 +16,10 @@ import {
   type SeededOrg,
   type SpawnedGateway,
 } from './support/processes.js';
+import { eventually } from './support/services.js';
 
-const { env } = isolatedContext('load-shedding');
+const { env, redis, prefix } = isolatedContext('load-shedding');
+const keys = createRedisKeys(prefix);
 const SHED_MS = 500;
 let org: SeededOrg;
 let gateway: SpawnedGateway;
@@ -104,7 +107,10 @@ describe('a gateway whose event loop runs late', () => {
       acceptedConnection(),
       acceptedConnection(),
     ]);
-    await sleep(300); // the call is read and waits on the mock; the connections are accepted
+    // The call is read and waits on the mock: its hold is placed, which takes the loop several
+    // turns (Redis round trips), in which it also accepts the connections opened before.
+    const holds = keys.holdExpiries(keys.wallet(org.org_id));
+    await eventually(async () => ((await redis.zcard(holds)) === 1 ? true : undefined));
     gateway.child.kill('SIGSTOP');
     const arrivals = [models(), models(), slowCall(0)];
     const onAccepted = accepted.map((connection) => connection.ask('/v1/models'));

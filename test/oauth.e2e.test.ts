@@ -36,7 +36,7 @@ import {
   type SeededOrg,
 } from './support/processes.js';
 import { rawRequest, type RawAnswer } from './support/raw-http.js';
-import { eventually } from './support/services.js';
+import { eventually, firstNot200 } from './support/services.js';
 
 const { env, db, redis, prefix } = isolatedContext('oauth');
 let gateway: GatewayProcess;
@@ -1273,10 +1273,9 @@ describe('inference with an OAuth token', () => {
       ],
       env,
     );
-    const capped = await postJson<ErrorBody>(
-      `${gateway.url}/v1/chat/completions`,
-      chat(),
-      bearer(token.access_token),
+    // the CLI's cap reaches the gateway by pub/sub (it has the connection's rules cached)
+    const capped = await firstNot200(() =>
+      postJson<ErrorBody>(`${gateway.url}/v1/chat/completions`, chat(), bearer(token.access_token)),
     );
     expect(capped.status).toBe(403);
     expect(capped.body.error.code).toBe('gw_cap_exceeded');
@@ -1288,10 +1287,12 @@ describe('inference with an OAuth token', () => {
       ['cap', 'set', '--scope', 'org', '--org-id', teamOrg.org_id, '--amount', '0.000000001'],
       env,
     );
-    const orgCapped = await postJson<ErrorBody>(
-      `${gateway.url}/v1/chat/completions`,
-      chat(),
-      bearer(teamToken.access_token),
+    const orgCapped = await firstNot200(() =>
+      postJson<ErrorBody>(
+        `${gateway.url}/v1/chat/completions`,
+        chat(),
+        bearer(teamToken.access_token),
+      ),
     );
     expect(orgCapped.status).toBe(403);
     expect(orgCapped.body.error.code).toBe('gw_cap_exceeded');

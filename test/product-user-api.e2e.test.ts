@@ -104,8 +104,9 @@ describe('service-key authentication', () => {
       ['service-key', 'create', '--org-id', org.org_id],
       env,
     );
-    // A key cannot be issued expired (below): this one expires a moment after it is issued.
-    const expiresAt = new Date(Date.now() + 1000);
+    // A key cannot be issued expired (below): this one expires a moment after it is issued
+    // (3 s: the CLI's own work may take a second on a loaded machine).
+    const expiresAt = new Date(Date.now() + 3000);
     const expired = await runCliJson<{ service_key: string }>(
       ['service-key', 'create', '--org-id', org.org_id, '--expires-at', expiresAt.toISOString()],
       env,

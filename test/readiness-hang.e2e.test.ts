@@ -76,8 +76,9 @@ describe('/readyz while Postgres hangs', () => {
         draining: false,
         checks: { redis: true, postgres: false },
       });
-      // Before, each waited DATABASE_TIMEOUT_MS + 2 s (12 s): past any probe's time-out.
-      expect(probe.ms).toBeLessThan(CHECK_TIMEOUT_MS + 1_500);
+      // Before, each waited DATABASE_TIMEOUT_MS + 2 s (12 s): past any probe's time-out. The
+      // bound is well under that, with room for a loaded machine beside the 300 ms check.
+      expect(probe.ms).toBeLessThan(CHECK_TIMEOUT_MS + 5_000);
     }
     const scrape = await fetch(metricsUrl(gateway)).then((response) => response.text());
     expect(scrape).toMatch(/^gw_dependency_up\{dependency="postgres"\} 0$/m);

@@ -13,7 +13,7 @@ import {
   setProductUserCap,
   startGateway,
 } from './support/processes.js';
-import { eventually } from './support/services.js';
+import { eventually, firstChangedAnswer } from './support/services.js';
 
 const { env, db, redis, prefix } = isolatedContext('reconcile');
 let gateway: GatewayProcess;
@@ -236,9 +236,12 @@ describe('gw reconcile', () => {
           allowance_starts_at: anchor,
         }),
       });
+      // the gateway's cache drops the user when the invalidation this publishes arrives
       expect(response.status).toBe(200);
-      await new Promise((resolve) => setTimeout(resolve, 300)); // the gateways' caches drop it
     };
+    const refusedForTheCap = (answer: Awaited<ReturnType<typeof send>>): boolean =>
+      answer.body.error?.provider_specific_fields?.error.code ===
+      'gw_product_user_allowance_insufficient';
     const spendKey = async (period: string) => {
       const { rows } = await db.query<{ id: string }>(
         'SELECT id FROM product_users WHERE app_id = $1 AND external_user_id = $2',
@@ -265,7 +268,9 @@ describe('gw reconcile', () => {
     // Two more under the anchored period (a raised cap), then calendar periods again: the
     // month's account counts all twelve.
     await setCap(12n);
-    await chat(org, user);
+    // The new cap reaches the gateway by pub/sub (after the anchor's, published before it):
+    // refused as at the old cap until it arrives.
+    expect((await firstChangedAnswer(send, refusedForTheCap)).status).toBe(200);
     await chat(org, user);
     expect(await refusedCode()).toBe('gw_product_user_allowance_insufficient');
     await putAnchor(null);
@@ -278,7 +283,13 @@ describe('gw reconcile', () => {
       remaining_base_allowance: '0.000000000000',
       available_allowance: '0.000000000000',
     });
-    expect(await refusedCode()).toBe('gw_product_user_allowance_insufficient');
+    // Once the gateway has dropped the anchored user it had cached, the next request counts in
+    // the calendar month again, whose account holds all twelve.
+    await eventually(async () => {
+      expect(await refusedCode()).toBe('gw_product_user_allowance_insufficient');
+      const [spent] = await redis.hmget(calendarKey, 'spent');
+      return spent === String(cost * 12n) ? true : undefined;
+    });
     await written(org, 13);
     expect(await redis.hmget(calendarKey, 'spent', 'reserved')).toEqual([String(cost * 12n), '0']);
     expect(await reconcile(org)).toMatchObject({ consistent: 1, drifted: 0, orgs: [] });

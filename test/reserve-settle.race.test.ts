@@ -133,7 +133,8 @@ describe('reserve.lua', () => {
   it('releases a hold whose instance never settled once its TTL passes', async () => {
     const orgId = `org_ttl_${Date.now()}`;
     await fundWallet(orgId, 2_000_000n);
-    const shortLived = storeWithTtl(1000);
+    // 3 s: the hold must still be there for the next reserve, however slow a loaded machine is
+    const shortLived = storeWithTtl(3000);
     const crashed = newRequestId();
     expect(
       (
@@ -151,7 +152,7 @@ describe('reserve.lua', () => {
       amountNano: 1n,
     });
     expect(blocked).toEqual({ kind: 'wallet_short', availableNano: 0n });
-    await new Promise((resolve) => setTimeout(resolve, 1100));
+    await new Promise((resolve) => setTimeout(resolve, 3100));
     // The next reserve sweeps the lapsed hold first.
     expect(
       (

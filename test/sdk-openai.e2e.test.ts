@@ -37,7 +37,6 @@ function usageRow(requestId: string) {
     db,
     requestId,
     'input_tokens, output_tokens, status, model',
-    5000,
   );
 }
 

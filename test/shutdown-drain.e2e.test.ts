@@ -15,8 +15,11 @@ import { eventually } from './support/services.js';
 
 const { env, db, redis, prefix } = isolatedContext('drain');
 const keys = createRedisKeys(prefix);
-const GRACE_MS = 3000;
-/** The external vendor's pace: a 40-token answer takes 2 s (within the grace), a 400-token one 20 s. */
+const GRACE_MS = 6000;
+/**
+ * The external vendor's pace: an 80-token answer takes 4 s (in flight at the signal, ended
+ * within the grace, with room for a loaded machine on both sides), a 400-token one 20 s.
+ */
 const TOKENS_PER_SECOND = 20;
 let org: SeededOrg;
 let vendor: RunningMockVendors;
@@ -170,9 +173,6 @@ describe('SIGTERM under streaming load', () => {
     // Admitted (its hold placed) and waiting on its vendor before the streams start.
     const holds = keys.holdExpiries(keys.wallet(org.org_id));
     await eventually(async () => ((await redis.zcard(holds)) === 1 ? true : undefined));
-    const short = await Promise.all(
-      [0, 1, 2].map((index) => startStream('/v1/chat/completions', chatStream(40, index))),
-    );
     const long = await Promise.all(
       [3, 4].map((index) => startStream('/v1/chat/completions', chatStream(400, index))),
     );
@@ -182,15 +182,20 @@ describe('SIGTERM under streaming load', () => {
       max_tokens: 1000,
       messages: [{ role: 'user', content: 'drain messages mock:output_tokens=400' }],
     });
+    // the short ones last: the signal must come while they are still in flight
+    const short = await Promise.all(
+      [0, 1, 2].map((index) => startStream('/v1/chat/completions', chatStream(80, index))),
+    );
     await Promise.all([...short, ...long, messages].map((stream) => stream.firstEvent));
-    // All seven are in flight when the signal comes (the short ones need up to 2 s more).
+    // All seven are in flight when the signal comes (the short ones need up to 4 s more).
     expect(await redis.zcard(holds)).toBe(7);
 
     const signalledAtMs = Date.now();
     const exited = gateway.stop('SIGTERM');
+    // at once: well within the grace, with room for a loaded machine to close the listener
     await eventually(
       async () => ((await refusesConnections(gateway.port)) ? true : undefined),
-      1000,
+      3_000,
       20,
     );
 
@@ -225,7 +230,7 @@ describe('SIGTERM under streaming load', () => {
       expect(rowOf(read)).toMatchObject({
         status: 'completed',
         end_reason: 'completed',
-        output_tokens: 40,
+        output_tokens: 80,
       });
     }
 

@@ -26,7 +26,7 @@ describe('usage writer thread', () => {
     const thread = new UsageWriterThread(settings, counters, createLogger('silent'), standIn, 20);
     thread.start();
     // The first thread reports a batch and dies; the second reports one and keeps running.
-    await eventually(async () => (rows === 6 ? true : undefined), 5000);
+    await eventually(async () => (rows === 6 ? true : undefined));
     expect(readFileSync(livesFile, 'utf8').trim().split('\n')).toHaveLength(2);
     await thread.stop(5000);
     // Stopped for good: no third life.

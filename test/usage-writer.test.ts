@@ -137,7 +137,10 @@ describe('usage writer', () => {
     try {
       await eventually(async () => ((await ledgerRows(orgId)).length === 1 ? true : undefined));
       await redis.del(keys.usageStreamRegistry());
-      await new Promise((resolve) => setTimeout(resolve, 1_300)); // the writer reads the registry
+      // the writer reads the registry (every second or so), misses the stream and puts it back
+      await eventually(async () =>
+        (await redis.sismember(keys.usageStreamRegistry(), stream)) === 1 ? true : undefined,
+      );
       const later = usage(orgId, 9n);
       await settle(later); // within the minute: the store does not announce the stream again
       const rows = await eventually(async () => {

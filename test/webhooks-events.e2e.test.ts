@@ -560,8 +560,22 @@ describe('provider credentials', () => {
       [refused.id, sealed.keyId, sealed.iv, sealed.ciphertext, sealed.authTag],
     );
     await redis.publish(`${prefix}:invalidate`, 'credentials');
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    expect((await chat(byok.api_key, 'byok-user')).status).toBe(200);
+    // The gateway reads the credentials again once the invalidation arrives; until then it
+    // serves with the secret it had, which the vendor takes. Once it has, the vendor refuses
+    // the key and the request goes on gw's own route.
+    await eventually(async () => {
+      const answer = await chat(byok.api_key, 'byok-user');
+      expect(answer.status).toBe(200);
+      const requestId = answer.headers.get('x-request-id');
+      const route = await eventually(async () => {
+        const { rows } = await db.query<{ route: string }>(
+          'SELECT route FROM usage_records WHERE request_id = $1',
+          [requestId],
+        );
+        return rows[0]?.route;
+      });
+      return route === 'byok' ? undefined : true;
+    }, 20_000);
     const [rejected] = await settles('/byok', 'provider_credential.rejected', 1);
     expect(rejected!.payload.data).toMatchObject({
       id: refused.id,

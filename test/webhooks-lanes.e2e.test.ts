@@ -731,7 +731,17 @@ describe('migration 046', () => {
         migrated = migrate(fresh);
         migrated.catch(() => undefined);
         // The receiver answers after the migration has started waiting (longer than the
-        // server's deadlock_timeout: the attempt was the one rolled back).
+        // server's deadlock_timeout: the attempt was the one rolled back). Waiting is seen in
+        // pg_stat_activity, however long a loaded machine takes to get the migration there.
+        await eventually(async () => {
+          // asked on the test's own database: the fresh one's few connections are taken
+          const { rows: waiting } = await db.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM pg_stat_activity
+              WHERE datname = $1 AND wait_event_type = 'Lock'`,
+            [`${new URL(TEST_DATABASE_URL).pathname.slice(1)}_webhook_lanes_lock`],
+          );
+          return waiting[0]!.n > 0 ? true : undefined;
+        });
         await new Promise((resolve) => setTimeout(resolve, 1_500));
         try {
           await older.query(

@@ -6,6 +6,7 @@
 import { request } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRedisKeys } from '../src/redis/keys.js';
 import { isolatedContext } from './support/context.js';
 import { bearer, postSse } from './support/http.js';
 import {
@@ -16,7 +17,8 @@ import {
 } from './support/processes.js';
 import { eventually, freePort } from './support/services.js';
 
-const { env, db } = isolatedContext('workers');
+const { env, db, redis, prefix } = isolatedContext('workers');
+const keys = createRedisKeys(prefix);
 let org: SeededOrg;
 let gateway: SpawnedGateway;
 let metricsPort: number;
@@ -80,9 +82,10 @@ beforeAll(async () => {
     GATEWAY_WORKERS: '2',
     METRICS_PORT: String(metricsPort),
     REQUEST_LOG_SAMPLE_RATE: '1',
-    // Streams are paced (50 tokens a second) and the drain is short: a long stream outlasts it.
+    // Streams are paced (50 tokens a second) and the drain is short: a long stream (20 s)
+    // outlasts it, the short ones (3 s upstream) end within it however loaded the machine.
     MOCK_VENDOR_TOKENS_PER_SECOND: '50',
-    SHUTDOWN_GRACE_MS: '2000',
+    SHUTDOWN_GRACE_MS: '8000',
   });
   await eventually(
     async () => (gateway.output().includes('gw workers listening') ? true : undefined),
@@ -160,7 +163,7 @@ describe('GATEWAY_WORKERS=2 on one port', () => {
           model: 'vendor_b/gpt-4o-mini',
           stream: true,
           messages: [
-            { role: 'user', content: `drain ${index} mock:latency_ms=700 mock:output_tokens=3` },
+            { role: 'user', content: `drain ${index} mock:latency_ms=3000 mock:output_tokens=3` },
           ],
         },
         bearer(org.api_key),
@@ -176,7 +179,10 @@ describe('GATEWAY_WORKERS=2 on one port', () => {
       },
       bearer(org.api_key),
     );
-    await new Promise((resolve) => setTimeout(resolve, 250));
+    // SIGTERM once all five are admitted (their holds placed, the short ones for the 3 s their
+    // vendor waits), not after a guess at how long a loaded machine takes to get them there
+    const holds = keys.holdExpiries(keys.wallet(org.org_id));
+    await eventually(async () => ((await redis.zcard(holds)) === 5 ? true : undefined));
     const exited = gateway.stop('SIGTERM');
     const answers = await Promise.all(streams);
     for (const answer of answers) {

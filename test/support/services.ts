@@ -18,10 +18,13 @@ export async function deletePrefix(redis: RedisClient, prefix: string): Promise<
   await unlinkMatching(redis, `${prefix}:*`);
 }
 
-/** Polls until `probe` returns a value that is not undefined, or fails after `timeoutMs`. */
+/**
+ * Polls until `probe` returns a value that is not undefined, or fails after `timeoutMs` (by
+ * default as long as a browser test's waits: a loaded machine stretches what takes a moment).
+ */
 export async function eventually<T>(
   probe: () => Promise<T | undefined>,
-  timeoutMs = 5000,
+  timeoutMs = 10_000,
   intervalMs = 50,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -41,3 +44,26 @@ export async function freePort(): Promise<number> {
   await new Promise((resolve) => server.close(resolve));
   return port;
 }
+
+/**
+ * Sends a request until its answer is no longer `asBefore`, and returns that first other answer.
+ * A change made elsewhere (a revocation, a block, a CLI write) reaches a gateway instance by
+ * pub/sub a moment later, and a loaded machine stretches that moment: until then the instance
+ * answers as before the change. The caller asserts what the new answer must be.
+ */
+export function firstChangedAnswer<T>(
+  send: () => Promise<T>,
+  asBefore: (answer: T) => boolean,
+  timeoutMs?: number,
+): Promise<T> {
+  return eventually(async () => {
+    const answer = await send();
+    return asBefore(answer) ? undefined : answer;
+  }, timeoutMs);
+}
+
+/** The first answer to `send` that is not a 200 (see firstChangedAnswer). */
+export const firstNot200 = <T extends { readonly status: number }>(
+  send: () => Promise<T>,
+  timeoutMs?: number,
+): Promise<T> => firstChangedAnswer(send, (answer) => answer.status === 200, timeoutMs);
