@@ -46,7 +46,7 @@ export async function listen(
     onRequestFinished: (route, status, durationMs, errorCode) =>
       metrics.requestFinished(route, status, durationMs, errorCode),
     requestLog: createRequestLog(createRequestLogger(logger), config.REQUEST_LOG_SAMPLE_RATE),
-    routes: bindRoutes(routes.served, routes.deps, routes.authenticators),
+    routes: bindRoutes(routes.served, routes.deps, routes.authenticators, routes.idempotencyKeys),
   });
   const port = await server.listen(config.HOST, config.PORT).catch(() => {
     throw new Error(listenFailure(config.HOST, config.PORT, 'HOST', 'PORT'));
