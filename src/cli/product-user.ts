@@ -57,7 +57,7 @@ export async function creditsCommand(context: CliContext, argv: string[]): Promi
     // The rules the API and the dashboard apply (an amount above zero, an expiry to come).
     const request = creditGrantRequest(
       { amount, currency: values.currency, expires_at: expiresAtFlag, reason: values.reason },
-      undefined,
+      {},
     );
     if (isGwError(request)) throw new UsageError(request.message, request.code);
     const { amountNano, expiresAt, reason } = request;

@@ -46,7 +46,7 @@ export async function listen(
     onRequestFinished: (route, status, durationMs, errorCode) =>
       metrics.requestFinished(route, status, durationMs, errorCode),
     requestLog: createRequestLog(createRequestLogger(logger), config.REQUEST_LOG_SAMPLE_RATE),
-    routes: bindRoutes(routes.served, routes.deps, routes.authenticators),
+    routes: bindRoutes(routes.served, routes.deps, routes.authenticators, routes.idempotencyKeys),
   });
   // A worker shares PORT with its siblings (the primary found it free before forking them).
   const shared = config.LISTEN_REUSE_PORT || isGatewayWorker();

@@ -29,6 +29,7 @@ import type { Inference } from './inference.js';
 import type { Observability } from './observability.js';
 import type { RedisConnections } from './redis.js';
 import type { Stores } from './stores.js';
+import { IdempotencyStore, type IdempotencyKeys } from '../idempotency/store.js';
 
 export interface RouteParts {
   readonly db: DbPool;
@@ -49,6 +50,8 @@ export interface WiredRoutes {
   readonly served: readonly DeclaredRoute<RouteDeps>[];
   readonly deps: RouteDeps;
   readonly authenticators: Authenticators;
+  /** The Idempotency-Keys of the routes declared idempotent (decision 372). */
+  readonly idempotencyKeys: IdempotencyKeys;
 }
 
 /** Builds the route dependencies once; nothing here is started or needs closing. */
@@ -167,5 +170,5 @@ export function wireRoutes(config: Config, logger: Logger, parts: RouteParts): W
     dashboardVisitor: (head) => dashboardAuth.visitor(head),
     oauthClient: (headers, form) => oauthClients.authenticate(headers, form),
   };
-  return { served, deps, authenticators };
+  return { served, deps, authenticators, idempotencyKeys: new IdempotencyStore(db, secretBox) };
 }

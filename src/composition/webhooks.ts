@@ -11,6 +11,7 @@ import { DeliveryClient } from '../webhooks/delivery-client.js';
 import { WebhookDispatcher } from '../webhooks/dispatcher.js';
 import type { WebhookSettings } from '../webhooks/endpoints.js';
 import { deleteOldMessages } from '../webhooks/retention.js';
+import { deleteExpiredIdempotencyKeys } from '../idempotency/store.js';
 
 /**
  * The webhook dispatcher's own pool: one connection per attempt at once, and one for its
@@ -30,8 +31,8 @@ export function createWebhookDeliveryPool(
 
 /**
  * Webhooks on this instance: the dispatcher (its own Postgres pool, on this event loop: its
- * attempts are network waits) and the periodic sweep (credit-grant expiries, old messages),
- * closed by `closers`. WEBHOOK_DELIVERY_CONCURRENCY=0 leaves both to the other instances.
+ * attempts are network waits) and the periodic sweep (credit-grant expiries, old messages,
+ * expired Idempotency-Keys), closed by `closers`. WEBHOOK_DELIVERY_CONCURRENCY=0 leaves both to the other instances.
  */
 export function startWebhooks(
   config: Config,
@@ -68,6 +69,7 @@ export function startWebhooks(
     sweeping ??= (async () => {
       if ((await announceExpiredGrants(db)) > 0) dispatcher.wake();
       await deleteOldMessages(db, config.WEBHOOK_RETENTION_DAYS);
+      await deleteExpiredIdempotencyKeys(db);
     })()
       .catch((error: unknown) => logger.warn({ err: error }, 'webhook sweep failed'))
       .finally(() => (sweeping = undefined));

@@ -6,6 +6,7 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from '@asteasolutions/zod-to-openapi';
 import { z } from 'zod';
 import { ALLOWANCE_SHAPED_CODES, errorCatalogue, type ErrorCode } from '../errors.js';
+import { IDEMPOTENCY_KEY_MAX_CHARS } from '../idempotency/key.js';
 import {
   answersNoStore,
   routeErrorCodes,
@@ -202,6 +203,28 @@ const noStoreHeaderDoc = {
   },
 };
 
+/** The Idempotency-Key request header of a route declared idempotent (decision 372). */
+const idempotencyKeyHeaders = z.object({
+  'Idempotency-Key': z
+    .string()
+    .min(1)
+    .max(IDEMPOTENCY_KEY_MAX_CHARS)
+    .regex(/^[\x20-\x7e]+$/)
+    .optional()
+    .describe(
+      'a key of your choosing (printable ASCII, 1 to 255 characters), new for each new request: the same request sent again with it is not done again',
+    ),
+});
+
+/** The header of an answer the router replays for an Idempotency-Key (decision 372). */
+const replayedHeaderDoc = {
+  'Idempotent-Replayed': {
+    description:
+      'present (`true`) when this is the answer to an earlier request with the same Idempotency-Key, replayed',
+    schema: { type: 'string' as const, enum: ['true'] },
+  },
+};
+
 /** Error responses of a route: each status with the codes the gateway answers with it. */
 function errorResponses(codesOfRoute: readonly ErrorCode[], oauthShape: boolean) {
   const byStatus = new Map<number, ErrorCode[]>();
@@ -263,7 +286,12 @@ export function buildOpenApiDocument(
         {
           description: doc.description,
           ...(doc.schema && json(doc.schema)),
-          ...(answersNoStore(route) && { headers: noStoreHeaderDoc }),
+          ...((answersNoStore(route) || route.idempotent === true) && {
+            headers: {
+              ...(answersNoStore(route) && noStoreHeaderDoc),
+              ...(route.idempotent === true && replayedHeaderDoc),
+            },
+          }),
         },
       ]),
     );
@@ -284,6 +312,7 @@ export function buildOpenApiDocument(
           },
         }),
         ...(route.query && { query: route.query }),
+        ...(route.idempotent && { headers: idempotencyKeyHeaders }),
       },
       responses: {
         ...successes,

@@ -2,8 +2,7 @@
 // and the dashboard): amount, currency, expiry, reason and the Idempotency-Key header.
 import { gwError, isGwError, type GwError } from '../errors.js';
 import { AmountRangeError, parseAmountField } from '../money.js';
-import { headerTextProblem } from '../text.js';
-import { boundedTextProblem } from './limits.js';
+import { idempotencyKeyOf } from '../idempotency/key.js';
 import { AppDeletedError, type CreditGrant, type CreditGrantInput } from './management.js';
 import { DEFAULT_CURRENCY } from './profile.js';
 
@@ -17,8 +16,10 @@ export interface CreditGrantFields {
 /** The grant to make (without its user and organization), or the spec's 400 error. */
 export function creditGrantRequest(
   body: CreditGrantFields,
-  idempotencyKey: string | undefined,
+  headers: Readonly<Record<string, string>>,
 ): Omit<CreditGrantInput, 'orgId' | 'productUserId'> | GwError {
+  const idempotencyKey = idempotencyKeyOf(headers);
+  if (isGwError(idempotencyKey)) return idempotencyKey;
   const amountNano = parseAmountField('amount', body.amount);
   if (isGwError(amountNano)) return amountNano;
   if (amountNano <= 0n) return gwError('gw_invalid_request', 'amount: must be greater than zero');
@@ -26,15 +27,6 @@ export function creditGrantRequest(
   if (expiresAt && expiresAt.getTime() <= Date.now()) {
     return gwError('gw_invalid_request', 'expires_at: must be in the future');
   }
-  if (
-    idempotencyKey !== undefined &&
-    (idempotencyKey.length === 0 || boundedTextProblem(idempotencyKey, 255) !== undefined)
-  ) {
-    return gwError('gw_invalid_request', 'Idempotency-Key: must be 1 to 255 characters');
-  }
-  // Keys that differ only in non-ASCII characters at an end would arrive equal (decision 278).
-  const keyProblem = idempotencyKey === undefined ? undefined : headerTextProblem(idempotencyKey);
-  if (keyProblem) return gwError('gw_invalid_request', `Idempotency-Key: ${keyProblem}`);
   return {
     amountNano,
     currency: body.currency ?? DEFAULT_CURRENCY,

@@ -8,6 +8,15 @@ export interface DashboardAnswer<T = Record<string, unknown>> {
   readonly body: T;
 }
 
+export interface RequestOptions {
+  /** false: no X-CSRF-Token header. */
+  readonly csrf?: boolean;
+  /** The Origin to send (null: none); the gateway's own by default. */
+  readonly origin?: string | null;
+  /** More headers (an Idempotency-Key). */
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
 export class DashboardClient {
   cookie: string | undefined;
   csrfToken: string | undefined;
@@ -35,7 +44,7 @@ export class DashboardClient {
   post<T = Record<string, unknown>>(
     path: string,
     body?: unknown,
-    options: { csrf?: boolean; origin?: string | null } = {},
+    options: RequestOptions = {},
   ): Promise<DashboardAnswer<T>> {
     return this.request<T>('POST', path, body, options);
   }
@@ -44,9 +53,9 @@ export class DashboardClient {
     method: string,
     path: string,
     body?: unknown,
-    options: { csrf?: boolean; origin?: string | null } = {},
+    options: RequestOptions = {},
   ): Promise<DashboardAnswer<T>> {
-    const headers: Record<string, string> = {};
+    const headers: Record<string, string> = { ...options.headers };
     if (this.cookie) headers.cookie = this.cookie;
     if (body !== undefined) headers['content-type'] = 'application/json';
     if (method !== 'GET') {

@@ -15,9 +15,12 @@ import {
   type Authenticators,
   type CallerRequirement,
   type DeclaredRoute,
+  type RouteCall,
   type RouteResult,
 } from './declaration.js';
 import { parseFormBody } from './form-body.js';
+import { runIdempotently } from './idempotent.js';
+import type { IdempotencyKeys } from '../../idempotency/store.js';
 import { isJsonContainer } from '../../json-shapes.js';
 
 const STORED_BODY_CALLERS: ReadonlySet<CallerRequirement['kind']> = new Set([
@@ -32,20 +35,29 @@ const STORED_BODY_CALLERS: ReadonlySet<CallerRequirement['kind']> = new Set([
 /** The form field that carries the CSRF token of a route declared with `csrf: 'form'`. */
 export const CSRF_FORM_FIELD = 'csrf_token';
 
+/**
+ * `idempotencyKeys`: where the Idempotency-Keys of routes declared `idempotent: true` are kept
+ * (required when one is bound).
+ */
 export function bindRoutes<Deps>(
   routes: readonly DeclaredRoute<Deps>[],
   deps: Deps,
   authenticators: Authenticators,
+  idempotencyKeys?: IdempotencyKeys,
 ): Route[] {
-  return routes.map((route) => bindRoute(route, deps, authenticators));
+  return routes.map((route) => bindRoute(route, deps, authenticators, idempotencyKeys));
 }
 
 function bindRoute<Deps>(
   route: DeclaredRoute<Deps>,
   deps: Deps,
   authenticators: Authenticators,
+  idempotencyKeys: IdempotencyKeys | undefined,
 ): Route {
   checkDeclaration(route);
+  if (route.idempotent === true && !idempotencyKeys) {
+    throw new Error(`${route.method} ${route.path}: an idempotent route needs idempotency keys`);
+  }
   const flavorOf = (headers: Readonly<Record<string, string>>): ErrorFlavor =>
     typeof route.errorFlavor === 'function'
       ? route.errorFlavor(headers)
@@ -143,23 +155,12 @@ function bindRoute<Deps>(
       }
       // The caller, body and params match the declaration: the adapter ran its authenticator,
       // the schema above validated the body, and the path matched every parameter.
-      let pending: Promise<RouteResult>;
-      try {
-        pending = Promise.resolve(
-          route.handler(
-            {
-              request,
-              params: request.params,
-              caller: caller as never,
-              body: body as never,
-              response,
-            },
-            deps,
-          ),
-        );
-      } catch (error) {
-        pending = Promise.reject(error as Error);
-      }
+      const pending = startHandler(
+        route,
+        deps,
+        { request, params: request.params, caller, body, response },
+        { idempotencyKeys, successStatus },
+      );
       // Not awaited in this frame: a suspended frame keeps its locals, the parsed body among
       // them, and a stream's handler runs for minutes (bench/RESULTS.md, 2026-11-24).
       return pending.then(
@@ -172,6 +173,42 @@ function bindRoute<Deps>(
       );
     },
   };
+}
+
+/**
+ * Runs the route's handler (once per Idempotency-Key for a route declared idempotent). Here, not
+ * in bindRoute's handler: a closure there holding the call would keep its body for as long as
+ * the handler runs.
+ */
+function startHandler<Deps>(
+  route: DeclaredRoute<Deps>,
+  deps: Deps,
+  call: RouteCall<unknown, unknown>,
+  options: {
+    readonly idempotencyKeys: IdempotencyKeys | undefined;
+    readonly successStatus: number;
+  },
+): Promise<RouteResult> {
+  if (route.idempotent !== true) return invokeHandler(route, deps, call);
+  return runIdempotently(
+    options.idempotencyKeys!,
+    route as DeclaredRoute<never>,
+    call.request,
+    { caller: call.caller, body: call.body, successStatus: options.successStatus },
+    () => invokeHandler(route, deps, call),
+  );
+}
+
+function invokeHandler<Deps>(
+  route: DeclaredRoute<Deps>,
+  deps: Deps,
+  call: RouteCall<unknown, unknown>,
+): Promise<RouteResult> {
+  try {
+    return Promise.resolve(route.handler(call as never, deps));
+  } catch (error) {
+    return Promise.reject(error as Error);
+  }
 }
 
 /** Writes what a handler resolved to (see RouteResult). */
@@ -242,6 +279,12 @@ function checkDeclaration(route: DeclaredRoute<unknown>): void {
   }
   if (route.caller.kind === 'optional_session' && route.method !== 'GET') {
     throw new Error(`${where}: an optional session is for GET routes only`);
+  }
+  if (
+    route.idempotent === true &&
+    (route.method !== 'POST' || !['org_member', 'service_key'].includes(route.caller.kind))
+  ) {
+    throw new Error(`${where}: Idempotency-Keys are for POST routes of one organization's callers`);
   }
 }
 

@@ -134,6 +134,13 @@ export const bodyErrors: readonly ErrorCode[] = [
   'gw_body_too_large',
 ];
 
+/** The codes a route declared `idempotent: true` adds: a bad key, a key reused, one running. */
+export const idempotencyErrors: readonly ErrorCode[] = [
+  'gw_invalid_request',
+  'gw_idempotency_key_reused',
+  'gw_conflict',
+];
+
 /** The error codes a form-encoded body can answer with before the handler runs. */
 export const formBodyErrors: readonly ErrorCode[] = ['gw_invalid_request', 'gw_body_too_large'];
 
@@ -256,6 +263,14 @@ export interface RouteDeclaration<
    * /openapi.json says so.
    */
   readonly answerCarriesSecret?: boolean;
+  /**
+   * The route takes an Idempotency-Key header (documented in /openapi.json). `true`: the router
+   * runs the handler once per key of the caller's organization and replays its first answer
+   * (src/routes/framework/idempotent.ts, decision 372): for creates of org_member and
+   * service_key callers. `'handler'`: the handler honours the key itself (credit grants, keyed
+   * per product user).
+   */
+  readonly idempotent?: true | 'handler';
   /** Left out of /openapi.json (operational routes that are not part of the API). */
   readonly undocumented?: boolean;
   /**
@@ -335,6 +350,7 @@ export function routeErrorCodes(route: DeclaredRoute<never>): ErrorCode[] {
       ...(route.caller.kind === 'oauth_client' ? (['gw_invalid_request'] as const) : []),
       // Query and path parameters with NUL characters or lone surrogates (src/http/server.ts).
       ...(route.query || route.path.includes('{') ? (['gw_invalid_request'] as const) : []),
+      ...(route.idempotent === true ? idempotencyErrors : []),
       ...(route.errors ?? []),
     ]),
   ];

@@ -19,6 +19,7 @@ export const creditGrantRoute = declareRoute({
   path: `${BASE}/credit-grants`,
   summary: 'Grants credits to a product user (Idempotency-Key honoured)',
   caller: { kind: 'service_key', scope: 'product_users:write' },
+  idempotent: 'handler',
   body: creditGrantSchema,
   bodyFieldErrors: identityFieldErrors,
   responses: {
@@ -44,7 +45,7 @@ async function postCreditGrant(
 ): Promise<RouteResult> {
   const user = await findNamedUser(deps, caller, body);
   if (isGwError(user)) return user;
-  const grantInput = creditGrantRequest(body, request.headers['idempotency-key']);
+  const grantInput = creditGrantRequest(body, request.headers);
   if (isGwError(grantInput)) return grantInput;
   const granted = await grantOutcome(
     deps.management.grantCredits({ orgId: caller.orgId, productUserId: user.id, ...grantInput }),

@@ -1,7 +1,7 @@
 // Turns the route table into hostile inputs: one mutation (or a few) of a valid request per
 // input, chosen by the seeded generator.
 import { refusedAmount, type FuzzCase } from './cases.js';
-import { hostileTexts, pickHostile, setPath, toJson } from './hostile-values.js';
+import { hostileTexts, pickHostile, setPath, toJson, type HostileText } from './hostile-values.js';
 import type { Random } from './random.js';
 import { encodeRequest, type HeaderValue } from './raw-http.js';
 import {
@@ -260,6 +260,15 @@ const GENERIC_HEADERS = [
   'user-agent',
   'accept-encoding',
 ];
+/** Idempotency-Keys a create must refuse (400, nothing made), and the longest it takes. */
+const hostileIdempotencyKeys: readonly HostileText[] = [
+  ...hostileTexts,
+  { name: 'key-255', header: 'k'.repeat(255), query: '' },
+  { name: 'key-256', header: 'k'.repeat(256), query: '' },
+  { name: 'key-tab', header: 'a\tb', query: '' },
+  { name: 'key-del', header: Buffer.from('a\u007fb', 'latin1'), query: '' },
+  { name: 'key-shared', header: 'fuzz-shared-a', query: '' },
+];
 const METHODS = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD', 'TRACE', 'FUZZ'];
 const STANDARD_METHODS = new Set(METHODS.filter((method) => method !== 'FUZZ'));
 
@@ -270,6 +279,7 @@ function mutate(spec: RouteSpec, target: FuzzTarget, random: Random, draft: Draf
     [spec.query ? 30 : 0, 'query'],
     [spec.params ? 15 : 0, 'path-param'],
     [8, 'header'],
+    [spec.idempotent ? 6 : 0, 'idempotency-key'],
     [10, 'auth'],
     [spec.body ? 10 : 2, 'whole-body'],
     [spec.body ? 4 : 0, 'content-type'],
@@ -326,6 +336,14 @@ function mutate(spec: RouteSpec, target: FuzzTarget, random: Random, draft: Draf
       draft.headers = draft.headers.filter(([existing]) => existing !== name);
       draft.headers.push([name, hostile.header]);
       draft.shape.push(`header ${name}=${hostile.name}`);
+      draft.parserMayRefuse = hostile.controlBytes === true;
+      return;
+    }
+    case 'idempotency-key': {
+      const hostile = random.pick(hostileIdempotencyKeys);
+      draft.headers = draft.headers.filter(([existing]) => existing !== 'idempotency-key');
+      draft.headers.push(['idempotency-key', hostile.header]);
+      draft.shape.push(`idempotency-key=${hostile.name}`);
       draft.parserMayRefuse = hostile.controlBytes === true;
       return;
     }

@@ -103,6 +103,8 @@ export interface RouteSpec {
   readonly query?: (target: FuzzTarget, random: Random) => Record<string, string>;
   /** Headers the route reads, worth attacking besides the generic ones. */
   readonly headers?: (target: FuzzTarget, random: Random) => Record<string, string | undefined>;
+  /** It may take an Idempotency-Key (a dashboard create, decision 372): worth attacking. */
+  readonly idempotent?: boolean;
 }
 
 const field = (path: string, ...pools: ReadonlyArray<readonly Hostile[]>): FieldSpec => ({
@@ -336,7 +338,28 @@ const dashboardWrite = (
   params: RouteSpec['params'],
   body: RouteSpec['body'],
   fields: readonly FieldSpec[],
-): RouteSpec => ({ method, path, auth: 'session', weight, params, body, fields });
+): RouteSpec => ({
+  method,
+  path,
+  auth: 'session',
+  weight,
+  params,
+  body,
+  fields,
+  ...(method === 'POST' && { headers: idempotencyKeyHeader, idempotent: true }),
+});
+/**
+ * An Idempotency-Key as the dashboard sends one with a create: often none, else a fresh one or
+ * one of a few shared ones (replays of the first answer, or refusals for another body).
+ */
+const idempotencyKeyHeader = (_target: FuzzTarget, random: Random) =>
+  random.chance(0.5)
+    ? {
+        'idempotency-key': random.chance(0.5)
+          ? `fuzz-${random.alnum(12)}`
+          : `fuzz-shared-${random.pick(['a', 'b', 'c'])}`,
+      }
+    : {};
 const ofOrg = (target: FuzzTarget) => ({ org_id: target.orgId });
 const ofApp = (target: FuzzTarget) => ({ app_id: target.appId });
 const ofConnection = (target: FuzzTarget) => ({ connection_id: target.spareConnectionId });

@@ -103,10 +103,46 @@ export async function request<T>(
   throw failure;
 }
 
+/** A new Idempotency-Key: 128 random bits. */
+export const newIdempotencyKey = (): string =>
+  typeof crypto.randomUUID === 'function'
+    ? crypto.randomUUID()
+    : Array.from(crypto.getRandomValues(new Uint8Array(16)), (byte) =>
+        byte.toString(16).padStart(2, '0'),
+      ).join('');
+
+/**
+ * The Idempotency-Key of each create submitted but not answered yet, by what it sends. The
+ * same submission sent again (a double click, a retry after the network failed) reuses its
+ * key, so the gateway makes it once and answers the first answer again (decision 372). An
+ * answer ends the submission: the next one, even with the same fields, is a new create. Kept
+ * after an answer only when the outcome is unknown: no answer, or a proxy's 502/503/504.
+ */
+const unansweredCreates = new Map<string, string>();
+const OUTCOME_UNKNOWN = new Set([0, 502, 503, 504]);
+
+async function create<T>(path: string, body: unknown = {}): Promise<T> {
+  const submission = `${path}\n${JSON.stringify(body)}`;
+  const key = unansweredCreates.get(submission) ?? newIdempotencyKey();
+  unansweredCreates.set(submission, key);
+  try {
+    const made = await request<T>('POST', path, body, { 'idempotency-key': key });
+    unansweredCreates.delete(submission);
+    return made;
+  } catch (error) {
+    if (!(error instanceof ApiError && OUTCOME_UNKNOWN.has(error.status))) {
+      unansweredCreates.delete(submission);
+    }
+    throw error;
+  }
+}
+
 export const api = {
   get: <T>(path: string) => request<T>('GET', path),
   post: <T>(path: string, body?: unknown, headers?: Record<string, string>) =>
     request<T>('POST', path, body ?? {}, headers),
+  /** A POST that makes something (an app, a key, a top-up…): sent with an Idempotency-Key. */
+  create,
   patch: <T>(path: string, body: unknown) => request<T>('PATCH', path, body),
   put: <T>(path: string, body?: unknown) => request<T>('PUT', path, body ?? {}),
   delete: <T>(path: string) => request<T>('DELETE', path),

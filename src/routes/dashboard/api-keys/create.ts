@@ -15,6 +15,7 @@ export const createApiKeyRoute = declareRoute({
   path: '/dashboard/api/connections/{connection_id}/api-keys',
   summary: 'Issues an API key for the connection; the raw key is shown in this answer only',
   caller: { kind: 'org_member', role: 'admin', org: ofConnection },
+  idempotent: true,
   body: createApiKeyBody,
   bodyOptional: true,
   answerCarriesSecret: true,

@@ -11,6 +11,7 @@ export const createAppRoute = declareRoute({
   path: '/dashboard/api/orgs/{org_id}/apps',
   summary: 'Creates an app in the organization',
   caller: { kind: 'org_member', role: 'admin', org: inOrg },
+  idempotent: true,
   body: z.strictObject({ name: displayName }),
   responses: { 201: { description: 'the app', schema: appSchema } },
   async handler({ caller, body }, deps: { readonly db: DbPool }) {

@@ -12,6 +12,7 @@ export const createConnectionRoute = declareRoute({
   path: '/dashboard/api/apps/{app_id}/connections',
   summary: 'Creates a connection of the app',
   caller: { kind: 'org_member', role: 'admin', org: ofApp },
+  idempotent: true,
   body: connectionSettingsSchema.extend({ name: displayName }),
   responses: { 201: { description: 'the connection', schema: connectionSchema } },
   errors: ['gw_conflict'],

@@ -41,6 +41,7 @@ export const createCredentialRoute = declareRoute({
   path: '/dashboard/api/orgs/{org_id}/credentials',
   summary: 'Adds a provider credential, checked with the vendor first (fingerprint back)',
   caller: { kind: 'org_member', role: 'admin', org: inOrg },
+  idempotent: true,
   body: createCredentialBody,
   responses: {
     201: {

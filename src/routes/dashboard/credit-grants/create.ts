@@ -17,6 +17,7 @@ export const createCreditGrantRoute = declareRoute({
   path: '/dashboard/api/product-users/{product_end_user_id}/credit-grants',
   summary: 'Grants credits to a product user (Idempotency-Key honoured)',
   caller: { kind: 'org_member', role: 'admin', org: ofProductUser },
+  idempotent: 'handler',
   body: grantBody,
   responses: {
     200: {
@@ -31,7 +32,7 @@ export const createCreditGrantRoute = declareRoute({
     deps: { readonly productUsers: ProductUserRouteDeps },
   ) {
     const { db, management, profiles } = deps.productUsers;
-    const grantInput = creditGrantRequest(body, request.headers['idempotency-key']);
+    const grantInput = creditGrantRequest(body, request.headers);
     if (isGwError(grantInput)) return grantInput;
     const user = (await productUserById(db, params.product_end_user_id))!;
     const granted = await grantOutcome(

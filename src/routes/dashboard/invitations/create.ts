@@ -29,6 +29,7 @@ export const createInvitationRoute = declareRoute({
   summary:
     'Invites an e-mail to the organization with a role; its user accepts or declines once signed in',
   caller: { kind: 'org_member', role: 'admin', org: inOrg },
+  idempotent: true,
   body: z.strictObject({ email: z.string().max(EMAIL_MAX_LENGTH), role: roleSchema }),
   responses: {
     201: {

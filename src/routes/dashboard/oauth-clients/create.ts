@@ -13,6 +13,7 @@ export const createOAuthClientRoute = declareRoute({
   path: '/dashboard/api/apps/{app_id}/oauth-clients',
   summary: 'Registers an OAuth client of the app; a confidential client gets its secret here only',
   caller: { kind: 'org_member', role: 'admin', org: ofApp },
+  idempotent: true,
   body: createOAuthClientBody,
   answerCarriesSecret: true,
   responses: {

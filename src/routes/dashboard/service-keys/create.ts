@@ -12,6 +12,7 @@ export const createServiceKeyRoute = declareRoute({
   path: '/dashboard/api/orgs/{org_id}/service-keys',
   summary: 'Issues a service key; the raw key is shown in this answer only',
   caller: { kind: 'org_member', role: 'admin', org: inOrg },
+  idempotent: true,
   body: createServiceKeyBody,
   bodyOptional: true,
   answerCarriesSecret: true,

@@ -22,6 +22,7 @@ export const topUpWalletRoute = declareRoute({
   path: '/dashboard/api/orgs/{org_id}/wallet/top-ups',
   summary: "Adds funds to the organization's wallet (when the operator allows it)",
   caller: { kind: 'org_member', role: 'admin', org: inOrg },
+  idempotent: true,
   body: z.strictObject({ amount: amountInput }),
   responses: {
     201: {

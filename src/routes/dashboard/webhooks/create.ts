@@ -16,6 +16,7 @@ export const createWebhookRoute = declareRoute({
   path: WEBHOOKS_PATH,
   summary: 'Adds a webhook endpoint; its signing secret is shown in this answer only',
   caller: { kind: 'org_member', role: 'admin', org: inOrg },
+  idempotent: true,
   body: createWebhookBody,
   answerCarriesSecret: true,
   responses: {

@@ -259,7 +259,7 @@ function CreateKey(props: { base: string; onCreated(key: CreatedApiKey, name: st
           if (problem) throw invalidInput(problem);
           const patterns = modelPolicyOf(policy);
           const { requests_per_minute, product_user_requests_per_minute } = limitsOf(limits);
-          return api.post<CreatedApiKey>(props.base, {
+          return api.create<CreatedApiKey>(props.base, {
             ...(name.trim() && { name: name.trim() }),
             ...(patterns.length > 0 && { model_policy: patterns }),
             ...(requests_per_minute !== null && { requests_per_minute }),

@@ -172,7 +172,7 @@ function CreateConnection({ appId, onCreated }: { appId: string; onCreated(): vo
       aria-labelledby="create-connection-heading"
       onSubmit={action.submit(
         () =>
-          api.post(`/dashboard/api/apps/${encodeURIComponent(appId)}/connections`, {
+          api.create(`/dashboard/api/apps/${encodeURIComponent(appId)}/connections`, {
             name,
             ...settings,
           }),

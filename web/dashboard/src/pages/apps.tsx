@@ -52,7 +52,7 @@ function CreateApp({ orgId, onCreated }: { orgId: string; onCreated(): void }) {
       class="card inline-form"
       aria-labelledby="create-app-heading"
       onSubmit={action.submit(
-        () => api.post(`/dashboard/api/orgs/${encodeURIComponent(orgId)}/apps`, { name }),
+        () => api.create(`/dashboard/api/orgs/${encodeURIComponent(orgId)}/apps`, { name }),
         () => {
           setName('');
           onCreated();

@@ -2,7 +2,7 @@
 // in a dialog that says what goes to whom (amount, currency, user, expiry) before anything is
 // sent, as the wallet's top-up and every destructive action confirm.
 import { useState } from 'preact/hooks';
-import { api } from '../api.js';
+import { api, newIdempotencyKey } from '../api.js';
 import { useAction, useNotice } from '../hooks.js';
 import { amountProblem, money } from '../money.js';
 import { shownText } from '../shown-text.js';
@@ -16,13 +16,6 @@ interface GrantBody {
   readonly expires_at?: string;
   readonly reason?: string;
 }
-
-const newIdempotencyKey = (): string =>
-  typeof crypto.randomUUID === 'function'
-    ? crypto.randomUUID()
-    : Array.from(crypto.getRandomValues(new Uint8Array(16)), (byte) =>
-        byte.toString(16).padStart(2, '0'),
-      ).join('');
 
 /** What is wrong with a grant as typed (said before the confirmation), or null. */
 function grantProblem(amount: string, currency: string, expires: string): string | null {

@@ -272,7 +272,7 @@ function InviteMember(props: { path: string; mayInviteOwners: boolean; onInvited
         aria-labelledby="invite-member-heading"
         onInput={action.clear}
         onSubmit={action.submit(
-          () => api.post<SentInvitation>(props.path, { email, role }),
+          () => api.create<SentInvitation>(props.path, { email, role }),
           (invitation) => {
             setEmail('');
             setSent(invitation);

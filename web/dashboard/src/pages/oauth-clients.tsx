@@ -173,7 +173,7 @@ function CreateClient(props: {
       aria-labelledby="create-oauth-client-heading"
       onSubmit={action.submit(
         () =>
-          api.post<OAuthClient & { client_secret?: string }>(props.base, {
+          api.create<OAuthClient & { client_secret?: string }>(props.base, {
             name: name.trim(),
             redirect_uris: uris.split(/\s+/).filter((uri) => uri !== ''),
             public: isPublic,

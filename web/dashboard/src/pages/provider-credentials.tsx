@@ -234,7 +234,7 @@ function AddCredential(props: {
           };
           // The secret leaves the form whatever the answer: it is never kept or shown again.
           setSecret('');
-          return api.post<WrittenCredential>(props.base, body);
+          return api.create<WrittenCredential>(props.base, body);
         },
         (created) => {
           props.onAdded(created);

@@ -121,7 +121,7 @@ function CreateServiceKey(props: { base: string; onCreated(key: IssuedKey): void
       aria-labelledby="create-service-key-heading"
       onSubmit={action.submit(
         () =>
-          api.post<IssuedKey>(props.base, {
+          api.create<IssuedKey>(props.base, {
             scopes,
             ...(expires && { expires_at: new Date(expires).toISOString() }),
           }),

@@ -169,7 +169,7 @@ function TopUp(props: { base: string; currency: string; onDone(): void }) {
           title={`Add ${money(amount.trim(), props.currency)} to the wallet?`}
           confirmLabel="Add funds"
           tone="constructive"
-          write={() => api.post(`${props.base}/wallet/top-ups`, { amount: amount.trim() })}
+          write={() => api.create(`${props.base}/wallet/top-ups`, { amount: amount.trim() })}
           onDone={() => {
             setConfirming(false);
             setDone(money(amount.trim(), props.currency));

@@ -307,7 +307,7 @@ function CreateEndpoint(props: {
       aria-labelledby="create-webhook-heading"
       onSubmit={action.submit(
         () =>
-          api.post<Endpoint & { secret: string }>(props.base, {
+          api.create<Endpoint & { secret: string }>(props.base, {
             url: url.trim(),
             ...(description.trim() && { description: description.trim() }),
             event_types: types,

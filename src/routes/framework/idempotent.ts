@@ -1,0 +1,103 @@
+// Routes declared `idempotent: true` take an Idempotency-Key header (decision 372, Stripe's
+// rule): the same key, route, organization and request answer what the first one answered,
+// with `Idempotent-Replayed: true`, and change nothing; the key with another request is refused
+// (409 gw_idempotency_key_reused); a second request while the first runs is refused (409
+// gw_conflict), never run. Enforced here, once, around the route's handler.
+import { gwError, isGwError } from '../../errors.js';
+import type { HttpRequest } from '../../http/types.js';
+import { idempotencyKeyOf } from '../../idempotency/key.js';
+import {
+  requestFingerprint,
+  type IdempotencyKeys,
+  type IdempotentRequest,
+} from '../../idempotency/store.js';
+import { JsonAnswer, type DeclaredRoute, type RouteResult } from './declaration.js';
+
+/** The header of a replayed answer. */
+export const REPLAYED_HEADER = 'idempotent-replayed';
+
+/** The organization a caller acts for: the path's (a member's) or its own (a key's). */
+function callerOrgId(caller: unknown): string {
+  const { org, orgId } = caller as { org?: { id: string }; orgId?: string };
+  return org?.id ?? orgId!;
+}
+
+/**
+ * Runs `run` (the route's handler) at most once per Idempotency-Key the request carries, and
+ * answers a repeated request with the first answer; without a key, just runs it.
+ */
+export async function runIdempotently(
+  keys: IdempotencyKeys,
+  route: DeclaredRoute<never>,
+  request: HttpRequest,
+  call: { readonly caller: unknown; readonly body: unknown; readonly successStatus: number },
+  run: () => Promise<RouteResult>,
+): Promise<RouteResult> {
+  const key = idempotencyKeyOf(request.headers);
+  if (key === undefined) return run();
+  if (isGwError(key)) return key;
+  const idempotent: IdempotentRequest = {
+    orgId: callerOrgId(call.caller),
+    route: `${route.method} ${route.path}`,
+    key,
+    requestHash: requestFingerprint(request.path, call.body),
+  };
+  const claim = await keys.claim(idempotent);
+  switch (claim.kind) {
+    case 'replay':
+      return new JsonAnswer(claim.status, claim.body, {
+        'content-type': 'application/json',
+        [REPLAYED_HEADER]: 'true',
+      });
+    case 'reused':
+      return gwError(
+        'gw_idempotency_key_reused',
+        'Idempotency-Key was already used with a different request (path or body); use a new key for a new request',
+      );
+    case 'running':
+      return gwError(
+        'gw_conflict',
+        'a request with this Idempotency-Key is still being processed; retry once it has answered',
+        { headers: { 'retry-after': '1' } },
+      );
+    case 'failed':
+      return gwError(
+        'gw_conflict',
+        'the first request with this Idempotency-Key failed with an internal error and may or may not have taken effect; check, then use a new key',
+      );
+    case 'unreplayable':
+      return gwError(
+        'gw_conflict',
+        'the first request with this Idempotency-Key succeeded; its answer held a secret shown once, which this gateway does not keep without CREDENTIALS_MASTER_KEY',
+      );
+    case 'claimed':
+      break;
+  }
+  let result: RouteResult;
+  try {
+    result = await run();
+  } catch (error) {
+    // A thrown GwError is a refusal like a returned one: nothing changed.
+    await (isGwError(error) ? keys.release(idempotent) : keys.fail(idempotent));
+    throw error;
+  }
+  if (isGwError(result)) {
+    await keys.release(idempotent);
+    return result;
+  }
+  if (result === undefined) {
+    // The handler wrote its answer itself: there is nothing to replay (no such route is
+    // declared idempotent).
+    await keys.fail(idempotent);
+    return result;
+  }
+  const carriesSecret = route.answerCarriesSecret === true;
+  const answer =
+    result instanceof JsonAnswer
+      ? { status: result.status, body: result.body, carriesSecret }
+      : { status: call.successStatus, body: result, carriesSecret };
+  // The effect happened: its answer goes out even if it could not be kept (the key then stays
+  // running until it expires: refused, never run again).
+  await keys.complete(idempotent, answer).catch(() => undefined);
+  return result;
+}

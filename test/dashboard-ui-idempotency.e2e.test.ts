@@ -1,0 +1,107 @@
+// The dashboard's create forms send an Idempotency-Key (decision 372), in a real browser against
+// a started gateway: when the answer to "Create app" is lost on the way back (the app was made),
+// sending the form again reuses the submission's key, so the gateway answers the first answer
+// and the organization has one app, not two; the next submission gets a new key.
+import type { Browser, Page, Request } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  launchBrowser,
+  openWindow,
+  screenshot,
+  signIn,
+  type BrowserWindow,
+  type LaunchedBrowser,
+} from './support/browser.js';
+import { isolatedContext } from './support/context.js';
+import { TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
+import { runCliJson, startGateway, type GatewayProcess } from './support/processes.js';
+
+const { env, db } = isolatedContext('dash-ui-idem');
+const email = uniqueEmail('ui-idem');
+let gateway: GatewayProcess;
+let launched: LaunchedBrowser;
+let browser: Browser;
+let window: BrowserWindow;
+let page: Page;
+let orgId: string;
+
+beforeAll(async () => {
+  [gateway, launched] = await Promise.all([
+    startGateway({ ...env, DASHBOARD_INSECURE_COOKIES: 'true' }),
+    launchBrowser(),
+  ]);
+  browser = launched.browser;
+  ({ personal_org_id: orgId } = await runCliJson<{ personal_org_id: string }>(
+    ['admin', 'create-user', '--email', email, '--password-stdin'],
+    env,
+    { stdin: TEST_PASSWORD },
+  ));
+  window = await openWindow(browser);
+  page = window.page;
+});
+
+afterAll(async () => {
+  await window?.close();
+  await launched?.close();
+  await gateway?.stop();
+});
+
+async function appIds(name: string): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    'SELECT id FROM apps WHERE org_id = $1 AND name = $2',
+    [orgId, name],
+  );
+  return rows.map((row) => row.id);
+}
+
+describe('a create form', () => {
+  it('sent again after its answer was lost makes one app: the retry reuses its key', async () => {
+    await signIn(page, gateway.url, email, TEST_PASSWORD);
+    await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    await page.goto(`${gateway.url}/dashboard/orgs/${orgId}/apps`);
+    await page.getByRole('heading', { level: 1, name: 'Apps' }).waitFor();
+
+    const creates: Request[] = [];
+    const appsPath = `/dashboard/api/orgs/${orgId}/apps`;
+    page.on('request', (request) => {
+      if (request.method() === 'POST' && new URL(request.url()).pathname === appsPath) {
+        creates.push(request);
+      }
+    });
+    // The first answer is lost on the way back: the gateway made the app, the page never hears.
+    let lose = true;
+    await page.route(`**${appsPath}`, async (route) => {
+      if (route.request().method() !== 'POST' || !lose) return route.continue();
+      lose = false;
+      await route.fetch();
+      await route.abort('failed');
+    });
+
+    await page.getByLabel('App name').fill('Lost answer');
+    await page.getByRole('button', { name: 'Create app' }).click();
+    await page.getByText('The gateway could not be reached.').waitFor();
+    await expect.poll(() => appIds('Lost answer')).toHaveLength(1);
+    const made = await appIds('Lost answer');
+
+    // The user sends the form again, as it stands.
+    await page.getByRole('button', { name: 'Create app' }).click();
+    await page.getByRole('link', { name: 'Lost answer' }).waitFor();
+    await screenshot(page, 'idempotent-create-retried');
+    expect(creates).toHaveLength(2);
+    const [first, retry] = creates.map((request) => request.headers()['idempotency-key']);
+    expect(first).toMatch(/^[0-9a-f-]{32,36}$/);
+    expect(retry).toBe(first);
+    const replayed = await creates[1]!.response();
+    expect(replayed?.status()).toBe(201);
+    expect(replayed?.headers()['idempotent-replayed']).toBe('true');
+    expect(await appIds('Lost answer')).toEqual(made);
+
+    // A new submission is a new create, with a new key.
+    await page.getByLabel('App name').fill('Second app');
+    await page.getByRole('button', { name: 'Create app' }).click();
+    await page.getByRole('link', { name: 'Second app' }).waitFor();
+    expect(creates).toHaveLength(3);
+    expect(creates[2]!.headers()['idempotency-key']).not.toBe(first);
+    expect(await appIds('Second app')).toHaveLength(1);
+  });
+});
