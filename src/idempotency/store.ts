@@ -7,7 +7,7 @@ import type { SecretBox } from '../credentials/secret-box.js';
 import type { DbPool } from '../db/pool.js';
 import { sha256Hex } from '../ids.js';
 import { isJsonObject } from '../json-shapes.js';
-import { openFromText, sealToText } from '../webhooks/sealed-secret.js';
+import { openFromText, sealToText } from '../credentials/sealed-text.js';
 
 /** How long a key is remembered (Stripe keeps them 24 hours). */
 export const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60 * 1000;
