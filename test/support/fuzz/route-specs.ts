@@ -770,6 +770,16 @@ export const dashboardRouteSpecs: readonly RouteSpec[] = [
   },
   {
     method: 'GET',
+    path: '/dashboard/api/user/activity',
+    auth: 'session',
+    weight: 1,
+    query: (_target, random) => ({
+      limit: String(1 + random.int(50)),
+      ...(random.chance(0.3) && { cursor: String(random.int(1_000_000)) }),
+    }),
+  },
+  {
+    method: 'GET',
     path: '/dashboard/api/orgs/{org_id}/audit-log',
     auth: 'session',
     weight: 1.5,

@@ -1,10 +1,13 @@
 // The signed-in user's own account: change the password (every other browser signed in as
-// them is signed out; this one stays signed in under a new session) and sign out everywhere.
+// them is signed out; this one stays signed in under a new session), sign out everywhere, and
+// what was done in their name (their audit entries in every organization they are in).
 import { useState } from 'preact/hooks';
 import { api, forgetCsrfToken, type SignedIn } from '../api.js';
-import { useAction, useNotice } from '../hooks.js';
+import { useAction, useNotice, usePaged } from '../hooks.js';
 import { NewPasswordFields, newPasswordProblem } from '../new-password.js';
-import { Confirm, ErrorNote, PageHeader } from '../ui.js';
+import { orgView } from '../router.js';
+import { Confirm, ErrorNote, Link, PageHeader } from '../ui.js';
+import { AuditEntries, type AuditEntry } from './audit-log.js';
 
 export function AccountPage(props: { session: SignedIn; onSignedOutEverywhere(): void }) {
   return (
@@ -14,6 +17,7 @@ export function AccountPage(props: { session: SignedIn; onSignedOutEverywhere():
       </PageHeader>
       <ChangePassword email={props.session.user.email} />
       <SignOutEverywhere onDone={props.onSignedOutEverywhere} />
+      <YourActivity />
     </>
   );
 }
@@ -100,7 +104,9 @@ function SignOutEverywhere({ onDone }: { onDone(): void }) {
       <p class="muted small">
         Ends every session of your account on every browser and device, this one included. Use it if
         you signed in on a computer that is not yours, or lost one. Your password stays as it is: if
-        someone else may know it, change it instead.
+        someone else may know it, change it instead. Then sign in again and read{' '}
+        <a href="#your-activity-heading">your recent activity</a> below: undo anything you did not
+        do (keys issued, apps connected, members invited) in the organization it names.
       </p>
       <button type="button" class="danger" onClick={() => setConfirming(true)}>
         Sign out everywhere…
@@ -116,6 +122,33 @@ function SignOutEverywhere({ onDone }: { onDone(): void }) {
           <p>You will need to sign in again here too.</p>
         </Confirm>
       )}
+    </section>
+  );
+}
+
+interface ActivityEntry extends AuditEntry {
+  readonly org_id: string;
+  readonly org_name: string;
+}
+
+/** What this account did, newest first, in every organization it is a member of. */
+function YourActivity() {
+  const list = usePaged<ActivityEntry>('/dashboard/api/user/activity');
+  return (
+    <section aria-labelledby="your-activity-heading">
+      <h2 id="your-activity-heading">Your recent activity</h2>
+      <p class="muted small">
+        Every change made in the dashboard as you, newest first, in the organizations you are a
+        member of.
+      </p>
+      <AuditEntries
+        list={list}
+        empty="You have not changed anything yet."
+        by={{
+          header: 'Organization',
+          cell: (entry) => <Link to={orgView(entry.org_id)}>{entry.org_name}</Link>,
+        }}
+      />
     </section>
   );
 }

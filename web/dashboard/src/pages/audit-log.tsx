@@ -1,12 +1,13 @@
 // The audit log: every change to the organization made in the dashboard or with the gw CLI,
 // newest first.
+import type { ComponentChildren } from 'preact';
 import { canManage, type OrgSummary } from '../api.js';
 import { exactAmount, isApiAmount } from '../money.js';
-import { usePaged } from '../hooks.js';
+import { usePaged, type Paged } from '../hooks.js';
 import { formatTime, ListTable, PageHeader } from '../ui.js';
 import type { OrgPage } from './page.js';
 
-interface AuditEntry {
+export interface AuditEntry {
   readonly id: string;
   readonly user_id: string;
   readonly email: string | null;
@@ -46,15 +47,33 @@ const detailValue = (value: unknown): string =>
 function AuditLog({ org }: { org: OrgSummary }) {
   const list = usePaged<AuditEntry>(`/dashboard/api/orgs/${encodeURIComponent(org.id)}/audit-log`);
   return (
-    <ListTable
+    <AuditEntries
       list={list}
-      rows={list.data}
-      what="entries"
       empty="Nothing has been changed yet."
+      by={{ header: 'Who', cell: (entry) => entry.email ?? <code>{entry.user_id}</code> }}
+    />
+  );
+}
+
+/**
+ * Audit entries in a table, newest first: when, `by` (who made the change, or in which
+ * organization), the action, its object and its details.
+ */
+export function AuditEntries<Entry extends AuditEntry>(props: {
+  list: Paged<Entry>;
+  empty: string;
+  by: { header: string; cell(entry: Entry): ComponentChildren };
+}) {
+  return (
+    <ListTable
+      list={props.list}
+      rows={props.list.data}
+      what="entries"
+      empty={props.empty}
       rowKey={(entry) => entry.id}
       columns={[
         { header: 'When', class: 'nowrap', cell: (entry) => formatTime(entry.created_at) },
-        { header: 'Who', cell: (entry) => entry.email ?? <code>{entry.user_id}</code> },
+        props.by,
         { header: 'Action', class: 'nowrap', cell: (entry) => <code>{entry.action}</code> },
         {
           header: 'Object',
