@@ -88,30 +88,32 @@ describe('failover across provider credentials', () => {
     const org = await seed(env);
     const primary = await addCredential(org, 'primary', 'mock-429-primary', ['--priority', '1']);
     const backup = await addCredential(org, 'backup', 'mock-ok-backup', ['--priority', '2']);
+    // The primary's 429 says retry-after: 30, so the requests below fall within its cooldown
+    // however long a loaded machine takes between them.
+    const held = { ...chat, messages: [{ role: 'user', content: 'hello mock:retry_after=30' }] };
 
     const sentAt = Date.now();
     const first = await postJson(
       `${gateways[0]!.url}/v1/chat/completions`,
-      chat,
+      held,
       bearer(org.api_key),
     );
     expect(first.status).toBe(200);
     const cooldowns = await redis.hgetall(`${prefix}:{o:${org.org_id}}:cred:cooldown`);
     const until = Number(cooldowns[primary]);
-    // retry-after: 2 honoured, from when the 429 came (between sending and reading it here,
-    // however long a loaded machine takes in between)
-    expect(until).toBeGreaterThan(sentAt + 1000);
-    expect(until).toBeLessThanOrEqual(Date.now() + 2100);
+    // retry-after: 30 honoured, from when the 429 came (between sending and reading it here)
+    expect(until).toBeGreaterThan(sentAt + 29_000);
+    expect(until).toBeLessThanOrEqual(Date.now() + 30_100);
 
     const before = failoverLines(gateways[1]!);
     const second = await postJson(
       `${gateways[1]!.url}/v1/chat/completions`,
-      chat,
+      held,
       bearer(org.api_key),
     );
     const streamed = await postSse(
       `${gateways[1]!.url}/v1/chat/completions`,
-      { ...chat, stream: true },
+      { ...held, stream: true },
       bearer(org.api_key),
     );
     expect(second.status).toBe(200);
@@ -128,9 +130,23 @@ describe('failover across provider credentials', () => {
         wallet_cost: '0.000000000000',
       });
     }
+  });
 
-    // Once the cooldown is over the primary is tried (and fails over) again; with a prompt
-    // large enough that undici gets it as an iterable (decision 269), the backup reads it whole.
+  it('once a cooldown is over the primary is tried (and fails over) again; the backup reads a long prompt whole', async () => {
+    const org = await seed(env);
+    const primary = await addCredential(org, 'primary', 'mock-429-primary', ['--priority', '1']);
+    const backup = await addCredential(org, 'backup', 'mock-ok-backup', ['--priority', '2']);
+    // The mock's usual retry-after: 2.
+    const first = await postJson(
+      `${gateways[1]!.url}/v1/chat/completions`,
+      chat,
+      bearer(org.api_key),
+    );
+    expect(first.status).toBe(200);
+    const until = Number(await redis.hget(`${prefix}:{o:${org.org_id}}:cred:cooldown`, primary));
+    expect(until).toBeGreaterThan(0);
+
+    // With a prompt large enough that undici gets it as an iterable (decision 269).
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, until - Date.now()) + 100));
     const beforeRetry = failoverLines(gateways[0]!) + failoverLines(gateways[1]!);
     const longPrompt = 'the long context of a real prompt '.repeat(400); // 13.6 KB

@@ -4,6 +4,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { capInvalidation, setCapAs, type CapTarget } from '../src/admin/caps.js';
 import { createAppConnection, createApp, createOrganization } from '../src/admin/provisioning.js';
+import { invalidationPublisher } from '../src/cache/invalidation.js';
 import { createDbPool } from '../src/db/pool.js';
 import { newId } from '../src/ids.js';
 import { monthlyPeriod } from '../src/periods.js';
@@ -19,7 +20,10 @@ const prefix = uniquePrefix('capmarks');
 const redis = testRedis();
 const db = createDbPool(TEST_DATABASE_URL, 4);
 const keys = createRedisKeys(prefix);
-const caps = firingCapMarks(capInvalidation(redis, keys), { db, redis, keys });
+const caps = firingCapMarks(
+  capInvalidation(redis, keys, invalidationPublisher(redis, keys.invalidationChannel())),
+  { db, redis, keys },
+);
 const actor = { userId: 'cli' };
 const period = monthlyPeriod(new Date(), null);
 

@@ -8,6 +8,7 @@ import { chatCompletionTexts } from '../src/tokens/request-texts.js';
 import { isolatedContext } from './support/context.js';
 import { bearer, postJson, postSse } from './support/http.js';
 import {
+  metricsUrl,
   runCliJson,
   seed,
   startGateway,
@@ -43,6 +44,14 @@ const chargedRow = (requestId: string): Promise<ChargedRow> =>
   ledgerRow<ChargedRow>(db, requestId, CHARGED_COLUMNS);
 
 const toNano = (text: string): bigint => BigInt(text.replace('.', '').slice(0, -3));
+
+/** What the gateway's /metrics counts of chat completions whose client went away first. */
+async function abortedChatRequests(): Promise<number> {
+  const metrics = await (await fetch(metricsUrl(gateway))).text();
+  const counted =
+    /gw_http_requests_total\{route="\/v1\/chat\/completions",status="499"\} (\d+)/.exec(metrics);
+  return Number(counted?.[1] ?? 0);
+}
 
 async function wallet(orgId: string): Promise<{ balance: string; reserved: string }> {
   return runCliJson(['wallet', 'show', '--org-id', orgId], env);
@@ -116,11 +125,15 @@ describe('a client gone before the vendor call', () => {
         );
         return rows[0]!.waiting > 0 ? true : undefined;
       });
+      const abortedBefore = await abortedChatRequests();
       const closed = new Promise((resolve) => socket.once('close', resolve));
       socket.destroy();
       await closed;
-      // The gateway notices the closed connection at once; give its event loop a moment.
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // The lock holds until the gateway has noticed the client left: it counts the request
+      // as answered 499 on /metrics then.
+      await eventually(async () =>
+        (await abortedChatRequests()) > abortedBefore ? true : undefined,
+      );
     } finally {
       await lock.query('ROLLBACK');
       lock.release();

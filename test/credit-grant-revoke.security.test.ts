@@ -4,6 +4,7 @@
 // operator names no organization. Real Redis and Postgres, in process.
 import { afterAll, describe, expect, it } from 'vitest';
 import { createApp, createOrganization } from '../src/admin/provisioning.js';
+import { invalidationPublisher } from '../src/cache/invalidation.js';
 import { createDbPool } from '../src/db/pool.js';
 import { ProductUserManagement } from '../src/product-users/management.js';
 import { createRedisKeys } from '../src/redis/keys.js';
@@ -15,7 +16,13 @@ const prefix = uniquePrefix('grant-revoke');
 const redis = testRedis();
 const db = createDbPool(TEST_DATABASE_URL, 2);
 const keys = createRedisKeys(prefix);
-const management = new ProductUserManagement(db, redis, keys, defineScripts(redis));
+const management = new ProductUserManagement(
+  db,
+  redis,
+  keys,
+  defineScripts(redis),
+  invalidationPublisher(redis, keys.invalidationChannel()),
+);
 
 afterAll(async () => {
   await deletePrefix(redis, prefix);

@@ -433,6 +433,40 @@ describe('key-based behaviours', () => {
     expect(messageLimit.type).toBe('rate_limit_error');
   });
 
+  it("says the retry-after that mock:retry_after asks for, on a key's rate limit or the directive's", async () => {
+    const longer = (text: string) => [{ role: 'user' as const, content: text }];
+    const chatError = await thrown(() =>
+      openai('mock-429-x').chat.completions.create({
+        ...chat,
+        messages: longer('hi mock:retry_after=30'),
+      }),
+    );
+    const chatLimit = chatError as InstanceType<typeof OpenAI.RateLimitError>;
+    expect(chatLimit).toBeInstanceOf(OpenAI.RateLimitError);
+    expect(chatLimit.headers.get('retry-after')).toBe('30');
+    expect(chatLimit.message).toContain('Please try again in 30s.');
+    const messageError = await thrown(() =>
+      anthropic().messages.create({
+        ...message,
+        messages: longer('hi mock:fault=rate_limit mock:retry_after=45'),
+      }),
+    );
+    const messageLimit = messageError as InstanceType<typeof Anthropic.RateLimitError>;
+    expect(messageLimit).toBeInstanceOf(Anthropic.RateLimitError);
+    expect(messageLimit.headers.get('retry-after')).toBe('45');
+    expect(messageLimit.type).toBe('rate_limit_error');
+    // Without the directive, the usual 2 s.
+    const usual = await thrown(() =>
+      openai().chat.completions.create({
+        ...chat,
+        messages: longer('hi mock:fault=rate_limit'),
+      }),
+    );
+    expect((usual as InstanceType<typeof OpenAI.RateLimitError>).headers.get('retry-after')).toBe(
+      '2',
+    );
+  });
+
   it('answers mock-quota keys with each vendor insufficient-quota error', async () => {
     const chatError = await thrown(() => openai('mock-quota-x').chat.completions.create(chat));
     expect(chatError).toBeInstanceOf(OpenAI.RateLimitError);

@@ -6,6 +6,7 @@ import { capInvalidation, CapTargetError, setCapAs } from '../src/admin/caps.js'
 import { createApp, createOrganization } from '../src/admin/provisioning.js';
 import type { RequestAccounts } from '../src/billing/budget-store.js';
 import { monthlyPeriod } from '../src/periods.js';
+import { invalidationPublisher } from '../src/cache/invalidation.js';
 import { createDbPool } from '../src/db/pool.js';
 import { newRequestId } from '../src/ids.js';
 import { AmountRangeError, MAX_AMOUNT_NANO } from '../src/money.js';
@@ -30,7 +31,8 @@ const { wallets, budget: store } = createMoneyLayer({
   scripts,
   reservationTtlMs: 60_000,
 });
-const management = new ProductUserManagement(db, redis, keys, scripts);
+const invalidations = invalidationPublisher(redis, keys.invalidationChannel());
+const management = new ProductUserManagement(db, redis, keys, scripts, invalidations);
 /** 2^51 nano-units: the first amount a script refuses. */
 const LUA_LIMIT = 2n ** 51n;
 
@@ -409,7 +411,7 @@ describe('amounts at the entry points', () => {
   it('refuses a cap in another currency than the settlement one, or beyond the limit', async () => {
     const orgId = await createOrganization(db, 'limits-caps');
     const target = { scope: 'org', orgId } as const;
-    const invalidation = capInvalidation(redis, keys);
+    const invalidation = capInvalidation(redis, keys, invalidations);
     const actor = { userId: 'cli' };
     await expect(
       setCapAs(db, invalidation, actor, target, { amountNano: 1_000_000_000n, currency: 'EUR' }),

@@ -6,8 +6,8 @@
 import { recordAudit, type Actor } from '../audit/audit.js';
 import { apiKeySharedCache } from '../auth/api-key-store.js';
 import type { CreditMode, OverrunPolicy } from '../billing/modes.js';
-import { CAPS_INVALIDATION_MESSAGE, capRuleTargetColumn } from '../billing/cap-policies.js';
-import { encodeInvalidation, type InvalidatedCache } from '../cache/invalidation.js';
+import { capRuleTargetColumn } from '../billing/cap-policies.js';
+import type { InvalidationPublisher } from '../cache/invalidation.js';
 import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
 import { newId } from '../ids.js';
 import {
@@ -112,25 +112,18 @@ export interface CapInvalidation {
 
 /**
  * The shared Redis copies of the connection's keys go first, so no instance refills its cache
- * from a stale one; then this instance's caches (when given), then the others' over pub/sub.
+ * from a stale one; then this instance's caches, then the others' over pub/sub (`invalidations`).
  */
 export function capInvalidation(
   redis: RedisClient,
   keys: RedisKeys,
-  local: { readonly capPolicies?: InvalidatedCache; readonly apiKeys?: InvalidatedCache } = {},
+  invalidations: InvalidationPublisher,
 ): CapInvalidation {
   return {
     async capsChanged({ connectionKeyHashes }) {
-      const channel = keys.invalidationChannel();
-      if (connectionKeyHashes) {
-        await apiKeySharedCache(redis, keys).invalidate([...connectionKeyHashes]);
-        local.apiKeys?.clearLocalCache();
-      }
-      local.capPolicies?.clearLocalCache();
-      await redis.publish(channel, CAPS_INVALIDATION_MESSAGE);
-      if (connectionKeyHashes) {
-        await redis.publish(channel, encodeInvalidation({ kind: 'all-api-keys' }));
-      }
+      if (!connectionKeyHashes) return invalidations.publish({ kind: 'caps' });
+      await apiKeySharedCache(redis, keys).invalidate([...connectionKeyHashes]);
+      await invalidations.publish({ kind: 'caps' }, { kind: 'all-api-keys' });
     },
   };
 }

@@ -2,14 +2,11 @@
 // service the CLI (`gw service-key`) and the dashboard API share. The raw key leaves this
 // module once, in the answer to its creation; it is never logged or audited. A status change
 // drops every instance's service-key cache: this instance's at once, the others' over pub/sub.
-import type { RedisClient } from '../redis/connect.js';
 import { changeAudited, recordAudit, type Actor } from '../audit/audit.js';
-import type { ServiceKeyStore } from '../auth/service-key-store.js';
-import { publishInvalidation } from '../cache/invalidation.js';
+import type { InvalidationPublisher } from '../cache/invalidation.js';
 import { CURSOR_COLUMN, readPage, type Page, type PageRequest } from '../db/pages.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
-import type { RedisKeys } from '../redis/keys.js';
 import { createServiceKey, SERVICE_KEY_SCOPES } from './provisioning.js';
 
 export type ServiceKeyScopeName = (typeof SERVICE_KEY_SCOPES)[number];
@@ -32,16 +29,9 @@ export interface ServiceKeyInvalidation {
 
 /** Clears this instance's cache (when it has one) and tells the others over pub/sub. */
 export function serviceKeyInvalidation(
-  redis: Pick<RedisClient, 'publish'>,
-  keys: RedisKeys,
-  local?: Pick<ServiceKeyStore, 'clearLocalCache'>,
+  invalidations: InvalidationPublisher,
 ): ServiceKeyInvalidation {
-  return {
-    async invalidate() {
-      local?.clearLocalCache();
-      await publishInvalidation(redis, keys.invalidationChannel(), { kind: 'service-keys' });
-    },
-  };
+  return { invalidate: () => invalidations.publish({ kind: 'service-keys' }) };
 }
 
 const COLUMNS = `id, org_id, key_hint, scopes, status, expires_at, created_at, ${CURSOR_COLUMN}`;

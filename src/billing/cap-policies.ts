@@ -5,11 +5,7 @@
 // last resort: with tens of thousands of active users, a short one sends a share of all
 // requests to Postgres.
 import type { CreditMode, OverrunPolicy } from './modes.js';
-import {
-  encodeInvalidation,
-  type CacheInvalidation,
-  type InvalidatedCache,
-} from '../cache/invalidation.js';
+import type { CacheInvalidation, InvalidatedCache } from '../cache/invalidation.js';
 import { LocalCache } from '../cache/local-cache.js';
 import type { DbPool } from '../db/pool.js';
 import { numericToNano } from '../money.js';
@@ -61,8 +57,6 @@ export const capRuleTargetColumn: Readonly<Record<Scope, string>> = {
   app_connection: 'app_connection_id',
   product_user: 'product_user_id',
 };
-
-export const CAPS_INVALIDATION_MESSAGE = encodeInvalidation({ kind: 'caps' });
 
 export class CapPolicyStore implements InvalidatedCache {
   private readonly cache: LocalCache<CapRule>;

@@ -83,12 +83,42 @@ export function decodeInvalidation(message: string): CacheInvalidation | undefin
   return undefined;
 }
 
+/** Sends an invalidation to every instance over pub/sub (this one hears it too, later). */
 export async function publishInvalidation(
   redis: Pick<RedisClient, 'publish'>,
   channel: string,
   invalidation: CacheInvalidation,
 ): Promise<void> {
   await redis.publish(channel, encodeInvalidation(invalidation));
+}
+
+/** What a change that must reach every instance's caches announces itself through. */
+export interface InvalidationPublisher {
+  /** Resolves once this instance's caches have applied it and the others have been told. */
+  publish(...invalidations: readonly CacheInvalidation[]): Promise<void>;
+}
+
+/**
+ * Applies each invalidation to `localCaches` (this process's own) at once, then publishes it
+ * for the other instances. The instance that made a change answers its caller only after its
+ * own caches forgot the old value: its echo over pub/sub may come back after the caller's next
+ * request (decision 381). A process without caches of its own (the CLI) passes none.
+ */
+export function invalidationPublisher(
+  redis: Pick<RedisClient, 'publish'>,
+  channel: string,
+  localCaches: readonly InvalidatedCache[] = [],
+): InvalidationPublisher {
+  return {
+    async publish(...invalidations) {
+      for (const invalidation of invalidations) {
+        for (const cache of localCaches) cache.handleInvalidation(invalidation);
+      }
+      for (const invalidation of invalidations) {
+        await publishInvalidation(redis, channel, invalidation);
+      }
+    },
+  };
 }
 
 /** Subscribes `subscriber` (a connection used for nothing else) and feeds `caches`. */

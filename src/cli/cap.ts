@@ -91,7 +91,10 @@ export async function capCommand(context: CliContext, argv: string[]): Promise<v
   const scope = oneOf(values.scope, ['org', 'app_connection', 'product_user'] as const, 'scope');
   // Every flag is checked before anything is written: a refused command changes nothing.
   const settings = action === 'set' ? capSettings(values, scope) : undefined;
-  const invalidation = firingCapMarks(capInvalidation(context.redis, context.keys), context);
+  const invalidation = firingCapMarks(
+    capInvalidation(context.redis, context.keys, context.invalidations),
+    context,
+  );
   try {
     if (settings && scope) checkCapSettings(scope, settings);
     // Only setting a product user's cap creates the user, and only with --amount: a user who

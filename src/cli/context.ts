@@ -1,6 +1,7 @@
 // The CLI's composition root: the same config and adapters as the gateway, for one command.
 import type { Actor } from '../audit/audit.js';
 import { ApiKeyStore } from '../auth/api-key-store.js';
+import { invalidationPublisher, type InvalidationPublisher } from '../cache/invalidation.js';
 import { createMoneyLayer } from '../billing/compose.js';
 import type { WalletService } from '../billing/wallets.js';
 import { loadConfig, type Config } from '../config.js';
@@ -26,6 +27,8 @@ export interface CliContext {
   readonly wallets: WalletService;
   readonly apiKeys: ApiKeyStore;
   readonly productUsers: ProductUserManagement;
+  /** Publishes cache invalidations to the gateways (the CLI has no caches of its own). */
+  readonly invalidations: InvalidationPublisher;
   close(): Promise<void>;
 }
 
@@ -56,6 +59,7 @@ export async function openCliContext(): Promise<CliContext> {
   const redis = connectRedis(redisTarget(config), { maxRetriesPerRequest: 2 });
   const keys = createRedisKeys(config.REDIS_KEY_PREFIX);
   const scripts = defineScripts(redis);
+  const invalidations = invalidationPublisher(redis, keys.invalidationChannel());
   return {
     config,
     db,
@@ -70,7 +74,8 @@ export async function openCliContext(): Promise<CliContext> {
       reservationTtlMs: config.RESERVATION_TTL_MS,
     }).wallets,
     apiKeys: new ApiKeyStore(db, redis, keys, 0),
-    productUsers: new ProductUserManagement(db, redis, keys, scripts),
+    productUsers: new ProductUserManagement(db, redis, keys, scripts, invalidations),
+    invalidations,
     async close() {
       await quitRedis(redis);
       await db.end();

@@ -72,7 +72,7 @@ export async function credentialsCommand(context: CliContext, argv: string[]): P
   const mockVendors = mockServedVendors(settings, config.MOCK_VENDORS);
   const needsMock = action === 'add' && mockVendors.length > 0;
   const mock = needsMock ? await startMockVendors({ port: 0 }) : undefined;
-  const store = new CredentialStore(context.db, context.redis, context.keys, box, (provider) => {
+  const store = new CredentialStore(context.db, context.invalidations, box, (provider) => {
     const baseUrl =
       settings[provider]?.baseUrl ?? (mockVendors.includes(provider) ? mock?.url : undefined);
     if (baseUrl === undefined) {

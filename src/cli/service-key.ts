@@ -60,7 +60,7 @@ export async function serviceKeyCommand(context: CliContext, argv: string[]): Pr
     const id = requireFlag(values.id, 'id');
     const row = await setServiceKeyStatusAs(
       context.db,
-      serviceKeyInvalidation(context.redis, context.keys),
+      serviceKeyInvalidation(context.invalidations),
       CLI_ACTOR,
       id,
       action === 'revoke' ? 'revoked' : 'disabled',

@@ -59,7 +59,7 @@ export function wireRoutes(config: Config, logger: Logger, parts: RouteParts): W
   const { db, observability, stores, inference, shutdown } = parts;
   const { client: redis, keys, scripts } = parts.redis;
   const { metrics } = observability;
-  const { apiKeys, serviceKeys, capPolicies, credentials, secretBox } = stores;
+  const { apiKeys, serviceKeys, capPolicies, credentials, secretBox, invalidations } = stores;
   const { catalog, tokenCounter, systemRoutes } = inference;
   const services = {
     catalog,
@@ -116,8 +116,8 @@ export function wireRoutes(config: Config, logger: Logger, parts: RouteParts): W
     tokenCounter,
     db,
     apiKeys,
-    serviceKeys: serviceKeyInvalidation(redis, keys, serviceKeys),
-    caps: firingCapMarks(capInvalidation(redis, keys, { capPolicies, apiKeys }), {
+    serviceKeys: serviceKeyInvalidation(invalidations),
+    caps: firingCapMarks(capInvalidation(redis, keys, invalidations), {
       db,
       redis,
       keys,
@@ -125,24 +125,17 @@ export function wireRoutes(config: Config, logger: Logger, parts: RouteParts): W
     wallets: stores.wallets,
     dashboardSettings: { walletTopUp: config.DASHBOARD_WALLET_TOPUP },
     // Validated against the vendor's system route (the built-in mock where it serves).
-    credentialStore: new CredentialStore(
-      db,
-      redis,
-      keys,
-      secretBox,
-      (provider) => {
-        const route = systemRoutes[provider];
-        if (!route) {
-          throw new CredentialError(`${provider} is not served by this gateway (no route to it)`);
-        }
-        return route.baseUrl;
-      },
-      credentials,
-    ),
+    credentialStore: new CredentialStore(db, invalidations, secretBox, (provider) => {
+      const route = systemRoutes[provider];
+      if (!route) {
+        throw new CredentialError(`${provider} is not served by this gateway (no route to it)`);
+      }
+      return route.baseUrl;
+    }),
     productUsers: {
       db,
       profiles: new ProductUserProfiles(db, new LiveBalanceReader(redis, keys, stores.loader)),
-      management: new ProductUserManagement(db, redis, keys, scripts),
+      management: new ProductUserManagement(db, redis, keys, scripts, invalidations),
     },
     webhooks: { db, settings: parts.webhookSettings },
     oauth: {

@@ -6,7 +6,11 @@ import { ApiKeyStore } from '../auth/api-key-store.js';
 import { ServiceKeyStore } from '../auth/service-key-store.js';
 import { CapPolicyStore } from '../billing/cap-policies.js';
 import { createMoneyLayer, type MoneyLayer } from '../billing/compose.js';
-import { subscribeInvalidations } from '../cache/invalidation.js';
+import {
+  invalidationPublisher,
+  subscribeInvalidations,
+  type InvalidationPublisher,
+} from '../cache/invalidation.js';
 import type { Config } from '../config.js';
 import { CredentialDirectory } from '../credentials/credential-directory.js';
 import { parseMasterKeys, type SecretBox } from '../credentials/secret-box.js';
@@ -26,6 +30,8 @@ export interface Stores extends Pick<MoneyLayer, 'loader' | 'budget' | 'wallets'
   readonly credentials: CredentialDirectory;
   /** Seals BYOK credentials; undefined without CREDENTIALS_MASTER_KEY. */
   readonly secretBox: SecretBox | undefined;
+  /** What a change announces itself through: applied to these caches, then published. */
+  readonly invalidations: InvalidationPublisher;
 }
 
 /** The stores, built once; resolves when their caches listen for invalidations. */
@@ -62,8 +68,10 @@ export async function buildStores(
     logger.warn('CREDENTIALS_MASTER_KEY is not set: BYOK provider credentials are not used');
   }
   // Caches dropped by pub/sub messages. Messages published while the subscriber was
-  // disconnected are lost, so every cache is dropped whenever it connects again.
+  // disconnected are lost, so every cache is dropped whenever it connects again. A change made
+  // on this instance drops them before it answers, not when its own message comes back.
   const invalidatedCaches = [apiKeys, capPolicies, productUsers, serviceKeys, credentials];
+  const invalidations = invalidationPublisher(redis, keys.invalidationChannel(), invalidatedCaches);
   await subscribeInvalidations(subscriber, keys.invalidationChannel(), invalidatedCaches);
   return {
     instanceId,
@@ -76,5 +84,6 @@ export async function buildStores(
     productUsers,
     credentials,
     secretBox,
+    invalidations,
   };
 }

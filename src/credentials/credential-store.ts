@@ -2,14 +2,12 @@
 // delete (which also revokes its grants), grant/revoke to app connections, rewrap under a new
 // master key. Changes are announced so every gateway instance stops using a credential at once.
 import { recordAudit, type Actor } from '../audit/audit.js';
-import type { InvalidatedCache } from '../cache/invalidation.js';
-import type { RedisClient } from '../redis/connect.js';
+import type { InvalidationPublisher } from '../cache/invalidation.js';
 import type { Vendor } from '../catalog/models.js';
 import { modelPolicyProblem } from '../catalog/model-policy.js';
 import { readPage, type Page, type PageRequest } from '../db/pages.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
 import { newId } from '../ids.js';
-import type { RedisKeys } from '../redis/keys.js';
 import { fingerprint, type SecretBox } from './secret-box.js';
 import { validateWithVendor } from './validate.js';
 
@@ -78,7 +76,6 @@ function requireUsablePolicy(policy: readonly string[], provider: Vendor): void 
   if (problem !== undefined) throw new CredentialError(`model_policy: ${problem}`, 'invalid');
 }
 
-export const CREDENTIALS_INVALIDATION_MESSAGE = 'credentials';
 const VIEW_COLUMNS = `c.id, c.org_id, c.provider, c.secret_kind, c.name, c.model_policy, c.routing_mode,
   c.priority, c.status, c.fingerprint, c.created_at,
   COALESCE(array_agg(g.app_connection_id ORDER BY g.app_connection_id)
@@ -137,12 +134,10 @@ export async function credentialViews(
 export class CredentialStore {
   constructor(
     private readonly db: DbPool,
-    private readonly redis: RedisClient,
-    private readonly keys: RedisKeys,
+    /** Drops this instance's request-path cache at once; the others hear it over pub/sub. */
+    private readonly invalidations: InvalidationPublisher,
     private readonly box: SecretBox | undefined,
     private readonly vendorBaseUrl: (provider: Vendor) => string,
-    /** This instance's request-path cache, dropped at once (the others hear it over pub/sub). */
-    private readonly local?: InvalidatedCache,
   ) {}
 
   async create(input: NewCredential, actor: Actor): Promise<CredentialView> {
@@ -406,7 +401,6 @@ export class CredentialStore {
   }
 
   private async announce(): Promise<void> {
-    this.local?.clearLocalCache();
-    await this.redis.publish(this.keys.invalidationChannel(), CREDENTIALS_INVALIDATION_MESSAGE);
+    await this.invalidations.publish({ kind: 'credentials' });
   }
 }

@@ -15,8 +15,13 @@ export interface MockDirectives {
   readonly fault: MockFault | undefined;
   readonly outputTokens: number | undefined;
   readonly latencyMs: number | undefined;
+  /** The `retry-after` of a rate-limit answer, in seconds (default DEFAULT_RETRY_AFTER_S). */
+  readonly retryAfterSeconds: number | undefined;
   readonly servedAs: MockServedAs;
 }
+
+/** The `retry-after` of a rate-limit answer that no directive lengthened. */
+export const DEFAULT_RETRY_AFTER_S = 2;
 
 /** The vendor's standard tier, speed and geography. */
 const STANDARD_SERVICE: MockServedAs = {
@@ -29,6 +34,7 @@ const NO_DIRECTIVES: MockDirectives = {
   fault: undefined,
   outputTokens: undefined,
   latencyMs: undefined,
+  retryAfterSeconds: undefined,
   servedAs: STANDARD_SERVICE,
 };
 
@@ -46,15 +52,17 @@ const DIRECTIVE_FAULTS: ReadonlySet<string> = new Set([
 const FAULT_DIRECTIVE = /mock:fault=([a-z_]+)/;
 const OUTPUT_TOKENS_DIRECTIVE = /mock:output_tokens=(\d+)/;
 const LATENCY_DIRECTIVE = /mock:latency_ms=(\d+)/;
+const RETRY_AFTER_DIRECTIVE = /mock:retry_after=(\d+)/;
 // Lower-case words only: the value is written into the answer's JSON as it is.
 const SERVICE_TIER_DIRECTIVE = /mock:service_tier=([a-z_]+)/;
 const SPEED_DIRECTIVE = /mock:speed=([a-z_]+)/;
 const INFERENCE_GEO_DIRECTIVE = /mock:inference_geo=([a-z_]+)/;
 
 /**
- * Directives like `mock:fault=cut_stream mock:output_tokens=5 mock:latency_ms=200`, and
- * `mock:service_tier=priority mock:speed=fast mock:inference_geo=us` for the tier the answer
- * names.
+ * Directives like `mock:fault=cut_stream mock:output_tokens=5 mock:latency_ms=200`,
+ * `mock:retry_after=30` for a rate limit's `retry-after` (whether the directive or the key asked
+ * for the rate limit), and `mock:service_tier=priority mock:speed=fast mock:inference_geo=us`
+ * for the tier the answer names.
  */
 export function readDirectives(text: string): MockDirectives {
   // Most requests carry none: one substring scan instead of the regexes.
@@ -62,10 +70,12 @@ export function readDirectives(text: string): MockDirectives {
   const fault = FAULT_DIRECTIVE.exec(text)?.[1];
   const outputTokens = OUTPUT_TOKENS_DIRECTIVE.exec(text)?.[1];
   const latencyMs = LATENCY_DIRECTIVE.exec(text)?.[1];
+  const retryAfterSeconds = RETRY_AFTER_DIRECTIVE.exec(text)?.[1];
   return {
     fault: fault !== undefined && DIRECTIVE_FAULTS.has(fault) ? (fault as MockFault) : undefined,
     outputTokens: outputTokens === undefined ? undefined : Number(outputTokens),
     latencyMs: latencyMs === undefined ? undefined : Number(latencyMs),
+    retryAfterSeconds: retryAfterSeconds === undefined ? undefined : Number(retryAfterSeconds),
     servedAs: {
       serviceTier: SERVICE_TIER_DIRECTIVE.exec(text)?.[1],
       speed: SPEED_DIRECTIVE.exec(text)?.[1],

@@ -130,7 +130,7 @@ export async function startMockVendors(input: MockVendorOptions = {}): Promise<R
       }
       const fault = keyFault ?? injectFault() ?? directives.fault;
       if (fault !== undefined && !isPlayedFault(fault))
-        return exchange.sendError(protocol.error(fault));
+        return exchange.sendError(protocol.error(fault, directives.retryAfterSeconds));
 
       const wantedTokens = directives.outputTokens ?? options.defaultOutputTokens;
       const maxTokens = maxTokensOf(body);

@@ -73,7 +73,8 @@ export interface MockProtocol {
   inputTexts(body: JsonObject): string[];
   /** A 400 for a body the real vendor would refuse, else undefined. */
   invalidRequest(body: JsonObject): MockError | undefined;
-  error(fault: MockErrorFault): MockError;
+  /** `retryAfterSeconds`: a rate limit's `retry-after` (the `mock:retry_after` directive). */
+  error(fault: MockErrorFault, retryAfterSeconds?: number): MockError;
   /** Answers to malformed requests: body not a JSON object, unknown route, body too large. */
   readonly invalidJson: MockError;
   readonly notFound: MockError;

@@ -13,6 +13,7 @@ import {
   type ToolCallOutput,
   withUsageJson,
 } from './output.js';
+import { DEFAULT_RETRY_AFTER_S } from './faults.js';
 import { jsonError } from './responses.js';
 import type {
   AnswerPlan,
@@ -34,16 +35,20 @@ function error(
   return jsonError(status, { type: 'error', error: { type, message } }, headers);
 }
 
+function rateLimit(retryAfterSeconds: number): MockError {
+  return error(
+    '429 Too Many Requests',
+    'rate_limit_error',
+    'Number of request tokens has exceeded your per-minute rate limit.',
+    [['retry-after', String(retryAfterSeconds)]],
+  );
+}
+
 // Static error answers, serialised once.
 const ERRORS: Readonly<Record<MockErrorFault, MockError>> = {
   missing_key: error('401 Unauthorized', 'authentication_error', 'x-api-key header is required'),
   bad_key: error('401 Unauthorized', 'authentication_error', 'invalid x-api-key'),
-  rate_limit: error(
-    '429 Too Many Requests',
-    'rate_limit_error',
-    'Number of request tokens has exceeded your per-minute rate limit.',
-    [['retry-after', '2']],
-  ),
+  rate_limit: rateLimit(DEFAULT_RETRY_AFTER_S),
   // An exhausted prepaid balance: the vendor's documented 402 billing_error (see
   // docs/mock-vendors.md); the gateway's credential failover treats 402 as quota.
   quota: error(
@@ -192,7 +197,10 @@ export const vendorA: MockProtocol = {
   },
   inputTexts: messagesTexts,
   invalidRequest,
-  error: (fault) => ERRORS[fault],
+  error: (fault, retryAfterSeconds) =>
+    fault === 'rate_limit' && retryAfterSeconds !== undefined
+      ? rateLimit(retryAfterSeconds)
+      : ERRORS[fault],
   invalidJson: invalid('There was an issue with the JSON body of your request.'),
   notFound: error('404 Not Found', 'not_found_error', 'Not found'),
   tooLarge: error(

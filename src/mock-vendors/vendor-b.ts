@@ -13,6 +13,7 @@ import {
   type ToolCallOutput,
   withUsageJson,
 } from './output.js';
+import { DEFAULT_RETRY_AFTER_S } from './faults.js';
 import { jsonError } from './responses.js';
 import type {
   AnswerPlan,
@@ -37,6 +38,17 @@ function error(
   return jsonError(status, { error: { message, type, param, code } }, headers);
 }
 
+function rateLimit(retryAfterSeconds: number): MockError {
+  return error(
+    '429 Too Many Requests',
+    'requests',
+    'rate_limit_exceeded',
+    `Rate limit reached for requests. Please try again in ${retryAfterSeconds}s.`,
+    null,
+    [['retry-after', String(retryAfterSeconds)]],
+  );
+}
+
 // Static error answers, serialised once.
 const ERRORS: Readonly<Record<MockErrorFault, MockError>> = {
   missing_key: error(
@@ -51,14 +63,7 @@ const ERRORS: Readonly<Record<MockErrorFault, MockError>> = {
     'invalid_api_key',
     'Incorrect API key provided.',
   ),
-  rate_limit: error(
-    '429 Too Many Requests',
-    'requests',
-    'rate_limit_exceeded',
-    'Rate limit reached for requests. Please try again in 2s.',
-    null,
-    [['retry-after', '2']],
-  ),
+  rate_limit: rateLimit(DEFAULT_RETRY_AFTER_S),
   quota: error(
     '429 Too Many Requests',
     'insufficient_quota',
@@ -249,7 +254,10 @@ export const vendorB: MockProtocol = {
   apiKey: (headers: MockHeaders) => bearerToken(headers.authorization),
   inputTexts: chatCompletionTexts,
   invalidRequest,
-  error: (fault) => ERRORS[fault],
+  error: (fault, retryAfterSeconds) =>
+    fault === 'rate_limit' && retryAfterSeconds !== undefined
+      ? rateLimit(retryAfterSeconds)
+      : ERRORS[fault],
   invalidJson: error(
     '400 Bad Request',
     'invalid_request_error',

@@ -2,11 +2,7 @@
 // sight of a user atomic (concurrent first requests create exactly one row) and, in the same
 // statement, queues its product_user.created webhook event; an in-process LRU keeps the steady
 // state off the database.
-import {
-  encodeInvalidation,
-  type CacheInvalidation,
-  type InvalidatedCache,
-} from '../cache/invalidation.js';
+import type { CacheInvalidation, InvalidatedCache } from '../cache/invalidation.js';
 import { LocalCache } from '../cache/local-cache.js';
 import type { DbPool } from '../db/pool.js';
 import { newId, sha256Hex } from '../ids.js';
@@ -32,15 +28,6 @@ interface CacheEntry {
   readonly user: ResolvedProductUser;
   /** What we last wrote: a request whose profile or connection differs writes again. */
   readonly writtenFingerprint: string;
-}
-
-/** The pub/sub message that makes every instance forget one cached product user. */
-export function productUserInvalidation(
-  orgId: string,
-  appId: string,
-  externalUserId: string,
-): string {
-  return encodeInvalidation({ kind: 'product-user', orgId, appId, externalUserId });
 }
 
 /**
@@ -100,7 +87,7 @@ export class ProductUserDirectory implements InvalidatedCache {
     return entry!.user;
   }
 
-  /** Applies an invalidation received over pub/sub (status or anchor changed). */
+  /** Applies an invalidation (status or anchor changed), this instance's own or a peer's. */
   handleInvalidation(invalidation: CacheInvalidation): void {
     if (invalidation.kind !== 'product-user') return;
     // A message of an older version does not name the organization: forget them all.

@@ -3,6 +3,7 @@
 // that affects the request path is pushed to the gateway instances' caches; every change a
 // webhook event describes writes it in the change's transaction, and every change made by a
 // dashboard member or the CLI is audited in it too.
+import type { InvalidationPublisher } from '../cache/invalidation.js';
 import type { RedisClient } from '../redis/connect.js';
 import { recordAudit, type Actor } from '../audit/audit.js';
 import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
@@ -19,7 +20,7 @@ import { CREDITS_TTL_MS, NEVER_EXPIRES_MS } from '../billing/account-rebuild.js'
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts, ScriptKeys } from '../redis/scripts.js';
 import { emitEvent } from '../webhooks/outbox.js';
-import { emailHash, productUserInvalidation } from './directory.js';
+import { emailHash } from './directory.js';
 import { PRODUCT_USER_COLUMNS, productUserObject, type ProductUserRow } from './profile.js';
 
 export class ProductUserRuleError extends Error {
@@ -139,6 +140,8 @@ export class ProductUserManagement {
     private readonly redis: RedisClient,
     private readonly keys: RedisKeys,
     private readonly scripts: RedisScripts,
+    /** Drops this instance's cached copy of a changed user at once, the others' over pub/sub. */
+    private readonly invalidations: InvalidationPublisher,
   ) {}
 
   /** Creates or updates a user; `created` tells which. Throws ProductUserRuleError on a bad anchor. */
@@ -438,11 +441,8 @@ export class ProductUserManagement {
     await this.redis.del(account, this.keys.holdExpiries(account));
   }
 
-  /** Tells every gateway instance to forget its cached copy of this user. */
+  /** Tells every gateway instance, this one first, to forget its cached copy of this user. */
   private async announce(orgId: string, appId: string, externalUserId: string): Promise<void> {
-    await this.redis.publish(
-      this.keys.invalidationChannel(),
-      productUserInvalidation(orgId, appId, externalUserId),
-    );
+    await this.invalidations.publish({ kind: 'product-user', orgId, appId, externalUserId });
   }
 }
