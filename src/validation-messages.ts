@@ -2,6 +2,7 @@
 // rather than the validator's own text. One formatter for every place that validates input:
 // request bodies, query parameters, configuration and CLI options.
 import type { z } from 'zod';
+import type { ErrorCode } from './errors.js';
 
 type Issue = z.core.$ZodIssue;
 
@@ -119,6 +120,18 @@ export function describeFirstIssue(error: z.ZodError, where: string): string {
   const issue = error.issues[0];
   if (!issue) return `${where}: is not valid`;
   return `${issuePath(issue, where)}: ${describeIssue(issue)}`;
+}
+
+/**
+ * The code an input refused for its first issue answers: the code the spec gives that issue's
+ * top-level field, if it gives one (`app_id`: gw_invalid_app_id), else gw_invalid_request.
+ */
+export function firstIssueCode(
+  error: z.ZodError,
+  fieldCodes: Readonly<Record<string, ErrorCode>> | undefined,
+): ErrorCode {
+  const field = error.issues[0]?.path[0];
+  return (typeof field === 'string' && fieldCodes?.[field]) || 'gw_invalid_request';
 }
 
 /** "field: rule" for every issue (what a configuration error lists). */

@@ -19,6 +19,7 @@ import {
 } from '../src/routes/framework/declaration.js';
 import { routeDeclarations } from '../src/routes/index.js';
 import { collected } from './support/collectable.js';
+import { wholeNumberOr } from '../src/written-numbers.js';
 import { getJson, postJson } from './support/http.js';
 import { resolveRef } from './support/openapi-check.js';
 import { rawRequest } from './support/raw-http.js';
@@ -150,6 +151,47 @@ const holdRoute = declareRoute({
   },
 });
 
+/** How many times the shelf route's handler ran: a refused query must not run it. */
+let shelfHandlerRuns = 0;
+
+/** A route that declares its query: the router parses it, and the handler gets it typed. */
+const shelfRoute = declareRoute({
+  method: 'GET',
+  path: '/v1/shelf',
+  summary: 'Lists the books of an app, filtered',
+  caller: { kind: 'api_key' },
+  query: z.object({
+    app_id: z.string(),
+    genre: z.enum(['poetry', 'prose']).optional(),
+    limit: wholeNumberOr(10, { min: 1, max: 50 }),
+  }),
+  // A missing app_id answers the spec's own code, as a body's would (bodyFieldErrors).
+  queryFieldErrors: { app_id: 'gw_invalid_app_id' },
+  responses: { 200: { description: 'the query as the handler got it' } },
+  handler({ query }) {
+    shelfHandlerRuns += 1;
+    const typed: { app_id: string; genre?: 'poetry' | 'prose'; limit: number } = query;
+    // @ts-expect-error: `author` is not a declared parameter (checked by the typecheck)
+    void query.author;
+    return { query: typed };
+  },
+});
+
+/** A route that ignores parameters it does not declare: its handler reads the query itself. */
+const openQueryRoute = declareRoute({
+  method: 'GET',
+  path: '/v1/open-query',
+  summary: 'Echoes its raw query string',
+  caller: { kind: 'api_key' },
+  query: z.object({ word: z.string() }),
+  unknownQueryParameters: 'ignored',
+  responses: { 200: { description: 'the raw query' } },
+  handler({ request, query }) {
+    const notParsed: undefined = query;
+    return { raw: request.query, parsed: notParsed ?? null };
+  },
+});
+
 let authCalls = 0;
 const authenticators: Authenticators = {
   apiKey: (headers) => {
@@ -206,7 +248,16 @@ beforeAll(async () => {
     maxBodyBytes: 4 * 1024 * 1024,
     logger: createLogger('silent'),
     routes: bindRoutes(
-      [echoRoute, formRoute, holdRoute, paramRoute, formNoteRead, formNoteWrite],
+      [
+        echoRoute,
+        formRoute,
+        holdRoute,
+        paramRoute,
+        formNoteRead,
+        formNoteWrite,
+        shelfRoute,
+        openQueryRoute,
+      ],
       { suffix: '!' },
       authenticators,
     ),
@@ -308,6 +359,101 @@ describe('a route declared in one place', () => {
     expect(responses['401']!.description).toContain('gw_unknown_key');
     expect(responses['400']!.description).toContain('gw_invalid_json');
     expect(responses['403']!.description).toContain('gw_model_not_allowed');
+  });
+});
+
+describe('a route that declares its query', () => {
+  const get = (query: string, path = '/v1/shelf') =>
+    getJson<Record<string, unknown> & { error?: { code: string; message: string } }>(
+      `${base}${path}?${query}`,
+      { authorization: `Bearer ${GOOD_KEY}` },
+    );
+
+  it('gets its query parsed and typed, defaults filled in', async () => {
+    const answer = await get('app_id=app_1&genre=poetry&limit=5');
+    expect(answer.status).toBe(200);
+    expect(answer.body).toEqual({ query: { app_id: 'app_1', genre: 'poetry', limit: 5 } });
+    expect((await get('app_id=app_1')).body).toEqual({ query: { app_id: 'app_1', limit: 10 } });
+  });
+
+  it('is refused a name it does not declare, a name given twice or a bad value, without its handler running', async () => {
+    const runs = shelfHandlerRuns;
+    for (const [query, code, message] of [
+      [
+        'app_id=app_1&author=x',
+        'gw_invalid_request',
+        'query parameter "author": not one this route takes (app_id, genre, limit)',
+      ],
+      [
+        'app_id=app_1&limit=5&limit=6',
+        'gw_invalid_request',
+        'query parameter "limit": given twice',
+      ],
+      ['app_id=app_1&genre=drama', 'gw_invalid_request', 'genre: must be one of poetry, prose'],
+      // A parameter the declaration gives its own code answers it.
+      ['genre=poetry', 'gw_invalid_app_id', 'app_id: is required'],
+    ] as const) {
+      const refused = await get(query);
+      expect([refused.status, refused.body.error], query).toEqual([400, { code, message }]);
+    }
+    expect(shelfHandlerRuns).toBe(runs);
+  });
+
+  it('declared to ignore unknown names, leaves its query string to its handler', async () => {
+    const answer = await get('word=a&word=b&api-version=1', '/v1/open-query');
+    expect(answer.status).toBe(200);
+    expect(answer.body).toEqual({ raw: 'word=a&word=b&api-version=1', parsed: null });
+  });
+
+  it('is in /openapi.json with its parameters, its field codes, and whether unknown names are ignored', () => {
+    const document = buildOpenApiDocument([shelfRoute, openQueryRoute, ...routeDeclarations]) as {
+      paths: Record<
+        string,
+        Record<
+          string,
+          {
+            description?: string;
+            parameters?: OpenApiParameter[];
+            responses: Record<string, { description: string }>;
+          }
+        >
+      >;
+    };
+    const queryNames = (operation: { parameters?: OpenApiParameter[] }) =>
+      (operation.parameters ?? []).filter((p) => p.in === 'query').map((p) => p.name);
+    const shelf = document.paths['/v1/shelf']!.get!;
+    expect(queryNames(shelf)).toEqual(['app_id', 'genre', 'limit']);
+    expect(shelf.parameters!.find((p) => p.name === 'app_id')!.required).toBe(true);
+    expect(shelf.responses['400']!.description).toContain('gw_invalid_app_id');
+    expect(shelf.description).toBeUndefined();
+    const ignoring = 'Query parameters this operation does not list are ignored.';
+    expect(document.paths['/v1/open-query']!.get!.description).toBe(ignoring);
+    // The gateway's own: OAuth's authorization endpoint documents what it reads, and says it
+    // ignores the rest (RFC 6749 section 3.1); so do the inference routes.
+    const authorize = document.paths['/oauth/authorize']!.get!;
+    expect(queryNames(authorize).sort()).toEqual(
+      [
+        'client_id',
+        'code_challenge',
+        'code_challenge_method',
+        'redirect_uri',
+        'response_type',
+        'state',
+      ].sort(),
+    );
+    expect(authorize.description).toBe(ignoring);
+    expect(document.paths['/v1/chat/completions']!.post!.description).toBe(ignoring);
+    expect(document.paths['/dashboard/api/orgs/{org_id}/audit-log']!.get!.description).toBe(
+      undefined,
+    );
+  });
+
+  it('cannot map a field to its own code when the router does not parse the query', () => {
+    const broken = declareRoute({
+      ...openQueryRoute,
+      queryFieldErrors: { word: 'gw_invalid_app_id' },
+    });
+    expect(() => bindRoutes([broken], {}, authenticators)).toThrow(/query field errors/);
   });
 });
 

@@ -2,7 +2,7 @@
 import type { z } from 'zod';
 import { gwError, type ErrorCode, type GwError } from '../errors.js';
 import { mediaTypeOf, wrongMediaType } from '../http/content-type.js';
-import { describeFirstIssue, quotableName } from '../validation-messages.js';
+import { describeFirstIssue, firstIssueCode, quotableName } from '../validation-messages.js';
 import { isJsonContainer } from '../json-shapes.js';
 
 /**
@@ -74,9 +74,7 @@ export function parseJsonBody<Schema extends z.ZodType>(
   }
   const result = schema.safeParse(parsed, FIRST_ISSUE_ONLY);
   if (!result.success) {
-    const field = result.error.issues[0]?.path[0];
-    const code = (typeof field === 'string' && fieldCodes?.[field]) || 'gw_invalid_request';
-    return gwError(code, describeValidationError(result.error));
+    return gwError(firstIssueCode(result.error, fieldCodes), describeValidationError(result.error));
   }
   return result.data;
 }

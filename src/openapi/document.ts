@@ -267,6 +267,13 @@ function pathParams(path: string): z.ZodObject | undefined {
   );
 }
 
+/**
+ * The description of a route that ignores query parameters it does not declare; a route that
+ * declares its query refuses any other name (400 gw_invalid_request).
+ */
+export const UNKNOWN_QUERY_PARAMETERS_IGNORED =
+  'Query parameters this operation does not list are ignored.';
+
 export function buildOpenApiDocument(
   routes: readonly DeclaredRoute<never>[],
 ): Record<string, unknown> {
@@ -301,6 +308,9 @@ export function buildOpenApiDocument(
       method: route.method.toLowerCase() as 'get' | 'post' | 'put' | 'delete' | 'patch',
       path: documentedPath(route.path),
       summary: route.summary,
+      ...(route.unknownQueryParameters === 'ignored' && {
+        description: UNKNOWN_QUERY_PARAMETERS_IGNORED,
+      }),
       ...(route.section && { tags: [route.section.name] }),
       ...(routeSecurity && { security: routeSecurity }),
       request: {

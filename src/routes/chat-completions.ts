@@ -25,6 +25,8 @@ export const chatCompletionsRoute = declareRoute({
   summary: 'Chat completion (JSON, or SSE with stream: true) for any routable model',
   caller: { kind: 'api_key' },
   body: chatCompletionRequestSchema,
+  // Vendor SDKs add parameters of their own (such as api-version); the vendors ignore them too.
+  unknownQueryParameters: 'ignored',
   responses: { 200: { description: 'chat.completion, or an SSE stream ending in data: [DONE]' } },
   errors: [...ADMISSION_ERRORS, ...PROXY_ERRORS],
   handler: ({ request, caller, body: parsed, response }, deps: { proxy: ProxyDeps }) =>

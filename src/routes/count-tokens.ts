@@ -36,6 +36,8 @@ export const countTokensRoute = declareRoute({
   summary: 'Counts the input tokens of a messages request; reserves nothing',
   caller: { kind: 'api_key' },
   body: countTokensRequestSchema,
+  // Vendor SDKs add parameters of their own (such as api-version); the vendors ignore them too.
+  unknownQueryParameters: 'ignored',
   responses: {
     200: { description: 'input token count', schema: z.object({ input_tokens: z.number().int() }) },
   },

@@ -32,6 +32,8 @@ export const messagesRoute = declareRoute({
     'Native messages protocol for vendor_a models (x-api-key or Bearer, vendor-version header)',
   caller: { kind: 'api_key' },
   body: messagesRequestSchema,
+  // Vendor SDKs add parameters of their own (such as api-version); the vendors ignore them too.
+  unknownQueryParameters: 'ignored',
   responses: { 200: { description: 'message, or its SSE event stream' } },
   errors: [...ADMISSION_ERRORS, ...PROXY_ERRORS],
   errorFlavor: 'messages',

@@ -11,6 +11,8 @@ export const modelRoute = declareRoute({
   path: '/v1/models/{model_id*}',
   summary: 'One model the key may use (messages-protocol format with a vendor-version header)',
   caller: { kind: 'api_key' },
+  // Vendor SDKs add parameters of their own (such as api-version); the vendors ignore them too.
+  unknownQueryParameters: 'ignored',
   responses: { 200: { description: 'the model' } },
   errors: ['gw_unsupported_model', 'gw_model_not_allowed'],
   errorFlavor: modelFormatOf,

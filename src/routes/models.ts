@@ -28,6 +28,8 @@ export const modelsRoute = declareRoute({
   path: '/v1/models',
   summary: 'Models the key may use (messages-protocol format with a vendor-version header)',
   caller: { kind: 'api_key' },
+  // Vendor SDKs add parameters of their own (such as api-version); the vendors ignore them too.
+  unknownQueryParameters: 'ignored',
   responses: { 200: { description: 'model list' } },
   errorFlavor: modelFormatOf,
   handler({ request, caller }, deps: { readonly catalog: ModelCatalog }) {

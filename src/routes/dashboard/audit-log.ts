@@ -4,9 +4,7 @@ import { z } from 'zod';
 import { auditView, readAuditLog } from '../../audit/audit-log.js';
 import type { DbPool } from '../../db/pool.js';
 import { newestFirstPageQuerySchema } from '../../db/pages.js';
-import { isGwError } from '../../errors.js';
 import { declareRoute } from '../framework/declaration.js';
-import { parseQuery } from '../framework/query.js';
 import { pageOf, inOrg } from './schemas.js';
 
 export const auditEntrySchema = z.object({
@@ -31,9 +29,7 @@ export const auditLogRoute = declareRoute({
     200: { description: 'audit entries, newest first', schema: pageOf(auditEntrySchema) },
   },
   errors: ['gw_invalid_request'],
-  async handler({ request, caller }, deps: { readonly db: DbPool }) {
-    const query = parseQuery(request.query, newestFirstPageQuerySchema);
-    if (isGwError(query)) return query;
+  async handler({ query, caller }, deps: { readonly db: DbPool }) {
     const { rows, nextCursor } = await readAuditLog(
       deps.db,
       caller.org.id,

@@ -9,7 +9,7 @@ import type { DbPool } from '../../db/pool.js';
 import { pageQuerySchema, type PageRequest } from '../../db/pages.js';
 import { isGwError } from '../../errors.js';
 import { declareRoute } from '../framework/declaration.js';
-import { pageOfQuery, parseQuery } from '../framework/query.js';
+import { pageOfQuery } from '../framework/query.js';
 import { pageOf } from './schemas.js';
 
 export interface ListRouteSpec<Row, Query extends typeof pageQuerySchema> {
@@ -47,9 +47,7 @@ export function declareListRoute<
     query: querySchema,
     responses: { 200: { description: spec.rows, schema: pageOf(spec.item) } },
     errors: ['gw_invalid_request'],
-    async handler({ request }, deps: { readonly db: DbPool }) {
-      const query = parseQuery(request.query, querySchema);
-      if (isGwError(query)) return query;
+    async handler({ request, query }, deps: { readonly db: DbPool }) {
       const page = pageOfQuery(query);
       if (isGwError(page)) return page;
       const scopeId = request.params[spec.org.param] ?? '';

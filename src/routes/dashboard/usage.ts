@@ -11,7 +11,6 @@ import { isoDay } from '../../periods.js';
 import { wholeNumberOr } from '../../written-numbers.js';
 import { inOrg } from './schemas.js';
 import { declareRoute } from '../framework/declaration.js';
-import { parseQuery } from '../framework/query.js';
 import { parseDayRange } from './usage-range.js';
 
 /** Days, models and connections are few; product users come top spenders first, this many. */
@@ -67,9 +66,7 @@ export const usageRoute = declareRoute({
     200: { description: 'usage rows, one per group and currency', schema: usageSchema },
   },
   errors: ['gw_invalid_request'],
-  async handler({ request, caller }, deps: { readonly db: DbPool }) {
-    const query = parseQuery(request.query, usageQuery);
-    if (isGwError(query)) return query;
+  async handler({ query, caller }, deps: { readonly db: DbPool }) {
     const range = parseDayRange(query.from, query.to);
     if (isGwError(range)) return range;
     const rows = await readUsageRollups(deps.db, {

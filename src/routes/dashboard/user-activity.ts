@@ -6,9 +6,7 @@ import { z } from 'zod';
 import { activityView, readUserActivity } from '../../audit/audit-log.js';
 import type { DbPool } from '../../db/pool.js';
 import { newestFirstPageQuerySchema } from '../../db/pages.js';
-import { isGwError } from '../../errors.js';
 import { declareRoute } from '../framework/declaration.js';
-import { parseQuery } from '../framework/query.js';
 import { auditEntrySchema } from './audit-log.js';
 import { pageOf } from './schemas.js';
 
@@ -26,9 +24,7 @@ export const userActivityRoute = declareRoute({
     },
   },
   errors: ['gw_invalid_request'],
-  async handler({ request, caller }, deps: { readonly db: DbPool }) {
-    const query = parseQuery(request.query, newestFirstPageQuerySchema);
-    if (isGwError(query)) return query;
+  async handler({ query, caller }, deps: { readonly db: DbPool }) {
     const { rows, nextCursor } = await readUserActivity(
       deps.db,
       caller.user.id,

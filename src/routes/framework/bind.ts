@@ -12,6 +12,7 @@ import { textProblem } from '../../text.js';
 import {
   answersNoStore,
   JsonAnswer,
+  queryParsedByRouter,
   type Authenticators,
   type CallerRequirement,
   type DeclaredRoute,
@@ -19,6 +20,7 @@ import {
   type RouteResult,
 } from './declaration.js';
 import { parseFormBody } from './form-body.js';
+import { parseQuery } from './query.js';
 import { runIdempotently } from './idempotent.js';
 import type { IdempotencyKeys } from '../../idempotency/store.js';
 import { isJsonContainer } from '../../json-shapes.js';
@@ -65,6 +67,7 @@ function bindRoute<Deps>(
   // A handler's plain body answers with the route's first declared status.
   const successStatus = Number(Object.keys(route.responses)[0] ?? 200);
   const extraHeaders = answersNoStore(route as DeclaredRoute<never>) ? noStoreHeaders : undefined;
+  const parsesQuery = queryParsedByRouter(route as DeclaredRoute<never>);
   return {
     method: route.method,
     path: route.path,
@@ -90,8 +93,14 @@ function bindRoute<Deps>(
         refuse(instead ?? error);
       };
       let caller = authenticated;
-      // Even a request refused for its body names its caller's organization in the log.
+      // Even a request refused for its body or query names its caller's organization in the log.
       annotateCallerOrg(response, caller);
+      let query: unknown;
+      if (parsesQuery) {
+        const parsed = parseQuery(request.query, route.query!, route.queryFieldErrors);
+        if (isGwError(parsed)) return refuseAttempt(parsed);
+        query = parsed;
+      }
       let body: unknown;
       if (route.body) {
         const schema = route.body as z.ZodType;
@@ -153,12 +162,13 @@ function bindRoute<Deps>(
         caller = client;
         annotateCallerOrg(response, caller);
       }
-      // The caller, body and params match the declaration: the adapter ran its authenticator,
-      // the schema above validated the body, and the path matched every parameter.
+      // The caller, body, query and params match the declaration: the adapter ran its
+      // authenticator, the schemas above validated the body and query, and the path matched
+      // every parameter.
       const pending = startHandler(
         route,
         deps,
-        { request, params: request.params, caller, body, response },
+        { request, params: request.params, caller, body, query, response },
         { idempotencyKeys, successStatus },
       );
       // Not awaited in this frame: a suspended frame keeps its locals, the parsed body among
@@ -279,6 +289,9 @@ function checkDeclaration(route: DeclaredRoute<unknown>): void {
   }
   if (route.caller.kind === 'optional_session' && route.method !== 'GET') {
     throw new Error(`${where}: an optional session is for GET routes only`);
+  }
+  if (route.queryFieldErrors && !queryParsedByRouter(route as DeclaredRoute<never>)) {
+    throw new Error(`${where}: query field errors need a query the router parses`);
   }
   if (
     route.idempotent === true &&

@@ -170,14 +170,16 @@ export type PathParams<Path extends string> = { readonly [Name in ParamNames<Pat
 
 /**
  * What a handler is called with: the request, its path parameters, the authenticated caller,
- * the parsed body, and the response, for the routes that write their answer themselves
- * (streams, pages, files, redirects).
+ * the parsed body and query, and the response, for the routes that write their answer
+ * themselves (streams, pages, files, redirects).
  */
-export interface RouteCall<Caller, Body, Params = PathParams<string>> {
+export interface RouteCall<Caller, Body, Params = PathParams<string>, Query = unknown> {
   readonly request: HttpRequest;
   readonly params: Params;
   readonly caller: Caller;
   readonly body: Body;
+  /** The declared query parameters, parsed; undefined when the route declares none. */
+  readonly query: Query;
   readonly response: HttpResponse;
 }
 
@@ -225,11 +227,27 @@ export interface RefusedRequest {
 
 type BodyOf<Schema> = Schema extends z.ZodType ? z.infer<Schema> : undefined;
 
+/**
+ * What the router does with query parameters a route does not declare: refuses them (400
+ * gw_invalid_request, the default for a route that declares `query`), or ignores them
+ * (`'ignored'`).
+ */
+export type UnknownQueryParameters = 'ignored';
+
+/** The handler's `query`: the declared schema's value, parsed by the router (else undefined). */
+type QueryOf<Schema, UnknownNames> = UnknownNames extends 'ignored'
+  ? undefined
+  : Schema extends z.ZodObject
+    ? z.infer<Schema>
+    : undefined;
+
 export interface RouteDeclaration<
   Requirement extends CallerRequirement = CallerRequirement,
   BodySchema extends z.ZodType | undefined = z.ZodType | undefined,
   Deps = never,
   Path extends string = string,
+  QuerySchema extends z.ZodObject | undefined = z.ZodObject | undefined,
+  UnknownNames extends UnknownQueryParameters | undefined = UnknownQueryParameters | undefined,
 > {
   readonly method: 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH';
   /** `{name}` segments are parameters; the handler gets them typed as `params`. */
@@ -250,8 +268,26 @@ export interface RouteDeclaration<
    * gw_invalid_app_id): a body refused for one of them (missing, wrong type) answers it.
    */
   readonly bodyFieldErrors?: Readonly<Record<string, ErrorCode>>;
-  /** Query parameters, for the documentation (handlers read `request.query`). */
-  readonly query?: z.ZodObject;
+  /**
+   * The query parameters, parsed and validated by the router before the handler runs, which
+   * gets them typed as `query`: each name at most once, no name the schema lacks (decision
+   * 368), 400 gw_invalid_request naming the first problem otherwise (decision 380).
+   */
+  readonly query?: QuerySchema;
+  /**
+   * Query parameters the spec gives their own error code (`app_id`: gw_invalid_app_id): a query
+   * refused for one of them (missing) answers it, as `bodyFieldErrors` does for a body.
+   */
+  readonly queryFieldErrors?: Readonly<Record<string, ErrorCode>>;
+  /**
+   * `'ignored'`: the route takes query parameters it does not declare and ignores them, and the
+   * router neither parses nor refuses its query string; the handler reads `request.query`
+   * itself, if at all (`query` then only documents what it reads), and /openapi.json says so.
+   * For the OAuth authorization endpoint (RFC 6749 section 3.1; it also answers a repeated
+   * parameter its own way) and the inference routes (vendor SDKs add parameters of their own,
+   * such as `api-version`, which the vendors ignore too).
+   */
+  readonly unknownQueryParameters?: UnknownNames;
   readonly responses: Readonly<Record<number, ResponseDoc>>;
   /** Codes the handler itself answers with (the caller's and the body's are added); none if left out. */
   readonly errors?: readonly ErrorCode[];
@@ -291,7 +327,12 @@ export interface RouteDeclaration<
   // A method, not a function property: a list of routes with different callers and bodies
   // is then one array type (their handlers are checked where each route is declared).
   handler(
-    call: RouteCall<CallerOf<Requirement>, BodyOf<BodySchema>, PathParams<Path>>,
+    call: RouteCall<
+      CallerOf<Requirement>,
+      BodyOf<BodySchema>,
+      PathParams<Path>,
+      QueryOf<QuerySchema, UnknownNames>
+    >,
     deps: Deps,
   ): Promise<RouteResult> | RouteResult;
 }
@@ -299,16 +340,26 @@ export interface RouteDeclaration<
 /** Any declared route whose handler can be given `Deps`. */
 export type DeclaredRoute<Deps> = RouteDeclaration<CallerRequirement, z.ZodType | undefined, Deps>;
 
-/** Declares a route, inferring its caller, body and path-parameter types for the handler. */
+/**
+ * Declares a route, inferring its caller, body, query and path-parameter types for the
+ * handler.
+ */
 export function declareRoute<
   Requirement extends CallerRequirement,
   BodySchema extends z.ZodType | undefined = undefined,
   Deps = never,
   Path extends string = string,
+  QuerySchema extends z.ZodObject | undefined = undefined,
+  UnknownNames extends UnknownQueryParameters | undefined = undefined,
 >(
-  declaration: RouteDeclaration<Requirement, BodySchema, Deps, Path>,
-): RouteDeclaration<Requirement, BodySchema, Deps, Path> {
+  declaration: RouteDeclaration<Requirement, BodySchema, Deps, Path, QuerySchema, UnknownNames>,
+): RouteDeclaration<Requirement, BodySchema, Deps, Path, QuerySchema, UnknownNames> {
   return declaration;
+}
+
+/** Whether the router parses the route's query string (it declares one, and refuses others). */
+export function queryParsedByRouter(route: DeclaredRoute<never>): boolean {
+  return route.query !== undefined && route.unknownQueryParameters !== 'ignored';
 }
 
 /** A group of routes in /openapi.json: its tag, and what the group is for. */
@@ -325,7 +376,6 @@ export function inSection<Route extends DeclaredRoute<never>>(
   return routes.map((route) => Object.assign({}, route, { section })); // once, at startup
 }
 
-/** Every error code a declared route can answer with, in catalogue order of appearance. */
 /**
  * Whether no cache may keep the route's answers (`Cache-Control: no-store`): it carries a secret
  * or a profile, or it answers a signed-in dashboard user (what an organization holds: its
@@ -340,6 +390,7 @@ export function answersNoStore(route: DeclaredRoute<never>): boolean {
   );
 }
 
+/** Every error code a declared route can answer with, in catalogue order of appearance. */
 export function routeErrorCodes(route: DeclaredRoute<never>): ErrorCode[] {
   return [
     ...new Set<ErrorCode>([
@@ -350,6 +401,7 @@ export function routeErrorCodes(route: DeclaredRoute<never>): ErrorCode[] {
       ...(route.caller.kind === 'oauth_client' ? (['gw_invalid_request'] as const) : []),
       // Query and path parameters with NUL characters or lone surrogates (src/http/server.ts).
       ...(route.query || route.path.includes('{') ? (['gw_invalid_request'] as const) : []),
+      ...Object.values(route.queryFieldErrors ?? {}),
       ...(route.idempotent === true ? idempotencyErrors : []),
       ...(route.errors ?? []),
     ]),

@@ -1,8 +1,9 @@
-// Parses a query string against a zod schema into a typed value or the spec's 400 error.
+// Parses a query string against a zod schema into a typed value or the spec's 400 error. The
+// router (bind.ts) does it for every route that declares its `query`; handlers get the value.
 import type { z } from 'zod';
 import { CursorError, pageQuerySchema, pageRequest, type PageRequest } from '../../db/pages.js';
-import { gwError, isGwError, type GwError } from '../../errors.js';
-import { describeFirstIssue } from '../../validation-messages.js';
+import { gwError, isGwError, type ErrorCode, type GwError } from '../../errors.js';
+import { describeFirstIssue, firstIssueCode } from '../../validation-messages.js';
 
 /**
  * A query string's parameters by name, or the spec's 400 error for a name given twice
@@ -36,16 +37,23 @@ function quotedName(name: string): string {
   return JSON.stringify(name.length > 64 ? `${name.slice(0, 64)}…` : name);
 }
 
-/** The route's declared parameters, typed, or the spec's 400 error naming the first problem. */
+/**
+ * The route's declared parameters, typed, or the spec's 400 error naming the first problem.
+ * `fieldCodes`: parameters whose own error code the spec names (`app_id`: gw_invalid_app_id).
+ */
 export function parseQuery<Schema extends z.ZodObject>(
   query: string,
   schema: Schema,
+  fieldCodes?: Readonly<Record<string, ErrorCode>>,
 ): z.infer<Schema> | GwError {
   const parameters = queryParameters(query, schema);
   if (isGwError(parameters)) return parameters;
   const result = schema.safeParse(parameters);
   if (!result.success)
-    return gwError('gw_invalid_request', describeFirstIssue(result.error, 'query'));
+    return gwError(
+      firstIssueCode(result.error, fieldCodes),
+      describeFirstIssue(result.error, 'query'),
+    );
   return result.data;
 }
 

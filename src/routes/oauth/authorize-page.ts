@@ -37,6 +37,9 @@ export const authorizePageRoute = declareRoute({
     'OAuth authorization request (code flow with PKCE S256): the consent page, or the sign-in page first; a bad parameter gets a page linking back to the app with the error, never a redirect',
   caller: { kind: 'optional_session' },
   query: authorizationQuerySchema,
+  // RFC 6749 section 3.1: unrecognised parameters are ignored. The handler reads the query
+  // itself: a repeated or bad parameter gets the page back to the app, not a plain 400.
+  unknownQueryParameters: 'ignored',
   responses: {
     200: { description: 'the consent page (HTML)' },
     302: { description: 'to the sign-in page (no session)' },

@@ -1,13 +1,13 @@
 // GET /product-users/by-external-id: a product user's profile (never creates one).
 import { isGwError } from '../../errors.js';
 import { declareRoute } from '../framework/declaration.js';
-import { queryParameters } from '../framework/query.js';
 import { productUserSchema } from '../schemas.js';
 import {
   BASE,
   byExternalIdQuery,
   findNamedUser,
   identityErrors,
+  identityFieldErrors,
   type ProductUserRouteDeps,
 } from './lookup.js';
 
@@ -17,12 +17,11 @@ export const getProductUserRoute = declareRoute({
   summary: "A product user's profile: allowance, cap, credits, usage (never creates one)",
   caller: { kind: 'service_key', scope: 'product_users:read' },
   query: byExternalIdQuery,
+  queryFieldErrors: identityFieldErrors,
   answerCarriesSecret: true,
   responses: { 200: { description: 'the product user', schema: productUserSchema } },
   errors: [...identityErrors, 'gw_product_user_not_found'],
-  async handler({ request, caller }, deps: { productUsers: ProductUserRouteDeps }) {
-    const query = queryParameters(request.query, byExternalIdQuery);
-    if (isGwError(query)) return query;
+  async handler({ query, caller }, deps: { productUsers: ProductUserRouteDeps }) {
     const user = await findNamedUser(deps.productUsers, caller, query);
     if (isGwError(user)) return user;
     return await deps.productUsers.profiles.profile(user);

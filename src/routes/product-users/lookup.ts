@@ -77,10 +77,7 @@ export async function identifyUser(
   return { appId, externalUserId };
 }
 
-/**
- * The user an `app_id` and `external_user_id` name: a read's query string (each parameter
- * once: queryParameters) or a grant's body.
- */
+/** The user an `app_id` and `external_user_id` name: a read's query or a grant's body. */
 export async function findNamedUser(
   deps: ProductUserRouteDeps,
   caller: ServiceKeyIdentity,

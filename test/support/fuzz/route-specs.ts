@@ -645,6 +645,16 @@ export const dashboardRouteSpecs: readonly RouteSpec[] = [
     weight: 1,
     query: page,
   },
+  {
+    method: 'GET',
+    path: '/dashboard/api/user/activity',
+    auth: 'session',
+    weight: 1,
+    query: (_target, random) => ({
+      limit: String(1 + random.int(50)),
+      ...(random.chance(0.3) && { cursor: String(random.int(1_000_000)) }),
+    }),
+  },
   dashboardWrite(
     'POST',
     '/dashboard/api/user/invitations/{invitation_id}/accept',
@@ -767,16 +777,6 @@ export const dashboardRouteSpecs: readonly RouteSpec[] = [
     auth: 'session',
     weight: 0.5,
     params: ofServiceKey,
-  },
-  {
-    method: 'GET',
-    path: '/dashboard/api/user/activity',
-    auth: 'session',
-    weight: 1,
-    query: (_target, random) => ({
-      limit: String(1 + random.int(50)),
-      ...(random.chance(0.3) && { cursor: String(random.int(1_000_000)) }),
-    }),
   },
   {
     method: 'GET',

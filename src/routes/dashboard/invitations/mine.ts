@@ -5,7 +5,7 @@ import type { DbPool } from '../../../db/pool.js';
 import { pageQuerySchema } from '../../../db/pages.js';
 import { isGwError } from '../../../errors.js';
 import { declareRoute } from '../../framework/declaration.js';
-import { parsePage } from '../../framework/query.js';
+import { pageOfQuery } from '../../framework/query.js';
 import { pageOf } from '../schemas.js';
 import { invitationSchema } from './schema.js';
 
@@ -19,8 +19,8 @@ export const myInvitationsRoute = declareRoute({
     200: { description: 'pending invitations, oldest first', schema: pageOf(invitationSchema) },
   },
   errors: ['gw_invalid_request'],
-  async handler({ request, caller }, deps: { readonly db: DbPool }) {
-    const page = parsePage(request.query);
+  async handler({ query, caller }, deps: { readonly db: DbPool }) {
+    const page = pageOfQuery(query);
     if (isGwError(page)) return page;
     const { rows, nextCursor } = await listInvitationsFor(deps.db, caller.user.email, page);
     const now = Date.now();

@@ -3,10 +3,8 @@
 // attempts (time, status, latency, the first bytes of the answer).
 import { z } from 'zod';
 import { newestFirstPageQuerySchema } from '../../../db/pages.js';
-import { isGwError } from '../../../errors.js';
 import { listDeliveries } from '../../../webhooks/delivery-log.js';
 import { declareRoute } from '../../framework/declaration.js';
-import { parseQuery } from '../../framework/query.js';
 import { inOrg, pageOf } from '../schemas.js';
 import { deliverySchema, WEBHOOK_PATH, type WebhookRouteDeps } from './schema.js';
 
@@ -22,9 +20,7 @@ export const webhookDeliveriesRoute = declareRoute({
   query: deliveriesQuery,
   responses: { 200: { description: 'deliveries', schema: pageOf(deliverySchema) } },
   errors: ['gw_invalid_request', 'gw_not_found'],
-  async handler({ request, params, caller }, deps: { readonly webhooks: WebhookRouteDeps }) {
-    const query = parseQuery(request.query, deliveriesQuery);
-    if (isGwError(query)) return query;
+  async handler({ query, params, caller }, deps: { readonly webhooks: WebhookRouteDeps }) {
     return await listDeliveries(deps.webhooks.db, caller.org.id, params.webhook_id, {
       limit: query.limit,
       before: query.cursor ?? null,
