@@ -6,7 +6,7 @@
 // doubles, until its link expires. An instance that dies mid-attempt loses its connection, and
 // Postgres ends the transaction: the row is due again for the others (at least once).
 import { openFromText } from '../credentials/sealed-text.js';
-import type { SecretBox } from '../credentials/secret-box.js';
+import { SecretBoxError, type SecretBox } from '../credentials/secret-box.js';
 import type { DbClient, DbPool } from '../db/pool.js';
 import type { Logger } from '../log.js';
 import type { DeliveryResult, MailPurpose, MailTransport } from './mailer.js';
@@ -199,10 +199,11 @@ export class OutboxSender {
       // Sealed under a master key this instance does not have (a rotation that dropped the
       // previous key too soon): no instance with this configuration can send it.
       await remove();
-      this.logger.error(
-        { purpose, reason: (error as Error).message },
-        'an e-mail could not be sent: it cannot be opened',
-      );
+      // SecretBoxError's reason names a key id at most; anything else (the opened text not
+      // being the JSON gw wrote) could quote the text itself.
+      const reason =
+        error instanceof SecretBoxError ? error.message : "the opened message is not gw's JSON";
+      this.logger.error({ purpose, reason }, 'an e-mail could not be sent: it cannot be opened');
       return 'failed';
     }
     const result = await this.transport.deliver({ purpose, ...mail });
