@@ -6,6 +6,8 @@
 // gateway was killed or stopped), each message goes once however many gateways send, and one
 // whose link no longer works is dropped, never sent.
 import { afterEach, describe, expect, it } from 'vitest';
+import { sealToText } from '../src/credentials/sealed-text.js';
+import { parseMasterKeys } from '../src/credentials/secret-box.js';
 import { isolatedContext } from './support/context.js';
 import { DashboardClient, TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
 import {
@@ -308,8 +310,13 @@ describe('the e-mail outbox', () => {
   );
 
   it(
-    'drops rows no key opens (a dropped master key, a damaged or huge value) without holding up the mail behind them, and logs none of their content',
+    'drops rows no key opens (a dropped master key, a damaged or huge value) or that open to no message without holding up the mail behind them, and logs none of their content',
     async () => {
+      const box = parseMasterKeys(
+        env.CREDENTIALS_MASTER_KEY,
+        env.CREDENTIALS_MASTER_KEY_ID!,
+        undefined,
+      )!;
       const smtpPort = await freePort();
       const mail = await catcherOn(smtpPort);
       const gateway = await mailingGateway(smtpPort);
@@ -320,6 +327,9 @@ describe('the e-mail outbox', () => {
         `${env.CREDENTIALS_MASTER_KEY_ID}:AAAAAAAAAAAAAAAA:AAAAAAAAAAAAAAAAAAAAAA==:c2VjcmV0`, // tampered
         `${env.CREDENTIALS_MASTER_KEY_ID}:::`, // damaged
         'x'.repeat(2_000_000), // huge
+        // Opened, but not a message: it would fail at the SMTP server, and be retried a day.
+        sealToText(box, 'null'),
+        sealToText(box, JSON.stringify({ to: 7, subject: 'c2VjcmV0', text: 'c2VjcmV0' })),
       ];
       const { rows } = await db.query<{ id: string }>(
         `INSERT INTO email_outbox (purpose, sealed_message, expires_at, next_attempt_at)
