@@ -77,7 +77,7 @@ export async function runIdempotently(
     case 'abandoned':
       return gwError(
         'gw_conflict',
-        `the first request with this Idempotency-Key started at ${claim.startedAt} and never answered (the gateway serving it stopped mid-request); it may or may not have taken effect: check, then use a new key`,
+        `the first request with this Idempotency-Key started at ${claim.startedAt} and its answer was never recorded (the gateway serving it stopped, or lost Postgres, mid-request); it may or may not have taken effect: check, then use a new key`,
       );
     case 'unopenable':
       return gwError(
