@@ -199,11 +199,13 @@ describe('gw credentials', () => {
       rewrapped: number;
       current_key_id: string;
       webhook_secrets_rewrapped: number;
+      idempotent_answers_rewrapped: number;
     }>(['credentials', 'rewrap', '--org-id', other.org_id], rotatedEnv);
     expect(rewrap).toEqual({
       rewrapped: 1,
       current_key_id: 'test-k2',
       webhook_secrets_rewrapped: 1,
+      idempotent_answers_rewrapped: 0,
     });
     const { rows: hooks } = await db.query<{ secret_sealed: string }>(
       'SELECT secret_sealed FROM webhook_endpoints WHERE id = $1',

@@ -1,7 +1,9 @@
 // The dashboard's create forms send an Idempotency-Key (decision 372), in a real browser against
 // a started gateway: when the answer to "Create app" is lost on the way back (the app was made),
 // sending the form again reuses the submission's key, so the gateway answers the first answer
-// and the organization has one app, not two; the next submission gets a new key.
+// and the organization has one app, not two; the next submission gets a new key. A form sent
+// twice in one frame sends one request; a retry told "still being processed" (409 with
+// Retry-After: an earlier send still runs) keeps the key for the next retry (decision 379).
 import type { Browser, Page, Request } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -15,6 +17,7 @@ import {
 import { isolatedContext } from './support/context.js';
 import { TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
 import { runCliJson, startGateway, type GatewayProcess } from './support/processes.js';
+import { requestFingerprint } from '../src/idempotency/store.js';
 
 const { env, db } = isolatedContext('dash-ui-idem');
 const email = uniqueEmail('ui-idem');
@@ -24,6 +27,7 @@ let browser: Browser;
 let window: BrowserWindow;
 let page: Page;
 let orgId: string;
+let userId: string;
 
 beforeAll(async () => {
   [gateway, launched] = await Promise.all([
@@ -31,11 +35,12 @@ beforeAll(async () => {
     launchBrowser(),
   ]);
   browser = launched.browser;
-  ({ personal_org_id: orgId } = await runCliJson<{ personal_org_id: string }>(
-    ['admin', 'create-user', '--email', email, '--password-stdin'],
-    env,
-    { stdin: TEST_PASSWORD },
-  ));
+  ({ personal_org_id: orgId, user_id: userId } = await runCliJson<{
+    personal_org_id: string;
+    user_id: string;
+  }>(['admin', 'create-user', '--email', email, '--password-stdin'], env, {
+    stdin: TEST_PASSWORD,
+  }));
   window = await openWindow(browser);
   page = window.page;
 });
@@ -103,5 +108,96 @@ describe('a create form', () => {
     expect(creates).toHaveLength(3);
     expect(creates[2]!.headers()['idempotency-key']).not.toBe(first);
     expect(await appIds('Second app')).toHaveLength(1);
+  });
+
+  it('sent twice in one frame sends one request and makes one app', async () => {
+    const appsPath = `/dashboard/api/orgs/${orgId}/apps`;
+    const creates: Request[] = [];
+    const onRequest = (request: Request): void => {
+      if (request.method() === 'POST' && new URL(request.url()).pathname === appsPath) {
+        creates.push(request);
+      }
+    };
+    page.on('request', onRequest);
+    try {
+      await page.getByLabel('App name').fill('Double submit');
+      // Both before the page re-renders its button as busy: what a fast double click can do.
+      await page.locator('form[aria-labelledby="create-app-heading"]').evaluate((form) => {
+        const submitted = form as unknown as { requestSubmit(): void };
+        submitted.requestSubmit();
+        submitted.requestSubmit();
+      });
+      await page.getByRole('link', { name: 'Double submit' }).waitFor();
+      expect(creates).toHaveLength(1);
+      expect(await appIds('Double submit')).toHaveLength(1);
+    } finally {
+      page.off('request', onRequest);
+    }
+  });
+
+  it('told "still being processed" keeps its key: the retry once the first has run replays it', async () => {
+    await page.unrouteAll();
+    const appsPath = `/dashboard/api/orgs/${orgId}/apps`;
+    const name = 'Slow first';
+    const creates: Request[] = [];
+    const onRequest = (request: Request): void => {
+      if (request.method() === 'POST' && new URL(request.url()).pathname === appsPath) {
+        creates.push(request);
+      }
+    };
+    page.on('request', onRequest);
+    // The first send is lost on the way (the page hears nothing) while the gateway runs it.
+    let lose = true;
+    await page.route(`**${appsPath}`, async (route) => {
+      if (route.request().method() !== 'POST' || !lose) return route.continue();
+      lose = false;
+      await route.abort('failed');
+    });
+    try {
+      await page.getByLabel('App name').fill(name);
+      await page.getByRole('button', { name: 'Create app' }).click();
+      await page.getByText('The gateway could not be reached.').waitFor();
+      const key = creates[0]!.headers()['idempotency-key']!;
+      // What the gateway holds while that first request runs: the key, claimed.
+      await db.query(
+        `INSERT INTO idempotency_keys (org_id, caller, route, key, request_hash, state, expires_at)
+         VALUES ($1, $2, 'POST /dashboard/api/orgs/{org_id}/apps', $3, $4, 'running',
+                 now() + interval '1 day')`,
+        [orgId, `user:${userId}`, key, requestFingerprint(appsPath, { name })],
+      );
+
+      await page.getByRole('button', { name: 'Create app' }).click();
+      await page.getByText('still being processed').waitFor();
+      expect(creates).toHaveLength(2);
+      expect(creates[1]!.headers()['idempotency-key']).toBe(key);
+
+      // The first request finishes on the gateway: the app is made under its key.
+      await db.query('DELETE FROM idempotency_keys WHERE org_id = $1 AND key = $2', [orgId, key]);
+      const csrf = (await (await page.request.get(`${gateway.url}/auth/csrf`)).json()) as {
+        csrf_token: string;
+      };
+      const first = await page.request.post(`${gateway.url}${appsPath}`, {
+        headers: {
+          'x-csrf-token': csrf.csrf_token,
+          'idempotency-key': key,
+          origin: gateway.url,
+        },
+        data: { name },
+      });
+      expect(first.status()).toBe(201);
+
+      // The user tries once more: the same key, so the first answer, not a second app.
+      await page.getByRole('button', { name: 'Create app' }).click();
+      await page.getByRole('link', { name }).waitFor();
+      expect(creates).toHaveLength(3); // the page's own (the send above is not the page's)
+      const retry = creates[2]!;
+      expect(retry.headers()['idempotency-key']).toBe(key);
+      expect((await retry.response())?.headers()['idempotent-replayed']).toBe('true');
+      expect(await appIds(name)).toHaveLength(1);
+      await screenshot(page, 'idempotent-create-kept-key');
+    } finally {
+      page.off('request', onRequest);
+      await page.unrouteAll();
+    }
   });
 });

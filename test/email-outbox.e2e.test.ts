@@ -6,6 +6,8 @@
 // gateway was killed or stopped), each message goes once however many gateways send, and one
 // whose link no longer works is dropped, never sent.
 import { afterEach, describe, expect, it } from 'vitest';
+import { sealToText } from '../src/credentials/sealed-text.js';
+import { parseMasterKeys } from '../src/credentials/secret-box.js';
 import { isolatedContext } from './support/context.js';
 import { DashboardClient, TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
 import {
@@ -303,6 +305,63 @@ describe('the e-mail outbox', () => {
         .split('\n')
         .find((entry) => entry.includes('an e-mail was given up'));
       expect(JSON.parse(line!)).toMatchObject({ purpose: 'password_reset' });
+    },
+    TEST_TIMEOUT_MS,
+  );
+
+  it(
+    'drops rows no key opens (a dropped master key, a damaged or huge value) or that open to no message without holding up the mail behind them, and logs none of their content',
+    async () => {
+      const box = parseMasterKeys(
+        env.CREDENTIALS_MASTER_KEY,
+        env.CREDENTIALS_MASTER_KEY_ID!,
+        undefined,
+      )!;
+      const smtpPort = await freePort();
+      const mail = await catcherOn(smtpPort);
+      const gateway = await mailingGateway(smtpPort);
+      const failedBefore = await resetMails(gateway, 'failed');
+      // Due before any real message: a claim in due order meets them first.
+      const poisoned = [
+        'gone-k0:AAAAAAAAAAAAAAAA:AAAAAAAAAAAAAAAAAAAAAA==:c2VjcmV0', // a key no longer kept
+        `${env.CREDENTIALS_MASTER_KEY_ID}:AAAAAAAAAAAAAAAA:AAAAAAAAAAAAAAAAAAAAAA==:c2VjcmV0`, // tampered
+        `${env.CREDENTIALS_MASTER_KEY_ID}:::`, // damaged
+        'x'.repeat(2_000_000), // huge
+        // Opened, but not a message: it would fail at the SMTP server, and be retried a day.
+        sealToText(box, 'null'),
+        sealToText(box, JSON.stringify({ to: 7, subject: 'c2VjcmV0', text: 'c2VjcmV0' })),
+      ];
+      const { rows } = await db.query<{ id: string }>(
+        `INSERT INTO email_outbox (purpose, sealed_message, expires_at, next_attempt_at)
+         SELECT 'password_reset', sealed, now() + interval '1 day', now() - interval '1 hour'
+           FROM unnest($1::text[]) AS sealed
+         RETURNING id::text`,
+        [poisoned],
+      );
+      const email = await newUser('Behind-poison');
+      await requestReset(gateway, email);
+
+      await eventually(
+        () => Promise.resolve(mail.to(email).length === 1 ? true : undefined),
+        ARRIVAL_TIMEOUT_MS,
+      );
+      await eventually(outboxIsEmpty, ARRIVAL_TIMEOUT_MS);
+      const { rows: left } = await db.query(
+        'SELECT 1 FROM email_outbox WHERE id = ANY($1::bigint[])',
+        [rows.map((row) => row.id)],
+      );
+      expect(left).toEqual([]);
+      await expect.poll(() => resetMails(gateway, 'failed')).toBe(failedBefore + poisoned.length);
+      const lines = gateway
+        .output()
+        .split('\n')
+        .filter((entry) => entry.includes('it cannot be opened'));
+      expect(lines).toHaveLength(poisoned.length);
+      for (const line of lines) {
+        expect(JSON.parse(line)).toMatchObject({ purpose: 'password_reset' });
+        expect(line).not.toContain('c2VjcmV0');
+        expect(line).not.toContain('xxxx');
+      }
     },
     TEST_TIMEOUT_MS,
   );

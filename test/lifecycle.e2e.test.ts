@@ -1,7 +1,7 @@
 // Process lifecycle: bad config stops boot with a clear message, SIGTERM drains in-flight
 // streams, and a killed instance loses no usage record.
 import { spawn } from 'node:child_process';
-import { createServer, type AddressInfo } from 'node:net';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { us_listen_socket } from 'uWebSockets.js';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -129,6 +129,48 @@ describe('a public port another gateway holds', () => {
       holder.release();
     }
   }, 90_000);
+});
+
+describe('a restart on the same PORT', () => {
+  /** Requests over a kept-alive connection the gateway closes as it stops (its side: TIME_WAIT). */
+  async function keepAliveRequests(port: number): Promise<void> {
+    const socket = connect(port, '127.0.0.1');
+    await new Promise<void>((resolve, reject) => {
+      socket.once('connect', resolve);
+      socket.once('error', reject);
+    });
+    for (let index = 0; index < 3; index += 1) {
+      socket.write(`GET /healthz HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\n\r\n`);
+      await new Promise((resolve) => socket.once('data', resolve));
+    }
+    // Left open: the stopping gateway closes it first.
+    socket.on('error', () => undefined);
+  }
+
+  it.each(['1', '2'])(
+    'starts at once after the old gateway stopped (GATEWAY_WORKERS=%s), whatever its closed connections left',
+    async (workers) => {
+      const port = await freePort();
+      const settings = {
+        ...env,
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        GATEWAY_WORKERS: workers,
+        METRICS_ENABLED: 'false',
+      };
+      const old = await startGatewayProcess(settings);
+      await keepAliveRequests(port);
+      expect(await old.stop()).toBe(0);
+      const next = await startGatewayProcess(settings);
+      try {
+        expect(next.port).toBe(port);
+        expect((await fetch(`${next.url}/healthz`)).status).toBe(200);
+      } finally {
+        expect(await next.stop()).toBe(0);
+      }
+    },
+    120_000,
+  );
 });
 
 describe('the gw binary', () => {

@@ -374,6 +374,54 @@ describe('rotating a client secret in the dashboard API', () => {
   });
 });
 
+describe('rotations racing each other and a delete', () => {
+  it('five at once: three are kept (each audited), the others 409; every secret handed out authenticates', async () => {
+    const client = await registerClient();
+    const answers = await Promise.all(
+      Array.from({ length: 5 }, () =>
+        makerAdmin.post<OAuthClientView & ErrorBody>(rotatePath(client.client_id), {
+          grace_seconds: 3600,
+        }),
+      ),
+    );
+    const rotated = answers.filter((answer) => answer.status === 200);
+    const refused = answers.filter((answer) => answer.status !== 200);
+    expect(rotated).toHaveLength(3);
+    expect(refused.map((answer) => [answer.status, answer.body.error.code])).toEqual([
+      [409, 'gw_conflict'],
+      [409, 'gw_conflict'],
+    ]);
+    // The original and every secret an admin was shown: none was silently lost to a race.
+    for (const secret of [client.client_secret!, ...rotated.map((a) => a.body.client_secret!)]) {
+      expect((await tokenAnswerWith(client, secret)).body.error).toBe('invalid_grant');
+    }
+    const stored = await storedSecrets(client.client_id);
+    expect(stored.retired).toHaveLength(3);
+    const { rows: audit } = await db.query(
+      `SELECT 1 FROM dashboard_audit_log WHERE object_id = $1 AND action = 'oauth_client.rotate_secret'`,
+      [client.client_id],
+    );
+    expect(audit).toHaveLength(3);
+  });
+
+  it('racing a delete: whichever wins, no secret authenticates once the client is deleted', async () => {
+    const client = await registerClient();
+    const [rotation, deletion] = await Promise.all([
+      makerAdmin.post<OAuthClientView>(rotatePath(client.client_id), { grace_seconds: 3600 }),
+      makerAdmin.request('DELETE', `/dashboard/api/oauth-clients/${client.client_id}`),
+    ]);
+    expect(deletion.status).toBe(200);
+    expect([200, 404]).toContain(rotation.status);
+    const secrets = [client.client_secret!];
+    if (rotation.status === 200) secrets.push(rotation.body.client_secret!);
+    for (const secret of secrets) {
+      const answer = await tokenAnswerWith(client, secret);
+      expect(answer.status).toBe(401);
+      expect(answer.body.error).toBe('invalid_client');
+    }
+  });
+});
+
 describe('gw oauth-client rotate-secret', () => {
   it('prints the new secret once; --grace-seconds 0 stops the old one; a public client and a bad grace are usage errors', async () => {
     const client = await createOAuthClient(env, maker.app_id, [CALLBACK]);

@@ -15,6 +15,7 @@ import { startMockVendors } from '../mock-vendors/server.js';
 import { SecretBoxError } from '../credentials/secret-box.js';
 import { writtenCredential } from '../credentials/written-credential.js';
 import { rewrapSigningSecrets } from '../webhooks/sealed-secret.js';
+import { rewrapIdempotentAnswers } from '../idempotency/store.js';
 import { CLI_ACTOR, type CliContext } from './context.js';
 import { readVendorKey } from './password-input.js';
 import {
@@ -40,7 +41,7 @@ gw credentials update --id ID [--name N] [--model-policy P] [--priority 2] [--ro
   (a policy written is warned of as add does)
 gw credentials disable|enable|delete --id ID   (delete also revokes its grants)
 gw credentials grant|revoke-grant --id ID --app-connection-id C
-gw credentials rewrap [--org-id O]             re-encrypts credentials and webhook signing secrets
+gw credentials rewrap [--org-id O]             re-encrypts credentials, webhook signing secrets and stored create answers
                                                under the current master key
   (set the new key as CREDENTIALS_MASTER_KEY/_ID and the old one in CREDENTIALS_PREVIOUS_KEYS)`;
 
@@ -85,7 +86,12 @@ export async function credentialsCommand(context: CliContext, argv: string[]): P
     const result = await run(store, context.db, action, { ...named, secret });
     if (action === 'rewrap' && box) {
       const webhooks = await rewrapSigningSecrets(context.db, box, values['org-id']);
-      printJson({ ...(result as object), webhook_secrets_rewrapped: webhooks });
+      const answers = await rewrapIdempotentAnswers(context.db, box, values['org-id']);
+      printJson({
+        ...(result as object),
+        webhook_secrets_rewrapped: webhooks,
+        idempotent_answers_rewrapped: answers,
+      });
       return;
     }
     printJson(result);

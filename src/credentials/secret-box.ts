@@ -10,6 +10,9 @@ export interface SealedSecret {
   readonly authTag: Buffer;
 }
 
+/** What a master key id looks like (CREDENTIALS_MASTER_KEY_ID, src/config.ts). */
+const KEY_ID_FORM = /^[\w.-]{1,32}$/;
+
 export class SecretBoxError extends Error {
   override readonly name = 'SecretBoxError';
 }
@@ -50,15 +53,22 @@ export class SecretBox {
     return { keyId: this.currentKeyId, iv, ciphertext, authTag: cipher.getAuthTag() };
   }
 
+  /** Opens what seal() sealed; a damaged value or another key's is a SecretBoxError. */
   open(sealed: SealedSecret): string {
+    // The id comes from stored data: named only when it can be one (CREDENTIALS_MASTER_KEY_ID's
+    // form), so a damaged value never ends up, whole, in a log line or an answer.
+    const keyName = KEY_ID_FORM.test(sealed.keyId)
+      ? sealed.keyId
+      : 'an id no master key can have (the value is damaged)';
     const key = this.keys.get(sealed.keyId);
-    if (!key) throw new SecretBoxError(`master key ${sealed.keyId} is not configured`);
-    const decipher = createDecipheriv('aes-256-gcm', key, sealed.iv);
-    decipher.setAuthTag(sealed.authTag);
+    if (!key) throw new SecretBoxError(`master key ${keyName} is not configured`);
     try {
+      const decipher = createDecipheriv('aes-256-gcm', key, sealed.iv);
+      decipher.setAuthTag(sealed.authTag);
       return Buffer.concat([decipher.update(sealed.ciphertext), decipher.final()]).toString('utf8');
     } catch {
-      throw new SecretBoxError(`a credential sealed under ${sealed.keyId} failed authentication`);
+      // A wrong tag, or an IV or tag of the wrong length (a damaged value).
+      throw new SecretBoxError(`a credential sealed under ${keyName} failed authentication`);
     }
   }
 }

@@ -6,8 +6,9 @@
 // doubles, until its link expires. An instance that dies mid-attempt loses its connection, and
 // Postgres ends the transaction: the row is due again for the others (at least once).
 import { openFromText } from '../credentials/sealed-text.js';
-import type { SecretBox } from '../credentials/secret-box.js';
+import { SecretBoxError, type SecretBox } from '../credentials/secret-box.js';
 import type { DbClient, DbPool } from '../db/pool.js';
+import { isJsonObject } from '../json-shapes.js';
 import type { Logger } from '../log.js';
 import type { DeliveryResult, MailPurpose, MailTransport } from './mailer.js';
 import type { SealedMail } from './outbox.js';
@@ -63,6 +64,15 @@ const CLAIM = `
    ORDER BY o.next_attempt_at
    LIMIT 1
    FOR UPDATE OF o SKIP LOCKED`;
+
+/** The opened message, if it is what MailOutbox sealed (else it would be retried for a day). */
+function sealedMailOf(opened: unknown): SealedMail {
+  const { to, subject, text } = (isJsonObject(opened) ? opened : {}) as Record<string, unknown>;
+  if (typeof to !== 'string' || typeof subject !== 'string' || typeof text !== 'string') {
+    throw new Error('not a sealed message');
+  }
+  return { to, subject, text };
+}
 
 export class OutboxSender {
   private running = false;
@@ -194,15 +204,18 @@ export class OutboxSender {
     }
     let mail: SealedMail;
     try {
-      mail = JSON.parse(openFromText(this.box, claimed.sealed_message)) as SealedMail;
+      mail = sealedMailOf(JSON.parse(openFromText(this.box, claimed.sealed_message)));
     } catch (error) {
       // Sealed under a master key this instance does not have (a rotation that dropped the
       // previous key too soon): no instance with this configuration can send it.
       await remove();
-      this.logger.error(
-        { purpose, reason: (error as Error).message },
-        'an e-mail could not be sent: it cannot be opened',
-      );
+      // SecretBoxError's reason names a key id at most; anything else (the opened text not
+      // being the JSON gw wrote) could quote the text itself.
+      const reason =
+        error instanceof SecretBoxError
+          ? error.message
+          : 'the opened text is not a message gw sealed';
+      this.logger.error({ purpose, reason }, 'an e-mail could not be sent: it cannot be opened');
       return 'failed';
     }
     const result = await this.transport.deliver({ purpose, ...mail });

@@ -1,9 +1,10 @@
-// Idempotency keys in Postgres (decision 372, migration 062): a key an organization sends to a
-// route is claimed before the route runs, then completed with the route's answer, released when
+// Idempotency keys in Postgres (decision 372, migrations 062 and 066): a key a caller (a
+// dashboard user, a service key) sends to a route of an organization is claimed before the
+// route runs, then completed with the route's answer, released when
 // the route refused the request (a 4xx changed nothing), or marked failed when the route broke
 // (its effect unknown: never run again under that key). The answer is sealed with the
 // credentials master key; without one, an answer holding a secret is not kept at all.
-import type { SecretBox } from '../credentials/secret-box.js';
+import { SecretBoxError, type SecretBox } from '../credentials/secret-box.js';
 import type { DbPool } from '../db/pool.js';
 import { sha256Hex } from '../ids.js';
 import { isJsonObject } from '../json-shapes.js';
@@ -12,9 +13,18 @@ import { openFromText, sealToText } from '../credentials/sealed-text.js';
 /** How long a key is remembered (Stripe keeps them 24 hours). */
 export const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60 * 1000;
 
-/** One key of one organization at one route, and the request it came with. */
+/**
+ * How long a first request may run before its key is taken for abandoned: its instance died
+ * (or lost Postgres) between the claim and the answer. Far past what a create takes: a few
+ * Postgres statements (each bounded by DATABASE_TIMEOUT_MS, 10 s by default) and Redis calls.
+ */
+export const IDEMPOTENCY_KEY_ABANDONED_AFTER_MS = 10 * 60 * 1000;
+
+/** One key of one caller in one organization at one route, and the request it came with. */
 export interface IdempotentRequest {
   readonly orgId: string;
+  /** Whose key it is: `user:<id>` (a dashboard user) or `service_key:<id>`. */
+  readonly caller: string;
   /** The declared route, `POST /dashboard/api/orgs/{org_id}/apps`. */
   readonly route: string;
   readonly key: string;
@@ -32,6 +42,13 @@ export type Claim =
   | { readonly kind: 'unreplayable' }
   /** The first request with the key is still running. */
   | { readonly kind: 'running' }
+  /**
+   * The first request started `startedAt` and never answered (past the abandoned bound): its
+   * instance stopped mid-request, its effect is unknown.
+   */
+  | { readonly kind: 'abandoned'; readonly startedAt: string }
+  /** The first request succeeded, but its answer was sealed under a master key no longer kept. */
+  | { readonly kind: 'unopenable' }
   /** The first request with the key failed with an internal error: its effect is unknown. */
   | { readonly kind: 'failed' }
   /** The key came with another request (path or body). */
@@ -70,6 +87,9 @@ function canonicalJson(value: unknown): string {
 interface KeyRow {
   request_hash: string;
   state: 'running' | 'done' | 'failed';
+  /** Running past the abandoned bound. */
+  abandoned: boolean;
+  started_at: string;
   status: number | null;
   answer_sealed: string | null;
   answer_clear: unknown;
@@ -83,26 +103,38 @@ export class IdempotencyStore implements IdempotencyKeys {
     private readonly db: DbPool,
     private readonly box: SecretBox | undefined,
     private readonly ttlMs: number = IDEMPOTENCY_KEY_TTL_MS,
+    private readonly abandonedAfterMs: number = IDEMPOTENCY_KEY_ABANDONED_AFTER_MS,
   ) {}
 
   async claim(request: IdempotentRequest): Promise<Claim> {
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt += 1) {
       // A key past its expiry is a new key: its row is taken over in the same statement.
       const { rowCount } = await this.db.query(
-        `INSERT INTO idempotency_keys (org_id, route, key, request_hash, state, expires_at)
-         VALUES ($1, $2, $3, $4, 'running', now() + $5 * interval '1 millisecond')
-         ON CONFLICT (org_id, route, key) DO UPDATE
+        `INSERT INTO idempotency_keys (org_id, caller, route, key, request_hash, state, expires_at)
+         VALUES ($1, $6, $2, $3, $4, 'running', now() + $5 * interval '1 millisecond')
+         ON CONFLICT (org_id, caller, route, key) DO UPDATE
             SET request_hash = EXCLUDED.request_hash, state = 'running', status = NULL,
                 answer_sealed = NULL, answer_clear = NULL, created_at = now(),
                 expires_at = EXCLUDED.expires_at
           WHERE idempotency_keys.expires_at <= now()`,
-        [request.orgId, request.route, request.key, request.requestHash, this.ttlMs],
+        [
+          request.orgId,
+          request.route,
+          request.key,
+          request.requestHash,
+          this.ttlMs,
+          request.caller,
+        ],
       );
       if (rowCount === 1) return { kind: 'claimed' };
       const { rows } = await this.db.query<KeyRow>(
-        `SELECT request_hash, state, status, answer_sealed, answer_clear FROM idempotency_keys
-          WHERE org_id = $1 AND route = $2 AND key = $3 AND expires_at > now()`,
-        [request.orgId, request.route, request.key],
+        `SELECT request_hash, state, status, answer_sealed, answer_clear,
+                to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS started_at,
+                state = 'running' AND created_at <= now() - $5 * interval '1 millisecond'
+                  AS abandoned
+           FROM idempotency_keys
+          WHERE org_id = $1 AND caller = $4 AND route = $2 AND key = $3 AND expires_at > now()`,
+        [request.orgId, request.route, request.key, request.caller, this.abandonedAfterMs],
       );
       const row = rows[0];
       if (!row) continue; // released (or expired) in between: claim again
@@ -114,12 +146,21 @@ export class IdempotencyStore implements IdempotencyKeys {
 
   private found(row: KeyRow, request: IdempotentRequest): Claim {
     if (row.request_hash !== request.requestHash) return { kind: 'reused' };
+    if (row.abandoned) return { kind: 'abandoned', startedAt: row.started_at };
     if (row.state === 'running') return { kind: 'running' };
     if (row.state === 'failed') return { kind: 'failed' };
     if (row.answer_sealed !== null) {
       if (!this.box) return { kind: 'unreplayable' };
-      const body = JSON.parse(openFromText(this.box, row.answer_sealed)) as unknown;
-      return { kind: 'replay', status: row.status!, body };
+      let opened: string;
+      try {
+        opened = openFromText(this.box, row.answer_sealed);
+      } catch (error) {
+        // Sealed under a master key dropped since (a rotation without `gw credentials
+        // rewrap`, or its previous key removed too soon): answered, never a 500 on each retry.
+        if (error instanceof SecretBoxError) return { kind: 'unopenable' };
+        throw error;
+      }
+      return { kind: 'replay', status: row.status!, body: JSON.parse(opened) as unknown };
     }
     if (row.answer_clear !== null) {
       return { kind: 'replay', status: row.status!, body: row.answer_clear };
@@ -138,7 +179,8 @@ export class IdempotencyStore implements IdempotencyKeys {
     await this.db.query(
       `UPDATE idempotency_keys
           SET state = 'done', status = $5, answer_sealed = $6, answer_clear = $7::jsonb
-        WHERE org_id = $1 AND route = $2 AND key = $3 AND request_hash = $4 AND state = 'running'`,
+        WHERE org_id = $1 AND caller = $8 AND route = $2 AND key = $3 AND request_hash = $4
+          AND state = 'running'`,
       [
         request.orgId,
         request.route,
@@ -147,6 +189,7 @@ export class IdempotencyStore implements IdempotencyKeys {
         answer.status,
         sealed,
         clear,
+        request.caller,
       ],
     );
   }
@@ -154,16 +197,18 @@ export class IdempotencyStore implements IdempotencyKeys {
   async release(request: IdempotentRequest): Promise<void> {
     await this.db.query(
       `DELETE FROM idempotency_keys
-        WHERE org_id = $1 AND route = $2 AND key = $3 AND request_hash = $4 AND state = 'running'`,
-      [request.orgId, request.route, request.key, request.requestHash],
+        WHERE org_id = $1 AND caller = $5 AND route = $2 AND key = $3 AND request_hash = $4
+          AND state = 'running'`,
+      [request.orgId, request.route, request.key, request.requestHash, request.caller],
     );
   }
 
   async fail(request: IdempotentRequest): Promise<void> {
     await this.db.query(
       `UPDATE idempotency_keys SET state = 'failed'
-        WHERE org_id = $1 AND route = $2 AND key = $3 AND request_hash = $4 AND state = 'running'`,
-      [request.orgId, request.route, request.key, request.requestHash],
+        WHERE org_id = $1 AND caller = $5 AND route = $2 AND key = $3 AND request_hash = $4
+          AND state = 'running'`,
+      [request.orgId, request.route, request.key, request.requestHash, request.caller],
     );
   }
 }
@@ -177,4 +222,45 @@ export async function deleteExpiredIdempotencyKeys(db: DbPool, batch = 1000): Pr
     [batch],
   );
   return rowCount ?? 0;
+}
+
+/**
+ * Re-seals the stored answers sealed under an earlier master key with the current one (`gw
+ * credentials rewrap`, after a rotation): a replay still opens once the previous key is
+ * dropped. Resolves with how many were re-sealed.
+ */
+export async function rewrapIdempotentAnswers(
+  db: DbPool,
+  box: SecretBox,
+  orgId?: string,
+): Promise<number> {
+  const { rows } = await db.query<{
+    org_id: string;
+    caller: string;
+    route: string;
+    key: string;
+    answer_sealed: string;
+  }>(
+    `SELECT org_id, caller, route, key, answer_sealed FROM idempotency_keys
+      WHERE answer_sealed IS NOT NULL AND split_part(answer_sealed, ':', 1) <> $2
+        AND ($1::text IS NULL OR org_id = $1)`,
+    [orgId ?? null, box.currentKeyId],
+  );
+  let changed = 0;
+  for (const row of rows) {
+    const { rowCount } = await db.query(
+      `UPDATE idempotency_keys SET answer_sealed = $5
+        WHERE org_id = $1 AND caller = $2 AND route = $3 AND key = $4 AND answer_sealed = $6`,
+      [
+        row.org_id,
+        row.caller,
+        row.route,
+        row.key,
+        sealToText(box, openFromText(box, row.answer_sealed)),
+        row.answer_sealed,
+      ],
+    );
+    changed += rowCount ?? 0;
+  }
+  return changed;
 }

@@ -160,8 +160,13 @@ export async function rotateOAuthClientSecretAs(
 ): Promise<CreatedOAuthClient | GwError> {
   const secret = newSecret(secretPrefixes.oauthClientSecret);
   return withTransaction(db, async (client) => {
-    const { rows } = await client.query<OAuthClientRow & { confidential: boolean }>(
-      `SELECT ${COLUMNS}, client_secret_hash IS NOT NULL AS confidential FROM oauth_clients
+    // "Still in grace" by the database's clock, the one client authentication ends it by.
+    const { rows } = await client.query<
+      OAuthClientRow & { confidential: boolean; db_now_ms: number }
+    >(
+      `SELECT ${COLUMNS}, client_secret_hash IS NOT NULL AS confidential,
+              (extract(epoch FROM now()) * 1000)::float8 AS db_now_ms
+         FROM oauth_clients
         WHERE id = $1 AND status = 'active' FOR UPDATE`,
       [clientId],
     );
@@ -174,7 +179,7 @@ export async function rotateOAuthClientSecretAs(
       );
     }
     const kept = keptByRotation(
-      stillRetiring(before.retired_secrets, Date.now()),
+      stillRetiring(before.retired_secrets, before.db_now_ms),
       graceSeconds,
       'authenticate',
     );

@@ -1,5 +1,5 @@
 // Routes declared `idempotent: true` take an Idempotency-Key header (decision 372, Stripe's
-// rule): the same key, route, organization and request answer what the first one answered,
+// rule): the same key, route, caller and request answer what the first one answered,
 // with `Idempotent-Replayed: true`, and change nothing; the key with another request is refused
 // (409 gw_idempotency_key_reused); a second request while the first runs is refused (409
 // gw_conflict), never run. Enforced here, once, around the route's handler.
@@ -16,10 +16,22 @@ import { JsonAnswer, type DeclaredRoute, type RouteResult } from './declaration.
 /** The header of a replayed answer. */
 export const REPLAYED_HEADER = 'idempotent-replayed';
 
-/** The organization a caller acts for: the path's (a member's) or its own (a key's). */
-function callerOrgId(caller: unknown): string {
-  const { org, orgId } = caller as { org?: { id: string }; orgId?: string };
-  return org?.id ?? orgId!;
+/**
+ * The organization a caller acts for (the path's for a member, its own for a service key), and
+ * whose key it is (decision 379): another member of the organization sending the same key is a
+ * request of their own, never a replay of an answer that may hold someone else's secret.
+ */
+function keyOwner(caller: unknown): { orgId: string; caller: string } {
+  const { org, orgId, user, keyId } = caller as {
+    org?: { id: string };
+    orgId?: string;
+    user?: { id: string };
+    keyId?: string;
+  };
+  return {
+    orgId: org?.id ?? orgId!,
+    caller: user ? `user:${user.id}` : `service_key:${keyId!}`,
+  };
 }
 
 /**
@@ -36,8 +48,10 @@ export async function runIdempotently(
   const key = idempotencyKeyOf(request.headers);
   if (key === undefined) return run();
   if (isGwError(key)) return key;
+  const owner = keyOwner(call.caller);
   const idempotent: IdempotentRequest = {
-    orgId: callerOrgId(call.caller),
+    orgId: owner.orgId,
+    caller: owner.caller,
     route: `${route.method} ${route.path}`,
     key,
     requestHash: requestFingerprint(request.path, call.body),
@@ -59,6 +73,16 @@ export async function runIdempotently(
         'gw_conflict',
         'a request with this Idempotency-Key is still being processed; retry once it has answered',
         { headers: { 'retry-after': '1' } },
+      );
+    case 'abandoned':
+      return gwError(
+        'gw_conflict',
+        `the first request with this Idempotency-Key started at ${claim.startedAt} and its answer was never recorded (the gateway serving it stopped, or lost Postgres, mid-request); it may or may not have taken effect: check, then use a new key`,
+      );
+    case 'unopenable':
+      return gwError(
+        'gw_conflict',
+        'the first request with this Idempotency-Key succeeded; its answer was sealed under a master key this gateway no longer has (CREDENTIALS_PREVIOUS_KEYS); check what it made, or run `gw credentials rewrap` before dropping a previous key',
       );
     case 'failed':
       return gwError(

@@ -6,6 +6,8 @@ export class ApiError extends Error {
     readonly status: number,
     readonly code: string,
     message: string,
+    /** The gateway said to try again later (Retry-After): nothing was decided yet. */
+    readonly retryLater = false,
   ) {
     super(message);
   }
@@ -95,6 +97,7 @@ export async function request<T>(
     response.status,
     error?.code ?? `http_${response.status}`,
     error?.message ?? `The gateway answered ${response.status}.`,
+    response.headers.has('retry-after'),
   );
   if (failure.code === 'gw_csrf_token_invalid') forgetCsrfToken();
   if (failure.code === 'gw_session_required' && path !== '/auth/session') {
@@ -116,25 +119,41 @@ export const newIdempotencyKey = (): string =>
  * same submission sent again (a double click, a retry after the network failed) reuses its
  * key, so the gateway makes it once and answers the first answer again (decision 372). An
  * answer ends the submission: the next one, even with the same fields, is a new create. Kept
- * after an answer only when the outcome is unknown: no answer, or a proxy's 502/503/504.
+ * after an answer only when the outcome is unknown: no answer, a proxy's 502/503/504, or the
+ * gateway's "still being processed" (409 with Retry-After: an earlier send of this submission
+ * still runs; a new key now would make it twice, decision 379).
  */
 const unansweredCreates = new Map<string, string>();
+/** The submissions on their way: the same one sent again meanwhile waits for this answer. */
+const createsInFlight = new Map<string, Promise<unknown>>();
 const OUTCOME_UNKNOWN = new Set([0, 502, 503, 504]);
 
-async function create<T>(path: string, body: unknown = {}): Promise<T> {
+const outcomeUnknown = (error: unknown): boolean =>
+  error instanceof ApiError &&
+  (OUTCOME_UNKNOWN.has(error.status) || (error.status === 409 && error.retryLater));
+
+function create<T>(path: string, body: unknown = {}): Promise<T> {
   const submission = `${path}\n${JSON.stringify(body)}`;
+  const inFlight = createsInFlight.get(submission);
+  if (inFlight) return inFlight as Promise<T>;
   const key = unansweredCreates.get(submission) ?? newIdempotencyKey();
   unansweredCreates.set(submission, key);
-  try {
-    const made = await request<T>('POST', path, body, { 'idempotency-key': key });
-    unansweredCreates.delete(submission);
-    return made;
-  } catch (error) {
-    if (!(error instanceof ApiError && OUTCOME_UNKNOWN.has(error.status))) {
+  const sent = request<T>('POST', path, body, { 'idempotency-key': key }).then(
+    (made) => {
       unansweredCreates.delete(submission);
-    }
-    throw error;
-  }
+      return made;
+    },
+    (error: unknown) => {
+      if (!outcomeUnknown(error)) unansweredCreates.delete(submission);
+      throw error;
+    },
+  );
+  createsInFlight.set(submission, sent);
+  const settled = (): void => {
+    createsInFlight.delete(submission);
+  };
+  sent.then(settled, settled);
+  return sent;
 }
 
 export const api = {

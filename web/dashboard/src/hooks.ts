@@ -176,11 +176,20 @@ export function useAction(): {
       setBusy(false);
     }
   }, []);
+  // A form sent again before its button shows busy (a double click within one frame, Enter
+  // held) is not sent twice: the first submission's answer decides.
+  const submitting = useRef(false);
   const submit =
     <T>(write: () => Promise<T>, after: (answer: T) => void) =>
     (event: Event): void => {
       event.preventDefault();
-      void run(write).then((done) => done && after(done.value));
+      if (submitting.current) return;
+      submitting.current = true;
+      void run(write)
+        .then((done) => done && after(done.value))
+        .finally(() => {
+          submitting.current = false;
+        });
     };
   const refuse = useCallback((message: string) => setError(invalidInput(message)), []);
   const clear = useCallback(() => setError(null), []);
