@@ -108,6 +108,7 @@ describe('a create sent again with its Idempotency-Key', () => {
     const again = await admin.post<App>(appsOf(tenant), { name }, withKey(key));
     expect(again.status).toBe(201);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.headers.get('x-content-type-options')).toBe('nosniff');
     expect(again.body).toEqual(first.body);
     expect(await appsNamed(tenant.org_id, name)).toEqual([first.body.id]);
     // Without a key, the same body is a new app (keys are opt-in, as Stripe's).

@@ -4,6 +4,7 @@
 // (409 gw_idempotency_key_reused); a second request while the first runs is refused (409
 // gw_conflict), never run. Enforced here, once, around the route's handler.
 import { gwError, isGwError } from '../../errors.js';
+import { jsonHeaders } from '../../http/respond.js';
 import type { HttpRequest } from '../../http/types.js';
 import { idempotencyKeyOf } from '../../idempotency/key.js';
 import {
@@ -60,8 +61,8 @@ export async function runIdempotently(
   switch (claim.kind) {
     case 'replay':
       return new JsonAnswer(claim.status, claim.body, {
-        'content-type': 'application/json',
         [REPLAYED_HEADER]: 'true',
+        ...jsonHeaders,
       });
     case 'reused':
       return gwError(
