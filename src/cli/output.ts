@@ -41,15 +41,30 @@ export function printJson(value: unknown): void {
   cliIo().write('stdout', `${JSON.stringify(value, null, 2)}\n`);
 }
 
+/**
+ * A command's `--flags` (after its action). Anything else is refused, not ignored: a value
+ * without its flag, or a flag copied with the `[…]` a usage line marks optional ones with,
+ * would otherwise leave its setting at the default without a word.
+ */
 export function parseFlags<Options extends NonNullable<ParseArgsConfig['options']>>(
   argv: string[],
   options: Options,
 ): ReturnType<typeof parseArgs<{ args: string[]; options: Options; allowPositionals: true }>> {
+  let parsed: ReturnType<
+    typeof parseArgs<{ args: string[]; options: Options; allowPositionals: true }>
+  >;
   try {
-    return parseArgs({ args: argv, options, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
+  const [stray] = parsed.positionals;
+  if (stray !== undefined) {
+    throw new UsageError(
+      `unexpected argument ${JSON.stringify(stray.slice(0, 64))}: this command takes only --flags (see gw --help; [ ] in a usage line marks an optional flag, not text to type)`,
+    );
+  }
+  return parsed;
 }
 
 export function requireFlag(value: string | undefined, name: string): string {
