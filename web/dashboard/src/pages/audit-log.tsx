@@ -4,7 +4,7 @@ import type { ComponentChildren } from 'preact';
 import { canManage, type OrgSummary } from '../api.js';
 import { exactAmount, isApiAmount } from '../money.js';
 import { usePaged, type Paged } from '../hooks.js';
-import { formatTime, ListTable, PageHeader } from '../ui.js';
+import { formatTime, Id, ListTable, PageHeader } from '../ui.js';
 import type { OrgPage } from './page.js';
 
 export interface AuditEntry {
@@ -79,7 +79,7 @@ export function AuditEntries<Entry extends AuditEntry>(props: {
           header: 'Object',
           cell: (entry) => (
             <>
-              {entry.object_type} <code>{entry.object_id}</code>
+              {entry.object_type} <Id value={entry.object_id} />
             </>
           ),
         },
