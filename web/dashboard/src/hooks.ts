@@ -202,7 +202,10 @@ export function useAction(): {
  * to the outcome of a later one.
  */
 export function useNotice<T>(): [T | null, (value: T | null) => void] {
-  const [notice, setNotice] = useState<T | null>(null);
+  // Each notice set is a new object, even one equal to the notice shown: the clearing an
+  // action's own click schedules takes only the notice shown when it was scheduled, not one
+  // the action set (again) meanwhile — "Saved." saved again stays.
+  const [notice, setNotice] = useState<{ readonly value: T } | null>(null);
   useEffect(() => {
     if (notice === null) return;
     let clearing: ReturnType<typeof setTimeout> | undefined;
@@ -214,8 +217,8 @@ export function useNotice<T>(): [T | null, (value: T | null) => void] {
       // Once the event's own handlers have run: a render in between (the page re-rendered for
       // the cleared notice) would put a field's old value back before its handler read the new
       // one, and the first keystroke after "Saved." would be lost. A notice the handlers set
-      // meanwhile re-runs this effect, which cancels the clearing.
-      clearing ??= setTimeout(() => setNotice(null), 0);
+      // meanwhile is another object: it stays.
+      clearing ??= setTimeout(() => setNotice((now) => (now === notice ? null : now)), 0);
     };
     const events = ['click', 'input', 'change', 'submit'] as const;
     for (const type of events) document.addEventListener(type, clear, true);
@@ -224,7 +227,8 @@ export function useNotice<T>(): [T | null, (value: T | null) => void] {
       for (const type of events) document.removeEventListener(type, clear, true);
     };
   }, [notice]);
-  return [notice, setNotice];
+  const set = useCallback((value: T | null) => setNotice(value === null ? null : { value }), []);
+  return [notice === null ? null : notice.value, set];
 }
 
 /** A form field over a value the page loaded (see useEditedField). */
