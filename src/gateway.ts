@@ -13,7 +13,7 @@ import { startInference, type ExtraProvider } from './composition/inference.js';
 import { drainThenClose, shutdownState } from './composition/drain.js';
 import { startUsageRecording } from './composition/usage-recording.js';
 import { startWebhooks } from './composition/webhooks.js';
-import { startEmail } from './composition/email.js';
+import { startEmail, type EmailSenderTiming } from './composition/email.js';
 import { wireRoutes } from './composition/routes.js';
 import { listen } from './composition/listeners.js';
 import type { Config } from './config.js';
@@ -37,6 +37,8 @@ export interface GatewayOptions {
   readonly extraProviders?: readonly ExtraProvider[];
   /** False in a worker: the primary serves /metrics for all of them. */
   readonly serveMetrics?: boolean;
+  /** The e-mail sender's waits, where not gw's own (tests: shorter, not waited out). */
+  readonly emailSenderTiming?: Partial<EmailSenderTiming>;
 }
 
 export async function startGateway(
@@ -96,7 +98,14 @@ async function assembleGateway(
     closers,
   );
   const webhookSettings = startWebhooks(config, stores.secretBox, metrics, logger, closers);
-  const mailOutbox = startEmail(config, stores.secretBox, metrics, logger, closers);
+  const mailOutbox = startEmail(
+    config,
+    stores.secretBox,
+    metrics,
+    logger,
+    closers,
+    options.emailSenderTiming,
+  );
   const routes = wireRoutes(config, logger, {
     mailOutbox,
     db,

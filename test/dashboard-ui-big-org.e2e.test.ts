@@ -14,7 +14,7 @@ import {
   screenshot,
   screenshotOf,
   sidewaysOverflow,
-  signIn,
+  SharedSessions,
   statValue,
 } from './support/browser.js';
 import { isolatedContext } from './support/context.js';
@@ -33,6 +33,7 @@ let gateway: GatewayProcess;
 let launched: LaunchedBrowser;
 let browser: Browser;
 let org: SeededOrg;
+let sessions: SharedSessions;
 let other: SeededOrg;
 let admin: DashboardClient;
 let viewer: DashboardClient;
@@ -53,10 +54,11 @@ const lane = (i: number): string => `conn_fill${filler}${String(i).padStart(4, '
 const connections = (orgId: string, query = '') =>
   `/dashboard/api/orgs/${orgId}/connections${query}`;
 
+/** `page` signed in as the admin (a session of the file's: these tests are about pages). */
 async function signedIn(page: Page, path: string): Promise<void> {
-  await signIn(page, gateway.url, emails.admin, TEST_PASSWORD);
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
+  await sessions.give(page, emails.admin);
   await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}${path}`);
+  await page.getByRole('button', { name: 'Sign out' }).waitFor();
   await page.getByRole('heading', { level: 1 }).waitFor();
 }
 
@@ -66,6 +68,7 @@ beforeAll(async () => {
     launchBrowser(),
   ]);
   browser = launched.browser;
+  sessions = new SharedSessions(gateway.url, TEST_PASSWORD);
   org = await seed(env, ['--name', 'Big Co', '--wallet', '100.00']);
   other = await seed(env, ['--name', 'Other Co']);
   await createMember(env, emails.admin, org.org_id, 'admin');

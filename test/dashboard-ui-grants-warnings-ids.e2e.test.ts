@@ -16,7 +16,7 @@ import {
   screenshot,
   screenshotOf,
   sidewaysOverflow,
-  signIn,
+  SharedSessions,
   type LaunchedBrowser,
 } from './support/browser.js';
 import { isolatedContext } from './support/context.js';
@@ -50,14 +50,16 @@ let launched: LaunchedBrowser;
 let browser: Browser;
 let org: SeededOrg;
 let api: DashboardClient;
+let sessions: SharedSessions;
 let longUserId: string;
 let longAppId: string;
 let longConnectionId: string;
 
+/** `page` signed in (a session of the file's: these tests are about pages), at `path`. */
 async function signedIn(page: Page, path: string): Promise<void> {
-  await signIn(page, gateway.url, email, TEST_PASSWORD);
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
+  await sessions.give(page, email);
   await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}${path}`);
+  await page.getByRole('button', { name: 'Sign out' }).waitFor();
   await page.getByRole('heading', { level: 1 }).waitFor();
 }
 
@@ -137,6 +139,7 @@ beforeAll(async () => {
     launchBrowser(),
   ]);
   browser = launched.browser;
+  sessions = new SharedSessions(gateway.url, TEST_PASSWORD);
   org = await seed(env, ['--name', 'Grants Co']);
   await createMember(env, email, org.org_id, 'admin');
   // plain-HTTP cookies here: the browser's Origin is the gateway's http one

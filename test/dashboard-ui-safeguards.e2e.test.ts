@@ -14,7 +14,7 @@ import {
   openWindow,
   screenshot,
   sidewaysOverflow,
-  signIn,
+  SharedSessions,
   type LaunchedBrowser,
 } from './support/browser.js';
 import { isolatedContext } from './support/context.js';
@@ -40,11 +40,13 @@ let browser: Browser;
 let org: SeededOrg;
 let ownerPersonalOrg: string;
 let api: DashboardClient;
+let sessions: SharedSessions;
 
+/** `page` signed in as `email` (a session of the file's: these tests are about pages), at `path`. */
 async function signedIn(page: Page, email: string, path = `/dashboard/orgs/${org.org_id}`) {
-  await signIn(page, gateway.url, email, TEST_PASSWORD);
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
+  await sessions.give(page, email);
   await page.goto(`${gateway.url}${path}`);
+  await page.getByRole('button', { name: 'Sign out' }).waitFor();
   await page.getByRole('heading', { level: 1 }).waitFor();
 }
 
@@ -68,6 +70,7 @@ beforeAll(async () => {
     launchBrowser(),
   ]);
   browser = launched.browser;
+  sessions = new SharedSessions(gateway.url, TEST_PASSWORD);
   org = await seed(env, ['--name', 'Safeguards Co', '--wallet', '100.00']);
   const owner = await createMember(env, emails.owner, org.org_id, 'owner');
   ownerPersonalOrg = owner.personal_org_id;

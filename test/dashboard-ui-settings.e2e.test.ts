@@ -17,7 +17,7 @@ import {
   openWindow,
   screenshot,
   screenshotOf,
-  signIn,
+  SharedSessions,
   type LaunchedBrowser,
 } from './support/browser.js';
 import { isolatedContext } from './support/context.js';
@@ -32,6 +32,7 @@ let gateway: GatewayProcess;
 let launched: LaunchedBrowser;
 let browser: Browser;
 let org: SeededOrg;
+let sessions: SharedSessions;
 
 const chat = { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
 
@@ -50,11 +51,11 @@ async function infer(): Promise<{
   return { status: answer.status, code: answer.body.error?.code, requestId };
 }
 
+/** `page` signed in as `email` (a session of the file's: these tests are about pages). */
 async function signedIn(page: Page, email: string): Promise<void> {
-  await signIn(page, gateway.url, email, TEST_PASSWORD);
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
-  // members land on the organization they share (decision 337); open it by its address anyway
+  await sessions.give(page, email);
   await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}`);
+  await page.getByRole('button', { name: 'Sign out' }).waitFor();
   await page.getByRole('heading', { level: 1, name: 'Settings Co' }).waitFor();
 }
 
@@ -81,6 +82,7 @@ beforeAll(async () => {
     launchBrowser(),
   ]);
   browser = launched.browser;
+  sessions = new SharedSessions(gateway.url, TEST_PASSWORD);
   org = await seed(env, ['--name', 'Settings Co', '--wallet', '100.00']);
   await createMember(env, emails.admin, org.org_id, 'admin');
   await createMember(env, emails.viewer, org.org_id, 'viewer');

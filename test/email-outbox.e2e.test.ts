@@ -31,7 +31,13 @@ import { eventually, freePort } from './support/services.js';
 const { env, db } = isolatedContext('email-outbox', { ownDatabase: true });
 const PUBLIC_ORIGIN = 'https://gw.example.test';
 const FROM = 'gw dashboard <no-reply@gw.example.test>';
-/** Generous: a failed attempt is tried again 5 s later, then 10 s, 20 s… */
+/**
+ * The in-process gateways' sender waits less than gw's own 5 s before a first retry (and 5 s for
+ * an attempt under way at a stop), so the tests do not wait those out: the same doubling and the
+ * same give-up, sooner.
+ */
+const SENDER_TIMING = { firstRetryDelayMs: 500, stopWaitMs: 500 };
+/** Generous: a failed attempt is tried again 0.5 s later, then 1 s, 2 s… (5 s, 10 s… in a process) */
 const ARRIVAL_TIMEOUT_MS = 60_000;
 
 /** Each test's gateways and servers, stopped after it: every sender sends from one outbox. */
@@ -47,7 +53,7 @@ afterEach(async () => {
 
 /** A gateway (in this process) that sends its e-mail to the SMTP server on `smtpPort`. */
 async function mailingGateway(smtpPort: number): Promise<GatewayProcess> {
-  const gateway = await startGateway(mailingEnv(smtpPort));
+  const gateway = await startGateway(mailingEnv(smtpPort), { emailSenderTiming: SENDER_TIMING });
   running.push(gateway);
   return gateway;
 }

@@ -320,7 +320,8 @@ describe('lanes', () => {
     await addEndpoint(orgId, '/noisy', ['product_user.created']);
     await addEndpoint(orgId, '/quiet', ['api_key.created']);
     receiver.behave('/noisy', () => ({ status: 200, delayMs: 1000 }));
-    const noisy = productUserEvents(orgId, 24, 1, 'noisy');
+    // A backlog of four rounds of the three slots the noisy endpoint may take: 1 s each.
+    const noisy = productUserEvents(orgId, 12, 1, 'noisy');
     await emitEvents(db, noisy);
     startDispatcher(4);
     await eventually(async () => (receiver.messages('/noisy').length >= 3 ? true : undefined));

@@ -6,7 +6,12 @@ import type { SecretBox } from '../credentials/secret-box.js';
 import { createDbPool, IDLE_IN_TRANSACTION_MS } from '../db/pool.js';
 import { SmtpMailer } from '../email/mailer.js';
 import { MailOutbox } from '../email/outbox.js';
-import { OutboxSender, type MailCounter } from '../email/outbox-sender.js';
+import {
+  FIRST_RETRY_DELAY_MS,
+  OutboxSender,
+  type MailCounter,
+  type OutboxSenderSettings,
+} from '../email/outbox-sender.js';
 import type { Logger } from '../log.js';
 
 /** Messages one instance sends at once: mail is rare (sign-ups, resets), SMTP slow at worst. */
@@ -22,13 +27,20 @@ const STOP_WAIT_MS = 5_000;
  */
 const SEND_IDLE_IN_TRANSACTION_MS = 4 * 60_000 + IDLE_IN_TRANSACTION_MS;
 
-/** The outbox, and its sender started; null where gw sends no e-mail. */
+/** How long the sender waits: a retry's first delay and a stop's wait for attempts under way. */
+export type EmailSenderTiming = Pick<OutboxSenderSettings, 'firstRetryDelayMs' | 'stopWaitMs'>;
+
+/**
+ * The outbox, and its sender started; null where gw sends no e-mail. `timing`: the sender's
+ * waits but those given (a test gives shorter ones rather than waiting them out).
+ */
 export function startEmail(
   config: Config,
   secretBox: SecretBox | undefined,
   counter: MailCounter,
   logger: Logger,
   closers: Closers,
+  timing: Partial<EmailSenderTiming> = {},
 ): MailOutbox | null {
   if (config.SMTP_URL === undefined || config.EMAIL_FROM === undefined) return null;
   // src/config.ts refuses SMTP_URL without CREDENTIALS_MASTER_KEY: messages are sealed.
@@ -44,7 +56,8 @@ export function startEmail(
     {
       concurrency: SEND_CONCURRENCY,
       pollIntervalMs: POLL_INTERVAL_MS,
-      stopWaitMs: STOP_WAIT_MS,
+      stopWaitMs: timing.stopWaitMs ?? STOP_WAIT_MS,
+      firstRetryDelayMs: timing.firstRetryDelayMs ?? FIRST_RETRY_DELAY_MS,
     },
     logger,
     counter,

@@ -28,15 +28,17 @@ export interface OutboxSenderSettings {
   readonly pollIntervalMs: number;
   /** How long stop() waits for the attempts under way before leaving them to the others. */
   readonly stopWaitMs: number;
+  /** The delay before a message's second attempt; it doubles after each failure, up to the cap. */
+  readonly firstRetryDelayMs: number;
 }
 
-/** The delay before the second attempt; it doubles after each failure, up to the cap. */
-const FIRST_RETRY_DELAY_MS = 5_000;
+/** The first retry's delay gw runs with (src/composition/email.ts). */
+export const FIRST_RETRY_DELAY_MS = 5_000;
 const MAX_RETRY_DELAY_MS = 5 * 60_000;
 
 /** The wait after the `attempts`-th failed attempt (1: the first). */
-export function retryDelayMs(attempts: number): number {
-  return Math.min(MAX_RETRY_DELAY_MS, FIRST_RETRY_DELAY_MS * 2 ** Math.min(attempts - 1, 20));
+export function retryDelayMs(attempts: number, firstDelayMs = FIRST_RETRY_DELAY_MS): number {
+  return Math.min(MAX_RETRY_DELAY_MS, firstDelayMs * 2 ** Math.min(attempts - 1, 20));
 }
 
 interface ClaimedMail {
@@ -228,7 +230,7 @@ export class OutboxSender {
       this.logFailure(purpose, attempts + 1, result, undefined);
       return 'failed';
     }
-    const delayMs = retryDelayMs(attempts + 1);
+    const delayMs = retryDelayMs(attempts + 1, this.settings.firstRetryDelayMs);
     // From the failure (clock_timestamp), not the claim (now); never past the link's expiry,
     // where the row is dropped.
     await connection.query(

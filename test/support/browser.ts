@@ -12,6 +12,7 @@ import {
   type Page,
 } from 'playwright-core';
 import { expect } from 'vitest';
+import { DashboardClient } from './dashboard.js';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
@@ -93,6 +94,52 @@ export async function openWindow(
       expect(problems).toEqual([]);
     },
   };
+}
+
+/**
+ * The sessions of a test file's dashboard users, each signed in once through the API (one
+ * password check per user, not one per window), for tests about a page rather than about
+ * signing in: a window given one skips the sign-in form, its password check and the landing
+ * page. The sign-in form has tests of its own (test/dashboard-ui.e2e.test.ts and others).
+ */
+export class SharedSessions {
+  private readonly cookies = new Map<string, Promise<string>>();
+
+  constructor(
+    /** The gateway's plain-HTTP URL (its cookies need DASHBOARD_INSECURE_COOKIES there). */
+    private readonly gatewayUrl: string,
+    private readonly password: string,
+  ) {}
+
+  /** Puts `email`'s session cookie in `page`'s window, as a browser keeps it after signing in. */
+  async give(page: Page, email: string): Promise<void> {
+    const cookie = await this.cookieOf(email);
+    const separator = cookie.indexOf('=');
+    await page.context().addCookies([
+      {
+        name: cookie.slice(0, separator),
+        value: cookie.slice(separator + 1),
+        url: this.gatewayUrl,
+        httpOnly: true,
+        sameSite: 'Lax',
+      },
+    ]);
+  }
+
+  private cookieOf(email: string): Promise<string> {
+    let cookie = this.cookies.get(email);
+    if (!cookie) {
+      cookie = (async () => {
+        const client = new DashboardClient(this.gatewayUrl, this.gatewayUrl);
+        const answer = await client.login(email, this.password);
+        if (answer.status !== 200 || !client.cookie)
+          throw new Error(`sign-in of ${email} answered ${answer.status}`);
+        return client.cookie;
+      })();
+      this.cookies.set(email, cookie);
+    }
+    return cookie;
+  }
 }
 
 /** Fills in and sends the dashboard's sign-in form. */
