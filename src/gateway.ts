@@ -133,21 +133,21 @@ async function assembleGateway(
   };
 }
 
-/** Runs this process as the gateway (alone, or as one worker) until SIGTERM/SIGINT. */
+/**
+ * Runs this process as the gateway (alone, or as one worker) until SIGTERM/SIGINT. The signals
+ * are taken from the start: one that arrives while the gateway is still starting (a deploy
+ * that changed its mind) stops it as soon as it has started, drained and closed in order,
+ * rather than killing it halfway with Node's default action.
+ */
 export async function runGatewayProcess(config: Config, logger: Logger): Promise<void> {
-  let gateway: RunningGateway;
-  try {
-    gateway = await startGateway(config, logger, { serveMetrics: !isGatewayWorker() });
-  } catch (error) {
-    logger.fatal({ err: error }, 'gw failed to start');
-    process.exit(1);
-  }
-  if (isGatewayWorker()) reportWorkerListening(gateway.metricsRegistry, gateway.port);
+  let gateway: RunningGateway | undefined;
+  let requested: string | undefined;
   let stopping = false;
   const shutdown = (signal: string): void => {
-    if (stopping) return;
+    requested ??= signal;
+    if (stopping || gateway === undefined) return;
     stopping = true;
-    logger.info({ signal }, 'shutting down');
+    logger.info({ signal: requested }, 'shutting down');
     gateway.stop().then(
       () => process.exit(0),
       (error: unknown) => {
@@ -158,4 +158,13 @@ export async function runGatewayProcess(config: Config, logger: Logger): Promise
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+  try {
+    gateway = await startGateway(config, logger, { serveMetrics: !isGatewayWorker() });
+  } catch (error) {
+    logger.fatal({ err: error }, 'gw failed to start');
+    process.exit(1);
+  }
+  if (isGatewayWorker()) reportWorkerListening(gateway.metricsRegistry, gateway.port);
+  // a signal taken while starting
+  if (requested !== undefined) shutdown(requested);
 }

@@ -194,6 +194,27 @@ describe('uWebSockets.js', () => {
 });
 
 describe('shutdown and crashes', () => {
+  it('a SIGTERM while starting stops the gateway once it has started, exit 0, not killed halfway', async () => {
+    const child = spawn(process.execPath, ['dist/src/main.js'], {
+      cwd: root,
+      env: { ...process.env, ...env, PORT: '0', GATEWAY_WORKERS: '1', METRICS_ENABLED: 'false' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    // the first thing start-up logs (its Redis), long before it listens
+    await new Promise<void>((resolve) => {
+      child.stdout.on('data', (chunk: Buffer) => {
+        output += chunk.toString();
+        if (output.includes('"msg":"redis"')) resolve();
+      });
+    });
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(output).toContain('"msg":"gw listening"');
+    expect(output).toContain('"signal":"SIGTERM","msg":"shutting down"');
+  }, 60_000);
+
   it('on SIGTERM lets an in-flight stream finish, then exits 0', async () => {
     const gateway = await startGatewayProcess(env);
     const streaming = postSse(
