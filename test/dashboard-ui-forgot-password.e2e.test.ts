@@ -2,7 +2,6 @@
 // gateway that sends e-mail to a real SMTP server (smtp-server), on the real Redis and
 // Postgres (decision 370): from the sign-in page to the mailed link, a new password, and
 // signing in with it; and a sign-up's banner until its verification link is followed.
-import { createServer } from 'node:net';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -16,6 +15,7 @@ import { isolatedContext } from './support/context.js';
 import { TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
 import { linkToken, startMailCatcher, type MailCatcher } from './support/mail-catcher.js';
 import { runCli, startGateway, type GatewayProcess } from './support/processes.js';
+import { freePort } from './support/services.js';
 
 const { env } = isolatedContext('dashboard-ui-forgot-password', { ownDatabase: true });
 const NEW_PASSWORD = 'a brand new passphrase, long enough';
@@ -23,15 +23,6 @@ let mail: MailCatcher;
 let gateway: GatewayProcess;
 let launched: LaunchedBrowser;
 let browser: Browser;
-
-/** A port nobody listens on now, for a gateway whose PUBLIC_ORIGIN must name it beforehand. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 beforeAll(async () => {
   mail = await startMailCatcher();

@@ -14,6 +14,7 @@ import {
   launchBrowser,
   openWindow,
   screenshot,
+  requestsSent,
   screenshotOf,
   sidewaysOverflow,
   SharedSessions,
@@ -168,12 +169,7 @@ describe('granting credits asks first', () => {
   it('shows the amount, currency, user, app and expiry before granting; cancelling sends nothing and grants nothing', async () => {
     const userId = await productUser('dana-7');
     const { page, close } = await openWindow(browser);
-    const grantPosts: string[] = [];
-    page.on('request', (request) => {
-      if (request.method() === 'POST' && request.url().endsWith('/credit-grants')) {
-        grantPosts.push(request.url());
-      }
-    });
+    const grantPosts = requestsSent(page, 'POST', /\/credit-grants$/);
     await signedIn(page, `/users/${userId}`);
     const form = page.getByRole('form', { name: 'Grant credits' });
     const credits = page.getByRole('region', { name: 'Credits' });

@@ -26,3 +26,14 @@ export function parseSealed(text: string): SealedSecret {
 export function openFromText(box: SecretBox, text: string): string {
   return box.open(parseSealed(text));
 }
+
+/**
+ * `text` sealed under the box's current master key: as it is if it already is, else opened
+ * (with the key it names, which the box must still have) and sealed again (`gw credentials
+ * rewrap`, after a rotation).
+ */
+export function resealedText(box: SecretBox, text: string): string {
+  return parseSealed(text).keyId === box.currentKeyId
+    ? text
+    : sealToText(box, openFromText(box, text));
+}

@@ -8,7 +8,7 @@ import { SecretBoxError, type SecretBox } from '../credentials/secret-box.js';
 import type { DbPool } from '../db/pool.js';
 import { sha256Hex } from '../ids.js';
 import { isJsonObject } from '../json-shapes.js';
-import { openFromText, sealToText } from '../credentials/sealed-text.js';
+import { openFromText, resealedText, sealToText } from '../credentials/sealed-text.js';
 
 /** How long a key is remembered (Stripe keeps them 24 hours). */
 export const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60 * 1000;
@@ -256,7 +256,7 @@ export async function rewrapIdempotentAnswers(
         row.caller,
         row.route,
         row.key,
-        sealToText(box, openFromText(box, row.answer_sealed)),
+        resealedText(box, row.answer_sealed),
         row.answer_sealed,
       ],
     );

@@ -1,7 +1,7 @@
 // Signing secrets at rest: sealed with the credentials master key (src/credentials/sealed-text.ts).
 // Never stored or logged in the clear.
 import type { SecretBox } from '../credentials/secret-box.js';
-import { openFromText, parseSealed, sealToText } from '../credentials/sealed-text.js';
+import { parseSealed, resealedText } from '../credentials/sealed-text.js';
 import type { DbPool } from '../db/pool.js';
 
 /**
@@ -27,7 +27,7 @@ export async function rewrapSigningSecrets(
   const stale = (text: string | null): boolean =>
     text !== null && parseSealed(text).keyId !== box.currentKeyId;
   const reseal = (text: string | null): string | null =>
-    text !== null && stale(text) ? sealToText(box, openFromText(box, text)) : text;
+    text === null ? null : resealedText(box, text);
   let changed = 0;
   for (const row of rows) {
     const earlierStale = row.earlier_secrets.some((earlier) => stale(earlier.sealed));
