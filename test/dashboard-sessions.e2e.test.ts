@@ -286,17 +286,20 @@ describe('sign-in', () => {
   });
 
   it('does not count a successful sign-in against its address', async () => {
-    // 50 failures block an address: 51 successful sign-ins from it are never held back.
+    // 50 failures block an address: 51 successful sign-ins from it are never held back. They
+    // go 4 at a time, so both cores hash: an attempt is counted before its password is checked
+    // and given back after, so at most 4 are counted at once, below the account's limit of 5
+    // (which also counts attempts under way) and far below the address's 50.
     const email = unique('regular');
     await createUser(email);
-    for (let signIn = 0; signIn < 51; signIn += 1) {
-      const answer = await postJson(
-        `${gateway.url}/auth/login`,
-        { email, password: PASSWORD },
-        { origin },
+    const statuses: number[] = [];
+    for (let first = 0; first < 51; first += 4) {
+      const batch = Array.from({ length: Math.min(4, 51 - first) }, () =>
+        postJson(`${gateway.url}/auth/login`, { email, password: PASSWORD }, { origin }),
       );
-      expect(answer.status).toBe(200);
+      for (const answer of await Promise.all(batch)) statuses.push(answer.status);
     }
+    expect(statuses).toEqual(Array.from({ length: 51 }, () => 200));
     // 51 password checks (scrypt, by design slow): longer than the default on a loaded machine.
   }, 120_000);
 
