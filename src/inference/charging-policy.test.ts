@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { chargeFor, type Charge, type RequestEnd } from './charging-policy.js';
+import { chargeFor, type Charge, type ObservedUsage, type RequestEnd } from './charging-policy.js';
 import type { TokenUsage } from '../protocols/common/usage.js';
 
 const estimatedPrompt = {
@@ -42,6 +42,25 @@ const charge = (
   tokens: Partial<TokenUsage> = {},
 ): Charge => ({ status, reason, upstreamStatus, ...NO_TOKENS, ...tokens });
 
+/** An answer that broke off after the vendor's 200, and the usage seen before it did. */
+const broken = (cause: BrokenCause, usage: ObservedUsage = {}): RequestEnd => ({
+  kind: 'answer_broken',
+  upstreamStatus: 200,
+  cause,
+  usage,
+});
+type BrokenCause = Extract<RequestEnd, { kind: 'answer_broken' }>['cause'];
+const completed = (stream: boolean, usage: ObservedUsage): RequestEnd => ({
+  kind: 'completed',
+  upstreamStatus: 200,
+  stream,
+  usage,
+});
+/** The prompt as admission estimated it (no cache part) and every web search held. */
+const ESTIMATE = { inputTokens: 100, webSearchRequests: 3 };
+/** The prompt vendor_a named in message_start, and every web search held. */
+const NAMED_PROMPT = { inputTokens: 95, cacheReadTokens: 50, webSearchRequests: 3 };
+
 // The table of docs/charging.md, row by row: how a request ended → what it is charged.
 const table: Array<[string, RequestEnd, Charge]> = [
   [
@@ -62,10 +81,7 @@ const table: Array<[string, RequestEnd, Charge]> = [
   [
     'client aborted after dispatch, before the answer',
     { kind: 'no_answer', cause: 'client_aborted' },
-    charge('client_aborted', 'client_aborted_before_answer', null, {
-      inputTokens: 100,
-      webSearchRequests: 3,
-    }),
+    charge('client_aborted', 'client_aborted_before_answer', null, ESTIMATE),
   ],
   [
     'network error before the answer',
@@ -94,114 +110,57 @@ const table: Array<[string, RequestEnd, Charge]> = [
   ],
   [
     'invalid JSON from the vendor',
-    { kind: 'answer_broken', upstreamStatus: 200, cause: 'invalid_json', usage: {} },
-    charge('incomplete', 'vendor_invalid_json', 200, { inputTokens: 100, webSearchRequests: 3 }),
+    broken('invalid_json'),
+    charge('incomplete', 'vendor_invalid_json', 200, ESTIMATE),
   ],
-  [
-    'JSON body cut short',
-    { kind: 'answer_broken', upstreamStatus: 200, cause: 'truncated', usage: {} },
-    charge('incomplete', 'truncated', 200, { inputTokens: 100, webSearchRequests: 3 }),
-  ],
+  ['JSON body cut short', broken('truncated'), charge('incomplete', 'truncated', 200, ESTIMATE)],
   [
     'client aborted mid-stream, vendor_a named its input',
-    {
-      kind: 'answer_broken',
-      upstreamStatus: 200,
-      cause: 'client_aborted',
-      usage: { reportedPrompt, countedOutputTokens: 12 },
-    },
+    broken('client_aborted', { reportedPrompt, countedOutputTokens: 12 }),
     charge('client_aborted', 'client_aborted_during_answer', 200, {
-      inputTokens: 95,
-      cacheReadTokens: 50,
       outputTokens: 12,
-      webSearchRequests: 3,
+      ...NAMED_PROMPT,
     }),
   ],
   [
     'truncated stream',
-    {
-      kind: 'answer_broken',
-      upstreamStatus: 200,
-      cause: 'truncated',
-      usage: { countedOutputTokens: 7 },
-    },
-    charge('incomplete', 'truncated', 200, {
-      inputTokens: 100,
-      outputTokens: 7,
-      webSearchRequests: 3,
-    }),
+    broken('truncated', { countedOutputTokens: 7 }),
+    charge('incomplete', 'truncated', 200, { outputTokens: 7, ...ESTIMATE }),
   ],
   [
     'stream timed out mid-way',
-    {
-      kind: 'answer_broken',
-      upstreamStatus: 200,
-      cause: 'timeout',
-      usage: { countedOutputTokens: 3 },
-    },
-    charge('incomplete', 'upstream_timeout', 200, {
-      inputTokens: 100,
-      outputTokens: 3,
-      webSearchRequests: 3,
-    }),
+    broken('timeout', { countedOutputTokens: 3 }),
+    charge('incomplete', 'upstream_timeout', 200, { outputTokens: 3, ...ESTIMATE }),
   ],
   [
     'stream cut at the end of the shutdown grace: what was relayed',
-    {
-      kind: 'answer_broken',
-      upstreamStatus: 200,
-      cause: 'shutdown',
-      usage: { reportedPrompt, countedOutputTokens: 12 },
-    },
-    charge('incomplete', 'gateway_shutdown', 200, {
-      inputTokens: 95,
-      cacheReadTokens: 50,
-      outputTokens: 12,
-      webSearchRequests: 3,
-    }),
+    broken('shutdown', { reportedPrompt, countedOutputTokens: 12 }),
+    charge('incomplete', 'gateway_shutdown', 200, { outputTokens: 12, ...NAMED_PROMPT }),
   ],
   [
     'JSON body cut at the end of the shutdown grace',
-    { kind: 'answer_broken', upstreamStatus: 200, cause: 'shutdown', usage: {} },
-    charge('incomplete', 'gateway_shutdown', 200, { inputTokens: 100, webSearchRequests: 3 }),
+    broken('shutdown'),
+    charge('incomplete', 'gateway_shutdown', 200, ESTIMATE),
   ],
   [
     'vendor error event inside a stream, after usage',
-    {
-      kind: 'answer_broken',
-      upstreamStatus: 200,
-      cause: 'vendor_error_event',
-      usage: { reported },
-    },
+    broken('vendor_error_event', { reported }),
     charge('incomplete', 'vendor_error_event', 200, reported),
   ],
   [
     'completed with reported usage',
-    { kind: 'completed', upstreamStatus: 200, stream: false, usage: { reported } },
+    completed(false, { reported }),
     charge('completed', 'completed', 200, reported),
   ],
   [
     'completed JSON without usage: the whole held output',
-    { kind: 'completed', upstreamStatus: 200, stream: false, usage: {} },
-    charge('completed', 'completed_without_usage', 200, {
-      inputTokens: 100,
-      outputTokens: 3000,
-      webSearchRequests: 3,
-    }),
+    completed(false, {}),
+    charge('completed', 'completed_without_usage', 200, { outputTokens: 3000, ...ESTIMATE }),
   ],
   [
     'completed stream without usage: the counted text',
-    {
-      kind: 'completed',
-      upstreamStatus: 200,
-      stream: true,
-      usage: { countedOutputTokens: 22 },
-    },
-    charge('completed', 'completed_without_usage', 200, {
-      inputTokens: 100,
-      outputTokens: 22,
-      webSearchRequests: 3,
-    }),
+    completed(true, { countedOutputTokens: 22 }),
+    charge('completed', 'completed_without_usage', 200, { outputTokens: 22, ...ESTIMATE }),
   ],
 ];
 
@@ -226,56 +185,26 @@ describe('chargeFor', () => {
     expect(chargeFor({ kind: 'no_answer', cause: 'client_aborted' }, heldAsWrite)).toMatchObject(
       written,
     );
-    expect(
-      chargeFor({ kind: 'completed', upstreamStatus: 200, stream: false, usage: {} }, heldAsWrite),
-    ).toMatchObject(written);
-    expect(
-      chargeFor(
-        { kind: 'completed', upstreamStatus: 200, stream: false, usage: { reported } },
-        heldAsWrite,
-      ),
-    ).toMatchObject({ inputTokens: 90, cacheWriteTokens: 20, cacheWrite1hTokens: 5 });
+    expect(chargeFor(completed(false, {}), heldAsWrite)).toMatchObject(written);
+    expect(chargeFor(completed(false, { reported }), heldAsWrite)).toMatchObject({
+      inputTokens: 90,
+      cacheWriteTokens: 20,
+      cacheWrite1hTokens: 5,
+    });
   });
 
   it('charges a stream cut short the searches it relayed, not every one held', () => {
     // The vendor began one search (a server_tool_use block) before the stream broke: the other
     // two it was allowed never ran, as the output it never produced is not charged.
     for (const cause of ['truncated', 'vendor_error_event', 'client_aborted'] as const) {
-      expect(
-        chargeFor(
-          {
-            kind: 'answer_broken',
-            upstreamStatus: 200,
-            cause,
-            usage: { reportedPrompt, countedOutputTokens: 7, countedWebSearches: 1 },
-          },
-          context,
-        ).webSearchRequests,
-      ).toBe(1);
+      const usage = { reportedPrompt, countedOutputTokens: 7, countedWebSearches: 1 };
+      expect(chargeFor(broken(cause, usage), context).webSearchRequests).toBe(1);
     }
-    expect(
-      chargeFor(
-        {
-          kind: 'completed',
-          upstreamStatus: 200,
-          stream: true,
-          usage: { countedOutputTokens: 7, countedWebSearches: 0 },
-        },
-        context,
-      ).webSearchRequests,
-    ).toBe(0);
+    const counted = { countedOutputTokens: 7, countedWebSearches: 0 };
+    expect(chargeFor(completed(true, counted), context).webSearchRequests).toBe(0);
     // A report wins over the count.
-    expect(
-      chargeFor(
-        {
-          kind: 'answer_broken',
-          upstreamStatus: 200,
-          cause: 'truncated',
-          usage: { reported, countedWebSearches: 1 },
-        },
-        context,
-      ).webSearchRequests,
-    ).toBe(2);
+    const bothNamed = { reported, countedWebSearches: 1 };
+    expect(chargeFor(broken('truncated', bothNamed), context).webSearchRequests).toBe(2);
   });
 
   it('charges nothing for any ending where the vendor was not called or refused', () => {
