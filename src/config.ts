@@ -39,6 +39,36 @@ const booleanFlag = z
   .enum(['true', 'false', '1', '0'])
   .transform((value) => value === 'true' || value === '1');
 
+/**
+ * A trimmed text that `accept` turns into its value, or refuses (undefined) with `message`: the
+ * message never repeats the value (it may hold a password).
+ */
+const checkedText = (accept: (value: string) => string | undefined, message: string) =>
+  z
+    .string()
+    .trim()
+    .transform((value, context) => {
+      const accepted = accept(value);
+      if (accepted === undefined) {
+        context.addIssue({ code: 'custom', message });
+        return z.NEVER;
+      }
+      return accepted;
+    });
+
+/** An smtp:// or smtps:// URL with a host, as written; undefined for anything else. */
+function smtpUrl(value: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return undefined;
+  }
+  return (url.protocol === 'smtp:' || url.protocol === 'smtps:') && url.hostname
+    ? value
+    : undefined;
+}
+
 export const configSchema = z.object({
   PORT: wholeNumber({ min: 0, max: 65535 }).default(8080),
   /**
@@ -241,47 +271,19 @@ export const configSchema = z.object({
    * issuer (RFC 8414) and the base of its endpoints' URLs. Unset: the origin each request was
    * sent to, as the dashboard's Origin check takes it (decision 343).
    */
-  PUBLIC_ORIGIN: z
-    .string()
-    .trim()
-    .transform((value, context) => {
-      const origin = originOf(value);
-      if (origin === undefined) {
-        context.addIssue({
-          code: 'custom',
-          message: 'must be scheme://host[:port] only (http or https, no path, query or user)',
-        });
-        return z.NEVER;
-      }
-      return origin;
-    })
-    .optional(),
+  PUBLIC_ORIGIN: checkedText(
+    originOf,
+    'must be scheme://host[:port] only (http or https, no path, query or user)',
+  ).optional(),
   /**
    * Where gw sends its e-mail (verification and password-reset links): smtp://user:pass@host:port
    * (STARTTLS when the server offers it) or smtps:// (TLS from the start). A secret: it holds the
    * SMTP password, and no message ever repeats it. Unset: gw sends no e-mail (decision 370).
    */
-  SMTP_URL: z
-    .string()
-    .trim()
-    .transform((value, context) => {
-      let url: URL | undefined;
-      try {
-        url = new URL(value);
-      } catch {
-        url = undefined;
-      }
-      if (!url || (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') || !url.hostname) {
-        // Never the value: it holds a password.
-        context.addIssue({
-          code: 'custom',
-          message: 'must be smtp://[user:password@]host[:port] or smtps://…',
-        });
-        return z.NEVER;
-      }
-      return value;
-    })
-    .optional(),
+  SMTP_URL: checkedText(
+    smtpUrl,
+    'must be smtp://[user:password@]host[:port] or smtps://…',
+  ).optional(),
   /** The From of gw's e-mail: `gw <no-reply@example.com>` or a bare address. */
   EMAIL_FROM: z.string().trim().max(320).optional(),
   /** How long an OAuth authorization code waits for its exchange (RFC 6749: short). */

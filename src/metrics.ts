@@ -197,24 +197,18 @@ export class GatewayMetrics {
       });
     }
     if (upstreamWaiting) {
-      new Gauge({
-        name: 'gw_upstream_calls_waiting',
-        help: 'Vendor calls of this instance waiting for a connection: all UPSTREAM_CONNECTIONS to their vendor are busy (each live stream holds one)',
-        registers: [this.registry],
-        collect() {
-          this.set(upstreamWaiting());
-        },
-      });
+      this.instanceCountGauge(
+        'gw_upstream_calls_waiting',
+        'Vendor calls of this instance waiting for a connection: all UPSTREAM_CONNECTIONS to their vendor are busy (each live stream holds one)',
+        upstreamWaiting,
+      );
     }
     if (tokenCountsWaiting) {
-      new Gauge({
-        name: 'gw_token_counts_waiting',
-        help: 'Token counts of this instance waiting for a counting thread (every organization’s; TOKEN_WORKERS threads count one each at a time)',
-        registers: [this.registry],
-        collect() {
-          this.set(tokenCountsWaiting());
-        },
-      });
+      this.instanceCountGauge(
+        'gw_token_counts_waiting',
+        'Token counts of this instance waiting for a counting thread (every organization’s; TOKEN_WORKERS threads count one each at a time)',
+        tokenCountsWaiting,
+      );
     }
     if (emailOutboxPending) {
       this.sharedCountGauge(
@@ -246,6 +240,18 @@ export class GatewayMetrics {
       async collect() {
         const value = await bounded(count());
         if (value !== undefined) this.set(value);
+      },
+    });
+  }
+
+  /** A gauge of this instance's own count, read at each scrape (the workers' values add up). */
+  private instanceCountGauge(name: string, help: string, count: () => number): void {
+    new Gauge({
+      name,
+      help,
+      registers: [this.registry],
+      collect() {
+        this.set(count());
       },
     });
   }

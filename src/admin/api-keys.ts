@@ -7,8 +7,8 @@ import { modelPolicyProblem, modelPolicyWarnings } from '../catalog/model-policy
 import { changeAudited, recordAudit, type Actor } from '../audit/audit.js';
 import type { ApiKeyInvalidation } from '../auth/api-key-store.js';
 import { CURSOR_COLUMN, readPage, type Page, type PageRequest } from '../db/pages.js';
-import { withTransaction, type DbPool } from '../db/pool.js';
-import { gwError, type GwError } from '../errors.js';
+import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
+import { gwError, isGwError, type GwError } from '../errors.js';
 import { emitEvent } from '../webhooks/outbox.js';
 import { invalidateApiKeys, revokeConnection } from './connections.js';
 import { createApiKey, DEFAULT_MODEL_POLICY } from './provisioning.js';
@@ -179,7 +179,7 @@ export async function rotateApiKeyAs(
   keyId: string,
   graceSeconds: number,
 ): Promise<{ issued: IssuedApiKey; previous: ApiKeyRow } | GwError> {
-  const result = await withTransaction(db, async (client) => {
+  return changeKey(db, apiKeys, keyId, async (client) => {
     const old = await lockedUsableKey(client, keyId);
     if ('code' in old) return old;
     const key = await createApiKey(
@@ -214,9 +214,6 @@ export async function rotateApiKeyAs(
     }
     return { issued: { row: issued, rawKey: key.rawKey }, previous };
   });
-  if ('code' in result) return result;
-  await invalidateApiKeys(db, apiKeys, { keyId });
-  return result;
 }
 
 /**
@@ -235,7 +232,7 @@ export async function updateApiKeyLimitsAs(
   keyId: string,
   change: RateLimitChange,
 ): Promise<ApiKeyRow | GwError> {
-  const result = await withTransaction(db, async (client) => {
+  return changeKey(db, apiKeys, keyId, async (client) => {
     const locked = await lockedKey(client, keyId);
     if ('code' in locked) return locked;
     const { row: old, connectionStatus } = locked;
@@ -265,8 +262,20 @@ export async function updateApiKeyLimitsAs(
     }
     return row;
   });
-  if ('code' in result) return result;
-  await invalidateApiKeys(db, apiKeys, { keyId });
+}
+
+/**
+ * Runs `change` on one key in a transaction; once it has committed (not refused), drops the key
+ * from every instance's cache.
+ */
+async function changeKey<Changed extends object>(
+  db: DbPool,
+  apiKeys: ApiKeyInvalidation,
+  keyId: string,
+  change: (client: DbClient) => Promise<Changed | GwError>,
+): Promise<Changed | GwError> {
+  const result = await withTransaction(db, change);
+  if (!isGwError(result)) await invalidateApiKeys(db, apiKeys, { keyId });
   return result;
 }
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { chargeFor, type Charge, type RequestEnd } from './charging-policy.js';
+import { chargeFor, type Charge, type ObservedUsage, type RequestEnd } from './charging-policy.js';
+import type { TokenUsage } from '../protocols/common/usage.js';
 
 const estimatedPrompt = {
   inputTokens: 100,
@@ -25,337 +26,141 @@ const reportedPrompt = {
   cacheReadTokens: 50,
 };
 
+const NO_TOKENS: TokenUsage = {
+  inputTokens: 0,
+  cacheWriteTokens: 0,
+  cacheWrite1hTokens: 0,
+  cacheReadTokens: 0,
+  outputTokens: 0,
+  webSearchRequests: 0,
+};
+/** An expected charge: the token counts named, every other count 0. */
+const charge = (
+  status: Charge['status'],
+  reason: Charge['reason'],
+  upstreamStatus: number | null,
+  tokens: Partial<TokenUsage> = {},
+): Charge => ({ status, reason, upstreamStatus, ...NO_TOKENS, ...tokens });
+
+/** An answer that broke off after the vendor's 200, and the usage seen before it did. */
+const broken = (cause: BrokenCause, usage: ObservedUsage = {}): RequestEnd => ({
+  kind: 'answer_broken',
+  upstreamStatus: 200,
+  cause,
+  usage,
+});
+type BrokenCause = Extract<RequestEnd, { kind: 'answer_broken' }>['cause'];
+const completed = (stream: boolean, usage: ObservedUsage): RequestEnd => ({
+  kind: 'completed',
+  upstreamStatus: 200,
+  stream,
+  usage,
+});
+/** The prompt as admission estimated it (no cache part) and every web search held. */
+const ESTIMATE = { inputTokens: 100, webSearchRequests: 3 };
+/** The prompt vendor_a named in message_start, and every web search held. */
+const NAMED_PROMPT = { inputTokens: 95, cacheReadTokens: 50, webSearchRequests: 3 };
+
 // The table of docs/charging.md, row by row: how a request ended → what it is charged.
 const table: Array<[string, RequestEnd, Charge]> = [
   [
     'client gone before dispatch',
     { kind: 'not_dispatched', cause: 'client_gone' },
-    {
-      status: 'client_aborted',
-      reason: 'client_gone_before_dispatch',
-      upstreamStatus: null,
-      inputTokens: 0,
-      cacheWriteTokens: 0,
-      cacheWrite1hTokens: 0,
-      cacheReadTokens: 0,
-      outputTokens: 0,
-      webSearchRequests: 0,
-    },
+    charge('client_aborted', 'client_gone_before_dispatch', null),
   ],
   [
     'the call could not be built or a gateway bug before dispatch',
     { kind: 'not_dispatched', cause: 'gateway_error' },
-    {
-      status: 'incomplete',
-      reason: 'gateway_error',
-      upstreamStatus: null,
-      inputTokens: 0,
-      cacheWriteTokens: 0,
-      cacheWrite1hTokens: 0,
-      cacheReadTokens: 0,
-      outputTokens: 0,
-      webSearchRequests: 0,
-    },
+    charge('incomplete', 'gateway_error', null),
   ],
   [
     'the instance serving it died before it settled (another settles its draft)',
     { kind: 'instance_lost' },
-    {
-      status: 'incomplete',
-      reason: 'gateway_lost',
-      upstreamStatus: null,
-      inputTokens: 0,
-      cacheWriteTokens: 0,
-      cacheWrite1hTokens: 0,
-      cacheReadTokens: 0,
-      outputTokens: 0,
-      webSearchRequests: 0,
-    },
+    charge('incomplete', 'gateway_lost', null),
   ],
   [
     'client aborted after dispatch, before the answer',
     { kind: 'no_answer', cause: 'client_aborted' },
-    {
-      status: 'client_aborted',
-      reason: 'client_aborted_before_answer',
-      upstreamStatus: null,
-      inputTokens: 100,
-      cacheWriteTokens: 0,
-      cacheWrite1hTokens: 0,
-      cacheReadTokens: 0,
-      outputTokens: 0,
-      webSearchRequests: 3,
-    },
+    charge('client_aborted', 'client_aborted_before_answer', null, ESTIMATE),
   ],
   [
     'network error before the answer',
     { kind: 'no_answer', cause: 'network_error' },
-    {
-      status: 'upstream_error',
-      reason: 'network_error',
-      upstreamStatus: null,
-      inputTokens: 0,
-      cacheWriteTokens: 0,
-      cacheWrite1hTokens: 0,
-      cacheReadTokens: 0,
-      outputTokens: 0,
-      webSearchRequests: 0,
-    },
+    charge('upstream_error', 'network_error', null),
   ],
   [
     'timeout before the answer',
     { kind: 'no_answer', cause: 'timeout' },
-    {
-      status: 'upstream_error',
-      reason: 'upstream_timeout',
-      upstreamStatus: null,
-      inputTokens: 0,
-      cacheWriteTokens: 0,
-      cacheWrite1hTokens: 0,
-      cacheReadTokens: 0,
-      outputTokens: 0,
-      webSearchRequests: 0,
-    },
+    charge('upstream_error', 'upstream_timeout', null),
   ],
   [
     'cut at the end of the shutdown grace before the answer',
     { kind: 'no_answer', cause: 'shutdown' },
-    {
-      status: 'incomplete',
-      reason: 'gateway_shutdown',
-      upstreamStatus: null,
-      inputTokens: 0,
-      cacheWriteTokens: 0,
-      cacheWrite1hTokens: 0,
-      cacheReadTokens: 0,
-      outputTokens: 0,
-      webSearchRequests: 0,
-    },
+    charge('incomplete', 'gateway_shutdown', null),
   ],
   [
     'vendor error status',
     { kind: 'vendor_refused', upstreamStatus: 500, failoverExhausted: false },
-    {
-      status: 'upstream_error',
-      reason: 'vendor_error_status',
-      upstreamStatus: 500,
-      inputTokens: 0,
-      cacheWriteTokens: 0,
-      cacheWrite1hTokens: 0,
-      cacheReadTokens: 0,
-      outputTokens: 0,
-      webSearchRequests: 0,
-    },
+    charge('upstream_error', 'vendor_error_status', 500),
   ],
   [
     'BYOK failover ran out',
     { kind: 'vendor_refused', upstreamStatus: 429, failoverExhausted: true },
-    {
-      status: 'upstream_error',
-      reason: 'failover_exhausted',
-      upstreamStatus: 429,
-      inputTokens: 0,
-      cacheWriteTokens: 0,
-      cacheWrite1hTokens: 0,
-      cacheReadTokens: 0,
-      outputTokens: 0,
-      webSearchRequests: 0,
-    },
+    charge('upstream_error', 'failover_exhausted', 429),
   ],
   [
     'invalid JSON from the vendor',
-    { kind: 'answer_broken', upstreamStatus: 200, cause: 'invalid_json', usage: {} },
-    {
-      status: 'incomplete',
-      reason: 'vendor_invalid_json',
-      upstreamStatus: 200,
-      inputTokens: 100,
-      cacheWriteTokens: 0,
-      cacheWrite1hTokens: 0,
-      cacheReadTokens: 0,
-      outputTokens: 0,
-      webSearchRequests: 3,
-    },
+    broken('invalid_json'),
+    charge('incomplete', 'vendor_invalid_json', 200, ESTIMATE),
   ],
-  [
-    'JSON body cut short',
-    { kind: 'answer_broken', upstreamStatus: 200, cause: 'truncated', usage: {} },
-    {
-      status: 'incomplete',
-      reason: 'truncated',
-      upstreamStatus: 200,
-      inputTokens: 100,
-      cacheWriteTokens: 0,
-      cacheWrite1hTokens: 0,
-      cacheReadTokens: 0,
-      outputTokens: 0,
-      webSearchRequests: 3,
-    },
-  ],
+  ['JSON body cut short', broken('truncated'), charge('incomplete', 'truncated', 200, ESTIMATE)],
   [
     'client aborted mid-stream, vendor_a named its input',
-    {
-      kind: 'answer_broken',
-      upstreamStatus: 200,
-      cause: 'client_aborted',
-      usage: { reportedPrompt, countedOutputTokens: 12 },
-    },
-    {
-      status: 'client_aborted',
-      reason: 'client_aborted_during_answer',
-      upstreamStatus: 200,
-      inputTokens: 95,
-      cacheWriteTokens: 0,
-      cacheWrite1hTokens: 0,
-      cacheReadTokens: 50,
+    broken('client_aborted', { reportedPrompt, countedOutputTokens: 12 }),
+    charge('client_aborted', 'client_aborted_during_answer', 200, {
       outputTokens: 12,
-      webSearchRequests: 3,
-    },
+      ...NAMED_PROMPT,
+    }),
   ],
   [
     'truncated stream',
-    {
-      kind: 'answer_broken',
-      upstreamStatus: 200,
-      cause: 'truncated',
-      usage: { countedOutputTokens: 7 },
-    },
-    {
-      status: 'incomplete',
-      reason: 'truncated',
-      upstreamStatus: 200,
-      inputTokens: 100,
-      cacheWriteTokens: 0,
-      cacheWrite1hTokens: 0,
-      cacheReadTokens: 0,
-      outputTokens: 7,
-      webSearchRequests: 3,
-    },
+    broken('truncated', { countedOutputTokens: 7 }),
+    charge('incomplete', 'truncated', 200, { outputTokens: 7, ...ESTIMATE }),
   ],
   [
     'stream timed out mid-way',
-    {
-      kind: 'answer_broken',
-      upstreamStatus: 200,
-      cause: 'timeout',
-      usage: { countedOutputTokens: 3 },
-    },
-    {
-      status: 'incomplete',
-      reason: 'upstream_timeout',
-      upstreamStatus: 200,
-      inputTokens: 100,
-      cacheWriteTokens: 0,
-      cacheWrite1hTokens: 0,
-      cacheReadTokens: 0,
-      outputTokens: 3,
-      webSearchRequests: 3,
-    },
+    broken('timeout', { countedOutputTokens: 3 }),
+    charge('incomplete', 'upstream_timeout', 200, { outputTokens: 3, ...ESTIMATE }),
   ],
   [
     'stream cut at the end of the shutdown grace: what was relayed',
-    {
-      kind: 'answer_broken',
-      upstreamStatus: 200,
-      cause: 'shutdown',
-      usage: { reportedPrompt, countedOutputTokens: 12 },
-    },
-    {
-      status: 'incomplete',
-      reason: 'gateway_shutdown',
-      upstreamStatus: 200,
-      inputTokens: 95,
-      cacheWriteTokens: 0,
-      cacheWrite1hTokens: 0,
-      cacheReadTokens: 50,
-      outputTokens: 12,
-      webSearchRequests: 3,
-    },
+    broken('shutdown', { reportedPrompt, countedOutputTokens: 12 }),
+    charge('incomplete', 'gateway_shutdown', 200, { outputTokens: 12, ...NAMED_PROMPT }),
   ],
   [
     'JSON body cut at the end of the shutdown grace',
-    { kind: 'answer_broken', upstreamStatus: 200, cause: 'shutdown', usage: {} },
-    {
-      status: 'incomplete',
-      reason: 'gateway_shutdown',
-      upstreamStatus: 200,
-      inputTokens: 100,
-      cacheWriteTokens: 0,
-      cacheWrite1hTokens: 0,
-      cacheReadTokens: 0,
-      outputTokens: 0,
-      webSearchRequests: 3,
-    },
+    broken('shutdown'),
+    charge('incomplete', 'gateway_shutdown', 200, ESTIMATE),
   ],
   [
     'vendor error event inside a stream, after usage',
-    {
-      kind: 'answer_broken',
-      upstreamStatus: 200,
-      cause: 'vendor_error_event',
-      usage: { reported },
-    },
-    {
-      status: 'incomplete',
-      reason: 'vendor_error_event',
-      upstreamStatus: 200,
-      inputTokens: 90,
-      cacheWriteTokens: 20,
-      cacheWrite1hTokens: 5,
-      cacheReadTokens: 30,
-      outputTokens: 40,
-      webSearchRequests: 2,
-    },
+    broken('vendor_error_event', { reported }),
+    charge('incomplete', 'vendor_error_event', 200, reported),
   ],
   [
     'completed with reported usage',
-    { kind: 'completed', upstreamStatus: 200, stream: false, usage: { reported } },
-    {
-      status: 'completed',
-      reason: 'completed',
-      upstreamStatus: 200,
-      inputTokens: 90,
-      cacheWriteTokens: 20,
-      cacheWrite1hTokens: 5,
-      cacheReadTokens: 30,
-      outputTokens: 40,
-      webSearchRequests: 2,
-    },
+    completed(false, { reported }),
+    charge('completed', 'completed', 200, reported),
   ],
   [
     'completed JSON without usage: the whole held output',
-    { kind: 'completed', upstreamStatus: 200, stream: false, usage: {} },
-    {
-      status: 'completed',
-      reason: 'completed_without_usage',
-      upstreamStatus: 200,
-      inputTokens: 100,
-      cacheWriteTokens: 0,
-      cacheWrite1hTokens: 0,
-      cacheReadTokens: 0,
-      outputTokens: 3000,
-      webSearchRequests: 3,
-    },
+    completed(false, {}),
+    charge('completed', 'completed_without_usage', 200, { outputTokens: 3000, ...ESTIMATE }),
   ],
   [
     'completed stream without usage: the counted text',
-    {
-      kind: 'completed',
-      upstreamStatus: 200,
-      stream: true,
-      usage: { countedOutputTokens: 22 },
-    },
-    {
-      status: 'completed',
-      reason: 'completed_without_usage',
-      upstreamStatus: 200,
-      inputTokens: 100,
-      cacheWriteTokens: 0,
-      cacheWrite1hTokens: 0,
-      cacheReadTokens: 0,
-      outputTokens: 22,
-      webSearchRequests: 3,
-    },
+    completed(true, { countedOutputTokens: 22 }),
+    charge('completed', 'completed_without_usage', 200, { outputTokens: 22, ...ESTIMATE }),
   ],
 ];
 
@@ -380,56 +185,26 @@ describe('chargeFor', () => {
     expect(chargeFor({ kind: 'no_answer', cause: 'client_aborted' }, heldAsWrite)).toMatchObject(
       written,
     );
-    expect(
-      chargeFor({ kind: 'completed', upstreamStatus: 200, stream: false, usage: {} }, heldAsWrite),
-    ).toMatchObject(written);
-    expect(
-      chargeFor(
-        { kind: 'completed', upstreamStatus: 200, stream: false, usage: { reported } },
-        heldAsWrite,
-      ),
-    ).toMatchObject({ inputTokens: 90, cacheWriteTokens: 20, cacheWrite1hTokens: 5 });
+    expect(chargeFor(completed(false, {}), heldAsWrite)).toMatchObject(written);
+    expect(chargeFor(completed(false, { reported }), heldAsWrite)).toMatchObject({
+      inputTokens: 90,
+      cacheWriteTokens: 20,
+      cacheWrite1hTokens: 5,
+    });
   });
 
   it('charges a stream cut short the searches it relayed, not every one held', () => {
     // The vendor began one search (a server_tool_use block) before the stream broke: the other
     // two it was allowed never ran, as the output it never produced is not charged.
     for (const cause of ['truncated', 'vendor_error_event', 'client_aborted'] as const) {
-      expect(
-        chargeFor(
-          {
-            kind: 'answer_broken',
-            upstreamStatus: 200,
-            cause,
-            usage: { reportedPrompt, countedOutputTokens: 7, countedWebSearches: 1 },
-          },
-          context,
-        ).webSearchRequests,
-      ).toBe(1);
+      const usage = { reportedPrompt, countedOutputTokens: 7, countedWebSearches: 1 };
+      expect(chargeFor(broken(cause, usage), context).webSearchRequests).toBe(1);
     }
-    expect(
-      chargeFor(
-        {
-          kind: 'completed',
-          upstreamStatus: 200,
-          stream: true,
-          usage: { countedOutputTokens: 7, countedWebSearches: 0 },
-        },
-        context,
-      ).webSearchRequests,
-    ).toBe(0);
+    const counted = { countedOutputTokens: 7, countedWebSearches: 0 };
+    expect(chargeFor(completed(true, counted), context).webSearchRequests).toBe(0);
     // A report wins over the count.
-    expect(
-      chargeFor(
-        {
-          kind: 'answer_broken',
-          upstreamStatus: 200,
-          cause: 'truncated',
-          usage: { reported, countedWebSearches: 1 },
-        },
-        context,
-      ).webSearchRequests,
-    ).toBe(2);
+    const bothNamed = { reported, countedWebSearches: 1 };
+    expect(chargeFor(broken('truncated', bothNamed), context).webSearchRequests).toBe(2);
   });
 
   it('charges nothing for any ending where the vendor was not called or refused', () => {

@@ -21,6 +21,8 @@ export const AWAITING_NEWER_WRITER = 'awaiting-newer-writer';
 /** Slots read together on a cluster (one command each, pipelined per node). */
 const SLOTS_PER_WINDOW = 256;
 
+type Pipeline = ReturnType<RedisClient['pipeline']>;
+
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 export class UsageStreamGroup {
@@ -71,18 +73,10 @@ export class UsageStreamGroup {
    * which the ledger ignores (ON CONFLICT DO NOTHING).
    */
   async acknowledge(batch: StreamBatch): Promise<void> {
-    const idsOf = new Map(batch.map(([stream, entries]) => [stream, entries.map(([id]) => id)]));
-    await Promise.allSettled(
-      pipelineGroups(this.redis, [...idsOf.keys()]).map(async (streams) => {
-        const pipeline = this.redis.pipeline();
-        for (const stream of streams) {
-          const ids = idsOf.get(stream)!;
-          pipeline.xack(stream, USAGE_CONSUMER_GROUP, ...ids);
-          pipeline.xdel(stream, ...ids);
-        }
-        await pipeline.exec();
-      }),
-    );
+    await this.perNode(batch, (pipeline, stream, ids) => {
+      pipeline.xack(stream, USAGE_CONSUMER_GROUP, ...ids);
+      pipeline.xdel(stream, ...ids);
+    });
   }
 
   /**
@@ -91,21 +85,32 @@ export class UsageStreamGroup {
    * `claimIdleMs` away. One that fails stays this consumer's, and is claimed all the same.
    */
   async park(batch: StreamBatch): Promise<void> {
+    await this.perNode(batch, (pipeline, stream, ids) => {
+      pipeline.call(
+        'XCLAIM',
+        stream,
+        USAGE_CONSUMER_GROUP,
+        AWAITING_NEWER_WRITER,
+        '0',
+        ...ids,
+        'JUSTID',
+      );
+    });
+  }
+
+  /**
+   * Queues `command` for each stream of the batch with its entries' ids, in one pipeline per
+   * node, sent together; a pipeline that fails (its node is away) fails alone, unreported.
+   */
+  private async perNode(
+    batch: StreamBatch,
+    command: (pipeline: Pipeline, stream: string, ids: string[]) => void,
+  ): Promise<void> {
     const idsOf = new Map(batch.map(([stream, entries]) => [stream, entries.map(([id]) => id)]));
     await Promise.allSettled(
       pipelineGroups(this.redis, [...idsOf.keys()]).map(async (streams) => {
         const pipeline = this.redis.pipeline();
-        for (const stream of streams) {
-          pipeline.call(
-            'XCLAIM',
-            stream,
-            USAGE_CONSUMER_GROUP,
-            AWAITING_NEWER_WRITER,
-            '0',
-            ...idsOf.get(stream)!,
-            'JUSTID',
-          );
-        }
+        for (const stream of streams) command(pipeline, stream, idsOf.get(stream)!);
         await pipeline.exec();
       }),
     );

@@ -3,7 +3,7 @@
 // follow STYLE.md's uWS rules (onAborted first, copy body chunks, cork after awaits).
 import type { HttpResponse } from 'uWebSockets.js';
 import { mockId } from './output.js';
-import type { MockError, StreamEvents } from './types.js';
+import type { MockError, MockErrorFault, MockProtocol, StreamEvents } from './types.js';
 
 type HeaderList = readonly (readonly [string, string])[];
 
@@ -17,6 +17,20 @@ const SSE_HEADERS: HeaderList = [
 export function jsonError(status: string, body: unknown, headers: HeaderList = []): MockError {
   return { status, headers, body: JSON.stringify(body) };
 }
+
+/**
+ * A vendor's answer to an injected fault: its static one, but a rate limit given a retry-after
+ * of its own (the `mock:retry_after` directive) is made for it.
+ */
+export const faultAnswers =
+  (
+    answers: Readonly<Record<MockErrorFault, MockError>>,
+    rateLimit: (retryAfterSeconds: number) => MockError,
+  ): MockProtocol['error'] =>
+  (fault, retryAfterSeconds) =>
+    fault === 'rate_limit' && retryAfterSeconds !== undefined
+      ? rateLimit(retryAfterSeconds)
+      : answers[fault];
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -14,7 +14,7 @@ import {
   withUsageJson,
 } from './output.js';
 import { DEFAULT_RETRY_AFTER_S } from './faults.js';
-import { jsonError } from './responses.js';
+import { faultAnswers, jsonError } from './responses.js';
 import type {
   AnswerPlan,
   JsonObject,
@@ -197,10 +197,7 @@ export const vendorA: MockProtocol = {
   },
   inputTexts: messagesTexts,
   invalidRequest,
-  error: (fault, retryAfterSeconds) =>
-    fault === 'rate_limit' && retryAfterSeconds !== undefined
-      ? rateLimit(retryAfterSeconds)
-      : ERRORS[fault],
+  error: faultAnswers(ERRORS, rateLimit),
   invalidJson: invalid('There was an issue with the JSON body of your request.'),
   notFound: error('404 Not Found', 'not_found_error', 'Not found'),
   tooLarge: error(

@@ -14,7 +14,7 @@ import {
   withUsageJson,
 } from './output.js';
 import { DEFAULT_RETRY_AFTER_S } from './faults.js';
-import { jsonError } from './responses.js';
+import { faultAnswers, jsonError } from './responses.js';
 import type {
   AnswerPlan,
   JsonObject,
@@ -254,10 +254,7 @@ export const vendorB: MockProtocol = {
   apiKey: (headers: MockHeaders) => bearerToken(headers.authorization),
   inputTexts: chatCompletionTexts,
   invalidRequest,
-  error: (fault, retryAfterSeconds) =>
-    fault === 'rate_limit' && retryAfterSeconds !== undefined
-      ? rateLimit(retryAfterSeconds)
-      : ERRORS[fault],
+  error: faultAnswers(ERRORS, rateLimit),
   invalidJson: error(
     '400 Bad Request',
     'invalid_request_error',

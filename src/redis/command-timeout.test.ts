@@ -1,9 +1,9 @@
 // REDIS_TIMEOUT_MS on ioredis: a Redis that never answers fails the command after the bound;
 // a Redis that answered while the event loop was stalled does not (the reply is read first).
 // ioredis' own timer, run in the same stalls, fails those healthy commands: the control.
-import { createServer, type Server, type Socket } from 'node:net';
 import { Command, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSilentRedis, stallLoop, type SilentRedis } from '../../test/support/silent-redis.js';
 import { isDependencyUnavailable } from '../errors.js';
 import {
   COMMAND_TIMED_OUT,
@@ -20,14 +20,6 @@ const commandPrototype = Command.prototype as unknown as { setTimeout: SetTimeou
 const ioredisTimeout: SetTimeoutMethod = ioredisCommandTimer;
 installStallTolerantTimeout();
 const stallTolerantTimeout = commandPrototype.setTimeout;
-
-/** Keeps the event loop busy for `ms`: nothing is read from any socket meanwhile. */
-function stallLoop(ms: number): void {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    // busy
-  }
-}
 
 /** Where the stall begins: in an I/O callback (a Redis reply), a setImmediate, a timer. */
 const CONTEXTS = ['io', 'immediate', 'timer'] as const;
@@ -46,33 +38,24 @@ function stalledPing(where: (typeof CONTEXTS)[number], stallMs: number): Promise
   });
 }
 
-let silent: Server;
-let silentPort: number;
-const silentSockets = new Set<Socket>();
+let silent: SilentRedis;
 let redis: Redis;
 
 beforeAll(async () => {
-  // Accepts connections, reads every command, answers none: a Redis that hangs.
-  silent = createServer((socket) => {
-    silentSockets.add(socket);
-    socket.resume();
-  });
-  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-  silentPort = (silent.address() as { port: number }).port;
+  silent = await startSilentRedis();
   redis = new Redis(REDIS_URL, { commandTimeout: BOUND_MS, maxRetriesPerRequest: 2 });
   await redis.ping();
 });
 
 afterAll(async () => {
   redis.disconnect();
-  for (const socket of silentSockets) socket.destroy();
-  await new Promise((resolve) => silent.close(resolve));
+  await silent.close();
 });
 
 /** A client of the silent Redis (no command of it is ever answered), its errors ignored. */
 function silentClient(): Redis {
   const client = new Redis({
-    port: silentPort,
+    port: silent.port,
     host: '127.0.0.1',
     commandTimeout: BOUND_MS,
     enableReadyCheck: false,

@@ -1,44 +1,26 @@
 // A connection whose oldest command has waited twice the bound of responsive loop time is
 // replaced; a stalled loop's time does not count (the answer may be there, unread).
-import { createServer, type Server, type Socket } from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSilentRedis, stallLoop, type SilentRedis } from '../../test/support/silent-redis.js';
 import { replaceSilentConnections } from './silent-connections.js';
 
 const BOUND_MS = 200;
 
-let silent: Server;
-let silentPort: number;
-const sockets = new Set<Socket>();
+let silent: SilentRedis;
 
 beforeAll(async () => {
-  // Accepts connections, reads every command, answers none.
-  silent = createServer((socket) => {
-    sockets.add(socket);
-    socket.resume();
-  });
-  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-  silentPort = (silent.address() as { port: number }).port;
+  silent = await startSilentRedis();
 });
 
-afterAll(async () => {
-  for (const socket of sockets) socket.destroy();
-  await new Promise((resolve) => silent.close(resolve));
-});
-
-function stallLoop(ms: number): void {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    // busy
-  }
-}
+afterAll(() => silent.close());
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('replaceSilentConnections', () => {
   it('replaces a connection that answers nothing after twice the bound, not counting a stall', async () => {
     const client = new Redis({
-      port: silentPort,
+      port: silent.port,
       host: '127.0.0.1',
       enableReadyCheck: false,
       disableClientInfo: true, // nothing to wait for before `ready`
@@ -51,7 +33,7 @@ describe('replaceSilentConnections', () => {
     );
     try {
       await new Promise((resolve) => client.once('ready', resolve));
-      const connects = sockets.size;
+      const connects = silent.sockets.size;
       void client.get('never-answered').catch(() => undefined);
       await sleep(BOUND_MS); // the watch sees the command waiting
       stallLoop(BOUND_MS * 5); // a stall five times the bound: not silence
@@ -63,7 +45,7 @@ describe('replaceSilentConnections', () => {
       expect(replaced[0]).toBeGreaterThanOrEqual(2 * BOUND_MS);
       expect(replaced[0]).toBeLessThan(5 * BOUND_MS);
       await sleep(BOUND_MS);
-      expect(sockets.size).toBeGreaterThan(connects);
+      expect(silent.sockets.size).toBeGreaterThan(connects);
     } finally {
       watch.stop();
       client.disconnect();

@@ -1,7 +1,8 @@
 // The fair scheduler in front of the counting threads, against a fake pool whose tasks end
 // when the test says: the order tasks start in, the per-lane bound, cancellation and close.
 import { describe, expect, it } from 'vitest';
-import { FairScheduler, SchedulerClosedError, type CountingFor } from './fair-scheduler.js';
+import { leavingClient } from '../../test/support/leaving-client.js';
+import { FairScheduler, SchedulerClosedError } from './fair-scheduler.js';
 
 /** A pool whose tasks are started by the scheduler and ended by the test, one by one. */
 class FakePool {
@@ -40,23 +41,6 @@ class FakePool {
 
 /** Lets every promise reaction already queued run. */
 const settled = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-
-/** A client as a route's response is one: `leave()` is the client going away. */
-function client(): CountingFor & { leave(): void } {
-  const listeners: Array<() => void> = [];
-  const connection = {
-    aborted: false,
-    onAborted(listener: () => void): void {
-      if (connection.aborted) listener();
-      else listeners.push(listener);
-    },
-    leave(): void {
-      connection.aborted = true;
-      for (const listener of listeners) listener();
-    },
-  };
-  return connection;
-}
 
 function scheduler(maxRunning = 1, maxWaitingPerLane = 100) {
   return {
@@ -168,7 +152,7 @@ describe('FairScheduler', () => {
   it('takes a cancelled task out of its lane without running it, and frees its place', async () => {
     const { pool, fair } = scheduler(1, 2);
     void fair.tryRun('org_a', pool.task('a1'));
-    const leaving = client();
+    const leaving = leavingClient();
     const cancelled = outcome(fair.tryRun('org_a', pool.task('a2'), leaving));
     void fair.tryRun('org_a', pool.task('a3'));
     expect(fair.tryRun('org_a', pool.task('refused'))).toBeUndefined();
@@ -187,7 +171,7 @@ describe('FairScheduler', () => {
 
   it('stops waiting for a running task whose client went away, and keeps its slot until it ends', async () => {
     const { pool, fair } = scheduler(1);
-    const leaving = client();
+    const leaving = leavingClient();
     const cancelled = outcome(fair.tryRun('org_a', pool.task('a1'), leaving));
     void fair.tryRun('org_b', pool.task('b1'));
     leaving.leave();
@@ -205,7 +189,7 @@ describe('FairScheduler', () => {
 
   it('refuses a task whose client has already gone without queueing it', async () => {
     const { pool, fair } = scheduler(1);
-    const gone = client();
+    const gone = leavingClient();
     gone.leave();
     await expect(fair.tryRun('org_a', pool.task('a1'), gone)).rejects.toMatchObject({
       name: 'AbortError',

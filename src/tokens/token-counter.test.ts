@@ -3,29 +3,13 @@
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { afterAll, describe, expect, it } from 'vitest';
 import { countInputTokens, countTextTokens, LONG_RUN_CHARS } from './count.js';
-import { PiscinaTokenCounter, type CountingFor } from './token-counter.js';
+import { leavingClient } from '../../test/support/leaving-client.js';
+import { PiscinaTokenCounter } from './token-counter.js';
 
 const counter = new PiscinaTokenCounter(1);
 afterAll(() => counter.close());
 
 const MIB = 1024 * 1024;
-
-/** A client as a route's response is one: `leave()` is the client going away. */
-function goneClient(alreadyGone: boolean): CountingFor & { leave(): void } {
-  const listeners: Array<() => void> = [];
-  const client = {
-    aborted: alreadyGone,
-    onAborted(listener: () => void): void {
-      if (client.aborted) listener();
-      else listeners.push(listener);
-    },
-    leave(): void {
-      client.aborted = true;
-      for (const listener of listeners) listener();
-    },
-  };
-  return client;
-}
 
 /** Deterministic pseudo-random text from an alphabet (a small LCG: same text every run). */
 function seededText(alphabet: string, length: number, seed: number): string {
@@ -114,9 +98,9 @@ describe('PiscinaTokenCounter', () => {
 
   it('is cancelled with its request, and the pool keeps counting afterwards', async () => {
     await expect(
-      counter.countInput(['x'.repeat(10_000)], { orgId: 'org_a', client: goneClient(true) }),
+      counter.countInput(['x'.repeat(10_000)], { orgId: 'org_a', client: leavingClient(true) }),
     ).rejects.toMatchObject({ name: 'AbortError' });
-    const leaving = goneClient(false);
+    const leaving = leavingClient();
     const counting = counter.countInput([seededText('abcdefghij klmnopqrstuvwxyz ', 100_000, 9)], {
       orgId: 'org_a',
       client: leaving,

@@ -290,6 +290,12 @@ describe('the tier vendor_a says it served at (decision 342)', () => {
   const sse = (events: object[]): Uint8Array =>
     Buffer.from(events.map((event) => `data: ${JSON.stringify(event)}\n\n`).join(''));
   const standard = { service_tier: 'standard', inference_geo: 'not_available', speed: 'standard' };
+  /** What each relay of a messages stream (passed on as is, or as chat completions) reports. */
+  const streamedTiers = (events: object[]) =>
+    [new MessagesStreamRelay(), new MessagesToChatStreamRelay('vendor_a', false)].map((relay) => {
+      relay.push(sse(events));
+      return relay.unpricedTiers;
+    });
 
   it('names what a JSON answer reports beyond the standard tier, speed and geography', () => {
     const tiers = (usage: Record<string, unknown>) =>
@@ -310,28 +316,17 @@ describe('the tier vendor_a says it served at (decision 342)', () => {
   });
 
   it('reads a stream from message_start, message_delta naming it again or not', () => {
-    for (const relay of [
-      new MessagesStreamRelay(),
-      new MessagesToChatStreamRelay('vendor_a', false),
-    ]) {
-      relay.push(
-        sse([
-          {
-            type: 'message_start',
-            message: { usage: { input_tokens: 10, service_tier: 'priority', inference_geo: 'us' } },
-          },
-          { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'ok' } },
-          {
-            type: 'message_delta',
-            delta: {},
-            usage: { output_tokens: 1, inference_geo: 'global' },
-          },
-        ]),
-      );
-      expect(relay.unpricedTiers).toEqual([
-        { field: 'service_tier', reported: 'priority', tier: 'priority' },
-      ]);
-    }
+    const priority = [{ field: 'service_tier', reported: 'priority', tier: 'priority' }];
+    expect(
+      streamedTiers([
+        {
+          type: 'message_start',
+          message: { usage: { input_tokens: 10, service_tier: 'priority', inference_geo: 'us' } },
+        },
+        { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'ok' } },
+        { type: 'message_delta', delta: {}, usage: { output_tokens: 1, inference_geo: 'global' } },
+      ]),
+    ).toEqual([priority, priority]);
     const standardStream = new MessagesStreamRelay();
     standardStream.push(
       sse([
@@ -343,28 +338,23 @@ describe('the tier vendor_a says it served at (decision 342)', () => {
   });
 
   it('keeps what message_start named when message_delta names it null (decision 354)', () => {
-    for (const relay of [
-      new MessagesStreamRelay(),
-      new MessagesToChatStreamRelay('vendor_a', false),
-    ]) {
-      relay.push(
-        sse([
-          {
-            type: 'message_start',
-            message: { usage: { input_tokens: 10, service_tier: 'priority', speed: 'fast' } },
-          },
-          {
-            type: 'message_delta',
-            delta: {},
-            usage: { output_tokens: 1, service_tier: null, speed: null, inference_geo: null },
-          },
-        ]),
-      );
-      expect(relay.unpricedTiers).toEqual([
-        { field: 'service_tier', reported: 'priority', tier: 'priority' },
-        { field: 'speed', reported: 'fast', tier: 'fast' },
-      ]);
-    }
+    const named = [
+      { field: 'service_tier', reported: 'priority', tier: 'priority' },
+      { field: 'speed', reported: 'fast', tier: 'fast' },
+    ];
+    expect(
+      streamedTiers([
+        {
+          type: 'message_start',
+          message: { usage: { input_tokens: 10, service_tier: 'priority', speed: 'fast' } },
+        },
+        {
+          type: 'message_delta',
+          delta: {},
+          usage: { output_tokens: 1, service_tier: null, speed: null, inference_geo: null },
+        },
+      ]),
+    ).toEqual([named, named]);
   });
 });
 
