@@ -181,7 +181,13 @@ function serveClusterMetrics(
     }
     aggregator.clusterMetrics().then(
       (text) => {
-        response.writeHead(200, { 'content-type': aggregator.contentType }).end(text);
+        // As the gateway's own /metrics says (src/http/respond.ts), without loading its HTTP layer.
+        response
+          .writeHead(200, {
+            'content-type': aggregator.contentType,
+            'x-content-type-options': 'nosniff',
+          })
+          .end(text);
       },
       (error: unknown) => {
         logger.warn({ err: error }, 'collecting the workers’ metrics failed');

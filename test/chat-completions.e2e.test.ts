@@ -131,6 +131,8 @@ describe('POST /v1/chat/completions (vendor_b, streaming)', () => {
     );
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('text/event-stream');
+    // the model's words are never read as a page or a script (decision 386)
+    expect(response.headers.get('x-content-type-options')).toBe('nosniff');
     expect(response.data.at(-1)).toBe('[DONE]');
     const chunks = response.data
       .slice(0, -1)

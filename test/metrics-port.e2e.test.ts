@@ -37,6 +37,7 @@ describe('/metrics on its own listener', () => {
   it('serves Prometheus text on the metrics listener, and nothing else there', async () => {
     const response = await fetch(metricsUrl(gateway));
     expect(response.status).toBe(200);
+    expect(response.headers.get('x-content-type-options')).toBe('nosniff');
     expect(await response.text()).toContain('process_cpu_seconds_total');
     const other = await fetch(metricsUrl(gateway).replace('/metrics', '/v1/models'));
     expect(other.status).toBe(404);

@@ -123,7 +123,9 @@ describe('GATEWAY_WORKERS=2 on one port', () => {
     expect(new Set(recorded.map((row) => row.request_id)).size).toBe(40);
     expect(recorded).toHaveLength(40);
 
-    const metrics = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text());
+    const scraped = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+    expect(scraped.headers.get('x-content-type-options')).toBe('nosniff');
+    const metrics = await scraped.text();
     const served =
       /gw_http_requests_total\{route="\/v1\/chat\/completions",status="200"\} (\d+)/.exec(metrics);
     expect(Number(served?.[1])).toBe(40);

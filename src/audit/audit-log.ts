@@ -57,10 +57,13 @@ export function activityView(row: ActivityRow): Record<string, unknown> {
 
 /**
  * One page of what `userId` did, newest first, in the organizations they are a member of now
- * (one they left or were removed from is no longer theirs to read).
+ * (one they left or were removed from is no longer theirs to read). Each membership reads its
+ * own newest entries (index `dashboard_audit_log_user_org`) and the pages merge: what the user
+ * did in organizations they left, however much, is never read, and neither are other users'
+ * entries, so a page costs at most its size per membership.
  */
 export async function readUserActivity(
-  db: DbPool,
+  db: Pick<DbPool, 'query'>,
   userId: string,
   limit: number,
   beforeId: string | null,
@@ -68,11 +71,16 @@ export async function readUserActivity(
   const { rows } = await db.query<ActivityRow>(
     `SELECT a.id::text, a.user_id, u.email, a.action, a.object_type, a.object_id, a.details,
             a.created_at, a.org_id, o.name AS org_name
-       FROM dashboard_audit_log a
-       JOIN org_memberships m ON m.org_id = a.org_id AND m.user_id = a.user_id
-       JOIN organizations o ON o.id = a.org_id
+       FROM org_memberships m
+       JOIN organizations o ON o.id = m.org_id
+       CROSS JOIN LATERAL (
+         SELECT * FROM dashboard_audit_log e
+          WHERE e.user_id = m.user_id AND e.org_id = m.org_id
+            AND ($3::bigint IS NULL OR e.id < $3::bigint)
+          ORDER BY e.id DESC LIMIT $2
+       ) a
        LEFT JOIN dashboard_users u ON u.id = a.user_id
-      WHERE a.user_id = $1 AND ($3::bigint IS NULL OR a.id < $3::bigint)
+      WHERE m.user_id = $1
       ORDER BY a.id DESC LIMIT $2`,
     [userId, limit + 1, beforeId],
   );

@@ -1,11 +1,30 @@
 // A command's arguments are its flags: anything else is refused with a usage error, never
-// ignored (an ignored `[--grace-seconds 0]` left a leaked secret working for a day).
+// ignored (an ignored `[--grace-seconds 0]` left a leaked secret working for a day), and a flag
+// that takes one value is given once (the last of two won, silently).
 import { describe, expect, it } from 'vitest';
 import { parseFlags, UsageError } from './output.js';
 
-describe('parseFlags', () => {
-  const options = { 'client-id': { type: 'string' }, 'grace-seconds': { type: 'string' } } as const;
+const options = {
+  'client-id': { type: 'string' },
+  'grace-seconds': { type: 'string' },
+  json: { type: 'boolean' },
+  'redirect-uri': { type: 'string', multiple: true },
+} as const;
 
+/** The usage error parseFlags refuses `argv` with (its code is always gw_invalid_request). */
+function refusalOf(argv: string[]): string {
+  let refused: unknown;
+  try {
+    parseFlags(argv, options);
+  } catch (error) {
+    refused = error;
+  }
+  expect(refused).toBeInstanceOf(UsageError);
+  expect((refused as UsageError).code).toBe('gw_invalid_request');
+  return (refused as UsageError).message;
+}
+
+describe('parseFlags', () => {
   it('reads the flags', () => {
     const { values } = parseFlags(['--client-id', 'c', '--grace-seconds', '0'], options);
     expect(values).toEqual({ 'client-id': 'c', 'grace-seconds': '0' });
@@ -16,15 +35,25 @@ describe('parseFlags', () => {
       ['--client-id', 'c', '[--grace-seconds', '0]'],
       ['--client-id', 'c', '0'],
     ]) {
-      let refused: unknown;
-      try {
-        parseFlags(argv, options);
-      } catch (error) {
-        refused = error;
-      }
-      expect(refused).toBeInstanceOf(UsageError);
-      expect((refused as UsageError).code).toBe('gw_invalid_request');
-      expect((refused as UsageError).message).toContain(`unexpected argument "${argv[2]}"`);
+      expect(refusalOf(argv)).toContain(`unexpected argument "${argv[2]}"`);
     }
+  });
+
+  it('refuses a one-value flag given twice, in either form, whichever the values', () => {
+    for (const argv of [
+      ['--client-id', 'c', '--grace-seconds', '0', '--grace-seconds', '86400'],
+      ['--client-id', 'c', '--grace-seconds=0', '--grace-seconds', '0'],
+      ['--json', '--client-id', 'c', '--json'],
+    ]) {
+      expect(refusalOf(argv)).toMatch(/^--(grace-seconds|json) is given twice/);
+    }
+  });
+
+  it('takes a flag that is for several values as often as it is given', () => {
+    const { values } = parseFlags(
+      ['--redirect-uri', 'https://a.example/cb', '--redirect-uri=https://b.example/cb'],
+      options,
+    );
+    expect(values['redirect-uri']).toEqual(['https://a.example/cb', 'https://b.example/cb']);
   });
 });

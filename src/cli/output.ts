@@ -44,7 +44,9 @@ export function printJson(value: unknown): void {
 /**
  * A command's `--flags` (after its action). Anything else is refused, not ignored: a value
  * without its flag, or a flag copied with the `[…]` a usage line marks optional ones with,
- * would otherwise leave its setting at the default without a word.
+ * would otherwise leave its setting at the default without a word. A flag that takes one value
+ * given twice is refused too (`--grace-seconds 0 … --grace-seconds 86400`: the last one won,
+ * silently), as a query parameter given twice is.
  */
 export function parseFlags<Options extends NonNullable<ParseArgsConfig['options']>>(
   argv: string[],
@@ -58,6 +60,10 @@ export function parseFlags<Options extends NonNullable<ParseArgsConfig['options'
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
+  const repeated = repeatedFlag(argv, options);
+  if (repeated !== undefined) {
+    throw new UsageError(`--${repeated} is given twice: give it once, with the value you mean`);
+  }
   const [stray] = parsed.positionals;
   if (stray !== undefined) {
     throw new UsageError(
@@ -65,6 +71,27 @@ export function parseFlags<Options extends NonNullable<ParseArgsConfig['options'
     );
   }
   return parsed;
+}
+
+/** The first flag that takes one value but appears twice (`--name a --name=b`), if any. */
+function repeatedFlag(
+  argv: readonly string[],
+  options: NonNullable<ParseArgsConfig['options']>,
+): string | undefined {
+  const { tokens } = parseArgs({
+    args: [...argv],
+    options,
+    allowPositionals: true,
+    strict: true,
+    tokens: true,
+  });
+  const seen = new Set<string>();
+  for (const token of tokens) {
+    if (token.kind !== 'option' || options[token.name]?.multiple === true) continue;
+    if (seen.has(token.name)) return token.name;
+    seen.add(token.name);
+  }
+  return undefined;
 }
 
 export function requireFlag(value: string | undefined, name: string): string {

@@ -4,13 +4,13 @@ import { escapeHtml, pageHeaders, renderPage } from './html.js';
 import type { HttpResponse } from './types.js';
 
 /**
- * Every JSON answer gw writes: `nosniff` keeps a browser from reading one as anything else (a
- * script or a page), whatever text a field holds.
+ * What every answer says beside its content type: `nosniff` keeps a browser from reading it as
+ * anything else (a script or a page), whatever text it holds (a field of JSON, a model's words
+ * in a stream, a label in /metrics).
  */
-export const jsonHeaders = {
-  'content-type': 'application/json',
-  'x-content-type-options': 'nosniff',
-} as const;
+export const nosniffHeaders = { 'x-content-type-options': 'nosniff' } as const;
+/** Every JSON answer gw writes. */
+export const jsonHeaders = { 'content-type': 'application/json', ...nosniffHeaders } as const;
 /**
  * What a route declared `answerCarriesSecret` adds to its answers (a raw key, a signing or client
  * secret, a token, a person's profile): no browser or proxy cache may keep them.

@@ -3,6 +3,7 @@
 // policy) and what the client still has to get; neither charges anything.
 import { errorBody, gwError, type ErrorFlavor, type GwError } from '../errors.js';
 import type { HttpResponse } from '../http/types.js';
+import { nosniffHeaders } from '../http/respond.js';
 import type { StreamRelay, UpstreamExchange } from '../protocols/common/exchange.js';
 import type { UnpricedTier } from '../protocols/common/served-tiers.js';
 import type { UpstreamResponse } from '../providers/upstream.js';
@@ -74,6 +75,7 @@ const SSE_HEADERS = {
   'content-type': 'text/event-stream',
   'cache-control': 'no-cache',
   'x-accel-buffering': 'no',
+  ...nosniffHeaders,
 } as const;
 const KEEP_ALIVE_INTERVAL_MS = 15_000;
 

@@ -1,5 +1,6 @@
 // GET /metrics: Prometheus text format (operational; not part of the public schema).
 import type { Registry } from 'prom-client';
+import { nosniffHeaders } from '../http/respond.js';
 import { declareRoute } from './framework/declaration.js';
 
 export const metricsRoute = declareRoute({
@@ -11,7 +12,10 @@ export const metricsRoute = declareRoute({
   undocumented: true,
   async handler({ response }, deps: { readonly metricsRegistry: Registry }) {
     const text = await deps.metricsRegistry.metrics();
-    response.writeHead(200, { 'content-type': deps.metricsRegistry.contentType });
+    response.writeHead(200, {
+      'content-type': deps.metricsRegistry.contentType,
+      ...nosniffHeaders,
+    });
     response.end(text);
   },
 });
