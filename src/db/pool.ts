@@ -1,5 +1,6 @@
 // Postgres pool. numeric comes back as text (never a float); bigint (int8) as text too.
 import pg from 'pg';
+import { checkCommitFence } from './commit-fence.js';
 
 export type DbPool = pg.Pool;
 export type DbClient = pg.PoolClient;
@@ -66,6 +67,7 @@ const COMMIT = { text: 'COMMIT', query_timeout: 2 ** 31 - 1 };
  * `replayable`: every statement of `work` changes nothing when run again (a usage batch: ON
  * CONFLICT DO NOTHING), so a COMMIT of unknown outcome may be given up on like any statement
  * and the transaction simply run again: its wait is the pool's read time-out, not unbounded.
+ * Work run under a commit fence (src/db/commit-fence.ts) has it checked before the COMMIT.
  */
 export async function withTransaction<T>(
   db: DbPool,
@@ -77,6 +79,7 @@ export async function withTransaction<T>(
   try {
     await client.query('BEGIN');
     result = await work(client);
+    await checkCommitFence(client);
     await client.query(options.replayable ? 'COMMIT' : COMMIT);
   } catch (error) {
     await rollBackAndRelease(client, error);

@@ -1,11 +1,18 @@
-// Idempotency keys in Postgres (decision 372, migrations 062 and 066): a key a caller (a
+// Idempotency keys in Postgres (decision 372, migrations 062, 066 and 068): a key a caller (a
 // dashboard user, a service key) sends to a route of an organization is claimed before the
 // route runs, then completed with the route's answer, released when
 // the route refused the request (a 4xx changed nothing), or marked failed when the route broke
 // (its effect unknown: never run again under that key). The answer is sealed with the
 // credentials master key; without one, an answer holding a secret is not kept at all.
+// A claim is a lease (decision 388): its request renews it while it runs, and every
+// transaction the request commits marks the key as having taken effect, in that transaction,
+// only while the request still holds it. A key whose lease lapsed with nothing committed (its
+// gateway died) is taken over by the next request with it; one that took effect is never run
+// again.
+import { randomUUID } from 'node:crypto';
 import { SecretBoxError, type SecretBox } from '../credentials/secret-box.js';
-import type { DbPool } from '../db/pool.js';
+import type { DbClient, DbPool } from '../db/pool.js';
+import { gwError } from '../errors.js';
 import { sha256Hex } from '../ids.js';
 import { isJsonObject } from '../json-shapes.js';
 import { openFromText, resealedText, sealToText } from '../credentials/sealed-text.js';
@@ -14,9 +21,21 @@ import { openFromText, resealedText, sealToText } from '../credentials/sealed-te
 export const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60 * 1000;
 
 /**
- * How long a first request may run before its key is taken for abandoned: its instance died
- * (or lost Postgres) between the claim and the answer. Far past what a create takes: a few
- * Postgres statements (each bounded by DATABASE_TIMEOUT_MS, 10 s by default) and Redis calls.
+ * How long a claim stands unless its request renews it (by Postgres's clock): a key whose
+ * request died (its gateway killed, its host gone) is free again this long after its last
+ * renewal at most.
+ */
+export const IDEMPOTENCY_KEY_LEASE_MS = 10_000;
+
+/** How often a running request renews its lease: a few renewals may be slow or lost. */
+export const IDEMPOTENCY_KEY_RENEW_EVERY_MS = 2_500;
+
+/**
+ * The last resort: a request renews its lease for at most this long after its claim, so a
+ * request hung for good frees its key (and can no longer commit: the commit fence). Far past
+ * what a create takes: a few Postgres statements (each bounded by DATABASE_TIMEOUT_MS, 10 s by
+ * default), Redis calls, a vendor's key check. Also the bound of a key claimed before leases
+ * (migration 068): running for this long, then reported as never answered.
  */
 export const IDEMPOTENCY_KEY_ABANDONED_AFTER_MS = 10 * 60 * 1000;
 
@@ -32,10 +51,15 @@ export interface IdempotentRequest {
   readonly requestHash: string;
 }
 
+/** A key its request holds: the claim's random id. */
+export interface HeldKey extends IdempotentRequest {
+  readonly claimId: string;
+}
+
 /** What a claim found. */
 export type Claim =
-  /** The key is new (or expired): the request runs. */
-  | { readonly kind: 'claimed' }
+  /** The key is new (expired, or its holder's lease lapsed with nothing done): the request runs. */
+  | { readonly kind: 'claimed'; readonly held: HeldKey }
   /** The first request with the key succeeded: its answer. */
   | { readonly kind: 'replay'; readonly status: number; readonly body: unknown }
   /** The first request succeeded, but its answer held a secret and no master key kept it. */
@@ -43,10 +67,15 @@ export type Claim =
   /** The first request with the key is still running. */
   | { readonly kind: 'running' }
   /**
-   * The first request started `startedAt` and never answered (past the abandoned bound): its
-   * instance stopped mid-request, its effect is unknown.
+   * The first request started `startedAt` and never answered: its lease lapsed after it
+   * committed its change (`committed`), or, claimed before leases, it ran past the abandoned
+   * bound (its effect unknown).
    */
-  | { readonly kind: 'abandoned'; readonly startedAt: string }
+  | {
+      readonly kind: 'abandoned';
+      readonly startedAt: string;
+      readonly effect: 'committed' | 'unknown';
+    }
   /** The first request succeeded, but its answer was sealed under a master key no longer kept. */
   | { readonly kind: 'unopenable' }
   /** The first request with the key failed with an internal error: its effect is unknown. */
@@ -54,15 +83,25 @@ export type Claim =
   /** The key came with another request (path or body). */
   | { readonly kind: 'reused' };
 
-/** The claims, completions and expiry of idempotency keys (IdempotencyStore is the one). */
+/**
+ * The claims, leases, completions and expiry of idempotency keys (IdempotencyStore is the one).
+ * Everything after the claim acts only while the request still holds its key.
+ */
 export interface IdempotencyKeys {
   claim(request: IdempotentRequest): Promise<Claim>;
+  /** Extends the lease; false once the key is no longer held (taken over, or past the bound). */
+  renew(held: HeldKey): Promise<boolean>;
+  /**
+   * The commit fence, run in each transaction of the request before its COMMIT: marks the key
+   * as having taken effect, or rejects (409 gw_conflict) when the request no longer holds it.
+   */
+  fence(client: DbClient, held: HeldKey): Promise<void>;
   complete(
-    request: IdempotentRequest,
+    held: HeldKey,
     answer: { readonly status: number; readonly body: unknown; readonly carriesSecret: boolean },
   ): Promise<void>;
-  release(request: IdempotentRequest): Promise<void>;
-  fail(request: IdempotentRequest): Promise<void>;
+  release(held: HeldKey): Promise<void>;
+  fail(held: HeldKey): Promise<void>;
 }
 
 /**
@@ -87,8 +126,12 @@ function canonicalJson(value: unknown): string {
 interface KeyRow {
   request_hash: string;
   state: 'running' | 'done' | 'failed';
-  /** Running past the abandoned bound. */
-  abandoned: boolean;
+  /** Running, its lease lapsed (claimed before leases: past the abandoned bound). */
+  lapsed: boolean;
+  /** A transaction of its request committed. */
+  took_effect: boolean;
+  /** Claimed before leases (or by a gateway from before them): its effect is unknown. */
+  unleased: boolean;
   started_at: string;
   status: number | null;
   answer_sealed: string | null;
@@ -98,25 +141,74 @@ interface KeyRow {
 /** How many times a claim looks again when the row it met went before it was read. */
 const CLAIM_ATTEMPTS = 3;
 
+/** The row of a key its request still holds: $1 to $5 are org, caller, route, key, claim id. */
+const HELD_ROW = `org_id = $1 AND caller = $2 AND route = $3 AND key = $4 AND claim_id = $5
+          AND state = 'running'`;
+
+/**
+ * Renews `held`'s lease every IDEMPOTENCY_KEY_RENEW_EVERY_MS until stopped (call the function
+ * it returns) or the key is no longer held. A renewal that fails (Postgres unreachable) is
+ * tried again at the next turn: if the lease lapses meanwhile, the commit fence keeps the
+ * request from committing anything once a retry took the key over.
+ */
+export function keepLease(
+  keys: IdempotencyKeys,
+  held: HeldKey,
+  everyMs: number = IDEMPOTENCY_KEY_RENEW_EVERY_MS,
+): () => void {
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const next = (): void => {
+    timer = setTimeout(() => {
+      keys.renew(held).then(
+        (holds) => {
+          if (holds && !stopped) next();
+        },
+        () => {
+          if (!stopped) next();
+        },
+      );
+    }, everyMs);
+    timer.unref();
+  };
+  next();
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
+}
+
 export class IdempotencyStore implements IdempotencyKeys {
   constructor(
     private readonly db: DbPool,
     private readonly box: SecretBox | undefined,
     private readonly ttlMs: number = IDEMPOTENCY_KEY_TTL_MS,
     private readonly abandonedAfterMs: number = IDEMPOTENCY_KEY_ABANDONED_AFTER_MS,
+    private readonly leaseMs: number = IDEMPOTENCY_KEY_LEASE_MS,
   ) {}
 
   async claim(request: IdempotentRequest): Promise<Claim> {
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt += 1) {
-      // A key past its expiry is a new key: its row is taken over in the same statement.
+      const held: HeldKey = { ...request, claimId: randomUUID() };
+      // A key past its expiry is a new key, and one whose holder's lease lapsed before it
+      // committed anything is free (the same request only): its row is taken over in the same
+      // statement. The row lock orders this after a holder's commit in progress, whose fence
+      // has marked the key as having taken effect.
       const { rowCount } = await this.db.query(
-        `INSERT INTO idempotency_keys (org_id, caller, route, key, request_hash, state, expires_at)
-         VALUES ($1, $6, $2, $3, $4, 'running', now() + $5 * interval '1 millisecond')
+        `INSERT INTO idempotency_keys (org_id, caller, route, key, request_hash, state, expires_at,
+                                       claim_id, lease_expires_at)
+         VALUES ($1, $6, $2, $3, $4, 'running', now() + $5 * interval '1 millisecond',
+                 $7, now() + $8 * interval '1 millisecond')
          ON CONFLICT (org_id, caller, route, key) DO UPDATE
             SET request_hash = EXCLUDED.request_hash, state = 'running', status = NULL,
                 answer_sealed = NULL, answer_clear = NULL, created_at = now(),
-                expires_at = EXCLUDED.expires_at
-          WHERE idempotency_keys.expires_at <= now()`,
+                expires_at = EXCLUDED.expires_at, claim_id = EXCLUDED.claim_id,
+                lease_expires_at = EXCLUDED.lease_expires_at, took_effect = false
+          WHERE idempotency_keys.expires_at <= now()
+             OR (idempotency_keys.state = 'running' AND idempotency_keys.claim_id IS NOT NULL
+                 AND NOT idempotency_keys.took_effect
+                 AND idempotency_keys.lease_expires_at <= now()
+                 AND idempotency_keys.request_hash = EXCLUDED.request_hash)`,
         [
           request.orgId,
           request.route,
@@ -124,20 +216,26 @@ export class IdempotencyStore implements IdempotencyKeys {
           request.requestHash,
           this.ttlMs,
           request.caller,
+          held.claimId,
+          this.leaseMs,
         ],
       );
-      if (rowCount === 1) return { kind: 'claimed' };
+      if (rowCount === 1) return { kind: 'claimed', held };
       const { rows } = await this.db.query<KeyRow>(
         `SELECT request_hash, state, status, answer_sealed, answer_clear,
                 to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS started_at,
-                state = 'running' AND created_at <= now() - $5 * interval '1 millisecond'
-                  AS abandoned
+                took_effect, claim_id IS NULL AS unleased,
+                state = 'running'
+                  AND coalesce(lease_expires_at,
+                               created_at + $5 * interval '1 millisecond') <= now() AS lapsed
            FROM idempotency_keys
           WHERE org_id = $1 AND caller = $4 AND route = $2 AND key = $3 AND expires_at > now()`,
         [request.orgId, request.route, request.key, request.caller, this.abandonedAfterMs],
       );
       const row = rows[0];
-      if (!row) continue; // released (or expired) in between: claim again
+      // Released, expired, or its lease lapsed with nothing done, in between: claim again.
+      const free = row?.lapsed && !row.took_effect && !row.unleased;
+      if (!row || (free && row.request_hash === request.requestHash)) continue;
       return this.found(row, request);
     }
     // Claimed and released over and over by others: as good as running.
@@ -146,7 +244,10 @@ export class IdempotencyStore implements IdempotencyKeys {
 
   private found(row: KeyRow, request: IdempotentRequest): Claim {
     if (row.request_hash !== request.requestHash) return { kind: 'reused' };
-    if (row.abandoned) return { kind: 'abandoned', startedAt: row.started_at };
+    if (row.lapsed) {
+      const effect = row.took_effect ? 'committed' : 'unknown';
+      return { kind: 'abandoned', startedAt: row.started_at, effect };
+    }
     if (row.state === 'running') return { kind: 'running' };
     if (row.state === 'failed') return { kind: 'failed' };
     if (row.answer_sealed !== null) {
@@ -168,48 +269,78 @@ export class IdempotencyStore implements IdempotencyKeys {
     return { kind: 'unreplayable' };
   }
 
+  async renew(held: HeldKey): Promise<boolean> {
+    // Past the last-resort bound (by Postgres's clock) the lease is left to lapse.
+    return this.onHeldRow(
+      this.db,
+      held,
+      `UPDATE idempotency_keys SET lease_expires_at = now() + $6 * interval '1 millisecond'
+        WHERE ${HELD_ROW} AND created_at > now() - $7 * interval '1 millisecond'`,
+      [this.leaseMs, this.abandonedAfterMs],
+    );
+  }
+
+  async fence(client: DbClient, held: HeldKey): Promise<void> {
+    const holds = await this.onHeldRow(
+      client,
+      held,
+      `UPDATE idempotency_keys SET took_effect = true WHERE ${HELD_ROW}`,
+    );
+    if (!holds) {
+      throw gwError(
+        'gw_conflict',
+        'this request ran past its hold on its Idempotency-Key and a retry with the key took it over: this request changed nothing; send it again with the same key for the answer',
+        { headers: { 'retry-after': '1' } },
+      );
+    }
+  }
+
   async complete(
-    request: IdempotentRequest,
+    held: HeldKey,
     answer: { readonly status: number; readonly body: unknown; readonly carriesSecret: boolean },
   ): Promise<void> {
     const json = JSON.stringify(answer.body ?? null);
     const sealed = this.box ? sealToText(this.box, json) : null;
     // Without a master key an answer holding a secret is not kept: never in the clear.
     const clear = sealed === null && !answer.carriesSecret ? json : null;
-    await this.db.query(
+    await this.onHeldRow(
+      this.db,
+      held,
       `UPDATE idempotency_keys
-          SET state = 'done', status = $5, answer_sealed = $6, answer_clear = $7::jsonb
-        WHERE org_id = $1 AND caller = $8 AND route = $2 AND key = $3 AND request_hash = $4
-          AND state = 'running'`,
-      [
-        request.orgId,
-        request.route,
-        request.key,
-        request.requestHash,
-        answer.status,
-        sealed,
-        clear,
-        request.caller,
-      ],
+          SET state = 'done', status = $6, answer_sealed = $7, answer_clear = $8::jsonb
+        WHERE ${HELD_ROW}`,
+      [answer.status, sealed, clear],
     );
   }
 
-  async release(request: IdempotentRequest): Promise<void> {
-    await this.db.query(
-      `DELETE FROM idempotency_keys
-        WHERE org_id = $1 AND caller = $5 AND route = $2 AND key = $3 AND request_hash = $4
-          AND state = 'running'`,
-      [request.orgId, request.route, request.key, request.requestHash, request.caller],
+  async release(held: HeldKey): Promise<void> {
+    await this.onHeldRow(this.db, held, `DELETE FROM idempotency_keys WHERE ${HELD_ROW}`);
+  }
+
+  async fail(held: HeldKey): Promise<void> {
+    await this.onHeldRow(
+      this.db,
+      held,
+      `UPDATE idempotency_keys SET state = 'failed' WHERE ${HELD_ROW}`,
     );
   }
 
-  async fail(request: IdempotentRequest): Promise<void> {
-    await this.db.query(
-      `UPDATE idempotency_keys SET state = 'failed'
-        WHERE org_id = $1 AND caller = $5 AND route = $2 AND key = $3 AND request_hash = $4
-          AND state = 'running'`,
-      [request.orgId, request.route, request.key, request.requestHash, request.caller],
-    );
+  /** Runs `statement` on the key's row if its request still holds it; true if it did. */
+  private async onHeldRow(
+    on: DbPool | DbClient,
+    held: HeldKey,
+    statement: string,
+    extraParams: readonly unknown[] = [],
+  ): Promise<boolean> {
+    const { rowCount } = await on.query(statement, [
+      held.orgId,
+      held.caller,
+      held.route,
+      held.key,
+      held.claimId,
+      ...extraParams,
+    ]);
+    return rowCount === 1;
   }
 }
 

@@ -96,6 +96,17 @@ export async function signInTo(
   return client;
 }
 
+/** The same signed-in user, talking to another gateway (sessions live in the shared Redis). */
+export function onGateway(
+  client: DashboardClient,
+  gateway: { readonly url: string; readonly port: number },
+): DashboardClient {
+  const moved = new DashboardClient(gateway.url, `https://127.0.0.1:${gateway.port}`);
+  moved.cookie = client.cookie;
+  moved.csrfToken = client.csrfToken;
+  return moved;
+}
+
 /** `gw admin create-user` with the test password, a member of `orgId` with `role`. */
 export function createMember(
   env: Record<string, string>,

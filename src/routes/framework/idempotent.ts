@@ -2,13 +2,18 @@
 // rule): the same key, route, caller and request answer what the first one answered,
 // with `Idempotent-Replayed: true`, and change nothing; the key with another request is refused
 // (409 gw_idempotency_key_reused); a second request while the first runs is refused (409
-// gw_conflict), never run. Enforced here, once, around the route's handler.
+// gw_conflict), never run. Enforced here, once, around the route's handler. The first request
+// holds its key by a lease it renews while it runs, and commits its change only while it holds
+// it (decision 388): a key whose request died is the retry's within seconds.
+import { runFenced } from '../../db/commit-fence.js';
 import { gwError, isGwError } from '../../errors.js';
 import { jsonHeaders } from '../../http/respond.js';
 import type { HttpRequest } from '../../http/types.js';
 import { idempotencyKeyOf } from '../../idempotency/key.js';
 import {
+  keepLease,
   requestFingerprint,
+  type HeldKey,
   type IdempotencyKeys,
   type IdempotentRequest,
 } from '../../idempotency/store.js';
@@ -78,7 +83,9 @@ export async function runIdempotently(
     case 'abandoned':
       return gwError(
         'gw_conflict',
-        `the first request with this Idempotency-Key started at ${claim.startedAt} and its answer was never recorded (the gateway serving it stopped, or lost Postgres, mid-request); it may or may not have taken effect: check, then use a new key`,
+        claim.effect === 'committed'
+          ? `the first request with this Idempotency-Key started at ${claim.startedAt} and committed its change, but its answer was never recorded (the gateway serving it stopped, or lost Postgres, before answering): check what it made, then use a new key`
+          : `the first request with this Idempotency-Key started at ${claim.startedAt} and its answer was never recorded (the gateway serving it stopped, or lost Postgres, mid-request); it may or may not have taken effect: check, then use a new key`,
       );
     case 'unopenable':
       return gwError(
@@ -98,31 +105,49 @@ export async function runIdempotently(
     case 'claimed':
       break;
   }
+  const stopRenewing = keepLease(keys, claim.held);
+  try {
+    return await runHolding(keys, claim.held, route, call.successStatus, run);
+  } finally {
+    stopRenewing();
+  }
+}
+
+/** Runs the handler of a request holding its key, and records how it ended. */
+async function runHolding(
+  keys: IdempotencyKeys,
+  held: HeldKey,
+  route: DeclaredRoute<never>,
+  successStatus: number,
+  run: () => Promise<RouteResult>,
+): Promise<RouteResult> {
   let result: RouteResult;
   try {
-    result = await run();
+    // Every transaction the handler commits marks the key as having taken effect, and commits
+    // only while this request still holds the key.
+    result = await runFenced((client) => keys.fence(client, held), run);
   } catch (error) {
     // A thrown GwError is a refusal like a returned one: nothing changed.
-    await (isGwError(error) ? keys.release(idempotent) : keys.fail(idempotent));
+    await (isGwError(error) ? keys.release(held) : keys.fail(held));
     throw error;
   }
   if (isGwError(result)) {
-    await keys.release(idempotent);
+    await keys.release(held);
     return result;
   }
   if (result === undefined) {
     // The handler wrote its answer itself: there is nothing to replay (no such route is
     // declared idempotent).
-    await keys.fail(idempotent);
+    await keys.fail(held);
     return result;
   }
   const carriesSecret = route.answerCarriesSecret === true;
   const answer =
     result instanceof JsonAnswer
       ? { status: result.status, body: result.body, carriesSecret }
-      : { status: call.successStatus, body: result, carriesSecret };
-  // The effect happened: its answer goes out even if it could not be kept (the key then stays
-  // running until it expires: refused, never run again).
-  await keys.complete(idempotent, answer).catch(() => undefined);
+      : { status: successStatus, body: result, carriesSecret };
+  // The effect happened: its answer goes out even if it could not be kept (the key's lease
+  // then lapses with its effect marked: refused as never answered, never run again).
+  await keys.complete(held, answer).catch(() => undefined);
   return result;
 }

@@ -1,0 +1,35 @@
+// A commit fence: work run under `runFenced` has every transaction it commits through
+// `withTransaction` checked first, in the transaction itself, by the fence it was given. An
+// idempotent request's fence (decision 388) marks its key as having taken effect and fails the
+// commit when the request no longer holds its key (it outlived its lease and a retry took the
+// key over): its change and the mark commit together or not at all. The fence is the request's
+// for as long as `work` runs; a transaction committed after that (work it left in the
+// background) is not checked.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { DbClient } from './pool.js';
+
+/** Checks, on the transaction's client, that it may commit; rejects to roll it back. */
+export type CommitFence = (client: DbClient) => Promise<void>;
+
+interface FencedScope {
+  readonly fence: CommitFence;
+  open: boolean;
+}
+
+const scopes = new AsyncLocalStorage<FencedScope>();
+
+/** Runs `work` with every transaction it commits checked by `fence` first. */
+export async function runFenced<T>(fence: CommitFence, work: () => Promise<T>): Promise<T> {
+  const scope: FencedScope = { fence, open: true };
+  try {
+    return await scopes.run(scope, work);
+  } finally {
+    scope.open = false;
+  }
+}
+
+/** Runs the fence of the work this transaction belongs to, if any (before its COMMIT). */
+export async function checkCommitFence(client: DbClient): Promise<void> {
+  const scope = scopes.getStore();
+  if (scope?.open) await scope.fence(client);
+}

@@ -1,0 +1,301 @@
+// An Idempotency-Key's first request holds its key by a lease (decision 388), through started
+// gateways on the real Redis and Postgres: a gateway killed (SIGKILL) mid-create leaves the key
+// to the retry once the lease lapses — it runs once and makes one app, rather than "still being
+// processed" for 10 minutes; a live request renews its lease past its first term and a second
+// request with its key is refused meanwhile, never run; a gateway paused (SIGSTOP) past its
+// lease while a retry took the key over commits nothing and writes no answer when it resumes;
+// a key whose request committed its change and never answered is reported at once, never run
+// again. Creates are held mid-handler by a lock on the apps table (the file's own database).
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { IDEMPOTENCY_KEY_LEASE_MS, requestFingerprint } from '../src/idempotency/store.js';
+import { isolatedContext } from './support/context.js';
+import {
+  createMember,
+  onGateway,
+  signInTo,
+  uniqueEmail,
+  type DashboardAnswer,
+  type DashboardClient,
+} from './support/dashboard.js';
+import {
+  seed,
+  startGateway,
+  startGatewayProcess,
+  type GatewayProcess,
+  type SeededOrg,
+} from './support/processes.js';
+import { eventually } from './support/services.js';
+
+const { env, db } = isolatedContext('idem-lease', { ownDatabase: true });
+let gateway: GatewayProcess;
+let tenant: SeededOrg;
+let admin: DashboardClient;
+let adminUserId: string;
+
+type ErrorBody = { error: { code: string; message: string } };
+interface App {
+  id: string;
+  name: string;
+}
+
+const withKey = (key: string) => ({ headers: { 'idempotency-key': key } });
+const newKey = (): string => `idem-${randomUUID()}`;
+const appsPath = () => `/dashboard/api/orgs/${tenant.org_id}/apps`;
+/** Long enough for a held or paused create's statements to outlive its lease without timing out. */
+const PATIENT_DATABASE = { DATABASE_TIMEOUT_MS: '60000' };
+/** How long a test waits for a lease to lapse or be renewed: a few terms, on a loaded machine. */
+const LEASE_WAIT_MS = 6 * IDEMPOTENCY_KEY_LEASE_MS;
+
+async function appsNamed(name: string): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    'SELECT id FROM apps WHERE org_id = $1 AND name = $2',
+    [tenant.org_id, name],
+  );
+  return rows.map((row) => row.id);
+}
+
+/** Holds every app insert (a create mid-handler) until the returned function is called. */
+async function holdAppInserts(): Promise<() => Promise<void>> {
+  const client = await db.connect();
+  await client.query('BEGIN');
+  await client.query('LOCK TABLE apps IN SHARE MODE');
+  return async () => {
+    await client.query('ROLLBACK');
+    client.release();
+  };
+}
+
+/** Resolves once a create is waiting on the held apps table: inside its handler's transaction. */
+function createWaiting(): Promise<true> {
+  return eventually(async () => {
+    const { rows } = await db.query(
+      `SELECT 1 FROM pg_stat_activity
+        WHERE datname = current_database() AND wait_event_type = 'Lock'
+          AND query LIKE 'INSERT INTO apps %'`,
+    );
+    return rows.length > 0 ? true : undefined;
+  }, LEASE_WAIT_MS);
+}
+
+interface KeyRow {
+  state: string;
+  claim_id: string | null;
+  took_effect: boolean;
+  lease_expires_at: string;
+}
+
+async function keyRow(key: string): Promise<KeyRow> {
+  const { rows } = await db.query<KeyRow>(
+    `SELECT state, claim_id, took_effect, lease_expires_at::text
+       FROM idempotency_keys WHERE org_id = $1 AND key = $2`,
+    [tenant.org_id, key],
+  );
+  return rows[0]!;
+}
+
+/** Resolves once Postgres's clock is past `moment` (a lease's end as Postgres wrote it). */
+function postgresPast(moment: string): Promise<true> {
+  return eventually(
+    async () => {
+      const { rows } = await db.query<{ past: boolean }>('SELECT now() > $1::timestamptz AS past', [
+        moment,
+      ]);
+      return rows[0]!.past ? true : undefined;
+    },
+    LEASE_WAIT_MS,
+    200,
+  );
+}
+
+const stillRunning = (answer: DashboardAnswer<unknown>): boolean =>
+  answer.status === 409 &&
+  (answer.body as ErrorBody).error.message.includes('still being processed');
+
+beforeAll(async () => {
+  gateway = await startGateway({ ...env, ...PATIENT_DATABASE });
+  tenant = await seed(env);
+  const email = uniqueEmail('idem-lease-admin');
+  adminUserId = (await createMember(env, email, tenant.org_id, 'admin')).user_id;
+  admin = await signInTo(gateway, email);
+});
+
+afterAll(async () => {
+  await gateway?.stop();
+});
+
+describe('a key whose gateway died mid-create', () => {
+  it('is the retry\'s once its lease lapses: "still being processed" until then, then run once, one app', async () => {
+    const key = newKey();
+    const name = `killed ${key.slice(-6)}`;
+    const doomed = await startGatewayProcess(env);
+    const release = await holdAppInserts();
+    try {
+      const lost = onGateway(admin, doomed)
+        .post(appsPath(), { name }, withKey(key))
+        .catch(() => 'no answer');
+      await createWaiting();
+      expect((await keyRow(key)).state).toBe('running');
+      await doomed.stop('SIGKILL');
+      expect(await lost).toBe('no answer');
+    } finally {
+      await release();
+    }
+    const refused: DashboardAnswer<unknown>[] = [];
+    const served = await eventually(
+      async () => {
+        const answer = await admin.post<App>(appsPath(), { name }, withKey(key));
+        if (!stillRunning(answer)) return answer;
+        refused.push(answer);
+        return undefined;
+      },
+      LEASE_WAIT_MS,
+      250,
+    );
+    expect(served.status).toBe(201);
+    expect(served.headers.get('idempotent-replayed')).toBeNull();
+    expect(served.body.name).toBe(name);
+    expect(await appsNamed(name)).toEqual([served.body.id]);
+    // Until the lease lapsed the retry was told to retry, never run.
+    for (const answer of refused) {
+      expect((answer.body as ErrorBody).error.code).toBe('gw_conflict');
+      expect(answer.headers.get('retry-after')).toBe('1');
+    }
+    const again = await admin.post<App>(appsPath(), { name }, withKey(key));
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body).toEqual(served.body);
+    expect(await appsNamed(name)).toEqual([served.body.id]);
+  }, 120_000);
+});
+
+describe('two live requests with one key', () => {
+  it('one runs, renewing its lease past its first term; the other is 409 gw_conflict, never run', async () => {
+    const key = newKey();
+    const name = `live ${key.slice(-6)}`;
+    const release = await holdAppInserts();
+    const first = admin.post<App>(appsPath(), { name }, withKey(key));
+    try {
+      await createWaiting();
+      const claimed = await keyRow(key);
+      // By Postgres's clock, past the end of the lease it claimed with: it was renewed.
+      await postgresPast(claimed.lease_expires_at);
+      const renewed = await keyRow(key);
+      expect(renewed.claim_id).toBe(claimed.claim_id);
+      expect(renewed.lease_expires_at > claimed.lease_expires_at).toBe(true);
+      const second = await admin.post<ErrorBody>(appsPath(), { name }, withKey(key));
+      expect(second.status).toBe(409);
+      expect(second.body.error.code).toBe('gw_conflict');
+      expect(second.body.error.message).toContain('still being processed');
+      expect(second.headers.get('retry-after')).toBe('1');
+    } finally {
+      await release();
+    }
+    const answered = await first;
+    expect(answered.status).toBe(201);
+    expect(await appsNamed(name)).toEqual([answered.body.id]);
+    expect(await keyRow(key)).toMatchObject({ state: 'done', took_effect: true });
+  }, 120_000);
+
+  it('sent at once, eight of them make one app: the others are refused or replayed', async () => {
+    const key = newKey();
+    const name = `raced ${key.slice(-6)}`;
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () => admin.post<App>(appsPath(), { name }, withKey(key))),
+    );
+    const made = answers.filter(
+      (answer) => answer.status === 201 && answer.headers.get('idempotent-replayed') === null,
+    );
+    expect(made).toHaveLength(1);
+    for (const answer of answers) {
+      if (answer.status === 201) expect(answer.body).toEqual(made[0]!.body);
+      else expect((answer.body as unknown as ErrorBody).error.code).toBe('gw_conflict');
+    }
+    expect(await appsNamed(name)).toEqual([made[0]!.body.id]);
+  });
+});
+
+describe('a request that outlives its lease', () => {
+  it('paused while a retry took its key over, commits nothing and writes no answer when it resumes', async () => {
+    const key = newKey();
+    const name = `paused ${key.slice(-6)}`;
+    const paused = await startGatewayProcess({ ...env, ...PATIENT_DATABASE });
+    try {
+      const release = await holdAppInserts();
+      const late = onGateway(admin, paused).post<ErrorBody>(appsPath(), { name }, withKey(key));
+      try {
+        await createWaiting();
+        paused.child.kill('SIGSTOP');
+        await postgresPast((await keyRow(key)).lease_expires_at);
+      } finally {
+        // The paused gateway's insert goes through in Postgres; its transaction waits for it.
+        await release();
+      }
+      const retry = await admin.post<App>(appsPath(), { name }, withKey(key));
+      expect(retry.status).toBe(201);
+      expect(retry.headers.get('idempotent-replayed')).toBeNull();
+      paused.child.kill('SIGCONT');
+      const lateAnswer = await late;
+      expect(lateAnswer.status).toBe(409);
+      expect(lateAnswer.body.error.code).toBe('gw_conflict');
+      expect(lateAnswer.body.error.message).toContain('a retry with the key took it over');
+      expect(lateAnswer.headers.get('retry-after')).toBe('1');
+      expect(await appsNamed(name)).toEqual([retry.body.id]);
+      // The key keeps the retry's answer: sent again, it is replayed.
+      const again = await onGateway(admin, paused).post<App>(appsPath(), { name }, withKey(key));
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      expect(again.body).toEqual(retry.body);
+    } finally {
+      paused.child.kill('SIGCONT');
+      await paused.stop();
+    }
+  }, 120_000);
+});
+
+describe('a key whose lease lapsed', () => {
+  /** What a leased request leaves when its gateway dies: a running row, its lease over. */
+  async function leftRunning(key: string, name: string, tookEffect: boolean): Promise<void> {
+    await db.query(
+      `INSERT INTO idempotency_keys (org_id, caller, route, key, request_hash, state, expires_at,
+                                     claim_id, lease_expires_at, took_effect)
+       VALUES ($1, $2, 'POST /dashboard/api/orgs/{org_id}/apps', $3, $4, 'running',
+               now() + interval '1 day', 'dead-claim', now() - interval '1 second', $5)`,
+      [
+        tenant.org_id,
+        `user:${adminUserId}`,
+        key,
+        requestFingerprint(appsPath(), { name }),
+        tookEffect,
+      ],
+    );
+  }
+
+  it('after its request committed its change is reported at once as never answered, never run again', async () => {
+    const key = newKey();
+    const name = `committed ${key.slice(-6)}`;
+    await leftRunning(key, name, true);
+    const answer = await admin.post<ErrorBody>(appsPath(), { name }, withKey(key));
+    expect(answer.status).toBe(409);
+    expect(answer.body.error.code).toBe('gw_conflict');
+    expect(answer.headers.get('retry-after')).toBeNull();
+    expect(answer.body.error.message).toMatch(
+      /started at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ and committed its change, but its answer was never recorded .* check what it made, then use a new key/,
+    );
+    expect(await appsNamed(name)).toEqual([]);
+    expect(await keyRow(key)).toMatchObject({ state: 'running', claim_id: 'dead-claim' });
+  });
+
+  it('with nothing committed is taken over by the same request only: another body is still refused', async () => {
+    const key = newKey();
+    const name = `uncommitted ${key.slice(-6)}`;
+    await leftRunning(key, name, false);
+    const other = await admin.post<ErrorBody>(appsPath(), { name: `${name}!` }, withKey(key));
+    expect(other.status).toBe(409);
+    expect(other.body.error.code).toBe('gw_idempotency_key_reused');
+    const answer = await admin.post<App>(appsPath(), { name }, withKey(key));
+    expect(answer.status).toBe(201);
+    expect(await appsNamed(name)).toEqual([answer.body.id]);
+    const row = await keyRow(key);
+    expect(row).toMatchObject({ state: 'done', took_effect: true });
+    expect(row.claim_id).not.toBe('dead-claim');
+  });
+});
