@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { TEST_DATABASE_URL } from '../../test/support/env.js';
-import { runFenced, type CommitFence } from './commit-fence.js';
+import { fencedWorkRunning, runFenced, type CommitFence } from './commit-fence.js';
 import { createDbPool, withTransaction } from './pool.js';
 
 const db = createDbPool(TEST_DATABASE_URL, 2);
@@ -71,5 +71,34 @@ describe('runFenced', () => {
     const kept = await reasons();
     expect(kept).not.toContain('refused');
     expect(kept).toEqual(expect.arrayContaining(['after the work', 'outside']));
+  });
+
+  it('keeps two fenced works apart while both run, and is off once the last ends', async () => {
+    const fencedBy: string[] = [];
+    const fence =
+      (name: string): CommitFence =>
+      async () => {
+        fencedBy.push(name);
+      };
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const first = runFenced(fence('first'), async () => {
+      await held;
+      await commitRow('first');
+    });
+    const second = runFenced(fence('second'), () => commitRow('second'));
+    expect(fencedWorkRunning()).toBe(2);
+    await second;
+    // The first still runs: its fence is still its own after the second's ended.
+    expect(fencedWorkRunning()).toBe(1);
+    release();
+    await first;
+    expect(fencedBy).toEqual(['second', 'first']);
+    expect(fencedWorkRunning()).toBe(0);
+    await commitRow('unfenced');
+    expect(fencedBy).toEqual(['second', 'first']);
+    // And a new fenced work after the hooks were taken away is fenced again.
+    await runFenced(fence('third'), () => commitRow('third'));
+    expect(fencedBy).toEqual(['second', 'first', 'third']);
   });
 });
