@@ -251,14 +251,52 @@ describe('a request that outlives its lease', () => {
   }, 120_000);
 });
 
+describe('a create that broke before anything of it committed', () => {
+  it('leaves its key free: the dashboard, keeping its key after a 503, sends it again and it runs once', async () => {
+    const key = newKey();
+    const name = `timed out ${key.slice(-6)}`;
+    // Its insert waits on the held apps table past this gateway's statement bound: 503.
+    const impatient = await startGatewayProcess({ ...env, DATABASE_TIMEOUT_MS: '1000' });
+    try {
+      const release = await holdAppInserts();
+      let broke: DashboardAnswer<ErrorBody>;
+      try {
+        broke = await onGateway(admin, impatient).post<ErrorBody>(
+          appsPath(),
+          { name },
+          withKey(key),
+        );
+      } finally {
+        await release();
+      }
+      expect(broke.status).toBe(503);
+      expect(broke.body.error.code).toBe('gw_unavailable');
+      expect(await appsNamed(name)).toEqual([]);
+      const retry = await admin.post<App>(appsPath(), { name }, withKey(key));
+      expect(retry.status).toBe(201);
+      expect(retry.headers.get('idempotent-replayed')).toBeNull();
+      expect(await appsNamed(name)).toEqual([retry.body.id]);
+      const again = await admin.post<App>(appsPath(), { name }, withKey(key));
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      expect(again.body).toEqual(retry.body);
+    } finally {
+      await impatient.stop();
+    }
+  }, 120_000);
+});
+
 describe('a key whose lease lapsed', () => {
-  /** What a leased request leaves when its gateway dies: a running row, its lease over. */
+  /**
+   * What a leased request leaves when its gateway dies: a running row claimed a lease ago, its
+   * lease over (a lease that ends before its claim is the mark of a previous version's claim).
+   */
   async function leftRunning(key: string, name: string, tookEffect: boolean): Promise<void> {
     await db.query(
       `INSERT INTO idempotency_keys (org_id, caller, route, key, request_hash, state, expires_at,
-                                     claim_id, lease_expires_at, took_effect)
+                                     claim_id, created_at, lease_expires_at, took_effect)
        VALUES ($1, $2, 'POST /dashboard/api/orgs/{org_id}/apps', $3, $4, 'running',
-               now() + interval '1 day', 'dead-claim', now() - interval '1 second', $5)`,
+               now() + interval '1 day', 'dead-claim', now() - interval '11 seconds',
+               now() - interval '1 second', $5)`,
       [
         tenant.org_id,
         `user:${adminUserId}`,

@@ -1,9 +1,9 @@
 // Idempotency keys in Postgres (decision 372, migrations 062, 066 and 068): a key a caller (a
 // dashboard user, a service key) sends to a route of an organization is claimed before the
-// route runs, then completed with the route's answer, released when
-// the route refused the request (a 4xx changed nothing), or marked failed when the route broke
-// (its effect unknown: never run again under that key). The answer is sealed with the
-// credentials master key; without one, an answer holding a secret is not kept at all.
+// route runs, then completed with the route's answer, released when the route refused the
+// request (a 4xx changed nothing) or broke before anything of it committed (decision 390), or
+// marked failed when it broke after (never run again under that key). The answer is sealed
+// with the credentials master key; without one, an answer holding a secret is not kept at all.
 // A claim is a lease (decision 388): its request renews it while it runs, and every
 // transaction the request commits marks the key as having taken effect, in that transaction,
 // only while the request still holds it. A key whose lease lapsed with nothing committed (its
@@ -101,6 +101,7 @@ export interface IdempotencyKeys {
     answer: { readonly status: number; readonly body: unknown; readonly carriesSecret: boolean },
   ): Promise<void>;
   release(held: HeldKey): Promise<void>;
+  /** The request broke: its key is released if nothing of it committed, else marked failed. */
   fail(held: HeldKey): Promise<void>;
 }
 
@@ -140,6 +141,16 @@ interface KeyRow {
 
 /** How many times a claim looks again when the row it met went before it was read. */
 const CLAIM_ATTEMPTS = 3;
+
+/**
+ * A claim of this version, with its lease: not one from before leases (no claim id, migration
+ * 068), nor one a gateway of the previous version made during a rolling update by taking over
+ * a key past its expiry — that version sets `created_at` and leaves the earlier claim's id and
+ * lease, which ended before it (decision 390). Those keep the old rule: running for the
+ * abandoned bound, then never answered, never taken over.
+ */
+const LEASED = `idempotency_keys.claim_id IS NOT NULL
+          AND idempotency_keys.lease_expires_at >= idempotency_keys.created_at`;
 
 /** The row of a key its request still holds: $1 to $5 are org, caller, route, key, claim id. */
 const HELD_ROW = `org_id = $1 AND caller = $2 AND route = $3 AND key = $4 AND claim_id = $5
@@ -205,7 +216,7 @@ export class IdempotencyStore implements IdempotencyKeys {
                 expires_at = EXCLUDED.expires_at, claim_id = EXCLUDED.claim_id,
                 lease_expires_at = EXCLUDED.lease_expires_at, took_effect = false
           WHERE idempotency_keys.expires_at <= now()
-             OR (idempotency_keys.state = 'running' AND idempotency_keys.claim_id IS NOT NULL
+             OR (idempotency_keys.state = 'running' AND ${LEASED}
                  AND NOT idempotency_keys.took_effect
                  AND idempotency_keys.lease_expires_at <= now()
                  AND idempotency_keys.request_hash = EXCLUDED.request_hash)`,
@@ -224,10 +235,10 @@ export class IdempotencyStore implements IdempotencyKeys {
       const { rows } = await this.db.query<KeyRow>(
         `SELECT request_hash, state, status, answer_sealed, answer_clear,
                 to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS started_at,
-                took_effect, claim_id IS NULL AS unleased,
+                took_effect, NOT coalesce(${LEASED}, false) AS unleased,
                 state = 'running'
-                  AND coalesce(lease_expires_at,
-                               created_at + $5 * interval '1 millisecond') <= now() AS lapsed
+                  AND CASE WHEN ${LEASED} THEN lease_expires_at
+                           ELSE created_at + $5 * interval '1 millisecond' END <= now() AS lapsed
            FROM idempotency_keys
           WHERE org_id = $1 AND caller = $4 AND route = $2 AND key = $3 AND expires_at > now()`,
         [request.orgId, request.route, request.key, request.caller, this.abandonedAfterMs],
@@ -318,6 +329,15 @@ export class IdempotencyStore implements IdempotencyKeys {
   }
 
   async fail(held: HeldKey): Promise<void> {
+    // Nothing of it committed (every transaction of its request marks the key in it): it
+    // changed nothing, and its key is free again, as after a refusal. The row lock orders
+    // this after a commit in progress, which it then sees as having taken effect.
+    const freed = await this.onHeldRow(
+      this.db,
+      held,
+      `DELETE FROM idempotency_keys WHERE ${HELD_ROW} AND NOT took_effect`,
+    );
+    if (freed) return;
     await this.onHeldRow(
       this.db,
       held,

@@ -1,0 +1,193 @@
+// The Idempotency-Key store on the real Postgres, where decision 388's leases meet what it left
+// open (decision 390): a key an old-version gateway took over during a rolling update (its
+// claim leaves the leased columns as an earlier claim wrote them) is that gateway's for the old
+// bound, never taken over by a retry while it runs; and a request that broke before anything
+// of it committed leaves its key free, like one refused, while one that broke after a commit
+// leaves it failed for good, a commit in progress included.
+import { randomBytes, randomUUID } from 'node:crypto';
+import { afterAll, describe, expect, it } from 'vitest';
+import { TEST_DATABASE_URL } from '../../test/support/env.js';
+import { createOrganization } from '../admin/provisioning.js';
+import { runFenced } from '../db/commit-fence.js';
+import { createDbPool, withTransaction } from '../db/pool.js';
+import { IdempotencyStore, requestFingerprint, type IdempotentRequest } from './store.js';
+
+const db = createDbPool(TEST_DATABASE_URL, 4);
+const store = new IdempotencyStore(db, undefined);
+const orgId = await createOrganization(db, `idem-store-${randomBytes(4).toString('hex')}`);
+
+afterAll(async () => {
+  await db.query('DELETE FROM organizations WHERE id = $1', [orgId]);
+  await db.end();
+});
+
+const ROUTE = 'POST /dashboard/api/orgs/{org_id}/apps';
+
+function request(body: unknown = { name: 'an app' }): IdempotentRequest {
+  return {
+    orgId,
+    caller: 'user:usr_store_test',
+    route: ROUTE,
+    key: `idem-${randomUUID()}`,
+    requestHash: requestFingerprint(`/dashboard/api/orgs/${orgId}/apps`, body),
+  };
+}
+
+interface KeyRow {
+  state: string;
+  took_effect: boolean;
+}
+
+async function keyRow(key: string): Promise<KeyRow | undefined> {
+  const { rows } = await db.query<KeyRow>(
+    'SELECT state, took_effect FROM idempotency_keys WHERE org_id = $1 AND key = $2',
+    [orgId, key],
+  );
+  return rows[0];
+}
+
+/**
+ * The claim of a gateway from before leases (migration 068), as that version wrote it: a key
+ * past its expiry is taken over with its request, state and times, and nothing else.
+ */
+async function claimAsPreviousVersion(idempotent: IdempotentRequest): Promise<number> {
+  const { rowCount } = await db.query(
+    `INSERT INTO idempotency_keys (org_id, caller, route, key, request_hash, state, expires_at)
+     VALUES ($1, $5, $2, $3, $4, 'running', now() + interval '1 day')
+     ON CONFLICT (org_id, caller, route, key) DO UPDATE
+        SET request_hash = EXCLUDED.request_hash, state = 'running', status = NULL,
+            answer_sealed = NULL, answer_clear = NULL, created_at = now(),
+            expires_at = EXCLUDED.expires_at
+      WHERE idempotency_keys.expires_at <= now()`,
+    [idempotent.orgId, idempotent.route, idempotent.key, idempotent.requestHash, idempotent.caller],
+  );
+  return rowCount ?? 0;
+}
+
+describe('a key an old-version gateway took over after its expiry (a rolling update)', () => {
+  /** A key a leased request claimed, ended as `state` (`tookEffect`), then left a day. */
+  async function expiredLeasedKey(
+    idempotent: IdempotentRequest,
+    state: 'failed' | 'done',
+    tookEffect: boolean,
+  ): Promise<void> {
+    const claim = await store.claim(idempotent);
+    expect(claim.kind).toBe('claimed');
+    await db.query(
+      `UPDATE idempotency_keys
+          SET state = $3, took_effect = $4, status = 201, answer_clear = '{}',
+              created_at = created_at - interval '25 hours',
+              lease_expires_at = lease_expires_at - interval '25 hours',
+              expires_at = expires_at - interval '25 hours'
+        WHERE org_id = $1 AND key = $2`,
+      [orgId, idempotent.key, state, tookEffect],
+    );
+  }
+
+  it('is "still being processed" for a retry while it runs, never taken over, whatever the earlier claim left', async () => {
+    for (const [state, tookEffect] of [
+      ['failed', false],
+      ['done', true],
+    ] as const) {
+      const idempotent = request({ name: `${state} a day ago` });
+      await expiredLeasedKey(idempotent, state, tookEffect);
+      expect(await claimAsPreviousVersion(idempotent)).toBe(1);
+      // A retry of the same request reaches a gateway of this version meanwhile.
+      expect(await store.claim(idempotent)).toEqual({ kind: 'running' });
+      expect(await keyRow(idempotent.key)).toMatchObject({ state: 'running' });
+    }
+  });
+
+  it('past the old bound is reported as never answered, its effect unknown, never run again', async () => {
+    const idempotent = request({ name: 'old claim, long gone' });
+    await expiredLeasedKey(idempotent, 'failed', false);
+    expect(await claimAsPreviousVersion(idempotent)).toBe(1);
+    await db.query(
+      `UPDATE idempotency_keys SET created_at = now() - interval '11 minutes'
+        WHERE org_id = $1 AND key = $2`,
+      [orgId, idempotent.key],
+    );
+    expect(await store.claim(idempotent)).toMatchObject({ kind: 'abandoned', effect: 'unknown' });
+  });
+});
+
+describe('a request that broke (an internal error, Postgres unavailable)', () => {
+  it('before anything of it committed, leaves its key free: the retry runs', async () => {
+    const idempotent = request();
+    const claim = await store.claim(idempotent);
+    if (claim.kind !== 'claimed') throw new Error(claim.kind);
+    // Its transaction failed (a statement timed out): rolled back, its mark with it.
+    await expect(
+      runFenced(
+        (client) => store.fence(client, claim.held),
+        () =>
+          withTransaction(db, async (client) => {
+            await client.query('SELECT 1');
+            throw new Error('canceling statement due to statement timeout');
+          }),
+      ),
+    ).rejects.toThrow('statement timeout');
+    await store.fail(claim.held);
+    expect(await keyRow(idempotent.key)).toBeUndefined();
+    expect((await store.claim(idempotent)).kind).toBe('claimed');
+  });
+
+  it('after a transaction of it committed, leaves its key failed: never run again', async () => {
+    const idempotent = request();
+    const claim = await store.claim(idempotent);
+    if (claim.kind !== 'claimed') throw new Error(claim.kind);
+    await runFenced(
+      (client) => store.fence(client, claim.held),
+      () => withTransaction(db, (client) => client.query('SELECT 1')),
+    );
+    await store.fail(claim.held);
+    expect(await keyRow(idempotent.key)).toEqual({ state: 'failed', took_effect: true });
+    expect(await store.claim(idempotent)).toEqual({ kind: 'failed' });
+  });
+
+  it('while its commit is in progress, waits for it and leaves the key failed once it committed', async () => {
+    const idempotent = request();
+    const claim = await store.claim(idempotent);
+    if (claim.kind !== 'claimed') throw new Error(claim.kind);
+    // A transaction of the request has run its fence (the key's row is locked, marked in it)
+    // and not committed yet: a COMMIT whose answer was lost on the way, say.
+    const client = await db.connect();
+    try {
+      await client.query('BEGIN');
+      await store.fence(client, claim.held);
+      const failing = store.fail(claim.held);
+      await expect
+        .poll(async () => {
+          const { rows } = await db.query(
+            `SELECT 1 FROM pg_stat_activity
+              WHERE datname = current_database() AND wait_event_type = 'Lock'
+                AND query LIKE '%idempotency_keys%'`,
+          );
+          return rows.length;
+        })
+        .toBe(1);
+      await client.query('COMMIT');
+      await failing;
+    } finally {
+      client.release();
+    }
+    expect(await keyRow(idempotent.key)).toEqual({ state: 'failed', took_effect: true });
+  });
+});
+
+describe('a key of 255 characters, every printable ASCII one among them', () => {
+  it('is claimed, completed and replayed as itself, apart from a key one character shorter', async () => {
+    const printable = Array.from({ length: 95 }, (_, i) => String.fromCharCode(0x20 + i)).join('');
+    const key = `${printable}${printable}${printable}`.slice(0, 255);
+    const idempotent = { ...request(), key };
+    const claim = await store.claim(idempotent);
+    if (claim.kind !== 'claimed') throw new Error(claim.kind);
+    await store.complete(claim.held, { status: 201, body: { id: 'app_1' }, carriesSecret: false });
+    expect(await store.claim(idempotent)).toEqual({
+      kind: 'replay',
+      status: 201,
+      body: { id: 'app_1' },
+    });
+    expect((await store.claim({ ...idempotent, key: key.slice(0, 254) })).kind).toBe('claimed');
+  });
+});
