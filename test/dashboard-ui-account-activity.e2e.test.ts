@@ -4,23 +4,11 @@
 // gateway on the real Redis and Postgres, and the account page in a real browser (chromium).
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  dataRows,
-  launchBrowser,
-  openWindow,
-  screenshot,
-  signIn,
-  type LaunchedBrowser,
-} from './support/browser.js';
+import { dataRows, openWindow, screenshot } from './support/browser.js';
+import { browserSuite, type BrowserSuite } from './support/browser-suite.js';
 import { isolatedContext } from './support/context.js';
-import { createMember, DashboardClient, TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
-import {
-  runCli,
-  seed,
-  startGateway,
-  type GatewayProcess,
-  type SeededOrg,
-} from './support/processes.js';
+import { createMember, uniqueEmail, type DashboardClient } from './support/dashboard.js';
+import { runCli, seed, type GatewayProcess, type SeededOrg } from './support/processes.js';
 
 const { env } = isolatedContext('dashboard-ui-account-activity');
 const emails = {
@@ -28,8 +16,8 @@ const emails = {
   bob: uniqueEmail('activity-bob'),
   owner: uniqueEmail('activity-owner'),
 };
+let ui: BrowserSuite;
 let gateway: GatewayProcess;
-let launched: LaunchedBrowser;
 let browser: Browser;
 let first: SeededOrg;
 let second: SeededOrg;
@@ -53,12 +41,6 @@ interface ActivityPage {
   readonly next_cursor: string | null;
 }
 
-async function signedIn(email: string): Promise<DashboardClient> {
-  const client = new DashboardClient(gateway.url, gateway.url);
-  expect((await client.login(email, TEST_PASSWORD)).status).toBe(200);
-  return client;
-}
-
 async function createApp(client: DashboardClient, orgId: string, name: string): Promise<string> {
   const created = await client.post<{ id: string }>(`/dashboard/api/orgs/${orgId}/apps`, { name });
   expect(created.status).toBe(201);
@@ -66,37 +48,30 @@ async function createApp(client: DashboardClient, orgId: string, name: string): 
 }
 
 beforeAll(async () => {
-  [gateway, launched] = await Promise.all([
-    startGateway({ ...env, DASHBOARD_INSECURE_COOKIES: 'true' }),
-    launchBrowser(),
-  ]);
-  browser = launched.browser;
-  [first, second] = await Promise.all([
-    seed(env, ['--name', 'Activity One']),
-    seed(env, ['--name', 'Activity Two']),
-  ]);
-  aliceId = (await createMember(env, emails.alice, first.org_id, 'admin')).user_id;
+  ui = await browserSuite(env, {
+    seed: ['--name', 'Activity One'],
+    users: { [emails.alice]: 'admin', [emails.bob]: 'admin' },
+  });
+  ({ gateway, browser, org: first } = ui);
+  aliceId = ui.users[emails.alice]!.user_id;
+  second = await seed(env, ['--name', 'Activity Two']);
   const added = await runCli(
     ['admin', 'add-member', '--email', emails.alice, '--org-id', second.org_id, '--role', 'admin'],
     env,
   );
   expect(added.code).toBe(0);
-  await createMember(env, emails.bob, first.org_id, 'admin');
   await createMember(env, emails.owner, second.org_id, 'owner');
-  alice = await signedIn(emails.alice);
+  alice = await ui.client(emails.alice);
 });
 
-afterAll(async () => {
-  await launched?.close();
-  await gateway?.stop();
-});
+afterAll(() => ui?.close());
 
 describe('GET /dashboard/api/user/activity', () => {
   it("lists the user's own changes in every organization they are in, newest first, and no one else's", async () => {
     const inFirst = await createApp(alice, first.org_id, 'Alice in one');
     const inSecond = await createApp(alice, second.org_id, 'Alice in two');
     // another admin's change in the same organization is not Alice's
-    await createApp(await signedIn(emails.bob), first.org_id, 'Bob in one');
+    await createApp(await ui.client(emails.bob), first.org_id, 'Bob in one');
 
     const answer = await alice.get<ActivityPage>('/dashboard/api/user/activity');
     expect(answer.status).toBe(200);
@@ -121,7 +96,7 @@ describe('GET /dashboard/api/user/activity', () => {
   });
 
   it('leaves out an organization the user is no longer a member of', async () => {
-    const owner = await signedIn(emails.owner);
+    const owner = await ui.client(emails.owner);
     const removed = await owner.request(
       'DELETE',
       `/dashboard/api/orgs/${second.org_id}/members/${aliceId}`,
@@ -173,9 +148,7 @@ describe('GET /dashboard/api/user/activity', () => {
 describe('the account page', () => {
   it('shows the recent activity, each entry with its organization, and says to read it after signing out everywhere', async () => {
     const { page, close } = await openWindow(browser);
-    await signIn(page, gateway.url, emails.alice, TEST_PASSWORD);
-    await page.getByRole('button', { name: 'Sign out' }).waitFor();
-    await page.goto(`${gateway.url}/dashboard/account`);
+    await ui.visit(page, emails.alice, '/dashboard/account');
     const section = page.getByRole('region', { name: 'Your recent activity' });
     await section.waitFor();
     const rows = dataRows(page).filter({ hasText: 'app.create' });

@@ -4,47 +4,29 @@
 // anew); "sign out everywhere" ends both browsers' sessions.
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  launchBrowser,
-  openWindow,
-  screenshot,
-  signIn,
-  type LaunchedBrowser,
-} from './support/browser.js';
+import { openWindow, screenshot } from './support/browser.js';
+import { browserSuite, type BrowserSuite } from './support/browser-suite.js';
 import { isolatedContext } from './support/context.js';
 import { TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
-import { runCliJson, startGateway, type GatewayProcess } from './support/processes.js';
 
 const { env, db } = isolatedContext('dashboard-ui-account');
 const email = uniqueEmail('account-page');
 const NEW_PASSWORD = 'the new passphrase of the account';
-let gateway: GatewayProcess;
-let launched: LaunchedBrowser;
+let ui: BrowserSuite;
 let browser: Browser;
 let userId: string;
 
 beforeAll(async () => {
-  [gateway, launched] = await Promise.all([
-    startGateway({ ...env, DASHBOARD_INSECURE_COOKIES: 'true' }),
-    launchBrowser(),
-  ]);
-  browser = launched.browser;
-  ({ user_id: userId } = await runCliJson<{ user_id: string }>(
-    ['admin', 'create-user', '--email', email, '--password-stdin'],
-    env,
-    { stdin: TEST_PASSWORD },
-  ));
+  ui = await browserSuite(env, { users: { [email]: null } });
+  browser = ui.browser;
+  userId = ui.users[email]!.user_id;
 });
 
-afterAll(async () => {
-  await launched?.close();
-  await gateway?.stop();
-});
+afterAll(() => ui?.close());
 
-async function signedIn(page: Page, password: string): Promise<void> {
-  await signIn(page, gateway.url, email, password);
-  await page.getByRole('button', { name: 'Sign out', exact: true }).waitFor();
-}
+/** Signs in through the form (the password is what these tests change). */
+const signedIn = (page: Page, password: string): Promise<void> =>
+  ui.signIn(page, email, { password });
 
 const signInPageShows = (page: Page) =>
   page.getByRole('heading', { level: 1, name: 'Sign in to the dashboard' }).waitFor();

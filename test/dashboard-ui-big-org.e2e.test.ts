@@ -8,19 +8,17 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   dataRows,
-  launchBrowser,
-  type LaunchedBrowser,
   openWindow,
   screenshot,
   screenshotOf,
   sidewaysOverflow,
-  SharedSessions,
   statValue,
 } from './support/browser.js';
+import { browserSuite, type BrowserSuite } from './support/browser-suite.js';
 import { isolatedContext } from './support/context.js';
-import { createMember, DashboardClient, TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
+import { uniqueEmail, type DashboardClient } from './support/dashboard.js';
 import { bearer, postJson } from './support/http.js';
-import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
+import { seed, type GatewayProcess, type SeededOrg } from './support/processes.js';
 import { ledgerRow } from './support/records.js';
 
 const { env, db } = isolatedContext('dashboard-ui-big-org');
@@ -29,11 +27,10 @@ const FILLER_APPS = 250;
 /** Connections of the first filler app; every tenth is revoked. */
 const LANES = 230;
 const REVOKED = LANES / 10;
+let ui: BrowserSuite;
 let gateway: GatewayProcess;
-let launched: LaunchedBrowser;
 let browser: Browser;
 let org: SeededOrg;
-let sessions: SharedSessions;
 let other: SeededOrg;
 let admin: DashboardClient;
 let viewer: DashboardClient;
@@ -55,28 +52,18 @@ const connections = (orgId: string, query = '') =>
   `/dashboard/api/orgs/${orgId}/connections${query}`;
 
 /** `page` signed in as the admin (a session of the file's: these tests are about pages). */
-async function signedIn(page: Page, path: string): Promise<void> {
-  await sessions.give(page, emails.admin);
-  await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}${path}`);
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
-  await page.getByRole('heading', { level: 1 }).waitFor();
-}
+const signedIn = (page: Page, path: string): Promise<void> =>
+  ui.visit(page, emails.admin, `/dashboard/orgs/${org.org_id}${path}`);
 
 beforeAll(async () => {
-  [gateway, launched] = await Promise.all([
-    startGateway({ ...env, DASHBOARD_INSECURE_COOKIES: 'true' }),
-    launchBrowser(),
-  ]);
-  browser = launched.browser;
-  sessions = new SharedSessions(gateway.url, TEST_PASSWORD);
-  org = await seed(env, ['--name', 'Big Co', '--wallet', '100.00']);
+  ui = await browserSuite(env, {
+    seed: ['--name', 'Big Co', '--wallet', '100.00'],
+    users: { [emails.admin]: 'admin', [emails.viewer]: 'viewer' },
+  });
+  ({ gateway, browser, org } = ui);
   other = await seed(env, ['--name', 'Other Co']);
-  await createMember(env, emails.admin, org.org_id, 'admin');
-  await createMember(env, emails.viewer, org.org_id, 'viewer');
-  admin = new DashboardClient(gateway.url, gateway.url);
-  expect((await admin.login(emails.admin, TEST_PASSWORD)).status).toBe(200);
-  viewer = new DashboardClient(gateway.url, gateway.url);
-  expect((await viewer.login(emails.viewer, TEST_PASSWORD)).status).toBe(200);
+  admin = await ui.client(emails.admin);
+  viewer = await ui.client(emails.viewer);
 
   // 250 apps older than the seeded one; the first has 230 connections, every tenth revoked;
   // and a deleted app with a (revoked) connection, which nothing counts or lists
@@ -115,10 +102,7 @@ beforeAll(async () => {
   await ledgerRow(db, answer.headers.get('x-request-id'), 'request_id');
 });
 
-afterAll(async () => {
-  await launched?.close();
-  await gateway?.stop();
-});
+afterAll(() => ui?.close());
 
 describe('the API, for more than 200 apps and connections', () => {
   it('counts every app and connection in the overview', async () => {

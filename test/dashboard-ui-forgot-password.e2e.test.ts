@@ -4,47 +4,38 @@
 // signing in with it; and a sign-up's banner until its verification link is followed.
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  launchBrowser,
-  openWindow,
-  requestsSent,
-  screenshot,
-  type LaunchedBrowser,
-} from './support/browser.js';
+import { openWindow, requestsSent, screenshot } from './support/browser.js';
+import { browserSuite, type BrowserSuite } from './support/browser-suite.js';
 import { isolatedContext } from './support/context.js';
 import { TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
 import { linkToken, startMailCatcher, type MailCatcher } from './support/mail-catcher.js';
-import { runCli, startGateway, type GatewayProcess } from './support/processes.js';
+import { runCli, type GatewayProcess } from './support/processes.js';
 import { freePort } from './support/services.js';
 
 const { env } = isolatedContext('dashboard-ui-forgot-password', { ownDatabase: true });
 const NEW_PASSWORD = 'a brand new passphrase, long enough';
 let mail: MailCatcher;
+let ui: BrowserSuite;
 let gateway: GatewayProcess;
-let launched: LaunchedBrowser;
 let browser: Browser;
 
 beforeAll(async () => {
   mail = await startMailCatcher();
   const port = await freePort();
-  [gateway, launched] = await Promise.all([
-    startGateway({
-      ...env,
+  ui = await browserSuite(env, {
+    gatewayEnv: {
       PORT: String(port),
-      DASHBOARD_INSECURE_COOKIES: 'true',
       DASHBOARD_SIGNUP: 'true',
       SMTP_URL: mail.url,
       EMAIL_FROM: 'gw <no-reply@gw.example.test>',
       PUBLIC_ORIGIN: `http://127.0.0.1:${port}`,
-    }),
-    launchBrowser(),
-  ]);
-  browser = launched.browser;
+    },
+  });
+  ({ gateway, browser } = ui);
 });
 
 afterAll(async () => {
-  await launched?.close();
-  await gateway?.stop();
+  await ui?.close();
   await mail?.close();
 });
 

@@ -11,19 +11,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   CONFIRM_COLOURS,
   confirmButtonColour,
-  launchBrowser,
   openWindow,
   screenshot,
   requestsSent,
   screenshotOf,
   sidewaysOverflow,
-  SharedSessions,
-  type LaunchedBrowser,
 } from './support/browser.js';
+import { browserSuite, type BrowserSuite } from './support/browser-suite.js';
 import { isolatedContext } from './support/context.js';
-import { createMember, DashboardClient, TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
+import { uniqueEmail, type DashboardClient } from './support/dashboard.js';
 import { bearer, postJson } from './support/http.js';
-import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
+import type { GatewayProcess, SeededOrg } from './support/processes.js';
 import { ledgerRow } from './support/records.js';
 
 const { env, db } = isolatedContext('dashboard-ui-grants-ids');
@@ -46,23 +44,18 @@ const LONG_NAME =
 /** Where an id may break: after these, or before those (IdText in web/dashboard/src/ui.tsx). */
 const BREAKS_AFTER = '/_:?&#=,|-';
 const BREAKS_BEFORE = '.@+~';
+let ui: BrowserSuite;
 let gateway: GatewayProcess;
-let launched: LaunchedBrowser;
 let browser: Browser;
 let org: SeededOrg;
 let api: DashboardClient;
-let sessions: SharedSessions;
 let longUserId: string;
 let longAppId: string;
 let longConnectionId: string;
 
 /** `page` signed in (a session of the file's: these tests are about pages), at `path`. */
-async function signedIn(page: Page, path: string): Promise<void> {
-  await sessions.give(page, email);
-  await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}${path}`);
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
-  await page.getByRole('heading', { level: 1 }).waitFor();
-}
+const signedIn = (page: Page, path: string): Promise<void> =>
+  ui.visit(page, email, `/dashboard/orgs/${org.org_id}${path}`);
 
 /** A product user of the seeded app, made by a request that names them; their id. */
 async function productUser(externalUserId: string): Promise<string> {
@@ -135,17 +128,9 @@ function breaksInsidePieces(lines: readonly string[]): string[] {
 }
 
 beforeAll(async () => {
-  [gateway, launched] = await Promise.all([
-    startGateway({ ...env, DASHBOARD_INSECURE_COOKIES: 'true' }),
-    launchBrowser(),
-  ]);
-  browser = launched.browser;
-  sessions = new SharedSessions(gateway.url, TEST_PASSWORD);
-  org = await seed(env, ['--name', 'Grants Co']);
-  await createMember(env, email, org.org_id, 'admin');
-  // plain-HTTP cookies here: the browser's Origin is the gateway's http one
-  api = new DashboardClient(gateway.url, gateway.url);
-  expect((await api.login(email, TEST_PASSWORD)).status).toBe(200);
+  ui = await browserSuite(env, { seed: ['--name', 'Grants Co'], users: { [email]: 'admin' } });
+  ({ gateway, browser, org } = ui);
+  api = await ui.client(email);
   longUserId = await productUser(LONG_EXTERNAL_ID);
   const app = await api.post<{ id: string }>(`/dashboard/api/orgs/${org.org_id}/apps`, {
     name: LONG_NAME,
@@ -160,10 +145,7 @@ beforeAll(async () => {
   longConnectionId = connection.body.id;
 });
 
-afterAll(async () => {
-  await launched?.close();
-  await gateway?.stop();
-});
+afterAll(() => ui?.close());
 
 describe('granting credits asks first', () => {
   it('shows the amount, currency, user, app and expiry before granting; cancelling sends nothing and grants nothing', async () => {

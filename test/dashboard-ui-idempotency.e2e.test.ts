@@ -4,51 +4,35 @@
 // and the organization has one app, not two; the next submission gets a new key. A form sent
 // twice in one frame sends one request; a retry told "still being processed" (409 with
 // Retry-After: an earlier send still runs) keeps the key for the next retry (decision 379).
-import type { Browser, Page, Request } from 'playwright-core';
+import type { Page, Request } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  launchBrowser,
-  openWindow,
-  screenshot,
-  signIn,
-  type BrowserWindow,
-  type LaunchedBrowser,
-} from './support/browser.js';
+import { openWindow, screenshot, type BrowserWindow } from './support/browser.js';
+import { browserSuite, type BrowserSuite } from './support/browser-suite.js';
 import { isolatedContext } from './support/context.js';
-import { TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
-import { runCliJson, startGateway, type GatewayProcess } from './support/processes.js';
+import { uniqueEmail } from './support/dashboard.js';
+import type { GatewayProcess } from './support/processes.js';
 import { requestFingerprint } from '../src/idempotency/store.js';
 
 const { env, db } = isolatedContext('dash-ui-idem');
 const email = uniqueEmail('ui-idem');
+let ui: BrowserSuite;
 let gateway: GatewayProcess;
-let launched: LaunchedBrowser;
-let browser: Browser;
 let window: BrowserWindow;
 let page: Page;
 let orgId: string;
 let userId: string;
 
 beforeAll(async () => {
-  [gateway, launched] = await Promise.all([
-    startGateway({ ...env, DASHBOARD_INSECURE_COOKIES: 'true' }),
-    launchBrowser(),
-  ]);
-  browser = launched.browser;
-  ({ personal_org_id: orgId, user_id: userId } = await runCliJson<{
-    personal_org_id: string;
-    user_id: string;
-  }>(['admin', 'create-user', '--email', email, '--password-stdin'], env, {
-    stdin: TEST_PASSWORD,
-  }));
-  window = await openWindow(browser);
+  ui = await browserSuite(env, { users: { [email]: null } });
+  gateway = ui.gateway;
+  ({ personal_org_id: orgId, user_id: userId } = ui.users[email]!);
+  window = await openWindow(ui.browser);
   page = window.page;
 });
 
 afterAll(async () => {
   await window?.close();
-  await launched?.close();
-  await gateway?.stop();
+  await ui?.close();
 });
 
 async function appIds(name: string): Promise<string[]> {
@@ -61,8 +45,7 @@ async function appIds(name: string): Promise<string[]> {
 
 describe('a create form', () => {
   it('sent again after its answer was lost makes one app: the retry reuses its key', async () => {
-    await signIn(page, gateway.url, email, TEST_PASSWORD);
-    await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    await ui.signIn(page, email);
     await page.goto(`${gateway.url}/dashboard/orgs/${orgId}/apps`);
     await page.getByRole('heading', { level: 1, name: 'Apps' }).waitFor();
 

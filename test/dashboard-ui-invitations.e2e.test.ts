@@ -5,22 +5,15 @@
 // offered to leave their own personal organization.
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  launchBrowser,
-  openWindow,
-  screenshot,
-  screenshotOf,
-  sidewaysOverflow,
-  signIn,
-  type LaunchedBrowser,
-} from './support/browser.js';
+import { openWindow, screenshot, screenshotOf, sidewaysOverflow } from './support/browser.js';
+import { browserSuite, type BrowserSuite } from './support/browser-suite.js';
 import { isolatedContext } from './support/context.js';
-import { createMember, TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
-import { runCliJson, seed, startGateway, type GatewayProcess } from './support/processes.js';
+import { createUser, TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
+import { runCliJson, type GatewayProcess } from './support/processes.js';
 
 const { env, db } = isolatedContext('dashboard-ui-invites');
+let ui: BrowserSuite;
 let gateway: GatewayProcess;
-let launched: LaunchedBrowser;
 let browser: Browser;
 let orgId: string;
 const emails = {
@@ -31,10 +24,7 @@ const emails = {
 };
 let joinerPersonalOrg: string;
 
-async function signedIn(page: Page, email: string): Promise<void> {
-  await signIn(page, gateway.url, email, TEST_PASSWORD);
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
-}
+const signedIn = (page: Page, email: string): Promise<void> => ui.signIn(page, email);
 
 async function membersPage(page: Page): Promise<void> {
   await page.goto(`${gateway.url}/dashboard/orgs/${orgId}/members`);
@@ -69,30 +59,21 @@ const roleIn = async (org: string, email: string): Promise<string | null> =>
   ).rows[0]?.role ?? null;
 
 beforeAll(async () => {
-  [gateway, launched] = await Promise.all([
-    startGateway({ ...env, DASHBOARD_INSECURE_COOKIES: 'true' }),
-    launchBrowser(),
-  ]);
-  browser = launched.browser;
-  orgId = (await seed(env, ['--name', 'Harbor Labs'])).org_id;
-  await createMember(env, emails.admin, orgId, 'admin');
-  await createMember(env, emails.viewer, orgId, 'viewer');
-  joinerPersonalOrg = (
-    await runCliJson<{ personal_org_id: string }>(
-      ['admin', 'create-user', '--email', emails.joiner, '--password-stdin'],
-      env,
-      { stdin: TEST_PASSWORD },
-    )
-  ).personal_org_id;
-  await runCliJson(['admin', 'create-user', '--email', emails.decliner, '--password-stdin'], env, {
-    stdin: TEST_PASSWORD,
+  ui = await browserSuite(env, {
+    seed: ['--name', 'Harbor Labs'],
+    users: {
+      [emails.admin]: 'admin',
+      [emails.viewer]: 'viewer',
+      [emails.joiner]: null,
+      [emails.decliner]: null,
+    },
   });
+  ({ gateway, browser } = ui);
+  orgId = ui.org.org_id;
+  joinerPersonalOrg = ui.users[emails.joiner]!.personal_org_id;
 });
 
-afterAll(async () => {
-  await launched?.close();
-  await gateway?.stop();
-});
+afterAll(() => ui?.close());
 
 describe('invitations in a browser', () => {
   it('an admin invites from the members page, sees the invitations pending, and revokes one', async () => {
@@ -198,11 +179,7 @@ describe('invitations in a browser', () => {
 describe('invitations in a browser, where anyone may sign up (decision 365)', () => {
   let open: GatewayProcess;
   beforeAll(async () => {
-    open = await startGateway({
-      ...env,
-      DASHBOARD_INSECURE_COOKIES: 'true',
-      DASHBOARD_SIGNUP: 'true',
-    });
+    open = await ui.startGateway({ DASHBOARD_SIGNUP: 'true' });
   });
   afterAll(async () => {
     await open?.stop();
@@ -215,8 +192,7 @@ describe('invitations in a browser, where anyone may sign up (decision 365)', ()
       env,
     );
     const admin = await openWindow(browser);
-    await signIn(admin.page, open.url, emails.admin, TEST_PASSWORD);
-    await admin.page.getByRole('button', { name: 'Sign out' }).waitFor();
+    await ui.signIn(admin.page, emails.admin, { gateway: open });
     await admin.page.goto(`${open.url}/dashboard/orgs/${orgId}/members`);
     await admin.page.getByRole('heading', { level: 1, name: 'Members' }).waitFor();
     await admin.page.getByLabel('E-mail').fill(invitee);
@@ -235,8 +211,7 @@ describe('invitations in a browser, where anyone may sign up (decision 365)', ()
     await admin.close();
 
     const { page, close } = await openWindow(browser);
-    await signIn(page, open.url, invitee, TEST_PASSWORD);
-    await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    await ui.signIn(page, invitee, { gateway: open });
     const banner = page.getByRole('region', { name: 'You have an invitation' });
     await banner.waitFor();
     // without the link, Accept cannot be pressed; a wrong one is refused and changes nothing
@@ -263,8 +238,7 @@ describe('invitations in a browser, where anyone may sign up (decision 365)', ()
   /** Invites `email` as a viewer through the API of a signed-in admin; answers the link. */
   async function invitationLink(email: string): Promise<string> {
     const admin = await openWindow(browser);
-    await signIn(admin.page, open.url, emails.admin, TEST_PASSWORD);
-    await admin.page.getByRole('button', { name: 'Sign out' }).waitFor();
+    await ui.signIn(admin.page, emails.admin, { gateway: open });
     await admin.page.goto(`${open.url}/dashboard/orgs/${orgId}/members`);
     await admin.page.getByRole('heading', { level: 1, name: 'Members' }).waitFor();
     await admin.page.getByLabel('E-mail').fill(email);
@@ -278,9 +252,7 @@ describe('invitations in a browser, where anyone may sign up (decision 365)', ()
 
   it('keeps the link opened while signed out through signing in, and accepts with it', async () => {
     const invitee = uniqueEmail('inv-signed-out');
-    await runCliJson(['admin', 'create-user', '--email', invitee, '--password-stdin'], env, {
-      stdin: TEST_PASSWORD,
-    });
+    await createUser(env, invitee);
     const link = await invitationLink(invitee);
     const { page, close } = await openWindow(browser);
     await page.goto(link);

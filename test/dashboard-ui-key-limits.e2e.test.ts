@@ -14,20 +14,18 @@ import {
   confirmButtonColour,
   dataRows,
   focusedButton,
-  launchBrowser,
   openWindow,
   requestsSent,
   screenshot,
   screenshotOf,
   sidewaysOverflow,
-  signIn,
-  type LaunchedBrowser,
 } from './support/browser.js';
+import { browserSuite, type BrowserSuite } from './support/browser-suite.js';
 import { isolatedContext } from './support/context.js';
-import { createMember, DashboardClient, TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
+import { uniqueEmail, type DashboardClient } from './support/dashboard.js';
 import { bearer, postJson } from './support/http.js';
 import { connectAndExchange } from './support/oauth.js';
-import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
+import type { GatewayProcess, SeededOrg } from './support/processes.js';
 
 const { env, db } = isolatedContext('dashboard-ui-key-limits');
 const emails = {
@@ -35,8 +33,8 @@ const emails = {
   member: uniqueEmail('limits-member'),
   viewer: uniqueEmail('limits-viewer'),
 };
+let ui: BrowserSuite;
 let gateway: GatewayProcess;
-let launched: LaunchedBrowser;
 let browser: Browser;
 let org: SeededOrg;
 let api: DashboardClient;
@@ -49,12 +47,9 @@ type ErrorBody = { error: { code: string; message: string; rate_limit_scope?: st
 const chat = { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
 const keysPath = () => `/dashboard/api/connections/${org.app_connection_id}/api-keys`;
 
-async function signedIn(page: Page, email: string, path: string): Promise<void> {
-  await signIn(page, gateway.url, email, TEST_PASSWORD);
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
-  await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}${path}`);
-  await page.getByRole('heading', { level: 1 }).waitFor();
-}
+/** `page` signed in as `email` (a session of the file's: these tests are about pages), at `path`. */
+const signedIn = (page: Page, email: string, path: string): Promise<void> =>
+  ui.visit(page, email, `/dashboard/orgs/${org.org_id}${path}`);
 
 /** A key issued through the API (its raw value kept), with the given limits. */
 async function issueKey(name: string, limits: Record<string, number | null>): Promise<IssuedKey> {
@@ -104,24 +99,15 @@ async function limitsCell(page: Page, text: string): Promise<string> {
 }
 
 beforeAll(async () => {
-  [gateway, launched] = await Promise.all([
-    startGateway({ ...env, DASHBOARD_INSECURE_COOKIES: 'true' }),
-    launchBrowser(),
-  ]);
-  browser = launched.browser;
-  org = await seed(env, ['--name', 'Limits Co']);
-  for (const [role, email] of Object.entries(emails)) {
-    await createMember(env, email, org.org_id, role);
-  }
-  // plain-HTTP cookies here: the browser's Origin is the gateway's http one
-  api = new DashboardClient(gateway.url, gateway.url);
-  expect((await api.login(emails.admin, TEST_PASSWORD)).status).toBe(200);
+  ui = await browserSuite(env, {
+    seed: ['--name', 'Limits Co'],
+    users: { [emails.admin]: 'admin', [emails.member]: 'member', [emails.viewer]: 'viewer' },
+  });
+  ({ gateway, browser, org } = ui);
+  api = await ui.client(emails.admin);
 });
 
-afterAll(async () => {
-  await launched?.close();
-  await gateway?.stop();
-});
+afterAll(() => ui?.close());
 
 describe('issuing a key with rate limits', () => {
   it('stops a limit the API would refuse in the form, sending nothing; issues one with limits, shown in the list as stored', async () => {

@@ -8,60 +8,39 @@
 // with the next action, ids that do not break at their hyphens.
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  launchBrowser,
-  openWindow,
-  screenshot,
-  signIn,
-  type LaunchedBrowser,
-} from './support/browser.js';
+import { openWindow, screenshot } from './support/browser.js';
+import { browserSuite, type BrowserSuite } from './support/browser-suite.js';
 import { isolatedContext } from './support/context.js';
-import { createMember, TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
+import { TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
 import { bearer, postJson } from './support/http.js';
-import {
-  runCliJson,
-  seed,
-  startGateway,
-  type GatewayProcess,
-  type SeededOrg,
-} from './support/processes.js';
+import { runCliJson, type GatewayProcess, type SeededOrg } from './support/processes.js';
 import { ledgerRow } from './support/records.js';
 
 const { env, db } = isolatedContext('dashboard-ui-newcomer');
 const emails = { owner: uniqueEmail('newcomer-owner'), loner: uniqueEmail('newcomer-loner') };
+let ui: BrowserSuite;
 let gateway: GatewayProcess;
-let launched: LaunchedBrowser;
 let browser: Browser;
 let org: SeededOrg;
 let ownerPersonalOrg: string;
 let lonerPersonalOrg: string;
 
 async function signedIn(page: Page, email: string): Promise<void> {
-  await signIn(page, gateway.url, email, TEST_PASSWORD);
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
+  await ui.signIn(page, email);
   await page.getByRole('heading', { level: 1 }).waitFor();
 }
 
 const pathname = (page: Page): string => new URL(page.url()).pathname;
 
 beforeAll(async () => {
-  [gateway, launched] = await Promise.all([
-    startGateway({ ...env, DASHBOARD_INSECURE_COOKIES: 'true', DASHBOARD_SIGNUP: 'true' }),
-    launchBrowser(),
-  ]);
-  browser = launched.browser;
-  org = await seed(env, ['--name', 'Newcomer Co']);
-  ({ personal_org_id: ownerPersonalOrg } = await createMember(
-    env,
-    emails.owner,
-    org.org_id,
-    'owner',
-  ));
-  ({ personal_org_id: lonerPersonalOrg } = await runCliJson<{ personal_org_id: string }>(
-    ['admin', 'create-user', '--email', emails.loner, '--password-stdin'],
-    env,
-    { stdin: TEST_PASSWORD },
-  ));
+  ui = await browserSuite(env, {
+    gatewayEnv: { DASHBOARD_SIGNUP: 'true' },
+    seed: ['--name', 'Newcomer Co'],
+    users: { [emails.owner]: 'owner', [emails.loner]: null },
+  });
+  ({ gateway, browser, org } = ui);
+  ownerPersonalOrg = ui.users[emails.owner]!.personal_org_id;
+  lonerPersonalOrg = ui.users[emails.loner]!.personal_org_id;
   // a request today, for the charts
   const answer = await postJson(
     `${gateway.url}/v1/chat/completions`,
@@ -72,10 +51,7 @@ beforeAll(async () => {
   await ledgerRow(db, answer.headers.get('x-request-id'), 'request_id');
 });
 
-afterAll(async () => {
-  await launched?.close();
-  await gateway?.stop();
-});
+afterAll(() => ui?.close());
 
 describe('signing in and out', () => {
   it('lands on the organization the user shares, then on the one they last used in this browser', async () => {

@@ -5,23 +5,16 @@
 import type { Browser, Page } from 'playwright-core';
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  launchBrowser,
-  openWindow,
-  screenshot,
-  screenshotOf,
-  signIn,
-  type LaunchedBrowser,
-} from './support/browser.js';
+import { openWindow, screenshot, screenshotOf } from './support/browser.js';
+import { browserSuite, type BrowserSuite } from './support/browser-suite.js';
 import { isolatedContext } from './support/context.js';
-import { createMember, TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
+import { uniqueEmail } from './support/dashboard.js';
 import { createOAuthClient, type RegisteredClient } from './support/oauth.js';
-import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
+import type { SeededOrg } from './support/processes.js';
 
 const { env, db } = isolatedContext('dashboard-ui-oauth-rotate');
 const emails = { admin: uniqueEmail('rotate-admin'), viewer: uniqueEmail('rotate-viewer') };
-let gateway: GatewayProcess;
-let launched: LaunchedBrowser;
+let ui: BrowserSuite;
 let browser: Browser;
 let org: SeededOrg;
 let confidential: RegisteredClient;
@@ -29,10 +22,9 @@ let publicClient: RegisteredClient;
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
 
+/** `page` signed in as `email` (a session of the file's: these tests are about a page). */
 async function openApp(page: Page, email: string): Promise<void> {
-  await signIn(page, gateway.url, email, TEST_PASSWORD);
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
-  await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}/apps/${org.app_id}`);
+  await ui.visit(page, email, `/dashboard/orgs/${org.org_id}/apps/${org.app_id}`);
   await page.getByRole('heading', { level: 2, name: 'OAuth clients' }).waitFor();
   await page.getByRole('cell', { name: confidential.client_id }).waitFor();
 }
@@ -46,14 +38,11 @@ async function stored(): Promise<{ hash: string; retired: { hash: string }[] }> 
 }
 
 beforeAll(async () => {
-  [gateway, launched] = await Promise.all([
-    startGateway({ ...env, DASHBOARD_INSECURE_COOKIES: 'true' }),
-    launchBrowser(),
-  ]);
-  browser = launched.browser;
-  org = await seed(env, ['--name', 'Rotate Co']);
-  await createMember(env, emails.admin, org.org_id, 'admin');
-  await createMember(env, emails.viewer, org.org_id, 'viewer');
+  ui = await browserSuite(env, {
+    seed: ['--name', 'Rotate Co'],
+    users: { [emails.admin]: 'admin', [emails.viewer]: 'viewer' },
+  });
+  ({ browser, org } = ui);
   confidential = await createOAuthClient(env, org.app_id, ['http://127.0.0.1:9/cb'], {
     name: 'Web app',
   });
@@ -63,10 +52,7 @@ beforeAll(async () => {
   });
 });
 
-afterAll(async () => {
-  await launched?.close();
-  await gateway?.stop();
-});
+afterAll(() => ui?.close());
 
 describe('the OAuth client rotate dialog', () => {
   it('rotates with the grace chosen, shows the new secret once, and a leaked secret stops every old one', async () => {

@@ -8,43 +8,31 @@
 // openWindow).
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  dataRows,
-  launchBrowser,
-  openWindow,
-  screenshot,
-  signIn,
-  type LaunchedBrowser,
-} from './support/browser.js';
+import { dataRows, openWindow, screenshot } from './support/browser.js';
+import { browserSuite, type BrowserSuite } from './support/browser-suite.js';
 import { isolatedContext } from './support/context.js';
-import { createMember, DashboardClient, TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
-import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
+import { uniqueEmail, type DashboardClient } from './support/dashboard.js';
+import type { GatewayProcess, SeededOrg } from './support/processes.js';
 
 const { env, db } = isolatedContext('dashboard-ui-reordering-text');
 const adminEmail = uniqueEmail('reordering-admin');
 const RLO = '\u202e';
+let ui: BrowserSuite;
 let gateway: GatewayProcess;
-let launched: LaunchedBrowser;
 let browser: Browser;
 let org: SeededOrg;
 let admin: DashboardClient;
 
 beforeAll(async () => {
-  [gateway, launched] = await Promise.all([
-    startGateway({ ...env, DASHBOARD_INSECURE_COOKIES: 'true' }),
-    launchBrowser(),
-  ]);
-  browser = launched.browser;
-  org = await seed(env, ['--name', 'Reordering Co']);
-  await createMember(env, adminEmail, org.org_id, 'admin');
-  admin = new DashboardClient(gateway.url, gateway.url);
-  expect((await admin.login(adminEmail, TEST_PASSWORD)).status).toBe(200);
+  ui = await browserSuite(env, {
+    seed: ['--name', 'Reordering Co'],
+    users: { [adminEmail]: 'admin' },
+  });
+  ({ gateway, browser, org } = ui);
+  admin = await ui.client(adminEmail);
 });
 
-afterAll(async () => {
-  await launched?.close();
-  await gateway?.stop();
-});
+afterAll(() => ui?.close());
 
 describe('text with bidirectional controls', () => {
   it("refuses them in a webhook endpoint's description, as in names, and stores nothing", async () => {
@@ -102,9 +90,7 @@ describe('text with bidirectional controls', () => {
     expect(grant.status).toBe(201);
 
     const { page, close } = await openWindow(browser);
-    await signIn(page, gateway.url, adminEmail, TEST_PASSWORD);
-    await page.getByRole('button', { name: 'Sign out' }).waitFor();
-    await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}/users`);
+    await ui.visit(page, adminEmail, `/dashboard/orgs/${org.org_id}/users`);
     await page.getByRole('heading', { level: 1, name: 'Product users' }).waitFor();
     const row = dataRows(page).filter({ hasText: 'bidi' });
     const cells = row.getByRole('cell');

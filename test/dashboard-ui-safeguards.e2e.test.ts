@@ -9,18 +9,12 @@
 // test if the page threw (see openWindow).
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  launchBrowser,
-  openWindow,
-  screenshot,
-  sidewaysOverflow,
-  SharedSessions,
-  type LaunchedBrowser,
-} from './support/browser.js';
+import { openWindow, screenshot, sidewaysOverflow } from './support/browser.js';
+import { browserSuite, type BrowserSuite } from './support/browser-suite.js';
 import { isolatedContext } from './support/context.js';
-import { createMember, DashboardClient, TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
+import { TEST_PASSWORD, uniqueEmail, type DashboardClient } from './support/dashboard.js';
 import { bearer, postJson } from './support/http.js';
-import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
+import type { GatewayProcess, SeededOrg } from './support/processes.js';
 import { ledgerRow } from './support/records.js';
 import { WebhookReceiver, webhookEnv } from './support/webhook-receiver.js';
 
@@ -34,21 +28,16 @@ const emails = {
   viewer: uniqueEmail('safeguards-viewer'),
   member: uniqueEmail('safeguards-member'),
 };
+let ui: BrowserSuite;
 let gateway: GatewayProcess;
-let launched: LaunchedBrowser;
 let browser: Browser;
 let org: SeededOrg;
 let ownerPersonalOrg: string;
 let api: DashboardClient;
-let sessions: SharedSessions;
 
 /** `page` signed in as `email` (a session of the file's: these tests are about pages), at `path`. */
-async function signedIn(page: Page, email: string, path = `/dashboard/orgs/${org.org_id}`) {
-  await sessions.give(page, email);
-  await page.goto(`${gateway.url}${path}`);
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
-  await page.getByRole('heading', { level: 1 }).waitFor();
-}
+const signedIn = (page: Page, email: string, path = `/dashboard/orgs/${org.org_id}`) =>
+  ui.visit(page, email, path);
 
 /** The element that has focus: its aria-label, a button's text, or its tag. */
 const focused = (page: Page): Promise<string | null> =>
@@ -61,25 +50,19 @@ const focused = (page: Page): Promise<string | null> =>
 
 beforeAll(async () => {
   await receiver.start();
-  [gateway, launched] = await Promise.all([
-    startGateway({
-      ...env,
-      DASHBOARD_INSECURE_COOKIES: 'true',
-      DASHBOARD_WALLET_TOPUP: 'true',
-    }),
-    launchBrowser(),
-  ]);
-  browser = launched.browser;
-  sessions = new SharedSessions(gateway.url, TEST_PASSWORD);
-  org = await seed(env, ['--name', 'Safeguards Co', '--wallet', '100.00']);
-  const owner = await createMember(env, emails.owner, org.org_id, 'owner');
-  ownerPersonalOrg = owner.personal_org_id;
-  await createMember(env, emails.admin, org.org_id, 'admin');
-  await createMember(env, emails.viewer, org.org_id, 'viewer');
-  await createMember(env, emails.member, org.org_id, 'member');
-  // plain-HTTP cookies here: the browser's Origin is the gateway's http one
-  api = new DashboardClient(gateway.url, gateway.url);
-  expect((await api.login(emails.admin, TEST_PASSWORD)).status).toBe(200);
+  ui = await browserSuite(env, {
+    gatewayEnv: { DASHBOARD_WALLET_TOPUP: 'true' },
+    seed: ['--name', 'Safeguards Co', '--wallet', '100.00'],
+    users: {
+      [emails.owner]: 'owner',
+      [emails.admin]: 'admin',
+      [emails.viewer]: 'viewer',
+      [emails.member]: 'member',
+    },
+  });
+  ({ gateway, browser, org } = ui);
+  ownerPersonalOrg = ui.users[emails.owner]!.personal_org_id;
+  api = await ui.client(emails.admin);
   // a product user of the seeded app, made by a request that names them
   const answer = await postJson(
     `${gateway.url}/v1/chat/completions`,
@@ -91,8 +74,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await launched?.close();
-  await gateway?.stop();
+  await ui?.close();
   await receiver.stop();
 });
 

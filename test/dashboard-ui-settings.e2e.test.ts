@@ -13,26 +13,23 @@ import {
   CONFIRM_COLOURS,
   confirmButtonColour,
   focusedButton,
-  launchBrowser,
   openWindow,
   screenshot,
   screenshotOf,
-  SharedSessions,
-  type LaunchedBrowser,
 } from './support/browser.js';
+import { browserSuite, type BrowserSuite } from './support/browser-suite.js';
 import { isolatedContext } from './support/context.js';
-import { createMember, TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
+import { uniqueEmail } from './support/dashboard.js';
 import { bearer, postJson } from './support/http.js';
-import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
+import type { GatewayProcess, SeededOrg } from './support/processes.js';
 import { ledgerRow } from './support/records.js';
 
 const { env, db } = isolatedContext('dashboard-ui-settings');
 const emails = { admin: uniqueEmail('settings-admin'), viewer: uniqueEmail('settings-viewer') };
+let ui: BrowserSuite;
 let gateway: GatewayProcess;
-let launched: LaunchedBrowser;
 let browser: Browser;
 let org: SeededOrg;
-let sessions: SharedSessions;
 
 const chat = { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
 
@@ -53,9 +50,7 @@ async function infer(): Promise<{
 
 /** `page` signed in as `email` (a session of the file's: these tests are about pages). */
 async function signedIn(page: Page, email: string): Promise<void> {
-  await sessions.give(page, email);
-  await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}`);
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
+  await ui.visit(page, email, `/dashboard/orgs/${org.org_id}`);
   await page.getByRole('heading', { level: 1, name: 'Settings Co' }).waitFor();
 }
 
@@ -71,27 +66,19 @@ async function go(page: Page, label: string, section: string, heading = label): 
 }
 
 beforeAll(async () => {
-  [gateway, launched] = await Promise.all([
-    startGateway({
-      ...env,
-      DASHBOARD_INSECURE_COOKIES: 'true',
+  ui = await browserSuite(env, {
+    gatewayEnv: {
       WEBHOOK_ALLOW_HTTP: 'true',
       WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
       DASHBOARD_WALLET_TOPUP: 'true',
-    }),
-    launchBrowser(),
-  ]);
-  browser = launched.browser;
-  sessions = new SharedSessions(gateway.url, TEST_PASSWORD);
-  org = await seed(env, ['--name', 'Settings Co', '--wallet', '100.00']);
-  await createMember(env, emails.admin, org.org_id, 'admin');
-  await createMember(env, emails.viewer, org.org_id, 'viewer');
+    },
+    seed: ['--name', 'Settings Co', '--wallet', '100.00'],
+    users: { [emails.admin]: 'admin', [emails.viewer]: 'viewer' },
+  });
+  ({ gateway, browser, org } = ui);
 });
 
-afterAll(async () => {
-  await launched?.close();
-  await gateway?.stop();
-});
+afterAll(() => ui?.close());
 
 describe('the settings pages in a browser', () => {
   it('adds a provider credential: a refused key is not stored, an accepted one shows only its fingerprint and serves the next request', async () => {

@@ -4,30 +4,26 @@
 // operator makes accounts, and /dashboard/sign-up shows the sign-in page, not JSON.
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, openWindow, screenshot, type LaunchedBrowser } from './support/browser.js';
+import { openWindow, screenshot } from './support/browser.js';
+import { browserSuite, type BrowserSuite } from './support/browser-suite.js';
 import { isolatedContext } from './support/context.js';
 import { TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
-import { startGateway, type GatewayProcess } from './support/processes.js';
+import type { GatewayProcess } from './support/processes.js';
 
 const { env, db } = isolatedContext('dashboard-ui-sign-up');
+let ui: BrowserSuite;
+/** The file's gateway: sign-up off, as by default. */
 let closed: GatewayProcess;
 let open: GatewayProcess;
-let launched: LaunchedBrowser;
 let browser: Browser;
 
 beforeAll(async () => {
-  [closed, open, launched] = await Promise.all([
-    startGateway({ ...env, DASHBOARD_INSECURE_COOKIES: 'true' }),
-    startGateway({ ...env, DASHBOARD_INSECURE_COOKIES: 'true', DASHBOARD_SIGNUP: 'true' }),
-    launchBrowser(),
-  ]);
-  browser = launched.browser;
+  ui = await browserSuite(env);
+  ({ gateway: closed, browser } = ui);
+  open = await ui.startGateway({ DASHBOARD_SIGNUP: 'true' });
 });
 
-afterAll(async () => {
-  await launched?.close();
-  await Promise.all([closed?.stop(), open?.stop()]);
-});
+afterAll(() => ui?.close());
 
 describe('signing up in the dashboard', () => {
   it('offers a sign-up form where sign-up is on, which makes the account and signs in', async () => {

@@ -6,50 +6,37 @@
 // the page threw (see openWindow).
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  launchBrowser,
-  openWindow,
-  screenshot,
-  signIn,
-  type LaunchedBrowser,
-} from './support/browser.js';
+import { openWindow, screenshot } from './support/browser.js';
+import { browserSuite, type BrowserSuite } from './support/browser-suite.js';
 import { isolatedContext } from './support/context.js';
-import { createMember, DashboardClient, TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
-import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
+import { uniqueEmail, type DashboardClient } from './support/dashboard.js';
+import type { GatewayProcess, SeededOrg } from './support/processes.js';
 
 const { env, db } = isolatedContext('dashboard-ui-stale-forms');
 const emails = { admin: uniqueEmail('stale-admin'), other: uniqueEmail('stale-other-admin') };
+let ui: BrowserSuite;
 let gateway: GatewayProcess;
-let launched: LaunchedBrowser;
 let browser: Browser;
 let org: SeededOrg;
 /** The other admin, writing through the API while the browser's form is open. */
 let other: DashboardClient;
 
+/** `page` signed in as the admin (a session of the file's: these tests are about forms). */
 async function signedIn(page: Page, section: string, heading: string): Promise<void> {
-  await signIn(page, gateway.url, emails.admin, TEST_PASSWORD);
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
-  await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}/${section}`);
+  await ui.visit(page, emails.admin, `/dashboard/orgs/${org.org_id}/${section}`);
   await page.getByRole('heading', { level: 1, name: heading }).waitFor();
 }
 
 beforeAll(async () => {
-  [gateway, launched] = await Promise.all([
-    startGateway({ ...env, DASHBOARD_INSECURE_COOKIES: 'true' }),
-    launchBrowser(),
-  ]);
-  browser = launched.browser;
-  org = await seed(env, ['--name', 'Stale Forms Co', '--wallet', '100.00']);
-  await createMember(env, emails.admin, org.org_id, 'admin');
-  await createMember(env, emails.other, org.org_id, 'admin');
-  other = new DashboardClient(gateway.url, gateway.url);
-  expect((await other.login(emails.other, TEST_PASSWORD)).status).toBe(200);
+  ui = await browserSuite(env, {
+    seed: ['--name', 'Stale Forms Co', '--wallet', '100.00'],
+    users: { [emails.admin]: 'admin', [emails.other]: 'admin' },
+  });
+  ({ gateway, browser, org } = ui);
+  other = await ui.client(emails.other);
 });
 
-afterAll(async () => {
-  await launched?.close();
-  await gateway?.stop();
-});
+afterAll(() => ui?.close());
 
 describe('edit forms write only what was changed', () => {
   it("keeps a product user's own credit mode when their cap's amount is changed", async () => {

@@ -10,38 +10,26 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDbPool } from '../src/db/pool.js';
 import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
 import type { UsageRecord } from '../src/ledger/usage-record.js';
-import {
-  dataRows,
-  launchBrowser,
-  type LaunchedBrowser,
-  openWindow,
-  screenshot,
-  signIn,
-  statValue,
-} from './support/browser.js';
+import { dataRows, openWindow, screenshot, statValue } from './support/browser.js';
+import { browserSuite, type BrowserSuite } from './support/browser-suite.js';
 import { isolatedContext } from './support/context.js';
-import { createMember, TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
+import { uniqueEmail } from './support/dashboard.js';
 import { TEST_DATABASE_URL } from './support/env.js';
-import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
+import type { GatewayProcess, SeededOrg } from './support/processes.js';
 import { usageRecord } from './support/records.js';
 
 const { env } = isolatedContext('dashboard-ui-usage-cache');
 const sinkDb = createDbPool(TEST_DATABASE_URL, 2);
 const email = uniqueEmail('cache-viewer');
+let ui: BrowserSuite;
 let gateway: GatewayProcess;
-let launched: LaunchedBrowser;
 let browser: Browser;
 let org: SeededOrg;
 const longAgo = new Date(Date.now() - 40 * 24 * 3600_000);
 
 beforeAll(async () => {
-  [gateway, launched] = await Promise.all([
-    startGateway({ ...env, DASHBOARD_INSECURE_COOKIES: 'true' }),
-    launchBrowser(),
-  ]);
-  browser = launched.browser;
-  org = await seed(env, ['--name', 'Cache Co']);
-  await createMember(env, email, org.org_id, 'viewer');
+  ui = await browserSuite(env, { seed: ['--name', 'Cache Co'], users: { [email]: 'viewer' } });
+  ({ gateway, browser, org } = ui);
   const record = (model: string, sellCostNano: bigint, parts: Partial<UsageRecord>) =>
     usageRecord(org.org_id, sellCostNano, {
       createdAt: new Date(Date.now() - 3600_000),
@@ -70,17 +58,13 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await launched?.close();
-  await gateway?.stop();
+  await ui?.close();
   await sinkDb.end();
 });
 
-async function signedIn(page: Page, path: string): Promise<void> {
-  await signIn(page, gateway.url, email, TEST_PASSWORD);
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
-  await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}${path}`);
-  await page.getByRole('heading', { level: 1 }).waitFor();
-}
+/** `page` signed in (a session of the file's: these tests are about a page), at `path`. */
+const signedIn = (page: Page, path: string): Promise<void> =>
+  ui.visit(page, email, `/dashboard/orgs/${org.org_id}${path}`);
 
 describe('the usage page', () => {
   it('shows the cache reads and writes under the input tokens, and the web searches', async () => {

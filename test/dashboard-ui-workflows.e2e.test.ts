@@ -12,24 +12,22 @@ import { formatNano, numericToNano } from '../src/money.js';
 import {
   type BrowserWindow,
   dataRows,
-  launchBrowser,
-  type LaunchedBrowser,
   openWindow,
   screenshot,
   sidewaysOverflow,
-  signIn,
   statValue,
 } from './support/browser.js';
+import { browserSuite, type BrowserSuite } from './support/browser-suite.js';
 import { isolatedContext } from './support/context.js';
-import { TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
+import { uniqueEmail } from './support/dashboard.js';
 import { bearer, postJson } from './support/http.js';
-import { runCli, runCliJson, startGateway, type GatewayProcess } from './support/processes.js';
+import { runCli, runCliJson, type GatewayProcess } from './support/processes.js';
 import { ledgerRow } from './support/records.js';
 
 const { env, db } = isolatedContext('dashboard-ui-workflows');
 const email = uniqueEmail('operator');
+let ui: BrowserSuite;
 let gateway: GatewayProcess;
-let launched: LaunchedBrowser;
 let browser: Browser;
 let orgId: string;
 let window: BrowserWindow;
@@ -91,16 +89,9 @@ const go = async (label: string, section: string): Promise<void> => {
 };
 
 beforeAll(async () => {
-  [gateway, launched] = await Promise.all([
-    startGateway({ ...env, DASHBOARD_INSECURE_COOKIES: 'true' }),
-    launchBrowser(),
-  ]);
-  browser = launched.browser;
-  ({ personal_org_id: orgId } = await runCliJson<{ personal_org_id: string }>(
-    ['admin', 'create-user', '--email', email, '--password-stdin'],
-    env,
-    { stdin: TEST_PASSWORD },
-  ));
+  ui = await browserSuite(env, { users: { [email]: null } });
+  ({ gateway, browser } = ui);
+  orgId = ui.users[email]!.personal_org_id;
   await runCliJson(['wallet', 'topup', '--org-id', orgId, '--amount', '100.00'], env);
   window = await openWindow(browser);
   await window.context.grantPermissions(['clipboard-read', 'clipboard-write'], {
@@ -111,14 +102,12 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await window?.close();
-  await launched?.close();
-  await gateway?.stop();
+  await ui?.close();
 });
 
 describe('running an organization from the dashboard', () => {
   it('creates an app, a connection and an API key shown once with a copy button, then only as its hint', async () => {
-    await signIn(page, gateway.url, email, TEST_PASSWORD);
-    await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    await ui.signIn(page, email);
     await page.getByRole('heading', { level: 1 }).waitFor();
     expect(new URL(page.url()).pathname).toBe(`/dashboard/orgs/${orgId}`);
 
@@ -493,8 +482,7 @@ describe('running an organization from the dashboard', () => {
 
   it('fits a phone-sized screen', async () => {
     const phone = await openWindow(browser, { width: 390, height: 844 });
-    await signIn(phone.page, gateway.url, email, TEST_PASSWORD);
-    await phone.page.getByRole('button', { name: 'Sign out' }).waitFor();
+    await ui.signIn(phone.page, email);
     await phone.page.goto(`${gateway.url}/dashboard/orgs/${orgId}/usage`);
     await phone.page.locator('.chart-box canvas').first().waitFor();
     expect(await sidewaysOverflow(phone.page)).toBe(0);

@@ -3,77 +3,47 @@
 // settings, members, the audit log, models; what a viewer may not do; how it is served.
 import { get } from 'node:http';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  launchBrowser,
   openWindow as openBrowserWindow,
   screenshot,
   sidewaysOverflow,
   signIn as signInWith,
   statValue,
-  type LaunchedBrowser,
 } from './support/browser.js';
+import { browserSuite, type BrowserSuite } from './support/browser-suite.js';
 import { isolatedContext } from './support/context.js';
-import { DashboardClient } from './support/dashboard.js';
-import {
-  runCliJson,
-  seed,
-  startGateway,
-  type GatewayProcess,
-  type SeededOrg,
-} from './support/processes.js';
+import { DashboardClient, TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
+import type { GatewayProcess, SeededOrg } from './support/processes.js';
 
 const { env, db } = isolatedContext('dashboard-ui');
+const emails = {
+  admin: uniqueEmail('admin'),
+  viewer: uniqueEmail('viewer'),
+  newcomer: uniqueEmail('newcomer'),
+};
+let ui: BrowserSuite;
 let gateway: GatewayProcess;
-let launched: LaunchedBrowser;
-let browser: Browser;
 let tenant: SeededOrg;
 
-const PASSWORD = 'correct horse battery staple';
-const unique = (label: string): string =>
-  `${label}-${Math.random().toString(36).slice(2, 10)}@example.com`;
-const emails = { admin: unique('admin'), viewer: unique('viewer'), newcomer: unique('newcomer') };
-
-function createUser(email: string, extra: string[] = []): Promise<{ personal_org_id: string }> {
-  return runCliJson(
-    ['admin', 'create-user', '--email', email, '--password-stdin', ...extra],
-    {
-      ...env,
-    },
-    { stdin: PASSWORD },
-  );
-}
-
 const openWindow = (viewport?: { width: number; height: number }) =>
-  openBrowserWindow(browser, viewport);
+  openBrowserWindow(ui.browser, viewport);
 
-const signIn = (page: Page, email: string, password = PASSWORD): Promise<void> =>
+const signIn = (page: Page, email: string, password = TEST_PASSWORD): Promise<void> =>
   signInWith(page, gateway.url, email, password);
 
-async function signedIn(page: Page, email: string): Promise<void> {
-  await signIn(page, email);
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
-}
+const signedIn = (page: Page, email: string): Promise<void> => ui.signIn(page, email);
 
 beforeAll(async () => {
-  [gateway, launched] = await Promise.all([
-    startGateway({ ...env, DASHBOARD_INSECURE_COOKIES: 'true' }),
-    launchBrowser(),
-  ]);
-  browser = launched.browser;
-  tenant = await seed(env, ['--name', 'Acme Robotics']);
-  await Promise.all([
-    createUser(emails.admin, ['--org-id', tenant.org_id, '--role', 'admin']),
-    createUser(emails.viewer, ['--org-id', tenant.org_id, '--role', 'viewer']),
-    createUser(emails.newcomer),
-  ]);
+  ui = await browserSuite(env, {
+    seed: ['--name', 'Acme Robotics'],
+    users: { [emails.admin]: 'admin', [emails.viewer]: 'viewer', [emails.newcomer]: null },
+  });
+  ({ gateway, org: tenant } = ui);
 });
 
-afterAll(async () => {
-  await launched?.close();
-  await gateway?.stop();
-});
+afterAll(() => ui?.close());
 
 describe('the dashboard in a browser', () => {
   it('refuses a wrong password with the gateway’s message', async () => {
@@ -169,7 +139,7 @@ describe('the dashboard in a browser', () => {
       .filter({ hasText: emails.newcomer });
     await pending.waitFor();
     const newcomer = new DashboardClient(gateway.url, `http://127.0.0.1:${gateway.port}`);
-    expect((await newcomer.login(emails.newcomer, PASSWORD)).status).toBe(200);
+    expect((await newcomer.login(emails.newcomer, TEST_PASSWORD)).status).toBe(200);
     const [invitation] = (
       await newcomer.get<{ data: { id: string }[] }>('/dashboard/api/user/invitations')
     ).body.data;

@@ -8,9 +8,10 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, screenshot, type LaunchedBrowser } from './support/browser.js';
+import { screenshot } from './support/browser.js';
+import { browserSuite, type BrowserSuite } from './support/browser-suite.js';
 import { isolatedContext } from './support/context.js';
-import { TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
+import { createUser, TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
 import { bearer, postJson } from './support/http.js';
 import {
   authorizeQuery,
@@ -20,17 +21,11 @@ import {
   type RegisteredClient,
   type TokenAnswer,
 } from './support/oauth.js';
-import {
-  runCliJson,
-  seed,
-  startGateway,
-  type GatewayProcess,
-  type SeededOrg,
-} from './support/processes.js';
+import { runCliJson, type GatewayProcess, type SeededOrg } from './support/processes.js';
 
 const { env, db } = isolatedContext('oauth-ui');
+let ui: BrowserSuite;
 let gateway: GatewayProcess;
-let launched: LaunchedBrowser;
 let browser: Browser;
 let maker: SeededOrg;
 let receiver: Server;
@@ -47,12 +42,8 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
   callback = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/callback`;
-  [gateway, launched] = await Promise.all([
-    startGateway({ ...env, DASHBOARD_INSECURE_COOKIES: 'true' }),
-    launchBrowser(),
-  ]);
-  browser = launched.browser;
-  maker = await seed(env, ['--name', 'Example Apps Ltd']);
+  ui = await browserSuite(env, { seed: ['--name', 'Example Apps Ltd'] });
+  ({ gateway, browser, org: maker } = ui);
   client = await createOAuthClient(env, maker.app_id, [callback], {
     public: true,
     name: 'Example',
@@ -60,8 +51,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await launched?.close();
-  await gateway?.stop();
+  await ui?.close();
   await new Promise((resolve) => receiver?.close(resolve));
 });
 
@@ -77,11 +67,7 @@ function watched(page: Page): string[] {
 describe('connecting an app in a browser', () => {
   it('signs in, approves on the consent page and lands on the app’s redirect URI with the code and the state', async () => {
     const email = uniqueEmail('browser-user');
-    const user = await runCliJson<{ personal_org_id: string }>(
-      ['admin', 'create-user', '--email', email, '--password-stdin'],
-      env,
-      { stdin: TEST_PASSWORD },
-    );
+    const user = await createUser(env, email);
     await runCliJson(
       ['wallet', 'topup', '--org-id', user.personal_org_id, '--amount', '1.00'],
       env,
@@ -150,9 +136,7 @@ describe('connecting an app in a browser', () => {
 
   it('denying sends the browser back with error=access_denied', async () => {
     const email = uniqueEmail('browser-denier');
-    await runCliJson(['admin', 'create-user', '--email', email, '--password-stdin'], env, {
-      stdin: TEST_PASSWORD,
-    });
+    await createUser(env, email);
     const context = await browser.newContext();
     context.setDefaultTimeout(10_000);
     const page = await context.newPage();

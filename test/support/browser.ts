@@ -52,6 +52,31 @@ export async function launchBrowser(): Promise<LaunchedBrowser> {
   };
 }
 
+let workerBrowser: Promise<Browser> | undefined;
+
+/**
+ * The browser of this test worker: launched by the first file that asks for it and kept for
+ * the files the worker runs after it (one process runs them, `isolate: false` in
+ * vitest.config.ts), as one browser outlives the sites it visits. Files share no state through
+ * it: each window is a fresh context (its own cookies, storage and cache). A browser that
+ * crashed is launched anew; playwright kills the last one as the worker exits.
+ */
+export function sharedBrowser(): Promise<Browser> {
+  if (!workerBrowser) {
+    const launching = launchBrowser().then(({ browser }) => {
+      browser.once('disconnected', () => {
+        if (workerBrowser === launching) workerBrowser = undefined;
+      });
+      return browser;
+    });
+    launching.catch(() => {
+      if (workerBrowser === launching) workerBrowser = undefined;
+    });
+    workerBrowser = launching;
+  }
+  return workerBrowser;
+}
+
 export async function screenshot(page: Page, name: string): Promise<void> {
   mkdirSync(SCREENSHOT_DIR, { recursive: true });
   await page.screenshot({ path: join(SCREENSHOT_DIR, `${name}.png`), fullPage: true });
@@ -98,12 +123,13 @@ export async function openWindow(
 
 /**
  * The sessions of a test file's dashboard users, each signed in once through the API (one
- * password check per user, not one per window), for tests about a page rather than about
- * signing in: a window given one skips the sign-in form, its password check and the landing
- * page. The sign-in form has tests of its own (test/dashboard-ui.e2e.test.ts and others).
+ * password check per user, not one per window or API client), for tests about a page rather
+ * than about signing in: a window given one skips the sign-in form, its password check and the
+ * landing page. The sign-in form has tests of its own (test/dashboard-ui.e2e.test.ts and
+ * others). Nothing that ends a session (signing out, a password change) may use one.
  */
 export class SharedSessions {
-  private readonly cookies = new Map<string, Promise<string>>();
+  private readonly clients = new Map<string, Promise<DashboardClient>>();
 
   constructor(
     /** The gateway's plain-HTTP URL (its cookies need DASHBOARD_INSECURE_COOKIES there). */
@@ -113,7 +139,8 @@ export class SharedSessions {
 
   /** Puts `email`'s session cookie in `page`'s window, as a browser keeps it after signing in. */
   async give(page: Page, email: string): Promise<void> {
-    const cookie = await this.cookieOf(email);
+    const { cookie } = await this.client(email);
+    if (!cookie) throw new Error(`the session of ${email} has ended`);
     const separator = cookie.indexOf('=');
     await page.context().addCookies([
       {
@@ -126,19 +153,23 @@ export class SharedSessions {
     ]);
   }
 
-  private cookieOf(email: string): Promise<string> {
-    let cookie = this.cookies.get(email);
-    if (!cookie) {
-      cookie = (async () => {
-        const client = new DashboardClient(this.gatewayUrl, this.gatewayUrl);
-        const answer = await client.login(email, this.password);
-        if (answer.status !== 200 || !client.cookie)
+  /**
+   * An API client in `email`'s session (the one its windows get), with its CSRF token, sending
+   * the gateway's own plain-HTTP Origin as a browser on the dashboard would.
+   */
+  client(email: string): Promise<DashboardClient> {
+    let client = this.clients.get(email);
+    if (!client) {
+      client = (async () => {
+        const signedIn = new DashboardClient(this.gatewayUrl, this.gatewayUrl);
+        const answer = await signedIn.login(email, this.password);
+        if (answer.status !== 200 || !signedIn.cookie)
           throw new Error(`sign-in of ${email} answered ${answer.status}`);
-        return client.cookie;
+        return signedIn;
       })();
-      this.cookies.set(email, cookie);
+      this.clients.set(email, client);
     }
-    return cookie;
+    return client;
   }
 }
 

@@ -107,6 +107,16 @@ export function onGateway(
   return moved;
 }
 
+/** `gw admin create-user` with the test password: a user of their own personal organization. */
+export function createUser(
+  env: Record<string, string>,
+  email: string,
+): Promise<{ user_id: string; personal_org_id: string }> {
+  return runCliJson(['admin', 'create-user', '--email', email, '--password-stdin'], env, {
+    stdin: TEST_PASSWORD,
+  });
+}
+
 /** `gw admin create-user` with the test password, a member of `orgId` with `role`. */
 export function createMember(
   env: Record<string, string>,
