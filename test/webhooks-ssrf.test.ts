@@ -42,8 +42,12 @@ describe('when an endpoint is saved', () => {
     ['https://[fd00:ec2::254]/in', 'must not point'],
     ['https://[::ffff:127.0.0.1]/in', 'must not point'],
     ['https://2130706433/in', 'must not point'], // 127.0.0.1 as one number
-    ['https://[2001::808:808]/in', 'must not point'], // Teredo
-    ['https://[2001:20::1]/in', 'must not point'], // ORCHIDv2
+    ['https://[2001::808:808]/in', 'must not point'], // Teredo, server 0.0.0.0
+    ['https://[2001:0:4136:e378:8000:63bf:80ff:fffe]/in', 'must not point'], // Teredo to 127.0.0.1
+    ['https://[64:ff9b::a00:8]/in', 'must not point'], // NAT64 of 10.0.0.8
+    ['https://[2002:a9fe:a9fe::1]/in', 'must not point'], // 6to4 of 169.254.169.254
+    ['https://192.0.0.8/in', 'must not point'], // inside 192.0.0.0/24, next to PCP anycast
+    ['https://[2001:1::4]/in', 'must not point'], // inside 2001::/23, next to DNS-SD anycast
     ['https://[5f00::1]/in', 'must not point'], // SRv6 segment identifiers
     ['https://hooks.example.com:0/in', 'must not use port 0'],
     ['https://admin:pw@hooks.example.com/in', 'must not carry credentials'],
@@ -59,13 +63,19 @@ describe('when an endpoint is saved', () => {
     expect(rows).toEqual([]);
   });
 
-  it('accepts a public https URL (its name need not resolve yet)', async () => {
-    const result = await runCli(
-      ['webhook', 'add', '--org-id', org.org_id, '--url', 'https://hooks.example.invalid/in'],
-      env,
-    );
+  it.each([
+    'https://hooks.example.invalid/in', // its name need not resolve yet
+    'https://192.0.0.9/in', // PCP anycast: globally reachable inside 192.0.0.0/24
+    'https://[2001:3::1]/in', // AMT: globally reachable inside 2001::/23
+    'https://[2001:20::1]/in', // ORCHIDv2, the same
+    'https://[64:ff9b::808:808]/in', // NAT64 of 8.8.8.8
+  ])('accepts %s', async (url) => {
+    const result = await runCli(['webhook', 'add', '--org-id', org.org_id, '--url', url], env);
     expect(result.code).toBe(0);
-    expect(JSON.parse(result.stdout)).toMatchObject({ id: expect.stringMatching(/^wh_/) });
+    const { id } = JSON.parse(result.stdout) as { id: string };
+    expect(id).toMatch(/^wh_/);
+    const { rows } = await db.query('SELECT url FROM webhook_endpoints WHERE id = $1', [id]);
+    expect(rows).toEqual([{ url }]);
   });
 });
 
@@ -74,23 +84,27 @@ describe('when a delivery connects', () => {
   const pointingTo =
     (address: string): Resolver =>
     () =>
-      Promise.resolve([{ address, family: 4 }]);
+      Promise.resolve([{ address, family: address.includes(':') ? 6 : 4 }]);
 
-  it('a name that now resolves to a private address is refused before any byte is sent', async () => {
-    // The name passed the check when saved (it pointed at a public address); now it points at
-    // the receiver on 127.0.0.1.
-    const client = new DeliveryClient(policy, 2000, pointingTo('127.0.0.1'));
-    const port = new URL(receiver.url).port;
-    const result = await client.post(`http://rebound.example.com:${port}/hook`, '{}', {
-      'webhook-id': 'msg_rebind',
-    });
-    await client.close();
-    expect(result.statusCode).toBeNull();
-    expect(result.error).toBe(
-      'refused: rebound.example.com: resolves to a loopback, private, link-local or metadata address',
-    );
-    expect(receiver.received).toEqual([]);
-  });
+  // The name passed the check when saved (it pointed at a public address); now it points at
+  // the receiver on 127.0.0.1, or at an IPv6 address that leads there, or at an address IANA
+  // marks not globally reachable.
+  it.each(['127.0.0.1', '64:ff9b::7f00:1', '2002:7f00:1::1', '::ffff:127.0.0.1', '192.0.0.170'])(
+    'a name that now resolves to %s is refused before any byte is sent',
+    async (address) => {
+      const client = new DeliveryClient(policy, 2000, pointingTo(address));
+      const port = new URL(receiver.url).port;
+      const result = await client.post(`http://rebound.example.com:${port}/hook`, '{}', {
+        'webhook-id': 'msg_rebind',
+      });
+      await client.close();
+      expect(result.statusCode).toBeNull();
+      expect(result.error).toBe(
+        'refused: rebound.example.com: resolves to a loopback, private, link-local or metadata address',
+      );
+      expect(receiver.received).toEqual([]);
+    },
+  );
 
   it('a stored URL with a private address is refused under a stricter policy', async () => {
     const client = new DeliveryClient(policy, 2000);
