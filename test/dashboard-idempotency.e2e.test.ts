@@ -9,7 +9,14 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deleteExpiredIdempotencyKeys } from '../src/idempotency/store.js';
 import { isolatedContext } from './support/context.js';
-import { createMember, signInTo, uniqueEmail, type DashboardClient } from './support/dashboard.js';
+import {
+  createMember,
+  signInTo,
+  uniqueEmail,
+  type DashboardClient,
+  newIdempotencyKey,
+  withIdempotencyKey,
+} from './support/dashboard.js';
 import { encodeRequest, exchange, type Outcome } from './support/fuzz/raw-http.js';
 import { getJson } from './support/http.js';
 import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
@@ -36,9 +43,7 @@ interface TopUp {
   wallet: { balance: string };
 }
 
-const withKey = (key: string) => ({ headers: { 'idempotency-key': key } });
 const appsOf = (org: SeededOrg) => `/dashboard/api/orgs/${org.org_id}/apps`;
-const newKey = (): string => `idem-${randomUUID()}`;
 
 /** The admin's create with an Idempotency-Key of raw bytes, over a raw socket. */
 async function rawCreate(path: string, body: unknown, key: Buffer): Promise<Outcome> {
@@ -100,12 +105,12 @@ afterAll(async () => {
 
 describe('a create sent again with its Idempotency-Key', () => {
   it('answers the first answer, marked as replayed, and makes one app', async () => {
-    const key = newKey();
+    const key = newIdempotencyKey();
     const name = `Replayed ${key.slice(-6)}`;
-    const first = await admin.post<App>(appsOf(tenant), { name }, withKey(key));
+    const first = await admin.post<App>(appsOf(tenant), { name }, withIdempotencyKey(key));
     expect(first.status).toBe(201);
     expect(first.headers.get('idempotent-replayed')).toBeNull();
-    const again = await admin.post<App>(appsOf(tenant), { name }, withKey(key));
+    const again = await admin.post<App>(appsOf(tenant), { name }, withIdempotencyKey(key));
     expect(again.status).toBe(201);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(again.headers.get('x-content-type-options')).toBe('nosniff');
@@ -119,12 +124,20 @@ describe('a create sent again with its Idempotency-Key', () => {
   });
 
   it('replays an API key with its raw key, kept sealed in Postgres, never in the clear', async () => {
-    const key = newKey();
+    const key = newIdempotencyKey();
     const path = `/dashboard/api/connections/${tenant.app_connection_id}/api-keys`;
     const body = { name: `replayed-key ${key.slice(-6)}` };
-    const first = await admin.post<{ id: string; key: string }>(path, body, withKey(key));
+    const first = await admin.post<{ id: string; key: string }>(
+      path,
+      body,
+      withIdempotencyKey(key),
+    );
     expect(first.status).toBe(201);
-    const again = await admin.post<{ id: string; key: string }>(path, body, withKey(key));
+    const again = await admin.post<{ id: string; key: string }>(
+      path,
+      body,
+      withIdempotencyKey(key),
+    );
     expect(again.status).toBe(201);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(again.body).toEqual(first.body);
@@ -148,16 +161,16 @@ describe('a create sent again with its Idempotency-Key', () => {
   });
 
   it('replays a webhook endpoint with its signing secret and a service key with its key', async () => {
-    const webhookKey = newKey();
+    const webhookKey = newIdempotencyKey();
     const webhooks = `/dashboard/api/orgs/${tenant.org_id}/webhooks`;
     const endpoint = { url: `https://hooks.example.com/${webhookKey}` };
     const made = await admin.post<{ id: string; secret: string }>(
       webhooks,
       endpoint,
-      withKey(webhookKey),
+      withIdempotencyKey(webhookKey),
     );
     expect(made.status).toBe(201);
-    const again = await admin.post(webhooks, endpoint, withKey(webhookKey));
+    const again = await admin.post(webhooks, endpoint, withIdempotencyKey(webhookKey));
     expect(again.status).toBe(201);
     expect(again.body).toEqual(made.body);
     const { rows } = await db.query('SELECT id FROM webhook_endpoints WHERE url = $1', [
@@ -165,17 +178,17 @@ describe('a create sent again with its Idempotency-Key', () => {
     ]);
     expect(rows).toEqual([{ id: made.body.id }]);
 
-    const serviceKeyKey = newKey();
+    const serviceKeyKey = newIdempotencyKey();
     const serviceKeys = `/dashboard/api/orgs/${tenant.org_id}/service-keys`;
     const before = await db.query('SELECT id FROM service_keys WHERE org_id = $1', [tenant.org_id]);
     const issued = await admin.post<{ id: string; key: string }>(
       serviceKeys,
       {},
-      withKey(serviceKeyKey),
+      withIdempotencyKey(serviceKeyKey),
     );
     expect(issued.status).toBe(201);
     // No body is the empty body the route reads it as: the same request.
-    const reissued = await admin.post(serviceKeys, undefined, withKey(serviceKeyKey));
+    const reissued = await admin.post(serviceKeys, undefined, withIdempotencyKey(serviceKeyKey));
     expect(reissued.status).toBe(201);
     expect(reissued.body).toEqual(issued.body);
     const after = await db.query('SELECT id FROM service_keys WHERE org_id = $1', [tenant.org_id]);
@@ -183,13 +196,17 @@ describe('a create sent again with its Idempotency-Key', () => {
   });
 
   it('refuses the key with another body (409 gw_idempotency_key_reused), creating nothing', async () => {
-    const key = newKey();
-    const first = await admin.post<App>(appsOf(tenant), { name: `First ${key}` }, withKey(key));
+    const key = newIdempotencyKey();
+    const first = await admin.post<App>(
+      appsOf(tenant),
+      { name: `First ${key}` },
+      withIdempotencyKey(key),
+    );
     expect(first.status).toBe(201);
     const changed = await admin.post<ErrorBody>(
       appsOf(tenant),
       { name: `Second ${key}` },
-      withKey(key),
+      withIdempotencyKey(key),
     );
     expect(changed.status).toBe(409);
     expect(changed.body.error.code).toBe('gw_idempotency_key_reused');
@@ -198,16 +215,16 @@ describe('a create sent again with its Idempotency-Key', () => {
     const webhook = await admin.post(
       `/dashboard/api/orgs/${tenant.org_id}/webhooks`,
       { url: `https://hooks.example.com/other-route-${key}` },
-      withKey(key),
+      withIdempotencyKey(key),
     );
     expect(webhook.status).toBe(201);
   });
 
   it("is an organization's own: another organization's same key is another key", async () => {
-    const key = newKey();
+    const key = newIdempotencyKey();
     const name = `Shared key ${key.slice(-6)}`;
-    const ours = await admin.post<App>(appsOf(tenant), { name }, withKey(key));
-    const theirs = await otherAdmin.post<App>(appsOf(other), { name }, withKey(key));
+    const ours = await admin.post<App>(appsOf(tenant), { name }, withIdempotencyKey(key));
+    const theirs = await otherAdmin.post<App>(appsOf(other), { name }, withIdempotencyKey(key));
     expect([ours.status, theirs.status]).toEqual([201, 201]);
     expect(theirs.headers.get('idempotent-replayed')).toBeNull();
     expect(theirs.body.id).not.toBe(ours.body.id);
@@ -218,7 +235,7 @@ describe('a create sent again with its Idempotency-Key', () => {
   it('refuses a bad key with 400 before anything is made', async () => {
     const name = `Bad key ${randomUUID().slice(0, 8)}`;
     for (const bad of ['', 'k'.repeat(256), 'tab\there', 'clé-1']) {
-      const answer = await admin.post<ErrorBody>(appsOf(tenant), { name }, withKey(bad));
+      const answer = await admin.post<ErrorBody>(appsOf(tenant), { name }, withIdempotencyKey(bad));
       expect(answer.status, JSON.stringify(bad)).toBe(400);
       expect(answer.body.error.code).toBe('gw_invalid_request');
       expect(answer.body.error.message).toMatch(/^Idempotency-Key: /);
@@ -243,7 +260,7 @@ describe('a create sent again with its Idempotency-Key', () => {
     ]);
     const keysBefore = rows.length;
     // 255 characters is a key.
-    const longest = await admin.post(appsOf(tenant), { name }, withKey('k'.repeat(255)));
+    const longest = await admin.post(appsOf(tenant), { name }, withIdempotencyKey('k'.repeat(255)));
     expect(longest.status).toBe(201);
     const after = await db.query('SELECT 1 FROM idempotency_keys WHERE org_id = $1', [
       tenant.org_id,
@@ -252,22 +269,26 @@ describe('a create sent again with its Idempotency-Key', () => {
   });
 
   it('is taken again once expired, and the sweep deletes expired keys', async () => {
-    const key = newKey();
+    const key = newIdempotencyKey();
     const name = `Expired ${key.slice(-6)}`;
-    const first = await admin.post<App>(appsOf(tenant), { name }, withKey(key));
+    const first = await admin.post<App>(appsOf(tenant), { name }, withIdempotencyKey(key));
     expect(first.status).toBe(201);
     await db.query(
       `UPDATE idempotency_keys SET expires_at = now() - interval '1 second'
         WHERE org_id = $1 AND key = $2`,
       [tenant.org_id, key],
     );
-    const later = await admin.post<App>(appsOf(tenant), { name }, withKey(key));
+    const later = await admin.post<App>(appsOf(tenant), { name }, withIdempotencyKey(key));
     expect(later.status).toBe(201);
     expect(later.headers.get('idempotent-replayed')).toBeNull();
     expect(later.body.id).not.toBe(first.body.id);
 
-    const stale = newKey();
-    await admin.post(appsOf(tenant), { name: `Swept ${stale.slice(-6)}` }, withKey(stale));
+    const stale = newIdempotencyKey();
+    await admin.post(
+      appsOf(tenant),
+      { name: `Swept ${stale.slice(-6)}` },
+      withIdempotencyKey(stale),
+    );
     await db.query(
       `UPDATE idempotency_keys SET expires_at = now() - interval '1 second'
         WHERE org_id = $1 AND key = $2`,
@@ -288,11 +309,11 @@ describe('a wallet top-up with an Idempotency-Key', () => {
     await createMember(env, email, org.org_id, 'admin');
     const owner = await signInTo(gateway, email);
     const path = `/dashboard/api/orgs/${org.org_id}/wallet/top-ups`;
-    const key = newKey();
-    const first = await owner.post<TopUp>(path, { amount: '10' }, withKey(key));
+    const key = newIdempotencyKey();
+    const first = await owner.post<TopUp>(path, { amount: '10' }, withIdempotencyKey(key));
     expect(first.status).toBe(201);
     expect(first.body.wallet.balance).toBe('110.000000000000');
-    const again = await owner.post<TopUp>(path, { amount: '10' }, withKey(key));
+    const again = await owner.post<TopUp>(path, { amount: '10' }, withIdempotencyKey(key));
     expect(again.status).toBe(201);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(again.body).toEqual(first.body);
@@ -307,10 +328,10 @@ describe('a wallet top-up with an Idempotency-Key', () => {
     await createMember(env, email, org.org_id, 'admin');
     const owner = await signInTo(gateway, email);
     const path = `/dashboard/api/orgs/${org.org_id}/wallet/top-ups`;
-    const key = newKey();
+    const key = newIdempotencyKey();
     const answers = await Promise.all(
       Array.from({ length: 8 }, () =>
-        owner.post<TopUp & ErrorBody>(path, { amount: '2.5' }, withKey(key)),
+        owner.post<TopUp & ErrorBody>(path, { amount: '2.5' }, withIdempotencyKey(key)),
       ),
     );
     const made = answers.filter((answer) => answer.status === 201);
@@ -325,7 +346,7 @@ describe('a wallet top-up with an Idempotency-Key', () => {
     expect(ids.size).toBe(1);
     expect(await topUps(org.org_id)).toEqual(['100.000000000000', '2.500000000000']);
     // Once the first has answered, the key replays it.
-    const after = await owner.post<TopUp>(path, { amount: '2.5' }, withKey(key));
+    const after = await owner.post<TopUp>(path, { amount: '2.5' }, withIdempotencyKey(key));
     expect(after.status).toBe(201);
     expect(after.body.transaction.id).toBe([...ids][0]);
     const wallet = await owner.get<{ balance: string }>(`/dashboard/api/orgs/${org.org_id}/wallet`);
@@ -338,15 +359,15 @@ describe('a wallet top-up with an Idempotency-Key', () => {
     await createMember(env, email, org.org_id, 'admin');
     const [onLocked, onOpen] = [await signInTo(locked, email), await signInTo(gateway, email)];
     const path = `/dashboard/api/orgs/${org.org_id}/wallet/top-ups`;
-    const key = newKey();
-    const refused = await onLocked.post<ErrorBody>(path, { amount: '1' }, withKey(key));
+    const key = newIdempotencyKey();
+    const refused = await onLocked.post<ErrorBody>(path, { amount: '1' }, withIdempotencyKey(key));
     expect(refused.status).toBe(403);
     expect(refused.body.error.code).toBe('gw_wallet_topup_disabled');
     const { rows } = await db.query('SELECT 1 FROM idempotency_keys WHERE org_id = $1', [
       org.org_id,
     ]);
     expect(rows).toEqual([]);
-    const made = await onOpen.post<TopUp>(path, { amount: '1' }, withKey(key));
+    const made = await onOpen.post<TopUp>(path, { amount: '1' }, withIdempotencyKey(key));
     expect(made.status).toBe(201);
     expect(made.headers.get('idempotent-replayed')).toBeNull();
     expect(await topUps(org.org_id)).toEqual(['100.000000000000', '1.000000000000']);
@@ -359,10 +380,10 @@ describe('without a master key', () => {
     await createMember(env, email, tenant.org_id, 'admin');
     const client = await signInTo(keyless, email);
     const path = `/dashboard/api/orgs/${tenant.org_id}/service-keys`;
-    const key = newKey();
-    const issued = await client.post<{ id: string }>(path, {}, withKey(key));
+    const key = newIdempotencyKey();
+    const issued = await client.post<{ id: string }>(path, {}, withIdempotencyKey(key));
     expect(issued.status).toBe(201);
-    const again = await client.post<ErrorBody>(path, {}, withKey(key));
+    const again = await client.post<ErrorBody>(path, {}, withIdempotencyKey(key));
     expect(again.status).toBe(409);
     expect(again.body.error.code).toBe('gw_conflict');
     expect(again.body.error.message).toMatch(/CREDENTIALS_MASTER_KEY/);
@@ -373,10 +394,10 @@ describe('without a master key', () => {
     );
     expect(rows).toEqual([{ state: 'done', answer_sealed: null, answer_clear: null }]);
     // An answer without a secret is kept as it is, and replayed.
-    const appKey = newKey();
+    const appKey = newIdempotencyKey();
     const name = `Keyless ${appKey.slice(-6)}`;
-    const app = await client.post<App>(appsOf(tenant), { name }, withKey(appKey));
-    const replayed = await client.post<App>(appsOf(tenant), { name }, withKey(appKey));
+    const app = await client.post<App>(appsOf(tenant), { name }, withIdempotencyKey(appKey));
+    const replayed = await client.post<App>(appsOf(tenant), { name }, withIdempotencyKey(appKey));
     expect(replayed.headers.get('idempotent-replayed')).toBe('true');
     expect(replayed.body).toEqual(app.body);
   });

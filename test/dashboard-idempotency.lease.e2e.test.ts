@@ -6,7 +6,6 @@
 // lease while a retry took the key over commits nothing and writes no answer when it resumes;
 // a key whose request committed its change and never answered is reported at once, never run
 // again. Creates are held mid-handler by a lock on the apps table (the file's own database).
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IDEMPOTENCY_KEY_LEASE_MS, requestFingerprint } from '../src/idempotency/store.js';
 import { isolatedContext } from './support/context.js';
@@ -17,6 +16,8 @@ import {
   uniqueEmail,
   type DashboardAnswer,
   type DashboardClient,
+  newIdempotencyKey,
+  withIdempotencyKey,
 } from './support/dashboard.js';
 import {
   seed,
@@ -39,8 +40,6 @@ interface App {
   name: string;
 }
 
-const withKey = (key: string) => ({ headers: { 'idempotency-key': key } });
-const newKey = (): string => `idem-${randomUUID()}`;
 const appsPath = () => `/dashboard/api/orgs/${tenant.org_id}/apps`;
 /** Long enough for a held or paused create's statements to outlive its lease without timing out. */
 const PATIENT_DATABASE = { DATABASE_TIMEOUT_MS: '60000' };
@@ -126,13 +125,13 @@ afterAll(async () => {
 
 describe('a key whose gateway died mid-create', () => {
   it('is the retry\'s once its lease lapses: "still being processed" until then, then run once, one app', async () => {
-    const key = newKey();
+    const key = newIdempotencyKey();
     const name = `killed ${key.slice(-6)}`;
     const doomed = await startGatewayProcess(env);
     const release = await holdAppInserts();
     try {
       const lost = onGateway(admin, doomed)
-        .post(appsPath(), { name }, withKey(key))
+        .post(appsPath(), { name }, withIdempotencyKey(key))
         .catch(() => 'no answer');
       await createWaiting();
       expect((await keyRow(key)).state).toBe('running');
@@ -144,7 +143,7 @@ describe('a key whose gateway died mid-create', () => {
     const refused: DashboardAnswer<unknown>[] = [];
     const served = await eventually(
       async () => {
-        const answer = await admin.post<App>(appsPath(), { name }, withKey(key));
+        const answer = await admin.post<App>(appsPath(), { name }, withIdempotencyKey(key));
         if (!stillRunning(answer)) return answer;
         refused.push(answer);
         return undefined;
@@ -161,7 +160,7 @@ describe('a key whose gateway died mid-create', () => {
       expect((answer.body as ErrorBody).error.code).toBe('gw_conflict');
       expect(answer.headers.get('retry-after')).toBe('1');
     }
-    const again = await admin.post<App>(appsPath(), { name }, withKey(key));
+    const again = await admin.post<App>(appsPath(), { name }, withIdempotencyKey(key));
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(again.body).toEqual(served.body);
     expect(await appsNamed(name)).toEqual([served.body.id]);
@@ -170,10 +169,10 @@ describe('a key whose gateway died mid-create', () => {
 
 describe('two live requests with one key', () => {
   it('one runs, renewing its lease past its first term; the other is 409 gw_conflict, never run', async () => {
-    const key = newKey();
+    const key = newIdempotencyKey();
     const name = `live ${key.slice(-6)}`;
     const release = await holdAppInserts();
-    const first = admin.post<App>(appsPath(), { name }, withKey(key));
+    const first = admin.post<App>(appsPath(), { name }, withIdempotencyKey(key));
     try {
       await createWaiting();
       const claimed = await keyRow(key);
@@ -182,7 +181,7 @@ describe('two live requests with one key', () => {
       const renewed = await keyRow(key);
       expect(renewed.claim_id).toBe(claimed.claim_id);
       expect(renewed.lease_expires_at > claimed.lease_expires_at).toBe(true);
-      const second = await admin.post<ErrorBody>(appsPath(), { name }, withKey(key));
+      const second = await admin.post<ErrorBody>(appsPath(), { name }, withIdempotencyKey(key));
       expect(second.status).toBe(409);
       expect(second.body.error.code).toBe('gw_conflict');
       expect(second.body.error.message).toContain('still being processed');
@@ -197,10 +196,12 @@ describe('two live requests with one key', () => {
   }, 120_000);
 
   it('sent at once, eight of them make one app: the others are refused or replayed', async () => {
-    const key = newKey();
+    const key = newIdempotencyKey();
     const name = `raced ${key.slice(-6)}`;
     const answers = await Promise.all(
-      Array.from({ length: 8 }, () => admin.post<App>(appsPath(), { name }, withKey(key))),
+      Array.from({ length: 8 }, () =>
+        admin.post<App>(appsPath(), { name }, withIdempotencyKey(key)),
+      ),
     );
     const made = answers.filter(
       (answer) => answer.status === 201 && answer.headers.get('idempotent-replayed') === null,
@@ -216,12 +217,16 @@ describe('two live requests with one key', () => {
 
 describe('a request that outlives its lease', () => {
   it('paused while a retry took its key over, commits nothing and writes no answer when it resumes', async () => {
-    const key = newKey();
+    const key = newIdempotencyKey();
     const name = `paused ${key.slice(-6)}`;
     const paused = await startGatewayProcess({ ...env, ...PATIENT_DATABASE });
     try {
       const release = await holdAppInserts();
-      const late = onGateway(admin, paused).post<ErrorBody>(appsPath(), { name }, withKey(key));
+      const late = onGateway(admin, paused).post<ErrorBody>(
+        appsPath(),
+        { name },
+        withIdempotencyKey(key),
+      );
       try {
         await createWaiting();
         paused.child.kill('SIGSTOP');
@@ -230,7 +235,7 @@ describe('a request that outlives its lease', () => {
         // The paused gateway's insert goes through in Postgres; its transaction waits for it.
         await release();
       }
-      const retry = await admin.post<App>(appsPath(), { name }, withKey(key));
+      const retry = await admin.post<App>(appsPath(), { name }, withIdempotencyKey(key));
       expect(retry.status).toBe(201);
       expect(retry.headers.get('idempotent-replayed')).toBeNull();
       paused.child.kill('SIGCONT');
@@ -241,7 +246,11 @@ describe('a request that outlives its lease', () => {
       expect(lateAnswer.headers.get('retry-after')).toBe('1');
       expect(await appsNamed(name)).toEqual([retry.body.id]);
       // The key keeps the retry's answer: sent again, it is replayed.
-      const again = await onGateway(admin, paused).post<App>(appsPath(), { name }, withKey(key));
+      const again = await onGateway(admin, paused).post<App>(
+        appsPath(),
+        { name },
+        withIdempotencyKey(key),
+      );
       expect(again.headers.get('idempotent-replayed')).toBe('true');
       expect(again.body).toEqual(retry.body);
     } finally {
@@ -253,7 +262,7 @@ describe('a request that outlives its lease', () => {
 
 describe('a create that broke before anything of it committed', () => {
   it('leaves its key free: the dashboard, keeping its key after a 503, sends it again and it runs once', async () => {
-    const key = newKey();
+    const key = newIdempotencyKey();
     const name = `timed out ${key.slice(-6)}`;
     // Its insert waits on the held apps table past this gateway's statement bound: 503.
     const impatient = await startGatewayProcess({ ...env, DATABASE_TIMEOUT_MS: '1000' });
@@ -264,7 +273,7 @@ describe('a create that broke before anything of it committed', () => {
         broke = await onGateway(admin, impatient).post<ErrorBody>(
           appsPath(),
           { name },
-          withKey(key),
+          withIdempotencyKey(key),
         );
       } finally {
         await release();
@@ -272,11 +281,11 @@ describe('a create that broke before anything of it committed', () => {
       expect(broke.status).toBe(503);
       expect(broke.body.error.code).toBe('gw_unavailable');
       expect(await appsNamed(name)).toEqual([]);
-      const retry = await admin.post<App>(appsPath(), { name }, withKey(key));
+      const retry = await admin.post<App>(appsPath(), { name }, withIdempotencyKey(key));
       expect(retry.status).toBe(201);
       expect(retry.headers.get('idempotent-replayed')).toBeNull();
       expect(await appsNamed(name)).toEqual([retry.body.id]);
-      const again = await admin.post<App>(appsPath(), { name }, withKey(key));
+      const again = await admin.post<App>(appsPath(), { name }, withIdempotencyKey(key));
       expect(again.headers.get('idempotent-replayed')).toBe('true');
       expect(again.body).toEqual(retry.body);
     } finally {
@@ -308,10 +317,10 @@ describe('a key whose lease lapsed', () => {
   }
 
   it('after its request committed its change is reported at once as never answered, never run again', async () => {
-    const key = newKey();
+    const key = newIdempotencyKey();
     const name = `committed ${key.slice(-6)}`;
     await leftRunning(key, name, true);
-    const answer = await admin.post<ErrorBody>(appsPath(), { name }, withKey(key));
+    const answer = await admin.post<ErrorBody>(appsPath(), { name }, withIdempotencyKey(key));
     expect(answer.status).toBe(409);
     expect(answer.body.error.code).toBe('gw_conflict');
     expect(answer.headers.get('retry-after')).toBeNull();
@@ -323,13 +332,17 @@ describe('a key whose lease lapsed', () => {
   });
 
   it('with nothing committed is taken over by the same request only: another body is still refused', async () => {
-    const key = newKey();
+    const key = newIdempotencyKey();
     const name = `uncommitted ${key.slice(-6)}`;
     await leftRunning(key, name, false);
-    const other = await admin.post<ErrorBody>(appsPath(), { name: `${name}!` }, withKey(key));
+    const other = await admin.post<ErrorBody>(
+      appsPath(),
+      { name: `${name}!` },
+      withIdempotencyKey(key),
+    );
     expect(other.status).toBe(409);
     expect(other.body.error.code).toBe('gw_idempotency_key_reused');
-    const answer = await admin.post<App>(appsPath(), { name }, withKey(key));
+    const answer = await admin.post<App>(appsPath(), { name }, withIdempotencyKey(key));
     expect(answer.status).toBe(201);
     expect(await appsNamed(name)).toEqual([answer.body.id]);
     const row = await keyRow(key);

@@ -7,7 +7,6 @@
 // not "still being processed" for 24 hours; stored answers open after a master-key rotation with the previous
 // key kept, are answered with a clear 409 (not a 500) without it, and open again once
 // `gw credentials rewrap` has re-sealed them.
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   IDEMPOTENCY_KEY_ABANDONED_AFTER_MS,
@@ -21,6 +20,8 @@ import {
   type DashboardClient,
   uniqueEmail,
   type DashboardAnswer,
+  newIdempotencyKey,
+  withIdempotencyKey,
 } from './support/dashboard.js';
 import {
   runCliJson,
@@ -44,8 +45,6 @@ interface CreatedKey {
   key: string;
 }
 
-const withKey = (key: string) => ({ headers: { 'idempotency-key': key } });
-const newKey = (): string => `idem-${randomUUID()}`;
 const apiKeysPath = () => `/dashboard/api/connections/${tenant.app_connection_id}/api-keys`;
 const appsPath = () => `/dashboard/api/orgs/${tenant.org_id}/apps`;
 
@@ -81,18 +80,18 @@ afterAll(async () => {
 
 describe("an Idempotency-Key is its caller's", () => {
   it("another admin of the organization sending the same key and body gets their own API key, never the first one's secret", async () => {
-    const key = newKey();
+    const key = newIdempotencyKey();
     const body = { name: `shared-key ${key.slice(-6)}` };
-    const first = await admin.post<CreatedKey>(apiKeysPath(), body, withKey(key));
+    const first = await admin.post<CreatedKey>(apiKeysPath(), body, withIdempotencyKey(key));
     expect(first.status).toBe(201);
-    const other = await secondAdmin.post<CreatedKey>(apiKeysPath(), body, withKey(key));
+    const other = await secondAdmin.post<CreatedKey>(apiKeysPath(), body, withIdempotencyKey(key));
     expect(other.status).toBe(201);
     expect(other.headers.get('idempotent-replayed')).toBeNull();
     expect(other.body.key).not.toBe(first.body.key);
     expect(other.body.id).not.toBe(first.body.id);
     expect((await apiKeysNamed(body.name)).sort()).toEqual([first.body.id, other.body.id].sort());
     // Each caller's own replay still answers their own first answer.
-    const mine = await secondAdmin.post<CreatedKey>(apiKeysPath(), body, withKey(key));
+    const mine = await secondAdmin.post<CreatedKey>(apiKeysPath(), body, withIdempotencyKey(key));
     expect(mine.headers.get('idempotent-replayed')).toBe('true');
     expect(mine.body).toEqual(other.body);
     const { rows } = await db.query<{ caller: string }>(
@@ -104,11 +103,11 @@ describe("an Idempotency-Key is its caller's", () => {
   });
 
   it("a viewer sending an admin's key and body is refused by role before any replay", async () => {
-    const key = newKey();
+    const key = newIdempotencyKey();
     const body = { name: `viewer-replay ${key.slice(-6)}` };
-    const first = await admin.post<CreatedKey>(apiKeysPath(), body, withKey(key));
+    const first = await admin.post<CreatedKey>(apiKeysPath(), body, withIdempotencyKey(key));
     expect(first.status).toBe(201);
-    const refused = await viewer.post<ErrorBody>(apiKeysPath(), body, withKey(key));
+    const refused = await viewer.post<ErrorBody>(apiKeysPath(), body, withIdempotencyKey(key));
     expect(refused.status).toBe(403);
     expect(refused.headers.get('idempotent-replayed')).toBeNull();
     expect(JSON.stringify(refused.body)).not.toContain(first.body.key);
@@ -118,7 +117,7 @@ describe("an Idempotency-Key is its caller's", () => {
 
 describe('the request a key is bound to', () => {
   it('is the JSON, not its bytes: the same fields in another order and spacing replay', async () => {
-    const key = newKey();
+    const key = newIdempotencyKey();
     const email = uniqueEmail('idem-sec-invitee');
     const path = `/dashboard/api/orgs/${tenant.org_id}/invitations`;
     const send = async (raw: string): Promise<DashboardAnswer<{ id: string }>> => {
@@ -154,7 +153,7 @@ describe('the request a key is bound to', () => {
 
 describe('a first request that never answered', () => {
   it('claimed before leases, is "still being processed" (Retry-After) while recent, and abandoned past the bound, never run again', async () => {
-    const key = newKey();
+    const key = newIdempotencyKey();
     const name = `crashed ${key.slice(-6)}`;
     // What a gateway from before leases (migration 068) killed between the claim and the answer
     // leaves: a running row without a claim id, whose effect is unknown. Leased keys:
@@ -165,7 +164,7 @@ describe('a first request that never answered', () => {
                now() + interval '1 day')`,
       [tenant.org_id, `user:${adminUserId}`, key, requestFingerprint(appsPath(), { name })],
     );
-    const running = await admin.post<ErrorBody>(appsPath(), { name }, withKey(key));
+    const running = await admin.post<ErrorBody>(appsPath(), { name }, withIdempotencyKey(key));
     expect(running.status).toBe(409);
     expect(running.body.error.code).toBe('gw_conflict');
     expect(running.headers.get('retry-after')).toBe('1');
@@ -176,7 +175,7 @@ describe('a first request that never answered', () => {
         WHERE org_id = $1 AND key = $2`,
       [tenant.org_id, key, IDEMPOTENCY_KEY_ABANDONED_AFTER_MS + 1000],
     );
-    const abandoned = await admin.post<ErrorBody>(appsPath(), { name }, withKey(key));
+    const abandoned = await admin.post<ErrorBody>(appsPath(), { name }, withIdempotencyKey(key));
     expect(abandoned.status).toBe(409);
     expect(abandoned.body.error.code).toBe('gw_conflict');
     expect(abandoned.headers.get('retry-after')).toBeNull();
@@ -205,9 +204,9 @@ describe('stored answers across a master-key rotation', () => {
   };
 
   it('replay with the previous key kept, are a clear 409 without it, and replay again after gw credentials rewrap', async () => {
-    const key = newKey();
+    const key = newIdempotencyKey();
     const body = { name: `rotation ${key.slice(-6)}` };
-    const first = await admin.post<CreatedKey>(apiKeysPath(), body, withKey(key));
+    const first = await admin.post<CreatedKey>(apiKeysPath(), body, withIdempotencyKey(key));
     expect(first.status).toBe(201);
     const [rotated, newKeyOnly] = await Promise.all([
       startGateway(rotatedEnv()),
@@ -217,7 +216,7 @@ describe('stored answers across a master-key rotation', () => {
       const kept = await onGateway(admin, rotated).post<CreatedKey>(
         apiKeysPath(),
         body,
-        withKey(key),
+        withIdempotencyKey(key),
       );
       expect(kept.status).toBe(201);
       expect(kept.headers.get('idempotent-replayed')).toBe('true');
@@ -226,7 +225,7 @@ describe('stored answers across a master-key rotation', () => {
       const unopenable = await onGateway(admin, newKeyOnly).post<ErrorBody>(
         apiKeysPath(),
         body,
-        withKey(key),
+        withIdempotencyKey(key),
       );
       expect(unopenable.status).toBe(409);
       expect(unopenable.body.error.code).toBe('gw_conflict');
@@ -245,7 +244,7 @@ describe('stored answers across a master-key rotation', () => {
       const reopened = await onGateway(admin, newKeyOnly).post<CreatedKey>(
         apiKeysPath(),
         body,
-        withKey(key),
+        withIdempotencyKey(key),
       );
       expect(reopened.status).toBe(201);
       expect(reopened.body).toEqual(first.body);

@@ -10,6 +10,7 @@ import { createDbPool } from '../src/db/pool.js';
 import { pingAll } from '../src/redis/connect.js';
 import { TEST_DATABASE_URL } from './support/env.js';
 import { testRedis } from './support/services.js';
+import { stallLoop } from './support/silent-redis.js';
 
 const redis = testRedis();
 const db = createDbPool(TEST_DATABASE_URL, 1, 5_000);
@@ -18,14 +19,6 @@ afterAll(async () => {
   await redis.quit();
   await db.end();
 });
-
-/** Holds the event loop for `ms` (a busy instance). */
-function stall(ms: number): void {
-  const until = performance.now() + ms;
-  while (performance.now() < until) {
-    // busy
-  }
-}
 
 describe('a dependency check during an event-loop stall', () => {
   it('reports Redis and Postgres up when they answered during the stall', async () => {
@@ -42,7 +35,7 @@ describe('a dependency check during an event-loop stall', () => {
     // Once both statements are sent, the loop stalls: both answers are in the sockets long
     // before it ends, and the bound's timer is due too.
     await new Promise((resolve) => setImmediate(resolve));
-    stall(400);
+    stallLoop(400);
     expect(await answer).toEqual({ redis: true, postgres: true });
   });
 });

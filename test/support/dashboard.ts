@@ -1,5 +1,6 @@
 // A browser-like dashboard client for tests: keeps the session cookie it was given (a cookie
 // jar of one), fetches the CSRF token, and sends the gateway's own Origin on writes.
+import { randomUUID } from 'node:crypto';
 import { runCliJson } from './processes.js';
 
 export interface DashboardAnswer<T = Record<string, unknown>> {
@@ -140,3 +141,11 @@ export function createMember(
     { stdin: TEST_PASSWORD },
   );
 }
+
+/** A fresh Idempotency-Key (decision 372). */
+export const newIdempotencyKey = (): string => `idem-${randomUUID()}`;
+
+/** Request options that send `key` as the Idempotency-Key. */
+export const withIdempotencyKey = (key: string): RequestOptions => ({
+  headers: { 'idempotency-key': key },
+});
