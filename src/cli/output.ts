@@ -52,15 +52,13 @@ export function parseFlags<Options extends NonNullable<ParseArgsConfig['options'
   argv: string[],
   options: Options,
 ): ReturnType<typeof parseArgs<{ args: string[]; options: Options; allowPositionals: true }>> {
-  let parsed: ReturnType<
-    typeof parseArgs<{ args: string[]; options: Options; allowPositionals: true }>
-  >;
+  let parsed;
   try {
-    parsed = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args: argv, options, allowPositionals: true, strict: true, tokens: true });
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
-  const repeated = repeatedFlag(argv, options);
+  const repeated = repeatedFlag(parsed.tokens, options);
   if (repeated !== undefined) {
     throw new UsageError(`--${repeated} is given twice: give it once, with the value you mean`);
   }
@@ -75,19 +73,13 @@ export function parseFlags<Options extends NonNullable<ParseArgsConfig['options'
 
 /** The first flag that takes one value but appears twice (`--name a --name=b`), if any. */
 function repeatedFlag(
-  argv: readonly string[],
+  tokens: readonly { readonly kind: string; readonly name?: string }[],
   options: NonNullable<ParseArgsConfig['options']>,
 ): string | undefined {
-  const { tokens } = parseArgs({
-    args: [...argv],
-    options,
-    allowPositionals: true,
-    strict: true,
-    tokens: true,
-  });
   const seen = new Set<string>();
   for (const token of tokens) {
-    if (token.kind !== 'option' || options[token.name]?.multiple === true) continue;
+    if (token.kind !== 'option' || token.name === undefined) continue;
+    if (options[token.name]?.multiple === true) continue;
     if (seen.has(token.name)) return token.name;
     seen.add(token.name);
   }
