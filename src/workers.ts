@@ -11,6 +11,7 @@ import { createServer as createNetServer } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { AggregatorRegistry, type PrometheusContentType, type Registry } from 'prom-client';
 import type { Config } from './config.js';
+import { nosniffHeaders } from './http/respond.js';
 import type { Logger } from './log.js';
 
 /** How long a dead worker's replacement waits, so a crash loop cannot spin the CPU. */
@@ -181,12 +182,8 @@ function serveClusterMetrics(
     }
     aggregator.clusterMetrics().then(
       (text) => {
-        // As the gateway's own /metrics says (src/http/respond.ts), without loading its HTTP layer.
         response
-          .writeHead(200, {
-            'content-type': aggregator.contentType,
-            'x-content-type-options': 'nosniff',
-          })
+          .writeHead(200, { 'content-type': aggregator.contentType, ...nosniffHeaders })
           .end(text);
       },
       (error: unknown) => {
