@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emailHash } from '../src/product-users/directory.js';
 import { isolatedContext } from './support/context.js';
 import { createMember, signInTo, uniqueEmail } from './support/dashboard.js';
-import { bearer, getJson, postJson } from './support/http.js';
+import { bearer, getJson, postJson, type ErrorBody } from './support/http.js';
 import {
   type GatewayProcess,
   runCli,
@@ -20,7 +20,6 @@ const { env, db } = isolatedContext('puapi');
 let gateway: GatewayProcess;
 let org: SeededOrg;
 
-type ErrorBody = { error: { code: string; message: string } };
 interface ProfileBody {
   [field: string]: unknown;
   allowance: Record<string, string>;
