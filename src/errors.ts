@@ -159,7 +159,7 @@ export const errorCatalogue = {
   gw_webhook_url_not_allowed: {
     status: 400,
     summary:
-      'a webhook URL that is not https, or that reaches a loopback, private, link-local or metadata address',
+      'a webhook URL that is not https, or that reaches an address that is not globally reachable (loopback, private, link-local, documentation and the like; the message names which)',
   },
   // Gateway
   gw_unavailable: { status: 503, summary: 'the gateway is shutting down or a dependency is down' },

@@ -7,7 +7,7 @@ import { monthlyPeriod } from '../src/periods.js';
 import { countInputTokens } from '../src/tokens/count.js';
 import { chatCompletionTexts } from '../src/tokens/request-texts.js';
 import { isolatedContext } from './support/context.js';
-import { bearer, getJson, postJson } from './support/http.js';
+import { bearer, getJson, postJson, type ErrorBody } from './support/http.js';
 import {
   type GatewayProcess,
   runCliJson,
@@ -34,16 +34,6 @@ const inputTokens = countInputTokens(chatCompletionTexts(body('x')));
 const costNano = BigInt(inputTokens) * 150n + BigInt(OUTPUT_TOKENS) * 600n;
 const decimal = (nano: bigint) =>
   `${nano / 1_000_000_000n}.${(nano % 1_000_000_000n).toString().padStart(9, '0')}000`;
-
-type ErrorBody = {
-  error: {
-    code: string;
-    message: string;
-    provider_specific_fields?: {
-      error: { code: string; message: string; params: Record<string, string> };
-    };
-  };
-};
 
 /** Sends n requests at once, spread over the three instances. */
 async function burst(

@@ -1,7 +1,7 @@
 // API-key authentication on the inference route, across two gateway instances.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
-import { bearer, getJson, postJson } from './support/http.js';
+import { bearer, getJson, postJson, type ErrorBody } from './support/http.js';
 import { firstNot200 } from './support/services.js';
 import {
   seed,
@@ -18,7 +18,6 @@ let second: GatewayProcess;
 let org: SeededOrg;
 
 const chat = { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
-type ErrorBody = { error: { code: string; message: string } };
 
 beforeAll(async () => {
   [first, second] = await Promise.all([startGateway(env), startGateway(env)]);

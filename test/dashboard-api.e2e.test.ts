@@ -9,7 +9,7 @@ import {
   TEST_PASSWORD,
   uniqueEmail,
 } from './support/dashboard.js';
-import { bearer, postJson } from './support/http.js';
+import { bearer, postJson, type ErrorBody } from './support/http.js';
 import {
   createApiKey,
   runCliJson,
@@ -23,7 +23,6 @@ import { PROVIDER_IDS } from '../src/providers/registry.js';
 const { env, db } = isolatedContext('dashboard-api');
 let gateway: GatewayProcess;
 let tenant: SeededOrg;
-type ErrorBody = { error: { code: string; message: string } };
 interface Connection {
   id: string;
   name: string;

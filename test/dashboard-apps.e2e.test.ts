@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
 import { createMember, signInTo, TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
-import { bearer, postJson } from './support/http.js';
+import { bearer, postJson, type ErrorBody } from './support/http.js';
 import { connectAndExchange, createOAuthClient } from './support/oauth.js';
 import {
   createApiKey,
@@ -20,7 +20,6 @@ const { env, db } = isolatedContext('dash-apps');
 let gateways: [GatewayProcess, GatewayProcess];
 let tenant: SeededOrg;
 
-type ErrorBody = { error: { code: string; message: string } };
 interface AppDetail {
   id: string;
   org_id: string;

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
 import { createMember, signInTo, uniqueEmail } from './support/dashboard.js';
-import { bearer, postJson, type JsonResponse } from './support/http.js';
+import { bearer, postJson, type JsonResponse, type ErrorBody } from './support/http.js';
 import {
   runCli,
   runCliJson,
@@ -25,14 +25,6 @@ const { env, db } = isolatedContext('dash-caps');
 let gateways: GatewayProcess[];
 let tenant: SeededOrg;
 
-type ErrorBody = {
-  error: {
-    code: string;
-    message: string;
-    cap_scope?: string;
-    provider_specific_fields?: { error: { code: string; params: Record<string, string> } };
-  };
-};
 interface CapState {
   scope: string;
   org_id: string;

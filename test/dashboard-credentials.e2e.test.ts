@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
 import { createMember, signInTo, uniqueEmail, type DashboardClient } from './support/dashboard.js';
-import { bearer, getJson, postJson } from './support/http.js';
+import { bearer, getJson, postJson, type ErrorBody } from './support/http.js';
 import { responseSchema, schemaProblems } from './support/openapi-check.js';
 import {
   runCliJson,
@@ -21,7 +21,6 @@ const { env, db } = isolatedContext('dash-cred');
 let gateways: [GatewayProcess, GatewayProcess];
 let tenant: SeededOrg;
 
-type ErrorBody = { error: { code: string; message: string } };
 interface Credential {
   id: string;
   org_id: string;

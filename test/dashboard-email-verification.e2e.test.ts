@@ -11,6 +11,7 @@ import { linkToken, startMailCatcher, type MailCatcher } from './support/mail-ca
 import { connect, createOAuthClient, pkcePair } from './support/oauth.js';
 import { runCli, seed, startGateway, type GatewayProcess } from './support/processes.js';
 import { deletePrefix } from './support/services.js';
+import type { ErrorBody } from './support/http.js';
 
 const { env, db, redis, prefix } = isolatedContext('email-verification', { ownDatabase: true });
 const PUBLIC_ORIGIN = 'https://gw.example.test';
@@ -18,7 +19,6 @@ const OTHER_PASSWORD = 'somebody else entirely, typed here';
 let mail: MailCatcher;
 let gateway: GatewayProcess;
 
-type ErrorBody = { error: { code: string; message: string } };
 interface Session {
   user: { id: string; email: string; personal_org_id: string; email_verified: boolean };
 }

@@ -18,7 +18,7 @@ import {
   withIdempotencyKey,
 } from './support/dashboard.js';
 import { encodeRequest, exchange, type Outcome } from './support/fuzz/raw-http.js';
-import { getJson } from './support/http.js';
+import { getJson, type ErrorBody } from './support/http.js';
 import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
 
 const { env, db } = isolatedContext('dash-idem');
@@ -33,7 +33,6 @@ let other: SeededOrg;
 let admin: DashboardClient;
 let otherAdmin: DashboardClient;
 
-type ErrorBody = { error: { code: string; message: string } };
 interface App {
   id: string;
   name: string;

@@ -27,6 +27,7 @@ import {
   type SeededOrg,
 } from './support/processes.js';
 import { eventually } from './support/services.js';
+import type { ErrorBody } from './support/http.js';
 
 const { env, db } = isolatedContext('idem-lease', { ownDatabase: true });
 let gateway: GatewayProcess;
@@ -34,7 +35,6 @@ let tenant: SeededOrg;
 let admin: DashboardClient;
 let adminUserId: string;
 
-type ErrorBody = { error: { code: string; message: string } };
 interface App {
   id: string;
   name: string;

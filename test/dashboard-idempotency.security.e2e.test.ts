@@ -30,6 +30,7 @@ import {
   type GatewayProcess,
   type SeededOrg,
 } from './support/processes.js';
+import type { ErrorBody } from './support/http.js';
 
 const { env, db } = isolatedContext('idem-sec');
 let gateway: GatewayProcess;
@@ -39,7 +40,6 @@ let adminUserId: string;
 let secondAdmin: DashboardClient;
 let viewer: DashboardClient;
 
-type ErrorBody = { error: { code: string; message: string } };
 interface CreatedKey {
   id: string;
   key: string;

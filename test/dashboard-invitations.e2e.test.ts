@@ -13,10 +13,10 @@ import {
   uniqueEmail,
 } from './support/dashboard.js';
 import { runCliJson, seed, startGateway, type GatewayProcess } from './support/processes.js';
+import type { ErrorBody } from './support/http.js';
 
 const { env, db } = isolatedContext('dash-invites');
 let gateway: GatewayProcess;
-type ErrorBody = { error: { code: string; message: string } };
 
 interface Invitation {
   id: string;

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
 import { createMember, DashboardClient, signInTo, uniqueEmail } from './support/dashboard.js';
-import { bearer, postJson } from './support/http.js';
+import { bearer, postJson, type ErrorBody } from './support/http.js';
 import {
   runCliJson,
   seed,
@@ -19,7 +19,6 @@ const { env, db } = isolatedContext('dashboard-keys');
 let first: GatewayProcess;
 let second: GatewayProcess;
 let tenant: SeededOrg;
-type ErrorBody = { error: { code: string; message: string } };
 interface ApiKey {
   id: string;
   key?: string;

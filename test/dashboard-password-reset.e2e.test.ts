@@ -15,6 +15,7 @@ import {
 } from './support/mail-catcher.js';
 import { metricsUrl, runCli, startGateway, type GatewayProcess } from './support/processes.js';
 import { deletePrefix } from './support/services.js';
+import type { ErrorBody } from './support/http.js';
 
 const { env, db, redis, prefix } = isolatedContext('password-reset', { ownDatabase: true });
 const PUBLIC_ORIGIN = 'https://gw.example.test';
@@ -23,8 +24,6 @@ const NEW_PASSWORD = 'a brand new passphrase, long enough';
 let mail: MailCatcher;
 let gateway: GatewayProcess;
 let noMail: GatewayProcess;
-
-type ErrorBody = { error: { code: string; message: string } };
 
 beforeAll(async () => {
   mail = await startMailCatcher();

@@ -15,6 +15,7 @@ import {
   type CliInput,
   type GatewayProcess,
 } from './support/processes.js';
+import type { ErrorBody } from './support/http.js';
 
 const { env, db, redis, prefix } = isolatedContext('passwords');
 const keys = createRedisKeys(prefix);
@@ -22,7 +23,6 @@ let gatewayA: GatewayProcess;
 let gatewayB: GatewayProcess;
 
 const NEW_PASSWORD = 'a brand new passphrase, long enough';
-type ErrorBody = { error: { code: string; message: string } };
 
 beforeAll(async () => {
   [gatewayA, gatewayB] = await Promise.all([startGateway(env), startGateway(env)]);

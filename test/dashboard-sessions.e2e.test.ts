@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { routeDeclarations } from '../src/routes/index.js';
 import { isolatedContext } from './support/context.js';
 import { DashboardClient } from './support/dashboard.js';
-import { postJson } from './support/http.js';
+import { postJson, type ErrorBody } from './support/http.js';
 import {
   runCli,
   runCliJson,
@@ -28,7 +28,6 @@ interface CreatedUser {
   personal_org_id: string;
   org_ids: string[];
 }
-type ErrorBody = { error: { code: string; message: string } };
 
 const PASSWORD = 'correct horse battery staple';
 const unique = (label: string): string =>

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
 import { DashboardClient, TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
-import { postJson } from './support/http.js';
+import { postJson, type ErrorBody } from './support/http.js';
 import { startGateway, type GatewayProcess } from './support/processes.js';
 import { deletePrefix } from './support/services.js';
 
@@ -12,7 +12,6 @@ const { env, db, redis, prefix } = isolatedContext('dash-signup');
 let closed: GatewayProcess;
 let open: GatewayProcess;
 
-type ErrorBody = { error: { code: string; message: string } };
 interface SignedIn {
   user: { id: string; email: string; personal_org_id: string };
   orgs: { id: string; name: string; role: string }[];

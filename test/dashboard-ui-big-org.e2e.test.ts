@@ -17,7 +17,7 @@ import {
 import { browserSuite, type BrowserSuite } from './support/browser-suite.js';
 import { isolatedContext } from './support/context.js';
 import { uniqueEmail, type DashboardClient } from './support/dashboard.js';
-import { bearer, postJson } from './support/http.js';
+import { bearer, postJson, type ErrorBody } from './support/http.js';
 import { seed, type GatewayProcess, type SeededOrg } from './support/processes.js';
 import { ledgerRow } from './support/records.js';
 
@@ -45,7 +45,6 @@ interface OrgConnection {
   status: 'active' | 'revoked';
 }
 type Page200 = { data: OrgConnection[]; next_cursor: string | null };
-type ErrorBody = { error: { code: string; message: string } };
 
 const lane = (i: number): string => `conn_fill${filler}${String(i).padStart(4, '0')}`;
 const connections = (orgId: string, query = '') =>

@@ -23,7 +23,7 @@ import {
 import { browserSuite, type BrowserSuite } from './support/browser-suite.js';
 import { isolatedContext } from './support/context.js';
 import { uniqueEmail, type DashboardClient } from './support/dashboard.js';
-import { bearer, postJson } from './support/http.js';
+import { bearer, postJson, type ErrorBody } from './support/http.js';
 import { connectAndExchange } from './support/oauth.js';
 import type { GatewayProcess, SeededOrg } from './support/processes.js';
 
@@ -43,7 +43,6 @@ interface IssuedKey {
   id: string;
   key: string;
 }
-type ErrorBody = { error: { code: string; message: string; rate_limit_scope?: string } };
 const chat = { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
 const keysPath = () => `/dashboard/api/connections/${org.app_connection_id}/api-keys`;
 

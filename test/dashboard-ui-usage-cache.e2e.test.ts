@@ -5,7 +5,7 @@
 // API older than the four sums (a rolling deploy), the page shows none of them and the CSV
 // leaves their cells empty.
 import { readFileSync } from 'node:fs';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDbPool } from '../src/db/pool.js';
 import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
@@ -66,23 +66,42 @@ afterAll(async () => {
 const signedIn = (page: Page, path: string): Promise<void> =>
   ui.visit(page, email, `/dashboard/orgs/${org.org_id}${path}`);
 
+/** The text of each cell of a table row. */
+const cellsOf = (row: Locator): Promise<(string | null)[]> =>
+  row.getByRole('cell').evaluateAll((found) => found.map((cell) => cell.textContent));
+
+/** Opens the usage page by model and waits for the haiku row (two requests); returns it. */
+async function haikuRowByModel(page: Page): Promise<Locator> {
+  await signedIn(page, '/usage?group=model&plot=tokens');
+  const haiku = dataRows(page).filter({ hasText: 'vendor_a/claude-haiku-4-5' });
+  await expect.poll(() => haiku.getByRole('cell').first().textContent()).toBe('2');
+  return haiku;
+}
+
+/** Clicks Export CSV; the lines of the file it downloads. */
+async function exportedCsv(page: Page): Promise<string[]> {
+  const [download] = await Promise.all([
+    page.waitForEvent('download'),
+    page.getByRole('button', { name: 'Export CSV' }).click(),
+  ]);
+  return readFileSync((await download.path())!, 'utf8')
+    .trim()
+    .split('\r\n');
+}
+
 describe('the usage page', () => {
   it('shows the cache reads and writes under the input tokens, and the web searches', async () => {
     const { page, close } = await openWindow(browser);
-    await signedIn(page, '/usage?group=model&plot=tokens');
-    const haiku = dataRows(page).filter({ hasText: 'vendor_a/claude-haiku-4-5' });
-    await expect.poll(() => haiku.getByRole('cell').first().textContent()).toBe('2');
-    const cells = (row: typeof haiku) =>
-      row.getByRole('cell').evaluateAll((found) => found.map((cell) => cell.textContent));
+    const haiku = await haikuRowByModel(page);
     // requests, input tokens (and their cache parts), output tokens, web searches, cost, wallet
-    expect((await cells(haiku)).slice(0, 4)).toEqual([
+    expect((await cellsOf(haiku)).slice(0, 4)).toEqual([
       '2',
       '21,00016,300 cache read · 4,000 cache write (1,000 for 1 h)',
       '1,100',
       '3',
     ]);
     const mini = dataRows(page).filter({ hasText: 'vendor_b/gpt-4o-mini' });
-    expect((await cells(mini)).slice(0, 4)).toEqual(['1', '1,500', '200', '0']);
+    expect((await cellsOf(mini)).slice(0, 4)).toEqual(['1', '1,500', '200', '0']);
     await expect.poll(() => page.getByRole('columnheader', { name: 'Searches' }).count()).toBe(1);
     await expect.poll(() => statValue(page, 'Web searches')).toBe('3');
     await expect
@@ -91,13 +110,7 @@ describe('the usage page', () => {
     await page.locator('.chart-box canvas').first().waitFor();
     await screenshot(page, 'usage-cache-01-by-model');
 
-    const [download] = await Promise.all([
-      page.waitForEvent('download'),
-      page.getByRole('button', { name: 'Export CSV' }).click(),
-    ]);
-    const csv = readFileSync((await download.path())!, 'utf8')
-      .trim()
-      .split('\r\n');
+    const csv = await exportedCsv(page);
     expect(csv[0]).toBe(
       'model,label,currency,requests,input_tokens,output_tokens,total_tokens,cache_write_tokens,' +
         'cache_write_1h_tokens,cache_read_tokens,web_search_requests,cost,wallet_cost',
@@ -115,7 +128,7 @@ describe('the usage page', () => {
     );
     const old = dataRows(page).filter({ hasText: 'vendor_b/gpt-4o-mini' });
     await expect.poll(() => old.getByRole('cell').first().textContent()).toBe('1');
-    expect((await cells(old)).slice(0, 4)).toEqual(['1', '60', '6', '0.000000007 USD']);
+    expect((await cellsOf(old)).slice(0, 4)).toEqual(['1', '60', '6', '0.000000007 USD']);
     expect(await page.getByRole('columnheader', { name: 'Searches' }).count()).toBe(0);
     await close();
   });
@@ -138,27 +151,16 @@ describe('the usage page', () => {
         await route.fulfill({ response, json: usage });
       },
     );
-    await signedIn(page, '/usage?group=model&plot=tokens');
-    const haiku = dataRows(page).filter({ hasText: 'vendor_a/claude-haiku-4-5' });
-    await expect.poll(() => haiku.getByRole('cell').first().textContent()).toBe('2');
-    const cells = (row: typeof haiku) =>
-      row.getByRole('cell').evaluateAll((found) => found.map((cell) => cell.textContent));
+    const haiku = await haikuRowByModel(page);
     // requests, input tokens (no cache note), output tokens, then the costs: no searches column
-    expect((await cells(haiku)).slice(0, 4)).toEqual(['2', '21,000', '1,100', '0.0035 USD']);
+    expect((await cellsOf(haiku)).slice(0, 4)).toEqual(['2', '21,000', '1,100', '0.0035 USD']);
     expect(await page.getByRole('columnheader', { name: 'Searches' }).count()).toBe(0);
     expect(await page.locator('.stat').filter({ hasText: 'Web searches' }).count()).toBe(0);
     expect(await page.locator('.stat').filter({ hasText: 'of the input' }).count()).toBe(0);
     expect(await page.locator('main').textContent()).not.toMatch(/NaN|undefined/);
     await screenshot(page, 'usage-cache-02-older-api');
 
-    const [download] = await Promise.all([
-      page.waitForEvent('download'),
-      page.getByRole('button', { name: 'Export CSV' }).click(),
-    ]);
-    const csv = readFileSync((await download.path())!, 'utf8')
-      .trim()
-      .split('\r\n');
-    expect(csv.slice(1)).toEqual([
+    expect((await exportedCsv(page)).slice(1)).toEqual([
       'vendor_a/claude-haiku-4-5,vendor_a/claude-haiku-4-5,USD,2,21000,1100,22100,,,,,0.003500000000,0.000000000000',
       'vendor_b/gpt-4o-mini,vendor_b/gpt-4o-mini,USD,1,1500,200,1700,,,,,0.000040000000,0.000000000000',
     ]);

@@ -20,7 +20,7 @@ import {
 import { browserSuite, type BrowserSuite } from './support/browser-suite.js';
 import { isolatedContext } from './support/context.js';
 import { uniqueEmail } from './support/dashboard.js';
-import { bearer, postJson } from './support/http.js';
+import { bearer, postJson, type ErrorBody } from './support/http.js';
 import { runCli, runCliJson, type GatewayProcess } from './support/processes.js';
 import { ledgerRow } from './support/records.js';
 
@@ -35,14 +35,6 @@ let page: Page;
 /** What the walk made, for the steps after it. */
 const made: { appId?: string; connectionId?: string; apiKey?: string; rotatedKey?: string } = {};
 
-type ErrorBody = {
-  error: {
-    code: string;
-    message: string;
-    /** The allowance refusal's legacy shape: code '403', the gw code in here. */
-    provider_specific_fields?: { error: { code: string } };
-  };
-};
 const chat = { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
 
 /** A chat completion with `key`, as `externalUserId` of the app. */

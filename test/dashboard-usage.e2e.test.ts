@@ -9,7 +9,7 @@ import { formatNano, numericToNano } from '../src/money.js';
 import { isolatedContext } from './support/context.js';
 import { createMember, DashboardClient, signInTo, uniqueEmail } from './support/dashboard.js';
 import { TEST_DATABASE_URL } from './support/env.js';
-import { bearer, postJson } from './support/http.js';
+import { bearer, postJson, type ErrorBody } from './support/http.js';
 import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
 import { ledgerRow, usageRecord } from './support/records.js';
 
@@ -18,7 +18,6 @@ const sinkDb = createDbPool(TEST_DATABASE_URL, 2);
 const sink = new PostgresUsageSink(sinkDb);
 let gateway: GatewayProcess;
 let tenant: SeededOrg;
-type ErrorBody = { error: { code: string; message: string } };
 interface UsageRow {
   key: string | null;
   currency: string;

@@ -8,7 +8,7 @@ import { formatNano, numericToNano } from '../src/money.js';
 import { monthlyPeriod } from '../src/periods.js';
 import { isolatedContext } from './support/context.js';
 import { createMember, signInTo, uniqueEmail } from './support/dashboard.js';
-import { bearer, postJson } from './support/http.js';
+import { bearer, postJson, type ErrorBody } from './support/http.js';
 import {
   runCliJson,
   seed,
@@ -24,7 +24,6 @@ let locked: GatewayProcess;
 let open: GatewayProcess;
 let tenant: SeededOrg;
 
-type ErrorBody = { error: { code: string; message: string } };
 interface Wallet {
   org_id: string;
   balance: string;

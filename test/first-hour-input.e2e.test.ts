@@ -3,15 +3,13 @@
 // Idempotency-Key with another body is a conflict rather than a silent replay.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
-import { bearer, postJson } from './support/http.js';
+import { bearer, postJson, type ErrorBody } from './support/http.js';
 import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
 import { ledgerRow } from './support/records.js';
 
 const { env, db } = isolatedContext('firstin');
 let gateway: GatewayProcess;
 let org: SeededOrg;
-
-type ErrorBody = { error: { code: string; message: string } };
 
 beforeAll(async () => {
   gateway = await startGateway(env);

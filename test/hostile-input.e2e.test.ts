@@ -2,14 +2,13 @@
 // answers 400 in the spec's shape and changes nothing (no row, no cached profile).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
-import { bearer, getJson, postJson } from './support/http.js';
+import { bearer, getJson, postJson, type ErrorBody } from './support/http.js';
 import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
 
 const { env, db } = isolatedContext('hostile');
 let gateway: GatewayProcess;
 let org: SeededOrg;
 
-type ErrorBody = { error: { code: string; message: string; type?: string } };
 const NUL = '\u0000';
 const LONE = '\ud800';
 

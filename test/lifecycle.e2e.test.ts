@@ -194,6 +194,33 @@ describe('uWebSockets.js', () => {
 });
 
 describe('shutdown and crashes', () => {
+  it('a SIGTERM before the gateway has loaded ends the process at once, exit 0, nothing started', async () => {
+    const holdGatewayImport = fileURLToPath(
+      new URL('./support/hold-gateway-import.mjs', import.meta.url),
+    );
+    const child = spawn(process.execPath, ['--import', holdGatewayImport, 'dist/src/main.js'], {
+      cwd: root,
+      env: { ...process.env, ...env, PORT: '0', GATEWAY_WORKERS: '1', METRICS_ENABLED: 'false' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    const exited = new Promise<[number | null, string | null]>((resolve) =>
+      child.once('exit', (code, signal) => resolve([code, signal])),
+    );
+    // src/gateway.ts is being imported (and never will be): nothing has started
+    await new Promise<void>((resolve) => {
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+        if (stderr.includes('holding the gateway import')) resolve();
+      });
+    });
+    child.kill('SIGTERM');
+    expect(await exited).toEqual([0, null]);
+    expect(stdout).toBe('');
+  }, 60_000);
+
   it('a SIGTERM while starting stops the gateway once it has started, exit 0, not killed halfway', async () => {
     const child = spawn(process.execPath, ['dist/src/main.js'], {
       cwd: root,

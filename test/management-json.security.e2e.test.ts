@@ -4,15 +4,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
 import { createMember, signInTo, uniqueEmail, type DashboardClient } from './support/dashboard.js';
-import { bearer } from './support/http.js';
+import { bearer, type ErrorBody } from './support/http.js';
 import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
 
 const { env, db } = isolatedContext('mgmt-json');
 let gateway: GatewayProcess;
 let org: SeededOrg;
 let admin: DashboardClient;
-
-type ErrorBody = { error: { code: string; message: string } };
 
 beforeAll(async () => {
   gateway = await startGateway(env);

@@ -13,7 +13,7 @@ import {
   uniqueEmail,
   type DashboardClient,
 } from './support/dashboard.js';
-import { bearer, postJson } from './support/http.js';
+import { bearer, postJson, type ErrorBody } from './support/http.js';
 import {
   connectAndExchange,
   createOAuthClient,
@@ -40,7 +40,6 @@ let makerViewer: DashboardClient;
 let payerAdmin: DashboardClient;
 let outsider: DashboardClient;
 
-type ErrorBody = { error: { code: string; message: string } };
 interface OAuthClientView {
   client_id: string;
   client_secret?: string;

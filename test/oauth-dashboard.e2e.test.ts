@@ -12,7 +12,7 @@ import {
   uniqueEmail,
   type DashboardClient,
 } from './support/dashboard.js';
-import { bearer, postJson } from './support/http.js';
+import { bearer, postJson, type ErrorBody } from './support/http.js';
 import {
   authorizeQuery,
   connect as connectWith,
@@ -45,7 +45,6 @@ let payerMember: DashboardClient;
 let payerViewer: DashboardClient;
 let outsider: DashboardClient;
 
-type ErrorBody = { error: { code: string; message: string } };
 interface OAuthClientView {
   client_id: string;
   client_secret?: string;

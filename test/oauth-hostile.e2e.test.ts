@@ -11,7 +11,7 @@ import {
   uniqueEmail,
   type DashboardClient,
 } from './support/dashboard.js';
-import { bearer, postJson } from './support/http.js';
+import { bearer, postJson, type ErrorBody } from './support/http.js';
 import {
   authorizeQuery,
   connectAndExchange,
@@ -32,8 +32,6 @@ let makerApp: string;
 let phishing: RegisteredClient;
 
 const PHISHING = 'https://phish.example/login';
-
-type ErrorBody = { error: { code: string; message: string } };
 
 const chat = {
   model: 'vendor_b/gpt-4o-mini',

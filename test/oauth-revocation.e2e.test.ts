@@ -17,7 +17,7 @@ import {
   uniqueEmail,
   type DashboardClient,
 } from './support/dashboard.js';
-import { bearer, postJson } from './support/http.js';
+import { bearer, postJson, type ErrorBody } from './support/http.js';
 import {
   connectAndExchange,
   createOAuthClient,
@@ -43,7 +43,6 @@ let browser: DashboardClient;
 let payerOrgId: string;
 
 const CALLBACK = 'http://127.0.0.1:9/done';
-type ErrorBody = { error: { code: string } };
 
 async function infer(
   gateway: GatewayProcess,

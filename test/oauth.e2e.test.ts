@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { numericToNano } from '../src/money.js';
 import { isolatedContext } from './support/context.js';
 import { signInTo, TEST_PASSWORD, uniqueEmail, type DashboardClient } from './support/dashboard.js';
-import { bearer, postJson } from './support/http.js';
+import { bearer, postJson, type ErrorBody } from './support/http.js';
 import {
   authorizeQuery,
   connect,
@@ -56,7 +56,6 @@ const CALLBACK = 'http://127.0.0.1:9/callback';
 const WEB_CALLBACK = 'https://app.example.com/callback?mode=web';
 
 type OAuthError = { error: string; error_description: string; gw_code: string };
-type ErrorBody = { error: { code: string; message: string } };
 
 const chat = (content = 'hello from an OAuth app') => ({
   model: 'vendor_b/gpt-4o-mini',

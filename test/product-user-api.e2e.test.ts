@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emailHash } from '../src/product-users/directory.js';
 import { isolatedContext } from './support/context.js';
 import { createMember, signInTo, uniqueEmail } from './support/dashboard.js';
-import { bearer, getJson, postJson } from './support/http.js';
+import { bearer, getJson, postJson, type ErrorBody } from './support/http.js';
 import {
   type GatewayProcess,
   runCli,
@@ -20,7 +20,6 @@ const { env, db } = isolatedContext('puapi');
 let gateway: GatewayProcess;
 let org: SeededOrg;
 
-type ErrorBody = { error: { code: string; message: string } };
 interface ProfileBody {
   [field: string]: unknown;
   allowance: Record<string, string>;
@@ -164,15 +163,25 @@ describe('service-key authentication', () => {
 
 describe('GET /product-users/by-external-id', () => {
   it('400 gw_invalid_app_id / gw_invalid_external_user_id and 404 gw_product_user_not_found', async () => {
-    const noApp = await getJson<ErrorBody>(
-      `${gateway.url}/product-users/by-external-id?external_user_id=u`,
-      bearer(org.service_key),
-    );
-    expect([noApp.status, noApp.body.error.code]).toEqual([400, 'gw_invalid_app_id']);
-    const emptyApp = await getJson<ErrorBody>(profileUrl('', 'u'), bearer(org.service_key));
-    expect([emptyApp.status, emptyApp.body.error.code]).toEqual([400, 'gw_invalid_app_id']);
-    const noUser = await getJson<ErrorBody>(profileUrl(org.app_id, ''), bearer(org.service_key));
-    expect([noUser.status, noUser.body.error.code]).toEqual([400, 'gw_invalid_external_user_id']);
+    // A missing id and an empty or blank one read alike.
+    const appRequired = { error: { code: 'gw_invalid_app_id', message: 'app_id: is required' } };
+    const userRequired = {
+      error: { code: 'gw_invalid_external_user_id', message: 'external_user_id: is required' },
+    };
+    for (const [query, expected] of [
+      ['external_user_id=u', appRequired],
+      ['app_id=&external_user_id=u', appRequired],
+      ['app_id=%20&external_user_id=u', appRequired],
+      [`app_id=${org.app_id}`, userRequired],
+      [`app_id=${org.app_id}&external_user_id=`, userRequired],
+      [`app_id=${org.app_id}&external_user_id=%20%20`, userRequired],
+    ] as const) {
+      const refused = await getJson<ErrorBody>(
+        `${gateway.url}/product-users/by-external-id?${query}`,
+        bearer(org.service_key),
+      );
+      expect([query, refused.status, refused.body]).toEqual([query, 400, expected]);
+    }
     const missing = await getJson<ErrorBody>(
       profileUrl(org.app_id, 'never-seen'),
       bearer(org.service_key),
@@ -539,32 +548,35 @@ describe('PUT /product-users/by-external-id', () => {
   });
 
   it('answers gw_invalid_app_id / gw_invalid_external_user_id for a body field that is missing, empty or not a string', async () => {
-    const cases: Array<[Record<string, unknown>, string]> = [
-      [{ external_user_id: 'x' }, 'gw_invalid_app_id'],
-      [{ app_id: '', external_user_id: 'x' }, 'gw_invalid_app_id'],
-      [{ app_id: 42, external_user_id: 'x' }, 'gw_invalid_app_id'],
-      [{ app_id: null, external_user_id: 'x' }, 'gw_invalid_app_id'],
-      [{ app_id: org.app_id }, 'gw_invalid_external_user_id'],
-      [{ app_id: org.app_id, external_user_id: '' }, 'gw_invalid_external_user_id'],
-      [{ app_id: org.app_id, external_user_id: 7 }, 'gw_invalid_external_user_id'],
+    // A missing id and an empty or blank one read alike: "<field>: is required".
+    const cases: Array<[Record<string, unknown>, string, string]> = [
+      [{ external_user_id: 'x' }, 'gw_invalid_app_id', 'app_id: is required'],
+      [{ app_id: '', external_user_id: 'x' }, 'gw_invalid_app_id', 'app_id: is required'],
+      [{ app_id: ' ', external_user_id: 'x' }, 'gw_invalid_app_id', 'app_id: is required'],
+      [{ app_id: 42, external_user_id: 'x' }, 'gw_invalid_app_id', 'app_id: must be a string'],
+      [{ app_id: null, external_user_id: 'x' }, 'gw_invalid_app_id', 'app_id: must be a string'],
+      [{ app_id: org.app_id }, 'gw_invalid_external_user_id', 'external_user_id: is required'],
+      [
+        { app_id: org.app_id, external_user_id: '' },
+        'gw_invalid_external_user_id',
+        'external_user_id: is required',
+      ],
+      [
+        { app_id: org.app_id, external_user_id: 7 },
+        'gw_invalid_external_user_id',
+        'external_user_id: must be a string',
+      ],
     ];
-    for (const [body, code] of cases) {
+    for (const [body, code, message] of cases) {
+      const expected = [JSON.stringify(body), 400, { error: { code, message } }];
       const upsert = await put(body);
-      expect([JSON.stringify(body), upsert.status, (upsert.body as ErrorBody).error.code]).toEqual([
-        JSON.stringify(body),
-        400,
-        code,
-      ]);
+      expect([JSON.stringify(body), upsert.status, upsert.body]).toEqual(expected);
       const grant = await postJson<ErrorBody>(
         `${gateway.url}/product-users/by-external-id/credit-grants`,
         { ...body, amount: '1.00' },
         bearer(org.service_key),
       );
-      expect([JSON.stringify(body), grant.status, grant.body.error.code]).toEqual([
-        JSON.stringify(body),
-        400,
-        code,
-      ]);
+      expect([JSON.stringify(body), grant.status, grant.body]).toEqual(expected);
     }
   });
 

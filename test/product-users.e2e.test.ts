@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emailHash } from '../src/product-users/directory.js';
 import { isolatedContext } from './support/context.js';
-import { bearer, postJson } from './support/http.js';
+import { bearer, postJson, type ErrorBody } from './support/http.js';
 import { rawRequest } from './support/raw-http.js';
 import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
 
@@ -137,7 +137,6 @@ describe('product-user attribution', () => {
   });
 });
 
-type ErrorBody = { error: { code: string; message: string } };
 const chat = (body: Record<string, unknown>, headers: Record<string, string> = {}) =>
   postJson<ErrorBody>(
     `${gateways[0]!.url}/v1/chat/completions`,

@@ -11,7 +11,7 @@ import { sha256Hex } from '../src/ids.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { isolatedContext } from './support/context.js';
 import { createMember, DashboardClient, signInTo, uniqueEmail } from './support/dashboard.js';
-import { bearer, postJson, postSse } from './support/http.js';
+import { bearer, postJson, postSse, type ErrorBody } from './support/http.js';
 import { connectAndExchange, createOAuthClient } from './support/oauth.js';
 import {
   runCli,
@@ -41,7 +41,6 @@ interface ApiKey {
   requests_per_minute: number | null;
   product_user_requests_per_minute: number | null;
 }
-type ErrorBody = { error: { code: string; message: string; rate_limit_scope?: string } };
 
 const chat = { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
 const apiKeysOf = (connectionId: string) => `/dashboard/api/connections/${connectionId}/api-keys`;

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
 import { createMember, signInTo, uniqueEmail, type DashboardClient } from './support/dashboard.js';
-import { bearer, postJson } from './support/http.js';
+import { bearer, postJson, type ErrorBody } from './support/http.js';
 import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
 import { startSubscriberRelay, type SubscriberRelay } from './support/subscriber-relay.js';
 
@@ -19,13 +19,12 @@ let relay: SubscriberRelay;
 let gateway: GatewayProcess;
 let tenant: SeededOrg;
 let admin: DashboardClient;
-type ErrorBody = { error?: { code: string; message: string } };
 
 const chat = { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
 
 /** The status and error code (if any) of an inference call with `apiKey` for `externalUserId`. */
 async function infer(apiKey: string, externalUserId = 'anyone'): Promise<[number, string?]> {
-  const answer = await postJson<ErrorBody>(`${gateway.url}/v1/chat/completions`, chat, {
+  const answer = await postJson<Partial<ErrorBody>>(`${gateway.url}/v1/chat/completions`, chat, {
     ...bearer(apiKey),
     'x-gw-external-user-id': externalUserId,
   });

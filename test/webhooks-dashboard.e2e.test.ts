@@ -8,6 +8,7 @@ import { createMember, DashboardClient, signInTo, uniqueEmail } from './support/
 import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
 import { eventually } from './support/services.js';
 import { WebhookReceiver, webhookEnv } from './support/webhook-receiver.js';
+import type { ErrorBody } from './support/http.js';
 
 const { prefix, db } = isolatedContext('wh-dashboard');
 const env = webhookEnv(prefix);
@@ -18,7 +19,6 @@ let other: SeededOrg;
 const emails = { admin: uniqueEmail('wh-admin'), viewer: uniqueEmail('wh-viewer') };
 const outsiderEmail = uniqueEmail('wh-outsider');
 
-type ErrorBody = { error: { code: string; message: string } };
 interface Endpoint {
   id: string;
   org_id: string;

@@ -1,5 +1,6 @@
 // Webhooks cannot be aimed at the gateway's own network: URLs that are not https, or that name
-// or resolve to loopback, private, link-local or metadata addresses, are refused when an
+// or resolve to addresses that are not globally reachable (loopback, private, link-local where
+// cloud metadata lives, documentation, …), are refused, naming which kind, when an
 // endpoint is saved (nothing stored) and again on every connection, with the address checked
 // being the one connected to, so a name re-pointed after the check (DNS rebinding) gets
 // nowhere.
@@ -27,14 +28,9 @@ afterAll(async () => {
 describe('when an endpoint is saved', () => {
   it.each([
     ['http://hooks.example.com/in', 'must be an https URL'],
-    [
-      'https://127.0.0.1/in',
-      'must not point to a loopback, private, link-local or metadata address',
-    ],
-    [
-      'https://localhost:8443/in',
-      'resolves to a loopback, private, link-local or metadata address',
-    ],
+    ['https://127.0.0.1/in', 'must not point to a loopback address in 127.0.0.0/8'],
+    ['https://localhost:8443/in', 'resolves to a loopback address in'],
+    ['https://192.0.2.10/in', 'must not point to a documentation address in 192.0.2.0/24'],
     ['https://10.0.0.8/in', 'must not point'],
     ['https://192.168.0.10/in', 'must not point'],
     ['https://169.254.169.254/latest/meta-data/', 'must not point'],
@@ -89,9 +85,15 @@ describe('when a delivery connects', () => {
   // The name passed the check when saved (it pointed at a public address); now it points at
   // the receiver on 127.0.0.1, or at an IPv6 address that leads there, or at an address IANA
   // marks not globally reachable.
-  it.each(['127.0.0.1', '64:ff9b::7f00:1', '2002:7f00:1::1', '::ffff:127.0.0.1', '192.0.0.170'])(
-    'a name that now resolves to %s is refused before any byte is sent',
-    async (address) => {
+  it.each([
+    ['127.0.0.1', 'a loopback address in 127.0.0.0/8'],
+    ['64:ff9b::7f00:1', 'a loopback address in 127.0.0.0/8'],
+    ['2002:7f00:1::1', 'a loopback address in 127.0.0.0/8'],
+    ['::ffff:127.0.0.1', 'a loopback address in 127.0.0.0/8'],
+    ['192.0.0.170', 'a NAT64/DNS64 discovery address in 192.0.0.170/32'],
+  ])(
+    'a name that now resolves to %s is refused before any byte is sent (%s)',
+    async (address, named) => {
       const client = new DeliveryClient(policy, 2000, pointingTo(address));
       const port = new URL(receiver.url).port;
       const result = await client.post(`http://rebound.example.com:${port}/hook`, '{}', {
@@ -99,9 +101,7 @@ describe('when a delivery connects', () => {
       });
       await client.close();
       expect(result.statusCode).toBeNull();
-      expect(result.error).toBe(
-        'refused: rebound.example.com: resolves to a loopback, private, link-local or metadata address',
-      );
+      expect(result.error).toBe(`refused: rebound.example.com: resolves to ${named}`);
       expect(receiver.received).toEqual([]);
     },
   );
@@ -110,9 +110,7 @@ describe('when a delivery connects', () => {
     const client = new DeliveryClient(policy, 2000);
     const result = await client.post(`${receiver.url}/hook`, '{}', {});
     await client.close();
-    expect(result.error).toBe(
-      'refused: url must not point to a loopback, private, link-local or metadata address',
-    );
+    expect(result.error).toBe('refused: url must not point to a loopback address in 127.0.0.0/8');
     expect(receiver.received).toEqual([]);
   });
 

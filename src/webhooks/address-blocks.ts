@@ -27,13 +27,22 @@ const teredoServerAndClient: CarriedIpv4 = (g) => [
  */
 export type Verdict = 'refused' | 'reachable' | CarriedIpv4;
 
-/** A block of addresses, what a webhook to it gets, and why. */
-export interface AddressBlock {
+interface Block {
   readonly network: string;
   readonly prefix: number;
-  readonly verdict: Verdict;
   readonly why: string;
 }
+
+/** A block no webhook may reach, and what a refusal calls its addresses. */
+export interface RefusedBlock extends Block {
+  readonly verdict: 'refused';
+  /** The kind of address, as a refusal names it: "a documentation address". */
+  readonly kind: string;
+}
+
+/** A block of addresses, what a webhook to it gets, and why. */
+export type AddressBlock =
+  RefusedBlock | (Block & { readonly verdict: Exclude<Verdict, 'refused'> });
 
 /**
  * Every block with a verdict; an address gets the verdict of the narrowest block that holds
@@ -49,36 +58,76 @@ export interface AddressBlock {
  */
 export const ADDRESS_BLOCKS: readonly AddressBlock[] = [
   // IPv4 Special-Purpose Address Registry
-  { network: '0.0.0.0', prefix: 8, verdict: 'refused', why: '"this" network (RFC 791)' },
-  { network: '0.0.0.0', prefix: 32, verdict: 'refused', why: '"this" host (RFC 1122)' },
-  { network: '10.0.0.0', prefix: 8, verdict: 'refused', why: 'private use (RFC 1918)' },
+  {
+    network: '0.0.0.0',
+    prefix: 8,
+    verdict: 'refused',
+    kind: 'a this-network address',
+    why: '"this" network (RFC 791)',
+  },
+  {
+    network: '0.0.0.0',
+    prefix: 32,
+    verdict: 'refused',
+    kind: 'a this-host address',
+    why: '"this" host (RFC 1122)',
+  },
+  {
+    network: '10.0.0.0',
+    prefix: 8,
+    verdict: 'refused',
+    kind: 'a private-use address',
+    why: 'private use (RFC 1918)',
+  },
   {
     network: '100.64.0.0',
     prefix: 10,
     verdict: 'refused',
+    kind: 'a shared (carrier-grade NAT) address',
     why: 'shared address space, carrier-grade NAT (RFC 6598; Alibaba metadata 100.100.100.200)',
   },
-  { network: '127.0.0.0', prefix: 8, verdict: 'refused', why: 'loopback (RFC 1122)' },
+  {
+    network: '127.0.0.0',
+    prefix: 8,
+    verdict: 'refused',
+    kind: 'a loopback address',
+    why: 'loopback (RFC 1122)',
+  },
   {
     network: '169.254.0.0',
     prefix: 16,
     verdict: 'refused',
+    kind: 'a link-local address',
     why: 'link-local (RFC 3927; cloud metadata 169.254.169.254)',
   },
-  { network: '172.16.0.0', prefix: 12, verdict: 'refused', why: 'private use (RFC 1918)' },
+  {
+    network: '172.16.0.0',
+    prefix: 12,
+    verdict: 'refused',
+    kind: 'a private-use address',
+    why: 'private use (RFC 1918)',
+  },
   {
     network: '192.0.0.0',
     prefix: 24,
     verdict: 'refused',
+    kind: 'an IETF protocol assignment address',
     why: 'IETF protocol assignments, unusable but for a narrower entry (RFC 6890)',
   },
   {
     network: '192.0.0.0',
     prefix: 29,
     verdict: 'refused',
+    kind: 'an IPv4 service continuity address',
     why: 'IPv4 service continuity, DS-Lite (RFC 7335)',
   },
-  { network: '192.0.0.8', prefix: 32, verdict: 'refused', why: 'IPv4 dummy address (RFC 7600)' },
+  {
+    network: '192.0.0.8',
+    prefix: 32,
+    verdict: 'refused',
+    kind: 'an IPv4 dummy address',
+    why: 'IPv4 dummy address (RFC 7600)',
+  },
   {
     network: '192.0.0.9',
     prefix: 32,
@@ -90,18 +139,21 @@ export const ADDRESS_BLOCKS: readonly AddressBlock[] = [
     network: '192.0.0.170',
     prefix: 32,
     verdict: 'refused',
+    kind: 'a NAT64/DNS64 discovery address',
     why: 'NAT64/DNS64 discovery (RFC 8880)',
   },
   {
     network: '192.0.0.171',
     prefix: 32,
     verdict: 'refused',
+    kind: 'a NAT64/DNS64 discovery address',
     why: 'NAT64/DNS64 discovery (RFC 8880)',
   },
   {
     network: '192.0.2.0',
     prefix: 24,
     verdict: 'refused',
+    kind: 'a documentation address',
     why: 'documentation, TEST-NET-1 (RFC 5737)',
   },
   { network: '192.31.196.0', prefix: 24, verdict: 'reachable', why: 'AS112-v4 (RFC 7535)' },
@@ -110,47 +162,88 @@ export const ADDRESS_BLOCKS: readonly AddressBlock[] = [
     network: '192.88.99.0',
     prefix: 24,
     verdict: 'refused',
+    kind: 'a withdrawn 6to4 relay anycast address',
     why: '6to4 relay anycast, terminated 2015 (RFC 7526)',
   },
   {
     network: '192.88.99.2',
     prefix: 32,
     verdict: 'refused',
+    kind: 'a 6a44 relay anycast address',
     why: '6a44 relay anycast (RFC 6751)',
   },
-  { network: '192.168.0.0', prefix: 16, verdict: 'refused', why: 'private use (RFC 1918)' },
+  {
+    network: '192.168.0.0',
+    prefix: 16,
+    verdict: 'refused',
+    kind: 'a private-use address',
+    why: 'private use (RFC 1918)',
+  },
   {
     network: '192.175.48.0',
     prefix: 24,
     verdict: 'reachable',
     why: 'AS112 direct delegation (RFC 7534)',
   },
-  { network: '198.18.0.0', prefix: 15, verdict: 'refused', why: 'benchmarking (RFC 2544)' },
+  {
+    network: '198.18.0.0',
+    prefix: 15,
+    verdict: 'refused',
+    kind: 'a benchmarking address',
+    why: 'benchmarking (RFC 2544)',
+  },
   {
     network: '198.51.100.0',
     prefix: 24,
     verdict: 'refused',
+    kind: 'a documentation address',
     why: 'documentation, TEST-NET-2 (RFC 5737)',
   },
   {
     network: '203.0.113.0',
     prefix: 24,
     verdict: 'refused',
+    kind: 'a documentation address',
     why: 'documentation, TEST-NET-3 (RFC 5737)',
   },
-  { network: '240.0.0.0', prefix: 4, verdict: 'refused', why: 'reserved (RFC 1112)' },
+  {
+    network: '240.0.0.0',
+    prefix: 4,
+    verdict: 'refused',
+    kind: 'a reserved address',
+    why: 'reserved (RFC 1112)',
+  },
   {
     network: '255.255.255.255',
     prefix: 32,
     verdict: 'refused',
+    kind: 'a limited broadcast address',
     why: 'limited broadcast (RFC 919)',
   },
   // IPv4 beyond that registry: a webhook is one connection to one receiver.
-  { network: '224.0.0.0', prefix: 4, verdict: 'refused', why: 'multicast (RFC 5771)' },
+  {
+    network: '224.0.0.0',
+    prefix: 4,
+    verdict: 'refused',
+    kind: 'a multicast address',
+    why: 'multicast (RFC 5771)',
+  },
 
   // IPv6 Special-Purpose Address Registry
-  { network: '::', prefix: 128, verdict: 'refused', why: 'unspecified (RFC 4291)' },
-  { network: '::1', prefix: 128, verdict: 'refused', why: 'loopback (RFC 4291)' },
+  {
+    network: '::',
+    prefix: 128,
+    verdict: 'refused',
+    kind: 'an unspecified address',
+    why: 'unspecified (RFC 4291)',
+  },
+  {
+    network: '::1',
+    prefix: 128,
+    verdict: 'refused',
+    kind: 'a loopback address',
+    why: 'loopback (RFC 4291)',
+  },
   {
     network: '::ffff:0:0',
     prefix: 96,
@@ -167,14 +260,28 @@ export const ADDRESS_BLOCKS: readonly AddressBlock[] = [
     network: '64:ff9b:1::',
     prefix: 48,
     verdict: 'refused',
+    kind: 'a local-use NAT64 address',
     why: 'local-use IPv4/IPv6 translation (RFC 8215)',
   },
-  { network: '100::', prefix: 64, verdict: 'refused', why: 'discard-only (RFC 6666)' },
-  { network: '100:0:0:1::', prefix: 64, verdict: 'refused', why: 'dummy prefix (RFC 9780)' },
+  {
+    network: '100::',
+    prefix: 64,
+    verdict: 'refused',
+    kind: 'a discard-only address',
+    why: 'discard-only (RFC 6666)',
+  },
+  {
+    network: '100:0:0:1::',
+    prefix: 64,
+    verdict: 'refused',
+    kind: 'a dummy IPv6 address',
+    why: 'dummy prefix (RFC 9780)',
+  },
   {
     network: '2001::',
     prefix: 23,
     verdict: 'refused',
+    kind: 'an IETF protocol assignment address',
     why: 'IETF protocol assignments, unusable but for a narrower entry (RFC 2928)',
   },
   {
@@ -196,13 +303,20 @@ export const ADDRESS_BLOCKS: readonly AddressBlock[] = [
     verdict: 'reachable',
     why: 'DNS-SD service registration anycast (RFC 9665)',
   },
-  { network: '2001:2::', prefix: 48, verdict: 'refused', why: 'benchmarking (RFC 5180)' },
+  {
+    network: '2001:2::',
+    prefix: 48,
+    verdict: 'refused',
+    kind: 'a benchmarking address',
+    why: 'benchmarking (RFC 5180)',
+  },
   { network: '2001:3::', prefix: 32, verdict: 'reachable', why: 'AMT (RFC 7450)' },
   { network: '2001:4:112::', prefix: 48, verdict: 'reachable', why: 'AS112-v6 (RFC 7535)' },
   {
     network: '2001:10::',
     prefix: 28,
     verdict: 'refused',
+    kind: 'a withdrawn ORCHID address',
     why: 'ORCHID, terminated 2014 (RFC 4843)',
   },
   { network: '2001:20::', prefix: 28, verdict: 'reachable', why: 'ORCHIDv2 (RFC 7343)' },
@@ -212,7 +326,13 @@ export const ADDRESS_BLOCKS: readonly AddressBlock[] = [
     verdict: 'reachable',
     why: 'drone remote ID entity tags (RFC 9374)',
   },
-  { network: '2001:db8::', prefix: 32, verdict: 'refused', why: 'documentation (RFC 3849)' },
+  {
+    network: '2001:db8::',
+    prefix: 32,
+    verdict: 'refused',
+    kind: 'a documentation address',
+    why: 'documentation (RFC 3849)',
+  },
   {
     network: '2002::',
     prefix: 16,
@@ -225,40 +345,75 @@ export const ADDRESS_BLOCKS: readonly AddressBlock[] = [
     verdict: 'reachable',
     why: 'AS112 direct delegation (RFC 7534)',
   },
-  { network: '3fff::', prefix: 20, verdict: 'refused', why: 'documentation (RFC 9637)' },
-  { network: '5f00::', prefix: 16, verdict: 'refused', why: 'SRv6 segment identifiers (RFC 9602)' },
+  {
+    network: '3fff::',
+    prefix: 20,
+    verdict: 'refused',
+    kind: 'a documentation address',
+    why: 'documentation (RFC 9637)',
+  },
+  {
+    network: '5f00::',
+    prefix: 16,
+    verdict: 'refused',
+    kind: 'an SRv6 segment identifier address',
+    why: 'SRv6 segment identifiers (RFC 9602)',
+  },
   {
     network: 'fc00::',
     prefix: 7,
     verdict: 'refused',
+    kind: 'a unique-local address',
     why: 'unique local (RFC 4193; AWS metadata fd00:ec2::254)',
   },
-  { network: 'fe80::', prefix: 10, verdict: 'refused', why: 'link-local (RFC 4291)' },
+  {
+    network: 'fe80::',
+    prefix: 10,
+    verdict: 'refused',
+    kind: 'a link-local address',
+    why: 'link-local (RFC 4291)',
+  },
   // IPv6 beyond that registry: multicast, and outside global unicast 2000::/3.
   {
     network: '::',
     prefix: 96,
     verdict: 'refused',
+    kind: 'an IPv4-compatible address',
     why: 'IPv4-compatible, deprecated (RFC 4291)',
   },
-  { network: 'fec0::', prefix: 10, verdict: 'refused', why: 'site-local, deprecated (RFC 3879)' },
-  { network: 'ff00::', prefix: 8, verdict: 'refused', why: 'multicast (RFC 4291)' },
+  {
+    network: 'fec0::',
+    prefix: 10,
+    verdict: 'refused',
+    kind: 'a site-local address',
+    why: 'site-local, deprecated (RFC 3879)',
+  },
+  {
+    network: 'ff00::',
+    prefix: 8,
+    verdict: 'refused',
+    kind: 'a multicast address',
+    why: 'multicast (RFC 4291)',
+  },
   {
     network: '::',
     prefix: 3,
     verdict: 'refused',
+    kind: 'a reserved address',
     why: 'not global unicast: reserved by the IETF (RFC 4291)',
   },
   {
     network: '4000::',
     prefix: 2,
     verdict: 'refused',
+    kind: 'a reserved address',
     why: 'not global unicast: reserved by the IETF (RFC 4291)',
   },
   {
     network: '8000::',
     prefix: 1,
     verdict: 'refused',
+    kind: 'a reserved address',
     why: 'not global unicast: reserved by the IETF (RFC 4291)',
   },
 ];
@@ -319,7 +474,7 @@ function narrowestBlockOf(address: ParsedAddress): AddressBlock | undefined {
  * The block that refuses an address (for one that carries IPv4 addresses, the block that
  * refuses one of them), or undefined when a webhook may reach it.
  */
-export function refusedBlockOf(address: string): AddressBlock | undefined {
+export function refusedBlockOf(address: string): RefusedBlock | undefined {
   const parsed = parseAddress(address);
   if (!parsed) return undefined;
   const block = narrowestBlockOf(parsed);

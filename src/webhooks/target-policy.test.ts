@@ -225,32 +225,25 @@ describe('address blocks: each boundary, alike as a URL literal and as a DNS ans
     ['ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff', 'multicast (RFC 4291)'],
   ])('%s: %s', async (address, refusedBecause) => {
     const refused = refusedBecause !== null;
-    expect(refusedBlockOf(address)?.why ?? null).toEqual(
-      refused ? expect.stringContaining(refusedBecause) : null,
-    );
+    const block = refusedBlockOf(address);
+    expect(block?.why ?? null).toEqual(refused ? expect.stringContaining(refusedBecause) : null);
     expect(isRefusedAddress(address)).toBe(refused);
+    // Each refusal names the kind of address and the block that refuses it.
+    const named = block && `${block.kind} in ${block.network}/${block.prefix}`;
     // A literal in the URL, when the endpoint is saved and when a delivery starts.
     const checked = checkTargetUrl(urlNaming(address), strict);
     expect(typeof checked === 'string' ? checked : 'accepted').toBe(
-      refused
-        ? 'must not point to a loopback, private, link-local or metadata address'
-        : 'accepted',
+      refused ? `must not point to ${named}` : 'accepted',
     );
     // A DNS answer when the endpoint is saved...
     const url = new URL('https://hooks.example.com/in');
     expect(await checkTargetAddresses(url, strict, resolving(address))).toBe(
-      refused
-        ? 'resolves to a loopback, private, link-local or metadata address (hooks.example.com)'
-        : null,
+      refused ? `resolves to ${named} (hooks.example.com)` : null,
     );
     // ...and when a delivery connects.
     const { error, address: connectedTo } = await lookupOf(resolving(address));
     expect(error === null || error instanceof TargetRefusedError).toBe(true);
-    expect(error?.message ?? null).toBe(
-      refused
-        ? 'hooks.example.com: resolves to a loopback, private, link-local or metadata address'
-        : null,
-    );
+    expect(error?.message ?? null).toBe(refused ? `hooks.example.com: resolves to ${named}` : null);
     expect(connectedTo).toBe(refused ? '' : address);
   });
 
@@ -260,6 +253,37 @@ describe('address blocks: each boundary, alike as a URL literal and as a DNS ans
     expect(refusedBlockOf('fe80::1%eth0')?.why).toContain('link-local');
     expect(refusedBlockOf('2001:3::1%2')).toBeUndefined();
     expect(refusedBlockOf('64:ff9b::127.0.0.1')?.why).toContain('loopback');
+  });
+
+  it.each([
+    ['192.0.2.1', 'a documentation address in 192.0.2.0/24'],
+    ['3fff::1', 'a documentation address in 3fff::/20'],
+    ['198.18.0.1', 'a benchmarking address in 198.18.0.0/15'],
+    ['100.100.100.200', 'a shared (carrier-grade NAT) address in 100.64.0.0/10'],
+    ['169.254.169.254', 'a link-local address in 169.254.0.0/16'],
+    ['10.0.0.5', 'a private-use address in 10.0.0.0/8'],
+    ['::1', 'a loopback address in ::1/128'],
+    ['64:ff9b:1::1', 'a local-use NAT64 address in 64:ff9b:1::/48'],
+    ['4000::1', 'a reserved address in 4000::/2'],
+    // An address that carries an IPv4 address is named by the block refusing that one.
+    ['64:ff9b::7f00:1', 'a loopback address in 127.0.0.0/8'],
+    ['::ffff:192.168.1.1', 'a private-use address in 192.168.0.0/16'],
+  ])('names why %s is refused: %s', async (address, named) => {
+    expect(checkTargetUrl(urlNaming(address), strict)).toBe(`must not point to ${named}`);
+    const url = new URL('https://hooks.example.com/in');
+    expect(await checkTargetAddresses(url, strict, resolving('93.184.216.34', address))).toBe(
+      `resolves to ${named} (hooks.example.com)`,
+    );
+    expect((await lookupOf(resolving(address))).error?.message).toBe(
+      `hooks.example.com: resolves to ${named}`,
+    );
+  });
+
+  it('names each refused block with a kind of address', () => {
+    const kinds = ADDRESS_BLOCKS.flatMap((block) =>
+      block.verdict === 'refused' ? [block.kind] : [],
+    );
+    expect(kinds.filter((kind) => !/^an? [\w(). /-]+ address$/.test(kind))).toEqual([]);
   });
 
   it('lists each block once', () => {
@@ -274,11 +298,8 @@ describe('URLs', () => {
     ['ftp://hooks.example.com/x', 'must be an https URL'],
     ['https://user:secret@hooks.example.com/', 'must not carry credentials'],
     ['https://hooks.example.com/#part', 'must not have a fragment'],
-    ['https://127.0.0.1/', 'must not point to a loopback, private, link-local or metadata address'],
-    [
-      'https://[::1]:8443/',
-      'must not point to a loopback, private, link-local or metadata address',
-    ],
+    ['https://127.0.0.1/', 'must not point to a loopback address in 127.0.0.0/8'],
+    ['https://[::1]:8443/', 'must not point to a loopback address in ::1/128'],
     ['https://169.254.169.254/latest/meta-data', 'must not point'],
     ['https://0x7f000001/', 'must not point'], // the URL parser reads it as 127.0.0.1
     ['https://[::127.0.0.1]/', 'must not point'], // written back as [::7f00:1]
@@ -312,9 +333,9 @@ describe('URLs', () => {
   it('refuses a name that resolves to a refused address (any of them), accepts one that does not resolve', async () => {
     const url = new URL('https://hooks.example.com/');
     expect(await checkTargetAddresses(url, strict, resolving('93.184.216.34'))).toBeNull();
-    expect(
-      await checkTargetAddresses(url, strict, resolving('93.184.216.34', '10.0.0.5')),
-    ).toContain('resolves to a loopback, private, link-local or metadata address');
+    expect(await checkTargetAddresses(url, strict, resolving('93.184.216.34', '10.0.0.5'))).toBe(
+      'resolves to a private-use address in 10.0.0.0/8 (hooks.example.com)',
+    );
     expect(
       await checkTargetAddresses(url, strict, () => Promise.reject(new Error('ENOTFOUND'))),
     ).toBeNull();

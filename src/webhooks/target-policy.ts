@@ -32,7 +32,28 @@ const CREATION_LOOKUP_TIMEOUT_MS = 3000;
 
 /** True for an address no webhook may reach (unless private targets are allowed). */
 export function isRefusedAddress(address: string): boolean {
-  return isIP(address) === 0 || refusedBlockOf(address) !== undefined;
+  return refusedAddressOf(address) !== undefined;
+}
+
+/**
+ * Which kind of address a refused one is, and its block: "a documentation address in
+ * 192.0.2.0/24" (an address carrying an IPv4 address — NAT64, 6to4, Teredo, IPv4-mapped — is
+ * named by the IPv4 block that refuses it). The block, never the address: for a name, that
+ * would tell the caller what internal names resolve to.
+ */
+function refusedAddressOf(address: string): string | undefined {
+  if (isIP(address) === 0) return 'something that is not an IP address';
+  const block = refusedBlockOf(address);
+  return block && `${block.kind} in ${block.network}/${block.prefix}`;
+}
+
+/** Why a name that resolved to these addresses is refused, or undefined if none is. */
+function refusedAnswerOf(addresses: readonly LookupAddress[]): string | undefined {
+  for (const { address } of addresses) {
+    const refused = refusedAddressOf(address);
+    if (refused !== undefined) return `resolves to ${refused}`;
+  }
+  return undefined;
 }
 
 /** The host of a URL without IPv6 brackets. */
@@ -61,9 +82,8 @@ export function checkTargetUrl(text: string, policy: TargetPolicy): URL | string
   if (url.port === '0') return 'must not use port 0';
   const host = hostOf(url);
   if (host === '') return 'must name a host';
-  if (isIP(host) !== 0 && !policy.allowPrivate && isRefusedAddress(host)) {
-    return 'must not point to a loopback, private, link-local or metadata address';
-  }
+  const refused = isIP(host) !== 0 && !policy.allowPrivate ? refusedAddressOf(host) : undefined;
+  if (refused !== undefined) return `must not point to ${refused}`;
   return url;
 }
 
@@ -79,21 +99,18 @@ export async function checkTargetAddresses(
 ): Promise<string | null> {
   if (policy.allowPrivate) return null;
   const host = hostOf(url);
-  if (isIP(host) !== 0) return isRefusedAddress(host) ? refusedAddressReason(host) : null;
+  if (isIP(host) !== 0) {
+    const refused = refusedAddressOf(host);
+    return refused === undefined ? null : `resolves to ${refused} (${host})`;
+  }
   let addresses: LookupAddress[];
   try {
     addresses = await withTimeout(resolve(host), CREATION_LOOKUP_TIMEOUT_MS);
   } catch {
     return null;
   }
-  const bad = addresses.find((entry) => isRefusedAddress(entry.address));
-  return bad ? refusedAddressReason(host) : null;
-}
-
-const REFUSED_ADDRESS = 'resolves to a loopback, private, link-local or metadata address';
-
-function refusedAddressReason(host: string): string {
-  return `${REFUSED_ADDRESS} (${host})`;
+  const refused = refusedAnswerOf(addresses);
+  return refused === undefined ? null : `${refused} (${host})`;
 }
 
 /** A connection refused because of where it would go. */
@@ -123,8 +140,9 @@ export function guardedLookup(policy: TargetPolicy, resolve: Resolver = systemRe
           );
           return;
         }
-        if (!policy.allowPrivate && addresses.some((entry) => isRefusedAddress(entry.address))) {
-          callback(new TargetRefusedError(`${hostname}: ${REFUSED_ADDRESS}`), '');
+        const refused = policy.allowPrivate ? undefined : refusedAnswerOf(addresses);
+        if (refused !== undefined) {
+          callback(new TargetRefusedError(`${hostname}: ${refused}`), '');
           return;
         }
         const wanted =

@@ -1,5 +1,25 @@
 // Small HTTP helpers for tests: JSON requests and SSE reading with undici's fetch.
 
+/**
+ * The spec's error body (SPEC.md, Errors): `code` and `message`, and the fields some answers
+ * add — the limit or cap a refusal hit (src/billing/rejections.ts), the messages protocol's
+ * `type`, and the allowance refusal's shape (`code` '403', the gw code, the same message and
+ * the amounts under `provider_specific_fields`). A type, not an interface, so that it converts
+ * to and from `Record<string, unknown>` as the helpers' default body does.
+ */
+export type ErrorBody = {
+  error: {
+    code: string;
+    message: string;
+    rate_limit_scope?: string;
+    cap_scope?: string;
+    type?: string;
+    provider_specific_fields?: {
+      error: { code: string; message: string; params: Record<string, string> };
+    };
+  };
+};
+
 export interface JsonResponse<T = Record<string, unknown>> {
   readonly status: number;
   readonly headers: Headers;

@@ -58,11 +58,12 @@ export async function identifyUser(
   appId: string | null | undefined,
   externalUserId: string | null | undefined,
 ): Promise<{ appId: string; externalUserId: string } | GwError> {
-  if (!appId || appId.trim() === '') return gwError('gw_invalid_app_id', 'app_id is required');
+  // An empty or blank id names nothing: it reads as a missing one does (validation-messages.ts).
+  if (!appId || appId.trim() === '') return gwError('gw_invalid_app_id', 'app_id: is required');
   const appIdProblem = boundedTextProblem(appId, MAX_APP_ID_CHARS);
   if (appIdProblem) return gwError('gw_invalid_app_id', `app_id: ${appIdProblem}`);
   if (!externalUserId || externalUserId.trim() === '') {
-    return gwError('gw_invalid_external_user_id', 'external_user_id is required');
+    return gwError('gw_invalid_external_user_id', 'external_user_id: is required');
   }
   const idProblem = boundedTextProblem(externalUserId, MAX_EXTERNAL_USER_ID_CHARS);
   if (idProblem) {
