@@ -4,8 +4,10 @@
 // processed" for 10 minutes; a live request renews its lease past its first term and a second
 // request with its key is refused meanwhile, never run; a gateway paused (SIGSTOP) past its
 // lease while a retry took the key over commits nothing and writes no answer when it resumes;
-// a key whose request committed its change and never answered is reported at once, never run
-// again. Creates are held mid-handler by a lock on the apps table (the file's own database).
+// a key whose request committed its change and has not answered is reported at once as
+// committed, never run again; a create refused inside its own transaction whose key was never
+// released committed nothing, so its retry runs (decision 393). Creates are held mid-handler by
+// a lock on the apps table (the file's own database).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IDEMPOTENCY_KEY_LEASE_MS, requestFingerprint } from '../src/idempotency/store.js';
 import { isolatedContext } from './support/context.js';
@@ -65,17 +67,20 @@ async function holdAppInserts(): Promise<() => Promise<void>> {
   };
 }
 
-/** Resolves once a create is waiting on the held apps table: inside its handler's transaction. */
-function createWaiting(): Promise<true> {
+/** Resolves with the backend of a statement (its text `LIKE` this) once it waits on a lock. */
+function waitingOnLock(statement: string): Promise<number> {
   return eventually(async () => {
-    const { rows } = await db.query(
-      `SELECT 1 FROM pg_stat_activity
-        WHERE datname = current_database() AND wait_event_type = 'Lock'
-          AND query LIKE 'INSERT INTO apps %'`,
+    const { rows } = await db.query<{ pid: number }>(
+      `SELECT pid FROM pg_stat_activity
+        WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE $1`,
+      [statement],
     );
-    return rows.length > 0 ? true : undefined;
+    return rows[0]?.pid;
   }, LEASE_WAIT_MS);
 }
+
+/** Resolves once a create is waiting on the held apps table: inside its handler's transaction. */
+const createWaiting = (): Promise<number> => waitingOnLock('INSERT INTO apps %');
 
 interface KeyRow {
   state: string;
@@ -294,6 +299,69 @@ describe('a create that broke before anything of it committed', () => {
   }, 120_000);
 });
 
+describe('a create refused inside its own transaction (the app deleted meanwhile), its key never released', () => {
+  it('committed nothing: once its lease lapses the retry runs again and is refused as the first was, not told it committed', async () => {
+    const key = newIdempotencyKey();
+    const app = await admin.post<App>(appsPath(), { name: `deleted meanwhile ${key.slice(-6)}` });
+    expect(app.status).toBe(201);
+    const connectionsPath = `/dashboard/api/apps/${app.body.id}/connections`;
+    const deleting = await db.connect();
+    const keyHeld = await db.connect();
+    let refused: DashboardAnswer<ErrorBody>;
+    try {
+      // The app's deletion, in progress: the create waits for it inside its transaction.
+      await deleting.query('BEGIN');
+      await deleting.query(`UPDATE apps SET status = 'deleted', deleted_at = now() WHERE id = $1`, [
+        app.body.id,
+      ]);
+      const creating = admin.post<ErrorBody>(
+        connectionsPath,
+        { name: 'refused' },
+        withIdempotencyKey(key),
+      );
+      await waitingOnLock('SELECT status FROM apps %');
+      // Its key's row may be updated (renewed, marked) but not deleted: the release waits...
+      await keyHeld.query('BEGIN');
+      await keyHeld.query(
+        'SELECT 1 FROM idempotency_keys WHERE org_id = $1 AND key = $2 FOR KEY SHARE',
+        [tenant.org_id, key],
+      );
+      await deleting.query('COMMIT');
+      // ... and its connection to Postgres is lost: the key stays as the refusal left it.
+      const releasing = await waitingOnLock('DELETE FROM idempotency_keys %');
+      await db.query('SELECT pg_terminate_backend($1)', [releasing]);
+      refused = await creating;
+    } finally {
+      await deleting.query('ROLLBACK').catch(() => undefined);
+      deleting.release();
+      await keyHeld.query('ROLLBACK');
+      keyHeld.release();
+    }
+    expect(refused.status).toBe(503);
+    expect(refused.body.error.code).toBe('gw_unavailable');
+    expect(await keyRow(key)).toMatchObject({ state: 'running', took_effect: false });
+    const retried = await eventually(
+      async () => {
+        const answer = await admin.post<ErrorBody>(
+          connectionsPath,
+          { name: 'refused' },
+          withIdempotencyKey(key),
+        );
+        return stillRunning(answer) ? undefined : answer;
+      },
+      LEASE_WAIT_MS,
+      250,
+    );
+    expect(retried.status).toBe(409);
+    expect(retried.body.error.code).toBe('gw_conflict');
+    expect(retried.body.error.message).toBe('the app is deleted: it cannot get new connections');
+    const { rows } = await db.query('SELECT id FROM app_connections WHERE app_id = $1', [
+      app.body.id,
+    ]);
+    expect(rows).toEqual([]);
+  }, 120_000);
+});
+
 describe('a key whose lease lapsed', () => {
   /**
    * What a leased request leaves when its gateway dies: a running row claimed a lease ago, its
@@ -316,7 +384,7 @@ describe('a key whose lease lapsed', () => {
     );
   }
 
-  it('after its request committed its change is reported at once as never answered, never run again', async () => {
+  it('after its request committed its change is reported at once as committed and unanswered, never run again; an answer recorded late is replayed', async () => {
     const key = newIdempotencyKey();
     const name = `committed ${key.slice(-6)}`;
     await leftRunning(key, name, true);
@@ -324,11 +392,60 @@ describe('a key whose lease lapsed', () => {
     expect(answer.status).toBe(409);
     expect(answer.body.error.code).toBe('gw_conflict');
     expect(answer.headers.get('retry-after')).toBeNull();
+    // True whether its gateway died or only lost Postgres for a while (decision 393).
     expect(answer.body.error.message).toMatch(
-      /started at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ and committed its change, but its answer was never recorded .* check what it made, then use a new key/,
+      /started at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ and committed its change, but has not recorded its answer: the gateway serving it stopped, or cannot reach Postgres\. Check what it made before using a new key \(should that gateway still record the answer, this key replays it\)$/,
     );
     expect(await appsNamed(name)).toEqual([]);
     expect(await keyRow(key)).toMatchObject({ state: 'running', claim_id: 'dead-claim' });
+    // Its gateway reaches Postgres again and records its answer (its claim still holds the key).
+    const made = { id: 'app_made_by_the_first', name };
+    await db.query(
+      `UPDATE idempotency_keys SET state = 'done', status = 201, answer_clear = $3
+        WHERE org_id = $1 AND key = $2 AND claim_id = 'dead-claim'`,
+      [tenant.org_id, key, JSON.stringify(made)],
+    );
+    const replayed = await admin.post<App>(appsPath(), { name }, withIdempotencyKey(key));
+    expect(replayed.status).toBe(201);
+    expect(replayed.headers.get('idempotent-replayed')).toBe('true');
+    expect(replayed.body).toEqual(made);
+  });
+
+  it('while its request, having committed, still renews it is "still being processed", said committed, with Retry-After', async () => {
+    const key = newIdempotencyKey();
+    const name = `committed, running ${key.slice(-6)}`;
+    await leftRunning(key, name, true);
+    await db.query(
+      `UPDATE idempotency_keys SET lease_expires_at = now() + interval '10 seconds'
+        WHERE org_id = $1 AND key = $2`,
+      [tenant.org_id, key],
+    );
+    const answer = await admin.post<ErrorBody>(appsPath(), { name }, withIdempotencyKey(key));
+    expect(answer.status).toBe(409);
+    expect(answer.body.error.code).toBe('gw_conflict');
+    expect(answer.headers.get('retry-after')).toBe('1');
+    expect(answer.body.error.message).toBe(
+      'a request with this Idempotency-Key is still being processed: it has committed its change and not yet recorded its answer; retry to get it',
+    );
+    expect(await appsNamed(name)).toEqual([]);
+  });
+
+  it('failed after its request committed its change is reported as committed, not "may or may not"', async () => {
+    const key = newIdempotencyKey();
+    const name = `committed, failed ${key.slice(-6)}`;
+    await leftRunning(key, name, true);
+    await db.query(`UPDATE idempotency_keys SET state = 'failed' WHERE org_id = $1 AND key = $2`, [
+      tenant.org_id,
+      key,
+    ]);
+    const answer = await admin.post<ErrorBody>(appsPath(), { name }, withIdempotencyKey(key));
+    expect(answer.status).toBe(409);
+    expect(answer.body.error.code).toBe('gw_conflict');
+    expect(answer.headers.get('retry-after')).toBeNull();
+    expect(answer.body.error.message).toBe(
+      'the first request with this Idempotency-Key committed its change, then failed before answering; check what it made, then use a new key',
+    );
+    expect(await appsNamed(name)).toEqual([]);
   });
 
   it('with nothing committed is taken over by the same request only: another body is still refused', async () => {

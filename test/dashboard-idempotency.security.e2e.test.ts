@@ -180,7 +180,7 @@ describe('a first request that never answered', () => {
     expect(abandoned.body.error.code).toBe('gw_conflict');
     expect(abandoned.headers.get('retry-after')).toBeNull();
     expect(abandoned.body.error.message).toMatch(
-      /started at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ and its answer was never recorded .* check, then use a new key/,
+      /started at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ and has not recorded its answer .* it may or may not have taken effect: check, then use a new key/,
     );
     const { rows } = await db.query('SELECT 1 FROM apps WHERE org_id = $1 AND name = $2', [
       tenant.org_id,

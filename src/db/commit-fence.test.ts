@@ -50,9 +50,43 @@ describe('runFenced', () => {
          VALUES ($1, 'fence-0', $1, 'fence', '[]')`,
         [orgId],
       );
+      return true;
     };
     await runFenced(marking, () => commitRow('passed'));
     expect(await reasons()).toEqual(expect.arrayContaining(['passed', 'fence']));
+  });
+
+  it('rolls back a transaction the fence answers false, unchecked, and returns what its work returned', async () => {
+    const seen: unknown[] = [];
+    const refusal = { refused: 'the app is deleted' };
+    const refusingRollsBack: CommitFence = async (client, result) => {
+      seen.push(result);
+      if (result === refusal) return false;
+      await client.query(
+        `INSERT INTO usage_dead_letters (stream, entry_id, org_id, reason, entry)
+         VALUES ($1, 'fence-1', $1, 'marked', '[]')`,
+        [orgId],
+      );
+      return true;
+    };
+    const answered = await runFenced(refusingRollsBack, () =>
+      withTransaction(db, async (client) => {
+        await client.query(
+          `INSERT INTO usage_dead_letters (stream, entry_id, org_id, reason, entry)
+           VALUES ($1, 'refused-0', $1, 'written, then refused', '[]')`,
+          [orgId],
+        );
+        return refusal;
+      }),
+    );
+    expect(answered).toBe(refusal);
+    expect(seen).toEqual([refusal]);
+    const kept = await reasons();
+    expect(kept).not.toContain('written, then refused');
+    expect(kept).not.toContain('marked');
+    // The connection went back to the pool out of its transaction: the next one commits.
+    await commitRow('after the refusal');
+    expect(await reasons()).toContain('after the refusal');
   });
 
   it('rolls back a transaction the fence refuses, and checks none once the work is over', async () => {
@@ -84,6 +118,7 @@ describe('runFenced', () => {
       (name: string): CommitFence =>
       async () => {
         fencedBy.push(name);
+        return true;
       };
     let release: () => void = () => undefined;
     const held = new Promise<void>((resolve) => (release = resolve));
@@ -115,6 +150,7 @@ function recorder(): { fencedBy: string[]; fence: (name: string) => CommitFence 
     fencedBy,
     fence: (name) => async () => {
       fencedBy.push(name);
+      return true;
     },
   };
 }

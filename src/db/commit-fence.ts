@@ -2,9 +2,11 @@
 // `withTransaction` checked first, in the transaction itself, by the fence it was given. An
 // idempotent request's fence (decision 388) marks its key as having taken effect and fails the
 // commit when the request no longer holds its key (it outlived its lease and a retry took the
-// key over): its change and the mark commit together or not at all. The fence is the request's
-// for as long as `work` runs; a transaction committed after that (work it left in the
-// background) is not checked.
+// key over): its change and the mark commit together or not at all. A transaction of it that
+// returned a refusal is rolled back instead, unmarked (decision 393): a refusal changes nothing,
+// so a key whose request died after one is free, never reported as having taken effect. The
+// fence is the request's for as long as `work` runs; a transaction committed after that (work it
+// left in the background) is not checked.
 //
 // The fence rides an AsyncLocalStorage, which on Node 20 hooks every promise the process makes
 // while it is enabled (a promise-heavy loop ran 2.2 times slower: decision 389). It is enabled
@@ -13,8 +15,12 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { DbClient } from './pool.js';
 
-/** Checks, on the transaction's client, that it may commit; rejects to roll it back. */
-export type CommitFence = (client: DbClient) => Promise<void>;
+/**
+ * Decides, on the transaction's client and before its COMMIT, what becomes of a transaction
+ * whose work returned `result`: true to commit it (with whatever the fence wrote in it), false
+ * to roll it back and still return `result` (a refusal), or rejects to roll it back and fail.
+ */
+export type CommitFence = (client: DbClient, result: unknown) => Promise<boolean>;
 
 interface FencedScope {
   readonly fence: CommitFence;
@@ -38,11 +44,14 @@ export async function runFenced<T>(fence: CommitFence, work: () => Promise<T>): 
   }
 }
 
-/** Runs the fence of the work this transaction belongs to, if any (before its COMMIT). */
-export async function checkCommitFence(client: DbClient): Promise<void> {
-  if (openScopes === 0) return;
+/**
+ * Runs the fence of the work this transaction belongs to, if any, before its COMMIT: true to
+ * commit (always, outside fenced work), false to roll back.
+ */
+export async function checkCommitFence(client: DbClient, result: unknown): Promise<boolean> {
+  if (openScopes === 0) return true;
   const scope = scopes.getStore();
-  if (scope?.open) await scope.fence(client);
+  return scope?.open ? scope.fence(client, result) : true;
 }
 
 /** How many fenced works are running (the promise hooks are on only while this is above 0). */

@@ -67,7 +67,8 @@ const COMMIT = { text: 'COMMIT', query_timeout: 2 ** 31 - 1 };
  * `replayable`: every statement of `work` changes nothing when run again (a usage batch: ON
  * CONFLICT DO NOTHING), so a COMMIT of unknown outcome may be given up on like any statement
  * and the transaction simply run again: its wait is the pool's read time-out, not unbounded.
- * Work run under a commit fence (src/db/commit-fence.ts) has it checked before the COMMIT.
+ * Work run under a commit fence (src/db/commit-fence.ts) has it checked before the COMMIT, which
+ * may roll the transaction back instead (a refusal) and still return what `work` returned.
  */
 export async function withTransaction<T>(
   db: DbPool,
@@ -76,16 +77,18 @@ export async function withTransaction<T>(
 ): Promise<T> {
   const client = await db.connect();
   let result: T;
+  let commits: boolean;
   try {
     await client.query('BEGIN');
     result = await work(client);
-    await checkCommitFence(client);
-    await client.query(options.replayable ? 'COMMIT' : COMMIT);
+    commits = await checkCommitFence(client, result);
+    if (commits) await client.query(options.replayable ? 'COMMIT' : COMMIT);
   } catch (error) {
     await rollBackAndRelease(client, error);
     throw error;
   }
-  client.release();
+  if (commits) client.release();
+  else await rollBackAndRelease(client);
   return result;
 }
 

@@ -3,14 +3,23 @@
 // claim leaves the leased columns as an earlier claim wrote them) is that gateway's for the old
 // bound, never taken over by a retry while it runs; and a request that broke before anything
 // of it committed leaves its key free, like one refused, while one that broke after a commit
-// leaves it failed for good, a commit in progress included.
+// leaves it failed for good, a commit in progress included. Decision 393: a transaction that
+// returns a refusal rolls back unmarked, so a key whose request died after refusing is free;
+// and what a retry is told matches what the key's row holds, state by state.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { TEST_DATABASE_URL } from '../../test/support/env.js';
-import { createOrganization } from '../admin/provisioning.js';
+import { createApp, createOrganization } from '../admin/provisioning.js';
 import { runFenced } from '../db/commit-fence.js';
 import { createDbPool, withTransaction } from '../db/pool.js';
-import { IdempotencyStore, requestFingerprint, type IdempotentRequest } from './store.js';
+import { gwError } from '../errors.js';
+import {
+  commitFenceOf,
+  IdempotencyStore,
+  requestFingerprint,
+  type HeldKey,
+  type IdempotentRequest,
+} from './store.js';
 
 const db = createDbPool(TEST_DATABASE_URL, 4);
 const store = new IdempotencyStore(db, undefined);
@@ -44,6 +53,35 @@ async function keyRow(key: string): Promise<KeyRow | undefined> {
     [orgId, key],
   );
   return rows[0];
+}
+
+/** Claims a new key: the request holds it. */
+async function holdKey(idempotent: IdempotentRequest): Promise<HeldKey> {
+  const claim = await store.claim(idempotent);
+  if (claim.kind !== 'claimed') throw new Error(`expected to claim the key, found ${claim.kind}`);
+  return claim.held;
+}
+
+/**
+ * Ends a held key's lease as if its request had stopped renewing it a lease ago (its gateway
+ * died, or cannot reach Postgres): claimed 11 seconds ago, its lease over since 1 second.
+ */
+async function lapseLease(key: string): Promise<void> {
+  await db.query(
+    `UPDATE idempotency_keys
+        SET created_at = created_at - interval '11 seconds',
+            lease_expires_at = lease_expires_at - interval '11 seconds'
+      WHERE org_id = $1 AND key = $2`,
+    [orgId, key],
+  );
+}
+
+async function appsNamed(name: string): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    'SELECT id FROM apps WHERE org_id = $1 AND name = $2',
+    [orgId, name],
+  );
+  return rows.map((row) => row.id);
 }
 
 /**
@@ -92,22 +130,36 @@ describe('a key an old-version gateway took over after its expiry (a rolling upd
       const idempotent = request({ name: `${state} a day ago` });
       await expiredLeasedKey(idempotent, state, tookEffect);
       expect(await claimAsPreviousVersion(idempotent)).toBe(1);
-      // A retry of the same request reaches a gateway of this version meanwhile.
-      expect(await store.claim(idempotent)).toEqual({ kind: 'running' });
+      // A retry of the same request reaches a gateway of this version meanwhile; the earlier
+      // claim's mark is not this one's.
+      expect(await store.claim(idempotent)).toEqual({ kind: 'running', committed: false });
       expect(await keyRow(idempotent.key)).toMatchObject({ state: 'running' });
     }
   });
 
   it('past the old bound is reported as never answered, its effect unknown, never run again', async () => {
-    const idempotent = request({ name: 'old claim, long gone' });
-    await expiredLeasedKey(idempotent, 'failed', false);
-    expect(await claimAsPreviousVersion(idempotent)).toBe(1);
-    await db.query(
-      `UPDATE idempotency_keys SET created_at = now() - interval '11 minutes'
-        WHERE org_id = $1 AND key = $2`,
-      [orgId, idempotent.key],
-    );
-    expect(await store.claim(idempotent)).toMatchObject({ kind: 'abandoned', effect: 'unknown' });
+    // Whatever the earlier claim of the key left: its mark (a committed change) is not this
+    // claim's, which wrote none.
+    for (const [state, tookEffect] of [
+      ['failed', false],
+      ['done', true],
+    ] as const) {
+      const idempotent = request({ name: `old claim, long gone, ${state} before` });
+      await expiredLeasedKey(idempotent, state, tookEffect);
+      expect(await claimAsPreviousVersion(idempotent)).toBe(1);
+      await db.query(
+        `UPDATE idempotency_keys SET created_at = now() - interval '11 minutes'
+          WHERE org_id = $1 AND key = $2`,
+        [orgId, idempotent.key],
+      );
+      expect(await store.claim(idempotent)).toMatchObject({ kind: 'abandoned', effect: 'unknown' });
+      // Failed there, the same: the effect of that claim is unknown.
+      await db.query(
+        `UPDATE idempotency_keys SET state = 'failed' WHERE org_id = $1 AND key = $2`,
+        [orgId, idempotent.key],
+      );
+      expect(await store.claim(idempotent)).toEqual({ kind: 'failed', effect: 'unknown' });
+    }
   });
 });
 
@@ -118,16 +170,14 @@ describe('a request that broke (an internal error, Postgres unavailable)', () =>
     if (claim.kind !== 'claimed') throw new Error(claim.kind);
     // Its transaction failed (a statement timed out): rolled back, its mark with it.
     await expect(
-      runFenced(
-        (client) => store.fence(client, claim.held),
-        () =>
-          withTransaction(db, async (client) => {
-            await client.query('SELECT 1');
-            throw new Error('canceling statement due to statement timeout');
-          }),
+      runFenced(commitFenceOf(store, claim.held), () =>
+        withTransaction(db, async (client) => {
+          await client.query('SELECT 1');
+          throw new Error('canceling statement due to statement timeout');
+        }),
       ),
     ).rejects.toThrow('statement timeout');
-    await store.fail(claim.held);
+    await store.release(claim.held);
     expect(await keyRow(idempotent.key)).toBeUndefined();
     expect((await store.claim(idempotent)).kind).toBe('claimed');
   });
@@ -136,13 +186,12 @@ describe('a request that broke (an internal error, Postgres unavailable)', () =>
     const idempotent = request();
     const claim = await store.claim(idempotent);
     if (claim.kind !== 'claimed') throw new Error(claim.kind);
-    await runFenced(
-      (client) => store.fence(client, claim.held),
-      () => withTransaction(db, (client) => client.query('SELECT 1')),
+    await runFenced(commitFenceOf(store, claim.held), () =>
+      withTransaction(db, (client) => client.query('SELECT 1')),
     );
-    await store.fail(claim.held);
+    await store.release(claim.held);
     expect(await keyRow(idempotent.key)).toEqual({ state: 'failed', took_effect: true });
-    expect(await store.claim(idempotent)).toEqual({ kind: 'failed' });
+    expect(await store.claim(idempotent)).toEqual({ kind: 'failed', effect: 'committed' });
   });
 
   it('while its commit is in progress, waits for it and leaves the key failed once it committed', async () => {
@@ -155,7 +204,7 @@ describe('a request that broke (an internal error, Postgres unavailable)', () =>
     try {
       await client.query('BEGIN');
       await store.fence(client, claim.held);
-      const failing = store.fail(claim.held);
+      const failing = store.release(claim.held);
       await expect
         .poll(async () => {
           const { rows } = await db.query(
@@ -189,5 +238,71 @@ describe('a key of 255 characters, every printable ASCII one among them', () => 
       body: { id: 'app_1' },
     });
     expect((await store.claim({ ...idempotent, key: key.slice(0, 254) })).kind).toBe('claimed');
+  });
+});
+
+describe('a create that refuses inside its own transaction (the app deleted meanwhile, a limit reached)', () => {
+  const deleted = () => gwError('gw_conflict', 'the app is deleted: it cannot get new connections');
+
+  it('commits nothing and marks nothing: its gateway gone before releasing the key, the retry runs', async () => {
+    const idempotent = request();
+    const held = await holdKey(idempotent);
+    const name = `refused ${idempotent.key}`;
+    const answered = await runFenced(commitFenceOf(store, held), () =>
+      withTransaction(db, async (client) => {
+        // Written before the check that refuses: rolled back with the refusal.
+        await createApp(client, orgId, name);
+        return deleted();
+      }),
+    );
+    expect(answered).toMatchObject({ code: 'gw_conflict', status: 409 });
+    // Its gateway died before releasing the key: the lease lapses.
+    await lapseLease(idempotent.key);
+    expect(await keyRow(idempotent.key)).toEqual({ state: 'running', took_effect: false });
+    expect(await appsNamed(name)).toEqual([]);
+    // Not "committed its change": the same request runs again.
+    expect((await store.claim(idempotent)).kind).toBe('claimed');
+  });
+
+  it('after an earlier transaction of it committed, leaves its key failed, its change committed: never run again', async () => {
+    const idempotent = request();
+    const held = await holdKey(idempotent);
+    const name = `made, then refused ${idempotent.key}`;
+    const answered = await runFenced(commitFenceOf(store, held), async () => {
+      await withTransaction(db, (client) => createApp(client, orgId, name));
+      return withTransaction(db, async () => deleted());
+    });
+    expect(answered).toMatchObject({ code: 'gw_conflict' });
+    await store.release(held);
+    expect(await appsNamed(name)).toHaveLength(1);
+    expect(await keyRow(idempotent.key)).toEqual({ state: 'failed', took_effect: true });
+    expect(await store.claim(idempotent)).toEqual({ kind: 'failed', effect: 'committed' });
+  });
+});
+
+describe('what a retry is told while the first request has committed and not answered', () => {
+  it('running: committed; its renewals failing past its lease: committed, not taken over; its answer arriving late: replayed', async () => {
+    const idempotent = request();
+    const held = await holdKey(idempotent);
+    const name = `late answer ${idempotent.key}`;
+    await runFenced(commitFenceOf(store, held), () =>
+      withTransaction(db, (client) => createApp(client, orgId, name)),
+    );
+    expect(await store.claim(idempotent)).toEqual({ kind: 'running', committed: true });
+    // Its renewals fail (Postgres unreachable from its gateway, its pool exhausted) for a lease.
+    await lapseLease(idempotent.key);
+    expect(await store.claim(idempotent)).toMatchObject({
+      kind: 'abandoned',
+      effect: 'committed',
+    });
+    expect(await keyRow(idempotent.key)).toEqual({ state: 'running', took_effect: true });
+    // A renewal gets through again: the request still holds its key.
+    expect(await store.renew(held)).toBe(true);
+    expect(await store.claim(idempotent)).toEqual({ kind: 'running', committed: true });
+    await lapseLease(idempotent.key);
+    // Its answer arrives: the key replays it.
+    await store.complete(held, { status: 201, body: { name }, carriesSecret: false });
+    expect(await store.claim(idempotent)).toEqual({ kind: 'replay', status: 201, body: { name } });
+    expect(await appsNamed(name)).toHaveLength(1);
   });
 });

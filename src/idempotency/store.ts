@@ -1,8 +1,8 @@
 // Idempotency keys in Postgres (decision 372, migrations 062, 066 and 068): a key a caller (a
 // dashboard user, a service key) sends to a route of an organization is claimed before the
-// route runs, then completed with the route's answer, released when the route refused the
-// request (a 4xx changed nothing) or broke before anything of it committed (decision 390), or
-// marked failed when it broke after (never run again under that key). The answer is sealed
+// route runs, then completed with the route's answer, or released when the route refused the
+// request or broke: freed when nothing of it committed (a refusal commits nothing, decisions 390
+// and 393), marked failed otherwise (never run again under that key). The answer is sealed
 // with the credentials master key; without one, an answer holding a secret is not kept at all.
 // A claim is a lease (decision 388): its request renews it while it runs, and every
 // transaction the request commits marks the key as having taken effect, in that transaction,
@@ -11,8 +11,9 @@
 // again.
 import { randomUUID } from 'node:crypto';
 import { SecretBoxError, type SecretBox } from '../credentials/secret-box.js';
+import type { CommitFence } from '../db/commit-fence.js';
 import type { DbClient, DbPool } from '../db/pool.js';
-import { gwError } from '../errors.js';
+import { gwError, isGwError } from '../errors.js';
 import { sha256Hex } from '../ids.js';
 import { isJsonObject } from '../json-shapes.js';
 import { openFromText, resealedText, sealToText } from '../credentials/sealed-text.js';
@@ -64,12 +65,13 @@ export type Claim =
   | { readonly kind: 'replay'; readonly status: number; readonly body: unknown }
   /** The first request succeeded, but its answer held a secret and no master key kept it. */
   | { readonly kind: 'unreplayable' }
-  /** The first request with the key is still running. */
-  | { readonly kind: 'running' }
+  /** The first request with the key is still running; `committed`: its change has committed. */
+  | { readonly kind: 'running'; readonly committed: boolean }
   /**
-   * The first request started `startedAt` and never answered: its lease lapsed after it
-   * committed its change (`committed`), or, claimed before leases, it ran past the abandoned
-   * bound (its effect unknown).
+   * The first request started `startedAt` and has not answered: its lease lapsed after it
+   * committed its change (`committed`; its gateway stopped, or cannot reach Postgres, and may
+   * still record its answer), or, claimed before leases, it ran past the abandoned bound (its
+   * effect unknown).
    */
   | {
       readonly kind: 'abandoned';
@@ -78,8 +80,11 @@ export type Claim =
     }
   /** The first request succeeded, but its answer was sealed under a master key no longer kept. */
   | { readonly kind: 'unopenable' }
-  /** The first request with the key failed with an internal error: its effect is unknown. */
-  | { readonly kind: 'failed' }
+  /**
+   * The first request with the key broke (or refused) without an answer to keep after its
+   * change committed (`committed`), or, claimed before leases, failed (its effect unknown).
+   */
+  | { readonly kind: 'failed'; readonly effect: 'committed' | 'unknown' }
   /** The key came with another request (path or body). */
   | { readonly kind: 'reused' };
 
@@ -100,9 +105,11 @@ export interface IdempotencyKeys {
     held: HeldKey,
     answer: { readonly status: number; readonly body: unknown; readonly carriesSecret: boolean },
   ): Promise<void>;
+  /**
+   * The request ended without an answer to keep (refused, or broke): its key is freed if
+   * nothing of it committed, else marked failed.
+   */
   release(held: HeldKey): Promise<void>;
-  /** The request broke: its key is released if nothing of it committed, else marked failed. */
-  fail(held: HeldKey): Promise<void>;
 }
 
 /**
@@ -129,7 +136,10 @@ interface KeyRow {
   state: 'running' | 'done' | 'failed';
   /** Running, its lease lapsed (claimed before leases: past the abandoned bound). */
   lapsed: boolean;
-  /** A transaction of its request committed. */
+  /**
+   * A transaction of its request committed. Only a leased claim's own: a claim from before
+   * leases leaves what an earlier claim of the key wrote.
+   */
   took_effect: boolean;
   /** Claimed before leases (or by a gateway from before them): its effect is unknown. */
   unleased: boolean;
@@ -186,6 +196,20 @@ export function keepLease(
   return () => {
     stopped = true;
     clearTimeout(timer);
+  };
+}
+
+/**
+ * The commit fence of a request holding `held` (src/db/commit-fence.ts): each transaction of
+ * it marks the key as having taken effect, in that transaction, and commits only while the
+ * request still holds the key; one whose work returned a refusal is rolled back, unmarked (a
+ * refusal changes nothing, so a key whose request died after one stays free: decision 393).
+ */
+export function commitFenceOf(keys: IdempotencyKeys, held: HeldKey): CommitFence {
+  return async (client, result) => {
+    if (isGwError(result)) return false;
+    await keys.fence(client, held);
+    return true;
   };
 }
 
@@ -250,17 +274,20 @@ export class IdempotencyStore implements IdempotencyKeys {
       return this.found(row, request);
     }
     // Claimed and released over and over by others: as good as running.
-    return { kind: 'running' };
+    return { kind: 'running', committed: false };
   }
 
   private found(row: KeyRow, request: IdempotentRequest): Claim {
     if (row.request_hash !== request.requestHash) return { kind: 'reused' };
-    if (row.lapsed) {
-      const effect = row.took_effect ? 'committed' : 'unknown';
-      return { kind: 'abandoned', startedAt: row.started_at, effect };
-    }
-    if (row.state === 'running') return { kind: 'running' };
-    if (row.state === 'failed') return { kind: 'failed' };
+    // What the key's mark tells of its request (decision 393's table): a leased claim is marked
+    // in every transaction it commits, and in none it refused; a claim from before leases
+    // wrote no mark of its own.
+    const committed = !row.unleased && row.took_effect;
+    const effect = committed ? 'committed' : 'unknown';
+    // A leased claim lapsed with nothing committed was taken over (or was reused, above).
+    if (row.lapsed) return { kind: 'abandoned', startedAt: row.started_at, effect };
+    if (row.state === 'running') return { kind: 'running', committed };
+    if (row.state === 'failed') return { kind: 'failed', effect };
     if (row.answer_sealed !== null) {
       if (!this.box) return { kind: 'unreplayable' };
       let opened: string;
@@ -325,13 +352,9 @@ export class IdempotencyStore implements IdempotencyKeys {
   }
 
   async release(held: HeldKey): Promise<void> {
-    await this.onHeldRow(this.db, held, `DELETE FROM idempotency_keys WHERE ${HELD_ROW}`);
-  }
-
-  async fail(held: HeldKey): Promise<void> {
-    // Nothing of it committed (every transaction of its request marks the key in it): it
-    // changed nothing, and its key is free again, as after a refusal. The row lock orders
-    // this after a commit in progress, which it then sees as having taken effect.
+    // Nothing of it committed (every transaction of its request that commits marks the key in
+    // it; a refused one rolls back): it changed nothing, and its key is free again. The row
+    // lock orders this after a commit in progress, which it then sees as having taken effect.
     const freed = await this.onHeldRow(
       this.db,
       held,

@@ -11,6 +11,7 @@ import { jsonHeaders } from '../../http/respond.js';
 import type { HttpRequest } from '../../http/types.js';
 import { idempotencyKeyOf } from '../../idempotency/key.js';
 import {
+  commitFenceOf,
   keepLease,
   requestFingerprint,
   type HeldKey,
@@ -74,18 +75,21 @@ export async function runIdempotently(
         'gw_idempotency_key_reused',
         'Idempotency-Key was already used with a different request (path or body); use a new key for a new request',
       );
+    // Each message holds in every state the key's row can be in (decision 393).
     case 'running':
       return gwError(
         'gw_conflict',
-        'a request with this Idempotency-Key is still being processed; retry once it has answered',
+        claim.committed
+          ? 'a request with this Idempotency-Key is still being processed: it has committed its change and not yet recorded its answer; retry to get it'
+          : 'a request with this Idempotency-Key is still being processed; retry once it has answered',
         { headers: { 'retry-after': '1' } },
       );
     case 'abandoned':
       return gwError(
         'gw_conflict',
         claim.effect === 'committed'
-          ? `the first request with this Idempotency-Key started at ${claim.startedAt} and committed its change, but its answer was never recorded (the gateway serving it stopped, or lost Postgres, before answering): check what it made, then use a new key`
-          : `the first request with this Idempotency-Key started at ${claim.startedAt} and its answer was never recorded (the gateway serving it stopped, or lost Postgres, mid-request); it may or may not have taken effect: check, then use a new key`,
+          ? `the first request with this Idempotency-Key started at ${claim.startedAt} and committed its change, but has not recorded its answer: the gateway serving it stopped, or cannot reach Postgres. Check what it made before using a new key (should that gateway still record the answer, this key replays it)`
+          : `the first request with this Idempotency-Key started at ${claim.startedAt} and has not recorded its answer (the gateway serving it stopped, or lost Postgres, mid-request); it may or may not have taken effect: check, then use a new key`,
       );
     case 'unopenable':
       return gwError(
@@ -95,7 +99,9 @@ export async function runIdempotently(
     case 'failed':
       return gwError(
         'gw_conflict',
-        'the first request with this Idempotency-Key failed with an internal error and may or may not have taken effect; check, then use a new key',
+        claim.effect === 'committed'
+          ? 'the first request with this Idempotency-Key committed its change, then failed before answering; check what it made, then use a new key'
+          : 'the first request with this Idempotency-Key failed with an internal error and may or may not have taken effect; check, then use a new key',
       );
     case 'unreplayable':
       return gwError(
@@ -124,21 +130,18 @@ async function runHolding(
   let result: RouteResult;
   try {
     // Every transaction the handler commits marks the key as having taken effect, and commits
-    // only while this request still holds the key.
-    result = await runFenced((client) => keys.fence(client, held), run);
+    // only while this request still holds the key; one that returns a refusal rolls back.
+    result = await runFenced(commitFenceOf(keys, held), run);
   } catch (error) {
-    // A thrown GwError is a refusal like a returned one: nothing changed.
-    await (isGwError(error) ? keys.release(held) : keys.fail(held));
+    // Its key is freed if nothing of it committed (a thrown refusal, a break before any
+    // commit), else marked failed.
+    await keys.release(held);
     throw error;
   }
-  if (isGwError(result)) {
+  // No answer to keep: a refusal (its transactions rolled back), or an answer the handler wrote
+  // itself (no such route is declared idempotent).
+  if (isGwError(result) || result === undefined) {
     await keys.release(held);
-    return result;
-  }
-  if (result === undefined) {
-    // The handler wrote its answer itself: there is nothing to replay (no such route is
-    // declared idempotent).
-    await keys.fail(held);
     return result;
   }
   const carriesSecret = route.answerCarriesSecret === true;
@@ -147,7 +150,7 @@ async function runHolding(
       ? { status: result.status, body: result.body, carriesSecret }
       : { status: successStatus, body: result, carriesSecret };
   // The effect happened: its answer goes out even if it could not be kept (the key's lease
-  // then lapses with its effect marked: refused as never answered, never run again).
+  // then lapses with its effect marked: reported as committed and unanswered, never run again).
   await keys.complete(held, answer).catch(() => undefined);
   return result;
 }
