@@ -206,13 +206,18 @@ export function gwError(
   return { code, status: errorCatalogue[code].status, message, ...extras };
 }
 
+/**
+ * Whether `value` is a refusal. The code must be the catalogue's own: `in` would also take the
+ * names every object inherits (`constructor`, `toString`), and a transaction of an idempotent
+ * create whose result is taken for a refusal is rolled back (decisions 393, 395).
+ */
 export function isGwError(value: unknown): value is GwError {
   return (
     typeof value === 'object' &&
     value !== null &&
     'code' in value &&
     typeof (value as { code: unknown }).code === 'string' &&
-    (value as { code: string }).code in errorCatalogue &&
+    Object.hasOwn(errorCatalogue, (value as { code: string }).code) &&
     'status' in value
   );
 }

@@ -5,7 +5,8 @@
 // of it committed leaves its key free, like one refused, while one that broke after a commit
 // leaves it failed for good, a commit in progress included. Decision 393: a transaction that
 // returns a refusal rolls back unmarked, so a key whose request died after refusing is free;
-// and what a retry is told matches what the key's row holds, state by state.
+// and what a retry is told matches what the key's row holds, state by state. Decision 395: only
+// a refusal is taken for one (a result whose `code` is an inherited name is not).
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { TEST_DATABASE_URL } from '../../test/support/env.js';
@@ -277,6 +278,25 @@ describe('a create that refuses inside its own transaction (the app deleted mean
     expect(await appsNamed(name)).toHaveLength(1);
     expect(await keyRow(idempotent.key)).toEqual({ state: 'failed', took_effect: true });
     expect(await store.claim(idempotent)).toEqual({ kind: 'failed', effect: 'committed' });
+  });
+});
+
+describe('a create whose transaction returns a result that only looks like a refusal', () => {
+  it('commits it, marked: a `code` named like what every object inherits is no error code (decision 395)', async () => {
+    const idempotent = request();
+    const held = await holdKey(idempotent);
+    const name = `code-named ${idempotent.key}`;
+    // A row with a `code` and a `status` of its own, `code` being one of Object's own names.
+    const answered = await runFenced(commitFenceOf(store, held), () =>
+      withTransaction(db, async (client) => ({
+        id: await createApp(client, orgId, name),
+        code: 'constructor',
+        status: 'active',
+      })),
+    );
+    expect(answered).toMatchObject({ code: 'constructor', status: 'active' });
+    expect(await appsNamed(name)).toHaveLength(1);
+    expect(await keyRow(idempotent.key)).toEqual({ state: 'running', took_effect: true });
   });
 });
 
