@@ -227,4 +227,55 @@ describe('what the pages say', () => {
 
     await close();
   });
+  it('keeps the overview’s spent amount and its currency inside the card at 1280 px, and shows an empty month’s 0.00 like any amount', async () => {
+    // where the text of a stat card's amount (its digits and currency) ends against the card's
+    // content edge, and how many lines it takes (the page's script runs in the browser: it has
+    // a DOM, this file's types do not)
+    type Box = { right: number; height: number };
+    type Measured = {
+      getBoundingClientRect(): Box;
+      closest(selector: string): Measured;
+      querySelector(selector: string): Measured | null;
+    };
+    const measure = (element: unknown) => {
+      const view = globalThis as unknown as {
+        getComputedStyle(target: unknown): { paddingRight: string; lineHeight: string };
+        document: { createRange(): { selectNodeContents(node: unknown): void } & Measured };
+      };
+      const value = element as Measured;
+      const card = value.closest('.stat');
+      const contentRight =
+        card.getBoundingClientRect().right -
+        Number.parseFloat(view.getComputedStyle(card).paddingRight);
+      // the text itself: the span may be narrower than what it holds
+      const text = view.document.createRange();
+      text.selectNodeContents(value);
+      const box = text.getBoundingClientRect();
+      return {
+        past: box.right - contentRight,
+        lines: box.height / Number.parseFloat(view.getComputedStyle(value).lineHeight),
+        currency: value.querySelector('.currency') !== null,
+      };
+    };
+    const spent = (page: Page) =>
+      page.locator('.stat').filter({ hasText: 'Spent this month' }).locator('.money-value').first();
+
+    const { page, close } = await openWindow(browser, { width: 1280, height: 860 });
+    await signedIn(page, emails.owner);
+    await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}`);
+    // this month's one request: an amount with 7 decimals ("0.0000108 USD") left the card by
+    // 25 px in a row of five cards
+    await expect.poll(() => spent(page).textContent()).toMatch(/^0\.0+[1-9]\d* USD$/);
+    const overview = await spent(page).evaluate(measure);
+    expect(overview.past).toBeLessThanOrEqual(0);
+    expect(Math.round(overview.lines)).toBe(1);
+    await screenshot(page, 'newcomer-11-overview-1280');
+
+    // an organization with no requests: "0.00 USD" in the same type as any other amount
+    await page.getByLabel('Organization').selectOption(ownerPersonalOrg);
+    await page.getByText('Nothing to show yet').waitFor();
+    await expect.poll(() => spent(page).textContent()).toBe('0.00 USD');
+    expect((await spent(page).evaluate(measure)).currency).toBe(true);
+    await close();
+  });
 });

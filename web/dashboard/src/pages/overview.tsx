@@ -62,13 +62,17 @@ function OverviewPage({ org }: { org: OrgSummary }) {
       <div class="stats" aria-busy={byModel.loading}>
         <Link class="stat card" to={orgView(org.id, 'usage')}>
           <span class="stat-value money">
-            {summary
-              ? summary.costs.length === 0
-                ? money('0', currency ?? 'USD')
-                : summary.costs.map((total) => (
-                    <Money key={total.currency} value={total.cost} currency={total.currency} />
-                  ))
-              : '…'}
+            {summary ? (
+              summary.costs.length === 0 ? (
+                <Money value="0" currency={currency ?? 'USD'} />
+              ) : (
+                summary.costs.map((total) => (
+                  <Money key={total.currency} value={total.cost} currency={total.currency} />
+                ))
+              )
+            ) : (
+              '…'
+            )}
           </span>
           <span class="stat-label">Spent this month</span>
         </Link>
