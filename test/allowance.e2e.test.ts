@@ -347,6 +347,26 @@ describe('allowance rules on single requests', () => {
     expect(response.body.usage.completion_tokens).toBeLessThanOrEqual(20);
   });
 
+  it('limit_output refuses what cannot afford even 16 output tokens, and says so', async () => {
+    // Room for the input and 15 output tokens: one short of the least it lowers a request to.
+    const allowance = BigInt(inputTokens) * 150n + 15n * 600n;
+    await setUserCap(org, 'too-poor', decimal(allowance), ['--overrun-policy', 'limit_output']);
+    const response = await send('too-poor', { max_tokens: 500 });
+    expect(response.status).toBe(403);
+    const least = BigInt(inputTokens) * 150n + 16n * 600n;
+    const worst = BigInt(inputTokens) * 150n + 500n * 600n;
+    expect(response.body.error.message).toBe(
+      `estimated request cost ${decimal(worst)} USD exceeds the product user's remaining ` +
+        `allowance of ${decimal(allowance)} USD, which cannot cover even 16 output tokens ` +
+        `(${decimal(least)} USD), the least the limit_output policy lowers a request to`,
+    );
+    expect(response.body.error.provider_specific_fields!.error.params).toMatchObject({
+      available_allowance: decimal(allowance),
+      estimated_request_cost: decimal(worst),
+      shortfall: decimal(worst - allowance),
+    });
+  });
+
   it('spends credits once the base allowance is gone', async () => {
     await setUserCap(org, 'credited', '0', ['--overrun-policy', 'reject']);
     expect((await send('credited')).status).toBe(403);

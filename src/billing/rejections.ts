@@ -22,6 +22,12 @@ export function reservationError(
     readonly caller?: LimitedCaller;
     /** The protocol's rate-limit headers for a rate refusal (decision 353). */
     readonly rateLimitHeaders?: (state: RateLimitState) => Record<string, string>;
+    /**
+     * Under `limit_output`, the smallest request the gateway would have sent instead (its
+     * output lowered to `outputTokens`), when even that did not fit the allowance: the
+     * message says so, since the worst case it quotes is not what refused the request.
+     */
+    readonly smallestRequest?: { readonly outputTokens: number; readonly costNano: bigint };
   },
 ): GwError {
   const money = (nano: bigint): string => `${formatNano(nano)} ${options.currency}`;
@@ -58,9 +64,14 @@ export function reservationError(
         ? 'gw_product_user_credits_insufficient'
         : 'gw_product_user_allowance_insufficient';
       const shortfall = estimatedCostNano - refusal.availableNano;
+      const smallest = options.smallestRequest;
       const message =
         `estimated request cost ${money(estimatedCostNano)} exceeds the product user's remaining ` +
-        `allowance of ${money(refusal.availableNano)}`;
+        `allowance of ${money(refusal.availableNano)}` +
+        (smallest
+          ? `, which cannot cover even ${smallest.outputTokens} output tokens ` +
+            `(${money(smallest.costNano)}), the least the limit_output policy lowers a request to`
+          : '');
       return gwError(code, message, {
         wireCode: '403',
         details: {

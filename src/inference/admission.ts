@@ -296,17 +296,19 @@ export async function admit<Call>(
       ),
     });
   let outcome = await reserve(reservedNano);
+  /** Under limit_output, the least output a request is lowered to, when even that is short. */
+  let smallestRequest: { outputTokens: number; costNano: bigint } | undefined;
   if (outcome.kind === 'allowance_short' && allowance.overrunPolicy === 'limit_output') {
     const affordable = Math.floor(
       affordableOutputTokens(outcome.availableNano, beforeOutput, model, choices) / choices,
     );
-    if (
-      affordable >= Math.min(MIN_OUTPUT_TOKENS, requestedOutput) &&
-      affordable < requestedOutput
-    ) {
+    const least = Math.min(MIN_OUTPUT_TOKENS, requestedOutput);
+    if (affordable >= least && affordable < requestedOutput) {
       maxOutputTokens = affordable;
       reservedNano = estimate(maxOutputTokens);
       outcome = await reserve(reservedNano);
+    } else if (affordable < least) {
+      smallestRequest = { outputTokens: least, costNano: estimate(least) };
     }
   }
   if (outcome.kind !== 'held') {
@@ -315,6 +317,7 @@ export async function admit<Call>(
       currency: SETTLEMENT_CURRENCY,
       caller: limitedCaller,
       rateLimitHeaders: input.rateLimitHeaders,
+      smallestRequest,
     });
   }
 
