@@ -85,6 +85,16 @@ describe('invitations in a browser', () => {
     await roleOptions.first().waitFor({ state: 'attached' });
     const roles = await roleOptions.allTextContents();
     expect(roles.some((label) => label.startsWith('Owner'))).toBe(false);
+    // each role is one word in the choice; what it may do is said under the form, for the
+    // role chosen (a sentence in the option was cut off beside the e-mail field)
+    expect(roles).toEqual(['Viewer', 'Member', 'Admin']);
+    const roleChoice = page.getByLabel('Role', { exact: true });
+    await roleChoice.selectOption('admin');
+    await expect
+      .poll(() => page.locator('#invite-role-hint').textContent())
+      .toBe('Admin: Also manages apps, connections, keys and members.');
+    expect(await roleChoice.getAttribute('aria-describedby')).toBe('invite-role-hint');
+    await screenshotOf(page.locator('form').filter({ has: roleChoice }), 'invitations-role-hint');
     await invite(page, emails.joiner, 'member');
     await invite(page, emails.decliner, 'viewer');
     const stranger = uniqueEmail('inv-nobody');

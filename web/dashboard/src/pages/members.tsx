@@ -24,19 +24,26 @@ interface MemberRow {
   readonly created_at: string;
 }
 
-const ROLES: readonly { value: Role; label: string; may: string }[] = [
-  { value: 'viewer', label: 'Viewer: reads everything', may: 'reads everything' },
-  { value: 'member', label: 'Member: also uses it', may: 'reads and uses everything' },
+/**
+ * The roles, each with what it may do: `may` in a role change's confirmation, `hint` under
+ * the invitation form's choice (the option itself stays one word: a select is as wide as its
+ * longest option, and a sentence in it was cut off beside the e-mail field).
+ */
+const ROLES: readonly { value: Role; label: string; may: string; hint: string }[] = [
+  { value: 'viewer', label: 'Viewer', may: 'reads everything', hint: 'Reads everything.' },
+  {
+    value: 'member',
+    label: 'Member',
+    may: 'reads and uses everything',
+    hint: 'Reads and uses everything.',
+  },
   {
     value: 'admin',
-    label: 'Admin: also manages apps, connections, keys and members',
+    label: 'Admin',
     may: 'also manages apps, connections, keys and members',
+    hint: 'Also manages apps, connections, keys and members.',
   },
-  {
-    value: 'owner',
-    label: 'Owner: also manages owners',
-    may: 'also manages owners',
-  },
+  { value: 'owner', label: 'Owner', may: 'also manages owners', hint: 'Also manages owners.' },
 ];
 
 export const membersPage: OrgPage = {
@@ -246,6 +253,7 @@ function roleChangeEffect(orgName: string, member: MemberRow, role: Role, isMe: 
 function InviteMember(props: { path: string; mayInviteOwners: boolean; onInvited(): void }) {
   const [email, setEmail] = useState('');
   const [role, setRole] = useState<Role>('viewer');
+  const chosen = ROLES.find((option) => option.value === role);
   const [sent, setSent] = useNotice<Invitation>();
   const [link, setLink] = useState<SentInvitation | null>(null);
   const action = useAction();
@@ -302,6 +310,7 @@ function InviteMember(props: { path: string; mayInviteOwners: boolean; onInvited
             <label for="invite-role">Role</label>
             <select
               id="invite-role"
+              aria-describedby="invite-role-hint"
               value={role}
               onChange={(event) => setRole(event.currentTarget.value as Role)}
             >
@@ -318,6 +327,9 @@ function InviteMember(props: { path: string; mayInviteOwners: boolean; onInvited
             {action.busy ? 'Inviting…' : 'Send invitation'}
           </button>
         </div>
+        <p class="hint" id="invite-role-hint">
+          {chosen && `${chosen.label}: ${chosen.hint}`}
+        </p>
         <ErrorNote error={action.error} />
         <p class="muted small" role="status" aria-live="polite">
           {sent && `Invited ${sent.email} as ${sent.role}.`}
