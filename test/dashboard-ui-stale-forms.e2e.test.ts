@@ -71,6 +71,15 @@ describe('edit forms write only what was changed', () => {
           .inputValue(),
       )
       .toBe('track_only');
+    // the amount and the two choices stand level, the chosen mode's hint below its choice
+    const tops = await Promise.all(
+      [
+        amount,
+        page.getByRole('combobox', { name: /^Credit mode/ }).last(),
+        page.getByRole('combobox', { name: /^Overrun policy/ }).last(),
+      ].map(async (field) => Math.round((await field.boundingBox())!.y)),
+    );
+    expect(new Set(tops).size, `tops ${tops.join(', ')}`).toBe(1);
     await amount.fill('7.50');
     await page.getByRole('button', { name: 'Set product user cap' }).click();
     await page.getByText(/Cap:\s*7\.50 USD a month/).waitFor();

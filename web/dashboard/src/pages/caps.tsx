@@ -458,7 +458,8 @@ function UserCap({ userId, manage }: { userId: string; manage: boolean }) {
             () => state.reload(),
           )}
         >
-          <div class="row">
+          {/* top: the choices' hints hang below their selects, which stay level with the amount */}
+          <div class="row top">
             <label>
               Monthly cap ({CURRENCY})
               <input
