@@ -9,8 +9,9 @@
 //   mode 'pass': connections are passed on; the message 'close_all' closes every open one
 //     (a vendor closing kept-alive connections), each counted in `closed`. A request whose bytes
 //     carry `front:hold=<name>` (in a message's text) is counted and held there, it and what
-//     follows it on its connection, until the message { release: <name> } passes it on (a
-//     vendor thinking for as long as a test needs; a name released before it came is not held).
+//     follows it on its connection, until the message { release: <name> } passes on every
+//     request held by that name (a vendor thinking for as long as a test needs; a name released
+//     before its request came is not held).
 // Without an upstreamPort, connections it does not close are kept open, unanswered.
 // Messages: 'stats' → { accepted, closedUnread, requests }.
 import { connect, createServer } from 'node:net';
@@ -19,7 +20,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 const { upstreamPort, mode, closeFirst = 0, closed } = workerData;
 const stats = { accepted: 0, closedUnread: 0, requests: 0 };
 const open = new Set();
-/** The requests held, by name: each passes on what its connection waits to send, once called. */
+/** The requests held, by name: for each, a function that passes on what its connection waits to send. */
 const holding = new Map();
 const released = new Set();
 /** A marker, once the character after its name has come (a name cut short is no name). */
@@ -68,10 +69,11 @@ const server = createServer((socket) => {
         : undefined;
     if (name !== undefined) {
       held = [];
-      holding.set(name, () => {
+      const pass = () => {
         for (const waiting of held) upstream.write(waiting);
         held = null;
-      });
+      };
+      holding.set(name, [...(holding.get(name) ?? []), pass]);
     }
     if (held === null) upstream.write(chunk);
     else held.push(chunk);
@@ -86,7 +88,7 @@ parentPort.on('message', (message) => {
   if (message === 'stats') parentPort.postMessage({ stats });
   if (typeof message === 'object' && message.release) {
     released.add(message.release);
-    holding.get(message.release)?.();
+    for (const pass of holding.get(message.release) ?? []) pass();
     holding.delete(message.release);
   }
   if (message === 'stop') server.close(() => parentPort.close());

@@ -18,8 +18,8 @@ export interface ClosingFront {
   /** Closes every open connection (mode 'pass'); `closed` counts them once done. */
   closeAll(): void;
   /**
-   * Passes on the request held by `front:hold=<name>` in its text (mode 'pass'), or lets it
-   * pass when it comes.
+   * Passes on the requests held by `front:hold=<name>` in their text (mode 'pass'), or lets
+   * them pass when they come.
    */
   release(name: string): void;
   stop(): Promise<void>;
