@@ -26,7 +26,10 @@ import { startUnacceptingVendor, type UnacceptingVendor } from './support/unacce
 const { prefix, env, db, redis } = isolatedContext('abort-queued');
 const keys = createRedisKeys(prefix);
 let vendor: RunningMockVendors;
-/** Counts the requests that reach the mock vendor behind it. */
+/**
+ * Counts the requests that reach the mock vendor behind it, and holds those marked
+ * `front:hold=<name>` until the test releases them: a vendor that thinks until then.
+ */
 let front: ClosingFront;
 /** One vendor connection: a second call waits for the first one's to free up. */
 let pooled: GatewayProcess;
@@ -212,16 +215,15 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 describe('a client gone while its call waits for a vendor connection', () => {
   it('behind a full pool: each protocol, streamed or not, ends at once and charges nothing; the queue goes on', async () => {
     const occupierOrg = await seed(env);
-    // made before the occupier takes the connection: its 6 s are for what follows
     const orgs = await Promise.all(variants.map(() => seedWithAllowance()));
     const reachedBefore = await requestsReached();
-    // Holds the only vendor connection for 6 s (the mock waits before its first byte).
+    // Holds the only vendor connection until released (the vendor has not answered yet).
     const occupier = postSse(
       `${pooled.url}/v1/chat/completions`,
       {
         model: 'vendor_b/gpt-4o-mini',
         stream: true,
-        messages: content('occupy mock:latency_ms=6000'),
+        messages: content('occupy front:hold=full-pool-occupier'),
       },
       bearer(occupierOrg.api_key),
     );
@@ -261,6 +263,9 @@ describe('a client gone while its call waits for a vendor connection', () => {
       { model: 'vendor_b/gpt-4o-mini', messages: content('queued behind') },
       bearer(queuedOrg.api_key),
     );
+    await eventually(async () => ((await callsWaiting(pooled)) === 1 ? true : undefined));
+    expect(occupierDone()).toBe(false);
+    front.release('full-pool-occupier');
     const [occupied, served] = await Promise.all([occupier, queued]);
     expect(occupied.data.at(-1)).toBe('[DONE]');
     expect(served.status).toBe(200);
@@ -303,18 +308,18 @@ describe('a client gone while its call waits for a vendor connection', () => {
     }
     const otherOrg = await seed(env);
     const reachedBefore = await requestsReached();
-    const long = (text: string, latencyMs: number) =>
+    /** A request the vendor answers once the test releases `name`. */
+    const long = (text: string, name: string) =>
       postSse(
         `${pooled.url}/v1/chat/completions`,
         {
           model: 'vendor_b/gpt-4o-mini',
           stream: true,
-          messages: content(`${text} mock:latency_ms=${latencyMs}`),
+          messages: content(`${text} front:hold=${name}`),
         },
         bearer(otherOrg.api_key),
       );
-    // long enough for the two requests below to queue behind it on a loaded machine
-    const occupier = long('occupy', 5_000);
+    const occupier = long('occupy', 'failover-occupier');
     await eventually(async () =>
       (await requestsReached()) === reachedBefore + 1 ? true : undefined,
     );
@@ -324,8 +329,10 @@ describe('a client gone while its call waits for a vendor connection', () => {
     const socket = await sendRequest(pooled, org, variants[0]!);
     const requestId = await heldRequest(org);
     await eventually(async () => ((await callsWaiting(pooled)) === 1 ? true : undefined));
-    const next = long('next in line', 8_000);
+    const next = long('next in line', 'failover-next');
     const nextDone = settledYet(next);
+    await eventually(async () => ((await callsWaiting(pooled)) === 2 ? true : undefined));
+    front.release('failover-occupier');
     await eventually(async () =>
       Object.keys(await redis.hgetall(keys.credentialCooldowns(org.org_id))).length === 1
         ? true
@@ -342,6 +349,7 @@ describe('a client gone while its call waits for a vendor connection', () => {
     await leaveAndTimeRelease(socket, org, requestId);
     expect(nextDone()).toBe(false);
     await expectChargedNothing(requestId);
+    front.release('failover-next');
     const [occupied, followed] = await Promise.all([occupier, next]);
     expect(occupied.data.at(-1)).toBe('[DONE]');
     expect(followed.data.at(-1)).toBe('[DONE]');

@@ -2,10 +2,12 @@
 // sharing Redis and Postgres: exactly K of 200 racing requests succeed, and Redis counters,
 // the profile and the Postgres ledger agree to the nano-unit.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startMockVendors, type RunningMockVendors } from '../src/mock-vendors/server.js';
 import { masters } from '../src/redis/connect.js';
 import { monthlyPeriod } from '../src/periods.js';
 import { countInputTokens } from '../src/tokens/count.js';
 import { chatCompletionTexts } from '../src/tokens/request-texts.js';
+import { startClosingFront, type ClosingFront } from './support/closing-vendor.js';
 import { isolatedContext } from './support/context.js';
 import { bearer, getJson, postJson, type ErrorBody } from './support/http.js';
 import {
@@ -21,6 +23,11 @@ import { eventually, firstChangedAnswer, firstNot200 } from './support/services.
 
 const { env, db, redis, prefix } = isolatedContext('allowe2e');
 let gateways: GatewayProcess[];
+let vendor: RunningMockVendors;
+/** Holds a request marked `front:hold=<name>` from the vendor until the test releases it. */
+let front: ClosingFront;
+/** A fourth instance, its vendors the mock behind the front: requests in flight at will. */
+let behindFront: GatewayProcess;
 
 const OUTPUT_TOKENS = 8;
 const body = (user: string) => ({
@@ -85,11 +92,24 @@ function grantCredits(org: SeededOrg, user: string, amount: string) {
 }
 
 beforeAll(async () => {
-  gateways = await Promise.all([startGateway(env), startGateway(env), startGateway(env)]);
+  vendor = await startMockVendors({ port: 0 });
+  front = await startClosingFront({ mode: 'pass', upstreamPort: vendor.port });
+  [gateways, behindFront] = await Promise.all([
+    Promise.all([startGateway(env), startGateway(env), startGateway(env)]),
+    startGateway({
+      ...env,
+      VENDOR_A_BASE_URL: front.url,
+      VENDOR_A_API_KEY: 'vendor-a-key',
+      VENDOR_B_BASE_URL: front.url,
+      VENDOR_B_API_KEY: 'vendor-b-key',
+    }),
+  ]);
 });
 
 afterAll(async () => {
-  await Promise.all(gateways.map((gateway) => gateway.stop()));
+  await Promise.all([...(gateways ?? []), behindFront].map((gateway) => gateway?.stop()));
+  await front?.stop();
+  await vendor?.close();
 });
 
 describe('exact enforcement under concurrency (3 instances)', () => {
@@ -401,19 +421,19 @@ describe('allowance rules on single requests', () => {
   });
 
   /**
-   * Eight slow requests of a user with a 0 cap (reject) and a grant worth five and a half of
-   * them: once five are admitted on the grant (three are refused), `meanwhile` runs; then
-   * every answer is in, and the five are paid by the grant to the nano-unit.
+   * Eight requests of a user with a 0 cap (reject) and a grant (`gw credits grant` with
+   * `grantFlags()`, asked for just before) worth five and a half of them: once five are
+   * admitted on the grant (three are refused), `meanwhile` runs while the vendor holds them;
+   * then they are answered, and the five are paid by the grant to the nano-unit.
    */
   async function grantFundingFiveInFlight(
     user: string,
-    latencyMs: number,
-    grantFlags: string[],
+    grantFlags: () => readonly string[],
     meanwhile: (grantId: string) => Promise<void>,
   ) {
     const slow = {
       ...body(user),
-      messages: [{ role: 'user', content: `count to eight mock:latency_ms=${latencyMs}` }],
+      messages: [{ role: 'user', content: `count to eight front:hold=${user}` }],
     };
     const slowCost =
       BigInt(countInputTokens(chatCompletionTexts(slow))) * 150n + BigInt(OUTPUT_TOKENS) * 600n;
@@ -428,7 +448,7 @@ describe('allowance rules on single requests', () => {
         user,
         '--amount',
         decimal(slowCost * 5n + slowCost / 2n),
-        ...grantFlags,
+        ...grantFlags(),
       ],
       env,
     );
@@ -440,12 +460,13 @@ describe('allowance rules on single requests', () => {
     const spendKey = `${prefix}:{o:${org.org_id}}:pu:${userId}:spend:${monthlyPeriod(new Date(), null).key}`;
     const creditsKey = `${prefix}:{o:${org.org_id}}:pu:${userId}:credits:USD`;
     const inFlight = Array.from({ length: 8 }, () =>
-      postJson<ErrorBody>(`${gateways[0]!.url}/v1/chat/completions`, slow, bearer(org.api_key)),
+      postJson<ErrorBody>(`${behindFront.url}/v1/chat/completions`, slow, bearer(org.api_key)),
     );
     await eventually(async () =>
       (await redis.hget(spendKey, 'reserved')) === String(slowCost * 5n) ? true : undefined,
     );
     await meanwhile(grant.grant_id);
+    front.release(user);
     const responses = await Promise.all(inFlight);
     expect(responses.map((response) => response.status).sort()).toEqual([
       200, 200, 200, 200, 200, 403, 403, 403,
@@ -480,8 +501,7 @@ describe('allowance rules on single requests', () => {
     const user = 'revoked-in-flight';
     const { grantId, spendKey, creditsKey } = await grantFundingFiveInFlight(
       user,
-      2500,
-      [],
+      () => [],
       async (id) => void (await runCliJson(['credits', 'revoke', '--grant-id', id], env)),
     );
     // The half request left on the grant went with the revoke: nothing is left to spend.
@@ -495,14 +515,19 @@ describe('allowance rules on single requests', () => {
 
   it('a grant that expires while requests it funds are in flight pays them, and no new one', async () => {
     const user = 'expired-in-flight';
-    // Admitted well before the grant expires, answered well after it.
-    const expiresAt = new Date(Date.now() + 8_000);
+    // Admitted well before the grant expires (4 s after it is asked for), answered after it.
+    let expiresAt = new Date();
     const { grantId, slowCost, spendKey, creditsKey } = await grantFundingFiveInFlight(
       user,
-      9000,
-      ['--expires-at', expiresAt.toISOString()],
-      // The five were admitted on the grant's credits while it was live.
-      async () => expect(Date.now()).toBeLessThan(expiresAt.getTime()),
+      () => {
+        expiresAt = new Date(Date.now() + 4_000);
+        return ['--expires-at', expiresAt.toISOString()];
+      },
+      async () => {
+        // The five were admitted on the grant's credits while it was live.
+        expect(Date.now()).toBeLessThan(expiresAt.getTime());
+        await new Promise((resolve) => setTimeout(resolve, expiresAt.getTime() - Date.now() + 200));
+      },
     );
     expect(Date.now()).toBeGreaterThan(expiresAt.getTime());
     // The half request left on it is no longer spendable: a new request does not count it.
@@ -639,7 +664,7 @@ describe('cached cap rules', () => {
       for (const id of ours) await node.call('CLIENT', 'KILL', 'ID', id);
       killed += ours.length;
     }
-    expect(killed).toBe(gateways.length);
+    expect(killed).toBe(gateways.length + 1); // and the instance behind the front
     const refused = await eventually(async () => {
       const response = await send();
       return response.status === 200 ? undefined : response;

@@ -10,9 +10,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { connectRedis, quitRedis } from '../src/redis/connect.js';
+import { createRedisKeys } from '../src/redis/keys.js';
 import { baseEnv, uniquePrefix } from './support/env.js';
 import { bearer, postJson } from './support/http.js';
 import {
+  metricsUrl,
   runCliJson,
   seed,
   startGatewayProcess,
@@ -83,8 +86,9 @@ async function restartUnderLoad(
   cleanups: Array<() => Promise<void> | void>,
 ): Promise<RestartRun> {
   const redis = privateRedis(persistence);
+  const prefix = uniquePrefix(`redis-${persistence}`);
   const env = {
-    ...baseEnv(uniquePrefix(`redis-${persistence}`)),
+    ...baseEnv(prefix),
     REDIS_URL: redis.url,
     REDIS_CLUSTER_NODES: '', // this file's own single Redis, whatever the run's
   };
@@ -143,8 +147,11 @@ async function restartUnderLoad(
   running = false;
   await load;
   // Let the writer catch up with everything Redis still has: until every served request has
-  // its row, or the count has stood still for 8 s (4 flush intervals: what is missing then
-  // is not in Redis any more).
+  // its row, or nothing of them is left to write. Every served request was settled before it
+  // was answered, into the org's usage stream or, while Redis was away, into the settle spool
+  // (replayed into the stream once Redis is back). The spool is looked at first: once it is
+  // empty nothing enters the stream any more, and the writer deletes an entry once its row is
+  // committed, so an empty stream after it leaves nothing to come.
   const recordedIds = async (): Promise<Set<string>> => {
     const { rows } = await db.query<{ request_id: string }>(
       'SELECT request_id::text FROM usage_records WHERE request_id = ANY($1::uuid[])',
@@ -152,16 +159,25 @@ async function restartUnderLoad(
     );
     return new Set(rows.map((row) => row.request_id));
   };
-  let recorded = await recordedIds();
-  let stableSince = Date.now();
-  await eventually(async () => {
-    const now = await recordedIds();
-    if (now.size !== recorded.size) {
-      recorded = now;
-      stableSince = Date.now();
-    }
-    return now.size === served.length || Date.now() - stableSince > 8_000 ? true : undefined;
-  }, 30_000);
+  const usageStream = createRedisKeys(prefix).usageStream(org.org_id);
+  const direct = connectRedis({ kind: 'single', url: redis.url }, { maxRetriesPerRequest: 2 });
+  const spooled = async (): Promise<number> => {
+    const scrape = await (await fetch(metricsUrl(gateway))).text();
+    const value = /^gw_settle_spool_pending (\d+)$/m.exec(scrape)?.[1];
+    if (value === undefined) throw new Error('no gw_settle_spool_pending in the scrape');
+    return Number(value);
+  };
+  try {
+    await eventually(async () => {
+      if ((await recordedIds()).size === served.length) return true;
+      // a scrape that failed says nothing: asked again
+      const waiting = await spooled().catch(() => undefined);
+      return waiting === 0 && (await direct.xlen(usageStream)) === 0 ? true : undefined;
+    }, 30_000);
+  } finally {
+    await quitRedis(direct);
+  }
+  const recorded = await recordedIds();
   return { env, org, served, refusals, servedAtKill, recorded };
 }
 

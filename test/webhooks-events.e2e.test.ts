@@ -78,13 +78,29 @@ async function streamedChat(apiKey: string, user: string): Promise<number> {
   return answer.status;
 }
 
+/**
+ * The `count` messages of `type` that `path` expects, once they came, and `settled`: no more of
+ * them arrive there for a while after (0.7 s). A test may do what sends nothing more of the type
+ * there meanwhile (the next step, or another wait), and awaits `settled` after it.
+ */
+async function arrival(
+  path: string,
+  type: string,
+  count: number,
+): Promise<{ found: ReceivedMessage[]; settled: Promise<ReceivedMessage[]> }> {
+  const found = await receiver.waitFor(path, type, count);
+  const settled = new Promise((resolve) => setTimeout(resolve, 700)).then(() => {
+    const all = receiver.ofType(path, type);
+    expect(all.map((message) => message.id)).toEqual(found.map((message) => message.id));
+    return all;
+  });
+  settled.catch(() => undefined); // awaited by the test, after what it does meanwhile
+  return { found, settled };
+}
+
 /** No more messages of `type` arrive at `path` for a while (after the ones expected). */
 async function settles(path: string, type: string, count: number): Promise<ReceivedMessage[]> {
-  const found = await receiver.waitFor(path, type, count);
-  await new Promise((resolve) => setTimeout(resolve, 700));
-  const all = receiver.ofType(path, type);
-  expect(all.map((message) => message.id)).toEqual(found.map((message) => message.id));
-  return all;
+  return (await arrival(path, type, count)).settled;
 }
 
 beforeAll(async () => {
@@ -199,8 +215,10 @@ describe('product users', () => {
       ['product-user', 'unblock', '--app-id', org.app_id, '--external-user-id', 'bob'],
       env,
     );
-    const blocked = await settles(ALL, 'product_user.blocked', 1);
-    const unblocked = await settles(ALL, 'product_user.unblocked', 1);
+    const [blocked, unblocked] = await Promise.all([
+      settles(ALL, 'product_user.blocked', 1),
+      settles(ALL, 'product_user.unblocked', 1),
+    ]);
     expect(blocked[0]!.payload.data).toMatchObject({ external_user_id: 'bob', status: 'blocked' });
     expect(unblocked[0]!.payload.data).toMatchObject({ external_user_id: 'bob', status: 'active' });
     expect(blocked[0]!.receivedAtMs).toBeLessThanOrEqual(unblocked[0]!.receivedAtMs);
@@ -225,12 +243,15 @@ describe('credit grants', () => {
     const first = await postJson<Record<string, unknown>>(url, body, headers);
     expect(first.status).toBe(201);
     expect((await postJson(url, body, headers)).status).toBe(200);
-    const [created] = await settles(ALL, 'credit_grant.created', 1);
+    const creation = await arrival(ALL, 'credit_grant.created', 1);
     const { credits: _credits, ...grant } = first.body;
-    expect(created!.payload.data).toEqual(grant);
+    expect(creation.found[0]!.payload.data).toEqual(grant);
 
     await runCliJson(['credits', 'revoke', '--grant-id', String(grant.grant_id)], env);
-    const [revoked] = await settles(ALL, 'credit_grant.revoked', 1);
+    const [[revoked]] = await Promise.all([
+      settles(ALL, 'credit_grant.revoked', 1),
+      creation.settled,
+    ]);
     expect(revoked!.payload.data).toEqual({ ...grant, status: 'revoked' });
   });
 
@@ -266,12 +287,12 @@ describe('API keys', () => {
     );
     await runCliJson(['api-key', 'revoke', '--id', created.id], env);
     await runCliJson(['api-key', 'revoke', '--id', created.id], env); // nothing left to revoke
-    const [issued] = (await settles(ALL, 'api_key.created', 1)).filter(
-      (message) => message.payload.data.id === created.id,
-    );
-    const revoked = (await settles(ALL, 'api_key.revoked', 1)).filter(
-      (message) => message.payload.data.id === created.id,
-    );
+    const [issuedOnes, revokedOnes] = await Promise.all([
+      settles(ALL, 'api_key.created', 1),
+      settles(ALL, 'api_key.revoked', 1),
+    ]);
+    const [issued] = issuedOnes.filter((message) => message.payload.data.id === created.id);
+    const revoked = revokedOnes.filter((message) => message.payload.data.id === created.id);
     expect(revoked).toHaveLength(1);
     expect(issued!.payload.data).toMatchObject({
       id: created.id,
@@ -469,7 +490,10 @@ describe('spend', () => {
       );
     }
     expect(statuses.filter((status) => status === 200)).toHaveLength(4);
-    const caps = await settles('/spend', 'cap.threshold', 3);
+    const [caps, [low]] = await Promise.all([
+      settles('/spend', 'cap.threshold', 3),
+      settles('/spend', 'wallet.low_balance', 1),
+    ]);
     const summary = caps.map((message) => [
       message.payload.data.scope,
       message.payload.data.threshold,
@@ -493,7 +517,6 @@ describe('spend', () => {
       status: 'active',
     });
     expect(connectionFull.payload.data.cap_rule_id).toMatch(/^cap_/);
-    const [low] = await settles('/spend', 'wallet.low_balance', 1);
     expect(low!.payload.data).toEqual({
       org_id: other.org_id,
       balance: formatNano(unitNano * 7n),
@@ -597,8 +620,8 @@ describe('OAuth connections', () => {
       name: 'Hooked app',
     });
     const token = await connectAndExchange(gateway.url, user, client, { orgId: payer.org_id });
-    const [created] = await settles('/oauth', 'oauth_connection.created', 1);
-    expect(created!.payload.data).toMatchObject({
+    const connection = await arrival('/oauth', 'oauth_connection.created', 1);
+    expect(connection.found[0]!.payload.data).toMatchObject({
       id: token.app_connection_id,
       org_id: payer.org_id,
       app_id: org.app_id,
@@ -613,7 +636,10 @@ describe('OAuth connections', () => {
       client_id: client.client_id,
     });
     expect(revoked.status).toBe(200);
-    const [gone] = await settles('/oauth', 'oauth_connection.revoked', 1);
+    const [[gone]] = await Promise.all([
+      settles('/oauth', 'oauth_connection.revoked', 1),
+      connection.settled,
+    ]);
     expect(gone!.payload.data).toMatchObject({ id: token.app_connection_id, status: 'revoked' });
     expect(Date.parse(String(gone!.payload.data.revoked_at))).toBeGreaterThan(0);
     expect(Date.parse(String(gone!.payload.data.token_issued_at))).toBeGreaterThan(0);

@@ -319,8 +319,11 @@ describe('lanes', () => {
     // The quiet endpoint takes api_key events alone; the noisy one the product users'.
     await addEndpoint(orgId, '/noisy', ['product_user.created']);
     await addEndpoint(orgId, '/quiet', ['api_key.created']);
-    receiver.behave('/noisy', () => ({ status: 200, delayMs: 1000 }));
-    // A backlog of four rounds of the three slots the noisy endpoint may take: 1 s each.
+    // The noisy endpoint answers nothing until the quiet one has its message.
+    let answerNoisy = (): void => undefined;
+    const noisyAnswers = new Promise<void>((resolve) => (answerNoisy = resolve));
+    receiver.behave('/noisy', () => ({ status: 200, heldUntil: noisyAnswers }));
+    // A backlog of four rounds of the three slots the noisy endpoint may take.
     const noisy = productUserEvents(orgId, 12, 1, 'noisy');
     await emitEvents(db, noisy);
     startDispatcher(4);
@@ -329,9 +332,11 @@ describe('lanes', () => {
     await emitEvents(db, [{ orgId, type: 'api_key.created', data: { id: 'key_quiet' } }]);
     const [quiet] = await receiver.waitFor('/quiet', 'api_key.created');
     // One endpoint takes three of the instance's four slots at most: the quiet endpoint's
-    // message went at once, not after a noisy attempt (1 s), with the noisy backlog still there.
+    // message went at once, not after a noisy attempt (none is answered before it came), with
+    // the noisy backlog still there.
     expect(quiet!.receivedAtMs - queuedAtMs).toBeLessThan(700);
     expect(receiver.messages('/noisy').length).toBeLessThan(noisy.length);
+    answerNoisy();
     await allDelivered('/noisy', noisy.length, 60_000);
   }, 90_000);
 });
@@ -357,8 +362,13 @@ describe('a rolling deploy', () => {
       older.release();
     }
     await allDelivered('/rolling', 8);
-    // And while this version's lanes send, the older one's claim skips the endpoint.
-    receiver.behave('/rolling', () => ({ status: 200, delayMs: 1000 }));
+    // And while this version's lanes send (an attempt answered only once looked at), the older
+    // one's claim skips the endpoint.
+    let answer = (): void => undefined;
+    receiver.behave('/rolling', () => ({
+      status: 200,
+      heldUntil: new Promise<void>((resolve) => (answer = resolve)),
+    }));
     await emitEvents(db, productUserEvents(orgId, 1, 1, 'rolling-2'));
     await eventually(async () => (receiver.messages('/rolling').length > 8 ? true : undefined));
     const { rows } = await db.query(
@@ -366,6 +376,7 @@ describe('a rolling deploy', () => {
       [endpointId],
     );
     expect(rows).toEqual([]);
+    answer();
   });
 });
 

@@ -6,7 +6,9 @@
 import { request } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startMockVendors, type RunningMockVendors } from '../src/mock-vendors/server.js';
 import { createRedisKeys } from '../src/redis/keys.js';
+import { startClosingFront, type ClosingFront } from './support/closing-vendor.js';
 import { isolatedContext } from './support/context.js';
 import { bearer, postSse } from './support/http.js';
 import {
@@ -22,6 +24,9 @@ const keys = createRedisKeys(prefix);
 let org: SeededOrg;
 let gateway: SpawnedGateway;
 let metricsPort: number;
+let vendor: RunningMockVendors;
+/** The vendors' front: holds a request marked `front:hold=<name>` until the test releases it. */
+let front: ClosingFront;
 
 /** One chat completion on a connection of its own, so the kernel may pick any worker. */
 function chatOnNewConnection(
@@ -76,16 +81,22 @@ function servingPids(output: string): Set<number> {
 beforeAll(async () => {
   org = await seed(env);
   metricsPort = await freePort();
+  // Streams are paced (50 tokens a second) and the drain is short: a long stream (20 s)
+  // outlasts it; the short ones, held by the front until the drain has begun, end within it
+  // however loaded the machine.
+  vendor = await startMockVendors({ port: 0, tokensPerSecond: 50 });
+  front = await startClosingFront({ mode: 'pass', upstreamPort: vendor.port });
   gateway = await startGatewayProcess({
     ...env,
     PORT: String(await freePort()),
     GATEWAY_WORKERS: '2',
     METRICS_PORT: String(metricsPort),
     REQUEST_LOG_SAMPLE_RATE: '1',
-    // Streams are paced (50 tokens a second) and the drain is short: a long stream (20 s)
-    // outlasts it, the short ones (3 s upstream) end within it however loaded the machine.
-    MOCK_VENDOR_TOKENS_PER_SECOND: '50',
-    SHUTDOWN_GRACE_MS: '8000',
+    VENDOR_A_BASE_URL: front.url,
+    VENDOR_A_API_KEY: 'vendor-a-key',
+    VENDOR_B_BASE_URL: front.url,
+    VENDOR_B_API_KEY: 'vendor-b-key',
+    SHUTDOWN_GRACE_MS: '3000',
   });
   await eventually(
     async () => (gateway.output().includes('gw workers listening') ? true : undefined),
@@ -95,6 +106,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await gateway?.stop('SIGKILL');
+  await front?.stop();
+  await vendor?.close();
 });
 
 describe('GATEWAY_WORKERS=2 on one port', () => {
@@ -165,7 +178,10 @@ describe('GATEWAY_WORKERS=2 on one port', () => {
           model: 'vendor_b/gpt-4o-mini',
           stream: true,
           messages: [
-            { role: 'user', content: `drain ${index} mock:latency_ms=3000 mock:output_tokens=3` },
+            {
+              role: 'user',
+              content: `drain ${index} front:hold=drain-${index} mock:output_tokens=3`,
+            },
           ],
         },
         bearer(org.api_key),
@@ -181,11 +197,16 @@ describe('GATEWAY_WORKERS=2 on one port', () => {
       },
       bearer(org.api_key),
     );
-    // SIGTERM once all five are admitted (their holds placed, the short ones for the 3 s their
-    // vendor waits), not after a guess at how long a loaded machine takes to get them there
+    // SIGTERM once all five are admitted (their holds placed, the short ones waiting for their
+    // vendor), not after a guess at how long a loaded machine takes to get them there; the
+    // short ones answered once both workers drain
     const holds = keys.holdExpiries(keys.wallet(org.org_id));
     await eventually(async () => ((await redis.zcard(holds)) === 5 ? true : undefined));
     const exited = gateway.stop('SIGTERM');
+    await eventually(async () =>
+      gateway.output().split('"msg":"shutting down"').length - 1 === 2 ? true : undefined,
+    );
+    for (let index = 0; index < 4; index += 1) front.release(`drain-${index}`);
     const answers = await Promise.all(streams);
     for (const answer of answers) {
       expect(answer.status).toBe(200);

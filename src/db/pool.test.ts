@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { TEST_DATABASE_URL } from '../../test/support/env.js';
+import { eventually } from '../../test/support/services.js';
 import { isDependencyUnavailable } from '../errors.js';
 import { createDbPool, readOnlySnapshot, withTransaction, type DbPool } from './pool.js';
 
@@ -200,7 +201,8 @@ describe('a pool whose waits are bounded (DATABASE_TIMEOUT_MS)', () => {
    * A pool of one bounded by 200 ms whose server process stops just as a COMMIT is sent (a
    * hung host, a network that holds the packets) and resumes 3 s later, past the client's read
    * time-out: the COMMIT then runs. Runs one transaction inserting entry `entryId`; says what
-   * the caller was told and whether the row is there once the server has resumed.
+   * the caller was told and whether the row is there once the server has resumed and is done
+   * with the transaction.
    */
   async function commitThroughStall(
     entryId: string,
@@ -208,6 +210,7 @@ describe('a pool whose waits are bounded (DATABASE_TIMEOUT_MS)', () => {
   ): Promise<{ outcome: unknown; landed: number | null; waitedMs: number }> {
     const db = createDbPool(TEST_DATABASE_URL, 1, 200);
     let pid = 0;
+    let resumed: Promise<void> = Promise.resolve();
     const stalling: Pick<DbPool, 'connect'> = {
       connect: async () => {
         const client = await db.connect();
@@ -217,7 +220,12 @@ describe('a pool whose waits are bounded (DATABASE_TIMEOUT_MS)', () => {
           const commit = text === 'COMMIT' || (text as { text?: unknown })?.text === 'COMMIT';
           if (commit) {
             process.kill(pid, 'SIGSTOP');
-            setTimeout(() => process.kill(pid, 'SIGCONT'), 3000);
+            resumed = new Promise((resolve) =>
+              setTimeout(() => {
+                process.kill(pid, 'SIGCONT');
+                resolve();
+              }, 3000),
+            );
           }
           return query(text, ...rest);
         };
@@ -243,7 +251,16 @@ describe('a pool whose waits are bounded (DATABASE_TIMEOUT_MS)', () => {
         (error: unknown) => (error as Error).message,
       );
       const waitedMs = performance.now() - started;
-      await new Promise((resolve) => setTimeout(resolve, 3500));
+      // Resumed, the server process runs the COMMIT it was sent and answers it (idle), or
+      // finds its client gone and ends (no row): either way it is done with the transaction.
+      await resumed;
+      await eventually(async () => {
+        const { rows } = await writer.query<{ state: string }>(
+          'SELECT state FROM pg_stat_activity WHERE pid = $1',
+          [pid],
+        );
+        return rows[0] === undefined || rows[0].state === 'idle' ? true : undefined;
+      });
       const landed = await writer.query(
         `SELECT 1 FROM usage_dead_letters WHERE org_id = $1 AND entry_id = $2`,
         [orgId, entryId],

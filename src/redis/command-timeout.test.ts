@@ -13,7 +13,13 @@ import {
 } from './command-timeout.js';
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-const BOUND_MS = 500;
+/**
+ * Short, since every stall below busies the loop for a multiple of it, but with both paths of
+ * the time-out taken (STALL_MS, src/stall-tolerant-timeout.ts): a stall of the bound + 100 ms
+ * makes its timer 100 ms late (on time: one look), one of 3 bounds 400 ms late (past STALL_MS:
+ * the bound again).
+ */
+const BOUND_MS = 200;
 
 type SetTimeoutMethod = (ms: number) => void;
 const commandPrototype = Command.prototype as unknown as { setTimeout: SetTimeoutMethod };

@@ -17,6 +17,11 @@ export interface ClosingFront {
   stats(): Promise<ClosingFrontStats>;
   /** Closes every open connection (mode 'pass'); `closed` counts them once done. */
   closeAll(): void;
+  /**
+   * Passes on the requests held by `front:hold=<name>` in their text (mode 'pass'), or lets
+   * them pass when they come.
+   */
+  release(name: string): void;
   stop(): Promise<void>;
 }
 
@@ -42,6 +47,9 @@ export async function startClosingFront(options: {
     },
     closeAll() {
       worker.postMessage('close_all');
+    },
+    release(name) {
+      worker.postMessage({ release: name });
     },
     async stop() {
       worker.postMessage('stop');

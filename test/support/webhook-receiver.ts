@@ -29,6 +29,8 @@ export interface ReceivedMessage {
 export interface Answer {
   readonly status: number;
   readonly delayMs?: number;
+  /** Answered once this settles (after `delayMs`, if any): an attempt kept in flight at will. */
+  readonly heldUntil?: Promise<unknown>;
   readonly body?: string;
   readonly headers?: Record<string, string>;
 }
@@ -186,6 +188,7 @@ export class WebhookReceiver {
     if (idCount > 1) this.overlappingIds.add(delivery);
     try {
       if (answer.delayMs) await new Promise((resolve) => setTimeout(resolve, answer.delayMs));
+      await answer.heldUntil;
       return answer;
     } finally {
       this.inFlightByPath.set(path, (this.inFlightByPath.get(path) ?? 1) - 1);
