@@ -25,26 +25,21 @@ interface MemberRow {
 }
 
 /**
- * The roles, each with what it may do: `may` in a role change's confirmation, `hint` under
- * the invitation form's choice (the option itself stays one word: a select is as wide as its
+ * The roles, each with what it may do: in a role change's confirmation, and under the
+ * invitation form's choice (the option itself stays one word: a select is as wide as its
  * longest option, and a sentence in it was cut off beside the e-mail field).
  */
-const ROLES: readonly { value: Role; label: string; may: string; hint: string }[] = [
-  { value: 'viewer', label: 'Viewer', may: 'reads everything', hint: 'Reads everything.' },
-  {
-    value: 'member',
-    label: 'Member',
-    may: 'reads and uses everything',
-    hint: 'Reads and uses everything.',
-  },
-  {
-    value: 'admin',
-    label: 'Admin',
-    may: 'also manages apps, connections, keys and members',
-    hint: 'Also manages apps, connections, keys and members.',
-  },
-  { value: 'owner', label: 'Owner', may: 'also manages owners', hint: 'Also manages owners.' },
+const ROLES: readonly { value: Role; label: string; may: string }[] = [
+  { value: 'viewer', label: 'Viewer', may: 'reads everything' },
+  { value: 'member', label: 'Member', may: 'reads and uses everything' },
+  { value: 'admin', label: 'Admin', may: 'also manages apps, connections, keys and members' },
+  { value: 'owner', label: 'Owner', may: 'also manages owners' },
 ];
+
+/** What a role may do, as a sentence under the invitation form: "Admin: Also manages …". */
+function roleHint(role: { label: string; may: string }): string {
+  return `${role.label}: ${role.may.charAt(0).toUpperCase()}${role.may.slice(1)}.`;
+}
 
 export const membersPage: OrgPage = {
   section: 'members',
@@ -328,7 +323,7 @@ function InviteMember(props: { path: string; mayInviteOwners: boolean; onInvited
           </button>
         </div>
         <p class="hint" id="invite-role-hint">
-          {chosen && `${chosen.label}: ${chosen.hint}`}
+          {chosen && roleHint(chosen)}
         </p>
         <ErrorNote error={action.error} />
         <p class="muted small" role="status" aria-live="polite">
