@@ -9,6 +9,7 @@ import { startMockVendors, type RunningMockVendors } from '../src/mock-vendors/s
 import { createRedisKeys } from '../src/redis/keys.js';
 import { startClosingFront, type ClosingFront } from './support/closing-vendor.js';
 import { isolatedContext } from './support/context.js';
+import { vendorsAt } from './support/env.js';
 import { bearer, postJson, postSse } from './support/http.js';
 import {
   metricsUrl,
@@ -57,14 +58,8 @@ beforeAll(async () => {
   vendor = await startMockVendors({ port: 0 });
   front = await startClosingFront({ mode: 'pass', upstreamPort: vendor.port });
   unaccepting = await startUnacceptingVendor();
-  const routes = (url: string) => ({
-    VENDOR_A_BASE_URL: url,
-    VENDOR_A_API_KEY: 'vendor-a-key',
-    VENDOR_B_BASE_URL: url,
-    VENDOR_B_API_KEY: 'vendor-b-key',
-  });
-  pooled = await startGateway({ ...env, ...routes(front.url), UPSTREAM_CONNECTIONS: '1' });
-  hung = await startGateway({ ...env, ...routes(unaccepting.url) });
+  pooled = await startGateway({ ...env, ...vendorsAt(front.url), UPSTREAM_CONNECTIONS: '1' });
+  hung = await startGateway({ ...env, ...vendorsAt(unaccepting.url) });
 });
 
 afterAll(async () => {

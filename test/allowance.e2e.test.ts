@@ -9,6 +9,7 @@ import { countInputTokens } from '../src/tokens/count.js';
 import { chatCompletionTexts } from '../src/tokens/request-texts.js';
 import { startClosingFront, type ClosingFront } from './support/closing-vendor.js';
 import { isolatedContext } from './support/context.js';
+import { vendorsAt } from './support/env.js';
 import { bearer, getJson, postJson, type ErrorBody } from './support/http.js';
 import {
   type GatewayProcess,
@@ -96,13 +97,7 @@ beforeAll(async () => {
   front = await startClosingFront({ mode: 'pass', upstreamPort: vendor.port });
   [gateways, behindFront] = await Promise.all([
     Promise.all([startGateway(env), startGateway(env), startGateway(env)]),
-    startGateway({
-      ...env,
-      VENDOR_A_BASE_URL: front.url,
-      VENDOR_A_API_KEY: 'vendor-a-key',
-      VENDOR_B_BASE_URL: front.url,
-      VENDOR_B_API_KEY: 'vendor-b-key',
-    }),
+    startGateway({ ...env, ...vendorsAt(front.url) }),
   ]);
 });
 

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisKeys } from '../src/redis/keys.js';
-import { baseEnv, uniquePrefix } from './support/env.js';
+import { baseEnv, uniquePrefix, vendorsAt } from './support/env.js';
 import { bearer, postJson } from './support/http.js';
 import {
   runCliJson,
@@ -159,10 +159,7 @@ beforeAll(async () => {
     ...baseEnv(prefix),
     REDIS_URL: `redis://127.0.0.1:${PROXY_PORT}`,
     REDIS_CLUSTER_NODES: '', // this file's own single Redis, whatever the run's
-    VENDOR_A_BASE_URL: vendorUrl,
-    VENDOR_A_API_KEY: 'test-vendor-key',
-    VENDOR_B_BASE_URL: vendorUrl,
-    VENDOR_B_API_KEY: 'test-vendor-key',
+    ...vendorsAt(vendorUrl),
     SPOOL_DIR: spoolDir,
   };
   gateway = await startGatewayProcess(env);

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { startMockVendors, type RunningMockVendors } from '../src/mock-vendors/server.js';
 import { isolatedContext } from './support/context.js';
+import { vendorsAt } from './support/env.js';
 import { bearer, postJson } from './support/http.js';
 import { runCliJson, seed, startGatewayProcess, type SeededOrg } from './support/processes.js';
 import { eventually } from './support/services.js';
@@ -152,10 +153,7 @@ describe('SIGTERM under streaming load', () => {
   it('finishes what ends within the grace, cuts and settles the rest as partial, loses nothing', async () => {
     const gateway = await startGatewayProcess({
       ...env,
-      VENDOR_B_BASE_URL: vendor.url,
-      VENDOR_B_API_KEY: 'mock-drain',
-      VENDOR_A_BASE_URL: vendor.url,
-      VENDOR_A_API_KEY: 'mock-drain',
+      ...vendorsAt(vendor.url),
       SHUTDOWN_GRACE_MS: String(GRACE_MS),
     });
     gatewayPort = gateway.port;

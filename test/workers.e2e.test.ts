@@ -10,6 +10,7 @@ import { startMockVendors, type RunningMockVendors } from '../src/mock-vendors/s
 import { createRedisKeys } from '../src/redis/keys.js';
 import { startClosingFront, type ClosingFront } from './support/closing-vendor.js';
 import { isolatedContext } from './support/context.js';
+import { vendorsAt } from './support/env.js';
 import { bearer, postSse } from './support/http.js';
 import {
   seed,
@@ -92,10 +93,7 @@ beforeAll(async () => {
     GATEWAY_WORKERS: '2',
     METRICS_PORT: String(metricsPort),
     REQUEST_LOG_SAMPLE_RATE: '1',
-    VENDOR_A_BASE_URL: front.url,
-    VENDOR_A_API_KEY: 'vendor-a-key',
-    VENDOR_B_BASE_URL: front.url,
-    VENDOR_B_API_KEY: 'vendor-b-key',
+    ...vendorsAt(front.url),
     SHUTDOWN_GRACE_MS: '3000',
   });
   await eventually(

@@ -25,6 +25,19 @@ export function uniquePrefix(label: string): string {
 /** A master key for provider credentials in tests (32 bytes, base64). Never a real one. */
 export const TEST_MASTER_KEY = Buffer.alloc(32, 7).toString('base64');
 
+/**
+ * A gateway's settings that send both vendors' calls to `url`: a mock vendor, or a front before
+ * one (the mock takes any key).
+ */
+export function vendorsAt(url: string): Record<string, string> {
+  return {
+    VENDOR_A_BASE_URL: url,
+    VENDOR_A_API_KEY: 'vendor-a-key',
+    VENDOR_B_BASE_URL: url,
+    VENDOR_B_API_KEY: 'vendor-b-key',
+  };
+}
+
 /** The environment a gateway process or CLI call under test runs with. */
 export function baseEnv(prefix: string): Record<string, string> {
   return {
