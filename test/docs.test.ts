@@ -53,7 +53,7 @@ describe('docs/operations.md alerts', () => {
   const alerts = page.slice(page.indexOf('\n## Alerts'));
 
   // That each names metrics a running gateway serves, read the way they are:
-  // test/operations-metrics.e2e.test.ts.
+  // test/operations-docs.e2e.test.ts.
   it('has an alert for every fault issue 16 lists', () => {
     expect(alerts.length).toBeGreaterThan(100);
     for (const fault of [

@@ -1,8 +1,9 @@
-// The metrics an operator is told to watch are the ones a running gateway serves: every metric
-// README.md and docs/ name is in its `GET /metrics` scrape, and every alert of
-// docs/operations.md is a PromQL expression that works on that scrape: counters (and histogram
-// buckets) read through rate() or increase(), gauges never, label names the metric has, label
-// values the gateway writes. The names are read from the docs, so the test follows them.
+// What docs/operations.md tells an operator to watch and run works on a running gateway: every
+// metric README.md and docs/ name is in its `GET /metrics` scrape; every alert is a PromQL
+// expression that works on that scrape (counters and histogram buckets read through rate() or
+// increase(), gauges never, label names the metric has, label values the gateway writes); and
+// every SQL statement of the runbooks runs on the gateway's schema. All are read from the
+// docs, so the test follows them.
 import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorCatalogue } from '../src/errors.js';
@@ -13,7 +14,7 @@ import { bearer, postJson } from './support/http.js';
 import { metricsUrl, seed, startGateway, type GatewayProcess } from './support/processes.js';
 
 // Its own database: a gateway with SMTP_URL sends every message of its database's outbox.
-const { env } = isolatedContext('operations-metrics', { ownDatabase: true });
+const { env, db } = isolatedContext('operations-docs', { ownDatabase: true });
 let gateway: GatewayProcess;
 /** Each metric of the scrape by name, with its type (`# TYPE`). */
 let types: Map<string, string>;
@@ -215,5 +216,25 @@ describe('the alerts of docs/operations.md', () => {
   it('name the end reasons the vendor alerts select (docs/charging.md lists each)', () => {
     const charging = readFileSync(new URL('../docs/charging.md', import.meta.url), 'utf8');
     for (const reason of END_REASONS) expect(charging, reason).toContain(`\`${reason}\``);
+  });
+});
+
+describe('the SQL of docs/operations.md', () => {
+  it('runs on the gateway’s schema (planned, not run: the UPDATE changes nothing)', async () => {
+    const page = readFileSync(new URL('../docs/operations.md', import.meta.url), 'utf8');
+    const statements = [
+      ...[...page.matchAll(/```sql\n([\s\S]*?)```/g)].map((match) => match[1]!),
+      ...[...page.matchAll(/`((?:SELECT|UPDATE) [^`]+)`/g)].map((match) => match[1]!),
+      // psql -c "…" in the runbooks' shell lines
+      ...[...page.matchAll(/-A?t?c "((?:SELECT|UPDATE) [^"]+)"/g)].map((match) => match[1]!),
+    ].map((statement) => statement.trim().replace(/;$/, ''));
+    expect(statements.length).toBeGreaterThan(6);
+    const problems: string[] = [];
+    for (const statement of statements) {
+      await db.query(`EXPLAIN ${statement}`).catch((error: Error) => {
+        problems.push(`${statement}: ${error.message}`);
+      });
+    }
+    expect(problems).toEqual([]);
   });
 });
