@@ -143,6 +143,18 @@ describe('the metrics the docs name', () => {
   });
 });
 
+describe('the labels of the metrics', () => {
+  it('are each named, with what bounds them, in docs/operations.md', () => {
+    const page = readFileSync(new URL('../docs/operations.md', import.meta.url), 'utf8');
+    const section = page.slice(page.indexOf('## Metrics and per-org money'));
+    const paragraph = section.slice(0, section.indexOf('Money in `/metrics`'));
+    const named = new Set([...paragraph.matchAll(/`([a-z_]+)`/g)].map((match) => match[1]));
+    const declared = new Set([...declaredLabels.values()].flat());
+    expect(declared.size).toBeGreaterThan(10);
+    expect([...declared].filter((label) => !named.has(label))).toEqual([]);
+  });
+});
+
 describe('the alerts of docs/operations.md', () => {
   const alerts = alertExpressions();
   const RANGE_FUNCTION = /(?:^|[^a-z_])(rate|irate|increase)\(\s*$/;
