@@ -13,14 +13,20 @@ import { TEST_MASTER_KEY } from './support/env.js';
 const manifest = (name: string) =>
   readFileSync(new URL(`../deploy/kubernetes/${name}`, import.meta.url), 'utf8');
 
-/** The `KEY: value` entries under a top-level-indented mapping such as `data:`. */
-function entriesUnder(text: string, heading: string): Map<string, string> {
+/**
+ * The `KEY: value` entries under a top-level-indented mapping such as `data:`; with
+ * `commented`, the ones written as examples in a comment (`# KEY: value`) instead.
+ */
+function entriesUnder(text: string, heading: string, commented = false): Map<string, string> {
   const lines = text.split('\n');
   const start = lines.findIndex((line) => line === `${heading}:`);
   const entries = new Map<string, string>();
+  const entry = commented
+    ? /^ {2}# ([A-Z][A-Z0-9_]*): '?([^'#]*?)'?\s*$/
+    : /^ {2}([A-Z][A-Z0-9_]*): '?([^'#]*?)'?\s*$/;
   for (const line of lines.slice(start + 1)) {
     if (!line.startsWith('  ')) break;
-    const match = /^ {2}([A-Z][A-Z0-9_]*): '?([^'#]*?)'?\s*$/.exec(line);
+    const match = entry.exec(line);
     if (match) entries.set(match[1]!, match[2]!);
   }
   return entries;
@@ -35,6 +41,42 @@ describe('deploy/kubernetes', () => {
     expect(config.size).toBeGreaterThan(5);
     expect(secret.size).toBeGreaterThan(3);
     for (const name of [...config.keys(), ...secret.keys()]) expect(known, name).toContain(name);
+  });
+
+  it('and so do the examples left in comments, which pass its validation together', () => {
+    const examples = new Map([
+      ...entriesUnder(manifest('configmap.yaml'), 'data', true),
+      ...entriesUnder(manifest('secret.example.yaml'), 'stringData', true),
+    ]);
+    expect([...examples.keys()].sort()).toEqual(
+      ['EMAIL_FROM', 'PUBLIC_ORIGIN', 'REDIS_CLUSTER_NODES', 'SMTP_URL'].sort(),
+    );
+    expect(() =>
+      loadConfig({
+        ...Object.fromEntries(config),
+        ...Object.fromEntries(secret),
+        ...Object.fromEntries(examples),
+      }),
+    ).not.toThrow();
+  });
+
+  it('states the Postgres connections the autoscaler’s pods can open', () => {
+    const settings = loadConfig({ ...Object.fromEntries(config), ...Object.fromEntries(secret) });
+    const deployment = manifest('deployment.yaml');
+    const maxReplicas = Number(/maxReplicas: (\d+)/.exec(manifest('hpa.yaml'))![1]);
+    const surge = Number(/maxSurge: (\d+)/.exec(deployment)![1]);
+    const workers = Number(/limits: \{ cpu: '(\d+)'/.exec(deployment)![1]);
+    // README, DATABASE_POOL_SIZE: the request pool + 3 (writer 2, probe 1) + the webhooks'
+    // WEBHOOK_DELIVERY_CONCURRENCY + 1 (database-pool-size.e2e.test.ts counts them).
+    const perWorker = settings.DATABASE_POOL_SIZE + 3 + settings.WEBHOOK_DELIVERY_CONCURRENCY + 1;
+    const atMost = maxReplicas * workers * perWorker;
+    const inRollout = (maxReplicas + surge) * workers * perWorker;
+    const operations = readFileSync(new URL('../docs/operations.md', import.meta.url), 'utf8');
+    expect(operations).toContain(`${maxReplicas * workers} × ${perWorker} = ${atMost}`);
+    expect(operations).toContain(`${maxReplicas + surge} pods, ${inRollout}`);
+    expect(manifest('configmap.yaml')).toContain(
+      `${maxReplicas * workers} x ${perWorker} = ${atMost}, and ${inRollout}`,
+    );
   });
 
   it('and each ConfigMap value passes the gateway’s own validation', () => {
