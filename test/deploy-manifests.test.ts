@@ -191,6 +191,11 @@ describe('deploy/kubernetes, the reconcile CronJob', () => {
     expect(cronJob).toMatch(/drifted === 0 \? 0 : 1/);
     expect(cronJob).toContain('configMapRef: { name: gw-config }');
     expect(cronJob).toContain('secretRef: { name: gw-secrets }');
+    // A run that hangs fails (and alerts) before the next is due, which it would hold back.
+    const deadline = Number(/activeDeadlineSeconds: (\d+)/.exec(cronJob)![1]);
+    expect(cronJob).toContain('concurrencyPolicy: Forbid');
+    expect(cronJob).toMatch(/schedule: '\d+ \* \* \* \*'/); // hourly
+    expect(deadline).toBeLessThan(3600);
   });
 
   it('is the job the Reconcile drift alert watches, and never one of the Service’s pods', () => {
