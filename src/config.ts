@@ -72,8 +72,9 @@ function smtpUrl(value: string): string | undefined {
 export const configSchema = z.object({
   PORT: wholeNumber({ min: 0, max: 65535 }).default(8080),
   /**
-   * Gateway processes accepting on PORT (SO_REUSEPORT): `auto` is one per core the container
-   * has. PORT=0 always runs one (each process would pick its own port).
+   * Gateway processes accepting on PORT (SO_REUSEPORT): `auto` is one per core the process may
+   * run on (Node 20 counts its CPU affinity, not a container's CPU quota). PORT=0 always runs
+   * one (each process would pick its own port).
    */
   GATEWAY_WORKERS: z.union([z.literal('auto'), wholeNumber({ min: 1, max: 256 })]).default('auto'),
   HOST: z.string().min(1).default('0.0.0.0'),

@@ -6,12 +6,35 @@ import type { Config } from '../config.js';
 import type { HttpServer } from '../http/server.js';
 import { ShutdownCut } from '../inference/shutdown-cut.js';
 import type { Logger } from '../log.js';
+import { STOP_WAIT_MS as EMAIL_STOP_WAIT_MS } from './email.js';
+import { WRITER_STOP_TIMEOUT_MS } from './usage-recording.js';
 
 /**
  * After the grace, the requests cut then settle (Redis, a token count): this bounds the wait.
  * What is still in flight after it (a stuck Redis) lapses by its hold's TTL, unrecorded.
  */
 const CUT_SETTLE_TIMEOUT_MS = 5_000;
+
+/**
+ * The longest a stop can take after SIGTERM with these settings: the grace, the settles of
+ * what it cut, then the closers that wait, one after another (the e-mail attempts under way,
+ * the webhook attempts under way, each bounded by WEBHOOK_TIMEOUT_MS, and the usage writer's
+ * final drain). An orchestrator's kill deadline must be above it (decision 400).
+ */
+export function longestStopMs(
+  config: Pick<
+    Config,
+    'SHUTDOWN_GRACE_MS' | 'SMTP_URL' | 'WEBHOOK_DELIVERY_CONCURRENCY' | 'WEBHOOK_TIMEOUT_MS'
+  >,
+): number {
+  return (
+    config.SHUTDOWN_GRACE_MS +
+    CUT_SETTLE_TIMEOUT_MS +
+    (config.SMTP_URL === undefined ? 0 : EMAIL_STOP_WAIT_MS) +
+    (config.WEBHOOK_DELIVERY_CONCURRENCY === 0 ? 0 : config.WEBHOOK_TIMEOUT_MS) +
+    WRITER_STOP_TIMEOUT_MS
+  );
+}
 
 export interface ShutdownState {
   /** True once the drain began (/readyz answers not ready). */

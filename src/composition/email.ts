@@ -19,7 +19,7 @@ const SEND_CONCURRENCY = 2;
 /** How often an idle sender looks for messages queued elsewhere or due for a retry. */
 const POLL_INTERVAL_MS = 1_000;
 /** How long a stopping instance waits for its attempts under way. */
-const STOP_WAIT_MS = 5_000;
+export const STOP_WAIT_MS = 5_000;
 /**
  * An attempt's transaction is idle on the server while the SMTP server is talked to (bounded by
  * the mailer's connection, greeting and socket time-outs, 10, 10 and 30 s a step): ended by the

@@ -16,7 +16,7 @@ import type { RedisConnections } from './redis.js';
 import type { Stores } from './stores.js';
 
 /** The writer's final drain at shutdown; what it cannot write stays in Redis for the others. */
-const WRITER_STOP_TIMEOUT_MS = 15_000;
+export const WRITER_STOP_TIMEOUT_MS = 15_000;
 
 export interface UsageRecordingParts {
   readonly db: DbPool;

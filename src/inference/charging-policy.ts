@@ -28,24 +28,30 @@ import {
   type TokenUsage,
 } from '../protocols/common/usage.js';
 
-/** Why a request ended, as its usage record says (column `end_reason`). */
-export type EndReason =
-  | 'completed'
-  | 'completed_without_usage'
-  | 'client_gone_before_dispatch'
-  | 'client_aborted_before_answer'
-  | 'client_aborted_during_answer'
-  | 'network_error'
-  | 'upstream_timeout'
-  | 'vendor_error_status'
-  | 'failover_exhausted'
-  | 'vendor_invalid_json'
-  | 'vendor_error_event'
-  | 'vendor_event_too_large'
-  | 'truncated'
-  | 'gateway_error'
-  | 'gateway_shutdown'
-  | 'gateway_lost';
+/**
+ * Why a request ended, as its usage record says (column `end_reason`) and as the metrics' label
+ * `end_reason` names it (docs/operations.md's alerts select by these).
+ */
+export const END_REASONS = [
+  'completed',
+  'completed_without_usage',
+  'client_gone_before_dispatch',
+  'client_aborted_before_answer',
+  'client_aborted_during_answer',
+  'network_error',
+  'upstream_timeout',
+  'vendor_error_status',
+  'failover_exhausted',
+  'vendor_invalid_json',
+  'vendor_error_event',
+  'vendor_event_too_large',
+  'truncated',
+  'gateway_error',
+  'gateway_shutdown',
+  'gateway_lost',
+] as const;
+
+export type EndReason = (typeof END_REASONS)[number];
 
 /** What the vendor's answer told us about usage before it ended (any part may be missing). */
 export interface ObservedUsage {
