@@ -107,18 +107,21 @@ describe('API-key authentication', () => {
     // Both instances have it cached.
     for (const gateway of [first, second]) {
       expect(
-        (await postJson(`${gateway.url}/v1/chat/completions`, chat, bearer(issued.api_key))).status,
+        (await postJson(`${gateway.url}/v1/chat/completions`, chat, bearer(issued.key))).status,
       ).toBe(200);
     }
-    expect(await revokeApiKey(env, issued.id)).toEqual({
+    // the key as the dashboard API's revoke answers it
+    expect(await revokeApiKey(env, issued.id)).toMatchObject({
       id: issued.id,
-      revoked: true,
+      app_connection_id: org.app_connection_id,
+      status: 'revoked',
+      revoked_at: expect.any(String),
     });
     // By the invalidation, not the cache's expiry (AUTH_CACHE_TTL_MS, 30 s): served until it
     // arrives, then refused.
     for (const gateway of [first, second]) {
       const response = await firstNot200(() =>
-        postJson<ErrorBody>(`${gateway.url}/v1/chat/completions`, chat, bearer(issued.api_key)),
+        postJson<ErrorBody>(`${gateway.url}/v1/chat/completions`, chat, bearer(issued.key)),
       );
       expect(response.status).toBe(401);
       expect(response.body.error.code).toBe('gw_key_inactive');
@@ -130,7 +133,7 @@ describe('API-key authentication', () => {
     const response = await postJson<ErrorBody>(
       `${first.url}/v1/chat/completions`,
       chat,
-      bearer(narrow.api_key),
+      bearer(narrow.key),
     );
     expect(response.status).toBe(403);
     expect(response.body.error.code).toBe('gw_model_not_allowed');

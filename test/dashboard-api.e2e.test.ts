@@ -77,7 +77,7 @@ describe('connections', () => {
     expect(list.body.data.map((connection) => connection.id)).toContain(created.body.id);
 
     const key = await createApiKey(env, created.body.id);
-    const before = await postJson(`${gateway.url}/v1/chat/completions`, chat, bearer(key.api_key));
+    const before = await postJson(`${gateway.url}/v1/chat/completions`, chat, bearer(key.key));
     expect(before.status).toBe(200);
 
     const changed = await admin.request<Connection>(
@@ -92,7 +92,7 @@ describe('connections', () => {
     const refused = await postJson<ErrorBody>(
       `${gateway.url}/v1/chat/completions`,
       chat,
-      bearer(key.api_key),
+      bearer(key.key),
     );
     expect(refused.status).toBe(400);
     expect(refused.body.error.code).toBe('gw_product_user_credits_required');
@@ -104,7 +104,7 @@ describe('connections', () => {
     expect(revoked.status).toBe(200);
     expect(revoked.body.status).toBe('revoked');
     const dead = await postJson<ErrorBody>(`${gateway.url}/v1/chat/completions`, chat, {
-      ...bearer(key.api_key),
+      ...bearer(key.key),
       'x-gw-external-user-id': 'someone',
     });
     expect(dead.status).toBe(401);

@@ -64,7 +64,7 @@ describe('an app', () => {
       expect(answer.status).toBe(200);
     }
     const revoked = await createApiKey(env, tenant.app_connection_id);
-    await postJson(`${gateways[0].url}/v1/chat/completions`, chat('c'), bearer(revoked.api_key));
+    await postJson(`${gateways[0].url}/v1/chat/completions`, chat('c'), bearer(revoked.key));
     const admin = await signInTo(gateways[0], emails.admin);
     await admin.post(`/dashboard/api/api-keys/${revoked.id}/revoke`);
     const answer = await viewer.get<AppDetail>(`/dashboard/api/apps/${tenant.app_id}`);

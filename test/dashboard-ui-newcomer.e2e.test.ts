@@ -9,14 +9,18 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openWindow, screenshot } from './support/browser.js';
+import { createDbPool } from '../src/db/pool.js';
+import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
 import { browserSuite, type BrowserSuite } from './support/browser-suite.js';
 import { isolatedContext } from './support/context.js';
 import { TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
+import { TEST_DATABASE_URL } from './support/env.js';
 import { bearer, postJson } from './support/http.js';
 import { runCliJson, type GatewayProcess, type SeededOrg } from './support/processes.js';
-import { ledgerRow } from './support/records.js';
+import { ledgerRow, usageRecord } from './support/records.js';
 
 const { env, db } = isolatedContext('dashboard-ui-newcomer');
+const sinkDb = createDbPool(TEST_DATABASE_URL, 2);
 const emails = { owner: uniqueEmail('newcomer-owner'), loner: uniqueEmail('newcomer-loner') };
 let ui: BrowserSuite;
 let gateway: GatewayProcess;
@@ -51,7 +55,10 @@ beforeAll(async () => {
   await ledgerRow(db, answer.headers.get('x-request-id'), 'request_id');
 });
 
-afterAll(() => ui?.close());
+afterAll(async () => {
+  await ui?.close();
+  await sinkDb.end();
+});
 
 describe('signing in and out', () => {
   it('lands on the organization the user shares, then on the one they last used in this browser', async () => {
@@ -266,9 +273,10 @@ describe('what the pages say', () => {
     // this month's one request: an amount with 7 decimals ("0.0000108 USD") left the card by
     // 25 px in a row of five cards
     await expect.poll(() => spent(page).textContent()).toMatch(/^0\.0+[1-9]\d* USD$/);
-    const overview = await spent(page).evaluate(measure);
-    expect(overview.past).toBeLessThanOrEqual(0);
-    expect(Math.round(overview.lines)).toBe(1);
+    // polled: the amount is fitted again when its card's width changes (a scroll bar that
+    // comes with the chart), in the frame after the change
+    await expect.poll(async () => Math.round((await spent(page).evaluate(measure)).lines)).toBe(1);
+    expect((await spent(page).evaluate(measure)).past).toBeLessThanOrEqual(0);
     await screenshot(page, 'newcomer-11-overview-1280');
 
     // an organization with no requests: "0.00 USD" in the same type as any other amount
@@ -276,6 +284,90 @@ describe('what the pages say', () => {
     await page.getByText('Nothing to show yet').waitFor();
     await expect.poll(() => spent(page).textContent()).toBe('0.00 USD');
     expect((await spent(page).evaluate(measure)).currency).toBe(true);
+    await close();
+  });
+
+  it('shows a month’s spent amount as large as the counts beside it at 1280 px, inside its card', async () => {
+    // an organization of the owner's that spent 12.34 USD this month, then 1,234.56 USD
+    const spender = await runCliJson<SeededOrg>(['seed', '--name', 'Spender Co'], env);
+    await runCliJson(
+      ['admin', 'add-member', '--email', emails.owner, '--org-id', spender.org_id],
+      env,
+    );
+    const spend = (sellCostNano: bigint) =>
+      new PostgresUsageSink(sinkDb).write([
+        usageRecord(spender.org_id, sellCostNano, {
+          appId: spender.app_id,
+          appConnectionId: spender.app_connection_id,
+        }),
+      ]);
+    // the computed size of the spent amount and of the requests count beside it, and where
+    // the amount's text ends against its card's content edge
+    const sizes = (page: Page) =>
+      page.locator('.stats').evaluate((stats) => {
+        const view = globalThis as unknown as {
+          getComputedStyle(target: unknown): { fontSize: string; paddingRight: string };
+          document: {
+            createRange(): {
+              selectNodeContents(node: unknown): void;
+              getBoundingClientRect(): { right: number };
+            };
+          };
+        };
+        type Found = { querySelector(selector: string): Found; closest(selector: string): Found };
+        const cards = stats as unknown as {
+          querySelectorAll(selector: string): ArrayLike<Found & { textContent: string }>;
+        };
+        const card = (label: string) =>
+          Array.from(cards.querySelectorAll('.stat')).find((each) =>
+            each.textContent.includes(label),
+          )!;
+        const amount = card('Spent this month').querySelector('.money-value');
+        const count = card('Requests this month').querySelector('.stat-value');
+        const box = card('Spent this month') as unknown as {
+          getBoundingClientRect(): { right: number };
+        };
+        const text = view.document.createRange();
+        text.selectNodeContents(amount);
+        return {
+          amount: Number.parseFloat(view.getComputedStyle(amount).fontSize),
+          count: Number.parseFloat(view.getComputedStyle(count).fontSize),
+          past:
+            text.getBoundingClientRect().right -
+            (box.getBoundingClientRect().right -
+              Number.parseFloat(view.getComputedStyle(box).paddingRight)),
+        };
+      });
+    const spent = (page: Page) =>
+      page.locator('.stat').filter({ hasText: 'Spent this month' }).locator('.money-value');
+
+    const { page, close } = await openWindow(browser, { width: 1280, height: 860 });
+    await signedIn(page, emails.owner);
+    for (const [cost, shown, name] of [
+      [12_340_000_000n, '12.34 USD', 'newcomer-12-spent-12.34-1280'],
+      [1_222_220_000_000n, '1,234.56 USD', 'newcomer-13-spent-1234.56-1280'],
+    ] as const) {
+      await spend(cost);
+      await page.goto(`${gateway.url}/dashboard/orgs/${spender.org_id}`);
+      await expect.poll(() => spent(page).textContent()).toBe(shown);
+      // the counts' size; polled, as the amount is fitted in the frame after its card's
+      // width changes (a scroll bar that comes with the chart)
+      const { count } = await sizes(page);
+      await expect.poll(async () => (await sizes(page)).amount, { message: shown }).toBe(count);
+      expect((await sizes(page)).past, shown).toBeLessThanOrEqual(0);
+      await screenshot(page, name);
+    }
+    await close();
+  });
+});
+
+describe('the webhooks page', () => {
+  it('asks for an https URL where the gateway takes no other (WEBHOOK_ALLOW_HTTP off)', async () => {
+    const { page, close } = await openWindow(browser);
+    await signedIn(page, emails.owner);
+    await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}/webhooks`);
+    await page.getByLabel('URL (https)', { exact: true }).waitFor();
+    expect(await page.getByLabel(/http or https/).count()).toBe(0);
     await close();
   });
 });

@@ -407,7 +407,7 @@ beforeAll(async () => {
   const target: FuzzTarget = {
     apiKey: org.api_key,
     serviceKey: org.service_key,
-    revokedApiKey: revoked.api_key,
+    revokedApiKey: revoked.key,
     orgId: org.org_id,
     appId: org.app_id,
     users: [CAPPED, CREDITED, PLAIN],

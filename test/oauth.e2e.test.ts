@@ -147,13 +147,17 @@ afterAll(async () => {
 });
 
 describe('gw oauth-client create', () => {
-  it('prints the client_id, a confidential client’s secret once, and the redirect URIs; stores only the secret’s hash', async () => {
-    expect(publicClient).toEqual({
+  it('prints the client as the dashboard API does, a confidential client’s secret once; stores only the secret’s hash', async () => {
+    expect(publicClient).toMatchObject({
       client_id: expect.stringMatching(/^gw_client_[0-9A-Za-z]{24}$/),
+      public: true,
+      client_secret_hint: null,
       redirect_uris: [CALLBACK],
     });
-    expect(confidentialClient).toEqual({
+    expect(publicClient).not.toHaveProperty('client_secret');
+    expect(confidentialClient).toMatchObject({
       client_id: expect.stringMatching(/^gw_client_[0-9A-Za-z]{24}$/),
+      public: false,
       client_secret: expect.stringMatching(/^gw_client_secret_[0-9A-Za-z]{43}$/),
       redirect_uris: [WEB_CALLBACK, CALLBACK],
     });

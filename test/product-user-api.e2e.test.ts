@@ -79,41 +79,38 @@ describe('service-key authentication', () => {
   });
 
   it('403 gw_service_key_scope_required for a read-only key on a write route', async () => {
-    const readOnly = await runCliJson<{ service_key: string }>(
+    const readOnly = await runCliJson<{ key: string }>(
       ['service-key', 'create', '--org-id', org.org_id, '--scopes', 'product_users:read'],
       env,
     );
-    const response = await put(
-      { app_id: org.app_id, external_user_id: 'scoped' },
-      readOnly.service_key,
-    );
+    const response = await put({ app_id: org.app_id, external_user_id: 'scoped' }, readOnly.key);
     expect(response.status).toBe(403);
     expect((response.body as ErrorBody).error.code).toBe('gw_service_key_scope_required');
-    expect(
-      (await getJson(profileUrl(org.app_id, 'scoped'), bearer(readOnly.service_key))).status,
-    ).toBe(404);
+    expect((await getJson(profileUrl(org.app_id, 'scoped'), bearer(readOnly.key))).status).toBe(
+      404,
+    );
   });
 
   it('403 gw_service_key_inactive once revoked, disabled or expired', async () => {
-    const revoked = await runCliJson<{ id: string; service_key: string }>(
+    const revoked = await runCliJson<{ id: string; key: string }>(
       ['service-key', 'create', '--org-id', org.org_id],
       env,
     );
-    const disabled = await runCliJson<{ id: string; service_key: string }>(
+    const disabled = await runCliJson<{ id: string; key: string }>(
       ['service-key', 'create', '--org-id', org.org_id],
       env,
     );
     // A key cannot be issued expired (below): this one expires a moment after it is issued
     // (3 s: the CLI's own work may take a second on a loaded machine).
     const expiresAt = new Date(Date.now() + 3000);
-    const expired = await runCliJson<{ service_key: string }>(
+    const expired = await runCliJson<{ key: string }>(
       ['service-key', 'create', '--org-id', org.org_id, '--expires-at', expiresAt.toISOString()],
       env,
     );
     await sleep(Math.max(0, expiresAt.getTime() - Date.now() + 50));
     await runCliJson(['service-key', 'revoke', '--id', revoked.id], env);
     await runCliJson(['service-key', 'disable', '--id', disabled.id], env);
-    for (const key of [revoked.service_key, disabled.service_key, expired.service_key]) {
+    for (const key of [revoked.key, disabled.key, expired.key]) {
       const response = await getJson<ErrorBody>(profileUrl(org.app_id, 'anyone'), bearer(key));
       expect(response.status).toBe(403);
       expect(response.body.error.code).toBe('gw_service_key_inactive');

@@ -222,7 +222,7 @@ describe('anthropic client on the messages routes', () => {
     ).rejects.toBeInstanceOf(Anthropic.AuthenticationError);
     const narrow = await createApiKey(env, org.app_connection_id, 'vendor_b/*');
     await expect(
-      clientFor(gateway.url, narrow.api_key).messages.create({
+      clientFor(gateway.url, narrow.key).messages.create({
         model: MODEL,
         max_tokens: 5,
         messages: [{ role: 'user', content: 'x' }],
@@ -271,14 +271,14 @@ describe('anthropic client: every key and model error code', () => {
         'authentication_error',
       ],
       [
-        revoked.api_key,
+        revoked.key,
         params,
         Anthropic.AuthenticationError,
         'gw_key_inactive',
         'authentication_error',
       ],
       [
-        narrow.api_key,
+        narrow.key,
         params,
         Anthropic.PermissionDeniedError,
         'gw_model_not_allowed',
@@ -312,13 +312,13 @@ describe('anthropic client: every key and model error code', () => {
     }
     // count_tokens and the models list authenticate the same way.
     await expect(
-      clientFor(gateway.url, revoked.api_key).messages.countTokens({
+      clientFor(gateway.url, revoked.key).messages.countTokens({
         model: MODEL,
         messages: [{ role: 'user', content: 'x' }],
       }),
     ).rejects.toBeInstanceOf(Anthropic.AuthenticationError);
     await expect(
-      clientFor(gateway.url, narrow.api_key).messages.countTokens({
+      clientFor(gateway.url, narrow.key).messages.countTokens({
         model: MODEL,
         messages: [{ role: 'user', content: 'x' }],
       }),
@@ -327,7 +327,7 @@ describe('anthropic client: every key and model error code', () => {
       clientFor(gateway.url, `gw_${'Q'.repeat(43)}`).models.list(),
     ).rejects.toBeInstanceOf(Anthropic.AuthenticationError);
     const narrowIds: string[] = [];
-    for await (const model of clientFor(gateway.url, narrow.api_key).models.list()) {
+    for await (const model of clientFor(gateway.url, narrow.key).models.list()) {
       narrowIds.push(model.id);
     }
     expect(narrowIds.length).toBeGreaterThan(0);

@@ -224,7 +224,7 @@ describe('openai client: models and errors', () => {
     await expect(unknown).rejects.toBeInstanceOf(OpenAI.NotFoundError);
     await expect(unknown).rejects.toMatchObject({ code: 'gw_unsupported_model' });
     const narrow = await createApiKey(env, org.app_connection_id, 'vendor_b/*');
-    const limited = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: narrow.api_key });
+    const limited = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: narrow.key });
     await expect(limited.models.retrieve('vendor_a/claude-haiku-4-5')).rejects.toMatchObject({
       status: 403,
       code: 'gw_model_not_allowed',
@@ -246,7 +246,7 @@ describe('openai client: models and errors', () => {
     const narrow = await createApiKey(env, org.app_connection_id, 'vendor_b/*');
     const limited = new OpenAI({
       baseURL: `${gateway.url}/v1`,
-      apiKey: narrow.api_key,
+      apiKey: narrow.key,
       maxRetries: 0,
     });
     const denied = limited.chat.completions.create({
@@ -290,8 +290,8 @@ describe('openai client: models and errors', () => {
         'gw_malformed_or_missing_key',
       ],
       [using(`gw_${'Z'.repeat(43)}`), request, OpenAI.AuthenticationError, 'gw_unknown_key'],
-      [using(revoked.api_key), request, OpenAI.AuthenticationError, 'gw_key_inactive'],
-      [using(narrow.api_key), request, OpenAI.PermissionDeniedError, 'gw_model_not_allowed'],
+      [using(revoked.key), request, OpenAI.AuthenticationError, 'gw_key_inactive'],
+      [using(narrow.key), request, OpenAI.PermissionDeniedError, 'gw_model_not_allowed'],
       [
         client,
         { ...request, model: 'vendor_c/unknown' },

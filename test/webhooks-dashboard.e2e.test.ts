@@ -92,8 +92,10 @@ describe('managing endpoints', () => {
       disabled_reason: null,
     });
     expect(created.secret).toMatch(/^whsec_/);
-    const list = await admin.get<{ data: Endpoint[] }>(base());
+    const list = await admin.get<{ data: Endpoint[]; http_urls_allowed: boolean }>(base());
     expect(list.status).toBe(200);
+    // this gateway takes http:// URLs (WEBHOOK_ALLOW_HTTP=true): the page's URL label says so
+    expect(list.body.http_urls_allowed).toBe(true);
     const listed = list.body.data.find((endpoint) => endpoint.id === created.id)!;
     expect(listed).not.toHaveProperty('secret');
     const { rows } = await db.query<{ action: string; details: Record<string, unknown> }>(

@@ -224,11 +224,11 @@ describe('unhealthy endpoints', () => {
       (await endpointRow(endpoint.id))?.status === 'disabled' ? true : undefined,
     );
     const [listed] = (
-      await runCliJson<{ webhooks: Array<Record<string, unknown>> }>(
+      await runCliJson<{ data: Array<Record<string, unknown>> }>(
         ['webhook', 'list', '--org-id', org.org_id],
         env,
       )
-    ).webhooks.filter((view) => view.id === endpoint.id);
+    ).data.filter((view) => view.id === endpoint.id);
     expect(listed).toMatchObject({ status: 'disabled', disabled_reason: 'failing' });
     expect(Date.now() - Date.parse(String(listed!.failing_since))).toBeGreaterThan(5 * 86_400_000);
     expect(JSON.stringify(listed)).not.toContain(endpoint.secret);

@@ -1,18 +1,17 @@
 // gw api-key create|update|rotate|revoke: API keys of an app connection, through the same service as
-// the dashboard API (src/admin/api-keys.ts), audited as done from the command line.
+// the dashboard API (src/admin/api-keys.ts), audited as done from the command line. Each prints
+// the key as the dashboard API answers it (the raw key in `key`, once).
 import {
+  apiKeyView,
   createApiKeyAs,
   MAX_ROTATION_GRACE_S,
   revokeApiKeyAs,
   rotateApiKeyAs,
-  rateLimitsOf,
   updateApiKeyLimitsAs,
-  type ApiKeyRow,
 } from '../admin/api-keys.js';
 import {
   isRequestsPerMinute,
   MAX_REQUESTS_PER_MINUTE,
-  rateLimitFields,
   type RateLimitChange,
 } from '../admin/api-key-rate-limits.js';
 import { PROVIDER_IDS } from '../providers/registry.js';
@@ -29,7 +28,8 @@ import {
 
 export const apiKeyHelp = `gw api-key create --app-connection-id C [--name N] [--model-policy 'vendor_b/*,vendor_a/*']
     [--requests-per-minute N] [--product-user-requests-per-minute N]
-  Issues a new API key for the connection; the raw key is printed once. Each policy pattern is
+  Issues a new API key for the connection and prints it as the dashboard API does; the raw key
+  (key) is printed once. Each policy pattern is
   *, <provider>/* or <provider>/<model> (providers: ${PROVIDER_IDS.join(', ')}); a model the
   catalogue does not list yet is accepted with a warning. The limits (1..${MAX_REQUESTS_PER_MINUTE}
   requests a minute: all the key's requests, and each product user's) are off unless given.
@@ -73,14 +73,7 @@ export async function apiKeyCommand(context: CliContext, argv: string[]): Promis
         },
       }),
     );
-    printJson({
-      id: row.id,
-      api_key: rawKey,
-      app_connection_id: connectionId,
-      model_policy: row.model_policy,
-      ...limitsOf(row),
-      warnings,
-    });
+    printJson({ ...apiKeyView(row), key: rawKey, warnings });
     return;
   }
   if (action === 'update') {
@@ -96,7 +89,7 @@ export async function apiKeyCommand(context: CliContext, argv: string[]): Promis
     const row = orUsageError(
       await updateApiKeyLimitsAs(context.db, context.apiKeys, CLI_ACTOR, id, limits),
     );
-    printJson({ id: row.id, ...limitsOf(row) });
+    printJson(apiKeyView(row));
     return;
   }
   if (action === 'rotate') {
@@ -105,12 +98,10 @@ export async function apiKeyCommand(context: CliContext, argv: string[]): Promis
     const { issued, previous } = orUsageError(
       await rotateApiKeyAs(context.db, context.apiKeys, CLI_ACTOR, id, grace),
     );
+    // The API's answer, and what the dashboard's list shows of the old key: until when it works.
     printJson({
-      id: issued.row.id,
-      api_key: issued.rawKey,
-      app_connection_id: issued.row.app_connection_id,
-      model_policy: issued.row.model_policy,
-      ...limitsOf(issued.row),
+      ...apiKeyView(issued.row),
+      key: issued.rawKey,
       replaces: previous.id,
       old_key_expires_at: (previous.expires_at ?? previous.revoked_at)?.toISOString() ?? null,
     });
@@ -119,14 +110,12 @@ export async function apiKeyCommand(context: CliContext, argv: string[]): Promis
   if (action === 'revoke') {
     const id = requireFlag(values.id, 'id');
     const row = await revokeApiKeyAs(context.db, context.apiKeys, CLI_ACTOR, id);
-    printJson({ id, revoked: row?.status === 'revoked' });
+    if (!row) throw new UsageError(`no API key ${id}`, 'gw_not_found');
+    printJson(apiKeyView(row));
     return;
   }
   throw new UsageError(`unknown api-key action ${action ?? '(none)'}\n${apiKeyHelp}`);
 }
-
-const limitsOf = (row: ApiKeyRow): ReturnType<typeof rateLimitFields> =>
-  rateLimitFields(rateLimitsOf(row));
 
 /** The limit flags given (`none` clears one, where `clearable`), checked before anything runs. */
 function rateLimitFlags(

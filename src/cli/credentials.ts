@@ -21,6 +21,7 @@ import { readVendorKey } from './password-input.js';
 import {
   cliMasterKeys,
   listFlag,
+  listPage,
   parseFlags,
   printJson,
   requireFlag,
@@ -160,7 +161,7 @@ async function run(
       return writtenCredential(db, credential, true);
     }
     case 'list':
-      return { credentials: await store.list(requireFlag(values['org-id'], 'org-id')) };
+      return listPage(await store.list(requireFlag(values['org-id'], 'org-id')));
     case 'update': {
       const id = requireFlag(values.id, 'id');
       const changes = {

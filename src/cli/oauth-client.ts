@@ -1,5 +1,6 @@
 // gw oauth-client create|list|delete|rotate-secret: OAuth clients of an app, through the same service as the
-// dashboard API (src/oauth/clients.ts), audited as done from the command line.
+// dashboard API (src/oauth/clients.ts), audited as done from the command line, and printed as
+// that API answers.
 import { pageRequest } from '../db/pages.js';
 import {
   createOAuthClientAs,
@@ -16,6 +17,7 @@ import {
 import { CLI_ACTOR, type CliContext } from './context.js';
 import {
   graceSecondsFlag,
+  listPage,
   parseFlags,
   printJson,
   requireFlag,
@@ -24,9 +26,9 @@ import {
 } from './output.js';
 
 export const oauthClientHelp = `gw oauth-client create --app-id APP --name N --redirect-uri URI [--redirect-uri URI…] [--public]
-  Registers an OAuth client of the app (docs/oauth.md); prints its client_id, the
-  client_secret of a confidential client (once; a --public client has none) and its
-  redirect URIs. Redirect URIs are matched exactly.
+  Registers an OAuth client of the app (docs/oauth.md) and prints it as the dashboard API
+  does: its client_id, redirect URIs and, for a confidential client, its client_secret (once;
+  a --public client has none). Redirect URIs are matched exactly.
 gw oauth-client list --app-id APP
   The app's OAuth clients (secret hints, never secrets).
 gw oauth-client delete --client-id C
@@ -60,23 +62,32 @@ export async function oauthClientCommand(context: CliContext, argv: string[]): P
       }),
     );
     printJson({
-      client_id: created.row.id,
+      ...oauthClientView(created.row),
       ...(created.clientSecret !== undefined && { client_secret: created.clientSecret }),
-      redirect_uris: created.row.redirect_uris,
     });
     return;
   }
   if (action === 'list') {
     const appId = requireFlag(values['app-id'], 'app-id');
-    const { rows } = await listOAuthClients(context.db, appId, pageRequest({ limit: 200 }));
-    printJson(rows.map(oauthClientView));
+    const clients = [];
+    let page = await listOAuthClients(context.db, appId, pageRequest({ limit: 200 }));
+    for (;;) {
+      clients.push(...page.rows.map((row) => oauthClientView(row)));
+      if (page.nextCursor === null) break;
+      page = await listOAuthClients(
+        context.db,
+        appId,
+        pageRequest({ limit: 200, cursor: page.nextCursor }),
+      );
+    }
+    printJson(listPage(clients));
     return;
   }
   if (action === 'delete') {
     const clientId = requireFlag(values['client-id'], 'client-id');
     const deleted = await deleteOAuthClientAs(context.db, context.apiKeys, CLI_ACTOR, clientId);
     if (!deleted) throw new UsageError(`no OAuth client ${clientId}`, 'gw_not_found');
-    printJson({ client_id: clientId, deleted: true });
+    printJson(oauthClientView(deleted));
     return;
   }
   if (action === 'rotate-secret') {
@@ -89,11 +100,7 @@ export async function oauthClientCommand(context: CliContext, argv: string[]): P
     const rotated = orUsageError(
       await rotateOAuthClientSecretAs(context.db, CLI_ACTOR, clientId, grace),
     );
-    printJson({
-      client_id: clientId,
-      client_secret: rotated.clientSecret,
-      retired_secrets_expire_at: oauthClientView(rotated.row).retired_secrets_expire_at,
-    });
+    printJson({ ...oauthClientView(rotated.row), client_secret: rotated.clientSecret });
     return;
   }
   throw new UsageError(`unknown oauth-client action ${action ?? '(none)'}\n${oauthClientHelp}`);

@@ -42,6 +42,17 @@ export function printJson(value: unknown): void {
 }
 
 /**
+ * What a list command prints: the dashboard API's page of the same objects, every row on it
+ * (the CLI reads them all, so there is never a next page).
+ */
+export function listPage<Row>(rows: readonly Row[]): {
+  data: readonly Row[];
+  next_cursor: null;
+} {
+  return { data: rows, next_cursor: null };
+}
+
+/**
  * A command's `--flags` (after its action). Anything else is refused, not ignored: a value
  * without its flag, or a flag copied with the `[…]` a usage line marks optional ones with,
  * would otherwise leave its setting at the default without a word. A flag that takes one value

@@ -1,8 +1,10 @@
 // gw service-key create|revoke|disable: service keys for the product-user management API,
-// through the same service as the dashboard API (src/admin/service-keys.ts).
+// through the same service as the dashboard API (src/admin/service-keys.ts). Each prints the key
+// as the dashboard API answers it (the raw key in `key`, once).
 import {
   createServiceKeyAs,
   serviceKeyInvalidation,
+  serviceKeyView,
   setServiceKeyStatusAs,
 } from '../admin/service-keys.js';
 import { CLI_ACTOR, type CliContext } from './context.js';
@@ -17,7 +19,8 @@ import {
 
 export const serviceKeyHelp = `gw service-key create --org-id O [--scopes product_users:read,product_users:write] [--expires-at RFC3339]
 gw service-key revoke|disable --id S
-  Service keys (gw_svc_…) call the /product-users routes; the raw key is printed once.`;
+  Service keys (gw_svc_…) call the /product-users routes. Prints the key as the dashboard API
+  does; the raw key (key) is printed once.`;
 
 export async function serviceKeyCommand(context: CliContext, argv: string[]): Promise<void> {
   const [action, ...rest] = argv;
@@ -47,13 +50,7 @@ export async function serviceKeyCommand(context: CliContext, argv: string[]): Pr
         expiresAt,
       }),
     );
-    printJson({
-      id: row.id,
-      service_key: rawKey,
-      org_id: orgId,
-      scopes: row.scopes,
-      expires_at: row.expires_at?.toISOString() ?? null,
-    });
+    printJson({ ...serviceKeyView(row), key: rawKey });
     return;
   }
   if (action === 'revoke' || action === 'disable') {
@@ -66,7 +63,7 @@ export async function serviceKeyCommand(context: CliContext, argv: string[]): Pr
       action === 'revoke' ? 'revoked' : 'disabled',
     );
     if (!row) throw new UsageError(`no service key ${id}`, 'gw_not_found');
-    printJson({ id, status: row.status });
+    printJson(serviceKeyView(row));
     return;
   }
   throw new UsageError(`unknown service-key action ${action ?? '(none)'}\n${serviceKeyHelp}`);

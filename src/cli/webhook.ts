@@ -20,6 +20,7 @@ import {
   cliMasterKeys,
   graceSecondsFlag,
   listFlag,
+  listPage,
   orUsageError,
   parseFlags,
   printJson,
@@ -28,8 +29,9 @@ import {
 } from './output.js';
 
 export const webhookHelp = `gw webhook add --org-id O --url URL [--events a,b] [--description D]
-  Adds an endpoint (https; see docs/webhooks.md for the event types) and prints {"id","secret"}:
-  the signing secret (whsec_…) is shown this once.
+  Adds an endpoint (https, or http where WEBHOOK_ALLOW_HTTP=true; see docs/webhooks.md for the
+  event types) and prints it as the dashboard API does: the signing secret (secret, whsec_…) is
+  shown this once.
 gw webhook list --org-id O
 gw webhook enable|disable|delete --id W
 gw webhook rotate-secret --id W [--grace-seconds 0..${MAX_ROTATION_GRACE_S}]
@@ -63,13 +65,13 @@ export async function webhookCommand(context: CliContext, argv: string[]): Promi
         eventTypes: listFlag(values.events),
       }),
     );
-    printJson({ id: created.row.id, secret: created.secret });
+    printJson({ ...endpointView(created.row), secret: created.secret });
     return;
   }
   if (action === 'list') {
     const orgId = requireFlag(values['org-id'], 'org-id');
     const now = Date.now();
-    printJson({ webhooks: (await listEndpoints(db, orgId)).map((row) => endpointView(row, now)) });
+    printJson(listPage((await listEndpoints(db, orgId)).map((row) => endpointView(row, now))));
     return;
   }
   const id = requireFlag(values.id, 'id');
@@ -97,13 +99,7 @@ export async function webhookCommand(context: CliContext, argv: string[]): Promi
         MAX_ROTATION_GRACE_S,
       );
       const rotated = orUsageError(await rotateSecret(db, settings, CLI_ACTOR, orgId, id, grace));
-      const view = endpointView(rotated.row);
-      printJson({
-        id,
-        secret: rotated.secret,
-        previous_secret_expires_at: view.previous_secret_expires_at,
-        earlier_secrets_expire_at: view.earlier_secrets_expire_at,
-      });
+      printJson({ ...endpointView(rotated.row), secret: rotated.secret });
       return;
     }
     case 'test':

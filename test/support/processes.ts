@@ -217,16 +217,16 @@ export function createApiKey(
   env: Record<string, string>,
   appConnectionId: string,
   modelPolicy?: string,
-): Promise<{ id: string; api_key: string }> {
+): Promise<{ id: string; key: string }> {
   const policy = modelPolicy === undefined ? [] : ['--model-policy', modelPolicy];
   return runCliJson(['api-key', 'create', '--app-connection-id', appConnectionId, ...policy], env);
 }
 
-/** `gw api-key revoke`. */
+/** `gw api-key revoke`: the key as the dashboard API answers it. */
 export function revokeApiKey(
   env: Record<string, string>,
   id: string,
-): Promise<{ id: string; revoked: boolean }> {
+): Promise<{ id: string; status: string; revoked_at: string | null }> {
   return runCliJson(['api-key', 'revoke', '--id', id], env);
 }
 

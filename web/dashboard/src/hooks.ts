@@ -53,15 +53,17 @@ export function useAsync<T>(load: (() => Promise<T>) | null, key: string | null)
   };
 }
 
-export interface Paged<Row> extends Loaded<Row[]> {
+export interface Paged<Row, Extra = unknown> extends Loaded<Row[]> {
+  /** The first page as answered: what a list answer says beside its rows (`Extra`). */
+  readonly firstPage: (Page<Row> & Extra) | null;
   readonly hasMore: boolean;
   readonly loadingMore: boolean;
   more(): void;
 }
 
 /** A dashboard list: the first page, and the next ones on demand. */
-export function usePaged<Row>(path: string | null): Paged<Row> {
-  const first = useLoad<Page<Row>>(path);
+export function usePaged<Row, Extra = unknown>(path: string | null): Paged<Row, Extra> {
+  const first = useLoad<Page<Row> & Extra>(path);
   const [extra, setExtra] = useState<{ rows: Row[]; cursor: string | null; busy: boolean }>({
     rows: [],
     cursor: null,
@@ -91,6 +93,7 @@ export function usePaged<Row>(path: string | null): Paged<Row> {
   }, [path, extra.cursor, extra.busy]);
   return {
     data: first.data ? [...first.data.data, ...extra.rows] : null,
+    firstPage: first.data,
     error: first.error ?? moreError,
     loading: first.loading,
     reload: first.reload,

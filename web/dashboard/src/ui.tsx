@@ -1,6 +1,6 @@
 // Small building blocks every page uses: links, loading, empty and error states, confirmations.
 import { Fragment, type ComponentChildren } from 'preact';
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import type { ApiError } from './api.js';
 import { useAction, type Loaded, type Paged } from './hooks.js';
 import { exactAmount } from './money.js';
@@ -201,9 +201,59 @@ export function formatTime(iso: string): string {
 export function Money({ value, currency }: { value: string; currency: string }) {
   return (
     <span class="money-value">
-      {exactAmount(value)} <span class="currency">{currency}</span>
+      <span class="amount">{exactAmount(value)}</span> <span class="currency">{currency}</span>
     </span>
   );
+}
+
+/**
+ * The amounts (`Money`) of a stat card, fitted to its width: each keeps the size of the counts
+ * in the cards beside it while its digits fit the card, its currency going under it when the
+ * whole line does not (styles.css); only an amount whose digits alone do not fit is made
+ * smaller, enough for it and its currency to fit on one line. Measured, not estimated from
+ * the number of characters: a digit's width depends on the font the browser has.
+ */
+export function FittedAmounts(props: { children: ComponentChildren }) {
+  const box = useRef<HTMLSpanElement>(null);
+  useLayoutEffect(() => {
+    const element = box.current;
+    if (!element) return;
+    fitAmounts(element);
+    // the card's width follows the window's; the text's size changes the height only
+    let width = element.clientWidth;
+    const resized = new ResizeObserver(() => {
+      if (element.clientWidth === width) return;
+      width = element.clientWidth;
+      fitAmounts(element);
+    });
+    resized.observe(element);
+    return () => resized.disconnect();
+  });
+  return (
+    <span class="stat-value money" ref={box}>
+      {props.children}
+    </span>
+  );
+}
+
+function fitAmounts(box: HTMLElement): void {
+  const room = box.clientWidth;
+  for (const amount of box.querySelectorAll<HTMLElement>('.money-value')) {
+    amount.style.removeProperty('font-size');
+    const digits = amount.querySelector<HTMLElement>('.amount');
+    const currency = amount.querySelector<HTMLElement>('.currency');
+    if (!digits || !currency || digits.getBoundingClientRect().width <= room) continue;
+    const gap = Number.parseFloat(getComputedStyle(amount).columnGap) || 0;
+    const line =
+      digits.getBoundingClientRect().width + gap + currency.getBoundingClientRect().width;
+    // Text does not shrink exactly in proportion (glyphs are fitted to pixels at each size):
+    // a step smaller while the currency still goes under the digits.
+    for (let scale = Math.floor((room / line) * 100) / 100; scale > 0.3; scale -= 0.01) {
+      amount.style.fontSize = `max(1rem, ${scale.toFixed(2)}em)`;
+      // beside the digits, not at the start of a line of its own
+      if (currency.offsetLeft > digits.offsetLeft) break;
+    }
+  }
 }
 
 /** Loads the next page of a list whose newest rows may not be loaded yet. */

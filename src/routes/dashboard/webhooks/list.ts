@@ -1,5 +1,8 @@
 // GET /dashboard/api/orgs/{org_id}/webhooks: the organization's webhook endpoints, with their
-// health (admin or owner). Secrets are never shown again.
+// health (admin or owner). Secrets are never shown again. Also whether this gateway takes
+// http:// URLs (WEBHOOK_ALLOW_HTTP), as the wallet's read says whether it takes top-ups: the
+// page that adds an endpoint says which URLs it may have.
+import { z } from 'zod';
 import { endpointView, listEndpoints } from '../../../webhooks/endpoints.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { inOrg, pageOf } from '../schemas.js';
@@ -10,13 +13,19 @@ export const listWebhooksRoute = declareRoute({
   path: WEBHOOKS_PATH,
   summary: "The organization's webhook endpoints and their health (at most 20: one page)",
   caller: { kind: 'org_member', role: 'admin', org: inOrg },
-  responses: { 200: { description: 'webhook endpoints', schema: pageOf(webhookSchema) } },
+  responses: {
+    200: {
+      description: 'webhook endpoints',
+      schema: pageOf(webhookSchema).extend({ http_urls_allowed: z.boolean() }),
+    },
+  },
   async handler({ caller }, deps: { readonly webhooks: WebhookRouteDeps }) {
     const rows = await listEndpoints(deps.webhooks.db, caller.org.id);
     const now = Date.now();
     return {
       data: rows.map((row) => endpointView(row, now)),
       next_cursor: null,
+      http_urls_allowed: deps.webhooks.settings.policy.allowHttp,
     };
   },
 });

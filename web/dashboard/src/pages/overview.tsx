@@ -9,7 +9,16 @@ import { orgView } from '../router.js';
 import type { Overview, Usage, UsageRow } from '../types.js';
 import { UsageChart } from '../usage-chart.js';
 import { addDays, byCost, daysBetween, summarize } from '../usage-data.js';
-import { Empty, ErrorNote, isoDay, Link, Loading, Money, PageHeader } from '../ui.js';
+import {
+  Empty,
+  ErrorNote,
+  FittedAmounts,
+  isoDay,
+  Link,
+  Loading,
+  Money,
+  PageHeader,
+} from '../ui.js';
 import type { OrgPage } from './page.js';
 
 export const overviewPage: OrgPage = {
@@ -60,8 +69,8 @@ function OverviewPage({ org }: { org: OrgSummary }) {
       )}
       <ErrorNote error={byModel.error} />
       <div class="stats" aria-busy={byModel.loading}>
-        <Link class="stat card" to={orgView(org.id, 'usage')}>
-          <span class="stat-value money">
+        <Link class="stat card lead" to={orgView(org.id, 'usage')}>
+          <FittedAmounts>
             {summary ? (
               summary.costs.length === 0 ? (
                 <Money value="0" currency={currency ?? 'USD'} />
@@ -73,7 +82,7 @@ function OverviewPage({ org }: { org: OrgSummary }) {
             ) : (
               '…'
             )}
-          </span>
+          </FittedAmounts>
           <span class="stat-label">Spent this month</span>
         </Link>
         <Link class="stat card" to={orgView(org.id, 'usage')}>
@@ -180,7 +189,7 @@ function OverviewPage({ org }: { org: OrgSummary }) {
           <h2 id="wallet-panel-heading">Wallet balance</h2>
           {overview.data && (
             <>
-              <p class="stat-value money">
+              <p class="stat-value money balance">
                 <Money value={overview.data.wallet.available} currency={overview.data.currency} />
               </p>
               <p class="muted small">

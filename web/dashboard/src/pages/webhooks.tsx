@@ -104,7 +104,7 @@ const WATCH_READS = 20;
 
 function Endpoints({ org }: { org: OrgSummary }) {
   const base = `/dashboard/api/orgs/${encodeURIComponent(org.id)}/webhooks`;
-  const list = usePaged<Endpoint>(base);
+  const list = usePaged<Endpoint, { http_urls_allowed: boolean }>(base);
   const [secret, setSecret] = useState<{ title: string; value: string } | null>(null);
   const [change, setChange] = useState<Change | null>(null);
   const [log, setLog] = useState<Endpoint | null>(null);
@@ -146,6 +146,7 @@ function Endpoints({ org }: { org: OrgSummary }) {
       )}
       <CreateEndpoint
         base={base}
+        httpAllowed={list.firstPage?.http_urls_allowed ?? null}
         onCreated={(created) => {
           setSecret({ title: `Signing secret of ${created.url}`, value: created.secret });
           test.clear();
@@ -293,8 +294,16 @@ function Endpoints({ org }: { org: OrgSummary }) {
   );
 }
 
+/** The URL field's label: the schemes this gateway takes (WEBHOOK_ALLOW_HTTP), once known. */
+function urlLabel(httpAllowed: boolean | null): string {
+  if (httpAllowed === null) return 'URL';
+  return httpAllowed ? 'URL (http or https)' : 'URL (https)';
+}
+
 function CreateEndpoint(props: {
   base: string;
+  /** Whether this gateway takes http:// URLs (null: not known yet). */
+  httpAllowed: boolean | null;
   onCreated(created: Endpoint & { secret: string }): void;
 }) {
   const [url, setUrl] = useState('');
@@ -323,7 +332,7 @@ function CreateEndpoint(props: {
       <h2 id="create-webhook-heading">Add an endpoint</h2>
       <div class="row">
         <label class="grow">
-          URL (https)
+          {urlLabel(props.httpAllowed)}
           <input
             name="webhook-url"
             type="url"

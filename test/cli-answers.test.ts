@@ -1,0 +1,191 @@
+// What the CLI prints is what the dashboard API answers for the same object, by the same field
+// names (decision 398): each command's output is read with the API route's own response
+// schema, strict, so a field of the CLI's own (the raw key once printed as `api_key` or
+// `service_key` where the API says `key`) or one the API has and the CLI left out fails; every
+// list command prints the API's page, `{"data": [...], "next_cursor": null}`.
+import { beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import {
+  apiKeySchema,
+  createdApiKeySchema,
+  issuedApiKeySchema,
+} from '../src/routes/dashboard/api-keys/schema.js';
+import {
+  credentialSchema,
+  writtenCredentialSchema,
+} from '../src/routes/dashboard/credentials/schema.js';
+import {
+  createdOAuthClientSchema,
+  oauthClientSchema,
+  rotatedOAuthClientSchema,
+} from '../src/routes/dashboard/oauth-clients/schema.js';
+import { pageOf } from '../src/routes/dashboard/schemas.js';
+import {
+  issuedServiceKeySchema,
+  serviceKeySchema,
+} from '../src/routes/dashboard/service-keys/schema.js';
+import { webhookSchema, webhookWithSecretSchema } from '../src/routes/dashboard/webhooks/schema.js';
+import { isolatedContext } from './support/context.js';
+import { runCli, seed, type SeededOrg } from './support/processes.js';
+
+const { env } = isolatedContext('cliansw');
+let org: SeededOrg;
+
+beforeAll(async () => {
+  org = await seed(env);
+});
+
+/** The command's output, which must read as `schema` with no field besides its own. */
+async function printedAs<Schema extends z.ZodObject>(
+  schema: Schema,
+  args: string[],
+  stdin?: string,
+): Promise<z.infer<Schema>> {
+  const result = await runCli(args, env, stdin === undefined ? {} : { stdin });
+  expect(result.stderr, args.join(' ')).toBe('');
+  expect(result.code, args.join(' ')).toBe(0);
+  return schema.strict().parse(JSON.parse(result.stdout)) as z.infer<Schema>;
+}
+
+/** The API's page of `row`, each row with no field besides its own. */
+const strictPage = (row: z.ZodObject) => pageOf(row.strict());
+
+describe('the CLI prints the dashboard API’s objects', () => {
+  it('gw api-key create|update|rotate|revoke: the API key, its raw value in key', async () => {
+    const connection = ['--app-connection-id', org.app_connection_id];
+    const created = await printedAs(createdApiKeySchema, [
+      ...['api-key', 'create', ...connection, '--name', 'cli answers'],
+      ...['--requests-per-minute', '600'],
+    ]);
+    expect(created).toMatchObject({
+      app_connection_id: org.app_connection_id,
+      name: 'cli answers',
+      status: 'active',
+      requests_per_minute: 600,
+      product_user_requests_per_minute: null,
+      warnings: [],
+    });
+    expect(created.key).toMatch(/^gw_/);
+
+    const updated = await printedAs(apiKeySchema, [
+      ...['api-key', 'update', '--id', created.id, '--requests-per-minute', 'none'],
+    ]);
+    expect(updated).toMatchObject({ id: created.id, requests_per_minute: null });
+
+    const rotated = await printedAs(
+      issuedApiKeySchema.extend({ replaces: z.string(), old_key_expires_at: z.string() }),
+      ['api-key', 'rotate', '--id', created.id],
+    );
+    expect(rotated.replaces).toBe(created.id);
+    expect(rotated.id).not.toBe(created.id);
+    expect(rotated.key).not.toBe(created.key);
+
+    const revoked = await printedAs(apiKeySchema, ['api-key', 'revoke', '--id', rotated.id]);
+    expect(revoked).toMatchObject({ id: rotated.id, status: 'revoked' });
+    const missing = await runCli(['api-key', 'revoke', '--id', 'key_nobody'], env);
+    expect(missing.code).toBe(2);
+    expect(JSON.parse(missing.stderr)).toEqual({
+      error: { code: 'gw_not_found', message: 'no API key key_nobody' },
+    });
+  });
+
+  it('gw service-key create|disable|revoke: the service key, its raw value in key', async () => {
+    const created = await printedAs(issuedServiceKeySchema, [
+      ...['service-key', 'create', '--org-id', org.org_id, '--scopes', 'product_users:read'],
+    ]);
+    expect(created).toMatchObject({
+      org_id: org.org_id,
+      scopes: ['product_users:read'],
+      status: 'active',
+    });
+    expect(created.key).toMatch(/^gw_svc_/);
+    for (const [action, status] of [
+      ['disable', 'disabled'],
+      ['revoke', 'revoked'],
+    ] as const) {
+      const changed = await printedAs(serviceKeySchema, [
+        'service-key',
+        action,
+        '--id',
+        created.id,
+      ]);
+      expect(changed).toMatchObject({ id: created.id, status });
+    }
+  });
+
+  it('gw oauth-client create|list|rotate-secret|delete: the OAuth client', async () => {
+    const created = await printedAs(createdOAuthClientSchema, [
+      ...['oauth-client', 'create', '--app-id', org.app_id, '--name', 'CLI answers'],
+      ...['--redirect-uri', 'https://app.example.com/cb'],
+    ]);
+    expect(created).toMatchObject({
+      app_id: org.app_id,
+      name: 'CLI answers',
+      public: false,
+      redirect_uris: ['https://app.example.com/cb'],
+      status: 'active',
+    });
+    expect(created.client_secret).toMatch(/^gw_client_secret_/);
+
+    const listed = await printedAs(strictPage(oauthClientSchema), [
+      ...['oauth-client', 'list', '--app-id', org.app_id],
+    ]);
+    expect(listed.next_cursor).toBeNull();
+    expect(listed.data.map((client) => client.client_id)).toContain(created.client_id);
+
+    const rotated = await printedAs(rotatedOAuthClientSchema, [
+      ...['oauth-client', 'rotate-secret', '--client-id', created.client_id],
+    ]);
+    expect(rotated.client_secret).not.toBe(created.client_secret);
+    expect(rotated.retired_secrets_expire_at).toHaveLength(1);
+
+    const deleted = await printedAs(oauthClientSchema, [
+      ...['oauth-client', 'delete', '--client-id', created.client_id],
+    ]);
+    expect(deleted).toMatchObject({ client_id: created.client_id, status: 'deleted' });
+  });
+
+  it('gw webhook add|list|rotate-secret: the endpoint, its signing secret in secret', async () => {
+    const added = await printedAs(webhookWithSecretSchema, [
+      ...['webhook', 'add', '--org-id', org.org_id, '--url', 'https://example.com/cli-answers'],
+      ...['--events', 'wallet.low_balance'],
+    ]);
+    expect(added).toMatchObject({
+      org_id: org.org_id,
+      url: 'https://example.com/cli-answers',
+      event_types: ['wallet.low_balance'],
+      status: 'enabled',
+    });
+    expect(added.secret).toMatch(/^whsec_/);
+
+    const listed = await printedAs(strictPage(webhookSchema), [
+      ...['webhook', 'list', '--org-id', org.org_id],
+    ]);
+    expect(listed.next_cursor).toBeNull();
+    expect(listed.data.map((endpoint) => endpoint.id)).toEqual([added.id]);
+
+    const rotated = await printedAs(webhookWithSecretSchema, [
+      ...['webhook', 'rotate-secret', '--id', added.id],
+    ]);
+    expect(rotated.id).toBe(added.id);
+    expect(rotated.secret).not.toBe(added.secret);
+    expect(rotated.previous_secret_expires_at).not.toBeNull();
+  });
+
+  it('gw credentials add|list: the provider credential, its fingerprint', async () => {
+    const added = await printedAs(
+      writtenCredentialSchema,
+      [
+        ...['credentials', 'add', '--org-id', org.org_id, '--provider', 'vendor_b'],
+        ...['--name', 'cli answers', '--secret-stdin'],
+      ],
+      'mock-good-cli-answers-key\n',
+    );
+    const listed = await printedAs(strictPage(credentialSchema), [
+      ...['credentials', 'list', '--org-id', org.org_id],
+    ]);
+    expect(listed.next_cursor).toBeNull();
+    expect(listed.data.map((credential) => credential.id)).toEqual([added.id]);
+    expect(JSON.stringify(listed)).not.toContain('mock-good-cli-answers-key');
+  });
+});
