@@ -50,7 +50,12 @@ export type Step =
     }
   | { readonly t: 'revoke'; readonly pick: number }
   | { readonly t: 'wallet'; readonly kind: 'topup' | 'set'; readonly amountNano: bigint }
-  | { readonly t: 'rebuild'; readonly drainFirst: boolean }
+  | {
+      readonly t: 'rebuild';
+      readonly drainFirst: boolean;
+      /** Every account of the org's current month, or only the users' credits. */
+      readonly lose: 'accounts' | 'credits';
+    }
   | { readonly t: 'rollover' }
   | { readonly t: 'drain' };
 
@@ -149,7 +154,11 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   },
   {
     weight: 1,
-    arbitrary: fc.record({ t: fc.constant('rebuild' as const), drainFirst: fc.boolean() }),
+    arbitrary: fc.record({
+      t: fc.constant('rebuild' as const),
+      drainFirst: fc.boolean(),
+      lose: fc.constantFrom<'accounts' | 'credits'>('accounts', 'credits'),
+    }),
   },
   { weight: 1, arbitrary: fc.constant({ t: 'rollover' as const }) },
   { weight: 1, arbitrary: fc.constant({ t: 'drain' as const }) },
