@@ -1,8 +1,8 @@
 -- credits-change: applies a new grant or a revocation to a user's live credits in one
 -- currency.
 --
--- KEYS[1] user_credits   hash { loaded, g:<grant_id> -> remaining, revoked:<grant_id>,
---                        draining -> 'id1,id2' }
+-- KEYS[1] user_credits   hash { loaded, g:<grant_id> -> remaining, revoked:<grant_id> -> when
+--                        it was revoked (ms), draining -> 'id1,id2' }
 -- KEYS[2] user_grants    zset grant_id -> expiry (ms)
 -- KEYS[3] user_spend     (remove) the user's account of the current period: its `reserved`
 --                        is what the user's requests in flight hold
@@ -60,7 +60,7 @@ if ARGV[7] == '1' and remaining_text and redis.call('HEXISTS', KEYS[1], 'loaded'
 end
 
 redis.call('ZREM', KEYS[2], ARGV[2])
-redis.call('HSET', KEYS[1], 'revoked:' .. ARGV[2], '1')
+redis.call('HSET', KEYS[1], 'revoked:' .. ARGV[2], ARGV[6])
 if redis.call('PTTL', KEYS[1]) < 0 then
   redis.call('PEXPIRE', KEYS[1], ARGV[5])
 end

@@ -47,7 +47,8 @@
 -- Credits: the grants that were live when the request was admitted (earliest expiry first,
 -- also one that has expired since), then what revoked grants kept for the requests in flight
 -- when they were revoked (`draining`, credits-change.lua); once the user has no hold left,
--- what those kept is dropped. When the request was admitted is read off its hold on the
+-- what those kept is dropped; a request admitted after a grant's revocation is never paid by
+-- it (decision 399). When the request was admitted is read off its hold on the
 -- user's account (its lapse less reservation_ttl_ms): held only under `enforce`, and gone
 -- once lapsed, in which case the grants live now pay (docs/decisions.md, 288).
 -- Accounts missing from Redis are not charged here: they are rebuilt from Postgres, where
@@ -143,11 +144,17 @@ if user_exists and user_mode ~= 'disabled' and user_cap then
     end
     local listed = live_credits(KEYS[9], KEYS[10], admitted_ms)
     local live_count = #listed
+    -- A revoked grant kept money for the requests in flight at its revocation only: one
+    -- admitted after it (its hold placed later, or gone) is not paid by it, though what it kept
+    -- stays until a settle finds the user with nothing in flight (docs/decisions.md, 399). The
+    -- mark holds the revocation's time; '1' (an older version's) pays as before.
+    local admitted = tonumber(admitted_ms)
     for grant_id in string.gmatch(credits_state[2] or '', '[^,]+') do
-      listed[#listed + 1] = {
-        grant_id,
-        stored_amount(redis.call('HGET', KEYS[9], 'g:' .. grant_id), 'credit ' .. grant_id),
-      }
+      local kept = redis.call('HMGET', KEYS[9], 'g:' .. grant_id, 'revoked:' .. grant_id)
+      local revoked_ms = kept[2] ~= '1' and tonumber(kept[2] or '') or nil
+      if not revoked_ms or admitted <= revoked_ms then
+        listed[#listed + 1] = {grant_id, stored_amount(kept[1], 'credit ' .. grant_id)}
+      end
     end
     for position, grant in ipairs(listed) do
       if needed <= 0 then break end

@@ -13,7 +13,7 @@ import { usageRecordFromFields } from '../src/ledger/usage-record.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
 import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
-import { deletePrefix, testRedis } from './support/services.js';
+import { deletePrefix, eventually, testRedis } from './support/services.js';
 
 const prefix = uniquePrefix('allow');
 const redis = testRedis();
@@ -314,6 +314,65 @@ describe('a grant revoked while requests hold credits', () => {
       null,
       null,
     ]);
+  });
+  it('pays only the requests in flight at the revocation, not one admitted after it (decision 399)', async () => {
+    const orgId = uniqueOrg();
+    const userId = 'pu_revoke_then_admit';
+    const spendKey = keys.userSpend(orgId, userId, period.key);
+    const credits = creditKeys(orgId, userId);
+    await addGrant(credits, 'grant_revoked', '30');
+    const account = accounts(orgId, { user: user(userId, 0n) });
+    const givenUp = newRequestId();
+    expect(
+      await store.reserve({ requestId: givenUp, accounts: account, amountNano: 25n }),
+    ).toMatchObject({ kind: 'held' });
+    const revokedAtMs = Date.now();
+    await scripts.creditsChange(credits, {
+      action: 'remove',
+      grant_id: 'grant_revoked',
+      amount_nano: '',
+      expires_at_ms: '',
+      ttl_ms: '600000',
+      now_ms: String(revokedAtMs),
+      keep_held: '1',
+    });
+    // The request it kept 25 for never settles: its reserve was given up on and released.
+    const unused = keys.orgCap(orgId, 'unused');
+    await scripts.release(
+      {
+        wallet: keys.wallet(orgId),
+        wallet_expiries: keys.holdExpiries(keys.wallet(orgId)),
+        org_cap: unused,
+        org_cap_expiries: keys.holdExpiries(unused),
+        conn_cap: unused,
+        conn_cap_expiries: keys.holdExpiries(unused),
+        user_spend: spendKey,
+        user_spend_expiries: keys.holdExpiries(spendKey),
+        in_flight: keys.inFlight(orgId),
+        key_rate: unused,
+        user_rate: unused,
+      },
+      { request_id: givenUp, held_nano: '25', key_rated: '0', user_rated: '0' },
+    );
+    expect(await redis.hmget(credits.user_credits, 'g:grant_revoked', 'draining')).toEqual([
+      '25',
+      'grant_revoked',
+    ]);
+    // A request admitted after the revocation, on a new grant, costs more than it held.
+    await addGrant(credits, 'grant_new', '20');
+    await eventually(async () => (Date.now() > revokedAtMs ? true : undefined));
+    const later = newRequestId();
+    expect(
+      await store.reserve({ requestId: later, accounts: account, amountNano: 20n }),
+    ).toMatchObject({ kind: 'held' });
+    expect(await store.settle(record(orgId, later, 28n, 20n), account)).toBe('settled');
+    // The revoked grant pays none of it (it paid 8 before), and with nothing in flight it goes.
+    expect(await lastConsumption(orgId)).toEqual([{ grantId: 'grant_new', amountNano: 20n }]);
+    expect(await redis.hmget(credits.user_credits, 'g:grant_revoked', 'draining')).toEqual([
+      null,
+      null,
+    ]);
+    expect(await redis.hmget(spendKey, 'spent', 'reserved')).toEqual(['28', '0']);
   });
 });
 
