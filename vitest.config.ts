@@ -28,6 +28,8 @@ export const clusterFiles = [
   'test/lifecycle.e2e.test.ts',
   'test/lost-requests.e2e.test.ts',
   'test/auth-cache.race.test.ts',
+  // The money layer against its reference model, under random concurrent operations.
+  'test/money-model.race.test.ts',
   // Sessions listed per user: every Redis command of a cut on one key (decision 360).
   'test/dashboard-passwords.e2e.test.ts',
 ];
