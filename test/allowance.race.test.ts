@@ -9,6 +9,7 @@ import { createDbPool } from '../src/db/pool.js';
 import { newRequestId } from '../src/ids.js';
 import type { UsageRecord } from '../src/ledger/usage-record.js';
 import { usageRecord } from './support/records.js';
+import { releaseKeys } from './support/release-keys.js';
 import { usageRecordFromFields } from '../src/ledger/usage-record.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
@@ -132,6 +133,22 @@ const addGrant = (
     ttl_ms: '',
     now_ms: '',
     keep_held: '',
+  });
+
+/** Revokes a grant, keeping what the user's requests in flight hold (as the product does). */
+const revokeGrant = (
+  credits: ReturnType<typeof creditKeys>,
+  grantId: string,
+  revokedAtMs: number = Date.now(),
+) =>
+  scripts.creditsChange(credits, {
+    action: 'remove',
+    grant_id: grantId,
+    amount_nano: '',
+    expires_at_ms: '',
+    ttl_ms: '600000',
+    now_ms: String(revokedAtMs),
+    keep_held: '1',
   });
 
 describe('product-user allowance', () => {
@@ -263,15 +280,7 @@ describe('a grant revoked while requests hold credits', () => {
         kind: 'held',
       });
     }
-    await scripts.creditsChange(credits, {
-      action: 'remove',
-      grant_id: 'grant_revoked',
-      amount_nano: '',
-      expires_at_ms: '',
-      ttl_ms: '600000',
-      now_ms: String(Date.now()),
-      keep_held: '1',
-    });
+    await revokeGrant(credits, 'grant_revoked');
     // The revoked grant keeps its 30 for the 80 held, but no new request counts it.
     expect(await redis.hget(credits.user_credits, 'g:grant_revoked')).toBe('30');
     expect(
@@ -301,15 +310,7 @@ describe('a grant revoked while requests hold credits', () => {
     const requestId = newRequestId();
     await store.reserve({ requestId, accounts: account, amountNano: 10n });
     expect(await store.settle(record(orgId, requestId, 10n, 10n), account)).toBe('settled');
-    await scripts.creditsChange(credits, {
-      action: 'remove',
-      grant_id: 'grant_idle',
-      amount_nano: '',
-      expires_at_ms: '',
-      ttl_ms: '600000',
-      now_ms: String(Date.now()),
-      keep_held: '1',
-    });
+    await revokeGrant(credits, 'grant_idle');
     expect(await redis.hmget(credits.user_credits, 'g:grant_idle', 'draining')).toEqual([
       null,
       null,
@@ -327,33 +328,14 @@ describe('a grant revoked while requests hold credits', () => {
       await store.reserve({ requestId: givenUp, accounts: account, amountNano: 25n }),
     ).toMatchObject({ kind: 'held' });
     const revokedAtMs = Date.now();
-    await scripts.creditsChange(credits, {
-      action: 'remove',
-      grant_id: 'grant_revoked',
-      amount_nano: '',
-      expires_at_ms: '',
-      ttl_ms: '600000',
-      now_ms: String(revokedAtMs),
-      keep_held: '1',
-    });
+    await revokeGrant(credits, 'grant_revoked', revokedAtMs);
     // The request it kept 25 for never settles: its reserve was given up on and released.
-    const unused = keys.orgCap(orgId, 'unused');
-    await scripts.release(
-      {
-        wallet: keys.wallet(orgId),
-        wallet_expiries: keys.holdExpiries(keys.wallet(orgId)),
-        org_cap: unused,
-        org_cap_expiries: keys.holdExpiries(unused),
-        conn_cap: unused,
-        conn_cap_expiries: keys.holdExpiries(unused),
-        user_spend: spendKey,
-        user_spend_expiries: keys.holdExpiries(spendKey),
-        in_flight: keys.inFlight(orgId),
-        key_rate: unused,
-        user_rate: unused,
-      },
-      { request_id: givenUp, held_nano: '25', key_rated: '0', user_rated: '0' },
-    );
+    await scripts.release(releaseKeys(keys, orgId, spendKey), {
+      request_id: givenUp,
+      held_nano: '25',
+      key_rated: '0',
+      user_rated: '0',
+    });
     expect(await redis.hmget(credits.user_credits, 'g:grant_revoked', 'draining')).toEqual([
       '25',
       'grant_revoked',
@@ -387,15 +369,7 @@ describe('credits reloaded from Postgres while a grant drains', () => {
     expect(
       await store.reserve({ requestId: inFlight, accounts: account, amountNano: 25n }),
     ).toMatchObject({ kind: 'held' });
-    await scripts.creditsChange(credits, {
-      action: 'remove',
-      grant_id: 'grant_revoked',
-      amount_nano: '',
-      expires_at_ms: '',
-      ttl_ms: '600000',
-      now_ms: String(Date.now()),
-      keep_held: '1',
-    });
+    await revokeGrant(credits, 'grant_revoked');
     // The first request of the next period reloads the user's account and credits from
     // Postgres (which has no active grant of this user), while the first request is in flight.
     const next = monthlyPeriod(period.end, null);

@@ -2,12 +2,13 @@
 // docs/operations.md has an alert for each fault, README's configuration table is the
 // variables src/config.ts reads with the defaults it gives them, and every `gw` command the
 // guides show is one the CLI has, with its actions and flags.
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { withCliIo } from '../src/cli/io.js';
 import { runCli } from '../src/cli/main.js';
 import { configSchema } from '../src/config.js';
 import { errorCatalogue } from '../src/errors.js';
+import { guides } from './support/guides.js';
 
 describe('docs/errors.md', () => {
   const page = readFileSync(new URL('../docs/errors.md', import.meta.url), 'utf8');
@@ -70,17 +71,6 @@ describe('docs/operations.md alerts', () => {
     }
   });
 });
-
-/** README.md and the guides in docs/ (the decisions log records history, not usage). */
-function guides(): { name: string; text: string }[] {
-  const docs = new URL('../docs/', import.meta.url);
-  return [
-    { name: 'README.md', text: readFileSync(new URL('../README.md', import.meta.url), 'utf8') },
-    ...readdirSync(docs)
-      .filter((file) => file.endsWith('.md') && file !== 'decisions.md')
-      .map((file) => ({ name: `docs/${file}`, text: readFileSync(new URL(file, docs), 'utf8') })),
-  ];
-}
 
 describe('the configuration table of README.md', () => {
   const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');

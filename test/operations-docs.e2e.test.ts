@@ -10,6 +10,7 @@ import { errorCatalogue } from '../src/errors.js';
 import { END_REASONS } from '../src/inference/charging-policy.js';
 import { GatewayMetrics } from '../src/metrics.js';
 import { isolatedContext } from './support/context.js';
+import { guides } from './support/guides.js';
 import { bearer, postJson } from './support/http.js';
 import { metricsUrl, seed, startGateway, type GatewayProcess } from './support/processes.js';
 
@@ -53,17 +54,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await gateway?.stop();
 });
-
-/** README.md and the guides in docs/ (the decisions log records history, not usage). */
-function guides(): { name: string; text: string }[] {
-  const docs = new URL('../docs/', import.meta.url);
-  return [
-    { name: 'README.md', text: readFileSync(new URL('../README.md', import.meta.url), 'utf8') },
-    ...readdirSync(docs)
-      .filter((file) => file.endsWith('.md') && file !== 'decisions.md')
-      .map((file) => ({ name: `docs/${file}`, text: readFileSync(new URL(file, docs), 'utf8') })),
-  ];
-}
 
 /** A metric name as the docs write one: gw's own, or Node's and the process's (prom-client). */
 const METRIC =

@@ -16,6 +16,7 @@ import { lostRecord, usageRecord } from './support/records.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
 import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
+import { releaseKeys } from './support/release-keys.js';
 import { deletePrefix, eventually, testRedis } from './support/services.js';
 
 const prefix = uniquePrefix('reserve');
@@ -186,24 +187,6 @@ describe('reserve.lua', () => {
 });
 
 describe('a reserve given up on (decision 318)', () => {
-  /** release.lua's KEYS for a wallet-only request (the other accounts: placeholders). */
-  function releaseKeys(orgId: string) {
-    const unused = keys.orgCap(orgId, 'unused');
-    return {
-      wallet: keys.wallet(orgId),
-      wallet_expiries: keys.holdExpiries(keys.wallet(orgId)),
-      org_cap: unused,
-      org_cap_expiries: keys.holdExpiries(unused),
-      conn_cap: unused,
-      conn_cap_expiries: keys.holdExpiries(unused),
-      user_spend: unused,
-      user_spend_expiries: keys.holdExpiries(unused),
-      in_flight: keys.inFlight(orgId),
-      key_rate: unused,
-      user_rate: unused,
-    };
-  }
-
   it('holds once when the same reserve runs twice (sent again after its connection closed)', async () => {
     const orgId = `org_twice_${Date.now()}`;
     await fundWallet(orgId, 5_000_000n);
@@ -325,7 +308,7 @@ describe('a reserve given up on (decision 318)', () => {
     }
     expect(await redis.hexists(keys.inFlight(orgId), requestId)).toBe(1);
     for (let run = 0; run < 2; run += 1) {
-      store.releases.release(requestId, releaseKeys(orgId), 1_500_000n, {
+      store.releases.release(requestId, releaseKeys(keys, orgId), 1_500_000n, {
         key: false,
         user: false,
       });
