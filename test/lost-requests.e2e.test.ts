@@ -157,8 +157,13 @@ describe('the sweep', () => {
     },
   };
   const logger = pino({ level: 'silent' });
-  const record = (requestId: string, orgId: string): UsageRecord =>
-    lostRecord(orgId, { requestId, createdAt: new Date(0), productUserId: 'pu_1', stream: true });
+  const record = (requestId: string, orgId: string, admittedAtMs: number): UsageRecord =>
+    lostRecord(orgId, {
+      requestId,
+      createdAt: new Date(admittedAtMs),
+      productUserId: 'pu_1',
+      stream: true,
+    });
   const accounts = (orgId: string): SettleAccounts => ({
     orgId,
     appConnectionId: 'conn_1',
@@ -180,9 +185,8 @@ describe('the sweep', () => {
   ): string =>
     `${credentialId}\n${encodeDraft({
       instance,
-      startedAtMs: lapsesAtMs - 2000,
       lapsesAtMs,
-      record: record(requestId, orgId),
+      record: record(requestId, orgId, lapsesAtMs - 2000),
       accounts: accounts(orgId),
     })}`;
 
@@ -210,7 +214,8 @@ describe('the sweep', () => {
     });
     expect(await sweeper.sweep(now + 500)).toEqual({ settled: 0, waiting: 0 });
 
-    // Its holds lapsed: settled as its draft says, dated now, naming the credential that
+    // Its holds lapsed: settled as its draft says, dated at its admission (not now: the
+    // periods of the accounts it was held on; decision 402), naming the credential that
     // served it; the silent instance, with nothing left, leaves the set. The beating one beat.
     const later = now + 61_000;
     await redis.zadd(keys.instances(), later, 'beating');
@@ -224,8 +229,7 @@ describe('the sweep', () => {
     expect(settled.filter((call) => call.record.requestId === 'req_silent')).toEqual([
       {
         record: {
-          ...record('req_silent', orgId),
-          createdAt: new Date(later),
+          ...record('req_silent', orgId, now + 60_000 - 2000),
           latencyMs: 2000 + 61_000 - 60_000,
           route: 'byok',
           credentialId: 'cred_1',

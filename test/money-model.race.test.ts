@@ -5,8 +5,8 @@
 // Requests run concurrently (reserve, the limit_output retry, then settle at a cost below, at or
 // above the hold, zero, a release, or an abandon whose hold lapses), between cap changes of each
 // level and each credit mode and overrun policy, grants and revocations (also while requests are
-// in flight), wallet top-ups and sets, a month rollover, account rebuilds from the ledger and
-// usage-writer drains. After every step the model (test/support/money-model.ts, from SPEC.md's
+// in flight), wallet top-ups and sets, a month rollover (also while requests are in flight: they
+// settle after it), account rebuilds from the ledger and usage-writer drains. After every step the model (test/support/money-model.ts, from SPEC.md's
 // formulas) replays what settled, in the order Redis ran it (the usage stream's order), and:
 // - every counter in Redis equals the model (wallet, caps, allowances, each grant): no spend is
 //   lost or counted twice, every credit split is the spec's (base first, earliest grant first);
@@ -18,10 +18,10 @@
 // - once every hold has settled, been released or lapsed, no account holds anything;
 // - the ledger, once the usage writer drained, sums to the same figures, and an account (or a
 //   user's credits) rebuilt from it, with or without a drain first, holds them too.
-// A fixed seed and a few random ones; the seed is in the failure message. Not generated: a
-// request admitted in one month and settled in the next (Redis counts it in the month of its
-// accounts, the ledger in the month of its record; records here are dated in their accounts'
-// month).
+// A request counts in the month it was admitted in: its accounts are that month's and its record
+// is dated at its admission, as src/inference/settlement.ts dates it (decision 402), so one
+// admitted before the rollover and settled after it is in that month's accounts, ledger sums
+// and rebuilds. A fixed seed and a few random ones; the seed is in the failure message.
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createApp, createOrganization } from '../src/admin/provisioning.js';
@@ -111,6 +111,9 @@ interface Ran {
   readonly outcomes: ReserveOutcome[];
   /** The revocations made before it was admitted (a revoked grant pays only earlier ones). */
   readonly revocationsBefore: number;
+  /** The month it was admitted in, and when: its accounts' period and its record's date. */
+  readonly period: Period;
+  readonly admittedAt: Date;
   heldNano: bigint | null;
   costNano?: bigint;
 }
@@ -156,7 +159,7 @@ class Run {
     return PERIODS[this.epoch]!;
   }
 
-  /** A time inside the run's current month: what its records are dated. */
+  /** A time inside the run's current month: when its requests are admitted. */
   private recordTime(): Date {
     if (this.epoch === 1) return new Date(this.period.start.getTime() + 3_600_000);
     return new Date(Math.min(Date.now(), this.period.end.getTime() - 1));
@@ -171,8 +174,11 @@ class Run {
   }
 
   /** The accounts as admission builds them (src/inference/admission.ts). */
-  private accountsOf(chain: Chain, settings: AdmissionSettings): RequestAccounts {
-    const period = this.period;
+  private accountsOf(
+    chain: Chain,
+    settings: AdmissionSettings,
+    period: Period = this.period,
+  ): RequestAccounts {
     const user: UserAccount | null =
       chain.user === null
         ? null
@@ -211,6 +217,8 @@ class Run {
       accounts: this.accountsOf(chain, settings),
       outcomes: [],
       revocationsBefore: this.model.revocations,
+      period: this.period,
+      admittedAt: this.recordTime(),
       heldNano: null,
     };
     this.byRequest.set(ran.requestId, ran);
@@ -266,7 +274,7 @@ class Run {
     ran.costNano = costNano;
     const record: UsageRecord = usageRecord(this.orgId, costNano, {
       requestId: ran.requestId,
-      createdAt: this.recordTime(),
+      createdAt: ran.admittedAt,
       appId: this.appId,
       appConnectionId: ran.accounts.appConnectionId,
       productUserId: ran.accounts.user?.productUserId ?? null,
@@ -375,14 +383,17 @@ class Run {
     });
   }
 
-  /** Revokes an active grant, `heldNano` by user being what that user's requests in flight hold. */
+  /**
+   * Revokes an active grant, `heldNano` by user being what that user's requests in flight hold
+   * on their account of the first month: the revocation looks at the user's account of the
+   * month it runs in (the first).
+   */
   private async revoke(pick: number, heldNano: readonly bigint[] = [0n, 0n]): Promise<void> {
     const active = this.model.grants.filter((grant) => !grant.revoked);
     if (active.length === 0) return;
     const grant = active[pick % active.length]!;
     expect(await management.revokeGrant(grant.id, CLI_ACTOR, this.orgId)).toBeDefined();
-    // The revocation looks at the user's account of the month it runs in (the first).
-    this.model.revoke(grant.id, this.epoch === 0 ? heldNano[grant.user]! : 0n);
+    this.model.revoke(grant.id, heldNano[grant.user]!);
     tally.count(grant.keptNano > 0n ? 'revoked in flight' : 'revoked');
     // A request admitted after the revocation is never paid by the grant: the next ones are
     // admitted on a later clock reading than the revocation's.
@@ -435,7 +446,11 @@ class Run {
     let granted: bigint[] = [0n, 0n];
     for (const op of mid) {
       if (op.t === 'revoke') {
-        await this.revoke(op.pick, this.heldByUser(requests));
+        const firstMonth = requests.filter((request) => request.period === PERIODS[0]);
+        await this.revoke(op.pick, this.heldByUser(firstMonth));
+      } else if (op.t === 'rollover') {
+        // The requests in flight settle in the next month, on their own month's accounts.
+        this.epoch = 1;
       } else if (op.t === 'grant') {
         await this.grant(op.user, op.amountNano, op.days);
         granted = granted.map((sum, user) => (user === op.user ? sum + op.amountNano : sum));
@@ -528,7 +543,7 @@ class Run {
         connection: ran.chain.connection,
         user,
         userPolicy: policy,
-        period: this.period.key,
+        period: ran.period.key,
         userHoldsLeftNano: user === null ? 0n : inFlight[user]!,
         revocationsBefore: ran.revocationsBefore,
       });
@@ -542,6 +557,7 @@ class Run {
       }
       if (ran.costNano! > ran.heldNano!) tally.count('cost above the hold');
       if (this.epoch === 1) tally.count('settled in the next month');
+      if (ran.period !== this.period) tally.count('admitted before the rollover, settled after');
       expect(
         { credits: record.creditsCostNano, consumption: record.creditConsumption ?? [] },
         `credits of request ${record.requestId}`,
@@ -759,16 +775,23 @@ class Run {
    */
   private async rebuild(drainFirst: boolean, lose: 'accounts' | 'credits'): Promise<void> {
     if (drainFirst) await writer.drainOnce();
-    const period = this.period;
+    // Every month the run reached: after the rollover, the first one's accounts too (what the
+    // requests admitted in it and settled after the rollover charged).
+    const periods = PERIODS.slice(0, this.epoch + 1);
     const lost: string[] = [];
     if (lose === 'accounts') {
-      lost.push(keys.wallet(this.orgId), keys.orgCap(this.orgId, period.key));
-      for (const c of [0, 1]) {
-        lost.push(keys.connectionCap(this.orgId, this.connections[c]!, period.key));
+      lost.push(keys.wallet(this.orgId));
+      for (const period of periods) {
+        lost.push(keys.orgCap(this.orgId, period.key));
+        for (const c of [0, 1]) {
+          lost.push(keys.connectionCap(this.orgId, this.connections[c]!, period.key));
+        }
+        for (const u of [0, 1]) {
+          lost.push(keys.userSpend(this.orgId, this.users[u]!, period.key));
+        }
       }
     }
     for (const u of [0, 1]) {
-      if (lose === 'accounts') lost.push(keys.userSpend(this.orgId, this.users[u]!, period.key));
       lost.push(keys.userCredits(this.orgId, this.users[u]!, 'USD'));
       lost.push(keys.userGrants(this.orgId, this.users[u]!, 'USD'));
     }
@@ -781,11 +804,14 @@ class Run {
           connectionCapNano: 1n,
           user: { capNano: 1n, creditMode: 'enforce', overrunPolicy: 'reject' },
         };
-        const accounts = this.accountsOf(
-          { user: u, connection: c, estimateNano: 1n, end: { kind: 'release' } },
-          capped,
-        );
-        await layer.loader.load(['wallet', 'org_cap', 'conn_cap', 'user'], accounts);
+        for (const period of periods) {
+          const accounts = this.accountsOf(
+            { user: u, connection: c, estimateNano: 1n, end: { kind: 'release' } },
+            capped,
+            period,
+          );
+          await layer.loader.load(['wallet', 'org_cap', 'conn_cap', 'user'], accounts);
+        }
       }
     }
     await this.checkRedis(`${lose} rebuilt${drainFirst ? ' after a drain' : ''}`);
@@ -827,6 +853,7 @@ describe('the money layer against its reference model', () => {
       'paid by credits',
       'cost above the hold',
       'settled in the next month',
+      'admitted before the rollover, settled after',
       'revoked',
       'release',
       'abandon',

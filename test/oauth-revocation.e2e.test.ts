@@ -202,9 +202,9 @@ describe('a request in flight when the token is revoked', () => {
         org_id: string;
         status: string;
         wallet_cost: string;
-        settled_after_revocation: boolean;
+        admitted_before_revocation: boolean;
       }>(
-        `SELECT u.org_id, u.status, u.wallet_cost::text, u.created_at > c.revoked_at AS settled_after_revocation
+        `SELECT u.org_id, u.status, u.wallet_cost::text, u.created_at < c.revoked_at AS admitted_before_revocation
            FROM usage_records u JOIN app_connections c ON c.id = u.app_connection_id
           WHERE u.request_id = $1`,
         [requestId],
@@ -214,7 +214,7 @@ describe('a request in flight when the token is revoked', () => {
     expect(record).toMatchObject({
       org_id: payerOrgId,
       status: 'completed',
-      settled_after_revocation: true,
+      admitted_before_revocation: true, // its record is dated at its admission (decision 402)
     });
     const after = numericToNano(
       (await runCliJson<{ balance: string }>(['wallet', 'show', '--org-id', payerOrgId], env))

@@ -10,10 +10,12 @@ import type { SettleAccounts } from './budget-store.js';
 export interface InFlightDraft {
   /** The gateway instance serving the request (its heartbeat says whether it lives). */
   readonly instance: string;
-  readonly startedAtMs: number;
   /** When its holds lapse: a lost request is recorded only after, never while it may live. */
   readonly lapsesAtMs: number;
-  /** The request's record if it is lost (credential and timing filled in when it is). */
+  /**
+   * The request's record if it is lost (credential and latency filled in when it is), dated
+   * at the request's admission like every record (decision 402).
+   */
   readonly record: UsageRecord;
   readonly accounts: SettleAccounts;
 }
@@ -52,7 +54,14 @@ type Packed = string | number | null | Packed[];
 
 export function encodeDraft(draft: InFlightDraft): string {
   const { record, accounts } = draft;
-  const packed: Packed[] = [DRAFT_VERSION, draft.instance, draft.startedAtMs, draft.lapsesAtMs];
+  // The third value is the record's date, its admission instant. A draft written before
+  // decision 402 holds its reserve call's instant there, a few milliseconds later: read alike.
+  const packed: Packed[] = [
+    DRAFT_VERSION,
+    draft.instance,
+    record.createdAt.getTime(),
+    draft.lapsesAtMs,
+  ];
   for (const [name, kind] of RECORD_FIELDS) {
     const value = record[name];
     packed.push(
@@ -103,7 +112,7 @@ export function decodeDraft(text: string): InFlightDraft {
     return value;
   };
   const instance = text_();
-  const startedAtMs = number();
+  const admittedAtMs = number();
   const lapsesAtMs = number();
   const record: Record<string, unknown> = {};
   for (const [name, kind] of RECORD_FIELDS) {
@@ -123,11 +132,10 @@ export function decodeDraft(text: string): InFlightDraft {
   const user = next() as [string, string | null, CreditMode, string] | null;
   return {
     instance,
-    startedAtMs,
     lapsesAtMs,
     // The parts a lost record gets when it is settled, or never has (no vendor answer).
     record: Object.assign(record, {
-      createdAt: new Date(startedAtMs),
+      createdAt: new Date(admittedAtMs),
       route: 'system',
       credentialId: null,
       upstreamStatus: null,

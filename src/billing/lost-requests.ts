@@ -155,11 +155,14 @@ export class LostRequestRecovery {
     return { settled, waiting };
   }
 
-  /** Settles a lost request as its draft says, dated now, naming the credential that served it. */
+  /**
+   * Settles a lost request as its draft says, naming the credential that served it. Dated at
+   * its admission, as the record it would have settled (its accounts' periods; decision 402),
+   * its latency running until now.
+   */
   private settleLost(draft: LostDraft, now: number): Promise<'settled' | 'already_settled'> {
     const record: UsageRecord = Object.assign({}, draft.record, {
-      createdAt: new Date(now),
-      latencyMs: Math.max(0, now - draft.startedAtMs),
+      latencyMs: Math.max(0, now - draft.record.createdAt.getTime()),
       route: draft.credentialId ? ('byok' as const) : ('system' as const),
       credentialId: draft.credentialId,
     });

@@ -200,7 +200,6 @@ export class RedisBudgetStore implements BudgetStore {
           draft: request.lostRecord
             ? encodeDraft({
                 instance: this.instanceId,
-                startedAtMs: now,
                 lapsesAtMs: expiresAtMs,
                 record: request.lostRecord,
                 accounts,

@@ -41,6 +41,8 @@ export interface AdmissionPorts {
   readonly credentials: Pick<CredentialDirectory, 'choiceFor'>;
   readonly tokenCounter: Pick<TokenCounter, 'countInput'>;
   readonly budget: Pick<BudgetStore, 'reserve' | 'knownRateRefusal'>;
+  /** The clock admission reads its one instant from (a test sets it; else the system's). */
+  readonly clock?: () => Date;
 }
 
 /** The gateway's services as the inference routes get them (admission reads a subset). */
@@ -105,6 +107,8 @@ export interface Admission<Call = unknown> {
   readonly model: CatalogModel;
   readonly productUser: ResolvedProductUser | null;
   readonly accounts: RequestAccounts;
+  /** The one instant the accounts' periods were picked by; the usage record is dated by it. */
+  readonly admittedAt: Date;
   /** The prompt as counted, billed as the part the hold priced it at (charged without a report). */
   readonly estimatedPrompt: PromptTokens;
   /** The output budget per choice; sent upstream as the max tokens when `outputClamped`. */
@@ -225,7 +229,9 @@ export async function admit<Call>(
     productUser ? services.capPolicies.productUserCap(productUser.id) : Promise.resolve(null),
     services.credentials.choiceFor(identity.orgId, identity.appConnectionId, model),
   ]);
-  const now = new Date();
+  // The request's one admission instant: it picks the periods of the accounts held on, and
+  // dates the usage record, so the ledger counts it in those periods (decision 402).
+  const now = services.clock?.() ?? new Date();
   const calendarMonth = monthlyPeriod(now, null);
   const allowance = userAllowancePolicy(identity, directRule, connectionRule);
   const accounts: RequestAccounts = {
@@ -278,10 +284,17 @@ export async function admit<Call>(
       amountNano: held,
       rateLimits,
       lostRecord: buildUsageRecord(
-        { requestId: input.requestId, identity, model, productUser, reservedNano: held },
+        {
+          requestId: input.requestId,
+          identity,
+          model,
+          productUser,
+          reservedNano: held,
+          admittedAt: now,
+        },
         {
           stream: input.body.stream === true,
-          startedAtMs: Date.now(),
+          startedAtMs: now.getTime(), // its latency is set when it is found lost
           credentialId: null,
           mock: false,
           ...chargeFor(
@@ -329,6 +342,7 @@ export async function admit<Call>(
     model,
     productUser,
     accounts,
+    admittedAt: now,
     estimatedPrompt: estimatedPrompt(estimatedInputTokens, promptPart),
     maxOutputTokens,
     heldOutputTokens: maxOutputTokens * choices,

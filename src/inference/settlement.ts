@@ -14,6 +14,12 @@ export interface RecordedRequest {
   readonly model: CatalogModel;
   readonly productUser: { readonly id: string } | null;
   readonly reservedNano: bigint;
+  /**
+   * The instant admission picked the request's accounts' periods by: its record is dated by it
+   * (`created_at`), so every sum by `created_at` counts it in the periods it was held and
+   * charged on, however late it settles (docs/decisions.md, 402).
+   */
+  readonly admittedAt: Date;
 }
 
 /** A settled request as the charging policy decided it (tokens charged, status, reason). */
@@ -33,10 +39,10 @@ export function buildUsageRecord(admission: RecordedRequest, outcome: RequestOut
   const { model, identity } = admission;
   const sellCostNano = usageCostNano(outcome, model.price);
   const vendorCostNano = usageCostNano(outcome, model.cost);
-  const createdAt = new Date();
+  const settledAtMs = Date.now();
   return {
     requestId: admission.requestId,
-    createdAt,
+    createdAt: admission.admittedAt,
     orgId: identity.orgId,
     appId: identity.appId,
     appConnectionId: identity.appConnectionId,
@@ -62,7 +68,7 @@ export function buildUsageRecord(admission: RecordedRequest, outcome: RequestOut
     // A BYOK credential pays its vendor directly: the org wallet pays only the system route.
     walletCostNano: outcome.credentialId ? 0n : sellCostNano,
     reservedNano: admission.reservedNano,
-    latencyMs: Math.max(0, createdAt.getTime() - outcome.startedAtMs),
+    latencyMs: Math.max(0, settledAtMs - outcome.startedAtMs),
     endReason: outcome.reason,
     servedByMock: outcome.mock,
   };

@@ -4,7 +4,8 @@
 // wallets' running totals, so every wallet's balance (top-ups − usage) is what it was. The
 // rollups the dashboard plots are kept.
 // The current and previous months are never dropped: allowance periods anchored mid-month and
-// the account rebuilds read them.
+// the account rebuilds read them, and a request admitted before the month turned is written
+// into the previous month after it (a record is dated at its admission: decision 402).
 import type { DbClient, DbPool } from '../db/pool.js';
 import { withTransaction } from '../db/pool.js';
 

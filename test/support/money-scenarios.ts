@@ -28,7 +28,9 @@ export type MidOp =
       readonly amountNano: bigint;
       readonly days: number | null;
     }
-  | { readonly t: 'topup'; readonly amountNano: bigint };
+  | { readonly t: 'topup'; readonly amountNano: bigint }
+  /** The month turns while the requests are in flight: they settle in the next one. */
+  | { readonly t: 'rollover' };
 export type Setting =
   | { readonly t: 'cap'; readonly level: 'org' | 0 | 1; readonly capNano: bigint | null }
   | { readonly t: 'policy'; readonly user: number; readonly policy: UserPolicy };
@@ -135,6 +137,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
             weight: 1,
             arbitrary: fc.record({ t: fc.constant('topup' as const), amountNano: nano(1, 5_000) }),
           },
+          { weight: 1, arbitrary: fc.constant({ t: 'rollover' as const }) },
         ),
         { minLength: 1, maxLength: 2 },
       ),

@@ -64,6 +64,7 @@ export function admission(overrides: Partial<Admission<UpstreamExchange>> = {}) 
       connectionCap: null,
       user: null,
     },
+    admittedAt: new Date(),
     estimatedPrompt: {
       inputTokens: 10,
       cacheWriteTokens: 0,
