@@ -30,6 +30,7 @@ export const clusterFiles = [
   'test/auth-cache.race.test.ts',
   // The money layer against its reference model, under random concurrent operations.
   'test/money-model.race.test.ts',
+  'test/period-turn.test.ts',
   // Sessions listed per user: every Redis command of a cut on one key (decision 360).
   'test/dashboard-passwords.e2e.test.ts',
 ];
