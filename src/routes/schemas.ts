@@ -25,6 +25,21 @@ export const creditsSchema = z.object({
   last_used_at: z.string().nullable(),
 });
 
+/** A credit grant (the service-key and dashboard routes answer the same object). */
+export const creditGrantSchema = z.object({
+  grant_id: z.string(),
+  product_end_user_id: z.string(),
+  amount: z.string(),
+  currency: z.string(),
+  expires_at: z.string().nullable(),
+  reason: z.string().nullable(),
+  status: z.enum(['active', 'revoked']),
+  created_at: z.string(),
+});
+
+/** A grant with the user's credits after the change (what the profile now shows). */
+export const creditGrantWithCreditsSchema = creditGrantSchema.extend({ credits: creditsSchema });
+
 const timestampString = z.string().describe('RFC 3339 UTC timestamp');
 
 /** How the profile's allowance was resolved and what is left of it (SPEC: allowance object). */
