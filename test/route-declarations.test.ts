@@ -695,6 +695,7 @@ describe('the gateway route table', () => {
     expect(templated).toBeGreaterThan(30);
     expect(document.paths['/v1/models/{model_id}']!.get!.parameters).toEqual([
       expect.objectContaining({ name: 'model_id', in: 'path', required: true }),
+      expect.objectContaining({ name: 'vendor-version', in: 'header', required: false }),
     ]);
   });
 
@@ -794,8 +795,25 @@ describe('the gateway route table', () => {
       '/v1/messages'
     ]!.post!;
     expect(messages.security).toEqual([{ apiKey: [] }, { apiKeyHeader: [] }]);
-    // The error bodies are shared components, not one enum of every code per response.
-    expect(Buffer.byteLength(JSON.stringify(document))).toBeLessThan(350_000);
+    // The request headers the inference routes read are parameters a generated client can send.
+    const headersOf = (path: string) =>
+      Object.values((document.paths as Record<string, Record<string, OpenApiOperation>>)[path]!)
+        .flatMap((operation) => operation.parameters ?? [])
+        .filter((parameter) => parameter.in === 'header')
+        .map((parameter) => parameter.name);
+    expect(headersOf('/v1/chat/completions')).toEqual([
+      'X-GW-External-User-ID',
+      'X-GW-Legacy-Errors',
+    ]);
+    expect(headersOf('/v1/messages')).toEqual([
+      'X-GW-External-User-ID',
+      'X-GW-Legacy-Errors',
+      'vendor-version',
+    ]);
+    expect(headersOf('/v1/models')).toEqual(['vendor-version']);
+    // The error bodies are shared components, not one enum of every code per response (that
+    // would be several times this size).
+    expect(Buffer.byteLength(JSON.stringify(document))).toBeLessThan(400_000);
   });
 
   it("is valid against the OpenAPI 3.1 specification's own JSON Schema", async () => {

@@ -346,7 +346,12 @@ export function buildOpenApiDocument(
           },
         }),
         ...(route.query && { query: route.query }),
-        ...(route.idempotent && { headers: idempotencyKeyHeaders }),
+        ...((route.headers || route.idempotent) && {
+          headers: z.object({
+            ...route.headers?.shape,
+            ...(route.idempotent && idempotencyKeyHeaders.shape),
+          }),
+        }),
       },
       responses: {
         ...successes,

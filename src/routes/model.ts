@@ -4,6 +4,7 @@
 import { modelPolicyAllows, type ModelCatalog } from '../catalog/models.js';
 import { gwError } from '../errors.js';
 import { declareRoute } from './framework/declaration.js';
+import { vendorVersionHeader } from './schemas.js';
 import { modelFormatOf, modelObject, modelObjectSchema } from './models.js';
 
 export const modelRoute = declareRoute({
@@ -11,6 +12,7 @@ export const modelRoute = declareRoute({
   path: '/v1/models/{model_id*}',
   summary: 'One model the key may use (messages-protocol format with a vendor-version header)',
   caller: { kind: 'api_key' },
+  headers: vendorVersionHeader,
   // Vendor SDKs add parameters of their own (such as api-version); the vendors ignore them too.
   unknownQueryParameters: 'ignored',
   responses: { 200: { description: 'the model', schema: modelObjectSchema } },

@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { modelPolicyAllows, type CatalogModel, type ModelCatalog } from '../catalog/models.js';
 import { declareRoute } from './framework/declaration.js';
+import { vendorVersionHeader } from './schemas.js';
 import { VENDOR_VERSION_HEADER } from './messages.js';
 
 /** Catalogue models have no creation date of their own; a fixed one keeps answers stable. */
@@ -59,6 +60,7 @@ export const modelsRoute = declareRoute({
   path: '/v1/models',
   summary: 'Models the key may use (messages-protocol format with a vendor-version header)',
   caller: { kind: 'api_key' },
+  headers: vendorVersionHeader,
   // Vendor SDKs add parameters of their own (such as api-version); the vendors ignore them too.
   unknownQueryParameters: 'ignored',
   responses: { 200: { description: 'model list', schema: modelListSchema } },
