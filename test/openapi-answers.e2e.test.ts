@@ -85,8 +85,8 @@ describe('inference routes: error answers match the document', () => {
       model: 'vendor_b/nope',
     });
     const narrow = await createApiKey(env, org.app_connection_id, 'vendor_a/*');
-    await expectDocumented(chat, 403, path, bearer(narrow.api_key), hello);
-    const limited = await runCliJson<{ api_key: string }>(
+    await expectDocumented(chat, 403, path, bearer(narrow.key), hello);
+    const limited = await runCliJson<{ key: string }>(
       [
         'api-key',
         'create',
@@ -98,8 +98,8 @@ describe('inference routes: error answers match the document', () => {
       env,
     );
     // The first passes (a 200 is JSON or SSE: no one schema); the second is over the limit.
-    expect((await send('POST', path, bearer(limited.api_key), hello)).status).toBe(200);
-    const refused = await expectDocumented(chat, 429, path, bearer(limited.api_key), hello);
+    expect((await send('POST', path, bearer(limited.key), hello)).status).toBe(200);
+    const refused = await expectDocumented(chat, 429, path, bearer(limited.key), hello);
     expect((refused.body as { error: { code: string } }).error.code).toBe('gw_rate_limited');
   });
 

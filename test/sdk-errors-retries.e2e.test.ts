@@ -171,7 +171,7 @@ describe('refusals a retry cannot change: answered once, never retried', () => {
     await revokeApiKey(env, revoked.id);
     const cases = [
       [broke.api_key, CHAT_MODEL, 402, 'gw_reservation_insufficient_balance'],
-      [revoked.api_key, CHAT_MODEL, 401, 'gw_key_inactive'],
+      [revoked.key, CHAT_MODEL, 401, 'gw_key_inactive'],
       [org.api_key, 'vendor_b/nope', 404, 'gw_unsupported_model'],
     ] as const;
     for (const [apiKey, model, status, code] of cases) {
@@ -207,7 +207,7 @@ describe('refusals that pass: retried after the named wait, then served', () => 
    * than in 1.5 s (of the 3 s each one takes to come back): the client's first try is refused.
    */
   async function spentKey(): Promise<string> {
-    const key = await runCliJson<{ api_key: string }>(
+    const key = await runCliJson<{ key: string }>(
       [
         ...['api-key', 'create', '--app-connection-id', org.app_connection_id],
         ...['--requests-per-minute', '20'],
@@ -218,7 +218,7 @@ describe('refusals that pass: retried after the named wait, then served', () => 
       expect(sent, 'requests before the burst is spent').toBeLessThanOrEqual(60);
       const answer = await fetch(`${gateway.url}/v1/chat/completions`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${key.api_key}`, 'content-type': 'application/json' },
+        headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' },
         body: JSON.stringify({
           model: CHAT_MODEL,
           max_tokens: 5,
@@ -228,7 +228,7 @@ describe('refusals that pass: retried after the named wait, then served', () => 
       await answer.arrayBuffer();
       if (answer.status === 429 && Number(answer.headers.get('retry-after-ms')) >= 1_500) break;
     }
-    return key.api_key;
+    return key.key;
   }
 
   it('openai: a 429 gw_rate_limited is retried after retry-after-ms and the retry is served', async () => {
