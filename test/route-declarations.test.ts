@@ -2,6 +2,7 @@
 // /openapi.json all follow from it. Shown with a route that exists only in this test, served
 // in-process by the real HTTP adapter (uWS) with fake authenticators (ports, not our Redis or
 // Postgres: authentication itself is tested end to end in auth.e2e.test.ts).
+import { Validator } from '@seriousme/openapi-schema-validator';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -694,6 +695,7 @@ describe('the gateway route table', () => {
     expect(templated).toBeGreaterThan(30);
     expect(document.paths['/v1/models/{model_id}']!.get!.parameters).toEqual([
       expect.objectContaining({ name: 'model_id', in: 'path', required: true }),
+      expect.objectContaining({ name: 'vendor-version', in: 'header', required: false }),
     ]);
   });
 
@@ -782,10 +784,10 @@ describe('the gateway route table', () => {
         expect(Object.keys(operation.responses).length).toBeGreaterThan(0);
         for (const response of Object.values(operation.responses))
           expect(typeof response.description).toBe('string');
-        if (operation.operationId) {
-          expect(operationIds.has(operation.operationId)).toBe(false);
-          operationIds.add(operation.operationId);
-        }
+        // Client generators name their methods by it: every operation has one, unique.
+        expect(operation.operationId, `${method} ${path}`).toMatch(/^[a-z]+[A-Za-z0-9]+$/);
+        expect(operationIds.has(operation.operationId!), operation.operationId).toBe(false);
+        operationIds.add(operation.operationId!);
       }
     }
     // /v1/messages takes the key as its clients send it (x-api-key) or as a bearer token.
@@ -793,8 +795,39 @@ describe('the gateway route table', () => {
       '/v1/messages'
     ]!.post!;
     expect(messages.security).toEqual([{ apiKey: [] }, { apiKeyHeader: [] }]);
-    // The error bodies are shared components, not one enum of every code per response.
-    expect(Buffer.byteLength(JSON.stringify(document))).toBeLessThan(350_000);
+    // The request headers the inference routes read are parameters a generated client can send.
+    const headersOf = (path: string) =>
+      Object.values((document.paths as Record<string, Record<string, OpenApiOperation>>)[path]!)
+        .flatMap((operation) => operation.parameters ?? [])
+        .filter((parameter) => parameter.in === 'header')
+        .map((parameter) => parameter.name);
+    expect(headersOf('/v1/chat/completions')).toEqual([
+      'X-GW-External-User-ID',
+      'X-GW-Legacy-Errors',
+    ]);
+    expect(headersOf('/v1/messages')).toEqual([
+      'X-GW-External-User-ID',
+      'X-GW-Legacy-Errors',
+      'vendor-version',
+    ]);
+    expect(headersOf('/v1/models')).toEqual(['vendor-version']);
+    // The error bodies are shared components, not one enum of every code per response (that
+    // would be several times this size).
+    expect(Buffer.byteLength(JSON.stringify(document))).toBeLessThan(400_000);
+  });
+
+  it("is valid against the OpenAPI 3.1 specification's own JSON Schema", async () => {
+    const validator = new Validator();
+    const result = await validator.validate(buildOpenApiDocument(routeDeclarations));
+    expect(result.errors).toBeUndefined();
+    expect(result.valid).toBe(true);
+    expect(validator.version).toBe('3.1');
+    // A document that breaks the specification is refused by it (the check can fail).
+    const broken = structuredClone(buildOpenApiDocument(routeDeclarations)) as {
+      paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+    };
+    broken.paths['/healthz']!.get!.responses['200'] = { content: {} }; // no description
+    expect((await new Validator().validate(broken)).valid).toBe(false);
   });
 
   it('serves a public route with no authenticator call', async () => {

@@ -181,6 +181,8 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       response.endAndClose(error.status, errorHeaders, body);
     };
     const flavor: ErrorFlavor = route ? flavorOf(route, headers) : 'default';
+    // The messages protocol's clients read the request id from `request-id` (its vendor's name).
+    if (flavor === 'messages') response.header('request-id', requestId);
     const head = route
       ? new UwsHttpRequest(
           native,

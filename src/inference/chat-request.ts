@@ -64,8 +64,13 @@ export const chatCompletionRequestSchema = z.looseObject({
   max_completion_tokens: z.number().int().positive().nullish(),
   // Choices multiply the output: each is held for (MAX_CHOICES bounds the hold).
   n: z.number().int().min(1).max(MAX_CHOICES).nullish(),
-  user: z.string().optional(),
-  metadata: z.record(z.string(), z.unknown()).nullish(),
+  user: z.string().optional().describe('your id of the product user the request is for'),
+  metadata: z
+    .record(z.string(), z.unknown())
+    .nullish()
+    .describe(
+      'external_user_id: your id of the product user (as `user`); product_user: its display_name, email, metadata',
+    ),
   tools: z.array(z.looseObject({ type: z.string() })).optional(),
 });
 

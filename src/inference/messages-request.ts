@@ -12,7 +12,11 @@ export const messagesRequestSchema = z.looseObject({
   system: z.union([z.string(), z.array(z.looseObject({ type: z.string() }))]).optional(),
   stream: z.boolean().optional(),
   // metadata.user_id attributes the request like `user` (decision 36): the vendor's own type.
-  metadata: z.looseObject({ user_id: z.string().nullish() }).optional(),
+  metadata: z
+    .looseObject({
+      user_id: z.string().nullish().describe('your id of the product user the request is for'),
+    })
+    .optional(),
   tools: z.array(z.looseObject({ name: z.string() })).optional(),
 });
 

@@ -251,6 +251,29 @@ export function documentedPath(path: string): string {
   return path.replace(/\{(\w+)\*\}/g, '{$1}');
 }
 
+/**
+ * The operationId of a route, for client generators: its method and its path, each segment in
+ * PascalCase and a parameter as `By<Name>` (`GET /dashboard/api/orgs/{org_id}/apps` is
+ * `getDashboardApiOrgsByOrgIdApps`). Derived rather than declared, so no route can lack one;
+ * two routes may not derive the same (test/route-declarations.test.ts).
+ */
+export function operationId(method: string, path: string): string {
+  const pascal = (text: string): string =>
+    text
+      .split(/[^A-Za-z0-9]+/)
+      .filter((word) => word !== '')
+      .map((word) => word[0]!.toUpperCase() + word.slice(1))
+      .join('');
+  const segments = path
+    .split('/')
+    .filter((segment) => segment !== '')
+    .map((segment) => {
+      const parameter = /^\{(\w+)\*?\}$/.exec(segment);
+      return parameter ? `By${pascal(parameter[1]!)}` : pascal(segment);
+    });
+  return method.toLowerCase() + segments.join('');
+}
+
 /** The `{name}` and `{name*}` segments of a route path, as the schema of its path parameters. */
 function pathParams(path: string): z.ZodObject | undefined {
   const found = [...path.matchAll(/\{(\w+)(\*?)\}/g)];
@@ -307,6 +330,7 @@ export function buildOpenApiDocument(
     registry.registerPath({
       method: route.method.toLowerCase() as 'get' | 'post' | 'put' | 'delete' | 'patch',
       path: documentedPath(route.path),
+      operationId: operationId(route.method, route.path),
       summary: route.summary,
       ...(route.unknownQueryParameters === 'ignored' && {
         description: UNKNOWN_QUERY_PARAMETERS_IGNORED,
@@ -322,7 +346,12 @@ export function buildOpenApiDocument(
           },
         }),
         ...(route.query && { query: route.query }),
-        ...(route.idempotent && { headers: idempotencyKeyHeaders }),
+        ...((route.headers || route.idempotent) && {
+          headers: z.object({
+            ...route.headers?.shape,
+            ...(route.idempotent && idempotencyKeyHeaders.shape),
+          }),
+        }),
       },
       responses: {
         ...successes,

@@ -17,6 +17,7 @@ import { stripAttributionFields } from '../product-users/attribution.js';
 import type { UpstreamExchange } from '../protocols/common/exchange.js';
 import { chatCompletionTexts } from '../tokens/request-texts.js';
 import { declareRoute } from './framework/declaration.js';
+import { attributionHeaders } from './schemas.js';
 import { modelLabel } from '../inference/request-annotations.js';
 
 export const chatCompletionsRoute = declareRoute({
@@ -24,6 +25,7 @@ export const chatCompletionsRoute = declareRoute({
   path: '/v1/chat/completions',
   summary: 'Chat completion (JSON, or SSE with stream: true) for any routable model',
   caller: { kind: 'api_key' },
+  headers: attributionHeaders,
   body: chatCompletionRequestSchema,
   // Vendor SDKs add parameters of their own (such as api-version); the vendors ignore them too.
   unknownQueryParameters: 'ignored',

@@ -13,6 +13,7 @@ import { countTokensRequestSchema } from '../inference/messages-request.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
 import { messagesTexts } from '../tokens/request-texts.js';
 import { declareRoute } from './framework/declaration.js';
+import { vendorVersionHeader } from './schemas.js';
 import { modelLabel } from '../inference/request-annotations.js';
 import { messagesRateLimitHeaders } from '../inference/rate-limit-headers.js';
 import type { BudgetStore } from '../billing/budget-store.js';
@@ -35,6 +36,7 @@ export const countTokensRoute = declareRoute({
   path: '/v1/messages/count_tokens',
   summary: 'Counts the input tokens of a messages request; reserves nothing',
   caller: { kind: 'api_key' },
+  headers: vendorVersionHeader,
   body: countTokensRequestSchema,
   // Vendor SDKs add parameters of their own (such as api-version); the vendors ignore them too.
   unknownQueryParameters: 'ignored',

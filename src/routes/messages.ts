@@ -18,6 +18,7 @@ import type { CatalogModel } from '../catalog/models.js';
 import { stripAttributionFields } from '../product-users/attribution.js';
 import { messagesTexts } from '../tokens/request-texts.js';
 import { declareRoute } from './framework/declaration.js';
+import { attributionHeaders, vendorVersionHeader } from './schemas.js';
 import { modelLabel } from '../inference/request-annotations.js';
 
 /** The client's protocol version header, forwarded to the provider. */
@@ -31,6 +32,7 @@ export const messagesRoute = declareRoute({
   summary:
     'Native messages protocol for vendor_a models (x-api-key or Bearer, vendor-version header)',
   caller: { kind: 'api_key' },
+  headers: attributionHeaders.extend(vendorVersionHeader.shape),
   body: messagesRequestSchema,
   // Vendor SDKs add parameters of their own (such as api-version); the vendors ignore them too.
   unknownQueryParameters: 'ignored',

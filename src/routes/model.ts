@@ -4,16 +4,18 @@
 import { modelPolicyAllows, type ModelCatalog } from '../catalog/models.js';
 import { gwError } from '../errors.js';
 import { declareRoute } from './framework/declaration.js';
-import { modelFormatOf, modelObject } from './models.js';
+import { vendorVersionHeader } from './schemas.js';
+import { modelFormatOf, modelObject, modelObjectSchema } from './models.js';
 
 export const modelRoute = declareRoute({
   method: 'GET',
   path: '/v1/models/{model_id*}',
   summary: 'One model the key may use (messages-protocol format with a vendor-version header)',
   caller: { kind: 'api_key' },
+  headers: vendorVersionHeader,
   // Vendor SDKs add parameters of their own (such as api-version); the vendors ignore them too.
   unknownQueryParameters: 'ignored',
-  responses: { 200: { description: 'the model' } },
+  responses: { 200: { description: 'the model', schema: modelObjectSchema } },
   errors: ['gw_unsupported_model', 'gw_model_not_allowed'],
   errorFlavor: modelFormatOf,
   handler({ request, params, caller }, deps: { readonly catalog: ModelCatalog }) {

@@ -1,5 +1,6 @@
 // Response building blocks shared by several routes' declarations (for /openapi.json).
 import { z } from 'zod';
+import { MAX_EXTERNAL_USER_ID_CHARS } from '../product-users/limits.js';
 
 export const decimalString = z
   .string()
@@ -24,6 +25,21 @@ export const creditsSchema = z.object({
   last_grant_at: z.string().nullable(),
   last_used_at: z.string().nullable(),
 });
+
+/** A credit grant (the service-key and dashboard routes answer the same object). */
+export const creditGrantSchema = z.object({
+  grant_id: z.string(),
+  product_end_user_id: z.string(),
+  amount: z.string(),
+  currency: z.string(),
+  expires_at: z.string().nullable(),
+  reason: z.string().nullable(),
+  status: z.enum(['active', 'revoked']),
+  created_at: z.string(),
+});
+
+/** A grant with the user's credits after the change (what the profile now shows). */
+export const creditGrantWithCreditsSchema = creditGrantSchema.extend({ credits: creditsSchema });
 
 const timestampString = z.string().describe('RFC 3339 UTC timestamp');
 
@@ -80,3 +96,30 @@ export const productUserSchema = z
     usage: z.object({ this_month: usageTotalsSchema, total: usageTotalsSchema }),
   })
   .loose();
+
+/** The headers of an inference request that name its product user (for /openapi.json). */
+export const attributionHeaders = z.object({
+  'X-GW-External-User-ID': z
+    .string()
+    .max(MAX_EXTERNAL_USER_ID_CHARS)
+    .optional()
+    .describe(
+      'your id of the product user (printable ASCII; or send `user`, `metadata.external_user_id`)',
+    ),
+  'X-GW-Legacy-Errors': z
+    .literal('true')
+    .optional()
+    .describe(
+      '`true`: the allowance refusal names the legacy code gw_product_user_credits_insufficient',
+    ),
+});
+
+/** The messages protocol's version header (for /openapi.json). */
+export const vendorVersionHeader = z.object({
+  'vendor-version': z
+    .string()
+    .optional()
+    .describe(
+      "the messages protocol's version (`2023-06-01`); on the model routes: its model objects",
+    ),
+});

@@ -257,6 +257,11 @@ export interface RouteDeclaration<
   /** The /openapi.json section (tag) that groups it: set for a whole list in routes/index.ts. */
   readonly section?: RouteSection;
   readonly caller: Requirement;
+  /**
+   * Request headers the handler reads (by their lower-case names in `request.headers`), for
+   * /openapi.json: the router does not parse them.
+   */
+  readonly headers?: z.ZodObject;
   /** The JSON body, validated before the handler runs (400 with the field path otherwise). */
   readonly body?: BodySchema;
   /** The body's encoding (default JSON). */

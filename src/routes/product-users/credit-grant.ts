@@ -5,6 +5,7 @@ import { isGwError } from '../../errors.js';
 import type { HttpRequest } from '../../http/types.js';
 import { creditGrantRequest, grantOutcome } from '../../product-users/grant-request.js';
 import { answer, declareRoute, type RouteResult } from '../framework/declaration.js';
+import { creditGrantWithCreditsSchema } from '../schemas.js';
 import {
   BASE,
   creditGrantSchema,
@@ -23,8 +24,11 @@ export const creditGrantRoute = declareRoute({
   body: creditGrantSchema,
   bodyFieldErrors: identityFieldErrors,
   responses: {
-    200: { description: 'an Idempotency-Key replay: the first grant' },
-    201: { description: 'granted' },
+    200: {
+      description: 'an Idempotency-Key replay: the first grant',
+      schema: creditGrantWithCreditsSchema,
+    },
+    201: { description: 'granted', schema: creditGrantWithCreditsSchema },
   },
   errors: [
     ...identityErrors,
