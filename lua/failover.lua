@@ -28,7 +28,8 @@
 -- a webhook: once per cooldown however many requests fail on the credential at once.
 --
 -- Returns {0, credential_id} (another credential), {0, ''} (system route, wallet held),
--- {1} wallet not loaded, {2, available} wallet short, {5} byok_only and none left.
+-- {1} wallet not loaded, {2, available} wallet short, {5, cooling_until_ms} byok_only and none
+-- left (until the first of them stops cooling down, ms).
 -- Every argument is validated before the first write.
 --#include amounts
 --#include sweep-expired
@@ -65,13 +66,13 @@ local function serving(credential_id)
   end
 end
 
-local credential = pick_credential(KEYS[3], KEYS[4], credentials, now_ms)
+local credential, cooling_until = pick_credential(KEYS[3], KEYS[4], credentials, now_ms)
 if credential then
   serving(credential)
   return {0, credential}
 end
 if byok_only == '1' then
-  return {5}
+  return {5, cooling_until}
 end
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return {1}

@@ -51,7 +51,8 @@
 --   {3, scope, cap, spent, reserved}      a cap blocks it (scope: org | app_connection)
 --   {4, cap, spent, base_remaining, credits, available}
 --                                         the user's allowance cannot cover it (enforce)
---   {5}                                   byok_only and every credential is cooling down
+--   {5, cooling_until_ms}                 byok_only and every credential is cooling down
+--                                         (until the first of them stops, ms)
 --   {6, scope, limit, retry_after_ms, reset_ms}
 --                                         a request-rate limit is reached (scope: key |
 --                                         product_user; the longer wait when both are), and
@@ -163,11 +164,11 @@ if #missing > 0 then
   return {1, unpack(missing)}
 end
 
-local credential = pick_credential(KEYS[11], KEYS[12], credentials, now_ms)
+local credential, cooling_until = pick_credential(KEYS[11], KEYS[12], credentials, now_ms)
 if credential then
   wallet_pays = '0'
 elseif credentials ~= '' and byok_only == '1' then
-  return {5}
+  return {5, cooling_until}
 end
 
 -- value, reserved of an account, after releasing its lapsed holds (crashed instances'). A

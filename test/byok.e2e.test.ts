@@ -181,20 +181,33 @@ describe('failover across provider credentials', () => {
 
   it('answers a clear error under byok_only when no credential can serve', async () => {
     const org = await seed(env);
-    await addCredential(org, 'only', 'mock-429-only', ['--routing-mode', 'byok_only']);
-    const response = await postJson<{ error: { code: string } }>(
+    const only = await addCredential(org, 'only', 'mock-429-only', ['--routing-mode', 'byok_only']);
+    const sentAtMs = Date.now();
+    const response = await postJson<{ error: { code: string; message: string } }>(
       `${gateways[0]!.url}/v1/chat/completions`,
       chat,
       bearer(org.api_key),
     );
     expect(response.status).toBe(503);
     expect(response.body.error.code).toBe('gw_provider_credentials_unavailable');
+    // The wait until the credential (cooled down by the vendor's 429) may serve again.
+    const coolingUntilMs = Number(
+      await redis.hget(`${prefix}:{o:${org.org_id}}:cred:cooldown`, only),
+    );
+    const waitMs = Number(response.headers.get('retry-after-ms'));
+    expect(waitMs).toBeGreaterThan(0);
+    expect(waitMs).toBeLessThanOrEqual(coolingUntilMs - sentAtMs);
+    expect(response.headers.get('retry-after')).toBe(String(Math.ceil(waitMs / 1000)));
+    expect(response.body.error.message).toMatch(/; retry in \d+ s$/);
     const stream = await postSse(
       `${gateways[1]!.url}/v1/chat/completions`,
       { ...chat, stream: true },
       bearer(org.api_key),
     );
     expect(stream.status).toBe(503);
+    // Refused at admission this time (the credential already cooling down): the same wait.
+    expect(Number(stream.headers.get('retry-after-ms'))).toBeGreaterThan(0);
+    expect(Number(stream.headers.get('retry-after-ms'))).toBeLessThanOrEqual(waitMs);
     const wallet = await runCliJson<{ reserved: string }>(
       ['wallet', 'show', '--org-id', org.org_id],
       env,

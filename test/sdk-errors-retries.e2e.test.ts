@@ -8,6 +8,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startMockVendors, type RunningMockVendors } from '../src/mock-vendors/server.js';
 import { isolatedContext } from './support/context.js';
 import { startFreezableRelay, type FreezableRelay } from './support/freezable-relay.js';
 import {
@@ -198,6 +199,50 @@ describe('refusals a retry cannot change: answered once, never retried', () => {
         { status, code, retryAfterMs: undefined },
       ]);
     }
+  });
+});
+
+describe("the vendor refusing the gateway's own key", () => {
+  let vendor: RunningMockVendors;
+  let keyless: GatewayProcess;
+  beforeAll(async () => {
+    vendor = await startMockVendors({ port: 0 });
+    // Both vendors at a mock, with no key for either: the mock answers 401 to every call.
+    keyless = await startGateway({
+      ...env,
+      VENDOR_A_BASE_URL: vendor.url,
+      VENDOR_B_BASE_URL: vendor.url,
+    });
+  });
+  afterAll(async () => {
+    await keyless?.stop();
+    await vendor?.close();
+  });
+
+  it('is a 502 gw_upstream_error that neither client retries (x-should-retry: false)', async () => {
+    const viaOpenai = recordingFetch();
+    const openaiError = (await chat(openaiClient(org.api_key, viaOpenai, keyless.url)).catch(
+      (caught: unknown) => caught,
+    )) as InstanceType<typeof OpenAI.APIError>;
+    expect(openaiError).toBeInstanceOf(OpenAI.InternalServerError);
+    expect({ status: openaiError.status, code: openaiError.code }).toEqual({
+      status: 502,
+      code: 'gw_upstream_error',
+    });
+    expect(openaiError.headers?.get('x-should-retry')).toBe('false');
+    expect(viaOpenai.answers.map(brief)).toEqual([
+      { status: 502, code: 'gw_upstream_error', retryAfterMs: undefined },
+    ]);
+
+    const viaAnthropic = recordingFetch();
+    const anthropicError = (await message(
+      anthropicClient(org.api_key, viaAnthropic, keyless.url),
+    ).catch((caught: unknown) => caught)) as InstanceType<typeof Anthropic.APIError>;
+    expect(anthropicError).toBeInstanceOf(Anthropic.InternalServerError);
+    expect(anthropicError.status).toBe(502);
+    expect(viaAnthropic.answers.map(brief)).toEqual([
+      { status: 502, code: 'gw_upstream_error', retryAfterMs: undefined },
+    ]);
   });
 });
 

@@ -1,9 +1,11 @@
 -- Picks a provider credential: tiers in priority order ('id1,id2|id3': tier 1 holds id1 and
--- id2), skipping credentials in cooldown, rotating within a tier. Returns the id or nil.
+-- id2), skipping credentials in cooldown, rotating within a tier. Returns the id, or nil and
+-- when the first of them stops cooling down (ms; nil without candidates).
 -- cooldowns: hash credential_id -> cooling until (ms); rotation: hash tier -> counter.
 local function pick_credential(cooldowns, rotation, candidates, now_ms)
   if candidates == '' then return nil end
   local tier_index = 0
+  local soonest = nil
   for tier in string.gmatch(candidates, '[^|]+') do
     tier_index = tier_index + 1
     local ids = {}
@@ -12,10 +14,12 @@ local function pick_credential(cooldowns, rotation, candidates, now_ms)
     local start = redis.call('HINCRBY', rotation, tier_index, 1)
     for offset = 0, #ids - 1 do
       local index = ((start + offset) % #ids) + 1
-      if not until_ms[index] or tonumber(until_ms[index]) <= tonumber(now_ms) then
+      local cooling_until = until_ms[index] and tonumber(until_ms[index])
+      if not cooling_until or cooling_until <= tonumber(now_ms) then
         return ids[index]
       end
+      if not soonest or cooling_until < soonest then soonest = cooling_until end
     end
   end
-  return nil
+  return nil, soonest
 end

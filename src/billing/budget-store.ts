@@ -113,7 +113,7 @@ export type ReserveOutcome =
       /** Absent when the request has no rate limit. */
       readonly rateLimit?: RateLimitState;
     }
-  | { readonly kind: 'no_credential' }
+  | NoCredentialOutcome
   | { readonly kind: 'wallet_short'; readonly availableNano: bigint }
   | {
       readonly kind: 'rate_limited';
@@ -145,7 +145,14 @@ export type FailoverOutcome =
   | { readonly kind: 'credential'; readonly credentialId: string }
   | { readonly kind: 'system' }
   | { readonly kind: 'wallet_short'; readonly availableNano: bigint }
-  | { readonly kind: 'no_credential' };
+  | NoCredentialOutcome;
+
+/** Every credential the request may use is cooling down, and the routing forbids the system route. */
+export interface NoCredentialOutcome {
+  readonly kind: 'no_credential';
+  /** Until the first of them stops cooling down (ms from now); absent when not known. */
+  readonly retryAfterMs?: number;
+}
 
 export interface FailoverRequest {
   readonly requestId: string;

@@ -18,6 +18,7 @@ import type {
   CredentialChoice,
   FailoverOutcome,
   FailoverRequest,
+  NoCredentialOutcome,
   RateBucket,
   RateLimitedOutcome,
   RateTakeOutcome,
@@ -231,7 +232,7 @@ export class RedisBudgetStore implements BudgetStore {
         return { kind: 'held', credentialId, rateLimit };
       }
       case ReserveCode.NoCredential:
-        return { kind: 'no_credential' };
+        return noCredential(result[1], calledAtMs);
       case ReserveCode.WalletShort:
         return { kind: 'wallet_short', availableNano: amount(1) };
       case ReserveCode.RateLimited: {
@@ -329,8 +330,10 @@ export class RedisBudgetStore implements BudgetStore {
       usage_stream: this.keys.usageStream(accounts.orgId),
       in_flight: this.keys.inFlight(accounts.orgId),
     };
+    let calledAtMs = 0; // the now_ms of the call that answered
     const call = async (): Promise<Array<string | number>> => {
       const now = Date.now();
+      calledAtMs = now;
       return (await this.scripts.failover(keys, {
         request_id: request.requestId,
         failed_credential_id: request.failedCredentialId,
@@ -358,7 +361,7 @@ export class RedisBudgetStore implements BudgetStore {
       case ReserveCode.WalletShort:
         return { kind: 'wallet_short', availableNano: BigInt(result[1] ?? '0') };
       case ReserveCode.NoCredential:
-        return { kind: 'no_credential' };
+        return noCredential(result[1], calledAtMs);
       default:
         throw new Error(`failover.lua returned unexpected code ${String(result[0])}`);
     }
@@ -481,4 +484,17 @@ function userBucketOf(limits: RequestRateLimits): string | undefined {
     limits.externalUserId !== undefined
     ? productUserBucket(limits.apiKeyId, limits.externalUserId)
     : undefined;
+}
+
+/**
+ * Every credential cooling down: how long until the first of them stops (from the script's
+ * `cooling_until_ms`, read against the clock the call was made at); absent when the script did
+ * not say (an older version's).
+ */
+function noCredential(
+  coolingUntilMs: string | number | undefined,
+  calledAtMs: number,
+): NoCredentialOutcome {
+  if (coolingUntilMs === undefined) return { kind: 'no_credential' };
+  return { kind: 'no_credential', retryAfterMs: Math.max(0, Number(coolingUntilMs) - calledAtMs) };
 }

@@ -33,10 +33,7 @@ export function reservationError(
   const money = (nano: bigint): string => `${formatNano(nano)} ${options.currency}`;
   switch (refusal.kind) {
     case 'no_credential':
-      return gwError(
-        'gw_provider_credentials_unavailable',
-        'every provider credential for this model is rate limited or out of quota, and the routing mode forbids the system route',
-      );
+      return noCredentialError(refusal.retryAfterMs);
     case 'rate_limited':
       return rateLimitedError(
         refusal,
@@ -96,10 +93,38 @@ export function reservationError(
 }
 
 /**
- * 429 gw_rate_limited: which limit, its size and the wait. `Retry-After` in whole seconds (at
- * least 1, rounded up) for every client; `retry-after-ms` the exact wait, which the official
- * OpenAI and Anthropic clients read first (a whole second is 10 times the wait of a limit of
- * 600 a minute). `rateLimitHeaders`: the protocol's headers on where the key stands (decision
+ * 503 gw_provider_credentials_unavailable, with the wait until the first credential stops
+ * cooling down when it is known: `Retry-After` in whole seconds (at least 1) and
+ * `retry-after-ms`, as a rate limit's, so a client's retry does not come back before a
+ * credential can serve it.
+ */
+function noCredentialError(retryAfterMs: number | undefined): GwError {
+  const message =
+    'every provider credential for this model is rate limited or out of quota, and the routing mode forbids the system route';
+  if (retryAfterMs === undefined) return gwError('gw_provider_credentials_unavailable', message);
+  const wait = retryWait(retryAfterMs);
+  return gwError('gw_provider_credentials_unavailable', `${message}; retry in ${wait.seconds} s`, {
+    headers: wait.headers,
+  });
+}
+
+/**
+ * A wait as a refusal's headers: `Retry-After` in whole seconds (at least 1, rounded up) for
+ * every client; `retry-after-ms` the exact wait, which the official OpenAI and Anthropic
+ * clients read first.
+ */
+function retryWait(retryAfterMs: number): {
+  readonly seconds: number;
+  readonly headers: Readonly<Record<string, string>>;
+} {
+  const ms = Math.max(1, retryAfterMs);
+  const seconds = Math.ceil(ms / 1000);
+  return { seconds, headers: { 'retry-after': String(seconds), 'retry-after-ms': String(ms) } };
+}
+
+/**
+ * 429 gw_rate_limited: which limit, its size and the wait (`retryWait`: a whole second is 10
+ * times the wait of a limit of 600 a minute). `rateLimitHeaders`: the protocol's headers on where the key stands (decision
  * 353).
  */
 export function rateLimitedError(
@@ -109,8 +134,7 @@ export function rateLimitedError(
   /** What the bucket counts: inference requests, or token counts (count_tokens: 353). */
   counted: 'requests' | 'token counts' = 'requests',
 ): GwError {
-  const retryAfterMs = Math.max(1, refusal.retryAfterMs);
-  const retryAfterS = Math.ceil(retryAfterMs / 1000);
+  const wait = retryWait(refusal.retryAfterMs);
   const requests = refusal.limitPerMinute === 1 ? counted.slice(0, -1) : counted;
   const holder = caller === 'api_key' ? 'API key' : 'connected app';
   const whose = refusal.scope === 'key' ? `this ${holder}'s limit` : "this product user's limit";
@@ -119,14 +143,10 @@ export function rateLimitedError(
   return gwError(
     'gw_rate_limited',
     `${whose} of ${refusal.limitPerMinute} ${requests} per minute${under} is reached; ` +
-      `retry in ${retryAfterS} s`,
+      `retry in ${wait.seconds} s`,
     {
       details: { rate_limit_scope: refusal.scope },
-      headers: {
-        'retry-after': String(retryAfterS),
-        'retry-after-ms': String(retryAfterMs),
-        ...rateLimitHeaders,
-      },
+      headers: { ...wait.headers, ...rateLimitHeaders },
     },
   );
 }

@@ -39,6 +39,17 @@ describe('upstreamError (vendor error answers as the client sees them)', () => {
     }
   });
 
+  it("tells clients not to retry a refusal of the gateway's own vendor key, and retry a 5xx", () => {
+    for (const status of [401, 403]) {
+      expect(upstreamError('vendor_a', status, '', undefined).headers).toEqual({
+        'x-should-retry': 'false',
+      });
+    }
+    for (const status of [500, 502, 503]) {
+      expect(upstreamError('vendor_a', status, '', undefined).headers).toBeUndefined();
+    }
+  });
+
   it('passes retry-after through on a rate limit, without the body', () => {
     const error = upstreamError('vendor_b', 429, '{"error":{"message":"org org-123"}}', '4');
     expect(error.code).toBe('gw_upstream_rate_limited');

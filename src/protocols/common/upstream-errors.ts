@@ -35,6 +35,13 @@ export function upstreamError(
       `${vendor} rejected the request (${status})${detail ? `: ${detail}` : ''}`,
     );
   }
-  // 401/403 here mean the gateway's own vendor credentials are wrong: not the caller's fault.
+  // 401/403 here mean the gateway's own vendor credentials are wrong: not the caller's fault,
+  // and not one a retry mends until the operator does. `x-should-retry: false` tells the
+  // official clients (openai, @anthropic-ai/sdk) not to retry it, as they would any 502.
+  if (status === 401 || status === 403) {
+    return gwError('gw_upstream_error', `${vendor} answered ${status}`, {
+      headers: { 'x-should-retry': 'false' },
+    });
+  }
   return gwError('gw_upstream_error', `${vendor} answered ${status}`);
 }
