@@ -7,6 +7,9 @@
 -- KEYS[3] user_spend     (remove) the user's account of the current period: its `reserved`
 --                        is what the user's requests in flight hold
 -- KEYS[4] user_spend_expiries  its holds (lapsed ones are released first)
+-- KEYS[5] previous_spend (remove) the user's account of the period before: a request admitted
+--                        before the period turned holds there until it settles
+-- KEYS[6] previous_spend_expiries  its holds
 -- ARGV[1] action         'add' | 'remove'
 -- ARGV[2] grant_id
 -- ARGV[3] amount_nano    (add) the grant's amount
@@ -45,17 +48,26 @@ local now_ms = integer(ARGV[6], 'now_ms')
 one_of(ARGV[7], 'keep_held', {'1', '0'})
 local field = 'g:' .. ARGV[2]
 
+-- What one of the user's period accounts holds for requests in flight (0 when it is not in
+-- Redis), its lapsed holds released first.
+local function held_on(account, expiries)
+  if redis.call('EXISTS', account) == 0 then return 0 end
+  local reserved = stored_amount(redis.call('HGET', account, 'reserved'), 'user reserved')
+  if reserved > 0 and sweep_expired(account, expiries, now_ms, 20) > 0 then
+    reserved = stored_amount(redis.call('HGET', account, 'reserved'), 'user reserved')
+  end
+  return reserved
+end
+
 -- What the grant keeps: up to what the user's requests in flight hold (any of it may end up
--- paid by credits), never more than it has left.
+-- paid by credits), never more than it has left. Those admitted before the period turned hold
+-- on the previous period's account (docs/decisions.md, 404).
 local kept = 0
 local remaining_text = redis.call('HGET', KEYS[1], field)
-if ARGV[7] == '1' and remaining_text and redis.call('HEXISTS', KEYS[1], 'loaded') == 1
-    and redis.call('EXISTS', KEYS[3]) == 1 then
+if ARGV[7] == '1' and remaining_text and redis.call('HEXISTS', KEYS[1], 'loaded') == 1 then
   local remaining = stored_amount(remaining_text, 'credit ' .. ARGV[2])
-  local reserved = stored_amount(redis.call('HGET', KEYS[3], 'reserved'), 'user reserved')
-  if reserved > 0 and sweep_expired(KEYS[3], KEYS[4], now_ms, 20) > 0 then
-    reserved = stored_amount(redis.call('HGET', KEYS[3], 'reserved'), 'user reserved')
-  end
+  local reserved = held_on(KEYS[3], KEYS[4])
+  if KEYS[5] ~= KEYS[3] then reserved = reserved + held_on(KEYS[5], KEYS[6]) end
   kept = math.max(0, math.min(remaining, reserved))
 end
 

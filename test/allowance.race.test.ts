@@ -2,9 +2,12 @@
 // of N concurrent requests get through a cap, credits pay after the base allowance
 // (earliest-expiring grant first), expired grants count for nothing.
 import { createMoneyLayer } from '../src/billing/compose.js';
+import { createApp, createOrganization } from '../src/admin/provisioning.js';
+import { invalidationPublisher } from '../src/cache/invalidation.js';
+import { ProductUserManagement } from '../src/product-users/management.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { RequestAccounts, UserAccount } from '../src/billing/budget-store.js';
-import { monthlyPeriod } from '../src/periods.js';
+import { monthlyPeriod, type Period } from '../src/periods.js';
 import { createDbPool } from '../src/db/pool.js';
 import { newRequestId } from '../src/ids.js';
 import type { UsageRecord } from '../src/ledger/usage-record.js';
@@ -22,6 +25,13 @@ const db = createDbPool(TEST_DATABASE_URL, 4);
 const keys = createRedisKeys(prefix);
 const scripts = defineScripts(redis);
 const { budget: store } = createMoneyLayer({ db, redis, keys, scripts, reservationTtlMs: 60_000 });
+const management = new ProductUserManagement(
+  db,
+  redis,
+  keys,
+  scripts,
+  invalidationPublisher(redis, keys.invalidationChannel()),
+);
 const period = monthlyPeriod(new Date(), null);
 let sequence = 0;
 
@@ -110,12 +120,22 @@ async function lastConsumption(orgId: string) {
   >;
   return usageRecordFromFields(entries.at(-1)![1]).creditConsumption;
 }
-/** The keys credits-change.lua takes: a user's USD credits and their period account. */
-const creditKeys = (orgId: string, userId: string, periodKey: string = period.key) => ({
+/**
+ * The keys credits-change.lua takes: a user's USD credits, their account of the period
+ * `current` and the one of the period before it (`previousKey`).
+ */
+const creditKeys = (
+  orgId: string,
+  userId: string,
+  current: Period = period,
+  previousKey: string = monthlyPeriod(new Date(current.start.getTime() - 1), null).key,
+) => ({
   user_credits: keys.userCredits(orgId, userId, 'USD'),
   user_grants: keys.userGrants(orgId, userId, 'USD'),
-  user_spend: keys.userSpend(orgId, userId, periodKey),
-  user_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, userId, periodKey)),
+  user_spend: keys.userSpend(orgId, userId, current.key),
+  user_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, userId, current.key)),
+  previous_spend: keys.userSpend(orgId, userId, previousKey),
+  previous_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, userId, previousKey)),
 });
 
 /** Adds a grant of `amount` nano-units, expiring at `expiresAtMs` (in an hour by default). */
@@ -356,6 +376,71 @@ describe('a grant revoked while requests hold credits', () => {
     ]);
     expect(await redis.hmget(spendKey, 'spent', 'reserved')).toEqual(['28', '0']);
   });
+  it('a revocation after the period turned keeps what a request of the ended period holds', async () => {
+    const orgId = uniqueOrg();
+    const userId = 'pu_revoke_at_turn';
+    const credits = creditKeys(orgId, userId);
+    await addGrant(credits, 'grant_revoked', '30');
+    // Admitted in this period on the grant's credits (no base allowance): holds 25 on this
+    // period's account.
+    const account = accounts(orgId, { user: user(userId, 0n) });
+    const inFlight = newRequestId();
+    expect(
+      await store.reserve({ requestId: inFlight, accounts: account, amountNano: 25n }),
+    ).toMatchObject({ kind: 'held' });
+    // The period turns; the grant is revoked in the next one (the product revokes against the
+    // account of the period current at the revocation).
+    const next = monthlyPeriod(period.end, null);
+    await revokeGrant(creditKeys(orgId, userId, next), 'grant_revoked');
+    expect(await store.settle(record(orgId, inFlight, 25n, 25n), account)).toBe('settled');
+    // docs/charging.md: a revoke never leaves a request admitted on the grant's credits unfunded
+    // (decision 404: it kept nothing, the account it read being the new period's).
+    expect(await lastConsumption(orgId)).toEqual([{ grantId: 'grant_revoked', amountNano: 25n }]);
+    expect(await redis.hmget(credits.user_credits, 'g:grant_revoked', 'draining')).toEqual([
+      null,
+      null,
+    ]);
+  });
+
+  it('a revocation through the product keeps what a request of the period before holds', async () => {
+    const orgId = await createOrganization(db, 'revoke-at-turn');
+    const appId = await createApp(db, orgId, 'revoke-at-turn-app');
+    // The user's allowance period turned a minute ago (anchored then), so the request below,
+    // admitted just before, holds on the period before the one current at the revocation.
+    const anchor = new Date(Date.now() - 60_000);
+    const { user: holder } = await management.upsert({
+      orgId,
+      appId,
+      externalUserId: 'holder',
+      allowanceStartsAt: anchor,
+    });
+    const granted = await management.grantCredits({
+      orgId,
+      productUserId: holder.id,
+      amountNano: 30n,
+      currency: 'USD',
+      expiresAt: null,
+      reason: null,
+      idempotencyKey: null,
+    });
+    if ('keyReused' in granted) throw new Error('a grant without a key cannot reuse one');
+    const grantId = granted.grant.grant_id;
+    const before = monthlyPeriod(new Date(anchor.getTime() - 1), anchor);
+    expect(before.end).toEqual(anchor);
+    const account = accounts(orgId, { user: { ...user(holder.id, 0n), period: before } });
+    const inFlight = newRequestId();
+    expect(
+      await store.reserve({ requestId: inFlight, accounts: account, amountNano: 25n }),
+    ).toMatchObject({ kind: 'held' });
+    expect(await management.revokeGrant(grantId, { userId: 'usr_admin' }, orgId)).toMatchObject({
+      status: 'revoked',
+    });
+    const credits = keys.userCredits(orgId, holder.id, 'USD');
+    expect(await redis.hmget(credits, `g:${grantId}`, 'draining')).toEqual(['25', grantId]);
+    expect(await store.settle(record(orgId, inFlight, 25n, 25n), account)).toBe('settled');
+    expect(await lastConsumption(orgId)).toEqual([{ grantId, amountNano: 25n }]);
+    expect(await redis.hmget(credits, `g:${grantId}`, 'draining')).toEqual([null, null]);
+  });
 });
 
 describe('credits reloaded from Postgres while a grant drains', () => {
@@ -401,7 +486,7 @@ describe('credits reloaded from Postgres while a grant drains', () => {
       end: new Date(start + 31 * 86_400_000),
       key: String(start),
     };
-    const credits = creditKeys(orgId, userId, longest.key);
+    const credits = creditKeys(orgId, userId, longest);
     await addGrant(credits, 'grant_a', '10');
     const account = accounts(orgId, { user: { ...user(userId, 0n), period: longest } });
     expect(

@@ -29,6 +29,7 @@ const scripts = defineScripts(redis);
 /** Requests, grants and everything but the load under test go through this layer. */
 const { budget: store } = createMoneyLayer({ db, redis, keys, scripts, reservationTtlMs: 60_000 });
 const period = monthlyPeriod(new Date(), null);
+const previous = monthlyPeriod(new Date(period.start.getTime() - 1), null);
 /**
  * The usage writer on a pool of its own, as the gateway's writer thread has: steps run inside
  * the loads' transactions (hookedPool), and a drain that waited for one of their connections
@@ -101,6 +102,8 @@ const creditKeys = ({ orgId, userId }: User, currency = 'USD') => ({
   user_grants: keys.userGrants(orgId, userId, currency),
   user_spend: keys.userSpend(orgId, userId, period.key),
   user_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, userId, period.key)),
+  previous_spend: keys.userSpend(orgId, userId, previous.key),
+  previous_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, userId, previous.key)),
 });
 
 /** A grant as the service makes one: committed to Postgres, then added to Redis. */

@@ -293,6 +293,8 @@ describe('a script given an amount out of range writes nothing', () => {
       user_grants: keys.userGrants(orgId, 'pu_limits', 'USD'),
       user_spend: keys.userSpend(orgId, 'pu_limits', 'unused'),
       user_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, 'pu_limits', 'unused')),
+      previous_spend: keys.userSpend(orgId, 'pu_limits', 'unused'),
+      previous_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, 'pu_limits', 'unused')),
     };
     await expect(
       scripts.creditsLoad(credits, { ttl_ms: '1000' }, [
@@ -333,6 +335,8 @@ describe('credit revocation', () => {
       user_grants: keys.userGrants(orgId, 'pu_revoked', 'USD'),
       user_spend: keys.userSpend(orgId, 'pu_revoked', 'unused'),
       user_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, 'pu_revoked', 'unused')),
+      previous_spend: keys.userSpend(orgId, 'pu_revoked', 'unused'),
+      previous_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, 'pu_revoked', 'unused')),
     };
     const expires = String(Date.now() + 86_400_000);
     // The loader read both grants as active; the revocation lands before it writes.

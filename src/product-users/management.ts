@@ -395,7 +395,7 @@ export class ProductUserManagement {
     if (!row) return undefined;
     const { allowance_starts_at: anchor, ...grant } = row;
     const now = new Date();
-    await this.scripts.creditsChange(this.creditKeys(grant, monthlyPeriod(now, anchor).key), {
+    await this.scripts.creditsChange(this.creditKeys(grant, { now, anchor }), {
       action: 'remove',
       grant_id: grant.id,
       amount_nano: '',
@@ -410,16 +410,30 @@ export class ProductUserManagement {
 
   /**
    * The live credits of the grant's user in the grant's currency, and the user's spend
-   * account of the period `periodKey` (null: not read, a key of the same slot).
+   * accounts of the period current `at.now` (under the user's anchor) and of the period before
+   * it, where a request admitted before the period turned holds until it settles (null: not
+   * read, keys of the same slot).
    */
-  private creditKeys(row: GrantRow, periodKey: string | null): ScriptKeys<'creditsChange'> {
+  private creditKeys(
+    row: GrantRow,
+    at: { now: Date; anchor: Date | null } | null,
+  ): ScriptKeys<'creditsChange'> {
     const currency = row.currency.trim();
-    const spend = this.keys.userSpend(row.org_id, row.product_user_id, periodKey ?? 'unused');
+    const spendOf = (periodKey: string) =>
+      this.keys.userSpend(row.org_id, row.product_user_id, periodKey);
+    const current = at ? monthlyPeriod(at.now, at.anchor) : null;
+    const before = current
+      ? monthlyPeriod(new Date(current.start.getTime() - 1), at!.anchor)
+      : null;
+    const spend = spendOf(current?.key ?? 'unused');
+    const previous = spendOf(before?.key ?? 'unused');
     return {
       user_credits: this.keys.userCredits(row.org_id, row.product_user_id, currency),
       user_grants: this.keys.userGrants(row.org_id, row.product_user_id, currency),
       user_spend: spend,
       user_spend_expiries: this.keys.holdExpiries(spend),
+      previous_spend: previous,
+      previous_spend_expiries: this.keys.holdExpiries(previous),
     };
   }
 

@@ -193,7 +193,14 @@ export const scriptSpecs = {
   },
   creditsChange: {
     file: 'credits-change',
-    keys: ['user_credits', 'user_grants', 'user_spend', 'user_spend_expiries'],
+    keys: [
+      'user_credits',
+      'user_grants',
+      'user_spend',
+      'user_spend_expiries',
+      'previous_spend',
+      'previous_spend_expiries',
+    ],
     args: ['action', 'grant_id', 'amount_nano', 'expires_at_ms', 'ttl_ms', 'now_ms', 'keep_held'],
   },
   walletAdjust: {
