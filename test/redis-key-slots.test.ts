@@ -157,6 +157,8 @@ const scriptKeys: { [N in ScriptName]: (orgId: string) => Record<string, string>
     user_grants: keys.userGrants(orgId, 'pu_1', 'USD'),
     user_spend: keys.userSpend(orgId, 'pu_1', '2025-06-01'),
     user_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, 'pu_1', '2025-06-01')),
+    previous_spend: keys.userSpend(orgId, 'pu_1', '2025-05-01'),
+    previous_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, 'pu_1', '2025-05-01')),
   }),
   walletAdjust: (orgId) => ({
     wallet: keys.wallet(orgId),
