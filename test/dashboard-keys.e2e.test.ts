@@ -344,12 +344,12 @@ describe('API keys', () => {
   it('the CLI rotates through the same service', async () => {
     const admin = await signedIn(emails.admin);
     const key = await admin.post<ApiKey>(apiKeysOf(tenant.app_connection_id), {});
-    const rotated = await runCliJson<{ id: string; api_key: string; replaces: string }>(
+    const rotated = await runCliJson<{ id: string; key: string; replaces: string }>(
       ['api-key', 'rotate', '--id', key.body.id],
       env,
     );
     expect(rotated.replaces).toBe(key.body.id);
-    expect(await infer(first, rotated.api_key)).toEqual([200, undefined]);
+    expect(await infer(first, rotated.key)).toEqual([200, undefined]);
     expect(await infer(first, key.body.key!)).toEqual([401, 'gw_key_inactive']);
     const audit = await db.query(
       'SELECT user_id, action FROM dashboard_audit_log WHERE object_id = $1 ORDER BY id',
