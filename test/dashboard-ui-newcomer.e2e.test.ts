@@ -374,7 +374,11 @@ describe('large figures in stat cards (decision 403)', () => {
       for (const card of document.querySelectorAll('.stats .stat')) {
         const style = getComputedStyle(card);
         const contentRight = card.getBoundingClientRect().right - parseFloat(style.paddingRight);
-        for (const figure of card.querySelectorAll('.count, .money-value')) {
+        // a count's figure, or each amount's (what fits a count may sit in a span of its own)
+        const counts = [...card.querySelectorAll('.stat-value:not(.money)')].map(
+          (value) => value.querySelector('.count') ?? value,
+        );
+        for (const figure of [...counts, ...card.querySelectorAll('.money-value')]) {
           const text = document.createRange();
           text.selectNodeContents(figure);
           figures.push({
