@@ -19,13 +19,18 @@ import {
   oauthClientSchema,
   rotatedOAuthClientSchema,
 } from '../src/routes/dashboard/oauth-clients/schema.js';
-import { pageOf } from '../src/routes/dashboard/schemas.js';
+import { capStateSchema } from '../src/routes/dashboard/caps/schema.js';
+import { creditGrantWithCreditsSchema } from '../src/routes/dashboard/credit-grants/schema.js';
+import { dashboardUserSchema, pageOf } from '../src/routes/dashboard/schemas.js';
 import {
   issuedServiceKeySchema,
   serviceKeySchema,
 } from '../src/routes/dashboard/service-keys/schema.js';
+import { walletSchema } from '../src/routes/dashboard/wallet/schema.js';
 import { webhookSchema, webhookWithSecretSchema } from '../src/routes/dashboard/webhooks/schema.js';
+import { productUserSchema } from '../src/routes/schemas.js';
 import { isolatedContext } from './support/context.js';
+import { TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
 import { runCli, seed, type SeededOrg } from './support/processes.js';
 
 const { env } = isolatedContext('cliansw');
@@ -187,5 +192,71 @@ describe('the CLI prints the dashboard API’s objects', () => {
     expect(listed.next_cursor).toBeNull();
     expect(listed.data.map((credential) => credential.id)).toEqual([added.id]);
     expect(JSON.stringify(listed)).not.toContain('mock-good-cli-answers-key');
+  });
+
+  it('gw admin create-user: the dashboard user (id, email_verified), with the organizations it is in', async () => {
+    const email = uniqueEmail('cli-answers');
+    const created = await printedAs(
+      dashboardUserSchema.extend({ org_ids: z.array(z.string()) }),
+      [
+        ...['admin', 'create-user', '--email', email, '--password-stdin'],
+        ...['--org-id', org.org_id, '--role', 'viewer'],
+      ],
+      `${TEST_PASSWORD}\n`,
+    );
+    expect(created).toEqual({
+      id: expect.stringMatching(/^usr_/),
+      email,
+      personal_org_id: expect.stringMatching(/^org_/),
+      // the operator's accounts are taken as verified
+      email_verified: true,
+      org_ids: [created.personal_org_id, org.org_id],
+    });
+  });
+
+  it('gw product-user block|unblock: the product user’s profile', async () => {
+    const user = ['--app-id', org.app_id, '--external-user-id', 'cli-answers-blocked'];
+    const blocked = await printedAs(productUserSchema, ['product-user', 'block', ...user]);
+    expect(blocked).toMatchObject({
+      org_id: org.org_id,
+      app_id: org.app_id,
+      external_user_id: 'cli-answers-blocked',
+      status: 'blocked',
+      credits: { available_credits: '0.000000000000' },
+    });
+    const unblocked = await printedAs(productUserSchema, ['product-user', 'unblock', ...user]);
+    expect(unblocked.product_end_user_id).toBe(blocked.product_end_user_id);
+    expect(unblocked.status).toBe('active');
+  });
+
+  it('gw credits grant|revoke: the grant, with the user’s credits after the change', async () => {
+    const granted = await printedAs(creditGrantWithCreditsSchema, [
+      ...['credits', 'grant', '--app-id', org.app_id, '--external-user-id', 'cli-answers-credits'],
+      ...['--amount', '1.50'],
+    ]);
+    expect(granted).toMatchObject({
+      amount: '1.500000000000',
+      status: 'active',
+      credits: { available_credits: '1.500000000000', active_grant_count: 1 },
+    });
+    const revoked = await printedAs(creditGrantWithCreditsSchema, [
+      ...['credits', 'revoke', '--grant-id', granted.grant_id],
+    ]);
+    expect(revoked).toMatchObject({
+      grant_id: granted.grant_id,
+      status: 'revoked',
+      credits: { available_credits: '0.000000000000', active_grant_count: 0 },
+    });
+  });
+
+  it('gw wallet show and gw cap set|show|clear: the wallet, the cap state', async () => {
+    const wallet = await printedAs(walletSchema, ['wallet', 'show', '--org-id', org.org_id]);
+    expect(wallet.org_id).toBe(org.org_id);
+    const target = ['--scope', 'org', '--org-id', org.org_id];
+    const set = await printedAs(capStateSchema, ['cap', 'set', ...target, '--amount', '10.00']);
+    expect(set.cap?.amount).toBe('10.000000000000');
+    await printedAs(capStateSchema, ['cap', 'show', ...target]);
+    const cleared = await printedAs(capStateSchema, ['cap', 'clear', ...target]);
+    expect(cleared.cap).toBeNull();
   });
 });

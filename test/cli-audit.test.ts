@@ -57,7 +57,7 @@ describe('gw admin: dashboard users and the seeded organization', () => {
   it('create-user --org-id makes an owner of the seeded org, audited as the operator; the org is in their list', async () => {
     const org = await seed(env);
     const email = uniqueEmail('readme');
-    const created = await runCliJson<{ user_id: string; org_ids: string[] }>(
+    const created = await runCliJson<{ id: string; org_ids: string[] }>(
       [
         ...['admin', 'create-user', '--email', email, '--password-stdin'],
         ...['--org-id', org.org_id, '--role', 'owner'],
@@ -71,7 +71,7 @@ describe('gw admin: dashboard users and the seeded organization', () => {
         user_id: 'cli',
         action: 'member.add',
         object_type: 'member',
-        object_id: created.user_id,
+        object_id: created.id,
         details: { role: 'owner' },
       },
     ]);
@@ -85,7 +85,7 @@ describe('gw admin: dashboard users and the seeded organization', () => {
   it('an existing user is added with add-member (password untouched); create-user on their e-mail points there', async () => {
     const org = await seed(env);
     const email = uniqueEmail('existing');
-    const created = await runCliJson<{ user_id: string }>(
+    const created = await runCliJson<{ id: string }>(
       ['admin', 'create-user', '--email', email, '--password-stdin'],
       env,
       { stdin: TEST_PASSWORD },
@@ -93,7 +93,7 @@ describe('gw admin: dashboard users and the seeded organization', () => {
     const hashBefore = (
       await db.query<{ password_hash: string }>(
         'SELECT password_hash FROM dashboard_users WHERE id = $1',
-        [created.user_id],
+        [created.id],
       )
     ).rows[0]!.password_hash;
 
@@ -127,14 +127,14 @@ describe('gw admin: dashboard users and the seeded organization', () => {
     );
     expect(added).toMatchObject({
       org_id: org.org_id,
-      user_id: created.user_id,
+      user_id: created.id,
       email,
       role: 'owner',
     });
     const hashAfter = (
       await db.query<{ password_hash: string }>(
         'SELECT password_hash FROM dashboard_users WHERE id = $1',
-        [created.user_id],
+        [created.id],
       )
     ).rows[0]!.password_hash;
     expect(hashAfter).toBe(hashBefore);
@@ -143,7 +143,7 @@ describe('gw admin: dashboard users and the seeded organization', () => {
         user_id: 'cli',
         action: 'member.add',
         object_type: 'member',
-        object_id: created.user_id,
+        object_id: created.id,
         details: { role: 'owner' },
       },
     ]);

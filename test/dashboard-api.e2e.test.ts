@@ -134,7 +134,7 @@ describe('connections', () => {
 describe('members', () => {
   it('join by an invitation they accept, change role, and leave; an organization keeps an owner; all of it audited', async () => {
     const newcomer = uniqueEmail('newcomer');
-    const created = await runCliJson<{ user_id: string }>(
+    const created = await runCliJson<{ id: string }>(
       ['admin', 'create-user', '--email', newcomer, '--password-stdin'],
       env,
       { stdin: TEST_PASSWORD },
@@ -154,7 +154,7 @@ describe('members', () => {
       `/dashboard/api/user/invitations/${invited.body.id}/accept`,
     );
     expect(accepted.body.status).toBe('accepted');
-    const added = { body: { user_id: created.user_id } };
+    const added = { body: { user_id: created.id } };
     const again = await admin.post<ErrorBody>(invitations, { email: newcomer, role: 'viewer' });
     expect(again.status).toBe(409);
     expect(again.body.error.code).toBe('gw_conflict');
@@ -228,11 +228,11 @@ describe('one member', () => {
     const other = await seed(env, ['--name', 'Other Tenant']);
     const stranger = await createMember(env, uniqueEmail('stranger'), other.org_id, 'owner');
     const refused: Array<[string, string]> = [
-      [tenant.org_id, stranger.user_id],
+      [tenant.org_id, stranger.id],
       [tenant.org_id, 'usr_000000000000000000000'],
-      [other.org_id, stranger.user_id],
+      [other.org_id, stranger.id],
       [other.org_id, ownerId],
-      [stranger.personal_org_id, stranger.user_id],
+      [stranger.personal_org_id, stranger.id],
     ];
     for (const [orgId, userId] of refused) {
       const answer = await viewer.get<ErrorBody>(path(orgId, userId));
@@ -243,11 +243,11 @@ describe('one member', () => {
     const strangerClient = await signedIn(
       (
         await db.query<{ email: string }>('SELECT email FROM dashboard_users WHERE id = $1', [
-          stranger.user_id,
+          stranger.id,
         ])
       ).rows[0]!.email,
     );
-    expect((await strangerClient.get(path(other.org_id, stranger.user_id))).status).toBe(200);
+    expect((await strangerClient.get(path(other.org_id, stranger.id))).status).toBe(200);
     expect((await strangerClient.get(path(tenant.org_id, ownerId))).status).toBe(404);
     const anonymous = await fetch(`${gateway.url}${path(tenant.org_id, ownerId)}`);
     expect(anonymous.status).toBe(401);

@@ -120,7 +120,7 @@ beforeAll(async () => {
   gateway = await startGateway({ ...env, ...PATIENT_DATABASE });
   tenant = await seed(env);
   const email = uniqueEmail('idem-lease-admin');
-  adminUserId = (await createMember(env, email, tenant.org_id, 'admin')).user_id;
+  adminUserId = (await createMember(env, email, tenant.org_id, 'admin')).id;
   admin = await signInTo(gateway, email);
 });
 

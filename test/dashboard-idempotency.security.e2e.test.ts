@@ -64,7 +64,7 @@ beforeAll(async () => {
     uniqueEmail('idem-sec-viewer'),
   ];
   const made = await createMember(env, adminEmail, tenant.org_id, 'admin');
-  adminUserId = made.user_id;
+  adminUserId = made.id;
   await createMember(env, secondEmail, tenant.org_id, 'admin');
   await createMember(env, viewerEmail, tenant.org_id, 'viewer');
   [admin, secondAdmin, viewer] = await Promise.all([

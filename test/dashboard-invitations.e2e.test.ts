@@ -75,14 +75,14 @@ async function user(
   label: string,
 ): Promise<{ email: string; id: string; personalOrgId: string; client: DashboardClient }> {
   const email = uniqueEmail(label);
-  const created = await runCliJson<{ user_id: string; personal_org_id: string }>(
+  const created = await runCliJson<{ id: string; personal_org_id: string }>(
     ['admin', 'create-user', '--email', email, '--password-stdin'],
     env,
     { stdin: TEST_PASSWORD },
   );
   return {
     email,
-    id: created.user_id,
+    id: created.id,
     personalOrgId: created.personal_org_id,
     client: await signInTo(gateway, email),
   };
@@ -508,7 +508,7 @@ describe('the accept token, where only the operator makes accounts', () => {
     await createMember(env, adminEmail, orgId, 'admin');
     const admin = await signInTo(closed, adminEmail);
     const email = uniqueEmail('closed-invitee');
-    const created = await runCliJson<{ user_id: string }>(
+    const created = await runCliJson<{ id: string }>(
       ['admin', 'create-user', '--email', email, '--password', TEST_PASSWORD],
       env,
     );
@@ -522,11 +522,11 @@ describe('the accept token, where only the operator makes accounts', () => {
     expect(await statusOf(sent.body.id)).toBe('pending');
     const accepted = await accept(invitee, sent.body.id);
     expect(accepted.status).toBe(200);
-    expect(await membershipOf(orgId, created.user_id)).toBe('member');
+    expect(await membershipOf(orgId, created.id)).toBe('member');
 
     // one made before tokens: accepted without one, refused with one (it cannot match)
     const second = uniqueEmail('closed-second');
-    const secondUser = await runCliJson<{ user_id: string }>(
+    const secondUser = await runCliJson<{ id: string }>(
       ['admin', 'create-user', '--email', second, '--password', TEST_PASSWORD],
       env,
     );
@@ -537,7 +537,7 @@ describe('the accept token, where only the operator makes accounts', () => {
     const secondClient = await signInTo(closed, second);
     expect((await accept(secondClient, legacy.body.id, legacy.body.accept_token)).status).toBe(404);
     expect((await accept(secondClient, legacy.body.id)).status).toBe(200);
-    expect(await membershipOf(orgId, secondUser.user_id)).toBe('viewer');
+    expect(await membershipOf(orgId, secondUser.id)).toBe('viewer');
   });
 });
 

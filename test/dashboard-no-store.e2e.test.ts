@@ -40,7 +40,7 @@ beforeAll(async () => {
     product_end_user_id: ((await user.json()) as { product_end_user_id: string })
       .product_end_user_id,
     webhook_id: webhook.body.id,
-    user_id: member.user_id,
+    user_id: member.id,
   });
 });
 

@@ -23,9 +23,10 @@ let tenantA: SeededOrg;
 let tenantB: SeededOrg;
 
 interface CreatedUser {
-  user_id: string;
+  id: string;
   email: string;
   personal_org_id: string;
+  email_verified: boolean;
   org_ids: string[];
 }
 
@@ -75,14 +76,15 @@ describe('gw admin create-user', () => {
     const email = unique('Founder').toUpperCase();
     const created = await createUser(email, ['--org-id', tenantA.org_id, '--role', 'member']);
     expect(created).toEqual({
-      user_id: expect.stringMatching(/^usr_[0-9A-Za-z]{20}$/),
+      id: expect.stringMatching(/^usr_[0-9A-Za-z]{20}$/),
       email: email.toLowerCase(),
       personal_org_id: expect.stringMatching(/^org_/),
+      email_verified: true,
       org_ids: [created.personal_org_id, tenantA.org_id],
     });
     const { rows } = await db.query<{ org_id: string; role: string }>(
       'SELECT org_id, role FROM org_memberships WHERE user_id = $1 ORDER BY role',
-      [created.user_id],
+      [created.id],
     );
     expect(rows).toEqual([
       { org_id: tenantA.org_id, role: 'member' },
@@ -94,7 +96,7 @@ describe('gw admin create-user', () => {
     expect(wallet.rowCount).toBe(1);
     const { rows: users } = await db.query<{ password_hash: string }>(
       'SELECT password_hash FROM dashboard_users WHERE id = $1',
-      [created.user_id],
+      [created.id],
     );
     expect(users[0]!.password_hash).toMatch(/^scrypt\$32768\$8\$1\$/);
     expect(users[0]!.password_hash).not.toContain(PASSWORD);

@@ -53,7 +53,7 @@ beforeAll(async () => {
     users: { [emails.alice]: 'admin', [emails.bob]: 'admin' },
   });
   ({ gateway, browser, org: first } = ui);
-  aliceId = ui.users[emails.alice]!.user_id;
+  aliceId = ui.users[emails.alice]!.id;
   second = await seed(env, ['--name', 'Activity Two']);
   const added = await runCli(
     ['admin', 'add-member', '--email', emails.alice, '--org-id', second.org_id, '--role', 'admin'],

@@ -19,7 +19,7 @@ let userId: string;
 beforeAll(async () => {
   ui = await browserSuite(env, { users: { [email]: null } });
   browser = ui.browser;
-  userId = ui.users[email]!.user_id;
+  userId = ui.users[email]!.id;
 });
 
 afterAll(() => ui?.close());

@@ -25,7 +25,7 @@ let userId: string;
 beforeAll(async () => {
   ui = await browserSuite(env, { users: { [email]: null } });
   gateway = ui.gateway;
-  ({ personal_org_id: orgId, user_id: userId } = ui.users[email]!);
+  ({ personal_org_id: orgId, id: userId } = ui.users[email]!);
   window = await openWindow(ui.browser);
   page = window.page;
 });

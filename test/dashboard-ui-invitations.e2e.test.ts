@@ -9,7 +9,9 @@ import { openWindow, screenshot, screenshotOf, sidewaysOverflow } from './suppor
 import { browserSuite, type BrowserSuite } from './support/browser-suite.js';
 import { isolatedContext } from './support/context.js';
 import { createUser, TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
+import { linkToken, startMailCatcher, type MailCatcher } from './support/mail-catcher.js';
 import { runCliJson, type GatewayProcess } from './support/processes.js';
+import { freePort } from './support/services.js';
 
 const { env, db } = isolatedContext('dashboard-ui-invites');
 let ui: BrowserSuite;
@@ -298,6 +300,95 @@ describe('invitations in a browser, where anyone may sign up (decision 365)', ()
     await banner.getByRole('button', { name: 'Accept the invitation to Harbor Labs' }).click();
     await banner.waitFor({ state: 'detached' });
     expect(await roleIn(orgId, invitee)).toBe('viewer');
+    await close();
+  });
+});
+
+describe('an invitation link kept in the browser until it is used (decision 403)', () => {
+  // a gateway where anyone may sign up and that sends e-mail: a new account verifies its
+  // address through a mailed link before it may accept
+  let mailing: GatewayProcess;
+  let mail: MailCatcher;
+  beforeAll(async () => {
+    mail = await startMailCatcher();
+    const port = await freePort();
+    mailing = await ui.startGateway({
+      PORT: String(port),
+      DASHBOARD_SIGNUP: 'true',
+      SMTP_URL: mail.url,
+      EMAIL_FROM: 'gw <no-reply@gw.example.test>',
+      PUBLIC_ORIGIN: `http://127.0.0.1:${port}`,
+    });
+  });
+  afterAll(async () => {
+    await mailing?.stop();
+    await mail?.close();
+  });
+
+  /** Invites `email` as a viewer through a signed-in admin's API; answers the accept token. */
+  async function acceptToken(email: string): Promise<string> {
+    const admin = await ui.sessions.client(emails.admin);
+    const sent = await admin.post<{ accept_token: string }>(
+      `/dashboard/api/orgs/${orgId}/invitations`,
+      { email, role: 'viewer' },
+    );
+    expect(sent.status).toBe(201);
+    return sent.body.accept_token;
+  }
+
+  const kept = (page: Page): Promise<unknown> =>
+    page.evaluate("localStorage.getItem('gw:invitation-link')");
+
+  it('keeps the link through a closed tab, a sign-up and its verification in another tab, then accepts with it and forgets it', async () => {
+    const invitee = uniqueEmail('inv-later');
+    const token = await acceptToken(invitee);
+    const { page, context, close } = await openWindow(browser);
+    // the link opened while signed out, in a tab then closed: the token is out of the address bar
+    await page.goto(`${mailing.url}/dashboard/#invitation_token=${token}`);
+    await page.getByRole('heading', { name: 'Sign in to the dashboard' }).waitFor();
+    expect(page.url()).not.toContain(token);
+    const later = await context.newPage();
+    await page.close();
+
+    // another tab: an account made, its address not verified yet
+    await later.goto(`${mailing.url}/dashboard/sign-up`);
+    await later.getByLabel('E-mail').fill(invitee);
+    await later.getByLabel('Password').fill(TEST_PASSWORD);
+    await later.getByRole('button', { name: 'Create account' }).click();
+    await later.getByRole('region', { name: 'Verify your e-mail address' }).waitFor();
+    await later.close();
+
+    // the mailed link, opened in yet another tab: the invitation, with its link filled in
+    const verified = await context.newPage();
+    const { link } = linkToken((await mail.nth(invitee, 1)).text, 'email_verification_token');
+    await verified.goto(link);
+    await verified.getByText(`Your e-mail address ${invitee} is verified.`).waitFor();
+    const banner = verified.getByRole('region', { name: 'You have an invitation' });
+    await banner.waitFor();
+    expect(await banner.getByLabel(/Invitation link/).inputValue()).toBe(token);
+    await screenshotOf(banner, 'invitations-10-link-kept-through-verification');
+    await banner.getByRole('button', { name: 'Accept the invitation to Harbor Labs' }).click();
+    await expect.poll(() => new URL(verified.url()).pathname).toBe(`/dashboard/orgs/${orgId}`);
+    expect(await roleIn(orgId, invitee)).toBe('viewer');
+    expect(await kept(verified)).toBeNull();
+    await verified.close();
+    await close();
+  });
+
+  it('forgets the link once its invitation is declined', async () => {
+    const invitee = uniqueEmail('inv-no-thanks');
+    await createUser(env, invitee);
+    const token = await acceptToken(invitee);
+    const { page, close } = await openWindow(browser);
+    await page.goto(`${mailing.url}/dashboard/#invitation_token=${token}`);
+    await page.getByRole('heading', { name: 'Sign in to the dashboard' }).waitFor();
+    expect(await kept(page)).toContain(token);
+    await ui.signIn(page, invitee, { gateway: mailing });
+    const banner = page.getByRole('region', { name: 'You have an invitation' });
+    await banner.getByRole('button', { name: 'Decline the invitation to Harbor Labs' }).click();
+    await banner.waitFor({ state: 'detached' });
+    expect(await statusOf(invitee)).toEqual(['declined']);
+    expect(await kept(page)).toBeNull();
     await close();
   });
 });

@@ -8,7 +8,7 @@
 // with the next action, ids that do not break at their hyphens.
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openWindow, screenshot } from './support/browser.js';
+import { openWindow, screenshot, sidewaysOverflow } from './support/browser.js';
 import { createDbPool } from '../src/db/pool.js';
 import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
 import { browserSuite, type BrowserSuite } from './support/browser-suite.js';
@@ -358,6 +358,111 @@ describe('what the pages say', () => {
       await screenshot(page, name);
     }
     await close();
+  });
+});
+
+describe('large figures in stat cards (decision 403)', () => {
+  /**
+   * Each figure of the page's stat cards (its counts and amounts): its text, its type size
+   * and the stat cards' full size (the counts' and amounts' unfitted size), and where its text ends against its card's content edge (the page's script runs in the
+   * browser: it has a DOM, this file's types do not).
+   */
+  type Figure = { label: string; text: string; size: number; full: number; past: number };
+  const figures = (page: Page): Promise<Figure[]> =>
+    page.evaluate<Figure[]>(`(() => {
+      const figures = [];
+      for (const card of document.querySelectorAll('.stats .stat')) {
+        const style = getComputedStyle(card);
+        const contentRight = card.getBoundingClientRect().right - parseFloat(style.paddingRight);
+        // a count's figure, or each amount's (what fits a count may sit in a span of its own)
+        const counts = [...card.querySelectorAll('.stat-value:not(.money)')].map(
+          (value) => value.querySelector('.count') ?? value,
+        );
+        for (const figure of [...counts, ...card.querySelectorAll('.money-value')]) {
+          const text = document.createRange();
+          text.selectNodeContents(figure);
+          figures.push({
+            label: card.querySelector('.stat-label').textContent,
+            text: figure.textContent,
+            size: parseFloat(getComputedStyle(figure).fontSize),
+            full: parseFloat(getComputedStyle(figure.closest('.stat-value')).fontSize),
+            past: text.getBoundingClientRect().right - contentRight,
+          });
+        }
+      }
+      return figures;
+    })()`);
+  /** The figures that run past their card (none, once fitted). */
+  const pastTheirCards = async (page: Page): Promise<string[]> =>
+    (await figures(page)).filter((figure) => figure.past > 0).map((figure) => figure.text);
+
+  it('makes an 8-digit count smaller only as much as its card needs, at 1280 and 390 px, and keeps the other counts at full size; the usage page and the wallet fit theirs too', async () => {
+    const big = await runCliJson<SeededOrg>(['seed', '--name', 'Counter Co'], env);
+    await runCliJson(['admin', 'add-member', '--email', emails.owner, '--org-id', big.org_id], env);
+    const whale = await runCliJson<{ product_end_user_id: string }>(
+      [
+        ...['credits', 'grant', '--app-id', big.app_id, '--external-user-id', 'whale'],
+        ...['--amount', '987654.123456789'],
+      ],
+      env,
+    );
+    await runCliJson(
+      ['wallet', 'set', '--org-id', big.org_id, '--amount', '987654.123456789'],
+      env,
+    );
+    // this month: 12,345,678 tokens in one request, of 98,765.432109876 USD
+    await new PostgresUsageSink(sinkDb).write([
+      usageRecord(big.org_id, 98_765_432_109_876n, {
+        appId: big.app_id,
+        appConnectionId: big.app_connection_id,
+        productUserId: whale.product_end_user_id,
+        inputTokens: 12_345_000,
+        outputTokens: 678,
+      }),
+    ]);
+    const tokens = (all: Figure[]) => all.find((figure) => figure.text === '12,345,678');
+    const requests = (all: Figure[]) => all.find((figure) => figure.label.startsWith('Requests'));
+
+    for (const width of [1280, 390]) {
+      const { page, close } = await openWindow(browser, { width, height: 860 });
+      await signedIn(page, emails.owner);
+      await page.goto(`${gateway.url}/dashboard/orgs/${big.org_id}`);
+      await expect.poll(async () => tokens(await figures(page))?.text).toBe('12,345,678');
+      // polled: fitted again in the frame after its card's width changes (the chart's scroll bar)
+      await expect.poll(() => pastTheirCards(page), { message: `${width}` }).toEqual([]);
+      const overview = await figures(page);
+      const full = requests(overview)!.full;
+      expect(requests(overview)!.size).toBe(full);
+      expect(overview.find((figure) => figure.label === 'Apps')!.size).toBe(full);
+      expect(tokens(overview)!.size).toBeLessThan(full);
+      // made smaller only as much as it needs: still larger than the page's text
+      expect(tokens(overview)!.size).toBeGreaterThan(16);
+      expect(await sidewaysOverflow(page)).toBe(0);
+      await screenshot(page, `newcomer-14-large-counts-overview-${width}`);
+
+      await page.goto(`${gateway.url}/dashboard/orgs/${big.org_id}/usage`);
+      await expect.poll(async () => tokens(await figures(page))?.text).toBe('12,345,678');
+      await expect.poll(() => pastTheirCards(page), { message: `${width}` }).toEqual([]);
+      expect(requests(await figures(page))!.size).toBe(requests(await figures(page))!.full);
+      expect(await sidewaysOverflow(page)).toBe(0);
+      await screenshot(page, `newcomer-15-large-figures-usage-${width}`);
+
+      await page.goto(`${gateway.url}/dashboard/orgs/${big.org_id}/wallet`);
+      await expect
+        .poll(async () => (await figures(page)).map((figure) => figure.text))
+        .toContain('987,654.123456789 USD');
+      await expect.poll(() => pastTheirCards(page), { message: `${width}` }).toEqual([]);
+      expect(await sidewaysOverflow(page)).toBe(0);
+      await screenshot(page, `newcomer-16-large-figures-wallet-${width}`);
+
+      await page.goto(
+        `${gateway.url}/dashboard/orgs/${big.org_id}/users/${whale.product_end_user_id}`,
+      );
+      await page.getByText('987,654.123456789 USD').first().waitFor();
+      expect(await sidewaysOverflow(page)).toBe(0);
+      await screenshot(page, `newcomer-17-large-figures-product-user-${width}`);
+      await close();
+    }
   });
 });
 

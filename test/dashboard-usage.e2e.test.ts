@@ -70,7 +70,7 @@ beforeAll(async () => {
   gateway = await startGateway(env);
   tenant = await seed(env);
   for (const [role, email] of Object.entries(emails)) {
-    memberIds[role] = (await createMember(env, email, tenant.org_id, role)).user_id;
+    memberIds[role] = (await createMember(env, email, tenant.org_id, role)).id;
   }
 });
 

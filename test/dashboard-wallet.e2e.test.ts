@@ -186,7 +186,7 @@ describe('the wallet', () => {
     expect(topUp.body.transaction).toMatchObject({
       kind: 'topup',
       amount: '25.500000000000',
-      created_by: member.user_id,
+      created_by: member.id,
     });
     expect(topUp.body.wallet).toMatchObject({ balance: '25.500001000000' });
     const wallet = await admin.get<Wallet & { top_ups_enabled: boolean }>(
@@ -200,7 +200,7 @@ describe('the wallet', () => {
     );
     expect(rows).toEqual([
       {
-        user_id: member.user_id,
+        user_id: member.id,
         action: 'wallet.topup',
         object_type: 'wallet_transaction',
         object_id: topUp.body.transaction.id,

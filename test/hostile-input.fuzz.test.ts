@@ -201,7 +201,7 @@ async function heapLine(): Promise<string> {
 async function dashboardSetup() {
   const email = (label: string): string => `${label}-${prefix}@example.com`;
   const createUser = (address: string, extra: string[] = []) =>
-    runCliJson<{ user_id: string; personal_org_id: string }>(
+    runCliJson<{ id: string; personal_org_id: string }>(
       ['admin', 'create-user', '--email', address, '--password-stdin', ...extra],
       env,
       { stdin: PASSWORD },
@@ -326,7 +326,7 @@ async function dashboardSetup() {
     loginEmail,
     loginPassword: PASSWORD,
     spareConnectionId: connection.body.id,
-    spareMemberId: member.user_id,
+    spareMemberId: member.id,
     spareMemberEmail: spareMember,
     spareInvitationId: invitation.body.id,
     inboundInvitationId: inbound.body.id,

@@ -60,7 +60,7 @@ async function member(orgId: string, role: string): Promise<DashboardClient> {
   const email = uniqueEmail(role);
   const created = await createMember(env, email, orgId, role);
   const client = await signInTo(gateway, email);
-  memberIds.set(client, created.user_id);
+  memberIds.set(client, created.id);
   return client;
 }
 

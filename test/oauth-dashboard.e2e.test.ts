@@ -413,7 +413,7 @@ describe('who may make an organization pay for an app', () => {
     const created = await createMember(env, email, orgId, role);
     return {
       browser: await signInTo(gateway, email),
-      userId: created.user_id,
+      userId: created.id,
       personalOrgId: created.personal_org_id,
     };
   }

@@ -143,7 +143,7 @@ describe('revocation reaches every instance at once', () => {
     const token = await connected(await signInTo(first, email), payerOrgId);
     const removed = await browser.request(
       'DELETE',
-      `/dashboard/api/orgs/${payerOrgId}/members/${approver.user_id}`,
+      `/dashboard/api/orgs/${payerOrgId}/members/${approver.id}`,
     );
     expect(removed.status).toBe(200);
     await expectRefused(second, token);

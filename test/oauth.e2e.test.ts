@@ -1214,14 +1214,14 @@ describe('inference with an OAuth token', () => {
   });
 
   it('refuses when the paying wallet cannot cover it, whatever the app maker holds', async () => {
-    const payer = await runCliJson<{ user_id: string; personal_org_id: string }>(
+    const payer = await runCliJson<{ id: string; personal_org_id: string }>(
       ['admin', 'create-user', '--email', uniqueEmail('broke'), '--password-stdin'],
       env,
       { stdin: TEST_PASSWORD },
     );
     const { rows } = await db.query<{ email: string }>(
       'SELECT email FROM dashboard_users WHERE id = $1',
-      [payer.user_id],
+      [payer.id],
     );
     const broke = await signInTo(gateway, rows[0]!.email);
     const token = await connectAndExchange(gateway.url, broke, publicClient);

@@ -63,7 +63,7 @@ beforeAll(async () => {
     seed(env, ['--name', 'Left long ago']),
   ]);
   const email = uniqueEmail('activity-scale');
-  userId = (await createMember(env, email, member.org_id, 'admin')).user_id;
+  userId = (await createMember(env, email, member.org_id, 'admin')).id;
   const added = await runCli(
     ['admin', 'add-member', '--email', email, '--org-id', left.org_id, '--role', 'admin'],
     env,

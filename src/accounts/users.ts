@@ -194,6 +194,24 @@ export interface DashboardUser {
   readonly emailVerified: boolean;
 }
 
+/**
+ * The dashboard API's user object (`GET /auth/session`'s `user`): what `gw admin create-user`
+ * prints too, by the same names.
+ */
+export function dashboardUserView(user: DashboardUser): {
+  id: string;
+  email: string;
+  personal_org_id: string;
+  email_verified: boolean;
+} {
+  return {
+    id: user.id,
+    email: user.email,
+    personal_org_id: user.personalOrgId,
+    email_verified: user.emailVerified,
+  };
+}
+
 /** The user and every organization they belong to (null when the user no longer exists). */
 export async function loadDashboardUser(db: DbPool, userId: string): Promise<DashboardUser | null> {
   const { rows } = await db.query<{

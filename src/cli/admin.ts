@@ -4,7 +4,14 @@
 // the user accepts (decision 359). A membership the CLI makes is audited as the operator's
 // (`cli`).
 import { addMember, memberView, MembershipError } from '../accounts/members.js';
-import { AccountRuleError, createUser, ROLES, type Role } from '../accounts/users.js';
+import {
+  AccountRuleError,
+  createUser,
+  dashboardUserView,
+  loadDashboardUser,
+  ROLES,
+  type Role,
+} from '../accounts/users.js';
 import { adminSessionsHelp, endSessionsCommand, setPasswordCommand } from './admin-sessions.js';
 import { CLI_ACTOR, type CliContext } from './context.js';
 import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
@@ -12,8 +19,9 @@ import { readPassword } from './password-input.js';
 
 export const adminHelp = `gw admin create-user --email E --password-stdin [--org-id ORG --role owner|admin|member|viewer]
   Creates a dashboard user with a personal organization (and wallet) they own; with --org-id
-  also a member of that organization (role default member). Prints {"user_id","email",
-  "personal_org_id","org_ids"}. Passwords: 12 to 256 characters, from standard input with
+  also a member of that organization (role default member). Prints the dashboard API's user
+  object, {"id","email","personal_org_id","email_verified"}, with "org_ids": the
+  organizations they are in. Passwords: 12 to 256 characters, from standard input with
   --password-stdin (one line), or asked for twice at a terminal; --password P still works but
   warns (other users of the machine see it in the process list). An e-mail that already has a
   user is refused: add that user to an organization with add-member.
@@ -75,20 +83,19 @@ export async function adminCommand(context: CliContext, argv: string[]): Promise
     fromStdin: values['password-stdin'] === true,
     argument: values.password,
   });
+  let created;
   try {
-    printJson(
-      await createUser(context.db, {
-        email,
-        password,
-        ...(values['org-id'] !== undefined && {
-          membership: {
-            orgId: values['org-id'],
-            role: (role ?? 'member') as Role,
-            actor: CLI_ACTOR,
-          },
-        }),
+    created = await createUser(context.db, {
+      email,
+      password,
+      ...(values['org-id'] !== undefined && {
+        membership: {
+          orgId: values['org-id'],
+          role: (role ?? 'member') as Role,
+          actor: CLI_ACTOR,
+        },
       }),
-    );
+    });
   } catch (error) {
     if (error instanceof AccountRuleError && error.conflict) {
       throw new UsageError(
@@ -99,6 +106,8 @@ export async function adminCommand(context: CliContext, argv: string[]): Promise
     if (error instanceof AccountRuleError) throw new UsageError(error.message);
     throw error;
   }
+  const user = (await loadDashboardUser(context.db, created.user_id))!;
+  printJson({ ...dashboardUserView(user), org_ids: created.org_ids });
 }
 
 async function addMemberCommand(

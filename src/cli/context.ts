@@ -7,7 +7,9 @@ import type { WalletService } from '../billing/wallets.js';
 import { loadConfig, type Config } from '../config.js';
 import { ensureDatabase, migrate } from '../db/migrate.js';
 import { createDbPool, type DbPool } from '../db/pool.js';
+import { LiveBalanceReader } from '../product-users/live-balance.js';
 import { ProductUserManagement } from '../product-users/management.js';
+import { ProductUserProfiles } from '../product-users/profile.js';
 import { connectRedis, quitRedis, type RedisClient } from '../redis/connect.js';
 import { redisTarget } from '../redis/target.js';
 import { createRedisKeys, type RedisKeys } from '../redis/keys.js';
@@ -27,6 +29,8 @@ export interface CliContext {
   readonly wallets: WalletService;
   readonly apiKeys: ApiKeyStore;
   readonly productUsers: ProductUserManagement;
+  /** The product-user objects the dashboard API answers (a profile, a user's credits). */
+  readonly profiles: ProductUserProfiles;
   /** Publishes cache invalidations to the gateways (the CLI has no caches of its own). */
   readonly invalidations: InvalidationPublisher;
   close(): Promise<void>;
@@ -60,21 +64,23 @@ export async function openCliContext(): Promise<CliContext> {
   const keys = createRedisKeys(config.REDIS_KEY_PREFIX);
   const scripts = defineScripts(redis);
   const invalidations = invalidationPublisher(redis, keys.invalidationChannel());
+  const money = createMoneyLayer({
+    db,
+    redis,
+    keys,
+    scripts,
+    reservationTtlMs: config.RESERVATION_TTL_MS,
+  });
   return {
     config,
     db,
     redis,
     keys,
     scripts,
-    wallets: createMoneyLayer({
-      db,
-      redis,
-      keys,
-      scripts,
-      reservationTtlMs: config.RESERVATION_TTL_MS,
-    }).wallets,
+    wallets: money.wallets,
     apiKeys: new ApiKeyStore(db, redis, keys, 0),
     productUsers: new ProductUserManagement(db, redis, keys, scripts, invalidations),
+    profiles: new ProductUserProfiles(db, new LiveBalanceReader(redis, keys, money.loader)),
     invalidations,
     async close() {
       await quitRedis(redis);

@@ -2,16 +2,19 @@
 // audits each as done by the CLI, as it audits the dashboard's as done by the member.
 import { isGwError } from '../errors.js';
 import { creditGrantRequest } from '../product-users/grant-request.js';
+import { productUserById } from '../product-users/search.js';
 import { CLI_ACTOR, ensureProductUser, type CliContext } from './context.js';
 import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
 
 export const productUserHelp = `gw product-user block|unblock --app-id A --external-user-id U
   A blocked user's requests are refused (gw_product_user_blocked) whatever their balance.
   Creates the product user if it does not exist yet (block someone before their first request).
+  Prints the product user's profile, as the dashboard API's block and unblock answer it.
 gw credits grant --app-id A --external-user-id U --amount 0.50 [--expires-at RFC3339] [--reason TEXT]
 gw credits revoke --grant-id G
   Grants credits to a product user (created if missing) or revokes what is left of a grant;
-  what the user's requests in flight hold stays to pay them, then goes (docs/charging.md).`;
+  what the user's requests in flight hold stays to pay them, then goes (docs/charging.md).
+  Prints the grant with the user's credits after the change, as the dashboard API answers.`;
 
 export async function productUserCommand(context: CliContext, argv: string[]): Promise<void> {
   const [action, ...rest] = argv;
@@ -28,12 +31,17 @@ export async function productUserCommand(context: CliContext, argv: string[]): P
   const user = await ensureProductUser(context, appId, externalUserId);
   const status = action === 'block' ? 'blocked' : 'active';
   await context.productUsers.setStatus(user.org_id, appId, externalUserId, status, CLI_ACTOR);
-  printJson({
-    product_end_user_id: user.id,
-    app_id: appId,
-    external_user_id: externalUserId,
-    status,
-  });
+  // the product user as the dashboard API's block and unblock answer it: its profile
+  printJson(await context.profiles.profile((await productUserById(context.db, user.id))!));
+}
+
+/** A grant as the dashboard API answers it: with its user's credits after the change. */
+async function grantWithCredits(
+  context: CliContext,
+  grant: { readonly product_end_user_id: string; readonly currency: string },
+): Promise<Record<string, unknown>> {
+  const user = (await productUserById(context.db, grant.product_end_user_id))!;
+  return { ...grant, credits: await context.profiles.credits(user, grant.currency) };
 }
 
 export async function creditsCommand(context: CliContext, argv: string[]): Promise<void> {
@@ -77,7 +85,7 @@ export async function creditsCommand(context: CliContext, argv: string[]): Promi
     // No idempotency key from the CLI, so never a reused one.
     if ('keyReused' in granted)
       throw new UsageError('idempotency key reused', 'gw_idempotency_key_reused');
-    printJson(granted.grant);
+    printJson(await grantWithCredits(context, granted.grant));
     return;
   }
   if (action === 'revoke') {
@@ -85,7 +93,7 @@ export async function creditsCommand(context: CliContext, argv: string[]): Promi
     // The operator may revoke a grant of any organization.
     const grant = await context.productUsers.revokeGrant(grantId, CLI_ACTOR, null);
     if (!grant) throw new UsageError(`no active grant ${grantId}`, 'gw_not_found');
-    printJson(grant);
+    printJson(await grantWithCredits(context, grant));
     return;
   }
   throw new UsageError(`unknown credits action ${action ?? '(none)'}\n${productUserHelp}`);

@@ -29,7 +29,7 @@ export interface SignInOptions {
 
 /** What `gw admin create-user` answers. */
 export interface MadeUser {
-  readonly user_id: string;
+  readonly id: string;
   readonly personal_org_id: string;
 }
 

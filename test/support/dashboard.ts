@@ -112,7 +112,7 @@ export function onGateway(
 export function createUser(
   env: Record<string, string>,
   email: string,
-): Promise<{ user_id: string; personal_org_id: string }> {
+): Promise<{ id: string; personal_org_id: string }> {
   return runCliJson(['admin', 'create-user', '--email', email, '--password-stdin'], env, {
     stdin: TEST_PASSWORD,
   });
@@ -124,7 +124,7 @@ export function createMember(
   email: string,
   orgId: string,
   role: string,
-): Promise<{ user_id: string; personal_org_id: string }> {
+): Promise<{ id: string; personal_org_id: string }> {
   return runCliJson(
     [
       'admin',

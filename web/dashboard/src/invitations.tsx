@@ -2,10 +2,12 @@
 // Accepting joins the organization (the session's organizations are read again, and the
 // dashboard opens the one joined); declining only removes the invitation from the list. Where
 // anyone may sign up, accepting needs the invitation link its sender passed on (decision 365):
-// the banner asks for it, filled in when the page was opened from it.
+// the banner asks for it, filled in with the last link opened in this browser
+// (invitation-link.ts keeps it until it is used).
 import { useState } from 'preact/hooks';
 import { api, signUpOpen, type Role } from './api.js';
 import { useAction, usePaged } from './hooks.js';
+import { forgetInvitationToken, keptInvitationToken, LINK_TOKEN } from './invitation-link.js';
 import { ErrorNote, formatTime } from './ui.js';
 
 /** An invitation as the API answers it (members page and this banner). */
@@ -28,30 +30,21 @@ export interface SentInvitation extends Invitation {
   readonly accept_url: string;
 }
 
-/** The fragment of an invitation link: `#invitation_token=<token>` (see the create route). */
-const LINK_TOKEN = /invitation_token=([0-9A-Za-z_]+)/;
-
-/**
- * The token of the invitation link the page was opened from, read as the app loads (its
- * landing may move to another path, and the fragment with it, before the banner shows).
- */
-const openedWithToken = LINK_TOKEN.exec(location.hash)?.[1] ?? '';
-
 /** The accept token in a pasted invitation link, or what was pasted (the token alone). */
 function tokenOf(pasted: string): string {
   return LINK_TOKEN.exec(pasted)?.[1] ?? pasted.trim();
 }
-
-/** How long an invitation may be accepted (the gateway's rule, decision 359). */
-export const INVITATION_DAYS = 7;
 
 export function PendingInvitations(props: { onJoined(orgId: string): void }) {
   const list = usePaged<Invitation>('/dashboard/api/user/invitations');
   const [answered, setAnswered] = useState<ReadonlySet<string>>(new Set());
   const open = (list.data ?? []).filter((invitation) => !answered.has(invitation.id));
   if (open.length === 0) return null;
-  const answer = (invitation: Invitation) =>
+  const answer = (invitation: Invitation) => {
     setAnswered((before) => new Set([...before, invitation.id]));
+    // the kept link was this one's, or is of none left to answer
+    if (open.length === 1 && !list.hasMore) forgetInvitationToken();
+  };
   return (
     <section class="invitations card" aria-labelledby="invitations-heading">
       <h2 id="invitations-heading">
@@ -83,7 +76,7 @@ function InvitationItem(props: { invitation: Invitation; onAccepted(): void; onD
   const { invitation } = props;
   const action = useAction();
   const needsLink = signUpOpen();
-  const [pasted, setPasted] = useState(openedWithToken);
+  const [pasted, setPasted] = useState(keptInvitationToken);
   const token = tokenOf(pasted);
   const path = `/dashboard/api/user/invitations/${encodeURIComponent(invitation.id)}`;
   const from = invitation.invited_by_email ?? 'A member';
@@ -118,7 +111,9 @@ function InvitationItem(props: { invitation: Invitation; onAccepted(): void; onD
             void action
               .run(() => api.post(`${path}/accept`, needsLink ? { token } : undefined))
               .then((done) => {
-                if (done) props.onAccepted();
+                if (!done) return;
+                forgetInvitationToken(token);
+                props.onAccepted();
               });
           }}
         >

@@ -206,52 +206,64 @@ export function Money({ value, currency }: { value: string; currency: string }) 
   );
 }
 
+/** A count in a stat card (`StatFigure`): one line, never broken. */
+export function Count({ value }: { value: number | null }) {
+  return <span class="count">{value === null ? '…' : value.toLocaleString()}</span>;
+}
+
 /**
- * The amounts (`Money`) of a stat card, fitted to its width: each keeps the size of the counts
- * in the cards beside it while its digits fit the card, its currency going under it when the
- * whole line does not (styles.css); only an amount whose digits alone do not fit is made
- * smaller, enough for it and its currency to fit on one line. Measured, not estimated from
- * the number of characters: a digit's width depends on the font the browser has.
+ * The figure of a stat card, fitted to its width: its counts (`Count`) and amounts (`Money`)
+ * keep the size of the figures in the cards beside them while their digits fit the card, an
+ * amount's currency going under it when the whole line does not (styles.css); only a figure
+ * whose digits alone do not fit is made smaller, enough for it (and its currency) to fit on
+ * one line, never under 10 px (the longest amount the API takes fits a desktop's card so, and
+ * a phone's spend card takes the row). Measured, not estimated from the number of characters: a digit's width depends on
+ * the font the browser has. `money` marks a figure of amounts (one per currency, a column).
  */
-export function FittedAmounts(props: { children: ComponentChildren }) {
+export function StatFigure(props: { children: ComponentChildren; money?: boolean }) {
   const box = useRef<HTMLSpanElement>(null);
   useLayoutEffect(() => {
     const element = box.current;
     if (!element) return;
-    fitAmounts(element);
+    fitFigures(element);
     // the card's width follows the window's; the text's size changes the height only
     let width = element.clientWidth;
     const resized = new ResizeObserver(() => {
       if (element.clientWidth === width) return;
       width = element.clientWidth;
-      fitAmounts(element);
+      fitFigures(element);
     });
     resized.observe(element);
     return () => resized.disconnect();
   });
   return (
-    <span class="stat-value money" ref={box}>
+    <span class={props.money ? 'stat-value money' : 'stat-value'} ref={box}>
       {props.children}
     </span>
   );
 }
 
-function fitAmounts(box: HTMLElement): void {
+function fitFigures(box: HTMLElement): void {
   const room = box.clientWidth;
-  for (const amount of box.querySelectorAll<HTMLElement>('.money-value')) {
-    amount.style.removeProperty('font-size');
-    const digits = amount.querySelector<HTMLElement>('.amount');
-    const currency = amount.querySelector<HTMLElement>('.currency');
-    if (!digits || !currency || digits.getBoundingClientRect().width <= room) continue;
-    const gap = Number.parseFloat(getComputedStyle(amount).columnGap) || 0;
+  for (const figure of box.querySelectorAll<HTMLElement>('.money-value, .count')) {
+    figure.style.removeProperty('font-size');
+    const digits = figure.querySelector<HTMLElement>('.amount') ?? figure;
+    const currency = figure.querySelector<HTMLElement>('.currency');
+    const width = () => digits.getBoundingClientRect().width;
+    if (width() <= room) continue;
     const line =
-      digits.getBoundingClientRect().width + gap + currency.getBoundingClientRect().width;
+      width() +
+      (currency
+        ? (Number.parseFloat(getComputedStyle(figure).columnGap) || 0) +
+          currency.getBoundingClientRect().width
+        : 0);
+    // an amount's currency beside its digits, not at the start of a line of its own
+    const fits = currency ? () => currency.offsetLeft > digits.offsetLeft : () => width() <= room;
     // Text does not shrink exactly in proportion (glyphs are fitted to pixels at each size):
-    // a step smaller while the currency still goes under the digits.
+    // a step smaller while it does not fit yet.
     for (let scale = Math.floor((room / line) * 100) / 100; scale > 0.3; scale -= 0.01) {
-      amount.style.fontSize = `max(1rem, ${scale.toFixed(2)}em)`;
-      // beside the digits, not at the start of a line of its own
-      if (currency.offsetLeft > digits.offsetLeft) break;
+      figure.style.fontSize = `max(0.625rem, ${scale.toFixed(2)}em)`;
+      if (fits()) break;
     }
   }
 }

@@ -3,7 +3,8 @@
 import { useRef, useState } from 'preact/hooks';
 import { api, canManage, signUpOpen, type OrgSummary, type Role, type SignedIn } from '../api.js';
 import { useAction, useNotice, usePaged, type Paged } from '../hooks.js';
-import { INVITATION_DAYS, type Invitation, type SentInvitation } from '../invitations.js';
+import { INVITATION_DAYS } from '../invitation-link.js';
+import { type Invitation, type SentInvitation } from '../invitations.js';
 import {
   Confirm,
   ErrorNote,

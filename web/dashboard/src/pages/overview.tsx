@@ -12,11 +12,12 @@ import { addDays, byCost, daysBetween, summarize } from '../usage-data.js';
 import {
   Empty,
   ErrorNote,
-  FittedAmounts,
   isoDay,
   Link,
   Loading,
   Money,
+  StatFigure,
+  Count,
   PageHeader,
 } from '../ui.js';
 import type { OrgPage } from './page.js';
@@ -70,7 +71,7 @@ function OverviewPage({ org }: { org: OrgSummary }) {
       <ErrorNote error={byModel.error} />
       <div class="stats" aria-busy={byModel.loading}>
         <Link class="stat card lead" to={orgView(org.id, 'usage')}>
-          <FittedAmounts>
+          <StatFigure money>
             {summary ? (
               summary.costs.length === 0 ? (
                 <Money value="0" currency={currency ?? 'USD'} />
@@ -82,27 +83,31 @@ function OverviewPage({ org }: { org: OrgSummary }) {
             ) : (
               '…'
             )}
-          </FittedAmounts>
+          </StatFigure>
           <span class="stat-label">Spent this month</span>
         </Link>
         <Link class="stat card" to={orgView(org.id, 'usage')}>
-          <span class="stat-value">{summary ? summary.requests.toLocaleString() : '…'}</span>
+          <StatFigure>
+            <Count value={summary ? summary.requests : null} />
+          </StatFigure>
           <span class="stat-label">Requests this month</span>
         </Link>
         <Link class="stat card" to={orgView(org.id, 'usage')}>
-          <span class="stat-value">
-            {summary ? (summary.inputTokens + summary.outputTokens).toLocaleString() : '…'}
-          </span>
+          <StatFigure>
+            <Count value={summary ? summary.inputTokens + summary.outputTokens : null} />
+          </StatFigure>
           <span class="stat-label">Tokens this month</span>
         </Link>
         <Link class="stat card" to={orgView(org.id, 'apps')}>
-          <span class="stat-value">{counts ? counts.apps.toLocaleString() : '…'}</span>
+          <StatFigure>
+            <Count value={counts ? counts.apps : null} />
+          </StatFigure>
           <span class="stat-label">Apps</span>
         </Link>
         <Link class="stat card" to={orgView(org.id, 'apps')}>
-          <span class="stat-value">
-            {counts ? counts.active_connections.toLocaleString() : '…'}
-          </span>
+          <StatFigure>
+            <Count value={counts ? counts.active_connections : null} />
+          </StatFigure>
           <span class="stat-label">
             Active connections
             {counts && counts.revoked_connections > 0

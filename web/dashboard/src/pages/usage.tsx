@@ -18,7 +18,17 @@ import { orgView } from '../router.js';
 import type { Usage, UsageGroup, UsageRow } from '../types.js';
 import { UsageChart } from '../usage-chart.js';
 import { addDays, byCost, cacheNote, daysBetween, summarize, usageCsv } from '../usage-data.js';
-import { Empty, ErrorNote, isoDay, Link, Loading, Money, PageHeader } from '../ui.js';
+import {
+  Count,
+  Empty,
+  ErrorNote,
+  isoDay,
+  Link,
+  Loading,
+  Money,
+  PageHeader,
+  StatFigure,
+} from '../ui.js';
 import type { OrgPage } from './page.js';
 
 export const usagePage: OrgPage = {
@@ -350,13 +360,15 @@ function Totals({ summary }: { summary: ReturnType<typeof summarize> }) {
   return (
     <div class="stats" aria-label="Totals of the range">
       <div class="stat card">
-        <span class="stat-value">{summary.requests.toLocaleString()}</span>
+        <StatFigure>
+          <Count value={summary.requests} />
+        </StatFigure>
         <span class="stat-label">Requests</span>
       </div>
       <div class="stat card">
-        <span class="stat-value">
-          {(summary.inputTokens + summary.outputTokens).toLocaleString()}
-        </span>
+        <StatFigure>
+          <Count value={summary.inputTokens + summary.outputTokens} />
+        </StatFigure>
         <span class="stat-label">
           Tokens ({summary.inputTokens.toLocaleString()} in, {summary.outputTokens.toLocaleString()}{' '}
           out)
@@ -369,15 +381,17 @@ function Totals({ summary }: { summary: ReturnType<typeof summarize> }) {
       </div>
       {summary.webSearchRequests > 0 && (
         <div class="stat card">
-          <span class="stat-value">{summary.webSearchRequests.toLocaleString()}</span>
+          <StatFigure>
+            <Count value={summary.webSearchRequests} />
+          </StatFigure>
           <span class="stat-label">Web searches</span>
         </div>
       )}
       {summary.costs.map((total) => (
         <div class="stat card" key={total.currency}>
-          <span class="stat-value money">
+          <StatFigure money>
             <Money value={total.cost} currency={total.currency} />
-          </span>
+          </StatFigure>
           <span class="stat-label">Cost · wallet {money(total.walletCost, total.currency)}</span>
         </div>
       ))}

@@ -5,7 +5,16 @@ import { useState } from 'preact/hooks';
 import { api, canManage, type OrgSummary } from '../api.js';
 import { useAction, useLoad, useLookup, useNotice, usePaged } from '../hooks.js';
 import type { Wallet, WalletAlert, WalletTransaction } from '../types.js';
-import { Confirm, ErrorNote, formatTime, ListTable, Loading, Money, PageHeader } from '../ui.js';
+import {
+  Confirm,
+  ErrorNote,
+  formatTime,
+  ListTable,
+  Loading,
+  Money,
+  PageHeader,
+  StatFigure,
+} from '../ui.js';
 import { amountProblem, money } from '../money.js';
 import type { OrgPage } from './page.js';
 
@@ -53,21 +62,21 @@ function WalletPage({ org }: { org: OrgSummary }) {
       {wallet.data && (
         <div class="stats">
           <div class="stat card">
-            <span class="stat-value money">
+            <StatFigure money>
               <Money value={wallet.data.available} currency={wallet.data.currency} />
-            </span>
+            </StatFigure>
             <span class="stat-label">Available</span>
           </div>
           <div class="stat card">
-            <span class="stat-value money">
+            <StatFigure money>
               <Money value={wallet.data.balance} currency={wallet.data.currency} />
-            </span>
+            </StatFigure>
             <span class="stat-label">Balance</span>
           </div>
           <div class="stat card">
-            <span class="stat-value money">
+            <StatFigure money>
               <Money value={wallet.data.reserved} currency={wallet.data.currency} />
-            </span>
+            </StatFigure>
             <span class="stat-label">Held by requests in flight</span>
           </div>
         </div>
