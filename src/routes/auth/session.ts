@@ -1,6 +1,6 @@
 // GET /auth/session: who is signed in, and their organizations (the dashboard's first call).
 import { declareRoute } from '../framework/declaration.js';
-import { signedInSchema } from './signed-in.js';
+import { signedInSchema, signedInView } from './signed-in.js';
 
 export const sessionRoute = declareRoute({
   method: 'GET',
@@ -9,14 +9,6 @@ export const sessionRoute = declareRoute({
   caller: { kind: 'session' },
   responses: { 200: { description: 'the signed-in user', schema: signedInSchema } },
   handler({ caller: { user } }) {
-    return {
-      user: {
-        id: user.id,
-        email: user.email,
-        personal_org_id: user.personalOrgId,
-        email_verified: user.emailVerified,
-      },
-      orgs: user.memberships.map(({ id, name, role }) => ({ id, name, role })),
-    };
+    return signedInView(user);
   },
 });

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { PASSWORD_MAX_UTF16_UNITS, PASSWORD_TOO_LONG } from '../../accounts/passwords.js';
 import type { SessionStore } from '../../accounts/sessions.js';
-import { EMAIL_MAX_LENGTH, type DashboardUser } from '../../accounts/users.js';
+import { dashboardUserView, EMAIL_MAX_LENGTH, type DashboardUser } from '../../accounts/users.js';
 import type { HttpRequest, HttpResponse } from '../../http/types.js';
 import { jsonHeaders } from '../../http/respond.js';
 import { dashboardUserSchema, orgSummarySchema } from '../dashboard/schemas.js';
@@ -47,15 +47,13 @@ export async function answerSignedIn(
     ...jsonHeaders,
     'set-cookie': sessions.cookie(id),
   });
-  response.end(
-    JSON.stringify({
-      user: {
-        id: user.id,
-        email: user.email,
-        personal_org_id: user.personalOrgId,
-        email_verified: user.emailVerified,
-      },
-      orgs: user.memberships.map(({ id: orgId, name, role }) => ({ id: orgId, name, role })),
-    }),
-  );
+  response.end(JSON.stringify(signedInView(user)));
+}
+
+/** Who is signed in and their organizations: the answer of sign-in, sign-up and `GET /auth/session`. */
+export function signedInView(user: DashboardUser): z.infer<typeof signedInSchema> {
+  return {
+    user: dashboardUserView(user),
+    orgs: user.memberships.map(({ id, name, role }) => ({ id, name, role })),
+  };
 }
