@@ -43,7 +43,7 @@ async function newUser(label: string): Promise<{ email: string; userId: string }
     },
   );
   expect(created).toMatchObject({ code: 0, stderr: '' });
-  return { email, userId: (JSON.parse(created.stdout) as { user_id: string }).user_id };
+  return { email, userId: (JSON.parse(created.stdout) as { id: string }).id };
 }
 
 /** A browser signed in on `gateway` (origin its own). */

@@ -32,7 +32,7 @@ import { ledgerRow } from './support/records.js';
 const { env, db } = isolatedContext('oauth-lib');
 let gateway: GatewayProcess;
 let maker: SeededOrg;
-let user: { user_id: string; personal_org_id: string };
+let user: { id: string; personal_org_id: string };
 let browser: DashboardClient;
 let confidentialClient: RegisteredClient;
 let publicClient: RegisteredClient;

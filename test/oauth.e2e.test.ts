@@ -43,7 +43,7 @@ let gateway: GatewayProcess;
 /** The app's organization: it registers the OAuth clients and never pays for their requests. */
 let maker: SeededOrg;
 let email: string;
-let user: { user_id: string; personal_org_id: string };
+let user: { id: string; personal_org_id: string };
 let teamOrg: SeededOrg;
 /** The user is a member there: may use it, not connect apps to its wallet. */
 let memberOrg: SeededOrg;
@@ -132,7 +132,7 @@ beforeAll(async () => {
   await db.query(
     `INSERT INTO org_memberships (org_id, user_id, role)
      VALUES ($1, $4, 'admin'), ($2, $4, 'member'), ($3, $4, 'viewer')`,
-    [teamOrg.org_id, memberOrg.org_id, viewedOrg.org_id, user.user_id],
+    [teamOrg.org_id, memberOrg.org_id, viewedOrg.org_id, user.id],
   );
   await runCliJson(['wallet', 'topup', '--org-id', user.personal_org_id, '--amount', '10.00'], env);
   browser = await signInTo(gateway, email);
@@ -566,7 +566,7 @@ describe('the user’s answer', () => {
       client_id: publicClient.client_id,
       redirect_uri: CALLBACK,
       code_challenge: pkce.challenge,
-      user_id: user.user_id,
+      user_id: user.id,
       org_id: teamOrg.org_id,
       connection_id: expect.stringMatching(/^conn_/),
     });
@@ -596,7 +596,7 @@ describe('the user’s answer', () => {
         org_id: teamOrg.org_id,
         app_id: maker.app_id,
         status: 'active',
-        connected_by_user_id: user.user_id,
+        connected_by_user_id: user.id,
         kind: 'oauth_token',
         token: 'active',
       },
@@ -607,7 +607,7 @@ describe('the user’s answer', () => {
       [teamOrg.org_id],
     );
     expect(audit.rows).toEqual([
-      { action: 'oauth_connection.create', user_id: user.user_id },
+      { action: 'oauth_connection.create', user_id: user.id },
       { action: 'oauth_token.issue', user_id: publicClient.client_id },
     ]);
   });
