@@ -41,7 +41,7 @@ async function grantWithCredits(
   grant: { readonly product_end_user_id: string; readonly currency: string },
 ): Promise<Record<string, unknown>> {
   const user = (await productUserById(context.db, grant.product_end_user_id))!;
-  return { ...grant, credits: await context.profiles.credits(user, grant.currency) };
+  return context.profiles.withCredits(user, grant);
 }
 
 export async function creditsCommand(context: CliContext, argv: string[]): Promise<void> {

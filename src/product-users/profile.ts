@@ -96,6 +96,17 @@ export class ProductUserProfiles {
     };
   }
 
+  /**
+   * A credit grant as the APIs and the CLI answer a grant or a revocation: with its user's
+   * credits in its currency after the change (what the profile now shows).
+   */
+  async withCredits<Grant extends { readonly currency: string }>(
+    user: ProductUserRow,
+    grant: Grant,
+  ): Promise<Grant & { credits: CreditsSummary }> {
+    return { ...grant, credits: await this.credits(user, grant.currency) };
+  }
+
   /** The credits object (also the body of the credit summary route). */
   async credits(user: ProductUserRow, currency: string, now = new Date()): Promise<CreditsSummary> {
     const { rows: grants } = await this.db.query<{

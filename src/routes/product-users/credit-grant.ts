@@ -56,6 +56,5 @@ async function postCreditGrant(
   );
   if (isGwError(granted)) return granted;
   const { grant, created } = granted;
-  const credits = await deps.profiles.credits(user, grant.currency);
-  return answer(created ? 201 : 200, { ...grant, credits });
+  return answer(created ? 201 : 200, await deps.profiles.withCredits(user, grant));
 }

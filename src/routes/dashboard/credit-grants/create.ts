@@ -43,7 +43,6 @@ export const createCreditGrantRoute = declareRoute({
     );
     if (isGwError(granted)) return granted;
     const { grant, created } = granted;
-    const credits = await profiles.credits(user, grant.currency);
-    return answer(created ? 201 : 200, { ...grant, credits });
+    return answer(created ? 201 : 200, await profiles.withCredits(user, grant));
   },
 });

@@ -29,7 +29,6 @@ export const revokeCreditGrantRoute = declareRoute({
       return gwError('gw_conflict', 'this credit grant is already revoked');
     }
     const user = (await productUserById(deps.db, grant.product_end_user_id))!;
-    const credits = await deps.productUsers.profiles.credits(user, grant.currency);
-    return { ...grant, credits };
+    return deps.productUsers.profiles.withCredits(user, grant);
   },
 });
