@@ -147,7 +147,10 @@ export type FailoverOutcome =
   | { readonly kind: 'wallet_short'; readonly availableNano: bigint }
   | NoCredentialOutcome;
 
-/** Every credential the request may use is cooling down, and the routing forbids the system route. */
+/**
+ * Every credential the request may use is cooling down, and the routing forbids the system
+ * route.
+ */
 export interface NoCredentialOutcome {
   readonly kind: 'no_credential';
   /** Until the first of them stops cooling down (ms from now); absent when not known. */

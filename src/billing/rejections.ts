@@ -124,8 +124,8 @@ function retryWait(retryAfterMs: number): {
 
 /**
  * 429 gw_rate_limited: which limit, its size and the wait (`retryWait`: a whole second is 10
- * times the wait of a limit of 600 a minute). `rateLimitHeaders`: the protocol's headers on where the key stands (decision
- * 353).
+ * times the wait of a limit of 600 a minute). `rateLimitHeaders`: the protocol's headers on
+ * where the key stands (decision 353).
  */
 export function rateLimitedError(
   refusal: RateLimited,

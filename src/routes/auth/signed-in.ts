@@ -50,7 +50,10 @@ export async function answerSignedIn(
   response.end(JSON.stringify(signedInView(user)));
 }
 
-/** Who is signed in and their organizations: the answer of sign-in, sign-up and `GET /auth/session`. */
+/**
+ * Who is signed in and their organizations: the answer of sign-in, sign-up and
+ * `GET /auth/session`.
+ */
 export function signedInView(user: DashboardUser): z.infer<typeof signedInSchema> {
   return {
     user: dashboardUserView(user),

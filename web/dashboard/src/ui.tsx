@@ -217,8 +217,9 @@ export function Count({ value }: { value: number | null }) {
  * amount's currency going under it when the whole line does not (styles.css); only a figure
  * whose digits alone do not fit is made smaller, enough for it (and its currency) to fit on
  * one line, never under 10 px (the longest amount the API takes fits a desktop's card so, and
- * a phone's spend card takes the row). Measured, not estimated from the number of characters: a digit's width depends on
- * the font the browser has. `money` marks a figure of amounts (one per currency, a column).
+ * a phone's spend card takes the row). Measured, not estimated from the number of characters:
+ * a digit's width depends on the font the browser has. `money` marks a figure of amounts (one
+ * per currency, a column).
  */
 export function StatFigure(props: { children: ComponentChildren; money?: boolean }) {
   const box = useRef<HTMLSpanElement>(null);
