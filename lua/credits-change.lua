@@ -2,14 +2,18 @@
 -- currency.
 --
 -- KEYS[1] user_credits   hash { loaded, g:<grant_id> -> remaining, revoked:<grant_id> -> when
---                        it was revoked (ms), draining -> 'id1,id2' }
+--                        it was revoked (ms), draining -> 'id1,id2', holds:<grant_id> -> how
+--                        many of the requests it keeps money for have not settled,
+--                        until:<grant_id> -> when the last of their holds lapses (ms) }
 -- KEYS[2] user_grants    zset grant_id -> expiry (ms)
--- KEYS[3] user_spend     (remove) the user's account of the current period: its `reserved`
---                        is what the user's requests in flight hold
--- KEYS[4] user_spend_expiries  its holds (lapsed ones are released first)
+-- KEYS[3] user_spend     (remove) the user's account of the current period
+-- KEYS[4] user_spend_expiries  its holds, the user's requests in flight (lapsed ones are
+--                        released first)
 -- KEYS[5] previous_spend (remove) the user's account of the period before: a request admitted
 --                        before the period turned holds there until it settles
 -- KEYS[6] previous_spend_expiries  its holds
+-- KEYS[7] draining_for   hash request_id -> the revoked grants that keep money for it
+--                        (comma separated): the requests the revocation found in flight
 -- ARGV[1] action         'add' | 'remove'
 -- ARGV[2] grant_id
 -- ARGV[3] amount_nano    (add) the grant's amount
@@ -26,9 +30,13 @@
 --
 -- A revocation takes what is neither spent nor held (docs/charging.md, "Credits revoked in
 -- flight"): while the user's requests in flight hold money, the grant keeps up to what they
--- hold, out of `user_grants` (no new request counts it) and listed in `draining`; settle.lua
--- lets it pay what the base allowance and the live credits cannot, and drops what is left of
--- it once the user has nothing in flight.
+-- hold, out of `user_grants` (no new request counts it) and listed in `draining`. It keeps it
+-- for exactly those requests, the holds listed on the user's accounts now (decision 406):
+-- each is named in `draining_for`, `holds:<id>` counts them and `until:<id>` is when the last
+-- of their holds lapses. settle.lua lets the grant pay what the base allowance and the live
+-- credits cannot for those requests only, and drops what is left of it once they have all
+-- settled or `until` has passed (those released or abandoned never settle). No clock is
+-- compared: a reserve that ran before this script is counted, one after it is not.
 --#include amounts
 --#include sweep-expired
 
@@ -48,15 +56,22 @@ local now_ms = integer(ARGV[6], 'now_ms')
 one_of(ARGV[7], 'keep_held', {'1', '0'})
 local field = 'g:' .. ARGV[2]
 
--- What one of the user's period accounts holds for requests in flight (0 when it is not in
--- Redis), its lapsed holds released first.
-local function held_on(account, expiries)
-  if redis.call('EXISTS', account) == 0 then return 0 end
+-- The holds listed on one of the user's period accounts (none when it is not in Redis), its
+-- lapsed holds released first: adds each one's request and amount to `counted`.
+local counted = {requests = {}, held = 0, last_lapse = 0}
+local function count_holds(account, expiries)
+  if redis.call('EXISTS', account) == 0 then return end
   local reserved = stored_amount(redis.call('HGET', account, 'reserved'), 'user reserved')
-  if reserved > 0 and sweep_expired(account, expiries, now_ms, 20) > 0 then
-    reserved = stored_amount(redis.call('HGET', account, 'reserved'), 'user reserved')
+  if reserved > 0 then sweep_expired(account, expiries, now_ms, 20) end
+  local holds = redis.call('ZRANGEBYSCORE', expiries, '(' .. now_ms, '+inf', 'WITHSCORES')
+  for index = 1, #holds, 2 do
+    local request_id, amount_text = string.match(holds[index], '^(.*):(%d+)$')
+    if request_id then
+      counted.requests[#counted.requests + 1] = request_id
+      counted.held = counted.held + stored_amount(amount_text, 'hold ' .. request_id)
+      counted.last_lapse = math.max(counted.last_lapse, tonumber(holds[index + 1]))
+    end
   end
-  return reserved
 end
 
 -- What the grant keeps: up to what the user's requests in flight hold (any of it may end up
@@ -66,9 +81,9 @@ local kept = 0
 local remaining_text = redis.call('HGET', KEYS[1], field)
 if ARGV[7] == '1' and remaining_text and redis.call('HEXISTS', KEYS[1], 'loaded') == 1 then
   local remaining = stored_amount(remaining_text, 'credit ' .. ARGV[2])
-  local reserved = held_on(KEYS[3], KEYS[4])
-  if KEYS[5] ~= KEYS[3] then reserved = reserved + held_on(KEYS[5], KEYS[6]) end
-  kept = math.max(0, math.min(remaining, reserved))
+  count_holds(KEYS[3], KEYS[4])
+  if KEYS[5] ~= KEYS[3] then count_holds(KEYS[5], KEYS[6]) end
+  kept = math.max(0, math.min(remaining, counted.held))
 end
 
 redis.call('ZREM', KEYS[2], ARGV[2])
@@ -77,9 +92,21 @@ if redis.call('PTTL', KEYS[1]) < 0 then
   redis.call('PEXPIRE', KEYS[1], ARGV[5])
 end
 if kept > 0 then
-  redis.call('HSET', KEYS[1], field, string.format('%.0f', kept))
+  local last_lapse = string.format('%.0f', counted.last_lapse)
+  redis.call('HSET', KEYS[1], field, string.format('%.0f', kept),
+    'holds:' .. ARGV[2], #counted.requests, 'until:' .. ARGV[2], last_lapse)
   local draining = redis.call('HGET', KEYS[1], 'draining')
   redis.call('HSET', KEYS[1], 'draining', draining and (draining .. ',' .. ARGV[2]) or ARGV[2])
+  for _, request_id in ipairs(counted.requests) do
+    local others = redis.call('HGET', KEYS[7], request_id)
+    redis.call('HSET', KEYS[7], request_id, others and (others .. ',' .. ARGV[2]) or ARGV[2])
+  end
+  -- Nothing there is needed once the last of those holds has lapsed (a minute's margin for
+  -- the clocks): the requests released or abandoned leave their names to go with the key.
+  local needed_ms = counted.last_lapse - now_ms + 60000
+  if redis.call('PTTL', KEYS[7]) < needed_ms then
+    redis.call('PEXPIRE', KEYS[7], string.format('%.0f', needed_ms))
+  end
   return 1
 end
 return redis.call('HDEL', KEYS[1], field)

@@ -10,14 +10,16 @@
 -- KEYS[6]  conn_cap_expiries
 -- KEYS[7]  user_spend         hash { spent, reserved } for the user's period
 -- KEYS[8]  user_spend_expiries
--- KEYS[9]  user_credits       hash { loaded, g:<grant_id> -> remaining, draining }, settlement
---                             currency
+-- KEYS[9]  user_credits       hash { loaded, g:<grant_id> -> remaining, draining, and for each
+--                             draining grant holds:<id>, until:<id> (credits-change.lua) },
+--                             settlement currency
 -- KEYS[10] user_grants        zset grant_id -> expiry (ms)
 -- KEYS[11] settled_marker     string, exists once the request is settled
 -- KEYS[12] usage_stream       stream of usage records
 -- KEYS[13] in_flight          hash request_id -> draft (reserve.lua): this request's is removed
 -- KEYS[14] rebuilds           hash account key -> what settles did not charge that account
 --                             while it was missing and being rebuilt (account-rebuild.lua)
+-- KEYS[15] draining_for       hash request_id -> the revoked grants that keep money for it
 --
 -- ARGV[1] request_id
 -- ARGV[2] cost_nano           the request's sell cost (caps and allowance)
@@ -46,9 +48,10 @@
 -- A hold that already lapsed is simply gone: the cost is still charged and recorded.
 -- Credits: the grants that were live when the request was admitted (earliest expiry first,
 -- also one that has expired since), then what revoked grants kept for the requests in flight
--- when they were revoked (`draining`, credits-change.lua); once the user has no hold left,
--- what those kept is dropped; a request admitted after a grant's revocation is never paid by
--- it (decision 399). When the request was admitted is read off its hold on the
+-- when they were revoked (`draining`, credits-change.lua): a revoked grant pays only the
+-- requests its revocation found holding (`draining_for` names them), until the last of their
+-- holds lapses, and what it kept goes once they have all settled or that time has passed
+-- (decision 406). When the request was admitted is read off its hold on the
 -- user's account (its lapse less reservation_ttl_ms): held only under `enforce`, and gone
 -- once lapsed, in which case the grants live now pay (docs/decisions.md, 288).
 -- Accounts missing from Redis are not charged here: they are rebuilt from Postgres, where
@@ -121,6 +124,16 @@ if #uncapped > 0 then
   end
 end
 
+-- The revoked grants that keep money for this request (credits-change.lua), read once.
+local kept_for
+local function kept_for_request()
+  if kept_for == nil then kept_for = redis.call('HGET', KEYS[15], request_id) or '' end
+  return kept_for
+end
+local function listed_in(list, grant_id)
+  return string.find(',' .. list .. ',', ',' .. grant_id .. ',', 1, true) ~= nil
+end
+
 -- Credits pay what the base allowance cannot. Worked out from the spend before this charge;
 -- the grants' remaining amounts and their sum are validated as they are read.
 local consumed, taken, exhausted = {}, {}, {}
@@ -144,15 +157,21 @@ if user_exists and user_mode ~= 'disabled' and user_cap then
     end
     local listed = live_credits(KEYS[9], KEYS[10], admitted_ms)
     local live_count = #listed
-    -- A revoked grant kept money for the requests in flight at its revocation only: one
-    -- admitted after it (its hold placed later, or gone) is not paid by it, though what it kept
-    -- stays until a settle finds the user with nothing in flight (docs/decisions.md, 399). The
-    -- mark holds the revocation's time; '1' (an older version's) pays as before.
+    -- A revoked grant pays only the requests it kept money for (decision 406). One revoked by
+    -- an older version (no `holds:` count) pays those admitted by its revocation's time (399;
+    -- a mark of '1', older still, pays any).
     local admitted = tonumber(admitted_ms)
     for grant_id in string.gmatch(credits_state[2] or '', '[^,]+') do
-      local kept = redis.call('HMGET', KEYS[9], 'g:' .. grant_id, 'revoked:' .. grant_id)
-      local revoked_ms = kept[2] ~= '1' and tonumber(kept[2] or '') or nil
-      if not revoked_ms or admitted <= revoked_ms then
+      local kept = redis.call('HMGET', KEYS[9], 'g:' .. grant_id, 'revoked:' .. grant_id,
+        'holds:' .. grant_id, 'until:' .. grant_id)
+      local pays
+      if kept[3] then
+        pays = now <= tonumber(kept[4]) and listed_in(kept_for_request(), grant_id)
+      else
+        local revoked_ms = kept[2] ~= '1' and tonumber(kept[2] or '') or nil
+        pays = not revoked_ms or admitted <= revoked_ms
+      end
+      if pays then
         listed[#listed + 1] = {grant_id, stored_amount(kept[1], 'credit ' .. grant_id)}
       end
     end
@@ -248,14 +267,41 @@ end
 for _, grant_id in ipairs(exhausted) do
   redis.call('ZREM', KEYS[10], grant_id)
 end
--- Once the user has nothing in flight, what revoked grants kept for it goes too.
+-- This request no longer counts for the revoked grants that kept money for it; what one kept
+-- goes once it is spent, every request it kept it for has settled, or the last of their holds
+-- has lapsed (decision 406). One revoked by an older version goes once the user's account
+-- holds nothing.
 if user_exists and user_mode == 'enforce' and user_cap then
   local draining = redis.call('HGET', KEYS[9], 'draining')
-  if draining and tonumber(redis.call('HGET', KEYS[7], 'reserved') or '0') == 0 then
+  if draining then
+    local mine = kept_for_request()
+    if mine ~= '' then redis.call('HDEL', KEYS[15], request_id) end
+    local left, dropped = {}, false
     for grant_id in string.gmatch(draining, '[^,]+') do
-      redis.call('HDEL', KEYS[9], 'g:' .. grant_id)
+      local state = redis.call('HMGET', KEYS[9], 'holds:' .. grant_id, 'until:' .. grant_id,
+        'g:' .. grant_id)
+      local drop
+      if state[1] then
+        local holds = tonumber(state[1])
+        if listed_in(mine, grant_id) then
+          holds = redis.call('HINCRBY', KEYS[9], 'holds:' .. grant_id, -1)
+        end
+        drop = holds <= 0 or now > (tonumber(state[2]) or 0) or state[3] == '0'
+      else
+        drop = tonumber(redis.call('HGET', KEYS[7], 'reserved') or '0') == 0
+      end
+      if drop then
+        redis.call('HDEL', KEYS[9], 'g:' .. grant_id, 'holds:' .. grant_id, 'until:' .. grant_id)
+        dropped = true
+      else
+        left[#left + 1] = grant_id
+      end
     end
-    redis.call('HDEL', KEYS[9], 'draining')
+    if #left == 0 then
+      redis.call('HDEL', KEYS[9], 'draining')
+    elseif dropped then
+      redis.call('HSET', KEYS[9], 'draining', table.concat(left, ','))
+    end
   end
 end
 

@@ -11,6 +11,7 @@ import { monthlyPeriod, type Period } from '../src/periods.js';
 import { createDbPool } from '../src/db/pool.js';
 import { newRequestId } from '../src/ids.js';
 import type { UsageRecord } from '../src/ledger/usage-record.js';
+import { creditsChangeKeys } from './support/credits-change-keys.js';
 import { usageRecord } from './support/records.js';
 import { releaseKeys } from './support/release-keys.js';
 import { usageRecordFromFields } from '../src/ledger/usage-record.js';
@@ -25,6 +26,14 @@ const db = createDbPool(TEST_DATABASE_URL, 4);
 const keys = createRedisKeys(prefix);
 const scripts = defineScripts(redis);
 const { budget: store } = createMoneyLayer({ db, redis, keys, scripts, reservationTtlMs: 60_000 });
+/** A gateway whose holds lapse within a second (an instance that died mid-request). */
+const { budget: shortHolds } = createMoneyLayer({
+  db,
+  redis,
+  keys,
+  scripts,
+  reservationTtlMs: 800,
+});
 const management = new ProductUserManagement(
   db,
   redis,
@@ -129,14 +138,7 @@ const creditKeys = (
   userId: string,
   current: Period = period,
   previousKey: string = monthlyPeriod(new Date(current.start.getTime() - 1), null).key,
-) => ({
-  user_credits: keys.userCredits(orgId, userId, 'USD'),
-  user_grants: keys.userGrants(orgId, userId, 'USD'),
-  user_spend: keys.userSpend(orgId, userId, current.key),
-  user_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, userId, current.key)),
-  previous_spend: keys.userSpend(orgId, userId, previousKey),
-  previous_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, userId, previousKey)),
-});
+) => creditsChangeKeys(keys, orgId, userId, { currentKey: current.key, previousKey });
 
 /** Adds a grant of `amount` nano-units, expiring at `expiresAtMs` (in an hour by default). */
 const addGrant = (
@@ -368,13 +370,117 @@ describe('a grant revoked while requests hold credits', () => {
       await store.reserve({ requestId: later, accounts: account, amountNano: 20n }),
     ).toMatchObject({ kind: 'held' });
     expect(await store.settle(record(orgId, later, 28n, 20n), account)).toBe('settled');
-    // The revoked grant pays none of it (it paid 8 before), and with nothing in flight it goes.
+    // The revoked grant pays none of it (it paid 8 before): it keeps its 25 for the request it
+    // was kept for, which will never settle, until that request's hold would have lapsed.
     expect(await lastConsumption(orgId)).toEqual([{ grantId: 'grant_new', amountNano: 20n }]);
+    expect(
+      await redis.hmget(credits.user_credits, 'g:grant_revoked', 'draining', 'holds:grant_revoked'),
+    ).toEqual(['25', 'grant_revoked', '1']);
+    expect(await redis.hget(credits.draining_for, givenUp)).toBe('grant_revoked');
+    expect(await redis.hmget(spendKey, 'spent', 'reserved')).toEqual(['28', '0']);
+  });
+
+  it('what a revoked grant kept goes once the last hold it was kept for has lapsed (decision 406)', async () => {
+    const orgId = uniqueOrg();
+    const userId = 'pu_revoke_lapse';
+    const credits = creditKeys(orgId, userId);
+    await addGrant(credits, 'grant_revoked', '30');
+    const account = accounts(orgId, { user: user(userId, 0n) });
+    // A gateway whose holds lapse within a second admits a request on the grant's credits.
+    const abandoned = newRequestId();
+    expect(
+      await shortHolds.reserve({ requestId: abandoned, accounts: account, amountNano: 25n }),
+    ).toMatchObject({ kind: 'held' });
+    const lapsesAt = Number(await redis.zscore(credits.user_spend_expiries, `${abandoned}:25`));
+    const revokedAtMs = Date.now();
+    await revokeGrant(credits, 'grant_revoked', revokedAtMs);
+    expect(
+      await redis.hmget(credits.user_credits, 'g:grant_revoked', 'until:grant_revoked'),
+    ).toEqual(['25', String(lapsesAt)]);
+    // Nothing is kept past what the request needs: the names go with the key.
+    expect(await redis.pttl(credits.draining_for)).toBeLessThanOrEqual(
+      lapsesAt - revokedAtMs + 60_000,
+    );
+    // The request is abandoned (its instance died): it never settles. Once its hold has lapsed,
+    // the next settle of the user drops what the grant kept; that request is not paid by it.
+    await eventually(async () => (Date.now() > lapsesAt ? true : undefined));
+    await addGrant(credits, 'grant_new', '20');
+    const next = newRequestId();
+    expect(
+      await store.reserve({ requestId: next, accounts: account, amountNano: 20n }),
+    ).toMatchObject({ kind: 'held' });
+    expect(await store.settle(record(orgId, next, 20n, 20n), account)).toBe('settled');
+    expect(await lastConsumption(orgId)).toEqual([{ grantId: 'grant_new', amountNano: 20n }]);
+    expect(
+      await redis.hmget(
+        credits.user_credits,
+        'g:grant_revoked',
+        'draining',
+        'holds:grant_revoked',
+        'until:grant_revoked',
+      ),
+    ).toEqual([null, null, null, null]);
+  });
+
+  it('pays a request the revocation found holding, though admitted after the revoking clock read (decision 406)', async () => {
+    const orgId = uniqueOrg();
+    const userId = 'pu_revoke_behind';
+    const credits = creditKeys(orgId, userId);
+    await addGrant(credits, 'grant_revoked', '30');
+    const account = accounts(orgId, { user: user(userId, 0n) });
+    // The revoking process read its clock (or its clock is behind the gateway's) before this
+    // request was admitted, and its script ran after: the request holds 25 when it runs.
+    const revokedAtMs = Date.now() - 10_000;
+    const inFlight = newRequestId();
+    expect(
+      await store.reserve({ requestId: inFlight, accounts: account, amountNano: 25n }),
+    ).toMatchObject({ kind: 'held' });
+    await revokeGrant(credits, 'grant_revoked', revokedAtMs);
+    expect(await redis.hget(credits.user_credits, 'g:grant_revoked')).toBe('25');
+    expect(await store.settle(record(orgId, inFlight, 25n, 25n), account)).toBe('settled');
+    // It was admitted on the grant's credits, which were kept for it: they pay it.
+    expect(await lastConsumption(orgId)).toEqual([{ grantId: 'grant_revoked', amountNano: 25n }]);
     expect(await redis.hmget(credits.user_credits, 'g:grant_revoked', 'draining')).toEqual([
       null,
       null,
     ]);
-    expect(await redis.hmget(spendKey, 'spent', 'reserved')).toEqual(['28', '0']);
+    expect(await redis.exists(credits.draining_for)).toBe(0);
+  });
+
+  it('requests of both sides of a period turn are each paid what was kept for them (decision 406)', async () => {
+    const orgId = uniqueOrg();
+    const userId = 'pu_revoke_both_sides';
+    const next = monthlyPeriod(period.end, null);
+    // The grant is revoked in the next period: one request admitted before the turn holds on
+    // this period's account, one admitted after it on the next one's.
+    const credits = creditKeys(orgId, userId, next, period.key);
+    await addGrant(credits, 'grant_revoked', '40');
+    const older = accounts(orgId, { user: user(userId, 0n) });
+    const newer = accounts(orgId, { user: { ...user(userId, 0n), period: next } });
+    const [first, second] = [newRequestId(), newRequestId()];
+    for (const [requestId, account] of [
+      [first, older],
+      [second, newer],
+    ] as const) {
+      expect(await store.reserve({ requestId, accounts: account, amountNano: 20n })).toMatchObject({
+        kind: 'held',
+      });
+    }
+    await revokeGrant(credits, 'grant_revoked');
+    expect(await redis.hget(credits.user_credits, 'g:grant_revoked')).toBe('40');
+    // The older one settles first, its own period's account then holding nothing: what was kept
+    // for the newer one stays for it.
+    expect(await store.settle(record(orgId, first, 20n, 20n), older)).toBe('settled');
+    expect(await lastConsumption(orgId)).toEqual([{ grantId: 'grant_revoked', amountNano: 20n }]);
+    expect(
+      await redis.hmget(credits.user_credits, 'g:grant_revoked', 'holds:grant_revoked'),
+    ).toEqual(['20', '1']);
+    expect(await store.settle(record(orgId, second, 20n, 20n), newer)).toBe('settled');
+    expect(await lastConsumption(orgId)).toEqual([{ grantId: 'grant_revoked', amountNano: 20n }]);
+    expect(await redis.hmget(credits.user_credits, 'g:grant_revoked', 'draining')).toEqual([
+      null,
+      null,
+    ]);
   });
   it('a revocation after the period turned keeps what a request of the ended period holds', async () => {
     const orgId = uniqueOrg();

@@ -16,6 +16,7 @@ import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
 import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
 import { hookedPool, hookedScripts, type Step } from './support/interleave.js';
+import { creditsChangeKeys } from './support/credits-change-keys.js';
 import { usageRecord } from './support/records.js';
 import { deletePrefix, testRedis } from './support/services.js';
 import { testUsageWriter } from './support/usage-writer.js';
@@ -97,14 +98,12 @@ const accountsOf = ({ orgId, userId }: User): RequestAccounts => ({
   credentials: null,
 });
 
-const creditKeys = ({ orgId, userId }: User, currency = 'USD') => ({
-  user_credits: keys.userCredits(orgId, userId, currency),
-  user_grants: keys.userGrants(orgId, userId, currency),
-  user_spend: keys.userSpend(orgId, userId, period.key),
-  user_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, userId, period.key)),
-  previous_spend: keys.userSpend(orgId, userId, previous.key),
-  previous_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, userId, previous.key)),
-});
+const creditKeys = ({ orgId, userId }: User, currency = 'USD') =>
+  creditsChangeKeys(keys, orgId, userId, {
+    currentKey: period.key,
+    previousKey: previous.key,
+    currency,
+  });
 
 /** A grant as the service makes one: committed to Postgres, then added to Redis. */
 async function commitGrant(user: User, grantId: string, amountNano: bigint, currency = 'USD') {

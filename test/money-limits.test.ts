@@ -16,6 +16,7 @@ import { scanKeys } from '../src/redis/connect.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
 import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
+import { creditsChangeKeys } from './support/credits-change-keys.js';
 import { usageRecord } from './support/records.js';
 import { deletePrefix, testRedis } from './support/services.js';
 
@@ -288,14 +289,7 @@ describe('a script given an amount out of range writes nothing', () => {
         { field: 'balance', amount_nano: LUA_LIMIT.toString(), expire_at_ms: '' },
       ),
     ).rejects.toThrow(/gw_amount_out_of_range/);
-    const credits = {
-      user_credits: keys.userCredits(orgId, 'pu_limits', 'USD'),
-      user_grants: keys.userGrants(orgId, 'pu_limits', 'USD'),
-      user_spend: keys.userSpend(orgId, 'pu_limits', 'unused'),
-      user_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, 'pu_limits', 'unused')),
-      previous_spend: keys.userSpend(orgId, 'pu_limits', 'unused'),
-      previous_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, 'pu_limits', 'unused')),
-    };
+    const credits = creditsChangeKeys(keys, orgId, 'pu_limits');
     await expect(
       scripts.creditsLoad(credits, { ttl_ms: '1000' }, [
         'grant_ok',
@@ -330,14 +324,7 @@ describe('a script given an amount out of range writes nothing', () => {
 describe('credit revocation', () => {
   it('a load that read Postgres before a revocation does not bring the grant back', async () => {
     const orgId = uniqueOrg();
-    const credits = {
-      user_credits: keys.userCredits(orgId, 'pu_revoked', 'USD'),
-      user_grants: keys.userGrants(orgId, 'pu_revoked', 'USD'),
-      user_spend: keys.userSpend(orgId, 'pu_revoked', 'unused'),
-      user_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, 'pu_revoked', 'unused')),
-      previous_spend: keys.userSpend(orgId, 'pu_revoked', 'unused'),
-      previous_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, 'pu_revoked', 'unused')),
-    };
+    const credits = creditsChangeKeys(keys, orgId, 'pu_revoked');
     const expires = String(Date.now() + 86_400_000);
     // The loader read both grants as active; the revocation lands before it writes.
     await scripts.creditsChange(credits, {

@@ -26,6 +26,7 @@ const builderScopes: Record<keyof RedisKeys, 'org' | 'pair' | 'alone'> = {
   userSpend: 'org',
   userCredits: 'org',
   userGrants: 'org',
+  userDrainingFor: 'org',
   credentialCooldowns: 'org',
   credentialRotation: 'org',
   holdExpiries: 'org',
@@ -131,6 +132,7 @@ const scriptKeys: { [N in ScriptName]: (orgId: string) => Record<string, string>
     usage_stream: keys.usageStream(orgId),
     in_flight: keys.inFlight(orgId),
     rebuilds: keys.rebuilds(orgId),
+    draining_for: keys.userDrainingFor(orgId, 'pu_1', 'USD'),
   }),
   accountLoad: (orgId) => ({
     account: keys.orgCap(orgId, '2025-06'),
@@ -158,6 +160,7 @@ const scriptKeys: { [N in ScriptName]: (orgId: string) => Record<string, string>
     user_spend: keys.userSpend(orgId, 'pu_1', '2025-06-01'),
     user_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, 'pu_1', '2025-06-01')),
     previous_spend: keys.userSpend(orgId, 'pu_1', '2025-05-01'),
+    draining_for: keys.userDrainingFor(orgId, 'pu_1', 'USD'),
     previous_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, 'pu_1', '2025-05-01')),
   }),
   walletAdjust: (orgId) => ({

@@ -379,6 +379,13 @@ export class RedisBudgetStore implements BudgetStore {
         usage_stream: this.keys.usageStream(record.orgId),
         in_flight: this.keys.inFlight(accounts.orgId),
         rebuilds: this.keys.rebuilds(record.orgId),
+        draining_for: accounts.user
+          ? this.keys.userDrainingFor(
+              accounts.orgId,
+              accounts.user.productUserId,
+              SETTLEMENT_CURRENCY,
+            )
+          : this.keys.orgCap(accounts.orgId, UNUSED),
         // A level without a cap still has its account charged when it exists: the calendar
         // month's, by when the ledger counts the record (settle.lua; decision 271).
         ...this.accountKeys(accounts, monthlyPeriod(record.createdAt, null).key),

@@ -434,6 +434,7 @@ export class ProductUserManagement {
       user_spend_expiries: this.keys.holdExpiries(spend),
       previous_spend: previous,
       previous_spend_expiries: this.keys.holdExpiries(previous),
+      draining_for: this.keys.userDrainingFor(row.org_id, row.product_user_id, currency),
     };
   }
 

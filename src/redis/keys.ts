@@ -16,6 +16,11 @@ export interface RedisKeys {
   userCredits(orgId: string, productUserId: string, currency: string): string;
   /** Expiry of each of the user's grants in one currency: zset grant_id → expiry (ms). */
   userGrants(orgId: string, productUserId: string, currency: string): string;
+  /**
+   * The user's requests a revocation found in flight, which the revoked grants keep money for:
+   * hash request_id → grant ids, comma separated (credits-change.lua; decision 406).
+   */
+  userDrainingFor(orgId: string, productUserId: string, currency: string): string;
   /** BYOK credentials cooling down after a 429/quota answer: hash credential_id → until (ms). */
   credentialCooldowns(orgId: string): string;
   /** Round-robin counters of credential priority tiers: hash tier → counter. */
@@ -81,6 +86,8 @@ export function createRedisKeys(prefix: string): RedisKeys {
     userSpend: (orgId, userId, periodKey) => `${org(orgId)}:pu:${userId}:spend:${periodKey}`,
     userCredits: (orgId, userId, currency) => `${org(orgId)}:pu:${userId}:credits:${currency}`,
     userGrants: (orgId, userId, currency) => `${org(orgId)}:pu:${userId}:grants:${currency}`,
+    userDrainingFor: (orgId, userId, currency) =>
+      `${org(orgId)}:pu:${userId}:draining-for:${currency}`,
     credentialCooldowns: (orgId) => `${org(orgId)}:cred:cooldown`,
     credentialRotation: (orgId) => `${org(orgId)}:cred:rotation`,
     keyRate: (orgId, keyId) => `${org(orgId)}:rate:key:${keyId}`,

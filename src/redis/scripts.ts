@@ -144,7 +144,14 @@ export const scriptSpecs = {
   },
   settle: {
     file: 'settle',
-    keys: [...REQUEST_ACCOUNT_KEYS, 'settled_marker', 'usage_stream', 'in_flight', 'rebuilds'],
+    keys: [
+      ...REQUEST_ACCOUNT_KEYS,
+      'settled_marker',
+      'usage_stream',
+      'in_flight',
+      'rebuilds',
+      'draining_for',
+    ],
     args: [
       'request_id',
       'cost_nano',
@@ -200,6 +207,7 @@ export const scriptSpecs = {
       'user_spend_expiries',
       'previous_spend',
       'previous_spend_expiries',
+      'draining_for',
     ],
     args: ['action', 'grant_id', 'amount_nano', 'expires_at_ms', 'ttl_ms', 'now_ms', 'keep_held'],
   },

@@ -102,6 +102,7 @@ describe('the local Redis Cluster', () => {
           usage_stream: keys.usageStream(second!),
           in_flight: keys.inFlight(first!),
           rebuilds: keys.rebuilds(first!),
+          draining_for: keys.orgCap(first!, 'unused'),
         },
         {
           request_id: record.requestId,

@@ -22,8 +22,8 @@ export interface ModelGrant {
   revoked: boolean;
   /** What a revoked grant keeps for the requests in flight when it was revoked. */
   keptNano: bigint;
-  /** Which revocation of the run revoked it (0: not revoked). */
-  revokedAs: number;
+  /** Those requests that have not settled yet: a revoked grant pays only them. */
+  keptFor: Set<string>;
 }
 
 /** What a request's reserve was checked against: the settings in force at its admission. */
@@ -49,23 +49,22 @@ export class MoneyModel {
   /** Per user, revoked grants keeping money for requests in flight, in revocation order. */
   readonly draining: string[][] = [[], []];
   /**
-   * Per user, revoked grants whose requests in flight all ended without a settle (released,
-   * lapsed): what they kept pays nobody, and goes with the next settle that finds the user
-   * with nothing in flight (when that is depends on the order of concurrent requests).
+   * Per user, revoked grants some of whose requests ended without a settle (released,
+   * lapsed): what they kept pays nobody, and goes once the last of those requests' holds
+   * would have lapsed (a settle of the user after that time drops it).
    */
   readonly orphaned: string[][] = [[], []];
-  /** Revocations so far: a request admitted after the n-th is never paid by its grant. */
-  revocations = 0;
 
   /** A copy to ask what a request would have met before a batch ran. */
   clone(): MoneyModel {
     const copy = new MoneyModel();
     copy.walletNano = this.walletNano;
     for (const [account, amount] of this.spent) copy.spent.set(account, amount);
-    copy.grants.push(...this.grants.map((grant) => ({ ...grant })));
+    copy.grants.push(
+      ...this.grants.map((grant) => ({ ...grant, keptFor: new Set(grant.keptFor) })),
+    );
     copy.draining.splice(0, 2, ...this.draining.map((ids) => [...ids]));
     copy.orphaned.splice(0, 2, ...this.orphaned.map((ids) => [...ids]));
-    copy.revocations = this.revocations;
     return copy;
   }
 
@@ -130,19 +129,17 @@ export class MoneyModel {
    * account and the user's period; the wallet pays `walletCostNano`. When the user has a cap
    * and credits are not disabled, credits pay what the base allowance cannot
    * (max(0, cost - max(0, cap - spent before))), earliest-expiring live grant first, then
-   * what revoked grants kept for requests in flight. Returns the expected consumption.
+   * what revoked grants kept for this request, when it was in flight at their revocation.
+   * Returns the expected consumption.
    */
   settle(charge: {
+    readonly requestId: string;
     readonly costNano: bigint;
     readonly walletCostNano: bigint;
     readonly connection: number;
     readonly user: number | null;
     readonly userPolicy: UserPolicy | null;
     readonly period: string;
-    /** The user's holds still in flight after this one settles (for revoked grants). */
-    readonly userHoldsLeftNano: bigint;
-    /** The revocations made before the request was admitted (MoneyModel.revocations). */
-    readonly revocationsBefore: number;
   }): { creditsNano: bigint; consumption: Array<{ grantId: string; amountNano: bigint }> } {
     const { costNano, period, user, userPolicy } = charge;
     const consumption: Array<{ grantId: string; amountNano: bigint }> = [];
@@ -155,10 +152,7 @@ export class MoneyModel {
         // money for: those holding on the user's allowance (enforce).
         const draining = this.draining[user]!.map((id) =>
           this.grants.find((grant) => grant.id === id)!,
-        ).filter(
-          (grant) =>
-            userPolicy.creditMode === 'enforce' && grant.revokedAs > charge.revocationsBefore,
-        );
+        ).filter((grant) => grant.keptFor.has(charge.requestId));
         for (const grant of [...this.liveGrants(user), ...draining]) {
           if (needed <= 0n) break;
           const available = grant.revoked ? grant.keptNano : grant.remainingNano;
@@ -172,12 +166,16 @@ export class MoneyModel {
           consumption.push({ grantId: grant.id, amountNano: take });
         }
       }
-      // Once the user has nothing in flight, what revoked grants kept is gone.
-      if (userPolicy.creditMode === 'enforce' && charge.userHoldsLeftNano === 0n) {
-        for (const id of this.draining[user]!) {
-          this.grants.find((grant) => grant.id === id)!.keptNano = 0n;
-        }
-        this.draining[user] = [];
+      // What a revoked grant kept goes once spent, or once every request it was kept for has
+      // settled.
+      if (userPolicy.creditMode === 'enforce') {
+        this.draining[user] = this.draining[user]!.filter((id) => {
+          const grant = this.grants.find((candidate) => candidate.id === id)!;
+          grant.keptFor.delete(charge.requestId);
+          if (grant.keptFor.size > 0 && grant.keptNano > 0n) return true;
+          grant.keptNano = 0n;
+          return false;
+        });
       }
     }
     this.add(`org:${period}`, costNano);
@@ -189,13 +187,14 @@ export class MoneyModel {
 
   /** A revocation: the rest of the grant can no longer be spent, but up to what the user's
    * requests in flight hold stays for them (docs/charging.md, "Credits revoked in flight"). */
-  revoke(grantId: string, userHeldNano: bigint): void {
+  revoke(grantId: string, held: { nano: bigint; requestIds: readonly string[] }): void {
     const grant = this.grants.find((candidate) => candidate.id === grantId)!;
-    this.revocations += 1;
     grant.revoked = true;
-    grant.revokedAs = this.revocations;
-    grant.keptNano = min(grant.remainingNano, userHeldNano);
-    if (grant.keptNano > 0n) this.draining[grant.user]!.push(grant.id);
+    grant.keptNano = min(grant.remainingNano, held.nano);
+    if (grant.keptNano > 0n) {
+      grant.keptFor = new Set(held.requestIds);
+      this.draining[grant.user]!.push(grant.id);
+    }
   }
 
   /** After a batch: what revoked grants still keep pays nobody any more (orphaned). */

@@ -30,7 +30,9 @@ export type MidOp =
     }
   | { readonly t: 'topup'; readonly amountNano: bigint }
   /** The month turns while the requests are in flight: they settle in the next one. */
-  | { readonly t: 'rollover' };
+  | { readonly t: 'rollover' }
+  /** One more request, admitted now (after the ops before it), settled with the others. */
+  | { readonly t: 'admit'; readonly chain: Chain };
 export type Setting =
   | { readonly t: 'cap'; readonly level: 'org' | 0 | 1; readonly capNano: bigint | null }
   | { readonly t: 'policy'; readonly user: number; readonly policy: UserPolicy };
@@ -105,6 +107,25 @@ const policySetting = fc.record({
   user: fc.integer({ min: 0, max: 1 }),
   policy,
 });
+const revokeOp = fc.record({ t: fc.constant('revoke' as const), pick: fc.nat() });
+const admitOp = fc.record({ t: fc.constant('admit' as const), chain: chain(phasedEnd) });
+const midOp: fc.Arbitrary<MidOp> = fc.oneof(
+  { weight: 2, arbitrary: revokeOp },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant('grant' as const), ...grantFields }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ t: fc.constant('topup' as const), amountNano: nano(1, 5_000) }),
+  },
+  { weight: 1, arbitrary: fc.constant({ t: 'rollover' as const }) },
+  { weight: 2, arbitrary: admitOp },
+);
+/** Requests reserved together, then `mid` while they are in flight, then their ends. */
+const phasedStep = (mid: fc.Arbitrary<readonly MidOp[]>): fc.Arbitrary<Step> =>
+  fc.record({
+    t: fc.constant('phased' as const),
+    chains: fc.array(chain(phasedEnd), { minLength: 1, maxLength: 4 }),
+    mid,
+  });
 const step: fc.Arbitrary<Step> = fc.oneof(
   {
     weight: 8,
@@ -121,28 +142,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
       ),
     }),
   },
-  {
-    weight: 3,
-    arbitrary: fc.record({
-      t: fc.constant('phased' as const),
-      chains: fc.array(chain(phasedEnd), { minLength: 1, maxLength: 4 }),
-      mid: fc.array(
-        fc.oneof(
-          {
-            weight: 2,
-            arbitrary: fc.record({ t: fc.constant('revoke' as const), pick: fc.nat() }),
-          },
-          { weight: 1, arbitrary: fc.record({ t: fc.constant('grant' as const), ...grantFields }) },
-          {
-            weight: 1,
-            arbitrary: fc.record({ t: fc.constant('topup' as const), amountNano: nano(1, 5_000) }),
-          },
-          { weight: 1, arbitrary: fc.constant({ t: 'rollover' as const }) },
-        ),
-        { minLength: 1, maxLength: 2 },
-      ),
-    }),
-  },
+  { weight: 3, arbitrary: phasedStep(fc.array(midOp, { minLength: 1, maxLength: 3 })) },
   { weight: 2, arbitrary: capSetting },
   { weight: 2, arbitrary: policySetting },
   { weight: 2, arbitrary: fc.record({ t: fc.constant('grant' as const), ...grantFields }) },
@@ -182,4 +182,39 @@ export const scenario = fc.record({
   policies: fc.tuple(fc.oneof(cappedPolicy, policy), fc.oneof(cappedPolicy, policy)),
   grants: fc.array(fc.record(grantFields), { maxLength: 3 }),
   steps: fc.array(step, { minLength: 8, maxLength: 20 }),
+});
+
+/**
+ * Revocations in flight, which the general scenario reaches rarely: both users' allowances
+ * enforced with small caps, grants beyond them, and phases where a grant is revoked while
+ * requests hold, then more requests are admitted (never paid by it) before all settle.
+ */
+const enforcedPolicy: fc.Arbitrary<UserPolicy> = fc.record({
+  capNano: nano(0, 1_500),
+  creditMode: fc.constant<CreditMode>('enforce'),
+  overrunPolicy: fc.constantFrom<OverrunPolicy>('limit_output', 'reject'),
+});
+const revocationPhase = phasedStep(
+  fc
+    .tuple(
+      fc.array(midOp, { maxLength: 1 }),
+      revokeOp,
+      fc.array(fc.oneof(admitOp, admitOp, midOp), { minLength: 1, maxLength: 3 }),
+    )
+    .map(([before, revoke, after]) => [...before, revoke, ...after]),
+);
+export const revocationScenario = fc.record({
+  walletNano: nano(50_000, 100_000),
+  policies: fc.tuple(enforcedPolicy, enforcedPolicy),
+  grants: fc.array(fc.record({ ...grantFields, amountNano: nano(1_000, 6_000) }), {
+    minLength: 1,
+    maxLength: 2,
+  }),
+  steps: fc.array(
+    fc.oneof(
+      { weight: 3, arbitrary: revocationPhase },
+      { weight: 1, arbitrary: fc.record({ t: fc.constant('grant' as const), ...grantFields }) },
+    ),
+    { minLength: 3, maxLength: 6 },
+  ),
 });
