@@ -207,6 +207,7 @@ function successContent(doc: ResponseDoc) {
     },
   };
 }
+
 const form = (schema: z.ZodType) => ({
   content: { 'application/x-www-form-urlencoded': { schema } },
 });
