@@ -27,6 +27,10 @@ import {
   serviceKeySchema,
 } from '../src/routes/dashboard/service-keys/schema.js';
 import { walletSchema } from '../src/routes/dashboard/wallet/schema.js';
+import { walletAlertSchema } from '../src/routes/dashboard/wallet-alert.js';
+import { memberSchema } from '../src/routes/dashboard/members/schema.js';
+import { logoutEverywhereRoute } from '../src/routes/auth/logout-everywhere.js';
+import { passwordResetConfirmRoute } from '../src/routes/auth/password-reset-confirm.js';
 import { webhookSchema, webhookWithSecretSchema } from '../src/routes/dashboard/webhooks/schema.js';
 import { productUserSchema } from '../src/routes/schemas.js';
 import { isolatedContext } from './support/context.js';
@@ -214,6 +218,36 @@ describe('the CLI prints the dashboard API’s objects', () => {
     });
   });
 
+  it('gw admin add-member|set-password|end-sessions: the member; a reset’s and a sign-out’s answers', async () => {
+    const email = uniqueEmail('cli-answers-member');
+    await printedAs(
+      dashboardUserSchema.extend({ org_ids: z.array(z.string()) }),
+      ['admin', 'create-user', '--email', email, '--password-stdin'],
+      `${TEST_PASSWORD}\n`,
+    );
+    const added = await printedAs(memberSchema, [
+      ...['admin', 'add-member', '--email', email, '--org-id', org.org_id, '--role', 'admin'],
+    ]);
+    expect(added).toEqual({
+      user_id: expect.stringMatching(/^usr_/),
+      email,
+      role: 'admin',
+      personal_organization: false,
+      created_at: expect.any(String),
+    });
+    // The routes that answer the same change: a reset by e-mail, signing out everywhere.
+    const reset = await printedAs(
+      passwordResetConfirmRoute.responses[200]!.schema as z.ZodObject,
+      ['admin', 'set-password', '--email', email, '--password-stdin'],
+      `${TEST_PASSWORD}!\n`,
+    );
+    expect(reset).toEqual({ password_reset: true, email, sessions_ended: 0 });
+    const ended = await printedAs(logoutEverywhereRoute.responses[200]!.schema as z.ZodObject, [
+      ...['admin', 'end-sessions', '--email', email],
+    ]);
+    expect(ended).toEqual({ signed_out: true, sessions_ended: 0 });
+  });
+
   it('gw product-user block|unblock: the product user’s profile', async () => {
     const user = ['--app-id', org.app_id, '--external-user-id', 'cli-answers-blocked'];
     const blocked = await printedAs(productUserSchema, ['product-user', 'block', ...user]);
@@ -258,5 +292,17 @@ describe('the CLI prints the dashboard API’s objects', () => {
     await printedAs(capStateSchema, ['cap', 'show', ...target]);
     const cleared = await printedAs(capStateSchema, ['cap', 'clear', ...target]);
     expect(cleared.cap).toBeNull();
+  });
+
+  it('gw wallet alert: the wallet alert', async () => {
+    const alert = ['wallet', 'alert', '--org-id', org.org_id, '--low-balance-threshold'];
+    const set = await printedAs(walletAlertSchema, [...alert, '5.00']);
+    expect(set).toEqual({
+      org_id: org.org_id,
+      low_balance_threshold: '5.000000000000',
+      currency: 'USD',
+    });
+    const removed = await printedAs(walletAlertSchema, [...alert, 'none']);
+    expect(removed).toEqual({ org_id: org.org_id, low_balance_threshold: null, currency: 'USD' });
   });
 });

@@ -125,11 +125,12 @@ describe('gw admin: dashboard users and the seeded organization', () => {
       ],
       env,
     );
-    expect(added).toMatchObject({
-      org_id: org.org_id,
+    expect(added).toEqual({
       user_id: created.id,
       email,
       role: 'owner',
+      personal_organization: false,
+      created_at: expect.any(String),
     });
     const hashAfter = (
       await db.query<{ password_hash: string }>(

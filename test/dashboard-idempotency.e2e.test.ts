@@ -44,6 +44,10 @@ interface TopUp {
 
 const appsOf = (org: SeededOrg) => `/dashboard/api/orgs/${org.org_id}/apps`;
 
+/** How jsonb orders an object's keys: shorter first, then by their bytes. */
+const jsonbKeyOrder = (a: string, b: string): number =>
+  a.length - b.length || Buffer.compare(Buffer.from(a), Buffer.from(b));
+
 /** The admin's create with an Idempotency-Key of raw bytes, over a raw socket. */
 async function rawCreate(path: string, body: unknown, key: Buffer): Promise<Outcome> {
   const payload = encodeRequest({
@@ -114,6 +118,8 @@ describe('a create sent again with its Idempotency-Key', () => {
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(again.headers.get('x-content-type-options')).toBe('nosniff');
     expect(again.body).toEqual(first.body);
+    // Byte for byte: the same fields in the same order.
+    expect(JSON.stringify(again.body)).toBe(JSON.stringify(first.body));
     expect(await appsNamed(tenant.org_id, name)).toEqual([first.body.id]);
     // Without a key, the same body is a new app (keys are opt-in, as Stripe's).
     const unkeyed = await admin.post<App>(appsOf(tenant), { name });
@@ -392,13 +398,16 @@ describe('without a master key', () => {
       [tenant.org_id, key],
     );
     expect(rows).toEqual([{ state: 'done', answer_sealed: null, answer_clear: null }]);
-    // An answer without a secret is kept as it is, and replayed.
+    // An answer without a secret is kept as it is, and replayed byte for byte (its fields in
+    // their order, which jsonb alone does not keep).
     const appKey = newIdempotencyKey();
     const name = `Keyless ${appKey.slice(-6)}`;
     const app = await client.post<App>(appsOf(tenant), { name }, withIdempotencyKey(appKey));
     const replayed = await client.post<App>(appsOf(tenant), { name }, withIdempotencyKey(appKey));
     expect(replayed.headers.get('idempotent-replayed')).toBe('true');
     expect(replayed.body).toEqual(app.body);
+    expect(JSON.stringify(replayed.body)).toBe(JSON.stringify(app.body));
+    expect(Object.keys(app.body)).not.toEqual(Object.keys(app.body).sort(jsonbKeyOrder));
   });
 });
 

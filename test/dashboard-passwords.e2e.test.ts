@@ -291,14 +291,14 @@ describe('gw admin set-password and end-sessions', () => {
     runCli(['admin', 'set-password', '--email', email, ...extra], env, input);
 
   it('sets the password from stdin and ends every session of the user', async () => {
-    const { email, userId } = await newUser('reset');
+    const { email } = await newUser('reset');
     const browsers = [await signIn(gatewayA, email), await signIn(gatewayB, email)];
     const bystander = await newUser('bystander');
     const bystanderBrowser = await signIn(gatewayA, bystander.email);
     const result = await setPassword(email, { stdin: `${NEW_PASSWORD}\n` }, ['--password-stdin']);
     expect(result.code).toBe(0);
     expect(JSON.parse(result.stdout)).toEqual({
-      user_id: userId,
+      password_reset: true,
       email: email.toLowerCase(),
       sessions_ended: 2,
     });
@@ -373,7 +373,7 @@ describe('gw admin set-password and end-sessions', () => {
       ['admin', 'end-sessions', '--email', email],
       env,
     );
-    expect(ended).toEqual({ user_id: userId, email: email.toLowerCase(), sessions_ended: 2 });
+    expect(ended).toEqual({ signed_out: true, sessions_ended: 2 });
     for (const browser of browsers) expect(await sessionStatus(browser)).toBe(401);
     expect((await storedUser(userId)).password_hash).toBe(before.password_hash);
     await signIn(gatewayB, email);

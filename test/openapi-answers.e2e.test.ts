@@ -97,8 +97,8 @@ describe('inference routes: error answers match the document', () => {
       ],
       env,
     );
-    // The first passes (a 200 is JSON or SSE: no one schema); the second is over the limit.
-    expect((await send('POST', path, bearer(limited.key), hello)).status).toBe(200);
+    // The first passes; the second is over the limit.
+    await expectDocumented(chat, 200, path, bearer(limited.key), hello);
     const refused = await expectDocumented(chat, 429, path, bearer(limited.key), hello);
     expect((refused.body as { error: { code: string } }).error.code).toBe('gw_rate_limited');
   });
@@ -126,6 +126,135 @@ describe('inference routes: error answers match the document', () => {
       { 'x-api-key': org.api_key, ...vendorVersion },
       withoutMaxTokens,
     );
+  });
+});
+
+/** Sends a streaming request; its body as text, held against the document's event stream. */
+async function expectDocumentedStream(
+  operation: { method: string; documentedPath: string },
+  headers: Record<string, string>,
+  body: unknown,
+): Promise<string> {
+  const response = await fetch(`${gateway.url}${operation.documentedPath}`, {
+    method: operation.method,
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
+  const text = await response.text();
+  expect(response.status, text.slice(0, 300)).toBe(200);
+  expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+  const schema = responseSchema(
+    document,
+    operation.documentedPath,
+    operation.method.toLowerCase(),
+    200,
+    'text/event-stream',
+  );
+  expect(schema).toMatchObject({ type: 'string' });
+  expect(schema.description).toEqual(expect.any(String));
+  expect(schemaProblems(document, schema, text)).toEqual([]);
+  return text;
+}
+
+describe('inference routes: 200 answers match the document', () => {
+  const weather = {
+    name: 'get_weather',
+    description: 'the weather in a city',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  };
+  const ask = [{ role: 'user', content: 'weather in Oslo?' }];
+
+  it('chat completions: a chat.completion, with text or tool calls, native or translated', async () => {
+    const path = '/v1/chat/completions';
+    const key = bearer(org.api_key);
+    for (const model of ['vendor_b/gpt-4o-mini', 'vendor_a/claude-haiku-4-5']) {
+      const text = await expectDocumented(chat, 200, path, key, { model, messages: ask });
+      expect(text.body).toMatchObject({
+        object: 'chat.completion',
+        choices: [{ message: { role: 'assistant', content: expect.any(String) } }],
+      });
+      const tools = await expectDocumented(chat, 200, path, key, {
+        model,
+        messages: ask,
+        tools: [{ type: 'function', function: weather }],
+      });
+      expect(tools.body).toMatchObject({
+        choices: [
+          {
+            finish_reason: 'tool_calls',
+            message: { tool_calls: [{ type: 'function', function: { name: 'get_weather' } }] },
+          },
+        ],
+      });
+    }
+  });
+
+  it('documents the flat profile fields with the limits the gateway applies', async () => {
+    const request = (
+      document as {
+        paths: Record<string, { post: { requestBody: { content: Record<string, unknown> } } }>;
+      }
+    ).paths['/v1/chat/completions']!.post.requestBody.content['application/json'] as {
+      schema: { properties: Record<string, Record<string, unknown>> };
+    };
+    const { properties } = request.schema;
+    expect(properties.product_user_display_name).toMatchObject({ type: 'string', maxLength: 256 });
+    expect(properties.product_user_email).toMatchObject({ type: 'string' });
+    expect(properties.product_user_metadata).toMatchObject({ type: 'object' });
+    expect(String(properties.product_user_metadata!.description)).toContain('8192 bytes');
+    const path = '/v1/chat/completions';
+    const who = { model: 'vendor_b/gpt-4o-mini', messages: ask, user: 'openapi-flat' };
+    await expectDocumented(chat, 200, path, bearer(org.api_key), {
+      ...who,
+      product_user_display_name: 'n'.repeat(256),
+      product_user_email: `  ${'m'.repeat(300)}@example.com  `,
+      product_user_metadata: { plan: 'pro' },
+    });
+    const long = await expectDocumented(chat, 400, path, bearer(org.api_key), {
+      ...who,
+      product_user_display_name: 'n'.repeat(257),
+    });
+    expect(long.body).toMatchObject({
+      error: { message: 'product_user_display_name: must be at most 256 characters' },
+    });
+  });
+
+  it('messages: a message, with text or a tool_use block', async () => {
+    const headers = { 'x-api-key': org.api_key, ...vendorVersion };
+    const hello = { model: 'vendor_a/claude-haiku-4-5', max_tokens: 20, messages: ask };
+    const text = await expectDocumented(messages, 200, '/v1/messages', headers, hello);
+    expect(text.body).toMatchObject({ type: 'message', content: [{ type: 'text' }] });
+    const tools = await expectDocumented(messages, 200, '/v1/messages', headers, {
+      ...hello,
+      tools: [
+        { name: weather.name, description: weather.description, input_schema: weather.parameters },
+      ],
+    });
+    expect(tools.body).toMatchObject({
+      stop_reason: 'tool_use',
+      content: expect.arrayContaining([expect.objectContaining({ type: 'tool_use' })]),
+    });
+  });
+
+  it('streams: text/event-stream, ending as the document says', async () => {
+    const key = bearer(org.api_key);
+    for (const model of ['vendor_b/gpt-4o-mini', 'vendor_a/claude-haiku-4-5']) {
+      const events = await expectDocumentedStream(chat, key, {
+        model,
+        messages: ask,
+        stream: true,
+        stream_options: { include_usage: true },
+      });
+      expect(events).toContain('"object":"chat.completion.chunk"');
+      expect(events.endsWith('data: [DONE]\n\n')).toBe(true);
+    }
+    const events = await expectDocumentedStream(
+      messages,
+      { 'x-api-key': org.api_key, ...vendorVersion },
+      { model: 'vendor_a/claude-haiku-4-5', max_tokens: 20, messages: ask, stream: true },
+    );
+    expect(events).toContain('event: message_start');
+    expect(events).toMatch(/event: message_stop\ndata: \{"type":"message_stop"\}\n\n$/);
   });
 });
 

@@ -12,11 +12,13 @@ import { readPassword } from './password-input.js';
 export const adminSessionsHelp = `gw admin set-password --email E [--password-stdin]
   Sets the user's password (12 to 256 characters) and ends every session they have, on every
   gateway instance. The password comes from standard input with --password-stdin (one line),
-  or is asked for twice at a terminal; never as an argument. Prints {"user_id","email",
+  or is asked for twice at a terminal; never as an argument. Prints what a reset by e-mail
+  answers (POST /auth/password-reset/confirm): {"password_reset":true,"email",
   "sessions_ended"}.
 gw admin end-sessions --email E
-  Signs the user out of every browser at once (their password is not touched). Prints
-  {"user_id","email","sessions_ended"}.`;
+  Signs the user out of every browser at once (their password is not touched). Prints what
+  signing out everywhere answers (POST /auth/logout-everywhere): {"signed_out":true,
+  "sessions_ended"}.`;
 
 function sessionStore(context: CliContext): SessionStore {
   return new SessionStore(context.redis, context.keys, sessionSettingsOf(context.config));
@@ -44,12 +46,12 @@ export async function setPasswordCommand(
     throw error;
   }
   if (!reset) throw noUser(email);
-  printJson(reset);
+  printJson({ password_reset: true, email: reset.email, sessions_ended: reset.sessions_ended });
 }
 
 export async function endSessionsCommand(context: CliContext, email: string): Promise<void> {
   const user = await findUserByEmail(context.db, email);
   const ended = user && (await endEverySession(context.db, sessionStore(context), user.user_id));
   if (!user || !ended) throw noUser(email);
-  printJson({ ...user, sessions_ended: ended.ended.length });
+  printJson({ signed_out: true, sessions_ended: ended.ended.length });
 }

@@ -28,9 +28,9 @@ export const adminHelp = `gw admin create-user --email E --password-stdin [--org
 gw admin add-member --email E --org-id ORG [--role owner|admin|member|viewer]
   Makes an existing dashboard user a member of the organization at once (role default
   member); the dashboard's members page invites instead, and the user accepts. Their password
-  is not touched. Prints {"org_id","user_id",
-  "email","role","created_at"}. A user who is already a member is refused (change a role on
-  the members page).
+  is not touched. Prints the dashboard API's member object, {"user_id","email","role",
+  "personal_organization","created_at"}. A user who is already a member is refused (change a
+  role on the members page).
 ${adminSessionsHelp}`;
 
 const ACTIONS = ['create-user', 'add-member', 'set-password', 'end-sessions'];
@@ -132,7 +132,7 @@ async function addMemberCommand(
       input.email,
       input.role,
     );
-    printJson({ org_id: input.orgId, ...memberView(member) });
+    printJson(memberView(member));
   } catch (error) {
     if (error instanceof MembershipError) {
       const code = error.kind === 'not_found' ? 'gw_not_found' : 'gw_conflict';

@@ -326,3 +326,38 @@ describe('what a retry is told while the first request has committed and not ans
     expect(await appsNamed(name)).toHaveLength(1);
   });
 });
+
+describe('a kept answer without a master key (migration 069)', () => {
+  it('is replayed with its fields in their first order', async () => {
+    const idempotent = request({ name: 'ordered' });
+    const held = await holdKey(idempotent);
+    const answer = { id: 'app_ordered', org_id: orgId, name: 'ordered', created_at: 'now' };
+    await store.complete(held, { status: 201, body: answer, carriesSecret: false });
+    const replay = await store.claim(idempotent);
+    expect(replay).toEqual({ kind: 'replay', status: 201, body: answer });
+    if (replay.kind !== 'replay') throw new Error(replay.kind);
+    expect(JSON.stringify(replay.body)).toBe(JSON.stringify(answer));
+  });
+
+  it('that a gateway of the previous version wrote over an older answer of the key is its own, not the older text', async () => {
+    const idempotent = request({ name: 'answered twice' });
+    const held = await holdKey(idempotent);
+    const older = { id: 'app_older', name: 'answered twice' };
+    await store.complete(held, { status: 201, body: older, carriesSecret: false });
+    await db.query(
+      `UPDATE idempotency_keys SET expires_at = now() - interval '1 second'
+        WHERE org_id = $1 AND key = $2`,
+      [orgId, idempotent.key],
+    );
+    // The previous version takes the expired key over and writes its answer in answer_clear
+    // alone: the older text is left in the row.
+    expect(await claimAsPreviousVersion(idempotent)).toBe(1);
+    const newer = { id: 'app_newer', name: 'answered twice' };
+    await db.query(
+      `UPDATE idempotency_keys SET state = 'done', status = 201, answer_clear = $3
+        WHERE org_id = $1 AND key = $2`,
+      [orgId, idempotent.key, JSON.stringify(newer)],
+    );
+    expect(await store.claim(idempotent)).toEqual({ kind: 'replay', status: 201, body: newer });
+  });
+});

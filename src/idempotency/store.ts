@@ -147,6 +147,8 @@ interface KeyRow {
   status: number | null;
   answer_sealed: string | null;
   answer_clear: unknown;
+  /** answer_clear as the JSON text first sent (its keys in their order), when it is that. */
+  answer_clear_text: string | null;
 }
 
 /** How many times a claim looks again when the row it met went before it was read. */
@@ -236,8 +238,8 @@ export class IdempotencyStore implements IdempotencyKeys {
                  $7, now() + $8 * interval '1 millisecond')
          ON CONFLICT (org_id, caller, route, key) DO UPDATE
             SET request_hash = EXCLUDED.request_hash, state = 'running', status = NULL,
-                answer_sealed = NULL, answer_clear = NULL, created_at = now(),
-                expires_at = EXCLUDED.expires_at, claim_id = EXCLUDED.claim_id,
+                answer_sealed = NULL, answer_clear = NULL, answer_clear_text = NULL,
+                created_at = now(), expires_at = EXCLUDED.expires_at, claim_id = EXCLUDED.claim_id,
                 lease_expires_at = EXCLUDED.lease_expires_at, took_effect = false
           WHERE idempotency_keys.expires_at <= now()
              OR (idempotency_keys.state = 'running' AND ${LEASED}
@@ -258,6 +260,8 @@ export class IdempotencyStore implements IdempotencyKeys {
       if (rowCount === 1) return { kind: 'claimed', held };
       const { rows } = await this.db.query<KeyRow>(
         `SELECT request_hash, state, status, answer_sealed, answer_clear,
+                CASE WHEN answer_clear_text::jsonb = answer_clear THEN answer_clear_text END
+                  AS answer_clear_text,
                 to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS started_at,
                 took_effect, NOT coalesce(${LEASED}, false) AS unleased,
                 state = 'running'
@@ -302,7 +306,12 @@ export class IdempotencyStore implements IdempotencyKeys {
       return { kind: 'replay', status: row.status!, body: JSON.parse(opened) as unknown };
     }
     if (row.answer_clear !== null) {
-      return { kind: 'replay', status: row.status!, body: row.answer_clear };
+      // The text keeps the first answer's field order (jsonb sorts them): a byte-identical replay.
+      const body =
+        row.answer_clear_text !== null
+          ? (JSON.parse(row.answer_clear_text) as unknown)
+          : row.answer_clear;
+      return { kind: 'replay', status: row.status!, body };
     }
     return { kind: 'unreplayable' };
   }
@@ -345,7 +354,8 @@ export class IdempotencyStore implements IdempotencyKeys {
       this.db,
       held,
       `UPDATE idempotency_keys
-          SET state = 'done', status = $6, answer_sealed = $7, answer_clear = $8::jsonb
+          SET state = 'done', status = $6, answer_sealed = $7, answer_clear = $8::text::jsonb,
+              answer_clear_text = $8::text
         WHERE ${HELD_ROW}`,
       [answer.status, sealed, clear],
     );

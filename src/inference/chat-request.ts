@@ -2,6 +2,7 @@
 // the vendor; only what the gateway itself relies on is checked here.
 import { z } from 'zod';
 import { isJsonObject } from '../json-shapes.js';
+import { flatProfileFields } from '../product-users/attribution.js';
 
 /** The most choices (`n`) one request may ask for (the vendors' own limit). */
 export const MAX_CHOICES = 128;
@@ -72,6 +73,7 @@ export const chatCompletionRequestSchema = z.looseObject({
       'external_user_id: your id of the product user (as `user`); product_user: its display_name, email, metadata',
     ),
   tools: z.array(z.looseObject({ type: z.string() })).optional(),
+  ...flatProfileFields,
 });
 
 export type ChatCompletionRequest = z.infer<typeof chatCompletionRequestSchema>;

@@ -12,6 +12,7 @@ import {
   routeErrorCodes,
   type CallerRequirement,
   type DeclaredRoute,
+  type ResponseDoc,
   type RouteSection,
 } from '../routes/framework/declaration.js';
 
@@ -190,6 +191,23 @@ function security(caller: CallerRequirement): Array<Record<string, string[]>> | 
 const json = (schema: z.ZodType | SchemaObject) => ({
   content: { 'application/json': { schema } },
 });
+
+/**
+ * The content of a success: its JSON body's schema, and for a status that can be an event
+ * stream, `text/event-stream` as a string whose description says what the events are.
+ */
+function successContent(doc: ResponseDoc) {
+  if (!doc.schema && doc.eventStream === undefined) return undefined;
+  return {
+    content: {
+      ...(doc.schema && { 'application/json': { schema: doc.schema } }),
+      ...(doc.eventStream !== undefined && {
+        'text/event-stream': { schema: { type: 'string' as const, description: doc.eventStream } },
+      }),
+    },
+  };
+}
+
 const form = (schema: z.ZodType) => ({
   content: { 'application/x-www-form-urlencoded': { schema } },
 });
@@ -315,7 +333,7 @@ export function buildOpenApiDocument(
         status,
         {
           description: doc.description,
-          ...(doc.schema && json(doc.schema)),
+          ...successContent(doc),
           ...((answersNoStore(route) || route.idempotent === true) && {
             headers: {
               ...(answersNoStore(route) && noStoreHeaderDoc),

@@ -1,11 +1,17 @@
 // Reads product-user attribution from an inference request: the identifier (header, then
 // metadata.external_user_id, then `user`) and the optional profile (nested or flat forms).
 // metadata.name / metadata.email / metadata.user_metadata are NOT profile fields.
+import { z } from 'zod';
 import {
   boundedTextProblem,
   emailProblem,
   MAX_DISPLAY_NAME_CHARS,
+  MAX_EMAIL_CHARS,
   MAX_EXTERNAL_USER_ID_CHARS,
+  MAX_METADATA_BYTES,
+  MAX_METADATA_DEPTH,
+  MAX_METADATA_KEY_CHARS,
+  MAX_METADATA_KEYS,
   metadataProblem,
   normalizedEmail,
 } from './limits.js';
@@ -28,6 +34,36 @@ export const EXTERNAL_USER_ID_HEADER = 'x-gw-external-user-id';
 function nonEmptyString(value: unknown): string | undefined {
   return typeof value === 'string' && value.trim() !== '' ? value : undefined;
 }
+
+/**
+ * The flat profile fields (SPEC: chat completions' compatibility forms) as a request schema
+ * declares them, for /openapi.json. The schema checks their types and the display name's
+ * length with the messages readAttribution gives; readAttribution checks the rest (an e-mail's
+ * form, the metadata's limits, storable text), on every inference route. The metadata is
+ * taken as it came (z.custom, no copy): a zod record would drop a `__proto__` key.
+ */
+export const flatProfileFields = {
+  product_user_display_name: z
+    .string()
+    .max(MAX_DISPLAY_NAME_CHARS, `must be at most ${MAX_DISPLAY_NAME_CHARS} characters`)
+    .optional()
+    .describe(
+      `the product user's display name (metadata.product_user.display_name wins when both are sent): at most ${MAX_DISPLAY_NAME_CHARS} characters (UTF-16 code units), no NUL character or lone surrogate; '' sends none`,
+    ),
+  product_user_email: z
+    .string()
+    .optional()
+    .describe(
+      `the product user's e-mail address, stored only as its hash (metadata.product_user.email wins when both are sent): trimmed, then an address of at most ${MAX_EMAIL_CHARS} characters; '' sends none`,
+    ),
+  product_user_metadata: z
+    .custom<JsonObject>(isJsonObject, { message: 'must be an object' })
+    .meta({
+      type: 'object',
+      description: `free-form data of the product user (metadata.product_user.metadata wins when both are sent): at most ${MAX_METADATA_BYTES} bytes of JSON, ${MAX_METADATA_KEYS} keys at all levels together, nested at most ${MAX_METADATA_DEPTH} deep, keys of at most ${MAX_METADATA_KEY_CHARS} characters, no NUL character or lone surrogate`,
+    })
+    .optional(),
+};
 
 export class AttributionError extends Error {
   override readonly name = 'AttributionError';

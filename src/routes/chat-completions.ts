@@ -17,6 +17,7 @@ import { stripAttributionFields } from '../product-users/attribution.js';
 import type { UpstreamExchange } from '../protocols/common/exchange.js';
 import { chatCompletionTexts } from '../tokens/request-texts.js';
 import { declareRoute } from './framework/declaration.js';
+import { CHAT_COMPLETION_EVENTS, chatCompletionSchema } from './inference-answers.js';
 import { attributionHeaders } from './schemas.js';
 import { modelLabel } from '../inference/request-annotations.js';
 
@@ -29,7 +30,13 @@ export const chatCompletionsRoute = declareRoute({
   body: chatCompletionRequestSchema,
   // Vendor SDKs add parameters of their own (such as api-version); the vendors ignore them too.
   unknownQueryParameters: 'ignored',
-  responses: { 200: { description: 'chat.completion, or an SSE stream ending in data: [DONE]' } },
+  responses: {
+    200: {
+      description: 'chat.completion, or with `stream: true` an SSE stream ending in data: [DONE]',
+      schema: chatCompletionSchema,
+      eventStream: CHAT_COMPLETION_EVENTS,
+    },
+  },
   errors: [...ADMISSION_ERRORS, ...PROXY_ERRORS],
   handler: ({ request, caller, body: parsed, response }, deps: { proxy: ProxyDeps }) =>
     handleChatCompletion(deps.proxy, request, caller, parsed, response),

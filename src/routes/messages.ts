@@ -18,6 +18,7 @@ import type { CatalogModel } from '../catalog/models.js';
 import { stripAttributionFields } from '../product-users/attribution.js';
 import { messagesTexts } from '../tokens/request-texts.js';
 import { declareRoute } from './framework/declaration.js';
+import { MESSAGE_EVENTS, messageSchema } from './inference-answers.js';
 import { attributionHeaders, vendorVersionHeader } from './schemas.js';
 import { modelLabel } from '../inference/request-annotations.js';
 
@@ -36,7 +37,13 @@ export const messagesRoute = declareRoute({
   body: messagesRequestSchema,
   // Vendor SDKs add parameters of their own (such as api-version); the vendors ignore them too.
   unknownQueryParameters: 'ignored',
-  responses: { 200: { description: 'message, or its SSE event stream' } },
+  responses: {
+    200: {
+      description: 'message, or with `stream: true` its SSE event stream',
+      schema: messageSchema,
+      eventStream: MESSAGE_EVENTS,
+    },
+  },
   errors: [...ADMISSION_ERRORS, ...PROXY_ERRORS],
   errorFlavor: 'messages',
   handler: ({ request, caller, body, response }, deps: { proxy: ProxyDeps }) =>

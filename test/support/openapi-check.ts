@@ -74,18 +74,19 @@ export function schemaProblems(
   return problems;
 }
 
-/** The JSON body schema a documented operation gives a status. */
+/** The body schema a documented operation gives a status, for a media type (JSON by default). */
 export function responseSchema(
   document: unknown,
   path: string,
   method: string,
   status: number,
+  mediaType = 'application/json',
 ): Schema {
   const paths = (document as { paths: Record<string, Record<string, { responses: Schema }>> })
     .paths;
   const response = paths[path]?.[method]?.responses[String(status)] as
     { content?: Record<string, { schema: Schema }> } | undefined;
-  const schema = response?.content?.['application/json']?.schema;
-  if (!schema) throw new Error(`no JSON schema for ${method} ${path} ${status}`);
+  const schema = response?.content?.[mediaType]?.schema;
+  if (!schema) throw new Error(`no ${mediaType} schema for ${method} ${path} ${status}`);
   return schema;
 }

@@ -12,7 +12,8 @@ import { inOrg } from './schemas.js';
 
 const PATH = '/dashboard/api/orgs/{org_id}/wallet-alert';
 
-const walletAlertSchema = z.object({
+/** The wallet's alert, as these routes answer it (and `gw wallet alert` prints it). */
+export const walletAlertSchema = z.object({
   org_id: z.string(),
   low_balance_threshold: decimalString.nullable(),
   currency: z.string(),

@@ -153,8 +153,13 @@ export type BodyEncoding = 'json' | 'form';
 
 export interface ResponseDoc {
   readonly description: string;
-  /** The JSON body's schema; omitted for streams and free-form answers. */
+  /** The JSON body's schema; omitted for free-form answers. */
   readonly schema?: z.ZodType;
+  /**
+   * What the events are, for a status that can be a Server-Sent Events stream instead of (or
+   * besides) a JSON body: documented as `text/event-stream`, a string with this description.
+   */
+  readonly eventStream?: string;
 }
 
 /** The names of a path's `{name}` segments (and of a last catch-all `{name*}`). */
