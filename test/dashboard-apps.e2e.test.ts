@@ -331,6 +331,84 @@ describe('deleting an app', () => {
     expect(page.body.status).toBe('deleted');
   });
 
+  it('is all or nothing: a failure half-way leaves the app and every key working, and a retry finishes (decision 412)', async () => {
+    const org = await seed(env);
+    const email = uniqueEmail('app-half-deleter');
+    await createMember(env, email, org.org_id, 'admin');
+    const admin = await signInTo(gateways[0], email);
+    const keys = [org.api_key];
+    const connectionIds = [org.app_connection_id];
+    for (const name of ['second', 'third']) {
+      const connection = await admin.post<{ id: string }>(
+        `/dashboard/api/apps/${org.app_id}/connections`,
+        { name },
+      );
+      const key = await admin.post<{ key: string }>(
+        `/dashboard/api/connections/${connection.body.id}/api-keys`,
+      );
+      keys.push(key.body.key);
+      connectionIds.push(connection.body.id);
+    }
+    // The last connection's revocation fails (as a dropped database connection would).
+    const failing = [...connectionIds].sort().at(-1)!;
+    const trigger = `refuse_${failing.toLowerCase()}`;
+    await db.query(
+      `CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS
+         $$ BEGIN RAISE EXCEPTION 'the connection refuses'; END $$`,
+    );
+    await db.query(
+      `CREATE TRIGGER ${trigger} BEFORE UPDATE ON app_connections FOR EACH ROW
+         WHEN (OLD.id = '${failing}' AND NEW.status = 'revoked') EXECUTE FUNCTION ${trigger}()`,
+    );
+    try {
+      const failed = await admin.request('DELETE', `/dashboard/api/apps/${org.app_id}`);
+      expect(failed.status).toBe(500);
+      const apps = await db.query('SELECT status FROM apps WHERE id = $1', [org.app_id]);
+      expect(apps.rows).toEqual([{ status: 'active' }]);
+      const connections = await db.query(
+        'SELECT DISTINCT status FROM app_connections WHERE app_id = $1',
+        [org.app_id],
+      );
+      expect(connections.rows).toEqual([{ status: 'active' }]);
+      for (const key of keys) {
+        const answer = await postJson(
+          `${gateways[0].url}/v1/chat/completions`,
+          chat('k'),
+          bearer(key),
+        );
+        expect(answer.status).toBe(200);
+      }
+      // still on the app list, where an admin can delete it again
+      const list = await admin.get<{ data: { id: string }[] }>(
+        `/dashboard/api/orgs/${org.org_id}/apps`,
+      );
+      expect(list.body.data.map((app) => app.id)).toContain(org.app_id);
+    } finally {
+      await db.query(`DROP TRIGGER ${trigger} ON app_connections`);
+      await db.query(`DROP FUNCTION ${trigger}()`);
+    }
+    const deleted = await admin.request<AppDetail>('DELETE', `/dashboard/api/apps/${org.app_id}`);
+    expect(deleted.status).toBe(200);
+    expect(deleted.body).toMatchObject({
+      status: 'deleted',
+      counts: { connections: 0, api_keys: 0 },
+    });
+    for (const key of keys) {
+      const refused = await postJson<ErrorBody>(
+        `${gateways[0].url}/v1/chat/completions`,
+        chat('k'),
+        bearer(key),
+      );
+      expect(refused.status).toBe(401);
+      expect(refused.body.error.code).toBe('gw_key_inactive');
+    }
+    const audit = await db.query(
+      `SELECT 1 FROM dashboard_audit_log WHERE object_id = $1 AND action = 'app.delete'`,
+      [org.app_id],
+    );
+    expect(audit.rowCount).toBe(1);
+  });
+
   it('needs admin or owner', async () => {
     const viewer = await signInTo(gateways[0], emails.viewer);
     const refused = await viewer.request<ErrorBody>(

@@ -238,6 +238,47 @@ describe('signing up where gw sends e-mail', () => {
     ]);
   });
 
+  it('shows a squatter none of the invitations addressed to the address it has not proved (decision 411)', async () => {
+    await resetThrottles();
+    // An organization invites a newcomer's address before they have an account.
+    const inviterEmail = uniqueEmail('Hiring').toLowerCase();
+    const created = await runCli(
+      ['admin', 'create-user', '--email', inviterEmail, '--password-stdin'],
+      env,
+      { stdin: TEST_PASSWORD },
+    );
+    expect(created.code).toBe(0);
+    const inviter = await signedIn(inviterEmail);
+    const inviterOrg = (await inviter.get<Session>('/auth/session')).body.user.personal_org_id;
+    const newcomer = uniqueEmail('New-hire').toLowerCase();
+    const invitation = await inviter.post<{ id: string }>(
+      `/dashboard/api/orgs/${inviterOrg}/invitations`,
+      { email: newcomer, role: 'admin' },
+    );
+    expect(invitation.status).toBe(201);
+
+    // Someone who cannot read the newcomer's mail signs up with the address first and signs in.
+    expect((await signUp(newcomer, OTHER_PASSWORD)).status).toBe(202);
+    const squatter = await signedIn(newcomer, OTHER_PASSWORD);
+    const listed = await squatter.get<{ data: unknown[]; next_cursor: string | null }>(
+      '/dashboard/api/user/invitations',
+    );
+    expect(listed.status).toBe(200);
+    // not the organization's name and id, the role, nor who invited (their e-mail)
+    expect(listed.body).toEqual({ data: [], next_cursor: null });
+    expect(JSON.stringify(listed.body)).not.toContain(inviterEmail);
+
+    // Once the address is proved (its link followed), the invitation is there.
+    const { token } = linkToken((await mail.nth(newcomer, 1)).text, 'email_verification_token');
+    expect((await verify(token)).status).toBe(200);
+    const proved = await squatter.get<{ data: Array<{ id: string; invited_by_email: string }> }>(
+      '/dashboard/api/user/invitations',
+    );
+    expect(proved.body.data.map((row) => [row.id, row.invited_by_email])).toEqual([
+      [invitation.body.id, inviterEmail],
+    ]);
+  });
+
   it("answers a verified owner's address as a new one, and mails its owner a notice instead", async () => {
     await resetThrottles();
     const owner = uniqueEmail('Owner').toLowerCase();

@@ -7,7 +7,7 @@ import type { ApiKeyInvalidation } from '../auth/api-key-store.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
 import { CURSOR_COLUMN, readPage, type Page, type PageRequest } from '../db/pages.js';
 import { gwError, type GwError } from '../errors.js';
-import { revokeConnection } from './connections.js';
+import { invalidateConnectionsKeys, markConnectionRevoked } from './connections.js';
 import { createApp } from './provisioning.js';
 
 export interface AppRow {
@@ -120,10 +120,11 @@ export async function renameAppAs(
 }
 
 /**
- * Deletes an app softly: marks it deleted (audited), then revokes each of its connections —
- * its own and those other organizations made by OAuth consent — through the one rule for
- * revoking a connection (its keys or token stop on every instance at once). Deleting a
- * deleted app revokes what an interrupted deletion left active, and changes nothing else.
+ * Deletes an app softly: marks it deleted (audited) and revokes each of its connections — its
+ * own and those other organizations made by OAuth consent — with the one rule's writes for
+ * revoking a connection, in the same transaction; once it commits their keys or tokens stop
+ * on every instance at once. Deleting a deleted app revokes any connection still active, and
+ * changes nothing else.
  */
 export async function deleteAppAs(
   db: DbPool,
@@ -131,7 +132,9 @@ export async function deleteAppAs(
   actor: Actor,
   id: string,
 ): Promise<{ row: AppRow; counts: AppCounts } | null> {
-  const app = await withTransaction(db, async (client) => {
+  // The app and every connection of it in one transaction (decision 412): a failure half-way
+  // leaves the app and all its keys working, never a deleted app whose keys still work.
+  const deleted = await withTransaction(db, async (client) => {
     const locked = await lockedApp(client, id);
     if (!locked) return null;
     if (locked.status === 'active') {
@@ -147,19 +150,22 @@ export async function deleteAppAs(
         details: { name: locked.name },
       });
     }
-    return appById(client, id);
+    const { rows: connections } = await client.query<{ id: string; org_id: string }>(
+      `SELECT id, org_id FROM app_connections WHERE app_id = $1 AND status = 'active'
+        ORDER BY id FOR UPDATE`,
+      [id],
+    );
+    for (const connection of connections) {
+      // Another organization's audit log names the app, not a user it does not know.
+      const by = connection.org_id === locked.org_id ? actor : { userId: id };
+      await markConnectionRevoked(client, by, connection.id);
+    }
+    return { row: (await appById(client, id))!, connectionIds: connections.map((c) => c.id) };
   });
-  if (!app) return null;
-  const { rows: connections } = await db.query<{ id: string; org_id: string }>(
-    `SELECT id, org_id FROM app_connections WHERE app_id = $1 AND status = 'active'`,
-    [id],
-  );
-  for (const connection of connections) {
-    // Another organization's audit log names the app, not a user it does not know.
-    const by = connection.org_id === app.org_id ? actor : { userId: id };
-    await revokeConnection(db, apiKeys, by, connection.id);
-  }
-  return { row: app, counts: await appCounts(db, id) };
+  if (!deleted) return null;
+  // Once committed: every instance drops the revoked connections' keys from its cache.
+  await invalidateConnectionsKeys(db, apiKeys, deleted.connectionIds);
+  return { row: deleted.row, counts: await appCounts(db, id) };
 }
 
 /** The app (a deleted one too), or null when there is none. */

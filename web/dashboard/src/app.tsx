@@ -280,7 +280,8 @@ function Shell(props: {
         <main id="main" tabIndex={-1}>
           {props.verification}
           <UnverifiedBanner session={session} />
-          <PendingInvitations onJoined={props.onJoined} />
+          {/* read again once the address is verified: none are listed before (decision 411) */}
+          <PendingInvitations key={String(session.user.email_verified)} onJoined={props.onJoined} />
           {org || !viewOrgId ? (
             <Page view={view} org={org} session={session} onSignedOut={props.onSignedOut} />
           ) : (
