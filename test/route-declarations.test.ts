@@ -3,6 +3,8 @@
 // in-process by the real HTTP adapter (uWS) with fake authenticators (ports, not our Redis or
 // Postgres: authentication itself is tested end to end in auth.e2e.test.ts).
 import { Validator } from '@seriousme/openapi-schema-validator';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import ajvFormats from 'ajv-formats';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -830,6 +832,32 @@ describe('the gateway route table', () => {
     expect((await new Validator().validate(broken)).valid).toBe(false);
   });
 
+  it('holds only schemas that compile as JSON Schema 2020-12, strictly (unknown keywords refused)', () => {
+    const document = buildOpenApiDocument(routeDeclarations) as {
+      paths: object;
+      components: { schemas: object; parameters: object };
+    };
+    const failures = schemaCompileFailures(document);
+    expect(failures.count).toBeGreaterThan(500);
+    expect(failures.failed).toEqual([]);
+    // The check can fail: a misspelt keyword and a reference to no component are refused.
+    const broken = structuredClone(document) as typeof document & {
+      paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+    };
+    broken.paths['/healthz']!.get!.responses['200'] = {
+      description: 'x',
+      content: { 'application/json': { schema: { type: 'object', propertise: {} } } },
+    };
+    broken.paths['/readyz']!.get!.responses['200'] = {
+      description: 'x',
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/Nothing' } } },
+    };
+    expect(schemaCompileFailures(broken).failed.map((failure) => failure.at)).toEqual([
+      '/healthz get 200 application/json',
+      '/readyz get 200 application/json',
+    ]);
+  });
+
   it('serves a public route with no authenticator call', async () => {
     const before = authCalls;
     const open = createHttpServer({
@@ -849,3 +877,46 @@ describe('the gateway route table', () => {
     expect(authCalls).toBe(before);
   });
 });
+
+/**
+ * Compiles every schema of an OpenAPI document with ajv (draft 2020-12, strict): the shared
+ * components as one schema's `$defs`, each operation's parameters, bodies and answers against
+ * them. Returns how many were compiled and where one failed.
+ */
+function schemaCompileFailures(document: {
+  paths: object;
+  components: { schemas: object; parameters: object };
+}) {
+  const base = 'https://gw.invalid/openapi.json';
+  const rebased = <T>(schema: T): T =>
+    JSON.parse(
+      JSON.stringify(schema).split('"#/components/schemas/').join(`"${base}#/$defs/`),
+    ) as T;
+  const ajv = new Ajv2020({ strict: true, strictTypes: false, allErrors: true });
+  // ajv-formats is CommonJS: its plugin is the module's `default` export.
+  ajvFormats.default(ajv);
+  ajv.addSchema({ $id: base, $defs: rebased(document.components.schemas) });
+  const failed: Array<{ at: string; error: string }> = [];
+  let count = 0;
+  const compile = (at: string, schema: object) => {
+    count += 1;
+    try {
+      ajv.compile({ ...rebased(schema), $id: `${base}/${count}` });
+    } catch (error) {
+      failed.push({ at, error: (error as Error).message });
+    }
+  };
+  for (const [name, schema] of Object.entries(document.components.schemas)) {
+    compile(`components ${name}`, schema as object);
+  }
+  const walk = (node: unknown, at: string[]): void => {
+    if (!node || typeof node !== 'object') return;
+    for (const [key, value] of Object.entries(node)) {
+      if (key === 'schema' && value && typeof value === 'object') compile(at.join(' '), value);
+      else walk(value, key === 'content' || key === 'responses' ? at : [...at, key]);
+    }
+  };
+  walk(document.components.parameters, ['parameters']);
+  walk(document.paths, []);
+  return { count, failed };
+}
