@@ -282,6 +282,28 @@ describe('invitations in a browser, where anyone may sign up (decision 365)', ()
     await close();
   });
 
+  it('reads a link pasted into a tab already on the dashboard, for an invitation sent since it loaded', async () => {
+    const invitee = uniqueEmail('inv-pasted');
+    await createUser(env, invitee);
+    const { page, close } = await openWindow(browser);
+    await ui.signIn(page, invitee, { gateway: open });
+    await page.goto(`${open.url}/dashboard/`);
+    const banner = page.getByRole('region', { name: 'You have an invitation' });
+    expect(await banner.count()).toBe(0);
+    // Sent while the tab is open; the invitee pastes the link into this tab's address bar:
+    // only the fragment changes, the page is not loaded again.
+    const link = await invitationLink(invitee);
+    await page.evaluate(`location.hash = ${JSON.stringify(new URL(link).hash)}`);
+    await banner.waitFor();
+    await expect.poll(() => banner.getByLabel(/Invitation link/).inputValue()).toBe(tokenOf(link));
+    expect(new URL(page.url()).hash).toBe('');
+    await screenshotOf(banner, 'invitations-10-pasted-link');
+    await banner.getByRole('button', { name: 'Accept the invitation to Harbor Labs' }).click();
+    await banner.waitFor({ state: 'detached' });
+    expect(await roleIn(orgId, invitee)).toBe('viewer');
+    await close();
+  });
+
   it('keeps the link opened by someone with no account through creating one, and accepts with it', async () => {
     const invitee = uniqueEmail('inv-new-person');
     const link = await invitationLink(invitee);

@@ -47,15 +47,35 @@ function write(kept: Kept | null): void {
   }
 }
 
-/** Keeps the token of the link the page was opened from, if any, and clears it from the URL. */
-function keepOpenedLink(): void {
+/**
+ * Keeps the token of the link in the address bar, if any, and clears it from the URL; answers
+ * the token ('' when there is none).
+ */
+function keepOpenedLink(): string {
   const token = LINK_TOKEN.exec(location.hash)?.[1];
-  if (token === undefined) return;
+  if (token === undefined) return '';
   write({ token, opened: Date.now() });
   history.replaceState(history.state, '', location.pathname + location.search);
+  return token;
 }
 
 keepOpenedLink();
+
+/** Told of each link opened while the app runs. */
+const listeners = new Set<(token: string) => void>();
+
+// A link pasted into a tab already on the dashboard changes only the fragment: the page is not
+// loaded again, so the link is read here.
+window.addEventListener('hashchange', () => {
+  const token = keepOpenedLink();
+  if (token !== '') for (const listener of listeners) listener(token);
+});
+
+/** Calls `listener` with the token of each invitation link opened from now on; answers the unsubscribe. */
+export function onInvitationLinkOpened(listener: (token: string) => void): () => void {
+  listeners.add(listener);
+  return () => listeners.delete(listener);
+}
 
 /** The token of the last invitation link opened in this browser ('' if none is kept). */
 export function keptInvitationToken(): string {

@@ -4,10 +4,15 @@
 // anyone may sign up, accepting needs the invitation link its sender passed on (decision 365):
 // the banner asks for it, filled in with the last link opened in this browser
 // (invitation-link.ts keeps it until it is used).
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { api, signUpOpen, type Role } from './api.js';
 import { useAction, usePaged } from './hooks.js';
-import { forgetInvitationToken, keptInvitationToken, LINK_TOKEN } from './invitation-link.js';
+import {
+  forgetInvitationToken,
+  keptInvitationToken,
+  LINK_TOKEN,
+  onInvitationLinkOpened,
+} from './invitation-link.js';
 import { ErrorNote, formatTime } from './ui.js';
 
 /** An invitation as the API answers it (members page and this banner). */
@@ -38,6 +43,8 @@ function tokenOf(pasted: string): string {
 export function PendingInvitations(props: { onJoined(orgId: string): void }) {
   const list = usePaged<Invitation>('/dashboard/api/user/invitations');
   const [answered, setAnswered] = useState<ReadonlySet<string>>(new Set());
+  // A link opened in this tab may be to an invitation sent since the list was read.
+  useEffect(() => onInvitationLinkOpened(() => list.reload()), [list.reload]);
   const open = (list.data ?? []).filter((invitation) => !answered.has(invitation.id));
   if (open.length === 0) return null;
   const answer = (invitation: Invitation) => {
@@ -77,6 +84,7 @@ function InvitationItem(props: { invitation: Invitation; onAccepted(): void; onD
   const action = useAction();
   const needsLink = signUpOpen();
   const [pasted, setPasted] = useState(keptInvitationToken);
+  useEffect(() => onInvitationLinkOpened(setPasted), []);
   const token = tokenOf(pasted);
   const path = `/dashboard/api/user/invitations/${encodeURIComponent(invitation.id)}`;
   const from = invitation.invited_by_email ?? 'A member';
