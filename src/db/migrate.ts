@@ -7,7 +7,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import pg from 'pg';
-import type { DbPool } from './pool.js';
+import { CONNECTION_OPTIONS, type DbPool } from './pool.js';
 
 /** The SQL lives beside the TypeScript sources; dist/ code reads it from src/. */
 const migrationsDir = fileURLToPath(new URL('../../../src/db/migrations/', import.meta.url));
@@ -31,7 +31,7 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
   const url = new URL(databaseUrl);
   const name = decodeURIComponent(url.pathname.slice(1));
   if (!name) return;
-  const probe = new pg.Client({ connectionString: databaseUrl });
+  const probe = new pg.Client({ connectionString: databaseUrl, ...CONNECTION_OPTIONS });
   try {
     await probe.connect();
     return;
@@ -41,7 +41,7 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
     await probe.end().catch(() => undefined);
   }
   url.pathname = '/postgres';
-  const admin = new pg.Client({ connectionString: url.toString() });
+  const admin = new pg.Client({ connectionString: url.toString(), ...CONNECTION_OPTIONS });
   await admin.connect();
   try {
     await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);
