@@ -35,7 +35,8 @@ const gateways: GatewayProcess[] = [];
 beforeAll(async () => {
   smtpPort = await freePort(); // nothing listens yet: the first e-mail attempt is refused
   [vendor] = await Promise.all([
-    // An 80-token answer takes 4 s: in flight at the signal, it holds the drain open.
+    // A 160-token answer takes 8 s: in flight at the signal, it holds the drain open well past
+    // the e-mail's retry.
     startMockVendors({ host: '127.0.0.1', port: 0, tokensPerSecond: 20 }),
     receiver.start(),
   ]);
@@ -43,7 +44,7 @@ beforeAll(async () => {
     ...webhookEnv(context.prefix),
     DATABASE_URL: context.env.DATABASE_URL!,
     ...vendorsAt(vendor.url),
-    SHUTDOWN_GRACE_MS: '10000',
+    SHUTDOWN_GRACE_MS: '20000',
     // The held attempt is answered within the drain, not timed out.
     WEBHOOK_TIMEOUT_MS: '10000',
     SMTP_URL: mailCatcherUrl(smtpPort),
@@ -128,9 +129,9 @@ describe('SIGTERM with webhook and e-mail work due', () => {
       headers: { 'content-type': 'application/json', ...bearer(org.api_key) },
       body: JSON.stringify({
         model: 'vendor_b/gpt-4o-mini',
-        max_tokens: 80,
+        max_tokens: 1000,
         stream: true,
-        messages: [{ role: 'user', content: 'hello' }],
+        messages: [{ role: 'user', content: 'drain mock:output_tokens=160' }],
       }),
     });
     expect(stream.status).toBe(200);

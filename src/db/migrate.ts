@@ -26,12 +26,22 @@ async function migrationFiles(): Promise<{ dir: string; names: string[] }> {
   throw new Error('no migration files found');
 }
 
-/** Creates the database named in the URL when it does not exist (local development, CI). */
-export async function ensureDatabase(databaseUrl: string): Promise<void> {
+/**
+ * Creates the database named in the URL when it does not exist (local development, CI).
+ * `connectTimeoutMs`: how long each connection may take to open (unbounded when omitted).
+ */
+export async function ensureDatabase(
+  databaseUrl: string,
+  connectTimeoutMs?: number,
+): Promise<void> {
+  const options = {
+    ...CONNECTION_OPTIONS,
+    ...(connectTimeoutMs !== undefined && { connectionTimeoutMillis: connectTimeoutMs }),
+  };
   const url = new URL(databaseUrl);
   const name = decodeURIComponent(url.pathname.slice(1));
   if (!name) return;
-  const probe = new pg.Client({ connectionString: databaseUrl, ...CONNECTION_OPTIONS });
+  const probe = new pg.Client({ connectionString: databaseUrl, ...options });
   try {
     await probe.connect();
     return;
@@ -41,7 +51,7 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
     await probe.end().catch(() => undefined);
   }
   url.pathname = '/postgres';
-  const admin = new pg.Client({ connectionString: url.toString(), ...CONNECTION_OPTIONS });
+  const admin = new pg.Client({ connectionString: url.toString(), ...options });
   await admin.connect();
   try {
     await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);

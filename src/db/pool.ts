@@ -45,7 +45,12 @@ export function createDbPool(
   databaseUrl: string,
   max = 10,
   timeoutMs?: number,
-  options: { readonly idleInTransactionMs?: number; readonly applicationName?: string } = {},
+  options: {
+    readonly idleInTransactionMs?: number;
+    readonly applicationName?: string;
+    /** A wait for a new connection, where `timeoutMs` bounds nothing else (the CLI's). */
+    readonly connectTimeoutMs?: number;
+  } = {},
 ): DbPool {
   const pool = new pg.Pool({
     connectionString: databaseUrl,
@@ -54,6 +59,9 @@ export function createDbPool(
     application_name: options.applicationName ?? 'gw',
     idleTimeoutMillis: 30_000,
     idle_in_transaction_session_timeout: options.idleInTransactionMs ?? IDLE_IN_TRANSACTION_MS,
+    ...(options.connectTimeoutMs !== undefined && {
+      connectionTimeoutMillis: options.connectTimeoutMs,
+    }),
     ...(timeoutMs !== undefined && {
       statement_timeout: timeoutMs,
       connectionTimeoutMillis: timeoutMs,
