@@ -34,3 +34,21 @@ export class Closers {
     if (firstFailure !== undefined) throw firstFailure;
   }
 }
+
+/**
+ * Waits for `work` at most `ms`: resolves true when it ended in time (failed or not), false
+ * when it did not; what is left goes on unwaited, its failure ignored. For a stop whose wait
+ * must stay within the sum an orchestrator's kill deadline is checked against (decision 408).
+ */
+export async function waitAtMost(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const ended = await Promise.race([
+    work.then(
+      () => true,
+      () => true,
+    ),
+    new Promise<false>((resolve) => (timer = setTimeout(resolve, Math.max(0, ms), false))),
+  ]);
+  clearTimeout(timer);
+  return ended;
+}

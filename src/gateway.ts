@@ -97,13 +97,21 @@ async function assembleGateway(
     { db, redis, stores, metrics, shutdown },
     closers,
   );
-  const webhookSettings = startWebhooks(config, stores.secretBox, metrics, logger, closers);
+  const webhookSettings = startWebhooks(
+    config,
+    stores.secretBox,
+    metrics,
+    logger,
+    closers,
+    shutdown,
+  );
   const mailOutbox = startEmail(
     config,
     stores.secretBox,
     metrics,
     logger,
     closers,
+    shutdown,
     options.emailSenderTiming,
   );
   const routes = wireRoutes(config, logger, {

@@ -55,12 +55,65 @@ export async function ensureProductUser(
   return user;
 }
 
+/**
+ * `work`, or a refusal naming `service` once it failed or `ms` passed: the CLI answers
+ * `gw_unavailable` (exit 2) rather than wait as long as it takes on a dependency that is down
+ * or hangs (decision 407). The reason is the driver's (an address, a code), never a URL's
+ * password.
+ */
+export async function reachable<T>(work: Promise<T>, ms: number, service: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(
+      () => reject(new UsageError(`${service} did not answer within ${ms} ms`, 'gw_unavailable')),
+      ms,
+    );
+  });
+  try {
+    return await Promise.race([work, late]);
+  } catch (error) {
+    if (error instanceof UsageError) throw error;
+    // A refusal by the server itself (its SQLSTATE: a wrong password, no such role) is not
+    // an outage: it goes on as before.
+    const code = (error as { code?: unknown }).code;
+    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) throw error;
+    const reason = (error as Error).message;
+    throw new UsageError(`${service} is unreachable: ${reason}`, 'gw_unavailable');
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export async function openCliContext(): Promise<CliContext> {
   const config = loadConfig(cliIo().env);
-  await ensureDatabase(config.DATABASE_URL);
-  const db = createDbPool(config.DATABASE_URL, 2, undefined, { applicationName: 'gw-cli' });
-  await migrate(db);
+  // Opening a connection waits at most DATABASE_TIMEOUT_MS and Redis's first answer at most
+  // REDIS_TIMEOUT_MS; the commands' own statements stay unbounded (long scans, migrations).
+  const connectMs = config.DATABASE_TIMEOUT_MS;
+  // The driver's own bound, a little later, ends the attempt (ours answers first, clearly).
+  const driverConnectMs = connectMs + 1_000;
+  await reachable(
+    ensureDatabase(config.DATABASE_URL, driverConnectMs),
+    connectMs,
+    'Postgres (DATABASE_URL)',
+  );
+  const db = createDbPool(config.DATABASE_URL, 2, undefined, {
+    applicationName: 'gw-cli',
+    connectTimeoutMs: driverConnectMs,
+  });
   const redis = connectRedis(redisTarget(config), { maxRetriesPerRequest: 2 });
+  try {
+    await reachable(
+      db.connect().then((client) => client.release()),
+      connectMs,
+      'Postgres (DATABASE_URL)',
+    );
+    await reachable(redis.ping(), config.REDIS_TIMEOUT_MS, 'Redis (REDIS_URL)');
+  } catch (error) {
+    redis.disconnect();
+    await db.end();
+    throw error;
+  }
+  await migrate(db);
   const keys = createRedisKeys(config.REDIS_KEY_PREFIX);
   const scripts = defineScripts(redis);
   const invalidations = invalidationPublisher(redis, keys.invalidationChannel());

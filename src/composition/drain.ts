@@ -7,7 +7,9 @@ import type { HttpServer } from '../http/server.js';
 import { ShutdownCut } from '../inference/shutdown-cut.js';
 import type { Logger } from '../log.js';
 import { STOP_WAIT_MS as EMAIL_STOP_WAIT_MS } from './email.js';
+import { REDIS_QUIT_WAIT_MS } from './redis.js';
 import { WRITER_STOP_TIMEOUT_MS } from './usage-recording.js';
+import { webhookStopWaitMs } from './webhooks.js';
 
 /**
  * After the grace, the requests cut then settle (Redis, a token count): this bounds the wait.
@@ -16,23 +18,34 @@ import { WRITER_STOP_TIMEOUT_MS } from './usage-recording.js';
 const CUT_SETTLE_TIMEOUT_MS = 5_000;
 
 /**
- * The longest a stop can take after SIGTERM with these settings: the grace, the settles of
- * what it cut, then the closers that wait, one after another (the e-mail attempts under way,
- * the webhook attempts under way, each bounded by WEBHOOK_TIMEOUT_MS, and the usage writer's
- * final drain). An orchestrator's kill deadline must be above it (decision 400).
+ * The longest a stop can take after SIGTERM with these settings (decisions 400, 408). The
+ * webhook and e-mail senders stop starting attempts when the drain begins, and their waits for
+ * the attempts under way run from then, alongside the grace and the cut's settles: the e-mail
+ * attempts (5 s, with SMTP_URL), the webhook attempts and a webhook sweep under way
+ * (WEBHOOK_TIMEOUT_MS, then WEBHOOK_RECORD_WAIT_MS to record them). Then, one after another:
+ * the usage writer's final drain, the lost-request recovery leaving the instance list (a Redis
+ * command: REDIS_TIMEOUT_MS), and the two Redis connections' QUITs. An orchestrator's kill
+ * deadline must be above it.
  */
 export function longestStopMs(
   config: Pick<
     Config,
-    'SHUTDOWN_GRACE_MS' | 'SMTP_URL' | 'WEBHOOK_DELIVERY_CONCURRENCY' | 'WEBHOOK_TIMEOUT_MS'
+    | 'SHUTDOWN_GRACE_MS'
+    | 'SMTP_URL'
+    | 'WEBHOOK_DELIVERY_CONCURRENCY'
+    | 'WEBHOOK_TIMEOUT_MS'
+    | 'REDIS_TIMEOUT_MS'
   >,
 ): number {
+  const requestsMs = config.SHUTDOWN_GRACE_MS + CUT_SETTLE_TIMEOUT_MS;
+  const emailMs = config.SMTP_URL === undefined ? 0 : EMAIL_STOP_WAIT_MS;
+  const webhooksMs =
+    config.WEBHOOK_DELIVERY_CONCURRENCY === 0 ? 0 : webhookStopWaitMs(config.WEBHOOK_TIMEOUT_MS);
   return (
-    config.SHUTDOWN_GRACE_MS +
-    CUT_SETTLE_TIMEOUT_MS +
-    (config.SMTP_URL === undefined ? 0 : EMAIL_STOP_WAIT_MS) +
-    (config.WEBHOOK_DELIVERY_CONCURRENCY === 0 ? 0 : config.WEBHOOK_TIMEOUT_MS) +
-    WRITER_STOP_TIMEOUT_MS
+    Math.max(requestsMs, emailMs, webhooksMs) +
+    WRITER_STOP_TIMEOUT_MS +
+    config.REDIS_TIMEOUT_MS +
+    2 * REDIS_QUIT_WAIT_MS
   );
 }
 
@@ -43,11 +56,16 @@ export interface ShutdownState {
   unsettledAtExit: number;
   /** Watched by every proxy step; cut when the grace has elapsed. */
   readonly cut: ShutdownCut;
+  /**
+   * Called when the drain begins: each stops starting work of its own (a webhook or e-mail
+   * attempt), leaving what is due in Postgres for the next instance (decision 408).
+   */
+  readonly stopStarting: Array<() => void>;
 }
 
 /** Nothing draining, nothing cut. */
 export function shutdownState(): ShutdownState {
-  return { draining: false, unsettledAtExit: 0, cut: new ShutdownCut() };
+  return { draining: false, unsettledAtExit: 0, cut: new ShutdownCut(), stopStarting: [] };
 }
 
 /** The listeners a drain stops accepting on. */
@@ -65,6 +83,7 @@ export async function drainThenClose(
   closers: Closers,
 ): Promise<void> {
   shutdown.draining = true;
+  for (const stopStarting of shutdown.stopStarting) stopStarting();
   server.stopAccepting();
   metricsServer?.stopAccepting();
   const remaining = await server.whenIdle(config.SHUTDOWN_GRACE_MS);

@@ -13,6 +13,7 @@ import {
   type OutboxSenderSettings,
 } from '../email/outbox-sender.js';
 import type { Logger } from '../log.js';
+import type { ShutdownState } from './drain.js';
 
 /** Messages one instance sends at once: mail is rare (sign-ups, resets), SMTP slow at worst. */
 const SEND_CONCURRENCY = 2;
@@ -40,6 +41,7 @@ export function startEmail(
   counter: MailCounter,
   logger: Logger,
   closers: Closers,
+  shutdown: Pick<ShutdownState, 'stopStarting'>,
   timing: Partial<EmailSenderTiming> = {},
 ): MailOutbox | null {
   if (config.SMTP_URL === undefined || config.EMAIL_FROM === undefined) return null;
@@ -62,6 +64,9 @@ export function startEmail(
     logger,
     counter,
   );
+  // From the drain's start no message is claimed (what is due waits for the next instance);
+  // the stop's wait for those under way runs from then.
+  shutdown.stopStarting.push(() => sender.stopStarting());
   closers.add('e-mail sender', sender, async (started) => {
     await started.stop();
     await db.end();

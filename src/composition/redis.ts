@@ -3,18 +3,19 @@
 import type { Closers } from '../closers.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
-import {
-  connectRedis,
-  knownNodes,
-  quitRedis,
-  quitWithin,
-  type RedisClient,
-} from '../redis/connect.js';
+import { connectRedis, knownNodes, quitWithin, type RedisClient } from '../redis/connect.js';
 import { createRedisKeys, type RedisKeys } from '../redis/keys.js';
 import { defineScripts, preloadScripts, type RedisScripts } from '../redis/scripts.js';
 import { replaceSilentConnections, warnOfReplacement } from '../redis/silent-connections.js';
 import { connectSubscriber, keepSubscriberAlive, type Subscriber } from '../redis/subscriber.js';
 import { describeTarget, redisTarget, type RedisTarget } from '../redis/target.js';
+
+/**
+ * How long a stop waits for each connection's QUIT (the commands' and the subscriber's, one
+ * after the other) before it drops the connection: nothing of the gateway's waits on them
+ * then, and a Redis that hangs must not hold the stop (decision 408).
+ */
+export const REDIS_QUIT_WAIT_MS = 1_000;
 
 export interface RedisConnections {
   /** Where Redis is (the usage writer's thread connects there on its own). */
@@ -42,7 +43,7 @@ export async function openRedis(
   const client = closers.add(
     'redis',
     connectRedis(target, { maxRetriesPerRequest: 2, commandTimeoutMs: config.REDIS_TIMEOUT_MS }),
-    quitRedis,
+    (connection) => quitWithin(connection, REDIS_QUIT_WAIT_MS),
   );
   // A connection silent for good (cut off without a reset) is replaced, not waited on until TCP
   // gives up (src/redis/silent-connections.ts).
@@ -66,7 +67,7 @@ export async function openRedis(
     ),
     // No bound on its commands (none waits on it), but a shutdown does not wait on a Redis that
     // hangs for its QUIT.
-    (connection) => quitWithin(connection, config.REDIS_TIMEOUT_MS),
+    (connection) => quitWithin(connection, REDIS_QUIT_WAIT_MS),
   );
   closers.add(
     'redis subscriber watch',

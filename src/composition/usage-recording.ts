@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { LostRequestRecovery } from '../billing/lost-requests.js';
 import { SettleSpool } from '../billing/settle-spool.js';
-import type { Closers } from '../closers.js';
+import { waitAtMost, type Closers } from '../closers.js';
 import type { Config } from '../config.js';
 import type { DbPool } from '../db/pool.js';
 import { RecordedUsage } from '../ledger/recorded-usage.js';
@@ -44,7 +44,18 @@ export async function startUsageRecording(
       deadAfterMs: config.INSTANCE_DEAD_AFTER_MS,
       recorded: metrics.lostRequestsRecorded,
     }),
-    (recovery) => recovery.stop(shutdown.unsettledAtExit === 0),
+    // Its stop leaves the list of live instances (a Redis command): with Redis hanging it is
+    // waited for at most REDIS_TIMEOUT_MS, and a failure is no unclean stop: the others then
+    // take this instance for dead and find nothing of it to record (decision 408).
+    (recovery) =>
+      waitAtMost(
+        recovery
+          .stop(shutdown.unsettledAtExit === 0)
+          .catch((error: unknown) =>
+            logger.warn({ err: error }, 'lost-request recovery: could not leave the instance list'),
+          ),
+        config.REDIS_TIMEOUT_MS,
+      ),
   );
   await lostRequests.start();
   const writer = new UsageWriterThread(

@@ -1,10 +1,11 @@
 // Start-up, webhooks on this instance: the settings the webhook routes check endpoints with,
 // and (unless WEBHOOK_DELIVERY_CONCURRENCY=0) the dispatcher and its periodic sweep.
-import type { Closers } from '../closers.js';
+import { waitAtMost, type Closers } from '../closers.js';
 import type { Config } from '../config.js';
 import type { SecretBox } from '../credentials/secret-box.js';
 import { createDbPool, IDLE_IN_TRANSACTION_MS, type DbPool } from '../db/pool.js';
 import type { Logger } from '../log.js';
+import type { ShutdownState } from './drain.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { announceExpiredGrants } from '../product-users/grant-expiry.js';
 import { DeliveryClient } from '../webhooks/delivery-client.js';
@@ -21,12 +22,36 @@ import { deleteExpiredIdempotencyKeys } from '../idempotency/store.js';
  * idle bound is the attempt's plus the usual minute.
  */
 export function createWebhookDeliveryPool(
-  config: Pick<Config, 'DATABASE_URL' | 'WEBHOOK_DELIVERY_CONCURRENCY' | 'WEBHOOK_TIMEOUT_MS'>,
+  config: Pick<
+    Config,
+    'DATABASE_URL' | 'DATABASE_TIMEOUT_MS' | 'WEBHOOK_DELIVERY_CONCURRENCY' | 'WEBHOOK_TIMEOUT_MS'
+  >,
 ): DbPool {
-  return createDbPool(config.DATABASE_URL, config.WEBHOOK_DELIVERY_CONCURRENCY + 1, undefined, {
-    idleInTransactionMs: config.WEBHOOK_TIMEOUT_MS + IDLE_IN_TRANSACTION_MS,
-    applicationName: 'gw-webhooks',
-  });
+  // Each statement waits at most DATABASE_TIMEOUT_MS (2 s more for an answer that never
+  // comes), as the request pool's: a connection cut off without a reset would otherwise hold
+  // the dispatcher (its claims, so every delivery of this instance) and its stop for good
+  // (decision 407). An attempt's COMMIT given up on leaves the delivery due: it is attempted
+  // again, as any webhook may be (the same webhook-id).
+  return createDbPool(
+    config.DATABASE_URL,
+    config.WEBHOOK_DELIVERY_CONCURRENCY + 1,
+    config.DATABASE_TIMEOUT_MS,
+    {
+      idleInTransactionMs: config.WEBHOOK_TIMEOUT_MS + IDLE_IN_TRANSACTION_MS,
+      applicationName: 'gw-webhooks',
+    },
+  );
+}
+
+/**
+ * After its HTTP answer (or WEBHOOK_TIMEOUT_MS), how long an attempt under way at a drain may
+ * take to be recorded before the stop gives it up (its delivery stays due).
+ */
+export const WEBHOOK_RECORD_WAIT_MS = 5_000;
+
+/** How long a stop waits, from the drain's start, for the webhook work under way. */
+export function webhookStopWaitMs(webhookTimeoutMs: number): number {
+  return webhookTimeoutMs + WEBHOOK_RECORD_WAIT_MS;
 }
 
 /**
@@ -40,6 +65,7 @@ export function startWebhooks(
   metrics: GatewayMetrics,
   logger: Logger,
   closers: Closers,
+  shutdown: Pick<ShutdownState, 'stopStarting'>,
 ): WebhookSettings {
   const policy = {
     allowHttp: config.WEBHOOK_ALLOW_HTTP,
@@ -65,22 +91,36 @@ export function startWebhooks(
   );
   dispatcher.start();
   let sweeping: Promise<void> | undefined;
+  let stoppingSinceMs: number | undefined;
   const sweepTimer = setInterval(() => {
     sweeping ??= (async () => {
       if ((await announceExpiredGrants(db)) > 0) dispatcher.wake();
+      if (stoppingSinceMs !== undefined) return;
       await deleteOldMessages(db, config.WEBHOOK_RETENTION_DAYS);
+      if (stoppingSinceMs !== undefined) return;
       await deleteExpiredIdempotencyKeys(db);
     })()
       .catch((error: unknown) => logger.warn({ err: error }, 'webhook sweep failed'))
       .finally(() => (sweeping = undefined));
   }, config.WEBHOOK_SWEEP_INTERVAL_MS);
   sweepTimer.unref();
-  closers.add('webhooks', dispatcher, async (started) => {
+  // From the drain's start no attempt and no sweep step starts; the stop waits for those
+  // under way until webhookStopWaitMs after it (each statement is bounded by the pool), and
+  // leaves what is left to the next instance.
+  const stopStarting = (): void => {
+    stoppingSinceMs ??= Date.now();
     clearInterval(sweepTimer);
-    await started.stop();
-    await sweeping;
-    await client.close();
-    await db.end();
+    dispatcher.stopStarting();
+  };
+  shutdown.stopStarting.push(stopStarting);
+  closers.add('webhooks', dispatcher, async (started) => {
+    stopStarting();
+    const waitMs = webhookStopWaitMs(config.WEBHOOK_TIMEOUT_MS);
+    const leftMs = (): number => stoppingSinceMs! + waitMs - Date.now();
+    await started.stop(waitMs);
+    if (sweeping) await waitAtMost(sweeping, leftMs());
+    await waitAtMost(client.close(), leftMs());
+    await waitAtMost(db.end(), leftMs());
   });
   return settings;
 }

@@ -7,7 +7,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import pg from 'pg';
-import type { DbPool } from './pool.js';
+import { CONNECTION_OPTIONS, type DbPool } from './pool.js';
 
 /** The SQL lives beside the TypeScript sources; dist/ code reads it from src/. */
 const migrationsDir = fileURLToPath(new URL('../../../src/db/migrations/', import.meta.url));
@@ -26,12 +26,22 @@ async function migrationFiles(): Promise<{ dir: string; names: string[] }> {
   throw new Error('no migration files found');
 }
 
-/** Creates the database named in the URL when it does not exist (local development, CI). */
-export async function ensureDatabase(databaseUrl: string): Promise<void> {
+/**
+ * Creates the database named in the URL when it does not exist (local development, CI).
+ * `connectTimeoutMs`: how long each connection may take to open (unbounded when omitted).
+ */
+export async function ensureDatabase(
+  databaseUrl: string,
+  connectTimeoutMs?: number,
+): Promise<void> {
+  const options = {
+    ...CONNECTION_OPTIONS,
+    ...(connectTimeoutMs !== undefined && { connectionTimeoutMillis: connectTimeoutMs }),
+  };
   const url = new URL(databaseUrl);
   const name = decodeURIComponent(url.pathname.slice(1));
   if (!name) return;
-  const probe = new pg.Client({ connectionString: databaseUrl });
+  const probe = new pg.Client({ connectionString: databaseUrl, ...options });
   try {
     await probe.connect();
     return;
@@ -41,7 +51,7 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
     await probe.end().catch(() => undefined);
   }
   url.pathname = '/postgres';
-  const admin = new pg.Client({ connectionString: url.toString() });
+  const admin = new pg.Client({ connectionString: url.toString(), ...options });
   await admin.connect();
   try {
     await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);

@@ -14,6 +14,20 @@ const QUERY_TIMEOUT_GRACE_MS = 2000;
  * instance's writes of those rows until the server's TCP keepalive notices, hours later.
  */
 export const IDLE_IN_TRANSACTION_MS = 60_000;
+/**
+ * Every connection asks TCP to probe a peer that has sent nothing for this long (libuv then
+ * probes each second, ten times): a server gone without a reset (a host powered off, a
+ * partition) is noticed about 20 s after it went silent, instead of never on a connection
+ * idle in the pool or waiting on a statement the server runs unbounded (a migration, the
+ * CLI's scans, a COMMIT waited for). A server that is slow but there answers the probes.
+ */
+export const TCP_KEEPALIVE_IDLE_MS = 10_000;
+
+/** What every connection of gw to Postgres sets, pooled or not (src/db/migrate.ts too). */
+export const CONNECTION_OPTIONS = {
+  keepAlive: true,
+  keepAliveInitialDelayMillis: TCP_KEEPALIVE_IDLE_MS,
+} as const;
 
 /**
  * `timeoutMs` bounds every wait on Postgres (the gateway's DATABASE_TIMEOUT_MS): a statement
@@ -31,14 +45,23 @@ export function createDbPool(
   databaseUrl: string,
   max = 10,
   timeoutMs?: number,
-  options: { readonly idleInTransactionMs?: number; readonly applicationName?: string } = {},
+  options: {
+    readonly idleInTransactionMs?: number;
+    readonly applicationName?: string;
+    /** A wait for a new connection, where `timeoutMs` bounds nothing else (the CLI's). */
+    readonly connectTimeoutMs?: number;
+  } = {},
 ): DbPool {
   const pool = new pg.Pool({
     connectionString: databaseUrl,
+    ...CONNECTION_OPTIONS,
     max,
     application_name: options.applicationName ?? 'gw',
     idleTimeoutMillis: 30_000,
     idle_in_transaction_session_timeout: options.idleInTransactionMs ?? IDLE_IN_TRANSACTION_MS,
+    ...(options.connectTimeoutMs !== undefined && {
+      connectionTimeoutMillis: options.connectTimeoutMs,
+    }),
     ...(timeoutMs !== undefined && {
       statement_timeout: timeoutMs,
       connectionTimeoutMillis: timeoutMs,

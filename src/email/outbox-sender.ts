@@ -82,6 +82,8 @@ export class OutboxSender {
   private wakeAgain = false;
   private timer: NodeJS.Timeout | undefined;
   private readonly underWay = new Set<Promise<void>>();
+  /** When stopStarting() was first called (a drain began): stop()'s wait runs from it. */
+  private stoppingSinceMs: number | undefined;
   /** The connections holding a claimed row, and whether stop() gave them up. */
   private readonly holding = new Map<DbClient, { abandoned: boolean }>();
 
@@ -124,18 +126,29 @@ export class OutboxSender {
   }
 
   /**
+   * No message is claimed after this (the gateway began to drain): what is due stays in the
+   * outbox for the next instance. The attempts under way go on; stop()'s wait (`stopWaitMs`)
+   * runs from here.
+   */
+  stopStarting(): void {
+    this.running = false;
+    clearInterval(this.timer);
+    this.stoppingSinceMs ??= Date.now();
+  }
+
+  /**
    * Stops claiming; waits (bounded) for the attempts under way, then gives up those still
    * talking to the SMTP server: their connections are closed, Postgres ends their
    * transactions, and their rows wait for another instance.
    */
   async stop(): Promise<void> {
-    this.running = false;
-    clearInterval(this.timer);
+    this.stopStarting();
     let timer: NodeJS.Timeout | undefined;
+    const leftMs = Math.max(0, this.stoppingSinceMs! + this.settings.stopWaitMs - Date.now());
     await Promise.race([
       Promise.allSettled([...this.underWay]),
       new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, this.settings.stopWaitMs);
+        timer = setTimeout(resolve, leftMs);
       }),
     ]);
     clearTimeout(timer);

@@ -71,6 +71,10 @@ export class WebhookDispatcher {
   private filling = false;
   private timer: NodeJS.Timeout | undefined;
   private readonly attempts = new Set<Promise<void>>();
+  /** When stopStarting() was first called (a drain began): stop()'s wait runs from it. */
+  private stoppingSinceMs: number | undefined;
+  /** The connections of the attempts under way, and whether stop() gave them up. */
+  private readonly holding = new Map<DbClient, { abandoned: boolean }>();
   /** Attempts in flight on this instance, per endpoint: its share of the slots. */
   private readonly inFlightByEndpoint = new Map<string, number>();
 
@@ -90,11 +94,39 @@ export class WebhookDispatcher {
     this.wake();
   }
 
-  /** Stops claiming; waits for the attempts in flight. */
-  async stop(): Promise<void> {
+  /**
+   * No attempt starts after this (the gateway began to drain): the poll stops, and a claim
+   * under way is rolled back, its delivery left due for the next instance. The attempts under
+   * way go on.
+   */
+  stopStarting(): void {
     this.running = false;
     clearTimeout(this.timer);
-    await Promise.allSettled([...this.attempts]);
+    this.stoppingSinceMs ??= Date.now();
+  }
+
+  /**
+   * Stops claiming and waits for the attempts under way: with `waitMs`, at most that long after
+   * the first stopStarting(), then the ones left are given up: their connections are closed,
+   * Postgres ends their transactions, and their deliveries stay due (a receiver that did
+   * answer gets the message again from another instance, with the same webhook-id).
+   */
+  async stop(waitMs?: number): Promise<void> {
+    this.stopStarting();
+    const underWay = Promise.allSettled([...this.attempts]);
+    if (waitMs === undefined) {
+      await underWay;
+      return;
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const leftMs = Math.max(0, this.stoppingSinceMs! + waitMs - Date.now());
+    await Promise.race([underWay, new Promise((resolve) => (timer = setTimeout(resolve, leftMs)))]);
+    clearTimeout(timer);
+    for (const [connection, state] of this.holding) {
+      state.abandoned = true;
+      connection.release(new Error('the gateway stops: the delivery is left to another instance'));
+    }
+    this.holding.clear();
   }
 
   /** Looks for due deliveries now (and then every poll interval while idle). */
@@ -145,10 +177,11 @@ export class WebhookDispatcher {
       connection.release();
       throw error;
     }
-    if (typeof claimed === 'string') {
+    // Claimed as the drain began: the delivery stays due for the next instance.
+    if (typeof claimed === 'string' || !this.running) {
       await connection.query('ROLLBACK').catch(() => undefined);
       connection.release();
-      return claimed;
+      return typeof claimed === 'string' ? claimed : 'nothing due';
     }
     const endpointId = claimed.endpoint.id;
     this.inFlight += 1;
@@ -180,17 +213,27 @@ export class WebhookDispatcher {
 
   private async attempt(connection: DbClient, claimed: ClaimedLane): Promise<void> {
     const { endpoint, lane, delivery } = claimed;
+    const state = { abandoned: false };
+    this.holding.set(connection, state);
     let failed = true;
     try {
       const result = await this.send(endpoint, delivery);
+      if (state.abandoned) return;
       await this.record(connection, endpoint, lane, delivery, result);
       await connection.query('COMMIT');
       failed = false;
       this.counters?.webhookAttempts.inc({ outcome: outcomeLabel(result) });
+    } catch (error) {
+      // stop() closed the connection under the attempt: the delivery is another instance's.
+      if (state.abandoned) return;
+      throw error;
     } finally {
-      if (failed) await connection.query('ROLLBACK').catch(() => undefined);
-      // A connection whose transaction could not end is not given back to the pool.
-      connection.release(failed);
+      this.holding.delete(connection);
+      if (!state.abandoned) {
+        if (failed) await connection.query('ROLLBACK').catch(() => undefined);
+        // A connection whose transaction could not end is not given back to the pool.
+        connection.release(failed);
+      }
     }
   }
 

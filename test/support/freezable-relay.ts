@@ -72,9 +72,11 @@ export async function startFreezableRelay(target: {
   };
 }
 
-/** A relay in front of the test database, and the database's URL through it. */
-export async function relayedTestDatabase(): Promise<{ relay: FreezableRelay; url: string }> {
-  const target = new URL(TEST_DATABASE_URL);
+/** A relay in front of the test database (or `databaseUrl`'s), and its URL through it. */
+export async function relayedTestDatabase(
+  databaseUrl = TEST_DATABASE_URL,
+): Promise<{ relay: FreezableRelay; url: string }> {
+  const target = new URL(databaseUrl);
   const relay = await startFreezableRelay({
     host: target.hostname,
     port: Number(target.port || 5432),
