@@ -5,7 +5,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { createDbPool } from './db/pool.js';
 import { createLogger } from './log.js';
-import { connectRedis } from './redis/connect.js';
+import { connectRedis, warnOfErrors } from './redis/connect.js';
 import { createRedisKeys } from './redis/keys.js';
 import { replaceSilentConnections, warnOfReplacement } from './redis/silent-connections.js';
 import { PostgresUsageSink } from './ledger/postgres-usage-sink.js';
@@ -31,6 +31,7 @@ const logger = createLogger(settings.logLevel, 'gw-usage-writer');
 const redis = connectRedis(settings.redis, {
   maxRetriesPerRequest: settings.redis.kind === 'cluster' ? 2 : null,
   autoPipelining: settings.redis.kind === 'cluster',
+  onError: warnOfErrors(logger, 'redis connection error'),
 });
 // No bound on its commands (a blocking read waits up to USAGE_FLUSH_INTERVAL_MS by design, and
 // a read or an ack given up on would only be sent again), but a connection cut off without a

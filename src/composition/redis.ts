@@ -3,7 +3,13 @@
 import type { Closers } from '../closers.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
-import { connectRedis, knownNodes, quitWithin, type RedisClient } from '../redis/connect.js';
+import {
+  connectRedis,
+  knownNodes,
+  quitWithin,
+  warnOfErrors,
+  type RedisClient,
+} from '../redis/connect.js';
 import { createRedisKeys, type RedisKeys } from '../redis/keys.js';
 import { defineScripts, preloadScripts, type RedisScripts } from '../redis/scripts.js';
 import { replaceSilentConnections, warnOfReplacement } from '../redis/silent-connections.js';
@@ -42,7 +48,11 @@ export async function openRedis(
   logger.info(describeTarget(target), 'redis');
   const client = closers.add(
     'redis',
-    connectRedis(target, { maxRetriesPerRequest: 2, commandTimeoutMs: config.REDIS_TIMEOUT_MS }),
+    connectRedis(target, {
+      maxRetriesPerRequest: 2,
+      commandTimeoutMs: config.REDIS_TIMEOUT_MS,
+      onError: warnOfErrors(logger, 'redis connection error'),
+    }),
     (connection) => quitWithin(connection, REDIS_QUIT_WAIT_MS),
   );
   // A connection silent for good (cut off without a reset) is replaced, not waited on until TCP

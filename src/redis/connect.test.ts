@@ -1,7 +1,9 @@
 // REDIS_CLUSTER_NODES as an operator writes it: host:port lists and the URL form, and the
 // configuration errors that name the variable and never echo a password.
+import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../config.js';
+import { warnOfErrors } from './connect.js';
 import { describeTarget, parseClusterNodes, redisTarget } from './target.js';
 
 describe('REDIS_CLUSTER_NODES', () => {
@@ -61,5 +63,34 @@ describe('REDIS_CLUSTER_NODES', () => {
       redis: 'cluster',
       redisSeedNodes: ['a:1'],
     });
+  });
+});
+
+describe('warnOfErrors', () => {
+  it('warns with the error code at most once per interval, counting those it left out', () => {
+    const lines: string[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => lines.push(line) });
+    const onError = warnOfErrors(logger, 'redis connection error', 60_000);
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6390'), {
+      code: 'ECONNREFUSED',
+    });
+    onError(refused);
+    onError(refused);
+    onError(new Error('Command timed out'));
+    expect(lines.map((line) => JSON.parse(line) as Record<string, unknown>)).toEqual([
+      expect.objectContaining({
+        msg: 'redis connection error',
+        code: 'ECONNREFUSED',
+        reason: 'connect ECONNREFUSED 127.0.0.1:6390',
+        alsoSinceLast: 0,
+      }),
+    ]);
+    const everyTime = warnOfErrors(logger, 'redis connection error', 0);
+    everyTime(refused);
+    everyTime(new Error('Command timed out'));
+    expect(lines.slice(1).map((line) => JSON.parse(line).reason)).toEqual([
+      'connect ECONNREFUSED 127.0.0.1:6390',
+      'Command timed out',
+    ]);
   });
 });

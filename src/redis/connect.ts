@@ -5,8 +5,9 @@
 // (the helpers below): a multi-key command or a transaction must stay in one slot on a cluster,
 // and an ioredis pipeline on a cluster goes to one node.
 import calculateSlot from 'cluster-key-slot';
-import { Cluster, Redis } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { installStallTolerantTimeout } from './command-timeout.js';
+import type { Logger } from '../log.js';
 import type { RedisNode, RedisTarget } from './target.js';
 
 export type RedisClient = Redis | Cluster;
@@ -24,6 +25,12 @@ export interface ConnectOptions {
    * The command stays on its connection and may still run when Redis answers again.
    */
   readonly commandTimeoutMs?: number;
+  /**
+   * Told of each error ioredis reports on the client (a connection refused or lost, a command
+   * given up on): the caller's own answer to each command says what failed it, so these are
+   * for the log. Unset: not reported (ioredis would print each to stderr, outside the log).
+   */
+  readonly onError?: (error: Error) => void;
 }
 
 /** A new client on the target. */
@@ -35,6 +42,16 @@ export function connectRedis(target: RedisTarget, options: ConnectOptions): Redi
     // Each node's connection of a cluster applies it too (redisOptions).
     ...(options.commandTimeoutMs !== undefined && { commandTimeout: options.commandTimeoutMs }),
   };
+  const client = connectTo(target, options, common);
+  client.on('error', options.onError ?? (() => undefined));
+  return client;
+}
+
+function connectTo(
+  target: RedisTarget,
+  options: ConnectOptions,
+  common: Pick<RedisOptions, 'maxRetriesPerRequest' | 'connectionName' | 'commandTimeout'>,
+): RedisClient {
   if (target.kind === 'single') {
     return new Redis(target.url, {
       ...common,
@@ -212,4 +229,28 @@ export async function quitWithin(
 export async function quitRedis(redis: RedisClient): Promise<void> {
   if (redis.status === 'end') return;
   await redis.quit().catch(() => redis.disconnect());
+}
+
+/**
+ * An `onError` that warns with `message` and the error's code, at most once per `everyMs`
+ * (a Redis that is away fails every reconnection attempt), counting those it left out.
+ */
+export function warnOfErrors(
+  logger: Logger,
+  message: string,
+  everyMs = 10_000,
+): (error: Error) => void {
+  let lastMs = -Infinity;
+  let unreported = 0;
+  return (error) => {
+    const now = Date.now();
+    if (now - lastMs < everyMs) {
+      unreported += 1;
+      return;
+    }
+    lastMs = now;
+    const code = (error as NodeJS.ErrnoException).code;
+    logger.warn({ code, reason: error.message, alsoSinceLast: unreported }, message);
+    unreported = 0;
+  };
 }
