@@ -94,7 +94,7 @@ export class LoginThrottle {
    * checked: the milliseconds until sign-in may be tried again when this attempt is past a
    * limit, else 0. Counted first (as a failure), so a burst of guesses sent at once cannot
    * all be checked before the first failure is recorded; a success takes its count back
-   * (recordSuccess). Refused: this client's sixth failure in a row at the account, any
+   * (recordSuccess). Refused: this client's sixth failure at the account in the window, any
    * client's past the account's ceiling but a client's first there, and an address's past
    * its own limit.
    */
