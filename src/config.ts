@@ -349,3 +349,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   return Object.freeze(parsed.data);
 }
+
+/**
+ * What a valid configuration leaves open that its operator should know, one line each, for
+ * the log at boot (never a value). With sign-up on and no SMTP_URL, nothing proves that
+ * whoever signs up with an address reads it (decision 365, 413).
+ */
+export function configurationWarnings(
+  config: Pick<Config, 'DASHBOARD_SIGNUP' | 'SMTP_URL'>,
+): string[] {
+  return config.DASHBOARD_SIGNUP && config.SMTP_URL === undefined
+    ? [
+        'DASHBOARD_SIGNUP is on and SMTP_URL is unset: no e-mail address is verified, so anyone may sign up with an address they do not own (set SMTP_URL to verify addresses)',
+      ]
+    : [];
+}

@@ -25,7 +25,7 @@ function exitOnStopSignalsUntilHandedOver(): () => void {
 async function main(): Promise<void> {
   const handOver = exitOnStopSignalsUntilHandedOver();
   // Loaded after the handlers, which so cover their loading too.
-  const { loadConfig } = await import('./config.js');
+  const { configurationWarnings, loadConfig } = await import('./config.js');
   const { createLogger } = await import('./log.js');
   const { isGatewayWorker, runPrimary, workerCount } = await import('./workers.js');
   let config: Config;
@@ -41,6 +41,10 @@ async function main(): Promise<void> {
   }
   const logger = createLogger(config.LOG_LEVEL);
   const workers = workerCount(config);
+  // Once per gateway: by the primary, or by the one process serving alone.
+  if (!isGatewayWorker()) {
+    for (const warning of configurationWarnings(config)) logger.warn(warning);
+  }
   if (workers > 1 && !isGatewayWorker()) {
     runPrimary(config, logger, workers); // installs its handlers before it returns
     return handOver();

@@ -2,6 +2,7 @@
 // Origin on writes, roles, throttling, expiry, rotation, sign-out — on a real gateway with the
 // real Redis and Postgres. Tenant isolation is generated from the route declarations.
 import { createHash } from 'node:crypto';
+import { request, type IncomingHttpHeaders } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { routeDeclarations } from '../src/routes/index.js';
 import { isolatedContext } from './support/context.js';
@@ -41,6 +42,47 @@ function createUser(email: string, extra: string[] = []): Promise<CreatedUser> {
     { stdin: PASSWORD },
   );
 }
+
+/** Signs in from `localAddress` (another loopback address is another client to gw). */
+function loginFrom(
+  localAddress: string,
+  email: string,
+  password: string,
+): Promise<{ status: number; headers: IncomingHttpHeaders; body: ErrorBody }> {
+  const payload = JSON.stringify({ email, password });
+  return new Promise((resolve, reject) => {
+    const sent = request(
+      `${gateway.url}/auth/login`,
+      {
+        method: 'POST',
+        localAddress,
+        headers: {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(payload),
+          origin,
+        },
+      },
+      (answer) => {
+        const chunks: Buffer[] = [];
+        answer.on('data', (chunk: Buffer) => chunks.push(chunk));
+        answer.on('error', reject);
+        answer.on('end', () =>
+          resolve({
+            status: answer.statusCode ?? 0,
+            headers: answer.headers,
+            body: JSON.parse(Buffer.concat(chunks).toString()) as ErrorBody,
+          }),
+        );
+      },
+    );
+    sent.on('error', reject);
+    sent.end(payload);
+  });
+}
+
+/** The account's failed sign-ins by client address, and `all` (decision 414). */
+const accountFailuresKey = (email: string): string =>
+  `${prefix}:login-fail:account-clients:${createHash('sha256').update(email).digest('hex')}`;
 
 async function signedIn(email: string): Promise<DashboardClient> {
   const client = new DashboardClient(gateway.url, origin);
@@ -235,33 +277,44 @@ describe('sign-in', () => {
     expect(member.body.error.message).toMatch(/^email: must not contain a lone surrogate/);
   });
 
-  it('throttles an account after 5 failures: 429 with Retry-After, even with the right password', async () => {
+  it('holds back a guessing client after 5 failures, even with the right password, but not the owner elsewhere', async () => {
+    // Decision 414: five wrong passwords from anywhere used to block the account for everyone
+    // for 15 minutes, its owner included. Now they hold back the client that sent them.
     const email = unique('throttled');
     await createUser(email);
+    const guesser = '127.0.0.2';
     for (let attempt = 0; attempt < 5; attempt += 1) {
-      const answer = await postJson(
-        `${gateway.url}/auth/login`,
-        {
-          email,
-          password: 'wrong password!',
-        },
-        { origin },
-      );
-      expect(answer.status).toBe(401);
+      expect((await loginFrom(guesser, email, 'wrong password!')).status).toBe(401);
     }
-    const blocked = await postJson<ErrorBody>(
-      `${gateway.url}/auth/login`,
-      {
-        email,
-        password: PASSWORD,
-      },
-      { origin },
-    );
+    const blocked = await loginFrom(guesser, email, PASSWORD);
     expect(blocked.status).toBe(429);
     expect(blocked.body.error.code).toBe('gw_too_many_attempts');
-    const retryAfter = Number(blocked.headers.get('retry-after'));
+    const retryAfter = Number(blocked.headers['retry-after']);
     expect(retryAfter).toBeGreaterThan(0);
     expect(retryAfter).toBeLessThanOrEqual(15 * 60);
+    // the owner, from their own address, signs in
+    expect((await loginFrom('127.0.0.1', email, PASSWORD)).status).toBe(200);
+    const counts = await redis.hgetall(accountFailuresKey(email));
+    expect(counts).toEqual({ all: '6', [guesser]: '6' });
+  });
+
+  it('past 20 failures at an account, gives each client one guess: the owner still signs in', async () => {
+    const email = unique('besieged');
+    await createUser(email);
+    // 4 addresses × 5 guesses: the account's ceiling
+    for (const last of [3, 4, 5, 6]) {
+      for (let attempt = 0; attempt < 5; attempt += 1) {
+        expect((await loginFrom(`127.0.0.${last}`, email, 'wrong password!')).status).toBe(401);
+      }
+    }
+    // a new client gets one guess, then waits
+    expect((await loginFrom('127.0.0.7', email, 'wrong password!')).status).toBe(401);
+    expect((await loginFrom('127.0.0.7', email, PASSWORD)).status).toBe(429);
+    // the owner's first attempt goes through
+    expect((await loginFrom('127.0.0.8', email, PASSWORD)).status).toBe(200);
+    // one that mistyped while the account is besieged waits, as a guesser does
+    expect((await loginFrom('127.0.0.9', email, 'a typo, sorry!')).status).toBe(401);
+    expect((await loginFrom('127.0.0.9', email, PASSWORD)).status).toBe(429);
   });
 
   it('counts a sign-in before checking its password: a burst of guesses at once gets 5 checked, not all', async () => {

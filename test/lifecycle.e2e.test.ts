@@ -51,6 +51,29 @@ describe('configuration', () => {
     expect(result.stderr).toContain('PORT');
     expect(result.stderr).toContain('REDIS_KEY_PREFIX');
   });
+
+  it('warns once at boot that sign-up without SMTP_URL verifies no address (GATEWAY_WORKERS=2)', async () => {
+    const gateway = await startGatewayProcess({
+      ...env,
+      PORT: '0',
+      METRICS_ENABLED: 'false',
+      GATEWAY_WORKERS: '2',
+      DASHBOARD_SIGNUP: 'true',
+    });
+    try {
+      const warnings = gateway
+        .output()
+        .split('\n')
+        .filter((line) => line.includes('no e-mail address is verified'));
+      expect(warnings).toHaveLength(1);
+      expect(JSON.parse(warnings[0]!)).toMatchObject({
+        level: 40,
+        msg: 'DASHBOARD_SIGNUP is on and SMTP_URL is unset: no e-mail address is verified, so anyone may sign up with an address they do not own (set SMTP_URL to verify addresses)',
+      });
+    } finally {
+      await gateway.stop();
+    }
+  });
 });
 
 describe('a port another process holds', () => {

@@ -21,6 +21,11 @@ const PREFIXES: Readonly<Record<EmailTokenPurpose, string>> = {
 /** The longest token a body may carry (a prefix and 43 characters; generous). */
 export const EMAIL_TOKEN_MAX_LENGTH = 100;
 
+/** A new token of `purpose`, not stored yet (the caller stores its SHA-256). */
+export function newEmailToken(purpose: EmailTokenPurpose): string {
+  return newSecret(PREFIXES[purpose]);
+}
+
 /**
  * A new token for the user's `email`, returned this once. Expired and used tokens (anyone's)
  * are deleted on the way, so the table holds little more than the links still open.
@@ -36,7 +41,7 @@ export async function issueEmailToken(
       WHERE expires_at < now() OR (user_id = $1 AND used_at IS NOT NULL)`,
     [userId],
   );
-  const token = newSecret(PREFIXES[purpose]);
+  const token = newEmailToken(purpose);
   await db.query(
     `INSERT INTO dashboard_email_tokens (token_hash, user_id, purpose, email, expires_at)
      VALUES ($1, $2, $3, $4, now() + $5 * interval '1 millisecond')`,

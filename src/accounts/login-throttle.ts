@@ -1,15 +1,26 @@
-// Failed sign-ins are counted per account and per client address in Redis (shared by every
-// instance); past the limit a sign-in is refused without checking the password until the
-// window ends (429 gw_too_many_attempts with Retry-After). Each attempt is counted before its
-// password is checked, and a success takes its count back. Self-service sign-ups are counted
-// per client address the same way, every attempt. An IPv6 client is counted by its /64.
+// Failed sign-ins are counted in Redis (shared by every instance) per account and client
+// address, per account over every client, and per client address over every account; past a
+// limit a sign-in is refused without checking the password until the window ends (429
+// gw_too_many_attempts with Retry-After). Each attempt is counted before its password is
+// checked, and a success takes its count back. Nobody can lock an account's owner out from
+// another address (decision 414): a client's own failures stop it alone, and past the
+// account's ceiling only a client with no failure there in the window gets one guess.
+// Self-service sign-ups are counted per client address the same way, every attempt. An IPv6
+// client is counted by its /64.
 import { gwError, type GwError } from '../errors.js';
 import type { RedisClient } from '../redis/connect.js';
 import { sha256Hex } from '../ids.js';
 import type { RedisKeys } from '../redis/keys.js';
 
 export interface ThrottleLimits {
+  /** Failed sign-ins at one account from one client address. */
+  readonly perAccountClient: number;
+  /**
+   * Failed sign-ins at one account from every client: past it, a client that failed there
+   * in the window waits, and one that did not gets one guess (so the owner still signs in).
+   */
   readonly perAccount: number;
+  /** Failed sign-ins from one client address at every account. */
   readonly perAddress: number;
   /** Self-service sign-ups (every attempt, successful or not) per client address. */
   readonly signupsPerAddress: number;
@@ -22,7 +33,8 @@ export interface ThrottleLimits {
 }
 
 export const DEFAULT_THROTTLE_LIMITS: ThrottleLimits = {
-  perAccount: 5,
+  perAccountClient: 5,
+  perAccount: 20,
   perAddress: 50,
   signupsPerAddress: 10,
   emailsPerRecipient: 5,
@@ -41,6 +53,9 @@ export function tooManyAttempts(attempts: string, waitMs: number): GwError {
     headers: { 'retry-after': String(retryAfterS) },
   });
 }
+
+/** The account hash's field for every client's failures (no client address looks like it). */
+const ALL_CLIENTS = 'all';
 
 /** An IPv6 peer as uWebSockets.js writes it: eight groups of four hex digits. */
 const IPV6_PEER = /^(?:[0-9a-f]{4}:){7}[0-9a-f]{4}$/i;
@@ -76,33 +91,47 @@ export class LoginThrottle {
 
   /**
    * Counts a sign-in attempt against the account and the address before its password is
-   * checked: the milliseconds until sign-in may be tried again when this attempt is past
-   * either limit, else 0. Counted first (as a failure), so a burst of guesses sent at once
-   * cannot all be checked before the first failure is recorded; a success takes its count
-   * back (recordSuccess).
+   * checked: the milliseconds until sign-in may be tried again when this attempt is past a
+   * limit, else 0. Counted first (as a failure), so a burst of guesses sent at once cannot
+   * all be checked before the first failure is recorded; a success takes its count back
+   * (recordSuccess). Refused: this client's sixth failure at the account in the window, any
+   * client's past the account's ceiling but a client's first there, and an address's past
+   * its own limit.
    */
   async attempt(email: string, address: string): Promise<number> {
-    const [accountKey, addressKey] = this.keysFor(email, address);
+    const client = throttledClient(address);
     // One transaction per key: the two need not share a Redis Cluster slot.
     const [account, byAddress] = await Promise.all([
-      this.countAttempt(accountKey),
-      this.countAttempt(addressKey),
+      this.countAccountAttempt(this.accountKey(email), client),
+      this.countAttempt(this.keys.loginFailures('address', client)),
     ]);
     let waitMs = 0;
-    if (account.count > this.limits.perAccount) waitMs = Math.max(waitMs, account.ttlMs);
+    const pastCeiling = account.all > this.limits.perAccount && account.fromClient > 1;
+    if (account.fromClient > this.limits.perAccountClient || pastCeiling) {
+      waitMs = Math.max(waitMs, account.ttlMs);
+    }
     if (byAddress.count > this.limits.perAddress) waitMs = Math.max(waitMs, byAddress.ttlMs);
     return waitMs > 0 ? Math.max(1, waitMs) : 0;
   }
 
   /**
-   * A successful sign-in clears the account's count and takes its attempt back from the
-   * address's (a success is not a failure: an office behind one address signs in all day).
+   * A successful sign-in forgets this client's failures at the account, and takes its attempt
+   * back from the account's total and from the address's (a success is not a failure: an
+   * office behind one address signs in all day). Other clients' failures stay counted: the
+   * owner signing in does not give a guesser elsewhere its guesses back.
    */
   async recordSuccess(email: string, address: string): Promise<void> {
-    const [accountKey, addressKey] = this.keysFor(email, address);
+    const client = throttledClient(address);
+    const accountKey = this.accountKey(email);
+    const addressKey = this.keys.loginFailures('address', client);
+    // Should the window have ended meanwhile, the -1 these leave expires like any count.
     await Promise.all([
-      this.redis.del(accountKey),
-      // Should the window have ended meanwhile, the -1 this leaves expires like any count.
+      this.redis
+        .multi()
+        .hdel(accountKey, client)
+        .hincrby(accountKey, ALL_CLIENTS, -1)
+        .pexpire(accountKey, this.limits.windowMs, 'NX')
+        .exec(),
       this.redis.multi().decr(addressKey).pexpire(addressKey, this.limits.windowMs, 'NX').exec(),
     ]);
   }
@@ -145,7 +174,7 @@ export class LoginThrottle {
 
   /** Clears the account's failed sign-ins (its password was just reset by e-mail). */
   async clearAccount(email: string): Promise<void> {
-    await this.redis.del(this.keys.loginFailures('account', sha256Hex(email)));
+    await this.redis.del(this.accountKey(email));
   }
 
   private past(attempt: { count: number; ttlMs: number }, limit: number): number {
@@ -163,10 +192,23 @@ export class LoginThrottle {
     return { count: value(0), ttlMs: value(2) };
   }
 
-  private keysFor(email: string, address: string): [string, string] {
-    return [
-      this.keys.loginFailures('account', sha256Hex(email)),
-      this.keys.loginFailures('address', throttledClient(address)),
-    ];
+  /** One hash per account: every client's failures there and their total, one window. */
+  private accountKey(email: string): string {
+    return this.keys.loginFailures('account-clients', sha256Hex(email));
+  }
+
+  private async countAccountAttempt(
+    key: string,
+    client: string,
+  ): Promise<{ all: number; fromClient: number; ttlMs: number }> {
+    const results = await this.redis
+      .multi()
+      .hincrby(key, ALL_CLIENTS, 1)
+      .hincrby(key, client, 1)
+      .pexpire(key, this.limits.windowMs, 'NX')
+      .pttl(key)
+      .exec();
+    const value = (index: number): number => Number(results?.[index]?.[1] ?? 0);
+    return { all: value(0), fromClient: value(1), ttlMs: value(3) };
   }
 }

@@ -12,17 +12,14 @@ import { redeemEmailToken, voidEmailTokens } from './email-tokens.js';
 import { hashPassword, passwordProblem } from './passwords.js';
 import type { SessionStore } from './sessions.js';
 import { raiseSessionEpoch } from './user-sessions.js';
-import { AccountRuleError, findUserByEmail } from './users.js';
+import { AccountRuleError } from './users.js';
 
-/** Mails a reset link to the account with this e-mail, if there is one; else does nothing. */
-export async function requestPasswordReset(
-  db: DbPool,
-  mail: AccountMail,
-  email: string,
-): Promise<void> {
-  const user = await findUserByEmail(db, email);
-  if (!user) return;
-  await mail.sendPasswordReset(db, { userId: user.user_id, email: user.email });
+/**
+ * Mails a reset link to the account with this (normalized) e-mail, if there is one; else
+ * does nothing, in the same time: the same statement runs either way (decision 413).
+ */
+export function requestPasswordReset(db: DbPool, mail: AccountMail, email: string): Promise<void> {
+  return mail.sendPasswordResetTo(db, email);
 }
 
 export type PasswordResetOutcome =

@@ -30,17 +30,20 @@ export class MailOutbox {
    * and only if that transaction commits. Call `queued()` once it has.
    */
   async queue(db: Pick<DbPool, 'query'>, mail: OutgoingMail, options: QueueOptions): Promise<void> {
-    const sealed: SealedMail = { to: mail.to, subject: mail.subject, text: mail.text };
     await db.query(
       `INSERT INTO email_outbox (purpose, sealed_message, token_hash, expires_at)
        VALUES ($1, $2, $3, now() + $4 * interval '1 millisecond')`,
-      [
-        mail.purpose,
-        sealToText(this.box, JSON.stringify(sealed)),
-        options.tokenHash ?? null,
-        options.expiresInMs,
-      ],
+      [mail.purpose, this.seal(mail), options.tokenHash ?? null, options.expiresInMs],
     );
+  }
+
+  /**
+   * `mail` as email_outbox.sealed_message holds it, for a statement that writes the row
+   * itself (a password-reset request, decision 413).
+   */
+  seal(mail: OutgoingMail): string {
+    const sealed: SealedMail = { to: mail.to, subject: mail.subject, text: mail.text };
+    return sealToText(this.box, JSON.stringify(sealed));
   }
 
   /** The messages queued are committed: this instance sends them now. */

@@ -59,8 +59,12 @@ export interface RedisKeys {
   session(handle: string): string;
   /** A dashboard user's sessions: zset session handle → when it expires if unused (ms). */
   userSessions(userId: string): string;
-  /** Failed sign-ins in the current window, per account (e-mail hash) or client address. */
-  loginFailures(kind: 'account' | 'address', subject: string): string;
+  /**
+   * Failed sign-ins in the current window: `account-clients` (e-mail hash; a hash of client
+   * address → its failures there, and `all` → every client's, decision 414), or `address`
+   * (a client address, every account). `account` is the count before 414, no longer written.
+   */
+  loginFailures(kind: 'account-clients' | 'address', subject: string): string;
   /** Self-service sign-up attempts from a client address in the current window. */
   signupAttempts(address: string): string;
   /**
