@@ -241,17 +241,18 @@ describe('connecting an app in a browser', () => {
     await page.goto(`${gateway.url}/dashboard/orgs/${user.personal_org_id}/connected-apps`);
     const row = page.getByRole('row').filter({ hasText: 'Seeded app' });
     await row.waitFor();
-    const column = (await page.getByRole('columnheader').allTextContents()).indexOf('Monthly cap');
+    const column = (await page.getByRole('columnheader').allTextContents()).indexOf(
+      'Spent this month',
+    );
     expect(column).toBeGreaterThan(-1);
-    const capCell = () =>
-      row.getByRole('cell').nth(column).locator('.limits-cell > span').innerText();
-    await expect.poll(capCell).toMatch(/^0\.000001 USD\s+a month$/);
+    const capCell = () => row.getByRole('cell').nth(column).locator('.cap-cell > span').innerText();
+    await expect.poll(capCell).toMatch(/^cap 0\.000001\s*USD$/);
     await row.getByRole('button', { name: 'Edit cap of Seeded app' }).click();
     const card = page.getByRole('region', { name: 'Monthly cap of Seeded app' });
     await card.getByLabel('Monthly cap (USD)').fill('5');
     await card.getByRole('button', { name: 'Save cap' }).click();
     await card.getByRole('status').filter({ hasText: 'Saved.' }).waitFor();
-    await expect.poll(capCell).toMatch(/^5\.00 USD\s+a month$/);
+    await expect.poll(capCell).toMatch(/^cap 5\.00\s*USD$/);
     await screenshot(page, 'oauth-05-connected-app-cap');
     expect((await infer()).status).toBe(200);
     const { rows } = await db.query<{ amount: string }>(
@@ -259,6 +260,21 @@ describe('connecting an app in a browser', () => {
       [token.body.app_connection_id],
     );
     expect(rows).toEqual([{ amount: '5.000000000000' }]);
+
+    // Connecting the app again: the page says where it is connected, starting from its cap.
+    await page.goto(
+      `${gateway.url}/oauth/authorize?${authorizeQuery({
+        clientId: client.client_id,
+        redirectUri: callback,
+        state: 'again',
+        challenge: pkcePair().challenge,
+      })}`,
+    );
+    expect(await cap.inputValue()).toBe('5');
+    expect(await page.locator('#already_connected li').allTextContents()).toEqual([
+      `${email} (personal): a cap of 5 USD a month`,
+    ]);
+    await screenshot(page, 'oauth-06-connect-again');
     await context.close();
     expect(problems).toEqual([]);
   });

@@ -17,14 +17,13 @@ export interface CappedApp {
   readonly spend: { readonly this_month: { readonly cost: string } };
 }
 
-/** The list's cell: the cap, or that there is none. */
+/** Under what the app spent this month in the list: its monthly cap, or that it has none. */
 export function CapCell({ app }: { app: CappedApp }) {
   return app.monthly_cap === null ? (
-    <span class="muted">No cap</span>
+    <span class="muted">no cap</span>
   ) : (
     <>
-      <Money value={app.monthly_cap} currency={app.currency} />
-      <div class="muted small">a month</div>
+      cap <Money value={app.monthly_cap} currency={app.currency} />
     </>
   );
 }

@@ -105,31 +105,6 @@ function ConnectedAppsPage({ org }: { org: OrgSummary }) {
               ),
             },
             {
-              header: 'Monthly cap',
-              class: 'nowrap',
-              cell: (app) => (
-                <span class="limits-cell">
-                  <span>
-                    <CapCell app={app} />
-                  </span>
-                  {cappable(app) && (
-                    <button
-                      type="button"
-                      class="secondary small-button"
-                      aria-label={`Edit cap of ${app.app_name}`}
-                      aria-expanded={editingCap === app.id}
-                      onClick={() => {
-                        setEditing(null);
-                        setEditingCap(editingCap === app.id ? null : app.id);
-                      }}
-                    >
-                      Edit
-                    </button>
-                  )}
-                </span>
-              ),
-            },
-            {
               header: 'Rate limits',
               class: 'small',
               cell: (app) => (
@@ -149,10 +124,34 @@ function ConnectedAppsPage({ org }: { org: OrgSummary }) {
               ),
             },
             {
+              // what it spent beside what it may spend: its monthly cap (decision 415)
               header: 'Spent this month',
               numeric: true,
               class: 'nowrap',
-              cell: (app) => <Spent spend={app.spend.this_month} currency={app.currency} />,
+              cell: (app) => (
+                <>
+                  <Spent spend={app.spend.this_month} currency={app.currency} />
+                  <span class="cap-cell small">
+                    <span>
+                      <CapCell app={app} />
+                    </span>
+                    {cappable(app) && (
+                      <button
+                        type="button"
+                        class="secondary small-button"
+                        aria-label={`Edit cap of ${app.app_name}`}
+                        aria-expanded={editingCap === app.id}
+                        onClick={() => {
+                          setEditing(null);
+                          setEditingCap(editingCap === app.id ? null : app.id);
+                        }}
+                      >
+                        Edit
+                      </button>
+                    )}
+                  </span>
+                </>
+              ),
             },
             {
               header: 'Spent in total',
