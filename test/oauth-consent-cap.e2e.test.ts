@@ -18,6 +18,7 @@ import {
   createOAuthClient,
   getAuthorize,
   pkcePair,
+  postForm,
   readConsentCap,
   readConsentForm,
   type RegisteredClient,
@@ -250,6 +251,56 @@ describe('a spending cap set on the consent page', () => {
     });
     expect((await storedCap(zero.app_connection_id))?.nano).toBe(0n);
     expect((await infer(zero.access_token)).body.error?.code).toBe('gw_cap_exceeded');
+  });
+
+  it('is one transaction with the connection and its token: a cap that cannot be written leaves no connection and no token', async () => {
+    const appClient = await createOAuthClient(env, maker.app_id, [CALLBACK], {
+      public: true,
+      name: 'Atomic',
+    });
+    // Writing this cap fails (as a dropped database connection would).
+    const trigger = `refuse_cap_${appClient.client_id.slice(-12).toLowerCase()}`;
+    await db.query(
+      `CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS
+         $$ BEGIN RAISE EXCEPTION 'the cap refuses'; END $$`,
+    );
+    await db.query(
+      `CREATE TRIGGER ${trigger} BEFORE INSERT ON cap_rules FOR EACH ROW
+         WHEN (NEW.amount = 123.456) EXECUTE FUNCTION ${trigger}()`,
+    );
+    try {
+      const pkce = pkcePair();
+      const answer = await connect(
+        payerAdmin,
+        {
+          clientId: appClient.client_id,
+          redirectUri: CALLBACK,
+          state: 'a',
+          challenge: pkce.challenge,
+        },
+        { orgId: payer.org_id, capAmount: '123.456' },
+      );
+      const code = new URL(answer.location!).searchParams.get('code')!;
+      const token = await postForm(`${gateway.url}/oauth/token`, {
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: CALLBACK,
+        code_verifier: pkce.verifier,
+        client_id: appClient.client_id,
+      });
+      expect(token.status).toBe(500);
+      expect(token.body).not.toHaveProperty('access_token');
+      const { rows } = await db.query(
+        `SELECT (SELECT count(*)::int FROM app_connections WHERE oauth_client_id = $1) AS connections,
+                (SELECT count(*)::int FROM api_keys k JOIN app_connections c ON c.id = k.app_connection_id
+                  WHERE c.oauth_client_id = $1) AS tokens`,
+        [appClient.client_id],
+      );
+      expect(rows).toEqual([{ connections: 0, tokens: 0 }]);
+    } finally {
+      await db.query(`DROP TRIGGER ${trigger} ON cap_rules`);
+      await db.query(`DROP FUNCTION ${trigger}()`);
+    }
   });
 
   it('denying with a cap typed connects nothing', async () => {
