@@ -218,85 +218,101 @@ export async function setCapAs(
   settings: CapSettings,
 ): Promise<CapState> {
   checkCapSettings(target.scope, settings);
-  const { state, connectionId } = await withTransaction(db, async (client) => {
-    const orgId = await owningOrg(client, target, true);
-    if (orgId === null) throw missing(target);
-    const current = await activeRule(client, target, true);
-    if (settings.amountNano === undefined && !current) {
-      throw new CapAmountRequiredError(await noCapYet(client, target));
-    }
-    const amountNano = givenOrStored(settings.amountNano, current?.amount);
-    const perUserAmountNano = givenOrStored(settings.perUserAmountNano, current?.per_user_amount);
-    if (amountNano === null && perUserAmountNano === null) {
-      throw new CapTargetError(
-        'a connection cap needs an amount or a per-user amount (clear the cap to remove both)',
-      );
-    }
-    const onUser = target.scope === 'product_user';
-    const keep = (value: unknown): boolean => value === undefined;
-    const { rows } = await client.query<{ id: string }>(
-      `INSERT INTO cap_rules (id, org_id, scope, app_connection_id, product_user_id, amount,
-                             per_user_amount, currency, credit_mode, overrun_policy)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-       ON CONFLICT ${conflictTarget[target.scope]} DO UPDATE SET
-         amount = EXCLUDED.amount,
-         per_user_amount = EXCLUDED.per_user_amount,
-         currency = EXCLUDED.currency,
-         credit_mode = CASE WHEN $11 THEN cap_rules.credit_mode ELSE EXCLUDED.credit_mode END,
-         overrun_policy = CASE WHEN $12 THEN cap_rules.overrun_policy ELSE EXCLUDED.overrun_policy END,
-         updated_at = now()
-       RETURNING id`,
-      [
-        newId('cap'),
-        orgId,
-        target.scope,
-        target.scope === 'app_connection' ? target.appConnectionId : null,
-        onUser ? target.productUserId : null,
-        amountNano === null ? null : nanoToNumeric(amountNano),
-        perUserAmountNano === null ? null : nanoToNumeric(perUserAmountNano),
-        settings.currency,
-        onUser ? (settings.creditMode ?? null) : null,
-        onUser ? (settings.overrunPolicy ?? null) : null,
-        !onUser || keep(settings.creditMode),
-        !onUser || keep(settings.overrunPolicy),
-      ],
-    );
-    const connectionId = target.scope === 'app_connection' ? target.appConnectionId : null;
-    if (connectionId) {
-      await applyConnectionSettings(client, connectionId, {
-        ...(settings.creditMode && { credit_mode: settings.creditMode }),
-        ...(settings.overrunPolicy && { overrun_policy: settings.overrunPolicy }),
-        ...(settings.requiresProductUser !== undefined && {
-          requires_product_user: settings.requiresProductUser,
-        }),
-      });
-    }
-    const state = await capState(client, target, orgId);
-    await recordAudit(client, {
-      orgId,
-      userId: actor.userId,
-      action: 'cap.set',
-      objectType: 'cap_rule',
-      objectId: rows[0]!.id,
-      details: {
-        scope: target.scope,
-        target_id: targetId(target),
-        amount: state.cap?.amount ?? null,
-        per_user_amount: state.cap?.per_user_amount ?? null,
-        ...(settings.creditMode !== undefined && { credit_mode: settings.creditMode }),
-        ...(settings.overrunPolicy !== undefined && { overrun_policy: settings.overrunPolicy }),
-        ...(settings.requiresProductUser !== undefined && {
-          requires_product_user: settings.requiresProductUser,
-        }),
-      },
-    });
-    await invalidation.capSet?.(client, orgId, target);
-    return { state, connectionId };
-  });
+  const { state, connectionId } = await withTransaction(db, (client) =>
+    writeCapIn(client, invalidation, actor, target, settings),
+  );
   await invalidation.capsChanged({
     connectionKeyHashes: connectionId ? await apiKeyHashes(db, { connectionId }) : null,
   });
   return state;
+}
+
+/**
+ * setCapAs's writes, in the caller's transaction (`client`): the rule, the connection's
+ * settings, the audit entry and the marks (`invalidation.capSet`). The caller checked the
+ * settings (checkCapSettings) and tells every instance after its commit, unless nothing can
+ * have cached the target yet (a connection made in that same transaction, decision 415).
+ */
+export async function writeCapIn(
+  client: DbClient,
+  invalidation: Pick<CapInvalidation, 'capSet'>,
+  actor: Actor,
+  target: CapTarget,
+  settings: CapSettings,
+): Promise<{ state: CapState; connectionId: string | null }> {
+  const orgId = await owningOrg(client, target, true);
+  if (orgId === null) throw missing(target);
+  const current = await activeRule(client, target, true);
+  if (settings.amountNano === undefined && !current) {
+    throw new CapAmountRequiredError(await noCapYet(client, target));
+  }
+  const amountNano = givenOrStored(settings.amountNano, current?.amount);
+  const perUserAmountNano = givenOrStored(settings.perUserAmountNano, current?.per_user_amount);
+  if (amountNano === null && perUserAmountNano === null) {
+    throw new CapTargetError(
+      'a connection cap needs an amount or a per-user amount (clear the cap to remove both)',
+    );
+  }
+  const onUser = target.scope === 'product_user';
+  const keep = (value: unknown): boolean => value === undefined;
+  const { rows } = await client.query<{ id: string }>(
+    `INSERT INTO cap_rules (id, org_id, scope, app_connection_id, product_user_id, amount,
+                           per_user_amount, currency, credit_mode, overrun_policy)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+     ON CONFLICT ${conflictTarget[target.scope]} DO UPDATE SET
+       amount = EXCLUDED.amount,
+       per_user_amount = EXCLUDED.per_user_amount,
+       currency = EXCLUDED.currency,
+       credit_mode = CASE WHEN $11 THEN cap_rules.credit_mode ELSE EXCLUDED.credit_mode END,
+       overrun_policy = CASE WHEN $12 THEN cap_rules.overrun_policy ELSE EXCLUDED.overrun_policy END,
+       updated_at = now()
+     RETURNING id`,
+    [
+      newId('cap'),
+      orgId,
+      target.scope,
+      target.scope === 'app_connection' ? target.appConnectionId : null,
+      onUser ? target.productUserId : null,
+      amountNano === null ? null : nanoToNumeric(amountNano),
+      perUserAmountNano === null ? null : nanoToNumeric(perUserAmountNano),
+      settings.currency,
+      onUser ? (settings.creditMode ?? null) : null,
+      onUser ? (settings.overrunPolicy ?? null) : null,
+      !onUser || keep(settings.creditMode),
+      !onUser || keep(settings.overrunPolicy),
+    ],
+  );
+  const connectionId = target.scope === 'app_connection' ? target.appConnectionId : null;
+  if (connectionId) {
+    await applyConnectionSettings(client, connectionId, {
+      ...(settings.creditMode && { credit_mode: settings.creditMode }),
+      ...(settings.overrunPolicy && { overrun_policy: settings.overrunPolicy }),
+      ...(settings.requiresProductUser !== undefined && {
+        requires_product_user: settings.requiresProductUser,
+      }),
+    });
+  }
+  const state = await capState(client, target, orgId);
+  await recordAudit(client, {
+    orgId,
+    userId: actor.userId,
+    action: 'cap.set',
+    objectType: 'cap_rule',
+    objectId: rows[0]!.id,
+    details: {
+      scope: target.scope,
+      target_id: targetId(target),
+      amount: state.cap?.amount ?? null,
+      per_user_amount: state.cap?.per_user_amount ?? null,
+      ...(settings.creditMode !== undefined && { credit_mode: settings.creditMode }),
+      ...(settings.overrunPolicy !== undefined && { overrun_policy: settings.overrunPolicy }),
+      ...(settings.requiresProductUser !== undefined && {
+        requires_product_user: settings.requiresProductUser,
+      }),
+    },
+  });
+  await invalidation.capSet?.(client, orgId, target);
+  return { state, connectionId };
 }
 
 /**

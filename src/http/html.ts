@@ -15,7 +15,8 @@ p { line-height: 1.5; }
 .muted { opacity: .75; font-size: .9rem; }
 code { word-break: break-all; }
 label { display: block; margin: 1rem 0 .25rem; font-weight: 600; }
-select { width: 100%; padding: .5rem; font-size: 1rem; }
+select, input { width: 100%; padding: .5rem; font-size: 1rem; box-sizing: border-box; }
+.problem { color: #c62828; font-weight: 600; }
 .actions { display: flex; gap: .75rem; margin-top: 1.5rem; }
 button { flex: 1; padding: .65rem 1rem; font-size: 1rem; border-radius: 8px; border: 1px solid #8a8f98; cursor: pointer; background: transparent; color: inherit; }
 button.primary { background: #5b6ee1; border-color: #5b6ee1; color: #fff; }

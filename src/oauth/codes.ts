@@ -1,6 +1,6 @@
 // Authorization codes (RFC 6749 section 4.1.2): random, single use, short-lived, bound to the
 // client, the redirect URI, the PKCE challenge, the user and the paying organization (and the
-// id of the app connection its exchange makes). They live in Redis only, under the SHA-256 of
+// id of the app connection its exchange makes, and the spending cap the user gave it). They live in Redis only, under the SHA-256 of
 // the code (a dump of Redis yields no usable code), expire by Redis key expiry, and are taken
 // with one atomic script that leaves a marker behind, so a replayed code is recognised.
 import { randomBase62, sha256Hex } from '../ids.js';
@@ -16,6 +16,11 @@ export interface CodeGrant {
   readonly userId: string;
   readonly orgId: string;
   readonly connectionId: string;
+  /**
+   * The monthly spending cap the user set on the consent page, in nano-units: the connection's
+   * app-connection cap from its first request. null: none.
+   */
+  readonly capAmountNano: bigint | null;
 }
 
 export type TakenCode =
@@ -49,6 +54,8 @@ interface StoredGrant {
   user_id: string;
   org_id: string;
   connection_id: string;
+  /** Nano-units as decimal text (JSON has no bigint); absent on codes of earlier versions. */
+  cap_amount_nano?: string | null;
 }
 
 export class AuthorizationCodes {
@@ -69,6 +76,7 @@ export class AuthorizationCodes {
       user_id: grant.userId,
       org_id: grant.orgId,
       connection_id: grant.connectionId,
+      cap_amount_nano: grant.capAmountNano === null ? null : grant.capAmountNano.toString(),
     };
     await this.redis.set(
       this.keys.oauthCode(sha256Hex(code)),
@@ -99,6 +107,7 @@ export class AuthorizationCodes {
           userId: stored.user_id,
           orgId: stored.org_id,
           connectionId: stored.connection_id,
+          capAmountNano: stored.cap_amount_nano == null ? null : BigInt(stored.cap_amount_nano),
         },
       };
     }

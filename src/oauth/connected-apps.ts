@@ -1,5 +1,7 @@
 // Connected apps: an organization's OAuth connections as its members see them — which app,
-// who connected it, whether its token was issued, its token's request-rate limits, and what it
+// who connected it, whether its token was issued, its token's request-rate limits, its
+// monthly cap (changed as any connection's: PUT/DELETE /dashboard/api/connections/{id}/cap,
+// src/admin/caps.ts; decision 415), and what it
 // spent (this calendar month and in total, from the daily rollups the usage writer keeps) —
 // and the members' revocation. The limits are changed as an API key's are
 // (PATCH /dashboard/api/api-keys/{token_id}: src/admin/api-keys.ts).
@@ -15,7 +17,7 @@ import type { ApiKeyInvalidation } from '../auth/api-key-store.js';
 import { readPage, type Page, type PageRequest } from '../db/pages.js';
 import type { DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
-import { formatNano, SETTLEMENT_CURRENCY } from '../money.js';
+import { formatNano, formatNumeric, SETTLEMENT_CURRENCY } from '../money.js';
 
 export interface Spend {
   readonly costNano: bigint;
@@ -29,18 +31,28 @@ export interface ConnectedAppWithSpend extends ConnectedAppRow, ConnectedAppToke
   readonly spend: { readonly thisMonth: Spend; readonly total: Spend };
 }
 
-/** The app's token (an `api_keys` row of kind `oauth_token`): its id and rate limits. */
+/**
+ * The app's token (an `api_keys` row of kind `oauth_token`): its id and rate limits; and the
+ * connection's own monthly cap (its app-connection cap rule's amount).
+ */
 interface ConnectedAppToken {
+  /** Numeric text; null: no connection-wide cap. */
+  readonly cap_amount: string | null;
   /** Null: no token was issued (a code never exchanged, before connections waited for it). */
   readonly token_id: string | null;
   readonly requests_per_minute: number | null;
   readonly product_user_requests_per_minute: number | null;
 }
 
-/** The connected app's columns with its token's (the view of the dashboard, not the events'). */
+/**
+ * The connected app's columns with its token's and its cap's (the view of the dashboard, not
+ * the events').
+ */
 const SELECT_CONNECTED_APP = `SELECT ${CONNECTED_APP_COLUMNS}, t.id AS token_id,
-  t.requests_per_minute, t.product_user_requests_per_minute
+  t.requests_per_minute, t.product_user_requests_per_minute, cap.amount::text AS cap_amount
   FROM ${CONNECTED_APP_FROM}
+  LEFT JOIN cap_rules cap ON cap.scope = 'app_connection' AND cap.status = 'active'
+    AND cap.app_connection_id = c.id
   LEFT JOIN LATERAL (SELECT k.id, k.requests_per_minute, k.product_user_requests_per_minute
     FROM api_keys k WHERE k.app_connection_id = c.id AND k.kind = 'oauth_token'
     ORDER BY k.created_at LIMIT 1) t ON true`;
@@ -57,6 +69,7 @@ export function connectedAppView(row: ConnectedAppWithSpend): Record<string, unk
     token_id: row.token_id,
     requests_per_minute: row.requests_per_minute,
     product_user_requests_per_minute: row.product_user_requests_per_minute,
+    monthly_cap: formatNumeric(row.cap_amount),
     currency: SETTLEMENT_CURRENCY,
     spend: { this_month: money(spend.thisMonth), total: money(spend.total) },
   };

@@ -4,6 +4,7 @@
 // together), and the app's RFC 7009 revocation (a replayed code revokes too). Revocation
 // itself is src/admin/connections.ts's revokeConnection, the one rule for every connection;
 // the members' view of their connected apps is connected-apps.ts.
+import { checkCapSettings, writeCapIn, type CapInvalidation } from '../admin/caps.js';
 import { revokeConnection } from '../admin/connections.js';
 import { recordOAuthConnectionEvent } from '../admin/connection-events.js';
 import { createOAuthToken } from '../admin/provisioning.js';
@@ -13,6 +14,7 @@ import type { ApiKeyInvalidation } from '../auth/api-key-store.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
 import { newId, sha256Hex } from '../ids.js';
+import { numericToNano, SETTLEMENT_CURRENCY } from '../money.js';
 import type { AuthorizationCodes, CodeGrant } from './codes.js';
 import type { AuthorizingClient, OAuthClientIdentity } from './clients.js';
 import { verifierMatches } from './pkce.js';
@@ -29,6 +31,8 @@ export interface Approval {
   readonly userId: string;
   /** The paying organization; the caller checked the user may connect apps there. */
   readonly orgId: string;
+  /** The monthly cap the user set on the consent page (nano-units; null: none). */
+  readonly capAmountNano: bigint | null;
 }
 
 /**
@@ -49,6 +53,7 @@ export async function approve(
     userId: approval.userId,
     orgId: approval.orgId,
     connectionId,
+    capAmountNano: approval.capAmountNano,
   });
   return { code, connectionId };
 }
@@ -108,6 +113,7 @@ export async function exchange(
   db: DbPool,
   codes: AuthorizationCodes,
   apiKeys: ApiKeyInvalidation,
+  caps: Pick<CapInvalidation, 'capSet'>,
   client: OAuthClientIdentity,
   request: Exchange,
 ): Promise<{ accessToken: string; connectionId: string } | GwError> {
@@ -130,7 +136,7 @@ export async function exchange(
             )
           : undefined;
   if (refusal) return refusal;
-  const issued = await connectAndIssue(db, grant);
+  const issued = await connectAndIssue(db, caps, grant);
   if ('code' in issued) return issued;
   // A replay that came while the connection was being made found nothing to revoke.
   if (await codes.presentedAgain(request.code)) {
@@ -144,12 +150,16 @@ export async function exchange(
 }
 
 /**
- * The connection the grant approved, in the paying organization, with its token: in one
- * transaction, and only while the approving user still may connect apps there and the app
- * and its client still exist (their removal, locked out meanwhile, revokes it after).
+ * The connection the grant approved, in the paying organization, with its token and the
+ * spending cap the user set on the consent page (its app-connection cap, through the caps
+ * service): in one transaction, and only while the approving user still may connect apps
+ * there and the app and its client still exist (their removal, locked out meanwhile, revokes
+ * it after). No instance can have cached the new connection's cap rule (nothing named it
+ * before its token), so the commit alone makes its first request see the cap (decision 415).
  */
 async function connectAndIssue(
   db: DbPool,
+  caps: Pick<CapInvalidation, 'capSet'>,
   grant: CodeGrant,
 ): Promise<{ rawToken: string } | GwError> {
   return withTransaction(db, async (tx) => {
@@ -190,6 +200,17 @@ async function connectAndIssue(
         objectId: grant.connectionId,
         details: { app_id: app.app_id, oauth_client_id: grant.clientId },
       });
+      if (grant.capAmountNano !== null) {
+        const settings = { amountNano: grant.capAmountNano, currency: SETTLEMENT_CURRENCY };
+        checkCapSettings('app_connection', settings);
+        await writeCapIn(
+          tx,
+          caps,
+          { userId: grant.userId },
+          { scope: 'app_connection', appConnectionId: grant.connectionId },
+          settings,
+        );
+      }
     } else {
       const { rows } = await tx.query<{ status: string }>(
         `SELECT status FROM app_connections WHERE id = $1 AND org_id = $2 AND oauth_client_id = $3
@@ -230,6 +251,38 @@ async function connectAndIssue(
     }
     return { rawToken: token.rawToken };
   });
+}
+
+/** An active connection of an app the user is asked to connect again, as the consent page says. */
+export interface ExistingConnection {
+  readonly orgId: string;
+  /** Its app-connection cap (nano-units), null: none. */
+  readonly capAmountNano: bigint | null;
+}
+
+/**
+ * The active connections already made through this client in these organizations, newest
+ * first: approving again makes another connection beside them, each with its own cap
+ * (decision 415), and the consent page says so.
+ */
+export async function existingConnections(
+  db: Pick<DbPool, 'query'>,
+  clientId: string,
+  orgIds: readonly string[],
+): Promise<ExistingConnection[]> {
+  if (orgIds.length === 0) return [];
+  const { rows } = await db.query<{ org_id: string; amount: string | null }>(
+    `SELECT c.org_id, r.amount::text FROM app_connections c
+       LEFT JOIN cap_rules r ON r.scope = 'app_connection' AND r.status = 'active'
+                            AND r.app_connection_id = c.id
+      WHERE c.oauth_client_id = $1 AND c.org_id = ANY($2::text[]) AND c.status = 'active'
+      ORDER BY c.created_at DESC, c.id DESC LIMIT 20`,
+    [clientId, orgIds],
+  );
+  return rows.map((row) => ({
+    orgId: row.org_id,
+    capAmountNano: row.amount === null ? null : numericToNano(row.amount),
+  }));
 }
 
 /**

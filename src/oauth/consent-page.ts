@@ -1,11 +1,17 @@
 // The consent page: names the app (and who publishes it), where the user will be sent back,
 // and the organization whose wallet will pay, chosen among those where the user may connect
-// apps, as admin or owner (their personal one first). Approve and deny post the request back with the session's CSRF
-// token. No script: a plain form, under a policy that allows nothing else.
+// apps, as admin or owner (their personal one first), and takes an optional monthly spending
+// cap for the connection (decision 415). Approve and deny post the request back with the
+// session's CSRF token. No script: a plain form, under a policy that allows nothing else.
 import type { Membership } from '../accounts/users.js';
 import { escapeHtml, renderPage } from '../http/html.js';
 import type { ValidAuthorization } from './authorization-request.js';
+import { plainAmount, SETTLEMENT_CURRENCY } from '../money.js';
+import type { ExistingConnection } from './connections.js';
 import { PKCE_METHOD } from './pkce.js';
+
+/** The consent form's field for the connection's monthly cap (empty: none). */
+export const CAP_AMOUNT_FIELD = 'cap_amount';
 
 export interface ConsentPage {
   readonly request: ValidAuthorization;
@@ -13,16 +19,36 @@ export interface ConsentPage {
   /** Organizations the user may have pay, the default first. */
   readonly payingOrgs: readonly Membership[];
   readonly csrfToken: string;
+  /** Active connections of this app in those organizations, newest first (decision 415). */
+  readonly existing: readonly ExistingConnection[];
+  /** The form as sent back with a problem: the organization chosen, the cap typed, why. */
+  readonly resubmitted?: {
+    readonly orgId: string | undefined;
+    readonly capAmount: string;
+    readonly problem: string;
+  };
 }
 
 export function renderConsentPage(page: ConsentPage): string {
   const { request } = page;
   const hidden = (name: string, value: string): string =>
     `<input type="hidden" name="${name}" value="${escapeHtml(value)}">`;
+  const chosenOrg = page.resubmitted?.orgId ?? page.payingOrgs[0]?.id;
   const options = page.payingOrgs
-    .map((org) => `<option value="${escapeHtml(org.id)}">${escapeHtml(org.name)}</option>`)
+    .map(
+      (org) =>
+        `<option value="${escapeHtml(org.id)}"${org.id === chosenOrg && org.id !== page.payingOrgs[0]?.id ? ' selected' : ''}>${escapeHtml(org.name)}</option>`,
+    )
     .join('');
   const returnTo = destinationOf(request.redirectUri);
+  // Connecting again starts from the cap the app has in the organization chosen by default.
+  const previous = page.existing.find((connection) => connection.orgId === chosenOrg);
+  const capAmount =
+    page.resubmitted?.capAmount ??
+    (previous?.capAmountNano == null ? '' : plainAmount(previous.capAmountNano));
+  const problem = page.resubmitted
+    ? `<p class="problem" id="cap_problem" role="alert">${escapeHtml(page.resubmitted.problem)}</p>`
+    : '';
   return renderPage(
     `Connect ${request.client.appName}`,
     `<h1>Connect <strong>${escapeHtml(request.client.appName)}</strong> to your gw account?</h1>
@@ -39,6 +65,13 @@ ${hidden('code_challenge_method', PKCE_METHOD)}
 ${hidden('csrf_token', page.csrfToken)}
 <label for="org_id">Organization that pays</label>
 <select id="org_id" name="org_id">${options}</select>
+${existingNotice(page)}
+<label for="${CAP_AMOUNT_FIELD}">Monthly spending cap (${SETTLEMENT_CURRENCY}, optional)</label>
+<input id="${CAP_AMOUNT_FIELD}" name="${CAP_AMOUNT_FIELD}" type="text" inputmode="decimal" autocomplete="off" maxlength="64" placeholder="No cap" value="${escapeHtml(capAmount)}" aria-describedby="cap_help${page.resubmitted ? ' cap_problem' : ''}">
+${problem}
+<p class="muted" id="cap_help">The most this app may spend from that wallet in a calendar month
+(UTC), such as 10 or 12.50: its requests beyond it are refused. Leave it empty for no cap. You
+can change or remove it later under Connected apps.</p>
 <p class="muted">Signed in as ${escapeHtml(page.userEmail)}. You can revoke this connection at any
 time in the dashboard. After your answer you go back to <code>${escapeHtml(returnTo)}</code>.</p>
 <div class="actions">
@@ -47,6 +80,24 @@ time in the dashboard. After your answer you go back to <code>${escapeHtml(retur
 </div>
 </form>`,
   );
+}
+
+/** Says where the app is already connected, and that approving again connects it once more. */
+function existingNotice(page: ConsentPage): string {
+  if (page.existing.length === 0) return '';
+  const names = new Map(page.payingOrgs.map((org) => [org.id, org.name]));
+  const items = page.existing
+    .map((connection) => {
+      const cap =
+        connection.capAmountNano === null
+          ? 'no cap'
+          : `a cap of ${plainAmount(connection.capAmountNano)} ${SETTLEMENT_CURRENCY} a month`;
+      return `<li>${escapeHtml(names.get(connection.orgId) ?? connection.orgId)}: ${cap}</li>`;
+    })
+    .join('');
+  return `<div class="muted" id="already_connected"><p>This app is already connected to:</p>
+<ul>${items}</ul>
+<p>Approving again connects it once more, with the cap below; those connections keep theirs.</p></div>`;
 }
 
 /**

@@ -109,6 +109,12 @@ const decodeEntities = (text: string): string =>
     .replace(/&gt;/g, '>')
     .replace(/&amp;/g, '&');
 
+/** The consent page's monthly-cap field: its value as the page fills it in (empty: none). */
+export function readConsentCap(html: string): string | undefined {
+  const value = /<input id="cap_amount" name="cap_amount" [^>]*value="([^"]*)"/.exec(html)?.[1];
+  return value === undefined ? undefined : decodeEntities(value);
+}
+
 export function readConsentForm(html: string): ConsentForm {
   const fields: Record<string, string> = {};
   for (const match of html.matchAll(/<input type="hidden" name="([a-z_]+)" value="([^"]*)">/g)) {
@@ -167,16 +173,22 @@ export function redirectParams(location: string): { base: string; params: URLSea
 export async function connect(
   user: DashboardClient,
   request: AuthorizationRequest,
-  answer: { decision?: 'approve' | 'deny'; orgId?: string } = {},
+  answer: { decision?: 'approve' | 'deny'; orgId?: string; capAmount?: string } = {},
+  options: { accept?: string } = {},
 ): Promise<RawAnswer> {
   const page = await getAuthorize(user.baseUrl, authorizeQuery(request), { cookie: user.cookie! });
   if (page.status !== 200) throw new Error(`consent page answered ${page.status}: ${page.text}`);
   const form = readConsentForm(page.text);
-  return postDecision(user, {
-    ...form.fields,
-    org_id: answer.orgId ?? form.orgOptions[0]!,
-    decision: answer.decision ?? 'approve',
-  });
+  return postDecision(
+    user,
+    {
+      ...form.fields,
+      org_id: answer.orgId ?? form.orgOptions[0]!,
+      decision: answer.decision ?? 'approve',
+      ...(answer.capAmount !== undefined && { cap_amount: answer.capAmount }),
+    },
+    options,
+  );
 }
 
 export interface FormAnswer<T = Record<string, unknown>> {
@@ -221,14 +233,17 @@ export async function connectAndExchange(
   baseUrl: string,
   user: DashboardClient,
   client: RegisteredClient,
-  options: { orgId?: string; redirectUri?: string } = {},
+  options: { orgId?: string; redirectUri?: string; capAmount?: string } = {},
 ): Promise<TokenAnswer> {
   const pkce = pkcePair();
   const redirectUri = options.redirectUri ?? client.redirect_uris[0]!;
   const answer = await connect(
     user,
     { clientId: client.client_id, redirectUri, state: 's', challenge: pkce.challenge },
-    { ...(options.orgId !== undefined && { orgId: options.orgId }) },
+    {
+      ...(options.orgId !== undefined && { orgId: options.orgId }),
+      ...(options.capAmount !== undefined && { capAmount: options.capAmount }),
+    },
   );
   const code = answer.location ? new URL(answer.location).searchParams.get('code') : null;
   if (!code) throw new Error(`no code in ${answer.status} ${answer.location}`);

@@ -8,13 +8,19 @@ import { z } from 'zod';
 import { gwError } from '../../errors.js';
 import { acceptsHtml, pageHeaders } from '../../http/html.js';
 import type { HttpResponse } from '../../http/types.js';
+import type { DashboardCaller } from '../../accounts/dashboard-auth.js';
 import {
   authorizationParamsOfQuery,
   checkAuthorizationRequest,
+  type ValidAuthorization,
 } from '../../oauth/authorization-request.js';
-import { renderConsentPage, renderRequestErrorPage } from '../../oauth/consent-page.js';
+import {
+  renderConsentPage,
+  renderRequestErrorPage,
+  type ConsentPage,
+} from '../../oauth/consent-page.js';
 import { issuerOf } from '../../oauth/issuer.js';
-import { payingOrgsOf } from '../../oauth/connections.js';
+import { existingConnections, payingOrgsOf } from '../../oauth/connections.js';
 import { formActionSource } from '../../oauth/redirect-uris.js';
 import { declareRoute } from '../framework/declaration.js';
 import { pageOrJson, type OAuthDeps } from './deps.js';
@@ -71,19 +77,7 @@ export const authorizePageRoute = declareRoute({
       const back = `${request.path}?${request.query}`;
       return redirect(response, `${SIGN_IN_PAGE}?next=${encodeURIComponent(back)}`);
     }
-    const payingOrgs = payingOrgsOf(caller.user.memberships).sort(
-      (a, b) =>
-        Number(b.id === caller.user.personalOrgId) - Number(a.id === caller.user.personalOrgId),
-    );
-    response.writeHead(200, pageHeaders([formActionSource(check.request.redirectUri)]));
-    response.end(
-      renderConsentPage({
-        request: check.request,
-        userEmail: caller.user.email,
-        payingOrgs,
-        csrfToken: caller.session.csrfToken,
-      }),
-    );
+    await answerConsentPage(response, deps, caller, check.request);
   },
 });
 
@@ -94,4 +88,37 @@ export function redirect(response: HttpResponse, location: string): void {
     'referrer-policy': 'no-referrer',
   });
   response.end();
+}
+
+/**
+ * The consent page for a signed-in user (200), or sent back with a problem in its form (400):
+ * the organizations they may have pay, their personal one first, and where the app is
+ * already connected among them.
+ */
+export async function answerConsentPage(
+  response: HttpResponse,
+  deps: OAuthDeps,
+  caller: DashboardCaller,
+  request: ValidAuthorization,
+  resubmitted?: ConsentPage['resubmitted'],
+): Promise<void> {
+  const payingOrgs = payingOrgsOf(caller.user.memberships).sort(
+    (a, b) =>
+      Number(b.id === caller.user.personalOrgId) - Number(a.id === caller.user.personalOrgId),
+  );
+  const existing = await existingConnections(
+    deps.oauth.db,
+    request.client.clientId,
+    payingOrgs.map((org) => org.id),
+  );
+  const page = renderConsentPage({
+    request,
+    userEmail: caller.user.email,
+    payingOrgs,
+    csrfToken: caller.session.csrfToken,
+    existing,
+    ...(resubmitted && { resubmitted }),
+  });
+  response.writeHead(resubmitted ? 400 : 200, pageHeaders([formActionSource(request.redirectUri)]));
+  response.end(page);
 }

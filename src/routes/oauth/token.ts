@@ -4,6 +4,7 @@
 // 6749's `{"error", "error_description"}` (plus the gateway's `gw_code`), never cached. A
 // presented code is spent whatever fails: the request, the client's authentication, the grant.
 import { z } from 'zod';
+import type { CapInvalidation } from '../../admin/caps.js';
 import { gwError, type GwError } from '../../errors.js';
 import { oauthHeaders } from '../../http/respond.js';
 import { exchange, spendCode } from '../../oauth/connections.js';
@@ -54,12 +55,13 @@ export const tokenRoute = declareRoute({
     await spendPresentedCodes(deps, request.query, rawBody ?? undefined);
     return undefined;
   },
-  async handler({ request, caller, body }, deps: OAuthDeps) {
+  async handler({ request, caller, body }, deps: OAuthDeps & { readonly caps: CapInvalidation }) {
     // A code in the query string is presented too, and never where RFC 6749 takes it from.
     await spendPresentedCodes(deps, request.query);
     const problem = requestProblem(body);
     if (!body.code) return problem ?? gwError('gw_invalid_request', 'code is required');
-    const result = await exchange(deps.oauth.db, deps.oauth.codes, deps.oauth.apiKeys, caller, {
+    const { db, codes, apiKeys } = deps.oauth;
+    const result = await exchange(db, codes, apiKeys, deps.caps, caller, {
       code: body.code,
       redirectUri: body.redirect_uri,
       codeVerifier: body.code_verifier,

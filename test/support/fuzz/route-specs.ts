@@ -1200,6 +1200,8 @@ export const oauthRouteSpecs: readonly RouteSpec[] = [
       org_id: random.chance(0.8) ? target.orgId : `org_${random.alnum(20)}`,
       decision: random.pick(['approve', 'deny', 'approve', 'later']),
       csrf_token: target.session.csrfToken,
+      // the connection's monthly cap (decision 415): none, or an amount
+      ...(random.chance(0.6) && { cap_amount: random.chance(0.2) ? '' : amountText(random) }),
     }),
     headers: (_target, random) => ({ accept: random.chance(0.5) ? 'text/html' : '*/*' }),
     fields: [
@@ -1207,6 +1209,7 @@ export const oauthRouteSpecs: readonly RouteSpec[] = [
       field('org_id', strings),
       field('decision', strings),
       field('csrf_token', strings),
+      field('cap_amount', hostileAmounts, hostileAmounts, strings),
       field('x_unknown', strings),
     ],
   },
@@ -1304,6 +1307,14 @@ export const oauthRouteSpecs: readonly RouteSpec[] = [
     params: ofOrg,
     query: page,
   },
+  // A connected app's monthly cap (decision 415): the connection-cap routes on an OAuth
+  // connection of the paying organization.
+  ...capSpecs(
+    '/dashboard/api/connections/{connection_id}/cap',
+    (target) => ({ connection_id: target.spareConnectedAppId }),
+    (_target, random) => ({ amount: random.chance(0.2) ? '0' : amountText(random) }),
+    capFields(),
+  ),
   {
     method: 'POST',
     path: '/dashboard/api/connected-apps/{connection_id}/revoke',

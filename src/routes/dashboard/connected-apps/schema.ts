@@ -1,7 +1,8 @@
 // A connected app as the organization that pays for it sees it: the OAuth connection, who
-// made it, its token's request-rate limits, and what it spent (this calendar month and in
-// total, from the daily rollups).
+// made it, its token's request-rate limits, its monthly cap, and what it spent (this calendar
+// month and in total, from the daily rollups).
 import { z } from 'zod';
+import { decimalString } from '../../schemas.js';
 
 const spendSchema = z.object({
   cost: z.string().describe('sell cost, 12 fractional digits'),
@@ -35,6 +36,11 @@ export const connectedAppSchema = z.object({
     .int()
     .nullable()
     .describe("the token's limit per product user (null: none)"),
+  monthly_cap: decimalString
+    .nullable()
+    .describe(
+      "the connection's monthly spending cap (its app-connection cap, set on the consent page or later); null: none. PUT/DELETE /dashboard/api/connections/{id}/cap change it",
+    ),
   created_at: z.string(),
   revoked_at: z.string().nullable(),
   currency: z.string(),

@@ -1,10 +1,12 @@
 // Connected apps: apps people connected through OAuth that this organization's wallet pays
-// for, with what each spent, its token's rate limits (changed here by admins, as a key's are:
+// for, with what each spent, its monthly cap (set on the consent page, changed or removed here
+// by admins: decision 415), its token's rate limits (changed here by admins, as a key's are:
 // decision 352), and revoking one (its token stops at once).
 import { useState } from 'preact/hooks';
 import { api, canManage, type OrgSummary } from '../api.js';
 import { usePaged } from '../hooks.js';
 import { Confirm, formatTime, ListTable, Money, PageHeader, RowButton, Status } from '../ui.js';
+import { CapCell, EditConnectedAppCap } from './connected-app-cap.js';
 import { EditLimits, LimitsCell } from './key-limits.js';
 import type { OrgPage } from './page.js';
 
@@ -31,6 +33,8 @@ interface ConnectedApp {
   readonly token_id: string | null;
   readonly requests_per_minute: number | null;
   readonly product_user_requests_per_minute: number | null;
+  /** Its connection's monthly cap (null: none). */
+  readonly monthly_cap: string | null;
   readonly created_at: string;
   readonly revoked_at: string | null;
   readonly currency: string;
@@ -46,16 +50,22 @@ function ConnectedAppsPage({ org }: { org: OrgSummary }) {
   );
   const [revoking, setRevoking] = useState<ConnectedApp | null>(null);
   const [editing, setEditing] = useState<string | null>(null);
+  const [editingCap, setEditingCap] = useState<string | null>(null);
   const revoke = canRevoke(org.role);
   // the limits are the token's, changed as an API key's are: by admins and owners
   const editable = (app: ConnectedApp): app is ConnectedApp & { token_id: string } =>
     canManage(org.role) && app.status === 'active' && app.token_id !== null;
   const edited = editing === null ? undefined : list.data?.find((app) => app.id === editing);
+  // the cap is the connection's, changed as any connection cap is: by admins and owners
+  const cappable = (app: ConnectedApp): boolean => canManage(org.role) && app.status === 'active';
+  const capEdited =
+    editingCap === null ? undefined : list.data?.find((app) => app.id === editingCap);
   return (
     <>
       <PageHeader title="Connected apps">
         Apps you allowed, through OAuth sign-in, to make requests paid from this organization’s
-        wallet. Rate limits slow an app down; revoking it stops it.
+        wallet. A monthly cap bounds what an app may spend; rate limits slow it down; revoking it
+        stops it.
       </PageHeader>
       <section aria-labelledby="connected-apps-heading">
         <h2 id="connected-apps-heading">Connected apps</h2>
@@ -103,16 +113,45 @@ function ConnectedAppsPage({ org }: { org: OrgSummary }) {
                   name={app.app_name}
                   editing={editing === app.id}
                   onEdit={
-                    editable(app) ? () => setEditing(editing === app.id ? null : app.id) : null
+                    editable(app)
+                      ? () => {
+                          setEditingCap(null);
+                          setEditing(editing === app.id ? null : app.id);
+                        }
+                      : null
                   }
                 />
               ),
             },
             {
+              // what it spent beside what it may spend: its monthly cap (decision 415)
               header: 'Spent this month',
               numeric: true,
               class: 'nowrap',
-              cell: (app) => <Spent spend={app.spend.this_month} currency={app.currency} />,
+              cell: (app) => (
+                <>
+                  <Spent spend={app.spend.this_month} currency={app.currency} />
+                  <span class="cap-cell small">
+                    <span>
+                      <CapCell app={app} />
+                    </span>
+                    {cappable(app) && (
+                      <button
+                        type="button"
+                        class="secondary small-button"
+                        aria-label={`Edit cap of ${app.app_name}`}
+                        aria-expanded={editingCap === app.id}
+                        onClick={() => {
+                          setEditing(null);
+                          setEditingCap(editingCap === app.id ? null : app.id);
+                        }}
+                      >
+                        Edit
+                      </button>
+                    )}
+                  </span>
+                </>
+              ),
             },
             {
               header: 'Spent in total',
@@ -134,6 +173,14 @@ function ConnectedAppsPage({ org }: { org: OrgSummary }) {
           }
         />
       </section>
+      {capEdited && cappable(capEdited) && (
+        <EditConnectedAppCap
+          key={capEdited.id}
+          app={capEdited}
+          onSaved={list.reload}
+          onClose={() => setEditingCap(null)}
+        />
+      )}
       {edited && editable(edited) && (
         <EditLimits
           key={edited.id}
