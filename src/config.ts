@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { poolSettingsInUrl } from './db/url-parameters.js';
 import { PROVIDERS, type ProviderId } from './providers/registry.js';
 import { originOf } from './http/own-origin.js';
+import { parseTrustedProxies } from './http/client-address.js';
 import { parseClusterNodes } from './redis/target.js';
 import { DEFAULT_MAX_SSE_EVENT_BYTES } from './protocols/common/sse.js';
 import { DEFAULT_MAX_WAITING_PER_LANE } from './tokens/fair-scheduler.js';
@@ -236,6 +237,24 @@ export const configSchema = z.object({
     }),
   DASHBOARD_SESSION_IDLE_MS: wholeNumber({ min: 60_000 }).default(2 * 3_600_000),
   DASHBOARD_SESSION_MAX_MS: wholeNumber({ min: 60_000 }).default(12 * 3_600_000),
+  /**
+   * The reverse proxies or load balancers in front of the gateway (addresses and CIDR ranges,
+   * comma-separated): a request from one of them is counted as from the client its
+   * X-Forwarded-For names (sign-in and e-mail throttles; src/http/client-address.ts).
+   */
+  TRUSTED_PROXIES: z
+    .string()
+    .default('')
+    .transform((text, context) => {
+      const parsed = parseTrustedProxies(text);
+      if (parsed.ok) return parsed.trusted;
+      context.addIssue({
+        code: 'custom',
+        // By position: a configuration error never repeats a value.
+        message: `entry ${parsed.entry} is not an address or a CIDR range (a.b.c.d, a.b.c.d/n, an IPv6 address or range)`,
+      });
+      return z.NEVER;
+    }),
   /** Anyone may make an account (and its personal organization) with POST /auth/signup. */
   DASHBOARD_SIGNUP: booleanFlag.default(false),
   /** Owners and admins may add funds to their organization's wallet from the dashboard. */

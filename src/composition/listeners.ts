@@ -39,6 +39,7 @@ export async function listen(
   const server = createHttpServer({
     maxBodyBytes: config.MAX_BODY_BYTES,
     logger,
+    ...(config.TRUSTED_PROXIES && { trustedProxies: config.TRUSTED_PROXIES }),
     ...(loopLag && {
       overloaded: () => loopLag.lateMs() > config.SHED_LOOP_DELAY_MS,
       onShed: () => metrics.requestsShed.inc(),

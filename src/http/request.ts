@@ -5,6 +5,7 @@
 // generation, pointing at that request's getter and its scope. A class getter lives once, on
 // the prototype.
 import type { HttpResponse as UwsResponse } from 'uWebSockets.js';
+import { clientAddress, type TrustedProxies } from './client-address.js';
 import type { HttpRequest } from './types.js';
 
 const NO_BODY = Buffer.alloc(0);
@@ -23,6 +24,7 @@ export class UwsHttpRequest implements HttpRequest {
     readonly params: Readonly<Record<string, string>>,
     readonly requestId: string,
     readonly receivedAtMs: number,
+    private readonly trustedProxies: TrustedProxies | undefined,
   ) {}
 
   releaseBody(): void {
@@ -31,10 +33,15 @@ export class UwsHttpRequest implements HttpRequest {
 
   /**
    * Read only by the routes that need it (sign-in and sign-up throttles): formatting the
-   * address costs ~10 µs, a sizeable part of a proxied request.
+   * address costs ~10 µs, a sizeable part of a proxied request. Behind trusted proxies, the
+   * address they forwarded (src/http/client-address.ts).
    */
   get remoteAddress(): string {
-    return (this.address ??= remoteAddressOf(this.native));
+    return (this.address ??= clientAddress(
+      remoteAddressOf(this.native),
+      this.headers['x-forwarded-for'],
+      this.trustedProxies,
+    ));
   }
 }
 

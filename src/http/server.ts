@@ -19,6 +19,7 @@ import { framingProblem } from './framing.js';
 import { hostProblem } from './own-origin.js';
 import { textProblem } from '../text.js';
 import type { RequestLog } from './request-log.js';
+import type { TrustedProxies } from './client-address.js';
 import { errorResponse, sendError } from './respond.js';
 import { UwsHttpResponse } from './response.js';
 import { RouteTable } from './route-table.js';
@@ -50,6 +51,8 @@ export interface HttpServerOptions {
   readonly routes: readonly Route[];
   readonly maxBodyBytes: number;
   readonly logger: Logger;
+  /** The peers whose X-Forwarded-For names the client (TRUSTED_PROXIES); unset: none. */
+  readonly trustedProxies?: TrustedProxies;
   /** Told about every finished request (for metrics); `route` is the matched path or 'unmatched'. */
   readonly onRequestFinished?: (
     route: string,
@@ -193,6 +196,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
           match.kind === 'route' ? match.params : {},
           requestId,
           receivedAtMs,
+          options.trustedProxies,
         )
       : undefined;
     /**

@@ -9,7 +9,10 @@ export interface HttpRequest {
   readonly query: string;
   /** Path parameters of a route path such as `/orgs/{org_id}` (decoded). */
   readonly params: Readonly<Record<string, string>>;
-  /** The client's address as the socket sees it. */
+  /**
+   * The client's address: the socket's peer, or, when that peer is one of TRUSTED_PROXIES, the
+   * address they forwarded in X-Forwarded-For (src/http/client-address.ts).
+   */
   readonly remoteAddress: string;
   /** Lower-case header names. */
   readonly headers: Readonly<Record<string, string>>;

@@ -1,0 +1,80 @@
+// TRUSTED_PROXIES and X-Forwarded-For: which address a request counts as from.
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../config.js';
+import { clientAddress, parseTrustedProxies } from './client-address.js';
+
+const trusted = (text: string) => {
+  const parsed = parseTrustedProxies(text);
+  if (!parsed.ok || parsed.trusted === undefined) throw new Error('no proxies');
+  return parsed.trusted;
+};
+
+describe('the client address', () => {
+  const proxies = trusted('10.0.0.0/8, 192.0.2.1, fd00::/8');
+
+  it('is the peer when no proxy is trusted, whatever X-Forwarded-For says', () => {
+    expect(clientAddress('198.51.100.7', '203.0.113.9', undefined)).toBe('198.51.100.7');
+  });
+
+  it('is the peer when the peer is not a trusted proxy (the header is the client’s own)', () => {
+    expect(clientAddress('198.51.100.7', '203.0.113.9', proxies)).toBe('198.51.100.7');
+    expect(clientAddress('::ffff:198.51.100.7', '203.0.113.9', proxies)).toBe(
+      '::ffff:198.51.100.7',
+    );
+  });
+
+  it('is the rightmost forwarded address that is not a trusted proxy', () => {
+    expect(clientAddress('10.1.2.3', '203.0.113.9', proxies)).toBe('203.0.113.9');
+    // the client wrote 1.1.1.1 itself; the proxies appended the rest
+    expect(clientAddress('10.1.2.3', '1.1.1.1, 203.0.113.9, 10.9.9.9', proxies)).toBe(
+      '203.0.113.9',
+    );
+    expect(clientAddress('::ffff:192.0.2.1', '2001:db8::5', proxies)).toBe('2001:db8::5');
+    expect(clientAddress('fd00::1', '::ffff:203.0.113.9', proxies)).toBe('203.0.113.9');
+  });
+
+  it('stops at an entry that is not an address, and takes the peer', () => {
+    expect(clientAddress('10.1.2.3', '203.0.113.9, unknown', proxies)).toBe('10.1.2.3');
+    expect(clientAddress('10.1.2.3', '', proxies)).toBe('10.1.2.3');
+  });
+
+  it('is the leftmost address when every hop is a trusted proxy', () => {
+    expect(clientAddress('10.1.2.3', '10.4.5.6, 10.7.8.9', proxies)).toBe('10.4.5.6');
+  });
+});
+
+describe('TRUSTED_PROXIES', () => {
+  it('takes addresses and CIDR ranges of both families; empty means none', () => {
+    expect(parseTrustedProxies('')).toEqual({ ok: true, trusted: undefined });
+    const matcher = trusted('127.0.0.1,172.16.0.0/12,::1,2001:db8::/32,');
+    expect(['127.0.0.1', '172.31.255.255', '::1', '2001:db8:ffff::1'].map(matcher)).toEqual([
+      true,
+      true,
+      true,
+      true,
+    ]);
+    expect(['127.0.0.2', '172.32.0.0', '::2', '2001:db9::1', 'nonsense'].map(matcher)).toEqual([
+      false,
+      false,
+      false,
+      false,
+      false,
+    ]);
+  });
+
+  it('refuses what is not an address or a range, naming its position and not its text', () => {
+    for (const [text, entry] of [
+      ['10.0.0.0/33', 2],
+      ['proxy.internal', 1],
+      ['10.0.0.1/8/2', 1],
+      ['::1/129', 1],
+      ['10.0.0.1/x', 1],
+    ] as const) {
+      const value = text === '10.0.0.0/33' ? `127.0.0.1,${text}` : text;
+      expect(parseTrustedProxies(value)).toEqual({ ok: false, entry });
+      expect(() => loadConfig({ ...process.env, TRUSTED_PROXIES: value })).toThrow(
+        new RegExp(`TRUSTED_PROXIES: entry ${entry} is not an address or a CIDR range`),
+      );
+    }
+  });
+});

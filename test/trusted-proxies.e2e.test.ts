@@ -1,0 +1,76 @@
+// Behind a reverse proxy, sign-in failures count per client only when the gateway knows the
+// proxy (TRUSTED_PROXIES, decision 418): a request from a trusted peer counts as from the
+// address X-Forwarded-For names (the rightmost one that is not a trusted proxy), so a guesser
+// behind the proxy is held back and the owner behind the same proxy still signs in; an address
+// the client wrote to the left proves nothing. From a peer that is not trusted (or with
+// TRUSTED_PROXIES unset) the header is ignored: nobody can pick their own address.
+import { createHash } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isolatedContext } from './support/context.js';
+import { postJson } from './support/http.js';
+import { runCliJson, startGateway, type GatewayProcess } from './support/processes.js';
+
+const { env, redis, prefix } = isolatedContext('trusted-proxies');
+const PASSWORD = 'correct horse battery staple';
+let behindProxy: GatewayProcess;
+let direct: GatewayProcess;
+
+beforeAll(async () => {
+  // The test's requests come from 127.0.0.1: to the first gateway, that is its proxy.
+  behindProxy = await startGateway({ ...env, TRUSTED_PROXIES: '127.0.0.1/32, ::1' });
+  direct = await startGateway({ ...env, TRUSTED_PROXIES: '10.0.0.0/8' });
+});
+
+afterAll(async () => {
+  await behindProxy?.stop();
+  await direct?.stop();
+});
+
+async function newUser(label: string): Promise<string> {
+  const email = `${label}-${Math.random().toString(36).slice(2, 10)}@example.com`;
+  await runCliJson(['admin', 'create-user', '--email', email, '--password-stdin'], env, {
+    stdin: PASSWORD,
+  });
+  return email;
+}
+
+function login(gateway: GatewayProcess, email: string, password: string, forwardedFor: string) {
+  return postJson(
+    `${gateway.url}/auth/login`,
+    { email, password },
+    { origin: `https://127.0.0.1:${gateway.port}`, 'x-forwarded-for': forwardedFor },
+  );
+}
+
+const failuresAt = (email: string) =>
+  redis.hgetall(
+    `${prefix}:login-fail:account-clients:${createHash('sha256').update(email).digest('hex')}`,
+  );
+
+describe('sign-in failures behind a trusted proxy', () => {
+  it('count per forwarded client: the guesser is held back, the owner behind the same proxy signs in', async () => {
+    const email = await newUser('proxied');
+    const guesser = '203.0.113.7';
+    for (let attempt = 0; attempt < 5; attempt += 1) {
+      expect((await login(behindProxy, email, 'wrong password!', guesser)).status).toBe(401);
+    }
+    expect((await login(behindProxy, email, PASSWORD, guesser)).status).toBe(429);
+    // An address the guesser writes to the left is not believed: the proxy appended the real one.
+    expect((await login(behindProxy, email, PASSWORD, `198.51.100.9, ${guesser}`)).status).toBe(
+      429,
+    );
+    expect((await login(behindProxy, email, PASSWORD, '198.51.100.9')).status).toBe(200);
+    expect(await failuresAt(email)).toEqual({ all: '7', [guesser]: '7' });
+  });
+
+  it('from a peer that is not a trusted proxy, ignore X-Forwarded-For', async () => {
+    const email = await newUser('direct');
+    for (let attempt = 0; attempt < 5; attempt += 1) {
+      expect((await login(direct, email, 'wrong password!', '203.0.113.7')).status).toBe(401);
+    }
+    // Another forwarded address is the same client: the header is the client's own.
+    const answer = await login(direct, email, PASSWORD, '198.51.100.9');
+    expect(answer.status).toBe(429);
+    expect(Object.keys(await failuresAt(email)).sort()).toEqual(['127.0.0.1', 'all']);
+  });
+});
