@@ -75,6 +75,8 @@ describe('the OAuth client rotate dialog', () => {
       name: 'Rotate the secret of OAuth client Web app?',
     });
     const grace = dialog.getByLabel('The old secret keeps working for');
+    // evaluateAll does not wait: the dialog opens on the click's next render
+    await grace.waitFor();
     expect(
       await grace
         .locator('option')
