@@ -130,6 +130,19 @@ local function kept_for_request()
   if kept_for == nil then kept_for = redis.call('HGET', KEYS[15], request_id) or '' end
   return kept_for
 end
+-- What the user's credits hash says of a revoked grant (its remaining amount, the revocation
+-- mark, the count of requests it keeps money for and the time that ends), read once per
+-- settle: the charge reads it to decide who pays, the count-down after the writes reuses it.
+local revoked_read = {}
+local function revoked_state(grant_id)
+  local state = revoked_read[grant_id]
+  if state == nil then
+    state = redis.call('HMGET', KEYS[9], 'g:' .. grant_id, 'revoked:' .. grant_id,
+      'holds:' .. grant_id, 'until:' .. grant_id)
+    revoked_read[grant_id] = state
+  end
+  return state
+end
 local function listed_in(list, grant_id)
   return string.find(',' .. list .. ',', ',' .. grant_id .. ',', 1, true) ~= nil
 end
@@ -137,12 +150,17 @@ end
 -- Credits pay what the base allowance cannot. Worked out from the spend before this charge;
 -- the grants' remaining amounts and their sum are validated as they are read.
 local consumed, taken, exhausted = {}, {}, {}
+-- The revoked grants' list as the charge read it (false: none), and what each grant it took
+-- from has left.
+local draining_read
+local remaining_after = {}
 local credits_cost = 0
 local user_exists = has_user and exists(7)
 if user_exists and user_mode ~= 'disabled' and user_cap then
   local spent_before = stored_amount(redis.call('HGET', KEYS[7], 'spent'), 'user spent')
   local needed = math.max(0, cost - math.max(0, user_cap - spent_before))
   local credits_state = needed > 0 and redis.call('HMGET', KEYS[9], 'loaded', 'draining') or {}
+  if needed > 0 then draining_read = credits_state[2] or false end
   if credits_state[1] then
     -- The grants live at the request's admission first, as they would have paid had it
     -- settled then: one that expired since pays what its requests in flight hold, and never
@@ -162,8 +180,7 @@ if user_exists and user_mode ~= 'disabled' and user_cap then
     -- a mark of '1', older still, pays any).
     local admitted = tonumber(admitted_ms)
     for grant_id in string.gmatch(credits_state[2] or '', '[^,]+') do
-      local kept = redis.call('HMGET', KEYS[9], 'g:' .. grant_id, 'revoked:' .. grant_id,
-        'holds:' .. grant_id, 'until:' .. grant_id)
+      local kept = revoked_state(grant_id)
       local pays
       if kept[3] then
         pays = now <= tonumber(kept[4]) and listed_in(kept_for_request(), grant_id)
@@ -184,6 +201,7 @@ if user_exists and user_mode ~= 'disabled' and user_cap then
         -- A live grant this empties leaves the grants zset, which every reserve and settle
         -- walks; its field stays at 0, so a reload does not bring it back (credits-load.lua).
         if position <= live_count and take == grant[2] then exhausted[#exhausted + 1] = grant[1] end
+        remaining_after[grant[1]] = grant[2] - take
         consumed[#consumed + 1] = grant[1] .. ':' .. take_text
         credits_cost = credits_cost + take
         needed = needed - take
@@ -272,21 +290,24 @@ end
 -- has lapsed (decision 406). One revoked by an older version goes once the user's account
 -- holds nothing.
 if user_exists and user_mode == 'enforce' and user_cap then
-  local draining = redis.call('HGET', KEYS[9], 'draining')
+  local draining = draining_read
+  if draining == nil then draining = redis.call('HGET', KEYS[9], 'draining') end
   if draining then
     local mine = kept_for_request()
     if mine ~= '' then redis.call('HDEL', KEYS[15], request_id) end
     local left, dropped = {}, false
     for grant_id in string.gmatch(draining, '[^,]+') do
-      local state = redis.call('HMGET', KEYS[9], 'holds:' .. grant_id, 'until:' .. grant_id,
-        'g:' .. grant_id)
+      local state = revoked_state(grant_id)
       local drop
-      if state[1] then
-        local holds = tonumber(state[1])
+      if state[3] then
+        local holds = tonumber(state[3])
         if listed_in(mine, grant_id) then
           holds = redis.call('HINCRBY', KEYS[9], 'holds:' .. grant_id, -1)
         end
-        drop = holds <= 0 or now > (tonumber(state[2]) or 0) or state[3] == '0'
+        local remaining = remaining_after[grant_id]
+        local spent
+        if remaining ~= nil then spent = remaining == 0 else spent = state[1] == '0' end
+        drop = holds <= 0 or now > (tonumber(state[4]) or 0) or spent
       else
         drop = tonumber(redis.call('HGET', KEYS[7], 'reserved') or '0') == 0
       end

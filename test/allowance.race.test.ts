@@ -323,6 +323,47 @@ describe('a grant revoked while requests hold credits', () => {
     expect(await redis.hmget(spendKey, 'spent', 'reserved')).toEqual(['75', '0']);
   });
 
+  it('once what it kept is spent, a revoked grant goes though a request it kept money for is still in flight', async () => {
+    const orgId = uniqueOrg();
+    const userId = 'pu_revoke_spent';
+    const credits = creditKeys(orgId, userId);
+    const now = Date.now();
+    await addGrant(credits, 'grant_revoked', '30', now + 3_600_000);
+    await addGrant(credits, 'grant_live', '20', now + 86_400_000);
+    const account = accounts(orgId, { user: user(userId, 0n) });
+    const first = newRequestId();
+    const second = newRequestId();
+    for (const [requestId, amount] of [
+      [first, 40n],
+      [second, 10n],
+    ] as const) {
+      expect(
+        await store.reserve({ requestId, accounts: account, amountNano: amount }),
+      ).toMatchObject({ kind: 'held' });
+    }
+    await revokeGrant(credits, 'grant_revoked');
+    expect(await redis.hget(credits.user_credits, 'holds:grant_revoked')).toBe('2');
+
+    // The first costs all that is left: the live grant's 20, then the revoked grant's 30.
+    expect(await store.settle(record(orgId, first, 50n, 40n), account)).toBe('settled');
+    expect(await lastConsumption(orgId)).toEqual([
+      { grantId: 'grant_live', amountNano: 20n },
+      { grantId: 'grant_revoked', amountNano: 30n },
+    ]);
+    // Spent: nothing is left to keep for the second, so the grant goes now, not at its lapse.
+    expect(
+      await redis.hmget(
+        credits.user_credits,
+        'g:grant_revoked',
+        'holds:grant_revoked',
+        'until:grant_revoked',
+        'draining',
+      ),
+    ).toEqual([null, null, null, null]);
+    expect(await store.settle(record(orgId, second, 10n, 10n), account)).toBe('settled');
+    expect(await lastConsumption(orgId)).toEqual([]);
+  });
+
   it('revoked with nothing in flight, a grant goes at once', async () => {
     const orgId = uniqueOrg();
     const userId = 'pu_revoke_idle';
