@@ -189,34 +189,58 @@ describe('inference routes: 200 answers match the document', () => {
     }
   });
 
-  it('documents the flat profile fields with the limits the gateway applies', async () => {
-    const request = (
+  it('documents the flat profile fields with the limits the gateway applies, on both protocols', async () => {
+    const paths = (
       document as {
         paths: Record<string, { post: { requestBody: { content: Record<string, unknown> } } }>;
       }
-    ).paths['/v1/chat/completions']!.post.requestBody.content['application/json'] as {
-      schema: { properties: Record<string, Record<string, unknown>> };
-    };
-    const { properties } = request.schema;
-    expect(properties.product_user_display_name).toMatchObject({ type: 'string', maxLength: 256 });
-    expect(properties.product_user_email).toMatchObject({ type: 'string' });
-    expect(properties.product_user_metadata).toMatchObject({ type: 'object' });
-    expect(String(properties.product_user_metadata!.description)).toContain('8192 bytes');
-    const path = '/v1/chat/completions';
-    const who = { model: 'vendor_b/gpt-4o-mini', messages: ask, user: 'openapi-flat' };
-    await expectDocumented(chat, 200, path, bearer(org.api_key), {
-      ...who,
-      product_user_display_name: 'n'.repeat(256),
-      product_user_email: `  ${'m'.repeat(300)}@example.com  `,
-      product_user_metadata: { plan: 'pro' },
-    });
-    const long = await expectDocumented(chat, 400, path, bearer(org.api_key), {
-      ...who,
-      product_user_display_name: 'n'.repeat(257),
-    });
-    expect(long.body).toMatchObject({
-      error: { message: 'product_user_display_name: must be at most 256 characters' },
-    });
+    ).paths;
+    const routes = [
+      {
+        path: '/v1/chat/completions',
+        send: chat,
+        headers: bearer(org.api_key),
+        who: { model: 'vendor_b/gpt-4o-mini', messages: ask, user: 'openapi-flat' },
+      },
+      {
+        path: '/v1/messages',
+        send: messages,
+        headers: { 'x-api-key': org.api_key, ...vendorVersion },
+        who: {
+          model: 'vendor_a/claude-haiku-4-5',
+          max_tokens: 20,
+          messages: ask,
+          metadata: { external_user_id: 'openapi-flat-messages' },
+        },
+      },
+    ];
+    for (const { path, send, headers, who } of routes) {
+      const request = paths[path]!.post.requestBody.content['application/json'] as {
+        schema: { properties: Record<string, Record<string, unknown>> };
+      };
+      const { properties } = request.schema;
+      expect(properties.product_user_display_name).toMatchObject({
+        type: 'string',
+        maxLength: 256,
+      });
+      expect(properties.product_user_email).toMatchObject({ type: 'string' });
+      expect(properties.product_user_metadata).toMatchObject({ type: 'object' });
+      expect(String(properties.product_user_metadata!.description)).toContain('8192 bytes');
+      expect(String(properties.metadata!.description)).toContain('external_user_id');
+      await expectDocumented(send, 200, path, headers, {
+        ...who,
+        product_user_display_name: 'n'.repeat(256),
+        product_user_email: `  ${'m'.repeat(300)}@example.com  `,
+        product_user_metadata: { plan: 'pro' },
+      });
+      const long = await expectDocumented(send, 400, path, headers, {
+        ...who,
+        product_user_display_name: 'n'.repeat(257),
+      });
+      expect(long.body).toMatchObject({
+        error: { message: 'product_user_display_name: must be at most 256 characters' },
+      });
+    }
   });
 
   it('messages: a message, with text or a tool_use block', async () => {
