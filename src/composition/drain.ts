@@ -1,15 +1,15 @@
-// Shutdown: what the drain tells the parts started before it (readiness, the lost-request
-// recovery, each proxy step), and the drain itself: stop accepting, let the requests in flight
-// finish within the grace, cut what outlasts it, then close everything last first.
+// Shutdown, the drain itself: stop accepting, let the requests in flight finish within the
+// grace, cut what outlasts it, then close everything last first; and the longest it can take.
+// What it tells the parts started before it is their ShutdownState (shutdown-state.ts).
 import type { Closers } from '../closers.js';
 import type { Config } from '../config.js';
 import type { HttpServer } from '../http/server.js';
-import { ShutdownCut } from '../inference/shutdown-cut.js';
 import type { Logger } from '../log.js';
 import { STOP_WAIT_MS as EMAIL_STOP_WAIT_MS } from './email.js';
 import { REDIS_QUIT_WAIT_MS } from './redis.js';
 import { WRITER_STOP_TIMEOUT_MS } from './usage-recording.js';
 import { webhookStopWaitMs } from './webhooks.js';
+import type { ShutdownState } from './shutdown-state.js';
 
 /**
  * After the grace, the requests cut then settle (Redis, a token count): this bounds the wait.
@@ -47,25 +47,6 @@ export function longestStopMs(
     config.REDIS_TIMEOUT_MS +
     2 * REDIS_QUIT_WAIT_MS
   );
-}
-
-export interface ShutdownState {
-  /** True once the drain began (/readyz answers not ready). */
-  draining: boolean;
-  /** The requests still in flight after the cut (their drafts are left to the others). */
-  unsettledAtExit: number;
-  /** Watched by every proxy step; cut when the grace has elapsed. */
-  readonly cut: ShutdownCut;
-  /**
-   * Called when the drain begins: each stops starting work of its own (a webhook or e-mail
-   * attempt), leaving what is due in Postgres for the next instance (decision 408).
-   */
-  readonly stopStarting: Array<() => void>;
-}
-
-/** Nothing draining, nothing cut. */
-export function shutdownState(): ShutdownState {
-  return { draining: false, unsettledAtExit: 0, cut: new ShutdownCut(), stopStarting: [] };
 }
 
 /** The listeners a drain stops accepting on. */

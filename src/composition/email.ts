@@ -13,7 +13,7 @@ import {
   type OutboxSenderSettings,
 } from '../email/outbox-sender.js';
 import type { Logger } from '../log.js';
-import type { ShutdownState } from './drain.js';
+import type { ShutdownState } from './shutdown-state.js';
 
 /** Messages one instance sends at once: mail is rare (sign-ups, resets), SMTP slow at worst. */
 const SEND_CONCURRENCY = 2;

@@ -24,7 +24,7 @@ import { metricsRoute, routeDeclarations, type RouteDeps } from '../routes/index
 import type { ReadinessProbe } from '../routes/readyz.js';
 import { firingCapMarks } from '../usage-events/cap-marks.js';
 import type { WebhookSettings } from '../webhooks/endpoints.js';
-import type { ShutdownState } from './drain.js';
+import type { ShutdownState } from './shutdown-state.js';
 import type { Inference } from './inference.js';
 import type { Observability } from './observability.js';
 import type { RedisConnections } from './redis.js';

@@ -11,7 +11,7 @@ import { RecordedUsage } from '../ledger/recorded-usage.js';
 import { UsageWriterThread } from '../ledger/usage-writer-thread.js';
 import type { Logger } from '../log.js';
 import type { GatewayMetrics } from '../metrics.js';
-import type { ShutdownState } from './drain.js';
+import type { ShutdownState } from './shutdown-state.js';
 import type { RedisConnections } from './redis.js';
 import type { Stores } from './stores.js';
 

@@ -5,7 +5,7 @@ import type { Config } from '../config.js';
 import type { SecretBox } from '../credentials/secret-box.js';
 import { createDbPool, IDLE_IN_TRANSACTION_MS, type DbPool } from '../db/pool.js';
 import type { Logger } from '../log.js';
-import type { ShutdownState } from './drain.js';
+import type { ShutdownState } from './shutdown-state.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { announceExpiredGrants } from '../product-users/grant-expiry.js';
 import { DeliveryClient } from '../webhooks/delivery-client.js';

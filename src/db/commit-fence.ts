@@ -13,7 +13,10 @@
 // only while fenced work runs (dashboard creates, rare) and disabled when the last one ends, so
 // the inference path pays nothing the rest of the time.
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { DbClient } from './pool.js';
+import type pg from 'pg';
+
+/** A pooled client (pool.ts's DbClient; named from pg here, as pool.ts imports this file). */
+type DbClient = pg.PoolClient;
 
 /**
  * Decides, on the transaction's client and before its COMMIT, what becomes of a transaction
