@@ -1,7 +1,8 @@
 // The folders of src/ import each other without a cycle: each folder can be read, tested and
 // changed knowing only the folders below it. A file at the top of src/ (main.ts, money.ts,
 // errors.ts, …) counts as a module of its own: the composition root imports every folder, and
-// every folder imports the money and error kernels, without the two being one knot.
+// every folder imports the money and error kernels, without the two being one knot. Within a
+// folder, no two files import each other either (not even for a type).
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, normalize, relative, sep } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -18,9 +19,10 @@ function sourceFiles(folder: string): string[] {
 }
 
 /** The top-level folder of src/ a file is in, or the file itself at the top. */
-const moduleOf = (file: string): string => relative(SRC, file).split(sep)[0]!;
+const folderOf = (file: string): string => relative(SRC, file).split(sep)[0]!;
 
-function folderGraph(): Map<string, Set<string>> {
+/** The imports between src/'s modules, as `moduleOf` names them (each file, or its folder). */
+function importGraph(moduleOf: (file: string) => string): Map<string, Set<string>> {
   const graph = new Map<string, Set<string>>();
   for (const file of sourceFiles(SRC)) {
     const from = moduleOf(file);
@@ -64,8 +66,14 @@ function findCycle(graph: Map<string, Set<string>>): string[] | undefined {
 
 describe('the import graph of src/', () => {
   it('has no cycle between folders', () => {
-    const graph = folderGraph();
+    const graph = importGraph(folderOf);
     expect(graph.size).toBeGreaterThan(15); // the walk found the folders
+    expect(findCycle(graph)?.join(' → ')).toBeUndefined();
+  });
+
+  it('has no cycle between files, type imports included', () => {
+    const graph = importGraph((file) => file);
+    expect(graph.size).toBeGreaterThan(300); // the walk found the files
     expect(findCycle(graph)?.join(' → ')).toBeUndefined();
   });
 
