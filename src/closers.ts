@@ -6,14 +6,20 @@ import type { Logger } from './log.js';
 interface Closer {
   readonly name: string;
   readonly close: () => unknown;
+  /** The longest closeAll waits for it; unset: until it ends. */
+  readonly waitMs: number | undefined;
 }
 
 export class Closers {
   private readonly stack: Closer[] = [];
 
-  /** Registers how to close what was just started; returns the resource for inline use. */
-  add<T>(name: string, resource: T, close: (resource: T) => unknown): T {
-    this.stack.push({ name, close: () => close(resource) });
+  /**
+   * Registers how to close what was just started; returns the resource for inline use. With
+   * `waitMs`, closeAll waits for it at most that long (a close that waits on another machine:
+   * Postgres's answer to a pool's goodbye, Redis's to a replay) and goes on, logging it.
+   */
+  add<T>(name: string, resource: T, close: (resource: T) => unknown, waitMs?: number): T {
+    this.stack.push({ name, close: () => close(resource), waitMs });
     return resource;
   }
 
@@ -24,11 +30,16 @@ export class Closers {
   async closeAll(logger: Logger): Promise<void> {
     let firstFailure: unknown;
     for (let closer = this.stack.pop(); closer; closer = this.stack.pop()) {
-      try {
-        await closer.close();
-      } catch (error) {
-        logger.error({ err: error, resource: closer.name }, 'closing failed');
-        firstFailure ??= error;
+      const { name, waitMs } = closer;
+      const closing = Promise.resolve()
+        .then(closer.close)
+        .catch((error: unknown) => {
+          logger.error({ err: error, resource: name }, 'closing failed');
+          firstFailure ??= error;
+        });
+      if (waitMs === undefined) await closing;
+      else if (!(await waitAtMost(closing, waitMs))) {
+        logger.warn({ resource: name, waitMs }, 'closing did not end in time: left behind');
       }
     }
     if (firstFailure !== undefined) throw firstFailure;

@@ -6,6 +6,7 @@ import type { Config } from '../config.js';
 import type { HttpServer } from '../http/server.js';
 import type { Logger } from '../log.js';
 import { STOP_WAIT_MS as EMAIL_STOP_WAIT_MS } from './email.js';
+import { POOL_END_WAIT_MS } from './postgres.js';
 import { REDIS_QUIT_WAIT_MS } from './redis.js';
 import { WRITER_STOP_TIMEOUT_MS } from './usage-recording.js';
 import { webhookStopWaitMs } from './webhooks.js';
@@ -23,9 +24,10 @@ const CUT_SETTLE_TIMEOUT_MS = 5_000;
  * the attempts under way run from then, alongside the grace and the cut's settles: the e-mail
  * attempts (5 s, with SMTP_URL), the webhook attempts and a webhook sweep under way
  * (WEBHOOK_TIMEOUT_MS, then WEBHOOK_RECORD_WAIT_MS to record them). Then, one after another:
- * the usage writer's final drain, the lost-request recovery leaving the instance list (a Redis
- * command: REDIS_TIMEOUT_MS), and the two Redis connections' QUITs. An orchestrator's kill
- * deadline must be above it.
+ * the settle spool's replay under way (REDIS_TIMEOUT_MS), the usage writer's final drain, the
+ * lost-request recovery leaving the instance list (a Redis command: REDIS_TIMEOUT_MS), the two
+ * Redis connections' QUITs and the two Postgres pools' ends. Every other closer is local (a
+ * timer, a listener, worker threads). An orchestrator's kill deadline must be above it.
  */
 export function longestStopMs(
   config: Pick<
@@ -43,9 +45,11 @@ export function longestStopMs(
     config.WEBHOOK_DELIVERY_CONCURRENCY === 0 ? 0 : webhookStopWaitMs(config.WEBHOOK_TIMEOUT_MS);
   return (
     Math.max(requestsMs, emailMs, webhooksMs) +
+    config.REDIS_TIMEOUT_MS +
     WRITER_STOP_TIMEOUT_MS +
     config.REDIS_TIMEOUT_MS +
-    2 * REDIS_QUIT_WAIT_MS
+    2 * REDIS_QUIT_WAIT_MS +
+    2 * POOL_END_WAIT_MS
   );
 }
 

@@ -10,6 +10,7 @@ import { GatewayMetrics, type ScrapeProbes } from '../metrics.js';
 import { pingAll } from '../redis/connect.js';
 import { webhookDeliveriesDue } from '../webhooks/backlog.js';
 import type { RedisConnections } from './redis.js';
+import { POOL_END_WAIT_MS } from './postgres.js';
 
 export interface Observability {
   readonly metrics: GatewayMetrics;
@@ -38,6 +39,7 @@ export function startObservability(
       applicationName: 'gw-probe',
     }),
     (pool) => pool.end(),
+    POOL_END_WAIT_MS,
   );
   const checkDependencies = boundedDependencyChecks(
     {

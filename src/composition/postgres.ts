@@ -4,6 +4,12 @@ import type { Config } from '../config.js';
 import { ensureDatabase, migrate } from '../db/migrate.js';
 import { createDbPool, type DbPool } from '../db/pool.js';
 
+/**
+ * How long a stop waits for a pool to end: its goodbye is written at once, and only the
+ * server's answer is waited for (a vanished Postgres never gives it; the process exits anyway).
+ */
+export const POOL_END_WAIT_MS = 2_000;
+
 /** The request pool, once the schema is current; closed by `closers`. */
 export async function openPostgres(config: Config, closers: Closers): Promise<DbPool> {
   await ensureDatabase(config.DATABASE_URL);
@@ -19,5 +25,6 @@ export async function openPostgres(config: Config, closers: Closers): Promise<Db
       applicationName: 'gw-requests',
     }),
     (pool) => pool.end(),
+    POOL_END_WAIT_MS,
   );
 }

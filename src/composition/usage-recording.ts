@@ -91,7 +91,9 @@ export async function startUsageRecording(
   );
   await settleSpool.open();
   settleSpool.start();
-  closers.add('settle spool', settleSpool, (spool) => spool.stop());
+  // Its stop waits for a replay under way (Redis commands, each bounded by REDIS_TIMEOUT_MS):
+  // what a stop leaves unreplayed stays in the spool's files for the next replay.
+  closers.add('settle spool', settleSpool, (spool) => spool.stop(), config.REDIS_TIMEOUT_MS);
   redis.on('ready', () => void settleSpool.replay());
   return settleSpool;
 }

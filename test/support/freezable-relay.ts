@@ -1,6 +1,7 @@
-// A TCP relay in front of a real server that can be frozen: while frozen it reads nothing from
-// either side and opens nothing new, so the server looks hung (connections stay open, no answer
-// comes), not down (which would refuse at once). Thawed, everything held goes through.
+// A TCP relay in front of a real server that can be frozen: while frozen it passes nothing on
+// from either side (bytes or a connection's end) and opens nothing new, so the server looks
+// hung (connections stay open, no answer comes), not down (which would refuse at once).
+// Thawed, everything held goes through.
 import net from 'node:net';
 import { TEST_DATABASE_URL } from './env.js';
 
@@ -21,8 +22,8 @@ export async function startFreezableRelay(target: {
   port: number;
 }): Promise<FreezableRelay> {
   const sockets = new Set<net.Socket>();
-  // Bytes read while frozen, each with where it goes, sent in order on thaw.
-  const held: Array<{ to: net.Socket; chunk: Buffer }> = [];
+  // Bytes (and ends) read while frozen, each with where it goes, sent in order on thaw.
+  const held: Array<{ to: net.Socket; chunk: Buffer | 'end' }> = [];
   const waiting: net.Socket[] = [];
   let frozen = false;
   const stranded = new WeakSet<net.Socket>();
@@ -32,7 +33,12 @@ export async function startFreezableRelay(target: {
       if (frozen) held.push({ to, chunk });
       else to.write(chunk);
     });
-    from.on('end', () => to.end());
+    // An end is passed on like the bytes: a hung or vanished server never answers a goodbye.
+    from.on('end', () => {
+      if (stranded.has(from)) return;
+      if (frozen) held.push({ to, chunk: 'end' });
+      else to.end();
+    });
   };
   const relay = (client: net.Socket): void => {
     const server = net.connect(target.port, target.host);
@@ -59,7 +65,11 @@ export async function startFreezableRelay(target: {
     },
     thaw() {
       frozen = false;
-      for (const { to, chunk } of held.splice(0)) if (!to.destroyed) to.write(chunk);
+      for (const { to, chunk } of held.splice(0)) {
+        if (to.destroyed) continue;
+        if (chunk === 'end') to.end();
+        else to.write(chunk);
+      }
       for (const client of waiting.splice(0)) relay(client);
     },
     strandOpen() {
