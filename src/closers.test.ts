@@ -3,11 +3,9 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { Closers } from './closers.js';
+import type { Logger } from './log.js';
 
-function capture(): {
-  logger: ReturnType<typeof pino>;
-  lines: () => Array<Record<string, unknown>>;
-} {
+function capture(): { logger: Logger; lines: () => Array<Record<string, unknown>> } {
   const written: string[] = [];
   const logger = pino({ level: 'warn' }, { write: (line: string) => written.push(line) });
   return {
