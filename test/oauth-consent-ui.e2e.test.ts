@@ -10,13 +10,14 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { screenshot } from './support/browser.js';
+import { requestsSent, screenshot, screenshotOf, sidewaysOverflow } from './support/browser.js';
 import { browserSuite, type BrowserSuite } from './support/browser-suite.js';
 import { isolatedContext } from './support/context.js';
-import { createUser, TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
+import { createMember, createUser, TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
 import { bearer, postJson } from './support/http.js';
 import {
   authorizeQuery,
+  connectAndExchange,
   createOAuthClient,
   pkcePair,
   postForm,
@@ -64,6 +65,15 @@ function watched(page: Page): string[] {
     if (/Content Security Policy|Refused to/.test(message.text())) problems.push(message.text());
   });
   return problems;
+}
+
+/** Signs `email` in on the dashboard's sign-in page, as a user does before connecting an app. */
+async function signInOnPage(page: Page, email: string): Promise<void> {
+  await page.goto(`${gateway.url}/dashboard/sign-in`);
+  await page.getByLabel('E-mail').fill(email);
+  await page.getByLabel('Password').fill(TEST_PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('button', { name: 'Sign out' }).waitFor();
 }
 
 describe('connecting an app in a browser', () => {
@@ -143,11 +153,7 @@ describe('connecting an app in a browser', () => {
     context.setDefaultTimeout(10_000);
     const page = await context.newPage();
     const problems = watched(page);
-    await page.goto(`${gateway.url}/dashboard/sign-in`);
-    await page.getByLabel('E-mail').fill(email);
-    await page.getByLabel('Password').fill(TEST_PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    await signInOnPage(page, email);
     // already signed in: the consent page at once
     await page.goto(
       `${gateway.url}/oauth/authorize?${authorizeQuery({
@@ -178,11 +184,7 @@ describe('connecting an app in a browser', () => {
     const page = await context.newPage();
     const problems = watched(page);
     const pkce = pkcePair();
-    await page.goto(`${gateway.url}/dashboard/sign-in`);
-    await page.getByLabel('E-mail').fill(email);
-    await page.getByLabel('Password').fill(TEST_PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    await signInOnPage(page, email);
     await page.goto(
       `${gateway.url}/oauth/authorize?${authorizeQuery({
         clientId: client.client_id,
@@ -247,12 +249,35 @@ describe('connecting an app in a browser', () => {
     expect(column).toBeGreaterThan(-1);
     const capCell = () => row.getByRole('cell').nth(column).locator('.cap-cell > span').innerText();
     await expect.poll(capCell).toMatch(/^cap 0\.000001\s*USD$/);
+    // the page fits its 1000 px window: the table and the card, no sideways scrolling
+    expect(await sidewaysOverflow(page)).toBe(0);
     await row.getByRole('button', { name: 'Edit cap of Seeded app' }).click();
-    const card = page.getByRole('region', { name: 'Monthly cap of Seeded app' });
-    await card.getByLabel('Monthly cap (USD)').fill('5');
-    await card.getByRole('button', { name: 'Save cap' }).click();
+    // the connection's cap form, as on the Caps page, in a card naming the app and its spend
+    const card = page.getByRole('region', { name: 'Caps of Seeded app' });
+    const amount = card.getByLabel('Connection cap (USD, empty: none)');
+    await expect.poll(() => amount.inputValue()).toBe('0.000001');
+    expect(await card.getByText(/^Spent this month:/).innerText()).toMatch(
+      /^Spent this month: 0\.00\s*USD\. Requests of the app that would pass its cap are refused \(403\)\.$/,
+    );
+    expect(await sidewaysOverflow(page)).toBe(0);
+    // a cap at or below what it spent this month refuses its next request: that asks first,
+    // and cancelled, nothing is written
+    const puts = requestsSent(page, 'PUT', /\/cap$/);
+    await amount.fill('0');
+    await card.getByRole('button', { name: 'Save connection cap' }).click();
+    const lowering = page.getByRole('dialog', { name: 'Cap Seeded app at 0.00 USD?' });
+    await lowering.waitFor();
+    expect(await lowering.textContent()).toContain('refused with 403 until the month ends');
+    await screenshotOf(lowering, 'oauth-05-connected-app-cap-confirm');
+    await lowering.getByRole('button', { name: 'Cancel' }).click();
+    await lowering.waitFor({ state: 'detached' });
+    expect(puts).toEqual([]);
+    await amount.fill('5');
+    await card.getByRole('button', { name: 'Save connection cap' }).click();
     await card.getByRole('status').filter({ hasText: 'Saved.' }).waitFor();
     await expect.poll(capCell).toMatch(/^cap 5\.00\s*USD$/);
+    expect(puts).toHaveLength(1);
+    expect(await sidewaysOverflow(page)).toBe(0);
     await screenshot(page, 'oauth-05-connected-app-cap');
     expect((await infer()).status).toBe(200);
     const { rows } = await db.query<{ amount: string }>(
@@ -277,5 +302,89 @@ describe('connecting an app in a browser', () => {
     await screenshot(page, 'oauth-06-connect-again');
     await context.close();
     expect(problems).toEqual([]);
+  });
+  it('the cap field follows the organization picked while the user has not typed in it; without script it keeps its first amount and says whose it is', async () => {
+    // connected before in the personal organization with a cap of 5; not in Example Apps Ltd
+    const email = uniqueEmail('browser-switcher');
+    const user = await createMember(env, email, maker.org_id, 'admin');
+    await connectAndExchange(gateway.url, await ui.client(email), client, {
+      orgId: user.personal_org_id,
+      capAmount: '5',
+    });
+    const pkce = pkcePair();
+    const consentUrl = (state: string) =>
+      `${gateway.url}/oauth/authorize?${authorizeQuery({
+        clientId: client.client_id,
+        redirectUri: callback,
+        state,
+        challenge: pkce.challenge,
+      })}`;
+    const context = await browser.newContext();
+    context.setDefaultTimeout(10_000);
+    const page = await context.newPage();
+    const problems = watched(page);
+    await signInOnPage(page, email);
+    const personalNote = `Filled in with the cap of its newest connection to ${email} (personal).`;
+
+    await page.goto(consentUrl('follow'));
+    const org = page.getByLabel('Organization that pays');
+    const cap = page.getByLabel('Monthly spending cap (USD, optional)');
+    const note = page.locator('#cap_source');
+    expect(await org.inputValue()).toBe(user.personal_org_id);
+    expect(await cap.inputValue()).toBe('5');
+    expect(await note.textContent()).toBe(personalNote);
+    expect(await note.isVisible()).toBe(true);
+    // another organization: its cap (none here), and no note
+    await org.selectOption(maker.org_id);
+    await expect.poll(() => cap.inputValue()).toBe('');
+    expect(await note.isVisible()).toBe(false);
+    await screenshot(page, 'oauth-07-consent-other-org');
+    // back: the personal organization's cap again
+    await org.selectOption(user.personal_org_id);
+    await expect.poll(() => cap.inputValue()).toBe('5');
+    expect(await note.isVisible()).toBe(true);
+    // typed by the user: theirs stays whatever organization is picked, and the note goes
+    await cap.fill('3');
+    expect(await note.isVisible()).toBe(false);
+    await org.selectOption(maker.org_id);
+    expect(await cap.inputValue()).toBe('3');
+    // approved so: the new connection in Example Apps Ltd has the cap the page showed
+    await page.getByRole('button', { name: 'Approve' }).click();
+    await page.getByRole('heading', { name: 'Connected to gw' }).waitFor();
+    const token = await postForm<TokenAnswer>(`${gateway.url}/oauth/token`, {
+      grant_type: 'authorization_code',
+      code: new URL(page.url()).searchParams.get('code')!,
+      redirect_uri: callback,
+      code_verifier: pkce.verifier,
+      client_id: client.client_id,
+    });
+    expect(token.status).toBe(200);
+    const { rows } = await db.query(
+      `SELECT c.org_id, r.amount::text FROM app_connections c
+         JOIN cap_rules r ON r.app_connection_id = c.id AND r.status = 'active'
+        WHERE c.id = $1`,
+      [token.body.app_connection_id],
+    );
+    expect(rows).toEqual([{ org_id: maker.org_id, amount: '3.000000000000' }]);
+    // the page's one script ran under its policy: no violation
+    expect(problems).toEqual([]);
+
+    // without script (the same session): the field keeps its first amount, and the note says
+    // whose it is
+    const plainContext = await browser.newContext({
+      javaScriptEnabled: false,
+      storageState: await context.storageState(),
+    });
+    plainContext.setDefaultTimeout(10_000);
+    await context.close();
+    const plain = { context: plainContext, page: await plainContext.newPage() };
+    await plain.page.goto(consentUrl('no-script'));
+    const plainCap = plain.page.getByLabel('Monthly spending cap (USD, optional)');
+    expect(await plainCap.inputValue()).toBe('5');
+    await plain.page.getByLabel('Organization that pays').selectOption(maker.org_id);
+    expect(await plainCap.inputValue()).toBe('5');
+    expect(await plain.page.locator('#cap_source').textContent()).toBe(personalNote);
+    await screenshot(plain.page, 'oauth-08-consent-no-script');
+    await plain.context.close();
   });
 });

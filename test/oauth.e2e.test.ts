@@ -316,8 +316,15 @@ describe('the authorization request', () => {
     expect(policy).toContain("default-src 'none'");
     expect(policy).toContain("frame-ancestors 'none'");
     expect(policy).toContain("form-action 'self' https://app.example.com");
-    expect(policy).not.toMatch(/script-src|unsafe-inline/);
-    expect(page.text).not.toContain('<script');
+    expect(policy).not.toContain('unsafe-inline');
+    // one script, inline, allowed by its exact text's hash and nothing else (decision 425)
+    const scripts = [...page.text.matchAll(/<script>([\s\S]*?)<\/script>/g)].map((m) => m[1]!);
+    expect(scripts).toHaveLength(1);
+    expect(page.text.match(/<script/g)).toHaveLength(1);
+    const scriptHash = createHash('sha256').update(scripts[0]!).digest('base64');
+    expect(policy.split('; ').filter((part) => part.startsWith('script-src'))).toEqual([
+      `script-src 'sha256-${scriptHash}'`,
+    ]);
     expect(page.text).toContain('Seeded app'); // the app's name (as the seed names it)
     expect(page.text).toContain('App Maker Inc');
     expect(page.text).toContain('Team &lt;Org&gt;'); // names are escaped

@@ -1,7 +1,9 @@
 // Server-rendered HTML pages (the OAuth consent page, error pages a browser opens): one
 // page shell with its own stylesheet inline, allowed by its hash, and a Content-Security-
-// Policy that allows nothing else — no script at all, no framing, forms only to the places
-// the page names. Every text put into a page goes through escapeHtml.
+// Policy that allows nothing else — no framing, forms only to the places the page names, and
+// no script but the inline ones a page names, each allowed by its hash (the consent page's
+// few lines of progressive enhancement: decision 425; the page works without them). Every
+// text put into a page goes through escapeHtml.
 import { createHash } from 'node:crypto';
 
 const PAGE_STYLE = `
@@ -22,7 +24,11 @@ button { flex: 1; padding: .65rem 1rem; font-size: 1rem; border-radius: 8px; bor
 button.primary { background: #5b6ee1; border-color: #5b6ee1; color: #fff; }
 `;
 
-const STYLE_HASH = `'sha256-${createHash('sha256').update(PAGE_STYLE).digest('base64')}'`;
+/** The CSP source that allows exactly this inline text (a `<style>`'s or a `<script>`'s). */
+const hashSource = (text: string): string =>
+  `'sha256-${createHash('sha256').update(text).digest('base64')}'`;
+
+const STYLE_HASH = hashSource(PAGE_STYLE);
 
 /** Escapes text for an HTML element or a double-quoted attribute. */
 export function escapeHtml(text: string): string {
@@ -35,14 +41,19 @@ export function escapeHtml(text: string): string {
 }
 
 /**
- * The policy of a server-rendered page: its inline stylesheet only; forms may be sent to
+ * The policy of a server-rendered page: its inline stylesheet only, and the inline `scripts`
+ * given (their exact text, allowed by hash; none: no script at all); forms may be sent to
  * the gateway itself and to `formTargets` (CSP source expressions: browsers also check the
  * redirect a form's answer makes against form-action).
  */
-export function pageSecurityPolicy(formTargets: readonly string[] = []): string {
+export function pageSecurityPolicy(
+  formTargets: readonly string[] = [],
+  scripts: readonly string[] = [],
+): string {
   return [
     "default-src 'none'",
     `style-src ${STYLE_HASH}`,
+    ...(scripts.length === 0 ? [] : [`script-src ${scripts.map(hashSource).join(' ')}`]),
     "base-uri 'none'",
     `form-action ${["'self'", ...formTargets].join(' ')}`,
     "frame-ancestors 'none'",
@@ -50,11 +61,14 @@ export function pageSecurityPolicy(formTargets: readonly string[] = []): string 
 }
 
 /** Headers of a server-rendered page (never cached: pages carry a session's CSRF token). */
-export function pageHeaders(formTargets: readonly string[] = []): Record<string, string> {
+export function pageHeaders(
+  formTargets: readonly string[] = [],
+  scripts: readonly string[] = [],
+): Record<string, string> {
   return {
     'content-type': 'text/html; charset=utf-8',
     'cache-control': 'no-store',
-    'content-security-policy': pageSecurityPolicy(formTargets),
+    'content-security-policy': pageSecurityPolicy(formTargets, scripts),
     'x-content-type-options': 'nosniff',
     'x-frame-options': 'DENY',
     // same-origin, not no-referrer: under no-referrer browsers send `Origin: null` with the

@@ -2,7 +2,9 @@
 // and the organization whose wallet will pay, chosen among those where the user may connect
 // apps, as admin or owner (their personal one first), and takes an optional monthly spending
 // cap for the connection (decision 415). Approve and deny post the request back with the
-// session's CSRF token. No script: a plain form, under a policy that allows nothing else.
+// session's CSRF token. A plain form that works without script, under a policy that allows
+// nothing else but one inline script of a few lines (by its hash): the cap field follows the
+// organization picked while the user has not typed in it (decision 425).
 import type { Membership } from '../accounts/users.js';
 import { escapeHtml, renderPage } from '../http/html.js';
 import type { ValidAuthorization } from './authorization-request.js';
@@ -12,6 +14,31 @@ import { PKCE_METHOD } from './pkce.js';
 
 /** The consent form's field for the connection's monthly cap (empty: none). */
 export const CAP_AMOUNT_FIELD = 'cap_amount';
+
+/**
+ * The page's one script (its exact text is allowed by hash: pageHeaders' `scripts`). The
+ * field starts from the app's cap in the organization chosen by default; when the user picks
+ * another, the field takes that organization's (each option's data-cap, empty: none) unless
+ * the user typed in it (theirs stays), and the note under it says where the amount comes
+ * from. Without script the field keeps the first amount and the note names its organization.
+ */
+export const CONSENT_PAGE_SCRIPT = `(() => {
+  const org = document.getElementById('org_id');
+  const cap = document.getElementById('${CAP_AMOUNT_FIELD}');
+  const note = document.getElementById('cap_source');
+  if (!org || !cap || !note) return;
+  let filled = cap.getAttribute('data-filled');
+  const showNote = () => { note.hidden = note.textContent === '' || cap.value !== filled; };
+  org.addEventListener('change', () => {
+    if (filled === null || cap.value !== filled) return;
+    const chosen = org.options[org.selectedIndex];
+    filled = chosen.getAttribute('data-cap') || '';
+    cap.value = filled;
+    note.textContent = chosen.getAttribute('data-cap-note') || '';
+    showNote();
+  });
+  cap.addEventListener('input', showNote);
+})();`;
 
 export interface ConsentPage {
   readonly request: ValidAuthorization;
@@ -34,18 +61,26 @@ export function renderConsentPage(page: ConsentPage): string {
   const hidden = (name: string, value: string): string =>
     `<input type="hidden" name="${name}" value="${escapeHtml(value)}">`;
   const chosenOrg = page.resubmitted?.orgId ?? page.payingOrgs[0]?.id;
+  // Connecting again starts from the cap the app has in the organization chosen (its newest
+  // connection there); each option carries its own for the script to follow the choice.
+  const capOf = (orgId: string | undefined): string => {
+    const newest = page.existing.find((connection) => connection.orgId === orgId);
+    return newest?.capAmountNano == null ? '' : plainAmount(newest.capAmountNano);
+  };
+  const noteOf = (org: Membership): string =>
+    capOf(org.id) === '' ? '' : `Filled in with the cap of its newest connection to ${org.name}.`;
   const options = page.payingOrgs
     .map(
       (org) =>
-        `<option value="${escapeHtml(org.id)}"${org.id === chosenOrg && org.id !== page.payingOrgs[0]?.id ? ' selected' : ''}>${escapeHtml(org.name)}</option>`,
+        `<option value="${escapeHtml(org.id)}" data-cap="${escapeHtml(capOf(org.id))}" data-cap-note="${escapeHtml(noteOf(org))}"${org.id === chosenOrg && org.id !== page.payingOrgs[0]?.id ? ' selected' : ''}>${escapeHtml(org.name)}</option>`,
     )
     .join('');
   const returnTo = destinationOf(request.redirectUri);
-  // Connecting again starts from the cap the app has in the organization chosen by default.
-  const previous = page.existing.find((connection) => connection.orgId === chosenOrg);
-  const capAmount =
-    page.resubmitted?.capAmount ??
-    (previous?.capAmountNano == null ? '' : plainAmount(previous.capAmountNano));
+  const chosen = page.payingOrgs.find((org) => org.id === chosenOrg);
+  // sent back with a problem, the field holds what the user typed: nothing was filled in
+  const filled = page.resubmitted ? null : capOf(chosenOrg);
+  const capAmount = page.resubmitted?.capAmount ?? filled ?? '';
+  const capNote = filled === null || chosen === undefined ? '' : noteOf(chosen);
   const problem = page.resubmitted
     ? `<p class="problem" id="cap_problem" role="alert">${escapeHtml(page.resubmitted.problem)}</p>`
     : '';
@@ -67,7 +102,8 @@ ${hidden('csrf_token', page.csrfToken)}
 <select id="org_id" name="org_id">${options}</select>
 ${existingNotice(page)}
 <label for="${CAP_AMOUNT_FIELD}">Monthly spending cap (${SETTLEMENT_CURRENCY}, optional)</label>
-<input id="${CAP_AMOUNT_FIELD}" name="${CAP_AMOUNT_FIELD}" type="text" inputmode="decimal" autocomplete="off" maxlength="64" placeholder="No cap" value="${escapeHtml(capAmount)}" aria-describedby="cap_help${page.resubmitted ? ' cap_problem' : ''}">
+<input id="${CAP_AMOUNT_FIELD}" name="${CAP_AMOUNT_FIELD}" type="text" inputmode="decimal" autocomplete="off" maxlength="64" placeholder="No cap" value="${escapeHtml(capAmount)}"${filled === null ? '' : ` data-filled="${escapeHtml(filled)}"`} aria-describedby="cap_source cap_help${page.resubmitted ? ' cap_problem' : ''}">
+<p class="muted" id="cap_source"${capNote === '' ? ' hidden' : ''}>${escapeHtml(capNote)}</p>
 ${problem}
 <p class="muted" id="cap_help">The most this app may spend from that wallet in a calendar month
 (UTC), such as 10 or 12.50: its requests beyond it are refused. Leave it empty for no cap. You
@@ -78,7 +114,8 @@ time in the dashboard. After your answer you go back to <code>${escapeHtml(retur
 <button type="submit" name="decision" value="deny">Deny</button>
 <button type="submit" name="decision" value="approve" class="primary">Approve</button>
 </div>
-</form>`,
+</form>
+<script>${CONSENT_PAGE_SCRIPT}</script>`,
   );
 }
 

@@ -121,7 +121,7 @@ export function readConsentForm(html: string): ConsentForm {
     fields[match[1]!] = decodeEntities(match[2]!);
   }
   const select = /<select id="org_id" name="org_id">(.*?)<\/select>/s.exec(html)?.[1] ?? '';
-  const orgOptions = [...select.matchAll(/<option value="([^"]*)">/g)].map((found) =>
+  const orgOptions = [...select.matchAll(/<option value="([^"]*)"/g)].map((found) =>
     decodeEntities(found[1]!),
   );
   return { fields, orgOptions };

@@ -15,6 +15,7 @@ import {
   type ValidAuthorization,
 } from '../../oauth/authorization-request.js';
 import {
+  CONSENT_PAGE_SCRIPT,
   renderConsentPage,
   renderRequestErrorPage,
   type ConsentPage,
@@ -119,6 +120,9 @@ export async function answerConsentPage(
     existing,
     ...(resubmitted && { resubmitted }),
   });
-  response.writeHead(resubmitted ? 400 : 200, pageHeaders([formActionSource(request.redirectUri)]));
+  response.writeHead(
+    resubmitted ? 400 : 200,
+    pageHeaders([formActionSource(request.redirectUri)], [CONSENT_PAGE_SCRIPT]),
+  );
   response.end(page);
 }

@@ -39,6 +39,8 @@ export function EditCardActions(props: {
   /** What the status line says after a save (empty until then). */
   saved: string | null;
   onClose(): void;
+  /** More buttons of the card, after Close (Remove…). */
+  children?: ComponentChildren;
 }) {
   // rendered with the card: the button that opened it still has focus
   const returnFocus = useFocusReturn();
@@ -58,6 +60,7 @@ export function EditCardActions(props: {
         >
           Close
         </button>
+        {props.children}
       </div>
       <p class="muted small" role="status" aria-live="polite">
         {props.saved}

@@ -4,7 +4,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, canManage, type OrgSummary, type Page } from '../api.js';
 import { ConnectionSelect } from '../connection-picker.js';
-import { invalidInput, useAction, useEditedField, useLoad, useNotice } from '../hooks.js';
+import { invalidInput, useAction, useEditedField, useLoad } from '../hooks.js';
 import { amountProblem, compareDecimals, plainAmount } from '../money.js';
 import { userLabel } from '../org-data.js';
 import type { CapState, ProductUserSummary } from '../types.js';
@@ -15,6 +15,7 @@ import {
   type CreditMode,
   type OverrunPolicy,
 } from './connection-settings.js';
+import { CAP_CURRENCY, ClearCap, ConnectionCap } from './connection-cap.js';
 import type { OrgPage } from './page.js';
 import { ChoiceField } from './settings-fields.js';
 
@@ -23,8 +24,6 @@ export const capsPage: OrgPage = {
   label: 'Caps',
   Component: ({ org }) => <CapsPage org={org} />,
 };
-
-const CURRENCY = 'USD';
 
 function CapsPage({ org }: { org: OrgSummary }) {
   const manage = canManage(org.role);
@@ -90,7 +89,7 @@ function OrgCap({ org, manage }: { org: OrgSummary; manage: boolean }) {
         >
           <div class="row">
             <label>
-              Monthly cap ({CURRENCY})
+              Monthly cap ({CAP_CURRENCY})
               <input
                 name="org-cap-amount"
                 inputMode="decimal"
@@ -144,26 +143,6 @@ function OrgCap({ org, manage }: { org: OrgSummary; manage: boolean }) {
   );
 }
 
-function ClearCap(props: {
-  path: string;
-  title: string;
-  what: string;
-  onClose(): void;
-  onCleared(): void;
-}) {
-  return (
-    <Confirm
-      title={props.title}
-      confirmLabel="Remove cap"
-      write={() => api.delete(props.path)}
-      onDone={props.onCleared}
-      onCancel={props.onClose}
-    >
-      <p>{props.what} Every gateway instance stops applying it at once.</p>
-    </Confirm>
-  );
-}
-
 function ConnectionCaps({ org, manage }: { org: OrgSummary; manage: boolean }) {
   const [chosen, setChosen] = useState('');
   return (
@@ -186,158 +165,6 @@ function ConnectionCaps({ org, manage }: { org: OrgSummary; manage: boolean }) {
       />
       {chosen && <ConnectionCap key={chosen} connectionId={chosen} manage={manage} />}
     </section>
-  );
-}
-
-function ConnectionCap({ connectionId, manage }: { connectionId: string; manage: boolean }) {
-  const path = `/dashboard/api/connections/${encodeURIComponent(connectionId)}/cap`;
-  const state = useLoad<CapState>(path);
-  // a reload after a save keeps the form (and its "Saved.") in place
-  if (!state.data) {
-    return state.loading ? (
-      <Loading what="the connection cap" />
-    ) : (
-      <ErrorNote error={state.error} />
-    );
-  }
-  return <ConnectionCapForm path={path} state={state.data} manage={manage} reload={state.reload} />;
-}
-
-function ConnectionCapForm(props: {
-  path: string;
-  state: CapState;
-  manage: boolean;
-  reload(): void;
-}) {
-  const { cap, connection } = props.state;
-  // each field follows the loaded state until edited; a save writes the edited ones only
-  const amount = useEditedField(cap?.amount ? plainAmount(cap.amount) : '');
-  const perUser = useEditedField(cap?.per_user_amount ? plainAmount(cap.per_user_amount) : '');
-  const creditMode = useEditedField<CreditMode>(connection?.credit_mode ?? 'enforce');
-  const overrun = useEditedField<OverrunPolicy>(connection?.overrun_policy ?? 'limit_output');
-  const [clearing, setClearing] = useState(false);
-  const [saved, setSaved] = useNotice<true>();
-  const action = useAction();
-  return (
-    <div>
-      {cap?.amount ? (
-        <p>
-          Connection cap: <Money value={cap.amount} currency={cap.currency} /> a month
-        </p>
-      ) : (
-        <p class="muted">No connection-wide cap.</p>
-      )}
-      {cap?.per_user_amount ? (
-        <p>
-          Per-user default: <Money value={cap.per_user_amount} currency={cap.currency} /> a month
-          for each product user
-        </p>
-      ) : (
-        <p class="muted">No per-user default cap.</p>
-      )}
-      {props.manage ? (
-        <form
-          onInput={() => {
-            action.clear();
-            setSaved(null);
-          }}
-          onSubmit={action.submit(
-            () => {
-              setSaved(null);
-              const problem = [amount.value, perUser.value]
-                .filter((value) => value.trim() !== '')
-                .map((value) => amountProblem(value, { zero: true }))
-                .find((found) => found !== null);
-              if (problem) throw invalidInput(problem);
-              const orNull = (value: string) => (value.trim() === '' ? null : value.trim());
-              const changes = {
-                // a connection without a cap yet needs its amount, even none (null)
-                ...((amount.changed || !cap) && { amount: orNull(amount.value) }),
-                ...(perUser.changed && { per_user_amount: orNull(perUser.value) }),
-                ...(creditMode.changed && { credit_mode: creditMode.value }),
-                ...(overrun.changed && { overrun_policy: overrun.value }),
-              };
-              return Object.keys(changes).length === 0
-                ? Promise.resolve(null)
-                : api.put(props.path, changes);
-            },
-            () => {
-              setSaved(true);
-              props.reload();
-            },
-          )}
-        >
-          <div class="row">
-            <label>
-              Connection cap ({CURRENCY}, empty: none)
-              <input
-                name="connection-cap-amount"
-                inputMode="decimal"
-                value={amount.value}
-                onInput={(event) => amount.set(event.currentTarget.value)}
-              />
-            </label>
-            <label>
-              Per-user default cap ({CURRENCY}, empty: none)
-              <input
-                name="connection-cap-per-user"
-                inputMode="decimal"
-                value={perUser.value}
-                onInput={(event) => perUser.set(event.currentTarget.value)}
-              />
-            </label>
-          </div>
-          <div class="row">
-            <ChoiceField<CreditMode>
-              id="connection-credit-mode"
-              label="Credit mode"
-              choices={creditModes}
-              value={creditMode.value}
-              onChange={creditMode.set}
-            />
-            <ChoiceField<OverrunPolicy>
-              id="connection-overrun-policy"
-              label="Overrun policy"
-              choices={overrunPolicies}
-              value={overrun.value}
-              onChange={overrun.set}
-            />
-          </div>
-          <ErrorNote error={action.error} />
-          <div class="actions">
-            <button type="submit" disabled={action.busy}>
-              {action.busy ? 'Saving…' : 'Save connection cap'}
-            </button>
-            {cap && (
-              <button type="button" class="secondary danger" onClick={() => setClearing(true)}>
-                Remove caps…
-              </button>
-            )}
-          </div>
-          <p class="muted small" role="status" aria-live="polite">
-            {saved && 'Saved. Every gateway instance applies it to its next request.'}
-          </p>
-        </form>
-      ) : (
-        connection && (
-          <p class="muted">
-            Credit mode: {connection.credit_mode} · overrun policy: {connection.overrun_policy}
-          </p>
-        )
-      )}
-      {clearing && (
-        <ClearCap
-          path={props.path}
-          title="Remove this connection’s caps?"
-          what="The connection’s cap and its per-user default both go: its requests and its product users without their own cap are no longer limited by them."
-          onClose={() => setClearing(false)}
-          onCleared={() => {
-            setClearing(false);
-            props.reload();
-          }}
-        />
-      )}
-    </div>
   );
 }
 
@@ -461,7 +288,7 @@ function UserCap({ userId, manage }: { userId: string; manage: boolean }) {
           {/* top: the choices' hints hang below their selects, which stay level with the amount */}
           <div class="row top">
             <label>
-              Monthly cap ({CURRENCY})
+              Monthly cap ({CAP_CURRENCY})
               <input
                 name="user-cap-amount"
                 inputMode="decimal"

@@ -6,7 +6,7 @@ import { useState } from 'preact/hooks';
 import { api, canManage, type OrgSummary } from '../api.js';
 import { usePaged } from '../hooks.js';
 import { Confirm, formatTime, ListTable, Money, PageHeader, RowButton, Status } from '../ui.js';
-import { CapCell, EditConnectedAppCap } from './connected-app-cap.js';
+import { ConnectionCap } from './connection-cap.js';
 import { EditLimits, LimitsCell } from './key-limits.js';
 import type { OrgPage } from './page.js';
 
@@ -77,21 +77,18 @@ function ConnectedAppsPage({ org }: { org: OrgSummary }) {
           rowKey={(app) => `${app.id}-${app.status}`}
           columns={[
             {
+              // who connected it and when under its name: a column of its own would not let the
+              // table fit a 1000 px window (an e-mail address is one long word)
               header: 'App',
+              class: 'breakable',
               cell: (app) => (
                 <>
                   {app.app_name}
                   {app.client_name && <div class="muted small">{app.client_name}</div>}
-                </>
-              ),
-            },
-            {
-              header: 'Connected by',
-              class: 'small',
-              cell: (app) => (
-                <>
-                  {app.connected_by ?? '—'}
-                  <div class="muted">{formatTime(app.created_at)}</div>
+                  <div class="muted small">
+                    Connected {formatTime(app.created_at)}
+                    {app.connected_by && ` by ${app.connected_by}`}
+                  </div>
                 </>
               ),
             },
@@ -174,11 +171,17 @@ function ConnectedAppsPage({ org }: { org: OrgSummary }) {
         />
       </section>
       {capEdited && cappable(capEdited) && (
-        <EditConnectedAppCap
+        <ConnectionCap
           key={capEdited.id}
-          app={capEdited}
-          onSaved={list.reload}
-          onClose={() => setEditingCap(null)}
+          connectionId={capEdited.id}
+          manage
+          app={{
+            name: capEdited.app_name,
+            spentThisMonth: capEdited.spend.this_month.cost,
+            currency: capEdited.currency,
+            onSaved: list.reload,
+            onClose: () => setEditingCap(null),
+          }}
         />
       )}
       {edited && editable(edited) && (
@@ -222,6 +225,17 @@ function RevokeConnectedApp(props: { app: ConnectedApp; onClose(): void; onRevok
         connect it anew.
       </p>
     </Confirm>
+  );
+}
+
+/** Under what the app spent this month in the list: its monthly cap, or that it has none. */
+function CapCell({ app }: { app: ConnectedApp }) {
+  return app.monthly_cap === null ? (
+    <span class="muted">no cap</span>
+  ) : (
+    <>
+      cap <Money value={app.monthly_cap} currency={app.currency} />
+    </>
   );
 }
 
