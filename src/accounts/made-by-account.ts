@@ -49,9 +49,14 @@ export interface MadeByAccount {
   readonly passwordResetAt: Date | null;
 }
 
-/** The memberships and, per membership, the user's audit entries the review reads. */
+/**
+ * The memberships and, per membership, the user's audit entries the review reads. `reach` is
+ * materialized and the per-membership read fenced (OFFSET 0) so the planner runs one index
+ * range scan per membership from its bound: flattened, it estimated the bound's selectivity
+ * badly and scanned every entry of the user (test/made-recently.scale.test.ts).
+ */
 const ENTRIES = `
-  WITH reach AS (
+  WITH reach AS MATERIALIZED (
     SELECT m.org_id, o.name AS org_name, m.role,
            (SELECT e.id FROM dashboard_audit_log e
              WHERE e.org_id = m.org_id AND e.created_at >= $2::timestamptz - interval '1 hour'
@@ -61,10 +66,13 @@ const ENTRIES = `
   ), entries AS (
     SELECT e.org_id, e.id AS entry_id, e.action, e.object_id, e.details, e.created_at
       FROM reach r
-      JOIN dashboard_audit_log e
-        ON e.user_id = $1 AND e.org_id = r.org_id AND e.id >= r.first_entry_id
-     WHERE e.action IN ('api_key.create', 'api_key.rotate', 'service_key.create',
-                        'user.password_reset')
+      CROSS JOIN LATERAL (
+        SELECT * FROM dashboard_audit_log l
+         WHERE l.user_id = $1 AND l.org_id = r.org_id AND l.id >= r.first_entry_id
+           AND l.action IN ('api_key.create', 'api_key.rotate', 'service_key.create',
+                            'user.password_reset')
+        OFFSET 0
+      ) e
   )`;
 
 /**
