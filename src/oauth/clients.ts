@@ -286,6 +286,10 @@ export interface AuthorizingClient {
   readonly redirectUris: readonly string[];
 }
 
+/**
+ * The client an authorization request names, while it and its app are active: a deleted
+ * client's, or one whose app is deleted, answers as an unknown client_id (decision 420).
+ */
 export async function findAuthorizingClient(
   db: DbPool,
   clientId: string | undefined,
@@ -301,7 +305,7 @@ export async function findAuthorizingClient(
   }>(
     `SELECT c.id, c.name, c.app_id, a.name AS app_name, o.name AS org_name, c.redirect_uris
        FROM oauth_clients c JOIN apps a ON a.id = c.app_id JOIN organizations o ON o.id = c.org_id
-      WHERE c.id = $1 AND c.status = 'active'`,
+      WHERE c.id = $1 AND c.status = 'active' AND a.status = 'active'`,
     [clientId],
   );
   const row = rows[0];

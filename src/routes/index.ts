@@ -74,6 +74,7 @@ import { declineInvitationRoute } from './dashboard/invitations/decline.js';
 import { listInvitationsRoute } from './dashboard/invitations/list.js';
 import { myInvitationsRoute } from './dashboard/invitations/mine.js';
 import { userActivityRoute } from './dashboard/user-activity.js';
+import { userMadeRecentlyRoute } from './dashboard/user-made-recently.js';
 import { revokeInvitationRoute } from './dashboard/invitations/revoke.js';
 import { listMembersRoute } from './dashboard/members/list.js';
 import { removeMemberRoute } from './dashboard/members/remove.js';
@@ -247,6 +248,7 @@ export const routeDeclarations: readonly DeclaredRoute<RouteDeps>[] = [
     declineInvitationRoute,
     auditLogRoute,
     userActivityRoute,
+    userMadeRecentlyRoute,
     dashboardModelsRoute,
     usageRoute,
     overviewRoute,

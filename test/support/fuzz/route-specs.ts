@@ -655,6 +655,21 @@ export const dashboardRouteSpecs: readonly RouteSpec[] = [
       ...(random.chance(0.3) && { cursor: String(random.int(1_000_000)) }),
     }),
   },
+  {
+    method: 'GET',
+    path: '/dashboard/api/user/made-recently',
+    auth: 'session',
+    weight: 1,
+    // within the window, before it, in the future, or not a timestamp at all
+    query: (_target, random): Record<string, string> =>
+      random.chance(0.4)
+        ? {}
+        : {
+            since: random.chance(0.7)
+              ? new Date(Date.now() - random.int(400) * 86_400_000 + 60_000).toISOString()
+              : random.alnum(12),
+          },
+  },
   dashboardWrite(
     'POST',
     '/dashboard/api/user/invitations/{invitation_id}/accept',

@@ -22,6 +22,7 @@ import {
 import { asApiError } from './hooks.js';
 import { PendingInvitations } from './invitations.js';
 import { landingOrgId, usableReturnPath } from './landing.js';
+import { markReviewAfterReset, ReviewAfterResetBanner } from './made-recently.js';
 import { lastUsedOrg, rememberLastUsedOrg } from './last-org.js';
 import { AccountPage } from './pages/account.js';
 import { orgPageOf, orgPages } from './pages/index.js';
@@ -138,9 +139,11 @@ export function App() {
     return (
       <ResetPasswordPage
         token={resetToken}
-        onDone={() => {
+        onDone={(email) => {
           // the reset ended every session of the account, this browser's too if it had one
           setResetToken(null);
+          // what a session made still works: the next sign-in as the account is asked to review it
+          markReviewAfterReset(email);
           forgetCsrfToken();
           navigateToSignIn('sign-in', { comeBack: false });
           settle({ kind: 'signed-out' });
@@ -280,6 +283,7 @@ function Shell(props: {
         <main id="main" tabIndex={-1}>
           {props.verification}
           <UnverifiedBanner session={session} />
+          <ReviewAfterResetBanner session={session} onAccountPage={view.page === 'account'} />
           {/* read again once the address is verified: none are listed before (decision 411) */}
           <PendingInvitations key={String(session.user.email_verified)} onJoined={props.onJoined} />
           {org || !viewOrgId ? (

@@ -83,7 +83,7 @@ export function ForgotPasswordPage() {
 }
 
 /** The form a reset link opens: a new password, twice. */
-export function ResetPasswordPage(props: { token: string; onDone(): void }) {
+export function ResetPasswordPage(props: { token: string; onDone(email: string): void }) {
   const [next, setNext] = useState('');
   const [again, setAgain] = useState('');
   const [reset, setReset] = useState<{ email: string } | null>(null);
@@ -129,7 +129,11 @@ export function ResetPasswordPage(props: { token: string; onDone(): void }) {
               The password of <strong>{reset.email}</strong> is reset, and every session of the
               account has ended. Sign in with the new password.
             </p>
-            <button type="button" onClick={props.onDone}>
+            <p class="muted small">
+              Once signed in, review what your account made recently: the apps it approved and the
+              keys it created keep working after a reset.
+            </p>
+            <button type="button" onClick={() => props.onDone(reset.email)}>
               Sign in
             </button>
           </>

@@ -1,9 +1,11 @@
-// The signed-in user's own account: change the password (every other browser signed in as
-// them is signed out; this one stays signed in under a new session), sign out everywhere, and
-// what was done in their name (their audit entries in every organization they are in).
+// The signed-in user's own account: what the account made that still works (approvals, keys:
+// made-recently.tsx), change the password (every other browser signed in as them is signed
+// out; this one stays signed in under a new session), sign out everywhere, and what was done in
+// their name (their audit entries in every organization they are in).
 import { useState } from 'preact/hooks';
 import { api, forgetCsrfToken, type SignedIn } from '../api.js';
 import { useAction, useNotice, usePaged } from '../hooks.js';
+import { MadeRecently } from '../made-recently.js';
 import { NewPasswordFields, newPasswordProblem } from '../new-password.js';
 import { orgView } from '../router.js';
 import { Confirm, ErrorNote, Link, PageHeader } from '../ui.js';
@@ -15,6 +17,7 @@ export function AccountPage(props: { session: SignedIn; onSignedOutEverywhere():
       <PageHeader title="Your account">
         Signed in as <strong>{props.session.user.email}</strong>.
       </PageHeader>
+      <MadeRecently />
       <ChangePassword email={props.session.user.email} />
       <SignOutEverywhere onDone={props.onSignedOutEverywhere} />
       <YourActivity />

@@ -1,0 +1,140 @@
+// What a dashboard account made recently that still works, in every organization it is a
+// member of now (decision 419): the OAuth approvals it gave (connections it approved, which
+// its organization pays for) and the API keys and service keys it created or rotated in. After a
+// password reset these are what whoever had the password may have left behind; a password reset
+// ends sessions, not these. Nothing here revokes: the review's revoke buttons call each
+// object's own revoke route, under that route's role rule.
+//
+// Where it is read from: an approval names its user (app_connections.connected_by_user_id); a
+// key does not, so its maker is the audit entry written in the key's transaction
+// (`api_key.create`, `api_key.rotate` naming the new key as `replaced_by`,
+// `service_key.create`). The entries are read per membership from the first entry of that
+// organization at or after `since` (index dashboard_audit_log_org), then the user's own
+// entries from there on (index dashboard_audit_log_user_org): a read costs what the user did in
+// the window, never their whole history. An entry's id follows its commit, its created_at its
+// transaction's start: the bound is taken an hour before `since`, so an entry of a transaction
+// that started before a later-numbered one is not skipped; what is listed is then filtered by
+// the object's own created_at.
+import type { DbPool } from '../db/pool.js';
+import type { Role } from './users.js';
+
+export type MadeKind = 'oauth_approval' | 'api_key' | 'service_key';
+
+export interface MadeByAccountRow {
+  readonly kind: MadeKind;
+  readonly id: string;
+  readonly org_id: string;
+  readonly org_name: string;
+  /** The account's role in that organization now. */
+  readonly role: Role;
+  readonly created_at: Date;
+  /** 'rotated': an API key made by rotating another. */
+  readonly made_as: 'created' | 'rotated' | 'approved';
+  readonly app_id: string | null;
+  readonly app_name: string | null;
+  /** An approval's app's own organization (who made the app), else null. */
+  readonly app_org_name: string | null;
+  /** The key's name, or the connection's. */
+  readonly name: string | null;
+  readonly key_hint: string | null;
+  /** The OAuth client the approval was given to. */
+  readonly client_name: string | null;
+}
+
+export interface MadeByAccount {
+  readonly rows: readonly MadeByAccountRow[];
+  /** More than `limit` were found: the newest `limit` are in `rows`. */
+  readonly truncated: boolean;
+  /** The account's latest password reset by e-mail link in the window, or null. */
+  readonly passwordResetAt: Date | null;
+}
+
+/**
+ * The memberships and, per membership, the user's audit entries the review reads. `reach` is
+ * materialized and the per-membership read fenced (OFFSET 0) so the planner runs one index
+ * range scan per membership from its bound: flattened, it estimated the bound's selectivity
+ * badly and scanned every entry of the user (test/made-recently.scale.test.ts).
+ */
+const ENTRIES = `
+  WITH reach AS MATERIALIZED (
+    SELECT m.org_id, o.name AS org_name, m.role,
+           (SELECT e.id FROM dashboard_audit_log e
+             WHERE e.org_id = m.org_id AND e.created_at >= $2::timestamptz - interval '1 hour'
+             ORDER BY e.created_at, e.id LIMIT 1) AS first_entry_id
+      FROM org_memberships m JOIN organizations o ON o.id = m.org_id
+     WHERE m.user_id = $1
+  ), entries AS (
+    SELECT e.org_id, e.id AS entry_id, e.action, e.object_id, e.details, e.created_at
+      FROM reach r
+      CROSS JOIN LATERAL (
+        SELECT * FROM dashboard_audit_log l
+         WHERE l.user_id = $1 AND l.org_id = r.org_id AND l.id >= r.first_entry_id
+           AND l.action IN ('api_key.create', 'api_key.rotate', 'service_key.create',
+                            'user.password_reset')
+        OFFSET 0
+      ) e
+  )`;
+
+/**
+ * What `userId` made since `since` that still works (a key not revoked, expired or past a
+ * rotation's grace period, on an active connection; an approval whose connection is active),
+ * newest first, at most `limit`.
+ */
+export async function readMadeByAccount(
+  db: Pick<DbPool, 'query'>,
+  userId: string,
+  since: Date,
+  limit: number,
+): Promise<MadeByAccount> {
+  const [items, resets] = await Promise.all([
+    db.query<MadeByAccountRow>(
+      `${ENTRIES}
+       SELECT 'api_key' AS kind, k.id, r.org_id, r.org_name, r.role, k.created_at,
+              CASE e.action WHEN 'api_key.rotate' THEN 'rotated' ELSE 'created' END AS made_as,
+              k.app_id, a.name AS app_name, NULL AS app_org_name, k.name, k.key_hint,
+              NULL AS client_name
+         FROM entries e
+         JOIN reach r ON r.org_id = e.org_id
+         JOIN api_keys k
+           ON k.id = CASE e.action WHEN 'api_key.rotate' THEN e.details->>'replaced_by'
+                                   ELSE e.object_id END
+          AND k.org_id = e.org_id
+         JOIN app_connections c ON c.id = k.app_connection_id
+         JOIN apps a ON a.id = k.app_id
+        WHERE e.action IN ('api_key.create', 'api_key.rotate') AND k.kind = 'api_key'
+          AND k.status = 'active' AND (k.expires_at IS NULL OR k.expires_at > now())
+          AND c.status = 'active' AND k.created_at >= $2
+       UNION ALL
+       SELECT 'service_key', s.id, r.org_id, r.org_name, r.role, s.created_at, 'created',
+              NULL, NULL, NULL, NULL, s.key_hint, NULL
+         FROM entries e
+         JOIN reach r ON r.org_id = e.org_id
+         JOIN service_keys s ON s.id = e.object_id AND s.org_id = e.org_id
+        WHERE e.action = 'service_key.create' AND s.status = 'active'
+          AND (s.expires_at IS NULL OR s.expires_at > now()) AND s.created_at >= $2
+       UNION ALL
+       SELECT 'oauth_approval', c.id, r.org_id, r.org_name, r.role, c.created_at, 'approved',
+              c.app_id, a.name, ao.name, c.name, NULL, oc.name
+         FROM reach r
+         JOIN app_connections c
+           ON c.org_id = r.org_id AND c.oauth_client_id IS NOT NULL
+          AND c.connected_by_user_id = $1 AND c.status = 'active' AND c.created_at >= $2
+         JOIN apps a ON a.id = c.app_id
+         JOIN organizations ao ON ao.id = a.org_id
+         LEFT JOIN oauth_clients oc ON oc.id = c.oauth_client_id
+        ORDER BY created_at DESC, id DESC
+        LIMIT $3`,
+      [userId, since, limit + 1],
+    ),
+    db.query<{ reset_at: Date | null }>(
+      `${ENTRIES}
+       SELECT max(created_at) AS reset_at FROM entries WHERE action = 'user.password_reset'`,
+      [userId, since],
+    ),
+  ]);
+  return {
+    rows: items.rows.slice(0, limit),
+    truncated: items.rows.length > limit,
+    passwordResetAt: resets.rows[0]?.reset_at ?? null,
+  };
+}

@@ -1,0 +1,198 @@
+// After a password reset, the dashboard leads to what the account made that still works
+// (decision 419): in a real browser (chromium) against a live gateway that sends e-mail to a
+// real SMTP server, on the real Redis and Postgres. Someone with the password approved an OAuth
+// app and made keys; the owner resets the password by the mailed link, signs in, is shown a
+// banner, reads the list on the account page and revokes from it — through the key's own
+// revoke route, which a role too low for it does not get a button for.
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openWindow, screenshot } from './support/browser.js';
+import { browserSuite, type BrowserSuite } from './support/browser-suite.js';
+import { isolatedContext } from './support/context.js';
+import { uniqueEmail } from './support/dashboard.js';
+import { linkToken, startMailCatcher, type MailCatcher } from './support/mail-catcher.js';
+import { connectAndExchange, createOAuthClient } from './support/oauth.js';
+import { runCli, seed, type GatewayProcess, type SeededOrg } from './support/processes.js';
+import { freePort } from './support/services.js';
+
+const { env, db } = isolatedContext('dashboard-ui-made-recently', { ownDatabase: true });
+const NEW_PASSWORD = 'a brand new passphrase, long enough';
+const CALLBACK = 'http://127.0.0.1:9/callback';
+const emails = {
+  owner: uniqueEmail('made-owner').toLowerCase(),
+  colleague: uniqueEmail('made-colleague').toLowerCase(),
+};
+let mail: MailCatcher;
+let ui: BrowserSuite;
+let gateway: GatewayProcess;
+let browser: Browser;
+let org: SeededOrg;
+/** Where the owner was an admin when the key was made, and is a member now. */
+let demotedIn: SeededOrg;
+let made: { apiKey: string; serviceKey: string; demotedKey: string; connection: string };
+
+beforeAll(async () => {
+  mail = await startMailCatcher();
+  const port = await freePort();
+  ui = await browserSuite(env, {
+    seed: ['--name', 'Made Org'],
+    users: { [emails.owner]: 'admin', [emails.colleague]: 'admin' },
+    gatewayEnv: {
+      PORT: String(port),
+      SMTP_URL: mail.url,
+      EMAIL_FROM: 'gw <no-reply@gw.example.test>',
+      PUBLIC_ORIGIN: `http://127.0.0.1:${port}`,
+    },
+  });
+  ({ gateway, browser, org } = ui);
+  const maker = await seed(env, ['--name', 'Made Maker']);
+  demotedIn = await seed(env, ['--name', 'Made Elsewhere']);
+  const added = await runCli(
+    [
+      'admin',
+      'add-member',
+      '--email',
+      emails.owner,
+      '--org-id',
+      demotedIn.org_id,
+      '--role',
+      'admin',
+    ],
+    env,
+  );
+  expect(added.code).toBe(0);
+  const oauthClient = await createOAuthClient(env, maker.app_id, [CALLBACK], {
+    name: 'Made Client',
+  });
+
+  // What whoever had the password made with the owner's account
+  const intruder = await ui.client(emails.owner);
+  const apiKey = await intruder.post<{ id: string }>(
+    `/dashboard/api/connections/${org.app_connection_id}/api-keys`,
+    { name: 'left behind' },
+  );
+  expect(apiKey.status).toBe(201);
+  const serviceKey = await intruder.post<{ id: string }>(
+    `/dashboard/api/orgs/${org.org_id}/service-keys`,
+    {},
+  );
+  expect(serviceKey.status).toBe(201);
+  const demotedKey = await intruder.post<{ id: string }>(
+    `/dashboard/api/connections/${demotedIn.app_connection_id}/api-keys`,
+    { name: 'elsewhere' },
+  );
+  expect(demotedKey.status).toBe(201);
+  const approval = await connectAndExchange(gateway.url, intruder, oauthClient, {
+    orgId: org.org_id,
+  });
+  made = {
+    apiKey: apiKey.body.id,
+    serviceKey: serviceKey.body.id,
+    demotedKey: demotedKey.body.id,
+    connection: approval.app_connection_id,
+  };
+  // A colleague's key in the same organization is not the owner's to review
+  const colleague = await ui.client(emails.colleague);
+  const theirs = await colleague.post(
+    `/dashboard/api/connections/${org.app_connection_id}/api-keys`,
+    { name: 'colleague key' },
+  );
+  expect(theirs.status).toBe(201);
+  // Since then the owner is only a member there (an admin lowered their role)
+  await db.query(
+    `UPDATE org_memberships SET role = 'member'
+      WHERE org_id = $1 AND user_id = (SELECT id FROM dashboard_users WHERE email = $2)`,
+    [demotedIn.org_id, emails.owner],
+  );
+});
+
+afterAll(async () => {
+  await ui?.close();
+  await mail?.close();
+});
+
+describe('after a password reset', () => {
+  it('a banner leads to what the account made; the account page lists it and revokes it', async () => {
+    const { page, close } = await openWindow(browser);
+    await page.goto(`${gateway.url}/dashboard/forgot-password`);
+    await page.getByLabel('E-mail').fill(emails.owner);
+    await page.getByRole('button', { name: 'Send the link' }).click();
+    await page.getByRole('status').filter({ hasText: 'is on its way' }).waitFor();
+    const { link } = linkToken((await mail.nth(emails.owner, 1)).text, 'password_reset_token');
+    await page.goto(link);
+    await page.getByLabel('New password', { exact: true }).fill(NEW_PASSWORD);
+    await page.getByLabel('New password again').fill(NEW_PASSWORD);
+    await page.getByRole('button', { name: 'Set the new password' }).click();
+    await page.getByRole('status').filter({ hasText: 'is reset' }).waitFor();
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByLabel('E-mail').fill(emails.owner);
+    await page.getByLabel('Password').fill(NEW_PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+
+    const banner = page.getByRole('region', {
+      name: 'Your password was reset: review your account',
+    });
+    await banner.waitFor();
+    expect(await banner.textContent()).toContain('keeps working');
+    await screenshot(page, 'made-recently-01-banner');
+    await banner.getByRole('button', { name: 'Review what your account made' }).click();
+    await page.waitForURL('**/dashboard/account');
+
+    const section = page.getByRole('region', { name: 'Made by your account recently' });
+    await section.waitFor();
+    await section.getByText('Connected app', { exact: true }).waitFor();
+    const listed = section.locator('tbody tr');
+    await expect.poll(() => listed.count()).toBe(4);
+    const text = (await section.textContent()) ?? '';
+    expect(text).toContain('Your password was reset on');
+    expect(text).toContain('left behind');
+    expect(text).toContain('Made Maker');
+    expect(text).not.toContain('colleague key');
+    // the key made where the owner is a member now: listed, no button, who can revoke it
+    const elsewhere = listed.filter({ hasText: 'elsewhere' });
+    expect(await elsewhere.getByRole('button').count()).toBe(0);
+    expect(await elsewhere.textContent()).toContain(
+      'Only an admin of Made Elsewhere can revoke it',
+    );
+    await screenshot(page, 'made-recently-02-account-list');
+
+    // revoke the key left behind, from the list
+    await listed
+      .filter({ hasText: 'left behind' })
+      .getByRole('button', { name: /^Revoke API key left behind/ })
+      .click();
+    const dialog = page.getByRole('dialog');
+    await dialog.waitFor();
+    await screenshot(page, 'made-recently-03-confirm');
+    await dialog.getByRole('button', { name: 'Revoke', exact: true }).click();
+    await dialog.waitFor({ state: 'detached' });
+    await expect.poll(() => listed.count()).toBe(3);
+    expect(await section.textContent()).not.toContain('left behind');
+    const { rows: keys } = await db.query<{ status: string }>(
+      'SELECT status FROM api_keys WHERE id = $1',
+      [made.apiKey],
+    );
+    expect(keys[0]!.status).toBe('revoked');
+
+    // and the connected app: its connection is revoked
+    await listed.filter({ hasText: 'Connected app' }).getByRole('button').click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Revoke', exact: true }).click();
+    await expect.poll(() => listed.count()).toBe(2);
+    const { rows: connections } = await db.query<{ status: string }>(
+      'SELECT status FROM app_connections WHERE id = $1',
+      [made.connection],
+    );
+    expect(connections[0]!.status).toBe('revoked');
+    await screenshot(page, 'made-recently-04-after-revoke');
+
+    // once read, the banner is not shown again in this browser
+    await page.goto(`${gateway.url}/dashboard/`);
+    await page.getByRole('heading', { level: 1 }).waitFor();
+    expect(
+      await page
+        .getByRole('region', { name: 'Your password was reset: review your account' })
+        .count(),
+    ).toBe(0);
+    await close();
+  });
+});

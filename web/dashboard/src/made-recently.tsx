@@ -1,0 +1,244 @@
+// "Made by your account recently" (decision 419): the OAuth approvals, API keys and service
+// keys the signed-in account made that still work, in every organization it is in, each with a
+// revoke button that calls the object's own revoke route (GET /dashboard/api/user/made-recently
+// names it, and whether the account's role there allows it). A password reset ends sessions,
+// not these: after one (in this browser), a banner above every page leads here until the list
+// has been read or the banner dismissed.
+import { useEffect, useState } from 'preact/hooks';
+import { api, type Role, type SignedIn } from './api.js';
+import { useLoad } from './hooks.js';
+import { navigate, orgView } from './router.js';
+import { Confirm, formatTime, Link, ListTable, RowButton, type Column } from './ui.js';
+
+interface MadeItem {
+  readonly kind: 'oauth_approval' | 'api_key' | 'service_key';
+  readonly id: string;
+  readonly org_id: string;
+  readonly org_name: string;
+  readonly your_role: Role;
+  readonly created_at: string;
+  readonly made_as: 'created' | 'rotated' | 'approved';
+  readonly app_name: string | null;
+  readonly app_org_name: string | null;
+  readonly name: string | null;
+  readonly key_hint: string | null;
+  readonly client_name: string | null;
+  readonly revoke_path: string;
+  readonly can_revoke: boolean;
+}
+
+interface MadeRecentlyAnswer {
+  readonly since: string;
+  readonly password_reset_at: string | null;
+  readonly data: MadeItem[];
+  readonly truncated: boolean;
+}
+
+/** The account whose password this browser reset, until its review was read (localStorage). */
+const REVIEW_KEY = 'gw:review-after-reset';
+
+/** After a password reset in this browser: the next sign-in as `email` is shown the banner. */
+export function markReviewAfterReset(email: string): void {
+  try {
+    localStorage.setItem(REVIEW_KEY, email.toLowerCase());
+  } catch {
+    // storage turned off: the account page still has the list
+  }
+}
+
+function reviewPendingFor(email: string): boolean {
+  try {
+    return localStorage.getItem(REVIEW_KEY) === email.toLowerCase();
+  } catch {
+    return false;
+  }
+}
+
+function clearReviewAfterReset(): void {
+  try {
+    localStorage.removeItem(REVIEW_KEY);
+  } catch {
+    // nothing to clear
+  }
+}
+
+/** Above every page but the account page, after a password reset in this browser. */
+export function ReviewAfterResetBanner(props: { session: SignedIn; onAccountPage: boolean }) {
+  const [pending, setPending] = useState(() => reviewPendingFor(props.session.user.email));
+  if (!pending || props.onAccountPage) return null;
+  return (
+    <section class="email-notice card" aria-labelledby="review-after-reset-heading">
+      <h2 id="review-after-reset-heading">Your password was reset: review your account</h2>
+      <p>
+        Resetting the password signed out every session, but whatever was made with your account
+        keeps working: OAuth apps it approved, API keys and service keys it created. If someone else
+        had your password, revoke what you did not make.
+      </p>
+      <div class="actions">
+        <button type="button" onClick={() => navigate({ page: 'account' })}>
+          Review what your account made
+        </button>
+        <button
+          type="button"
+          class="secondary"
+          onClick={() => {
+            clearReviewAfterReset();
+            setPending(false);
+          }}
+        >
+          Dismiss
+        </button>
+      </div>
+    </section>
+  );
+}
+
+const WINDOWS = [7, 30, 90, 365] as const;
+const DAY_MS = 86_400_000;
+
+const KIND_LABEL: Record<MadeItem['kind'], string> = {
+  api_key: 'API key',
+  service_key: 'Service key',
+  oauth_approval: 'Connected app',
+};
+
+function describe(item: MadeItem): string {
+  if (item.kind === 'oauth_approval') {
+    const via =
+      item.client_name && item.client_name !== item.app_name ? ` (${item.client_name})` : '';
+    const by = item.app_org_name ? ` by ${item.app_org_name}` : '';
+    return `${item.app_name ?? 'an app'}${via}${by}`;
+  }
+  const named = item.name ? `${item.name} ` : '';
+  const app = item.kind === 'api_key' && item.app_name ? ` of ${item.app_name}` : '';
+  return `${named}${item.key_hint ?? ''}${app}`;
+}
+
+/** The kind inside a sentence ("Revoke the API key …?"). */
+const KIND_IN_TEXT: Record<MadeItem['kind'], string> = {
+  api_key: 'API key',
+  service_key: 'service key',
+  oauth_approval: 'connected app',
+};
+
+const HOW: Record<MadeItem['made_as'], string> = {
+  created: 'you created it',
+  rotated: 'you rotated a key into it',
+  approved: 'you approved it; the organization pays',
+};
+
+/** The list, on the account page: what this account made in the window that still works. */
+export function MadeRecently() {
+  const [days, setDays] = useState<(typeof WINDOWS)[number]>(30);
+  // the window's start, fixed when it is chosen (a new one each render would reload forever)
+  const [since, setSince] = useState(() => new Date(Date.now() - days * DAY_MS).toISOString());
+  const list = useLoad<MadeRecentlyAnswer>(
+    `/dashboard/api/user/made-recently?since=${encodeURIComponent(since)}`,
+  );
+  const [revoking, setRevoking] = useState<MadeItem | null>(null);
+  useEffect(() => {
+    if (list.data) clearReviewAfterReset(); // read: the banner has done its work
+  }, [list.data]);
+  const columns: Column<MadeItem>[] = [
+    { header: 'Made', cell: (item) => formatTime(item.created_at), class: 'nowrap' },
+    {
+      header: 'What',
+      rowHeader: true,
+      cell: (item) => (
+        <>
+          <strong>{KIND_LABEL[item.kind]}</strong> {describe(item)}
+          <br />
+          <span class="muted small">{HOW[item.made_as]}</span>
+        </>
+      ),
+    },
+    {
+      header: 'Organization',
+      cell: (item) => (
+        <>
+          <Link to={orgView(item.org_id)}>{item.org_name}</Link>{' '}
+          <span class="muted small">({item.your_role})</span>
+        </>
+      ),
+    },
+  ];
+  return (
+    <section id="made-recently" aria-labelledby="made-recently-heading">
+      <h2 id="made-recently-heading">Made by your account recently</h2>
+      <p class="muted small">
+        OAuth apps your account approved, and API keys and service keys it created, that still work,
+        in every organization you are a member of. A password reset signs out every session but
+        stops none of these: if you did not make one, revoke it. Revoking a key or service key takes
+        an admin of its organization; a connected app, any member.
+      </p>
+      {list.data?.password_reset_at && (
+        <p role="status">
+          Your password was reset on {formatTime(list.data.password_reset_at)}. Whatever was made
+          before then may have been made by whoever knew the old password.
+        </p>
+      )}
+      <label class="made-window">
+        Made in the last{' '}
+        <select
+          value={days}
+          onChange={(event) => {
+            const chosen = Number(event.currentTarget.value) as (typeof WINDOWS)[number];
+            setDays(chosen);
+            setSince(new Date(Date.now() - chosen * DAY_MS).toISOString());
+          }}
+        >
+          {WINDOWS.map((window) => (
+            <option key={window} value={window}>
+              {window} days
+            </option>
+          ))}
+        </select>
+      </label>
+      <ListTable
+        list={list}
+        rows={list.data?.data ?? null}
+        what="what your account made"
+        empty="Nothing your account made in this time still works."
+        columns={columns}
+        rowKey={(item) => `${item.kind}/${item.id}`}
+        caption="Made by your account recently"
+        actions={(item) =>
+          item.can_revoke ? (
+            <RowButton
+              label="Revoke"
+              name={`Revoke ${KIND_LABEL[item.kind]} ${describe(item)}`}
+              danger
+              onClick={() => setRevoking(item)}
+            />
+          ) : (
+            <span class="muted small">Only an admin of {item.org_name} can revoke it</span>
+          )
+        }
+      />
+      {list.data?.truncated && (
+        <p class="muted small">
+          Only the newest {list.data.data.length} are listed: revoke what you did not make, and the
+          rest show.
+        </p>
+      )}
+      {revoking && (
+        <Confirm
+          title={`Revoke the ${KIND_IN_TEXT[revoking.kind]} ${describe(revoking)}?`}
+          confirmLabel="Revoke"
+          write={() => api.post(revoking.revoke_path)}
+          onDone={() => {
+            setRevoking(null);
+            list.reload();
+          }}
+          onCancel={() => setRevoking(null)}
+        >
+          <p>
+            {revoking.kind === 'oauth_approval'
+              ? `The app's token stops working at once; ${revoking.org_name} no longer pays for it.`
+              : `The key stops working at once, on every instance. Whoever uses it gets an error.`}
+          </p>
+        </Confirm>
+      )}
+    </section>
+  );
+}
