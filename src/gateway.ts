@@ -67,7 +67,7 @@ async function assembleGateway(
   closers: Closers,
 ): Promise<RunningGateway> {
   loadNativeUws(); // refuse the pure-JS fallback before anything else starts
-  const db = await openPostgres(config, closers);
+  const db = await openPostgres(config, logger, closers);
   const redis = await openRedis(config, logger, closers);
   // The upstream client's line and the token counts waiting are read only by a scrape, once
   // the gateway listens.

@@ -10,6 +10,7 @@ import {
   warnOfErrors,
   type RedisClient,
 } from '../redis/connect.js';
+import { waitForDependency } from './dependency-wait.js';
 import { createRedisKeys, type RedisKeys } from '../redis/keys.js';
 import { defineScripts, preloadScripts, type RedisScripts } from '../redis/scripts.js';
 import { replaceSilentConnections, warnOfReplacement } from '../redis/silent-connections.js';
@@ -90,6 +91,17 @@ export async function openRedis(
       ),
     ),
     (watch) => watch.stop(),
+  );
+  // Redis down or hanging at boot: a PING tried again with backoff, each bounded by
+  // REDIS_TIMEOUT_MS (the client's command time-out), for six of them in all; then the boot
+  // fails (decision 426).
+  await waitForDependency(
+    logger,
+    {
+      service: target.kind === 'single' ? 'Redis (REDIS_URL)' : 'Redis (REDIS_CLUSTER_NODES)',
+      attemptMs: config.REDIS_TIMEOUT_MS,
+    },
+    () => client.ping(),
   );
   const keys = createRedisKeys(config.REDIS_KEY_PREFIX);
   const scripts = defineScripts(client);
