@@ -4,7 +4,7 @@
 // a message naming the dependency, so an orchestrator restarts it. Before, a Postgres that
 // accepted connections and never answered held the boot for ever (SIGTERM included). A real
 // process: its exit code and its log are what an operator sees.
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,8 +17,11 @@ const root = fileURLToPath(new URL('../', import.meta.url));
 const { env } = isolatedContext('boot-unreachable');
 const relays: FreezableRelay[] = [];
 const servers: net.Server[] = [];
+const children: ChildProcess[] = [];
 
 afterAll(async () => {
+  // A boot that did not end as a test expected is not left running.
+  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
   await Promise.all(relays.map((relay) => relay.close()));
   for (const server of servers) server.close();
 });
@@ -64,15 +67,21 @@ async function postgresBackOnSecondConnection(): Promise<{ port: number; accepte
  */
 async function failedBoot(
   settings: Record<string, string>,
+  onOutput: (output: string, child: ChildProcess) => void = () => undefined,
 ): Promise<{ code: number | null; output: string; lines: Array<Record<string, unknown>> }> {
   const child = spawn(process.execPath, ['dist/src/main.js'], {
     cwd: root,
     env: { ...process.env, ...env, GATEWAY_WORKERS: '1', LOG_LEVEL: 'info', ...settings },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  children.push(child);
   let output = '';
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const read = (chunk: Buffer): void => {
+    output += chunk.toString();
+    onOutput(output, child);
+  };
+  child.stdout.on('data', read);
+  child.stderr.on('data', read);
   const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
   return { code, output, lines: logLines(output) };
 }
@@ -119,6 +128,30 @@ describe('the boot with a dependency away', () => {
       ),
     );
     expect(output).not.toContain('a-secret-password');
+  });
+
+  it('stops at once, exit 0, when SIGTERM comes while it waits for Postgres', async () => {
+    let signalled = false;
+    const { code, lines } = await failedBoot(
+      // Six time-outs of 5 s: the wait would run 30 s, past this test's own time-out.
+      { DATABASE_URL: hungDatabaseUrl, DATABASE_TIMEOUT_MS: '5000' },
+      (output, child) => {
+        if (!signalled && output.includes(RETRY_LINE)) {
+          signalled = true;
+          child.kill('SIGTERM');
+        }
+      },
+    );
+    expect(signalled).toBe(true);
+    expect(code).toBe(0);
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        msg: 'stopped before it started',
+        signal: 'SIGTERM',
+        reason: 'stopped while waiting for Postgres (DATABASE_URL)',
+      }),
+    );
+    expect(lines.filter((line) => line.msg === 'gw failed to start')).toEqual([]);
   });
 
   it('starts once Postgres answers on a later attempt', async () => {

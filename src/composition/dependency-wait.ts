@@ -59,6 +59,26 @@ export interface DependencyWait {
   readonly service: string;
   /** The dependency's time-out: the longest one attempt waits. */
   readonly attemptMs: number;
+  /** Aborted by a stop signal: once an attempt has failed, the wait ends with `StoppedWhileStarting`. */
+  readonly stop?: AbortSignal;
+}
+
+/** A stop was asked for while the boot waited for a dependency: nothing to drain yet. */
+export class StoppedWhileStarting extends Error {
+  override readonly name = 'StoppedWhileStarting';
+}
+
+/** `work`, or `StoppedWhileStarting` as soon as `stop` is aborted. */
+function unlessStopped<T>(work: Promise<T>, service: string, stop?: AbortSignal): Promise<T> {
+  if (stop === undefined) return work;
+  const stopped = (): StoppedWhileStarting =>
+    new StoppedWhileStarting(`stopped while waiting for ${service}`);
+  if (stop.aborted) return Promise.reject(stopped());
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(stopped());
+    stop.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => stop.removeEventListener('abort', onAbort));
+  });
 }
 
 /**
@@ -66,7 +86,8 @@ export interface DependencyWait {
  * driver's own bound), pausing 1 s, 2 s, 4 s, then 8 s between tries, as long as the next try
  * ends within `BOOT_WAIT_TIMEOUTS` × `attemptMs` of the first; each failure is a warning, and
  * the last one is thrown with the count. An error that is not the dependency being away (a
- * wrong password, a changed migration) is thrown at once: trying again cannot help.
+ * wrong password, a changed migration) is thrown at once: trying again cannot help. A stop
+ * asked for (`wait.stop`) once the first attempt has failed ends the wait at once.
  */
 export async function waitForDependency<T>(
   logger: Logger,
@@ -78,9 +99,13 @@ export async function waitForDependency<T>(
   let pauseMs = FIRST_RETRY_MS;
   for (let count = 1; ; count += 1) {
     try {
-      return await reachable(attempt(wait.attemptMs), wait.attemptMs, wait.service);
+      const trying = reachable(attempt(wait.attemptMs), wait.attemptMs, wait.service);
+      // A first attempt runs its course (at most its time-out): a stop asked for while a
+      // healthy boot connects is acted on once started, drained and closed (decision 384).
+      return await (count === 1 ? trying : unlessStopped(trying, wait.service, wait.stop));
     } catch (error) {
       if (!(error instanceof DependencyUnavailableError)) throw error;
+      await unlessStopped(Promise.resolve(), wait.service, wait.stop);
       if (Date.now() + pauseMs + wait.attemptMs > deadline) {
         const tookS = ((Date.now() - started) / 1000).toFixed(1);
         throw new DependencyUnavailableError(
@@ -91,7 +116,11 @@ export async function waitForDependency<T>(
         { attempt: count, retryInMs: pauseMs, reason: error.message },
         `${wait.service} is not reachable yet: trying again`,
       );
-      await new Promise((resolve) => setTimeout(resolve, pauseMs));
+      await unlessStopped(
+        new Promise((resolve) => setTimeout(resolve, pauseMs)),
+        wait.service,
+        wait.stop,
+      );
       pauseMs = Math.min(pauseMs * 2, MAX_RETRY_MS);
     }
   }

@@ -14,12 +14,13 @@ export async function openPostgres(
   config: Config,
   logger: Logger,
   closers: Closers,
+  stop?: AbortSignal,
 ): Promise<DbPool> {
   // Postgres down or hanging at boot: tried again with backoff, each attempt bounded by
   // DATABASE_TIMEOUT_MS, for six of them in all; then the boot fails (decision 426).
   await waitForDependency(
     logger,
-    { service: 'Postgres (DATABASE_URL)', attemptMs: config.DATABASE_TIMEOUT_MS },
+    { service: 'Postgres (DATABASE_URL)', attemptMs: config.DATABASE_TIMEOUT_MS, stop },
     (attemptMs) => ensureDatabase(config.DATABASE_URL, attemptMs + DRIVER_CONNECT_GRACE_MS),
   );
   // Migrations run unbounded on a pool of their own (one can take minutes on a large

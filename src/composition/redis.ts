@@ -40,6 +40,7 @@ export async function openRedis(
   config: Config,
   logger: Logger,
   closers: Closers,
+  stop?: AbortSignal,
 ): Promise<RedisConnections> {
   // No auto-pipelining: the script calls of the hot path coalesce their writes themselves
   // (src/redis/scripts.ts), more cheaply; other commands are rare. Every command waits at most
@@ -100,6 +101,7 @@ export async function openRedis(
     {
       service: target.kind === 'single' ? 'Redis (REDIS_URL)' : 'Redis (REDIS_CLUSTER_NODES)',
       attemptMs: config.REDIS_TIMEOUT_MS,
+      stop,
     },
     () => client.ping(),
   );
