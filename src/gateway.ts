@@ -5,6 +5,7 @@
 // a process that serves requests (a primary over workers never does).
 import type { Registry } from 'prom-client';
 import { Closers } from './closers.js';
+import { StoppedWhileStarting } from './composition/dependency-wait.js';
 import { openPostgres } from './composition/postgres.js';
 import { openRedis } from './composition/redis.js';
 import { startObservability } from './composition/observability.js';
@@ -40,6 +41,12 @@ export interface GatewayOptions {
   readonly serveMetrics?: boolean;
   /** The e-mail sender's waits, where not gw's own (tests: shorter, not waited out). */
   readonly emailSenderTiming?: Partial<EmailSenderTiming>;
+  /**
+   * Aborted when a stop is asked for before the gateway has started: a wait for Postgres or
+   * Redis that has retried ends at once (`StoppedWhileStarting`) rather than run its course
+   * (decision 426); a first attempt, bounded, is let finish (decision 384).
+   */
+  readonly stopStarting?: AbortSignal;
 }
 
 export async function startGateway(
@@ -68,8 +75,8 @@ async function assembleGateway(
   closers: Closers,
 ): Promise<RunningGateway> {
   loadNativeUws(); // refuse the pure-JS fallback before anything else starts
-  const db = await openPostgres(config, closers);
-  const redis = await openRedis(config, logger, closers);
+  const db = await openPostgres(config, logger, closers, options.stopStarting);
+  const redis = await openRedis(config, logger, closers, options.stopStarting);
   // The upstream client's line and the token counts waiting are read only by a scrape, once
   // the gateway listens.
   const observability = startObservability(
@@ -152,8 +159,10 @@ export async function runGatewayProcess(config: Config, logger: Logger): Promise
   let gateway: RunningGateway | undefined;
   let requested: string | undefined;
   let stopping = false;
+  const starting = new AbortController();
   const shutdown = (signal: string): void => {
     requested ??= signal;
+    if (gateway === undefined) starting.abort(); // ends a retrying wait for Postgres or Redis
     if (stopping || gateway === undefined) return;
     stopping = true;
     logger.info({ signal: requested }, 'shutting down');
@@ -168,8 +177,16 @@ export async function runGatewayProcess(config: Config, logger: Logger): Promise
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
   try {
-    gateway = await startGateway(config, logger, { serveMetrics: !isGatewayWorker() });
+    gateway = await startGateway(config, logger, {
+      serveMetrics: !isGatewayWorker(),
+      stopStarting: starting.signal,
+    });
   } catch (error) {
+    if (error instanceof StoppedWhileStarting) {
+      // Nothing was serving: what had started is closed; a stop, not a failure.
+      logger.info({ signal: requested, reason: error.message }, 'stopped before it started');
+      process.exit(0);
+    }
     logger.fatal({ err: error }, 'gw failed to start');
     process.exit(1);
   }

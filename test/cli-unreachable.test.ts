@@ -71,6 +71,22 @@ describe('the CLI with a dependency away', () => {
     expect(ran.tookMs).toBeLessThan(5_000);
   });
 
+  it('bounds gw migrate the same way (decision 426: it used to wait as long as it took)', async () => {
+    const ran = await runCli(['migrate'], {
+      ...env,
+      DATABASE_URL: hungDatabaseUrl,
+      DATABASE_TIMEOUT_MS: '1000',
+    });
+    expect(ran.code).toBe(2);
+    expect(ran.stdout).toBe('');
+    expect(JSON.parse(ran.stderr)).toEqual({
+      error: {
+        code: 'gw_unavailable',
+        message: 'Postgres (DATABASE_URL) did not answer within 1000 ms',
+      },
+    });
+  });
+
   it('says a Postgres that refuses is unreachable, with the address it tried', async () => {
     const port = await freePort();
     const ran = await reconcileWith({

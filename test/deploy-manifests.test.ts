@@ -4,6 +4,7 @@
 // what docs/operations.md sizes a gateway by.
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { longestBootWaitMs } from '../src/composition/dependency-wait.js';
 import { longestStopMs } from '../src/composition/drain.js';
 import { configSchema, loadConfig } from '../src/config.js';
 import { PROVIDERS } from '../src/providers/registry.js';
@@ -123,6 +124,16 @@ describe('deploy/kubernetes', () => {
     expect(timeoutSeconds * 1000).toBeGreaterThan(
       Number(config.get('DEPENDENCY_CHECK_TIMEOUT_MS')),
     );
+  });
+
+  it('lets the boot wait out its dependencies before the startup probe gives up (decision 426)', () => {
+    const deployment = manifest('deployment.yaml');
+    const startup = deployment.slice(deployment.indexOf('startupProbe:'));
+    const periodSeconds = Number(/periodSeconds: (\d+)/.exec(startup)![1]);
+    const failureThreshold = Number(/failureThreshold: (\d+)/.exec(startup)![1]);
+    const settings = loadConfig({ ...Object.fromEntries(config), ...Object.fromEntries(secret) });
+    // 6 × (10 s + 5 s) = 90 s against 2 s × 60 = 120 s.
+    expect(periodSeconds * failureThreshold * 1000).toBeGreaterThan(longestBootWaitMs(settings));
   });
 
   it('lets a scraper reach /metrics: the port the pod announces is the one it listens on', () => {

@@ -14,6 +14,10 @@ import { connectRedis, quitRedis, type RedisClient } from '../redis/connect.js';
 import { redisTarget } from '../redis/target.js';
 import { createRedisKeys, type RedisKeys } from '../redis/keys.js';
 import { cliIo } from './io.js';
+import {
+  DependencyUnavailableError,
+  reachable as reachableOnce,
+} from '../composition/dependency-wait.js';
 import { UsageError } from './output.js';
 import { defineScripts, type RedisScripts } from '../redis/scripts.js';
 
@@ -58,29 +62,17 @@ export async function ensureProductUser(
 /**
  * `work`, or a refusal naming `service` once it failed or `ms` passed: the CLI answers
  * `gw_unavailable` (exit 2) rather than wait as long as it takes on a dependency that is down
- * or hangs (decision 407). The reason is the driver's (an address, a code), never a URL's
- * password.
+ * or hangs (decision 407). One attempt: the boot's retries are for a process an orchestrator
+ * started (decision 426).
  */
 export async function reachable<T>(work: Promise<T>, ms: number, service: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(
-      () => reject(new UsageError(`${service} did not answer within ${ms} ms`, 'gw_unavailable')),
-      ms,
-    );
-  });
   try {
-    return await Promise.race([work, late]);
+    return await reachableOnce(work, ms, service);
   } catch (error) {
-    if (error instanceof UsageError) throw error;
-    // A refusal by the server itself (its SQLSTATE: a wrong password, no such role) is not
-    // an outage: it goes on as before.
-    const code = (error as { code?: unknown }).code;
-    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) throw error;
-    const reason = (error as Error).message;
-    throw new UsageError(`${service} is unreachable: ${reason}`, 'gw_unavailable');
-  } finally {
-    clearTimeout(timer);
+    if (error instanceof DependencyUnavailableError) {
+      throw new UsageError(error.message, 'gw_unavailable');
+    }
+    throw error;
   }
 }
 

@@ -5,6 +5,7 @@
 import { loadConfig } from '../config.js';
 import { ensureDatabase, migrate } from '../db/migrate.js';
 import { createDbPool } from '../db/pool.js';
+import { reachable } from './context.js';
 import { cliIo } from './io.js';
 import { printJson, UsageError } from './output.js';
 
@@ -15,8 +16,20 @@ export const migrateHelp = `gw migrate
 export async function migrateCommand(argv: string[]): Promise<void> {
   if (argv.length > 0) throw new UsageError(`gw migrate takes no arguments (got ${argv[0]})`);
   const config = loadConfig(cliIo().env);
-  await ensureDatabase(config.DATABASE_URL);
-  const db = createDbPool(config.DATABASE_URL, 1, undefined, { applicationName: 'gw-migrate' });
+  // As every command: a connection waits at most DATABASE_TIMEOUT_MS (gw_unavailable, exit 2;
+  // in a Kubernetes init container the kubelet starts it again), the migrations as long as
+  // they take (decision 426).
+  const connectMs = config.DATABASE_TIMEOUT_MS;
+  const driverConnectMs = connectMs + 1_000;
+  await reachable(
+    ensureDatabase(config.DATABASE_URL, driverConnectMs),
+    connectMs,
+    'Postgres (DATABASE_URL)',
+  );
+  const db = createDbPool(config.DATABASE_URL, 1, undefined, {
+    applicationName: 'gw-migrate',
+    connectTimeoutMs: driverConnectMs,
+  });
   try {
     printJson({ applied: await migrate(db) });
   } finally {

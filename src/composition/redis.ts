@@ -10,6 +10,7 @@ import {
   warnOfErrors,
   type RedisClient,
 } from '../redis/connect.js';
+import { waitForDependency } from './dependency-wait.js';
 import { createRedisKeys, type RedisKeys } from '../redis/keys.js';
 import { defineScripts, preloadScripts, type RedisScripts } from '../redis/scripts.js';
 import { replaceSilentConnections, warnOfReplacement } from '../redis/silent-connections.js';
@@ -39,6 +40,7 @@ export async function openRedis(
   config: Config,
   logger: Logger,
   closers: Closers,
+  stop?: AbortSignal,
 ): Promise<RedisConnections> {
   // No auto-pipelining: the script calls of the hot path coalesce their writes themselves
   // (src/redis/scripts.ts), more cheaply; other commands are rare. Every command waits at most
@@ -90,6 +92,18 @@ export async function openRedis(
       ),
     ),
     (watch) => watch.stop(),
+  );
+  // Redis down or hanging at boot: a PING tried again with backoff, each bounded by
+  // REDIS_TIMEOUT_MS (the client's command time-out), for six of them in all; then the boot
+  // fails (decision 426).
+  await waitForDependency(
+    logger,
+    {
+      service: target.kind === 'single' ? 'Redis (REDIS_URL)' : 'Redis (REDIS_CLUSTER_NODES)',
+      attemptMs: config.REDIS_TIMEOUT_MS,
+      stop,
+    },
+    () => client.ping(),
   );
   const keys = createRedisKeys(config.REDIS_KEY_PREFIX);
   const scripts = defineScripts(client);
