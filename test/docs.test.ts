@@ -133,7 +133,7 @@ describe('the gw commands the guides show', () => {
     );
   }
   // Log lines the guides quote, which are not commands.
-  const logLines = new Set(['gw listening', 'gw workers listening']);
+  const logLines = new Set(['gw listening', 'gw workers listening', 'gw failed to start']);
 
   it('are commands, actions and flags `gw --help` describes', async () => {
     let help = '';
