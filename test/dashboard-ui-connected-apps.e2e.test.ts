@@ -90,6 +90,11 @@ describe('the Connected apps page on a 1000 px window', () => {
       await rightEdge(page.getByRole('button', { name: `Revoke ${APP}` })),
     ).toBeLessThanOrEqual(1000);
     // who connected it, under its name (the address broken rather than widening the table)
+    // the top bar stays one line: the long address is cut short, Sign out beside it
+    const brand = (await page.locator('.topbar .brand').boundingBox())!;
+    const signOut = (await page.getByRole('button', { name: 'Sign out' }).boundingBox())!;
+    expect(Math.abs(signOut.y + signOut.height / 2 - (brand.y + brand.height / 2))).toBeLessThan(8);
+    expect(await page.locator('.topbar .who').getAttribute('title')).toBe(admin);
     const active = dataRows(page).filter({ has: page.getByText('active', { exact: true }) });
     expect(await active.getByRole('cell').first().innerText()).toContain(`by ${admin}`);
     await screenshot(page, 'connected-apps-01-1000');

@@ -269,7 +269,12 @@ function Shell(props: {
       <header class="topbar">
         <span class="brand">gw</span>
         <OrgSwitcher orgs={session.orgs} currentId={org?.id ?? ''} view={view} />
-        <Link to={{ page: 'account' }} class="who" current={view.page === 'account'}>
+        <Link
+          to={{ page: 'account' }}
+          class="who"
+          current={view.page === 'account'}
+          title={session.user.email}
+        >
           <span class="visually-hidden">Your account: </span>
           {session.user.email}
         </Link>

@@ -12,11 +12,13 @@ export function Link(props: {
   children: ComponentChildren;
   class?: string;
   current?: boolean;
+  title?: string;
 }) {
   return (
     <a
       href={hrefOf(props.to)}
       class={props.class}
+      title={props.title}
       aria-current={props.current ? 'page' : undefined}
       onClick={(event) => {
         if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey) return;
