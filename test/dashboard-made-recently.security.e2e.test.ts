@@ -9,7 +9,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
 import { createMember, signInTo, uniqueEmail, type DashboardClient } from './support/dashboard.js';
-import type { ErrorBody } from './support/http.js';
+import { getJson, type ErrorBody } from './support/http.js';
+import { responseSchema, schemaProblems } from './support/openapi-check.js';
 import {
   authorizeQuery,
   connectAndExchange,
@@ -299,6 +300,13 @@ describe('GET /dashboard/api/user/made-recently', () => {
       revoke_path: `/dashboard/api/invitations/${invitation}/revoke`,
     });
     expect(byId.get(invitation)!.name).toMatch(/^review-invited/);
+    // the answer, every kind in it, is as /openapi.json describes it
+    const document = (await getJson(`${gateway.url}/openapi.json`)).body;
+    const schema = responseSchema(document, PATH, 'get', 200);
+    expect(new Set(answer.body.data.map((item) => item.kind)).size).toBe(6);
+    expect(schemaProblems(document, schema, answer.body)).toEqual([]);
+    const unknownKind = { ...answer.body, data: [{ ...byId.get(webhook), kind: 'member' }] };
+    expect(schemaProblems(document, schema, unknownKind)).not.toEqual([]);
     expect(byId.get(registered)).toMatchObject({
       name: 'alice client',
       app_id: shared.app_id,

@@ -212,11 +212,12 @@ export function MadeRecently() {
     <section id="made-recently" aria-labelledby="made-recently-heading">
       <h2 id="made-recently-heading">Made by your account recently</h2>
       <p class="muted small">
-        OAuth apps your account approved, API keys, service keys, OAuth clients and webhook
-        endpoints it created or rotated, and invitations it sent that are pending, that still work,
-        in every organization you are a member of. A password reset signs out every session but
-        stops none of these: if you did not make one, revoke it. Revoking a connected app takes any
-        member of its organization; everything else, an admin (an owner invitation, an owner).
+        What your account made that still works, in every organization you are a member of: OAuth
+        apps it approved; API keys, service keys, OAuth clients and webhook endpoints it created (or
+        rotated); invitations it sent that are still pending. A password reset signs out every
+        session but stops none of these: if you did not make one, revoke it. Revoking a connected
+        app takes any member of its organization; everything else, an admin (an owner invitation, an
+        owner).
       </p>
       {list.data?.password_reset_at && (
         <p role="status">
