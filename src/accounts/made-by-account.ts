@@ -19,7 +19,7 @@
 // the window, never their whole history. An entry's id follows its commit, its created_at its
 // transaction's start: the bound is taken an hour before `since`, so an entry of a transaction
 // that started before a later-numbered one is not skipped; what is listed is then filtered by
-// the object's own created_at.
+// the object's own created_at (an OAuth client's rotation, by its entry's).
 import type { DbPool } from '../db/pool.js';
 import type { Role } from './users.js';
 

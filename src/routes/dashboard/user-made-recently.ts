@@ -2,12 +2,11 @@
 // works (decisions 419, 421), in every organization it is a member of: OAuth approvals it gave,
 // API keys and service keys it created (or rotated in), invitations it sent that are pending,
 // OAuth clients it registered or whose secret it rotated, webhook endpoints it created, since
-// `since` (default: 30 days ago; at
-// most 365 days back), newest first, at most 200. A password reset ends the account's
-// sessions, not these: after one, this is the list to read, and to revoke from. Each item
-// names the route that revokes it and whether the account's role there allows it — that
-// route's own role rule, read from its declaration, so the two cannot disagree (the revoke
-// itself is that route, checked again there).
+// `since` (default: 30 days ago; at most 365 days back), newest first, at most 200. A password
+// reset ends the account's sessions, not these: after one, this is the list to read, and to
+// revoke from. Each item names the route that revokes it and whether the account's role there
+// allows it — that route's own role rule, read from its declaration, so the two cannot
+// disagree (the revoke itself is that route, checked again there).
 import { z } from 'zod';
 import { readMadeByAccount, type MadeByAccountRow } from '../../accounts/made-by-account.js';
 import { canInvite } from '../../accounts/invitations.js';
@@ -44,7 +43,7 @@ const revokers = {
  * allows it: that route's declared role, and for an owner invitation the owner role its route
  * also asks. An OAuth client whose secret the account rotated is deleted too, not rotated again
  * with no grace: that rotation would be the same account's, listed again as made by it (the log
- * cannot tell it from an intruder's), and its new secret would go to whoever is signed in.
+ * cannot tell it from an intruder's), and its one-time secret would need a place in the review.
  */
 function revokeOf(row: MadeByAccountRow): {
   method: 'POST' | 'DELETE';
