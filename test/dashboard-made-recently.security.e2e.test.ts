@@ -1,14 +1,16 @@
-// "What your account made recently" (decision 419): GET /dashboard/api/user/made-recently lists
-// the OAuth approvals, API keys and service keys one account made that still work, in every
+// "What your account made recently" (decisions 419, 421): GET /dashboard/api/user/made-recently
+// lists the OAuth approvals, API keys, service keys, pending invitations, OAuth clients
+// (registered or rotated) and webhook endpoints one account made that still work, in every
 // organization it is a member of, each with the route that revokes it. Against a live gateway
 // on the real Redis and Postgres: another account — an admin of the same organization or of
 // another — never sees them, and the listed revoke route keeps its own role rule (another
-// organization's admin gets 404, a demoted member 403 for a key). And an OAuth client whose
+// organization's admin gets 404, a demoted member 403 for all but an approval). And an OAuth client whose
 // app is deleted starts no authorization: it is answered as an unknown client (decision 420).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
 import { createMember, signInTo, uniqueEmail, type DashboardClient } from './support/dashboard.js';
-import type { ErrorBody } from './support/http.js';
+import { getJson, type ErrorBody } from './support/http.js';
+import { responseSchema, schemaProblems } from './support/openapi-check.js';
 import {
   authorizeQuery,
   connectAndExchange,
@@ -42,7 +44,13 @@ let carol: DashboardClient;
 let alicePersonalOrg: string;
 
 interface MadeItem {
-  readonly kind: 'oauth_approval' | 'api_key' | 'service_key';
+  readonly kind:
+    | 'oauth_approval'
+    | 'api_key'
+    | 'service_key'
+    | 'invitation'
+    | 'oauth_client'
+    | 'webhook_endpoint';
   readonly id: string;
   readonly org_id: string;
   readonly org_name: string;
@@ -54,6 +62,9 @@ interface MadeItem {
   readonly name: string | null;
   readonly key_hint: string | null;
   readonly client_name: string | null;
+  readonly invited_role: string | null;
+  readonly url: string | null;
+  readonly revoke_method: 'POST' | 'DELETE';
   readonly revoke_path: string;
   readonly can_revoke: boolean;
 }
@@ -85,6 +96,61 @@ async function newServiceKey(user: DashboardClient, orgId: string): Promise<stri
   const created = await user.post<{ id: string }>(`/dashboard/api/orgs/${orgId}/service-keys`, {});
   expect(created.status).toBe(201);
   return created.body.id;
+}
+
+async function newInvitation(user: DashboardClient, orgId: string, role: string) {
+  const created = await user.post<{ id: string }>(`/dashboard/api/orgs/${orgId}/invitations`, {
+    email: uniqueEmail('review-invited'),
+    role,
+  });
+  expect(created.status).toBe(201);
+  return created.body.id;
+}
+
+async function newClient(user: DashboardClient, appId: string, name: string): Promise<string> {
+  const created = await user.post<{ client_id: string }>(
+    `/dashboard/api/apps/${appId}/oauth-clients`,
+    {
+      name,
+      redirect_uris: [CALLBACK],
+    },
+  );
+  expect(created.status).toBe(201);
+  return created.body.client_id;
+}
+
+async function rotateClientSecret(user: DashboardClient, clientId: string): Promise<void> {
+  const rotated = await user.post(`/dashboard/api/oauth-clients/${clientId}/rotate-secret`, {
+    grace_seconds: 0,
+  });
+  expect(rotated.status).toBe(200);
+}
+
+async function newWebhook(user: DashboardClient, orgId: string, url: string): Promise<string> {
+  const created = await user.post<{ id: string }>(`/dashboard/api/orgs/${orgId}/webhooks`, {
+    url,
+    description: 'review hook',
+  });
+  expect(created.status).toBe(201);
+  return created.body.id;
+}
+
+/** The item's own revoke route, as the page calls it. */
+const revokeAs = <T = Record<string, unknown>>(user: DashboardClient, item: MadeItem) =>
+  user.request<T>(item.revoke_method, item.revoke_path);
+
+/** What each kind's revoke changed, read in Postgres. */
+async function states(ids: Record<string, string>): Promise<Record<string, string>> {
+  const { rows } = await db.query<{ id: string; state: string }>(
+    `SELECT id, status AS state FROM org_invitations WHERE id = ANY($1)
+     UNION ALL SELECT id, status FROM oauth_clients WHERE id = ANY($1)
+     UNION ALL SELECT id, status FROM webhook_endpoints WHERE id = ANY($1)`,
+    [Object.values(ids)],
+  );
+  const byId = new Map(rows.map((row) => [row.id, row.state]));
+  return Object.fromEntries(
+    Object.entries(ids).map(([name, id]) => [name, byId.get(id) ?? 'gone']),
+  );
 }
 
 const summary = (items: readonly MadeItem[]) =>
@@ -137,7 +203,37 @@ describe('GET /dashboard/api/user/made-recently', () => {
     const approval = await connectAndExchange(gateway.url, alice, client, {
       orgId: shared.org_id,
     });
+    // what an intruder could also leave behind: an admin invitation to their own address, an
+    // OAuth client whose secret they hold, a webhook endpoint of theirs
+    const invitation = await newInvitation(alice, shared.org_id, 'admin');
+    const answered = await newInvitation(alice, shared.org_id, 'member');
+    const withdrawn = await alice.post(`/dashboard/api/invitations/${answered}/revoke`);
+    expect(withdrawn.status).toBe(200);
+    const registered = await newClient(alice, shared.app_id, 'alice client');
+    await rotateClientSecret(alice, registered); // registered and rotated: listed once, as registered
+    const teamClient = await createOAuthClient(env, shared.app_id, [CALLBACK], {
+      name: 'team client',
+    });
+    await rotateClientSecret(alice, teamClient.client_id);
+    const deletedClient = await newClient(alice, shared.app_id, 'alice deleted client');
+    expect(
+      (await alice.request('DELETE', `/dashboard/api/oauth-clients/${deletedClient}`)).status,
+    ).toBe(200);
+    const webhook = await newWebhook(alice, shared.org_id, 'https://hooks.example.com/alice');
+    const deletedWebhook = await newWebhook(alice, shared.org_id, 'https://hooks.example.com/gone');
+    expect(
+      (
+        await alice.request(
+          'DELETE',
+          `/dashboard/api/orgs/${shared.org_id}/webhooks/${deletedWebhook}`,
+        )
+      ).status,
+    ).toBe(200);
     Object.assign(mine, {
+      invitation,
+      registered,
+      teamClient: teamClient.client_id,
+      webhook,
       kept: kept.id,
       rotated: rotation.body.id,
       serviceKey,
@@ -150,6 +246,10 @@ describe('GET /dashboard/api/user/made-recently', () => {
     const bobApproval = await connectAndExchange(gateway.url, bob, client, {
       orgId: shared.org_id,
     });
+    const bobInvitation = await newInvitation(bob, shared.org_id, 'member');
+    const bobClient = await newClient(bob, shared.app_id, 'bob client');
+    const bobWebhook = await newWebhook(bob, shared.org_id, 'https://hooks.example.com/bob');
+    const carolWebhook = await newWebhook(carol, other.org_id, 'https://hooks.example.com/carol');
     await createApiKey(env, shared.app_connection_id);
     const carolKey = await newApiKey(carol, other.app_connection_id, 'carol key');
 
@@ -163,10 +263,17 @@ describe('GET /dashboard/api/user/made-recently', () => {
         `service_key ${serviceKey} ${shared.org_id} created true`,
         `service_key ${personalServiceKey} ${alicePersonalOrg} created true`,
         `oauth_approval ${approval.app_connection_id} ${shared.org_id} approved true`,
+        `invitation ${invitation} ${shared.org_id} invited true`,
+        `oauth_client ${registered} ${shared.org_id} created true`,
+        `oauth_client ${teamClient.client_id} ${shared.org_id} rotated true`,
+        `webhook_endpoint ${webhook} ${shared.org_id} created true`,
       ].sort(),
     );
-    // newest first: the approval was made last
-    expect(answer.body.data[0]!.id).toBe(approval.app_connection_id);
+    // newest first: the webhook endpoint was made last, the team client rotated before it
+    expect(answer.body.data.slice(0, 2).map((item) => item.id)).toEqual([
+      webhook,
+      teamClient.client_id,
+    ]);
     expect(answer.body.truncated).toBe(false);
     expect(answer.body.password_reset_at).toBeNull();
     // the default window is the last 30 days
@@ -181,7 +288,42 @@ describe('GET /dashboard/api/user/made-recently', () => {
       name: 'alice key',
       key_hint: kept.key_hint,
       client_name: null,
+      invited_role: null,
+      url: null,
+      revoke_method: 'POST',
       revoke_path: `/dashboard/api/api-keys/${kept.id}/revoke`,
+    });
+    expect(byId.get(invitation)).toMatchObject({
+      invited_role: 'admin',
+      app_id: null,
+      revoke_method: 'POST',
+      revoke_path: `/dashboard/api/invitations/${invitation}/revoke`,
+    });
+    expect(byId.get(invitation)!.name).toMatch(/^review-invited/);
+    // the answer, every kind in it, is as /openapi.json describes it
+    const document = (await getJson(`${gateway.url}/openapi.json`)).body;
+    const schema = responseSchema(document, PATH, 'get', 200);
+    expect(new Set(answer.body.data.map((item) => item.kind)).size).toBe(6);
+    expect(schemaProblems(document, schema, answer.body)).toEqual([]);
+    const unknownKind = { ...answer.body, data: [{ ...byId.get(webhook), kind: 'member' }] };
+    expect(schemaProblems(document, schema, unknownKind)).not.toEqual([]);
+    expect(byId.get(registered)).toMatchObject({
+      name: 'alice client',
+      app_id: shared.app_id,
+      revoke_method: 'DELETE',
+      revoke_path: `/dashboard/api/oauth-clients/${registered}`,
+    });
+    expect(byId.get(registered)!.key_hint).toEqual(expect.any(String));
+    expect(byId.get(teamClient.client_id)).toMatchObject({
+      name: 'team client',
+      revoke_method: 'DELETE',
+      revoke_path: `/dashboard/api/oauth-clients/${teamClient.client_id}`,
+    });
+    expect(byId.get(webhook)).toMatchObject({
+      url: 'https://hooks.example.com/alice',
+      name: 'review hook',
+      revoke_method: 'DELETE',
+      revoke_path: `/dashboard/api/orgs/${shared.org_id}/webhooks/${webhook}`,
     });
     expect(byId.get(serviceKey)).toMatchObject({
       revoke_path: `/dashboard/api/service-keys/${serviceKey}/revoke`,
@@ -202,25 +344,39 @@ describe('GET /dashboard/api/user/made-recently', () => {
         `api_key ${bobKey.id} ${shared.org_id} created true`,
         `service_key ${bobServiceKey} ${shared.org_id} created true`,
         `oauth_approval ${bobApproval.app_connection_id} ${shared.org_id} approved true`,
+        `invitation ${bobInvitation} ${shared.org_id} invited true`,
+        `oauth_client ${bobClient} ${shared.org_id} created true`,
+        `webhook_endpoint ${bobWebhook} ${shared.org_id} created true`,
       ].sort(),
     );
     // Carol, of another organization, only hers
-    expect(summary((await made(carol)).data)).toEqual([
-      `api_key ${carolKey.id} ${other.org_id} created true`,
-    ]);
+    expect(summary((await made(carol)).data)).toEqual(
+      [
+        `api_key ${carolKey.id} ${other.org_id} created true`,
+        `webhook_endpoint ${carolWebhook} ${other.org_id} created true`,
+      ].sort(),
+    );
   });
 
   it("another organization's admin cannot revoke the listed items through their revoke routes: 404, and they keep working", async () => {
     const items = (await made(alice)).data;
+    const before = await states(mine);
     for (const item of items.filter((item) => item.org_id === shared.org_id)) {
-      const refused = await carol.post<ErrorBody>(item.revoke_path);
+      const refused = await revokeAs<ErrorBody>(carol, item);
       expect(refused.status, item.kind).toBe(404);
       expect(refused.body.error.code).toBe('gw_not_found');
     }
     expect(summary((await made(alice)).data)).toEqual(summary(items));
+    expect(await states(mine)).toEqual(before);
+    expect(before).toMatchObject({
+      invitation: 'pending',
+      registered: 'active',
+      teamClient: 'active',
+      webhook: 'enabled',
+    });
   });
 
-  it('a member who is no longer an admin: keys are listed but not revocable by them (the key routes answer 403); an approval a member may revoke', async () => {
+  it('a member who is no longer an admin: all is listed, but only an approval is revocable by them (the other routes answer 403)', async () => {
     await db.query(
       `UPDATE org_memberships SET role = 'member' WHERE org_id = $1 AND user_id = $2`,
       [shared.org_id, (await alice.get<{ user: { id: string } }>('/auth/session')).body.user.id],
@@ -232,14 +388,20 @@ describe('GET /dashboard/api/user/made-recently', () => {
         `api_key ${mine.rotated} ${shared.org_id} rotated false`,
         `service_key ${mine.serviceKey} ${shared.org_id} created false`,
         `oauth_approval ${mine.approval} ${shared.org_id} approved true`,
+        `invitation ${mine.invitation} ${shared.org_id} invited false`,
+        `oauth_client ${mine.registered} ${shared.org_id} created false`,
+        `oauth_client ${mine.teamClient} ${shared.org_id} rotated false`,
+        `webhook_endpoint ${mine.webhook} ${shared.org_id} created false`,
       ].sort(),
     );
     expect(new Set(items.map((item) => item.your_role))).toEqual(new Set(['member']));
+    const before = await states(mine);
     for (const item of items.filter((item) => !item.can_revoke)) {
-      const refused = await alice.post<ErrorBody>(item.revoke_path);
+      const refused = await revokeAs<ErrorBody>(alice, item);
       expect(refused.status, item.kind).toBe(403);
       expect(refused.body.error.code).toBe('gw_role_forbidden');
     }
+    expect(await states(mine)).toEqual(before);
     const approval = items.find((item) => item.kind === 'oauth_approval')!;
     const revoked = await alice.post<{ status: string }>(approval.revoke_path);
     expect(revoked.status).toBe(200);
@@ -259,9 +421,8 @@ describe('GET /dashboard/api/user/made-recently', () => {
     );
     for (const item of (await made(alice)).data) {
       expect(item.can_revoke).toBe(true);
-      const revoked = await alice.post<{ status: string }>(item.revoke_path);
+      const revoked = await revokeAs(alice, item);
       expect(revoked.status, item.kind).toBe(200);
-      expect(revoked.body.status).toBe('revoked');
     }
     expect((await made(alice)).data).toEqual([]);
     const { rows } = await db.query<{ status: string }>(
@@ -270,8 +431,41 @@ describe('GET /dashboard/api/user/made-recently', () => {
       [[mine.kept, mine.rotated, mine.serviceKey, mine.personalServiceKey]],
     );
     expect(rows.map((row) => row.status)).toEqual(['revoked', 'revoked', 'revoked', 'revoked']);
+    expect(await states(mine)).toMatchObject({
+      invitation: 'revoked',
+      registered: 'deleted',
+      teamClient: 'deleted',
+      webhook: 'gone',
+    });
     // Bob's are untouched
-    expect((await made(bob)).data).toHaveLength(3);
+    expect((await made(bob)).data).toHaveLength(6);
+  });
+
+  it('an owner invitation sent by an owner since demoted to admin: listed, not revocable by them (its route answers 403)', async () => {
+    const aliceId = (await alice.get<{ user: { id: string } }>('/auth/session')).body.user.id;
+    const setRole = (role: string) =>
+      db.query(`UPDATE org_memberships SET role = $3 WHERE org_id = $1 AND user_id = $2`, [
+        shared.org_id,
+        aliceId,
+        role,
+      ]);
+    await setRole('owner');
+    const invitation = await newInvitation(alice, shared.org_id, 'owner');
+    const asOwner = (await made(alice)).data.find((item) => item.id === invitation)!;
+    expect(asOwner).toMatchObject({ invited_role: 'owner', your_role: 'owner', can_revoke: true });
+    await setRole('admin');
+    const asAdmin = (await made(alice)).data.find((item) => item.id === invitation)!;
+    expect(asAdmin).toMatchObject({ your_role: 'admin', can_revoke: false });
+    const refused = await revokeAs<ErrorBody>(alice, asAdmin);
+    expect(refused.status).toBe(403);
+    expect(refused.body.error.code).toBe('gw_role_forbidden');
+    expect(await states({ invitation })).toEqual({ invitation: 'pending' });
+    // Bob, an admin too, cannot either; an owner can
+    expect((await revokeAs(bob, asAdmin)).status).toBe(403);
+    await setRole('owner');
+    expect((await revokeAs(alice, asAdmin)).status).toBe(200);
+    expect(await states({ invitation })).toEqual({ invitation: 'revoked' });
+    await setRole('admin');
   });
 
   it('reads the window asked for: an older key is listed with an earlier since', async () => {

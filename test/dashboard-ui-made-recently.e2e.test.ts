@@ -1,9 +1,10 @@
 // After a password reset, the dashboard leads to what the account made that still works
-// (decision 419): in a real browser (chromium) against a live gateway that sends e-mail to a
+// (decisions 419, 421): in a real browser (chromium) against a live gateway that sends e-mail to a
 // real SMTP server, on the real Redis and Postgres. Someone with the password approved an OAuth
-// app and made keys; the owner resets the password by the mailed link, signs in, is shown a
+// app, made keys, invited an address of theirs as admin and added a webhook endpoint of theirs;
+// the owner resets the password by the mailed link, signs in, is shown a
 // banner, reads the list on the account page and revokes from it — through the key's own
-// revoke route, which a role too low for it does not get a button for.
+// revoke route (a webhook endpoint's is a DELETE), which a role too low for it does not get a button for.
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openWindow, screenshot } from './support/browser.js';
@@ -29,7 +30,14 @@ let browser: Browser;
 let org: SeededOrg;
 /** Where the owner was an admin when the key was made, and is a member now. */
 let demotedIn: SeededOrg;
-let made: { apiKey: string; serviceKey: string; demotedKey: string; connection: string };
+let made: {
+  apiKey: string;
+  serviceKey: string;
+  demotedKey: string;
+  connection: string;
+  webhook: string;
+  invitation: string;
+};
 
 beforeAll(async () => {
   mail = await startMailCatcher();
@@ -85,7 +93,21 @@ beforeAll(async () => {
   const approval = await connectAndExchange(gateway.url, intruder, oauthClient, {
     orgId: org.org_id,
   });
+  const invitation = await intruder.post<{ id: string }>(
+    `/dashboard/api/orgs/${org.org_id}/invitations`,
+    { email: 'intruder@attacker.example', role: 'admin' },
+  );
+  expect(invitation.status).toBe(201);
+  const webhook = await intruder.post<{ id: string }>(
+    `/dashboard/api/orgs/${org.org_id}/webhooks`,
+    {
+      url: 'https://attacker.example/collect',
+    },
+  );
+  expect(webhook.status).toBe(201);
   made = {
+    invitation: invitation.body.id,
+    webhook: webhook.body.id,
     apiKey: apiKey.body.id,
     serviceKey: serviceKey.body.id,
     demotedKey: demotedKey.body.id,
@@ -142,8 +164,10 @@ describe('after a password reset', () => {
     await section.waitFor();
     await section.getByText('Connected app', { exact: true }).waitFor();
     const listed = section.locator('tbody tr');
-    await expect.poll(() => listed.count()).toBe(4);
+    await expect.poll(() => listed.count()).toBe(6);
     const text = (await section.textContent()) ?? '';
+    expect(text).toContain('Invitation of intruder@attacker.example as admin');
+    expect(text).toContain('Webhook endpoint https://attacker.example/collect');
     expect(text).toContain('Your password was reset on');
     expect(text).toContain('left behind');
     expect(text).toContain('Made Maker');
@@ -166,7 +190,7 @@ describe('after a password reset', () => {
     await screenshot(page, 'made-recently-03-confirm');
     await dialog.getByRole('button', { name: 'Revoke', exact: true }).click();
     await dialog.waitFor({ state: 'detached' });
-    await expect.poll(() => listed.count()).toBe(3);
+    await expect.poll(() => listed.count()).toBe(5);
     expect(await section.textContent()).not.toContain('left behind');
     const { rows: keys } = await db.query<{ status: string }>(
       'SELECT status FROM api_keys WHERE id = $1',
@@ -177,13 +201,33 @@ describe('after a password reset', () => {
     // and the connected app: its connection is revoked
     await listed.filter({ hasText: 'Connected app' }).getByRole('button').click();
     await page.getByRole('dialog').getByRole('button', { name: 'Revoke', exact: true }).click();
-    await expect.poll(() => listed.count()).toBe(2);
+    await expect.poll(() => listed.count()).toBe(4);
     const { rows: connections } = await db.query<{ status: string }>(
       'SELECT status FROM app_connections WHERE id = $1',
       [made.connection],
     );
     expect(connections[0]!.status).toBe('revoked');
-    await screenshot(page, 'made-recently-04-after-revoke');
+
+    // and the webhook endpoint sending to the intruder: deleted through its own route
+    await listed
+      .filter({ hasText: 'attacker.example/collect' })
+      .getByRole('button', { name: /^Revoke Webhook endpoint https:\/\/attacker\.example/ })
+      .click();
+    const deleting = page.getByRole('dialog');
+    await deleting.waitFor();
+    expect(await deleting.textContent()).toContain('nothing more is sent to it');
+    await screenshot(page, 'made-recently-04-confirm-webhook');
+    await deleting.getByRole('button', { name: 'Revoke', exact: true }).click();
+    await deleting.waitFor({ state: 'detached' });
+    await expect.poll(() => listed.count()).toBe(3);
+    expect(await section.textContent()).not.toContain('attacker.example/collect');
+    const { rows: endpoints } = await db.query('SELECT 1 FROM webhook_endpoints WHERE id = $1', [
+      made.webhook,
+    ]);
+    expect(endpoints).toEqual([]);
+    // the invitation is still there, to revoke
+    expect(await listed.filter({ hasText: 'intruder@attacker.example' }).count()).toBe(1);
+    await screenshot(page, 'made-recently-05-after-revoke');
 
     // once read, the banner is not shown again in this browser
     await page.goto(`${gateway.url}/dashboard/`);

@@ -1,6 +1,8 @@
-// "Made by your account recently" on a large audit log (decision 419): the review reads, per
-// organization the user is a member of, the user's own entries from the window's start on —
-// not their older history there, nor anyone else's entries, however many there are. Counted
+// "Made by your account recently" on a large audit log (decisions 419, 421): the review reads,
+// per organization the user is a member of, the user's own entries from the window's start on
+// — not their older history there, nor anyone else's entries, however many there are — and
+// the invitations, OAuth clients and webhook endpoints those entries name, not the
+// organization's others. Counted
 // with Postgres's own EXPLAIN ANALYZE on the statements the route runs, against the real
 // database.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,6 +16,10 @@ let busy: SeededOrg;
 let userId: string;
 let keyId: string;
 const OLD_ENTRIES = 20_000;
+/** A colleague's pending invitations, OAuth clients and webhook endpoints, of this month. */
+const THEIRS = 5_000;
+/** The tables the review reads objects from besides the log. */
+const OBJECT_TABLES = new Set(['org_invitations', 'oauth_clients', 'webhook_endpoints']);
 const DAY_MS = 86_400_000;
 
 interface PlanNode {
@@ -25,16 +31,17 @@ interface PlanNode {
   readonly Plans?: readonly PlanNode[];
 }
 
-/** Audit log rows the plan's scans of dashboard_audit_log visited. */
-function auditRowsVisited(node: PlanNode): number {
+/** Rows the plan's scans of the tables `counted` names visited. */
+function rowsVisited(node: PlanNode, counted: (table: string) => boolean): number {
+  const table = node['Relation Name'];
   const own =
-    node['Relation Name'] === 'dashboard_audit_log'
+    table !== undefined && counted(table)
       ? (node['Actual Rows'] +
           (node['Rows Removed by Filter'] ?? 0) +
           (node['Rows Removed by Index Recheck'] ?? 0)) *
         node['Actual Loops']
       : 0;
-  return own + (node.Plans ?? []).reduce((sum, child) => sum + auditRowsVisited(child), 0);
+  return own + (node.Plans ?? []).reduce((sum, child) => sum + rowsVisited(child, counted), 0);
 }
 
 beforeAll(async () => {
@@ -64,21 +71,65 @@ beforeAll(async () => {
        FROM generate_series(1, $3::int) g`,
     [busy.org_id, userId, OLD_ENTRIES],
   );
-  // and, this month, the user made the seeded key (as its audit entry says)
+  // The colleague's invitations, OAuth clients and webhook endpoints of this month (their
+  // audit entries are not needed: the review reads objects only from the user's entries).
+  const colleague = `usr_colleague_${userId}`;
+  await db.query(
+    `INSERT INTO org_invitations (id, org_id, email, role, invited_by, expires_at)
+     SELECT 'inv_theirs_' || g, $1, 'theirs' || g || '@example.com', 'admin', $2,
+            now() + interval '7 days'
+       FROM generate_series(1, $3::int) g`,
+    [busy.org_id, colleague, THEIRS],
+  );
+  await db.query(
+    `INSERT INTO oauth_clients (id, org_id, app_id, name, client_secret_hash, redirect_uris)
+     SELECT 'gw_client_theirs_' || g, $1, $2, 'theirs', 'hash', ARRAY['https://example.com/cb']
+       FROM generate_series(1, $3::int) g`,
+    [busy.org_id, busy.app_id, THEIRS],
+  );
+  await db.query(
+    `INSERT INTO webhook_endpoints (id, org_id, url, secret_sealed)
+     SELECT 'wh_theirs_' || g, $1, 'https://hooks.example.com/' || g, 'sealed'
+       FROM generate_series(1, $2::int) g`,
+    [busy.org_id, THEIRS],
+  );
+  // and, this month, the user made the seeded key, one invitation, one OAuth client and one
+  // webhook endpoint (as their audit entries say)
+  await db.query(
+    `INSERT INTO org_invitations (id, org_id, email, role, invited_by, expires_at)
+     VALUES ('inv_mine_' || $2, $1, 'mine@example.com', 'admin', $2, now() + interval '7 days')`,
+    [busy.org_id, userId],
+  );
+  await db.query(
+    `INSERT INTO oauth_clients (id, org_id, app_id, name, client_secret_hash, redirect_uris)
+     VALUES ('gw_client_mine_' || $2, $1, $3, 'mine', 'hash', ARRAY['https://example.com/cb'])`,
+    [busy.org_id, userId, busy.app_id],
+  );
+  await db.query(
+    `INSERT INTO webhook_endpoints (id, org_id, url, secret_sealed)
+     VALUES ('wh_mine_' || $2, $1, 'https://hooks.example.com/mine', 'sealed')`,
+    [busy.org_id, userId],
+  );
   await db.query(
     `INSERT INTO dashboard_audit_log (org_id, user_id, action, object_type, object_id)
-     VALUES ($1, $2, 'api_key.create', 'api_key', $3)`,
+     VALUES ($1, $2, 'api_key.create', 'api_key', $3),
+            ($1, $2, 'invitation.create', 'invitation', 'inv_mine_' || $2),
+            ($1, $2, 'oauth_client.create', 'oauth_client', 'gw_client_mine_' || $2),
+            ($1, $2, 'webhook.create', 'webhook', 'wh_mine_' || $2)`,
     [busy.org_id, userId, keyId],
   );
-  await db.query('ANALYZE dashboard_audit_log');
+  await db.query('ANALYZE dashboard_audit_log, org_invitations, oauth_clients, webhook_endpoints');
 });
 
 afterAll(async () => {
-  await db.query('DELETE FROM dashboard_audit_log WHERE org_id = $1', [busy.org_id]);
+  for (const table of ['dashboard_audit_log', 'org_invitations', 'oauth_clients']) {
+    await db.query(`DELETE FROM ${table} WHERE org_id = $1`, [busy.org_id]);
+  }
+  await db.query('DELETE FROM webhook_endpoints WHERE org_id = $1', [busy.org_id]);
 });
 
 describe('the review on a large audit log', () => {
-  it("reads the user's entries of the window only, in each organization they are in", async () => {
+  it("reads the user's entries of the window only, in each organization they are in, and the objects they name", async () => {
     const statements: { sql: string; params: readonly unknown[] }[] = [];
     const made = await readMadeByAccount(
       {
@@ -91,20 +142,31 @@ describe('the review on a large audit log', () => {
       new Date(Date.now() - 30 * DAY_MS),
       200,
     );
-    expect(made.rows.map((row) => [row.kind, row.id, row.made_as])).toEqual([
-      ['api_key', keyId, 'created'],
-    ]);
+    expect(made.rows.map((row) => [row.kind, row.id, row.made_as]).sort()).toEqual(
+      [
+        ['api_key', keyId, 'created'],
+        ['invitation', `inv_mine_${userId}`, 'invited'],
+        ['oauth_client', `gw_client_mine_${userId}`, 'created'],
+        ['webhook_endpoint', `wh_mine_${userId}`, 'created'],
+      ].sort(),
+    );
     let visited = 0;
+    let objectsVisited = 0;
     for (const statement of statements) {
       const { rows } = await db.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
         `EXPLAIN (ANALYZE, FORMAT JSON) ${statement.sql}`,
         [...statement.params],
       );
-      visited += auditRowsVisited(rows[0]!['QUERY PLAN'][0].Plan);
+      const plan = rows[0]!['QUERY PLAN'][0].Plan;
+      visited += rowsVisited(plan, (table) => table === 'dashboard_audit_log');
+      objectsVisited += rowsVisited(plan, (table) => OBJECT_TABLES.has(table));
     }
     // Two statements, two memberships (their own organization and this one): per membership
-    // the window's first entry of the organization and the user's one entry since. Not the
-    // 20,000 old entries of theirs, nor the colleague's 20,000 of this month.
-    expect(visited).toBeLessThanOrEqual(2 * 2 * 2);
+    // the window's first entry of the organization, and the user's four entries since. Not
+    // the 20,000 old entries of theirs, nor the colleague's 20,000 of this month.
+    expect(visited).toBeLessThanOrEqual(2 * (2 + 4));
+    // The user's invitation, OAuth client and webhook endpoint, each read by its id: not the
+    // colleague's 5,000 of each.
+    expect(objectsVisited).toBeLessThanOrEqual(3);
   });
 });

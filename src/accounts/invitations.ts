@@ -332,7 +332,8 @@ function checkAcceptToken(invitation: InvitationRow, proof: AcceptProof): void {
   );
 }
 
-function canInvite(role: Role, invitedRole: Role): boolean {
+/** Whether `role` may invite (or revoke an invitation) to `invitedRole`. */
+export function canInvite(role: Role, invitedRole: Role): boolean {
   return roleAtLeast(role, INVITING_ROLE) && (invitedRole !== 'owner' || role === 'owner');
 }
 

@@ -1,24 +1,30 @@
 // What a dashboard account made recently that still works, in every organization it is a
-// member of now (decision 419): the OAuth approvals it gave (connections it approved, which
-// its organization pays for) and the API keys and service keys it created or rotated in. After a
+// member of now (decisions 419, 421): the OAuth approvals it gave (connections it approved,
+// which its organization pays for), the API keys and service keys it created or rotated in, the
+// invitations it sent that are still pending, the OAuth clients it registered or whose secret
+// it rotated (still active), and the webhook endpoints it created (not deleted). After a
 // password reset these are what whoever had the password may have left behind; a password reset
 // ends sessions, not these. Nothing here revokes: the review's revoke buttons call each
 // object's own revoke route, under that route's role rule.
 //
 // Where it is read from: an approval names its user (app_connections.connected_by_user_id); a
-// key does not, so its maker is the audit entry written in the key's transaction
-// (`api_key.create`, `api_key.rotate` naming the new key as `replaced_by`,
-// `service_key.create`). The entries are read per membership from the first entry of that
+// key, an OAuth client or a webhook endpoint does not, so its maker is the audit entry written
+// in its transaction (`api_key.create`, `api_key.rotate` naming the new key as `replaced_by`,
+// `service_key.create`, `oauth_client.create`, `oauth_client.rotate_secret`,
+// `webhook.create`); an invitation names its sender (`invited_by`) and is found through
+// `invitation.create` all the same, so that it is read by id, not by scanning the
+// organization's invitations. The entries are read per membership from the first entry of that
 // organization at or after `since` (index dashboard_audit_log_org), then the user's own
 // entries from there on (index dashboard_audit_log_user_org): a read costs what the user did in
 // the window, never their whole history. An entry's id follows its commit, its created_at its
 // transaction's start: the bound is taken an hour before `since`, so an entry of a transaction
 // that started before a later-numbered one is not skipped; what is listed is then filtered by
-// the object's own created_at.
+// the object's own created_at (an OAuth client's rotation, by its entry's).
 import type { DbPool } from '../db/pool.js';
 import type { Role } from './users.js';
 
-export type MadeKind = 'oauth_approval' | 'api_key' | 'service_key';
+export type MadeKind =
+  'oauth_approval' | 'api_key' | 'service_key' | 'invitation' | 'oauth_client' | 'webhook_endpoint';
 
 export interface MadeByAccountRow {
   readonly kind: MadeKind;
@@ -28,17 +34,28 @@ export interface MadeByAccountRow {
   /** The account's role in that organization now. */
   readonly role: Role;
   readonly created_at: Date;
-  /** 'rotated': an API key made by rotating another. */
-  readonly made_as: 'created' | 'rotated' | 'approved';
+  /**
+   * 'rotated': an API key made by rotating another, or an OAuth client whose secret the
+   * account rotated (and did not register); 'invited': an invitation.
+   */
+  readonly made_as: 'created' | 'rotated' | 'approved' | 'invited';
   readonly app_id: string | null;
   readonly app_name: string | null;
   /** An approval's app's own organization (who made the app), else null. */
   readonly app_org_name: string | null;
-  /** The key's name, or the connection's. */
+  /**
+   * The key's name, the connection's, the OAuth client's, the invited e-mail, or the webhook
+   * endpoint's description (null when empty).
+   */
   readonly name: string | null;
+  /** A key's hint, or an OAuth client's secret hint (null: a public client). */
   readonly key_hint: string | null;
   /** The OAuth client the approval was given to. */
   readonly client_name: string | null;
+  /** The role an invitation offers. */
+  readonly invited_role: Role | null;
+  /** A webhook endpoint's URL. */
+  readonly url: string | null;
 }
 
 export interface MadeByAccount {
@@ -70,6 +87,8 @@ const ENTRIES = `
         SELECT * FROM dashboard_audit_log l
          WHERE l.user_id = $1 AND l.org_id = r.org_id AND l.id >= r.first_entry_id
            AND l.action IN ('api_key.create', 'api_key.rotate', 'service_key.create',
+                            'invitation.create', 'oauth_client.create',
+                            'oauth_client.rotate_secret', 'webhook.create',
                             'user.password_reset')
         OFFSET 0
       ) e
@@ -77,8 +96,11 @@ const ENTRIES = `
 
 /**
  * What `userId` made since `since` that still works (a key not revoked, expired or past a
- * rotation's grace period, on an active connection; an approval whose connection is active),
- * newest first, at most `limit`.
+ * rotation's grace period, on an active connection; an approval whose connection is active; an
+ * invitation pending and not expired; an OAuth client not deleted; a webhook endpoint not
+ * deleted, enabled or not), newest first, at most `limit`. An OAuth client both registered and
+ * rotated by the account is listed once, as registered; one only rotated, at its latest
+ * rotation.
  */
 export async function readMadeByAccount(
   db: Pick<DbPool, 'query'>,
@@ -92,7 +114,7 @@ export async function readMadeByAccount(
        SELECT 'api_key' AS kind, k.id, r.org_id, r.org_name, r.role, k.created_at,
               CASE e.action WHEN 'api_key.rotate' THEN 'rotated' ELSE 'created' END AS made_as,
               k.app_id, a.name AS app_name, NULL AS app_org_name, k.name, k.key_hint,
-              NULL AS client_name
+              NULL AS client_name, NULL AS invited_role, NULL AS url
          FROM entries e
          JOIN reach r ON r.org_id = e.org_id
          JOIN api_keys k
@@ -106,7 +128,7 @@ export async function readMadeByAccount(
           AND c.status = 'active' AND k.created_at >= $2
        UNION ALL
        SELECT 'service_key', s.id, r.org_id, r.org_name, r.role, s.created_at, 'created',
-              NULL, NULL, NULL, NULL, s.key_hint, NULL
+              NULL, NULL, NULL, NULL, s.key_hint, NULL, NULL, NULL
          FROM entries e
          JOIN reach r ON r.org_id = e.org_id
          JOIN service_keys s ON s.id = e.object_id AND s.org_id = e.org_id
@@ -114,7 +136,7 @@ export async function readMadeByAccount(
           AND (s.expires_at IS NULL OR s.expires_at > now()) AND s.created_at >= $2
        UNION ALL
        SELECT 'oauth_approval', c.id, r.org_id, r.org_name, r.role, c.created_at, 'approved',
-              c.app_id, a.name, ao.name, c.name, NULL, oc.name
+              c.app_id, a.name, ao.name, c.name, NULL, oc.name, NULL, NULL
          FROM reach r
          JOIN app_connections c
            ON c.org_id = r.org_id AND c.oauth_client_id IS NOT NULL
@@ -122,6 +144,37 @@ export async function readMadeByAccount(
          JOIN apps a ON a.id = c.app_id
          JOIN organizations ao ON ao.id = a.org_id
          LEFT JOIN oauth_clients oc ON oc.id = c.oauth_client_id
+       UNION ALL
+       SELECT 'invitation', i.id, r.org_id, r.org_name, r.role, i.created_at, 'invited',
+              NULL, NULL, NULL, i.email, NULL, NULL, i.role, NULL
+         FROM entries e
+         JOIN reach r ON r.org_id = e.org_id
+         JOIN org_invitations i
+           ON i.id = e.object_id AND i.org_id = e.org_id AND i.invited_by = $1
+        WHERE e.action = 'invitation.create' AND i.status = 'pending'
+          AND i.expires_at > now() AND i.created_at >= $2
+       UNION ALL
+       SELECT * FROM (
+         SELECT DISTINCT ON (o.id) 'oauth_client', o.id, r.org_id, r.org_name, r.role,
+                CASE e.action WHEN 'oauth_client.create' THEN o.created_at ELSE e.created_at END,
+                CASE e.action WHEN 'oauth_client.create' THEN 'created' ELSE 'rotated' END,
+                o.app_id, a.name, NULL, o.name, o.client_secret_hint, NULL, NULL, NULL
+           FROM entries e
+           JOIN reach r ON r.org_id = e.org_id
+           JOIN oauth_clients o
+             ON o.id = e.object_id AND o.org_id = e.org_id AND o.status = 'active'
+           JOIN apps a ON a.id = o.app_id
+          WHERE (e.action = 'oauth_client.create' AND o.created_at >= $2)
+             OR (e.action = 'oauth_client.rotate_secret' AND e.created_at >= $2)
+          ORDER BY o.id, e.action = 'oauth_client.create' DESC, e.created_at DESC
+       ) registered_or_rotated
+       UNION ALL
+       SELECT 'webhook_endpoint', w.id, r.org_id, r.org_name, r.role, w.created_at, 'created',
+              NULL, NULL, NULL, NULLIF(w.description, ''), NULL, NULL, NULL, w.url
+         FROM entries e
+         JOIN reach r ON r.org_id = e.org_id
+         JOIN webhook_endpoints w ON w.id = e.object_id AND w.org_id = e.org_id
+        WHERE e.action = 'webhook.create' AND w.created_at >= $2
         ORDER BY created_at DESC, id DESC
         LIMIT $3`,
       [userId, since, limit + 1],

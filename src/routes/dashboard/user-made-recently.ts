@@ -1,13 +1,15 @@
 // GET /dashboard/api/user/made-recently[?since=…]: what the signed-in account made that still
-// works (decision 419), in every organization it is a member of: OAuth approvals it gave, API
-// keys and service keys it created (or rotated in), since `since` (default: 30 days ago; at
-// most 365 days back), newest first, at most 200. A password reset ends the account's
-// sessions, not these: after one, this is the list to read, and to revoke from. Each item
-// names the route that revokes it and whether the account's role there allows it — that
-// route's own role rule, read from its declaration, so the two cannot disagree (the revoke
-// itself is that route, checked again there).
+// works (decisions 419, 421), in every organization it is a member of: OAuth approvals it gave,
+// API keys and service keys it created (or rotated in), invitations it sent that are pending,
+// OAuth clients it registered or whose secret it rotated, webhook endpoints it created, since
+// `since` (default: 30 days ago; at most 365 days back), newest first, at most 200. A password
+// reset ends the account's sessions, not these: after one, this is the list to read, and to
+// revoke from. Each item names the route that revokes it and whether the account's role there
+// allows it — that route's own role rule, read from its declaration, so the two cannot
+// disagree (the revoke itself is that route, checked again there).
 import { z } from 'zod';
 import { readMadeByAccount, type MadeByAccountRow } from '../../accounts/made-by-account.js';
+import { canInvite } from '../../accounts/invitations.js';
 import { roleAtLeast, ROLES } from '../../accounts/users.js';
 import type { DbPool } from '../../db/pool.js';
 import { MAX_PAGE_LIMIT } from '../../db/pages.js';
@@ -15,7 +17,10 @@ import { declareRoute } from '../framework/declaration.js';
 import { timestamp } from '../product-users/lookup.js';
 import { revokeApiKeyRoute } from './api-keys/revoke.js';
 import { revokeConnectedAppRoute } from './connected-apps/revoke.js';
+import { revokeInvitationRoute } from './invitations/revoke.js';
+import { deleteOAuthClientRoute } from './oauth-clients/delete.js';
 import { revokeServiceKeyRoute } from './service-keys/revoke.js';
+import { deleteWebhookRoute } from './webhooks/delete.js';
 
 const DAY_MS = 86_400_000;
 /** The window when none is asked for. */
@@ -23,45 +28,89 @@ export const DEFAULT_WINDOW_DAYS = 30;
 /** The furthest back a review reaches. */
 export const MAX_WINDOW_DAYS = 365;
 
-/** Each kind's revoke route: its path (with the item's id) and the least role it takes. */
+/** Each kind's revoke route: its method, path (with the item's ids) and the least role it takes. */
 const revokers = {
   api_key: revokeApiKeyRoute,
   service_key: revokeServiceKeyRoute,
   oauth_approval: revokeConnectedAppRoute,
+  invitation: revokeInvitationRoute,
+  oauth_client: deleteOAuthClientRoute,
+  webhook_endpoint: deleteWebhookRoute,
 } as const;
 
-function revokeOf(row: MadeByAccountRow): { path: string; allowed: boolean } {
+/**
+ * Its revoke route's method and path (with the item's ids), and whether the account's role
+ * allows it: that route's declared role, and for an owner invitation the owner role its route
+ * also asks. An OAuth client whose secret the account rotated is deleted too, not rotated again
+ * with no grace: that rotation would be the same account's, listed again as made by it (the log
+ * cannot tell it from an intruder's), and its one-time secret would need a place in the review.
+ */
+function revokeOf(row: MadeByAccountRow): {
+  method: 'POST' | 'DELETE';
+  path: string;
+  allowed: boolean;
+} {
   const route = revokers[row.kind];
   return {
-    path: route.path.replace(/\{[a-z_]+\}/, encodeURIComponent(row.id)),
-    allowed: roleAtLeast(row.role, route.caller.role),
+    method: route.method as 'POST' | 'DELETE',
+    path: route.path.replace(/\{([a-z_]+)\}/g, (_, param: string) =>
+      encodeURIComponent(param === 'org_id' ? row.org_id : row.id),
+    ),
+    allowed:
+      roleAtLeast(row.role, route.caller.role) &&
+      (row.invited_role === null || canInvite(row.role, row.invited_role)),
   };
 }
 
 const madeItemSchema = z.object({
-  kind: z.enum(['oauth_approval', 'api_key', 'service_key']),
-  id: z.string().describe('the app connection (oauth_approval) or the key'),
+  kind: z.enum([
+    'oauth_approval',
+    'api_key',
+    'service_key',
+    'invitation',
+    'oauth_client',
+    'webhook_endpoint',
+  ]),
+  id: z
+    .string()
+    .describe(
+      'the app connection (oauth_approval), the key, the invitation, the OAuth client (its client_id) or the webhook endpoint',
+    ),
   org_id: z.string(),
   org_name: z.string(),
   your_role: z.enum(ROLES).describe('your role in that organization now'),
   created_at: z.string(),
   made_as: z
-    .enum(['created', 'rotated', 'approved'])
-    .describe('rotated: an API key you made by rotating another'),
-  app_id: z.string().nullable(),
+    .enum(['created', 'rotated', 'approved', 'invited'])
+    .describe(
+      'rotated: an API key you made by rotating another, or an OAuth client whose secret you rotated (and did not register)',
+    ),
+  app_id: z.string().nullable().describe("a key's, an approval's or an OAuth client's app"),
   app_name: z.string().nullable(),
   app_org_name: z
     .string()
     .nullable()
-    .describe("an approval's app's own organization (who made the app); null for keys"),
-  name: z.string().nullable().describe("the key's name, or the connection's"),
-  key_hint: z.string().nullable(),
+    .describe("an approval's app's own organization (who made the app); null for the others"),
+  name: z
+    .string()
+    .nullable()
+    .describe(
+      "the key's name, the connection's, the OAuth client's, the invited e-mail, or the webhook endpoint's description",
+    ),
+  key_hint: z.string().nullable().describe("a key's hint, or an OAuth client's secret hint"),
   client_name: z.string().nullable().describe('the OAuth client the approval was given to'),
-  revoke_path: z.string().describe('POST it (with the CSRF token) to revoke the item'),
+  invited_role: z.enum(ROLES).nullable().describe('the role an invitation offers'),
+  url: z.string().nullable().describe("a webhook endpoint's URL"),
+  revoke_method: z.enum(['POST', 'DELETE']),
+  revoke_path: z
+    .string()
+    .describe(
+      'send `revoke_method` to it (with the CSRF token) to revoke the item: the route that revokes a key, a connected app or an invitation, or deletes an OAuth client (registered or rotated by you) or a webhook endpoint',
+    ),
   can_revoke: z
     .boolean()
     .describe(
-      'your role there allows that route: an API key or service key takes an admin, a connected app a member',
+      'your role there allows that route: a connected app takes a member, every other kind an admin (an owner invitation, an owner)',
     ),
 });
 
@@ -81,6 +130,9 @@ function madeItemView(row: MadeByAccountRow): z.infer<typeof madeItemSchema> {
     name: row.name,
     key_hint: row.key_hint,
     client_name: row.client_name,
+    invited_role: row.invited_role,
+    url: row.url,
+    revoke_method: revoke.method,
     revoke_path: revoke.path,
     can_revoke: revoke.allowed,
   };
@@ -90,7 +142,7 @@ export const userMadeRecentlyRoute = declareRoute({
   method: 'GET',
   path: '/dashboard/api/user/made-recently',
   summary:
-    'What your account made that still works, in every organization you are in: OAuth approvals, API keys, service keys (review after a password reset)',
+    'What your account made that still works, in every organization you are in: OAuth approvals, API keys, service keys, pending invitations, OAuth clients, webhook endpoints (review after a password reset)',
   caller: { kind: 'session' },
   query: z.object({
     since: timestamp

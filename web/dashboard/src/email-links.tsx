@@ -130,8 +130,9 @@ export function ResetPasswordPage(props: { token: string; onDone(email: string):
               account has ended. Sign in with the new password.
             </p>
             <p class="muted small">
-              Once signed in, review what your account made recently: the apps it approved and the
-              keys it created keep working after a reset.
+              Once signed in, review what your account made recently: the apps it approved, the
+              keys, OAuth clients and webhook endpoints it created and the invitations it sent keep
+              working after a reset.
             </p>
             <button type="button" onClick={() => props.onDone(reset.email)}>
               Sign in

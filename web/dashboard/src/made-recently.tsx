@@ -1,6 +1,7 @@
-// "Made by your account recently" (decision 419): the OAuth approvals, API keys and service
-// keys the signed-in account made that still work, in every organization it is in, each with a
-// revoke button that calls the object's own revoke route (GET /dashboard/api/user/made-recently
+// "Made by your account recently" (decisions 419, 421): the OAuth approvals, API keys, service
+// keys, pending invitations, OAuth clients and webhook endpoints the signed-in account made that
+// still work, in every organization it is in, each with a revoke button that calls the object's
+// own revoke route (GET /dashboard/api/user/made-recently
 // names it, and whether the account's role there allows it). A password reset ends sessions,
 // not these: after one (in this browser), a banner above every page leads here until the list
 // has been read or the banner dismissed.
@@ -11,18 +12,27 @@ import { navigate, orgView } from './router.js';
 import { Confirm, formatTime, Link, ListTable, RowButton, type Column } from './ui.js';
 
 interface MadeItem {
-  readonly kind: 'oauth_approval' | 'api_key' | 'service_key';
+  readonly kind:
+    | 'oauth_approval'
+    | 'api_key'
+    | 'service_key'
+    | 'invitation'
+    | 'oauth_client'
+    | 'webhook_endpoint';
   readonly id: string;
   readonly org_id: string;
   readonly org_name: string;
   readonly your_role: Role;
   readonly created_at: string;
-  readonly made_as: 'created' | 'rotated' | 'approved';
+  readonly made_as: 'created' | 'rotated' | 'approved' | 'invited';
   readonly app_name: string | null;
   readonly app_org_name: string | null;
   readonly name: string | null;
   readonly key_hint: string | null;
   readonly client_name: string | null;
+  readonly invited_role: Role | null;
+  readonly url: string | null;
+  readonly revoke_method: 'POST' | 'DELETE';
   readonly revoke_path: string;
   readonly can_revoke: boolean;
 }
@@ -71,8 +81,9 @@ export function ReviewAfterResetBanner(props: { session: SignedIn; onAccountPage
       <h2 id="review-after-reset-heading">Your password was reset: review your account</h2>
       <p>
         Resetting the password signed out every session, but whatever was made with your account
-        keeps working: OAuth apps it approved, API keys and service keys it created. If someone else
-        had your password, revoke what you did not make.
+        keeps working: OAuth apps it approved, API keys, service keys, OAuth clients and webhook
+        endpoints it created, invitations it sent. If someone else had your password, revoke what
+        you did not make.
       </p>
       <div class="actions">
         <button type="button" onClick={() => navigate({ page: 'account' })}>
@@ -100,6 +111,9 @@ const KIND_LABEL: Record<MadeItem['kind'], string> = {
   api_key: 'API key',
   service_key: 'Service key',
   oauth_approval: 'Connected app',
+  invitation: 'Invitation',
+  oauth_client: 'OAuth client',
+  webhook_endpoint: 'Webhook endpoint',
 };
 
 function describe(item: MadeItem): string {
@@ -108,6 +122,14 @@ function describe(item: MadeItem): string {
       item.client_name && item.client_name !== item.app_name ? ` (${item.client_name})` : '';
     const by = item.app_org_name ? ` by ${item.app_org_name}` : '';
     return `${item.app_name ?? 'an app'}${via}${by}`;
+  }
+  if (item.kind === 'invitation') return `of ${item.name ?? ''} as ${item.invited_role ?? ''}`;
+  if (item.kind === 'webhook_endpoint') {
+    return `${item.url ?? ''}${item.name ? ` (${item.name})` : ''}`;
+  }
+  if (item.kind === 'oauth_client') {
+    const secret = item.key_hint ? ` ${item.key_hint}` : ' (public)';
+    return `${item.name ?? ''}${secret}${item.app_name ? ` of ${item.app_name}` : ''}`;
   }
   const named = item.name ? `${item.name} ` : '';
   const app = item.kind === 'api_key' && item.app_name ? ` of ${item.app_name}` : '';
@@ -119,12 +141,36 @@ const KIND_IN_TEXT: Record<MadeItem['kind'], string> = {
   api_key: 'API key',
   service_key: 'service key',
   oauth_approval: 'connected app',
+  invitation: 'invitation',
+  oauth_client: 'OAuth client',
+  webhook_endpoint: 'webhook endpoint',
 };
+
+/** What the confirmation says happens. */
+function consequence(item: MadeItem): string {
+  switch (item.kind) {
+    case 'oauth_approval':
+      return `The app's token stops working at once; ${item.org_name} no longer pays for it.`;
+    case 'invitation':
+      return 'The invitation can no longer be accepted.';
+    case 'webhook_endpoint':
+      return 'The endpoint and its delivery log are deleted: nothing more is sent to it.';
+    case 'oauth_client':
+      return (
+        'The client is deleted: its secrets stop, it signs no one in again, and every connection ' +
+        "made through it is revoked. If it is your app's own client and only its secret leaked, " +
+        "rotate the secret with no grace on the app's page instead."
+      );
+    default:
+      return 'The key stops working at once, on every instance. Whoever uses it gets an error.';
+  }
+}
 
 const HOW: Record<MadeItem['made_as'], string> = {
   created: 'you created it',
-  rotated: 'you rotated a key into it',
+  rotated: 'you rotated it',
   approved: 'you approved it; the organization pays',
+  invited: 'you sent it; it is pending',
 };
 
 /** The list, on the account page: what this account made in the window that still works. */
@@ -166,10 +212,12 @@ export function MadeRecently() {
     <section id="made-recently" aria-labelledby="made-recently-heading">
       <h2 id="made-recently-heading">Made by your account recently</h2>
       <p class="muted small">
-        OAuth apps your account approved, and API keys and service keys it created, that still work,
-        in every organization you are a member of. A password reset signs out every session but
-        stops none of these: if you did not make one, revoke it. Revoking a key or service key takes
-        an admin of its organization; a connected app, any member.
+        What your account made that still works, in every organization you are a member of: OAuth
+        apps it approved; API keys, service keys, OAuth clients and webhook endpoints it created (or
+        rotated); invitations it sent that are still pending. A password reset signs out every
+        session but stops none of these: if you did not make one, revoke it. Revoking a connected
+        app takes any member of its organization; everything else, an admin (an owner invitation, an
+        owner).
       </p>
       {list.data?.password_reset_at && (
         <p role="status">
@@ -211,7 +259,10 @@ export function MadeRecently() {
               onClick={() => setRevoking(item)}
             />
           ) : (
-            <span class="muted small">Only an admin of {item.org_name} can revoke it</span>
+            <span class="muted small">
+              Only {item.invited_role === 'owner' ? 'an owner' : 'an admin'} of {item.org_name} can
+              revoke it
+            </span>
           )
         }
       />
@@ -225,18 +276,18 @@ export function MadeRecently() {
         <Confirm
           title={`Revoke the ${KIND_IN_TEXT[revoking.kind]} ${describe(revoking)}?`}
           confirmLabel="Revoke"
-          write={() => api.post(revoking.revoke_path)}
+          write={() =>
+            revoking.revoke_method === 'DELETE'
+              ? api.delete(revoking.revoke_path)
+              : api.post(revoking.revoke_path)
+          }
           onDone={() => {
             setRevoking(null);
             list.reload();
           }}
           onCancel={() => setRevoking(null)}
         >
-          <p>
-            {revoking.kind === 'oauth_approval'
-              ? `The app's token stops working at once; ${revoking.org_name} no longer pays for it.`
-              : `The key stops working at once, on every instance. Whoever uses it gets an error.`}
-          </p>
+          <p>{consequence(revoking)}</p>
         </Confirm>
       )}
     </section>
