@@ -10,6 +10,7 @@ import { readMadeByAccount } from '../src/accounts/made-by-account.js';
 import { isolatedContext } from './support/context.js';
 import { createMember, uniqueEmail } from './support/dashboard.js';
 import { seed, type SeededOrg } from './support/processes.js';
+import { analyzedPlan, rowsVisited } from './support/query-plans.js';
 
 const { env, db } = isolatedContext('made-recently-scale');
 let busy: SeededOrg;
@@ -21,28 +22,6 @@ const THEIRS = 5_000;
 /** The tables the review reads objects from besides the log. */
 const OBJECT_TABLES = new Set(['org_invitations', 'oauth_clients', 'webhook_endpoints']);
 const DAY_MS = 86_400_000;
-
-interface PlanNode {
-  readonly 'Relation Name'?: string;
-  readonly 'Actual Rows': number;
-  readonly 'Actual Loops': number;
-  readonly 'Rows Removed by Filter'?: number;
-  readonly 'Rows Removed by Index Recheck'?: number;
-  readonly Plans?: readonly PlanNode[];
-}
-
-/** Rows the plan's scans of the tables `counted` names visited. */
-function rowsVisited(node: PlanNode, counted: (table: string) => boolean): number {
-  const table = node['Relation Name'];
-  const own =
-    table !== undefined && counted(table)
-      ? (node['Actual Rows'] +
-          (node['Rows Removed by Filter'] ?? 0) +
-          (node['Rows Removed by Index Recheck'] ?? 0)) *
-        node['Actual Loops']
-      : 0;
-  return own + (node.Plans ?? []).reduce((sum, child) => sum + rowsVisited(child, counted), 0);
-}
 
 beforeAll(async () => {
   busy = await seed(env, ['--name', 'Busy for years']);
@@ -153,11 +132,7 @@ describe('the review on a large audit log', () => {
     let visited = 0;
     let objectsVisited = 0;
     for (const statement of statements) {
-      const { rows } = await db.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
-        `EXPLAIN (ANALYZE, FORMAT JSON) ${statement.sql}`,
-        [...statement.params],
-      );
-      const plan = rows[0]!['QUERY PLAN'][0].Plan;
+      const plan = await analyzedPlan(db, statement.sql, statement.params);
       visited += rowsVisited(plan, (table) => table === 'dashboard_audit_log');
       objectsVisited += rowsVisited(plan, (table) => OBJECT_TABLES.has(table));
     }

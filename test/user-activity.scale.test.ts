@@ -7,34 +7,13 @@ import { readUserActivity } from '../src/audit/audit-log.js';
 import { isolatedContext } from './support/context.js';
 import { createMember, uniqueEmail } from './support/dashboard.js';
 import { runCli, seed, type SeededOrg } from './support/processes.js';
+import { analyzedPlan, rowsVisited } from './support/query-plans.js';
 
 const { env, db } = isolatedContext('user-activity-scale');
 let member: SeededOrg;
 let left: SeededOrg;
 let userId: string;
 const ENTRIES_ELSEWHERE = 20_000;
-
-/** Plan nodes, with what each read and dropped, from EXPLAIN (ANALYZE, FORMAT JSON). */
-interface PlanNode {
-  readonly 'Relation Name'?: string;
-  readonly 'Actual Rows': number;
-  readonly 'Actual Loops': number;
-  readonly 'Rows Removed by Filter'?: number;
-  readonly 'Rows Removed by Index Recheck'?: number;
-  readonly Plans?: readonly PlanNode[];
-}
-
-/** Audit log rows the plan's scans of dashboard_audit_log visited. */
-function auditRowsVisited(node: PlanNode): number {
-  const own =
-    node['Relation Name'] === 'dashboard_audit_log'
-      ? (node['Actual Rows'] +
-          (node['Rows Removed by Filter'] ?? 0) +
-          (node['Rows Removed by Index Recheck'] ?? 0)) *
-        node['Actual Loops']
-      : 0;
-  return own + (node.Plans ?? []).reduce((sum, child) => sum + auditRowsVisited(child), 0);
-}
 
 /** A page of the user's activity, and how many audit rows Postgres visited to answer it. */
 async function pageAndRowsVisited(limit: number, beforeId: string | null) {
@@ -50,11 +29,8 @@ async function pageAndRowsVisited(limit: number, beforeId: string | null) {
     limit,
     beforeId,
   );
-  const { rows } = await db.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
-    `EXPLAIN (ANALYZE, FORMAT JSON) ${statement!.sql}`,
-    [...statement!.params],
-  );
-  return { page, visited: auditRowsVisited(rows[0]!['QUERY PLAN'][0].Plan) };
+  const plan = await analyzedPlan(db, statement!.sql, statement!.params);
+  return { page, visited: rowsVisited(plan, (table) => table === 'dashboard_audit_log') };
 }
 
 beforeAll(async () => {

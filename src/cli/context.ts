@@ -60,6 +60,29 @@ export async function ensureProductUser(
 }
 
 /**
+ * A pool on DATABASE_URL (the database made if missing) for a command: opening a connection
+ * waits at most DATABASE_TIMEOUT_MS (gw_unavailable, exit 2); its statements stay unbounded.
+ */
+export async function openCliDatabase(
+  config: Config,
+  size: number,
+  applicationName: string,
+): Promise<DbPool> {
+  const connectMs = config.DATABASE_TIMEOUT_MS;
+  // The driver's own bound, a little later, ends the attempt (ours answers first, clearly).
+  const driverConnectMs = connectMs + 1_000;
+  await reachable(
+    ensureDatabase(config.DATABASE_URL, driverConnectMs),
+    connectMs,
+    'Postgres (DATABASE_URL)',
+  );
+  return createDbPool(config.DATABASE_URL, size, undefined, {
+    applicationName,
+    connectTimeoutMs: driverConnectMs,
+  });
+}
+
+/**
  * `work`, or a refusal naming `service` once it failed or `ms` passed: the CLI answers
  * `gw_unavailable` (exit 2) rather than wait as long as it takes on a dependency that is down
  * or hangs (decision 407). One attempt: the boot's retries are for a process an orchestrator
@@ -78,25 +101,14 @@ export async function reachable<T>(work: Promise<T>, ms: number, service: string
 
 export async function openCliContext(): Promise<CliContext> {
   const config = loadConfig(cliIo().env);
-  // Opening a connection waits at most DATABASE_TIMEOUT_MS and Redis's first answer at most
-  // REDIS_TIMEOUT_MS; the commands' own statements stay unbounded (long scans, migrations).
-  const connectMs = config.DATABASE_TIMEOUT_MS;
-  // The driver's own bound, a little later, ends the attempt (ours answers first, clearly).
-  const driverConnectMs = connectMs + 1_000;
-  await reachable(
-    ensureDatabase(config.DATABASE_URL, driverConnectMs),
-    connectMs,
-    'Postgres (DATABASE_URL)',
-  );
-  const db = createDbPool(config.DATABASE_URL, 2, undefined, {
-    applicationName: 'gw-cli',
-    connectTimeoutMs: driverConnectMs,
-  });
+  // Redis's first answer waits at most REDIS_TIMEOUT_MS, a Postgres connection at most
+  // DATABASE_TIMEOUT_MS; the commands' own statements stay unbounded (long scans, migrations).
+  const db = await openCliDatabase(config, 2, 'gw-cli');
   const redis = connectRedis(redisTarget(config), { maxRetriesPerRequest: 2 });
   try {
     await reachable(
       db.connect().then((client) => client.release()),
-      connectMs,
+      config.DATABASE_TIMEOUT_MS,
       'Postgres (DATABASE_URL)',
     );
     await reachable(redis.ping(), config.REDIS_TIMEOUT_MS, 'Redis (REDIS_URL)');

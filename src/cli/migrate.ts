@@ -3,9 +3,8 @@
 // image whose migrations take long on a large ledger (a Kubernetes init container or job):
 // a gateway that migrates at boot would otherwise outlast its startup probe.
 import { loadConfig } from '../config.js';
-import { ensureDatabase, migrate } from '../db/migrate.js';
-import { createDbPool } from '../db/pool.js';
-import { reachable } from './context.js';
+import { migrate } from '../db/migrate.js';
+import { openCliDatabase } from './context.js';
 import { cliIo } from './io.js';
 import { printJson, UsageError } from './output.js';
 
@@ -19,17 +18,7 @@ export async function migrateCommand(argv: string[]): Promise<void> {
   // As every command: a connection waits at most DATABASE_TIMEOUT_MS (gw_unavailable, exit 2;
   // in a Kubernetes init container the kubelet starts it again), the migrations as long as
   // they take (decision 426).
-  const connectMs = config.DATABASE_TIMEOUT_MS;
-  const driverConnectMs = connectMs + 1_000;
-  await reachable(
-    ensureDatabase(config.DATABASE_URL, driverConnectMs),
-    connectMs,
-    'Postgres (DATABASE_URL)',
-  );
-  const db = createDbPool(config.DATABASE_URL, 1, undefined, {
-    applicationName: 'gw-migrate',
-    connectTimeoutMs: driverConnectMs,
-  });
+  const db = await openCliDatabase(config, 1, 'gw-migrate');
   try {
     printJson({ applied: await migrate(db) });
   } finally {
