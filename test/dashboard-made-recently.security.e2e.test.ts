@@ -468,6 +468,51 @@ describe('GET /dashboard/api/user/made-recently', () => {
     await setRole('admin');
   });
 
+  it('a webhook endpoint someone else made, whose address the account changed: listed while it still sends there', async () => {
+    const teamHook = await newWebhook(bob, shared.org_id, 'https://hooks.example.com/team');
+    const renamedHook = await newWebhook(bob, shared.org_id, 'https://hooks.example.com/named');
+    const patch = (user: DashboardClient, id: string, body: Record<string, unknown>) =>
+      user.request('PATCH', `/dashboard/api/orgs/${shared.org_id}/webhooks/${id}`, body);
+    expect((await patch(alice, teamHook, { url: 'https://collector.example.net/in' })).status).toBe(
+      200,
+    );
+    // a change that leaves the address alone is no redirection
+    expect((await patch(alice, renamedHook, { description: 'renamed by alice' })).status).toBe(200);
+    const redirected = (await made(alice)).data.filter((item) => item.kind === 'webhook_endpoint');
+    expect(summary(redirected)).toEqual([
+      `webhook_endpoint ${teamHook} ${shared.org_id} redirected true`,
+    ]);
+    expect(redirected[0]).toMatchObject({
+      url: 'https://collector.example.net/in',
+      revoke_method: 'DELETE',
+      revoke_path: `/dashboard/api/orgs/${shared.org_id}/webhooks/${teamHook}`,
+    });
+    // nothing of it in Bob's list beyond what he made: he created it
+    expect(summary((await made(bob)).data.filter((item) => item.id === teamHook))).toEqual([
+      `webhook_endpoint ${teamHook} ${shared.org_id} created true`,
+    ]);
+    // pointed back by Bob: it no longer sends where Alice set it
+    expect((await patch(bob, teamHook, { url: 'https://hooks.example.com/team' })).status).toBe(
+      200,
+    );
+    expect((await made(alice)).data.map((item) => item.id)).not.toContain(teamHook);
+    // pointed away again, then deleted from the list
+    expect(
+      (await patch(alice, teamHook, { url: 'https://collector.example.net/again' })).status,
+    ).toBe(200);
+    const again = (await made(alice)).data.find((item) => item.id === teamHook)!;
+    expect(again).toMatchObject({
+      made_as: 'redirected',
+      url: 'https://collector.example.net/again',
+    });
+    expect((await revokeAs(alice, again)).status).toBe(200);
+    expect(await states({ teamHook, renamedHook })).toEqual({
+      teamHook: 'gone',
+      renamedHook: 'enabled',
+    });
+    expect((await made(alice)).data).toEqual([]);
+  });
+
   it('reads the window asked for: an older key is listed with an earlier since', async () => {
     const old = await newApiKey(alice, shared.app_connection_id, 'alice older');
     await db.query(`UPDATE api_keys SET created_at = now() - interval '40 days' WHERE id = $1`, [

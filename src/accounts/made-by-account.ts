@@ -2,7 +2,8 @@
 // member of now (decisions 419, 421): the OAuth approvals it gave (connections it approved,
 // which its organization pays for), the API keys and service keys it created or rotated in, the
 // invitations it sent that are still pending, the OAuth clients it registered or whose secret
-// it rotated (still active), and the webhook endpoints it created (not deleted). After a
+// it rotated (still active), and the webhook endpoints it created or pointed to another
+// address (not deleted; while they still send to the address the account set). After a
 // password reset these are what whoever had the password may have left behind; a password reset
 // ends sessions, not these. Nothing here revokes: the review's revoke buttons call each
 // object's own revoke route, under that route's role rule.
@@ -11,7 +12,7 @@
 // key, an OAuth client or a webhook endpoint does not, so its maker is the audit entry written
 // in its transaction (`api_key.create`, `api_key.rotate` naming the new key as `replaced_by`,
 // `service_key.create`, `oauth_client.create`, `oauth_client.rotate_secret`,
-// `webhook.create`); an invitation names its sender (`invited_by`) and is found through
+// `webhook.create`, `webhook.update` with a `url`); an invitation names its sender (`invited_by`) and is found through
 // `invitation.create` all the same, so that it is read by id, not by scanning the
 // organization's invitations. The entries are read per membership from the first entry of that
 // organization at or after `since` (index dashboard_audit_log_org), then the user's own
@@ -36,9 +37,10 @@ export interface MadeByAccountRow {
   readonly created_at: Date;
   /**
    * 'rotated': an API key made by rotating another, or an OAuth client whose secret the
-   * account rotated (and did not register); 'invited': an invitation.
+   * account rotated (and did not register); 'invited': an invitation; 'redirected': a webhook
+   * endpoint someone else made whose address the account changed, still sending there.
    */
-  readonly made_as: 'created' | 'rotated' | 'approved' | 'invited';
+  readonly made_as: 'created' | 'rotated' | 'approved' | 'invited' | 'redirected';
   readonly app_id: string | null;
   readonly app_name: string | null;
   /** An approval's app's own organization (who made the app), else null. */
@@ -88,7 +90,7 @@ const ENTRIES = `
          WHERE l.user_id = $1 AND l.org_id = r.org_id AND l.id >= r.first_entry_id
            AND l.action IN ('api_key.create', 'api_key.rotate', 'service_key.create',
                             'invitation.create', 'oauth_client.create',
-                            'oauth_client.rotate_secret', 'webhook.create',
+                            'oauth_client.rotate_secret', 'webhook.create', 'webhook.update',
                             'user.password_reset')
         OFFSET 0
       ) e
@@ -169,12 +171,25 @@ export async function readMadeByAccount(
           ORDER BY o.id, e.action = 'oauth_client.create' DESC, e.created_at DESC
        ) registered_or_rotated
        UNION ALL
-       SELECT 'webhook_endpoint', w.id, r.org_id, r.org_name, r.role, w.created_at, 'created',
-              NULL, NULL, NULL, NULLIF(w.description, ''), NULL, NULL, NULL, w.url
-         FROM entries e
-         JOIN reach r ON r.org_id = e.org_id
-         JOIN webhook_endpoints w ON w.id = e.object_id AND w.org_id = e.org_id
-        WHERE e.action = 'webhook.create' AND w.created_at >= $2
+       SELECT kind, id, org_id, org_name, role, created_at, made_as, NULL, NULL, NULL, name,
+              NULL, NULL, NULL, url
+         FROM (
+           SELECT DISTINCT ON (w.id) 'webhook_endpoint' AS kind, w.id, r.org_id, r.org_name,
+                  r.role,
+                  CASE e.action WHEN 'webhook.create' THEN w.created_at ELSE e.created_at END
+                    AS created_at,
+                  CASE e.action WHEN 'webhook.create' THEN 'created' ELSE 'redirected' END
+                    AS made_as,
+                  NULLIF(w.description, '') AS name, w.url, e.details->>'url' AS set_url
+             FROM entries e
+             JOIN reach r ON r.org_id = e.org_id
+             JOIN webhook_endpoints w ON w.id = e.object_id AND w.org_id = e.org_id
+            WHERE (e.action = 'webhook.create' AND w.created_at >= $2)
+               OR (e.action = 'webhook.update' AND e.details ? 'url' AND e.created_at >= $2)
+            ORDER BY w.id, e.action = 'webhook.create' DESC, e.created_at DESC, e.entry_id DESC
+         ) created_or_redirected
+        -- one the account pointed elsewhere, while it still sends where the account set it
+        WHERE made_as = 'created' OR url = set_url
         ORDER BY created_at DESC, id DESC
         LIMIT $3`,
       [userId, since, limit + 1],

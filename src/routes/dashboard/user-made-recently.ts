@@ -1,10 +1,10 @@
 // GET /dashboard/api/user/made-recently[?since=…]: what the signed-in account made that still
 // works (decisions 419, 421), in every organization it is a member of: OAuth approvals it gave,
 // API keys and service keys it created (or rotated in), invitations it sent that are pending,
-// OAuth clients it registered or whose secret it rotated, webhook endpoints it created, since
-// `since` (default: 30 days ago; at most 365 days back), newest first, at most 200. A password
-// reset ends the account's sessions, not these: after one, this is the list to read, and to
-// revoke from. Each item names the route that revokes it and whether the account's role there
+// OAuth clients it registered or whose secret it rotated, webhook endpoints it created or
+// pointed to another address, since `since` (default: 30 days ago; at most 365 days back),
+// newest first, at most 200. A password reset ends the account's sessions, not these: after
+// one, this is the list to read, and to revoke from. Each item names the route that revokes it and whether the account's role there
 // allows it — that route's own role rule, read from its declaration, so the two cannot
 // disagree (the revoke itself is that route, checked again there).
 import { z } from 'zod';
@@ -81,9 +81,9 @@ const madeItemSchema = z.object({
   your_role: z.enum(ROLES).describe('your role in that organization now'),
   created_at: z.string(),
   made_as: z
-    .enum(['created', 'rotated', 'approved', 'invited'])
+    .enum(['created', 'rotated', 'approved', 'invited', 'redirected'])
     .describe(
-      'rotated: an API key you made by rotating another, or an OAuth client whose secret you rotated (and did not register)',
+      'rotated: an API key you made by rotating another, or an OAuth client whose secret you rotated (and did not register); redirected: a webhook endpoint someone else made whose address you changed, while it still sends there',
     ),
   app_id: z.string().nullable().describe("a key's, an approval's or an OAuth client's app"),
   app_name: z.string().nullable(),

@@ -24,7 +24,7 @@ interface MadeItem {
   readonly org_name: string;
   readonly your_role: Role;
   readonly created_at: string;
-  readonly made_as: 'created' | 'rotated' | 'approved' | 'invited';
+  readonly made_as: 'created' | 'rotated' | 'approved' | 'invited' | 'redirected';
   readonly app_name: string | null;
   readonly app_org_name: string | null;
   readonly name: string | null;
@@ -171,6 +171,7 @@ const HOW: Record<MadeItem['made_as'], string> = {
   rotated: 'you rotated it',
   approved: 'you approved it; the organization pays',
   invited: 'you sent it; it is pending',
+  redirected: 'you changed its address; it still sends there',
 };
 
 /** The list, on the account page: what this account made in the window that still works. */
@@ -214,10 +215,10 @@ export function MadeRecently() {
       <p class="muted small">
         What your account made that still works, in every organization you are a member of: OAuth
         apps it approved; API keys, service keys, OAuth clients and webhook endpoints it created (or
-        rotated); invitations it sent that are still pending. A password reset signs out every
-        session but stops none of these: if you did not make one, revoke it. Revoking a connected
-        app takes any member of its organization; everything else, an admin (an owner invitation, an
-        owner).
+        rotated; a webhook endpoint whose address it changed); invitations it sent that are still
+        pending. A password reset signs out every session but stops none of these: if you did not
+        make one, revoke it. Revoking a connected app takes any member of its organization;
+        everything else, an admin (an owner invitation, an owner).
       </p>
       {list.data?.password_reset_at && (
         <p role="status">
