@@ -513,6 +513,46 @@ describe('GET /dashboard/api/user/made-recently', () => {
     expect((await made(alice)).data).toEqual([]);
   });
 
+  it("a member who is no longer an admin is not shown the address an admin since gave an endpoint they created: only admins read endpoints' addresses", async () => {
+    const aliceId = (await alice.get<{ user: { id: string } }>('/auth/session')).body.user.id;
+    const setRole = (role: string) =>
+      db.query(`UPDATE org_memberships SET role = $3 WHERE org_id = $1 AND user_id = $2`, [
+        shared.org_id,
+        aliceId,
+        role,
+      ]);
+    const hook = await newWebhook(alice, shared.org_id, 'https://hooks.example.com/alice-made');
+    // Bob points it at an address that is itself the credential (as chat webhooks are)
+    const secretUrl = 'https://hooks.example.com/services/T0/B0/bob-only-secret';
+    const moved = await bob.request(
+      'PATCH',
+      `/dashboard/api/orgs/${shared.org_id}/webhooks/${hook}`,
+      { url: secretUrl },
+    );
+    expect(moved.status).toBe(200);
+    const asAdmin = (await made(alice)).data.find((item) => item.id === hook)!;
+    expect(asAdmin).toMatchObject({ made_as: 'created', url: secretUrl, can_revoke: true });
+    await setRole('member');
+    try {
+      // the endpoints' own list refuses a member ...
+      const listed = await alice.get<ErrorBody>(`/dashboard/api/orgs/${shared.org_id}/webhooks`);
+      expect(listed.status).toBe(403);
+      // ... and so the review does not hand the address over either
+      const asMember = (await made(alice)).data.find((item) => item.id === hook)!;
+      expect(asMember).toMatchObject({
+        made_as: 'created',
+        your_role: 'member',
+        can_revoke: false,
+        url: null,
+        name: 'review hook',
+      });
+    } finally {
+      await setRole('admin');
+    }
+    expect((await bob.request('DELETE', asAdmin.revoke_path)).status).toBe(200);
+    expect((await made(alice)).data).toEqual([]);
+  });
+
   it('reads the window asked for: an older key is listed with an earlier since', async () => {
     const old = await newApiKey(alice, shared.app_connection_id, 'alice older');
     await db.query(`UPDATE api_keys SET created_at = now() - interval '40 days' WHERE id = $1`, [

@@ -21,6 +21,7 @@ import { revokeInvitationRoute } from './invitations/revoke.js';
 import { deleteOAuthClientRoute } from './oauth-clients/delete.js';
 import { revokeServiceKeyRoute } from './service-keys/revoke.js';
 import { deleteWebhookRoute } from './webhooks/delete.js';
+import { listWebhooksRoute } from './webhooks/list.js';
 
 const DAY_MS = 86_400_000;
 /** The window when none is asked for. */
@@ -100,7 +101,12 @@ const madeItemSchema = z.object({
   key_hint: z.string().nullable().describe("a key's hint, or an OAuth client's secret hint"),
   client_name: z.string().nullable().describe('the OAuth client the approval was given to'),
   invited_role: z.enum(ROLES).nullable().describe('the role an invitation offers'),
-  url: z.string().nullable().describe("a webhook endpoint's URL"),
+  url: z
+    .string()
+    .nullable()
+    .describe(
+      "a webhook endpoint's URL, where your role there may read the organization's endpoints (admin); else null",
+    ),
   revoke_method: z.enum(['POST', 'DELETE']),
   revoke_path: z
     .string()
@@ -131,7 +137,9 @@ function madeItemView(row: MadeByAccountRow): z.infer<typeof madeItemSchema> {
     key_hint: row.key_hint,
     client_name: row.client_name,
     invited_role: row.invited_role,
-    url: row.url,
+    // An endpoint's address is read by the role its list takes (admin): one the account created
+    // may have been pointed since, by an admin, at an address that is itself a credential.
+    url: roleAtLeast(row.role, listWebhooksRoute.caller.role) ? row.url : null,
     revoke_method: revoke.method,
     revoke_path: revoke.path,
     can_revoke: revoke.allowed,
