@@ -567,9 +567,22 @@ describe('GET /dashboard/api/user/made-recently', () => {
     expect(fresh.data).toEqual([]);
   });
 
+  it("takes the page's longest window, computed on the browser's clock before it is sent, and reads at most 365 days", async () => {
+    // what the account page sends for "the last 365 days": now minus 365 days, as the browser
+    // reckons it, which reaches the gateway a little later (or off by the clocks' skew)
+    const sent = new Date(Date.now() - 365 * DAY_MS - 60_000).toISOString();
+    const before = Date.now();
+    const answer = await made(alice, `?since=${encodeURIComponent(sent)}`);
+    const after = Date.now();
+    // read from 365 days back, not further
+    const sinceMs = Date.parse(answer.since);
+    expect(sinceMs).toBeGreaterThanOrEqual(before - 365 * DAY_MS);
+    expect(sinceMs).toBeLessThanOrEqual(after - 365 * DAY_MS);
+  });
+
   it('refuses what it does not take, and answers only a signed-in user', async () => {
     for (const query of [
-      `?since=${encodeURIComponent(new Date(Date.now() - 366 * DAY_MS).toISOString())}`,
+      `?since=${encodeURIComponent(new Date(Date.now() - 367 * DAY_MS).toISOString())}`,
       `?since=${encodeURIComponent(new Date(Date.now() + DAY_MS).toISOString())}`,
       '?since=yesterday',
       '?user_id=someone-else',

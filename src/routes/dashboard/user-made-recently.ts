@@ -28,6 +28,12 @@ const DAY_MS = 86_400_000;
 export const DEFAULT_WINDOW_DAYS = 30;
 /** The furthest back a review reaches. */
 export const MAX_WINDOW_DAYS = 365;
+/**
+ * How much further back a `since` is taken, and read from MAX_WINDOW_DAYS: the account page
+ * sends "the last 365 days" reckoned on the browser's clock, which reaches the gateway later
+ * (or skewed, or from a page left open); refused, its longest window would always fail.
+ */
+const WINDOW_SLACK_MS = DAY_MS;
 
 /** Each kind's revoke route: its method, path (with the item's ids) and the least role it takes. */
 const revokers = {
@@ -156,7 +162,9 @@ export const userMadeRecentlyRoute = declareRoute({
     since: timestamp
       .optional()
       .refine(
-        (text) => text === undefined || Date.parse(text) >= Date.now() - MAX_WINDOW_DAYS * DAY_MS,
+        (text) =>
+          text === undefined ||
+          Date.parse(text) >= Date.now() - MAX_WINDOW_DAYS * DAY_MS - WINDOW_SLACK_MS,
         `must be within the last ${MAX_WINDOW_DAYS} days`,
       )
       .refine(
@@ -168,7 +176,11 @@ export const userMadeRecentlyRoute = declareRoute({
     200: {
       description: 'what your account made since `since` that still works, newest first',
       schema: z.object({
-        since: z.string(),
+        since: z
+          .string()
+          .describe(
+            `where the window read starts: \`since\`, or ${MAX_WINDOW_DAYS} days ago for one up to a day before that`,
+          ),
         password_reset_at: z
           .string()
           .nullable()
@@ -184,10 +196,11 @@ export const userMadeRecentlyRoute = declareRoute({
   },
   errors: ['gw_invalid_request'],
   async handler({ query, caller }, deps: { readonly db: DbPool }) {
+    const now = Date.now();
     const since = new Date(
       query.since === undefined
-        ? Date.now() - DEFAULT_WINDOW_DAYS * DAY_MS
-        : Date.parse(query.since),
+        ? now - DEFAULT_WINDOW_DAYS * DAY_MS
+        : Math.max(Date.parse(query.since), now - MAX_WINDOW_DAYS * DAY_MS),
     );
     const made = await readMadeByAccount(deps.db, caller.user.id, since, MAX_PAGE_LIMIT);
     return {
