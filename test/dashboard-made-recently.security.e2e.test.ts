@@ -580,6 +580,25 @@ describe('GET /dashboard/api/user/made-recently', () => {
     expect(sinceMs).toBeLessThanOrEqual(after - 365 * DAY_MS);
   });
 
+  it('names a password reset only when it is in the window asked for', async () => {
+    const aliceId = (await alice.get<{ user: { id: string } }>('/auth/session')).body.user.id;
+    const since = new Date(Date.now() - 10 * DAY_MS);
+    // a reset 30 minutes before the window starts, then one inside it
+    const resetAt = async (at: Date) =>
+      db.query(
+        `INSERT INTO dashboard_audit_log
+           (org_id, user_id, action, object_type, object_id, details, created_at)
+         VALUES ($1, $2, 'user.password_reset', 'user', $2, '{"via":"email_link"}', $3)`,
+        [alicePersonalOrg, aliceId, at],
+      );
+    await resetAt(new Date(since.getTime() - 30 * 60_000));
+    const query = `?since=${encodeURIComponent(since.toISOString())}`;
+    expect((await made(alice, query)).password_reset_at).toBeNull();
+    const inside = new Date(since.getTime() + 60_000);
+    await resetAt(inside);
+    expect((await made(alice, query)).password_reset_at).toBe(inside.toISOString());
+  });
+
   it('refuses what it does not take, and answers only a signed-in user', async () => {
     for (const query of [
       `?since=${encodeURIComponent(new Date(Date.now() - 367 * DAY_MS).toISOString())}`,
