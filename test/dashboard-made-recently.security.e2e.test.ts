@@ -513,6 +513,46 @@ describe('GET /dashboard/api/user/made-recently', () => {
     expect((await made(alice)).data).toEqual([]);
   });
 
+  it("a member who is no longer an admin is not shown the address an admin since gave an endpoint they created: only admins read endpoints' addresses", async () => {
+    const aliceId = (await alice.get<{ user: { id: string } }>('/auth/session')).body.user.id;
+    const setRole = (role: string) =>
+      db.query(`UPDATE org_memberships SET role = $3 WHERE org_id = $1 AND user_id = $2`, [
+        shared.org_id,
+        aliceId,
+        role,
+      ]);
+    const hook = await newWebhook(alice, shared.org_id, 'https://hooks.example.com/alice-made');
+    // Bob points it at an address that is itself the credential (as chat webhooks are)
+    const secretUrl = 'https://hooks.example.com/services/T0/B0/bob-only-secret';
+    const moved = await bob.request(
+      'PATCH',
+      `/dashboard/api/orgs/${shared.org_id}/webhooks/${hook}`,
+      { url: secretUrl },
+    );
+    expect(moved.status).toBe(200);
+    const asAdmin = (await made(alice)).data.find((item) => item.id === hook)!;
+    expect(asAdmin).toMatchObject({ made_as: 'created', url: secretUrl, can_revoke: true });
+    await setRole('member');
+    try {
+      // the endpoints' own list refuses a member ...
+      const listed = await alice.get<ErrorBody>(`/dashboard/api/orgs/${shared.org_id}/webhooks`);
+      expect(listed.status).toBe(403);
+      // ... and so the review does not hand the address over either
+      const asMember = (await made(alice)).data.find((item) => item.id === hook)!;
+      expect(asMember).toMatchObject({
+        made_as: 'created',
+        your_role: 'member',
+        can_revoke: false,
+        url: null,
+        name: 'review hook',
+      });
+    } finally {
+      await setRole('admin');
+    }
+    expect((await bob.request('DELETE', asAdmin.revoke_path)).status).toBe(200);
+    expect((await made(alice)).data).toEqual([]);
+  });
+
   it('reads the window asked for: an older key is listed with an earlier since', async () => {
     const old = await newApiKey(alice, shared.app_connection_id, 'alice older');
     await db.query(`UPDATE api_keys SET created_at = now() - interval '40 days' WHERE id = $1`, [
@@ -527,9 +567,41 @@ describe('GET /dashboard/api/user/made-recently', () => {
     expect(fresh.data).toEqual([]);
   });
 
+  it("takes the page's longest window, computed on the browser's clock before it is sent, and reads at most 365 days", async () => {
+    // what the account page sends for "the last 365 days": now minus 365 days, as the browser
+    // reckons it, which reaches the gateway a little later (or off by the clocks' skew)
+    const sent = new Date(Date.now() - 365 * DAY_MS - 60_000).toISOString();
+    const before = Date.now();
+    const answer = await made(alice, `?since=${encodeURIComponent(sent)}`);
+    const after = Date.now();
+    // read from 365 days back, not further
+    const sinceMs = Date.parse(answer.since);
+    expect(sinceMs).toBeGreaterThanOrEqual(before - 365 * DAY_MS);
+    expect(sinceMs).toBeLessThanOrEqual(after - 365 * DAY_MS);
+  });
+
+  it('names a password reset only when it is in the window asked for', async () => {
+    const aliceId = (await alice.get<{ user: { id: string } }>('/auth/session')).body.user.id;
+    const since = new Date(Date.now() - 10 * DAY_MS);
+    // a reset 30 minutes before the window starts, then one inside it
+    const resetAt = async (at: Date) =>
+      db.query(
+        `INSERT INTO dashboard_audit_log
+           (org_id, user_id, action, object_type, object_id, details, created_at)
+         VALUES ($1, $2, 'user.password_reset', 'user', $2, '{"via":"email_link"}', $3)`,
+        [alicePersonalOrg, aliceId, at],
+      );
+    await resetAt(new Date(since.getTime() - 30 * 60_000));
+    const query = `?since=${encodeURIComponent(since.toISOString())}`;
+    expect((await made(alice, query)).password_reset_at).toBeNull();
+    const inside = new Date(since.getTime() + 60_000);
+    await resetAt(inside);
+    expect((await made(alice, query)).password_reset_at).toBe(inside.toISOString());
+  });
+
   it('refuses what it does not take, and answers only a signed-in user', async () => {
     for (const query of [
-      `?since=${encodeURIComponent(new Date(Date.now() - 366 * DAY_MS).toISOString())}`,
+      `?since=${encodeURIComponent(new Date(Date.now() - 367 * DAY_MS).toISOString())}`,
       `?since=${encodeURIComponent(new Date(Date.now() + DAY_MS).toISOString())}`,
       '?since=yesterday',
       '?user_id=someone-else',

@@ -196,7 +196,8 @@ export async function readMadeByAccount(
     ),
     db.query<{ reset_at: Date | null }>(
       `${ENTRIES}
-       SELECT max(created_at) AS reset_at FROM entries WHERE action = 'user.password_reset'`,
+       SELECT max(created_at) AS reset_at FROM entries
+        WHERE action = 'user.password_reset' AND created_at >= $2`,
       [userId, since],
     ),
   ]);

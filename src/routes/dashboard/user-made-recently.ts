@@ -21,12 +21,19 @@ import { revokeInvitationRoute } from './invitations/revoke.js';
 import { deleteOAuthClientRoute } from './oauth-clients/delete.js';
 import { revokeServiceKeyRoute } from './service-keys/revoke.js';
 import { deleteWebhookRoute } from './webhooks/delete.js';
+import { listWebhooksRoute } from './webhooks/list.js';
 
 const DAY_MS = 86_400_000;
 /** The window when none is asked for. */
 export const DEFAULT_WINDOW_DAYS = 30;
 /** The furthest back a review reaches. */
 export const MAX_WINDOW_DAYS = 365;
+/**
+ * How much further back a `since` is taken, and read from MAX_WINDOW_DAYS: the account page
+ * sends "the last 365 days" reckoned on the browser's clock, which reaches the gateway later
+ * (or skewed, or from a page left open); refused, its longest window would always fail.
+ */
+const WINDOW_SLACK_MS = DAY_MS;
 
 /** Each kind's revoke route: its method, path (with the item's ids) and the least role it takes. */
 const revokers = {
@@ -100,7 +107,12 @@ const madeItemSchema = z.object({
   key_hint: z.string().nullable().describe("a key's hint, or an OAuth client's secret hint"),
   client_name: z.string().nullable().describe('the OAuth client the approval was given to'),
   invited_role: z.enum(ROLES).nullable().describe('the role an invitation offers'),
-  url: z.string().nullable().describe("a webhook endpoint's URL"),
+  url: z
+    .string()
+    .nullable()
+    .describe(
+      "a webhook endpoint's URL, where your role there may read the organization's endpoints (admin); else null",
+    ),
   revoke_method: z.enum(['POST', 'DELETE']),
   revoke_path: z
     .string()
@@ -131,7 +143,9 @@ function madeItemView(row: MadeByAccountRow): z.infer<typeof madeItemSchema> {
     key_hint: row.key_hint,
     client_name: row.client_name,
     invited_role: row.invited_role,
-    url: row.url,
+    // An endpoint's address is read by the role its list takes (admin): one the account created
+    // may have been pointed since, by an admin, at an address that is itself a credential.
+    url: roleAtLeast(row.role, listWebhooksRoute.caller.role) ? row.url : null,
     revoke_method: revoke.method,
     revoke_path: revoke.path,
     can_revoke: revoke.allowed,
@@ -148,7 +162,9 @@ export const userMadeRecentlyRoute = declareRoute({
     since: timestamp
       .optional()
       .refine(
-        (text) => text === undefined || Date.parse(text) >= Date.now() - MAX_WINDOW_DAYS * DAY_MS,
+        (text) =>
+          text === undefined ||
+          Date.parse(text) >= Date.now() - MAX_WINDOW_DAYS * DAY_MS - WINDOW_SLACK_MS,
         `must be within the last ${MAX_WINDOW_DAYS} days`,
       )
       .refine(
@@ -160,7 +176,11 @@ export const userMadeRecentlyRoute = declareRoute({
     200: {
       description: 'what your account made since `since` that still works, newest first',
       schema: z.object({
-        since: z.string(),
+        since: z
+          .string()
+          .describe(
+            `where the window read starts: \`since\`, or ${MAX_WINDOW_DAYS} days ago for one up to a day before that`,
+          ),
         password_reset_at: z
           .string()
           .nullable()
@@ -176,10 +196,11 @@ export const userMadeRecentlyRoute = declareRoute({
   },
   errors: ['gw_invalid_request'],
   async handler({ query, caller }, deps: { readonly db: DbPool }) {
+    const now = Date.now();
     const since = new Date(
       query.since === undefined
-        ? Date.now() - DEFAULT_WINDOW_DAYS * DAY_MS
-        : Date.parse(query.since),
+        ? now - DEFAULT_WINDOW_DAYS * DAY_MS
+        : Math.max(Date.parse(query.since), now - MAX_WINDOW_DAYS * DAY_MS),
     );
     const made = await readMadeByAccount(deps.db, caller.user.id, since, MAX_PAGE_LIMIT);
     return {
