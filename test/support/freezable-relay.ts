@@ -33,10 +33,12 @@ export async function startFreezableRelay(target: {
       if (frozen) held.push({ to, chunk });
       else to.write(chunk);
     });
-    // An end is passed on like the bytes: a hung or vanished server never answers a goodbye.
+    // Frozen, an end is held like the bytes (a hung server never answers a goodbye). A
+    // stranded connection's end still goes through: the side that gave up on it closes it, as
+    // the tests expect of a connection replaced (a subscriber's old one must not stay
+    // subscribed on the server and take the messages meant for its replacement).
     from.on('end', () => {
-      if (stranded.has(from)) return;
-      if (frozen) held.push({ to, chunk: 'end' });
+      if (frozen && !stranded.has(from)) held.push({ to, chunk: 'end' });
       else to.end();
     });
   };
