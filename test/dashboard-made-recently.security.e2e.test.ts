@@ -42,6 +42,7 @@ let alice: DashboardClient;
 let bob: DashboardClient;
 let carol: DashboardClient;
 let alicePersonalOrg: string;
+let aliceId: string;
 
 interface MadeItem {
   readonly kind:
@@ -158,6 +159,14 @@ const summary = (items: readonly MadeItem[]) =>
     .map((item) => `${item.kind} ${item.id} ${item.org_id} ${item.made_as} ${item.can_revoke}`)
     .sort();
 
+/** Alice's role in the shared organization, set in Postgres (a demotion the tests need). */
+const setAliceRole = (role: string) =>
+  db.query(`UPDATE org_memberships SET role = $3 WHERE org_id = $1 AND user_id = $2`, [
+    shared.org_id,
+    aliceId,
+    role,
+  ]);
+
 beforeAll(async () => {
   [gateway, shared, other, maker] = await Promise.all([
     startGateway(env),
@@ -176,6 +185,7 @@ beforeAll(async () => {
     createMember(env, emails.carol, other.org_id, 'admin'),
   ]);
   alicePersonalOrg = aliceUser.personal_org_id;
+  aliceId = aliceUser.id;
   [alice, bob, carol] = await Promise.all([
     signInTo(gateway, emails.alice),
     signInTo(gateway, emails.bob),
@@ -377,10 +387,7 @@ describe('GET /dashboard/api/user/made-recently', () => {
   });
 
   it('a member who is no longer an admin: all is listed, but only an approval is revocable by them (the other routes answer 403)', async () => {
-    await db.query(
-      `UPDATE org_memberships SET role = 'member' WHERE org_id = $1 AND user_id = $2`,
-      [shared.org_id, (await alice.get<{ user: { id: string } }>('/auth/session')).body.user.id],
-    );
+    await setAliceRole('member');
     const items = (await made(alice)).data.filter((item) => item.org_id === shared.org_id);
     expect(summary(items)).toEqual(
       [
@@ -442,18 +449,11 @@ describe('GET /dashboard/api/user/made-recently', () => {
   });
 
   it('an owner invitation sent by an owner since demoted to admin: listed, not revocable by them (its route answers 403)', async () => {
-    const aliceId = (await alice.get<{ user: { id: string } }>('/auth/session')).body.user.id;
-    const setRole = (role: string) =>
-      db.query(`UPDATE org_memberships SET role = $3 WHERE org_id = $1 AND user_id = $2`, [
-        shared.org_id,
-        aliceId,
-        role,
-      ]);
-    await setRole('owner');
+    await setAliceRole('owner');
     const invitation = await newInvitation(alice, shared.org_id, 'owner');
     const asOwner = (await made(alice)).data.find((item) => item.id === invitation)!;
     expect(asOwner).toMatchObject({ invited_role: 'owner', your_role: 'owner', can_revoke: true });
-    await setRole('admin');
+    await setAliceRole('admin');
     const asAdmin = (await made(alice)).data.find((item) => item.id === invitation)!;
     expect(asAdmin).toMatchObject({ your_role: 'admin', can_revoke: false });
     const refused = await revokeAs<ErrorBody>(alice, asAdmin);
@@ -462,10 +462,10 @@ describe('GET /dashboard/api/user/made-recently', () => {
     expect(await states({ invitation })).toEqual({ invitation: 'pending' });
     // Bob, an admin too, cannot either; an owner can
     expect((await revokeAs(bob, asAdmin)).status).toBe(403);
-    await setRole('owner');
+    await setAliceRole('owner');
     expect((await revokeAs(alice, asAdmin)).status).toBe(200);
     expect(await states({ invitation })).toEqual({ invitation: 'revoked' });
-    await setRole('admin');
+    await setAliceRole('admin');
   });
 
   it('a webhook endpoint someone else made, whose address the account changed: listed while it still sends there', async () => {
@@ -514,13 +514,6 @@ describe('GET /dashboard/api/user/made-recently', () => {
   });
 
   it("a member who is no longer an admin is not shown the address an admin since gave an endpoint they created: only admins read endpoints' addresses", async () => {
-    const aliceId = (await alice.get<{ user: { id: string } }>('/auth/session')).body.user.id;
-    const setRole = (role: string) =>
-      db.query(`UPDATE org_memberships SET role = $3 WHERE org_id = $1 AND user_id = $2`, [
-        shared.org_id,
-        aliceId,
-        role,
-      ]);
     const hook = await newWebhook(alice, shared.org_id, 'https://hooks.example.com/alice-made');
     // Bob points it at an address that is itself the credential (as chat webhooks are)
     const secretUrl = 'https://hooks.example.com/services/T0/B0/bob-only-secret';
@@ -532,7 +525,7 @@ describe('GET /dashboard/api/user/made-recently', () => {
     expect(moved.status).toBe(200);
     const asAdmin = (await made(alice)).data.find((item) => item.id === hook)!;
     expect(asAdmin).toMatchObject({ made_as: 'created', url: secretUrl, can_revoke: true });
-    await setRole('member');
+    await setAliceRole('member');
     try {
       // the endpoints' own list refuses a member ...
       const listed = await alice.get<ErrorBody>(`/dashboard/api/orgs/${shared.org_id}/webhooks`);
@@ -547,7 +540,7 @@ describe('GET /dashboard/api/user/made-recently', () => {
         name: 'review hook',
       });
     } finally {
-      await setRole('admin');
+      await setAliceRole('admin');
     }
     expect((await bob.request('DELETE', asAdmin.revoke_path)).status).toBe(200);
     expect((await made(alice)).data).toEqual([]);
@@ -581,7 +574,6 @@ describe('GET /dashboard/api/user/made-recently', () => {
   });
 
   it('names a password reset only when it is in the window asked for', async () => {
-    const aliceId = (await alice.get<{ user: { id: string } }>('/auth/session')).body.user.id;
     const since = new Date(Date.now() - 10 * DAY_MS);
     // a reset 30 minutes before the window starts, then one inside it
     const resetAt = async (at: Date) =>
