@@ -412,8 +412,11 @@ describe('the consent page after the browser comes back to it', () => {
     await page.goto(consentUrl);
     const org = page.getByLabel('Organization that pays');
     const cap = page.getByLabel('Monthly spending cap (USD, optional)');
+    // the app's cap in Example Apps Ltd: another than the personal organization's 5
+    const makerCap = await page.locator(`option[value="${maker.org_id}"]`).getAttribute('data-cap');
+    expect(makerCap).not.toBe('5');
     await org.selectOption(maker.org_id);
-    await expect.poll(() => cap.inputValue()).toBe('');
+    await expect.poll(() => cap.inputValue()).toBe(makerCap);
     // away (the app's page) and back: the browser restores what the form held
     await page.goto(callback);
     await page.goBack();
@@ -421,7 +424,7 @@ describe('the consent page after the browser comes back to it', () => {
     const shown = { org: await org.inputValue(), cap: await cap.inputValue() };
     await screenshot(page, 'oauth-09-consent-after-back');
     expect([
-      { org: maker.org_id, cap: '' },
+      { org: maker.org_id, cap: makerCap },
       { org: user.personal_org_id, cap: '5' },
     ]).toContainEqual(shown);
     await context.close();
