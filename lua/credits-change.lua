@@ -26,7 +26,8 @@
 -- Returns 1 when something changed. A grant added before the user's credits are loaded is
 -- kept; credits-load merges the rest around it. A revoked grant leaves a `revoked:<id>` mark
 -- that credits-load honours: a load that read Postgres before the revocation cannot bring the
--- grant back. An amount out of range is refused with nothing written.
+-- grant back; a revocation of a grant revoked already changes nothing (0). An amount out of
+-- range is refused with nothing written.
 --
 -- A revocation takes what is neither spent nor held (docs/charging.md, "Credits revoked in
 -- flight"): while the user's requests in flight hold money, the grant keeps up to what they
@@ -55,6 +56,12 @@ integer(ARGV[5], 'ttl_ms')
 local now_ms = integer(ARGV[6], 'now_ms')
 one_of(ARGV[7], 'keep_held', {'1', '0'})
 local field = 'g:' .. ARGV[2]
+-- Revoked already (the same revocation run again: a client resends a command whose answer it
+-- lost): nothing changes. Counted again, the holds admitted since would be named as kept for
+-- and the grant listed twice in `draining`, paying each request it pays twice (decision 448).
+if redis.call('HEXISTS', KEYS[1], 'revoked:' .. ARGV[2]) == 1 then
+  return 0
+end
 
 -- The holds listed on one of the user's period accounts (none when it is not in Redis), its
 -- lapsed holds released first: adds each one's request and amount to `counted`.

@@ -488,6 +488,41 @@ describe('a grant revoked while requests hold credits', () => {
     expect(await redis.exists(credits.draining_for)).toBe(0);
   });
 
+  it('revoked twice (its script sent again after a lost reply), keeps and pays as once: never a request admitted after the first (decision 448)', async () => {
+    const orgId = uniqueOrg();
+    const userId = 'pu_revoke_twice';
+    const credits = creditKeys(orgId, userId);
+    await addGrant(credits, 'grant_revoked', '30');
+    const account = accounts(orgId, { user: user(userId, 0n) });
+    const inFlight = newRequestId();
+    expect(
+      await store.reserve({ requestId: inFlight, accounts: account, amountNano: 20n }),
+    ).toMatchObject({ kind: 'held' });
+    await revokeGrant(credits, 'grant_revoked');
+    // Admitted after the revocation, on a new grant.
+    await addGrant(credits, 'grant_live', '30');
+    const later = newRequestId();
+    expect(
+      await store.reserve({ requestId: later, accounts: account, amountNano: 10n }),
+    ).toMatchObject({ kind: 'held' });
+    // The same revocation again: what a client that resends an unanswered command does.
+    await revokeGrant(credits, 'grant_revoked');
+    expect(
+      await redis.hmget(credits.user_credits, 'g:grant_revoked', 'draining', 'holds:grant_revoked'),
+    ).toEqual(['20', 'grant_revoked', '1']);
+    expect(await redis.hget(credits.draining_for, later)).toBeNull();
+    // The later request costs more than it held: the revoked grant pays none of it.
+    expect(await store.settle(record(orgId, later, 45n, 10n), account)).toBe('settled');
+    expect(await lastConsumption(orgId)).toEqual([{ grantId: 'grant_live', amountNano: 30n }]);
+    // The one it was kept for: at most the 20 kept, once.
+    expect(await store.settle(record(orgId, inFlight, 50n, 20n), account)).toBe('settled');
+    expect(await lastConsumption(orgId)).toEqual([{ grantId: 'grant_revoked', amountNano: 20n }]);
+    expect(await redis.hmget(credits.user_credits, 'g:grant_revoked', 'draining')).toEqual([
+      null,
+      null,
+    ]);
+  });
+
   it('requests of both sides of a period turn are each paid what was kept for them (decision 406)', async () => {
     const orgId = uniqueOrg();
     const userId = 'pu_revoke_both_sides';

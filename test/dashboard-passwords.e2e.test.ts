@@ -310,6 +310,19 @@ describe('gw admin set-password and end-sessions', () => {
     expect((await old.login(email, TEST_PASSWORD)).status).toBe(401);
   });
 
+  it('lets a user held back by failed sign-ins sign in with the new password at once, as a reset by e-mail does (decision 447)', async () => {
+    const { email } = await newUser('locked-out');
+    const browser = new DashboardClient(gatewayA.url, `https://127.0.0.1:${gatewayA.port}`);
+    for (let attempt = 0; attempt < 5; attempt += 1) {
+      expect((await browser.login(email, 'not the password!')).status).toBe(401);
+    }
+    expect((await browser.login(email, TEST_PASSWORD)).status).toBe(429);
+    const result = await setPassword(email, { stdin: `${NEW_PASSWORD}\n` }, ['--password-stdin']);
+    expect(result.code).toBe(0);
+    expect(await redis.exists(keys.loginFailures('account-clients', sha256Hex(email)))).toBe(0);
+    expect((await browser.login(email, NEW_PASSWORD)).status).toBe(200);
+  });
+
   it('asks twice at a terminal, and changes nothing when the two differ', async () => {
     const { email, userId } = await newUser('prompt');
     const browser = await signIn(gatewayA, email);

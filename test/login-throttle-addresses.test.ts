@@ -44,6 +44,24 @@ describe('the address the throttles count', () => {
     expect(await throttle.signupAttempt(hostIn64(network))).toBeGreaterThan(0);
   });
 
+  it('is the /64 of an IPv6 client in any text form, as a proxy forwards it (decision 444)', async () => {
+    const group = randomBytes(2).toString('hex').replace(/^0+/, '') || '1';
+    const forms = [
+      `2001:db8:${group}:1::1`,
+      `2001:DB8:${group}:1:0:0:0:2`,
+      `2001:0db8:${group}:0001:ffff::9.9.9.9`,
+    ];
+    for (const form of forms) expect(await throttle.attempt(someone(), form)).toBe(0);
+    expect(
+      await throttle.attempt(someone(), hostIn64(`2001:0db8:${group.padStart(4, '0')}:0001`)),
+    ).toBeGreaterThan(0);
+    expect(
+      await redis.exists(
+        keys.loginFailures('address', `2001:0db8:${group.padStart(4, '0')}:0001::/64`),
+      ),
+    ).toBe(1);
+  });
+
   it('is the IPv4 address of a client a dual-stack listener gives as ::ffff:a.b.c.d', async () => {
     const last = Math.floor(Math.random() * 250) + 1;
     const mapped = `0000:0000:0000:0000:0000:ffff:c000:02${last.toString(16).padStart(2, '0')}`;
@@ -51,6 +69,7 @@ describe('the address the throttles count', () => {
     expect(await throttle.attempt(someone(), mapped)).toBe(0);
     expect(await throttle.attempt(someone(), `192.0.2.${last}`)).toBe(0);
     expect(await throttle.attempt(someone(), mapped)).toBeGreaterThan(0);
+    expect(await throttle.attempt(someone(), `::FFFF:192.0.2.${last}`)).toBeGreaterThan(0);
     // its neighbour is not held back
     expect(await throttle.attempt(someone(), `192.0.2.${last === 1 ? 2 : last - 1}`)).toBe(0);
     expect(await redis.exists(keys.loginFailures('address', `192.0.2.${last}`))).toBe(1);

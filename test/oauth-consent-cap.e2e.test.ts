@@ -386,6 +386,37 @@ describe('approving the same app again', () => {
   });
 });
 
+describe('an app connected many times', () => {
+  it('still carries the cap of its newest connection in each organization, however many are newer elsewhere (decision 446)', async () => {
+    const appClient = await createOAuthClient(env, maker.app_id, [CALLBACK], {
+      public: true,
+      name: 'Reconnecting',
+    });
+    const user = await member(payer.org_id, 'admin');
+    await connectAndExchange(gateway.url, user, appClient, { orgId: payer.org_id, capAmount: '7' });
+    // an app that runs the flow at each sign-in: 20 connections since, in the personal one
+    const query = () =>
+      authorizeQuery({
+        clientId: appClient.client_id,
+        redirectUri: CALLBACK,
+        state: 'many',
+        challenge: pkcePair().challenge,
+      });
+    const personal = readConsentForm(
+      (await getAuthorize(gateway.url, query(), { cookie: user.cookie! })).text,
+    ).orgOptions[0]!;
+    expect(personal).not.toBe(payer.org_id);
+    for (let made = 0; made < 20; made += 1) {
+      await connectAndExchange(gateway.url, user, appClient, { orgId: personal });
+    }
+    const page = await getAuthorize(gateway.url, query(), { cookie: user.cookie! });
+    expect(page.status).toBe(200);
+    expect(readConsentCap(page.text)).toBe('');
+    expect(page.text).toContain(`<option value="${payer.org_id}" data-cap="7"`);
+    expect(page.text).toContain('<li>Payer: a cap of 7 USD a month</li>');
+  });
+});
+
 describe('across tenants', () => {
   it("an admin of another organization can neither read, set nor clear a connected app's cap", async () => {
     const token = await connectAndExchange(gateway.url, payerAdmin, client, {

@@ -388,3 +388,46 @@ describe('connecting an app in a browser', () => {
     await plain.context.close();
   });
 });
+
+describe('the consent page after the browser comes back to it', () => {
+  it('shows the cap of the organization the restored form names (decision 445)', async () => {
+    const email = uniqueEmail('browser-back');
+    const user = await createMember(env, email, maker.org_id, 'admin');
+    await connectAndExchange(gateway.url, await ui.client(email), client, {
+      orgId: user.personal_org_id,
+      capAmount: '5',
+    });
+    const pkce = pkcePair();
+    const consentUrl = `${gateway.url}/oauth/authorize?${authorizeQuery({
+      clientId: client.client_id,
+      redirectUri: callback,
+      state: 'back',
+      challenge: pkce.challenge,
+    })}`;
+    const context = await browser.newContext();
+    context.setDefaultTimeout(10_000);
+    const page = await context.newPage();
+    const problems = watched(page);
+    await signInOnPage(page, email);
+    await page.goto(consentUrl);
+    const org = page.getByLabel('Organization that pays');
+    const cap = page.getByLabel('Monthly spending cap (USD, optional)');
+    // the app's cap in Example Apps Ltd: another than the personal organization's 5
+    const makerCap = await page.locator(`option[value="${maker.org_id}"]`).getAttribute('data-cap');
+    expect(makerCap).not.toBe('5');
+    await org.selectOption(maker.org_id);
+    await expect.poll(() => cap.inputValue()).toBe(makerCap);
+    // away (the app's page) and back: the browser restores what the form held
+    await page.goto(callback);
+    await page.goBack();
+    await page.getByLabel('Organization that pays').waitFor();
+    const shown = { org: await org.inputValue(), cap: await cap.inputValue() };
+    await screenshot(page, 'oauth-09-consent-after-back');
+    expect([
+      { org: maker.org_id, cap: makerCap },
+      { org: user.personal_org_id, cap: '5' },
+    ]).toContainEqual(shown);
+    await context.close();
+    expect(problems).toEqual([]);
+  });
+});

@@ -1,7 +1,9 @@
 // OAuth under attack (decision 366), on a real gateway with the real Redis and Postgres: a
 // hostile app that registers a client only to use the gateway's address as a redirector
 // (RFC 9700 section 4.11.2), and deleting a client that fails half-way, which must leave no
-// working token behind a deleted client.
+// working token behind a deleted client; and names made to break out of the consent page
+// (its one inline script allowed by hash, decision 425).
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
 import {
@@ -195,5 +197,57 @@ describe('deleting an OAuth client', () => {
       expect(refused.status).toBe(401);
       expect(refused.body.error.code).toBe('gw_key_inactive');
     }
+  });
+});
+
+describe('the consent page with names chosen to break out of it', () => {
+  it('shows an app and an organization named with markup and quotes as text, under a policy allowing its one script only', async () => {
+    const appName = `</title><script>alert(1)</script>"' onmouseover="x`;
+    const orgName = `"><img src=x onerror=alert(2)> '</option></select><script>alert(3)</script>`;
+    const renamed = await maker.request('PATCH', `/dashboard/api/apps/${makerApp}`, {
+      name: appName,
+    });
+    expect(renamed.status).toBe(200);
+    const callback = 'http://127.0.0.1:9/names';
+    const named = await createOAuthClient(env, makerApp, [callback], { public: true });
+    const email = uniqueEmail('hostile-names');
+    const paying = await seed(env, ['--name', orgName, '--wallet', '1.00']);
+    await createMember(env, email, paying.org_id, 'admin');
+    const user = await signInTo(gateway, email);
+    // connected before in that organization with a cap: its option carries it
+    await connectAndExchange(gateway.url, user, named, { orgId: paying.org_id, capAmount: '2' });
+    const page = await getAuthorize(
+      gateway.url,
+      authorizeQuery({
+        clientId: named.client_id,
+        redirectUri: callback,
+        state: `"><script>alert(4)</script>`,
+        challenge: pkcePair().challenge,
+      }),
+      { cookie: user.cookie! },
+    );
+    expect(page.status).toBe(200);
+    // one script element, the page's own; no attribute or element of the names' making
+    const scripts = [...page.text.matchAll(/<script>([\s\S]*?)<\/script>/g)].map((m) => m[1]!);
+    expect(scripts).toHaveLength(1);
+    expect(page.text).not.toMatch(/<img|['"]\s*onmouseover=|<\/title><script>/);
+    expect(page.text.match(/<\/select>|<\/option>|<\/title>/g)).toEqual([
+      '</title>',
+      '</option>', // the user's personal organization
+      '</option>',
+      '</select>',
+    ]);
+    expect(page.text).toContain(
+      '&quot;&gt;&lt;img src=x onerror=alert(2)&gt; &#39;&lt;/option&gt;&lt;/select&gt;',
+    );
+    expect(page.text).toContain(
+      `data-cap="2" data-cap-note="Filled in with the cap of its newest connection to &quot;&gt;&lt;img`,
+    );
+    const policy = page.headers.get('content-security-policy') ?? '';
+    const hash = createHash('sha256').update(scripts[0]!).digest('base64');
+    expect(policy.split('; ').filter((part) => part.startsWith('script-src'))).toEqual([
+      `script-src 'sha256-${hash}'`,
+    ]);
+    expect(policy).toContain("default-src 'none'");
   });
 });

@@ -63,6 +63,20 @@ describe('sign-in failures behind a trusted proxy', () => {
     expect(await failuresAt(email)).toEqual({ all: '7', [guesser]: '7' });
   });
 
+  it('count a forwarded IPv6 client by its /64, as a peer: moving around its /64 gains no guesses', async () => {
+    const email = await newUser('proxied-v6');
+    // Proxies write the address they saw in its short form, not as uWebSockets.js writes a peer.
+    for (let host = 1; host <= 5; host += 1) {
+      const answer = await login(behindProxy, email, 'wrong password!', `2001:db8:7:1::${host}`);
+      expect(answer.status).toBe(401);
+    }
+    expect((await login(behindProxy, email, PASSWORD, '2001:db8:7:1::beef')).status).toBe(429);
+    expect((await login(behindProxy, email, PASSWORD, '2001:DB8:7:1:0:0:0:6')).status).toBe(429);
+    // another /64 is another client
+    expect((await login(behindProxy, email, PASSWORD, '2001:db8:7:2::1')).status).toBe(200);
+    expect(await failuresAt(email)).toEqual({ all: '7', '2001:0db8:0007:0001::/64': '7' });
+  });
+
   it('from a peer that is not a trusted proxy, ignore X-Forwarded-For', async () => {
     const email = await newUser('direct');
     for (let attempt = 0; attempt < 5; attempt += 1) {

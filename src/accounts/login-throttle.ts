@@ -7,6 +7,7 @@
 // account's ceiling only a client with no failure there in the window gets one guess.
 // Self-service sign-ups are counted per client address the same way, every attempt. An IPv6
 // client is counted by its /64.
+import { isIP } from 'node:net';
 import { gwError, type GwError } from '../errors.js';
 import type { RedisClient } from '../redis/connect.js';
 import { sha256Hex } from '../ids.js';
@@ -57,24 +58,42 @@ export function tooManyAttempts(attempts: string, waitMs: number): GwError {
 /** The account hash's field for every client's failures (no client address looks like it). */
 const ALL_CLIENTS = 'all';
 
-/** An IPv6 peer as uWebSockets.js writes it: eight groups of four hex digits. */
-const IPV6_PEER = /^(?:[0-9a-f]{4}:){7}[0-9a-f]{4}$/i;
 const IPV4_MAPPED_PREFIX = '0000:0000:0000:0000:0000:ffff:';
 
 /**
- * The client an address counts for: an IPv6 peer by its /64 (a host is given a whole /64 and
- * can send from any address in it), an IPv4 one by its address, also when a dual-stack
- * listener gives it as ::ffff:a.b.c.d.
+ * The client an address counts for: an IPv6 client by its /64 (a host is given a whole /64
+ * and can send from any address in it), an IPv4 one by its address, also when a dual-stack
+ * listener gives it as ::ffff:a.b.c.d. An IPv6 address is taken in any of its text forms:
+ * uWebSockets.js writes a peer's as eight groups of four hex digits, a proxy's
+ * X-Forwarded-For the short form (`2001:db8::1`, decision 444).
  */
 export function throttledClient(address: string): string {
-  if (!IPV6_PEER.test(address)) return address;
-  const lower = address.toLowerCase();
+  if (isIP(address) !== 6) return address;
+  const lower = fullIpv6(address);
   if (lower.startsWith(IPV4_MAPPED_PREFIX)) {
     const [high = '', low = ''] = lower.slice(IPV4_MAPPED_PREFIX.length).split(':');
     const value = (parseInt(high, 16) << 16) | parseInt(low, 16);
     return [24, 16, 8, 0].map((shift) => (value >>> shift) & 255).join('.');
   }
   return `${lower.split(':').slice(0, 4).join(':')}::/64`;
+}
+
+/** An IPv6 address (isIP's 6) as eight groups of four lowercase hex digits, zone dropped. */
+function fullIpv6(address: string): string {
+  let text = address.toLowerCase().split('%')[0]!;
+  const ipv4Tail = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (ipv4Tail) {
+    const [a, b, c, d] = ipv4Tail.slice(1).map(Number) as [number, number, number, number];
+    const hex = (high: number, low: number): string => ((high << 8) | low).toString(16);
+    text = `${text.slice(0, ipv4Tail.index)}${hex(a, b)}:${hex(c, d)}`;
+  }
+  const [head = '', tail] = text.split('::');
+  const groupsOf = (part: string | undefined): string[] =>
+    part === undefined || part === '' ? [] : part.split(':');
+  const left = groupsOf(head);
+  const right = groupsOf(tail);
+  const zeros = tail === undefined ? [] : Array<string>(8 - left.length - right.length).fill('0');
+  return [...left, ...zeros, ...right].map((group) => group.padStart(4, '0')).join(':');
 }
 
 export class LoginThrottle {

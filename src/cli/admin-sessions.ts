@@ -1,6 +1,7 @@
 // gw admin set-password | end-sessions: the operator resets a dashboard user's password, or
 // signs them out of every browser. Both end every session of the user at once, on every
 // gateway instance (src/accounts/user-sessions.ts).
+import { LoginThrottle } from '../accounts/login-throttle.js';
 import { resetPassword } from '../accounts/password-change.js';
 import { sessionSettingsOf, SessionStore } from '../accounts/sessions.js';
 import { endEverySession } from '../accounts/user-sessions.js';
@@ -10,8 +11,8 @@ import { printJson, UsageError } from './output.js';
 import { readPassword } from './password-input.js';
 
 export const adminSessionsHelp = `gw admin set-password --email E [--password-stdin]
-  Sets the user's password (12 to 256 characters) and ends every session they have, on every
-  gateway instance. The password comes from standard input with --password-stdin (one line),
+  Sets the user's password (12 to 256 characters), ends every session they have, on every
+  gateway instance, and forgets their failed sign-ins. The password comes from standard input with --password-stdin (one line),
   or is asked for twice at a terminal; never as an argument. Prints what a reset by e-mail
   answers (POST /auth/password-reset/confirm): {"password_reset":true,"email",
   "sessions_ended"}.
@@ -46,6 +47,9 @@ export async function setPasswordCommand(
     throw error;
   }
   if (!reset) throw noUser(email);
+  // As a reset by e-mail does: a user held back by failed sign-ins (often why the operator is
+  // asked) signs in with the new password at once (decision 447).
+  await new LoginThrottle(context.redis, context.keys).clearAccount(reset.email);
   printJson({ password_reset: true, email: reset.email, sessions_ended: reset.sessions_ended });
 }
 

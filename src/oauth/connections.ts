@@ -263,7 +263,9 @@ export interface ExistingConnection {
 /**
  * The active connections already made through this client in these organizations, newest
  * first: approving again makes another connection beside them, each with its own cap
- * (decision 415), and the consent page says so.
+ * (decision 415), and the consent page says so. The 20 newest, and the newest of each
+ * organization however many are newer elsewhere: the page fills the cap field from it
+ * (decision 446).
  */
 export async function existingConnections(
   db: Pick<DbPool, 'query'>,
@@ -272,11 +274,17 @@ export async function existingConnections(
 ): Promise<ExistingConnection[]> {
   if (orgIds.length === 0) return [];
   const { rows } = await db.query<{ org_id: string; amount: string | null }>(
-    `SELECT c.org_id, r.amount::text FROM app_connections c
-       LEFT JOIN cap_rules r ON r.scope = 'app_connection' AND r.status = 'active'
-                            AND r.app_connection_id = c.id
-      WHERE c.oauth_client_id = $1 AND c.org_id = ANY($2::text[]) AND c.status = 'active'
-      ORDER BY c.created_at DESC, c.id DESC LIMIT 20`,
+    `WITH active AS (
+       SELECT c.id, c.org_id, c.created_at, r.amount::text AS amount FROM app_connections c
+         LEFT JOIN cap_rules r ON r.scope = 'app_connection' AND r.status = 'active'
+                              AND r.app_connection_id = c.id
+        WHERE c.oauth_client_id = $1 AND c.org_id = ANY($2::text[]) AND c.status = 'active')
+     SELECT org_id, amount FROM (
+       (SELECT * FROM active ORDER BY created_at DESC, id DESC LIMIT 20)
+       UNION
+       (SELECT DISTINCT ON (org_id) * FROM active ORDER BY org_id, created_at DESC, id DESC)
+     ) listed
+     ORDER BY created_at DESC, id DESC`,
     [clientId, orgIds],
   );
   return rows.map((row) => ({

@@ -75,6 +75,9 @@ export function renderConsentPage(page: ConsentPage): string {
         `<option value="${escapeHtml(org.id)}" data-cap="${escapeHtml(capOf(org.id))}" data-cap-note="${escapeHtml(noteOf(org))}"${org.id === chosenOrg && org.id !== page.payingOrgs[0]?.id ? ' selected' : ''}>${escapeHtml(org.name)}</option>`,
     )
     .join('');
+  // The select is not restored by the browser on coming back to the page (autocomplete off):
+  // restored, it named another organization than the one whose cap the field was filled with
+  // (decision 445).
   const returnTo = destinationOf(request.redirectUri);
   const chosen = page.payingOrgs.find((org) => org.id === chosenOrg);
   // sent back with a problem, the field holds what the user typed: nothing was filled in
@@ -99,7 +102,7 @@ ${hidden('code_challenge', request.codeChallenge)}
 ${hidden('code_challenge_method', PKCE_METHOD)}
 ${hidden('csrf_token', page.csrfToken)}
 <label for="org_id">Organization that pays</label>
-<select id="org_id" name="org_id">${options}</select>
+<select id="org_id" name="org_id" autocomplete="off">${options}</select>
 ${existingNotice(page)}
 <label for="${CAP_AMOUNT_FIELD}">Monthly spending cap (${SETTLEMENT_CURRENCY}, optional)</label>
 <input id="${CAP_AMOUNT_FIELD}" name="${CAP_AMOUNT_FIELD}" type="text" inputmode="decimal" autocomplete="off" maxlength="64" placeholder="No cap" value="${escapeHtml(capAmount)}"${filled === null ? '' : ` data-filled="${escapeHtml(filled)}"`} aria-describedby="cap_source cap_help${page.resubmitted ? ' cap_problem' : ''}">

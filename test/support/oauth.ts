@@ -120,7 +120,7 @@ export function readConsentForm(html: string): ConsentForm {
   for (const match of html.matchAll(/<input type="hidden" name="([a-z_]+)" value="([^"]*)">/g)) {
     fields[match[1]!] = decodeEntities(match[2]!);
   }
-  const select = /<select id="org_id" name="org_id">(.*?)<\/select>/s.exec(html)?.[1] ?? '';
+  const select = /<select id="org_id" name="org_id"[^>]*>(.*?)<\/select>/s.exec(html)?.[1] ?? '';
   const orgOptions = [...select.matchAll(/<option value="([^"]*)"/g)].map((found) =>
     decodeEntities(found[1]!),
   );
