@@ -64,6 +64,28 @@ function findCycle(graph: Map<string, Set<string>>): string[] | undefined {
   return undefined;
 }
 
+/** A statement that loads a module when the file runs (not `import type` / `export type`). */
+const RUNTIME_IMPORT = /^(?:import|export)(?!\s+type\b)[^'";]*?from\s+['"]([^'"]+)['"]/gms;
+
+/** The packages a file of src/ loads when it runs, through every src/ file it loads. */
+function packagesLoadedBy(entry: string): Set<string> {
+  const packages = new Set<string>();
+  const seen = new Set<string>();
+  const visit = (file: string): void => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    for (const [, specifier] of readFileSync(file, 'utf8').matchAll(RUNTIME_IMPORT)) {
+      if (specifier!.startsWith('.')) {
+        visit(normalize(join(dirname(file), specifier!)).replace(/\.js$/, '.ts'));
+      } else {
+        packages.add(specifier!);
+      }
+    }
+  };
+  visit(entry);
+  return packages;
+}
+
 describe('the import graph of src/', () => {
   it('has no cycle between folders', () => {
     const graph = importGraph(folderOf);
@@ -83,5 +105,17 @@ describe('the import graph of src/', () => {
       ['ledger', new Set(['money.ts', 'billing'])],
     ]);
     expect(findCycle(graph)).toEqual(['billing', 'ledger', 'billing']);
+  });
+
+  // Every gateway start starts this thread, which compiles what it loads anew (a thread is an
+  // isolate of its own): the vendors' HTTP client, the schema library and the HTTP server are
+  // the request path's, not the writer's.
+  it("keeps the usage writer's thread to what it writes with", () => {
+    const loaded = packagesLoadedBy(join(SRC, 'usage-writer-worker.ts'));
+    expect(loaded).toContain('pg'); // the walk followed the thread's imports
+    expect(loaded).toContain('ioredis');
+    for (const heavy of ['undici', 'zod', 'uWebSockets.js', '@asteasolutions/zod-to-openapi']) {
+      expect(loaded, heavy).not.toContain(heavy);
+    }
   });
 });

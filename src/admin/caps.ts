@@ -12,7 +12,6 @@ import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
 import { newId } from '../ids.js';
 import {
   assertAmountInRange,
-  formatNumeric,
   nanoToNumeric,
   numericToNano,
   plainAmount,
@@ -20,6 +19,7 @@ import {
 } from '../money.js';
 import type { RedisClient } from '../redis/connect.js';
 import type { RedisKeys } from '../redis/keys.js';
+import { RULE_COLUMNS, ruleView, type ActiveRuleRow, type CapRuleView } from './cap-rule-views.js';
 import { apiKeyHashes, applyConnectionSettings } from './connections.js';
 
 export type CapTarget =
@@ -70,20 +70,6 @@ export class CapAmountRequiredError extends CapTargetError {
   }
 }
 
-/** The rule as the dashboard and the CLI show it. */
-export interface CapRuleView {
-  cap_rule_id: string;
-  /** null on a connection cap that sets only the per-user default. */
-  amount: string | null;
-  per_user_amount: string | null;
-  currency: string;
-  period: string;
-  credit_mode: string | null;
-  overrun_policy: string | null;
-  status: 'active';
-  updated_at: string;
-}
-
 /** A target and its active cap (null: none). A connection's also carries its settings. */
 export interface CapState {
   scope: CapScope;
@@ -125,61 +111,6 @@ export function capInvalidation(
       await apiKeySharedCache(redis, keys).invalidate([...connectionKeyHashes]);
       await invalidations.publish({ kind: 'caps' }, { kind: 'all-api-keys' });
     },
-  };
-}
-
-interface ActiveRuleRow {
-  id: string;
-  amount: string | null;
-  per_user_amount: string | null;
-  currency: string;
-  period: string;
-  credit_mode: string | null;
-  overrun_policy: string | null;
-  updated_at: Date;
-}
-
-/** A cap rule row as the webhook events read it (CAP_RULE_VIEW_COLUMNS): with its target. */
-export interface RuleRow extends ActiveRuleRow {
-  scope: string;
-  org_id: string;
-  app_connection_id: string | null;
-  product_user_id: string | null;
-}
-
-/** The columns ruleView reads. */
-const RULE_COLUMNS = `id, amount::text, per_user_amount::text, currency, period, credit_mode,
-  overrun_policy, updated_at`;
-
-/** The columns capRuleView reads: the rule's and its target's. */
-export const CAP_RULE_VIEW_COLUMNS = `${RULE_COLUMNS}, scope, org_id, app_connection_id,
-  product_user_id`;
-
-/** A cap rule as the dashboard and the CLI show it. */
-function ruleView(row: ActiveRuleRow): CapRuleView {
-  return {
-    cap_rule_id: row.id,
-    amount: formatNumeric(row.amount),
-    per_user_amount: formatNumeric(row.per_user_amount),
-    currency: row.currency.trim(),
-    period: row.period,
-    credit_mode: row.credit_mode,
-    overrun_policy: row.overrun_policy,
-    status: 'active',
-    updated_at: row.updated_at.toISOString(),
-  };
-}
-
-/** A cap rule with its target, flat, as the webhook events show it. */
-export function capRuleView(rule: RuleRow): Record<string, unknown> {
-  const { cap_rule_id, ...settings } = ruleView(rule);
-  return {
-    cap_rule_id,
-    scope: rule.scope,
-    org_id: rule.org_id,
-    app_connection_id: rule.app_connection_id,
-    product_end_user_id: rule.product_user_id,
-    ...settings,
   };
 }
 

@@ -6,9 +6,8 @@ import {
   CredentialError,
   CredentialStore,
   MAX_CREDENTIAL_PRIORITY,
-  ROUTING_MODES,
-  type RoutingMode,
 } from '../credentials/credential-store.js';
+import { ROUTING_MODES, type RoutingMode } from '../credentials/credential-views.js';
 import { findProvider, PROVIDER_IDS, PROVIDERS } from '../providers/registry.js';
 import { mockServedVendors, providerSettings } from '../providers/system-routes.js';
 import { startMockVendors } from '../mock-vendors/server.js';

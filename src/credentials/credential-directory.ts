@@ -6,7 +6,7 @@ import type { CacheInvalidation, InvalidatedCache } from '../cache/invalidation.
 import { LocalCache } from '../cache/local-cache.js';
 import { modelPolicyAllows, type CatalogModel, type Vendor } from '../catalog/models.js';
 import type { DbPool } from '../db/pool.js';
-import type { RoutingMode } from './credential-store.js';
+import type { RoutingMode } from './credential-views.js';
 import type { SecretBox } from './secret-box.js';
 
 interface UsableCredential {

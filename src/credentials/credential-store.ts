@@ -8,11 +8,16 @@ import { modelPolicyProblem } from '../catalog/model-policy.js';
 import { readPage, type Page, type PageRequest } from '../db/pages.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
 import { newId } from '../ids.js';
+import {
+  toView,
+  VIEW_COLUMNS,
+  type CredentialView,
+  type RoutingMode,
+  type ViewRow,
+} from './credential-views.js';
 import { fingerprint, type SecretBox } from './secret-box.js';
 import { validateWithVendor } from './validate.js';
 
-export const ROUTING_MODES = ['byok_first', 'byok_only'] as const;
-export type RoutingMode = (typeof ROUTING_MODES)[number];
 /** Priority 1 is tried first; the schema's integer column takes far more, nobody needs it. */
 export const MAX_CREDENTIAL_PRIORITY = 1000;
 
@@ -25,21 +30,6 @@ export interface NewCredential {
   readonly priority: number;
   readonly routingMode: RoutingMode;
   readonly appConnectionIds: readonly string[];
-}
-
-export interface CredentialView {
-  id: string;
-  org_id: string;
-  provider: Vendor;
-  secret_kind: 'api_key';
-  name: string;
-  model_policy: string[];
-  routing_mode: RoutingMode;
-  priority: number;
-  status: string;
-  fingerprint: string;
-  app_connection_ids: string[];
-  created_at: string;
 }
 
 /** What may change on a stored credential (its secret never does: add a new one). */
@@ -76,21 +66,6 @@ function requireUsablePolicy(policy: readonly string[], provider: Vendor): void 
   if (problem !== undefined) throw new CredentialError(`model_policy: ${problem}`, 'invalid');
 }
 
-const VIEW_COLUMNS = `c.id, c.org_id, c.provider, c.secret_kind, c.name, c.model_policy, c.routing_mode,
-  c.priority, c.status, c.fingerprint, c.created_at,
-  COALESCE(array_agg(g.app_connection_id ORDER BY g.app_connection_id)
-           FILTER (WHERE g.app_connection_id IS NOT NULL), '{}') AS app_connection_ids`;
-
-interface ViewRow extends Omit<CredentialView, 'created_at'> {
-  created_at: Date;
-  cursor_us?: string;
-}
-
-const toView = ({ cursor_us: _cursor, ...row }: ViewRow): CredentialView => ({
-  ...row,
-  created_at: row.created_at.toISOString(),
-});
-
 /** One page of the organization's credentials (not deleted ones), oldest first. */
 export async function listCredentials(
   db: Pick<DbPool, 'query'>,
@@ -115,20 +90,6 @@ export async function listCredentials(
     page,
   );
   return { rows: paged.rows.map(toView), nextCursor: paged.nextCursor };
-}
-
-/** The views of these credentials (any status), by id: what webhook events about them carry. */
-export async function credentialViews(
-  db: Pick<DbPool, 'query'>,
-  ids: readonly string[],
-): Promise<Map<string, CredentialView>> {
-  const { rows } = await db.query<ViewRow>(
-    `SELECT ${VIEW_COLUMNS} FROM provider_credentials c
-       LEFT JOIN provider_credential_grants g ON g.credential_id = c.id
-      WHERE c.id = ANY($1::text[]) GROUP BY c.id`,
-    [ids],
-  );
-  return new Map(rows.map((row) => [row.id, toView(row)]));
 }
 
 export class CredentialStore {

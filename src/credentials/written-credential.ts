@@ -3,7 +3,7 @@
 // ids the catalogue does not list yet: stored all the same, decisions 338, 350).
 import { modelPolicyWarnings } from '../catalog/model-policy.js';
 import type { DbPool } from '../db/pool.js';
-import type { CredentialView } from './credential-store.js';
+import type { CredentialView } from './credential-views.js';
 
 /**
  * The credential and the warnings of the policy the write stored (`written`: false when it

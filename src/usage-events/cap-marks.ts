@@ -6,12 +6,8 @@
 // mark that fired this period does not fire again, and a charge crossing it at the same
 // moment makes one event, not two.
 import type { DbClient, DbPool } from '../db/pool.js';
-import {
-  CAP_RULE_VIEW_COLUMNS,
-  type CapInvalidation,
-  type CapTarget,
-  type RuleRow,
-} from '../admin/caps.js';
+import { CAP_RULE_VIEW_COLUMNS, type RuleRow } from '../admin/cap-rule-views.js';
+import type { CapInvalidation, CapTarget } from '../admin/caps.js';
 import { ledgerAmounts, type SpendColumn } from '../billing/ledger-amounts.js';
 import { UnwrittenUsage } from '../ledger/unwritten-usage.js';
 import type { ThresholdCrossing } from '../ledger/usage-record.js';

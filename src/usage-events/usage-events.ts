@@ -5,8 +5,8 @@
 // path gains no round trip and no write. Each event has a dedupe key: a threshold fires once
 // per account, period and mark whoever settles and however often an entry is replayed.
 import type { DbClient } from '../db/pool.js';
-import { capRuleView, CAP_RULE_VIEW_COLUMNS, type RuleRow } from '../admin/caps.js';
-import { credentialViews } from '../credentials/credential-store.js';
+import { capRuleView, CAP_RULE_VIEW_COLUMNS, type RuleRow } from '../admin/cap-rule-views.js';
+import { credentialViews } from '../credentials/credential-views.js';
 import type { UsageEventWriter } from '../ledger/postgres-usage-sink.js';
 import type { UsageNotice } from '../ledger/usage-notices.js';
 import type { ThresholdCrossing, UsageRecord } from '../ledger/usage-record.js';

@@ -6,7 +6,7 @@
 // every instance sees it at once.
 import { z } from 'zod';
 import { findProvider, PROVIDER_IDS } from '../../../providers/registry.js';
-import { ROUTING_MODES } from '../../../credentials/credential-store.js';
+import { ROUTING_MODES } from '../../../credentials/credential-views.js';
 import { writtenCredential } from '../../../credentials/written-credential.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { displayName, inOrg, modelPolicySchema } from '../schemas.js';

@@ -7,8 +7,8 @@ import {
   CredentialError,
   type CredentialStore,
   MAX_CREDENTIAL_PRIORITY,
-  ROUTING_MODES,
 } from '../../../credentials/credential-store.js';
+import { ROUTING_MODES } from '../../../credentials/credential-views.js';
 import type { DbPool } from '../../../db/pool.js';
 import { gwError, type ErrorCode, type GwError } from '../../../errors.js';
 

@@ -3,7 +3,7 @@
 // (`status`). Its secret never changes: add a new credential instead. Every instance uses the
 // change for its next request. A model policy written answers `warnings` as the create does.
 import { z } from 'zod';
-import { ROUTING_MODES } from '../../../credentials/credential-store.js';
+import { ROUTING_MODES } from '../../../credentials/credential-views.js';
 import { writtenCredential } from '../../../credentials/written-credential.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { displayName, modelPolicySchema } from '../schemas.js';
