@@ -3,7 +3,8 @@
 // address X-Forwarded-For names (the rightmost one that is not a trusted proxy), so a guesser
 // behind the proxy is held back and the owner behind the same proxy still signs in; an address
 // the client wrote to the left proves nothing. From a peer that is not trusted (or with
-// TRUSTED_PROXIES unset) the header is ignored: nobody can pick their own address.
+// TRUSTED_PROXIES unset) the header is ignored: nobody can pick their own address. An entry
+// with the port the proxy saw, or an IPv6 one in brackets, names its address (decision 449).
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
@@ -42,6 +43,17 @@ function login(gateway: GatewayProcess, email: string, password: string, forward
   );
 }
 
+/** The gateway's request-log lines (behind the proxy). */
+const requestLines = (): Array<Record<string, unknown>> =>
+  behindProxy
+    .output()
+    .split('\n')
+    .filter((line) => line.includes('"msg":"request"'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+
+const requestLine = (requestId: string) =>
+  requestLines().find((line) => line.requestId === requestId);
+
 const failuresAt = (email: string) =>
   redis.hgetall(
     `${prefix}:login-fail:account-clients:${createHash('sha256').update(email).digest('hex')}`,
@@ -75,6 +87,26 @@ describe('sign-in failures behind a trusted proxy', () => {
     // another /64 is another client
     expect((await login(behindProxy, email, PASSWORD, '2001:db8:7:2::1')).status).toBe(200);
     expect(await failuresAt(email)).toEqual({ all: '7', '2001:0db8:0007:0001::/64': '7' });
+  });
+
+  it('count per client when the proxy writes its port (ip:port, [ipv6]:port), and log the address without it', async () => {
+    // Azure Application Gateway writes the client's port; before, such an entry was no address
+    // and every client counted as the proxy, so the guesser held the owner out.
+    const email = await newUser('proxied-port');
+    for (let attempt = 0; attempt < 5; attempt += 1) {
+      const answer = await login(behindProxy, email, 'wrong password!', '203.0.113.77:51234');
+      expect(answer.status).toBe(401);
+    }
+    expect((await login(behindProxy, email, PASSWORD, '203.0.113.77:40001')).status).toBe(429);
+    expect((await login(behindProxy, email, PASSWORD, '[2001:db8:7:3::7]:40001')).status).toBe(200);
+    const owner = await login(behindProxy, email, PASSWORD, '198.51.100.99:51234');
+    expect(owner.status).toBe(200);
+    expect(await failuresAt(email)).toEqual({ all: '6', '203.0.113.77': '6' });
+    await expect
+      .poll(() => requestLine(owner.headers.get('x-request-id')!))
+      .toMatchObject({ route: '/auth/login', status: 200, clientAddress: '198.51.100.99' });
+    const guesser = requestLines().filter((line) => line.clientAddress === '203.0.113.77');
+    expect(guesser.map((line) => line.status)).toEqual([401, 401, 401, 401, 401, 429]);
   });
 
   it('from a peer that is not a trusted proxy, ignore X-Forwarded-For', async () => {

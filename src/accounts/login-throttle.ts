@@ -5,8 +5,11 @@
 // checked, and a success takes its count back. Nobody can lock an account's owner out from
 // another address (decision 414): a client's own failures stop it alone, and past the
 // account's ceiling only a client with no failure there in the window gets one guess.
-// Self-service sign-ups are counted per client address the same way, every attempt. An IPv6
-// client is counted by its /64.
+// Self-service sign-ups are counted per client address the same way, every attempt. Requests
+// that may e-mail an address count per (address, client), and those a client's own share lets
+// through against the address's ceiling: nobody can flood a mailbox, nor use up its allowance
+// from one client and so keep its owner from a reset link (decision 450). An IPv6 client is
+// counted by its /64.
 import { isIP } from 'node:net';
 import { gwError, type GwError } from '../errors.js';
 import type { RedisClient } from '../redis/connect.js';
@@ -25,7 +28,12 @@ export interface ThrottleLimits {
   readonly perAddress: number;
   /** Self-service sign-ups (every attempt, successful or not) per client address. */
   readonly signupsPerAddress: number;
-  /** Requests that may e-mail one address (sign-ups, resends, reset requests), from anyone. */
+  /**
+   * Requests that may e-mail one address (sign-ups, resends, reset requests) from one client
+   * address; those past it do not count against `emailsPerRecipient`.
+   */
+  readonly emailsPerRecipientClient: number;
+  /** Requests that may e-mail one address, from every client: the mailbox's bound. */
   readonly emailsPerRecipient: number;
   /** Password-reset requests, and uses of e-mailed links (reset, verification), per client address. */
   readonly resetRequestsPerAddress: number;
@@ -38,7 +46,8 @@ export const DEFAULT_THROTTLE_LIMITS: ThrottleLimits = {
   perAccount: 20,
   perAddress: 50,
   signupsPerAddress: 10,
-  emailsPerRecipient: 5,
+  emailsPerRecipientClient: 3,
+  emailsPerRecipient: 10,
   resetRequestsPerAddress: 20,
   linkUsesPerAddress: 20,
   windowMs: 15 * 60_000,
@@ -55,7 +64,7 @@ export function tooManyAttempts(attempts: string, waitMs: number): GwError {
   });
 }
 
-/** The account hash's field for every client's failures (no client address looks like it). */
+/** A per-client hash's field for every client's count (no client address looks like it). */
 const ALL_CLIENTS = 'all';
 
 const IPV4_MAPPED_PREFIX = '0000:0000:0000:0000:0000:ffff:';
@@ -167,13 +176,19 @@ export class LoginThrottle {
   }
 
   /**
-   * Counts a request that may send e-mail to `email` (a sign-up while gw sends mail, a resent
-   * verification, a password-reset request), whether or not the address has an account, so
-   * the answer past the limit says nothing about it. The wait when past the limit, else 0.
+   * Counts a request from `address` that may send e-mail to `email` (a sign-up while gw sends
+   * mail, a resent verification, a password-reset request), whether or not the address has an
+   * account, so the answer past a limit says nothing about it. The wait when past a limit,
+   * else 0. A client past its own share for the address waits without counting against the
+   * address's ceiling, so one client cannot use the ceiling up and leave the owner, asking from
+   * elsewhere, without a link; the ceiling bounds the mailbox whoever asks (decision 450).
    */
-  async emailAttempt(email: string): Promise<number> {
-    const key = this.keys.emailAttempts('recipient', sha256Hex(email));
-    return this.past(await this.countAttempt(key), this.limits.emailsPerRecipient);
+  async emailAttempt(email: string, address: string): Promise<number> {
+    const key = this.keys.emailAttempts('recipient-clients', sha256Hex(email));
+    const client = throttledClient(address);
+    const own = await this.countInHash(key, client);
+    if (own.count > this.limits.emailsPerRecipientClient) return Math.max(1, own.ttlMs);
+    return this.past(await this.countInHash(key, ALL_CLIENTS), this.limits.emailsPerRecipient);
   }
 
   /** Counts a password-reset request from `address`: the wait when past the limit, else 0. */
@@ -214,6 +229,18 @@ export class LoginThrottle {
   /** One hash per account: every client's failures there and their total, one window. */
   private accountKey(email: string): string {
     return this.keys.loginFailures('account-clients', sha256Hex(email));
+  }
+
+  /** Counts one more at `field` of the hash `key` (whose window its first count starts). */
+  private async countInHash(key: string, field: string): Promise<{ count: number; ttlMs: number }> {
+    const results = await this.redis
+      .multi()
+      .hincrby(key, field, 1)
+      .pexpire(key, this.limits.windowMs, 'NX')
+      .pttl(key)
+      .exec();
+    const value = (index: number): number => Number(results?.[index]?.[1] ?? 0);
+    return { count: value(0), ttlMs: value(2) };
   }
 
   private async countAccountAttempt(

@@ -38,6 +38,42 @@ describe('the client address', () => {
     expect(clientAddress('10.1.2.3', '', proxies)).toBe('10.1.2.3');
   });
 
+  it('drops the port and the brackets some proxies write, and chooses the same entry', () => {
+    for (const [forwarded, client] of [
+      ['203.0.113.7:51234', '203.0.113.7'],
+      ['[2001:db8::1]:51234', '2001:db8::1'],
+      ['[2001:db8::1]', '2001:db8::1'],
+      ['[::ffff:203.0.113.7]:443', '203.0.113.7'],
+      [' 203.0.113.7:0 ', '203.0.113.7'],
+      // the rightmost untrusted entry, ports or not on the trusted hops to its right
+      ['1.1.1.1:1, 203.0.113.9:2, 10.9.9.9:3', '203.0.113.9'],
+      ['garbage, 203.0.113.9:2', '203.0.113.9'],
+    ] as const) {
+      expect(clientAddress('10.1.2.3', forwarded, proxies)).toBe(client);
+    }
+    expect(clientAddress('10.1.2.3', '10.4.5.6:80, [fd00::9]:81', proxies)).toBe('10.4.5.6');
+  });
+
+  it('still takes the peer for an entry that is no address, with a port or brackets or not', () => {
+    for (const forwarded of [
+      '203.0.113.7:65536',
+      '203.0.113.7:',
+      '203.0.113.7:80:80',
+      ':51234',
+      '[203.0.113.7]:80',
+      '[2001:db8::1]:',
+      '[2001:db8::1',
+      '2001:db8::1]:80',
+      '[2001:db8::1]:123456',
+      'unknown:80',
+      '[unknown]',
+      '999.0.113.7:80',
+      '203.0.113.9, 203.0.113.7:x',
+    ]) {
+      expect(clientAddress('10.1.2.3', forwarded, proxies)).toBe('10.1.2.3');
+    }
+  });
+
   it('is the leftmost address when every hop is a trusted proxy', () => {
     expect(clientAddress('10.1.2.3', '10.4.5.6, 10.7.8.9', proxies)).toBe('10.4.5.6');
   });

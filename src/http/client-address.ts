@@ -3,7 +3,9 @@
 // every client would share one count. With TRUSTED_PROXIES set, a request whose peer is one of
 // them came from the address the proxies appended to X-Forwarded-For: the rightmost entry that
 // is not itself a trusted proxy. Entries to its left were sent by the client and prove nothing;
-// from an untrusted peer the header is ignored altogether (decision 418).
+// from an untrusted peer the header is ignored altogether (decision 418). An entry may carry
+// the port the proxy saw (`203.0.113.7:51234`, `[2001:db8::1]:51234`) or an IPv6 address's
+// brackets without one: the address is what counts (decision 449).
 import { BlockList, isIP } from 'node:net';
 
 /** Whether an address (as text) is one of the trusted proxies. */
@@ -56,12 +58,34 @@ export function clientAddress(
   if (trusted === undefined || forwardedFor === undefined || !trusted(peer)) return peer;
   const hops = forwardedFor.split(',');
   for (let index = hops.length - 1; index >= 0; index -= 1) {
-    const hop = plainAddress(hops[index]!.trim());
-    if (isIP(hop) === 0) return peer; // not an address: nothing to its left can be believed
+    const hop = forwardedAddress(hops[index]!);
+    if (hop === undefined) return peer; // not an address: nothing to its left can be believed
     if (!trusted(hop)) return hop;
   }
   // Every hop is a trusted proxy: the leftmost is as far as the chain goes.
-  return plainAddress(hops[0]!.trim());
+  return forwardedAddress(hops[0]!) ?? peer;
+}
+
+/** `203.0.113.7:51234`: an IPv4 address and a port (one colon, so never an IPv6 address). */
+const IPV4_WITH_PORT = /^([^:]*):(\d{1,5})$/;
+/** `[2001:db8::1]:51234` or `[2001:db8::1]`: an IPv6 address in brackets, a port or none. */
+const BRACKETED = /^\[([^\]]*)\](?::(\d{1,5}))?$/;
+
+/**
+ * An X-Forwarded-For entry as the address it names, without the port or the brackets some
+ * proxies write (Azure Application Gateway: `203.0.113.7:51234`, `[2001:db8::1]:51234`), the
+ * IPv4 of `::ffff:a.b.c.d`; undefined when it names none. An IPv6 address with a port must be
+ * in brackets (unbracketed, its last group and a port cannot be told apart), and the brackets
+ * hold an IPv6 address only (RFC 3986's IP-literal).
+ */
+function forwardedAddress(entry: string): string | undefined {
+  const text = entry.trim();
+  const bracketed = BRACKETED.exec(text);
+  const withPort = IPV4_WITH_PORT.exec(text);
+  const [, address = text, port] = bracketed ?? withPort ?? [];
+  const family = bracketed ? 6 : withPort ? 4 : isIP(address);
+  if (family === 0 || isIP(address) !== family || Number(port ?? 0) > 65_535) return undefined;
+  return plainAddress(address);
 }
 
 /** An IPv4 address mapped into IPv6 (`::ffff:a.b.c.d`) as IPv4; others as they are. */

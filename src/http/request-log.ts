@@ -1,5 +1,6 @@
 // One log line per finished request: what an operator needs to follow traffic (request id,
-// route, status, latency, and the model, org and product user a handler annotated), never a
+// route, status, latency, and the model, org, product user and client address a handler
+// annotated; the address only where a handler read it, the sign-in and e-mail routes), never a
 // key, prompt or body. Errors are always logged; successes may be sampled for high volume.
 import type { Logger } from '../log.js';
 import type { RequestAnnotations } from './types.js';
@@ -29,7 +30,7 @@ export function createRequestLog(
   if (!logger.isLevelEnabled('info')) return () => undefined;
   return (request) => {
     if (request.status < 400 && successSampleRate < 1 && random() >= successSampleRate) return;
-    const { model, orgId, productUserId, errorCode } = request.annotations;
+    const { model, orgId, productUserId, errorCode, clientAddress } = request.annotations;
     logger.info(
       {
         requestId: request.requestId,
@@ -41,6 +42,7 @@ export function createRequestLog(
         ...(orgId !== undefined && { orgId }),
         ...(productUserId !== undefined && { productUserId }),
         ...(errorCode !== undefined && { errorCode }),
+        ...(clientAddress !== undefined && { clientAddress }),
       },
       'request',
     );

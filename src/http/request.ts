@@ -6,7 +6,7 @@
 // the prototype.
 import type { HttpResponse as UwsResponse } from 'uWebSockets.js';
 import { clientAddress, type TrustedProxies } from './client-address.js';
-import type { HttpRequest } from './types.js';
+import type { HttpRequest, HttpResponse } from './types.js';
 
 const NO_BODY = Buffer.alloc(0);
 
@@ -25,6 +25,8 @@ export class UwsHttpRequest implements HttpRequest {
     readonly requestId: string,
     readonly receivedAtMs: number,
     private readonly trustedProxies: TrustedProxies | undefined,
+    /** Its request-log line names the address once a handler read it. */
+    private readonly response: Pick<HttpResponse, 'annotate'>,
   ) {}
 
   releaseBody(): void {
@@ -34,14 +36,18 @@ export class UwsHttpRequest implements HttpRequest {
   /**
    * Read only by the routes that need it (sign-in and sign-up throttles): formatting the
    * address costs ~10 µs, a sizeable part of a proxied request. Behind trusted proxies, the
-   * address they forwarded (src/http/client-address.ts).
+   * address they forwarded (src/http/client-address.ts). The request-log line names it.
    */
   get remoteAddress(): string {
-    return (this.address ??= clientAddress(
-      remoteAddressOf(this.native),
-      this.headers['x-forwarded-for'],
-      this.trustedProxies,
-    ));
+    if (this.address === undefined) {
+      this.address = clientAddress(
+        remoteAddressOf(this.native),
+        this.headers['x-forwarded-for'],
+        this.trustedProxies,
+      );
+      this.response.annotate({ clientAddress: this.address });
+    }
+    return this.address;
   }
 }
 

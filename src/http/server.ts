@@ -197,6 +197,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
           requestId,
           receivedAtMs,
           options.trustedProxies,
+          response,
         )
       : undefined;
     /**

@@ -32,11 +32,16 @@ export interface HttpRequest {
 export type RequestHead = Omit<HttpRequest, 'body' | 'releaseBody'>;
 
 /**
- * What a handler learned about a request, for its request-log line. Ids and the model name
- * only: never a key, prompt, completion or body.
+ * What a handler learned about a request, for its request-log line. Ids, the model name and the
+ * client address only: never a key, prompt, completion or body.
  */
 export interface RequestAnnotations {
   model?: string;
+  /**
+   * The client's address, on the requests whose handler read it (the sign-in, sign-up and
+   * e-mail throttles' routes): what they counted the request as from (decision 449).
+   */
+  clientAddress?: string;
   orgId?: string;
   productUserId?: string;
   /** The catalogue code of an error answer (src/http/respond.ts sets it). */

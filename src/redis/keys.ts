@@ -69,10 +69,12 @@ export interface RedisKeys {
   signupAttempts(address: string): string;
   /**
    * Requests that may send e-mail or use a link from one (decision 370) in the current window:
-   * `recipient` (the SHA-256 of an address: sign-ups, resends, reset requests), and
-   * `reset-request` and `link-use` (an e-mailed link followed) by client address.
+   * `recipient-clients` (the SHA-256 of an address: sign-ups, resends, reset requests; a hash
+   * of client address → its requests for that address, and `all` → the requests let through,
+   * decision 450), and `reset-request` and `link-use` (an e-mailed link followed) by client
+   * address. `recipient` is the count before 450, no longer written.
    */
-  emailAttempts(kind: 'recipient' | 'reset-request' | 'link-use', subject: string): string;
+  emailAttempts(kind: 'recipient-clients' | 'reset-request' | 'link-use', subject: string): string;
   /** An OAuth authorization code's grant (JSON) by the SHA-256 of the code, until it expires. */
   oauthCode(codeHash: string): string;
   /** The app connection a used code made, kept a while to catch its replay. */

@@ -1,8 +1,9 @@
 // POST /auth/password-reset/request {"email"}: "forgot password". Answers 202 the same way
 // whether or not the address has an account, and if it has one, e-mails it a link that sets a
-// new password (single use, 30 minutes; decision 370). Counted per address asked for and per
-// client address, known or not (429 gw_too_many_attempts with Retry-After past either), before
-// anything is looked up. Where gw sends no e-mail: 403 gw_email_disabled.
+// new password (single use, 30 minutes; decision 370). Counted per client address, and per
+// address asked for, known or not: per (address, client) and against the address's ceiling
+// (decision 450; 429 gw_too_many_attempts with Retry-After past any), before anything is
+// looked up. Where gw sends no e-mail: 403 gw_email_disabled.
 import { z } from 'zod';
 import { tooManyAttempts } from '../../accounts/login-throttle.js';
 import { requestPasswordReset } from '../../accounts/password-reset-by-email.js';
@@ -39,7 +40,7 @@ export const passwordResetRequestRoute = declareRoute({
     }
     const [byClient, byRecipient] = await Promise.all([
       throttle.resetRequestAttempt(request.remoteAddress),
-      throttle.emailAttempt(email),
+      throttle.emailAttempt(email, request.remoteAddress),
     ]);
     const waitMs = Math.max(byClient, byRecipient);
     if (waitMs > 0) return tooManyAttempts('password-reset requests', waitMs);

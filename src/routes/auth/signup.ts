@@ -50,7 +50,7 @@ export const signupRoute = declareRoute({
     if (refusal) return refusal;
     if (deps.accounts.mail) {
       const email = normalizeEmail(body.email);
-      const waitMs = await deps.accounts.throttle.emailAttempt(email);
+      const waitMs = await deps.accounts.throttle.emailAttempt(email, request.remoteAddress);
       if (waitMs > 0) return tooManyAttempts('sign-ups with this e-mail', waitMs);
       try {
         await signUpWithVerification(db, sessions, deps.accounts.mail, body);

@@ -23,12 +23,12 @@ export const resendVerificationRoute = declareRoute({
     },
   },
   errors: ['gw_email_disabled', 'gw_conflict', 'gw_too_many_attempts'],
-  async handler({ caller: { user } }, deps: AccountDeps) {
+  async handler({ request, caller: { user } }, deps: AccountDeps) {
     const mail = mailOrRefusal(deps.accounts.mail);
     if (isRefusal(mail)) return mail;
     if (user.emailVerified)
       return gwError('gw_conflict', 'your e-mail address is verified already');
-    const waitMs = await deps.accounts.throttle.emailAttempt(user.email);
+    const waitMs = await deps.accounts.throttle.emailAttempt(user.email, request.remoteAddress);
     if (waitMs > 0) return tooManyAttempts('e-mails to this address', waitMs);
     await resendVerification(deps.accounts.db, mail, user);
     return { verification_sent: true, email: user.email };
