@@ -16,6 +16,7 @@ const { env, db } = isolatedContext('made-recently-scale');
 let busy: SeededOrg;
 let userId: string;
 let keyId: string;
+let colleagueId: string;
 const OLD_ENTRIES = 20_000;
 /** A colleague's pending invitations, OAuth clients and webhook endpoints, of this month. */
 const THEIRS = 5_000;
@@ -72,6 +73,16 @@ beforeAll(async () => {
        FROM generate_series(1, $2::int) g`,
     [busy.org_id, THEIRS],
   );
+  // and the OAuth approvals a colleague who signs in to apps all day gave this month (an
+  // approval names its user in its connection: it has no audit entry to start from)
+  colleagueId = (await createMember(env, uniqueEmail('made-scale-colleague'), busy.org_id, 'admin'))
+    .id;
+  await db.query(
+    `INSERT INTO app_connections (id, org_id, app_id, name, oauth_client_id, connected_by_user_id)
+     SELECT 'conn_theirs_' || g, $1, $2, 'theirs', 'gw_client_theirs_' || g, $3
+       FROM generate_series(1, $4::int) g`,
+    [busy.org_id, busy.app_id, colleagueId, THEIRS],
+  );
   // and, this month, the user made the seeded key, one invitation, one OAuth client and one
   // webhook endpoint (as their audit entries say)
   await db.query(
@@ -90,6 +101,11 @@ beforeAll(async () => {
     [busy.org_id, userId],
   );
   await db.query(
+    `INSERT INTO app_connections (id, org_id, app_id, name, oauth_client_id, connected_by_user_id)
+     VALUES ('conn_mine_' || $2, $1, $3, 'mine', 'gw_client_mine_' || $2, $2)`,
+    [busy.org_id, userId, busy.app_id],
+  );
+  await db.query(
     `INSERT INTO dashboard_audit_log (org_id, user_id, action, object_type, object_id)
      VALUES ($1, $2, 'api_key.create', 'api_key', $3),
             ($1, $2, 'invitation.create', 'invitation', 'inv_mine_' || $2),
@@ -97,10 +113,15 @@ beforeAll(async () => {
             ($1, $2, 'webhook.create', 'webhook', 'wh_mine_' || $2)`,
     [busy.org_id, userId, keyId],
   );
-  await db.query('ANALYZE dashboard_audit_log, org_invitations, oauth_clients, webhook_endpoints');
+  await db.query(
+    'ANALYZE dashboard_audit_log, org_invitations, oauth_clients, webhook_endpoints, app_connections',
+  );
 });
 
 afterAll(async () => {
+  await db.query('DELETE FROM app_connections WHERE org_id = $1 AND oauth_client_id IS NOT NULL', [
+    busy.org_id,
+  ]);
   for (const table of ['dashboard_audit_log', 'org_invitations', 'oauth_clients']) {
     await db.query(`DELETE FROM ${table} WHERE org_id = $1`, [busy.org_id]);
   }
@@ -124,6 +145,7 @@ describe('the review on a large audit log', () => {
     expect(made.rows.map((row) => [row.kind, row.id, row.made_as]).sort()).toEqual(
       [
         ['api_key', keyId, 'created'],
+        ['oauth_approval', `conn_mine_${userId}`, 'approved'],
         ['invitation', `inv_mine_${userId}`, 'invited'],
         ['oauth_client', `gw_client_mine_${userId}`, 'created'],
         ['webhook_endpoint', `wh_mine_${userId}`, 'created'],
@@ -131,10 +153,12 @@ describe('the review on a large audit log', () => {
     );
     let visited = 0;
     let objectsVisited = 0;
+    let approvalsVisited = 0;
     for (const statement of statements) {
       const plan = await analyzedPlan(db, statement.sql, statement.params);
       visited += rowsVisited(plan, (table) => table === 'dashboard_audit_log');
       objectsVisited += rowsVisited(plan, (table) => OBJECT_TABLES.has(table));
+      approvalsVisited += rowsVisited(plan, (table) => table === 'app_connections');
     }
     // Two statements, two memberships (their own organization and this one): per membership
     // the window's first entry of the organization, and the user's four entries since. Not
@@ -142,6 +166,9 @@ describe('the review on a large audit log', () => {
     expect(visited).toBeLessThanOrEqual(2 * (2 + 4));
     // The user's invitation, OAuth client and webhook endpoint, each read by its id: not the
     // colleague's 5,000 of each.
-    expect(objectsVisited).toBeLessThanOrEqual(3);
+    // (and the client the user's approval went to: 4)
+    expect(objectsVisited).toBeLessThanOrEqual(4);
+    // The user's one approval: not the colleague's 5,000 in the same organization.
+    expect(approvalsVisited).toBeLessThanOrEqual(2);
   });
 });
