@@ -4,7 +4,9 @@
 // cap for the connection (decision 415). Approve and deny post the request back with the
 // session's CSRF token. A plain form that works without script, under a policy that allows
 // nothing else but one inline script of a few lines (by its hash): the cap field follows the
-// organization picked while the user has not typed in it (decision 425).
+// organization picked while the user has not typed in it (decision 425). Both fields are
+// `autocomplete="off"`: a browser going Back to the page restores neither, so the organization
+// shown and the cap shown are always the page's own pair (decision 439).
 import type { Membership } from '../accounts/users.js';
 import { escapeHtml, renderPage } from '../http/html.js';
 import type { ValidAuthorization } from './authorization-request.js';
@@ -99,7 +101,7 @@ ${hidden('code_challenge', request.codeChallenge)}
 ${hidden('code_challenge_method', PKCE_METHOD)}
 ${hidden('csrf_token', page.csrfToken)}
 <label for="org_id">Organization that pays</label>
-<select id="org_id" name="org_id">${options}</select>
+<select id="org_id" name="org_id" autocomplete="off">${options}</select>
 ${existingNotice(page)}
 <label for="${CAP_AMOUNT_FIELD}">Monthly spending cap (${SETTLEMENT_CURRENCY}, optional)</label>
 <input id="${CAP_AMOUNT_FIELD}" name="${CAP_AMOUNT_FIELD}" type="text" inputmode="decimal" autocomplete="off" maxlength="64" placeholder="No cap" value="${escapeHtml(capAmount)}"${filled === null ? '' : ` data-filled="${escapeHtml(filled)}"`} aria-describedby="cap_source cap_help${page.resubmitted ? ' cap_problem' : ''}">
