@@ -116,7 +116,13 @@ describe('the settings pages in a browser', () => {
     expect(rows).toEqual([{ id: expect.any(String), name: 'Team key', status: 'active' }]);
     const fingerprint = /sha256:[0-9a-f]{16}/.exec((await added.textContent()) ?? '')?.[0];
     expect(fingerprint).toBeDefined();
-    await page.getByRole('cell', { name: fingerprint }).waitFor();
+    const row = page
+      .getByRole('row')
+      .filter({ has: page.getByRole('cell', { name: fingerprint }) });
+    await row.waitFor();
+    // its routing in the words the form chose it with, not the API's value
+    await row.getByRole('cell', { name: 'Your key first', exact: true }).waitFor();
+    expect(await row.textContent()).not.toContain('byok_first');
     expect(await page.getByLabel('Vendor API key').inputValue()).toBe('');
     expect(await page.content()).not.toContain(secret);
     await screenshot(page, 'settings-01-credential-added');
