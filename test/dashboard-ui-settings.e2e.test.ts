@@ -500,4 +500,24 @@ describe('the settings pages in a browser', () => {
     await page.getByText('Only admins and owners').waitFor();
     await close();
   });
+
+  it('keeps keyboard focus on a form’s button, and what was typed, when what it sent is refused', async () => {
+    const { page, close } = await openWindow(browser);
+    await signedIn(page, emails.admin);
+    await go(page, 'Webhooks', 'webhooks');
+    await page.getByLabel('URL (http or https)', { exact: true }).fill('ftp://example.com/hook');
+    await page.getByLabel('Description (optional)').fill('Refused');
+    // a keyboard user: on the button, Enter
+    const add = page.getByRole('button', { name: 'Add endpoint' });
+    await add.focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('alert').filter({ hasText: 'gw_webhook_url_not_allowed' }).waitFor();
+    // the button, disabled while the form was sent, has focus again: Tab goes on from there
+    await expect.poll(() => focusedButton(page)).toBe('Add endpoint');
+    expect(await page.getByLabel('URL (http or https)', { exact: true }).inputValue()).toBe(
+      'ftp://example.com/hook',
+    );
+    await screenshot(page, 'settings-10-refused-focus-kept');
+    await close();
+  });
 });
