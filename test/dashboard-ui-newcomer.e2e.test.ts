@@ -155,7 +155,7 @@ describe('what the pages say', () => {
       .locator('option')
       .filter({ hasText: /\(owner\)$/ })
       .waitFor({ state: 'attached' });
-    const room = await switcher.evaluate<number>(`(() => {
+    const room = await page.evaluate<number>(`(() => {
       const select = document.querySelector('.org-switcher select');
       const style = getComputedStyle(select);
       const context = document.createElement('canvas').getContext('2d');
