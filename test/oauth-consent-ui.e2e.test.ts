@@ -387,6 +387,50 @@ describe('connecting an app in a browser', () => {
     await screenshot(plain.page, 'oauth-08-consent-no-script');
     await plain.context.close();
   });
+
+  it('the browser’s Back button shows the consent page with the cap of the organization it shows', async () => {
+    // connected before in the personal organization with a cap of 5; another organization picked
+    // on the page (its own cap there, if an earlier test connected it) and approved; Back: the
+    // browser restores no half of the form (decision 439)
+    const email = uniqueEmail('browser-back');
+    const user = await createMember(env, email, maker.org_id, 'admin');
+    await connectAndExchange(gateway.url, await ui.client(email), client, {
+      orgId: user.personal_org_id,
+      capAmount: '5',
+    });
+    const context = await browser.newContext();
+    context.setDefaultTimeout(10_000);
+    const page = await context.newPage();
+    const problems = watched(page);
+    await signInOnPage(page, email);
+    await page.goto(
+      `${gateway.url}/oauth/authorize?${authorizeQuery({
+        clientId: client.client_id,
+        redirectUri: callback,
+        state: 'back',
+        challenge: pkcePair().challenge,
+      })}`,
+    );
+    const org = page.getByLabel('Organization that pays');
+    const cap = page.getByLabel('Monthly spending cap (USD, optional)');
+    await org.selectOption(maker.org_id);
+    const makerCap = await org.locator(`option[value="${maker.org_id}"]`).getAttribute('data-cap');
+    expect(makerCap).not.toBe('5');
+    await expect.poll(() => cap.inputValue()).toBe(makerCap);
+    await page.getByRole('button', { name: 'Approve' }).click();
+    await page.getByRole('heading', { name: 'Connected to gw' }).waitFor();
+
+    await page.goBack();
+    await cap.waitFor();
+    await screenshot(page, 'oauth-09-consent-after-back');
+    expect(await org.inputValue()).toBe(user.personal_org_id);
+    expect(await cap.inputValue()).toBe('5');
+    expect(await page.locator('#cap_source').textContent()).toBe(
+      `Filled in with the cap of its newest connection to ${email} (personal).`,
+    );
+    await context.close();
+    expect(problems).toEqual([]);
+  });
 });
 
 describe('the consent page after the browser comes back to it', () => {

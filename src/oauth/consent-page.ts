@@ -4,7 +4,9 @@
 // cap for the connection (decision 415). Approve and deny post the request back with the
 // session's CSRF token. A plain form that works without script, under a policy that allows
 // nothing else but one inline script of a few lines (by its hash): the cap field follows the
-// organization picked while the user has not typed in it (decision 425).
+// organization picked while the user has not typed in it (decision 425). Both fields are
+// `autocomplete="off"`: a browser going Back to the page restores neither, so the organization
+// shown and the cap shown are always the page's own pair (decisions 439, 445).
 import type { Membership } from '../accounts/users.js';
 import { escapeHtml, renderPage } from '../http/html.js';
 import type { ValidAuthorization } from './authorization-request.js';
@@ -75,9 +77,6 @@ export function renderConsentPage(page: ConsentPage): string {
         `<option value="${escapeHtml(org.id)}" data-cap="${escapeHtml(capOf(org.id))}" data-cap-note="${escapeHtml(noteOf(org))}"${org.id === chosenOrg && org.id !== page.payingOrgs[0]?.id ? ' selected' : ''}>${escapeHtml(org.name)}</option>`,
     )
     .join('');
-  // The select is not restored by the browser on coming back to the page (autocomplete off):
-  // restored, it named another organization than the one whose cap the field was filled with
-  // (decision 445).
   const returnTo = destinationOf(request.redirectUri);
   const chosen = page.payingOrgs.find((org) => org.id === chosenOrg);
   // sent back with a problem, the field holds what the user typed: nothing was filled in

@@ -250,3 +250,26 @@ export const focusedButton = (page: Page): Promise<string | null> =>
   page.evaluate<string | null>(
     "document.activeElement instanceof HTMLButtonElement ? (document.activeElement.getAttribute('aria-label') ?? document.activeElement.textContent) : null",
   );
+
+/**
+ * The colour [r, g, b] the page's first usage chart paints at a point of its plot area, given
+ * as fractions of the area's width and height from its top left (where a bar is drawn, or not).
+ */
+export const chartColourAt = (page: Page, x: number, y: number): Promise<number[]> =>
+  // the page's own script runs in the browser: it has a document, this file's types do not
+  page.evaluate<number[]>(
+    `(() => {
+      const box = document.querySelector('.chart-box');
+      const canvas = box.querySelector('canvas');
+      const plot = box.querySelector('.u-over').getBoundingClientRect();
+      const drawn = canvas.getBoundingClientRect();
+      const scale = canvas.width / drawn.width;
+      const pixel = canvas.getContext('2d').getImageData(
+        Math.round((plot.left - drawn.left + plot.width * ${x}) * scale),
+        Math.round((plot.top - drawn.top + plot.height * ${y}) * scale),
+        1,
+        1,
+      ).data;
+      return [pixel[0], pixel[1], pixel[2]];
+    })()`,
+  );

@@ -41,7 +41,11 @@ export function drawChart(target: HTMLElement, input: ChartInput, width: number)
     scales: {
       x: {
         time: days,
-        range: (_u, min, max) => [min - half, max + half],
+        // from the bars themselves: with one bar, uPlot's own min and max of a lone value are
+        // not that value (a range it pads to 100 for categories, a day more for days), and
+        // the bar was drawn squeezed against the axis
+        range: (_u, min, max) =>
+          x.length === 0 ? [min - half, max + half] : [x[0]! - half, x[x.length - 1]! + half],
       },
       y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] },
     },

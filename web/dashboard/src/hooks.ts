@@ -155,6 +155,9 @@ export interface Done<T> {
  * Runs a write: busy while it runs, its error kept to show. `run` resolves to the write's
  * answer once it succeeded, or to null once it failed (its error is then in `error`).
  * `submit` makes a form's onSubmit that runs the write and hands its answer to `after`.
+ * What had focus when the write began (a form's button, disabled while busy, which drops focus
+ * to the page) gets it back once the write is over, if it is still shown and nothing else took
+ * focus meanwhile: a keyboard user goes on from the button, not from the top of the page.
  */
 export function useAction(): {
   busy: boolean;
@@ -167,7 +170,17 @@ export function useAction(): {
 } {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<ApiError | null>(null);
+  const focused = useRef<HTMLElement | null>(null);
+  useEffect(() => {
+    if (busy) return;
+    const element = focused.current;
+    focused.current = null;
+    const lost = document.activeElement === null || document.activeElement === document.body;
+    if (element?.isConnected && lost) element.focus();
+  }, [busy]);
   const run = useCallback(async <T>(action: () => Promise<T>): Promise<Done<T> | null> => {
+    const active = document.activeElement;
+    focused.current = active instanceof HTMLElement && active !== document.body ? active : null;
     setBusy(true);
     setError(null);
     try {

@@ -50,7 +50,11 @@ function AuditLog({ org }: { org: OrgSummary }) {
     <AuditEntries
       list={list}
       empty="Nothing has been changed yet."
-      by={{ header: 'Who', cell: (entry) => entry.email ?? <code>{entry.user_id}</code> }}
+      by={{
+        header: 'Who',
+        class: 'breakable',
+        cell: (entry) => entry.email ?? <code>{entry.user_id}</code>,
+      }}
     />
   );
 }
@@ -62,7 +66,7 @@ function AuditLog({ org }: { org: OrgSummary }) {
 export function AuditEntries<Entry extends AuditEntry>(props: {
   list: Paged<Entry>;
   empty: string;
-  by: { header: string; cell(entry: Entry): ComponentChildren };
+  by: { header: string; class?: string; cell(entry: Entry): ComponentChildren };
 }) {
   return (
     <ListTable

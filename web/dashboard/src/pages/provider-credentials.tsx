@@ -41,6 +41,10 @@ const ROUTING_MODES = [
   },
 ] as const;
 
+/** A routing mode in the words the form offers it with (the API's value if it is a new one). */
+const routingLabel = (value: string): string =>
+  ROUTING_MODES.find((mode) => mode.value === value)?.label ?? value;
+
 /** `vendor_a/*, vendor_a/model-x` as the API's list (empty: the provider's default). */
 type Change = { credential: CredentialRow; action: 'disable' | 'enable' | 'delete' };
 
@@ -103,7 +107,11 @@ function CredentialsPage({ org }: { org: OrgSummary }) {
               cell: (credential) => <Fingerprint value={credential.fingerprint} />,
             },
             { header: 'Priority', numeric: true, cell: (credential) => credential.priority },
-            { header: 'Routing', class: 'nowrap', cell: (credential) => credential.routing_mode },
+            {
+              header: 'Routing',
+              class: 'nowrap',
+              cell: (credential) => routingLabel(credential.routing_mode),
+            },
             {
               header: 'Models',
               class: 'small',
