@@ -4,7 +4,7 @@
 // real Redis.
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { LoginThrottle } from '../src/accounts/login-throttle.js';
+import { LoginThrottle, throttledClient } from '../src/accounts/login-throttle.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { uniquePrefix } from './support/env.js';
 import { deletePrefix, testRedis } from './support/services.js';
@@ -73,5 +73,24 @@ describe('the address the throttles count', () => {
     // its neighbour is not held back
     expect(await throttle.attempt(someone(), `192.0.2.${last === 1 ? 2 : last - 1}`)).toBe(0);
     expect(await redis.exists(keys.loginFailures('address', `192.0.2.${last}`))).toBe(1);
+  });
+
+  it('expands every IPv6 text form to the same /64, and tells neighbouring /64s apart', () => {
+    for (const [form, client] of [
+      ['::', '0000:0000:0000:0000::/64'],
+      ['1:2:3:4:5:6:7::', '0001:0002:0003:0004::/64'],
+      ['::1:2:3:4:5:6:7', '0000:0001:0002:0003::/64'],
+      ['2001:db8:0:1::', '2001:0db8:0000:0001::/64'],
+      ['2001:db8::1:0:0:1', '2001:0db8:0000:0000::/64'],
+      ['FE80::1%eth0', 'fe80:0000:0000:0000::/64'],
+      ['fe80::1%1.2.3.4', 'fe80:0000:0000:0000::/64'],
+      ['2001:db8:1:2::1.2.3.4', '2001:0db8:0001:0002::/64'],
+      ['1:2:3:4:5:6:1.2.3.4', '0001:0002:0003:0004::/64'],
+      ['::ffff:0102:0304', '1.2.3.4'],
+      ['::ffff:255.255.255.255', '255.255.255.255'],
+      ['::ffff:128.0.0.1', '128.0.0.1'],
+    ] as const) {
+      expect(throttledClient(form)).toBe(client);
+    }
   });
 });
