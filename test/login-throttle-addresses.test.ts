@@ -4,7 +4,7 @@
 // real Redis.
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { LoginThrottle } from '../src/accounts/login-throttle.js';
+import { LoginThrottle, throttledClient } from '../src/accounts/login-throttle.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { uniquePrefix } from './support/env.js';
 import { deletePrefix, testRedis } from './support/services.js';
@@ -73,5 +73,45 @@ describe('the address the throttles count', () => {
     // its neighbour is not held back
     expect(await throttle.attempt(someone(), `192.0.2.${last === 1 ? 2 : last - 1}`)).toBe(0);
     expect(await redis.exists(keys.loginFailures('address', `192.0.2.${last}`))).toBe(1);
+  });
+
+  it('expands every IPv6 text form to the same /64, and tells neighbouring /64s apart', () => {
+    for (const [form, client] of [
+      ['::', '0000:0000:0000:0000::/64'],
+      ['1:2:3:4:5:6:7::', '0001:0002:0003:0004::/64'],
+      ['::1:2:3:4:5:6:7', '0000:0001:0002:0003::/64'],
+      ['2001:db8:0:1::', '2001:0db8:0000:0001::/64'],
+      ['2001:db8::1:0:0:1', '2001:0db8:0000:0000::/64'],
+      ['FE80::1%eth0', 'fe80:0000:0000:0000::/64'],
+      ['fe80::1%1.2.3.4', 'fe80:0000:0000:0000::/64'],
+      ['2001:db8:1:2::1.2.3.4', '2001:0db8:0001:0002::/64'],
+      ['1:2:3:4:5:6:1.2.3.4', '0001:0002:0003:0004::/64'],
+      ['::ffff:0102:0304', '1.2.3.4'],
+      ['::ffff:255.255.255.255', '255.255.255.255'],
+      ['::ffff:128.0.0.1', '128.0.0.1'],
+    ] as const) {
+      expect(throttledClient(form)).toBe(client);
+    }
+  });
+
+  it('is the IPv4 client a translator embeds in 64:ff9b::/96, not one /64 for every IPv4 client (decision 454)', async () => {
+    // Behind a stateless translator (SIIT-DC, RFC 7755) an IPv6-only gateway sees each IPv4
+    // client as 64:ff9b::a.b.c.d: as a /64, they were all one client, and one guesser's five
+    // wrong passwords held every IPv4 user out of the account.
+    expect(throttledClient('64:ff9b::203.0.113.7')).toBe('203.0.113.7');
+    expect(throttledClient('64:FF9B::cb00:7108')).toBe('203.0.113.8');
+    expect(throttledClient('0064:ff9b:0000:0000:0000:0000:cb00:7109')).toBe('203.0.113.9');
+    // the local-use prefix and addresses beside the /96 are IPv6 clients as any other
+    expect(throttledClient('64:ff9b:1::cb00:7107')).toBe('0064:ff9b:0001:0000::/64');
+    expect(throttledClient('64:ff9b::1:cb00:7107')).toBe('0064:ff9b:0000:0000::/64');
+    // five wrong passwords from one IPv4 client leave another its own guesses
+    const defaults = new LoginThrottle(redis, keys);
+    const email = someone();
+    const guesser = `64:ff9b::203.0.${randomBytes(1)[0]}.7`;
+    for (let attempt = 0; attempt < 5; attempt += 1) {
+      expect(await defaults.attempt(email, guesser)).toBe(0);
+    }
+    expect(await defaults.attempt(email, guesser)).toBeGreaterThan(0);
+    expect(await defaults.attempt(email, '64:ff9b::198.51.100.7')).toBe(0);
   });
 });

@@ -6,6 +6,7 @@
 // TRUSTED_PROXIES unset) the header is ignored: nobody can pick their own address. An entry
 // with the port the proxy saw, or an IPv6 one in brackets, names its address (decision 449).
 import { createHash } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
 import { postJson } from './support/http.js';
@@ -107,6 +108,47 @@ describe('sign-in failures behind a trusted proxy', () => {
       .toMatchObject({ route: '/auth/login', status: 200, clientAddress: '198.51.100.99' });
     const guesser = requestLines().filter((line) => line.clientAddress === '203.0.113.77');
     expect(guesser.map((line) => line.status)).toEqual([401, 401, 401, 401, 401, 429]);
+  });
+
+  it('read X-Forwarded-For sent as several header lines as one list, in order (decision 453)', async () => {
+    // HAProxy's `option forwardfor` adds a header line of its own rather than appending to the
+    // one it received: behind a CDN that wrote the client, the gateway gets the client in the
+    // first line and the CDN's edge (a trusted proxy) in the second. Taking the last line
+    // alone, every client of that edge counted as the edge and one guesser held the owners out.
+    const email = await newUser('proxied-lines');
+    const loginWithLines = (password: string, lines: string[]) =>
+      new Promise<number>((resolve, reject) => {
+        const body = JSON.stringify({ email, password });
+        const sent = httpRequest(
+          `${behindProxy.url}/auth/login`,
+          {
+            method: 'POST',
+            headers: {
+              'content-type': 'application/json',
+              'content-length': Buffer.byteLength(body),
+              origin: `https://127.0.0.1:${behindProxy.port}`,
+              'x-forwarded-for': lines,
+            },
+          },
+          (answer) => {
+            answer.resume();
+            answer.on('end', () => resolve(answer.statusCode ?? 0));
+          },
+        );
+        sent.on('error', reject);
+        sent.end(body);
+      });
+    for (let attempt = 0; attempt < 5; attempt += 1) {
+      expect(await loginWithLines('wrong password!', ['203.0.113.51', '127.0.0.1'])).toBe(401);
+    }
+    expect(await loginWithLines(PASSWORD, ['203.0.113.51', '127.0.0.1'])).toBe(429);
+    // the owner, another client of the same edge, signs in
+    expect(await loginWithLines(PASSWORD, ['198.51.100.52', '127.0.0.1'])).toBe(200);
+    // a line the client wrote itself, before the proxies' lines, still proves nothing
+    expect(await loginWithLines(PASSWORD, ['198.51.100.52', '203.0.113.51', '127.0.0.1'])).toBe(
+      429,
+    );
+    expect(await failuresAt(email)).toEqual({ all: '7', '203.0.113.51': '7' });
   });
 
   it('from a peer that is not a trusted proxy, ignore X-Forwarded-For', async () => {

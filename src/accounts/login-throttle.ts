@@ -68,19 +68,27 @@ export function tooManyAttempts(attempts: string, waitMs: number): GwError {
 const ALL_CLIENTS = 'all';
 
 const IPV4_MAPPED_PREFIX = '0000:0000:0000:0000:0000:ffff:';
+/**
+ * 64:ff9b::/96, the translators' well-known prefix (RFC 6052): a stateless translator in
+ * front of an IPv6-only gateway (SIIT-DC, RFC 7755) gives each IPv4 client as 64:ff9b::a.b.c.d.
+ */
+const IPV4_TRANSLATED_PREFIX = '0064:ff9b:0000:0000:0000:0000:';
 
 /**
  * The client an address counts for: an IPv6 client by its /64 (a host is given a whole /64
  * and can send from any address in it), an IPv4 one by its address, also when a dual-stack
- * listener gives it as ::ffff:a.b.c.d. An IPv6 address is taken in any of its text forms:
+ * listener gives it as ::ffff:a.b.c.d or a translator as 64:ff9b::a.b.c.d (as one /64, every
+ * IPv4 client behind the translator would be one client, decision 454). An IPv6 address is
+ * taken in any of its text forms:
  * uWebSockets.js writes a peer's as eight groups of four hex digits, a proxy's
  * X-Forwarded-For the short form (`2001:db8::1`, decision 444).
  */
 export function throttledClient(address: string): string {
   if (isIP(address) !== 6) return address;
   const lower = fullIpv6(address);
-  if (lower.startsWith(IPV4_MAPPED_PREFIX)) {
-    const [high = '', low = ''] = lower.slice(IPV4_MAPPED_PREFIX.length).split(':');
+  const prefix = [IPV4_MAPPED_PREFIX, IPV4_TRANSLATED_PREFIX].find((v4) => lower.startsWith(v4));
+  if (prefix !== undefined) {
+    const [high = '', low = ''] = lower.slice(prefix.length).split(':');
     const value = (parseInt(high, 16) << 16) | parseInt(low, 16);
     return [24, 16, 8, 0].map((shift) => (value >>> shift) & 255).join('.');
   }

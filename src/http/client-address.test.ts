@@ -74,6 +74,25 @@ describe('the client address', () => {
     }
   });
 
+  it('neither lets a client pick its address nor takes odd entries for one', () => {
+    // a zone, a tab, an empty entry, leading zeros, an IPv4 address in brackets
+    expect(clientAddress('10.1.2.3', '203.0.113.9, fe80::1%eth0', proxies)).toBe('fe80::1%eth0');
+    expect(clientAddress('10.1.2.3', '198.51.100.1, 203.0.113.9\t', proxies)).toBe('203.0.113.9');
+    for (const forwarded of [
+      '203.0.113.9,,10.9.9.9',
+      '203.0.113.9, 010.1.1.1',
+      '203.0.113.9, [10.9.9.9]',
+      '203.0.113.9, fe80::1%a b',
+      `${'1.1.1.1, '.repeat(1000)}x`,
+    ]) {
+      expect(clientAddress('10.1.2.3', forwarded, proxies)).toBe('10.1.2.3');
+    }
+    // what the client wrote to the left of the proxies' entries is never chosen
+    expect(clientAddress('10.1.2.3', '198.51.100.1, 203.0.113.9:80, [fd00::9]:1', proxies)).toBe(
+      '203.0.113.9',
+    );
+  });
+
   it('is the leftmost address when every hop is a trusted proxy', () => {
     expect(clientAddress('10.1.2.3', '10.4.5.6, 10.7.8.9', proxies)).toBe('10.4.5.6');
   });

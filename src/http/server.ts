@@ -145,7 +145,12 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     nativeRequest.forEach((name, value) => {
       if (repeated === undefined && SINGLE_VALUE_HEADERS.has(name) && Object.hasOwn(headers, name))
         repeated = name;
-      headers[name] = value;
+      // X-Forwarded-For in several lines (HAProxy adds a line of its own) is one list, in
+      // order (RFC 9110 §5.3): the last line alone would drop the client (decision 453).
+      headers[name] =
+        name === 'x-forwarded-for' && Object.hasOwn(headers, name)
+          ? `${headers[name]}, ${value}`
+          : value;
       if (name === 'content-length') contentLengths.push(value);
       else if (name === 'transfer-encoding') transferEncodings.push(value);
     });
