@@ -176,7 +176,8 @@ export function useAction(): {
     const element = focused.current;
     focused.current = null;
     const lost = document.activeElement === null || document.activeElement === document.body;
-    if (element?.isConnected && lost) element.focus();
+    // without scrolling: a user who scrolled away during a slow write is not brought back
+    if (element?.isConnected && lost) element.focus({ preventScroll: true });
   }, [busy]);
   const run = useCallback(async <T>(action: () => Promise<T>): Promise<Done<T> | null> => {
     const active = document.activeElement;
