@@ -333,4 +333,17 @@ describe('signing up where gw sends e-mail', () => {
     expect(resent.body.error.code).toBe('gw_too_many_attempts');
     expect(Number(resent.headers.get('retry-after'))).toBeGreaterThan(0);
   });
+
+  it('counts the tags of one mailbox (name+tag@host) as that mailbox (decision 460)', async () => {
+    await resetThrottles();
+    const [name, host] = uniqueEmail('tagged').toLowerCase().split('@') as [string, string];
+    const statuses: number[] = [];
+    for (let tag = 1; tag <= 4; tag += 1) {
+      statuses.push((await signUp(`${name}+${tag}@${host}`)).status);
+    }
+    // three from one client to the one mailbox, whichever tag each names
+    expect(statuses).toEqual([202, 202, 202, 429]);
+    // a plain address beside it, of another mailbox, is its own
+    expect((await signUp(`${name}x@${host}`)).status).toBe(202);
+  });
 });

@@ -4,7 +4,7 @@
 // real Redis.
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { LoginThrottle, throttledClient } from '../src/accounts/login-throttle.js';
+import { LoginThrottle, mailboxOf, throttledClient } from '../src/accounts/login-throttle.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { uniquePrefix } from './support/env.js';
 import { deletePrefix, testRedis } from './support/services.js';
@@ -92,6 +92,15 @@ describe('the address the throttles count', () => {
     ] as const) {
       expect(throttledClient(form)).toBe(client);
     }
+  });
+
+  it('counts mail to name+tag@host as mail to name@host, and nothing else as it (decision 460)', () => {
+    expect(mailboxOf('ann+gw@example.com')).toBe('ann@example.com');
+    expect(mailboxOf('ann+a+b@example.com')).toBe('ann@example.com');
+    expect(mailboxOf('ann@example.com')).toBe('ann@example.com');
+    // no name before the plus, or a plus after the @: the address as it is
+    expect(mailboxOf('+ann@example.com')).toBe('+ann@example.com');
+    expect(mailboxOf('ann@ex+ample.com')).toBe('ann@ex+ample.com');
   });
 
   it('is the IPv4 client a translator embeds in 64:ff9b::/96, not one /64 for every IPv4 client (decision 454)', async () => {

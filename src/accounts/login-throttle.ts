@@ -113,6 +113,18 @@ function fullIpv6(address: string): string {
   return [...left, ...zeros, ...right].map((group) => group.padStart(4, '0')).join(':');
 }
 
+/**
+ * The mailbox an address reaches, for counting what is mailed to it: most mail systems deliver
+ * `name+tag@host` to `name@host` (subaddressing, RFC 5233), so a tag is not a mailbox of its
+ * own — one count per tag would let sign-ups to `victim+1@…`, `victim+2@…` flood one inbox
+ * (decision 460). Only the count: the account's address stays as typed.
+ */
+export function mailboxOf(email: string): string {
+  const at = email.lastIndexOf('@');
+  const plus = email.indexOf('+');
+  return plus > 0 && plus < at ? `${email.slice(0, plus)}${email.slice(at)}` : email;
+}
+
 export class LoginThrottle {
   private readonly limits: ThrottleLimits;
 
@@ -192,7 +204,7 @@ export class LoginThrottle {
    * elsewhere, without a link; the ceiling bounds the mailbox whoever asks (decision 450).
    */
   async emailAttempt(email: string, address: string): Promise<number> {
-    const key = this.keys.emailAttempts('recipient-clients', sha256Hex(email));
+    const key = this.keys.emailAttempts('recipient-clients', sha256Hex(mailboxOf(email)));
     const client = throttledClient(address);
     const own = await this.countInHash(key, client);
     if (own.count > this.limits.emailsPerRecipientClient) return Math.max(1, own.ttlMs);
