@@ -109,7 +109,7 @@ function ConnectionKeys(props: { orgId: string; connection: OrgConnection; manag
     <>
       {issued && (
         <ShownOnce title={issued.title} value={issued.key} onDone={() => setIssued(null)}>
-          <PolicyWarnings warnings={issued.warnings ?? []} done="Issued">
+          <PolicyWarnings warnings={issued.warnings ?? []} done="Issued" about="its allowed models">
             The ids gw serves are listed under Models &amp; prices (copy the key first: it is not
             shown again). A key’s models do not change: for others, issue a new key and revoke this
             one.
