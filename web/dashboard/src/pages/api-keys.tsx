@@ -151,7 +151,11 @@ function ConnectionKeys(props: { orgId: string; connection: OrgConnection; manag
           empty={`No keys yet. ${manage && active && !oauth ? 'Issue one above.' : ''}`}
           rowKey={(key) => `${key.id}-${key.status}-${key.expires_at ?? ''}`}
           columns={[
-            { header: 'Name', cell: (key) => key.name ?? <span class="muted">unnamed</span> },
+            {
+              header: 'Name',
+              class: 'breakable name',
+              cell: (key) => key.name ?? <span class="muted">unnamed</span>,
+            },
             { header: 'Key', class: 'nowrap', cell: (key) => <code>{key.key_hint}</code> },
             {
               header: 'Status',

@@ -96,7 +96,7 @@ function CredentialsPage({ org }: { org: OrgSummary }) {
           empty="No provider credentials yet."
           rowKey={(credential) => `${credential.id}-${credential.status}`}
           columns={[
-            { header: 'Name', cell: (credential) => credential.name },
+            { header: 'Name', class: 'breakable name', cell: (credential) => credential.name },
             { header: 'Provider', cell: (credential) => <code>{credential.provider}</code> },
             {
               header: 'Fingerprint',
