@@ -8,6 +8,7 @@ import { CredentialDirectory } from '../src/credentials/credential-directory.js'
 import { parseMasterKeys, SecretBoxError } from '../src/credentials/secret-box.js';
 import { writtenCredentialSchema } from '../src/routes/dashboard/credentials/schema.js';
 import { openFromText } from '../src/credentials/sealed-text.js';
+import { NO_CONNECTION_WARNING as NO_CONNECTION } from '../src/credentials/written-credential.js';
 import { isolatedContext } from './support/context.js';
 import { TEST_MASTER_KEY } from './support/env.js';
 import { runCli, runCliJson, seed, type SeededOrg } from './support/processes.js';
@@ -265,7 +266,8 @@ describe('gw credentials warnings', () => {
       env,
       { stdin: 'mock-warned-1' },
     );
-    expect(added.warnings).toEqual([warned('vendor_b/gpt-next-preview')]);
+    // added without --app-connection-id: granted to none, said first
+    expect(added.warnings).toEqual([NO_CONNECTION, warned('vendor_b/gpt-next-preview')]);
     expect(Object.keys(added).sort()).toEqual(Object.keys(writtenCredentialSchema.shape).sort());
     expect(await storedPolicy(added.id)).toEqual([
       'vendor_b/gpt-4o-mini',
@@ -276,9 +278,9 @@ describe('gw credentials warnings', () => {
       ['credentials', 'update', '--id', added.id, '--model-policy', 'vendor_b/*,vendor_b/o9'],
       env,
     );
-    expect(changed.warnings).toEqual([warned('vendor_b/o9')]);
+    expect(changed.warnings).toEqual([NO_CONNECTION, warned('vendor_b/o9')]);
     expect(await storedPolicy(added.id)).toEqual(['vendor_b/*', 'vendor_b/o9']);
-    // a change that writes no policy warns of none, whatever the stored one names
+    // a change that writes no policy warns of no model, whatever the stored one names
     const reordered = await runCliJson<Written>(
       ['credentials', 'update', '--id', added.id, '--priority', '2'],
       env,
@@ -286,15 +288,59 @@ describe('gw credentials warnings', () => {
     expect([reordered.priority, reordered.model_policy, reordered.warnings]).toEqual([
       2,
       ['vendor_b/*', 'vendor_b/o9'],
-      [],
+      [NO_CONNECTION],
     ]);
-    // the provider's own models by default: nothing to warn of
+    // the provider's own models by default, granted to a connection: nothing to warn of
     const plain = await runCliJson<Written>(
-      ['credentials', 'add', ...base, '--name', 'plain', '--secret-stdin'],
+      [
+        ...['credentials', 'add', ...base, '--name', 'plain', '--secret-stdin'],
+        ...['--app-connection-id', owner.app_connection_id],
+      ],
       env,
       { stdin: 'mock-warned-2' },
     );
-    expect([plain.model_policy, plain.warnings]).toEqual([['vendor_b/*'], []]);
+    expect([plain.model_policy, plain.app_connection_ids, plain.warnings]).toEqual([
+      ['vendor_b/*'],
+      [owner.app_connection_id],
+      [],
+    ]);
+  });
+
+  it('a credential left granted to no connection is warned of by add, grant, revoke-grant, update, disable and enable', async () => {
+    const owner = await seed(env);
+    type Written = Credential & { warnings: string[] };
+    const connection = ['--app-connection-id', owner.app_connection_id];
+    const added = await runCliJson<Written>(
+      [
+        ...['credentials', 'add', '--org-id', owner.org_id, '--provider', 'vendor_b'],
+        ...['--name', 'ungranted', '--secret-stdin'],
+      ],
+      env,
+      { stdin: 'mock-ungranted-1' },
+    );
+    expect([added.app_connection_ids, added.warnings]).toEqual([[], [NO_CONNECTION]]);
+    // the words a user reads
+    expect(added.warnings[0]).toContain('granted to no app connection, so it serves no request');
+    const id = ['--id', added.id];
+    const printed = async (args: string[]) => {
+      const answer = await runCliJson<Written>(['credentials', ...args], env);
+      return [answer.app_connection_ids, answer.warnings];
+    };
+    expect(await printed(['disable', ...id])).toEqual([[], [NO_CONNECTION]]);
+    expect(await printed(['enable', ...id])).toEqual([[], [NO_CONNECTION]]);
+    expect(await printed(['grant', ...id, ...connection])).toEqual([[owner.app_connection_id], []]);
+    expect(await printed(['update', ...id, '--priority', '3'])).toEqual([
+      [owner.app_connection_id],
+      [],
+    ]);
+    expect(await printed(['revoke-grant', ...id, ...connection])).toEqual([[], [NO_CONNECTION]]);
+    expect(await printed(['update', ...id, '--name', 'still ungranted'])).toEqual([
+      [],
+      [NO_CONNECTION],
+    ]);
+    // deleting answers the deleted credential, with nothing left to warn of
+    const deleted = await runCliJson<Written>(['credentials', 'delete', ...id], env);
+    expect([deleted.status, deleted.warnings]).toEqual(['deleted', undefined]);
   });
 });
 

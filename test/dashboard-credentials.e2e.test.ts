@@ -21,6 +21,10 @@ const { env, db } = isolatedContext('dash-cred');
 let gateways: [GatewayProcess, GatewayProcess];
 let tenant: SeededOrg;
 
+/** The warning of a credential granted to no app connection (decision 456). */
+const NO_CONNECTION =
+  'the credential is granted to no app connection, so it serves no request: until a connection is granted it, requests are served without it (by gw’s own keys, paid from the wallet, unless another credential serves them)';
+
 interface Credential {
   id: string;
   org_id: string;
@@ -212,7 +216,8 @@ describe('a model policy naming a model the catalogue lacks', () => {
       app_connection_ids: [],
     });
     expect(created.status).toBe(201);
-    expect(created.body.warnings).toEqual([warned('vendor_b/gpt-next-preview')]);
+    // granted to no connection: that warning first, then the policy's
+    expect(created.body.warnings).toEqual([NO_CONNECTION, warned('vendor_b/gpt-next-preview')]);
     expect(created.body.model_policy).toEqual([
       'vendor_b/gpt-4o-mini',
       'vendor_b/gpt-next-preview',
@@ -241,7 +246,11 @@ describe('a model policy naming a model the catalogue lacks', () => {
       model_policy: ['vendor_b/*', 'vendor_b/o9', 'vendor_b/o9-mini'],
     });
     expect(changed.status).toBe(200);
-    expect(changed.body.warnings).toEqual([warned('vendor_b/o9'), warned('vendor_b/o9-mini')]);
+    expect(changed.body.warnings).toEqual([
+      NO_CONNECTION,
+      warned('vendor_b/o9'),
+      warned('vendor_b/o9-mini'),
+    ]);
     expect(await storedPolicy(created.body.id)).toEqual([
       'vendor_b/*',
       'vendor_b/o9',
@@ -255,18 +264,97 @@ describe('a model policy naming a model the catalogue lacks', () => {
     );
     expect(schemaProblems(document, updateSchema, changed.body)).toEqual([]);
 
-    // a change that writes no policy answers none, whatever the stored one names
+    // a change that writes no policy answers no policy warning, whatever the stored one names
     for (const change of [{ priority: 2 }, { status: 'disabled' }, { name: 'renamed' }]) {
       const other = await admin.request<{ warnings: string[] }>('PATCH', path, change);
       expect(other.status, JSON.stringify(change)).toBe(200);
-      expect(other.body.warnings, JSON.stringify(change)).toEqual([]);
+      expect(other.body.warnings, JSON.stringify(change)).toEqual([NO_CONNECTION]);
     }
-    // models the catalogue lists, or wildcards: no warnings
+    // models the catalogue lists, or wildcards: no policy warnings
     const known = await admin.request<{ warnings: string[] }>('PATCH', path, {
       model_policy: ['vendor_b/gpt-4o-mini'],
     });
-    expect(known.body.warnings).toEqual([]);
+    expect(known.body.warnings).toEqual([NO_CONNECTION]);
     expect(await storedPolicy(created.body.id)).toEqual(['vendor_b/gpt-4o-mini']);
+  });
+});
+
+describe('a credential granted to no connection', () => {
+  it('serves no request, and every write that leaves it so answers a warning saying it', async () => {
+    const org = await seed(env);
+    const email = uniqueEmail('cred-ungranted');
+    await createMember(env, email, org.org_id, 'admin');
+    const admin = await signInTo(gateways[0], email);
+    const document = (await getJson(`${gateways[0].url}/openapi.json`)).body;
+
+    const created = await addCredential(admin, org, 'mock-ok-ungranted-key', {
+      app_connection_ids: [],
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.app_connection_ids).toEqual([]);
+    expect(created.body.warnings).toEqual([NO_CONNECTION]);
+    // what it warns of: the org's requests are still served by gw's own route (the wallet pays)
+    expect(await servedBy(gateways[0], org.api_key)).toBeNull();
+    // the list shows it with no connection (the dashboard marks such a row)
+    const listed = await admin.get<{ data: Credential[] }>(
+      `/dashboard/api/orgs/${org.org_id}/credentials`,
+    );
+    expect(listed.body.data.map((row) => [row.id, row.app_connection_ids])).toEqual([
+      [created.body.id, []],
+    ]);
+
+    const grants = `/dashboard/api/credentials/${created.body.id}/grants/${org.app_connection_id}`;
+    const granted = await admin.request<Credential & { warnings: string[] }>('PUT', grants);
+    expect(granted.status).toBe(200);
+    expect([granted.body.app_connection_ids, granted.body.warnings]).toEqual([
+      [org.app_connection_id],
+      [],
+    ]);
+    expect(
+      schemaProblems(
+        document,
+        responseSchema(
+          document,
+          '/dashboard/api/credentials/{credential_id}/grants/{app_connection_id}',
+          'put',
+          200,
+        ),
+        granted.body,
+      ),
+    ).toEqual([]);
+    expect(await servedBy(gateways[0], org.api_key)).toBe(created.body.id);
+    // granted: a change answers no warning
+    const renamed = await admin.request<{ warnings: string[] }>(
+      'PATCH',
+      `/dashboard/api/credentials/${created.body.id}`,
+      { name: 'granted' },
+    );
+    expect([renamed.status, renamed.body.warnings]).toEqual([200, []]);
+
+    // removing the last grant warns again; removing one that is not there does too (still none)
+    for (const attempt of ['last grant', 'no grant left']) {
+      const revoked = await admin.request<Credential & { warnings: string[] }>('DELETE', grants);
+      expect(revoked.status, attempt).toBe(200);
+      expect([revoked.body.app_connection_ids, revoked.body.warnings], attempt).toEqual([
+        [],
+        [NO_CONNECTION],
+      ]);
+      expect(
+        schemaProblems(
+          document,
+          responseSchema(
+            document,
+            '/dashboard/api/credentials/{credential_id}/grants/{app_connection_id}',
+            'delete',
+            200,
+          ),
+          revoked.body,
+        ),
+        attempt,
+      ).toEqual([]);
+    }
+    expect(await servedBy(gateways[0], org.api_key)).toBeNull();
+    await admin.request('DELETE', `/dashboard/api/credentials/${created.body.id}`);
   });
 });
 

@@ -1,7 +1,8 @@
 // The organization's settings pages in a browser (chromium) against a live gateway on the real
 // Redis and Postgres: a provider credential added through the vendor check (its secret never
 // shown again, its fingerprint listed, the next request served with it; a policy naming a model
-// the catalogue lacks stored with the API's warning shown where it was written; its edit card
+// the catalogue lacks, or no connection granted, stored with the API's warning shown where it
+// was written, and a row granted to none marked as serving no request; its edit card
 // closed with focus back on its Edit button), a webhook endpoint
 // whose signing secret is shown once, a test event in its delivery log, the wallet, and an
 // organization cap set in the form that makes the next inference request 403. Confirmations
@@ -32,6 +33,12 @@ let browser: Browser;
 let org: SeededOrg;
 
 const chat = { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
+
+/** The API's warning of a credential granted to no app connection (decision 456). */
+const NO_CONNECTION =
+  'the credential is granted to no app connection, so it serves no request: until a connection is granted it, requests are served without it (by gw’s own keys, paid from the wallet, unless another credential serves them)';
+/** The provider credentials table's Connections column (Name, Provider, Fingerprint, …). */
+const CONNECTIONS_COLUMN = 6;
 
 async function infer(): Promise<{
   status: number;
@@ -178,12 +185,22 @@ describe('the settings pages in a browser', () => {
     await close();
   });
 
-  it('stores a credential whose models the catalogue lacks, with the API’s warning shown when it is added and when its models are changed', async () => {
+  it('stores a credential whose models the catalogue lacks or that no connection is granted, with the API’s warnings shown when it is added, its models changed and its last grant removed', async () => {
     const { page, close } = await openWindow(browser);
     await signedIn(page, emails.admin);
     await go(page, 'Provider credentials', 'provider-credentials');
     const warned = (id: string) =>
       `${id} is not in the model catalogue (yet): the credential serves it once it is added`;
+    const grantedTo = async (name: string) =>
+      (
+        await db.query<{ ids: string[] }>(
+          `SELECT coalesce(array_agg(g.app_connection_id) FILTER (WHERE g.app_connection_id IS NOT NULL), '{}') AS ids
+             FROM provider_credentials c
+             LEFT JOIN provider_credential_grants g ON g.credential_id = c.id
+            WHERE c.org_id = $1 AND c.name = $2 GROUP BY c.id`,
+          [org.org_id, name],
+        )
+      ).rows.map((row) => row.ids);
     const storedPolicy = async (name: string) =>
       (
         await db.query<{ model_policy: string[] }>(
@@ -203,12 +220,20 @@ describe('the settings pages in a browser', () => {
     await form.getByRole('button', { name: 'Add credential' }).click();
     await page.getByRole('status').filter({ hasText: 'Added Preview key' }).waitFor();
     const addedWarning = page.locator('.warning[role="status"]');
-    expect(await addedWarning.innerText()).toContain(
-      'Added, with a warning about its allowed models:\n',
-    );
+    expect(await addedWarning.innerText()).toContain('Added, with 2 warnings:\n');
+    // granted to no connection: it serves nothing, said first, with what to do
     expect(await addedWarning.getByRole('listitem').allTextContents()).toEqual([
+      NO_CONNECTION,
       warned('vendor_b/gpt-next-preview'),
     ]);
+    expect(await addedWarning.innerText()).toContain(
+      'Grant it to the connections it should serve: Edit, then Connections it serves.',
+    );
+    // and its row in the list says so
+    const previewRow = page.getByRole('row').filter({ hasText: 'Preview key' });
+    expect(await previewRow.getByRole('cell').nth(CONNECTIONS_COLUMN).innerText()).toBe(
+      'None: serves no request',
+    );
     // a notice, not an error: stored as written
     expect(await page.getByRole('alert').count()).toBe(0);
     expect(await storedPolicy('Preview key')).toEqual([
@@ -227,10 +252,9 @@ describe('the settings pages in a browser', () => {
     await edit.getByRole('button', { name: 'Save changes' }).click();
     await edit.getByText('Saved.', { exact: false }).waitFor();
     const savedWarning = edit.locator('.warning[role="status"]');
-    expect(await savedWarning.innerText()).toContain(
-      'Saved, with 2 warnings about its allowed models:\n',
-    );
+    expect(await savedWarning.innerText()).toContain('Saved, with 3 warnings:\n');
     expect(await savedWarning.getByRole('listitem').allTextContents()).toEqual([
+      NO_CONNECTION,
       warned('vendor_b/o9'),
       warned('vendor_b/o9-mini'),
     ]);
@@ -240,14 +264,42 @@ describe('the settings pages in a browser', () => {
     ]);
     await screenshotOf(edit, 'settings-09-credential-edit-warning');
 
+    // granted to the org's connection: the grant's answer warns of nothing, the row names it
+    const grants = edit.getByRole('group', {
+      name: 'Connections it serves (a change applies at once)',
+    });
+    // (the box follows the list once reloaded: clicked, not checked)
+    await grants.getByRole('checkbox').first().click();
+    await expect.poll(() => grantedTo('Preview key')).toEqual([[org.app_connection_id]]);
+    await expect
+      .poll(() => previewRow.getByRole('cell').nth(CONNECTIONS_COLUMN).innerText())
+      .not.toContain('serves no request');
+    expect(await savedWarning.count()).toBe(0);
+
     // typing clears the notice (once the input's own handlers have run, useNotice); models the
-    // catalogue lists save without a warning
+    // catalogue lists save without a warning, now that a connection is granted
     await models.fill('vendor_b/gpt-4o-mini');
     await savedWarning.waitFor({ state: 'detached' });
     await edit.getByRole('button', { name: 'Save changes' }).click();
     await edit.getByText('Saved.', { exact: false }).waitFor();
     expect(await savedWarning.count()).toBe(0);
     expect(await storedPolicy('Preview key')).toEqual([['vendor_b/gpt-4o-mini']]);
+
+    // its last grant removed: the answer's warning is shown under the connections, and the row
+    // says it serves no request again
+    await grants.getByRole('checkbox').first().click();
+    await expect.poll(() => grantedTo('Preview key')).toEqual([[]]);
+    const ungranted = edit.locator('.warning[role="status"]');
+    await ungranted.waitFor();
+    expect(await ungranted.innerText()).toContain('Saved, with a warning:\n');
+    expect(await ungranted.getByRole('listitem').allTextContents()).toEqual([NO_CONNECTION]);
+    expect(await ungranted.innerText()).toContain(
+      'Tick the connections it should serve under Connections it serves.',
+    );
+    await expect
+      .poll(() => previewRow.getByRole('cell').nth(CONNECTIONS_COLUMN).innerText())
+      .toBe('None: serves no request');
+    await screenshot(page, 'settings-10-credential-no-connection');
 
     await edit.getByRole('button', { name: 'Close' }).click();
     await expect.poll(() => focusedButton(page)).toBe('Edit Preview key');

@@ -1,6 +1,8 @@
 // gw credentials add|list|disable|delete|grant|revoke-grant|rewrap: an organization's own
-// vendor keys (bring your own key). Output never contains a secret, only its fingerprint. `add`
-// and `update` print the policy's warnings as the dashboard API answers them (`warnings`).
+// vendor keys (bring your own key). Output never contains a secret, only its fingerprint.
+// Every change but `delete` prints the credential with its warnings as the dashboard API
+// answers them (`warnings`): granted to no connection (decision 456), and for `add` and an
+// `update` of the policy, the models the catalogue does not list yet.
 import type { DbPool } from '../db/pool.js';
 import {
   CredentialError,
@@ -33,7 +35,8 @@ export const credentialsHelp = `gw credentials add --org-id O --provider ${PROVI
   Validates the vendor's API key with the vendor, stores it encrypted (CREDENTIALS_MASTER_KEY)
   and prints its id and fingerprint. The key comes from standard input with --secret-stdin (one
   line), or is asked for at a terminal; --secret S still works but warns (other users of the
-  machine see it in the process list). A credential serves only the connections it is granted to. Priority 1 is
+  machine see it in the process list). A credential serves only the connections it is granted to:
+  one added without --app-connection-id serves nothing until granted, and says so (warnings). Priority 1 is
   tried before 2; byok_first falls back to the system route, byok_only answers an error. A
   model the catalogue does not list yet is accepted, with a warning (warnings).
 gw credentials list --org-id O
@@ -41,6 +44,7 @@ gw credentials update --id ID [--name N] [--model-policy P] [--priority 2] [--ro
   (a policy written is warned of as add does)
 gw credentials disable|enable|delete --id ID   (delete also revokes its grants)
 gw credentials grant|revoke-grant --id ID --app-connection-id C
+  (revoking the last grant warns that the credential serves nothing)
 gw credentials rewrap [--org-id O]             re-encrypts credentials, webhook signing secrets and stored create answers
                                                under the current master key
   (set the new key as CREDENTIALS_MASTER_KEY/_ID and the old one in CREDENTIALS_PREVIOUS_KEYS)`;
@@ -178,17 +182,24 @@ async function run(
       return writtenCredential(db, credential, changes.modelPolicy !== undefined);
     }
     case 'disable':
-    case 'enable':
+    case 'enable': {
+      const id = requireFlag(values.id, 'id');
+      const status = action === 'disable' ? 'disabled' : 'active';
+      return writtenCredential(db, found(await store.setStatus(id, status, CLI_ACTOR), id), false);
+    }
     case 'delete': {
       const id = requireFlag(values.id, 'id');
-      const status = action === 'disable' ? 'disabled' : action === 'enable' ? 'active' : 'deleted';
-      return found(await store.setStatus(id, status, CLI_ACTOR), id);
+      return found(await store.setStatus(id, 'deleted', CLI_ACTOR), id);
     }
     case 'grant':
     case 'revoke-grant': {
       const id = requireFlag(values.id, 'id');
       const connection = requireFlag(values['app-connection-id'], 'app-connection-id');
-      return found(await store.grant(id, connection, action === 'grant', CLI_ACTOR), id);
+      const credential = found(
+        await store.grant(id, connection, action === 'grant', CLI_ACTOR),
+        id,
+      );
+      return writtenCredential(db, credential, false);
     }
     case 'rewrap':
       return store.rewrap(values['org-id']);

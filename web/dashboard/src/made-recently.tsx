@@ -191,6 +191,7 @@ export function MadeRecently() {
     {
       header: 'What',
       rowHeader: true,
+      class: 'breakable name',
       cell: (item) => (
         <>
           <strong>{KIND_LABEL[item.kind]}</strong> {describe(item)}
@@ -201,6 +202,7 @@ export function MadeRecently() {
     },
     {
       header: 'Organization',
+      class: 'breakable name',
       cell: (item) => (
         <>
           <Link to={orgView(item.org_id)}>{item.org_name}</Link>{' '}

@@ -265,8 +265,9 @@ export interface CredentialRow {
   readonly created_at: string;
 }
 
-/** A credential as its create or change answers it. */
+/** A credential as its create, change or grant answers it. */
 export interface WrittenCredential extends CredentialRow {
-  /** Exact model ids of the policy written that the catalogue does not list: stored all the same. */
+  /** That it is granted to no connection (first), exact model ids of the policy written that the
+   * catalogue does not list: stored all the same (decisions 338, 456). */
   readonly warnings: readonly string[];
 }

@@ -93,11 +93,17 @@ export function Empty({ children }: { children: ComponentChildren }) {
   return <p class="empty">{children}</p>;
 }
 
-/** A page's heading (its title: text, or an id as <IdText> breaks it) and its lede. */
-export function PageHeader(props: { title: ComponentChildren; children?: ComponentChildren }) {
+/** A page's heading (its title: text, or an id as <IdText> breaks it), its facts and its lede. */
+export function PageHeader(props: {
+  title: ComponentChildren;
+  /** What the object is (its id, its status), on a line of its own above the lede. */
+  facts?: ComponentChildren;
+  children?: ComponentChildren;
+}) {
   return (
     <header class="page-header">
       <h1 tabIndex={-1}>{props.title}</h1>
+      {props.facts && <p class="page-facts">{props.facts}</p>}
       {props.children && <p class="lede">{props.children}</p>}
     </header>
   );

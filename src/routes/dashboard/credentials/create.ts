@@ -1,9 +1,10 @@
 // POST /dashboard/api/orgs/{org_id}/credentials (admin or owner): adds a provider credential
 // (bring your own key). The secret is checked with the vendor first (nothing is stored if it
 // refuses), sealed with the master key, and never answered, logged or audited: the answer has
-// its fingerprint, and `warnings` naming exact model ids of its policy the catalogue does not
-// list yet (stored all the same: decisions 338, 350). The same service as `gw credentials add`;
-// every instance sees it at once.
+// its fingerprint, and `warnings`: that it is granted to no connection, so serves nothing
+// (decision 456), and the exact model ids of its policy the catalogue does not list yet (stored
+// all the same: decisions 338, 350). The same service as `gw credentials add`; every instance
+// sees it at once.
 import { z } from 'zod';
 import { findProvider, PROVIDER_IDS } from '../../../providers/registry.js';
 import { ROUTING_MODES } from '../../../credentials/credential-views.js';
@@ -45,7 +46,8 @@ export const createCredentialRoute = declareRoute({
   body: createCredentialBody,
   responses: {
     201: {
-      description: 'the credential, and its policy’s warnings',
+      description:
+        'the credential, and its warnings (no connection granted, models the catalogue lacks)',
       schema: writtenCredentialSchema,
     },
   },

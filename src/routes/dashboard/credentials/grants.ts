@@ -2,14 +2,16 @@
 // or owner): lets a connection of the credential's organization use it, or stops it. A
 // credential serves only the connections it is granted to; every instance follows at once.
 // Granting twice or revoking a grant that is not there answers the credential unchanged; a
-// connection outside the organization is not found either way.
+// connection outside the organization is not found either way. The answer's `warnings` say
+// when no connection is left granted: the credential then serves nothing (decision 456).
+import { writtenCredential } from '../../../credentials/written-credential.js';
 import { declareRoute } from '../../framework/declaration.js';
 import {
   credentialNotFound,
   credentialRefusal,
-  credentialSchema,
   ofCredential,
-  type CredentialRouteDeps,
+  writtenCredentialSchema,
+  type CredentialWriteDeps,
 } from './schema.js';
 
 function grantRoute(granted: boolean) {
@@ -20,8 +22,13 @@ function grantRoute(granted: boolean) {
       ? 'Grants a provider credential to a connection of its organization'
       : "Revokes a connection's grant of a provider credential",
     caller: { kind: 'org_member', role: 'admin', org: ofCredential },
-    responses: { 200: { description: 'the credential', schema: credentialSchema } },
-    async handler({ params, caller }, deps: CredentialRouteDeps) {
+    responses: {
+      200: {
+        description: 'the credential, and its warnings (none granted is one)',
+        schema: writtenCredentialSchema,
+      },
+    },
+    async handler({ params, caller }, deps: CredentialWriteDeps) {
       try {
         const credential = await deps.credentialStore.grant(
           params.credential_id,
@@ -30,7 +37,7 @@ function grantRoute(granted: boolean) {
           caller.actor,
         );
         if (!credential) return credentialNotFound();
-        return credential;
+        return await writtenCredential(deps.db, credential, false);
       } catch (error) {
         return credentialRefusal(error);
       }

@@ -1,6 +1,6 @@
 // The provider-credential object of the dashboard API (its fingerprint, never the secret), the
-// answer of its writes (with the warnings of the policy written: writtenCredential, shared with
-// the CLI), where its routes find their organization, and the credential service's refusals as
+// answer of its writes (with its warnings: no connection granted, and the models of the policy
+// written the catalogue lacks — writtenCredential, shared with the CLI), where its routes find their organization, and the credential service's refusals as
 // the spec's errors.
 import { z } from 'zod';
 import {
@@ -23,7 +23,7 @@ export interface CredentialRouteDeps {
   >;
 }
 
-/** What the create and update routes also read: the model catalogue's table, for warnings. */
+/** What the routes that answer warnings also read: the model catalogue's table. */
 export interface CredentialWriteDeps extends CredentialRouteDeps {
   readonly db: Pick<DbPool, 'query'>;
 }
@@ -45,11 +45,13 @@ export const credentialSchema = z.object({
   created_at: z.string(),
 });
 
-/** A credential as created or changed, and what is odd about the model policy written. */
+/** A credential as created or changed, and what is odd about it (decisions 338, 456). */
 export const writtenCredentialSchema = credentialSchema.extend({
-  /** Exact model ids of the policy written that the catalogue does not list (yet): stored all
-   * the same (decision 338); empty when the request wrote no policy. */
-  warnings: z.array(z.string()),
+  warnings: z
+    .array(z.string())
+    .describe(
+      'sentences, each a thing to fix that did not stop the write: the credential is granted to no app connection, so serves no request (whenever the write leaves it so); an exact model id of the policy written that the catalogue does not list yet (only when the request wrote a policy)',
+    ),
 });
 
 export const prioritySchema = z

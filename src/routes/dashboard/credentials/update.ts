@@ -1,7 +1,8 @@
 // PATCH /dashboard/api/credentials/{credential_id} (admin or owner): renames a credential or
 // changes its model policy, priority or routing mode, and disables or re-enables it
 // (`status`). Its secret never changes: add a new credential instead. Every instance uses the
-// change for its next request. A model policy written answers `warnings` as the create does.
+// change for its next request. Answered with `warnings` as the create is: no connection granted
+// (whatever changed), the models the catalogue lacks (only when a model policy was written).
 import { z } from 'zod';
 import { ROUTING_MODES } from '../../../credentials/credential-views.js';
 import { writtenCredential } from '../../../credentials/written-credential.js';
@@ -35,7 +36,8 @@ export const updateCredentialRoute = declareRoute({
   body: updateCredentialBody,
   responses: {
     200: {
-      description: 'the credential, and its policy’s warnings',
+      description:
+        'the credential, and its warnings (no connection granted, models the catalogue lacks)',
       schema: writtenCredentialSchema,
     },
   },

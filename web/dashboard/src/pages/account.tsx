@@ -149,6 +149,7 @@ function YourActivity() {
         empty="You have not changed anything yet."
         by={{
           header: 'Organization',
+          class: 'breakable name',
           cell: (entry) => <Link to={orgView(entry.org_id)}>{entry.org_name}</Link>,
         }}
       />

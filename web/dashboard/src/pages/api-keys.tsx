@@ -109,7 +109,7 @@ function ConnectionKeys(props: { orgId: string; connection: OrgConnection; manag
     <>
       {issued && (
         <ShownOnce title={issued.title} value={issued.key} onDone={() => setIssued(null)}>
-          <PolicyWarnings warnings={issued.warnings ?? []} done="Issued">
+          <PolicyWarnings warnings={issued.warnings ?? []} done="Issued" about="its allowed models">
             The ids gw serves are listed under Models &amp; prices (copy the key first: it is not
             shown again). A key’s models do not change: for others, issue a new key and revoke this
             one.
@@ -151,7 +151,11 @@ function ConnectionKeys(props: { orgId: string; connection: OrgConnection; manag
           empty={`No keys yet. ${manage && active && !oauth ? 'Issue one above.' : ''}`}
           rowKey={(key) => `${key.id}-${key.status}-${key.expires_at ?? ''}`}
           columns={[
-            { header: 'Name', cell: (key) => key.name ?? <span class="muted">unnamed</span> },
+            {
+              header: 'Name',
+              class: 'breakable name',
+              cell: (key) => key.name ?? <span class="muted">unnamed</span>,
+            },
             { header: 'Key', class: 'nowrap', cell: (key) => <code>{key.key_hint}</code> },
             {
               header: 'Status',

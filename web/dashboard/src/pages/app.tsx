@@ -58,9 +58,15 @@ export function AppPage({ org, appId }: { org: OrgSummary; appId: string }) {
   return (
     <>
       {crumbs}
-      <PageHeader title={app.data.name}>
-        <Id value={appId} /> · <Status value={app.data.status} /> · Connections of this app. Each
-        connection’s API keys follow its settings at once.
+      <PageHeader
+        title={app.data.name}
+        facts={
+          <>
+            <Id value={appId} /> · <Status value={app.data.status} />
+          </>
+        }
+      >
+        Connections of this app. Each connection’s API keys follow its settings at once.
       </PageHeader>
       {manage && active && (
         <AppSettings orgId={org.id} path={path} app={app.data} onRenamed={app.reload} />

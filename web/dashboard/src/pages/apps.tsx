@@ -33,6 +33,7 @@ function AppsPage({ org }: { org: OrgSummary }) {
           columns={[
             {
               header: 'Name',
+              class: 'breakable name',
               cell: (app) => <Link to={orgView(org.id, 'apps', app.id)}>{app.name}</Link>,
             },
             { header: 'Id', cell: (app) => <code>{app.id}</code> },

@@ -76,7 +76,7 @@ export function OAuthClients({ appId, manage }: { appId: string; manage: boolean
         empty="No OAuth clients for this app."
         rowKey={(client) => client.client_id}
         columns={[
-          { header: 'Name', cell: (client) => client.name },
+          { header: 'Name', class: 'breakable name', cell: (client) => client.name },
           // broken after its prefix where the row is narrow: the table then fits the page
           { header: 'Client id', cell: (client) => <Id value={client.client_id} /> },
           {

@@ -1,12 +1,15 @@
-// What the API warns of when it stores a model policy (decisions 338, 350): exact model ids the
-// catalogue does not list (yet). A notice, not an error: the key or credential is stored, and
-// serves such a model once the catalogue has it.
+// What the API warns of when it stores a key or a credential: exact model ids of its policy the
+// catalogue does not list (yet; decisions 338, 350), and for a credential, that it is granted
+// to no app connection, so serves no request (decision 456). A notice, not an error: the key or
+// credential is stored as written.
 import type { ComponentChildren } from 'preact';
 
 export function PolicyWarnings(props: {
   warnings: readonly string[];
   /** What was done with the policy's holder: `Issued`, `Added`, `Saved`. */
   done: string;
+  /** What the warnings are about (`its allowed models`), when they are all about one thing. */
+  about?: string;
   /** What to do about them, after the list. */
   children: ComponentChildren;
 }) {
@@ -16,8 +19,8 @@ export function PolicyWarnings(props: {
     <div class="warning" role="status">
       <p>
         <strong>
-          {props.done}, with {warnings.length === 1 ? 'a warning' : `${warnings.length} warnings`}{' '}
-          about its allowed models:
+          {props.done}, with {warnings.length === 1 ? 'a warning' : `${warnings.length} warnings`}
+          {props.about ? ` about ${props.about}` : ''}:
         </strong>
       </p>
       <ul>

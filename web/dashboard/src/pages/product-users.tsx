@@ -80,16 +80,18 @@ function ProductUsersPage({ org }: { org: OrgSummary }) {
         columns={[
           {
             header: 'External id',
+            class: 'breakable name',
             cell: (user) => (
               <Link to={orgView(org.id, 'users', user.product_end_user_id)}>
                 {shownText(user.external_user_id)}
               </Link>
             ),
           },
-          { header: 'Name', cell: (user) => shownText(user.display_name) },
+          { header: 'Name', class: 'breakable name', cell: (user) => shownText(user.display_name) },
           { header: 'Status', cell: (user) => <Status value={user.status} /> },
           {
             header: 'App',
+            class: 'breakable name',
             cell: (user) => apps.get(user.app_id)?.name ?? <code>{user.app_id}</code>,
           },
           { header: 'First seen', class: 'nowrap', cell: (user) => formatTime(user.created_at) },

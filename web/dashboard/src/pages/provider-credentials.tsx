@@ -1,7 +1,9 @@
 // Provider credentials (bring your own key): the organization's vendor keys by fingerprint —
 // never the secret —, adding one (checked with the vendor first), its priority, model policy,
 // routing mode and connection grants, disabling and deleting it. A policy naming a model the
-// catalogue lacks is stored with the API's warnings, shown where it was written.
+// catalogue lacks, or a credential left granted to no connection (it then serves nothing:
+// decision 456), is stored with the API's warnings, shown where it was written; a row granted
+// to no connection says it serves no request.
 import { useState } from 'preact/hooks';
 import { api, canManage, type OrgSummary } from '../api.js';
 import { ConnectionChecklist } from '../connection-picker.js';
@@ -73,12 +75,7 @@ function CredentialsPage({ org }: { org: OrgSummary }) {
           <code>{added.fingerprint}</code>; the key itself is never shown again.
         </p>
       )}
-      {added && (
-        <PolicyWarnings warnings={added.warnings} done="Added">
-          The ids gw serves are listed under Models &amp; prices. To change the models it serves,
-          edit it below.
-        </PolicyWarnings>
-      )}
+      {added && <CredentialWarnings notice={noticeOf(added)} done="Added" inCard={false} />}
       {manage && (
         <AddCredential
           base={base}
@@ -99,7 +96,7 @@ function CredentialsPage({ org }: { org: OrgSummary }) {
           empty="No provider credentials yet."
           rowKey={(credential) => `${credential.id}-${credential.status}`}
           columns={[
-            { header: 'Name', cell: (credential) => credential.name },
+            { header: 'Name', class: 'breakable name', cell: (credential) => credential.name },
             { header: 'Provider', cell: (credential) => <code>{credential.provider}</code> },
             {
               header: 'Fingerprint',
@@ -123,7 +120,7 @@ function CredentialsPage({ org }: { org: OrgSummary }) {
               class: 'small',
               cell: (credential) =>
                 credential.app_connection_ids.length === 0 ? (
-                  <span class="muted">none</span>
+                  <span class="cell-warning">None: serves no request</span>
                 ) : (
                   <ul class="cell-list">
                     {credential.app_connection_ids.map((id) => (
@@ -181,6 +178,48 @@ function CredentialsPage({ org }: { org: OrgSummary }) {
         />
       )}
     </>
+  );
+}
+
+/** What a write of a credential warned of, and whether it left it granted to no connection. */
+interface WriteNotice {
+  readonly warnings: readonly string[];
+  readonly ungranted: boolean;
+}
+
+const noticeOf = (written: WrittenCredential): WriteNotice => ({
+  warnings: written.warnings,
+  ungranted: written.app_connection_ids.length === 0,
+});
+
+/**
+ * The API's warnings about a credential just written, with what to do about each kind: the
+ * credential granted to no connection (the API's first warning then), and models of its policy
+ * the catalogue does not list yet.
+ */
+function CredentialWarnings(props: {
+  notice: WriteNotice;
+  done: string;
+  /** Shown in the credential's edit card (its connections are there), or above the list. */
+  inCard: boolean;
+}) {
+  const { warnings, ungranted } = props.notice;
+  const aboutModels = warnings.length > (ungranted ? 1 : 0);
+  return (
+    <PolicyWarnings
+      warnings={warnings}
+      done={props.done}
+      {...(!ungranted && { about: 'its allowed models' })}
+    >
+      {ungranted &&
+        (props.inCard
+          ? 'Tick the connections it should serve under Connections it serves. '
+          : 'Grant it to the connections it should serve: Edit, then Connections it serves. ')}
+      {aboutModels &&
+        (props.inCard
+          ? 'The ids gw serves are listed under Models & prices.'
+          : 'The ids gw serves are listed under Models & prices; to change its models, edit it below.')}
+    </PolicyWarnings>
   );
 }
 
@@ -368,8 +407,10 @@ function EditCredential(props: {
   const priority = useEditedField(String(credential.priority));
   const routing = useEditedField(credential.routing_mode);
   const policy = useEditedField(credential.model_policy.join(', '));
-  // saved: the policy's warnings the answer had (none: the "Saved." note alone)
-  const [saved, setSaved] = useNotice<{ readonly warnings: readonly string[] }>();
+  // saved: the warnings the answer had (none: the "Saved." note alone)
+  const [saved, setSaved] = useNotice<WriteNotice>();
+  // the warnings the answer of a grant's change had (none granted left)
+  const [granted, setGranted] = useNotice<WriteNotice>();
   const action = useAction();
   const grant = useAction();
   return (
@@ -395,7 +436,7 @@ function EditCredential(props: {
               : api.patch<WrittenCredential>(path, changes);
           },
           (changed) => {
-            setSaved({ warnings: changed?.warnings ?? [] });
+            setSaved(changed ? noticeOf(changed) : { warnings: [], ungranted: false });
             grant.clear();
             props.onChanged();
           },
@@ -442,11 +483,7 @@ function EditCredential(props: {
           saved={saved ? 'Saved. Every gateway instance uses it for its next request.' : null}
           onClose={props.onClose}
         />
-        {saved && (
-          <PolicyWarnings warnings={saved.warnings} done="Saved">
-            The ids gw serves are listed under Models &amp; prices.
-          </PolicyWarnings>
-        )}
+        {saved && <CredentialWarnings notice={saved} done="Saved" inCard />}
       </form>
       <ConnectionChecklist
         orgId={props.orgId}
@@ -458,14 +495,18 @@ function EditCredential(props: {
         onToggle={(connection, on) => {
           const url = `${path}/grants/${encodeURIComponent(connection.id)}`;
           void grant
-            .run(() => (on ? api.put(url) : api.delete(url)))
+            .run(() => (on ? api.put<WrittenCredential>(url) : api.delete<WrittenCredential>(url)))
             .then((done) => {
-              if (done) action.clear();
+              if (done) {
+                action.clear();
+                setGranted(noticeOf(done.value));
+              }
               props.onChanged();
             });
         }}
       />
       <ErrorNote error={grant.error} />
+      {granted && <CredentialWarnings notice={granted} done="Saved" inCard />}
     </section>
   );
 }

@@ -440,7 +440,8 @@ function UsageTable(props: {
         <tbody>
           {props.rows.map((row) => (
             <tr key={`${row.key ?? ''}-${row.currency}`}>
-              <th scope="row">
+              {/* a model id stays one piece; a name (a key's, a product user's) may break */}
+              <th scope="row" class={props.group === 'model' ? undefined : 'breakable name'}>
                 {props.group === 'product_user' && row.key ? (
                   <Link to={orgView(props.orgId, 'users', row.key)}>{props.labelOf(row.key)}</Link>
                 ) : props.group === 'model' ? (

@@ -168,6 +168,7 @@ function Endpoints({ org }: { org: OrgSummary }) {
           columns={[
             {
               header: 'URL',
+              class: 'breakable name',
               cell: (endpoint) => (
                 <>
                   <Url value={endpoint.url} />
