@@ -8,7 +8,7 @@
 // dashboard changes it (decision 415).
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requestsSent, screenshot, screenshotOf, sidewaysOverflow } from './support/browser.js';
 import { browserSuite, type BrowserSuite } from './support/browser-suite.js';
@@ -76,6 +76,31 @@ async function signInOnPage(page: Page, email: string): Promise<void> {
   await page.getByRole('button', { name: 'Sign out' }).waitFor();
 }
 
+/** The address the app sends the browser to: this test's client, PKCE `challenge`, `state`. */
+function consentUrl(state: string, challenge: string): string {
+  return `${gateway.url}/oauth/authorize?${authorizeQuery({
+    clientId: client.client_id,
+    redirectUri: callback,
+    state,
+    challenge,
+  })}`;
+}
+
+/**
+ * A window of its own (its own cookies), its page's errors and refused scripts or styles
+ * collected in `problems`; signed in as `email` when one is given.
+ */
+async function openWindow(
+  options: { email?: string; viewport?: { width: number; height: number } } = {},
+): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
+  const context = await browser.newContext(options.viewport && { viewport: options.viewport });
+  context.setDefaultTimeout(10_000);
+  const page = await context.newPage();
+  const problems = watched(page);
+  if (options.email !== undefined) await signInOnPage(page, options.email);
+  return { context, page, problems };
+}
+
 describe('connecting an app in a browser', () => {
   it('signs in, approves on the consent page and lands on the app’s redirect URI with the code and the state', async () => {
     const email = uniqueEmail('browser-user');
@@ -84,21 +109,13 @@ describe('connecting an app in a browser', () => {
       ['wallet', 'topup', '--org-id', user.personal_org_id, '--amount', '1.00'],
       env,
     );
-    const context = await browser.newContext({ viewport: { width: 1000, height: 800 } });
-    context.setDefaultTimeout(10_000);
-    const page = await context.newPage();
-    const problems = watched(page);
+    const { context, page, problems } = await openWindow({
+      viewport: { width: 1000, height: 800 },
+    });
     const pkce = pkcePair();
 
     // The app sends the browser to the gateway; without a session it lands on the sign-in page.
-    await page.goto(
-      `${gateway.url}/oauth/authorize?${authorizeQuery({
-        clientId: client.client_id,
-        redirectUri: callback,
-        state: 'from-the-app',
-        challenge: pkce.challenge,
-      })}`,
-    );
+    await page.goto(consentUrl('from-the-app', pkce.challenge));
     await page.getByLabel('E-mail').waitFor();
     expect(new URL(page.url()).pathname).toBe('/dashboard/sign-in');
     await page.getByLabel('E-mail').fill(email);
@@ -149,20 +166,9 @@ describe('connecting an app in a browser', () => {
   it('denying sends the browser back with error=access_denied', async () => {
     const email = uniqueEmail('browser-denier');
     await createUser(env, email);
-    const context = await browser.newContext();
-    context.setDefaultTimeout(10_000);
-    const page = await context.newPage();
-    const problems = watched(page);
-    await signInOnPage(page, email);
+    const { context, page, problems } = await openWindow({ email });
     // already signed in: the consent page at once
-    await page.goto(
-      `${gateway.url}/oauth/authorize?${authorizeQuery({
-        clientId: client.client_id,
-        redirectUri: callback,
-        state: 'deny-me',
-        challenge: pkcePair().challenge,
-      })}`,
-    );
+    await page.goto(consentUrl('deny-me', pkcePair().challenge));
     await page.getByRole('button', { name: 'Deny' }).click();
     await page.getByRole('heading', { name: 'Connected to gw' }).waitFor();
     const landed = new URL(page.url());
@@ -179,20 +185,12 @@ describe('connecting an app in a browser', () => {
       ['wallet', 'topup', '--org-id', user.personal_org_id, '--amount', '1.00'],
       env,
     );
-    const context = await browser.newContext({ viewport: { width: 1000, height: 900 } });
-    context.setDefaultTimeout(10_000);
-    const page = await context.newPage();
-    const problems = watched(page);
+    const { context, page, problems } = await openWindow({
+      email,
+      viewport: { width: 1000, height: 900 },
+    });
     const pkce = pkcePair();
-    await signInOnPage(page, email);
-    await page.goto(
-      `${gateway.url}/oauth/authorize?${authorizeQuery({
-        clientId: client.client_id,
-        redirectUri: callback,
-        state: 'capped',
-        challenge: pkce.challenge,
-      })}`,
-    );
+    await page.goto(consentUrl('capped', pkce.challenge));
     const cap = page.getByLabel('Monthly spending cap (USD, optional)');
     expect(await cap.inputValue()).toBe('');
     expect(await cap.getAttribute('placeholder')).toBe('No cap');
@@ -287,14 +285,7 @@ describe('connecting an app in a browser', () => {
     expect(rows).toEqual([{ amount: '5.000000000000' }]);
 
     // Connecting the app again: the page says where it is connected, starting from its cap.
-    await page.goto(
-      `${gateway.url}/oauth/authorize?${authorizeQuery({
-        clientId: client.client_id,
-        redirectUri: callback,
-        state: 'again',
-        challenge: pkcePair().challenge,
-      })}`,
-    );
+    await page.goto(consentUrl('again', pkcePair().challenge));
     expect(await cap.inputValue()).toBe('5');
     expect(await page.locator('#already_connected li').allTextContents()).toEqual([
       `${email} (personal): a cap of 5 USD a month`,
@@ -312,21 +303,10 @@ describe('connecting an app in a browser', () => {
       capAmount: '5',
     });
     const pkce = pkcePair();
-    const consentUrl = (state: string) =>
-      `${gateway.url}/oauth/authorize?${authorizeQuery({
-        clientId: client.client_id,
-        redirectUri: callback,
-        state,
-        challenge: pkce.challenge,
-      })}`;
-    const context = await browser.newContext();
-    context.setDefaultTimeout(10_000);
-    const page = await context.newPage();
-    const problems = watched(page);
-    await signInOnPage(page, email);
+    const { context, page, problems } = await openWindow({ email });
     const personalNote = `Filled in with the cap of its newest connection to ${email} (personal).`;
 
-    await page.goto(consentUrl('follow'));
+    await page.goto(consentUrl('follow', pkce.challenge));
     const org = page.getByLabel('Organization that pays');
     const cap = page.getByLabel('Monthly spending cap (USD, optional)');
     const note = page.locator('#cap_source');
@@ -378,7 +358,7 @@ describe('connecting an app in a browser', () => {
     plainContext.setDefaultTimeout(10_000);
     await context.close();
     const plain = { context: plainContext, page: await plainContext.newPage() };
-    await plain.page.goto(consentUrl('no-script'));
+    await plain.page.goto(consentUrl('no-script', pkce.challenge));
     const plainCap = plain.page.getByLabel('Monthly spending cap (USD, optional)');
     expect(await plainCap.inputValue()).toBe('5');
     await plain.page.getByLabel('Organization that pays').selectOption(maker.org_id);
@@ -398,19 +378,8 @@ describe('connecting an app in a browser', () => {
       orgId: user.personal_org_id,
       capAmount: '5',
     });
-    const context = await browser.newContext();
-    context.setDefaultTimeout(10_000);
-    const page = await context.newPage();
-    const problems = watched(page);
-    await signInOnPage(page, email);
-    await page.goto(
-      `${gateway.url}/oauth/authorize?${authorizeQuery({
-        clientId: client.client_id,
-        redirectUri: callback,
-        state: 'back',
-        challenge: pkcePair().challenge,
-      })}`,
-    );
+    const { context, page, problems } = await openWindow({ email });
+    await page.goto(consentUrl('back', pkcePair().challenge));
     const org = page.getByLabel('Organization that pays');
     const cap = page.getByLabel('Monthly spending cap (USD, optional)');
     await org.selectOption(maker.org_id);
@@ -441,19 +410,8 @@ describe('the consent page after the browser comes back to it', () => {
       orgId: user.personal_org_id,
       capAmount: '5',
     });
-    const pkce = pkcePair();
-    const consentUrl = `${gateway.url}/oauth/authorize?${authorizeQuery({
-      clientId: client.client_id,
-      redirectUri: callback,
-      state: 'back',
-      challenge: pkce.challenge,
-    })}`;
-    const context = await browser.newContext();
-    context.setDefaultTimeout(10_000);
-    const page = await context.newPage();
-    const problems = watched(page);
-    await signInOnPage(page, email);
-    await page.goto(consentUrl);
+    const { context, page, problems } = await openWindow({ email });
+    await page.goto(consentUrl('back', pkcePair().challenge));
     const org = page.getByLabel('Organization that pays');
     const cap = page.getByLabel('Monthly spending cap (USD, optional)');
     // the app's cap in Example Apps Ltd: another than the personal organization's 5
@@ -466,7 +424,7 @@ describe('the consent page after the browser comes back to it', () => {
     await page.goBack();
     await page.getByLabel('Organization that pays').waitFor();
     const shown = { org: await org.inputValue(), cap: await cap.inputValue() };
-    await screenshot(page, 'oauth-09-consent-after-back');
+    await screenshot(page, 'oauth-10-consent-back-after-leaving');
     expect([
       { org: maker.org_id, cap: makerCap },
       { org: user.personal_org_id, cap: '5' },
