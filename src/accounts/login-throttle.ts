@@ -150,12 +150,13 @@ export class LoginThrottle {
     const client = throttledClient(address);
     // One transaction per key: the two need not share a Redis Cluster slot.
     const [account, byAddress] = await Promise.all([
-      this.countAccountAttempt(this.accountKey(email), client),
+      this.countInWindow(this.accountKey(email), [ALL_CLIENTS, client]),
       this.countAttempt(this.keys.loginFailures('address', client)),
     ]);
+    const [all = 0, fromClient = 0] = account.counts;
     let waitMs = 0;
-    const pastCeiling = account.all > this.limits.perAccount && account.fromClient > 1;
-    if (account.fromClient > this.limits.perAccountClient || pastCeiling) {
+    const pastCeiling = all > this.limits.perAccount && fromClient > 1;
+    if (fromClient > this.limits.perAccountClient || pastCeiling) {
       waitMs = Math.max(waitMs, account.ttlMs);
     }
     if (byAddress.count > this.limits.perAddress) waitMs = Math.max(waitMs, byAddress.ttlMs);
@@ -206,9 +207,12 @@ export class LoginThrottle {
   async emailAttempt(email: string, address: string): Promise<number> {
     const key = this.keys.emailAttempts('recipient-clients', sha256Hex(mailboxOf(email)));
     const client = throttledClient(address);
-    const own = await this.countInHash(key, client);
-    if (own.count > this.limits.emailsPerRecipientClient) return Math.max(1, own.ttlMs);
-    return this.past(await this.countInHash(key, ALL_CLIENTS), this.limits.emailsPerRecipient);
+    const ownWaitMs = this.past(
+      await this.countAttempt(key, client),
+      this.limits.emailsPerRecipientClient,
+    );
+    if (ownWaitMs > 0) return ownWaitMs;
+    return this.past(await this.countAttempt(key, ALL_CLIENTS), this.limits.emailsPerRecipient);
   }
 
   /** Counts a password-reset request from `address`: the wait when past the limit, else 0. */
@@ -235,46 +239,37 @@ export class LoginThrottle {
     return attempt.count > limit ? Math.max(1, attempt.ttlMs) : 0;
   }
 
-  private async countAttempt(key: string): Promise<{ count: number; ttlMs: number }> {
-    const results = await this.redis
-      .multi()
-      .incr(key)
-      .pexpire(key, this.limits.windowMs, 'NX')
-      .pttl(key)
-      .exec();
+  /** One more at `key` (a counter), or at the field `field` of the hash `key`. */
+  private async countAttempt(
+    key: string,
+    field?: string,
+  ): Promise<{ count: number; ttlMs: number }> {
+    const { counts, ttlMs } = await this.countInWindow(key, field === undefined ? [] : [field]);
+    return { count: counts[0] ?? 0, ttlMs };
+  }
+
+  /**
+   * Counts one more at `key` — a counter, or each of `fields` of a hash — in the window its
+   * first count starts, in one transaction: the counts after it, and the window's time left.
+   */
+  private async countInWindow(
+    key: string,
+    fields: readonly string[],
+  ): Promise<{ counts: number[]; ttlMs: number }> {
+    const transaction = this.redis.multi();
+    if (fields.length === 0) transaction.incr(key);
+    for (const field of fields) transaction.hincrby(key, field, 1);
+    const results = await transaction.pexpire(key, this.limits.windowMs, 'NX').pttl(key).exec();
     const value = (index: number): number => Number(results?.[index]?.[1] ?? 0);
-    return { count: value(0), ttlMs: value(2) };
+    const counted = Math.max(1, fields.length);
+    return {
+      counts: Array.from({ length: counted }, (_, index) => value(index)),
+      ttlMs: value(counted + 1),
+    };
   }
 
   /** One hash per account: every client's failures there and their total, one window. */
   private accountKey(email: string): string {
     return this.keys.loginFailures('account-clients', sha256Hex(email));
-  }
-
-  /** Counts one more at `field` of the hash `key` (whose window its first count starts). */
-  private async countInHash(key: string, field: string): Promise<{ count: number; ttlMs: number }> {
-    const results = await this.redis
-      .multi()
-      .hincrby(key, field, 1)
-      .pexpire(key, this.limits.windowMs, 'NX')
-      .pttl(key)
-      .exec();
-    const value = (index: number): number => Number(results?.[index]?.[1] ?? 0);
-    return { count: value(0), ttlMs: value(2) };
-  }
-
-  private async countAccountAttempt(
-    key: string,
-    client: string,
-  ): Promise<{ all: number; fromClient: number; ttlMs: number }> {
-    const results = await this.redis
-      .multi()
-      .hincrby(key, ALL_CLIENTS, 1)
-      .hincrby(key, client, 1)
-      .pexpire(key, this.limits.windowMs, 'NX')
-      .pttl(key)
-      .exec();
-    const value = (index: number): number => Number(results?.[index]?.[1] ?? 0);
-    return { all: value(0), fromClient: value(1), ttlMs: value(3) };
   }
 }

@@ -12,9 +12,9 @@
 // key, an OAuth client or a webhook endpoint does not, so its maker is the audit entry written
 // in its transaction (`api_key.create`, `api_key.rotate` naming the new key as `replaced_by`,
 // `service_key.create`, `oauth_client.create`, `oauth_client.rotate_secret`,
-// `webhook.create`, `webhook.update` with a `url`); an invitation names its sender (`invited_by`) and is found through
-// `invitation.create` all the same, so that it is read by id, not by scanning the
-// organization's invitations. The entries are read per membership from the first entry of that
+// `webhook.create`, `webhook.update` with a `url`); an invitation names its sender
+// (`invited_by`) and is found through `invitation.create` all the same, so that it is read by
+// id, not by scanning the organization's invitations. The entries are read per membership from the first entry of that
 // organization at or after `since` (index dashboard_audit_log_org), then the user's own
 // entries from there on (index dashboard_audit_log_user_org): a read costs what the user did in
 // the window, never their whole history. An entry's id follows its commit, its created_at its

@@ -12,10 +12,10 @@ import { readPassword } from './password-input.js';
 
 export const adminSessionsHelp = `gw admin set-password --email E [--password-stdin]
   Sets the user's password (12 to 256 characters), ends every session they have, on every
-  gateway instance, and forgets their failed sign-ins. The password comes from standard input with --password-stdin (one line),
-  or is asked for twice at a terminal; never as an argument. Prints what a reset by e-mail
-  answers (POST /auth/password-reset/confirm): {"password_reset":true,"email",
-  "sessions_ended"}.
+  gateway instance, and forgets their failed sign-ins. The password comes from standard input
+  with --password-stdin (one line), or is asked for twice at a terminal; never as an argument.
+  Prints what a reset by e-mail answers (POST /auth/password-reset/confirm):
+  {"password_reset":true,"email","sessions_ended"}.
 gw admin end-sessions --email E
   Signs the user out of every browser at once (their password is not touched). Prints what
   signing out everywhere answers (POST /auth/logout-everywhere): {"signed_out":true,

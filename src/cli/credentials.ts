@@ -35,10 +35,11 @@ export const credentialsHelp = `gw credentials add --org-id O --provider ${PROVI
   Validates the vendor's API key with the vendor, stores it encrypted (CREDENTIALS_MASTER_KEY)
   and prints its id and fingerprint. The key comes from standard input with --secret-stdin (one
   line), or is asked for at a terminal; --secret S still works but warns (other users of the
-  machine see it in the process list). A credential serves only the connections it is granted to:
-  one added without --app-connection-id serves nothing until granted, and says so (warnings). Priority 1 is
-  tried before 2; byok_first falls back to the system route, byok_only answers an error. A
-  model the catalogue does not list yet is accepted, with a warning (warnings).
+  machine see it in the process list). A credential serves only the connections it is granted
+  to: one added without --app-connection-id serves nothing until granted, and says so
+  (warnings). Priority 1 is tried before 2; byok_first falls back to the system route,
+  byok_only answers an error. A model the catalogue does not list yet is accepted, with a
+  warning (warnings).
 gw credentials list --org-id O
 gw credentials update --id ID [--name N] [--model-policy P] [--priority 2] [--routing-mode M]
   (a policy written is warned of as add does)

@@ -8,7 +8,7 @@ import type { CredentialView } from './credential-views.js';
 
 /**
  * The warning of a credential left granted to no connection: it serves no request (decision
- * 40), and what it was added to pay for is still paid from the wallet with gw's own keys.
+ * 456), and what it was added to pay for is still paid from the wallet with gw's own keys.
  * Stable words: the dashboard and scripts may look for them.
  */
 export const NO_CONNECTION_WARNING =

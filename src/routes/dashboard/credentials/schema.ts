@@ -1,7 +1,7 @@
 // The provider-credential object of the dashboard API (its fingerprint, never the secret), the
 // answer of its writes (with its warnings: no connection granted, and the models of the policy
-// written the catalogue lacks — writtenCredential, shared with the CLI), where its routes find their organization, and the credential service's refusals as
-// the spec's errors.
+// written the catalogue lacks — writtenCredential, shared with the CLI), where its routes find
+// their organization, and the credential service's refusals as the spec's errors.
 import { z } from 'zod';
 import {
   CredentialError,
