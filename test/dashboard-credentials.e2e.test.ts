@@ -84,6 +84,17 @@ async function addCredential(
   );
 }
 
+/** A new organization, and a client signed in to the first gateway as its `role`. */
+async function signedInToNewOrg(
+  label: string,
+  role: 'admin' | 'owner',
+): Promise<{ org: SeededOrg; client: DashboardClient }> {
+  const org = await seed(env);
+  const email = uniqueEmail(label);
+  await createMember(env, email, org.org_id, role);
+  return { org, client: await signInTo(gateways[0], email) };
+}
+
 beforeAll(async () => {
   gateways = (await Promise.all([startGateway(env), startGateway(env)])) as [
     GatewayProcess,
@@ -197,10 +208,7 @@ describe('adding a credential', () => {
 
 describe('a model policy naming a model the catalogue lacks', () => {
   it('is stored, and the create and the change that wrote it answer warnings naming the credential', async () => {
-    const org = await seed(env);
-    const email = uniqueEmail('cred-warned');
-    await createMember(env, email, org.org_id, 'admin');
-    const admin = await signInTo(gateways[0], email);
+    const { org, client: admin } = await signedInToNewOrg('cred-warned', 'admin');
     const warned = (id: string) =>
       `${id} is not in the model catalogue (yet): the credential serves it once it is added`;
     const storedPolicy = async (id: string) =>
@@ -281,10 +289,7 @@ describe('a model policy naming a model the catalogue lacks', () => {
 
 describe('a credential granted to no connection', () => {
   it('serves no request, and every write that leaves it so answers a warning saying it', async () => {
-    const org = await seed(env);
-    const email = uniqueEmail('cred-ungranted');
-    await createMember(env, email, org.org_id, 'admin');
-    const admin = await signInTo(gateways[0], email);
+    const { org, client: admin } = await signedInToNewOrg('cred-ungranted', 'admin');
     const document = (await getJson(`${gateways[0].url}/openapi.json`)).body;
 
     const created = await addCredential(admin, org, 'mock-ok-ungranted-key', {
@@ -360,10 +365,7 @@ describe('a credential granted to no connection', () => {
 
 describe('changing a credential', () => {
   it('disable, enable, priority and routing mode reach both instances at once; grants decide which connection may use it', async () => {
-    const org = await seed(env);
-    const email = uniqueEmail('cred-changer');
-    await createMember(env, email, org.org_id, 'owner');
-    const owner = await signInTo(gateways[0], email);
+    const { org, client: owner } = await signedInToNewOrg('cred-changer', 'owner');
     const primary = (await addCredential(owner, org, 'mock-ok-primary-key')).body;
     const backup = (
       await addCredential(owner, org, 'mock-ok-backup-key', { name: 'backup', priority: 2 })
@@ -469,10 +471,7 @@ describe('changing a credential', () => {
   });
 
   it('deleting revokes its grants: no instance uses it, lists leave it out, and it answers 404 after', async () => {
-    const org = await seed(env);
-    const email = uniqueEmail('cred-deleter');
-    await createMember(env, email, org.org_id, 'admin');
-    const admin = await signInTo(gateways[0], email);
+    const { org, client: admin } = await signedInToNewOrg('cred-deleter', 'admin');
     const credential = (await addCredential(admin, org, 'mock-ok-doomed-key')).body;
     expect(await servedBy(gateways[1], org.api_key)).toBe(credential.id);
     const deleted = await admin.request<Credential>(
