@@ -44,16 +44,16 @@ function login(gateway: GatewayProcess, email: string, password: string, forward
   );
 }
 
-/** The gateway's request-log lines (behind the proxy). */
-const requestLines = (): Array<Record<string, unknown>> =>
-  behindProxy
+/** A gateway's request-log lines (the one behind the proxy unless told). */
+const requestLines = (gateway = behindProxy): Array<Record<string, unknown>> =>
+  gateway
     .output()
     .split('\n')
     .filter((line) => line.includes('"msg":"request"'))
     .map((line) => JSON.parse(line) as Record<string, unknown>);
 
-const requestLine = (requestId: string) =>
-  requestLines().find((line) => line.requestId === requestId);
+const requestLine = (requestId: string, gateway = behindProxy) =>
+  requestLines(gateway).find((line) => line.requestId === requestId);
 
 const failuresAt = (email: string) =>
   redis.hgetall(
@@ -160,5 +160,21 @@ describe('sign-in failures behind a trusted proxy', () => {
     const answer = await login(direct, email, PASSWORD, '198.51.100.9');
     expect(answer.status).toBe(429);
     expect(Object.keys(await failuresAt(email)).sort()).toEqual(['127.0.0.1', 'all']);
+  });
+
+  it('on a dual-stack listener, count and log an IPv4 client by its IPv4 address (decision 472)', async () => {
+    // uWS gives the IPv4 peer of a listener on :: as 0000:0000:0000:0000:0000:ffff:7f00:0001.
+    const dualStack = await startGateway({ ...env, HOST: '::' });
+    try {
+      const email = await newUser('dual-stack');
+      const answer = await login(dualStack, email, 'wrong password!', '203.0.113.7');
+      expect(answer.status).toBe(401);
+      await expect
+        .poll(() => requestLine(answer.headers.get('x-request-id')!, dualStack))
+        .toEqual(expect.objectContaining({ clientAddress: '127.0.0.1' }));
+      expect(await failuresAt(email)).toEqual({ all: '1', '127.0.0.1': '1' });
+    } finally {
+      await dualStack.stop();
+    }
   });
 });

@@ -12,6 +12,7 @@
 // counted by its /64.
 import { isIP } from 'node:net';
 import { gwError, type GwError } from '../errors.js';
+import { canonicalAddress, embeddedIpv4, ipv6Groups } from '../http/client-address.js';
 import type { RedisClient } from '../redis/connect.js';
 import { sha256Hex } from '../ids.js';
 import type { RedisKeys } from '../redis/keys.js';
@@ -67,50 +68,31 @@ export function tooManyAttempts(attempts: string, waitMs: number): GwError {
 /** A per-client hash's field for every client's count (no client address looks like it). */
 const ALL_CLIENTS = 'all';
 
-const IPV4_MAPPED_PREFIX = '0000:0000:0000:0000:0000:ffff:';
 /**
  * 64:ff9b::/96, the translators' well-known prefix (RFC 6052): a stateless translator in
  * front of an IPv6-only gateway (SIIT-DC, RFC 7755) gives each IPv4 client as 64:ff9b::a.b.c.d.
  */
-const IPV4_TRANSLATED_PREFIX = '0064:ff9b:0000:0000:0000:0000:';
+const IPV4_TRANSLATED = [0x64, 0xff9b, 0, 0, 0, 0] as const;
 
 /**
  * The client an address counts for: an IPv6 client by its /64 (a host is given a whole /64
- * and can send from any address in it), an IPv4 one by its address, also when a dual-stack
- * listener gives it as ::ffff:a.b.c.d or a translator as 64:ff9b::a.b.c.d (as one /64, every
- * IPv4 client behind the translator would be one client, decision 454). An IPv6 address is
- * taken in any of its text forms:
- * uWebSockets.js writes a peer's as eight groups of four hex digits, a proxy's
- * X-Forwarded-For the short form (`2001:db8::1`, decision 444).
+ * and can send from any address in it), an IPv4 one by its address, also when a translator
+ * gives it as 64:ff9b::a.b.c.d (as one /64, every IPv4 client behind the translator would be
+ * one client, decision 454). The address is read in its canonical form first
+ * (src/http/client-address.ts: an IPv4 address mapped into IPv6 is IPv4 there, decision 472),
+ * so any text form of it counts alike (decision 444).
  */
 export function throttledClient(address: string): string {
-  if (isIP(address) !== 6) return address;
-  const lower = fullIpv6(address);
-  const prefix = [IPV4_MAPPED_PREFIX, IPV4_TRANSLATED_PREFIX].find((v4) => lower.startsWith(v4));
-  if (prefix !== undefined) {
-    const [high = '', low = ''] = lower.slice(prefix.length).split(':');
-    const value = (parseInt(high, 16) << 16) | parseInt(low, 16);
-    return [24, 16, 8, 0].map((shift) => (value >>> shift) & 255).join('.');
-  }
-  return `${lower.split(':').slice(0, 4).join(':')}::/64`;
-}
-
-/** An IPv6 address (isIP's 6) as eight groups of four lowercase hex digits, zone dropped. */
-function fullIpv6(address: string): string {
-  let text = address.toLowerCase().split('%')[0]!;
-  const ipv4Tail = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
-  if (ipv4Tail) {
-    const [a, b, c, d] = ipv4Tail.slice(1).map(Number) as [number, number, number, number];
-    const hex = (high: number, low: number): string => ((high << 8) | low).toString(16);
-    text = `${text.slice(0, ipv4Tail.index)}${hex(a, b)}:${hex(c, d)}`;
-  }
-  const [head = '', tail] = text.split('::');
-  const groupsOf = (part: string | undefined): string[] =>
-    part === undefined || part === '' ? [] : part.split(':');
-  const left = groupsOf(head);
-  const right = groupsOf(tail);
-  const zeros = tail === undefined ? [] : Array<string>(8 - left.length - right.length).fill('0');
-  return [...left, ...zeros, ...right].map((group) => group.padStart(4, '0')).join(':');
+  const client = canonicalAddress(address);
+  if (isIP(client) !== 6) return client;
+  const groups = ipv6Groups(client);
+  return (
+    embeddedIpv4(groups, IPV4_TRANSLATED) ??
+    `${groups
+      .slice(0, 4)
+      .map((group) => group.toString(16).padStart(4, '0'))
+      .join(':')}::/64`
+  );
 }
 
 /**

@@ -1,7 +1,7 @@
 // TRUSTED_PROXIES and X-Forwarded-For: which address a request counts as from.
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../config.js';
-import { clientAddress, parseTrustedProxies } from './client-address.js';
+import { canonicalAddress, clientAddress, parseTrustedProxies } from './client-address.js';
 
 const trusted = (text: string) => {
   const parsed = parseTrustedProxies(text);
@@ -18,9 +18,7 @@ describe('the client address', () => {
 
   it('is the peer when the peer is not a trusted proxy (the header is the client’s own)', () => {
     expect(clientAddress('198.51.100.7', '203.0.113.9', proxies)).toBe('198.51.100.7');
-    expect(clientAddress('::ffff:198.51.100.7', '203.0.113.9', proxies)).toBe(
-      '::ffff:198.51.100.7',
-    );
+    expect(clientAddress('::ffff:198.51.100.7', '203.0.113.9', proxies)).toBe('198.51.100.7');
   });
 
   it('is the rightmost forwarded address that is not a trusted proxy', () => {
@@ -95,6 +93,68 @@ describe('the client address', () => {
 
   it('is the leftmost address when every hop is a trusted proxy', () => {
     expect(clientAddress('10.1.2.3', '10.4.5.6, 10.7.8.9', proxies)).toBe('10.4.5.6');
+  });
+});
+
+describe('the canonical form of an address (decision 472)', () => {
+  it('is the IPv4 address of an IPv4 address mapped into IPv6, in each of its forms', () => {
+    for (const mapped of [
+      '::ffff:198.51.100.7',
+      '::FFFF:198.51.100.7',
+      '::ffff:c633:6407',
+      '::FFFF:C633:6407',
+      '0:0:0:0:0:ffff:c633:6407',
+      '0:0:0:0:0:ffff:198.51.100.7',
+      // as uWebSockets.js gives a dual-stack listener's IPv4 peer
+      '0000:0000:0000:0000:0000:ffff:c633:6407',
+      '0000:0000:0000:0000:0000:FFFF:198.51.100.7',
+      '::0:ffff:c633:6407',
+      '::ffff:198.51.100.7%eth0',
+    ]) {
+      expect(canonicalAddress(mapped)).toBe('198.51.100.7');
+    }
+    expect(canonicalAddress('::ffff:0:0')).toBe('0.0.0.0');
+    expect(canonicalAddress('::ffff:ffff:ffff')).toBe('255.255.255.255');
+  });
+
+  it('is one text of an IPv6 address, whichever it was written in (RFC 5952)', () => {
+    for (const [written, canonical] of [
+      ['2001:0db8:0000:0000:0000:0000:0000:0001', '2001:db8::1'],
+      ['2001:DB8::1', '2001:db8::1'],
+      ['2001:db8:0:0:1:0:0:1', '2001:db8::1:0:0:1'],
+      ['2001:db8:0:1:1:1:1:1', '2001:db8:0:1:1:1:1:1'],
+      ['2001:0:0:1:0:0:0:1', '2001:0:0:1::1'],
+      ['0000:0000:0000:0000:0000:0000:0000:0001', '::1'],
+      ['::', '::'],
+      ['1:0:0:0:0:0:0:0', '1::'],
+      ['2001:db8::1.2.3.4', '2001:db8::102:304'],
+      ['fe80::0001%eth0', 'fe80::1%eth0'],
+      // not mapped: an address beside ::ffff:0:0/96 stays IPv6
+      ['0:0:0:0:1:ffff:c633:6407', '::1:ffff:c633:6407'],
+      ['64:ff9b::c633:6407', '64:ff9b::c633:6407'],
+    ] as const) {
+      expect(canonicalAddress(written)).toBe(canonical);
+    }
+  });
+
+  it('leaves IPv4 and what is no address as they are', () => {
+    for (const text of ['198.51.100.7', '', 'unknown', '::ffff:999.1.1.1']) {
+      expect(canonicalAddress(text)).toBe(text);
+    }
+  });
+
+  it('is what the client address is, the peer’s or a forwarded one', () => {
+    const uwsPeer = '0000:0000:0000:0000:0000:ffff:c633:6407';
+    expect(clientAddress(uwsPeer, undefined, undefined)).toBe('198.51.100.7');
+    expect(clientAddress('2001:0db8:0000:0000:0000:0000:0000:0001', undefined, undefined)).toBe(
+      '2001:db8::1',
+    );
+    // a proxy at 10.1.2.3 on a dual-stack listener is still the trusted proxy
+    const proxies = trusted('10.0.0.0/8');
+    expect(clientAddress('0000:0000:0000:0000:0000:ffff:0a01:0203', uwsPeer, proxies)).toBe(
+      '198.51.100.7',
+    );
+    expect(clientAddress('10.1.2.3', '[2001:DB8:0:0::1]:80', proxies)).toBe('2001:db8::1');
   });
 });
 

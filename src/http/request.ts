@@ -6,17 +6,15 @@
 // the prototype.
 import type { HttpResponse as UwsResponse } from 'uWebSockets.js';
 import { clientAddress, type TrustedProxies } from './client-address.js';
-import type { HttpRequest, HttpResponse } from './types.js';
+import type { HttpRequest } from './types.js';
 
 const NO_BODY = Buffer.alloc(0);
 
 export class UwsHttpRequest implements HttpRequest {
   /** Set once the body has been read (the authenticator sees the request before it). */
   body: Buffer = NO_BODY;
-  private address: string | undefined;
 
   constructor(
-    private readonly native: UwsResponse,
     readonly method: string,
     readonly path: string,
     readonly query: string,
@@ -24,38 +22,35 @@ export class UwsHttpRequest implements HttpRequest {
     readonly params: Readonly<Record<string, string>>,
     readonly requestId: string,
     readonly receivedAtMs: number,
-    private readonly trustedProxies: TrustedProxies | undefined,
-    /** Its request-log line names the address once a handler read it. */
-    private readonly response: Pick<HttpResponse, 'annotate'>,
+    /** The client's address on a route that reads it (readAddress), else undefined. */
+    private readonly address: string | undefined,
   ) {}
 
   releaseBody(): void {
     this.body = NO_BODY;
   }
 
-  /**
-   * Read only by the routes that need it (sign-in and sign-up throttles): formatting the
-   * address costs ~10 µs, a sizeable part of a proxied request. Behind trusted proxies, the
-   * address they forwarded (src/http/client-address.ts). The request-log line names it.
-   */
   get remoteAddress(): string {
     if (this.address === undefined) {
-      this.address = clientAddress(
-        remoteAddressOf(this.native),
-        this.headers['x-forwarded-for'],
-        this.trustedProxies,
+      throw new Error(
+        `${this.method} ${this.path} reads the client address: its route must declare readsClientAddress`,
       );
-      this.response.annotate({ clientAddress: this.address });
     }
     return this.address;
   }
 }
 
-/** The peer's address as text; '' once the response is gone (uWS then refuses the access). */
-function remoteAddressOf(native: UwsResponse): string {
-  try {
-    return Buffer.from(native.getRemoteAddressAsText()).toString('latin1');
-  } catch {
-    return '';
-  }
+/**
+ * The client's address (src/http/client-address.ts), read as the request arrives: uWS refuses
+ * the peer's address once the client has gone, so a handler reading it after an await would
+ * get nothing (decision 471). Only for the routes that read it (sign-in, sign-up, the e-mail
+ * throttles): formatting the address costs microseconds, a sizeable part of a proxied request.
+ */
+export function readAddress(
+  native: UwsResponse,
+  headers: Readonly<Record<string, string>>,
+  trustedProxies: TrustedProxies | undefined,
+): string {
+  const peer = Buffer.from(native.getRemoteAddressAsText()).toString('latin1');
+  return clientAddress(peer, headers['x-forwarded-for'], trustedProxies);
 }

@@ -23,7 +23,7 @@ import type { TrustedProxies } from './client-address.js';
 import { errorResponse, sendError } from './respond.js';
 import { UwsHttpResponse } from './response.js';
 import { RouteTable } from './route-table.js';
-import { UwsHttpRequest } from './request.js';
+import { readAddress, UwsHttpRequest } from './request.js';
 import type { HttpRequest, Route } from './types.js';
 import { loadNativeUws } from './uws.js';
 
@@ -191,9 +191,14 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     const flavor: ErrorFlavor = route ? flavorOf(route, headers) : 'default';
     // The messages protocol's clients read the request id from `request-id` (its vendor's name).
     if (flavor === 'messages') response.header('request-id', requestId);
+    // Read now, while the client is surely there, for the routes that read it; the request
+    // log names it.
+    const address = route?.readsClientAddress
+      ? readAddress(native, headers, options.trustedProxies)
+      : undefined;
+    if (address !== undefined) response.annotate({ clientAddress: address });
     const head = route
       ? new UwsHttpRequest(
-          native,
           method,
           path,
           query,
@@ -201,8 +206,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
           match.kind === 'route' ? match.params : {},
           requestId,
           receivedAtMs,
-          options.trustedProxies,
-          response,
+          address,
         )
       : undefined;
     /**

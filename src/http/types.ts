@@ -11,7 +11,8 @@ export interface HttpRequest {
   readonly params: Readonly<Record<string, string>>;
   /**
    * The client's address: the socket's peer, or, when that peer is one of TRUSTED_PROXIES, the
-   * address they forwarded in X-Forwarded-For (src/http/client-address.ts).
+   * address they forwarded in X-Forwarded-For (src/http/client-address.ts), read as the request
+   * arrived. Only on routes declared `readsClientAddress` (Route); elsewhere reading it throws.
    */
   readonly remoteAddress: string;
   /** Lower-case header names. */
@@ -38,8 +39,8 @@ export type RequestHead = Omit<HttpRequest, 'body' | 'releaseBody'>;
 export interface RequestAnnotations {
   model?: string;
   /**
-   * The client's address, on the requests whose handler read it (the sign-in, sign-up and
-   * e-mail throttles' routes): what they counted the request as from (decision 449).
+   * The client's address, on the requests of the routes that read it (the sign-in, sign-up and
+   * e-mail throttles' routes): what they counted the request as from (decisions 449, 471).
    */
   clientAddress?: string;
   orgId?: string;
@@ -110,4 +111,9 @@ export interface Route {
    * its API, where an unknown path must stay a 404 whatever its method).
    */
   readonly fallback?: boolean;
+  /**
+   * The adapter reads the client address as the request arrives (HttpRequest.remoteAddress);
+   * on other routes reading it throws.
+   */
+  readonly readsClientAddress?: boolean;
 }

@@ -16,6 +16,7 @@ export const loginRoute = declareRoute({
   path: '/auth/login',
   summary: 'Signs in to the dashboard: sets the session cookie',
   caller: { kind: 'dashboard_visitor' },
+  readsClientAddress: true,
   body: emailPasswordSchema,
   responses: { 200: { description: 'signed in', schema: signedInSchema } },
   errors: ['gw_invalid_credentials', 'gw_too_many_attempts', 'gw_unavailable'],

@@ -23,6 +23,7 @@ export const passwordResetConfirmRoute = declareRoute({
   summary:
     "Sets a new password with a reset link's token: every session of the account ends; sign in with the new password",
   caller: { kind: 'dashboard_visitor' },
+  readsClientAddress: true,
   body: z.strictObject({ token: emailTokenField, new_password: passwordField }),
   responses: {
     200: {

@@ -19,6 +19,7 @@ export const passwordResetRequestRoute = declareRoute({
   summary:
     "Forgot password: e-mails a reset link to the address's account, if it has one (the answer is the same either way)",
   caller: { kind: 'dashboard_visitor' },
+  readsClientAddress: true,
   body: z.strictObject({ email: z.string().max(EMAIL_MAX_LENGTH) }),
   responses: {
     202: {

@@ -20,6 +20,7 @@ export const changePasswordRoute = declareRoute({
   summary:
     "Changes the signed-in user's password: every other session ends, this one continues under a new id",
   caller: { kind: 'session', unverified: 'allowed' },
+  readsClientAddress: true,
   body: z.strictObject({ current_password: passwordField, new_password: passwordField }),
   responses: {
     200: {

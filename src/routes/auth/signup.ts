@@ -28,6 +28,7 @@ export const signupRoute = declareRoute({
   path: '/auth/signup',
   summary: 'Self-service sign-up (when enabled): a new user and their personal organization',
   caller: { kind: 'dashboard_visitor' },
+  readsClientAddress: true,
   body: emailPasswordSchema,
   responses: {
     201: { description: 'signed up and signed in (gw sends no e-mail)', schema: signedInSchema },

@@ -16,6 +16,7 @@ export const resendVerificationRoute = declareRoute({
   path: '/auth/verify-email/resend',
   summary: "Mails the signed-in user's unverified address a new verification link",
   caller: { kind: 'session', unverified: 'allowed' },
+  readsClientAddress: true,
   responses: {
     202: {
       description: 'a new link is on its way',

@@ -16,6 +16,7 @@ export const verifyEmailRoute = declareRoute({
   path: '/auth/verify-email',
   summary: "Verifies an account's e-mail address with the token of the link gw mailed it",
   caller: { kind: 'dashboard_visitor' },
+  readsClientAddress: true,
   body: z.strictObject({ token: emailTokenField }),
   responses: {
     200: {

@@ -73,6 +73,7 @@ function bindRoute<Deps>(
     path: route.path,
     errorFlavor: flavorOf,
     fallback: route.fallback === true,
+    readsClientAddress: route.readsClientAddress === true,
     // The adapter's refusals before the handler (its body too large, a header sent twice, …)
     // reach the route's onRefused as the router's own do below.
     onRefused: route.onRefused

@@ -325,6 +325,13 @@ export interface RouteDeclaration<
    */
   readonly fallback?: boolean;
   /**
+   * The route reads the client address (`request.remoteAddress`: the sign-in, sign-up, password
+   * and e-mailed-link throttles). The HTTP adapter reads it as the request arrives, so a handler
+   * gets it after any await, the client gone or not (decision 471); another route that reads it
+   * fails (500): formatting it costs microseconds the inference routes do not pay.
+   */
+  readonly readsClientAddress?: boolean;
+  /**
    * Runs when the request is refused before its handler (its body, an OAuth client's
    * authentication, or in the HTTP adapter before the body is read: too large, its framing, a
    * header sent twice, a query parameter), with the raw body if it was read: for what an
