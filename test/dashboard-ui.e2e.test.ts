@@ -6,8 +6,10 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  edgeShades,
   openWindow as openBrowserWindow,
   screenshot,
+  screenshotOf,
   sidewaysOverflow,
   signIn as signInWith,
   statValue,
@@ -317,6 +319,33 @@ describe('the dashboard in a browser', () => {
     await expect.poll(() => statValue(page, /^Apps$/)).toBe('2');
     await screenshot(page, '10-phone-overview');
     expect(await sidewaysOverflow(page)).toBe(0);
+    // The navigation is one row wider than the screen, scrolled sideways: a shadow on the
+    // side with more links (decision 474).
+    const nav = page.locator('nav.sidebar');
+    expect(await nav.evaluate((box) => box.scrollWidth > box.clientWidth)).toBe(true);
+    const atStart = await edgeShades(nav);
+    expect(atStart.left).toBe(0);
+    expect(atStart.right).toBeGreaterThan(20);
+    await nav.evaluate((box) => {
+      box.scrollLeft = box.scrollWidth;
+    });
+    const atEnd = await edgeShades(nav);
+    expect(atEnd.left).toBeGreaterThan(20);
+    expect(atEnd.right).toBe(0);
+    await screenshotOf(nav, '10-phone-navigation-scrolled');
+    // So is a table wider than the screen (its row actions at its right end), and a table that
+    // fits its box has none.
+    await nav.getByRole('link', { name: 'Apps & connections' }).click();
+    const apps = page.locator('.table-wrap').first();
+    await apps.locator('tbody tr').first().waitFor();
+    expect(await apps.evaluate((box) => box.scrollWidth > box.clientWidth)).toBe(true);
+    const appsShades = await edgeShades(apps);
+    expect(appsShades.left).toBe(0);
+    expect(appsShades.right).toBeGreaterThan(20);
+    await screenshot(page, '10-phone-apps');
+    await page.setViewportSize({ width: 1280, height: 860 });
+    expect(await apps.evaluate((box) => box.scrollWidth > box.clientWidth)).toBe(false);
+    expect(await edgeShades(apps)).toEqual({ left: 0, right: 0 });
     await close();
   });
 });

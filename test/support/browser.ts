@@ -3,6 +3,7 @@
 // (playwright-core makes a temporary --user-data-dir and deletes it on close).
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { inflateSync } from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 import {
   chromium,
@@ -192,6 +193,42 @@ export const sidewaysOverflow = (page: Page): Promise<number> =>
   page.evaluate<number>(
     'document.documentElement.scrollWidth - document.documentElement.clientWidth',
   );
+
+/** One pixel of the window as drawn, [red, green, blue]: a 1×1 screenshot, decoded. */
+export async function pixelAt(page: Page, x: number, y: number): Promise<number[]> {
+  const png = await page.screenshot({ clip: { x, y, width: 1, height: 1 } });
+  const data: Buffer[] = [];
+  // chunks after the 8-byte signature: length, type, data, CRC
+  for (let at = 8; at < png.length; at += 12 + png.readUInt32BE(at)) {
+    if (png.toString('latin1', at + 4, at + 8) === 'IDAT') {
+      data.push(png.subarray(at + 8, at + 8 + png.readUInt32BE(at)));
+    }
+  }
+  // one row of one 8-bit pixel: its filter byte, whatever the filter, adds nothing to it
+  return [...inflateSync(Buffer.concat(data)).subarray(1, 4)];
+}
+
+/**
+ * How dark a sideways scroller is drawn just inside its left and right edges, half-way down,
+ * with its content hidden: 0 where its plain background shows, more where a shadow says there
+ * is more to scroll to on that side.
+ */
+export async function edgeShades(box: Locator): Promise<{ left: number; right: number }> {
+  const showContent = (shown: boolean) =>
+    box.evaluate((element, visible) => {
+      for (const child of element.children) {
+        (child as HTMLElement).style.visibility = visible ? '' : 'hidden';
+      }
+    }, shown);
+  await showContent(false);
+  const edges = (await box.boundingBox())!;
+  const middle = Math.round(edges.y + edges.height / 2);
+  const shade = async (x: number) =>
+    255 - Math.min(...(await pixelAt(box.page(), Math.round(x), middle)));
+  const shades = { left: await shade(edges.x + 2), right: await shade(edges.x + edges.width - 3) };
+  await showContent(true);
+  return shades;
+}
 
 /** The figure of the overview's (or usage page's) stat card labelled `label`. */
 export const statValue = (page: Page, label: string | RegExp): Promise<string | null> =>
