@@ -308,6 +308,12 @@ export const configSchema = z.object({
   EMAIL_FROM: z.string().trim().max(320).optional(),
   /** How long an OAuth authorization code waits for its exchange (RFC 6749: short). */
   OAUTH_CODE_TTL_MS: wholeNumber({ min: 1_000, max: 600_000 }).default(60_000),
+  /**
+   * How long an Idempotency-Key's claim stands unless its request renews it (every quarter of
+   * this): a key whose gateway died mid-request is free again this long after its last renewal
+   * at most (decision 388).
+   */
+  IDEMPOTENCY_KEY_LEASE_MS: wholeNumber({ min: 2_000, max: 600_000 }).default(10_000),
 });
 
 export type Config = Readonly<z.infer<typeof configSchema>>;

@@ -9,7 +9,7 @@
 // released committed nothing, so its retry runs (decision 393). Creates are held mid-handler by
 // a lock on the apps table (the file's own database).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IDEMPOTENCY_KEY_LEASE_MS, requestFingerprint } from '../src/idempotency/store.js';
+import { requestFingerprint } from '../src/idempotency/store.js';
 import { isolatedContext } from './support/context.js';
 import {
   createMember,
@@ -31,7 +31,10 @@ import {
 import { eventually } from './support/services.js';
 import type { ErrorBody } from './support/http.js';
 
-const { env, db } = isolatedContext('idem-lease', { ownDatabase: true });
+const { env: context, db } = isolatedContext('idem-lease', { ownDatabase: true });
+/** A lease of 4 s (renewed every second) rather than the default 10 s: the tests wait out a few. */
+const LEASE_MS = 4_000;
+const env = { ...context, IDEMPOTENCY_KEY_LEASE_MS: String(LEASE_MS) };
 let gateway: GatewayProcess;
 let tenant: SeededOrg;
 let admin: DashboardClient;
@@ -46,7 +49,7 @@ const appsPath = () => `/dashboard/api/orgs/${tenant.org_id}/apps`;
 /** Long enough for a held or paused create's statements to outlive its lease without timing out. */
 const PATIENT_DATABASE = { DATABASE_TIMEOUT_MS: '60000' };
 /** How long a test waits for a lease to lapse or be renewed: a few terms, on a loaded machine. */
-const LEASE_WAIT_MS = 6 * IDEMPOTENCY_KEY_LEASE_MS;
+const LEASE_WAIT_MS = 6 * LEASE_MS;
 
 async function appsNamed(name: string): Promise<string[]> {
   const { rows } = await db.query<{ id: string }>(
@@ -87,11 +90,14 @@ interface KeyRow {
   claim_id: string | null;
   took_effect: boolean;
   lease_expires_at: string;
+  /** What is left of the lease by Postgres's clock, in ms. */
+  lease_left_ms: number;
 }
 
 async function keyRow(key: string): Promise<KeyRow> {
   const { rows } = await db.query<KeyRow>(
-    `SELECT state, claim_id, took_effect, lease_expires_at::text
+    `SELECT state, claim_id, took_effect, lease_expires_at::text,
+            (extract(epoch FROM lease_expires_at - now()) * 1000)::float8 AS lease_left_ms
        FROM idempotency_keys WHERE org_id = $1 AND key = $2`,
     [tenant.org_id, key],
   );
@@ -181,6 +187,8 @@ describe('two live requests with one key', () => {
     try {
       await createWaiting();
       const claimed = await keyRow(key);
+      // The gateway's IDEMPOTENCY_KEY_LEASE_MS, not the default 10 s.
+      expect(claimed.lease_left_ms).toBeLessThanOrEqual(LEASE_MS);
       // By Postgres's clock, past the end of the lease it claimed with: it was renewed.
       await postgresPast(claimed.lease_expires_at);
       const renewed = await keyRow(key);

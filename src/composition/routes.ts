@@ -177,5 +177,6 @@ export function wireRoutes(config: Config, logger: Logger, parts: RouteParts): W
     dashboardVisitor: (head) => dashboardAuth.visitor(head),
     oauthClient: (headers, form) => oauthClients.authenticate(headers, form),
   };
-  return { served, deps, authenticators, idempotencyKeys: new IdempotencyStore(db, secretBox) };
+  const idempotencyKeys = new IdempotencyStore(db, secretBox, config.IDEMPOTENCY_KEY_LEASE_MS);
+  return { served, deps, authenticators, idempotencyKeys };
 }

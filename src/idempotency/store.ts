@@ -22,14 +22,14 @@ import { openFromText, resealedText, sealToText } from '../credentials/sealed-te
 export const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60 * 1000;
 
 /**
- * How long a claim stands unless its request renews it (by Postgres's clock): a key whose
- * request died (its gateway killed, its host gone) is free again this long after its last
- * renewal at most.
+ * How long a claim stands unless its request renews it (by Postgres's clock), by default
+ * (IDEMPOTENCY_KEY_LEASE_MS): a key whose request died (its gateway killed, its host gone) is
+ * free again this long after its last renewal at most.
  */
 export const IDEMPOTENCY_KEY_LEASE_MS = 10_000;
 
-/** How often a running request renews its lease: a few renewals may be slow or lost. */
-export const IDEMPOTENCY_KEY_RENEW_EVERY_MS = 2_500;
+/** A running request renews its lease this often, in lease terms: a few renewals may be slow or lost. */
+const RENEWALS_PER_LEASE = 4;
 
 /**
  * The last resort: a request renews its lease for at most this long after its claim, so a
@@ -93,6 +93,8 @@ export type Claim =
  * Everything after the claim acts only while the request still holds its key.
  */
 export interface IdempotencyKeys {
+  /** How often a running request renews its lease (a fraction of the lease). */
+  readonly renewEveryMs: number;
   claim(request: IdempotentRequest): Promise<Claim>;
   /** Extends the lease; false once the key is no longer held (taken over, or past the bound). */
   renew(held: HeldKey): Promise<boolean>;
@@ -169,16 +171,12 @@ const HELD_ROW = `org_id = $1 AND caller = $2 AND route = $3 AND key = $4 AND cl
           AND state = 'running'`;
 
 /**
- * Renews `held`'s lease every IDEMPOTENCY_KEY_RENEW_EVERY_MS until stopped (call the function
+ * Renews `held`'s lease every `keys.renewEveryMs` until stopped (call the function
  * it returns) or the key is no longer held. A renewal that fails (Postgres unreachable) is
  * tried again at the next turn: if the lease lapses meanwhile, the commit fence keeps the
  * request from committing anything once a retry took the key over.
  */
-export function keepLease(
-  keys: IdempotencyKeys,
-  held: HeldKey,
-  everyMs: number = IDEMPOTENCY_KEY_RENEW_EVERY_MS,
-): () => void {
+export function keepLease(keys: IdempotencyKeys, held: HeldKey): () => void {
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
   const next = (): void => {
@@ -191,7 +189,7 @@ export function keepLease(
           if (!stopped) next();
         },
       );
-    }, everyMs);
+    }, keys.renewEveryMs);
     timer.unref();
   };
   next();
@@ -216,13 +214,17 @@ export function commitFenceOf(keys: IdempotencyKeys, held: HeldKey): CommitFence
 }
 
 export class IdempotencyStore implements IdempotencyKeys {
+  readonly renewEveryMs: number;
+  private readonly ttlMs = IDEMPOTENCY_KEY_TTL_MS;
+  private readonly abandonedAfterMs = IDEMPOTENCY_KEY_ABANDONED_AFTER_MS;
+
   constructor(
     private readonly db: DbPool,
     private readonly box: SecretBox | undefined,
-    private readonly ttlMs: number = IDEMPOTENCY_KEY_TTL_MS,
-    private readonly abandonedAfterMs: number = IDEMPOTENCY_KEY_ABANDONED_AFTER_MS,
     private readonly leaseMs: number = IDEMPOTENCY_KEY_LEASE_MS,
-  ) {}
+  ) {
+    this.renewEveryMs = Math.floor(leaseMs / RENEWALS_PER_LEASE);
+  }
 
   async claim(request: IdempotentRequest): Promise<Claim> {
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt += 1) {

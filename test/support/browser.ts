@@ -217,7 +217,7 @@ export async function edgeShades(box: Locator): Promise<{ left: number; right: n
   const showContent = (shown: boolean) =>
     box.evaluate((element, visible) => {
       for (const child of element.children) {
-        (child as HTMLElement).style.visibility = visible ? '' : 'hidden';
+        (child as typeof element).style.visibility = visible ? '' : 'hidden';
       }
     }, shown);
   await showContent(false);
