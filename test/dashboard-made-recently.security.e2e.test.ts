@@ -591,6 +591,56 @@ describe('GET /dashboard/api/user/made-recently', () => {
     expect((await made(alice, query)).password_reset_at).toBe(inside.toISOString());
   });
 
+  it("lists what the account made while another member's write, started earlier, waited: the read's bound is not that write's entry", async () => {
+    // A quiet organization (its entries two hours old), then Bob's endpoint edit starts and
+    // waits on the endpoint's row (held here, as a delivery or another edit may hold it);
+    // meanwhile Erin makes a key. Bob's entry is numbered after Erin's but dated before it.
+    const quiet = await seed(env, ['--name', 'Review Quiet']);
+    const emails = { erin: uniqueEmail('review-erin'), bob: uniqueEmail('review-quiet-bob') };
+    await Promise.all([
+      createMember(env, emails.erin, quiet.org_id, 'admin'),
+      createMember(env, emails.bob, quiet.org_id, 'admin'),
+    ]);
+    const [erin, quietBob] = await Promise.all([
+      signInTo(gateway, emails.erin),
+      signInTo(gateway, emails.bob),
+    ]);
+    const hook = await newWebhook(quietBob, quiet.org_id, 'https://hooks.example.com/quiet');
+    await db.query(
+      `UPDATE dashboard_audit_log SET created_at = created_at - interval '2 hours'
+        WHERE org_id = $1`,
+      [quiet.org_id],
+    );
+    const since = new Date(Date.now() - 60_000);
+    const holder = await db.connect();
+    let bobsEdit: Promise<{ status: number }> | undefined;
+    let keyId = '';
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM webhook_endpoints WHERE id = $1 FOR NO KEY UPDATE', [hook]);
+      const { rows } = await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      bobsEdit = quietBob.request('PATCH', `/dashboard/api/orgs/${quiet.org_id}/webhooks/${hook}`, {
+        description: 'edited while a delivery held it',
+      });
+      await expect
+        .poll(async () => {
+          const waiting = await db.query<{ n: number }>(
+            'SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))',
+            [rows[0]!.pid],
+          );
+          return waiting.rows[0]!.n;
+        })
+        .toBe(1);
+      keyId = (await newApiKey(erin, quiet.app_connection_id, 'erin key')).id;
+    } finally {
+      await holder.query('COMMIT');
+      holder.release();
+    }
+    expect((await bobsEdit).status).toBe(200);
+    const listed = await made(erin, `?since=${encodeURIComponent(since.toISOString())}`);
+    expect(listed.data.map((item) => item.id)).toEqual([keyId]);
+  });
+
   it('refuses what it does not take, and answers only a signed-in user', async () => {
     for (const query of [
       `?since=${encodeURIComponent(new Date(Date.now() - 367 * DAY_MS).toISOString())}`,
