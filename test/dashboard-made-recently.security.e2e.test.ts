@@ -513,6 +513,35 @@ describe('GET /dashboard/api/user/made-recently', () => {
     expect((await made(alice)).data).toEqual([]);
   });
 
+  it('an endpoint the account pointed away twice at once is listed while it sends where the edit applied last set it', async () => {
+    const hook = await newWebhook(bob, shared.org_id, 'https://hooks.example.com/twice');
+    const patch = (url: string) =>
+      alice.request('PATCH', `/dashboard/api/orgs/${shared.org_id}/webhooks/${hook}`, { url });
+    expect((await patch('https://hooks.example.com/twice-back')).status).toBe(200);
+    expect((await patch('https://collector.example.net/twice')).status).toBe(200);
+    // As two edits sent at once leave it when the one applied last began its transaction
+    // first (it waited on the endpoint's row): its entry is numbered last but dated first.
+    const { rows } = await db.query<{ id: string }>(
+      `SELECT id FROM dashboard_audit_log WHERE object_id = $1 AND action = 'webhook.update'
+        ORDER BY id`,
+      [hook],
+    );
+    expect(rows).toHaveLength(2);
+    await db.query(
+      `UPDATE dashboard_audit_log SET created_at =
+         (SELECT created_at - interval '1 millisecond' FROM dashboard_audit_log WHERE id = $1)
+        WHERE id = $2`,
+      [rows[0]!.id, rows[1]!.id],
+    );
+    const listed = (await made(alice)).data.find((item) => item.id === hook);
+    expect(listed).toMatchObject({
+      made_as: 'redirected',
+      url: 'https://collector.example.net/twice',
+    });
+    expect((await revokeAs(alice, listed!)).status).toBe(200);
+    expect((await made(alice)).data).toEqual([]);
+  });
+
   it("a member who is no longer an admin is not shown the address an admin since gave an endpoint they created: only admins read endpoints' addresses", async () => {
     const hook = await newWebhook(alice, shared.org_id, 'https://hooks.example.com/alice-made');
     // Bob points it at an address that is itself the credential (as chat webhooks are)

@@ -189,7 +189,9 @@ export async function readMadeByAccount(
              JOIN webhook_endpoints w ON w.id = e.object_id AND w.org_id = e.org_id
             WHERE (e.action = 'webhook.create' AND w.created_at >= $2)
                OR (e.action = 'webhook.update' AND e.details ? 'url' AND e.created_at >= $2)
-            ORDER BY w.id, e.action = 'webhook.create' DESC, e.created_at DESC, e.entry_id DESC
+            -- the change applied last: edits of one endpoint wait on its row and write their
+            -- entries holding it, so they are numbered in that order (not dated: 462)
+            ORDER BY w.id, e.action = 'webhook.create' DESC, e.entry_id DESC
          ) created_or_redirected
         -- one the account pointed elsewhere, while it still sends where the account set it
         WHERE made_as = 'created' OR url = set_url
