@@ -368,6 +368,30 @@ describe('request errors', () => {
     expect(response.headers.get('x-request-id')).toBeTruthy();
   });
 
+  it('names the route meant when a path has a prefix too many or lacks /v1 (decision 469)', async () => {
+    for (const [method, path, meant] of [
+      ['GET', '/api/v1/product-users/by-external-id', '/product-users/by-external-id'],
+      ['PUT', '/v1/product-users/by-external-id', '/product-users/by-external-id'],
+      ['POST', '/chat/completions', '/v1/chat/completions'],
+      ['POST', '/api/v1/chat/completions', '/v1/chat/completions'],
+      ['GET', '/api/v1/models', '/v1/models'],
+    ] as const) {
+      const response = await fetch(`${gateway.url}${path}`, { method });
+      expect(response.status, path).toBe(404);
+      expect(await response.json()).toEqual({
+        error: {
+          code: 'gw_route_not_found',
+          message: `no route for ${method} ${path}; did you mean ${method} ${meant}?`,
+        },
+      });
+    }
+    // Nothing near: as before.
+    const nothing = await fetch(`${gateway.url}/api/v1/nothing`);
+    expect(((await nothing.json()) as ErrorBody).error.message).toBe(
+      'no route for GET /api/v1/nothing',
+    );
+  });
+
   it('counts requests and written usage rows in /metrics', async () => {
     const text = await eventually(async () => {
       const body = await (await fetch(metricsUrl(gateway))).text();
