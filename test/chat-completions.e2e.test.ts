@@ -375,6 +375,7 @@ describe('request errors', () => {
       ['POST', '/chat/completions', '/v1/chat/completions'],
       ['POST', '/api/v1/chat/completions', '/v1/chat/completions'],
       ['GET', '/api/v1/models', '/v1/models'],
+      ['GET', '/', '/dashboard'],
     ] as const) {
       const response = await fetch(`${gateway.url}${path}`, { method });
       expect(response.status, path).toBe(404);

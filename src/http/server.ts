@@ -117,9 +117,11 @@ function listenOn(
 
 /**
  * The paths a request for `path` may have meant (decision 469): the inference routes are
- * under /v1, the product-user routes under no prefix (SPEC: never /api/v1).
+ * under /v1, the product-user routes under no prefix (SPEC: never /api/v1), and a browser
+ * opening the gateway's origin wants the dashboard.
  */
 function nearPaths(path: string): string[] {
+  if (path === '/') return ['/dashboard'];
   const api = ['/api/v1', '/api'].find((prefix) => path.startsWith(`${prefix}/`));
   if (api !== undefined) {
     const rest = path.slice(api.length);
