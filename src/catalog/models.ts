@@ -223,7 +223,6 @@ export function tokenRates(
   };
 }
 
-/** Does a model policy (patterns like 'vendor_b/*' or exact ids) allow this model id? */
 /**
  * The answer for a model id the catalogue does not route. An id without its vendor
  * (`gpt-4o-mini`) that one routable model ends with is told that model (decision 468).
@@ -240,6 +239,7 @@ export function unroutableModel(catalog: Pick<ModelCatalog, 'list'>, modelId: st
   );
 }
 
+/** Does a model policy (patterns like 'vendor_b/*' or exact ids) allow this model id? */
 export function modelPolicyAllows(policy: readonly string[], modelId: string): boolean {
   for (const pattern of policy) {
     if (pattern === '*' || pattern === modelId) return true;
