@@ -92,10 +92,46 @@ describe('CLI errors', () => {
       error: {
         code: 'gw_invalid_request',
         message:
-          'amount: must be digits with an optional decimal point, like 25 or 12.50 (no sign, thousands separators, spaces or currency; at most 12 decimals)',
+          '--amount: must be digits with an optional decimal point, like 25 or 12.50 (no sign, thousands separators, spaces or currency; at most 12 decimals)',
       },
     });
     expect(await rows()).toBe(before);
+  });
+
+  it('names the flag an amount came in, and says a currency is in capitals (decision 482)', async () => {
+    const organizations = async () =>
+      (await db.query<{ n: string }>('SELECT count(*) AS n FROM organizations')).rows[0]!.n;
+    const before = await organizations();
+    const seeded = await runCli(['seed', '--wallet', '1e3'], env);
+    expect(seeded.code).toBe(2);
+    expect(stderrError(seeded.stderr)).toEqual({
+      error: {
+        code: 'gw_invalid_request',
+        message:
+          '--wallet: must be digits with an optional decimal point, like 25 or 12.50 (no sign, thousands separators, spaces or currency; at most 12 decimals)',
+      },
+    });
+    expect(await organizations()).toBe(before);
+    const org = await seed(env);
+    const target = ['--scope', 'org', '--org-id', org.org_id];
+    for (const [flags, message] of [
+      [
+        ['--amount', '2000000'],
+        ['gw_amount_out_of_range', '--amount: must be at most 1000000'],
+      ],
+      [
+        ['--amount', '5', '--currency', 'usd'],
+        ['gw_invalid_request', '--currency must be a 3-letter ISO code in capitals, such as USD'],
+      ],
+    ] as const) {
+      const refused = await runCli(['cap', 'set', ...target, ...flags], env);
+      expect(refused.code, flags.join(' ')).toBe(2);
+      expect(stderrError(refused.stderr)).toEqual({
+        error: { code: message[0], message: message[1] },
+      });
+    }
+    const { rowCount } = await db.query('SELECT 1 FROM cap_rules WHERE org_id = $1', [org.org_id]);
+    expect(rowCount).toBe(0);
   });
 
   it('gw webhook add without CREDENTIALS_MASTER_KEY says this command needs it, and adds nothing', async () => {

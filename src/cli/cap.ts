@@ -13,9 +13,8 @@ import {
 } from '../admin/caps.js';
 import { firingCapMarks } from '../usage-events/cap-marks.js';
 import type { CreditMode, OverrunPolicy } from '../billing/modes.js';
-import { parseAmountToNano } from '../money.js';
 import { CLI_ACTOR, ensureProductUser, type CliContext } from './context.js';
-import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
+import { amountFlag, parseFlags, printJson, requireFlag, UsageError } from './output.js';
 
 export const capHelp = `gw cap set --scope org --org-id O --amount 10.00 [--currency USD] [--period monthly]
 gw cap set --scope app_connection --app-connection-id C [--amount 5.00|none] [--per-user-amount 1.00|none]
@@ -68,8 +67,8 @@ function oneOf<T extends string>(
 }
 
 /** An amount flag: a decimal, or `none` where the cap allows leaving it out. */
-const amountOrNone = (text: string): bigint | null =>
-  text === 'none' ? null : parseAmountToNano(text);
+const amountOrNone = (text: string, name: string): bigint | null =>
+  text === 'none' ? null : amountFlag(text, name);
 
 export async function capCommand(context: CliContext, argv: string[]): Promise<void> {
   const [action, ...rest] = argv;
@@ -133,7 +132,7 @@ function capSettings(
 ): CapSettings {
   if (values.period !== 'monthly') throw new UsageError('--period: only monthly is supported');
   if (!/^[A-Z]{3}$/.test(values.currency ?? ''))
-    throw new UsageError('--currency must be a 3-letter ISO code');
+    throw new UsageError('--currency must be a 3-letter ISO code in capitals, such as USD');
   const requires = oneOf(
     values['requires-product-user'],
     ['true', 'false'] as const,
@@ -162,11 +161,11 @@ function capSettings(
   }
   return {
     ...(values.amount !== undefined && {
-      amountNano: amountOrNone(requireFlag(values.amount, 'amount')),
+      amountNano: amountOrNone(requireFlag(values.amount, 'amount'), 'amount'),
     }),
     currency: values.currency!,
     ...(values['per-user-amount'] !== undefined && {
-      perUserAmountNano: amountOrNone(values['per-user-amount']),
+      perUserAmountNano: amountOrNone(values['per-user-amount'], 'per-user-amount'),
     }),
     ...(creditMode !== undefined && { creditMode }),
     ...(overrunPolicy !== undefined && { overrunPolicy }),

@@ -3,6 +3,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { Config } from '../config.js';
 import { parseMasterKeys, SecretBoxError, type SecretBox } from '../credentials/secret-box.js';
 import { isGwError, type ErrorCode, type GwError } from '../errors.js';
+import { AmountError, AmountRangeError, parseAmountToNano } from '../money.js';
 import { cliIo } from './io.js';
 
 /** A refused command: printed as `{"error":{"code","message"}}`, the HTTP error shape. */
@@ -165,6 +166,18 @@ function repeatedFlag(
 export function requireFlag(value: string | undefined, name: string): string {
   if (value === undefined || value.trim() === '') throw new UsageError(`--${name} is required`);
   return value;
+}
+
+/** An amount flag's value in nano-units; a refusal names the flag (`--wallet: must be …`). */
+export function amountFlag(text: string, name: string): bigint {
+  try {
+    return parseAmountToNano(text);
+  } catch (error) {
+    if (error instanceof AmountRangeError)
+      throw new AmountRangeError(`--${name}: ${error.message}`);
+    if (error instanceof AmountError) throw new AmountError(`--${name}: ${error.message}`);
+    throw error;
+  }
 }
 
 /** A comma-separated flag (`--model-policy a,b`) as its trimmed, non-empty items (absent: undefined). */

@@ -9,10 +9,9 @@ import {
   DEFAULT_MODEL_POLICY,
 } from '../admin/provisioning.js';
 import { modelPolicyAllows } from '../catalog/models.js';
-import { parseAmountToNano } from '../money.js';
 import { CLI_ACTOR, type CliContext } from './context.js';
 import { cliIo } from './io.js';
-import { parseFlags, printJson } from './output.js';
+import { amountFlag, parseFlags, printJson } from './output.js';
 
 export const seedHelp = `gw seed [--json | --env] [--name NAME] [--wallet AMOUNT]
   Creates an organization (wallet funded with AMOUNT, default 100.00), an app, an app
@@ -35,7 +34,7 @@ export async function seedCommand(context: CliContext, argv: string[]): Promise<
     name: { type: 'string', default: 'Seeded organization' },
     wallet: { type: 'string', default: '100.00' },
   });
-  const walletNano = parseAmountToNano(values.wallet);
+  const walletNano = amountFlag(values.wallet, 'wallet');
   const { db } = context;
   const orgId = await createOrganization(db, values.name);
   // the operator's top-up, like `gw wallet topup`: the wallet's history says who added it

@@ -1,9 +1,15 @@
 // gw wallet topup|set|show|alert: the organization wallet.
 import { readWallet, topUpWallet } from '../admin/wallet.js';
 import { setWalletAlert } from '../billing/wallet-alert.js';
-import { parseAmountToNano } from '../money.js';
 import { CLI_ACTOR, type CliContext } from './context.js';
-import { orUsageError, parseFlags, printJson, requireFlag, UsageError } from './output.js';
+import {
+  amountFlag,
+  orUsageError,
+  parseFlags,
+  printJson,
+  requireFlag,
+  UsageError,
+} from './output.js';
 
 export const walletHelp = `gw wallet topup --org-id O --amount 100.00   adds funds
 gw wallet set   --org-id O --amount 0.00     sets the balance exactly
@@ -27,7 +33,7 @@ export async function walletCommand(context: CliContext, argv: string[]): Promis
     throw new UsageError(`no wallet for organization ${orgId}`, 'gw_not_found');
   if (action === 'alert') {
     const text = requireFlag(values['low-balance-threshold'], 'low-balance-threshold');
-    const threshold = text.trim() === 'none' ? null : parseAmountToNano(text);
+    const threshold = text.trim() === 'none' ? null : amountFlag(text, 'low-balance-threshold');
     printJson(await setWalletAlert(context.db, CLI_ACTOR, orgId, threshold));
     return;
   }
@@ -36,14 +42,14 @@ export async function walletCommand(context: CliContext, argv: string[]): Promis
       await topUpWallet(
         context.wallets,
         orgId,
-        parseAmountToNano(requireFlag(values.amount, 'amount')),
+        amountFlag(requireFlag(values.amount, 'amount'), 'amount'),
         CLI_ACTOR,
       ),
     );
   } else if (action === 'set') {
     await context.wallets.setBalance(
       orgId,
-      parseAmountToNano(requireFlag(values.amount, 'amount')),
+      amountFlag(requireFlag(values.amount, 'amount'), 'amount'),
       CLI_ACTOR,
     );
   } else if (action !== 'show') {

@@ -21,7 +21,9 @@ export interface ProductUserRouteDeps {
 }
 
 export const BASE = '/product-users/by-external-id';
-export const currencyCode = z.string().regex(/^[A-Z]{3}$/, 'must be a 3-letter ISO currency code');
+export const currencyCode = z
+  .string()
+  .regex(/^[A-Z]{3}$/, 'must be a 3-letter ISO currency code in capitals, such as USD');
 /** The instants an RFC 3339 UTC answer can write: years 0001–9999 (toISOString has no other). */
 const FIRST_INSTANT_MS = Date.parse('0001-01-01T00:00:00Z');
 const LAST_INSTANT_MS = Date.parse('9999-12-31T23:59:59.999Z');
