@@ -27,6 +27,7 @@ import {
 } from './support/oauth.js';
 import {
   createApiKey,
+  runCli,
   seed,
   startGateway,
   type GatewayProcess,
@@ -718,10 +719,12 @@ describe('members the account let in or raised (decision 477)', () => {
     // lowered by Erin: never listed
     ids.lou = await memberOfTeam('lou', 'admin');
     expect((await changeRole(erin, ids.lou, 'viewer')).status).toBe(200);
-    // raised, then lowered by Erin herself: her latest change is no raise
+    // raised, then lowered by Erin herself, then raised by Frank to what she first gave: her
+    // latest change is no raise
     ids.olive = await memberOfTeam('olive', 'viewer');
     expect((await changeRole(erin, ids.olive, 'admin')).status).toBe(200);
     expect((await changeRole(erin, ids.olive, 'member')).status).toBe(200);
+    expect((await changeRole(frank, ids.olive, 'admin')).status).toBe(200);
     // Frank raises someone: his, not Erin's
     ids.tina = await memberOfTeam('tina', 'viewer');
     expect((await changeRole(frank, ids.tina, 'member')).status).toBe(200);
@@ -769,10 +772,13 @@ describe('members the account let in or raised (decision 477)', () => {
     const schema = responseSchema(document, PATH, 'get', 200);
     expect(schemaProblems(document, schema, answer)).toEqual([]);
 
-    // Frank, an admin of the same organization: his raise only
-    expect(summary(await members(frank))).toEqual([
-      `member ${ids.tina} ${team.org_id} raised true`,
-    ]);
+    // Frank, an admin of the same organization: his raises only
+    expect(summary(await members(frank))).toEqual(
+      [
+        `member ${ids.tina} ${team.org_id} raised true`,
+        `member ${ids.olive} ${team.org_id} raised true`,
+      ].sort(),
+    );
     // Gina, of another organization: nothing
     expect((await made(gina)).data).toEqual([]);
   });
@@ -858,6 +864,46 @@ describe('members the account let in or raised (decision 477)', () => {
       member_role: 'member',
     });
     expect(await teamRoles()).toMatchObject({ ray: 'member', sam: 'member', lou: 'viewer' });
+  });
+
+  it('one who accepted her invitation while already a member (added by the operator) did not join through it', async () => {
+    emails.vic = uniqueEmail('review-vic');
+    const vic = await createUser(env, emails.vic);
+    const invitation = await inviteTo(erin, team.org_id, emails.vic, 'admin');
+    const added = await runCli(
+      ['admin', 'add-member', '--email', emails.vic, '--org-id', team.org_id, '--role', 'viewer'],
+      env,
+    );
+    expect(added.code).toBe(0);
+    const signedIn = await signInTo(gateway, emails.vic);
+    const accepted = await signedIn.post<{ status: string }>(
+      `/dashboard/api/user/invitations/${invitation.id}/accept`,
+      { token: invitation.accept_token },
+    );
+    expect(accepted.status).toBe(200);
+    expect(accepted.body.status).toBe('accepted');
+    expect((await members(erin)).map((item) => item.id)).not.toContain(vic.id);
+  });
+
+  it('a member Erin raised, removed and let in again by someone else in the role she gave, is not hers', async () => {
+    ids.uma = await memberOfTeam('uma', 'viewer');
+    expect((await changeRole(erin, ids.uma, 'admin')).status).toBe(200);
+    expect((await members(erin)).map((item) => item.id)).toContain(ids.uma);
+    const removed = await frank.request(
+      'DELETE',
+      `/dashboard/api/orgs/${team.org_id}/members/${ids.uma}`,
+    );
+    expect(removed.status).toBe(200);
+    const invitation = await inviteTo(frank, team.org_id, emails.uma!, 'admin');
+    const uma = await signInTo(gateway, emails.uma!);
+    const accepted = await uma.post(`/dashboard/api/user/invitations/${invitation.id}/accept`, {
+      token: invitation.accept_token,
+    });
+    expect(accepted.status).toBe(200);
+    expect((await members(erin)).map((item) => item.id)).not.toContain(ids.uma);
+    expect(summary((await members(frank)).filter((item) => item.id === ids.uma))).toEqual([
+      `member ${ids.uma} ${team.org_id} joined true`,
+    ]);
   });
 });
 
