@@ -1,6 +1,7 @@
-// "What your account made recently" (decisions 419, 421): GET /dashboard/api/user/made-recently
-// lists the OAuth approvals, API keys, service keys, pending invitations, OAuth clients
-// (registered or rotated) and webhook endpoints one account made that still work, in every
+// "What your account made recently" (decisions 419, 421, 477): GET
+// /dashboard/api/user/made-recently lists the OAuth approvals, API keys, service keys, pending
+// invitations, OAuth clients (registered or rotated), webhook endpoints and members (let in, or
+// raised) one account made that still work, in every
 // organization it is a member of, each with the route that revokes it. Against a live gateway
 // on the real Redis and Postgres: another account — an admin of the same organization or of
 // another — never sees them, and the listed revoke route keeps its own role rule (another
