@@ -822,7 +822,7 @@ describe('members the account let in or raised (decision 477)', () => {
 
   it('a member since made an owner: still listed, removable by an owner only', async () => {
     await setErinRole('owner');
-    expect((await changeRole(erin, ids.pat, 'owner')).status).toBe(200);
+    expect((await changeRole(erin, ids.pat!, 'owner')).status).toBe(200);
     // made owner by Erin herself: the newer raise, to owner, which she may undo as owner
     const asOwner = (await members(erin)).find((item) => item.id === ids.pat)!;
     expect(asOwner).toMatchObject({ given_role: 'owner', member_role: 'owner', can_revoke: true });
@@ -858,7 +858,7 @@ describe('members the account let in or raised (decision 477)', () => {
     expect((await changeRole(frank, ids.ray, 'member')).status).toBe(200);
     expect((await members(erin)).map((item) => item.id)).not.toContain(ids.ray);
     // Sam's raise is undone by Frank; Sam still joined through Erin's invitation
-    expect((await changeRole(frank, ids.sam, 'member')).status).toBe(200);
+    expect((await changeRole(frank, ids.sam!, 'member')).status).toBe(200);
     expect((await members(erin)).find((item) => item.id === ids.sam)).toMatchObject({
       made_as: 'joined',
       given_role: 'member',
