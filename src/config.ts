@@ -5,6 +5,7 @@ import { PROVIDERS, type ProviderId } from './providers/registry.js';
 import { originOf } from './http/own-origin.js';
 import { parseTrustedProxies } from './http/client-address.js';
 import { parseClusterNodes } from './redis/target.js';
+import { parseMasterKeys, SecretBoxError } from './credentials/secret-box.js';
 import { DEFAULT_MAX_SSE_EVENT_BYTES } from './protocols/common/sse.js';
 import { DEFAULT_MAX_WAITING_PER_LANE } from './tokens/fair-scheduler.js';
 import { describeAllIssues } from './validation-messages.js';
@@ -334,6 +335,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const problems = describeAllIssues(parsed.error, '(environment)');
     throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
   }
+  const masterKeys = masterKeysProblem(parsed.data);
+  if (masterKeys !== undefined) throw new ConfigError(`invalid configuration:\n  ${masterKeys}`);
   // Together they would let anyone on the network make an account and fund it for nothing:
   // free vendor spend on the gateway's own keys. Top-ups then come from the CLI (or a payment
   // integration) only.
@@ -373,6 +376,33 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     }
   }
   return Object.freeze(parsed.data);
+}
+
+/**
+ * Why the credential master keys cannot be used, as `VARIABLE: problem` (never a key), or
+ * undefined: refused at boot as any bad value is, not later where the gateway first opens a
+ * secret (decision 466).
+ */
+function masterKeysProblem(
+  data: Pick<
+    z.infer<typeof configSchema>,
+    'CREDENTIALS_MASTER_KEY' | 'CREDENTIALS_MASTER_KEY_ID' | 'CREDENTIALS_PREVIOUS_KEYS'
+  >,
+): string | undefined {
+  const current = data.CREDENTIALS_MASTER_KEY;
+  const id = data.CREDENTIALS_MASTER_KEY_ID;
+  for (const [variable, previous] of [
+    ['CREDENTIALS_MASTER_KEY', undefined],
+    ['CREDENTIALS_PREVIOUS_KEYS', data.CREDENTIALS_PREVIOUS_KEYS],
+  ] as const) {
+    try {
+      parseMasterKeys(current, id, previous);
+    } catch (error) {
+      if (error instanceof SecretBoxError) return `${variable}: ${error.message}`;
+      throw error;
+    }
+  }
+  return undefined;
 }
 
 /**

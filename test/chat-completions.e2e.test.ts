@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { countInputTokens } from '../src/tokens/count.js';
 import { chatCompletionTexts } from '../src/tokens/request-texts.js';
 import { isolatedContext } from './support/context.js';
-import { bearer, postJson, postSse } from './support/http.js';
+import { bearer, getJson, postJson, postSse, type ErrorBody } from './support/http.js';
 import {
   runCliJson,
   seed,
@@ -298,6 +298,45 @@ describe('request errors', () => {
     expect(response.body.error.code).toBe('gw_unsupported_model');
   });
 
+  it('names the model meant when the id lacks its vendor, on every route that takes a model (decision 468)', async () => {
+    const messages = [{ role: 'user', content: 'hi' }];
+    const hint =
+      'model gpt-4o-mini is not routable: model ids name their vendor, did you mean vendor_b/gpt-4o-mini? (see GET /v1/models)';
+    const chat = await postJson<{ error: { code: string; message: string } }>(
+      `${gateway.url}/v1/chat/completions`,
+      { model: 'gpt-4o-mini', messages },
+      bearer(org.api_key),
+    );
+    expect(chat.status).toBe(404);
+    expect(chat.body.error).toEqual({ code: 'gw_unsupported_model', message: hint });
+    const count = await postJson<{ error: { code: string; message: string } }>(
+      `${gateway.url}/v1/messages/count_tokens`,
+      { model: 'claude-haiku-4-5', messages },
+      bearer(org.api_key),
+    );
+    expect(count.status).toBe(404);
+    expect(count.body.error).toMatchObject({
+      code: 'gw_unsupported_model',
+      message:
+        'model claude-haiku-4-5 is not routable: model ids name their vendor, did you mean vendor_a/claude-haiku-4-5? (see GET /v1/models)',
+    });
+    const one = await getJson<ErrorBody>(
+      `${gateway.url}/v1/models/gpt-4o-mini`,
+      bearer(org.api_key),
+    );
+    expect(one.status).toBe(404);
+    expect(one.body.error.message).toBe(hint);
+    // Nothing to suggest: the message is as before.
+    const unknown = await postJson<{ error: { code: string; message: string } }>(
+      `${gateway.url}/v1/chat/completions`,
+      { model: 'no-such-model', messages },
+      bearer(org.api_key),
+    );
+    expect(unknown.body.error.message).toBe(
+      'model no-such-model is not routable; see GET /v1/models',
+    );
+  });
+
   it('answers 402 when the wallet cannot reserve, and changes nothing', async () => {
     const poor = await seed(env, ['--wallet', '0.000001']);
     const response = await postJson<{ error: { code: string; message: string } }>(
@@ -327,6 +366,31 @@ describe('request errors', () => {
       'gw_route_not_found',
     );
     expect(response.headers.get('x-request-id')).toBeTruthy();
+  });
+
+  it('names the route meant when a path has a prefix too many or lacks /v1 (decision 469)', async () => {
+    for (const [method, path, meant] of [
+      ['GET', '/api/v1/product-users/by-external-id', '/product-users/by-external-id'],
+      ['PUT', '/v1/product-users/by-external-id', '/product-users/by-external-id'],
+      ['POST', '/chat/completions', '/v1/chat/completions'],
+      ['POST', '/api/v1/chat/completions', '/v1/chat/completions'],
+      ['GET', '/api/v1/models', '/v1/models'],
+      ['GET', '/', '/dashboard'],
+    ] as const) {
+      const response = await fetch(`${gateway.url}${path}`, { method });
+      expect(response.status, path).toBe(404);
+      expect(await response.json()).toEqual({
+        error: {
+          code: 'gw_route_not_found',
+          message: `no route for ${method} ${path}; did you mean ${method} ${meant}?`,
+        },
+      });
+    }
+    // Nothing near: as before.
+    const nothing = await fetch(`${gateway.url}/api/v1/nothing`);
+    expect(((await nothing.json()) as ErrorBody).error.message).toBe(
+      'no route for GET /api/v1/nothing',
+    );
   });
 
   it('counts requests and written usage rows in /metrics', async () => {

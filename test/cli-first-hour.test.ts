@@ -36,6 +36,26 @@ describe('CLI errors', () => {
     });
   });
 
+  it('a mistyped flag is named with the one it is nearest to; a negative amount is said to lack its value (decision 467)', async () => {
+    const typo = await runCli(['wallet', 'topup', '--org-id', 'org_x', '--ammount', '5'], env);
+    expect(typo.code).toBe(2);
+    expect(stderrError(typo.stderr)).toEqual({
+      error: {
+        code: 'gw_invalid_request',
+        message:
+          'unknown flag --ammount: did you mean --amount? (this command takes --org-id, --amount, --low-balance-threshold; see gw --help)',
+      },
+    });
+    const negative = await runCli(['wallet', 'topup', '--org-id', 'org_x', '--amount', '-5'], env);
+    expect(negative.code).toBe(2);
+    expect(stderrError(negative.stderr)).toMatchObject({
+      error: {
+        code: 'gw_invalid_request',
+        message: expect.stringMatching(/^--amount needs a value: /),
+      },
+    });
+  });
+
   it('gw wallet topup refuses what the dashboard refuses, with the same codes, and records nothing', async () => {
     const org = await seed(env, ['--wallet', '1']);
     const rows = async () =>

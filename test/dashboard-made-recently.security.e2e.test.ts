@@ -528,6 +528,35 @@ describe('GET /dashboard/api/user/made-recently', () => {
     expect((await made(alice)).data).toEqual([]);
   });
 
+  it('an endpoint the account pointed away twice at once is listed while it sends where the edit applied last set it', async () => {
+    const hook = await newWebhook(bob, shared.org_id, 'https://hooks.example.com/twice');
+    const patch = (url: string) =>
+      alice.request('PATCH', `/dashboard/api/orgs/${shared.org_id}/webhooks/${hook}`, { url });
+    expect((await patch('https://hooks.example.com/twice-back')).status).toBe(200);
+    expect((await patch('https://collector.example.net/twice')).status).toBe(200);
+    // As two edits sent at once leave it when the one applied last began its transaction
+    // first (it waited on the endpoint's row): its entry is numbered last but dated first.
+    const { rows } = await db.query<{ id: string }>(
+      `SELECT id FROM dashboard_audit_log WHERE object_id = $1 AND action = 'webhook.update'
+        ORDER BY id`,
+      [hook],
+    );
+    expect(rows).toHaveLength(2);
+    await db.query(
+      `UPDATE dashboard_audit_log SET created_at =
+         (SELECT created_at - interval '1 millisecond' FROM dashboard_audit_log WHERE id = $1)
+        WHERE id = $2`,
+      [rows[0]!.id, rows[1]!.id],
+    );
+    const listed = (await made(alice)).data.find((item) => item.id === hook);
+    expect(listed).toMatchObject({
+      made_as: 'redirected',
+      url: 'https://collector.example.net/twice',
+    });
+    expect((await revokeAs(alice, listed!)).status).toBe(200);
+    expect((await made(alice)).data).toEqual([]);
+  });
+
   it("a member who is no longer an admin is not shown the address an admin since gave an endpoint they created: only admins read endpoints' addresses", async () => {
     const hook = await newWebhook(alice, shared.org_id, 'https://hooks.example.com/alice-made');
     // Bob points it at an address that is itself the credential (as chat webhooks are)
@@ -604,6 +633,56 @@ describe('GET /dashboard/api/user/made-recently', () => {
     const inside = new Date(since.getTime() + 60_000);
     await resetAt(inside);
     expect((await made(alice, query)).password_reset_at).toBe(inside.toISOString());
+  });
+
+  it("lists what the account made while another member's write, started earlier, waited: the read's bound is not that write's entry", async () => {
+    // A quiet organization (its entries two hours old), then Bob's endpoint edit starts and
+    // waits on the endpoint's row (held here, as a delivery or another edit may hold it);
+    // meanwhile Erin makes a key. Bob's entry is numbered after Erin's but dated before it.
+    const quiet = await seed(env, ['--name', 'Review Quiet']);
+    const emails = { erin: uniqueEmail('review-erin'), bob: uniqueEmail('review-quiet-bob') };
+    await Promise.all([
+      createMember(env, emails.erin, quiet.org_id, 'admin'),
+      createMember(env, emails.bob, quiet.org_id, 'admin'),
+    ]);
+    const [erin, quietBob] = await Promise.all([
+      signInTo(gateway, emails.erin),
+      signInTo(gateway, emails.bob),
+    ]);
+    const hook = await newWebhook(quietBob, quiet.org_id, 'https://hooks.example.com/quiet');
+    await db.query(
+      `UPDATE dashboard_audit_log SET created_at = created_at - interval '2 hours'
+        WHERE org_id = $1`,
+      [quiet.org_id],
+    );
+    const since = new Date(Date.now() - 60_000);
+    const holder = await db.connect();
+    let bobsEdit: Promise<{ status: number }> | undefined;
+    let keyId = '';
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM webhook_endpoints WHERE id = $1 FOR NO KEY UPDATE', [hook]);
+      const { rows } = await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      bobsEdit = quietBob.request('PATCH', `/dashboard/api/orgs/${quiet.org_id}/webhooks/${hook}`, {
+        description: 'edited while a delivery held it',
+      });
+      await expect
+        .poll(async () => {
+          const waiting = await db.query<{ n: number }>(
+            'SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))',
+            [rows[0]!.pid],
+          );
+          return waiting.rows[0]!.n;
+        })
+        .toBe(1);
+      keyId = (await newApiKey(erin, quiet.app_connection_id, 'erin key')).id;
+    } finally {
+      await holder.query('COMMIT');
+      holder.release();
+    }
+    expect((await bobsEdit).status).toBe(200);
+    const listed = await made(erin, `?since=${encodeURIComponent(since.toISOString())}`);
+    expect(listed.data.map((item) => item.id)).toEqual([keyId]);
   });
 
   it('refuses what it does not take, and answers only a signed-in user', async () => {

@@ -243,6 +243,15 @@ describe('the wallet', () => {
       expect(refused.status, amount).toBe(400);
       expect(refused.body.error.code, amount).toBe(code);
     }
+    // a JSON number is told the form an amount takes; a missing one that it is required
+    for (const [body, message] of [
+      [{ amount: 25.5 }, 'amount: must be a decimal amount in a string, such as "10.00"'],
+      [{}, 'amount: is required'],
+    ] as const) {
+      const refused = await admin.post<ErrorBody>(path, body);
+      expect(refused.status).toBe(400);
+      expect(refused.body.error).toMatchObject({ code: 'gw_invalid_request', message });
+    }
     const noToken = await admin.post<ErrorBody>(path, { amount: '1' }, { csrf: false });
     expect(noToken.body.error.code).toBe('gw_csrf_token_invalid');
     expect(await count()).toEqual(before);

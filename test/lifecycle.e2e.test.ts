@@ -52,6 +52,45 @@ describe('configuration', () => {
     expect(result.stderr).toContain('REDIS_KEY_PREFIX');
   });
 
+  it('refuses master keys it could not use, naming the variable, never the key (decision 466)', async () => {
+    // `openssl rand -hex 32` where the README says -base64: 48 bytes once read as base64.
+    const hexKey = 'ab'.repeat(32);
+    const goodKey = Buffer.alloc(32, 7).toString('base64');
+    const oldKey = Buffer.alloc(32, 9).toString('base64');
+    for (const [extraEnv, variable, secret] of [
+      [{ CREDENTIALS_MASTER_KEY: hexKey }, 'CREDENTIALS_MASTER_KEY', hexKey],
+      [
+        { CREDENTIALS_MASTER_KEY: goodKey, CREDENTIALS_PREVIOUS_KEYS: `k0:${hexKey}` },
+        'CREDENTIALS_PREVIOUS_KEYS',
+        hexKey,
+      ],
+      // A rotation that kept the id: the old key would take the new one's place under it.
+      [
+        {
+          CREDENTIALS_MASTER_KEY: goodKey,
+          CREDENTIALS_MASTER_KEY_ID: 'k1',
+          CREDENTIALS_PREVIOUS_KEYS: `k1:${oldKey}`,
+        },
+        'CREDENTIALS_PREVIOUS_KEYS',
+        oldKey,
+      ],
+    ] as const) {
+      const booted = await runToExit({ ...extraEnv, PORT: '0', METRICS_ENABLED: 'false' });
+      expect(booted.code, variable).toBe(78);
+      expect(booted.stderr).toContain(`${variable}: `);
+      expect(booted.stderr + booted.stdout).not.toContain(secret);
+      const cli = await runCliProcess(['wallet', 'show', '--org-id', org.org_id], {
+        ...env,
+        ...extraEnv,
+      });
+      expect(cli.code, variable).toBe(2);
+      const refusal = JSON.parse(cli.stderr) as { error: { code: string; message: string } };
+      expect(refusal.error.code).toBe('gw_invalid_config');
+      expect(refusal.error.message).toContain(`${variable}: `);
+      expect(refusal.error.message).not.toContain(secret);
+    }
+  }, 90_000); // six processes, each refused at once, on a busy machine
+
   it('warns once at boot that sign-up without SMTP_URL verifies no address (GATEWAY_WORKERS=2)', async () => {
     const gateway = await startGatewayProcess({
       ...env,

@@ -124,7 +124,7 @@ async function admitAt(
   setup: Awaited<ReturnType<typeof setUp>>,
 ): Promise<Admission> {
   const ports: AdmissionPorts = {
-    catalog: { get: (id) => (id === model.id ? model : undefined) },
+    catalog: { get: (id) => (id === model.id ? model : undefined), list: () => [model] },
     productUsers: {
       resolve: () =>
         Promise.resolve({

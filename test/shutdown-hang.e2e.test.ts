@@ -17,6 +17,7 @@ import {
   startFreezableRelay,
   type FreezableRelay,
 } from './support/freezable-relay.js';
+import { startMailCatcher } from './support/mail-catcher.js';
 import { startGateway } from './support/processes.js';
 
 const { env } = isolatedContext('stop-hang');
@@ -79,4 +80,38 @@ describe('a stop while Postgres hangs', () => {
     expect(gateway.output()).toContain('"resource":"postgres probe"');
     expect(gateway.output()).not.toContain('closing failed');
   }, 90_000);
+});
+
+describe('a stop while Postgres hangs, where gw sends e-mail', () => {
+  it("ends within longestStopMs, leaving behind the e-mail sender's pool whose claim hangs", async () => {
+    const mail = await startMailCatcher();
+    const settings = {
+      ...env,
+      DATABASE_URL: postgresUrl,
+      // past the sum: a stop that waited for the claim's read time-out would outlast it
+      DATABASE_TIMEOUT_MS: '60000',
+      SHUTDOWN_GRACE_MS: '500',
+      SMTP_URL: mail.url,
+      EMAIL_FROM: 'no-reply@gw.example.test',
+      PUBLIC_ORIGIN: 'https://gw.example.test',
+    };
+    try {
+      postgresRelay.thaw();
+      const gateway = await startGateway(settings);
+      postgresRelay.freeze();
+      // the sender looks for mail due every second: its next claim waits on the frozen Postgres
+      await new Promise((resolve) => setTimeout(resolve, 2_500));
+      const started = Date.now();
+      await gateway.stop();
+      const tookMs = Date.now() - started;
+      const config = loadConfig({ ...process.env, ...settings });
+      expect(tookMs).toBeLessThan(longestStopMs(config));
+      expect(tookMs).toBeLessThan(Number(settings.DATABASE_TIMEOUT_MS));
+      expect(gateway.output()).toContain('"resource":"e-mail pool"');
+      expect(gateway.output()).not.toContain('closing failed');
+    } finally {
+      postgresRelay.thaw();
+      await mail.close();
+    }
+  }, 120_000);
 });

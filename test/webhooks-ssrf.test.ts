@@ -59,6 +59,32 @@ describe('when an endpoint is saved', () => {
     expect(rows).toEqual([]);
   });
 
+  it('says the CLI reads the settings that would take a local receiver from its own environment (decision 470)', async () => {
+    const refusal = async (url: string, extraEnv: Record<string, string> = {}) => {
+      const result = await runCli(['webhook', 'add', '--org-id', org.org_id, '--url', url], {
+        ...env,
+        ...extraEnv,
+      });
+      expect(result.code).toBe(2);
+      return (JSON.parse(result.stderr) as { error: { code: string; message: string } }).error;
+    };
+    const hint = (settings: string) =>
+      ` (this CLI reads ${settings} from its own environment, as the gateway does: a local receiver needs them set for both)`;
+    expect(await refusal('http://127.0.0.1:8765/in')).toEqual({
+      code: 'gw_webhook_url_not_allowed',
+      message: `url: must be an https URL${hint('WEBHOOK_ALLOW_HTTP=true and WEBHOOK_ALLOW_PRIVATE_TARGETS=true')}`,
+    });
+    expect(await refusal('http://127.0.0.1:8765/in', { WEBHOOK_ALLOW_HTTP: 'true' })).toEqual({
+      code: 'gw_webhook_url_not_allowed',
+      message: `url: must not point to a loopback address in 127.0.0.0/8${hint('WEBHOOK_ALLOW_PRIVATE_TARGETS=true')}`,
+    });
+    // No setting takes it: no hint.
+    expect(await refusal('https://admin:pw@hooks.example.com/in')).toEqual({
+      code: 'gw_webhook_url_not_allowed',
+      message: 'url: must not carry credentials',
+    });
+  });
+
   it.each([
     'https://hooks.example.invalid/in', // its name need not resolve yet
     'https://192.0.0.9/in', // PCP anycast: globally reachable inside 192.0.0.0/24

@@ -17,13 +17,16 @@
 // `webhook.create`, `webhook.update` with a `url`); an invitation names its sender
 // (`invited_by`) and is found through `invitation.create` all the same, so that it is read by
 // id, not by scanning the organization's invitations; a member, through that invitation (who
-// accepted it) or the account's `member.change_role`, read by its membership's key. The entries are read per membership from the first entry of that
-// organization at or after `since` (index dashboard_audit_log_org), then the user's own
-// entries from there on (index dashboard_audit_log_user_org): a read costs what the user did in
-// the window, never their whole history. An entry's id follows its commit, its created_at its
-// transaction's start: the bound is taken an hour before `since`, so an entry of a transaction
-// that started before a later-numbered one is not skipped; what is listed is then filtered by
-// the object's own created_at (an OAuth client's rotation, by its entry's).
+// accepted it) or the account's `member.change_role`, read by its membership's key. The
+// entries are read per membership after the organization's last entry dated over an hour
+// before `since` (index dashboard_audit_log_org), the user's own entries from there on (index
+// dashboard_audit_log_user_org): a read costs what the user did in the window, never their
+// whole history. An entry's id is drawn when it is written, its created_at is its
+// transaction's start: an entry dated before `since` less an hour was written before `since`
+// (no transaction lasts an hour), so before every entry of the window. Not the first entry
+// dated in the window: a write that started earlier and waited (on a lock) is numbered after
+// entries dated later, which that bound skipped (decision 461). What is listed is then
+// filtered by the object's own created_at (an OAuth client's rotation, by its entry's).
 import type { DbPool } from '../db/pool.js';
 import { ROLES, type Role } from './users.js';
 
@@ -94,8 +97,8 @@ const ENTRIES = `
   WITH reach AS MATERIALIZED (
     SELECT m.org_id, o.name AS org_name, m.role,
            (SELECT e.id FROM dashboard_audit_log e
-             WHERE e.org_id = m.org_id AND e.created_at >= $2::timestamptz - interval '1 hour'
-             ORDER BY e.created_at, e.id LIMIT 1) AS first_entry_id
+             WHERE e.org_id = m.org_id AND e.created_at < $2::timestamptz - interval '1 hour'
+             ORDER BY e.created_at DESC, e.id DESC LIMIT 1) AS entry_before_id
       FROM org_memberships m JOIN organizations o ON o.id = m.org_id
      WHERE m.user_id = $1
   ), entries AS (
@@ -103,7 +106,7 @@ const ENTRIES = `
       FROM reach r
       CROSS JOIN LATERAL (
         SELECT * FROM dashboard_audit_log l
-         WHERE l.user_id = $1 AND l.org_id = r.org_id AND l.id >= r.first_entry_id
+         WHERE l.user_id = $1 AND l.org_id = r.org_id AND l.id > COALESCE(r.entry_before_id, 0)
            AND l.action IN ('api_key.create', 'api_key.rotate', 'service_key.create',
                             'invitation.create', 'oauth_client.create',
                             'oauth_client.rotate_secret', 'webhook.create', 'webhook.update',
@@ -206,7 +209,9 @@ export async function readMadeByAccount(
              JOIN webhook_endpoints w ON w.id = e.object_id AND w.org_id = e.org_id
             WHERE (e.action = 'webhook.create' AND w.created_at >= $2)
                OR (e.action = 'webhook.update' AND e.details ? 'url' AND e.created_at >= $2)
-            ORDER BY w.id, e.action = 'webhook.create' DESC, e.created_at DESC, e.entry_id DESC
+            -- the change applied last: edits of one endpoint wait on its row and write their
+            -- entries holding it, so they are numbered in that order (not dated: 462)
+            ORDER BY w.id, e.action = 'webhook.create' DESC, e.entry_id DESC
          ) created_or_redirected
         -- one the account pointed elsewhere, while it still sends where the account set it
         WHERE made_as = 'created' OR url = set_url

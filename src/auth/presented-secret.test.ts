@@ -55,7 +55,11 @@ describe('readPresentedSecret', () => {
 
 describe('API-key routes say what was wrong with the header', () => {
   it.each([
-    [{}, 'gw_malformed_or_missing_key', 'missing API key: send Authorization: Bearer gw_…'],
+    [
+      {},
+      'gw_malformed_or_missing_key',
+      'missing API key: send Authorization: Bearer gw_… or x-api-key: gw_…',
+    ],
     [
       { authorization: `Basic ${apiKey}` },
       'gw_malformed_or_missing_key',

@@ -74,12 +74,15 @@ export function describeSecretKind(kind: SecretKind): string {
  */
 export function headerProblem(
   presented: PresentedSecret,
-  wanted: { readonly name: string; readonly example: string },
+  wanted: { readonly name: string; readonly example: string; readonly xApiKey: boolean },
 ): string | undefined {
   const howTo = `send Authorization: Bearer ${wanted.example}`;
   switch (presented.kind) {
     case 'absent':
-      return `missing ${wanted.name}: ${howTo}`;
+      // The messages protocol's clients send x-api-key: a route that reads it says so.
+      return wanted.xApiKey
+        ? `missing ${wanted.name}: ${howTo} or x-api-key: ${wanted.example}`
+        : `missing ${wanted.name}: ${howTo}`;
     case 'wrong_scheme':
       return presented.scheme === undefined
         ? `the Authorization header does not use the Bearer scheme: ${howTo}`

@@ -2,6 +2,7 @@
 // Postgres at boot and refreshed in the background; lookups on the hot path are a Map get.
 import { Decimal } from 'decimal.js';
 import type { DbPool } from '../db/pool.js';
+import { gwError, type GwError } from '../errors.js';
 import { costNano, tokenPriceFromDecimal, type TokenPrice } from '../money.js';
 import type { PromptCacheWrite, PromptTokens, TokenUsage } from '../protocols/common/usage.js';
 import {
@@ -220,6 +221,22 @@ export function tokenRates(
     cacheRead: rate(cache.read, ratios.read),
     webSearch: tokenPriceFromDecimal(webSearchPrice ?? '0'),
   };
+}
+
+/**
+ * The answer for a model id the catalogue does not route. An id without its vendor
+ * (`gpt-4o-mini`) that one routable model ends with is told that model (decision 468).
+ */
+export function unroutableModel(catalog: Pick<ModelCatalog, 'list'>, modelId: string): GwError {
+  const meant = modelId.includes('/')
+    ? []
+    : catalog.list().filter((model) => model.id.endsWith(`/${modelId}`));
+  return gwError(
+    'gw_unsupported_model',
+    meant.length === 1
+      ? `model ${modelId} is not routable: model ids name their vendor, did you mean ${meant[0]!.id}? (see GET /v1/models)`
+      : `model ${modelId} is not routable; see GET /v1/models`,
+  );
 }
 
 /** Does a model policy (patterns like 'vendor_b/*' or exact ids) allow this model id? */

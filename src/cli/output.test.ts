@@ -49,6 +49,32 @@ describe('parseFlags', () => {
     }
   });
 
+  it('names an unknown flag in its own words, with the flag it is nearest to and the ones it takes (decision 467)', () => {
+    const flags = '--client-id, --grace-seconds, --json, --redirect-uri';
+    expect(refusalOf(['--client', 'c'])).toBe(
+      `unknown flag --client: did you mean --client-id? (this command takes ${flags}; see gw --help)`,
+    );
+    expect(refusalOf(['--client-id', 'c', '--grace-second=5'])).toBe(
+      `unknown flag --grace-second: did you mean --grace-seconds? (this command takes ${flags}; see gw --help)`,
+    );
+    expect(refusalOf(['--colour', 'red'])).toBe(
+      `unknown flag --colour (this command takes ${flags}; see gw --help)`,
+    );
+    expect(refusalOf(['-c', 'c'])).toBe(
+      `unknown flag -c: flags are written --name (this command takes ${flags}; see gw --help)`,
+    );
+  });
+
+  it('says a flag lacks its value, also when what follows it starts with "-" (decision 467)', () => {
+    expect(refusalOf(['--client-id'])).toBe('--client-id needs a value');
+    // Never repeated: the word may be a secret.
+    expect(refusalOf(['--client-id', 'c', '--grace-seconds', '-5'])).toBe(
+      '--grace-seconds needs a value: the word after it starts with "-", so it is read as a flag (a value that starts with "-" is written --grace-seconds=-…)',
+    );
+    expect(refusalOf(['--client-id', '--json'])).toMatch(/^--client-id needs a value: /);
+    expect(refusalOf(['--json=yes'])).toBe('--json takes no value');
+  });
+
   it('takes a flag that is for several values as often as it is given', () => {
     const { values } = parseFlags(
       ['--redirect-uri', 'https://a.example/cb', '--redirect-uri=https://b.example/cb'],

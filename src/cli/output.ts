@@ -67,7 +67,7 @@ export function parseFlags<Options extends NonNullable<ParseArgsConfig['options'
   try {
     parsed = parseArgs({ args: argv, options, allowPositionals: true, strict: true, tokens: true });
   } catch (error) {
-    throw new UsageError((error as Error).message);
+    throw new UsageError(flagProblem(argv, options) ?? (error as Error).message);
   }
   const repeated = repeatedFlag(parsed.tokens, options);
   if (repeated !== undefined) {
@@ -80,6 +80,71 @@ export function parseFlags<Options extends NonNullable<ParseArgsConfig['options'
     );
   }
   return parsed;
+}
+
+/**
+ * Why parseArgs refused `argv`, in gw's words (decision 467): node's own messages speak of
+ * positional arguments and option arguments, and suggest `--amount=-XYZ` for `--amount -5`.
+ * Never repeats a value (it may be a secret). Undefined: keep node's message.
+ */
+function flagProblem(
+  argv: readonly string[],
+  options: NonNullable<ParseArgsConfig['options']>,
+): string | undefined {
+  const names = Object.keys(options);
+  const takes = `this command takes ${names.map((name) => `--${name}`).join(', ')}; see gw --help`;
+  for (let index = 0; index < argv.length; index += 1) {
+    const arg = argv[index]!;
+    if (arg === '--') return undefined;
+    if (!arg.startsWith('-') || arg === '-') continue;
+    if (!arg.startsWith('--')) {
+      return `unknown flag ${arg.slice(0, 2)}: flags are written --name (${takes})`;
+    }
+    const equals = arg.indexOf('=');
+    const name = arg.slice(2, equals === -1 ? undefined : equals);
+    const option = options[name];
+    if (option === undefined) {
+      const near = nearestName(name, names);
+      return `unknown flag --${name.slice(0, 64)}${near === undefined ? '' : `: did you mean --${near}?`} (${takes})`;
+    }
+    if (option.type === 'boolean') {
+      if (equals !== -1) return `--${name} takes no value`;
+      continue;
+    }
+    if (equals !== -1) continue;
+    const value = argv[index + 1];
+    if (value === undefined) return `--${name} needs a value`;
+    if (value.startsWith('-')) {
+      return `--${name} needs a value: the word after it starts with "-", so it is read as a flag (a value that starts with "-" is written --${name}=-…)`;
+    }
+    index += 1;
+  }
+  return undefined;
+}
+
+/** The known name a mistyped one most likely meant: one it starts, or within two edits. */
+function nearestName(typed: string, names: readonly string[]): string | undefined {
+  let best: { name: string; distance: number } | undefined;
+  for (const name of names) {
+    const distance = name.startsWith(typed) ? 1 : editDistance(typed, name);
+    if (distance <= 2 && (best === undefined || distance < best.distance))
+      best = { name, distance };
+  }
+  return best?.name;
+}
+
+/** Levenshtein distance: the insertions, deletions and substitutions from one text to another. */
+function editDistance(from: string, to: string): number {
+  let previous = Array.from({ length: to.length + 1 }, (_, index) => index);
+  for (let i = 1; i <= from.length; i += 1) {
+    const current = [i];
+    for (let j = 1; j <= to.length; j += 1) {
+      const substitution = previous[j - 1]! + (from[i - 1] === to[j - 1] ? 0 : 1);
+      current.push(Math.min(previous[j]! + 1, current[j - 1]! + 1, substitution));
+    }
+    previous = current;
+  }
+  return previous[to.length]!;
 }
 
 /** The first flag that takes one value but appears twice (`--name a --name=b`), if any. */

@@ -9,7 +9,8 @@ export const walletHelp = `gw wallet topup --org-id O --amount 100.00   adds fun
 gw wallet set   --org-id O --amount 0.00     sets the balance exactly
 gw wallet show  --org-id O                   prints balance and amount held by in-flight requests
 gw wallet alert --org-id O --low-balance-threshold 5.00|none
-  A request that takes the balance below the threshold sends the wallet.low_balance webhook.
+  A request that takes the balance below the threshold sends the wallet.low_balance webhook
+  (set above the balance: nothing until a top-up lifts the balance over it).
   Prints the alert as the dashboard API answers it: {"org_id","low_balance_threshold",
   "currency"}.`;
 

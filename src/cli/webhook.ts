@@ -15,6 +15,12 @@ import {
   type WebhookSettings,
 } from '../webhooks/endpoints.js';
 import { MAX_RETIRING_SECRETS } from '../retiring-secrets.js';
+import {
+  checkTargetAddresses,
+  checkTargetUrl,
+  type TargetPolicy,
+} from '../webhooks/target-policy.js';
+import { isGwError } from '../errors.js';
 import { CLI_ACTOR, type CliContext } from './context.js';
 import {
   cliMasterKeys,
@@ -58,13 +64,22 @@ export async function webhookCommand(context: CliContext, argv: string[]): Promi
   const settings = webhookSettings(context);
   if (action === 'add') {
     const orgId = requireFlag(values['org-id'], 'org-id');
-    const created = orUsageError(
-      await createEndpoint(db, settings, CLI_ACTOR, orgId, {
-        url: requireFlag(values.url, 'url'),
-        description: values.description,
-        eventTypes: listFlag(values.events),
-      }),
-    );
+    const url = requireFlag(values.url, 'url');
+    const result = await createEndpoint(db, settings, CLI_ACTOR, orgId, {
+      url,
+      description: values.description,
+      eventTypes: listFlag(values.events),
+    });
+    if (isGwError(result) && result.code === 'gw_webhook_url_not_allowed') {
+      const missing = await settingsThatAllow(url, settings.policy);
+      if (missing.length > 0) {
+        throw new UsageError(
+          `${result.message} (this CLI reads ${missing.join(' and ')} from its own environment, as the gateway does: a local receiver needs them set for both)`,
+          result.code,
+        );
+      }
+    }
+    const created = orUsageError(result);
     printJson({ ...endpointView(created.row), secret: created.secret });
     return;
   }
@@ -139,6 +154,26 @@ export async function webhookCommand(context: CliContext, argv: string[]): Promi
     default:
       throw new UsageError(`unknown webhook action ${action ?? '(none)'}\n${webhookHelp}`);
   }
+}
+
+/**
+ * The settings, off in this environment, that would let `url` through: set for the gateway
+ * only, they leave `gw webhook add` refusing a local receiver (decision 470). None when the
+ * URL is refused whatever the settings.
+ */
+async function settingsThatAllow(url: string, policy: TargetPolicy): Promise<string[]> {
+  const lifted = checkTargetUrl(url, { allowHttp: true, allowPrivate: true });
+  if (typeof lifted === 'string') return [];
+  const missing: string[] = [];
+  if (lifted.protocol === 'http:' && !policy.allowHttp) missing.push('WEBHOOK_ALLOW_HTTP=true');
+  if (!policy.allowPrivate) {
+    const publicOnly = { allowHttp: true, allowPrivate: false };
+    const literal = checkTargetUrl(url, publicOnly);
+    if (typeof literal === 'string' || (await checkTargetAddresses(lifted, publicOnly)) !== null) {
+      missing.push('WEBHOOK_ALLOW_PRIVATE_TARGETS=true');
+    }
+  }
+  return missing;
 }
 
 function webhookSettings(context: CliContext): WebhookSettings {

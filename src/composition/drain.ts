@@ -26,8 +26,9 @@ const CUT_SETTLE_TIMEOUT_MS = 5_000;
  * (WEBHOOK_TIMEOUT_MS, then WEBHOOK_RECORD_WAIT_MS to record them). Then, one after another:
  * the settle spool's replay under way (REDIS_TIMEOUT_MS), the usage writer's final drain, the
  * lost-request recovery leaving the instance list (a Redis command: REDIS_TIMEOUT_MS), the two
- * Redis connections' QUITs and the two Postgres pools' ends. Every other closer is local (a
- * timer, a listener, worker threads). An orchestrator's kill deadline must be above it.
+ * Redis connections' QUITs and the Postgres pools' ends (two, and the e-mail sender's with
+ * SMTP_URL: decision 463). Every other closer is local (a timer, a listener, worker threads).
+ * An orchestrator's kill deadline must be above it.
  */
 export function longestStopMs(
   config: Pick<
@@ -49,7 +50,7 @@ export function longestStopMs(
     WRITER_STOP_TIMEOUT_MS +
     config.REDIS_TIMEOUT_MS +
     2 * REDIS_QUIT_WAIT_MS +
-    2 * POOL_END_WAIT_MS
+    (config.SMTP_URL === undefined ? 2 : 3) * POOL_END_WAIT_MS
   );
 }
 

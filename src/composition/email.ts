@@ -13,6 +13,7 @@ import {
   type OutboxSenderSettings,
 } from '../email/outbox-sender.js';
 import type { Logger } from '../log.js';
+import { POOL_END_WAIT_MS } from './postgres.js';
 import type { ShutdownState } from './shutdown-state.js';
 
 /** Messages one instance sends at once: mail is rare (sign-ups, resets), SMTP slow at worst. */
@@ -47,10 +48,17 @@ export function startEmail(
   if (config.SMTP_URL === undefined || config.EMAIL_FROM === undefined) return null;
   // src/config.ts refuses SMTP_URL without CREDENTIALS_MASTER_KEY: messages are sealed.
   if (!secretBox) throw new Error('SMTP_URL needs CREDENTIALS_MASTER_KEY');
-  const db = createDbPool(config.DATABASE_URL, SEND_CONCURRENCY, config.DATABASE_TIMEOUT_MS, {
-    idleInTransactionMs: SEND_IDLE_IN_TRANSACTION_MS,
-    applicationName: 'gw-email',
-  });
+  // Ended after the sender, waited for at most POOL_END_WAIT_MS like the other pools: a claim
+  // that waits on a hung Postgres holds its client until the pool's read time-out (decision 463).
+  const db = closers.add(
+    'e-mail pool',
+    createDbPool(config.DATABASE_URL, SEND_CONCURRENCY, config.DATABASE_TIMEOUT_MS, {
+      idleInTransactionMs: SEND_IDLE_IN_TRANSACTION_MS,
+      applicationName: 'gw-email',
+    }),
+    (pool) => pool.end(),
+    POOL_END_WAIT_MS,
+  );
   const sender = new OutboxSender(
     db,
     secretBox,
@@ -67,10 +75,7 @@ export function startEmail(
   // From the drain's start no message is claimed (what is due waits for the next instance);
   // the stop's wait for those under way runs from then.
   shutdown.stopStarting.push(() => sender.stopStarting());
-  closers.add('e-mail sender', sender, async (started) => {
-    await started.stop();
-    await db.end();
-  });
+  closers.add('e-mail sender', sender, (started) => started.stop());
   sender.start();
   return new MailOutbox(secretBox, () => sender.wake());
 }

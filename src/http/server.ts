@@ -115,6 +115,34 @@ function listenOn(
   listen.call(app, host, port, options, done);
 }
 
+/**
+ * The paths a request for `path` may have meant (decision 469): the inference routes are
+ * under /v1, the product-user routes under no prefix (SPEC: never /api/v1), and a browser
+ * opening the gateway's origin wants the dashboard.
+ */
+function nearPaths(path: string): string[] {
+  if (path === '/') return ['/dashboard'];
+  const api = ['/api/v1', '/api'].find((prefix) => path.startsWith(`${prefix}/`));
+  if (api !== undefined) {
+    const rest = path.slice(api.length);
+    return [`/v1${rest}`, rest];
+  }
+  return path.startsWith('/v1/') ? [path.slice('/v1'.length)] : [`/v1${path}`];
+}
+
+/** The 404 of a path no route takes, naming the route meant when a prefix is off. */
+function routeNotFound(routes: RouteTable, method: string, path: string): GwError {
+  const meant = nearPaths(path).find((candidate) => {
+    const match = routes.match(method, candidate);
+    return match.kind === 'route' && match.route.fallback !== true;
+  });
+  const said = `no route for ${method} ${path}`;
+  return gwError(
+    'gw_route_not_found',
+    meant === undefined ? said : `${said}; did you mean ${method} ${meant}?`,
+  );
+}
+
 export function createHttpServer(options: HttpServerOptions): HttpServer {
   const uws = loadNativeUws();
   const app = uws.App();
@@ -288,7 +316,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
               headers: { allow: allowedMethods(match.allowed) },
             })
           : // A HEAD answers as its GET would, to the byte count of the body it leaves out.
-            gwError('gw_route_not_found', `no route for ${headOnly ? 'GET' : method} ${path}`);
+            routeNotFound(routes, headOnly ? 'GET' : method, path);
       sendError(response, error);
       return;
     }

@@ -15,7 +15,7 @@ function ports(
 ) {
   const reserved: ReserveRequest[] = [];
   const fake: AdmissionPorts = {
-    catalog: { get: (id) => (id === served.id ? served : undefined) },
+    catalog: { get: (id) => (id === served.id ? served : undefined), list: () => [served] },
     productUsers: { resolve: () => Promise.reject(new Error('no attribution expected')) },
     capPolicies: {
       orgCap: () => Promise.resolve(null),

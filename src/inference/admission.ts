@@ -23,6 +23,7 @@ import {
   type CatalogModel,
   type PromptPart,
   type ModelCatalog,
+  unroutableModel,
 } from '../catalog/models.js';
 import { gwError, isGwError, type ErrorCode, type GwError } from '../errors.js';
 import { costNano, SETTLEMENT_CURRENCY, type TokenPrice } from '../money.js';
@@ -35,7 +36,7 @@ import type { RateLimitHeaders } from './rate-limit-headers.js';
 import { buildUsageRecord } from './settlement.js';
 
 export interface AdmissionPorts {
-  readonly catalog: Pick<ModelCatalog, 'get'>;
+  readonly catalog: Pick<ModelCatalog, 'get' | 'list'>;
   readonly productUsers: Pick<ProductUserDirectory, 'resolve'>;
   readonly capPolicies: Pick<CapPolicyStore, 'orgCap' | 'connectionCap' | 'productUserCap'>;
   readonly credentials: Pick<CredentialDirectory, 'choiceFor'>;
@@ -154,12 +155,7 @@ export async function admit<Call>(
 ): Promise<Admission<Call> | GwError> {
   const { identity } = input;
   const model = services.catalog.get(input.modelId);
-  if (!model) {
-    return gwError(
-      'gw_unsupported_model',
-      `model ${input.modelId} is not routable; see GET /v1/models`,
-    );
-  }
+  if (!model) return unroutableModel(services.catalog, input.modelId);
   if (!modelPolicyAllows(identity.modelPolicy, model.id)) {
     return gwError('gw_model_not_allowed', `this API key may not use model ${model.id}`);
   }

@@ -6,7 +6,7 @@
 // inference request's (decision 351).
 import { z } from 'zod';
 import type { ApiKeyIdentity } from '../auth/api-key-store.js';
-import { modelPolicyAllows, type ModelCatalog } from '../catalog/models.js';
+import { modelPolicyAllows, unroutableModel, type ModelCatalog } from '../catalog/models.js';
 import { gwError, isGwError, type GwError } from '../errors.js';
 import type { HttpResponse } from '../http/types.js';
 import { countTokensRequestSchema } from '../inference/messages-request.js';
@@ -63,9 +63,7 @@ async function countTokens(
 ): Promise<GwError | { input_tokens: number }> {
   response.annotate({ model: modelLabel(parsed.model) });
   const model = deps.catalog.get(parsed.model);
-  if (!model) {
-    return gwError('gw_unsupported_model', `model ${parsed.model} is not routable`);
-  }
+  if (!model) return unroutableModel(deps.catalog, parsed.model);
   if (!modelPolicyAllows(identity.modelPolicy, model.id)) {
     return gwError('gw_model_not_allowed', `this API key may not use model ${model.id}`);
   }

@@ -1,7 +1,7 @@
 // GET /v1/models/{model_id}: one model the calling key may use, as the list shows it (what the
 // vendors' clients call to retrieve a model). A model id holds a '/' (`vendor_b/gpt-4o-mini`):
 // the path takes it percent-encoded, as the clients send it, or as written.
-import { modelPolicyAllows, type ModelCatalog } from '../catalog/models.js';
+import { modelPolicyAllows, unroutableModel, type ModelCatalog } from '../catalog/models.js';
 import { gwError } from '../errors.js';
 import { declareRoute } from './framework/declaration.js';
 import { vendorVersionHeader } from './schemas.js';
@@ -20,11 +20,7 @@ export const modelRoute = declareRoute({
   errorFlavor: modelFormatOf,
   handler({ request, params, caller }, deps: { readonly catalog: ModelCatalog }) {
     const model = deps.catalog.get(params.model_id);
-    if (!model)
-      return gwError(
-        'gw_unsupported_model',
-        `model ${params.model_id} is not routable; see GET /v1/models`,
-      );
+    if (!model) return unroutableModel(deps.catalog, params.model_id);
     if (!modelPolicyAllows(caller.modelPolicy, model.id))
       return gwError('gw_model_not_allowed', `this API key may not use model ${model.id}`);
     return modelObject(model, modelFormatOf(request.headers));

@@ -56,7 +56,13 @@ export const inOrg = { param: 'org_id', table: 'organizations' } as const;
 
 /** A money amount as the API takes it: a decimal string (checked by `parseAmountField`, money.ts). */
 export const amountInput = z
-  .string()
+  // a JSON number is told the form (a missing field keeps "is required")
+  .string({
+    error: (issue) =>
+      issue.input === undefined
+        ? undefined
+        : 'must be a decimal amount in a string, such as "10.00"',
+  })
   .max(64, 'must be a decimal amount such as "10.00"')
   .describe('decimal amount, at most 12 fractional digits, at most 1000000');
 
