@@ -62,11 +62,16 @@ describe('a cap set below the spend', () => {
   it('fires the marks it passes once, from the live account, and a raise fires nothing', async () => {
     const orgId = await orgWithEndpoint();
     await redis.hset(keys.orgCap(orgId, period.key), 'spent', '9000000000', 'reserved', '0');
-    await setOrgCap(orgId, 20_000_000_000n); // 45 %: nothing
+    expect((await setOrgCap(orgId, 20_000_000_000n)).warnings).toEqual([]); // 45 %: nothing
     expect(await fired(orgId)).toEqual([]);
-    await setOrgCap(orgId, 10_000_000_000n); // 90 %: the 80 % mark
+    expect((await setOrgCap(orgId, 10_000_000_000n)).warnings).toEqual([]); // 90 %: the 80 % mark
     expect(await fired(orgId)).toEqual(['org 0.8 of 10.000000000000 at 9.000000000000']);
-    await setOrgCap(orgId, 8_000_000_000n); // past the cap: 100 %, and 80 % only once
+    // past the cap: 100 %, and 80 % only once; the writer is told the cap is used up
+    expect((await setOrgCap(orgId, 8_000_000_000n)).warnings).toEqual([
+      'the cap (8.000000000000) is not above what the organization has spent this period ' +
+        '(9.000000000000): every request under it is refused until the month turns or the cap ' +
+        'is raised',
+    ]);
     await setOrgCap(orgId, 5_000_000_000n);
     expect(await fired(orgId)).toEqual([
       'org 0.8 of 10.000000000000 at 9.000000000000',
@@ -85,8 +90,21 @@ describe('a cap set below the spend', () => {
       usageRecord(orgId, 1_500_000_000n, { appConnectionId: connectionId }),
     ]);
     expect(await redis.exists(keys.connectionCap(orgId, connectionId, period.key))).toBe(0);
-    await setCap({ scope: 'app_connection', appConnectionId: connectionId }, 5_000_000_000n);
+    const set = await setCap(
+      { scope: 'app_connection', appConnectionId: connectionId },
+      5_000_000_000n,
+    );
+    expect(set.warnings).toEqual([]);
     expect(await fired(orgId)).toEqual(['app_connection 0.8 of 5.000000000000 at 4.500000000000']);
+    const lowered = await setCap(
+      { scope: 'app_connection', appConnectionId: connectionId },
+      4_500_000_000n,
+    );
+    expect(lowered.warnings).toEqual([
+      'the cap (4.500000000000) is not above what the connection has spent this period ' +
+        '(4.500000000000): every request under it is refused until the month turns or the cap ' +
+        'is raised',
+    ]);
   });
 
   it("fires a product user's allowance marks in the user's own period", async () => {
@@ -103,7 +121,12 @@ describe('a cap set below the spend', () => {
     );
     const userPeriod = monthlyPeriod(new Date(), anchor);
     await redis.hset(keys.userSpend(orgId, userId, userPeriod.key), 'spent', '2000000000');
-    await setCap({ scope: 'product_user', productUserId: userId }, 2_000_000_000n);
+    const set = await setCap({ scope: 'product_user', productUserId: userId }, 2_000_000_000n);
+    expect(set.warnings).toEqual([
+      'the cap (2.000000000000) is not above what the product user has spent this period ' +
+        "(2.000000000000): every request under it is refused until the user's period turns or " +
+        'the cap is raised',
+    ]);
     const events = await messageData<{
       product_end_user_id: string;
       threshold: number;

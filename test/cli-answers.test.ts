@@ -19,7 +19,7 @@ import {
   oauthClientSchema,
   rotatedOAuthClientSchema,
 } from '../src/routes/dashboard/oauth-clients/schema.js';
-import { capStateSchema } from '../src/routes/dashboard/caps/schema.js';
+import { capSetSchema, capStateSchema } from '../src/routes/dashboard/caps/schema.js';
 import { creditGrantWithCreditsSchema } from '../src/routes/dashboard/credit-grants/schema.js';
 import { dashboardUserSchema, pageOf } from '../src/routes/dashboard/schemas.js';
 import {
@@ -287,7 +287,7 @@ describe('the CLI prints the dashboard API’s objects', () => {
     const wallet = await printedAs(walletSchema, ['wallet', 'show', '--org-id', org.org_id]);
     expect(wallet.org_id).toBe(org.org_id);
     const target = ['--scope', 'org', '--org-id', org.org_id];
-    const set = await printedAs(capStateSchema, ['cap', 'set', ...target, '--amount', '10.00']);
+    const set = await printedAs(capSetSchema, ['cap', 'set', ...target, '--amount', '10.00']);
     expect(set.cap?.amount).toBe('10.000000000000');
     await printedAs(capStateSchema, ['cap', 'show', ...target]);
     const cleared = await printedAs(capStateSchema, ['cap', 'clear', ...target]);

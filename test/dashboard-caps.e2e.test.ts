@@ -7,7 +7,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
 import { createMember, signInTo, uniqueEmail } from './support/dashboard.js';
-import { bearer, postJson, type JsonResponse, type ErrorBody } from './support/http.js';
+import { bearer, getJson, postJson, type JsonResponse, type ErrorBody } from './support/http.js';
+import { responseSchema, schemaProblems } from './support/openapi-check.js';
 import {
   runCli,
   runCliJson,
@@ -114,8 +115,23 @@ describe('the org cap', () => {
     expect((await infer(here, org.api_key)).status).toBe(200);
     expect((await infer(there, org.api_key)).status).toBe(200);
 
-    const set = await admin.request<CapState>('PUT', path, { amount: '0' });
+    const set = await admin.request<CapState & { warnings: string[] }>('PUT', path, {
+      amount: '0',
+    });
     expect(set.status).toBe(200);
+    // at or below what the month spent (the two requests above): the writer is told every
+    // request is now refused (decision 481), in the answer /openapi.json describes
+    expect(set.body.warnings).toEqual([
+      expect.stringMatching(
+        /^the cap \(0\.000000000000\) is not above what the organization has spent this period \(\d+\.\d{12}\): every request under it is refused until the month turns or the cap is raised$/,
+      ),
+    ]);
+    const document = (await getJson(`${here.url}/openapi.json`)).body;
+    const setSchema = responseSchema(document, '/dashboard/api/orgs/{org_id}/cap', 'put', 200);
+    expect(schemaProblems(document, setSchema, set.body)).toEqual([]);
+    expect(schemaProblems(document, setSchema, { ...set.body, warnings: undefined })).not.toEqual(
+      [],
+    );
     expect(set.body.cap).toMatchObject({
       cap_rule_id: expect.stringMatching(/^cap_/),
       amount: '0.000000000000',
@@ -384,8 +400,9 @@ describe('one service for the CLI and the API', () => {
     );
     const path = `/dashboard/api/connections/${tenant.app_connection_id}/cap`;
     const fromApi = await admin.get<CapState>(path);
-    expect(fromApi.body).toEqual(fromCli);
-    expect(await runCliJson<CapState>(['cap', 'show', ...args], env)).toEqual(fromCli);
+    // the CLI prints the set's answer: the level and its warnings (none: nothing spent)
+    expect({ ...fromApi.body, warnings: [] }).toEqual(fromCli);
+    expect(await runCliJson<CapState>(['cap', 'show', ...args], env)).toEqual(fromApi.body);
     expect(await auditActions(fromCli.cap!.cap_rule_id)).toEqual([
       { action: 'cap.set', user_id: 'cli' },
     ]);

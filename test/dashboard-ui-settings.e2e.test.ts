@@ -497,6 +497,27 @@ describe('the settings pages in a browser', () => {
     await dialog.getByRole('button', { name: 'Remove cap' }).click();
     await page.getByText('The organization has no cap.').waitFor();
     expect((await infer()).status).toBe(200);
+
+    // a cap below what the month has spent is saved, and the page says it refuses everything
+    // (decision 481); editing the amount again takes the warning away
+    await page.getByLabel('Monthly cap (USD)').first().fill('0.000000001');
+    await page.getByRole('button', { name: 'Set organization cap' }).click();
+    const warning = page.getByRole('region', { name: 'Organization cap' }).getByRole('status');
+    await expect
+      .poll(() => warning.textContent())
+      .toMatch(
+        /^Saved, with a warning:the cap \(0\.000000001000\) is not above what the organization has spent this period \(\d+\.\d{12}\): every request under it is refused until the month turns or the cap is raisedRaise the cap \(or remove it\) to let requests through again\.$/,
+      );
+    await screenshotOf(
+      page.getByRole('region', { name: 'Organization cap' }),
+      'settings-07-cap-used-up',
+    );
+    expect((await infer()).status).toBe(403);
+    await page.getByLabel('Monthly cap (USD)').first().fill('100');
+    await expect.poll(() => warning.count()).toBe(0);
+    await page.getByRole('button', { name: 'Remove cap…' }).first().click();
+    await dialog.getByRole('button', { name: 'Remove cap' }).click();
+    await page.getByText('The organization has no cap.').waitFor();
     await close();
   });
 

@@ -12,6 +12,7 @@ import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
 import { newId } from '../ids.js';
 import {
   assertAmountInRange,
+  formatNano,
   nanoToNumeric,
   numericToNano,
   plainAmount,
@@ -93,7 +94,36 @@ export interface CapInvalidation {
    * decision 307), so the cap and its marks commit together or not at all. Left out where no
    * events are wanted.
    */
-  capSet?(client: DbClient, orgId: string, target: CapTarget): Promise<void>;
+  capSet?(client: DbClient, orgId: string, target: CapTarget): Promise<CapAgainstSpend | undefined>;
+}
+
+/** A level's cap amount and what its period has spent, as the cap's transaction found them. */
+export interface CapAgainstSpend {
+  readonly capNano: bigint;
+  readonly spentNano: bigint;
+}
+
+/** A set cap's answer: the level, and what the writer should know (the cap is used up). */
+export type CapSetState = CapState & { readonly warnings: string[] };
+
+/**
+ * The warning of a cap set at or below what its level has spent this period: every request it
+ * governs is refused until the period turns or the cap is raised (decision 481).
+ */
+export function capUsedUpWarnings(target: CapTarget, found: CapAgainstSpend | undefined): string[] {
+  if (!found || found.spentNano < found.capNano) return [];
+  const level =
+    target.scope === 'org'
+      ? 'the organization has'
+      : target.scope === 'app_connection'
+        ? 'the connection has'
+        : 'the product user has';
+  const period = target.scope === 'product_user' ? "the user's period" : 'the month';
+  return [
+    `the cap (${formatNano(found.capNano)}) is not above what ${level} spent this period ` +
+      `(${formatNano(found.spentNano)}): every request under it is refused until ${period} ` +
+      'turns or the cap is raised',
+  ];
 }
 
 /**
@@ -147,15 +177,15 @@ export async function setCapAs(
   actor: Actor,
   target: CapTarget,
   settings: CapSettings,
-): Promise<CapState> {
+): Promise<CapSetState> {
   checkCapSettings(target.scope, settings);
-  const { state, connectionId } = await withTransaction(db, (client) =>
+  const { state, connectionId, found } = await withTransaction(db, (client) =>
     writeCapIn(client, invalidation, actor, target, settings),
   );
   await invalidation.capsChanged({
     connectionKeyHashes: connectionId ? await apiKeyHashes(db, { connectionId }) : null,
   });
-  return state;
+  return { ...state, warnings: capUsedUpWarnings(target, found) };
 }
 
 /**
@@ -170,7 +200,12 @@ export async function writeCapIn(
   actor: Actor,
   target: CapTarget,
   settings: CapSettings,
-): Promise<{ state: CapState; connectionId: string | null }> {
+): Promise<{
+  state: CapState;
+  connectionId: string | null;
+  /** The cap against its period's spend (undefined: no marks wanted, or no amount capped). */
+  found: CapAgainstSpend | undefined;
+}> {
   const orgId = await owningOrg(client, target, true);
   if (orgId === null) throw missing(target);
   const current = await activeRule(client, target, true);
@@ -242,8 +277,8 @@ export async function writeCapIn(
       }),
     },
   });
-  await invalidation.capSet?.(client, orgId, target);
-  return { state, connectionId };
+  const found = await invalidation.capSet?.(client, orgId, target);
+  return { state, connectionId, found };
 }
 
 /**

@@ -29,7 +29,8 @@ gw cap set --scope product_user --app-id A --external-user-id U [--amount 1.00]
   if it does not exist yet. --per-user-amount is the default cap of each product user of the
   connection (removed with none); --amount none on a connection caps only its users. Credit
   mode and overrun policy on a product_user cap override the connection's; inherit removes the
-  override (the connection's applies again).
+  override (the connection's applies again). Prints the target with its cap and "warnings": a
+  cap not above what the target spent this period refuses every request under it.
 gw cap show|clear --scope … (the same target flags)
   Prints the target's active cap (null: none) / removes it.`;
 

@@ -7,7 +7,7 @@
 // moment makes one event, not two.
 import type { DbClient, DbPool } from '../db/pool.js';
 import { CAP_RULE_VIEW_COLUMNS, type RuleRow } from '../admin/cap-rule-views.js';
-import type { CapInvalidation, CapTarget } from '../admin/caps.js';
+import type { CapAgainstSpend, CapInvalidation, CapTarget } from '../admin/caps.js';
 import { ledgerAmounts, type SpendColumn } from '../billing/ledger-amounts.js';
 import { UnwrittenUsage } from '../ledger/unwritten-usage.js';
 import type { ThresholdCrossing } from '../ledger/usage-record.js';
@@ -29,9 +29,7 @@ type CapMarkParts = {
 export function firingCapMarks(caps: CapInvalidation, parts: CapMarkParts): CapInvalidation {
   return {
     capsChanged: (change) => caps.capsChanged(change),
-    capSet: async (client, orgId, target) => {
-      await fireReachedCapMarks(parts, client, orgId, target);
-    },
+    capSet: (client, orgId, target) => fireReachedCapMarks(parts, client, orgId, target),
   };
 }
 
@@ -40,7 +38,8 @@ export function firingCapMarks(caps: CapInvalidation, parts: CapMarkParts): CapI
  * period's spend has reached (the calendar month for an org or a connection, the user's own
  * period for a product user): the live account in Redis, or when it is not there the ledger
  * and the usage not written yet. A connection's per-user amount, which sets many users'
- * allowances at once, fires nothing here. Returns the marks reached.
+ * allowances at once, fires nothing here. Returns the cap and the spend it was held against,
+ * undefined when the level has no amount capped.
  */
 export async function fireReachedCapMarks(
   parts: CapMarkParts,
@@ -48,10 +47,10 @@ export async function fireReachedCapMarks(
   orgId: string,
   target: CapTarget,
   now = new Date(),
-): Promise<Array<ThresholdCrossing['threshold']>> {
+): Promise<CapAgainstSpend | undefined> {
   const { db, redis, keys } = parts;
   const level = await levelOf(client, keys, orgId, target, now);
-  if (!level) return [];
+  if (!level) return undefined;
   const { rows } = await client.query<RuleRow>(
     `SELECT ${CAP_RULE_VIEW_COLUMNS} FROM cap_rules
       WHERE status = 'active' AND org_id = $1 AND scope = $2
@@ -61,9 +60,8 @@ export async function fireReachedCapMarks(
     [orgId, target.scope, level.id],
   );
   const rule = rows[0];
-  if (!rule || rule.amount === null) return [];
+  if (!rule || rule.amount === null) return undefined;
   const capNano = numericToNano(rule.amount);
-  if (capNano <= 0n) return [];
   const live = await redis.hget(level.account, 'spent');
   const spentNano =
     live !== null
@@ -81,8 +79,8 @@ export async function fireReachedCapMarks(
       ['0.8', eightyPercent(capNano)],
       ['1.0', capNano],
     ] as const
-  ).filter(([, mark]) => spentNano >= mark);
-  if (reached.length === 0) return [];
+  ).filter(([, mark]) => capNano > 0n && spentNano >= mark);
+  if (reached.length === 0) return { capNano, spentNano };
   const events = reached.map(([threshold]) => {
     const crossing: ThresholdCrossing = {
       scope: level.scope,
@@ -102,7 +100,7 @@ export async function fireReachedCapMarks(
         });
   });
   await emitEvents(client, events);
-  return reached.map(([threshold]) => threshold);
+  return { capNano, spentNano };
 }
 
 /** Where a cap's spend is kept: its account, period and ledger column (and its user). */

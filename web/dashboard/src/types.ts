@@ -199,6 +199,11 @@ export interface CapState {
   };
 }
 
+/** A set cap's answer: the level, and the API's warnings (the cap is already used up). */
+export interface CapSetAnswer extends CapState {
+  readonly warnings: readonly string[];
+}
+
 export interface Wallet {
   readonly org_id: string;
   readonly balance: string;

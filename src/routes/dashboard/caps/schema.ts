@@ -44,6 +44,9 @@ export const capStateSchema = z.object({
     .optional(),
 });
 
+/** A set cap's answer: the level, and the warnings of a cap already used up (decision 481). */
+export const capSetSchema = capStateSchema.extend({ warnings: z.array(z.string()) });
+
 /** Where each level's routes live and find their organization. */
 export const capLevels = {
   org: { path: '/dashboard/api/orgs/{org_id}/cap', locator: inOrg, noun: 'the organization' },

@@ -22,7 +22,7 @@ import { isGwError, type GwError } from '../../../errors.js';
 import { parseAmountField, SETTLEMENT_CURRENCY } from '../../../money.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { amountInput } from '../schemas.js';
-import { capLevels, capRefusal, capStateSchema, capTargetOf } from './schema.js';
+import { capLevels, capRefusal, capSetSchema, capTargetOf } from './schema.js';
 
 const creditMode = z.enum(['enforce', 'track_only', 'disabled']);
 const overrunPolicy = z.enum(['limit_output', 'reject']);
@@ -85,7 +85,13 @@ function setCapRoute<Scope extends CapScope>(scope: Scope) {
     summary: `Sets the monthly spending cap of ${level.noun}`,
     caller: { kind: 'org_member', role: 'admin', org: level.locator },
     body: bodies[scope] as z.ZodType<AnyCapBody>,
-    responses: { 200: { description: 'the level with its cap', schema: capStateSchema } },
+    responses: {
+      200: {
+        description:
+          'the level with its cap, and its warnings (the cap is not above what the level spent this period)',
+        schema: capSetSchema,
+      },
+    },
     errors: ['gw_amount_out_of_range'],
     async handler(
       { request, caller, body },

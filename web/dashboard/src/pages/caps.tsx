@@ -7,7 +7,7 @@ import { ConnectionSelect } from '../connection-picker.js';
 import { invalidInput, useAction, useEditedField, useLoad } from '../hooks.js';
 import { amountProblem, compareDecimals, plainAmount } from '../money.js';
 import { userLabel } from '../org-data.js';
-import type { CapState, ProductUserSummary } from '../types.js';
+import type { CapSetAnswer, CapState, ProductUserSummary } from '../types.js';
 import { Confirm, Empty, ErrorNote, formatTime, Loading, Money, PageHeader } from '../ui.js';
 import {
   creditModes,
@@ -17,6 +17,7 @@ import {
 } from './connection-settings.js';
 import { CAP_CURRENCY, ClearCap, ConnectionCap } from './connection-cap.js';
 import type { OrgPage } from './page.js';
+import { PolicyWarnings } from './policy-warnings.js';
 import { ChoiceField } from './settings-fields.js';
 
 export const capsPage: OrgPage = {
@@ -61,6 +62,18 @@ function CapSummary({ state, what }: { state: CapState; what: string }) {
   );
 }
 
+/**
+ * A cap saved at or below what its level spent this period (decision 481): the API's warning
+ * that every request under it is refused, where it was saved.
+ */
+function UsedUpCap({ warnings }: { warnings: readonly string[] }) {
+  return (
+    <PolicyWarnings warnings={warnings} done="Saved">
+      Raise the cap (or remove it) to let requests through again.
+    </PolicyWarnings>
+  );
+}
+
 function OrgCap({ org, manage }: { org: OrgSummary; manage: boolean }) {
   const path = `/dashboard/api/orgs/${encodeURIComponent(org.id)}/cap`;
   const state = useLoad<CapState>(path);
@@ -68,7 +81,11 @@ function OrgCap({ org, manage }: { org: OrgSummary; manage: boolean }) {
   const [clearing, setClearing] = useState(false);
   const [stoppingAll, setStoppingAll] = useState(false);
   const action = useAction();
-  const saved = () => state.reload();
+  const [warnings, setWarnings] = useState<readonly string[]>([]);
+  const saved = (answer?: CapSetAnswer) => {
+    setWarnings(answer?.warnings ?? []);
+    state.reload();
+  };
   return (
     <section class="card" aria-labelledby="org-cap-heading">
       <h2 id="org-cap-heading">Organization cap</h2>
@@ -77,14 +94,22 @@ function OrgCap({ org, manage }: { org: OrgSummary; manage: boolean }) {
       {state.data && <CapSummary state={state.data} what="The organization" />}
       {manage && state.data && (
         <form
-          onInput={() => action.clear()}
+          onInput={() => {
+            action.clear();
+            setWarnings([]);
+          }}
           onSubmit={(event) => {
             event.preventDefault();
             const problem = amountProblem(amount, { zero: true });
             if (problem) action.refuse(problem);
             // a cap of 0 refuses every request: that asks first
             else if (compareDecimals(amount.trim(), '0') === 0) setStoppingAll(true);
-            else action.submit(() => api.put(path, { amount: amount.trim() }), saved)(event);
+            else {
+              action.submit(
+                () => api.put<CapSetAnswer>(path, { amount: amount.trim() }),
+                saved,
+              )(event);
+            }
           }}
         >
           <div class="row">
@@ -108,6 +133,7 @@ function OrgCap({ org, manage }: { org: OrgSummary; manage: boolean }) {
             )}
           </div>
           <ErrorNote error={action.error} />
+          <UsedUpCap warnings={warnings} />
         </form>
       )}
       {stoppingAll && (
@@ -250,6 +276,7 @@ function UserCap({ userId, manage }: { userId: string; manage: boolean }) {
   const overrun = useEditedField<OverrunPolicy | ''>(stored?.overrun_policy ?? '');
   const [clearing, setClearing] = useState(false);
   const action = useAction();
+  const [warnings, setWarnings] = useState<readonly string[]>([]);
   if (state.loading) return <Loading what="the product user’s cap" />;
   if (!state.data) return <ErrorNote error={state.error} />;
   const cap = state.data.cap;
@@ -264,7 +291,10 @@ function UserCap({ userId, manage }: { userId: string; manage: boolean }) {
       )}
       {manage && (
         <form
-          onInput={() => action.clear()}
+          onInput={() => {
+            action.clear();
+            setWarnings([]);
+          }}
           onSubmit={action.submit(
             () => {
               const problem = amountProblem(amount.value, { zero: true });
@@ -280,9 +310,12 @@ function UserCap({ userId, manage }: { userId: string; manage: boolean }) {
               };
               return Object.keys(changes).length === 0
                 ? Promise.resolve(null)
-                : api.put(path, changes);
+                : api.put<CapSetAnswer>(path, changes);
             },
-            () => state.reload(),
+            (answer) => {
+              setWarnings(answer?.warnings ?? []);
+              state.reload();
+            },
           )}
         >
           {/* top: the choices' hints hang below their selects, which stay level with the amount */}
@@ -315,6 +348,7 @@ function UserCap({ userId, manage }: { userId: string; manage: boolean }) {
             />
           </div>
           <ErrorNote error={action.error} />
+          <UsedUpCap warnings={warnings} />
           <div class="actions">
             <button type="submit" disabled={action.busy}>
               {action.busy ? 'Saving…' : 'Set product user cap'}
