@@ -1,6 +1,7 @@
-// "What your account made recently" (decisions 419, 421): GET /dashboard/api/user/made-recently
-// lists the OAuth approvals, API keys, service keys, pending invitations, OAuth clients
-// (registered or rotated) and webhook endpoints one account made that still work, in every
+// "What your account made recently" (decisions 419, 421, 477): GET
+// /dashboard/api/user/made-recently lists the OAuth approvals, API keys, service keys, pending
+// invitations, OAuth clients (registered or rotated), webhook endpoints and members (let in, or
+// raised) one account made that still work, in every
 // organization it is a member of, each with the route that revokes it. Against a live gateway
 // on the real Redis and Postgres: another account — an admin of the same organization or of
 // another — never sees them, and the listed revoke route keeps its own role rule (another
@@ -8,7 +9,13 @@
 // app is deleted starts no authorization: it is answered as an unknown client (decision 420).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
-import { createMember, signInTo, uniqueEmail, type DashboardClient } from './support/dashboard.js';
+import {
+  createMember,
+  createUser,
+  signInTo,
+  uniqueEmail,
+  type DashboardClient,
+} from './support/dashboard.js';
 import { getJson, type ErrorBody } from './support/http.js';
 import { responseSchema, schemaProblems } from './support/openapi-check.js';
 import {
@@ -21,6 +28,7 @@ import {
 } from './support/oauth.js';
 import {
   createApiKey,
+  runCli,
   seed,
   startGateway,
   type GatewayProcess,
@@ -51,7 +59,8 @@ interface MadeItem {
     | 'service_key'
     | 'invitation'
     | 'oauth_client'
-    | 'webhook_endpoint';
+    | 'webhook_endpoint'
+    | 'member';
   readonly id: string;
   readonly org_id: string;
   readonly org_name: string;
@@ -65,6 +74,8 @@ interface MadeItem {
   readonly client_name: string | null;
   readonly invited_role: string | null;
   readonly url: string | null;
+  readonly given_role: string | null;
+  readonly member_role: string | null;
   readonly revoke_method: 'POST' | 'DELETE';
   readonly revoke_path: string;
   readonly can_revoke: boolean;
@@ -100,12 +111,16 @@ async function newServiceKey(user: DashboardClient, orgId: string): Promise<stri
 }
 
 async function newInvitation(user: DashboardClient, orgId: string, role: string) {
-  const created = await user.post<{ id: string }>(`/dashboard/api/orgs/${orgId}/invitations`, {
-    email: uniqueEmail('review-invited'),
-    role,
-  });
+  return (await inviteTo(user, orgId, uniqueEmail('review-invited'), role)).id;
+}
+
+async function inviteTo(user: DashboardClient, orgId: string, email: string, role: string) {
+  const created = await user.post<{ id: string; accept_token: string }>(
+    `/dashboard/api/orgs/${orgId}/invitations`,
+    { email, role },
+  );
   expect(created.status).toBe(201);
-  return created.body.id;
+  return created.body;
 }
 
 async function newClient(user: DashboardClient, appId: string, name: string): Promise<string> {
@@ -315,7 +330,7 @@ describe('GET /dashboard/api/user/made-recently', () => {
     const schema = responseSchema(document, PATH, 'get', 200);
     expect(new Set(answer.body.data.map((item) => item.kind)).size).toBe(6);
     expect(schemaProblems(document, schema, answer.body)).toEqual([]);
-    const unknownKind = { ...answer.body, data: [{ ...byId.get(webhook), kind: 'member' }] };
+    const unknownKind = { ...answer.body, data: [{ ...byId.get(webhook), kind: 'session' }] };
     expect(schemaProblems(document, schema, unknownKind)).not.toEqual([]);
     expect(byId.get(registered)).toMatchObject({
       name: 'alice client',
@@ -688,6 +703,287 @@ describe('GET /dashboard/api/user/made-recently', () => {
       headers: { authorization: `Bearer ${shared.api_key}` },
     });
     expect(withKey.status).toBe(401);
+  });
+});
+
+describe('members the account let in or raised (decision 477)', () => {
+  /** Erin (whose account an intruder used), Frank: admins here. */
+  let team: SeededOrg;
+  /** Gina: an admin here only. */
+  let away: SeededOrg;
+  let erin: DashboardClient;
+  let frank: DashboardClient;
+  let gina: DashboardClient;
+  const ids: Record<string, string> = {};
+  const emails: Record<string, string> = {};
+
+  /** A new user, signed in, who accepts the invitation Erin sends them with `role`. */
+  async function invitedByErin(name: string, role: string): Promise<string> {
+    emails[name] = uniqueEmail(`review-${name}`);
+    const user = await createUser(env, emails[name]);
+    const invitation = await inviteTo(erin, team.org_id, emails[name], role);
+    const signedIn = await signInTo(gateway, emails[name]);
+    const accepted = await signedIn.post(
+      `/dashboard/api/user/invitations/${invitation.id}/accept`,
+      { token: invitation.accept_token },
+    );
+    expect(accepted.status).toBe(200);
+    ids[`${name}Invitation`] = invitation.id;
+    return user.id;
+  }
+
+  async function memberOfTeam(name: string, role: string): Promise<string> {
+    emails[name] = uniqueEmail(`review-${name}`);
+    return (await createMember(env, emails[name], team.org_id, role)).id;
+  }
+
+  const changeRole = (user: DashboardClient, userId: string, role: string) =>
+    user.request('PATCH', `/dashboard/api/orgs/${team.org_id}/members/${userId}`, { role });
+
+  /** Each named member's role in the team organization now (gone: not a member). */
+  async function teamRoles(): Promise<Record<string, string>> {
+    const { rows } = await db.query<{ user_id: string; role: string }>(
+      'SELECT user_id, role FROM org_memberships WHERE org_id = $1',
+      [team.org_id],
+    );
+    const byId = new Map(rows.map((row) => [row.user_id, row.role]));
+    return Object.fromEntries(
+      ['mallory', 'sam', 'pat', 'ray', 'lou', 'tina', 'olive'].map((name) => [
+        name,
+        byId.get(ids[name]!) ?? 'gone',
+      ]),
+    );
+  }
+
+  const members = async (user: DashboardClient) =>
+    (await made(user)).data.filter((item) => item.kind === 'member');
+
+  const setErinRole = (role: string) =>
+    db.query(`UPDATE org_memberships SET role = $3 WHERE org_id = $1 AND user_id = $2`, [
+      team.org_id,
+      ids.erin,
+      role,
+    ]);
+
+  beforeAll(async () => {
+    [team, away] = await Promise.all([
+      seed(env, ['--name', 'Review Team']),
+      seed(env, ['--name', 'Review Away']),
+    ]);
+    emails.erin = uniqueEmail('review-erin');
+    emails.frank = uniqueEmail('review-frank');
+    emails.gina = uniqueEmail('review-gina');
+    const [erinUser, frankUser] = await Promise.all([
+      createMember(env, emails.erin, team.org_id, 'admin'),
+      createMember(env, emails.frank, team.org_id, 'admin'),
+      createMember(env, emails.gina, away.org_id, 'admin'),
+    ]);
+    ids.erin = erinUser.id;
+    ids.frank = frankUser.id;
+    [erin, frank, gina] = await Promise.all([
+      signInTo(gateway, emails.erin),
+      signInTo(gateway, emails.frank),
+      signInTo(gateway, emails.gina),
+    ]);
+  });
+
+  it('lists who joined through its invitation and whose role it raised, once each; not a lowered role, not itself, and nobody else sees them', async () => {
+    // the intruder invites their own address as admin and accepts at once
+    ids.mallory = await invitedByErin('mallory', 'admin');
+    // someone invited as a member, then raised by the same account: listed once, as raised
+    ids.sam = await invitedByErin('sam', 'member');
+    expect((await changeRole(erin, ids.sam, 'admin')).status).toBe(200);
+    // a colleague raised (an accomplice, or a colleague whose account the intruder also holds)
+    ids.pat = await memberOfTeam('pat', 'viewer');
+    expect((await changeRole(erin, ids.pat, 'admin')).status).toBe(200);
+    // lowered by Erin: never listed
+    ids.lou = await memberOfTeam('lou', 'admin');
+    expect((await changeRole(erin, ids.lou, 'viewer')).status).toBe(200);
+    // raised, then lowered by Erin herself, then raised by Frank to what she first gave: her
+    // latest change is no raise
+    ids.olive = await memberOfTeam('olive', 'viewer');
+    expect((await changeRole(erin, ids.olive, 'admin')).status).toBe(200);
+    expect((await changeRole(erin, ids.olive, 'member')).status).toBe(200);
+    expect((await changeRole(frank, ids.olive, 'admin')).status).toBe(200);
+    // Frank raises someone: his, not Erin's
+    ids.tina = await memberOfTeam('tina', 'viewer');
+    expect((await changeRole(frank, ids.tina, 'member')).status).toBe(200);
+    // no route lets anyone raise themselves; an entry saying Erin did is still not listed
+    await db.query(
+      `INSERT INTO dashboard_audit_log (org_id, user_id, action, object_type, object_id, details)
+       VALUES ($1, $2, 'member.change_role', 'member', $2, '{"from":"member","to":"admin"}')`,
+      [team.org_id, ids.erin],
+    );
+
+    const answer = await made(erin);
+    expect(summary(answer.data)).toEqual(
+      [
+        `member ${ids.mallory} ${team.org_id} joined true`,
+        `member ${ids.sam} ${team.org_id} raised true`,
+        `member ${ids.pat} ${team.org_id} raised true`,
+      ].sort(),
+    );
+    const byId = new Map(answer.data.map((item) => [item.id, item]));
+    expect(byId.get(ids.mallory)).toMatchObject({
+      org_name: 'Review Team',
+      your_role: 'admin',
+      name: emails.mallory!.toLowerCase(),
+      given_role: 'admin',
+      member_role: 'admin',
+      invited_role: null,
+      app_id: null,
+      url: null,
+      revoke_method: 'DELETE',
+      revoke_path: `/dashboard/api/orgs/${team.org_id}/members/${ids.mallory}`,
+    });
+    expect(byId.get(ids.pat)).toMatchObject({
+      name: emails.pat!.toLowerCase(),
+      given_role: 'admin',
+      member_role: 'admin',
+      revoke_path: `/dashboard/api/orgs/${team.org_id}/members/${ids.pat}`,
+    });
+    // the newer of its two facts: raised after joining
+    expect(byId.get(ids.sam)).toMatchObject({ given_role: 'admin', member_role: 'admin' });
+    expect(Date.parse(byId.get(ids.sam)!.created_at)).toBeGreaterThan(
+      Date.parse(byId.get(ids.mallory)!.created_at),
+    );
+    // as /openapi.json describes it
+    const document = (await getJson(`${gateway.url}/openapi.json`)).body;
+    const schema = responseSchema(document, PATH, 'get', 200);
+    expect(schemaProblems(document, schema, answer)).toEqual([]);
+
+    // Frank, an admin of the same organization: his raises only
+    expect(summary(await members(frank))).toEqual(
+      [
+        `member ${ids.tina} ${team.org_id} raised true`,
+        `member ${ids.olive} ${team.org_id} raised true`,
+      ].sort(),
+    );
+    // Gina, of another organization: nothing
+    expect((await made(gina)).data).toEqual([]);
+  });
+
+  it("another organization's admin gets 404 from the listed remove route, and nobody is removed", async () => {
+    const items = await members(erin);
+    expect(items).toHaveLength(3);
+    const before = await teamRoles();
+    for (const item of items) {
+      const refused = await revokeAs<ErrorBody>(gina, item);
+      expect(refused.status, item.id).toBe(404);
+      expect(refused.body.error.code).toBe('gw_not_found');
+    }
+    expect(await teamRoles()).toEqual(before);
+    expect(before).toMatchObject({ mallory: 'admin', sam: 'admin', pat: 'admin' });
+  });
+
+  it('a reviewer no longer an admin: listed, can_revoke false, and the remove route answers 403', async () => {
+    await setErinRole('member');
+    try {
+      const items = await members(erin);
+      expect(summary(items)).toEqual(
+        [
+          `member ${ids.mallory} ${team.org_id} joined false`,
+          `member ${ids.sam} ${team.org_id} raised false`,
+          `member ${ids.pat} ${team.org_id} raised false`,
+        ].sort(),
+      );
+      const before = await teamRoles();
+      for (const item of items) {
+        const refused = await revokeAs<ErrorBody>(erin, item);
+        expect(refused.status, item.id).toBe(403);
+        expect(refused.body.error.code).toBe('gw_role_forbidden');
+      }
+      expect(await teamRoles()).toEqual(before);
+    } finally {
+      await setErinRole('admin');
+    }
+  });
+
+  it('a member since made an owner: still listed, removable by an owner only', async () => {
+    await setErinRole('owner');
+    expect((await changeRole(erin, ids.pat!, 'owner')).status).toBe(200);
+    // made owner by Erin herself: the newer raise, to owner, which she may undo as owner
+    const asOwner = (await members(erin)).find((item) => item.id === ids.pat)!;
+    expect(asOwner).toMatchObject({ given_role: 'owner', member_role: 'owner', can_revoke: true });
+    await setErinRole('admin');
+    const asAdmin = (await members(erin)).find((item) => item.id === ids.pat)!;
+    expect(asAdmin).toMatchObject({ your_role: 'admin', can_revoke: false });
+    const refused = await revokeAs<ErrorBody>(erin, asAdmin);
+    expect(refused.status).toBe(403);
+    expect(refused.body.error.code).toBe('gw_role_forbidden');
+    expect((await teamRoles()).pat).toBe('owner');
+  });
+
+  it('removing through the listed route: the member is gone from the organization and from the list', async () => {
+    const mallory = (await members(erin)).find((item) => item.id === ids.mallory)!;
+    expect(mallory.can_revoke).toBe(true);
+    const removed = await revokeAs<{ removed: boolean }>(erin, mallory);
+    expect(removed.status).toBe(200);
+    expect(removed.body).toEqual({ removed: true });
+    const { rows } = await db.query(
+      'SELECT 1 FROM org_memberships WHERE org_id = $1 AND user_id = $2',
+      [team.org_id, ids.mallory],
+    );
+    expect(rows).toEqual([]);
+    expect((await members(erin)).map((item) => item.id)).not.toContain(ids.mallory);
+  });
+
+  it('a raised role changed again by someone else leaves the list (one who joined through the invitation stays, as joined)', async () => {
+    ids.ray = await memberOfTeam('ray', 'viewer');
+    expect((await changeRole(erin, ids.ray, 'admin')).status).toBe(200);
+    expect(summary((await members(erin)).filter((item) => item.id === ids.ray))).toEqual([
+      `member ${ids.ray} ${team.org_id} raised true`,
+    ]);
+    expect((await changeRole(frank, ids.ray, 'member')).status).toBe(200);
+    expect((await members(erin)).map((item) => item.id)).not.toContain(ids.ray);
+    // Sam's raise is undone by Frank; Sam still joined through Erin's invitation
+    expect((await changeRole(frank, ids.sam!, 'member')).status).toBe(200);
+    expect((await members(erin)).find((item) => item.id === ids.sam)).toMatchObject({
+      made_as: 'joined',
+      given_role: 'member',
+      member_role: 'member',
+    });
+    expect(await teamRoles()).toMatchObject({ ray: 'member', sam: 'member', lou: 'viewer' });
+  });
+
+  it('one who accepted her invitation while already a member (added by the operator) did not join through it', async () => {
+    emails.vic = uniqueEmail('review-vic');
+    const vic = await createUser(env, emails.vic);
+    const invitation = await inviteTo(erin, team.org_id, emails.vic, 'admin');
+    const added = await runCli(
+      ['admin', 'add-member', '--email', emails.vic, '--org-id', team.org_id, '--role', 'viewer'],
+      env,
+    );
+    expect(added.code).toBe(0);
+    const signedIn = await signInTo(gateway, emails.vic);
+    const accepted = await signedIn.post<{ status: string }>(
+      `/dashboard/api/user/invitations/${invitation.id}/accept`,
+      { token: invitation.accept_token },
+    );
+    expect(accepted.status).toBe(200);
+    expect(accepted.body.status).toBe('accepted');
+    expect((await members(erin)).map((item) => item.id)).not.toContain(vic.id);
+  });
+
+  it('a member Erin raised, removed and let in again by someone else in the role she gave, is not hers', async () => {
+    ids.uma = await memberOfTeam('uma', 'viewer');
+    expect((await changeRole(erin, ids.uma, 'admin')).status).toBe(200);
+    expect((await members(erin)).map((item) => item.id)).toContain(ids.uma);
+    const removed = await frank.request(
+      'DELETE',
+      `/dashboard/api/orgs/${team.org_id}/members/${ids.uma}`,
+    );
+    expect(removed.status).toBe(200);
+    const invitation = await inviteTo(frank, team.org_id, emails.uma!, 'admin');
+    const uma = await signInTo(gateway, emails.uma!);
+    const accepted = await uma.post(`/dashboard/api/user/invitations/${invitation.id}/accept`, {
+      token: invitation.accept_token,
+    });
+    expect(accepted.status).toBe(200);
+    expect((await members(erin)).map((item) => item.id)).not.toContain(ids.uma);
+    expect(summary((await members(frank)).filter((item) => item.id === ids.uma))).toEqual([
+      `member ${ids.uma} ${team.org_id} joined true`,
+    ]);
   });
 });
 

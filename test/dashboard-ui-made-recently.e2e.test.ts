@@ -1,16 +1,23 @@
 // After a password reset, the dashboard leads to what the account made that still works
-// (decisions 419, 421): in a real browser (chromium) against a live gateway that sends e-mail to a
+// (decisions 419, 421, 477): in a real browser (chromium) against a live gateway that sends e-mail to a
 // real SMTP server, on the real Redis and Postgres. Someone with the password approved an OAuth
 // app, made keys, invited an address of theirs as admin and added a webhook endpoint of theirs;
 // the owner resets the password by the mailed link, signs in, is shown a
 // banner, reads the list on the account page and revokes from it — through the key's own
 // revoke route (a webhook endpoint's is a DELETE), which a role too low for it does not get a button for.
+// A member the account let in or raised is removed from the organization, the confirmation says.
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openWindow, screenshot } from './support/browser.js';
 import { browserSuite, type BrowserSuite } from './support/browser-suite.js';
 import { isolatedContext } from './support/context.js';
-import { uniqueEmail } from './support/dashboard.js';
+import {
+  createMember,
+  createUser,
+  DashboardClient,
+  TEST_PASSWORD,
+  uniqueEmail,
+} from './support/dashboard.js';
 import { linkToken, startMailCatcher, type MailCatcher } from './support/mail-catcher.js';
 import { connectAndExchange, createOAuthClient } from './support/oauth.js';
 import { runCli, seed, type GatewayProcess, type SeededOrg } from './support/processes.js';
@@ -129,6 +136,13 @@ beforeAll(async () => {
   );
 });
 
+/** An API client signed in on this gateway (its Origin is PUBLIC_ORIGIN's). */
+async function apiClient(email: string, password: string): Promise<DashboardClient> {
+  const client = new DashboardClient(gateway.url, gateway.url);
+  expect((await client.login(email, password)).status).toBe(200);
+  return client;
+}
+
 afterAll(async () => {
   await ui?.close();
   await mail?.close();
@@ -243,6 +257,83 @@ describe('after a password reset', () => {
         .getByRole('region', { name: 'Your password was reset: review your account' })
         .count(),
     ).toBe(0);
+    await close();
+  });
+
+  it('a member the account let in or raised is listed; the confirmation says it removes them, and where else their role changes', async () => {
+    // with the new password, the owner's account (whoever used it) raises a viewer to admin
+    // and lets an accomplice in as admin
+    const owner = await apiClient(emails.owner, NEW_PASSWORD);
+    const raisedEmail = uniqueEmail('made-raised').toLowerCase();
+    const raised = await createMember(env, raisedEmail, org.org_id, 'viewer');
+    const changed = await owner.request(
+      'PATCH',
+      `/dashboard/api/orgs/${org.org_id}/members/${raised.id}`,
+      { role: 'admin' },
+    );
+    expect(changed.status).toBe(200);
+    const accompliceEmail = uniqueEmail('made-accomplice').toLowerCase();
+    await createUser(env, accompliceEmail);
+    const invitation = await owner.post<{ id: string; accept_token: string }>(
+      `/dashboard/api/orgs/${org.org_id}/invitations`,
+      { email: accompliceEmail, role: 'admin' },
+    );
+    expect(invitation.status).toBe(201);
+    const accomplice = await apiClient(accompliceEmail, TEST_PASSWORD);
+    const accepted = await accomplice.post(
+      `/dashboard/api/user/invitations/${invitation.body.id}/accept`,
+      { token: invitation.body.accept_token },
+    );
+    expect(accepted.status).toBe(200);
+
+    const { page, close } = await openWindow(browser);
+    await page.goto(`${gateway.url}/dashboard/sign-in`);
+    await page.getByLabel('E-mail').fill(emails.owner);
+    await page.getByLabel('Password').fill(NEW_PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL((url) => !url.pathname.endsWith('/sign-in'));
+    await page.goto(`${gateway.url}/dashboard/account`);
+    const section = page.getByRole('region', { name: 'Made by your account recently' });
+    const listed = section.locator('tbody tr');
+    const joinedRow = listed.filter({ hasText: accompliceEmail });
+    await joinedRow.waitFor();
+    expect(await joinedRow.textContent()).toContain('joined through your invitation');
+    await joinedRow
+      .getByRole('button', { name: `Remove Member ${accompliceEmail} (admin)` })
+      .click();
+    const dialog = page.getByRole('dialog');
+    await dialog.waitFor();
+    expect(await dialog.getByRole('heading').textContent()).toBe(
+      `Remove ${accompliceEmail} from Made Org?`,
+    );
+    expect(await dialog.textContent()).toContain(
+      `This removes ${accompliceEmail} from Made Org: they lose access to it at once`,
+    );
+    expect(await dialog.getByRole('link', { name: 'Members page' }).count()).toBe(0);
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await dialog.waitFor({ state: 'detached' });
+
+    const raisedRow = listed.filter({ hasText: raisedEmail });
+    expect(await raisedRow.textContent()).toContain('you raised their role; they still hold it');
+    await raisedRow.getByRole('button', { name: /^Remove Member/ }).click();
+    await dialog.waitFor();
+    expect(await dialog.textContent()).toContain(`This removes ${raisedEmail} from Made Org`);
+    expect(await dialog.textContent()).toContain(
+      'If they should stay a member and only the role you gave them (admin) is wrong, change their role on the Members page of Made Org instead.',
+    );
+    expect(await dialog.getByRole('link', { name: 'Members page' }).getAttribute('href')).toBe(
+      `/dashboard/orgs/${org.org_id}/members`,
+    );
+    await screenshot(page, 'made-recently-06-confirm-member');
+    await dialog.getByRole('button', { name: 'Remove', exact: true }).click();
+    await dialog.waitFor({ state: 'detached' });
+    await expect.poll(() => listed.filter({ hasText: raisedEmail }).count()).toBe(0);
+    const { rows } = await db.query(
+      'SELECT 1 FROM org_memberships WHERE org_id = $1 AND user_id = $2',
+      [org.org_id, raised.id],
+    );
+    expect(rows).toEqual([]);
+    expect(await joinedRow.count()).toBe(1);
     await close();
   });
 });

@@ -17,6 +17,8 @@ let busy: SeededOrg;
 let userId: string;
 let keyId: string;
 let colleagueId: string;
+let joinedId: string;
+let raisedId: string;
 const OLD_ENTRIES = 20_000;
 /** Other users' entries, long ago: the log's bulk. */
 const OTHERS_ENTRIES = 200_000;
@@ -24,6 +26,8 @@ const OTHERS_ENTRIES = 200_000;
 const THEIRS = 5_000;
 /** The tables the review reads objects from besides the log. */
 const OBJECT_TABLES = new Set(['org_invitations', 'oauth_clients', 'webhook_endpoints']);
+/** Where a member the account let in or raised is read (decision 477). */
+const MEMBER_TABLES = new Set(['org_memberships', 'dashboard_users']);
 const DAY_MS = 86_400_000;
 
 beforeAll(async () => {
@@ -95,8 +99,37 @@ beforeAll(async () => {
        FROM generate_series(1, $4::int) g`,
     [busy.org_id, busy.app_id, colleagueId, THEIRS],
   );
+  // and the members the colleague let in this month, through invitations they accepted (5,000
+  // of the organization's memberships), whose roles the colleague also raised
+  await db.query(
+    `INSERT INTO dashboard_users (id, email, password_hash, personal_org_id)
+     SELECT 'usr_theirs_' || g || '_' || $2, 'member' || g || '.' || $2 || '@example.com', 'x', $1
+       FROM generate_series(1, $3::int) g`,
+    [busy.org_id, userId, THEIRS],
+  );
+  await db.query(
+    `INSERT INTO org_memberships (org_id, user_id, role)
+     SELECT $1, 'usr_theirs_' || g || '_' || $2, 'admin' FROM generate_series(1, $3::int) g`,
+    [busy.org_id, userId, THEIRS],
+  );
+  await db.query(
+    `INSERT INTO org_invitations
+       (id, org_id, email, role, invited_by, expires_at, status, responded_at, responded_by)
+     SELECT 'inv_accepted_' || g, $1, 'member' || g || '.' || $2 || '@example.com', 'member', $3,
+            now() + interval '7 days', 'accepted', now(), 'usr_theirs_' || g || '_' || $2
+       FROM generate_series(1, $4::int) g`,
+    [busy.org_id, userId, colleague, THEIRS],
+  );
+  await db.query(
+    `INSERT INTO dashboard_audit_log (org_id, user_id, action, object_type, object_id, details)
+     SELECT $1, $3, 'member.change_role', 'member', 'usr_theirs_' || g || '_' || $2,
+            '{"from":"member","to":"admin"}'
+       FROM generate_series(1, $4::int) g`,
+    [busy.org_id, userId, colleague, THEIRS],
+  );
   // and, this month, the user made the seeded key, one invitation, one OAuth client and one
-  // webhook endpoint (as their audit entries say)
+  // webhook endpoint (as their audit entries say), let one member in (an invitation accepted)
+  // and raised another's role
   await db.query(
     `INSERT INTO org_invitations (id, org_id, email, role, invited_by, expires_at)
      VALUES ('inv_mine_' || $2, $1, 'mine@example.com', 'admin', $2, now() + interval '7 days')`,
@@ -117,16 +150,31 @@ beforeAll(async () => {
      VALUES ('conn_mine_' || $2, $1, $3, 'mine', 'gw_client_mine_' || $2, $2)`,
     [busy.org_id, userId, busy.app_id],
   );
+  // (the first two of the colleague's members: one joined through the user's invitation, the
+  // other raised by the user too)
+  joinedId = `usr_theirs_1_${userId}`;
+  raisedId = `usr_theirs_2_${userId}`;
   await db.query(
-    `INSERT INTO dashboard_audit_log (org_id, user_id, action, object_type, object_id)
-     VALUES ($1, $2, 'api_key.create', 'api_key', $3),
-            ($1, $2, 'invitation.create', 'invitation', 'inv_mine_' || $2),
-            ($1, $2, 'oauth_client.create', 'oauth_client', 'gw_client_mine_' || $2),
-            ($1, $2, 'webhook.create', 'webhook', 'wh_mine_' || $2)`,
-    [busy.org_id, userId, keyId],
+    `INSERT INTO org_invitations
+       (id, org_id, email, role, invited_by, expires_at, status, responded_at, responded_by,
+        created_at)
+     SELECT 'inv_joined_' || $2, $1, 'joined@example.com', 'admin', $2, now() + interval '7 days',
+            'accepted', m.created_at, m.user_id, m.created_at
+       FROM org_memberships m WHERE m.org_id = $1 AND m.user_id = $3`,
+    [busy.org_id, userId, joinedId],
   );
   await db.query(
-    'ANALYZE dashboard_audit_log, org_invitations, oauth_clients, webhook_endpoints, app_connections',
+    `INSERT INTO dashboard_audit_log (org_id, user_id, action, object_type, object_id, details)
+     VALUES ($1, $2, 'api_key.create', 'api_key', $3, '{}'),
+            ($1, $2, 'invitation.create', 'invitation', 'inv_mine_' || $2, '{}'),
+            ($1, $2, 'oauth_client.create', 'oauth_client', 'gw_client_mine_' || $2, '{}'),
+            ($1, $2, 'webhook.create', 'webhook', 'wh_mine_' || $2, '{}'),
+            ($1, $2, 'invitation.create', 'invitation', 'inv_joined_' || $2, '{}'),
+            ($1, $2, 'member.change_role', 'member', $4, '{"from":"member","to":"admin"}')`,
+    [busy.org_id, userId, keyId, raisedId],
+  );
+  await db.query(
+    'ANALYZE dashboard_audit_log, org_invitations, oauth_clients, webhook_endpoints, app_connections, org_memberships, dashboard_users',
   );
 });
 
@@ -138,6 +186,7 @@ afterAll(async () => {
     await db.query(`DELETE FROM ${table} WHERE org_id = $1`, [busy.org_id]);
   }
   await db.query('DELETE FROM webhook_endpoints WHERE org_id = $1', [busy.org_id]);
+  await db.query(`DELETE FROM dashboard_users WHERE id LIKE 'usr_theirs_%_' || $1`, [userId]);
 });
 
 describe('the review on a large audit log', () => {
@@ -161,26 +210,36 @@ describe('the review on a large audit log', () => {
         ['invitation', `inv_mine_${userId}`, 'invited'],
         ['oauth_client', `gw_client_mine_${userId}`, 'created'],
         ['webhook_endpoint', `wh_mine_${userId}`, 'created'],
+        ['member', joinedId, 'joined'],
+        ['member', raisedId, 'raised'],
       ].sort(),
     );
     let visited = 0;
     let objectsVisited = 0;
     let approvalsVisited = 0;
+    let membersVisited = 0;
     for (const statement of statements) {
       const plan = await analyzedPlan(db, statement.sql, statement.params);
       visited += rowsVisited(plan, (table) => table === 'dashboard_audit_log');
       objectsVisited += rowsVisited(plan, (table) => OBJECT_TABLES.has(table));
       approvalsVisited += rowsVisited(plan, (table) => table === 'app_connections');
+      membersVisited += rowsVisited(plan, (table) => MEMBER_TABLES.has(table));
     }
     // Two statements, two memberships (their own organization and this one): per membership
-    // the window's first entry of the organization, and the user's four entries since. Not
-    // the 20,000 old entries of theirs, nor the colleague's 20,000 of this month.
-    expect(visited).toBeLessThanOrEqual(2 * (2 + 4));
-    // The user's invitation, OAuth client and webhook endpoint, each read by its id: not the
-    // colleague's 5,000 of each.
-    // (and the client the user's approval went to: 4)
-    expect(objectsVisited).toBeLessThanOrEqual(4);
-    // The user's one approval: not the colleague's 5,000 in the same organization.
-    expect(approvalsVisited).toBeLessThanOrEqual(2);
+    // the window's first entry of the organization, and the user's six entries since. Not
+    // the 20,000 old entries of theirs, nor the colleague's 20,000 (and 5,000 role changes) of
+    // this month.
+    expect(visited).toBeLessThanOrEqual(2 * (2 + 6));
+    // The user's two invitations, OAuth client and webhook endpoint, each read by its id: not
+    // the colleague's 5,000 of each, nor their 5,000 accepted invitations.
+    // (and the client the user's approval went to: 5)
+    expect(objectsVisited).toBeLessThanOrEqual(5);
+    // The user's own memberships (two, in each statement), then the member who joined and the
+    // one raised, each read by its key, with their e-mail: not the organization's 5,000
+    // members.
+    expect(membersVisited).toBeLessThanOrEqual(2 * 2 + 2 * 2);
+    // The user's one approval (read once, or once per membership when the planner loops over
+    // them), and the connection of their key: not the colleague's 5,000 in the same organization.
+    expect(approvalsVisited).toBeLessThanOrEqual(3);
   });
 });

@@ -2,8 +2,10 @@
 // member of now (decisions 419, 421): the OAuth approvals it gave (connections it approved,
 // which its organization pays for), the API keys and service keys it created or rotated in, the
 // invitations it sent that are still pending, the OAuth clients it registered or whose secret
-// it rotated (still active), and the webhook endpoints it created or pointed to another
-// address (not deleted; while they still send to the address the account set). After a
+// it rotated (still active), the webhook endpoints it created or pointed to another
+// address (not deleted; while they still send to the address the account set), and the
+// members it let in: who joined through its invitation and is still a member, and whose role it
+// raised while they still hold the role it gave (decision 477). After a
 // password reset these are what whoever had the password may have left behind; a password reset
 // ends sessions, not these. Nothing here revokes: the review's revoke buttons call each
 // object's own revoke route, under that route's role rule.
@@ -14,9 +16,10 @@
 // `service_key.create`, `oauth_client.create`, `oauth_client.rotate_secret`,
 // `webhook.create`, `webhook.update` with a `url`); an invitation names its sender
 // (`invited_by`) and is found through `invitation.create` all the same, so that it is read by
-// id, not by scanning the organization's invitations. The entries are read per membership
-// after the organization's last entry dated over an hour before `since` (index
-// dashboard_audit_log_org), the user's own entries from there on (index
+// id, not by scanning the organization's invitations; a member, through that invitation (who
+// accepted it) or the account's `member.change_role`, read by its membership's key. The
+// entries are read per membership after the organization's last entry dated over an hour
+// before `since` (index dashboard_audit_log_org), the user's own entries from there on (index
 // dashboard_audit_log_user_org): a read costs what the user did in the window, never their
 // whole history. An entry's id is drawn when it is written, its created_at is its
 // transaction's start: an entry dated before `since` less an hour was written before `since`
@@ -25,10 +28,16 @@
 // entries dated later, which that bound skipped (decision 461). What is listed is then
 // filtered by the object's own created_at (an OAuth client's rotation, by its entry's).
 import type { DbPool } from '../db/pool.js';
-import type { Role } from './users.js';
+import { ROLES, type Role } from './users.js';
 
 export type MadeKind =
-  'oauth_approval' | 'api_key' | 'service_key' | 'invitation' | 'oauth_client' | 'webhook_endpoint';
+  | 'oauth_approval'
+  | 'api_key'
+  | 'service_key'
+  | 'invitation'
+  | 'oauth_client'
+  | 'webhook_endpoint'
+  | 'member';
 
 export interface MadeByAccountRow {
   readonly kind: MadeKind;
@@ -41,16 +50,19 @@ export interface MadeByAccountRow {
   /**
    * 'rotated': an API key made by rotating another, or an OAuth client whose secret the
    * account rotated (and did not register); 'invited': an invitation; 'redirected': a webhook
-   * endpoint someone else made whose address the account changed, still sending there.
+   * endpoint someone else made whose address the account changed, still sending there;
+   * 'joined': a member who joined through the account's invitation; 'raised': a member whose
+   * role the account raised, who still holds it.
    */
-  readonly made_as: 'created' | 'rotated' | 'approved' | 'invited' | 'redirected';
+  readonly made_as:
+    'created' | 'rotated' | 'approved' | 'invited' | 'redirected' | 'joined' | 'raised';
   readonly app_id: string | null;
   readonly app_name: string | null;
   /** An approval's app's own organization (who made the app), else null. */
   readonly app_org_name: string | null;
   /**
-   * The key's name, the connection's, the OAuth client's, the invited e-mail, or the webhook
-   * endpoint's description (null when empty).
+   * The key's name, the connection's, the OAuth client's, the invited e-mail, the webhook
+   * endpoint's description (null when empty), or the member's e-mail.
    */
   readonly name: string | null;
   /** A key's hint, or an OAuth client's secret hint (null: a public client). */
@@ -61,6 +73,10 @@ export interface MadeByAccountRow {
   readonly invited_role: Role | null;
   /** A webhook endpoint's URL. */
   readonly url: string | null;
+  /** The role the account gave a member: their invitation's, or the one it raised them to. */
+  readonly given_role: Role | null;
+  /** A member's role now. */
+  readonly member_role: Role | null;
 }
 
 export interface MadeByAccount {
@@ -94,7 +110,7 @@ const ENTRIES = `
            AND l.action IN ('api_key.create', 'api_key.rotate', 'service_key.create',
                             'invitation.create', 'oauth_client.create',
                             'oauth_client.rotate_secret', 'webhook.create', 'webhook.update',
-                            'user.password_reset')
+                            'member.change_role', 'user.password_reset')
         OFFSET 0
       ) e
   )`;
@@ -103,9 +119,11 @@ const ENTRIES = `
  * What `userId` made since `since` that still works (a key not revoked, expired or past a
  * rotation's grace period, on an active connection; an approval whose connection is active; an
  * invitation pending and not expired; an OAuth client not deleted; a webhook endpoint not
- * deleted, enabled or not), newest first, at most `limit`. An OAuth client both registered and
- * rotated by the account is listed once, as registered; one only rotated, at its latest
- * rotation.
+ * deleted, enabled or not; a member still in the organization), newest first, at most `limit`.
+ * An OAuth client both registered and rotated by the account is listed once, as registered; one
+ * only rotated, at its latest rotation. A member who both joined through the account's
+ * invitation and had their role raised by it is listed once, by the newer of the two that still
+ * holds; the account itself never.
  */
 export async function readMadeByAccount(
   db: Pick<DbPool, 'query'>,
@@ -119,7 +137,8 @@ export async function readMadeByAccount(
        SELECT 'api_key' AS kind, k.id, r.org_id, r.org_name, r.role, k.created_at,
               CASE e.action WHEN 'api_key.rotate' THEN 'rotated' ELSE 'created' END AS made_as,
               k.app_id, a.name AS app_name, NULL AS app_org_name, k.name, k.key_hint,
-              NULL AS client_name, NULL AS invited_role, NULL AS url
+              NULL AS client_name, NULL AS invited_role, NULL AS url,
+              NULL AS given_role, NULL AS member_role
          FROM entries e
          JOIN reach r ON r.org_id = e.org_id
          JOIN api_keys k
@@ -133,7 +152,7 @@ export async function readMadeByAccount(
           AND c.status = 'active' AND k.created_at >= $2
        UNION ALL
        SELECT 'service_key', s.id, r.org_id, r.org_name, r.role, s.created_at, 'created',
-              NULL, NULL, NULL, NULL, s.key_hint, NULL, NULL, NULL
+              NULL, NULL, NULL, NULL, s.key_hint, NULL, NULL, NULL, NULL, NULL
          FROM entries e
          JOIN reach r ON r.org_id = e.org_id
          JOIN service_keys s ON s.id = e.object_id AND s.org_id = e.org_id
@@ -141,7 +160,7 @@ export async function readMadeByAccount(
           AND (s.expires_at IS NULL OR s.expires_at > now()) AND s.created_at >= $2
        UNION ALL
        SELECT 'oauth_approval', c.id, r.org_id, r.org_name, r.role, c.created_at, 'approved',
-              c.app_id, a.name, ao.name, c.name, NULL, oc.name, NULL, NULL
+              c.app_id, a.name, ao.name, c.name, NULL, oc.name, NULL, NULL, NULL, NULL
          FROM reach r
          JOIN app_connections c
            ON c.org_id = r.org_id AND c.oauth_client_id IS NOT NULL
@@ -151,7 +170,7 @@ export async function readMadeByAccount(
          LEFT JOIN oauth_clients oc ON oc.id = c.oauth_client_id
        UNION ALL
        SELECT 'invitation', i.id, r.org_id, r.org_name, r.role, i.created_at, 'invited',
-              NULL, NULL, NULL, i.email, NULL, NULL, i.role, NULL
+              NULL, NULL, NULL, i.email, NULL, NULL, i.role, NULL, NULL, NULL
          FROM entries e
          JOIN reach r ON r.org_id = e.org_id
          JOIN org_invitations i
@@ -163,7 +182,8 @@ export async function readMadeByAccount(
          SELECT DISTINCT ON (o.id) 'oauth_client', o.id, r.org_id, r.org_name, r.role,
                 CASE e.action WHEN 'oauth_client.create' THEN o.created_at ELSE e.created_at END,
                 CASE e.action WHEN 'oauth_client.create' THEN 'created' ELSE 'rotated' END,
-                o.app_id, a.name, NULL, o.name, o.client_secret_hint, NULL, NULL, NULL
+                o.app_id, a.name, NULL, o.name, o.client_secret_hint, NULL, NULL, NULL, NULL,
+                NULL
            FROM entries e
            JOIN reach r ON r.org_id = e.org_id
            JOIN oauth_clients o
@@ -175,7 +195,7 @@ export async function readMadeByAccount(
        ) registered_or_rotated
        UNION ALL
        SELECT kind, id, org_id, org_name, role, created_at, made_as, NULL, NULL, NULL, name,
-              NULL, NULL, NULL, url
+              NULL, NULL, NULL, url, NULL, NULL
          FROM (
            SELECT DISTINCT ON (w.id) 'webhook_endpoint' AS kind, w.id, r.org_id, r.org_name,
                   r.role,
@@ -195,9 +215,46 @@ export async function readMadeByAccount(
          ) created_or_redirected
         -- one the account pointed elsewhere, while it still sends where the account set it
         WHERE made_as = 'created' OR url = set_url
+       UNION ALL
+       SELECT * FROM (
+         SELECT DISTINCT ON (r.org_id, m.user_id) 'member', m.user_id, r.org_id, r.org_name,
+                r.role, f.at, f.made_as, NULL, NULL, NULL, u.email, NULL, NULL, NULL, NULL,
+                f.given, m.role
+           FROM (
+             -- who accepted the account's invitation (the membership that acceptance made:
+             -- its row and the answer share their transaction's now())
+             SELECT e.org_id, i.responded_by AS user_id, 'joined' AS made_as, i.role AS given,
+                    i.responded_at AS at
+               FROM entries e
+               JOIN org_invitations i
+                 ON i.id = e.object_id AND i.org_id = e.org_id AND i.invited_by = $1
+              WHERE e.action = 'invitation.create' AND i.status = 'accepted'
+                AND i.responded_at >= $2
+             UNION ALL
+             -- the account's latest change of a member's role in the window, when it raised it
+             -- ($4: the roles, highest first)
+             SELECT org_id, user_id, 'raised', given, at FROM (
+               SELECT DISTINCT ON (e.org_id, e.object_id) e.org_id, e.object_id AS user_id,
+                      e.details->>'from' AS from_role, e.details->>'to' AS given,
+                      e.created_at AS at
+                 FROM entries e
+                WHERE e.action = 'member.change_role' AND e.created_at >= $2
+                ORDER BY e.org_id, e.object_id, e.entry_id DESC
+             ) latest
+              WHERE array_position($4::text[], given) < array_position($4::text[], from_role)
+           ) f
+           JOIN reach r ON r.org_id = f.org_id
+           JOIN org_memberships m ON m.org_id = f.org_id AND m.user_id = f.user_id
+           JOIN dashboard_users u ON u.id = m.user_id
+          WHERE m.user_id <> $1
+            AND CASE f.made_as WHEN 'joined' THEN m.created_at = f.at
+                 -- the membership it raised, in the role it gave
+                 ELSE m.role = f.given AND m.created_at <= f.at END
+          ORDER BY r.org_id, m.user_id, f.at DESC
+       ) joined_or_raised
         ORDER BY created_at DESC, id DESC
         LIMIT $3`,
-      [userId, since, limit + 1],
+      [userId, since, limit + 1, ROLES],
     ),
     db.query<{ reset_at: Date | null }>(
       `${ENTRIES}

@@ -158,6 +158,14 @@ export async function changeRole(
   return member;
 }
 
+/** The role that may remove another member (leaving takes none). */
+const REMOVING_ROLE: Role = 'admin';
+
+/** Whether `role` may remove another member whose role is `memberRole`. */
+export function canRemoveMember(role: Role, memberRole: Role): boolean {
+  return roleAtLeast(role, REMOVING_ROLE) && (memberRole !== 'owner' || role === 'owner');
+}
+
 export async function removeMember(
   db: DbPool,
   apiKeys: ApiKeyInvalidation,
@@ -167,15 +175,14 @@ export async function removeMember(
 ): Promise<void> {
   const revoked = await withTransaction(db, async (client) => {
     const { current, actorRole } = await lockedRoles(client, orgId, userId, actor);
-    // Leaving is every member's right; removing someone else takes an admin.
-    if (actor.userId !== userId && !roleAtLeast(actorRole, 'admin')) {
+    // Leaving is every member's right; removing someone else takes an admin (an owner, an owner).
+    if (actor.userId !== userId && !canRemoveMember(actorRole, current)) {
       throw new MembershipError(
         'forbidden',
-        'removing another member needs the admin role or higher',
+        roleAtLeast(actorRole, REMOVING_ROLE)
+          ? 'only an owner can remove an owner'
+          : 'removing another member needs the admin role or higher',
       );
-    }
-    if (current === 'owner' && actorRole !== 'owner' && actor.userId !== userId) {
-      throw new MembershipError('forbidden', 'only an owner can remove an owner');
     }
     if (current === 'owner') await keepAnOwner(client, orgId);
     await keepPersonalOwner(client, orgId, userId, 'they cannot leave it or be removed');

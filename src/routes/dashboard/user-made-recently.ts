@@ -2,14 +2,17 @@
 // works (decisions 419, 421), in every organization it is a member of: OAuth approvals it gave,
 // API keys and service keys it created (or rotated in), invitations it sent that are pending,
 // OAuth clients it registered or whose secret it rotated, webhook endpoints it created or
-// pointed to another address, since `since` (default: 30 days ago; at most 365 days back),
+// pointed to another address, members who joined through its invitation or whose role it
+// raised (decision 477), since `since` (default: 30 days ago; at most 365 days back),
 // newest first, at most 200. A password reset ends the account's sessions, not these: after
-// one, this is the list to read, and to revoke from. Each item names the route that revokes it and whether the account's role there
-// allows it — that route's own role rule, read from its declaration, so the two cannot
-// disagree (the revoke itself is that route, checked again there).
+// one, this is the list to read, and to revoke from. Each item names the route that revokes it
+// and whether the account's role there allows it — that route's own role rule, read from its
+// declaration, so the two cannot disagree (the revoke itself is that route, checked again
+// there); a member's is removing them.
 import { z } from 'zod';
 import { readMadeByAccount, type MadeByAccountRow } from '../../accounts/made-by-account.js';
 import { canInvite } from '../../accounts/invitations.js';
+import { canRemoveMember } from '../../accounts/members.js';
 import { roleAtLeast, ROLES } from '../../accounts/users.js';
 import type { DbPool } from '../../db/pool.js';
 import { MAX_PAGE_LIMIT } from '../../db/pages.js';
@@ -18,6 +21,7 @@ import { timestamp } from '../product-users/lookup.js';
 import { revokeApiKeyRoute } from './api-keys/revoke.js';
 import { revokeConnectedAppRoute } from './connected-apps/revoke.js';
 import { revokeInvitationRoute } from './invitations/revoke.js';
+import { removeMemberRoute } from './members/remove.js';
 import { deleteOAuthClientRoute } from './oauth-clients/delete.js';
 import { revokeServiceKeyRoute } from './service-keys/revoke.js';
 import { deleteWebhookRoute } from './webhooks/delete.js';
@@ -43,12 +47,14 @@ const revokers = {
   invitation: revokeInvitationRoute,
   oauth_client: deleteOAuthClientRoute,
   webhook_endpoint: deleteWebhookRoute,
+  member: removeMemberRoute,
 } as const;
 
 /**
  * Its revoke route's method and path (with the item's ids), and whether the account's role
  * allows it: that route's declared role, and for an owner invitation the owner role its route
- * also asks. An OAuth client whose secret the account rotated is deleted too, not rotated again
+ * also asks; for a member, the rule removing another member keeps (an admin; an owner, an
+ * owner). An OAuth client whose secret the account rotated is deleted too, not rotated again
  * with no grace: that rotation would be the same account's, listed again as made by it (the log
  * cannot tell it from an intruder's), and its one-time secret would need a place in the review.
  */
@@ -65,7 +71,8 @@ function revokeOf(row: MadeByAccountRow): {
     ),
     allowed:
       roleAtLeast(row.role, route.caller.role) &&
-      (row.invited_role === null || canInvite(row.role, row.invited_role)),
+      (row.invited_role === null || canInvite(row.role, row.invited_role)) &&
+      (row.member_role === null || canRemoveMember(row.role, row.member_role)),
   };
 }
 
@@ -77,20 +84,21 @@ const madeItemSchema = z.object({
     'invitation',
     'oauth_client',
     'webhook_endpoint',
+    'member',
   ]),
   id: z
     .string()
     .describe(
-      'the app connection (oauth_approval), the key, the invitation, the OAuth client (its client_id) or the webhook endpoint',
+      'the app connection (oauth_approval), the key, the invitation, the OAuth client (its client_id), the webhook endpoint, or the member (their user id; one member is listed in each organization you let them in)',
     ),
   org_id: z.string(),
   org_name: z.string(),
   your_role: z.enum(ROLES).describe('your role in that organization now'),
   created_at: z.string(),
   made_as: z
-    .enum(['created', 'rotated', 'approved', 'invited', 'redirected'])
+    .enum(['created', 'rotated', 'approved', 'invited', 'redirected', 'joined', 'raised'])
     .describe(
-      'rotated: an API key you made by rotating another, or an OAuth client whose secret you rotated (and did not register); redirected: a webhook endpoint someone else made whose address you changed, while it still sends there',
+      'rotated: an API key you made by rotating another, or an OAuth client whose secret you rotated (and did not register); redirected: a webhook endpoint someone else made whose address you changed, while it still sends there; joined: a member who joined through your invitation, still a member; raised: a member whose role you raised, while they still hold the role you gave (the newer of the two when both)',
     ),
   app_id: z.string().nullable().describe("a key's, an approval's or an OAuth client's app"),
   app_name: z.string().nullable(),
@@ -102,7 +110,7 @@ const madeItemSchema = z.object({
     .string()
     .nullable()
     .describe(
-      "the key's name, the connection's, the OAuth client's, the invited e-mail, or the webhook endpoint's description",
+      "the key's name, the connection's, the OAuth client's, the invited e-mail, the webhook endpoint's description, or the member's e-mail",
     ),
   key_hint: z.string().nullable().describe("a key's hint, or an OAuth client's secret hint"),
   client_name: z.string().nullable().describe('the OAuth client the approval was given to'),
@@ -113,16 +121,26 @@ const madeItemSchema = z.object({
     .describe(
       "a webhook endpoint's URL, where your role there may read the organization's endpoints (admin); else null",
     ),
+  given_role: z
+    .enum(ROLES)
+    .nullable()
+    .describe(
+      "the role you gave a member: their invitation's (joined), or the one you raised them to (raised); null for the other kinds",
+    ),
+  member_role: z
+    .enum(ROLES)
+    .nullable()
+    .describe("a member's role there now; null for the other kinds"),
   revoke_method: z.enum(['POST', 'DELETE']),
   revoke_path: z
     .string()
     .describe(
-      'send `revoke_method` to it (with the CSRF token) to revoke the item: the route that revokes a key, a connected app or an invitation, or deletes an OAuth client (registered or rotated by you) or a webhook endpoint',
+      'send `revoke_method` to it (with the CSRF token) to revoke the item: the route that revokes a key, a connected app or an invitation, deletes an OAuth client (registered or rotated by you) or a webhook endpoint, or removes a member from the organization',
     ),
   can_revoke: z
     .boolean()
     .describe(
-      'your role there allows that route: a connected app takes a member, every other kind an admin (an owner invitation, an owner)',
+      'your role there allows that route: a connected app takes a member, every other kind an admin (an owner invitation, or removing a member who is an owner, an owner)',
     ),
 });
 
@@ -146,6 +164,8 @@ function madeItemView(row: MadeByAccountRow): z.infer<typeof madeItemSchema> {
     // An endpoint's address is read by the role its list takes (admin): one the account created
     // may have been pointed since, by an admin, at an address that is itself a credential.
     url: roleAtLeast(row.role, listWebhooksRoute.caller.role) ? row.url : null,
+    given_role: row.given_role,
+    member_role: row.member_role,
     revoke_method: revoke.method,
     revoke_path: revoke.path,
     can_revoke: revoke.allowed,
@@ -156,7 +176,7 @@ export const userMadeRecentlyRoute = declareRoute({
   method: 'GET',
   path: '/dashboard/api/user/made-recently',
   summary:
-    'What your account made that still works, in every organization you are in: OAuth approvals, API keys, service keys, pending invitations, OAuth clients, webhook endpoints (review after a password reset)',
+    'What your account made that still works, in every organization you are in: OAuth approvals, API keys, service keys, pending invitations, OAuth clients, webhook endpoints, members you let in or raised (review after a password reset)',
   caller: { kind: 'session' },
   query: z.object({
     since: timestamp

@@ -131,8 +131,8 @@ export function ResetPasswordPage(props: { token: string; onDone(email: string):
             </p>
             <p class="muted small">
               Once signed in, review what your account made recently: the apps it approved, the
-              keys, OAuth clients and webhook endpoints it created and the invitations it sent keep
-              working after a reset.
+              keys, OAuth clients and webhook endpoints it created, the invitations it sent and the
+              members it let in or gave a higher role keep working after a reset.
             </p>
             <button type="button" onClick={() => props.onDone(reset.email)}>
               Sign in

@@ -1,10 +1,11 @@
-// "Made by your account recently" (decisions 419, 421): the OAuth approvals, API keys, service
-// keys, pending invitations, OAuth clients and webhook endpoints the signed-in account made that
-// still work, in every organization it is in, each with a revoke button that calls the object's
-// own revoke route (GET /dashboard/api/user/made-recently
+// "Made by your account recently" (decisions 419, 421, 477): the OAuth approvals, API keys,
+// service keys, pending invitations, OAuth clients and webhook endpoints the signed-in account
+// made that still work, and the members it let in or raised, in every organization it is in,
+// each with a revoke button that calls the object's own revoke route (a member's removes them) (GET /dashboard/api/user/made-recently
 // names it, and whether the account's role there allows it). A password reset ends sessions,
 // not these: after one (in this browser), a banner above every page leads here until the list
 // has been read or the banner dismissed.
+import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, type Role, type SignedIn } from './api.js';
 import { useLoad } from './hooks.js';
@@ -18,13 +19,15 @@ interface MadeItem {
     | 'service_key'
     | 'invitation'
     | 'oauth_client'
-    | 'webhook_endpoint';
+    | 'webhook_endpoint'
+    | 'member';
   readonly id: string;
   readonly org_id: string;
   readonly org_name: string;
   readonly your_role: Role;
   readonly created_at: string;
-  readonly made_as: 'created' | 'rotated' | 'approved' | 'invited' | 'redirected';
+  readonly made_as:
+    'created' | 'rotated' | 'approved' | 'invited' | 'redirected' | 'joined' | 'raised';
   readonly app_name: string | null;
   readonly app_org_name: string | null;
   readonly name: string | null;
@@ -32,6 +35,8 @@ interface MadeItem {
   readonly client_name: string | null;
   readonly invited_role: Role | null;
   readonly url: string | null;
+  readonly given_role: Role | null;
+  readonly member_role: Role | null;
   readonly revoke_method: 'POST' | 'DELETE';
   readonly revoke_path: string;
   readonly can_revoke: boolean;
@@ -82,8 +87,8 @@ export function ReviewAfterResetBanner(props: { session: SignedIn; onAccountPage
       <p>
         Resetting the password signed out every session, but whatever was made with your account
         keeps working: OAuth apps it approved, API keys, service keys, OAuth clients and webhook
-        endpoints it created, invitations it sent. If someone else had your password, revoke what
-        you did not make.
+        endpoints it created, invitations it sent, members it let in or gave a higher role. If
+        someone else had your password, revoke what you did not make.
       </p>
       <div class="actions">
         <button type="button" onClick={() => navigate({ page: 'account' })}>
@@ -114,6 +119,7 @@ const KIND_LABEL: Record<MadeItem['kind'], string> = {
   invitation: 'Invitation',
   oauth_client: 'OAuth client',
   webhook_endpoint: 'Webhook endpoint',
+  member: 'Member',
 };
 
 function describe(item: MadeItem): string {
@@ -124,6 +130,7 @@ function describe(item: MadeItem): string {
     return `${item.app_name ?? 'an app'}${via}${by}`;
   }
   if (item.kind === 'invitation') return `of ${item.name ?? ''} as ${item.invited_role ?? ''}`;
+  if (item.kind === 'member') return `${item.name ?? ''} (${item.member_role ?? ''})`;
   if (item.kind === 'webhook_endpoint') {
     return `${item.url ?? ''}${item.name ? ` (${item.name})` : ''}`;
   }
@@ -144,25 +151,49 @@ const KIND_IN_TEXT: Record<MadeItem['kind'], string> = {
   invitation: 'invitation',
   oauth_client: 'OAuth client',
   webhook_endpoint: 'webhook endpoint',
+  member: 'member',
 };
 
 /** What the confirmation says happens. */
-function consequence(item: MadeItem): string {
+function consequence(item: MadeItem): ComponentChildren {
   switch (item.kind) {
+    case 'member':
+      return (
+        <>
+          <p>
+            This removes {item.name} from {item.org_name}: they lose access to it at once, and the
+            OAuth apps they approved there are revoked.
+          </p>
+          {item.made_as === 'raised' && (
+            <p>
+              If they should stay a member and only the role you gave them ({item.given_role}) is
+              wrong, change their role on the{' '}
+              <Link to={orgView(item.org_id, 'members')}>Members page</Link> of {item.org_name}{' '}
+              instead.
+            </p>
+          )}
+        </>
+      );
     case 'oauth_approval':
-      return `The app's token stops working at once; ${item.org_name} no longer pays for it.`;
+      return (
+        <p>{`The app's token stops working at once; ${item.org_name} no longer pays for it.`}</p>
+      );
     case 'invitation':
-      return 'The invitation can no longer be accepted.';
+      return <p>The invitation can no longer be accepted.</p>;
     case 'webhook_endpoint':
-      return 'The endpoint and its delivery log are deleted: nothing more is sent to it.';
+      return <p>The endpoint and its delivery log are deleted: nothing more is sent to it.</p>;
     case 'oauth_client':
       return (
-        'The client is deleted: its secrets stop, it signs no one in again, and every connection ' +
-        "made through it is revoked. If it is your app's own client and only its secret leaked, " +
-        "rotate the secret with no grace on the app's page instead."
+        <p>
+          The client is deleted: its secrets stop, it signs no one in again, and every connection
+          made through it is revoked. If it is your app's own client and only its secret leaked,
+          rotate the secret with no grace on the app's page instead.
+        </p>
       );
     default:
-      return 'The key stops working at once, on every instance. Whoever uses it gets an error.';
+      return (
+        <p>The key stops working at once, on every instance. Whoever uses it gets an error.</p>
+      );
   }
 }
 
@@ -172,7 +203,16 @@ const HOW: Record<MadeItem['made_as'], string> = {
   approved: 'you approved it; the organization pays',
   invited: 'you sent it; it is pending',
   redirected: 'you changed its address; it still sends there',
+  joined: 'joined through your invitation; still a member',
+  raised: 'you raised their role; they still hold it',
 };
+
+/** The row's and the confirmation's verb: a member is removed, the rest revoked. */
+const verbOf = (item: MadeItem): string => (item.kind === 'member' ? 'Remove' : 'Revoke');
+
+/** Who may revoke it, when the account's role there may not. */
+const whoMay = (item: MadeItem): string =>
+  item.invited_role === 'owner' || item.member_role === 'owner' ? 'an owner' : 'an admin';
 
 /** The list, on the account page: what this account made in the window that still works. */
 export function MadeRecently() {
@@ -218,9 +258,11 @@ export function MadeRecently() {
         What your account made that still works, in every organization you are a member of: OAuth
         apps it approved; API keys, service keys, OAuth clients and webhook endpoints it created (or
         rotated; a webhook endpoint whose address it changed); invitations it sent that are still
-        pending. A password reset signs out every session but stops none of these: if you did not
-        make one, revoke it. Revoking a connected app takes any member of its organization;
-        everything else, an admin (an owner invitation, an owner).
+        pending; members who joined through its invitations, or whose role it raised, while they
+        still hold it. A password reset signs out every session but stops none of these: if you did
+        not make one, revoke it (a member, remove). Revoking a connected app takes any member of its
+        organization; everything else, an admin (an owner invitation, or removing an owner, an
+        owner).
       </p>
       {list.data?.password_reset_at && (
         <p role="status">
@@ -251,20 +293,20 @@ export function MadeRecently() {
         what="what your account made"
         empty="Nothing your account made in this time still works."
         columns={columns}
-        rowKey={(item) => `${item.kind}/${item.id}`}
+        rowKey={(item) => `${item.kind}/${item.org_id}/${item.id}`}
         caption="Made by your account recently"
         actions={(item) =>
           item.can_revoke ? (
             <RowButton
-              label="Revoke"
-              name={`Revoke ${KIND_LABEL[item.kind]} ${describe(item)}`}
+              label={verbOf(item)}
+              name={`${verbOf(item)} ${KIND_LABEL[item.kind]} ${describe(item)}`}
               danger
               onClick={() => setRevoking(item)}
             />
           ) : (
             <span class="muted small">
-              Only {item.invited_role === 'owner' ? 'an owner' : 'an admin'} of {item.org_name} can
-              revoke it
+              Only {whoMay(item)} of {item.org_name} can {verbOf(item).toLowerCase()}{' '}
+              {item.kind === 'member' ? 'them' : 'it'}
             </span>
           )
         }
@@ -277,8 +319,12 @@ export function MadeRecently() {
       )}
       {revoking && (
         <Confirm
-          title={`Revoke the ${KIND_IN_TEXT[revoking.kind]} ${describe(revoking)}?`}
-          confirmLabel="Revoke"
+          title={
+            revoking.kind === 'member'
+              ? `Remove ${revoking.name ?? ''} from ${revoking.org_name}?`
+              : `Revoke the ${KIND_IN_TEXT[revoking.kind]} ${describe(revoking)}?`
+          }
+          confirmLabel={verbOf(revoking)}
           write={() =>
             revoking.revoke_method === 'DELETE'
               ? api.delete(revoking.revoke_path)
@@ -290,7 +336,7 @@ export function MadeRecently() {
           }}
           onCancel={() => setRevoking(null)}
         >
-          <p>{consequence(revoking)}</p>
+          {consequence(revoking)}
         </Confirm>
       )}
     </section>
