@@ -35,13 +35,23 @@ function entriesUnder(text: string, heading: string, commented = false): Map<str
 
 describe('deploy/kubernetes', () => {
   const config = entriesUnder(manifest('configmap.yaml'), 'data');
-  const secret = entriesUnder(manifest('secret.example.yaml'), 'stringData');
+  const template = entriesUnder(manifest('secret.example.yaml'), 'stringData');
+  // The template as an operator fills it: its master key's CHANGE-ME stops the boot (below);
+  // the key is 32 random bytes, as the template's comment says to make it.
+  const secret = new Map([...template, ['CREDENTIALS_MASTER_KEY', TEST_MASTER_KEY]]);
   const known = new Set(Object.keys(configSchema.shape));
 
   it('sets only variables the gateway reads', () => {
     expect(config.size).toBeGreaterThan(5);
     expect(secret.size).toBeGreaterThan(3);
     for (const name of [...config.keys(), ...secret.keys()]) expect(known, name).toContain(name);
+  });
+
+  it('stops a boot with the template’s master key left as it is, naming the variable (decision 466)', () => {
+    expect(template.get('CREDENTIALS_MASTER_KEY')).toBe('CHANGE-ME');
+    expect(() =>
+      loadConfig({ ...Object.fromEntries(config), ...Object.fromEntries(template) }),
+    ).toThrow(/CREDENTIALS_MASTER_KEY: master key k1 must be 32 bytes written in base64/);
   });
 
   it('and so do the examples left in comments, which pass its validation together', () => {
