@@ -101,6 +101,8 @@ export interface CapInvalidation {
 export interface CapAgainstSpend {
   readonly capNano: bigint;
   readonly spentNano: bigint;
+  /** Whether the cap refuses what it does not cover (a product user's credit mode enforce). */
+  readonly enforced: boolean;
 }
 
 /** A set cap's answer: the level, and what the writer should know (the cap is used up). */
@@ -111,7 +113,7 @@ export type CapSetState = CapState & { readonly warnings: string[] };
  * governs is refused until the period turns or the cap is raised (decision 481).
  */
 export function capUsedUpWarnings(target: CapTarget, found: CapAgainstSpend | undefined): string[] {
-  if (!found || found.spentNano < found.capNano) return [];
+  if (!found || !found.enforced || found.spentNano < found.capNano) return [];
   const level =
     target.scope === 'org'
       ? 'the organization has'
