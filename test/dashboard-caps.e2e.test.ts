@@ -262,8 +262,21 @@ describe('a product user cap', () => {
       amount: '0',
       credit_mode: 'enforce',
     });
+    expect(enforced.body.warnings).toEqual([
+      expect.stringMatching(
+        /\): every request under it is refused once the user's credits are spent, until the user's period turns or the cap is raised$/,
+      ),
+    ]);
     expect(enforced.body.warnings).toEqual([expect.stringMatching(warned)]);
     expect((await infer(gateways[0]!, org.api_key, external)).status).toBe(403);
+    // the user's credits pay past the cap: served while they last (the warning says so)
+    const granted = await postJson(
+      `${gateways[0]!.url}/product-users/by-external-id/credit-grants`,
+      { app_id: org.app_id, external_user_id: external, amount: '1.00' },
+      bearer(org.service_key),
+    );
+    expect(granted.status).toBe(201);
+    expect((await infer(gateways[0]!, org.api_key, external)).status).toBe(200);
     // inherited: the connection's mode (track_only) governs it, served, no warning
     const connection = ['--scope', 'app_connection', '--app-connection-id', org.app_connection_id];
     await runCliJson(
