@@ -124,8 +124,8 @@ describe('a cap set below the spend', () => {
     const set = await setCap({ scope: 'product_user', productUserId: userId }, 2_000_000_000n);
     expect(set.warnings).toEqual([
       'the cap (2.000000000000) is not above what the product user has spent this period ' +
-        "(2.000000000000): every request under it is refused until the user's period turns or " +
-        'the cap is raised',
+        "(2.000000000000): every request under it is refused once the user's credits are spent, " +
+        "until the user's period turns or the cap is raised",
     ]);
     const events = await messageData<{
       product_end_user_id: string;

@@ -236,6 +236,62 @@ describe('a product user cap', () => {
     expect(after.body.cap).toBeNull(); // the profile names no cap (decision 279)
     expect(after.body.allowance).toBeUndefined();
   });
+
+  it('set at or below the spend is warned of only where it refuses: its credit mode enforced (decision 484)', async () => {
+    const org = await seed(env, ['--wallet', '100.00']);
+    const email = uniqueEmail('caps-tracked');
+    await createMember(env, email, org.org_id, 'admin');
+    const admin = await signInTo(gateways[0]!, email);
+    const external = 'tracked-over-cap';
+    const path = `/dashboard/api/product-users/${await productUser(org, external)}/cap`;
+    expect((await infer(gateways[0]!, org.api_key, external)).status).toBe(200);
+    const warned = /^the cap \(0\.000000000000\) is not above what the product user has spent/;
+
+    // track_only and disabled refuse nothing: no warning, and the next request is served
+    for (const mode of ['track_only', 'disabled']) {
+      const set = await admin.request<CapState & { warnings: string[] }>('PUT', path, {
+        amount: '0',
+        credit_mode: mode,
+      });
+      expect(set.status).toBe(200);
+      expect(set.body.warnings, mode).toEqual([]);
+      expect((await infer(gateways[0]!, org.api_key, external)).status, mode).toBe(200);
+    }
+    // the same cap enforced refuses: warned
+    const enforced = await admin.request<CapState & { warnings: string[] }>('PUT', path, {
+      amount: '0',
+      credit_mode: 'enforce',
+    });
+    expect(enforced.body.warnings).toEqual([
+      expect.stringMatching(
+        /\): every request under it is refused once the user's credits are spent, until the user's period turns or the cap is raised$/,
+      ),
+    ]);
+    expect(enforced.body.warnings).toEqual([expect.stringMatching(warned)]);
+    expect((await infer(gateways[0]!, org.api_key, external)).status).toBe(403);
+    // the user's credits pay past the cap: served while they last (the warning says so)
+    const granted = await postJson(
+      `${gateways[0]!.url}/product-users/by-external-id/credit-grants`,
+      { app_id: org.app_id, external_user_id: external, amount: '1.00' },
+      bearer(org.service_key),
+    );
+    expect(granted.status).toBe(201);
+    expect((await infer(gateways[0]!, org.api_key, external)).status).toBe(200);
+    // inherited: the connection's mode (track_only) governs it, served, no warning
+    const connection = ['--scope', 'app_connection', '--app-connection-id', org.app_connection_id];
+    await runCliJson(
+      ['cap', 'set', ...connection, '--amount', 'none', '--per-user-amount', '5'],
+      env,
+    );
+    await runCliJson(['cap', 'set', ...connection, '--credit-mode', 'track_only'], env);
+    const inherited = await admin.request<CapState & { warnings: string[] }>('PUT', path, {
+      amount: '0',
+      credit_mode: null,
+    });
+    expect(inherited.body.cap).toMatchObject({ credit_mode: null });
+    expect(inherited.body.warnings).toEqual([]);
+    expect((await infer(gateways[0]!, org.api_key, external)).status).toBe(200);
+  });
 });
 
 describe('an app-connection cap and its per-user default', () => {

@@ -91,6 +91,23 @@ describe('configuration', () => {
     }
   }, 90_000); // six processes, each refused at once, on a busy machine
 
+  it('takes a key listed again under its own id, as before decision 466 (upgrade)', async () => {
+    const key = Buffer.alloc(32, 7).toString('base64');
+    const oldKey = Buffer.alloc(32, 9).toString('base64');
+    // The same key under the same id replaces nothing: the current one listed among the
+    // previous ones, or a previous one listed twice, worked before and must still start.
+    for (const previous of [`k1:${key},k0:${oldKey}`, `k0:${oldKey},k0:${oldKey}`]) {
+      const cli = await runCliProcess(['wallet', 'show', '--org-id', org.org_id], {
+        ...env,
+        CREDENTIALS_MASTER_KEY: key,
+        CREDENTIALS_MASTER_KEY_ID: 'k1',
+        CREDENTIALS_PREVIOUS_KEYS: previous,
+      });
+      expect(cli.stderr, previous).toBe('');
+      expect(cli.code, previous).toBe(0);
+    }
+  }, 60_000);
+
   it('warns once at boot that sign-up without SMTP_URL verifies no address (GATEWAY_WORKERS=2)', async () => {
     const gateway = await startGatewayProcess({
       ...env,

@@ -101,6 +101,8 @@ export interface CapInvalidation {
 export interface CapAgainstSpend {
   readonly capNano: bigint;
   readonly spentNano: bigint;
+  /** Whether the cap refuses what it does not cover (a product user's credit mode enforce). */
+  readonly enforced: boolean;
 }
 
 /** A set cap's answer: the level, and what the writer should know (the cap is used up). */
@@ -108,21 +110,26 @@ export type CapSetState = CapState & { readonly warnings: string[] };
 
 /**
  * The warning of a cap set at or below what its level has spent this period: every request it
- * governs is refused until the period turns or the cap is raised (decision 481).
+ * governs is refused until the period turns or the cap is raised (decision 481); a product
+ * user's once their credits are spent, and none where their credit mode refuses nothing (484).
  */
 export function capUsedUpWarnings(target: CapTarget, found: CapAgainstSpend | undefined): string[] {
-  if (!found || found.spentNano < found.capNano) return [];
+  if (!found || !found.enforced || found.spentNano < found.capNano) return [];
   const level =
     target.scope === 'org'
       ? 'the organization has'
       : target.scope === 'app_connection'
         ? 'the connection has'
         : 'the product user has';
-  const period = target.scope === 'product_user' ? "the user's period" : 'the month';
+  // A product user's credits pay past their cap (lua/reserve.lua): refused once they are spent.
+  const refused =
+    target.scope === 'product_user'
+      ? "refused once the user's credits are spent, until the user's period"
+      : 'refused until the month';
   return [
     `the cap (${formatNano(found.capNano)}) is not above what ${level} spent this period ` +
-      `(${formatNano(found.spentNano)}): every request under it is refused until ${period} ` +
-      'turns or the cap is raised',
+      `(${formatNano(found.spentNano)}): every request under it is ${refused} turns or the cap ` +
+      'is raised',
   ];
 }
 

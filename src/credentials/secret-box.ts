@@ -26,16 +26,18 @@ export function parseMasterKeys(
   if (!current) return undefined;
   const keys = new Map<string, Buffer>();
   const decode = (id: string, base64: string): void => {
-    // The same id twice: the later key would take the earlier one's place (decision 466).
-    if (keys.has(id)) {
-      throw new SecretBoxError(
-        `master key id ${id} is given twice: each key needs an id of its own`,
-      );
-    }
     const key = Buffer.from(base64, 'base64');
     if (key.length !== 32) {
       throw new SecretBoxError(
         `master key ${id} must be 32 bytes written in base64 (openssl rand -base64 32)`,
+      );
+    }
+    // Another key under an id already given would take its place (decision 466); the same
+    // key again replaces nothing, and started before (decision 483).
+    const earlier = keys.get(id);
+    if (earlier !== undefined && !earlier.equals(key)) {
+      throw new SecretBoxError(
+        `master key id ${id} is given twice: each key needs an id of its own`,
       );
     }
     keys.set(id, key);

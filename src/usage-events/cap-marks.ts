@@ -80,7 +80,8 @@ export async function fireReachedCapMarks(
       ['1.0', capNano],
     ] as const
   ).filter(([, mark]) => capNano > 0n && spentNano >= mark);
-  if (reached.length === 0) return { capNano, spentNano };
+  const enforced = level.user === undefined || (await userCapEnforced(client, rule, level.user));
+  if (reached.length === 0) return { capNano, spentNano, enforced };
   const events = reached.map(([threshold]) => {
     const crossing: ThresholdCrossing = {
       scope: level.scope,
@@ -100,7 +101,26 @@ export async function fireReachedCapMarks(
         });
   });
   await emitEvents(client, events);
-  return { capNano, spentNano };
+  return { capNano, spentNano, enforced };
+}
+
+/**
+ * Whether a product user's cap refuses their requests: its own credit mode, else their
+ * connection's (the last one they came through, as their profile reads it), is enforce
+ * (track_only and disabled refuse nothing: lua/reserve.lua).
+ */
+async function userCapEnforced(
+  client: Pick<DbPool, 'query'>,
+  rule: RuleRow,
+  user: ProductUserRow,
+): Promise<boolean> {
+  if (rule.credit_mode !== null) return rule.credit_mode === 'enforce';
+  if (user.last_app_connection_id === null) return true;
+  const { rows } = await client.query<{ credit_mode: string }>(
+    'SELECT credit_mode FROM app_connections WHERE id = $1',
+    [user.last_app_connection_id],
+  );
+  return (rows[0]?.credit_mode ?? 'enforce') === 'enforce';
 }
 
 /** Where a cap's spend is kept: its account, period and ledger column (and its user). */
