@@ -32,10 +32,15 @@ import { memberSchema } from '../src/routes/dashboard/members/schema.js';
 import { logoutEverywhereRoute } from '../src/routes/auth/logout-everywhere.js';
 import { passwordResetConfirmRoute } from '../src/routes/auth/password-reset-confirm.js';
 import { webhookSchema, webhookWithSecretSchema } from '../src/routes/dashboard/webhooks/schema.js';
+import { usageRoute } from '../src/routes/dashboard/usage.js';
+import { createDbPool } from '../src/db/pool.js';
+import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
 import { productUserSchema } from '../src/routes/schemas.js';
 import { isolatedContext } from './support/context.js';
 import { TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
+import { TEST_DATABASE_URL } from './support/env.js';
 import { runCli, seed, type SeededOrg } from './support/processes.js';
+import { usageRecord } from './support/records.js';
 
 const { env } = isolatedContext('cliansw');
 let org: SeededOrg;
@@ -304,5 +309,24 @@ describe('the CLI prints the dashboard API’s objects', () => {
     });
     const removed = await printedAs(walletAlertSchema, [...alert, 'none']);
     expect(removed).toEqual({ org_id: org.org_id, low_balance_threshold: null, currency: 'USD' });
+  });
+
+  it('gw usage show: the usage summary, each row with no field besides its own', async () => {
+    const sinkDb = createDbPool(TEST_DATABASE_URL, 1);
+    try {
+      await new PostgresUsageSink(sinkDb).write([usageRecord(org.org_id, 5n)]);
+    } finally {
+      await sinkDb.end();
+    }
+    const summary = usageRoute.responses[200]!.schema as z.ZodObject<{
+      data: z.ZodArray<z.ZodObject>;
+    }>;
+    const usage = await printedAs(
+      summary.extend({ data: z.array(summary.shape.data.element.strict()) }),
+      ['usage', 'show', '--org-id', org.org_id, '--group-by', 'model'],
+    );
+    expect(usage.data).toEqual([
+      expect.objectContaining({ key: 'vendor_b/gpt-4o-mini', requests: 1, cost: '0.000000005000' }),
+    ]);
   });
 });

@@ -40,6 +40,12 @@ export interface CliContext {
   close(): Promise<void>;
 }
 
+/** Refuses (gw_not_found) an organization id that names none. */
+export async function requireOrganization(context: CliContext, orgId: string): Promise<void> {
+  const { rows } = await context.db.query('SELECT 1 FROM organizations WHERE id = $1', [orgId]);
+  if (rows.length === 0) throw new UsageError(`no organization ${orgId}`, 'gw_not_found');
+}
+
 /** The product user of an app (created if missing), for commands that name one. */
 export async function ensureProductUser(
   context: CliContext,

@@ -108,11 +108,16 @@ export async function runCli(argv: string[]): Promise<number> {
   }
 }
 
-/** Option issues named as the flags a user typed: `--latency-ms: must be at least 0`. */
+/**
+ * Option issues named as the flags a user typed: `--latency-ms: must be at least 0` (an option
+ * named in camelCase or, as a route's query parameter is, in snake_case).
+ */
 function flagIssues(error: z.ZodError): string {
   return error.issues
     .map((issue) => {
-      const flag = `--${issuePath(issue, 'options').replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+      const flag = `--${issuePath(issue, 'options')
+        .replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)
+        .replaceAll('_', '-')}`;
       return `${flag}: ${describeIssue(issue)}`;
     })
     .join('; ');

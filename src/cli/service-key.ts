@@ -7,7 +7,7 @@ import {
   serviceKeyView,
   setServiceKeyStatusAs,
 } from '../admin/service-keys.js';
-import { CLI_ACTOR, type CliContext } from './context.js';
+import { CLI_ACTOR, requireOrganization, type CliContext } from './context.js';
 import {
   listFlag,
   parseFlags,
@@ -42,8 +42,7 @@ export async function serviceKeyCommand(context: CliContext, argv: string[]): Pr
         `--expires-at must be in the future: ${expiresAt.toISOString()} has passed (a key issued expired is refused on every call)`,
       );
     }
-    const { rows } = await context.db.query('SELECT 1 FROM organizations WHERE id = $1', [orgId]);
-    if (rows.length === 0) throw new UsageError(`no organization ${orgId}`, 'gw_not_found');
+    await requireOrganization(context, orgId);
     const { row, rawKey } = orUsageError(
       await createServiceKeyAs(context.db, CLI_ACTOR, orgId, {
         ...(scopes && { scopes }),

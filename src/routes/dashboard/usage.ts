@@ -2,27 +2,15 @@
 // the organization's requests, tokens (and of the prompt, what the cache read and wrote), web
 // searches and cost per group, for the dashboard's plots (any member). Read from the rollups
 // the usage writer keeps (product users: whole months from the monthly one,
-// src/ledger/product-user-rollups.ts), never a scan of the ledger.
+// src/ledger/product-user-rollups.ts), never a scan of the ledger: src/admin/usage.ts, which
+// `gw usage show` answers with too.
 import { z } from 'zod';
+import { usageQuery, usageRequest, usageSummary } from '../../admin/usage.js';
 import type { DbPool } from '../../db/pool.js';
 import { isGwError } from '../../errors.js';
-import { readUsageRollups, USAGE_GROUPS } from '../../ledger/usage-rollups.js';
-import { isoDay } from '../../periods.js';
-import { wholeNumberOr } from '../../written-numbers.js';
+import { USAGE_GROUPS } from '../../ledger/usage-rollups.js';
 import { inOrg } from './schemas.js';
 import { declareRoute } from '../framework/declaration.js';
-import { parseDayRange } from './usage-range.js';
-
-/** Days, models and connections are few; product users come top spenders first, this many. */
-const DEFAULT_USAGE_GROUPS = 100;
-const MAX_USAGE_GROUPS = 1000;
-
-const usageQuery = z.object({
-  group_by: z.enum(USAGE_GROUPS).default('day'),
-  from: z.string().optional(),
-  to: z.string().optional(),
-  limit: wholeNumberOr(DEFAULT_USAGE_GROUPS, { min: 1, max: MAX_USAGE_GROUPS }),
-});
 
 const money = z.string().describe('12-digit decimal string');
 
@@ -67,20 +55,8 @@ export const usageRoute = declareRoute({
   },
   errors: ['gw_invalid_request'],
   async handler({ query, caller }, deps: { readonly db: DbPool }) {
-    const range = parseDayRange(query.from, query.to);
-    if (isGwError(range)) return range;
-    const rows = await readUsageRollups(deps.db, {
-      orgId: caller.org.id,
-      groupBy: query.group_by,
-      ...range,
-      // A year of days is 366 rows: the limit bounds the product users, never the days.
-      limit: query.group_by === 'day' ? MAX_USAGE_GROUPS : query.limit,
-    });
-    return {
-      group_by: query.group_by,
-      from: isoDay(range.from),
-      to: isoDay(range.to),
-      data: rows,
-    };
+    const request = usageRequest(query);
+    if (isGwError(request)) return request;
+    return await usageSummary(deps.db, caller.org.id, request);
   },
 });

@@ -1,7 +1,7 @@
 // The day range of a usage query: `from` and `to` as dates (YYYY-MM-DD) or RFC 3339 timestamps
 // at a UTC midnight (the rollups are daily, so a finer bound could not be answered exactly).
 // `to` is exclusive; the range is at most MAX_USAGE_RANGE_DAYS long, inside FIRST_DAY…LAST_DAY.
-import { gwError, type GwError } from '../../errors.js';
+import { gwError, type GwError } from '../errors.js';
 
 export const MAX_USAGE_RANGE_DAYS = 366;
 export const DEFAULT_USAGE_RANGE_DAYS = 30;
@@ -21,6 +21,14 @@ export interface DayRange {
   readonly from: Date;
   readonly to: Date;
 }
+
+/** What a refusal calls the two bounds: the query's parameters, or the CLI's flags. */
+export interface RangeNames {
+  readonly from: string;
+  readonly to: string;
+}
+
+const QUERY_NAMES: RangeNames = { from: 'from', to: 'to' };
 
 function parseDay(name: string, text: string): Date | GwError {
   const timestamp = RFC3339.exec(text);
@@ -54,24 +62,25 @@ export function parseDayRange(
   fromText: string | undefined,
   toText: string | undefined,
   now = new Date(),
+  names: RangeNames = QUERY_NAMES,
 ): DayRange | GwError {
   const to =
     toText === undefined
       ? new Date(Math.floor(now.getTime() / DAY_MS + 1) * DAY_MS)
-      : parseDay('to', toText);
+      : parseDay(names.to, toText);
   if ('code' in to) return to;
   const from =
     fromText === undefined
       ? new Date(to.getTime() - DEFAULT_USAGE_RANGE_DAYS * DAY_MS)
-      : parseDay('from', fromText);
+      : parseDay(names.from, fromText);
   if ('code' in from) return from;
   if (from.getTime() >= to.getTime()) {
-    return gwError('gw_invalid_request', 'from: must be before to');
+    return gwError('gw_invalid_request', `${names.from}: must be before ${names.to}`);
   }
   if (to.getTime() - from.getTime() > MAX_USAGE_RANGE_DAYS * DAY_MS) {
     return gwError(
       'gw_invalid_request',
-      `to: the range may span at most ${MAX_USAGE_RANGE_DAYS} days`,
+      `${names.to}: the range may span at most ${MAX_USAGE_RANGE_DAYS} days`,
     );
   }
   return { from, to };
