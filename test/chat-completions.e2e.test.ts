@@ -350,6 +350,10 @@ describe('request errors', () => {
     );
     expect(response.status).toBe(402);
     expect(response.body.error.code).toBe('gw_reservation_insufficient_balance');
+    // what the hold is and how to make it smaller (decision 489)
+    expect(response.body.error.message).toMatch(
+      /^the organization wallet cannot reserve \d+\.\d{12} USD for this request \(available 0\.000001000000 USD\): the hold is the input and the most output the request allows \(without max_tokens, the model’s whole maximum\); a smaller max_tokens holds less$/,
+    );
     const wallet = await runCliJson<{ balance: string; reserved: string }>(
       ['wallet', 'show', '--org-id', poor.org_id],
       env,

@@ -44,7 +44,9 @@ export function reservationError(
       return gwError(
         'gw_reservation_insufficient_balance',
         `the organization wallet cannot reserve ${money(estimatedCostNano)} for this request ` +
-          `(available ${money(refusal.availableNano)})`,
+          `(available ${money(refusal.availableNano)}): the hold is the input and the most ` +
+          'output the request allows (without max_tokens, the model’s whole maximum); a smaller ' +
+          'max_tokens holds less',
       );
     case 'cap_exceeded': {
       const which = refusal.scope === 'org' ? 'organization' : 'app connection';
