@@ -98,7 +98,7 @@ describe('CLI errors', () => {
     expect(await rows()).toBe(before);
   });
 
-  it('names the flag an amount came in, and says a currency is in capitals (decision 482)', async () => {
+  it('names the flag an amount came in, says a currency is in capitals, refuses two outputs at once (decision 482)', async () => {
     const organizations = async () =>
       (await db.query<{ n: string }>('SELECT count(*) AS n FROM organizations')).rows[0]!.n;
     const before = await organizations();
@@ -110,6 +110,13 @@ describe('CLI errors', () => {
         message:
           '--wallet: must be digits with an optional decimal point, like 25 or 12.50 (no sign, thousands separators, spaces or currency; at most 12 decimals)',
       },
+    });
+    expect(await organizations()).toBe(before);
+    // both outputs at once: refused, not one of them dropped unseen
+    const both = await runCli(['seed', '--json', '--env'], env);
+    expect(both.code).toBe(2);
+    expect(stderrError(both.stderr)).toEqual({
+      error: { code: 'gw_invalid_request', message: '--json and --env: choose one' },
     });
     expect(await organizations()).toBe(before);
     const org = await seed(env);

@@ -11,7 +11,7 @@ import {
 import { modelPolicyAllows } from '../catalog/models.js';
 import { CLI_ACTOR, type CliContext } from './context.js';
 import { cliIo } from './io.js';
-import { amountFlag, parseFlags, printJson } from './output.js';
+import { amountFlag, parseFlags, printJson, UsageError } from './output.js';
 
 export const seedHelp = `gw seed [--json | --env] [--name NAME] [--wallet AMOUNT]
   Creates an organization (wallet funded with AMOUNT, default 100.00), an app, an app
@@ -29,11 +29,13 @@ function shellExports(variables: Readonly<Record<string, string>>): string {
 
 export async function seedCommand(context: CliContext, argv: string[]): Promise<void> {
   const { values } = parseFlags(argv, {
-    json: { type: 'boolean', default: true },
+    // JSON unless --env: both at once is refused, not one of them dropped unseen
+    json: { type: 'boolean', default: false },
     env: { type: 'boolean', default: false },
     name: { type: 'string', default: 'Seeded organization' },
     wallet: { type: 'string', default: '100.00' },
   });
+  if (values.json && values.env) throw new UsageError('--json and --env: choose one');
   const walletNano = amountFlag(values.wallet, 'wallet');
   const { db } = context;
   const orgId = await createOrganization(db, values.name);
