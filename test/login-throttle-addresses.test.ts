@@ -103,6 +103,20 @@ describe('the address the throttles count', () => {
     expect(mailboxOf('ann@ex+ample.com')).toBe('ann@ex+ample.com');
   });
 
+  it("counts Gmail's dotted names and its other domain as the one mailbox (decision 490)", () => {
+    for (const address of [
+      'v.ictim@gmail.com',
+      'vi.c.tim+1@gmail.com',
+      'victim@googlemail.com',
+      'V.Ictim@GMail.com',
+    ]) {
+      expect(mailboxOf(address), address).toBe('victim@gmail.com');
+    }
+    // dots elsewhere are names of their own
+    expect(mailboxOf('v.ictim@example.com')).toBe('v.ictim@example.com');
+    expect(mailboxOf('...@gmail.com')).toBe('...@gmail.com');
+  });
+
   it('is the IPv4 client a translator embeds in 64:ff9b::/96, not one /64 for every IPv4 client (decision 454)', async () => {
     // Behind a stateless translator (SIIT-DC, RFC 7755) an IPv6-only gateway sees each IPv4
     // client as 64:ff9b::a.b.c.d: as a /64, they were all one client, and one guesser's five

@@ -99,13 +99,23 @@ export function throttledClient(address: string): string {
  * The mailbox an address reaches, for counting what is mailed to it: most mail systems deliver
  * `name+tag@host` to `name@host` (subaddressing, RFC 5233), so a tag is not a mailbox of its
  * own — one count per tag would let sign-ups to `victim+1@…`, `victim+2@…` flood one inbox
- * (decision 460). Only the count: the account's address stays as typed.
+ * (decision 460). Gmail also ignores the dots of a name and answers to both its domains:
+ * `v.ictim@googlemail.com` is `victim@gmail.com` (decision 490). Only the count: the account's
+ * address stays as typed.
  */
 export function mailboxOf(email: string): string {
   const at = email.lastIndexOf('@');
+  if (at <= 0) return email;
   const plus = email.indexOf('+');
-  return plus > 0 && plus < at ? `${email.slice(0, plus)}${email.slice(at)}` : email;
+  const name = plus > 0 && plus < at ? email.slice(0, plus) : email.slice(0, at);
+  const host = email.slice(at + 1).toLowerCase();
+  if (!GMAIL_HOSTS.has(host)) return `${name}@${email.slice(at + 1)}`;
+  const undotted = name.replaceAll('.', '');
+  return undotted === '' ? email : `${undotted.toLowerCase()}@gmail.com`;
 }
+
+/** The domains of Gmail's mailboxes, which ignore a name's dots (and its case). */
+const GMAIL_HOSTS = new Set(['gmail.com', 'googlemail.com']);
 
 export class LoginThrottle {
   private readonly limits: ThrottleLimits;
