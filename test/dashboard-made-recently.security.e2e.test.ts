@@ -8,6 +8,7 @@
 // organization's admin gets 404, a demoted member 403 for all but an approval). And an OAuth client whose
 // app is deleted starts no authorization: it is answered as an unknown client (decision 420).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { MadeKind } from '../src/accounts/made-by-account.js';
 import { isolatedContext } from './support/context.js';
 import {
   createMember,
@@ -53,14 +54,7 @@ let alicePersonalOrg: string;
 let aliceId: string;
 
 interface MadeItem {
-  readonly kind:
-    | 'oauth_approval'
-    | 'api_key'
-    | 'service_key'
-    | 'invitation'
-    | 'oauth_client'
-    | 'webhook_endpoint'
-    | 'member';
+  readonly kind: MadeKind;
   readonly id: string;
   readonly org_id: string;
   readonly org_name: string;
