@@ -1,5 +1,6 @@
 // The admin CLI as a new user meets it: errors in the HTTP error shape, management commands
 // that create the product user they name, and `seed --env` for the README's shell steps.
+import { randomUUID } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { promisify } from 'node:util';
@@ -99,10 +100,11 @@ describe('CLI errors', () => {
   });
 
   it('names the flag an amount came in, says a currency is in capitals, refuses two outputs at once (decision 482)', async () => {
-    const organizations = async () =>
-      (await db.query<{ n: string }>('SELECT count(*) AS n FROM organizations')).rows[0]!.n;
-    const before = await organizations();
-    const seeded = await runCli(['seed', '--wallet', '1e3'], env);
+    // the refused seeds' organization, by a name no other test gives (files run at once)
+    const name = `refused seed ${randomUUID()}`;
+    const made = async () =>
+      (await db.query('SELECT 1 FROM organizations WHERE name = $1', [name])).rowCount;
+    const seeded = await runCli(['seed', '--name', name, '--wallet', '1e3'], env);
     expect(seeded.code).toBe(2);
     expect(stderrError(seeded.stderr)).toEqual({
       error: {
@@ -111,14 +113,14 @@ describe('CLI errors', () => {
           '--wallet: must be digits with an optional decimal point, like 25 or 12.50 (no sign, thousands separators, spaces or currency; at most 12 decimals)',
       },
     });
-    expect(await organizations()).toBe(before);
+    expect(await made()).toBe(0);
     // both outputs at once: refused, not one of them dropped unseen
-    const both = await runCli(['seed', '--json', '--env'], env);
+    const both = await runCli(['seed', '--name', name, '--json', '--env'], env);
     expect(both.code).toBe(2);
     expect(stderrError(both.stderr)).toEqual({
       error: { code: 'gw_invalid_request', message: '--json and --env: choose one' },
     });
-    expect(await organizations()).toBe(before);
+    expect(await made()).toBe(0);
     const org = await seed(env);
     const target = ['--scope', 'org', '--org-id', org.org_id];
     for (const [flags, message] of [
