@@ -30,14 +30,16 @@
 import type { DbPool } from '../db/pool.js';
 import { ROLES, type Role } from './users.js';
 
-export type MadeKind =
-  | 'oauth_approval'
-  | 'api_key'
-  | 'service_key'
-  | 'invitation'
-  | 'oauth_client'
-  | 'webhook_endpoint'
-  | 'member';
+export const MADE_KINDS = [
+  'oauth_approval',
+  'api_key',
+  'service_key',
+  'invitation',
+  'oauth_client',
+  'webhook_endpoint',
+  'member',
+] as const;
+export type MadeKind = (typeof MADE_KINDS)[number];
 
 export interface MadeByAccountRow {
   readonly kind: MadeKind;

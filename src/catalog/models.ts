@@ -239,6 +239,23 @@ export function unroutableModel(catalog: Pick<ModelCatalog, 'list'>, modelId: st
   );
 }
 
+/**
+ * The catalogue's model `modelId` names, when a key whose policy is `modelPolicy` may use it;
+ * else the refusal (not routable, with the model meant; or not allowed by the key).
+ */
+export function usableModel(
+  catalog: Pick<ModelCatalog, 'get' | 'list'>,
+  modelPolicy: readonly string[],
+  modelId: string,
+): CatalogModel | GwError {
+  const model = catalog.get(modelId);
+  if (!model) return unroutableModel(catalog, modelId);
+  if (!modelPolicyAllows(modelPolicy, model.id)) {
+    return gwError('gw_model_not_allowed', `this API key may not use model ${model.id}`);
+  }
+  return model;
+}
+
 /** Does a model policy (patterns like 'vendor_b/*' or exact ids) allow this model id? */
 export function modelPolicyAllows(policy: readonly string[], modelId: string): boolean {
   for (const pattern of policy) {

@@ -16,14 +16,13 @@ import {
 } from '../billing/rejections.js';
 import { userAllowancePolicy } from '../billing/user-allowance.js';
 import {
-  modelPolicyAllows,
   estimatedPrompt,
   partRate,
   promptHoldPart,
   type CatalogModel,
   type PromptPart,
   type ModelCatalog,
-  unroutableModel,
+  usableModel,
 } from '../catalog/models.js';
 import { gwError, isGwError, type ErrorCode, type GwError } from '../errors.js';
 import { costNano, SETTLEMENT_CURRENCY, type TokenPrice } from '../money.js';
@@ -154,11 +153,8 @@ export async function admit<Call>(
   input: AdmissionInput<Call>,
 ): Promise<Admission<Call> | GwError> {
   const { identity } = input;
-  const model = services.catalog.get(input.modelId);
-  if (!model) return unroutableModel(services.catalog, input.modelId);
-  if (!modelPolicyAllows(identity.modelPolicy, model.id)) {
-    return gwError('gw_model_not_allowed', `this API key may not use model ${model.id}`);
-  }
+  const model = usableModel(services.catalog, identity.modelPolicy, input.modelId);
+  if (isGwError(model)) return model;
   const outputLimit = outputLimitError(input, model);
   if (outputLimit) return outputLimit;
 

@@ -6,8 +6,8 @@
 // inference request's (decision 351).
 import { z } from 'zod';
 import type { ApiKeyIdentity } from '../auth/api-key-store.js';
-import { modelPolicyAllows, unroutableModel, type ModelCatalog } from '../catalog/models.js';
-import { gwError, isGwError, type GwError } from '../errors.js';
+import { usableModel, type ModelCatalog } from '../catalog/models.js';
+import { isGwError, type GwError } from '../errors.js';
 import type { HttpResponse } from '../http/types.js';
 import { countTokensRequestSchema } from '../inference/messages-request.js';
 import type { TokenCounter } from '../tokens/token-counter.js';
@@ -62,11 +62,8 @@ async function countTokens(
   response: HttpResponse,
 ): Promise<GwError | { input_tokens: number }> {
   response.annotate({ model: modelLabel(parsed.model) });
-  const model = deps.catalog.get(parsed.model);
-  if (!model) return unroutableModel(deps.catalog, parsed.model);
-  if (!modelPolicyAllows(identity.modelPolicy, model.id)) {
-    return gwError('gw_model_not_allowed', `this API key may not use model ${model.id}`);
-  }
+  const model = usableModel(deps.catalog, identity.modelPolicy, parsed.model);
+  if (isGwError(model)) return model;
   const rateRefusal = await takeCountTokensRate(deps, identity, requestId, response);
   if (rateRefusal) return rateRefusal;
   const inputTokens = await deps.tokenCounter.countInput(messagesTexts(parsed), {

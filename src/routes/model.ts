@@ -1,8 +1,8 @@
 // GET /v1/models/{model_id}: one model the calling key may use, as the list shows it (what the
 // vendors' clients call to retrieve a model). A model id holds a '/' (`vendor_b/gpt-4o-mini`):
 // the path takes it percent-encoded, as the clients send it, or as written.
-import { modelPolicyAllows, unroutableModel, type ModelCatalog } from '../catalog/models.js';
-import { gwError } from '../errors.js';
+import { usableModel, type ModelCatalog } from '../catalog/models.js';
+import { isGwError } from '../errors.js';
 import { declareRoute } from './framework/declaration.js';
 import { vendorVersionHeader } from './schemas.js';
 import { modelFormatOf, modelObject, modelObjectSchema } from './models.js';
@@ -19,10 +19,8 @@ export const modelRoute = declareRoute({
   errors: ['gw_unsupported_model', 'gw_model_not_allowed'],
   errorFlavor: modelFormatOf,
   handler({ request, params, caller }, deps: { readonly catalog: ModelCatalog }) {
-    const model = deps.catalog.get(params.model_id);
-    if (!model) return unroutableModel(deps.catalog, params.model_id);
-    if (!modelPolicyAllows(caller.modelPolicy, model.id))
-      return gwError('gw_model_not_allowed', `this API key may not use model ${model.id}`);
+    const model = usableModel(deps.catalog, caller.modelPolicy, params.model_id);
+    if (isGwError(model)) return model;
     return modelObject(model, modelFormatOf(request.headers));
   },
 });

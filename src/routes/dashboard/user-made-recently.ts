@@ -10,7 +10,11 @@
 // declaration, so the two cannot disagree (the revoke itself is that route, checked again
 // there); a member's is removing them.
 import { z } from 'zod';
-import { readMadeByAccount, type MadeByAccountRow } from '../../accounts/made-by-account.js';
+import {
+  MADE_KINDS,
+  readMadeByAccount,
+  type MadeByAccountRow,
+} from '../../accounts/made-by-account.js';
 import { canInvite } from '../../accounts/invitations.js';
 import { canRemoveMember } from '../../accounts/members.js';
 import { roleAtLeast, ROLES } from '../../accounts/users.js';
@@ -77,15 +81,7 @@ function revokeOf(row: MadeByAccountRow): {
 }
 
 const madeItemSchema = z.object({
-  kind: z.enum([
-    'oauth_approval',
-    'api_key',
-    'service_key',
-    'invitation',
-    'oauth_client',
-    'webhook_endpoint',
-    'member',
-  ]),
+  kind: z.enum(MADE_KINDS),
   id: z
     .string()
     .describe(
