@@ -3,6 +3,7 @@
 // hangs (a connection accepted, no answer) ends the wait with a clear reason instead of holding
 // it for ever. The CLI makes one attempt (decision 407); the gateway's boot retries with backoff
 // for a bounded total, then fails (decision 426).
+import pg from 'pg';
 import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 
@@ -37,10 +38,9 @@ export async function reachable<T>(work: Promise<T>, ms: number, service: string
     return await Promise.race([work, late]);
   } catch (error) {
     if (error instanceof DependencyUnavailableError) throw error;
-    const code = (error as { code?: unknown }).code;
-    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && !isTransientRefusal(code)) {
-      throw error;
-    }
+    // Only Postgres' own answer carries a SQLSTATE: a socket's code (EPIPE, EPERM) can look
+    // like one, five capitals, and is the connection failing, not the server refusing us.
+    if (error instanceof pg.DatabaseError && !isTransientRefusal(error.code ?? '')) throw error;
     const reason = (error as Error).message;
     throw new DependencyUnavailableError(`${service} is unreachable: ${reason}`);
   } finally {
