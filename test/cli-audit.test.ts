@@ -175,7 +175,7 @@ describe('gw admin: dashboard users and the seeded organization', () => {
     );
     expect(errorOf(noOrg.stderr)).toEqual({
       code: 'gw_not_found',
-      message: 'no organization with the id "org_nope"',
+      message: 'no organization org_nope',
     });
     expect(await auditRows(org.org_id)).toHaveLength(1);
   });

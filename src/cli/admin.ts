@@ -13,7 +13,7 @@ import {
   type Role,
 } from '../accounts/users.js';
 import { adminSessionsHelp, endSessionsCommand, setPasswordCommand } from './admin-sessions.js';
-import { CLI_ACTOR, type CliContext } from './context.js';
+import { CLI_ACTOR, requireOrganization, type CliContext } from './context.js';
 import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
 import { readPassword } from './password-input.js';
 
@@ -114,15 +114,7 @@ async function addMemberCommand(
   context: CliContext,
   input: { readonly email: string; readonly orgId: string; readonly role: Role },
 ): Promise<void> {
-  const { rows } = await context.db.query('SELECT 1 FROM organizations WHERE id = $1', [
-    input.orgId,
-  ]);
-  if (!rows[0]) {
-    throw new UsageError(
-      `no organization with the id ${JSON.stringify(input.orgId)}`,
-      'gw_not_found',
-    );
-  }
+  await requireOrganization(context, input.orgId);
   try {
     // The operator may make anyone anything: an owner's rights.
     const member = await addMember(
