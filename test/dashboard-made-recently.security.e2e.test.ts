@@ -940,6 +940,20 @@ describe('members the account let in or raised (decision 477)', () => {
     expect(await teamRoles()).toMatchObject({ ray: 'member', sam: 'member', lou: 'viewer' });
   });
 
+  it('a raised role changed away and back by someone else is theirs, not hers: not listed', async () => {
+    ids.quinn = await memberOfTeam('quinn', 'viewer');
+    expect((await changeRole(erin, ids.quinn, 'admin')).status).toBe(200);
+    expect((await members(erin)).map((item) => item.id)).toContain(ids.quinn);
+    expect((await changeRole(frank, ids.quinn, 'member')).status).toBe(200);
+    expect((await changeRole(frank, ids.quinn, 'admin')).status).toBe(200);
+    // Quinn holds the role Erin gave, but Frank gave it last: reviewing Erin's account, it
+    // is not hers to undo; reviewing Frank's, it is his
+    expect((await members(erin)).map((item) => item.id)).not.toContain(ids.quinn);
+    expect(summary((await members(frank)).filter((item) => item.id === ids.quinn))).toEqual([
+      `member ${ids.quinn} ${team.org_id} raised true`,
+    ]);
+  });
+
   it('one who accepted her invitation while already a member (added by the operator) did not join through it', async () => {
     emails.vic = uniqueEmail('review-vic');
     const vic = await createUser(env, emails.vic);

@@ -226,7 +226,7 @@ export async function readMadeByAccount(
              -- who accepted the account's invitation (the membership that acceptance made:
              -- its row and the answer share their transaction's now())
              SELECT e.org_id, i.responded_by AS user_id, 'joined' AS made_as, i.role AS given,
-                    i.responded_at AS at
+                    i.responded_at AS at, NULL::bigint AS entry_id
                FROM entries e
                JOIN org_invitations i
                  ON i.id = e.object_id AND i.org_id = e.org_id AND i.invited_by = $1
@@ -235,10 +235,10 @@ export async function readMadeByAccount(
              UNION ALL
              -- the account's latest change of a member's role in the window, when it raised it
              -- ($4: the roles, highest first)
-             SELECT org_id, user_id, 'raised', given, at FROM (
+             SELECT org_id, user_id, 'raised', given, at, entry_id FROM (
                SELECT DISTINCT ON (e.org_id, e.object_id) e.org_id, e.object_id AS user_id,
                       e.details->>'from' AS from_role, e.details->>'to' AS given,
-                      e.created_at AS at
+                      e.created_at AS at, e.entry_id
                  FROM entries e
                 WHERE e.action = 'member.change_role' AND e.created_at >= $2
                 ORDER BY e.org_id, e.object_id, e.entry_id DESC
@@ -250,8 +250,14 @@ export async function readMadeByAccount(
            JOIN dashboard_users u ON u.id = m.user_id
           WHERE m.user_id <> $1
             AND CASE f.made_as WHEN 'joined' THEN m.created_at = f.at
-                 -- the membership it raised, in the role it gave
-                 ELSE m.role = f.given AND m.created_at <= f.at END
+                 -- the membership it raised, in the role it gave, changed by nobody since
+                 -- (a role changed away and back by someone else is theirs: 477)
+                 ELSE m.role = f.given AND m.created_at <= f.at AND NOT EXISTS (
+                   -- by entry id, not date: a change that waited on the membership's lock
+                   -- is dated before the one it follows (461); migration 071's index
+                   SELECT 1 FROM dashboard_audit_log l
+                    WHERE l.action = 'member.change_role' AND l.org_id = f.org_id
+                      AND l.object_id = f.user_id AND l.id > f.entry_id) END
           ORDER BY r.org_id, m.user_id, f.at DESC
        ) joined_or_raised
         ORDER BY created_at DESC, id DESC
