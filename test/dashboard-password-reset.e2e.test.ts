@@ -397,6 +397,113 @@ async function failedResetMails(): Promise<number> {
   return Number(match?.[1] ?? 0);
 }
 
+describe('the review a reset asks for, in every browser (decision 513)', () => {
+  const REVIEWED = '/dashboard/api/user/made-recently/reviewed';
+  type Review = { password_reset_at: string } | null;
+  const reviewOf = async (client: DashboardClient): Promise<Review> =>
+    (await client.get<{ review_after_reset: Review }>('/auth/session')).body.review_after_reset;
+  const markOf = async (email: string): Promise<Date | null> =>
+    (
+      await db.query<{ review_after_reset_at: Date | null }>(
+        'SELECT review_after_reset_at FROM dashboard_users WHERE email = $1',
+        [email],
+      )
+    ).rows[0]!.review_after_reset_at;
+
+  it('is asked of every sign-in after a reset by link until marked done, and asked again by a newer reset', async () => {
+    await resetThrottles();
+    const email = await newUser('Reviewer');
+    const bystanderEmail = await newUser('Bystander');
+    const bystander = browser();
+    expect((await bystander.login(bystanderEmail, TEST_PASSWORD)).status).toBe(200);
+    expect(await reviewOf(bystander)).toBeNull();
+
+    expect((await confirmReset((await resetLink(email)).token)).status).toBe(200);
+    const { rows } = await db.query<{ created_at: Date }>(
+      `SELECT e.created_at FROM dashboard_audit_log e JOIN dashboard_users u ON u.id = e.user_id
+        WHERE u.email = $1 AND e.action = 'user.password_reset'`,
+      [email],
+    );
+    const resetAt = rows[0]!.created_at.toISOString();
+    // two browsers, neither the one that reset: both are asked, in the sign-in's answer too
+    const laptop = browser();
+    const phone = browser();
+    const signedIn = await laptop.login(email, NEW_PASSWORD);
+    expect(signedIn.body.review_after_reset).toEqual({ password_reset_at: resetAt });
+    expect((await phone.login(email, NEW_PASSWORD)).status).toBe(200);
+    expect(await reviewOf(phone)).toEqual({ password_reset_at: resetAt });
+
+    // another user marking "their" review done with this reset's time changes nothing here
+    const notTheirs = await bystander.post<{ review_after_reset: Review }>(REVIEWED, {
+      password_reset_at: resetAt,
+    });
+    expect(notTheirs.status).toBe(200);
+    expect(notTheirs.body).toEqual({ review_after_reset: null });
+    expect(await reviewOf(phone)).toEqual({ password_reset_at: resetAt });
+
+    // done for an earlier reset than the one asked: still asked
+    const earlier = await laptop.post<{ review_after_reset: Review }>(REVIEWED, {
+      password_reset_at: new Date(Date.parse(resetAt) - 1).toISOString(),
+    });
+    expect(earlier.body).toEqual({ review_after_reset: { password_reset_at: resetAt } });
+
+    // done on the laptop (the time to the millisecond, as the answer gave it): the phone is
+    // no longer asked, nor is a new sign-in
+    const done = await laptop.post<{ review_after_reset: Review }>(REVIEWED, {
+      password_reset_at: resetAt,
+    });
+    expect(done.status).toBe(200);
+    expect(done.body).toEqual({ review_after_reset: null });
+    expect(await markOf(email)).toBeNull();
+    expect(await reviewOf(phone)).toBeNull();
+    expect((await browser().login(email, NEW_PASSWORD)).body.review_after_reset).toBeNull();
+
+    // a newer reset asks again; marking the older one done leaves it asked
+    expect(
+      (await confirmReset((await resetLink(email, 2)).token, 'yet another passphrase, long'))
+        .status,
+    ).toBe(200);
+    const again = browser();
+    const second = await again.login(email, 'yet another passphrase, long');
+    const newer = (second.body.review_after_reset as { password_reset_at: string })
+      .password_reset_at;
+    expect(Date.parse(newer)).toBeGreaterThan(Date.parse(resetAt));
+    const stale = await again.post<{ review_after_reset: Review }>(REVIEWED, {
+      password_reset_at: resetAt,
+    });
+    expect(stale.body).toEqual({ review_after_reset: { password_reset_at: newer } });
+    expect(await markOf(email)).not.toBeNull();
+  });
+
+  it('refuses what it does not take, and answers only a signed-in user with the CSRF token', async () => {
+    await resetThrottles();
+    const email = await newUser('Refused');
+    expect((await confirmReset((await resetLink(email)).token)).status).toBe(200);
+    const client = browser();
+    expect((await client.login(email, NEW_PASSWORD)).status).toBe(200);
+    const asked = await reviewOf(client);
+    expect(asked).not.toBeNull();
+    for (const body of [
+      {},
+      { password_reset_at: 'yesterday' },
+      { password_reset_at: 1_700_000_000_000 },
+      { password_reset_at: asked!.password_reset_at, extra: true },
+    ]) {
+      const refused = await client.post<ErrorBody>(REVIEWED, body);
+      expect(refused.status).toBe(400);
+      expect(refused.body.error.code).toBe('gw_invalid_request');
+    }
+    const noCsrf = await client.post<ErrorBody>(REVIEWED, asked!, { csrf: false });
+    expect(noCsrf.status).toBe(403);
+    const signedOut = await browser().post<ErrorBody>(REVIEWED, asked!, { csrf: false });
+    expect(signedOut.status).toBe(401);
+    expect(signedOut.body.error.code).toBe('gw_session_required');
+    // nothing was marked done
+    expect(await reviewOf(client)).toEqual(asked);
+    expect(await markOf(email)).not.toBeNull();
+  });
+});
+
 describe('without SMTP_URL', () => {
   it('offers no reset: 403 gw_email_disabled, and the page says nothing of e-mail', async () => {
     const email = await newUser('NoMail');

@@ -172,6 +172,18 @@ describe('after a password reset', () => {
     await banner.waitFor();
     expect(await banner.textContent()).toContain('keeps working');
     await screenshot(page, 'made-recently-01-banner');
+    // another browser, which did not reset the password (a new profile: nothing stored), is
+    // asked too (decision 513)
+    const other = await openWindow(browser, { width: 390, height: 844 });
+    await other.page.goto(`${gateway.url}/dashboard/`);
+    await other.page.getByLabel('E-mail').fill(emails.owner);
+    await other.page.getByLabel('Password').fill(NEW_PASSWORD);
+    await other.page.getByRole('button', { name: 'Sign in' }).click();
+    const otherBanner = other.page.getByRole('region', {
+      name: 'Your password was reset: review your account',
+    });
+    await otherBanner.waitFor();
+    await screenshot(other.page, 'made-recently-01b-banner-other-browser');
     await banner.getByRole('button', { name: 'Review what your account made' }).click();
     await page.waitForURL('**/dashboard/account');
 
@@ -249,14 +261,74 @@ describe('after a password reset', () => {
     expect(await listed.filter({ hasText: 'intruder@attacker.example' }).count()).toBe(1);
     await screenshot(page, 'made-recently-05-after-revoke');
 
-    // once read, the banner is not shown again in this browser
+    // once read, the banner is not shown again in this browser, nor in the other one
+    for (const window of [page, other.page]) {
+      await window.goto(`${gateway.url}/dashboard/`);
+      await window.getByRole('heading', { level: 1 }).waitFor();
+      expect(
+        await window
+          .getByRole('region', { name: 'Your password was reset: review your account' })
+          .count(),
+      ).toBe(0);
+    }
+    const { rows: marks } = await db.query(
+      'SELECT review_after_reset_at FROM dashboard_users WHERE email = $1',
+      [emails.owner],
+    );
+    expect(marks).toEqual([{ review_after_reset_at: null }]);
+    await other.close();
+    await close();
+  });
+
+  it('dismissing the banner is remembered by the account, not the browser', async () => {
+    // the colleague's password reset by link, from elsewhere (no browser of this test)
+    const asker = new DashboardClient(gateway.url, gateway.url);
+    const asked = await asker.post(
+      '/auth/password-reset/request',
+      { email: emails.colleague },
+      { csrf: false },
+    );
+    expect(asked.status).toBe(202);
+    const { token } = linkToken((await mail.nth(emails.colleague, 1)).text, 'password_reset_token');
+    const confirmed = await asker.post(
+      '/auth/password-reset/confirm',
+      { token, new_password: NEW_PASSWORD },
+      { csrf: false },
+    );
+    expect(confirmed.status).toBe(200);
+
+    const { page, close } = await openWindow(browser);
     await page.goto(`${gateway.url}/dashboard/`);
-    await page.getByRole('heading', { level: 1 }).waitFor();
+    await page.getByLabel('E-mail').fill(emails.colleague);
+    await page.getByLabel('Password').fill(NEW_PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    const banner = page.getByRole('region', {
+      name: 'Your password was reset: review your account',
+    });
+    await banner.getByRole('button', { name: 'Dismiss' }).click();
+    await banner.waitFor({ state: 'detached' });
+    await expect
+      .poll(async () => {
+        const { rows } = await db.query<{ review_after_reset_at: Date | null }>(
+          'SELECT review_after_reset_at FROM dashboard_users WHERE email = $1',
+          [emails.colleague],
+        );
+        return rows[0]!.review_after_reset_at;
+      })
+      .toBeNull();
+    // a new browser signing in is not asked again
+    const other = await openWindow(browser);
+    await other.page.goto(`${gateway.url}/dashboard/`);
+    await other.page.getByLabel('E-mail').fill(emails.colleague);
+    await other.page.getByLabel('Password').fill(NEW_PASSWORD);
+    await other.page.getByRole('button', { name: 'Sign in' }).click();
+    await other.page.getByRole('heading', { level: 1 }).waitFor();
     expect(
-      await page
+      await other.page
         .getByRole('region', { name: 'Your password was reset: review your account' })
         .count(),
     ).toBe(0);
+    await other.close();
     await close();
   });
 

@@ -215,6 +215,7 @@ const authenticators: Authenticators = {
               memberships: [],
               sessionEpoch: 0,
               emailVerified: true,
+              reviewAfterResetAt: null,
             },
             session: {
               handle: 'h',

@@ -54,7 +54,9 @@ export async function confirmPasswordReset(
     if (epoch === null) return null;
     const { rows } = await client.query<{ personal_org_id: string }>(
       `UPDATE dashboard_users
-          SET email_verified_at = COALESCE(email_verified_at, now()), email_hold_until = NULL
+          SET email_verified_at = COALESCE(email_verified_at, now()), email_hold_until = NULL,
+              -- every browser the account signs in to asks for a review of what it made
+              review_after_reset_at = now()
         WHERE id = $1
         RETURNING personal_org_id`,
       [redeemed.userId],

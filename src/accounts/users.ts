@@ -192,6 +192,8 @@ export interface DashboardUser {
   readonly sessionEpoch: number;
   /** The account proved it receives mail at its address (or the operator made it). */
   readonly emailVerified: boolean;
+  /** Its password was reset by e-mailed link then, and what it made not yet reviewed since. */
+  readonly reviewAfterResetAt: Date | null;
 }
 
 /**
@@ -219,12 +221,14 @@ export async function loadDashboardUser(db: DbPool, userId: string): Promise<Das
     personal_org_id: string;
     session_epoch: number;
     email_verified: boolean;
+    review_after_reset_at: Date | null;
     org_id: string | null;
     name: string | null;
     role: Role | null;
   }>(
     `SELECT u.email, u.personal_org_id, u.session_epoch,
-            u.email_verified_at IS NOT NULL AS email_verified, m.org_id, o.name, m.role
+            u.email_verified_at IS NOT NULL AS email_verified, u.review_after_reset_at,
+            m.org_id, o.name, m.role
        FROM dashboard_users u
        LEFT JOIN org_memberships m ON m.user_id = u.id
        LEFT JOIN organizations o ON o.id = m.org_id
@@ -240,6 +244,7 @@ export async function loadDashboardUser(db: DbPool, userId: string): Promise<Das
     personalOrgId: first.personal_org_id,
     sessionEpoch: first.session_epoch,
     emailVerified: first.email_verified,
+    reviewAfterResetAt: first.review_after_reset_at,
     memberships: rows
       .filter((row) => row.org_id !== null)
       .map((row) => ({

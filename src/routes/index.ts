@@ -75,6 +75,7 @@ import { listInvitationsRoute } from './dashboard/invitations/list.js';
 import { myInvitationsRoute } from './dashboard/invitations/mine.js';
 import { userActivityRoute } from './dashboard/user-activity.js';
 import { userMadeRecentlyRoute } from './dashboard/user-made-recently.js';
+import { userMadeRecentlyReviewedRoute } from './dashboard/user-made-recently-reviewed.js';
 import { revokeInvitationRoute } from './dashboard/invitations/revoke.js';
 import { listMembersRoute } from './dashboard/members/list.js';
 import { removeMemberRoute } from './dashboard/members/remove.js';
@@ -249,6 +250,7 @@ export const routeDeclarations: readonly DeclaredRoute<RouteDeps>[] = [
     auditLogRoute,
     userActivityRoute,
     userMadeRecentlyRoute,
+    userMadeRecentlyReviewedRoute,
     dashboardModelsRoute,
     usageRoute,
     overviewRoute,

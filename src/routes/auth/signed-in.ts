@@ -20,9 +20,21 @@ export const emailPasswordSchema = z.strictObject({
   password: passwordField,
 });
 
+/**
+ * The password reset whose review the account has not read or dismissed yet: the dashboard
+ * shows a banner leading to "made by your account recently" in every browser until then.
+ */
+export const reviewAfterResetSchema = z
+  .object({ password_reset_at: z.string() })
+  .nullable()
+  .describe(
+    "the account's password reset by e-mailed link not yet reviewed (null: nothing to review)",
+  );
+
 export const signedInSchema = z.object({
   user: dashboardUserSchema,
   orgs: z.array(orgSummarySchema),
+  review_after_reset: reviewAfterResetSchema,
 });
 
 /**
@@ -58,5 +70,10 @@ export function signedInView(user: DashboardUser): z.infer<typeof signedInSchema
   return {
     user: dashboardUserView(user),
     orgs: user.memberships.map(({ id, name, role }) => ({ id, name, role })),
+    review_after_reset: reviewAfterResetView(user.reviewAfterResetAt),
   };
+}
+
+export function reviewAfterResetView(at: Date | null): z.infer<typeof reviewAfterResetSchema> {
+  return at === null ? null : { password_reset_at: at.toISOString() };
 }

@@ -670,6 +670,19 @@ export const dashboardRouteSpecs: readonly RouteSpec[] = [
               : random.alnum(12),
           },
   },
+  {
+    method: 'POST',
+    path: '/dashboard/api/user/made-recently/reviewed',
+    auth: 'session',
+    weight: 0.5,
+    // a reset's time (the fuzz account has none: nothing to clear), or not a timestamp
+    body: (_target, random) => ({
+      password_reset_at: random.chance(0.8)
+        ? new Date(Date.now() - random.int(400) * 86_400_000).toISOString()
+        : random.alnum(12),
+    }),
+    fields: [field('password_reset_at', hostileCodes, strings), field('x_unknown', anything)],
+  },
   dashboardWrite(
     'POST',
     '/dashboard/api/user/invitations/{invitation_id}/accept',

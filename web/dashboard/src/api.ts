@@ -28,6 +28,8 @@ export interface SignedIn {
     readonly email_verified: boolean;
   };
   readonly orgs: readonly OrgSummary[];
+  /** A password reset by e-mailed link whose review is not done yet (decision 513). */
+  readonly review_after_reset: { readonly password_reset_at: string } | null;
 }
 export interface Page<Row> {
   readonly data: Row[];

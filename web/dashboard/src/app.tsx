@@ -22,7 +22,7 @@ import {
 import { asApiError } from './hooks.js';
 import { PendingInvitations } from './invitations.js';
 import { landingOrgId, usableReturnPath } from './landing.js';
-import { markReviewAfterReset, ReviewAfterResetBanner } from './made-recently.js';
+import { ReviewAfterResetBanner } from './made-recently.js';
 import { lastUsedOrg, rememberLastUsedOrg } from './last-org.js';
 import { AccountPage } from './pages/account.js';
 import { orgPageOf, orgPages } from './pages/index.js';
@@ -139,11 +139,9 @@ export function App() {
     return (
       <ResetPasswordPage
         token={resetToken}
-        onDone={(email) => {
+        onDone={() => {
           // the reset ended every session of the account, this browser's too if it had one
           setResetToken(null);
-          // what a session made still works: the next sign-in as the account is asked to review it
-          markReviewAfterReset(email);
           forgetCsrfToken();
           navigateToSignIn('sign-in', { comeBack: false });
           settle({ kind: 'signed-out' });

@@ -3,8 +3,8 @@
 // made that still work, and the members it let in or raised, in every organization it is in,
 // each with a revoke button that calls the object's own revoke route (a member's removes them) (GET /dashboard/api/user/made-recently
 // names it, and whether the account's role there allows it). A password reset ends sessions,
-// not these: after one (in this browser), a banner above every page leads here until the list
-// has been read or the banner dismissed.
+// not these: after one by e-mailed link, a banner above every page, in every browser the account
+// signs in to, leads here until the list has been read or the banner dismissed (decision 513).
 import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, type Role, type SignedIn } from './api.js';
@@ -49,38 +49,40 @@ interface MadeRecentlyAnswer {
   readonly truncated: boolean;
 }
 
-/** The account whose password this browser reset, until its review was read (localStorage). */
-const REVIEW_KEY = 'gw:review-after-reset';
+/** Said on the window when a reset's review is marked done here: the banner leaves at once. */
+const RESET_REVIEWED = 'gw:reset-reviewed';
 
-/** After a password reset in this browser: the next sign-in as `email` is shown the banner. */
-export function markReviewAfterReset(email: string): void {
-  try {
-    localStorage.setItem(REVIEW_KEY, email.toLowerCase());
-  } catch {
-    // storage turned off: the account page still has the list
-  }
+/**
+ * Tells gw the review of the reset at `passwordResetAt` is done (decision 513): no browser
+ * the account signs in to shows the banner again, until another reset. Best effort: when it
+ * fails, the banner comes back at the next sign-in, and the list is still on the account page.
+ */
+function markReviewed(passwordResetAt: string): void {
+  window.dispatchEvent(new CustomEvent(RESET_REVIEWED, { detail: passwordResetAt }));
+  api
+    .post('/dashboard/api/user/made-recently/reviewed', { password_reset_at: passwordResetAt })
+    .catch(() => undefined);
 }
 
-function reviewPendingFor(email: string): boolean {
-  try {
-    return localStorage.getItem(REVIEW_KEY) === email.toLowerCase();
-  } catch {
-    return false;
-  }
+/** The reset whose review this session still asks for: null once marked done here. */
+function useReviewPending(session: SignedIn): string | null {
+  const asked = session.review_after_reset?.password_reset_at ?? null;
+  const [reviewed, setReviewed] = useState<string | null>(null);
+  useEffect(() => {
+    const done = (event: Event) => setReviewed((event as CustomEvent<string>).detail);
+    window.addEventListener(RESET_REVIEWED, done);
+    return () => window.removeEventListener(RESET_REVIEWED, done);
+  }, []);
+  return asked !== null && asked !== reviewed ? asked : null;
 }
 
-function clearReviewAfterReset(): void {
-  try {
-    localStorage.removeItem(REVIEW_KEY);
-  } catch {
-    // nothing to clear
-  }
-}
-
-/** Above every page but the account page, after a password reset in this browser. */
+/**
+ * Above every page but the account page, in every browser the account signs in to, after a
+ * password reset by e-mailed link, until the list was read or the banner dismissed.
+ */
 export function ReviewAfterResetBanner(props: { session: SignedIn; onAccountPage: boolean }) {
-  const [pending, setPending] = useState(() => reviewPendingFor(props.session.user.email));
-  if (!pending || props.onAccountPage) return null;
+  const pending = useReviewPending(props.session);
+  if (pending === null || props.onAccountPage) return null;
   return (
     <section class="email-notice card" aria-labelledby="review-after-reset-heading">
       <h2 id="review-after-reset-heading">Your password was reset: review your account</h2>
@@ -94,14 +96,7 @@ export function ReviewAfterResetBanner(props: { session: SignedIn; onAccountPage
         <button type="button" onClick={() => navigate({ page: 'account' })}>
           Review what your account made
         </button>
-        <button
-          type="button"
-          class="secondary"
-          onClick={() => {
-            clearReviewAfterReset();
-            setPending(false);
-          }}
-        >
+        <button type="button" class="secondary" onClick={() => markReviewed(pending)}>
           Dismiss
         </button>
       </div>
@@ -215,7 +210,8 @@ const whoMay = (item: MadeItem): string =>
   item.invited_role === 'owner' || item.member_role === 'owner' ? 'an owner' : 'an admin';
 
 /** The list, on the account page: what this account made in the window that still works. */
-export function MadeRecently() {
+export function MadeRecently(props: { session: SignedIn }) {
+  const pending = useReviewPending(props.session);
   const [days, setDays] = useState<(typeof WINDOWS)[number]>(30);
   // the window's start, fixed when it is chosen (a new one each render would reload forever)
   const [since, setSince] = useState(() => new Date(Date.now() - days * DAY_MS).toISOString());
@@ -224,8 +220,8 @@ export function MadeRecently() {
   );
   const [revoking, setRevoking] = useState<MadeItem | null>(null);
   useEffect(() => {
-    if (list.data) clearReviewAfterReset(); // read: the banner has done its work
-  }, [list.data]);
+    if (list.data && pending !== null) markReviewed(pending); // read: the banner's work is done
+  }, [list.data, pending]);
   const columns: Column<MadeItem>[] = [
     { header: 'Made', cell: (item) => formatTime(item.created_at), class: 'nowrap' },
     {

@@ -17,7 +17,7 @@ export function AccountPage(props: { session: SignedIn; onSignedOutEverywhere():
       <PageHeader title="Your account">
         Signed in as <strong>{props.session.user.email}</strong>.
       </PageHeader>
-      <MadeRecently />
+      <MadeRecently session={props.session} />
       <ChangePassword email={props.session.user.email} />
       <SignOutEverywhere onDone={props.onSignedOutEverywhere} />
       <YourActivity />
