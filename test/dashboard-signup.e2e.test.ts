@@ -84,6 +84,8 @@ describe('sign-up switched on', () => {
         email_verified: false,
       },
       orgs: [{ id: answer.body.user.personal_org_id, name: expect.any(String), role: 'owner' }],
+      // a new account has no password reset to review (decision 513)
+      review_after_reset: null,
     });
     expect(answer.headers.get('set-cookie')).toMatch(
       /^__Host-gw_session=[0-9A-Za-z]{43}; .*HttpOnly.*SameSite=Lax.*Secure/,
