@@ -1005,6 +1005,13 @@ describe('members the account let in or raised (decision 477)', () => {
       member_role: 'member',
       can_revoke: true,
     });
+    // raised, then "changed" to the role she gave: the latest change is no raise on its own
+    ids.xena = await memberOfTeam('xena', 'viewer');
+    expect((await changeRole(erin, ids.xena, 'admin')).status).toBe(200);
+    expect((await changeRole(erin, ids.xena, 'admin')).status).toBe(200);
+    expect(summary((await members(erin)).filter((item) => item.id === ids.xena))).toEqual([
+      `member ${ids.xena} ${team.org_id} raised true`,
+    ]);
     // lowered all the way back to where she found it: no raise left
     expect((await changeRole(erin, ids.quinn, 'viewer')).status).toBe(200);
     expect((await members(erin)).map((item) => item.id)).not.toContain(ids.quinn);
