@@ -6,6 +6,7 @@ import { chatCompletionTexts } from '../src/tokens/request-texts.js';
 import { isolatedContext } from './support/context.js';
 import { bearer, getJson, postJson, postSse, type ErrorBody } from './support/http.js';
 import {
+  createApiKey,
   runCliJson,
   seed,
   metricsUrl,
@@ -334,6 +335,47 @@ describe('request errors', () => {
     );
     expect(unknown.body.error.message).toBe(
       'model no-such-model is not routable; see GET /v1/models',
+    );
+  });
+
+  it('names only a model the key may use: one outside its policy is not told (decision 491)', async () => {
+    const messages = [{ role: 'user', content: 'hi' }];
+    const plain = 'model gpt-4o-mini is not routable; see GET /v1/models';
+    // A key for vendor_a's models: GET /v1/models does not list vendor_b/gpt-4o-mini to it.
+    const narrow = await createApiKey(env, org.app_connection_id, 'vendor_a/*');
+    const listed = await getJson<{ data: { id: string }[] }>(
+      `${gateway.url}/v1/models`,
+      bearer(narrow.key),
+    );
+    expect(listed.body.data.map((model) => model.id)).not.toContain('vendor_b/gpt-4o-mini');
+    const chat = await postJson<ErrorBody>(
+      `${gateway.url}/v1/chat/completions`,
+      { model: 'gpt-4o-mini', messages },
+      bearer(narrow.key),
+    );
+    expect(chat.status).toBe(404);
+    expect(chat.body.error).toEqual({ code: 'gw_unsupported_model', message: plain });
+    const count = await postJson<ErrorBody>(
+      `${gateway.url}/v1/messages/count_tokens`,
+      { model: 'gpt-4o-mini', messages },
+      bearer(narrow.key),
+    );
+    expect(count.status).toBe(404);
+    expect(count.body.error.message).toBe(plain);
+    const one = await getJson<ErrorBody>(
+      `${gateway.url}/v1/models/gpt-4o-mini`,
+      bearer(narrow.key),
+    );
+    expect(one.status).toBe(404);
+    expect(one.body.error.message).toBe(plain);
+    // The model it may use is still named.
+    const own = await postJson<ErrorBody>(
+      `${gateway.url}/v1/chat/completions`,
+      { model: 'claude-haiku-4-5', messages },
+      bearer(narrow.key),
+    );
+    expect(own.body.error.message).toBe(
+      'model claude-haiku-4-5 is not routable: model ids name their vendor, did you mean vendor_a/claude-haiku-4-5? (see GET /v1/models)',
     );
   });
 

@@ -244,6 +244,59 @@ describe('gw credentials', () => {
   });
 });
 
+describe('previous master keys as an operator writes them (decision 492)', () => {
+  it('reads a list with spaces after its commas, and refuses an entry under the current id or an id no key can have', async () => {
+    const other = await seed(env);
+    await runCliJson(
+      [
+        'credentials',
+        'add',
+        '--org-id',
+        other.org_id,
+        '--provider',
+        'vendor_b',
+        '--name',
+        's',
+        '--secret-stdin',
+      ],
+      env,
+      { stdin: 'mock-spaced-key-7' },
+    );
+    const newKey = Buffer.alloc(32, 13).toString('base64');
+    const spare = Buffer.alloc(32, 14).toString('base64');
+    const rotated = (previous: string): Record<string, string> => ({
+      ...env,
+      CREDENTIALS_MASTER_KEY: newKey,
+      CREDENTIALS_MASTER_KEY_ID: 'test-k3',
+      CREDENTIALS_PREVIOUS_KEYS: previous,
+    });
+    // `k0:…, test-k1:…`: the key after the space is test-k1's, the one the credential is under.
+    const rewrap = await runCli(
+      ['credentials', 'rewrap', '--org-id', other.org_id],
+      rotated(`spare:${spare}, test-k1:${TEST_MASTER_KEY}`),
+    );
+    expect(rewrap.stderr).toBe('');
+    expect(JSON.parse(rewrap.stdout)).toMatchObject({ rewrapped: 1, current_key_id: 'test-k3' });
+    // Another key under the current id, or under an id no sealed value can name, is refused at
+    // once (466), naming the variable, never the key: a space no longer hides either.
+    for (const previous of [`spare:${spare}, test-k3:${TEST_MASTER_KEY}`, `old key:${spare}`]) {
+      const refused = await runCli(['wallet', 'show', '--org-id', other.org_id], rotated(previous));
+      expect(refused.code, previous).toBe(2);
+      const error = (JSON.parse(refused.stderr) as { error: { code: string; message: string } })
+        .error;
+      expect(error.code, previous).toBe('gw_invalid_config');
+      expect(error.message, previous).toContain('CREDENTIALS_PREVIOUS_KEYS: ');
+      expect(error.message).not.toContain(spare);
+      expect(error.message).not.toContain(TEST_MASTER_KEY);
+    }
+    // Put the test key back for the other tests of this run.
+    await runCliJson(['credentials', 'rewrap', '--org-id', other.org_id], {
+      ...env,
+      CREDENTIALS_PREVIOUS_KEYS: `test-k3:${newKey}`,
+    });
+  });
+});
+
 describe('gw credentials warnings', () => {
   it('add and update print the warnings of the policy they wrote, in the dashboard API’s answer shape', async () => {
     const owner = await seed(env);

@@ -993,6 +993,46 @@ describe('members the account let in or raised (decision 477)', () => {
       `member ${ids.uma} ${team.org_id} joined true`,
     ]);
   });
+
+  it('a raise the account lowered only part of the way back is still its raise (decision 493)', async () => {
+    // viewer → admin → member: the last change is a lowering, the two together a raise
+    ids.quill = await memberOfTeam('quill', 'viewer');
+    expect((await changeRole(erin, ids.quill, 'admin')).status).toBe(200);
+    expect((await changeRole(erin, ids.quill, 'member')).status).toBe(200);
+    expect((await members(erin)).find((item) => item.id === ids.quill)).toMatchObject({
+      made_as: 'raised',
+      given_role: 'member',
+      member_role: 'member',
+      can_revoke: true,
+    });
+    // raised, then "changed" to the role she gave: the latest change is no raise on its own
+    ids.xena = await memberOfTeam('xena', 'viewer');
+    expect((await changeRole(erin, ids.xena, 'admin')).status).toBe(200);
+    expect((await changeRole(erin, ids.xena, 'admin')).status).toBe(200);
+    expect(summary((await members(erin)).filter((item) => item.id === ids.xena))).toEqual([
+      `member ${ids.xena} ${team.org_id} raised true`,
+    ]);
+    // lowered all the way back to where she found it: no raise left
+    expect((await changeRole(erin, ids.quill, 'viewer')).status).toBe(200);
+    expect((await members(erin)).map((item) => item.id)).not.toContain(ids.quill);
+    // Only her changes of the membership there is now count: Wes, raised by her, removed and
+    // let in again as an admin by the operator, then "changed" by her to admin: no raise of
+    // hers on this membership.
+    ids.wes = await memberOfTeam('wes', 'viewer');
+    expect((await changeRole(erin, ids.wes, 'admin')).status).toBe(200);
+    const removed = await frank.request(
+      'DELETE',
+      `/dashboard/api/orgs/${team.org_id}/members/${ids.wes}`,
+    );
+    expect(removed.status).toBe(200);
+    const added = await runCli(
+      ['admin', 'add-member', '--email', emails.wes!, '--org-id', team.org_id, '--role', 'admin'],
+      env,
+    );
+    expect(added.code).toBe(0);
+    expect((await changeRole(erin, ids.wes, 'admin')).status).toBe(200);
+    expect((await members(erin)).map((item) => item.id)).not.toContain(ids.wes);
+  });
 });
 
 describe('an OAuth client whose app is deleted', () => {

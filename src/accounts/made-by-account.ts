@@ -233,17 +233,26 @@ export async function readMadeByAccount(
               WHERE e.action = 'invitation.create' AND i.status = 'accepted'
                 AND i.responded_at >= $2
              UNION ALL
-             -- the account's latest change of a member's role in the window, when it raised it
-             -- ($4: the roles, highest first)
+             -- the account's latest change of a member's role in the window, when it raised it,
+             -- or when the role it gave is above the one the account's first change of the
+             -- membership there is now found (raised, then lowered part of the way back or
+             -- "changed" to the same role, is still raised: 493) ($4: the roles, highest first)
              SELECT org_id, user_id, 'raised', given, at, entry_id FROM (
                SELECT DISTINCT ON (e.org_id, e.object_id) e.org_id, e.object_id AS user_id,
-                      e.details->>'from' AS from_role, e.details->>'to' AS given,
-                      e.created_at AS at, e.entry_id
+                      e.details->>'from' AS from_role,
+                      first_value(e.details->>'from')
+                        OVER (PARTITION BY e.org_id, e.object_id ORDER BY e.entry_id)
+                        AS first_from_role,
+                      e.details->>'to' AS given, e.created_at AS at, e.entry_id
                  FROM entries e
+                 JOIN org_memberships now_member
+                   ON now_member.org_id = e.org_id AND now_member.user_id = e.object_id
                 WHERE e.action = 'member.change_role' AND e.created_at >= $2
+                  AND e.created_at >= now_member.created_at
                 ORDER BY e.org_id, e.object_id, e.entry_id DESC
              ) latest
               WHERE array_position($4::text[], given) < array_position($4::text[], from_role)
+                 OR array_position($4::text[], given) < array_position($4::text[], first_from_role)
            ) f
            JOIN reach r ON r.org_id = f.org_id
            JOIN org_memberships m ON m.org_id = f.org_id AND m.user_id = f.user_id

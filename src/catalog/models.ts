@@ -225,12 +225,22 @@ export function tokenRates(
 
 /**
  * The answer for a model id the catalogue does not route. An id without its vendor
- * (`gpt-4o-mini`) that one routable model ends with is told that model (decision 468).
+ * (`gpt-4o-mini`) that exactly one model the key may use ends with is told that model (decision
+ * 468); models outside the key's policy are never named, as GET /v1/models does not list them
+ * to it (decision 491).
  */
-export function unroutableModel(catalog: Pick<ModelCatalog, 'list'>, modelId: string): GwError {
+export function unroutableModel(
+  catalog: Pick<ModelCatalog, 'list'>,
+  modelPolicy: readonly string[],
+  modelId: string,
+): GwError {
   const meant = modelId.includes('/')
     ? []
-    : catalog.list().filter((model) => model.id.endsWith(`/${modelId}`));
+    : catalog
+        .list()
+        .filter(
+          (model) => model.id.endsWith(`/${modelId}`) && modelPolicyAllows(modelPolicy, model.id),
+        );
   return gwError(
     'gw_unsupported_model',
     meant.length === 1
@@ -249,7 +259,7 @@ export function usableModel(
   modelId: string,
 ): CatalogModel | GwError {
   const model = catalog.get(modelId);
-  if (!model) return unroutableModel(catalog, modelId);
+  if (!model) return unroutableModel(catalog, modelPolicy, modelId);
   if (!modelPolicyAllows(modelPolicy, model.id)) {
     return gwError('gw_model_not_allowed', `this API key may not use model ${model.id}`);
   }

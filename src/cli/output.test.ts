@@ -30,13 +30,26 @@ describe('parseFlags', () => {
     expect(values).toEqual({ 'client-id': 'c', 'grace-seconds': '0' });
   });
 
-  it('refuses an argument that is not a flag, naming it', () => {
+  it("refuses an argument that is not a flag, naming a usage line's brackets copied with it", () => {
     for (const argv of [
       ['--client-id', 'c', '[--grace-seconds', '0]'],
-      ['--client-id', 'c', '0'],
+      ['--client-id', 'c', '0]'],
     ]) {
       expect(refusalOf(argv)).toContain(`unexpected argument "${argv[2]}"`);
     }
+  });
+
+  it('never repeats any other stray word: it may be a secret given to a flag that takes none (decision 494)', () => {
+    const secret = 'sk-live-0123456789abcdef';
+    expect(refusalOf(['--client-id', 'c', '--json', secret])).toBe(
+      'unexpected argument after --json, which takes no value: this command takes only --flags (see gw --help; [ ] in a usage line marks an optional flag, not text to type)',
+    );
+    expect(refusalOf(['--client-id', 'c', secret])).toBe(
+      "unexpected argument after --client-id's value: this command takes only --flags (see gw --help; [ ] in a usage line marks an optional flag, not text to type)",
+    );
+    expect(refusalOf([secret, '--client-id', 'c'])).toBe(
+      'unexpected argument before the flags: this command takes only --flags (see gw --help; [ ] in a usage line marks an optional flag, not text to type)',
+    );
   });
 
   it('refuses a one-value flag given twice, in either form, whichever the values', () => {

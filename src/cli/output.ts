@@ -74,13 +74,36 @@ export function parseFlags<Options extends NonNullable<ParseArgsConfig['options'
   if (repeated !== undefined) {
     throw new UsageError(`--${repeated} is given twice: give it once, with the value you mean`);
   }
-  const [stray] = parsed.positionals;
-  if (stray !== undefined) {
+  const stray = parsed.tokens.findIndex((token) => token.kind === 'positional');
+  if (stray !== -1) {
     throw new UsageError(
-      `unexpected argument ${JSON.stringify(stray.slice(0, 64))}: this command takes only --flags (see gw --help; [ ] in a usage line marks an optional flag, not text to type)`,
+      `unexpected argument ${strayWord(parsed.tokens, stray, options)}: this command takes only --flags (see gw --help; [ ] in a usage line marks an optional flag, not text to type)`,
     );
   }
   return parsed;
+}
+
+type FlagToken = { readonly kind: string; readonly name?: string; readonly value?: string };
+
+/**
+ * Where the stray word `tokens[stray]` stands: a usage line's brackets copied with it are named
+ * (`"[--grace-seconds"`, `"0]"`); any other word is never repeated, as it may be a secret given
+ * to a flag that takes none (`--secret-stdin sk-…`), so the flag before it is named instead
+ * (decision 494).
+ */
+function strayWord(
+  tokens: readonly FlagToken[],
+  stray: number,
+  options: NonNullable<ParseArgsConfig['options']>,
+): string {
+  const word = tokens[stray]!.value ?? '';
+  if (word.startsWith('[') || word.endsWith(']')) return JSON.stringify(word.slice(0, 64));
+  const before = tokens[stray - 1];
+  if (before === undefined) return 'before the flags';
+  if (before.kind !== 'option' || before.name === undefined) return 'after --';
+  return options[before.name]?.type === 'boolean'
+    ? `after --${before.name}, which takes no value`
+    : `after --${before.name}'s value`;
 }
 
 /**

@@ -43,11 +43,20 @@ export function parseMasterKeys(
     keys.set(id, key);
   };
   decode(currentId, current);
-  for (const entry of (previous ?? '').split(',').filter(Boolean)) {
+  // `k1:…, k0:…` as an operator may write it: the spaces are not the id's (decision 492).
+  for (const entry of (previous ?? '').split(',').map((text) => text.trim())) {
+    if (entry === '') continue;
     const separator = entry.indexOf(':');
     if (separator <= 0)
       throw new SecretBoxError('previous master keys must look like id:base64key');
-    decode(entry.slice(0, separator), entry.slice(separator + 1));
+    const id = entry.slice(0, separator).trim();
+    // An id no key is sealed under (CREDENTIALS_MASTER_KEY_ID's form) opens nothing.
+    if (!KEY_ID_FORM.test(id)) {
+      throw new SecretBoxError(
+        'a previous master key id is 1 to 32 letters, digits, _ . or - (as CREDENTIALS_MASTER_KEY_ID)',
+      );
+    }
+    decode(id, entry.slice(separator + 1));
   }
   return new SecretBox(currentId, keys);
 }
