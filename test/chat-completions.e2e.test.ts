@@ -379,6 +379,41 @@ describe('request errors', () => {
     );
   });
 
+  it('on /v1/messages names a chat-only model meant with the route that serves it; a long id is cut in the message', async () => {
+    const messages = [{ role: 'user', content: 'hi' }];
+    const onMessages = await postJson<ErrorBody>(
+      `${gateway.url}/v1/messages`,
+      { model: 'gpt-4o-mini', max_tokens: 16, messages },
+      { 'x-api-key': org.api_key, 'anthropic-version': '2023-06-01' },
+    );
+    expect(onMessages.status).toBe(404);
+    expect(onMessages.body.error).toMatchObject({
+      message:
+        'model gpt-4o-mini is not routable: model ids name their vendor, did you mean vendor_b/gpt-4o-mini (served on /v1/chat/completions)? (see GET /v1/models)',
+    });
+    // a model the route serves is named as on the other routes
+    const served = await postJson<ErrorBody>(
+      `${gateway.url}/v1/messages`,
+      { model: 'claude-haiku-4-5', max_tokens: 16, messages },
+      { 'x-api-key': org.api_key, 'anthropic-version': '2023-06-01' },
+    );
+    expect(served.body.error).toMatchObject({
+      message:
+        'model claude-haiku-4-5 is not routable: model ids name their vendor, did you mean vendor_a/claude-haiku-4-5? (see GET /v1/models)',
+    });
+    // an id of 100,000 characters is not written back whole: its first 100, then an ellipsis
+    const long = `vendor_b/${'x'.repeat(100_000)}`;
+    const refused = await postJson<ErrorBody>(
+      `${gateway.url}/v1/chat/completions`,
+      { model: long, messages },
+      bearer(org.api_key),
+    );
+    expect(refused.status).toBe(404);
+    expect(refused.body.error.message).toBe(
+      `model ${long.slice(0, 100)}… is not routable; see GET /v1/models`,
+    );
+  });
+
   it('answers 402 when the wallet cannot reserve, and changes nothing', async () => {
     const poor = await seed(env, ['--wallet', '0.000001']);
     const response = await postJson<{ error: { code: string; message: string } }>(

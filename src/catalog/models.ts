@@ -223,16 +223,34 @@ export function tokenRates(
   };
 }
 
+/** Where a refusal is answered, when only some models are served there (/v1/messages). */
+export interface ModelRoute {
+  serves(model: CatalogModel): boolean;
+  /** Said of a model meant that is served elsewhere: `served on /v1/chat/completions`. */
+  readonly elsewhere: string;
+}
+
+/** A model id as a message writes it back: its first 100 characters, then an ellipsis. */
+const SHOWN_MODEL_ID_CHARS = 100;
+function shownModelId(modelId: string): string {
+  const chars = Array.from(modelId.slice(0, SHOWN_MODEL_ID_CHARS * 2));
+  return chars.length > SHOWN_MODEL_ID_CHARS || modelId.length > SHOWN_MODEL_ID_CHARS * 2
+    ? `${chars.slice(0, SHOWN_MODEL_ID_CHARS).join('')}…`
+    : modelId;
+}
+
 /**
  * The answer for a model id the catalogue does not route. An id without its vendor
  * (`gpt-4o-mini`) that exactly one model the key may use ends with is told that model (decision
  * 468); models outside the key's policy are never named, as GET /v1/models does not list them
- * to it (decision 491).
+ * to it (decision 491); on a route that serves only some models, one served elsewhere is said
+ * to be. The id is written back cut to its first 100 characters.
  */
 export function unroutableModel(
   catalog: Pick<ModelCatalog, 'list'>,
   modelPolicy: readonly string[],
   modelId: string,
+  route?: ModelRoute,
 ): GwError {
   const meant = modelId.includes('/')
     ? []
@@ -241,11 +259,15 @@ export function unroutableModel(
         .filter(
           (model) => model.id.endsWith(`/${modelId}`) && modelPolicyAllows(modelPolicy, model.id),
         );
+  const shown = shownModelId(modelId);
+  if (meant.length !== 1) {
+    return gwError('gw_unsupported_model', `model ${shown} is not routable; see GET /v1/models`);
+  }
+  const model = meant[0]!;
+  const where = route && !route.serves(model) ? ` (${route.elsewhere})` : '';
   return gwError(
     'gw_unsupported_model',
-    meant.length === 1
-      ? `model ${modelId} is not routable: model ids name their vendor, did you mean ${meant[0]!.id}? (see GET /v1/models)`
-      : `model ${modelId} is not routable; see GET /v1/models`,
+    `model ${shown} is not routable: model ids name their vendor, did you mean ${model.id}${where}? (see GET /v1/models)`,
   );
 }
 

@@ -14,7 +14,7 @@ import {
 import { PROXY_ERRORS, type ProxyDeps } from '../inference/proxy.js';
 import { relayAdmission } from '../inference/proxy-http.js';
 import { messagesRateLimitHeaders } from '../inference/rate-limit-headers.js';
-import type { CatalogModel } from '../catalog/models.js';
+import { unroutableModel, type CatalogModel } from '../catalog/models.js';
 import { stripAttributionFields } from '../product-users/attribution.js';
 import { messagesTexts } from '../tokens/request-texts.js';
 import { declareRoute } from './framework/declaration.js';
@@ -67,9 +67,13 @@ async function handleMessages(
   const body: Record<string, unknown> = parsed;
   response.annotate({ model: modelLabel(parsed.model) });
   const model = deps.services.catalog.get(parsed.model);
-  if (model && !model.provider.protocol.messages) {
-    return unsupportedOnMessages(model.id);
+  if (!model) {
+    return unroutableModel(deps.services.catalog, identity.modelPolicy, parsed.model, {
+      serves: (meant) => meant.provider.protocol.messages !== undefined,
+      elsewhere: 'served on /v1/chat/completions',
+    });
   }
+  if (!model.provider.protocol.messages) return unsupportedOnMessages(model.id);
   // The messages protocol's own user field (metadata.user_id) attributes like `user` does.
   const userId = parsed.metadata?.user_id;
   const stream = parsed.stream === true;
@@ -79,13 +83,10 @@ async function handleMessages(
     return gwError('gw_invalid_request', `${VENDOR_VERSION_HEADER}: must be printable ASCII`);
   }
   // Options billed beyond the catalogue's rates are refused; server tools billed beyond tokens:
-  // web searches are held for and charged, others refused. (An unknown model is refused by
-  // admission, with its own error.)
-  const optionRefusal = model ? messagesOptionRefusal(body) : undefined;
+  // web searches are held for and charged, others refused.
+  const optionRefusal = messagesOptionRefusal(body);
   if (optionRefusal) return gwError('gw_invalid_request', optionRefusal);
-  const toolCosts = model
-    ? serverToolCosts(parsed.tools, model.provider.webSearchPrice !== null)
-    : { webSearches: 0 };
+  const toolCosts = serverToolCosts(parsed.tools, model.provider.webSearchPrice !== null);
   if ('refusal' in toolCosts) return gwError('gw_invalid_request', toolCosts.refusal);
   const admission = await admit(deps.services, {
     identity,
