@@ -8,6 +8,7 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY bench ./bench
 COPY web ./web
+COPY scripts/forget-incomplete-build.mjs ./scripts/
 RUN npm run build
 
 # Runtime stage: production dependencies, compiled code, SQL migrations and Lua scripts.
