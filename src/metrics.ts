@@ -220,7 +220,7 @@ export class GatewayMetrics {
     if (webhookDeliveriesDue) {
       this.sharedCountGauge(
         'gw_webhook_deliveries_due',
-        'Webhook deliveries whose attempt is due and not yet made (every instance’s; the backlog)',
+        'Enabled webhook endpoints’ deliveries whose attempt is due and not yet made (every instance’s; the backlog)',
         webhookDeliveriesDue,
       );
     }

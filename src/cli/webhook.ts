@@ -1,7 +1,12 @@
 // gw webhook add|list|enable|disable|delete|rotate-secret|test|redeliver|deliveries: an
 // organization's webhook endpoints, through the same service as the dashboard API
 // (src/webhooks/endpoints.ts), audited as done from the command line.
-import { listDeliveries, redeliver, sendTestEvent } from '../webhooks/delivery-log.js';
+import {
+  deliveriesQuery,
+  listDeliveries,
+  redeliver,
+  sendTestEvent,
+} from '../webhooks/delivery-log.js';
 import {
   createEndpoint,
   DEFAULT_ROTATION_GRACE_S,
@@ -45,7 +50,9 @@ gw webhook rotate-secret --id W [--grace-seconds 0..${MAX_ROTATION_GRACE_S}]
   and secrets retired before it until their own grace ends (at most ${MAX_RETIRING_SECRETS}; 0 stops them all).
 gw webhook test --id W                          sends a webhook.test event
 gw webhook redeliver --id W (--message-id M | --since RFC3339)
-gw webhook deliveries --id W [--limit N]        the delivery log, newest first`;
+gw webhook deliveries --id W [--limit N] [--cursor C] [--status pending|delivered|failed]
+  The delivery log, newest first, --limit a page (default 50, at most 200); the next page with
+  --cursor set to the answer's next_cursor (null: no more).`;
 
 export async function webhookCommand(context: CliContext, argv: string[]): Promise<void> {
   const [action, ...rest] = argv;
@@ -58,7 +65,9 @@ export async function webhookCommand(context: CliContext, argv: string[]): Promi
     'grace-seconds': { type: 'string' },
     'message-id': { type: 'string' },
     since: { type: 'string' },
-    limit: { type: 'string', default: '20' },
+    limit: { type: 'string' },
+    cursor: { type: 'string' },
+    status: { type: 'string' },
   });
   const { db } = context;
   const settings = webhookSettings(context);
@@ -144,11 +153,14 @@ export async function webhookCommand(context: CliContext, argv: string[]): Promi
       return;
     }
     case 'deliveries': {
-      const limit = Number(values.limit);
-      if (!Number.isInteger(limit) || limit < 1 || limit > 200) {
-        throw new UsageError('--limit must be a whole number from 1 to 200');
-      }
-      printJson(orUsageError(await listDeliveries(db, orgId, id, { limit, before: null })));
+      // The dashboard route's query, by its rules (a refusal names the flag: decision 488).
+      const query = deliveriesQuery.parse({
+        limit: values.limit,
+        cursor: values.cursor,
+        status: values.status,
+      });
+      const filter = { limit: query.limit, before: query.cursor ?? null, state: query.status };
+      printJson(orUsageError(await listDeliveries(db, orgId, id, filter)));
       return;
     }
     default:

@@ -282,9 +282,14 @@ export async function updateEndpoint(
       ],
     );
     if (enabling) {
-      // A fresh start: the days it failed before being disabled do not count again.
+      // A fresh start: the days it failed before being disabled do not count again, and what
+      // waited goes now, each message from the start of its schedule (decision 503): left as
+      // it was, a message of a receiver down for days waited up to 12 h more for its next step.
       await client.query(
-        'UPDATE webhook_endpoint_states SET failing_since = NULL WHERE endpoint_id = $1',
+        `WITH state AS (
+           UPDATE webhook_endpoint_states SET failing_since = NULL WHERE endpoint_id = $1)
+         UPDATE webhook_deliveries SET next_attempt_at = now(), retry_step = 0
+          WHERE endpoint_id = $1 AND state = 'pending'`,
         [endpointId],
       );
     }
