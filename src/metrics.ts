@@ -122,7 +122,7 @@ export class GatewayMetrics {
 
   readonly webhookAttempts = this.counter(
     'gw_webhook_attempts_total',
-    'Webhook delivery attempts of this instance: delivered (2xx), refused (another status), no_answer (timeout, network, refused address)',
+    'Webhook delivery attempts of this instance: delivered (2xx), refused (another status), no_answer (timeout, network, refused address), not_sent (this instance cannot sign it: its master key)',
     ['outcome'],
   );
 
