@@ -494,6 +494,26 @@ describe('redelivery', () => {
     expect(unknown).toContain('gw_not_found');
   });
 
+  it('the CLI takes the redelivery time as the dashboard API does: RFC 3339, and nothing else', async () => {
+    const endpoint = await addEndpoint('/since');
+    for (const since of ['0', '2026', '2026-05-01', 'May 1, 2026', '0000-01-01T00:00:00+23:59']) {
+      const refused = await runCli(
+        ['webhook', 'redeliver', '--id', endpoint.id, '--since', since],
+        env,
+      );
+      expect(refused.code).toBe(2);
+      const { error } = JSON.parse(refused.stderr) as { error: { code: string; message: string } };
+      expect(error.code).toBe('gw_invalid_request');
+      expect(error.message).toMatch(/^--since: /);
+    }
+    expect(
+      await runCliJson(
+        ['webhook', 'redeliver', '--id', endpoint.id, '--since', '2026-05-01T00:00:00+02:00'],
+        env,
+      ),
+    ).toEqual({ redelivered: 0 });
+  });
+
   it('the CLI pages the delivery log and filters it by status, as the dashboard API does', async () => {
     const endpoint = await addEndpoint('/log-pages');
     let failing = '';

@@ -25,7 +25,9 @@ import {
   checkTargetUrl,
   type TargetPolicy,
 } from '../webhooks/target-policy.js';
+import { z } from 'zod';
 import { isGwError } from '../errors.js';
+import { timestamp } from '../routes/product-users/lookup.js';
 import { CLI_ACTOR, type CliContext } from './context.js';
 import {
   cliMasterKeys,
@@ -49,7 +51,7 @@ gw webhook rotate-secret --id W [--grace-seconds 0..${MAX_ROTATION_GRACE_S}]
   A new secret (printed once); the old one also signs for the grace period (default ${DEFAULT_ROTATION_GRACE_S}),
   and secrets retired before it until their own grace ends (at most ${MAX_RETIRING_SECRETS}; 0 stops them all).
 gw webhook test --id W                          sends a webhook.test event
-gw webhook redeliver --id W (--message-id M | --since RFC3339)
+gw webhook redeliver --id W (--message-id M | --since RFC3339)   e.g. 2026-05-01T00:00:00Z
 gw webhook deliveries --id W [--limit N] [--cursor C] [--status pending|delivered|failed]
   The delivery log, newest first, --limit a page (default 50, at most 200); the next page with
   --cursor set to the answer's next_cursor (null: no more).`;
@@ -135,10 +137,12 @@ export async function webhookCommand(context: CliContext, argv: string[]): Promi
       if ((messageId === undefined) === (since === undefined)) {
         throw new UsageError('give either --message-id or --since');
       }
-      const sinceDate = since === undefined ? undefined : new Date(since);
-      if (sinceDate && Number.isNaN(sinceDate.getTime())) {
-        throw new UsageError('--since must be an RFC 3339 timestamp');
-      }
+      // The dashboard route's rule (RFC 3339 with an offset, years 0001–9999; decision 507):
+      // `new Date` took "0" as the year 2000 and "2026" as its first instant.
+      const sinceDate =
+        since === undefined
+          ? undefined
+          : new Date(z.object({ since: timestamp }).parse({ since }).since);
       printJson(
         orUsageError(
           await redeliver(
