@@ -494,6 +494,23 @@ describe('redelivery', () => {
     expect(unknown).toContain('gw_not_found');
   });
 
+  it('the CLI answers an organization id that names none gw_not_found, adding nothing', async () => {
+    for (const args of [
+      ['add', '--org-id', 'org_nosuchorganization', '--url', receiver.endpoint('/nowhere')],
+      ['list', '--org-id', 'org_nosuchorganization'],
+    ]) {
+      const refused = await runCli(['webhook', ...args], env);
+      expect(refused.code).toBe(2);
+      expect(JSON.parse(refused.stderr)).toEqual({
+        error: { code: 'gw_not_found', message: 'no organization org_nosuchorganization' },
+      });
+    }
+    const { rows } = await db.query(
+      "SELECT 1 FROM webhook_endpoints WHERE org_id = 'org_nosuchorganization'",
+    );
+    expect(rows).toEqual([]);
+  });
+
   it('the CLI takes the redelivery time as the dashboard API does: RFC 3339, and nothing else', async () => {
     const endpoint = await addEndpoint('/since');
     for (const since of ['0', '2026', '2026-05-01', 'May 1, 2026', '0000-01-01T00:00:00+23:59']) {

@@ -28,7 +28,7 @@ import {
 import { z } from 'zod';
 import { isGwError } from '../errors.js';
 import { timestamp } from '../routes/product-users/lookup.js';
-import { CLI_ACTOR, type CliContext } from './context.js';
+import { CLI_ACTOR, requireOrganization, type CliContext } from './context.js';
 import {
   cliMasterKeys,
   graceSecondsFlag,
@@ -76,6 +76,8 @@ export async function webhookCommand(context: CliContext, argv: string[]): Promi
   if (action === 'add') {
     const orgId = requireFlag(values['org-id'], 'org-id');
     const url = requireFlag(values.url, 'url');
+    // A typo answered gw_not_found, not a foreign-key failure (exit 1; decision 508).
+    await requireOrganization(context, orgId);
     const result = await createEndpoint(db, settings, CLI_ACTOR, orgId, {
       url,
       description: values.description,
@@ -96,6 +98,7 @@ export async function webhookCommand(context: CliContext, argv: string[]): Promi
   }
   if (action === 'list') {
     const orgId = requireFlag(values['org-id'], 'org-id');
+    await requireOrganization(context, orgId);
     const now = Date.now();
     printJson(listPage((await listEndpoints(db, orgId)).map((row) => endpointView(row, now))));
     return;
