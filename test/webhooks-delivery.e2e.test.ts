@@ -244,6 +244,52 @@ describe('unhealthy endpoints', () => {
     expect(delivery).toMatchObject({ message_id: id, status: 'delivered', attempt_count: 2 });
   });
 
+  it('enabling an endpoint also sends again what failed for good since it began failing', async () => {
+    const endpoint = await addEndpoint('/outage');
+    receiver.behave('/outage', () => ({ status: 503 }));
+    await emitEvents(db, [
+      { orgId: org.org_id, type: 'api_key.created', data: { id: 'key_before_outage' } },
+      { orgId: org.org_id, type: 'api_key.created', data: { id: 'key_in_outage' } },
+    ]);
+    const byKey = async () =>
+      new Map(
+        (
+          await db.query<{ key: string; state: string; attempt_count: number }>(
+            `SELECT m.payload::json #>> '{data,id}' AS key, d.state, d.attempt_count
+               FROM webhook_deliveries d JOIN webhook_messages m ON m.id = d.message_id
+              WHERE d.endpoint_id = $1`,
+            [endpoint.id],
+          )
+        ).rows.map((row) => [row.key, row]),
+      );
+    await eventually(async () =>
+      [...(await byKey()).values()].every((row) => row.attempt_count > 0) ? true : undefined,
+    );
+    await runCliJson(['webhook', 'disable', '--id', endpoint.id], env);
+    // Failing for 2 days: one message's schedule ran out before that (another failure of the
+    // receiver's, or of its own), the other's during it.
+    await db.query(
+      "UPDATE webhook_endpoint_states SET failing_since = now() - interval '2 days' WHERE endpoint_id = $1",
+      [endpoint.id],
+    );
+    await db.query(
+      `UPDATE webhook_deliveries d SET state = 'failed',
+              last_attempt_at = now() - CASE m.payload::json #>> '{data,id}'
+                WHEN 'key_before_outage' THEN interval '3 days' ELSE interval '1 day' END
+         FROM webhook_messages m WHERE m.id = d.message_id AND d.endpoint_id = $1`,
+      [endpoint.id],
+    );
+    receiver.behave('/outage', () => ({ status: 204 }));
+    await runCliJson(['webhook', 'enable', '--id', endpoint.id], env);
+    expect((await byKey()).get('key_before_outage')!.state).toBe('failed');
+    await eventually(async () =>
+      (await byKey()).get('key_in_outage')!.state === 'delivered' ? true : undefined,
+    );
+    const delivered = receiver.messages('/outage').filter((message) => message.status === 204);
+    expect(delivered.map((message) => message.payload.data)).toEqual([{ id: 'key_in_outage' }]);
+    await db.query('DELETE FROM webhook_endpoints WHERE id = $1', [endpoint.id]);
+  });
+
   it('an endpoint failing for days is disabled (and shows why)', async () => {
     const endpoint = await addEndpoint('/failing');
     receiver.behave('/failing', () => ({ status: 500 }));
