@@ -122,7 +122,7 @@ export class GatewayMetrics {
 
   readonly webhookAttempts = this.counter(
     'gw_webhook_attempts_total',
-    'Webhook delivery attempts of this instance: delivered (2xx), refused (another status), no_answer (timeout, network, refused address)',
+    'Webhook delivery attempts of this instance: delivered (2xx), refused (another status), no_answer (timeout, network, refused address), not_sent (this instance cannot sign it: its master key)',
     ['outcome'],
   );
 
@@ -220,7 +220,7 @@ export class GatewayMetrics {
     if (webhookDeliveriesDue) {
       this.sharedCountGauge(
         'gw_webhook_deliveries_due',
-        'Webhook deliveries whose attempt is due and not yet made (every instance’s; the backlog)',
+        'Enabled webhook endpoints’ deliveries whose attempt is due and not yet made (every instance’s; the backlog)',
         webhookDeliveriesDue,
       );
     }

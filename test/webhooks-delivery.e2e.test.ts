@@ -212,6 +212,84 @@ describe('unhealthy endpoints', () => {
     );
   });
 
+  it('enabling an endpoint sends what waited now, each message with its schedule from the start', async () => {
+    const endpoint = await addEndpoint('/back');
+    receiver.behave('/back', () => ({ status: 410 }));
+    const { message_id: id } = await sendTest(endpoint.id);
+    await eventually(async () =>
+      (await endpointRow(endpoint.id))?.status === 'disabled' ? true : undefined,
+    );
+    // Where it stands after days of failures under the default schedule: its next attempt
+    // half a day away, one step left.
+    await db.query(
+      `UPDATE webhook_deliveries SET next_attempt_at = now() + interval '12 hours', retry_step = 9
+        WHERE endpoint_id = $1`,
+      [endpoint.id],
+    );
+    receiver.behave('/back', () => ({ status: 204 }));
+    await runCliJson(['webhook', 'enable', '--id', endpoint.id], env);
+    const { rows } = await db.query<{ due: boolean; retry_step: number }>(
+      `SELECT next_attempt_at <= now() AS due, retry_step FROM webhook_deliveries
+        WHERE endpoint_id = $1 AND state = 'pending'`,
+      [endpoint.id],
+    );
+    // Delivered already, or due now from the first step of the schedule.
+    expect(rows.every((row) => row.due && row.retry_step === 0)).toBe(true);
+    await eventually(async () =>
+      receiver.messages('/back').some((message) => message.id === id && message.status === 204)
+        ? true
+        : undefined,
+    );
+    const [delivery] = (await deliveries(endpoint.id)).data;
+    expect(delivery).toMatchObject({ message_id: id, status: 'delivered', attempt_count: 2 });
+  });
+
+  it('enabling an endpoint also sends again what failed for good since it began failing', async () => {
+    const endpoint = await addEndpoint('/outage');
+    receiver.behave('/outage', () => ({ status: 503 }));
+    await emitEvents(db, [
+      { orgId: org.org_id, type: 'api_key.created', data: { id: 'key_before_outage' } },
+      { orgId: org.org_id, type: 'api_key.created', data: { id: 'key_in_outage' } },
+    ]);
+    const byKey = async () =>
+      new Map(
+        (
+          await db.query<{ key: string; state: string; attempt_count: number }>(
+            `SELECT m.payload::json #>> '{data,id}' AS key, d.state, d.attempt_count
+               FROM webhook_deliveries d JOIN webhook_messages m ON m.id = d.message_id
+              WHERE d.endpoint_id = $1`,
+            [endpoint.id],
+          )
+        ).rows.map((row) => [row.key, row]),
+      );
+    await eventually(async () =>
+      [...(await byKey()).values()].every((row) => row.attempt_count > 0) ? true : undefined,
+    );
+    await runCliJson(['webhook', 'disable', '--id', endpoint.id], env);
+    // Failing for 2 days: one message's schedule ran out before that (another failure of the
+    // receiver's, or of its own), the other's during it.
+    await db.query(
+      "UPDATE webhook_endpoint_states SET failing_since = now() - interval '2 days' WHERE endpoint_id = $1",
+      [endpoint.id],
+    );
+    await db.query(
+      `UPDATE webhook_deliveries d SET state = 'failed',
+              last_attempt_at = now() - CASE m.payload::json #>> '{data,id}'
+                WHEN 'key_before_outage' THEN interval '3 days' ELSE interval '1 day' END
+         FROM webhook_messages m WHERE m.id = d.message_id AND d.endpoint_id = $1`,
+      [endpoint.id],
+    );
+    receiver.behave('/outage', () => ({ status: 204 }));
+    await runCliJson(['webhook', 'enable', '--id', endpoint.id], env);
+    expect((await byKey()).get('key_before_outage')!.state).toBe('failed');
+    await eventually(async () =>
+      (await byKey()).get('key_in_outage')!.state === 'delivered' ? true : undefined,
+    );
+    const delivered = receiver.messages('/outage').filter((message) => message.status === 204);
+    expect(delivered.map((message) => message.payload.data)).toEqual([{ id: 'key_in_outage' }]);
+    await db.query('DELETE FROM webhook_endpoints WHERE id = $1', [endpoint.id]);
+  });
+
   it('an endpoint failing for days is disabled (and shows why)', async () => {
     const endpoint = await addEndpoint('/failing');
     receiver.behave('/failing', () => ({ status: 500 }));
@@ -232,6 +310,47 @@ describe('unhealthy endpoints', () => {
     expect(listed).toMatchObject({ status: 'disabled', disabled_reason: 'failing' });
     expect(Date.now() - Date.parse(String(listed!.failing_since))).toBeGreaterThan(5 * 86_400_000);
     expect(JSON.stringify(listed)).not.toContain(endpoint.secret);
+  });
+
+  it('a disabled endpoint keeps its messages waiting: enabled again, it gets what happened meanwhile', async () => {
+    const down = await addEndpoint('/down-for-days');
+    const paused = await addEndpoint('/paused');
+    receiver.behave('/down-for-days', () => ({ status: 503 }));
+    await db.query(
+      "UPDATE webhook_endpoint_states SET failing_since = now() - interval '6 days' WHERE endpoint_id = $1",
+      [down.id],
+    );
+    await sendTest(down.id);
+    await eventually(async () =>
+      (await endpointRow(down.id))?.status === 'disabled' ? true : undefined,
+    );
+    expect(await endpointRow(down.id)).toEqual({ status: 'disabled', disabled_reason: 'failing' });
+    await runCliJson(['webhook', 'disable', '--id', paused.id], env);
+
+    // Something happens while the receiver is still down, and both endpoints disabled.
+    await emitEvents(db, [
+      { orgId: org.org_id, type: 'api_key.revoked', data: { id: 'key_while_down' } },
+    ]);
+    const waiting = async (endpointId: string) =>
+      (
+        await db.query<{ message_id: string }>(
+          `SELECT d.message_id FROM webhook_deliveries d JOIN webhook_messages m ON m.id = d.message_id
+            WHERE d.endpoint_id = $1 AND m.event_type = 'api_key.revoked' AND d.state = 'pending'`,
+          [endpointId],
+        )
+      ).rows;
+    expect(await waiting(down.id)).toHaveLength(1);
+    expect(await waiting(paused.id)).toHaveLength(1);
+
+    receiver.behave('/down-for-days', () => ({ status: 204 }));
+    for (const endpoint of [down, paused]) {
+      await runCliJson(['webhook', 'enable', '--id', endpoint.id], env);
+    }
+    for (const path of ['/down-for-days', '/paused']) {
+      const [received] = await receiver.waitFor(path, 'api_key.revoked', 1);
+      expect(received!.payload.data).toEqual({ id: 'key_while_down' });
+    }
+    await db.query('DELETE FROM webhook_endpoints WHERE id = ANY ($1)', [[down.id, paused.id]]);
   });
 
   it('follows no redirect, reads a small part of a big answer, gives up on a slow one', async () => {
@@ -419,5 +538,78 @@ describe('redelivery', () => {
       env,
     ).catch((error: Error) => error.message);
     expect(unknown).toContain('gw_not_found');
+  });
+
+  it('the CLI answers an organization id that names none gw_not_found, adding nothing', async () => {
+    for (const args of [
+      ['add', '--org-id', 'org_nosuchorganization', '--url', receiver.endpoint('/nowhere')],
+      ['list', '--org-id', 'org_nosuchorganization'],
+    ]) {
+      const refused = await runCli(['webhook', ...args], env);
+      expect(refused.code).toBe(2);
+      expect(JSON.parse(refused.stderr)).toEqual({
+        error: { code: 'gw_not_found', message: 'no organization org_nosuchorganization' },
+      });
+    }
+    const { rows } = await db.query(
+      "SELECT 1 FROM webhook_endpoints WHERE org_id = 'org_nosuchorganization'",
+    );
+    expect(rows).toEqual([]);
+  });
+
+  it('the CLI takes the redelivery time as the dashboard API does: RFC 3339, and nothing else', async () => {
+    const endpoint = await addEndpoint('/since');
+    for (const since of ['0', '2026', '2026-05-01', 'May 1, 2026', '0000-01-01T00:00:00+23:59']) {
+      const refused = await runCli(
+        ['webhook', 'redeliver', '--id', endpoint.id, '--since', since],
+        env,
+      );
+      expect(refused.code).toBe(2);
+      const { error } = JSON.parse(refused.stderr) as { error: { code: string; message: string } };
+      expect(error.code).toBe('gw_invalid_request');
+      expect(error.message).toMatch(/^--since: /);
+    }
+    expect(
+      await runCliJson(
+        ['webhook', 'redeliver', '--id', endpoint.id, '--since', '2026-05-01T00:00:00+02:00'],
+        env,
+      ),
+    ).toEqual({ redelivered: 0 });
+  });
+
+  it('the CLI pages the delivery log and filters it by status, as the dashboard API does', async () => {
+    const endpoint = await addEndpoint('/log-pages');
+    let failing = '';
+    receiver.behave('/log-pages', (message) => ({
+      status: message.id === failing ? 500 : 204,
+    }));
+    failing = (await sendTest(endpoint.id)).message_id;
+    const delivered = [(await sendTest(endpoint.id)).message_id];
+    delivered.push((await sendTest(endpoint.id)).message_id);
+    await eventually(async () => {
+      const log = await deliveries(endpoint.id);
+      return log.data.every((entry) => entry.status !== 'pending') ? true : undefined;
+    });
+    const log = (flags: string[]) =>
+      runCliJson<DeliveryLog>(['webhook', 'deliveries', '--id', endpoint.id, ...flags], env);
+    const first = await log(['--limit', '2']);
+    expect(first.data.map((entry) => entry.message_id)).toEqual([delivered[1], delivered[0]]);
+    expect(first.next_cursor).not.toBeNull();
+    const second = await log(['--limit', '2', '--cursor', first.next_cursor!]);
+    expect(second.data.map((entry) => entry.message_id)).toEqual([failing]);
+    expect(second.next_cursor).toBeNull();
+    const failed = await log(['--status', 'failed']);
+    expect(failed.data.map((entry) => [entry.message_id, entry.status])).toEqual([
+      [failing, 'failed'],
+    ]);
+    const refused = await runCli(
+      ['webhook', 'deliveries', '--id', endpoint.id, '--status', 'lost', '--cursor', 'x1'],
+      env,
+    );
+    expect(refused.code).toBe(2);
+    const { error } = JSON.parse(refused.stderr) as { error: { code: string; message: string } };
+    expect(error.code).toBe('gw_invalid_request');
+    expect(error.message).toContain('--status: ');
+    expect(error.message).toContain('--cursor: is not a cursor this API issued');
   });
 });

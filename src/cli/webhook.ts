@@ -1,7 +1,12 @@
 // gw webhook add|list|enable|disable|delete|rotate-secret|test|redeliver|deliveries: an
 // organization's webhook endpoints, through the same service as the dashboard API
 // (src/webhooks/endpoints.ts), audited as done from the command line.
-import { listDeliveries, redeliver, sendTestEvent } from '../webhooks/delivery-log.js';
+import {
+  deliveriesQuery,
+  listDeliveries,
+  redeliver,
+  sendTestEvent,
+} from '../webhooks/delivery-log.js';
 import {
   createEndpoint,
   DEFAULT_ROTATION_GRACE_S,
@@ -20,8 +25,10 @@ import {
   checkTargetUrl,
   type TargetPolicy,
 } from '../webhooks/target-policy.js';
+import { z } from 'zod';
 import { isGwError } from '../errors.js';
-import { CLI_ACTOR, type CliContext } from './context.js';
+import { timestamp } from '../routes/product-users/lookup.js';
+import { CLI_ACTOR, requireOrganization, type CliContext } from './context.js';
 import {
   cliMasterKeys,
   graceSecondsFlag,
@@ -44,8 +51,10 @@ gw webhook rotate-secret --id W [--grace-seconds 0..${MAX_ROTATION_GRACE_S}]
   A new secret (printed once); the old one also signs for the grace period (default ${DEFAULT_ROTATION_GRACE_S}),
   and secrets retired before it until their own grace ends (at most ${MAX_RETIRING_SECRETS}; 0 stops them all).
 gw webhook test --id W                          sends a webhook.test event
-gw webhook redeliver --id W (--message-id M | --since RFC3339)
-gw webhook deliveries --id W [--limit N]        the delivery log, newest first`;
+gw webhook redeliver --id W (--message-id M | --since RFC3339)   e.g. 2026-05-01T00:00:00Z
+gw webhook deliveries --id W [--limit N] [--cursor C] [--status pending|delivered|failed]
+  The delivery log, newest first, --limit a page (default 50, at most 200); the next page with
+  --cursor set to the answer's next_cursor (null: no more).`;
 
 export async function webhookCommand(context: CliContext, argv: string[]): Promise<void> {
   const [action, ...rest] = argv;
@@ -58,13 +67,17 @@ export async function webhookCommand(context: CliContext, argv: string[]): Promi
     'grace-seconds': { type: 'string' },
     'message-id': { type: 'string' },
     since: { type: 'string' },
-    limit: { type: 'string', default: '20' },
+    limit: { type: 'string' },
+    cursor: { type: 'string' },
+    status: { type: 'string' },
   });
   const { db } = context;
   const settings = webhookSettings(context);
   if (action === 'add') {
     const orgId = requireFlag(values['org-id'], 'org-id');
     const url = requireFlag(values.url, 'url');
+    // A typo answered gw_not_found, not a foreign-key failure (exit 1; decision 508).
+    await requireOrganization(context, orgId);
     const result = await createEndpoint(db, settings, CLI_ACTOR, orgId, {
       url,
       description: values.description,
@@ -85,6 +98,7 @@ export async function webhookCommand(context: CliContext, argv: string[]): Promi
   }
   if (action === 'list') {
     const orgId = requireFlag(values['org-id'], 'org-id');
+    await requireOrganization(context, orgId);
     const now = Date.now();
     printJson(listPage((await listEndpoints(db, orgId)).map((row) => endpointView(row, now))));
     return;
@@ -126,10 +140,12 @@ export async function webhookCommand(context: CliContext, argv: string[]): Promi
       if ((messageId === undefined) === (since === undefined)) {
         throw new UsageError('give either --message-id or --since');
       }
-      const sinceDate = since === undefined ? undefined : new Date(since);
-      if (sinceDate && Number.isNaN(sinceDate.getTime())) {
-        throw new UsageError('--since must be an RFC 3339 timestamp');
-      }
+      // The dashboard route's rule (RFC 3339 with an offset, years 0001–9999; decision 507):
+      // `new Date` took "0" as the year 2000 and "2026" as its first instant.
+      const sinceDate =
+        since === undefined
+          ? undefined
+          : new Date(z.object({ since: timestamp }).parse({ since }).since);
       printJson(
         orUsageError(
           await redeliver(
@@ -144,11 +160,14 @@ export async function webhookCommand(context: CliContext, argv: string[]): Promi
       return;
     }
     case 'deliveries': {
-      const limit = Number(values.limit);
-      if (!Number.isInteger(limit) || limit < 1 || limit > 200) {
-        throw new UsageError('--limit must be a whole number from 1 to 200');
-      }
-      printJson(orUsageError(await listDeliveries(db, orgId, id, { limit, before: null })));
+      // The dashboard route's query, by its rules (a refusal names the flag: decision 488).
+      const query = deliveriesQuery.parse({
+        limit: values.limit,
+        cursor: values.cursor,
+        status: values.status,
+      });
+      const filter = { limit: query.limit, before: query.cursor ?? null, state: query.status };
+      printJson(orUsageError(await listDeliveries(db, orgId, id, filter)));
       return;
     }
     default:

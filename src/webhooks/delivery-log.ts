@@ -1,7 +1,8 @@
 // The delivery log of an endpoint (each message sent to it, its state and its attempts),
 // redelivery (of one message, or of everything since a time) and test events.
+import { z } from 'zod';
 import { recordAudit, type Actor } from '../audit/audit.js';
-import { newestFirstPage } from '../db/pages.js';
+import { newestFirstPage, newestFirstPageQuerySchema } from '../db/pages.js';
 import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
 import { newId } from '../ids.js';
@@ -16,6 +17,11 @@ import { eventPayload, eventSubject, type EventType } from './events.js';
 
 /** Attempts shown per delivery (the newest). */
 export const ATTEMPTS_SHOWN = 10;
+
+/** The log's query (`limit`, `cursor`, `status`): the dashboard route's and the CLI's flags. */
+export const deliveriesQuery = newestFirstPageQuerySchema.extend({
+  status: z.enum(['pending', 'delivered', 'failed']).optional(),
+});
 
 export interface DeliveryFilter {
   readonly limit: number;

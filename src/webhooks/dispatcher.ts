@@ -46,6 +46,15 @@ interface ClaimedDelivery {
 }
 
 /**
+ * An attempt this instance could not make: no request went out, because it cannot sign the
+ * message (no master key here, or not the one the endpoint's secret is sealed under). It is
+ * no failure of the receiver (decision 506).
+ */
+interface NotSent {
+  readonly notSent: string;
+}
+
+/**
  * What a claim came to. A lane can be 'emptied' between the statement that finds it (its
  * snapshot) and its lock: its previous attempt delivered the last due message meanwhile.
  */
@@ -219,7 +228,9 @@ export class WebhookDispatcher {
     try {
       const result = await this.send(endpoint, delivery);
       if (state.abandoned) return;
-      await this.record(connection, endpoint, lane, delivery, result);
+      if ('notSent' in result) {
+        await this.recordNotSent(connection, endpoint, lane, delivery, result);
+      } else await this.record(connection, endpoint, lane, delivery, result);
       await connection.query('COMMIT');
       failed = false;
       this.counters?.webhookAttempts.inc({ outcome: outcomeLabel(result) });
@@ -237,26 +248,19 @@ export class WebhookDispatcher {
     }
   }
 
-  private async send(endpoint: EndpointRow, delivery: ClaimedDelivery): Promise<AttemptResult> {
+  private async send(
+    endpoint: EndpointRow,
+    delivery: ClaimedDelivery,
+  ): Promise<AttemptResult | NotSent> {
     if (!this.box) {
-      return {
-        statusCode: null,
-        latencyMs: 0,
-        snippet: '',
-        error: 'not sent: CREDENTIALS_MASTER_KEY is not set on this instance',
-      };
+      return { notSent: 'not sent: CREDENTIALS_MASTER_KEY is not set on this instance' };
     }
     const now = Date.now();
     let secrets: string[];
     try {
       secrets = signingSecrets(this.box, endpoint, now);
     } catch {
-      return {
-        statusCode: null,
-        latencyMs: 0,
-        snippet: '',
-        error: 'not sent: the signing secret cannot be opened (master key)',
-      };
+      return { notSent: 'not sent: the signing secret cannot be opened (master key)' };
     }
     const headers = webhookHeaders(delivery.message_id, delivery.payload, secrets, now);
     return this.client.post(endpoint.url, delivery.payload, headers);
@@ -343,6 +347,34 @@ export class WebhookDispatcher {
       failingSince !== undefined &&
       Date.now() - failingSince.getTime() >= this.settings.disableAfterMs;
     if (gone || failingTooLong) await this.disable(connection, endpoint, gone ? 'gone' : 'failing');
+  }
+
+  /**
+   * An attempt this instance could not make, in the delivery log with why; the delivery waits
+   * the schedule's first step for an instance that can sign it (this one's operator may fix
+   * its key meanwhile). Its retry step and the endpoint's health stay as they were: the
+   * receiver was not called, so neither its schedule nor its 5 days run out on this.
+   */
+  private async recordNotSent(
+    connection: DbClient,
+    endpoint: EndpointRow,
+    lane: number,
+    delivery: ClaimedDelivery,
+    result: NotSent,
+  ): Promise<void> {
+    const delayMs = retryDelayMs(this.settings.retryScheduleS, 0) ?? 0;
+    await connection.query(
+      `WITH attempt AS (
+         INSERT INTO webhook_attempts (delivery_id, status_code, latency_ms, response_snippet, error)
+         VALUES ($1, NULL, 0, '', $2)),
+       lane AS (
+         UPDATE webhook_endpoint_lanes SET last_attempt_at = now()
+          WHERE endpoint_id = $3 AND lane = $4)
+       UPDATE webhook_deliveries SET attempt_count = attempt_count + 1, last_attempt_at = now(),
+              next_attempt_at = clock_timestamp() + $5::bigint * interval '1 millisecond'
+        WHERE id = $1`,
+      [delivery.id, result.notSent, endpoint.id, lane, delayMs],
+    );
   }
 
   /** Disables an endpoint on its own (410, or failing for days), and says so in the audit log. */
@@ -438,7 +470,8 @@ async function claim(
   return delivery ? { endpoint, lane, delivery } : 'lane emptied';
 }
 
-function outcomeLabel(result: AttemptResult): string {
+function outcomeLabel(result: AttemptResult | NotSent): string {
+  if ('notSent' in result) return 'not_sent';
   if (result.statusCode === null) return 'no_answer';
   if (result.statusCode >= 200 && result.statusCode < 300) return 'delivered';
   return 'refused';

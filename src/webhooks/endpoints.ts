@@ -282,9 +282,20 @@ export async function updateEndpoint(
       ],
     );
     if (enabling) {
-      // A fresh start: the days it failed before being disabled do not count again.
+      // A fresh start: the days it failed before being disabled do not count again, and what
+      // waited goes now, each message from the start of its schedule (decision 503): left as
+      // it was, a message of a receiver down for days waited up to 12 h more for its next step.
+      // So do the messages whose schedule ran out since it began failing (with no success
+      // since): the receiver was down for all of them. The statement's snapshot reads
+      // failing_since as it was before this clears it.
       await client.query(
-        'UPDATE webhook_endpoint_states SET failing_since = NULL WHERE endpoint_id = $1',
+        `WITH state AS (
+           UPDATE webhook_endpoint_states SET failing_since = NULL WHERE endpoint_id = $1)
+         UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = now(), retry_step = 0
+          WHERE endpoint_id = $1
+            AND (state = 'pending'
+                 OR (state = 'failed' AND last_attempt_at >= (
+                       SELECT failing_since FROM webhook_endpoint_states WHERE endpoint_id = $1)))`,
         [endpointId],
       );
     }

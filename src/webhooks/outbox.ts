@@ -1,7 +1,8 @@
 // The webhook outbox. An event is written in the transaction of the change it describes (the
-// caller's client), as one message per event and one delivery per enabled endpoint of the
-// organization that wants its type — in one statement. An organization no endpoint listens to
-// gets no rows at all. The dispatcher (dispatcher.ts) delivers what this queues.
+// caller's client), as one message per event and one delivery per endpoint of the
+// organization that wants its type (a disabled one's wait for it: decision 504) — in one
+// statement. An organization no endpoint listens to gets no rows at all. The dispatcher
+// (dispatcher.ts) delivers what this queues.
 //
 // `emitEvent` is the one call other features make: `await emitEvent(client, orgId,
 // 'oauth_connection.created', view)` inside their transaction.
@@ -23,9 +24,13 @@ export interface OutboxEvent {
   readonly dedupeKey?: string | null;
 }
 
-/** SQL: does endpoint `e` want message `m` (same organization, enabled, type in its filter)? */
+/**
+ * SQL: does endpoint `e` want message `m` (same organization, type in its filter)? Enabled or
+ * not (decision 504): a disabled endpoint's messages wait for it, as its pending ones do, and
+ * go out when it is enabled again; to stop an endpoint's messages for good, delete it.
+ */
 function wants(endpoint: string, message: string): string {
-  return `${endpoint}.org_id = ${message}.org_id AND ${endpoint}.status = 'enabled'
+  return `${endpoint}.org_id = ${message}.org_id
     AND (${endpoint}.event_types = '{}' OR ${message}.event_type = ANY (${endpoint}.event_types))`;
 }
 
@@ -47,8 +52,8 @@ export function queueMessagesSql(source: string): string {
     webhook_targets AS (
       -- Locked against deletion until this transaction ends: an endpoint deleted after this
       -- statement's snapshot was taken is skipped here, not a foreign-key failure below.
-      SELECT e.id, e.org_id, e.status, e.event_types FROM webhook_endpoints e
-       WHERE e.org_id IN (SELECT org_id FROM webhook_new_messages) AND e.status = 'enabled'
+      SELECT e.id, e.org_id, e.event_types FROM webhook_endpoints e
+       WHERE e.org_id IN (SELECT org_id FROM webhook_new_messages)
        FOR KEY SHARE),
     webhook_new_deliveries AS (
       INSERT INTO webhook_deliveries (message_id, endpoint_id, message_seq, lane)

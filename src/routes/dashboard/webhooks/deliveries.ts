@@ -1,16 +1,10 @@
 // GET /dashboard/api/orgs/{org_id}/webhooks/{webhook_id}/deliveries?limit&cursor&status (admin
 // or owner): the endpoint's delivery log, newest first: each message, its state, its latest
 // attempts (time, status, latency, the first bytes of the answer).
-import { z } from 'zod';
-import { newestFirstPageQuerySchema } from '../../../db/pages.js';
-import { listDeliveries } from '../../../webhooks/delivery-log.js';
+import { deliveriesQuery, listDeliveries } from '../../../webhooks/delivery-log.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { inOrg, pageOf } from '../schemas.js';
 import { deliverySchema, WEBHOOK_PATH, type WebhookRouteDeps } from './schema.js';
-
-const deliveriesQuery = newestFirstPageQuerySchema.extend({
-  status: z.enum(['pending', 'delivered', 'failed']).optional(),
-});
 
 export const webhookDeliveriesRoute = declareRoute({
   method: 'GET',
