@@ -104,6 +104,8 @@ const scriptKeys: { [N in ScriptName]: (orgId: string) => Record<string, string>
     in_flight: keys.inFlight(orgId),
     key_rate: keys.keyRate(orgId, 'key_1'),
     user_rate: keys.productUserRate(orgId, 'key_1', 'pu_1'),
+    previous_spend: keys.userSpend(orgId, 'pu_1', '2025-05-01'),
+    previous_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, 'pu_1', '2025-05-01')),
   }),
   release: (orgId) => {
     const { user_credits: _credits, user_grants: _grants, ...accounts } = requestAccountKeys(orgId);

@@ -5,7 +5,7 @@ import type { RedisClient } from '../redis/connect.js';
 import type { UsageRecord } from '../ledger/usage-record.js';
 import { usageRecordToFields } from '../ledger/usage-record.js';
 import { SETTLEMENT_CURRENCY } from '../money.js';
-import { monthlyPeriod } from '../periods.js';
+import { monthlyPeriod, periodBefore } from '../periods.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts, ScriptKeys } from '../redis/scripts.js';
 import { encodeDraft } from './in-flight-draft.js';
@@ -22,6 +22,7 @@ import type {
   RateBucket,
   RateLimitedOutcome,
   RateTakeOutcome,
+  RequestAccounts,
   RequestRateLimits,
   ReserveOutcome,
   ReserveRequest,
@@ -31,7 +32,13 @@ import type {
 /** The KEYS reserve.lua and settle.lua share: every account a request can touch. */
 type RequestAccountKeys = Omit<
   ScriptKeys<'reserve'>,
-  'cred_cooldowns' | 'cred_rotation' | 'in_flight' | 'key_rate' | 'user_rate'
+  | 'cred_cooldowns'
+  | 'cred_rotation'
+  | 'in_flight'
+  | 'key_rate'
+  | 'user_rate'
+  | 'previous_spend'
+  | 'previous_spend_expiries'
 >;
 
 const credentialTiers = (choice: CredentialChoice | null): string =>
@@ -175,6 +182,7 @@ export class RedisBudgetStore implements BudgetStore {
               accounts.user!.productUserId,
             )
           : noBucket,
+      ...this.previousSpendKeys(accounts, noBucket),
       ...this.accountKeys(accounts),
     };
     const announcing = request.lostRecord && this.registerStream(request.lostRecord.orgId);
@@ -413,6 +421,23 @@ export class RedisBudgetStore implements BudgetStore {
       usageRecordToFields(record),
     )) as [SettleCode, string?, string?];
     return result[0] === SettleCode.Settled ? 'settled' : 'already_settled';
+  }
+
+  /**
+   * The user's account of the period before the request's (reserve.lua: a request admitted
+   * before the period turned holds there until it settles, on the same credits). Read only
+   * under an enforced cap; otherwise a placeholder of the org's slot.
+   */
+  private previousSpendKeys(
+    accounts: RequestAccounts,
+    unused: string,
+  ): Pick<ScriptKeys<'reserve'>, 'previous_spend' | 'previous_spend_expiries'> {
+    const user = accounts.user;
+    const previous =
+      user && user.creditMode === 'enforce' && user.capNano !== null
+        ? this.keys.userSpend(accounts.orgId, user.productUserId, periodBefore(user.period).key)
+        : unused;
+    return { previous_spend: previous, previous_spend_expiries: this.keys.holdExpiries(previous) };
   }
 
   /**

@@ -95,6 +95,8 @@ export const scriptSpecs = {
       'in_flight',
       'key_rate',
       'user_rate',
+      'previous_spend',
+      'previous_spend_expiries',
     ],
     args: [
       'request_id',
