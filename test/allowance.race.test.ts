@@ -697,6 +697,8 @@ describe('a grant that expires while requests hold credits', () => {
     }
     const account = accounts(orgId, { user: user(userId, 0n) });
     const before = newRequestId();
+    // Its record is dated at its admission, as every record is (decision 402).
+    const beforeAdmittedAt = new Date();
     expect(
       await store.reserve({ requestId: before, accounts: account, amountNano: 40n }),
     ).toMatchObject({ kind: 'held' });
@@ -716,7 +718,12 @@ describe('a grant that expires while requests hold credits', () => {
     expect(await store.settle(record(orgId, after, 10n, 10n), account)).toBe('settled');
     expect(await lastConsumption(orgId)).toEqual([{ grantId: 'grant_live', amountNano: 10n }]);
     // Admitted before it: paid as it would have been then, the expiring grant first.
-    expect(await store.settle(record(orgId, before, 40n, 40n), account)).toBe('settled');
+    expect(
+      await store.settle(
+        { ...record(orgId, before, 40n, 40n), createdAt: beforeAdmittedAt },
+        account,
+      ),
+    ).toBe('settled');
     expect(await lastConsumption(orgId)).toEqual([
       { grantId: 'grant_expiring', amountNano: 30n },
       { grantId: 'grant_live', amountNano: 10n },

@@ -128,6 +128,16 @@ const scriptKeys: { [N in ScriptName]: (orgId: string) => Record<string, string>
     usage_stream: keys.usageStream(orgId),
     in_flight: keys.inFlight(orgId),
   }),
+  holdRenew: (orgId) => {
+    const accounts = requestAccountKeys(orgId);
+    return {
+      wallet_expiries: accounts.wallet_expiries!,
+      org_cap_expiries: accounts.org_cap_expiries!,
+      conn_cap_expiries: accounts.conn_cap_expiries!,
+      user_spend_expiries: accounts.user_spend_expiries!,
+      in_flight: keys.inFlight(orgId),
+    };
+  },
   settle: (orgId) => ({
     ...requestAccountKeys(orgId),
     settled_marker: keys.settled(orgId, 'req_1'),

@@ -18,6 +18,7 @@ import type {
   CredentialChoice,
   FailoverOutcome,
   FailoverRequest,
+  HeldRequest,
   NoCredentialOutcome,
   RateBucket,
   RateLimitedOutcome,
@@ -116,7 +117,7 @@ export class RedisBudgetStore implements BudgetStore {
     private readonly reservationTtlMs: number,
     /** This gateway instance, named in the drafts of the requests it holds. */
     private readonly instanceId: string = randomUUID(),
-    logger?: Logger,
+    private readonly logger?: Logger,
   ) {
     this.streamRegisteredAtMs = announcementsOf(redis);
     this.releases = releasesOf(
@@ -375,6 +376,41 @@ export class RedisBudgetStore implements BudgetStore {
     }
   }
 
+  keepHeld(request: HeldRequest): () => void {
+    // A third of the lapse: two renewals may be late (a stalled loop, a slow Redis) and the
+    // holds still stand.
+    const timer = setInterval(
+      () => {
+        this.renewHolds(request).catch((error: unknown) =>
+          this.logger?.warn({ err: error, requestId: request.requestId }, 'hold renewal failed'),
+        );
+      },
+      Math.max(1, Math.floor(this.reservationTtlMs / 3)),
+    );
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+
+  /** Moves the lapse of the request's holds to a full RESERVATION_TTL_MS from now. */
+  private async renewHolds(request: HeldRequest): Promise<void> {
+    const { accounts } = request;
+    const keys = this.accountKeys(accounts);
+    await this.scripts.holdRenew(
+      {
+        wallet_expiries: keys.wallet_expiries,
+        org_cap_expiries: keys.org_cap_expiries,
+        conn_cap_expiries: keys.conn_cap_expiries,
+        user_spend_expiries: keys.user_spend_expiries,
+        in_flight: this.keys.inFlight(accounts.orgId),
+      },
+      {
+        request_id: request.requestId,
+        held_nano: request.amountNano.toString(),
+        expires_at_ms: Date.now() + this.reservationTtlMs,
+      },
+    );
+  }
+
   async settle(
     record: UsageRecord,
     accounts: SettleAccounts,
@@ -414,9 +450,9 @@ export class RedisBudgetStore implements BudgetStore {
         conn_cap_nano: accounts.connectionCap?.capNano.toString() ?? '',
         user_period: accounts.user?.period.key ?? '',
         cap_period: (accounts.orgCap ?? accounts.connectionCap)?.period.key ?? '',
-        // When the request was admitted is its hold's lapse less this: the grants live then
-        // pay it, one that expired since too (settle.lua; docs/decisions.md, 288).
-        reservation_ttl_ms: this.reservationTtlMs,
+        // The grants live at its admission pay it, one that expired since too (settle.lua;
+        // docs/decisions.md, 288, 498): its record is dated at its admission (402).
+        admitted_ms: record.createdAt.getTime(),
       },
       usageRecordToFields(record),
     )) as [SettleCode, string?, string?];
