@@ -14,7 +14,7 @@
 -- KEYS[6] previous_spend_expiries  its holds
 -- KEYS[7] draining_for   hash request_id -> the revoked grants that keep money for it
 --                        (comma separated): the requests the revocation found in flight
--- ARGV[1] action         'add' | 'remove'
+-- ARGV[1] action         'add' | 'add_missing' | 'remove'
 -- ARGV[2] grant_id
 -- ARGV[3] amount_nano    (add) the grant's amount
 -- ARGV[4] expires_at_ms  (add) its expiry
@@ -24,7 +24,11 @@
 --                        flight (settlement currency), else '0'
 --
 -- Returns 1 when something changed. A grant added before the user's credits are loaded is
--- kept; credits-load merges the rest around it. A revoked grant leaves a `revoked:<id>` mark
+-- kept; credits-load merges the rest around it. `add_missing` is a grant recorded before
+-- whose `add` may not have run (a retry after Redis failed, decision 499): it is added only
+-- to loaded credits that have no field for it, which then never had it (a load, which reads
+-- what the ledger says is left, brings it to credits not loaded), so what was spent of it is
+-- never given back. A revoked grant leaves a `revoked:<id>` mark
 -- that credits-load honours: a load that read Postgres before the revocation cannot bring the
 -- grant back; a revocation of a grant revoked already changes nothing (0). An amount out of
 -- range is refused with nothing written.
@@ -41,11 +45,15 @@
 --#include amounts
 --#include sweep-expired
 
-one_of(ARGV[1], 'action', {'add', 'remove'})
-if ARGV[1] == 'add' then
+one_of(ARGV[1], 'action', {'add', 'add_missing', 'remove'})
+if ARGV[1] ~= 'remove' then
   amount(ARGV[3], 'amount_nano')
   integer(ARGV[4], 'expires_at_ms')
   if redis.call('HEXISTS', KEYS[1], 'revoked:' .. ARGV[2]) == 1 then
+    return 0
+  end
+  if ARGV[1] == 'add_missing' and (redis.call('HEXISTS', KEYS[1], 'loaded') == 0 or
+      redis.call('HEXISTS', KEYS[1], 'g:' .. ARGV[2]) == 1) then
     return 0
   end
   local added = redis.call('HSETNX', KEYS[1], 'g:' .. ARGV[2], ARGV[3])

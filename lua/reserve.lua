@@ -18,6 +18,10 @@
 --                             held and not yet settled (see ARGV[12])
 -- KEYS[14] key_rate           string: the API key's request-rate bucket (rate-take.lua)
 -- KEYS[15] user_rate          string: the bucket of the product user under this API key
+-- KEYS[16] previous_spend     hash { spent, reserved }: the user's account of the period before
+--                             (a request admitted before the period turned holds there until it
+--                             settles, and its settle draws on the same credits)
+-- KEYS[17] previous_spend_expiries
 --
 -- ARGV[1] request_id
 -- ARGV[2] amount_nano         the worst-case cost to hold
@@ -67,6 +71,9 @@
 -- sweep of lapsed holds and the credential rotation counter, both complete on their own.
 -- Amounts are compared as exact Lua numbers; every change is HINCRBY. Nothing is held on
 -- failure.
+-- Credits are the user's across periods: the holds left on the period before's account, past
+-- what its base allowance (at today's cap) covers, will draw on them too, so they are not
+-- counted as available again (read only when credits are summed).
 -- Each account is read once (HMGET of its value and its holds; a missing value means the
 -- account is not in Redis yet) and read again only if lapsed holds were swept from it.
 -- Redis charges every redis.call (~1-2 µs each): keep their number down on this hot path.
@@ -203,6 +210,15 @@ for _, cap in ipairs({{org_cap_value, 3, 'org', org_state}, {conn_cap_value, 5, 
   end
 end
 
+-- What the holds on the user's account of the period before will take from the credits: their
+-- sum past that period's base allowance left (its lapsed holds released first).
+local function earlier_credits_held()
+  local state = read_account(true, KEYS[16], 'spent')
+  if not state or not state[1] or state[2] == 0 then return 0 end
+  local spent, reserved = current(KEYS[16], KEYS[17], state, 'spent')
+  return math.max(0, reserved - math.max(0, user_cap_value - spent))
+end
+
 if user_enforced then
   local spent, reserved = current(KEYS[7], KEYS[8], user_state, 'spent')
   local base_remaining = math.max(0, user_cap_value - spent)
@@ -210,7 +226,7 @@ if user_enforced then
   -- Credits are summed only when the base allowance alone cannot cover the request.
   if need > base_remaining - reserved then
     local _, credits = live_credits(KEYS[9], KEYS[10], now_ms)
-    local available = math.max(0, base_remaining + credits - reserved)
+    local available = math.max(0, base_remaining + credits - reserved - earlier_credits_held())
     if need > available then
       return {4, user_cap, fmt(spent), fmt(base_remaining), fmt(credits), fmt(available)}
     end

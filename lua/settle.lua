@@ -36,7 +36,7 @@
 -- ARGV[12] conn_cap_nano      the connection cap ('' when none)
 -- ARGV[13] user_period        the user account's period key ('' when no user)
 -- ARGV[14] cap_period         the caps' period key ('' when no cap)
--- ARGV[15] reservation_ttl_ms how long after its reserve a hold lapses (RESERVATION_TTL_MS)
+-- ARGV[15] admitted_ms        when the request was admitted (its record's date, ms)
 -- ARGV[16..] record_fields    the usage record as field, value, field, value, ...
 --
 -- Returns {0, stream_entry_id, credits_cost_nano} when settled now, {1} when settled before.
@@ -51,9 +51,10 @@
 -- when they were revoked (`draining`, credits-change.lua): a revoked grant pays only the
 -- requests its revocation found holding (`draining_for` names them), until the last of their
 -- holds lapses, and what it kept goes once they have all settled or that time has passed
--- (decision 406). When the request was admitted is read off its hold on the
--- user's account (its lapse less reservation_ttl_ms): held only under `enforce`, and gone
--- once lapsed, in which case the grants live now pay (docs/decisions.md, 288).
+-- (decision 406). The grants live at admission pay a request that still holds on the
+-- user's account (held only under `enforce`; a running request's hold is kept from lapsing,
+-- decision 498); one whose hold has lapsed, or under `track_only`, is paid by the grants live
+-- now (docs/decisions.md, 288).
 -- Accounts missing from Redis are not charged here: they are rebuilt from Postgres, where
 -- this record will be counted. While one is being rebuilt (its key is a field of `rebuilds`),
 -- what it would have been charged is added to that field, for the rebuild to install. Holds are where reserve.lua put them: the wallet (when it
@@ -72,7 +73,7 @@
 --#include credits-available
 
 local request_id, marker_ttl, now_ms, user_mode = ARGV[1], ARGV[5], ARGV[6], ARGV[8]
-local reservation_ttl = integer(ARGV[15], 'reservation_ttl_ms')
+local admitted_at = integer(ARGV[15], 'admitted_ms')
 local cost = amount(ARGV[2], 'cost_nano')
 local wallet_cost = amount(ARGV[3], 'wallet_cost_nano')
 amount(ARGV[4], 'held_nano')
@@ -167,11 +168,9 @@ if user_exists and user_mode ~= 'disabled' and user_cap then
     -- a request admitted after its expiry. Then what revoked grants kept for the requests in
     -- flight (credits-change.lua): a revoked grant pays only what nothing else can.
     local admitted_ms = now_ms
-    if user_mode == 'enforce' then
-      local lapses = redis.call('ZSCORE', KEYS[8], hold_member)
-      if lapses and tonumber(lapses) - reservation_ttl < now then
-        admitted_ms = string.format('%.0f', tonumber(lapses) - reservation_ttl)
-      end
+    if user_mode == 'enforce' and admitted_at < now and
+        redis.call('ZSCORE', KEYS[8], hold_member) then
+      admitted_ms = ARGV[15]
     end
     local listed = live_credits(KEYS[9], KEYS[10], admitted_ms)
     local live_count = #listed

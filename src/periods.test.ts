@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { monthlyPeriod } from './periods.js';
+import { monthlyPeriod, periodBefore } from './periods.js';
 
 const utc = (text: string): Date => new Date(text);
 
@@ -82,5 +82,30 @@ describe('monthlyPeriod', () => {
       }),
       { numRuns: 2000 },
     );
+  });
+
+  it('periodBefore is the period that ends where this one starts, under the same anchor', () => {
+    const instant = fc.date({
+      min: new Date('2000-01-01T00:00:00Z'),
+      max: new Date('2100-01-01T00:00:00Z'),
+      noInvalidDate: true,
+    });
+    fc.assert(
+      fc.property(instant, fc.option(instant, { nil: null }), (at, anchor) => {
+        const period = monthlyPeriod(at, anchor);
+        const before = monthlyPeriod(new Date(period.start.getTime() - 1), anchor);
+        expect(periodBefore(period)).toEqual(before);
+      }),
+      { numRuns: 5000 },
+    );
+    // Every anchor day across a leap February and the months around it.
+    for (let day = 1; day <= 31; day += 1) {
+      const anchor = utc(`2027-01-${String(day).padStart(2, '0')}T23:59:59.999Z`);
+      for (let month = 0; month < 14; month += 1) {
+        const period = monthlyPeriod(new Date(Date.UTC(2027, 11 + month, 15)), anchor);
+        const before = monthlyPeriod(new Date(period.start.getTime() - 1), anchor);
+        expect(periodBefore(period).key).toBe(before.key);
+      }
+    }
   });
 });

@@ -67,5 +67,30 @@ function periodContaining(at: Date, anchor: Date | null): Period {
   return { start, end, key: String(start.getTime()) };
 }
 
+/**
+ * The period just before `period`, under the same anchor, from the period alone: a request
+ * admitted before a user's period turned holds on that one's account until it settles
+ * (docs/charging.md). The anchor's time of day is the start's; its day is the later of the
+ * start's and the end's days (an anchor day a short month clamps shows in the next month,
+ * and one of any two consecutive months has 31 days); calendar months are the anchor of the
+ * 1st at 00:00.
+ */
+export function periodBefore(period: { readonly start: Date; readonly end: Date }): Period {
+  const { start, end } = period;
+  const anchor = new Date(
+    Date.UTC(
+      2000,
+      0,
+      Math.max(start.getUTCDate(), end.getUTCDate()),
+      start.getUTCHours(),
+      start.getUTCMinutes(),
+      start.getUTCSeconds(),
+      start.getUTCMilliseconds(),
+    ),
+  );
+  const before = startInMonth(start.getUTCFullYear(), start.getUTCMonth() - 1, anchor);
+  return { start: before, end: start, key: String(before.getTime()) };
+}
+
 /** A UTC day as YYYY-MM-DD (how the rollups' `day` and `month` columns are addressed). */
 export const isoDay = (date: Date): string => date.toISOString().slice(0, 10);

@@ -697,6 +697,8 @@ describe('a grant that expires while requests hold credits', () => {
     }
     const account = accounts(orgId, { user: user(userId, 0n) });
     const before = newRequestId();
+    // Its record is dated at its admission, as every record is (decision 402).
+    const beforeAdmittedAt = new Date();
     expect(
       await store.reserve({ requestId: before, accounts: account, amountNano: 40n }),
     ).toMatchObject({ kind: 'held' });
@@ -716,7 +718,12 @@ describe('a grant that expires while requests hold credits', () => {
     expect(await store.settle(record(orgId, after, 10n, 10n), account)).toBe('settled');
     expect(await lastConsumption(orgId)).toEqual([{ grantId: 'grant_live', amountNano: 10n }]);
     // Admitted before it: paid as it would have been then, the expiring grant first.
-    expect(await store.settle(record(orgId, before, 40n, 40n), account)).toBe('settled');
+    expect(
+      await store.settle(
+        { ...record(orgId, before, 40n, 40n), createdAt: beforeAdmittedAt },
+        account,
+      ),
+    ).toBe('settled');
     expect(await lastConsumption(orgId)).toEqual([
       { grantId: 'grant_expiring', amountNano: 30n },
       { grantId: 'grant_live', amountNano: 10n },
@@ -726,6 +733,114 @@ describe('a grant that expires while requests hold credits', () => {
       '30',
     ]);
     expect(await redis.hmget(spendKey, 'spent', 'reserved')).toEqual(['50', '0']);
+  });
+});
+
+describe("credits held by a request of the period before (the user's period turned in flight)", () => {
+  const next = monthlyPeriod(period.end, null);
+  /** Every credit a user's settled records drew, in the order they settled. */
+  async function creditsDrawn(orgId: string): Promise<bigint> {
+    const entries = (await redis.xrange(keys.usageStream(orgId), '-', '+')) as Array<
+      [string, string[]]
+    >;
+    return entries
+      .map(([, fields]) => usageRecordFromFields(fields).creditConsumption ?? [])
+      .flat()
+      .reduce((sum, part) => sum + part.amountNano, 0n);
+  }
+
+  it('are not spent again by the next period: exactly what is left passes, and every request is funded', async () => {
+    const orgId = uniqueOrg();
+    const userId = 'pu_turn_credits';
+    await addGrant(creditKeys(orgId, userId, next, period.key), 'grant_turn', '100');
+    // No base allowance: credits pay everything. Five requests admitted before the turn hold
+    // 50 of the 100 on the ended period's account.
+    const older = accounts(orgId, { user: user(userId, 0n) });
+    const newer = accounts(orgId, { user: { ...user(userId, 0n), period: next } });
+    const olderIds = Array.from({ length: 5 }, () => newRequestId());
+    for (const requestId of olderIds) {
+      expect(await store.reserve({ requestId, accounts: older, amountNano: 10n })).toMatchObject({
+        kind: 'held',
+      });
+    }
+    // After the turn, 20 at once: the 50 left pass, not the 100 the grant still has.
+    const newerIds = Array.from({ length: 20 }, () => newRequestId());
+    const outcomes = await Promise.all(
+      newerIds.map((requestId) => store.reserve({ requestId, accounts: newer, amountNano: 10n })),
+    );
+    expect(outcomes.filter((outcome) => outcome.kind === 'held')).toHaveLength(5);
+    expect(outcomes.find((outcome) => outcome.kind !== 'held')).toMatchObject({
+      kind: 'allowance_short',
+      creditsNano: 100n,
+      availableNano: 0n,
+    });
+    // Settled in any order, the grant pays every one of them in full.
+    const held = newerIds.filter((_, index) => outcomes[index]!.kind === 'held');
+    await Promise.all([
+      ...held.map((requestId) => store.settle(record(orgId, requestId, 10n, 10n), newer)),
+      ...olderIds.map((requestId) => store.settle(record(orgId, requestId, 10n, 10n), older)),
+    ]);
+    expect(await creditsDrawn(orgId)).toBe(100n);
+    expect(await redis.hget(keys.userCredits(orgId, userId, 'USD'), 'g:grant_turn')).toBe('0');
+    expect(await redis.hmget(keys.userSpend(orgId, userId, next.key), 'spent', 'reserved')).toEqual(
+      ['50', '0'],
+    );
+  });
+
+  it("count only past what the ended period's base allowance still covers", async () => {
+    const orgId = uniqueOrg();
+    const userId = 'pu_turn_base';
+    await addGrant(creditKeys(orgId, userId, next, period.key), 'grant_turn', '25');
+    const older = accounts(orgId, { user: user(userId, 30n) });
+    const newer = accounts(orgId, { user: { ...user(userId, 30n), period: next } });
+    // The ended period: 20 of its 30 spent, 25 in flight (10 of it on its base, 15 on credits).
+    const spentFirst = newRequestId();
+    await store.reserve({ requestId: spentFirst, accounts: older, amountNano: 20n });
+    await store.settle(record(orgId, spentFirst, 20n, 20n), older);
+    const inFlight = newRequestId();
+    expect(
+      await store.reserve({ requestId: inFlight, accounts: older, amountNano: 25n }),
+    ).toMatchObject({ kind: 'held' });
+    // The next period: its own 30, and the 10 of the credits the ended period does not need.
+    expect(
+      await store.reserve({ requestId: newRequestId(), accounts: newer, amountNano: 41n }),
+    ).toMatchObject({ kind: 'allowance_short', creditsNano: 25n, availableNano: 40n });
+    const newest = newRequestId();
+    expect(
+      await store.reserve({ requestId: newest, accounts: newer, amountNano: 40n }),
+    ).toMatchObject({ kind: 'held' });
+    await store.settle(record(orgId, inFlight, 25n, 25n), older);
+    await store.settle(record(orgId, newest, 40n, 40n), newer);
+    // 15 for the request of the ended period, 10 for the newest: 25, all of it, none short.
+    expect(await creditsDrawn(orgId)).toBe(25n);
+    expect(
+      await redis.hmget(keys.userSpend(orgId, userId, period.key), 'spent', 'reserved'),
+    ).toEqual(['45', '0']);
+  });
+
+  it('a lapsed hold of the ended period keeps nothing from the next one', async () => {
+    const orgId = uniqueOrg();
+    const userId = 'pu_turn_lapsed';
+    await addGrant(creditKeys(orgId, userId, next, period.key), 'grant_turn', '30');
+    const older = accounts(orgId, { user: user(userId, 0n) });
+    const newer = accounts(orgId, { user: { ...user(userId, 0n), period: next } });
+    // Held by an instance that died: its hold lapses within a second.
+    expect(
+      await shortHolds.reserve({ requestId: newRequestId(), accounts: older, amountNano: 30n }),
+    ).toMatchObject({ kind: 'held' });
+    expect(
+      await store.reserve({ requestId: newRequestId(), accounts: newer, amountNano: 1n }),
+    ).toMatchObject({ kind: 'allowance_short', availableNano: 0n });
+    // Once it has lapsed, the whole grant is the next period's again.
+    await eventually(async () => {
+      const outcome = await store.reserve({
+        requestId: newRequestId(),
+        accounts: newer,
+        amountNano: 30n,
+      });
+      return outcome.kind === 'held' ? outcome : undefined;
+    });
+    expect(await redis.hget(keys.userSpend(orgId, userId, period.key), 'reserved')).toBe('0');
   });
 });
 

@@ -130,6 +130,8 @@ describe('a script given an amount out of range writes nothing', () => {
           in_flight: keys.inFlight(orgId),
           key_rate: unused,
           user_rate: unused,
+          previous_spend: unused,
+          previous_spend_expiries: keys.holdExpiries(unused),
         },
         {
           request_id: 'req_bad_expiry',

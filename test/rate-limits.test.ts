@@ -95,6 +95,8 @@ async function reserveAt(orgId: string, call: Call): Promise<unknown[]> {
       user_grants: unused,
       cred_cooldowns: keys.credentialCooldowns(orgId),
       cred_rotation: keys.credentialRotation(orgId),
+      previous_spend: unused,
+      previous_spend_expiries: keys.holdExpiries(unused),
     },
     {
       request_id: call.requestId ?? newRequestId(),

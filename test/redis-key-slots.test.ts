@@ -104,6 +104,8 @@ const scriptKeys: { [N in ScriptName]: (orgId: string) => Record<string, string>
     in_flight: keys.inFlight(orgId),
     key_rate: keys.keyRate(orgId, 'key_1'),
     user_rate: keys.productUserRate(orgId, 'key_1', 'pu_1'),
+    previous_spend: keys.userSpend(orgId, 'pu_1', '2025-05-01'),
+    previous_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, 'pu_1', '2025-05-01')),
   }),
   release: (orgId) => {
     const { user_credits: _credits, user_grants: _grants, ...accounts } = requestAccountKeys(orgId);
@@ -126,6 +128,16 @@ const scriptKeys: { [N in ScriptName]: (orgId: string) => Record<string, string>
     usage_stream: keys.usageStream(orgId),
     in_flight: keys.inFlight(orgId),
   }),
+  holdRenew: (orgId) => {
+    const accounts = requestAccountKeys(orgId);
+    return {
+      wallet_expiries: accounts.wallet_expiries!,
+      org_cap_expiries: accounts.org_cap_expiries!,
+      conn_cap_expiries: accounts.conn_cap_expiries!,
+      user_spend_expiries: accounts.user_spend_expiries!,
+      in_flight: keys.inFlight(orgId),
+    };
+  },
   settle: (orgId) => ({
     ...requestAccountKeys(orgId),
     settled_marker: keys.settled(orgId, 'req_1'),

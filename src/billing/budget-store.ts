@@ -157,6 +157,13 @@ export interface NoCredentialOutcome {
   readonly retryAfterMs?: number;
 }
 
+/** A request that holds `amountNano` on its accounts (reserve.lua, and failover.lua's wallet). */
+export interface HeldRequest {
+  readonly requestId: string;
+  readonly accounts: RequestAccounts;
+  readonly amountNano: bigint;
+}
+
 export interface FailoverRequest {
   readonly requestId: string;
   readonly accounts: RequestAccounts;
@@ -203,6 +210,12 @@ export interface BudgetStore {
    * the cooldown also records the provider_credential webhook event.
    */
   failover(request: FailoverRequest): Promise<FailoverOutcome>;
+  /**
+   * Keeps a running request's holds from lapsing until it settles (a stream may outlast
+   * RESERVATION_TTL_MS: the lapse is for an instance that died): their lapse is moved on while
+   * it runs. Returns the function that stops it (call it once the request has settled).
+   */
+  keepHeld(request: HeldRequest): () => void;
   /**
    * Releases the request's holds, charges the actual cost (base allowance first, then
    * credits) and appends the usage record to the ledger stream, atomically. Settling the same

@@ -5,7 +5,7 @@ import type { RedisClient } from '../redis/connect.js';
 import type { UsageRecord } from '../ledger/usage-record.js';
 import { usageRecordToFields } from '../ledger/usage-record.js';
 import { SETTLEMENT_CURRENCY } from '../money.js';
-import { monthlyPeriod } from '../periods.js';
+import { monthlyPeriod, periodBefore } from '../periods.js';
 import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts, ScriptKeys } from '../redis/scripts.js';
 import { encodeDraft } from './in-flight-draft.js';
@@ -18,10 +18,12 @@ import type {
   CredentialChoice,
   FailoverOutcome,
   FailoverRequest,
+  HeldRequest,
   NoCredentialOutcome,
   RateBucket,
   RateLimitedOutcome,
   RateTakeOutcome,
+  RequestAccounts,
   RequestRateLimits,
   ReserveOutcome,
   ReserveRequest,
@@ -31,7 +33,13 @@ import type {
 /** The KEYS reserve.lua and settle.lua share: every account a request can touch. */
 type RequestAccountKeys = Omit<
   ScriptKeys<'reserve'>,
-  'cred_cooldowns' | 'cred_rotation' | 'in_flight' | 'key_rate' | 'user_rate'
+  | 'cred_cooldowns'
+  | 'cred_rotation'
+  | 'in_flight'
+  | 'key_rate'
+  | 'user_rate'
+  | 'previous_spend'
+  | 'previous_spend_expiries'
 >;
 
 const credentialTiers = (choice: CredentialChoice | null): string =>
@@ -109,7 +117,7 @@ export class RedisBudgetStore implements BudgetStore {
     private readonly reservationTtlMs: number,
     /** This gateway instance, named in the drafts of the requests it holds. */
     private readonly instanceId: string = randomUUID(),
-    logger?: Logger,
+    private readonly logger?: Logger,
   ) {
     this.streamRegisteredAtMs = announcementsOf(redis);
     this.releases = releasesOf(
@@ -175,6 +183,7 @@ export class RedisBudgetStore implements BudgetStore {
               accounts.user!.productUserId,
             )
           : noBucket,
+      ...this.previousSpendKeys(accounts, noBucket),
       ...this.accountKeys(accounts),
     };
     const announcing = request.lostRecord && this.registerStream(request.lostRecord.orgId);
@@ -367,6 +376,41 @@ export class RedisBudgetStore implements BudgetStore {
     }
   }
 
+  keepHeld(request: HeldRequest): () => void {
+    // A third of the lapse: two renewals may be late (a stalled loop, a slow Redis) and the
+    // holds still stand.
+    const timer = setInterval(
+      () => {
+        this.renewHolds(request).catch((error: unknown) =>
+          this.logger?.warn({ err: error, requestId: request.requestId }, 'hold renewal failed'),
+        );
+      },
+      Math.max(1, Math.floor(this.reservationTtlMs / 3)),
+    );
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+
+  /** Moves the lapse of the request's holds to a full RESERVATION_TTL_MS from now. */
+  private async renewHolds(request: HeldRequest): Promise<void> {
+    const { accounts } = request;
+    const keys = this.accountKeys(accounts);
+    await this.scripts.holdRenew(
+      {
+        wallet_expiries: keys.wallet_expiries,
+        org_cap_expiries: keys.org_cap_expiries,
+        conn_cap_expiries: keys.conn_cap_expiries,
+        user_spend_expiries: keys.user_spend_expiries,
+        in_flight: this.keys.inFlight(accounts.orgId),
+      },
+      {
+        request_id: request.requestId,
+        held_nano: request.amountNano.toString(),
+        expires_at_ms: Date.now() + this.reservationTtlMs,
+      },
+    );
+  }
+
   async settle(
     record: UsageRecord,
     accounts: SettleAccounts,
@@ -406,13 +450,30 @@ export class RedisBudgetStore implements BudgetStore {
         conn_cap_nano: accounts.connectionCap?.capNano.toString() ?? '',
         user_period: accounts.user?.period.key ?? '',
         cap_period: (accounts.orgCap ?? accounts.connectionCap)?.period.key ?? '',
-        // When the request was admitted is its hold's lapse less this: the grants live then
-        // pay it, one that expired since too (settle.lua; docs/decisions.md, 288).
-        reservation_ttl_ms: this.reservationTtlMs,
+        // The grants live at its admission pay it, one that expired since too (settle.lua;
+        // docs/decisions.md, 288, 498): its record is dated at its admission (402).
+        admitted_ms: record.createdAt.getTime(),
       },
       usageRecordToFields(record),
     )) as [SettleCode, string?, string?];
     return result[0] === SettleCode.Settled ? 'settled' : 'already_settled';
+  }
+
+  /**
+   * The user's account of the period before the request's (reserve.lua: a request admitted
+   * before the period turned holds there until it settles, on the same credits). Read only
+   * under an enforced cap; otherwise a placeholder of the org's slot.
+   */
+  private previousSpendKeys(
+    accounts: RequestAccounts,
+    unused: string,
+  ): Pick<ScriptKeys<'reserve'>, 'previous_spend' | 'previous_spend_expiries'> {
+    const user = accounts.user;
+    const previous =
+      user && user.creditMode === 'enforce' && user.capNano !== null
+        ? this.keys.userSpend(accounts.orgId, user.productUserId, periodBefore(user.period).key)
+        : unused;
+    return { previous_spend: previous, previous_spend_expiries: this.keys.holdExpiries(previous) };
   }
 
   /**

@@ -32,6 +32,12 @@ function createProxyPorts(deps: ProxyDeps): ProxyPorts {
     nowMs: Date.now,
     outputCounter: deps.services.tokenCounter,
     settle: (admission, outcome) => settleWithRetry(deps, admission, outcome),
+    keepHeld: (admission) =>
+      deps.services.budget.keepHeld({
+        requestId: admission.requestId,
+        accounts: admission.accounts,
+        amountNano: admission.reservedNano,
+      }),
     shutdown: deps.shutdown,
     unpricedTierCounter: deps.unpricedTierCounter,
     unpricedTierLog: new UnpricedTierLog(deps.logger, Date.now),

@@ -63,6 +63,25 @@ describe('runProxy', () => {
     expect(vendor.requests[0]!.headers.authorization).toBe('Bearer system-key');
   });
 
+  it('keeps the holds while the request runs, and stops once it has settled, on every ending', async () => {
+    const vendor = new ScriptedVendor([
+      { status: 200, chunks: [COMPLETION] },
+      { fail: { code: 'ECONNREFUSED' } },
+    ]);
+    const base = fakePorts(vendor);
+    const events: string[] = [];
+    const ports = {
+      ...base,
+      keepHeld: () => {
+        events.push('keep');
+        return () => void events.push(`stop after ${base.settled.length} settled`);
+      },
+    };
+    await runProxy(ports, request(), new FakeClient());
+    await runProxy(ports, request(), new FakeClient());
+    expect(events).toEqual(['keep', 'stop after 1 settled', 'keep', 'stop after 2 settled']);
+  });
+
   it('answers 502 for invalid JSON and charges the input only', async () => {
     const ports = fakePorts(new ScriptedVendor([{ status: 200, chunks: ['{"id":'] }]));
     const outcome = await runProxy(ports, request(), new FakeClient());

@@ -53,6 +53,11 @@ export interface ProxyPorts extends DispatchPorts {
   readonly outputCounter: Pick<TokenCounter, 'countOutput'>;
   /** Settles the request (releases its holds, charges, records); idempotent. */
   readonly settle: (admission: Admission, outcome: RequestOutcome) => Promise<void>;
+  /**
+   * Keeps the request's holds from lapsing while it runs (BudgetStore.keepHeld); returns the
+   * stop. None: the holds lapse RESERVATION_TTL_MS after the reserve, however long it runs.
+   */
+  readonly keepHeld?: (admission: Admission) => () => void;
   /** The shutdown cut to watch (none: the call runs to its end). */
   readonly shutdown?: ShutdownWatch;
   /** Counts the tiers vendors served calls at that gw does not price (none: logged only). */
@@ -119,6 +124,8 @@ export async function runProxy(
   // (the stream's relay notices).
   client.onAborted(() => dispatchClient.current?.abort());
   const stopWatching = shutdown?.onCut(() => dispatchClient.current?.abort());
+  // A stream may outlast RESERVATION_TTL_MS: its holds stand until it settles.
+  const stopKeeping = ports.keepHeld?.(admission);
 
   let settled = false;
   let credentialId = admission.credentialId;
@@ -183,5 +190,6 @@ export async function runProxy(
     throw error;
   } finally {
     stopWatching?.();
+    stopKeeping?.();
   }
 }

@@ -342,18 +342,30 @@ export class ProductUserManagement {
       );
       const first = rows[0]!;
       if (!sameGrant(first, input)) return { keyReused: true };
+      // The first may have failed after its commit, before Redis had the grant (its caller
+      // then got an error and sent it again): the replay makes sure the grant is live.
+      if (first.status === 'active') await this.addLive(first, input.amountNano, 'add_missing');
       return { grant: grantFromRow(first), created: false };
     }
+    await this.addLive(row, input.amountNano, 'add');
+    return { grant: grantFromRow(row), created: true };
+  }
+
+  /** Puts a grant in the user's live credits (credits-change.lua's `add` or `add_missing`). */
+  private async addLive(
+    row: GrantRow,
+    amountNano: bigint,
+    action: 'add' | 'add_missing',
+  ): Promise<void> {
     await this.scripts.creditsChange(this.creditKeys(row, null), {
-      action: 'add',
+      action,
       grant_id: row.id,
-      amount_nano: input.amountNano.toString(),
+      amount_nano: amountNano.toString(),
       expires_at_ms: String(row.expires_at ? row.expires_at.getTime() : NEVER_EXPIRES_MS),
       ttl_ms: '',
       now_ms: '',
       keep_held: '',
     });
-    return { grant: grantFromRow(row), created: true };
   }
 
   /**
@@ -392,7 +404,29 @@ export class ProductUserManagement {
       return result.rows;
     });
     const row = rows[0];
-    if (!row) return undefined;
+    if (!row) {
+      // Revoked already: maybe by a revocation that failed after its commit, before Redis had
+      // it (its caller then got an error and sends it again). Applied in Redis once, so this
+      // changes nothing when it did run (decision 448); still answered as not revoked now.
+      const { rows: earlier } = await this.db.query<
+        GrantRow & { allowance_starts_at: Date | null }
+      >(
+        `SELECT g.id, g.product_user_id, g.amount::text, g.currency, g.expires_at, g.reason,
+                g.status, g.created_at, g.org_id, u.allowance_starts_at
+           FROM credit_grants g JOIN product_users u ON u.id = g.product_user_id
+          WHERE g.id = $1 AND g.status = 'revoked' AND ($2::text IS NULL OR g.org_id = $2)`,
+        [grantId, orgId],
+      );
+      if (earlier[0]) await this.removeLive(earlier[0]);
+      return undefined;
+    }
+    await this.removeLive(row);
+    const { allowance_starts_at: _anchor, ...grant } = row;
+    return grantFromRow(grant);
+  }
+
+  /** Takes a revoked grant out of the user's live credits, keeping what is held on it. */
+  private async removeLive(row: GrantRow & { allowance_starts_at: Date | null }): Promise<void> {
     const { allowance_starts_at: anchor, ...grant } = row;
     const now = new Date();
     await this.scripts.creditsChange(this.creditKeys(grant, { now, anchor }), {
@@ -405,7 +439,6 @@ export class ProductUserManagement {
       // Only credits in the settlement currency pay costs, so only they can be held.
       keep_held: grant.currency.trim() === SETTLEMENT_CURRENCY ? '1' : '0',
     });
-    return grantFromRow(grant);
   }
 
   /**

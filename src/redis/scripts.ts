@@ -95,6 +95,8 @@ export const scriptSpecs = {
       'in_flight',
       'key_rate',
       'user_rate',
+      'previous_spend',
+      'previous_spend_expiries',
     ],
     args: [
       'request_id',
@@ -142,6 +144,17 @@ export const scriptSpecs = {
     keys: [...HOLD_ACCOUNT_KEYS, 'in_flight', 'key_rate', 'user_rate'],
     args: ['request_id', 'held_nano', 'key_rated', 'user_rated'],
   },
+  holdRenew: {
+    file: 'hold-renew',
+    keys: [
+      'wallet_expiries',
+      'org_cap_expiries',
+      'conn_cap_expiries',
+      'user_spend_expiries',
+      'in_flight',
+    ],
+    args: ['request_id', 'held_nano', 'expires_at_ms'],
+  },
   settle: {
     file: 'settle',
     keys: [
@@ -167,7 +180,7 @@ export const scriptSpecs = {
       'conn_cap_nano',
       'user_period',
       'cap_period',
-      'reservation_ttl_ms',
+      'admitted_ms',
     ],
     rest: 'record_fields',
   },

@@ -119,7 +119,7 @@ describe('the local Redis Cluster', () => {
           conn_cap_nano: '',
           user_period: '',
           cap_period: '',
-          reservation_ttl_ms: 60_000,
+          admitted_ms: Date.now(),
         },
       ),
     ).rejects.toThrow(/CROSSSLOT/);

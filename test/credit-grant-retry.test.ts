@@ -1,0 +1,138 @@
+// A credit grant or revocation is recorded in Postgres, then applied to the user's live
+// credits in Redis. When Redis fails between the two (here: a client whose connection is
+// closed), the caller gets an error and retries: the retry, a replay of the grant's
+// Idempotency-Key or a revocation of a grant already revoked, applies what Redis missed, so
+// the grant becomes spendable, or stops being spendable, as its answer says (decision 499).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp, createOrganization } from '../src/admin/provisioning.js';
+import { createMoneyLayer } from '../src/billing/compose.js';
+import type { RequestAccounts } from '../src/billing/budget-store.js';
+import { invalidationPublisher } from '../src/cache/invalidation.js';
+import { createDbPool } from '../src/db/pool.js';
+import { newRequestId } from '../src/ids.js';
+import { monthlyPeriod } from '../src/periods.js';
+import { ProductUserManagement, type CreditGrantInput } from '../src/product-users/management.js';
+import { createRedisKeys } from '../src/redis/keys.js';
+import { defineScripts } from '../src/redis/scripts.js';
+import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
+import { usageRecord } from './support/records.js';
+import { deletePrefix, testRedis } from './support/services.js';
+
+const prefix = uniquePrefix('grantretry');
+const redis = testRedis();
+const unreachable = testRedis();
+const db = createDbPool(TEST_DATABASE_URL, 4);
+const keys = createRedisKeys(prefix);
+const scripts = defineScripts(redis);
+const { budget: store } = createMoneyLayer({ db, redis, keys, scripts, reservationTtlMs: 60_000 });
+const publisher = invalidationPublisher(redis, keys.invalidationChannel());
+const management = new ProductUserManagement(db, redis, keys, scripts, publisher);
+/** The same service on an instance whose Redis connection is gone. */
+const cutOff = new ProductUserManagement(
+  db,
+  unreachable,
+  keys,
+  defineScripts(unreachable),
+  publisher,
+);
+
+beforeAll(async () => {
+  await unreachable.quit();
+});
+
+afterAll(async () => {
+  await deletePrefix(redis, prefix);
+  await redis.quit();
+  await db.end();
+});
+
+/** A product user under an enforced cap of 0 (credits pay everything), credits loaded. */
+async function creditOnlyUser(name: string): Promise<{ orgId: string; accounts: RequestAccounts }> {
+  const orgId = await createOrganization(db, name);
+  const appId = await createApp(db, orgId, `${name}-app`);
+  const { user } = await management.upsert({ orgId, appId, externalUserId: name });
+  const accounts: RequestAccounts = {
+    orgId,
+    appConnectionId: 'conn_a',
+    orgCap: null,
+    connectionCap: null,
+    user: {
+      productUserId: user.id,
+      capNano: 0n,
+      creditMode: 'enforce',
+      period: monthlyPeriod(new Date(), null),
+    },
+    walletPays: false,
+    credentials: null,
+  };
+  // The user's first request loads their account and credits (none yet).
+  expect(
+    await store.reserve({ requestId: newRequestId(), accounts, amountNano: 1n }),
+  ).toMatchObject({ kind: 'allowance_short', creditsNano: 0n });
+  return { orgId, accounts };
+}
+
+const grantOf = (orgId: string, accounts: RequestAccounts, idempotencyKey: string | null) =>
+  ({
+    orgId,
+    productUserId: accounts.user!.productUserId,
+    amountNano: 50n,
+    currency: 'USD',
+    expiresAt: null,
+    reason: null,
+    idempotencyKey,
+  }) satisfies CreditGrantInput;
+
+describe('a credit change whose Redis step failed, retried', () => {
+  it('a grant replayed by its Idempotency-Key becomes spendable, once', async () => {
+    const { orgId, accounts } = await creditOnlyUser('grant-replay');
+    const input = grantOf(orgId, accounts, 'grant-key-1');
+    await expect(cutOff.grantCredits(input)).rejects.toThrow();
+    expect(await management.grantCredits(input)).toMatchObject({ created: false });
+    expect(
+      await store.reserve({ requestId: newRequestId(), accounts, amountNano: 51n }),
+    ).toMatchObject({ kind: 'allowance_short', creditsNano: 50n });
+    expect(
+      await store.reserve({ requestId: newRequestId(), accounts, amountNano: 50n }),
+    ).toMatchObject({ kind: 'held' });
+    // Replayed again: still the one grant of 50, all of it held now.
+    expect(await management.grantCredits(input)).toMatchObject({ created: false });
+    expect(
+      await store.reserve({ requestId: newRequestId(), accounts, amountNano: 1n }),
+    ).toMatchObject({ kind: 'allowance_short', creditsNano: 50n, availableNano: 0n });
+  });
+
+  it('a replay of a grant Redis had gives back nothing of what was spent', async () => {
+    const { orgId, accounts } = await creditOnlyUser('grant-replay-spent');
+    const input = grantOf(orgId, accounts, 'grant-key-2');
+    expect(await management.grantCredits(input)).toMatchObject({ created: true });
+    const requestId = newRequestId();
+    await store.reserve({ requestId, accounts, amountNano: 30n });
+    await store.settle(
+      usageRecord(orgId, 30n, {
+        requestId,
+        appConnectionId: 'conn_a',
+        productUserId: accounts.user!.productUserId,
+        reservedNano: 30n,
+      }),
+      accounts,
+    );
+    expect(await management.grantCredits(input)).toMatchObject({ created: false });
+    expect(
+      await store.reserve({ requestId: newRequestId(), accounts, amountNano: 21n }),
+    ).toMatchObject({ kind: 'allowance_short', creditsNano: 20n });
+  });
+
+  it('a revocation sent again stops the grant being spent', async () => {
+    const { orgId, accounts } = await creditOnlyUser('revoke-retry');
+    const granted = await management.grantCredits(grantOf(orgId, accounts, null));
+    if ('keyReused' in granted) throw new Error('a grant without a key cannot reuse one');
+    const grantId = granted.grant.grant_id;
+    await expect(cutOff.revokeGrant(grantId, { userId: 'usr_admin' }, orgId)).rejects.toThrow();
+    // Sent again: answered as revoked already (409 on the dashboard), and applied in Redis.
+    expect(await management.revokeGrant(grantId, { userId: 'usr_admin' }, orgId)).toBeUndefined();
+    expect(
+      await store.reserve({ requestId: newRequestId(), accounts, amountNano: 1n }),
+    ).toMatchObject({ kind: 'allowance_short', creditsNano: 0n });
+  });
+});
