@@ -31,6 +31,11 @@ export const clusterFiles = [
   // The money layer against its reference model, under random concurrent operations.
   'test/money-model.race.test.ts',
   'test/period-turn.test.ts',
+  // Holds kept while a request runs (decision 498) and grants retried after a failed Redis
+  // step (499).
+  'test/hold-renewal.race.test.ts',
+  'test/long-request-holds.e2e.test.ts',
+  'test/credit-grant-retry.test.ts',
   // Sessions listed per user: every Redis command of a cut on one key (decision 360).
   'test/dashboard-passwords.e2e.test.ts',
 ];
