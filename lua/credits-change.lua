@@ -28,7 +28,8 @@
 -- whose `add` may not have run (a retry after Redis failed, decision 499): it is added only
 -- to loaded credits that have no field for it, which then never had it (a load, which reads
 -- what the ledger says is left, brings it to credits not loaded), so what was spent of it is
--- never given back. A revoked grant leaves a `revoked:<id>` mark
+-- never given back. A grant that has expired is not sent (a load leaves it out: its field may
+-- be missing after it was spent, decision 530). A revoked grant leaves a `revoked:<id>` mark
 -- that credits-load honours: a load that read Postgres before the revocation cannot bring the
 -- grant back; a revocation of a grant revoked already changes nothing (0). An amount out of
 -- range is refused with nothing written.

@@ -123,6 +123,79 @@ describe('a credit change whose Redis step failed, retried', () => {
     ).toMatchObject({ kind: 'allowance_short', creditsNano: 20n });
   });
 
+  it('a replay of a grant that has expired gives back nothing of what was spent (decision 530)', async () => {
+    const { orgId, accounts } = await creditOnlyUser('grant-replay-expired');
+    const productUserId = accounts.user!.productUserId;
+    const input = {
+      ...grantOf(orgId, accounts, 'grant-key-expired'),
+      expiresAt: new Date(Date.now() + 3_600_000),
+    };
+    const granted = await management.grantCredits(input);
+    if ('keyReused' in granted) throw new Error('a first grant cannot reuse its key');
+    const lasting = await management.grantCredits({
+      ...grantOf(orgId, accounts, null),
+      amountNano: 100n,
+    });
+    if ('keyReused' in lasting) throw new Error('a grant without a key cannot reuse one');
+    // 30 of the expiring grant's 50 spent (it expires first, so it pays first)
+    const spent = newRequestId();
+    await store.reserve({ requestId: spent, accounts, amountNano: 30n });
+    await store.settle(
+      usageRecord(orgId, 30n, {
+        requestId: spent,
+        appConnectionId: 'conn_a',
+        productUserId,
+        reservedNano: 30n,
+      }),
+      accounts,
+    );
+    // A request admitted an hour ago, before the grant expired, still runs (its holds kept:
+    // decision 498); the grant expires, and the user's credits are read again from the
+    // ledger, which has no expired grant.
+    const running = newRequestId();
+    expect(await store.reserve({ requestId: running, accounts, amountNano: 40n })).toMatchObject({
+      kind: 'held',
+    });
+    const admittedAt = new Date(Date.now() - 3_600_000);
+    // (the grant as if made to expire a minute after that admission, a while ago)
+    const expiresAt = new Date(admittedAt.getTime() + 60_000);
+    await db.query(`UPDATE credit_grants SET expires_at = $2 WHERE id = $1`, [
+      granted.grant.grant_id,
+      expiresAt,
+    ]);
+    await redis.del(
+      keys.userCredits(orgId, productUserId, 'USD'),
+      keys.userGrants(orgId, productUserId, 'USD'),
+    );
+    expect(
+      await store.reserve({ requestId: newRequestId(), accounts, amountNano: 101n }),
+    ).toMatchObject({ kind: 'allowance_short', creditsNano: 100n });
+    // The grant sent again: it must not come back whole, with the 30 spent of it
+    expect(await management.grantCredits({ ...input, expiresAt })).toMatchObject({
+      created: false,
+    });
+    await store.settle(
+      usageRecord(orgId, 40n, {
+        requestId: running,
+        appConnectionId: 'conn_a',
+        productUserId,
+        reservedNano: 40n,
+        createdAt: admittedAt,
+      }),
+      accounts,
+    );
+    // the lasting grant paid it: the expired one had nothing left to pay with in Redis
+    expect(
+      await redis.hget(
+        keys.userCredits(orgId, productUserId, 'USD'),
+        `g:${lasting.grant.grant_id}`,
+      ),
+    ).toBe('60');
+    expect(
+      await store.reserve({ requestId: newRequestId(), accounts, amountNano: 61n }),
+    ).toMatchObject({ kind: 'allowance_short', creditsNano: 60n });
+  });
+
   it('a revocation sent again stops the grant being spent', async () => {
     const { orgId, accounts } = await creditOnlyUser('revoke-retry');
     const granted = await management.grantCredits(grantOf(orgId, accounts, null));

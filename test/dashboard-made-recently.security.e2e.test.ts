@@ -1033,6 +1033,41 @@ describe('members the account let in or raised (decision 477)', () => {
     expect((await changeRole(erin, ids.wes, 'admin')).status).toBe(200);
     expect((await members(erin)).map((item) => item.id)).not.toContain(ids.wes);
   });
+
+  it('two members the account raised cannot take each other off its list (decision 529)', async () => {
+    ids.kit = await memberOfTeam('kit', 'viewer');
+    ids.lee = await memberOfTeam('lee', 'viewer');
+    expect((await changeRole(erin, ids.kit, 'admin')).status).toBe(200);
+    expect((await changeRole(erin, ids.lee, 'admin')).status).toBe(200);
+    const [kit, lee] = await Promise.all([
+      signInTo(gateway, emails.kit!),
+      signInTo(gateway, emails.lee!),
+    ]);
+    // each "changes" the other to the role they hold: one request each, no role moves
+    expect((await changeRole(kit, ids.lee, 'admin')).status).toBe(200);
+    expect((await changeRole(lee, ids.kit, 'admin')).status).toBe(200);
+    const listed = async () =>
+      summary((await members(erin)).filter((item) => [ids.kit, ids.lee].includes(item.id)));
+    expect(await listed()).toEqual(
+      [
+        `member ${ids.kit} ${team.org_id} raised true`,
+        `member ${ids.lee} ${team.org_id} raised true`,
+      ].sort(),
+    );
+    // lowered and raised back by one the account raised: still the account's raise
+    expect((await changeRole(kit, ids.lee, 'member')).status).toBe(200);
+    expect((await changeRole(kit, ids.lee, 'admin')).status).toBe(200);
+    expect(await listed()).toEqual(
+      [
+        `member ${ids.kit} ${team.org_id} raised true`,
+        `member ${ids.lee} ${team.org_id} raised true`,
+      ].sort(),
+    );
+    // a colleague the account did not raise changing it still makes it theirs (512)
+    expect((await changeRole(frank, ids.kit, 'member')).status).toBe(200);
+    expect((await changeRole(frank, ids.kit, 'admin')).status).toBe(200);
+    expect((await members(erin)).map((item) => item.id)).not.toContain(ids.kit);
+  });
 });
 
 describe('an OAuth client whose app is deleted', () => {

@@ -266,7 +266,22 @@ export async function readMadeByAccount(
                    -- is dated before the one it follows (461); migration 071's index
                    SELECT 1 FROM dashboard_audit_log l
                     WHERE l.action = 'member.change_role' AND l.org_id = f.org_id
-                      AND l.object_id = f.user_id AND l.id > f.entry_id) END
+                      AND l.object_id = f.user_id AND l.id > f.entry_id
+                      -- made by someone the account neither raised nor let in there: two it
+                      -- raised would otherwise take each other off its list (529)
+                      AND l.user_id NOT IN (
+                        SELECT e.object_id FROM entries e
+                         WHERE e.org_id = f.org_id AND e.action = 'member.change_role'
+                           AND e.created_at >= $2
+                           AND array_position($4::text[], e.details->>'to')
+                               < array_position($4::text[], e.details->>'from')
+                        UNION ALL
+                        SELECT i.responded_by FROM entries e
+                          JOIN org_invitations i
+                            ON i.id = e.object_id AND i.org_id = e.org_id AND i.invited_by = $1
+                         WHERE e.org_id = f.org_id AND e.action = 'invitation.create'
+                           AND i.status = 'accepted' AND i.responded_at >= $2
+                           AND i.responded_by IS NOT NULL)) END
           ORDER BY r.org_id, m.user_id, f.at DESC
        ) joined_or_raised
         ORDER BY created_at DESC, id DESC

@@ -343,8 +343,14 @@ export class ProductUserManagement {
       const first = rows[0]!;
       if (!sameGrant(first, input)) return { keyReused: true };
       // The first may have failed after its commit, before Redis had the grant (its caller
-      // then got an error and sent it again): the replay makes sure the grant is live.
-      if (first.status === 'active') await this.addLive(first, input.amountNano, 'add_missing');
+      // then got an error and sent it again): the replay makes sure the grant is live. Not
+      // once it has expired: a load leaves it out, so credits loaded without its field may
+      // have spent it before, and a request admitted before its expiry would draw on it whole
+      // (decision 530); nothing admitted now can use it.
+      const expired = first.expires_at !== null && first.expires_at.getTime() <= Date.now();
+      if (first.status === 'active' && !expired) {
+        await this.addLive(first, input.amountNano, 'add_missing');
+      }
       return { grant: grantFromRow(first), created: false };
     }
     await this.addLive(row, input.amountNano, 'add');
