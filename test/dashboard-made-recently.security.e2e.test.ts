@@ -70,6 +70,7 @@ interface MadeItem {
   readonly url: string | null;
   readonly given_role: string | null;
   readonly member_role: string | null;
+  readonly via_email: string | null;
   readonly revoke_method: 'POST' | 'DELETE';
   readonly revoke_path: string;
   readonly can_revoke: boolean;
@@ -971,6 +972,55 @@ describe('members the account let in or raised (decision 477)', () => {
     expect(accepted.status).toBe(200);
     expect(accepted.body.status).toBe('accepted');
     expect((await members(erin)).map((item) => item.id)).not.toContain(vic.id);
+  });
+
+  it('members let in or raised by one Erin raised are listed through them; their changes do not take hers off (decision 531)', async () => {
+    ids.ann = await memberOfTeam('ann', 'viewer');
+    ids.cal = await memberOfTeam('cal', 'viewer');
+    expect((await changeRole(erin, ids.ann, 'admin')).status).toBe(200);
+    const ann = await signInTo(gateway, emails.ann!);
+    // Ann raises Cal, and lets Dee in as an admin
+    expect((await changeRole(ann, ids.cal, 'admin')).status).toBe(200);
+    emails.dee = uniqueEmail('review-dee');
+    const dee = await createUser(env, emails.dee);
+    ids.dee = dee.id;
+    const invitation = await inviteTo(ann, team.org_id, emails.dee, 'admin');
+    const deeSignedIn = await signInTo(gateway, emails.dee);
+    expect(
+      (
+        await deeSignedIn.post(`/dashboard/api/user/invitations/${invitation.id}/accept`, {
+          token: invitation.accept_token,
+        })
+      ).status,
+    ).toBe(200);
+    // Cal lowers Ann and raises her back (the chain 529 left open): she stays Erin's
+    const cal = await signInTo(gateway, emails.cal!);
+    expect((await changeRole(cal, ids.ann, 'member')).status).toBe(200);
+    expect((await changeRole(cal, ids.ann, 'admin')).status).toBe(200);
+
+    const listed = (await members(erin)).filter((item) =>
+      [ids.ann, ids.cal, ids.dee].includes(item.id),
+    );
+    expect(
+      listed
+        .map((item) => `${item.name} ${item.made_as} ${item.given_role} via ${item.via_email}`)
+        .sort(),
+    ).toEqual(
+      [
+        `${emails.ann!.toLowerCase()} raised admin via null`,
+        `${emails.cal!.toLowerCase()} raised admin via ${emails.ann!.toLowerCase()}`,
+        `${emails.dee.toLowerCase()} joined admin via ${emails.ann!.toLowerCase()}`,
+      ].sort(),
+    );
+    expect(listed.every((item) => item.can_revoke)).toBe(true);
+    // Frank reached none of them
+    const franks = (await members(frank)).map((item) => item.id);
+    expect(franks).not.toContain(ids.cal);
+    expect(franks).not.toContain(ids.dee);
+    // removing Cal through the listed route
+    const removeCal = listed.find((item) => item.id === ids.cal)!;
+    expect((await erin.request(removeCal.revoke_method, removeCal.revoke_path)).status).toBe(200);
+    expect((await members(erin)).map((item) => item.id)).not.toContain(ids.cal);
   });
 
   it('a member Erin raised, removed and let in again by someone else in the role she gave, is not hers', async () => {

@@ -357,6 +357,15 @@ describe('after a password reset', () => {
       { token: invitation.body.accept_token },
     );
     expect(accepted.status).toBe(200);
+    // and the accomplice raises a third (decision 531): listed through them
+    const thirdEmail = uniqueEmail('made-third').toLowerCase();
+    const third = await createMember(env, thirdEmail, org.org_id, 'viewer');
+    const raisedByAccomplice = await accomplice.request(
+      'PATCH',
+      `/dashboard/api/orgs/${org.org_id}/members/${third.id}`,
+      { role: 'admin' },
+    );
+    expect(raisedByAccomplice.status).toBe(200);
 
     const { page, close } = await openWindow(browser);
     await page.goto(`${gateway.url}/dashboard/sign-in`);
@@ -367,7 +376,7 @@ describe('after a password reset', () => {
     await page.goto(`${gateway.url}/dashboard/account`);
     const section = page.getByRole('region', { name: 'Made by your account recently' });
     const listed = section.locator('tbody tr');
-    const joinedRow = listed.filter({ hasText: accompliceEmail });
+    const joinedRow = listed.filter({ hasText: accompliceEmail, hasNotText: thirdEmail });
     await joinedRow.waitFor();
     expect(await joinedRow.textContent()).toContain('joined through your invitation');
     await joinedRow
@@ -382,6 +391,19 @@ describe('after a password reset', () => {
       `This removes ${accompliceEmail} from Made Org: they lose access to it at once`,
     );
     expect(await dialog.getByRole('link', { name: 'Members page' }).count()).toBe(0);
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await dialog.waitFor({ state: 'detached' });
+
+    const thirdRow = listed.filter({ hasText: thirdEmail });
+    expect(await thirdRow.textContent()).toContain(
+      `${accompliceEmail}, whom your account let in or raised, raised their role`,
+    );
+    await thirdRow.getByRole('button', { name: /^Remove Member/ }).click();
+    await dialog.waitFor();
+    expect(await dialog.textContent()).toContain(
+      `If they should stay a member and only the role ${accompliceEmail} gave them (admin) is wrong`,
+    );
+    await screenshot(page, 'made-recently-06b-confirm-member-via');
     await dialog.getByRole('button', { name: 'Cancel' }).click();
     await dialog.waitFor({ state: 'detached' });
 

@@ -79,6 +79,11 @@ export interface MadeByAccountRow {
   readonly given_role: Role | null;
   /** A member's role now. */
   readonly member_role: Role | null;
+  /**
+   * A member let in or raised by a member the account let in or raised (or further on): the
+   * e-mail of the one who did it (decision 531); null for what the account did itself.
+   */
+  readonly via_email: string | null;
 }
 
 export interface MadeByAccount {
@@ -96,7 +101,7 @@ export interface MadeByAccount {
  * badly and scanned every entry of the user (test/made-recently.scale.test.ts).
  */
 const ENTRIES = `
-  WITH reach AS MATERIALIZED (
+  WITH RECURSIVE reach AS MATERIALIZED (
     SELECT m.org_id, o.name AS org_name, m.role,
            (SELECT e.id FROM dashboard_audit_log e
              WHERE e.org_id = m.org_id AND e.created_at < $2::timestamptz - interval '1 hour'
@@ -118,6 +123,74 @@ const ENTRIES = `
   )`;
 
 /**
+ * The members the account let in or raised in the window, and those let in or raised by them,
+ * and so on (decision 531): `members`, one row per fact (`via_user_id`: the member through whom,
+ * null for the account's own). The account's own facts are its invitations accepted in the
+ * window and its role changes read by 493's rule; a reached member's are each of their
+ * invitations accepted and each raise they made there in the window, read by their entries
+ * (index dashboard_audit_log_user_org), at most four steps from the account.
+ */
+const MEMBERS = `
+  , direct AS (
+    -- who accepted the account's invitation (the membership that acceptance made:
+    -- its row and the answer share their transaction's now())
+    SELECT e.org_id, i.responded_by AS user_id, 'joined' AS made_as, i.role AS given,
+           i.responded_at AS at, NULL::bigint AS entry_id
+      FROM entries e
+      JOIN org_invitations i
+        ON i.id = e.object_id AND i.org_id = e.org_id AND i.invited_by = $1
+     WHERE e.action = 'invitation.create' AND i.status = 'accepted'
+       AND i.responded_at >= $2
+    UNION ALL
+    -- the account's latest change of a member's role in the window, when it raised it,
+    -- or when the role it gave is above the one the account's first change of the
+    -- membership there is now found (raised, then lowered part of the way back or
+    -- "changed" to the same role, is still raised: 493) ($4: the roles, highest first)
+    SELECT org_id, user_id, 'raised', given, at, entry_id FROM (
+      SELECT DISTINCT ON (e.org_id, e.object_id) e.org_id, e.object_id AS user_id,
+             e.details->>'from' AS from_role,
+             first_value(e.details->>'from')
+               OVER (PARTITION BY e.org_id, e.object_id ORDER BY e.entry_id)
+               AS first_from_role,
+             e.details->>'to' AS given, e.created_at AS at, e.entry_id
+        FROM entries e
+        JOIN org_memberships now_member
+          ON now_member.org_id = e.org_id AND now_member.user_id = e.object_id
+       WHERE e.action = 'member.change_role' AND e.created_at >= $2
+         AND e.created_at >= now_member.created_at
+       ORDER BY e.org_id, e.object_id, e.entry_id DESC
+    ) latest
+     WHERE array_position($4::text[], given) < array_position($4::text[], from_role)
+        OR array_position($4::text[], given) < array_position($4::text[], first_from_role)
+  ), members(org_id, user_id, made_as, given, at, entry_id, via_user_id, depth) AS (
+    SELECT org_id, user_id, made_as, given, at, entry_id, NULL::text, 0 FROM direct
+    UNION ALL
+    SELECT next.org_id, next.user_id, next.made_as, next.given, next.at, next.entry_id,
+           t.user_id, t.depth + 1
+      FROM members t
+      JOIN reach r ON r.org_id = t.org_id
+      CROSS JOIN LATERAL (
+        SELECT l.org_id, l.object_id AS user_id, 'raised'::text AS made_as,
+               l.details->>'to' AS given, l.created_at AS at, l.id AS entry_id
+          FROM dashboard_audit_log l
+         WHERE l.user_id = t.user_id AND l.org_id = t.org_id
+           AND l.id > COALESCE(r.entry_before_id, 0) AND l.created_at >= $2
+           AND l.action = 'member.change_role'
+           AND array_position($4::text[], l.details->>'to')
+               < array_position($4::text[], l.details->>'from')
+        UNION ALL
+        SELECT i.org_id, i.responded_by, 'joined'::text, i.role, i.responded_at, NULL::bigint
+          FROM dashboard_audit_log l
+          JOIN org_invitations i
+            ON i.id = l.object_id AND i.org_id = l.org_id AND i.invited_by = t.user_id
+         WHERE l.user_id = t.user_id AND l.org_id = t.org_id
+           AND l.id > COALESCE(r.entry_before_id, 0) AND l.action = 'invitation.create'
+           AND i.status = 'accepted' AND i.responded_at >= $2 AND i.responded_by IS NOT NULL
+      ) next
+     WHERE t.depth < 4 AND next.user_id <> $1
+  )`;
+
+/**
  * What `userId` made since `since` that still works (a key not revoked, expired or past a
  * rotation's grace period, on an active connection; an approval whose connection is active; an
  * invitation pending and not expired; an OAuth client not deleted; a webhook endpoint not
@@ -135,12 +208,12 @@ export async function readMadeByAccount(
 ): Promise<MadeByAccount> {
   const [items, resets] = await Promise.all([
     db.query<MadeByAccountRow>(
-      `${ENTRIES}
+      `${ENTRIES}${MEMBERS}
        SELECT 'api_key' AS kind, k.id, r.org_id, r.org_name, r.role, k.created_at,
               CASE e.action WHEN 'api_key.rotate' THEN 'rotated' ELSE 'created' END AS made_as,
               k.app_id, a.name AS app_name, NULL AS app_org_name, k.name, k.key_hint,
               NULL AS client_name, NULL AS invited_role, NULL AS url,
-              NULL AS given_role, NULL AS member_role
+              NULL AS given_role, NULL AS member_role, NULL AS via_email
          FROM entries e
          JOIN reach r ON r.org_id = e.org_id
          JOIN api_keys k
@@ -154,7 +227,7 @@ export async function readMadeByAccount(
           AND c.status = 'active' AND k.created_at >= $2
        UNION ALL
        SELECT 'service_key', s.id, r.org_id, r.org_name, r.role, s.created_at, 'created',
-              NULL, NULL, NULL, NULL, s.key_hint, NULL, NULL, NULL, NULL, NULL
+              NULL, NULL, NULL, NULL, s.key_hint, NULL, NULL, NULL, NULL, NULL, NULL
          FROM entries e
          JOIN reach r ON r.org_id = e.org_id
          JOIN service_keys s ON s.id = e.object_id AND s.org_id = e.org_id
@@ -162,7 +235,7 @@ export async function readMadeByAccount(
           AND (s.expires_at IS NULL OR s.expires_at > now()) AND s.created_at >= $2
        UNION ALL
        SELECT 'oauth_approval', c.id, r.org_id, r.org_name, r.role, c.created_at, 'approved',
-              c.app_id, a.name, ao.name, c.name, NULL, oc.name, NULL, NULL, NULL, NULL
+              c.app_id, a.name, ao.name, c.name, NULL, oc.name, NULL, NULL, NULL, NULL, NULL
          FROM reach r
          JOIN app_connections c
            ON c.org_id = r.org_id AND c.oauth_client_id IS NOT NULL
@@ -172,7 +245,7 @@ export async function readMadeByAccount(
          LEFT JOIN oauth_clients oc ON oc.id = c.oauth_client_id
        UNION ALL
        SELECT 'invitation', i.id, r.org_id, r.org_name, r.role, i.created_at, 'invited',
-              NULL, NULL, NULL, i.email, NULL, NULL, i.role, NULL, NULL, NULL
+              NULL, NULL, NULL, i.email, NULL, NULL, i.role, NULL, NULL, NULL, NULL
          FROM entries e
          JOIN reach r ON r.org_id = e.org_id
          JOIN org_invitations i
@@ -185,7 +258,7 @@ export async function readMadeByAccount(
                 CASE e.action WHEN 'oauth_client.create' THEN o.created_at ELSE e.created_at END,
                 CASE e.action WHEN 'oauth_client.create' THEN 'created' ELSE 'rotated' END,
                 o.app_id, a.name, NULL, o.name, o.client_secret_hint, NULL, NULL, NULL, NULL,
-                NULL
+                NULL, NULL
            FROM entries e
            JOIN reach r ON r.org_id = e.org_id
            JOIN oauth_clients o
@@ -197,7 +270,7 @@ export async function readMadeByAccount(
        ) registered_or_rotated
        UNION ALL
        SELECT kind, id, org_id, org_name, role, created_at, made_as, NULL, NULL, NULL, name,
-              NULL, NULL, NULL, url, NULL, NULL
+              NULL, NULL, NULL, url, NULL, NULL, NULL
          FROM (
            SELECT DISTINCT ON (w.id) 'webhook_endpoint' AS kind, w.id, r.org_id, r.org_name,
                   r.role,
@@ -220,69 +293,29 @@ export async function readMadeByAccount(
        UNION ALL
        SELECT * FROM (
          SELECT DISTINCT ON (r.org_id, m.user_id) 'member', m.user_id, r.org_id, r.org_name,
-                r.role, f.at, f.made_as, NULL, NULL, NULL, u.email, NULL, NULL, NULL, NULL,
-                f.given, m.role
-           FROM (
-             -- who accepted the account's invitation (the membership that acceptance made:
-             -- its row and the answer share their transaction's now())
-             SELECT e.org_id, i.responded_by AS user_id, 'joined' AS made_as, i.role AS given,
-                    i.responded_at AS at, NULL::bigint AS entry_id
-               FROM entries e
-               JOIN org_invitations i
-                 ON i.id = e.object_id AND i.org_id = e.org_id AND i.invited_by = $1
-              WHERE e.action = 'invitation.create' AND i.status = 'accepted'
-                AND i.responded_at >= $2
-             UNION ALL
-             -- the account's latest change of a member's role in the window, when it raised it,
-             -- or when the role it gave is above the one the account's first change of the
-             -- membership there is now found (raised, then lowered part of the way back or
-             -- "changed" to the same role, is still raised: 493) ($4: the roles, highest first)
-             SELECT org_id, user_id, 'raised', given, at, entry_id FROM (
-               SELECT DISTINCT ON (e.org_id, e.object_id) e.org_id, e.object_id AS user_id,
-                      e.details->>'from' AS from_role,
-                      first_value(e.details->>'from')
-                        OVER (PARTITION BY e.org_id, e.object_id ORDER BY e.entry_id)
-                        AS first_from_role,
-                      e.details->>'to' AS given, e.created_at AS at, e.entry_id
-                 FROM entries e
-                 JOIN org_memberships now_member
-                   ON now_member.org_id = e.org_id AND now_member.user_id = e.object_id
-                WHERE e.action = 'member.change_role' AND e.created_at >= $2
-                  AND e.created_at >= now_member.created_at
-                ORDER BY e.org_id, e.object_id, e.entry_id DESC
-             ) latest
-              WHERE array_position($4::text[], given) < array_position($4::text[], from_role)
-                 OR array_position($4::text[], given) < array_position($4::text[], first_from_role)
-           ) f
-           JOIN reach r ON r.org_id = f.org_id
-           JOIN org_memberships m ON m.org_id = f.org_id AND m.user_id = f.user_id
+                r.role, t.at, t.made_as, NULL, NULL, NULL, u.email, NULL, NULL, NULL, NULL,
+                t.given, m.role, via.email
+           FROM members t
+           JOIN reach r ON r.org_id = t.org_id
+           JOIN org_memberships m ON m.org_id = t.org_id AND m.user_id = t.user_id
            JOIN dashboard_users u ON u.id = m.user_id
+           LEFT JOIN dashboard_users via ON via.id = t.via_user_id
           WHERE m.user_id <> $1
-            AND CASE f.made_as WHEN 'joined' THEN m.created_at = f.at
-                 -- the membership it raised, in the role it gave, changed by nobody since
-                 -- (a role changed away and back by someone else is theirs: 477)
-                 ELSE m.role = f.given AND m.created_at <= f.at AND NOT EXISTS (
+            AND CASE t.made_as WHEN 'joined' THEN m.created_at = t.at
+                 -- the membership raised, in the role given, changed since by nobody outside
+                 -- the account's reach there (a colleague's change makes it theirs: 477, 512;
+                 -- two the account raised cannot take each other off its list: 529)
+                 ELSE m.role = t.given AND m.created_at <= t.at AND NOT EXISTS (
                    -- by entry id, not date: a change that waited on the membership's lock
                    -- is dated before the one it follows (461); migration 071's index
                    SELECT 1 FROM dashboard_audit_log l
-                    WHERE l.action = 'member.change_role' AND l.org_id = f.org_id
-                      AND l.object_id = f.user_id AND l.id > f.entry_id
-                      -- made by someone the account neither raised nor let in there: two it
-                      -- raised would otherwise take each other off its list (529)
+                    WHERE l.action = 'member.change_role' AND l.org_id = t.org_id
+                      AND l.object_id = t.user_id AND l.id > t.entry_id AND l.user_id <> $1
                       AND l.user_id NOT IN (
-                        SELECT e.object_id FROM entries e
-                         WHERE e.org_id = f.org_id AND e.action = 'member.change_role'
-                           AND e.created_at >= $2
-                           AND array_position($4::text[], e.details->>'to')
-                               < array_position($4::text[], e.details->>'from')
-                        UNION ALL
-                        SELECT i.responded_by FROM entries e
-                          JOIN org_invitations i
-                            ON i.id = e.object_id AND i.org_id = e.org_id AND i.invited_by = $1
-                         WHERE e.org_id = f.org_id AND e.action = 'invitation.create'
-                           AND i.status = 'accepted' AND i.responded_at >= $2
-                           AND i.responded_by IS NOT NULL)) END
-          ORDER BY r.org_id, m.user_id, f.at DESC
+                        SELECT reached.user_id FROM members reached
+                         WHERE reached.org_id = t.org_id)) END
+          -- the account's own before those it reached through others, then the newest
+          ORDER BY r.org_id, m.user_id, t.via_user_id IS NOT NULL, t.at DESC
        ) joined_or_raised
         ORDER BY created_at DESC, id DESC
         LIMIT $3`,

@@ -127,6 +127,12 @@ const madeItemSchema = z.object({
     .enum(ROLES)
     .nullable()
     .describe("a member's role there now; null for the other kinds"),
+  via_email: z
+    .string()
+    .nullable()
+    .describe(
+      'a member let in or raised by a member you let in or raised (or further on): the e-mail of the one who did it; null for what you did yourself and the other kinds',
+    ),
   revoke_method: z.enum(['POST', 'DELETE']),
   revoke_path: z
     .string()
@@ -162,6 +168,7 @@ function madeItemView(row: MadeByAccountRow): z.infer<typeof madeItemSchema> {
     url: roleAtLeast(row.role, listWebhooksRoute.caller.role) ? row.url : null,
     given_role: row.given_role,
     member_role: row.member_role,
+    via_email: row.via_email,
     revoke_method: revoke.method,
     revoke_path: revoke.path,
     can_revoke: revoke.allowed,

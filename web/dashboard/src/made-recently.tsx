@@ -37,6 +37,8 @@ interface MadeItem {
   readonly url: string | null;
   readonly given_role: Role | null;
   readonly member_role: Role | null;
+  /** Let in or raised by this member, whom the account (or one it reached) let in or raised. */
+  readonly via_email: string | null;
   readonly revoke_method: 'POST' | 'DELETE';
   readonly revoke_path: string;
   readonly can_revoke: boolean;
@@ -161,8 +163,9 @@ function consequence(item: MadeItem): ComponentChildren {
           </p>
           {item.made_as === 'raised' && (
             <p>
-              If they should stay a member and only the role you gave them ({item.given_role}) is
-              wrong, change their role on the{' '}
+              If they should stay a member and only the role{' '}
+              {item.via_email === null ? 'you gave them' : `${item.via_email} gave them`} (
+              {item.given_role}) is wrong, change their role on the{' '}
               <Link to={orgView(item.org_id, 'members')}>Members page</Link> of {item.org_name}{' '}
               instead.
             </p>
@@ -202,6 +205,17 @@ const HOW: Record<MadeItem['made_as'], string> = {
   raised: 'you raised their role; they still hold it',
 };
 
+/** The same, for a member reached through another: who did it (decision 531). */
+const HOW_VIA: Partial<Record<MadeItem['made_as'], (via: string) => string>> = {
+  joined: (via) => `joined through an invitation of ${via}, whom your account let in or raised`,
+  raised: (via) => `${via}, whom your account let in or raised, raised their role`,
+};
+
+const how = (item: MadeItem): string => {
+  const via = item.via_email === null ? undefined : HOW_VIA[item.made_as];
+  return via ? via(item.via_email!) : HOW[item.made_as];
+};
+
 /** The row's and the confirmation's verb: a member is removed, the rest revoked. */
 const verbOf = (item: MadeItem): string => (item.kind === 'member' ? 'Remove' : 'Revoke');
 
@@ -232,7 +246,7 @@ export function MadeRecently(props: { session: SignedIn }) {
         <>
           <strong>{KIND_LABEL[item.kind]}</strong> {describe(item)}
           <br />
-          <span class="muted small">{HOW[item.made_as]}</span>
+          <span class="muted small">{how(item)}</span>
         </>
       ),
     },
@@ -255,10 +269,10 @@ export function MadeRecently(props: { session: SignedIn }) {
         apps it approved; API keys, service keys, OAuth clients and webhook endpoints it created (or
         rotated; a webhook endpoint whose address it changed); invitations it sent that are still
         pending; members who joined through its invitations, or whose role it raised, while they
-        still hold it. A password reset signs out every session but stops none of these: if you did
-        not make one, revoke it (a member, remove). Revoking a connected app takes any member of its
-        organization; everything else, an admin (an owner invitation, or removing an owner, an
-        owner).
+        still hold it, and those such members let in or raised in turn. A password reset signs out
+        every session but stops none of these: if you did not make one, revoke it (a member,
+        remove). Revoking a connected app takes any member of its organization; everything else, an
+        admin (an owner invitation, or removing an owner, an owner).
       </p>
       {list.data?.password_reset_at && (
         <p role="status">
