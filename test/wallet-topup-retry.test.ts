@@ -17,6 +17,7 @@ import { newRequestId } from '../src/ids.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts, type RedisScripts } from '../src/redis/scripts.js';
 import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
+import { hookedPool } from './support/interleave.js';
 import { deletePrefix, testRedis } from './support/services.js';
 
 const prefix = uniquePrefix('topupretry');
@@ -208,6 +209,58 @@ describe('a wallet top-up whose Redis step failed after its commit', () => {
     await expect(failsBefore.topUp(orgId, TOP_UP, CLI_ACTOR)).rejects.toThrow();
     expect(await topUpRows(orgId)).toEqual(['0.001000000000']);
     expect(await readWallet(wallets, orgId)).toMatchObject({ balance: '0.001000000000' });
+  });
+
+  /** A top-up whose `afterMark` runs once it is marked owed, before its commit. */
+  const markedThen = (afterMark: () => Promise<void>) =>
+    createMoneyLayer({
+      db,
+      redis,
+      keys,
+      scripts: {
+        ...scripts,
+        walletTopUpPending: async (...call: Parameters<RedisScripts['walletTopUpPending']>) => {
+          const outcome = await scripts.walletTopUpPending(...call);
+          await afterMark();
+          return outcome;
+        },
+      },
+      reservationTtlMs: 60_000,
+    }).wallets;
+
+  it('a mark found while its top-up is still committing is added once, after the commit', async () => {
+    const orgId = await fundedOrg('topup-committing');
+    let resolving: Promise<boolean> | undefined;
+    const topUp = markedThen(async () => {
+      // Another instance reads the wallet now: it finds the mark, not yet the ledger row, and
+      // waits for the wallet row's lock, which the top-up holds until its commit.
+      let waiting!: () => void;
+      const atLock = new Promise<void>((resolve) => (waiting = resolve));
+      const reader = createMoneyLayer({
+        db: hookedPool(db, [{ match: /FOR UPDATE/, step: async () => waiting() }]),
+        redis,
+        keys,
+        scripts,
+        reservationTtlMs: 60_000,
+      }).wallets;
+      resolving = reader.applyPendingTopUps(orgId);
+      await atLock;
+    });
+    await topUp.topUp(orgId, TOP_UP, CLI_ACTOR);
+    await resolving;
+    expect(await live(orgId)).toBe(String(FUNDED + TOP_UP));
+    expect(await redis.hlen(keys.walletPendingTopUps(orgId))).toBe(0);
+    expect(await readWallet(wallets, orgId)).toMatchObject({ balance: '0.001250000000' });
+  });
+
+  it('a top-up that failed between its mark and its commit adds nothing', async () => {
+    const orgId = await fundedOrg('topup-rolled-back');
+    const topUp = markedThen(() => Promise.reject(new Error('Postgres went away before COMMIT')));
+    await expect(topUp.topUp(orgId, TOP_UP, CLI_ACTOR)).rejects.toThrow('before COMMIT');
+    expect(await topUpRows(orgId)).toEqual(['0.001000000000']);
+    expect(await redis.hlen(keys.walletPendingTopUps(orgId))).toBe(1);
+    expect(await readWallet(wallets, orgId)).toMatchObject({ balance: '0.001000000000' });
+    expect(await redis.hlen(keys.walletPendingTopUps(orgId))).toBe(0);
   });
 
   it('a mark of a top-up that never committed is forgotten, adding nothing', async () => {
