@@ -36,6 +36,8 @@ export const clusterFiles = [
   'test/hold-renewal.race.test.ts',
   'test/long-request-holds.e2e.test.ts',
   'test/credit-grant-retry.test.ts',
+  // Wallet top-ups retried after a failed Redis step (decision 521).
+  'test/wallet-topup-retry.test.ts',
   // Sessions listed per user: every Redis command of a cut on one key (decision 360).
   'test/dashboard-passwords.e2e.test.ts',
 ];

@@ -21,6 +21,8 @@ const builderScopes: Record<keyof RedisKeys, 'org' | 'pair' | 'alone'> = {
   wallet: 'org',
   // Beside the wallet: wallet-adjust.lua takes both.
   walletAdjustment: 'org',
+  // Beside the wallet: wallet-topup-pending.lua and wallet-topup-apply.lua take both.
+  walletPendingTopUps: 'org',
   orgCap: 'org',
   connectionCap: 'org',
   userSpend: 'org',
@@ -84,6 +86,7 @@ function orgKeys(orgId: string): string[] {
     keys.credentialRotation(orgId),
     keys.settled(orgId, 'req_1'),
     keys.walletAdjustment(orgId, 'topup:1'),
+    keys.walletPendingTopUps(orgId),
     keys.usageStream(orgId),
     keys.inFlight(orgId),
     keys.keyRate(orgId, 'key_1'),
@@ -178,6 +181,14 @@ const scriptKeys: { [N in ScriptName]: (orgId: string) => Record<string, string>
   walletAdjust: (orgId) => ({
     wallet: keys.wallet(orgId),
     adjustment: keys.walletAdjustment(orgId, 'topup:1'),
+  }),
+  walletTopUpPending: (orgId) => ({
+    wallet: keys.wallet(orgId),
+    pending: keys.walletPendingTopUps(orgId),
+  }),
+  walletTopUpApply: (orgId) => ({
+    wallet: keys.wallet(orgId),
+    pending: keys.walletPendingTopUps(orgId),
   }),
   accountCorrect: (orgId) => ({ account: keys.userSpend(orgId, 'pu_1', '2025-06-01') }),
   // The API-key cache's entry (src/auth/api-key-store.ts), by key hash rather than org.

@@ -99,14 +99,14 @@ async function rebuild(orgId: string, hooks: { beforeSum?: Step; beforeInstall?:
 
 /**
  * `gw wallet topup` of TOP_UP, with `betweenCommitAndAdd` run after its Postgres commit and
- * before its Redis write (the wallet-adjust script).
+ * before its Redis write (the wallet-topup-apply script).
  */
 async function topUp(orgId: string, betweenCommitAndAdd?: Step): Promise<void> {
   const { wallets } = createMoneyLayer({
     db,
     redis,
     keys,
-    scripts: hookedScripts(scripts, (name) => name === 'walletAdjust', betweenCommitAndAdd),
+    scripts: hookedScripts(scripts, (name) => name === 'walletTopUpApply', betweenCommitAndAdd),
     reservationTtlMs: 60_000,
   });
   const outcome = await topUpWallet(wallets, orgId, TOP_UP, CLI_ACTOR);

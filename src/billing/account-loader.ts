@@ -41,6 +41,15 @@ export class AccountLoader {
     private readonly rebuilder = new AccountRebuilder({ db, keys, scripts, unwritten }),
   ) {}
 
+  /**
+   * Adds to the org's live wallet the top-ups it is still owed (a top-up whose Redis step
+   * failed after its commit: decision 521); true when it added something. A failure here is
+   * no answer to the request that asked (it is refused for the balance it found): false.
+   */
+  async applyPendingTopUps(orgId: string): Promise<boolean> {
+    return this.wallets.applyPendingTopUps(orgId).catch(() => false);
+  }
+
   async load(names: readonly AccountName[], accounts: RequestAccounts): Promise<void> {
     const { orgId, appConnectionId, orgCap, connectionCap, user } = accounts;
     for (const name of names) {

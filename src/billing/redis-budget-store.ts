@@ -227,6 +227,14 @@ export class RedisBudgetStore implements BudgetStore {
       await this.loader.load(result.slice(1) as AccountName[], accounts);
       result = await call();
     }
+    // Short of a top-up whose Redis step failed after its commit? Added, then asked again
+    // (decision 521). Only on this refusal: one HKEYS when the wallet is owed nothing.
+    if (
+      result[0] === ReserveCode.WalletShort &&
+      (await this.loader.applyPendingTopUps(accounts.orgId))
+    ) {
+      result = await call();
+    }
     const amount = (index: number): bigint => BigInt(result[index] ?? '0');
     switch (result[0]) {
       case ReserveCode.Held: {

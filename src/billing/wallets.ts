@@ -10,6 +10,7 @@ import {
   formatNano,
   formatNumeric,
   nanoToNumeric,
+  numericToNano,
   SETTLEMENT_CURRENCY,
 } from '../money.js';
 import type { RedisKeys } from '../redis/keys.js';
@@ -140,6 +141,8 @@ export class WalletService {
    * rebuilt from Postgres first (which sums the org's ledger: not on every read).
    */
   async liveBalance(orgId: string): Promise<{ balanceNano: bigint; reservedNano: bigint }> {
+    // A top-up whose Redis step failed after its commit is added here (decision 521).
+    await this.applyPendingTopUps(orgId);
     const read = () => this.redis.hmget(this.keys.wallet(orgId), 'balance', 'reserved');
     let [balance, reserved] = await read();
     if (balance === null) {
@@ -179,33 +182,94 @@ export class WalletService {
    * measured before the change's commit (which would lack the change) or after it (which the
    * change's own Redis write would count again): the change reaches the live balance through
    * that write, once. Only Redis losing the wallet in between defeats it (then `gw reconcile`).
+   * Top-ups the wallet is still owed are added first (applyPendingTopUps).
    */
   private async ensureLive(orgId: string): Promise<void> {
+    await this.applyPendingTopUps(orgId);
     if ((await this.redis.exists(this.keys.wallet(orgId))) === 0) await this.loadIntoRedis(orgId);
   }
 
+  private topUpKeys(orgId: string): { wallet: string; pending: string } {
+    return { wallet: this.keys.wallet(orgId), pending: this.keys.walletPendingTopUps(orgId) };
+  }
+
   /**
-   * Adds funds: the wallet is put in Redis (ensureLive), the top-up recorded in Postgres, then
-   * added to the live balance. The balance may not pass MAX_AMOUNT_NANO (AmountRangeError,
-   * nothing recorded): the wallet row is locked while the ledger is summed, so concurrent
-   * top-ups cannot pass it together.
+   * Adds funds: the wallet is put in Redis (ensureLive), the top-up recorded in Postgres and,
+   * before that commits, marked owed to the live wallet (wallet-topup-pending.lua: a Redis
+   * that fails here fails the top-up, nothing recorded); after the commit it is added to the
+   * live balance, which takes the mark off (wallet-topup-apply.lua). Should that step fail
+   * (Redis lost after the commit: the caller gets an error, and a retry with its
+   * Idempotency-Key is answered 409 without running again), the mark stays, and the wallet's
+   * next read or change, or `gw reconcile`, adds it (decision 521). The balance may not pass
+   * MAX_AMOUNT_NANO (AmountRangeError, nothing recorded): the wallet row is locked while the
+   * ledger is summed, so concurrent top-ups cannot pass it together.
    */
   async topUp(orgId: string, amountNano: bigint, actor?: Actor): Promise<WalletTransaction> {
     assertAmountInRange(amountNano, 'the top-up');
     await this.ensureLive(orgId);
+    let marked = false;
     const transaction = await withTransaction(this.db, async (client) => {
+      // Held until the commit or rollback: applyPendingTopUps waits on it to tell a top-up
+      // still committing from one that never did.
       await client.query('SELECT 1 FROM wallets WHERE org_id = $1 FOR UPDATE', [orgId]);
       const balance = await this.ledgerBalanceNano(orgId, client);
       assertAmountInRange(balance + amountNano, 'the wallet balance');
       const row = await insertWalletTransaction(client, orgId, 'topup', amountNano, actor, {
         amount: formatNano(amountNano),
       });
+      // {0} only if Redis lost the wallet since ensureLive: its next rebuild counts the
+      // top-up (or, measured before this commit, `gw reconcile --repair` restores it).
+      const outcome = (await this.scripts.walletTopUpPending(this.topUpKeys(orgId), {
+        transaction_id: row.id,
+      })) as [number];
+      marked = outcome[0] === 1;
       return walletTransactionView(row);
     });
-    // {0} only if Redis lost the wallet since ensureLive: its next rebuild counts the top-up.
-    // Named by its ledger transaction: the one top-up reaches the live balance once.
-    await this.adjustLive(orgId, 'add', amountNano, `topup:${transaction.id}`);
+    if (marked) {
+      await this.scripts.walletTopUpApply(this.topUpKeys(orgId), {
+        transaction_id: transaction.id,
+        amount_nano: amountNano.toString(),
+      });
+    }
     return transaction;
+  }
+
+  /**
+   * Adds to the live balance the top-ups marked owed to it whose own Redis step did not run
+   * (decision 521): one HKEYS when there is none. A mark whose transaction is not in the
+   * ledger belongs to a top-up still committing or one that never committed: its transaction
+   * held the wallet row's lock from before it marked until its end, so once that lock is had
+   * the ledger says which; the apply script forgets the mark of one that did not commit, and
+   * adds one that did only to the wallet it was owed to (never to one rebuilt since). True
+   * when it added something.
+   */
+  async applyPendingTopUps(orgId: string): Promise<boolean> {
+    const marks = await this.redis.hkeys(this.keys.walletPendingTopUps(orgId));
+    if (marks.length === 0) return false;
+    const ids = marks.filter((id) => /^\d{1,18}$/.test(id));
+    const amounts = async (): Promise<Map<string, string>> => {
+      const { rows } = await this.db.query<{ id: string; amount: string }>(
+        `SELECT id::text, amount::text FROM wallet_transactions
+          WHERE org_id = $1 AND kind = 'topup' AND id = ANY($2::bigint[])`,
+        [orgId, ids],
+      );
+      return new Map(rows.map((row) => [row.id, numericToNano(row.amount).toString()]));
+    };
+    let committed = await amounts();
+    if (ids.some((id) => !committed.has(id))) {
+      // Waits for a top-up holding the lock to end (a statement of its own: nothing is kept).
+      await this.db.query('SELECT 1 FROM wallets WHERE org_id = $1 FOR UPDATE', [orgId]);
+      committed = await amounts();
+    }
+    let added = false;
+    for (const id of marks) {
+      const outcome = (await this.scripts.walletTopUpApply(this.topUpKeys(orgId), {
+        transaction_id: id,
+        amount_nano: committed.get(id) ?? '',
+      })) as [number, string?];
+      added ||= outcome[0] === 1;
+    }
+    return added;
   }
 
   /**

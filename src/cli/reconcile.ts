@@ -15,7 +15,13 @@ export async function reconcileCommand(context: CliContext, argv: string[]): Pro
     'org-id': { type: 'string' },
     repair: { type: 'boolean' },
   });
-  const reconciler = new Reconciler(context.db, context.redis, context.keys, context.scripts);
+  const reconciler = new Reconciler(
+    context.db,
+    context.redis,
+    context.keys,
+    context.scripts,
+    (orgId) => context.wallets.applyPendingTopUps(orgId),
+  );
   const orgs = await reconciler.run({
     ...(values['org-id'] !== undefined && { orgId: values['org-id'] }),
     repair: values.repair === true,

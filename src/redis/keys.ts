@@ -6,6 +6,11 @@ export interface RedisKeys {
   wallet(orgId: string): string;
   /** One change of a wallet's live balance (wallet-adjust.lua): its answer, once it ran. */
   walletAdjustment(orgId: string, adjustmentId: string): string;
+  /**
+   * Top-ups committed or committing whose amount the live wallet is still owed: hash
+   * transaction id → the `gen` of the wallet owed (wallet-topup-pending.lua, decision 521).
+   */
+  walletPendingTopUps(orgId: string): string;
   /** Org cap account for one period: hash { spent, reserved }. */
   orgCap(orgId: string, periodKey: string): string;
   /** App-connection cap account (the connection's combined usage) for one period. */
@@ -86,6 +91,7 @@ export function createRedisKeys(prefix: string): RedisKeys {
   return {
     wallet: (orgId) => `${org(orgId)}:wallet`,
     walletAdjustment: (orgId, adjustmentId) => `${org(orgId)}:wallet-adjustment:${adjustmentId}`,
+    walletPendingTopUps: (orgId) => `${org(orgId)}:wallet-pending-topups`,
     orgCap: (orgId, periodKey) => `${org(orgId)}:cap:org:${periodKey}`,
     connectionCap: (orgId, connectionId, periodKey) =>
       `${org(orgId)}:cap:conn:${connectionId}:${periodKey}`,

@@ -229,6 +229,16 @@ export const scriptSpecs = {
     keys: ['wallet', 'adjustment'],
     args: ['mode', 'amount_nano', 'adjustment_ttl_ms'],
   },
+  walletTopUpPending: {
+    file: 'wallet-topup-pending',
+    keys: ['wallet', 'pending'],
+    args: ['transaction_id'],
+  },
+  walletTopUpApply: {
+    file: 'wallet-topup-apply',
+    keys: ['wallet', 'pending'],
+    args: ['transaction_id', 'amount_nano'],
+  },
   accountCorrect: {
     file: 'account-correct',
     keys: ['account'],
