@@ -105,14 +105,8 @@ async function assembleGateway(
     { db, redis, stores, metrics, shutdown },
     closers,
   );
-  const webhookSettings = startWebhooks(
-    config,
-    stores.secretBox,
-    metrics,
-    logger,
-    closers,
-    shutdown,
-  );
+  // E-mail first: the webhook dispatcher queues its disable notices in its outbox, and closes
+  // (it is closed before the e-mail sender) while the sender still runs.
   const mailOutbox = startEmail(
     config,
     stores.secretBox,
@@ -121,6 +115,15 @@ async function assembleGateway(
     closers,
     shutdown,
     options.emailSenderTiming,
+  );
+  const webhookSettings = startWebhooks(
+    config,
+    stores.secretBox,
+    metrics,
+    logger,
+    closers,
+    shutdown,
+    mailOutbox,
   );
   const routes = wireRoutes(config, logger, {
     mailOutbox,

@@ -62,7 +62,7 @@ export class GatewayMetrics {
   );
   private readonly emails = this.counter(
     'gw_emails_total',
-    'E-mails gw tried to send (verification, sign-up notice, password reset) by purpose and result (sent; retried: an attempt failed, tried again later; failed: refused for good; expired: given up, its link no longer works: see the log)',
+    'E-mails gw tried to send (verification, sign-up notice, password reset, webhook endpoint failing or disabled) by purpose and result (sent; retried: an attempt failed, tried again later; failed: refused for good; expired: given up, its link no longer works: see the log)',
     ['purpose', 'result'],
   );
   /** One attempt's outcome (src/email/outbox-sender.ts); both labels are bounded by the code. */

@@ -8,7 +8,9 @@ import type { Logger } from '../log.js';
 import type { ShutdownState } from './shutdown-state.js';
 import type { GatewayMetrics } from '../metrics.js';
 import { announceExpiredGrants } from '../product-users/grant-expiry.js';
+import type { MailOutbox } from '../email/outbox.js';
 import { DeliveryClient } from '../webhooks/delivery-client.js';
+import { EndpointNoticeMail } from '../webhooks/endpoint-notices.js';
 import { WebhookDispatcher } from '../webhooks/dispatcher.js';
 import type { WebhookSettings } from '../webhooks/endpoints.js';
 import { deleteOldMessages } from '../webhooks/retention.js';
@@ -58,6 +60,8 @@ export function webhookStopWaitMs(webhookTimeoutMs: number): number {
  * Webhooks on this instance: the dispatcher (its own Postgres pool, on this event loop: its
  * attempts are network waits) and the periodic sweep (credit-grant expiries, old messages,
  * expired Idempotency-Keys), closed by `closers`. WEBHOOK_DELIVERY_CONCURRENCY=0 leaves both to the other instances.
+ * `mailOutbox` (SMTP_URL): where the dispatcher queues the mail telling an organization's
+ * owners and admins that it disabled one of its endpoints; null: nobody is mailed.
  */
 export function startWebhooks(
   config: Config,
@@ -66,6 +70,7 @@ export function startWebhooks(
   logger: Logger,
   closers: Closers,
   shutdown: Pick<ShutdownState, 'stopStarting'>,
+  mailOutbox: MailOutbox | null = null,
 ): WebhookSettings {
   const policy = {
     allowHttp: config.WEBHOOK_ALLOW_HTTP,
@@ -76,6 +81,15 @@ export function startWebhooks(
   if (concurrency === 0) return settings;
   const db = createWebhookDeliveryPool(config);
   const client = new DeliveryClient(policy, config.WEBHOOK_TIMEOUT_MS);
+  // src/config.ts requires PUBLIC_ORIGIN with SMTP_URL.
+  const notices =
+    mailOutbox && config.PUBLIC_ORIGIN !== undefined
+      ? new EndpointNoticeMail(mailOutbox, {
+          origin: config.PUBLIC_ORIGIN,
+          disableAfterMs: config.WEBHOOK_DISABLE_AFTER_S * 1000,
+          retentionDays: config.WEBHOOK_RETENTION_DAYS,
+        })
+      : undefined;
   const dispatcher = new WebhookDispatcher(
     db,
     client,
@@ -88,6 +102,7 @@ export function startWebhooks(
     },
     logger,
     metrics,
+    notices,
   );
   dispatcher.start();
   let sweeping: Promise<void> | undefined;

@@ -1,13 +1,15 @@
 // Outgoing e-mail (decision 370): gw sends a few short plain-text messages to dashboard users
 // (an address to verify, a password-reset link, a notice that someone tried to sign up with
-// their address), through the SMTP server SMTP_URL names, from EMAIL_FROM.
+// their address, a notice that a webhook endpoint fails or was disabled), through the SMTP
+// server SMTP_URL names, from EMAIL_FROM.
 //
 // This is the SMTP side only: one attempt at one message. What is to be sent waits in the
 // outbox (src/email/outbox.ts, decision 375) until an attempt here succeeds or it is given up.
 import { createTransport } from 'nodemailer';
 
 /** What each message is for: a bounded label of the metric. */
-export type MailPurpose = 'verify_email' | 'signup_notice' | 'password_reset';
+export type MailPurpose =
+  'verify_email' | 'signup_notice' | 'password_reset' | 'webhook_disabled' | 'webhook_failing';
 
 export interface OutgoingMail {
   readonly purpose: MailPurpose;

@@ -14,6 +14,11 @@ import type { DbClient, DbPool } from '../db/pool.js';
 import { recordAudit } from '../audit/audit.js';
 import type { Logger } from '../log.js';
 import type { AttemptResult, DeliveryClient } from './delivery-client.js';
+import {
+  FAILING_WARNING_AFTER_MS,
+  type AutomaticDisableReason,
+  type EndpointNotices,
+} from './endpoint-notices.js';
 import { ENDPOINT_COLUMNS, signingSecrets, type EndpointRow } from './endpoints.js';
 import { retryDelayMs } from './retry-schedule.js';
 import { webhookHeaders } from './signing.js';
@@ -95,6 +100,8 @@ export class WebhookDispatcher {
     private readonly settings: DispatcherSettings,
     private readonly logger: Logger,
     private readonly counters?: DispatcherCounters,
+    /** Mail to the organization's owners and admins: an endpoint failing, disabled (SMTP_URL). */
+    private readonly notices?: EndpointNotices,
   ) {}
 
   start(): void {
@@ -228,11 +235,13 @@ export class WebhookDispatcher {
     try {
       const result = await this.send(endpoint, delivery);
       if (state.abandoned) return;
+      let noticesQueued = 0;
       if ('notSent' in result) {
         await this.recordNotSent(connection, endpoint, lane, delivery, result);
-      } else await this.record(connection, endpoint, lane, delivery, result);
+      } else noticesQueued = await this.record(connection, endpoint, lane, delivery, result);
       await connection.query('COMMIT');
       failed = false;
+      if (noticesQueued > 0) this.notices?.queued();
       this.counters?.webhookAttempts.inc({ outcome: outcomeLabel(result) });
     } catch (error) {
       // stop() closed the connection under the attempt: the delivery is another instance's.
@@ -270,7 +279,7 @@ export class WebhookDispatcher {
    * The attempt's row, the delivery's next state, the lane's turn and the endpoint's health, in
    * the claim's transaction and in one statement. The endpoint's state row is shared by its
    * lanes: each change to it is computed from the row as it is (no lost update), and its lock
-   * is held from this statement to the commit.
+   * is held from this statement to the commit. Returns how many disable notices it queued.
    */
   private async record(
     connection: DbClient,
@@ -278,7 +287,7 @@ export class WebhookDispatcher {
     lane: number,
     delivery: ClaimedDelivery,
     result: AttemptResult,
-  ): Promise<void> {
+  ): Promise<number> {
     const attemptAndLane = `attempt AS (
         INSERT INTO webhook_attempts (delivery_id, status_code, latency_ms, response_snippet, error)
         VALUES ($1, $2, $3, $4, $5)),
@@ -317,7 +326,7 @@ export class WebhookDispatcher {
                  OR NOT pg_try_advisory_xact_lock_shared(${healthLock('$6')}))`,
         attemptValues,
       );
-      return;
+      return 0;
     }
     // Before the state row: a success skips that row only while it holds this lock shared
     // (above), so a failure recorded at the same time is never committed after a success that
@@ -346,7 +355,15 @@ export class WebhookDispatcher {
     const failingTooLong =
       failingSince !== undefined &&
       Date.now() - failingSince.getTime() >= this.settings.disableAfterMs;
-    if (gone || failingTooLong) await this.disable(connection, endpoint, gone ? 'gone' : 'failing');
+    if (gone || failingTooLong)
+      return this.disable(connection, endpoint, gone ? 'gone' : 'failing');
+    // Failing for a day (and not yet disabled): its owners and admins are warned once per run.
+    const failingLong =
+      failingSince !== undefined && Date.now() - failingSince.getTime() >= FAILING_WARNING_AFTER_MS;
+    if (!failingLong) return 0;
+    return this.queueNotices(connection, endpoint, (notices) =>
+      notices.queueFailingWarning(connection, endpoint),
+    );
   }
 
   /**
@@ -377,19 +394,24 @@ export class WebhookDispatcher {
     );
   }
 
-  /** Disables an endpoint on its own (410, or failing for days), and says so in the audit log. */
+  /**
+   * Disables an endpoint on its own (410, or failing for days), says so in the audit log, and
+   * queues the mail to its organization's owners and admins (with SMTP_URL), all in the
+   * attempt's transaction. Only the attempt whose UPDATE disabled the row does the rest:
+   * another lane failing at once finds it disabled (decision 525). Returns the notices queued.
+   */
   private async disable(
     connection: DbClient,
     endpoint: EndpointRow,
-    reason: 'gone' | 'failing',
-  ): Promise<void> {
+    reason: AutomaticDisableReason,
+  ): Promise<number> {
     const { rowCount } = await connection.query(
       `UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = $2, disabled_at = now(),
               updated_at = now()
         WHERE id = $1 AND status = 'enabled'`,
       [endpoint.id, reason],
     );
-    if (rowCount === 0) return;
+    if (rowCount === 0) return 0;
     await recordAudit(connection, {
       orgId: endpoint.org_id,
       userId: SYSTEM_ACTOR,
@@ -398,10 +420,40 @@ export class WebhookDispatcher {
       objectId: endpoint.id,
       details: { reason },
     });
+    const notified = await this.queueNotices(connection, endpoint, (notices) =>
+      notices.queue(connection, endpoint, reason),
+    );
     this.logger.warn(
-      { endpointId: endpoint.id, orgId: endpoint.org_id, reason },
+      { endpointId: endpoint.id, orgId: endpoint.org_id, reason, notified },
       'webhook endpoint disabled',
     );
+    return notified;
+  }
+
+  /**
+   * Notices to the endpoint's owners and admins, behind a savepoint: a notice that cannot be
+   * queued (Postgres refusing it, a bug) is logged and left out, and the attempt (and the
+   * disable) are still recorded. Returns how many were queued.
+   */
+  private async queueNotices(
+    connection: DbClient,
+    endpoint: EndpointRow,
+    queue: (notices: EndpointNotices) => Promise<number>,
+  ): Promise<number> {
+    if (!this.notices) return 0;
+    await connection.query('SAVEPOINT endpoint_notice');
+    try {
+      const queued = await queue(this.notices);
+      await connection.query('RELEASE SAVEPOINT endpoint_notice');
+      return queued;
+    } catch (error) {
+      await connection.query('ROLLBACK TO SAVEPOINT endpoint_notice');
+      this.logger.error(
+        { err: error, endpointId: endpoint.id, orgId: endpoint.org_id },
+        'webhook endpoint notice could not be queued',
+      );
+      return 0;
+    }
   }
 }
 
