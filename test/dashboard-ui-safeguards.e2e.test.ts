@@ -413,7 +413,7 @@ describe('what the pages show', () => {
     expect(column).toBeGreaterThan(-1);
     const lastSuccess = row.getByRole('cell').nth(column);
     expect(await lastSuccess.textContent()).toBe('—');
-    await row.getByRole('button', { name: `Send a test event to ${url}` }).click();
+    await row.getByRole('button', { name: `Send test to ${url}` }).click();
     await page.getByText(/Test event msg_\w+ queued/).waitFor();
     await expect.poll(() => lastSuccess.textContent(), { timeout: 20_000 }).toMatch(/\d/);
     await close();
