@@ -182,7 +182,7 @@ describe.each([
     await close();
   });
 
-  it('has none with a confirmation dialog open, nor with an edit form open', async () => {
+  it('has none with a confirmation dialog open, an edit form open, or a role being changed', async () => {
     const { page, close } = await openWindow(browser, viewport);
     await ui.visit(page, admin, `/dashboard/orgs/${org.org_id}/keys`);
     await page
@@ -199,6 +199,11 @@ describe.each([
       .click();
     await page.getByRole('button', { name: 'Close', exact: true }).waitFor();
     await expectNoViolations(page, 'edit form');
+    // a member's role chosen anew: its Change and Keep buttons show
+    await ui.visit(page, admin, orgPath('members'));
+    await page.getByRole('combobox', { name: `Role of ${admin}` }).selectOption('member');
+    await page.getByRole('button', { name: /^Keep / }).waitFor();
+    await expectNoViolations(page, 'role change');
     await screenshot(page, `a11y-${name}-edit-form`);
     await close();
   });
