@@ -156,18 +156,29 @@ describe.each([
     await screenshot(page, `a11y-${name}-${label.replace(/\W+/g, '-').toLowerCase()}`);
   });
 
-  it('draws the edges of its text fields and lists in a colour that stands out (3:1)', async () => {
+  it('draws the edges of its text fields and lists in a colour that stands out (3:1), and their placeholders 4.5:1', async () => {
     const { page, close } = await openWindow(browser, viewport);
     await ui.visit(page, admin, `/dashboard/orgs/${org.org_id}/keys`);
+    await page.getByRole('button', { name: 'Issue key' }).waitFor();
+    expect(await page.locator('input[placeholder]').count()).toBeGreaterThan(2);
     // a field is known by its edge alone (WCAG 1.4.11): the page's text fields and lists
     const faint = await page.evaluate<string[]>(`(() => {
       ${CONTRAST_IN_PAGE}
       return [...document.querySelectorAll('input:not([type=checkbox]):not([type=radio]), select')]
         .map((field) => [field, contrast(getComputedStyle(field).borderTopColor, field)])
-        .filter(([, ratio]) => ratio < 3)
-        .map(([field, ratio]) => (field.name || field.tagName) + ' ' + ratio);
+        .filter(([, measured]) => measured < 3)
+        .map(([field, measured]) => (field.name || field.tagName) + ' ' + measured);
     })()`);
     expect(faint).toEqual([]);
+    // and a placeholder, which says what an empty field means ("unlimited"), is text: 4.5:1
+    const pale = await page.evaluate<string[]>(`(() => {
+      ${CONTRAST_IN_PAGE}
+      return [...document.querySelectorAll('input[placeholder]')]
+        .map((field) => [field, getComputedStyle(field, '::placeholder')])
+        .filter(([field, style]) => style.opacity !== '1' || ratio(style.color, getComputedStyle(field).backgroundColor) < 4.5)
+        .map(([field, style]) => field.name + ' ' + style.color + ' ' + style.opacity);
+    })()`);
+    expect(pale).toEqual([]);
     await close();
   });
 
@@ -210,8 +221,9 @@ describe.each([
 });
 
 /**
- * In the page: the contrast ratio (WCAG 2's) of a CSS colour with the background an element is
- * drawn on (that of its nearest ancestor that paints one).
+ * In the page: the contrast ratio (WCAG 2's) of two CSS colours (`ratio`), and of a colour with
+ * the background an element is drawn on, that of its nearest ancestor that paints one
+ * (`contrast`).
  */
 const CONTRAST_IN_PAGE = `
   const channels = (colour) => colour.match(/[\\d.]+/g).slice(0, 3).map(Number);
@@ -229,10 +241,11 @@ const CONTRAST_IN_PAGE = `
     }
     return 'rgb(255, 255, 255)';
   };
-  const contrast = (colour, element) => {
-    const [a, b] = [luminance(colour), luminance(backdropOf(element))];
+  const ratio = (one, other) => {
+    const [a, b] = [luminance(one), luminance(other)];
     return Math.round(((Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05)) * 100) / 100;
   };
+  const contrast = (colour, element) => ratio(colour, backdropOf(element));
 `;
 
 /** What has keyboard focus: its accessible name, and how its focus ring is drawn. */
