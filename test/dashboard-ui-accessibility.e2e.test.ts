@@ -9,7 +9,7 @@
 // the key's row goes), and adding a webhook endpoint. The walk revokes the file's only key: it
 // runs after the checks that open its dialog.
 import axe from 'axe-core';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openWindow, screenshot } from './support/browser.js';
 import { browserSuite, type BrowserSuite } from './support/browser-suite.js';
@@ -292,7 +292,7 @@ async function tabTo(page: Page, name: string | RegExp, limit = 80): Promise<Foc
       unseen.push(`${now.tag} ${now.name} (ring contrast ${now.ringContrast})`);
     }
     if (now && (typeof name === 'string' ? now.name === name : name.test(now.name))) {
-      expect(unseen).toEqual([]);
+      expect(unseen, passed.join(' | ')).toEqual([]);
       return now;
     }
   }
@@ -303,19 +303,22 @@ async function tabTo(page: Page, name: string | RegExp, limit = 80): Promise<Foc
 
 /**
  * Opens the organization's page labelled `label` from its overview with the keyboard: Tab to its
- * link in the navigation, Enter, and focus lands on the page's heading.
+ * link in the navigation, Enter, and focus lands on the page's heading; then waits for `ready`.
  */
-async function openWithKeyboard(page: Page, label: string): Promise<void> {
+async function openWithKeyboard(page: Page, label: string, ready: Locator): Promise<void> {
   await ui.visit(page, admin, `/dashboard/orgs/${org.org_id}`);
   await tabTo(page, label);
   await page.keyboard.press('Enter');
   await expect.poll(() => focused(page)).toMatchObject({ tag: 'H1', name: label });
+  // its list loaded, as a user sees it before going on (what shows while it loads, which it
+  // replaces, is no place to tab to)
+  await ready.waitFor();
 }
 
 describe('the dashboard with the keyboard only', () => {
   it('revokes an API key through its confirmation: the dialog takes focus, Escape closes it, focus comes back', async () => {
     const { page, close } = await openWindow(browser);
-    await openWithKeyboard(page, 'API keys');
+    await openWithKeyboard(page, 'API keys', page.getByRole('button', { name: /^Revoke / }));
     const revoke = /^Revoke /;
     const opener = await tabTo(page, revoke);
     await page.keyboard.press('Enter');
@@ -349,7 +352,11 @@ describe('the dashboard with the keyboard only', () => {
 
   it('adds a webhook endpoint: every field reached with Tab, a ring on each, focus on the secret shown', async () => {
     const { page, close } = await openWindow(browser);
-    await openWithKeyboard(page, 'Webhooks');
+    await openWithKeyboard(
+      page,
+      'Webhooks',
+      page.getByRole('button', { name: 'Deliveries of http://127.0.0.1:9/hooks' }),
+    );
     await tabTo(page, /^URL/);
     await page.keyboard.type('http://127.0.0.1:9/keyboard');
     await tabTo(page, 'Description (optional)', 1);

@@ -11,7 +11,11 @@ const PLACES = 'section, form, .card';
 export function keepFocusInPlace(root: HTMLElement): () => void {
   let last: { element: Element; places: Element[] } | null = null;
   const onFocusIn = (event: FocusEvent) => {
-    if (!(event.target instanceof Element)) return;
+    // focus gone outside the main area (the navigation, the top bar): nothing to keep
+    if (!(event.target instanceof Element) || !root.contains(event.target)) {
+      last = null;
+      return;
+    }
     const places: Element[] = [];
     for (let at = event.target.parentElement; at && at !== root; at = at.parentElement) {
       if (at.matches(PLACES)) places.push(at);
@@ -36,10 +40,10 @@ export function keepFocusInPlace(root: HTMLElement): () => void {
     // gives focus back to its opener only after its elements are gone
     requestAnimationFrame(() => setTimeout(() => recover(lost)));
   });
-  root.addEventListener('focusin', onFocusIn);
+  document.addEventListener('focusin', onFocusIn);
   observer.observe(root, { childList: true, subtree: true });
   return () => {
-    root.removeEventListener('focusin', onFocusIn);
+    document.removeEventListener('focusin', onFocusIn);
     observer.disconnect();
   };
 }
