@@ -102,7 +102,7 @@ describe('members: a role changes only when the change is confirmed', () => {
     expect(await roleOf(emails.admin)).toEqual(['admin']);
 
     const change = row.getByRole('button', {
-      name: `Change the role of ${emails.admin} to owner…`,
+      name: `Change role of ${emails.admin} to owner…`,
     });
     await change.click();
     const dialog = page.getByRole('dialog', { name: `Make ${emails.admin} an owner?` });
@@ -118,9 +118,7 @@ describe('members: a role changes only when the change is confirmed', () => {
     // a confirmed change is made
     const other = page.getByRole('row').filter({ hasText: emails.member });
     await other.getByRole('combobox').selectOption('viewer');
-    await other
-      .getByRole('button', { name: `Change the role of ${emails.member} to viewer…` })
-      .click();
+    await other.getByRole('button', { name: `Change role of ${emails.member} to viewer…` }).click();
     await page
       .getByRole('dialog', { name: `Change ${emails.member} to viewer?` })
       .getByRole('button', { name: 'Make them viewer' })
@@ -150,7 +148,7 @@ describe('members: a role changes only when the change is confirmed', () => {
     await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}/members`);
     const row = page.getByRole('row').filter({ hasText: emails.owner });
     await row.getByRole('combobox').selectOption('admin');
-    await row.getByRole('button', { name: 'Change your own role to admin…' }).click();
+    await row.getByRole('button', { name: 'Change role (your own) to admin…' }).click();
     const dialog = page.getByRole('dialog', { name: 'Change your own role to admin?' });
     expect(await dialog.textContent()).toContain('Only an owner can give you a higher role back');
     await dialog.getByRole('button', { name: 'Make me admin' }).click();
@@ -413,7 +411,7 @@ describe('what the pages show', () => {
     expect(column).toBeGreaterThan(-1);
     const lastSuccess = row.getByRole('cell').nth(column);
     expect(await lastSuccess.textContent()).toBe('—');
-    await row.getByRole('button', { name: `Send a test event to ${url}` }).click();
+    await row.getByRole('button', { name: `Send test to ${url}` }).click();
     await page.getByText(/Test event msg_\w+ queued/).waitFor();
     await expect.poll(() => lastSuccess.textContent(), { timeout: 20_000 }).toMatch(/\d/);
     await close();

@@ -336,7 +336,7 @@ describe('the settings pages in a browser', () => {
     await page.getByRole('cell', { name: url }).first().waitFor();
 
     // rotating shows a new secret once; the old one keeps signing for the grace period
-    await page.getByRole('button', { name: `Rotate the secret of ${url}` }).click();
+    await page.getByRole('button', { name: `Rotate secret of ${url}` }).click();
     const rotate = page.getByRole('dialog', { name: `Rotate the secret of ${url}?` });
     expect(await rotate.textContent()).toContain('keeps signing beside it for 24 hours');
     await rotate.getByRole('button', { name: 'Rotate secret' }).click();
@@ -352,7 +352,7 @@ describe('the settings pages in a browser', () => {
     // Two more rotations: each retired secret keeps signing until its own grace ends
     // (decision 361), and the list says until when; a fourth is refused and the dialog says why.
     for (const signing of ['2 still sign', '3 still sign']) {
-      await page.getByRole('button', { name: `Rotate the secret of ${url}` }).click();
+      await page.getByRole('button', { name: `Rotate secret of ${url}` }).click();
       const again = page.getByRole('dialog', { name: `Rotate the secret of ${url}?` });
       expect(await again.textContent()).toContain('retired before it keep');
       await again.getByRole('button', { name: 'Rotate secret' }).click();
@@ -373,7 +373,7 @@ describe('the settings pages in a browser', () => {
     expect(beforeRefusal).toEqual([{ secret_sealed: expect.any(String), earlier: 2 }]);
     expect(await endpointRow.getByRole('listitem').count()).toBe(3);
     await screenshot(page, 'settings-10-webhook-old-secrets');
-    await page.getByRole('button', { name: `Rotate the secret of ${url}` }).click();
+    await page.getByRole('button', { name: `Rotate secret of ${url}` }).click();
     const refused = page.getByRole('dialog', { name: `Rotate the secret of ${url}?` });
     expect(await refused.getByRole('note').textContent()).toContain(
       '3 old secrets already sign beside the current one',
@@ -390,7 +390,7 @@ describe('the settings pages in a browser', () => {
 
     // A leaked secret: rotated with no grace, every old secret stops at once (the limit on
     // retired secrets does not stand in the way).
-    await page.getByRole('button', { name: `Rotate the secret of ${url}` }).click();
+    await page.getByRole('button', { name: `Rotate secret of ${url}` }).click();
     const leak = page.getByRole('dialog', { name: `Rotate the secret of ${url}?` });
     await leak
       .getByLabel('The old secret keeps signing for')
@@ -412,9 +412,9 @@ describe('the settings pages in a browser', () => {
     );
     expect(afterLeakRows.rows).toEqual([{ earlier: 0, previous: null }]);
 
-    await page.getByRole('button', { name: `Send a test event to ${url}` }).click();
+    await page.getByRole('button', { name: `Send test to ${url}` }).click();
     await page.getByText(/Test event msg_\w+ queued/).waitFor();
-    await page.getByRole('button', { name: `Delivery log of ${url}` }).click();
+    await page.getByRole('button', { name: `Deliveries of ${url}` }).click();
     const log = page.getByRole('region', { name: `Deliveries to ${url}` });
     await log.getByRole('cell', { name: /webhook\.test/ }).waitFor();
     await screenshot(page, 'settings-03-webhook-deliveries');

@@ -170,7 +170,7 @@ describe('the dashboard in a browser', () => {
     await row.getByRole('combobox').selectOption('viewer');
     expect(await roleOf(emails.newcomer)).toEqual(['member']);
     const change = row.getByRole('button', {
-      name: `Change the role of ${emails.newcomer} to viewer…`,
+      name: `Change role of ${emails.newcomer} to viewer…`,
     });
     await change.click();
     const confirmRole = page.getByRole('dialog', { name: `Change ${emails.newcomer} to viewer?` });

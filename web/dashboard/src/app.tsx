@@ -19,6 +19,7 @@ import {
   useEmailVerification,
   VerificationResult,
 } from './email-links.js';
+import { keepFocusInPlace } from './focus-keeper.js';
 import { asApiError } from './hooks.js';
 import { PendingInvitations } from './invitations.js';
 import { landingOrgId, usableReturnPath } from './landing.js';
@@ -250,6 +251,8 @@ function Shell(props: {
   const navOrg = org ?? homeOrg;
   const [signOutError, setSignOutError] = useState<ApiError | null>(null);
   useFocusOnNavigation(view);
+  const main = useRef<HTMLElement>(null);
+  useEffect(() => (main.current ? keepFocusInPlace(main.current) : undefined), []);
 
   const signOut = () => {
     api.post('/auth/logout').then(props.onSignedOut, (error: unknown) => {
@@ -283,7 +286,7 @@ function Shell(props: {
       <ErrorNote error={signOutError} />
       <div class="layout">
         {navOrg && <Nav org={navOrg} view={view} />}
-        <main id="main" tabIndex={-1}>
+        <main id="main" tabIndex={-1} ref={main}>
           {props.verification}
           <UnverifiedBanner session={session} />
           <ReviewAfterResetBanner session={session} onAccountPage={view.page === 'account'} />

@@ -320,7 +320,7 @@ export function DataTable<Row>(props: {
 }) {
   const numeric = (column: Column<Row>) => (column.numeric ? 'num' : undefined);
   return (
-    <div class="table-wrap">
+    <TableScroller>
       <table>
         {props.caption && <caption class="visually-hidden">{props.caption}</caption>}
         <thead>
@@ -357,6 +357,47 @@ export function DataTable<Row>(props: {
           ))}
         </tbody>
       </table>
+    </TableScroller>
+  );
+}
+
+/**
+ * The box a table scrolls sideways in where the window is narrower than the table (a phone).
+ * While it does scroll, the keyboard reaches it (a Tab stop, whose arrow keys scroll it) and
+ * it is a region named after its table (its caption, else the heading of its section), for a
+ * table with nothing focusable in it could not be scrolled without a mouse (WCAG 2.1.1). A box
+ * that fits its table is no Tab stop.
+ */
+export function TableScroller(props: { children: ComponentChildren }) {
+  const box = useRef<HTMLDivElement>(null);
+  const [name, setName] = useState<string | null>(null);
+  useLayoutEffect(() => {
+    const element = box.current;
+    if (!element) return;
+    const measure = () => {
+      if (element.scrollWidth <= element.clientWidth) return setName(null);
+      const caption = element.querySelector('caption')?.textContent;
+      const heading = element
+        .closest('section, main')
+        ?.querySelector('h1, h2, h3')
+        ?.textContent?.trim();
+      setName(caption || heading || 'Table');
+    };
+    measure();
+    const observer = new ResizeObserver(measure);
+    observer.observe(element);
+    if (element.firstElementChild) observer.observe(element.firstElementChild);
+    return () => observer.disconnect();
+  }, []);
+  return (
+    <div
+      ref={box}
+      class="table-wrap"
+      tabIndex={name === null ? undefined : 0}
+      role={name === null ? undefined : 'region'}
+      aria-label={name ?? undefined}
+    >
+      {props.children}
     </div>
   );
 }

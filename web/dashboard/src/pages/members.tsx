@@ -189,7 +189,11 @@ function RoleControl(props: {
       </label>
       {changed && (
         <>
-          <button type="submit" class="secondary" aria-label={`Change ${who} to ${role}…`}>
+          <button
+            type="submit"
+            class="secondary"
+            aria-label={`Change role ${props.isMe ? '(your own)' : `of ${member.email}`} to ${role}…`}
+          >
             Change role…
           </button>
           <button

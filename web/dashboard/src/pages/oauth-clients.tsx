@@ -115,7 +115,7 @@ export function OAuthClients({ appId, manage }: { appId: string; manage: boolean
               <>
                 <RowButton
                   label="Rotate secret…"
-                  name={`Rotate the secret of OAuth client ${client.name}`}
+                  name={`Rotate secret of OAuth client ${client.name}`}
                   onClick={() => setRotating(client)}
                 />{' '}
               </>

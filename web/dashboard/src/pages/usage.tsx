@@ -28,6 +28,7 @@ import {
   Money,
   PageHeader,
   StatFigure,
+  TableScroller,
 } from '../ui.js';
 import type { OrgPage } from './page.js';
 
@@ -409,7 +410,7 @@ function UsageTable(props: {
   // a column of web searches only for a range that had any (an older API gives none)
   const searches = props.rows.some((row) => (row.web_search_requests ?? 0) > 0);
   return (
-    <div class="table-wrap">
+    <TableScroller>
       <table>
         <caption class="visually-hidden">Usage by {heading.toLowerCase()}</caption>
         <thead>
@@ -463,7 +464,7 @@ function UsageTable(props: {
           ))}
         </tbody>
       </table>
-    </div>
+    </TableScroller>
   );
 }
 

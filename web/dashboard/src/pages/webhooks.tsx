@@ -231,12 +231,12 @@ function Endpoints({ org }: { org: OrgSummary }) {
               <>
                 <RowButton
                   label="Deliveries"
-                  name={`Delivery log of ${endpoint.url}`}
+                  name={`Deliveries of ${endpoint.url}`}
                   onClick={() => setLog(log?.id === endpoint.id ? null : endpoint)}
                 />{' '}
                 <RowButton
                   label="Send test"
-                  name={`Send a test event to ${endpoint.url}`}
+                  name={`Send test to ${endpoint.url}`}
                   disabled={test.busy}
                   onClick={() => {
                     setTested(null);
@@ -255,7 +255,7 @@ function Endpoints({ org }: { org: OrgSummary }) {
                 />{' '}
                 <RowButton
                   label="Rotate secret…"
-                  name={`Rotate the secret of ${endpoint.url}`}
+                  name={`Rotate secret of ${endpoint.url}`}
                   onClick={() => setChange({ endpoint, action: 'rotate' })}
                 />{' '}
                 <RowButton
@@ -518,7 +518,7 @@ function DeliveryLog({ base, endpoint }: { base: string; endpoint: Endpoint }) {
           delivery.status !== 'pending' && (
             <RowButton
               label="Send again"
-              name={`Send ${delivery.message_id} again`}
+              name={`Send again ${delivery.message_id}`}
               disabled={action.busy}
               onClick={() => {
                 setQueued(null);
