@@ -16,7 +16,7 @@ import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
 import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
 import { hookedPool, hookedScripts, type Step } from './support/interleave.js';
-import { usageRecord } from './support/records.js';
+import { usageRecord, walletAccounts } from './support/records.js';
 import { deletePrefix, testRedis } from './support/services.js';
 import { testUsageWriter } from './support/usage-writer.js';
 
@@ -42,15 +42,8 @@ const LEDGER_SUM = /usage_wallet_totals/;
 const TOP_UP = 50_000n;
 const SET_TO = 777_000n;
 
-const walletOnly = (orgId: string): RequestAccounts => ({
-  orgId,
-  appConnectionId: `conn_${orgId}`,
-  orgCap: null,
-  connectionCap: null,
-  user: null,
-  walletPays: true,
-  credentials: null,
-});
+const walletOnly = (orgId: string): RequestAccounts =>
+  walletAccounts({ orgId, appConnectionId: `conn_${orgId}` });
 
 async function settle(orgId: string, costNano: bigint): Promise<void> {
   const record = usageRecord(orgId, costNano, {

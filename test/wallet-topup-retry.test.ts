@@ -18,6 +18,7 @@ import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts, type RedisScripts } from '../src/redis/scripts.js';
 import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
 import { hookedPool } from './support/interleave.js';
+import { walletAccounts } from './support/records.js';
 import { deletePrefix, testRedis } from './support/services.js';
 
 const prefix = uniquePrefix('topupretry');
@@ -64,15 +65,8 @@ async function fundedOrg(name: string): Promise<string> {
   return orgId;
 }
 
-const walletOnly = (orgId: string): RequestAccounts => ({
-  orgId,
-  appConnectionId: `conn_${orgId}`,
-  orgCap: null,
-  connectionCap: null,
-  user: null,
-  walletPays: true,
-  credentials: null,
-});
+const walletOnly = (orgId: string): RequestAccounts =>
+  walletAccounts({ orgId, appConnectionId: `conn_${orgId}` });
 
 const live = async (orgId: string): Promise<string | null> =>
   redis.hget(keys.wallet(orgId), 'balance');
