@@ -244,3 +244,60 @@ describe('the review on a large audit log', () => {
     expect(approvalsVisited).toBeLessThanOrEqual(3);
   });
 });
+
+describe('the review where two it reached raise each other over and over (decision 531)', () => {
+  /** Raises each of the two accomplices wrote of the other. */
+  const TOGGLES = 15;
+
+  it("reads each reached member's entries once, not once per path to them", async () => {
+    const ring = await seed(env, ['--name', 'Accomplices']);
+    const reviewer = (await createMember(env, uniqueEmail('made-ring'), ring.org_id, 'admin')).id;
+    const first = (await createMember(env, uniqueEmail('ring-a'), ring.org_id, 'admin')).id;
+    const second = (await createMember(env, uniqueEmail('ring-b'), ring.org_id, 'admin')).id;
+    // the reviewer's account raised the first; the two then raised each other, again and again
+    // (each lowering in between, as the route lets them)
+    await db.query(
+      `INSERT INTO dashboard_audit_log (org_id, user_id, action, object_type, object_id, details)
+       VALUES ($1, $2, 'member.change_role', 'member', $3, '{"from":"viewer","to":"admin"}')`,
+      [ring.org_id, reviewer, first],
+    );
+    await db.query(
+      `INSERT INTO dashboard_audit_log (org_id, user_id, action, object_type, object_id, details)
+       SELECT $1, CASE WHEN g % 2 = 0 THEN $2 ELSE $3 END, 'member.change_role', 'member',
+              CASE WHEN g % 2 = 0 THEN $3 ELSE $2 END, '{"from":"member","to":"admin"}'
+         FROM generate_series(1, $4::int) g`,
+      [ring.org_id, first, second, 2 * TOGGLES],
+    );
+    const statements: { sql: string; params: readonly unknown[] }[] = [];
+    const made = await readMadeByAccount(
+      {
+        query: ((sql: string, params: readonly unknown[]) => {
+          statements.push({ sql, params });
+          return db.query(sql, [...params]);
+        }) as never,
+      },
+      reviewer,
+      new Date(Date.now() - 30 * DAY_MS),
+      200,
+    );
+    expect(
+      made.rows
+        .filter((row) => row.kind === 'member')
+        .map((row) => [row.id, row.made_as, row.via_email === null ? 'own' : 'via'])
+        .sort(),
+    ).toEqual(
+      [
+        [first, 'raised', 'own'],
+        [second, 'raised', 'via'],
+      ].sort(),
+    );
+    let visited = 0;
+    for (const statement of statements) {
+      const plan = await analyzedPlan(db, statement.sql, statement.params);
+      visited += rowsVisited(plan, (table) => table === 'dashboard_audit_log');
+    }
+    // each of the two's entries read a few times over (to reach, for what they did, for what
+    // was done to them since), not once for every path of four steps through them (15^4)
+    expect(visited).toBeLessThanOrEqual(20 * 2 * TOGGLES);
+  });
+});

@@ -128,7 +128,9 @@ const ENTRIES = `
  * null for the account's own). The account's own facts are its invitations accepted in the
  * window and its role changes read by 493's rule; a reached member's are each of their
  * invitations accepted and each raise they made there in the window, read by their entries
- * (index dashboard_audit_log_user_org), at most four steps from the account.
+ * (index dashboard_audit_log_user_org). `reached` is a set: each member is read once however
+ * many paths lead to them (two accomplices raising each other over and over made a walk of
+ * every path take minutes: test/made-recently.scale.test.ts).
  */
 const MEMBERS = `
   , direct AS (
@@ -162,16 +164,16 @@ const MEMBERS = `
     ) latest
      WHERE array_position($4::text[], given) < array_position($4::text[], from_role)
         OR array_position($4::text[], given) < array_position($4::text[], first_from_role)
-  ), members(org_id, user_id, made_as, given, at, entry_id, via_user_id, depth) AS (
-    SELECT org_id, user_id, made_as, given, at, entry_id, NULL::text, 0 FROM direct
-    UNION ALL
-    SELECT next.org_id, next.user_id, next.made_as, next.given, next.at, next.entry_id,
-           t.user_id, t.depth + 1
-      FROM members t
+  ), reached(org_id, user_id) AS (
+    -- who the account let in or raised, then who they let in or raised, and so on: a set
+    -- (UNION), so each member is read once however many paths lead to them
+    SELECT org_id, user_id FROM direct
+    UNION
+    SELECT next.org_id, next.user_id
+      FROM reached t
       JOIN reach r ON r.org_id = t.org_id
       CROSS JOIN LATERAL (
-        SELECT l.org_id, l.object_id AS user_id, 'raised'::text AS made_as,
-               l.details->>'to' AS given, l.created_at AS at, l.id AS entry_id
+        SELECT l.org_id, l.object_id AS user_id
           FROM dashboard_audit_log l
          WHERE l.user_id = t.user_id AND l.org_id = t.org_id
            AND l.id > COALESCE(r.entry_before_id, 0) AND l.created_at >= $2
@@ -179,7 +181,7 @@ const MEMBERS = `
            AND array_position($4::text[], l.details->>'to')
                < array_position($4::text[], l.details->>'from')
         UNION ALL
-        SELECT i.org_id, i.responded_by, 'joined'::text, i.role, i.responded_at, NULL::bigint
+        SELECT i.org_id, i.responded_by
           FROM dashboard_audit_log l
           JOIN org_invitations i
             ON i.id = l.object_id AND i.org_id = l.org_id AND i.invited_by = t.user_id
@@ -187,7 +189,38 @@ const MEMBERS = `
            AND l.id > COALESCE(r.entry_before_id, 0) AND l.action = 'invitation.create'
            AND i.status = 'accepted' AND i.responded_at >= $2 AND i.responded_by IS NOT NULL
       ) next
-     WHERE t.depth < 4 AND next.user_id <> $1
+     WHERE next.user_id <> $1
+  ), members AS (
+    -- one row per fact (via_user_id: null for the account's own), the newest of each kind per
+    -- member and by whom: a member raised over and over is judged by the latest raise
+    SELECT org_id, user_id, made_as, given, at, entry_id, NULL::text AS via_user_id FROM direct
+    UNION ALL
+    SELECT * FROM (
+      SELECT DISTINCT ON (fact.org_id, fact.user_id, fact.made_as, t.user_id)
+             fact.org_id, fact.user_id, fact.made_as, fact.given, fact.at, fact.entry_id, t.user_id
+        FROM reached t
+        JOIN reach r ON r.org_id = t.org_id
+        CROSS JOIN LATERAL (
+          SELECT l.org_id, l.object_id AS user_id, 'raised' AS made_as,
+                 l.details->>'to' AS given, l.created_at AS at, l.id AS entry_id
+            FROM dashboard_audit_log l
+           WHERE l.user_id = t.user_id AND l.org_id = t.org_id
+             AND l.id > COALESCE(r.entry_before_id, 0) AND l.created_at >= $2
+             AND l.action = 'member.change_role'
+             AND array_position($4::text[], l.details->>'to')
+                 < array_position($4::text[], l.details->>'from')
+          UNION ALL
+          SELECT i.org_id, i.responded_by, 'joined', i.role, i.responded_at, NULL::bigint
+            FROM dashboard_audit_log l
+            JOIN org_invitations i
+              ON i.id = l.object_id AND i.org_id = l.org_id AND i.invited_by = t.user_id
+           WHERE l.user_id = t.user_id AND l.org_id = t.org_id
+             AND l.id > COALESCE(r.entry_before_id, 0) AND l.action = 'invitation.create'
+             AND i.status = 'accepted' AND i.responded_at >= $2 AND i.responded_by IS NOT NULL
+        ) fact
+       WHERE fact.user_id <> $1
+       ORDER BY fact.org_id, fact.user_id, fact.made_as, t.user_id, fact.at DESC
+    ) latest_facts
   )`;
 
 /**
@@ -312,8 +345,7 @@ export async function readMadeByAccount(
                     WHERE l.action = 'member.change_role' AND l.org_id = t.org_id
                       AND l.object_id = t.user_id AND l.id > t.entry_id AND l.user_id <> $1
                       AND l.user_id NOT IN (
-                        SELECT reached.user_id FROM members reached
-                         WHERE reached.org_id = t.org_id)) END
+                        SELECT reached.user_id FROM reached WHERE reached.org_id = t.org_id)) END
           -- the account's own before those it reached through others, then the newest
           ORDER BY r.org_id, m.user_id, t.via_user_id IS NOT NULL, t.at DESC
        ) joined_or_raised
