@@ -189,20 +189,29 @@ afterAll(async () => {
   await db.query(`DELETE FROM dashboard_users WHERE id LIKE 'usr_theirs_%_' || $1`, [userId]);
 });
 
+/** The review of the last 30 days for `reviewer`, with the statements it ran (to EXPLAIN). */
+async function reviewRecording(reviewer: string): Promise<{
+  made: Awaited<ReturnType<typeof readMadeByAccount>>;
+  statements: { sql: string; params: readonly unknown[] }[];
+}> {
+  const statements: { sql: string; params: readonly unknown[] }[] = [];
+  const made = await readMadeByAccount(
+    {
+      query: ((sql: string, params: readonly unknown[]) => {
+        statements.push({ sql, params });
+        return db.query(sql, [...params]);
+      }) as never,
+    },
+    reviewer,
+    new Date(Date.now() - 30 * DAY_MS),
+    200,
+  );
+  return { made, statements };
+}
+
 describe('the review on a large audit log', () => {
   it("reads the user's entries of the window only, in each organization they are in, and the objects they name", async () => {
-    const statements: { sql: string; params: readonly unknown[] }[] = [];
-    const made = await readMadeByAccount(
-      {
-        query: ((sql: string, params: readonly unknown[]) => {
-          statements.push({ sql, params });
-          return db.query(sql, [...params]);
-        }) as never,
-      },
-      userId,
-      new Date(Date.now() - 30 * DAY_MS),
-      200,
-    );
+    const { made, statements } = await reviewRecording(userId);
     expect(made.rows.map((row) => [row.kind, row.id, row.made_as]).sort()).toEqual(
       [
         ['api_key', keyId, 'created'],
@@ -268,18 +277,7 @@ describe('the review where two it reached raise each other over and over (decisi
          FROM generate_series(1, $4::int) g`,
       [ring.org_id, first, second, 2 * TOGGLES],
     );
-    const statements: { sql: string; params: readonly unknown[] }[] = [];
-    const made = await readMadeByAccount(
-      {
-        query: ((sql: string, params: readonly unknown[]) => {
-          statements.push({ sql, params });
-          return db.query(sql, [...params]);
-        }) as never,
-      },
-      reviewer,
-      new Date(Date.now() - 30 * DAY_MS),
-      200,
-    );
+    const { made, statements } = await reviewRecording(reviewer);
     expect(
       made.rows
         .filter((row) => row.kind === 'member')

@@ -123,6 +123,29 @@ const ENTRIES = `
   )`;
 
 /**
+ * What the reached member `t` (in `t.org_id`; `r`: that organization's `reach` row) did in the
+ * window that reaches others: each raise they made, and each invitation of theirs accepted.
+ * Columns: org_id, user_id (the member reached), made_as, given, at, entry_id.
+ */
+const REACHED_MEMBERS_FACTS = `
+  SELECT l.org_id, l.object_id AS user_id, 'raised' AS made_as,
+         l.details->>'to' AS given, l.created_at AS at, l.id AS entry_id
+    FROM dashboard_audit_log l
+   WHERE l.user_id = t.user_id AND l.org_id = t.org_id
+     AND l.id > COALESCE(r.entry_before_id, 0) AND l.created_at >= $2
+     AND l.action = 'member.change_role'
+     AND array_position($4::text[], l.details->>'to')
+         < array_position($4::text[], l.details->>'from')
+  UNION ALL
+  SELECT i.org_id, i.responded_by, 'joined', i.role, i.responded_at, NULL::bigint
+    FROM dashboard_audit_log l
+    JOIN org_invitations i
+      ON i.id = l.object_id AND i.org_id = l.org_id AND i.invited_by = t.user_id
+   WHERE l.user_id = t.user_id AND l.org_id = t.org_id
+     AND l.id > COALESCE(r.entry_before_id, 0) AND l.action = 'invitation.create'
+     AND i.status = 'accepted' AND i.responded_at >= $2 AND i.responded_by IS NOT NULL`;
+
+/**
  * The members the account let in or raised in the window, and those let in or raised by them,
  * and so on (decision 531): `members`, one row per fact (`via_user_id`: the member through whom,
  * null for the account's own). The account's own facts are its invitations accepted in the
@@ -172,23 +195,7 @@ const MEMBERS = `
     SELECT next.org_id, next.user_id
       FROM reached t
       JOIN reach r ON r.org_id = t.org_id
-      CROSS JOIN LATERAL (
-        SELECT l.org_id, l.object_id AS user_id
-          FROM dashboard_audit_log l
-         WHERE l.user_id = t.user_id AND l.org_id = t.org_id
-           AND l.id > COALESCE(r.entry_before_id, 0) AND l.created_at >= $2
-           AND l.action = 'member.change_role'
-           AND array_position($4::text[], l.details->>'to')
-               < array_position($4::text[], l.details->>'from')
-        UNION ALL
-        SELECT i.org_id, i.responded_by
-          FROM dashboard_audit_log l
-          JOIN org_invitations i
-            ON i.id = l.object_id AND i.org_id = l.org_id AND i.invited_by = t.user_id
-         WHERE l.user_id = t.user_id AND l.org_id = t.org_id
-           AND l.id > COALESCE(r.entry_before_id, 0) AND l.action = 'invitation.create'
-           AND i.status = 'accepted' AND i.responded_at >= $2 AND i.responded_by IS NOT NULL
-      ) next
+      CROSS JOIN LATERAL (${REACHED_MEMBERS_FACTS}) next
      WHERE next.user_id <> $1
   ), members AS (
     -- one row per fact (via_user_id: null for the account's own), the newest of each kind per
@@ -200,24 +207,7 @@ const MEMBERS = `
              fact.org_id, fact.user_id, fact.made_as, fact.given, fact.at, fact.entry_id, t.user_id
         FROM reached t
         JOIN reach r ON r.org_id = t.org_id
-        CROSS JOIN LATERAL (
-          SELECT l.org_id, l.object_id AS user_id, 'raised' AS made_as,
-                 l.details->>'to' AS given, l.created_at AS at, l.id AS entry_id
-            FROM dashboard_audit_log l
-           WHERE l.user_id = t.user_id AND l.org_id = t.org_id
-             AND l.id > COALESCE(r.entry_before_id, 0) AND l.created_at >= $2
-             AND l.action = 'member.change_role'
-             AND array_position($4::text[], l.details->>'to')
-                 < array_position($4::text[], l.details->>'from')
-          UNION ALL
-          SELECT i.org_id, i.responded_by, 'joined', i.role, i.responded_at, NULL::bigint
-            FROM dashboard_audit_log l
-            JOIN org_invitations i
-              ON i.id = l.object_id AND i.org_id = l.org_id AND i.invited_by = t.user_id
-           WHERE l.user_id = t.user_id AND l.org_id = t.org_id
-             AND l.id > COALESCE(r.entry_before_id, 0) AND l.action = 'invitation.create'
-             AND i.status = 'accepted' AND i.responded_at >= $2 AND i.responded_by IS NOT NULL
-        ) fact
+        CROSS JOIN LATERAL (${REACHED_MEMBERS_FACTS}) fact
        WHERE fact.user_id <> $1
        ORDER BY fact.org_id, fact.user_id, fact.made_as, t.user_id, fact.at DESC
     ) latest_facts
