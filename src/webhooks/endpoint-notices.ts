@@ -149,15 +149,29 @@ export class EndpointNoticeMail implements EndpointNotices {
     return `${this.settings.origin}/dashboard/orgs/${encodeURIComponent(orgId)}/webhooks`;
   }
 
+  /** What both mails say of the endpoint and its reader: its name, where it sends, why them. */
+  private about(
+    endpoint: EndpointRow,
+    recipient: Recipient,
+  ): { orgName: string; opening: string; endpointLine: string; closing: string } {
+    const orgName = quotable(recipient.org_name);
+    const description = quotable(endpoint.description);
+    const named =
+      description === '' ? 'A webhook endpoint' : `The webhook endpoint "${description}"`;
+    return {
+      orgName,
+      opening: `${named} of the organization "${orgName}" on the gw gateway at ${this.settings.origin}`,
+      endpointLine: `Endpoint: ${endpoint.id}, sending to ${hostOf(endpoint.url)}`,
+      closing: `You receive this as an ${recipient.role} of "${orgName}".`,
+    };
+  }
+
   private notice(
     endpoint: EndpointRow,
     reason: AutomaticDisableReason,
     recipient: Recipient,
   ): OutgoingMail {
-    const orgName = quotable(recipient.org_name);
-    const description = quotable(endpoint.description);
-    const named =
-      description === '' ? 'A webhook endpoint' : `The webhook endpoint "${description}"`;
+    const { orgName, opening, endpointLine, closing } = this.about(endpoint, recipient);
     const failingSince = recipient.failing_since?.toISOString() ?? 'its last attempt';
     const lastSuccess = recipient.last_success_at?.toISOString() ?? 'never';
     const why =
@@ -176,10 +190,10 @@ export class EndpointNoticeMail implements EndpointNotices {
       to: recipient.email,
       subject: `A webhook endpoint of ${orgName} was disabled`,
       text: [
-        `${named} of the organization "${orgName}" on the gw gateway at ${this.settings.origin}`,
+        opening,
         `was disabled by gw at ${(recipient.disabled_at ?? new Date()).toISOString()}: nothing is sent to it now.`,
         '',
-        `Endpoint: ${endpoint.id}, sending to ${hostOf(endpoint.url)}`,
+        endpointLine,
         ...why,
         '',
         'Nothing is lost yet: the messages it missed since it began failing, and those of the',
@@ -192,16 +206,13 @@ export class EndpointNoticeMail implements EndpointNotices {
         '',
         'If the endpoint is no longer needed, delete it there instead.',
         '',
-        `You receive this as an ${recipient.role} of "${orgName}".`,
+        closing,
       ].join('\n'),
     };
   }
 
   private warning(endpoint: EndpointRow, recipient: Recipient): OutgoingMail {
-    const orgName = quotable(recipient.org_name);
-    const description = quotable(endpoint.description);
-    const named =
-      description === '' ? 'A webhook endpoint' : `The webhook endpoint "${description}"`;
+    const { orgName, opening, endpointLine, closing } = this.about(endpoint, recipient);
     const failingSince = recipient.failing_since!;
     const disableAt = new Date(failingSince.getTime() + this.settings.disableAfterMs);
     return {
@@ -209,10 +220,10 @@ export class EndpointNoticeMail implements EndpointNotices {
       to: recipient.email,
       subject: `A webhook endpoint of ${orgName} is failing`,
       text: [
-        `${named} of the organization "${orgName}" on the gw gateway at ${this.settings.origin}`,
+        opening,
         `has failed every delivery since ${failingSince.toISOString()}.`,
         '',
-        `Endpoint: ${endpoint.id}, sending to ${hostOf(endpoint.url)}`,
+        endpointLine,
         `Last successful delivery: ${recipient.last_success_at?.toISOString() ?? 'never'}.`,
         '',
         'gw keeps trying each message on its schedule. If no delivery succeeds by',
@@ -222,7 +233,7 @@ export class EndpointNoticeMail implements EndpointNotices {
         '',
         this.webhooksPage(endpoint.org_id),
         '',
-        `You receive this as an ${recipient.role} of "${orgName}".`,
+        closing,
       ].join('\n'),
     };
   }
