@@ -68,8 +68,8 @@ describe('a cap set below the spend', () => {
     expect(await fired(orgId)).toEqual(['org 0.8 of 10.000000000000 at 9.000000000000']);
     // past the cap: 100 %, and 80 % only once; the writer is told the cap is used up
     expect((await setOrgCap(orgId, 8_000_000_000n)).warnings).toEqual([
-      'the cap (8.000000000000) is not above what the organization has spent this period ' +
-        '(9.000000000000): every request under it is refused until the month turns or the cap ' +
+      'the cap (8.000000000000 USD) is not above what the organization has spent this period ' +
+        '(9.000000000000 USD): every request under it is refused until the month turns or the cap ' +
         'is raised',
     ]);
     await setOrgCap(orgId, 5_000_000_000n);
@@ -101,8 +101,8 @@ describe('a cap set below the spend', () => {
       4_500_000_000n,
     );
     expect(lowered.warnings).toEqual([
-      'the cap (4.500000000000) is not above what the connection has spent this period ' +
-        '(4.500000000000): every request under it is refused until the month turns or the cap ' +
+      'the cap (4.500000000000 USD) is not above what the connection has spent this period ' +
+        '(4.500000000000 USD): every request under it is refused until the month turns or the cap ' +
         'is raised',
     ]);
   });
@@ -123,8 +123,8 @@ describe('a cap set below the spend', () => {
     await redis.hset(keys.userSpend(orgId, userId, userPeriod.key), 'spent', '2000000000');
     const set = await setCap({ scope: 'product_user', productUserId: userId }, 2_000_000_000n);
     expect(set.warnings).toEqual([
-      'the cap (2.000000000000) is not above what the product user has spent this period ' +
-        "(2.000000000000): every request under it is refused once the user's credits are spent, " +
+      'the cap (2.000000000000 USD) is not above what the product user has spent this period ' +
+        "(2.000000000000 USD): every request under it is refused once the user's credits are spent, " +
         "until the user's period turns or the cap is raised",
     ]);
     const events = await messageData<{

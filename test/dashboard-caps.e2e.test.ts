@@ -123,7 +123,7 @@ describe('the org cap', () => {
     // request is now refused (decision 481), in the answer /openapi.json describes
     expect(set.body.warnings).toEqual([
       expect.stringMatching(
-        /^the cap \(0\.000000000000\) is not above what the organization has spent this period \(\d+\.\d{12}\): every request under it is refused until the month turns or the cap is raised$/,
+        /^the cap \(0\.000000000000 USD\) is not above what the organization has spent this period \(\d+\.\d{12} USD\): every request under it is refused until the month turns or the cap is raised$/,
       ),
     ]);
     const document = (await getJson(`${here.url}/openapi.json`)).body;
@@ -245,7 +245,7 @@ describe('a product user cap', () => {
     const external = 'tracked-over-cap';
     const path = `/dashboard/api/product-users/${await productUser(org, external)}/cap`;
     expect((await infer(gateways[0]!, org.api_key, external)).status).toBe(200);
-    const warned = /^the cap \(0\.000000000000\) is not above what the product user has spent/;
+    const warned = /^the cap \(0\.000000000000 USD\) is not above what the product user has spent/;
 
     // track_only and disabled refuse nothing: no warning, and the next request is served
     for (const mode of ['track_only', 'disabled']) {

@@ -506,7 +506,7 @@ describe('the settings pages in a browser', () => {
     await expect
       .poll(() => warning.textContent())
       .toMatch(
-        /^Saved, with a warning:the cap \(0\.000000001000\) is not above what the organization has spent this period \(\d+\.\d{12}\): every request under it is refused until the month turns or the cap is raisedRaise the cap \(or remove it\) to let requests through again\.$/,
+        /^Saved, with a warning:the cap \(0\.000000001000 USD\) is not above what the organization has spent this period \(\d+\.\d{12} USD\): every request under it is refused until the month turns or the cap is raisedRaise the cap \(or remove it\) to let requests through again\.$/,
       );
     await screenshotOf(
       page.getByRole('region', { name: 'Organization cap' }),

@@ -69,10 +69,11 @@ describe('webhook delivery over Postgres connections cut off without a reset', (
     await new Promise((resolve) => setTimeout(resolve, 500));
     const started = Date.now();
     const second = await sendTest();
-    await receiver.waitFor('/strand', 'webhook.test', 2, 30_000);
+    await receiver.waitFor('/strand', 'webhook.test', 2, 60_000);
     // The statement's bound and its read grace (2 s) for each stranded connection the pool
-    // hands out (up to its idle ones), not TCP's minutes.
-    expect(Date.now() - started).toBeLessThan(25_000);
+    // hands out (up to its idle ones), not TCP's quarter of an hour; a minute leaves room for
+    // a loaded machine.
+    expect(Date.now() - started).toBeLessThan(60_000);
 
     // Postgres has each delivered after one attempt (the second's record commits after its
     // receiver answered), and each message arrived once.
@@ -90,5 +91,5 @@ describe('webhook delivery over Postgres connections cut off without a reset', (
     const ids = receiver.ofType('/strand', 'webhook.test').map((message) => message.id);
     expect(ids).toHaveLength(2);
     expect(new Set(ids).size).toBe(2);
-  });
+  }, 90_000);
 });

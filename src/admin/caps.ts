@@ -127,8 +127,8 @@ export function capUsedUpWarnings(target: CapTarget, found: CapAgainstSpend | un
       ? "refused once the user's credits are spent, until the user's period"
       : 'refused until the month';
   return [
-    `the cap (${formatNano(found.capNano)}) is not above what ${level} spent this period ` +
-      `(${formatNano(found.spentNano)}): every request under it is ${refused} turns or the cap ` +
+    `the cap (${formatNano(found.capNano)} USD) is not above what ${level} spent this period ` +
+      `(${formatNano(found.spentNano)} USD): every request under it is ${refused} turns or the cap ` +
       'is raised',
   ];
 }
