@@ -10,6 +10,10 @@
 -- KEYS[5] in_flight            hash request_id -> '<credential_id>\n<draft>' (reserve.lua): the
 --                              draft's lapse moves with the holds, so the lost-request sweep
 --                              never records a request while its holds stand
+-- KEYS[6] user_credits         the product user's credits in the settlement currency
+--                              (credits-change.lua): `until:<grant_id>` of a revoked grant
+-- KEYS[7] draining_for         hash request_id -> the revoked grants that keep money for it
+--                              (placeholders of the slot without a product user)
 --
 -- ARGV[1] request_id
 -- ARGV[2] held_nano            the amount the reserve held on each account
@@ -19,7 +23,13 @@
 -- swept already stays gone (its amount is no longer in `reserved`), and a renewal that Redis
 -- runs late never brings a lapse forward. Nothing else changes: no amount is read or written.
 --
--- Returns the number of holds renewed (the draft is not counted).
+-- A revoked grant that keeps money for this request (decision 406) keeps it as long as the
+-- request's holds stand: its `until:<id>` moves with them (only later), and so does the
+-- expiry of `draining_for`, which must outlive them by the minute credits-change.lua gives.
+-- Without this, a request running past the lapse its holds had at the revocation settled
+-- unpaid by the grant, past the user's allowance (decision 536).
+--
+-- Returns the number of holds renewed (the draft and the grants are not counted).
 --#include amounts
 
 local request_id = ARGV[1]
@@ -41,5 +51,15 @@ if entry then
   if head and tonumber(lapses) < expires_at_ms then
     redis.call('HSET', KEYS[5], request_id, head .. string.format('%.0f', expires_at_ms) .. tail)
   end
+end
+local kept_by = redis.call('HGET', KEYS[7], request_id)
+if kept_by then
+  for grant_id in string.gmatch(kept_by, '[^,]+') do
+    local until_ms = redis.call('HGET', KEYS[6], 'until:' .. grant_id)
+    if until_ms and tonumber(until_ms) < expires_at_ms then
+      redis.call('HSET', KEYS[6], 'until:' .. grant_id, string.format('%.0f', expires_at_ms))
+    end
+  end
+  redis.call('PEXPIREAT', KEYS[7], string.format('%.0f', expires_at_ms + 60000), 'GT')
 end
 return renewed

@@ -1,8 +1,9 @@
-// A credit grant or revocation is recorded in Postgres, then applied to the user's live
-// credits in Redis. When Redis fails between the two (here: a client whose connection is
-// closed), the caller gets an error and retries: the retry, a replay of the grant's
-// Idempotency-Key or a revocation of a grant already revoked, applies what Redis missed, so
-// the grant becomes spendable, or stops being spendable, as its answer says (decision 499).
+// A credit grant is recorded in Postgres, then applied to the user's live credits in Redis.
+// When Redis fails between the two (here: a client whose connection is closed), the caller gets
+// an error and retries: a replay of the grant's Idempotency-Key applies what Redis missed, so
+// the grant becomes spendable, as its answer says (decision 499). A revocation takes the grant
+// out of Redis before it commits, so a Redis failure fails it whole (decision 537); one an
+// earlier version committed without its Redis step is applied there when sent again.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp, createOrganization } from '../src/admin/provisioning.js';
 import { createMoneyLayer } from '../src/billing/compose.js';
@@ -201,9 +202,41 @@ describe('a credit change whose Redis step failed, retried', () => {
     const granted = await management.grantCredits(grantOf(orgId, accounts, null));
     if ('keyReused' in granted) throw new Error('a grant without a key cannot reuse one');
     const grantId = granted.grant.grant_id;
-    await expect(cutOff.revokeGrant(grantId, { userId: 'usr_admin' }, orgId)).rejects.toThrow();
+    // As a revocation of an earlier version left it when its Redis step failed after its
+    // commit (a revocation now takes the grant out of Redis before it commits: decision 537).
+    await db.query(
+      `UPDATE credit_grants SET status = 'revoked', revoked_at = now() WHERE id = $1`,
+      [grantId],
+    );
     // Sent again: answered as revoked already (409 on the dashboard), and applied in Redis.
     expect(await management.revokeGrant(grantId, { userId: 'usr_admin' }, orgId)).toBeUndefined();
+    expect(
+      await store.reserve({ requestId: newRequestId(), accounts, amountNano: 1n }),
+    ).toMatchObject({ kind: 'allowance_short', creditsNano: 0n });
+  });
+
+  it('a revocation whose Redis step failed, never sent again, leaves the ledger and the live credits agreeing (decision 537)', async () => {
+    const { orgId, accounts } = await creditOnlyUser('revoke-once');
+    const granted = await management.grantCredits(grantOf(orgId, accounts, null));
+    if ('keyReused' in granted) throw new Error('a grant without a key cannot reuse one');
+    const grantId = granted.grant.grant_id;
+    // The operator is told it failed; the dashboard's grant list is what they look at next.
+    await expect(cutOff.revokeGrant(grantId, { userId: 'usr_admin' }, orgId)).rejects.toThrow();
+    const { rows } = await db.query<{ status: string }>(
+      'SELECT status FROM credit_grants WHERE id = $1',
+      [grantId],
+    );
+    const refused = await store.reserve({ requestId: newRequestId(), accounts, amountNano: 51n });
+    // Not revoked (the list shows it active, so it is revoked again), and still spendable: not
+    // revoked in the ledger and spendable all the same.
+    expect({ status: rows[0]!.status, refused }).toMatchObject({
+      status: 'active',
+      refused: { kind: 'allowance_short', creditsNano: 50n },
+    });
+    // Revoked again, with Redis there: revoked in both.
+    expect(await management.revokeGrant(grantId, { userId: 'usr_admin' }, orgId)).toMatchObject({
+      status: 'revoked',
+    });
     expect(
       await store.reserve({ requestId: newRequestId(), accounts, amountNano: 1n }),
     ).toMatchObject({ kind: 'allowance_short', creditsNano: 0n });

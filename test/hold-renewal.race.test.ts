@@ -154,6 +154,8 @@ describe('a request that runs longer than its holds would last', () => {
       conn_cap_expiries: keys.holdExpiries(keys.orgCap(orgId, 'unused')),
       user_spend_expiries: keys.holdExpiries(user),
       in_flight: keys.inFlight(orgId),
+      user_credits: keys.userCredits(orgId, userId, 'USD'),
+      draining_for: keys.userDrainingFor(orgId, userId, 'USD'),
     };
     const renew = { request_id: requestId, held_nano: '30', expires_at_ms: Date.now() + 60_000 };
     expect(await scripts.holdRenew(renewKeys, renew)).toBe(0);
@@ -204,5 +206,58 @@ describe('a request that runs longer than its holds would last', () => {
       { grantId: 'grant_expiring', amountNano: 30n },
       { grantId: 'grant_live', amountNano: 10n },
     ]);
+  });
+});
+
+describe('a request kept running past a revocation that kept money for it', () => {
+  it('is paid by the revoked grant, though it settles after its holds would have lapsed', async () => {
+    const orgId = uniqueOrg();
+    const userId = 'pu_renew_revoked';
+    await addGrant(orgId, userId, 'grant_revoked', '100', Date.now() + 3_600_000);
+    const accounts = capped(orgId, userId);
+    const requestId = newRequestId();
+    expect(await store.reserve({ requestId, accounts, amountNano: 60n })).toMatchObject({
+      kind: 'held',
+    });
+    const stop = store.keepHeld({ requestId, accounts, amountNano: 60n });
+    // Revoked while the request runs: the grant keeps the 60 it holds, for that request.
+    await scripts.creditsChange(
+      creditsChangeKeys(keys, orgId, userId, { currentKey: period.key }),
+      {
+        action: 'remove',
+        grant_id: 'grant_revoked',
+        amount_nano: '',
+        expires_at_ms: '',
+        ttl_ms: '3600000',
+        now_ms: String(Date.now()),
+        keep_held: '1',
+      },
+    );
+    const credits = keys.userCredits(orgId, userId, 'USD');
+    expect(await redis.hget(credits, 'g:grant_revoked')).toBe('60');
+    // Three of its lapses later, still running (its holds kept), it settles.
+    await sleep(HOLD_TTL_MS * 3);
+    expect(
+      await store.settle(
+        usageRecord(orgId, 50n, {
+          requestId,
+          appConnectionId: 'conn_a',
+          productUserId: userId,
+          reservedNano: 60n,
+        }),
+        accounts,
+      ),
+    ).toBe('settled');
+    stop();
+    const entries = (await redis.xrange(keys.usageStream(orgId), '-', '+')) as Array<
+      [string, string[]]
+    >;
+    // The grant kept its money for this request: it pays the 50 the cap of 0 cannot.
+    const record = usageRecordFromFields(entries.at(-1)![1]);
+    expect(record.creditConsumption).toEqual([{ grantId: 'grant_revoked', amountNano: 50n }]);
+    expect(record.creditsCostNano).toBe(50n);
+    // Every request it kept money for has settled: what it kept is gone.
+    expect(await redis.hget(credits, 'g:grant_revoked')).toBeNull();
+    expect(await redis.hget(credits, 'draining')).toBeNull();
   });
 });

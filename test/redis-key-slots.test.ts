@@ -139,6 +139,8 @@ const scriptKeys: { [N in ScriptName]: (orgId: string) => Record<string, string>
       conn_cap_expiries: accounts.conn_cap_expiries!,
       user_spend_expiries: accounts.user_spend_expiries!,
       in_flight: keys.inFlight(orgId),
+      user_credits: accounts.user_credits!,
+      draining_for: keys.userDrainingFor(orgId, 'pu_1', 'USD'),
     };
   },
   settle: (orgId) => ({

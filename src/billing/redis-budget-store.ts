@@ -410,6 +410,9 @@ export class RedisBudgetStore implements BudgetStore {
         conn_cap_expiries: keys.conn_cap_expiries,
         user_spend_expiries: keys.user_spend_expiries,
         in_flight: this.keys.inFlight(accounts.orgId),
+        // The revoked grants that keep money for it keep it while it runs (decision 536).
+        user_credits: keys.user_credits,
+        draining_for: this.drainingForKey(accounts),
       },
       {
         request_id: request.requestId,
@@ -431,13 +434,7 @@ export class RedisBudgetStore implements BudgetStore {
         usage_stream: this.keys.usageStream(record.orgId),
         in_flight: this.keys.inFlight(accounts.orgId),
         rebuilds: this.keys.rebuilds(record.orgId),
-        draining_for: accounts.user
-          ? this.keys.userDrainingFor(
-              accounts.orgId,
-              accounts.user.productUserId,
-              SETTLEMENT_CURRENCY,
-            )
-          : this.keys.orgCap(accounts.orgId, UNUSED),
+        draining_for: this.drainingForKey(accounts),
         // A level without a cap still has its account charged when it exists: the calendar
         // month's, by when the ledger counts the record (settle.lua; decision 271).
         ...this.accountKeys(accounts, monthlyPeriod(record.createdAt, null).key),
@@ -465,6 +462,13 @@ export class RedisBudgetStore implements BudgetStore {
       usageRecordToFields(record),
     )) as [SettleCode, string?, string?];
     return result[0] === SettleCode.Settled ? 'settled' : 'already_settled';
+  }
+
+  /** The requests the user's revoked grants keep money for (a placeholder without a user). */
+  private drainingForKey(accounts: SettleAccounts): string {
+    return accounts.user
+      ? this.keys.userDrainingFor(accounts.orgId, accounts.user.productUserId, SETTLEMENT_CURRENCY)
+      : this.keys.orgCap(accounts.orgId, UNUSED);
   }
 
   /**

@@ -406,14 +406,19 @@ export class ProductUserManagement {
           objectId: revoked.id,
         });
         await emitEvent(client, revoked.org_id, 'credit_grant.revoked', grantFromRow(revoked));
+        // Taken out of the live credits before the commit (decision 537): a Redis that fails
+        // here fails the revocation, nothing recorded, and the grant is active in both. After
+        // the commit, a failure left it revoked in the ledger and spendable in Redis, where no
+        // load takes a grant away, for as long as nobody sent the revocation again.
+        await this.removeLive(revoked);
       }
       return result.rows;
     });
     const row = rows[0];
     if (!row) {
-      // Revoked already: maybe by a revocation that failed after its commit, before Redis had
-      // it (its caller then got an error and sends it again). Applied in Redis once, so this
-      // changes nothing when it did run (decision 448); still answered as not revoked now.
+      // Revoked already: maybe by a revocation of an earlier version that failed after its
+      // commit, before Redis had it (decision 499). Applied in Redis once, so this changes
+      // nothing when it did run (decision 448); still answered as not revoked now.
       const { rows: earlier } = await this.db.query<
         GrantRow & { allowance_starts_at: Date | null }
       >(
@@ -426,7 +431,6 @@ export class ProductUserManagement {
       if (earlier[0]) await this.removeLive(earlier[0]);
       return undefined;
     }
-    await this.removeLive(row);
     const { allowance_starts_at: _anchor, ...grant } = row;
     return grantFromRow(grant);
   }

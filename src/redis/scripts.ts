@@ -152,6 +152,8 @@ export const scriptSpecs = {
       'conn_cap_expiries',
       'user_spend_expiries',
       'in_flight',
+      'user_credits',
+      'draining_for',
     ],
     args: ['request_id', 'held_nano', 'expires_at_ms'],
   },
