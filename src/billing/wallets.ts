@@ -95,6 +95,21 @@ async function insertWalletTransaction(
   return row;
 }
 
+/**
+ * A top-up committed in the ledger whose Redis step then failed (`cause`): the live wallet
+ * owes it, and its next read, top-up or set, a request it refused, or `gw reconcile` adds it,
+ * once (decision 521). Never a reason to top up again (decision 542).
+ */
+export class TopUpOwedError extends Error {
+  override readonly name = 'TopUpOwedError';
+  constructor(
+    readonly transaction: WalletTransaction,
+    options: { readonly cause: unknown },
+  ) {
+    super(`top-up ${transaction.id} committed; adding it to the live balance failed`, options);
+  }
+}
+
 export class WalletService {
   constructor(
     private readonly db: DbPool,
@@ -198,9 +213,9 @@ export class WalletService {
    * before that commits, marked owed to the live wallet (wallet-topup-pending.lua: a Redis
    * that fails here fails the top-up, nothing recorded); after the commit it is added to the
    * live balance, which takes the mark off (wallet-topup-apply.lua). Should that step fail
-   * (Redis lost after the commit: the caller gets an error, and a retry with its
-   * Idempotency-Key is answered 409 without running again), the mark stays, and the wallet's
-   * next read or change, or `gw reconcile`, adds it (decision 521). The balance may not pass
+   * (Redis lost after the commit: TopUpOwedError, with the transaction), the mark stays, and
+   * the wallet's next read or change, or `gw reconcile`, adds it (decision 521); the
+   * dashboard's retry with its Idempotency-Key does so and answers the top-up (542). The balance may not pass
    * MAX_AMOUNT_NANO (AmountRangeError, nothing recorded): the wallet row is locked while the
    * ledger is summed, so concurrent top-ups cannot pass it together.
    */
@@ -226,10 +241,14 @@ export class WalletService {
       return walletTransactionView(row);
     });
     if (marked) {
-      await this.scripts.walletTopUpApply(this.topUpKeys(orgId), {
-        transaction_id: transaction.id,
-        amount_nano: amountNano.toString(),
-      });
+      try {
+        await this.scripts.walletTopUpApply(this.topUpKeys(orgId), {
+          transaction_id: transaction.id,
+          amount_nano: amountNano.toString(),
+        });
+      } catch (error) {
+        throw new TopUpOwedError(transaction, { cause: error });
+      }
     }
     return transaction;
   }
