@@ -38,6 +38,10 @@ export const clusterFiles = [
   'test/credit-grant-retry.test.ts',
   // Wallet top-ups retried after a failed Redis step (decision 521).
   'test/wallet-topup-retry.test.ts',
+  // A dashboard top-up's retry with its key finishes it (542).
+  'test/wallet-topup-idempotent-retry.test.ts',
+  // Balance sets recorded first and applied once, as top-ups are (544).
+  'test/wallet-set-retry.test.ts',
   // Sessions listed per user: every Redis command of a cut on one key (decision 360).
   'test/dashboard-passwords.e2e.test.ts',
 ];

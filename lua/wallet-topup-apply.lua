@@ -1,12 +1,14 @@
--- wallet-topup-apply: adds a committed top-up to the live wallet it was marked owed to
--- (wallet-topup-pending.lua), once; or forgets the mark of a top-up that never committed.
--- Run after the commit, and again by whoever finds the mark left (a Redis step that failed:
--- the wallet's next read or change, `gw reconcile`; decision 521).
+-- wallet-topup-apply: adds a committed top-up (or a balance set's difference, which may be
+-- negative: decision 544) to the live wallet it was marked owed to (wallet-topup-pending.lua),
+-- once; or forgets the mark of a change that never committed. Run after the commit, and again
+-- by whoever finds the mark left (a Redis step that failed: the wallet's next read or change,
+-- `gw reconcile`; decision 521).
 --
 -- KEYS[1] wallet       hash { balance, reserved, gen }
--- KEYS[2] pending      hash transaction_id -> the `gen` of the wallet the top-up is owed to
--- ARGV[1] transaction_id  the top-up's ledger transaction
--- ARGV[2] amount_nano  the top-up's amount, or '' for a transaction that did not commit
+-- KEYS[2] pending      hash transaction_id -> the `gen` of the wallet the change is owed to
+--                      (the top-ups' hash, or the sets')
+-- ARGV[1] transaction_id  the change's ledger transaction
+-- ARGV[2] amount_nano  its amount (signed), or '' for a transaction that did not commit
 --
 -- Returns {1, previous_balance_nano} when added, {0} when nothing changed: no mark (added
 -- already, or lost with the wallet: a wallet installed since counts the ledger), the
@@ -17,7 +19,8 @@
 --#include amounts
 
 integer(ARGV[1], 'transaction_id')
-local value = optional_amount(ARGV[2], 'amount_nano')
+local value = nil
+if ARGV[2] ~= '' then value = amount(ARGV[2], 'amount_nano', true) end
 local owed_to = redis.call('HGET', KEYS[2], ARGV[1])
 if not owed_to then
   return {0}
@@ -28,7 +31,7 @@ if value == nil or not wallet[1] or (wallet[2] or '') ~= owed_to then
   return {0}
 end
 local previous = stored_amount(wallet[1], 'wallet balance')
-if previous + value >= 2251799813685248 then
+if previous + value >= 2251799813685248 or previous + value <= -2251799813685248 then
   return {-1}
 end
 redis.call('HINCRBY', KEYS[1], 'balance', ARGV[2])

@@ -1,10 +1,11 @@
--- wallet-topup-pending: marks a top-up as owed to the live wallet, inside the Postgres
--- transaction that records it, before its commit (src/billing/wallets.ts, decision 521).
+-- wallet-topup-pending: marks a top-up (or a balance set: decision 544) as owed to the live
+-- wallet, inside the Postgres transaction that records it, before its commit
+-- (src/billing/wallets.ts, decision 521).
 --
 -- KEYS[1] wallet       hash { balance, reserved, gen }
--- KEYS[2] pending      hash transaction_id -> the `gen` of the wallet the top-up is owed to
---                      ('' for a wallet installed without one)
--- ARGV[1] transaction_id  the top-up's ledger transaction (wallet_transactions.id)
+-- KEYS[2] pending      hash transaction_id -> the `gen` of the wallet the change is owed to
+--                      ('' for a wallet installed without one): the top-ups', or the sets'
+-- ARGV[1] transaction_id  the change's ledger transaction (wallet_transactions.id)
 --
 -- Returns {1} when marked: the wallet loaded now was installed before the top-up's commit, so
 -- its balance lacks the top-up, and wallet-topup-apply.lua adds it there once. {0} when the

@@ -23,6 +23,8 @@ const builderScopes: Record<keyof RedisKeys, 'org' | 'pair' | 'alone'> = {
   walletAdjustment: 'org',
   // Beside the wallet: wallet-topup-pending.lua and wallet-topup-apply.lua take both.
   walletPendingTopUps: 'org',
+  // Beside the wallet too: a set's marks (decision 544), read with the top-ups' in one pipeline.
+  walletPendingSets: 'org',
   orgCap: 'org',
   connectionCap: 'org',
   userSpend: 'org',

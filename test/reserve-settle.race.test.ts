@@ -16,6 +16,7 @@ import { lostRecord, usageRecord } from './support/records.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
 import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
+import { hookedPool } from './support/interleave.js';
 import { releaseKeys } from './support/release-keys.js';
 import { deletePrefix, eventually, testRedis } from './support/services.js';
 
@@ -329,13 +330,15 @@ describe('gw wallet set', () => {
     const orgId = await createOrganization(db, `set ${prefix}`);
     await wallets.topUp(orgId, 1_000n);
     await wallets.loadIntoRedis(orgId);
-    const failing = Object.create(db) as typeof db;
-    // Postgres refuses the set's wallet transaction (its insert names the kind as a parameter).
-    failing.query = ((...args: Parameters<typeof db.query>) =>
-      String(args[0]).includes('INSERT INTO wallet_transactions') &&
-      (args[1] as unknown[] | undefined)?.[1] === 'set'
-        ? Promise.reject(new Error('postgres went away'))
-        : (db.query as (...a: unknown[]) => unknown)(...args)) as typeof db.query;
+    // Postgres refuses the set's wallet transaction (its insert names the kind as a parameter),
+    // on the pool or on a client of it (a set is recorded in a transaction: decision 544).
+    const failing = hookedPool(db, [
+      {
+        match: /INSERT INTO wallet_transactions/,
+        values: (values) => values[1] === 'set',
+        step: () => Promise.reject(new Error('postgres went away')),
+      },
+    ]);
     await expect(
       new WalletService(failing, redis, keys, scripts).setBalance(orgId, 5_000n),
     ).rejects.toThrow('postgres went away');

@@ -124,6 +124,36 @@ describe('a wallet top-up whose Redis step failed after its commit', () => {
     });
   });
 
+  it('is spendable by a request failed over to the system route the wallet alone could not cover, once', async () => {
+    const orgId = await fundedOrg('topup-failover');
+    await failedTopUp(orgId);
+    // The org's own credential was rate limited before any byte went out; none is left, so
+    // the request falls back to the system route, which the wallet pays.
+    const failover = (amountNano: bigint) =>
+      money.budget.failover({
+        requestId: newRequestId(),
+        accounts: walletOnly(orgId),
+        failedCredentialId: 'cred_limited',
+        cooldownUntilMs: Date.now() + 60_000,
+        amountNano,
+        failure: 'failed_over',
+        upstreamStatus: 429,
+      });
+    expect(await failover(FUNDED + TOP_UP)).toEqual({ kind: 'system' });
+    expect(await redis.hlen(keys.walletPendingTopUps(orgId))).toBe(0);
+    expect(await failover(1n)).toEqual({ kind: 'wallet_short', availableNano: 0n });
+    expect(await readWallet(wallets, orgId)).toMatchObject({
+      balance: '0.001250000000',
+      reserved: '0.001250000000',
+      available: '0.000000000000',
+    });
+    // The credential's cooldown was announced once, though the first request was asked twice.
+    const notices = await redis.xrange(keys.usageStream(orgId), '-', '+');
+    expect(
+      notices.filter(([, fields]) => fields.includes('provider_credential.failed_over')),
+    ).toHaveLength(1);
+  });
+
   it('is in the live balance after the next top-up, once', async () => {
     const orgId = await fundedOrg('topup-next');
     await failedTopUp(orgId);

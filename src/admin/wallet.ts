@@ -2,6 +2,7 @@
 // history of top-ups and balance sets, newest last (keyset pages). Changes go through the
 // money layer's WalletService (src/billing/wallets.ts), which records and audits them.
 import {
+  TopUpOwedError,
   WALLET_TRANSACTION_COLUMNS,
   walletTransactionView,
   type WalletService,
@@ -56,10 +57,27 @@ export async function listWalletTransactions(
   return { rows: paged.rows.map(walletTransactionView), nextCursor: paged.nextCursor };
 }
 
+/** One top-up of the organization, as its history lists it; undefined when there is none. */
+export async function readWalletTopUp(
+  db: Pick<DbPool, 'query'>,
+  orgId: string,
+  transactionId: string,
+): Promise<WalletTransaction | undefined> {
+  if (!/^\d{1,18}$/.test(transactionId)) return undefined;
+  const { rows } = await db.query<WalletTransactionRow>(
+    `SELECT ${WALLET_TRANSACTION_COLUMNS} FROM wallet_transactions
+      WHERE org_id = $1 AND id = $2 AND kind = 'topup'`,
+    [orgId, transactionId],
+  );
+  return rows[0] && walletTransactionView(rows[0]);
+}
+
 /**
  * A top-up as the dashboard and `gw wallet topup` make it: more than zero (a zero top-up
  * would only write an empty line in the history), the balance kept within the money layer's
- * bound (`gw_amount_out_of_range`, nothing recorded).
+ * bound (`gw_amount_out_of_range`, nothing recorded). One committed whose Redis step failed
+ * is the top-up made: both callers read the wallet next, which adds it (decision 521), or
+ * fails as that step did.
  */
 export async function topUpWallet(
   wallets: Pick<WalletService, 'topUp'>,
@@ -72,6 +90,7 @@ export async function topUpWallet(
     return await wallets.topUp(orgId, amountNano, actor);
   } catch (error) {
     if (error instanceof AmountRangeError) return gwError('gw_amount_out_of_range', error.message);
+    if (error instanceof TopUpOwedError) return error.transaction;
     throw error;
   }
 }

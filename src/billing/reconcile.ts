@@ -65,7 +65,7 @@ interface Measurement {
    */
   readonly drifts: Map<string, { live: bigint; expected: bigint; generation: string }>;
   /**
-   * Top-ups marked owed to the live wallet (wallet-topup-pending.lua): committed, or about to
+   * Top-ups and balance sets (decision 544) marked owed to the live wallet (wallet-topup-pending.lua): committed, or about to
    * be, and not yet added. Their amounts are missing from the live balance and will be added
    * by their own step or whoever finds the mark, so the wallet's drift is not repaired while
    * there is one (that would count them twice; decision 521).
@@ -225,6 +225,7 @@ export class Reconciler {
         transaction.xinfo('STREAM', stream);
         transaction.xrange(stream, '-', '+');
         transaction.hlen(this.keys.walletPendingTopUps(orgId));
+        transaction.hlen(this.keys.walletPendingSets(orgId));
         const replies = (await transaction.exec()) ?? [];
         // The writer removed records from the stream between the snapshot and the MULTI: one of
         // them may be in neither. Measure again.
@@ -246,7 +247,9 @@ export class Reconciler {
             generation: generation ?? '',
           });
         });
-        return { drifts, pendingTopUps: Number(replies[accounts.length + 2]![1] ?? 0) };
+        const marks = (index: number): number => Number(replies[accounts.length + index]![1] ?? 0);
+        // A balance set's marks as a top-up's (decision 544).
+        return { drifts, pendingTopUps: marks(2) + marks(3) };
       },
       readDeletions,
     );

@@ -227,14 +227,7 @@ export class RedisBudgetStore implements BudgetStore {
       await this.loader.load(result.slice(1) as AccountName[], accounts);
       result = await call();
     }
-    // Short of a top-up whose Redis step failed after its commit? Added, then asked again
-    // (decision 521). Only on this refusal: one HKEYS when the wallet is owed nothing.
-    if (
-      result[0] === ReserveCode.WalletShort &&
-      (await this.loader.applyPendingTopUps(accounts.orgId))
-    ) {
-      result = await call();
-    }
+    result = await this.askedAgainIfOwed(accounts.orgId, result, call);
     const amount = (index: number): bigint => BigInt(result[index] ?? '0');
     switch (result[0]) {
       case ReserveCode.Held: {
@@ -335,6 +328,22 @@ export class RedisBudgetStore implements BudgetStore {
     return error;
   }
 
+  /**
+   * A request the wallet refused (reserve.lua's or failover.lua's WalletShort) while it was
+   * short of a top-up whose Redis step failed after its commit: the top-up is added, then the
+   * request asked again (decision 521; 543: both scripts, through here). Only on this refusal:
+   * one HKEYS when the wallet is owed nothing, the hot path unchanged. Asking failover.lua again
+   * cools nothing down twice: the credential is cooling already, so no second notice.
+   */
+  private async askedAgainIfOwed(
+    orgId: string,
+    result: Array<string | number>,
+    call: () => Promise<Array<string | number>>,
+  ): Promise<Array<string | number>> {
+    if (result[0] !== ReserveCode.WalletShort) return result;
+    return (await this.loader.applyPendingTopUps(orgId)) ? call() : result;
+  }
+
   async failover(request: FailoverRequest): Promise<FailoverOutcome> {
     const { accounts } = request;
     await this.registerStream(accounts.orgId);
@@ -370,6 +379,7 @@ export class RedisBudgetStore implements BudgetStore {
       await this.loader.load(['wallet'], accounts);
       result = await call();
     }
+    result = await this.askedAgainIfOwed(accounts.orgId, result, call);
     switch (result[0]) {
       case ReserveCode.Held:
         return result[1]

@@ -1,7 +1,6 @@
 // Organization wallets: Postgres holds every transaction (the durable truth); Redis holds
 // the live balance the reserve script checks. A wallet missing from Redis is rebuilt as
 // sum(transactions) − sum(wallet_cost of recorded usage), the latter from the running totals.
-import { randomUUID } from 'node:crypto';
 import { recordAudit, type Actor } from '../audit/audit.js';
 import type { RedisClient } from '../redis/connect.js';
 import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
@@ -18,13 +17,6 @@ import type { RedisScripts } from '../redis/scripts.js';
 import { UnwrittenUsage } from '../ledger/unwritten-usage.js';
 import { AccountRebuilder } from './account-rebuild.js';
 import { ledgerAmounts, ledgerBalanceNano } from './ledger-amounts.js';
-
-/**
- * How long a change of a live balance is remembered (wallet-adjust.lua): longer than any copy
- * of it can wait on a connection to run again (a Redis hang, reconnects), and cheap (one key
- * per admin change).
- */
-const WALLET_ADJUSTMENT_TTL_MS = 24 * 60 * 60 * 1000;
 
 /** Who changes a wallet, for its history and the audit log (a dashboard user, or 'cli'). */
 /**
@@ -95,6 +87,21 @@ async function insertWalletTransaction(
   return row;
 }
 
+/**
+ * A top-up committed in the ledger whose Redis step then failed (`cause`): the live wallet
+ * owes it, and its next read, top-up or set, a request it refused, or `gw reconcile` adds it,
+ * once (decision 521). Never a reason to top up again (decision 542).
+ */
+export class TopUpOwedError extends Error {
+  override readonly name = 'TopUpOwedError';
+  constructor(
+    readonly transaction: WalletTransaction,
+    options: { readonly cause: unknown },
+  ) {
+    super(`top-up ${transaction.id} committed; adding it to the live balance failed`, options);
+  }
+}
+
 export class WalletService {
   constructor(
     private readonly db: DbPool,
@@ -153,30 +160,6 @@ export class WalletService {
   }
 
   /**
-   * Changes the live balance once (wallet-adjust.lua): `adjustmentId` names the change, so a
-   * copy that runs again (ioredis writes an unanswered command again after a reconnect, and a
-   * Redis that only hung also runs the first: decision 318) changes nothing more.
-   */
-  private adjustLive(
-    orgId: string,
-    mode: 'add' | 'set',
-    amountNano: bigint,
-    adjustmentId: string = randomUUID(),
-  ): Promise<unknown> {
-    return this.scripts.walletAdjust(
-      {
-        wallet: this.keys.wallet(orgId),
-        adjustment: this.keys.walletAdjustment(orgId, adjustmentId),
-      },
-      {
-        mode,
-        amount_nano: amountNano.toString(),
-        adjustment_ttl_ms: WALLET_ADJUSTMENT_TTL_MS,
-      },
-    );
-  }
-
-  /**
    * Puts the wallet in Redis before a change to it is recorded (decision 301). A rebuild
    * installs a wallet only where there is none, so from here on none can install a balance it
    * measured before the change's commit (which would lack the change) or after it (which the
@@ -198,9 +181,9 @@ export class WalletService {
    * before that commits, marked owed to the live wallet (wallet-topup-pending.lua: a Redis
    * that fails here fails the top-up, nothing recorded); after the commit it is added to the
    * live balance, which takes the mark off (wallet-topup-apply.lua). Should that step fail
-   * (Redis lost after the commit: the caller gets an error, and a retry with its
-   * Idempotency-Key is answered 409 without running again), the mark stays, and the wallet's
-   * next read or change, or `gw reconcile`, adds it (decision 521). The balance may not pass
+   * (Redis lost after the commit: TopUpOwedError, with the transaction), the mark stays, and
+   * the wallet's next read or change, or `gw reconcile`, adds it (decision 521); the
+   * dashboard's retry with its Idempotency-Key does so and answers the top-up (542). The balance may not pass
    * MAX_AMOUNT_NANO (AmountRangeError, nothing recorded): the wallet row is locked while the
    * ledger is summed, so concurrent top-ups cannot pass it together.
    */
@@ -226,80 +209,119 @@ export class WalletService {
       return walletTransactionView(row);
     });
     if (marked) {
-      await this.scripts.walletTopUpApply(this.topUpKeys(orgId), {
-        transaction_id: transaction.id,
-        amount_nano: amountNano.toString(),
-      });
+      try {
+        await this.scripts.walletTopUpApply(this.topUpKeys(orgId), {
+          transaction_id: transaction.id,
+          amount_nano: amountNano.toString(),
+        });
+      } catch (error) {
+        throw new TopUpOwedError(transaction, { cause: error });
+      }
     }
     return transaction;
   }
 
   /**
-   * Adds to the live balance the top-ups marked owed to it whose own Redis step did not run
-   * (decision 521): one HKEYS when there is none. A mark whose transaction is not in the
-   * ledger belongs to a top-up still committing or one that never committed: its transaction
-   * held the wallet row's lock from before it marked until its end, so once that lock is had
-   * the ledger says which; the apply script forgets the mark of one that did not commit, and
-   * adds one that did only to the wallet it was owed to (never to one rebuilt since). True
-   * when it added something.
+   * Adds to the live balance the top-ups, and the balance sets' differences, marked owed to it
+   * whose own Redis step did not run (decisions 521 and 544): one round trip (two HKEYS) when
+   * there is none. A mark whose transaction is not in the ledger belongs to a change still
+   * committing or one that never committed: its transaction held the wallet row's lock from
+   * before it marked until its end, so once that lock is had the ledger says which; the apply
+   * script forgets the mark of one that did not commit, and applies one that did only to the
+   * wallet it was owed to (never to one rebuilt since). `locked`: a transaction that holds that
+   * lock itself (a set measuring the balance), in which every mark without its row is of a
+   * change that never committed. True when it changed the balance.
    */
-  async applyPendingTopUps(orgId: string): Promise<boolean> {
-    const marks = await this.redis.hkeys(this.keys.walletPendingTopUps(orgId));
-    if (marks.length === 0) return false;
+  async applyPendingTopUps(orgId: string, locked?: DbClient): Promise<boolean> {
+    const owed = [
+      { kind: 'topup', pending: this.keys.walletPendingTopUps(orgId) },
+      { kind: 'set', pending: this.keys.walletPendingSets(orgId) },
+    ] as const;
+    const replies = (await this.redis
+      .pipeline(owed.map(({ pending }) => ['hkeys', pending]))
+      .exec()) as Array<[Error | null, string[]]>;
+    let applied = false;
+    for (const [index, { kind, pending }] of owed.entries()) {
+      const [error, marks] = replies[index]!;
+      if (error) throw error;
+      if (marks.length === 0) continue;
+      applied = (await this.applyMarks(orgId, kind, pending, marks, locked)) || applied;
+    }
+    return applied;
+  }
+
+  private async applyMarks(
+    orgId: string,
+    kind: 'topup' | 'set',
+    pending: string,
+    marks: readonly string[],
+    locked: DbClient | undefined,
+  ): Promise<boolean> {
     const ids = marks.filter((id) => /^\d{1,18}$/.test(id));
     const amounts = async (): Promise<Map<string, string>> => {
-      const { rows } = await this.db.query<{ id: string; amount: string }>(
+      const { rows } = await (locked ?? this.db).query<{ id: string; amount: string }>(
         `SELECT id::text, amount::text FROM wallet_transactions
-          WHERE org_id = $1 AND kind = 'topup' AND id = ANY($2::bigint[])`,
-        [orgId, ids],
+          WHERE org_id = $1 AND kind = $3 AND id = ANY($2::bigint[])`,
+        [orgId, ids, kind],
       );
       return new Map(rows.map((row) => [row.id, numericToNano(row.amount).toString()]));
     };
     let committed = await amounts();
-    if (ids.some((id) => !committed.has(id))) {
-      // Waits for a top-up holding the lock to end (a statement of its own: nothing is kept).
+    if (!locked && ids.some((id) => !committed.has(id))) {
+      // Waits for a change holding the lock to end (a statement of its own: nothing is kept).
       await this.db.query('SELECT 1 FROM wallets WHERE org_id = $1 FOR UPDATE', [orgId]);
       committed = await amounts();
     }
-    let added = false;
+    let applied = false;
     for (const id of marks) {
-      const outcome = (await this.scripts.walletTopUpApply(this.topUpKeys(orgId), {
-        transaction_id: id,
-        amount_nano: committed.get(id) ?? '',
-      })) as [number, string?];
-      added ||= outcome[0] === 1;
+      const outcome = (await this.scripts.walletTopUpApply(
+        { wallet: this.keys.wallet(orgId), pending },
+        { transaction_id: id, amount_nano: committed.get(id) ?? '' },
+      )) as [number, string?];
+      applied ||= outcome[0] === 1;
     }
-    return added;
+    return applied;
   }
 
   /**
-   * Sets the balance to an exact amount, recording the difference it made. The wallet is put
-   * in Redis first (ensureLive), and the live balance changes before Postgres records the
-   * difference (measured against it, atomically); if Postgres then cannot record it, the live
-   * balance is moved back by it, so the two never disagree about a set that failed.
+   * Sets the balance to an exact amount, recording the difference it made, the way a top-up
+   * is recorded (decision 544): the wallet is put in Redis (ensureLive); then, the wallet row
+   * locked (no top-up or set commits meanwhile), what the live wallet is still owed is added,
+   * the live balance read, the difference to the target recorded and, before the commit,
+   * marked owed to the live wallet (a Redis that fails here fails the set, nothing recorded);
+   * after the commit it is added to the live balance, which takes the mark off. Should that
+   * step fail, the mark stays, and the wallet's next read or change, a request it refused, or
+   * `gw reconcile` applies it, once (applyPendingTopUps). The difference is added, not the
+   * target set: what requests spent between the read and that step stays spent.
    */
   async setBalance(orgId: string, targetNano: bigint, actor?: Actor): Promise<void> {
     assertAmountInRange(targetNano, 'the wallet balance');
     await this.ensureLive(orgId);
-    const outcome = (await this.adjustLive(orgId, 'set', targetNano)) as [number, string?];
-    // Not live only if Redis lost the wallet since ensureLive: measured from the ledger then.
-    const live = outcome[0] === 1;
-    const previous = live ? BigInt(outcome[1] ?? '0') : await this.rebuiltBalanceNano(orgId);
-    try {
-      const record = async (client: Pick<DbPool, 'query'>): Promise<void> => {
-        await insertWalletTransaction(client, orgId, 'set', targetNano - previous, actor, {
-          balance: formatNano(targetNano),
-        });
-      };
-      // The audit entry, when there is one, is written in the same transaction as the change.
-      if (actor) await withTransaction(this.db, record);
-      else await record(this.db);
-    } catch (error) {
-      // Relative, so what requests spent meanwhile stays spent.
-      if (live) {
-        await this.adjustLive(orgId, 'add', previous - targetNano);
-      }
-      throw error;
+    const keys = { wallet: this.keys.wallet(orgId), pending: this.keys.walletPendingSets(orgId) };
+    let owed: { transactionId: string; differenceNano: bigint } | undefined;
+    await withTransaction(this.db, async (client) => {
+      // Held until the commit or rollback, as a top-up holds it (applyPendingTopUps).
+      await client.query('SELECT 1 FROM wallets WHERE org_id = $1 FOR UPDATE', [orgId]);
+      // Every change committed before this one is in the balance it is measured against.
+      await this.applyPendingTopUps(orgId, client);
+      const balance = await this.redis.hget(keys.wallet, 'balance');
+      // Not live only if Redis lost the wallet since ensureLive: measured from the ledger then.
+      const previous = balance !== null ? BigInt(balance) : await this.rebuiltBalanceNano(orgId);
+      const differenceNano = targetNano - previous;
+      const row = await insertWalletTransaction(client, orgId, 'set', differenceNano, actor, {
+        balance: formatNano(targetNano),
+      });
+      // {0} only if Redis lost the wallet since it was read: its next rebuild counts the set.
+      const outcome = (await this.scripts.walletTopUpPending(keys, {
+        transaction_id: row.id,
+      })) as [number];
+      if (outcome[0] === 1) owed = { transactionId: row.id, differenceNano };
+    });
+    if (owed) {
+      await this.scripts.walletTopUpApply(keys, {
+        transaction_id: owed.transactionId,
+        amount_nano: owed.differenceNano.toString(),
+      });
     }
   }
 }

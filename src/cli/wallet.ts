@@ -38,7 +38,7 @@ export async function walletCommand(context: CliContext, argv: string[]): Promis
     return;
   }
   if (action === 'topup') {
-    orUsageError(
+    const transaction = orUsageError(
       await topUpWallet(
         context.wallets,
         orgId,
@@ -46,6 +46,17 @@ export async function walletCommand(context: CliContext, argv: string[]): Promis
         CLI_ACTOR,
       ),
     );
+    // Recorded: a command run again would top up again (it has no key to retry with), so a
+    // read that fails after it says so (decision 542).
+    printJson(
+      await readWallet(context.wallets, orgId).catch(() => {
+        throw new UsageError(
+          `the top-up was recorded (wallet transaction ${transaction.id}), but the wallet could not be read after it: the live balance gets the top-up at the wallet's next read (gw wallet show --org-id ${orgId}) or by gw reconcile, once; do not top it up again`,
+          'gw_unavailable',
+        );
+      }),
+    );
+    return;
   } else if (action === 'set') {
     await context.wallets.setBalance(
       orgId,

@@ -361,3 +361,60 @@ describe('a kept answer without a master key (migration 069)', () => {
     expect(await store.claim(idempotent)).toEqual({ kind: 'replay', status: 201, body: newer });
   });
 });
+
+describe('what a request that committed and then failed names of its change (migration 075)', () => {
+  /** A request that committed a transaction naming `effectRef`, then broke. */
+  async function committedThenFailed(idempotent: IdempotentRequest, effectRef: string) {
+    const held = await holdKey(idempotent);
+    await runFenced(
+      commitFenceOf(store, held, () => effectRef),
+      () => withTransaction(db, (client) => client.query('SELECT 1')),
+    );
+    await store.release(held);
+  }
+
+  it('is told to the retry, whose answer is then kept once, for the same request only', async () => {
+    const idempotent = request({ name: 'named its change' });
+    await committedThenFailed(idempotent, '42');
+    expect(await store.claim(idempotent)).toEqual({
+      kind: 'failed',
+      effect: 'committed',
+      effectRef: '42',
+    });
+    const answer = { status: 201, body: { made: '42' }, carriesSecret: false };
+    expect(await store.completeFailed({ ...idempotent, requestHash: 'other' }, '42', answer)).toBe(
+      false,
+    );
+    expect(await store.completeFailed(idempotent, '41', answer)).toBe(false);
+    expect(await store.completeFailed(idempotent, '42', answer)).toBe(true);
+    expect(await store.completeFailed(idempotent, '42', answer)).toBe(false);
+    expect(await store.claim(idempotent)).toEqual({
+      kind: 'replay',
+      status: 201,
+      body: { made: '42' },
+    });
+  });
+
+  it('left by an earlier claim of the key is not a later request’s (a previous version took it over)', async () => {
+    const idempotent = request({ name: 'named, then taken over' });
+    await committedThenFailed(idempotent, '42');
+    await db.query(
+      `UPDATE idempotency_keys SET expires_at = now() - interval '1 second'
+        WHERE org_id = $1 AND key = $2`,
+      [orgId, idempotent.key],
+    );
+    // The previous version (leases, no names) takes the expired key over with a claim of its
+    // own, commits, and breaks: the name in the row is the earlier claim's.
+    await db.query(
+      `UPDATE idempotency_keys
+          SET claim_id = 'previous-version-claim', created_at = now(), state = 'failed',
+              took_effect = true, lease_expires_at = now() + interval '10 seconds',
+              expires_at = now() + interval '1 day'
+        WHERE org_id = $1 AND key = $2`,
+      [orgId, idempotent.key],
+    );
+    expect(await store.claim(idempotent)).toEqual({ kind: 'failed', effect: 'committed' });
+    const answer = { status: 201, body: { made: '42' }, carriesSecret: false };
+    expect(await store.completeFailed(idempotent, '42', answer)).toBe(false);
+  });
+});

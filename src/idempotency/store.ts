@@ -83,8 +83,14 @@ export type Claim =
   /**
    * The first request with the key broke (or refused) without an answer to keep after its
    * change committed (`committed`), or, claimed before leases, failed (its effect unknown).
+   * `effectRef`: what it committed, as its route named it (the commit fence's `effectRef`),
+   * when its route names one: the route may finish it (decision 542).
    */
-  | { readonly kind: 'failed'; readonly effect: 'committed' | 'unknown' }
+  | {
+      readonly kind: 'failed';
+      readonly effect: 'committed' | 'unknown';
+      readonly effectRef?: string;
+    }
   /** The key came with another request (path or body). */
   | { readonly kind: 'reused' };
 
@@ -101,8 +107,9 @@ export interface IdempotencyKeys {
   /**
    * The commit fence, run in each transaction of the request before its COMMIT: marks the key
    * as having taken effect, or rejects (409 gw_conflict) when the request no longer holds it.
+   * `effectRef`: what this transaction commits, as the route names it, kept with the mark.
    */
-  fence(client: DbClient, held: HeldKey): Promise<void>;
+  fence(client: DbClient, held: HeldKey, effectRef?: string): Promise<void>;
   complete(
     held: HeldKey,
     answer: { readonly status: number; readonly body: unknown; readonly carriesSecret: boolean },
@@ -112,6 +119,16 @@ export interface IdempotencyKeys {
    * nothing of it committed, else marked failed.
    */
   release(held: HeldKey): Promise<void>;
+  /**
+   * Keeps the answer a retry made for a first request that committed `effectRef` and then
+   * failed before answering (decision 542), while the key is still that failed request's:
+   * false when it is not (another retry kept its answer first, or the key expired).
+   */
+  completeFailed(
+    request: IdempotentRequest,
+    effectRef: string,
+    answer: { readonly status: number; readonly body: unknown; readonly carriesSecret: boolean },
+  ): Promise<boolean>;
 }
 
 /**
@@ -147,11 +164,17 @@ interface KeyRow {
   unleased: boolean;
   started_at: string;
   status: number | null;
+  /** What its request committed, as its route named it (only the row's own claim's). */
+  effect_ref: string | null;
   answer_sealed: string | null;
   answer_clear: unknown;
   /** answer_clear as the JSON text first sent (its keys in their order), when it is that. */
   answer_clear_text: string | null;
 }
+
+/** A request's answer, kept: $6 its status, $7 sealed, $8 in the clear (keptAnswer). */
+const KEPT_ANSWER = `state = 'done', status = $6, answer_sealed = $7,
+              answer_clear = $8::text::jsonb, answer_clear_text = $8::text`;
 
 /** How many times a claim looks again when the row it met went before it was read. */
 const CLAIM_ATTEMPTS = 3;
@@ -204,11 +227,17 @@ export function keepLease(keys: IdempotencyKeys, held: HeldKey): () => void {
  * it marks the key as having taken effect, in that transaction, and commits only while the
  * request still holds the key; one whose work returned a refusal is rolled back, unmarked (a
  * refusal changes nothing, so a key whose request died after one stays free: decision 393).
+ * `effectOf`: the route's name for what a transaction commits, from what its work returned
+ * (undefined for a transaction it does not name), kept with the mark (decision 542).
  */
-export function commitFenceOf(keys: IdempotencyKeys, held: HeldKey): CommitFence {
+export function commitFenceOf(
+  keys: IdempotencyKeys,
+  held: HeldKey,
+  effectOf?: (committed: unknown) => string | undefined,
+): CommitFence {
   return async (client, result) => {
     if (isGwError(result)) return false;
-    await keys.fence(client, held);
+    await keys.fence(client, held, effectOf?.(result));
     return true;
   };
 }
@@ -242,7 +271,8 @@ export class IdempotencyStore implements IdempotencyKeys {
             SET request_hash = EXCLUDED.request_hash, state = 'running', status = NULL,
                 answer_sealed = NULL, answer_clear = NULL, answer_clear_text = NULL,
                 created_at = now(), expires_at = EXCLUDED.expires_at, claim_id = EXCLUDED.claim_id,
-                lease_expires_at = EXCLUDED.lease_expires_at, took_effect = false
+                lease_expires_at = EXCLUDED.lease_expires_at, took_effect = false,
+                effect_ref = NULL, effect_claim_id = NULL
           WHERE idempotency_keys.expires_at <= now()
              OR (idempotency_keys.state = 'running' AND ${LEASED}
                  AND NOT idempotency_keys.took_effect
@@ -262,6 +292,7 @@ export class IdempotencyStore implements IdempotencyKeys {
       if (rowCount === 1) return { kind: 'claimed', held };
       const { rows } = await this.db.query<KeyRow>(
         `SELECT request_hash, state, status, answer_sealed, answer_clear,
+                CASE WHEN effect_claim_id = claim_id THEN effect_ref END AS effect_ref,
                 CASE WHEN answer_clear_text::jsonb = answer_clear THEN answer_clear_text END
                   AS answer_clear_text,
                 to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS started_at,
@@ -293,7 +324,11 @@ export class IdempotencyStore implements IdempotencyKeys {
     // A leased claim lapsed with nothing committed was taken over (or was reused, above).
     if (row.lapsed) return { kind: 'abandoned', startedAt: row.started_at, effect };
     if (row.state === 'running') return { kind: 'running', committed };
-    if (row.state === 'failed') return { kind: 'failed', effect };
+    if (row.state === 'failed') {
+      return committed && row.effect_ref !== null
+        ? { kind: 'failed', effect, effectRef: row.effect_ref }
+        : { kind: 'failed', effect };
+    }
     if (row.answer_sealed !== null) {
       if (!this.box) return { kind: 'unreplayable' };
       let opened: string;
@@ -329,11 +364,16 @@ export class IdempotencyStore implements IdempotencyKeys {
     );
   }
 
-  async fence(client: DbClient, held: HeldKey): Promise<void> {
+  async fence(client: DbClient, held: HeldKey, effectRef?: string): Promise<void> {
     const holds = await this.onHeldRow(
       client,
       held,
-      `UPDATE idempotency_keys SET took_effect = true WHERE ${HELD_ROW}`,
+      effectRef === undefined
+        ? `UPDATE idempotency_keys SET took_effect = true WHERE ${HELD_ROW}`
+        : `UPDATE idempotency_keys
+              SET took_effect = true, effect_ref = $6, effect_claim_id = claim_id
+            WHERE ${HELD_ROW}`,
+      effectRef === undefined ? [] : [effectRef],
     );
     if (!holds) {
       throw gwError(
@@ -348,19 +388,48 @@ export class IdempotencyStore implements IdempotencyKeys {
     held: HeldKey,
     answer: { readonly status: number; readonly body: unknown; readonly carriesSecret: boolean },
   ): Promise<void> {
+    await this.onHeldRow(
+      this.db,
+      held,
+      `UPDATE idempotency_keys SET ${KEPT_ANSWER} WHERE ${HELD_ROW}`,
+      this.keptAnswer(answer),
+    );
+  }
+
+  async completeFailed(
+    request: IdempotentRequest,
+    effectRef: string,
+    answer: { readonly status: number; readonly body: unknown; readonly carriesSecret: boolean },
+  ): Promise<boolean> {
+    const { rowCount } = await this.db.query(
+      `UPDATE idempotency_keys SET ${KEPT_ANSWER}
+        WHERE org_id = $1 AND caller = $2 AND route = $3 AND key = $4 AND request_hash = $5
+          AND state = 'failed' AND took_effect AND ${LEASED}
+          AND effect_claim_id = claim_id AND effect_ref = $9 AND expires_at > now()`,
+      [
+        request.orgId,
+        request.caller,
+        request.route,
+        request.key,
+        request.requestHash,
+        ...this.keptAnswer(answer),
+        effectRef,
+      ],
+    );
+    return rowCount === 1;
+  }
+
+  /** $6 to $8 of KEPT_ANSWER: the status, the answer sealed, or in the clear. */
+  private keptAnswer(answer: {
+    readonly status: number;
+    readonly body: unknown;
+    readonly carriesSecret: boolean;
+  }): [number, string | null, string | null] {
     const json = JSON.stringify(answer.body ?? null);
     const sealed = this.box ? sealToText(this.box, json) : null;
     // Without a master key an answer holding a secret is not kept: never in the clear.
     const clear = sealed === null && !answer.carriesSecret ? json : null;
-    await this.onHeldRow(
-      this.db,
-      held,
-      `UPDATE idempotency_keys
-          SET state = 'done', status = $6, answer_sealed = $7, answer_clear = $8::text::jsonb,
-              answer_clear_text = $8::text
-        WHERE ${HELD_ROW}`,
-      [answer.status, sealed, clear],
-    );
+    return [answer.status, sealed, clear];
   }
 
   async release(held: HeldKey): Promise<void> {

@@ -11,6 +11,12 @@ export interface RedisKeys {
    * transaction id → the `gen` of the wallet owed (wallet-topup-pending.lua, decision 521).
    */
   walletPendingTopUps(orgId: string): string;
+  /**
+   * Balance sets committed or committing whose difference the live wallet is still owed: the
+   * same hash, apart (decision 544) so that a gateway of the previous version, which takes a
+   * mark whose top-up it cannot find for one that never committed, never meets one.
+   */
+  walletPendingSets(orgId: string): string;
   /** Org cap account for one period: hash { spent, reserved }. */
   orgCap(orgId: string, periodKey: string): string;
   /** App-connection cap account (the connection's combined usage) for one period. */
@@ -92,6 +98,7 @@ export function createRedisKeys(prefix: string): RedisKeys {
     wallet: (orgId) => `${org(orgId)}:wallet`,
     walletAdjustment: (orgId, adjustmentId) => `${org(orgId)}:wallet-adjustment:${adjustmentId}`,
     walletPendingTopUps: (orgId) => `${org(orgId)}:wallet-pending-topups`,
+    walletPendingSets: (orgId) => `${org(orgId)}:wallet-pending-sets`,
     orgCap: (orgId, periodKey) => `${org(orgId)}:cap:org:${periodKey}`,
     connectionCap: (orgId, connectionId, periodKey) =>
       `${org(orgId)}:cap:conn:${connectionId}:${periodKey}`,

@@ -201,12 +201,17 @@ function startHandler<Deps>(
   },
 ): Promise<RouteResult> {
   if (route.idempotent !== true) return invokeHandler(route, deps, call);
+  const finishes = route.finishesCommitted;
   return runIdempotently(
     options.idempotencyKeys!,
     route as DeclaredRoute<never>,
     call.request,
     { caller: call.caller, body: call.body, successStatus: options.successStatus },
     () => invokeHandler(route, deps, call),
+    finishes && {
+      effectOf: (committed) => finishes.effectOf(committed),
+      answer: (effectRef) => finishes.answer(effectRef, call as never, deps),
+    },
   );
 }
 
@@ -299,6 +304,9 @@ function checkDeclaration(route: DeclaredRoute<unknown>): void {
     (route.method !== 'POST' || !['org_member', 'service_key'].includes(route.caller.kind))
   ) {
     throw new Error(`${where}: Idempotency-Keys are for POST routes of one organization's callers`);
+  }
+  if (route.finishesCommitted && route.idempotent !== true) {
+    throw new Error(`${where}: only a route the router runs idempotently finishes a committed one`);
   }
 }
 

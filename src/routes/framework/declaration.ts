@@ -317,6 +317,30 @@ export interface RouteDeclaration<
    * per product user).
    */
   readonly idempotent?: true | 'handler';
+  /**
+   * For a route declared `idempotent: true` whose change commits before steps that can still
+   * fail (the wallet top-up: its Redis step): how a retry with the key finishes a first
+   * request that committed its change, then failed before answering, rather than answer 409
+   * (decision 542). `effectOf` names what a transaction of the handler commits, from what its
+   * work returned (undefined for one it does not name); the name is kept with the key, in that
+   * transaction. `answer` finishes that request (what it left undone, never a second change)
+   * and answers what the route answers on success; that answer is then kept for the key. A
+   * route without it keeps the 409: re-reading what a create made is not its answer (a secret
+   * shown once, a name changed since).
+   */
+  readonly finishesCommitted?: {
+    effectOf(committed: unknown): string | undefined;
+    answer(
+      effectRef: string,
+      call: RouteCall<
+        CallerOf<Requirement>,
+        BodyOf<BodySchema>,
+        PathParams<Path>,
+        QueryOf<QuerySchema, UnknownNames>
+      >,
+      deps: Deps,
+    ): Promise<RouteResult>;
+  };
   /** Left out of /openapi.json (operational routes that are not part of the API). */
   readonly undocumented?: boolean;
   /**

@@ -4,7 +4,10 @@
 // (409 gw_idempotency_key_reused); a second request while the first runs is refused (409
 // gw_conflict), never run. Enforced here, once, around the route's handler. The first request
 // holds its key by a lease it renews while it runs, and commits its change only while it holds
-// it (decision 388): a key whose request died is the retry's within seconds.
+// it (decision 388): a key whose request died is the retry's within seconds. A route that
+// declares how (`finishesCommitted`) has a first request that committed its change and then
+// failed before answering finished by the retry, which answers and keeps the route's answer
+// (decision 542); every other route answers such a retry 409.
 import { runFenced } from '../../db/commit-fence.js';
 import { gwError, isGwError } from '../../errors.js';
 import { jsonHeaders } from '../../http/respond.js';
@@ -41,6 +44,12 @@ function keyOwner(caller: unknown): { orgId: string; caller: string } {
   };
 }
 
+/** A route's way to finish a first request that committed, then failed (finishesCommitted). */
+export interface FinishCommitted {
+  effectOf(committed: unknown): string | undefined;
+  answer(effectRef: string): Promise<RouteResult>;
+}
+
 /**
  * Runs `run` (the route's handler) at most once per Idempotency-Key the request carries, and
  * answers a repeated request with the first answer; without a key, just runs it.
@@ -51,6 +60,7 @@ export async function runIdempotently(
   request: HttpRequest,
   call: { readonly caller: unknown; readonly body: unknown; readonly successStatus: number },
   run: () => Promise<RouteResult>,
+  finish?: FinishCommitted,
 ): Promise<RouteResult> {
   const key = idempotencyKeyOf(request.headers);
   if (key === undefined) return run();
@@ -66,10 +76,7 @@ export async function runIdempotently(
   const claim = await keys.claim(idempotent);
   switch (claim.kind) {
     case 'replay':
-      return new JsonAnswer(claim.status, claim.body, {
-        [REPLAYED_HEADER]: 'true',
-        ...jsonHeaders,
-      });
+      return replayed(claim.status, claim.body);
     case 'reused':
       return gwError(
         'gw_idempotency_key_reused',
@@ -97,6 +104,16 @@ export async function runIdempotently(
         'the first request with this Idempotency-Key succeeded; its answer was sealed under a master key this gateway no longer has (CREDENTIALS_PREVIOUS_KEYS); check what it made, or run `gw credentials rewrap` before dropping a previous key',
       );
     case 'failed':
+      if (finish && claim.effectRef !== undefined) {
+        return finishCommitted(
+          keys,
+          idempotent,
+          route,
+          call.successStatus,
+          claim.effectRef,
+          finish,
+        );
+      }
       return gwError(
         'gw_conflict',
         claim.effect === 'committed'
@@ -113,10 +130,53 @@ export async function runIdempotently(
   }
   const stopRenewing = keepLease(keys, claim.held);
   try {
-    return await runHolding(keys, claim.held, route, call.successStatus, run);
+    return await runHolding(keys, claim.held, route, call.successStatus, run, finish?.effectOf);
   } finally {
     stopRenewing();
   }
+}
+
+/** An answer kept for the key, sent again: marked as replayed. */
+function replayed(status: number, body: unknown): JsonAnswer {
+  return new JsonAnswer(status, body, { [REPLAYED_HEADER]: 'true', ...jsonHeaders });
+}
+
+/** What the router records for a handler's success (a JsonAnswer, or a body). */
+function answerOf(
+  result: RouteResult,
+  route: DeclaredRoute<never>,
+  successStatus: number,
+): { status: number; body: unknown; carriesSecret: boolean } {
+  const carriesSecret = route.answerCarriesSecret === true;
+  return result instanceof JsonAnswer
+    ? { status: result.status, body: result.body, carriesSecret }
+    : { status: successStatus, body: result, carriesSecret };
+}
+
+/**
+ * A retry of a first request that committed `effectRef` and then failed before answering: the
+ * route finishes it (the top-up's Redis step: applied once, whoever applies it) and answers
+ * what it answers on success, marked as replayed (this retry changed nothing of its own). The
+ * answer is kept for the key, so every later retry replays it; a retry that finished it at the
+ * same time and kept its answer first has its answer sent instead. A finish that fails (Redis
+ * still down) leaves the key as it was, for the next retry.
+ */
+async function finishCommitted(
+  keys: IdempotencyKeys,
+  idempotent: IdempotentRequest,
+  route: DeclaredRoute<never>,
+  successStatus: number,
+  effectRef: string,
+  finish: FinishCommitted,
+): Promise<RouteResult> {
+  const result = await finish.answer(effectRef);
+  if (isGwError(result) || result === undefined) return result;
+  const answer = answerOf(result, route, successStatus);
+  if (!(await keys.completeFailed(idempotent, effectRef, answer))) {
+    const kept = await keys.claim(idempotent);
+    if (kept.kind === 'replay') return replayed(kept.status, kept.body);
+  }
+  return replayed(answer.status, answer.body);
 }
 
 /** Runs the handler of a request holding its key, and records how it ended. */
@@ -126,12 +186,14 @@ async function runHolding(
   route: DeclaredRoute<never>,
   successStatus: number,
   run: () => Promise<RouteResult>,
+  effectOf: FinishCommitted['effectOf'] | undefined,
 ): Promise<RouteResult> {
   let result: RouteResult;
   try {
-    // Every transaction the handler commits marks the key as having taken effect, and commits
-    // only while this request still holds the key; one that returns a refusal rolls back.
-    result = await runFenced(commitFenceOf(keys, held), run);
+    // Every transaction the handler commits marks the key as having taken effect (with what it
+    // committed, for a route that names it), and commits only while this request still holds
+    // the key; one that returns a refusal rolls back.
+    result = await runFenced(commitFenceOf(keys, held, effectOf), run);
   } catch (error) {
     // Its key is freed if nothing of it committed (a thrown refusal, a break before any
     // commit), else marked failed.
@@ -144,11 +206,7 @@ async function runHolding(
     await keys.release(held);
     return result;
   }
-  const carriesSecret = route.answerCarriesSecret === true;
-  const answer =
-    result instanceof JsonAnswer
-      ? { status: result.status, body: result.body, carriesSecret }
-      : { status: successStatus, body: result, carriesSecret };
+  const answer = answerOf(result, route, successStatus);
   // The effect happened: its answer goes out even if it could not be kept (the key's lease
   // then lapses with its effect marked: reported as committed and unanswered, never run again).
   await keys.complete(held, answer).catch(() => undefined);

@@ -2,17 +2,22 @@
 // through the money layer's top-up (the rule `gw wallet topup` uses: the wallet put in Redis,
 // the top-up recorded in Postgres, bounded, then applied to the live balance), audited. Only where the operator allows it
 // (DASHBOARD_WALLET_TOPUP, off by default): a dashboard top-up takes no payment, so it suits
-// a gateway whose organizations belong to the operator, not one open to sign-ups.
+// a gateway whose organizations belong to the operator, not one open to sign-ups. A retry with
+// the Idempotency-Key of a top-up that committed and then failed before answering (its Redis
+// step) finishes it: the top-up added to the live wallet, once, and its answer (decision 542).
 import { z } from 'zod';
-import { readWallet, topUpWallet } from '../../../admin/wallet.js';
+import { readWallet, readWalletTopUp, topUpWallet } from '../../../admin/wallet.js';
 import type { WalletService } from '../../../billing/wallets.js';
+import type { DbPool } from '../../../db/pool.js';
 import { gwError, isGwError } from '../../../errors.js';
+import { isJsonObject } from '../../../json-shapes.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { parseAmountField } from '../../../money.js';
 import { amountInput, inOrg } from '../schemas.js';
 import { walletSchema, walletTransactionSchema } from './schema.js';
 
 export interface WalletTopUpDeps {
+  readonly db: DbPool;
   readonly wallets: Pick<WalletService, 'liveBalance' | 'topUp'>;
   readonly dashboardSettings: { readonly walletTopUp: boolean };
 }
@@ -44,4 +49,21 @@ export const topUpWalletRoute = declareRoute({
     if (isGwError(transaction)) return transaction;
     return { transaction, wallet: await readWallet(deps.wallets, caller.org.id) };
   },
+  finishesCommitted: {
+    // The top-up's own transaction (WalletService.topUp's) returns its ledger row.
+    effectOf: (committed) => topUpIdOf(committed),
+    // The wallet's read adds the top-up its Redis step left owed (decision 521), once.
+    async answer(transactionId, { caller }, deps: WalletTopUpDeps) {
+      const transaction = await readWalletTopUp(deps.db, caller.org.id, transactionId);
+      if (!transaction) throw new Error(`top-up ${transactionId} is not in the ledger`);
+      return { transaction, wallet: await readWallet(deps.wallets, caller.org.id) };
+    },
+  },
 });
+
+/** The ledger id of a top-up's row, when `committed` is one (a WalletTransaction). */
+function topUpIdOf(committed: unknown): string | undefined {
+  if (!isJsonObject(committed)) return undefined;
+  const { id, kind } = committed;
+  return kind === 'topup' && typeof id === 'string' ? id : undefined;
+}
