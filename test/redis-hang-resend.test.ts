@@ -90,18 +90,21 @@ async function acrossAHang(run: () => Promise<unknown>): Promise<unknown> {
 }
 
 describe('commands written again after the silence watch dropped their connection', () => {
-  it('a wallet top-up (wallet-adjust add) is added to the live balance once', async () => {
+  it('a wallet top-up (wallet-topup-apply of its mark) is added to the live balance once', async () => {
     const scripts = defineScripts(client);
-    const wallet = keys.wallet('org-topup');
-    await direct.hset(wallet, 'balance', '1000', 'reserved', '0');
+    const topUp = {
+      wallet: keys.wallet('org-topup'),
+      pending: keys.walletPendingTopUps('org-topup'),
+    };
+    await direct.hset(topUp.wallet, 'balance', '1000', 'reserved', '0', 'gen', 'g1');
+    // The top-up's transaction marked it owed to this wallet before its commit (decision 521).
+    await direct.hset(topUp.pending, '1', 'g1');
     const outcome = await acrossAHang(() =>
-      scripts.walletAdjust(
-        { wallet, adjustment: keys.walletAdjustment('org-topup', 'topup:1') },
-        { mode: 'add', amount_nano: '500', adjustment_ttl_ms: 86_400_000 },
-      ),
+      scripts.walletTopUpApply(topUp, { transaction_id: '1', amount_nano: '500' }),
     );
     expect(outcome).toBe('Command timed out'); // the admin got a 503; Postgres has the top-up
-    // Postgres recorded one top-up of 500: the live balance must be 1,500.
-    expect(await direct.hget(wallet, 'balance')).toBe('1500');
+    // Postgres recorded one top-up of 500: the live balance must be 1,500, the mark gone.
+    expect(await direct.hget(topUp.wallet, 'balance')).toBe('1500');
+    expect(await direct.hlen(topUp.pending)).toBe(0);
   });
 });

@@ -19,8 +19,6 @@ const ORGS = ['org_01JZ8Q3V5X0000000000000000', 'org_b', 'org_with}brace{', 'org
  */
 const builderScopes: Record<keyof RedisKeys, 'org' | 'pair' | 'alone'> = {
   wallet: 'org',
-  // Beside the wallet: wallet-adjust.lua takes both.
-  walletAdjustment: 'org',
   // Beside the wallet: wallet-topup-pending.lua and wallet-topup-apply.lua take both.
   walletPendingTopUps: 'org',
   // Beside the wallet too: a set's marks (decision 544), read with the top-ups' in one pipeline.
@@ -87,7 +85,6 @@ function orgKeys(orgId: string): string[] {
     keys.credentialCooldowns(orgId),
     keys.credentialRotation(orgId),
     keys.settled(orgId, 'req_1'),
-    keys.walletAdjustment(orgId, 'topup:1'),
     keys.walletPendingTopUps(orgId),
     keys.usageStream(orgId),
     keys.inFlight(orgId),
@@ -181,10 +178,6 @@ const scriptKeys: { [N in ScriptName]: (orgId: string) => Record<string, string>
     previous_spend: keys.userSpend(orgId, 'pu_1', '2025-05-01'),
     draining_for: keys.userDrainingFor(orgId, 'pu_1', 'USD'),
     previous_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, 'pu_1', '2025-05-01')),
-  }),
-  walletAdjust: (orgId) => ({
-    wallet: keys.wallet(orgId),
-    adjustment: keys.walletAdjustment(orgId, 'topup:1'),
   }),
   walletTopUpPending: (orgId) => ({
     wallet: keys.wallet(orgId),

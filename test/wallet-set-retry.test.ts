@@ -79,9 +79,7 @@ describe('a balance set', () => {
     const orgId = await fundedOrg('set-both-fail');
     const failing = layer(
       {
-        // Any Redis change after the set's first one fails (the move back, or the apply).
-        walletAdjust: (...call: Parameters<RedisScripts['walletAdjust']>) =>
-          call[1].mode === 'add' ? cut.walletAdjust(...call) : scripts.walletAdjust(...call),
+        // The set's Redis step after its commit fails.
         walletTopUpApply: cut.walletTopUpApply,
       },
       hookedPool(db, [

@@ -4,8 +4,6 @@
 export interface RedisKeys {
   /** Org wallet account: hash { balance, reserved }. */
   wallet(orgId: string): string;
-  /** One change of a wallet's live balance (wallet-adjust.lua): its answer, once it ran. */
-  walletAdjustment(orgId: string, adjustmentId: string): string;
   /**
    * Top-ups committed or committing whose amount the live wallet is still owed: hash
    * transaction id → the `gen` of the wallet owed (wallet-topup-pending.lua, decision 521).
@@ -96,7 +94,6 @@ export function createRedisKeys(prefix: string): RedisKeys {
   const org = (orgId: string): string => `${prefix}:{o:${orgId}}`;
   return {
     wallet: (orgId) => `${org(orgId)}:wallet`,
-    walletAdjustment: (orgId, adjustmentId) => `${org(orgId)}:wallet-adjustment:${adjustmentId}`,
     walletPendingTopUps: (orgId) => `${org(orgId)}:wallet-pending-topups`,
     walletPendingSets: (orgId) => `${org(orgId)}:wallet-pending-sets`,
     orgCap: (orgId, periodKey) => `${org(orgId)}:cap:org:${periodKey}`,

@@ -226,11 +226,6 @@ export const scriptSpecs = {
     ],
     args: ['action', 'grant_id', 'amount_nano', 'expires_at_ms', 'ttl_ms', 'now_ms', 'keep_held'],
   },
-  walletAdjust: {
-    file: 'wallet-adjust',
-    keys: ['wallet', 'adjustment'],
-    args: ['mode', 'amount_nano', 'adjustment_ttl_ms'],
-  },
   walletTopUpPending: {
     file: 'wallet-topup-pending',
     keys: ['wallet', 'pending'],
