@@ -137,7 +137,7 @@ describe('a balance set', () => {
     const failing = layer({ walletTopUpApply: cut.walletTopUpApply });
     await expect(failing.setBalance(orgId, TARGET, CLI_ACTOR)).rejects.toThrow();
     const reconciler = new Reconciler(db, redis, keys, scripts, (org) =>
-      wallets.applyPendingTopUps(org),
+      wallets.applyOwedChanges(org),
     );
     const [result] = await reconciler.run({ orgId, repair: true });
     expect(result).toMatchObject({ org_id: orgId, status: 'consistent', drifts: [] });

@@ -200,7 +200,7 @@ describe('a wallet top-up whose Redis step failed after its commit', () => {
     const orgId = await fundedOrg('topup-reconcile');
     await failedTopUp(orgId);
     const reconciler = new Reconciler(db, redis, keys, scripts, (org) =>
-      wallets.applyPendingTopUps(org),
+      wallets.applyOwedChanges(org),
     );
     const [result] = await reconciler.run({ orgId, repair: true });
     expect(result).toMatchObject({ org_id: orgId, status: 'consistent', drifts: [] });
@@ -267,7 +267,7 @@ describe('a wallet top-up whose Redis step failed after its commit', () => {
         scripts,
         reservationTtlMs: 60_000,
       }).wallets;
-      resolving = reader.applyPendingTopUps(orgId);
+      resolving = reader.applyOwedChanges(orgId);
       await atLock;
     });
     await topUp.topUp(orgId, TOP_UP, CLI_ACTOR);

@@ -46,8 +46,8 @@ export class AccountLoader {
    * failed after its commit: decision 521); true when it added something. A failure here is
    * no answer to the request that asked (it is refused for the balance it found): false.
    */
-  async applyPendingTopUps(orgId: string): Promise<boolean> {
-    return this.wallets.applyPendingTopUps(orgId).catch(() => false);
+  async applyOwedChanges(orgId: string): Promise<boolean> {
+    return this.wallets.applyOwedChanges(orgId).catch(() => false);
   }
 
   async load(names: readonly AccountName[], accounts: RequestAccounts): Promise<void> {

@@ -80,10 +80,10 @@ export class Reconciler {
     private readonly keys: RedisKeys,
     private readonly scripts: Pick<RedisScripts, 'accountCorrect'>,
     /**
-     * Adds the top-ups an org's live wallet is still owed (WalletService.applyPendingTopUps),
+     * Adds the top-ups an org's live wallet is still owed (WalletService.applyOwedChanges),
      * run before the org is measured.
      */
-    private readonly applyPendingTopUps?: (orgId: string) => Promise<unknown>,
+    private readonly applyOwedChanges?: (orgId: string) => Promise<unknown>,
   ) {}
 
   /** Every org with a live account in Redis, or just `orgId`. */
@@ -125,7 +125,7 @@ export class Reconciler {
     accounts: readonly LiveAccount[],
     repair: boolean,
   ): Promise<OrgReconciliation> {
-    await this.applyPendingTopUps?.(orgId);
+    await this.applyOwedChanges?.(orgId);
     const first = await this.stableMeasurement(orgId, accounts);
     if (!first) {
       return { org_id: orgId, status: 'busy', accounts_checked: 0, drifts: [] };

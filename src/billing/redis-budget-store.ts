@@ -341,7 +341,7 @@ export class RedisBudgetStore implements BudgetStore {
     call: () => Promise<Array<string | number>>,
   ): Promise<Array<string | number>> {
     if (result[0] !== ReserveCode.WalletShort) return result;
-    return (await this.loader.applyPendingTopUps(orgId)) ? call() : result;
+    return (await this.loader.applyOwedChanges(orgId)) ? call() : result;
   }
 
   async failover(request: FailoverRequest): Promise<FailoverOutcome> {

@@ -149,7 +149,7 @@ export class WalletService {
    */
   async liveBalance(orgId: string): Promise<{ balanceNano: bigint; reservedNano: bigint }> {
     // A top-up whose Redis step failed after its commit is added here (decision 521).
-    await this.applyPendingTopUps(orgId);
+    await this.applyOwedChanges(orgId);
     const read = () => this.redis.hmget(this.keys.wallet(orgId), 'balance', 'reserved');
     let [balance, reserved] = await read();
     if (balance === null) {
@@ -165,10 +165,10 @@ export class WalletService {
    * measured before the change's commit (which would lack the change) or after it (which the
    * change's own Redis write would count again): the change reaches the live balance through
    * that write, once. Only Redis losing the wallet in between defeats it (then `gw reconcile`).
-   * Top-ups the wallet is still owed are added first (applyPendingTopUps).
+   * Top-ups the wallet is still owed are added first (applyOwedChanges).
    */
   private async ensureLive(orgId: string): Promise<void> {
-    await this.applyPendingTopUps(orgId);
+    await this.applyOwedChanges(orgId);
     if ((await this.redis.exists(this.keys.wallet(orgId))) === 0) await this.loadIntoRedis(orgId);
   }
 
@@ -192,7 +192,7 @@ export class WalletService {
     await this.ensureLive(orgId);
     let marked = false;
     const transaction = await withTransaction(this.db, async (client) => {
-      // Held until the commit or rollback: applyPendingTopUps waits on it to tell a top-up
+      // Held until the commit or rollback: applyOwedChanges waits on it to tell a top-up
       // still committing from one that never did.
       await client.query('SELECT 1 FROM wallets WHERE org_id = $1 FOR UPDATE', [orgId]);
       const balance = await this.ledgerBalanceNano(orgId, client);
@@ -232,7 +232,7 @@ export class WalletService {
    * lock itself (a set measuring the balance), in which every mark without its row is of a
    * change that never committed. True when it changed the balance.
    */
-  async applyPendingTopUps(orgId: string, locked?: DbClient): Promise<boolean> {
+  async applyOwedChanges(orgId: string, locked?: DbClient): Promise<boolean> {
     const owed = [
       { kind: 'topup', pending: this.keys.walletPendingTopUps(orgId) },
       { kind: 'set', pending: this.keys.walletPendingSets(orgId) },
@@ -291,7 +291,7 @@ export class WalletService {
    * marked owed to the live wallet (a Redis that fails here fails the set, nothing recorded);
    * after the commit it is added to the live balance, which takes the mark off. Should that
    * step fail, the mark stays, and the wallet's next read or change, a request it refused, or
-   * `gw reconcile` applies it, once (applyPendingTopUps). The difference is added, not the
+   * `gw reconcile` applies it, once (applyOwedChanges). The difference is added, not the
    * target set: what requests spent between the read and that step stays spent.
    */
   async setBalance(orgId: string, targetNano: bigint, actor?: Actor): Promise<void> {
@@ -300,10 +300,10 @@ export class WalletService {
     const keys = { wallet: this.keys.wallet(orgId), pending: this.keys.walletPendingSets(orgId) };
     let owed: { transactionId: string; differenceNano: bigint } | undefined;
     await withTransaction(this.db, async (client) => {
-      // Held until the commit or rollback, as a top-up holds it (applyPendingTopUps).
+      // Held until the commit or rollback, as a top-up holds it (applyOwedChanges).
       await client.query('SELECT 1 FROM wallets WHERE org_id = $1 FOR UPDATE', [orgId]);
       // Every change committed before this one is in the balance it is measured against.
-      await this.applyPendingTopUps(orgId, client);
+      await this.applyOwedChanges(orgId, client);
       const balance = await this.redis.hget(keys.wallet, 'balance');
       // Not live only if Redis lost the wallet since ensureLive: measured from the ledger then.
       const previous = balance !== null ? BigInt(balance) : await this.rebuiltBalanceNano(orgId);

@@ -20,7 +20,7 @@ export async function reconcileCommand(context: CliContext, argv: string[]): Pro
     context.redis,
     context.keys,
     context.scripts,
-    (orgId) => context.wallets.applyPendingTopUps(orgId),
+    (orgId) => context.wallets.applyOwedChanges(orgId),
   );
   const orgs = await reconciler.run({
     ...(values['org-id'] !== undefined && { orgId: values['org-id'] }),
