@@ -21,7 +21,8 @@ import { gwError, type GwError } from '../../errors.js';
 import { z } from 'zod';
 import { answer, declareRoute } from '../framework/declaration.js';
 import type { AccountDeps } from './deps.js';
-import { answerSignedIn, emailPasswordSchema, signedInSchema } from './signed-in.js';
+import { answerSignedIn, emailPasswordSchema } from './signed-in.js';
+import { signedInSchema } from './answers.js';
 
 export const signupRoute = declareRoute({
   method: 'POST',

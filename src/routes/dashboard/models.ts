@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { ModelCatalog } from '../../catalog/models.js';
 import { Decimal } from 'decimal.js';
 import type { TokenPrice } from '../../money.js';
-import { decimalString } from '../schemas.js';
+import { decimalString } from '../answers.js';
 import { declareRoute } from '../framework/declaration.js';
 
 /** atto-units (1e-18) per token × 1e6 tokens = atto / 1e12 units: exact with 12 decimals. */

@@ -2,7 +2,7 @@
 // made it, its token's request-rate limits, its monthly cap, and what it spent (this calendar
 // month and in total, from the daily rollups).
 import { z } from 'zod';
-import { decimalString } from '../../schemas.js';
+import { decimalString } from '../../answers.js';
 
 const spendSchema = z.object({
   cost: z.string().describe('sell cost, 12 fractional digits'),

@@ -11,7 +11,8 @@ import { EMAIL_MAX_LENGTH } from '../../../accounts/users.js';
 import type { DbPool } from '../../../db/pool.js';
 import { issuerOf, type IssuerSettings } from '../../../oauth/issuer.js';
 import { declareRoute } from '../../framework/declaration.js';
-import { inOrg, roleSchema } from '../schemas.js';
+import { inOrg } from '../schemas.js';
+import { roleSchema } from '../answers.js';
 import { invitationErrors, invitationRefusal, invitationSchema } from './schema.js';
 
 const createdInvitationSchema = invitationSchema.extend({

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { InvitationError } from '../../../accounts/invitations.js';
 import { tooManyAttempts } from '../../../accounts/login-throttle.js';
 import { gwError, type GwError } from '../../../errors.js';
-import { roleSchema } from '../schemas.js';
+import { roleSchema } from '../answers.js';
 
 export const invitationSchema = z.object({
   id: z.string(),

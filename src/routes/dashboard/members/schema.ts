@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { MembershipError } from '../../../accounts/members.js';
 import { gwError, type GwError } from '../../../errors.js';
-import { roleSchema } from '../schemas.js';
+import { roleSchema } from '../answers.js';
 
 export const memberSchema = z.object({
   user_id: z.string(),

@@ -5,7 +5,8 @@
 import { z } from 'zod';
 import { endpointView, listEndpoints } from '../../../webhooks/endpoints.js';
 import { declareRoute } from '../../framework/declaration.js';
-import { inOrg, pageOf } from '../schemas.js';
+import { inOrg } from '../schemas.js';
+import { pageOf } from '../answers.js';
 import { webhookSchema, WEBHOOKS_PATH, type WebhookRouteDeps } from './schema.js';
 
 export const listWebhooksRoute = declareRoute({
