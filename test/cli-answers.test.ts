@@ -18,7 +18,7 @@ import {
   createdOAuthClientSchema,
   oauthClientSchema,
   rotatedOAuthClientSchema,
-} from '../src/routes/dashboard/oauth-clients/schema.js';
+} from '../src/routes/dashboard/oauth-clients/answers.js';
 import { capSetSchema, capStateSchema } from '../src/routes/dashboard/caps/answers.js';
 import { creditGrantWithCreditsSchema } from '../src/routes/dashboard/credit-grants/schema.js';
 import { dashboardUserSchema, pageOf } from '../src/routes/dashboard/answers.js';
@@ -28,10 +28,13 @@ import {
 } from '../src/routes/dashboard/service-keys/answers.js';
 import { walletSchema } from '../src/routes/dashboard/wallet/answers.js';
 import { walletAlertSchema } from '../src/routes/dashboard/answers.js';
-import { memberSchema } from '../src/routes/dashboard/members/schema.js';
+import { memberSchema } from '../src/routes/dashboard/members/answers.js';
 import { logoutEverywhereRoute } from '../src/routes/auth/logout-everywhere.js';
 import { passwordResetConfirmRoute } from '../src/routes/auth/password-reset-confirm.js';
-import { webhookSchema, webhookWithSecretSchema } from '../src/routes/dashboard/webhooks/schema.js';
+import {
+  webhookSchema,
+  webhookWithSecretSchema,
+} from '../src/routes/dashboard/webhooks/answers.js';
 import { usageRoute } from '../src/routes/dashboard/usage.js';
 import { createDbPool } from '../src/db/pool.js';
 import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';

@@ -129,3 +129,21 @@ export const overviewSchema = z.object({
     revoked_connections: z.number().int(),
   }),
 });
+
+/** A routable model and its prices (GET /models, the dashboard's model list). */
+export const modelSchema = z.object({
+  id: z.string(),
+  vendor: z.string(),
+  currency: z.string(),
+  input_price_per_million_tokens: decimalString,
+  output_price_per_million_tokens: decimalString,
+  /** Prompt tokens written to (for five minutes, an hour) and read from the vendor's prompt
+   * cache (decision 324). */
+  cache_write_price_per_million_tokens: decimalString,
+  cache_write_1h_price_per_million_tokens: decimalString,
+  cache_read_price_per_million_tokens: decimalString,
+  /** One search by the vendor's web search server tool; null: gw takes none (decision 327). */
+  web_search_price_per_search: decimalString.nullable(),
+  max_output_tokens: z.number().int(),
+  supports_tools: z.boolean(),
+});

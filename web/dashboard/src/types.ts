@@ -10,6 +10,9 @@ import type {
 } from '../../../src/routes/answers.js';
 import type { usageTotalsSchema } from '../../../src/routes/answers.js';
 import type {
+  activityEntrySchema,
+  auditEntrySchema,
+  modelSchema,
   overviewSchema,
   usageGroupSchema,
   usageSchema,
@@ -45,6 +48,23 @@ import type {
   walletTransactionSchema,
 } from '../../../src/routes/dashboard/wallet/answers.js';
 
+import type { connectedAppSchema } from '../../../src/routes/dashboard/connected-apps/answers.js';
+import type {
+  createdInvitationSchema,
+  invitationSchema,
+} from '../../../src/routes/dashboard/invitations/answers.js';
+import type { memberSchema } from '../../../src/routes/dashboard/members/answers.js';
+import type {
+  createdOAuthClientSchema,
+  oauthClientSchema,
+  rotatedOAuthClientSchema,
+} from '../../../src/routes/dashboard/oauth-clients/answers.js';
+import type {
+  deliverySchema,
+  webhookSchema,
+  webhookWithSecretSchema,
+} from '../../../src/routes/dashboard/webhooks/answers.js';
+
 /** An object's declared fields, without the index signature a `.loose()` schema adds. */
 type Declared<T> = { [K in keyof T as string extends K ? never : K]: T[K] };
 
@@ -56,7 +76,7 @@ export type AppDetail = z.output<typeof appDetailSchema>;
 export type ConnectionRow = z.output<typeof connectionSchema>;
 
 /** A connection as the organization-wide list shows it: with its app's name. */
-export type OrgConnectionRow = z.output<typeof orgConnectionSchema>;
+export type OrgConnection = z.output<typeof orgConnectionSchema>;
 
 /** 'oauth_token' (`kind`): the `gw_oauth_…` token of an OAuth connection (never rotated; its
  * limits are set as a key's). */
@@ -118,9 +138,52 @@ export type WalletAlert = z.output<typeof walletAlertSchema>;
 /** The overview; its counts are of the apps that are not deleted and their connections. */
 export type Overview = z.output<typeof overviewSchema>;
 
+export type AuditEntry = z.output<typeof auditEntrySchema>;
+
+/** One entry of the account's own activity, with the organization it was in. */
+export type ActivityEntry = z.output<typeof activityEntrySchema>;
+
 export type CredentialRow = z.output<typeof credentialSchema>;
 
 /** A credential as its create, change or grant answers it, with its warnings: that it is granted
  * to no connection (first), exact model ids of the policy written that the catalogue does not
  * list: stored all the same (decisions 338, 456). */
 export type WrittenCredential = z.output<typeof writtenCredentialSchema>;
+
+/** A member of the organization (`personal_organization`: the member's own, which they always
+ * own: the API refuses a change). */
+export type MemberRow = z.output<typeof memberSchema>;
+
+/** An invitation as the API answers it (members page and the invitations banner). */
+export type Invitation = z.output<typeof invitationSchema>;
+
+/** The answer to making one: the invitation with its accept token and link, shown once. */
+export type SentInvitation = z.output<typeof createdInvitationSchema>;
+
+/** A webhook endpoint (`earlier_secrets_expire_at`: the secrets retired before the last
+ * rotation that still sign, each until then). */
+export type WebhookEndpoint = z.output<typeof webhookSchema>;
+
+/** A created endpoint or a rotated secret: the secret is in this answer only. */
+export type WebhookEndpointWithSecret = z.output<typeof webhookWithSecretSchema>;
+
+export type WebhookDelivery = z.output<typeof deliverySchema>;
+
+/** An OAuth client (`retired_secrets_expire_at`: until when each secret retired by a rotation
+ * still authenticates, soonest first). */
+export type OAuthClient = z.output<typeof oauthClientSchema>;
+
+/** A connected app as the organization that pays for it sees it (`token_id`: the app's OAuth
+ * token, whose limits these are, null: none was issued; `monthly_cap`: its connection's, null:
+ * none). */
+/** A client as created: a confidential one's secret is in this answer only. */
+export type CreatedOAuthClient = z.output<typeof createdOAuthClientSchema>;
+
+/** A client whose secret was just rotated: the new secret is in this answer only. */
+export type RotatedOAuthClient = z.output<typeof rotatedOAuthClientSchema>;
+
+export type ConnectedApp = z.output<typeof connectedAppSchema>;
+
+/** A routable model and its prices (`web_search_price_per_search` null: the model's vendor
+ * runs no web search gw meters). */
+export type ModelRow = z.output<typeof modelSchema>;

@@ -11,7 +11,7 @@ import { isGwError } from '../../../errors.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { pageOfQuery } from '../../framework/query.js';
 import { pageOf } from '../answers.js';
-import { invitationSchema } from './schema.js';
+import { invitationSchema } from './answers.js';
 
 export const myInvitationsRoute = declareRoute({
   method: 'GET',

@@ -8,7 +8,8 @@ import type { DbPool } from '../../../db/pool.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { inOrg } from '../schemas.js';
 import { roleSchema } from '../answers.js';
-import { memberSchema, membershipErrors, membershipRefusal } from './schema.js';
+import { membershipErrors, membershipRefusal } from './schema.js';
+import { memberSchema } from './answers.js';
 
 export const changeMemberRoleRoute = declareRoute({
   method: 'PATCH',

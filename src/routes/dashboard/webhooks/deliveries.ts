@@ -5,7 +5,8 @@ import { deliveriesQuery, listDeliveries } from '../../../webhooks/delivery-log.
 import { declareRoute } from '../../framework/declaration.js';
 import { inOrg } from '../schemas.js';
 import { pageOf } from '../answers.js';
-import { deliverySchema, WEBHOOK_PATH, type WebhookRouteDeps } from './schema.js';
+import { WEBHOOK_PATH, type WebhookRouteDeps } from './schema.js';
+import { deliverySchema } from './answers.js';
 
 export const webhookDeliveriesRoute = declareRoute({
   method: 'GET',

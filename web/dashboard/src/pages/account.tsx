@@ -9,7 +9,8 @@ import { MadeRecently } from '../made-recently.js';
 import { NewPasswordFields, newPasswordProblem } from '../new-password.js';
 import { orgView } from '../router.js';
 import { Confirm, ErrorNote, Link, PageHeader } from '../ui.js';
-import { AuditEntries, type AuditEntry } from './audit-log.js';
+import type { ActivityEntry } from '../types.js';
+import { AuditEntries } from './audit-log.js';
 
 export function AccountPage(props: { session: SignedIn; onSignedOutEverywhere(): void }) {
   return (
@@ -127,11 +128,6 @@ function SignOutEverywhere({ onDone }: { onDone(): void }) {
       )}
     </section>
   );
-}
-
-interface ActivityEntry extends AuditEntry {
-  readonly org_id: string;
-  readonly org_name: string;
 }
 
 /** What this account did, newest first, in every organization it is a member of. */
