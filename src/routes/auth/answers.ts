@@ -20,3 +20,28 @@ export const signedInSchema = z.object({
   orgs: z.array(orgSummarySchema),
   review_after_reset: reviewAfterResetSchema,
 });
+
+/** A password changed: the other sessions it ended (this one goes on under a new id). */
+export const passwordChangedSchema = z.object({
+  password_changed: z.literal(true),
+  other_sessions_ended: z.number().int(),
+});
+
+/** A password reset by e-mailed link: whose, and the sessions it ended. */
+export const passwordResetSchema = z.object({
+  password_reset: z.literal(true),
+  email: z.string(),
+  sessions_ended: z.number().int(),
+});
+
+/** Where gw sends e-mail, a sign-up's answer: the link (or a notice) is on its way. */
+export const verificationSentSchema = z.object({
+  email: z.string(),
+  verification_sent: z.literal(true),
+});
+
+/** An address verified by its link. */
+export const emailVerifiedSchema = z.object({ email_verified: z.literal(true), email: z.string() });
+
+/** The session's CSRF token, sent back with every write. */
+export const csrfTokenSchema = z.object({ csrf_token: z.string() });

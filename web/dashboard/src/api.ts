@@ -1,7 +1,14 @@
 // The one way the dashboard talks to the gateway: same-origin JSON with the session cookie,
 // the CSRF token on every write, and the API's own error message on every failure.
 import type { z } from 'zod';
-import type { signedInSchema } from '../../../src/routes/auth/answers.js';
+import type {
+  csrfTokenSchema,
+  emailVerifiedSchema,
+  passwordChangedSchema,
+  passwordResetSchema,
+  signedInSchema,
+  verificationSentSchema,
+} from '../../../src/routes/auth/answers.js';
 import type {
   orgSummarySchema,
   pageOf,
@@ -29,6 +36,11 @@ export type OrgSummary = z.output<typeof orgSummarySchema>;
  * not done yet (`review_after_reset`, decision 513).
  */
 export type SignedIn = z.output<typeof signedInSchema>;
+/** Where gw sends e-mail, a sign-up's answer: the verification link is on its way. */
+export type VerificationSent = z.output<typeof verificationSentSchema>;
+export type PasswordChanged = z.output<typeof passwordChangedSchema>;
+export type PasswordReset = z.output<typeof passwordResetSchema>;
+export type EmailVerified = z.output<typeof emailVerifiedSchema>;
 /** The envelope of every dashboard list. */
 export type Page<Row> = Omit<z.output<ReturnType<typeof pageOf>>, 'data'> & {
   readonly data: Row[];
@@ -46,7 +58,7 @@ export function forgetCsrfToken(): void {
 
 async function csrf(): Promise<string> {
   if (csrfToken === null) {
-    csrfToken = (await request<{ csrf_token: string }>('GET', '/auth/csrf')).csrf_token;
+    csrfToken = (await request<z.output<typeof csrfTokenSchema>>('GET', '/auth/csrf')).csrf_token;
   }
   return csrfToken;
 }

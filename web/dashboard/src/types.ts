@@ -62,6 +62,7 @@ import type {
 import type {
   deliverySchema,
   webhookSchema,
+  testQueuedSchema,
   webhookWithSecretSchema,
 } from '../../../src/routes/dashboard/webhooks/answers.js';
 
@@ -166,6 +167,9 @@ export type WebhookEndpoint = z.output<typeof webhookSchema>;
 
 /** A created endpoint or a rotated secret: the secret is in this answer only. */
 export type WebhookEndpointWithSecret = z.output<typeof webhookWithSecretSchema>;
+
+/** A test event queued: the message its delivery log shows. */
+export type WebhookTestQueued = z.output<typeof testQueuedSchema>;
 
 export type WebhookDelivery = z.output<typeof deliverySchema>;
 

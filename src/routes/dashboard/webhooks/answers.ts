@@ -54,3 +54,6 @@ export const deliverySchema = z.object({
     }),
   ),
 });
+
+/** A test event queued to an endpoint: the message its delivery log shows. */
+export const testQueuedSchema = z.object({ message_id: z.string() });

@@ -3,7 +3,7 @@
 // out; this one stays signed in under a new session), sign out everywhere, and what was done in
 // their name (their audit entries in every organization they are in).
 import { useState } from 'preact/hooks';
-import { api, forgetCsrfToken, type SignedIn } from '../api.js';
+import { api, forgetCsrfToken, type PasswordChanged, type SignedIn } from '../api.js';
 import { useAction, useNotice, usePaged } from '../hooks.js';
 import { MadeRecently } from '../made-recently.js';
 import { NewPasswordFields, newPasswordProblem } from '../new-password.js';
@@ -47,7 +47,7 @@ function ChangePassword({ email }: { email: string }) {
         }
         void action
           .run(() =>
-            api.post<{ other_sessions_ended: number }>('/auth/password', {
+            api.post<PasswordChanged>('/auth/password', {
               current_password: current,
               new_password: next,
             }),

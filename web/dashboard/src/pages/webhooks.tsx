@@ -23,7 +23,12 @@ import {
   type SecretUse,
 } from '../secret-rotation.js';
 import type { OrgPage } from './page.js';
-import type { WebhookDelivery, WebhookEndpoint, WebhookEndpointWithSecret } from '../types.js';
+import type {
+  WebhookDelivery,
+  WebhookEndpoint,
+  WebhookEndpointWithSecret,
+  WebhookTestQueued,
+} from '../types.js';
 
 export const webhooksPage: OrgPage = {
   section: 'webhooks',
@@ -210,7 +215,7 @@ function Endpoints({ org }: { org: OrgSummary }) {
                   onClick={() => {
                     setTested(null);
                     void test.run(async () => {
-                      const queued = await api.post<{ message_id: string }>(
+                      const queued = await api.post<WebhookTestQueued>(
                         `${base}/${encodeURIComponent(endpoint.id)}/test`,
                       );
                       setTested(queued.message_id);
