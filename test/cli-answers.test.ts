@@ -9,33 +9,36 @@ import {
   apiKeySchema,
   createdApiKeySchema,
   issuedApiKeySchema,
-} from '../src/routes/dashboard/api-keys/schema.js';
+} from '../src/routes/dashboard/api-keys/answers.js';
 import {
   credentialSchema,
   writtenCredentialSchema,
-} from '../src/routes/dashboard/credentials/schema.js';
+} from '../src/routes/dashboard/credentials/answers.js';
 import {
   createdOAuthClientSchema,
   oauthClientSchema,
   rotatedOAuthClientSchema,
-} from '../src/routes/dashboard/oauth-clients/schema.js';
-import { capSetSchema, capStateSchema } from '../src/routes/dashboard/caps/schema.js';
+} from '../src/routes/dashboard/oauth-clients/answers.js';
+import { capSetSchema, capStateSchema } from '../src/routes/dashboard/caps/answers.js';
 import { creditGrantWithCreditsSchema } from '../src/routes/dashboard/credit-grants/schema.js';
-import { dashboardUserSchema, pageOf } from '../src/routes/dashboard/schemas.js';
+import { dashboardUserSchema, pageOf } from '../src/routes/dashboard/answers.js';
 import {
   issuedServiceKeySchema,
   serviceKeySchema,
-} from '../src/routes/dashboard/service-keys/schema.js';
-import { walletSchema } from '../src/routes/dashboard/wallet/schema.js';
-import { walletAlertSchema } from '../src/routes/dashboard/wallet-alert.js';
-import { memberSchema } from '../src/routes/dashboard/members/schema.js';
+} from '../src/routes/dashboard/service-keys/answers.js';
+import { walletSchema } from '../src/routes/dashboard/wallet/answers.js';
+import { walletAlertSchema } from '../src/routes/dashboard/answers.js';
+import { memberSchema } from '../src/routes/dashboard/members/answers.js';
 import { logoutEverywhereRoute } from '../src/routes/auth/logout-everywhere.js';
 import { passwordResetConfirmRoute } from '../src/routes/auth/password-reset-confirm.js';
-import { webhookSchema, webhookWithSecretSchema } from '../src/routes/dashboard/webhooks/schema.js';
+import {
+  webhookSchema,
+  webhookWithSecretSchema,
+} from '../src/routes/dashboard/webhooks/answers.js';
 import { usageRoute } from '../src/routes/dashboard/usage.js';
 import { createDbPool } from '../src/db/pool.js';
 import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
-import { productUserSchema } from '../src/routes/schemas.js';
+import { productUserSchema } from '../src/routes/answers.js';
 import { isolatedContext } from './support/context.js';
 import { TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
 import { TEST_DATABASE_URL } from './support/env.js';

@@ -6,7 +6,7 @@ import { tokenRates, type CatalogModel } from '../src/catalog/models.js';
 import { SECRET_ON_COMMAND_LINE_WARNING } from '../src/cli/password-input.js';
 import { CredentialDirectory } from '../src/credentials/credential-directory.js';
 import { parseMasterKeys, SecretBoxError } from '../src/credentials/secret-box.js';
-import { writtenCredentialSchema } from '../src/routes/dashboard/credentials/schema.js';
+import { writtenCredentialSchema } from '../src/routes/dashboard/credentials/answers.js';
 import { openFromText } from '../src/credentials/sealed-text.js';
 import { NO_CONNECTION_WARNING as NO_CONNECTION } from '../src/credentials/written-credential.js';
 import { isolatedContext } from './support/context.js';

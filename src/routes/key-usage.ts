@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { DbPool } from '../db/pool.js';
 import { usageTotals } from '../ledger/usage-totals.js';
 import { declareRoute } from './framework/declaration.js';
-import { usageTotalsSchema } from './schemas.js';
+import { usageTotalsSchema } from './answers.js';
 
 export const keyUsageRoute = declareRoute({
   method: 'GET',

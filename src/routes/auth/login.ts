@@ -7,7 +7,8 @@ import { findLoginCandidate, loadDashboardUser, normalizeEmail } from '../../acc
 import { gwError } from '../../errors.js';
 import { declareRoute } from '../framework/declaration.js';
 import type { AccountDeps } from './deps.js';
-import { answerSignedIn, emailPasswordSchema, signedInSchema } from './signed-in.js';
+import { answerSignedIn, emailPasswordSchema } from './signed-in.js';
+import { signedInSchema } from './answers.js';
 
 const INVALID_CREDENTIALS = 'wrong e-mail or password';
 

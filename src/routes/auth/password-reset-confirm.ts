@@ -16,6 +16,7 @@ import { declareRoute } from '../framework/declaration.js';
 import type { AccountDeps } from './deps.js';
 import { emailTokenField, INVALID_LINK, isRefusal, mailOrRefusal } from './email-gate.js';
 import { passwordField } from './signed-in.js';
+import { passwordResetSchema } from './answers.js';
 
 export const passwordResetConfirmRoute = declareRoute({
   method: 'POST',
@@ -28,11 +29,7 @@ export const passwordResetConfirmRoute = declareRoute({
   responses: {
     200: {
       description: 'the password is reset',
-      schema: z.object({
-        password_reset: z.literal(true),
-        email: z.string(),
-        sessions_ended: z.number().int(),
-      }),
+      schema: passwordResetSchema,
     },
   },
   errors: ['gw_email_disabled', 'gw_email_token_invalid', 'gw_too_many_attempts', 'gw_unavailable'],

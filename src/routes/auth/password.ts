@@ -13,6 +13,7 @@ import { noStoreJsonHeaders } from '../../http/respond.js';
 import { declareRoute } from '../framework/declaration.js';
 import type { AccountDeps } from './deps.js';
 import { passwordField } from './signed-in.js';
+import { passwordChangedSchema } from './answers.js';
 
 export const changePasswordRoute = declareRoute({
   method: 'POST',
@@ -25,10 +26,7 @@ export const changePasswordRoute = declareRoute({
   responses: {
     200: {
       description: 'changed; the new session cookie is set (fetch /auth/csrf again)',
-      schema: z.object({
-        password_changed: z.literal(true),
-        other_sessions_ended: z.number().int(),
-      }),
+      schema: passwordChangedSchema,
     },
   },
   errors: ['gw_invalid_credentials', 'gw_too_many_attempts', 'gw_conflict'],

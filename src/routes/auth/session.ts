@@ -1,6 +1,7 @@
 // GET /auth/session: who is signed in, and their organizations (the dashboard's first call).
 import { declareRoute } from '../framework/declaration.js';
-import { signedInSchema, signedInView } from './signed-in.js';
+import { signedInView } from './signed-in.js';
+import { signedInSchema } from './answers.js';
 
 export const sessionRoute = declareRoute({
   method: 'GET',

@@ -6,7 +6,7 @@ import type { SessionStore } from '../../accounts/sessions.js';
 import { dashboardUserView, EMAIL_MAX_LENGTH, type DashboardUser } from '../../accounts/users.js';
 import type { HttpRequest, HttpResponse } from '../../http/types.js';
 import { jsonHeaders } from '../../http/respond.js';
-import { dashboardUserSchema, orgSummarySchema } from '../dashboard/schemas.js';
+import type { reviewAfterResetSchema, signedInSchema } from './answers.js';
 
 /**
  * A password in a body: no longer than an account holds (bounded in UTF-16 units, the rule is
@@ -18,23 +18,6 @@ export const passwordField = z.string().max(PASSWORD_MAX_UTF16_UNITS, { error: P
 export const emailPasswordSchema = z.strictObject({
   email: z.string().max(EMAIL_MAX_LENGTH),
   password: passwordField,
-});
-
-/**
- * The password reset whose review the account has not read or dismissed yet: the dashboard
- * shows a banner leading to "made by your account recently" in every browser until then.
- */
-export const reviewAfterResetSchema = z
-  .object({ password_reset_at: z.string() })
-  .nullable()
-  .describe(
-    "the account's password reset by e-mailed link not yet reviewed (null: nothing to review)",
-  );
-
-export const signedInSchema = z.object({
-  user: dashboardUserSchema,
-  orgs: z.array(orgSummarySchema),
-  review_after_reset: reviewAfterResetSchema,
 });
 
 /**

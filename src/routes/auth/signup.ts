@@ -18,10 +18,10 @@ import {
   normalizeEmail,
 } from '../../accounts/users.js';
 import { gwError, type GwError } from '../../errors.js';
-import { z } from 'zod';
 import { answer, declareRoute } from '../framework/declaration.js';
 import type { AccountDeps } from './deps.js';
-import { answerSignedIn, emailPasswordSchema, signedInSchema } from './signed-in.js';
+import { answerSignedIn, emailPasswordSchema } from './signed-in.js';
+import { signedInSchema, verificationSentSchema } from './answers.js';
 
 export const signupRoute = declareRoute({
   method: 'POST',
@@ -35,7 +35,7 @@ export const signupRoute = declareRoute({
     202: {
       description:
         'where gw sends e-mail: a verification link (or, for an address with an account, a notice) is on its way; sign in with the password',
-      schema: z.object({ email: z.string(), verification_sent: z.literal(true) }),
+      schema: verificationSentSchema,
     },
   },
   errors: ['gw_signup_disabled', 'gw_too_many_attempts', 'gw_conflict', 'gw_unavailable'],

@@ -10,6 +10,7 @@ import { gwError } from '../../errors.js';
 import { declareRoute } from '../framework/declaration.js';
 import type { AccountDeps } from './deps.js';
 import { emailTokenField, INVALID_LINK, isRefusal, mailOrRefusal } from './email-gate.js';
+import { emailVerifiedSchema } from './answers.js';
 
 export const verifyEmailRoute = declareRoute({
   method: 'POST',
@@ -21,7 +22,7 @@ export const verifyEmailRoute = declareRoute({
   responses: {
     200: {
       description: 'the address is verified',
-      schema: z.object({ email_verified: z.literal(true), email: z.string() }),
+      schema: emailVerifiedSchema,
     },
   },
   errors: ['gw_email_disabled', 'gw_email_token_invalid', 'gw_too_many_attempts', 'gw_unavailable'],

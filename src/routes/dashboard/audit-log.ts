@@ -1,22 +1,11 @@
 // GET /dashboard/api/orgs/{org_id}/audit-log: every change to the organization made in the
 // dashboard or with the CLI (user_id `cli`), newest first (admin or owner).
-import { z } from 'zod';
 import { auditView, readAuditLog } from '../../audit/audit-log.js';
 import type { DbPool } from '../../db/pool.js';
 import { newestFirstPageQuerySchema } from '../../db/pages.js';
 import { declareRoute } from '../framework/declaration.js';
-import { pageOf, inOrg } from './schemas.js';
-
-export const auditEntrySchema = z.object({
-  id: z.string(),
-  user_id: z.string(),
-  email: z.string().nullable(),
-  action: z.string(),
-  object_type: z.string(),
-  object_id: z.string(),
-  details: z.record(z.string(), z.unknown()),
-  created_at: z.string(),
-});
+import { inOrg } from './schemas.js';
+import { auditEntrySchema, pageOf } from './answers.js';
 
 export const auditLogRoute = declareRoute({
   method: 'GET',

@@ -10,7 +10,7 @@ import { pageQuerySchema, type PageRequest } from '../../db/pages.js';
 import { isGwError } from '../../errors.js';
 import { declareRoute } from '../framework/declaration.js';
 import { pageOfQuery } from '../framework/query.js';
-import { pageOf } from './schemas.js';
+import { pageOf } from './answers.js';
 
 export interface ListRouteSpec<Row, Query extends typeof pageQuerySchema> {
   readonly path: string;

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { ModelCatalog } from '../../catalog/models.js';
 import { Decimal } from 'decimal.js';
 import type { TokenPrice } from '../../money.js';
-import { decimalString } from '../schemas.js';
+import { modelSchema } from './answers.js';
 import { declareRoute } from '../framework/declaration.js';
 
 /** atto-units (1e-18) per token × 1e6 tokens = atto / 1e12 units: exact with 12 decimals. */
@@ -17,23 +17,6 @@ function perUse(price: TokenPrice): string {
   const units = new Decimal(price.attoPerToken.toString()).div('1e18');
   return units.decimalPlaces() > 12 ? units.toFixed() : units.toFixed(12);
 }
-
-const modelSchema = z.object({
-  id: z.string(),
-  vendor: z.string(),
-  currency: z.string(),
-  input_price_per_million_tokens: decimalString,
-  output_price_per_million_tokens: decimalString,
-  /** Prompt tokens written to (for five minutes, an hour) and read from the vendor's prompt
-   * cache (decision 324). */
-  cache_write_price_per_million_tokens: decimalString,
-  cache_write_1h_price_per_million_tokens: decimalString,
-  cache_read_price_per_million_tokens: decimalString,
-  /** One search by the vendor's web search server tool; null: gw takes none (decision 327). */
-  web_search_price_per_search: decimalString.nullable(),
-  max_output_tokens: z.number().int(),
-  supports_tools: z.boolean(),
-});
 
 export const dashboardModelsRoute = declareRoute({
   method: 'GET',

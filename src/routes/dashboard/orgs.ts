@@ -1,6 +1,6 @@
 // GET /dashboard/api/orgs: the organizations the signed-in user belongs to, with their role.
 import { declareRoute } from '../framework/declaration.js';
-import { orgSummarySchema, pageOf } from './schemas.js';
+import { orgSummarySchema, pageOf } from './answers.js';
 
 export const listOrgsRoute = declareRoute({
   method: 'GET',

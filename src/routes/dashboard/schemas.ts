@@ -1,9 +1,15 @@
-// Request and response building blocks of the dashboard API.
+// Request building blocks of the dashboard API (its answers' blocks: answers.ts).
 import { z } from 'zod';
+import type { ROLES } from '../../accounts/users.js';
 import type { ApiKeyInvalidation } from '../../auth/api-key-store.js';
 import { MAX_MODEL_POLICY_PATTERNS, modelPatternProblem } from '../../catalog/model-policy.js';
 import type { DbPool } from '../../db/pool.js';
 import { displayNameProblem } from '../../text.js';
+import type { Holds, SameLiterals } from '../answers.js';
+import type { roleSchema } from './answers.js';
+
+/** The roles answered are the accounts' own. */
+type _RolesAnswered = Holds<SameLiterals<z.output<typeof roleSchema>, (typeof ROLES)[number]>>;
 
 /** A display name: 1–200 characters of printable text (displayNameProblem). */
 export const displayName = z
@@ -15,26 +21,6 @@ export const displayName = z
     const problem = displayNameProblem(value);
     if (problem) context.addIssue({ code: 'custom', message: problem });
   });
-
-export const roleSchema = z.enum(['owner', 'admin', 'member', 'viewer']);
-
-export const orgSummarySchema = z.object({ id: z.string(), name: z.string(), role: roleSchema });
-
-export const dashboardUserSchema = z.object({
-  id: z.string(),
-  email: z.string(),
-  personal_org_id: z.string(),
-  email_verified: z
-    .boolean()
-    .describe(
-      'the account proved its address (or the operator made it); while false and gw sends e-mail, only its own password, sign-out and a new verification link are writes it may make',
-    ),
-});
-
-/** The envelope of every dashboard list: a page of rows and the cursor of the next page. */
-export function pageOf<Row extends z.ZodType>(row: Row) {
-  return z.object({ data: z.array(row), next_cursor: z.string().nullable() });
-}
 
 /**
  * The `{"grace_seconds"}` body of a rotation: how long the old secret keeps working, in whole

@@ -2,13 +2,11 @@
 // entries), in every organization they are a member of, newest first. After "sign out
 // everywhere" (a lost laptop, a stolen session), it is where they find what was done in their
 // name, to undo it: keys issued, apps connected, members invited.
-import { z } from 'zod';
 import { activityView, readUserActivity } from '../../audit/audit-log.js';
 import type { DbPool } from '../../db/pool.js';
 import { newestFirstPageQuerySchema } from '../../db/pages.js';
 import { declareRoute } from '../framework/declaration.js';
-import { auditEntrySchema } from './audit-log.js';
-import { pageOf } from './schemas.js';
+import { activityEntrySchema, pageOf } from './answers.js';
 
 export const userActivityRoute = declareRoute({
   method: 'GET',
@@ -20,7 +18,7 @@ export const userActivityRoute = declareRoute({
   responses: {
     200: {
       description: 'your audit entries, newest first',
-      schema: pageOf(auditEntrySchema.extend({ org_id: z.string(), org_name: z.string() })),
+      schema: pageOf(activityEntrySchema),
     },
   },
   errors: ['gw_invalid_request'],

@@ -4,7 +4,8 @@
 import { z } from 'zod';
 import { markResetReviewed } from '../../accounts/review-after-reset.js';
 import type { DbPool } from '../../db/pool.js';
-import { reviewAfterResetSchema, reviewAfterResetView } from '../auth/signed-in.js';
+import { reviewAfterResetView } from '../auth/signed-in.js';
+import { reviewAfterResetSchema } from '../auth/answers.js';
 import { declareRoute } from '../framework/declaration.js';
 import { timestamp } from '../product-users/lookup.js';
 

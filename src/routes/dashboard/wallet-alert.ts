@@ -7,17 +7,10 @@ import type { DbPool } from '../../db/pool.js';
 import { gwError, isGwError } from '../../errors.js';
 import { parseAmountField } from '../../money.js';
 import { declareRoute } from '../framework/declaration.js';
-import { decimalString } from '../schemas.js';
+import { walletAlertSchema } from './answers.js';
 import { inOrg } from './schemas.js';
 
 const PATH = '/dashboard/api/orgs/{org_id}/wallet-alert';
-
-/** The wallet's alert, as these routes answer it (and `gw wallet alert` prints it). */
-export const walletAlertSchema = z.object({
-  org_id: z.string(),
-  low_balance_threshold: decimalString.nullable(),
-  currency: z.string(),
-});
 
 const noWallet = () => gwError('gw_not_found', 'this organization has no wallet');
 

@@ -5,7 +5,7 @@ import { isGwError } from '../../errors.js';
 import type { HttpRequest } from '../../http/types.js';
 import { creditGrantRequest, grantOutcome } from '../../product-users/grant-request.js';
 import { answer, declareRoute, type RouteResult } from '../framework/declaration.js';
-import { creditGrantWithCreditsSchema } from '../schemas.js';
+import { creditGrantWithCreditsSchema } from '../answers.js';
 import {
   BASE,
   creditGrantSchema,

@@ -2,7 +2,7 @@
 import { isGwError } from '../../errors.js';
 import { DEFAULT_CURRENCY } from '../../product-users/profile.js';
 import { declareRoute } from '../framework/declaration.js';
-import { creditsSchema } from '../schemas.js';
+import { creditsSchema } from '../answers.js';
 import {
   BASE,
   byExternalIdQuery,

@@ -1,7 +1,7 @@
 // GET /product-users/by-external-id: a product user's profile (never creates one).
 import { isGwError } from '../../errors.js';
 import { declareRoute } from '../framework/declaration.js';
-import { productUserSchema } from '../schemas.js';
+import { productUserSchema } from '../answers.js';
 import {
   BASE,
   byExternalIdQuery,

@@ -11,7 +11,7 @@ import {
   storableText,
 } from '../../product-users/limits.js';
 import { answer, declareRoute, type RouteResult } from '../framework/declaration.js';
-import { productUserSchema } from '../schemas.js';
+import { productUserSchema } from '../answers.js';
 import {
   BASE,
   identifyUser,

@@ -1,5 +1,19 @@
 // The one way the dashboard talks to the gateway: same-origin JSON with the session cookie,
 // the CSRF token on every write, and the API's own error message on every failure.
+import type { z } from 'zod';
+import type {
+  csrfTokenSchema,
+  emailVerifiedSchema,
+  passwordChangedSchema,
+  passwordResetSchema,
+  signedInSchema,
+  verificationSentSchema,
+} from '../../../src/routes/auth/answers.js';
+import type {
+  orgSummarySchema,
+  pageOf,
+  roleSchema,
+} from '../../../src/routes/dashboard/answers.js';
 
 export class ApiError extends Error {
   constructor(
@@ -13,28 +27,24 @@ export class ApiError extends Error {
   }
 }
 
-export type Role = 'owner' | 'admin' | 'member' | 'viewer';
-export interface OrgSummary {
-  readonly id: string;
-  readonly name: string;
-  readonly role: Role;
-}
-export interface SignedIn {
-  readonly user: {
-    readonly id: string;
-    readonly email: string;
-    readonly personal_org_id: string;
-    /** False: gw sent a verification link not yet followed (decision 370). */
-    readonly email_verified: boolean;
-  };
-  readonly orgs: readonly OrgSummary[];
-  /** A password reset by e-mailed link whose review is not done yet (decision 513). */
-  readonly review_after_reset: { readonly password_reset_at: string } | null;
-}
-export interface Page<Row> {
+/** A member's role in an organization. */
+export type Role = z.output<typeof roleSchema>;
+export type OrgSummary = z.output<typeof orgSummarySchema>;
+/**
+ * The signed-in user (`email_verified` false: gw sent a verification link not yet followed,
+ * decision 370), their organizations, and a password reset by e-mailed link whose review is
+ * not done yet (`review_after_reset`, decision 513).
+ */
+export type SignedIn = z.output<typeof signedInSchema>;
+/** Where gw sends e-mail, a sign-up's answer: the verification link is on its way. */
+export type VerificationSent = z.output<typeof verificationSentSchema>;
+export type PasswordChanged = z.output<typeof passwordChangedSchema>;
+export type PasswordReset = z.output<typeof passwordResetSchema>;
+export type EmailVerified = z.output<typeof emailVerifiedSchema>;
+/** The envelope of every dashboard list. */
+export type Page<Row> = Omit<z.output<ReturnType<typeof pageOf>>, 'data'> & {
   readonly data: Row[];
-  readonly next_cursor: string | null;
-}
+};
 
 /** Fired when the gateway says the session is gone: the app shows the sign-in page. */
 export const SESSION_ENDED = 'gw:session-ended';
@@ -48,7 +58,7 @@ export function forgetCsrfToken(): void {
 
 async function csrf(): Promise<string> {
   if (csrfToken === null) {
-    csrfToken = (await request<{ csrf_token: string }>('GET', '/auth/csrf')).csrf_token;
+    csrfToken = (await request<z.output<typeof csrfTokenSchema>>('GET', '/auth/csrf')).csrf_token;
   }
   return csrfToken;
 }

@@ -6,7 +6,7 @@
 // `#email_verification_token=…`), which no browser sends to a server; it is read once as the
 // app loads and taken out of the address bar, so it is not left in the history.
 import { useEffect, useState } from 'preact/hooks';
-import { api, ApiError, type SignedIn } from './api.js';
+import { api, ApiError, type EmailVerified, type PasswordReset, type SignedIn } from './api.js';
 import { asApiError, useAction } from './hooks.js';
 import { navigateToSignIn } from './router.js';
 import { NewPasswordFields, newPasswordProblem } from './new-password.js';
@@ -102,7 +102,7 @@ export function ResetPasswordPage(props: { token: string; onDone(email: string):
           }
           void action
             .run(() =>
-              api.post<{ email: string }>('/auth/password-reset/confirm', {
+              api.post<PasswordReset>('/auth/password-reset/confirm', {
                 token: props.token,
                 new_password: next,
               }),
@@ -161,7 +161,7 @@ export function useEmailVerification(onVerified: () => void): Verification | nul
   );
   useEffect(() => {
     if (token === null) return;
-    api.post<{ email: string }>('/auth/verify-email', { token }).then(
+    api.post<EmailVerified>('/auth/verify-email', { token }).then(
       (answer) => {
         setState({ kind: 'verified', email: answer.email });
         onVerified();

@@ -5,7 +5,7 @@
 // the banner asks for it, filled in with the last link opened in this browser
 // (invitation-link.ts keeps it until it is used).
 import { useEffect, useState } from 'preact/hooks';
-import { api, signUpOpen, type Role } from './api.js';
+import { api, signUpOpen } from './api.js';
 import { useAction, usePaged } from './hooks.js';
 import {
   forgetInvitationToken,
@@ -14,26 +14,7 @@ import {
   onInvitationLinkOpened,
 } from './invitation-link.js';
 import { ErrorNote, formatTime } from './ui.js';
-
-/** An invitation as the API answers it (members page and this banner). */
-export interface Invitation {
-  readonly id: string;
-  readonly org_id: string;
-  readonly org_name: string;
-  readonly email: string;
-  readonly role: Role;
-  readonly status: string;
-  readonly invited_by: string;
-  readonly invited_by_email: string | null;
-  readonly created_at: string;
-  readonly expires_at: string;
-}
-
-/** The answer to making one: the invitation with its accept token and link, shown once. */
-export interface SentInvitation extends Invitation {
-  readonly accept_token: string;
-  readonly accept_url: string;
-}
+import type { Invitation } from './types.js';
 
 /** The accept token in a pasted invitation link, or what was pasted (the token alone). */
 function tokenOf(pasted: string): string {

@@ -6,50 +6,21 @@
 // not these: after one by e-mailed link, a banner above every page, in every browser the account
 // signs in to, leads here until the list has been read or the banner dismissed (decision 513).
 import type { ComponentChildren } from 'preact';
+import type { z } from 'zod';
+import type {
+  madeItemSchema,
+  madeRecentlySchema,
+} from '../../../src/routes/dashboard/made-recently-answers.js';
 import { useEffect, useState } from 'preact/hooks';
-import { api, type Role, type SignedIn } from './api.js';
+import { api, type SignedIn } from './api.js';
 import { useLoad } from './hooks.js';
 import { navigate, orgView } from './router.js';
 import { Confirm, formatTime, Link, ListTable, RowButton, type Column } from './ui.js';
 
-interface MadeItem {
-  readonly kind:
-    | 'oauth_approval'
-    | 'api_key'
-    | 'service_key'
-    | 'invitation'
-    | 'oauth_client'
-    | 'webhook_endpoint'
-    | 'member';
-  readonly id: string;
-  readonly org_id: string;
-  readonly org_name: string;
-  readonly your_role: Role;
-  readonly created_at: string;
-  readonly made_as:
-    'created' | 'rotated' | 'approved' | 'invited' | 'redirected' | 'joined' | 'raised';
-  readonly app_name: string | null;
-  readonly app_org_name: string | null;
-  readonly name: string | null;
-  readonly key_hint: string | null;
-  readonly client_name: string | null;
-  readonly invited_role: Role | null;
-  readonly url: string | null;
-  readonly given_role: Role | null;
-  readonly member_role: Role | null;
-  /** Let in or raised by this member, whom the account (or one it reached) let in or raised. */
-  readonly via_email: string | null;
-  readonly revoke_method: 'POST' | 'DELETE';
-  readonly revoke_path: string;
-  readonly can_revoke: boolean;
-}
-
-interface MadeRecentlyAnswer {
-  readonly since: string;
-  readonly password_reset_at: string | null;
-  readonly data: MadeItem[];
-  readonly truncated: boolean;
-}
+/** One thing the account made that still works (`via_email`: let in or raised by this member,
+ * whom the account, or one it reached, let in or raised), and the answer listing them. */
+type MadeItem = z.output<typeof madeItemSchema>;
+type MadeRecentlyAnswer = z.output<typeof madeRecentlySchema>;
 
 /** Said on the window when a reset's review is marked done here: the banner leaves at once. */
 const RESET_REVIEWED = 'gw:reset-reviewed';

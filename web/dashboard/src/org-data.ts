@@ -5,11 +5,9 @@ import { isObjectIdForm } from '../../../src/object-ids.js';
 import { api, type Page } from './api.js';
 import { useAsync } from './hooks.js';
 import { shownText } from './shown-text.js';
-import type { ConnectionRow, ProductUserProfile } from './types.js';
+import type { OrgConnection, ProductUserProfile } from './types.js';
 
-export interface OrgConnection extends ConnectionRow {
-  readonly app_name: string;
-}
+export type { OrgConnection };
 
 /** How many connections one request names or lists (the API's page). */
 export const CONNECTIONS_PAGE = 200;

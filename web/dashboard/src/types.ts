@@ -1,278 +1,193 @@
-// The shapes the dashboard API answers (src/routes/dashboard/**), as the pages read them.
-import type { CreditMode, OverrunPolicy } from './pages/connection-settings.js';
+// The shapes the dashboard API answers (src/routes/dashboard/**), read from the server's own
+// response schemas, its answers modules: a field renamed or removed there fails `npm run
+// typecheck` in the page that reads it. Type-only imports (nothing of the server enters the
+// bundle), of modules that import zod alone (test/dashboard-types.test.ts, decision 532).
+import type { z } from 'zod';
+import type {
+  creditsSchema,
+  creditGrantSchema,
+  productUserSchema,
+} from '../../../src/routes/answers.js';
+import type { usageTotalsSchema } from '../../../src/routes/answers.js';
+import type {
+  activityEntrySchema,
+  auditEntrySchema,
+  modelSchema,
+  overviewSchema,
+  usageGroupSchema,
+  usageSchema,
+  walletAlertSchema,
+} from '../../../src/routes/dashboard/answers.js';
+import type {
+  apiKeySchema,
+  createdApiKeySchema,
+  issuedApiKeySchema,
+} from '../../../src/routes/dashboard/api-keys/answers.js';
+import type { appDetailSchema, appSchema } from '../../../src/routes/dashboard/apps/answers.js';
+import type {
+  capRuleSchema,
+  capSetSchema,
+  capStateSchema,
+} from '../../../src/routes/dashboard/caps/answers.js';
+import type {
+  connectionSchema,
+  orgConnectionSchema,
+} from '../../../src/routes/dashboard/connections/answers.js';
+import type {
+  credentialSchema,
+  writtenCredentialSchema,
+} from '../../../src/routes/dashboard/credentials/answers.js';
+import type { productUserSummarySchema } from '../../../src/routes/dashboard/product-users/answers.js';
+import type {
+  issuedServiceKeySchema,
+  serviceKeyScopeSchema,
+  serviceKeySchema,
+} from '../../../src/routes/dashboard/service-keys/answers.js';
+import type {
+  walletReadSchema,
+  walletTransactionSchema,
+} from '../../../src/routes/dashboard/wallet/answers.js';
 
-export interface AppRow {
-  readonly id: string;
-  readonly org_id: string;
-  readonly name: string;
-  readonly created_at: string;
-}
+import type { connectedAppSchema } from '../../../src/routes/dashboard/connected-apps/answers.js';
+import type {
+  createdInvitationSchema,
+  invitationSchema,
+} from '../../../src/routes/dashboard/invitations/answers.js';
+import type { memberSchema } from '../../../src/routes/dashboard/members/answers.js';
+import type {
+  createdOAuthClientSchema,
+  oauthClientSchema,
+  rotatedOAuthClientSchema,
+} from '../../../src/routes/dashboard/oauth-clients/answers.js';
+import type {
+  deliverySchema,
+  webhookSchema,
+  testQueuedSchema,
+  webhookWithSecretSchema,
+} from '../../../src/routes/dashboard/webhooks/answers.js';
+
+/** An object's declared fields, without the index signature a `.loose()` schema adds. */
+type Declared<T> = { [K in keyof T as string extends K ? never : K]: T[K] };
+
+export type AppRow = z.output<typeof appSchema>;
 
 /** One app as its page shows it (GET /dashboard/api/apps/{id}). */
-export interface AppDetail extends AppRow {
-  readonly status: 'active' | 'deleted';
-  readonly deleted_at: string | null;
-  readonly counts: {
-    readonly connections: number;
-    readonly api_keys: number;
-    readonly product_users: number;
-  };
-}
+export type AppDetail = z.output<typeof appDetailSchema>;
 
-export interface ConnectionRow {
-  readonly id: string;
-  readonly app_id: string;
-  readonly name: string;
-  readonly status: 'active' | 'revoked';
-  readonly credit_mode: CreditMode;
-  readonly overrun_policy: OverrunPolicy;
-  readonly requires_product_user: boolean;
-  /** Set on a connection made by OAuth consent: its only credential is the app's token. */
-  readonly oauth_client_id: string | null;
-  readonly created_at: string;
-  readonly updated_at: string;
-}
+export type ConnectionRow = z.output<typeof connectionSchema>;
 
-export interface ApiKeyRow {
-  readonly id: string;
-  readonly app_connection_id: string;
-  readonly name: string | null;
-  readonly key_hint: string;
-  /** 'oauth_token': the `gw_oauth_…` token of an OAuth connection (never rotated; its limits
-   * are set as a key's). */
-  readonly kind: 'api_key' | 'oauth_token';
-  readonly status: 'active' | 'revoked' | 'expired';
-  readonly model_policy: string[];
-  readonly created_at: string;
-  readonly revoked_at: string | null;
-  readonly expires_at: string | null;
-  readonly replaced_by: string | null;
-  /** Requests a minute made with the key (null: unlimited; docs/limits.md). */
-  readonly requests_per_minute: number | null;
-  /** Requests a minute of each product user attributed through the key (null: unlimited). */
-  readonly product_user_requests_per_minute: number | null;
-}
+/** A connection as the organization-wide list shows it: with its app's name. */
+export type OrgConnection = z.output<typeof orgConnectionSchema>;
 
-export type ServiceKeyScope = 'product_users:read' | 'product_users:write';
+/** 'oauth_token' (`kind`): the `gw_oauth_…` token of an OAuth connection (never rotated; its
+ * limits are set as a key's). */
+export type ApiKeyRow = z.output<typeof apiKeySchema>;
 
-export interface ServiceKeyRow {
-  readonly id: string;
-  readonly key_hint: string;
-  readonly scopes: ServiceKeyScope[];
-  readonly status: 'active' | 'revoked' | 'disabled' | 'expired';
-  readonly expires_at: string | null;
-  readonly created_at: string;
-}
+export type ServiceKeyScope = z.output<typeof serviceKeyScopeSchema>;
 
-/** A key as created or rotated: the raw key is in this answer only. */
-export interface IssuedKey {
-  readonly id: string;
-  readonly key: string;
-  readonly key_hint: string;
-}
+export type ServiceKeyRow = z.output<typeof serviceKeySchema>;
 
-/** A new API key as its create answer has it. */
-export interface CreatedApiKey extends IssuedKey {
-  /** Exact model ids of its policy the catalogue does not list: issued all the same. */
-  readonly warnings: readonly string[];
-}
+/** A key as created or rotated (an API key or a service key): the raw key is in this answer only. */
+export type IssuedKey = Pick<
+  z.output<typeof issuedApiKeySchema> | z.output<typeof issuedServiceKeySchema>,
+  'id' | 'key' | 'key_hint'
+>;
 
-export interface ProductUserSummary {
-  readonly product_end_user_id: string;
-  readonly app_id: string;
-  readonly external_user_id: string;
-  readonly display_name: string;
-  readonly status: 'active' | 'blocked';
-  readonly created_at: string;
-}
+/** A new API key as its create answer has it, with the exact model ids of its policy the
+ * catalogue does not list (issued all the same). */
+export type CreatedApiKey = z.output<typeof createdApiKeySchema>;
 
-export interface Credits {
-  readonly currency: string;
-  readonly available_credits: string;
-  readonly active_grant_count: number;
-  readonly expiring_soon_amount: string;
-  readonly spent_this_month: string;
-  readonly spent_total: string;
-  readonly last_grant_at: string | null;
-  readonly last_used_at: string | null;
-}
+export type ProductUserSummary = z.output<typeof productUserSummarySchema>;
 
-export interface UsageTotals {
-  readonly sell_cost: string;
-  readonly input_tokens: number;
-  readonly output_tokens: number;
-  readonly total_tokens: number;
-  readonly request_count: number;
-}
+export type Credits = z.output<typeof creditsSchema>;
 
-export interface ProductUserProfile {
-  readonly product_end_user_id: string;
-  readonly app_id: string;
-  readonly external_user_id: string;
-  readonly display_name: string;
-  readonly status: 'active' | 'blocked';
-  readonly allowance_starts_at: string | null;
-  readonly last_app_connection_id: string;
-  readonly allowance?: {
-    readonly credit_mode: CreditMode;
-    readonly overrun_policy: OverrunPolicy;
-    readonly currency: string;
-    readonly period_start: string;
-    readonly period_end: string;
-    readonly cap_amount: string;
-    readonly spent_this_period: string;
-    readonly remaining_base_allowance: string;
-    readonly available_credits: string;
-    readonly available_allowance: string;
-  };
-  /** null when no cap applies to the user. */
-  readonly cap: {
-    readonly amount: string;
-    readonly currency: string;
-    readonly spent_this_period: string;
-    readonly reset_at: string;
-  } | null;
-  readonly credits: Credits;
-  readonly usage: { readonly this_month: UsageTotals; readonly total: UsageTotals };
-}
+export type UsageTotals = z.output<typeof usageTotalsSchema>;
 
-export interface CreditGrant {
-  readonly grant_id: string;
-  readonly amount: string;
-  readonly currency: string;
-  readonly expires_at: string | null;
-  readonly reason: string | null;
-  readonly status: 'active' | 'revoked';
-  readonly created_at: string;
-}
+/** A product user's profile: `cap` is null when no cap applies to the user. */
+export type ProductUserProfile = Declared<z.output<typeof productUserSchema>>;
 
-export type UsageGroup = 'day' | 'model' | 'connection' | 'product_user';
+export type CreditGrant = z.output<typeof creditGrantSchema>;
 
-export interface UsageRow {
-  readonly key: string | null;
-  readonly currency: string;
-  readonly requests: number;
-  readonly input_tokens: number;
-  readonly output_tokens: number;
-  readonly total_tokens: number;
-  /**
-   * Of input_tokens: written to the prompt cache (of them kept an hour), read from it; and the
-   * web searches. Absent from an API older than them (a page served during a rolling deploy).
-   */
-  readonly cache_write_tokens?: number;
-  readonly cache_write_1h_tokens?: number;
-  readonly cache_read_tokens?: number;
-  readonly web_search_requests?: number;
-  readonly cost: string;
-  readonly wallet_cost: string;
-}
+export type UsageGroup = z.output<typeof usageGroupSchema>;
 
-export interface Usage {
-  readonly group_by: UsageGroup;
-  readonly from: string;
-  readonly to: string;
-  readonly data: UsageRow[];
-}
+type AnsweredUsageRow = z.output<typeof usageSchema>['data'][number];
+/** Of input_tokens: written to the prompt cache (of them kept an hour), read from it; and the
+ * web searches. Always answered now; optional here, as a page served during a rolling deploy
+ * may read an API older than them (and shows them as absent, not as 0). */
+type NewerUsageCounts =
+  'cache_write_tokens' | 'cache_write_1h_tokens' | 'cache_read_tokens' | 'web_search_requests';
+export type UsageRow = Omit<AnsweredUsageRow, NewerUsageCounts> &
+  Partial<Pick<AnsweredUsageRow, NewerUsageCounts>>;
 
-export interface CapRule {
-  readonly cap_rule_id: string;
-  readonly amount: string | null;
-  readonly per_user_amount: string | null;
-  readonly currency: string;
-  readonly period: 'monthly';
-  readonly credit_mode: CreditMode | null;
-  readonly overrun_policy: OverrunPolicy | null;
-  readonly status: 'active';
-  readonly updated_at: string;
-}
+export type Usage = Omit<z.output<typeof usageSchema>, 'data'> & { readonly data: UsageRow[] };
 
-export interface CapState {
-  readonly scope: 'org' | 'app_connection' | 'product_user';
-  readonly org_id: string;
-  readonly app_connection_id: string | null;
-  readonly product_end_user_id: string | null;
-  readonly cap: CapRule | null;
-  readonly connection?: {
-    readonly credit_mode: CreditMode;
-    readonly overrun_policy: OverrunPolicy;
-    readonly requires_product_user: boolean;
-  };
-}
+export type CapRule = z.output<typeof capRuleSchema>;
+
+export type CapState = z.output<typeof capStateSchema>;
 
 /** A set cap's answer: the level, and the API's warnings (the cap is already used up). */
-export interface CapSetAnswer extends CapState {
-  readonly warnings: readonly string[];
-}
+export type CapSetAnswer = z.output<typeof capSetSchema>;
 
-export interface Wallet {
-  readonly org_id: string;
-  readonly balance: string;
-  readonly reserved: string;
-  readonly available: string;
-  readonly currency: string;
-  /** Whether this gateway takes top-ups from the dashboard (DASHBOARD_WALLET_TOPUP). */
-  readonly top_ups_enabled: boolean;
-}
+/** The wallet, and whether this gateway takes top-ups from the dashboard
+ * (DASHBOARD_WALLET_TOPUP). */
+export type Wallet = z.output<typeof walletReadSchema>;
 
-export interface WalletTransaction {
-  readonly id: string;
-  readonly kind: 'topup' | 'set' | 'usage_archived';
-  readonly amount: string;
-  readonly currency: string;
-  readonly created_by: string | null;
-  readonly created_at: string;
-}
+export type WalletTransaction = z.output<typeof walletTransactionSchema>;
 
-export interface WalletAlert {
-  readonly org_id: string;
-  readonly low_balance_threshold: string | null;
-  readonly currency: string;
-}
+export type WalletAlert = z.output<typeof walletAlertSchema>;
 
-export interface Overview {
-  readonly org_id: string;
-  readonly currency: string;
-  readonly period_start: string;
-  readonly period_end: string;
-  readonly spent_this_period: string;
-  readonly wallet_cost_this_period: string;
-  readonly requests_this_period: number;
-  readonly org_cap: {
-    readonly cap_rule_id: string;
-    readonly amount: string;
-    readonly remaining: string;
-  } | null;
-  readonly wallet: {
-    readonly balance: string;
-    readonly reserved: string;
-    readonly available: string;
-  };
-  /** Apps that are not deleted and their connections, counted by the API. */
-  readonly counts: {
-    readonly apps: number;
-    readonly active_connections: number;
-    readonly revoked_connections: number;
-  };
-}
+/** The overview; its counts are of the apps that are not deleted and their connections. */
+export type Overview = z.output<typeof overviewSchema>;
 
-export interface CredentialRow {
-  readonly id: string;
-  readonly org_id: string;
-  readonly provider: string;
-  readonly secret_kind: 'api_key';
-  readonly name: string;
-  readonly model_policy: string[];
-  readonly routing_mode: string;
-  readonly priority: number;
-  readonly status: 'active' | 'disabled' | 'deleted';
-  readonly fingerprint: string;
-  readonly app_connection_ids: string[];
-  readonly created_at: string;
-}
+export type AuditEntry = z.output<typeof auditEntrySchema>;
 
-/** A credential as its create, change or grant answers it. */
-export interface WrittenCredential extends CredentialRow {
-  /** That it is granted to no connection (first), exact model ids of the policy written that the
-   * catalogue does not list: stored all the same (decisions 338, 456). */
-  readonly warnings: readonly string[];
-}
+/** One entry of the account's own activity, with the organization it was in. */
+export type ActivityEntry = z.output<typeof activityEntrySchema>;
+
+export type CredentialRow = z.output<typeof credentialSchema>;
+
+/** A credential as its create, change or grant answers it, with its warnings: that it is granted
+ * to no connection (first), exact model ids of the policy written that the catalogue does not
+ * list: stored all the same (decisions 338, 456). */
+export type WrittenCredential = z.output<typeof writtenCredentialSchema>;
+
+/** A member of the organization (`personal_organization`: the member's own, which they always
+ * own: the API refuses a change). */
+export type MemberRow = z.output<typeof memberSchema>;
+
+/** An invitation as the API answers it (members page and the invitations banner). */
+export type Invitation = z.output<typeof invitationSchema>;
+
+/** The answer to making one: the invitation with its accept token and link, shown once. */
+export type SentInvitation = z.output<typeof createdInvitationSchema>;
+
+/** A webhook endpoint (`earlier_secrets_expire_at`: the secrets retired before the last
+ * rotation that still sign, each until then). */
+export type WebhookEndpoint = z.output<typeof webhookSchema>;
+
+/** A created endpoint or a rotated secret: the secret is in this answer only. */
+export type WebhookEndpointWithSecret = z.output<typeof webhookWithSecretSchema>;
+
+/** A test event queued: the message its delivery log shows. */
+export type WebhookTestQueued = z.output<typeof testQueuedSchema>;
+
+export type WebhookDelivery = z.output<typeof deliverySchema>;
+
+/** An OAuth client (`retired_secrets_expire_at`: until when each secret retired by a rotation
+ * still authenticates, soonest first). */
+export type OAuthClient = z.output<typeof oauthClientSchema>;
+
+/** A connected app as the organization that pays for it sees it (`token_id`: the app's OAuth
+ * token, whose limits these are, null: none was issued; `monthly_cap`: its connection's, null:
+ * none). */
+/** A client as created: a confidential one's secret is in this answer only. */
+export type CreatedOAuthClient = z.output<typeof createdOAuthClientSchema>;
+
+/** A client whose secret was just rotated: the new secret is in this answer only. */
+export type RotatedOAuthClient = z.output<typeof rotatedOAuthClientSchema>;
+
+export type ConnectedApp = z.output<typeof connectedAppSchema>;
+
+/** A routable model and its prices (`web_search_price_per_search` null: the model's vendor
+ * runs no web search gw meters). */
+export type ModelRow = z.output<typeof modelSchema>;

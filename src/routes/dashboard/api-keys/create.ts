@@ -8,7 +8,8 @@ import type { DbPool } from '../../../db/pool.js';
 import { isGwError } from '../../../errors.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { ofConnection } from '../connections/schema.js';
-import { createApiKeyBody, createdApiKeySchema } from './schema.js';
+import { createApiKeyBody } from './schema.js';
+import { createdApiKeySchema } from './answers.js';
 
 export const createApiKeyRoute = declareRoute({
   method: 'POST',

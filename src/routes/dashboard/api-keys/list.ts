@@ -3,7 +3,7 @@
 import { apiKeyView, listApiKeys } from '../../../admin/api-keys.js';
 import { ofConnection } from '../connections/schema.js';
 import { declareListRoute } from '../list-route.js';
-import { apiKeySchema } from './schema.js';
+import { apiKeySchema } from './answers.js';
 
 export const listApiKeysRoute = declareListRoute({
   path: '/dashboard/api/connections/{connection_id}/api-keys',

@@ -4,7 +4,8 @@ import { apiKeyView, revokeApiKeyAs } from '../../../admin/api-keys.js';
 import { gwError } from '../../../errors.js';
 import { declareRoute } from '../../framework/declaration.js';
 import type { KeyRevokingDeps } from '../schemas.js';
-import { apiKeySchema, ofApiKey } from './schema.js';
+import { ofApiKey } from './schema.js';
+import { apiKeySchema } from './answers.js';
 
 export const revokeApiKeyRoute = declareRoute({
   method: 'POST',

@@ -5,7 +5,8 @@ import { apiKeyView, rotateApiKeyAs } from '../../../admin/api-keys.js';
 import { isGwError } from '../../../errors.js';
 import { declareRoute } from '../../framework/declaration.js';
 import type { KeyRevokingDeps } from '../schemas.js';
-import { issuedApiKeySchema, ofApiKey, rotateApiKeyBody } from './schema.js';
+import { ofApiKey, rotateApiKeyBody } from './schema.js';
+import { issuedApiKeySchema } from './answers.js';
 
 export const rotateApiKeyRoute = declareRoute({
   method: 'POST',

@@ -9,7 +9,8 @@ import { apiKeyView, updateApiKeyLimitsAs } from '../../../admin/api-keys.js';
 import { isGwError } from '../../../errors.js';
 import { declareRoute } from '../../framework/declaration.js';
 import type { KeyRevokingDeps } from '../schemas.js';
-import { apiKeySchema, ofApiKey, updateApiKeyBody } from './schema.js';
+import { ofApiKey, updateApiKeyBody } from './schema.js';
+import { apiKeySchema } from './answers.js';
 
 export const updateApiKeyRoute = declareRoute({
   method: 'PATCH',

@@ -4,7 +4,7 @@ import { appView, createAppAs } from '../../../admin/apps.js';
 import type { DbPool } from '../../../db/pool.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { displayName, inOrg } from '../schemas.js';
-import { appSchema } from './schema.js';
+import { appSchema } from './answers.js';
 
 export const createAppRoute = declareRoute({
   method: 'POST',

@@ -8,7 +8,8 @@ import { gwError } from '../../../errors.js';
 import { deleteOAuthClientsOfAppAs } from '../../../oauth/clients.js';
 import { declareRoute } from '../../framework/declaration.js';
 import type { KeyRevokingDeps } from '../schemas.js';
-import { appDetailSchema, ofApp } from './schema.js';
+import { ofApp } from './schema.js';
+import { appDetailSchema } from './answers.js';
 
 export const deleteAppRoute = declareRoute({
   method: 'DELETE',

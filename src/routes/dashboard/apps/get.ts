@@ -5,7 +5,8 @@ import { appDetailView, getApp } from '../../../admin/apps.js';
 import type { DbPool } from '../../../db/pool.js';
 import { gwError } from '../../../errors.js';
 import { declareRoute } from '../../framework/declaration.js';
-import { appDetailSchema, ofApp } from './schema.js';
+import { ofApp } from './schema.js';
+import { appDetailSchema } from './answers.js';
 
 export const getAppRoute = declareRoute({
   method: 'GET',

@@ -2,7 +2,7 @@
 import { appView, listApps } from '../../../admin/apps.js';
 import { declareListRoute } from '../list-route.js';
 import { inOrg } from '../schemas.js';
-import { appSchema } from './schema.js';
+import { appSchema } from './answers.js';
 
 export const listAppsRoute = declareListRoute({
   path: '/dashboard/api/orgs/{org_id}/apps',

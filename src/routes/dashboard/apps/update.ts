@@ -6,7 +6,8 @@ import type { DbPool } from '../../../db/pool.js';
 import { isGwError } from '../../../errors.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { displayName } from '../schemas.js';
-import { appDetailSchema, ofApp } from './schema.js';
+import { ofApp } from './schema.js';
+import { appDetailSchema } from './answers.js';
 
 export const renameAppRoute = declareRoute({
   method: 'PATCH',

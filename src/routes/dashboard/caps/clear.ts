@@ -5,7 +5,8 @@
 import { clearCapAs, type CapInvalidation, type CapScope } from '../../../admin/caps.js';
 import type { DbPool } from '../../../db/pool.js';
 import { declareRoute } from '../../framework/declaration.js';
-import { capLevels, capRefusal, capStateSchema, capTargetOf } from './schema.js';
+import { capLevels, capRefusal, capTargetOf } from './schema.js';
+import { capStateSchema } from './answers.js';
 
 function clearCapRoute(scope: CapScope) {
   const level = capLevels[scope];

@@ -5,7 +5,8 @@ import { readCap, type CapScope } from '../../../admin/caps.js';
 import type { DbPool } from '../../../db/pool.js';
 import { gwError } from '../../../errors.js';
 import { declareRoute } from '../../framework/declaration.js';
-import { capLevels, capStateSchema, capTargetOf } from './schema.js';
+import { capLevels, capTargetOf } from './schema.js';
+import { capStateSchema } from './answers.js';
 
 function readCapRoute(scope: CapScope) {
   const level = capLevels[scope];

@@ -1,51 +1,11 @@
-// The cap objects of the dashboard API, the three levels a cap is set at (organization,
-// app connection with its per-user default, one product user), and where their routes find
-// their organization.
-import { z } from 'zod';
+// The three levels a cap is set at (organization, app connection with its per-user default, one
+// product user) and where their routes find their organization (the cap objects: answers.ts).
 import { CapTargetError, type CapScope, type CapTarget } from '../../../admin/caps.js';
 import { AmountRangeError } from '../../../money.js';
 import { gwError, type GwError } from '../../../errors.js';
-import { decimalString } from '../../schemas.js';
 import { ofConnection } from '../connections/schema.js';
 import { ofProductUser } from '../product-users/schema.js';
 import { inOrg } from '../schemas.js';
-
-const creditMode = z.enum(['enforce', 'track_only', 'disabled']);
-const overrunPolicy = z.enum(['limit_output', 'reject']);
-
-export const capRuleSchema = z.object({
-  cap_rule_id: z.string(),
-  /** null on a connection cap that sets only the per-user default. */
-  amount: decimalString.nullable(),
-  per_user_amount: decimalString.nullable(),
-  currency: z.string(),
-  period: z.literal('monthly'),
-  /** A product user's overrides of the connection's settings (null: inherited). */
-  credit_mode: creditMode.nullable(),
-  overrun_policy: overrunPolicy.nullable(),
-  status: z.literal('active'),
-  updated_at: z.string(),
-});
-
-export const capStateSchema = z.object({
-  scope: z.enum(['org', 'app_connection', 'product_user']),
-  org_id: z.string(),
-  app_connection_id: z.string().nullable(),
-  product_end_user_id: z.string().nullable(),
-  /** The active cap, or null when this level is not capped. */
-  cap: capRuleSchema.nullable(),
-  /** On a connection: its settings, which govern its product users. */
-  connection: z
-    .object({
-      credit_mode: creditMode,
-      overrun_policy: overrunPolicy,
-      requires_product_user: z.boolean(),
-    })
-    .optional(),
-});
-
-/** A set cap's answer: the level, and the warnings of a cap already used up (decision 481). */
-export const capSetSchema = capStateSchema.extend({ warnings: z.array(z.string()) });
 
 /** Where each level's routes live and find their organization. */
 export const capLevels = {

@@ -22,7 +22,8 @@ import { isGwError, type GwError } from '../../../errors.js';
 import { parseAmountField, SETTLEMENT_CURRENCY } from '../../../money.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { amountInput } from '../schemas.js';
-import { capLevels, capRefusal, capSetSchema, capTargetOf } from './schema.js';
+import { capLevels, capRefusal, capTargetOf } from './schema.js';
+import { capSetSchema } from './answers.js';
 
 const creditMode = z.enum(['enforce', 'track_only', 'disabled']);
 const overrunPolicy = z.enum(['limit_output', 'reject']);

@@ -3,7 +3,7 @@
 import { connectedAppView, listConnectedApps } from '../../../oauth/connected-apps.js';
 import { declareListRoute } from '../list-route.js';
 import { inOrg } from '../schemas.js';
-import { connectedAppSchema } from './schema.js';
+import { connectedAppSchema } from './answers.js';
 
 export const listConnectedAppsRoute = declareListRoute({
   path: '/dashboard/api/orgs/{org_id}/connected-apps',

@@ -5,7 +5,8 @@
 import { revokeConnectedApp } from '../../../oauth/connected-apps.js';
 import { declareRoute } from '../../framework/declaration.js';
 import type { KeyRevokingDeps } from '../schemas.js';
-import { connectedAppSchema, ofConnectedApp } from './schema.js';
+import { ofConnectedApp } from './schema.js';
+import { connectedAppSchema } from './answers.js';
 
 export const revokeConnectedAppRoute = declareRoute({
   method: 'POST',

@@ -5,7 +5,8 @@ import type { DbPool } from '../../../db/pool.js';
 import { isGwError } from '../../../errors.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { displayName } from '../schemas.js';
-import { connectionSchema, connectionSettingsSchema, ofApp } from './schema.js';
+import { connectionSettingsSchema, ofApp } from './schema.js';
+import { connectionSchema } from './answers.js';
 
 export const createConnectionRoute = declareRoute({
   method: 'POST',

@@ -1,7 +1,8 @@
 // GET /dashboard/api/apps/{app_id}/connections: the app's connections (any member).
 import { connectionView, listConnections } from '../../../admin/connections.js';
 import { declareListRoute } from '../list-route.js';
-import { connectionSchema, ofApp } from './schema.js';
+import { ofApp } from './schema.js';
+import { connectionSchema } from './answers.js';
 
 export const listConnectionsRoute = declareListRoute({
   path: '/dashboard/api/apps/{app_id}/connections',

@@ -10,7 +10,7 @@ import { listOrgConnections, orgConnectionView } from '../../../admin/org-connec
 import { isObjectIdForm } from '../../../object-ids.js';
 import { declareListRoute } from '../list-route.js';
 import { inOrg } from '../schemas.js';
-import { orgConnectionSchema } from './schema.js';
+import { orgConnectionSchema } from './answers.js';
 
 /** How many ids one request may name: a page's worth. */
 export const MAX_CONNECTION_IDS = 200;

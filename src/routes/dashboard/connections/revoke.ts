@@ -3,7 +3,8 @@
 import { connectionView, revokeConnectionAs } from '../../../admin/connections.js';
 import { declareRoute } from '../../framework/declaration.js';
 import type { KeyRevokingDeps } from '../schemas.js';
-import { connectionSchema, ofConnection } from './schema.js';
+import { ofConnection } from './schema.js';
+import { connectionSchema } from './answers.js';
 
 export const revokeConnectionRoute = declareRoute({
   method: 'DELETE',

@@ -3,7 +3,8 @@
 import { connectionView, updateConnectionAs } from '../../../admin/connections.js';
 import { declareRoute } from '../../framework/declaration.js';
 import type { KeyRevokingDeps } from '../schemas.js';
-import { connectionSchema, connectionSettingsSchema, ofConnection } from './schema.js';
+import { connectionSettingsSchema, ofConnection } from './schema.js';
+import { connectionSchema } from './answers.js';
 
 export const updateConnectionRoute = declareRoute({
   method: 'PATCH',

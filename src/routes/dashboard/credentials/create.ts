@@ -11,12 +11,8 @@ import { ROUTING_MODES } from '../../../credentials/credential-views.js';
 import { writtenCredential } from '../../../credentials/written-credential.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { displayName, inOrg, modelPolicySchema } from '../schemas.js';
-import {
-  credentialRefusal,
-  prioritySchema,
-  writtenCredentialSchema,
-  type CredentialWriteDeps,
-} from './schema.js';
+import { credentialRefusal, prioritySchema, type CredentialWriteDeps } from './schema.js';
+import { writtenCredentialSchema } from './answers.js';
 
 const createCredentialBody = z.strictObject({
   provider: z.enum(PROVIDER_IDS as [string, ...string[]]),

@@ -2,12 +2,8 @@
 // credential for good, revoking its connection grants (the spec's rule); every instance stops
 // using it at once. Its sealed secret stays in Postgres, unusable, for the audit's sake.
 import { declareRoute } from '../../framework/declaration.js';
-import {
-  credentialNotFound,
-  credentialSchema,
-  ofCredential,
-  type CredentialRouteDeps,
-} from './schema.js';
+import { credentialNotFound, ofCredential, type CredentialRouteDeps } from './schema.js';
+import { credentialSchema } from './answers.js';
 
 export const deleteCredentialRoute = declareRoute({
   method: 'DELETE',

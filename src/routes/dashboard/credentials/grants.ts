@@ -10,9 +10,9 @@ import {
   credentialNotFound,
   credentialRefusal,
   ofCredential,
-  writtenCredentialSchema,
   type CredentialWriteDeps,
 } from './schema.js';
+import { writtenCredentialSchema } from './answers.js';
 
 function grantRoute(granted: boolean) {
   return declareRoute({

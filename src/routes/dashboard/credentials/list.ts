@@ -3,7 +3,7 @@
 import { listCredentials } from '../../../credentials/credential-store.js';
 import { declareListRoute } from '../list-route.js';
 import { inOrg } from '../schemas.js';
-import { credentialSchema } from './schema.js';
+import { credentialSchema } from './answers.js';
 
 export const listCredentialsRoute = declareListRoute({
   path: '/dashboard/api/orgs/{org_id}/credentials',

@@ -1,7 +1,6 @@
-// The provider-credential object of the dashboard API (its fingerprint, never the secret), the
-// answer of its writes (with its warnings: no connection granted, and the models of the policy
-// written the catalogue lacks — writtenCredential, shared with the CLI), where its routes find
-// their organization, and the credential service's refusals as the spec's errors.
+// Where the provider-credential routes find their organization, what they need, and the
+// credential service's refusals as the spec's errors (the credential objects, and the answer of
+// its writes with its warnings, shared with the CLI: answers.ts).
 import { z } from 'zod';
 import {
   CredentialError,
@@ -11,6 +10,13 @@ import {
 import { ROUTING_MODES } from '../../../credentials/credential-views.js';
 import type { DbPool } from '../../../db/pool.js';
 import { gwError, type ErrorCode, type GwError } from '../../../errors.js';
+import type { Holds, SameLiterals } from '../../answers.js';
+import type { routingModeSchema } from './answers.js';
+
+/** The routing modes answered are the credential service's. */
+type _RoutingModesAnswered = Holds<
+  SameLiterals<z.output<typeof routingModeSchema>, (typeof ROUTING_MODES)[number]>
+>;
 
 /** Routes under /dashboard/api/credentials/{credential_id} act on its organization. */
 export const ofCredential = { param: 'credential_id', table: 'provider_credentials' } as const;
@@ -27,32 +33,6 @@ export interface CredentialRouteDeps {
 export interface CredentialWriteDeps extends CredentialRouteDeps {
   readonly db: Pick<DbPool, 'query'>;
 }
-
-export const credentialSchema = z.object({
-  id: z.string(),
-  org_id: z.string(),
-  provider: z.string(),
-  secret_kind: z.literal('api_key'),
-  name: z.string(),
-  model_policy: z.array(z.string()),
-  routing_mode: z.enum(ROUTING_MODES),
-  priority: z.number().int(),
-  status: z.enum(['active', 'disabled', 'deleted']),
-  /** `sha256:` and 16 hex digits of the secret's hash: tells keys apart, reveals nothing. */
-  fingerprint: z.string(),
-  /** The connections whose requests it may serve. */
-  app_connection_ids: z.array(z.string()),
-  created_at: z.string(),
-});
-
-/** A credential as created or changed, and what is odd about it (decisions 338, 456). */
-export const writtenCredentialSchema = credentialSchema.extend({
-  warnings: z
-    .array(z.string())
-    .describe(
-      'sentences, each a thing to fix that did not stop the write: the credential is granted to no app connection, so serves no request (whenever the write leaves it so); an exact model id of the policy written that the catalogue does not list yet (only when the request wrote a policy)',
-    ),
-});
 
 export const prioritySchema = z
   .number()

@@ -13,9 +13,9 @@ import {
   credentialRefusal,
   ofCredential,
   prioritySchema,
-  writtenCredentialSchema,
   type CredentialWriteDeps,
 } from './schema.js';
+import { writtenCredentialSchema } from './answers.js';
 
 const updateCredentialBody = z
   .strictObject({

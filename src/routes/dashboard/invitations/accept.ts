@@ -8,7 +8,8 @@ import { z } from 'zod';
 import { acceptInvitation, invitationView } from '../../../accounts/invitations.js';
 import type { DbPool } from '../../../db/pool.js';
 import { declareRoute } from '../../framework/declaration.js';
-import { invitationRefusal, invitationSchema } from './schema.js';
+import { invitationRefusal } from './schema.js';
+import { invitationSchema } from './answers.js';
 
 export const acceptInvitationRoute = declareRoute({
   method: 'POST',

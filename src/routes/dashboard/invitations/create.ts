@@ -11,17 +11,10 @@ import { EMAIL_MAX_LENGTH } from '../../../accounts/users.js';
 import type { DbPool } from '../../../db/pool.js';
 import { issuerOf, type IssuerSettings } from '../../../oauth/issuer.js';
 import { declareRoute } from '../../framework/declaration.js';
-import { inOrg, roleSchema } from '../schemas.js';
-import { invitationErrors, invitationRefusal, invitationSchema } from './schema.js';
-
-const createdInvitationSchema = invitationSchema.extend({
-  accept_token: z
-    .string()
-    .describe('shown once: the invitee accepts with it (required where anyone may sign up)'),
-  accept_url: z
-    .string()
-    .describe('shown once: the dashboard link to send the invitee, carrying the accept token'),
-});
+import { inOrg } from '../schemas.js';
+import { roleSchema } from '../answers.js';
+import { invitationErrors, invitationRefusal } from './schema.js';
+import { createdInvitationSchema } from './answers.js';
 
 export const createInvitationRoute = declareRoute({
   method: 'POST',

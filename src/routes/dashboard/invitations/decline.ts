@@ -4,7 +4,8 @@
 import { declineInvitation, invitationView } from '../../../accounts/invitations.js';
 import type { DbPool } from '../../../db/pool.js';
 import { declareRoute } from '../../framework/declaration.js';
-import { invitationRefusal, invitationSchema } from './schema.js';
+import { invitationRefusal } from './schema.js';
+import { invitationSchema } from './answers.js';
 
 export const declineInvitationRoute = declareRoute({
   method: 'POST',

@@ -3,7 +3,7 @@
 import { invitationView, listOrgInvitations } from '../../../accounts/invitations.js';
 import { declareListRoute } from '../list-route.js';
 import { inOrg } from '../schemas.js';
-import { invitationSchema } from './schema.js';
+import { invitationSchema } from './answers.js';
 
 export const listInvitationsRoute = declareListRoute({
   path: '/dashboard/api/orgs/{org_id}/invitations',

@@ -10,8 +10,8 @@ import { pageQuerySchema } from '../../../db/pages.js';
 import { isGwError } from '../../../errors.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { pageOfQuery } from '../../framework/query.js';
-import { pageOf } from '../schemas.js';
-import { invitationSchema } from './schema.js';
+import { pageOf } from '../answers.js';
+import { invitationSchema } from './answers.js';
 
 export const myInvitationsRoute = declareRoute({
   method: 'GET',

@@ -3,7 +3,8 @@
 import { invitationView, revokeInvitation } from '../../../accounts/invitations.js';
 import type { DbPool } from '../../../db/pool.js';
 import { declareRoute } from '../../framework/declaration.js';
-import { invitationErrors, invitationRefusal, invitationSchema, ofInvitation } from './schema.js';
+import { invitationErrors, invitationRefusal, ofInvitation } from './schema.js';
+import { invitationSchema } from './answers.js';
 
 export const revokeInvitationRoute = declareRoute({
   method: 'POST',

@@ -1,22 +1,8 @@
-// The invitation object of the dashboard API, and how invitation rules answer.
-import { z } from 'zod';
+// Where the invitation routes find their organization, and how invitation rules answer (the
+// invitation objects: answers.ts).
 import { InvitationError } from '../../../accounts/invitations.js';
 import { tooManyAttempts } from '../../../accounts/login-throttle.js';
 import { gwError, type GwError } from '../../../errors.js';
-import { roleSchema } from '../schemas.js';
-
-export const invitationSchema = z.object({
-  id: z.string(),
-  org_id: z.string(),
-  org_name: z.string(),
-  email: z.string(),
-  role: roleSchema,
-  status: z.enum(['pending', 'accepted', 'declined', 'revoked', 'expired']),
-  invited_by: z.string().describe('the user id of the member who sent it'),
-  invited_by_email: z.string().nullable(),
-  created_at: z.string(),
-  expires_at: z.string(),
-});
 
 /** Invitations of the organization the path names (`{invitation_id}`). */
 export const ofInvitation = { param: 'invitation_id', table: 'org_invitations' } as const;

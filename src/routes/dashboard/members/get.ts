@@ -7,7 +7,7 @@ import type { DbPool } from '../../../db/pool.js';
 import { gwError } from '../../../errors.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { inOrg } from '../schemas.js';
-import { memberSchema } from './schema.js';
+import { memberSchema } from './answers.js';
 
 export const getMemberRoute = declareRoute({
   method: 'GET',

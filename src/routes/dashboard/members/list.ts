@@ -2,7 +2,7 @@
 import { listMembers, memberView } from '../../../accounts/members.js';
 import { declareListRoute } from '../list-route.js';
 import { inOrg } from '../schemas.js';
-import { memberSchema } from './schema.js';
+import { memberSchema } from './answers.js';
 
 export const listMembersRoute = declareListRoute({
   path: '/dashboard/api/orgs/{org_id}/members',

@@ -1,17 +1,6 @@
-// The member object of the dashboard API, and how membership rules answer.
-import { z } from 'zod';
+// How membership rules answer (the member object: answers.ts).
 import { MembershipError } from '../../../accounts/members.js';
 import { gwError, type GwError } from '../../../errors.js';
-import { roleSchema } from '../schemas.js';
-
-export const memberSchema = z.object({
-  user_id: z.string(),
-  email: z.string(),
-  role: roleSchema,
-  /** This is the member's personal organization: they always own it (no role change, no removal). */
-  personal_organization: z.boolean(),
-  created_at: z.string(),
-});
 
 export const membershipErrors = ['gw_not_found', 'gw_conflict', 'gw_role_forbidden'] as const;
 

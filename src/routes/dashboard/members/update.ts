@@ -6,8 +6,10 @@ import { changeRole, memberView } from '../../../accounts/members.js';
 import type { ApiKeyInvalidation } from '../../../auth/api-key-store.js';
 import type { DbPool } from '../../../db/pool.js';
 import { declareRoute } from '../../framework/declaration.js';
-import { roleSchema, inOrg } from '../schemas.js';
-import { memberSchema, membershipErrors, membershipRefusal } from './schema.js';
+import { inOrg } from '../schemas.js';
+import { roleSchema } from '../answers.js';
+import { membershipErrors, membershipRefusal } from './schema.js';
+import { memberSchema } from './answers.js';
 
 export const changeMemberRoleRoute = declareRoute({
   method: 'PATCH',

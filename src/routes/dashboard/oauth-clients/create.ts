@@ -6,7 +6,8 @@ import { isGwError } from '../../../errors.js';
 import { createOAuthClientAs, oauthClientView } from '../../../oauth/clients.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { ofApp } from '../connections/schema.js';
-import { createdOAuthClientSchema, createOAuthClientBody } from './schema.js';
+import { createOAuthClientBody } from './schema.js';
+import { createdOAuthClientSchema } from './answers.js';
 
 export const createOAuthClientRoute = declareRoute({
   method: 'POST',

@@ -4,7 +4,8 @@ import { gwError } from '../../../errors.js';
 import { deleteOAuthClientAs, oauthClientView } from '../../../oauth/clients.js';
 import { declareRoute } from '../../framework/declaration.js';
 import type { KeyRevokingDeps } from '../schemas.js';
-import { oauthClientSchema, ofOAuthClient } from './schema.js';
+import { ofOAuthClient } from './schema.js';
+import { oauthClientSchema } from './answers.js';
 
 export const deleteOAuthClientRoute = declareRoute({
   method: 'DELETE',

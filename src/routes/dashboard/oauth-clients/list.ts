@@ -2,7 +2,7 @@
 import { listOAuthClients, oauthClientView } from '../../../oauth/clients.js';
 import { ofApp } from '../connections/schema.js';
 import { declareListRoute } from '../list-route.js';
-import { oauthClientSchema } from './schema.js';
+import { oauthClientSchema } from './answers.js';
 
 export const listOAuthClientsRoute = declareListRoute({
   path: '/dashboard/api/apps/{app_id}/oauth-clients',

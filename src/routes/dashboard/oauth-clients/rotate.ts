@@ -6,7 +6,8 @@ import type { DbPool } from '../../../db/pool.js';
 import { isGwError } from '../../../errors.js';
 import { oauthClientView, rotateOAuthClientSecretAs } from '../../../oauth/clients.js';
 import { declareRoute } from '../../framework/declaration.js';
-import { ofOAuthClient, rotatedOAuthClientSchema, rotateOAuthClientSecretBody } from './schema.js';
+import { ofOAuthClient, rotateOAuthClientSecretBody } from './schema.js';
+import { rotatedOAuthClientSchema } from './answers.js';
 
 export const rotateOAuthClientSecretRoute = declareRoute({
   method: 'POST',

@@ -3,7 +3,7 @@
 import { productUserById } from '../../../product-users/search.js';
 import { declareRoute } from '../../framework/declaration.js';
 import type { ProductUserRouteDeps } from '../../product-users/lookup.js';
-import { productUserSchema } from '../../schemas.js';
+import { productUserSchema } from '../../answers.js';
 import { ofProductUser } from './schema.js';
 
 export const productUserProfileRoute = declareRoute({

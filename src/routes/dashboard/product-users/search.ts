@@ -5,7 +5,7 @@ import { MAX_EXTERNAL_USER_ID_CHARS, storableText } from '../../../product-users
 import { productUserListView, searchProductUsers } from '../../../product-users/search.js';
 import { declareListRoute } from '../list-route.js';
 import { inOrg } from '../schemas.js';
-import { productUserSummarySchema } from './schema.js';
+import { productUserSummarySchema } from './answers.js';
 
 const searchQuery = pageQuerySchema.extend({
   q: storableText(MAX_EXTERNAL_USER_ID_CHARS).optional(),

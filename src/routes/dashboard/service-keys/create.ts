@@ -5,7 +5,8 @@ import type { DbPool } from '../../../db/pool.js';
 import { isGwError } from '../../../errors.js';
 import { inOrg } from '../schemas.js';
 import { declareRoute } from '../../framework/declaration.js';
-import { createServiceKeyBody, issuedServiceKeySchema } from './schema.js';
+import { createServiceKeyBody } from './schema.js';
+import { issuedServiceKeySchema } from './answers.js';
 
 export const createServiceKeyRoute = declareRoute({
   method: 'POST',

@@ -3,7 +3,7 @@
 import { listServiceKeys, serviceKeyView } from '../../../admin/service-keys.js';
 import { declareListRoute } from '../list-route.js';
 import { inOrg } from '../schemas.js';
-import { serviceKeySchema } from './schema.js';
+import { serviceKeySchema } from './answers.js';
 
 export const listServiceKeysRoute = declareListRoute({
   path: '/dashboard/api/orgs/{org_id}/service-keys',

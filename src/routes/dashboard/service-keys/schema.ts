@@ -1,5 +1,5 @@
-// The service-key object of the dashboard API (a hint, never the key), its status routes, and
-// where its routes find their organization.
+// What a service-key create takes, its status routes, and where its routes find their
+// organization (the service-key objects: answers.ts).
 import { z } from 'zod';
 import {
   serviceKeyView,
@@ -10,20 +10,14 @@ import { SERVICE_KEY_SCOPES } from '../../../admin/provisioning.js';
 import type { DbPool } from '../../../db/pool.js';
 import { gwError } from '../../../errors.js';
 import { declareRoute } from '../../framework/declaration.js';
+import type { Holds, SameLiterals } from '../../answers.js';
 import { timestamp } from '../../product-users/lookup.js';
+import { serviceKeySchema, type serviceKeyScopeSchema } from './answers.js';
 
-export const serviceKeySchema = z.object({
-  id: z.string(),
-  org_id: z.string(),
-  key_hint: z.string(),
-  scopes: z.array(z.enum(SERVICE_KEY_SCOPES)),
-  status: z.enum(['active', 'revoked', 'disabled', 'expired']),
-  expires_at: z.string().nullable(),
-  created_at: z.string(),
-});
-
-/** A key as created: the object and, in this answer only, the raw key. */
-export const issuedServiceKeySchema = serviceKeySchema.extend({ key: z.string() });
+/** The scopes answered are those keys are issued with. */
+type _ScopesAnswered = Holds<
+  SameLiterals<z.output<typeof serviceKeyScopeSchema>, (typeof SERVICE_KEY_SCOPES)[number]>
+>;
 
 export const createServiceKeyBody = z.strictObject({
   scopes: z.array(z.enum(SERVICE_KEY_SCOPES)).min(1, 'must name a scope').optional(),

@@ -1,12 +1,11 @@
 // GET /dashboard/api/orgs/{org_id}/wallet (any member): the live balance, what requests in
 // flight hold, and what is available — the figures `gw wallet show` prints — and whether this
 // gateway takes top-ups from the dashboard (so a page knows whether to offer one).
-import { z } from 'zod';
 import { readWallet } from '../../../admin/wallet.js';
 import type { WalletService } from '../../../billing/wallets.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { inOrg } from '../schemas.js';
-import { walletSchema } from './schema.js';
+import { walletReadSchema } from './answers.js';
 
 export const readWalletRoute = declareRoute({
   method: 'GET',
@@ -16,7 +15,7 @@ export const readWalletRoute = declareRoute({
   responses: {
     200: {
       description: 'the wallet',
-      schema: walletSchema.extend({ top_ups_enabled: z.boolean() }),
+      schema: walletReadSchema,
     },
   },
   async handler(

@@ -14,7 +14,7 @@ import { isJsonObject } from '../../../json-shapes.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { parseAmountField } from '../../../money.js';
 import { amountInput, inOrg } from '../schemas.js';
-import { walletSchema, walletTransactionSchema } from './schema.js';
+import { walletSchema, walletTransactionSchema } from './answers.js';
 
 export interface WalletTopUpDeps {
   readonly db: DbPool;

@@ -3,7 +3,7 @@
 import { listWalletTransactions } from '../../../admin/wallet.js';
 import { declareListRoute } from '../list-route.js';
 import { inOrg } from '../schemas.js';
-import { walletTransactionSchema } from './schema.js';
+import { walletTransactionSchema } from './answers.js';
 
 export const walletTransactionsRoute = declareListRoute({
   path: '/dashboard/api/orgs/{org_id}/wallet/transactions',

@@ -4,12 +4,8 @@ import { isGwError } from '../../../errors.js';
 import { createEndpoint, endpointView } from '../../../webhooks/endpoints.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { inOrg } from '../schemas.js';
-import {
-  createWebhookBody,
-  webhookWithSecretSchema,
-  WEBHOOKS_PATH,
-  type WebhookRouteDeps,
-} from './schema.js';
+import { createWebhookBody, WEBHOOKS_PATH, type WebhookRouteDeps } from './schema.js';
+import { webhookWithSecretSchema } from './answers.js';
 
 export const createWebhookRoute = declareRoute({
   method: 'POST',

@@ -3,8 +3,10 @@
 // attempts (time, status, latency, the first bytes of the answer).
 import { deliveriesQuery, listDeliveries } from '../../../webhooks/delivery-log.js';
 import { declareRoute } from '../../framework/declaration.js';
-import { inOrg, pageOf } from '../schemas.js';
-import { deliverySchema, WEBHOOK_PATH, type WebhookRouteDeps } from './schema.js';
+import { inOrg } from '../schemas.js';
+import { pageOf } from '../answers.js';
+import { WEBHOOK_PATH, type WebhookRouteDeps } from './schema.js';
+import { deliverySchema } from './answers.js';
 
 export const webhookDeliveriesRoute = declareRoute({
   method: 'GET',

@@ -2,11 +2,11 @@
 // health (admin or owner). Secrets are never shown again. Also whether this gateway takes
 // http:// URLs (WEBHOOK_ALLOW_HTTP), as the wallet's read says whether it takes top-ups: the
 // page that adds an endpoint says which URLs it may have.
-import { z } from 'zod';
 import { endpointView, listEndpoints } from '../../../webhooks/endpoints.js';
 import { declareRoute } from '../../framework/declaration.js';
-import { inOrg, pageOf } from '../schemas.js';
-import { webhookSchema, WEBHOOKS_PATH, type WebhookRouteDeps } from './schema.js';
+import { inOrg } from '../schemas.js';
+import { WEBHOOKS_PATH, type WebhookRouteDeps } from './schema.js';
+import { webhookListSchema } from './answers.js';
 
 export const listWebhooksRoute = declareRoute({
   method: 'GET',
@@ -16,7 +16,7 @@ export const listWebhooksRoute = declareRoute({
   responses: {
     200: {
       description: 'webhook endpoints',
-      schema: pageOf(webhookSchema).extend({ http_urls_allowed: z.boolean() }),
+      schema: webhookListSchema,
     },
   },
   async handler({ caller }, deps: { readonly webhooks: WebhookRouteDeps }) {

@@ -5,12 +5,8 @@ import { isGwError } from '../../../errors.js';
 import { endpointView, rotateSecret } from '../../../webhooks/endpoints.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { inOrg } from '../schemas.js';
-import {
-  rotateWebhookBody,
-  WEBHOOK_PATH,
-  webhookWithSecretSchema,
-  type WebhookRouteDeps,
-} from './schema.js';
+import { rotateWebhookBody, WEBHOOK_PATH, type WebhookRouteDeps } from './schema.js';
+import { webhookWithSecretSchema } from './answers.js';
 
 export const rotateWebhookSecretRoute = declareRoute({
   method: 'POST',

@@ -5,7 +5,8 @@ import { isGwError } from '../../../errors.js';
 import { endpointView, updateEndpoint } from '../../../webhooks/endpoints.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { inOrg } from '../schemas.js';
-import { updateWebhookBody, WEBHOOK_PATH, webhookSchema, type WebhookRouteDeps } from './schema.js';
+import { updateWebhookBody, WEBHOOK_PATH, type WebhookRouteDeps } from './schema.js';
+import { webhookSchema } from './answers.js';
 
 export const updateWebhookRoute = declareRoute({
   method: 'PATCH',

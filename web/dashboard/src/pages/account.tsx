@@ -3,13 +3,14 @@
 // out; this one stays signed in under a new session), sign out everywhere, and what was done in
 // their name (their audit entries in every organization they are in).
 import { useState } from 'preact/hooks';
-import { api, forgetCsrfToken, type SignedIn } from '../api.js';
+import { api, forgetCsrfToken, type PasswordChanged, type SignedIn } from '../api.js';
 import { useAction, useNotice, usePaged } from '../hooks.js';
 import { MadeRecently } from '../made-recently.js';
 import { NewPasswordFields, newPasswordProblem } from '../new-password.js';
 import { orgView } from '../router.js';
 import { Confirm, ErrorNote, Link, PageHeader } from '../ui.js';
-import { AuditEntries, type AuditEntry } from './audit-log.js';
+import type { ActivityEntry } from '../types.js';
+import { AuditEntries } from './audit-log.js';
 
 export function AccountPage(props: { session: SignedIn; onSignedOutEverywhere(): void }) {
   return (
@@ -46,7 +47,7 @@ function ChangePassword({ email }: { email: string }) {
         }
         void action
           .run(() =>
-            api.post<{ other_sessions_ended: number }>('/auth/password', {
+            api.post<PasswordChanged>('/auth/password', {
               current_password: current,
               new_password: next,
             }),
@@ -127,11 +128,6 @@ function SignOutEverywhere({ onDone }: { onDone(): void }) {
       )}
     </section>
   );
-}
-
-interface ActivityEntry extends AuditEntry {
-  readonly org_id: string;
-  readonly org_name: string;
 }
 
 /** What this account did, newest first, in every organization it is a member of. */

@@ -5,18 +5,8 @@ import { canManage, type OrgSummary } from '../api.js';
 import { exactAmount, isApiAmount } from '../money.js';
 import { usePaged, type Paged } from '../hooks.js';
 import { formatTime, Id, ListTable, PageHeader } from '../ui.js';
+import type { AuditEntry } from '../types.js';
 import type { OrgPage } from './page.js';
-
-export interface AuditEntry {
-  readonly id: string;
-  readonly user_id: string;
-  readonly email: string | null;
-  readonly action: string;
-  readonly object_type: string;
-  readonly object_id: string;
-  readonly details: Record<string, unknown>;
-  readonly created_at: string;
-}
 
 export const auditLogPage: OrgPage = {
   section: 'audit-log',

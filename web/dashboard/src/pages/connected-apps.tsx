@@ -9,37 +9,13 @@ import { Confirm, formatTime, ListTable, Money, PageHeader, RowButton, Status } 
 import { ConnectionCap } from './connection-cap.js';
 import { EditLimits, LimitsCell } from './key-limits.js';
 import type { OrgPage } from './page.js';
+import type { ConnectedApp } from '../types.js';
 
 export const connectedAppsPage: OrgPage = {
   section: 'connected-apps',
   label: 'Connected apps',
   Component: ({ org }) => <ConnectedAppsPage org={org} />,
 };
-
-interface Spend {
-  readonly cost: string;
-  readonly wallet_cost: string;
-  readonly requests: number;
-}
-
-interface ConnectedApp {
-  readonly id: string;
-  readonly app_name: string;
-  readonly client_name: string | null;
-  readonly status: 'active' | 'revoked';
-  readonly connected_by: string | null;
-  readonly token_issued_at: string | null;
-  /** The app's OAuth token, whose limits these are (null: none was issued). */
-  readonly token_id: string | null;
-  readonly requests_per_minute: number | null;
-  readonly product_user_requests_per_minute: number | null;
-  /** Its connection's monthly cap (null: none). */
-  readonly monthly_cap: string | null;
-  readonly created_at: string;
-  readonly revoked_at: string | null;
-  readonly currency: string;
-  readonly spend: { readonly this_month: Spend; readonly total: Spend };
-}
 
 /** Revoking is a spending decision: any member but a viewer may (as the API says). */
 const canRevoke = (role: OrgSummary['role']): boolean => role !== 'viewer';
@@ -240,7 +216,7 @@ function CapCell({ app }: { app: ConnectedApp }) {
 }
 
 /** What a connected app spent in a period, and in how many requests. */
-function Spent({ spend, currency }: { spend: Spend; currency: string }) {
+function Spent({ spend, currency }: { spend: ConnectedApp['spend']['total']; currency: string }) {
   return (
     <>
       <Money value={spend.cost} currency={currency} />

@@ -1,7 +1,12 @@
 // What a connection's settings mean, in words shown next to the controls.
+import type { z } from 'zod';
+import type {
+  creditModeSchema,
+  overrunPolicySchema,
+} from '../../../../src/routes/dashboard/connections/answers.js';
 
-export type CreditMode = 'enforce' | 'track_only' | 'disabled';
-export type OverrunPolicy = 'limit_output' | 'reject';
+export type CreditMode = z.output<typeof creditModeSchema>;
+export type OverrunPolicy = z.output<typeof overrunPolicySchema>;
 
 export interface Choice<Value> {
   readonly value: Value;

@@ -4,7 +4,6 @@ import { useRef, useState } from 'preact/hooks';
 import { api, canManage, signUpOpen, type OrgSummary, type Role, type SignedIn } from '../api.js';
 import { useAction, useNotice, usePaged, type Paged } from '../hooks.js';
 import { INVITATION_DAYS } from '../invitation-link.js';
-import { type Invitation, type SentInvitation } from '../invitations.js';
 import {
   Confirm,
   ErrorNote,
@@ -15,15 +14,7 @@ import {
   ShownOnce,
 } from '../ui.js';
 import type { OrgPage } from './page.js';
-
-interface MemberRow {
-  readonly user_id: string;
-  readonly email: string;
-  readonly role: Role;
-  /** The member's own personal organization: they always own it (the API refuses a change). */
-  readonly personal_organization: boolean;
-  readonly created_at: string;
-}
+import type { Invitation, MemberRow, SentInvitation } from '../types.js';
 
 /**
  * The roles, each with what it may do: in a role change's confirmation, and under the

@@ -3,21 +3,7 @@ import { useState } from 'preact/hooks';
 import { useLoad } from '../hooks.js';
 import { exactAmount } from '../money.js';
 import { ListTable, PageHeader } from '../ui.js';
-
-interface ModelRow {
-  readonly id: string;
-  readonly vendor: string;
-  readonly currency: string;
-  readonly input_price_per_million_tokens: string;
-  readonly output_price_per_million_tokens: string;
-  readonly cache_write_price_per_million_tokens: string;
-  readonly cache_write_1h_price_per_million_tokens: string;
-  readonly cache_read_price_per_million_tokens: string;
-  readonly max_output_tokens: number;
-  readonly supports_tools: boolean;
-  /** null: the model's vendor runs no web search gw meters. */
-  readonly web_search_price_per_search: string | null;
-}
+import type { ModelRow } from '../types.js';
 
 /** "0.01 USD per web search (vendor_a)" for each price the listed vendors charge. */
 function webSearchPrices(models: readonly ModelRow[], currency: string): string[] {

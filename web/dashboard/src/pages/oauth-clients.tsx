@@ -21,18 +21,7 @@ import {
   useRotationGrace,
   type SecretUse,
 } from '../secret-rotation.js';
-
-interface OAuthClient {
-  readonly client_id: string;
-  readonly name: string;
-  readonly public: boolean;
-  readonly client_secret_hint: string | null;
-  /** Until when each secret retired by a rotation still authenticates, soonest first. */
-  readonly retired_secrets_expire_at: string[];
-  readonly redirect_uris: string[];
-  readonly status: 'active' | 'deleted';
-  readonly created_at: string;
-}
+import type { CreatedOAuthClient, OAuthClient, RotatedOAuthClient } from '../types.js';
 
 export function OAuthClients({ appId, manage }: { appId: string; manage: boolean }) {
   const base = `/dashboard/api/apps/${encodeURIComponent(appId)}/oauth-clients`;
@@ -159,10 +148,7 @@ export function OAuthClients({ appId, manage }: { appId: string; manage: boolean
   );
 }
 
-function CreateClient(props: {
-  base: string;
-  onCreated(client: OAuthClient & { client_secret?: string }): void;
-}) {
+function CreateClient(props: { base: string; onCreated(client: CreatedOAuthClient): void }) {
   const [name, setName] = useState('');
   const [uris, setUris] = useState('');
   const [isPublic, setPublic] = useState(false);
@@ -173,7 +159,7 @@ function CreateClient(props: {
       aria-labelledby="create-oauth-client-heading"
       onSubmit={action.submit(
         () =>
-          api.create<OAuthClient & { client_secret?: string }>(props.base, {
+          api.create<CreatedOAuthClient>(props.base, {
             name: name.trim(),
             redirect_uris: uris.split(/\s+/).filter((uri) => uri !== ''),
             public: isPublic,
@@ -255,7 +241,7 @@ const AUTHENTICATING: SecretUse = {
 function RotateSecret(props: {
   client: OAuthClient;
   onClose(): void;
-  onRotated(rotated: OAuthClient & { client_secret: string }): void;
+  onRotated(rotated: RotatedOAuthClient): void;
 }) {
   const [grace, setGrace] = useRotationGrace();
   const leaked = grace.seconds === 0;
@@ -265,7 +251,7 @@ function RotateSecret(props: {
       title={`Rotate the secret of OAuth client ${props.client.name}?`}
       confirmLabel="Rotate secret"
       write={() =>
-        api.post<OAuthClient & { client_secret: string }>(`${path}/rotate-secret`, {
+        api.post<RotatedOAuthClient>(`${path}/rotate-secret`, {
           grace_seconds: grace.seconds,
         })
       }

@@ -9,7 +9,7 @@ import { api, canManage, type OrgSummary } from '../api.js';
 import { ConnectionChecklist } from '../connection-picker.js';
 import { useAction, useEditedField, useLoad, useNotice, usePaged } from '../hooks.js';
 import { connectionLabel, useConnectionsById, type OrgConnection } from '../org-data.js';
-import type { CredentialRow, WrittenCredential } from '../types.js';
+import type { CredentialRow, ModelRow, WrittenCredential } from '../types.js';
 import {
   Confirm,
   EditCardActions,
@@ -244,7 +244,7 @@ function AddCredential(props: {
   onAdded(credential: WrittenCredential): void;
 }) {
   // The providers are the prefixes of the routable models' ids (`vendor_a/…`).
-  const models = useLoad<{ data: { id: string }[] }>('/models');
+  const models = useLoad<{ data: ModelRow[] }>('/models');
   const providers = [
     ...new Set(models.data?.data.map((model) => model.id.split('/')[0] ?? '') ?? []),
   ]

@@ -5,7 +5,7 @@
 // the form then signs in with the password, and says to check the inbox if that fails.
 // "Forgot password?" where the gateway sends e-mail.
 import { useState } from 'preact/hooks';
-import { api, signUpOpen, type SignedIn } from '../api.js';
+import { api, signUpOpen, type SignedIn, type VerificationSent } from '../api.js';
 import { emailOn } from '../email-links.js';
 import { useAction } from '../hooks.js';
 import { navigate, navigateToSignIn } from '../router.js';
@@ -22,10 +22,7 @@ export function SignInPage(props: { mode: Mode; onSignedIn(session: SignedIn): v
   const [checkInbox, setCheckInbox] = useState<string | null>(null);
   const action = useAction();
   const signUp = async (): Promise<SignedIn | null> => {
-    const answer = await api.post<SignedIn | { verification_sent: true; email: string }>(
-      '/auth/signup',
-      { email, password },
-    );
+    const answer = await api.post<SignedIn | VerificationSent>('/auth/signup', { email, password });
     if (!('verification_sent' in answer)) return answer;
     try {
       return await api.post<SignedIn>('/auth/login', { email, password });

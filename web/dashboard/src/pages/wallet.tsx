@@ -4,7 +4,7 @@
 import { useState } from 'preact/hooks';
 import { api, canManage, type OrgSummary } from '../api.js';
 import { useAction, useLoad, useLookup, useNotice, usePaged } from '../hooks.js';
-import type { Wallet, WalletAlert, WalletTransaction } from '../types.js';
+import type { MemberRow, Wallet, WalletAlert, WalletTransaction } from '../types.js';
 import {
   Confirm,
   ErrorNote,
@@ -37,7 +37,7 @@ function WalletPage({ org }: { org: OrgSummary }) {
   const manage = canManage(org.role);
   const rows = history.data ? [...history.data].reverse() : null; // newest first
   // the history names who made a change by user id: the e-mail of each member it shows
-  const members = useLookup<{ email: string }>(
+  const members = useLookup<MemberRow>(
     (rows ?? []).flatMap((row) =>
       row.created_by !== null && row.created_by !== 'cli' ? [row.created_by] : [],
     ),

@@ -23,6 +23,12 @@ import {
   type SecretUse,
 } from '../secret-rotation.js';
 import type { OrgPage } from './page.js';
+import type {
+  WebhookDelivery,
+  WebhookEndpoint,
+  WebhookEndpointWithSecret,
+  WebhookTestQueued,
+} from '../types.js';
 
 export const webhooksPage: OrgPage = {
   section: 'webhooks',
@@ -37,46 +43,14 @@ export const webhooksPage: OrgPage = {
  */
 const SUBSCRIBABLE_EVENT_TYPES = ALL_EVENT_TYPES.filter((type) => type !== 'webhook.test');
 
-interface Endpoint {
-  readonly id: string;
-  readonly url: string;
-  readonly description: string;
-  readonly event_types: string[];
-  readonly status: 'enabled' | 'disabled';
-  readonly disabled_reason: 'manual' | 'failing' | 'gone' | null;
-  readonly failing_since: string | null;
-  readonly last_success_at: string | null;
-  readonly previous_secret_expires_at: string | null;
-  /** The secrets retired before the last rotation that still sign, each until then. */
-  readonly earlier_secrets_expire_at: string[];
-  readonly created_at: string;
-}
-
 /** Until when each retired secret of `endpoint` still signs beside the current one, soonest first. */
-function retiredSecretsEnds(endpoint: Endpoint): string[] {
+function retiredSecretsEnds(endpoint: WebhookEndpoint): string[] {
   const ends = [...endpoint.earlier_secrets_expire_at];
   if (endpoint.previous_secret_expires_at) ends.push(endpoint.previous_secret_expires_at);
   return ends.sort();
 }
 
-interface Delivery {
-  readonly id: string;
-  readonly message_id: string;
-  readonly event_type: string;
-  readonly status: 'pending' | 'delivered' | 'failed';
-  readonly attempt_count: number;
-  readonly next_attempt_at: string | null;
-  readonly last_attempt_at: string | null;
-  readonly created_at: string;
-  readonly attempts: {
-    readonly attempted_at: string;
-    readonly status_code: number | null;
-    readonly latency_ms: number;
-    readonly error: string | null;
-  }[];
-}
-
-type Change = { endpoint: Endpoint; action: 'disable' | 'enable' | 'delete' | 'rotate' };
+type Change = { endpoint: WebhookEndpoint; action: 'disable' | 'enable' | 'delete' | 'rotate' };
 
 const SECRET_WARNING =
   'Your receiver needs it to check the signature of each delivery. If it is lost, rotate the secret.';
@@ -104,10 +78,10 @@ const WATCH_READS = 20;
 
 function Endpoints({ org }: { org: OrgSummary }) {
   const base = `/dashboard/api/orgs/${encodeURIComponent(org.id)}/webhooks`;
-  const list = usePaged<Endpoint, { http_urls_allowed: boolean }>(base);
+  const list = usePaged<WebhookEndpoint, { http_urls_allowed: boolean }>(base);
   const [secret, setSecret] = useState<{ title: string; value: string } | null>(null);
   const [change, setChange] = useState<Change | null>(null);
-  const [log, setLog] = useState<Endpoint | null>(null);
+  const [log, setLog] = useState<WebhookEndpoint | null>(null);
   const [tested, setTested] = useNotice<string>();
   const test = useAction();
   const reload = list.reload;
@@ -241,7 +215,7 @@ function Endpoints({ org }: { org: OrgSummary }) {
                   onClick={() => {
                     setTested(null);
                     void test.run(async () => {
-                      const queued = await api.post<{ message_id: string }>(
+                      const queued = await api.post<WebhookTestQueued>(
                         `${base}/${encodeURIComponent(endpoint.id)}/test`,
                       );
                       setTested(queued.message_id);
@@ -305,7 +279,7 @@ function CreateEndpoint(props: {
   base: string;
   /** Whether this gateway takes http:// URLs (null: not known yet). */
   httpAllowed: boolean | null;
-  onCreated(created: Endpoint & { secret: string }): void;
+  onCreated(created: WebhookEndpointWithSecret): void;
 }) {
   const [url, setUrl] = useState('');
   const [description, setDescription] = useState('');
@@ -317,7 +291,7 @@ function CreateEndpoint(props: {
       aria-labelledby="create-webhook-heading"
       onSubmit={action.submit(
         () =>
-          api.create<Endpoint & { secret: string }>(props.base, {
+          api.create<WebhookEndpointWithSecret>(props.base, {
             url: url.trim(),
             ...(description.trim() && { description: description.trim() }),
             event_types: types,
@@ -393,7 +367,7 @@ function ChangeEndpoint(props: {
   base: string;
   change: Change;
   onClose(): void;
-  onChanged(rotated: (Endpoint & { secret: string }) | null): void;
+  onChanged(rotated: WebhookEndpointWithSecret | null): void;
 }) {
   const { endpoint, action: verb } = props.change;
   const path = `${props.base}/${encodeURIComponent(endpoint.id)}`;
@@ -419,7 +393,7 @@ function ChangeEndpoint(props: {
       tone={verb === 'enable' ? 'constructive' : 'destructive'}
       write={async () => {
         if (verb === 'rotate')
-          return api.post<Endpoint & { secret: string }>(`${path}/rotate-secret`, {
+          return api.post<WebhookEndpointWithSecret>(`${path}/rotate-secret`, {
             grace_seconds: grace.seconds,
           });
         if (verb === 'delete') await api.delete(path);
@@ -449,9 +423,9 @@ function ChangeEndpoint(props: {
   );
 }
 
-function DeliveryLog({ base, endpoint }: { base: string; endpoint: Endpoint }) {
+function DeliveryLog({ base, endpoint }: { base: string; endpoint: WebhookEndpoint }) {
   const path = `${base}/${encodeURIComponent(endpoint.id)}`;
-  const list = usePaged<Delivery>(`${path}/deliveries?limit=50`);
+  const list = usePaged<WebhookDelivery>(`${path}/deliveries?limit=50`);
   const action = useAction();
   const [queued, setQueued] = useState<string | null>(null);
   return (

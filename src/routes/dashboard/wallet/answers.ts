@@ -1,6 +1,7 @@
-// The wallet objects of the dashboard API.
+// The wallet objects of the dashboard API: zod and other answers alone, read by the dashboard as
+// types (web/dashboard/src/types.ts; test/dashboard-types.test.ts).
 import { z } from 'zod';
-import { decimalString } from '../../schemas.js';
+import { decimalString } from '../../answers.js';
 
 export const walletSchema = z.object({
   org_id: z.string(),
@@ -11,6 +12,9 @@ export const walletSchema = z.object({
   available: decimalString,
   currency: z.string(),
 });
+
+/** The wallet as its page reads it: and whether this gateway takes top-ups from the dashboard. */
+export const walletReadSchema = walletSchema.extend({ top_ups_enabled: z.boolean() });
 
 export const walletTransactionSchema = z.object({
   id: z.string(),
