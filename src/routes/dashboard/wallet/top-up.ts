@@ -6,10 +6,15 @@
 // the Idempotency-Key of a top-up that committed and then failed before answering (its Redis
 // step) finishes it: the top-up added to the live wallet, once, and its answer (decision 542).
 import { z } from 'zod';
-import { readWallet, readWalletTopUp, topUpWallet } from '../../../admin/wallet.js';
-import type { WalletService } from '../../../billing/wallets.js';
+import {
+  readWallet,
+  readWalletTopUp,
+  topUpWallet,
+  type WalletView,
+} from '../../../admin/wallet.js';
+import type { WalletService, WalletTransaction } from '../../../billing/wallets.js';
 import type { DbPool } from '../../../db/pool.js';
-import { gwError, isGwError } from '../../../errors.js';
+import { gwError, isGwError, type GwError } from '../../../errors.js';
 import { isJsonObject } from '../../../json-shapes.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { parseAmountField } from '../../../money.js';
@@ -35,7 +40,7 @@ export const topUpWalletRoute = declareRoute({
       schema: z.object({ transaction: walletTransactionSchema, wallet: walletSchema }),
     },
   },
-  errors: ['gw_wallet_topup_disabled', 'gw_amount_out_of_range'],
+  errors: ['gw_wallet_topup_disabled', 'gw_amount_out_of_range', 'gw_unavailable'],
   async handler({ caller, body }, deps: WalletTopUpDeps) {
     if (!deps.dashboardSettings.walletTopUp) {
       return gwError(
@@ -47,7 +52,7 @@ export const topUpWalletRoute = declareRoute({
     if (isGwError(amountNano)) return amountNano;
     const transaction = await topUpWallet(deps.wallets, caller.org.id, amountNano, caller.actor);
     if (isGwError(transaction)) return transaction;
-    return { transaction, wallet: await readWallet(deps.wallets, caller.org.id) };
+    return answerTopUp(deps.wallets, caller.org.id, transaction);
   },
   finishesCommitted: {
     // The top-up's own transaction (WalletService.topUp's) returns its ledger row.
@@ -56,10 +61,34 @@ export const topUpWalletRoute = declareRoute({
     async answer(transactionId, { caller }, deps: WalletTopUpDeps) {
       const transaction = await readWalletTopUp(deps.db, caller.org.id, transactionId);
       if (!transaction) throw new Error(`top-up ${transactionId} is not in the ledger`);
-      return { transaction, wallet: await readWallet(deps.wallets, caller.org.id) };
+      return answerTopUp(deps.wallets, caller.org.id, transaction);
     },
   },
 });
+
+/**
+ * A recorded top-up's answer: it and the wallet after it, whose read adds it to the live balance
+ * when its Redis step failed (decision 521). A read that fails, however Redis failed (closed,
+ * timed out, or refusing: full, read-only, busy), answers 503 saying the top-up was recorded,
+ * never the 500 of an unclassified error, after which the dashboard would send the admin's next
+ * click with a new key and top up again: a 503 keeps the key, and its retry finishes this top-up
+ * (decision 554).
+ */
+async function answerTopUp(
+  wallets: WalletTopUpDeps['wallets'],
+  orgId: string,
+  transaction: WalletTransaction,
+): Promise<{ transaction: WalletTransaction; wallet: WalletView } | GwError> {
+  try {
+    return { transaction, wallet: await readWallet(wallets, orgId) };
+  } catch {
+    return gwError(
+      'gw_unavailable',
+      `the top-up was recorded (wallet transaction ${transaction.id}), but the wallet could not be read after it; send the same request again with the same Idempotency-Key for its answer, and do not top up again`,
+      { headers: { 'retry-after': '1' } },
+    );
+  }
+}
 
 /** The ledger id of a top-up's row, when `committed` is one (a WalletTransaction). */
 function topUpIdOf(committed: unknown): string | undefined {
