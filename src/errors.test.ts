@@ -39,4 +39,18 @@ describe('isDependencyUnavailable', () => {
     );
     expect(isDependencyUnavailable(crossSlot)).toBe(false); // a bug, never retried away
   });
+
+  it('counts a Redis loading its data after a restart as unavailable', () => {
+    // What a Redis answers every command while it reads its AOF or RDB back (the others, OOM,
+    // READONLY, MASTERDOWN, NOREPLICAS and BUSY, are produced by a real server in
+    // test/dependency-refusals.test.ts).
+    const loading = Object.assign(new Error('LOADING Redis is loading the dataset in memory'), {
+      name: 'ReplyError',
+    });
+    expect(isDependencyUnavailable(loading)).toBe(true);
+    const busyKey = Object.assign(new Error('BUSYKEY Target key name already exists.'), {
+      name: 'ReplyError',
+    });
+    expect(isDependencyUnavailable(busyKey)).toBe(false); // a RESTORE onto a key: a bug
+  });
 });

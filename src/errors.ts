@@ -299,15 +299,26 @@ export function isDependencyUnavailable(error: unknown): boolean {
     typeof code === 'string' &&
     // 53300: Postgres refuses new connections (max_connections reached); retrying helps.
     // 57014: a statement cancelled (DATABASE_TIMEOUT_MS passed, or an operator cancelled it).
+    // 57P01-57P03: the server shutting down, crashed, or not yet accepting connections.
+    // 08xxx: the connection failed or was lost. 25006: a write refused as read-only: the
+    // primary was demoted to a standby under us (a failover; the pool reconnects to the new
+    // primary behind the same address) — gw opens no read-only transaction of its own.
     [
       'ECONNREFUSED',
       'ECONNRESET',
       'ETIMEDOUT',
       'EPIPE',
       '57P01',
+      '57P02',
       '57P03',
       '53300',
       '57014',
+      '08000',
+      '08001',
+      '08003',
+      '08004',
+      '08006',
+      '25006',
     ].includes(code)
   ) {
     return true;
@@ -323,11 +334,13 @@ export function isDependencyUnavailable(error: unknown): boolean {
     return true;
   }
   // A Redis Cluster whose shard is away (a master down: ioredis gives up after its redirections;
-  // a cluster refusing while it is down or moving the slot).
+  // a cluster refusing while it is down or moving the slot). A Redis refusing work for a while:
+  // full under maxmemory (OOM), a replica left read-only or cut from its master by a failover
+  // (READONLY, MASTERDOWN), too few replicas to write (NOREPLICAS), busy with a long script
+  // (BUSY), loading its data after a restart (LOADING).
   return (
     typeof message === 'string' &&
-    /Connection is closed|Connection terminated|Too many Cluster redirections|^CLUSTERDOWN|^TRYAGAIN/.test(
-      message,
-    )
+    (/Connection is closed|Connection terminated|Too many Cluster redirections/.test(message) ||
+      /^(CLUSTERDOWN|TRYAGAIN|OOM|READONLY|MASTERDOWN|NOREPLICAS|BUSY|LOADING) /.test(message))
   );
 }
