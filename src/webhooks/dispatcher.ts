@@ -106,6 +106,14 @@ export class WebhookDispatcher {
 
   start(): void {
     if (this.running || this.settings.concurrency === 0) return;
+    // Nothing it could sign: it claims nothing, and the instances with the key send at once
+    // what a claim here would have put off (decision 547).
+    if (!this.box) {
+      this.logger.warn(
+        'CREDENTIALS_MASTER_KEY is not set: this instance delivers no webhooks (the instances that have it do)',
+      );
+      return;
+    }
     this.running = true;
     this.wake();
   }
@@ -187,7 +195,12 @@ export class WebhookDispatcher {
     let claimed: ClaimedLane | Exclude<ClaimOutcome, 'started'>;
     try {
       await connection.query('BEGIN');
-      claimed = await claim(connection, this.inFlightByEndpoint, this.endpointShare());
+      claimed = await claim(
+        connection,
+        this.inFlightByEndpoint,
+        this.endpointShare(),
+        this.box?.keyIds() ?? [],
+      );
     } catch (error) {
       await connection.query('ROLLBACK').catch(() => undefined);
       connection.release();
@@ -261,6 +274,7 @@ export class WebhookDispatcher {
     endpoint: EndpointRow,
     delivery: ClaimedDelivery,
   ): Promise<AttemptResult | NotSent> {
+    // start() starts no claim without a box: this is for the type checker.
     if (!this.box) {
       return { notSent: 'not sent: CREDENTIALS_MASTER_KEY is not set on this instance' };
     }
@@ -367,7 +381,9 @@ export class WebhookDispatcher {
   }
 
   /**
-   * An attempt this instance could not make, in the delivery log with why; the delivery waits
+   * An attempt this instance could not make, in the delivery log with why (a claim takes only
+   * endpoints whose secrets are sealed under keys it has, so this is a value that does not
+   * open: damaged, or sealed under another key of the same id); the delivery waits
    * the schedule's first step for an instance that can sign it (this one's operator may fix
    * its key meanwhile). Its retry step and the endpoint's health stay as they were: the
    * receiver was not called, so neither its schedule nor its 5 days run out on this.
@@ -464,6 +480,10 @@ export class WebhookDispatcher {
  * attempted longest ago; an endpoint holding `share` slots here waits, and one that is failing
  * gets one attempt at a time here (a receiver in trouble is not sent 8 at once).
  *
+ * Only endpoints this instance can sign for: each secret that signs now (the current one, and
+ * the retired ones in their grace) sealed under one of `keyIds` (decision 547). Another
+ * instance with the key sends the rest at once; claimed here, they would wait a retry step.
+ *
  * The endpoint's state row is also taken FOR KEY SHARE (SKIP LOCKED): lanes share it, but an
  * instance of the version before lanes, which locks it FOR UPDATE during its attempts (decision
  * 167), and this one never send to the same endpoint at once during a rolling deploy.
@@ -472,6 +492,7 @@ async function claim(
   connection: DbClient,
   inFlight: ReadonlyMap<string, number>,
   share: number,
+  keyIds: readonly string[],
 ): Promise<ClaimedLane | 'nothing due' | 'lane emptied'> {
   // The endpoints with a delivery due first (one index probe each, webhook_deliveries_due),
   // then their lanes alone: the planner, left to itself, read every due delivery (or probed
@@ -481,6 +502,14 @@ async function claim(
     `WITH due AS MATERIALIZED (
        SELECT e.id FROM webhook_endpoints e
         WHERE e.status = 'enabled'
+          AND split_part(e.secret_sealed, ':', 1) = ANY ($4::text[])
+          AND (e.previous_secret_sealed IS NULL OR e.previous_secret_expires_at IS NULL
+               OR e.previous_secret_expires_at <= now()
+               OR split_part(e.previous_secret_sealed, ':', 1) = ANY ($4::text[]))
+          AND NOT EXISTS (
+                SELECT 1 FROM jsonb_array_elements(e.earlier_secrets) retired
+                 WHERE (retired->>'expires_at')::timestamptz > now()
+                   AND split_part(retired->>'sealed', ':', 1) <> ALL ($4::text[]))
           AND EXISTS (SELECT 1 FROM webhook_deliveries d
                        WHERE d.endpoint_id = e.id AND d.state = 'pending'
                          AND d.next_attempt_at <= now()))
@@ -501,7 +530,7 @@ async function claim(
       LIMIT 1
       FOR UPDATE OF l SKIP LOCKED
       FOR KEY SHARE OF s SKIP LOCKED`,
-    [[...inFlight.keys()], [...inFlight.values()], share],
+    [[...inFlight.keys()], [...inFlight.values()], share, keyIds],
   );
   const claimed = lanes[0];
   if (!claimed) return 'nothing due';
