@@ -125,7 +125,13 @@ export async function listEndpoints(db: DbPool, orgId: string): Promise<Endpoint
   return rows;
 }
 
-/** The endpoint if it belongs to the organization (anything else reads as missing). */
+/**
+ * The endpoint if it belongs to the organization (anything else reads as missing). `lock`:
+ * against another change and its deletion until the transaction ends, but not against the
+ * organization's events: the outbox takes its endpoints FOR KEY SHARE, which FOR UPDATE would
+ * make wait behind an enabling that waits itself, for an attempt in flight or on its backlog
+ * (decision 548).
+ */
 export async function findEndpoint(
   db: Pick<DbPool, 'query'>,
   orgId: string,
@@ -134,7 +140,7 @@ export async function findEndpoint(
 ): Promise<EndpointRow | undefined> {
   const { rows } = await db.query<EndpointRow>(
     `SELECT ${ENDPOINT_COLUMNS} FROM ${FROM_ENDPOINTS} WHERE e.id = $1 AND e.org_id = $2
-     ${lock ? 'FOR UPDATE OF e' : ''}`,
+     ${lock ? 'FOR NO KEY UPDATE OF e' : ''}`,
     [endpointId, orgId],
   );
   return rows[0];

@@ -1,0 +1,157 @@
+// Enabling a webhook endpoint while dispatchers deliver (decision 503 sends what waited at
+// once): the attempt still in flight from before the endpoint was disabled and the enabling
+// both commit, and the enabling, which waits for that attempt (or for its backlog's rows),
+// holds up none of the organization's other work (decision 548). The dispatchers run in-process on pools of their own, as
+// separate instances would.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createOrganization } from '../src/admin/provisioning.js';
+import { parseMasterKeys } from '../src/credentials/secret-box.js';
+import { createDbPool, type DbPool } from '../src/db/pool.js';
+import { isGwError } from '../src/errors.js';
+import { createLogger } from '../src/log.js';
+import { DeliveryClient } from '../src/webhooks/delivery-client.js';
+import { WebhookDispatcher } from '../src/webhooks/dispatcher.js';
+import { createEndpoint, updateEndpoint, type WebhookSettings } from '../src/webhooks/endpoints.js';
+import { emitEvent } from '../src/webhooks/outbox.js';
+import { parseRetrySchedule } from '../src/webhooks/retry-schedule.js';
+import { isolatedContext } from './support/context.js';
+import { TEST_DATABASE_URL, TEST_MASTER_KEY } from './support/env.js';
+import { eventually } from './support/services.js';
+import { WebhookReceiver, webhookEnv } from './support/webhook-receiver.js';
+
+const { prefix, db } = isolatedContext('wh-enable');
+const env = webhookEnv(prefix);
+const receiver = new WebhookReceiver();
+const box = parseMasterKeys(TEST_MASTER_KEY, env.CREDENTIALS_MASTER_KEY_ID!, undefined);
+const policy = { allowHttp: true, allowPrivate: true };
+const settings: WebhookSettings = { policy, box };
+const logger = createLogger('silent');
+const person = { userId: 'test' };
+/** The pool the tests enable endpoints on, named so its waits can be seen in Postgres. */
+const ENABLING = 'gw-test-enabling';
+/** The pool the organization's other work (its events) runs on. */
+const EMITTING = 'gw-test-emitting';
+const pools: DbPool[] = [];
+const dispatchers: WebhookDispatcher[] = [];
+
+function pool(applicationName: string): DbPool {
+  const created = createDbPool(TEST_DATABASE_URL, 2, undefined, { applicationName });
+  pools.push(created);
+  return created;
+}
+
+function startDispatcher(): void {
+  const dispatcher = new WebhookDispatcher(
+    pool('gw-webhooks'),
+    new DeliveryClient(policy, Number(env.WEBHOOK_TIMEOUT_MS)),
+    box,
+    {
+      concurrency: 2,
+      retryScheduleS: parseRetrySchedule(env.WEBHOOK_RETRY_SCHEDULE!),
+      disableAfterMs: 5 * 86_400_000,
+      pollIntervalMs: Number(env.WEBHOOK_POLL_INTERVAL_MS),
+    },
+    logger,
+  );
+  dispatcher.start();
+  dispatchers.push(dispatcher);
+}
+
+async function addEndpoint(orgId: string, path: string): Promise<string> {
+  const created = await createEndpoint(db as unknown as DbPool, settings, person, orgId, {
+    url: receiver.endpoint(path),
+  });
+  if (isGwError(created)) throw new Error(created.message);
+  receiver.setSecrets(path, [created.secret]);
+  return created.row.id;
+}
+
+/** Whether a connection of the pool named `applicationName` waits for a lock now. */
+async function waitsForLock(applicationName: string): Promise<boolean> {
+  const { rows } = await db.query(
+    `SELECT 1 FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`,
+    [applicationName],
+  );
+  return rows.length > 0;
+}
+
+/** Settles with `work`, or with 'blocked' once its connection waits for a lock. */
+async function unlessBlocked<T>(work: Promise<T>, applicationName: string): Promise<T | 'blocked'> {
+  const blocked = eventually(async () =>
+    (await waitsForLock(applicationName)) ? true : undefined,
+  );
+  return Promise.race([work, blocked.then(() => 'blocked' as const)]);
+}
+
+beforeAll(async () => {
+  await receiver.start();
+});
+
+afterEach(async () => {
+  for (const dispatcher of dispatchers.splice(0)) await dispatcher.stop();
+});
+
+afterAll(async () => {
+  for (const created of pools.splice(0)) await created.end();
+  await db.query('DELETE FROM webhook_endpoints WHERE url LIKE $1', [`${receiver.url}%`]);
+  await receiver.stop();
+  expect(receiver.unverified).toEqual([]);
+});
+
+describe('enabling an endpoint while dispatchers deliver', () => {
+  it('an attempt in flight from before it was disabled, answered 410, and the enabling both commit', async () => {
+    const orgId = await createOrganization(db, 'enable-in-flight');
+    const id = await addEndpoint(orgId, '/in-flight');
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    receiver.behave('/in-flight', (message, attempt) =>
+      message.payload.data.product_end_user_id === 'pu_in_flight' && attempt === 1
+        ? { status: 410, heldUntil: held }
+        : { status: 200 },
+    );
+    await emitEvent(db, orgId, 'product_user.created', { product_end_user_id: 'pu_in_flight' });
+    startDispatcher();
+    const [message] = await receiver.waitFor('/in-flight', 'product_user.created', 1);
+
+    // A person disables it while the attempt is in flight, then enables it again.
+    const enablingDb = pool(ENABLING);
+    const disabled = await updateEndpoint(enablingDb, settings, person, orgId, id, {
+      enabled: false,
+    });
+    expect(isGwError(disabled) ? disabled : disabled.status).toBe('disabled');
+    const enabling = updateEndpoint(enablingDb, settings, person, orgId, id, { enabled: true });
+    let emitted: Promise<number> | undefined;
+    try {
+      // It waits for the attempt (the message it makes due again is that attempt's).
+      await eventually(async () => ((await waitsForLock(ENABLING)) ? true : undefined));
+      // Meanwhile the organization's members create API keys, its users make requests: its
+      // events are queued as ever (for this endpoint too), not after the attempt.
+      emitted = emitEvent(pool(EMITTING), orgId, 'product_user.created', {
+        product_end_user_id: 'pu_meanwhile',
+      });
+      expect(await unlessBlocked(emitted, EMITTING)).toBe(1);
+    } finally {
+      release(); // the receiver answers 410 Gone
+    }
+
+    const enabled = await enabling;
+    expect(isGwError(enabled) ? enabled : enabled.status).toBe('enabled');
+    // The 410 is in the log, and the message, made due again by the enabling, was delivered.
+    const attempts = await eventually(async () => {
+      const { rows } = await db.query<{ state: string; codes: number[] }>(
+        `SELECT d.state, array_agg(a.status_code ORDER BY a.id) AS codes
+           FROM webhook_deliveries d JOIN webhook_attempts a ON a.delivery_id = d.id
+          WHERE d.message_id = $1 GROUP BY d.state`,
+        [message!.id],
+      );
+      return rows[0]?.state === 'delivered' ? rows[0] : undefined;
+    });
+    expect(attempts).toEqual({ state: 'delivered', codes: [410, 200] });
+    await receiver.waitFor('/in-flight', 'product_user.created', 3);
+    const { rows: endpoint } = await db.query(
+      'SELECT status, disabled_reason FROM webhook_endpoints WHERE id = $1',
+      [id],
+    );
+    expect(endpoint).toEqual([{ status: 'enabled', disabled_reason: null }]);
+  });
+});
