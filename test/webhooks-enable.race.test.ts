@@ -57,13 +57,38 @@ function startDispatcher(): void {
   dispatchers.push(dispatcher);
 }
 
+/** Each endpoint's signing secret, by id. */
+const secrets = new Map<string, string>();
+
 async function addEndpoint(orgId: string, path: string): Promise<string> {
   const created = await createEndpoint(db as unknown as DbPool, settings, person, orgId, {
     url: receiver.endpoint(path),
   });
   if (isGwError(created)) throw new Error(created.message);
   receiver.setSecrets(path, [created.secret]);
+  secrets.set(created.row.id, created.secret);
   return created.row.id;
+}
+
+async function endpointStatus(id: string) {
+  const { rows } = await db.query(
+    'SELECT status, disabled_reason FROM webhook_endpoints WHERE id = $1',
+    [id],
+  );
+  return rows[0];
+}
+
+/** The status codes of a message's attempts, once it was delivered. */
+function deliveredAfter(messageId: string): Promise<number[]> {
+  return eventually(async () => {
+    const { rows } = await db.query<{ state: string; codes: number[] }>(
+      `SELECT d.state, array_agg(a.status_code ORDER BY a.id) AS codes
+         FROM webhook_deliveries d JOIN webhook_attempts a ON a.delivery_id = d.id
+        WHERE d.message_id = $1 GROUP BY d.state`,
+      [messageId],
+    );
+    return rows[0]?.state === 'delivered' ? rows[0].codes : undefined;
+  });
 }
 
 /** Whether a connection of the pool named `applicationName` waits for a lock now. */
@@ -99,19 +124,19 @@ afterAll(async () => {
 });
 
 describe('enabling an endpoint while dispatchers deliver', () => {
-  it('an attempt in flight from before it was disabled, answered 410, and the enabling both commit', async () => {
+  it('a retry in flight from before it was disabled, answered 410, and the enabling both commit', async () => {
     const orgId = await createOrganization(db, 'enable-in-flight');
     const id = await addEndpoint(orgId, '/in-flight');
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
-    receiver.behave('/in-flight', (message, attempt) =>
-      message.payload.data.product_end_user_id === 'pu_in_flight' && attempt === 1
-        ? { status: 410, heldUntil: held }
-        : { status: 200 },
-    );
+    receiver.behave('/in-flight', (message, attempt) => {
+      if (message.payload.data.product_end_user_id !== 'pu_in_flight') return { status: 200 };
+      if (attempt === 1) return { status: 500 };
+      return attempt === 2 ? { status: 410, heldUntil: held } : { status: 200 };
+    });
     await emitEvent(db, orgId, 'product_user.created', { product_end_user_id: 'pu_in_flight' });
     startDispatcher();
-    const [message] = await receiver.waitFor('/in-flight', 'product_user.created', 1);
+    const [, message] = await receiver.waitFor('/in-flight', 'product_user.created', 2);
 
     // A person disables it while the attempt is in flight, then enables it again.
     const enablingDb = pool(ENABLING);
@@ -122,7 +147,8 @@ describe('enabling an endpoint while dispatchers deliver', () => {
     const enabling = updateEndpoint(enablingDb, settings, person, orgId, id, { enabled: true });
     let emitted: Promise<number> | undefined;
     try {
-      // It waits for the attempt (the message it makes due again is that attempt's).
+      // It waits for the attempt: the message it sends again from the start of its schedule
+      // is that attempt's.
       await eventually(async () => ((await waitsForLock(ENABLING)) ? true : undefined));
       // Meanwhile the organization's members create API keys, its users make requests: its
       // events are queued as ever (for this endpoint too), not after the attempt.
@@ -137,21 +163,83 @@ describe('enabling an endpoint while dispatchers deliver', () => {
     const enabled = await enabling;
     expect(isGwError(enabled) ? enabled : enabled.status).toBe('enabled');
     // The 410 is in the log, and the message, made due again by the enabling, was delivered.
-    const attempts = await eventually(async () => {
-      const { rows } = await db.query<{ state: string; codes: number[] }>(
-        `SELECT d.state, array_agg(a.status_code ORDER BY a.id) AS codes
-           FROM webhook_deliveries d JOIN webhook_attempts a ON a.delivery_id = d.id
-          WHERE d.message_id = $1 GROUP BY d.state`,
-        [message!.id],
-      );
-      return rows[0]?.state === 'delivered' ? rows[0] : undefined;
+    expect(await deliveredAfter(message!.id)).toEqual([500, 410, 200]);
+    await receiver.waitFor('/in-flight', 'product_user.created', 4);
+    expect(await endpointStatus(id)).toEqual({ status: 'enabled', disabled_reason: null });
+  });
+
+  for (const [change, before, after] of [
+    ['enabled again', '/before-enable', '/before-enable'],
+    ['given another URL', '/before-move', '/after-move'],
+  ] as const) {
+    it(`a 410 to an attempt made before the endpoint was ${change} does not disable it`, async () => {
+      const orgId = await createOrganization(db, `410-before-${change}`);
+      const id = await addEndpoint(orgId, before);
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      receiver.behave(before, () => ({ status: 410, heldUntil: held }));
+      await emitEvent(db, orgId, 'product_user.created', { product_end_user_id: 'pu_before' });
+      startDispatcher();
+      const [message] = await receiver.waitFor(before, 'product_user.created', 1);
+
+      // While that attempt is in flight, a person fixes the endpoint: disables and enables it,
+      // or points it at the receiver's new address.
+      const fixing = pool(ENABLING);
+      if (change === 'enabled again') {
+        await updateEndpoint(fixing, settings, person, orgId, id, { enabled: false });
+        await updateEndpoint(fixing, settings, person, orgId, id, { enabled: true });
+        receiver.behave(before, () => ({ status: 200 }));
+      } else {
+        const moved = await updateEndpoint(fixing, settings, person, orgId, id, {
+          url: receiver.endpoint(after, [secrets.get(id)!]),
+        });
+        expect(isGwError(moved) ? moved : moved.status).toBe('enabled');
+      }
+      release(); // the old receiver answers 410 Gone
+
+      // The 410 is in the log; the endpoint stays as the person left it, and the retry
+      // delivers the message.
+      expect(await deliveredAfter(message!.id)).toEqual([410, 200]);
+      expect(await endpointStatus(id)).toEqual({ status: 'enabled', disabled_reason: null });
+      const received = receiver.ofType(after, 'product_user.created');
+      expect(received.at(-1)!.id).toBe(message!.id);
     });
-    expect(attempts).toEqual({ state: 'delivered', codes: [410, 200] });
-    await receiver.waitFor('/in-flight', 'product_user.created', 3);
-    const { rows: endpoint } = await db.query(
-      'SELECT status, disabled_reason FROM webhook_endpoints WHERE id = $1',
+  }
+
+  it('leaves alone the messages that waited while it was disabled: the enabling rewrites only what was tried', async () => {
+    const orgId = await createOrganization(db, 'enable-backlog');
+    const id = await addEndpoint(orgId, '/backlog');
+    await updateEndpoint(db as unknown as DbPool, settings, person, orgId, id, { enabled: false });
+    // Weeks of events while it is disabled (here two): each waits, due, never tried. A lock
+    // on one of them stands for their number: an enabling that rewrote them all waited on it,
+    // and one of weeks ran past DATABASE_TIMEOUT_MS (a 500, and the endpoint stayed disabled).
+    for (const user of ['pu_waited_1', 'pu_waited_2']) {
+      await emitEvent(db, orgId, 'product_user.created', { product_end_user_id: user });
+    }
+    const holder = await pool('gw-test-holder').connect();
+    await holder.query('BEGIN');
+    await holder.query(
+      'SELECT 1 FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY id LIMIT 1 FOR UPDATE',
       [id],
     );
-    expect(endpoint).toEqual([{ status: 'enabled', disabled_reason: null }]);
+    const enabling = updateEndpoint(pool(ENABLING), settings, person, orgId, id, {
+      enabled: true,
+    });
+    try {
+      const enabled = await unlessBlocked(enabling, ENABLING);
+      expect(isGwError(enabled) || enabled === 'blocked' ? enabled : enabled.status).toBe(
+        'enabled',
+      );
+    } finally {
+      await holder.query('COMMIT');
+      holder.release();
+    }
+    await enabling;
+    startDispatcher();
+    const received = await receiver.waitFor('/backlog', 'product_user.created', 2);
+    expect(received.map((message) => message.payload.data.product_end_user_id)).toEqual([
+      'pu_waited_1',
+      'pu_waited_2',
+    ]);
   });
 });

@@ -414,7 +414,10 @@ export class WebhookDispatcher {
    * Disables an endpoint on its own (410, or failing for days), says so in the audit log, and
    * queues the mail to its organization's owners and admins (with SMTP_URL), all in the
    * attempt's transaction. Only the attempt whose UPDATE disabled the row does the rest:
-   * another lane failing at once finds it disabled (decision 525). Returns the notices queued.
+   * another lane failing at once finds it disabled (decision 525). Not an endpoint a person
+   * changed since this attempt's claim (its transaction's now()): enabled again or moved to
+   * another URL meanwhile, it is not judged by an answer to what it was (decision 550).
+   * Returns the notices queued.
    */
   private async disable(
     connection: DbClient,
@@ -424,7 +427,7 @@ export class WebhookDispatcher {
     const { rowCount } = await connection.query(
       `UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = $2, disabled_at = now(),
               updated_at = now()
-        WHERE id = $1 AND status = 'enabled'`,
+        WHERE id = $1 AND status = 'enabled' AND updated_at <= now()`,
       [endpoint.id, reason],
     );
     if (rowCount === 0) return 0;

@@ -293,15 +293,22 @@ export async function updateEndpoint(
       // it was, a message of a receiver down for days waited up to 12 h more for its next step.
       // So do the messages whose schedule ran out since it began failing (with no success
       // since): the receiver was down for all of them. The statement's snapshot reads
-      // failing_since as it was before this clears it.
+      // failing_since as it was before this clears it. Only deliveries already tried are
+      // rewritten (webhook_deliveries_tried): those queued while it was disabled are due and
+      // on their first step, and may be weeks of messages (decision 549). A pending one on
+      // its first step and not yet due is one a retry put off (a "not sent", 506): due now.
       await client.query(
         `WITH state AS (
-           UPDATE webhook_endpoint_states SET failing_since = NULL WHERE endpoint_id = $1)
-         UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = now(), retry_step = 0
-          WHERE endpoint_id = $1
-            AND (state = 'pending'
-                 OR (state = 'failed' AND last_attempt_at >= (
-                       SELECT failing_since FROM webhook_endpoint_states WHERE endpoint_id = $1)))`,
+           UPDATE webhook_endpoint_states SET failing_since = NULL WHERE endpoint_id = $1),
+         tried AS (
+           UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = now(), retry_step = 0
+            WHERE endpoint_id = $1 AND retry_step > 0 AND state <> 'delivered'
+              AND (state = 'pending'
+                   OR last_attempt_at >= (
+                        SELECT failing_since FROM webhook_endpoint_states WHERE endpoint_id = $1)))
+         UPDATE webhook_deliveries SET next_attempt_at = now()
+          WHERE endpoint_id = $1 AND state = 'pending' AND next_attempt_at > now()
+            AND retry_step = 0`,
         [endpointId],
       );
     }
