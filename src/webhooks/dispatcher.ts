@@ -39,6 +39,8 @@ export interface DispatcherCounters {
 
 interface ClaimedLane {
   readonly endpoint: EndpointRow;
+  /** The endpoint's updated_at as claimed, exactly (text): a person's change since moves it. */
+  readonly endpointVersion: string;
   readonly lane: number;
   readonly delivery: ClaimedDelivery;
 }
@@ -241,7 +243,7 @@ export class WebhookDispatcher {
   }
 
   private async attempt(connection: DbClient, claimed: ClaimedLane): Promise<void> {
-    const { endpoint, lane, delivery } = claimed;
+    const { endpoint, endpointVersion, lane, delivery } = claimed;
     const state = { abandoned: false };
     this.holding.set(connection, state);
     let failed = true;
@@ -251,7 +253,16 @@ export class WebhookDispatcher {
       let noticesQueued = 0;
       if ('notSent' in result) {
         await this.recordNotSent(connection, endpoint, lane, delivery, result);
-      } else noticesQueued = await this.record(connection, endpoint, lane, delivery, result);
+      } else {
+        noticesQueued = await this.record(
+          connection,
+          endpoint,
+          endpointVersion,
+          lane,
+          delivery,
+          result,
+        );
+      }
       await connection.query('COMMIT');
       failed = false;
       if (noticesQueued > 0) this.notices?.queued();
@@ -298,6 +309,7 @@ export class WebhookDispatcher {
   private async record(
     connection: DbClient,
     endpoint: EndpointRow,
+    endpointVersion: string,
     lane: number,
     delivery: ClaimedDelivery,
     result: AttemptResult,
@@ -370,7 +382,7 @@ export class WebhookDispatcher {
       failingSince !== undefined &&
       Date.now() - failingSince.getTime() >= this.settings.disableAfterMs;
     if (gone || failingTooLong)
-      return this.disable(connection, endpoint, gone ? 'gone' : 'failing');
+      return this.disable(connection, endpoint, endpointVersion, gone ? 'gone' : 'failing');
     // Failing for a day (and not yet disabled): its owners and admins are warned once per run.
     const failingLong =
       failingSince !== undefined && Date.now() - failingSince.getTime() >= FAILING_WARNING_AFTER_MS;
@@ -415,20 +427,21 @@ export class WebhookDispatcher {
    * queues the mail to its organization's owners and admins (with SMTP_URL), all in the
    * attempt's transaction. Only the attempt whose UPDATE disabled the row does the rest:
    * another lane failing at once finds it disabled (decision 525). Not an endpoint a person
-   * changed since this attempt's claim (its transaction's now()): enabled again or moved to
-   * another URL meanwhile, it is not judged by an answer to what it was (decision 550).
-   * Returns the notices queued.
+   * changed since this attempt's claim (`endpointVersion`, its updated_at then): enabled again
+   * or moved to another URL meanwhile, it is not judged by an answer to what it was (decision
+   * 550). Returns the notices queued.
    */
   private async disable(
     connection: DbClient,
     endpoint: EndpointRow,
+    endpointVersion: string,
     reason: AutomaticDisableReason,
   ): Promise<number> {
     const { rowCount } = await connection.query(
       `UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = $2, disabled_at = now(),
               updated_at = now()
-        WHERE id = $1 AND status = 'enabled' AND updated_at <= now()`,
-      [endpoint.id, reason],
+        WHERE id = $1 AND status = 'enabled' AND updated_at = $3::timestamptz`,
+      [endpoint.id, reason, endpointVersion],
     );
     if (rowCount === 0) return 0;
     await recordAudit(connection, {
@@ -501,7 +514,9 @@ async function claim(
   // then their lanes alone: the planner, left to itself, read every due delivery (or probed
   // all 8 lanes of every endpoint) on each claim. OFFSET 0 keeps the lane's EXISTS a probe
   // per lane row rather than a join over the due deliveries.
-  const { rows: lanes } = await connection.query<EndpointRow & { lane: number }>(
+  const { rows: lanes } = await connection.query<
+    EndpointRow & { lane: number; endpoint_version: string }
+  >(
     `WITH due AS MATERIALIZED (
        SELECT e.id FROM webhook_endpoints e
         WHERE e.status = 'enabled'
@@ -516,7 +531,7 @@ async function claim(
           AND EXISTS (SELECT 1 FROM webhook_deliveries d
                        WHERE d.endpoint_id = e.id AND d.state = 'pending'
                          AND d.next_attempt_at <= now()))
-     SELECT l.lane, ${ENDPOINT_COLUMNS}
+     SELECT l.lane, e.updated_at::text AS endpoint_version, ${ENDPOINT_COLUMNS}
        FROM webhook_endpoint_lanes l
        JOIN webhook_endpoints e ON e.id = l.endpoint_id
        JOIN webhook_endpoint_states s ON s.endpoint_id = l.endpoint_id
@@ -537,7 +552,7 @@ async function claim(
   );
   const claimed = lanes[0];
   if (!claimed) return 'nothing due';
-  const { lane, ...endpoint } = claimed;
+  const { lane, endpoint_version: endpointVersion, ...endpoint } = claimed;
   // A statement of its own, so its snapshot is taken after the lane's lock: it sees the
   // lane's previous attempt committed.
   const { rows: deliveries } = await connection.query<ClaimedDelivery>(
@@ -551,7 +566,7 @@ async function claim(
     [endpoint.id, lane],
   );
   const delivery = deliveries[0];
-  return delivery ? { endpoint, lane, delivery } : 'lane emptied';
+  return delivery ? { endpoint, endpointVersion, lane, delivery } : 'lane emptied';
 }
 
 function outcomeLabel(result: AttemptResult | NotSent): string {
