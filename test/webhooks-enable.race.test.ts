@@ -11,7 +11,12 @@ import { isGwError } from '../src/errors.js';
 import { createLogger } from '../src/log.js';
 import { DeliveryClient } from '../src/webhooks/delivery-client.js';
 import { WebhookDispatcher } from '../src/webhooks/dispatcher.js';
-import { createEndpoint, updateEndpoint, type WebhookSettings } from '../src/webhooks/endpoints.js';
+import {
+  createEndpoint,
+  deleteEndpoint,
+  updateEndpoint,
+  type WebhookSettings,
+} from '../src/webhooks/endpoints.js';
 import { emitEvent } from '../src/webhooks/outbox.js';
 import { parseRetrySchedule } from '../src/webhooks/retry-schedule.js';
 import { isolatedContext } from './support/context.js';
@@ -241,5 +246,47 @@ describe('enabling an endpoint while dispatchers deliver', () => {
       'pu_waited_1',
       'pu_waited_2',
     ]);
+  });
+});
+
+describe('deleting an endpoint with a backlog', () => {
+  it("holds up none of the organization's events while its deliveries go", async () => {
+    const orgId = await createOrganization(db, 'delete-backlog');
+    const id = await addEndpoint(orgId, '/deleted-backlog');
+    await updateEndpoint(db as unknown as DbPool, settings, person, orgId, id, { enabled: false });
+    for (const user of ['pu_gone_1', 'pu_gone_2', 'pu_gone_3']) {
+      await emitEvent(db, orgId, 'product_user.created', { product_end_user_id: user });
+    }
+    // A delivery the deletion must wait for, standing for weeks of them (300,000 took 2.2 s
+    // to delete here, and past DATABASE_TIMEOUT_MS the deletion failed).
+    const holder = await pool('gw-test-holder').connect();
+    await holder.query('BEGIN');
+    await holder.query(
+      'SELECT 1 FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY id DESC LIMIT 1 FOR UPDATE',
+      [id],
+    );
+    let deleting: Promise<boolean> | undefined;
+    let emitted: Promise<number> | undefined;
+    try {
+      deleting = deleteEndpoint(pool(ENABLING), person, orgId, id);
+      await eventually(async () => ((await waitsForLock(ENABLING)) ? true : undefined));
+      // The organization's events meanwhile: queued at once (for the endpoint, whose deletion
+      // has not committed, too: they go with it).
+      emitted = emitEvent(pool(EMITTING), orgId, 'product_user.created', {
+        product_end_user_id: 'pu_meanwhile_delete',
+      });
+      expect(await unlessBlocked(emitted, EMITTING)).toBe(1);
+    } finally {
+      await holder.query('COMMIT');
+      holder.release();
+    }
+    expect(await deleting).toBe(true);
+    await emitted;
+    const { rows } = await db.query(
+      `SELECT (SELECT count(*)::int FROM webhook_endpoints WHERE id = $1) AS endpoints,
+              (SELECT count(*)::int FROM webhook_deliveries WHERE endpoint_id = $1) AS deliveries`,
+      [id],
+    );
+    expect(rows).toEqual([{ endpoints: 0, deliveries: 0 }]);
   });
 });

@@ -329,13 +329,36 @@ export async function updateEndpoint(
   });
 }
 
-/** Deletes an endpoint with its delivery log. False when there is none. */
+/** Deliveries deleted per statement before an endpoint goes (with their attempts). */
+const DELETE_CHUNK = 5_000;
+
+/**
+ * Deletes an endpoint with its delivery log. False when there is none.
+ *
+ * The log goes first, a chunk at a time, each its own statement (deliveries an attempt holds
+ * are left to the end): weeks of messages that waited for a disabled endpoint (decision 504)
+ * made one cascading delete last past DATABASE_TIMEOUT_MS, and for as long it held the
+ * endpoint's row, which every event of the organization waits for (the outbox takes it FOR
+ * KEY SHARE). The endpoint's own delete then takes only what came since (decision 551). A
+ * deletion that fails after its first chunks leaves the endpoint with part of its log gone:
+ * the person deleting it meant it all to go.
+ */
 export async function deleteEndpoint(
   db: DbPool,
   actor: Actor,
   orgId: string,
   endpointId: string,
 ): Promise<boolean> {
+  for (;;) {
+    const { rowCount } = await db.query(
+      `DELETE FROM webhook_deliveries WHERE id IN (
+         SELECT d.id FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+          WHERE d.endpoint_id = $1 AND e.org_id = $2
+          ORDER BY d.id LIMIT $3 FOR UPDATE OF d SKIP LOCKED)`,
+      [endpointId, orgId, DELETE_CHUNK],
+    );
+    if ((rowCount ?? 0) < DELETE_CHUNK) break;
+  }
   return withTransaction(db, async (client) => {
     // The endpoint's lanes first (docs/decisions.md 317): each lane waits for its attempt in
     // flight, and a lane held here is claimed by no one after. Without it the delete waits on
@@ -351,6 +374,13 @@ export async function deleteEndpoint(
         [endpointId, orgId],
       );
     }
+    // What is left of the log (held by attempts until now, or queued since) before the row:
+    // a wait here holds nothing the organization's events need.
+    await client.query(
+      `DELETE FROM webhook_deliveries d USING webhook_endpoints e
+        WHERE d.endpoint_id = $1 AND e.id = d.endpoint_id AND e.org_id = $2`,
+      [endpointId, orgId],
+    );
     const { rowCount } = await client.query(
       'DELETE FROM webhook_endpoints WHERE id = $1 AND org_id = $2',
       [endpointId, orgId],
