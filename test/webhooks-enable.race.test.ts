@@ -1,7 +1,9 @@
 // Enabling a webhook endpoint while dispatchers deliver (decision 503 sends what waited at
 // once): the attempt still in flight from before the endpoint was disabled and the enabling
 // both commit, and the enabling, which waits for that attempt (or for its backlog's rows),
-// holds up none of the organization's other work (decision 548). The dispatchers run in-process on pools of their own, as
+// holds up none of the organization's other work (decision 548); it rewrites only what was
+// tried (549), and an answer to an attempt made before a person changed the endpoint does not
+// disable it (550). Deleting an endpoint with a backlog holds up none of it either (551). The dispatchers run in-process on pools of their own, as
 // separate instances would.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createOrganization } from '../src/admin/provisioning.js';
