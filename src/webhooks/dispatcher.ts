@@ -496,9 +496,11 @@ export class WebhookDispatcher {
  * attempted longest ago; an endpoint holding `share` slots here waits, and one that is failing
  * gets one attempt at a time here (a receiver in trouble is not sent 8 at once).
  *
- * Only endpoints this instance can sign for: each secret that signs now (the current one, and
- * the retired ones in their grace) sealed under one of `keyIds` (decision 547). Another
- * instance with the key sends the rest at once; claimed here, they would wait a retry step.
+ * Only endpoints this instance can sign for: each secret that signs now (the current one, the
+ * previous one in its grace, and the earlier ones, whatever their grace: their expiry is
+ * JSON, which no claim should have to parse, and a rewrap reseals them all) sealed under one
+ * of `keyIds` (decision 547). Another instance with the key sends the rest at once; claimed
+ * here, they would wait a retry step.
  *
  * The endpoint's state row is also taken FOR KEY SHARE (SKIP LOCKED): lanes share it, but an
  * instance of the version before lanes, which locks it FOR UPDATE during its attempts (decision
@@ -526,8 +528,7 @@ async function claim(
                OR split_part(e.previous_secret_sealed, ':', 1) = ANY ($4::text[]))
           AND NOT EXISTS (
                 SELECT 1 FROM jsonb_array_elements(e.earlier_secrets) retired
-                 WHERE (retired->>'expires_at')::timestamptz > now()
-                   AND split_part(retired->>'sealed', ':', 1) <> ALL ($4::text[]))
+                 WHERE split_part(retired->>'sealed', ':', 1) <> ALL ($4::text[]))
           AND EXISTS (SELECT 1 FROM webhook_deliveries d
                        WHERE d.endpoint_id = e.id AND d.state = 'pending'
                          AND d.next_attempt_at <= now()))
