@@ -67,6 +67,11 @@ export class SecretBox {
     private readonly keys: ReadonlyMap<string, Buffer>,
   ) {}
 
+  /** The ids of the keys this box opens with (the current one and the previous ones). */
+  keyIds(): string[] {
+    return [...this.keys.keys()];
+  }
+
   seal(secret: string): SealedSecret {
     const iv = randomBytes(12);
     const cipher = createCipheriv('aes-256-gcm', this.keys.get(this.currentKeyId)!, iv);

@@ -39,6 +39,8 @@ export interface DispatcherCounters {
 
 interface ClaimedLane {
   readonly endpoint: EndpointRow;
+  /** The endpoint's updated_at as claimed, exactly (text): a person's change since moves it. */
+  readonly endpointVersion: string;
   readonly lane: number;
   readonly delivery: ClaimedDelivery;
 }
@@ -106,6 +108,14 @@ export class WebhookDispatcher {
 
   start(): void {
     if (this.running || this.settings.concurrency === 0) return;
+    // Nothing it could sign: it claims nothing, and the instances with the key send at once
+    // what a claim here would have put off (decision 547).
+    if (!this.box) {
+      this.logger.warn(
+        'CREDENTIALS_MASTER_KEY is not set: this instance delivers no webhooks (the instances that have it do)',
+      );
+      return;
+    }
     this.running = true;
     this.wake();
   }
@@ -187,7 +197,12 @@ export class WebhookDispatcher {
     let claimed: ClaimedLane | Exclude<ClaimOutcome, 'started'>;
     try {
       await connection.query('BEGIN');
-      claimed = await claim(connection, this.inFlightByEndpoint, this.endpointShare());
+      claimed = await claim(
+        connection,
+        this.inFlightByEndpoint,
+        this.endpointShare(),
+        this.box?.keyIds() ?? [],
+      );
     } catch (error) {
       await connection.query('ROLLBACK').catch(() => undefined);
       connection.release();
@@ -228,7 +243,7 @@ export class WebhookDispatcher {
   }
 
   private async attempt(connection: DbClient, claimed: ClaimedLane): Promise<void> {
-    const { endpoint, lane, delivery } = claimed;
+    const { endpoint, endpointVersion, lane, delivery } = claimed;
     const state = { abandoned: false };
     this.holding.set(connection, state);
     let failed = true;
@@ -238,7 +253,16 @@ export class WebhookDispatcher {
       let noticesQueued = 0;
       if ('notSent' in result) {
         await this.recordNotSent(connection, endpoint, lane, delivery, result);
-      } else noticesQueued = await this.record(connection, endpoint, lane, delivery, result);
+      } else {
+        noticesQueued = await this.record(
+          connection,
+          endpoint,
+          endpointVersion,
+          lane,
+          delivery,
+          result,
+        );
+      }
       await connection.query('COMMIT');
       failed = false;
       if (noticesQueued > 0) this.notices?.queued();
@@ -261,6 +285,7 @@ export class WebhookDispatcher {
     endpoint: EndpointRow,
     delivery: ClaimedDelivery,
   ): Promise<AttemptResult | NotSent> {
+    // start() starts no claim without a box: this is for the type checker.
     if (!this.box) {
       return { notSent: 'not sent: CREDENTIALS_MASTER_KEY is not set on this instance' };
     }
@@ -284,6 +309,7 @@ export class WebhookDispatcher {
   private async record(
     connection: DbClient,
     endpoint: EndpointRow,
+    endpointVersion: string,
     lane: number,
     delivery: ClaimedDelivery,
     result: AttemptResult,
@@ -356,7 +382,7 @@ export class WebhookDispatcher {
       failingSince !== undefined &&
       Date.now() - failingSince.getTime() >= this.settings.disableAfterMs;
     if (gone || failingTooLong)
-      return this.disable(connection, endpoint, gone ? 'gone' : 'failing');
+      return this.disable(connection, endpoint, endpointVersion, gone ? 'gone' : 'failing');
     // Failing for a day (and not yet disabled): its owners and admins are warned once per run.
     const failingLong =
       failingSince !== undefined && Date.now() - failingSince.getTime() >= FAILING_WARNING_AFTER_MS;
@@ -367,7 +393,9 @@ export class WebhookDispatcher {
   }
 
   /**
-   * An attempt this instance could not make, in the delivery log with why; the delivery waits
+   * An attempt this instance could not make, in the delivery log with why (a claim takes only
+   * endpoints whose secrets are sealed under keys it has, so this is a value that does not
+   * open: damaged, or sealed under another key of the same id); the delivery waits
    * the schedule's first step for an instance that can sign it (this one's operator may fix
    * its key meanwhile). Its retry step and the endpoint's health stay as they were: the
    * receiver was not called, so neither its schedule nor its 5 days run out on this.
@@ -398,18 +426,22 @@ export class WebhookDispatcher {
    * Disables an endpoint on its own (410, or failing for days), says so in the audit log, and
    * queues the mail to its organization's owners and admins (with SMTP_URL), all in the
    * attempt's transaction. Only the attempt whose UPDATE disabled the row does the rest:
-   * another lane failing at once finds it disabled (decision 525). Returns the notices queued.
+   * another lane failing at once finds it disabled (decision 525). Not an endpoint a person
+   * changed since this attempt's claim (`endpointVersion`, its updated_at then): enabled again
+   * or moved to another URL meanwhile, it is not judged by an answer to what it was (decision
+   * 550). Returns the notices queued.
    */
   private async disable(
     connection: DbClient,
     endpoint: EndpointRow,
+    endpointVersion: string,
     reason: AutomaticDisableReason,
   ): Promise<number> {
     const { rowCount } = await connection.query(
       `UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = $2, disabled_at = now(),
               updated_at = now()
-        WHERE id = $1 AND status = 'enabled'`,
-      [endpoint.id, reason],
+        WHERE id = $1 AND status = 'enabled' AND updated_at = $3::timestamptz`,
+      [endpoint.id, reason, endpointVersion],
     );
     if (rowCount === 0) return 0;
     await recordAudit(connection, {
@@ -464,6 +496,12 @@ export class WebhookDispatcher {
  * attempted longest ago; an endpoint holding `share` slots here waits, and one that is failing
  * gets one attempt at a time here (a receiver in trouble is not sent 8 at once).
  *
+ * Only endpoints this instance can sign for: each secret that signs now (the current one, the
+ * previous one in its grace, and the earlier ones, whatever their grace: their expiry is
+ * JSON, which no claim should have to parse, and a rewrap reseals them all) sealed under one
+ * of `keyIds` (decision 547). Another instance with the key sends the rest at once; claimed
+ * here, they would wait a retry step.
+ *
  * The endpoint's state row is also taken FOR KEY SHARE (SKIP LOCKED): lanes share it, but an
  * instance of the version before lanes, which locks it FOR UPDATE during its attempts (decision
  * 167), and this one never send to the same endpoint at once during a rolling deploy.
@@ -472,19 +510,29 @@ async function claim(
   connection: DbClient,
   inFlight: ReadonlyMap<string, number>,
   share: number,
+  keyIds: readonly string[],
 ): Promise<ClaimedLane | 'nothing due' | 'lane emptied'> {
   // The endpoints with a delivery due first (one index probe each, webhook_deliveries_due),
   // then their lanes alone: the planner, left to itself, read every due delivery (or probed
   // all 8 lanes of every endpoint) on each claim. OFFSET 0 keeps the lane's EXISTS a probe
   // per lane row rather than a join over the due deliveries.
-  const { rows: lanes } = await connection.query<EndpointRow & { lane: number }>(
+  const { rows: lanes } = await connection.query<
+    EndpointRow & { lane: number; endpoint_version: string }
+  >(
     `WITH due AS MATERIALIZED (
        SELECT e.id FROM webhook_endpoints e
         WHERE e.status = 'enabled'
+          AND split_part(e.secret_sealed, ':', 1) = ANY ($4::text[])
+          AND (e.previous_secret_sealed IS NULL OR e.previous_secret_expires_at IS NULL
+               OR e.previous_secret_expires_at <= now()
+               OR split_part(e.previous_secret_sealed, ':', 1) = ANY ($4::text[]))
+          AND NOT EXISTS (
+                SELECT 1 FROM jsonb_array_elements(e.earlier_secrets) retired
+                 WHERE split_part(retired->>'sealed', ':', 1) <> ALL ($4::text[]))
           AND EXISTS (SELECT 1 FROM webhook_deliveries d
                        WHERE d.endpoint_id = e.id AND d.state = 'pending'
                          AND d.next_attempt_at <= now()))
-     SELECT l.lane, ${ENDPOINT_COLUMNS}
+     SELECT l.lane, e.updated_at::text AS endpoint_version, ${ENDPOINT_COLUMNS}
        FROM webhook_endpoint_lanes l
        JOIN webhook_endpoints e ON e.id = l.endpoint_id
        JOIN webhook_endpoint_states s ON s.endpoint_id = l.endpoint_id
@@ -501,11 +549,11 @@ async function claim(
       LIMIT 1
       FOR UPDATE OF l SKIP LOCKED
       FOR KEY SHARE OF s SKIP LOCKED`,
-    [[...inFlight.keys()], [...inFlight.values()], share],
+    [[...inFlight.keys()], [...inFlight.values()], share, keyIds],
   );
   const claimed = lanes[0];
   if (!claimed) return 'nothing due';
-  const { lane, ...endpoint } = claimed;
+  const { lane, endpoint_version: endpointVersion, ...endpoint } = claimed;
   // A statement of its own, so its snapshot is taken after the lane's lock: it sees the
   // lane's previous attempt committed.
   const { rows: deliveries } = await connection.query<ClaimedDelivery>(
@@ -519,7 +567,7 @@ async function claim(
     [endpoint.id, lane],
   );
   const delivery = deliveries[0];
-  return delivery ? { endpoint, lane, delivery } : 'lane emptied';
+  return delivery ? { endpoint, endpointVersion, lane, delivery } : 'lane emptied';
 }
 
 function outcomeLabel(result: AttemptResult | NotSent): string {

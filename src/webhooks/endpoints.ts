@@ -125,7 +125,13 @@ export async function listEndpoints(db: DbPool, orgId: string): Promise<Endpoint
   return rows;
 }
 
-/** The endpoint if it belongs to the organization (anything else reads as missing). */
+/**
+ * The endpoint if it belongs to the organization (anything else reads as missing). `lock`:
+ * against another change and its deletion until the transaction ends, but not against the
+ * organization's events: the outbox takes its endpoints FOR KEY SHARE, which FOR UPDATE would
+ * make wait behind an enabling that waits itself, for an attempt in flight or on its backlog
+ * (decision 548).
+ */
 export async function findEndpoint(
   db: Pick<DbPool, 'query'>,
   orgId: string,
@@ -134,7 +140,7 @@ export async function findEndpoint(
 ): Promise<EndpointRow | undefined> {
   const { rows } = await db.query<EndpointRow>(
     `SELECT ${ENDPOINT_COLUMNS} FROM ${FROM_ENDPOINTS} WHERE e.id = $1 AND e.org_id = $2
-     ${lock ? 'FOR UPDATE OF e' : ''}`,
+     ${lock ? 'FOR NO KEY UPDATE OF e' : ''}`,
     [endpointId, orgId],
   );
   return rows[0];
@@ -287,15 +293,22 @@ export async function updateEndpoint(
       // it was, a message of a receiver down for days waited up to 12 h more for its next step.
       // So do the messages whose schedule ran out since it began failing (with no success
       // since): the receiver was down for all of them. The statement's snapshot reads
-      // failing_since as it was before this clears it.
+      // failing_since as it was before this clears it. Only deliveries already tried are
+      // rewritten (webhook_deliveries_tried): those queued while it was disabled are due and
+      // on their first step, and may be weeks of messages (decision 549). A pending one on
+      // its first step and not yet due is one a retry put off (a "not sent", 506): due now.
       await client.query(
         `WITH state AS (
-           UPDATE webhook_endpoint_states SET failing_since = NULL WHERE endpoint_id = $1)
-         UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = now(), retry_step = 0
-          WHERE endpoint_id = $1
-            AND (state = 'pending'
-                 OR (state = 'failed' AND last_attempt_at >= (
-                       SELECT failing_since FROM webhook_endpoint_states WHERE endpoint_id = $1)))`,
+           UPDATE webhook_endpoint_states SET failing_since = NULL WHERE endpoint_id = $1),
+         tried AS (
+           UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = now(), retry_step = 0
+            WHERE endpoint_id = $1 AND retry_step > 0 AND state <> 'delivered'
+              AND (state = 'pending'
+                   OR last_attempt_at >= (
+                        SELECT failing_since FROM webhook_endpoint_states WHERE endpoint_id = $1)))
+         UPDATE webhook_deliveries SET next_attempt_at = now()
+          WHERE endpoint_id = $1 AND state = 'pending' AND next_attempt_at > now()
+            AND retry_step = 0`,
         [endpointId],
       );
     }
@@ -316,13 +329,36 @@ export async function updateEndpoint(
   });
 }
 
-/** Deletes an endpoint with its delivery log. False when there is none. */
+/** Deliveries deleted per statement before an endpoint goes (with their attempts). */
+const DELETE_CHUNK = 5_000;
+
+/**
+ * Deletes an endpoint with its delivery log. False when there is none.
+ *
+ * The log goes first, a chunk at a time, each its own statement (deliveries an attempt holds
+ * are left to the end): weeks of messages that waited for a disabled endpoint (decision 504)
+ * made one cascading delete last past DATABASE_TIMEOUT_MS, and for as long it held the
+ * endpoint's row, which every event of the organization waits for (the outbox takes it FOR
+ * KEY SHARE). The endpoint's own delete then takes only what came since (decision 551). A
+ * deletion that fails after its first chunks leaves the endpoint with part of its log gone:
+ * the person deleting it meant it all to go.
+ */
 export async function deleteEndpoint(
   db: DbPool,
   actor: Actor,
   orgId: string,
   endpointId: string,
 ): Promise<boolean> {
+  for (;;) {
+    const { rowCount } = await db.query(
+      `DELETE FROM webhook_deliveries WHERE id IN (
+         SELECT d.id FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+          WHERE d.endpoint_id = $1 AND e.org_id = $2
+          ORDER BY d.id LIMIT $3 FOR UPDATE OF d SKIP LOCKED)`,
+      [endpointId, orgId, DELETE_CHUNK],
+    );
+    if ((rowCount ?? 0) < DELETE_CHUNK) break;
+  }
   return withTransaction(db, async (client) => {
     // The endpoint's lanes first (docs/decisions.md 317): each lane waits for its attempt in
     // flight, and a lane held here is claimed by no one after. Without it the delete waits on
@@ -338,6 +374,13 @@ export async function deleteEndpoint(
         [endpointId, orgId],
       );
     }
+    // What is left of the log (held by attempts until now, or queued since) before the row:
+    // a wait here holds nothing the organization's events need.
+    await client.query(
+      `DELETE FROM webhook_deliveries d USING webhook_endpoints e
+        WHERE d.endpoint_id = $1 AND e.id = d.endpoint_id AND e.org_id = $2`,
+      [endpointId, orgId],
+    );
     const { rowCount } = await client.query(
       'DELETE FROM webhook_endpoints WHERE id = $1 AND org_id = $2',
       [endpointId, orgId],
