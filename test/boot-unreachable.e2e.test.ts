@@ -109,9 +109,10 @@ beforeAll(async () => {
 
 describe('the boot with a dependency away', () => {
   it('tries a Postgres that hangs again, then exits 1 naming it', async () => {
+    // 500 ms: two attempts (the second after a pause of 1 s), the boot given up within 3 s
     const { code, output, lines } = await failedBoot({
       DATABASE_URL: hungDatabaseUrl,
-      DATABASE_TIMEOUT_MS: '1000',
+      DATABASE_TIMEOUT_MS: '500',
     });
     expect(code).toBe(1);
     const retries = lines.filter((line) => line.msg === RETRY_LINE);
@@ -119,12 +120,12 @@ describe('the boot with a dependency away', () => {
       level: 40,
       attempt: 1,
       retryInMs: 1000,
-      reason: 'Postgres (DATABASE_URL) did not answer within 1000 ms',
+      reason: 'Postgres (DATABASE_URL) did not answer within 500 ms',
     });
     const fatal = lines.find((line) => line.msg === 'gw failed to start');
     expect((fatal?.err as { message: string }).message).toMatch(
       new RegExp(
-        `^Postgres \\(DATABASE_URL\\) did not answer within 1000 ms \\(gave up after ${retries.length + 1} attempts in [\\d.]+ s\\)$`,
+        `^Postgres \\(DATABASE_URL\\) did not answer within 500 ms \\(gave up after ${retries.length + 1} attempts in [\\d.]+ s\\)$`,
       ),
     );
     expect(output).not.toContain('a-secret-password');
@@ -133,8 +134,9 @@ describe('the boot with a dependency away', () => {
   it('stops at once, exit 0, when SIGTERM comes while it waits for Postgres', async () => {
     let signalled = false;
     const { code, lines } = await failedBoot(
-      // Six time-outs of 5 s: the wait would run 30 s, past this test's own time-out.
-      { DATABASE_URL: hungDatabaseUrl, DATABASE_TIMEOUT_MS: '5000' },
+      // A boot that went on waiting would give up after six time-outs of 1 s: exit 1, "gw
+      // failed to start", not the exit 0 of a stop.
+      { DATABASE_URL: hungDatabaseUrl, DATABASE_TIMEOUT_MS: '1000' },
       (output, child) => {
         if (!signalled && output.includes(RETRY_LINE)) {
           signalled = true;
@@ -192,7 +194,7 @@ describe('the boot with a dependency away', () => {
   });
 
   it('tries a Redis that hangs again, then exits 1 naming it', async () => {
-    const { code, lines } = await failedBoot({ REDIS_URL: hungRedisUrl, REDIS_TIMEOUT_MS: '1000' });
+    const { code, lines } = await failedBoot({ REDIS_URL: hungRedisUrl, REDIS_TIMEOUT_MS: '500' });
     expect(code).toBe(1);
     expect(lines).toContainEqual(
       expect.objectContaining({

@@ -32,8 +32,11 @@ import { eventually } from './support/services.js';
 import type { ErrorBody } from './support/http.js';
 
 const { env: context, db } = isolatedContext('idem-lease', { ownDatabase: true });
-/** A lease of 4 s (renewed every second) rather than the default 10 s: the tests wait out a few. */
-const LEASE_MS = 4_000;
+/**
+ * A lease of 3 s (renewed every 750 ms) rather than the default 10 s: the tests wait out a few.
+ * A live request's lease lapses only if none of its renewals in 3 s went through.
+ */
+const LEASE_MS = 3_000;
 const env = { ...context, IDEMPOTENCY_KEY_LEASE_MS: String(LEASE_MS) };
 let gateway: GatewayProcess;
 let tenant: SeededOrg;

@@ -129,7 +129,10 @@ const PAGES: readonly (readonly [label: string, path: () => string])[] = [
 ];
 const APP_PAGE = ['An app', () => orgPath('apps', org.app_id)] as const;
 
-describe.each([
+// The two sizes are checked side by side (the two suites at once, each its own tests in turn in
+// a window of its own): much of a page's check is waiting for what it loads. The keyboard walks
+// below start once both are done.
+describe.concurrent.each([
   ['desktop', DESKTOP],
   ['phone', PHONE],
 ])('the dashboard in a %s window, checked by axe', (name, viewport) => {
@@ -141,48 +144,54 @@ describe.each([
   });
   afterAll(() => window?.close());
 
-  it('checks every page its navigation links', async () => {
+  it.sequential('checks every page its navigation links', async () => {
     const links = await navigationLinks(window.page);
     expect(links).toEqual(PAGES.map(([label, path]) => ({ label, href: path() })));
   });
 
-  it.each([...PAGES, APP_PAGE])('%s: no serious or critical violation', async (label, path) => {
-    const { page } = window;
-    await page.goto(`${gateway.url}${path()}`);
-    await page.getByRole('heading', { level: 1 }).waitFor();
-    // what the page loads after its heading (its lists, the usage chart) drawn too
-    await page.waitForLoadState('networkidle');
-    await expectNoViolations(page, label);
-    await screenshot(page, `a11y-${name}-${label.replace(/\W+/g, '-').toLowerCase()}`);
-  });
+  it.sequential.each([...PAGES, APP_PAGE])(
+    '%s: no serious or critical violation',
+    async (label, path) => {
+      const { page } = window;
+      await page.goto(`${gateway.url}${path()}`);
+      await page.getByRole('heading', { level: 1 }).waitFor();
+      // what the page loads after its heading (its lists, the usage chart) drawn too
+      await page.waitForLoadState('networkidle');
+      await expectNoViolations(page, label);
+      await screenshot(page, `a11y-${name}-${label.replace(/\W+/g, '-').toLowerCase()}`);
+    },
+  );
 
-  it('draws the edges of its text fields and lists in a colour that stands out (3:1), and their placeholders 4.5:1', async () => {
-    const { page, close } = await openWindow(browser, viewport);
-    await ui.visit(page, admin, `/dashboard/orgs/${org.org_id}/keys`);
-    await page.getByRole('button', { name: 'Issue key' }).waitFor();
-    expect(await page.locator('input[placeholder]').count()).toBeGreaterThan(2);
-    // a field is known by its edge alone (WCAG 1.4.11): the page's text fields and lists
-    const faint = await page.evaluate<string[]>(`(() => {
+  it.sequential(
+    'draws the edges of its text fields and lists in a colour that stands out (3:1), and their placeholders 4.5:1',
+    async () => {
+      const { page, close } = await openWindow(browser, viewport);
+      await ui.visit(page, admin, `/dashboard/orgs/${org.org_id}/keys`);
+      await page.getByRole('button', { name: 'Issue key' }).waitFor();
+      expect(await page.locator('input[placeholder]').count()).toBeGreaterThan(2);
+      // a field is known by its edge alone (WCAG 1.4.11): the page's text fields and lists
+      const faint = await page.evaluate<string[]>(`(() => {
       ${CONTRAST_IN_PAGE}
       return [...document.querySelectorAll('input:not([type=checkbox]):not([type=radio]), select')]
         .map((field) => [field, contrast(getComputedStyle(field).borderTopColor, field)])
         .filter(([, measured]) => measured < 3)
         .map(([field, measured]) => (field.name || field.tagName) + ' ' + measured);
     })()`);
-    expect(faint).toEqual([]);
-    // and a placeholder, which says what an empty field means ("unlimited"), is text: 4.5:1
-    const pale = await page.evaluate<string[]>(`(() => {
+      expect(faint).toEqual([]);
+      // and a placeholder, which says what an empty field means ("unlimited"), is text: 4.5:1
+      const pale = await page.evaluate<string[]>(`(() => {
       ${CONTRAST_IN_PAGE}
       return [...document.querySelectorAll('input[placeholder]')]
         .map((field) => [field, getComputedStyle(field, '::placeholder')])
         .filter(([field, style]) => style.opacity !== '1' || ratio(style.color, getComputedStyle(field).backgroundColor) < 4.5)
         .map(([field, style]) => field.name + ' ' + style.color + ' ' + style.opacity);
     })()`);
-    expect(pale).toEqual([]);
-    await close();
-  });
+      expect(pale).toEqual([]);
+      await close();
+    },
+  );
 
-  it('has none on the signed-out pages: sign-in, sign-up, forgot password', async () => {
+  it.sequential('has none on the signed-out pages: sign-in, sign-up, forgot password', async () => {
     const { page, close } = await openWindow(browser, viewport);
     for (const path of ['sign-in', 'sign-up', 'forgot-password']) {
       await page.goto(`${gateway.url}/dashboard/${path}`);
@@ -193,31 +202,34 @@ describe.each([
     await close();
   });
 
-  it('has none with a confirmation dialog open, an edit form open, or a role being changed', async () => {
-    const { page, close } = await openWindow(browser, viewport);
-    await ui.visit(page, admin, `/dashboard/orgs/${org.org_id}/keys`);
-    await page
-      .getByRole('button', { name: /^Revoke / })
-      .first()
-      .click();
-    await page.getByRole('dialog').waitFor();
-    await expectNoViolations(page, 'revoke dialog');
-    await screenshot(page, `a11y-${name}-revoke-dialog`);
-    await page.keyboard.press('Escape');
-    await page
-      .getByRole('button', { name: /^Edit / })
-      .first()
-      .click();
-    await page.getByRole('button', { name: 'Close', exact: true }).waitFor();
-    await expectNoViolations(page, 'edit form');
-    // a member's role chosen anew: its Change and Keep buttons show
-    await ui.visit(page, admin, orgPath('members'));
-    await page.getByRole('combobox', { name: `Role of ${admin}` }).selectOption('member');
-    await page.getByRole('button', { name: /^Keep / }).waitFor();
-    await expectNoViolations(page, 'role change');
-    await screenshot(page, `a11y-${name}-edit-form`);
-    await close();
-  });
+  it.sequential(
+    'has none with a confirmation dialog open, an edit form open, or a role being changed',
+    async () => {
+      const { page, close } = await openWindow(browser, viewport);
+      await ui.visit(page, admin, `/dashboard/orgs/${org.org_id}/keys`);
+      await page
+        .getByRole('button', { name: /^Revoke / })
+        .first()
+        .click();
+      await page.getByRole('dialog').waitFor();
+      await expectNoViolations(page, 'revoke dialog');
+      await screenshot(page, `a11y-${name}-revoke-dialog`);
+      await page.keyboard.press('Escape');
+      await page
+        .getByRole('button', { name: /^Edit / })
+        .first()
+        .click();
+      await page.getByRole('button', { name: 'Close', exact: true }).waitFor();
+      await expectNoViolations(page, 'edit form');
+      // a member's role chosen anew: its Change and Keep buttons show
+      await ui.visit(page, admin, orgPath('members'));
+      await page.getByRole('combobox', { name: `Role of ${admin}` }).selectOption('member');
+      await page.getByRole('button', { name: /^Keep / }).waitFor();
+      await expectNoViolations(page, 'role change');
+      await screenshot(page, `a11y-${name}-edit-form`);
+      await close();
+    },
+  );
 });
 
 /**

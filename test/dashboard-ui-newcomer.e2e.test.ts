@@ -29,6 +29,11 @@ let org: SeededOrg;
 let ownerPersonalOrg: string;
 let lonerPersonalOrg: string;
 
+/**
+ * Signs `page` in through the form, on the page a sign-in lands on: for the tests about signing
+ * in and landing. The others open their page with the owner's shared session
+ * (`ui.sessions.give`: no form, no password check).
+ */
 async function signedIn(page: Page, email: string): Promise<void> {
   await ui.signIn(page, email);
   await page.getByRole('heading', { level: 1 }).waitFor();
@@ -174,7 +179,7 @@ describe('what the pages say', () => {
 
   it('shows the latest day in the chart legend before any hover', async () => {
     const { page, close } = await openWindow(browser);
-    await signedIn(page, emails.owner);
+    await ui.sessions.give(page, emails.owner);
     await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}`);
     const legend = page.locator('.u-legend');
     await legend.waitFor();
@@ -195,7 +200,7 @@ describe('what the pages say', () => {
       env,
     );
     const { page, close } = await openWindow(browser);
-    await signedIn(page, emails.owner);
+    await ui.sessions.give(page, emails.owner);
     await page.goto(
       `${gateway.url}/dashboard/orgs/${org.org_id}/users/${granted.product_end_user_id}`,
     );
@@ -218,7 +223,7 @@ describe('what the pages say', () => {
 
   it('names the operator for the seed’s top-up, keeps model names and ids whole, and styles the app page’s destructive buttons alike', async () => {
     const { page, close } = await openWindow(browser, { width: 1024, height: 800 });
-    await signedIn(page, emails.owner);
+    await ui.sessions.give(page, emails.owner);
     // a model name with hyphens is one line, not broken after "4-"
     await page.goto(`${gateway.url}/dashboard/models`);
     const sonnet = page.getByRole('cell').locator('code', { hasText: 'claude-sonnet-4-5' });
@@ -287,7 +292,7 @@ describe('what the pages say', () => {
       page.locator('.stat').filter({ hasText: 'Spent this month' }).locator('.money-value').first();
 
     const { page, close } = await openWindow(browser, { width: 1280, height: 860 });
-    await signedIn(page, emails.owner);
+    await ui.sessions.give(page, emails.owner);
     await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}`);
     // this month's one request: an amount with 7 decimals ("0.0000108 USD") left the card by
     // 25 px in a row of five cards
@@ -361,7 +366,7 @@ describe('what the pages say', () => {
       page.locator('.stat').filter({ hasText: 'Spent this month' }).locator('.money-value');
 
     const { page, close } = await openWindow(browser, { width: 1280, height: 860 });
-    await signedIn(page, emails.owner);
+    await ui.sessions.give(page, emails.owner);
     for (const [cost, shown, name] of [
       [12_340_000_000n, '12.34 USD', 'newcomer-12-spent-12.34-1280'],
       [1_222_220_000_000n, '1,234.56 USD', 'newcomer-13-spent-1234.56-1280'],
@@ -444,7 +449,7 @@ describe('large figures in stat cards (decision 403)', () => {
 
     for (const width of [1280, 390]) {
       const { page, close } = await openWindow(browser, { width, height: 860 });
-      await signedIn(page, emails.owner);
+      await ui.sessions.give(page, emails.owner);
       await page.goto(`${gateway.url}/dashboard/orgs/${big.org_id}`);
       await expect.poll(async () => tokens(await figures(page))?.text).toBe('12,345,678');
       // polled: fitted again in the frame after its card's width changes (the chart's scroll bar)
@@ -488,7 +493,7 @@ describe('large figures in stat cards (decision 403)', () => {
 describe('the webhooks page', () => {
   it('asks for an https URL where the gateway takes no other (WEBHOOK_ALLOW_HTTP off)', async () => {
     const { page, close } = await openWindow(browser);
-    await signedIn(page, emails.owner);
+    await ui.sessions.give(page, emails.owner);
     await page.goto(`${gateway.url}/dashboard/orgs/${org.org_id}/webhooks`);
     await page.getByLabel('URL (https)', { exact: true }).waitFor();
     expect(await page.getByLabel(/http or https/).count()).toBe(0);

@@ -67,15 +67,6 @@ function watched(page: Page): string[] {
   return problems;
 }
 
-/** Signs `email` in on the dashboard's sign-in page, as a user does before connecting an app. */
-async function signInOnPage(page: Page, email: string): Promise<void> {
-  await page.goto(`${gateway.url}/dashboard/sign-in`);
-  await page.getByLabel('E-mail').fill(email);
-  await page.getByLabel('Password').fill(TEST_PASSWORD);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
-}
-
 /** The address the app sends the browser to: this test's client, PKCE `challenge`, `state`. */
 function consentUrl(state: string, challenge: string): string {
   return `${gateway.url}/oauth/authorize?${authorizeQuery({
@@ -88,7 +79,9 @@ function consentUrl(state: string, challenge: string): string {
 
 /**
  * A window of its own (its own cookies), its page's errors and refused scripts or styles
- * collected in `problems`; signed in as `email` when one is given.
+ * collected in `problems`; signed in as `email` when one is given, with the user's session as
+ * signing in leaves it in the browser (test/support/browser.ts SharedSessions): signing in on
+ * the way to the consent page has the first test.
  */
 async function openWindow(
   options: { email?: string; viewport?: { width: number; height: number } } = {},
@@ -97,7 +90,7 @@ async function openWindow(
   context.setDefaultTimeout(10_000);
   const page = await context.newPage();
   const problems = watched(page);
-  if (options.email !== undefined) await signInOnPage(page, options.email);
+  if (options.email !== undefined) await ui.sessions.give(page, options.email);
   return { context, page, problems };
 }
 

@@ -5,6 +5,11 @@ import { redisTarget, type RedisTarget } from '../../src/redis/target.js';
 
 export const TEST_DATABASE_URL =
   process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/gw_test';
+/**
+ * The suite's migrated template (test/support/global-setup.ts): a file with a database of its
+ * own gets a copy of it (test/support/context.ts), not a new database migrated anew.
+ */
+export const TEMPLATE_DATABASE_URL = `${TEST_DATABASE_URL}_template`;
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 /**
  * A Redis Cluster to run on instead (host:port,…): set by the `cluster` vitest project
