@@ -252,6 +252,43 @@ describe('enabling an endpoint while dispatchers deliver', () => {
   });
 });
 
+describe('giving a failing endpoint another URL', () => {
+  it("restarts its failing window: the old receiver's days of failures count against the new one no more", async () => {
+    const orgId = await createOrganization(db, 'new-url');
+    const id = await addEndpoint(orgId, '/old-receiver');
+    // Its old receiver failed every delivery for four days and 23 hours: an hour from being
+    // disabled, and warned already.
+    await db.query(
+      `UPDATE webhook_endpoint_states SET failing_since = now() - interval '119 hours'
+        WHERE endpoint_id = $1`,
+      [id],
+    );
+    const changed = await updateEndpoint(db as unknown as DbPool, settings, person, orgId, id, {
+      url: receiver.endpoint('/new-receiver'),
+    });
+    expect(isGwError(changed) ? changed : changed.failing_since).toBeNull();
+    const { rows } = await db.query(
+      'SELECT failing_since FROM webhook_endpoint_states WHERE endpoint_id = $1',
+      [id],
+    );
+    expect(rows).toEqual([{ failing_since: null }]);
+  });
+
+  it('a description changed alone keeps the window as it was', async () => {
+    const orgId = await createOrganization(db, 'same-url');
+    const id = await addEndpoint(orgId, '/same-receiver');
+    const { rows } = await db.query<{ failing_since: Date }>(
+      `UPDATE webhook_endpoint_states SET failing_since = now() - interval '30 hours'
+        WHERE endpoint_id = $1 RETURNING failing_since`,
+      [id],
+    );
+    const changed = await updateEndpoint(db as unknown as DbPool, settings, person, orgId, id, {
+      description: 'renamed',
+    });
+    expect(isGwError(changed) ? changed : changed.failing_since).toEqual(rows[0]!.failing_since);
+  });
+});
+
 describe('deleting an endpoint with a backlog', () => {
   it("holds up none of the organization's events while its deliveries go", async () => {
     const orgId = await createOrganization(db, 'delete-backlog');

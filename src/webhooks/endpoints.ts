@@ -287,6 +287,15 @@ export async function updateEndpoint(
         disabling,
       ],
     );
+    if (url !== undefined && url !== before.url && !enabling) {
+      // Another receiver: the days the old one failed do not count against it (they brought
+      // an endpoint just mended to its disabling and its owners' warning; decision 556). The
+      // deliveries waiting for their retries keep their schedule (an enabling sends them now).
+      await client.query(
+        'UPDATE webhook_endpoint_states SET failing_since = NULL WHERE endpoint_id = $1',
+        [endpointId],
+      );
+    }
     if (enabling) {
       // A fresh start: the days it failed before being disabled do not count again, and what
       // waited goes now, each message from the start of its schedule (decision 503): left as
