@@ -246,6 +246,20 @@ type QueryOf<Schema, UnknownNames> = UnknownNames extends 'ignored'
     ? z.infer<Schema>
     : undefined;
 
+/** What a declared route's handler (and its finishing of a committed request) is called with. */
+export type DeclaredCall<
+  Requirement extends CallerRequirement,
+  BodySchema extends z.ZodType | undefined,
+  Path extends string,
+  QuerySchema extends z.ZodObject | undefined,
+  UnknownNames extends UnknownQueryParameters | undefined,
+> = RouteCall<
+  CallerOf<Requirement>,
+  BodyOf<BodySchema>,
+  PathParams<Path>,
+  QueryOf<QuerySchema, UnknownNames>
+>;
+
 export interface RouteDeclaration<
   Requirement extends CallerRequirement = CallerRequirement,
   BodySchema extends z.ZodType | undefined = z.ZodType | undefined,
@@ -332,12 +346,7 @@ export interface RouteDeclaration<
     effectOf(committed: unknown): string | undefined;
     answer(
       effectRef: string,
-      call: RouteCall<
-        CallerOf<Requirement>,
-        BodyOf<BodySchema>,
-        PathParams<Path>,
-        QueryOf<QuerySchema, UnknownNames>
-      >,
+      call: DeclaredCall<Requirement, BodySchema, Path, QuerySchema, UnknownNames>,
       deps: Deps,
     ): Promise<RouteResult>;
   };
@@ -368,12 +377,7 @@ export interface RouteDeclaration<
   // A method, not a function property: a list of routes with different callers and bodies
   // is then one array type (their handlers are checked where each route is declared).
   handler(
-    call: RouteCall<
-      CallerOf<Requirement>,
-      BodyOf<BodySchema>,
-      PathParams<Path>,
-      QueryOf<QuerySchema, UnknownNames>
-    >,
+    call: DeclaredCall<Requirement, BodySchema, Path, QuerySchema, UnknownNames>,
     deps: Deps,
   ): Promise<RouteResult> | RouteResult;
 }
