@@ -14,10 +14,8 @@ import { createUser, loadDashboardUser } from '../src/accounts/users.js';
 import { createOrganization } from '../src/admin/provisioning.js';
 import { createMoneyLayer } from '../src/billing/compose.js';
 import type { WalletService } from '../src/billing/wallets.js';
-import { CLI_ACTOR, type CliContext } from '../src/cli/context.js';
-import { withCliIo, type CliIo } from '../src/cli/io.js';
+import { CLI_ACTOR } from '../src/cli/context.js';
 import { UsageError } from '../src/cli/output.js';
-import { walletCommand } from '../src/cli/wallet.js';
 import { createDbPool } from '../src/db/pool.js';
 import { createHttpServer, type HttpServer } from '../src/http/server.js';
 import { IdempotencyStore } from '../src/idempotency/store.js';
@@ -30,6 +28,7 @@ import { createAppRoute } from '../src/routes/dashboard/apps/create.js';
 import { topUpWalletRoute } from '../src/routes/dashboard/wallet/top-up.js';
 import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
 import { deletePrefix, testRedis } from './support/services.js';
+import { gwWallet } from './support/wallet-cli.js';
 
 const prefix = uniquePrefix('topupidem');
 const redis = testRedis();
@@ -234,25 +233,10 @@ describe('another create that committed, then failed before answering', () => {
 });
 
 describe('gw wallet topup whose Redis step failed after its commit', () => {
-  /** Runs `gw wallet …` on a CLI whose wallets are `walletService`: what it printed. */
-  async function gwWallet(walletService: WalletService, argv: string[]): Promise<string> {
-    let stdout = '';
-    const io: CliIo = {
-      env: {},
-      write: (stream, text) => void (stream === 'stdout' ? (stdout += text) : undefined),
-      inputIsTerminal: false,
-      readInput: () => Promise.resolve(''),
-      askSecret: () => Promise.reject(new Error('no terminal')),
-    };
-    const context = { db, wallets: walletService } as unknown as CliContext;
-    await withCliIo(io, () => walletCommand(context, argv));
-    return stdout;
-  }
-
   it('says the top-up was recorded and is added at the next read; that read adds it once', async () => {
     const orgId = await fundedOrg('cli');
     const topUp = ['topup', '--org-id', orgId, '--amount', '0.00025'];
-    const failed = await gwWallet(cutOff, topUp).then(
+    const failed = await gwWallet(db, cutOff, topUp).then(
       () => undefined,
       (error: unknown) => error,
     );
@@ -263,7 +247,7 @@ describe('gw wallet topup whose Redis step failed after its commit', () => {
     expect((failed as UsageError).message).toBe(
       `the top-up was recorded (wallet transaction ${made!.id}), but the wallet could not be read after it: the live balance gets the top-up at the wallet's next read (gw wallet show --org-id ${orgId}) or by gw reconcile, once; do not top it up again`,
     );
-    const shown = JSON.parse(await gwWallet(wallets, ['show', '--org-id', orgId])) as {
+    const shown = JSON.parse(await gwWallet(db, wallets, ['show', '--org-id', orgId])) as {
       balance: string;
     };
     expect(shown.balance).toBe('0.001250000000');

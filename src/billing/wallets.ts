@@ -102,6 +102,25 @@ export class TopUpOwedError extends Error {
   }
 }
 
+/**
+ * A balance set committed in the ledger whose Redis step then failed (`cause`): the live
+ * wallet owes its difference, and its next read or change, a request it refused, or `gw
+ * reconcile` applies it, once (decision 544). Setting the balance again is safe as well: it
+ * applies what is owed first, then records what is left (557).
+ */
+export class BalanceSetOwedError extends Error {
+  override readonly name = 'BalanceSetOwedError';
+  constructor(
+    readonly transactionId: string,
+    options: { readonly cause: unknown },
+  ) {
+    super(
+      `balance set ${transactionId} committed; applying it to the live balance failed`,
+      options,
+    );
+  }
+}
+
 export class WalletService {
   constructor(
     private readonly db: DbPool,
@@ -318,10 +337,15 @@ export class WalletService {
       if (outcome[0] === 1) owed = { transactionId: row.id, differenceNano };
     });
     if (owed) {
-      await this.scripts.walletTopUpApply(keys, {
-        transaction_id: owed.transactionId,
-        amount_nano: owed.differenceNano.toString(),
-      });
+      const { transactionId } = owed;
+      await this.scripts
+        .walletTopUpApply(keys, {
+          transaction_id: transactionId,
+          amount_nano: owed.differenceNano.toString(),
+        })
+        .catch((error: unknown) => {
+          throw new BalanceSetOwedError(transactionId, { cause: error });
+        });
     }
   }
 }

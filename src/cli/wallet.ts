@@ -1,6 +1,7 @@
 // gw wallet topup|set|show|alert: the organization wallet.
 import { readWallet, topUpWallet } from '../admin/wallet.js';
 import { setWalletAlert } from '../billing/wallet-alert.js';
+import { BalanceSetOwedError } from '../billing/wallets.js';
 import { CLI_ACTOR, type CliContext } from './context.js';
 import {
   amountFlag,
@@ -58,11 +59,15 @@ export async function walletCommand(context: CliContext, argv: string[]): Promis
     );
     return;
   } else if (action === 'set') {
-    await context.wallets.setBalance(
-      orgId,
-      amountFlag(requireFlag(values.amount, 'amount'), 'amount'),
-      CLI_ACTOR,
-    );
+    const target = amountFlag(requireFlag(values.amount, 'amount'), 'amount');
+    await context.wallets.setBalance(orgId, target, CLI_ACTOR).catch((error: unknown) => {
+      if (!(error instanceof BalanceSetOwedError)) throw error;
+      // Recorded: said so, rather than "unexpected error" (decision 557).
+      throw new UsageError(
+        `the balance set was recorded (wallet transaction ${error.transactionId}), but the live balance could not be changed after it: the wallet's next read (gw wallet show --org-id ${orgId}) or gw reconcile applies it, once; setting it again is safe too`,
+        'gw_unavailable',
+      );
+    });
   } else if (action !== 'show') {
     throw new UsageError(`unknown wallet action ${action ?? '(none)'}\n${walletHelp}`);
   }
