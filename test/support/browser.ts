@@ -83,10 +83,19 @@ export async function screenshot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: join(SCREENSHOT_DIR, `${name}.png`), fullPage: true });
 }
 
-/** A screenshot of one part of the page (a long page's full screenshot is too tall to read). */
+/**
+ * A screenshot of one part of the page (a long page's full screenshot is too tall to read).
+ * A part drawn again between being found and being shot (its data loaded once more: the
+ * element replaced by its like) is found anew and shot once more: a screenshot asserts nothing.
+ */
 export async function screenshotOf(part: Locator, name: string): Promise<void> {
   mkdirSync(SCREENSHOT_DIR, { recursive: true });
-  await part.screenshot({ path: join(SCREENSHOT_DIR, `${name}.png`) });
+  const path = join(SCREENSHOT_DIR, `${name}.png`);
+  await part.screenshot({ path }).catch(async (error: unknown) => {
+    if (!(error instanceof Error) || !error.message.includes('not attached to the DOM'))
+      throw error;
+    await part.screenshot({ path });
+  });
 }
 
 export interface BrowserWindow {
