@@ -10,22 +10,19 @@
 // the command now says that the top-up was recorded and what adds it, and finishes it itself
 // when the wallet's read after it works.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createUser, loadDashboardUser } from '../src/accounts/users.js';
+import { createUser } from '../src/accounts/users.js';
 import { createOrganization } from '../src/admin/provisioning.js';
 import { createMoneyLayer } from '../src/billing/compose.js';
 import type { WalletService } from '../src/billing/wallets.js';
 import { CLI_ACTOR } from '../src/cli/context.js';
 import { UsageError } from '../src/cli/output.js';
 import { createDbPool } from '../src/db/pool.js';
-import { createHttpServer, type HttpServer } from '../src/http/server.js';
-import { IdempotencyStore } from '../src/idempotency/store.js';
-import { createLogger } from '../src/log.js';
+import type { HttpServer } from '../src/http/server.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
-import { bindRoutes } from '../src/routes/framework/bind.js';
-import type { Authenticators } from '../src/routes/framework/declaration.js';
 import { createAppRoute } from '../src/routes/dashboard/apps/create.js';
 import { topUpWalletRoute } from '../src/routes/dashboard/wallet/top-up.js';
+import { serveAsOwner } from './support/owner-routes.js';
 import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
 import { deletePrefix, testRedis } from './support/services.js';
 import { gwWallet } from './support/wallet-cli.js';
@@ -55,30 +52,13 @@ const servers: HttpServer[] = [];
 
 /** The dashboard's top-up (and app create) served with `walletService`, on a port of its own. */
 async function instance(walletService: WalletService): Promise<string> {
-  const authenticators = {
-    async orgMember(head: { params: Record<string, string> }) {
-      const user = (await loadDashboardUser(db, userId))!;
-      const orgId = head.params.org_id!;
-      return {
-        user,
-        session: { handle: 'h', userId, csrfToken: 'c', createdAtMs: 0, epoch: 0 },
-        actor: { userId },
-        org: { id: orgId, name: orgId, role: 'owner', personal: false },
-      };
-    },
-  } as unknown as Authenticators;
-  const server = createHttpServer({
-    maxBodyBytes: 64 * 1024,
-    logger: createLogger('silent'),
-    routes: bindRoutes(
-      [topUpWalletRoute, createAppRoute],
-      { db, wallets: walletService, dashboardSettings: { walletTopUp: true } } as never,
-      authenticators,
-      new IdempotencyStore(db, undefined),
-    ),
+  const { url, server } = await serveAsOwner(db, userId, [topUpWalletRoute, createAppRoute], {
+    db,
+    wallets: walletService,
+    dashboardSettings: { walletTopUp: true },
   });
   servers.push(server);
-  return `http://127.0.0.1:${await server.listen('127.0.0.1', 0)}`;
+  return url;
 }
 
 let failing: string;

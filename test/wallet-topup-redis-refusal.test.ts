@@ -14,21 +14,18 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createUser, loadDashboardUser } from '../src/accounts/users.js';
+import { createUser } from '../src/accounts/users.js';
 import { createOrganization } from '../src/admin/provisioning.js';
 import { createMoneyLayer } from '../src/billing/compose.js';
 import type { WalletService } from '../src/billing/wallets.js';
 import { CLI_ACTOR } from '../src/cli/context.js';
 import { createDbPool } from '../src/db/pool.js';
-import { createHttpServer, type HttpServer } from '../src/http/server.js';
-import { IdempotencyStore } from '../src/idempotency/store.js';
-import { createLogger } from '../src/log.js';
+import type { HttpServer } from '../src/http/server.js';
 import { connectRedis, type RedisClient } from '../src/redis/connect.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts, type RedisScripts } from '../src/redis/scripts.js';
-import { bindRoutes } from '../src/routes/framework/bind.js';
-import type { Authenticators } from '../src/routes/framework/declaration.js';
 import { topUpWalletRoute } from '../src/routes/dashboard/wallet/top-up.js';
+import { serveAsOwner } from './support/owner-routes.js';
 import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
 import { freePort } from './support/services.js';
 
@@ -111,29 +108,13 @@ beforeAll(async () => {
     password: 'a password long enough 1',
   });
   userId = created.user_id;
-  const authenticators = {
-    async orgMember(head: { params: Record<string, string> }) {
-      const user = (await loadDashboardUser(db, userId))!;
-      const orgId = head.params.org_id!;
-      return {
-        user,
-        session: { handle: 'h', userId, csrfToken: 'c', createdAtMs: 0, epoch: 0 },
-        actor: { userId },
-        org: { id: orgId, name: orgId, role: 'owner', personal: false },
-      };
-    },
-  } as unknown as Authenticators;
-  http = createHttpServer({
-    maxBodyBytes: 64 * 1024,
-    logger: createLogger('silent'),
-    routes: bindRoutes(
-      [topUpWalletRoute],
-      { db, wallets, dashboardSettings: { walletTopUp: true } } as never,
-      authenticators,
-      new IdempotencyStore(db, undefined),
-    ),
+  const served = await serveAsOwner(db, userId, [topUpWalletRoute], {
+    db,
+    wallets,
+    dashboardSettings: { walletTopUp: true },
   });
-  base = `http://127.0.0.1:${await http.listen('127.0.0.1', 0)}`;
+  http = served.server;
+  base = served.url;
 });
 
 afterAll(async () => {
