@@ -6,6 +6,7 @@
 // rules.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
+import { whileRefusing } from './support/refusing-trigger.js';
 import { createMember, signInTo, uniqueEmail } from './support/dashboard.js';
 import { bearer, getJson, postJson, type JsonResponse, type ErrorBody } from './support/http.js';
 import { responseSchema, schemaProblems } from './support/openapi-check.js';
@@ -22,7 +23,7 @@ import { usageRecord } from './support/records.js';
 import { addCatchAllEndpoint, messageData } from './support/webhook-messages.js';
 import { PostgresUsageSink } from '../src/ledger/postgres-usage-sink.js';
 
-const { env, db } = isolatedContext('dash-caps');
+const { env, db } = isolatedContext('dash-caps', { ownDatabase: true });
 let gateways: GatewayProcess[];
 let tenant: SeededOrg;
 
@@ -686,28 +687,26 @@ describe('the marks a cap set passes (decision 307)', () => {
     const admin = await signInTo(gateways[0]!, email);
     const path = `/dashboard/api/orgs/${org.org_id}/cap`;
     const trigger = `refuse_${org.org_id.toLowerCase()}`;
-    await db.query(
-      `CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS
-         $$ BEGIN RAISE EXCEPTION 'the outbox refuses'; END $$`,
+    await whileRefusing(
+      db,
+      {
+        name: trigger,
+        table: 'webhook_messages',
+        before: 'INSERT',
+        when: `NEW.org_id = '${org.org_id}'`,
+      },
+      async () => {
+        const failed = await admin.request<ErrorBody>('PUT', path, { amount: '10' });
+        expect(failed.status).toBe(500);
+        // An error answer leaves the org as it was: no cap in force, none audited.
+        expect((await admin.get<CapState>(path)).body.cap).toBeNull();
+        const { rows } = await db.query(
+          `SELECT 1 FROM dashboard_audit_log WHERE org_id = $1 AND action = 'cap.set'`,
+          [org.org_id],
+        );
+        expect(rows).toEqual([]);
+      },
     );
-    await db.query(
-      `CREATE TRIGGER ${trigger} BEFORE INSERT ON webhook_messages FOR EACH ROW
-         WHEN (NEW.org_id = '${org.org_id}') EXECUTE FUNCTION ${trigger}()`,
-    );
-    try {
-      const failed = await admin.request<ErrorBody>('PUT', path, { amount: '10' });
-      expect(failed.status).toBe(500);
-      // An error answer leaves the org as it was: no cap in force, none audited.
-      expect((await admin.get<CapState>(path)).body.cap).toBeNull();
-      const { rows } = await db.query(
-        `SELECT 1 FROM dashboard_audit_log WHERE org_id = $1 AND action = 'cap.set'`,
-        [org.org_id],
-      );
-      expect(rows).toEqual([]);
-    } finally {
-      await db.query(`DROP TRIGGER ${trigger} ON webhook_messages`);
-      await db.query(`DROP FUNCTION ${trigger}()`);
-    }
     const set = await admin.request<CapState>('PUT', path, { amount: '10' });
     expect(set.status).toBe(200);
     expect(await marks(org.org_id)).toEqual(['org 0.8 of 10.000000000000']);

@@ -9,6 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { numericToNano } from '../src/money.js';
 import { isolatedContext } from './support/context.js';
+import { whileRefusing } from './support/refusing-trigger.js';
 import { createMember, signInTo, uniqueEmail, type DashboardClient } from './support/dashboard.js';
 import { bearer, postJson, type ErrorBody } from './support/http.js';
 import {
@@ -25,7 +26,7 @@ import {
 } from './support/oauth.js';
 import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
 
-const { env, db } = isolatedContext('oauth-cap');
+const { env, db } = isolatedContext('oauth-cap', { ownDatabase: true });
 let gateway: GatewayProcess;
 let maker: SeededOrg;
 let payer: SeededOrg;
@@ -260,47 +261,40 @@ describe('a spending cap set on the consent page', () => {
     });
     // Writing this cap fails (as a dropped database connection would).
     const trigger = `refuse_cap_${appClient.client_id.slice(-12).toLowerCase()}`;
-    await db.query(
-      `CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS
-         $$ BEGIN RAISE EXCEPTION 'the cap refuses'; END $$`,
+    await whileRefusing(
+      db,
+      { name: trigger, table: 'cap_rules', before: 'INSERT', when: 'NEW.amount = 123.456' },
+      async () => {
+        const pkce = pkcePair();
+        const answer = await connect(
+          payerAdmin,
+          {
+            clientId: appClient.client_id,
+            redirectUri: CALLBACK,
+            state: 'a',
+            challenge: pkce.challenge,
+          },
+          { orgId: payer.org_id, capAmount: '123.456' },
+        );
+        const code = new URL(answer.location!).searchParams.get('code')!;
+        const token = await postForm(`${gateway.url}/oauth/token`, {
+          grant_type: 'authorization_code',
+          code,
+          redirect_uri: CALLBACK,
+          code_verifier: pkce.verifier,
+          client_id: appClient.client_id,
+        });
+        expect(token.status).toBe(500);
+        expect(token.body).not.toHaveProperty('access_token');
+        const { rows } = await db.query(
+          `SELECT (SELECT count(*)::int FROM app_connections WHERE oauth_client_id = $1) AS connections,
+                  (SELECT count(*)::int FROM api_keys k JOIN app_connections c ON c.id = k.app_connection_id
+                    WHERE c.oauth_client_id = $1) AS tokens`,
+          [appClient.client_id],
+        );
+        expect(rows).toEqual([{ connections: 0, tokens: 0 }]);
+      },
     );
-    await db.query(
-      `CREATE TRIGGER ${trigger} BEFORE INSERT ON cap_rules FOR EACH ROW
-         WHEN (NEW.amount = 123.456) EXECUTE FUNCTION ${trigger}()`,
-    );
-    try {
-      const pkce = pkcePair();
-      const answer = await connect(
-        payerAdmin,
-        {
-          clientId: appClient.client_id,
-          redirectUri: CALLBACK,
-          state: 'a',
-          challenge: pkce.challenge,
-        },
-        { orgId: payer.org_id, capAmount: '123.456' },
-      );
-      const code = new URL(answer.location!).searchParams.get('code')!;
-      const token = await postForm(`${gateway.url}/oauth/token`, {
-        grant_type: 'authorization_code',
-        code,
-        redirect_uri: CALLBACK,
-        code_verifier: pkce.verifier,
-        client_id: appClient.client_id,
-      });
-      expect(token.status).toBe(500);
-      expect(token.body).not.toHaveProperty('access_token');
-      const { rows } = await db.query(
-        `SELECT (SELECT count(*)::int FROM app_connections WHERE oauth_client_id = $1) AS connections,
-                (SELECT count(*)::int FROM api_keys k JOIN app_connections c ON c.id = k.app_connection_id
-                  WHERE c.oauth_client_id = $1) AS tokens`,
-        [appClient.client_id],
-      );
-      expect(rows).toEqual([{ connections: 0, tokens: 0 }]);
-    } finally {
-      await db.query(`DROP TRIGGER ${trigger} ON cap_rules`);
-      await db.query(`DROP FUNCTION ${trigger}()`);
-    }
   });
 
   it('denying with a cap typed connects nothing', async () => {

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
+import { whileRefusing } from './support/refusing-trigger.js';
 import {
   createMember,
   signInTo,
@@ -26,7 +27,7 @@ import {
 import { runCliJson, seed, startGateway, type GatewayProcess } from './support/processes.js';
 import { eventually } from './support/services.js';
 
-const { env, db } = isolatedContext('oauth-hostile');
+const { env, db } = isolatedContext('oauth-hostile', { ownDatabase: true });
 let gateway: GatewayProcess;
 let maker: DashboardClient;
 let makerApp: string;
@@ -145,35 +146,33 @@ describe('deleting an OAuth client', () => {
     // The second connection's revocation fails (as a dropped database connection would).
     const failing = tokens[1]!.app_connection_id;
     const trigger = `refuse_${failing.toLowerCase()}`;
-    await db.query(
-      `CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS
-         $$ BEGIN RAISE EXCEPTION 'the connection refuses'; END $$`,
+    await whileRefusing(
+      db,
+      {
+        name: trigger,
+        table: 'app_connections',
+        before: 'UPDATE',
+        when: `OLD.id = '${failing}' AND NEW.status = 'revoked'`,
+      },
+      async () => {
+        const failed = await maker.request(
+          'DELETE',
+          `/dashboard/api/oauth-clients/${client.client_id}`,
+        );
+        expect(failed.status).toBe(500);
+        const { rows } = await db.query<{ status: string }>(
+          'SELECT status FROM oauth_clients WHERE id = $1',
+          [client.client_id],
+        );
+        expect(rows).toEqual([{ status: 'active' }]);
+        for (const token of tokens) {
+          expect(
+            (await postJson(`${gateway.url}/v1/chat/completions`, chat, bearer(token.access_token)))
+              .status,
+          ).toBe(200);
+        }
+      },
     );
-    await db.query(
-      `CREATE TRIGGER ${trigger} BEFORE UPDATE ON app_connections FOR EACH ROW
-         WHEN (OLD.id = '${failing}' AND NEW.status = 'revoked') EXECUTE FUNCTION ${trigger}()`,
-    );
-    try {
-      const failed = await maker.request(
-        'DELETE',
-        `/dashboard/api/oauth-clients/${client.client_id}`,
-      );
-      expect(failed.status).toBe(500);
-      const { rows } = await db.query<{ status: string }>(
-        'SELECT status FROM oauth_clients WHERE id = $1',
-        [client.client_id],
-      );
-      expect(rows).toEqual([{ status: 'active' }]);
-      for (const token of tokens) {
-        expect(
-          (await postJson(`${gateway.url}/v1/chat/completions`, chat, bearer(token.access_token)))
-            .status,
-        ).toBe(200);
-      }
-    } finally {
-      await db.query(`DROP TRIGGER ${trigger} ON app_connections`);
-      await db.query(`DROP FUNCTION ${trigger}()`);
-    }
     const deleted = await maker.request<{ status: string }>(
       'DELETE',
       `/dashboard/api/oauth-clients/${client.client_id}`,

@@ -10,7 +10,7 @@ import { isolatedContext } from './support/context.js';
 import { runCli, runCliJson, seed, type SeededOrg } from './support/processes.js';
 import { usageRecord } from './support/records.js';
 
-const { env, db } = isolatedContext('retention');
+const { env, db } = isolatedContext('retention', { ownDatabase: true });
 let org: SeededOrg;
 
 /** The ledger balance as the sum over every usage row, and as read from the running totals. */
