@@ -2,8 +2,9 @@
 // history of top-ups and balance sets, newest last (keyset pages). Changes go through the
 // money layer's WalletService (src/billing/wallets.ts), which records and audits them.
 import {
-  TopUpOwedError,
   WALLET_TRANSACTION_COLUMNS,
+  WalletChangeOwedError,
+  type WalletChangeKind,
   walletTransactionView,
   type WalletService,
   type WalletTransaction,
@@ -90,7 +91,30 @@ export async function topUpWallet(
     return await wallets.topUp(orgId, amountNano, actor);
   } catch (error) {
     if (error instanceof AmountRangeError) return gwError('gw_amount_out_of_range', error.message);
-    if (error instanceof TopUpOwedError) return error.transaction;
+    if (error instanceof WalletChangeOwedError) return error.transaction;
     throw error;
   }
+}
+
+/**
+ * The one answer to a top-up or balance set recorded in the ledger whose step after the commit
+ * failed — its Redis step, or the wallet's read after it (WalletChangeOwedError) —, for `gw
+ * wallet` (`via: 'cli'`) or the dashboard: 503 `gw_unavailable` saying it was recorded and what
+ * adds it, so that nobody makes it again (decisions 542, 554, 557). The dashboard's retry with
+ * the same Idempotency-Key answers it (542).
+ */
+export function recordedChangeError(
+  kind: WalletChangeKind,
+  transactionId: string,
+  orgId: string,
+  via: 'cli' | 'dashboard',
+): GwError {
+  const recorded = `the ${kind === 'topup' ? 'top-up' : 'balance set'} was recorded (wallet transaction ${transactionId})`;
+  const message =
+    via === 'dashboard'
+      ? `${recorded}, but the wallet could not be read after it; send the same request again with the same Idempotency-Key for its answer, and do not top up again`
+      : kind === 'topup'
+        ? `${recorded}, but the wallet could not be read after it: the live balance gets the top-up at the wallet's next read (gw wallet show --org-id ${orgId}) or by gw reconcile, once; do not top it up again`
+        : `${recorded}, but the live balance could not be changed after it: the wallet's next read (gw wallet show --org-id ${orgId}) or gw reconcile applies it, once; setting it again is safe too`;
+  return gwError('gw_unavailable', message, { headers: { 'retry-after': '1' } });
 }

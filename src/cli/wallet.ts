@@ -1,7 +1,7 @@
 // gw wallet topup|set|show|alert: the organization wallet.
-import { readWallet, topUpWallet } from '../admin/wallet.js';
+import { readWallet, recordedChangeError, topUpWallet } from '../admin/wallet.js';
 import { setWalletAlert } from '../billing/wallet-alert.js';
-import { BalanceSetOwedError } from '../billing/wallets.js';
+import { WalletChangeOwedError, type WalletChangeKind } from '../billing/wallets.js';
 import { CLI_ACTOR, type CliContext } from './context.js';
 import {
   amountFlag,
@@ -51,25 +51,25 @@ export async function walletCommand(context: CliContext, argv: string[]): Promis
     // read that fails after it says so (decision 542).
     printJson(
       await readWallet(context.wallets, orgId).catch(() => {
-        throw new UsageError(
-          `the top-up was recorded (wallet transaction ${transaction.id}), but the wallet could not be read after it: the live balance gets the top-up at the wallet's next read (gw wallet show --org-id ${orgId}) or by gw reconcile, once; do not top it up again`,
-          'gw_unavailable',
-        );
+        throw recordedChange('topup', transaction.id, orgId);
       }),
     );
     return;
   } else if (action === 'set') {
     const target = amountFlag(requireFlag(values.amount, 'amount'), 'amount');
     await context.wallets.setBalance(orgId, target, CLI_ACTOR).catch((error: unknown) => {
-      if (!(error instanceof BalanceSetOwedError)) throw error;
+      if (!(error instanceof WalletChangeOwedError)) throw error;
       // Recorded: said so, rather than "unexpected error" (decision 557).
-      throw new UsageError(
-        `the balance set was recorded (wallet transaction ${error.transactionId}), but the live balance could not be changed after it: the wallet's next read (gw wallet show --org-id ${orgId}) or gw reconcile applies it, once; setting it again is safe too`,
-        'gw_unavailable',
-      );
+      throw recordedChange('set', error.transaction.id, orgId);
     });
   } else if (action !== 'show') {
     throw new UsageError(`unknown wallet action ${action ?? '(none)'}\n${walletHelp}`);
   }
   printJson(await readWallet(context.wallets, orgId));
+}
+
+/** A wallet change recorded whose step after the commit failed, as the command's error. */
+function recordedChange(kind: WalletChangeKind, transactionId: string, orgId: string): UsageError {
+  const { message, code } = recordedChangeError(kind, transactionId, orgId, 'cli');
+  return new UsageError(message, code);
 }

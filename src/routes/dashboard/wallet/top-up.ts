@@ -9,6 +9,7 @@ import { z } from 'zod';
 import {
   readWallet,
   readWalletTopUp,
+  recordedChangeError,
   topUpWallet,
   type WalletView,
 } from '../../../admin/wallet.js';
@@ -81,11 +82,7 @@ async function answerTopUp(
   try {
     return { transaction, wallet: await readWallet(wallets, orgId) };
   } catch {
-    return gwError(
-      'gw_unavailable',
-      `the top-up was recorded (wallet transaction ${transaction.id}), but the wallet could not be read after it; send the same request again with the same Idempotency-Key for its answer, and do not top up again`,
-      { headers: { 'retry-after': '1' } },
-    );
+    return recordedChangeError('topup', transaction.id, orgId, 'dashboard');
   }
 }
 
