@@ -14,6 +14,7 @@ import type { Actor } from '../audit/audit.js';
 import { readPage, type Page, type PageRequest } from '../db/pages.js';
 import type { DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
+import { isJsonObject } from '../json-shapes.js';
 import { AmountRangeError, formatNano, SETTLEMENT_CURRENCY } from '../money.js';
 
 export interface WalletView {
@@ -71,6 +72,30 @@ export async function readWalletTopUp(
     [orgId, transactionId],
   );
   return rows[0] && walletTransactionView(rows[0]);
+}
+
+/**
+ * The top-up that the first request with an idempotency key committed (its effect: decision
+ * 542), from the ledger, for the retry that finishes it.
+ */
+export async function committedTopUp(
+  db: Pick<DbPool, 'query'>,
+  orgId: string,
+  transactionId: string,
+): Promise<WalletTransaction> {
+  const transaction = await readWalletTopUp(db, orgId, transactionId);
+  if (!transaction) throw new Error(`top-up ${transactionId} is not in the ledger`);
+  return transaction;
+}
+
+/**
+ * What an idempotency key keeps of a committed transaction of a top-up (its effect): the
+ * ledger id of its row, when `committed` (what the transaction returned) is one.
+ */
+export function committedTopUpId(committed: unknown): string | undefined {
+  if (!isJsonObject(committed)) return undefined;
+  const { id, kind } = committed;
+  return kind === 'topup' && typeof id === 'string' ? id : undefined;
 }
 
 /**
