@@ -88,6 +88,23 @@ describe("gw wallet topup whose COMMIT's answer is lost", () => {
     expect(await live(orgId)).toBe(String(FUNDED + 250_000n));
   });
 
+  it('cut before its COMMIT reached Postgres finds nothing committed under its key and tops up, once', async () => {
+    const orgId = await fundedOrg('never');
+    relay.loseCommitAnswerAfter('INSERT INTO wallet_transactions', { commitReaches: false });
+    const printed = await gwWalletOutput(relayed, walletsOn(relayed), [
+      'topup',
+      '--org-id',
+      orgId,
+      '--amount',
+      '0.00025',
+    ]);
+    expect(printed.stderr).toBe('');
+    expect(balanceOf(printed.stdout)).toBe('0.001250000000');
+    expect(await topUps(orgId)).toEqual(['0.001000000000', '0.000250000000']);
+    expect(await live(orgId)).toBe(String(FUNDED + 250_000n));
+    expect(await redis.hlen(keys.walletPendingTopUps(orgId))).toBe(0);
+  });
+
   it('run again with the same --idempotency-key after the lost answer tops up once', async () => {
     const orgId = await fundedOrg('again');
     const command = [

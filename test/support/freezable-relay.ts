@@ -17,9 +17,10 @@ export interface FreezableRelay {
   /**
    * A COMMIT whose answer is lost (Postgres only): on the next connection that sends a
    * statement containing `after`, its next COMMIT goes through and Postgres commits it, but
-   * the answer never comes back: the connection is cut when it arrives.
+   * the answer never comes back: the connection is cut when it arrives. `commitReaches`
+   * false: the connection is cut as the COMMIT is sent, which never reaches Postgres.
    */
-  loseCommitAnswerAfter(after: string): void;
+  loseCommitAnswerAfter(after: string, options?: { readonly commitReaches?: boolean }): void;
   close(): Promise<void>;
 }
 
@@ -34,6 +35,7 @@ export async function startFreezableRelay(target: {
   let frozen = false;
   const stranded = new WeakSet<net.Socket>();
   let loseAfter: string | undefined;
+  let commitReaches = true;
   // Client connections that sent `loseAfter`, and servers whose next answer (COMMIT's) is lost.
   const losing = new WeakSet<net.Socket>();
   const answerLost = new WeakSet<net.Socket>();
@@ -50,6 +52,11 @@ export async function startFreezableRelay(target: {
         loseAfter = undefined;
       } else if (losing.has(from) && chunk.includes('COMMIT\0')) {
         losing.delete(from);
+        if (!commitReaches) {
+          from.destroy();
+          to.destroy();
+          return;
+        }
         answerLost.add(to);
       }
       if (frozen) held.push({ to, chunk });
@@ -99,8 +106,9 @@ export async function startFreezableRelay(target: {
     strandOpen() {
       for (const socket of sockets) stranded.add(socket);
     },
-    loseCommitAnswerAfter(after) {
+    loseCommitAnswerAfter(after, options = {}) {
       loseAfter = after;
+      commitReaches = options.commitReaches ?? true;
     },
     async close() {
       for (const socket of [...sockets, ...waiting]) socket.destroy();
