@@ -44,7 +44,7 @@ describe('CLI errors', () => {
       error: {
         code: 'gw_invalid_request',
         message:
-          'unknown flag --ammount: did you mean --amount? (this command takes --org-id, --amount, --low-balance-threshold; see gw --help)',
+          'unknown flag --ammount: did you mean --amount? (this command takes --org-id, --amount, --low-balance-threshold, --idempotency-key; see gw --help)',
       },
     });
     const negative = await runCli(['wallet', 'topup', '--org-id', 'org_x', '--amount', '-5'], env);

@@ -2,8 +2,9 @@
 // history of top-ups and balance sets, newest last (keyset pages). Changes go through the
 // money layer's WalletService (src/billing/wallets.ts), which records and audits them.
 import {
-  TopUpOwedError,
   WALLET_TRANSACTION_COLUMNS,
+  WalletChangeOwedError,
+  type WalletChangeKind,
   walletTransactionView,
   type WalletService,
   type WalletTransaction,
@@ -13,6 +14,7 @@ import type { Actor } from '../audit/audit.js';
 import { readPage, type Page, type PageRequest } from '../db/pages.js';
 import type { DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
+import { isJsonObject } from '../json-shapes.js';
 import { AmountRangeError, formatNano, SETTLEMENT_CURRENCY } from '../money.js';
 
 export interface WalletView {
@@ -73,6 +75,30 @@ export async function readWalletTopUp(
 }
 
 /**
+ * The top-up that the first request with an idempotency key committed (its effect: decision
+ * 542), from the ledger, for the retry that finishes it.
+ */
+export async function committedTopUp(
+  db: Pick<DbPool, 'query'>,
+  orgId: string,
+  transactionId: string,
+): Promise<WalletTransaction> {
+  const transaction = await readWalletTopUp(db, orgId, transactionId);
+  if (!transaction) throw new Error(`top-up ${transactionId} is not in the ledger`);
+  return transaction;
+}
+
+/**
+ * What an idempotency key keeps of a committed transaction of a top-up (its effect): the
+ * ledger id of its row, when `committed` (what the transaction returned) is one.
+ */
+export function committedTopUpId(committed: unknown): string | undefined {
+  if (!isJsonObject(committed)) return undefined;
+  const { id, kind } = committed;
+  return kind === 'topup' && typeof id === 'string' ? id : undefined;
+}
+
+/**
  * A top-up as the dashboard and `gw wallet topup` make it: more than zero (a zero top-up
  * would only write an empty line in the history), the balance kept within the money layer's
  * bound (`gw_amount_out_of_range`, nothing recorded). One committed whose Redis step failed
@@ -90,7 +116,30 @@ export async function topUpWallet(
     return await wallets.topUp(orgId, amountNano, actor);
   } catch (error) {
     if (error instanceof AmountRangeError) return gwError('gw_amount_out_of_range', error.message);
-    if (error instanceof TopUpOwedError) return error.transaction;
+    if (error instanceof WalletChangeOwedError) return error.transaction;
     throw error;
   }
+}
+
+/**
+ * The one answer to a top-up or balance set recorded in the ledger whose step after the commit
+ * failed — its Redis step, or the wallet's read after it (WalletChangeOwedError) —, for `gw
+ * wallet` (`via: 'cli'`) or the dashboard: 503 `gw_unavailable` saying it was recorded and what
+ * adds it, so that nobody makes it again (decisions 542, 554, 557). The dashboard's retry with
+ * the same Idempotency-Key answers it (542).
+ */
+export function recordedChangeError(
+  kind: WalletChangeKind,
+  transactionId: string,
+  orgId: string,
+  via: 'cli' | 'dashboard',
+): GwError {
+  const recorded = `the ${kind === 'topup' ? 'top-up' : 'balance set'} was recorded (wallet transaction ${transactionId})`;
+  const message =
+    via === 'dashboard'
+      ? `${recorded}, but the wallet could not be read after it; send the same request again with the same Idempotency-Key for its answer, and do not top up again`
+      : kind === 'topup'
+        ? `${recorded}, but the wallet could not be read after it: the live balance gets the top-up at the wallet's next read (gw wallet show --org-id ${orgId}) or by gw reconcile, once; do not top it up again`
+        : `${recorded}, but the live balance could not be changed after it: the wallet's next read (gw wallet show --org-id ${orgId}) or gw reconcile applies it, once; setting it again is safe too`;
+  return gwError('gw_unavailable', message, { headers: { 'retry-after': '1' } });
 }

@@ -87,35 +87,25 @@ async function insertWalletTransaction(
   return row;
 }
 
+/** What changes a wallet by hand: a top-up, or a balance set (the difference it made). */
+export type WalletChangeKind = 'topup' | 'set';
+
 /**
- * A top-up committed in the ledger whose Redis step then failed (`cause`): the live wallet
- * owes it, and its next read, top-up or set, a request it refused, or `gw reconcile` adds it,
- * once (decision 521). Never a reason to top up again (decision 542).
+ * A top-up or balance set committed in the ledger whose Redis step then failed (`cause`): the
+ * live wallet owes it, and its next read or change, a request it refused, or `gw reconcile`
+ * applies it, once (decisions 521, 544). Never a reason to top up again (542); setting the
+ * balance again is safe (it applies what is owed first, then records what is left: 557).
+ * recordedChangeError (src/admin/wallet.ts) is what the CLI and the dashboard answer for it.
  */
-export class TopUpOwedError extends Error {
-  override readonly name = 'TopUpOwedError';
+export class WalletChangeOwedError extends Error {
+  override readonly name = 'WalletChangeOwedError';
   constructor(
+    readonly kind: WalletChangeKind,
     readonly transaction: WalletTransaction,
     options: { readonly cause: unknown },
   ) {
-    super(`top-up ${transaction.id} committed; adding it to the live balance failed`, options);
-  }
-}
-
-/**
- * A balance set committed in the ledger whose Redis step then failed (`cause`): the live
- * wallet owes its difference, and its next read or change, a request it refused, or `gw
- * reconcile` applies it, once (decision 544). Setting the balance again is safe as well: it
- * applies what is owed first, then records what is left (557).
- */
-export class BalanceSetOwedError extends Error {
-  override readonly name = 'BalanceSetOwedError';
-  constructor(
-    readonly transactionId: string,
-    options: { readonly cause: unknown },
-  ) {
     super(
-      `balance set ${transactionId} committed; applying it to the live balance failed`,
+      `${kind === 'topup' ? 'top-up' : 'balance set'} ${transaction.id} committed; applying it to the live balance failed`,
       options,
     );
   }
@@ -200,7 +190,7 @@ export class WalletService {
    * before that commits, marked owed to the live wallet (wallet-topup-pending.lua: a Redis
    * that fails here fails the top-up, nothing recorded); after the commit it is added to the
    * live balance, which takes the mark off (wallet-topup-apply.lua). Should that step fail
-   * (Redis lost after the commit: TopUpOwedError, with the transaction), the mark stays, and
+   * (Redis lost after the commit: WalletChangeOwedError, with the transaction), the mark stays, and
    * the wallet's next read or change, or `gw reconcile`, adds it (decision 521); the
    * dashboard's retry with its Idempotency-Key does so and answers the top-up (542). The balance may not pass
    * MAX_AMOUNT_NANO (AmountRangeError, nothing recorded): the wallet row is locked while the
@@ -227,17 +217,29 @@ export class WalletService {
       marked = outcome[0] === 1;
       return walletTransactionView(row);
     });
-    if (marked) {
-      try {
-        await this.scripts.walletTopUpApply(this.topUpKeys(orgId), {
-          transaction_id: transaction.id,
-          amount_nano: amountNano.toString(),
-        });
-      } catch (error) {
-        throw new TopUpOwedError(transaction, { cause: error });
-      }
-    }
+    if (marked) await this.applyCommitted('topup', this.topUpKeys(orgId), transaction, amountNano);
     return transaction;
+  }
+
+  /**
+   * A committed change's own Redis step: adds `amountNano` to the live wallet and takes its mark
+   * off (wallet-topup-apply.lua). A failure leaves the mark for applyOwedChanges and rejects as
+   * WalletChangeOwedError, with the transaction.
+   */
+  private async applyCommitted(
+    kind: WalletChangeKind,
+    keys: { wallet: string; pending: string },
+    transaction: WalletTransaction,
+    amountNano: bigint,
+  ): Promise<void> {
+    try {
+      await this.scripts.walletTopUpApply(keys, {
+        transaction_id: transaction.id,
+        amount_nano: amountNano.toString(),
+      });
+    } catch (error) {
+      throw new WalletChangeOwedError(kind, transaction, { cause: error });
+    }
   }
 
   /**
@@ -317,7 +319,7 @@ export class WalletService {
     assertAmountInRange(targetNano, 'the wallet balance');
     await this.ensureLive(orgId);
     const keys = { wallet: this.keys.wallet(orgId), pending: this.keys.walletPendingSets(orgId) };
-    let owed: { transactionId: string; differenceNano: bigint } | undefined;
+    let owed: { transaction: WalletTransaction; differenceNano: bigint } | undefined;
     await withTransaction(this.db, async (client) => {
       // Held until the commit or rollback, as a top-up holds it (applyOwedChanges).
       await client.query('SELECT 1 FROM wallets WHERE org_id = $1 FOR UPDATE', [orgId]);
@@ -334,18 +336,8 @@ export class WalletService {
       const outcome = (await this.scripts.walletTopUpPending(keys, {
         transaction_id: row.id,
       })) as [number];
-      if (outcome[0] === 1) owed = { transactionId: row.id, differenceNano };
+      if (outcome[0] === 1) owed = { transaction: walletTransactionView(row), differenceNano };
     });
-    if (owed) {
-      const { transactionId } = owed;
-      await this.scripts
-        .walletTopUpApply(keys, {
-          transaction_id: transactionId,
-          amount_nano: owed.differenceNano.toString(),
-        })
-        .catch((error: unknown) => {
-          throw new BalanceSetOwedError(transactionId, { cause: error });
-        });
-    }
+    if (owed) await this.applyCommitted('set', keys, owed.transaction, owed.differenceNano);
   }
 }

@@ -1,8 +1,26 @@
 // gw wallet topup|set|show|alert: the organization wallet.
-import { readWallet, topUpWallet } from '../admin/wallet.js';
+import { randomUUID } from 'node:crypto';
+import {
+  committedTopUp,
+  committedTopUpId,
+  readWallet,
+  recordedChangeError,
+  topUpWallet,
+} from '../admin/wallet.js';
 import { setWalletAlert } from '../billing/wallet-alert.js';
-import { BalanceSetOwedError } from '../billing/wallets.js';
+import {
+  WalletChangeOwedError,
+  type WalletChangeKind,
+  type WalletTransaction,
+} from '../billing/wallets.js';
+import { isGwError } from '../errors.js';
+import { IDEMPOTENCY_KEY_HEADER, idempotencyKeyOf } from '../idempotency/key.js';
+import { IdempotencyStore, requestFingerprint } from '../idempotency/store.js';
+import { formatNano } from '../money.js';
+import { JsonAnswer, type RouteResult } from '../routes/framework/declaration.js';
+import { runUnderKey } from '../routes/framework/idempotent.js';
 import { CLI_ACTOR, type CliContext } from './context.js';
+import { cliIo } from './io.js';
 import {
   amountFlag,
   orUsageError,
@@ -12,7 +30,9 @@ import {
   UsageError,
 } from './output.js';
 
-export const walletHelp = `gw wallet topup --org-id O --amount 100.00   adds funds
+export const walletHelp = `gw wallet topup --org-id O --amount 100.00 [--idempotency-key K]   adds funds
+  Once per key (kept 24 hours; one is made when none is given): run again with the same key,
+  the command tops up at most once, and answers what the first did.
 gw wallet set   --org-id O --amount 0.00     sets the balance exactly
 gw wallet show  --org-id O                   prints balance and amount held by in-flight requests
 gw wallet alert --org-id O --low-balance-threshold 5.00|none
@@ -27,6 +47,7 @@ export async function walletCommand(context: CliContext, argv: string[]): Promis
     'org-id': { type: 'string' },
     amount: { type: 'string' },
     'low-balance-threshold': { type: 'string' },
+    'idempotency-key': { type: 'string' },
   });
   const orgId = requireFlag(values['org-id'], 'org-id');
   const exists = await context.db.query('SELECT 1 FROM wallets WHERE org_id = $1', [orgId]);
@@ -39,37 +60,91 @@ export async function walletCommand(context: CliContext, argv: string[]): Promis
     return;
   }
   if (action === 'topup') {
-    const transaction = orUsageError(
-      await topUpWallet(
-        context.wallets,
-        orgId,
-        amountFlag(requireFlag(values.amount, 'amount'), 'amount'),
-        CLI_ACTOR,
-      ),
-    );
-    // Recorded: a command run again would top up again (it has no key to retry with), so a
-    // read that fails after it says so (decision 542).
-    printJson(
-      await readWallet(context.wallets, orgId).catch(() => {
-        throw new UsageError(
-          `the top-up was recorded (wallet transaction ${transaction.id}), but the wallet could not be read after it: the live balance gets the top-up at the wallet's next read (gw wallet show --org-id ${orgId}) or by gw reconcile, once; do not top it up again`,
-          'gw_unavailable',
-        );
-      }),
-    );
+    const amountNano = amountFlag(requireFlag(values.amount, 'amount'), 'amount');
+    await topUpCommand(context, orgId, amountNano, values['idempotency-key']);
     return;
   } else if (action === 'set') {
     const target = amountFlag(requireFlag(values.amount, 'amount'), 'amount');
     await context.wallets.setBalance(orgId, target, CLI_ACTOR).catch((error: unknown) => {
-      if (!(error instanceof BalanceSetOwedError)) throw error;
+      if (!(error instanceof WalletChangeOwedError)) throw error;
       // Recorded: said so, rather than "unexpected error" (decision 557).
-      throw new UsageError(
-        `the balance set was recorded (wallet transaction ${error.transactionId}), but the live balance could not be changed after it: the wallet's next read (gw wallet show --org-id ${orgId}) or gw reconcile applies it, once; setting it again is safe too`,
-        'gw_unavailable',
-      );
+      throw recordedChange('set', error.transaction.id, orgId);
     });
   } else if (action !== 'show') {
     throw new UsageError(`unknown wallet action ${action ?? '(none)'}\n${walletHelp}`);
   }
   printJson(await readWallet(context.wallets, orgId));
+}
+
+/**
+ * `gw wallet topup` under an idempotency key (decision 560), the dashboard's top-up machinery
+ * (src/idempotency, the commit fence keeping the top-up's transaction with the key, 542): the
+ * same key tops up at most once. A run whose outcome it could not learn — a COMMIT whose answer
+ * was lost, a connection cut mid-way — asks the key again at once: a top-up that committed is
+ * finished (added to the live wallet once) and answered, one that did not is made now. Only when
+ * that fails too does the command end, telling the key to run it again with.
+ */
+async function topUpCommand(
+  context: CliContext,
+  orgId: string,
+  amountNano: bigint,
+  givenKey: string | undefined,
+): Promise<void> {
+  const key = orUsageError(
+    idempotencyKeyOf({ [IDEMPOTENCY_KEY_HEADER]: givenKey ?? randomUUID() }),
+  )!;
+  const command = 'gw wallet topup';
+  const idempotent = {
+    orgId,
+    caller: 'cli',
+    route: command,
+    key,
+    requestHash: requestFingerprint(command, { amount: formatNano(amountNano) }),
+  };
+  // The CLI's answer (the wallet) holds no secret: kept in clear, no master key needed.
+  const store = new IdempotencyStore(context.db, undefined);
+  // Recorded: a read that fails after it says so, never "unexpected error" (decision 542).
+  const answer = (transaction: WalletTransaction) =>
+    readWallet(context.wallets, orgId).catch(() =>
+      recordedChangeError('topup', transaction.id, orgId, 'cli'),
+    );
+  const topUp = (): Promise<RouteResult> =>
+    runUnderKey(
+      store,
+      idempotent,
+      { successStatus: 201, carriesSecret: false },
+      async () => {
+        const made = await topUpWallet(context.wallets, orgId, amountNano, CLI_ACTOR);
+        return isGwError(made) ? made : answer(made);
+      },
+      {
+        effectOf: committedTopUpId,
+        answer: async (transactionId) =>
+          answer(await committedTopUp(context.db, orgId, transactionId)),
+      },
+    );
+  let result: RouteResult;
+  let note = `the top-up with idempotency key ${key} was made already: nothing added this time`;
+  try {
+    result = await topUp();
+  } catch (error) {
+    const cause = error instanceof Error ? error.message : 'failed';
+    note = `the top-up's answer was lost (${cause}); its idempotency key ${key} says it was made, once`;
+    result = await topUp().catch(() => {
+      throw new UsageError(
+        `whether the top-up was made is unknown (${cause}): run the same command again with --idempotency-key ${key}; it tops up once at most`,
+        'gw_unavailable',
+      );
+    });
+  }
+  if (isGwError(result)) throw new UsageError(result.message, result.code);
+  // A replay, or the finish of a first run that committed: said on stderr, the wallet on stdout.
+  if (result instanceof JsonAnswer) cliIo().write('stderr', `${note}\n`);
+  printJson(result instanceof JsonAnswer ? result.body : result);
+}
+
+/** A wallet change recorded whose step after the commit failed, as the command's error. */
+function recordedChange(kind: WalletChangeKind, transactionId: string, orgId: string): UsageError {
+  const { message, code } = recordedChangeError(kind, transactionId, orgId, 'cli');
+  return new UsageError(message, code);
 }

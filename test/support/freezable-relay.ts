@@ -14,6 +14,13 @@ export interface FreezableRelay {
    * vanished: no reset ever comes); new ones go through.
    */
   strandOpen(): void;
+  /**
+   * A COMMIT whose answer is lost (Postgres only): on the next connection that sends a
+   * statement containing `after`, its next COMMIT goes through and Postgres commits it, but
+   * the answer never comes back: the connection is cut when it arrives. `commitReaches`
+   * false: the connection is cut as the COMMIT is sent, which never reaches Postgres.
+   */
+  loseCommitAnswerAfter(after: string, options?: { readonly commitReaches?: boolean }): void;
   close(): Promise<void>;
 }
 
@@ -27,9 +34,31 @@ export async function startFreezableRelay(target: {
   const waiting: net.Socket[] = [];
   let frozen = false;
   const stranded = new WeakSet<net.Socket>();
+  let loseAfter: string | undefined;
+  let commitReaches = true;
+  // Client connections that sent `loseAfter`, and servers whose next answer (COMMIT's) is lost.
+  const losing = new WeakSet<net.Socket>();
+  const answerLost = new WeakSet<net.Socket>();
   const forward = (from: net.Socket, to: net.Socket): void => {
     from.on('data', (chunk: Buffer) => {
       if (stranded.has(from)) return;
+      if (answerLost.has(from)) {
+        from.destroy();
+        to.destroy();
+        return;
+      }
+      if (loseAfter !== undefined && chunk.includes(loseAfter)) {
+        losing.add(from);
+        loseAfter = undefined;
+      } else if (losing.has(from) && chunk.includes('COMMIT\0')) {
+        losing.delete(from);
+        if (!commitReaches) {
+          from.destroy();
+          to.destroy();
+          return;
+        }
+        answerLost.add(to);
+      }
       if (frozen) held.push({ to, chunk });
       else to.write(chunk);
     });
@@ -76,6 +105,10 @@ export async function startFreezableRelay(target: {
     },
     strandOpen() {
       for (const socket of sockets) stranded.add(socket);
+    },
+    loseCommitAnswerAfter(after, options = {}) {
+      loseAfter = after;
+      commitReaches = options.commitReaches ?? true;
     },
     async close() {
       for (const socket of [...sockets, ...waiting]) socket.destroy();

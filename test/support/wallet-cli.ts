@@ -11,15 +11,24 @@ export async function gwWallet(
   walletService: WalletService,
   argv: string[],
 ): Promise<string> {
-  let stdout = '';
+  return (await gwWalletOutput(db, walletService, argv)).stdout;
+}
+
+/** The same, with what it wrote on stderr too (a note beside its answer). */
+export async function gwWalletOutput(
+  db: DbPool,
+  walletService: WalletService,
+  argv: string[],
+): Promise<{ stdout: string; stderr: string }> {
+  const written = { stdout: '', stderr: '' };
   const io: CliIo = {
     env: {},
-    write: (stream, text) => void (stream === 'stdout' ? (stdout += text) : undefined),
+    write: (stream, text) => void (written[stream] += text),
     inputIsTerminal: false,
     readInput: () => Promise.resolve(''),
     askSecret: () => Promise.reject(new Error('no terminal')),
   };
   const context = { db, wallets: walletService } as unknown as CliContext;
   await withCliIo(io, () => walletCommand(context, argv));
-  return stdout;
+  return written;
 }

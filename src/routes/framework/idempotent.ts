@@ -73,6 +73,33 @@ export async function runIdempotently(
     key,
     requestHash: requestFingerprint(request.path, call.body),
   };
+  const answers: KeptAnswers = {
+    successStatus: call.successStatus,
+    carriesSecret: route.answerCarriesSecret === true,
+  };
+  return runUnderKey(keys, idempotent, answers, run, finish);
+}
+
+/** How the answers of work run under a key are kept: a body alone is sent with `successStatus`. */
+export interface KeptAnswers {
+  readonly successStatus: number;
+  /** The answer holds a secret shown once (kept sealed, or not at all). */
+  readonly carriesSecret: boolean;
+}
+
+/**
+ * Runs `run` at most once per idempotency key, whoever asks (a route's request, a CLI command
+ * such as `gw wallet topup`): the first answer replayed, a key in use or of unknown outcome
+ * refused with gw_conflict, one that came with another request with gw_idempotency_key_reused,
+ * and a first run that committed and then failed finished by `finish` when given (542).
+ */
+export async function runUnderKey(
+  keys: IdempotencyKeys,
+  idempotent: IdempotentRequest,
+  answers: KeptAnswers,
+  run: () => Promise<RouteResult>,
+  finish?: FinishCommitted,
+): Promise<RouteResult> {
   const claim = await keys.claim(idempotent);
   switch (claim.kind) {
     case 'replay':
@@ -105,14 +132,7 @@ export async function runIdempotently(
       );
     case 'failed':
       if (finish && claim.effectRef !== undefined) {
-        return finishCommitted(
-          keys,
-          idempotent,
-          route,
-          call.successStatus,
-          claim.effectRef,
-          finish,
-        );
+        return finishCommitted(keys, idempotent, answers, claim.effectRef, finish);
       }
       return gwError(
         'gw_conflict',
@@ -130,7 +150,7 @@ export async function runIdempotently(
   }
   const stopRenewing = keepLease(keys, claim.held);
   try {
-    return await runHolding(keys, claim.held, route, call.successStatus, run, finish?.effectOf);
+    return await runHolding(keys, claim.held, answers, run, finish?.effectOf);
   } finally {
     stopRenewing();
   }
@@ -144,10 +164,8 @@ function replayed(status: number, body: unknown): JsonAnswer {
 /** What the router records for a handler's success (a JsonAnswer, or a body). */
 function answerOf(
   result: RouteResult,
-  route: DeclaredRoute<never>,
-  successStatus: number,
+  { successStatus, carriesSecret }: KeptAnswers,
 ): { status: number; body: unknown; carriesSecret: boolean } {
-  const carriesSecret = route.answerCarriesSecret === true;
   return result instanceof JsonAnswer
     ? { status: result.status, body: result.body, carriesSecret }
     : { status: successStatus, body: result, carriesSecret };
@@ -164,14 +182,13 @@ function answerOf(
 async function finishCommitted(
   keys: IdempotencyKeys,
   idempotent: IdempotentRequest,
-  route: DeclaredRoute<never>,
-  successStatus: number,
+  answers: KeptAnswers,
   effectRef: string,
   finish: FinishCommitted,
 ): Promise<RouteResult> {
   const result = await finish.answer(effectRef);
   if (isGwError(result) || result === undefined) return result;
-  const answer = answerOf(result, route, successStatus);
+  const answer = answerOf(result, answers);
   if (!(await keys.completeFailed(idempotent, effectRef, answer))) {
     const kept = await keys.claim(idempotent);
     if (kept.kind === 'replay') return replayed(kept.status, kept.body);
@@ -183,8 +200,7 @@ async function finishCommitted(
 async function runHolding(
   keys: IdempotencyKeys,
   held: HeldKey,
-  route: DeclaredRoute<never>,
-  successStatus: number,
+  answers: KeptAnswers,
   run: () => Promise<RouteResult>,
   effectOf: FinishCommitted['effectOf'] | undefined,
 ): Promise<RouteResult> {
@@ -206,7 +222,7 @@ async function runHolding(
     await keys.release(held);
     return result;
   }
-  const answer = answerOf(result, route, successStatus);
+  const answer = answerOf(result, answers);
   // The effect happened: its answer goes out even if it could not be kept (the key's lease
   // then lapses with its effect marked: reported as committed and unanswered, never run again).
   await keys.complete(held, answer).catch(() => undefined);

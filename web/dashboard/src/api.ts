@@ -131,18 +131,25 @@ export const newIdempotencyKey = (): string =>
  * same submission sent again (a double click, a retry after the network failed) reuses its
  * key, so the gateway makes it once and answers the first answer again (decision 372). An
  * answer ends the submission: the next one, even with the same fields, is a new create. Kept
- * after an answer only when the outcome is unknown: no answer, a proxy's 502/503/504, or the
- * gateway's "still being processed" (409 with Retry-After: an earlier send of this submission
- * still runs; a new key now would make it twice, decision 379).
+ * after an answer only when an earlier send of this submission may have taken effect (decision
+ * 559): no answer; any 5xx (a proxy's 502/503/504, or the gateway's 500: its create may have
+ * committed before it broke); any 409 gw_conflict, with Retry-After or not — every conflict the
+ * idempotency layer answers says a first request with this key ran or runs (still processed,
+ * committed and unanswered, succeeded with an answer it cannot replay), and a gateway of the
+ * previous version in a rolling deploy answers a committed create's retry so, without
+ * Retry-After; a new key now would make it twice (decision 379). A handler's own gw_conflict
+ * freed the key (a refusal commits nothing), so sending it again runs the create as a new key
+ * would. gw_idempotency_key_reused and every other refusal end the submission.
  */
 const unansweredCreates = new Map<string, string>();
 /** The submissions on their way: the same one sent again meanwhile waits for this answer. */
 const createsInFlight = new Map<string, Promise<unknown>>();
-const OUTCOME_UNKNOWN = new Set([0, 502, 503, 504]);
 
 const outcomeUnknown = (error: unknown): boolean =>
   error instanceof ApiError &&
-  (OUTCOME_UNKNOWN.has(error.status) || (error.status === 409 && error.retryLater));
+  (error.status === 0 ||
+    error.status >= 500 ||
+    (error.status === 409 && (error.code === 'gw_conflict' || error.retryLater)));
 
 function create<T>(path: string, body: unknown = {}): Promise<T> {
   const submission = `${path}\n${JSON.stringify(body)}`;

@@ -7,15 +7,16 @@
 // step) finishes it: the top-up added to the live wallet, once, and its answer (decision 542).
 import { z } from 'zod';
 import {
+  committedTopUp,
+  committedTopUpId,
   readWallet,
-  readWalletTopUp,
+  recordedChangeError,
   topUpWallet,
   type WalletView,
 } from '../../../admin/wallet.js';
 import type { WalletService, WalletTransaction } from '../../../billing/wallets.js';
 import type { DbPool } from '../../../db/pool.js';
 import { gwError, isGwError, type GwError } from '../../../errors.js';
-import { isJsonObject } from '../../../json-shapes.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { parseAmountField } from '../../../money.js';
 import { amountInput, inOrg } from '../schemas.js';
@@ -56,11 +57,10 @@ export const topUpWalletRoute = declareRoute({
   },
   finishesCommitted: {
     // The top-up's own transaction (WalletService.topUp's) returns its ledger row.
-    effectOf: (committed) => topUpIdOf(committed),
+    effectOf: committedTopUpId,
     // The wallet's read adds the top-up its Redis step left owed (decision 521), once.
     async answer(transactionId, { caller }, deps: WalletTopUpDeps) {
-      const transaction = await readWalletTopUp(deps.db, caller.org.id, transactionId);
-      if (!transaction) throw new Error(`top-up ${transactionId} is not in the ledger`);
+      const transaction = await committedTopUp(deps.db, caller.org.id, transactionId);
       return answerTopUp(deps.wallets, caller.org.id, transaction);
     },
   },
@@ -81,17 +81,6 @@ async function answerTopUp(
   try {
     return { transaction, wallet: await readWallet(wallets, orgId) };
   } catch {
-    return gwError(
-      'gw_unavailable',
-      `the top-up was recorded (wallet transaction ${transaction.id}), but the wallet could not be read after it; send the same request again with the same Idempotency-Key for its answer, and do not top up again`,
-      { headers: { 'retry-after': '1' } },
-    );
+    return recordedChangeError('topup', transaction.id, orgId, 'dashboard');
   }
-}
-
-/** The ledger id of a top-up's row, when `committed` is one (a WalletTransaction). */
-function topUpIdOf(committed: unknown): string | undefined {
-  if (!isJsonObject(committed)) return undefined;
-  const { id, kind } = committed;
-  return kind === 'topup' && typeof id === 'string' ? id : undefined;
 }
