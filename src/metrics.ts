@@ -62,13 +62,13 @@ export class GatewayMetrics {
   );
   private readonly emails = this.counter(
     'gw_emails_total',
-    'E-mails gw tried to send (verification, sign-up notice, password reset, webhook endpoint failing or disabled) by purpose and result (sent; retried: an attempt failed, tried again later; failed: refused for good; expired: given up, its link no longer works: see the log)',
+    'E-mails gw tried to send (verification, sign-up notice, password reset, webhook endpoint failing or disabled) by purpose and result (sent; retried: an attempt failed, tried again later; failed: refused for good; expired: given up, its link no longer works: see the log; dropped: not sent, its reader no longer holds the role in the organization it was addressed to)',
     ['purpose', 'result'],
   );
   /** One attempt's outcome (src/email/outbox-sender.ts); both labels are bounded by the code. */
   readonly mailSent = (
     purpose: string,
-    result: 'sent' | 'failed' | 'retried' | 'expired',
+    result: 'sent' | 'failed' | 'retried' | 'expired' | 'dropped',
   ): void => {
     this.emails.inc({ purpose, result });
   };

@@ -1,20 +1,30 @@
 // When the dispatcher disables an endpoint on its own (a 410, or failing for
 // WEBHOOK_DISABLE_AFTER_S), or finds it failing for a day, the organization's owners and admins
 // with a verified address are mailed, once (decisions 525-527): not its members or viewers, not another organization's
-// people, nobody without SMTP_URL; the mail names the endpoint by its description and host,
+// people, nobody without SMTP_URL, nobody who is no longer an owner or admin when the notice
+// is sent (decision 567); the mail names the endpoint by its description and host,
 // never its secret or the rest of its URL. Against the real Postgres and Redis, a real SMTP
 // server (test/support/mail-catcher.ts) and the webhook receiver.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrganization } from '../src/admin/provisioning.js';
+import { AccountMail } from '../src/accounts/account-mail.js';
+import { changeRole, removeMember } from '../src/accounts/members.js';
 import { createUser } from '../src/accounts/users.js';
+import { ApiKeyStore } from '../src/auth/api-key-store.js';
 import { parseMasterKeys } from '../src/credentials/secret-box.js';
-import { createDbPool, type DbPool } from '../src/db/pool.js';
+import { createDbPool, withTransaction, type DbPool } from '../src/db/pool.js';
 import { MailOutbox } from '../src/email/outbox.js';
 import { createLogger } from '../src/log.js';
+import { createRedisKeys } from '../src/redis/keys.js';
 import { DeliveryClient } from '../src/webhooks/delivery-client.js';
 import { EndpointNoticeMail } from '../src/webhooks/endpoint-notices.js';
 import { WebhookDispatcher } from '../src/webhooks/dispatcher.js';
-import { createEndpoint, updateEndpoint, type WebhookSettings } from '../src/webhooks/endpoints.js';
+import {
+  createEndpoint,
+  findEndpoint,
+  updateEndpoint,
+  type WebhookSettings,
+} from '../src/webhooks/endpoints.js';
 import { emitEvents } from '../src/webhooks/outbox.js';
 import { parseRetrySchedule } from '../src/webhooks/retry-schedule.js';
 import { isolatedContext } from './support/context.js';
@@ -440,5 +450,70 @@ describe('two dispatchers failing on one endpoint at once', () => {
       [endpoint.id],
     );
     expect(audit).toEqual([{ user_id: 'system' }]);
+  }, 60_000);
+});
+
+describe('a notice whose reader is no longer an owner or admin when it is sent', () => {
+  // Queued while no sender runs (an SMTP server down, say); the members change; then a sender
+  // starts.
+  let sender: GatewayProcess | undefined;
+  afterAll(async () => {
+    await sender?.stop();
+  });
+
+  it('is dropped, and the other mail to them, and the notices to those who still are, are sent', async () => {
+    const org = await newOrg('left');
+    const demotedAdmin = `left-demoted-${Math.random().toString(36).slice(2, 8)}@example.com`;
+    await createUser(pool, {
+      email: demotedAdmin,
+      password: 'correct horse battery staple',
+      membership: { orgId: org.id, role: 'admin', actor: { userId: 'test' } },
+    });
+    const endpoint = await addEndpoint(org, 'left', 'Left behind');
+    const outbox = new MailOutbox(box!, () => undefined);
+    const notices = new EndpointNoticeMail(outbox, {
+      origin: PUBLIC_ORIGIN,
+      disableAfterMs: 5 * 86_400_000,
+      retentionDays: 45,
+    });
+    const queued = await withTransaction(pool, async (client) => {
+      await client.query(
+        `UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = 'gone',
+                disabled_at = now() WHERE id = $1`,
+        [endpoint.id],
+      );
+      return notices.queue(client, (await findEndpoint(client, org.id, endpoint.id))!, 'gone');
+    });
+    expect(queued).toBe(3);
+    // Mail to the admin's address for itself, queued as well: sent whatever their memberships.
+    await new AccountMail(outbox, PUBLIC_ORIGIN).sendSignupNotice(pool, org.admin);
+
+    // Meanwhile the admin is removed from the organization and the other admin made a member.
+    const idOf = async (email: string): Promise<string> => {
+      const { rows } = await db.query<{ id: string }>(
+        'SELECT id FROM dashboard_users WHERE email = $1',
+        [email],
+      );
+      return rows[0]!.id;
+    };
+    const apiKeys = new ApiKeyStore(pool, context.redis, createRedisKeys(prefix), 30_000);
+    const owner = { userId: await idOf(org.owner), role: 'owner' as const };
+    await removeMember(pool, apiKeys, owner, org.id, await idOf(org.admin));
+    await changeRole(pool, apiKeys, owner, org.id, await idOf(demotedAdmin), 'member');
+
+    sender = await startGateway(
+      { ...mailingEnv(), WEBHOOK_DELIVERY_CONCURRENCY: '0' },
+      { emailSenderTiming: SENDER_TIMING },
+    );
+    await catcher.nth(org.owner, 1, 30_000);
+    await catcher.nth(org.admin, 1, 30_000);
+    await outboxEmpty();
+    expect(mailedTo(org.owner).map((mail) => mail.subject)).toEqual([
+      `A webhook endpoint of ${org.name} was disabled`,
+    ]);
+    expect(mailedTo(org.admin).map((mail) => mail.subject)).toEqual([
+      'Someone tried to sign up to the gw dashboard with your address',
+    ]);
+    expect(mailedTo(demotedAdmin)).toEqual([]);
   }, 60_000);
 });

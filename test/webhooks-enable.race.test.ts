@@ -274,6 +274,58 @@ describe('giving a failing endpoint another URL', () => {
     expect(rows).toEqual([{ failing_since: null }]);
   });
 
+  it('sends the new URL the messages waiting in backoff for the old one at once, each from the start of its schedule', async () => {
+    const orgId = await createOrganization(db, 'new-url-backlog');
+    const id = await addEndpoint(orgId, '/old-backlog');
+    receiver.behave('/old-backlog', () => ({ status: 500 }));
+    await db.query(
+      `UPDATE webhook_endpoint_states SET failing_since = now() - interval '2 days'
+        WHERE endpoint_id = $1`,
+      [id],
+    );
+    // One message the old receiver failed three times, now waiting six hours for its next
+    // step, and one whose schedule ran out against it since it began failing.
+    for (const user of ['pu_backoff', 'pu_ran_out']) {
+      await emitEvent(db, orgId, 'product_user.created', { product_end_user_id: user });
+    }
+    const messageOf = async (user: string): Promise<string> => {
+      const { rows } = await db.query<{ id: string }>(
+        `SELECT m.id FROM webhook_messages m JOIN webhook_deliveries d ON d.message_id = m.id
+          WHERE d.endpoint_id = $1 AND m.payload::jsonb -> 'data' ->> 'product_end_user_id' = $2`,
+        [id, user],
+      );
+      return rows[0]!.id;
+    };
+    const backoff = await messageOf('pu_backoff');
+    const ranOut = await messageOf('pu_ran_out');
+    await db.query(
+      `UPDATE webhook_deliveries SET state = 'pending', retry_step = 3, attempt_count = 3,
+              last_attempt_at = now() - interval '1 minute',
+              next_attempt_at = now() + interval '6 hours'
+        WHERE endpoint_id = $1 AND message_id = $2`,
+      [id, backoff],
+    );
+    await db.query(
+      `UPDATE webhook_deliveries SET state = 'failed', retry_step = 10, attempt_count = 11,
+              last_attempt_at = now() - interval '1 hour'
+        WHERE endpoint_id = $1 AND message_id = $2`,
+      [id, ranOut],
+    );
+    const changed = await updateEndpoint(db as unknown as DbPool, settings, person, orgId, id, {
+      url: receiver.endpoint('/new-backlog', [secrets.get(id)!]),
+    });
+    expect(isGwError(changed) ? changed : changed.status).toBe('enabled');
+    startDispatcher();
+    const received = await receiver.waitFor('/new-backlog', 'product_user.created', 2);
+    expect(received.map((message) => message.payload.data.product_end_user_id).sort()).toEqual([
+      'pu_backoff',
+      'pu_ran_out',
+    ]);
+    expect(await deliveredAfter(backoff)).toEqual([200]);
+    expect(await deliveredAfter(ranOut)).toEqual([200]);
+    expect(receiver.ofType('/old-backlog', 'product_user.created')).toEqual([]);
+  });
+
   it('a description changed alone keeps the window as it was', async () => {
     const orgId = await createOrganization(db, 'same-url');
     const id = await addEndpoint(orgId, '/same-receiver');

@@ -4,7 +4,8 @@
 // good, or past its link's lifetime: the row is deleted in that transaction. Not sent for a
 // reason that may pass (the server unreachable, slow, a 4xx): tried again after a delay that
 // doubles, until its link expires. An instance that dies mid-attempt loses its connection, and
-// Postgres ends the transaction: the row is due again for the others (at least once).
+// Postgres ends the transaction: the row is due again for the others (at least once). Mail
+// addressed to a member for their role goes only to one who still holds it (decision 567).
 import { openFromText } from '../credentials/sealed-text.js';
 import { SecretBoxError, type SecretBox } from '../credentials/secret-box.js';
 import type { DbClient, DbPool } from '../db/pool.js';
@@ -14,7 +15,7 @@ import type { DeliveryResult, MailPurpose, MailTransport } from './mailer.js';
 import type { SealedMail } from './outbox.js';
 
 /** What happened to a message: a bounded label of gw_emails_total. */
-export type MailResult = 'sent' | 'failed' | 'retried' | 'expired';
+export type MailResult = 'sent' | 'failed' | 'retried' | 'expired' | 'dropped';
 
 /** Counts what happened to each message (src/metrics.ts). */
 export interface MailCounter {
@@ -48,11 +49,17 @@ interface ClaimedMail {
   readonly attempts: number;
   /** Past its expiry, or its link used or voided: dropped, not sent. */
   readonly dead: boolean;
+  /**
+   * Mailed to a member for their role, and they no longer hold it there (removed, demoted,
+   * their account or the organization deleted): dropped, not sent.
+   */
+  readonly unaddressed: boolean;
 }
 
 /**
  * The message due first whose row no other attempt holds. `dead`: its link no longer works
  * (expired, used, voided by a new password or a take-over): sending it would help nobody.
+ * `unaddressed`: its reader was mailed as a member with a role they no longer hold.
  */
 const CLAIM = `
   SELECT o.id::text, o.purpose, o.sealed_message, o.attempts,
@@ -60,7 +67,11 @@ const CLAIM = `
           OR (o.token_hash IS NOT NULL AND NOT EXISTS (
                 SELECT 1 FROM dashboard_email_tokens t
                  WHERE t.token_hash = o.token_hash AND t.used_at IS NULL
-                   AND t.expires_at > now()))) AS dead
+                   AND t.expires_at > now()))) AS dead,
+         (o.reader_org_id IS NOT NULL AND NOT EXISTS (
+            SELECT 1 FROM org_memberships m
+             WHERE m.org_id = o.reader_org_id AND m.user_id = o.reader_user_id
+               AND m.role = ANY (o.reader_roles))) AS unaddressed
     FROM email_outbox o
    WHERE o.next_attempt_at <= now()
    ORDER BY o.next_attempt_at
@@ -216,6 +227,14 @@ export class OutboxSender {
       await remove();
       this.logger.warn({ purpose, attempts }, 'an e-mail was given up: its link no longer works');
       return 'expired';
+    }
+    if (claimed.unaddressed) {
+      await remove();
+      this.logger.info(
+        { purpose, attempts },
+        'an e-mail was not sent: its reader no longer holds the role it was addressed to',
+      );
+      return 'dropped';
     }
     let mail: SealedMail;
     try {

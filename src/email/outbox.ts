@@ -6,13 +6,26 @@
 import { sealToText } from '../credentials/sealed-text.js';
 import type { SecretBox } from '../credentials/secret-box.js';
 import type { DbPool } from '../db/pool.js';
+import type { Role } from '../accounts/users.js';
 import type { OutgoingMail } from './mailer.js';
+
+/**
+ * Why a message goes to its reader, when it is their membership: the message is sent only if
+ * they still hold one of `roles` in the organization when its turn comes (decision 567).
+ */
+export interface ReaderMembership {
+  readonly orgId: string;
+  readonly userId: string;
+  readonly roles: readonly Role[];
+}
 
 export interface QueueOptions {
   /** Past this the message is dropped, never sent: its link's own lifetime. */
   readonly expiresInMs: number;
   /** The SHA-256 of the link's token: a message whose link was used or voided is dropped. */
   readonly tokenHash?: string;
+  /** Mail to a member for their role: dropped if they no longer hold it when it is sent. */
+  readonly reader?: ReaderMembership;
 }
 
 /** What is sealed: everything of the message but its purpose. */
@@ -30,10 +43,20 @@ export class MailOutbox {
    * and only if that transaction commits. Call `queued()` once it has.
    */
   async queue(db: Pick<DbPool, 'query'>, mail: OutgoingMail, options: QueueOptions): Promise<void> {
+    const { reader } = options;
     await db.query(
-      `INSERT INTO email_outbox (purpose, sealed_message, token_hash, expires_at)
-       VALUES ($1, $2, $3, now() + $4 * interval '1 millisecond')`,
-      [mail.purpose, this.seal(mail), options.tokenHash ?? null, options.expiresInMs],
+      `INSERT INTO email_outbox (purpose, sealed_message, token_hash, expires_at,
+                                 reader_org_id, reader_user_id, reader_roles)
+       VALUES ($1, $2, $3, now() + $4 * interval '1 millisecond', $5, $6, $7)`,
+      [
+        mail.purpose,
+        this.seal(mail),
+        options.tokenHash ?? null,
+        options.expiresInMs,
+        reader?.orgId ?? null,
+        reader?.userId ?? null,
+        reader ? [...reader.roles] : null,
+      ],
     );
   }
 

@@ -6,12 +6,18 @@
 // it at once (its UPDATE matches only an enabled row), and marked warned once per run of
 // failures, so each notice is queued once, and exactly when that commits.
 //
+// Each notice goes to its reader only if they are still an owner or admin of the organization
+// when it is sent (decision 567): a member removed, or made a member or viewer, between the
+// queueing and the sending (an SMTP server down for hours, say) is not told about an
+// organization they no longer administer.
+//
 // The endpoint is named by its description and its URL's host, never its whole URL: a path or
 // a query may itself be a credential (a chat service's incoming-webhook URL, decision 436),
 // and mail is forwarded, archived and read on phones. Nothing secret is in it.
+import type { Role } from '../accounts/users.js';
 import type { DbClient } from '../db/pool.js';
 import type { OutgoingMail } from '../email/mailer.js';
-import type { MailOutbox } from '../email/outbox.js';
+import type { MailOutbox, QueueOptions } from '../email/outbox.js';
 import type { EndpointRow } from './endpoints.js';
 
 /** Why the dispatcher disabled an endpoint (its disabled_reason). */
@@ -58,7 +64,11 @@ export const FAILING_WARNING_AFTER_MS = 86_400_000;
 /** The longest description and organization name a notice quotes. */
 const MAX_QUOTED_CHARS = 100;
 
+/** Who is told: the roles that manage the organization's webhook endpoints. */
+const NOTICE_ROLES: readonly Role[] = ['owner', 'admin'];
+
 interface Recipient {
+  readonly user_id: string;
   readonly email: string;
   readonly role: 'owner' | 'admin';
   readonly org_name: string;
@@ -80,11 +90,12 @@ const NOTIFY = `
        AND (disable_notice_at IS NULL OR disable_notice_at <= now() - interval '${NOTICE_INTERVAL}')
     RETURNING id, org_id, disabled_at
   )
-  SELECT u.email, m.role, o.name AS org_name, s.failing_since, s.last_success_at, e.disabled_at
+  SELECT u.id AS user_id, u.email, m.role, o.name AS org_name, s.failing_since,
+         s.last_success_at, e.disabled_at
     FROM endpoint e
     JOIN organizations o ON o.id = e.org_id
     LEFT JOIN webhook_endpoint_states s ON s.endpoint_id = e.id
-    JOIN org_memberships m ON m.org_id = e.org_id AND m.role IN ('owner', 'admin')
+    JOIN org_memberships m ON m.org_id = e.org_id AND m.role = ANY($2::text[])
     JOIN dashboard_users u ON u.id = m.user_id AND u.email_verified_at IS NOT NULL
    ORDER BY u.email`;
 
@@ -102,10 +113,11 @@ const WARN = `
        AND e.failing_notice_for IS DISTINCT FROM s.failing_since
     RETURNING e.id, e.org_id, s.failing_since, s.last_success_at
   )
-  SELECT u.email, m.role, o.name AS org_name, e.failing_since, e.last_success_at
+  SELECT u.id AS user_id, u.email, m.role, o.name AS org_name, e.failing_since,
+         e.last_success_at
     FROM endpoint e
     JOIN organizations o ON o.id = e.org_id
-    JOIN org_memberships m ON m.org_id = e.org_id AND m.role IN ('owner', 'admin')
+    JOIN org_memberships m ON m.org_id = e.org_id AND m.role = ANY($3::text[])
     JOIN dashboard_users u ON u.id = m.user_id AND u.email_verified_at IS NOT NULL
    ORDER BY u.email`;
 
@@ -120,22 +132,30 @@ export class EndpointNoticeMail implements EndpointNotices {
     endpoint: EndpointRow,
     reason: AutomaticDisableReason,
   ): Promise<number> {
-    const { rows } = await client.query<Recipient>(NOTIFY, [endpoint.id]);
+    const { rows } = await client.query<Recipient>(NOTIFY, [endpoint.id, NOTICE_ROLES]);
     for (const recipient of rows) {
-      await this.outbox.queue(client, this.notice(endpoint, reason, recipient), {
-        expiresInMs: NOTICE_TTL_MS,
-      });
+      await this.outbox.queue(
+        client,
+        this.notice(endpoint, reason, recipient),
+        queueOptions(endpoint, recipient),
+      );
     }
     return rows.length;
   }
 
   async queueFailingWarning(client: DbClient, endpoint: EndpointRow): Promise<number> {
     if (this.settings.disableAfterMs <= FAILING_WARNING_AFTER_MS) return 0;
-    const { rows } = await client.query<Recipient>(WARN, [endpoint.id, FAILING_WARNING_AFTER_MS]);
+    const { rows } = await client.query<Recipient>(WARN, [
+      endpoint.id,
+      FAILING_WARNING_AFTER_MS,
+      NOTICE_ROLES,
+    ]);
     for (const recipient of rows) {
-      await this.outbox.queue(client, this.warning(endpoint, recipient), {
-        expiresInMs: NOTICE_TTL_MS,
-      });
+      await this.outbox.queue(
+        client,
+        this.warning(endpoint, recipient),
+        queueOptions(endpoint, recipient),
+      );
     }
     return rows.length;
   }
@@ -237,6 +257,14 @@ export class EndpointNoticeMail implements EndpointNotices {
       ].join('\n'),
     };
   }
+}
+
+/** A notice waits NOTICE_TTL_MS, and goes only to a reader still an owner or admin then. */
+function queueOptions(endpoint: EndpointRow, recipient: Recipient): QueueOptions {
+  return {
+    expiresInMs: NOTICE_TTL_MS,
+    reader: { orgId: endpoint.org_id, userId: recipient.user_id, roles: NOTICE_ROLES },
+  };
 }
 
 /**

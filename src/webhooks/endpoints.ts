@@ -3,7 +3,7 @@
 // module once, in the answer to a creation or a rotation, and is stored sealed.
 import { recordAudit, type Actor } from '../audit/audit.js';
 import type { SecretBox } from '../credentials/secret-box.js';
-import { withTransaction, type DbPool } from '../db/pool.js';
+import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
 import { gwError, type GwError } from '../errors.js';
 import { newId } from '../ids.js';
 import { keptByRotation, stillRetiring } from '../retiring-secrets.js';
@@ -287,39 +287,11 @@ export async function updateEndpoint(
         disabling,
       ],
     );
-    if (url !== undefined && url !== before.url && !enabling) {
-      // Another receiver: the days the old one failed do not count against it (they brought
-      // an endpoint just mended to its disabling and its owners' warning; decision 556). The
-      // deliveries waiting for their retries keep their schedule (an enabling sends them now).
-      await client.query(
-        'UPDATE webhook_endpoint_states SET failing_since = NULL WHERE endpoint_id = $1',
-        [endpointId],
-      );
-    }
-    if (enabling) {
-      // A fresh start: the days it failed before being disabled do not count again, and what
-      // waited goes now, each message from the start of its schedule (decision 503): left as
-      // it was, a message of a receiver down for days waited up to 12 h more for its next step.
-      // So do the messages whose schedule ran out since it began failing (with no success
-      // since): the receiver was down for all of them. The statement's snapshot reads
-      // failing_since as it was before this clears it. Only deliveries already tried are
-      // rewritten (webhook_deliveries_tried): those queued while it was disabled are due and
-      // on their first step, and may be weeks of messages (decision 549). A pending one on
-      // its first step and not yet due is one a retry put off (a "not sent", 506): due now.
-      await client.query(
-        `WITH state AS (
-           UPDATE webhook_endpoint_states SET failing_since = NULL WHERE endpoint_id = $1),
-         tried AS (
-           UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = now(), retry_step = 0
-            WHERE endpoint_id = $1 AND retry_step > 0 AND state <> 'delivered'
-              AND (state = 'pending'
-                   OR last_attempt_at >= (
-                        SELECT failing_since FROM webhook_endpoint_states WHERE endpoint_id = $1)))
-         UPDATE webhook_deliveries SET next_attempt_at = now()
-          WHERE endpoint_id = $1 AND state = 'pending' AND next_attempt_at > now()
-            AND retry_step = 0`,
-        [endpointId],
-      );
+    // Another receiver (decision 556), or the same one enabled again (decision 503): a fresh
+    // start. The days the endpoint failed do not count against it again, and what waited for
+    // the old receiver, or while it was disabled, goes now (decision 566).
+    if (enabling || (url !== undefined && url !== before.url)) {
+      await restartBacklog(client, endpointId);
     }
     await recordAudit(client, {
       orgId,
@@ -336,6 +308,34 @@ export async function updateEndpoint(
     });
     return (await findEndpoint(client, orgId, endpointId))!;
   });
+}
+
+/**
+ * Restarts an endpoint's failing window and sends what waited for it now, each message from
+ * the start of its schedule (decision 503): left as it was, a message of a receiver down for
+ * days waited up to 12 h more for its next step. So do the messages whose schedule ran out
+ * since it began failing (with no success since): the receiver was down for all of them. The
+ * statement's snapshot reads failing_since as it was before this clears it. Only deliveries
+ * already tried are rewritten (webhook_deliveries_tried): those queued while it was disabled
+ * are due and on their first step, and may be weeks of messages (decision 549). A pending one
+ * on its first step and not yet due is one a retry put off (a "not sent", 506): due now.
+ * Run by an enabling and by a change of URL (decision 566), in their transaction.
+ */
+async function restartBacklog(client: DbClient, endpointId: string): Promise<void> {
+  await client.query(
+    `WITH state AS (
+       UPDATE webhook_endpoint_states SET failing_since = NULL WHERE endpoint_id = $1),
+     tried AS (
+       UPDATE webhook_deliveries SET state = 'pending', next_attempt_at = now(), retry_step = 0
+        WHERE endpoint_id = $1 AND retry_step > 0 AND state <> 'delivered'
+          AND (state = 'pending'
+               OR last_attempt_at >= (
+                    SELECT failing_since FROM webhook_endpoint_states WHERE endpoint_id = $1)))
+     UPDATE webhook_deliveries SET next_attempt_at = now()
+      WHERE endpoint_id = $1 AND state = 'pending' AND next_attempt_at > now()
+        AND retry_step = 0`,
+    [endpointId],
+  );
 }
 
 /** Deliveries deleted per statement before an endpoint goes (with their attempts). */

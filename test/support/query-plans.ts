@@ -6,6 +6,7 @@ import type { DbPool } from '../../src/db/pool.js';
 /** A plan node, with what it read and dropped. */
 export interface PlanNode {
   readonly 'Relation Name'?: string;
+  readonly 'Index Name'?: string;
   readonly 'Actual Rows': number;
   readonly 'Actual Loops': number;
   readonly 'Rows Removed by Filter'?: number;
@@ -37,4 +38,10 @@ export function rowsVisited(node: PlanNode, counted: (table: string) => boolean)
         node['Actual Loops']
       : 0;
   return own + (node.Plans ?? []).reduce((sum, child) => sum + rowsVisited(child, counted), 0);
+}
+
+/** The indexes the plan's scans used. */
+export function indexesUsed(node: PlanNode): string[] {
+  const own = node['Index Name'] === undefined ? [] : [node['Index Name']];
+  return [...own, ...(node.Plans ?? []).flatMap(indexesUsed)];
 }
