@@ -7,8 +7,7 @@
 --                        until:<grant_id> -> when the last of their holds lapses (ms) }
 -- KEYS[2] user_grants    zset grant_id -> expiry (ms)
 -- KEYS[3] user_spend     (remove) the user's account of the current period
--- KEYS[4] user_spend_expiries  its holds, the user's requests in flight (lapsed ones are
---                        released first)
+-- KEYS[4] user_spend_expiries  its holds, the user's requests in flight
 -- KEYS[5] previous_spend (remove) the user's account of the period before: a request admitted
 --                        before the period turned holds there until it settles
 -- KEYS[6] previous_spend_expiries  its holds
@@ -19,8 +18,7 @@
 -- ARGV[3] amount_nano    (add) the grant's amount
 -- ARGV[4] expires_at_ms  (add) its expiry
 -- ARGV[5] ttl_ms         how long a revocation is remembered when the credits are not loaded
--- ARGV[6] now_ms         (remove)
--- ARGV[7] keep_held      (remove) '1' when the grant's credits may pay the user's requests in
+-- ARGV[6] keep_held      (remove) '1' when the grant's credits may pay the user's requests in
 --                        flight (settlement currency), else '0'
 --
 -- Returns 1 when something changed. A grant added before the user's credits are loaded is
@@ -43,8 +41,17 @@
 -- credits cannot for those requests only, and drops what is left of it once they have all
 -- settled or `until` has passed (those released or abandoned never settle). No clock is
 -- compared: a reserve that ran before this script is counted, one after it is not.
+--
+-- Nor is a hold judged lapsed here (decision 562): the revoking process (the operator's CLI on
+-- any host, a gateway) is not the clock the holds were stamped by, and one ahead by more than
+-- the time left before a running request's next renewal released its live holds, so the
+-- grant kept nothing for it. Every hold listed is counted, and none is released: lapsed holds
+-- are released by the reserves of the gateways, whose clocks stamp and renew them. A hold that
+-- has lapsed but is still listed (its instance died, no reserve of the user since) is counted
+-- too: what is kept for it pays nobody and goes once `until` has passed. The only time read
+-- is Redis's own (`TIME`): when the revocation ran, in its mark, and how long `draining_for`
+-- must live, which Redis counts by that clock.
 --#include amounts
---#include sweep-expired
 
 one_of(ARGV[1], 'action', {'add', 'add_missing', 'remove'})
 if ARGV[1] ~= 'remove' then
@@ -62,8 +69,9 @@ if ARGV[1] ~= 'remove' then
   return added
 end
 integer(ARGV[5], 'ttl_ms')
-local now_ms = integer(ARGV[6], 'now_ms')
-one_of(ARGV[7], 'keep_held', {'1', '0'})
+one_of(ARGV[6], 'keep_held', {'1', '0'})
+local time = redis.call('TIME')
+local now_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local field = 'g:' .. ARGV[2]
 -- Revoked already (the same revocation run again: a client resends a command whose answer it
 -- lost): nothing changes. Counted again, the holds admitted since would be named as kept for
@@ -72,14 +80,12 @@ if redis.call('HEXISTS', KEYS[1], 'revoked:' .. ARGV[2]) == 1 then
   return 0
 end
 
--- The holds listed on one of the user's period accounts (none when it is not in Redis), its
--- lapsed holds released first: adds each one's request and amount to `counted`.
+-- The holds listed on one of the user's period accounts (none when it is not in Redis), by
+-- their own lapse stamps, none released: adds each one's request and amount to `counted`.
 local counted = {requests = {}, held = 0, last_lapse = 0}
 local function count_holds(account, expiries)
   if redis.call('EXISTS', account) == 0 then return end
-  local reserved = stored_amount(redis.call('HGET', account, 'reserved'), 'user reserved')
-  if reserved > 0 then sweep_expired(account, expiries, now_ms, 20) end
-  local holds = redis.call('ZRANGEBYSCORE', expiries, '(' .. now_ms, '+inf', 'WITHSCORES')
+  local holds = redis.call('ZRANGE', expiries, 0, -1, 'WITHSCORES')
   for index = 1, #holds, 2 do
     local request_id, amount_text = string.match(holds[index], '^(.*):(%d+)$')
     if request_id then
@@ -95,7 +101,7 @@ end
 -- on the previous period's account (docs/decisions.md, 404).
 local kept = 0
 local remaining_text = redis.call('HGET', KEYS[1], field)
-if ARGV[7] == '1' and remaining_text and redis.call('HEXISTS', KEYS[1], 'loaded') == 1 then
+if ARGV[6] == '1' and remaining_text and redis.call('HEXISTS', KEYS[1], 'loaded') == 1 then
   local remaining = stored_amount(remaining_text, 'credit ' .. ARGV[2])
   count_holds(KEYS[3], KEYS[4])
   if KEYS[5] ~= KEYS[3] then count_holds(KEYS[5], KEYS[6]) end
@@ -103,7 +109,7 @@ if ARGV[7] == '1' and remaining_text and redis.call('HEXISTS', KEYS[1], 'loaded'
 end
 
 redis.call('ZREM', KEYS[2], ARGV[2])
-redis.call('HSET', KEYS[1], 'revoked:' .. ARGV[2], ARGV[6])
+redis.call('HSET', KEYS[1], 'revoked:' .. ARGV[2], string.format('%.0f', now_ms))
 if redis.call('PTTL', KEYS[1]) < 0 then
   redis.call('PEXPIRE', KEYS[1], ARGV[5])
 end
@@ -118,8 +124,9 @@ if kept > 0 then
     redis.call('HSET', KEYS[7], request_id, others and (others .. ',' .. ARGV[2]) or ARGV[2])
   end
   -- Nothing there is needed once the last of those holds has lapsed (a minute's margin for
-  -- the clocks): the requests released or abandoned leave their names to go with the key.
-  local needed_ms = counted.last_lapse - now_ms + 60000
+  -- the clocks): the requests released or abandoned leave their names to go with the key. A
+  -- minute at least, when every hold counted has lapsed already by Redis's clock.
+  local needed_ms = math.max(counted.last_lapse - now_ms, 0) + 60000
   if redis.call('PTTL', KEYS[7]) < needed_ms then
     redis.call('PEXPIRE', KEYS[7], string.format('%.0f', needed_ms))
   end

@@ -369,7 +369,6 @@ export class ProductUserManagement {
       amount_nano: amountNano.toString(),
       expires_at_ms: String(row.expires_at ? row.expires_at.getTime() : NEVER_EXPIRES_MS),
       ttl_ms: '',
-      now_ms: '',
       keep_held: '',
     });
   }
@@ -438,6 +437,8 @@ export class ProductUserManagement {
   /** Takes a revoked grant out of the user's live credits, keeping what is held on it. */
   private async removeLive(row: GrantRow & { allowance_starts_at: Date | null }): Promise<void> {
     const { allowance_starts_at: anchor, ...grant } = row;
+    // This clock only names the user's period accounts to look at; the script judges no hold by
+    // it (the holds are stamped by the gateways' clocks, decision 562).
     const now = new Date();
     await this.scripts.creditsChange(this.creditKeys(grant, { now, anchor }), {
       action: 'remove',
@@ -445,7 +446,6 @@ export class ProductUserManagement {
       amount_nano: '',
       expires_at_ms: '',
       ttl_ms: String(CREDITS_TTL_MS),
-      now_ms: String(now.getTime()),
       // Only credits in the settlement currency pay costs, so only they can be held.
       keep_held: grant.currency.trim() === SETTLEMENT_CURRENCY ? '1' : '0',
     });

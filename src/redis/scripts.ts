@@ -224,7 +224,7 @@ export const scriptSpecs = {
       'previous_spend_expiries',
       'draining_for',
     ],
-    args: ['action', 'grant_id', 'amount_nano', 'expires_at_ms', 'ttl_ms', 'now_ms', 'keep_held'],
+    args: ['action', 'grant_id', 'amount_nano', 'expires_at_ms', 'ttl_ms', 'keep_held'],
   },
   walletTopUpPending: {
     file: 'wallet-topup-pending',
