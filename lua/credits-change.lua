@@ -13,6 +13,10 @@
 -- KEYS[6] previous_spend_expiries  its holds
 -- KEYS[7] draining_for   hash request_id -> the revoked grants that keep money for it
 --                        (comma separated): the requests the revocation found in flight
+-- KEYS[8] next_spend     (remove) the user's account of the period after: where the gateways
+--                        hold once the period has turned by their clocks and not yet by the
+--                        revoking process's, a clock behind theirs (decision 565)
+-- KEYS[9] next_spend_expiries  its holds
 -- ARGV[1] action         'add' | 'add_missing' | 'remove'
 -- ARGV[2] grant_id
 -- ARGV[3] amount_nano    (add) the grant's amount
@@ -42,15 +46,14 @@
 -- settled or `until` has passed (those released or abandoned never settle). No clock is
 -- compared: a reserve that ran before this script is counted, one after it is not.
 --
--- Nor is a hold judged lapsed here (decision 562): the revoking process (the operator's CLI on
--- any host, a gateway) is not the clock the holds were stamped by, and one ahead by more than
--- the time left before a running request's next renewal released its live holds, so the
--- grant kept nothing for it. Every hold listed is counted, and none is released: lapsed holds
--- are released by the reserves of the gateways, whose clocks stamp and renew them. A hold that
--- has lapsed but is still listed (its instance died, no reserve of the user since) is counted
--- too: what is kept for it pays nobody and goes once `until` has passed. The only time read
--- is Redis's own (`TIME`): when the revocation ran, in its mark, and how long `draining_for`
--- must live, which Redis counts by that clock.
+-- Nor is a hold judged by the revoking process's clock (decision 562): that process (the
+-- operator's CLI on any host, a gateway) is not one of the clocks the holds are stamped by,
+-- and one ahead by more than the time left before a running request's next renewal released
+-- its live holds, so the grant kept nothing for it. The script's time is Redis's own (`TIME`),
+-- one server clock kept in sync as the gateways' are (docs/limits.md): a hold lapsed by it is
+-- not counted, and none is released here (the gateways' reserves release lapsed holds, as
+-- before). The same time dates the mark and sets how long `draining_for` lives (which Redis
+-- counts by that clock).
 --#include amounts
 
 one_of(ARGV[1], 'action', {'add', 'add_missing', 'remove'})
@@ -80,12 +83,14 @@ if redis.call('HEXISTS', KEYS[1], 'revoked:' .. ARGV[2]) == 1 then
   return 0
 end
 
--- The holds listed on one of the user's period accounts (none when it is not in Redis), by
--- their own lapse stamps, none released: adds each one's request and amount to `counted`.
+-- The holds listed on one of the user's period accounts (none when it is not in Redis) that
+-- have not lapsed by Redis's clock, none released: adds each one's request and amount to
+-- `counted`.
 local counted = {requests = {}, held = 0, last_lapse = 0}
 local function count_holds(account, expiries)
   if redis.call('EXISTS', account) == 0 then return end
-  local holds = redis.call('ZRANGE', expiries, 0, -1, 'WITHSCORES')
+  local holds = redis.call('ZRANGEBYSCORE', expiries, '(' .. string.format('%.0f', now_ms), '+inf',
+    'WITHSCORES')
   for index = 1, #holds, 2 do
     local request_id, amount_text = string.match(holds[index], '^(.*):(%d+)$')
     if request_id then
@@ -98,13 +103,15 @@ end
 
 -- What the grant keeps: up to what the user's requests in flight hold (any of it may end up
 -- paid by credits), never more than it has left. Those admitted before the period turned hold
--- on the previous period's account (docs/decisions.md, 404).
+-- on the previous period's account (docs/decisions.md, 404); those admitted after a turn the
+-- revoking clock has not reached yet, on the next period's (565).
 local kept = 0
 local remaining_text = redis.call('HGET', KEYS[1], field)
 if ARGV[6] == '1' and remaining_text and redis.call('HEXISTS', KEYS[1], 'loaded') == 1 then
   local remaining = stored_amount(remaining_text, 'credit ' .. ARGV[2])
   count_holds(KEYS[3], KEYS[4])
   if KEYS[5] ~= KEYS[3] then count_holds(KEYS[5], KEYS[6]) end
+  if KEYS[8] ~= KEYS[3] and KEYS[8] ~= KEYS[5] then count_holds(KEYS[8], KEYS[9]) end
   kept = math.max(0, math.min(remaining, counted.held))
 end
 

@@ -666,6 +666,54 @@ describe("a revocation run on a host whose clock is ahead of the gateways'", () 
   });
 });
 
+describe("a revocation run on a host whose clock is behind the gateways'", () => {
+  it("just after the user's period turned, keeps what a request of the new period holds", async () => {
+    const orgId = await createOrganization(db, 'revoke-clock-behind');
+    const appId = await createApp(db, orgId, 'revoke-clock-behind-app');
+    // The user's allowance period turned a minute ago (anchored then): the gateways admit on
+    // the new period's account.
+    const anchor = new Date(Date.now() - 60_000);
+    const { user: holder } = await management.upsert({
+      orgId,
+      appId,
+      externalUserId: 'holder',
+      allowanceStartsAt: anchor,
+    });
+    const granted = await management.grantCredits({
+      orgId,
+      productUserId: holder.id,
+      amountNano: 30n,
+      currency: 'USD',
+      expiresAt: null,
+      reason: null,
+      idempotencyKey: null,
+    });
+    if ('keyReused' in granted) throw new Error('a grant without a key cannot reuse one');
+    const grantId = granted.grant.grant_id;
+    const current = monthlyPeriod(new Date(), anchor);
+    expect(current.start).toEqual(anchor);
+    const account = accounts(orgId, { user: { ...user(holder.id, 0n), period: current } });
+    const inFlight = newRequestId();
+    expect(
+      await store.reserve({ requestId: inFlight, accounts: account, amountNano: 25n }),
+    ).toMatchObject({ kind: 'held' });
+    // The operator's CLI, on a host whose clock is five minutes behind (still in the period
+    // before), revokes the grant.
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() - 5 * 60_000 });
+    try {
+      expect(await management.revokeGrant(grantId, CLI_ACTOR, null)).toMatchObject({
+        status: 'revoked',
+      });
+    } finally {
+      vi.useRealTimers();
+    }
+    const credits = keys.userCredits(orgId, holder.id, 'USD');
+    expect(await redis.hmget(credits, `g:${grantId}`, 'draining')).toEqual(['25', grantId]);
+    expect(await store.settle(record(orgId, inFlight, 25n, 25n), account)).toBe('settled');
+    expect(await lastConsumption(orgId)).toEqual([{ grantId, amountNano: 25n }]);
+  });
+});
+
 describe('credits reloaded from Postgres while a grant drains', () => {
   it('a reload merges into what is there: the revoked grant keeps what it kept and pays', async () => {
     const orgId = uniqueOrg();
