@@ -4,7 +4,9 @@
 -- by whoever finds the mark left (a Redis step that failed: the wallet's next read or change,
 -- `gw reconcile`; decision 521).
 --
--- KEYS[1] wallet       hash { balance, reserved, gen }
+-- KEYS[1] wallet       hash { balance, reserved, gen, applied: how many changes were added
+--                      here (gw reconcile reads it before its ledger snapshot and with the
+--                      balance: one that moved between was added meanwhile, decision 563) }
 -- KEYS[2] pending      hash transaction_id -> the `gen` of the wallet the change is owed to
 --                      (the top-ups' hash, or the sets')
 -- ARGV[1] transaction_id  the change's ledger transaction
@@ -35,5 +37,6 @@ if previous + value >= 2251799813685248 or previous + value <= -2251799813685248
   return {-1}
 end
 redis.call('HINCRBY', KEYS[1], 'balance', ARGV[2])
+redis.call('HINCRBY', KEYS[1], 'applied', 1)
 redis.call('HDEL', KEYS[2], ARGV[1])
 return {1, wallet[1]}

@@ -5,12 +5,13 @@ import { createMoneyLayer } from '../src/billing/compose.js';
 import { createApp, createOrganization } from '../src/admin/provisioning.js';
 import { invalidationPublisher } from '../src/cache/invalidation.js';
 import { ProductUserManagement } from '../src/product-users/management.js';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import type { RequestAccounts, UserAccount } from '../src/billing/budget-store.js';
 import { monthlyPeriod, type Period } from '../src/periods.js';
 import { createDbPool } from '../src/db/pool.js';
 import { newRequestId } from '../src/ids.js';
 import type { UsageRecord } from '../src/ledger/usage-record.js';
+import { CLI_ACTOR } from '../src/cli/context.js';
 import { creditsChangeKeys } from './support/credits-change-keys.js';
 import { usageRecord } from './support/records.js';
 import { releaseKeys } from './support/release-keys.js';
@@ -153,23 +154,17 @@ const addGrant = (
     amount_nano: amount,
     expires_at_ms: String(expiresAtMs),
     ttl_ms: '',
-    now_ms: '',
     keep_held: '',
   });
 
 /** Revokes a grant, keeping what the user's requests in flight hold (as the product does). */
-const revokeGrant = (
-  credits: ReturnType<typeof creditKeys>,
-  grantId: string,
-  revokedAtMs: number = Date.now(),
-) =>
+const revokeGrant = (credits: ReturnType<typeof creditKeys>, grantId: string) =>
   scripts.creditsChange(credits, {
     action: 'remove',
     grant_id: grantId,
     amount_nano: '',
     expires_at_ms: '',
     ttl_ms: '600000',
-    now_ms: String(revokedAtMs),
     keep_held: '1',
   });
 
@@ -391,7 +386,7 @@ describe('a grant revoked while requests hold credits', () => {
       await store.reserve({ requestId: givenUp, accounts: account, amountNano: 25n }),
     ).toMatchObject({ kind: 'held' });
     const revokedAtMs = Date.now();
-    await revokeGrant(credits, 'grant_revoked', revokedAtMs);
+    await revokeGrant(credits, 'grant_revoked');
     // The request it kept 25 for never settles: its reserve was given up on and released.
     await scripts.release(releaseKeys(keys, orgId, spendKey), {
       request_id: givenUp,
@@ -434,7 +429,7 @@ describe('a grant revoked while requests hold credits', () => {
     ).toMatchObject({ kind: 'held' });
     const lapsesAt = Number(await redis.zscore(credits.user_spend_expiries, `${abandoned}:25`));
     const revokedAtMs = Date.now();
-    await revokeGrant(credits, 'grant_revoked', revokedAtMs);
+    await revokeGrant(credits, 'grant_revoked');
     expect(
       await redis.hmget(credits.user_credits, 'g:grant_revoked', 'until:grant_revoked'),
     ).toEqual(['25', String(lapsesAt)]);
@@ -470,13 +465,13 @@ describe('a grant revoked while requests hold credits', () => {
     await addGrant(credits, 'grant_revoked', '30');
     const account = accounts(orgId, { user: user(userId, 0n) });
     // The revoking process read its clock (or its clock is behind the gateway's) before this
-    // request was admitted, and its script ran after: the request holds 25 when it runs.
-    const revokedAtMs = Date.now() - 10_000;
+    // request was admitted, and its script ran after: the request holds 25 when it runs (the
+    // script reads no clock of the revoking process since decision 562).
     const inFlight = newRequestId();
     expect(
       await store.reserve({ requestId: inFlight, accounts: account, amountNano: 25n }),
     ).toMatchObject({ kind: 'held' });
-    await revokeGrant(credits, 'grant_revoked', revokedAtMs);
+    await revokeGrant(credits, 'grant_revoked');
     expect(await redis.hget(credits.user_credits, 'g:grant_revoked')).toBe('25');
     expect(await store.settle(record(orgId, inFlight, 25n, 25n), account)).toBe('settled');
     // It was admitted on the grant's credits, which were kept for it: they pay it.
@@ -622,6 +617,100 @@ describe('a grant revoked while requests hold credits', () => {
     expect(await store.settle(record(orgId, inFlight, 25n, 25n), account)).toBe('settled');
     expect(await lastConsumption(orgId)).toEqual([{ grantId, amountNano: 25n }]);
     expect(await redis.hmget(credits, `g:${grantId}`, 'draining')).toEqual([null, null]);
+  });
+});
+
+describe("a revocation run on a host whose clock is ahead of the gateways'", () => {
+  it('releases no hold of a request still running, and the grant pays it what it kept', async () => {
+    const orgId = await createOrganization(db, 'revoke-clock-ahead');
+    const appId = await createApp(db, orgId, 'revoke-clock-ahead-app');
+    const { user: holder } = await management.upsert({ orgId, appId, externalUserId: 'holder' });
+    const granted = await management.grantCredits({
+      orgId,
+      productUserId: holder.id,
+      amountNano: 30n,
+      currency: 'USD',
+      expiresAt: null,
+      reason: null,
+      idempotencyKey: null,
+    });
+    if ('keyReused' in granted) throw new Error('a grant without a key cannot reuse one');
+    const grantId = granted.grant.grant_id;
+    const account = accounts(orgId, { user: user(holder.id, 0n) });
+    const spendKey = keys.userSpend(orgId, holder.id, period.key);
+    // A gateway admits a request on the grant's credits: its hold lapses in a minute unless
+    // renewed (every 20 s while it runs).
+    const inFlight = newRequestId();
+    expect(
+      await store.reserve({ requestId: inFlight, accounts: account, amountNano: 25n }),
+    ).toMatchObject({ kind: 'held' });
+    // The operator's CLI revokes the grant from a host whose clock is five minutes ahead.
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 5 * 60_000 });
+    try {
+      expect(await management.revokeGrant(grantId, CLI_ACTOR, null)).toMatchObject({
+        status: 'revoked',
+      });
+    } finally {
+      vi.useRealTimers();
+    }
+    // The request still holds its 25, and the grant keeps them for it.
+    expect(await redis.hget(spendKey, 'reserved')).toBe('25');
+    expect(await redis.zscore(keys.holdExpiries(spendKey), `${inFlight}:25`)).not.toBeNull();
+    const credits = keys.userCredits(orgId, holder.id, 'USD');
+    expect(await redis.hmget(credits, `g:${grantId}`, 'draining')).toEqual(['25', grantId]);
+    expect(await redis.hget(keys.userDrainingFor(orgId, holder.id, 'USD'), inFlight)).toBe(grantId);
+    // It settles (its cap is 0): the grant it was admitted on pays it.
+    expect(await store.settle(record(orgId, inFlight, 25n, 25n), account)).toBe('settled');
+    expect(await lastConsumption(orgId)).toEqual([{ grantId, amountNano: 25n }]);
+    expect(await redis.hmget(spendKey, 'spent', 'reserved')).toEqual(['25', '0']);
+  });
+});
+
+describe("a revocation run on a host whose clock is behind the gateways'", () => {
+  it("just after the user's period turned, keeps what a request of the new period holds", async () => {
+    const orgId = await createOrganization(db, 'revoke-clock-behind');
+    const appId = await createApp(db, orgId, 'revoke-clock-behind-app');
+    // The user's allowance period turned a minute ago (anchored then): the gateways admit on
+    // the new period's account.
+    const anchor = new Date(Date.now() - 60_000);
+    const { user: holder } = await management.upsert({
+      orgId,
+      appId,
+      externalUserId: 'holder',
+      allowanceStartsAt: anchor,
+    });
+    const granted = await management.grantCredits({
+      orgId,
+      productUserId: holder.id,
+      amountNano: 30n,
+      currency: 'USD',
+      expiresAt: null,
+      reason: null,
+      idempotencyKey: null,
+    });
+    if ('keyReused' in granted) throw new Error('a grant without a key cannot reuse one');
+    const grantId = granted.grant.grant_id;
+    const current = monthlyPeriod(new Date(), anchor);
+    expect(current.start).toEqual(anchor);
+    const account = accounts(orgId, { user: { ...user(holder.id, 0n), period: current } });
+    const inFlight = newRequestId();
+    expect(
+      await store.reserve({ requestId: inFlight, accounts: account, amountNano: 25n }),
+    ).toMatchObject({ kind: 'held' });
+    // The operator's CLI, on a host whose clock is five minutes behind (still in the period
+    // before), revokes the grant.
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() - 5 * 60_000 });
+    try {
+      expect(await management.revokeGrant(grantId, CLI_ACTOR, null)).toMatchObject({
+        status: 'revoked',
+      });
+    } finally {
+      vi.useRealTimers();
+    }
+    const credits = keys.userCredits(orgId, holder.id, 'USD');
+    expect(await redis.hmget(credits, `g:${grantId}`, 'draining')).toEqual(['25', grantId]);
+    expect(await store.settle(record(orgId, inFlight, 25n, 25n), account)).toBe('settled');
+    expect(await lastConsumption(orgId)).toEqual([{ grantId, amountNano: 25n }]);
   });
 });
 

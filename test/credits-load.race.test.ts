@@ -120,7 +120,6 @@ async function addGrantToRedis(user: User, grantId: string, amountNano: bigint, 
     amount_nano: amountNano.toString(),
     expires_at_ms: String(NEVER_EXPIRES_MS),
     ttl_ms: '',
-    now_ms: '',
     keep_held: '',
   });
 }
@@ -315,7 +314,6 @@ describe("a user's credits loaded while the writer moves what drew on them", () 
               amount_nano: '',
               expires_at_ms: '',
               ttl_ms: '600000',
-              now_ms: String(Date.now()),
               keep_held: '1',
             });
           },

@@ -73,7 +73,6 @@ async function addGrant(
     amount_nano: amount,
     expires_at_ms: String(expiresAtMs),
     ttl_ms: '',
-    now_ms: '',
     keep_held: '',
   });
 }
@@ -229,7 +228,6 @@ describe('a request kept running past a revocation that kept money for it', () =
         amount_nano: '',
         expires_at_ms: '',
         ttl_ms: '3600000',
-        now_ms: String(Date.now()),
         keep_held: '1',
       },
     );

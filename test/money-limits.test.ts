@@ -309,7 +309,6 @@ describe('a script given an amount out of range writes nothing', () => {
         amount_nano: LUA_LIMIT.toString(),
         expires_at_ms: String(Date.now() + 1000),
         ttl_ms: '',
-        now_ms: '',
         keep_held: '',
       }),
     ).rejects.toThrow(/gw_amount_out_of_range/);
@@ -329,7 +328,6 @@ describe('credit revocation', () => {
       amount_nano: '',
       expires_at_ms: '',
       ttl_ms: '600000',
-      now_ms: String(Date.now()),
       keep_held: '1',
     });
     await scripts.creditsLoad(credits, { ttl_ms: '600000' }, [

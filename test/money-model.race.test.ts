@@ -383,8 +383,9 @@ class Run {
 
   /**
    * Revokes an active grant, `inFlight` being the requests in flight: the grant keeps money for
-   * those of its user holding on their account of the first month (the revocation looks at the
-   * user's account of the month it runs in, the first).
+   * those of its user holding on their account of either month (the revocation looks at the
+   * user's accounts of the month it runs in, the first, of the month before, and of the month
+   * after, the second: decision 565).
    */
   private async revoke(pick: number, inFlight: readonly Ran[] = []): Promise<void> {
     const active = this.model.grants.filter((grant) => !grant.revoked);
@@ -446,8 +447,7 @@ class Run {
         }
         requests.push(await this.reserve(op.chain));
       } else if (op.t === 'revoke') {
-        const firstMonth = requests.filter((request) => request.period === PERIODS[0]);
-        await this.revoke(op.pick, firstMonth);
+        await this.revoke(op.pick, requests);
       } else if (op.t === 'rollover') {
         // The requests in flight settle in the next month, on their own month's accounts.
         this.epoch = 1;

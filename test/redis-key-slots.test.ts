@@ -178,6 +178,8 @@ const scriptKeys: { [N in ScriptName]: (orgId: string) => Record<string, string>
     previous_spend: keys.userSpend(orgId, 'pu_1', '2025-05-01'),
     draining_for: keys.userDrainingFor(orgId, 'pu_1', 'USD'),
     previous_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, 'pu_1', '2025-05-01')),
+    next_spend: keys.userSpend(orgId, 'pu_1', '2025-07-01'),
+    next_spend_expiries: keys.holdExpiries(keys.userSpend(orgId, 'pu_1', '2025-07-01')),
   }),
   walletTopUpPending: (orgId) => ({
     wallet: keys.wallet(orgId),

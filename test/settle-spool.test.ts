@@ -7,6 +7,7 @@ import type { RequestAccounts } from '../src/billing/budget-store.js';
 import { createDbPool } from '../src/db/pool.js';
 import { parseSpoolLine, spoolLine } from '../src/billing/spool-entry.js';
 import { GatewayMetrics } from '../src/metrics.js';
+import { newRequestId } from '../src/ids.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
 import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
@@ -20,6 +21,15 @@ const db = createDbPool(TEST_DATABASE_URL, 4);
 const keys = createRedisKeys(prefix);
 const scripts = defineScripts(redis);
 const { budget: store } = createMoneyLayer({ db, redis, keys, scripts, reservationTtlMs: 60_000 });
+/** Holds that lapse within 600 ms unless renewed (a third of that, while a request holds). */
+const HOLD_TTL_MS = 600;
+const { budget: shortHolds } = createMoneyLayer({
+  db,
+  redis,
+  keys,
+  scripts,
+  reservationTtlMs: HOLD_TTL_MS,
+});
 const metrics = new GatewayMetrics(false);
 
 afterAll(async () => {
@@ -73,6 +83,38 @@ describe('settle spool replay', () => {
     expect(await metrics.registry.getSingleMetricAsString('gw_settle_spool_pending')).toMatch(
       /^gw_settle_spool_pending 0$/m,
     );
+    await spool.stop();
+  });
+});
+
+describe('a spooled settle waiting to replay', () => {
+  it('keeps its holds: nothing is admitted on the money its request will be charged (decision 564)', async () => {
+    const orgId = `org_spool_holds_${Date.now()}`;
+    const walletKey = keys.wallet(orgId);
+    await redis.hset(walletKey, 'balance', '1000', 'reserved', '0');
+    const { spool, dir } = testSettleSpool({ db, redis, keys, budget: shortHolds }, prefix);
+    await spool.open();
+    const record = usageRecord(orgId, 800n, { walletCostNano: 800n, reservedNano: 800n });
+    const accounts = walletAccounts(record);
+    expect(
+      await shortHolds.reserve({ requestId: record.requestId, accounts, amountNano: 800n }),
+    ).toMatchObject({ kind: 'held' });
+    // Its settle failed (Redis out of reach for it): spooled, as settleWithRetry does. The
+    // replay waits (Redis came back, the check of the records cannot run yet, or the timer).
+    await spool.append(record, accounts);
+    await new Promise((resolve) => setTimeout(resolve, HOLD_TTL_MS * 3));
+    // The 800 it will be charged stays held: a request for 800 more is refused.
+    expect(
+      await shortHolds.reserve({ requestId: newRequestId(), accounts, amountNano: 800n }),
+    ).toMatchObject({ kind: 'wallet_short', availableNano: 200n });
+    expect(await redis.hget(walletKey, 'reserved')).toBe('800');
+    // Replayed: charged once, its hold released, and it is renewed no more.
+    await eventually(async () => {
+      await spool.replay();
+      return spoolFiles(dir).length === 0 ? true : undefined;
+    });
+    expect(await redis.hmget(walletKey, 'balance', 'reserved')).toEqual(['200', '0']);
+    expect(await redis.zcard(keys.holdExpiries(walletKey))).toBe(0);
     await spool.stop();
   });
 });

@@ -8,9 +8,13 @@
 // stream. A record settled after the MULTI is in neither. A record committed to Postgres
 // before the snapshot is in the ledger; one committed after it is still in the stream at the
 // MULTI unless the writer deleted it in between: the stream's deletion count is read before
-// the snapshot and in the MULTI, and a measurement where it moved is taken again. A repair
-// needs two measurements in a row that agree (a top-up is written to Postgres, then Redis),
-// and is a relative change (account-correct.lua), so settles landing meanwhile are kept.
+// the snapshot and in the MULTI, and a measurement where it moved is taken again. Likewise a
+// top-up (or balance set) is committed, then added to the live wallet: one committed after the
+// snapshot and added before the MULTI is in the live balance only, so the wallet's count of
+// changes added (`applied`, wallet-topup-apply.lua) is read before the snapshot and in the
+// MULTI, and a measurement where it moved is taken again (decision 563). A repair needs two
+// measurements in a row that agree, and is a relative change (account-correct.lua), so
+// settles landing meanwhile are kept.
 import { readOnlySnapshot, type DbClient, type DbPool } from '../db/pool.js';
 import { formatNano } from '../money.js';
 import { monthlyPeriod } from '../periods.js';
@@ -19,6 +23,9 @@ import type { RedisKeys } from '../redis/keys.js';
 import type { RedisScripts } from '../redis/scripts.js';
 import { streamPosition, unwrittenAtSnapshot } from '../ledger/unwritten-usage.js';
 import { ledgerAmounts, type LedgerAmount } from './ledger-amounts.js';
+
+/** The live wallet's count of top-ups and balance sets added to it (wallet-topup-apply.lua). */
+const WALLET_APPLIED_FIELD = 'applied';
 
 /** Measurements tried per org before it is reported busy (settling all the time). */
 const MAX_ATTEMPTS = 8;
@@ -206,16 +213,19 @@ export class Reconciler {
     accounts: readonly LiveAccount[],
   ): Promise<Measurement | undefined> {
     const stream = this.keys.usageStream(orgId);
+    const wallet = accounts.find((account) => account.kind === 'wallet')?.key;
     // Read with a connection in hand, so that no wait for the pool falls between it and the
     // MULTI (a longer window, more measurements taken again).
     let deletedBefore = Number.NaN;
-    const readDeletions = async (): Promise<void> => {
+    let appliedBefore: string | null = null;
+    const readBeforeSnapshot = async (): Promise<void> => {
       deletedBefore = streamDeletions(
         await this.redis.xinfo('STREAM', stream).then(
           (info) => [null, info] as [null, unknown],
           (error: Error) => [error, undefined] as [Error, undefined],
         ),
       );
+      if (wallet) appliedBefore = await this.redis.hget(wallet, WALLET_APPLIED_FIELD);
     };
     return readOnlySnapshot(
       this.db,
@@ -226,10 +236,16 @@ export class Reconciler {
         transaction.xrange(stream, '-', '+');
         transaction.hlen(this.keys.walletPendingTopUps(orgId));
         transaction.hlen(this.keys.walletPendingSets(orgId));
+        if (wallet) transaction.hget(wallet, WALLET_APPLIED_FIELD);
         const replies = (await transaction.exec()) ?? [];
         // The writer removed records from the stream between the snapshot and the MULTI: one of
         // them may be in neither. Measure again.
         if (streamDeletions(replies[accounts.length]!) !== deletedBefore) return undefined;
+        // A top-up or set was added to the live wallet meanwhile: it may have committed after
+        // the snapshot, in the live balance and not in the ledger. Measure again.
+        if (wallet && (replies[accounts.length + 4]![1] ?? null) !== appliedBefore) {
+          return undefined;
+        }
         const stored = accounts.map((_a, index) => replies[index]![1] as Array<string | null>);
         const entries = (replies[accounts.length + 1]![1] ?? []) as Array<[string, string[]]>;
         const expected = await this.expectedValues(
@@ -251,7 +267,7 @@ export class Reconciler {
         // A balance set's marks as a top-up's (decision 544).
         return { drifts, pendingTopUps: marks(2) + marks(3) };
       },
-      readDeletions,
+      readBeforeSnapshot,
     );
   }
 

@@ -5,6 +5,13 @@
 // record anywhere), so accounts are charged, holds released and the record reaches the
 // usage stream and Postgres exactly once; then the entry is retired.
 //
+// Until then the request's holds are kept from lapsing, as while it ran (decision 564): the
+// cost the entry will charge stays held, so no request is admitted on that money while the
+// replay waits (Redis back, Postgres not yet; the replay timer). This instance renews the holds
+// of the entries it appended, until each is retired, refused by Redis, or the spool stops.
+// Renewals fail while Redis is out of reach, so a hold whose lapse passes during the outage
+// is swept by the first reserve after it, as a running request's is.
+//
 // Files: `<namespace>~<host>~<pid>~<instance>~<seq>.spool` in SPOOL_DIR, one line of JSON per
 // entry. Only its owner appends to a file. An instance's files are taken over (renamed to the
 // taker's name) by another instance of the same namespace once the owner is gone: at once on
@@ -94,6 +101,8 @@ export class SettleSpool {
   /** Appends and rotations of the active file, one at a time. */
   private fileLock: Promise<unknown> = Promise.resolve();
   private replaying: Promise<void> | undefined;
+  /** The entries appended here and not retired yet: request id → stops renewing its holds. */
+  private readonly keepingHeld = new Map<string, () => void>();
   private replayAgain = false;
   private timer: NodeJS.Timeout | undefined;
   private readonly replayIntervalMs: number;
@@ -134,6 +143,7 @@ export class SettleSpool {
 
   async stop(): Promise<void> {
     clearInterval(this.timer);
+    for (const requestId of [...this.keepingHeld.keys()]) this.stopKeepingHeld(requestId);
     await this.replaying;
     await this.withFileLock(() => this.closeActive());
     liveInstances.delete(this.instance);
@@ -157,6 +167,16 @@ export class SettleSpool {
       }
       this.activeEntries += 1;
     });
+    if (!this.keepingHeld.has(record.requestId)) {
+      this.keepingHeld.set(
+        record.requestId,
+        this.deps.budget.keepHeld({
+          requestId: record.requestId,
+          accounts,
+          amountNano: record.reservedNano,
+        }),
+      );
+    }
     this.deps.counters.settleSpooled.inc();
     this.reportPending();
   }
@@ -255,6 +275,8 @@ export class SettleSpool {
           } catch (error) {
             left.push(line);
             if (isRefusal(error)) {
+              // It will not settle until someone looks: its holds lapse as before.
+              this.stopKeepingHeld(entry.record.requestId);
               this.deps.logger.error(
                 { err: error, requestId: entry.record.requestId },
                 'settle spool: Redis refused a spooled settle; kept in the spool',
@@ -266,6 +288,7 @@ export class SettleSpool {
           }
         }
         retired += 1;
+        this.stopKeepingHeld(entry.record.requestId);
         recorded.add(entry.record.requestId); // a duplicate line settles once
       }
     }
@@ -327,6 +350,11 @@ export class SettleSpool {
       own.push({ name, seq: parsed.seq });
     }
     return own.sort((a, b) => a.seq - b.seq).map(({ name }) => path.join(this.options.dir, name));
+  }
+
+  private stopKeepingHeld(requestId: string): void {
+    this.keepingHeld.get(requestId)?.();
+    this.keepingHeld.delete(requestId);
   }
 
   /** Renames the files of gone instances of this namespace to this instance's names. */

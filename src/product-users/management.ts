@@ -369,7 +369,6 @@ export class ProductUserManagement {
       amount_nano: amountNano.toString(),
       expires_at_ms: String(row.expires_at ? row.expires_at.getTime() : NEVER_EXPIRES_MS),
       ttl_ms: '',
-      now_ms: '',
       keep_held: '',
     });
   }
@@ -438,6 +437,9 @@ export class ProductUserManagement {
   /** Takes a revoked grant out of the user's live credits, keeping what is held on it. */
   private async removeLive(row: GrantRow & { allowance_starts_at: Date | null }): Promise<void> {
     const { allowance_starts_at: anchor, ...grant } = row;
+    // This clock only names the user's period accounts to look at (the one it is in, and the
+    // ones before and after it, decision 565); the script judges no hold by it (the holds are
+    // stamped by the gateways' clocks, decision 562).
     const now = new Date();
     await this.scripts.creditsChange(this.creditKeys(grant, { now, anchor }), {
       action: 'remove',
@@ -445,7 +447,6 @@ export class ProductUserManagement {
       amount_nano: '',
       expires_at_ms: '',
       ttl_ms: String(CREDITS_TTL_MS),
-      now_ms: String(now.getTime()),
       // Only credits in the settlement currency pay costs, so only they can be held.
       keep_held: grant.currency.trim() === SETTLEMENT_CURRENCY ? '1' : '0',
     });
@@ -453,9 +454,10 @@ export class ProductUserManagement {
 
   /**
    * The live credits of the grant's user in the grant's currency, and the user's spend
-   * accounts of the period current `at.now` (under the user's anchor) and of the period before
-   * it, where a request admitted before the period turned holds until it settles (null: not
-   * read, keys of the same slot).
+   * accounts of the period current `at.now` (under the user's anchor), of the period before
+   * it, where a request admitted before the period turned holds until it settles, and of the
+   * period after it, where the gateways hold once it turned by their clocks if `at.now` is
+   * behind them (decision 565) (null: not read, keys of the same slot).
    */
   private creditKeys(
     row: GrantRow,
@@ -468,8 +470,10 @@ export class ProductUserManagement {
     const before = current
       ? monthlyPeriod(new Date(current.start.getTime() - 1), at!.anchor)
       : null;
+    const after = current ? monthlyPeriod(current.end, at!.anchor) : null;
     const spend = spendOf(current?.key ?? 'unused');
     const previous = spendOf(before?.key ?? 'unused');
+    const next = spendOf(after?.key ?? 'unused');
     return {
       user_credits: this.keys.userCredits(row.org_id, row.product_user_id, currency),
       user_grants: this.keys.userGrants(row.org_id, row.product_user_id, currency),
@@ -478,6 +482,8 @@ export class ProductUserManagement {
       previous_spend: previous,
       previous_spend_expiries: this.keys.holdExpiries(previous),
       draining_for: this.keys.userDrainingFor(row.org_id, row.product_user_id, currency),
+      next_spend: next,
+      next_spend_expiries: this.keys.holdExpiries(next),
     };
   }
 

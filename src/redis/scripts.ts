@@ -223,8 +223,10 @@ export const scriptSpecs = {
       'previous_spend',
       'previous_spend_expiries',
       'draining_for',
+      'next_spend',
+      'next_spend_expiries',
     ],
-    args: ['action', 'grant_id', 'amount_nano', 'expires_at_ms', 'ttl_ms', 'now_ms', 'keep_held'],
+    args: ['action', 'grant_id', 'amount_nano', 'expires_at_ms', 'ttl_ms', 'keep_held'],
   },
   walletTopUpPending: {
     file: 'wallet-topup-pending',
