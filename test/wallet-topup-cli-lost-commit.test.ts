@@ -23,6 +23,7 @@ import { gwWallet, gwWalletOutput } from './support/wallet-cli.js';
 
 const prefix = uniquePrefix('topuplost');
 const redis = testRedis();
+const unreachable = testRedis();
 const keys = createRedisKeys(prefix);
 const db = createDbPool(TEST_DATABASE_URL, 4);
 let relay: FreezableRelay;
@@ -43,6 +44,7 @@ beforeAll(async () => {
   const through = await relayedTestDatabase();
   relay = through.relay;
   relayed = createDbPool(through.url, 4);
+  await unreachable.quit();
 });
 
 afterAll(async () => {
@@ -180,5 +182,35 @@ describe("gw wallet topup whose COMMIT's answer is lost", () => {
     // Another key is another top-up.
     await gwWallet(db, wallets, [...command.slice(0, 6), `ref-${prefix}-2`]);
     expect(await topUps(orgId)).toHaveLength(3);
+  });
+});
+
+describe('gw wallet topup failing twice before anything committed', () => {
+  it('says the top-up was not made, not that it may have been', async () => {
+    // Redis refuses before the top-up's transaction: both runs free their key, nothing made.
+    const orgId = await fundedOrg('refused');
+    const redisDown = createMoneyLayer({
+      db,
+      redis: unreachable,
+      keys,
+      scripts: defineScripts(unreachable),
+      reservationTtlMs: 60_000,
+    }).wallets;
+    const failed = await gwWallet(db, redisDown, [
+      'topup',
+      '--org-id',
+      orgId,
+      '--amount',
+      '0.00025',
+    ]).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(failed).toBeInstanceOf(UsageError);
+    expect((failed as UsageError).code).toBe('gw_unavailable');
+    expect((failed as UsageError).message).toBe(
+      'the top-up was not made (Connection is closed.): nothing was recorded; run the command again',
+    );
+    expect(await topUps(orgId)).toEqual(['0.001000000000']);
   });
 });

@@ -135,7 +135,15 @@ async function topUpCommand(
         `whether the top-up was made is unknown (${cause})${answered}: run the same command again with --idempotency-key ${key}; it tops up once at most`,
         'gw_unavailable',
       );
-    result = await topUp().catch(() => {
+    result = await topUp().catch(async (again: unknown) => {
+      // Both runs ended with their key freed: neither committed anything (decision 571).
+      if (await store.free(idempotent).catch(() => false)) {
+        const why = again instanceof Error ? again.message : 'failed';
+        throw new UsageError(
+          `the top-up was not made (${why}): nothing was recorded; run the command again`,
+          'gw_unavailable',
+        );
+      }
       throw unknown();
     });
     // The key still held, or its first run's end unknown (decision 570): the key may be the
