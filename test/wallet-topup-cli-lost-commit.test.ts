@@ -16,12 +16,14 @@ import { createDbPool } from '../src/db/pool.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
 import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
+import { hookedPool } from './support/interleave.js';
 import { relayedTestDatabase, type FreezableRelay } from './support/freezable-relay.js';
 import { deletePrefix, testRedis } from './support/services.js';
 import { gwWallet, gwWalletOutput } from './support/wallet-cli.js';
 
 const prefix = uniquePrefix('topuplost');
 const redis = testRedis();
+const unreachable = testRedis();
 const keys = createRedisKeys(prefix);
 const db = createDbPool(TEST_DATABASE_URL, 4);
 let relay: FreezableRelay;
@@ -42,6 +44,7 @@ beforeAll(async () => {
   const through = await relayedTestDatabase();
   relay = through.relay;
   relayed = createDbPool(through.url, 4);
+  await unreachable.quit();
 });
 
 afterAll(async () => {
@@ -105,6 +108,47 @@ describe("gw wallet topup whose COMMIT's answer is lost", () => {
     expect(await redis.hlen(keys.walletPendingTopUps(orgId))).toBe(0);
   });
 
+  it('whose key, asked again, answers a conflict says which key to run it again with', async () => {
+    // The lost COMMIT's answer, then Postgres refusing the write that marks the key failed:
+    // the key is still held when the command asks it again, and answers 409 gw_conflict. The
+    // key is the command's own: an error without it leaves the operator only a new key.
+    const orgId = await fundedOrg('held');
+    relay.loseCommitAnswerAfter('INSERT INTO wallet_transactions');
+    const refusing = hookedPool(relayed, [
+      {
+        match: /^UPDATE idempotency_keys SET state = 'failed'/,
+        step: () => Promise.reject(new Error('Connection terminated unexpectedly')),
+      },
+    ]);
+    const failed = await gwWallet(refusing, walletsOn(refusing), [
+      'topup',
+      '--org-id',
+      orgId,
+      '--amount',
+      '0.00025',
+    ]).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(failed).toBeInstanceOf(UsageError);
+    const { message } = failed as UsageError;
+    expect(message).toMatch(
+      /^whether the top-up was made is unknown \(Connection terminated unexpectedly\); its idempotency key [0-9a-f-]{36}, asked again, answered: a request with this Idempotency-Key is still being processed: it has committed its change and not yet recorded its answer; retry to get it: run the same command again with --idempotency-key [0-9a-f-]{36}; it tops up once at most$/,
+    );
+    const key = /--idempotency-key ([0-9a-f-]{36})/.exec(message)![1]!;
+    // Run again with that key: nothing added a second time.
+    await gwWallet(db, wallets, [
+      'topup',
+      '--org-id',
+      orgId,
+      '--amount',
+      '0.00025',
+      '--idempotency-key',
+      key,
+    ]).catch(() => undefined);
+    expect(await topUps(orgId)).toEqual(['0.001000000000', '0.000250000000']);
+  });
+
   it('run again with the same --idempotency-key after the lost answer tops up once', async () => {
     const orgId = await fundedOrg('again');
     const command = [
@@ -138,5 +182,35 @@ describe("gw wallet topup whose COMMIT's answer is lost", () => {
     // Another key is another top-up.
     await gwWallet(db, wallets, [...command.slice(0, 6), `ref-${prefix}-2`]);
     expect(await topUps(orgId)).toHaveLength(3);
+  });
+});
+
+describe('gw wallet topup failing twice before anything committed', () => {
+  it('says the top-up was not made, not that it may have been', async () => {
+    // Redis refuses before the top-up's transaction: both runs free their key, nothing made.
+    const orgId = await fundedOrg('refused');
+    const redisDown = createMoneyLayer({
+      db,
+      redis: unreachable,
+      keys,
+      scripts: defineScripts(unreachable),
+      reservationTtlMs: 60_000,
+    }).wallets;
+    const failed = await gwWallet(db, redisDown, [
+      'topup',
+      '--org-id',
+      orgId,
+      '--amount',
+      '0.00025',
+    ]).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(failed).toBeInstanceOf(UsageError);
+    expect((failed as UsageError).code).toBe('gw_unavailable');
+    expect((failed as UsageError).message).toBe(
+      'the top-up was not made (Connection is closed.): nothing was recorded; run the command again',
+    );
+    expect(await topUps(orgId)).toEqual(['0.001000000000']);
   });
 });

@@ -130,12 +130,27 @@ async function topUpCommand(
   } catch (error) {
     const cause = error instanceof Error ? error.message : 'failed';
     note = `the top-up's answer was lost (${cause}); its idempotency key ${key} says it was made, once`;
-    result = await topUp().catch(() => {
-      throw new UsageError(
-        `whether the top-up was made is unknown (${cause}): run the same command again with --idempotency-key ${key}; it tops up once at most`,
+    const unknown = (answered = '') =>
+      new UsageError(
+        `whether the top-up was made is unknown (${cause})${answered}: run the same command again with --idempotency-key ${key}; it tops up once at most`,
         'gw_unavailable',
       );
+    result = await topUp().catch(async (again: unknown) => {
+      // Both runs ended with their key freed: neither committed anything (decision 571).
+      if (await store.free(idempotent).catch(() => false)) {
+        const why = again instanceof Error ? again.message : 'failed';
+        throw new UsageError(
+          `the top-up was not made (${why}): nothing was recorded; run the command again`,
+          'gw_unavailable',
+        );
+      }
+      throw unknown();
     });
+    // The key still held, or its first run's end unknown (decision 570): the key may be the
+    // command's own, which only this error can tell the operator.
+    if (isGwError(result) && result.code === 'gw_conflict') {
+      throw unknown(`; its idempotency key ${key}, asked again, answered: ${result.message}`);
+    }
   }
   if (isGwError(result)) throw new UsageError(result.message, result.code);
   // A replay, or the finish of a first run that committed: said on stderr, the wallet on stdout.

@@ -449,6 +449,19 @@ export class IdempotencyStore implements IdempotencyKeys {
     );
   }
 
+  /**
+   * Whether the key has no row: no request holds it, and none that used it committed anything
+   * (release frees a key only then, after any commit of its request in progress). For a caller
+   * whose runs under the key all ended to tell "not made" from "unknown" (decision 571).
+   */
+  async free(request: IdempotentRequest): Promise<boolean> {
+    const { rowCount } = await this.db.query(
+      'SELECT 1 FROM idempotency_keys WHERE org_id = $1 AND caller = $2 AND route = $3 AND key = $4',
+      [request.orgId, request.caller, request.route, request.key],
+    );
+    return rowCount === 0;
+  }
+
   /** Runs `statement` on the key's row if its request still holds it; true if it did. */
   private async onHeldRow(
     on: DbPool | DbClient,
