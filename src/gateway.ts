@@ -18,6 +18,7 @@ import { startWebhooks } from './composition/webhooks.js';
 import { startEmail, type EmailSenderTiming } from './composition/email.js';
 import { wireRoutes } from './composition/routes.js';
 import { listen } from './composition/listeners.js';
+import { usePasswordScryptN } from './accounts/passwords.js';
 import type { Config } from './config.js';
 import { loadNativeUws } from './http/uws.js';
 import type { Logger } from './log.js';
@@ -55,6 +56,7 @@ export async function startGateway(
   options: GatewayOptions = {},
 ): Promise<RunningGateway> {
   const closers = new Closers();
+  usePasswordScryptN(config.PASSWORD_SCRYPT_N);
   try {
     return await assembleGateway(config, logger, options, closers);
   } catch (error) {

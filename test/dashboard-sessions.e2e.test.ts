@@ -140,7 +140,8 @@ describe('gw admin create-user', () => {
       'SELECT password_hash FROM dashboard_users WHERE id = $1',
       [created.id],
     );
-    expect(users[0]!.password_hash).toMatch(/^scrypt\$32768\$8\$1\$/);
+    // At the suite's cost (test/support/env.ts; the default's is test/password-cost.test.ts's).
+    expect(users[0]!.password_hash).toMatch(/^scrypt\$1024\$8\$1\$/);
     expect(users[0]!.password_hash).not.toContain(PASSWORD);
   });
 

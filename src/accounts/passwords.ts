@@ -5,8 +5,19 @@ import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, passwordCharacters } from './
 
 const KEY_LENGTH = 32;
 /** N = 2^15, r = 8, p = 1: ~50 ms and 32 MiB per hash, OWASP's scrypt floor. */
-const PARAMETERS = { N: 2 ** 15, r: 8, p: 1 } as const;
-const MAX_MEMORY = 64 * 1024 * 1024;
+export const PASSWORD_SCRYPT_N_DEFAULT = 2 ** 15;
+/** The cost new hashes are made at (PASSWORD_SCRYPT_N); a stored hash is checked at its own. */
+let parameters = { N: PASSWORD_SCRYPT_N_DEFAULT, r: 8, p: 1 };
+/** scrypt's memory is 128·N·r bytes: room for the largest N the configuration accepts. */
+const MAX_MEMORY = 128 * 2 * 2 ** 16 * 8;
+
+/**
+ * Sets the cost of the hashes made from now on, once at start-up from the configuration
+ * (decision 573). Hashes made before keep theirs: each is checked at the cost stored with it.
+ */
+export function usePasswordScryptN(N: number): void {
+  parameters = { ...parameters, N };
+}
 
 export { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from './password-rule.js';
 /** The most UTF-16 units a password of PASSWORD_MAX_LENGTH characters can take (a body's bound). */
@@ -27,8 +38,8 @@ function derive(password: string, salt: Buffer, options: ScryptOptions): Promise
 /** `scrypt$N$r$p$<salt b64>$<hash b64>` */
 export async function hashPassword(password: string): Promise<string> {
   const salt = randomBytes(16);
-  const key = await derive(password, salt, PARAMETERS);
-  const { N, r, p } = PARAMETERS;
+  const { N, r, p } = parameters;
+  const key = await derive(password, salt, parameters);
   return `scrypt$${N}$${r}$${p}$${salt.toString('base64')}$${key.toString('base64')}`;
 }
 

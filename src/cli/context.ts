@@ -1,4 +1,5 @@
 // The CLI's composition root: the same config and adapters as the gateway, for one command.
+import { usePasswordScryptN } from '../accounts/passwords.js';
 import type { Actor } from '../audit/audit.js';
 import { ApiKeyStore } from '../auth/api-key-store.js';
 import { invalidationPublisher, type InvalidationPublisher } from '../cache/invalidation.js';
@@ -107,6 +108,7 @@ export async function reachable<T>(work: Promise<T>, ms: number, service: string
 
 export async function openCliContext(): Promise<CliContext> {
   const config = loadConfig(cliIo().env);
+  usePasswordScryptN(config.PASSWORD_SCRYPT_N);
   // Redis's first answer waits at most REDIS_TIMEOUT_MS, a Postgres connection at most
   // DATABASE_TIMEOUT_MS; the commands' own statements stay unbounded (long scans, migrations).
   const db = await openCliDatabase(config, 2, 'gw-cli');

@@ -61,5 +61,8 @@ export function baseEnv(prefix: string): Record<string, string> {
     // Two test workers run a dozen gateways at once on one Postgres (max_connections 100):
     // request pools of 5, not 20 (decision 334).
     DATABASE_POOL_SIZE: '5',
+    // Password hashes at 2^10, not the floor's 2^15 (~0.3 s of a core each here): the suite
+    // makes and checks a few thousand (decision 573; test/password-cost.test.ts checks both).
+    PASSWORD_SCRYPT_N: '1024',
   };
 }
