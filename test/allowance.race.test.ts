@@ -168,6 +168,12 @@ const revokeGrant = (credits: ReturnType<typeof creditKeys>, grantId: string) =>
     keep_held: '1',
   });
 
+/** The revoking process's clock, `offsetMs` off the gateways' (a spy, undone after the test). */
+function skewedClock(offsetMs: number) {
+  const realNow = Date.now.bind(Date);
+  return vi.spyOn(Date, 'now').mockImplementation(() => realNow() + offsetMs);
+}
+
 describe('product-user allowance', () => {
   it('lets exactly K of 200 concurrent requests through a user cap (enforce)', async () => {
     const orgId = uniqueOrg();
@@ -645,13 +651,13 @@ describe("a revocation run on a host whose clock is ahead of the gateways'", () 
       await store.reserve({ requestId: inFlight, accounts: account, amountNano: 25n }),
     ).toMatchObject({ kind: 'held' });
     // The operator's CLI revokes the grant from a host whose clock is five minutes ahead.
-    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 5 * 60_000 });
+    const clock = skewedClock(+5 * 60_000);
     try {
       expect(await management.revokeGrant(grantId, CLI_ACTOR, null)).toMatchObject({
         status: 'revoked',
       });
     } finally {
-      vi.useRealTimers();
+      clock.mockRestore();
     }
     // The request still holds its 25, and the grant keeps them for it.
     expect(await redis.hget(spendKey, 'reserved')).toBe('25');
@@ -699,13 +705,13 @@ describe("a revocation run on a host whose clock is behind the gateways'", () =>
     ).toMatchObject({ kind: 'held' });
     // The operator's CLI, on a host whose clock is five minutes behind (still in the period
     // before), revokes the grant.
-    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() - 5 * 60_000 });
+    const clock = skewedClock(-5 * 60_000);
     try {
       expect(await management.revokeGrant(grantId, CLI_ACTOR, null)).toMatchObject({
         status: 'revoked',
       });
     } finally {
-      vi.useRealTimers();
+      clock.mockRestore();
     }
     const credits = keys.userCredits(orgId, holder.id, 'USD');
     expect(await redis.hmget(credits, `g:${grantId}`, 'draining')).toEqual(['25', grantId]);

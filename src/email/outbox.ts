@@ -6,7 +6,6 @@
 import { sealToText } from '../credentials/sealed-text.js';
 import type { SecretBox } from '../credentials/secret-box.js';
 import type { DbPool } from '../db/pool.js';
-import type { Role } from '../accounts/users.js';
 import type { OutgoingMail } from './mailer.js';
 
 /**
@@ -16,7 +15,8 @@ import type { OutgoingMail } from './mailer.js';
 export interface ReaderMembership {
   readonly orgId: string;
   readonly userId: string;
-  readonly roles: readonly Role[];
+  /** Membership roles as the accounts name them (the outbox keeps them; accounts sends mail). */
+  readonly roles: readonly string[];
 }
 
 export interface QueueOptions {

@@ -440,7 +440,7 @@ export class ProductUserManagement {
     // This clock only names the user's period accounts to look at (the one it is in, and the
     // ones before and after it, decision 565); the script judges no hold by it (the holds are
     // stamped by the gateways' clocks, decision 562).
-    const now = new Date();
+    const now = new Date(Date.now());
     await this.scripts.creditsChange(this.creditKeys(grant, { now, anchor }), {
       action: 'remove',
       grant_id: grant.id,

@@ -14,7 +14,6 @@
 // The endpoint is named by its description and its URL's host, never its whole URL: a path or
 // a query may itself be a credential (a chat service's incoming-webhook URL, decision 436),
 // and mail is forwarded, archived and read on phones. Nothing secret is in it.
-import type { Role } from '../accounts/users.js';
 import type { DbClient } from '../db/pool.js';
 import type { OutgoingMail } from '../email/mailer.js';
 import type { MailOutbox, QueueOptions } from '../email/outbox.js';
@@ -65,7 +64,7 @@ export const FAILING_WARNING_AFTER_MS = 86_400_000;
 const MAX_QUOTED_CHARS = 100;
 
 /** Who is told: the roles that manage the organization's webhook endpoints. */
-const NOTICE_ROLES: readonly Role[] = ['owner', 'admin'];
+const NOTICE_ROLES = ['owner', 'admin'] as const;
 
 interface Recipient {
   readonly user_id: string;
