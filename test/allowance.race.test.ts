@@ -168,6 +168,33 @@ const revokeGrant = (credits: ReturnType<typeof creditKeys>, grantId: string) =>
     keep_held: '1',
   });
 
+/**
+ * A product user whose allowance period turned a minute ago (anchored then), holding a grant of
+ * 30 credits (nano-USD) made through the product.
+ */
+async function holderAnchoredMinuteAgo(label: string) {
+  const orgId = await createOrganization(db, label);
+  const appId = await createApp(db, orgId, `${label}-app`);
+  const anchor = new Date(Date.now() - 60_000);
+  const { user: holder } = await management.upsert({
+    orgId,
+    appId,
+    externalUserId: 'holder',
+    allowanceStartsAt: anchor,
+  });
+  const granted = await management.grantCredits({
+    orgId,
+    productUserId: holder.id,
+    amountNano: 30n,
+    currency: 'USD',
+    expiresAt: null,
+    reason: null,
+    idempotencyKey: null,
+  });
+  if ('keyReused' in granted) throw new Error('a grant without a key cannot reuse one');
+  return { orgId, holder, anchor, grantId: granted.grant.grant_id };
+}
+
 /** The revoking process's clock, `offsetMs` off the gateways' (a spy, undone after the test). */
 function skewedClock(offsetMs: number) {
   const realNow = Date.now.bind(Date);
@@ -586,28 +613,9 @@ describe('a grant revoked while requests hold credits', () => {
   });
 
   it('a revocation through the product keeps what a request of the period before holds', async () => {
-    const orgId = await createOrganization(db, 'revoke-at-turn');
-    const appId = await createApp(db, orgId, 'revoke-at-turn-app');
     // The user's allowance period turned a minute ago (anchored then), so the request below,
     // admitted just before, holds on the period before the one current at the revocation.
-    const anchor = new Date(Date.now() - 60_000);
-    const { user: holder } = await management.upsert({
-      orgId,
-      appId,
-      externalUserId: 'holder',
-      allowanceStartsAt: anchor,
-    });
-    const granted = await management.grantCredits({
-      orgId,
-      productUserId: holder.id,
-      amountNano: 30n,
-      currency: 'USD',
-      expiresAt: null,
-      reason: null,
-      idempotencyKey: null,
-    });
-    if ('keyReused' in granted) throw new Error('a grant without a key cannot reuse one');
-    const grantId = granted.grant.grant_id;
+    const { orgId, holder, anchor, grantId } = await holderAnchoredMinuteAgo('revoke-at-turn');
     const before = monthlyPeriod(new Date(anchor.getTime() - 1), anchor);
     expect(before.end).toEqual(anchor);
     const account = accounts(orgId, { user: { ...user(holder.id, 0n), period: before } });
@@ -674,28 +682,9 @@ describe("a revocation run on a host whose clock is ahead of the gateways'", () 
 
 describe("a revocation run on a host whose clock is behind the gateways'", () => {
   it("just after the user's period turned, keeps what a request of the new period holds", async () => {
-    const orgId = await createOrganization(db, 'revoke-clock-behind');
-    const appId = await createApp(db, orgId, 'revoke-clock-behind-app');
     // The user's allowance period turned a minute ago (anchored then): the gateways admit on
     // the new period's account.
-    const anchor = new Date(Date.now() - 60_000);
-    const { user: holder } = await management.upsert({
-      orgId,
-      appId,
-      externalUserId: 'holder',
-      allowanceStartsAt: anchor,
-    });
-    const granted = await management.grantCredits({
-      orgId,
-      productUserId: holder.id,
-      amountNano: 30n,
-      currency: 'USD',
-      expiresAt: null,
-      reason: null,
-      idempotencyKey: null,
-    });
-    if ('keyReused' in granted) throw new Error('a grant without a key cannot reuse one');
-    const grantId = granted.grant.grant_id;
+    const { orgId, holder, anchor, grantId } = await holderAnchoredMinuteAgo('revoke-clock-behind');
     const current = monthlyPeriod(new Date(), anchor);
     expect(current.start).toEqual(anchor);
     const account = accounts(orgId, { user: { ...user(holder.id, 0n), period: current } });
