@@ -42,6 +42,8 @@ export const clusterFiles = [
   'test/wallet-topup-idempotent-retry.test.ts',
   // Balance sets recorded first and applied once, as top-ups are (544).
   'test/wallet-set-retry.test.ts',
+  // gw reconcile tells a top-up landing mid-measurement from drift (563).
+  'test/reconcile-topup.race.test.ts',
   // Sessions listed per user: every Redis command of a cut on one key (decision 360).
   'test/dashboard-passwords.e2e.test.ts',
 ];
