@@ -8,11 +8,7 @@ import {
   topUpWallet,
 } from '../admin/wallet.js';
 import { setWalletAlert } from '../billing/wallet-alert.js';
-import {
-  WalletChangeOwedError,
-  type WalletChangeKind,
-  type WalletTransaction,
-} from '../billing/wallets.js';
+import { WalletChangeOwedError, type WalletTransaction } from '../billing/wallets.js';
 import { isGwError } from '../errors.js';
 import { IDEMPOTENCY_KEY_HEADER, idempotencyKeyOf } from '../idempotency/key.js';
 import { IdempotencyStore, requestFingerprint } from '../idempotency/store.js';
@@ -67,8 +63,9 @@ export async function walletCommand(context: CliContext, argv: string[]): Promis
     const target = amountFlag(requireFlag(values.amount, 'amount'), 'amount');
     await context.wallets.setBalance(orgId, target, CLI_ACTOR).catch((error: unknown) => {
       if (!(error instanceof WalletChangeOwedError)) throw error;
-      // Recorded: said so, rather than "unexpected error" (decision 557).
-      throw recordedChange('set', error.transaction.id, orgId);
+      // Recorded: said so, rather than "unexpected error" (decision 557); orUsageError throws
+      // it as the command's error.
+      orUsageError(recordedChangeError('set', error.transaction.id, orgId, 'cli'));
     });
   } else if (action !== 'show') {
     throw new UsageError(`unknown wallet action ${action ?? '(none)'}\n${walletHelp}`);
@@ -152,14 +149,8 @@ async function topUpCommand(
       throw unknown(`; its idempotency key ${key}, asked again, answered: ${result.message}`);
     }
   }
-  if (isGwError(result)) throw new UsageError(result.message, result.code);
+  const answered = orUsageError(result);
   // A replay, or the finish of a first run that committed: said on stderr, the wallet on stdout.
-  if (result instanceof JsonAnswer) cliIo().write('stderr', `${note}\n`);
-  printJson(result instanceof JsonAnswer ? result.body : result);
-}
-
-/** A wallet change recorded whose step after the commit failed, as the command's error. */
-function recordedChange(kind: WalletChangeKind, transactionId: string, orgId: string): UsageError {
-  const { message, code } = recordedChangeError(kind, transactionId, orgId, 'cli');
-  return new UsageError(message, code);
+  if (answered instanceof JsonAnswer) cliIo().write('stderr', `${note}\n`);
+  printJson(answered instanceof JsonAnswer ? answered.body : answered);
 }

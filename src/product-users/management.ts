@@ -439,7 +439,8 @@ export class ProductUserManagement {
     const { allowance_starts_at: anchor, ...grant } = row;
     // This clock only names the user's period accounts to look at (the one it is in, and the
     // ones before and after it, decision 565); the script judges no hold by it (the holds are
-    // stamped by the gateways' clocks, decision 562).
+    // stamped by the gateways' clocks, decision 562). Read through Date.now, the clock the
+    // revocation tests skew (test/allowance.race.test.ts).
     const now = new Date(Date.now());
     await this.scripts.creditsChange(this.creditKeys(grant, { now, anchor }), {
       action: 'remove',

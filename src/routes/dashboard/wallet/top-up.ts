@@ -70,8 +70,9 @@ export const topUpWalletRoute = declareRoute({
  * A recorded top-up's answer: it and the wallet after it, whose read adds it to the live balance
  * when its Redis step failed (decision 521). A read that fails answers 503 saying the top-up was
  * recorded, whatever failed: a Redis closed, timed out or refusing is a 503 on every route (555),
- * but here anything else too (a 500 would have the dashboard send the admin's next click with a
- * new key and top up again); a 503 keeps the key, and its retry finishes this top-up (554).
+ * but here anything else too — an API client that drops its key after a 500 would top up again
+ * (the dashboard keeps it after any 5xx since 559); the retry with the same key finishes this
+ * top-up (554).
  */
 async function answerTopUp(
   wallets: WalletTopUpDeps['wallets'],
