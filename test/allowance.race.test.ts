@@ -169,18 +169,17 @@ const revokeGrant = (credits: ReturnType<typeof creditKeys>, grantId: string) =>
   });
 
 /**
- * A product user whose allowance period turned a minute ago (anchored then), holding a grant of
- * 30 credits (nano-USD) made through the product.
+ * A product user holding a grant of 30 credits (nano-USD) made through the product; with
+ * `anchor`, their allowance period is anchored then.
  */
-async function holderAnchoredMinuteAgo(label: string) {
+async function holderWithGrant(label: string, anchor?: Date) {
   const orgId = await createOrganization(db, label);
   const appId = await createApp(db, orgId, `${label}-app`);
-  const anchor = new Date(Date.now() - 60_000);
   const { user: holder } = await management.upsert({
     orgId,
     appId,
     externalUserId: 'holder',
-    allowanceStartsAt: anchor,
+    ...(anchor && { allowanceStartsAt: anchor }),
   });
   const granted = await management.grantCredits({
     orgId,
@@ -192,7 +191,7 @@ async function holderAnchoredMinuteAgo(label: string) {
     idempotencyKey: null,
   });
   if ('keyReused' in granted) throw new Error('a grant without a key cannot reuse one');
-  return { orgId, holder, anchor, grantId: granted.grant.grant_id };
+  return { orgId, holder, grantId: granted.grant.grant_id };
 }
 
 /** The revoking process's clock, `offsetMs` off the gateways' (a spy, undone after the test). */
@@ -615,7 +614,8 @@ describe('a grant revoked while requests hold credits', () => {
   it('a revocation through the product keeps what a request of the period before holds', async () => {
     // The user's allowance period turned a minute ago (anchored then), so the request below,
     // admitted just before, holds on the period before the one current at the revocation.
-    const { orgId, holder, anchor, grantId } = await holderAnchoredMinuteAgo('revoke-at-turn');
+    const anchor = new Date(Date.now() - 60_000);
+    const { orgId, holder, grantId } = await holderWithGrant('revoke-at-turn', anchor);
     const before = monthlyPeriod(new Date(anchor.getTime() - 1), anchor);
     expect(before.end).toEqual(anchor);
     const account = accounts(orgId, { user: { ...user(holder.id, 0n), period: before } });
@@ -636,20 +636,7 @@ describe('a grant revoked while requests hold credits', () => {
 
 describe("a revocation run on a host whose clock is ahead of the gateways'", () => {
   it('releases no hold of a request still running, and the grant pays it what it kept', async () => {
-    const orgId = await createOrganization(db, 'revoke-clock-ahead');
-    const appId = await createApp(db, orgId, 'revoke-clock-ahead-app');
-    const { user: holder } = await management.upsert({ orgId, appId, externalUserId: 'holder' });
-    const granted = await management.grantCredits({
-      orgId,
-      productUserId: holder.id,
-      amountNano: 30n,
-      currency: 'USD',
-      expiresAt: null,
-      reason: null,
-      idempotencyKey: null,
-    });
-    if ('keyReused' in granted) throw new Error('a grant without a key cannot reuse one');
-    const grantId = granted.grant.grant_id;
+    const { orgId, holder, grantId } = await holderWithGrant('revoke-clock-ahead');
     const account = accounts(orgId, { user: user(holder.id, 0n) });
     const spendKey = keys.userSpend(orgId, holder.id, period.key);
     // A gateway admits a request on the grant's credits: its hold lapses in a minute unless
@@ -684,7 +671,8 @@ describe("a revocation run on a host whose clock is behind the gateways'", () =>
   it("just after the user's period turned, keeps what a request of the new period holds", async () => {
     // The user's allowance period turned a minute ago (anchored then): the gateways admit on
     // the new period's account.
-    const { orgId, holder, anchor, grantId } = await holderAnchoredMinuteAgo('revoke-clock-behind');
+    const anchor = new Date(Date.now() - 60_000);
+    const { orgId, holder, grantId } = await holderWithGrant('revoke-clock-behind', anchor);
     const current = monthlyPeriod(new Date(), anchor);
     expect(current.start).toEqual(anchor);
     const account = accounts(orgId, { user: { ...user(holder.id, 0n), period: current } });

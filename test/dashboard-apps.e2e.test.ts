@@ -3,7 +3,7 @@
 // while its usage and product users stay — on the real Redis and Postgres.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
-import { whileRefusing } from './support/refusing-trigger.js';
+import { connectionRevocationRefused, whileRefusing } from './support/refusing-trigger.js';
 import { createMember, signInTo, TEST_PASSWORD, uniqueEmail } from './support/dashboard.js';
 import { bearer, postJson, type ErrorBody } from './support/http.js';
 import { connectAndExchange, createOAuthClient } from './support/oauth.js';
@@ -352,40 +352,30 @@ describe('deleting an app', () => {
     }
     // The last connection's revocation fails (as a dropped database connection would).
     const failing = [...connectionIds].sort().at(-1)!;
-    const trigger = `refuse_${failing.toLowerCase()}`;
-    await whileRefusing(
-      db,
-      {
-        name: trigger,
-        table: 'app_connections',
-        before: 'UPDATE',
-        when: `OLD.id = '${failing}' AND NEW.status = 'revoked'`,
-      },
-      async () => {
-        const failed = await admin.request('DELETE', `/dashboard/api/apps/${org.app_id}`);
-        expect(failed.status).toBe(500);
-        const apps = await db.query('SELECT status FROM apps WHERE id = $1', [org.app_id]);
-        expect(apps.rows).toEqual([{ status: 'active' }]);
-        const connections = await db.query(
-          'SELECT DISTINCT status FROM app_connections WHERE app_id = $1',
-          [org.app_id],
+    await whileRefusing(db, connectionRevocationRefused(failing), async () => {
+      const failed = await admin.request('DELETE', `/dashboard/api/apps/${org.app_id}`);
+      expect(failed.status).toBe(500);
+      const apps = await db.query('SELECT status FROM apps WHERE id = $1', [org.app_id]);
+      expect(apps.rows).toEqual([{ status: 'active' }]);
+      const connections = await db.query(
+        'SELECT DISTINCT status FROM app_connections WHERE app_id = $1',
+        [org.app_id],
+      );
+      expect(connections.rows).toEqual([{ status: 'active' }]);
+      for (const key of keys) {
+        const answer = await postJson(
+          `${gateways[0].url}/v1/chat/completions`,
+          chat('k'),
+          bearer(key),
         );
-        expect(connections.rows).toEqual([{ status: 'active' }]);
-        for (const key of keys) {
-          const answer = await postJson(
-            `${gateways[0].url}/v1/chat/completions`,
-            chat('k'),
-            bearer(key),
-          );
-          expect(answer.status).toBe(200);
-        }
-        // still on the app list, where an admin can delete it again
-        const list = await admin.get<{ data: { id: string }[] }>(
-          `/dashboard/api/orgs/${org.org_id}/apps`,
-        );
-        expect(list.body.data.map((app) => app.id)).toContain(org.app_id);
-      },
-    );
+        expect(answer.status).toBe(200);
+      }
+      // still on the app list, where an admin can delete it again
+      const list = await admin.get<{ data: { id: string }[] }>(
+        `/dashboard/api/orgs/${org.org_id}/apps`,
+      );
+      expect(list.body.data.map((app) => app.id)).toContain(org.app_id);
+    });
     const deleted = await admin.request<AppDetail>('DELETE', `/dashboard/api/apps/${org.app_id}`);
     expect(deleted.status).toBe(200);
     expect(deleted.body).toMatchObject({

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolatedContext } from './support/context.js';
-import { whileRefusing } from './support/refusing-trigger.js';
+import { connectionRevocationRefused, whileRefusing } from './support/refusing-trigger.js';
 import {
   createMember,
   signInTo,
@@ -145,34 +145,24 @@ describe('deleting an OAuth client', () => {
     ];
     // The second connection's revocation fails (as a dropped database connection would).
     const failing = tokens[1]!.app_connection_id;
-    const trigger = `refuse_${failing.toLowerCase()}`;
-    await whileRefusing(
-      db,
-      {
-        name: trigger,
-        table: 'app_connections',
-        before: 'UPDATE',
-        when: `OLD.id = '${failing}' AND NEW.status = 'revoked'`,
-      },
-      async () => {
-        const failed = await maker.request(
-          'DELETE',
-          `/dashboard/api/oauth-clients/${client.client_id}`,
-        );
-        expect(failed.status).toBe(500);
-        const { rows } = await db.query<{ status: string }>(
-          'SELECT status FROM oauth_clients WHERE id = $1',
-          [client.client_id],
-        );
-        expect(rows).toEqual([{ status: 'active' }]);
-        for (const token of tokens) {
-          expect(
-            (await postJson(`${gateway.url}/v1/chat/completions`, chat, bearer(token.access_token)))
-              .status,
-          ).toBe(200);
-        }
-      },
-    );
+    await whileRefusing(db, connectionRevocationRefused(failing), async () => {
+      const failed = await maker.request(
+        'DELETE',
+        `/dashboard/api/oauth-clients/${client.client_id}`,
+      );
+      expect(failed.status).toBe(500);
+      const { rows } = await db.query<{ status: string }>(
+        'SELECT status FROM oauth_clients WHERE id = $1',
+        [client.client_id],
+      );
+      expect(rows).toEqual([{ status: 'active' }]);
+      for (const token of tokens) {
+        expect(
+          (await postJson(`${gateway.url}/v1/chat/completions`, chat, bearer(token.access_token)))
+            .status,
+        ).toBe(200);
+      }
+    });
     const deleted = await maker.request<{ status: string }>(
       'DELETE',
       `/dashboard/api/oauth-clients/${client.client_id}`,

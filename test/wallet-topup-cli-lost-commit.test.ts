@@ -11,7 +11,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrganization } from '../src/admin/provisioning.js';
 import { createMoneyLayer } from '../src/billing/compose.js';
 import { CLI_ACTOR } from '../src/cli/context.js';
-import { UsageError } from '../src/cli/output.js';
 import { createDbPool } from '../src/db/pool.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
@@ -19,7 +18,7 @@ import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
 import { hookedPool } from './support/interleave.js';
 import { relayedTestDatabase, type FreezableRelay } from './support/freezable-relay.js';
 import { deletePrefix, testRedis } from './support/services.js';
-import { gwWallet, gwWalletOutput } from './support/wallet-cli.js';
+import { gwWallet, gwWalletError, gwWalletOutput } from './support/wallet-cli.js';
 
 const prefix = uniquePrefix('topuplost');
 const redis = testRedis();
@@ -28,12 +27,13 @@ const keys = createRedisKeys(prefix);
 const db = createDbPool(TEST_DATABASE_URL, 4);
 let relay: FreezableRelay;
 let relayed: ReturnType<typeof createDbPool>;
-const walletsOn = (pool: ReturnType<typeof createDbPool>) =>
+/** The money layer's wallets over `pool` and `on` (the test's Redis unless another is given). */
+const walletsOn = (pool: ReturnType<typeof createDbPool>, on = redis) =>
   createMoneyLayer({
     db: pool,
-    redis,
+    redis: on,
     keys,
-    scripts: defineScripts(redis),
+    scripts: defineScripts(on),
     reservationTtlMs: 60_000,
   }).wallets;
 const wallets = walletsOn(db);
@@ -120,18 +120,13 @@ describe("gw wallet topup whose COMMIT's answer is lost", () => {
         step: () => Promise.reject(new Error('Connection terminated unexpectedly')),
       },
     ]);
-    const failed = await gwWallet(refusing, walletsOn(refusing), [
+    const { message } = await gwWalletError(refusing, walletsOn(refusing), [
       'topup',
       '--org-id',
       orgId,
       '--amount',
       '0.00025',
-    ]).then(
-      () => undefined,
-      (error: unknown) => error,
-    );
-    expect(failed).toBeInstanceOf(UsageError);
-    const { message } = failed as UsageError;
+    ]);
     expect(message).toMatch(
       /^whether the top-up was made is unknown \(Connection terminated unexpectedly\); its idempotency key [0-9a-f-]{36}, asked again, answered: a request with this Idempotency-Key is still being processed: it has committed its change and not yet recorded its answer; retry to get it: run the same command again with --idempotency-key [0-9a-f-]{36}; it tops up once at most$/,
     );
@@ -172,11 +167,12 @@ describe("gw wallet topup whose COMMIT's answer is lost", () => {
     expect(await live(orgId)).toBe(String(FUNDED + 250_000n));
 
     // The key with another amount is another top-up: refused, nothing added.
-    const other = await gwWallet(db, wallets, [...command.slice(0, 4), '0.5', ...command.slice(5)])
-      .then(() => undefined)
-      .catch((error: unknown) => error);
-    expect(other).toBeInstanceOf(UsageError);
-    expect((other as UsageError).code).toBe('gw_idempotency_key_reused');
+    const other = await gwWalletError(db, wallets, [
+      ...command.slice(0, 4),
+      '0.5',
+      ...command.slice(5),
+    ]);
+    expect(other.code).toBe('gw_idempotency_key_reused');
     expect(await topUps(orgId)).toHaveLength(2);
 
     // Another key is another top-up.
@@ -189,26 +185,15 @@ describe('gw wallet topup failing twice before anything committed', () => {
   it('says the top-up was not made, not that it may have been', async () => {
     // Redis refuses before the top-up's transaction: both runs free their key, nothing made.
     const orgId = await fundedOrg('refused');
-    const redisDown = createMoneyLayer({
-      db,
-      redis: unreachable,
-      keys,
-      scripts: defineScripts(unreachable),
-      reservationTtlMs: 60_000,
-    }).wallets;
-    const failed = await gwWallet(db, redisDown, [
+    const failed = await gwWalletError(db, walletsOn(db, unreachable), [
       'topup',
       '--org-id',
       orgId,
       '--amount',
       '0.00025',
-    ]).then(
-      () => undefined,
-      (error: unknown) => error,
-    );
-    expect(failed).toBeInstanceOf(UsageError);
-    expect((failed as UsageError).code).toBe('gw_unavailable');
-    expect((failed as UsageError).message).toBe(
+    ]);
+    expect(failed.code).toBe('gw_unavailable');
+    expect(failed.message).toBe(
       'the top-up was not made (Connection is closed.): nothing was recorded; run the command again',
     );
     expect(await topUps(orgId)).toEqual(['0.001000000000']);

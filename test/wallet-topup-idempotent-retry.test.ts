@@ -15,7 +15,6 @@ import { createOrganization } from '../src/admin/provisioning.js';
 import { createMoneyLayer } from '../src/billing/compose.js';
 import type { WalletService } from '../src/billing/wallets.js';
 import { CLI_ACTOR } from '../src/cli/context.js';
-import { UsageError } from '../src/cli/output.js';
 import { createDbPool } from '../src/db/pool.js';
 import type { HttpServer } from '../src/http/server.js';
 import { createRedisKeys } from '../src/redis/keys.js';
@@ -25,7 +24,7 @@ import { topUpWalletRoute } from '../src/routes/dashboard/wallet/top-up.js';
 import { serveAsOwner } from './support/owner-routes.js';
 import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
 import { deletePrefix, testRedis } from './support/services.js';
-import { gwWallet } from './support/wallet-cli.js';
+import { gwWallet, gwWalletError } from './support/wallet-cli.js';
 
 const prefix = uniquePrefix('topupidem');
 const redis = testRedis();
@@ -216,15 +215,11 @@ describe('gw wallet topup whose Redis step failed after its commit', () => {
   it('says the top-up was recorded and is added at the next read; that read adds it once', async () => {
     const orgId = await fundedOrg('cli');
     const topUp = ['topup', '--org-id', orgId, '--amount', '0.00025'];
-    const failed = await gwWallet(db, cutOff, topUp).then(
-      () => undefined,
-      (error: unknown) => error,
-    );
-    expect(failed).toBeInstanceOf(UsageError);
+    const failed = await gwWalletError(db, cutOff, topUp);
     const [, made] = await topUpRows(orgId);
     expect(made).toMatchObject({ amount: '0.000250000000' });
-    expect((failed as UsageError).code).toBe('gw_unavailable');
-    expect((failed as UsageError).message).toBe(
+    expect(failed.code).toBe('gw_unavailable');
+    expect(failed.message).toBe(
       `the top-up was recorded (wallet transaction ${made!.id}), but the wallet could not be read after it: the live balance gets the top-up at the wallet's next read (gw wallet show --org-id ${orgId}) or by gw reconcile, once; do not top it up again`,
     );
     const shown = JSON.parse(await gwWallet(db, wallets, ['show', '--org-id', orgId])) as {

@@ -44,3 +44,13 @@ export async function whileRefusing<T>(
     await db.query(`DROP FUNCTION ${name}()`);
   }
 }
+
+/** The revocation of the app connection `connectionId` (its status set to revoked) fails. */
+export function connectionRevocationRefused(connectionId: string): RefusingTrigger {
+  return {
+    name: `refuse_${connectionId.toLowerCase()}`,
+    table: 'app_connections',
+    before: 'UPDATE',
+    when: `OLD.id = '${connectionId}' AND NEW.status = 'revoked'`,
+  };
+}

@@ -3,6 +3,7 @@
 import type { WalletService } from '../../src/billing/wallets.js';
 import type { CliContext } from '../../src/cli/context.js';
 import { withCliIo, type CliIo } from '../../src/cli/io.js';
+import { UsageError } from '../../src/cli/output.js';
 import { walletCommand } from '../../src/cli/wallet.js';
 import type { DbPool } from '../../src/db/pool.js';
 
@@ -31,4 +32,20 @@ export async function gwWalletOutput(
   const context = { db, wallets: walletService } as unknown as CliContext;
   await withCliIo(io, () => walletCommand(context, argv));
   return written;
+}
+
+/** The error `gw wallet …` ended with (a UsageError: its code and message); fails if it printed. */
+export async function gwWalletError(
+  db: DbPool,
+  walletService: WalletService,
+  argv: string[],
+): Promise<UsageError> {
+  const failed = await gwWallet(db, walletService, argv).then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+  if (!(failed instanceof UsageError)) {
+    throw new Error(`gw wallet ${argv.join(' ')} ended with ${String(failed)}, not a UsageError`);
+  }
+  return failed;
 }
