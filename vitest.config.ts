@@ -25,7 +25,7 @@ export const clusterFiles = [
   'test/usage-writer.test.ts',
   'test/usage-dead-letters.test.ts',
   'test/usage-writer.rolling-deploy.test.ts',
-  'test/lifecycle.e2e.test.ts',
+  'test/shutdown-crashes.e2e.test.ts',
   'test/lost-requests.e2e.test.ts',
   'test/auth-cache.race.test.ts',
   // The money layer against its reference model, under random concurrent operations.

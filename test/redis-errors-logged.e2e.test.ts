@@ -45,7 +45,9 @@ describe('a gateway whose Redis goes away', () => {
       // reconnection attempt.
       expect(reported.length).toBeGreaterThanOrEqual(1);
       expect(reported.length).toBeLessThanOrEqual(2);
-      expect(reported[0]!.code).toBe('ECONNREFUSED');
+      // The first is the reset of the open connection or the refusal of the first reconnection,
+      // whichever ioredis meets first on a loaded machine: either is named by its code.
+      expect(['ECONNRESET', 'ECONNREFUSED']).toContain(reported[0]!.code);
     } finally {
       await gateway.stop('SIGKILL');
     }
