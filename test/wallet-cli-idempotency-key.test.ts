@@ -13,6 +13,7 @@ import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts, type RedisScripts } from '../src/redis/scripts.js';
 import { isolatedContext } from './support/context.js';
 import { TEST_DATABASE_URL } from './support/env.js';
+import { hookedPool } from './support/interleave.js';
 import { testRedis } from './support/services.js';
 import { gwWallet, gwWalletError, gwWalletOutput } from './support/wallet-cli.js';
 
@@ -205,5 +206,39 @@ describe('gw wallet topup --idempotency-key reused with another amount', () => {
         '--idempotency-key k1 was already used by gw wallet topup for this organization with another --amount: a key tops up once, by one amount; use a new key to top up 0.5',
     });
     expect(await ledger(orgId)).toEqual(['topup 0.001000000000', 'topup 0.000250000000']);
+  });
+});
+
+describe('gw wallet topup stopped after its commit, before its answer was kept', () => {
+  it('run again with its key after the lease lapsed: answered as made, nothing added', async () => {
+    // What a Ctrl-C between the top-up's COMMIT and the write keeping its answer leaves: the
+    // key running, its change committed and named, its lease lapsing (decision 576). Played by
+    // Postgres refusing that write; the lease's ten seconds are taken off the row.
+    const orgId = await fundedOrg('stopped');
+    const stopped = hookedPool(db, [
+      {
+        match: /^UPDATE idempotency_keys SET state = 'done'/,
+        step: () => Promise.reject(new Error('the command was stopped')),
+      },
+    ]);
+    const command = ['topup', '--org-id', orgId, '--amount', '0.00025', '--idempotency-key', 'k1'];
+    const first = await gwWallet(stopped, wallets, command);
+    expect(balanceOf(first)).toBe('0.001250000000');
+    await db.query(
+      `UPDATE idempotency_keys
+          SET created_at = created_at - interval '11 seconds',
+              lease_expires_at = lease_expires_at - interval '11 seconds'
+        WHERE org_id = $1 AND key = 'k1'`,
+      [orgId],
+    );
+    const again = await gwWalletOutput(db, wallets, command);
+    expect(again.stderr).toBe(
+      'the top-up with idempotency key k1 was made already: nothing added this time\n',
+    );
+    expect(balanceOf(again.stdout)).toBe('0.001250000000');
+    // Kept: the next run replays it too.
+    expect((await gwWalletOutput(db, wallets, command)).stdout).toBe(again.stdout);
+    expect(await ledger(orgId)).toEqual(['topup 0.001000000000', 'topup 0.000250000000']);
+    expect(await live(orgId)).toBe(String(FUNDED + 250_000n));
   });
 });

@@ -6,8 +6,8 @@
 // holds its key by a lease it renews while it runs, and commits its change only while it holds
 // it (decision 388): a key whose request died is the retry's within seconds. A route that
 // declares how (`finishesCommitted`) has a first request that committed its change and then
-// failed before answering finished by the retry, which answers and keeps the route's answer
-// (decision 542); every other route answers such a retry 409.
+// failed before answering, or stopped (its lease lapsed), finished by the retry, which answers
+// and keeps the route's answer (decisions 542, 576); every other route answers such a retry 409.
 import { runFenced } from '../../db/commit-fence.js';
 import { gwError, isGwError } from '../../errors.js';
 import { jsonHeaders } from '../../http/respond.js';
@@ -151,6 +151,10 @@ export async function runUnderKey(
         headers: { 'retry-after': '1' },
       });
     case 'abandoned':
+      // Its request stopped after committing what it named (576): finished as a failed one.
+      if (finish && claim.effectRef !== undefined) {
+        return finishCommitted(keys, idempotent, answers, claim.effectRef, finish);
+      }
       return gwError(
         'gw_conflict',
         refusals.abandoned(claim.startedAt, claim.effect === 'committed'),
@@ -191,12 +195,13 @@ function answerOf(
 }
 
 /**
- * A retry of a first request that committed `effectRef` and then failed before answering: the
+ * A retry of a first request that committed `effectRef` and then failed before answering, or
+ * stopped and let its lease lapse (its process killed, its Postgres lost: decision 576): the
  * route finishes it (the top-up's Redis step: applied once, whoever applies it) and answers
  * what it answers on success, marked as replayed (this retry changed nothing of its own). The
  * answer is kept for the key, so every later retry replays it; a retry that finished it at the
- * same time and kept its answer first has its answer sent instead. A finish that fails (Redis
- * still down) leaves the key as it was, for the next retry.
+ * same time, or a stopped first request that came back and kept its own, has that answer sent
+ * instead. A finish that fails (Redis still down) leaves the key as it was, for the next retry.
  */
 async function finishCommitted(
   keys: IdempotencyKeys,
@@ -208,7 +213,7 @@ async function finishCommitted(
   const result = await finish.answer(effectRef);
   if (isGwError(result) || result === undefined) return result;
   const answer = answerOf(result, answers);
-  if (!(await keys.completeFailed(idempotent, effectRef, answer))) {
+  if (!(await keys.completeUnanswered(idempotent, effectRef, answer))) {
     const kept = await keys.claim(idempotent);
     if (kept.kind === 'replay') return replayed(kept.status, kept.body);
   }
