@@ -148,6 +148,14 @@ describe('gw wallet set --idempotency-key', () => {
     expect(await ledger(orgId)).toHaveLength(3);
     expect(await live(orgId)).toBe('500000');
 
+    // A key the header would refuse is refused by its flag's name, nothing set.
+    const empty = await gwWalletError(db, wallets, [...command.slice(0, 6), '']);
+    expect({ code: empty.code, message: empty.message }).toEqual({
+      code: 'gw_invalid_request',
+      message: '--idempotency-key: must be 1 to 255 characters',
+    });
+    expect(await ledger(orgId)).toHaveLength(3);
+
     // Another key is another set.
     await gwWallet(db, wallets, [...command.slice(0, 6), 'k2']);
     expect(await ledger(orgId)).toEqual([

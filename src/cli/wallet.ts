@@ -14,7 +14,7 @@ import {
   type WalletTransaction,
 } from '../billing/wallets.js';
 import { isGwError, type GwError } from '../errors.js';
-import { IDEMPOTENCY_KEY_HEADER, idempotencyKeyOf } from '../idempotency/key.js';
+import { idempotencyKeyProblem } from '../idempotency/key.js';
 import { IdempotencyStore, requestFingerprint } from '../idempotency/store.js';
 import { formatNano } from '../money.js';
 import { JsonAnswer, type RouteResult } from '../routes/framework/declaration.js';
@@ -209,9 +209,9 @@ async function changeUnderKey(
   givenKey: string | undefined,
 ): Promise<void> {
   const { kind, orgId, amountNano } = change;
-  const key = orUsageError(
-    idempotencyKeyOf({ [IDEMPOTENCY_KEY_HEADER]: givenKey ?? randomUUID() }),
-  )!;
+  const key = givenKey ?? randomUUID();
+  const problem = idempotencyKeyProblem(key);
+  if (problem !== undefined) throw new UsageError(`--idempotency-key: ${problem}`);
   const command = `gw wallet ${kind}`;
   const noun = NOUN[kind];
   const idempotent = {
