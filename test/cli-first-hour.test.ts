@@ -28,6 +28,16 @@ describe('CLI errors', () => {
     expect(stderrError(noWallet.stderr)).toEqual({
       error: { code: 'gw_not_found', message: 'no wallet for organization org_nobody' },
     });
+    // A flag the action does not take is refused, before anything is read (decision 574).
+    const keyed = await runCli(['wallet', 'show', '--org-id', 'o', '--idempotency-key', 'k'], env);
+    expect(keyed.code).toBe(2);
+    expect(stderrError(keyed.stderr)).toEqual({
+      error: {
+        code: 'gw_invalid_request',
+        message:
+          'gw wallet show takes no --idempotency-key: it changes nothing, so there is nothing to make once (the key is for topup and set)',
+      },
+    });
     const noApp = await runCli(
       ['product-user', 'block', '--app-id', 'app_nobody', '--external-user-id', 'u'],
       env,

@@ -106,8 +106,9 @@ async function topUp(orgId: string, betweenCommitAndAdd?: Step): Promise<void> {
   expect(isGwError(outcome)).toBe(false);
 }
 
-const setBalance = (orgId: string): Promise<void> =>
-  plain.wallets.setBalance(orgId, SET_TO, CLI_ACTOR);
+const setBalance = async (orgId: string): Promise<void> => {
+  await plain.wallets.setBalance(orgId, SET_TO, CLI_ACTOR);
+};
 
 /** The live balance is the ledger's, exactly; and traffic after it is charged as usual. */
 async function expectExact(orgId: string, expected: bigint): Promise<void> {

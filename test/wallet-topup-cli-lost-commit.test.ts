@@ -128,7 +128,7 @@ describe("gw wallet topup whose COMMIT's answer is lost", () => {
       '0.00025',
     ]);
     expect(message).toMatch(
-      /^whether the top-up was made is unknown \(Connection terminated unexpectedly\); its idempotency key [0-9a-f-]{36}, asked again, answered: a request with this Idempotency-Key is still being processed: it has committed its change and not yet recorded its answer; retry to get it: run the same command again with --idempotency-key [0-9a-f-]{36}; it tops up once at most$/,
+      /^whether the top-up was made is unknown \(Connection terminated unexpectedly\); its idempotency key [0-9a-f-]{36}, asked again, answered: a run of gw wallet topup with --idempotency-key [0-9a-f-]{36} is still under way: it has made the top-up and not yet recorded its answer; run the command again in a moment for its answer: run the same command again with --idempotency-key [0-9a-f-]{36}; it tops up once at most$/,
     );
     const key = /--idempotency-key ([0-9a-f-]{36})/.exec(message)![1]!;
     // Run again with that key: nothing added a second time.

@@ -15,12 +15,13 @@ import { createOrganization } from '../src/admin/provisioning.js';
 import { createMoneyLayer } from '../src/billing/compose.js';
 import type { WalletService } from '../src/billing/wallets.js';
 import { CLI_ACTOR } from '../src/cli/context.js';
-import { createDbPool } from '../src/db/pool.js';
+import { createDbPool, type DbPool } from '../src/db/pool.js';
 import type { HttpServer } from '../src/http/server.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
 import { createAppRoute } from '../src/routes/dashboard/apps/create.js';
 import { topUpWalletRoute } from '../src/routes/dashboard/wallet/top-up.js';
+import { hookedPool } from './support/interleave.js';
 import { serveAsOwner } from './support/owner-routes.js';
 import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
 import { deletePrefix, testRedis } from './support/services.js';
@@ -50,9 +51,9 @@ let userId: string;
 const servers: HttpServer[] = [];
 
 /** The dashboard's top-up (and app create) served with `walletService`, on a port of its own. */
-async function instance(walletService: WalletService): Promise<string> {
-  const { url, server } = await serveAsOwner(db, userId, [topUpWalletRoute, createAppRoute], {
-    db,
+async function instance(walletService: WalletService, pool: DbPool = db): Promise<string> {
+  const { url, server } = await serveAsOwner(pool, userId, [topUpWalletRoute, createAppRoute], {
+    db: pool,
     wallets: walletService,
     dashboardSettings: { walletTopUp: true },
   });
@@ -62,6 +63,8 @@ async function instance(walletService: WalletService): Promise<string> {
 
 let failing: string;
 let healthy: string;
+/** An instance whose writes keeping a key's answer never reach Postgres (stopped before them). */
+let stopping: string;
 
 beforeAll(async () => {
   await unreachable.quit();
@@ -71,6 +74,16 @@ beforeAll(async () => {
   });
   userId = created.user_id;
   [failing, healthy] = [await instance(cutOff), await instance(wallets)];
+  stopping = await instance(
+    wallets,
+    hookedPool(db, [
+      {
+        match: /^UPDATE idempotency_keys SET state = 'done'/,
+        every: true,
+        step: () => Promise.reject(new Error('the gateway stopped')),
+      },
+    ]),
+  );
 });
 
 afterAll(async () => {
@@ -167,6 +180,31 @@ describe('a dashboard top-up whose Redis step failed after its commit, retried w
     const retry = await post(healthy, topUpPath(orgId), { amount: '0.00025' }, key);
     expect(retry.status).toBe(201);
     expect(retry.body.wallet).toMatchObject({ balance: '0.001250000000' });
+    expect(await topUpRows(orgId)).toHaveLength(2);
+    expect(await live(orgId)).toBe(String(FUNDED + 250_000n));
+  });
+
+  it('whose gateway stopped after its commit, before keeping its answer, is answered by the retry once the lease lapsed (decision 576)', async () => {
+    const orgId = await fundedOrg('stopped');
+    const key = `topup-${prefix}-stopped`;
+    // Its answer went out; the write keeping it for the key did not: the key is left running,
+    // committed and named, and its lease lapses (its ten seconds taken off the row here).
+    const first = await post(stopping, topUpPath(orgId), { amount: '0.00025' }, key);
+    expect(first.status).toBe(201);
+    await db.query(
+      `UPDATE idempotency_keys
+          SET created_at = created_at - interval '11 seconds',
+              lease_expires_at = lease_expires_at - interval '11 seconds'
+        WHERE org_id = $1 AND key = $2`,
+      [orgId, key],
+    );
+    const retry = await post(healthy, topUpPath(orgId), { amount: '0.00025' }, key);
+    expect(retry.status).toBe(201);
+    expect(retry.replayed).toBe('true');
+    expect(retry.body.transaction).toEqual(first.body.transaction);
+    expect(retry.body.wallet).toMatchObject({ balance: '0.001250000000' });
+    const again = await post(healthy, topUpPath(orgId), { amount: '0.00025' }, key);
+    expect(again.text).toBe(retry.text);
     expect(await topUpRows(orgId)).toHaveLength(2);
     expect(await live(orgId)).toBe(String(FUNDED + 250_000n));
   });

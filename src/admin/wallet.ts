@@ -60,16 +60,26 @@ export async function listWalletTransactions(
 }
 
 /** One top-up of the organization, as its history lists it; undefined when there is none. */
-export async function readWalletTopUp(
+export function readWalletTopUp(
   db: Pick<DbPool, 'query'>,
+  orgId: string,
+  transactionId: string,
+): Promise<WalletTransaction | undefined> {
+  return readWalletChange(db, 'topup', orgId, transactionId);
+}
+
+/** One top-up or balance set of the organization, as its history lists it. */
+async function readWalletChange(
+  db: Pick<DbPool, 'query'>,
+  kind: WalletChangeKind,
   orgId: string,
   transactionId: string,
 ): Promise<WalletTransaction | undefined> {
   if (!/^\d{1,18}$/.test(transactionId)) return undefined;
   const { rows } = await db.query<WalletTransactionRow>(
     `SELECT ${WALLET_TRANSACTION_COLUMNS} FROM wallet_transactions
-      WHERE org_id = $1 AND id = $2 AND kind = 'topup'`,
-    [orgId, transactionId],
+      WHERE org_id = $1 AND id = $2 AND kind = $3`,
+    [orgId, transactionId, kind],
   );
   return rows[0] && walletTransactionView(rows[0]);
 }
@@ -78,13 +88,23 @@ export async function readWalletTopUp(
  * The top-up that the first request with an idempotency key committed (its effect: decision
  * 542), from the ledger, for the retry that finishes it.
  */
-export async function committedTopUp(
+export function committedTopUp(
   db: Pick<DbPool, 'query'>,
   orgId: string,
   transactionId: string,
 ): Promise<WalletTransaction> {
-  const transaction = await readWalletTopUp(db, orgId, transactionId);
-  if (!transaction) throw new Error(`top-up ${transactionId} is not in the ledger`);
+  return committedChange(db, 'topup', orgId, transactionId);
+}
+
+/** The same for a top-up or a balance set (`gw wallet set --idempotency-key`, decision 574). */
+export async function committedChange(
+  db: Pick<DbPool, 'query'>,
+  kind: WalletChangeKind,
+  orgId: string,
+  transactionId: string,
+): Promise<WalletTransaction> {
+  const transaction = await readWalletChange(db, kind, orgId, transactionId);
+  if (!transaction) throw new Error(`${kind} ${transactionId} is not in the ledger`);
   return transaction;
 }
 
@@ -93,9 +113,14 @@ export async function committedTopUp(
  * ledger id of its row, when `committed` (what the transaction returned) is one.
  */
 export function committedTopUpId(committed: unknown): string | undefined {
+  return committedChangeId('topup', committed);
+}
+
+/** The same for a top-up or a balance set (whose transaction returns its row: 574). */
+export function committedChangeId(kind: WalletChangeKind, committed: unknown): string | undefined {
   if (!isJsonObject(committed)) return undefined;
-  const { id, kind } = committed;
-  return kind === 'topup' && typeof id === 'string' ? id : undefined;
+  const { id } = committed;
+  return committed.kind === kind && typeof id === 'string' ? id : undefined;
 }
 
 /**

@@ -313,14 +313,15 @@ export class WalletService {
    * after the commit it is added to the live balance, which takes the mark off. Should that
    * step fail, the mark stays, and the wallet's next read or change, a request it refused, or
    * `gw reconcile` applies it, once (applyOwedChanges). The difference is added, not the
-   * target set: what requests spent between the read and that step stays spent.
+   * target set: what requests spent between the read and that step stays spent. Resolves with
+   * the set's ledger row.
    */
-  async setBalance(orgId: string, targetNano: bigint, actor?: Actor): Promise<void> {
+  async setBalance(orgId: string, targetNano: bigint, actor?: Actor): Promise<WalletTransaction> {
     assertAmountInRange(targetNano, 'the wallet balance');
     await this.ensureLive(orgId);
     const keys = { wallet: this.keys.wallet(orgId), pending: this.keys.walletPendingSets(orgId) };
     let owed: { transaction: WalletTransaction; differenceNano: bigint } | undefined;
-    await withTransaction(this.db, async (client) => {
+    const set = await withTransaction(this.db, async (client) => {
       // Held until the commit or rollback, as a top-up holds it (applyOwedChanges).
       await client.query('SELECT 1 FROM wallets WHERE org_id = $1 FOR UPDATE', [orgId]);
       // Every change committed before this one is in the balance it is measured against.
@@ -336,8 +337,13 @@ export class WalletService {
       const outcome = (await this.scripts.walletTopUpPending(keys, {
         transaction_id: row.id,
       })) as [number];
-      if (outcome[0] === 1) owed = { transaction: walletTransactionView(row), differenceNano };
+      const transaction = walletTransactionView(row);
+      if (outcome[0] === 1) owed = { transaction, differenceNano };
+      // What the transaction commits, for a commit fence that names it (`gw wallet set
+      // --idempotency-key`, decision 574).
+      return transaction;
     });
     if (owed) await this.applyCommitted('set', keys, owed.transaction, owed.differenceNano);
+    return set;
   }
 }

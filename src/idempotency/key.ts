@@ -13,13 +13,18 @@ export function idempotencyKeyOf(
 ): string | undefined | GwError {
   const key = headers[IDEMPOTENCY_KEY_HEADER];
   if (key === undefined) return undefined;
+  const problem = idempotencyKeyProblem(key);
+  return problem ? gwError('gw_invalid_request', `Idempotency-Key: ${problem}`) : key;
+}
+
+/**
+ * What is wrong with a key, if anything: for the header's 400, and for `gw wallet`'s
+ * --idempotency-key, which names its flag (decision 575).
+ */
+export function idempotencyKeyProblem(key: string): string | undefined {
   if (key.length === 0 || key.length > IDEMPOTENCY_KEY_MAX_CHARS) {
-    return gwError(
-      'gw_invalid_request',
-      `Idempotency-Key: must be 1 to ${IDEMPOTENCY_KEY_MAX_CHARS} characters`,
-    );
+    return `must be 1 to ${IDEMPOTENCY_KEY_MAX_CHARS} characters`;
   }
   // Keys that differ only in non-ASCII characters at an end would arrive equal (decision 278).
-  const problem = headerTextProblem(key);
-  return problem ? gwError('gw_invalid_request', `Idempotency-Key: ${problem}`) : key;
+  return headerTextProblem(key);
 }

@@ -382,16 +382,43 @@ describe('what a request that committed and then failed names of its change (mig
       effectRef: '42',
     });
     const answer = { status: 201, body: { made: '42' }, carriesSecret: false };
-    expect(await store.completeFailed({ ...idempotent, requestHash: 'other' }, '42', answer)).toBe(
-      false,
-    );
-    expect(await store.completeFailed(idempotent, '41', answer)).toBe(false);
-    expect(await store.completeFailed(idempotent, '42', answer)).toBe(true);
-    expect(await store.completeFailed(idempotent, '42', answer)).toBe(false);
+    expect(
+      await store.completeUnanswered({ ...idempotent, requestHash: 'other' }, '42', answer),
+    ).toBe(false);
+    expect(await store.completeUnanswered(idempotent, '41', answer)).toBe(false);
+    expect(await store.completeUnanswered(idempotent, '42', answer)).toBe(true);
+    expect(await store.completeUnanswered(idempotent, '42', answer)).toBe(false);
     expect(await store.claim(idempotent)).toEqual({
       kind: 'replay',
       status: 201,
       body: { made: '42' },
+    });
+  });
+
+  it('is told to a retry once the lease of a request that committed it lapsed; kept only then (decision 576)', async () => {
+    const idempotent = request({ name: 'named, then stopped' });
+    const held = await holdKey(idempotent);
+    await runFenced(
+      commitFenceOf(store, held, () => '43'),
+      () => withTransaction(db, (client) => client.query('SELECT 1')),
+    );
+    const answer = { status: 201, body: { made: '43' }, carriesSecret: false };
+    // Still held: nobody else keeps its answer.
+    expect(await store.claim(idempotent)).toEqual({ kind: 'running', committed: true });
+    expect(await store.completeUnanswered(idempotent, '43', answer)).toBe(false);
+    await lapseLease(idempotent.key);
+    expect(await store.claim(idempotent)).toMatchObject({
+      kind: 'abandoned',
+      effect: 'committed',
+      effectRef: '43',
+    });
+    expect(await store.completeUnanswered(idempotent, '43', answer)).toBe(true);
+    // The stopped request's own answer, arriving late, does not replace it.
+    await store.complete(held, { status: 201, body: { made: 'late' }, carriesSecret: false });
+    expect(await store.claim(idempotent)).toEqual({
+      kind: 'replay',
+      status: 201,
+      body: { made: '43' },
     });
   });
 
@@ -415,6 +442,6 @@ describe('what a request that committed and then failed names of its change (mig
     );
     expect(await store.claim(idempotent)).toEqual({ kind: 'failed', effect: 'committed' });
     const answer = { status: 201, body: { made: '42' }, carriesSecret: false };
-    expect(await store.completeFailed(idempotent, '42', answer)).toBe(false);
+    expect(await store.completeUnanswered(idempotent, '42', answer)).toBe(false);
   });
 });

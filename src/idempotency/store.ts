@@ -71,12 +71,14 @@ export type Claim =
    * The first request started `startedAt` and has not answered: its lease lapsed after it
    * committed its change (`committed`; its gateway stopped, or cannot reach Postgres, and may
    * still record its answer), or, claimed before leases, it ran past the abandoned bound (its
-   * effect unknown).
+   * effect unknown). `effectRef`: what it committed, when its route names it, as for `failed`:
+   * the route may finish it (decision 576).
    */
   | {
       readonly kind: 'abandoned';
       readonly startedAt: string;
       readonly effect: 'committed' | 'unknown';
+      readonly effectRef?: string;
     }
   /** The first request succeeded, but its answer was sealed under a master key no longer kept. */
   | { readonly kind: 'unopenable' }
@@ -121,10 +123,11 @@ export interface IdempotencyKeys {
   release(held: HeldKey): Promise<void>;
   /**
    * Keeps the answer a retry made for a first request that committed `effectRef` and then
-   * failed before answering (decision 542), while the key is still that failed request's:
-   * false when it is not (another retry kept its answer first, or the key expired).
+   * failed before answering (decision 542), or stopped, its lease lapsed (576), while the key
+   * is still that request's and it still has not answered: false when it is not (another retry
+   * or the request itself kept its answer first, its lease was renewed, or the key expired).
    */
-  completeFailed(
+  completeUnanswered(
     request: IdempotentRequest,
     effectRef: string,
     answer: { readonly status: number; readonly body: unknown; readonly carriesSecret: boolean },
@@ -322,7 +325,12 @@ export class IdempotencyStore implements IdempotencyKeys {
     const committed = !row.unleased && row.took_effect;
     const effect = committed ? 'committed' : 'unknown';
     // A leased claim lapsed with nothing committed was taken over (or was reused, above).
-    if (row.lapsed) return { kind: 'abandoned', startedAt: row.started_at, effect };
+    if (row.lapsed) {
+      const abandoned = { kind: 'abandoned', startedAt: row.started_at, effect } as const;
+      return committed && row.effect_ref !== null
+        ? { ...abandoned, effectRef: row.effect_ref }
+        : abandoned;
+    }
     if (row.state === 'running') return { kind: 'running', committed };
     if (row.state === 'failed') {
       return committed && row.effect_ref !== null
@@ -396,15 +404,17 @@ export class IdempotencyStore implements IdempotencyKeys {
     );
   }
 
-  async completeFailed(
+  async completeUnanswered(
     request: IdempotentRequest,
     effectRef: string,
     answer: { readonly status: number; readonly body: unknown; readonly carriesSecret: boolean },
   ): Promise<boolean> {
+    // Running: only with its lease lapsed (a request renewing it may still keep its own).
     const { rowCount } = await this.db.query(
       `UPDATE idempotency_keys SET ${KEPT_ANSWER}
         WHERE org_id = $1 AND caller = $2 AND route = $3 AND key = $4 AND request_hash = $5
-          AND state = 'failed' AND took_effect AND ${LEASED}
+          AND (state = 'failed' OR (state = 'running' AND lease_expires_at <= now()))
+          AND took_effect AND ${LEASED}
           AND effect_claim_id = claim_id AND effect_ref = $9 AND expires_at > now()`,
       [
         request.orgId,

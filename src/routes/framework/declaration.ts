@@ -334,8 +334,8 @@ export interface RouteDeclaration<
   /**
    * For a route declared `idempotent: true` whose change commits before steps that can still
    * fail (the wallet top-up: its Redis step): how a retry with the key finishes a first
-   * request that committed its change, then failed before answering, rather than answer 409
-   * (decision 542). `effectOf` names what a transaction of the handler commits, from what its
+   * request that committed its change, then failed before answering or stopped (its lease
+   * lapsed: decision 576), rather than answer 409 (decision 542). `effectOf` names what a transaction of the handler commits, from what its
    * work returned (undefined for one it does not name); the name is kept with the key, in that
    * transaction. `answer` finishes that request (what it left undone, never a second change)
    * and answers what the route answers on success; that answer is then kept for the key. A

@@ -6,8 +6,8 @@
 // holds its key by a lease it renews while it runs, and commits its change only while it holds
 // it (decision 388): a key whose request died is the retry's within seconds. A route that
 // declares how (`finishesCommitted`) has a first request that committed its change and then
-// failed before answering finished by the retry, which answers and keeps the route's answer
-// (decision 542); every other route answers such a retry 409.
+// failed before answering, or stopped (its lease lapsed), finished by the retry, which answers
+// and keeps the route's answer (decisions 542, 576); every other route answers such a retry 409.
 import { runFenced } from '../../db/commit-fence.js';
 import { gwError, isGwError } from '../../errors.js';
 import { jsonHeaders } from '../../http/respond.js';
@@ -88,10 +88,49 @@ export interface KeptAnswers {
 }
 
 /**
+ * What a claim the key refuses is answered (decision 393: each holds in every state the key's
+ * row can be in). The routes' speak of the Idempotency-Key header; a caller whose key comes
+ * otherwise (`gw wallet`'s --idempotency-key flag) says its own (decision 575).
+ */
+export interface KeyRefusals {
+  /** The key came with another request: gw_idempotency_key_reused. */
+  readonly reused: string;
+  /** The rest are gw_conflict: a first request with the key ran or runs. */
+  running(committed: boolean): string;
+  abandoned(startedAt: string, committed: boolean): string;
+  failed(committed: boolean): string;
+  readonly unopenable: string;
+  readonly unreplayable: string;
+}
+
+/** The routes' refusals, naming the Idempotency-Key header. */
+export const HEADER_KEY_REFUSALS: KeyRefusals = {
+  reused:
+    'Idempotency-Key was already used with a different request (path or body); use a new key for a new request',
+  running: (committed) =>
+    committed
+      ? 'a request with this Idempotency-Key is still being processed: it has committed its change and not yet recorded its answer; retry to get it'
+      : 'a request with this Idempotency-Key is still being processed; retry once it has answered',
+  abandoned: (startedAt, committed) =>
+    committed
+      ? `the first request with this Idempotency-Key started at ${startedAt} and committed its change, but has not recorded its answer: the gateway serving it stopped, or cannot reach Postgres. Check what it made before using a new key (should that gateway still record the answer, this key replays it)`
+      : `the first request with this Idempotency-Key started at ${startedAt} and has not recorded its answer (the gateway serving it stopped, or lost Postgres, mid-request); it may or may not have taken effect: check, then use a new key`,
+  failed: (committed) =>
+    committed
+      ? 'the first request with this Idempotency-Key committed its change, then failed before answering; check what it made, then use a new key'
+      : 'the first request with this Idempotency-Key failed with an internal error and may or may not have taken effect; check, then use a new key',
+  unopenable:
+    'the first request with this Idempotency-Key succeeded; its answer was sealed under a master key this gateway no longer has (CREDENTIALS_PREVIOUS_KEYS); check what it made, or run `gw credentials rewrap` before dropping a previous key',
+  unreplayable:
+    'the first request with this Idempotency-Key succeeded; its answer held a secret shown once, which this gateway does not keep without CREDENTIALS_MASTER_KEY',
+};
+
+/**
  * Runs `run` at most once per idempotency key, whoever asks (a route's request, a CLI command
  * such as `gw wallet topup`): the first answer replayed, a key in use or of unknown outcome
- * refused with gw_conflict, one that came with another request with gw_idempotency_key_reused,
- * and a first run that committed and then failed finished by `finish` when given (542).
+ * refused with gw_conflict, one that came with another request with gw_idempotency_key_reused
+ * (in `refusals`' words), and a first run that committed and then failed finished by `finish`
+ * when given (542).
  */
 export async function runUnderKey(
   keys: IdempotencyKeys,
@@ -99,52 +138,36 @@ export async function runUnderKey(
   answers: KeptAnswers,
   run: () => Promise<RouteResult>,
   finish?: FinishCommitted,
+  refusals: KeyRefusals = HEADER_KEY_REFUSALS,
 ): Promise<RouteResult> {
   const claim = await keys.claim(idempotent);
   switch (claim.kind) {
     case 'replay':
       return replayed(claim.status, claim.body);
     case 'reused':
-      return gwError(
-        'gw_idempotency_key_reused',
-        'Idempotency-Key was already used with a different request (path or body); use a new key for a new request',
-      );
-    // Each message holds in every state the key's row can be in (decision 393).
+      return gwError('gw_idempotency_key_reused', refusals.reused);
     case 'running':
-      return gwError(
-        'gw_conflict',
-        claim.committed
-          ? 'a request with this Idempotency-Key is still being processed: it has committed its change and not yet recorded its answer; retry to get it'
-          : 'a request with this Idempotency-Key is still being processed; retry once it has answered',
-        { headers: { 'retry-after': '1' } },
-      );
+      return gwError('gw_conflict', refusals.running(claim.committed), {
+        headers: { 'retry-after': '1' },
+      });
     case 'abandoned':
-      return gwError(
-        'gw_conflict',
-        claim.effect === 'committed'
-          ? `the first request with this Idempotency-Key started at ${claim.startedAt} and committed its change, but has not recorded its answer: the gateway serving it stopped, or cannot reach Postgres. Check what it made before using a new key (should that gateway still record the answer, this key replays it)`
-          : `the first request with this Idempotency-Key started at ${claim.startedAt} and has not recorded its answer (the gateway serving it stopped, or lost Postgres, mid-request); it may or may not have taken effect: check, then use a new key`,
-      );
-    case 'unopenable':
-      return gwError(
-        'gw_conflict',
-        'the first request with this Idempotency-Key succeeded; its answer was sealed under a master key this gateway no longer has (CREDENTIALS_PREVIOUS_KEYS); check what it made, or run `gw credentials rewrap` before dropping a previous key',
-      );
-    case 'failed':
+      // Its request stopped after committing what it named (576): finished as a failed one.
       if (finish && claim.effectRef !== undefined) {
         return finishCommitted(keys, idempotent, answers, claim.effectRef, finish);
       }
       return gwError(
         'gw_conflict',
-        claim.effect === 'committed'
-          ? 'the first request with this Idempotency-Key committed its change, then failed before answering; check what it made, then use a new key'
-          : 'the first request with this Idempotency-Key failed with an internal error and may or may not have taken effect; check, then use a new key',
+        refusals.abandoned(claim.startedAt, claim.effect === 'committed'),
       );
+    case 'unopenable':
+      return gwError('gw_conflict', refusals.unopenable);
+    case 'failed':
+      if (finish && claim.effectRef !== undefined) {
+        return finishCommitted(keys, idempotent, answers, claim.effectRef, finish);
+      }
+      return gwError('gw_conflict', refusals.failed(claim.effect === 'committed'));
     case 'unreplayable':
-      return gwError(
-        'gw_conflict',
-        'the first request with this Idempotency-Key succeeded; its answer held a secret shown once, which this gateway does not keep without CREDENTIALS_MASTER_KEY',
-      );
+      return gwError('gw_conflict', refusals.unreplayable);
     case 'claimed':
       break;
   }
@@ -172,12 +195,13 @@ function answerOf(
 }
 
 /**
- * A retry of a first request that committed `effectRef` and then failed before answering: the
+ * A retry of a first request that committed `effectRef` and then failed before answering, or
+ * stopped and let its lease lapse (its process killed, its Postgres lost: decision 576): the
  * route finishes it (the top-up's Redis step: applied once, whoever applies it) and answers
  * what it answers on success, marked as replayed (this retry changed nothing of its own). The
  * answer is kept for the key, so every later retry replays it; a retry that finished it at the
- * same time and kept its answer first has its answer sent instead. A finish that fails (Redis
- * still down) leaves the key as it was, for the next retry.
+ * same time, or a stopped first request that came back and kept its own, has that answer sent
+ * instead. A finish that fails (Redis still down) leaves the key as it was, for the next retry.
  */
 async function finishCommitted(
   keys: IdempotencyKeys,
@@ -189,7 +213,7 @@ async function finishCommitted(
   const result = await finish.answer(effectRef);
   if (isGwError(result) || result === undefined) return result;
   const answer = answerOf(result, answers);
-  if (!(await keys.completeFailed(idempotent, effectRef, answer))) {
+  if (!(await keys.completeUnanswered(idempotent, effectRef, answer))) {
     const kept = await keys.claim(idempotent);
     if (kept.kind === 'replay') return replayed(kept.status, kept.body);
   }
