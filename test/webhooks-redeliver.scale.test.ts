@@ -8,11 +8,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrganization } from '../src/admin/provisioning.js';
 import { createDbPool, type DbClient, type DbPool } from '../src/db/pool.js';
-import { REDELIVERY_BATCH, redeliver } from '../src/webhooks/delivery-log.js';
+import { redeliver } from '../src/webhooks/delivery-log.js';
+import { REDELIVERY_BATCH } from '../src/webhooks/redelivery-batches.js';
 import { isolatedContext } from './support/context.js';
 import { createMember, signInTo, uniqueEmail } from './support/dashboard.js';
 import type { ErrorBody } from './support/http.js';
 import { seed, startGateway, type GatewayProcess, type SeededOrg } from './support/processes.js';
+import { eventually } from './support/services.js';
 
 const context = isolatedContext('wh-redeliver-scale', { ownDatabase: true });
 const { db } = context;
@@ -201,6 +203,67 @@ describe('a dispatcher during a redelivery since a time', () => {
     expect(claims.slice(1).every((claimed) => claimed?.startsWith(`msg_whredeliverclaims_`))).toBe(
       true,
     );
+    expect(await logState(id, since)).toEqual([
+      { since: false, due_from_start: false, deliveries: 5 },
+      { since: true, due_from_start: true, deliveries: count },
+    ]);
+    expect(await redeliveryAudit(id)).toEqual([
+      { user_id: 'test', details: { since: since.toISOString(), redelivered: count } },
+    ]);
+  }, 120_000);
+});
+
+describe('a redelivery since a time meeting an attempt in flight', () => {
+  it('rewrites and commits everything else first, then what the attempt left', async () => {
+    const orgId = await createOrganization(db, 'Attempt in flight');
+    const id = 'wh_redeliver_held';
+    const count = 2 * REDELIVERY_BATCH + 10;
+    await endpointWithLog(orgId, id, { before: 5, since: count });
+    const since = new Date(Date.now() - 2 * 3_600_000);
+    // An attempt: its transaction holds its delivery's row while it sends (the dispatcher's
+    // claim takes it FOR UPDATE), here one of the first batch's.
+    const attempt = await (db as unknown as DbPool).connect();
+    let redelivery: ReturnType<typeof redeliver> | undefined;
+    try {
+      await attempt.query('BEGIN');
+      const { rows: heldRows } = await attempt.query<{ id: string }>(
+        `SELECT id::text FROM webhook_deliveries
+          WHERE endpoint_id = $1 AND message_id = 'msg_whredeliverheld_500' FOR UPDATE`,
+        [id],
+      );
+      expect(heldRows).toHaveLength(1);
+      redelivery = redeliver(db as unknown as DbPool, { userId: 'test' }, orgId, id, { since });
+      // The call waits for the attempt at last…
+      await eventually(async () => {
+        const { rows } = await db.query<{ waiting: number }>(
+          `SELECT count(*)::int AS waiting FROM pg_stat_activity
+            WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+        );
+        return rows[0]!.waiting > 0 ? true : undefined;
+      }, 60_000);
+      // …with all the rest rewritten and committed meanwhile (before: the first batch waited,
+      // holding its other 999, and nothing of the call was committed), and counted.
+      expect(await logState(id, since)).toEqual([
+        { since: false, due_from_start: false, deliveries: 5 },
+        { since: true, due_from_start: false, deliveries: 1 },
+        { since: true, due_from_start: true, deliveries: count - 1 },
+      ]);
+      expect(await redeliveryAudit(id)).toEqual([
+        { user_id: 'test', details: { since: since.toISOString(), redelivered: count - 1 } },
+      ]);
+      // The attempt is recorded: delivered.
+      await attempt.query(
+        `UPDATE webhook_deliveries SET state = 'delivered', delivered_at = now(), attempt_count = 4
+          WHERE id = $1`,
+        [heldRows[0]!.id],
+      );
+      await attempt.query('COMMIT');
+    } finally {
+      await attempt.query('ROLLBACK').catch(() => undefined);
+      attempt.release();
+    }
+    // Then the call queues that message again too.
+    expect(await redelivery).toEqual({ redelivered: count });
     expect(await logState(id, since)).toEqual([
       { since: false, due_from_start: false, deliveries: 5 },
       { since: true, due_from_start: true, deliveries: count },

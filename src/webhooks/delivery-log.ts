@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { recordAudit, type Actor } from '../audit/audit.js';
 import { newestFirstPage, newestFirstPageQuerySchema } from '../db/pages.js';
 import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
-import { gwError, isDependencyUnavailable, isGwError, type GwError } from '../errors.js';
+import { gwError, type GwError } from '../errors.js';
 import { newId } from '../ids.js';
 import {
   disabledRefusal,
@@ -14,6 +14,7 @@ import {
   type EndpointRow,
 } from './endpoints.js';
 import { eventPayload, eventSubject, type EventType } from './events.js';
+import { redeliverSince } from './redelivery-batches.js';
 
 /** Attempts shown per delivery (the newest). */
 export const ATTEMPTS_SHOWN = 10;
@@ -107,15 +108,9 @@ export type RedeliverySelection =
   | { readonly since: Date };
 
 /**
- * Deliveries one transaction of a redelivery since a time rewrites: a short statement each
- * (tens of ms), so none nears DATABASE_TIMEOUT_MS and the dispatchers wait for a batch at most,
- * never for the whole range (decision 577).
- */
-export const REDELIVERY_BATCH = 1000;
-
-/**
  * Queues messages again for the endpoint, from the start of the retry schedule: one, or all
- * since a time (delivered ones too). Receivers dedupe on webhook-id, which does not change.
+ * since a time (delivered ones too; in batches, src/webhooks/redelivery-batches.ts). Receivers
+ * dedupe on webhook-id, which does not change.
  */
 export async function redeliver(
   db: DbPool,
@@ -145,140 +140,6 @@ export async function redeliver(
     });
     return { redelivered: rowCount };
   });
-}
-
-/** Where a redelivery since a time stands: the last delivery it rewrote, in its order. */
-interface RedeliveryCursor {
-  /** created_at as Postgres writes it (text: microseconds, which a Date would lose). */
-  readonly createdAt: string;
-  readonly id: string;
-}
-
-interface RewrittenBatch {
-  readonly rewritten: number;
-  /** The batch's last delivery; null when there was none (the range is done). */
-  readonly last: (RedeliveryCursor & { readonly createdAtMs: string }) | null;
-  /** Whether the batch was full: more may follow it. */
-  readonly full: boolean;
-}
-
-/**
- * Every delivery of the endpoint made from `since` until the call began, in batches of
- * REDELIVERY_BATCH, each its own transaction, in (created_at, id) order from where the last
- * ended (index webhook_deliveries_created_id). The first checks the endpoint (404, 409) and
- * writes the call's one audit entry; each later one locks the endpoint as the first did (548)
- * and sets that entry's count to what has been committed, so the log and the deliveries agree
- * after every batch. Deliveries made after the call began are new, pending anyway, and not
- * walked (an endpoint sent messages faster than batches go would keep the call running). If
- * a later batch fails on Postgres, the answer (503) says how far the call got and what to send
- * to go on from there: the same request would rewrite, and send once more, what was done.
- */
-async function redeliverSince(
-  db: DbPool,
-  actor: Actor,
-  orgId: string,
-  endpointId: string,
-  since: Date,
-): Promise<{ redelivered: number } | GwError> {
-  const first = await withEnabledEndpoint(db, orgId, endpointId, async (client) => {
-    const { rows } = await client.query<{ until: string }>('SELECT now()::text AS until');
-    const until = rows[0]!.until;
-    const batch = await rewriteBatch(client, endpointId, until, {
-      createdAt: since.toISOString(),
-      id: '0', // (created_at, id) > (since, 0): created_at >= since, ids start at 1
-    });
-    const auditId = await recordAudit(client, {
-      orgId,
-      userId: actor.userId,
-      action: 'webhook.redeliver',
-      objectType: 'webhook',
-      objectId: endpointId,
-      details: { since: since.toISOString(), redelivered: batch.rewritten },
-    });
-    return { until, auditId, batch };
-  });
-  if (isGwError(first)) return first;
-  const { until, auditId } = first;
-  let { batch } = first;
-  let redelivered = batch.rewritten;
-  while (batch.full && batch.last) {
-    const after = batch.last;
-    try {
-      const next = await withTransaction(db, async (client) => {
-        if (!(await findEndpoint(client, orgId, endpointId, true))) return notFound();
-        const rewritten = await rewriteBatch(client, endpointId, until, after);
-        await client.query(
-          `UPDATE dashboard_audit_log
-              SET details = jsonb_set(details, '{redelivered}', to_jsonb($2::int))
-            WHERE id = $1`,
-          [auditId, redelivered + rewritten.rewritten],
-        );
-        return rewritten;
-      });
-      // Deleted meanwhile: its deliveries, the ones rewritten too, went with it.
-      if (isGwError(next)) return next;
-      batch = next;
-    } catch (error) {
-      if (!isDependencyUnavailable(error)) throw error;
-      return gwError(
-        'gw_unavailable',
-        `redelivered ${redelivered} of the messages since ${since.toISOString()}, up to ` +
-          `${after.createdAtMs}, before Postgres failed: redeliver since ${after.createdAtMs} ` +
-          'for the rest (the messages of that millisecond go again)',
-      );
-    }
-    redelivered += batch.rewritten;
-  }
-  return { redelivered };
-}
-
-/** Rewrites the next REDELIVERY_BATCH deliveries after `after`, made until `until`. */
-async function rewriteBatch(
-  client: DbClient,
-  endpointId: string,
-  until: string,
-  after: RedeliveryCursor,
-): Promise<RewrittenBatch> {
-  // The UPDATE waits for a delivery an attempt holds (at most WEBHOOK_TIMEOUT_MS), then
-  // rewrites what the attempt left, as an enabling does (566).
-  const { rows } = await client.query<{
-    rewritten: number;
-    selected: number;
-    created_at: string | null;
-    created_at_ms: string | null;
-    id: string | null;
-  }>(
-    `WITH batch AS (
-       SELECT id, created_at FROM webhook_deliveries
-        WHERE endpoint_id = $1 AND (created_at, id) > ($2::timestamptz, $3::bigint)
-          AND created_at <= $4::timestamptz
-        ORDER BY created_at, id
-        LIMIT $5),
-     rewritten AS (
-       UPDATE webhook_deliveries d
-          SET state = 'pending', retry_step = 0, next_attempt_at = now()
-         FROM batch WHERE d.id = batch.id
-       RETURNING d.id)
-     SELECT (SELECT count(*)::int FROM rewritten) AS rewritten,
-            (SELECT count(*)::int FROM batch) AS selected,
-            last.created_at::text AS created_at,
-            to_char(date_trunc('milliseconds', last.created_at) AT TIME ZONE 'UTC',
-                    'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at_ms,
-            last.id::text AS id
-       FROM (SELECT 1) one
-       LEFT JOIN (SELECT created_at, id FROM batch ORDER BY created_at DESC, id DESC LIMIT 1) last
-         ON true`,
-    [endpointId, after.createdAt, after.id, until, REDELIVERY_BATCH],
-  );
-  const row = rows[0]!;
-  return {
-    rewritten: row.rewritten,
-    full: row.selected === REDELIVERY_BATCH,
-    last:
-      row.created_at !== null && row.id !== null && row.created_at_ms !== null
-        ? { createdAt: row.created_at, id: row.id, createdAtMs: row.created_at_ms }
-        : null,
-  };
 }
 
 /** Queues a `webhook.test` message for this endpoint alone (whatever its event filter). */
