@@ -2,9 +2,10 @@
 // {"since"}` (and `gw webhook redeliver --since`) rewrites the deliveries since then in batches,
 // each its own short transaction, so a range of 200,000 is redelivered by a gateway whose
 // statements may run 2 s (one statement over all of them ran past it: 503, nothing redelivered),
-// the call's one audit entry counts them, and a dispatcher can claim a redelivered message while
-// the call is still rewriting the rest. Against the real Postgres, in a database of its own (no
-// other file's dispatcher sends what is made due here).
+// the call's one audit entry counts them, a dispatcher can claim a redelivered message while
+// the call is still rewriting the rest, a delivery an attempt holds is queued after it without
+// holding up the others, and a call cut off part-way says how to go on. Against the real
+// Postgres, in a database of its own (no other file's dispatcher sends what is made due here).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrganization } from '../src/admin/provisioning.js';
 import { createDbPool, type DbClient, type DbPool } from '../src/db/pool.js';
