@@ -19,10 +19,11 @@ export interface AuditEntry {
   readonly details?: Readonly<Record<string, unknown>>;
 }
 
-export async function recordAudit(db: Pick<DbPool, 'query'>, entry: AuditEntry): Promise<void> {
-  await db.query(
+/** Writes the entry; returns its id (a change done in steps updates its entry: decision 577). */
+export async function recordAudit(db: Pick<DbPool, 'query'>, entry: AuditEntry): Promise<string> {
+  const { rows } = await db.query<{ id: string }>(
     `INSERT INTO dashboard_audit_log (org_id, user_id, action, object_type, object_id, details)
-     VALUES ($1, $2, $3, $4, $5, $6)`,
+     VALUES ($1, $2, $3, $4, $5, $6) RETURNING id::text`,
     [
       entry.orgId,
       entry.userId,
@@ -32,6 +33,7 @@ export async function recordAudit(db: Pick<DbPool, 'query'>, entry: AuditEntry):
       JSON.stringify(entry.details ?? {}),
     ],
   );
+  return rows[0]!.id;
 }
 
 /**

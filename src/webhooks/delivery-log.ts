@@ -14,6 +14,7 @@ import {
   type EndpointRow,
 } from './endpoints.js';
 import { eventPayload, eventSubject, type EventType } from './events.js';
+import { redeliverSince } from './redelivery-batches.js';
 
 /** Attempts shown per delivery (the newest). */
 export const ATTEMPTS_SHOWN = 10;
@@ -108,7 +109,8 @@ export type RedeliverySelection =
 
 /**
  * Queues messages again for the endpoint, from the start of the retry schedule: one, or all
- * since a time (delivered ones too). Receivers dedupe on webhook-id, which does not change.
+ * since a time (delivered ones too; in batches, src/webhooks/redelivery-batches.ts). Receivers
+ * dedupe on webhook-id, which does not change.
  */
 export async function redeliver(
   db: DbPool,
@@ -117,15 +119,15 @@ export async function redeliver(
   endpointId: string,
   selection: RedeliverySelection,
 ): Promise<{ redelivered: number } | GwError> {
+  if ('since' in selection) return redeliverSince(db, actor, orgId, endpointId, selection.since);
   return withEnabledEndpoint(db, orgId, endpointId, async (client) => {
-    const byMessage = 'messageId' in selection;
     const { rowCount } = await client.query(
       `UPDATE webhook_deliveries
           SET state = 'pending', retry_step = 0, next_attempt_at = now()
-        WHERE endpoint_id = $1 AND ${byMessage ? 'message_id = $2' : 'created_at >= $2'}`,
-      [endpointId, byMessage ? selection.messageId : selection.since],
+        WHERE endpoint_id = $1 AND message_id = $2`,
+      [endpointId, selection.messageId],
     );
-    if (byMessage && rowCount === 0) {
+    if (!rowCount) {
       return gwError('gw_not_found', 'no message with this id was sent to this endpoint');
     }
     await recordAudit(client, {
@@ -134,11 +136,9 @@ export async function redeliver(
       action: 'webhook.redeliver',
       objectType: 'webhook',
       objectId: endpointId,
-      details: byMessage
-        ? { message_id: selection.messageId }
-        : { since: selection.since.toISOString(), redelivered: rowCount ?? 0 },
+      details: { message_id: selection.messageId },
     });
-    return { redelivered: rowCount ?? 0 };
+    return { redelivered: rowCount };
   });
 }
 

@@ -1,6 +1,8 @@
 // POST /dashboard/api/orgs/{org_id}/webhooks/{webhook_id}/redeliver {"message_id"} or
 // {"since"} (admin or owner): sends one message again, or every message since a time, from the
-// start of the retry schedule, with the same webhook-id.
+// start of the retry schedule, with the same webhook-id. Everything since a time is rewritten in
+// batches, each its own transaction (src/webhooks/redelivery-batches.ts, decision 577): a 503
+// after some of them says how far it got and which `since` goes on from there.
 import { z } from 'zod';
 import { redeliver } from '../../../webhooks/delivery-log.js';
 import { declareRoute } from '../../framework/declaration.js';
@@ -19,7 +21,7 @@ export const redeliverWebhookRoute = declareRoute({
       schema: z.object({ redelivered: z.number().int() }),
     },
   },
-  errors: ['gw_not_found', 'gw_conflict'],
+  errors: ['gw_not_found', 'gw_conflict', 'gw_unavailable'],
   async handler({ params, caller, body }, deps: { readonly webhooks: WebhookRouteDeps }) {
     return await redeliver(
       deps.webhooks.db,
