@@ -429,7 +429,7 @@ describe('request errors', () => {
     expect(response.body.error.code).toBe('gw_reservation_insufficient_balance');
     // what the hold is and how to make it smaller (decision 489)
     expect(response.body.error.message).toMatch(
-      /^the organization wallet cannot reserve \d+\.\d{12} USD for this request \(available 0\.000001000000 USD\): the hold is the input and the most output the request allows \(without max_tokens, the model’s whole maximum\); a smaller max_tokens holds less$/,
+      /^the organization wallet cannot reserve \d+\.\d{12} USD for this request \(available 0\.000001000000 USD\): the hold is the input and the most output the request allows \(without max_tokens, the model’s whole maximum\); a smaller max_tokens holds less, or the organization adds funds to its wallet$/,
     );
     const wallet = await runCliJson<{ balance: string; reserved: string }>(
       ['wallet', 'show', '--org-id', poor.org_id],
@@ -438,6 +438,20 @@ describe('request errors', () => {
     expect(wallet).toMatchObject({ balance: '0.000001000000', reserved: '0.000000000000' });
     const { rows } = await db.query('SELECT 1 FROM usage_records WHERE org_id = $1', [poor.org_id]);
     expect(rows).toHaveLength(0);
+  });
+
+  it('answers 402 on an empty wallet saying it needs funds, not a smaller max_tokens (decision 582)', async () => {
+    const empty = await seed(env, ['--wallet', '0']);
+    const response = await postJson<{ error: { code: string; message: string } }>(
+      `${gateway.url}/v1/chat/completions`,
+      { model: 'vendor_b/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 1 },
+      bearer(empty.api_key),
+    );
+    expect(response.status).toBe(402);
+    expect(response.body.error.code).toBe('gw_reservation_insufficient_balance');
+    expect(response.body.error.message).toMatch(
+      /^the organization wallet cannot reserve \d+\.\d{12} USD for this request \(available 0\.000000000000 USD\): nothing in it is left to hold \(its balance is spent, or held by requests in flight\) until the organization adds funds to its wallet$/,
+    );
   });
 
   it('answers unknown routes with 404 in the spec shape and a request id', async () => {

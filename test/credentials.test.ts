@@ -158,7 +158,13 @@ describe('gw credentials', () => {
       { stdin: 'mock-bad-key-123' },
     );
     expect(result.code).toBe(2);
-    expect(result.stderr).toMatch(/refused this key/);
+    // the dashboard API's code for it, as the README promises of every CLI refusal
+    expect(JSON.parse(result.stderr)).toEqual({
+      error: {
+        code: 'gw_provider_credential_rejected',
+        message: 'vendor_a refused this key: nothing was stored',
+      },
+    });
     expect(result.stderr).not.toContain('mock-bad-key-123');
     const after = await db.query(
       'SELECT count(*)::int AS n FROM provider_credentials WHERE org_id = $1',

@@ -170,6 +170,33 @@ describe('an app', () => {
     expect(renamed.status).toBe(200);
     expect(renamed.body).toMatchObject({ name: 'Web', status: 'active' });
   });
+
+  it('a PATCH naming nothing to change is refused, changing and auditing nothing (decision 584)', async () => {
+    const admin = await signInTo(gateways[0], emails.admin);
+    const path = `/dashboard/api/connections/${tenant.app_connection_id}`;
+    const audited = async (): Promise<unknown[]> =>
+      (
+        await db.query(
+          `SELECT id FROM dashboard_audit_log WHERE org_id = $1 AND action = 'connection.update'`,
+          [tenant.org_id],
+        )
+      ).rows;
+    const before = await db.query('SELECT updated_at FROM app_connections WHERE id = $1', [
+      tenant.app_connection_id,
+    ]);
+    const auditedBefore = await audited();
+    const refused = await admin.request<ErrorBody>('PATCH', path, {});
+    expect(refused.status).toBe(400);
+    expect(refused.body.error).toEqual({
+      code: 'gw_invalid_request',
+      message: 'body: name at least one field to change',
+    });
+    const after = await db.query('SELECT updated_at FROM app_connections WHERE id = $1', [
+      tenant.app_connection_id,
+    ]);
+    expect(after.rows).toEqual(before.rows);
+    expect(await audited()).toEqual(auditedBefore);
+  });
 });
 
 describe('deleting an app', () => {

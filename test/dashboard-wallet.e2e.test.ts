@@ -158,6 +158,10 @@ describe('the wallet', () => {
     );
     expect(answer.status).toBe(403);
     expect(answer.body.error.code).toBe('gw_wallet_topup_disabled');
+    // who can add funds instead (decision 582)
+    expect(answer.body.error.message).toBe(
+      'wallet top-ups from the dashboard are off on this gateway (DASHBOARD_WALLET_TOPUP): the operator of this gateway adds funds (gw wallet topup)',
+    );
     const { rows } = await db.query(
       `SELECT 1 FROM wallet_transactions WHERE org_id = $1 AND created_by LIKE 'usr_%'`,
       [tenant.org_id],

@@ -230,6 +230,10 @@ describe("the vendor refusing the gateway's own key", () => {
       code: 'gw_upstream_error',
     });
     expect(openaiError.headers?.get('x-should-retry')).toBe('false');
+    // whose key was refused and that a retry does not help (decision 583)
+    expect(openaiError.message).toBe(
+      "502 vendor_b answered 401: it refused the vendor key gw sent (the gateway operator's, or your organization's provider credential); a retry will not help until that key is mended",
+    );
     expect(viaOpenai.answers.map(brief)).toEqual([
       { status: 502, code: 'gw_upstream_error', retryAfterMs: undefined },
     ]);

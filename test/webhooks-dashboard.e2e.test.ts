@@ -178,6 +178,16 @@ describe('managing endpoints', () => {
     const admin = await signInTo(gateway, emails.admin);
     const endpoint = await create(admin, '/lifecycle');
     const path = `${base()}/${endpoint.id}`;
+    // A PATCH naming nothing (an empty object, or no body) is refused and audits nothing
+    // (decision 584); the audit rows below count only the two real changes.
+    for (const body of [{}, undefined]) {
+      const nothing = await admin.request<ErrorBody>('PATCH', path, body);
+      expect(nothing.status).toBe(400);
+      expect(nothing.body.error).toEqual({
+        code: 'gw_invalid_request',
+        message: 'body: name at least one field to change',
+      });
+    }
     const disabled = await admin.request<Endpoint>('PATCH', path, { enabled: false });
     expect(disabled.body).toMatchObject({ status: 'disabled', disabled_reason: 'manual' });
     const refused = await admin.post<ErrorBody>(`${path}/test`);

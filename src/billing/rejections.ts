@@ -41,12 +41,18 @@ export function reservationError(
         options.rateLimitHeaders?.(refusal.rateLimit),
       );
     case 'wallet_short':
+      // An empty wallet is not helped by a smaller max_tokens: say that it needs funds
+      // (decision 582); otherwise what the hold is and the two ways past it (decision 489).
       return gwError(
         'gw_reservation_insufficient_balance',
         `the organization wallet cannot reserve ${money(estimatedCostNano)} for this request ` +
-          `(available ${money(refusal.availableNano)}): the hold is the input and the most ` +
-          'output the request allows (without max_tokens, the model’s whole maximum); a smaller ' +
-          'max_tokens holds less',
+          `(available ${money(refusal.availableNano)}): ` +
+          (refusal.availableNano <= 0n
+            ? 'nothing in it is left to hold (its balance is spent, or held by requests in ' +
+              'flight) until the organization adds funds to its wallet'
+            : 'the hold is the input and the most output the request allows (without ' +
+              'max_tokens, the model’s whole maximum); a smaller max_tokens holds less, or the ' +
+              'organization adds funds to its wallet'),
       );
     case 'cap_exceeded': {
       const which = refusal.scope === 'org' ? 'organization' : 'app connection';

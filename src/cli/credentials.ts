@@ -5,6 +5,7 @@
 // `update` of the policy, the models the catalogue does not list yet.
 import type { DbPool } from '../db/pool.js';
 import {
+  CREDENTIAL_ERROR_CODES,
   CredentialError,
   CredentialStore,
   MAX_CREDENTIAL_PRIORITY,
@@ -101,10 +102,10 @@ export async function credentialsCommand(context: CliContext, argv: string[]): P
     }
     printJson(result);
   } catch (error) {
-    if (error instanceof CredentialError && error.kind === 'not_found')
-      throw new UsageError(error.message, 'gw_not_found');
-    if (error instanceof CredentialError || error instanceof SecretBoxError)
-      throw new UsageError(error.message);
+    // The dashboard API's code for each refusal (README: the CLI prints the HTTP codes).
+    if (error instanceof CredentialError)
+      throw new UsageError(error.message, CREDENTIAL_ERROR_CODES[error.kind]);
+    if (error instanceof SecretBoxError) throw new UsageError(error.message);
     throw error;
   } finally {
     await mock?.close();

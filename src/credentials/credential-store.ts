@@ -7,6 +7,7 @@ import type { Vendor } from '../catalog/models.js';
 import { modelPolicyProblem } from '../catalog/model-policy.js';
 import { readPage, type Page, type PageRequest } from '../db/pages.js';
 import { withTransaction, type DbPool } from '../db/pool.js';
+import type { ErrorCode } from '../errors.js';
 import { newId } from '../ids.js';
 import {
   toView,
@@ -49,6 +50,15 @@ export interface CredentialChanges {
  */
 export type CredentialErrorKind =
   'not_found' | 'rejected' | 'unreachable' | 'not_configured' | 'invalid';
+
+/** Each refusal's code in the error catalogue: the dashboard API's and the CLI's alike. */
+export const CREDENTIAL_ERROR_CODES = {
+  not_found: 'gw_not_found',
+  rejected: 'gw_provider_credential_rejected',
+  unreachable: 'gw_provider_credential_unverified',
+  not_configured: 'gw_provider_credentials_not_configured',
+  invalid: 'gw_invalid_request',
+} as const satisfies Readonly<Record<CredentialErrorKind, ErrorCode>>;
 
 export class CredentialError extends Error {
   override readonly name = 'CredentialError';

@@ -35,7 +35,12 @@ describe('upstreamError (vendor error answers as the client sees them)', () => {
         undefined,
       );
       expect(error.code).toBe('gw_upstream_error');
-      expect(error.message).toBe(`vendor_a answered ${status}`);
+      expect(error.message).toBe(
+        status === 401 || status === 403
+          ? `vendor_a answered ${status}: it refused the vendor key gw sent (the gateway operator's, or your organization's provider credential); a retry will not help until that key is mended`
+          : `vendor_a answered ${status}`,
+      );
+      expect(error.message).not.toContain('hunter2');
     }
   });
 

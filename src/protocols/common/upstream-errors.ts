@@ -37,11 +37,17 @@ export function upstreamError(
   }
   // 401/403 here mean the gateway's own vendor credentials are wrong: not the caller's fault,
   // and not one a retry mends until the operator does. `x-should-retry: false` tells the
-  // official clients (openai, @anthropic-ai/sdk) not to retry it, as they would any 502.
+  // official clients (openai, @anthropic-ai/sdk) not to retry it, as they would any 502. The
+  // message says whose key it is (a BYOK credential's last attempt ends here too: decision 583),
+  // so an app does not take the 401 for its own gw key.
   if (status === 401 || status === 403) {
-    return gwError('gw_upstream_error', `${vendor} answered ${status}`, {
-      headers: { 'x-should-retry': 'false' },
-    });
+    return gwError(
+      'gw_upstream_error',
+      `${vendor} answered ${status}: it refused the vendor key gw sent (the gateway operator's, ` +
+        "or your organization's provider credential); a retry will not help until that key is " +
+        'mended',
+      { headers: { 'x-should-retry': 'false' } },
+    );
   }
   return gwError('gw_upstream_error', `${vendor} answered ${status}`);
 }

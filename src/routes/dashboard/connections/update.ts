@@ -11,7 +11,12 @@ export const updateConnectionRoute = declareRoute({
   path: '/dashboard/api/connections/{connection_id}',
   summary: 'Renames a connection or changes its settings',
   caller: { kind: 'org_member', role: 'admin', org: ofConnection },
-  body: connectionSettingsSchema,
+  // A PATCH that names nothing changes nothing: refused, as a credential's and a key's are,
+  // rather than audited as an update (decision 584).
+  body: connectionSettingsSchema.refine(
+    (body) => Object.keys(body).length > 0,
+    'name at least one field to change',
+  ),
   responses: { 200: { description: 'the connection', schema: connectionSchema } },
   async handler({ params, caller, body }, deps: KeyRevokingDeps) {
     const connection = await updateConnectionAs(

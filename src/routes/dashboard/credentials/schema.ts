@@ -3,13 +3,14 @@
 // its writes with its warnings, shared with the CLI: answers.ts).
 import { z } from 'zod';
 import {
+  CREDENTIAL_ERROR_CODES,
   CredentialError,
   type CredentialStore,
   MAX_CREDENTIAL_PRIORITY,
 } from '../../../credentials/credential-store.js';
 import { ROUTING_MODES } from '../../../credentials/credential-views.js';
 import type { DbPool } from '../../../db/pool.js';
-import { gwError, type ErrorCode, type GwError } from '../../../errors.js';
+import { gwError, type GwError } from '../../../errors.js';
 import type { Holds, SameLiterals } from '../../answers.js';
 import type { routingModeSchema } from './answers.js';
 
@@ -40,17 +41,10 @@ export const prioritySchema = z
   .min(1, 'must be at least 1 (1 is tried first)')
   .max(MAX_CREDENTIAL_PRIORITY, `must be at most ${MAX_CREDENTIAL_PRIORITY}`);
 
-const CODES: Readonly<Record<CredentialError['kind'], ErrorCode>> = {
-  not_found: 'gw_not_found',
-  rejected: 'gw_provider_credential_rejected',
-  unreachable: 'gw_provider_credential_unverified',
-  not_configured: 'gw_provider_credentials_not_configured',
-  invalid: 'gw_invalid_request',
-};
-
 /** A refusal of the credential service as the spec's error (anything else is rethrown). */
 export function credentialRefusal(error: unknown): GwError {
-  if (error instanceof CredentialError) return gwError(CODES[error.kind], error.message);
+  if (error instanceof CredentialError)
+    return gwError(CREDENTIAL_ERROR_CODES[error.kind], error.message);
   throw error;
 }
 

@@ -46,7 +46,8 @@ export const topUpWalletRoute = declareRoute({
     if (!deps.dashboardSettings.walletTopUp) {
       return gwError(
         'gw_wallet_topup_disabled',
-        'wallet top-ups from the dashboard are off on this gateway (DASHBOARD_WALLET_TOPUP)',
+        'wallet top-ups from the dashboard are off on this gateway (DASHBOARD_WALLET_TOPUP): ' +
+          'the operator of this gateway adds funds (gw wallet topup)',
       );
     }
     const amountNano = parseAmountField('amount', body.amount);

@@ -42,12 +42,15 @@ export const createWebhookBody = z.strictObject({
   event_types: eventTypes.optional(),
 });
 
-export const updateWebhookBody = z.strictObject({
-  url: url.optional(),
-  description: description.optional(),
-  event_types: eventTypes.optional(),
-  enabled: z.boolean().optional(),
-});
+/** A PATCH naming nothing (an empty object, or no body) is refused, not audited (decision 584). */
+export const updateWebhookBody = z
+  .strictObject({
+    url: url.optional(),
+    description: description.optional(),
+    event_types: eventTypes.optional(),
+    enabled: z.boolean().optional(),
+  })
+  .refine((body) => Object.keys(body).length > 0, 'name at least one field to change');
 
 export const rotateWebhookBody = rotationBody(
   MAX_ROTATION_GRACE_S,
