@@ -394,18 +394,17 @@ export class RedisBudgetStore implements BudgetStore {
     }
   }
 
-  keepHeld(request: HeldRequest): () => void {
+  keepHeld(request: HeldRequest, options: { readonly renewAtOnce?: boolean } = {}): () => void {
+    const renew = (): void => {
+      this.renewHolds(request).catch((error: unknown) =>
+        this.logger?.warn({ err: error, requestId: request.requestId }, 'hold renewal failed'),
+      );
+    };
     // A third of the lapse: two renewals may be late (a stalled loop, a slow Redis) and the
     // holds still stand.
-    const timer = setInterval(
-      () => {
-        this.renewHolds(request).catch((error: unknown) =>
-          this.logger?.warn({ err: error, requestId: request.requestId }, 'hold renewal failed'),
-        );
-      },
-      Math.max(1, Math.floor(this.reservationTtlMs / 3)),
-    );
+    const timer = setInterval(renew, Math.max(1, Math.floor(this.reservationTtlMs / 3)));
     timer.unref();
+    if (options.renewAtOnce) renew();
     return () => clearInterval(timer);
   }
 
