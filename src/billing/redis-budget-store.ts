@@ -12,6 +12,7 @@ import { encodeDraft } from './in-flight-draft.js';
 import type { AccountLoader, AccountName } from './account-loader.js';
 import { HoldReleases, type RatesCounted } from './hold-releases.js';
 import { productUserBucket, RecentRateRefusals } from './recent-rate-refusals.js';
+import { RenewalFailures } from './renewal-failures.js';
 import type { Logger } from '../log.js';
 import type {
   BudgetStore,
@@ -108,6 +109,12 @@ export class RedisBudgetStore implements BudgetStore {
   readonly releases: HoldReleases;
   /** Keys this store's reserves found past their own rate limit, and until when. */
   private readonly rateRefusals = new RecentRateRefusals();
+  /**
+   * How often a kept request's holds are renewed: a third of the lapse, so two renewals may be
+   * late (a stalled loop, a slow Redis) and the holds still stand.
+   */
+  private readonly renewalRoundMs: number;
+  private readonly renewalFailures: RenewalFailures;
 
   constructor(
     private readonly redis: RedisClient,
@@ -120,6 +127,8 @@ export class RedisBudgetStore implements BudgetStore {
     private readonly logger?: Logger,
   ) {
     this.streamRegisteredAtMs = announcementsOf(redis);
+    this.renewalRoundMs = Math.max(1, Math.floor(reservationTtlMs / 3));
+    this.renewalFailures = new RenewalFailures(logger, this.renewalRoundMs);
     this.releases = releasesOf(
       redis,
       () => new HoldReleases(redis, scripts, reservationTtlMs, logger),
@@ -396,13 +405,12 @@ export class RedisBudgetStore implements BudgetStore {
 
   keepHeld(request: HeldRequest, options: { readonly renewAtOnce?: boolean } = {}): () => void {
     const renew = (): void => {
-      this.renewHolds(request).catch((error: unknown) =>
-        this.logger?.warn({ err: error, requestId: request.requestId }, 'hold renewal failed'),
+      this.renewHolds(request).then(
+        () => this.renewalFailures.succeeded(),
+        (error: unknown) => this.renewalFailures.failed(error, request.requestId),
       );
     };
-    // A third of the lapse: two renewals may be late (a stalled loop, a slow Redis) and the
-    // holds still stand.
-    const timer = setInterval(renew, Math.max(1, Math.floor(this.reservationTtlMs / 3)));
+    const timer = setInterval(renew, this.renewalRoundMs);
     timer.unref();
     if (options.renewAtOnce) renew();
     return () => clearInterval(timer);
