@@ -91,6 +91,28 @@ function announcementsOf(redis: RedisClient): Map<string, number> {
   return announced;
 }
 
+/**
+ * The renewals of the holds kept on each client (running requests, spooled settles), sent again
+ * the moment the client is ready after a reconnect (one `ready` listener per client): an outage
+ * longer than what was left of a hold's lapse left it lapsed, still listed (nothing ran in
+ * Redis meanwhile), and the first reserve to touch its account would sweep it; sent from the
+ * listener, they go before anything this instance sends after the reconnect (decision 581).
+ */
+const keptHolds = new WeakMap<RedisClient, Set<() => void>>();
+
+function keptHoldsOf(redis: RedisClient): Set<() => void> {
+  let kept = keptHolds.get(redis);
+  if (!kept) {
+    const created = new Set<() => void>();
+    redis.on('ready', () => {
+      for (const renew of created) renew();
+    });
+    keptHolds.set(redis, created);
+    kept = created;
+  }
+  return kept;
+}
+
 /** The releases of reserves given up on, one per client (one `ready` listener each). */
 const holdReleases = new WeakMap<RedisClient, HoldReleases>();
 
@@ -129,6 +151,8 @@ export class RedisBudgetStore implements BudgetStore {
     this.streamRegisteredAtMs = announcementsOf(redis);
     this.renewalRoundMs = Math.max(1, Math.floor(reservationTtlMs / 3));
     this.renewalFailures = new RenewalFailures(logger, this.renewalRoundMs);
+    // Its `ready` listener now, before the ones that send commands later (the spool's replay).
+    keptHoldsOf(redis);
     this.releases = releasesOf(
       redis,
       () => new HoldReleases(redis, scripts, reservationTtlMs, logger),
@@ -412,8 +436,13 @@ export class RedisBudgetStore implements BudgetStore {
     };
     const timer = setInterval(renew, this.renewalRoundMs);
     timer.unref();
+    const kept = keptHoldsOf(this.redis);
+    kept.add(renew);
     if (options.renewAtOnce) renew();
-    return () => clearInterval(timer);
+    return () => {
+      clearInterval(timer);
+      kept.delete(renew);
+    };
   }
 
   /** Moves the lapse of the request's holds to a full RESERVATION_TTL_MS from now. */

@@ -9,9 +9,9 @@
 // cost the entry will charge stays held, so no request is admitted on that money while the
 // replay waits (Redis back, Postgres not yet; the replay timer). This instance renews the holds
 // of the entries it appended and of those it took over from a gone instance (decision 579), until
-// each is retired, refused by Redis, or the spool stops.
-// Renewals fail while Redis is out of reach, so a hold whose lapse passes during the outage
-// is swept by the first reserve after it, as a running request's is.
+// each is retired, refused by Redis, or the spool stops. Renewals fail while Redis is out of
+// reach and are sent again the moment it is back (decision 581); a hold whose lapse passed
+// during the outage is still swept by a reserve that runs before that, on another instance.
 //
 // Files: `<namespace>~<host>~<pid>~<instance>~<seq>.spool` in SPOOL_DIR, one line of JSON per
 // entry. Only its owner appends to a file. An instance's files are taken over (renamed to the
