@@ -9,7 +9,7 @@ import type { Logger } from '../log.js';
 
 export class RenewalFailures {
   private failing:
-    | { readonly sinceMs: number; lastFailureMs: number; failed: number; succeeded: number }
+    | { readonly sinceMs: number; lastFailureMs: number; lastSuccessMs: number; failed: number }
     | undefined;
   private recoveryCheck: NodeJS.Timeout | undefined;
 
@@ -26,7 +26,7 @@ export class RenewalFailures {
       this.failing.lastFailureMs = now;
       return;
     }
-    this.failing = { sinceMs: now, lastFailureMs: now, failed: 1, succeeded: 0 };
+    this.failing = { sinceMs: now, lastFailureMs: now, lastSuccessMs: 0, failed: 1 };
     this.logger?.warn(
       { err: error, requestId },
       'hold renewals fail: holds lapse if Redis stays out of reach',
@@ -35,25 +35,33 @@ export class RenewalFailures {
 
   succeeded(): void {
     if (!this.failing) return;
-    this.failing.succeeded += 1;
-    if (this.recoveryCheck) return;
-    // Checked once a round has passed since the last failure; a failure meanwhile puts it off
-    // to the next success.
+    this.failing.lastSuccessMs = Date.now();
+    this.checkRecoveryLater();
+  }
+
+  /**
+   * Once a round has passed since the last failure: recovered, unless one failed meanwhile;
+   * then checked again a round after that one, if a renewal succeeded since (otherwise the
+   * next success asks). One timer at most.
+   */
+  private checkRecoveryLater(): void {
+    const failing = this.failing;
+    if (!failing || this.recoveryCheck) return;
     this.recoveryCheck = setTimeout(
       () => {
         this.recoveryCheck = undefined;
-        const failing = this.failing;
-        if (!failing || Date.now() - failing.lastFailureMs < this.roundMs) return;
-        this.failing = undefined;
-        this.logger?.info(
-          {
-            failed: failing.failed,
-            failingForMs: failing.lastFailureMs - failing.sinceMs,
-          },
-          'hold renewals succeed again',
-        );
+        if (this.failing !== failing) return;
+        if (Date.now() - failing.lastFailureMs >= this.roundMs) {
+          this.failing = undefined;
+          this.logger?.info(
+            { failed: failing.failed, failingForMs: failing.lastFailureMs - failing.sinceMs },
+            'hold renewals succeed again',
+          );
+        } else if (failing.lastSuccessMs >= failing.lastFailureMs) {
+          this.checkRecoveryLater();
+        }
       },
-      Math.max(0, this.failing.lastFailureMs + this.roundMs - Date.now()),
+      Math.max(0, failing.lastFailureMs + this.roundMs - Date.now()),
     );
     this.recoveryCheck.unref();
   }
