@@ -14,6 +14,10 @@ import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
 import { usageRecord, walletAccounts } from './support/records.js';
 import { deletePrefix, eventually, testRedis } from './support/services.js';
 import { spoolFiles, testSettleSpool } from './support/settle-spool.js';
+import { SettleSpool } from '../src/billing/settle-spool.js';
+import { RecordedUsage } from '../src/ledger/recorded-usage.js';
+import { createLogger } from '../src/log.js';
+import type { DbPool } from '../src/db/pool.js';
 
 const prefix = uniquePrefix('spool-unit');
 const redis = testRedis();
@@ -31,11 +35,27 @@ const { budget: shortHolds } = createMoneyLayer({
   reservationTtlMs: HOLD_TTL_MS,
 });
 const metrics = new GatewayMetrics(false);
+/** Postgres out of reach (nothing listens there): a replay cannot check the records yet. */
+const unreachableDb = createDbPool('postgres://postgres@127.0.0.1:1/gw', 1);
+unreachableDb.on('error', () => undefined);
+
+/** An instance's spool in `dir` (another instance's directory: it can take files over). */
+const spoolIn = (dir: string, pool: DbPool): SettleSpool =>
+  new SettleSpool(
+    { dir, namespace: prefix },
+    {
+      budget: shortHolds,
+      recorded: new RecordedUsage(redis, pool, keys),
+      redisReady: () => true,
+      logger: createLogger('silent'),
+      counters: new GatewayMetrics(false),
+    },
+  );
 
 afterAll(async () => {
   await deletePrefix(redis, prefix);
   await redis.quit();
-  await db.end();
+  await Promise.all([db.end(), unreachableDb.end()]);
 });
 
 describe('settle spool entries', () => {
@@ -116,5 +136,47 @@ describe('a spooled settle waiting to replay', () => {
     expect(await redis.hmget(walletKey, 'balance', 'reserved')).toEqual(['200', '0']);
     expect(await redis.zcard(keys.holdExpiries(walletKey))).toBe(0);
     await spool.stop();
+  });
+});
+
+describe('a spooled settle taken over from a gone instance', () => {
+  it('keeps its holds while the instance that took it over cannot replay it yet', async () => {
+    const orgId = `org_spool_adopted_${Date.now()}`;
+    const walletKey = keys.wallet(orgId);
+    await redis.hset(walletKey, 'balance', '1000', 'reserved', '0');
+    const { spool: gone, dir } = testSettleSpool({ db, redis, keys, budget: shortHolds }, prefix);
+    await gone.open();
+    const record = usageRecord(orgId, 800n, { walletCostNano: 800n, reservedNano: 800n });
+    const accounts = walletAccounts(record);
+    expect(
+      await shortHolds.reserve({ requestId: record.requestId, accounts, amountNano: 800n }),
+    ).toMatchObject({ kind: 'held' });
+    await gone.append(record, accounts);
+    // Its instance leaves before the replay (its file stays), and another one takes the file
+    // over while Postgres is out of reach: it cannot tell whether the request was recorded,
+    // so the entry waits in its spool.
+    await gone.stop();
+    const taker = spoolIn(dir, unreachableDb);
+    await taker.open();
+    await taker.replay();
+    expect(spoolFiles(dir)).toHaveLength(1);
+    await new Promise((resolve) => setTimeout(resolve, HOLD_TTL_MS * 3));
+    // The 800 it will be charged stays held: a request for 800 more is refused.
+    expect(
+      await shortHolds.reserve({ requestId: newRequestId(), accounts, amountNano: 800n }),
+    ).toMatchObject({ kind: 'wallet_short', availableNano: 200n });
+    expect(await redis.hget(walletKey, 'reserved')).toBe('800');
+    // That instance leaves too; one that reaches Postgres takes the file over and replays it:
+    // charged once, its hold released.
+    await taker.stop();
+    const replayer = spoolIn(dir, db);
+    await replayer.open();
+    await eventually(async () => {
+      await replayer.replay();
+      return spoolFiles(dir).length === 0 ? true : undefined;
+    });
+    expect(await redis.hmget(walletKey, 'balance', 'reserved')).toEqual(['200', '0']);
+    expect(await redis.zcard(keys.holdExpiries(walletKey))).toBe(0);
+    await replayer.stop();
   });
 });

@@ -214,8 +214,10 @@ export interface BudgetStore {
    * Keeps a running request's holds from lapsing until it settles (a stream may outlast
    * RESERVATION_TTL_MS: the lapse is for an instance that died): their lapse is moved on while
    * it runs. Returns the function that stops it (call it once the request has settled).
+   * `renewAtOnce`: the first renewal is sent now, not a third of the lapse from now (holds that
+   * nobody renewed for a while: a spooled settle taken over from a gone instance).
    */
-  keepHeld(request: HeldRequest): () => void;
+  keepHeld(request: HeldRequest, options?: { readonly renewAtOnce?: boolean }): () => void;
   /**
    * Releases the request's holds, charges the actual cost (base allowance first, then
    * credits) and appends the usage record to the ledger stream, atomically. Settling the same

@@ -12,6 +12,7 @@ import { encodeDraft } from './in-flight-draft.js';
 import type { AccountLoader, AccountName } from './account-loader.js';
 import { HoldReleases, type RatesCounted } from './hold-releases.js';
 import { productUserBucket, RecentRateRefusals } from './recent-rate-refusals.js';
+import { RenewalFailures } from './renewal-failures.js';
 import type { Logger } from '../log.js';
 import type {
   BudgetStore,
@@ -90,6 +91,28 @@ function announcementsOf(redis: RedisClient): Map<string, number> {
   return announced;
 }
 
+/**
+ * The renewals of the holds kept on each client (running requests, spooled settles), sent again
+ * the moment the client is ready after a reconnect (one `ready` listener per client): an outage
+ * longer than what was left of a hold's lapse left it lapsed, still listed (nothing ran in
+ * Redis meanwhile), and the first reserve to touch its account would sweep it; sent from the
+ * listener, they go before anything this instance sends after the reconnect (decision 581).
+ */
+const keptHolds = new WeakMap<RedisClient, Set<() => void>>();
+
+function keptHoldsOf(redis: RedisClient): Set<() => void> {
+  let kept = keptHolds.get(redis);
+  if (!kept) {
+    const created = new Set<() => void>();
+    redis.on('ready', () => {
+      for (const renew of created) renew();
+    });
+    keptHolds.set(redis, created);
+    kept = created;
+  }
+  return kept;
+}
+
 /** The releases of reserves given up on, one per client (one `ready` listener each). */
 const holdReleases = new WeakMap<RedisClient, HoldReleases>();
 
@@ -108,6 +131,12 @@ export class RedisBudgetStore implements BudgetStore {
   readonly releases: HoldReleases;
   /** Keys this store's reserves found past their own rate limit, and until when. */
   private readonly rateRefusals = new RecentRateRefusals();
+  /**
+   * How often a kept request's holds are renewed: a third of the lapse, so two renewals may be
+   * late (a stalled loop, a slow Redis) and the holds still stand.
+   */
+  private readonly renewalRoundMs: number;
+  private readonly renewalFailures: RenewalFailures;
 
   constructor(
     private readonly redis: RedisClient,
@@ -120,6 +149,10 @@ export class RedisBudgetStore implements BudgetStore {
     private readonly logger?: Logger,
   ) {
     this.streamRegisteredAtMs = announcementsOf(redis);
+    this.renewalRoundMs = Math.max(1, Math.floor(reservationTtlMs / 3));
+    this.renewalFailures = new RenewalFailures(logger, this.renewalRoundMs);
+    // Its `ready` listener now, before the ones that send commands later (the spool's replay).
+    keptHoldsOf(redis);
     this.releases = releasesOf(
       redis,
       () => new HoldReleases(redis, scripts, reservationTtlMs, logger),
@@ -394,19 +427,22 @@ export class RedisBudgetStore implements BudgetStore {
     }
   }
 
-  keepHeld(request: HeldRequest): () => void {
-    // A third of the lapse: two renewals may be late (a stalled loop, a slow Redis) and the
-    // holds still stand.
-    const timer = setInterval(
-      () => {
-        this.renewHolds(request).catch((error: unknown) =>
-          this.logger?.warn({ err: error, requestId: request.requestId }, 'hold renewal failed'),
-        );
-      },
-      Math.max(1, Math.floor(this.reservationTtlMs / 3)),
-    );
+  keepHeld(request: HeldRequest, options: { readonly renewAtOnce?: boolean } = {}): () => void {
+    const renew = (): void => {
+      this.renewHolds(request).then(
+        () => this.renewalFailures.succeeded(),
+        (error: unknown) => this.renewalFailures.failed(error, request.requestId),
+      );
+    };
+    const timer = setInterval(renew, this.renewalRoundMs);
     timer.unref();
-    return () => clearInterval(timer);
+    const kept = keptHoldsOf(this.redis);
+    kept.add(renew);
+    if (options.renewAtOnce) renew();
+    return () => {
+      clearInterval(timer);
+      kept.delete(renew);
+    };
   }
 
   /** Moves the lapse of the request's holds to a full RESERVATION_TTL_MS from now. */

@@ -8,9 +8,10 @@
 // Until then the request's holds are kept from lapsing, as while it ran (decision 564): the
 // cost the entry will charge stays held, so no request is admitted on that money while the
 // replay waits (Redis back, Postgres not yet; the replay timer). This instance renews the holds
-// of the entries it appended, until each is retired, refused by Redis, or the spool stops.
-// Renewals fail while Redis is out of reach, so a hold whose lapse passes during the outage
-// is swept by the first reserve after it, as a running request's is.
+// of the entries it appended and of those it took over from a gone instance (decision 579), until
+// each is retired, refused by Redis, or the spool stops. Renewals fail while Redis is out of
+// reach and are sent again the moment it is back (decision 581); a hold whose lapse passed
+// during the outage is still swept by a reserve that runs before that, on another instance.
 //
 // Files: `<namespace>~<host>~<pid>~<instance>~<seq>.spool` in SPOOL_DIR, one line of JSON per
 // entry. Only its owner appends to a file. An instance's files are taken over (renamed to the
@@ -101,8 +102,10 @@ export class SettleSpool {
   /** Appends and rotations of the active file, one at a time. */
   private fileLock: Promise<unknown> = Promise.resolve();
   private replaying: Promise<void> | undefined;
-  /** The entries appended here and not retired yet: request id → stops renewing its holds. */
+  /** The entries held here and not retired yet: request id → stops renewing its holds. */
   private readonly keepingHeld = new Map<string, () => void>();
+  /** Entries Redis refused to settle: left to lapse until someone looks (not renewed again). */
+  private readonly refused = new Set<string>();
   private replayAgain = false;
   private timer: NodeJS.Timeout | undefined;
   private readonly replayIntervalMs: number;
@@ -167,16 +170,7 @@ export class SettleSpool {
       }
       this.activeEntries += 1;
     });
-    if (!this.keepingHeld.has(record.requestId)) {
-      this.keepingHeld.set(
-        record.requestId,
-        this.deps.budget.keepHeld({
-          requestId: record.requestId,
-          accounts,
-          amountNano: record.reservedNano,
-        }),
-      );
-    }
+    this.keepHeld({ record, accounts });
     this.deps.counters.settleSpooled.inc();
     this.reportPending();
   }
@@ -209,7 +203,9 @@ export class SettleSpool {
     let redisGone = false;
     for (const file of await this.ownFiles()) {
       if (redisGone) {
-        waiting += (await this.readEntries(file)).length;
+        const lines = await this.readEntries(file);
+        this.keepHeldWhileWaiting(lines);
+        waiting += lines.length;
         continue;
       }
       const result = await this.replayFile(file);
@@ -226,6 +222,9 @@ export class SettleSpool {
    */
   private async replayFile(file: string): Promise<{ left: number; redisGone: boolean }> {
     const lines = await this.readEntries(file);
+    // Entries taken over from a gone instance are renewed from now on, as this instance's own
+    // are (decision 579): the replay below may leave them waiting.
+    this.keepHeldWhileWaiting(lines);
     const left: string[] = [];
     let redisGone = false;
     let retired = 0;
@@ -277,6 +276,7 @@ export class SettleSpool {
             if (isRefusal(error)) {
               // It will not settle until someone looks: its holds lapse as before.
               this.stopKeepingHeld(entry.record.requestId);
+              this.refused.add(entry.record.requestId);
               this.deps.logger.error(
                 { err: error, requestId: entry.record.requestId },
                 'settle spool: Redis refused a spooled settle; kept in the spool',
@@ -289,6 +289,7 @@ export class SettleSpool {
         }
         retired += 1;
         this.stopKeepingHeld(entry.record.requestId);
+        this.refused.delete(entry.record.requestId);
         recorded.add(entry.record.requestId); // a duplicate line settles once
       }
     }
@@ -350,6 +351,27 @@ export class SettleSpool {
       own.push({ name, seq: parsed.seq });
     }
     return own.sort((a, b) => a.seq - b.seq).map(({ name }) => path.join(this.options.dir, name));
+  }
+
+  /**
+   * Renews the entry's holds until it is retired, unless they are renewed already or Redis
+   * refused its settle. `atOnce`: renewed now as well (an entry taken over may have gone
+   * unrenewed since its instance died), not only a third of the lapse from now.
+   */
+  private keepHeld({ record, accounts }: SpooledSettle, atOnce = false): void {
+    if (this.keepingHeld.has(record.requestId) || this.refused.has(record.requestId)) return;
+    this.keepingHeld.set(
+      record.requestId,
+      this.deps.budget.keepHeld(
+        { requestId: record.requestId, accounts, amountNano: record.reservedNano },
+        { renewAtOnce: atOnce },
+      ),
+    );
+  }
+
+  /** Entries read from this instance's files: those taken over are renewed from now on. */
+  private keepHeldWhileWaiting(lines: readonly SpoolLine[]): void {
+    for (const read of lines) if (read.kind === 'entry') this.keepHeld(read.entry, true);
   }
 
   private stopKeepingHeld(requestId: string): void {
