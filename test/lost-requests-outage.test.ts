@@ -9,7 +9,6 @@
 // lapse after 600 ms here.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, connect, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
@@ -23,6 +22,7 @@ import type { UsageRecord } from '../src/ledger/usage-record.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
 import { isolatedContext } from './support/context.js';
+import { CuttableRelay } from './support/cuttable-relay.js';
 import { ledgerRow, lostRecord, usageRecord, walletAccounts } from './support/records.js';
 import { eventually, freePort } from './support/services.js';
 import { testSettleSpool } from './support/settle-spool.js';
@@ -40,38 +40,9 @@ let direct: Redis;
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** A relay to the private Redis for one instance: cut() drops its connections, refuses new ones. */
-class Relay {
-  private listening: Server | undefined;
-  private readonly sockets = new Set<Socket>();
-
-  constructor(readonly port: number) {}
-
-  async open(): Promise<void> {
-    const listening = createServer((inbound) => {
-      const outbound = connect(redisPort, '127.0.0.1');
-      for (const socket of [inbound, outbound]) {
-        this.sockets.add(socket);
-        socket.on('close', () => this.sockets.delete(socket));
-        socket.on('error', () => undefined);
-      }
-      inbound.pipe(outbound).pipe(inbound);
-    });
-    await new Promise<void>((resolve) => listening.listen(this.port, '127.0.0.1', resolve));
-    this.listening = listening;
-  }
-
-  async cut(): Promise<void> {
-    const listening = this.listening;
-    this.listening = undefined;
-    for (const socket of this.sockets) socket.destroy();
-    if (listening) await new Promise((resolve) => listening.close(resolve));
-  }
-}
-
 /** A gateway instance's money parts over its own relay: budget store and lost-request sweep. */
 interface Instance {
-  readonly relay: Relay;
+  readonly relay: CuttableRelay;
   readonly client: Redis;
   readonly budget: RedisBudgetStore;
   readonly recovery: LostRequestRecovery;
@@ -79,7 +50,7 @@ interface Instance {
 const instances: Instance[] = [];
 
 async function startInstance(name: string): Promise<Instance> {
-  const relay = new Relay(await freePort());
+  const relay = new CuttableRelay(await freePort(), () => redisPort);
   await relay.open();
   // The gateway's client settings (src/composition/redis.ts), with a short bound and a quick,
   // steady reconnect, so the test says which instance is back first.
