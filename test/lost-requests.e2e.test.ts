@@ -189,6 +189,18 @@ describe('the sweep', () => {
       record: record(requestId, orgId, lapsesAtMs - 2000),
       accounts: accounts(orgId),
     })}`;
+  /**
+   * The sweeper beats every sixth of its 1 s bound from `fromMs` to `untilMs`: it judges
+   * others only once its own beats have gone through for the bound (decision 585).
+   */
+  const beatFrom = async (
+    sweeper: LostRequestRecovery,
+    fromMs: number,
+    untilMs: number,
+  ): Promise<void> => {
+    for (let atMs = fromMs; atMs < untilMs; atMs += 1000 / 6) await sweeper.beat(atMs);
+    await sweeper.beat(untilMs);
+  };
 
   it('leaves a beating instance alone, and waits for the holds of a silent one to lapse', async () => {
     const orgId = `org_sweep_${randomUUID().slice(0, 8)}`;
@@ -204,6 +216,7 @@ describe('the sweep', () => {
       req_silent: draftOf('req_silent', orgId, 'silent', now + 60_000, 'cred_1'),
       req_unreadable: 'not a draft',
     });
+    await beatFrom(sweeper, now - 1200, now);
     expect(await sweeper.sweep(now)).toEqual({ settled: 0, waiting: 1 });
     expect(settled).toEqual([]);
     expect(await redis.zscore(keys.instances(), 'silent')).not.toBeNull();
@@ -212,12 +225,14 @@ describe('the sweep', () => {
     await redis.hset(keys.inFlight(orgId), {
       req_late: draftOf('req_late', orgId, 'silent', now - 1),
     });
+    await beatFrom(sweeper, now, now + 500);
     expect(await sweeper.sweep(now + 500)).toEqual({ settled: 0, waiting: 0 });
 
     // Its holds lapsed: settled as its draft says, dated at its admission (not now: the
     // periods of the accounts it was held on; decision 402), naming the credential that
     // served it; the silent instance, with nothing left, leaves the set. The beating one beat.
     const later = now + 61_000;
+    await beatFrom(sweeper, later - 1200, later);
     await redis.zadd(keys.instances(), later, 'beating');
     // Another instance is sweeping: this one leaves it to it.
     await redis.set(keys.instanceSweep(), 'another', 'PX', 5000);
@@ -261,12 +276,49 @@ describe('the sweep', () => {
     await redis.hset(keys.inFlight(orgId), {
       req_flaky: draftOf('req_flaky', orgId, 'crashed', now - 1),
     });
+    await beatFrom(sweeper, now - 1200, now);
     expect(await sweeper.sweep(now)).toEqual({ settled: 0, waiting: 1 });
     expect(await redis.zscore(keys.instances(), 'crashed')).not.toBeNull();
+    await beatFrom(sweeper, now, now + 500);
     expect(await sweeper.sweep(now + 500)).toEqual({ settled: 0, waiting: 0 }); // not yet
+    await beatFrom(sweeper, now + 500, now + 1000);
     expect(await sweeper.sweep(now + 1000)).toEqual({ settled: 1, waiting: 0 });
     expect(attempts).toEqual(['req_flaky', 'req_flaky']);
     expect(await redis.zscore(keys.instances(), 'crashed')).toBeNull();
+  });
+  it('takes no instance for dead before its own beats have gone through for the bound', async () => {
+    // After a Redis outage every heartbeat is stale, the sweeper's own too: the silence of
+    // the others may only be that they could not beat either (test/lost-requests-outage).
+    const orgId = `org_judge_${randomUUID().slice(0, 8)}`;
+    await redis.sadd(keys.usageStreamRegistry(), keys.usageStream(orgId));
+    const now = Date.now();
+    await redis.zadd(keys.instances(), now - 5000, 'vanished');
+    await redis.hset(keys.inFlight(orgId), {
+      req_vanished: draftOf('req_vanished', orgId, 'vanished', now - 1),
+    });
+    const before = settled.length;
+    const sweeper = new LostRequestRecovery(redis, keys, budget, logger, {
+      instanceId: 'sweeper_3',
+      deadAfterMs: 1000,
+    });
+    // Never beaten; then just started (one beat); then beating again for 0.9 s after a gap
+    // of 0.6 s (more than half the bound: Redis was out of its reach).
+    expect(await sweeper.sweep(now)).toEqual({ settled: 0, waiting: 0 });
+    await sweeper.beat(now);
+    expect(await sweeper.sweep(now)).toEqual({ settled: 0, waiting: 0 });
+    await beatFrom(sweeper, now - 1600, now - 1500);
+    await beatFrom(sweeper, now - 900, now);
+    expect(await sweeper.sweep(now)).toEqual({ settled: 0, waiting: 0 });
+    // Beating for longer than the bound, but its last beat is past half of it.
+    await beatFrom(sweeper, now, now + 300);
+    expect(await sweeper.sweep(now + 900)).toEqual({ settled: 0, waiting: 0 });
+    expect(settled.length).toBe(before);
+    expect(await redis.hexists(keys.inFlight(orgId), 'req_vanished')).toBe(1);
+    // Its beats have gone through for the bound: the silent instance is dead, swept as before.
+    await beatFrom(sweeper, now + 300, now + 900);
+    expect(await sweeper.sweep(now + 900)).toEqual({ settled: 1, waiting: 0 });
+    expect(settled.slice(before).map((call) => call.record.requestId)).toEqual(['req_vanished']);
+    expect(await redis.zscore(keys.instances(), 'vanished')).toBeNull();
   });
 });
 

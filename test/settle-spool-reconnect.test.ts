@@ -6,7 +6,6 @@
 // holds lapse after 600 ms here.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, connect, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
@@ -18,6 +17,7 @@ import type { RedisClient } from '../src/redis/connect.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
 import { isolatedContext } from './support/context.js';
+import { CuttableRelay } from './support/cuttable-relay.js';
 import { usageRecord, walletAccounts } from './support/records.js';
 import { eventually, freePort } from './support/services.js';
 import { testSettleSpool } from './support/settle-spool.js';
@@ -27,38 +27,10 @@ const HOLD_TTL_MS = 600;
 const dir = mkdtempSync(path.join(tmpdir(), 'gw-spool-reconnect-redis-'));
 const keys = createRedisKeys(prefix);
 let redisPort: number;
-let relayPort: number;
+let relay: CuttableRelay;
 let server: ChildProcess | undefined;
 let direct: Redis;
 let client: RedisClient;
-
-/** A relay to the private Redis: cut() drops every connection and refuses new ones. */
-class Relay {
-  private listening: Server | undefined;
-  private readonly sockets = new Set<Socket>();
-
-  async open(): Promise<void> {
-    const listening = createServer((inbound) => {
-      const outbound = connect(redisPort, '127.0.0.1');
-      for (const socket of [inbound, outbound]) {
-        this.sockets.add(socket);
-        socket.on('close', () => this.sockets.delete(socket));
-        socket.on('error', () => undefined);
-      }
-      inbound.pipe(outbound).pipe(inbound);
-    });
-    await new Promise<void>((resolve) => listening.listen(relayPort, '127.0.0.1', resolve));
-    this.listening = listening;
-  }
-
-  async cut(): Promise<void> {
-    const listening = this.listening;
-    this.listening = undefined;
-    for (const socket of this.sockets) socket.destroy();
-    if (listening) await new Promise((resolve) => listening.close(resolve));
-  }
-}
-const relay = new Relay();
 
 const killRedis = (): void => {
   server?.kill('SIGKILL');
@@ -67,7 +39,7 @@ process.once('exit', killRedis);
 
 beforeAll(async () => {
   redisPort = await freePort();
-  relayPort = await freePort();
+  relay = new CuttableRelay(await freePort(), () => redisPort);
   server = spawn(
     'redis-server',
     ['--port', String(redisPort), '--save', '', '--appendonly', 'no', '--dir', dir],
@@ -83,7 +55,7 @@ beforeAll(async () => {
   // of RESERVATION_TTL_MS (200 s by default): at the reconnect it holds no renewal. With 600 ms
   // holds it would hold the last ones, sent at the reconnect; none here, as in production.
   client = new Redis({
-    port: relayPort,
+    port: relay.port,
     host: '127.0.0.1',
     maxRetriesPerRequest: 2,
     commandTimeout: 300,

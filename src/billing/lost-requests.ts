@@ -6,6 +6,10 @@
 // never sooner, so a request still running on an instance that only lost Redis for a while is
 // not recorded twice (settle is idempotent by request id: the first record wins). Then the
 // ledger has a row for every request that was held, the dead instance's included.
+// A heartbeat is only judged over time the judge could beat itself: after a Redis outage every
+// heartbeat is stale (nobody could write one), so an instance takes others for dead only once
+// its own beats have gone through, without a gap, for INSTANCE_DEAD_AFTER_MS (decision 585).
+import { performance } from 'node:perf_hooks';
 import type { Logger } from '../log.js';
 import type { RedisClient } from '../redis/connect.js';
 import { orgOfUsageStream, type RedisKeys } from '../redis/keys.js';
@@ -37,6 +41,12 @@ export class LostRequestRecovery {
   /** The dead instances the last scan looked for, and when the first draft it left lapses. */
   private scanned = { dead: new Set<string>(), nextLapseAtMs: Infinity };
   private stopping = false;
+  /**
+   * When this instance's beats started going through without a gap (undefined: none yet, or
+   * the last one failed), and when the last one was answered (the clock `beat` is given).
+   */
+  private beatingSinceMs: number | undefined;
+  private lastBeatAtMs: number | undefined;
 
   constructor(
     private readonly redis: RedisClient,
@@ -82,11 +92,55 @@ export class LostRequestRecovery {
   }
 
   async beat(now = Date.now()): Promise<void> {
-    await this.redis.zadd(this.keys.instances(), now, this.options.instanceId);
+    const sentAt = performance.now();
+    try {
+      await this.redis.zadd(this.keys.instances(), now, this.options.instanceId);
+    } catch (error) {
+      this.beatingSinceMs = undefined;
+      throw error;
+    }
+    // Answered, not sent: a beat that waited in the client's queue through an outage is
+    // answered after it, and says nothing of the time it waited.
+    const answeredAtMs = now + (performance.now() - sentAt);
+    if (
+      this.beatingSinceMs === undefined ||
+      this.lastBeatAtMs === undefined ||
+      answeredAtMs - this.lastBeatAtMs > this.maxBeatGapMs()
+    ) {
+      this.beatingSinceMs = answeredAtMs;
+    }
+    this.lastBeatAtMs = answeredAtMs;
   }
 
-  /** Settles the lapsed drafts of every dead instance; forgets the ones with none left. */
+  /**
+   * Whether this instance has reached Redis long enough to judge others' heartbeats: its own
+   * beats have gone through for INSTANCE_DEAD_AFTER_MS, none more than half of it after the
+   * one before (a beat comes every sixth; a scan may hold one back a little). Until then a
+   * stale heartbeat may only say that its instance could not reach Redis, as this one could
+   * not: after an outage each instance comes back on its own back-off, and the first one back
+   * would take the others for dead. An instance cut off alone is still taken for dead by the
+   * others, which kept beating, once the bound has passed. On a cluster the heartbeats are one
+   * key: this instance's beats reach the node the others' would.
+   */
+  private judgesHeartbeats(now: number): boolean {
+    return (
+      this.beatingSinceMs !== undefined &&
+      this.lastBeatAtMs !== undefined &&
+      now - this.lastBeatAtMs <= this.maxBeatGapMs() &&
+      now - this.beatingSinceMs >= this.options.deadAfterMs
+    );
+  }
+
+  private maxBeatGapMs(): number {
+    return this.options.deadAfterMs / 2;
+  }
+
+  /**
+   * Settles the lapsed drafts of every dead instance; forgets the ones with none left. Nothing
+   * until this instance's own beats have gone through for INSTANCE_DEAD_AFTER_MS.
+   */
   async sweep(now = Date.now()): Promise<LostRequestSweep> {
+    if (!this.judgesHeartbeats(now)) return { settled: 0, waiting: 0 };
     const dead = (
       await this.redis.zrangebyscore(this.keys.instances(), '-inf', now - this.options.deadAfterMs)
     ).filter((instance) => instance !== this.options.instanceId);
