@@ -7,10 +7,6 @@
 // dead by the others after the bound, as before. A private redis-server behind one relay per
 // instance, each cut and opened again by the test (the data stays); dead after 1.5 s, holds
 // lapse after 600 ms here.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -22,6 +18,7 @@ import type { UsageRecord } from '../src/ledger/usage-record.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
 import { isolatedContext } from './support/context.js';
+import { privateRedis, type PrivateRedis } from './support/private-redis.js';
 import { CuttableRelay } from './support/cuttable-relay.js';
 import { ledgerRow, lostRecord, usageRecord, walletAccounts } from './support/records.js';
 import { eventually, freePort } from './support/services.js';
@@ -31,11 +28,9 @@ import { testUsageWriter } from './support/usage-writer.js';
 const { prefix, db } = isolatedContext('lost-outage');
 const DEAD_AFTER_MS = 1500;
 const HOLD_TTL_MS = 600;
-const dir = mkdtempSync(path.join(tmpdir(), 'gw-lost-outage-redis-'));
 const keys = createRedisKeys(prefix);
 const silent = pino({ level: 'silent' });
-let redisPort: number;
-let server: ChildProcess | undefined;
+let server: PrivateRedis;
 let direct: Redis;
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -50,7 +45,7 @@ interface Instance {
 const instances: Instance[] = [];
 
 async function startInstance(name: string): Promise<Instance> {
-  const relay = new CuttableRelay(await freePort(), () => redisPort);
+  const relay = new CuttableRelay(await freePort(), () => server.port);
   await relay.open();
   // The gateway's client settings (src/composition/redis.ts), with a short bound and a quick,
   // steady reconnect, so the test says which instance is back first.
@@ -81,21 +76,11 @@ async function startInstance(name: string): Promise<Instance> {
   return instance;
 }
 
-const killRedis = (): void => {
-  server?.kill('SIGKILL');
-};
-process.once('exit', killRedis);
-
 beforeAll(async () => {
-  redisPort = await freePort();
-  server = spawn(
-    'redis-server',
-    ['--port', String(redisPort), '--save', '', '--appendonly', 'no', '--dir', dir],
-    { stdio: 'ignore' },
-  );
-  direct = new Redis({ port: redisPort, host: '127.0.0.1', maxRetriesPerRequest: null });
+  server = await privateRedis('lost-outage');
+  await server.start();
+  direct = new Redis({ port: server.port, host: '127.0.0.1', maxRetriesPerRequest: null });
   direct.on('error', () => undefined);
-  await eventually(() => direct.ping().catch(() => undefined));
 });
 
 afterAll(async () => {
@@ -105,8 +90,7 @@ afterAll(async () => {
     instance.client.disconnect();
   }
   direct?.disconnect();
-  killRedis();
-  rmSync(dir, { recursive: true, force: true });
+  server?.close();
 });
 
 /** A request of 800 held on a wallet of 1,000 of its own org, its draft beside the holds. */

@@ -3,10 +3,6 @@
 // succeed again, with how many failed meanwhile, not a line per entry per renewal (decision
 // 580). A private redis-server, killed and started again (the shared one is never stopped);
 // holds lapse after 600 ms here.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMoneyLayer } from '../src/billing/compose.js';
@@ -14,17 +10,16 @@ import { connectRedis, type RedisClient } from '../src/redis/connect.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
 import { isolatedContext } from './support/context.js';
+import { privateRedis, type PrivateRedis } from './support/private-redis.js';
 import { usageRecord, walletAccounts } from './support/records.js';
-import { eventually, freePort } from './support/services.js';
+import { eventually } from './support/services.js';
 import { testSettleSpool } from './support/settle-spool.js';
 
 const { prefix, db } = isolatedContext('spool-outage');
 const HOLD_TTL_MS = 600;
 const ENTRIES = 3;
-const dir = mkdtempSync(path.join(tmpdir(), 'gw-spool-outage-redis-'));
 const keys = createRedisKeys(prefix);
-let port: number;
-let server: ChildProcess | undefined;
+let server: PrivateRedis;
 let client: RedisClient;
 
 /** The lines the budget store logs. */
@@ -36,36 +31,20 @@ const logger = pino(
 const logged = (message: string): Array<Record<string, unknown>> =>
   lines.filter((line) => line.msg === message);
 
-async function startRedis(): Promise<void> {
-  server = spawn(
-    'redis-server',
-    ['--port', String(port), '--save', '', '--appendonly', 'no', '--dir', dir],
-    { stdio: 'ignore' },
-  );
-  await eventually(() => client.ping().catch(() => undefined));
-}
-
-function killRedis(): void {
-  server?.kill('SIGKILL');
-  server = undefined;
-}
-process.once('exit', killRedis);
-
 beforeAll(async () => {
-  port = await freePort();
+  server = await privateRedis('spool-outage');
   // The gateway's client, as src/composition/redis.ts builds it, with a short bound.
   client = connectRedis(
-    { kind: 'single', url: `redis://127.0.0.1:${port}` },
+    { kind: 'single', url: `redis://127.0.0.1:${server.port}` },
     { maxRetriesPerRequest: 2, commandTimeoutMs: 300 },
   );
   client.on('error', () => undefined);
-  await startRedis();
+  await server.start();
 });
 
 afterAll(() => {
   client?.disconnect();
-  killRedis();
-  rmSync(dir, { recursive: true, force: true });
+  server?.close();
 });
 
 describe('spooled settles while Redis is out of reach', () => {
@@ -90,10 +69,10 @@ describe('spooled settles while Redis is out of reach', () => {
       ).toMatchObject({ kind: 'held' });
       await spool.append(record, accounts);
     }
-    killRedis();
+    server.kill();
     // Five lapses: about fifteen renewal rounds of every entry fail.
     await new Promise((resolve) => setTimeout(resolve, HOLD_TTL_MS * 5));
-    await startRedis();
+    await server.start();
     await eventually(async () =>
       logged('hold renewals succeed again').length > 0 ? true : undefined,
     );

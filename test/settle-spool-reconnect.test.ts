@@ -4,10 +4,6 @@
 // them; so a request this instance admits right at the reconnect does not sweep them and is
 // refused (decision 581). A private redis-server behind a relay the test cuts (the data stays);
 // holds lapse after 600 ms here.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ReserveOutcome } from '../src/billing/budget-store.js';
@@ -17,37 +13,26 @@ import type { RedisClient } from '../src/redis/connect.js';
 import { createRedisKeys } from '../src/redis/keys.js';
 import { defineScripts } from '../src/redis/scripts.js';
 import { isolatedContext } from './support/context.js';
+import { privateRedis, type PrivateRedis } from './support/private-redis.js';
 import { CuttableRelay } from './support/cuttable-relay.js';
 import { usageRecord, walletAccounts } from './support/records.js';
-import { eventually, freePort } from './support/services.js';
+import { freePort } from './support/services.js';
 import { testSettleSpool } from './support/settle-spool.js';
 
 const { prefix, db } = isolatedContext('spool-reconnect');
 const HOLD_TTL_MS = 600;
-const dir = mkdtempSync(path.join(tmpdir(), 'gw-spool-reconnect-redis-'));
 const keys = createRedisKeys(prefix);
-let redisPort: number;
+let server: PrivateRedis;
 let relay: CuttableRelay;
-let server: ChildProcess | undefined;
 let direct: Redis;
 let client: RedisClient;
 
-const killRedis = (): void => {
-  server?.kill('SIGKILL');
-};
-process.once('exit', killRedis);
-
 beforeAll(async () => {
-  redisPort = await freePort();
-  relay = new CuttableRelay(await freePort(), () => redisPort);
-  server = spawn(
-    'redis-server',
-    ['--port', String(redisPort), '--save', '', '--appendonly', 'no', '--dir', dir],
-    { stdio: 'ignore' },
-  );
-  direct = new Redis({ port: redisPort, host: '127.0.0.1', maxRetriesPerRequest: null });
+  server = await privateRedis('spool-reconnect');
+  await server.start();
+  relay = new CuttableRelay(await freePort(), () => server.port);
+  direct = new Redis({ port: server.port, host: '127.0.0.1', maxRetriesPerRequest: null });
   direct.on('error', () => undefined);
-  await eventually(() => direct.ping().catch(() => undefined));
   await relay.open();
   // The gateway's client (src/composition/redis.ts) through the relay, but with no offline
   // queue. The gateway's drops what it queued at every third failed reconnection (its
@@ -69,8 +54,7 @@ afterAll(async () => {
   await relay.cut();
   client?.disconnect();
   direct?.disconnect();
-  killRedis();
-  rmSync(dir, { recursive: true, force: true });
+  server?.close();
 });
 
 describe('a spooled settle across a Redis outage longer than its holds’ lapse', () => {
