@@ -4,7 +4,7 @@ import { isGwError } from '../errors.js';
 import { creditGrantRequest } from '../product-users/grant-request.js';
 import { productUserById } from '../product-users/search.js';
 import { CLI_ACTOR, ensureProductUser, type CliContext } from './context.js';
-import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
+import { orUsageError, parseFlags, printJson, requireFlag, UsageError } from './output.js';
 
 export const productUserHelp = `gw product-user block|unblock --app-id A --external-user-id U
   A blocked user's requests are refused (gw_product_user_blocked) whatever their balance.
@@ -91,8 +91,8 @@ export async function creditsCommand(context: CliContext, argv: string[]): Promi
   if (action === 'revoke') {
     const grantId = requireFlag(values['grant-id'], 'grant-id');
     // The operator may revoke a grant of any organization.
-    const grant = await context.productUsers.revokeGrant(grantId, CLI_ACTOR, null);
-    if (!grant) throw new UsageError(`no active grant ${grantId}`, 'gw_not_found');
+    // Refused as the dashboard refuses it (409 gw_conflict revoked already): one message.
+    const grant = orUsageError(await context.productUsers.revokeGrant(grantId, CLI_ACTOR, null));
     printJson(await grantWithCredits(context, grant));
     return;
   }
