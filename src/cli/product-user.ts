@@ -1,6 +1,5 @@
 // gw product-user block|unblock and gw credits grant|revoke: the service the dashboard uses
 // audits each as done by the CLI, as it audits the dashboard's as done by the member.
-import { isGwError } from '../errors.js';
 import { creditGrantRequest } from '../product-users/grant-request.js';
 import { productUserById } from '../product-users/search.js';
 import { CLI_ACTOR, ensureProductUser, type CliContext } from './context.js';
@@ -67,8 +66,10 @@ export async function creditsCommand(context: CliContext, argv: string[]): Promi
       { amount, currency: values.currency, expires_at: expiresAtFlag, reason: values.reason },
       {},
     );
-    if (isGwError(request)) throw new UsageError(request.message, request.code);
-    const { amountNano, expiresAt, reason } = request;
+    const { amountNano, expiresAt, reason } = orUsageError(request, {
+      amount: 'amount',
+      expires_at: 'expires_at',
+    });
     const user = await ensureProductUser(context, appId, externalUserId);
     const granted = await context.productUsers.grantCredits(
       {
