@@ -41,7 +41,11 @@ export function orUsageError<T>(
   return result;
 }
 
-function withFlagNames(message: string, fieldFlags: Readonly<Record<string, string>>): string {
+/** A refusal's message with its leading API field of `fieldFlags` named as the flag (above). */
+export function withFlagNames(
+  message: string,
+  fieldFlags: Readonly<Record<string, string>>,
+): string {
   const field = /^([a-z_]+)(?:\.(\d+))?: /.exec(message);
   const flag = field && Object.hasOwn(fieldFlags, field[1]!) ? fieldFlags[field[1]!] : undefined;
   if (!field || flag === undefined) return message;
