@@ -45,7 +45,8 @@ describe('gw api-key create --model-policy', () => {
       expect(refused.code, policy).toBe(2);
       const { error } = JSON.parse(refused.stderr) as { error: { code: string; message: string } };
       expect(error.code, policy).toBe('gw_invalid_request');
-      expect(error.message, policy).toMatch(/^model_policy: /);
+      // Named as the flag the user typed, not the API's field (decision 589).
+      expect(error.message, policy).toMatch(/^--model-policy: /);
       expect(error.message, policy).toMatch(message);
     }
     expect(await keysOf(org.app_connection_id)).toBe(before);

@@ -289,6 +289,17 @@ describe('the CLI prints the dashboard API’s objects', () => {
       status: 'revoked',
       credits: { available_credits: '0.000000000000', active_grant_count: 0 },
     });
+    // Revoked again: the dashboard's answer (409 gw_conflict there), not "no active grant".
+    const again = await runCli(['credits', 'revoke', '--grant-id', granted.grant_id], env);
+    expect(again.code).toBe(2);
+    expect(JSON.parse(again.stderr)).toEqual({
+      error: { code: 'gw_conflict', message: 'this credit grant is already revoked' },
+    });
+    const unknown = await runCli(['credits', 'revoke', '--grant-id', 'grant_nonesuch'], env);
+    expect(unknown.code).toBe(2);
+    expect(JSON.parse(unknown.stderr)).toEqual({
+      error: { code: 'gw_not_found', message: 'no credit grant grant_nonesuch' },
+    });
   });
 
   it('gw wallet show and gw cap set|show|clear: the wallet, the cap state', async () => {

@@ -200,13 +200,17 @@ describe('CLI writes to product users are audited as the dashboard audits them',
     );
     await runCliJson(['credits', 'revoke', '--grant-id', grant.grant_id], env);
     // Revoking it again, or a grant that does not exist, changes nothing and audits nothing.
-    for (const grantId of [grant.grant_id, 'grant_doesnotexist0000']) {
+    // (As the dashboard answers: 409 gw_conflict revoked already, decision 588.)
+    for (const [grantId, error] of [
+      [grant.grant_id, { code: 'gw_conflict', message: 'this credit grant is already revoked' }],
+      [
+        'grant_doesnotexist0000',
+        { code: 'gw_not_found', message: 'no credit grant grant_doesnotexist0000' },
+      ],
+    ] as const) {
       const refused = await runCli(['credits', 'revoke', '--grant-id', grantId], env);
       expect(refused.code).toBe(2);
-      expect(errorOf(refused.stderr)).toEqual({
-        code: 'gw_not_found',
-        message: `no active grant ${grantId}`,
-      });
+      expect(errorOf(refused.stderr)).toEqual(error);
     }
 
     const userId = blocked.product_end_user_id;

@@ -153,6 +153,32 @@ describe('CLI errors', () => {
     expect(rowCount).toBe(0);
   });
 
+  it('names the flag a refused value came in, not the API field it becomes (decision 589)', async () => {
+    const org = await seed(env);
+    const user = ['--app-id', org.app_id, '--external-user-id', 'flag-named'];
+    for (const [args, code, message] of [
+      [
+        ['credits', 'grant', ...user, '--amount', '0'],
+        'gw_invalid_request',
+        '--amount: must be greater than zero',
+      ],
+      [
+        ['credits', 'grant', ...user, '--amount', '1', '--expires-at', '2001-01-01T00:00:00Z'],
+        'gw_invalid_request',
+        '--expires-at: must be in the future',
+      ],
+      [
+        ['service-key', 'create', '--org-id', org.org_id, '--scopes', 'everything'],
+        'gw_invalid_request',
+        '--scopes: unknown scopes everything (known: product_users:read, product_users:write)',
+      ],
+    ] as const) {
+      const refused = await runCli([...args], env);
+      expect(refused.code, args.join(' ')).toBe(2);
+      expect(stderrError(refused.stderr), args.join(' ')).toEqual({ error: { code, message } });
+    }
+  });
+
   it('gw webhook add without CREDENTIALS_MASTER_KEY says this command needs it, and adds nothing', async () => {
     const org = await seed(env);
     const { CREDENTIALS_MASTER_KEY: _unset, ...withoutKey } = env;

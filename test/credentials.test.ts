@@ -363,6 +363,16 @@ describe('gw credentials warnings', () => {
       [owner.app_connection_id],
       [],
     ]);
+    // a policy refused is named by its flag, not the API's field (decision 589); nothing written
+    const refused = await runCli(
+      ['credentials', 'update', '--id', plain.id, '--model-policy', 'vendor_a/*'],
+      env,
+    );
+    expect(refused.code).toBe(2);
+    expect(JSON.parse(refused.stderr).error.message).toMatch(
+      /^--model-policy: "vendor_a\/\*" names another provider/,
+    );
+    expect(await storedPolicy(plain.id)).toEqual(['vendor_b/*']);
   });
 
   it('a credential left granted to no connection is warned of by add, grant, revoke-grant, update, disable and enable', async () => {

@@ -209,7 +209,9 @@ describe('a credit change whose Redis step failed, retried', () => {
       [grantId],
     );
     // Sent again: answered as revoked already (409 on the dashboard), and applied in Redis.
-    expect(await management.revokeGrant(grantId, { userId: 'usr_admin' }, orgId)).toBeUndefined();
+    expect(await management.revokeGrant(grantId, { userId: 'usr_admin' }, orgId)).toMatchObject({
+      code: 'gw_conflict',
+    });
     expect(
       await store.reserve({ requestId: newRequestId(), accounts, amountNano: 1n }),
     ).toMatchObject({ kind: 'allowance_short', creditsNano: 0n });

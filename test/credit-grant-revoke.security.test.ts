@@ -68,7 +68,9 @@ describe('revoking a credit grant', () => {
     const other = await grantedUser('other');
     const member = { userId: 'usr_member_of_other' };
 
-    expect(await management.revokeGrant(owner.grantId, member, other.orgId)).toBeUndefined();
+    expect(await management.revokeGrant(owner.grantId, member, other.orgId)).toMatchObject({
+      code: 'gw_not_found',
+    });
     expect(await grantState(owner.orgId, owner.userId, owner.grantId)).toEqual({
       status: 'active',
       live: true,
@@ -93,6 +95,9 @@ describe('revoking a credit grant', () => {
       live: false,
       audit: [{ org_id: owner.orgId, user_id: 'cli', action: 'credit_grant.revoke' }],
     });
-    expect(await management.revokeGrant(owner.grantId, { userId: 'cli' }, null)).toBeUndefined();
+    expect(await management.revokeGrant(owner.grantId, { userId: 'cli' }, null)).toMatchObject({
+      code: 'gw_conflict',
+      message: 'this credit grant is already revoked',
+    });
   });
 });

@@ -9,7 +9,7 @@ import { isolatedContext } from './support/context.js';
 import { whileRefusing } from './support/refusing-trigger.js';
 import { createMember, signInTo, uniqueEmail } from './support/dashboard.js';
 import { bearer, getJson, postJson, type JsonResponse, type ErrorBody } from './support/http.js';
-import { responseSchema, schemaProblems } from './support/openapi-check.js';
+import { resolveRef, responseSchema, schemaProblems } from './support/openapi-check.js';
 import {
   runCli,
   runCliJson,
@@ -44,6 +44,14 @@ interface CapState {
     updated_at: string;
   } | null;
   connection?: { credit_mode: string; overrun_policy: string; requires_product_user: boolean };
+  effective?: {
+    source: string;
+    cap_rule_id: string;
+    app_connection_id: string | null;
+    amount: string;
+    currency: string;
+    period: string;
+  } | null;
 }
 
 const emails = {
@@ -72,6 +80,12 @@ async function productUser(org: SeededOrg, externalUserId: string): Promise<stri
   });
   const body = (await response.json()) as { product_end_user_id: string };
   return body.product_end_user_id;
+}
+
+/** The properties of a response schema, through its $ref. */
+function resolvedProperties(document: unknown, schema: Record<string, unknown>) {
+  const resolved = typeof schema.$ref === 'string' ? resolveRef(document, schema.$ref) : schema;
+  return (resolved.properties ?? {}) as Record<string, unknown>;
 }
 
 async function auditActions(objectId: string): Promise<{ action: string; user_id: string }[]> {
@@ -377,6 +391,101 @@ describe('an app-connection cap and its per-user default', () => {
   });
 });
 
+describe("a product user capped by their connection's per-user default", () => {
+  it('reads the default as `effective` (cap: null is their own), from the API and gw cap show; another org gets 404', async () => {
+    const org = await seed(env, ['--wallet', '100.00']);
+    const email = uniqueEmail('effective-cap');
+    await createMember(env, email, org.org_id, 'admin');
+    const admin = await signInTo(gateways[0]!, email);
+    const connection = await runCliJson<CapState>(
+      [
+        ...['cap', 'set', '--scope', 'app_connection'],
+        ...['--app-connection-id', org.app_connection_id, '--amount', 'none'],
+        ...['--per-user-amount', '1.00'],
+      ],
+      env,
+    );
+    // The user's requests attribute them to the connection whose default caps them.
+    expect((await infer(gateways[0]!, org.api_key, 'defaulted-user')).status).toBe(200);
+    const userId = await productUser(org, 'defaulted-user');
+    const path = `/dashboard/api/product-users/${userId}/cap`;
+    const byDefault = {
+      source: 'app_connection_per_user_default',
+      cap_rule_id: connection.cap!.cap_rule_id,
+      app_connection_id: org.app_connection_id,
+      amount: '1.000000000000',
+      currency: 'USD',
+      period: 'monthly',
+    };
+
+    const read = await admin.get<CapState>(path);
+    expect(read.status).toBe(200);
+    expect(read.body).toEqual({
+      scope: 'product_user',
+      org_id: org.org_id,
+      app_connection_id: null,
+      product_end_user_id: userId,
+      cap: null,
+      effective: byDefault,
+    });
+    // The profile names the same cap.
+    const profile = await admin.get<{ cap: { amount: string; cap_rule_id: string } }>(
+      `/dashboard/api/product-users/${userId}`,
+    );
+    expect(profile.body.cap).toMatchObject({
+      amount: byDefault.amount,
+      cap_rule_id: byDefault.cap_rule_id,
+    });
+    // The route's declared schema (and so /openapi.json) has the field.
+    const document = (await getJson(`${gateways[0]!.url}/openapi.json`)).body;
+    const declared = responseSchema(
+      document,
+      '/dashboard/api/product-users/{product_end_user_id}/cap',
+      'get',
+      200,
+    );
+    expect(schemaProblems(document, declared, read.body)).toEqual([]);
+    // Named there with its fields, not only let through.
+    const effectiveSchema = JSON.stringify(resolvedProperties(document, declared).effective);
+    expect(effectiveSchema).toContain('app_connection_per_user_default');
+    const user = ['--scope', 'product_user', '--app-id', org.app_id];
+    const shown = await runCliJson<CapState>(
+      ['cap', 'show', ...user, '--external-user-id', 'defaulted-user'],
+      env,
+    );
+    expect(shown).toEqual(read.body);
+
+    // A cap of their own is what caps them then; cleared, the default again.
+    const own = await admin.request<CapState>('PUT', path, { amount: '3' });
+    expect(own.body.effective).toEqual({
+      source: 'product_user',
+      cap_rule_id: own.body.cap!.cap_rule_id,
+      app_connection_id: null,
+      amount: '3.000000000000',
+      currency: 'USD',
+      period: 'monthly',
+    });
+    const cleared = await admin.request<CapState>('DELETE', path);
+    expect(cleared.body).toMatchObject({ cap: null, effective: byDefault });
+    // Without the default, nothing caps them.
+    await runCliJson(
+      ['cap', 'clear', '--scope', 'app_connection', '--app-connection-id', org.app_connection_id],
+      env,
+    );
+    expect((await admin.get<CapState>(path)).body).toMatchObject({ cap: null, effective: null });
+
+    // An admin of another organization: 404, as for any of its objects.
+    const stranger = uniqueEmail('effective-stranger');
+    const otherOrg = await seed(env);
+    await createMember(env, stranger, otherOrg.org_id, 'admin');
+    const outsider = await signInTo(gateways[0]!, stranger);
+    const refused = await outsider.get<ErrorBody>(path);
+    expect(refused.status).toBe(404);
+    expect(refused.body.error.code).toBe('gw_not_found');
+    expect(JSON.stringify(refused.body)).not.toContain('1.000000000000');
+  });
+});
+
 describe('who may change caps', () => {
   it('a viewer and a member read but cannot set or clear (403 gw_role_forbidden); writes need CSRF and Origin; nothing changes', async () => {
     const path = `/dashboard/api/orgs/${tenant.org_id}/cap`;
@@ -526,11 +635,30 @@ describe('a setting changed alone keeps the amount (decision 315)', () => {
       { amount: '3.500000000000', credit_mode: 'track_only', overrun_policy: 'reject' },
     ]);
 
+    // Nothing to set: the flags the scope's cap set takes are named, and what removes a cap.
     const nothing = await runCli(user('capped'), env);
     expect(nothing.code).toBe(2);
     expect(JSON.parse(nothing.stderr).error).toEqual({
       code: 'gw_invalid_request',
-      message: '--amount is required: nothing else is set',
+      message:
+        'cap set: give --amount, --credit-mode or --overrun-policy (gw cap clear removes the cap)',
+    });
+    const nothingOnConnection = await runCli(
+      ['cap', 'set', '--scope', 'app_connection', '--app-connection-id', org.app_connection_id],
+      env,
+    );
+    expect(JSON.parse(nothingOnConnection.stderr).error).toEqual({
+      code: 'gw_invalid_request',
+      message:
+        'cap set: give --amount, --per-user-amount, --credit-mode, --overrun-policy or --requires-product-user (gw cap clear removes the cap)',
+    });
+    const nothingOnOrg = await runCli(
+      ['cap', 'set', '--scope', 'org', '--org-id', org.org_id],
+      env,
+    );
+    expect(JSON.parse(nothingOnOrg.stderr).error).toEqual({
+      code: 'gw_invalid_request',
+      message: 'cap set: give --amount (gw cap clear removes the cap)',
     });
     const uncapped = await runCli([...user('uncapped'), '--credit-mode', 'track_only'], env);
     expect(uncapped.code).toBe(2);

@@ -262,6 +262,12 @@ describe('amounts are checked before anything asks to confirm them', () => {
 
 describe('what the pages show', () => {
   it('finds a product user’s cap by external id, and shows the product user’s id with a copy button', async () => {
+    // carol-42's connection without a cap (an earlier test may have left one), put back after
+    const connectionCapPath = `/dashboard/api/connections/${org.app_connection_id}/cap`;
+    const before = await api.get<{
+      cap: { amount: string | null; per_user_amount: string | null } | null;
+    }>(connectionCapPath);
+    expect((await api.request('DELETE', connectionCapPath)).status).toBe(200);
     const { page, close } = await openWindow(browser);
     await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], {
       origin: gateway.url,
@@ -276,6 +282,27 @@ describe('what the pages show', () => {
     await section.getByRole('button', { name: 'carol-42' }).click();
     await section.getByText('This product user has no cap.').waitFor();
     await screenshot(page, 'safeguards-05-caps-find-user');
+    // Capped only by their connection's per-user default: said so, not "no cap" (decision 587).
+    const perUser = await api.request('PUT', connectionCapPath, {
+      amount: null,
+      per_user_amount: '1',
+    });
+    expect(perUser.status).toBe(200);
+    await page.reload();
+    await field.fill('carol');
+    await section.getByRole('button', { name: 'Find' }).click();
+    await section.getByRole('button', { name: 'carol-42' }).click();
+    await section
+      .getByText(/has no cap of their own: their connection’s per-user default caps them at/)
+      .waitFor();
+    expect(await section.textContent()).toContain('1.00 USD a month');
+    const restored = before.body.cap
+      ? await api.request('PUT', connectionCapPath, {
+          amount: before.body.cap.amount,
+          per_user_amount: before.body.cap.per_user_amount,
+        })
+      : await api.request('DELETE', connectionCapPath);
+    expect(restored.status).toBe(200);
 
     const { rows } = await db.query<{ id: string }>(
       "SELECT id FROM product_users WHERE org_id = $1 AND external_user_id = 'carol-42'",

@@ -391,7 +391,9 @@ class Run {
     const active = this.model.grants.filter((grant) => !grant.revoked);
     if (active.length === 0) return;
     const grant = active[pick % active.length]!;
-    expect(await management.revokeGrant(grant.id, CLI_ACTOR, this.orgId)).toBeDefined();
+    expect(await management.revokeGrant(grant.id, CLI_ACTOR, this.orgId)).toMatchObject({
+      status: 'revoked',
+    });
     this.model.revoke(grant.id, this.heldBy(grant.user, inFlight));
     tally.count(grant.keptNano > 0n ? 'revoked in flight' : 'revoked');
   }

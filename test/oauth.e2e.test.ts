@@ -198,7 +198,7 @@ describe('gw oauth-client create', () => {
       expect(result.code, name).toBe(2);
       const { error } = JSON.parse(result.stderr) as { error: { code: string; message: string } };
       expect(error.code).toBe('gw_invalid_request');
-      expect(error.message).toMatch(/^name: must not contain (control|bidirectional)/);
+      expect(error.message).toMatch(/^--name: must not contain (control|bidirectional)/);
     }
     const after = await db.query('SELECT id FROM oauth_clients WHERE app_id = $1', [maker.app_id]);
     expect(after.rows).toEqual(before.rows);
@@ -244,9 +244,31 @@ describe('gw oauth-client create', () => {
       expect(result.code, uri).toBe(2);
       expect((JSON.parse(result.stderr) as ErrorBody).error).toEqual({
         code: 'gw_invalid_request',
-        message: `redirect_uris.0: must not carry ${name} in its query: the authorization response adds its own ${name}, and a response parameter is sent once (RFC 6749 section 3.1, RFC 9207)`,
+        message: `--redirect-uri #1: must not carry ${name} in its query: the authorization response adds its own ${name}, and a response parameter is sent once (RFC 6749 section 3.1, RFC 9207)`,
       });
     }
+    // Errors name the flag the user typed (decision 589): which --redirect-uri, counting from 1.
+    const second = await runCli(
+      [
+        ...['oauth-client', 'create', '--app-id', maker.app_id, '--name', 'x'],
+        ...['--redirect-uri', 'https://app.example.com/cb'],
+        ...['--redirect-uri', 'https://app.example.com/cb#frag'],
+      ],
+      env,
+    );
+    expect((JSON.parse(second.stderr) as ErrorBody).error.message).toMatch(/^--redirect-uri #2: /);
+    const twice = await runCli(
+      [
+        ...['oauth-client', 'create', '--app-id', maker.app_id, '--name', 'x'],
+        ...['--redirect-uri', 'https://app.example.com/cb'],
+        ...['--redirect-uri', 'https://app.example.com/cb'],
+      ],
+      env,
+    );
+    expect((JSON.parse(twice.stderr) as ErrorBody).error).toEqual({
+      code: 'gw_invalid_request',
+      message: '--redirect-uri: each URI once',
+    });
   });
 
   it('sends nothing to such a URI registered before the rule: refused on the gateway’s page', async () => {

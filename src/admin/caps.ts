@@ -13,6 +13,7 @@ import { newId } from '../ids.js';
 import {
   assertAmountInRange,
   formatNano,
+  formatNumeric,
   nanoToNumeric,
   numericToNano,
   plainAmount,
@@ -71,6 +72,13 @@ export class CapAmountRequiredError extends CapTargetError {
   }
 }
 
+/** A cap set that sets nothing: each caller names what its scope's cap set takes. */
+export class CapNothingToSetError extends CapAmountRequiredError {
+  constructor() {
+    super('nothing else is set');
+  }
+}
+
 /** A target and its active cap (null: none). A connection's also carries its settings. */
 export interface CapState {
   scope: CapScope;
@@ -83,6 +91,23 @@ export interface CapState {
     overrun_policy: OverrunPolicy;
     requires_product_user: boolean;
   };
+  /**
+   * On a product user: the cap that caps them (null: none), their own or else the per-user
+   * default of the connection they last used, as admission and the profile apply it
+   * (userAllowancePolicy). `cap` is only their own: null there is not "not capped" (decision 587).
+   */
+  effective?: EffectiveCap | null;
+}
+
+/** The cap that governs a product user, and where it comes from. */
+export interface EffectiveCap {
+  source: 'product_user' | 'app_connection_per_user_default';
+  cap_rule_id: string;
+  /** The connection whose per-user default it is (null: the user's own cap). */
+  app_connection_id: string | null;
+  amount: string;
+  currency: string;
+  period: string;
 }
 
 /** What goes with a cap change: every instance's caches, and the marks a cap set has passed. */
@@ -347,7 +372,7 @@ export function checkCapSettings(scope: CapScope, settings: CapSettings): void {
     settings.overrunPolicy === undefined &&
     settings.requiresProductUser === undefined
   ) {
-    throw new CapAmountRequiredError('nothing else is set');
+    throw new CapNothingToSetError();
   }
   if (typeof settings.amountNano === 'bigint') assertAmountInRange(settings.amountNano, 'the cap');
   if (typeof settings.perUserAmountNano === 'bigint') {
@@ -384,6 +409,18 @@ async function capState(
     product_end_user_id: target.scope === 'product_user' ? target.productUserId : null,
     cap: rule ? ruleView(rule) : null,
   };
+  if (target.scope === 'product_user') {
+    state.effective = state.cap
+      ? {
+          source: 'product_user',
+          cap_rule_id: state.cap.cap_rule_id,
+          app_connection_id: null,
+          amount: state.cap.amount!,
+          currency: state.cap.currency,
+          period: state.cap.period,
+        }
+      : await perUserDefault(client, target.productUserId);
+  }
   if (target.scope === 'app_connection') {
     const { rows } = await client.query<NonNullable<CapState['connection']>>(
       'SELECT credit_mode, overrun_policy, requires_product_user FROM app_connections WHERE id = $1',
@@ -444,23 +481,50 @@ function givenOrStored(
 const scopeNoun = (target: Pick<CapTarget, 'scope'>): string => target.scope.replace('_', ' ');
 
 /**
+ * The per-user default of the connection the product user last used, which caps a user
+ * without a cap of their own (null: none).
+ */
+async function perUserDefault(
+  client: Pick<DbPool, 'query'>,
+  productUserId: string,
+): Promise<EffectiveCap | null> {
+  const { rows } = await client.query<{
+    id: string;
+    app_connection_id: string;
+    per_user_amount: string;
+    currency: string;
+    period: string;
+  }>(
+    `SELECT r.id, r.app_connection_id, r.per_user_amount::text, r.currency, r.period
+       FROM product_users u
+       JOIN cap_rules r ON r.scope = 'app_connection' AND r.status = 'active'
+                       AND r.app_connection_id = u.last_app_connection_id
+      WHERE u.id = $1 AND r.per_user_amount IS NOT NULL`,
+    [productUserId],
+  );
+  const rule = rows[0];
+  if (!rule) return null;
+  return {
+    source: 'app_connection_per_user_default',
+    cap_rule_id: rule.id,
+    app_connection_id: rule.app_connection_id,
+    amount: formatNumeric(rule.per_user_amount),
+    currency: rule.currency.trim(),
+    period: rule.period,
+  };
+}
+
+/**
  * Why a cap set needs an amount: the target has no cap of its own. A product user may still
  * be capped by the per-user default of the connection they last used: said, so "no cap" is not
  * read as "not capped" (changing that default is a connection cap's --per-user-amount).
  */
 async function noCapYet(client: Pick<DbPool, 'query'>, target: CapTarget): Promise<string> {
   if (target.scope !== 'product_user') return `the ${scopeNoun(target)} has no cap yet`;
-  const { rows } = await client.query<{ per_user_amount: string; currency: string }>(
-    `SELECT r.per_user_amount::text, r.currency FROM product_users u
-       JOIN cap_rules r ON r.scope = 'app_connection' AND r.status = 'active'
-                       AND r.app_connection_id = u.last_app_connection_id
-      WHERE u.id = $1 AND r.per_user_amount IS NOT NULL`,
-    [target.productUserId],
-  );
-  const fallback = rows[0];
+  const fallback = await perUserDefault(client, target.productUserId);
   if (!fallback) return 'the product user has no cap of their own yet';
-  const amount = plainAmount(numericToNano(fallback.per_user_amount));
-  return `the product user has no cap of their own yet, only their connection's per-user default (${amount} ${fallback.currency.trim()} a month)`;
+  const amount = plainAmount(numericToNano(fallback.amount));
+  return `the product user has no cap of their own yet, only their connection's per-user default (${amount} ${fallback.currency} a month)`;
 }
 
 function missing(target: CapTarget): CapTargetError {

@@ -72,6 +72,7 @@ export async function apiKeyCommand(context: CliContext, argv: string[]): Promis
           productUserRequestsPerMinute: limits.productUserRequestsPerMinute ?? null,
         },
       }),
+      { model_policy: 'model_policy' },
     );
     printJson({ ...apiKeyView(row), key: rawKey, warnings });
     return;

@@ -3,6 +3,7 @@
 import {
   CapAmountRequiredError,
   capInvalidation,
+  CapNothingToSetError,
   CapTargetError,
   checkCapSettings,
   clearCapAs,
@@ -32,6 +33,23 @@ gw cap set --scope product_user --app-id A --external-user-id U [--amount 1.00]
   cap not above what the target spent this period refuses every request under it.
 gw cap show|clear --scope … (the same target flags)
   Prints the target's active cap (null: none) / removes it.`;
+
+/** What `gw cap set` can set at each scope: one of them at least (the help's usage lines). */
+const SET_FLAGS: Readonly<Record<CapTarget['scope'], readonly string[]>> = {
+  org: ['--amount'],
+  app_connection: [
+    '--amount',
+    '--per-user-amount',
+    '--credit-mode',
+    '--overrun-policy',
+    '--requires-product-user',
+  ],
+  product_user: ['--amount', '--credit-mode', '--overrun-policy'],
+};
+
+/** `a`, `a or b`, `a, b or c`. */
+const orList = (items: readonly string[]): string =>
+  items.length < 2 ? (items[0] ?? '') : `${items.slice(0, -1).join(', ')} or ${items.at(-1)}`;
 
 const CREDIT_MODES = ['enforce', 'track_only', 'disabled'] as const;
 const OVERRUN_POLICIES = ['limit_output', 'reject'] as const;
@@ -117,6 +135,11 @@ export async function capCommand(context: CliContext, argv: string[]): Promise<v
     }
     printJson(await setCapAs(context.db, invalidation, CLI_ACTOR, target, settings!));
   } catch (error) {
+    if (error instanceof CapNothingToSetError && scope) {
+      throw new UsageError(
+        `cap set: give ${orList(SET_FLAGS[scope])} (gw cap clear removes the cap)`,
+      );
+    }
     if (error instanceof CapAmountRequiredError)
       throw new UsageError(`--amount is required: ${error.reason}`);
     if (error instanceof CapTargetError)

@@ -28,6 +28,7 @@ import {
   printJson,
   requireFlag,
   UsageError,
+  withFlagNames,
 } from './output.js';
 
 export const credentialsHelp = `gw credentials add --org-id O --provider ${PROVIDER_IDS.join('|')} --name N --secret-stdin
@@ -102,9 +103,14 @@ export async function credentialsCommand(context: CliContext, argv: string[]): P
     }
     printJson(result);
   } catch (error) {
-    // The dashboard API's code for each refusal (README: the CLI prints the HTTP codes).
-    if (error instanceof CredentialError)
-      throw new UsageError(error.message, CREDENTIAL_ERROR_CODES[error.kind]);
+    // The dashboard API's code for each refusal (README: the CLI prints the HTTP codes), the
+    // field it names as the flag (decision 589).
+    if (error instanceof CredentialError) {
+      throw new UsageError(
+        withFlagNames(error.message, { model_policy: 'model_policy' }),
+        CREDENTIAL_ERROR_CODES[error.kind],
+      );
+    }
     if (error instanceof SecretBoxError) throw new UsageError(error.message);
     throw error;
   } finally {

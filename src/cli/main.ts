@@ -14,7 +14,7 @@ import { migrateCommand, migrateHelp } from './migrate.js';
 import { mockVendorsCommand, mockVendorsHelp } from './mock-vendors.js';
 import { oauthClientCommand, oauthClientHelp } from './oauth-client.js';
 import { cliIo } from './io.js';
-import { UsageError } from './output.js';
+import { flagName, UsageError } from './output.js';
 import { creditsCommand, productUserCommand, productUserHelp } from './product-user.js';
 import { reconcileCommand, reconcileHelp } from './reconcile.js';
 import { seedCommand, seedHelp } from './seed.js';
@@ -115,10 +115,7 @@ export async function runCli(argv: string[]): Promise<number> {
 function flagIssues(error: z.ZodError): string {
   return error.issues
     .map((issue) => {
-      const flag = `--${issuePath(issue, 'options')
-        .replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)
-        .replaceAll('_', '-')}`;
-      return `${flag}: ${describeIssue(issue)}`;
+      return `${flagName(issuePath(issue, 'options'))}: ${describeIssue(issue)}`;
     })
     .join('; ');
 }

@@ -60,6 +60,7 @@ export async function oauthClientCommand(context: CliContext, argv: string[]): P
         redirectUris,
         public: values.public === true,
       }),
+      { name: 'name', redirect_uris: 'redirect_uri' },
     );
     printJson({
       ...oauthClientView(created.row),

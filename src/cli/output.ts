@@ -18,10 +18,39 @@ export class UsageError extends Error {
   }
 }
 
-/** A service's answer, or its refusal as the command's error. */
-export function orUsageError<T>(result: T | GwError): T {
-  if (isGwError(result)) throw new UsageError(result.message, result.code);
+/**
+ * A field or option name as the flag a user types: `model_policy` or `latencyMs` becomes
+ * `--model-policy`, `--latency-ms`. The one spelling of the CLI's errors that name a flag.
+ */
+export function flagName(field: string): string {
+  return `--${field.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`).replaceAll('_', '-')}`;
+}
+
+/**
+ * A service's answer, or its refusal as the command's error. A refusal that starts with an API
+ * field of `fieldFlags` (`model_policy: …`, `redirect_uris.1: …`) names the command's flag
+ * instead: `fieldFlags` maps the field to the flag (`{ redirect_uris: 'redirect_uri' }`, spelt
+ * by flagName), and an item of a repeated flag is counted from 1 (`--redirect-uri #2: …`).
+ */
+export function orUsageError<T>(
+  result: T | GwError,
+  fieldFlags: Readonly<Record<string, string>> = {},
+): T {
+  if (isGwError(result))
+    throw new UsageError(withFlagNames(result.message, fieldFlags), result.code);
   return result;
+}
+
+/** A refusal's message with its leading API field of `fieldFlags` named as the flag (above). */
+export function withFlagNames(
+  message: string,
+  fieldFlags: Readonly<Record<string, string>>,
+): string {
+  const field = /^([a-z_]+)(?:\.(\d+))?: /.exec(message);
+  const flag = field && Object.hasOwn(fieldFlags, field[1]!) ? fieldFlags[field[1]!] : undefined;
+  if (!field || flag === undefined) return message;
+  const item = field[2] === undefined ? '' : ` #${Number(field[2]) + 1}`;
+  return `${flagName(flag)}${item}: ${message.slice(field[0].length)}`;
 }
 
 /** The credential master keys of the configuration; a bad one is the command's error. */

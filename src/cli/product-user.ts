@@ -1,10 +1,9 @@
 // gw product-user block|unblock and gw credits grant|revoke: the service the dashboard uses
 // audits each as done by the CLI, as it audits the dashboard's as done by the member.
-import { isGwError } from '../errors.js';
 import { creditGrantRequest } from '../product-users/grant-request.js';
 import { productUserById } from '../product-users/search.js';
 import { CLI_ACTOR, ensureProductUser, type CliContext } from './context.js';
-import { parseFlags, printJson, requireFlag, UsageError } from './output.js';
+import { orUsageError, parseFlags, printJson, requireFlag, UsageError } from './output.js';
 
 export const productUserHelp = `gw product-user block|unblock --app-id A --external-user-id U
   A blocked user's requests are refused (gw_product_user_blocked) whatever their balance.
@@ -67,8 +66,10 @@ export async function creditsCommand(context: CliContext, argv: string[]): Promi
       { amount, currency: values.currency, expires_at: expiresAtFlag, reason: values.reason },
       {},
     );
-    if (isGwError(request)) throw new UsageError(request.message, request.code);
-    const { amountNano, expiresAt, reason } = request;
+    const { amountNano, expiresAt, reason } = orUsageError(request, {
+      amount: 'amount',
+      expires_at: 'expires_at',
+    });
     const user = await ensureProductUser(context, appId, externalUserId);
     const granted = await context.productUsers.grantCredits(
       {
@@ -91,8 +92,8 @@ export async function creditsCommand(context: CliContext, argv: string[]): Promi
   if (action === 'revoke') {
     const grantId = requireFlag(values['grant-id'], 'grant-id');
     // The operator may revoke a grant of any organization.
-    const grant = await context.productUsers.revokeGrant(grantId, CLI_ACTOR, null);
-    if (!grant) throw new UsageError(`no active grant ${grantId}`, 'gw_not_found');
+    // Refused as the dashboard refuses it (409 gw_conflict revoked already): one message.
+    const grant = orUsageError(await context.productUsers.revokeGrant(grantId, CLI_ACTOR, null));
     printJson(await grantWithCredits(context, grant));
     return;
   }

@@ -48,6 +48,7 @@ export async function serviceKeyCommand(context: CliContext, argv: string[]): Pr
         ...(scopes && { scopes }),
         expiresAt,
       }),
+      { scopes: 'scopes' },
     );
     printJson({ ...serviceKeyView(row), key: rawKey });
     return;

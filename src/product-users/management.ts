@@ -7,6 +7,7 @@ import type { InvalidationPublisher } from '../cache/invalidation.js';
 import type { RedisClient } from '../redis/connect.js';
 import { recordAudit, type Actor } from '../audit/audit.js';
 import { withTransaction, type DbClient, type DbPool } from '../db/pool.js';
+import { gwError, type GwError } from '../errors.js';
 import { newId } from '../ids.js';
 import { monthlyPeriod } from '../periods.js';
 import {
@@ -377,14 +378,16 @@ export class ProductUserManagement {
    * Revokes a grant: what is left of it can no longer be spent by a new request. What the
    * user's requests in flight hold stays on it until they settle, for what the base allowance
    * and the live credits cannot pay (docs/charging.md, "Credits revoked in flight").
-   * Undefined when there is no active grant `grantId` in the organization `orgId` (null: in
-   * any organization, for the operator's CLI); else audited as `credit_grant.revoke`.
+   * Audited as `credit_grant.revoke`. A refusal when there is no active grant `grantId` in
+   * the organization `orgId` (null: in any organization, for the operator's CLI): 409
+   * `gw_conflict` revoked already, 404 `gw_not_found` no such grant there; the dashboard and
+   * the CLI answer it as it is (decision 588).
    */
   async revokeGrant(
     grantId: string,
     actor: Actor,
     orgId: string | null,
-  ): Promise<CreditGrant | undefined> {
+  ): Promise<CreditGrant | GwError> {
     const rows = await withTransaction(this.db, async (client) => {
       const result = await client.query<GrantRow & { allowance_starts_at: Date | null }>(
         `UPDATE credit_grants g SET status = 'revoked', revoked_at = now()
@@ -427,8 +430,9 @@ export class ProductUserManagement {
           WHERE g.id = $1 AND g.status = 'revoked' AND ($2::text IS NULL OR g.org_id = $2)`,
         [grantId, orgId],
       );
-      if (earlier[0]) await this.removeLive(earlier[0]);
-      return undefined;
+      if (!earlier[0]) return gwError('gw_not_found', `no credit grant ${grantId}`);
+      await this.removeLive(earlier[0]);
+      return gwError('gw_conflict', 'this credit grant is already revoked');
     }
     const { allowance_starts_at: _anchor, ...grant } = row;
     return grantFromRow(grant);

@@ -2,7 +2,7 @@
 // grant can no longer be spent. The same service as `gw credits revoke` takes the grant's
 // remaining credits out of the live balance, so the profile and inference see it at once.
 import type { DbPool } from '../../../db/pool.js';
-import { gwError } from '../../../errors.js';
+import { isGwError } from '../../../errors.js';
 import { productUserById } from '../../../product-users/search.js';
 import { declareRoute } from '../../framework/declaration.js';
 import type { ProductUserRouteDeps } from '../../product-users/lookup.js';
@@ -25,9 +25,8 @@ export const revokeCreditGrantRoute = declareRoute({
       caller.actor,
       caller.org.id,
     );
-    if (!grant) {
-      return gwError('gw_conflict', 'this credit grant is already revoked');
-    }
+    // Revoked already (409), in the words `gw credits revoke` uses too.
+    if (isGwError(grant)) return grant;
     const user = (await productUserById(deps.db, grant.product_end_user_id))!;
     return deps.productUsers.profiles.withCredits(user, grant);
   },

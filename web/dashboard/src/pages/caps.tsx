@@ -53,6 +53,18 @@ function useCurrentAmount(state: CapState | null): [string, (amount: string) => 
 
 function CapSummary({ state, what }: { state: CapState; what: string }) {
   const cap = state.cap;
+  // A product user without a cap of their own may be capped by their connection's per-user
+  // default: "no cap" would read as "not capped" (decision 587).
+  const byDefault =
+    state.effective?.source === 'app_connection_per_user_default' ? state.effective : null;
+  if ((!cap || cap.amount === null) && byDefault) {
+    return (
+      <p>
+        {what} has no cap of their own: their connection’s per-user default caps them at{' '}
+        <Money value={byDefault.amount} currency={byDefault.currency} /> a month.
+      </p>
+    );
+  }
   if (!cap || cap.amount === null) return <Empty>{what} has no cap.</Empty>;
   return (
     <p>
