@@ -322,6 +322,97 @@ describe('the sweep', () => {
   });
 });
 
+describe('a long sweep', () => {
+  // Keys of their own, as above.
+  const keys = createRedisKeys(`${prefix}:long`);
+  const logger = pino({ level: 'silent' });
+  const draftOf = (requestId: string, orgId: string, instance: string, lapsesAtMs: number) =>
+    `\n${encodeDraft({
+      instance,
+      lapsesAtMs,
+      record: lostRecord(orgId, { requestId, createdAt: new Date(lapsesAtMs - 2000) }),
+      accounts: {
+        orgId,
+        appConnectionId: 'conn_1',
+        orgCap: null,
+        connectionCap: null,
+        user: null,
+      },
+    })}`;
+
+  it("holds back neither the instance's own heartbeat nor lets another instance take it for dead", async () => {
+    // A scan that runs long (many orgs' in-flight hashes, a slow Redis): here the settle of the
+    // first lost request it finds waits until the test lets it go. Meanwhile the scanning
+    // instance must go on beating: past INSTANCE_DEAD_AFTER_MS of silence the others would take
+    // it for dead and record its own lapsed requests `gateway_lost`, nothing charged.
+    const orgId = `org_long_${randomUUID().slice(0, 8)}`;
+    await redis.sadd(keys.usageStreamRegistry(), keys.usageStream(orgId));
+    const now = Date.now();
+    await redis.zadd(keys.instances(), now - 5000, 'vanished');
+    await redis.hset(keys.inFlight(orgId), {
+      req_vanished: draftOf('req_vanished', orgId, 'vanished', now - 1),
+      // Its holds lapsed (their renewals failed while Redis was out of reach, decision 581),
+      // and its instance is alive: its own settle will charge it.
+      req_scanner: draftOf('req_scanner', orgId, 'scanner', now - 1),
+    });
+    let release: (() => void) | undefined;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const slowSettles: string[] = [];
+    const slow: Pick<BudgetStore, 'settle'> = {
+      async settle(lost) {
+        slowSettles.push(lost.requestId);
+        await released;
+        return 'settled';
+      },
+    };
+    const scanner = new LostRequestRecovery(redis, keys, slow, logger, {
+      instanceId: 'scanner',
+      deadAfterMs: 600,
+    });
+    await scanner.start();
+    try {
+      // Once its beats have gone through for the bound it sweeps, and its scan stops there.
+      await eventually(async () => (slowSettles.length > 0 ? true : undefined), 10_000);
+      expect(slowSettles).toEqual(['req_vanished']);
+      const scanningSinceMs = Date.now();
+      await new Promise((resolve) => setTimeout(resolve, 1200)); // twice the bound
+      // Its heartbeat kept moving while the scan waited.
+      expect(Number(await redis.zscore(keys.instances(), 'scanner'))).toBeGreaterThan(
+        scanningSinceMs + 600,
+      );
+      // Another instance sweeps (the scan's lock lives max(bound, 10 s): a scan may outlast
+      // it; deleted here rather than waited for). It takes the vanished instance for dead, not
+      // the scanning one.
+      await redis.del(keys.instanceSweep());
+      const otherSettles: string[] = [];
+      const other = new LostRequestRecovery(
+        redis,
+        keys,
+        {
+          settle(lost) {
+            otherSettles.push(lost.requestId);
+            return Promise.resolve('settled');
+          },
+        },
+        logger,
+        { instanceId: 'other', deadAfterMs: 600 },
+      );
+      const at = Date.now();
+      for (let beatAtMs = at - 700; beatAtMs < at; beatAtMs += 100) await other.beat(beatAtMs);
+      await other.beat(at);
+      expect(await other.sweep(at)).toEqual({ settled: 1, waiting: 0 });
+      expect(otherSettles).toEqual(['req_vanished']);
+      expect(await redis.zscore(keys.instances(), 'scanner')).not.toBeNull();
+    } finally {
+      release!();
+      await scanner.stop(true);
+    }
+    // Stopped, it beats no more and has left the set.
+    expect(await redis.zscore(keys.instances(), 'scanner')).toBeNull();
+    expect(slowSettles).toEqual(['req_vanished']);
+  }, 30_000);
+});
+
 describe('a draft follows its request', () => {
   it('names the credential serving it through every failover, and leaves with the settle', async () => {
     const { budget: store } = createMoneyLayer({

@@ -9,6 +9,8 @@
 // A heartbeat is only judged over time the judge could beat itself: after a Redis outage every
 // heartbeat is stale (nobody could write one), so an instance takes others for dead only once
 // its own beats have gone through, without a gap, for INSTANCE_DEAD_AFTER_MS (decision 585).
+// The beats run on a timer of their own: a sweep, however long its scan, never holds one back
+// (decision 590).
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../log.js';
 import type { RedisClient } from '../redis/connect.js';
@@ -36,7 +38,10 @@ export interface LostRequestSweep {
 const SCAN_COUNT = 200;
 
 export class LostRequestRecovery {
-  private timer: NodeJS.Timeout | undefined;
+  private beatTimer: NodeJS.Timeout | undefined;
+  private sweepTimer: NodeJS.Timeout | undefined;
+  /** The beat and the sweep under way, if any: each waits for its own before the next. */
+  private beating: Promise<void> | undefined;
   private running: Promise<void> | undefined;
   /** The dead instances the last scan looked for, and when the first draft it left lapses. */
   private scanned = { dead: new Set<string>(), nextLapseAtMs: Infinity };
@@ -56,12 +61,18 @@ export class LostRequestRecovery {
     private readonly options: LostRequestOptions,
   ) {}
 
-  /** Beats once (so the instance is alive before it serves), then beats and sweeps on a timer. */
+  /**
+   * Beats once (so the instance is alive before it serves), then beats and sweeps, each on a
+   * timer of its own: a scan that runs long (many orgs, a slow Redis) must not hold back this
+   * instance's heartbeat, or the others take it for dead and record its requests lost.
+   */
   async start(): Promise<void> {
     await this.beat();
     const interval = Math.max(100, Math.floor(this.options.deadAfterMs / 6));
-    this.timer = setInterval(() => this.tick(), interval);
-    this.timer.unref();
+    this.beatTimer = setInterval(() => this.beatTick(), interval);
+    this.beatTimer.unref();
+    this.sweepTimer = setInterval(() => this.sweepTick(), interval);
+    this.sweepTimer.unref();
   }
 
   /**
@@ -70,15 +81,26 @@ export class LostRequestRecovery {
    */
   async stop(leave: boolean): Promise<void> {
     this.stopping = true; // a scan under way stops at the next org, leaving the rest for others
-    clearInterval(this.timer);
-    await this.running;
+    clearInterval(this.beatTimer);
+    clearInterval(this.sweepTimer);
+    await Promise.all([this.beating, this.running]);
     if (leave) await this.redis.zrem(this.keys.instances(), this.options.instanceId);
   }
 
-  private tick(): void {
+  /** A beat, unless the one before is still waiting for its answer (beats never overlap). */
+  private beatTick(): void {
+    if (this.beating) return;
+    this.beating = this.beat()
+      .catch((error: unknown) => this.logger.warn({ err: error }, 'instance heartbeat failed'))
+      .finally(() => {
+        this.beating = undefined;
+      });
+  }
+
+  /** A sweep, unless the one before is still scanning; it judges from the beats so far. */
+  private sweepTick(): void {
     if (this.running) return;
-    this.running = this.beat()
-      .then(() => this.sweep())
+    this.running = this.sweep()
       .then((sweep) => {
         if (sweep.settled > 0) {
           this.options.recorded?.inc(sweep.settled);
@@ -115,7 +137,8 @@ export class LostRequestRecovery {
   /**
    * Whether this instance has reached Redis long enough to judge others' heartbeats: its own
    * beats have gone through for INSTANCE_DEAD_AFTER_MS, none more than half of it after the
-   * one before (a beat comes every sixth; a scan may hold one back a little). Until then a
+   * one before (a beat comes every sixth; a slow answer may hold the next back a little: beats
+   * do not overlap; a scan holds none back, they run on their own timer). Until then a
    * stale heartbeat may only say that its instance could not reach Redis, as this one could
    * not: after an outage each instance comes back on its own back-off, and the first one back
    * would take the others for dead. An instance cut off alone is still taken for dead by the
