@@ -93,6 +93,17 @@ describe('CLI errors', () => {
         code,
       );
     }
+    // The refusal names the flag typed, not the API field (decision 593), with a key or not.
+    for (const key of [[], ['--idempotency-key', 'zero-topup']]) {
+      const zero = await runCli(
+        ['wallet', 'topup', '--org-id', org.org_id, '--amount', '0', ...key],
+        env,
+      );
+      expect(zero.code, key.join(' ')).toBe(2);
+      expect(stderrError(zero.stderr), key.join(' ')).toEqual({
+        error: { code: 'gw_invalid_request', message: '--amount: must be greater than zero' },
+      });
+    }
     expect(await rows()).toBe(before);
     // A thousands separator gets the dashboard form's advice.
     const grouped = await runCli(

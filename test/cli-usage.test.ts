@@ -16,6 +16,9 @@ const sinkDb = createDbPool(TEST_DATABASE_URL, 2);
 let gateway: GatewayProcess;
 let orgId: string;
 let viewer: DashboardClient;
+let appId: string;
+/** A product user on record (pu_cli_usage_b is not: its row is named null). */
+const userA = `pu_cli_usage_a_${Date.now().toString(36)}`;
 
 const at = (day: string): Date => new Date(`${day}T12:00:00Z`);
 
@@ -26,6 +29,11 @@ beforeAll(async () => {
   const email = uniqueEmail('cli-usage');
   await createMember(env, email, orgId, 'viewer');
   viewer = await signInTo(gateway, email);
+  appId = org.app_id;
+  await db.query(
+    `INSERT INTO product_users (id, org_id, app_id, external_user_id) VALUES ($1, $2, $3, 'cli-user-a')`,
+    [userA, orgId, appId],
+  );
   // Days, models, connections and product users that differ, costs that are not round, and a
   // row before every range asked for.
   await new PostgresUsageSink(sinkDb).write([
@@ -33,7 +41,7 @@ beforeAll(async () => {
       createdAt: at('2026-03-02'),
       model: 'vendor_a/claude-x',
       appConnectionId: org.app_connection_id,
-      productUserId: 'pu_cli_usage_a',
+      productUserId: userA,
       walletCostNano: 7n,
       cacheWriteTokens: 6,
       cacheWrite1hTokens: 2,
@@ -122,7 +130,11 @@ describe('gw usage show', () => {
     expect(
       await shown(['--group-by', 'product_user', '--from', '2026-03-01', '--to', '2026-04-01']),
     ).toMatchObject({
-      data: [{ key: 'pu_cli_usage_a' }, { key: 'pu_cli_usage_b' }, { key: null }],
+      data: [
+        { key: userA, external_user_id: 'cli-user-a', app_id: appId },
+        { key: 'pu_cli_usage_b', external_user_id: null, app_id: null },
+        { key: null, external_user_id: null, app_id: null },
+      ],
     });
   });
 

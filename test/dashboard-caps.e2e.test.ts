@@ -781,6 +781,31 @@ describe('a setting changed alone keeps the amount (decision 315)', () => {
       message: 'amount is required: the product user has no cap of their own yet',
     });
     expect(await userRuleRows(org, 'api-uncapped')).toEqual([]);
+
+    // An empty body sets nothing: the answer names the fields this level's body takes
+    // (decision 594), at each level, capped or not, and changes nothing. The org's body takes
+    // one field, required: its refusal names it.
+    const cappedPath = `/dashboard/api/product-users/${await productUser(org, 'api-capped')}/cap`;
+    expect((await admin.request('PUT', cappedPath, { amount: '4' })).status).toBe(200);
+    const before = (await db.query('SELECT * FROM cap_rules WHERE org_id = $1', [org.org_id])).rows;
+    const nothing = (fields: string) =>
+      `the body sets nothing: give ${fields} (DELETE on this path removes the cap)`;
+    for (const [levelPath, message] of [
+      [
+        path,
+        nothing('amount, per_user_amount, credit_mode, overrun_policy or requires_product_user'),
+      ],
+      [userPath, nothing('amount, credit_mode or overrun_policy')],
+      [cappedPath, nothing('amount, credit_mode or overrun_policy')],
+      [`/dashboard/api/orgs/${org.org_id}/cap`, 'amount: is required'],
+    ] as const) {
+      const empty = await admin.request<ErrorBody>('PUT', levelPath, {});
+      expect(empty.status, levelPath).toBe(400);
+      expect(empty.body, levelPath).toEqual({ error: { code: 'gw_invalid_request', message } });
+    }
+    expect(
+      (await db.query('SELECT * FROM cap_rules WHERE org_id = $1', [org.org_id])).rows,
+    ).toEqual(before);
   });
 });
 

@@ -31,6 +31,9 @@ interface UsageRow {
   web_search_requests: number;
   cost: string;
   wallet_cost: string;
+  /** Rows grouped by product user: whose user it is (null: no product user, or none on record). */
+  external_user_id?: string | null;
+  app_id?: string | null;
 }
 interface Usage {
   group_by: string;
@@ -175,7 +178,9 @@ describe('usage for plots', () => {
       const order = groupBy === 'product_user' ? 'sum(sell_cost) DESC, 1 NULLS LAST, 2' : undefined;
       const ledger = await ledgerUsage(column, from, to, order);
       expect(ledger.length, groupBy).toBeGreaterThan(1);
-      expect(answer.body.data, groupBy).toEqual(ledger);
+      // (whose each product user is: the test below)
+      const sums = answer.body.data.map(({ external_user_id: _, app_id: __, ...row }) => row);
+      expect(sums, groupBy).toEqual(ledger);
     }
     const byModel = await admin.get<Usage>(
       `/dashboard/api/orgs/${tenant.org_id}/usage?group_by=model&from=${from}&to=${to}`,
@@ -193,7 +198,7 @@ describe('usage for plots', () => {
     const top = await admin.get<Usage>(
       `/dashboard/api/orgs/${tenant.org_id}/usage?group_by=product_user&from=${from}&to=${to}&limit=1`,
     );
-    expect(top.body.data).toEqual(
+    expect(top.body.data.map(({ external_user_id: _, app_id: __, ...row }) => row)).toEqual(
       (
         await ledgerUsage(columns.product_user, from, to, 'sum(sell_cost) DESC, 1 NULLS LAST, 2')
       ).slice(0, 1),
@@ -203,6 +208,88 @@ describe('usage for plots', () => {
     expect(byDefault.status).toBe(200);
     expect(byDefault.body.group_by).toBe('day');
     expect(byDefault.body.data.map((row) => row.cost)).not.toContain('999.999999999000');
+  });
+
+  it("names each product user's row by the app's own id (external_user_id, app_id), null when none is on record, never another org's", async () => {
+    const now = Date.now();
+    const from = isoDay(new Date(now - DAY_MS));
+    const to = isoDay(new Date(now + DAY_MS));
+    // Two users of this org through the gateway, one of them later removed from product_users.
+    for (const user of ['named-user', 'removed-user']) {
+      const answer = await infer(user);
+      expect(answer.status).toBe(200);
+      await ledgerRow(db, answer.headers.get('x-request-id'), 'request_id');
+    }
+    const idOf = async (orgId: string, externalUserId: string): Promise<string> => {
+      const { rows } = await db.query<{ id: string }>(
+        'SELECT id FROM product_users WHERE org_id = $1 AND external_user_id = $2',
+        [orgId, externalUserId],
+      );
+      return rows[0]!.id;
+    };
+    const named = await idOf(tenant.org_id, 'named-user');
+    const removed = await idOf(tenant.org_id, 'removed-user');
+    // Another org's user, with usage of its own, and its id forged into this org's ledger.
+    const other = await seed(env);
+    const theirs = await postJson<ErrorBody>(`${gateway.url}/v1/chat/completions`, chat, {
+      ...bearer(other.api_key),
+      'x-gw-external-user-id': 'other-org-user',
+    });
+    expect(theirs.status).toBe(200);
+    await ledgerRow(db, theirs.headers.get('x-request-id'), 'request_id');
+    const foreign = await idOf(other.org_id, 'other-org-user');
+    await sink.write([
+      usageRecord(tenant.org_id, 11n, { productUserId: foreign }),
+      usageRecord(tenant.org_id, 12n), // no product user
+    ]);
+    // The ledger's records of a removed user go with it (ON DELETE CASCADE); the rollups stay.
+    await db.query('DELETE FROM product_users WHERE id = $1', [removed]);
+
+    const viewer = await signedIn(emails.viewer);
+    const answer = await viewer.get<Usage>(
+      `/dashboard/api/orgs/${tenant.org_id}/usage?group_by=product_user&from=${from}&to=${to}&limit=1000`,
+    );
+    expect(answer.status).toBe(200);
+    const row = (key: string | null) => answer.body.data.find((each) => each.key === key);
+    expect(row(named)).toMatchObject({
+      key: named,
+      external_user_id: 'named-user',
+      app_id: tenant.app_id,
+      requests: 1,
+    });
+    expect(row(removed)).toMatchObject({ key: removed, external_user_id: null, app_id: null });
+    expect(row(foreign)).toMatchObject({ key: foreign, external_user_id: null, app_id: null });
+    expect(row(null)).toMatchObject({ key: null, external_user_id: null, app_id: null });
+    expect(JSON.stringify(answer.body)).not.toContain('other-org-user');
+    // Every product-user row carries both fields; other groupings carry neither.
+    for (const each of answer.body.data) {
+      expect(Object.keys(each)).toEqual(expect.arrayContaining(['external_user_id', 'app_id']));
+    }
+    const byDay = await viewer.get<Usage>(`/dashboard/api/orgs/${tenant.org_id}/usage`);
+    expect(byDay.body.data.length).toBeGreaterThan(0);
+    for (const each of byDay.body.data) expect(each).not.toHaveProperty('external_user_id');
+    // The other org sees its own user by name, and none of this org's.
+    const otherEmail = uniqueEmail('other-viewer');
+    await createMember(env, otherEmail, other.org_id, 'viewer');
+    const otherViewer = await signInTo(gateway, otherEmail);
+    const mine = await otherViewer.get<Usage>(
+      `/dashboard/api/orgs/${other.org_id}/usage?group_by=product_user&from=${from}&to=${to}`,
+    );
+    expect(mine.status).toBe(200);
+    expect(mine.body.data).toEqual([
+      expect.objectContaining({
+        key: foreign,
+        external_user_id: 'other-org-user',
+        app_id: other.app_id,
+      }),
+    ]);
+    expect(JSON.stringify(mine.body)).not.toContain('named-user');
+    // …and this org's usage is not its to read.
+    const across = await otherViewer.get<ErrorBody>(
+      `/dashboard/api/orgs/${tenant.org_id}/usage?group_by=product_user`,
+    );
+    expect(across.status).toBe(404);
+    expect(JSON.stringify(across.body)).not.toContain('named-user');
   });
 
   it('counts a replayed usage entry once, also when it comes back in a batch with new rows', async () => {

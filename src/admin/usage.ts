@@ -1,6 +1,7 @@
 // An organization's usage per day, model, connection or product user between two UTC days: what
 // the dashboard API's usage route and `gw usage show` answer (decision 487), from the rollups
-// the usage writer keeps (src/ledger/usage-rollups.ts), never a scan of the ledger.
+// the usage writer keeps (src/ledger/usage-rollups.ts), never a scan of the ledger. Rows grouped
+// by product user also say whose user it is, the app's own id (decision 592).
 import { z } from 'zod';
 import type { DbPool } from '../db/pool.js';
 import { isGwError, type GwError } from '../errors.js';
@@ -31,11 +32,22 @@ export interface UsageRequest extends DayRange {
   readonly limit: number;
 }
 
+/**
+ * A row grouped by product user (only those) also names the user as the app knows it: its
+ * `external_user_id` and `app_id` (an external id is unique within its app). Both null for the
+ * row of requests with no product user, and for a user no longer on record (the rollups keep
+ * what it spent; its records went with it).
+ */
+export type UsageRow = UsageRollupRow & {
+  readonly external_user_id?: string | null;
+  readonly app_id?: string | null;
+};
+
 export interface UsageSummary {
   group_by: UsageGroup;
   from: string;
   to: string;
-  data: UsageRollupRow[];
+  data: UsageRow[];
 }
 
 /** The summary a parsed query asks for, or the refusal of its range (naming it by `names`). */
@@ -56,10 +68,37 @@ export async function usageSummary(
   orgId: string,
   request: UsageRequest,
 ): Promise<UsageSummary> {
+  const rows = await readUsageRollups(db, { orgId, ...request });
   return {
     group_by: request.groupBy,
     from: isoDay(request.from),
     to: isoDay(request.to),
-    data: await readUsageRollups(db, { orgId, ...request }),
+    data: request.groupBy === 'product_user' ? await namedUsers(db, orgId, rows) : rows,
   };
+}
+
+/** Product-user rows with whose each is: one lookup for the page, of this org's users only. */
+async function namedUsers(
+  db: Pick<DbPool, 'query'>,
+  orgId: string,
+  rows: UsageRollupRow[],
+): Promise<UsageRow[]> {
+  const ids = rows.flatMap((row) => (row.key === null ? [] : [row.key]));
+  const { rows: users } =
+    ids.length === 0
+      ? { rows: [] }
+      : await db.query<{ id: string; external_user_id: string; app_id: string }>(
+          `SELECT id, external_user_id, app_id FROM product_users
+            WHERE org_id = $1 AND id = ANY($2::text[])`,
+          [orgId, ids],
+        );
+  const byId = new Map(users.map((user) => [user.id, user]));
+  return rows.map((row) => {
+    const user = row.key === null ? undefined : byId.get(row.key);
+    return {
+      ...row,
+      external_user_id: user?.external_user_id ?? null,
+      app_id: user?.app_id ?? null,
+    };
+  });
 }

@@ -13,7 +13,8 @@ export const usageHelp = `gw usage show --org-id O [--from YYYY-MM-DD] [--to YYY
   the dashboard API's GET /dashboard/api/orgs/{org_id}/usage answers them: {"group_by","from",
   "to","data"}. --from and --to are UTC days (--to not included; default the last 30 days, at
   most 366); --group-by defaults to day; product users come top spenders first, --limit of
-  them (default 100, at most 1000).
+  them (default 100, at most 1000), each row with the user's external_user_id and app_id
+  (null: no product user, or one no longer on record).
 gw usage prune --before YYYY-MM [--apply]
   lists (or with --apply drops) the months of usage_records before YYYY-MM; what each month
   took from each wallet is kept as one 'usage_archived' wallet transaction, so balances do not

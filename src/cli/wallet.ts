@@ -109,11 +109,14 @@ export async function walletCommand(context: CliContext, argv: string[]): Promis
   };
   // A set without a key runs as it is: run again, it is safe (decision 557).
   if (kind === 'set' && values['idempotency-key'] === undefined) {
-    printJson(orUsageError(await changeAnswered(context, change)));
+    printJson(orUsageError(await changeAnswered(context, change), FIELD_FLAGS));
     return;
   }
   await changeUnderKey(context, change, values['idempotency-key']);
 }
+
+/** The service's refusals name the API field (`amount: …`); the command names its flag. */
+const FIELD_FLAGS: Readonly<Record<string, string>> = { amount: 'amount' };
 
 /** A top-up or balance set a command makes: the amount as given, and as nano. */
 interface WalletChange {
@@ -270,7 +273,7 @@ async function changeUnderKey(
       throw unknown(`; its idempotency key ${key}, asked again, answered: ${result.message}`);
     }
   }
-  const answered = orUsageError(result);
+  const answered = orUsageError(result, FIELD_FLAGS);
   // A replay, or the finish of a first run that committed: said on stderr, the wallet on stdout.
   if (answered instanceof JsonAnswer) cliIo().write('stderr', `${note}\n`);
   printJson(answered instanceof JsonAnswer ? answered.body : answered);

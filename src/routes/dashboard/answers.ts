@@ -78,6 +78,20 @@ export const usageSchema = z.object({
       web_search_requests: count.describe("searches the vendor's web search tool made"),
       cost: z.string().describe('12-digit decimal string'),
       wallet_cost: z.string().describe('12-digit decimal string'),
+      external_user_id: z
+        .string()
+        .nullable()
+        .optional()
+        .describe(
+          "group_by=product_user only: the product user's id in its app (the external_user_id the app sent); null for requests with no product user, or a product user no longer on record",
+        ),
+      app_id: z
+        .string()
+        .nullable()
+        .optional()
+        .describe(
+          "group_by=product_user only: the product user's app (external ids are unique within an app); null as external_user_id is",
+        ),
     }),
   ),
 });

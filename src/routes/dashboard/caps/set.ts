@@ -9,16 +9,18 @@
 //   product user: {"amount"?, "credit_mode"?: … | null, "overrun_policy"?: … | null}
 //                 (the user's overrides: omitted keeps them, null inherits the connection's)
 // A field left out keeps its value, amount included; a level without a cap needs an amount
-// (400 gw_invalid_request, decision 315).
+// (400 gw_invalid_request, decision 315), and a body that sets nothing is told the fields its
+// level takes (400, decision 594).
 import { z } from 'zod';
 import {
+  CapNothingToSetError,
   setCapAs,
   type CapInvalidation,
   type CapScope,
   type CapSettings,
 } from '../../../admin/caps.js';
 import type { DbPool } from '../../../db/pool.js';
-import { isGwError, type GwError } from '../../../errors.js';
+import { gwError, isGwError, type GwError } from '../../../errors.js';
 import { parseAmountField, SETTLEMENT_CURRENCY } from '../../../money.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { amountInput } from '../schemas.js';
@@ -78,6 +80,20 @@ function capSettings(body: AnyCapBody): CapSettings | GwError {
   };
 }
 
+/**
+ * A body that sets nothing (`{}`): the fields this level's body takes, and what removes a cap,
+ * as `gw cap set` names its flags (decision 594).
+ */
+function nothingToSet(scope: CapScope): GwError {
+  const fields = Object.keys(bodies[scope].shape);
+  const list =
+    fields.length < 2 ? fields.join('') : `${fields.slice(0, -1).join(', ')} or ${fields.at(-1)}`;
+  return gwError(
+    'gw_invalid_request',
+    `the body sets nothing: give ${list} (DELETE on this path removes the cap)`,
+  );
+}
+
 function setCapRoute<Scope extends CapScope>(scope: Scope) {
   const level = capLevels[scope];
   return declareRoute({
@@ -109,6 +125,7 @@ function setCapRoute<Scope extends CapScope>(scope: Scope) {
           settings,
         );
       } catch (error) {
+        if (error instanceof CapNothingToSetError) return nothingToSet(scope);
         return capRefusal(error);
       }
     },
