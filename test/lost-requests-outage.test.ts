@@ -66,7 +66,7 @@ async function startInstance(name: string): Promise<Instance> {
     reservationTtlMs: HOLD_TTL_MS,
     instanceId: name,
   });
-  const recovery = new LostRequestRecovery(client, keys, budget, silent, {
+  const recovery = new LostRequestRecovery(client, defineScripts(client), keys, budget, silent, {
     instanceId: name,
     deadAfterMs: DEAD_AFTER_MS,
   });

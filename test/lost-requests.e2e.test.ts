@@ -27,6 +27,7 @@ import { lostRecord } from './support/records.js';
 
 const { env, db, redis, prefix } = isolatedContext('lost');
 const keys = createRedisKeys(prefix);
+const scripts = defineScripts(redis);
 const lapse = { RESERVATION_TTL_MS: '2000', INSTANCE_DEAD_AFTER_MS: '1200' };
 let org: SeededOrg;
 const running: GatewayProcess[] = [];
@@ -206,7 +207,7 @@ describe('the sweep', () => {
     const orgId = `org_sweep_${randomUUID().slice(0, 8)}`;
     await redis.sadd(keys.usageStreamRegistry(), keys.usageStream(orgId));
     const now = Date.now();
-    const sweeper = new LostRequestRecovery(redis, keys, budget, logger, {
+    const sweeper = new LostRequestRecovery(redis, scripts, keys, budget, logger, {
       instanceId: 'sweeper',
       deadAfterMs: 1000,
     });
@@ -268,7 +269,7 @@ describe('the sweep', () => {
         return Promise.resolve('settled');
       },
     };
-    const sweeper = new LostRequestRecovery(redis, keys, flaky, logger, {
+    const sweeper = new LostRequestRecovery(redis, scripts, keys, flaky, logger, {
       instanceId: 'sweeper_2',
       deadAfterMs: 1000,
     });
@@ -297,7 +298,7 @@ describe('the sweep', () => {
       req_vanished: draftOf('req_vanished', orgId, 'vanished', now - 1),
     });
     const before = settled.length;
-    const sweeper = new LostRequestRecovery(redis, keys, budget, logger, {
+    const sweeper = new LostRequestRecovery(redis, scripts, keys, budget, logger, {
       instanceId: 'sweeper_3',
       deadAfterMs: 1000,
     });
@@ -365,7 +366,7 @@ describe('a long sweep', () => {
         return 'settled';
       },
     };
-    const scanner = new LostRequestRecovery(redis, keys, slow, logger, {
+    const scanner = new LostRequestRecovery(redis, scripts, keys, slow, logger, {
       instanceId: 'scanner',
       deadAfterMs: 600,
     });
@@ -387,6 +388,7 @@ describe('a long sweep', () => {
       const otherSettles: string[] = [];
       const other = new LostRequestRecovery(
         redis,
+        scripts,
         keys,
         {
           settle(lost) {
@@ -410,6 +412,122 @@ describe('a long sweep', () => {
     // Stopped, it beats no more and has left the set.
     expect(await redis.zscore(keys.instances(), 'scanner')).toBeNull();
     expect(slowSettles).toEqual(['req_vanished']);
+  }, 30_000);
+
+  it("does not delete another instance's lock when its own lapsed during its scan", async () => {
+    // The sweep's lock lives max(bound, 10 s); a scan may outlast it (here its one settle waits
+    // for the test, and the lock's lapse is its deletion). Another instance then takes the
+    // lock and scans; the first one's finish must leave that lock alone, or a third instance
+    // would scan beside the second, and so on. Keys of its own: the fake settles leave drafts.
+    const keys = createRedisKeys(`${prefix}:lock`);
+    const orgId = `org_lock_${randomUUID().slice(0, 8)}`;
+    await redis.sadd(keys.usageStreamRegistry(), keys.usageStream(orgId));
+    const now = Date.now();
+    await redis.zadd(keys.instances(), now - 5000, 'vanished');
+    await redis.hset(keys.inFlight(orgId), {
+      req_vanished: draftOf('req_vanished', orgId, 'vanished', now - 1),
+    });
+    /** A budget whose settles wait until `go` is called; `taken` lists what they settle. */
+    const gated = () => {
+      let go: (() => void) | undefined;
+      const gate = new Promise<void>((resolve) => (go = resolve));
+      const taken: string[] = [];
+      const budget: Pick<BudgetStore, 'settle'> = {
+        async settle(lost) {
+          taken.push(lost.requestId);
+          await gate;
+          return 'settled';
+        },
+      };
+      return { budget, taken, go: () => go!() };
+    };
+    const beatUntil = async (sweeper: LostRequestRecovery, at: number): Promise<void> => {
+      for (let beatAtMs = at - 700; beatAtMs < at; beatAtMs += 100) await sweeper.beat(beatAtMs);
+      await sweeper.beat(at);
+    };
+    const lock = keys.instanceSweep();
+
+    const firstBudget = gated();
+    const first = new LostRequestRecovery(redis, scripts, keys, firstBudget.budget, logger, {
+      instanceId: 'first',
+      deadAfterMs: 600,
+    });
+    await beatUntil(first, now);
+    const firstSweep = first.sweep(now);
+    await eventually(async () => (firstBudget.taken.length > 0 ? true : undefined), 10_000);
+    const firstToken = await redis.get(lock);
+    expect(firstToken).not.toBeNull();
+
+    // Its lock lapses; another instance takes it and scans (slowly too).
+    await redis.del(lock);
+    const secondBudget = gated();
+    const second = new LostRequestRecovery(redis, scripts, keys, secondBudget.budget, logger, {
+      instanceId: 'second',
+      deadAfterMs: 600,
+    });
+    const at = Date.now();
+    await beatUntil(second, at);
+    const secondSweep = second.sweep(at);
+    await eventually(async () => (secondBudget.taken.length > 0 ? true : undefined), 10_000);
+    const secondToken = await redis.get(lock);
+    expect(secondToken).not.toBeNull();
+    expect(secondToken).not.toBe(firstToken);
+
+    // The first one finishes: the second's lock is still there, and the first, no longer
+    // holding the lock, concludes nothing from its scan (the vanished instance stays listed).
+    firstBudget.go();
+    expect(await firstSweep).toEqual({ settled: 1, waiting: 0 });
+    expect(await redis.get(lock)).toBe(secondToken);
+    expect(await redis.zscore(keys.instances(), 'vanished')).not.toBeNull();
+
+    // The second one finishes: it concludes, and releases its own lock.
+    secondBudget.go();
+    expect(await secondSweep).toEqual({ settled: 1, waiting: 0 });
+    expect(await redis.get(lock)).toBeNull();
+    expect(await redis.zscore(keys.instances(), 'vanished')).toBeNull();
+  }, 30_000);
+
+  it('renews its lock while its scan runs', async () => {
+    // The lock lives 10 s here; the scan renews it once a third of that has passed. Its first
+    // settle waits 3.5 s, then the second settle finds the lock renewed to its full lifetime
+    // (without the renewal, 6.5 s at most would be left).
+    const keys = createRedisKeys(`${prefix}:renew`);
+    const orgId = `org_renew_${randomUUID().slice(0, 8)}`;
+    await redis.sadd(keys.usageStreamRegistry(), keys.usageStream(orgId));
+    const now = Date.now();
+    await redis.zadd(keys.instances(), now - 5000, 'vanished');
+    await redis.hset(keys.inFlight(orgId), {
+      req_one: draftOf('req_one', orgId, 'vanished', now - 1),
+      req_two: draftOf('req_two', orgId, 'vanished', now - 1),
+    });
+    const lock = keys.instanceSweep();
+    let token: string | null = null;
+    let lifeLeftMs = 0;
+    const scanner = new LostRequestRecovery(
+      redis,
+      scripts,
+      keys,
+      {
+        async settle() {
+          if (token === null) {
+            token = await redis.get(lock);
+            await new Promise((resolve) => setTimeout(resolve, 3500));
+          } else {
+            expect(await redis.get(lock)).toBe(token);
+            lifeLeftMs = await redis.pttl(lock);
+          }
+          return 'settled';
+        },
+      },
+      logger,
+      { instanceId: 'renewer', deadAfterMs: 600 },
+    );
+    for (let beatAtMs = now - 700; beatAtMs < now; beatAtMs += 100) await scanner.beat(beatAtMs);
+    await scanner.beat(now);
+    expect(await scanner.sweep(now)).toEqual({ settled: 2, waiting: 0 });
+    expect(token).not.toBeNull();
+    expect(lifeLeftMs).toBeGreaterThan(9000);
+    expect(await redis.get(lock)).toBeNull(); // released at its end
   }, 30_000);
 });
 

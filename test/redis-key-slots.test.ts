@@ -48,6 +48,7 @@ const builderScopes: Record<keyof RedisKeys, 'org' | 'pair' | 'alone'> = {
   rebuilds: 'org',
   // The instances' heartbeats: ZADD / ZRANGEBYSCORE alone (src/billing/lost-requests.ts).
   instances: 'alone',
+  // SET NX alone; sweep-lock.lua takes it alone (compare, then renew or delete).
   instanceSweep: 'alone',
   // One set of every stream: SADD/SMEMBERS alone (the writers read streams slot by slot).
   usageStreamRegistry: 'alone',
@@ -200,6 +201,8 @@ const scriptKeys: { [N in ScriptName]: (orgId: string) => Record<string, string>
     code: keys.oauthCode(codeHash),
     used: keys.oauthCodeUsed(codeHash),
   }),
+  // The lost-request sweep's lock (src/billing/lost-requests.ts), one key, not an org's.
+  sweepLock: () => ({ lock: keys.instanceSweep() }),
 };
 
 function requestAccountKeys(orgId: string): Record<string, string> {

@@ -10,11 +10,14 @@
 // heartbeat is stale (nobody could write one), so an instance takes others for dead only once
 // its own beats have gone through, without a gap, for INSTANCE_DEAD_AFTER_MS (decision 585).
 // The beats run on a timer of their own: a sweep, however long its scan, never holds one back
-// (decision 590).
+// (decision 590). One instance scans at a time, under a lock that names its holder: a scan
+// renews it while it runs, stops when it lost it, and releases only its own (decision 595).
+import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../log.js';
 import type { RedisClient } from '../redis/connect.js';
 import { orgOfUsageStream, type RedisKeys } from '../redis/keys.js';
+import type { RedisScripts } from '../redis/scripts.js';
 import type { UsageRecord } from '../ledger/usage-record.js';
 import type { BudgetStore } from './budget-store.js';
 import { decodeDraft, type InFlightDraft } from './in-flight-draft.js';
@@ -37,6 +40,14 @@ export interface LostRequestSweep {
 
 const SCAN_COUNT = 200;
 
+/** The sweep's lock as its taker holds it: its token, lifetime, and when last known its own. */
+interface SweepLock {
+  readonly token: string;
+  readonly ttlMs: number;
+  /** performance.now() when the lock was last set or renewed (sent: its lifetime ran later). */
+  heldSinceMs: number;
+}
+
 export class LostRequestRecovery {
   private beatTimer: NodeJS.Timeout | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
@@ -55,6 +66,7 @@ export class LostRequestRecovery {
 
   constructor(
     private readonly redis: RedisClient,
+    private readonly scripts: Pick<RedisScripts, 'sweepLock'>,
     private readonly keys: RedisKeys,
     private readonly budget: Pick<BudgetStore, 'settle'>,
     private readonly logger: Logger,
@@ -172,25 +184,59 @@ export class LostRequestRecovery {
     // the last scan or a draft that scan left has lapsed since; and one instance at a time.
     const known = dead.every((instance) => this.scanned.dead.has(instance));
     if (known && now < this.scanned.nextLapseAtMs) return { settled: 0, waiting: 0 };
-    const lock = this.keys.instanceSweep();
-    const ttl = Math.max(this.options.deadAfterMs, 10_000);
-    if ((await this.redis.set(lock, this.options.instanceId, 'PX', ttl, 'NX')) !== 'OK') {
+    // The lock's value names its holder and this take: the taker renews it and releases it
+    // only while it is still this value (sweep-lock.lua), never another instance's lock.
+    const lock: SweepLock = {
+      token: `${this.options.instanceId} ${randomUUID()}`,
+      ttlMs: Math.max(this.options.deadAfterMs, 10_000),
+      heldSinceMs: performance.now(),
+    };
+    const key = this.keys.instanceSweep();
+    if ((await this.redis.set(key, lock.token, 'PX', lock.ttlMs, 'NX')) !== 'OK') {
       return { settled: 0, waiting: 0 };
     }
     try {
-      return await this.scan(dead, now);
+      return await this.scan(dead, now, lock);
     } finally {
-      await this.redis.del(lock);
+      await this.scripts.sweepLock({ lock: key }, { token: lock.token, ttl_ms: 0 });
     }
   }
 
-  private async scan(dead: readonly string[], now: number): Promise<LostRequestSweep> {
+  /**
+   * Whether this scan still holds its lock, renewed here once a third of its lifetime has
+   * passed since it was set or last renewed (it can only have lapsed after all of it); `check`:
+   * asked of Redis whatever the time. A scan that lost it stops and concludes nothing: another
+   * instance may be scanning now.
+   */
+  private async holdsLock(lock: SweepLock, check = false): Promise<boolean> {
+    if (!check && performance.now() - lock.heldSinceMs < lock.ttlMs / 3) return true;
+    const sentAtMs = performance.now();
+    const kept = await this.scripts.sweepLock(
+      { lock: this.keys.instanceSweep() },
+      { token: lock.token, ttl_ms: lock.ttlMs },
+    );
+    if (kept === 1) {
+      lock.heldSinceMs = sentAtMs;
+      return true;
+    }
+    this.logger.warn(
+      'lost-request sweep: its lock lapsed during the scan; stopped, left to others',
+    );
+    return false;
+  }
+
+  private async scan(
+    dead: readonly string[],
+    now: number,
+    lock: SweepLock,
+  ): Promise<LostRequestSweep> {
     const deadSet = new Set(dead);
     let nextLapseAtMs = Infinity;
     const waitingOf = new Map<string, number>();
     let settled = 0;
     for (const stream of await this.redis.smembers(this.keys.usageStreamRegistry())) {
-      if (this.stopping) return { settled, waiting: 0 }; // nothing concluded from half a scan
+      // Nothing concluded from half a scan.
+      if (this.stopping || !(await this.holdsLock(lock))) return { settled, waiting: 0 };
       const orgId = orgOfUsageStream(this.keys, stream);
       if (orgId === null) continue;
       const key = this.keys.inFlight(orgId);
@@ -210,6 +256,7 @@ export class LostRequestRecovery {
             waitUntil(draft.lapsesAtMs);
             continue;
           }
+          if (!(await this.holdsLock(lock))) return { settled, waiting: 0 };
           try {
             if ((await this.settleLost(draft, now)) === 'settled') settled += 1;
           } catch (error) {
@@ -224,6 +271,7 @@ export class LostRequestRecovery {
         }
       } while (cursor !== '0');
     }
+    if (!(await this.holdsLock(lock, true))) return { settled, waiting: 0 };
     const gone = dead.filter((instance) => !waitingOf.has(instance));
     if (gone.length > 0) await this.redis.zrem(this.keys.instances(), ...gone);
     this.scanned = { dead: deadSet, nextLapseAtMs };

@@ -39,7 +39,7 @@ export async function startUsageRecording(
   // are recorded by the others from their drafts once their holds lapse.
   const lostRequests = closers.add(
     'lost-request recovery',
-    new LostRequestRecovery(redis, keys, stores.budget, logger, {
+    new LostRequestRecovery(redis, connections.scripts, keys, stores.budget, logger, {
       instanceId: stores.instanceId,
       deadAfterMs: config.INSTANCE_DEAD_AFTER_MS,
       recorded: metrics.lostRequestsRecorded,

@@ -253,6 +253,11 @@ export const scriptSpecs = {
     keys: ['code', 'used'],
     args: ['used_ttl_ms'],
   },
+  sweepLock: {
+    file: 'sweep-lock',
+    keys: ['lock'],
+    args: ['token', 'ttl_ms'],
+  },
 } as const satisfies Record<string, ScriptSpec>;
 
 export type ScriptName = keyof typeof scriptSpecs;
