@@ -784,7 +784,7 @@ describe('a setting changed alone keeps the amount (decision 315)', () => {
 
     // An empty body sets nothing: the answer names the fields this level's body takes
     // (decision 594), at each level, capped or not, and changes nothing. The org's body takes
-    // one field, required: its refusal names it.
+    // one field, required: its refusal says it is the only one (decision 597).
     const cappedPath = `/dashboard/api/product-users/${await productUser(org, 'api-capped')}/cap`;
     expect((await admin.request('PUT', cappedPath, { amount: '4' })).status).toBe(200);
     const before = (await db.query('SELECT * FROM cap_rules WHERE org_id = $1', [org.org_id])).rows;
@@ -797,7 +797,10 @@ describe('a setting changed alone keeps the amount (decision 315)', () => {
       ],
       [userPath, nothing('amount, credit_mode or overrun_policy')],
       [cappedPath, nothing('amount, credit_mode or overrun_policy')],
-      [`/dashboard/api/orgs/${org.org_id}/cap`, 'amount: is required'],
+      [
+        `/dashboard/api/orgs/${org.org_id}/cap`,
+        'amount: is required, the only field this body takes (DELETE on this path removes the cap)',
+      ],
     ] as const) {
       const empty = await admin.request<ErrorBody>('PUT', levelPath, {});
       expect(empty.status, levelPath).toBe(400);

@@ -227,6 +227,64 @@ describe('API keys', () => {
     expect(again.body.error.code).toBe('gw_conflict');
   });
 
+  it('a rotated key is refused saying it was replaced by a rotation, naming neither key; a revoked one says revoked', async () => {
+    const admin = await signedIn(emails.admin);
+    const old = await admin.post<ApiKey>(apiKeysOf(tenant.app_connection_id), {});
+    const revoked = await admin.post<ApiKey>(apiKeysOf(tenant.app_connection_id), {});
+    expect(await infer(first, old.body.key!)).toEqual([200, undefined]);
+    const rotated = await admin.post<ApiKey>(`/dashboard/api/api-keys/${old.body.id}/rotate`);
+    expect(rotated.status).toBe(201);
+    expect((await admin.post(`/dashboard/api/api-keys/${revoked.body.id}/revoke`)).status).toBe(
+      200,
+    );
+    const refusal = async (key: string) => {
+      const answer = await postJson<ErrorBody>(
+        `${first.url}/v1/chat/completions`,
+        chat,
+        bearer(key),
+      );
+      return [answer.status, answer.body.error];
+    };
+    await firstChangedAnswer(() => infer(first, old.body.key!), served);
+    expect(await refusal(old.body.key!)).toEqual([
+      401,
+      expect.objectContaining({
+        code: 'gw_key_inactive',
+        message: 'this API key was replaced by a rotation: use the new key issued in its place',
+      }),
+    ]);
+    const [, error] = await refusal(old.body.key!);
+    for (const secret of [old.body.key!, rotated.body.key!, rotated.body.id, rotated.body.key_hint])
+      expect(JSON.stringify(error)).not.toContain(secret);
+    expect(await refusal(revoked.body.key!)).toEqual([
+      401,
+      expect.objectContaining({
+        code: 'gw_key_inactive',
+        message: 'this API key is revoked or inactive',
+      }),
+    ]);
+    // a rotated key whose connection is then revoked: its successor does not work either
+    const connection = await admin.post<{ id: string }>(
+      `/dashboard/api/apps/${tenant.app_id}/connections`,
+      { name: 'closing after a rotation' },
+    );
+    expect(connection.status).toBe(201);
+    const closing = await admin.post<ApiKey>(apiKeysOf(connection.body.id), {});
+    expect((await admin.post(`/dashboard/api/api-keys/${closing.body.id}/rotate`)).status).toBe(
+      201,
+    );
+    expect(
+      (await admin.request('DELETE', `/dashboard/api/connections/${connection.body.id}`)).status,
+    ).toBe(200);
+    expect(await refusal(closing.body.key!)).toEqual([
+      401,
+      expect.objectContaining({
+        code: 'gw_key_inactive',
+        message: 'this API key is revoked or inactive',
+      }),
+    ]);
+  });
+
   it('rotate with a grace period: the old key keeps working on every instance until it ends, then stops although cached', async () => {
     const admin = await signedIn(emails.admin);
     const old = await admin.post<ApiKey>(apiKeysOf(tenant.app_connection_id), {});
@@ -250,6 +308,14 @@ describe('API keys', () => {
       expect(await infer(gateway, old.body.key!)).toEqual([401, 'gw_key_inactive']);
       expect(await infer(gateway, rotated.body.key!)).toEqual([200, undefined]);
     }
+    const refused = await postJson<ErrorBody>(
+      `${first.url}/v1/chat/completions`,
+      chat,
+      bearer(old.body.key!),
+    );
+    expect(refused.body.error.message).toBe(
+      'this API key was rotated and its grace period has ended: use the new key issued in its place',
+    );
     const after = await admin.get<Page<ApiKey>>(apiKeysOf(tenant.app_connection_id));
     expect(after.body.data.find((key) => key.id === old.body.id)?.status).toBe('expired');
   });

@@ -20,6 +20,12 @@ export interface ApiKeyIdentity {
    */
   readonly expiresAtMs?: number | null;
   /**
+   * Whether a rotation replaced this key (`replaced_by` set) while its connection stands: the
+   * refusal of an inactive key then says so, so a caller with the old key can tell rotation
+   * from revocation. Absent in an identity cached before it existed: the plain refusal.
+   */
+  readonly replacedByRotation?: boolean;
+  /**
    * The OAuth client whose connection this is, for a `gw_oauth_…` token (null or absent: an
    * API key). Its usage records name the client.
    */
@@ -50,6 +56,7 @@ interface ApiKeyRow {
   credit_mode: CreditMode;
   overrun_policy: OverrunPolicy;
   expires_at: Date | null;
+  replaced: boolean;
   oauth_client_id: string | null;
   requests_per_minute: number | null;
   product_user_requests_per_minute: number | null;
@@ -62,7 +69,8 @@ export class PostgresApiKeyRecords implements ApiKeyRecords {
     const { rows } = await this.db.query<ApiKeyRow>(
       `SELECT k.id, k.org_id, k.app_id, k.app_connection_id, k.status AS key_status,
               c.status AS connection_status, k.model_policy, c.requires_product_user,
-              c.credit_mode, c.overrun_policy, k.expires_at, c.oauth_client_id,
+              c.credit_mode, c.overrun_policy, k.expires_at, k.replaced_by IS NOT NULL AS replaced,
+              c.oauth_client_id,
               k.requests_per_minute, k.product_user_requests_per_minute
          FROM api_keys k JOIN app_connections c ON c.id = k.app_connection_id
         WHERE k.key_hash = $1`,
@@ -81,6 +89,7 @@ export class PostgresApiKeyRecords implements ApiKeyRecords {
       creditMode: row.credit_mode,
       overrunPolicy: row.overrun_policy,
       expiresAtMs: row.expires_at?.getTime() ?? null,
+      replacedByRotation: row.replaced && row.connection_status === 'active',
       oauthClientId: row.oauth_client_id,
       requestsPerMinute: row.requests_per_minute,
       productUserRequestsPerMinute: row.product_user_requests_per_minute,

@@ -107,11 +107,16 @@ export class ApiKeyStore implements InvalidatedCache {
         'gw_key_inactive',
         oauth
           ? 'this OAuth token is revoked: the app must ask the user to connect again'
-          : 'this API key is revoked or inactive',
+          : identity.replacedByRotation === true
+            ? 'this API key was replaced by a rotation: use the new key issued in its place'
+            : 'this API key is revoked or inactive',
       );
     }
     if (typeof identity.expiresAtMs === 'number' && identity.expiresAtMs <= Date.now()) {
-      return gwError('gw_key_inactive', 'this API key was rotated and its grace period has ended');
+      return gwError(
+        'gw_key_inactive',
+        'this API key was rotated and its grace period has ended: use the new key issued in its place',
+      );
     }
     return identity;
   }

@@ -40,17 +40,27 @@ export function rotationBody(maxSeconds: number, maxInWords: string, defaultSeco
 /** Routes under /dashboard/api/orgs/{org_id}/… act on that organization. */
 export const inOrg = { param: 'org_id', table: 'organizations' } as const;
 
-/** A money amount as the API takes it: a decimal string (checked by `parseAmountField`, money.ts). */
-export const amountInput = z
-  // a JSON number is told the form (a missing field keeps "is required")
-  .string({
-    error: (issue) =>
-      issue.input === undefined
-        ? undefined
-        : 'must be a decimal amount in a string, such as "10.00"',
-  })
-  .max(64, 'must be a decimal amount such as "10.00"')
-  .describe('decimal amount, at most 12 fractional digits, at most 1000000');
+/**
+ * A money amount as the API takes it: a decimal string (checked by `parseAmountField`,
+ * money.ts). `whenMissing` words the refusal of a required one left out (after `field: `);
+ * without it, "is required". The declared schema is the same either way.
+ */
+export function amountInputOf(whenMissing?: string) {
+  return (
+    z
+      // a JSON number is told the form
+      .string({
+        error: (issue) =>
+          issue.input === undefined
+            ? whenMissing
+            : 'must be a decimal amount in a string, such as "10.00"',
+      })
+      .max(64, 'must be a decimal amount such as "10.00"')
+      .describe('decimal amount, at most 12 fractional digits, at most 1000000')
+  );
+}
+
+export const amountInput = amountInputOf();
 
 /**
  * Patterns such as `vendor_b/*`, exact model ids, or `*` (API keys, provider credentials):

@@ -10,7 +10,7 @@
 //                 (the user's overrides: omitted keeps them, null inherits the connection's)
 // A field left out keeps its value, amount included; a level without a cap needs an amount
 // (400 gw_invalid_request, decision 315), and a body that sets nothing is told the fields its
-// level takes (400, decision 594).
+// level takes (400, decisions 594 and 597).
 import { z } from 'zod';
 import {
   CapNothingToSetError,
@@ -23,7 +23,7 @@ import type { DbPool } from '../../../db/pool.js';
 import { gwError, isGwError, type GwError } from '../../../errors.js';
 import { parseAmountField, SETTLEMENT_CURRENCY } from '../../../money.js';
 import { declareRoute } from '../../framework/declaration.js';
-import { amountInput } from '../schemas.js';
+import { amountInput, amountInputOf } from '../schemas.js';
 import { capLevels, capRefusal, capTargetOf } from './schema.js';
 import { capSetSchema } from './answers.js';
 
@@ -31,7 +31,12 @@ const creditMode = z.enum(['enforce', 'track_only', 'disabled']);
 const overrunPolicy = z.enum(['limit_output', 'reject']);
 
 const bodies = {
-  org: z.strictObject({ amount: amountInput }),
+  // its one field is required: `{}` is told it is all the body takes (decision 597)
+  org: z.strictObject({
+    amount: amountInputOf(
+      'is required, the only field this body takes (DELETE on this path removes the cap)',
+    ),
+  }),
   app_connection: z.strictObject({
     amount: amountInput.nullable().optional(),
     per_user_amount: amountInput.nullable().optional(),
