@@ -6,7 +6,6 @@
 // messages name the flag and what differed, never the HTTP header (decision 575).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrganization } from '../src/admin/provisioning.js';
-import { createMoneyLayer } from '../src/billing/compose.js';
 import { CLI_ACTOR } from '../src/cli/context.js';
 import { createDbPool } from '../src/db/pool.js';
 import { createRedisKeys } from '../src/redis/keys.js';
@@ -15,7 +14,7 @@ import { isolatedContext } from './support/context.js';
 import { TEST_DATABASE_URL } from './support/env.js';
 import { hookedPool } from './support/interleave.js';
 import { testRedis } from './support/services.js';
-import { gwWallet, gwWalletError, gwWalletOutput } from './support/wallet-cli.js';
+import { gwWallet, gwWalletError, gwWalletOutput, testWallets } from './support/wallet-cli.js';
 
 const { prefix, redis } = isolatedContext('walletkey');
 const db = createDbPool(TEST_DATABASE_URL, 4);
@@ -24,13 +23,7 @@ const scripts = defineScripts(redis);
 const unreachable = testRedis();
 const cut = defineScripts(unreachable);
 const layer = (overrides: Partial<RedisScripts> = {}) =>
-  createMoneyLayer({
-    db,
-    redis,
-    keys,
-    scripts: { ...scripts, ...overrides },
-    reservationTtlMs: 60_000,
-  }).wallets;
+  testWallets({ db, redis, keys, scripts }, overrides);
 const wallets = layer();
 
 beforeAll(async () => {

@@ -7,7 +7,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrganization } from '../src/admin/provisioning.js';
 import { readWallet } from '../src/admin/wallet.js';
-import { createMoneyLayer } from '../src/billing/compose.js';
 import { Reconciler } from '../src/billing/reconcile.js';
 import type { WalletService } from '../src/billing/wallets.js';
 import { CLI_ACTOR } from '../src/cli/context.js';
@@ -17,7 +16,7 @@ import { defineScripts, type RedisScripts } from '../src/redis/scripts.js';
 import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
 import { hookedPool } from './support/interleave.js';
 import { deletePrefix, testRedis } from './support/services.js';
-import { gwWallet, gwWalletError } from './support/wallet-cli.js';
+import { gwWallet, gwWalletError, testWallets } from './support/wallet-cli.js';
 
 const prefix = uniquePrefix('setretry');
 const redis = testRedis();
@@ -28,13 +27,7 @@ const scripts = defineScripts(redis);
 const cut = defineScripts(unreachable);
 
 const layer = (overrides: Partial<RedisScripts> = {}, pool: DbPool = db): WalletService =>
-  createMoneyLayer({
-    db: pool,
-    redis,
-    keys,
-    scripts: { ...scripts, ...overrides },
-    reservationTtlMs: 60_000,
-  }).wallets;
+  testWallets({ db: pool, redis, keys, scripts }, overrides);
 const wallets = layer();
 
 beforeAll(async () => {

@@ -12,7 +12,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createUser } from '../src/accounts/users.js';
 import { createOrganization } from '../src/admin/provisioning.js';
-import { createMoneyLayer } from '../src/billing/compose.js';
 import type { WalletService } from '../src/billing/wallets.js';
 import { CLI_ACTOR } from '../src/cli/context.js';
 import { createDbPool, type DbPool } from '../src/db/pool.js';
@@ -25,7 +24,7 @@ import { hookedPool } from './support/interleave.js';
 import { serveAsOwner } from './support/owner-routes.js';
 import { TEST_DATABASE_URL, uniquePrefix } from './support/env.js';
 import { deletePrefix, testRedis } from './support/services.js';
-import { gwWallet, gwWalletError } from './support/wallet-cli.js';
+import { gwWallet, gwWalletError, testWallets } from './support/wallet-cli.js';
 
 const prefix = uniquePrefix('topupidem');
 const redis = testRedis();
@@ -34,13 +33,7 @@ const db = createDbPool(TEST_DATABASE_URL, 4);
 const keys = createRedisKeys(prefix);
 const scripts = defineScripts(redis);
 const layer = (overrides: Partial<ReturnType<typeof defineScripts>> = {}): WalletService =>
-  createMoneyLayer({
-    db,
-    redis,
-    keys,
-    scripts: { ...scripts, ...overrides },
-    reservationTtlMs: 60_000,
-  }).wallets;
+  testWallets({ db, redis, keys, scripts }, overrides);
 const wallets = layer();
 /** An instance that loses Redis between a top-up's commit and its Redis step. */
 const cutOff = layer({ walletTopUpApply: defineScripts(unreachable).walletTopUpApply });

@@ -1,11 +1,29 @@
 // `gw wallet …` run in the test's process on a money layer of the test's own (one whose
 // Redis steps a test cuts off): what it printed, or the error it ended with.
+import { createMoneyLayer, type MoneyLayerParts } from '../../src/billing/compose.js';
 import type { WalletService } from '../../src/billing/wallets.js';
 import type { CliContext } from '../../src/cli/context.js';
 import { withCliIo, type CliIo } from '../../src/cli/io.js';
 import { UsageError } from '../../src/cli/output.js';
 import { walletCommand } from '../../src/cli/wallet.js';
 import type { DbPool } from '../../src/db/pool.js';
+import type { RedisScripts } from '../../src/redis/scripts.js';
+
+/**
+ * The wallets of a money layer of the test's own, over `parts`, with any of its scripts
+ * replaced by `overrides` (one defined on a Redis that is gone: an instance that loses Redis
+ * at that step).
+ */
+export function testWallets(
+  parts: Pick<MoneyLayerParts, 'db' | 'redis' | 'keys' | 'scripts'>,
+  overrides: Partial<RedisScripts> = {},
+): WalletService {
+  return createMoneyLayer({
+    ...parts,
+    scripts: { ...parts.scripts, ...overrides },
+    reservationTtlMs: 60_000,
+  }).wallets;
+}
 
 export async function gwWallet(
   db: DbPool,
