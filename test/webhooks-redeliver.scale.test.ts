@@ -96,6 +96,20 @@ async function logState(
   return rows;
 }
 
+/**
+ * logState of an endpoint whose `before` older deliveries stayed as they were and whose `since`
+ * deliveries since the time were all queued again from the start of their schedule.
+ */
+const queuedAgain = (before: number, since: number) => [
+  { since: false, due_from_start: false, deliveries: before },
+  { since: true, due_from_start: true, deliveries: since },
+];
+
+/** redeliveryAudit of one call since `since` that queued `count` again. */
+const oneRedeliveryAudited = (since: Date, count: number) => [
+  { user_id: 'test', details: { since: since.toISOString(), redelivered: count } },
+];
+
 async function redeliveryAudit(
   id: string,
 ): Promise<Array<{ user_id: string; details: Record<string, unknown> }>> {
@@ -146,11 +160,8 @@ describe('redelivery since a time of 200,000 deliveries', () => {
     );
     // Before: 503 gw_unavailable (the one UPDATE cancelled at 2 s), nothing rewritten.
     expect(answer).toMatchObject({ status: 202, body: { redelivered: SINCE_COUNT } });
-    expect(await logState(endpointId, since)).toEqual([
-      // The older ones as they were: delivered, failed, or waiting on their backoff.
-      { since: false, due_from_start: false, deliveries: BEFORE_COUNT },
-      { since: true, due_from_start: true, deliveries: SINCE_COUNT },
-    ]);
+    // The older ones as they were: delivered, failed, or waiting on their backoff.
+    expect(await logState(endpointId, since)).toEqual(queuedAgain(BEFORE_COUNT, SINCE_COUNT));
     const audit = await redeliveryAudit(endpointId);
     expect(audit).toEqual([
       {
@@ -204,13 +215,8 @@ describe('a dispatcher during a redelivery since a time', () => {
     expect(claims.slice(1).every((claimed) => claimed?.startsWith(`msg_whredeliverclaims_`))).toBe(
       true,
     );
-    expect(await logState(id, since)).toEqual([
-      { since: false, due_from_start: false, deliveries: 5 },
-      { since: true, due_from_start: true, deliveries: count },
-    ]);
-    expect(await redeliveryAudit(id)).toEqual([
-      { user_id: 'test', details: { since: since.toISOString(), redelivered: count } },
-    ]);
+    expect(await logState(id, since)).toEqual(queuedAgain(5, count));
+    expect(await redeliveryAudit(id)).toEqual(oneRedeliveryAudited(since, count));
   }, 120_000);
 });
 
@@ -249,9 +255,7 @@ describe('a redelivery since a time meeting an attempt in flight', () => {
         { since: true, due_from_start: false, deliveries: 1 },
         { since: true, due_from_start: true, deliveries: count - 1 },
       ]);
-      expect(await redeliveryAudit(id)).toEqual([
-        { user_id: 'test', details: { since: since.toISOString(), redelivered: count - 1 } },
-      ]);
+      expect(await redeliveryAudit(id)).toEqual(oneRedeliveryAudited(since, count - 1));
       // The attempt is recorded: delivered.
       await attempt.query(
         `UPDATE webhook_deliveries SET state = 'delivered', delivered_at = now(), attempt_count = 4
@@ -265,13 +269,8 @@ describe('a redelivery since a time meeting an attempt in flight', () => {
     }
     // Then the call queues that message again too.
     expect(await redelivery).toEqual({ redelivered: count });
-    expect(await logState(id, since)).toEqual([
-      { since: false, due_from_start: false, deliveries: 5 },
-      { since: true, due_from_start: true, deliveries: count },
-    ]);
-    expect(await redeliveryAudit(id)).toEqual([
-      { user_id: 'test', details: { since: since.toISOString(), redelivered: count } },
-    ]);
+    expect(await logState(id, since)).toEqual(queuedAgain(5, count));
+    expect(await redeliveryAudit(id)).toEqual(oneRedeliveryAudited(since, count));
   }, 120_000);
 });
 
@@ -314,9 +313,7 @@ describe('a redelivery since a time cut off by Postgres', () => {
       { since: true, due_from_start: true, deliveries: REDELIVERY_BATCH },
     ]);
     // The log says what was done: the first batch, committed.
-    expect(await redeliveryAudit(id)).toEqual([
-      { user_id: 'test', details: { since: since.toISOString(), redelivered: REDELIVERY_BATCH } },
-    ]);
+    expect(await redeliveryAudit(id)).toEqual(oneRedeliveryAudited(since, REDELIVERY_BATCH));
 
     const from = new Date(resume![1]!);
     const { rows } = await db.query<{ left: number }>(
@@ -331,10 +328,7 @@ describe('a redelivery since a time cut off by Postgres', () => {
     ).toEqual({
       redelivered: rows[0]!.left,
     });
-    expect(await logState(id, since)).toEqual([
-      { since: false, due_from_start: false, deliveries: 5 },
-      { since: true, due_from_start: true, deliveries: count },
-    ]);
+    expect(await logState(id, since)).toEqual(queuedAgain(5, count));
   }, 120_000);
 });
 
