@@ -30,6 +30,13 @@ const FORMAT_NAMES: Readonly<Record<string, string>> = {
 /** Zod's own messages; anything else was written by us in a schema and is kept as is. */
 const VALIDATOR_TEXT = /^(Invalid|Too big|Too small|Unrecognized key)/;
 
+/** Choices in words: `a`, `a or b`, `a, b or c`. */
+export function orList(items: readonly string[]): string {
+  return items.length < 2
+    ? (items[0] ?? '')
+    : `${items.slice(0, -1).join(', ')} or ${items.at(-1)}`;
+}
+
 /**
  * A name from the client's own input (a field it sent) as a message may quote it: a plain
  * identifier of at most 64 characters, else undefined. Messages are safe to log, so they never

@@ -16,6 +16,7 @@ import { firingCapMarks } from '../usage-events/cap-marks.js';
 import type { CreditMode, OverrunPolicy } from '../billing/modes.js';
 import { CLI_ACTOR, ensureProductUser, type CliContext } from './context.js';
 import { amountFlag, parseFlags, printJson, requireFlag, UsageError } from './output.js';
+import { orList } from '../validation-messages.js';
 
 export const capHelp = `gw cap set --scope org --org-id O --amount 10.00 [--currency USD] [--period monthly]
 gw cap set --scope app_connection --app-connection-id C [--amount 5.00|none] [--per-user-amount 1.00|none]
@@ -46,10 +47,6 @@ const SET_FLAGS: Readonly<Record<CapTarget['scope'], readonly string[]>> = {
   ],
   product_user: ['--amount', '--credit-mode', '--overrun-policy'],
 };
-
-/** `a`, `a or b`, `a, b or c`. */
-const orList = (items: readonly string[]): string =>
-  items.length < 2 ? (items[0] ?? '') : `${items.slice(0, -1).join(', ')} or ${items.at(-1)}`;
 
 const CREDIT_MODES = ['enforce', 'track_only', 'disabled'] as const;
 const OVERRUN_POLICIES = ['limit_output', 'reject'] as const;

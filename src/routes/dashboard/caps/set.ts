@@ -22,6 +22,7 @@ import {
 import type { DbPool } from '../../../db/pool.js';
 import { gwError, isGwError, type GwError } from '../../../errors.js';
 import { parseAmountField, SETTLEMENT_CURRENCY } from '../../../money.js';
+import { orList } from '../../../validation-messages.js';
 import { declareRoute } from '../../framework/declaration.js';
 import { amountInput, amountInputOf } from '../schemas.js';
 import { capLevels, capRefusal, capTargetOf } from './schema.js';
@@ -90,12 +91,9 @@ function capSettings(body: AnyCapBody): CapSettings | GwError {
  * as `gw cap set` names its flags (decision 594).
  */
 function nothingToSet(scope: CapScope): GwError {
-  const fields = Object.keys(bodies[scope].shape);
-  const list =
-    fields.length < 2 ? fields.join('') : `${fields.slice(0, -1).join(', ')} or ${fields.at(-1)}`;
   return gwError(
     'gw_invalid_request',
-    `the body sets nothing: give ${list} (DELETE on this path removes the cap)`,
+    `the body sets nothing: give ${orList(Object.keys(bodies[scope].shape))} (DELETE on this path removes the cap)`,
   );
 }
 
